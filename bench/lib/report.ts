@@ -1,0 +1,238 @@
+/** Results of `bun run bench` as markdown, and the verdict on each target. */
+import type { Scenario, Target } from "../scenarios.ts";
+
+export interface RunResult {
+  concurrency: number;
+  duration: number;
+  requests: number;
+  rps: number;
+  latencyMs: { min: number; mean: number; p50: number; p90: number; p99: number; max: number };
+  /** non-2xx + socket errors + timeouts + wrong bodies */
+  failures: number;
+  failureDetail: { non2xx: number; errors: number; timeouts: number; mismatches: number };
+  responseType: string;
+  /** CPU used during the measured phase per server role, in cores (1 = one core busy). */
+  cpu: Record<string, number>;
+  loadgenCpu: number;
+  /** Machine-wide busy cores minus the above: kernel softirq (loopback) plus anything else running. */
+  otherCpu: number;
+  /** Highest VmRSS of the subject sampled (every 100 ms) during the measured phase, bytes. */
+  rssPeak?: number;
+  /** VmRSS of the subject right after the run, bytes. */
+  rssAfter?: number;
+}
+
+export interface ScenarioResult {
+  id: string;
+  title: string;
+  subjectRole?: string;
+  /** VmRSS of the subject once ready, before any load, bytes. */
+  rssIdle?: number;
+  /** VmHWM (kernel's peak RSS) of the subject at the end of the scenario, bytes. */
+  rssHwm?: number;
+  runs: RunResult[];
+  error?: string;
+}
+
+export interface Machine {
+  date: Date;
+  nproc: string;
+  cpuModel: string;
+  memGiB: number;
+  kernel: string;
+  bun: string;
+  loadgen: string;
+  duration: number;
+  warmup: number;
+  concurrencies: number[];
+}
+
+export interface Verdict {
+  scenario: string;
+  text: string;
+  status: "met" | "missed" | "not measured";
+  detail: string;
+}
+
+const MiB = 2 ** 20;
+/** Foreign CPU (in cores) during a run above which the run is flagged as noisy. */
+const NOISE_CORES = 0.25;
+const ms = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : v.toFixed(3));
+const mib = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : (v / MiB).toFixed(1));
+const pct = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : `${Math.round(v * 100)}%`);
+const us = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : v.toFixed(1));
+const signed = (v: number) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(3)}`;
+
+function runAt(r: ScenarioResult | undefined, c: number): RunResult | undefined {
+  return r?.runs.find((x) => x.concurrency === c);
+}
+
+function describe(t: Target): string {
+  switch (t.kind) {
+    case "addedP50":
+      return `at concurrency ${t.concurrency} it adds ≤ ${t.maxMs} ms to p50`;
+    case "rpsRatio":
+      return `at concurrency ${t.concurrency} it keeps ≥ ${Math.round(t.min * 100)}% of the baseline's req/s`;
+    case "idleRss":
+      return `idle RSS < ${t.maxMiB} MiB`;
+  }
+}
+
+export function evaluateTargets(scenarios: readonly Scenario[], results: readonly ScenarioResult[]): Verdict[] {
+  const verdicts: Verdict[] = [];
+  for (const s of scenarios) {
+    const r = results.find((x) => x.id === s.id);
+    const base = s.baseline ? results.find((x) => x.id === s.baseline) : undefined;
+    for (const t of s.targets ?? []) {
+      const v: Verdict = { scenario: s.id, text: `${s.id}: ${describe(t)}`, status: "not measured", detail: "" };
+      verdicts.push(v);
+      if (!r || r.error) {
+        v.detail = r?.error ? `scenario failed: ${firstLine(r.error)}` : "scenario not run";
+        continue;
+      }
+      if (t.kind === "idleRss") {
+        if (r.rssIdle === undefined) v.detail = "no RSS reading";
+        else {
+          v.status = r.rssIdle < t.maxMiB * MiB ? "met" : "missed";
+          v.detail = `idle RSS ${mib(r.rssIdle)} MiB`;
+        }
+        continue;
+      }
+      const mine = runAt(r, t.concurrency);
+      const theirs = runAt(base, t.concurrency);
+      if (!mine || !theirs) {
+        v.detail = !mine
+          ? `no run at concurrency ${t.concurrency}`
+          : `baseline ${s.baseline ?? "(none)"} has no run at concurrency ${t.concurrency}${base?.error ? ` (failed: ${firstLine(base.error)})` : ""}`;
+        continue;
+      }
+      if (t.kind === "addedP50") {
+        const added = mine.latencyMs.p50 - theirs.latencyMs.p50;
+        v.status = added <= t.maxMs ? "met" : "missed";
+        v.detail = `p50 ${ms(mine.latencyMs.p50)} ms vs ${ms(theirs.latencyMs.p50)} ms: ${signed(added)} ms`;
+      } else {
+        const ratio = mine.rps / theirs.rps;
+        v.status = ratio >= t.min ? "met" : "missed";
+        v.detail = `${mine.rps.toFixed(0)} vs ${theirs.rps.toFixed(0)} req/s: ${pct(ratio)}`;
+      }
+      if (mine.failures || theirs.failures) {
+        v.detail += " (runs had failed requests, see table)";
+      }
+    }
+  }
+  return verdicts;
+}
+
+function firstLine(s: string): string {
+  return s.split("\n")[0] ?? s;
+}
+
+export function renderMarkdown(
+  m: Machine,
+  scenarios: readonly Scenario[],
+  results: readonly ScenarioResult[],
+  verdicts: readonly Verdict[],
+): string {
+  const out: string[] = [];
+  const stamp = m.date.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  out.push(`## Run of ${stamp}`, "");
+  out.push(
+    `- Machine: ${m.nproc} CPUs (\`nproc\`), ${m.cpuModel}, ${m.memGiB.toFixed(1)} GiB RAM, Linux ${m.kernel}`,
+    `- Bun ${m.bun}; load generator: ${m.loadgen} (separate process, keep-alive, one MCP session per run)`,
+    `- Each run: ${m.warmup} s warm-up, then ${m.duration} s measured; concurrency ${m.concurrencies.join(", ")}`,
+    `- Request: \`tools/call\` \`echo\` on an initialised session (\`Mcp-Session-Id\`, \`MCP-Protocol-Version: 2025-06-18\`, \`Accept: application/json, text/event-stream\`)`,
+    "",
+  );
+
+  out.push(
+    "| Scenario | Conc. | req/s | p50 ms | p90 ms | p99 ms | max ms | failed | CPU subject | CPU upstream | CPU loadgen | CPU other | RSS idle MiB | RSS peak MiB | RSS after MiB |",
+    `| --- |${" ---: |".repeat(14)}`,
+  );
+  for (const r of results) {
+    if (r.error && r.runs.length === 0) {
+      out.push(`| ${r.title} | – | **failed** | | | | | | | | | | ${mib(r.rssIdle)} | | |`);
+      continue;
+    }
+    for (const run of r.runs) {
+      const subjectCpu = r.subjectRole ? run.cpu[r.subjectRole] : undefined;
+      const upstreamCpu = r.subjectRole === "upstream" ? undefined : run.cpu.upstream;
+      out.push(
+        `| ${r.title} | ${run.concurrency} | ${run.rps.toFixed(0)} | ${ms(run.latencyMs.p50)} | ${ms(run.latencyMs.p90)} | ${ms(run.latencyMs.p99)} | ${ms(run.latencyMs.max)} | ${run.failures} | ${pct(subjectCpu)} | ${pct(upstreamCpu)} | ${pct(run.loadgenCpu)} | ${pct(run.otherCpu)} | ${mib(r.rssIdle)} | ${mib(run.rssPeak)} | ${mib(run.rssAfter)} |`,
+      );
+    }
+    if (r.error) out.push(`| ${r.title} | – | **failed later** | | | | | | | | | | | | |`);
+  }
+  out.push(
+    "",
+    "CPU columns: share of one core used during the measured phase (subject = the process under test; for `direct` that is the upstream itself; " +
+      "other = the machine's busy time not charged to these processes: loopback softirq plus anything else running, which makes a run noisy when large). " +
+      "RSS is the subject's VmRSS: idle = ready, before any load; peak = highest 100 ms sample during the measured phase; after = right after the run.",
+    "",
+  );
+
+  const ratioRows: string[] = [];
+  for (const s of scenarios) {
+    if (!s.baseline) continue;
+    const r = results.find((x) => x.id === s.id);
+    const base = results.find((x) => x.id === s.baseline);
+    for (const c of m.concurrencies) {
+      const a = runAt(r, c);
+      const b = runAt(base, c);
+      if (!a || !b) {
+        ratioRows.push(`| ${s.id} vs ${s.baseline} | ${c} | – | – | – | not measured | – | – |`);
+        continue;
+      }
+      const subject = r?.subjectRole ? a.cpu[r.subjectRole] : undefined;
+      const usPerReq = subject === undefined ? undefined : (subject / a.rps) * 1e6;
+      const baseSubject = base?.subjectRole ? b.cpu[base.subjectRole] : undefined;
+      const baseUs = baseSubject === undefined ? undefined : (baseSubject / b.rps) * 1e6;
+      ratioRows.push(
+        `| ${s.id} vs ${s.baseline} | ${c} | ${signed(a.latencyMs.p50 - b.latencyMs.p50)} | ${signed(a.latencyMs.p99 - b.latencyMs.p99)} | ${signed(a.latencyMs.mean - b.latencyMs.mean)} | ${pct(a.rps / b.rps)} | ${us(usPerReq)} | ${us(baseUs)} |`,
+      );
+    }
+  }
+  if (ratioRows.length) {
+    out.push(
+      "### Ratios",
+      "",
+      "| Comparison | Conc. | added p50 ms | added p99 ms | added mean ms | req/s ratio | subject CPU µs/req | baseline subject CPU µs/req |",
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+      ...ratioRows,
+      "",
+      "CPU µs/req: CPU time of the process under test per request served (proxy vs. the upstream alone in `direct`); on a small machine the load generator, proxy and upstream share the cores, so this is what bounds req/s.",
+      "",
+    );
+  }
+
+  if (verdicts.length) {
+    out.push("### Targets", "");
+    for (const v of verdicts) {
+      const mark = v.status === "met" ? "✅ MET" : v.status === "missed" ? "❌ MISSED" : "⚠️ NOT MEASURED";
+      out.push(`- ${mark}: ${v.text} — ${v.detail}`);
+    }
+    out.push("");
+  }
+
+  const noisy = results.flatMap((r) => r.runs.filter((x) => x.otherCpu > NOISE_CORES).map((x) => ({ r, x })));
+  if (noisy.length) {
+    out.push(
+      "### Noise",
+      "",
+      `Runs during which more than ${pct(NOISE_CORES)} of a core went to something other than the bench's own processes (other programs on the machine, or kernel networking); their figures, and ratios involving them, are less trustworthy:`,
+      "",
+      ...noisy.map(({ r, x }) => `- ${r.id} at concurrency ${x.concurrency}: CPU other ${pct(x.otherCpu)}`),
+      "",
+    );
+  }
+
+  const failed = results.filter((r) => r.error);
+  if (failed.length) {
+    out.push("### Errors", "");
+    for (const r of failed) out.push(`- **${r.id}**:`, "", "```", (r.error ?? "").trimEnd(), "```", "");
+  }
+  const failing = results.flatMap((r) => r.runs.filter((x) => x.failures).map((x) => ({ r, x })));
+  for (const { r, x } of failing) {
+    out.push(`- ${r.id} c=${x.concurrency}: failed requests ${JSON.stringify(x.failureDetail)}`);
+  }
+  return out.join("\n").trimEnd();
+}

@@ -1,0 +1,308 @@
+/**
+ * `bun run bench`: latency, throughput and memory of the mcpmgr proxy against a
+ * direct connection to the same upstream. See bench/README.md.
+ *
+ * Environment:
+ *   BENCH_DURATION       seconds measured per run (default 10)
+ *   BENCH_WARMUP         warm-up seconds before each run (default 3, at most BENCH_DURATION)
+ *   BENCH_CONCURRENCY    comma-separated connection counts (default "1,32")
+ *   BENCH_SCENARIOS      comma-separated scenario ids (default: all, see bench/scenarios.ts)
+ *   BENCH_READY_TIMEOUT  ms a server gets to become ready (default 10000)
+ *   BENCH_LOADGEN        runtime for the load generator: "node" (default) or "bun"
+ *   BENCH_RESULTS        where to write the markdown (default bench/RESULTS.md; "-" = don't write)
+ *   BENCH_PROXY_CMD      command that replaces `bun src/main.ts` for the proxy scenario (e.g. a compiled binary)
+ *   BENCH_STRICT=1       exit 1 when a target is missed (a failed scenario always exits 1)
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism, totalmem } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { type Child, cpuSeconds, freePort, killAll, memory, spawnChild, systemBusySeconds, waitForHttp } from "./lib/proc.ts";
+import { type Harness, type Running, type Scenario, scenarios } from "./scenarios.ts";
+import { type Machine, type RunResult, type ScenarioResult, evaluateTargets, renderMarkdown } from "./lib/report.ts";
+
+const benchDir = import.meta.dir;
+const root = resolve(benchDir, "..");
+
+function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+const duration = envNumber("BENCH_DURATION", 10);
+const warmup = Math.min(envNumber("BENCH_WARMUP", 3), duration);
+const concurrencies = (process.env.BENCH_CONCURRENCY ?? "1,32")
+  .split(",")
+  .map((s) => Number(s.trim()))
+  .filter((n) => Number.isInteger(n) && n > 0);
+const readyTimeoutMs = envNumber("BENCH_READY_TIMEOUT", 10_000);
+const selected = process.env.BENCH_SCENARIOS?.split(",").map((s) => s.trim()).filter(Boolean);
+const resultsPath = process.env.BENCH_RESULTS ?? join(benchDir, "RESULTS.md");
+
+if (duration <= 0) throw new Error("BENCH_DURATION must be > 0");
+if (concurrencies.length === 0) throw new Error("BENCH_CONCURRENCY lists no positive integer");
+
+const chosen: Scenario[] = selected ? scenarios.filter((s) => selected.includes(s.id)) : [...scenarios];
+if (selected) {
+  const unknown = selected.filter((id) => !scenarios.some((s) => s.id === id));
+  if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(", ")}; known: ${scenarios.map((s) => s.id).join(", ")}`);
+}
+
+// ---------------------------------------------------------------- load generator
+
+function loadgenCommand(): { cmd: string[]; runtime: string } {
+  const want = process.env.BENCH_LOADGEN ?? "node";
+  const script = join(benchDir, "load.mjs");
+  if (want === "node") {
+    const node = Bun.which("node");
+    if (node) {
+      const version = Bun.spawnSync([node, "--version"]).stdout.toString().trim();
+      return { cmd: [node, script], runtime: `node ${version}` };
+    }
+    process.stderr.write("bench: `node` not found, running the load generator under bun\n");
+  } else if (want !== "bun") {
+    throw new Error(`BENCH_LOADGEN must be "node" or "bun", got ${JSON.stringify(want)}`);
+  }
+  return { cmd: [process.execPath, script], runtime: `bun ${Bun.version}` };
+}
+const loadgen = loadgenCommand();
+
+interface LoadOutput {
+  duration: number;
+  responseType: string;
+  requests: number;
+  rps: number;
+  latencyMs: RunResult["latencyMs"];
+  loadgenCpuSeconds: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  mismatches: number;
+}
+
+async function runLoad(running: Running, concurrency: number): Promise<RunResult> {
+  const cpuStart = new Map<Child, number>();
+  let rssPeak = 0;
+  const sampleRss = () => {
+    const m = memory(running.subject.pid);
+    if (m && m.rss > rssPeak) rssPeak = m.rss;
+  };
+  let sampler: ReturnType<typeof setInterval> | undefined;
+  let measuring = false;
+  let systemBusy = NaN;
+
+  const child = spawnChild(
+    "loadgen",
+    [...loadgen.cmd, JSON.stringify({ url: running.url, connections: concurrency, duration, warmup })],
+    {
+      cwd: root,
+      onStderrLine(line) {
+        if (line === "PHASE measure") {
+          measuring = true;
+          systemBusy = systemBusySeconds();
+          for (const p of running.processes) cpuStart.set(p, cpuSeconds(p.pid) ?? NaN);
+          sampleRss();
+          sampler = setInterval(sampleRss, 100);
+        } else if (line === "PHASE done") {
+          if (sampler) clearInterval(sampler);
+          systemBusy = systemBusySeconds() - systemBusy;
+          for (const p of running.processes) cpuStart.set(p, (cpuSeconds(p.pid) ?? NaN) - (cpuStart.get(p) ?? NaN));
+          sampleRss();
+        } else if (line.trim()) {
+          process.stderr.write(`    loadgen: ${line}\n`);
+        }
+      },
+    },
+  );
+  const limitMs = (warmup + duration) * 1500 + 30_000;
+  const timer = setTimeout(() => {
+    process.stderr.write(`bench: load generator still running after ${limitMs / 1000} s, killing it\n`);
+    child.proc.kill("SIGKILL");
+  }, limitMs);
+  const line = child.waitForLine(/^\{.*\}$/, limitMs + 1000).catch((e: Error) => e);
+  const code = await child.proc.exited;
+  clearTimeout(timer);
+  if (sampler) clearInterval(sampler);
+  const got = await line;
+  if (code !== 0 || got instanceof Error || !measuring) {
+    throw new Error(
+      `load generator failed (exit ${code}) against ${running.url} at concurrency ${concurrency}\n` +
+        (got instanceof Error ? got.message : child.output()),
+    );
+  }
+  const out = JSON.parse(got[0]) as LoadOutput;
+  const after = memory(running.subject.pid);
+  const cpu: Record<string, number> = {};
+  for (const p of running.processes) cpu[p.role] = (cpuStart.get(p) ?? NaN) / out.duration;
+  const loadgenCpu = out.loadgenCpuSeconds / out.duration;
+  const ours = Object.values(cpu).reduce((a, b) => a + b, 0) + loadgenCpu;
+  return {
+    concurrency,
+    duration: out.duration,
+    requests: out.requests,
+    rps: out.rps,
+    latencyMs: out.latencyMs,
+    failures: out.non2xx + out.errors + out.timeouts + out.mismatches,
+    failureDetail: { non2xx: out.non2xx, errors: out.errors, timeouts: out.timeouts, mismatches: out.mismatches },
+    responseType: out.responseType,
+    cpu,
+    loadgenCpu,
+    otherCpu: Math.max(0, systemBusy / out.duration - ours),
+    rssPeak: rssPeak || undefined,
+    rssAfter: after?.rss,
+  };
+}
+
+// ---------------------------------------------------------------- harness
+
+/** A harness that remembers every process a scenario starts, so a failed start leaves nothing behind. */
+function harnessFor(started: Child[]): Harness {
+  const spawn: typeof spawnChild = (...args) => {
+    const child = spawnChild(...args);
+    started.push(child);
+    return child;
+  };
+  return {
+    root,
+    bun: process.execPath,
+    readyTimeoutMs,
+    async startUpstream() {
+      const child = spawn("upstream", [process.execPath, join(benchDir, "upstream.ts"), "--port", "0"], { cwd: root });
+      const m = await child.waitForLine(/^READY (http:\/\/\S+)$/, readyTimeoutMs);
+      return { url: m[1] as string, child };
+    },
+    spawn,
+    waitForHttp,
+    freePort,
+  };
+}
+
+interface Live {
+  scenario: Scenario;
+  result: ScenarioResult;
+  running?: Running;
+  started: Child[];
+}
+
+async function startScenario(s: Scenario): Promise<Live> {
+  const live: Live = { scenario: s, result: { id: s.id, title: s.title, runs: [] }, started: [] };
+  try {
+    process.stderr.write(`bench: ${s.id}: starting\n`);
+    live.running = await s.start(harnessFor(live.started));
+    await Bun.sleep(500); // let startup garbage settle before the idle reading
+    live.result.rssIdle = memory(live.running.subject.pid)?.rss;
+    live.result.subjectRole = live.running.subject.role;
+  } catch (err) {
+    fail(live, err);
+  }
+  return live;
+}
+
+function fail(live: Live, err: unknown): void {
+  live.result.error = (err as Error)?.message ?? String(err);
+  live.running = undefined;
+  process.stderr.write(`bench: ${live.scenario.id}: FAILED: ${live.result.error}\n`);
+}
+
+async function stopScenario(live: Live): Promise<void> {
+  if (live.running) live.result.rssHwm = memory(live.running.subject.pid)?.hwm;
+  await Promise.all(live.started.map((p) => p.stop()));
+  live.running = undefined;
+}
+
+/**
+ * All scenarios are started first (idle servers cost nothing), then the runs are
+ * interleaved: for each concurrency, every scenario in turn. Runs that are compared
+ * with each other are thus minutes closer in time than scenario-by-scenario, which
+ * matters on a shared machine whose background load drifts.
+ */
+async function runAll(): Promise<ScenarioResult[]> {
+  const lives: Live[] = [];
+  try {
+    for (const s of chosen) {
+      const live = await startScenario(s);
+      lives.push(live);
+      if (!live.running) await stopScenario(live);
+    }
+    for (const c of concurrencies) {
+      for (const live of lives) {
+        if (!live.running) continue;
+        const id = live.scenario.id;
+        process.stderr.write(`bench: ${id}: concurrency ${c}, ${warmup} s warm-up + ${duration} s\n`);
+        try {
+          const r = await runLoad(live.running, c);
+          live.result.runs.push(r);
+          process.stderr.write(
+            `bench: ${id}: c=${c} ${r.rps.toFixed(0)} req/s p50 ${r.latencyMs.p50.toFixed(3)} ms p99 ${r.latencyMs.p99.toFixed(3)} ms, CPU other ${Math.round(r.otherCpu * 100)}%` +
+              (r.failures ? ` FAILURES ${JSON.stringify(r.failureDetail)}` : "") +
+              "\n",
+          );
+        } catch (err) {
+          fail(live, err);
+          await stopScenario(live);
+        }
+        await Bun.sleep(300);
+      }
+    }
+  } finally {
+    for (const live of lives) await stopScenario(live);
+    killAll();
+  }
+  return lives.map((l) => l.result);
+}
+
+function machine(): Machine {
+  let cpuModel = "unknown";
+  try {
+    cpuModel = readFileSync("/proc/cpuinfo", "utf8").match(/^model name\s*:\s*(.+)$/m)?.[1]?.trim() ?? cpuModel;
+  } catch {}
+  const nproc = Bun.spawnSync(["nproc"]).stdout.toString().trim() || String(availableParallelism());
+  let kernel = "";
+  try {
+    kernel = readFileSync("/proc/sys/kernel/osrelease", "utf8").trim();
+  } catch {}
+  let autocannon = "?";
+  try {
+    autocannon = JSON.parse(readFileSync(join(root, "node_modules/autocannon/package.json"), "utf8")).version;
+  } catch {}
+  return {
+    date: new Date(),
+    nproc,
+    cpuModel,
+    memGiB: totalmem() / 2 ** 30,
+    kernel,
+    bun: Bun.version,
+    loadgen: `autocannon ${autocannon} on ${loadgen.runtime}`,
+    duration,
+    warmup,
+    concurrencies,
+  };
+}
+
+async function main(): Promise<number> {
+  const results = await runAll();
+  const verdicts = evaluateTargets(chosen, results);
+  const md = renderMarkdown(machine(), chosen, results, verdicts);
+  process.stdout.write(`${md}\n`);
+  if (resultsPath !== "-") {
+    const body = `# mcpmgr benchmark results\n\nWritten by \`bun run bench\` (see [README.md](README.md)); the latest run replaces this file.\n\n${md}\n`;
+    if (existsSync(dirname(resultsPath))) writeFileSync(resultsPath, body);
+    process.stderr.write(`bench: wrote ${resultsPath}\n`);
+  }
+  if (results.some((r) => r.error)) return 1;
+  if (process.env.BENCH_STRICT === "1" && verdicts.some((v) => v.status === "missed")) return 1;
+  return 0;
+}
+
+main()
+  .then((code) => {
+    killAll();
+    process.exit(code);
+  })
+  .catch((err) => {
+    process.stderr.write(`bench: ${(err as Error)?.stack ?? err}\n`);
+    killAll();
+    process.exit(1);
+  });

@@ -1,0 +1,29 @@
+/**
+ * Terminal output. Logs go to stderr through consola; stdout carries only what a
+ * script may want to capture (the URL clients should use).
+ */
+import { createConsola } from "consola";
+import { isMcpmgrError } from "../errors.ts";
+
+export const log = createConsola({ stdout: process.stderr, stderr: process.stderr, fancy: false, formatOptions: { date: false } });
+
+export function enableDebug(): void {
+  log.level = 4;
+}
+
+export function printResult(line: string): void {
+  process.stdout.write(line + "\n");
+}
+
+/** One line for the error and its hint; the cause chain only with --debug. Returns the exit code. */
+export function reportError(err: unknown): number {
+  if (isMcpmgrError(err)) {
+    log.error(err.hint ? `${err.message} (hint: ${err.hint})` : err.message);
+    if (log.level >= 4 && err.cause !== undefined) log.debug(err.cause);
+    return err.exitCode;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  log.error(`unexpected error: ${message} (hint: run again with --debug and report it if it persists)`);
+  if (log.level >= 4) log.debug(err);
+  return 1;
+}

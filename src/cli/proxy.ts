@@ -1,0 +1,70 @@
+/** `mcpmgr proxy SERVER_NAME --target-uri URL`: a standalone transparent MCP proxy. */
+import { defineCommand } from "citty";
+import { proxyOptions } from "../config/proxy-options.ts";
+import { buildProxySpec, type ProxySpec } from "../config/proxy-spec.ts";
+import { McpmgrError } from "../errors.ts";
+import { bodyLimit } from "../middleware/body-limit.ts";
+import { healthEndpoint } from "../middleware/health.ts";
+import { originGuard } from "../middleware/origin-guard.ts";
+import { transparentForwarder } from "../proxy/forward.ts";
+import { compose } from "../proxy/handler.ts";
+import { LiveStreams } from "../proxy/live-streams.ts";
+import { serve } from "../proxy/serve.ts";
+import { toCittyArgs } from "./citty-args.ts";
+import { maxBodyBytesFromEnv } from "./limits.ts";
+import { log, printResult } from "./output.ts";
+import { untilSignal } from "./signals.ts";
+
+const siblings: Readonly<Record<string, string>> = {
+  stdio: "'mcpmgr proxy stdio' (a remote endpoint exposed as a stdio server)",
+  tunnel: "'mcpmgr proxy tunnel'",
+};
+
+export default defineCommand({
+  meta: {
+    name: "proxy",
+    description: "Run a transparent HTTP proxy in front of an MCP server endpoint (no workload is created)",
+  },
+  args: toCittyArgs(proxyOptions, { SERVER_NAME: { description: "Name for this proxy (used in logs)", required: true } }),
+  async run({ rawArgs }) {
+    const sibling = siblings[rawArgs[0] ?? ""];
+    if (sibling !== undefined) {
+      throw new McpmgrError("NOT_SUPPORTED_YET", `${sibling} is not supported yet`, { hint: "use 'mcpmgr proxy SERVER_NAME --target-uri URL'" });
+    }
+    await runProxy(buildProxySpec(rawArgs));
+  },
+});
+
+async function runProxy(spec: ProxySpec): Promise<void> {
+  const live = new LiveStreams();
+  // Outermost first: health answers without any checks; origin before anything reads the body.
+  const handler = compose(
+    transparentForwarder({ target: spec.target, endpointPrefix: spec.endpointPrefix, trustProxyHeaders: spec.trustProxyHeaders, live }),
+    healthEndpoint(() => ({ server: spec.serverName })),
+    originGuard({ listenHost: spec.listen.host, trustProxyHeaders: spec.trustProxyHeaders }),
+    bodyLimit(maxBodyBytesFromEnv()),
+  );
+  const server = serve({
+    host: spec.listen.host,
+    port: spec.listen.port,
+    handler,
+    live,
+    onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
+  });
+  const clientUrl = new URL(spec.target.pathname, clientBase(server.url));
+  log.info(`proxy '${spec.serverName}' forwarding to ${spec.target.origin}${spec.target.pathname}`);
+  log.info("MCP clients connect to:");
+  printResult(clientUrl.href);
+
+  const signal = await untilSignal();
+  log.info(`${signal}: stopping proxy '${spec.serverName}'`);
+  await server.shutdown();
+}
+
+/** A wildcard bind address is not something a client can connect to. */
+function clientBase(url: URL): URL {
+  const base = new URL(url);
+  if (base.hostname === "0.0.0.0") base.hostname = "127.0.0.1";
+  if (base.hostname === "[::]") base.hostname = "[::1]";
+  return base;
+}

@@ -1,0 +1,19 @@
+/** The `mcpmgr` root command; subcommands load lazily so `--help` and `proxy` start fast. */
+import { defineCommand } from "citty";
+import { version } from "../version.ts";
+
+export const rootCommand = defineCommand({
+  meta: {
+    name: "mcpmgr",
+    version,
+    description: "Run MCP servers safely behind a fast, authenticated streaming proxy",
+  },
+  args: {
+    debug: { type: "boolean", description: "Print debug output", default: false },
+    version: { type: "boolean", description: "Print the version and exit" },
+  },
+  subCommands: {
+    run: () => import("./run.ts").then((m) => m.default),
+    proxy: () => import("./proxy.ts").then((m) => m.default),
+  },
+});

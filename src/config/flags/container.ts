@@ -1,0 +1,27 @@
+/** Container, network and image build options (`run`). */
+import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
+import { nonEmpty, oneOf } from "../values.ts";
+
+export const containerOptions = {
+  network: stringOption({ description: "Network mode: host, or the name of a network", valueHint: "mode", defaultText: "bridge", schema: nonEmpty }),
+  "isolate-network": booleanOption({ description: "Let the server reach only the hosts and ports its permission profile allows", default: false }),
+  "allow-docker-gateway": booleanOption({
+    description: "With --isolate-network, allow the container runtime's host-gateway addresses (blocked by default)",
+    default: false,
+  }),
+  "permission-profile": stringOption({
+    description: "Permission profile: none, network, or a JSON file",
+    valueHint: "none|network|path",
+    defaultText: "the registry entry's profile, else network",
+    schema: nonEmpty,
+  }),
+  "image-verification": stringOption({
+    description: "Image provenance verification: warn, enabled or disabled",
+    valueHint: "warn|enabled|disabled",
+    default: "warn",
+    schema: oneOf(["warn", "enabled", "disabled"] as const),
+  }),
+  "ca-cert": stringOption({ description: "CA certificate (PEM) trusted inside protocol-scheme image builds", valueHint: "path", schema: nonEmpty }),
+  "runtime-image": stringOption({ description: "Base image for protocol-scheme builds (npx://, uvx://, go://)", valueHint: "image", schema: nonEmpty }),
+  "runtime-add-package": repeatableOption({ description: "Extra OS package installed in protocol-scheme images (repeatable)", valueHint: "package", schema: nonEmpty }),
+} as const;

@@ -1,0 +1,12 @@
+/** Every option of `mcpmgr proxy`, in the order help shows them. */
+import { incomingAuthOptions } from "./flags/incoming-auth.ts";
+import { outgoingAuthOptions } from "./flags/outgoing-auth.ts";
+import { proxyListenOptions } from "./flags/proxy-listen.ts";
+
+export const proxyOptions = {
+  ...proxyListenOptions,
+  ...incomingAuthOptions,
+  ...outgoingAuthOptions,
+} as const;
+
+export type ProxyOptionName = keyof typeof proxyOptions;

@@ -1,0 +1,57 @@
+/** argv of `mcpmgr proxy` → one frozen, validated ProxySpec. */
+import { McpmgrError } from "../errors.ts";
+import { parseArgv } from "./argv.ts";
+import { incomingAuthOptions } from "./flags/incoming-auth.ts";
+import { outgoingAuthOptions } from "./flags/outgoing-auth.ts";
+import { proxyOptions } from "./proxy-options.ts";
+import { assertSupported, checkOutgoingAuthRules } from "./rules.ts";
+
+export interface ListenSpec {
+  readonly host: string;
+  /** undefined: pick a free port. */
+  readonly port: number | undefined;
+}
+
+export interface ProxySpec {
+  readonly serverName: string;
+  readonly target: URL;
+  readonly listen: ListenSpec;
+  readonly endpointPrefix: string | undefined;
+  readonly trustProxyHeaders: boolean;
+}
+
+const unsupported = new Map<string, string>([
+  ...Object.keys(incomingAuthOptions).map((name) => [name, "incoming OIDC authentication"] as const),
+  ...Object.keys(outgoingAuthOptions).map((name) => [name, "authentication to remote servers"] as const),
+]);
+
+export function buildProxySpec(argv: readonly string[]): ProxySpec {
+  const { values, given, positionals, passthrough } = parseArgv(argv, proxyOptions, "proxy");
+  if (passthrough.length > 0) {
+    throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr proxy' starts no server, so arguments after -- have nowhere to go", {
+      hint: "remove the arguments after --",
+    });
+  }
+  const [serverName, ...extra] = positionals;
+  if (serverName === undefined) {
+    throw new McpmgrError("MISSING_OPTION", "missing SERVER_NAME", { hint: "usage: mcpmgr proxy SERVER_NAME --target-uri URL" });
+  }
+  if (extra.length > 0) {
+    throw new McpmgrError("INVALID_ARGUMENT", `unexpected argument ${JSON.stringify(extra[0])}`, {
+      hint: "'mcpmgr proxy' takes one SERVER_NAME; options start with --",
+    });
+  }
+  const target = values["target-uri"];
+  if (target === undefined) {
+    throw new McpmgrError("MISSING_OPTION", "--target-uri is required", { hint: "add --target-uri http://127.0.0.1:8080/mcp (the MCP endpoint to forward to)" });
+  }
+  checkOutgoingAuthRules(given);
+  assertSupported(given, unsupported, "proxy");
+  return Object.freeze({
+    serverName,
+    target: new URL(target),
+    listen: Object.freeze({ host: values.host, port: values.port }),
+    endpointPrefix: values["endpoint-prefix"],
+    trustProxyHeaders: values["trust-proxy-headers"],
+  });
+}

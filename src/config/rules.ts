@@ -1,0 +1,51 @@
+/**
+ * Rules between options (exclusive pairs, options that need another, options whose
+ * behaviour has not landed yet). They run after every value has parsed, so the
+ * messages can name options without repeating value errors.
+ */
+import { McpmgrError } from "../errors.ts";
+
+export type Given = ReadonlySet<string>;
+
+export function assertNotBoth(given: Given, a: string, b: string, hint: string): void {
+  if (given.has(a) && given.has(b)) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", `--${a} and --${b} cannot be used together`, { hint });
+  }
+}
+
+export function assertRequires(given: Given, option: string, needed: string, hint?: string): void {
+  if (given.has(option) && !given.has(needed)) {
+    throw new McpmgrError("MISSING_OPTION", `--${option} needs --${needed}`, { hint: hint ?? `add --${needed}` });
+  }
+}
+
+/** Options that are declared (so help is complete) but whose behaviour arrives later. */
+export function assertSupported(given: Given, unsupported: ReadonlyMap<string, string>, command: string): void {
+  for (const name of given) {
+    const feature = unsupported.get(name);
+    if (feature !== undefined) {
+      throw new McpmgrError("NOT_SUPPORTED_YET", `--${name} is not supported yet by 'mcpmgr ${command}' (${feature})`, {
+        hint: `leave --${name} out; this version does not implement ${feature} and will not pretend to`,
+      });
+    }
+  }
+}
+
+/** Options shared by `run` and `proxy` whose combinations are invalid whatever the command. */
+export function checkOutgoingAuthRules(given: Given): void {
+  assertNotBoth(given, "remote-auth-issuer", "remote-auth-authorize-url", "use --remote-auth-issuer for OIDC discovery, or --remote-auth-authorize-url with --remote-auth-token-url");
+  assertRequires(given, "remote-auth-authorize-url", "remote-auth-token-url");
+  assertRequires(given, "remote-auth-token-url", "remote-auth-authorize-url");
+  assertNotBoth(given, "remote-auth-bearer-token", "remote-auth-bearer-token-file", "give the token once, preferably as a file");
+  for (const oauth of ["remote-auth", "remote-auth-issuer", "remote-auth-authorize-url"]) {
+    for (const bearer of ["remote-auth-bearer-token", "remote-auth-bearer-token-file"]) {
+      assertNotBoth(given, oauth, bearer, "a static bearer token replaces the OAuth flow; choose one");
+    }
+  }
+  assertNotBoth(given, "token-exchange-client-secret", "token-exchange-client-secret-file", "give the secret once, preferably as a file");
+  for (const name of given) {
+    if (name.startsWith("token-exchange-") && name !== "token-exchange-url") {
+      assertRequires(given, name, "token-exchange-url", "token exchange is enabled by --token-exchange-url");
+    }
+  }
+}

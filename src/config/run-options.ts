@@ -1,0 +1,20 @@
+/** Every option of `mcpmgr run`, in the order help shows them. */
+import { containerOptions } from "./flags/container.ts";
+import { environmentOptions } from "./flags/environment.ts";
+import { incomingAuthOptions } from "./flags/incoming-auth.ts";
+import { outgoingAuthOptions } from "./flags/outgoing-auth.ts";
+import { policyOptions } from "./flags/policy.ts";
+import { telemetryOptions } from "./flags/telemetry.ts";
+import { workloadOptions } from "./flags/workload.ts";
+
+export const runOptions = {
+  ...workloadOptions,
+  ...environmentOptions,
+  ...containerOptions,
+  ...policyOptions,
+  ...incomingAuthOptions,
+  ...outgoingAuthOptions,
+  ...telemetryOptions,
+} as const;
+
+export type RunOptionName = keyof typeof runOptions;

@@ -1,0 +1,42 @@
+/**
+ * Typed errors. Every failure a user can cause or meet carries a stable `code`
+ * (tests assert on it), a one-line message and a hint saying what to do next.
+ * Only the CLI renders these; wire errors (JSON-RPC) are built in proxy/jsonrpc.ts.
+ */
+export type ErrorCode =
+  | "INVALID_OPTION"
+  | "MISSING_OPTION"
+  | "CONFLICTING_OPTIONS"
+  | "NOT_SUPPORTED_YET"
+  | "INVALID_ARGUMENT"
+  | "PORT_IN_USE"
+  | "LISTEN_FAILED"
+  | "UPSTREAM_UNREACHABLE"
+  | "INTERNAL";
+
+/** Exit code 2 means "you asked for something invalid"; 1 means "it failed". */
+const usageCodes: ReadonlySet<ErrorCode> = new Set([
+  "INVALID_OPTION",
+  "MISSING_OPTION",
+  "CONFLICTING_OPTIONS",
+  "NOT_SUPPORTED_YET",
+  "INVALID_ARGUMENT",
+]);
+
+export class McpmgrError extends Error {
+  readonly code: ErrorCode;
+  readonly hint: string | undefined;
+  readonly exitCode: number;
+
+  constructor(code: ErrorCode, message: string, options: { hint?: string; cause?: unknown; exitCode?: number } = {}) {
+    super(message, { cause: options.cause });
+    this.name = "McpmgrError";
+    this.code = code;
+    this.hint = options.hint;
+    this.exitCode = options.exitCode ?? (usageCodes.has(code) ? 2 : 1);
+  }
+}
+
+export function isMcpmgrError(err: unknown): err is McpmgrError {
+  return err instanceof McpmgrError;
+}

@@ -1,0 +1,38 @@
+/**
+ * Refuses request bodies over a limit with 413, before they reach the upstream.
+ * A declared Content-Length is checked up front; a chunked body is counted as it
+ * streams through, and the request is answered 413 once it crosses the limit.
+ */
+import type { Middleware } from "../proxy/handler.ts";
+import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
+
+export const defaultMaxBodyBytes = 8 * 1024 * 1024;
+
+export function bodyLimit(maxBytes: number = defaultMaxBodyBytes): Middleware {
+  const tooLarge = () =>
+    jsonRpcError(413, JsonRpcCode.invalidRequest, `Request body larger than ${maxBytes} bytes`, { headers: { connection: "close" } });
+
+  return (next) => async (req, ctx) => {
+    if (req.body === null) return next(req, ctx);
+    const declared = req.headers.get("content-length");
+    if (declared !== null) return Number(declared) > maxBytes ? tooLarge() : next(req, ctx);
+
+    let seen = 0;
+    let exceeded = false;
+    const counted = req.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          seen += chunk.byteLength;
+          if (seen > maxBytes) {
+            exceeded = true;
+            controller.error(new Error("request body too large"));
+            return;
+          }
+          controller.enqueue(chunk);
+        },
+      }),
+    );
+    const response = await next(new Request(req, { body: counted, duplex: "half" }), ctx);
+    return exceeded ? tooLarge() : response;
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * Transparent forwarding to an HTTP MCP upstream (streamable-http and legacy SSE).
+ * Bodies stream in both directions; nothing is parsed on the way through except the
+ * first event of a legacy SSE stream and the (small) body of a session error.
+ */
+import { pathAndQuery, type Handler } from "./handler.ts";
+import { downstreamResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
+import { JsonRpcCode, jsonRpcError } from "./jsonrpc.ts";
+import type { LiveStreams } from "./live-streams.ts";
+import { publicEndpoint } from "./public-url.ts";
+import { endpointEventRewriter } from "./sse-endpoint.ts";
+import { relaySse } from "./sse-relay.ts";
+import { SessionTracker } from "./session-tracker.ts";
+
+export interface ForwardOptions {
+  readonly target: URL;
+  readonly endpointPrefix: string | undefined;
+  readonly trustProxyHeaders: boolean;
+  readonly live: LiveStreams;
+  readonly sessions?: SessionTracker;
+  readonly fetch?: typeof fetch;
+  readonly pingIntervalMs?: number;
+  /** How long to wait for the upstream's response headers (not for the body). */
+  readonly headersTimeoutMs?: number;
+}
+
+const defaultHeadersTimeoutMs = 5 * 60_000;
+
+export function transparentForwarder(options: ForwardOptions): Handler {
+  const { target, endpointPrefix, trustProxyHeaders, live } = options;
+  const sessions = options.sessions ?? new SessionTracker();
+  const doFetch = options.fetch ?? fetch;
+  const headersTimeoutMs = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
+  const origin = target.origin;
+  const targetPath = target.pathname;
+  const targetQuery = target.search.slice(1);
+
+  /** The upstream URL: same path and query, except the MCP endpoint itself also carries the target's query. */
+  const upstreamUrl = (requestUrl: string): string => {
+    let pq = pathAndQuery(requestUrl);
+    if (endpointPrefix !== undefined && pq.startsWith(endpointPrefix)) {
+      const next = pq.charAt(endpointPrefix.length);
+      if (next === "" || next === "/" || next === "?") pq = pq.slice(endpointPrefix.length) || "/";
+    }
+    if (targetQuery === "") return origin + pq;
+    const q = pq.indexOf("?");
+    const path = q === -1 ? pq : pq.slice(0, q);
+    if (path !== targetPath) return origin + pq;
+    return q === -1 ? `${origin}${path}?${targetQuery}` : `${origin}${path}?${targetQuery}&${pq.slice(q + 1)}`;
+  };
+
+  return async (req, ctx) => {
+    const sessionId = req.headers.get("mcp-session-id");
+    if (sessionId !== null && sessions.hasEnded(sessionId)) return sessionNotFound();
+
+    const abort = new AbortController();
+    const onClientAbort = () => abort.abort(req.signal.reason);
+    req.signal.addEventListener("abort", onClientAbort, { once: true });
+    const timer = setTimeout(() => abort.abort(new UpstreamTimeout()), headersTimeoutMs);
+
+    const method = req.method;
+    const hasBody = method !== "GET" && method !== "HEAD" && req.body !== null;
+    let upstream: Response;
+    try {
+      upstream = await doFetch(upstreamUrl(req.url), {
+        method,
+        headers: upstreamRequestHeaders(req, { remoteAddress: ctx.remoteAddress, trustProxyHeaders }),
+        body: hasBody ? req.body : undefined,
+        duplex: "half", // required for a streamed request body
+        redirect: "manual",
+        signal: abort.signal,
+        // Bun's fetch drops sockets idle for 5 minutes by default: fatal for SSE.
+        timeout: false,
+      });
+    } catch (err) {
+      req.signal.removeEventListener("abort", onClientAbort);
+      return upstreamFailure(err, abort.signal.reason, req.signal.aborted);
+    } finally {
+      clearTimeout(timer);
+    }
+
+    const status = upstream.status;
+    if (sessionId !== null) {
+      if (method === "DELETE" && status >= 200 && status < 300) sessions.markEnded(sessionId);
+      else if (status === 404 || status === 400) {
+        const normalised = await normaliseSessionError(upstream);
+        if (normalised !== undefined) {
+          sessions.markEnded(sessionId);
+          return normalised;
+        }
+        return new Response(upstream.body, { status, headers: downstreamResponseHeaders(upstream) });
+      }
+    }
+
+    const headers = downstreamResponseHeaders(upstream);
+    const body = upstream.body;
+    if (body === null || !isEventStream(headers)) {
+      if (body === null) req.signal.removeEventListener("abort", onClientAbort);
+      return new Response(body, { status, statusText: upstream.statusText, headers });
+    }
+
+    ctx.keepOpen();
+    const relayed = relaySse(body, {
+      live,
+      ...(options.pingIntervalMs === undefined ? {} : { pingIntervalMs: options.pingIntervalMs }),
+      ...(method === "GET"
+        ? { head: endpointEventRewriter((endpoint) => publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders })) }
+        : {}),
+      onCancel: () => abort.abort(),
+    });
+    return new Response(relayed, { status, statusText: upstream.statusText, headers });
+  };
+}
+
+class UpstreamTimeout extends Error {
+  constructor() {
+    super("the upstream MCP server did not answer in time");
+  }
+}
+
+function isEventStream(headers: Headers): boolean {
+  return headers.get("content-type")?.startsWith("text/event-stream") ?? false;
+}
+
+function sessionNotFound(): Response {
+  return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found: start a new session with initialize");
+}
+
+/**
+ * Upstreams disagree on how to say "unknown session" (404 per spec, 400 in some
+ * popular servers). Both become 404 + -32001 so clients re-initialise; a 400 about
+ * something else passes through untouched.
+ */
+async function normaliseSessionError(upstream: Response): Promise<Response | undefined> {
+  if (upstream.status === 404) {
+    await upstream.body?.cancel().catch(() => {});
+    return sessionNotFound();
+  }
+  const length = Number(upstream.headers.get("content-length") ?? "0");
+  if (length > 8192) return undefined;
+  const text = await upstream.clone().text().catch(() => "");
+  if (!/session/i.test(text)) return undefined;
+  await upstream.body?.cancel().catch(() => {});
+  return sessionNotFound();
+}
+
+function upstreamFailure(err: unknown, abortReason: unknown, clientGone: boolean): Response {
+  if (clientGone) {
+    // Nobody is listening; the status is for logs only (nginx's "client closed request").
+    return new Response(null, { status: 499 });
+  }
+  if (abortReason instanceof UpstreamTimeout) {
+    return jsonRpcError(504, JsonRpcCode.internalError, abortReason.message);
+  }
+  const code = (err as { code?: string }).code;
+  const detail = code ?? (err instanceof Error ? err.message : "request failed");
+  return jsonRpcError(502, JsonRpcCode.internalError, `upstream MCP server unreachable (${detail})`);
+}

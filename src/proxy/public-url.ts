@@ -1,0 +1,51 @@
+/**
+ * The URL clients should use for a path the upstream advertised (the legacy SSE
+ * `endpoint` event). It is relative unless a trusted reverse proxy told us its public
+ * scheme and host; `--endpoint-prefix` (or a trusted X-Forwarded-Prefix) goes first.
+ * Forwarded values that do not look like what they claim to be are ignored, so a
+ * hostile header cannot inject a URL.
+ */
+
+export interface PublicUrlOptions {
+  readonly endpointPrefix: string | undefined;
+  readonly trustProxyHeaders: boolean;
+}
+
+const validProto = /^https?$/i;
+const validHost = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/;
+const validPort = /^\d{1,5}$/;
+const validPrefix = /^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/;
+
+export function publicEndpoint(advertised: string, target: URL, req: Request, options: PublicUrlOptions): string {
+  let resolved: URL;
+  try {
+    resolved = new URL(advertised, target);
+  } catch {
+    return advertised;
+  }
+  // An endpoint on another origin is not ours to rewrite.
+  if (resolved.origin !== target.origin) return advertised;
+  const path = resolved.pathname + resolved.search;
+
+  const headers = req.headers;
+  const trusted = options.trustProxyHeaders;
+  const forwardedPrefix = trusted ? firstValue(headers.get("x-forwarded-prefix")) : undefined;
+  const prefix = options.endpointPrefix ?? (forwardedPrefix && validPrefix.test(forwardedPrefix) ? forwardedPrefix.replace(/\/+$/, "") : "");
+
+  const host = trusted ? firstValue(headers.get("x-forwarded-host")) : undefined;
+  if (host === undefined || !validHost.test(host)) return prefix + path;
+  const protoHeader = firstValue(headers.get("x-forwarded-proto"));
+  const proto = protoHeader && validProto.test(protoHeader) ? protoHeader.toLowerCase() : "http";
+  const portHeader = firstValue(headers.get("x-forwarded-port"));
+  const hasPort = /:\d+$/.test(host) && !host.endsWith("]");
+  const defaultPort = proto === "https" ? "443" : "80";
+  const port = !hasPort && portHeader && validPort.test(portHeader) && portHeader !== defaultPort ? `:${portHeader}` : "";
+  return `${proto}://${host}${port}${prefix}${path}`;
+}
+
+/** Proxies append to X-Forwarded-* lists; the first entry is the client-facing one. */
+function firstValue(value: string | null): string | undefined {
+  if (value === null) return undefined;
+  const first = value.split(",")[0]?.trim();
+  return first === "" ? undefined : first;
+}

@@ -1,0 +1,102 @@
+/**
+ * The one place that calls Bun.serve. It turns a Handler into a listening server,
+ * and knows how to stop it gracefully: stop accepting, let ordinary requests finish
+ * within a bound, then close long-lived streams and the remaining connections.
+ */
+import { McpmgrError } from "../errors.ts";
+import type { Handler, RequestContext } from "./handler.ts";
+import { JsonRpcCode, jsonRpcError } from "./jsonrpc.ts";
+import { LiveStreams } from "./live-streams.ts";
+
+export interface ServeOptions {
+  readonly host: string;
+  /** 0 or undefined: pick a free port. */
+  readonly port: number | undefined;
+  readonly handler: Handler;
+  readonly live?: LiveStreams;
+  /** Seconds before an idle keep-alive connection is closed (streams opt out). */
+  readonly idleTimeoutSeconds?: number;
+  /** Called with unexpected handler errors (already answered with 500). */
+  readonly onError?: (err: unknown) => void;
+}
+
+export interface RunningServer extends AsyncDisposable {
+  readonly url: URL;
+  readonly port: number;
+  readonly live: LiveStreams;
+  /** Graceful stop; resolves when every connection is closed. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+export function serve(options: ServeOptions): RunningServer {
+  const live = options.live ?? new LiveStreams();
+  const handler = options.handler;
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = Bun.serve({
+      hostname: options.host,
+      port: options.port ?? 0,
+      idleTimeout: options.idleTimeoutSeconds ?? 30,
+      fetch(req, srv) {
+        const ctx: RequestContext = {
+          remoteAddress: srv.requestIP(req)?.address ?? "",
+          keepOpen: () => srv.timeout(req, 0),
+        };
+        return handler(req, ctx);
+      },
+      error(err) {
+        options.onError?.(err);
+        return jsonRpcError(500, JsonRpcCode.internalError, "internal proxy error");
+      },
+    });
+  } catch (err) {
+    throw listenError(err, options);
+  }
+
+  const displayHost = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
+  const port = server.port ?? 0;
+  let stopping: Promise<void> | undefined;
+
+  const shutdown = (graceMs = 10_000): Promise<void> => {
+    stopping ??= (async () => {
+      const closed = server.stop(false);
+      const deadline = performance.now() + graceMs;
+      // Ordinary requests finish first; open SSE streams would never "finish".
+      while (server.pendingRequests > live.size && performance.now() < deadline) await Bun.sleep(20);
+      live.closeAll();
+      const remaining = Math.max(0, deadline - performance.now());
+      await Promise.race([closed, Bun.sleep(Math.min(remaining, 2_000))]);
+      await server.stop(true);
+    })();
+    return stopping;
+  };
+
+  return {
+    url: new URL(`http://${displayHost}:${port}`),
+    port,
+    live,
+    shutdown,
+    [Symbol.asyncDispose]: () => shutdown(1_000),
+  };
+}
+
+function listenError(err: unknown, options: ServeOptions): McpmgrError {
+  const code = (err as { code?: string }).code;
+  const where = `${options.host}:${options.port ?? 0}`;
+  if (code === "EADDRINUSE") {
+    return new McpmgrError("PORT_IN_USE", `port ${options.port} on ${options.host} is already in use`, {
+      hint: "choose another port, or leave the port option out to pick a free one",
+      cause: err,
+    });
+  }
+  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND" || code === "EAI_NONAME") {
+    return new McpmgrError("LISTEN_FAILED", `cannot listen on ${where}: no such local address`, {
+      hint: "use an address of this machine, such as 127.0.0.1",
+      cause: err,
+    });
+  }
+  return new McpmgrError("LISTEN_FAILED", `cannot listen on ${where}: ${err instanceof Error ? err.message : String(err)}`, {
+    hint: "check the host and port options",
+    cause: err,
+  });
+}

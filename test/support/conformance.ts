@@ -1,0 +1,177 @@
+/**
+ * Helpers for running the official MCP conformance suite
+ * (`@modelcontextprotocol/conformance`) against a server URL, and for starting
+ * our conformance fixture server (test/fixtures/conformance-server.ts).
+ *
+ * The suite is a Node CLI that needs Node 22 APIs (fs.globSync, ...), which
+ * the system Node may lack, so it is run under Bun (`process.execPath`).
+ * Its console output is for humans; the numbers come from the checks.json
+ * files it writes into the output directory, one per scenario:
+ *   <outDir>/server-<scenario>-<ISO timestamp>/checks.json
+ * each holding an array of checks `{ id, name, status, errorMessage?, ... }`
+ * with status SUCCESS | FAILURE | WARNING | INFO.
+ */
+import type { Subprocess } from "bun";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const REPO_ROOT = resolve(import.meta.dir, "../..");
+const CONFORMANCE_CLI = join(REPO_ROOT, "node_modules/@modelcontextprotocol/conformance/dist/index.js");
+export const CONFORMANCE_FIXTURE = join(REPO_ROOT, "test/fixtures/conformance-server.ts");
+
+export interface ConformanceResult {
+  /** Checks with status SUCCESS. */
+  passed: number;
+  /** Checks with status FAILURE, plus one if the suite timed out or crashed. */
+  failed: number;
+  /** Checks with status WARNING (SHOULD-level problems). INFO checks are ignored. */
+  warnings: number;
+  /** One line per failed check: `<scenario>/<check id>: <error message>`. */
+  failures: string[];
+}
+
+interface Check {
+  id: string;
+  status: "SUCCESS" | "FAILURE" | "WARNING" | "INFO" | string;
+  errorMessage?: string;
+  description?: string;
+}
+
+/** `server-tools-list-2026-01-02T03-04-05-678Z` -> `tools-list` */
+function scenarioFromDir(dir: string): string {
+  return dir.replace(/^server-/, "").replace(/-\d{4}-\d{2}-\d{2}T[\d-]+Z$/, "");
+}
+
+/** Last few lines of a process's output, for error messages. */
+function tail(text: string, lines = 20): string {
+  return text.trimEnd().split("\n").slice(-lines).join("\n");
+}
+
+/**
+ * Runs the conformance suite's server scenarios against `url` (the active
+ * suite, or just `opts.scenario`) and tallies the checks. Never hangs: the
+ * suite is killed after `opts.timeoutMs` (default 240 s), which is reported
+ * as a failure.
+ */
+export async function runConformance(
+  url: string,
+  opts: { timeoutMs?: number; scenario?: string } = {},
+): Promise<ConformanceResult> {
+  const timeoutMs = opts.timeoutMs ?? 240_000;
+  const outDir = await mkdtemp(join(tmpdir(), "mcpmgr-conformance-"));
+  try {
+    const args = [process.execPath, CONFORMANCE_CLI, "server", "--url", url, "-o", outDir];
+    if (opts.scenario) args.push("--scenario", opts.scenario);
+
+    const proc = Bun.spawn(args, {
+      cwd: REPO_ROOT,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, NO_COLOR: "1" },
+    });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      proc.kill("SIGKILL");
+    }, timeoutMs);
+    // Drain both pipes while waiting, or a chatty suite could block on a full pipe.
+    const [stdout, stderr, exitCode] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
+    ]).finally(() => clearTimeout(timer));
+
+    const result: ConformanceResult = { passed: 0, failed: 0, warnings: 0, failures: [] };
+    for await (const file of new Bun.Glob("*/checks.json").scan({ cwd: outDir })) {
+      const scenario = scenarioFromDir(file.split("/")[0] ?? file);
+      const checks = (await Bun.file(join(outDir, file)).json()) as Check[];
+      for (const check of checks) {
+        if (check.status === "SUCCESS") result.passed++;
+        else if (check.status === "WARNING") result.warnings++;
+        else if (check.status === "FAILURE") {
+          result.failed++;
+          result.failures.push(`${scenario}/${check.id}: ${check.errorMessage ?? check.description ?? "failed"}`);
+        }
+      }
+    }
+
+    // Problems that leave no FAILURE check behind must still fail the caller.
+    if (timedOut) {
+      result.failed++;
+      result.failures.push(`conformance suite killed after ${timeoutMs} ms timeout\n${tail(stdout + stderr)}`);
+    } else if (exitCode !== 0 && result.failed === 0) {
+      // The CLI exits 1 when checks fail; any other non-zero exit is a crash.
+      result.failed++;
+      result.failures.push(`conformance suite exited with code ${exitCode}\n${tail(stdout + stderr)}`);
+    }
+    return result;
+  } finally {
+    await rm(outDir, { recursive: true, force: true });
+  }
+}
+
+export interface RunningFixture {
+  /** e.g. http://127.0.0.1:41234/mcp */
+  url: string;
+  proc: Subprocess;
+  /** Everything the fixture wrote to stderr so far (for diagnostics). */
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts test/fixtures/conformance-server.ts in HTTP mode on a free port and
+ * resolves once it prints its `listening on <url>` line.
+ */
+export async function startConformanceServer(opts: { startupTimeoutMs?: number } = {}): Promise<RunningFixture> {
+  const proc = Bun.spawn([process.execPath, CONFORMANCE_FIXTURE, "http", "--port", "0"], {
+    cwd: REPO_ROOT,
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+
+  let output = "";
+  let onOutput = () => {};
+  // Keep reading stderr for the fixture's whole life so it never blocks on a full pipe.
+  void (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of proc.stderr) {
+      output += decoder.decode(chunk, { stream: true });
+      onOutput();
+    }
+    onOutput();
+  })();
+
+  const stop = async () => {
+    proc.kill("SIGTERM");
+    const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(3_000).then(() => false)]);
+    if (!exited) proc.kill("SIGKILL");
+    await proc.exited;
+  };
+
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`conformance fixture did not start in time:\n${output}`)),
+      opts.startupTimeoutMs ?? 15_000,
+    );
+    onOutput = () => {
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolveUrl(match[1]);
+      } else if (proc.exitCode !== null || proc.signalCode !== null) {
+        clearTimeout(timer);
+        reject(new Error(`conformance fixture exited before listening:\n${output}`));
+      }
+    };
+    void proc.exited.then(() => onOutput());
+  }).catch(async (error: unknown) => {
+    await stop();
+    throw error;
+  });
+
+  return { url, proc, stderr: () => output, stop };
+}
