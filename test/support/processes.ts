@@ -1,0 +1,97 @@
+/**
+ * Child processes for integration tests: the mcpmgr CLI (from source or the compiled
+ * binary) and @modelcontextprotocol/server-everything. Each waits for a line that
+ * proves the process is ready, keeps draining its output, and stops for sure.
+ */
+import type { Subprocess } from "bun";
+import { join, resolve } from "node:path";
+
+export const REPO_ROOT = resolve(import.meta.dir, "../..");
+export const CLI_ENTRY = join(REPO_ROOT, "src/main.ts");
+const EVERYTHING = join(REPO_ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+
+export interface Running {
+  readonly proc: Subprocess<"ignore", "pipe", "pipe">;
+  /** stdout and stderr so far, interleaved. */
+  output(): string;
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+export async function freePort(): Promise<number> {
+  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = server.port as number;
+  await server.stop(true);
+  return port;
+}
+
+export async function spawnUntil(
+  cmd: string[],
+  ready: RegExp,
+  options: { env?: Record<string, string | undefined>; timeoutMs?: number; cwd?: string } = {},
+): Promise<Running & { match: RegExpExecArray }> {
+  const proc = Bun.spawn(cmd, {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", ...options.env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let output = "";
+  let onOutput = () => {};
+  const drain = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      output += decoder.decode(chunk, { stream: true });
+      onOutput();
+    }
+  };
+  void drain(proc.stdout);
+  void drain(proc.stderr);
+
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+    const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(5_000).then(() => false)]);
+    if (!exited) proc.kill("SIGKILL");
+    return proc.exited;
+  };
+
+  try {
+    const match = await new Promise<RegExpExecArray>((resolveMatch, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${cmd.join(" ")} not ready in time:\n${output}`)), options.timeoutMs ?? 15_000);
+      onOutput = () => {
+        const found = ready.exec(output);
+        if (found) {
+          clearTimeout(timer);
+          onOutput = () => {};
+          resolveMatch(found);
+        }
+      };
+      void proc.exited.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`${cmd.join(" ")} exited with ${proc.exitCode} before it was ready:\n${output}`));
+      });
+      onOutput();
+    });
+    return { proc, output: () => output, stop, match };
+  } catch (err) {
+    await stop("SIGKILL");
+    throw err;
+  }
+}
+
+/** `mcpmgr proxy NAME --target-uri TARGET ...`; resolves with the URL it prints. */
+export async function startProxy(target: string, extraArgs: string[] = [], options: { binary?: string; env?: Record<string, string> } = {}) {
+  const cmd = options.binary ? [options.binary] : [process.execPath, CLI_ENTRY];
+  const running = await spawnUntil([...cmd, "proxy", "test-proxy", "--target-uri", target, ...extraArgs], /^(http:\/\/\S+)$/m, {
+    ...(options.env ? { env: options.env } : {}),
+  });
+  return { ...running, url: running.match[1] as string };
+}
+
+/** server-everything in "streamableHttp" (endpoint /mcp) or "sse" (endpoint /sse) mode on a free port. */
+export async function startEverything(mode: "streamableHttp" | "sse") {
+  const port = await freePort();
+  const running = await spawnUntil([process.execPath, EVERYTHING, mode], /listening on port|running on port/i, { env: { PORT: String(port) } });
+  const path = mode === "sse" ? "/sse" : "/mcp";
+  return { ...running, url: `http://127.0.0.1:${port}${path}` };
+}
