@@ -16,7 +16,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { type Child, cpuSeconds, freePort, killAll, memory, spawnChild, systemBusySeconds, waitForHttp } from "./lib/proc.ts";
+import { type Child, cpuSeconds, freePort, killAll, memory, spawnChild, systemBusySeconds, threadCpuSeconds, waitForHttp } from "./lib/proc.ts";
 import { type Harness, type Running, type Scenario, scenarios } from "./scenarios.ts";
 import { type Machine, type RunResult, type ScenarioResult, evaluateTargets, renderMarkdown } from "./lib/report.ts";
 
@@ -92,6 +92,8 @@ async function runLoad(running: Running, concurrency: number): Promise<RunResult
   let sampler: ReturnType<typeof setInterval> | undefined;
   let measuring = false;
   let systemBusy = NaN;
+  let threadsAtStart = new Map<string, { name: string; seconds: number }>();
+  const threads: Record<string, number> = {};
 
   const child = spawnChild(
     "loadgen",
@@ -102,12 +104,17 @@ async function runLoad(running: Running, concurrency: number): Promise<RunResult
         if (line === "PHASE measure") {
           measuring = true;
           systemBusy = systemBusySeconds();
+          threadsAtStart = threadCpuSeconds(running.subject.pid);
           for (const p of running.processes) cpuStart.set(p, cpuSeconds(p.pid) ?? NaN);
           sampleRss();
           sampler = setInterval(sampleRss, 100);
         } else if (line === "PHASE done") {
           if (sampler) clearInterval(sampler);
           systemBusy = systemBusySeconds() - systemBusy;
+          for (const [tid, t] of threadCpuSeconds(running.subject.pid)) {
+            const used = t.seconds - (threadsAtStart.get(tid)?.seconds ?? 0);
+            threads[t.name] = (threads[t.name] ?? 0) + used;
+          }
           for (const p of running.processes) cpuStart.set(p, (cpuSeconds(p.pid) ?? NaN) - (cpuStart.get(p) ?? NaN));
           sampleRss();
         } else if (line.trim()) {
@@ -137,6 +144,7 @@ async function runLoad(running: Running, concurrency: number): Promise<RunResult
   const cpu: Record<string, number> = {};
   for (const p of running.processes) cpu[p.role] = (cpuStart.get(p) ?? NaN) / out.duration;
   const loadgenCpu = out.loadgenCpuSeconds / out.duration;
+  for (const name of Object.keys(threads)) threads[name] = (threads[name] as number) / out.duration;
   const ours = Object.values(cpu).reduce((a, b) => a + b, 0) + loadgenCpu;
   return {
     concurrency,
@@ -149,6 +157,7 @@ async function runLoad(running: Running, concurrency: number): Promise<RunResult
     responseType: out.responseType,
     cpu,
     loadgenCpu,
+    subjectThreads: threads,
     otherCpu: Math.max(0, systemBusy / out.duration - ours),
     rssPeak: rssPeak || undefined,
     rssAfter: after?.rss,

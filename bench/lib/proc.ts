@@ -3,7 +3,7 @@
  * and read what the kernel knows about them (/proc/PID/status, /proc/PID/stat).
  */
 import type { Subprocess } from "bun";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 export interface Child {
   readonly role: string;
@@ -228,4 +228,26 @@ export function systemBusySeconds(): number {
   } catch {
     return NaN;
   }
+}
+
+/** CPU seconds used so far by each thread of a process, keyed by thread id (comm = thread name). */
+export function threadCpuSeconds(pid: number): Map<string, { name: string; seconds: number }> {
+  const out = new Map<string, { name: string; seconds: number }>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(tid, { name, seconds: (Number(fields[11]) + Number(fields[12])) / CLK_TCK });
+    } catch {
+      // thread ended
+    }
+  }
+  return out;
 }

@@ -16,6 +16,8 @@ export interface RunResult {
   loadgenCpu: number;
   /** Machine-wide busy cores minus the above: kernel softirq (loopback) plus anything else running. */
   otherCpu: number;
+  /** CPU of the subject during the measured phase by thread name, in cores. */
+  subjectThreads: Record<string, number>;
   /** Highest VmRSS of the subject sampled (every 100 ms) during the measured phase, bytes. */
   rssPeak?: number;
   /** VmRSS of the subject right after the run, bytes. */
@@ -211,6 +213,26 @@ export function renderMarkdown(
       out.push(`- ${mark}: ${v.text} — ${v.detail}`);
     }
     out.push("");
+  }
+
+  const threadLines = results.flatMap((r) =>
+    r.runs.map((x) => {
+      const parts = Object.entries(x.subjectThreads)
+        .filter(([, v]) => v >= 0.01)
+        .sort((a, b) => b[1] - a[1])
+        .map(([name, v]) => `${name} ${pct(v)}`);
+      return `- ${r.id} (${r.subjectRole ?? "subject"}) at concurrency ${x.concurrency}: ${parts.join(", ") || "–"}`;
+    }),
+  );
+  if (threadLines.length) {
+    out.push(
+      "### Subject CPU by thread",
+      "",
+      "Share of one core per thread of the process under test during the measured phase (`bun.exe`/`bun` is the JavaScript thread; Bun's `fetch` runs on its `HTTP Client` thread).",
+      "",
+      ...threadLines,
+      "",
+    );
   }
 
   const noisy = results.flatMap((r) => r.runs.filter((x) => x.otherCpu > NOISE_CORES).map((x) => ({ r, x })));

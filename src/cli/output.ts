@@ -5,7 +5,8 @@
 import { createConsola } from "consola";
 import { isMcpmgrError } from "../errors.ts";
 
-export const log = createConsola({ stdout: process.stderr, stderr: process.stderr, fancy: false, formatOptions: { date: false } });
+// An explicit level: consola would otherwise go quiet whenever NODE_ENV=test is inherited.
+export const log = createConsola({ level: 3, stdout: process.stderr, stderr: process.stderr, fancy: false, formatOptions: { date: false } });
 
 export function enableDebug(): void {
   log.level = 4;

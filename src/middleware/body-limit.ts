@@ -32,7 +32,12 @@ export function bodyLimit(maxBytes: number = defaultMaxBodyBytes): Middleware {
         },
       }),
     );
-    const response = await next(new Request(req, { body: counted, duplex: "half" }), ctx);
-    return exceeded ? tooLarge() : response;
+    try {
+      const response = await next(new Request(req, { body: counted, duplex: "half" }), ctx);
+      return exceeded ? tooLarge() : response;
+    } catch (err) {
+      if (exceeded) return tooLarge();
+      throw err;
+    }
   };
 }

@@ -14,7 +14,7 @@ export interface PublicUrlOptions {
 const validProto = /^https?$/i;
 const validHost = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/;
 const validPort = /^\d{1,5}$/;
-const validPrefix = /^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/;
+const validPrefix = /^\/(?!\/)[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/;
 
 export function publicEndpoint(advertised: string, target: URL, req: Request, options: PublicUrlOptions): string {
   let resolved: URL;

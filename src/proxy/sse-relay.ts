@@ -76,28 +76,33 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
       });
     },
     async pull(controller) {
-      let result: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        result = await reader.read();
-      } catch (err) {
-        if (finish()) controller.error(err);
-        return;
-      }
-      if (finished) return;
-      if (result.done) {
-        if (head !== undefined) write(controller, head.flush());
-        finish();
-        controller.close();
-        return;
-      }
-      if (head === undefined) {
-        write(controller, result.value);
-        return;
-      }
-      const decided = head.push(result.value);
-      if (decided !== undefined) {
-        head = undefined;
-        write(controller, decided);
+      // Streams call pull again only after an enqueue, so keep reading until
+      // something is emitted (the head rewriter may hold chunks back).
+      for (;;) {
+        let result: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          result = await reader.read();
+        } catch (err) {
+          if (finish()) controller.error(err);
+          return;
+        }
+        if (finished) return;
+        if (result.done) {
+          if (head !== undefined) write(controller, head.flush());
+          finish();
+          controller.close();
+          return;
+        }
+        if (head === undefined) {
+          write(controller, result.value);
+          return;
+        }
+        const decided = head.push(result.value);
+        if (decided !== undefined) {
+          head = undefined;
+          write(controller, decided);
+          return;
+        }
       }
     },
     cancel(reason) {

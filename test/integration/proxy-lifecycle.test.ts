@@ -1,0 +1,122 @@
+/**
+ * The proxy process over real sockets: client disconnects reach the upstream,
+ * limits and failures answer on the wire, and SIGTERM shuts down gracefully.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startProxy } from "../support/processes.ts";
+
+let upstream: ReturnType<typeof Bun.serve>;
+let upstreamStreamsCancelled = 0;
+let base: string;
+
+beforeAll(() => {
+  upstream = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    idleTimeout: 0,
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      if (path === "/slow") {
+        await Bun.sleep(1_500);
+        return Response.json({ jsonrpc: "2.0", id: 1, result: { slow: true } });
+      }
+      if (req.method === "GET") {
+        // A server→client stream that stays open until the client leaves.
+        let timer: ReturnType<typeof setInterval>;
+        const stream = new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/ready"}\n\n'));
+            timer = setInterval(() => {}, 1_000);
+          },
+          cancel() {
+            clearInterval(timer);
+            upstreamStreamsCancelled++;
+          },
+        });
+        return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+      }
+      return Response.json({ jsonrpc: "2.0", id: 1, result: {} });
+    },
+  });
+  base = `http://127.0.0.1:${upstream.port}`;
+});
+
+afterAll(() => upstream.stop(true));
+
+async function readFirstEvent(res: Response): Promise<{ text: string; reader: ReadableStreamDefaultReader<Uint8Array> }> {
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  let text = "";
+  while (!text.includes("\n\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  return { text, reader };
+}
+
+describe("over real sockets", () => {
+  let proxy: Awaited<ReturnType<typeof startProxy>>;
+  beforeAll(async () => {
+    proxy = await startProxy(`${base}/mcp`);
+  });
+  afterAll(() => proxy.stop());
+
+  test("a client that disconnects from an SSE stream cancels the upstream stream", async () => {
+    const before = upstreamStreamsCancelled;
+    const controller = new AbortController();
+    const res = await fetch(proxy.url, { headers: { accept: "text/event-stream" }, signal: controller.signal });
+    const { text } = await readFirstEvent(res);
+    expect(text).toContain("notifications/ready");
+    controller.abort();
+    const deadline = Date.now() + 5_000;
+    while (upstreamStreamsCancelled === before && Date.now() < deadline) await Bun.sleep(20);
+    expect(upstreamStreamsCancelled).toBe(before + 1);
+  });
+
+  test("an oversized body gets 413 on the wire", async () => {
+    const res = await fetch(proxy.url, { method: "POST", body: "x".repeat(9 * 1024 * 1024), headers: { "content-type": "application/json" } });
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32600);
+  });
+
+  test("hostile requests never crash the proxy", async () => {
+    const bad = await fetch(proxy.url, { method: "POST", body: "{not json", headers: { origin: "https://evil.example" } });
+    expect(bad.status).toBe(403);
+    const health = await fetch(new URL("/health", proxy.url));
+    expect(health.status).toBe(200);
+  });
+});
+
+test("an upstream that is down answers 502 with a JSON-RPC body", async () => {
+  const proxy = await startProxy("http://127.0.0.1:9/mcp");
+  try {
+    const res = await fetch(proxy.url, { method: "POST", body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as { jsonrpc: string; error: { code: number; message: string } };
+    expect(body.jsonrpc).toBe("2.0");
+    expect(body.error.message).toContain("unreachable");
+  } finally {
+    await proxy.stop();
+  }
+});
+
+test("SIGTERM: in-flight requests finish, SSE streams end cleanly, the process exits 0", async () => {
+  const proxy = await startProxy(`${base}/mcp`);
+  const sse = await fetch(proxy.url, { headers: { accept: "text/event-stream" } });
+  const { reader } = await readFirstEvent(sse);
+  const slow = fetch(new URL("/slow", proxy.url), { method: "POST", body: "{}" });
+  await Bun.sleep(200);
+  const started = performance.now();
+  proxy.proc.kill("SIGTERM");
+
+  const slowResponse = await slow;
+  expect(slowResponse.status).toBe(200);
+  expect(await slowResponse.json()).toEqual({ jsonrpc: "2.0", id: 1, result: { slow: true } });
+
+  // The stream ends (done) rather than erroring once ordinary requests are through.
+  let done = false;
+  while (!done) done = (await reader.read()).done;
+  expect(await proxy.proc.exited).toBe(0);
+  expect(performance.now() - started).toBeLessThan(8_000);
+  expect(proxy.output()).toContain("SIGTERM");
+});

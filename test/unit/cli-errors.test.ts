@@ -1,0 +1,165 @@
+/**
+ * The CLI as users meet it: bad input exits 2 with one line on stderr naming the
+ * option and saying what to do (a hint), no stack trace and nothing on stdout.
+ */
+import { describe, expect, test } from "bun:test";
+import { resolve } from "node:path";
+import pkg from "../../package.json" with { type: "json" };
+
+const REPO_ROOT = resolve(import.meta.dir, "../..");
+const TARGET = ["--target-uri", "http://127.0.0.1:9/mcp"];
+
+interface CliResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function mcpmgr(...args: string[]): CliResult {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1" };
+  delete env.FORCE_COLOR;
+  const result = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+    cwd: REPO_ROOT,
+    env,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    timeout: 20_000,
+  });
+  return { exitCode: result.exitCode ?? -1, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+function nonEmptyLines(text: string): string[] {
+  return text.split("\n").filter((line) => line.trim().length > 0);
+}
+
+/** Exit 2, nothing on stdout, one stderr line with a hint and no stack; returns that line. */
+function expectUsageError(result: CliResult): string {
+  expect(result.stderr).not.toContain("    at ");
+  const lines = nonEmptyLines(result.stderr);
+  expect(lines).toHaveLength(1);
+  const line = lines[0] ?? "";
+  expect(line).toContain("hint");
+  expect(result.stdout).toBe("");
+  expect(result.exitCode).toBe(2);
+  return line;
+}
+
+describe("usage errors exit 2 with one line naming the problem", () => {
+  const cases: ReadonlyArray<readonly [label: string, args: readonly string[], mentions: readonly string[]]> = [
+    ["port out of range", ["proxy", "x", ...TARGET, "--port", "70000"], ["--port", "70000"]],
+    ["unknown --proxy-mode", ["run", "srv", "--proxy-mode", "foo"], ["--proxy-mode", "foo"]],
+    ["-e without =", ["run", "srv", "-e", "NOVALUE"], ["--env", "NOVALUE"]],
+    ["-v without container path", ["run", "srv", "-v", "bad"], ["--volume", "bad"]],
+    ["bad duration", ["run", "srv", "--remote-auth-timeout", "30x"], ["--remote-auth-timeout", "30x"]],
+    ["sampling rate above 1", ["run", "srv", "--otel-sampling-rate", "1.5"], ["--otel-sampling-rate", "1.5"]],
+    [
+      "issuer together with authorize URL",
+      ["run", "srv", "--remote-auth-issuer", "https://a.example", "--remote-auth-authorize-url", "https://b.example"],
+      ["--remote-auth-issuer", "--remote-auth-authorize-url"],
+    ],
+    ["unknown flag on run", ["run", "srv", "--bogus"], ["--bogus"]],
+    ["unknown flag on proxy", ["proxy", "x", ...TARGET, "--bogus"], ["--bogus"]],
+    ["unknown short flag", ["run", "srv", "-z"], ["-z"]],
+    ["proxy without --target-uri", ["proxy", "x"], ["--target-uri"]],
+    ["proxy without SERVER_NAME", ["proxy", ...TARGET], ["SERVER_NAME"]],
+    ["--target-uri not a URL", ["proxy", "x", "--target-uri", "notaurl"], ["--target-uri", "notaurl"]],
+    ["option without its value", ["run", "srv", "--name"], ["--name"]],
+    ["non-repeatable option twice", ["run", "srv", "--group", "a", "--group", "b"], ["--group"]],
+    ["boolean with a non-boolean value", ["run", "srv", "--foreground=yes"], ["--foreground"]],
+    ["run without a server", ["run", "--group", "g"], ["run"]],
+    ["proxy with server arguments", ["proxy", "x", ...TARGET, "--", "--help"], ["--"]],
+    ["--env-file with --env-file-dir", ["run", "srv", "--env-file", "a", "--env-file-dir", "b"], ["--env-file", "--env-file-dir"]],
+  ];
+
+  test.each(cases)("%s", (_label, args, mentions) => {
+    const line = expectUsageError(mcpmgr(...args));
+    for (const text of mentions) expect(line).toContain(text);
+  });
+});
+
+describe("options that are not supported yet exit 2", () => {
+  test.each([
+    ["--oidc-issuer", ["proxy", "x", ...TARGET, "--oidc-issuer", "https://idp.example"]],
+    ["--remote-auth", ["proxy", "x", ...TARGET, "--remote-auth"]],
+    ["--token-exchange-url", ["proxy", "x", ...TARGET, "--token-exchange-url", "https://sts.example"]],
+  ] as const)("proxy %s", (option, args) => {
+    const line = expectUsageError(mcpmgr(...args));
+    expect(line).toContain(option);
+    expect(line).toContain("not supported yet");
+  });
+
+  test("proxy stdio", () => {
+    const line = expectUsageError(mcpmgr("proxy", "stdio"));
+    expect(line).toContain("proxy stdio");
+    expect(line).toContain("not supported yet");
+  });
+
+  test("a valid run command", () => {
+    const line = expectUsageError(mcpmgr("run", "srv", "-e", "A=1", "--tools", "a,b"));
+    expect(line).toContain("not supported yet");
+  });
+
+  test("--help after -- belongs to the server, not to mcpmgr", () => {
+    const line = expectUsageError(mcpmgr("run", "srv", "--", "--help"));
+    expect(line).toContain("not supported yet");
+  });
+});
+
+describe("root command", () => {
+  test("--version prints the package.json version and exits 0", () => {
+    const result = mcpmgr("--version");
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout.trim()).toBe(pkg.version);
+    expect(result.stderr).toBe("");
+  });
+
+  test("--help lists run and proxy and exits 0", () => {
+    const result = mcpmgr("--help");
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toMatch(/^\s+run\s/m);
+    expect(result.stdout).toMatch(/^\s+proxy\s/m);
+    expect(result.stderr).toBe("");
+  });
+
+  test("an unknown command exits 2", () => {
+    const line = expectUsageError(mcpmgr("bogus"));
+    expect(line).toContain("bogus");
+  });
+
+  test("--debug is accepted before the command", () => {
+    const line = expectUsageError(mcpmgr("--debug", "bogus"));
+    expect(line).toContain("bogus");
+  });
+});
+
+// Known bugs in src/config/argv.ts translateParseError: the messages name the wrong thing or mislead.
+describe("known bugs in parse-error messages", () => {
+  // node's "argument is ambiguous" (a value starting with '-') is reported as
+  // "--otel-sampling-rate does not take a value", although it needs one.
+  test.failing("a value starting with '-' is not reported as 'does not take a value'", () => {
+    const line = expectUsageError(mcpmgr("run", "srv", "--otel-sampling-rate", "-0.5"));
+    expect(line).toContain("--otel-sampling-rate");
+    expect(line).not.toContain("does not take a value");
+  });
+
+  // The flag is cut out of "Option '-e, --env <value>' argument missing", giving "-e, needs a value".
+  test.failing("a short option without its value is named cleanly", () => {
+    const line = expectUsageError(mcpmgr("run", "srv", "-e"));
+    expect(line).toMatch(/(^|\s)(-e|--env) needs a value/);
+  });
+
+  // node reports `-f=1` as the unknown option '='; the regex then picks "--" from the rest of the message.
+  test.failing("-f=1 names -f, not --", () => {
+    const line = expectUsageError(mcpmgr("run", "srv", "-f=1"));
+    expect(line).toContain("-f");
+    expect(line).not.toContain("unknown option --");
+  });
+
+  // The unknown-option hint is the same for every command: on proxy it says "to pass it to
+  // the MCP server, put it after --", but proxy rejects any argument after -- (INVALID_ARGUMENT).
+  test.failing("proxy's unknown-option hint does not suggest passing the option after --", () => {
+    const line = expectUsageError(mcpmgr("proxy", "x", ...TARGET, "--bogus"));
+    expect(line).not.toContain("put it after --");
+  });
+});
