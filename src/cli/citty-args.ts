@@ -12,6 +12,8 @@ export function toCittyArgs(table: OptionTable, positionals: Readonly<Record<str
   for (const [name, help] of Object.entries(positionals)) {
     args[name] = { type: "positional", description: help.description, required: help.required };
   }
+  // Handled by run-main.ts before parsing; listed so help tells the whole truth.
+  args.help = { type: "boolean", alias: "h", description: "Show this help" };
   for (const [name, spec] of Object.entries(table)) {
     if (spec.hidden) continue;
     let description = spec.description;

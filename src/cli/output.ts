@@ -2,11 +2,11 @@
  * Terminal output. Logs go to stderr through consola; stdout carries only what a
  * script may want to capture (the URL clients should use).
  */
-import { createConsola } from "consola";
+import { createConsola } from "consola/basic";
 import { isMcpmgrError } from "../errors.ts";
 
 // An explicit level: consola would otherwise go quiet whenever NODE_ENV=test is inherited.
-export const log = createConsola({ level: 3, stdout: process.stderr, stderr: process.stderr, fancy: false, formatOptions: { date: false } });
+export const log = createConsola({ level: 3, stdout: process.stderr, stderr: process.stderr, formatOptions: { date: false } });
 
 export function enableDebug(): void {
   log.level = 4;

@@ -19,15 +19,20 @@ export interface ParsedArgv<Table extends OptionTable> {
   readonly passthrough: readonly string[];
 }
 
-export function parseArgv<Table extends OptionTable>(argv: readonly string[], table: Table, command: string): ParsedArgv<Table> {
+export function parseArgv<Table extends OptionTable>(
+  argv: readonly string[],
+  table: Table,
+  command: string,
+  /** Whether arguments after `--` mean something for this command (only for the hint). */
+  passthroughAllowed = true,
+): ParsedArgv<Table> {
   const dashDash = argv.indexOf("--");
   const own = dashDash === -1 ? [...argv] : argv.slice(0, dashDash);
   const passthrough = dashDash === -1 ? [] : argv.slice(dashDash + 1);
 
-  const { args, booleans } = extractBooleanForms(own, table);
-  const tokens = tokenize(args, table, command);
+  const tokens = tokenize(normaliseBooleanForms(own, table), table, command, passthroughAllowed);
 
-  const raw = new Map<string, string[] | boolean>(booleans);
+  const raw = new Map<string, string[] | boolean>();
   const positionals: string[] = [];
   for (const token of tokens) {
     if (token.kind === "positional") {
@@ -35,9 +40,11 @@ export function parseArgv<Table extends OptionTable>(argv: readonly string[], ta
       continue;
     }
     if (token.kind !== "option") continue;
-    const spec = table[token.name] as OptionSpec;
+    const negated = table[token.name] === undefined && token.name.startsWith("no-");
+    const name = negated ? token.name.slice(3) : token.name;
+    const spec = table[name] as OptionSpec;
     if (spec.kind === "boolean") {
-      raw.set(token.name, true);
+      raw.set(name, !negated);
       continue;
     }
     const values = (raw.get(token.name) as string[] | undefined) ?? [];
@@ -81,36 +88,30 @@ function parseValue(name: string, spec: OptionSpec & { kind: "string" }, text: s
 
 /**
  * Go-style CLIs (and users' muscle memory) write `--flag=false` and `--no-flag`;
- * node's parser rejects both for booleans, so they are resolved here first.
+ * node's parser rejects both for booleans. They are rewritten to `--flag` or to a
+ * synthetic `--no-flag` option, so every occurrence keeps its place and the last wins.
  */
-function extractBooleanForms(args: string[], table: OptionTable) {
-  const booleans = new Map<string, boolean>();
-  const rest: string[] = [];
+function normaliseBooleanForms(args: readonly string[], table: OptionTable): string[] {
+  const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     const prev = args[i - 1];
     const isValueOfPrevious = prev !== undefined && takesSeparateValue(prev, table);
-    if (!isValueOfPrevious && arg.startsWith("--")) {
-      const eq = arg.indexOf("=");
-      const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-      if (eq !== -1 && table[name]?.kind === "boolean") {
-        const text = arg.slice(eq + 1).toLowerCase();
-        if (text !== "true" && text !== "false") {
-          throw new McpmgrError("INVALID_OPTION", `--${name} ${JSON.stringify(arg.slice(eq + 1))}: must be true or false`, {
-            hint: `write --${name}, --${name}=false or --no-${name}`,
-          });
-        }
-        booleans.set(name, text === "true");
-        continue;
+    const eq = arg.indexOf("=");
+    const name = arg.startsWith("--") ? arg.slice(2, eq === -1 ? undefined : eq) : "";
+    if (!isValueOfPrevious && eq !== -1 && table[name]?.kind === "boolean") {
+      const text = arg.slice(eq + 1).toLowerCase();
+      if (text !== "true" && text !== "false") {
+        throw new McpmgrError("INVALID_OPTION", `--${name} ${JSON.stringify(arg.slice(eq + 1))}: must be true or false`, {
+          hint: `write --${name}, --${name}=false or --no-${name}`,
+        });
       }
-      if (eq === -1 && name.startsWith("no-") && table[name.slice(3)]?.kind === "boolean") {
-        booleans.set(name.slice(3), false);
-        continue;
-      }
+      out.push(text === "true" ? `--${name}` : `--no-${name}`);
+      continue;
     }
-    rest.push(arg);
+    out.push(arg);
   }
-  return { args: rest, booleans };
+  return out;
 }
 
 function takesSeparateValue(arg: string, table: OptionTable): boolean {
@@ -120,32 +121,40 @@ function takesSeparateValue(arg: string, table: OptionTable): boolean {
   return false;
 }
 
-function tokenize(args: string[], table: OptionTable, command: string) {
+function tokenize(args: string[], table: OptionTable, command: string, passthroughAllowed: boolean) {
   const options: ParseArgsOptionsConfig = {};
   for (const [name, spec] of Object.entries(table)) {
     options[name] = { type: spec.kind, ...(spec.short ? { short: spec.short } : {}) };
+    if (spec.kind === "boolean") options[`no-${name}`] = { type: "boolean" };
   }
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: true, tokens: true }).tokens;
   } catch (err) {
-    throw translateParseError(err, command);
+    throw translateParseError(err, args, command, passthroughAllowed);
   }
 }
 
-function translateParseError(err: unknown, command: string): McpmgrError {
+function translateParseError(err: unknown, args: readonly string[], command: string, passthroughAllowed: boolean): McpmgrError {
   const code = (err as { code?: string }).code;
   const message = err instanceof Error ? err.message : String(err);
   const hint = `run 'mcpmgr ${command} --help' to see the options`;
-  const flag = /'(-{1,2}[^' ]+)/.exec(message)?.[1] ?? "option";
+  // node names options as "'-e, --env <value>'" or "'--port'"; prefer the long name.
+  const quoted = /'([^']*)'/.exec(message)?.[1] ?? "";
+  const flag = /--[A-Za-z0-9][\w-]*/.exec(quoted)?.[0] ?? /^-[A-Za-z0-9]/.exec(quoted)?.[0];
   switch (code) {
-    case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
-      return new McpmgrError("INVALID_OPTION", `unknown option ${flag}`, {
-        hint: `${hint}; to pass it to the MCP server, put it after --`,
+    case "ERR_PARSE_ARGS_UNKNOWN_OPTION": {
+      const offending = flag ?? args.find((arg) => arg.startsWith("-") && arg.includes(quoted)) ?? quoted;
+      return new McpmgrError("INVALID_OPTION", `unknown option ${offending}`, {
+        hint: passthroughAllowed ? `${hint}; to pass it to the MCP server, put it after --` : hint,
       });
+    }
     case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
-      return /argument missing/.test(message)
-        ? new McpmgrError("INVALID_OPTION", `${flag} needs a value`, { hint })
-        : new McpmgrError("INVALID_OPTION", `${flag} does not take a value`, { hint });
+      if (/argument missing|ambiguous/.test(message)) {
+        return new McpmgrError("INVALID_OPTION", `${flag ?? "an option"} needs a value`, {
+          hint: `write ${flag ?? "--option"} VALUE; a value that starts with '-' must be written ${flag ?? "--option"}=VALUE`,
+        });
+      }
+      return new McpmgrError("INVALID_OPTION", `${flag ?? "an option"} does not take a value`, { hint });
     default:
       return new McpmgrError("INVALID_OPTION", message.split("\n")[0] ?? "invalid arguments", { hint });
   }

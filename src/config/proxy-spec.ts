@@ -26,7 +26,7 @@ const unsupported = new Map<string, string>([
 ]);
 
 export function buildProxySpec(argv: readonly string[]): ProxySpec {
-  const { values, given, positionals, passthrough } = parseArgv(argv, proxyOptions, "proxy");
+  const { values, given, positionals, passthrough } = parseArgv(argv, proxyOptions, "proxy", false);
   if (passthrough.length > 0) {
     throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr proxy' starts no server, so arguments after -- have nowhere to go", {
       hint: "remove the arguments after --",
@@ -46,7 +46,7 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
     throw new McpmgrError("MISSING_OPTION", "--target-uri is required", { hint: "add --target-uri http://127.0.0.1:8080/mcp (the MCP endpoint to forward to)" });
   }
   checkOutgoingAuthRules(given);
-  assertSupported(given, unsupported, "proxy");
+  assertSupported(given, unsupported, "proxy", values);
   return Object.freeze({
     serverName,
     target: new URL(target),

@@ -20,10 +20,16 @@ export function assertRequires(given: Given, option: string, needed: string, hin
 }
 
 /** Options that are declared (so help is complete) but whose behaviour arrives later. */
-export function assertSupported(given: Given, unsupported: ReadonlyMap<string, string>, command: string): void {
+export function assertSupported(
+  given: Given,
+  unsupported: ReadonlyMap<string, string>,
+  command: string,
+  values: Readonly<Record<string, unknown>> = {},
+): void {
   for (const name of given) {
     const feature = unsupported.get(name);
-    if (feature !== undefined) {
+    // `--no-remote-auth` asks for what already happens; only asking for the feature is refused.
+    if (feature !== undefined && values[name] !== false) {
       throw new McpmgrError("NOT_SUPPORTED_YET", `--${name} is not supported yet by 'mcpmgr ${command}' (${feature})`, {
         hint: `leave --${name} out; this version does not implement ${feature} and will not pretend to`,
       });

@@ -2,6 +2,7 @@
  * valibot schemas for single flag values. Each takes the raw string from argv and
  * yields a typed value; messages are written to be read after "--option VALUE: ".
  */
+import { isIP } from "node:net";
 import * as v from "valibot";
 
 export type ValueSchema<T> = v.GenericSchema<string, T>;
@@ -51,10 +52,18 @@ export const httpUrl = v.pipe(
   v.check((text) => /^https?:$/i.test(new URL(text).protocol), "must be an http:// or https:// URL"),
 );
 
+const hostLabel = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
+
+function isHostName(text: string): boolean {
+  const bare = text.replace(/^\[(.*)\]$/, "$1");
+  if (isIP(bare) !== 0) return true;
+  if (bare !== text || text.length > 253) return false;
+  return text.split(".").every((label) => hostLabel.test(label));
+}
+
 export const hostName = v.pipe(
   trimmed,
-  v.nonEmpty("must not be empty"),
-  v.regex(/^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]*|[A-Za-z0-9.-]+)$/, "must be an IP address or a host name"),
+  v.check(isHostName, "must be an IP address or a host name"),
   // "[::1]" and "::1" both name the IPv6 loopback; Bun.serve wants the bare form.
   v.transform((text) => text.replace(/^\[(.*)\]$/, "$1")),
 );

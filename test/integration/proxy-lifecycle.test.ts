@@ -43,7 +43,7 @@ beforeAll(() => {
 
 afterAll(() => upstream.stop(true));
 
-async function readFirstEvent(res: Response): Promise<{ text: string; reader: ReadableStreamDefaultReader<Uint8Array> }> {
+async function readFirstEvent(res: Response): Promise<{ text: string; reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> } }> {
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   let text = "";
   while (!text.includes("\n\n")) {

@@ -137,10 +137,8 @@ describe("parseArgv", () => {
     expectCode(() => parseArgv([`--wait=${text}`], table, "test"), "INVALID_OPTION");
   });
 
-  // Known bug (src/config/argv.ts, parseArgv): booleans written as --no-X / --X=false are
-  // collected before the other options, so a later bare --X always wins over them and an
-  // earlier bare --X also wins over a later --no-X. The last occurrence should win.
-  test.failing("for a boolean given several times, the last occurrence wins", () => {
+  // Every spelling of a boolean keeps its place on the command line: the last one wins.
+  test("for a boolean given several times, the last occurrence wins", () => {
     expect(parseArgv(["--verbose", "--verbose=false"], table, "test").values.verbose).toBe(false);
     expect(parseArgv(["--color", "--no-color"], table, "test").values.color).toBe(false);
   });
@@ -351,10 +349,13 @@ describe("buildProxySpec", () => {
     expectCode(() => buildProxySpec(argv), "CONFLICTING_OPTIONS");
   });
 
-  // Known gap (src/config/values.ts, hostName): the IPv6 alternative of the regex matches
-  // any string of hex digits and colons, so ":" and "1:2" pass as listen hosts and only
-  // fail later when the server tries to bind.
-  test.failing("--host rejects strings that are no address or host name", () => {
-    expectCode(() => buildProxySpec(["x", ...TARGET, "--host", ":"]), "INVALID_OPTION");
+  // Checked up front, not left to fail when the server tries to bind.
+  test("--host rejects strings that are no address or host name", () => {
+    for (const bad of [":", "1:2", "-", "a..b", "host/path"]) {
+      expectCode(() => buildProxySpec(["x", ...TARGET, "--host", bad]), "INVALID_OPTION");
+    }
+    for (const good of ["::1", "[::1]", "0.0.0.0", "localhost", "mcp-01.internal"]) {
+      expect(buildProxySpec(["x", ...TARGET, "--host", good]).listen.host).toBe(good.replace(/^\[(.*)\]$/, "$1"));
+    }
   });
 });

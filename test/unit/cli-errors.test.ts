@@ -133,24 +133,24 @@ describe("root command", () => {
   });
 });
 
-// Known bugs in src/config/argv.ts translateParseError: the messages name the wrong thing or mislead.
-describe("known bugs in parse-error messages", () => {
+// Parse-error messages must name the option the user wrote and give advice that works.
+describe("parse-error messages", () => {
   // node's "argument is ambiguous" (a value starting with '-') is reported as
   // "--otel-sampling-rate does not take a value", although it needs one.
-  test.failing("a value starting with '-' is not reported as 'does not take a value'", () => {
+  test("a value starting with '-' is not reported as 'does not take a value'", () => {
     const line = expectUsageError(mcpmgr("run", "srv", "--otel-sampling-rate", "-0.5"));
     expect(line).toContain("--otel-sampling-rate");
     expect(line).not.toContain("does not take a value");
   });
 
   // The flag is cut out of "Option '-e, --env <value>' argument missing", giving "-e, needs a value".
-  test.failing("a short option without its value is named cleanly", () => {
+  test("a short option without its value is named cleanly", () => {
     const line = expectUsageError(mcpmgr("run", "srv", "-e"));
     expect(line).toMatch(/(^|\s)(-e|--env) needs a value/);
   });
 
   // node reports `-f=1` as the unknown option '='; the regex then picks "--" from the rest of the message.
-  test.failing("-f=1 names -f, not --", () => {
+  test("-f=1 names -f, not --", () => {
     const line = expectUsageError(mcpmgr("run", "srv", "-f=1"));
     expect(line).toContain("-f");
     expect(line).not.toContain("unknown option --");
@@ -158,7 +158,7 @@ describe("known bugs in parse-error messages", () => {
 
   // The unknown-option hint is the same for every command: on proxy it says "to pass it to
   // the MCP server, put it after --", but proxy rejects any argument after -- (INVALID_ARGUMENT).
-  test.failing("proxy's unknown-option hint does not suggest passing the option after --", () => {
+  test("proxy's unknown-option hint does not suggest passing the option after --", () => {
     const line = expectUsageError(mcpmgr("proxy", "x", ...TARGET, "--bogus"));
     expect(line).not.toContain("put it after --");
   });

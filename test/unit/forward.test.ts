@@ -175,7 +175,7 @@ describe("failures", () => {
 
 describe("legacy SSE endpoint event", () => {
   const get = (handle: ReturnType<typeof forwarder>, path: string, headers: Record<string, string> = {}) =>
-    handle(new Request(`http://127.0.0.1:9999${path}`, { headers }), detachedContext()).then((r) => r.text());
+    Promise.resolve(handle(new Request(`http://127.0.0.1:9999${path}`, { headers }), detachedContext())).then((r) => r.text());
 
   test("a relative endpoint stays relative and other events pass through", async () => {
     const text = await get(forwarder(`${base}/legacy/sse`), "/legacy/sse");
