@@ -1,0 +1,65 @@
+/**
+ * The compiled executable (bun run compile → dist/mcpmgr): version injected at build
+ * time, no .env / bunfig.toml autoloading from the working directory, and a working
+ * proxy used by the SDK client.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import pkg from "../../package.json" with { type: "json" };
+import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import { REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+const binary = join(REPO_ROOT, "dist/mcpmgr");
+let fixture: RunningFixture;
+let workdir: string;
+
+beforeAll(async () => {
+  const build = Bun.spawnSync([process.execPath, "run", "compile"], { cwd: REPO_ROOT, stderr: "pipe", stdout: "pipe" });
+  if (!build.success) throw new Error(`compile failed:\n${build.stderr.toString()}`);
+  fixture = await startConformanceServer();
+  // A directory with files Bun would load if autoloading were on: both would break the run.
+  workdir = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-"));
+  await writeFile(join(workdir, ".env"), "MCPMGR_MAX_REQUEST_BYTES=not-a-number\n");
+  await writeFile(join(workdir, "preload.ts"), 'console.log("PRELOADED"); process.exit(7);\n');
+  await writeFile(join(workdir, "bunfig.toml"), 'preload = ["./preload.ts"]\n');
+}, 120_000);
+
+afterAll(async () => {
+  await fixture?.stop();
+  if (workdir) await rm(workdir, { recursive: true, force: true });
+});
+
+test("--version prints the version injected at build time", () => {
+  const run = Bun.spawnSync([binary, "--version"], { cwd: workdir });
+  expect(run.exitCode).toBe(0);
+  const printed = run.stdout.toString().trim();
+  expect(printed.startsWith(pkg.version)).toBe(true);
+  expect(printed).toMatch(/^\d+\.\d+\.\d+(\+[0-9a-f]+)?$/);
+});
+
+test("a usage error exits 2 with one line, from the binary too", () => {
+  const run = Bun.spawnSync([binary, "proxy", "x", "--target-uri", "http://127.0.0.1:9/mcp", "--port", "0"], { cwd: workdir, env: { ...process.env, NO_COLOR: "1" } });
+  expect(run.exitCode).toBe(2);
+  expect(run.stderr.toString().trim().split("\n")).toHaveLength(1);
+});
+
+test("the binary proxies an MCP server for the SDK client, ignoring .env and bunfig.toml in its directory", async () => {
+  const proxy = await spawnUntil([binary, "proxy", "e2e", "--target-uri", fixture.url], /^(http:\/\/\S+)$/m, { cwd: workdir });
+  try {
+    const url = proxy.match[1] as string;
+    const client = new Client({ name: "e2e", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toContain("test_simple_text");
+    const result = await client.callTool({ name: "test_simple_text", arguments: {} });
+    expect(JSON.stringify(result.content)).toContain("text");
+    await client.close();
+    expect(proxy.output()).not.toContain("PRELOADED");
+  } finally {
+    expect(await proxy.stop()).toBe(0);
+  }
+});
