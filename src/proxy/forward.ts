@@ -4,7 +4,7 @@
  * first event of a legacy SSE stream and the (small) body of a session error.
  */
 import { pathAndQuery, type Handler } from "./handler.ts";
-import { downstreamResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
+import { sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { JsonRpcCode, jsonRpcError } from "./jsonrpc.ts";
 import type { LiveStreams } from "./live-streams.ts";
 import { publicEndpoint } from "./public-url.ts";
@@ -59,13 +59,12 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     const timer = setTimeout(() => abort.abort(new UpstreamTimeout()), headersTimeoutMs);
 
     const method = req.method;
-    const hasBody = method !== "GET" && method !== "HEAD" && req.body !== null;
     let upstream: Response;
     try {
       upstream = await doFetch(upstreamUrl(req.url), {
         method,
         headers: upstreamRequestHeaders(req, { remoteAddress: ctx.remoteAddress, trustProxyHeaders }),
-        body: hasBody ? req.body : undefined,
+        body: await requestBody(req, method),
         duplex: "half", // required for a streamed request body
         redirect: "manual",
         signal: abort.signal,
@@ -88,15 +87,16 @@ export function transparentForwarder(options: ForwardOptions): Handler {
           sessions.markEnded(sessionId);
           return normalised;
         }
-        return new Response(upstream.body, { status, headers: downstreamResponseHeaders(upstream) });
+        sanitiseResponseHeaders(upstream.headers);
+        return upstream;
       }
     }
 
-    const headers = downstreamResponseHeaders(upstream);
+    const headers = sanitiseResponseHeaders(upstream.headers);
     const body = upstream.body;
     if (body === null || !isEventStream(headers)) {
       if (body === null) req.signal.removeEventListener("abort", onClientAbort);
-      return new Response(body, { status, statusText: upstream.statusText, headers });
+      return upstream;
     }
 
     ctx.keepOpen();
@@ -110,6 +110,20 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     });
     return new Response(relayed, { status, statusText: upstream.statusText, headers });
   };
+}
+
+/**
+ * MCP messages are small: a body with a declared length under this size is read whole
+ * and sent with a Content-Length, which costs the upstream connection far less than a
+ * chunked upload. Anything larger, or of unknown length, streams through.
+ */
+const bufferBelowBytes = 64 * 1024;
+
+async function requestBody(req: Request, method: string): Promise<ArrayBuffer | ReadableStream<Uint8Array> | undefined> {
+  if (method === "GET" || method === "HEAD" || req.body === null) return undefined;
+  const declared = req.headers.get("content-length");
+  if (declared !== null && Number(declared) <= bufferBelowBytes) return req.arrayBuffer();
+  return req.body;
 }
 
 class UpstreamTimeout extends Error {
