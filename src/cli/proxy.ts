@@ -3,11 +3,8 @@ import { defineCommand } from "citty";
 import { proxyOptions } from "../config/proxy-options.ts";
 import { buildProxySpec, type ProxySpec } from "../config/proxy-spec.ts";
 import { McpmgrError } from "../errors.ts";
-import { bodyLimit } from "../middleware/body-limit.ts";
-import { healthEndpoint } from "../middleware/health.ts";
-import { originGuard } from "../middleware/origin-guard.ts";
+import { withBuiltinProtections } from "../middleware/builtin-chain.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
-import { compose } from "../proxy/handler.ts";
 import { LiveStreams } from "../proxy/live-streams.ts";
 import { serve } from "../proxy/serve.ts";
 import { toCittyArgs } from "./citty-args.ts";
@@ -37,12 +34,9 @@ export default defineCommand({
 
 async function runProxy(spec: ProxySpec): Promise<void> {
   const live = new LiveStreams();
-  // Outermost first: health answers without any checks; origin before anything reads the body.
-  const handler = compose(
+  const handler = withBuiltinProtections(
     transparentForwarder({ target: spec.target, endpointPrefix: spec.endpointPrefix, trustProxyHeaders: spec.trustProxyHeaders, live }),
-    healthEndpoint(() => ({ server: spec.serverName })),
-    originGuard({ listenHost: spec.listen.host, trustProxyHeaders: spec.trustProxyHeaders }),
-    bodyLimit(maxBodyBytesFromEnv()),
+    { serverName: spec.serverName, listenHost: spec.listen.host, trustProxyHeaders: spec.trustProxyHeaders, maxBodyBytes: maxBodyBytesFromEnv() },
   );
   const server = serve({
     host: spec.listen.host,

@@ -25,6 +25,7 @@ test(
     const direct = await runConformance(fixture.url);
     const proxied = await runConformance(proxy.url);
     expect(proxied.failures).toEqual(direct.failures);
+    expect(proxied.passedChecks).toEqual(direct.passedChecks);
     expect(proxied.failed).toBe(0);
     expect(proxied.passed).toBe(direct.passed);
     expect(proxied.warnings).toBe(direct.warnings);

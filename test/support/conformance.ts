@@ -29,6 +29,8 @@ export interface ConformanceResult {
   warnings: number;
   /** One line per failed check: `<scenario>/<check id>: <error message>`. */
   failures: string[];
+  /** `<scenario>/<check id>` of every passed check, sorted: what to compare between runs. */
+  passedChecks: string[];
 }
 
 interface Check {
@@ -83,12 +85,15 @@ export async function runConformance(
       proc.exited,
     ]).finally(() => clearTimeout(timer));
 
-    const result: ConformanceResult = { passed: 0, failed: 0, warnings: 0, failures: [] };
+    const result: ConformanceResult = { passed: 0, failed: 0, warnings: 0, failures: [], passedChecks: [] };
     for await (const file of new Bun.Glob("*/checks.json").scan({ cwd: outDir })) {
       const scenario = scenarioFromDir(file.split("/")[0] ?? file);
       const checks = (await Bun.file(join(outDir, file)).json()) as Check[];
       for (const check of checks) {
-        if (check.status === "SUCCESS") result.passed++;
+        if (check.status === "SUCCESS") {
+          result.passed++;
+          result.passedChecks.push(`${scenario}/${check.id}`);
+        }
         else if (check.status === "WARNING") result.warnings++;
         else if (check.status === "FAILURE") {
           result.failed++;
@@ -106,6 +111,7 @@ export async function runConformance(
       result.failed++;
       result.failures.push(`conformance suite exited with code ${exitCode}\n${tail(stdout + stderr)}`);
     }
+    result.passedChecks.sort();
     return result;
   } finally {
     await rm(outDir, { recursive: true, force: true });

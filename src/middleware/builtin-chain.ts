@@ -1,0 +1,28 @@
+/**
+ * The protections every mcpmgr endpoint has, in order (outermost first):
+ *   health   → answers /health without touching anything else
+ *   origin   → Host/Origin validation (DNS rebinding) before anything reads the request
+ *   body     → request size limit
+ * Later middleware (authentication, authorization, audit, ...) goes inside these.
+ */
+import { compose, type Handler, type Middleware } from "../proxy/handler.ts";
+import { bodyLimit, defaultMaxBodyBytes } from "./body-limit.ts";
+import { healthEndpoint } from "./health.ts";
+import { originGuard } from "./origin-guard.ts";
+
+export interface BuiltinProtections {
+  readonly serverName: string;
+  readonly listenHost: string;
+  readonly trustProxyHeaders: boolean;
+  readonly maxBodyBytes?: number;
+}
+
+export function withBuiltinProtections(handler: Handler, options: BuiltinProtections, ...inner: readonly Middleware[]): Handler {
+  return compose(
+    handler,
+    healthEndpoint(() => ({ server: options.serverName })),
+    originGuard({ listenHost: options.listenHost, trustProxyHeaders: options.trustProxyHeaders }),
+    bodyLimit(options.maxBodyBytes ?? defaultMaxBodyBytes),
+    ...inner,
+  );
+}

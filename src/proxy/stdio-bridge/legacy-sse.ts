@@ -1,0 +1,68 @@
+/**
+ * The deprecated HTTP+SSE front end (protocol 2024-11-05): GET /sse opens a session
+ * and its one stream, whose first event names the URL to POST messages to; every
+ * answer travels on the stream of the session that asked — never to anyone else.
+ */
+import { createEventStream, eventStreamResponse } from "../event-stream.ts";
+import { pathAndQuery, pathOf, type Handler } from "../handler.ts";
+import { JsonRpcCode, jsonRpcError } from "../jsonrpc.ts";
+import type { LiveStreams } from "../live-streams.ts";
+import type { StdioBridge } from "./bridge.ts";
+import { kindOf, type JsonRpcMessage } from "./messages.ts";
+import { streamSink } from "./sink.ts";
+
+export interface LegacySseOptions {
+  readonly bridge: StdioBridge;
+  readonly live?: LiveStreams;
+  readonly ssePath?: string;
+  readonly messagesPath?: string;
+  /** Prepended to the advertised messages URL (--endpoint-prefix). */
+  readonly endpointPrefix?: string;
+}
+
+export function legacySseFrontEnd(options: LegacySseOptions): Handler {
+  const { bridge, live } = options;
+  const ssePath = options.ssePath ?? "/sse";
+  const messagesPath = options.messagesPath ?? "/messages";
+  const prefix = options.endpointPrefix ?? "";
+
+  const open = (keepOpen: () => void): Response => {
+    if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
+    const session = bridge.createSession();
+    session.protocolVersion = "2024-11-05";
+    const stream = createEventStream(live ? { live } : {});
+    session.standalone = streamSink(stream);
+    // The stream is the session: when the client leaves, the session ends.
+    stream.onClose(() => bridge.endSession(session));
+    session.onEnd(() => stream.close());
+    stream.send(`${prefix}${messagesPath}?sessionId=${session.id}`, "endpoint");
+    keepOpen();
+    return eventStreamResponse(stream);
+  };
+
+  const post = async (req: Request): Promise<Response> => {
+    const query = pathAndQuery(req.url);
+    const id = new URLSearchParams(query.slice(query.indexOf("?") + 1)).get("sessionId");
+    if (id === null) return jsonRpcError(400, JsonRpcCode.serverError, "Bad Request: sessionId is required");
+    const session = bridge.getSession(id);
+    if (session === undefined || session.standalone === undefined) {
+      return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found: open a new SSE stream");
+    }
+    let message: JsonRpcMessage;
+    try {
+      message = JSON.parse(await req.text()) as JsonRpcMessage;
+    } catch {
+      return jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
+    }
+    if (kindOf(message) === "invalid") return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
+    void bridge.handle(session, message, session.standalone);
+    return new Response("Accepted", { status: 202 });
+  };
+
+  return (req, ctx) => {
+    const path = pathOf(req.url);
+    if (req.method === "GET" && path === ssePath) return open(ctx.keepOpen);
+    if (req.method === "POST" && path === messagesPath) return post(req);
+    return jsonRpcError(404, JsonRpcCode.serverError, `Not Found: open ${ssePath} first`);
+  };
+}

@@ -1,0 +1,52 @@
+/** One client's session on a shared stdio server. */
+import type { LogLevel } from "./messages.ts";
+import type { Sink } from "./sink.ts";
+
+export interface ClientCapabilities {
+  readonly sampling?: unknown;
+  readonly elicitation?: unknown;
+  readonly roots?: unknown;
+}
+
+export class ClientSession {
+  readonly id: string;
+  protocolVersion = "2025-03-26";
+  initialized = false;
+  capabilities: ClientCapabilities = {};
+  /** undefined: the client never asked for a level, so it gets every log message. */
+  logLevel: LogLevel | undefined;
+  readonly subscriptions = new Set<string>();
+  /** The GET stream (streamable HTTP) or the SSE stream (legacy). */
+  standalone: Sink | undefined;
+  lastActivity = performance.now();
+  ended = false;
+  /** Sinks of this session's requests still waiting for a response, oldest first. */
+  readonly openSinks = new Set<Sink>();
+  readonly #onEnd: (() => void)[] = [];
+
+  constructor(id: string) {
+    this.id = id;
+  }
+
+  touch(): void {
+    this.lastActivity = performance.now();
+  }
+
+  /** The newest stream that can carry a message not tied to one request. */
+  bestSink(): Sink | undefined {
+    let best: Sink | undefined;
+    for (const sink of this.openSinks) if (sink.canStream) best = sink;
+    if (best !== undefined) return best;
+    return this.standalone?.canStream ? this.standalone : undefined;
+  }
+
+  onEnd(listener: () => void): void {
+    this.#onEnd.push(listener);
+  }
+
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    for (const listener of this.#onEnd.splice(0)) listener();
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The conformance suite through the stdio bridge (the fixture in stdio mode) passes as
+ * many checks as the fixture over HTTP directly — full marks, including sampling,
+ * elicitation, logging and progress.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { startBridge } from "../support/bridge-server.ts";
+import { runConformance, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+
+let fixture: RunningFixture;
+let bridged: Awaited<ReturnType<typeof startBridge>>;
+
+beforeAll(async () => {
+  fixture = await startConformanceServer();
+  bridged = await startBridge();
+});
+
+afterAll(async () => {
+  await bridged?.stop();
+  await fixture?.stop();
+});
+
+test(
+  "conformance server scenarios: the stdio bridge matches the fixture over HTTP",
+  async () => {
+    const direct = await runConformance(fixture.url);
+    const viaBridge = await runConformance(bridged.url);
+    expect(viaBridge.failures).toEqual(direct.failures);
+    expect(viaBridge.passedChecks).toEqual(direct.passedChecks);
+    expect(viaBridge.failed).toBe(0);
+    expect(viaBridge.passed).toBe(direct.passed);
+    expect(viaBridge.warnings).toBe(direct.warnings);
+  },
+  { timeout: 300_000 },
+);
