@@ -2,8 +2,32 @@
 import { defineCommand } from "citty";
 import { runOptions } from "../config/run-options.ts";
 import { parseRunArgv } from "../config/run-spec.ts";
+import { assertSupported } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
+import { parseSource } from "../runtime/source.ts";
 import { toCittyArgs } from "./citty-args.ts";
+import { runForeground } from "./run-foreground.ts";
+
+/**
+ * What works in this version: --foreground runs of packages and remote URLs with
+ * the listener, transport, environment, mount and sandbox options. Every other option
+ * is refused rather than ignored until its feature lands.
+ */
+const supported: ReadonlySet<string> = new Set([
+  "name",
+  "foreground",
+  "transport",
+  "proxy-mode",
+  "proxy-port",
+  "host",
+  "endpoint-prefix",
+  "trust-proxy-headers",
+  "env",
+  "volume",
+  "permission-profile",
+  "insecure-allow-unsandboxed",
+]);
+const unsupported = new Map(Object.keys(runOptions).filter((name) => !supported.has(name)).map((name) => [name, "this version runs servers in the foreground without workload management"] as const));
 
 export default defineCommand({
   meta: {
@@ -13,12 +37,16 @@ export default defineCommand({
   args: toCittyArgs(runOptions, {
     SERVER_OR_IMAGE_OR_PROTOCOL: { description: "Registry name, image reference, npx:// uvx:// go:// package, or URL", required: false },
   }),
-  run({ rawArgs }) {
-    // Every option is validated now, so typos and bad values are reported even before
-    // workloads land; nothing is parsed and then ignored.
-    parseRunArgv(rawArgs);
-    throw new McpmgrError("NOT_SUPPORTED_YET", "'mcpmgr run' is not supported yet in this version", {
-      hint: "to put a proxy in front of a server you already run, use 'mcpmgr proxy NAME --target-uri URL'",
-    });
+  async run({ rawArgs }) {
+    const parsed = parseRunArgv(rawArgs);
+    assertSupported(parsed.given, unsupported, "run", parsed.values);
+    if (!parsed.values.foreground) {
+      throw new McpmgrError("NOT_SUPPORTED_YET", "detached workloads are not supported yet", {
+        hint: "add --foreground to run the server in this terminal (Ctrl-C stops it)",
+      });
+    }
+    const source = parseSource(parsed.positionals[0] as string);
+    const code = await runForeground(source, parsed);
+    if (code !== 0) process.exit(code);
   },
 });

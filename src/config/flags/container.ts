@@ -21,6 +21,10 @@ export const containerOptions = {
     default: "warn",
     schema: oneOf(["warn", "enabled", "disabled"] as const),
   }),
+  "insecure-allow-unsandboxed": booleanOption({
+    description: "Run a local server without isolation when its permission profile cannot be enforced here (no bubblewrap)",
+    default: false,
+  }),
   "ca-cert": stringOption({ description: "CA certificate (PEM) trusted inside protocol-scheme image builds", valueHint: "path", schema: nonEmpty }),
   "runtime-image": stringOption({ description: "Base image for protocol-scheme builds (npx://, uvx://, go://)", valueHint: "image", schema: nonEmpty }),
   "runtime-add-package": repeatableOption({ description: "Extra OS package installed in protocol-scheme images (repeatable)", valueHint: "package", schema: nonEmpty }),

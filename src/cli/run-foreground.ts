@@ -1,0 +1,139 @@
+/**
+ * `mcpmgr run --foreground` for what this version supports: a protocol-scheme package
+ * as a local stdio process (sandboxed by bwrap) behind the stdio bridge, or a remote
+ * MCP URL behind the transparent forwarder. It blocks until Ctrl-C or until the server
+ * exits, and cleans up either way.
+ */
+import { McpmgrError } from "../errors.ts";
+import { withBuiltinProtections } from "../middleware/builtin-chain.ts";
+import { transparentForwarder } from "../proxy/forward.ts";
+import type { Handler } from "../proxy/handler.ts";
+import { LiveStreams } from "../proxy/live-streams.ts";
+import { serve } from "../proxy/serve.ts";
+import { StdioBridge } from "../proxy/stdio-bridge/bridge.ts";
+import { legacySseFrontEnd } from "../proxy/stdio-bridge/legacy-sse.ts";
+import { lineChannel } from "../proxy/stdio-bridge/server-channel.ts";
+import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts";
+import { packageCommand } from "../runtime/package-command.ts";
+import { loadPermissionProfile } from "../runtime/permission-profile.ts";
+import { launchProcess, type LocalProcess } from "../runtime/process.ts";
+import { bwrapArgs, findBwrap, unenforceableError } from "../runtime/sandbox.ts";
+import type { ServerSource } from "../runtime/source.ts";
+import type { ParsedRunArgv } from "../config/run-spec.ts";
+import { version } from "../version.ts";
+import { maxBodyBytesFromEnv } from "./limits.ts";
+import { log, printResult } from "./output.ts";
+import { untilSignal } from "./signals.ts";
+
+type Values = ParsedRunArgv["values"];
+
+export async function runForeground(source: ServerSource, parsed: ParsedRunArgv): Promise<number> {
+  const { values } = parsed;
+  const name = values.name ?? defaultName(source);
+  const live = new LiveStreams();
+  let handler: Handler;
+  let endpointPath: string;
+  let child: LocalProcess | undefined;
+  let serverExit: Promise<string> = new Promise(() => {});
+
+  if (source.kind === "remote") {
+    handler = transparentForwarder({ target: source.url, endpointPrefix: values["endpoint-prefix"], trustProxyHeaders: values["trust-proxy-headers"], live });
+    endpointPath = source.url.pathname;
+  } else if (source.kind === "package") {
+    const transport = values.transport ?? "stdio";
+    if (transport !== "stdio") {
+      throw new McpmgrError("NOT_SUPPORTED_YET", `--transport ${transport} for local packages is not supported yet`, { hint: "packaged MCP servers speak stdio; leave --transport out" });
+    }
+    child = await launchSandboxed(packageCommand(source, parsed.passthrough), values);
+    const bridge = new StdioBridge({ clientInfo: { name: "mcpmgr", version }, onLog: (level, text) => log[level](`${name}: ${text}`) });
+    const stderr = keepStderr(child, name);
+    const channel = lineChannel({
+      stdout: child.proc.stdout,
+      stdin: child.proc.stdin,
+      onMessage: bridge.onServerMessage,
+      onInvalidLine: (line) => log.warn(`${name}: skipped a non-JSON line on stdout: ${line.slice(0, 200)}`),
+    });
+    serverExit = child.proc.exited.then(async (code) => {
+      await Promise.race([stderr.drained, Bun.sleep(500)]);
+      const tail = stderr.tail();
+      return `the MCP server exited with code ${code}${tail ? `; its last output:\n${tail}` : ""}`;
+    });
+    try {
+      await bridge.start(channel);
+    } catch (err) {
+      // Prefer the exit code and the server's own words over "exited during initialize".
+      const why = await Promise.race([serverExit, Bun.sleep(1_000).then(() => (err instanceof Error ? err.message : String(err)))]);
+      await child.stop(1_000);
+      throw new McpmgrError("SERVER_FAILED", `${name} did not complete the MCP handshake: ${why}`, {
+        hint: "check the package name and arguments; run with --debug for details",
+      });
+    }
+    if (values["proxy-mode"] === "sse") {
+      log.warn("--proxy-mode sse is deprecated and will be removed; clients should use streamable-http");
+      handler = legacySseFrontEnd({ bridge, live, ...(values["endpoint-prefix"] ? { endpointPrefix: values["endpoint-prefix"] } : {}) });
+      endpointPath = "/sse";
+    } else {
+      handler = streamableHttpFrontEnd({ bridge, live });
+      endpointPath = "/mcp";
+    }
+  } else {
+    throw new McpmgrError("NOT_SUPPORTED_YET", `running ${source.kind === "image" ? "container images" : "registry entries"} is not supported yet`, {
+      hint: "run a package (npx://, uvx://, go://) or a remote URL with --foreground",
+    });
+  }
+
+  const server = serve({
+    host: values.host,
+    port: values["proxy-port"],
+    handler: withBuiltinProtections(handler, { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: maxBodyBytesFromEnv() }),
+    live,
+    onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
+  });
+  const base = new URL(server.url);
+  if (base.hostname === "0.0.0.0") base.hostname = "127.0.0.1";
+  log.info(`${name} is running; MCP clients connect to:`);
+  printResult(new URL(endpointPath, base).href);
+
+  const outcome = await Promise.race([untilSignal().then((signal) => ({ signal })), serverExit.then((why) => ({ why }))]);
+  await server.shutdown();
+  await child?.stop();
+  if ("why" in outcome) {
+    log.error(`${name}: ${outcome.why}`);
+    return 1;
+  }
+  log.info(`${outcome.signal}: stopped ${name}`);
+  return 0;
+}
+
+async function launchSandboxed(command: string[], values: Values): Promise<LocalProcess> {
+  const profile = await loadPermissionProfile(values["permission-profile"] ?? "network");
+  const env = Object.fromEntries(values.env.map((pair) => [pair.key, pair.value]));
+  const bwrap = findBwrap();
+  if (bwrap === undefined) {
+    if (!values["insecure-allow-unsandboxed"]) throw unenforceableError();
+    log.warn("running the MCP server WITHOUT a sandbox (--insecure-allow-unsandboxed)");
+    return launchProcess({ command, env });
+  }
+  const volumes = values.volume.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly }));
+  return launchProcess({ command, env, sandbox: { bwrap, args: bwrapArgs({ profile, volumes }) } });
+}
+
+/** Keeps the server's stderr for error reports (and shows it with --debug). */
+function keepStderr(child: LocalProcess, name: string): { tail: () => string; drained: Promise<void> } {
+  let tail = "";
+  const drained = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.proc.stderr) {
+      const text = decoder.decode(chunk, { stream: true });
+      tail = (tail + text).slice(-4_000);
+      for (const line of text.split("\n")) if (line.trim() !== "") log.debug(`${name} stderr: ${line}`);
+    }
+  })();
+  return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
+}
+
+function defaultName(source: ServerSource): string {
+  const raw = source.kind === "remote" ? source.url.hostname : source.kind === "package" ? source.name : source.kind === "image" ? source.ref : source.name;
+  const base = raw.split("/").filter(Boolean).pop() ?? "mcp-server";
+  return base.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 63) || "mcp-server";
+}

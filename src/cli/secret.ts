@@ -1,0 +1,200 @@
+/**
+ * `mcpmgr secret set|get|list|delete`. A value never comes from argv (it would end up
+ * in shell history and `ps`): `set` reads it from stdin, a pipe or a prompt that does
+ * not echo. Only `get` prints a value, on stdout; everything else goes to stderr.
+ */
+import { defineCommand } from "citty";
+import { homedir } from "node:os";
+import { isAbsolute, join } from "node:path";
+import { parseArgv } from "../config/argv.ts";
+import { stringOption, type OptionTable } from "../config/option-spec.ts";
+import { oneOf } from "../config/values.ts";
+import { McpmgrError } from "../errors.ts";
+import { readOnlyError } from "../secrets/environment.ts";
+import { createSecretManager, type SecretManager } from "../secrets/manager.ts";
+import { validateSecretName } from "../secrets/provider.ts";
+import { toCittyArgs } from "./citty-args.ts";
+import { log, printResult } from "./output.ts";
+
+/** The largest value `secret set` accepts on stdin. */
+const MAX_VALUE_BYTES = 1024 * 1024;
+
+const noOptions = {} as const satisfies OptionTable;
+const listOptions = {
+  format: stringOption({ description: "Output format", valueHint: "text|json", default: "text", schema: oneOf(["text", "json"] as const) }),
+} as const satisfies OptionTable;
+
+const nameArg = { NAME: { description: "Secret name (letters, digits, '_', '.', '-')", required: true } };
+
+const set = defineCommand({
+  meta: { name: "set", description: "Store a secret; the value is read from stdin (a pipe, or typed without echo in a terminal)" },
+  args: toCittyArgs(noOptions, nameArg),
+  async run({ rawArgs }) {
+    const name = nameFrom(rawArgs, "secret set", noOptions);
+    const manager = openManager();
+    if (!manager.provider.writable) throw readOnlyError(name);
+    const value = await readSecretValue(name);
+    await manager.provider.set(name, value);
+    log.success(`secret '${name}' saved`);
+  },
+});
+
+const get = defineCommand({
+  meta: { name: "get", description: "Print a secret's value on stdout" },
+  args: toCittyArgs(noOptions, nameArg),
+  async run({ rawArgs }) {
+    const name = nameFrom(rawArgs, "secret get", noOptions);
+    const secret = await openManager().resolveSecret(name);
+    printResult(secret.reveal());
+  },
+});
+
+const list = defineCommand({
+  meta: { name: "list", description: "List the names of the stored secrets (never their values)" },
+  args: toCittyArgs(listOptions),
+  async run({ rawArgs }) {
+    const parsed = parseArgv(rawArgs, listOptions, "secret list", false);
+    const extra = [...parsed.positionals, ...parsed.passthrough];
+    if (extra.length > 0) {
+      throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr secret list' takes no arguments", { hint: "run 'mcpmgr secret list' or 'mcpmgr secret list --format json'" });
+    }
+    const names = await openManager().provider.list();
+    if (parsed.values.format === "json") {
+      printResult(JSON.stringify(names));
+      return;
+    }
+    if (names.length === 0) log.info("no secrets stored");
+    for (const name of names) printResult(name);
+  },
+});
+
+const remove = defineCommand({
+  meta: { name: "delete", description: "Delete a secret" },
+  args: toCittyArgs(noOptions, nameArg),
+  async run({ rawArgs }) {
+    const name = nameFrom(rawArgs, "secret delete", noOptions);
+    const existed = await openManager().provider.delete(name);
+    if (!existed) {
+      throw new McpmgrError("SECRET_NOT_FOUND", `secret '${name}' not found`, { hint: "'mcpmgr secret list' shows the stored names" });
+    }
+    log.success(`secret '${name}' deleted`);
+  },
+});
+
+const subCommands = { set, get, list, delete: remove };
+
+export default defineCommand({
+  meta: { name: "secret", description: "Manage secrets for MCP servers (encrypted file or environment; see MCPMGR_SECRETS_PROVIDER)" },
+  subCommands,
+  // citty runs this after a subcommand too; it only has work when none was named.
+  run({ rawArgs }) {
+    const first = rawArgs.find((arg) => !arg.startsWith("-"));
+    if (first !== undefined && Object.hasOwn(subCommands, first)) return;
+    throw new McpmgrError("INVALID_ARGUMENT", "no secret command given", { hint: "use 'mcpmgr secret set|get|list|delete', see 'mcpmgr secret --help'" });
+  },
+});
+
+/** The one NAME argument; `--` lets a name start with '-'. */
+function nameFrom(rawArgs: readonly string[], command: string, table: OptionTable): string {
+  const parsed = parseArgv(rawArgs, table, command, false);
+  const words = [...parsed.positionals, ...parsed.passthrough];
+  if (words.length === 0) {
+    throw new McpmgrError("INVALID_ARGUMENT", `'mcpmgr ${command}' needs a secret NAME`, { hint: `run 'mcpmgr ${command} NAME'` });
+  }
+  if (words.length > 1) {
+    // Never echo the extra words: after `set NAME`, the next word is most likely the value.
+    throw command === "secret set"
+      ? new McpmgrError("INVALID_ARGUMENT", "'mcpmgr secret set' takes the value from stdin, never from the command line", {
+          hint: "pipe it in: printf '%s' \"$VALUE\" | mcpmgr secret set NAME, or run 'mcpmgr secret set NAME' in a terminal and type it (clear the value from your shell history)",
+        })
+      : new McpmgrError("INVALID_ARGUMENT", `'mcpmgr ${command}' takes exactly one NAME`, { hint: `run 'mcpmgr ${command} NAME'` });
+  }
+  return validateSecretName(words[0] as string);
+}
+
+function openManager(): SecretManager {
+  return createSecretManager({ dir: dataDir(process.env), env: process.env });
+}
+
+/** MCPMGR_HOME/data, else $XDG_DATA_HOME/mcpmgr, else ~/.local/share/mcpmgr. (Until the shared paths module lands.) */
+export function dataDir(env: Readonly<Record<string, string | undefined>>): string {
+  const home = env.MCPMGR_HOME;
+  if (home !== undefined && home !== "") return join(home, "data");
+  const xdg = env.XDG_DATA_HOME;
+  if (xdg !== undefined && isAbsolute(xdg)) return join(xdg, "mcpmgr");
+  return join(homedir(), ".local", "share", "mcpmgr");
+}
+
+async function readSecretValue(name: string): Promise<string> {
+  const value = process.stdin.isTTY ? await promptHidden(`Value for secret '${name}' (input hidden): `) : await readPipe();
+  if (value.length === 0) {
+    throw new McpmgrError("INVALID_ARGUMENT", `no value for secret '${name}' on stdin`, {
+      hint: "pipe it in: printf '%s' \"$VALUE\" | mcpmgr secret set NAME, or run the command in a terminal and type it",
+    });
+  }
+  return value;
+}
+
+/** All of stdin, UTF-8, without the one trailing newline that `echo` and here-strings add. */
+async function readPipe(): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of Bun.stdin.stream()) {
+      size += chunk.byteLength;
+      if (size > MAX_VALUE_BYTES) {
+        throw new McpmgrError("INVALID_ARGUMENT", "the value on stdin is larger than 1 MiB", { hint: "store a path to a file instead of its contents" });
+      }
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof McpmgrError) throw err;
+    return ""; // a closed stdin reads as no value
+  }
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new McpmgrError("INVALID_ARGUMENT", "the value on stdin is not UTF-8 text", { hint: "base64-encode binary values before storing them" });
+  } finally {
+    for (const chunk of chunks) chunk.fill(0);
+  }
+  return text.replace(/\r?\n$/, "");
+}
+
+/** A line typed in the terminal without echo. Enter ends it, Ctrl-C cancels, Backspace and Ctrl-U edit. */
+function promptHidden(prompt: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(prompt);
+  stdin.setRawMode(true);
+  stdin.setEncoding("utf8");
+  stdin.resume();
+  return new Promise((resolve, reject) => {
+    let value = "";
+    const finish = () => {
+      stdin.off("data", onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write("\n");
+    };
+    const onData = (chunk: string) => {
+      // Arrow keys and other escape sequences are not part of a secret.
+      for (const ch of chunk.replace(/\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[O]?./g, "")) {
+        if (ch === "\r" || ch === "\n" || ch === "\u0004") {
+          finish();
+          resolve(value);
+          return;
+        }
+        if (ch === "\u0003") {
+          finish();
+          reject(new McpmgrError("CANCELLED", "cancelled", { exitCode: 130 }));
+          return;
+        }
+        if (ch === "\u007f" || ch === "\b") value = Array.from(value).slice(0, -1).join("");
+        else if (ch === "\u0015") value = "";
+        else if (ch >= " ") value += ch;
+      }
+    };
+    stdin.on("data", onData);
+  });
+}

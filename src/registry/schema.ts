@@ -1,0 +1,220 @@
+/**
+ * Our compact catalog entry: everything `mcpmgr run <name>` needs to start a server with
+ * least privilege, in one small object. The embedded catalog is written in this form, and
+ * custom registries may use it (`{"servers": [...]}`) or MCP registry server.json documents
+ * (server-json.ts converts those into this form).
+ *
+ *   {
+ *     "name": "fetch",                        letters, digits, . _ - (no / or :, so it never looks like an image)
+ *     "description": "...",
+ *     "transport": "stdio" | "sse" | "streamable-http",
+ *     "source": {"npx": "@scope/pkg@1.2.3"}   exactly one of image, npx, uvx, go, remote
+ *     "targetPort": 8080,                     sse/streamable-http servers started locally only
+ *     "permissions": "none" | "network" | {profile, see permissions.ts},
+ *     "env": [{"name", "description", "required", "secret", "default"?}],
+ *     "args": ["--flag"],                     default arguments; arguments after `--` replace them
+ *     "tools": ["fetch"],
+ *     "tags": [...], "repository": "https://...", "version": "...", "qualifiedName": "io.github.x/y"
+ *   }
+ */
+import * as v from "valibot";
+import { permissionsSchema, type Permissions } from "./permissions.ts";
+
+export const transports = ["stdio", "sse", "streamable-http"] as const;
+export type Transport = (typeof transports)[number];
+
+export const sourceKinds = ["image", "npx", "uvx", "go", "remote"] as const;
+export type SourceKind = (typeof sourceKinds)[number];
+
+/** Exactly one key is set. */
+export type EntrySource = Readonly<Partial<Record<SourceKind, string>>>;
+
+export interface EnvVarSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly required: boolean;
+  readonly secret: boolean;
+  readonly default?: string;
+}
+
+export interface RegistryEntry {
+  readonly name: string;
+  readonly description: string;
+  readonly transport: Transport;
+  readonly source: EntrySource;
+  /** The port the server listens on inside its container/sandbox (sse and streamable-http only). */
+  readonly targetPort?: number;
+  readonly permissions: Permissions;
+  readonly env: readonly EnvVarSpec[];
+  readonly args: readonly string[];
+  readonly tools: readonly string[];
+  readonly tags: readonly string[];
+  readonly repository?: string;
+  readonly version?: string;
+  /** The MCP registry name (io.github.owner/server) of entries converted from server.json. */
+  readonly qualifiedName?: string;
+}
+
+export const entryNamePattern = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$/;
+
+const nonEmptyText = v.pipe(v.string(), v.trim(), v.nonEmpty("must not be empty"));
+const noSpaces = (what: string) => v.check((text: string) => !/\s/.test(text), `${what} must not contain spaces`);
+
+/** [registry/]namespace/image[:tag][@digest]; no scheme. */
+const imageRef = v.pipe(
+  v.string(),
+  v.nonEmpty("must not be empty"),
+  noSpaces("an image reference"),
+  v.regex(/^[a-z0-9][A-Za-z0-9._\-/:]*(@sha256:[a-f0-9]{64})?$/, "must be an image reference such as ghcr.io/owner/image:1.0"),
+  v.check((text) => !text.includes("://"), "must be an image reference, not a URL"),
+);
+
+/** name or @scope/name, optionally @version. */
+const npmSpec = v.pipe(
+  v.string(),
+  v.regex(/^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*(?:@[A-Za-z0-9._+~^<>=-]+)?$/, "must be an npm package such as @scope/name or name@1.2.3"),
+);
+
+/** PyPI name, optionally [extras] and @version or ==version (both understood by uvx). */
+const pypiSpec = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9,._-]+\])?(?:(?:@|==)[A-Za-z0-9.+!_-]+)?$/, "must be a PyPI package such as mcp-server-time or name@1.2.3"),
+);
+
+/** A Go module package path such as github.com/owner/repo/cmd/server@v1.2.3. */
+const goSpec = v.pipe(
+  v.string(),
+  v.regex(/^[a-z0-9.-]+\.[a-z]{2,}(?:\/[A-Za-z0-9._~-]+)+(?:@[A-Za-z0-9._+-]+)?$/, "must be a Go package path such as github.com/owner/repo/cmd/server@v1.0.0"),
+);
+
+const remoteUrl = v.pipe(
+  v.string(),
+  v.url("must be an absolute URL such as https://example.com/mcp"),
+  v.check((text) => /^https?:$/i.test(new URL(text).protocol), "must be an http:// or https:// URL"),
+);
+
+const sourceSchema = v.pipe(
+  v.strictObject({
+    image: v.optional(imageRef),
+    npx: v.optional(npmSpec),
+    uvx: v.optional(pypiSpec),
+    go: v.optional(goSpec),
+    remote: v.optional(remoteUrl),
+  }),
+  v.check(
+    (source) => sourceKinds.filter((kind) => source[kind] !== undefined).length === 1,
+    (issue) => {
+      const given = sourceKinds.filter((kind) => (issue.input as EntrySource)[kind] !== undefined);
+      return given.length === 0
+        ? `must name one of ${sourceKinds.join(", ")}`
+        : `must name exactly one of ${sourceKinds.join(", ")} (found ${given.join(" and ")}); describe each way of running the server as its own entry`;
+    },
+  ),
+);
+
+const envNamePattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const envVarSchema = v.strictObject({
+  name: v.pipe(v.string(), v.regex(envNamePattern, "must be a valid environment variable name (letters, digits, _)")),
+  description: v.optional(v.string(), ""),
+  required: v.optional(v.boolean(), false),
+  secret: v.optional(v.boolean(), false),
+  default: v.optional(v.string()),
+});
+
+/** MCP tool names: 1-128 characters from A-Z a-z 0-9 _ - . (and / used by some servers). */
+const toolName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_./-]{1,128}$/, "must be a tool name (1-128 letters, digits, _ - . /)"));
+
+function firstDuplicate(items: readonly string[]): string | undefined {
+  const seen = new Set<string>();
+  for (const item of items) {
+    if (seen.has(item)) return item;
+    seen.add(item);
+  }
+  return undefined;
+}
+
+const port = v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(1, "must be a port number (1-65535)"), v.maxValue(65535, "must be a port number (1-65535)"));
+
+const entryObject = v.strictObject({
+  name: v.pipe(v.string(), v.regex(entryNamePattern, "must be 1-100 letters, digits, '.', '_' or '-', starting and ending with a letter or digit")),
+  description: nonEmptyText,
+  transport: v.picklist(transports, `must be one of ${transports.join(", ")}`),
+  source: sourceSchema,
+  targetPort: v.optional(port),
+  permissions: permissionsSchema,
+  env: v.optional(
+    v.pipe(
+      v.array(envVarSchema),
+      v.check((vars) => firstDuplicate(vars.map((item) => item.name)) === undefined, (issue) => `lists ${firstDuplicate((issue.input as EnvVarSpec[]).map((item) => item.name))} twice`),
+    ),
+    () => [],
+  ),
+  args: v.optional(v.array(v.string()), () => []),
+  tools: v.pipe(
+    v.array(toolName),
+    v.check((tools) => firstDuplicate(tools) === undefined, (issue) => `lists ${firstDuplicate(issue.input as string[])} twice`),
+  ),
+  tags: v.optional(v.array(nonEmptyText), () => []),
+  repository: v.optional(remoteUrl),
+  version: v.optional(nonEmptyText),
+  qualifiedName: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9.-]+\/[A-Za-z0-9._-]+$/, "must look like io.github.owner/server"))),
+});
+
+export const registryEntrySchema = v.pipe(
+  entryObject,
+  v.forward(
+    v.partialCheck(
+      [["transport"], ["source", "remote"]],
+      (entry) => entry.source.remote === undefined || entry.transport !== "stdio",
+      "a remote server is reached over sse or streamable-http, not stdio",
+    ),
+    ["transport"],
+  ),
+  v.forward(
+    v.partialCheck(
+      [["transport"], ["targetPort"]],
+      (entry) => entry.targetPort === undefined || entry.transport !== "stdio",
+      "applies only to sse and streamable-http servers (a stdio server has no port)",
+    ),
+    ["targetPort"],
+  ),
+  v.forward(
+    v.partialCheck(
+      [["targetPort"], ["source", "remote"]],
+      (entry) => entry.targetPort === undefined || entry.source.remote === undefined,
+      "does not apply to a remote server (its port is part of the URL)",
+    ),
+    ["targetPort"],
+  ),
+  v.transform((entry): RegistryEntry => deepFreeze(entry)),
+);
+
+export type RegistryEntryInput = v.InferInput<typeof registryEntrySchema>;
+
+/** The one way this entry's server is obtained, and the `run` argument that means the same thing. */
+export interface ResolvedSource {
+  readonly kind: SourceKind;
+  readonly ref: string;
+  /** What `mcpmgr run` would accept for it: an image reference, npx://…, uvx://…, go://… or the URL. */
+  readonly runTarget: string;
+}
+
+export function sourceOf(entry: RegistryEntry): ResolvedSource {
+  for (const kind of sourceKinds) {
+    const ref = entry.source[kind];
+    if (ref === undefined) continue;
+    const runTarget = kind === "image" || kind === "remote" ? ref : `${kind}://${ref}`;
+    return { kind, ref, runTarget };
+  }
+  // The schema guarantees one source; an entry built by hand without one is a programming error.
+  throw new Error(`registry entry ${entry.name} has no source`);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}

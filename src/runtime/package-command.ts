@@ -1,0 +1,48 @@
+/** The command that runs a protocol-scheme package as a local stdio server. */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { McpmgrError } from "../errors.ts";
+import type { PackageManager, ServerSource } from "./source.ts";
+
+const toolchains: Readonly<Record<PackageManager, { binary: string; install: string }>> = {
+  npx: { binary: "npx", install: "install Node.js (it provides npx): https://nodejs.org or your package manager" },
+  uvx: { binary: "uvx", install: "install uv (it provides uvx): pipx install uv, brew install uv, or your package manager" },
+  go: { binary: "go", install: "install Go: https://go.dev/dl or your package manager" },
+};
+
+export function packageCommand(source: Extract<ServerSource, { kind: "package" }>, args: readonly string[], which = Bun.which): string[] {
+  const toolchain = toolchains[source.manager];
+  const binary = which(toolchain.binary);
+  if (binary === null) {
+    throw new McpmgrError("TOOLCHAIN_MISSING", `${source.manager}:// needs ${toolchain.binary}, which is not on PATH`, { hint: toolchain.install });
+  }
+  const spec = source.localPath ?? (source.version ? `${source.name}@${source.version}` : source.name);
+  switch (source.manager) {
+    case "npx":
+      // A local project runs in place: npx would copy it into its cache and chmod files there.
+      if (source.localPath) return [nodeFor(binary, which), localNodeEntry(source.localPath), ...args];
+      return [binary, "-y", spec, ...args];
+    case "uvx":
+      return source.localPath ? [binary, "--from", source.localPath, "mcp-server", ...args] : [binary, spec, ...args];
+    case "go":
+      return [binary, "run", source.localPath ?? (source.version ? spec : `${source.name}@latest`), ...args];
+  }
+}
+
+function nodeFor(npx: string, which: typeof Bun.which): string {
+  return which("node") ?? npx.replace(/npx$/, "node");
+}
+
+/** The file a local Node project runs: its (first) bin, else main, else index.js. */
+function localNodeEntry(dir: string): string {
+  let manifest: { bin?: string | Record<string, string>; main?: string };
+  try {
+    manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as typeof manifest;
+  } catch {
+    throw new McpmgrError("INVALID_ARGUMENT", `${dir} has no readable package.json`, { hint: "npx:// local paths must point at a Node project directory" });
+  }
+  const bin = typeof manifest.bin === "string" ? manifest.bin : manifest.bin ? Object.values(manifest.bin)[0] : undefined;
+  const entry = join(dir, bin ?? manifest.main ?? "index.js");
+  if (!existsSync(entry)) throw new McpmgrError("INVALID_ARGUMENT", `${entry} does not exist`, { hint: "check the bin or main field of package.json" });
+  return entry;
+}

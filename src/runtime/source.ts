@@ -1,0 +1,61 @@
+/**
+ * What `mcpmgr run SOURCE` names: a protocol-scheme package (npx://, uvx://, go://,
+ * remote or a local path), a remote MCP URL, a container image, or a registry entry.
+ */
+import { isAbsolute, resolve } from "node:path";
+import { McpmgrError } from "../errors.ts";
+
+export type PackageManager = "npx" | "uvx" | "go";
+
+export type ServerSource =
+  | { readonly kind: "package"; readonly manager: PackageManager; readonly name: string; readonly version?: string; readonly localPath?: string }
+  | { readonly kind: "remote"; readonly url: URL }
+  | { readonly kind: "image"; readonly ref: string }
+  | { readonly kind: "registry"; readonly name: string };
+
+const schemes: Readonly<Record<string, PackageManager>> = { "npx://": "npx", "uvx://": "uvx", "go://": "go" };
+
+export function parseSource(text: string, cwd = process.cwd()): ServerSource {
+  const input = text.trim();
+  if (/^https?:\/\//i.test(input)) {
+    try {
+      return { kind: "remote", url: new URL(input) };
+    } catch {
+      throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(input)} is not a valid URL`, { hint: "write it as https://host/path" });
+    }
+  }
+  for (const [prefix, manager] of Object.entries(schemes)) {
+    if (!input.startsWith(prefix)) continue;
+    const rest = input.slice(prefix.length);
+    if (rest === "") throw new McpmgrError("INVALID_ARGUMENT", `${prefix} needs a package`, { hint: `e.g. ${prefix}${examples[manager]}` });
+    if (rest.startsWith("./") || rest.startsWith("../") || isAbsolute(rest)) {
+      return { kind: "package", manager, name: rest, localPath: resolve(cwd, rest) };
+    }
+    return { kind: "package", manager, ...splitVersion(rest, manager) };
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(input)) {
+    throw new McpmgrError("INVALID_ARGUMENT", `unknown scheme in ${JSON.stringify(input)}`, { hint: "use npx://, uvx://, go://, http(s)://, an image or a registry name" });
+  }
+  // Images have a registry host, a path, a tag or a digest; bare words are registry names.
+  if (/[/:@]/.test(input)) return { kind: "image", ref: input };
+  if (!/^[a-z0-9][a-z0-9._-]*$/i.test(input)) {
+    throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(input)} is not a server name, image, package or URL`, { hint: "see 'mcpmgr run --help'" });
+  }
+  return { kind: "registry", name: input };
+}
+
+const examples: Readonly<Record<PackageManager, string>> = {
+  npx: "@modelcontextprotocol/server-everything",
+  uvx: "mcp-server-fetch",
+  go: "github.com/org/server@latest",
+};
+
+/** "@scope/pkg@1.2" → name "@scope/pkg", version "1.2"; "pkg" → no version. */
+function splitVersion(spec: string, manager: PackageManager): { name: string; version?: string } {
+  const at = spec.lastIndexOf("@");
+  if (at <= 0 || (manager === "npx" && spec.startsWith("@") && at === 0)) return { name: spec };
+  const name = spec.slice(0, at);
+  const version = spec.slice(at + 1);
+  if (version === "") throw new McpmgrError("INVALID_ARGUMENT", `empty version in ${JSON.stringify(spec)}`, { hint: "write name@version or leave @ out" });
+  return { name, version };
+}

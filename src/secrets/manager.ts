@@ -1,0 +1,110 @@
+/**
+ * The secrets manager: picks the provider (`MCPMGR_SECRETS_PROVIDER`, default
+ * "encrypted") and resolves `--secret NAME,target=ENV` references for a server's
+ * environment. Errors name the secret, never a value.
+ */
+import { McpmgrError } from "../errors.ts";
+import type { KdfParams } from "./envelope.ts";
+import { EncryptedFileProvider } from "./encrypted-file.ts";
+import { EnvironmentProvider, environmentVariableFor } from "./environment.ts";
+import { defaultPasswordSource, type Keychain, type PasswordSource } from "./password.ts";
+import { validateSecretName, type SecretProvider } from "./provider.ts";
+import type { Secret } from "./redact.ts";
+
+export const PROVIDER_ENV = "MCPMGR_SECRETS_PROVIDER";
+export const PROVIDER_KINDS = ["encrypted", "environment"] as const;
+export type SecretProviderKind = (typeof PROVIDER_KINDS)[number];
+
+/** As produced by config/values.ts `secretReference`. */
+export interface SecretReference {
+  readonly name: string;
+  readonly target: string;
+}
+
+export interface SecretManagerOptions {
+  /** Overrides MCPMGR_SECRETS_PROVIDER. */
+  readonly provider?: SecretProviderKind;
+  /** The data directory that holds the encrypted file. */
+  readonly dir: string;
+  /** The environment to read MCPMGR_SECRETS_* and MCPMGR_SECRET_* from (the CLI passes process.env). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Defaults to MCPMGR_SECRETS_PASSWORD, else the OS keychain. */
+  readonly passwordSource?: PasswordSource;
+  /** The keychain for the default password source (defaults to Bun.secrets; null = none). */
+  readonly keychain?: Keychain | null;
+  /** scrypt parameters for new keys (tests). */
+  readonly kdf?: KdfParams;
+}
+
+export interface SecretManager {
+  readonly kind: SecretProviderKind;
+  readonly provider: SecretProvider;
+  /** One secret; SECRET_NOT_FOUND when missing. */
+  resolveSecret(name: string): Promise<Secret>;
+  /** `{ [target]: value }` for a child's environment; one SECRET_NOT_FOUND naming every missing secret. */
+  resolveSecretReferences(refs: readonly SecretReference[]): Promise<Readonly<Record<string, string>>>;
+}
+
+export function providerKindFrom(env: Readonly<Record<string, string | undefined>>): SecretProviderKind {
+  const raw = env[PROVIDER_ENV]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return "encrypted";
+  if ((PROVIDER_KINDS as readonly string[]).includes(raw)) return raw as SecretProviderKind;
+  throw new McpmgrError("INVALID_ARGUMENT", `${PROVIDER_ENV}=${JSON.stringify(env[PROVIDER_ENV])}: must be one of ${PROVIDER_KINDS.join(", ")}`, {
+    hint: `unset ${PROVIDER_ENV} to use the encrypted file`,
+  });
+}
+
+export function createSecretManager(options: SecretManagerOptions): SecretManager {
+  const kind = options.provider ?? providerKindFrom(options.env);
+  const provider: SecretProvider =
+    kind === "environment"
+      ? new EnvironmentProvider(options.env)
+      : new EncryptedFileProvider({
+          dir: options.dir,
+          password: options.passwordSource ?? defaultPasswordSource({ env: options.env, ...(options.keychain !== undefined ? { keychain: options.keychain } : {}) }),
+          ...(options.kdf ? { kdf: options.kdf } : {}),
+        });
+
+  async function resolveSecret(name: string): Promise<Secret> {
+    const secret = await provider.get(validateSecretName(name));
+    if (secret === undefined) throw notFound(kind, [name]);
+    return secret;
+  }
+
+  async function resolveSecretReferences(refs: readonly SecretReference[]): Promise<Readonly<Record<string, string>>> {
+    const byTarget = new Map<string, string>();
+    for (const ref of refs) {
+      validateSecretName(ref.name);
+      const earlier = byTarget.get(ref.target);
+      if (earlier !== undefined && earlier !== ref.name) {
+        throw new McpmgrError("CONFLICTING_OPTIONS", `--secret ${earlier} and --secret ${ref.name} both set ${ref.target}`, {
+          hint: "give each target variable one secret",
+        });
+      }
+      byTarget.set(ref.target, ref.name);
+    }
+    const out: Record<string, string> = Object.create(null);
+    const missing: string[] = [];
+    for (const [target, name] of byTarget) {
+      const secret = await provider.get(name);
+      if (secret === undefined) missing.push(name);
+      else out[target] = secret.reveal();
+    }
+    if (missing.length > 0) throw notFound(kind, missing);
+    return Object.freeze(out);
+  }
+
+  return Object.freeze({ kind, provider, resolveSecret, resolveSecretReferences });
+}
+
+function notFound(kind: SecretProviderKind, names: readonly string[]): McpmgrError {
+  const unique = [...new Set(names)];
+  const listed = unique.map((name) => `'${name}'`).join(", ");
+  const name = unique[0] ?? "NAME";
+  const first = name.startsWith("-") ? `-- ${name}` : name;
+  const hint =
+    kind === "environment"
+      ? `set ${unique.map(environmentVariableFor).join(", ")} (the environment provider is in use)`
+      : `store it with 'mcpmgr secret set ${first}' (the value is read from stdin); 'mcpmgr secret list' shows the stored names`;
+  return new McpmgrError("SECRET_NOT_FOUND", unique.length === 1 ? `secret ${listed} not found` : `secrets ${listed} not found`, { hint });
+}

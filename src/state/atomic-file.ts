@@ -1,0 +1,154 @@
+/**
+ * Crash-safe files. A reader (another mcpmgr, `list` while `run` writes) sees either the
+ * old file or the new one, never half of either: we write a temporary file next to the
+ * target, fsync it, and rename it over the target (rename is atomic within one
+ * filesystem, which is why the temporary file lives in the same folder, not in /tmp).
+ *
+ * Reading goes through a valibot schema so a hand-edited or truncated file fails with the
+ * file name and the field path, not with `undefined is not an object` three calls later.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, open, readFile, rename, unlink } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import * as v from "valibot";
+import { McpmgrError } from "../errors.ts";
+
+export interface WriteOptions {
+  /** Permission bits of the file (default 0o600: state can name hosts, ports and secret references). */
+  readonly mode?: number;
+  /** Permission bits of parent folders created on the way (default 0o700). */
+  readonly dirMode?: number;
+}
+
+export async function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
+  const mode = options.mode ?? 0o600;
+  const dir = dirname(path);
+  await ensureDir(dir, options.dirMode);
+  // Leading dot and random suffix: never mistaken for a real file, never shared by two writers.
+  const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  try {
+    // "wx": refuse to follow a symlink or reuse a file someone planted at the temporary name.
+    const handle = await open(temp, "wx", mode);
+    try {
+      await handle.writeFile(data);
+      // Without fsync a crash after rename can leave an empty file under the real name
+      // (ext4 delayed allocation): the data must be on disk before the name points at it.
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await _renameWithRetry(temp, path);
+  } catch (err) {
+    await unlink(temp).catch(() => {});
+    throw stateIoError("write", path, err);
+  }
+  await _syncDir(dir);
+}
+
+export async function writeJsonFile(path: string, value: unknown, options: WriteOptions = {}): Promise<void> {
+  await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, options);
+}
+
+export interface ReadOptions {
+  /** What the user should do when the file is corrupt; the default names the file. */
+  readonly hint?: string;
+}
+
+/**
+ * Reads and validates a JSON file. Missing file → undefined (callers decide whether that is
+ * "not created yet" or an error). Unparseable or invalid → McpmgrError STATE_CORRUPT.
+ */
+export async function readJsonFile<const S extends v.GenericSchema>(path: string, schema: S, options: ReadOptions = {}): Promise<v.InferOutput<S> | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT") return undefined;
+    throw stateIoError("read", path, err);
+  }
+  const hint = options.hint ?? `fix ${path} by hand, or delete it if its contents are not needed`;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    const detail = text.trim() === "" ? "the file is empty" : (err as Error).message;
+    throw new McpmgrError("STATE_CORRUPT", `${path} is not valid JSON: ${detail}`, { hint, cause: err });
+  }
+  const result = v.safeParse(schema, json);
+  if (!result.success) {
+    throw new McpmgrError("STATE_CORRUPT", `${path} is not a valid mcpmgr file: ${describeIssues(result.issues)}`, { hint });
+  }
+  return result.output;
+}
+
+/** "proxyPort: must be a port number (and 2 more problems)", per DESIGN §3.6. */
+export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
+  const [first] = issues;
+  if (first === undefined) return "is not valid";
+  const at = v.getDotPath(first);
+  const more = issues.length > 1 ? ` (and ${issues.length - 1} more problem${issues.length > 2 ? "s" : ""})` : "";
+  return `${at === null || at === "" ? "" : `${at}: `}${first.message}${more}`;
+}
+
+/** mkdir -p with private permissions; mcpmgr folders hold nothing other users should read. */
+export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true, mode });
+  } catch (err) {
+    throw stateIoError("create the folder", dir, err);
+  }
+}
+
+/** The `code` of a Node system error ("ENOENT"), if it is one. */
+export function errnoCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/** Wraps a filesystem failure as STATE_IO with a hint that fits its errno. */
+export function stateIoError(verb: string, path: string, err: unknown): McpmgrError {
+  if (err instanceof McpmgrError) return err;
+  const code = errnoCode(err);
+  const hint =
+    code === "EACCES" || code === "EPERM"
+      ? `check the permissions of ${dirname(path)}, or point MCPMGR_HOME at a folder you own`
+      : code === "ENOSPC" || code === "EDQUOT"
+        ? "free some disk space and try again"
+        : code === "EROFS"
+          ? "the filesystem is read-only; point MCPMGR_HOME at a writable folder"
+          : "point MCPMGR_HOME at a writable folder if this one cannot be used";
+  return new McpmgrError("STATE_IO", `cannot ${verb} ${path}: ${(err as Error)?.message ?? String(err)}`, { hint, cause: err });
+}
+
+/**
+ * On Windows a rename over a file that another process (an antivirus scanner, a concurrent
+ * `list`) has open fails with EPERM/EACCES/EBUSY for a moment; retrying briefly is what
+ * npm's write-file-atomic and graceful-fs do. Elsewhere rename either works or fails for good.
+ */
+async function _renameWithRetry(from: string, to: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await rename(from, to);
+      return;
+    } catch (err) {
+      const transient = process.platform === "win32" && ["EPERM", "EACCES", "EBUSY"].includes(errnoCode(err) ?? "");
+      if (!transient || attempt >= 10) throw err;
+      await Bun.sleep(10 * (attempt + 1));
+    }
+  }
+}
+
+/** fsync the folder so the rename itself survives a power cut. Windows cannot open folders; skip there. */
+async function _syncDir(dir: string): Promise<void> {
+  if (process.platform === "win32") return;
+  try {
+    const handle = await open(dir, "r");
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Some filesystems (network mounts) refuse fsync on folders; the data is already safe there.
+  }
+}

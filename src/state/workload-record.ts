@@ -1,0 +1,122 @@
+/**
+ * The workload record (what to run and how to expose it) and its status (what is happening
+ * now). They are separate files because they change at different rates and by different
+ * writers: the record when the user runs/edits a workload, the status whenever the
+ * supervisor starts, restarts or stops it. The record is also the exported configuration
+ * (`--from-config`), hence `schema_version` and no volatile fields.
+ *
+ * Unknown keys are dropped on read, not rejected, so a file written by a newer mcpmgr that
+ * only added optional fields still loads; incompatible changes bump `schema_version`.
+ * Secrets are references only (NAME → target variable): values live in secrets/, never here.
+ */
+import * as v from "valibot";
+
+export const SOURCE_KINDS = ["registry", "image", "package", "remote", "config"] as const;
+export const TRANSPORTS = ["stdio", "sse", "streamable-http"] as const;
+export const PROXY_MODES = ["streamable-http", "sse"] as const;
+export const RUNTIMES = ["process", "docker", "podman", "remote"] as const;
+export const WORKLOAD_STATES = ["starting", "running", "stopped", "failed", "restarting"] as const;
+/** States in which a supervisor process should exist (and be checked by reconcileStatus). */
+const LIVE_STATES: ReadonlySet<WorkloadState> = new Set(["starting", "running", "restarting"]);
+
+export type SourceKind = (typeof SOURCE_KINDS)[number];
+export type Transport = (typeof TRANSPORTS)[number];
+export type ProxyMode = (typeof PROXY_MODES)[number];
+export type RuntimeKind = (typeof RUNTIMES)[number];
+export type WorkloadState = (typeof WORKLOAD_STATES)[number];
+
+const text = v.pipe(v.string(), v.nonEmpty("must not be empty"));
+const envName = v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a variable name (letters, digits, _)"));
+const portNumber = v.pipe(v.number(), v.integer("must be a port number (1-65535)"), v.minValue(1, "must be a port number (1-65535)"), v.maxValue(65535, "must be a port number (1-65535)"));
+const timestamp = v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 timestamp"));
+const oneOf = <const T extends readonly [string, ...string[]]>(choices: T) => v.picklist(choices, `must be one of ${choices.join(", ")}`);
+const versionOne = v.literal(1, "must be 1 (this file was written by a different version of mcpmgr)");
+
+export const workloadRecordSchema = v.pipe(
+  v.object({
+    schema_version: versionOne,
+    name: v.pipe(v.string(), v.regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "must be lowercase letters, digits and '-', at most 63 characters")),
+    group: v.optional(text, "default"),
+    labels: v.optional(v.record(text, v.string()), {}),
+    source: v.object({ kind: oneOf(SOURCE_KINDS), ref: text }),
+    transport: oneOf(TRANSPORTS),
+    /** How a stdio server is exposed; ignored for HTTP transports, which are forwarded as they are. */
+    proxyMode: v.optional(oneOf(PROXY_MODES), "streamable-http"),
+    host: v.optional(text, "127.0.0.1"),
+    /** Chosen once at creation and reused on every restart, so clients' configured URLs keep working. */
+    proxyPort: portNumber,
+    targetHost: v.optional(text),
+    targetPort: v.optional(portNumber),
+    runtime: oneOf(RUNTIMES),
+    permissionProfile: v.optional(text),
+    /** Non-secret variables only; anything secret goes in `secrets` as a reference. */
+    env: v.optional(v.record(envName, v.string()), {}),
+    secrets: v.optional(v.array(v.object({ name: text, target: envName })), []),
+    args: v.optional(v.array(v.string()), []),
+    volumes: v.optional(
+      v.array(
+        v.object({
+          hostPath: text,
+          containerPath: v.pipe(v.string(), v.startsWith("/", "must be an absolute container path")),
+          readOnly: v.optional(v.boolean(), false),
+        }),
+      ),
+      [],
+    ),
+    /** Tools to expose; absent means every tool (an empty list would hide them all). */
+    tools: v.optional(v.array(text)),
+    createdAt: timestamp,
+  }),
+  v.forward(
+    v.check((record) => record.runtime !== "remote" || record.transport !== "stdio", "a remote workload speaks sse or streamable-http, not stdio"),
+    ["transport"],
+  ),
+);
+
+export const workloadStatusSchema = v.object({
+  schema_version: v.optional(versionOne, 1),
+  state: oneOf(WORKLOAD_STATES),
+  /** The supervisor (the detached mcpmgr serving the proxy), not the MCP server itself. */
+  pid: v.optional(v.pipe(v.number(), v.integer("must be a process id"), v.minValue(1, "must be a process id"))),
+  restarts: v.optional(v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(0, "must not be negative")), 0),
+  lastError: v.optional(v.string()),
+  updatedAt: timestamp,
+});
+
+export type DeepReadonly<T> = T extends (infer U)[] ? readonly DeepReadonly<U>[] : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T;
+
+/** A validated, frozen workload record. */
+export type WorkloadRecord = DeepReadonly<v.InferOutput<typeof workloadRecordSchema>>;
+/** What callers hand to the store: defaults may be left out; schema_version and createdAt are filled in. */
+export type WorkloadInput = DeepReadonly<Omit<v.InferInput<typeof workloadRecordSchema>, "schema_version" | "createdAt">> & {
+  readonly schema_version?: 1;
+  readonly createdAt?: string;
+};
+export type WorkloadStatus = DeepReadonly<v.InferOutput<typeof workloadStatusSchema>>;
+/** What a supervisor writes; updatedAt defaults to now. */
+export type WorkloadStatusInput = DeepReadonly<Omit<v.InferInput<typeof workloadStatusSchema>, "updatedAt" | "schema_version">> & {
+  readonly updatedAt?: string;
+};
+
+/**
+ * A status saying "running" whose supervisor is gone (killed, machine rebooted) is a lie
+ * `list` should not repeat: report it as failed, with the reason.
+ */
+export function reconcileStatus(status: WorkloadStatus, isAlive: (pid: number) => boolean): WorkloadStatus {
+  if (!LIVE_STATES.has(status.state) || status.pid === undefined || isAlive(status.pid)) return status;
+  return deepFreeze({
+    ...status,
+    state: "failed",
+    // Not the previous lastError: that one was survived (the state still said running).
+    lastError: `the mcpmgr process ${status.pid} serving this workload is no longer running`,
+  });
+}
+
+/** Values handed out by the store are frozen, so one caller cannot change what another sees. */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

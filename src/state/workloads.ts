@@ -1,0 +1,253 @@
+/**
+ * The workload store. Layout under stateDir:
+ *
+ *   workloads/.lock              one lock for every change (they are rare and fast, and one
+ *                                lock makes "names are unique" and "ports are unique" checkable)
+ *   workloads/<name>/workload.json   the record (also the exported configuration)
+ *   workloads/<name>/status.json     state, supervisor pid, restarts, last error
+ *   <logDir>/<name>.log, <name>.proxy.log
+ *
+ * Reads take no lock: every file is replaced by an atomic rename, so a reader sees a whole
+ * old or a whole new file. Writes happen under the lock and re-read what they depend on
+ * inside it, so two mcpmgr commands cannot both create "fetch" or both claim port 8080.
+ */
+import { readdir, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import * as v from "valibot";
+import { McpmgrError } from "../errors.ts";
+import { describeIssues, ensureDir, errnoCode, readJsonFile, stateIoError, writeJsonFile } from "./atomic-file.ts";
+import { withLock, type LockOptions } from "./lock.ts";
+import type { McpmgrPaths } from "./paths.ts";
+import { assertWorkloadName, isValidWorkloadName } from "./workload-name.ts";
+import {
+  deepFreeze,
+  workloadRecordSchema,
+  workloadStatusSchema,
+  type WorkloadInput,
+  type WorkloadRecord,
+  type WorkloadStatus,
+  type WorkloadStatusInput,
+} from "./workload-record.ts";
+
+// One import site for callers: the store, the record types and the name helpers.
+export { FALLBACK_WORKLOAD_NAME, assertWorkloadName, deriveWorkloadName, isValidWorkloadName, sanitizeWorkloadName } from "./workload-name.ts";
+export {
+  PROXY_MODES,
+  RUNTIMES,
+  SOURCE_KINDS,
+  TRANSPORTS,
+  WORKLOAD_STATES,
+  reconcileStatus,
+  workloadRecordSchema,
+  workloadStatusSchema,
+  type ProxyMode,
+  type RuntimeKind,
+  type SourceKind,
+  type Transport,
+  type WorkloadInput,
+  type WorkloadRecord,
+  type WorkloadState,
+  type WorkloadStatus,
+  type WorkloadStatusInput,
+} from "./workload-record.ts";
+
+export interface WorkloadStoreOptions {
+  /** Clock for createdAt/updatedAt; tests pass their own. */
+  readonly now?: () => Date;
+  /** Passed to withLock (timeoutMs, staleMs). */
+  readonly lock?: Omit<LockOptions, "now">;
+}
+
+const RECORD_FILE = "workload.json";
+const STATUS_FILE = "status.json";
+
+export class WorkloadStore {
+  readonly paths: McpmgrPaths;
+  readonly #root: string;
+  readonly #now: () => Date;
+  readonly #lock: Omit<LockOptions, "now">;
+
+  constructor(paths: McpmgrPaths, options: WorkloadStoreOptions = {}) {
+    this.paths = paths;
+    this.#root = join(paths.stateDir, "workloads");
+    this.#now = options.now ?? (() => new Date());
+    this.#lock = options.lock ?? {};
+  }
+
+  /** Every workload, sorted by name. A corrupt record fails the whole call with STATE_CORRUPT naming it. */
+  async list(): Promise<readonly WorkloadRecord[]> {
+    let entries: string[];
+    try {
+      entries = (await readdir(this.#root, { withFileTypes: true })).filter((e) => e.isDirectory() && isValidWorkloadName(e.name)).map((e) => e.name);
+    } catch (err) {
+      if (errnoCode(err) === "ENOENT") return [];
+      throw stateIoError("list", this.#root, err);
+    }
+    const records = await Promise.all(entries.map((name) => this.#read(name)));
+    // A folder without a record is a create that crashed before writing it: not a workload.
+    return records.filter((r): r is WorkloadRecord => r !== undefined).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async get(name: string): Promise<WorkloadRecord | undefined> {
+    assertWorkloadName(name);
+    return this.#read(name);
+  }
+
+  /** Like get, but a missing workload is WORKLOAD_NOT_FOUND. */
+  async getExisting(name: string): Promise<WorkloadRecord> {
+    return (await this.get(name)) ?? _notFound(name);
+  }
+
+  /** Validates and stores a new record. Refuses a taken name (WORKLOAD_EXISTS) or proxy port (PORT_IN_USE). */
+  async create(input: WorkloadInput): Promise<WorkloadRecord> {
+    const record = this.#validate({ ...input, schema_version: 1, createdAt: input.createdAt ?? this.#now().toISOString() });
+    return this.#locked(async () => {
+      if ((await this.#read(record.name)) !== undefined) {
+        throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${record.name} already exists`, {
+          hint: `choose another --name, or remove the old one first: mcpmgr rm ${record.name}`,
+        });
+      }
+      await this.#assertPortFree(record);
+      await ensureDir(this.paths.logDir);
+      await writeJsonFile(this.#recordPath(record.name), record);
+      return record;
+    });
+  }
+
+  /**
+   * Read-modify-write under the lock: `fn` gets the current record and returns the new one.
+   * The name cannot change (it is the folder name); createdAt is kept unless fn changes it.
+   */
+  async update(name: string, fn: (current: WorkloadRecord) => WorkloadInput | WorkloadRecord): Promise<WorkloadRecord> {
+    assertWorkloadName(name);
+    return this.#locked(async () => {
+      const current = (await this.#read(name)) ?? _notFound(name);
+      const next = fn(current);
+      if (next.name !== name) {
+        throw new McpmgrError("INVALID_ARGUMENT", `a workload cannot be renamed (from ${name} to ${next.name})`, {
+          hint: "export it, remove it, and run it again under the new name",
+        });
+      }
+      const record = this.#validate({ ...next, schema_version: 1, createdAt: next.createdAt ?? current.createdAt });
+      if (record.proxyPort !== current.proxyPort) await this.#assertPortFree(record);
+      await writeJsonFile(this.#recordPath(name), record);
+      return record;
+    });
+  }
+
+  /** Deletes the record, status and logs. Stopping the workload first is the caller's job. */
+  async remove(name: string): Promise<void> {
+    assertWorkloadName(name);
+    await this.#locked(async () => {
+      // Renamed away first (atomic), deleted second: a crash in between leaves a hidden
+      // folder that the next remove sweeps, never a half-deleted workload in `list`.
+      const trash = join(this.#root, `.trash-${name}-${process.pid}-${Date.now()}`);
+      try {
+        await rename(this.#dir(name), trash);
+      } catch (err) {
+        if (errnoCode(err) === "ENOENT") _notFound(name);
+        throw stateIoError("remove", this.#dir(name), err);
+      }
+      await this.#sweepTrash();
+      await rm(this.logPath(name), { force: true });
+      await rm(this.proxyLogPath(name), { force: true });
+    });
+  }
+
+  /** The last status written, or undefined if the workload never started (or does not exist). */
+  async readStatus(name: string): Promise<WorkloadStatus | undefined> {
+    assertWorkloadName(name);
+    const status = await readJsonFile(join(this.#dir(name), STATUS_FILE), workloadStatusSchema, {
+      hint: `delete ${join(this.#dir(name), STATUS_FILE)}; it is rewritten when the workload next starts`,
+    });
+    return status === undefined ? undefined : deepFreeze(status);
+  }
+
+  /** Replaces the status (updatedAt defaults to now). WORKLOAD_NOT_FOUND if the workload was removed meanwhile. */
+  async writeStatus(name: string, input: WorkloadStatusInput): Promise<WorkloadStatus> {
+    assertWorkloadName(name);
+    const parsed = v.safeParse(workloadStatusSchema, { ...input, updatedAt: input.updatedAt ?? this.#now().toISOString() });
+    if (!parsed.success) {
+      throw new McpmgrError("INVALID_ARGUMENT", `invalid status for workload ${name}: ${describeIssues(parsed.issues)}`);
+    }
+    const status = deepFreeze(parsed.output);
+    await this.#locked(async () => {
+      // Without this check a supervisor exiting after `rm` would bring back a ghost folder.
+      if ((await this.#read(name)) === undefined) _notFound(name);
+      await writeJsonFile(join(this.#dir(name), STATUS_FILE), status);
+    });
+    return status;
+  }
+
+  /** The MCP server's own output (stderr of a stdio server, container logs). */
+  logPath(name: string): string {
+    assertWorkloadName(name);
+    return join(this.paths.logDir, `${name}.log`);
+  }
+
+  /** The proxy's log. ".proxy" cannot clash with another workload's name, which has no dots. */
+  proxyLogPath(name: string): string {
+    assertWorkloadName(name);
+    return join(this.paths.logDir, `${name}.proxy.log`);
+  }
+
+  get lockPath(): string {
+    return join(this.#root, ".lock");
+  }
+
+  #dir(name: string): string {
+    return join(this.#root, name);
+  }
+
+  #recordPath(name: string): string {
+    return join(this.#dir(name), RECORD_FILE);
+  }
+
+  async #read(name: string): Promise<WorkloadRecord | undefined> {
+    const file = this.#recordPath(name);
+    const record = await readJsonFile(file, workloadRecordSchema, { hint: `fix ${file} by hand, or remove the workload: mcpmgr rm ${name}` });
+    if (record === undefined) return undefined;
+    if (record.name !== name) {
+      throw new McpmgrError("STATE_CORRUPT", `${file} is not a valid mcpmgr file: name: is ${JSON.stringify(record.name)} but the folder is ${name}`, {
+        hint: `set "name" back to ${JSON.stringify(name)}, or remove the workload: mcpmgr rm ${name}`,
+      });
+    }
+    return deepFreeze(record);
+  }
+
+  #validate(input: unknown): WorkloadRecord {
+    const parsed = v.safeParse(workloadRecordSchema, input);
+    if (!parsed.success) {
+      throw new McpmgrError("INVALID_ARGUMENT", `invalid workload: ${describeIssues(parsed.issues)}`, {
+        hint: "check the options (or the --from-config file) the workload was built from",
+      });
+    }
+    return deepFreeze(parsed.output);
+  }
+
+  /**
+   * A stopped workload keeps its port (it is reused on restart), so a new workload may not
+   * take it even though nothing listens there right now. Hosts are not compared: 127.0.0.1
+   * and 0.0.0.0 on one port conflict anyway.
+   */
+  async #assertPortFree(record: WorkloadRecord): Promise<void> {
+    const holder = (await this.list()).find((other) => other.name !== record.name && other.proxyPort === record.proxyPort);
+    if (holder === undefined) return;
+    throw new McpmgrError("PORT_IN_USE", `proxy port ${record.proxyPort} is already reserved by workload ${holder.name}`, {
+      hint: `choose another --proxy-port (or leave it out to get a free one), or remove the other workload: mcpmgr rm ${holder.name}`,
+    });
+  }
+
+  async #sweepTrash(): Promise<void> {
+    const entries = await readdir(this.#root).catch(() => [] as string[]);
+    await Promise.all(entries.filter((e) => e.startsWith(".trash-")).map((e) => rm(join(this.#root, e), { recursive: true, force: true })));
+  }
+
+  #locked<T>(fn: () => Promise<T>): Promise<T> {
+    return withLock(this.lockPath, fn, this.#lock);
+  }
+}
+
+function _notFound(name: string): never {
+  throw new McpmgrError("WORKLOAD_NOT_FOUND", `no workload named ${name}`, { hint: "see the workloads with: mcpmgr list" });
+}

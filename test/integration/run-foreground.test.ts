@@ -1,0 +1,112 @@
+/**
+ * `mcpmgr run --foreground` with the process runtime: real stdio servers launched by
+ * npx under the bwrap sandbox, behind the stdio bridge, used by the SDK client.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+const PROBE = "npx://./test/fixtures/sandbox-probe";
+
+async function runForeground(args: string[], env: Record<string, string> = {}) {
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env, timeoutMs: 30_000 });
+  const client = new Client({ name: "run-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
+  const call = async (name: string, args: Record<string, unknown>) => {
+    const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[] };
+    return result.content[0]?.text;
+  };
+  return { ...running, client, call };
+}
+
+test("server-everything from npx:// answers the SDK client; Ctrl-C stops cleanly", async () => {
+  const run = await runForeground(["npx://@modelcontextprotocol/server-everything"]);
+  try {
+    const { tools } = await run.client.listTools();
+    expect(tools.map((t) => t.name)).toContain("echo");
+    expect(await run.call("echo", { message: "bridged" })).toContain("bridged");
+    await run.client.close();
+  } finally {
+    expect(await run.stop("SIGINT")).toBe(0);
+  }
+  expect(run.output()).toContain("SIGINT");
+}, 60_000);
+
+describe("the sandbox enforces the permission profile", () => {
+  let loopback: Bun.TCPSocketListener<undefined>;
+  let scratch: string;
+  let homeFile: string;
+
+  beforeAll(async () => {
+    loopback = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {}, open(socket) { socket.end(); } } });
+    scratch = await mkdtemp(join(tmpdir(), "mcpmgr-sandbox-"));
+    homeFile = join(homedir(), `.mcpmgr-sandbox-probe-${process.pid}`);
+    await writeFile(homeFile, "private");
+  });
+
+  afterAll(async () => {
+    loopback.stop(true);
+    await rm(scratch, { recursive: true, force: true });
+    await rm(homeFile, { force: true });
+  });
+
+  test("profile none: no network, home hidden, host read-only, volumes as asked", async () => {
+    const roDir = await mkdtemp(join(scratch, "ro-"));
+    const run = await runForeground([PROBE, "--permission-profile", "none", "-v", `${scratch}:${scratch}`, "-v", `${roDir}:${roDir}:ro`, "-e", "PROBE_SETTING=on"], { HOST_ONLY_SECRET: "leak" });
+    try {
+      expect(await run.call("tcp_connect", { host: "127.0.0.1", port: loopback.port })).not.toBe("connected");
+      expect(await run.call("read_file", { path: homeFile })).toBe("ENOENT");
+      expect(await run.call("write_file", { path: join(REPO_ROOT, "sandbox-escape.txt") })).toBe("EROFS");
+      expect(await run.call("write_file", { path: join(scratch, "allowed.txt"), text: "ok" })).toBe("written");
+      expect(await Bun.file(join(scratch, "allowed.txt")).text()).toBe("ok");
+      expect(await run.call("write_file", { path: join(roDir, "denied.txt") })).toBe("EROFS");
+      expect(await run.call("env", { name: "PROBE_SETTING" })).toBe("on");
+      expect(await run.call("env", { name: "HOST_ONLY_SECRET" })).toBe("(unset)");
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  }, 60_000);
+
+  test("profile network: outbound connections work", async () => {
+    const run = await runForeground([PROBE, "--permission-profile", "network"]);
+    try {
+      expect(await run.call("tcp_connect", { host: "127.0.0.1", port: loopback.port })).toBe("connected");
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  }, 60_000);
+});
+
+test("arguments after -- reach the server; non-JSON stdout lines are skipped and logged", async () => {
+  const run = await runForeground([PROBE, "--", "--noise"]);
+  try {
+    expect(await run.call("env", { name: "PATH" })).not.toBe("(unset)");
+    expect(run.output()).toContain("skipped a non-JSON line");
+    await run.client.close();
+  } finally {
+    await run.stop();
+  }
+}, 60_000);
+
+test("a server that dies at start-up is reported with the tail of its output", () => {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", "npx://./test/fixtures/exits-early"], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+  expect(result.exitCode).toBe(1);
+  const stderr = result.stderr.toString();
+  expect(stderr).toContain("exited with code 3");
+  expect(stderr).toContain("MY_API_KEY is not set");
+  expect(stderr).not.toContain("    at ");
+}, 30_000);
+
+test("without --foreground, and for sources not supported yet, run refuses clearly", () => {
+  for (const args of [["npx://@modelcontextprotocol/server-everything"], ["--foreground", "ghcr.io/org/image:1"], ["--foreground", PROBE, "--label", "a=b"]]) {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr.toString()).toContain("not supported yet");
+  }
+});
