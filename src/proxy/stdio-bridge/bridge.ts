@@ -24,6 +24,7 @@ import {
   type LogLevel,
 } from "./messages.ts";
 import type { ServerChannel } from "./server-channel.ts";
+import { routeServerNotification } from "./server-notifications.ts";
 import { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
 
@@ -36,7 +37,7 @@ export interface BridgeOptions {
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
 }
 
-interface InFlight {
+export interface InFlight {
   readonly session: ClientSession;
   readonly clientId: JsonRpcId;
   readonly sink: Sink;
@@ -353,35 +354,7 @@ export class StdioBridge {
   }
 
   #serverNotification(message: JsonRpcMessage): void {
-    const method = message.method as string;
-    const params = message.params ?? {};
-    if (method === "notifications/progress") {
-      const flight = this.#inFlight.get(params.progressToken as number);
-      if (flight === undefined || flight.clientToken === undefined) return;
-      message.params = { ...params, progressToken: flight.clientToken };
-      if (!flight.sink.send(message)) flight.session.bestSink()?.send(message);
-      return;
-    }
-    if (method === "notifications/cancelled") {
-      const owner = this.#serverRequests.get(params.requestId as string | number);
-      if (owner !== undefined) {
-        this.#serverRequests.delete(params.requestId as string | number);
-        owner.bestSink()?.send(message);
-      }
-      return;
-    }
-    if (method === "notifications/message") {
-      const rank = logLevelRank(params.level);
-      for (const session of this.#sessions.values()) {
-        if (session.logLevel === undefined || rank >= logLevelRank(session.logLevel)) session.bestSink()?.send(message);
-      }
-      return;
-    }
-    if (method === "notifications/resources/updated") {
-      for (const session of this.#sessions.values()) if (session.subscriptions.has(String(params.uri))) session.bestSink()?.send(message);
-      return;
-    }
-    for (const session of this.#sessions.values()) session.bestSink()?.send(message);
+    routeServerNotification(message, { sessions: this.#sessions.values(), inFlight: this.#inFlight, serverRequests: this.#serverRequests });
   }
 
   #send(message: JsonRpcMessage): void {
