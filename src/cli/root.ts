@@ -15,5 +15,6 @@ export const rootCommand = defineCommand({
   subCommands: {
     run: () => import("./run.ts").then((m) => m.default),
     proxy: () => import("./proxy.ts").then((m) => m.default),
+    secret: () => import("./secret.ts").then((m) => m.default),
   },
 });

@@ -3,9 +3,8 @@
  * in shell history and `ps`): `set` reads it from stdin, a pipe or a prompt that does
  * not echo. Only `get` prints a value, on stdout; everything else goes to stderr.
  */
+import { resolvePaths } from "../state/paths.ts";
 import { defineCommand } from "citty";
-import { homedir } from "node:os";
-import { isAbsolute, join } from "node:path";
 import { parseArgv } from "../config/argv.ts";
 import { stringOption, type OptionTable } from "../config/option-spec.ts";
 import { oneOf } from "../config/values.ts";
@@ -113,16 +112,7 @@ function nameFrom(rawArgs: readonly string[], command: string, table: OptionTabl
 }
 
 function openManager(): SecretManager {
-  return createSecretManager({ dir: dataDir(process.env), env: process.env });
-}
-
-/** MCPMGR_HOME/data, else $XDG_DATA_HOME/mcpmgr, else ~/.local/share/mcpmgr. (Until the shared paths module lands.) */
-export function dataDir(env: Readonly<Record<string, string | undefined>>): string {
-  const home = env.MCPMGR_HOME;
-  if (home !== undefined && home !== "") return join(home, "data");
-  const xdg = env.XDG_DATA_HOME;
-  if (xdg !== undefined && isAbsolute(xdg)) return join(xdg, "mcpmgr");
-  return join(homedir(), ".local", "share", "mcpmgr");
+  return createSecretManager({ dir: resolvePaths(process.env).dataDir, env: process.env });
 }
 
 async function readSecretValue(name: string): Promise<string> {
@@ -165,10 +155,11 @@ async function readPipe(): Promise<string> {
 /** A line typed in the terminal without echo. Enter ends it, Ctrl-C cancels, Backspace and Ctrl-U edit. */
 function promptHidden(prompt: string): Promise<string> {
   const stdin = process.stdin;
-  process.stderr.write(prompt);
+  // Raw mode (no echo) before the prompt, so nothing typed after the prompt can be echoed.
   stdin.setRawMode(true);
   stdin.setEncoding("utf8");
   stdin.resume();
+  process.stderr.write(prompt);
   return new Promise((resolve, reject) => {
     let value = "";
     const finish = () => {

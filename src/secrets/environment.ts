@@ -29,7 +29,7 @@ export class EnvironmentProvider implements SecretProvider {
     return value === undefined || value === "" ? undefined : new Secret(value);
   }
 
-  async set(name: string): Promise<void> {
+  async set(name: string, _value: string | Secret): Promise<void> {
     throw readOnlyError(validateSecretName(name));
   }
 

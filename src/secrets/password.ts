@@ -37,7 +37,7 @@ export interface DefaultPasswordSourceOptions {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Defaults to Bun.secrets when the runtime has it; `null` means "no keychain". */
   readonly keychain?: Keychain | null;
-  /** How long a keychain call may take before it counts as unavailable. */
+  /** How long a keychain call may take before it counts as unavailable. Generous: an unlock or "allow access" dialog may be waiting for the user. */
   readonly keychainTimeoutMs?: number;
 }
 
@@ -51,11 +51,11 @@ export function defaultPasswordSource(options: DefaultPasswordSourceOptions): Pa
   if (fromEnv !== undefined && fromEnv.length > 0) return fixedPasswordSource(fromEnv);
   const keychain = options.keychain === undefined ? bunKeychain() : options.keychain;
   if (keychain === null) return unavailable("this runtime has no OS keychain support");
-  return keychainPasswordSource(keychain, options.keychainTimeoutMs ?? 5_000);
+  return keychainPasswordSource(keychain, options.keychainTimeoutMs ?? 30_000);
 }
 
 /** The OS keychain; falls back to an explanatory error when it does not work here. */
-export function keychainPasswordSource(keychain: Keychain, timeoutMs = 5_000): PasswordSource {
+export function keychainPasswordSource(keychain: Keychain, timeoutMs = 30_000): PasswordSource {
   const key = { service: KEYCHAIN_SERVICE, name: KEYCHAIN_NAME };
   let probed: Promise<{ ok: true; password: string | undefined } | { ok: false; reason: string }> | undefined;
   const probe = () =>

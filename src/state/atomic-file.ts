@@ -58,7 +58,7 @@ export interface ReadOptions {
  * Reads and validates a JSON file. Missing file → undefined (callers decide whether that is
  * "not created yet" or an error). Unparseable or invalid → McpmgrError STATE_CORRUPT.
  */
-export async function readJsonFile<const S extends v.GenericSchema>(path: string, schema: S, options: ReadOptions = {}): Promise<v.InferOutput<S> | undefined> {
+export async function readJsonFile<S extends v.GenericSchema>(path: string, schema: S, options: ReadOptions = {}): Promise<v.InferOutput<S> | undefined> {
   let text: string;
   try {
     text = await readFile(path, "utf8");

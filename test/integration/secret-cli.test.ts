@@ -1,0 +1,196 @@
+/**
+ * `mcpmgr secret` as a user meets it, in a subprocess with a temporary MCPMGR_HOME and
+ * MCPMGR_SECRETS_PASSWORD (so the OS keychain is never touched).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const REPO_ROOT = resolve(import.meta.dir, "../..");
+const ENTRY = join(REPO_ROOT, "src/main.ts");
+const PASSWORD = "integration-test-password";
+
+let home: string;
+beforeAll(async () => {
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-secret-cli-"));
+});
+afterAll(async () => {
+  await rm(home, { recursive: true, force: true });
+});
+
+interface CliResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function baseEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith("MCPMGR_") && key !== "FORCE_COLOR") env[key] = value;
+  return { ...env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_SECRETS_PASSWORD: PASSWORD, ...extra };
+}
+
+function secret(args: readonly string[], options: { stdin?: string; env?: Record<string, string | undefined> } = {}): CliResult {
+  const result = Bun.spawnSync([process.execPath, ENTRY, "secret", ...args], {
+    cwd: REPO_ROOT,
+    env: baseEnv(options.env),
+    stdin: options.stdin === undefined ? "ignore" : Buffer.from(options.stdin),
+    stdout: "pipe",
+    stderr: "pipe",
+    timeout: 20_000,
+  });
+  return { exitCode: result.exitCode ?? -1, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+function lines(text: string): string[] {
+  return text.split("\n").filter((line) => line.trim().length > 0);
+}
+
+/** Non-zero exit, nothing on stdout, exactly one stderr line with a hint and no stack. */
+function expectOneLineError(result: CliResult, exitCode: number): string {
+  expect(result.stdout).toBe("");
+  expect(result.stderr).not.toContain("    at ");
+  const all = lines(result.stderr);
+  expect(all).toHaveLength(1);
+  expect(all[0]).toContain("hint");
+  expect(result.exitCode).toBe(exitCode);
+  return all[0] ?? "";
+}
+
+describe("mcpmgr secret", () => {
+  const VALUE = "ghp_integration_VALUE_0123456789";
+
+  test("set reads the value from stdin and prints nothing on stdout", () => {
+    const result = secret(["set", "github-token"], { stdin: `${VALUE}\n` });
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).not.toContain(VALUE);
+    expect(result.stderr).toContain("github-token");
+  });
+
+  test("get prints the value (the trailing newline from the pipe was dropped)", () => {
+    const result = secret(["get", "github-token"]);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toBe(`${VALUE}\n`);
+    expect(result.stderr).toBe("");
+  });
+
+  test("the file is encrypted, 0600, under MCPMGR_HOME/data", async () => {
+    const file = join(home, "data", "secrets.enc.json");
+    const text = await readFile(file, "utf8");
+    expect(text).not.toContain(VALUE);
+    expect(JSON.parse(text)).toMatchObject({ version: 1, cipher: "aes-256-gcm", kdf: { name: "scrypt" } });
+    if (process.platform !== "win32") expect((await stat(file)).mode & 0o777).toBe(0o600);
+  });
+
+  test("list prints names only, as text or JSON", () => {
+    expect(secret(["set", "db.password"], { stdin: "pg-secret-value" }).exitCode).toBe(0);
+    const text = secret(["list"]);
+    expect(text.exitCode).toBe(0);
+    expect(text.stdout).toBe("db.password\ngithub-token\n");
+    const json = secret(["list", "--format", "json"]);
+    expect(json.exitCode).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(["db.password", "github-token"]);
+    expect(json.stdout + json.stderr).not.toContain(VALUE);
+    expect(json.stdout + json.stderr).not.toContain("pg-secret-value");
+  });
+
+  test("delete removes it; a second delete and a get then fail with one line", () => {
+    const deleted = secret(["delete", "db.password"]);
+    expect(deleted.exitCode).toBe(0);
+    expect(deleted.stdout).toBe("");
+    expect(secret(["list"]).stdout).toBe("github-token\n");
+    expect(expectOneLineError(secret(["delete", "db.password"]), 1)).toContain("db.password");
+    expect(expectOneLineError(secret(["get", "db.password"]), 1)).toContain("db.password");
+  });
+
+  test("get of a missing secret exits non-zero with one line naming it", () => {
+    const line = expectOneLineError(secret(["get", "never-stored"]), 1);
+    expect(line).toContain("never-stored");
+    expect(line).toContain("not found");
+  });
+
+  test("a wrong password fails with one line, without any value", () => {
+    const result = secret(["get", "github-token"], { env: { MCPMGR_SECRETS_PASSWORD: "not the password" } });
+    const line = expectOneLineError(result, 1);
+    expect(line).toContain("wrong password");
+    expect(line).not.toContain(VALUE);
+  });
+
+  test("a value on the command line is refused and not echoed", () => {
+    const line = expectOneLineError(secret(["set", "api-key", "sk-should-not-echo"], { stdin: "" }), 2);
+    expect(line).toContain("stdin");
+    expect(line).not.toContain("sk-should-not-echo");
+    expect(secret(["list"]).stdout).not.toContain("api-key");
+  });
+
+  test("an empty stdin is a usage error", () => {
+    expect(expectOneLineError(secret(["set", "api-key"]), 2)).toContain("api-key");
+    expect(expectOneLineError(secret(["set", "api-key"], { stdin: "\n" }), 2)).toContain("api-key");
+  });
+
+  describe("usage errors exit 2 with one line", () => {
+    const cases: ReadonlyArray<readonly [string, readonly string[], string]> = [
+      ["unknown flag", ["list", "--bogus"], "--bogus"],
+      ["unknown flag on get", ["get", "x", "--verbose"], "--verbose"],
+      ["bad --format", ["list", "--format", "yaml"], "--format"],
+      ["invalid name", ["get", "not/valid"], "not/valid"],
+      ["missing name", ["get"], "NAME"],
+      ["two names", ["get", "a", "b"], "one NAME"],
+      ["list with an argument", ["list", "x"], "no arguments"],
+      ["unknown subcommand", ["rotate"], "rotate"],
+      ["no subcommand", ["--bogus"], "no secret command"],
+    ];
+    test.each(cases)("%s", (_label, args, mention) => {
+      expect(expectOneLineError(secret(args), 2)).toContain(mention);
+    });
+  });
+
+  test("a name starting with '-' works after --", () => {
+    expect(secret(["set", "--", "-dash"], { stdin: "dash-value" }).exitCode).toBe(0);
+    expect(secret(["get", "--", "-dash"]).stdout).toBe("dash-value\n");
+    expect(secret(["delete", "--", "-dash"]).exitCode).toBe(0);
+  });
+
+  describe("MCPMGR_SECRETS_PROVIDER=environment", () => {
+    const env = { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_API_KEY: "env-api-value" };
+
+    test("get and list read MCPMGR_SECRET_*", () => {
+      expect(secret(["get", "api-key"], { env }).stdout).toBe("env-api-value\n");
+      expect(secret(["list"], { env }).stdout).toBe("API_KEY\n");
+    });
+
+    test("set is refused before reading stdin", () => {
+      const line = expectOneLineError(secret(["set", "api-key"], { env, stdin: "x-value" }), 2);
+      expect(line).toContain("read-only");
+      expect(line).toContain("MCPMGR_SECRET_API_KEY");
+    });
+  });
+
+  // A real terminal through util-linux script(1) (Debian's bsdutils, always installed):
+  // the prompt must not echo what is typed.
+  test("in a terminal, set prompts without echo", async () => {
+    const TYPED = "typed-in-terminal-4321";
+    const command = [process.execPath, ENTRY, "secret", "set", "typed"].map((word) => `'${word}'`).join(" ");
+    const proc = Bun.spawn(["script", "-qec", command, "/dev/null"], { cwd: REPO_ROOT, env: baseEnv(), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    let output = "";
+    const decoder = new TextDecoder();
+    const reading = (async () => {
+      for await (const chunk of proc.stdout) output += decoder.decode(chunk, { stream: true });
+    })();
+    const deadline = Date.now() + 15_000;
+    while (!output.includes("input hidden") && Date.now() < deadline) await Bun.sleep(20);
+    expect(output).toContain("input hidden");
+    proc.stdin.write(`${TYPED}\r`);
+    await proc.stdin.flush();
+    const exitCode = await Promise.race([proc.exited, Bun.sleep(15_000).then(() => -1)]);
+    if (exitCode === -1) proc.kill("SIGKILL");
+    await reading;
+    proc.stdin.end();
+    expect(exitCode).toBe(0);
+    expect(output).not.toContain(TYPED);
+    expect(secret(["get", "typed"]).stdout).toBe(`${TYPED}\n`);
+  });
+});

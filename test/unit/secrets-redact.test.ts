@@ -1,0 +1,97 @@
+/** redact() and the Secret wrapper: a value never leaks through the usual ways of printing an object. */
+import { describe, expect, test } from "bun:test";
+import { format, inspect } from "node:util";
+import { MIN_REDACT_LENGTH, REDACTED, redact, redactor, Secret } from "../../src/secrets/redact.ts";
+
+const VALUE = "sk-live-0123456789abcdef";
+
+describe("redact", () => {
+  test("replaces every occurrence of every known value", () => {
+    expect(redact(`token=${VALUE} again ${VALUE}; pw=hunter2!`, [VALUE, "hunter2!"])).toBe(`token=${REDACTED} again ${REDACTED}; pw=${REDACTED}`);
+  });
+
+  test("accepts Secret wrappers", () => {
+    expect(redact(`Authorization: Bearer ${VALUE}`, [new Secret(VALUE)])).toBe(`Authorization: Bearer ${REDACTED}`);
+  });
+
+  test(`values shorter than ${MIN_REDACT_LENGTH} characters are left alone`, () => {
+    expect(redact("a 1 ab abc abcd", ["a", "ab", "abc", "abcd", ""])).toBe(`a 1 ab abc ${REDACTED}`);
+  });
+
+  test("a value containing another is removed whole", () => {
+    expect(redact("prefix-secret-suffix", ["secret", "prefix-secret-suffix"])).toBe(REDACTED);
+    expect(redact("secret-and-more", ["secret", "secret-and-more"])).toBe(REDACTED);
+  });
+
+  test("regular-expression characters are matched literally", () => {
+    expect(redact("x (a+b)*[c] y a+bbb", ["(a+b)*[c]"])).toBe(`x ${REDACTED} y a+bbb`);
+  });
+
+  test("no values, text unchanged; redactor binds a set", () => {
+    expect(redact("nothing to hide", [])).toBe("nothing to hide");
+    const scrub = redactor([VALUE]);
+    expect(scrub(`got ${VALUE}`)).toBe(`got ${REDACTED}`);
+  });
+});
+
+describe("Secret", () => {
+  const secret = new Secret(VALUE);
+
+  test("reveal() is the only way out", () => {
+    expect(secret.reveal()).toBe(VALUE);
+  });
+
+  test("template strings, String() and concatenation", () => {
+    expect(`${secret}`).toBe("[secret]");
+    expect(String(secret)).toBe("[secret]");
+    expect("x" + secret).toBe("x[secret]");
+    expect(secret.toString()).toBe("[secret]");
+  });
+
+  test("JSON.stringify, alone and nested", () => {
+    expect(JSON.stringify(secret)).toBe('"[secret]"');
+    const nested = JSON.stringify({ env: { TOKEN: secret }, list: [secret] });
+    expect(nested).not.toContain(VALUE);
+    expect(nested).toContain("[secret]");
+  });
+
+  test("console / Bun.inspect / util.inspect / util.format", () => {
+    for (const text of [Bun.inspect(secret), Bun.inspect({ nested: { secret } }), inspect(secret), inspect({ deep: [secret] }, { showHidden: true, depth: 10 }), format("%s %o %O %j", secret, secret, secret, secret)]) {
+      expect(text).not.toContain(VALUE);
+      expect(text).toContain("[secret]");
+    }
+  });
+
+  test("console.log in a child process prints [secret]", () => {
+    const script = `import { Secret } from ${JSON.stringify(import.meta.dir + "/../../src/secrets/redact.ts")};
+const s = new Secret(${JSON.stringify(VALUE)});
+console.log(s); console.log({ s }); console.error("%s", s); console.log([s], new Map([["k", s]]));`;
+    const result = Bun.spawnSync([process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe" });
+    const out = result.stdout.toString() + result.stderr.toString();
+    expect(result.exitCode).toBe(0);
+    expect(out).toContain("[secret]");
+    expect(out).not.toContain(VALUE);
+  });
+
+  test("nothing enumerable, nothing copied by spread, keys, entries or structuredClone", () => {
+    expect(Object.keys(secret)).toEqual([]);
+    expect(Object.getOwnPropertyNames(secret)).toEqual([]);
+    expect(Reflect.ownKeys(secret)).toEqual([]);
+    expect(JSON.stringify({ ...secret })).toBe("{}");
+    expect(JSON.stringify(Object.entries(secret))).toBe("[]");
+    const cloned = structuredClone(secret) as unknown;
+    expect(Bun.inspect(cloned)).not.toContain(VALUE);
+    for (const key in secret) throw new Error(`enumerable key ${key}`);
+  });
+
+  test("errors carrying a Secret do not show it", () => {
+    const err = new Error(`failed with ${secret}`, { cause: secret });
+    expect(Bun.inspect(err)).not.toContain(VALUE);
+    expect(err.message).not.toContain(VALUE);
+  });
+
+  test("Secret.from keeps wrappers and wraps strings", () => {
+    expect(Secret.from(secret)).toBe(secret);
+    expect(Secret.from("plain-abc").reveal()).toBe("plain-abc");
+  });
+});

@@ -1,0 +1,249 @@
+/**
+ * The workload store against a temporary MCPMGR_HOME: round trips, defaults, refusals by
+ * code, status files, and what happens to corrupt or foreign files.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { McpmgrError, type ErrorCode } from "../../src/errors.ts";
+import { resolvePaths, type McpmgrPaths } from "../../src/state/paths.ts";
+import { WorkloadStore, reconcileStatus, type WorkloadInput, type WorkloadStatus } from "../../src/state/workloads.ts";
+
+const CLOCK = new Date("2030-01-02T03:04:05.000Z");
+const posixOnly = process.platform === "win32" ? test.skip : test;
+let home: string;
+let paths: McpmgrPaths;
+let store: WorkloadStore;
+
+beforeEach(async () => {
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-state-workloads-"));
+  paths = resolvePaths({ MCPMGR_HOME: home });
+  store = new WorkloadStore(paths, { now: () => CLOCK });
+});
+afterEach(async () => {
+  await rm(home, { recursive: true, force: true });
+});
+
+function input(name: string, overrides: Partial<WorkloadInput> = {}): WorkloadInput {
+  return {
+    name,
+    source: { kind: "package", ref: "npx://@modelcontextprotocol/server-everything" },
+    transport: "stdio",
+    proxyPort: 40_000 + name.length,
+    runtime: "process",
+    ...overrides,
+  };
+}
+
+async function rejection(promise: Promise<unknown>, code: ErrorCode): Promise<McpmgrError> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).toBeInstanceOf(McpmgrError);
+    expect((err as McpmgrError).code).toBe(code);
+    return err as McpmgrError;
+  }
+  throw new Error(`expected ${code}, but it resolved`);
+}
+
+describe("records", () => {
+  test("create fills the defaults and get returns the same frozen record", async () => {
+    const created = await store.create(input("everything", { labels: { team: "a" }, env: { DEBUG: "1" }, args: ["--x"] }));
+    expect(created).toEqual({
+      schema_version: 1,
+      name: "everything",
+      group: "default",
+      labels: { team: "a" },
+      source: { kind: "package", ref: "npx://@modelcontextprotocol/server-everything" },
+      transport: "stdio",
+      proxyMode: "streamable-http",
+      host: "127.0.0.1",
+      proxyPort: 40_010,
+      runtime: "process",
+      env: { DEBUG: "1" },
+      secrets: [],
+      args: ["--x"],
+      volumes: [],
+      createdAt: CLOCK.toISOString(),
+    });
+    const read = await store.get("everything");
+    expect(read).toEqual(created);
+    expect(Object.isFrozen(read)).toBe(true);
+    expect(Object.isFrozen(read?.labels)).toBe(true);
+    expect(await store.get("missing")).toBeUndefined();
+  });
+
+  posixOnly("files are private", async () => {
+    await store.create(input("fetch"));
+    const dir = join(home, "state", "workloads", "fetch");
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    expect((await stat(join(dir, "workload.json"))).mode & 0o777).toBe(0o600);
+  });
+
+  test("list is sorted by name and skips folders without a record", async () => {
+    expect(await store.list()).toEqual([]);
+    await store.create(input("zeta", { proxyPort: 41_001 }));
+    await store.create(input("alpha", { proxyPort: 41_002 }));
+    await Bun.write(join(home, "state", "workloads", "half-created", ".keep"), "");
+    expect((await store.list()).map((r) => r.name)).toEqual(["alpha", "zeta"]);
+  });
+
+  test("secrets are kept as references; stray values are not written", async () => {
+    const sneaky = { name: "gh-token", target: "GITHUB_TOKEN", value: "ghp_secret" } as unknown as { name: string; target: string };
+    await store.create(input("github", { secrets: [sneaky] }));
+    const text = await readFile(join(home, "state", "workloads", "github", "workload.json"), "utf8");
+    expect(text).not.toContain("ghp_secret");
+    expect((await store.getExisting("github")).secrets).toEqual([{ name: "gh-token", target: "GITHUB_TOKEN" }]);
+  });
+
+  test("a duplicate name is WORKLOAD_EXISTS, even when two creates race", async () => {
+    await store.create(input("fetch"));
+    await rejection(store.create(input("fetch", { proxyPort: 42_000 })), "WORKLOAD_EXISTS");
+    const results = await Promise.allSettled([store.create(input("race", { proxyPort: 42_001 })), store.create(input("race", { proxyPort: 42_002 }))]);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+    expect((failed.reason as McpmgrError).code).toBe("WORKLOAD_EXISTS");
+  });
+
+  test("a proxy port kept by another workload is PORT_IN_USE", async () => {
+    await store.create(input("one", { proxyPort: 43_000 }));
+    const err = await rejection(store.create(input("two", { proxyPort: 43_000 })), "PORT_IN_USE");
+    expect(err.message).toContain("one");
+    await store.create(input("two", { proxyPort: 43_001 }));
+    await rejection(store.update("two", (r) => ({ ...r, proxyPort: 43_000 })), "PORT_IN_USE");
+  });
+
+  test("invalid records are INVALID_ARGUMENT with the field path", async () => {
+    const err = await rejection(store.create(input("bad", { proxyPort: 0 })), "INVALID_ARGUMENT");
+    expect(err.message).toContain("proxyPort:");
+    await rejection(store.create(input("remote", { runtime: "remote", transport: "stdio" })), "INVALID_ARGUMENT");
+    await rejection(store.create(input("Bad Name")), "INVALID_ARGUMENT");
+    await rejection(store.create(input("env", { env: { "NOT-A-NAME": "x" } })), "INVALID_ARGUMENT");
+  });
+
+  test("update rewrites under the lock, keeps createdAt, and refuses renames", async () => {
+    await store.create(input("fetch", { createdAt: "2029-12-31T00:00:00.000Z" }));
+    const updated = await store.update("fetch", (r) => ({ ...r, proxyPort: 44_000, labels: { ...r.labels, x: "y" } }));
+    expect(updated.proxyPort).toBe(44_000);
+    expect(updated.createdAt).toBe("2029-12-31T00:00:00.000Z");
+    expect(await store.get("fetch")).toEqual(updated);
+    await rejection(store.update("fetch", (r) => ({ ...r, name: "other" })), "INVALID_ARGUMENT");
+    await rejection(store.update("missing", (r) => r), "WORKLOAD_NOT_FOUND");
+  });
+
+  test("remove deletes the record, status and logs; a second remove is WORKLOAD_NOT_FOUND", async () => {
+    await store.create(input("fetch"));
+    await store.writeStatus("fetch", { state: "running", pid: process.pid });
+    await Bun.write(store.logPath("fetch"), "server log");
+    await Bun.write(store.proxyLogPath("fetch"), "proxy log");
+    await store.remove("fetch");
+    expect(await store.get("fetch")).toBeUndefined();
+    expect(await store.readStatus("fetch")).toBeUndefined();
+    expect(await Bun.file(store.logPath("fetch")).exists()).toBe(false);
+    expect(await Bun.file(store.proxyLogPath("fetch")).exists()).toBe(false);
+    expect((await readdir(join(home, "state", "workloads"))).filter((e) => !e.startsWith(".lock"))).toEqual([]);
+    await rejection(store.remove("fetch"), "WORKLOAD_NOT_FOUND");
+    await rejection(store.getExisting("fetch"), "WORKLOAD_NOT_FOUND");
+  });
+
+  test("names that could escape the state folder are refused before any file access", async () => {
+    await rejection(store.get("../../etc"), "INVALID_ARGUMENT");
+    await rejection(store.remove(".."), "INVALID_ARGUMENT");
+    expect(() => store.logPath("a/b")).toThrow(McpmgrError);
+  });
+
+  test("log paths live in logDir and cannot collide", () => {
+    expect(store.logPath("x")).toBe(join(paths.logDir, "x.log"));
+    expect(store.proxyLogPath("x")).toBe(join(paths.logDir, "x.proxy.log"));
+    expect(store.proxyLogPath("x")).not.toBe(store.logPath("x-proxy"));
+  });
+});
+
+describe("corrupt files", () => {
+  test("a broken record is STATE_CORRUPT naming the file, with an rm hint", async () => {
+    await store.create(input("fetch"));
+    const file = join(home, "state", "workloads", "fetch", "workload.json");
+    await writeFile(file, "{ not json");
+    const err = await rejection(store.list(), "STATE_CORRUPT");
+    expect(err.message).toContain(file);
+    expect(err.hint).toContain("mcpmgr rm fetch");
+    // and rm still works, so the user can get out of it
+    await store.remove("fetch");
+    expect(await store.list()).toEqual([]);
+  });
+
+  test("a wrong field is reported by its path", async () => {
+    await store.create(input("fetch"));
+    const file = join(home, "state", "workloads", "fetch", "workload.json");
+    const record = JSON.parse(await readFile(file, "utf8"));
+    await writeFile(file, JSON.stringify({ ...record, source: { kind: "ftp", ref: "x" } }));
+    const err = await rejection(store.get("fetch"), "STATE_CORRUPT");
+    expect(err.message).toContain("source.kind:");
+  });
+
+  test("a newer schema_version is refused, not misread", async () => {
+    await store.create(input("fetch"));
+    const file = join(home, "state", "workloads", "fetch", "workload.json");
+    const record = JSON.parse(await readFile(file, "utf8"));
+    await writeFile(file, JSON.stringify({ ...record, schema_version: 2 }));
+    const err = await rejection(store.get("fetch"), "STATE_CORRUPT");
+    expect(err.message).toContain("schema_version:");
+  });
+
+  test("a record whose name does not match its folder is STATE_CORRUPT", async () => {
+    await store.create(input("fetch"));
+    const file = join(home, "state", "workloads", "fetch", "workload.json");
+    const record = JSON.parse(await readFile(file, "utf8"));
+    await writeFile(file, JSON.stringify({ ...record, name: "other" }));
+    await rejection(store.get("fetch"), "STATE_CORRUPT");
+  });
+
+  test("a broken status file is STATE_CORRUPT", async () => {
+    await store.create(input("fetch"));
+    await writeFile(join(home, "state", "workloads", "fetch", "status.json"), JSON.stringify({ state: "dancing", updatedAt: CLOCK.toISOString() }));
+    const err = await rejection(store.readStatus("fetch"), "STATE_CORRUPT");
+    expect(err.message).toContain("state:");
+  });
+});
+
+describe("status", () => {
+  test("is separate from the record, defaulted and stamped with the clock", async () => {
+    await store.create(input("fetch"));
+    expect(await store.readStatus("fetch")).toBeUndefined();
+    const written = await store.writeStatus("fetch", { state: "starting", pid: 1234 });
+    expect(written).toEqual({ schema_version: 1, state: "starting", pid: 1234, restarts: 0, updatedAt: CLOCK.toISOString() });
+    expect(await store.readStatus("fetch")).toEqual(written);
+    await store.writeStatus("fetch", { state: "failed", restarts: 3, lastError: "exited with code 1" });
+    expect(await store.readStatus("fetch")).toMatchObject({ state: "failed", restarts: 3, lastError: "exited with code 1" });
+    expect((await store.get("fetch"))?.proxyPort).toBe(input("fetch").proxyPort);
+  });
+
+  test("writing the status of a removed workload is WORKLOAD_NOT_FOUND (no ghost folder)", async () => {
+    await rejection(store.writeStatus("ghost", { state: "stopped" }), "WORKLOAD_NOT_FOUND");
+    expect(await store.list()).toEqual([]);
+  });
+
+  test("an invalid status is INVALID_ARGUMENT", async () => {
+    await store.create(input("fetch"));
+    await rejection(store.writeStatus("fetch", { state: "running", restarts: -1 }), "INVALID_ARGUMENT");
+  });
+
+  test("reconcileStatus turns a live state with a dead supervisor into failed", () => {
+    const running: WorkloadStatus = { schema_version: 1, state: "running", pid: 4242, restarts: 1, lastError: "old", updatedAt: CLOCK.toISOString() };
+    expect(reconcileStatus(running, () => true)).toBe(running);
+    const reconciled = reconcileStatus(running, () => false);
+    expect(reconciled.state).toBe("failed");
+    expect(reconciled.lastError).toContain("4242");
+    const stopped: WorkloadStatus = { ...running, state: "stopped" };
+    expect(reconcileStatus(stopped, () => false)).toBe(stopped);
+  });
+});
+
+test("two stores on the same home (two mcpmgr processes) see each other's writes", async () => {
+  const other = new WorkloadStore(resolvePaths({ MCPMGR_HOME: home }));
+  await store.create(input("fetch"));
+  expect((await other.list()).map((r) => r.name)).toEqual(["fetch"]);
+  await other.remove("fetch");
+  expect(await store.get("fetch")).toBeUndefined();
+});
