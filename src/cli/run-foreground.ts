@@ -14,6 +14,9 @@ import { StdioBridge } from "../proxy/stdio-bridge/bridge.ts";
 import { legacySseFrontEnd } from "../proxy/stdio-bridge/legacy-sse.ts";
 import { lineChannel } from "../proxy/stdio-bridge/server-channel.ts";
 import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts";
+import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
+import { createSecretManager } from "../secrets/manager.ts";
+import { resolvePaths } from "../state/paths.ts";
 import { packageCommand } from "../runtime/package-command.ts";
 import { loadPermissionProfile } from "../runtime/permission-profile.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
@@ -37,6 +40,11 @@ export async function runForeground(source: ServerSource, parsed: ParsedRunArgv)
   let serverExit: Promise<string> = new Promise(() => {});
 
   if (source.kind === "remote") {
+    for (const local of ["env", "env-file", "env-file-dir", "secret", "volume", "permission-profile", "transport", "proxy-mode", "insecure-allow-unsandboxed"]) {
+      if (parsed.given.has(local as keyof Values)) {
+        throw new McpmgrError("INVALID_OPTION", `--${local} applies to servers mcpmgr starts, not to a remote URL`, { hint: `leave --${local} out` });
+      }
+    }
     handler = transparentForwarder({ target: source.url, endpointPrefix: values["endpoint-prefix"], trustProxyHeaders: values["trust-proxy-headers"], live });
     endpointPath = source.url.pathname;
   } else if (source.kind === "package") {
@@ -105,9 +113,31 @@ export async function runForeground(source: ServerSource, parsed: ParsedRunArgv)
   return 0;
 }
 
+/**
+ * The server's environment: --env-file-dir, then --env-file, then -e (later wins),
+ * then secrets, which may not collide with a plain variable.
+ */
+async function serverEnvironment(values: Values): Promise<Record<string, string>> {
+  const env: Record<string, string> = {
+    ...(values["env-file-dir"] ? loadEnvDir(values["env-file-dir"]) : {}),
+    ...(values["env-file"] ? loadEnvFile(values["env-file"]) : {}),
+    ...Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
+  };
+  if (values.secret.length === 0) return env;
+  for (const ref of values.secret) {
+    if (ref.target in env) {
+      throw new McpmgrError("CONFLICTING_OPTIONS", `--secret ${ref.name},target=${ref.target} and a plain variable both set ${ref.target}`, {
+        hint: "give the variable one source",
+      });
+    }
+  }
+  const secrets = await createSecretManager({ dir: resolvePaths().dataDir, env: process.env }).resolveSecretReferences(values.secret);
+  return { ...env, ...secrets };
+}
+
 async function launchSandboxed(command: string[], values: Values): Promise<LocalProcess> {
   const profile = await loadPermissionProfile(values["permission-profile"] ?? "network");
-  const env = Object.fromEntries(values.env.map((pair) => [pair.key, pair.value]));
+  const env = await serverEnvironment(values);
   const bwrap = findBwrap();
   if (bwrap === undefined) {
     if (!values["insecure-allow-unsandboxed"]) throw unenforceableError();

@@ -1,7 +1,7 @@
 /** argv of `mcpmgr run` → validated options (the workload spec grows with the run issue). */
 import { McpmgrError } from "../errors.ts";
 import { parseArgv, type ParsedArgv } from "./argv.ts";
-import { assertNotBoth, checkOutgoingAuthRules } from "./rules.ts";
+import { checkOutgoingAuthRules } from "./rules.ts";
 import { runOptions } from "./run-options.ts";
 
 export type ParsedRunArgv = ParsedArgv<typeof runOptions>;
@@ -26,6 +26,5 @@ export function parseRunArgv(argv: readonly string[]): ParsedRunArgv {
     });
   }
   checkOutgoingAuthRules(parsed.given);
-  assertNotBoth(parsed.given, "env-file", "env-file-dir", "load variables from one file or from one directory");
   return parsed;
 }

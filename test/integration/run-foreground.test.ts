@@ -110,3 +110,57 @@ test("without --foreground, and for sources not supported yet, run refuses clear
     expect(result.stderr.toString()).toContain("not supported yet");
   }
 });
+
+test("environment: --env-file-dir < --env-file < -e, plus secrets from the secrets manager", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "mcpmgr-env-"));
+  try {
+    await Bun.write(join(dir, "envdir/a.env"), "FROM_DIR=dir\nOVERRIDDEN=dir\n");
+    await Bun.write(join(dir, "file.env"), '# comment\nFROM_FILE="quoted value"\nOVERRIDDEN=file\n');
+    const run = await runForeground(
+      [PROBE, "--env-file-dir", join(dir, "envdir"), "--env-file", join(dir, "file.env"), "-e", "OVERRIDDEN=flag", "--secret", "api-token,target=API_TOKEN"],
+      { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_API_TOKEN: "s3cret-value" },
+    );
+    try {
+      expect(await run.call("env", { name: "FROM_DIR" })).toBe("dir");
+      expect(await run.call("env", { name: "FROM_FILE" })).toBe("quoted value");
+      expect(await run.call("env", { name: "OVERRIDDEN" })).toBe("flag");
+      expect(await run.call("env", { name: "API_TOKEN" })).toBe("s3cret-value");
+      expect(run.output()).not.toContain("s3cret-value");
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 60_000);
+
+test("a missing secret stops the run before the server starts", () => {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--secret", "nope,target=NOPE"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_SECRETS_PROVIDER: "environment" },
+  });
+  expect(result.exitCode).not.toBe(0);
+  expect(result.stderr.toString()).toContain("nope");
+  expect(result.stderr.toString().trim().split("\n")).toHaveLength(1);
+});
+
+test("a remote URL runs behind the transparent forwarder", async () => {
+  const { startConformanceServer } = await import("../support/conformance.ts");
+  const fixture = await startConformanceServer();
+  try {
+    const run = await runForeground([fixture.url, "--name", "remote-demo"]);
+    try {
+      const { tools } = await run.client.listTools();
+      expect(tools.map((t) => t.name)).toContain("test_simple_text");
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+    expect(run.output()).toContain("remote-demo");
+    const refused = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", fixture.url, "-e", "A=1"], { cwd: REPO_ROOT });
+    expect(refused.exitCode).toBe(2);
+  } finally {
+    await fixture.stop();
+  }
+}, 60_000);
