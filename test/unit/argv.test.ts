@@ -264,9 +264,14 @@ describe("parseRunArgv", () => {
     ["--remote-auth-bearer-token", "t", "--remote-auth-bearer-token-file", "f"],
     ["--remote-auth", "--remote-auth-bearer-token", "t"],
     ["--token-exchange-url", "https://x.example", "--token-exchange-client-secret", "s", "--token-exchange-client-secret-file", "f"],
-    ["--env-file", "a", "--env-file-dir", "b"],
   ]))("%s is CONFLICTING_OPTIONS", (_label, options) => {
     expectCode(() => parseRunArgv(["srv", ...options]), "CONFLICTING_OPTIONS");
+  });
+
+  test("--env-file and --env-file-dir combine (the file wins over the directory)", () => {
+    const { values } = parseRunArgv(["srv", "--env-file", "a", "--env-file-dir", "b"]);
+    expect(values["env-file"]).toBe("a");
+    expect(values["env-file-dir"]).toBe("b");
   });
 
   test.each(labelled([
