@@ -15,6 +15,14 @@ export const rootCommand = defineCommand({
   subCommands: {
     run: () => import("./run.ts").then((m) => m.default),
     proxy: () => import("./proxy.ts").then((m) => m.default),
+    list: () => import("./list.ts").then((m) => m.default),
+    stop: () => import("./stop.ts").then((m) => m.default),
+    start: () => import("./start.ts").then((m) => m.start),
+    restart: () => import("./start.ts").then((m) => m.restart),
+    rm: () => import("./rm.ts").then((m) => m.default),
+    logs: () => import("./logs.ts").then((m) => m.default),
+    export: () => import("./export.ts").then((m) => m.default),
     secret: () => import("./secret.ts").then((m) => m.default),
+    __supervise: () => import("./supervise.ts").then((m) => m.default),
   },
 });

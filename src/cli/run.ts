@@ -6,7 +6,25 @@ import { assertSupported } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
 import { parseSource } from "../runtime/source.ts";
 import { toCittyArgs } from "./citty-args.ts";
-import { runForeground } from "./run-foreground.ts";
+import { runForeground } from "./workload-runner.ts";
+import { runDetached } from "./detached-run.ts";
+import { readJsonFile } from "../state/atomic-file.ts";
+import { workloadRecordSchema } from "../state/workload-record.ts";
+
+/**
+ * `--from-config PATH`: the exported record holds the run options as they were
+ * validated; they are parsed again, so an edited file gets the same checks as a
+ * command line. Relative paths in it are taken from its working directory.
+ */
+async function argsFromConfig(path: string, foreground: boolean): Promise<string[]> {
+  const record = await readJsonFile(path, workloadRecordSchema, { hint: "export one with 'mcpmgr export NAME PATH'" });
+  if (record === undefined) throw new McpmgrError("INVALID_OPTION", `--from-config ${JSON.stringify(path)}: no such file`, { hint: "give the path of an exported configuration" });
+  if (record.runOptions.length === 0) {
+    throw new McpmgrError("INVALID_OPTION", `--from-config ${path}: the file has no run options`, { hint: "export it again with 'mcpmgr export NAME PATH'" });
+  }
+  if (record.workingDir) process.chdir(record.workingDir);
+  return foreground ? ["--foreground", ...record.runOptions] : [...record.runOptions];
+}
 
 /**
  * What works in this version: --foreground runs of packages and remote URLs with
@@ -29,8 +47,15 @@ const supported: ReadonlySet<string> = new Set([
   "volume",
   "permission-profile",
   "insecure-allow-unsandboxed",
+  "group",
+  "label",
+  "from-config",
 ]);
-const unsupported = new Map(Object.keys(runOptions).filter((name) => !supported.has(name)).map((name) => [name, "this version runs servers in the foreground without workload management"] as const));
+const unsupported = new Map(
+  Object.keys(runOptions)
+    .filter((name) => !supported.has(name))
+    .map((name) => [name, "its feature (containers, authentication, policy or telemetry) is not in this version"] as const),
+);
 
 export default defineCommand({
   meta: {
@@ -41,14 +66,16 @@ export default defineCommand({
     SERVER_OR_IMAGE_OR_PROTOCOL: { description: "Registry name, image reference, npx:// uvx:// go:// package, or URL", required: false },
   }),
   async run({ rawArgs }) {
-    const parsed = parseRunArgv(rawArgs);
+    let args: readonly string[] = rawArgs;
+    let parsed = parseRunArgv(args);
     assertSupported(parsed.given, unsupported, "run", parsed.values);
-    if (!parsed.values.foreground) {
-      throw new McpmgrError("NOT_SUPPORTED_YET", "detached workloads are not supported yet", {
-        hint: "add --foreground to run the server in this terminal (Ctrl-C stops it)",
-      });
+    if (parsed.values["from-config"] !== undefined) {
+      args = await argsFromConfig(parsed.values["from-config"], parsed.values.foreground);
+      parsed = parseRunArgv(args);
+      assertSupported(parsed.given, unsupported, "run", parsed.values);
     }
     const source = parseSource(parsed.positionals[0] as string);
+    if (!parsed.values.foreground) return runDetached(source, parsed, args);
     const code = await runForeground(source, parsed);
     if (code !== 0) process.exit(code);
   },

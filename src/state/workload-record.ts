@@ -65,6 +65,14 @@ export const workloadRecordSchema = v.pipe(
     ),
     /** Tools to expose; absent means every tool (an empty list would hide them all). */
     tools: v.optional(v.array(text)),
+    /**
+     * The `run` options exactly as validated (without the source and the server's
+     * arguments): restarts, `start` and `--from-config` parse them again with the same
+     * parser, so a workload always runs as it was first asked to.
+     */
+    runOptions: v.optional(v.array(v.string()), []),
+    /** Where relative paths in runOptions were meant from. */
+    workingDir: v.optional(text),
     createdAt: timestamp,
   }),
   v.forward(

@@ -65,6 +65,7 @@ describe("records", () => {
       secrets: [],
       args: ["--x"],
       volumes: [],
+      runOptions: [],
       createdAt: CLOCK.toISOString(),
     });
     const read = await store.get("everything");

@@ -1,8 +1,7 @@
 /**
- * `mcpmgr run --foreground` for what this version supports: a protocol-scheme package
- * as a local stdio process (sandboxed by bwrap) behind the stdio bridge, or a remote
- * MCP URL behind the transparent forwarder. It blocks until Ctrl-C or until the server
- * exits, and cleans up either way.
+ * Starting a workload in this process: a protocol-scheme package as a local stdio
+ * process (sandboxed by bwrap) behind the stdio bridge, or a remote MCP URL behind the
+ * transparent forwarder. `run --foreground` and the detached supervisor both use it.
  */
 import { McpmgrError } from "../errors.ts";
 import { withBuiltinProtections } from "../middleware/builtin-chain.ts";
@@ -17,6 +16,7 @@ import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts
 import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
 import { createSecretManager } from "../secrets/manager.ts";
 import { resolvePaths } from "../state/paths.ts";
+import { deriveWorkloadName } from "../state/workload-name.ts";
 import { packageCommand } from "../runtime/package-command.ts";
 import { loadPermissionProfile } from "../runtime/permission-profile.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
@@ -30,9 +30,22 @@ import { untilSignal } from "./signals.ts";
 
 type Values = ParsedRunArgv["values"];
 
-export async function runForeground(source: ServerSource, parsed: ParsedRunArgv): Promise<number> {
+export interface RunningWorkload {
+  /** The URL MCP clients use. */
+  readonly url: string;
+  /** Resolves with the reason when the server stops on its own. */
+  readonly exited: Promise<string>;
+  /** Graceful stop of proxy and server. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Where the server's stderr goes besides the error report (the workload log). */
+  readonly onServerOutput?: (text: string) => void;
+}
+
+export async function startWorkload(source: ServerSource, parsed: ParsedRunArgv, name: string, options: StartOptions = {}): Promise<RunningWorkload> {
   const { values } = parsed;
-  const name = values.name ?? defaultName(source);
   const live = new LiveStreams();
   let handler: Handler;
   let endpointPath: string;
@@ -54,7 +67,7 @@ export async function runForeground(source: ServerSource, parsed: ParsedRunArgv)
     }
     child = await launchSandboxed(packageCommand(source, parsed.passthrough), values);
     const bridge = new StdioBridge({ clientInfo: { name: "mcpmgr", version }, onLog: (level, text) => log[level](`${name}: ${text}`) });
-    const stderr = keepStderr(child, name);
+    const stderr = keepStderr(child, name, options.onServerOutput);
     const channel = lineChannel({
       stdout: child.proc.stdout,
       stdin: child.proc.stdin,
@@ -99,12 +112,25 @@ export async function runForeground(source: ServerSource, parsed: ParsedRunArgv)
   });
   const base = new URL(server.url);
   if (base.hostname === "0.0.0.0") base.hostname = "127.0.0.1";
-  log.info(`${name} is running; MCP clients connect to:`);
-  printResult(new URL(endpointPath, base).href);
+  const running = child;
+  return {
+    url: new URL(endpointPath, base).href,
+    exited: serverExit,
+    async stop() {
+      await server.shutdown();
+      await running?.stop();
+    },
+  };
+}
 
-  const outcome = await Promise.race([untilSignal().then((signal) => ({ signal })), serverExit.then((why) => ({ why }))]);
-  await server.shutdown();
-  await child?.stop();
+/** `mcpmgr run --foreground`: blocks until Ctrl-C or until the server exits. */
+export async function runForeground(source: ServerSource, parsed: ParsedRunArgv): Promise<number> {
+  const name = parsed.values.name ?? deriveWorkloadName(parsed.positionals[0] as string);
+  const workload = await startWorkload(source, parsed, name);
+  log.info(`${name} is running; MCP clients connect to:`);
+  printResult(workload.url);
+  const outcome = await Promise.race([untilSignal().then((signal) => ({ signal })), workload.exited.then((why) => ({ why }))]);
+  await workload.stop();
   if ("why" in outcome) {
     log.error(`${name}: ${outcome.why}`);
     return 1;
@@ -149,21 +175,16 @@ async function launchSandboxed(command: string[], values: Values): Promise<Local
 }
 
 /** Keeps the server's stderr for error reports (and shows it with --debug). */
-function keepStderr(child: LocalProcess, name: string): { tail: () => string; drained: Promise<void> } {
+function keepStderr(child: LocalProcess, name: string, onOutput?: (text: string) => void): { tail: () => string; drained: Promise<void> } {
   let tail = "";
   const drained = (async () => {
     const decoder = new TextDecoder();
     for await (const chunk of child.proc.stderr) {
       const text = decoder.decode(chunk, { stream: true });
+      onOutput?.(text);
       tail = (tail + text).slice(-4_000);
       for (const line of text.split("\n")) if (line.trim() !== "") log.debug(`${name} stderr: ${line}`);
     }
   })();
   return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
-}
-
-function defaultName(source: ServerSource): string {
-  const raw = source.kind === "remote" ? source.url.hostname : source.kind === "package" ? source.name : source.kind === "image" ? source.ref : source.name;
-  const base = raw.split("/").filter(Boolean).pop() ?? "mcp-server";
-  return base.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 63) || "mcp-server";
 }

@@ -1,0 +1,83 @@
+/**
+ * `mcpmgr run` without --foreground: record the workload, start its supervisor,
+ * wait until the proxy serves it, print the URL and return.
+ */
+import { resolve } from "node:path";
+import type { ParsedRunArgv } from "../config/run-spec.ts";
+import { McpmgrError } from "../errors.ts";
+import { packageCommand } from "../runtime/package-command.ts";
+import { loadPermissionProfile } from "../runtime/permission-profile.ts";
+import type { ServerSource } from "../runtime/source.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { assertWorkloadName, deriveWorkloadName } from "../state/workload-name.ts";
+import { WorkloadStore } from "../state/workloads.ts";
+import { log, printResult } from "./output.ts";
+import { startSupervisor } from "./supervisor-control.ts";
+
+export async function runDetached(source: ServerSource, parsed: ParsedRunArgv, rawArgs: readonly string[]): Promise<void> {
+  const { values } = parsed;
+  const sourceText = parsed.positionals[0] as string;
+  const name = values.name ?? deriveWorkloadName(sourceText);
+  assertWorkloadName(name);
+  if (source.kind !== "package" && source.kind !== "remote") {
+    throw new McpmgrError("NOT_SUPPORTED_YET", `running ${source.kind === "image" ? "container images" : "registry entries"} is not supported yet`, {
+      hint: "run a package (npx://, uvx://, go://) or a remote URL",
+    });
+  }
+  // Fail here, in the user's terminal, for what can be checked before anything starts.
+  if (source.kind === "package") packageCommand(source, parsed.passthrough);
+  if (values["permission-profile"]) await loadPermissionProfile(values["permission-profile"]);
+
+  const store = new WorkloadStore(resolvePaths());
+  if (await store.get(name)) {
+    throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${name} already exists`, {
+      hint: `start it with 'mcpmgr start ${name}', remove it with 'mcpmgr rm ${name}', or choose another --name`,
+    });
+  }
+  const port = values["proxy-port"] ?? (await freePortAvoiding(store));
+  const dashDash = rawArgs.indexOf("--");
+  const own = (dashDash === -1 ? rawArgs : rawArgs.slice(0, dashDash)).filter((arg) => arg !== "--foreground" && arg !== "-f");
+  const runOptions = [...own, ...(values.name ? [] : ["--name", name]), ...(values["proxy-port"] ? [] : ["--proxy-port", String(port)]), "--", ...parsed.passthrough];
+
+  await store.create({
+    name,
+    group: values.group,
+    labels: Object.fromEntries(values.label.map((pair) => [pair.key, pair.value])),
+    source: { kind: source.kind, ref: sourceText },
+    transport: source.kind === "remote" ? "streamable-http" : (values.transport ?? "stdio"),
+    proxyMode: values["proxy-mode"],
+    host: values.host,
+    proxyPort: port,
+    runtime: source.kind === "remote" ? "remote" : "process",
+    ...(values["permission-profile"] ? { permissionProfile: values["permission-profile"] } : {}),
+    env: Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
+    secrets: values.secret.map((ref) => ({ name: ref.name, target: ref.target })),
+    args: [...parsed.passthrough],
+    volumes: values.volume.map((v) => ({ hostPath: resolve(v.hostPath), containerPath: v.containerPath, readOnly: v.readOnly })),
+    runOptions,
+    workingDir: process.cwd(),
+  });
+  try {
+    await startSupervisor(store, name, "fix the command and run it again (nothing was kept)");
+  } catch (err) {
+    // A workload that never ran is not kept: the user fixes the command and runs it again.
+    await store.remove(name).catch(() => {});
+    throw err;
+  }
+  const host = values.host === "0.0.0.0" ? "127.0.0.1" : values.host.includes(":") ? `[${values.host}]` : values.host;
+  const path = source.kind === "remote" ? source.url.pathname : values["proxy-mode"] === "sse" ? "/sse" : "/mcp";
+  log.info(`${name} is running in the background ('mcpmgr stop ${name}' stops it); MCP clients connect to:`);
+  printResult(`http://${host}:${port}${path}`);
+}
+
+/** A free port that no other workload keeps for its restarts. */
+async function freePortAvoiding(store: WorkloadStore): Promise<number> {
+  const taken = new Set((await store.list()).map((record) => record.proxyPort));
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+    const port = probe.port as number;
+    await probe.stop(true);
+    if (!taken.has(port)) return port;
+  }
+  throw new McpmgrError("PORT_IN_USE", "could not find a free port", { hint: "choose one with --proxy-port" });
+}

@@ -1,0 +1,22 @@
+/** `mcpmgr export NAME PATH`: the workload's configuration, for `run --from-config PATH`. */
+import { defineCommand } from "citty";
+import { writeJsonFile } from "../state/atomic-file.ts";
+import { toCittyArgs } from "./citty-args.ts";
+import { log } from "./output.ts";
+import { openStore, parseNamed } from "./workload-arg.ts";
+
+export default defineCommand({
+  meta: { name: "export", description: "Write a workload's configuration to a file" },
+  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true }, PATH: { description: "File to write", required: true } }),
+  async run({ rawArgs }) {
+    const { name, rest } = parseNamed(rawArgs, {}, "export", 1);
+    const path = rest[0];
+    if (path === undefined) {
+      const { McpmgrError } = await import("../errors.ts");
+      throw new McpmgrError("MISSING_OPTION", "missing the PATH to write", { hint: `usage: mcpmgr export ${name} PATH` });
+    }
+    const record = await openStore().getExisting(name);
+    await writeJsonFile(path, record);
+    log.info(`wrote ${name}'s configuration to ${path} (run it with 'mcpmgr run --from-config ${path}')`);
+  },
+});

@@ -1,0 +1,44 @@
+/** `mcpmgr list`: every workload with its real status (a dead supervisor shows as failed). */
+import { defineCommand } from "citty";
+import { parseArgv } from "../config/argv.ts";
+import { stringOption } from "../config/option-spec.ts";
+import { nonEmpty, oneOf } from "../config/values.ts";
+import { toCittyArgs } from "./citty-args.ts";
+import { printResult } from "./output.ts";
+import { currentStatus } from "./supervisor-control.ts";
+import { openStore } from "./workload-arg.ts";
+
+const table = {
+  format: stringOption({ description: "Output format: text or json", valueHint: "text|json", default: "text", schema: oneOf(["text", "json"] as const) }),
+  group: stringOption({ description: "Only workloads of this group", valueHint: "group", schema: nonEmpty }),
+} as const;
+
+export default defineCommand({
+  meta: { name: "list", description: "List workloads and their status" },
+  args: toCittyArgs(table),
+  async run({ rawArgs }) {
+    const { values } = parseArgv(rawArgs, table, "list", false);
+    const store = openStore();
+    const rows = [];
+    for (const record of await store.list()) {
+      if (values.group !== undefined && record.group !== values.group) continue;
+      const status = await currentStatus(store, record.name);
+      const path = record.runtime === "remote" ? new URL(record.source.ref).pathname : record.proxyMode === "sse" ? "/sse" : "/mcp";
+      rows.push({
+        name: record.name,
+        status: status?.state ?? "stopped",
+        url: `http://${record.host === "0.0.0.0" ? "127.0.0.1" : record.host}:${record.proxyPort}${path}`,
+        source: record.source.ref,
+        group: record.group,
+        runtime: record.runtime,
+        restarts: status?.restarts ?? 0,
+        ...(status?.lastError ? { lastError: status.lastError } : {}),
+      });
+    }
+    if (values.format === "json") return printResult(JSON.stringify(rows, null, 2));
+    const header = ["NAME", "STATUS", "URL", "SOURCE", "GROUP", "RUNTIME", "RESTARTS"];
+    const lines = [header, ...rows.map((r) => [r.name, r.status, r.url, r.source, r.group, r.runtime, String(r.restarts)])];
+    const widths = header.map((_, i) => Math.max(...lines.map((line) => (line[i] as string).length)));
+    for (const line of lines) printResult(line.map((cell, i) => cell.padEnd(widths[i] as number)).join("  ").trimEnd());
+  },
+});

@@ -1,0 +1,22 @@
+/** `mcpmgr rm NAME`: stops the workload if needed and removes its record and logs. */
+import { defineCommand } from "citty";
+import { toCittyArgs } from "./citty-args.ts";
+import { log } from "./output.ts";
+import { stopSupervisor } from "./supervisor-control.ts";
+import { openStore, parseNamed } from "./workload-arg.ts";
+
+export default defineCommand({
+  meta: { name: "rm", description: "Remove a workload (stopping it first)" },
+  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true } }),
+  async run({ rawArgs }) {
+    const { name } = parseNamed(rawArgs, {}, "rm");
+    const store = openStore();
+    await store.getExisting(name).catch(async (err) => {
+      // A corrupt record must still be removable: only a truly unknown name is an error.
+      if ((err as { code?: string }).code !== "STATE_CORRUPT") throw err;
+    });
+    await stopSupervisor(store, name).catch(() => false);
+    await store.remove(name);
+    log.info(`removed ${name}`);
+  },
+});

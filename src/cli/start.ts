@@ -1,0 +1,34 @@
+/** `mcpmgr start NAME` and `mcpmgr restart NAME`: (re)start a recorded workload on its port. */
+import { defineCommand } from "citty";
+import { toCittyArgs } from "./citty-args.ts";
+import { log, printResult } from "./output.ts";
+import { currentStatus, startSupervisor, stopSupervisor } from "./supervisor-control.ts";
+import { openStore, parseNamed } from "./workload-arg.ts";
+
+function command(restart: boolean) {
+  const verb = restart ? "restart" : "start";
+  return defineCommand({
+    meta: { name: verb, description: restart ? "Stop and start a workload again" : "Start a stopped workload" },
+    args: toCittyArgs({}, { NAME: { description: "Workload name", required: true } }),
+    async run({ rawArgs }) {
+      const { name } = parseNamed(rawArgs, {}, verb);
+      const store = openStore();
+      const record = await store.getExisting(name);
+      if (restart) await stopSupervisor(store, name);
+      else {
+        const status = await currentStatus(store, name);
+        if (status?.state === "running" || status?.state === "restarting") {
+          log.info(`${name} is already running`);
+          return;
+        }
+      }
+      await startSupervisor(store, name);
+      const path = record.runtime === "remote" ? new URL(record.source.ref).pathname : record.proxyMode === "sse" ? "/sse" : "/mcp";
+      log.info(`${name} is running; MCP clients connect to:`);
+      printResult(`http://${record.host === "0.0.0.0" ? "127.0.0.1" : record.host}:${record.proxyPort}${path}`);
+    },
+  });
+}
+
+export const start = command(false);
+export const restart = command(true);

@@ -1,0 +1,58 @@
+/**
+ * Starting and stopping a workload's supervisor: the detached copy of mcpmgr that
+ * serves the proxy and restarts the server when it crashes.
+ */
+import { spawn } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import { McpmgrError } from "../errors.ts";
+import { isProcessAlive } from "../state/lock.ts";
+import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
+import type { WorkloadStore } from "../state/workloads.ts";
+import { ensureDir } from "../state/atomic-file.ts";
+import { selfCommand } from "./self-command.ts";
+
+const readyTimeoutMs = 120_000;
+
+export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
+  const status = await store.readStatus(name);
+  return status === undefined ? undefined : reconcileStatus(status, isProcessAlive);
+}
+
+/** Starts the supervisor and waits until the workload runs (or reports why it did not). */
+export async function startSupervisor(store: WorkloadStore, name: string, failureHint = `see 'mcpmgr logs ${name}' and 'mcpmgr logs ${name} --proxy'`): Promise<void> {
+  await ensureDir(store.paths.logDir);
+  // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer.
+  await store.writeStatus(name, { state: "starting" });
+  const out = openSync(store.proxyLogPath(name), "a", 0o600);
+  const [command, ...args] = selfCommand("__supervise", name);
+  const child = spawn(command as string, args, { detached: true, stdio: ["ignore", out, out], env: { ...process.env, NO_COLOR: "1" } });
+  closeSync(out);
+  child.unref();
+  const pid = child.pid;
+
+  const deadline = performance.now() + readyTimeoutMs;
+  while (performance.now() < deadline) {
+    await Bun.sleep(100);
+    const status = await currentStatus(store, name);
+    if (status?.state === "running") return;
+    if (status?.state === "failed" || (pid !== undefined && !isProcessAlive(pid))) {
+      throw new McpmgrError("SERVER_FAILED", `${name} failed to start: ${status?.lastError ?? "the supervisor exited"}`, {
+        hint: failureHint,
+      });
+    }
+  }
+  throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, { hint: `see 'mcpmgr logs ${name}'` });
+}
+
+/** SIGTERM to the supervisor, which stops the proxy and the server; SIGKILL if it hangs. */
+export async function stopSupervisor(store: WorkloadStore, name: string): Promise<boolean> {
+  const status = await currentStatus(store, name);
+  const pid = status?.pid;
+  if (pid === undefined || !isProcessAlive(pid) || status?.state === "stopped" || status?.state === "failed") return false;
+  process.kill(pid, "SIGTERM");
+  const deadline = performance.now() + 15_000;
+  while (isProcessAlive(pid) && performance.now() < deadline) await Bun.sleep(50);
+  if (isProcessAlive(pid)) process.kill(pid, "SIGKILL");
+  await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch(() => {});
+  return true;
+}

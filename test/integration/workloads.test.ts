@@ -1,0 +1,147 @@
+/**
+ * Workload lifecycle with the process runtime, as a user drives it: `run` (detached),
+ * `list`, `logs`, `stop`, `start`, `restart`, `export`, `run --from-config`, `rm`,
+ * crash restarts and a supervisor that died. Every test uses its own MCPMGR_HOME.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+const PROBE = "npx://./test/fixtures/sandbox-probe";
+let home: string;
+
+function mcpmgr(...args: string[]) {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home } });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+interface Row {
+  name: string;
+  status: string;
+  url: string;
+  restarts: number;
+  lastError?: string;
+}
+const list = (): Row[] => JSON.parse(mcpmgr("list", "--format", "json").stdout) as Row[];
+const row = (name: string) => list().find((r) => r.name === name);
+
+async function echoEnv(url: string): Promise<string | undefined> {
+  const client = new Client({ name: "workload-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  try {
+    const result = (await client.callTool({ name: "env", arguments: { name: "PROBE_MODE" } })) as { content: { text: string }[] };
+    return result.content[0]?.text;
+  } finally {
+    await client.close();
+  }
+}
+
+async function until(predicate: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!predicate() && Date.now() < deadline) await Bun.sleep(100);
+  expect(predicate()).toBe(true);
+}
+
+beforeAll(async () => {
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-workloads-"));
+});
+
+afterAll(async () => {
+  for (const r of list()) mcpmgr("rm", r.name);
+  await rm(home, { recursive: true, force: true });
+});
+
+describe("a detached workload", () => {
+  let url: string;
+
+  test("run returns once the proxy answers, and prints the URL", async () => {
+    const started = mcpmgr("run", PROBE, "--name", "probe", "-e", "PROBE_MODE=detached", "--group", "team-a");
+    expect(started.code).toBe(0);
+    url = started.stdout.trim();
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    expect(await echoEnv(url)).toBe("detached");
+    expect(row("probe")).toMatchObject({ status: "running", url, restarts: 0 });
+    expect(mcpmgr("list").stdout).toMatch(/probe\s+running\s+http/);
+    expect(mcpmgr("list", "--group", "other", "--format", "json").stdout.trim()).toBe("[]");
+  }, 60_000);
+
+  test("a second workload with the same name is refused", () => {
+    const again = mcpmgr("run", PROBE, "--name", "probe");
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain("already exists");
+  });
+
+  test("logs show the server's stderr; --proxy shows the proxy's", () => {
+    expect(mcpmgr("logs", "probe").stdout).toContain("sandbox-probe ready");
+    expect(mcpmgr("logs", "probe", "--proxy").stdout).toContain("probe running at");
+  });
+
+  test("a crashed server is restarted on the same port and the count is visible", async () => {
+    const client = new Client({ name: "crasher", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.callTool({ name: "crash", arguments: {} }).catch(() => {});
+    await client.close().catch(() => {});
+    await until(() => (row("probe")?.restarts ?? 0) >= 1 && row("probe")?.status === "running");
+    expect(await echoEnv(url)).toBe("detached");
+  }, 60_000);
+
+  test("stop, start and restart keep the URL", async () => {
+    expect(mcpmgr("stop", "probe").code).toBe(0);
+    expect(row("probe")?.status).toBe("stopped");
+    expect(await fetch(url, { method: "POST", body: "{}" }).then(() => "answered", () => "refused")).toBe("refused");
+    const started = mcpmgr("start", "probe");
+    expect(started.code).toBe(0);
+    expect(started.stdout.trim()).toBe(url);
+    expect(await echoEnv(url)).toBe("detached");
+    expect(mcpmgr("restart", "probe").stdout.trim()).toBe(url);
+    expect(await echoEnv(url)).toBe("detached");
+  }, 60_000);
+
+  test("export, rm and run --from-config recreate the same workload", async () => {
+    const file = join(home, "probe-export.json");
+    expect(mcpmgr("export", "probe", file).code).toBe(0);
+    const exported = (await Bun.file(file).json()) as { name: string; env: Record<string, string> };
+    expect(exported.name).toBe("probe");
+    expect(exported.env).toEqual({ PROBE_MODE: "detached" });
+    expect(mcpmgr("rm", "probe").code).toBe(0);
+    expect(row("probe")).toBeUndefined();
+    const recreated = mcpmgr("run", "--from-config", file);
+    expect(recreated.code).toBe(0);
+    expect(recreated.stdout.trim()).toBe(url);
+    expect(await echoEnv(url)).toBe("detached");
+  }, 60_000);
+
+  test("a supervisor killed behind our back shows as failed", async () => {
+    const status = (await Bun.file(join(home, "state/workloads/probe/status.json")).json()) as { pid: number };
+    process.kill(status.pid, "SIGKILL");
+    await until(() => row("probe")?.status === "failed");
+    expect(row("probe")?.lastError).toContain("no longer running");
+    expect(mcpmgr("rm", "probe").code).toBe(0);
+    expect(list()).toEqual([]);
+  }, 30_000);
+});
+
+test("a server that fails to start is reported with its output, and nothing is kept", () => {
+  const result = mcpmgr("run", "npx://./test/fixtures/exits-early");
+  expect(result.code).toBe(1);
+  expect(result.stderr).toContain("MY_API_KEY is not set");
+  expect(result.stdout).toBe("");
+  expect(list().find((r) => r.name === "exits-early")).toBeUndefined();
+}, 60_000);
+
+test("two runs at once both succeed, on different ports", async () => {
+  const run = (name: string) =>
+    Bun.spawn([process.execPath, CLI_ENTRY, "run", PROBE, "--name", name], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home }, stdout: "pipe", stderr: "pipe" });
+  const [a, b] = [run("twin-a"), run("twin-b")];
+  const [urlA, urlB] = await Promise.all([new Response(a.stdout).text(), new Response(b.stdout).text()]);
+  expect(await a.exited).toBe(0);
+  expect(await b.exited).toBe(0);
+  expect(urlA.trim()).not.toBe(urlB.trim());
+  expect(list().map((r) => r.status)).toEqual(["running", "running"]);
+  mcpmgr("rm", "twin-a");
+  mcpmgr("rm", "twin-b");
+}, 60_000);
