@@ -7,25 +7,22 @@ import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { packageCommand } from "../runtime/package-command.ts";
 import { loadPermissionProfile } from "../runtime/permission-profile.ts";
-import type { ServerSource } from "../runtime/source.ts";
+import type { RunPlan } from "./run-plan.ts";
+import { notSupportedSource } from "./workload-runner.ts";
 import { resolvePaths } from "../state/paths.ts";
-import { assertWorkloadName, deriveWorkloadName } from "../state/workload-name.ts";
+import { assertWorkloadName } from "../state/workload-name.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { log, printResult } from "./output.ts";
 import { startSupervisor } from "./supervisor-control.ts";
 
-export async function runDetached(source: ServerSource, parsed: ParsedRunArgv, rawArgs: readonly string[]): Promise<void> {
+export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs: readonly string[]): Promise<void> {
   const { values } = parsed;
+  const { source, name } = plan;
   const sourceText = parsed.positionals[0] as string;
-  const name = values.name ?? deriveWorkloadName(sourceText);
   assertWorkloadName(name);
-  if (source.kind !== "package" && source.kind !== "remote") {
-    throw new McpmgrError("NOT_SUPPORTED_YET", `running ${source.kind === "image" ? "container images" : "registry entries"} is not supported yet`, {
-      hint: "run a package (npx://, uvx://, go://) or a remote URL",
-    });
-  }
+  if (source.kind !== "package" && source.kind !== "remote") throw notSupportedSource(plan);
   // Fail here, in the user's terminal, for what can be checked before anything starts.
-  if (source.kind === "package") packageCommand(source, parsed.passthrough);
+  if (source.kind === "package") packageCommand(source, plan.args);
   if (values["permission-profile"]) await loadPermissionProfile(values["permission-profile"]);
 
   const store = new WorkloadStore(resolvePaths());
@@ -43,8 +40,8 @@ export async function runDetached(source: ServerSource, parsed: ParsedRunArgv, r
     name,
     group: values.group,
     labels: Object.fromEntries(values.label.map((pair) => [pair.key, pair.value])),
-    source: { kind: source.kind, ref: sourceText },
-    transport: source.kind === "remote" ? "streamable-http" : (values.transport ?? "stdio"),
+    source: { kind: plan.entry ? "registry" : source.kind, ref: sourceText },
+    transport: source.kind === "remote" ? "streamable-http" : (plan.transport ?? "stdio"),
     proxyMode: values["proxy-mode"],
     host: values.host,
     proxyPort: port,
@@ -52,7 +49,7 @@ export async function runDetached(source: ServerSource, parsed: ParsedRunArgv, r
     ...(values["permission-profile"] ? { permissionProfile: values["permission-profile"] } : {}),
     env: Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
     secrets: values.secret.map((ref) => ({ name: ref.name, target: ref.target })),
-    args: [...parsed.passthrough],
+    args: [...plan.args],
     volumes: values.volume.map((v) => ({ hostPath: resolve(v.hostPath), containerPath: v.containerPath, readOnly: v.readOnly })),
     runOptions,
     workingDir: process.cwd(),

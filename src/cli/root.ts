@@ -23,6 +23,7 @@ export const rootCommand = defineCommand({
     logs: () => import("./logs.ts").then((m) => m.default),
     export: () => import("./export.ts").then((m) => m.default),
     secret: () => import("./secret.ts").then((m) => m.default),
+    registry: () => import("./registry.ts").then((m) => m.default),
     __supervise: () => import("./supervise.ts").then((m) => m.default),
   },
 });

@@ -4,7 +4,7 @@ import { runOptions } from "../config/run-options.ts";
 import { parseRunArgv } from "../config/run-spec.ts";
 import { assertSupported } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
-import { parseSource } from "../runtime/source.ts";
+import { planRun } from "./run-plan.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { runForeground } from "./workload-runner.ts";
 import { runDetached } from "./detached-run.ts";
@@ -74,9 +74,9 @@ export default defineCommand({
       parsed = parseRunArgv(args);
       assertSupported(parsed.given, unsupported, "run", parsed.values);
     }
-    const source = parseSource(parsed.positionals[0] as string);
-    if (!parsed.values.foreground) return runDetached(source, parsed, args);
-    const code = await runForeground(source, parsed);
+    const plan = await planRun(parsed);
+    if (!parsed.values.foreground) return runDetached(plan, parsed, args);
+    const code = await runForeground(plan, parsed);
     if (code !== 0) process.exit(code);
   },
 });

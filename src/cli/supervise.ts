@@ -8,7 +8,7 @@ import { appendFileSync } from "node:fs";
 import { defineCommand } from "citty";
 import { parseRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
-import { parseSource } from "../runtime/source.ts";
+import { planRun } from "./run-plan.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { log } from "./output.ts";
@@ -34,7 +34,7 @@ async function supervise(name: string): Promise<void> {
   const record = await store.getExisting(name);
   if (record.workingDir) process.chdir(record.workingDir);
   const parsed = parseRunArgv(record.runOptions);
-  const source = parseSource(parsed.positionals[0] as string);
+  const plan = await planRun(parsed);
   const logFile = store.logPath(name);
   const onServerOutput = (text: string) => appendFileSync(logFile, text, { mode: 0o600 });
 
@@ -49,7 +49,7 @@ async function supervise(name: string): Promise<void> {
     let workload: RunningWorkload;
     const startedAt = performance.now();
     try {
-      workload = await startWorkload(source, parsed, name, { onServerOutput });
+      workload = await startWorkload(plan, parsed, { onServerOutput });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       if (!started) {

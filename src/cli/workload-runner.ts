@@ -16,12 +16,11 @@ import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts
 import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
 import { createSecretManager } from "../secrets/manager.ts";
 import { resolvePaths } from "../state/paths.ts";
-import { deriveWorkloadName } from "../state/workload-name.ts";
 import { packageCommand } from "../runtime/package-command.ts";
 import { loadPermissionProfile } from "../runtime/permission-profile.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
 import { bwrapArgs, findBwrap, unenforceableError } from "../runtime/sandbox.ts";
-import type { ServerSource } from "../runtime/source.ts";
+import { assertRequiredEnv, type RunPlan } from "./run-plan.ts";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { version } from "../version.ts";
 import { maxBodyBytesFromEnv } from "./limits.ts";
@@ -44,8 +43,9 @@ export interface StartOptions {
   readonly onServerOutput?: (text: string) => void;
 }
 
-export async function startWorkload(source: ServerSource, parsed: ParsedRunArgv, name: string, options: StartOptions = {}): Promise<RunningWorkload> {
+export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, options: StartOptions = {}): Promise<RunningWorkload> {
   const { values } = parsed;
+  const { source, name } = plan;
   const live = new LiveStreams();
   let handler: Handler;
   let endpointPath: string;
@@ -61,11 +61,11 @@ export async function startWorkload(source: ServerSource, parsed: ParsedRunArgv,
     handler = transparentForwarder({ target: source.url, endpointPrefix: values["endpoint-prefix"], trustProxyHeaders: values["trust-proxy-headers"], live });
     endpointPath = source.url.pathname;
   } else if (source.kind === "package") {
-    const transport = values.transport ?? "stdio";
+    const transport = plan.transport ?? "stdio";
     if (transport !== "stdio") {
       throw new McpmgrError("NOT_SUPPORTED_YET", `--transport ${transport} for local packages is not supported yet`, { hint: "packaged MCP servers speak stdio; leave --transport out" });
     }
-    child = await launchSandboxed(packageCommand(source, parsed.passthrough), values);
+    child = await launchSandboxed(packageCommand(source, plan.args), plan, values);
     const bridge = new StdioBridge({ clientInfo: { name: "mcpmgr", version }, onLog: (level, text) => log[level](`${name}: ${text}`) });
     const stderr = keepStderr(child, name, options.onServerOutput);
     const channel = lineChannel({
@@ -98,9 +98,7 @@ export async function startWorkload(source: ServerSource, parsed: ParsedRunArgv,
       endpointPath = "/mcp";
     }
   } else {
-    throw new McpmgrError("NOT_SUPPORTED_YET", `running ${source.kind === "image" ? "container images" : "registry entries"} is not supported yet`, {
-      hint: "run a package (npx://, uvx://, go://) or a remote URL with --foreground",
-    });
+    throw notSupportedSource(plan);
   }
 
   const server = serve({
@@ -124,9 +122,9 @@ export async function startWorkload(source: ServerSource, parsed: ParsedRunArgv,
 }
 
 /** `mcpmgr run --foreground`: blocks until Ctrl-C or until the server exits. */
-export async function runForeground(source: ServerSource, parsed: ParsedRunArgv): Promise<number> {
-  const name = parsed.values.name ?? deriveWorkloadName(parsed.positionals[0] as string);
-  const workload = await startWorkload(source, parsed, name);
+export async function runForeground(plan: RunPlan, parsed: ParsedRunArgv): Promise<number> {
+  const name = plan.name;
+  const workload = await startWorkload(plan, parsed);
   log.info(`${name} is running; MCP clients connect to:`);
   printResult(workload.url);
   const outcome = await Promise.race([untilSignal().then((signal) => ({ signal })), workload.exited.then((why) => ({ why }))]);
@@ -143,13 +141,17 @@ export async function runForeground(source: ServerSource, parsed: ParsedRunArgv)
  * The server's environment: --env-file-dir, then --env-file, then -e (later wins),
  * then secrets, which may not collide with a plain variable.
  */
-async function serverEnvironment(values: Values): Promise<Record<string, string>> {
+async function serverEnvironment(plan: RunPlan, values: Values): Promise<Record<string, string>> {
   const env: Record<string, string> = {
+    ...plan.envDefaults,
     ...(values["env-file-dir"] ? loadEnvDir(values["env-file-dir"]) : {}),
     ...(values["env-file"] ? loadEnvFile(values["env-file"]) : {}),
     ...Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
   };
-  if (values.secret.length === 0) return env;
+  if (values.secret.length === 0) {
+    assertRequiredEnv(plan, env);
+    return env;
+  }
   for (const ref of values.secret) {
     if (ref.target in env) {
       throw new McpmgrError("CONFLICTING_OPTIONS", `--secret ${ref.name},target=${ref.target} and a plain variable both set ${ref.target}`, {
@@ -158,12 +160,13 @@ async function serverEnvironment(values: Values): Promise<Record<string, string>
     }
   }
   const secrets = await createSecretManager({ dir: resolvePaths().dataDir, env: process.env }).resolveSecretReferences(values.secret);
+  assertRequiredEnv(plan, { ...env, ...secrets });
   return { ...env, ...secrets };
 }
 
-async function launchSandboxed(command: string[], values: Values): Promise<LocalProcess> {
-  const profile = await loadPermissionProfile(values["permission-profile"] ?? "network");
-  const env = await serverEnvironment(values);
+async function launchSandboxed(command: string[], plan: RunPlan, values: Values): Promise<LocalProcess> {
+  const profile = values["permission-profile"] ? await loadPermissionProfile(values["permission-profile"]) : (plan.profile ?? (await loadPermissionProfile("network")));
+  const env = await serverEnvironment(plan, values);
   const bwrap = findBwrap();
   if (bwrap === undefined) {
     if (!values["insecure-allow-unsandboxed"]) throw unenforceableError();
@@ -187,4 +190,11 @@ function keepStderr(child: LocalProcess, name: string, onOutput?: (text: string)
     }
   })();
   return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
+}
+
+export function notSupportedSource(plan: RunPlan): McpmgrError {
+  const what = plan.entry ? `registry entry ${plan.entry.name} (a container image)` : "container images";
+  return new McpmgrError("NOT_SUPPORTED_YET", `running ${what} is not supported yet: the container runtime is not in this version`, {
+    hint: "run a package (npx://, uvx://, go://) or a remote URL",
+  });
 }

@@ -18,7 +18,7 @@
  *   }
  */
 import * as v from "valibot";
-import { permissionsSchema, type Permissions } from "./permissions.ts";
+import { permissionsSchema, type Permissions } from "../config/permission-profile.ts";
 
 export const transports = ["stdio", "sse", "streamable-http"] as const;
 export type Transport = (typeof transports)[number];
@@ -125,7 +125,7 @@ const envVarSchema = v.strictObject({
 /** MCP tool names: 1-128 characters from A-Z a-z 0-9 _ - . (and / used by some servers). */
 const toolName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_./-]{1,128}$/, "must be a tool name (1-128 letters, digits, _ - . /)"));
 
-function firstDuplicate(items: readonly string[]): string | undefined {
+function _firstDuplicate(items: readonly string[]): string | undefined {
   const seen = new Set<string>();
   for (const item of items) {
     if (seen.has(item)) return item;
@@ -146,14 +146,14 @@ const entryObject = v.strictObject({
   env: v.optional(
     v.pipe(
       v.array(envVarSchema),
-      v.check((vars) => firstDuplicate(vars.map((item) => item.name)) === undefined, (issue) => `lists ${firstDuplicate((issue.input as EnvVarSpec[]).map((item) => item.name))} twice`),
+      v.check((vars) => _firstDuplicate(vars.map((item) => item.name)) === undefined, (issue) => `lists ${_firstDuplicate((issue.input as EnvVarSpec[]).map((item) => item.name))} twice`),
     ),
     () => [],
   ),
   args: v.optional(v.array(v.string()), () => []),
   tools: v.pipe(
     v.array(toolName),
-    v.check((tools) => firstDuplicate(tools) === undefined, (issue) => `lists ${firstDuplicate(issue.input as string[])} twice`),
+    v.check((tools) => _firstDuplicate(tools) === undefined, (issue) => `lists ${_firstDuplicate(issue.input as string[])} twice`),
   ),
   tags: v.optional(v.array(nonEmptyText), () => []),
   repository: v.optional(remoteUrl),
@@ -187,7 +187,7 @@ export const registryEntrySchema = v.pipe(
     ),
     ["targetPort"],
   ),
-  v.transform((entry): RegistryEntry => deepFreeze(entry)),
+  v.transform((entry): RegistryEntry => _deepFreeze(entry)),
 );
 
 export type RegistryEntryInput = v.InferInput<typeof registryEntrySchema>;
@@ -211,9 +211,9 @@ export function sourceOf(entry: RegistryEntry): ResolvedSource {
   throw new Error(`registry entry ${entry.name} has no source`);
 }
 
-function deepFreeze<T>(value: T): T {
+function _deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    for (const item of Object.values(value)) deepFreeze(item);
+    for (const item of Object.values(value)) _deepFreeze(item);
     Object.freeze(value);
   }
   return value;

@@ -100,11 +100,11 @@ export function serverJsonToEntry(doc: ServerJson): RegistryEntryInput {
   const pkg = doc.packages.find((candidate) => runnable[candidate.registryType] !== undefined);
   if (pkg !== undefined) {
     const kind = runnable[pkg.registryType] as "npx" | "uvx" | "image";
-    const port = pkg.transport.type === "stdio" ? undefined : portFromTemplate(pkg.transport.url);
+    const port = pkg.transport.type === "stdio" ? undefined : _portFromTemplate(pkg.transport.url);
     return {
       ...base,
       transport: pkg.transport.type,
-      source: { [kind]: packageRef(pkg) },
+      source: { [kind]: _packageRef(pkg) },
       ...(port !== undefined ? { targetPort: port } : {}),
       env: pkg.environmentVariables.map((item) => ({
         name: item.name,
@@ -113,7 +113,7 @@ export function serverJsonToEntry(doc: ServerJson): RegistryEntryInput {
         secret: item.isSecret ?? false,
         ...((item.value ?? item.default) !== undefined ? { default: item.value ?? item.default } : {}),
       })),
-      args: pkg.packageArguments.flatMap(argumentWords),
+      args: pkg.packageArguments.flatMap(_argumentWords),
     };
   }
 
@@ -129,7 +129,7 @@ export function serverJsonToEntry(doc: ServerJson): RegistryEntryInput {
   );
 }
 
-function packageRef(pkg: Package): string {
+function _packageRef(pkg: Package): string {
   const version = pkg.version?.trim();
   if (!version || version === "latest") return pkg.identifier;
   if (pkg.registryType === "oci") {
@@ -141,13 +141,13 @@ function packageRef(pkg: Package): string {
 }
 
 /** `http://localhost:8080/mcp` → 8080; templated ports (`{port}`) are left to the user. */
-function portFromTemplate(url: string | undefined): number | undefined {
+function _portFromTemplate(url: string | undefined): number | undefined {
   const port = url === undefined ? undefined : /^[a-z]+:\/\/[^/:]+:(\d{1,5})(?:\/|$)/i.exec(url)?.[1];
   return port === undefined ? undefined : Number(port);
 }
 
-function argumentWords(arg: Argument): string[] {
-  const value = resolveTemplate(arg.value ?? arg.default, arg.variables);
+function _argumentWords(arg: Argument): string[] {
+  const value = _resolveTemplate(arg.value ?? arg.default, arg.variables);
   if (arg.type === "positional") return value === undefined ? [] : [value];
   if (!arg.name) return [];
   if (value !== undefined) return [arg.name, value];
@@ -156,7 +156,7 @@ function argumentWords(arg: Argument): string[] {
 }
 
 /** `{var}` placeholders filled from variables' values or defaults; unresolved → undefined (the user supplies it). */
-function resolveTemplate(text: string | undefined, variables: Readonly<Record<string, v.InferOutput<typeof inputSchema>>> | undefined): string | undefined {
+function _resolveTemplate(text: string | undefined, variables: Readonly<Record<string, v.InferOutput<typeof inputSchema>>> | undefined): string | undefined {
   if (text === undefined) return undefined;
   let unresolved = false;
   const filled = text.replace(/\{([A-Za-z0-9_-]+)\}/g, (whole, key: string) => {

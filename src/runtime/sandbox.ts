@@ -46,8 +46,8 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   if (!allowsNetwork(plan.profile)) args.push("--unshare-net");
   args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", home);
   const mounts: Mount[] = [
-    ...plan.profile.read.map((path) => ({ hostPath: path, targetPath: path, readOnly: true })),
-    ...plan.profile.write.map((path) => ({ hostPath: path, targetPath: path, readOnly: false })),
+    ...plan.profile.read.map((spec) => profileMount(spec, true)),
+    ...plan.profile.write.map((spec) => profileMount(spec, false)),
     ...(plan.extraWritable ?? []).map((path) => ({ hostPath: path, targetPath: path, readOnly: false })),
     ...plan.volumes,
   ];
@@ -59,4 +59,11 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
     args.push(mount.readOnly ? "--ro-bind" : "--bind", host, resolve(mount.targetPath.replace(/^~(?=\/|$)/, home)));
   }
   return args;
+}
+
+/** Profile mounts are `host-path` or `host-path:target-path`. */
+function profileMount(spec: string, readOnly: boolean): Mount {
+  const drive = /^[A-Za-z]:[\\/]/.test(spec) ? 2 : 0;
+  const colon = spec.indexOf(":", drive);
+  return colon === -1 ? { hostPath: spec, targetPath: spec, readOnly } : { hostPath: spec.slice(0, colon), targetPath: spec.slice(colon + 1), readOnly };
 }

@@ -112,3 +112,6 @@ export function describePermissions(permissions: Permissions): string {
   if (permissions.privileged) parts.push("PRIVILEGED");
   return parts.join("; ");
 }
+
+/** The profile a workload runs with: `none`, `network`, or a JSON file in the format above. */
+export const permissionProfileFileSchema = profileSchema;

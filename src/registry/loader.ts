@@ -1,0 +1,264 @@
+/**
+ * The registry `mcpmgr run <name>` looks names up in: the embedded catalog, merged with a
+ * custom registry when one is configured. Custom entries replace embedded ones of the same
+ * name and add new ones.
+ *
+ * Where the custom registry comes from (the first that is set wins):
+ *   1. MCPMGR_REGISTRY             a file path (relative to the current directory), a file:// URL,
+ *                                  or an http(s) URL
+ *   2. <configDir>/config.json     its "registry" field, same forms; relative paths are taken
+ *                                  from configDir
+ * A configured registry that cannot be read or does not validate is an error, never silently
+ * skipped: running servers from the wrong catalog would be worse than not running them.
+ * Plain http:// is accepted only for loopback hosts, since the registry decides what runs.
+ */
+import { readFile } from "node:fs/promises";
+import { isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as v from "valibot";
+import { McpmgrError } from "../errors.ts";
+import { embeddedCatalog } from "./catalog.ts";
+import { parseRegistryDocument } from "./document.ts";
+import { describeIssues } from "./issues.ts";
+import { registryEntrySchema, type RegistryEntry } from "./schema.ts";
+import { closeMatches } from "./suggest.ts";
+
+export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
+
+export interface LoadRegistryOptions {
+  /** Read for MCPMGR_REGISTRY; nothing else. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Where config.json lives (state/paths.ts resolvePaths().configDir); without it config.json is not read. */
+  readonly configDir?: string;
+  /** Used for registries given by URL. */
+  readonly fetch?: FetchLike;
+  /** Base of a relative MCPMGR_REGISTRY path; default process.cwd(). */
+  readonly cwd?: string;
+  /** Time allowed for fetching a registry URL; default 15 s. */
+  readonly timeoutMs?: number;
+}
+
+export type EntryOrigin = "embedded" | "custom";
+
+export interface CustomRegistrySource {
+  readonly kind: "file" | "url";
+  /** Absolute file path or URL. */
+  readonly location: string;
+  /** "MCPMGR_REGISTRY" or the path of the config.json that named it. */
+  readonly configuredBy: string;
+}
+
+export interface Registry {
+  /** The custom registry merged in, if any. */
+  readonly custom: CustomRegistrySource | undefined;
+  /** Every entry, sorted by name. */
+  list(): readonly RegistryEntry[];
+  /** By name, or by the MCP registry name (io.github.owner/server) of converted entries. */
+  lookup(name: string): RegistryEntry | undefined;
+  /** Like lookup, but an unknown name is a REGISTRY_ENTRY_NOT_FOUND error (exit 2) that suggests close matches. */
+  get(name: string): RegistryEntry;
+  origin(name: string): EntryOrigin | undefined;
+  closeMatches(name: string): readonly string[];
+}
+
+const MAX_REGISTRY_BYTES = 16 * 1024 * 1024;
+const DEFAULT_TIMEOUT_MS = 15_000;
+
+let embeddedCache: readonly RegistryEntry[] | undefined;
+
+/** The embedded catalog, validated (once per process) like any custom file. */
+export function embeddedEntries(): readonly RegistryEntry[] {
+  if (embeddedCache === undefined) {
+    embeddedCache = Object.freeze(
+      embeddedCatalog.map((input, index) => {
+        const result = v.safeParse(registryEntrySchema, input);
+        if (result.success) return result.output;
+        throw new McpmgrError("INTERNAL", `the embedded registry is invalid: ${describeIssues(result.issues, `[${index}]`)}`, {
+          hint: "this is a bug in mcpmgr; set MCPMGR_REGISTRY to a registry file of your own meanwhile",
+        });
+      }),
+    );
+  }
+  return embeddedCache;
+}
+
+export async function loadRegistry(options: LoadRegistryOptions = {}): Promise<Registry> {
+  const custom = await _locateCustom(options);
+  const customEntries = custom === undefined ? [] : await _loadCustom(custom, options);
+  return _merge(embeddedEntries(), customEntries, custom);
+}
+
+async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegistrySource | undefined> {
+  const fromEnv = options.env?.MCPMGR_REGISTRY?.trim();
+  if (fromEnv) return _classify(fromEnv, options.cwd ?? process.cwd(), "MCPMGR_REGISTRY");
+  if (options.configDir === undefined) return undefined;
+
+  const configPath = join(options.configDir, "config.json");
+  let text: string;
+  try {
+    text = await readFile(configPath, "utf8");
+  } catch (err) {
+    if (_errno(err) === "ENOENT" || _errno(err) === "ENOTDIR") return undefined;
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read ${configPath}: ${_reason(err)}`, { hint: "check the file's permissions", cause: err });
+  }
+  let config: unknown;
+  try {
+    config = JSON.parse(text);
+  } catch (err) {
+    throw new McpmgrError("REGISTRY_INVALID", `${configPath} is not valid JSON: ${_reason(err)}`, { hint: "fix the file (it must hold one JSON object)", cause: err, exitCode: 2 });
+  }
+  const registry = typeof config === "object" && config !== null && !Array.isArray(config) ? (config as Record<string, unknown>).registry : undefined;
+  if (registry === undefined || registry === null || registry === "") return undefined;
+  if (typeof registry !== "string") {
+    throw new McpmgrError("REGISTRY_INVALID", `${configPath}: registry: must be a file path or an https:// URL`, {
+      hint: `set "registry" to a string, or remove it to use only the embedded catalog`,
+      exitCode: 2,
+    });
+  }
+  return _classify(registry.trim(), options.configDir, configPath);
+}
+
+function _classify(value: string, base: string, configuredBy: string): CustomRegistrySource {
+  const setting = configuredBy === "MCPMGR_REGISTRY" ? "MCPMGR_REGISTRY" : `"registry" in ${configuredBy}`;
+  if (/^file:/i.test(value)) {
+    try {
+      return { kind: "file", location: fileURLToPath(value), configuredBy };
+    } catch (err) {
+      throw new McpmgrError("REGISTRY_INVALID", `${setting} is not a usable file:// URL (${_reason(err)})`, { hint: "give a plain file path instead", cause: err, exitCode: 2 });
+    }
+  }
+  if (/^https?:\/\//i.test(value)) {
+    const url = new URL(value);
+    if (url.protocol === "http:" && !_isLoopback(url.hostname)) {
+      throw new McpmgrError("REGISTRY_INVALID", `${setting} names an http:// URL (${url.href}); a registry decides what runs, so it must come over https`, {
+        hint: "use an https:// URL, or download the file and give its path",
+        exitCode: 2,
+      });
+    }
+    return { kind: "url", location: url.href, configuredBy };
+  }
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(value)) {
+    throw new McpmgrError("REGISTRY_INVALID", `${setting} must be a file path or an http(s) URL, not ${value}`, { hint: "give a file path or an https:// URL", exitCode: 2 });
+  }
+  return { kind: "file", location: isAbsolute(value) ? value : resolve(base, value), configuredBy };
+}
+
+async function _loadCustom(source: CustomRegistrySource, options: LoadRegistryOptions): Promise<RegistryEntry[]> {
+  const setting = source.configuredBy === "MCPMGR_REGISTRY" ? "MCPMGR_REGISTRY" : `"registry" in ${source.configuredBy}`;
+  const text = source.kind === "file" ? await _readFile(source.location, setting) : await _fetch(source.location, setting, options);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new McpmgrError("REGISTRY_INVALID", `invalid registry ${source.location}: not valid JSON (${_reason(err)})`, {
+      hint: `fix the JSON, or change ${setting} to use only the embedded catalog`,
+      cause: err,
+      exitCode: 2,
+    });
+  }
+  return parseRegistryDocument(doc, {
+    origin: source.location,
+    hint: `fix that entry ('mcpmgr registry info NAME --format json' prints a valid one), or change ${setting}`,
+  });
+}
+
+async function _readFile(path: string, setting: string): Promise<string> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (err) {
+    const code = _errno(err);
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw new McpmgrError("REGISTRY_FILE_NOT_FOUND", `custom registry file ${path} does not exist (set by ${setting})`, {
+        hint: `fix the path in ${setting}, or unset it to use only the embedded catalog`,
+        cause: err,
+        exitCode: 2,
+      });
+    }
+    if (code === "EISDIR") {
+      throw new McpmgrError("REGISTRY_INVALID", `custom registry ${path} is a directory (set by ${setting})`, { hint: "give the path of a JSON file", cause: err, exitCode: 2 });
+    }
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read custom registry ${path}: ${_reason(err)}`, { hint: "check the file's permissions", cause: err });
+  }
+}
+
+async function _fetch(url: string, setting: string, options: LoadRegistryOptions): Promise<string> {
+  const fetchImpl = options.fetch ?? fetch;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const hint = `check the URL and the network, or change ${setting} to use only the embedded catalog`;
+  let response: Response;
+  try {
+    response = await fetchImpl(url, { headers: { accept: "application/json" }, redirect: "follow", signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+    const why = timedOut ? `no answer within ${Math.round(timeoutMs / 1000)} s` : _reason(err);
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${why}`, { hint, cause: err });
+  }
+  if (!response.ok) {
+    await response.body?.cancel().catch(() => {});
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`, { hint });
+  }
+  const declared = Number(response.headers.get("content-length") ?? "0");
+  if (declared > MAX_REGISTRY_BYTES) {
+    await response.body?.cancel().catch(() => {});
+    throw new McpmgrError("REGISTRY_INVALID", `custom registry ${url} is larger than ${MAX_REGISTRY_BYTES / 1024 / 1024} MiB`, { hint, exitCode: 2 });
+  }
+  try {
+    const text = await response.text();
+    if (text.length > MAX_REGISTRY_BYTES) {
+      throw new McpmgrError("REGISTRY_INVALID", `custom registry ${url} is larger than ${MAX_REGISTRY_BYTES / 1024 / 1024} MiB`, { hint, exitCode: 2 });
+    }
+    return text;
+  } catch (err) {
+    if (err instanceof McpmgrError) throw err;
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${_reason(err)}`, { hint, cause: err });
+  }
+}
+
+function _merge(embedded: readonly RegistryEntry[], custom: readonly RegistryEntry[], source: CustomRegistrySource | undefined): Registry {
+  const byName = new Map<string, { entry: RegistryEntry; origin: EntryOrigin }>();
+  for (const entry of embedded) byName.set(entry.name, { entry, origin: "embedded" });
+  for (const entry of custom) byName.set(entry.name, { entry, origin: "custom" });
+  const aliases = new Map<string, string>();
+  for (const { entry } of byName.values()) if (entry.qualifiedName !== undefined) aliases.set(entry.qualifiedName, entry.name);
+
+  const sorted = Object.freeze([...byName.values()].map((item) => item.entry).sort((a, b) => a.name.localeCompare(b.name)));
+  const find = (name: string) => byName.get(name) ?? byName.get(aliases.get(name) ?? "") ?? _caseInsensitive(byName, name);
+  const matches = (name: string) => closeMatches(name, byName.keys());
+
+  return Object.freeze({
+    custom: source,
+    list: () => sorted,
+    lookup: (name: string) => find(name)?.entry,
+    origin: (name: string) => find(name)?.origin,
+    closeMatches: matches,
+    get(name: string): RegistryEntry {
+      const found = find(name);
+      if (found !== undefined) return found.entry;
+      const close = matches(name);
+      throw new McpmgrError("REGISTRY_ENTRY_NOT_FOUND", `no server named '${name}' in the registry`, {
+        hint: close.length > 0 ? `did you mean ${close.join(", ")}? ('mcpmgr registry list' shows every server)` : "'mcpmgr registry list' shows every server",
+        exitCode: 2,
+      });
+    },
+  });
+}
+
+/** A unique case-insensitive match, so `GitHub` finds `github`. */
+function _caseInsensitive<T>(byName: ReadonlyMap<string, T>, name: string): T | undefined {
+  const lower = name.toLowerCase();
+  const hits = [...byName.entries()].filter(([key]) => key.toLowerCase() === lower);
+  return hits.length === 1 ? hits[0]?.[1] : undefined;
+}
+
+function _isLoopback(hostname: string): boolean {
+  const bare = hostname.replace(/^\[(.*)\]$/, "$1");
+  return bare === "localhost" || bare === "::1" || /^127(?:\.\d{1,3}){3}$/.test(bare);
+}
+
+function _errno(err: unknown): string | undefined {
+  return (err as { code?: string } | undefined)?.code;
+}
+
+function _reason(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,133 @@
+/**
+ * `mcpmgr registry list|info` as users meet it, in a subprocess through runMain
+ *
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { embeddedEntries } from "../../src/registry/loader.ts";
+
+const REPO_ROOT = resolve(import.meta.dir, "../..");
+const ENTRY = join(REPO_ROOT, "src/main.ts");
+const COMPACT = join(REPO_ROOT, "test/fixtures/registry/compact.json");
+
+let home: string;
+beforeAll(async () => {
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-registry-cli-"));
+});
+afterAll(async () => {
+  await rm(home, { recursive: true, force: true });
+});
+
+interface CliResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function mcpmgr(args: readonly string[], extraEnv: Record<string, string> = {}): CliResult {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, ...extraEnv };
+  delete env.FORCE_COLOR;
+  if (extraEnv.MCPMGR_REGISTRY === undefined) delete env.MCPMGR_REGISTRY;
+  const result = Bun.spawnSync([process.execPath, ENTRY, ...args], { cwd: REPO_ROOT, env, stdin: "ignore", stdout: "pipe", stderr: "pipe", timeout: 20_000 });
+  return { exitCode: result.exitCode ?? -1, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+function usageError(result: CliResult): string {
+  expect(result.exitCode).toBe(2);
+  expect(result.stdout).toBe("");
+  const lines = result.stderr.split("\n").filter((line) => line.trim() !== "");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain("hint");
+  expect(result.stderr).not.toContain("    at ");
+  return lines[0] ?? "";
+}
+
+describe("mcpmgr registry list", () => {
+  test("prints a table of every embedded server", () => {
+    const result = mcpmgr(["registry", "list"]);
+    expect(result.exitCode).toBe(0);
+    const lines = result.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^NAME\s+TRANSPORT\s+SOURCE\s+DESCRIPTION$/);
+    expect(lines).toHaveLength(embeddedEntries().length + 1);
+    expect(result.stdout).toMatch(/^fetch\s+stdio\s+uvx:\/\/mcp-server-fetch\s+Fetch/m);
+    expect(result.stdout).toMatch(/^github\s+stdio\s+ghcr\.io\/github\/github-mcp-server:\S+\s+GitHub/m);
+  });
+
+  test("--format json prints a registry document that loads back", async () => {
+    const result = mcpmgr(["registry", "list", "--format", "json"]);
+    expect(result.exitCode).toBe(0);
+    const doc = JSON.parse(result.stdout) as { servers: { name: string }[] };
+    expect(doc.servers.map((entry) => entry.name)).toEqual(embeddedEntries().map((entry) => entry.name).sort((a, b) => a.localeCompare(b)));
+    const file = join(home, "roundtrip.json");
+    await Bun.write(file, result.stdout);
+    const again = mcpmgr(["registry", "list", "--format", "json"], { MCPMGR_REGISTRY: file });
+    expect(JSON.parse(again.stdout)).toEqual(doc);
+  });
+
+  test("a custom registry adds and overrides servers, marked in the table", () => {
+    const result = mcpmgr(["registry", "list"], { MCPMGR_REGISTRY: COMPACT });
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toMatch(/^fetch \*\s+streamable-http\s+registry\.example\.com\/tools\/fetch:2\.0\.0/m);
+    expect(result.stdout).toMatch(/^weather \*\s+stdio\s+npx:\/\/@example\/weather-mcp@1\.4\.0/m);
+    expect(result.stderr).toContain("2 of");
+  });
+
+  test("a bad custom registry fails with one line naming the field", () => {
+    const line = usageError(mcpmgr(["registry", "list"], { MCPMGR_REGISTRY: join(REPO_ROOT, "test/fixtures/registry/invalid-entry.json") }));
+    expect(line).toContain("servers[3].transport");
+    const missing = usageError(mcpmgr(["registry", "list"], { MCPMGR_REGISTRY: join(home, "absent.json") }));
+    expect(missing).toContain("absent.json");
+  });
+
+  test("bad options and arguments are usage errors", () => {
+    expect(usageError(mcpmgr(["registry", "list", "--format", "xml"]))).toContain("--format");
+    expect(usageError(mcpmgr(["registry", "list", "--bogus"]))).toContain("--bogus");
+    expect(usageError(mcpmgr(["registry", "list", "github"]))).toContain("registry info github");
+    expect(usageError(mcpmgr(["registry"]))).toContain("list or info");
+  });
+});
+
+describe("mcpmgr registry info", () => {
+  test("shows every field, env marks, tools and the permission profile", () => {
+    const result = mcpmgr(["registry", "info", "github"]);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toMatch(/^github$/m);
+    expect(result.stdout).toMatch(/transport\s+stdio/);
+    expect(result.stdout).toMatch(/source\s+image ghcr\.io\/github\/github-mcp-server:/);
+    expect(result.stdout).toMatch(/permissions\s+outbound to \.github\.com, \.githubusercontent\.com on port 443/);
+    expect(result.stdout).toMatch(/GITHUB_PERSONAL_ACCESS_TOKEN\s+required\s+secret/);
+    expect(result.stdout).toMatch(/GITHUB_HOST\s+optional\s+GitHub Enterprise/);
+    expect(result.stdout).toMatch(/^tools \(\d+\)$/m);
+    expect(result.stdout).toContain("get_file_contents");
+    expect(result.stdout).toMatch(/origin\s+embedded catalog/);
+  });
+
+  test("--format json prints the entry, valid as registry input", () => {
+    const result = mcpmgr(["registry", "info", "memory", "--format", "json"]);
+    expect(result.exitCode).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ name: "memory", transport: "stdio", permissions: "none", env: [{ name: "MEMORY_FILE_PATH", required: false, secret: false }] });
+  });
+
+  test("custom entries show their origin and defaults", () => {
+    const result = mcpmgr(["registry", "info", "weather"], { MCPMGR_REGISTRY: COMPACT });
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toMatch(/run target\s+npx:\/\/@example\/weather-mcp@1\.4\.0/);
+    expect(result.stdout).toMatch(/args\s+--cache off/);
+    expect(result.stdout).toMatch(/UNITS\s+optional\s+metric or imperial \(default: metric\)/);
+    expect(result.stdout).toContain(`origin       custom registry ${COMPACT}`);
+  });
+
+  test("an unknown name exits 2 and suggests close matches", () => {
+    const line = usageError(mcpmgr(["registry", "info", "githb"]));
+    expect(line).toContain("no server named 'githb'");
+    expect(line).toContain("did you mean github");
+    expect(usageError(mcpmgr(["registry", "info", "zzzzzzzz"]))).toContain("mcpmgr registry list");
+  });
+
+  test("a missing or extra name is a usage error", () => {
+    expect(usageError(mcpmgr(["registry", "info"]))).toContain("needs a server name");
+    expect(usageError(mcpmgr(["registry", "info", "fetch", "git"]))).toContain("one server name");
+  });
+});
