@@ -8,6 +8,8 @@ import { defaultPingIntervalMs } from "./sse-relay.ts";
 
 const encoder = new TextEncoder();
 const ping = encoder.encode(": ping\n\n");
+/** Bun sends response headers with the first body bytes: this lets clients see the stream open at once. */
+const opened = encoder.encode(": open\n\n");
 
 export interface EventStream {
   readonly stream: ReadableStream<Uint8Array>;
@@ -50,6 +52,7 @@ export function createEventStream(options: { live?: LiveStreams; pingIntervalMs?
   const stream = new ReadableStream<Uint8Array>({
     start(c) {
       controller = c;
+      controller.enqueue(opened);
       timer = setInterval(() => {
         if (performance.now() - lastWrite >= interval * 0.9) write(ping);
       }, interval);

@@ -107,6 +107,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
         ? { head: endpointEventRewriter((endpoint) => publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders })) }
         : {}),
       onCancel: () => abort.abort(),
+      announceOpen: true,
     });
     return new Response(relayed, { status, statusText: upstream.statusText, headers });
   };

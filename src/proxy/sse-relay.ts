@@ -10,6 +10,7 @@ import type { LiveStreams } from "./live-streams.ts";
 
 export const defaultPingIntervalMs = 15_000;
 const ping = new TextEncoder().encode(": ping\n");
+const opened = new TextEncoder().encode(": open\n");
 const newline = 0x0a;
 
 export interface RelayOptions {
@@ -19,6 +20,11 @@ export interface RelayOptions {
   readonly head?: HeadRewriter;
   /** Abort the upstream request when the client goes away. */
   readonly onCancel?: () => void;
+  /**
+   * Start with a comment line: Bun sends the response head with the first body bytes,
+   * so without it a client waits for the upstream's first event to see the stream open.
+   */
+  readonly announceOpen?: boolean;
 }
 
 /** Feeds chunks until it has decided; returns the bytes to emit, or undefined while undecided. */
@@ -55,6 +61,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
 
   return new ReadableStream<Uint8Array>({
     start(controller) {
+      if (options.announceOpen) controller.enqueue(opened);
       timer = setInterval(() => {
         if (atLineStart && performance.now() - lastWrite >= interval * 0.9) {
           try {

@@ -20,6 +20,10 @@ beforeAll(() => {
         await Bun.sleep(1_500);
         return Response.json({ jsonrpc: "2.0", id: 1, result: { slow: true } });
       }
+      if (path === "/idle") {
+        // Headers now, events maybe never: the client must still see the stream open.
+        return new Response(new ReadableStream({ start() {} }), { headers: { "content-type": "text/event-stream" } });
+      }
       if (req.method === "GET") {
         // A server→client stream that stays open until the client leaves.
         let timer: ReturnType<typeof setInterval>;
@@ -71,6 +75,16 @@ describe("over real sockets", () => {
     const deadline = Date.now() + 5_000;
     while (upstreamStreamsCancelled === before && Date.now() < deadline) await Bun.sleep(20);
     expect(upstreamStreamsCancelled).toBe(before + 1);
+  });
+
+  test("an idle upstream SSE stream is seen open at once, not at its first event", async () => {
+    const controller = new AbortController();
+    const started = performance.now();
+    const res = await fetch(new URL("/idle", proxy.url), { headers: { accept: "text/event-stream" }, signal: controller.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    expect(performance.now() - started).toBeLessThan(2_000);
+    controller.abort();
   });
 
   test("an oversized body gets 413 on the wire", async () => {

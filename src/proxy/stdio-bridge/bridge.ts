@@ -269,6 +269,8 @@ export class StdioBridge {
       for (const [upstreamId, flight] of this.#inFlight) {
         if (flight.session !== session || flight.clientId !== clientId) continue;
         this.#finishFlight(upstreamId, flight);
+        // No response will come: end the POST that carried the request, unless it waits for others.
+        if (!session.openSinks.has(flight.sink)) flight.sink.abort?.();
         message.params = { ...message.params, requestId: upstreamId };
         this.#send(message);
       }
@@ -320,6 +322,9 @@ export class StdioBridge {
   #serverRequest(message: JsonRpcMessage): void {
     const id = message.id as string | number;
     const target = this.#attribute(message.method as string);
+    if (target === "ambiguous") {
+      return this.#answerServer(id, JsonRpcCode.internalError, "several client sessions are busy with this server, so mcpmgr cannot tell which one this request is for");
+    }
     if (target === undefined) {
       if (message.method === "ping") return this.#send({ jsonrpc: "2.0", id, result: {} });
       return this.#answerServer(id, JsonRpcCode.internalError, "no client session can take this request");
@@ -336,16 +341,23 @@ export class StdioBridge {
   }
 
   /**
-   * Which session a server→client request belongs to. A stdio server cannot say, so
-   * the bridge picks the newest request still in flight that can carry a message:
-   * exact whenever one session is working with the server at a time. With no request
-   * in flight (roots/list after roots/list_changed, pings) it goes to the session that
-   * spoke last, on its GET stream.
+   * Which session a server→client request belongs to. A stdio server cannot say. When
+   * the requests in flight all come from one session, it is that session's (on its
+   * newest stream); when several sessions are waiting on the server, guessing could hand
+   * one client another's prompt, so the request is refused instead ("ambiguous"). With
+   * nothing in flight (roots/list after roots/list_changed, pings) it goes to the session
+   * that spoke last, on its GET stream.
    */
-  #attribute(method: string): { session: ClientSession; sink: Sink } | undefined {
+  #attribute(method: string): { session: ClientSession; sink: Sink } | "ambiguous" | undefined {
     let found: InFlight | undefined;
-    for (const flight of this.#inFlight.values()) if (flight.sink.canStream) found = flight;
-    if (found !== undefined) return { session: found.session, sink: found.sink };
+    for (const flight of this.#inFlight.values()) {
+      if (found !== undefined && flight.session !== found.session) return "ambiguous";
+      if (found === undefined || flight.sink.canStream) found = flight;
+    }
+    if (found !== undefined) {
+      const sink = found.sink.canStream ? found.sink : found.session.bestSink();
+      return sink === undefined ? undefined : { session: found.session, sink };
+    }
     const session = this.#lastActive;
     const sink = session?.bestSink();
     if (session === undefined || sink === undefined) return undefined;

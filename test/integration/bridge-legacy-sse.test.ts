@@ -1,0 +1,90 @@
+/**
+ * The legacy HTTP+SSE front end (2024-11-05) of the stdio bridge: every response
+ * travels on the stream of the session that asked, never broadcast, even when
+ * sessions use identical JSON-RPC ids; the stream is the session.
+ */
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { connectClient, post, rawToolJson, sseEvents, startProbeBridge, toolCall, waitFor, type Bridged, type ProbeClient } from "../fixtures/bridge-probe-client.ts";
+
+// Real server processes; generous for slow machines (each test here takes well under 3 s).
+setDefaultTimeout(20_000);
+
+let bridged: Bridged;
+
+beforeAll(async () => {
+  bridged = await startProbeBridge({ mode: "sse" });
+});
+
+afterAll(async () => {
+  await bridged?.stop();
+});
+
+/** A raw legacy session: the SSE stream and the URL its endpoint event names. */
+async function openLegacy() {
+  const controller = new AbortController();
+  const res = await fetch(bridged.url, { headers: { accept: "text/event-stream" }, signal: controller.signal });
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toContain("text/event-stream");
+  const events = sseEvents(res.body as ReadableStream<Uint8Array>);
+  const first = await events.next();
+  expect(first?.event).toBe("endpoint");
+  const endpoint = new URL(first?.data as string, bridged.url).href;
+  expect(endpoint).toMatch(/\/messages\?sessionId=[0-9a-f-]{36}$/);
+  const send = async (message: unknown) => {
+    const answer = await post(endpoint, message);
+    expect(answer.status).toBe(202);
+    await answer.body?.cancel();
+  };
+  await send({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "raw-sse", version: "1" } } });
+  const init = await events.nextMessage();
+  expect(init.id).toBe(0);
+  expect(init.result?.protocolVersion).toBe("2024-11-05");
+  await send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  return { events, endpoint, send, close: () => controller.abort() };
+}
+
+test("two SDK SSE clients with identical ids each receive only their own responses", async () => {
+  const clients: ProbeClient[] = await Promise.all(["sse-a", "sse-b"].map((name) => connectClient(bridged.url, name, { sse: true })));
+  try {
+    for (let round = 0; round < 30; round++) {
+      const results = await Promise.all(
+        clients.map((c, i) => c.call("echo", { text: `${c.name} round ${round}`, delayMs: (round + i) % 3 }).then((r) => r.text)),
+      );
+      expect(results).toEqual(clients.map((c) => `${c.name} round ${round}`));
+    }
+    // A response broadcast to the other session would surface there as an unknown or crossed id.
+    for (const c of clients) expect(c.seen.errors).toEqual([]);
+  } finally {
+    await Promise.allSettled(clients.map((c) => c.client.close()));
+  }
+});
+
+test("raw streams: each response arrives once, on the stream of the session that asked", async () => {
+  const [a, b] = await Promise.all([openLegacy(), openLegacy()]);
+  try {
+    for (const round of ["first", "second", "third"]) {
+      // The same id on both sessions, sent at the same time.
+      await Promise.all([a.send(toolCall(42, "echo", { text: `A ${round}`, delayMs: 5 })), b.send(toolCall(42, "echo", { text: `B ${round}` }))]);
+      const [onA, onB] = await Promise.all([a.events.nextMessage(), b.events.nextMessage()]);
+      // Had the previous round been broadcast, its foreign copy would be read here first.
+      expect(onA.id).toBe(42);
+      expect(rawToolJson(onA).text).toBe(`A ${round}`);
+      expect(onB.id).toBe(42);
+      expect(rawToolJson(onB).text).toBe(`B ${round}`);
+    }
+  } finally {
+    a.close();
+    b.close();
+  }
+});
+
+test("closing the stream ends the session: its endpoint answers 404 afterwards", async () => {
+  const a = await openLegacy();
+  const sessionId = new URL(a.endpoint).searchParams.get("sessionId") as string;
+  expect(bridged.bridge.getSession(sessionId)).toBeDefined();
+  a.close();
+  await waitFor(() => bridged.bridge.getSession(sessionId) === undefined, "the session to end with its stream");
+  const res = await post(a.endpoint, { jsonrpc: "2.0", id: 1, method: "ping" });
+  expect(res.status).toBe(404);
+  expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32001);
+});
