@@ -58,7 +58,7 @@ export interface Verdict {
 
 const MiB = 2 ** 20;
 /** Foreign CPU (in cores) during a run above which the run is flagged as noisy. */
-const NOISE_CORES = 0.25;
+export const NOISE_CORES = 0.25;
 const ms = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : v.toFixed(3));
 const mib = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : (v / MiB).toFixed(1));
 const pct = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : `${Math.round(v * 100)}%`);
