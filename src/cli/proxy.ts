@@ -1,7 +1,7 @@
 /** `mcpmgr proxy SERVER_NAME --target-uri URL`: a standalone transparent MCP proxy. */
 import { defineCommand } from "citty";
 import { proxyOptions } from "../config/proxy-options.ts";
-import { buildProxySpec, type ProxySpec } from "../config/proxy-spec.ts";
+import { buildProxySpec, unsupportedProxyOptions, type ProxySpec } from "../config/proxy-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { withBuiltinProtections } from "../middleware/builtin-chain.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
@@ -22,7 +22,7 @@ export default defineCommand({
     name: "proxy",
     description: "Run a transparent HTTP proxy in front of an MCP server endpoint (no workload is created)",
   },
-  args: toCittyArgs(proxyOptions, { SERVER_NAME: { description: "Name for this proxy (used in logs)", required: true } }),
+  args: toCittyArgs(proxyOptions, { SERVER_NAME: { description: "Name for this proxy (used in logs)", required: true } }, new Set(unsupportedProxyOptions.keys())),
   async run({ rawArgs }) {
     const sibling = siblings[rawArgs[0] ?? ""];
     if (sibling !== undefined) {

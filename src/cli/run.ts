@@ -62,9 +62,11 @@ export default defineCommand({
     name: "run",
     description: "Run an MCP server (registry name, image, npx:// uvx:// go:// package, exported config or URL) behind an HTTP proxy",
   },
-  args: toCittyArgs(runOptions, {
-    SERVER_OR_IMAGE_OR_PROTOCOL: { description: "Registry name, image reference, npx:// uvx:// go:// package, or URL", required: false },
-  }),
+  args: toCittyArgs(
+    runOptions,
+    { SERVER_OR_IMAGE_OR_PROTOCOL: { description: "Registry name, image reference, npx:// uvx:// go:// package, or URL", required: false } },
+    new Set(unsupported.keys()),
+  ),
   async run({ rawArgs }) {
     let args: readonly string[] = rawArgs;
     let parsed = parseRunArgv(args);

@@ -20,7 +20,7 @@ export interface ProxySpec {
   readonly trustProxyHeaders: boolean;
 }
 
-const unsupported = new Map<string, string>([
+export const unsupportedProxyOptions: ReadonlyMap<string, string> = new Map<string, string>([
   ...Object.keys(incomingAuthOptions).map((name) => [name, "incoming OIDC authentication"] as const),
   ...Object.keys(outgoingAuthOptions).map((name) => [name, "authentication to remote servers"] as const),
 ]);
@@ -46,7 +46,7 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
     throw new McpmgrError("MISSING_OPTION", "--target-uri is required", { hint: "add --target-uri http://127.0.0.1:8080/mcp (the MCP endpoint to forward to)" });
   }
   checkOutgoingAuthRules(given);
-  assertSupported(given, unsupported, "proxy", values);
+  assertSupported(given, unsupportedProxyOptions, "proxy", values);
   return Object.freeze({
     serverName,
     target: new URL(target),
