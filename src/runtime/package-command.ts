@@ -23,7 +23,7 @@ export function packageCommand(source: Extract<ServerSource, { kind: "package" }
       if (source.localPath) return [nodeFor(binary, which), localNodeEntry(source.localPath), ...args];
       return [binary, "-y", spec, ...args];
     case "uvx":
-      return source.localPath ? [binary, "--from", source.localPath, "mcp-server", ...args] : [binary, spec, ...args];
+      return source.localPath ? [binary, "--from", source.localPath, localPythonScript(source.localPath), ...args] : [binary, spec, ...args];
     case "go":
       return [binary, "run", source.localPath ?? (source.version ? spec : `${source.name}@latest`), ...args];
   }
@@ -45,4 +45,20 @@ function localNodeEntry(dir: string): string {
   const entry = join(dir, bin ?? manifest.main ?? "index.js");
   if (!existsSync(entry)) throw new McpmgrError("INVALID_ARGUMENT", `${entry} does not exist`, { hint: "check the bin or main field of package.json" });
   return entry;
+}
+
+/** The console script a local Python project declares ([project.scripts] in pyproject.toml). */
+function localPythonScript(dir: string): string {
+  let scripts: Record<string, unknown> | undefined;
+  try {
+    const project = Bun.TOML.parse(readFileSync(join(dir, "pyproject.toml"), "utf8")) as { project?: { scripts?: Record<string, unknown> } };
+    scripts = project.project?.scripts;
+  } catch {
+    throw new McpmgrError("INVALID_ARGUMENT", `${dir} has no readable pyproject.toml`, { hint: "uvx:// local paths must point at a Python project directory" });
+  }
+  const name = scripts ? Object.keys(scripts)[0] : undefined;
+  if (name === undefined) {
+    throw new McpmgrError("INVALID_ARGUMENT", `${dir}/pyproject.toml declares no [project.scripts] entry`, { hint: "add the server's command under [project.scripts]" });
+  }
+  return name;
 }

@@ -1,0 +1,87 @@
+/** Source parsing, the commands packages run with, and the sandbox's bwrap arguments. */
+import { describe, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expandPermissions } from "../../src/config/permission-profile.ts";
+import { McpmgrError } from "../../src/errors.ts";
+import { packageCommand } from "../../src/runtime/package-command.ts";
+import { bwrapArgs } from "../../src/runtime/sandbox.ts";
+import { parseSource } from "../../src/runtime/source.ts";
+
+describe("parseSource", () => {
+  test.each([
+    ["npx://@modelcontextprotocol/server-everything@1.2.3", { kind: "package", manager: "npx", name: "@modelcontextprotocol/server-everything", version: "1.2.3" }],
+    ["npx://@scope/pkg", { kind: "package", manager: "npx", name: "@scope/pkg" }],
+    ["uvx://mcp-server-fetch", { kind: "package", manager: "uvx", name: "mcp-server-fetch" }],
+    ["go://github.com/org/repo/cmd/x@v1.0.0", { kind: "package", manager: "go", name: "github.com/org/repo/cmd/x", version: "v1.0.0" }],
+    ["ghcr.io/org/image:tag", { kind: "image", ref: "ghcr.io/org/image:tag" }],
+    ["fetch", { kind: "registry", name: "fetch" }],
+  ] as const)("%s", (text, expected) => {
+    expect(parseSource(text)).toEqual(expected as never);
+  });
+
+  test("local paths resolve against the working directory; URLs are remote", () => {
+    expect(parseSource("npx://./srv", "/work")).toEqual({ kind: "package", manager: "npx", name: "./srv", localPath: "/work/srv" });
+    expect(parseSource("go://../x", "/work/a")).toMatchObject({ localPath: "/work/x" });
+    const remote = parseSource("https://api.example.com/mcp");
+    expect(remote.kind === "remote" && remote.url.href).toBe("https://api.example.com/mcp");
+  });
+
+  test.each(["npx://", "ftp://x", "bad name!", "npx://pkg@"])("%s is refused with a code", (text) => {
+    expect(() => parseSource(text)).toThrow(McpmgrError);
+  });
+});
+
+describe("packageCommand", () => {
+  const which = (name: string) => `/usr/bin/${name}`;
+
+  test("registry packages", () => {
+    expect(packageCommand({ kind: "package", manager: "npx", name: "pkg", version: "2" }, ["--x"], which)).toEqual(["/usr/bin/npx", "-y", "pkg@2", "--x"]);
+    expect(packageCommand({ kind: "package", manager: "uvx", name: "mcp-server-time" }, [], which)).toEqual(["/usr/bin/uvx", "mcp-server-time"]);
+    expect(packageCommand({ kind: "package", manager: "go", name: "github.com/o/r" }, [], which)).toEqual(["/usr/bin/go", "run", "github.com/o/r@latest"]);
+  });
+
+  test("local projects: a Node bin, a Python console script, a Go directory", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "mcpmgr-pkg-"));
+    try {
+      await writeFile(join(dir, "package.json"), JSON.stringify({ bin: { srv: "bin/srv.mjs" } }));
+      await Bun.write(join(dir, "bin/srv.mjs"), "");
+      await writeFile(join(dir, "pyproject.toml"), '[project]\nname = "srv"\n[project.scripts]\nmy-server = "srv:main"\n');
+      expect(packageCommand({ kind: "package", manager: "npx", name: dir, localPath: dir }, ["a"], which)).toEqual(["/usr/bin/node", join(dir, "bin/srv.mjs"), "a"]);
+      expect(packageCommand({ kind: "package", manager: "uvx", name: dir, localPath: dir }, [], which)).toEqual(["/usr/bin/uvx", "--from", dir, "my-server"]);
+      expect(packageCommand({ kind: "package", manager: "go", name: dir, localPath: dir }, [], which)).toEqual(["/usr/bin/go", "run", dir]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a missing toolchain names what to install", () => {
+    try {
+      packageCommand({ kind: "package", manager: "uvx", name: "x" }, [], () => null);
+      throw new Error("expected an error");
+    } catch (err) {
+      expect((err as McpmgrError).code).toBe("TOOLCHAIN_MISSING");
+      expect((err as McpmgrError).hint).toContain("uv");
+    }
+  });
+});
+
+describe("bwrapArgs", () => {
+  test("profile none unshares the network; network shares it; home and /tmp are hidden; mounts as asked", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "mcpmgr-bwrap-"));
+    try {
+      const none = bwrapArgs({ profile: expandPermissions("none"), volumes: [{ hostPath: dir, targetPath: "/data", readOnly: true }], home: "/home/u" });
+      expect(none).toContain("--unshare-net");
+      expect(none.join(" ")).toContain("--tmpfs /home/u");
+      expect(none.join(" ")).toContain(`--ro-bind ${dir} /data`);
+      expect(none.join(" ")).toContain("--cap-drop ALL");
+      const network = bwrapArgs({ profile: { ...expandPermissions("network"), write: [`${dir}:/out`] }, volumes: [], home: "/home/u" });
+      expect(network).not.toContain("--unshare-net");
+      expect(network.join(" ")).toContain(`--bind ${dir} /out`);
+      expect(() => bwrapArgs({ profile: expandPermissions("none"), volumes: [{ hostPath: "/no/such/dir", targetPath: "/x", readOnly: false }] })).toThrow(McpmgrError);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
