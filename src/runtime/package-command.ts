@@ -20,7 +20,10 @@ export function packageCommand(source: Extract<ServerSource, { kind: "package" }
   switch (source.manager) {
     case "npx":
       // A local project runs in place: npx would copy it into its cache and chmod files there.
-      if (source.localPath) return [nodeFor(binary, which), localNodeEntry(source.localPath), ...args];
+      if (source.localPath) {
+        const entry = localNodeEntry(source.localPath);
+        return [...(interpreterOf(entry, which) ?? [nodeFor(binary, which)]), entry, ...args];
+      }
       return [binary, "-y", spec, ...args];
     case "uvx":
       return source.localPath ? [binary, "--from", source.localPath, localPythonScript(source.localPath), ...args] : [binary, spec, ...args];
@@ -61,4 +64,20 @@ function localPythonScript(dir: string): string {
     throw new McpmgrError("INVALID_ARGUMENT", `${dir}/pyproject.toml declares no [project.scripts] entry`, { hint: "add the server's command under [project.scripts]" });
   }
   return name;
+}
+
+/**
+ * The interpreter a script's shebang names (`#!/usr/bin/env bun`, `#!/usr/bin/node`),
+ * as npm would honour it when running the bin; undefined without a shebang.
+ */
+function interpreterOf(file: string, which: typeof Bun.which): string[] | undefined {
+  const firstLine = readFileSync(file, "utf8").split("\n", 1)[0] ?? "";
+  if (!firstLine.startsWith("#!")) return undefined;
+  let words = firstLine.slice(2).trim().split(/\s+/).filter(Boolean);
+  if (words[0]?.endsWith("/env")) words = words.slice(1).filter((w) => w !== "-S");
+  const [program, ...flags] = words;
+  if (program === undefined) return undefined;
+  const resolved = program.includes("/") ? program : which(program);
+  if (resolved === null) throw new McpmgrError("TOOLCHAIN_MISSING", `${file} runs with ${program}, which is not on PATH`, { hint: `install ${program}` });
+  return [resolved, ...flags];
 }
