@@ -14,6 +14,7 @@ import { assertWorkloadName } from "../state/workload-name.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { log, printResult } from "./output.ts";
 import { startSupervisor } from "./supervisor-control.ts";
+import { findFreePort } from "../proxy/serve.ts";
 
 export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs: readonly string[]): Promise<void> {
   const { values } = parsed;
@@ -71,9 +72,7 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
 async function freePortAvoiding(store: WorkloadStore): Promise<number> {
   const taken = new Set((await store.list()).map((record) => record.proxyPort));
   for (let attempt = 0; attempt < 20; attempt++) {
-    const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-    const port = probe.port as number;
-    await probe.stop(true);
+    const port = await findFreePort();
     if (!taken.has(port)) return port;
   }
   throw new McpmgrError("PORT_IN_USE", "could not find a free port", { hint: "choose one with --proxy-port" });

@@ -35,6 +35,8 @@ const supported: ReadonlySet<string> = new Set([
   "name",
   "foreground",
   "transport",
+  "target-host",
+  "target-port",
   "proxy-mode",
   "proxy-port",
   "host",

@@ -8,19 +8,16 @@ import { withBuiltinProtections } from "../middleware/builtin-chain.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
 import type { Handler } from "../proxy/handler.ts";
 import { LiveStreams } from "../proxy/live-streams.ts";
-import { serve } from "../proxy/serve.ts";
+import { findFreePort, serve } from "../proxy/serve.ts";
 import { StdioBridge } from "../proxy/stdio-bridge/bridge.ts";
 import { legacySseFrontEnd } from "../proxy/stdio-bridge/legacy-sse.ts";
 import { lineChannel } from "../proxy/stdio-bridge/server-channel.ts";
 import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts";
-import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
-import { createSecretManager } from "../secrets/manager.ts";
-import { resolvePaths } from "../state/paths.ts";
 import { packageCommand } from "../runtime/package-command.ts";
-import { loadPermissionProfile } from "../runtime/permission-profile.ts";
-import { launchProcess, type LocalProcess } from "../runtime/process.ts";
-import { bwrapArgs, findBwrap, unenforceableError } from "../runtime/sandbox.ts";
-import { assertRequiredEnv, type RunPlan } from "./run-plan.ts";
+import { allowsNetwork } from "../runtime/permission-profile.ts";
+import type { LocalProcess } from "../runtime/process.ts";
+import type { RunPlan } from "./run-plan.ts";
+import { keepStderr, launchSandboxed, profileFor, waitForPort } from "./server-process.ts";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { version } from "../version.ts";
 import { maxBodyBytesFromEnv } from "./limits.ts";
@@ -62,40 +59,68 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
     endpointPath = source.url.pathname;
   } else if (source.kind === "package") {
     const transport = plan.transport ?? "stdio";
+    const profile = await profileFor(plan, values);
     if (transport !== "stdio") {
-      throw new McpmgrError("NOT_SUPPORTED_YET", `--transport ${transport} for local packages is not supported yet`, { hint: "packaged MCP servers speak stdio; leave --transport out" });
-    }
-    child = await launchSandboxed(packageCommand(source, plan.args), plan, values);
-    const bridge = new StdioBridge({ clientInfo: { name: "mcpmgr", version }, onLog: (level, text) => log[level](`${name}: ${text}`) });
-    const stderr = keepStderr(child, name, options.onServerOutput);
-    const channel = lineChannel({
-      stdout: child.proc.stdout,
-      stdin: child.proc.stdin,
-      onMessage: bridge.onServerMessage,
-      onInvalidLine: (line) => log.warn(`${name}: skipped a non-JSON line on stdout: ${line.slice(0, 200)}`),
-    });
-    serverExit = child.proc.exited.then(async (code) => {
-      await Promise.race([stderr.drained, Bun.sleep(500)]);
-      const tail = stderr.tail();
-      return `the MCP server exited with code ${code}${tail ? `; its last output:\n${tail}` : ""}`;
-    });
-    try {
-      await bridge.start(channel);
-    } catch (err) {
-      // Prefer the exit code and the server's own words over "exited during initialize".
-      const why = await Promise.race([serverExit, Bun.sleep(1_000).then(() => (err instanceof Error ? err.message : String(err)))]);
-      await child.stop(1_000);
-      throw new McpmgrError("SERVER_FAILED", `${name} did not complete the MCP handshake: ${why}`, {
-        hint: "check the package name and arguments; run with --debug for details",
+      // An HTTP server: started with MCP_TRANSPORT/MCP_PORT, forwarded to transparently.
+      if (!allowsNetwork(profile)) {
+        throw new McpmgrError("CONFLICTING_OPTIONS", `--transport ${transport} needs a network, but the permission profile allows none`, {
+          hint: "use --permission-profile network, or a stdio server",
+        });
+      }
+      const port = values["target-port"] ?? (await findFreePort());
+      const host = values["target-host"];
+      child = await launchSandboxed(packageCommand(source, plan.args), plan, values, profile, { MCP_TRANSPORT: transport, MCP_PORT: String(port) });
+      const output = keepStderr(child, name, options.onServerOutput, true);
+      const running = child;
+      serverExit = child.proc.exited.then(async (code) => {
+        await Promise.race([output.drained, Bun.sleep(500)]);
+        return `the MCP server exited with code ${code}${output.tail() ? `; its last output:\n${output.tail()}` : ""}`;
       });
-    }
-    if (values["proxy-mode"] === "sse") {
-      log.warn("--proxy-mode sse is deprecated and will be removed; clients should use streamable-http");
-      handler = legacySseFrontEnd({ bridge, live, ...(values["endpoint-prefix"] ? { endpointPrefix: values["endpoint-prefix"] } : {}) });
-      endpointPath = "/sse";
+      const listening = await Promise.race([waitForPort(host, port, 60_000).then(() => undefined), serverExit]);
+      if (listening !== undefined) {
+        await running.stop(1_000);
+        throw new McpmgrError("SERVER_FAILED", `${name} did not start listening on ${host}:${port}: ${listening}`, { hint: "check that the server honours MCP_PORT, or give --target-port" });
+      }
+      endpointPath = transport === "sse" ? "/sse" : "/mcp";
+      handler = transparentForwarder({
+        target: new URL(`http://${host.includes(":") ? `[${host}]` : host}:${port}${endpointPath}`),
+        endpointPrefix: values["endpoint-prefix"],
+        trustProxyHeaders: values["trust-proxy-headers"],
+        live,
+      });
     } else {
-      handler = streamableHttpFrontEnd({ bridge, live });
-      endpointPath = "/mcp";
+      child = await launchSandboxed(packageCommand(source, plan.args), plan, values, profile);
+      const bridge = new StdioBridge({ clientInfo: { name: "mcpmgr", version }, onLog: (level, text) => log[level](`${name}: ${text}`) });
+      const stderr = keepStderr(child, name, options.onServerOutput);
+      const channel = lineChannel({
+        stdout: child.proc.stdout,
+        stdin: child.proc.stdin,
+        onMessage: bridge.onServerMessage,
+        onInvalidLine: (line) => log.warn(`${name}: skipped a non-JSON line on stdout: ${line.slice(0, 200)}`),
+      });
+      serverExit = child.proc.exited.then(async (code) => {
+        await Promise.race([stderr.drained, Bun.sleep(500)]);
+        const tail = stderr.tail();
+        return `the MCP server exited with code ${code}${tail ? `; its last output:\n${tail}` : ""}`;
+      });
+      try {
+        await bridge.start(channel);
+      } catch (err) {
+        // Prefer the exit code and the server's own words over "exited during initialize".
+        const why = await Promise.race([serverExit, Bun.sleep(1_000).then(() => (err instanceof Error ? err.message : String(err)))]);
+        await child.stop(1_000);
+        throw new McpmgrError("SERVER_FAILED", `${name} did not complete the MCP handshake: ${why}`, {
+          hint: "check the package name and arguments; run with --debug for details",
+        });
+      }
+      if (values["proxy-mode"] === "sse") {
+        log.warn("--proxy-mode sse is deprecated and will be removed; clients should use streamable-http");
+        handler = legacySseFrontEnd({ bridge, live, ...(values["endpoint-prefix"] ? { endpointPrefix: values["endpoint-prefix"] } : {}) });
+        endpointPath = "/sse";
+      } else {
+        handler = streamableHttpFrontEnd({ bridge, live });
+        endpointPath = "/mcp";
+      }
     }
   } else {
     throw notSupportedSource(plan);
@@ -135,63 +160,6 @@ export async function runForeground(plan: RunPlan, parsed: ParsedRunArgv): Promi
   }
   log.info(`${outcome.signal}: stopped ${name}`);
   return 0;
-}
-
-/**
- * The server's environment: --env-file-dir, then --env-file, then -e (later wins),
- * then secrets, which may not collide with a plain variable.
- */
-async function serverEnvironment(plan: RunPlan, values: Values): Promise<Record<string, string>> {
-  const env: Record<string, string> = {
-    ...plan.envDefaults,
-    ...(values["env-file-dir"] ? loadEnvDir(values["env-file-dir"]) : {}),
-    ...(values["env-file"] ? loadEnvFile(values["env-file"]) : {}),
-    ...Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
-  };
-  if (values.secret.length === 0) {
-    assertRequiredEnv(plan, env);
-    return env;
-  }
-  for (const ref of values.secret) {
-    if (ref.target in env) {
-      throw new McpmgrError("CONFLICTING_OPTIONS", `--secret ${ref.name},target=${ref.target} and a plain variable both set ${ref.target}`, {
-        hint: "give the variable one source",
-      });
-    }
-  }
-  const secrets = await createSecretManager({ dir: resolvePaths().dataDir, env: process.env }).resolveSecretReferences(values.secret);
-  assertRequiredEnv(plan, { ...env, ...secrets });
-  return { ...env, ...secrets };
-}
-
-async function launchSandboxed(command: string[], plan: RunPlan, values: Values): Promise<LocalProcess> {
-  const profile = values["permission-profile"] ? await loadPermissionProfile(values["permission-profile"]) : (plan.profile ?? (await loadPermissionProfile("network")));
-  const env = await serverEnvironment(plan, values);
-  const bwrap = findBwrap();
-  if (bwrap === undefined) {
-    if (!values["insecure-allow-unsandboxed"]) throw unenforceableError();
-    log.warn("running the MCP server WITHOUT a sandbox (--insecure-allow-unsandboxed)");
-    return launchProcess({ command, env });
-  }
-  const volumes = values.volume.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly }));
-  // A local project is the server's own code: visible read-only even where the sandbox hides (/tmp, $HOME).
-  if (plan.source.kind === "package" && plan.source.localPath) volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
-  return launchProcess({ command, env, sandbox: { bwrap, args: bwrapArgs({ profile, volumes }) } });
-}
-
-/** Keeps the server's stderr for error reports (and shows it with --debug). */
-function keepStderr(child: LocalProcess, name: string, onOutput?: (text: string) => void): { tail: () => string; drained: Promise<void> } {
-  let tail = "";
-  const drained = (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of child.proc.stderr) {
-      const text = decoder.decode(chunk, { stream: true });
-      onOutput?.(text);
-      tail = (tail + text).slice(-4_000);
-      for (const line of text.split("\n")) if (line.trim() !== "") log.debug(`${name} stderr: ${line}`);
-    }
-  })();
-  return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
 }
 
 export function notSupportedSource(plan: RunPlan): McpmgrError {

@@ -100,3 +100,11 @@ function listenError(err: unknown, options: ServeOptions): McpmgrError {
     cause: err,
   });
 }
+
+/** A port nothing listens on right now (the OS picks it; it may be taken again later). */
+export async function findFreePort(host = "127.0.0.1"): Promise<number> {
+  const probe = Bun.serve({ hostname: host, port: 0, fetch: () => new Response() });
+  const port = probe.port as number;
+  await probe.stop(true);
+  return port;
+}

@@ -7,8 +7,9 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, freePort, spawnUntil } from "../support/processes.ts";
 
 const PROBE = "npx://./test/fixtures/sandbox-probe";
 
@@ -164,3 +165,36 @@ test("a remote URL runs behind the transparent forwarder", async () => {
     await fixture.stop();
   }
 }, 60_000);
+
+describe("servers that speak HTTP themselves (--transport sse|streamable-http)", () => {
+  for (const [transport, mode, Transport] of [
+    ["streamable-http", "streamableHttp", StreamableHTTPClientTransport],
+    ["sse", "sse", SSEClientTransport],
+  ] as const) {
+    test(`${transport}: started with MCP_TRANSPORT/MCP_PORT and forwarded to`, async () => {
+      const port = await freePort();
+      const running = await spawnUntil(
+        [process.execPath, CLI_ENTRY, "run", "--foreground", "npx://@modelcontextprotocol/server-everything", "--transport", transport, "--target-port", String(port), "-e", `PORT=${port}`, "--", mode],
+        /^(http:\/\/\S+)$/m,
+        { timeoutMs: 60_000 },
+      );
+      try {
+        const url = running.match[1] as string;
+        expect(new URL(url).pathname).toBe(transport === "sse" ? "/sse" : "/mcp");
+        const client = new Client({ name: "http-transport-test", version: "1.0.0" });
+        await client.connect(new Transport(new URL(url)));
+        const result = (await client.callTool({ name: "echo", arguments: { message: `via ${transport}` } })) as { content: { text: string }[] };
+        expect(result.content[0]?.text).toContain(`via ${transport}`);
+        await client.close();
+      } finally {
+        expect(await running.stop()).toBe(0);
+      }
+    }, 90_000);
+  }
+
+  test("profile none cannot serve HTTP, and says so", () => {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--transport", "streamable-http", "--permission-profile", "none"], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr.toString()).toContain("needs a network");
+  });
+});

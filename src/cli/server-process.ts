@@ -1,0 +1,99 @@
+/**
+ * The server process of a local workload: its environment (registry defaults, env files,
+ * -e, secrets), the sandbox it runs in, and its stderr kept for logs and error reports.
+ */
+import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
+import type { ParsedRunArgv } from "../config/run-spec.ts";
+import { McpmgrError } from "../errors.ts";
+import { loadPermissionProfile, type PermissionProfile } from "../runtime/permission-profile.ts";
+import { launchProcess, type LocalProcess } from "../runtime/process.ts";
+import { bwrapArgs, findBwrap, unenforceableError } from "../runtime/sandbox.ts";
+import { createSecretManager } from "../secrets/manager.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { log } from "./output.ts";
+import { assertRequiredEnv, type RunPlan } from "./run-plan.ts";
+
+type Values = ParsedRunArgv["values"];
+
+export async function profileFor(plan: RunPlan, values: Values): Promise<PermissionProfile> {
+  if (values["permission-profile"]) return loadPermissionProfile(values["permission-profile"]);
+  return plan.profile ?? loadPermissionProfile("network");
+}
+
+/**
+ * The server's environment: --env-file-dir, then --env-file, then -e (later wins),
+ * then secrets, which may not collide with a plain variable.
+ */
+export async function serverEnvironment(plan: RunPlan, values: Values): Promise<Record<string, string>> {
+  const env: Record<string, string> = {
+    ...plan.envDefaults,
+    ...(values["env-file-dir"] ? loadEnvDir(values["env-file-dir"]) : {}),
+    ...(values["env-file"] ? loadEnvFile(values["env-file"]) : {}),
+    ...Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
+  };
+  if (values.secret.length === 0) {
+    assertRequiredEnv(plan, env);
+    return env;
+  }
+  for (const ref of values.secret) {
+    if (ref.target in env) {
+      throw new McpmgrError("CONFLICTING_OPTIONS", `--secret ${ref.name},target=${ref.target} and a plain variable both set ${ref.target}`, {
+        hint: "give the variable one source",
+      });
+    }
+  }
+  const secrets = await createSecretManager({ dir: resolvePaths().dataDir, env: process.env }).resolveSecretReferences(values.secret);
+  assertRequiredEnv(plan, { ...env, ...secrets });
+  return { ...env, ...secrets };
+}
+
+export async function launchSandboxed(
+  command: string[],
+  plan: RunPlan,
+  values: Values,
+  profile: PermissionProfile,
+  extraEnv: Readonly<Record<string, string>> = {},
+): Promise<LocalProcess> {
+  const env = { ...(await serverEnvironment(plan, values)), ...extraEnv };
+  const bwrap = findBwrap();
+  if (bwrap === undefined) {
+    if (!values["insecure-allow-unsandboxed"]) throw unenforceableError();
+    log.warn("running the MCP server WITHOUT a sandbox (--insecure-allow-unsandboxed)");
+    return launchProcess({ command, env });
+  }
+  const volumes = values.volume.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly }));
+  // A local project is the server's own code: visible read-only even where the sandbox hides (/tmp, $HOME).
+  if (plan.source.kind === "package" && plan.source.localPath) volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
+  return launchProcess({ command, env, sandbox: { bwrap, args: bwrapArgs({ profile, volumes }) } });
+}
+
+/** Keeps the server's stderr for error reports (and shows it with --debug). */
+/** Keeps the server's stderr (and stdout, for HTTP servers, where it is not the protocol). */
+export function keepStderr(child: LocalProcess, name: string, onOutput?: (text: string) => void, includeStdout = false): { tail: () => string; drained: Promise<void> } {
+  let tail = "";
+  const drain = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      const text = decoder.decode(chunk, { stream: true });
+      onOutput?.(text);
+      tail = (tail + text).slice(-4_000);
+      for (const line of text.split("\n")) if (line.trim() !== "") log.debug(`${name} stderr: ${line}`);
+    }
+  };
+  const drained = Promise.all([drain(child.proc.stderr), includeStdout ? drain(child.proc.stdout) : undefined]).then(() => {});
+  return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
+}
+
+
+/** Resolves once something accepts TCP connections on host:port. */
+export async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    const open = await new Promise<boolean>((resolve) => {
+      Bun.connect({ hostname: host, port, socket: { open: (socket) => (socket.end(), resolve(true)), connectError: () => resolve(false), data() {} } }).catch(() => resolve(false));
+    });
+    if (open) return;
+    await Bun.sleep(100);
+  }
+  throw new McpmgrError("SERVER_FAILED", `nothing listens on ${host}:${port} after ${timeoutMs / 1000} s`, { hint: "check that the server honours MCP_PORT, or give --target-port" });
+}
