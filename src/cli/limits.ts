@@ -1,18 +1,33 @@
-/** Limits users can raise through the environment (documented in the README). */
+/** Limits users can change through the environment (documented in the README). */
 import * as v from "valibot";
-import { defaultMaxBodyBytes } from "../middleware/body-limit.ts";
+import { duration } from "../config/values.ts";
 import { McpmgrError } from "../errors.ts";
+import { defaultMaxBodyBytes } from "../middleware/body-limit.ts";
+
+type Env = Readonly<Record<string, string | undefined>>;
 
 const byteCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(1024));
 
-export function maxBodyBytesFromEnv(env: Record<string, string | undefined> = process.env): number {
-  const raw = env.MCPMGR_MAX_REQUEST_BYTES;
-  if (raw === undefined || raw === "") return defaultMaxBodyBytes;
-  const parsed = v.safeParse(byteCount, raw);
+function fromEnv<T>(env: Env, name: string, schema: v.GenericSchema<string, T>, fallback: T, expected: string): T {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const parsed = v.safeParse(schema, raw, { abortPipeEarly: true });
   if (!parsed.success) {
-    throw new McpmgrError("INVALID_OPTION", `MCPMGR_MAX_REQUEST_BYTES ${JSON.stringify(raw)}: must be a whole number of bytes, at least 1024`, {
-      hint: `unset it to use the default of ${defaultMaxBodyBytes} bytes`,
-    });
+    throw new McpmgrError("INVALID_OPTION", `${name} ${JSON.stringify(raw)}: must be ${expected}`, { hint: `unset ${name} to use the default` });
   }
   return parsed.output;
+}
+
+export function maxBodyBytesFromEnv(env: Env = process.env): number {
+  return fromEnv(env, "MCPMGR_MAX_REQUEST_BYTES", byteCount, defaultMaxBodyBytes, "a whole number of bytes, at least 1024");
+}
+
+/** How long the stdio bridge waits for the server to answer one request. */
+export function requestTimeoutMsFromEnv(env: Env = process.env): number {
+  return fromEnv(env, "MCPMGR_REQUEST_TIMEOUT", duration, 10 * 60_000, "a duration such as 90s or 10m");
+}
+
+/** How long a client session may stay without any request before it ends. */
+export function sessionIdleMsFromEnv(env: Env = process.env): number {
+  return fromEnv(env, "MCPMGR_SESSION_IDLE_TIMEOUT", duration, 30 * 60_000, "a duration such as 5m or 1h");
 }

@@ -20,7 +20,7 @@ import type { RunPlan } from "./run-plan.ts";
 import { keepStderr, launchSandboxed, profileFor, waitForPort } from "./server-process.ts";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { version } from "../version.ts";
-import { maxBodyBytesFromEnv } from "./limits.ts";
+import { maxBodyBytesFromEnv, requestTimeoutMsFromEnv, sessionIdleMsFromEnv } from "./limits.ts";
 import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
 
@@ -43,6 +43,8 @@ export interface StartOptions {
 export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, options: StartOptions = {}): Promise<RunningWorkload> {
   const { values } = parsed;
   const { source, name } = plan;
+  // Read before anything starts, so a bad value cannot leave a server running.
+  const limits = { requestTimeoutMs: requestTimeoutMsFromEnv(), sessionIdleMs: sessionIdleMsFromEnv(), maxBodyBytes: maxBodyBytesFromEnv() };
   const live = new LiveStreams();
   let handler: Handler;
   let endpointPath: string;
@@ -90,7 +92,12 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       });
     } else {
       child = await launchSandboxed(packageCommand(source, plan.args), plan, values, profile);
-      const bridge = new StdioBridge({ clientInfo: { name: "mcpmgr", version }, onLog: (level, text) => log[level](`${name}: ${text}`) });
+      const bridge = new StdioBridge({
+        clientInfo: { name: "mcpmgr", version },
+        requestTimeoutMs: limits.requestTimeoutMs,
+        sessionIdleMs: limits.sessionIdleMs,
+        onLog: (level, text) => log[level](`${name}: ${text}`),
+      });
       const stderr = keepStderr(child, name, options.onServerOutput);
       const channel = lineChannel({
         stdout: child.proc.stdout,
@@ -129,7 +136,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   const server = serve({
     host: values.host,
     port: values["proxy-port"],
-    handler: withBuiltinProtections(handler, { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: maxBodyBytesFromEnv() }),
+    handler: withBuiltinProtections(handler, { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: limits.maxBodyBytes }),
     live,
     onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
   });

@@ -1,0 +1,30 @@
+/** Environment-tunable limits: defaults, valid values, and one-line errors for bad ones. */
+import { expect, test } from "bun:test";
+import { maxBodyBytesFromEnv, requestTimeoutMsFromEnv, sessionIdleMsFromEnv } from "../../src/cli/limits.ts";
+import { McpmgrError } from "../../src/errors.ts";
+
+test("defaults", () => {
+  expect(maxBodyBytesFromEnv({})).toBe(8 * 1024 * 1024);
+  expect(requestTimeoutMsFromEnv({})).toBe(600_000);
+  expect(sessionIdleMsFromEnv({})).toBe(1_800_000);
+});
+
+test("values", () => {
+  expect(maxBodyBytesFromEnv({ MCPMGR_MAX_REQUEST_BYTES: "2048" })).toBe(2048);
+  expect(requestTimeoutMsFromEnv({ MCPMGR_REQUEST_TIMEOUT: "90s" })).toBe(90_000);
+  expect(sessionIdleMsFromEnv({ MCPMGR_SESSION_IDLE_TIMEOUT: "1h" })).toBe(3_600_000);
+});
+
+test.each([
+  [() => maxBodyBytesFromEnv({ MCPMGR_MAX_REQUEST_BYTES: "12" })],
+  [() => requestTimeoutMsFromEnv({ MCPMGR_REQUEST_TIMEOUT: "soon" })],
+  [() => sessionIdleMsFromEnv({ MCPMGR_SESSION_IDLE_TIMEOUT: "0s" })],
+])("bad values are INVALID_OPTION (%#)", (read) => {
+  try {
+    read();
+    throw new Error("expected an error");
+  } catch (err) {
+    expect(err).toBeInstanceOf(McpmgrError);
+    expect((err as McpmgrError).code).toBe("INVALID_OPTION");
+  }
+});
