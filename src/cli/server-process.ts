@@ -64,7 +64,7 @@ export async function launchSandboxed(
   const volumes = values.volume.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly }));
   // A local project is the server's own code: visible read-only even where the sandbox hides (/tmp, $HOME).
   if (plan.source.kind === "package" && plan.source.localPath) volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
-  return launchProcess({ command, env, sandbox: { bwrap, args: bwrapArgs({ profile, volumes }) } });
+  return launchProcess({ command, env, sandbox: { bwrap, args: bwrapArgs({ profile, volumes, workingDir: process.cwd() }) } });
 }
 
 /** Keeps the server's stderr for error reports (and shows it with --debug). */

@@ -1,8 +1,10 @@
 /**
  * The Linux sandbox of the process runtime: bubblewrap enforcing a permission
  * profile. The host is visible read-only, the user's home and /tmp are replaced by
- * empty tmpfs, only the profile's `write` paths and read-write volumes are writable,
- * profile `none` gets its own empty network namespace, and every capability is dropped.
+ * empty tmpfs (the working directory stays visible read-only even there: servers read
+ * project files and npx resolves locally installed packages from it), only the
+ * profile's `write` paths and read-write volumes are writable, profile `none` gets its
+ * own empty network namespace, and every capability is dropped.
  */
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
@@ -21,6 +23,8 @@ export interface SandboxPlan {
   readonly volumes: readonly Mount[];
   /** Directories the launcher itself needs writable (package caches). */
   readonly extraWritable?: readonly string[];
+  /** The directory the server starts in; visible read-only. */
+  readonly workingDir?: string;
   readonly home?: string;
 }
 
@@ -45,7 +49,9 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   const args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"];
   if (!allowsNetwork(plan.profile)) args.push("--unshare-net");
   args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", home);
+  const workingDir = plan.workingDir && plan.workingDir !== "/" ? [{ hostPath: plan.workingDir, targetPath: plan.workingDir, readOnly: true }] : [];
   const mounts: Mount[] = [
+    ...workingDir,
     ...plan.profile.read.map((spec) => profileMount(spec, true)),
     ...plan.profile.write.map((spec) => profileMount(spec, false)),
     ...(plan.extraWritable ?? []).map((path) => ({ hostPath: path, targetPath: path, readOnly: false })),
@@ -58,6 +64,7 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
     }
     args.push(mount.readOnly ? "--ro-bind" : "--bind", host, resolve(mount.targetPath.replace(/^~(?=\/|$)/, home)));
   }
+  if (plan.workingDir) args.push("--chdir", plan.workingDir);
   return args;
 }
 

@@ -80,6 +80,9 @@ describe("bwrapArgs", () => {
       expect(network).not.toContain("--unshare-net");
       expect(network.join(" ")).toContain(`--bind ${dir} /out`);
       expect(() => bwrapArgs({ profile: expandPermissions("none"), volumes: [{ hostPath: "/no/such/dir", targetPath: "/x", readOnly: false }] })).toThrow(McpmgrError);
+      const inProject = bwrapArgs({ profile: expandPermissions("none"), volumes: [], workingDir: dir }).join(" ");
+      expect(inProject).toContain(`--ro-bind ${dir} ${dir}`);
+      expect(inProject).toContain(`--chdir ${dir}`);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
