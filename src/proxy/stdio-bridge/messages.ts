@@ -35,11 +35,16 @@ export function progressTokenOf(message: JsonRpcMessage): string | number | unde
 }
 
 /** Protocol versions the bridge speaks with clients, oldest first. */
-export const supportedProtocolVersions = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] as const;
+export const supportedProtocolVersions = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"] as const;
 export const latestProtocolVersion = "2025-11-25";
 
 export function isSupportedProtocolVersion(version: string): boolean {
   return (supportedProtocolVersions as readonly string[]).includes(version);
+}
+
+/** 2026-07-28 clients may send stateless POSTs (no session, no initialize) with Mcp-Method headers. */
+export function allowsStateless(version: string | null): boolean {
+  return version !== null && version >= "2026-07-28";
 }
 
 /** Batches were allowed only by 2025-03-26 (and tolerated by 2024-11-05). */

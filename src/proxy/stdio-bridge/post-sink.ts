@@ -25,7 +25,10 @@ export interface PostSinkOptions {
 
 export class PostSink implements Sink {
   readonly response: Promise<Response>;
+  /** Resolves when every awaited response has been delivered, or the POST was aborted. */
+  readonly finished: Promise<void>;
   #resolve!: (response: Response) => void;
+  #finished!: () => void;
   #remaining: number;
   #collected: JsonRpcMessage[] = [];
   #stream: EventStream | undefined;
@@ -36,6 +39,7 @@ export class PostSink implements Sink {
     this.#options = options;
     this.#remaining = options.expectedResponses;
     this.response = new Promise((resolve) => (this.#resolve = resolve));
+    this.finished = new Promise((resolve) => (this.#finished = resolve));
   }
 
   get canStream(): boolean {
@@ -89,5 +93,6 @@ export class PostSink implements Sink {
 
   #finish(): void {
     this.#done = true;
+    this.#finished();
   }
 }

@@ -7,7 +7,7 @@ import { pathOf, type Handler } from "../handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../jsonrpc.ts";
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
-import { allowsBatches, isSupportedProtocolVersion, kindOf, type JsonRpcMessage } from "./messages.ts";
+import { allowsBatches, allowsStateless, isSupportedProtocolVersion, kindOf, type JsonRpcMessage } from "./messages.ts";
 import { PostSink } from "./post-sink.ts";
 import type { ClientSession } from "./session.ts";
 import { streamSink } from "./sink.ts";
@@ -55,11 +55,19 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     }
 
     let session: ClientSession;
+    let ephemeral = false;
     const initialize = messages.find((m) => m.method === "initialize");
     if (initialize !== undefined) {
       if (batch) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: initialize cannot be batched");
       if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
       session = bridge.createSession();
+    } else if (req.headers.get("mcp-session-id") === null && allowsStateless(req.headers.get("mcp-protocol-version"))) {
+      // A stateless request (2026-07-28): a session that lives for this POST only.
+      if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
+      session = bridge.createSession();
+      session.initialized = true;
+      session.protocolVersion = req.headers.get("mcp-protocol-version") as string;
+      ephemeral = true;
     } else {
       const found = sessionFor(req);
       if (found instanceof Response) return found;
@@ -70,19 +78,27 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     }
 
     const requests = messages.filter((m) => kindOf(m) === "request").length;
-    const headers: Record<string, string> = { "mcp-session-id": session.id };
+    const headers: Record<string, string> = ephemeral ? {} : { "mcp-session-id": session.id };
     const sink = new PostSink({ expectedResponses: requests, acceptsSse, prefersSse, batch, headers, ...(live ? { live } : {}), onStream: keepOpen });
     for (const message of messages) {
       const handled = bridge.handle(session, message, requests > 0 ? sink : NO_SINK);
       if (handled instanceof Promise) await handled;
     }
-    if (requests === 0) return new Response(null, { status: 202, headers });
+    if (requests === 0) {
+      if (ephemeral) bridge.endSession(session);
+      return new Response(null, { status: 202, headers });
+    }
+    // A stateless POST's session ends once its last response has been delivered.
+    if (ephemeral) void sink.finished.then(() => bridge.endSession(session));
     const response = await sink.response;
     if (initialize !== undefined && response.status === 200 && !session.initialized) bridge.endSession(session);
     return response;
   };
 
   const get = (req: Request, keepOpen: () => void): Response => {
+    if (req.headers.get("mcp-session-id") === null && allowsStateless(req.headers.get("mcp-protocol-version"))) {
+      return new Response(null, { status: 405, headers: { allow: "POST" } });
+    }
     const accept = req.headers.get("accept") ?? "";
     if (!accept.includes("text/event-stream")) return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: GET needs Accept: text/event-stream");
     const found = sessionFor(req);
@@ -103,6 +119,9 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       case "GET":
         return get(req, ctx.keepOpen);
       case "DELETE": {
+        if (req.headers.get("mcp-session-id") === null && allowsStateless(req.headers.get("mcp-protocol-version"))) {
+          return new Response(null, { status: 405, headers: { allow: "POST" } });
+        }
         const found = sessionFor(req);
         if (found instanceof Response) return found;
         bridge.endSession(found);
@@ -116,3 +135,4 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
 
 /** Notifications and responses need no answer. */
 const NO_SINK = { send: () => false, canStream: false };
+
