@@ -39,8 +39,8 @@ export function unenforceableError(): McpmgrError {
   return new McpmgrError("SANDBOX_UNAVAILABLE", `cannot enforce the permission profile: ${why}`, {
     hint:
       process.platform === "linux"
-        ? "install bubblewrap (apt-get install bubblewrap), or set MCPMGR_ALLOW_UNSANDBOXED=1 to run the server without isolation"
-        : "use the container runtime (Docker/Podman), or set MCPMGR_ALLOW_UNSANDBOXED=1 to run the server without isolation",
+        ? "install bubblewrap (apt-get install bubblewrap), or pass --insecure-allow-unsandboxed to run the server without isolation"
+        : "use a container runtime (not in this version), or pass --insecure-allow-unsandboxed to run the server without isolation",
   });
 }
 

@@ -198,3 +198,29 @@ describe("servers that speak HTTP themselves (--transport sse|streamable-http)",
     expect(result.stderr.toString()).toContain("needs a network");
   });
 });
+
+test("without bubblewrap the run is refused, unless --insecure-allow-unsandboxed accepts it", async () => {
+  // A PATH with the toolchain but no bwrap, as on a machine without bubblewrap.
+  const bin = await mkdtemp(join(tmpdir(), "mcpmgr-nobwrap-"));
+  try {
+    for (const tool of ["node", "npx"]) {
+      const real = Bun.which(tool);
+      if (real === null) throw new Error(`${tool} is required for this test`);
+      await Bun.$`ln -s ${real} ${join(bin, tool)}`;
+    }
+    const env = { ...process.env, NO_COLOR: "1", PATH: bin };
+    const refused = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE], { cwd: REPO_ROOT, env });
+    expect(refused.exitCode).toBe(1);
+    expect(refused.stderr.toString()).toContain("cannot enforce the permission profile");
+    expect(refused.stderr.toString()).toContain("--insecure-allow-unsandboxed");
+
+    const accepted = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--insecure-allow-unsandboxed"], /^(http:\/\/\S+)$/m, { env: { PATH: bin } });
+    try {
+      expect(accepted.output()).toContain("WITHOUT a sandbox");
+    } finally {
+      await accepted.stop();
+    }
+  } finally {
+    await rm(bin, { recursive: true, force: true });
+  }
+}, 60_000);
