@@ -6,6 +6,7 @@ import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { loadPermissionProfile, type PermissionProfile } from "../runtime/permission-profile.ts";
+import { packageWorkingDir } from "../runtime/package-command.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
 import { bwrapArgs, findBwrap, unenforceableError } from "../runtime/sandbox.ts";
 import { createSecretManager } from "../secrets/manager.ts";
@@ -59,12 +60,14 @@ export async function launchSandboxed(
   if (bwrap === undefined) {
     if (!values["insecure-allow-unsandboxed"]) throw unenforceableError();
     log.warn("running the MCP server WITHOUT a sandbox (--insecure-allow-unsandboxed)");
-    return launchProcess({ command, env });
+    const cwd = plan.source.kind === "package" ? packageWorkingDir(plan.source) : undefined;
+    return launchProcess({ command, env, ...(cwd ? { cwd } : {}) });
   }
   const volumes = values.volume.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly }));
   // A local project is the server's own code: visible read-only even where the sandbox hides (/tmp, $HOME).
   if (plan.source.kind === "package" && plan.source.localPath) volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
-  return launchProcess({ command, env, sandbox: { bwrap, args: bwrapArgs({ profile, volumes, workingDir: process.cwd() }) } });
+  const cwd = plan.source.kind === "package" ? (packageWorkingDir(plan.source) ?? process.cwd()) : process.cwd();
+  return launchProcess({ command, env, cwd, sandbox: { bwrap, args: bwrapArgs({ profile, volumes, workingDir: cwd }) } });
 }
 
 /** Keeps the server's stderr for error reports (and shows it with --debug). */

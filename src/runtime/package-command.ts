@@ -28,7 +28,8 @@ export function packageCommand(source: Extract<ServerSource, { kind: "package" }
     case "uvx":
       return source.localPath ? [binary, "--from", source.localPath, localPythonScript(source.localPath), ...args] : [binary, spec, ...args];
     case "go":
-      return [binary, "run", source.localPath ?? (source.version ? spec : `${source.name}@latest`), ...args];
+      // A local module is run from its own directory (see packageWorkingDir).
+      return [binary, "run", source.localPath ? "." : source.version ? spec : `${source.name}@latest`, ...args];
   }
 }
 
@@ -80,4 +81,9 @@ function interpreterOf(file: string, which: typeof Bun.which): string[] | undefi
   const resolved = program.includes("/") ? program : which(program);
   if (resolved === null) throw new McpmgrError("TOOLCHAIN_MISSING", `${file} runs with ${program}, which is not on PATH`, { hint: `install ${program}` });
   return [resolved, ...flags];
+}
+
+/** The directory a package's command must start in, when not the user's. */
+export function packageWorkingDir(source: Extract<ServerSource, { kind: "package" }>): string | undefined {
+  return source.manager === "go" ? source.localPath : undefined;
 }

@@ -224,3 +224,20 @@ test("without bubblewrap the run is refused, unless --insecure-allow-unsandboxed
     await rm(bin, { recursive: true, force: true });
   }
 }, 60_000);
+
+test("go:// runs a local Go module (go run, offline, in the sandbox) with its arguments", async () => {
+  const running = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", "go://./test/fixtures/go-echo", "--permission-profile", "none", "--", "hello", "gophers"],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 90_000 },
+  );
+  try {
+    const client = new Client({ name: "go-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
+    const result = (await client.callTool({ name: "greet", arguments: {} })) as { content: { text: string }[] };
+    expect(result.content[0]?.text).toBe("go says: hello gophers");
+    await client.close();
+  } finally {
+    await running.stop();
+  }
+}, 120_000);

@@ -50,7 +50,7 @@ describe("packageCommand", () => {
       await writeFile(join(dir, "pyproject.toml"), '[project]\nname = "srv"\n[project.scripts]\nmy-server = "srv:main"\n');
       expect(packageCommand({ kind: "package", manager: "npx", name: dir, localPath: dir }, ["a"], which)).toEqual(["/usr/bin/node", join(dir, "bin/srv.mjs"), "a"]);
       expect(packageCommand({ kind: "package", manager: "uvx", name: dir, localPath: dir }, [], which)).toEqual(["/usr/bin/uvx", "--from", dir, "my-server"]);
-      expect(packageCommand({ kind: "package", manager: "go", name: dir, localPath: dir }, [], which)).toEqual(["/usr/bin/go", "run", dir]);
+      expect(packageCommand({ kind: "package", manager: "go", name: dir, localPath: dir }, [], which)).toEqual(["/usr/bin/go", "run", "."]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
