@@ -1,11 +1,16 @@
-// Load generator for `bun run bench`: one MCP session, then autocannon hammering
-// `tools/call echo` on it over keep-alive connections.
+// Load generator for `bun run bench`: MCP session(s), then autocannon hammering
+// `tools/call echo` on them over keep-alive connections.
 //
 // Runs in its own process (under Node by default, so it never shares an event loop
 // or a runtime with the servers being measured). Plain ESM JavaScript so Node 20
 // runs it without a TypeScript loader.
 //
 //   node bench/load.mjs '{"url":"http://127.0.0.1:PORT/mcp","connections":32,"duration":10,"warmup":3}'
+//
+// "sessions": "shared" (default) opens one session used by every connection;
+// "per-connection" opens one session per connection (N connections = N concurrent
+// client sessions, each connection always on its own; the warm-up's connections and
+// the measured run's get the same N sessions).
 //
 // Prints exactly one line of JSON on stdout (the result), progress/errors on stderr.
 //
@@ -29,6 +34,8 @@ const url = cfg.url ?? die("missing url");
 const connections = Number(cfg.connections ?? 1);
 const duration = Number(cfg.duration ?? 10);
 const warmup = Number(cfg.warmup ?? 2);
+const sessionMode = cfg.sessions ?? "shared";
+if (sessionMode !== "shared" && sessionMode !== "per-connection") die(`sessions must be "shared" or "per-connection", got ${JSON.stringify(sessionMode)}`);
 
 const baseHeaders = {
   "content-type": "application/json",
@@ -109,9 +116,12 @@ function percentile(sorted, p) {
 }
 
 async function main() {
-  const { sessionId, responseType } = await openSession();
-
-  const headers = { ...baseHeaders, "mcp-session-id": sessionId };
+  // One after the other: a gateway may start a server process per session.
+  const sessions = [];
+  for (let i = 0; i < (sessionMode === "shared" ? 1 : connections); i++) sessions.push(await openSession());
+  const { responseType } = sessions[0];
+  const headersOf = sessions.map(({ sessionId }) => ({ ...baseHeaders, "mcp-session-id": sessionId }));
+  const headers = headersOf[0];
   // `[<id>]` is replaced by autocannon with a fresh id per request: concurrent
   // calls on one session never share a JSON-RPC id, as with a real client.
   const body = JSON.stringify({
@@ -140,6 +150,11 @@ async function main() {
     verifyBody: (b) => b.includes(expected),
   };
   if (warmup > 0) opts.warmup = { connections, duration: warmup };
+  if (sessions.length > 1) {
+    // Called once per autocannon client (connection), warm-up's and run's alike.
+    let nextClient = 0;
+    opts.setupClient = (client) => client.setHeaders(headersOf[nextClient++ % headersOf.length]);
+  }
 
   const instance = autocannon(opts);
   let cpuAtStart = process.cpuUsage();
@@ -166,7 +181,7 @@ async function main() {
   const cpu = process.cpuUsage(cpuAtStart);
   process.stderr.write("PHASE done\n");
 
-  await closeSession(sessionId);
+  await Promise.all(sessions.map(({ sessionId }) => closeSession(sessionId)));
 
   const sorted = latencies.subarray(0, n).sort();
   let sum = 0;
@@ -175,6 +190,7 @@ async function main() {
   const out = {
     url,
     connections,
+    sessions: sessions.length,
     duration: elapsed,
     warmup,
     responseType,

@@ -1,24 +1,40 @@
 /**
  * `bun run bench`: latency, throughput and memory of the mcpmgr proxy against a
- * direct connection to the same upstream. See bench/README.md.
+ * direct connection to the same upstream (and a naive Bun proxy), and of the stdio
+ * bridge (`mcpmgr run`) against the stdio server driven directly and supergateway.
+ * See bench/README.md.
  *
  * Environment:
  *   BENCH_DURATION       seconds measured per run (default 10)
  *   BENCH_WARMUP         warm-up seconds before each run (default 3, at most BENCH_DURATION)
- *   BENCH_CONCURRENCY    comma-separated connection counts (default "1,32")
+ *   BENCH_CONCURRENCY    comma-separated connection counts for every scenario (default: each scenario's, 1,32 or 1,16)
  *   BENCH_SCENARIOS      comma-separated scenario ids (default: all, see bench/scenarios.ts)
  *   BENCH_READY_TIMEOUT  ms a server gets to become ready (default 10000)
  *   BENCH_NOISY_RETRIES  reruns of a run during which other programs took > 25% of a core (default 2)
  *   BENCH_LOADGEN        runtime for the load generator: "node" (default) or "bun"
  *   BENCH_RESULTS        where to write the markdown (default bench/RESULTS.md; "-" = don't write)
- *   BENCH_PROXY_CMD      command that replaces `bun src/main.ts` for the proxy scenario (e.g. a compiled binary)
+ *   BENCH_PROXY_CMD      command that replaces `bun src/main.ts` for the proxy and bridge scenarios (e.g. a compiled binary)
  *   BENCH_STRICT=1       exit 1 when a target is missed (a failed scenario always exits 1)
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { type Child, cpuSeconds, freePort, killAll, memory, spawnChild, systemBusySeconds, threadCpuSeconds, waitForHttp } from "./lib/proc.ts";
-import { type Harness, type Running, type Scenario, scenarios } from "./scenarios.ts";
+import {
+  type Child,
+  cpuSeconds,
+  descendantsOf,
+  freePort,
+  killAll,
+  killLeftovers,
+  memory,
+  processIds,
+  spawnChild,
+  systemBusySeconds,
+  threadCpuSeconds,
+  waitForHttp,
+  waitForMcp,
+} from "./lib/proc.ts";
+import { type Harness, type Load, type Running, type Scenario, scenarios } from "./scenarios.ts";
 import { type Machine, NOISE_CORES, type RunResult, type ScenarioResult, evaluateTargets, renderMarkdown } from "./lib/report.ts";
 
 const benchDir = import.meta.dir;
@@ -34,17 +50,18 @@ function envNumber(name: string, fallback: number): number {
 
 const duration = envNumber("BENCH_DURATION", 10);
 const warmup = Math.min(envNumber("BENCH_WARMUP", 3), duration);
-const concurrencies = (process.env.BENCH_CONCURRENCY ?? "1,32")
-  .split(",")
-  .map((s) => Number(s.trim()))
-  .filter((n) => Number.isInteger(n) && n > 0);
+const envConcurrencies = process.env.BENCH_CONCURRENCY?.trim()
+  ? process.env.BENCH_CONCURRENCY.split(",")
+      .map((s) => Number(s.trim()))
+      .filter((n) => Number.isInteger(n) && n > 0)
+  : undefined;
 const readyTimeoutMs = envNumber("BENCH_READY_TIMEOUT", 10_000);
 const noisyRetries = Math.floor(envNumber("BENCH_NOISY_RETRIES", 2));
 const selected = process.env.BENCH_SCENARIOS?.split(",").map((s) => s.trim()).filter(Boolean);
 const resultsPath = process.env.BENCH_RESULTS ?? join(benchDir, "RESULTS.md");
 
 if (duration <= 0) throw new Error("BENCH_DURATION must be > 0");
-if (concurrencies.length === 0) throw new Error("BENCH_CONCURRENCY lists no positive integer");
+if (envConcurrencies?.length === 0) throw new Error("BENCH_CONCURRENCY lists no positive integer");
 
 const chosen: Scenario[] = selected ? scenarios.filter((s) => selected.includes(s.id)) : [...scenarios];
 if (selected) {
@@ -52,24 +69,48 @@ if (selected) {
   if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(", ")}; known: ${scenarios.map((s) => s.id).join(", ")}`);
 }
 
+/** The connection counts a scenario runs at. */
+function concurrenciesOf(s: Scenario): readonly number[] {
+  return envConcurrencies ?? s.concurrencies ?? [1, 32];
+}
+const concurrencies = [...new Set(chosen.flatMap((s) => [...concurrenciesOf(s)]))].sort((a, b) => a - b);
+
 // ---------------------------------------------------------------- load generator
 
-function loadgenCommand(): { cmd: string[]; runtime: string } {
+/** The runtime of the load generators (bench/load.mjs for HTTP, bench/stdio-load.mjs for stdio). */
+function loadgenRuntime(): { exe: string; runtime: string } {
   const want = process.env.BENCH_LOADGEN ?? "node";
-  const script = join(benchDir, "load.mjs");
   if (want === "node") {
     const node = Bun.which("node");
     if (node) {
       const version = Bun.spawnSync([node, "--version"]).stdout.toString().trim();
-      return { cmd: [node, script], runtime: `node ${version}` };
+      return { exe: node, runtime: `node ${version}` };
     }
     process.stderr.write("bench: `node` not found, running the load generator under bun\n");
   } else if (want !== "bun") {
     throw new Error(`BENCH_LOADGEN must be "node" or "bun", got ${JSON.stringify(want)}`);
   }
-  return { cmd: [process.execPath, script], runtime: `bun ${Bun.version}` };
+  return { exe: process.execPath, runtime: `bun ${Bun.version}` };
 }
-const loadgen = loadgenCommand();
+const loadgen = loadgenRuntime();
+
+function loadgenCommand(load: Load, concurrency: number): string[] {
+  if (load.kind === "http") {
+    const cfg = { url: load.url, connections: concurrency, duration, warmup, sessions: load.sessions ?? "shared" };
+    return [loadgen.exe, join(benchDir, "load.mjs"), JSON.stringify(cfg)];
+  }
+  const cfg = { server: load.server, connections: concurrency, duration, warmup };
+  return [loadgen.exe, join(benchDir, "stdio-load.mjs"), JSON.stringify(cfg)];
+}
+
+function describeLoad(load: Load): string {
+  if (load.kind === "stdio") return "stdio pipe, N requests in flight";
+  return load.sessions === "per-connection" ? "HTTP, one MCP session per connection" : "HTTP, one MCP session shared by all connections";
+}
+
+function target(load: Load): string {
+  return load.kind === "http" ? load.url : `stdio: ${load.server.join(" ")}`;
+}
 
 interface LoadOutput {
   duration: number;
@@ -82,50 +123,108 @@ interface LoadOutput {
   errors: number;
   timeouts: number;
   mismatches: number;
+  /** MCP sessions the HTTP load generator used. */
+  sessions?: number;
 }
 
-async function runLoad(running: Running, concurrency: number): Promise<RunResult> {
-  const cpuStart = new Map<Child, number>();
+/** A run, plus readings of a subject that only lives during the run (stdio loads). */
+interface Measured {
+  result: RunResult;
+  rssIdle?: number;
+  rssHwm?: number;
+}
+
+async function runLoad(running: Running, concurrency: number): Promise<Measured> {
+  const load = running.load;
+  // A stdio load generator starts the server itself: the subject is found once it says so.
+  let subjectPid = running.subject?.pid;
+  let rssIdle: number | undefined;
+  let rssHwm: number | undefined;
+  let rssAfter: number | undefined;
   let rssPeak = 0;
+  let treePeak = 0;
+  let treePids: number[] = [];
   const sampleRss = () => {
-    const m = memory(running.subject.pid);
+    if (subjectPid === undefined) return;
+    const m = memory(subjectPid);
     if (m && m.rss > rssPeak) rssPeak = m.rss;
+    let total = 0;
+    for (const pid of treePids) total += memory(pid)?.rss ?? 0;
+    if (total > treePeak) treePeak = total;
   };
   let sampler: ReturnType<typeof setInterval> | undefined;
   let measuring = false;
   let systemBusy = NaN;
   let threadsAtStart = new Map<string, { name: string; seconds: number }>();
   const threads: Record<string, number> = {};
+  /** role → CPU seconds of each of its processes when the measured phase started. */
+  const cpuAtStart = new Map<string, { pid: number; seconds: number }[]>();
+  const cpuUsed: Record<string, number> = {};
 
-  const child = spawnChild(
-    "loadgen",
-    [...loadgen.cmd, JSON.stringify({ url: running.url, connections: concurrency, duration, warmup })],
-    {
-      cwd: root,
-      onStderrLine(line) {
-        if (line === "PHASE measure") {
-          measuring = true;
-          systemBusy = systemBusySeconds();
-          threadsAtStart = threadCpuSeconds(running.subject.pid);
-          for (const p of running.processes) cpuStart.set(p, cpuSeconds(p.pid) ?? NaN);
-          sampleRss();
-          sampler = setInterval(sampleRss, 100);
-        } else if (line === "PHASE done") {
-          if (sampler) clearInterval(sampler);
-          systemBusy = systemBusySeconds() - systemBusy;
-          for (const [tid, t] of threadCpuSeconds(running.subject.pid)) {
+  /** The processes behind each role right now: own processes, and descendants where asked. */
+  const rolePids = (loadgenPid: number): Map<string, number[]> => {
+    const roles = new Map<string, number[]>();
+    const add = (role: string, pids: number[]) => roles.set(role, [...(roles.get(role) ?? []), ...pids]);
+    for (const p of running.processes) add(p.role, [p.pid]);
+    for (const d of running.descendants ?? []) add(d.role, descendantsOf(d.of.pid));
+    if (load.kind === "stdio") add("upstream", descendantsOf(loadgenPid));
+    return roles;
+  };
+  const findStdioSubject = (loadgenPid: number) => {
+    if (load.kind === "stdio" && subjectPid === undefined) subjectPid = descendantsOf(loadgenPid)[0];
+  };
+
+  const child: Child = spawnChild("loadgen", loadgenCommand(load, concurrency), {
+    cwd: root,
+    onStderrLine(line) {
+      if (line === "PHASE ready") {
+        findStdioSubject(child.pid);
+        if (subjectPid !== undefined) rssIdle = memory(subjectPid)?.rss;
+      } else if (line === "PHASE measure") {
+        measuring = true;
+        systemBusy = systemBusySeconds();
+        findStdioSubject(child.pid);
+        if (subjectPid !== undefined) {
+          threadsAtStart = threadCpuSeconds(subjectPid);
+          treePids = [subjectPid, ...descendantsOf(subjectPid)];
+        }
+        for (const [role, pids] of rolePids(child.pid)) {
+          const list: { pid: number; seconds: number }[] = [];
+          for (const pid of pids) {
+            const seconds = cpuSeconds(pid);
+            if (seconds !== undefined) list.push({ pid, seconds });
+          }
+          cpuAtStart.set(role, list);
+        }
+        sampleRss();
+        sampler = setInterval(sampleRss, 100);
+      } else if (line === "PHASE done") {
+        if (sampler) clearInterval(sampler);
+        systemBusy = systemBusySeconds() - systemBusy;
+        if (subjectPid !== undefined) {
+          for (const [tid, t] of threadCpuSeconds(subjectPid)) {
             const used = t.seconds - (threadsAtStart.get(tid)?.seconds ?? 0);
             threads[t.name] = (threads[t.name] ?? 0) + used;
           }
-          for (const p of running.processes) cpuStart.set(p, (cpuSeconds(p.pid) ?? NaN) - (cpuStart.get(p) ?? NaN));
-          sampleRss();
-        } else if (line.trim()) {
-          process.stderr.write(`    loadgen: ${line}\n`);
         }
-      },
+        for (const [role, list] of cpuAtStart) {
+          let used = 0;
+          // A process that ended meanwhile is left out (its last readings are gone).
+          for (const { pid, seconds } of list) used += (cpuSeconds(pid) ?? seconds) - seconds;
+          cpuUsed[role] = used;
+        }
+        sampleRss();
+        if (subjectPid !== undefined) {
+          const m = memory(subjectPid);
+          rssAfter = m?.rss;
+          rssHwm = m?.hwm;
+        }
+      } else if (line.trim()) {
+        process.stderr.write(`    loadgen: ${line}\n`);
+      }
     },
-  );
-  const limitMs = (warmup + duration) * 1500 + 30_000;
+  });
+  const limitMs = (warmup + duration) * 1500 + 30_000 + (load.kind === "http" && load.sessions === "per-connection" ? concurrency * 2000 : 0);
   const timer = setTimeout(() => {
     process.stderr.write(`bench: load generator still running after ${limitMs / 1000} s, killing it\n`);
     child.proc.kill("SIGKILL");
@@ -137,18 +236,22 @@ async function runLoad(running: Running, concurrency: number): Promise<RunResult
   const got = await line;
   if (code !== 0 || got instanceof Error || !measuring) {
     throw new Error(
-      `load generator failed (exit ${code}) against ${running.url} at concurrency ${concurrency}\n` +
+      `load generator failed (exit ${code}) against ${target(load)} at concurrency ${concurrency}\n` +
         (got instanceof Error ? got.message : child.output()),
     );
   }
   const out = JSON.parse(got[0]) as LoadOutput;
-  const after = memory(running.subject.pid);
+  // A server that outlives the load generator is read again after the sessions closed.
+  if (running.subject) {
+    const m = memory(running.subject.pid);
+    if (m) rssAfter = m.rss;
+  }
   const cpu: Record<string, number> = {};
-  for (const p of running.processes) cpu[p.role] = (cpuStart.get(p) ?? NaN) / out.duration;
+  for (const [role, used] of Object.entries(cpuUsed)) cpu[role] = used / out.duration;
   const loadgenCpu = out.loadgenCpuSeconds / out.duration;
   for (const name of Object.keys(threads)) threads[name] = (threads[name] as number) / out.duration;
   const ours = Object.values(cpu).reduce((a, b) => a + b, 0) + loadgenCpu;
-  return {
+  const result: RunResult = {
     concurrency,
     duration: out.duration,
     requests: out.requests,
@@ -157,13 +260,16 @@ async function runLoad(running: Running, concurrency: number): Promise<RunResult
     failures: out.non2xx + out.errors + out.timeouts + out.mismatches,
     failureDetail: { non2xx: out.non2xx, errors: out.errors, timeouts: out.timeouts, mismatches: out.mismatches },
     responseType: out.responseType,
+    sessions: out.sessions,
     cpu,
     loadgenCpu,
     subjectThreads: threads,
     otherCpu: Math.max(0, systemBusy / out.duration - ours),
     rssPeak: rssPeak || undefined,
-    rssAfter: after?.rss,
+    rssTreePeak: treePeak || undefined,
+    rssAfter,
   };
+  return { result, rssIdle, rssHwm };
 }
 
 // ---------------------------------------------------------------- harness
@@ -186,6 +292,7 @@ function harnessFor(started: Child[]): Harness {
     },
     spawn,
     waitForHttp,
+    waitForMcp,
     freePort,
   };
 }
@@ -203,8 +310,13 @@ async function startScenario(s: Scenario): Promise<Live> {
     process.stderr.write(`bench: ${s.id}: starting\n`);
     live.running = await s.start(harnessFor(live.started));
     await Bun.sleep(500); // let startup garbage settle before the idle reading
-    live.result.rssIdle = memory(live.running.subject.pid)?.rss;
-    live.result.subjectRole = live.running.subject.role;
+    const subject = live.running.subject;
+    // A stdio load's server is started by the load generator: its role is "upstream".
+    live.result.subjectRole = subject?.role ?? "upstream";
+    if (subject) live.result.rssIdle = memory(subject.pid)?.rss;
+    live.result.load = describeLoad(live.running.load);
+    live.result.notes = [...(live.running.notes ?? [])];
+    live.result.concurrencies = [...concurrenciesOf(s)];
   } catch (err) {
     fail(live, err);
   }
@@ -218,8 +330,14 @@ function fail(live: Live, err: unknown): void {
 }
 
 async function stopScenario(live: Live): Promise<void> {
-  if (live.running) live.result.rssHwm = memory(live.running.subject.pid)?.hwm;
+  const subject = live.running?.subject;
+  if (subject) live.result.rssHwm = memory(subject.pid)?.hwm;
+  // What the servers started themselves (sandbox, per-session servers) must not outlive them.
+  const leftovers = processIds(live.started.flatMap((p) => descendantsOf(p.pid)));
   await Promise.all(live.started.map((p) => p.stop()));
+  const killed = await killLeftovers(leftovers);
+  if (killed) process.stderr.write(`bench: ${live.scenario.id}: killed ${killed} leftover child process(es)\n`);
+  live.started.length = 0;
   live.running = undefined;
 }
 
@@ -239,21 +357,25 @@ async function runAll(): Promise<ScenarioResult[]> {
     }
     for (const c of concurrencies) {
       for (const live of lives) {
-        if (!live.running) continue;
+        if (!live.running || !concurrenciesOf(live.scenario).includes(c)) continue;
         const id = live.scenario.id;
         process.stderr.write(`bench: ${id}: concurrency ${c}, ${warmup} s warm-up + ${duration} s\n`);
         try {
-          let r = await runLoad(live.running, c);
+          let m = await runLoad(live.running, c);
           // Something else hogged the CPU: try again, keep the quietest attempt.
-          for (let retry = 1; retry <= noisyRetries && r.otherCpu > NOISE_CORES; retry++) {
+          for (let retry = 1; retry <= noisyRetries && m.result.otherCpu > NOISE_CORES; retry++) {
             process.stderr.write(
-              `bench: ${id}: c=${c} was noisy (CPU other ${Math.round(r.otherCpu * 100)}%), retry ${retry}/${noisyRetries}\n`,
+              `bench: ${id}: c=${c} was noisy (CPU other ${Math.round(m.result.otherCpu * 100)}%), retry ${retry}/${noisyRetries}\n`,
             );
             await Bun.sleep(2000);
             const again = await runLoad(live.running, c);
-            if (again.otherCpu < r.otherCpu) r = again;
+            if (again.result.otherCpu < m.result.otherCpu) m = again;
           }
+          const r = m.result;
           live.result.runs.push(r);
+          // A server the load generator starts is idle-read at each start: keep the first.
+          live.result.rssIdle ??= m.rssIdle;
+          if (m.rssHwm !== undefined) live.result.rssHwm = Math.max(live.result.rssHwm ?? 0, m.rssHwm);
           process.stderr.write(
             `bench: ${id}: c=${c} ${r.rps.toFixed(0)} req/s p50 ${r.latencyMs.p50.toFixed(3)} ms p99 ${r.latencyMs.p99.toFixed(3)} ms, CPU other ${Math.round(r.otherCpu * 100)}%` +
               (r.failures ? ` FAILURES ${JSON.stringify(r.failureDetail)}` : "") +

@@ -1,10 +1,15 @@
 /**
- * What `bun run bench` measures. Each entry starts whatever serves MCP at some URL
- * and says which process is "the subject" (its RSS is reported). Adding a scenario
- * (stdio bridge, a peer such as supergateway, ...) is adding an entry here; compare
- * it to another one with `baseline` and give it `targets` if it has any.
+ * What `bun run bench` measures. Each entry starts whatever serves MCP and says which
+ * process is "the subject" (its RSS is reported). Adding a scenario is adding an entry
+ * here; compare it with others through `baseline`/`compare` and give it `targets`.
+ *
+ * Two families share the report:
+ *   - HTTP in front of an HTTP upstream: direct, mcpmgr proxy, the naive Bun proxy;
+ *   - stdio servers: driven directly over the pipe (the in-process baseline), through
+ *     mcpmgr's stdio bridge (`mcpmgr run`), through supergateway.
  */
-import { type Child, freePort, spawnChild, waitForHttp } from "./lib/proc.ts";
+import { join } from "node:path";
+import { type Child, freePort, spawnChild, waitForHttp, waitForMcp } from "./lib/proc.ts";
 
 export interface Harness {
   /** Repository root (cwd for `bun src/main.ts`). */
@@ -17,34 +22,78 @@ export interface Harness {
   startUpstream(): Promise<{ url: string; child: Child }>;
   spawn: typeof spawnChild;
   waitForHttp: typeof waitForHttp;
+  waitForMcp: typeof waitForMcp;
   freePort: typeof freePort;
 }
 
+/** How the load is generated. */
+export type Load =
+  /**
+   * bench/load.mjs (autocannon) POSTing tools/call to `url`. `sessions`: one MCP
+   * session shared by every connection (default), or one session per connection
+   * (N connections = N concurrent client sessions).
+   */
+  | { readonly kind: "http"; readonly url: string; readonly sessions?: "shared" | "per-connection" }
+  /**
+   * bench/stdio-load.mjs, which spawns `server` itself and keeps N requests in flight
+   * on its stdin/stdout. The spawned server is the subject (role "upstream").
+   */
+  | { readonly kind: "stdio"; readonly server: readonly string[] };
+
 export interface Running {
-  /** The MCP endpoint the load generator talks to. */
-  readonly url: string;
-  /** The process under test: its RSS goes in the table. */
-  readonly subject: Child;
-  /** Every server process of the scenario (CPU time is reported per role). */
+  readonly load: Load;
+  /** The process under test: its RSS goes in the table. Absent for stdio loads (the load generator starts it). */
+  readonly subject?: Child;
+  /** Every server process of the scenario (CPU time is reported per role: own CPU only). */
   readonly processes: readonly Child[];
+  /**
+   * Processes a server starts by itself: their CPU is summed under `role` (all live
+   * descendants of `of` when the measured phase starts: a sandboxed stdio server, a
+   * gateway's per-session servers).
+   */
+  readonly descendants?: readonly { readonly of: Child; readonly role: string }[];
+  /** Facts about this run worth a line in the report (sandbox, peer settings, ...). */
+  readonly notes?: readonly string[];
 }
 
 export type Target =
   /** p50 of this scenario minus p50 of the baseline, at `concurrency`, at most `maxMs`. */
-  | { kind: "addedP50"; concurrency: number; maxMs: number }
+  | { kind: "addedP50"; concurrency: number; maxMs: number; baseline?: string }
   /** req/s of this scenario divided by req/s of the baseline, at `concurrency`, at least `min`. */
-  | { kind: "rpsRatio"; concurrency: number; min: number }
+  | { kind: "rpsRatio"; concurrency: number; min: number; baseline?: string }
   /** RSS of the subject at idle (ready, before any load) below `maxMiB`. */
   | { kind: "idleRss"; maxMiB: number };
 
 export interface Scenario {
   readonly id: string;
   readonly title: string;
-  /** id of the scenario this one is compared with (ratios, targets). */
+  /** id of the scenario this one is compared with (ratios; targets unless they name another). */
   readonly baseline?: string;
+  /** Further scenarios it is compared with in the ratio table. */
+  readonly compare?: readonly string[];
   readonly targets?: readonly Target[];
+  /** Concurrencies it runs at (default 1 and 32); BENCH_CONCURRENCY overrides every scenario's. */
+  readonly concurrencies?: readonly number[];
   start(h: Harness): Promise<Running>;
 }
+
+/** The bench's stdio echo server as a local Node project (bin: echo.mjs → bench/stdio-echo.mjs). */
+const ECHO_PKG = "bench/stdio-echo-pkg";
+
+/** `bun src/main.ts`, or what BENCH_PROXY_CMD says (e.g. a compiled binary). */
+function mcpmgrCommand(h: Harness): string[] {
+  return process.env.BENCH_PROXY_CMD?.trim().split(/\s+/) ?? [h.bun, "src/main.ts"];
+}
+
+/** The Node that runs stdio servers: the one `mcpmgr run npx://./local` picks (node on PATH). */
+function nodeBinary(): string {
+  const node = Bun.which("node");
+  if (!node) throw new Error("node is not on PATH: the stdio scenarios run bench/stdio-echo.mjs with node, as mcpmgr does");
+  return node;
+}
+
+/** The stdio scenarios run at 1 connection and at 16 concurrent client sessions. */
+const STDIO_CONCURRENCIES = [1, 16] as const;
 
 export const scenarios: readonly Scenario[] = [
   {
@@ -52,13 +101,14 @@ export const scenarios: readonly Scenario[] = [
     title: "direct → upstream",
     async start(h) {
       const up = await h.startUpstream();
-      return { url: up.url, subject: up.child, processes: [up.child] };
+      return { load: { kind: "http", url: up.url }, subject: up.child, processes: [up.child] };
     },
   },
   {
     id: "proxy",
     title: "mcpmgr proxy → upstream",
     baseline: "direct",
+    compare: ["naive-proxy"],
     targets: [
       { kind: "addedP50", concurrency: 1, maxMs: 0.25 },
       { kind: "rpsRatio", concurrency: 32, min: 0.7 },
@@ -67,8 +117,7 @@ export const scenarios: readonly Scenario[] = [
     async start(h) {
       const up = await h.startUpstream();
       const port = h.freePort();
-      // BENCH_PROXY_CMD replaces `bun src/main.ts`, e.g. with a compiled binary.
-      const prefix = process.env.BENCH_PROXY_CMD?.trim().split(/\s+/) ?? [h.bun, "src/main.ts"];
+      const prefix = mcpmgrCommand(h);
       const proxy = h.spawn("proxy", [...prefix, "proxy", "bench", "--target-uri", up.url, "--port", String(port)], {
         cwd: h.root,
       });
@@ -82,7 +131,134 @@ export const scenarios: readonly Scenario[] = [
       }
       // The client URL has the target's path on the proxy's origin.
       const url = `http://127.0.0.1:${port}${new URL(up.url).pathname}`;
-      return { url, subject: proxy, processes: [proxy, up.child] };
+      return { load: { kind: "http", url }, subject: proxy, processes: [proxy, up.child] };
+    },
+  },
+  {
+    id: "naive-proxy",
+    title: "naive Bun proxy (peer) → upstream",
+    baseline: "direct",
+    async start(h) {
+      const up = await h.startUpstream();
+      const proxy = h.spawn("proxy", [h.bun, join(h.root, "bench/peers/naive-proxy.ts"), "--target", up.url, "--port", "0"], {
+        cwd: h.root,
+      });
+      const m = await proxy.waitForLine(/^READY (http:\/\/\S+)$/, h.readyTimeoutMs);
+      return {
+        load: { kind: "http", url: m[1] as string },
+        subject: proxy,
+        processes: [proxy, up.child],
+        notes: ["Bun.serve + fetch, bodies buffered, no checks: the floor of a fetch-based proxy in Bun"],
+      };
+    },
+  },
+  {
+    id: "stdio-direct",
+    title: "stdio direct (in-process baseline)",
+    concurrencies: STDIO_CONCURRENCIES,
+    async start() {
+      const server = [nodeBinary(), `${ECHO_PKG}/echo.mjs`];
+      return {
+        load: { kind: "stdio", server },
+        processes: [],
+        notes: [`bench/stdio-load.mjs spawns \`${server.join(" ")}\` and keeps N requests in flight on its stdin/stdout (no HTTP, no sandbox)`],
+      };
+    },
+  },
+  {
+    id: "bridge",
+    title: "mcpmgr run (stdio bridge)",
+    baseline: "stdio-direct",
+    compare: ["supergateway"],
+    concurrencies: STDIO_CONCURRENCIES,
+    targets: [
+      { kind: "addedP50", concurrency: 1, maxMs: 0.3 },
+      { kind: "rpsRatio", concurrency: 16, min: 3, baseline: "supergateway" },
+    ],
+    async start(h) {
+      const port = h.freePort();
+      const prefix = mcpmgrCommand(h);
+      // The sandbox is what users get: bwrap when it is installed. Without it mcpmgr
+      // refuses to start a local server unless told to run it unsandboxed.
+      const sandboxed = Bun.which("bwrap") !== null;
+      const args = ["run", "--foreground", "--name", "bench-stdio-echo", `npx://./${ECHO_PKG}`, "--proxy-port", String(port)];
+      if (!sandboxed) args.push("--insecure-allow-unsandboxed");
+      const bridge = h.spawn("bridge", [...prefix, ...args], { cwd: h.root });
+      const command = `${prefix.join(" ")} ${args.join(" ")}`;
+      try {
+        // It prints the client URL on stdout; ready once an initialize POST succeeds.
+        const m = await bridge.waitForLine(/^(http:\/\/\S+)$/, h.readyTimeoutMs);
+        await h.waitForMcp(m[1] as string, h.readyTimeoutMs, bridge);
+        return {
+          load: { kind: "http", url: m[1] as string, sessions: "per-connection" },
+          subject: bridge,
+          processes: [bridge],
+          descendants: [{ of: bridge, role: "upstream" }],
+          notes: [
+            `\`${command}\` (stdio server: \`node ${ECHO_PKG}/echo.mjs\`)`,
+            sandboxed
+              ? "stdio server sandboxed by bubblewrap (mcpmgr's default, what users get); its bwrap processes and node are counted as \"upstream\""
+              : "bubblewrap is NOT installed: the stdio server runs unsandboxed (--insecure-allow-unsandboxed)",
+            "one MCP session per connection (concurrency 16 = 16 client sessions multiplexed on the one stdio server)",
+          ],
+        };
+      } catch (err) {
+        throw new Error(`mcpmgr run not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${command}`);
+      }
+    },
+  },
+  {
+    id: "supergateway",
+    title: "supergateway (stateful streamable-http, peer)",
+    baseline: "stdio-direct",
+    concurrencies: STDIO_CONCURRENCIES,
+    async start(h) {
+      const port = h.freePort();
+      const node = nodeBinary();
+      const entry = join(h.root, "node_modules/supergateway/dist/index.js");
+      const stdio = `${node} ${join(h.root, ECHO_PKG, "echo.mjs")}`;
+      // --logLevel none: its default (info) prints every message it relays, which
+      // would slow it down; the peer gets its fastest setting. loopback-only.cjs makes
+      // its `app.listen(port)` bind 127.0.0.1 instead of every interface.
+      const cmd = [
+        node,
+        "--require",
+        join(h.root, "bench/peers/loopback-only.cjs"),
+        entry,
+        "--stdio",
+        stdio,
+        "--outputTransport",
+        "streamableHttp",
+        "--stateful",
+        "--port",
+        String(port),
+        "--logLevel",
+        "none",
+        "--healthEndpoint",
+        "/healthz",
+      ];
+      const gateway = h.spawn("gateway", cmd, { cwd: h.root });
+      const url = `http://127.0.0.1:${port}/mcp`;
+      try {
+        await h.waitForHttp(`http://127.0.0.1:${port}/healthz`, h.readyTimeoutMs, gateway);
+        await h.waitForMcp(url, h.readyTimeoutMs, gateway);
+      } catch (err) {
+        throw new Error(`supergateway not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${cmd.join(" ")}`);
+      }
+      let version = "?";
+      try {
+        version = (await Bun.file(join(h.root, "node_modules/supergateway/package.json")).json()).version;
+      } catch {}
+      return {
+        load: { kind: "http", url, sessions: "per-connection" },
+        subject: gateway,
+        processes: [gateway],
+        descendants: [{ of: gateway, role: "upstream" }],
+        notes: [
+          `supergateway ${version} on node: \`--stdio "node ${ECHO_PKG}/echo.mjs" --outputTransport streamableHttp --stateful --logLevel none\`, answers as text/event-stream`,
+          "stateful mode spawns one stdio server (`sh -c` + node) per session: at concurrency 16 that is 16 servers, counted as \"upstream\"; no sandbox",
+        ],
+      };
     },
   },
 ];

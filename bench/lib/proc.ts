@@ -19,8 +19,13 @@ export interface Child {
 const children = new Set<Child>();
 let hooksInstalled = false;
 
-/** Kill every child still running (synchronous: safe inside process.on("exit")). */
+/**
+ * Kill every child still running, and whatever they started themselves (a gateway's
+ * per-session servers may sit in process groups of their own). Synchronous: safe
+ * inside process.on("exit").
+ */
 export function killAll(signal: NodeJS.Signals = "SIGKILL"): void {
+  const descendants = [...children].flatMap((c) => descendantsOf(c.pid));
   for (const c of children) {
     try {
       c.proc.kill(signal);
@@ -28,7 +33,65 @@ export function killAll(signal: NodeJS.Signals = "SIGKILL"): void {
       // already gone
     }
   }
+  killPids(descendants, signal);
   children.clear();
+}
+
+/** Signals each pid, ignoring the ones already gone. */
+export function killPids(pids: readonly number[], signal: NodeJS.Signals = "SIGKILL"): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** pid and start time (clock ticks since boot): a pid that was reused later has another start time. */
+export interface ProcessId {
+  readonly pid: number;
+  readonly start: string;
+}
+
+export function processIds(pids: readonly number[]): ProcessId[] {
+  const out: ProcessId[] = [];
+  for (const pid of pids) {
+    const start = startTime(pid);
+    if (start !== undefined) out.push({ pid, start });
+  }
+  return out;
+}
+
+/** Start time of a live (not zombie) process. */
+function startTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return fields[0] === "Z" || fields[0] === "X" ? undefined : fields[19]; // state (field 3), starttime (field 22)
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * SIGKILLs the processes of `ids` that are still the same, live processes, after
+ * giving them `graceMs` to go by themselves (bwrap --die-with-parent is quick, not instant).
+ */
+export async function killLeftovers(ids: readonly ProcessId[], graceMs = 1000): Promise<number> {
+  const deadline = performance.now() + graceMs;
+  while (ids.some(({ pid, start }) => startTime(pid) === start) && performance.now() < deadline) await Bun.sleep(50);
+  let killed = 0;
+  for (const { pid, start } of ids) {
+    if (startTime(pid) !== start) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+      killed++;
+    } catch {
+      // gone
+    }
+  }
+  return killed;
 }
 
 function installHooks(): void {
@@ -250,4 +313,90 @@ export function threadCpuSeconds(pid: number): Map<string, { name: string; secon
     }
   }
   return out;
+}
+
+/**
+ * Every live descendant of `pid` (children, their children, ...), from the ppid field
+ * of /proc/PID/stat. A sandboxed server (bwrap and what it runs) or the per-session
+ * servers a gateway spawns are found this way: the kernel does not charge their CPU to
+ * the parent until they are reaped.
+ */
+export function descendantsOf(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  for (const name of entries) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ", 2)[1]);
+      const list = children.get(ppid);
+      if (list) list.push(Number(name));
+      else children.set(ppid, [Number(name)]);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length) {
+    for (const kid of children.get(queue.shift() as number) ?? []) {
+      out.push(kid);
+      queue.push(kid);
+    }
+  }
+  return out;
+}
+
+/**
+ * Readiness of an MCP endpoint: POST `initialize` until it answers 200 with a result
+ * (then the session it opened is ended with DELETE). Fails early if `child` exits.
+ */
+export async function waitForMcp(url: string, timeoutMs: number, child?: Child): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  const headers = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-06-18",
+  };
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-bench-ready", version: "0.1.0" } },
+  });
+  let last = "no answer";
+  while (performance.now() < deadline) {
+    if (child && (child.proc.exitCode !== null || child.proc.signalCode !== null)) {
+      throw new Error(
+        `${child.role} exited (code ${child.proc.exitCode ?? child.proc.signalCode}) before ${url} answered initialize\n${tail(child.output())}`,
+      );
+    }
+    try {
+      const res = await fetch(url, { method: "POST", headers, body, signal: AbortSignal.timeout(2000) });
+      const text = await res.text();
+      if (res.status === 200 && text.includes('"result"')) {
+        const session = res.headers.get("mcp-session-id");
+        if (session) {
+          await fetch(url, { method: "DELETE", headers: { ...headers, "mcp-session-id": session } })
+            .then((r) => r.arrayBuffer())
+            .catch(() => {});
+        }
+        return;
+      }
+      last = `HTTP ${res.status} ${text.slice(0, 200)}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await Bun.sleep(50);
+  }
+  throw new Error(
+    `${child?.role ?? "server"} not ready: POST initialize to ${url} did not succeed within ${timeoutMs / 1000} s (last: ${last})` +
+      (child ? `\n${tail(child.output())}` : ""),
+  );
 }

@@ -11,6 +11,8 @@ export interface RunResult {
   failures: number;
   failureDetail: { non2xx: number; errors: number; timeouts: number; mismatches: number };
   responseType: string;
+  /** MCP sessions the HTTP load generator used (1 shared, or one per connection). */
+  sessions?: number;
   /** CPU used during the measured phase per server role, in cores (1 = one core busy). */
   cpu: Record<string, number>;
   loadgenCpu: number;
@@ -20,6 +22,8 @@ export interface RunResult {
   subjectThreads: Record<string, number>;
   /** Highest VmRSS of the subject sampled (every 100 ms) during the measured phase, bytes. */
   rssPeak?: number;
+  /** Same, for the subject plus every process it started (sandbox, stdio servers), bytes. */
+  rssTreePeak?: number;
   /** VmRSS of the subject right after the run, bytes. */
   rssAfter?: number;
 }
@@ -28,6 +32,11 @@ export interface ScenarioResult {
   id: string;
   title: string;
   subjectRole?: string;
+  /** How the load was generated (HTTP with a shared session or one per connection, or stdio). */
+  load?: string;
+  /** Facts about the scenario worth a line (sandbox, peer settings). */
+  notes?: string[];
+  concurrencies?: number[];
   /** VmRSS of the subject once ready, before any load, bytes. */
   rssIdle?: number;
   /** VmHWM (kernel's peak RSS) of the subject at the end of the scenario, bytes. */
@@ -69,24 +78,30 @@ function runAt(r: ScenarioResult | undefined, c: number): RunResult | undefined 
   return r?.runs.find((x) => x.concurrency === c);
 }
 
-function describe(t: Target): string {
+function describe(t: Target, baseline: string | undefined): string {
+  const base = baseline ?? "the baseline";
   switch (t.kind) {
     case "addedP50":
-      return `at concurrency ${t.concurrency} it adds ≤ ${t.maxMs} ms to p50`;
+      return `at concurrency ${t.concurrency} it adds ≤ ${t.maxMs} ms to p50 over ${base}`;
     case "rpsRatio":
-      return `at concurrency ${t.concurrency} it keeps ≥ ${Math.round(t.min * 100)}% of the baseline's req/s`;
+      return t.min >= 1
+        ? `at concurrency ${t.concurrency} it reaches ≥ ${t.min}× the req/s of ${base}`
+        : `at concurrency ${t.concurrency} it keeps ≥ ${Math.round(t.min * 100)}% of the req/s of ${base}`;
     case "idleRss":
       return `idle RSS < ${t.maxMiB} MiB`;
   }
 }
 
+const ratio = (v: number) => (Number.isNaN(v) ? "–" : v >= 1.995 ? `${v.toFixed(2)}×` : pct(v));
+
 export function evaluateTargets(scenarios: readonly Scenario[], results: readonly ScenarioResult[]): Verdict[] {
   const verdicts: Verdict[] = [];
   for (const s of scenarios) {
     const r = results.find((x) => x.id === s.id);
-    const base = s.baseline ? results.find((x) => x.id === s.baseline) : undefined;
     for (const t of s.targets ?? []) {
-      const v: Verdict = { scenario: s.id, text: `${s.id}: ${describe(t)}`, status: "not measured", detail: "" };
+      const baseId = t.kind === "idleRss" ? undefined : (t.baseline ?? s.baseline);
+      const base = baseId ? results.find((x) => x.id === baseId) : undefined;
+      const v: Verdict = { scenario: s.id, text: `${s.id}: ${describe(t, baseId)}`, status: "not measured", detail: "" };
       verdicts.push(v);
       if (!r || r.error) {
         v.detail = r?.error ? `scenario failed: ${firstLine(r.error)}` : "scenario not run";
@@ -105,7 +120,7 @@ export function evaluateTargets(scenarios: readonly Scenario[], results: readonl
       if (!mine || !theirs) {
         v.detail = !mine
           ? `no run at concurrency ${t.concurrency}`
-          : `baseline ${s.baseline ?? "(none)"} has no run at concurrency ${t.concurrency}${base?.error ? ` (failed: ${firstLine(base.error)})` : ""}`;
+          : `baseline ${baseId ?? "(none)"} has no run at concurrency ${t.concurrency}${base?.error ? ` (failed: ${firstLine(base.error)})` : ""}`;
         continue;
       }
       if (t.kind === "addedP50") {
@@ -113,9 +128,9 @@ export function evaluateTargets(scenarios: readonly Scenario[], results: readonl
         v.status = added <= t.maxMs ? "met" : "missed";
         v.detail = `p50 ${ms(mine.latencyMs.p50)} ms vs ${ms(theirs.latencyMs.p50)} ms: ${signed(added)} ms`;
       } else {
-        const ratio = mine.rps / theirs.rps;
-        v.status = ratio >= t.min ? "met" : "missed";
-        v.detail = `${mine.rps.toFixed(0)} vs ${theirs.rps.toFixed(0)} req/s: ${pct(ratio)}`;
+        const r = mine.rps / theirs.rps;
+        v.status = r >= t.min ? "met" : "missed";
+        v.detail = `${mine.rps.toFixed(0)} vs ${theirs.rps.toFixed(0)} req/s: ${t.min >= 1 ? `${r.toFixed(2)}×` : pct(r)}`;
       }
       if (mine.failures || theirs.failures) {
         v.detail += " (runs had failed requests, see table)";
@@ -140,68 +155,88 @@ export function renderMarkdown(
   out.push(`## Run of ${stamp}`, "");
   out.push(
     `- Machine: ${m.nproc} CPUs (\`nproc\`), ${m.cpuModel}, ${m.memGiB.toFixed(1)} GiB RAM, Linux ${m.kernel}`,
-    `- Bun ${m.bun}; load generator: ${m.loadgen} (separate process, keep-alive, one MCP session per run)`,
-    `- Each run: ${m.warmup} s warm-up, then ${m.duration} s measured; concurrency ${m.concurrencies.join(", ")}`,
-    `- Request: \`tools/call\` \`echo\` on an initialised session (\`Mcp-Session-Id\`, \`MCP-Protocol-Version: 2025-06-18\`, \`Accept: application/json, text/event-stream\`)`,
+    `- Bun ${m.bun}; load generators in a separate process: HTTP ${m.loadgen} (keep-alive connections), stdio \`bench/stdio-load.mjs\` on the same runtime`,
+    `- Each run: ${m.warmup} s warm-up, then ${m.duration} s measured; concurrency (connections, or requests in flight on the pipe) per scenario below`,
+    `- Request: \`tools/call\` \`echo\` on an initialised session (\`Mcp-Session-Id\`, \`MCP-Protocol-Version: 2025-06-18\`, \`Accept: application/json, text/event-stream\`); every answer is checked`,
+    "",
+    "### Scenarios",
     "",
   );
+  for (const r of results) {
+    const type = r.runs[0]?.responseType;
+    out.push(
+      `- **${r.id}** (${r.title}): ${r.load ?? "–"}; concurrency ${r.concurrencies?.join(", ") ?? "–"}${type ? `; answers ${type}` : ""}`,
+      ...(r.notes ?? []).map((n) => `  - ${n}`),
+    );
+  }
+  out.push("");
 
   out.push(
-    "| Scenario | Conc. | req/s | p50 ms | p90 ms | p99 ms | max ms | failed | CPU subject | CPU upstream | CPU loadgen | CPU other | RSS idle MiB | RSS peak MiB | RSS after MiB |",
-    `| --- |${" ---: |".repeat(14)}`,
+    "| Scenario | Conc. | req/s | p50 ms | p90 ms | p99 ms | max ms | failed | CPU subject | CPU upstream | CPU loadgen | CPU other | RSS idle MiB | RSS peak MiB | RSS after MiB | RSS peak incl. children MiB |",
+    `| --- |${" ---: |".repeat(15)}`,
   );
   for (const r of results) {
     if (r.error && r.runs.length === 0) {
-      out.push(`| ${r.title} | – | **failed** | | | | | | | | | | ${mib(r.rssIdle)} | | |`);
+      out.push(`| ${r.title} | – | **failed** | | | | | | | | | | ${mib(r.rssIdle)} | | | |`);
       continue;
     }
     for (const run of r.runs) {
       const subjectCpu = r.subjectRole ? run.cpu[r.subjectRole] : undefined;
       const upstreamCpu = r.subjectRole === "upstream" ? undefined : run.cpu.upstream;
       out.push(
-        `| ${r.title} | ${run.concurrency} | ${run.rps.toFixed(0)} | ${ms(run.latencyMs.p50)} | ${ms(run.latencyMs.p90)} | ${ms(run.latencyMs.p99)} | ${ms(run.latencyMs.max)} | ${run.failures} | ${pct(subjectCpu)} | ${pct(upstreamCpu)} | ${pct(run.loadgenCpu)} | ${pct(run.otherCpu)} | ${mib(r.rssIdle)} | ${mib(run.rssPeak)} | ${mib(run.rssAfter)} |`,
+        `| ${r.title} | ${run.concurrency} | ${run.rps.toFixed(0)} | ${ms(run.latencyMs.p50)} | ${ms(run.latencyMs.p90)} | ${ms(run.latencyMs.p99)} | ${ms(run.latencyMs.max)} | ${run.failures} | ${pct(subjectCpu)} | ${pct(upstreamCpu)} | ${pct(run.loadgenCpu)} | ${pct(run.otherCpu)} | ${mib(r.rssIdle)} | ${mib(run.rssPeak)} | ${mib(run.rssAfter)} | ${mib(run.rssTreePeak)} |`,
       );
     }
-    if (r.error) out.push(`| ${r.title} | – | **failed later** | | | | | | | | | | | | |`);
+    if (r.error) out.push(`| ${r.title} | – | **failed later** | | | | | | | | | | | | | |`);
   }
   out.push(
     "",
-    "CPU columns: share of one core used during the measured phase (subject = the process under test; for `direct` that is the upstream itself; " +
+    "CPU columns: share of one core used during the measured phase (subject = the process under test: the proxy, bridge or gateway; for `direct` and `stdio-direct` the server itself; " +
+      "upstream = the server behind the subject: bench/upstream.ts, or the stdio echo server(s) with their sandbox processes; " +
       "other = the machine's busy time not charged to these processes: loopback softirq plus anything else running, which makes a run noisy when large). " +
-      "RSS is the subject's VmRSS: idle = ready, before any load; peak = highest 100 ms sample during the measured phase; after = right after the run.",
+      "RSS is the subject's VmRSS: idle = ready, before any load; peak = highest 100 ms sample during the measured phase; after = right after the run; " +
+      "incl. children = the subject plus every process it started (sandbox, stdio servers: supergateway has one per session).",
     "",
   );
 
+  const serverCpu = (x: RunResult) => Object.values(x.cpu).reduce((a, b) => a + b, 0);
   const ratioRows: string[] = [];
   for (const s of scenarios) {
-    if (!s.baseline) continue;
     const r = results.find((x) => x.id === s.id);
-    const base = results.find((x) => x.id === s.baseline);
-    for (const c of m.concurrencies) {
-      const a = runAt(r, c);
-      const b = runAt(base, c);
-      if (!a || !b) {
-        ratioRows.push(`| ${s.id} vs ${s.baseline} | ${c} | – | – | – | not measured | – | – |`);
-        continue;
+    for (const other of [...(s.baseline ? [s.baseline] : []), ...(s.compare ?? [])]) {
+      const base = results.find((x) => x.id === other);
+      if (!base && !scenarios.some((x) => x.id === other)) continue; // not selected for this run
+      const levels = [...new Set([...(r?.concurrencies ?? []), ...(base?.concurrencies ?? [])])].sort((a, b) => a - b);
+      for (const c of levels) {
+        const a = runAt(r, c);
+        const b = runAt(base, c);
+        if (!a || !b) {
+          if (r?.concurrencies?.includes(c) && base?.concurrencies?.includes(c)) {
+            ratioRows.push(`| ${s.id} vs ${other} | ${c} | – | – | – | not measured | – | – | – | – |`);
+          }
+          continue;
+        }
+        const subject = r?.subjectRole ? a.cpu[r.subjectRole] : undefined;
+        const usPerReq = subject === undefined ? undefined : (subject / a.rps) * 1e6;
+        const baseSubject = base?.subjectRole ? b.cpu[base.subjectRole] : undefined;
+        const baseUs = baseSubject === undefined ? undefined : (baseSubject / b.rps) * 1e6;
+        ratioRows.push(
+          `| ${s.id} vs ${other} | ${c} | ${signed(a.latencyMs.p50 - b.latencyMs.p50)} | ${signed(a.latencyMs.p99 - b.latencyMs.p99)} | ${signed(a.latencyMs.mean - b.latencyMs.mean)} | ${ratio(a.rps / b.rps)} | ${us(usPerReq)} | ${us(baseUs)} | ${us((serverCpu(a) / a.rps) * 1e6)} | ${us((serverCpu(b) / b.rps) * 1e6)} |`,
+        );
       }
-      const subject = r?.subjectRole ? a.cpu[r.subjectRole] : undefined;
-      const usPerReq = subject === undefined ? undefined : (subject / a.rps) * 1e6;
-      const baseSubject = base?.subjectRole ? b.cpu[base.subjectRole] : undefined;
-      const baseUs = baseSubject === undefined ? undefined : (baseSubject / b.rps) * 1e6;
-      ratioRows.push(
-        `| ${s.id} vs ${s.baseline} | ${c} | ${signed(a.latencyMs.p50 - b.latencyMs.p50)} | ${signed(a.latencyMs.p99 - b.latencyMs.p99)} | ${signed(a.latencyMs.mean - b.latencyMs.mean)} | ${pct(a.rps / b.rps)} | ${us(usPerReq)} | ${us(baseUs)} |`,
-      );
     }
   }
   if (ratioRows.length) {
     out.push(
       "### Ratios",
       "",
-      "| Comparison | Conc. | added p50 ms | added p99 ms | added mean ms | req/s ratio | subject CPU µs/req | baseline subject CPU µs/req |",
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+      "| Comparison | Conc. | added p50 ms | added p99 ms | added mean ms | req/s ratio | subject CPU µs/req | other's subject CPU µs/req | server-side CPU µs/req | other's server-side CPU µs/req |",
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
       ...ratioRows,
       "",
-      "CPU µs/req: CPU time of the process under test per request served (proxy vs. the upstream alone in `direct`); on a small machine the load generator, proxy and upstream share the cores, so this is what bounds req/s.",
+      "\"A vs B\": A minus B, A divided by B. Subject CPU µs/req: CPU time of the process under test per request served (proxy, bridge or gateway; for `direct`/`stdio-direct` the server itself). " +
+        "Server-side CPU µs/req: subject plus upstream (every stdio server and sandbox process included), i.e. everything but the load generator. " +
+        "On a small machine the load generator and the servers share the cores, so CPU per request is what bounds req/s.",
       "",
     );
   }
