@@ -30,10 +30,24 @@ export function lineChannel(options: ServerChannelOptions): ServerChannel {
     }
     options.onMessage(parsed);
   });
+  // One flush per burst of sends (a microtask): with many requests in flight, each flush is a
+  // write syscall and a wake-up of the server, so batching them is most of the win.
+  let flushScheduled = false;
+  const flush = () => {
+    flushScheduled = false;
+    try {
+      options.stdin.flush?.();
+    } catch {
+      // The server is gone; `closed` reports it.
+    }
+  };
   return {
     send(message) {
       options.stdin.write(JSON.stringify(message) + "\n");
-      options.stdin.flush?.();
+      if (!flushScheduled && options.stdin.flush) {
+        flushScheduled = true;
+        queueMicrotask(flush);
+      }
     },
     closed,
   };
