@@ -18,13 +18,13 @@ import {
   isSupportedProtocolVersion,
   kindOf,
   latestProtocolVersion,
-  logLevelRank,
   progressTokenOf,
   type JsonRpcMessage,
   type LogLevel,
 } from "./messages.ts";
 import type { ServerChannel } from "./server-channel.ts";
 import { routeServerNotification } from "./server-notifications.ts";
+import { mostVerboseLevel, SubscriberCounts } from "./shared-interest.ts";
 import { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
 
@@ -65,7 +65,7 @@ export class StdioBridge {
   readonly #inFlight = new Map<number, InFlight>();
   readonly #internal = new Map<number, (message: JsonRpcMessage) => void>();
   readonly #serverRequests = new Map<string | number, ClientSession>();
-  readonly #subscribers = new Map<string, number>();
+  readonly #subscribers = new SubscriberCounts();
   readonly #options: BridgeOptions;
   #channel: ServerChannel | undefined;
   #nextId = 1;
@@ -190,7 +190,7 @@ export class StdioBridge {
         }
         session.logLevel = level;
         // The server logs at the most verbose level any session wants; the bridge filters per session.
-        const wanted = this.#mostVerboseLevel() as LogLevel;
+        const wanted = mostVerboseLevel(this.#sessions.values()) as LogLevel;
         if (wanted === this.#serverLogLevel) {
           sink.send({ jsonrpc: "2.0", id, result: {} });
           return;
@@ -201,11 +201,8 @@ export class StdioBridge {
       }
       case "resources/subscribe": {
         const uri = String(message.params?.uri ?? "");
-        const first = !session.subscriptions.has(uri) && (this.#subscribers.get(uri) ?? 0) === 0;
-        if (!session.subscriptions.has(uri)) {
-          session.subscriptions.add(uri);
-          this.#subscribers.set(uri, (this.#subscribers.get(uri) ?? 0) + 1);
-        }
+        const first = !session.subscriptions.has(uri) && this.#subscribers.add(uri);
+        session.subscriptions.add(uri);
         if (!first) {
           sink.send({ jsonrpc: "2.0", id, result: {} });
           return;
@@ -380,14 +377,9 @@ export class StdioBridge {
 
   /** Drops a subscription; forwards the unsubscribe when it was the last. */
   #unsubscribe(uri: string, sendToServer = true): boolean {
-    const left = (this.#subscribers.get(uri) ?? 1) - 1;
-    if (left > 0) {
-      this.#subscribers.set(uri, left);
-      return false;
-    }
-    this.#subscribers.delete(uri);
-    if (sendToServer) this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "resources/unsubscribe", params: { uri } });
-    return true;
+    const last = this.#subscribers.remove(uri);
+    if (last && sendToServer) this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "resources/unsubscribe", params: { uri } });
+    return last;
   }
 
   #ignoredId(): number {
@@ -396,16 +388,8 @@ export class StdioBridge {
     return id;
   }
 
-  #mostVerboseLevel(): LogLevel | undefined {
-    let best: LogLevel | undefined;
-    for (const session of this.#sessions.values()) {
-      if (session.logLevel !== undefined && (best === undefined || logLevelRank(session.logLevel) < logLevelRank(best))) best = session.logLevel;
-    }
-    return best;
-  }
-
   #syncServerLogLevel(): void {
-    const wanted = this.#mostVerboseLevel();
+    const wanted = mostVerboseLevel(this.#sessions.values());
     if (wanted === undefined || wanted === this.#serverLogLevel) return;
     this.#serverLogLevel = wanted;
     this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "logging/setLevel", params: { level: wanted } });
