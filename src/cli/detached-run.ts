@@ -14,6 +14,7 @@ import { assertWorkloadName } from "../state/workload-name.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { log, printResult } from "./output.ts";
 import { startSupervisor } from "./supervisor-control.ts";
+import { workloadUrl } from "./workload-arg.ts";
 import { findFreePort } from "../proxy/serve.ts";
 
 export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs: readonly string[]): Promise<void> {
@@ -46,6 +47,7 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
     proxyMode: values["proxy-mode"],
     host: values.host,
     proxyPort: port,
+    proxyPath: clientPath(plan, values["proxy-mode"]),
     runtime: source.kind === "remote" ? "remote" : "process",
     ...(values["permission-profile"] ? { permissionProfile: values["permission-profile"] } : {}),
     env: Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
@@ -62,10 +64,8 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
     await store.remove(name).catch(() => {});
     throw err;
   }
-  const host = values.host === "0.0.0.0" ? "127.0.0.1" : values.host.includes(":") ? `[${values.host}]` : values.host;
-  const path = source.kind === "remote" ? source.url.pathname : values["proxy-mode"] === "sse" ? "/sse" : "/mcp";
   log.info(`${name} is running in the background ('mcpmgr stop ${name}' stops it); MCP clients connect to:`);
-  printResult(`http://${host}:${port}${path}`);
+  printResult(workloadUrl(await store.getExisting(name)));
 }
 
 /** A free port that no other workload keeps for its restarts. */
@@ -76,4 +76,12 @@ async function freePortAvoiding(store: WorkloadStore): Promise<number> {
     if (!taken.has(port)) return port;
   }
   throw new McpmgrError("PORT_IN_USE", "could not find a free port", { hint: "choose one with --proxy-port" });
+}
+
+/** Where clients find the workload on the proxy; workload-runner serves the same paths. */
+function clientPath(plan: RunPlan, proxyMode: "streamable-http" | "sse"): string {
+  if (plan.source.kind === "remote") return plan.source.url.pathname;
+  if (plan.transport === "sse") return "/sse";
+  if (plan.transport === "streamable-http") return "/mcp";
+  return proxyMode === "sse" ? "/sse" : "/mcp";
 }

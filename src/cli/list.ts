@@ -6,7 +6,7 @@ import { nonEmpty, oneOf } from "../config/values.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { printResult } from "./output.ts";
 import { currentStatus } from "./supervisor-control.ts";
-import { openStore } from "./workload-arg.ts";
+import { openStore, workloadUrl } from "./workload-arg.ts";
 
 const table = {
   format: stringOption({ description: "Output format: text or json", valueHint: "text|json", default: "text", schema: oneOf(["text", "json"] as const) }),
@@ -23,11 +23,10 @@ export default defineCommand({
     for (const record of await store.list()) {
       if (values.group !== undefined && record.group !== values.group) continue;
       const status = await currentStatus(store, record.name);
-      const path = record.runtime === "remote" ? new URL(record.source.ref).pathname : record.proxyMode === "sse" ? "/sse" : "/mcp";
       rows.push({
         name: record.name,
         status: status?.state ?? "stopped",
-        url: `http://${record.host === "0.0.0.0" ? "127.0.0.1" : record.host}:${record.proxyPort}${path}`,
+        url: workloadUrl(record),
         source: record.source.ref,
         group: record.group,
         runtime: record.runtime,

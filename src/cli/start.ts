@@ -3,7 +3,7 @@ import { defineCommand } from "citty";
 import { toCittyArgs } from "./citty-args.ts";
 import { log, printResult } from "./output.ts";
 import { currentStatus, startSupervisor, stopSupervisor } from "./supervisor-control.ts";
-import { openStore, parseNamed } from "./workload-arg.ts";
+import { openStore, parseNamed, workloadUrl } from "./workload-arg.ts";
 
 function command(restart: boolean) {
   const verb = restart ? "restart" : "start";
@@ -23,9 +23,8 @@ function command(restart: boolean) {
         }
       }
       await startSupervisor(store, name);
-      const path = record.runtime === "remote" ? new URL(record.source.ref).pathname : record.proxyMode === "sse" ? "/sse" : "/mcp";
       log.info(`${name} is running; MCP clients connect to:`);
-      printResult(`http://${record.host === "0.0.0.0" ? "127.0.0.1" : record.host}:${record.proxyPort}${path}`);
+      printResult(workloadUrl(record));
     },
   });
 }

@@ -9,7 +9,9 @@ import { isProcessAlive } from "../state/lock.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { ensureDir } from "../state/atomic-file.ts";
+import { version } from "../version.ts";
 import { selfCommand } from "./self-command.ts";
+import { workloadUrl } from "./workload-arg.ts";
 
 const readyTimeoutMs = 120_000;
 
@@ -34,7 +36,14 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
   while (performance.now() < deadline) {
     await Bun.sleep(100);
     const status = await currentStatus(store, name);
-    if (status?.state === "running") return;
+    if (status?.state === "running") {
+      try {
+        return await confirmAnswers(store, name, failureHint);
+      } catch (err) {
+        await stopSupervisor(store, name);
+        throw err;
+      }
+    }
     if (status?.state === "failed" || (pid !== undefined && !isProcessAlive(pid))) {
       throw new McpmgrError("SERVER_FAILED", `${name} failed to start: ${status?.lastError ?? "the supervisor exited"}`, {
         hint: failureHint,
@@ -55,4 +64,29 @@ export async function stopSupervisor(store: WorkloadStore, name: string): Promis
   if (isProcessAlive(pid)) process.kill(pid, "SIGKILL");
   await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch(() => {});
   return true;
+}
+
+/**
+ * "Running" is the supervisor's word; an MCP initialize through the proxy is the
+ * client's. Remote workloads are exempt: their server may want credentials first.
+ */
+async function confirmAnswers(store: WorkloadStore, name: string, failureHint: string): Promise<void> {
+  const record = await store.getExisting(name);
+  if (record.runtime === "remote") return;
+  const url = workloadUrl(record);
+  if (record.proxyPath === "/sse") return; // legacy SSE has no one-request handshake to probe
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-readiness", version } } }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const session = response.headers.get("mcp-session-id");
+    const text = await response.text();
+    if (!response.ok || !text.includes('"result"')) throw new Error(`initialize answered ${response.status}`);
+    if (session) await fetch(url, { method: "DELETE", headers: { "mcp-session-id": session } }).catch(() => {});
+  } catch (err) {
+    throw new McpmgrError("SERVER_FAILED", `${name} runs but does not answer MCP initialize at ${url}: ${err instanceof Error ? err.message : String(err)}`, { hint: failureHint });
+  }
 }

@@ -133,13 +133,20 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
     throw notSupportedSource(plan);
   }
 
-  const server = serve({
-    host: values.host,
-    port: values["proxy-port"],
-    handler: withBuiltinProtections(handler, { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: limits.maxBodyBytes }),
-    live,
-    onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
-  });
+  let server: ReturnType<typeof serve>;
+  try {
+    server = serve({
+      host: values.host,
+      port: values["proxy-port"],
+      handler: withBuiltinProtections(handler, { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: limits.maxBodyBytes }),
+      live,
+      onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
+    });
+  } catch (err) {
+    // A busy port must not leave the server we just started behind.
+    await child?.stop(1_000);
+    throw err;
+  }
   const base = new URL(server.url);
   if (base.hostname === "0.0.0.0") base.hostname = "127.0.0.1";
   const running = child;

@@ -45,6 +45,8 @@ export const workloadRecordSchema = v.pipe(
     host: v.optional(text, "127.0.0.1"),
     /** Chosen once at creation and reused on every restart, so clients' configured URLs keep working. */
     proxyPort: portNumber,
+    /** The path clients use on the proxy (/mcp, /sse, or a remote server's own path). */
+    proxyPath: v.optional(v.pipe(v.string(), v.startsWith("/", "must start with /")), "/mcp"),
     targetHost: v.optional(text),
     targetPort: v.optional(portNumber),
     runtime: oneOf(RUNTIMES),

@@ -241,3 +241,16 @@ test("go:// runs a local Go module (go run, offline, in the sandbox) with its ar
     await running.stop();
   }
 }, 120_000);
+
+test("a busy --proxy-port is a clear error and leaves no server behind", async () => {
+  const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
+  try {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--proxy-port", String(busy.port)], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr.toString()).toContain("already in use");
+    await Bun.sleep(200);
+    expect(Bun.spawnSync(["pgrep", "-f", "sandbox-probe/probe.mjs"]).stdout.toString().trim()).toBe("");
+  } finally {
+    busy.stop(true);
+  }
+}, 30_000);

@@ -60,6 +60,7 @@ describe("records", () => {
       proxyMode: "streamable-http",
       host: "127.0.0.1",
       proxyPort: 40_010,
+      proxyPath: "/mcp",
       runtime: "process",
       env: { DEBUG: "1" },
       secrets: [],
