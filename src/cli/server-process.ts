@@ -10,6 +10,7 @@ import { packageWorkingDir } from "../runtime/package-command.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
 import { bwrapArgs, findBwrap, unenforceableError } from "../runtime/sandbox.ts";
 import { createSecretManager } from "../secrets/manager.ts";
+import { redactor } from "../secrets/redact.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { log } from "./output.ts";
 import { assertRequiredEnv, type RunPlan } from "./run-plan.ts";
@@ -25,7 +26,7 @@ export async function profileFor(plan: RunPlan, values: Values): Promise<Permiss
  * The server's environment: --env-file-dir, then --env-file, then -e (later wins),
  * then secrets, which may not collide with a plain variable.
  */
-export async function serverEnvironment(plan: RunPlan, values: Values): Promise<Record<string, string>> {
+export async function serverEnvironment(plan: RunPlan, values: Values): Promise<{ env: Record<string, string>; secretValues: string[] }> {
   const env: Record<string, string> = {
     ...plan.envDefaults,
     ...(values["env-file-dir"] ? loadEnvDir(values["env-file-dir"]) : {}),
@@ -34,7 +35,7 @@ export async function serverEnvironment(plan: RunPlan, values: Values): Promise<
   };
   if (values.secret.length === 0) {
     assertRequiredEnv(plan, env);
-    return env;
+    return { env, secretValues: [] };
   }
   for (const ref of values.secret) {
     if (ref.target in env) {
@@ -45,7 +46,13 @@ export async function serverEnvironment(plan: RunPlan, values: Values): Promise<
   }
   const secrets = await createSecretManager({ dir: resolvePaths().dataDir, env: process.env }).resolveSecretReferences(values.secret);
   assertRequiredEnv(plan, { ...env, ...secrets });
-  return { ...env, ...secrets };
+  return { env: { ...env, ...secrets }, secretValues: Object.values(secrets) };
+}
+
+/** A server process plus what must never appear in its logs. */
+export interface ServerProcess extends LocalProcess {
+  /** Replaces secret values in text from the server (its stderr may echo its environment). */
+  readonly redact: (text: string) => string;
 }
 
 export async function launchSandboxed(
@@ -54,30 +61,34 @@ export async function launchSandboxed(
   values: Values,
   profile: PermissionProfile,
   extraEnv: Readonly<Record<string, string>> = {},
-): Promise<LocalProcess> {
-  const env = { ...(await serverEnvironment(plan, values)), ...extraEnv };
+): Promise<ServerProcess> {
+  const environment = await serverEnvironment(plan, values);
+  const env = { ...environment.env, ...extraEnv };
+  const redact = redactor(environment.secretValues);
   const bwrap = findBwrap();
   if (bwrap === undefined) {
     if (!values["insecure-allow-unsandboxed"]) throw unenforceableError();
     log.warn("running the MCP server WITHOUT a sandbox (--insecure-allow-unsandboxed)");
     const cwd = plan.source.kind === "package" ? packageWorkingDir(plan.source) : undefined;
-    return launchProcess({ command, env, ...(cwd ? { cwd } : {}) });
+    return { ...launchProcess({ command, env, ...(cwd ? { cwd } : {}) }), redact };
   }
   const volumes = values.volume.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly }));
   // A local project is the server's own code: visible read-only even where the sandbox hides (/tmp, $HOME).
   if (plan.source.kind === "package" && plan.source.localPath) volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
   const cwd = plan.source.kind === "package" ? (packageWorkingDir(plan.source) ?? process.cwd()) : process.cwd();
-  return launchProcess({ command, env, cwd, sandbox: { bwrap, args: bwrapArgs({ profile, volumes, workingDir: cwd }) } });
+  return { ...launchProcess({ command, env, cwd, sandbox: { bwrap, args: bwrapArgs({ profile, volumes, workingDir: cwd }) } }), redact };
 }
 
-/** Keeps the server's stderr for error reports (and shows it with --debug). */
-/** Keeps the server's stderr (and stdout, for HTTP servers, where it is not the protocol). */
-export function keepStderr(child: LocalProcess, name: string, onOutput?: (text: string) => void, includeStdout = false): { tail: () => string; drained: Promise<void> } {
+/**
+ * Keeps the server's stderr (and stdout, for HTTP servers, where it is not the protocol)
+ * for the workload log, error reports and --debug, with secret values redacted.
+ */
+export function keepStderr(child: ServerProcess, name: string, onOutput?: (text: string) => void, includeStdout = false): { tail: () => string; drained: Promise<void> } {
   let tail = "";
   const drain = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
     for await (const chunk of stream) {
-      const text = decoder.decode(chunk, { stream: true });
+      const text = child.redact(decoder.decode(chunk, { stream: true }));
       onOutput?.(text);
       tail = (tail + text).slice(-4_000);
       for (const line of text.split("\n")) if (line.trim() !== "") log.debug(`${name} stderr: ${line}`);

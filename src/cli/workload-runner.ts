@@ -15,9 +15,8 @@ import { lineChannel } from "../proxy/stdio-bridge/server-channel.ts";
 import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts";
 import { packageCommand } from "../runtime/package-command.ts";
 import { allowsNetwork } from "../runtime/permission-profile.ts";
-import type { LocalProcess } from "../runtime/process.ts";
 import type { RunPlan } from "./run-plan.ts";
-import { keepStderr, launchSandboxed, profileFor, waitForPort } from "./server-process.ts";
+import { keepStderr, launchSandboxed, profileFor, waitForPort, type ServerProcess } from "./server-process.ts";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { version } from "../version.ts";
 import { maxBodyBytesFromEnv, requestTimeoutMsFromEnv, sessionIdleMsFromEnv } from "./limits.ts";
@@ -48,7 +47,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   const live = new LiveStreams();
   let handler: Handler;
   let endpointPath: string;
-  let child: LocalProcess | undefined;
+  let child: ServerProcess | undefined;
   let serverExit: Promise<string> = new Promise(() => {});
 
   if (source.kind === "remote") {

@@ -145,3 +145,20 @@ test("two runs at once both succeed, on different ports", async () => {
   mcpmgr("rm", "twin-a");
   mcpmgr("rm", "twin-b");
 }, 60_000);
+
+test("secret values never reach the workload's log, even when the server prints them", async () => {
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_PROBE_KEY: "sup3r-secret-value" };
+  const started = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", PROBE, "--name", "secretive", "--secret", "probe-key,target=PROBE_KEY"], { cwd: REPO_ROOT, env });
+  expect(started.exitCode).toBe(0);
+  const client = new Client({ name: "secret-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(started.stdout.toString().trim())));
+  await client.callTool({ name: "log_env", arguments: { name: "PROBE_KEY" } });
+  await client.close();
+  await Bun.sleep(200);
+  const logs = mcpmgr("logs", "secretive").stdout;
+  expect(logs).toContain("PROBE_KEY=***");
+  expect(logs).not.toContain("sup3r-secret-value");
+  const record = await Bun.file(join(home, "state/workloads/secretive/workload.json")).text();
+  expect(record).not.toContain("sup3r-secret-value");
+  expect(mcpmgr("rm", "secretive").code).toBe(0);
+}, 60_000);
