@@ -26,7 +26,22 @@ export interface RunPlan {
   readonly transport: "stdio" | "sse" | "streamable-http" | undefined;
 }
 
+/**
+ * DESIGN §5: MCPMGR_RUNTIME (docker | podman | process) wins over detection. Only the
+ * process runtime exists in this version, so asking for a container runtime is refused
+ * rather than quietly ignored; detection has nothing else to pick yet.
+ */
+export function assertRuntimeChoice(env: Readonly<Record<string, string | undefined>> = process.env): void {
+  const choice = env.MCPMGR_RUNTIME;
+  if (choice === undefined || choice === "" || choice === "process") return;
+  if (choice === "docker" || choice === "podman") {
+    throw new McpmgrError("NOT_SUPPORTED_YET", `MCPMGR_RUNTIME=${choice}: the container runtime is not in this version`, { hint: "unset MCPMGR_RUNTIME or set it to process" });
+  }
+  throw new McpmgrError("INVALID_OPTION", `MCPMGR_RUNTIME ${JSON.stringify(choice)}: must be docker, podman or process`, { hint: "unset it to let mcpmgr choose" });
+}
+
 export async function planRun(parsed: ParsedRunArgv): Promise<RunPlan> {
+  assertRuntimeChoice();
   const text = parsed.positionals[0] as string;
   const source = parseSource(text);
   const name = parsed.values.name;

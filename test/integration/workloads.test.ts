@@ -162,3 +162,32 @@ test("secret values never reach the workload's log, even when the server prints 
   expect(record).not.toContain("sup3r-secret-value");
   expect(mcpmgr("rm", "secretive").code).toBe(0);
 }, 60_000);
+
+test("a remote URL is a workload too: detached, listed with the remote runtime, stopped and removed", async () => {
+  const { startConformanceServer } = await import("../support/conformance.ts");
+  const fixture = await startConformanceServer();
+  try {
+    const started = mcpmgr("run", fixture.url, "--name", "remote-one");
+    expect(started.code).toBe(0);
+    const url = started.stdout.trim();
+    expect(new URL(url).pathname).toBe("/mcp");
+    expect(row("remote-one")).toMatchObject({ status: "running", url });
+    expect((list().find((r) => r.name === "remote-one") as Row & { runtime: string }).runtime).toBe("remote");
+    const client = new Client({ name: "remote-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await client.close();
+    expect(mcpmgr("stop", "remote-one").code).toBe(0);
+    expect(mcpmgr("rm", "remote-one").code).toBe(0);
+  } finally {
+    await fixture.stop();
+  }
+}, 60_000);
+
+test("MCPMGR_RUNTIME is honoured: a container runtime is refused until it exists, nonsense is an error", () => {
+  for (const [value, text] of [["docker", "not in this version"], ["kubernetes", "must be docker, podman or process"]] as const) {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: value } });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr.toString()).toContain(text);
+  }
+});
