@@ -74,6 +74,12 @@ export default defineCommand({
     let parsed = parseRunArgv(args);
     assertSupported(parsed.given, unsupported, "run", parsed.values);
     if (parsed.values["from-config"] !== undefined) {
+      const others = [...parsed.given].filter((name) => name !== "from-config" && name !== "foreground");
+      if (others.length > 0) {
+        throw new McpmgrError("CONFLICTING_OPTIONS", `--from-config runs the exported configuration as it is; --${others[0]} would be ignored`, {
+          hint: "edit the exported file instead, or run the server with its options directly",
+        });
+      }
       args = await argsFromConfig(parsed.values["from-config"], parsed.values.foreground);
       parsed = parseRunArgv(args);
       assertSupported(parsed.given, unsupported, "run", parsed.values);

@@ -66,6 +66,15 @@ export async function launchSandboxed(
   const env = { ...environment.env, ...extraEnv };
   const redact = redactor(environment.secretValues);
   const bwrap = findBwrap();
+  if (restrictsOutbound(profile)) {
+    // bubblewrap can give all of the network or none of it, not a host/port allow-list.
+    if (!values["insecure-allow-unsandboxed"]) {
+      throw new McpmgrError("SANDBOX_UNAVAILABLE", "the process runtime cannot limit outbound connections to the profile's allow_host/allow_port", {
+        hint: "pass --insecure-allow-unsandboxed to accept unrestricted network for this server, or use permission profile none",
+      });
+    }
+    log.warn("the permission profile limits outbound hosts/ports; the process runtime cannot, so the server gets the whole network (--insecure-allow-unsandboxed)");
+  }
   if (bwrap === undefined) {
     if (!values["insecure-allow-unsandboxed"]) throw unenforceableError();
     log.warn("running the MCP server WITHOUT a sandbox (--insecure-allow-unsandboxed)");
@@ -76,7 +85,7 @@ export async function launchSandboxed(
   // A local project is the server's own code: visible read-only even where the sandbox hides (/tmp, $HOME).
   if (plan.source.kind === "package" && plan.source.localPath) volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
   const cwd = plan.source.kind === "package" ? (packageWorkingDir(plan.source) ?? process.cwd()) : process.cwd();
-  return { ...launchProcess({ command, env, cwd, sandbox: { bwrap, args: bwrapArgs({ profile, volumes, workingDir: cwd }) } }), redact };
+  return { ...launchProcess({ command, env, cwd, sandbox: { bwrap, args: bwrapArgs({ profile, volumes, workingDir: cwd, hidden: mcpmgrDirs() }) } }), redact };
 }
 
 /**
@@ -87,12 +96,22 @@ export function keepStderr(child: ServerProcess, name: string, onOutput?: (text:
   let tail = "";
   const drain = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
-    for await (const chunk of stream) {
-      const text = child.redact(decoder.decode(chunk, { stream: true }));
+    let partial = "";
+    const emit = (raw: string) => {
+      // Whole lines only, so a secret split across two reads is still recognised.
+      const text = child.redact(raw);
       onOutput?.(text);
       tail = (tail + text).slice(-4_000);
       for (const line of text.split("\n")) if (line.trim() !== "") log.debug(`${name} stderr: ${line}`);
+    };
+    for await (const chunk of stream) {
+      partial += decoder.decode(chunk, { stream: true });
+      const end = partial.lastIndexOf("\n");
+      if (end === -1) continue;
+      emit(partial.slice(0, end + 1));
+      partial = partial.slice(end + 1);
     }
+    if (partial !== "") emit(partial);
   };
   const drained = Promise.all([drain(child.proc.stderr), includeStdout ? drain(child.proc.stdout) : undefined]).then(() => {});
   return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
@@ -110,4 +129,16 @@ export async function waitForPort(host: string, port: number, timeoutMs: number)
     await Bun.sleep(100);
   }
   throw new McpmgrError("SERVER_FAILED", `nothing listens on ${host}:${port} after ${timeoutMs / 1000} s`, { hint: "check that the server honours MCP_PORT, or give --target-port" });
+}
+
+/** A profile that allows some outbound traffic but not all of it. */
+function restrictsOutbound(profile: PermissionProfile): boolean {
+  const outbound = profile.network.outbound;
+  return profile.network.mode !== "none" && !outbound.insecure_allow_all && (outbound.allow_host.length > 0 || outbound.allow_port.length > 0);
+}
+
+/** mcpmgr's own directories (secrets, other workloads' records and logs) stay out of every sandbox. */
+function mcpmgrDirs(): string[] {
+  const paths = resolvePaths();
+  return [paths.configDir, paths.dataDir, paths.stateDir];
 }

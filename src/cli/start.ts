@@ -17,7 +17,7 @@ function command(restart: boolean) {
       if (restart) await stopSupervisor(store, name);
       else {
         const status = await currentStatus(store, name);
-        if (status?.state === "running" || status?.state === "restarting") {
+        if (status?.state === "running" || status?.state === "restarting" || (status?.state === "starting" && status.pid !== undefined)) {
           log.info(`${name} is already running`);
           return;
         }

@@ -3,7 +3,7 @@
  * serves the proxy and restarts the server when it crashes.
  */
 import { spawn } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, openSync, readFileSync } from "node:fs";
 import { McpmgrError } from "../errors.ts";
 import { isProcessAlive } from "../state/lock.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
@@ -13,11 +13,28 @@ import { version } from "../version.ts";
 import { selfCommand } from "./self-command.ts";
 import { workloadUrl } from "./workload-arg.ts";
 
-const readyTimeoutMs = 120_000;
+/** Longer than the bridge's handshake timeout, which covers npx/uvx downloading the package. */
+const readyTimeoutMs = 200_000;
 
 export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
   const status = await store.readStatus(name);
-  return status === undefined ? undefined : reconcileStatus(status, isProcessAlive);
+  return status === undefined ? undefined : reconcileStatus(status, (pid) => isSupervisorOf(pid, name));
+}
+
+/**
+ * Whether `pid` is this workload's supervisor, not merely a live process: after a reboot
+ * the pid may belong to anything, and stop must never signal a stranger.
+ */
+export function isSupervisorOf(pid: number, name: string): boolean {
+  if (!isProcessAlive(pid)) return false;
+  if (process.platform !== "linux") return true;
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    const at = argv.indexOf("__supervise");
+    return at !== -1 && argv[at + 1] === name;
+  } catch {
+    return false;
+  }
 }
 
 /** Starts the supervisor and waits until the workload runs (or reports why it did not). */
@@ -44,24 +61,23 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
         throw err;
       }
     }
-    if (status?.state === "failed" || (pid !== undefined && !isProcessAlive(pid))) {
+    if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name))) {
       throw new McpmgrError("SERVER_FAILED", `${name} failed to start: ${status?.lastError ?? "the supervisor exited"}`, {
         hint: failureHint,
       });
     }
   }
-  throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, { hint: `see 'mcpmgr logs ${name}'` });
+  // Nothing may keep running behind a failed run.
+  if (pid !== undefined) await terminate(pid, name);
+  throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, { hint: failureHint });
 }
 
 /** SIGTERM to the supervisor, which stops the proxy and the server; SIGKILL if it hangs. */
 export async function stopSupervisor(store: WorkloadStore, name: string): Promise<boolean> {
   const status = await currentStatus(store, name);
   const pid = status?.pid;
-  if (pid === undefined || !isProcessAlive(pid) || status?.state === "stopped" || status?.state === "failed") return false;
-  process.kill(pid, "SIGTERM");
-  const deadline = performance.now() + 15_000;
-  while (isProcessAlive(pid) && performance.now() < deadline) await Bun.sleep(50);
-  if (isProcessAlive(pid)) process.kill(pid, "SIGKILL");
+  if (pid === undefined || !isSupervisorOf(pid, name) || status?.state === "stopped" || status?.state === "failed") return false;
+  await terminate(pid, name);
   await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch(() => {});
   return true;
 }
@@ -89,4 +105,19 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
   } catch (err) {
     throw new McpmgrError("SERVER_FAILED", `${name} runs but does not answer MCP initialize at ${url}: ${err instanceof Error ? err.message : String(err)}`, { hint: failureHint });
   }
+}
+
+/** SIGTERM, then SIGKILL after 15 s; only while the pid is still this workload's supervisor. */
+async function terminate(pid: number, name: string): Promise<void> {
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      if (isSupervisorOf(pid, name)) process.kill(pid, sig);
+    } catch {
+      // gone, or not ours to signal
+    }
+  };
+  signal("SIGTERM");
+  const deadline = performance.now() + 15_000;
+  while (isSupervisorOf(pid, name) && performance.now() < deadline) await Bun.sleep(50);
+  signal("SIGKILL");
 }

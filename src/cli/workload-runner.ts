@@ -51,7 +51,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   let serverExit: Promise<string> = new Promise(() => {});
 
   if (source.kind === "remote") {
-    for (const local of ["env", "env-file", "env-file-dir", "secret", "volume", "permission-profile", "transport", "proxy-mode", "insecure-allow-unsandboxed"]) {
+    for (const local of ["env", "env-file", "env-file-dir", "secret", "volume", "permission-profile", "transport", "proxy-mode", "insecure-allow-unsandboxed", "target-host", "target-port"]) {
       if (parsed.given.has(local as keyof Values)) {
         throw new McpmgrError("INVALID_OPTION", `--${local} applies to servers mcpmgr starts, not to a remote URL`, { hint: `leave --${local} out` });
       }
@@ -77,7 +77,13 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         await Promise.race([output.drained, Bun.sleep(500)]);
         return `the MCP server exited with code ${code}${output.tail() ? `; its last output:\n${output.tail()}` : ""}`;
       });
-      const listening = await Promise.race([waitForPort(host, port, 60_000).then(() => undefined), serverExit]);
+      const listening = await Promise.race([
+        waitForPort(host, port, 60_000).then(
+          () => undefined,
+          (err: unknown) => (err instanceof Error ? err.message : String(err)),
+        ),
+        serverExit,
+      ]);
       if (listening !== undefined) {
         await running.stop(1_000);
         throw new McpmgrError("SERVER_FAILED", `${name} did not start listening on ${host}:${port}: ${listening}`, { hint: "check that the server honours MCP_PORT, or give --target-port" });
@@ -102,7 +108,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         stdout: child.proc.stdout,
         stdin: child.proc.stdin,
         onMessage: bridge.onServerMessage,
-        onInvalidLine: (line) => log.warn(`${name}: skipped a non-JSON line on stdout: ${line.slice(0, 200)}`),
+        onInvalidLine: (line) => log.warn(`${name}: skipped a non-JSON line on stdout: ${(child as ServerProcess).redact(line).slice(0, 200)}`),
       });
       serverExit = child.proc.exited.then(async (code) => {
         await Promise.race([stderr.drained, Bun.sleep(500)]);

@@ -1,12 +1,13 @@
 /**
  * The Linux sandbox of the process runtime: bubblewrap enforcing a permission
- * profile. The host is visible read-only, the user's home and /tmp are replaced by
- * empty tmpfs (the working directory stays visible read-only even there: servers read
- * project files and npx resolves locally installed packages from it), only the
- * profile's `write` paths and read-write volumes are writable, profile `none` gets its
- * own empty network namespace, and every capability is dropped.
+ * profile. The host is visible read-only; the user's home, /tmp and /run (where the
+ * session bus, agent and engine sockets live) are replaced by empty tmpfs; the working
+ * directory stays visible read-only (servers read project files and npx resolves local
+ * packages there) unless it would reveal the home directory; mcpmgr's own state is
+ * hidden; only the profile's `write` paths and read-write volumes are writable; profile
+ * `none` gets its own empty network namespace; every capability is dropped.
  */
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { McpmgrError } from "../errors.ts";
@@ -26,6 +27,8 @@ export interface SandboxPlan {
   /** The directory the server starts in; visible read-only. */
   readonly workingDir?: string;
   readonly home?: string;
+  /** Directories never to show the server (mcpmgr's config, state and secrets). */
+  readonly hidden?: readonly string[];
 }
 
 /** Where bwrap is, or undefined when the profile cannot be enforced here. */
@@ -48,8 +51,13 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   const home = plan.home ?? homedir();
   const args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"];
   if (!allowsNetwork(plan.profile)) args.push("--unshare-net");
-  args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", home);
-  const workingDir = plan.workingDir && plan.workingDir !== "/" ? [{ hostPath: plan.workingDir, targetPath: plan.workingDir, readOnly: true }] : [];
+  args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", home, "--tmpfs", "/run");
+  // DNS keeps working when /etc/resolv.conf points into the hidden /run.
+  const resolvConf = realTarget("/etc/resolv.conf");
+  if (resolvConf?.startsWith("/run/")) args.push("--ro-bind", resolvConf, resolvConf);
+  // The working directory, unless showing it would show the whole home directory again.
+  const showWorkingDir = plan.workingDir !== undefined && plan.workingDir !== "/" && !isWithin(home, plan.workingDir);
+  const workingDir = showWorkingDir ? [{ hostPath: plan.workingDir as string, targetPath: plan.workingDir as string, readOnly: true }] : [];
   const mounts: Mount[] = [
     ...workingDir,
     ...plan.profile.read.map((spec) => profileMount(spec, true)),
@@ -62,10 +70,40 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
     if (!existsSync(host)) {
       throw new McpmgrError("INVALID_OPTION", `mount source ${host} does not exist`, { hint: "create it, or fix the path in --volume or the permission profile" });
     }
-    args.push(mount.readOnly ? "--ro-bind" : "--bind", host, resolve(mount.targetPath.replace(/^~(?=\/|$)/, home)));
+    const target = resolve(mount.targetPath.replace(/^~(?=\/|$)/, home));
+    assertMountPoint(target, home);
+    args.push(mount.readOnly ? "--ro-bind" : "--bind", host, target);
   }
-  if (plan.workingDir) args.push("--chdir", plan.workingDir);
+  for (const dir of plan.hidden ?? []) if (existsSync(dir)) args.push("--tmpfs", dir);
+  // A working directory kept hidden (it holds the home directory) starts the server in the empty home.
+  if (plan.workingDir) args.push("--chdir", showWorkingDir || plan.workingDir === "/" ? plan.workingDir : home);
   return args;
+}
+
+/** Whether `inner` is `outer` or below it. */
+function isWithin(inner: string, outer: string): boolean {
+  const a = resolve(inner);
+  const b = resolve(outer);
+  return a === b || a.startsWith(b.endsWith("/") ? b : b + "/");
+}
+
+function realTarget(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The sandbox's root is the host's, read-only: a mount point must already exist there,
+ * or lie in one of the empty writable trees (/tmp, the home directory).
+ */
+function assertMountPoint(target: string, home: string): void {
+  if (existsSync(target) || isWithin(target, "/tmp") || isWithin(target, home)) return;
+  throw new McpmgrError("INVALID_OPTION", `cannot mount at ${target}: the process runtime's sandbox uses the host's directory tree, where ${target} does not exist`, {
+    hint: `mount at an existing path, or under /tmp or ${home} (e.g. -v ./data:/tmp/data)`,
+  });
 }
 
 /** Profile mounts are `host-path` or `host-path:target-path`. */

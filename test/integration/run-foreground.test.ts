@@ -254,3 +254,41 @@ test("a busy --proxy-port is a clear error and leaves no server behind", async (
     busy.stop(true);
   }
 }, 30_000);
+
+test("host sockets under /run (session bus, agents, engine sockets) are out of reach", async () => {
+  const dir = await mkdtemp("/run/mcpmgr-test-");
+  const path = join(dir, "bus.sock");
+  const hostSocket = Bun.listen({ unix: path, socket: { data() {}, open(socket) { socket.end(); } } });
+  try {
+    const run = await runForeground([PROBE, "--permission-profile", "network"]);
+    try {
+      expect(await run.call("unix_connect", { path })).not.toBe("connected");
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  } finally {
+    hostSocket.stop(true);
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 60_000);
+
+test("a profile with an outbound allow-list is refused (bwrap cannot enforce it) unless accepted explicitly", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "mcpmgr-profile-"));
+  try {
+    const profile = join(dir, "profile.json");
+    await writeFile(profile, JSON.stringify({ network: { outbound: { allow_host: ["api.example.com"], allow_port: [443] } } }));
+    const refused = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--permission-profile", profile], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, timeout: 30_000 });
+    expect(refused.exitCode).toBe(1);
+    expect(refused.stderr.toString()).toContain("cannot limit outbound connections");
+    const accepted = await runForeground([PROBE, "--permission-profile", profile, "--insecure-allow-unsandboxed"]);
+    try {
+      expect(accepted.output()).toContain("gets the whole network");
+      await accepted.client.close();
+    } finally {
+      await accepted.stop();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 60_000);

@@ -191,3 +191,24 @@ test("MCPMGR_RUNTIME is honoured: a container runtime is refused until it exists
     expect(result.stderr.toString()).toContain(text);
   }
 });
+
+test("a secret printed on stdout is redacted in the proxy's log too", async () => {
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_PROBE_KEY: "st0ut-secret-value" };
+  const started = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", PROBE, "--name", "chatty", "--secret", "probe-key,target=PROBE_KEY"], { cwd: REPO_ROOT, env, timeout: 60_000 });
+  expect(started.exitCode).toBe(0);
+  const client = new Client({ name: "stdout-secret-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(started.stdout.toString().trim())));
+  await client.callTool({ name: "print_env", arguments: { name: "PROBE_KEY" } });
+  await client.close();
+  await until(() => mcpmgr("logs", "chatty", "--proxy").stdout.includes("PROBE_KEY="));
+  const proxyLog = mcpmgr("logs", "chatty", "--proxy").stdout;
+  expect(proxyLog).toContain("PROBE_KEY=***");
+  expect(proxyLog).not.toContain("st0ut-secret-value");
+  expect(mcpmgr("rm", "chatty").code).toBe(0);
+}, 60_000);
+
+test("--from-config refuses options it would ignore", () => {
+  const result = mcpmgr("run", "--from-config", join(home, "whatever.json"), "--proxy-port", "9999");
+  expect(result.code).toBe(2);
+  expect(result.stderr).toContain("--proxy-port would be ignored");
+});

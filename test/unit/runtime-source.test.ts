@@ -71,14 +71,24 @@ describe("bwrapArgs", () => {
   test("profile none unshares the network; network shares it; home and /tmp are hidden; mounts as asked", async () => {
     const dir = await mkdtemp(join(tmpdir(), "mcpmgr-bwrap-"));
     try {
-      const none = bwrapArgs({ profile: expandPermissions("none"), volumes: [{ hostPath: dir, targetPath: "/data", readOnly: true }], home: "/home/u" });
+      const none = bwrapArgs({ profile: expandPermissions("none"), volumes: [{ hostPath: dir, targetPath: "/tmp/data", readOnly: true }], home: "/home/u" });
       expect(none).toContain("--unshare-net");
       expect(none.join(" ")).toContain("--tmpfs /home/u");
-      expect(none.join(" ")).toContain(`--ro-bind ${dir} /data`);
+      expect(none.join(" ")).toContain(`--ro-bind ${dir} /tmp/data`);
+      expect(none.join(" ")).toContain("--tmpfs /run");
       expect(none.join(" ")).toContain("--cap-drop ALL");
-      const network = bwrapArgs({ profile: { ...expandPermissions("network"), write: [`${dir}:/out`] }, volumes: [], home: "/home/u" });
+      const network = bwrapArgs({ profile: { ...expandPermissions("network"), write: [`${dir}:/home/u/out`] }, volumes: [], home: "/home/u" });
       expect(network).not.toContain("--unshare-net");
-      expect(network.join(" ")).toContain(`--bind ${dir} /out`);
+      expect(network.join(" ")).toContain(`--bind ${dir} /home/u/out`);
+      // A mount point the read-only host tree does not have is refused up front.
+      expect(() => bwrapArgs({ profile: expandPermissions("none"), volumes: [{ hostPath: dir, targetPath: "/no-such-top-level-dir", readOnly: true }] })).toThrow(McpmgrError);
+      // Running from the home directory (or above it) must not reveal it again.
+      const fromHome = bwrapArgs({ profile: expandPermissions("none"), volumes: [], home: "/home/u", workingDir: "/home/u" }).join(" ");
+      expect(fromHome).not.toContain("--ro-bind /home/u /home/u");
+      const fromAbove = bwrapArgs({ profile: expandPermissions("none"), volumes: [], home: dir + "/h", workingDir: dir }).join(" ");
+      expect(fromAbove).not.toContain(`--ro-bind ${dir} ${dir}`);
+      // mcpmgr's own directories are hidden.
+      expect(bwrapArgs({ profile: expandPermissions("none"), volumes: [], hidden: [dir] }).join(" ")).toContain(`--tmpfs ${dir}`);
       expect(() => bwrapArgs({ profile: expandPermissions("none"), volumes: [{ hostPath: "/no/such/dir", targetPath: "/x", readOnly: false }] })).toThrow(McpmgrError);
       const inProject = bwrapArgs({ profile: expandPermissions("none"), volumes: [], workingDir: dir }).join(" ");
       expect(inProject).toContain(`--ro-bind ${dir} ${dir}`);

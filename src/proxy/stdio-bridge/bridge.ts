@@ -33,6 +33,8 @@ export interface BridgeOptions {
   readonly requestTimeoutMs?: number;
   /** Sessions without any request for this long end (default 30 minutes). */
   readonly sessionIdleMs?: number;
+  /** How long the server may take to answer the bridge's initialize (default 3 minutes). */
+  readonly handshakeTimeoutMs?: number;
   readonly clientInfo?: { name: string; version: string };
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
 }
@@ -88,7 +90,11 @@ export class StdioBridge {
     this.#init = new Promise<ServerInit>((resolve, reject) => {
       const id = this.#nextId++;
       void channel.closed.then(() => reject(new Error("the MCP server exited during initialize")));
+      // Generous: npx/uvx download the package before the server can answer.
+      const timer = setTimeout(() => reject(new Error("the MCP server did not answer initialize within 3 minutes")), this.#options.handshakeTimeoutMs ?? 180_000);
+      timer.unref?.();
       this.#internal.set(id, (message) => {
+        clearTimeout(timer);
         if (message.error) return reject(new Error(`the MCP server refused initialize: ${message.error.message}`));
         const result = message.result as ServerInit;
         channel.send({ jsonrpc: "2.0", method: "notifications/initialized" });

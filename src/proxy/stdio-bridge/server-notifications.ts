@@ -3,7 +3,9 @@
  * client; the bridge decides per kind which sessions that means:
  *   progress           → the request that carries the token (tokens are bridge-unique)
  *   cancelled          → the session the cancelled server request was sent to
- *   message (logging)  → every session whose logging/setLevel admits the level
+ *   message (logging)  → while only one session has requests in flight, that session (the
+ *                        log is most likely about its work); otherwise every session —
+ *                        each only if its logging/setLevel admits the level
  *   resources/updated  → the sessions subscribed to that URI
  *   anything else (list_changed, ...) → every session
  * Each session receives it on one stream only: its newest open one.
@@ -38,7 +40,8 @@ export function routeServerNotification(message: JsonRpcMessage, routes: Notific
     }
     case "notifications/message": {
       const rank = logLevelRank(params.level);
-      for (const session of routes.sessions) {
+      const busy = onlyBusySession(routes.inFlight);
+      for (const session of busy ? [busy] : routes.sessions) {
         if (session.logLevel === undefined || rank >= logLevelRank(session.logLevel)) session.bestSink()?.send(message);
       }
       return;
@@ -51,4 +54,14 @@ export function routeServerNotification(message: JsonRpcMessage, routes: Notific
     default:
       for (const session of routes.sessions) session.bestSink()?.send(message);
   }
+}
+
+/** The one session with requests in flight, if exactly one has any. */
+function onlyBusySession(inFlight: ReadonlyMap<number, InFlight>): ClientSession | undefined {
+  let found: ClientSession | undefined;
+  for (const flight of inFlight.values()) {
+    if (found !== undefined && flight.session !== found) return undefined;
+    found = flight.session;
+  }
+  return found;
 }
