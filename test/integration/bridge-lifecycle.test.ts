@@ -18,6 +18,7 @@ import {
   waitFor,
   type Bridged,
   type ProbeClient,
+  waitInFlight,
 } from "../fixtures/bridge-probe-client.ts";
 
 // Real server processes; generous for slow machines (each test here takes well under 3 s).
@@ -148,7 +149,7 @@ describe("server output and exit", () => {
       () => undefined,
       (err: unknown) => err,
     );
-    await Bun.sleep(50);
+    await waitInFlight(bridged, 2);
     const exitCall = post(bridged.url, toolCall(2, "exit", { code: 3, delayMs: 100 }), b.headers).then(messagesOf);
 
     const started = performance.now();

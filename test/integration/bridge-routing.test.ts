@@ -18,6 +18,7 @@ import {
   waitFor,
   type Bridged,
   type ProbeClient,
+  waitInFlight,
 } from "../fixtures/bridge-probe-client.ts";
 import { PROBE_INSTRUCTIONS, PROBE_SERVER_INFO } from "../fixtures/bridge-probe-server.ts";
 
@@ -212,7 +213,7 @@ describe("cancellation", () => {
     const fromA = post(bridged.url, toolCall(5, "sleep", { ms: 3_000 }), { ...a.headers, accept: "application/json" });
     fromA.then((res) => res.body?.cancel(), () => {});
     const fromB = post(bridged.url, toolCall(5, "sleep", { ms: 400 }), { ...b.headers, accept: "application/json" }).then(messagesOf);
-    await Bun.sleep(100);
+    await waitInFlight(bridged, 2);
     const cancel = await post(bridged.url, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 5, reason: "test" } }, a.headers);
     expect(cancel.status).toBe(202);
     const [answerB] = await fromB;
@@ -227,7 +228,7 @@ describe("cancellation", () => {
   test("the POST that carried a cancelled request ends promptly", async () => {
     const a = await rawSession(bridged.url);
     const pending = post(bridged.url, toolCall(6, "sleep", { ms: 3_000 }), { ...a.headers, accept: "application/json" });
-    await Bun.sleep(100);
+    await waitInFlight(bridged, 1);
     await post(bridged.url, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 6, reason: "test" } }, a.headers);
     const settled = await Promise.race([pending.then((res) => res.text()), Bun.sleep(1_500).then(() => "still pending")]);
     expect(settled).not.toBe("still pending");

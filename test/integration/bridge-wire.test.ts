@@ -15,6 +15,7 @@ import {
   type Bridged,
   waitFor,
   type JsonRpc,
+  waitInFlight,
 } from "../fixtures/bridge-probe-client.ts";
 
 // Real server processes; generous for slow machines (each test here takes well under 3 s).
@@ -120,7 +121,7 @@ describe("sessions and headers", () => {
   test("DELETE with a request in flight: the server is told to cancel it and the pending POST ends", async () => {
     const s = await rawSession(bridged.url);
     const pending = post(bridged.url, toolCall(1, "sleep", { ms: 3_000 }), { ...s.headers, accept: "application/json" });
-    await Bun.sleep(100);
+    await waitInFlight(bridged, 1);
     const res = await fetch(bridged.url, { method: "DELETE", headers: s.headers });
     expect(res.status).toBe(200);
     const settled = await Promise.race([pending, Bun.sleep(1_500).then(() => undefined)]);

@@ -15,7 +15,7 @@ const PROBE = "npx://./test/fixtures/sandbox-probe";
 let home: string;
 
 function mcpmgr(...args: string[]) {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home } });
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home }, timeout: 120_000 });
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 

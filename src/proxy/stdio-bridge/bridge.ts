@@ -129,6 +129,11 @@ export class StdioBridge {
     return session && !session.ended ? session : undefined;
   }
 
+  /** Requests forwarded to the server and not yet answered (tests and diagnostics). */
+  get inFlightCount(): number {
+    return this.#inFlight.size;
+  }
+
   get sessionCount(): number {
     return this.#sessions.size;
   }

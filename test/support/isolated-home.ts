@@ -1,0 +1,11 @@
+/**
+ * Preloaded by bun test (bunfig.toml): every test and every CLI it starts uses a fresh
+ * MCPMGR_HOME, never the developer's real configuration, registry, secrets or workloads.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+process.env.MCPMGR_HOME ??= mkdtempSync(join(tmpdir(), "mcpmgr-test-home-"));
+// Tests never touch the OS keychain.
+process.env.MCPMGR_SECRETS_PASSWORD ??= "test-only-password";
