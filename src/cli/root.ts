@@ -6,9 +6,10 @@ export const rootCommand = defineCommand({
   meta: {
     name: "mcpmgr",
     version,
-    description: "Run MCP servers safely behind a fast, authenticated streaming proxy",
+    description: "Run MCP servers safely behind a fast streaming proxy",
   },
   args: {
+    help: { type: "boolean", alias: "h", description: "Show this help" },
     debug: { type: "boolean", description: "Print debug output", default: false },
     version: { type: "boolean", description: "Print the version and exit" },
   },
