@@ -9,7 +9,6 @@ import {
   post,
   rawSession,
   rawToolJson,
-  sseEvents,
   startProbeBridge,
   toolCall,
   type Bridged,

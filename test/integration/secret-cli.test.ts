@@ -3,7 +3,6 @@
  * MCPMGR_SECRETS_PASSWORD (so the OS keychain is never touched).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
