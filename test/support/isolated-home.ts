@@ -1,7 +1,9 @@
 /**
  * Preloaded by bun test (bunfig.toml): every test and every CLI it starts uses a fresh
- * MCPMGR_HOME, never the developer's real configuration, registry, secrets or workloads.
+ * MCPMGR_HOME, never the developer's real configuration, registry, secrets or workloads;
+ * and tests get a default timeout that suits real servers.
  */
+import { setDefaultTimeout } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,3 +11,6 @@ import { join } from "node:path";
 process.env.MCPMGR_HOME ??= mkdtempSync(join(tmpdir(), "mcpmgr-test-home-"));
 // Tests never touch the OS keychain.
 process.env.MCPMGR_SECRETS_PASSWORD ??= "test-only-password";
+
+// Integration tests start real servers; 5 s (bun's default) is too tight on a loaded 2-core CI.
+setDefaultTimeout(60_000);
