@@ -63,3 +63,22 @@ test("the binary proxies an MCP server for the SDK client, ignoring .env and bun
     expect(await proxy.stop()).toBe(0);
   }
 });
+
+test("the binary runs a detached workload through its own supervisor, and removes it", async () => {
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-home-"));
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  try {
+    const run = Bun.spawnSync([binary, "run", "npx://./test/fixtures/sandbox-probe", "--name", "binprobe"], { cwd: REPO_ROOT, env, timeout: 120_000 });
+    expect(run.exitCode).toBe(0);
+    const client = new Client({ name: "e2e-detached", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(run.stdout.toString().trim())));
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain("env");
+    await client.close();
+    const listed = JSON.parse(Bun.spawnSync([binary, "list", "--format", "json"], { env }).stdout.toString()) as { name: string; status: string }[];
+    expect(listed).toEqual([expect.objectContaining({ name: "binprobe", status: "running" })]);
+    expect(Bun.spawnSync([binary, "rm", "binprobe"], { env, timeout: 60_000 }).exitCode).toBe(0);
+    expect(Bun.spawnSync(["pgrep", "-f", "__supervise binprobe"]).stdout.toString().trim()).toBe("");
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}, 120_000);
