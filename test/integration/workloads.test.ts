@@ -212,3 +212,23 @@ test("--from-config refuses options it would ignore", () => {
   expect(result.code).toBe(2);
   expect(result.stderr).toContain("--proxy-port would be ignored");
 });
+
+test("a recorded pid that now belongs to another process is neither trusted nor signalled", async () => {
+  const started = mcpmgr("run", PROBE, "--name", "reused");
+  expect(started.code).toBe(0);
+  expect(mcpmgr("stop", "reused").code).toBe(0);
+  // As after a reboot: the status names a pid that some unrelated process now has.
+  const stranger = Bun.spawn(["sleep", "30"]);
+  try {
+    const statusFile = join(home, "state/workloads/reused/status.json");
+    const status = (await Bun.file(statusFile).json()) as Record<string, unknown>;
+    await Bun.write(statusFile, JSON.stringify({ ...status, state: "running", pid: stranger.pid }));
+    expect(row("reused")?.status).toBe("failed");
+    expect(mcpmgr("stop", "reused").code).toBe(0);
+    expect(stranger.exitCode).toBeNull();
+    expect(stranger.signalCode).toBeNull();
+  } finally {
+    stranger.kill();
+    mcpmgr("rm", "reused");
+  }
+}, 60_000);
