@@ -7,11 +7,11 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { McpmgrError, type ErrorCode } from "../../src/errors.ts";
 import { EncryptedFileProvider, SECRETS_FILE_NAME } from "../../src/secrets/encrypted-file.ts";
 import { DEFAULT_KDF, type KdfParams } from "../../src/secrets/envelope.ts";
 import { defaultPasswordSource, fixedPasswordSource, keychainPasswordSource, KEYCHAIN_NAME, KEYCHAIN_SERVICE, type Keychain, type PasswordSource } from "../../src/secrets/password.ts";
 import { Secret } from "../../src/secrets/redact.ts";
+import { caught, rejection as expectCode } from "../support/errors.ts";
 
 /** Small scrypt parameters keep the suite fast; one test below uses the real defaults. */
 const FAST: KdfParams = { N: 1024, r: 8, p: 1 };
@@ -29,21 +29,7 @@ function provider(password: string | PasswordSource = "correct horse battery sta
   return new EncryptedFileProvider({ dir: join(dir, "data"), password: source, kdf });
 }
 
-async function caught(promise: Promise<unknown>): Promise<McpmgrError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(McpmgrError);
-    return err as McpmgrError;
-  }
-  throw new Error("expected an McpmgrError");
-}
 
-async function expectCode(promise: Promise<unknown>, code: ErrorCode): Promise<McpmgrError> {
-  const err = await caught(promise);
-  expect(err.code).toBe(code);
-  return err;
-}
 
 async function readEnvelope(p: EncryptedFileProvider): Promise<Record<string, unknown> & { kdf: Record<string, unknown> }> {
   return JSON.parse(await readFile(p.path, "utf8"));

@@ -10,6 +10,7 @@ import { EncryptedFileProvider } from "../../src/secrets/encrypted-file.ts";
 import { EnvironmentProvider } from "../../src/secrets/environment.ts";
 import { createSecretManager, providerKindFrom, type SecretManager } from "../../src/secrets/manager.ts";
 import { fixedPasswordSource } from "../../src/secrets/password.ts";
+import { caught } from "../support/errors.ts";
 
 const FAST = { N: 1024, r: 8, p: 1 };
 
@@ -21,15 +22,6 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function caught(promise: Promise<unknown>): Promise<McpmgrError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(McpmgrError);
-    return err as McpmgrError;
-  }
-  throw new Error("expected an McpmgrError");
-}
 
 function encrypted(): SecretManager {
   return createSecretManager({ dir, env: {}, passwordSource: fixedPasswordSource("pw"), kdf: FAST });

@@ -7,8 +7,8 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
-import { McpmgrError, type ErrorCode } from "../../src/errors.ts";
 import { readJsonFile, writeFileAtomic, writeJsonFile } from "../../src/state/atomic-file.ts";
+import { rejection } from "../support/errors.ts";
 
 const ATOMIC_FILE = resolve(import.meta.dir, "../../src/state/atomic-file.ts");
 const posixOnly = process.platform === "win32" ? test.skip : test;
@@ -21,16 +21,6 @@ afterAll(async () => {
   await rm(home, { recursive: true, force: true });
 });
 
-async function rejection(promise: Promise<unknown>, code: ErrorCode): Promise<McpmgrError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(McpmgrError);
-    expect((err as McpmgrError).code).toBe(code);
-    return err as McpmgrError;
-  }
-  throw new Error(`expected ${code}, but it resolved`);
-}
 
 describe("writeFileAtomic", () => {
   posixOnly("creates private parent folders and a 0600 file", async () => {

@@ -6,9 +6,10 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { McpmgrError, type ErrorCode } from "../../src/errors.ts";
+import { McpmgrError } from "../../src/errors.ts";
 import { resolvePaths, type McpmgrPaths } from "../../src/state/paths.ts";
 import { WorkloadStore, reconcileStatus, type WorkloadInput, type WorkloadStatus } from "../../src/state/workloads.ts";
+import { rejection } from "../support/errors.ts";
 
 const CLOCK = new Date("2030-01-02T03:04:05.000Z");
 const posixOnly = process.platform === "win32" ? test.skip : test;
@@ -36,16 +37,6 @@ function input(name: string, overrides: Partial<WorkloadInput> = {}): WorkloadIn
   };
 }
 
-async function rejection(promise: Promise<unknown>, code: ErrorCode): Promise<McpmgrError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(McpmgrError);
-    expect((err as McpmgrError).code).toBe(code);
-    return err as McpmgrError;
-  }
-  throw new Error(`expected ${code}, but it resolved`);
-}
 
 describe("records", () => {
   test("create fills the defaults and get returns the same frozen record", async () => {
