@@ -31,6 +31,11 @@ export type ErrorCode =
   | "SANDBOX_UNAVAILABLE"
   | "TOOLCHAIN_MISSING"
   | "SERVER_FAILED"
+  | "RUNTIME_UNAVAILABLE"
+  | "IMAGE_PULL_FAILED"
+  | "IMAGE_BUILD_FAILED"
+  | "IMAGE_UNVERIFIED"
+  | "CONTAINER_FAILED"
   | "INTERNAL";
 
 /** Exit code 2 means "you asked for something invalid"; 1 means "it failed". */

@@ -8,7 +8,8 @@ import { McpmgrError } from "../errors.ts";
 import { packageCommand } from "../runtime/package-command.ts";
 import { loadPermissionProfile } from "../runtime/permission-profile.ts";
 import type { RunPlan } from "./run-plan.ts";
-import { notSupportedSource } from "./workload-runner.ts";
+import { preflightContainer } from "./container-workload.ts";
+import { processOverlays, profileFor } from "./server-process.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { assertWorkloadName } from "../state/workload-name.ts";
 import { WorkloadStore } from "../state/workloads.ts";
@@ -22,9 +23,14 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
   const { source, name } = plan;
   const sourceText = parsed.positionals[0] as string;
   assertWorkloadName(name);
-  if (source.kind !== "package" && source.kind !== "remote") throw notSupportedSource(plan);
-  // Fail here, in the user's terminal, for what can be checked before anything starts.
-  if (source.kind === "package") packageCommand(source, plan.args);
+  // Fail here, in the user's terminal, for what can be checked before anything starts;
+  // pulls and builds happen here too, so their progress is shown where the user looks.
+  if (plan.runtime.kind === "container") await preflightContainer(plan, parsed, plan.runtime.engine);
+  else if (source.kind === "package") {
+    packageCommand(source, plan.args);
+    const profile = await profileFor(plan, values);
+    await processOverlays(profile, values, true);
+  }
   if (values["permission-profile"]) await loadPermissionProfile(values["permission-profile"]);
 
   const store = new WorkloadStore(resolvePaths());
@@ -48,7 +54,7 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
     host: values.host,
     proxyPort: port,
     proxyPath: clientPath(plan, values["proxy-mode"]),
-    runtime: source.kind === "remote" ? "remote" : "process",
+    runtime: plan.runtime.kind === "container" ? plan.runtime.engine.kind : plan.runtime.kind,
     ...(values["permission-profile"] ? { permissionProfile: values["permission-profile"] } : {}),
     env: Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
     secrets: values.secret.map((ref) => ({ name: ref.name, target: ref.target })),

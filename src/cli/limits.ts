@@ -31,3 +31,23 @@ export function requestTimeoutMsFromEnv(env: Env = process.env): number {
 export function sessionIdleMsFromEnv(env: Env = process.env): number {
   return fromEnv(env, "MCPMGR_SESSION_IDLE_TIMEOUT", duration, 30 * 60_000, "a duration such as 5m or 1h");
 }
+
+const memorySize = v.pipe(
+  v.string(),
+  v.regex(/^\d+(?:[kmg]i?b?)?$/i),
+  v.transform((text) => {
+    const match = /^(\d+)([kmg])?/i.exec(text) as RegExpExecArray;
+    const unit = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(match[2] ?? "").toLowerCase() as "k" | "m" | "g"] ?? 1;
+    return Number(match[1]) * unit;
+  }),
+  v.minValue(6 * 1024 ** 2),
+);
+const pidCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(16));
+
+/** Memory and process-count limits of server containers (MCPMGR_CONTAINER_MEMORY, MCPMGR_CONTAINER_PIDS). */
+export function containerResourceLimits(defaults: { memoryBytes: number; pids: number }, env: Env = process.env): { memoryBytes: number; pids: number } {
+  return {
+    memoryBytes: fromEnv(env, "MCPMGR_CONTAINER_MEMORY", memorySize, defaults.memoryBytes, "a size such as 512m or 2g (at least 6m)"),
+    pids: fromEnv(env, "MCPMGR_CONTAINER_PIDS", pidCount, defaults.pids, "a whole number of processes, at least 16"),
+  };
+}

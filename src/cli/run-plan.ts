@@ -8,6 +8,7 @@ import { expandPermissions, type PermissionProfile } from "../config/permission-
 import { McpmgrError } from "../errors.ts";
 import { loadRegistry } from "../registry/loader.ts";
 import { sourceOf, type RegistryEntry } from "../registry/schema.ts";
+import { detectEngine, noEngineError, runtimeChoice, type ContainerEngine } from "../runtime/docker/engine.ts";
 import { parseSource, type ServerSource } from "../runtime/source.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { deriveWorkloadName } from "../state/workload-name.ts";
@@ -24,29 +25,43 @@ export interface RunPlan {
   /** The server's arguments: what follows `--`, else the entry's. */
   readonly args: readonly string[];
   readonly transport: "stdio" | "sse" | "streamable-http" | undefined;
+  readonly runtime: RuntimeSelection;
 }
 
+/** Where the server runs: a local (sandboxed) process, a container, or nowhere (a remote URL). */
+export type RuntimeSelection =
+  | { readonly kind: "process" }
+  | { readonly kind: "container"; readonly engine: ContainerEngine }
+  | { readonly kind: "remote" };
+
 /**
- * DESIGN §5: MCPMGR_RUNTIME (docker | podman | process) wins over detection. Only the
- * process runtime exists in this version, so asking for a container runtime is refused
- * rather than quietly ignored; detection has nothing else to pick yet.
+ * DESIGN §5: MCPMGR_RUNTIME (docker | podman | process) wins; otherwise a container
+ * engine if one answers, else the process runtime. Images need an engine either way.
  */
-export function assertRuntimeChoice(env: Readonly<Record<string, string | undefined>> = process.env): void {
-  const choice = env.MCPMGR_RUNTIME;
-  if (choice === undefined || choice === "" || choice === "process") return;
-  if (choice === "docker" || choice === "podman") {
-    throw new McpmgrError("NOT_SUPPORTED_YET", `MCPMGR_RUNTIME=${choice}: the container runtime is not in this version`, { hint: "unset MCPMGR_RUNTIME or set it to process" });
+export async function selectRuntime(source: RunPlan["source"], env: Readonly<Record<string, string | undefined>> = process.env): Promise<RuntimeSelection> {
+  if (source.kind === "remote") return { kind: "remote" };
+  const choice = runtimeChoice(env);
+  if (choice === "process") {
+    if (source.kind === "image") {
+      throw new McpmgrError("CONFLICTING_OPTIONS", `${source.ref} is a container image, but MCPMGR_RUNTIME=process`, { hint: "unset MCPMGR_RUNTIME or set it to docker or podman" });
+    }
+    return { kind: "process" };
   }
-  throw new McpmgrError("INVALID_OPTION", `MCPMGR_RUNTIME ${JSON.stringify(choice)}: must be docker, podman or process`, { hint: "unset it to let mcpmgr choose" });
+  const engine = await detectEngine({ env, ...(choice ? { want: choice } : {}) });
+  if (engine) return { kind: "container", engine };
+  if (choice) throw noEngineError(`MCPMGR_RUNTIME=${choice}`, choice);
+  if (source.kind === "image") throw noEngineError(`${source.ref} is a container image`);
+  return { kind: "process" };
 }
 
 export async function planRun(parsed: ParsedRunArgv): Promise<RunPlan> {
-  assertRuntimeChoice();
+  runtimeChoice();
   const text = parsed.positionals[0] as string;
   const source = parseSource(text);
   const name = parsed.values.name;
   if (source.kind !== "registry") {
-    return { source, name: name ?? deriveWorkloadName(text), envDefaults: {}, requiredEnv: [], args: parsed.passthrough, transport: parsed.values.transport };
+    const runtime = await selectRuntime(source);
+    return { source, name: name ?? deriveWorkloadName(text), runtime, envDefaults: {}, requiredEnv: [], args: parsed.passthrough, transport: parsed.values.transport };
   }
   const registry = await loadRegistry({ env: process.env, configDir: resolvePaths().configDir });
   const entry = registry.get(source.name);
@@ -55,6 +70,7 @@ export async function planRun(parsed: ParsedRunArgv): Promise<RunPlan> {
   return {
     source: concrete,
     name: name ?? entry.name,
+    runtime: await selectRuntime(concrete),
     entry,
     profile: expandPermissions(entry.permissions),
     envDefaults: Object.fromEntries(entry.env.filter((e) => e.default !== undefined).map((e) => [e.name, e.default as string])),

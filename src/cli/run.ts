@@ -27,8 +27,9 @@ async function argsFromConfig(path: string, foreground: boolean): Promise<string
 }
 
 /**
- * What works in this version: --foreground runs of packages and remote URLs with
- * the listener, transport, environment, mount and sandbox options. Every other option
+ * What works in this version: images, packages (in a container or a bwrap sandbox) and
+ * remote URLs with the listener, transport, environment, mount, sandbox, container,
+ * network and build options. Every other option
  * is refused rather than ignored until its feature lands.
  */
 const supported: ReadonlySet<string> = new Set([
@@ -52,11 +53,21 @@ const supported: ReadonlySet<string> = new Set([
   "group",
   "label",
   "from-config",
+  "publish",
+  "ignore-globally",
+  "print-resolved-overlays",
+  "network",
+  "isolate-network",
+  "allow-docker-gateway",
+  "image-verification",
+  "ca-cert",
+  "runtime-image",
+  "runtime-add-package",
 ]);
 const unsupported = new Map(
   Object.keys(runOptions)
     .filter((name) => !supported.has(name))
-    .map((name) => [name, "its feature (containers, authentication, policy or telemetry) is not in this version"] as const),
+    .map((name) => [name, "its feature (authentication, policy or telemetry) is not in this version"] as const),
 );
 
 export default defineCommand({

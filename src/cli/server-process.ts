@@ -8,7 +8,10 @@ import { McpmgrError } from "../errors.ts";
 import { loadPermissionProfile, type PermissionProfile } from "../runtime/permission-profile.ts";
 import { packageWorkingDir } from "../runtime/package-command.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
-import { bwrapArgs, findBwrap, unenforceableError } from "../runtime/sandbox.ts";
+import { bwrapArgs, findBwrap, profileMount, unenforceableError } from "../runtime/sandbox.ts";
+import { homedir } from "node:os";
+import { resolve } from "node:path";
+import { overlaysFor } from "./overlays.ts";
 import { createSecretManager } from "../secrets/manager.ts";
 import { redactor } from "../secrets/redact.ts";
 import { resolvePaths } from "../state/paths.ts";
@@ -61,6 +64,7 @@ export async function launchSandboxed(
   values: Values,
   profile: PermissionProfile,
   extraEnv: Readonly<Record<string, string>> = {},
+  printOverlays = true,
 ): Promise<ServerProcess> {
   const environment = await serverEnvironment(plan, values);
   const env = { ...environment.env, ...extraEnv };
@@ -85,14 +89,49 @@ export async function launchSandboxed(
   // A local project is the server's own code: visible read-only even where the sandbox hides (/tmp, $HOME).
   if (plan.source.kind === "package" && plan.source.localPath) volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
   const cwd = plan.source.kind === "package" ? (packageWorkingDir(plan.source) ?? process.cwd()) : process.cwd();
-  return { ...launchProcess({ command, env, cwd, sandbox: { bwrap, args: bwrapArgs({ profile, volumes, workingDir: cwd, hidden: mcpmgrDirs() }) } }), redact };
+  const { overlays, emptyFile } = await processOverlays(profile, values, printOverlays);
+  const sandbox = bwrapArgs({ profile, volumes, workingDir: cwd, hidden: mcpmgrDirs(), overlays, ...(emptyFile ? { emptyFile } : {}) });
+  return { ...launchProcess({ command, env, cwd, sandbox: { bwrap, args: sandbox } }), redact };
+}
+
+/** A started MCP server, whatever runs it: byte streams, exit and stop. */
+export interface ServerHandle {
+  /** The MCP protocol for stdio servers; plain output for HTTP servers. */
+  readonly stdout: ReadableStream<Uint8Array>;
+  readonly stderr: ReadableStream<Uint8Array>;
+  readonly stdin: { write(data: string): unknown; flush?(): unknown };
+  readonly exited: Promise<number | null>;
+  readonly redact: (text: string) => string;
+  stop(graceMs?: number): Promise<unknown>;
+}
+
+export function processHandle(child: ServerProcess): ServerHandle {
+  return {
+    stdout: child.proc.stdout,
+    stderr: child.proc.stderr,
+    stdin: child.proc.stdin,
+    exited: child.proc.exited,
+    redact: child.redact,
+    stop: (graceMs) => child.stop(graceMs),
+  };
+}
+
+/** Ignore-pattern overlays over the sandbox's mounts (profile read/write lists and -v volumes). */
+export async function processOverlays(profile: PermissionProfile, values: Values, print: boolean): ReturnType<typeof overlaysFor> {
+  const home = homedir();
+  const mounted = [
+    ...profile.read.map((spec) => profileMount(spec, true)),
+    ...profile.write.map((spec) => profileMount(spec, false)),
+    ...values.volume.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly })),
+  ].map((m) => ({ hostPath: resolve(m.hostPath.replace(/^~(?=\/|$)/, home)), containerPath: resolve(m.targetPath.replace(/^~(?=\/|$)/, home)) }));
+  return overlaysFor(mounted, { ...values, "print-resolved-overlays": values["print-resolved-overlays"] && print });
 }
 
 /**
  * Keeps the server's stderr (and stdout, for HTTP servers, where it is not the protocol)
  * for the workload log, error reports and --debug, with secret values redacted.
  */
-export function keepStderr(child: ServerProcess, name: string, onOutput?: (text: string) => void, includeStdout = false): { tail: () => string; drained: Promise<void> } {
+export function keepStderr(child: ServerHandle, name: string, onOutput?: (text: string) => void, includeStdout = false): { tail: () => string; drained: Promise<void> } {
   let tail = "";
   const drain = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
@@ -113,7 +152,7 @@ export function keepStderr(child: ServerProcess, name: string, onOutput?: (text:
     }
     if (partial !== "") emit(partial);
   };
-  const drained = Promise.all([drain(child.proc.stderr), includeStdout ? drain(child.proc.stdout) : undefined]).then(() => {});
+  const drained = Promise.all([drain(child.stderr), includeStdout ? drain(child.stdout) : undefined]).then(() => {});
   return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
 }
 

@@ -49,7 +49,7 @@ async function supervise(name: string): Promise<void> {
     let workload: RunningWorkload;
     const startedAt = performance.now();
     try {
-      workload = await startWorkload(plan, parsed, { onServerOutput });
+      workload = await startWorkload(plan, parsed, { onServerOutput, supervised: true });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       if (!started) {

@@ -44,7 +44,10 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
   await store.writeStatus(name, { state: "starting" });
   const out = openSync(store.proxyLogPath(name), "a", 0o600);
   const [command, ...args] = selfCommand("__supervise", name);
-  const child = spawn(command as string, args, { detached: true, stdio: ["ignore", out, out], env: { ...process.env, NO_COLOR: "1" } });
+  const record = await store.getExisting(name);
+  // The runtime chosen when the workload was created, not whatever detection finds today.
+  const runtime = record.runtime === "remote" ? {} : { MCPMGR_RUNTIME: record.runtime };
+  const child = spawn(command as string, args, { detached: true, stdio: ["ignore", out, out], env: { ...process.env, NO_COLOR: "1", ...runtime } });
   closeSync(out);
   child.unref();
   const pid = child.pid;

@@ -1,6 +1,7 @@
 /**
- * Starting a workload in this process: a protocol-scheme package as a local stdio
- * process (sandboxed by bwrap) behind the stdio bridge, or a remote MCP URL behind the
+ * Starting a workload in this process: an image or protocol-scheme package in a container
+ * (when an engine is available) or a package as a local process sandboxed by bwrap; a
+ * stdio server behind the stdio bridge, an HTTP server or a remote MCP URL behind the
  * transparent forwarder. `run --foreground` and the detached supervisor both use it.
  */
 import { McpmgrError } from "../errors.ts";
@@ -16,7 +17,9 @@ import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts
 import { packageCommand } from "../runtime/package-command.ts";
 import { allowsNetwork } from "../runtime/permission-profile.ts";
 import type { RunPlan } from "./run-plan.ts";
-import { keepStderr, launchSandboxed, profileFor, waitForPort, type ServerProcess } from "./server-process.ts";
+import { keepStderr, launchSandboxed, processHandle, profileFor, waitForPort, type ServerHandle } from "./server-process.ts";
+import { assertNoContainerOptions, launchContainer, prepareContainerImage } from "./container-workload.ts";
+import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { version } from "../version.ts";
 import { maxBodyBytesFromEnv, requestTimeoutMsFromEnv, sessionIdleMsFromEnv } from "./limits.ts";
@@ -37,6 +40,8 @@ export interface RunningWorkload {
 export interface StartOptions {
   /** Where the server's stderr goes besides the error report (the workload log). */
   readonly onServerOutput?: (text: string) => void;
+  /** Run by the detached supervisor: `run` already printed what it prints (overlays, build progress). */
+  readonly supervised?: boolean;
 }
 
 export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, options: StartOptions = {}): Promise<RunningWorkload> {
@@ -47,33 +52,30 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   const live = new LiveStreams();
   let handler: Handler;
   let endpointPath: string;
-  let child: ServerProcess | undefined;
+  let child: ServerHandle | undefined;
   let serverExit: Promise<string> = new Promise(() => {});
+  const proxyPort = values["proxy-port"] ?? (await findFreePort());
 
   if (source.kind === "remote") {
-    for (const local of ["env", "env-file", "env-file-dir", "secret", "volume", "permission-profile", "transport", "proxy-mode", "insecure-allow-unsandboxed", "target-host", "target-port"]) {
+    for (const local of ["env", "env-file", "env-file-dir", "secret", "volume", "permission-profile", "transport", "proxy-mode", "insecure-allow-unsandboxed", "target-host", "target-port", "label", "print-resolved-overlays"]) {
       if (parsed.given.has(local as keyof Values)) {
         throw new McpmgrError("INVALID_OPTION", `--${local} applies to servers mcpmgr starts, not to a remote URL`, { hint: `leave --${local} out` });
       }
     }
+    assertNoContainerOptions(parsed, "a remote URL runs nowhere locally");
     handler = transparentForwarder({ target: source.url, endpointPrefix: values["endpoint-prefix"], trustProxyHeaders: values["trust-proxy-headers"], live });
     endpointPath = source.url.pathname;
-  } else if (source.kind === "package") {
+  } else {
     const transport = plan.transport ?? "stdio";
-    const profile = await profileFor(plan, values);
+    const launched = plan.runtime.kind === "container"
+        ? await launchInContainer(plan, parsed, plan.runtime.engine, proxyPort, !options.supervised)
+        : await launchAsProcess(plan, parsed, transport, !options.supervised);
+    child = launched.server;
+    const server = child;
     if (transport !== "stdio") {
-      // An HTTP server: started with MCP_TRANSPORT/MCP_PORT, forwarded to transparently.
-      if (!allowsNetwork(profile)) {
-        throw new McpmgrError("CONFLICTING_OPTIONS", `--transport ${transport} needs a network, but the permission profile allows none`, {
-          hint: "use --permission-profile network, or a stdio server",
-        });
-      }
-      const port = values["target-port"] ?? (await findFreePort());
-      const host = values["target-host"];
-      child = await launchSandboxed(packageCommand(source, plan.args), plan, values, profile, { MCP_TRANSPORT: transport, MCP_PORT: String(port) });
-      const output = keepStderr(child, name, options.onServerOutput, true);
-      const running = child;
-      serverExit = child.proc.exited.then(async (code) => {
+      const { host, port } = launched.target as { host: string; port: number };
+      const output = keepStderr(server, name, options.onServerOutput, true);
+      serverExit = server.exited.then(async (code) => {
         await Promise.race([output.drained, Bun.sleep(500)]);
         return `the MCP server exited with code ${code}${output.tail() ? `; its last output:\n${output.tail()}` : ""}`;
       });
@@ -85,7 +87,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         serverExit,
       ]);
       if (listening !== undefined) {
-        await running.stop(1_000);
+        await server.stop(1_000);
         throw new McpmgrError("SERVER_FAILED", `${name} did not start listening on ${host}:${port}: ${listening}`, { hint: "check that the server honours MCP_PORT, or give --target-port" });
       }
       endpointPath = transport === "sse" ? "/sse" : "/mcp";
@@ -96,21 +98,20 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         live,
       });
     } else {
-      child = await launchSandboxed(packageCommand(source, plan.args), plan, values, profile);
       const bridge = new StdioBridge({
         clientInfo: { name: "mcpmgr", version },
         requestTimeoutMs: limits.requestTimeoutMs,
         sessionIdleMs: limits.sessionIdleMs,
         onLog: (level, text) => log[level](`${name}: ${text}`),
       });
-      const stderr = keepStderr(child, name, options.onServerOutput);
+      const stderr = keepStderr(server, name, options.onServerOutput);
       const channel = lineChannel({
-        stdout: child.proc.stdout,
-        stdin: child.proc.stdin,
+        stdout: server.stdout,
+        stdin: server.stdin,
         onMessage: bridge.onServerMessage,
-        onInvalidLine: (line) => log.warn(`${name}: skipped a non-JSON line on stdout: ${(child as ServerProcess).redact(line).slice(0, 200)}`),
+        onInvalidLine: (line) => log.warn(`${name}: skipped a non-JSON line on stdout: ${server.redact(line).slice(0, 200)}`),
       });
-      serverExit = child.proc.exited.then(async (code) => {
+      serverExit = server.exited.then(async (code) => {
         await Promise.race([stderr.drained, Bun.sleep(500)]);
         const tail = stderr.tail();
         return `the MCP server exited with code ${code}${tail ? `; its last output:\n${tail}` : ""}`;
@@ -120,7 +121,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       } catch (err) {
         // Prefer the exit code and the server's own words over "exited during initialize".
         const why = await Promise.race([serverExit, Bun.sleep(1_000).then(() => (err instanceof Error ? err.message : String(err)))]);
-        await child.stop(1_000);
+        await server.stop(1_000);
         throw new McpmgrError("SERVER_FAILED", `${name} did not complete the MCP handshake: ${why}`, {
           hint: "check the package name and arguments; run with --debug for details",
         });
@@ -134,15 +135,13 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         endpointPath = "/mcp";
       }
     }
-  } else {
-    throw notSupportedSource(plan);
   }
 
   let server: ReturnType<typeof serve>;
   try {
     server = serve({
       host: values.host,
-      port: values["proxy-port"],
+      port: proxyPort,
       handler: withBuiltinProtections(handler, { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: limits.maxBodyBytes }),
       live,
       onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
@@ -165,6 +164,41 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   };
 }
 
+interface Launched {
+  readonly server: ServerHandle;
+  /** Where an sse/streamable-http server listens. */
+  readonly target?: { readonly host: string; readonly port: number };
+}
+
+async function launchAsProcess(plan: RunPlan, parsed: ParsedRunArgv, transport: "stdio" | "sse" | "streamable-http", printOverlays: boolean): Promise<Launched> {
+  const { values } = parsed;
+  const { source } = plan;
+  if (source.kind !== "package") throw new McpmgrError("INTERNAL", `the process runtime cannot run a ${source.kind} source`);
+  assertNoContainerOptions(parsed, "this server runs as a local process (no container engine, or MCPMGR_RUNTIME=process)");
+  const profile = await profileFor(plan, values);
+  if (transport === "stdio") return { server: processHandle(await launchSandboxed(packageCommand(source, plan.args), plan, values, profile, {}, printOverlays)) };
+  // An HTTP server: started with MCP_TRANSPORT/MCP_PORT, forwarded to transparently.
+  if (!allowsNetwork(profile)) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", `--transport ${transport} needs a network, but the permission profile allows none`, {
+      hint: "use --permission-profile network, a stdio server, or a container runtime (which isolates it instead)",
+    });
+  }
+  const port = values["target-port"] ?? (await findFreePort());
+  const host = values["target-host"];
+  const child = await launchSandboxed(packageCommand(source, plan.args), plan, values, profile, { MCP_TRANSPORT: transport, MCP_PORT: String(port) }, printOverlays);
+  return { server: processHandle(child), target: { host, port } };
+}
+
+async function launchInContainer(plan: RunPlan, parsed: ParsedRunArgv, engine: ContainerEngine, proxyPort: number, interactive: boolean): Promise<Launched> {
+  const image = await prepareContainerImage(plan, parsed.values, engine, (line) => (interactive ? log.info(line) : log.debug(line)));
+  const launched = await launchContainer(plan, parsed, engine, image, proxyPort, interactive);
+  const container = launched.server;
+  return {
+    server: { stdout: container.stdout, stderr: container.stderr, stdin: container.stdin, exited: container.exited, redact: launched.redact, stop: (graceMs) => container.stop(graceMs) },
+    ...(launched.target ? { target: launched.target } : {}),
+  };
+}
+
 /** `mcpmgr run --foreground`: blocks until Ctrl-C or until the server exits. */
 export async function runForeground(plan: RunPlan, parsed: ParsedRunArgv): Promise<number> {
   const name = plan.name;
@@ -179,11 +213,4 @@ export async function runForeground(plan: RunPlan, parsed: ParsedRunArgv): Promi
   }
   log.info(`${outcome.signal}: stopped ${name}`);
   return 0;
-}
-
-export function notSupportedSource(plan: RunPlan): McpmgrError {
-  const what = plan.entry ? `registry entry ${plan.entry.name} (a container image)` : "container images";
-  return new McpmgrError("NOT_SUPPORTED_YET", `running ${what} is not supported yet: the container runtime is not in this version`, {
-    hint: "run a package (npx://, uvx://, go://) or a remote URL",
-  });
 }

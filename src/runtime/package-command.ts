@@ -52,7 +52,7 @@ function localNodeEntry(dir: string): string {
 }
 
 /** The console script a local Python project declares ([project.scripts] in pyproject.toml). */
-function localPythonScript(dir: string): string {
+export function localPythonScript(dir: string): string {
   let scripts: Record<string, unknown> | undefined;
   try {
     const project = Bun.TOML.parse(readFileSync(join(dir, "pyproject.toml"), "utf8")) as { project?: { scripts?: Record<string, unknown> } };

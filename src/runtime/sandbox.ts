@@ -29,6 +29,9 @@ export interface SandboxPlan {
   readonly home?: string;
   /** Directories never to show the server (mcpmgr's config, state and secrets). */
   readonly hidden?: readonly string[];
+  /** Ignore-pattern overlays: empty tmpfs over directories, `emptyFile` over files. */
+  readonly overlays?: readonly { readonly kind: "dir" | "file"; readonly containerPath: string }[];
+  readonly emptyFile?: string;
 }
 
 /** Where bwrap is, or undefined when the profile cannot be enforced here. */
@@ -42,8 +45,8 @@ export function unenforceableError(): McpmgrError {
   return new McpmgrError("SANDBOX_UNAVAILABLE", `cannot enforce the permission profile: ${why}`, {
     hint:
       process.platform === "linux"
-        ? "install bubblewrap (apt-get install bubblewrap), or pass --insecure-allow-unsandboxed to run the server without isolation"
-        : "use a container runtime (not in this version), or pass --insecure-allow-unsandboxed to run the server without isolation",
+        ? "install bubblewrap (apt-get install bubblewrap), start Docker or Podman, or pass --insecure-allow-unsandboxed to run the server without isolation"
+        : "start Docker or Podman so the server runs in a container, or pass --insecure-allow-unsandboxed to run the server without isolation",
   });
 }
 
@@ -75,6 +78,10 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
     args.push(mount.readOnly ? "--ro-bind" : "--bind", host, target);
   }
   for (const dir of plan.hidden ?? []) if (existsSync(dir)) args.push("--tmpfs", dir);
+  for (const overlay of plan.overlays ?? []) {
+    if (overlay.kind === "dir") args.push("--tmpfs", overlay.containerPath, "--remount-ro", overlay.containerPath);
+    else if (plan.emptyFile) args.push("--ro-bind", plan.emptyFile, overlay.containerPath);
+  }
   // A working directory kept hidden (it holds the home directory) starts the server in the empty home.
   if (plan.workingDir) args.push("--chdir", showWorkingDir || plan.workingDir === "/" ? plan.workingDir : home);
   return args;
@@ -107,7 +114,7 @@ function assertMountPoint(target: string, home: string): void {
 }
 
 /** Profile mounts are `host-path` or `host-path:target-path`. */
-function profileMount(spec: string, readOnly: boolean): Mount {
+export function profileMount(spec: string, readOnly: boolean): Mount {
   const drive = /^[A-Za-z]:[\\/]/.test(spec) ? 2 : 0;
   const colon = spec.indexOf(":", drive);
   return colon === -1 ? { hostPath: spec, targetPath: spec, readOnly } : { hostPath: spec.slice(0, colon), targetPath: spec.slice(colon + 1), readOnly };

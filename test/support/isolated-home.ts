@@ -12,5 +12,10 @@ process.env.MCPMGR_HOME ??= mkdtempSync(join(tmpdir(), "mcpmgr-test-home-"));
 // Tests never touch the OS keychain.
 process.env.MCPMGR_SECRETS_PASSWORD ??= "test-only-password";
 
+// The process runtime unless a test asks for a container engine (MCPMGR_RUNTIME=docker):
+// with dockerd running, detection would otherwise move every package test into a container.
+// Detection itself is tested with the variable removed.
+process.env.MCPMGR_RUNTIME ??= "process";
+
 // Integration tests start real servers; 5 s (bun's default) is too tight on a loaded 2-core CI.
 setDefaultTimeout(60_000);

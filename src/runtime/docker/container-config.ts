@@ -1,0 +1,136 @@
+/**
+ * The engine's create options for an MCP server container: hardening that does not depend
+ * on the user (all capabilities dropped, no-new-privileges, memory and pid limits), the
+ * permission profile turned into mounts and a network mode, ignore-pattern overlays, and
+ * the ports an HTTP server is reached on (published on loopback only). Pure, so the
+ * policy is unit tested without an engine.
+ */
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute, posix, resolve } from "node:path";
+import type Docker from "dockerode";
+import { McpmgrError } from "../../errors.ts";
+import type { PermissionProfile } from "../permission-profile.ts";
+import { profileMount } from "../sandbox.ts";
+
+export interface VolumeSpec {
+  readonly hostPath: string;
+  readonly containerPath: string;
+  readonly readOnly: boolean;
+}
+
+export interface OverlaySpec {
+  readonly kind: "dir" | "file";
+  readonly containerPath: string;
+}
+
+export interface ResourceLimits {
+  readonly memoryBytes: number;
+  readonly pids: number;
+}
+
+/** Defaults sized for an MCP server (a Node or Python process and its children), not a database. */
+export const defaultLimits: ResourceLimits = { memoryBytes: 2 * 1024 ** 3, pids: 512 };
+
+export interface ServerContainerInput {
+  readonly containerName: string;
+  readonly image: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly stdio: boolean;
+  readonly profile: PermissionProfile;
+  readonly volumes: readonly VolumeSpec[];
+  readonly overlays: readonly OverlaySpec[];
+  /** Host file bound read-only over hidden files. */
+  readonly emptyFile?: string;
+  /** bridge, host, none, or a network's name. */
+  readonly networkMode: string;
+  /** Container port → host port, bound on 127.0.0.1. */
+  readonly publish: readonly { readonly containerPort: number; readonly hostPort: number }[];
+  readonly limits: ResourceLimits;
+  /** Name other containers on the network reach it by (isolated networks). */
+  readonly networkAlias?: string;
+}
+
+/** The mounts a workload gets: the profile's read/write lists, then -v volumes (later wins on the same target). */
+export function resolveMounts(profile: PermissionProfile, volumes: readonly VolumeSpec[], home = homedir(), cwd = process.cwd()): VolumeSpec[] {
+  const all = [
+    ...profile.read.map((spec) => profileMount(spec, true)).map((m) => ({ hostPath: m.hostPath, containerPath: m.targetPath, readOnly: true })),
+    ...profile.write.map((spec) => profileMount(spec, false)).map((m) => ({ hostPath: m.hostPath, containerPath: m.targetPath, readOnly: false })),
+    ...volumes,
+  ];
+  const byTarget = new Map<string, VolumeSpec>();
+  for (const mount of all) {
+    const hostPath = resolve(cwd, mount.hostPath.replace(/^~(?=\/|$)/, home));
+    if (!existsSync(hostPath)) {
+      throw new McpmgrError("INVALID_OPTION", `mount source ${hostPath} does not exist`, { hint: "create it, or fix the path in --volume or the permission profile" });
+    }
+    const target = mount.containerPath.replace(/^~(?=\/|$)/, "/home/mcp");
+    if (!isAbsolute(target) && !posix.isAbsolute(target)) {
+      throw new McpmgrError("INVALID_OPTION", `mount target ${JSON.stringify(mount.containerPath)} is not an absolute container path`, { hint: "write it as host-path:/container/path" });
+    }
+    byTarget.set(posix.normalize(target), { hostPath, containerPath: posix.normalize(target), readOnly: mount.readOnly });
+  }
+  return [...byTarget.values()];
+}
+
+/** Network mode from the profile and --network: profile none wins and conflicts with an explicit network. */
+export function networkModeFor(profile: PermissionProfile, network: string | undefined): string {
+  const profileMode = profile.network.mode;
+  const wantsNone = profileMode === "none";
+  if (wantsNone && network !== undefined && network !== "none") {
+    throw new McpmgrError("CONFLICTING_OPTIONS", `--network ${network} conflicts with the permission profile, which allows no network`, {
+      hint: "leave --network out, or use a profile that allows network access",
+    });
+  }
+  if (wantsNone) return "none";
+  return network ?? (profileMode && profileMode !== "" ? profileMode : "bridge");
+}
+
+export function serverContainerOptions(input: ServerContainerInput): Docker.ContainerCreateOptions & { name: string } {
+  const mounts: Docker.MountSettings[] = input.volumes.map((v) => ({ Type: "bind", Source: v.hostPath, Target: v.containerPath, ReadOnly: v.readOnly }));
+  for (const overlay of input.overlays) {
+    if (overlay.kind === "dir") mounts.push({ Type: "tmpfs", Source: "", Target: overlay.containerPath, TmpfsOptions: { SizeBytes: 1024 * 1024, Mode: 0o555 } });
+    else if (input.emptyFile) mounts.push({ Type: "bind", Source: input.emptyFile, Target: overlay.containerPath, ReadOnly: true });
+  }
+  const exposed: Record<string, object> = {};
+  const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
+  for (const { containerPort, hostPort } of input.publish) {
+    exposed[`${containerPort}/tcp`] = {};
+    (bindings[`${containerPort}/tcp`] ??= []).push({ HostIp: "127.0.0.1", HostPort: String(hostPort) });
+  }
+  const custom = !["bridge", "host", "none"].includes(input.networkMode) && !input.networkMode.startsWith("container:");
+  return {
+    name: input.containerName,
+    Image: input.image,
+    ...(input.args.length > 0 ? { Cmd: [...input.args] } : {}),
+    Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
+    Labels: { ...input.labels },
+    ExposedPorts: exposed,
+    // stdio servers read stdin for their whole life: keep it open across attaches.
+    OpenStdin: input.stdio,
+    StdinOnce: false,
+    AttachStdin: input.stdio,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    HostConfig: {
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges"],
+      Privileged: input.profile.privileged,
+      Memory: input.limits.memoryBytes,
+      MemorySwap: input.limits.memoryBytes,
+      PidsLimit: input.limits.pids,
+      Mounts: mounts,
+      NetworkMode: input.networkMode,
+      PortBindings: bindings,
+      // A tiny init as PID 1: servers that never installed a SIGTERM handler still stop on
+      // `docker stop` (PID 1 ignores default-action signals), and zombies are reaped.
+      Init: true,
+      // Restarts are the supervisor's job: it sees the exit and recreates the container.
+      RestartPolicy: { Name: "no" },
+    },
+    ...(custom && input.networkAlias ? { NetworkingConfig: { EndpointsConfig: { [input.networkMode]: { Aliases: [input.networkAlias] } } } } : {}),
+  };
+}

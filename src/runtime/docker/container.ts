@@ -1,0 +1,158 @@
+/**
+ * One MCP server container's life: created, attached (stdin for stdio servers; stdout and
+ * stderr always, demultiplexed), started, watched until it exits, then stopped and
+ * removed. If the attach connection drops while the container still runs (engine
+ * restart, proxy in between), it is re-attached; the byte streams the bridge reads do
+ * not end until the container does.
+ */
+import { PassThrough, type Duplex } from "node:stream";
+import type Docker from "dockerode";
+import type { ContainerEngine } from "./engine.ts";
+import { engineError } from "./images.ts";
+
+export interface ContainerServer {
+  readonly id: string;
+  readonly name: string;
+  /** The MCP protocol for stdio servers; plain output otherwise. */
+  readonly stdout: ReadableStream<Uint8Array>;
+  readonly stderr: ReadableStream<Uint8Array>;
+  readonly stdin: { write(data: string): unknown };
+  /** The container's exit code once it stops on its own or is stopped. */
+  readonly exited: Promise<number | null>;
+  /** Stops (SIGTERM, then SIGKILL after graceMs) and removes the container and its helpers. */
+  stop(graceMs?: number): Promise<void>;
+  /** How many times the attach connection was re-established. */
+  readonly reattachCount: number;
+  /** The current attach connection (tests drop it to exercise re-attaching). */
+  readonly attachConnection: Duplex | undefined;
+}
+
+/** A web stream fed by a Node stream that is never ended by re-attaching, only by close(). */
+function feed(): { node: PassThrough; web: ReadableStream<Uint8Array>; close(): void } {
+  const node = new PassThrough();
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let closed = false;
+  const web = new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+    },
+    cancel() {
+      closed = true;
+    },
+  });
+  node.on("data", (chunk: Buffer) => {
+    if (!closed) controller.enqueue(new Uint8Array(chunk));
+  });
+  return {
+    node,
+    web,
+    close() {
+      if (closed) return;
+      closed = true;
+      controller.close();
+    },
+  };
+}
+
+export async function startServerContainer(
+  engine: ContainerEngine,
+  options: Docker.ContainerCreateOptions & { name: string },
+  stdio: boolean,
+  cleanup: () => Promise<void> = async () => {},
+): Promise<ContainerServer> {
+  const docker = engine.docker;
+  // A container left by a crashed supervisor would block the name.
+  await docker.getContainer(options.name).remove({ force: true }).catch(() => {});
+  let container: Docker.Container;
+  try {
+    container = await docker.createContainer(options);
+  } catch (err) {
+    await cleanup();
+    throw engineError(`creating container ${options.name}`, err);
+  }
+  const out = feed();
+  const err = feed();
+  let connection: Duplex | undefined;
+  let stopping = false;
+  let exitedFlag = false;
+  let reattachCount = 0;
+  const pending: string[] = [];
+
+  const attach = async (): Promise<void> => {
+    const stream = (await container.attach({ stream: true, stdin: stdio, stdout: true, stderr: true, hijack: stdio })) as unknown as Duplex;
+    docker.modem.demuxStream(stream, out.node, err.node);
+    connection = stream;
+    for (const data of pending.splice(0)) stream.write(data);
+    const dropped = () => {
+      if (connection !== stream) return;
+      connection = undefined;
+      if (stopping || exitedFlag) return;
+      void container.inspect().then(
+        async (info) => {
+          if (!info.State.Running || stopping) return;
+          reattachCount++;
+          await attach();
+        },
+        () => {},
+      );
+    };
+    stream.once("end", dropped);
+    stream.once("close", dropped);
+    stream.on("error", () => {});
+  };
+
+  try {
+    await attach();
+    await container.start();
+  } catch (error) {
+    await container.remove({ force: true }).catch(() => {});
+    await cleanup();
+    throw engineError(`starting container ${options.name}`, error);
+  }
+
+  const exited = container.wait().then(
+    (result: { StatusCode?: number }) => result.StatusCode ?? null,
+    () => null,
+  );
+  void exited.then(async () => {
+    exitedFlag = true;
+    // Output written just before the exit is still in flight on the attach connection.
+    await Bun.sleep(100);
+    connection?.end();
+    out.close();
+    err.close();
+  });
+
+  let stopped: Promise<void> | undefined;
+  return {
+    id: container.id,
+    name: options.name,
+    stdout: out.web,
+    stderr: err.web,
+    stdin: {
+      write(data: string) {
+        if (connection && !connection.destroyed) connection.write(data);
+        else if (!exitedFlag) pending.push(data);
+      },
+    },
+    exited,
+    stop(graceMs = 10_000) {
+      stopped ??= (async () => {
+        stopping = true;
+        // Closing stdin first lets a stdio server exit on EOF, as it would under a process runtime.
+        connection?.end();
+        await container.stop({ t: Math.max(1, Math.round(graceMs / 1000)) }).catch(() => {});
+        await exited;
+        await container.remove({ force: true }).catch(() => {});
+        await cleanup();
+      })();
+      return stopped;
+    },
+    get reattachCount() {
+      return reattachCount;
+    },
+    get attachConnection() {
+      return connection;
+    },
+  };
+}

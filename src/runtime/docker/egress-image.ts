@@ -1,0 +1,101 @@
+/**
+ * The image of the network-isolation helper (egress-proxy.ts). It must exist on hosts that
+ * cannot pull, so on Linux it is built from what is already here: the Bun runtime this
+ * mcpmgr runs on (the compiled binary or bun itself, made to act as plain Bun with
+ * BUN_BE_BUN=1), its shared libraries, and the helper's source. Elsewhere (a macOS or
+ * Windows host, whose binary cannot run in a Linux container) it is built from the
+ * official Bun image, which the engine pulls once.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync, statSync } from "node:fs";
+import { pack } from "tar-stream";
+import { McpmgrError } from "../../errors.ts";
+// @ts-expect-error -- imported as text (embedded in the compiled binary), not as a module
+import egressSource from "./egress-proxy.ts" with { type: "text" };
+import type { ContainerEngine } from "./engine.ts";
+import { engineError, firstLine, inspectLocalImage } from "./images.ts";
+import { MANAGED_LABEL } from "./labels.ts";
+
+const source = egressSource as string;
+const HELPER_UID = 65534;
+
+interface ContextFile {
+  readonly path: string;
+  readonly content: Uint8Array | string;
+  readonly mode: number;
+}
+
+/** Shared libraries the runtime binary loads, as `ldd` lists them (absolute paths only). */
+async function sharedLibraries(binary: string): Promise<string[]> {
+  const ldd = Bun.spawnSync(["ldd", binary], { stdout: "pipe", stderr: "pipe" });
+  if (ldd.exitCode !== 0) {
+    // A static binary is fine; anything else means we cannot build offline.
+    const text = ldd.stderr.toString() + ldd.stdout.toString();
+    if (/not a dynamic executable|statically linked/.test(text)) return [];
+    throw new McpmgrError("IMAGE_BUILD_FAILED", `cannot list the libraries of ${binary} for the network helper image`, { hint: "install ldd (libc-bin)" });
+  }
+  return [...ldd.stdout.toString().matchAll(/(\/[^\s)]+)/g)].map((m) => m[1] as string).filter((path, i, all) => all.indexOf(path) === i);
+}
+
+function engineMatchesHost(info: { OSType?: string; Architecture?: string }): boolean {
+  const arch = info.Architecture === "x86_64" ? "x64" : info.Architecture === "aarch64" ? "arm64" : info.Architecture;
+  return process.platform === "linux" && info.OSType === "linux" && arch === process.arch;
+}
+
+async function contextFiles(engine: ContainerEngine): Promise<{ files: ContextFile[]; key: string }> {
+  const info = (await engine.docker.info()) as { OSType?: string; Architecture?: string };
+  if (!engineMatchesHost(info)) {
+    const dockerfile = `FROM oven/bun:1-alpine\nCOPY egress-proxy.ts /egress-proxy.ts\nUSER ${HELPER_UID}:${HELPER_UID}\nENTRYPOINT ["bun", "/egress-proxy.ts"]\n`;
+    return { files: [{ path: "Dockerfile", content: dockerfile, mode: 0o644 }, { path: "egress-proxy.ts", content: source, mode: 0o644 }], key: dockerfile + source };
+  }
+  const runtime = process.execPath;
+  const stat = statSync(runtime);
+  const files: ContextFile[] = [{ path: "egress-proxy.ts", content: source, mode: 0o644 }];
+  const libs = await sharedLibraries(runtime);
+  const copies: string[] = [];
+  for (const [i, lib] of libs.entries()) {
+    files.push({ path: `lib/${i}`, content: readFileSync(lib), mode: 0o755 });
+    copies.push(`COPY lib/${i} ${lib}`);
+  }
+  files.push({ path: "runtime", content: readFileSync(runtime), mode: 0o755 });
+  const dockerfile = [
+    "FROM scratch",
+    ...copies,
+    "COPY runtime /runtime",
+    "COPY egress-proxy.ts /egress-proxy.ts",
+    "ENV BUN_BE_BUN=1 BUN_RUNTIME_TRANSPILER_CACHE_PATH=0",
+    `USER ${HELPER_UID}:${HELPER_UID}`,
+    'ENTRYPOINT ["/runtime", "/egress-proxy.ts"]',
+    "",
+  ].join("\n");
+  files.unshift({ path: "Dockerfile", content: dockerfile, mode: 0o644 });
+  return { files, key: `${dockerfile}${source}${runtime}:${stat.size}:${stat.mtimeMs}:${Bun.version}` };
+}
+
+/** The helper image's tag, built on first use. */
+export async function ensureEgressImage(engine: ContainerEngine, onProgress: (line: string) => void): Promise<string> {
+  const { files, key } = await contextFiles(engine);
+  const tag = `mcpmgr-egress:${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
+  if (await inspectLocalImage(engine, tag)) return tag;
+  onProgress(`building the network isolation helper image ${tag}`);
+  const context = pack();
+  for (const file of files) context.entry({ name: file.path, mode: file.mode, mtime: new Date(0) }, typeof file.content === "string" ? file.content : Buffer.from(file.content));
+  context.finalize();
+  try {
+    const stream = await engine.docker.buildImage(context as unknown as NodeJS.ReadableStream, { t: tag, rm: true, forcerm: true, labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "egress-image" } });
+    await new Promise<void>((resolve, reject) =>
+      engine.docker.modem.followProgress(
+        stream,
+        (err: Error | null) => (err ? reject(err) : resolve()),
+        (event: { error?: string; errorDetail?: { message?: string } }) => {
+          if (event.error || event.errorDetail) reject(new Error(event.errorDetail?.message ?? event.error));
+        },
+      ),
+    );
+  } catch (err) {
+    if (err instanceof McpmgrError) throw err;
+    throw new McpmgrError("IMAGE_BUILD_FAILED", `building the network isolation helper image failed: ${firstLine(err)}`, { hint: "check that the engine is healthy (docker info)", cause: err });
+  }
+  if (!(await inspectLocalImage(engine, tag))) throw engineError(`building ${tag}`, new Error("no image after the build"));
+  return tag;
+}

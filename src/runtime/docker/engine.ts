@@ -1,0 +1,111 @@
+/**
+ * Finding a container engine (DESIGN §5): MCPMGR_RUNTIME wins (docker | podman | process);
+ * otherwise the first Engine API socket that answers a ping, in this order: DOCKER_HOST,
+ * Podman's sockets, Docker's default socket, Docker Desktop, Colima, Rancher Desktop,
+ * OrbStack, and on Windows the Docker and Podman named pipes. Podman, Colima, Rancher and
+ * OrbStack all speak the Docker Engine API, so one client (dockerode) serves them all.
+ */
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { McpmgrError } from "../../errors.ts";
+
+export type EngineKind = "docker" | "podman";
+export type RuntimeChoice = EngineKind | "process";
+
+export interface ContainerEngine {
+  readonly kind: EngineKind;
+  /** Where the Engine API answered (socket path, pipe or tcp URL), for messages. */
+  readonly endpoint: string;
+  readonly docker: Docker;
+}
+
+interface Candidate {
+  readonly kind: EngineKind;
+  readonly endpoint: string;
+  readonly options: Docker.DockerOptions;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** MCPMGR_RUNTIME, validated; undefined means "detect". */
+export function runtimeChoice(env: Env = process.env): RuntimeChoice | undefined {
+  const choice = env.MCPMGR_RUNTIME;
+  if (choice === undefined || choice === "") return undefined;
+  if (choice === "docker" || choice === "podman" || choice === "process") return choice;
+  throw new McpmgrError("INVALID_OPTION", `MCPMGR_RUNTIME ${JSON.stringify(choice)}: must be docker, podman or process`, { hint: "unset it to let mcpmgr choose" });
+}
+
+/** DOCKER_HOST in the forms the Docker CLI accepts: unix://, tcp://, npipe://. */
+function fromDockerHost(value: string): Candidate {
+  const kind: EngineKind = /podman/i.test(value) ? "podman" : "docker";
+  if (value.startsWith("unix://")) return { kind, endpoint: value, options: { socketPath: value.slice("unix://".length) } };
+  if (value.startsWith("npipe://")) return { kind, endpoint: value, options: { socketPath: value.slice("npipe://".length).replaceAll("/", "\\") } };
+  if (value.startsWith("tcp://") || value.startsWith("http://") || value.startsWith("https://")) {
+    const url = new URL(value.replace(/^tcp:/, "http:"));
+    const protocol = url.protocol === "https:" || process.env.DOCKER_TLS_VERIFY === "1" ? "https" : "http";
+    return { kind, endpoint: value, options: { host: url.hostname, port: Number(url.port || (protocol === "https" ? 2376 : 2375)), protocol } };
+  }
+  throw new McpmgrError("INVALID_OPTION", `DOCKER_HOST ${JSON.stringify(value)}: expected unix://, tcp:// or npipe://`, { hint: "fix or unset DOCKER_HOST" });
+}
+
+/** The sockets to try, most specific first. */
+export function engineCandidates(env: Env = process.env, platform: NodeJS.Platform = process.platform, home: string = homedir()): Candidate[] {
+  const socket = (kind: EngineKind, path: string): Candidate => ({ kind, endpoint: path, options: { socketPath: path } });
+  const list: Candidate[] = [];
+  if (env.DOCKER_HOST) list.push(fromDockerHost(env.DOCKER_HOST));
+  if (env.CONTAINER_HOST) list.push({ ...fromDockerHost(env.CONTAINER_HOST), kind: "podman" });
+  if (platform === "win32") {
+    list.push(socket("docker", "\\\\.\\pipe\\docker_engine"), socket("podman", "\\\\.\\pipe\\podman-machine-default"));
+    return list;
+  }
+  const runtimeDir = env.XDG_RUNTIME_DIR ?? (typeof process.getuid === "function" ? `/run/user/${process.getuid()}` : undefined);
+  if (runtimeDir) list.push(socket("podman", join(runtimeDir, "podman", "podman.sock")));
+  list.push(
+    socket("podman", "/run/podman/podman.sock"),
+    socket("docker", "/var/run/docker.sock"),
+    socket("docker", join(home, ".docker", "run", "docker.sock")),
+    socket("docker", join(home, ".colima", "default", "docker.sock")),
+    socket("docker", join(home, ".colima", "docker.sock")),
+    socket("docker", join(home, ".rd", "docker.sock")),
+    socket("docker", join(home, ".orbstack", "run", "docker.sock")),
+    socket("podman", join(home, ".local", "share", "containers", "podman", "machine", "podman.sock")),
+  );
+  return list;
+}
+
+async function answers(candidate: Candidate, timeoutMs: number): Promise<Docker | undefined> {
+  const path = candidate.options.socketPath;
+  if (path !== undefined && !path.startsWith("\\\\") && !existsSync(path)) return undefined;
+  const docker = new Docker({ ...candidate.options, timeout: timeoutMs });
+  try {
+    await docker.ping();
+    // Later calls (pulls, builds, attach) may take long: no client-side timeout for them.
+    return new Docker(candidate.options);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The engine to use, or undefined when none answers. `want` narrows the search to one
+ * kind (MCPMGR_RUNTIME=docker|podman); DOCKER_HOST is honoured for either.
+ */
+export async function detectEngine(options: { env?: Env; want?: EngineKind; timeoutMs?: number } = {}): Promise<ContainerEngine | undefined> {
+  const env = options.env ?? process.env;
+  for (const candidate of engineCandidates(env)) {
+    const fromEnv = candidate.endpoint === env.DOCKER_HOST || candidate.endpoint === env.CONTAINER_HOST;
+    if (options.want && candidate.kind !== options.want && !fromEnv) continue;
+    const docker = await answers(candidate, options.timeoutMs ?? 2_000);
+    if (docker) return { kind: options.want ?? candidate.kind, endpoint: candidate.endpoint, docker };
+  }
+  return undefined;
+}
+
+export function noEngineError(why: string, want?: EngineKind): McpmgrError {
+  const which = want ?? "Docker or Podman";
+  return new McpmgrError("RUNTIME_UNAVAILABLE", `${why}, but no ${which} engine answered`, {
+    hint: `start ${which} (or Colima, Rancher Desktop, OrbStack), or point DOCKER_HOST at its socket`,
+  });
+}

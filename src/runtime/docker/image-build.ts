@@ -1,0 +1,162 @@
+/**
+ * Images for protocol-scheme packages, built locally and cached by content: the tag is a
+ * hash of everything that goes into the build (generator version, package spec, base
+ * images, extra packages, CA certificate, and for a local project every file's content),
+ * so the same inputs never rebuild and any change does.
+ */
+import { createHash, X509Certificate } from "node:crypto";
+import { lstatSync, readdirSync, readFileSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import { pack } from "tar-stream";
+import { McpmgrError } from "../../errors.ts";
+import type { ServerSource } from "../source.ts";
+import { localPythonScript } from "../package-command.ts";
+import { CA_CERT_FILE, defaultBaseImages, generateDockerfile, RESOLVE_BIN_FILE, resolveBinScript, type DockerfileInput } from "./dockerfile.ts";
+import type { ContainerEngine } from "./engine.ts";
+import { engineError, firstLine, inspectLocalImage } from "./images.ts";
+import { MANAGED_LABEL } from "./labels.ts";
+
+/** Bump when the generated Dockerfile changes meaning, so old cached images are not reused. */
+const GENERATOR_VERSION = 1;
+/** Directories a local project never needs in its image (rebuilt or irrelevant). */
+const skippedDirs = new Set([".git", "node_modules", ".venv", "__pycache__"]);
+const packageNamePattern = /^[a-z0-9][a-z0-9+._-]*(?:=[A-Za-z0-9+.~:_-]+)?$/;
+
+export interface BuildOptions {
+  readonly runtimeImage?: string;
+  readonly addPackages: readonly string[];
+  /** Path of a PEM file. */
+  readonly caCertPath?: string;
+}
+
+export interface BuiltImage {
+  readonly tag: string;
+  readonly cached: boolean;
+}
+
+type PackageSource = Extract<ServerSource, { kind: "package" }>;
+
+export function validateAddPackages(names: readonly string[]): void {
+  const bad = names.filter((name) => !packageNamePattern.test(name));
+  if (bad.length > 0) {
+    throw new McpmgrError("INVALID_OPTION", `--runtime-add-package ${bad.map((b) => JSON.stringify(b)).join(", ")}: not a package name`, {
+      hint: "give OS package names such as git or ca-certificates (optionally name=version)",
+    });
+  }
+}
+
+/** The certificate file's text, after checking every PEM block in it parses. */
+export function readCaCert(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    throw new McpmgrError("INVALID_OPTION", `--ca-cert ${JSON.stringify(path)}: cannot read the file`, { hint: "give the path of a PEM certificate file" });
+  }
+  const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0) throw new McpmgrError("INVALID_OPTION", `--ca-cert ${path}: no PEM certificate in the file`, { hint: "expected -----BEGIN CERTIFICATE----- blocks" });
+  for (const block of blocks) {
+    try {
+      new X509Certificate(block);
+    } catch {
+      throw new McpmgrError("INVALID_OPTION", `--ca-cert ${path}: a certificate in the file does not parse`, { hint: "check the PEM file is not truncated or edited" });
+    }
+  }
+  return `${blocks.join("\n")}\n`;
+}
+
+interface ContextFile {
+  readonly path: string;
+  readonly content: Uint8Array | string;
+  readonly mode: number;
+}
+
+/** A local project's files (no symlinks followed, skipped dirs left out), sorted for a stable hash. */
+function projectFiles(root: string): ContextFile[] {
+  const files: ContextFile[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (!skippedDirs.has(entry.name)) walk(full);
+      } else if (entry.isFile()) {
+        files.push({ path: `package/${relative(root, full).split(sep).join("/")}`, content: readFileSync(full), mode: lstatSync(full).mode & 0o755 });
+      }
+    }
+  };
+  walk(root);
+  return files;
+}
+
+export function dockerfileInput(source: PackageSource, options: BuildOptions): DockerfileInput {
+  const defaults = defaultBaseImages[source.manager];
+  const spec = source.manager === "go" ? `${source.name}@${source.version ?? "latest"}` : source.version ? `${source.name}${source.manager === "uvx" ? "==" : "@"}${source.version}` : source.name;
+  return {
+    manager: source.manager,
+    spec,
+    name: source.name,
+    local: source.localPath !== undefined,
+    ...(source.manager === "uvx" && source.localPath ? { localScript: localPythonScript(source.localPath) } : {}),
+    builderImage: options.runtimeImage ?? defaults.builder,
+    runtimeImage: options.runtimeImage ?? defaults.runtime,
+    addPackages: options.addPackages,
+    caCert: options.caCertPath !== undefined,
+  };
+}
+
+/** The build context and the content-derived tag. */
+export function prepareBuild(source: PackageSource, options: BuildOptions): { tag: string; files: ContextFile[]; dockerfile: string } {
+  validateAddPackages(options.addPackages);
+  const input = dockerfileInput(source, options);
+  const dockerfile = generateDockerfile(input);
+  const files: ContextFile[] = [
+    { path: "Dockerfile", content: dockerfile, mode: 0o644 },
+    { path: RESOLVE_BIN_FILE, content: resolveBinScript, mode: 0o644 },
+  ];
+  if (options.caCertPath) files.push({ path: CA_CERT_FILE, content: readCaCert(options.caCertPath), mode: 0o644 });
+  if (source.localPath) files.push(...projectFiles(source.localPath));
+  const hash = createHash("sha256").update(`mcpmgr-build-v${GENERATOR_VERSION}\n`);
+  for (const file of files) hash.update(`${file.path}\0${file.mode}\0`).update(file.content).update("\0");
+  const base = (source.localPath ? source.localPath.split(/[\\/]/).pop() : source.name) ?? "package";
+  const slug = base.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 60) || "package";
+  return { tag: `mcpmgr-build/${source.manager}-${slug}:${hash.digest("hex").slice(0, 16)}`, files, dockerfile };
+}
+
+/** Builds the package's image unless an image with the same content tag exists. */
+export async function buildPackageImage(engine: ContainerEngine, source: PackageSource, options: BuildOptions, onProgress: (line: string) => void): Promise<BuiltImage> {
+  const { tag, files } = prepareBuild(source, options);
+  if (await inspectLocalImage(engine, tag)) return { tag, cached: true };
+  onProgress(`building ${tag} for ${source.manager}://${source.localPath ?? source.name}`);
+  const context = pack();
+  for (const file of files) context.entry({ name: file.path, mode: file.mode, mtime: new Date(0) }, typeof file.content === "string" ? file.content : Buffer.from(file.content));
+  context.finalize();
+  let stream: NodeJS.ReadableStream;
+  try {
+    stream = await engine.docker.buildImage(context as unknown as NodeJS.ReadableStream, { t: tag, rm: true, forcerm: true, labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "build" } });
+  } catch (err) {
+    throw engineError(`building ${tag}`, err);
+  }
+  const tail: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const failed = (why: string) =>
+      new McpmgrError("IMAGE_BUILD_FAILED", `building the image for ${source.manager}://${source.localPath ?? source.name} failed: ${why}`, {
+        hint: tail.length > 0 ? `last build output: ${tail.slice(-3).join(" | ")}` : "check the package name, --runtime-image and network access from the engine",
+      });
+    engine.docker.modem.followProgress(
+      stream,
+      (err: Error | null) => (err ? reject(failed(firstLine(err))) : resolve()),
+      (event: { stream?: string; status?: string; error?: string; errorDetail?: { message?: string } }) => {
+        if (event.error || event.errorDetail) return reject(failed(event.errorDetail?.message ?? event.error ?? "unknown error"));
+        const text = (event.stream ?? event.status ?? "").trimEnd();
+        for (const line of text.split("\n")) {
+          if (line.trim() === "") continue;
+          tail.push(line.trim());
+          if (tail.length > 20) tail.shift();
+          onProgress(line);
+        }
+      },
+    );
+  });
+  if (!(await inspectLocalImage(engine, tag))) throw new McpmgrError("IMAGE_BUILD_FAILED", `the build of ${tag} ended without an image`, { hint: "run with --debug to see the build output" });
+  return { tag, cached: false };
+}

@@ -1,0 +1,159 @@
+/**
+ * Ignore overlays: files a mounted host directory holds but the server must not see.
+ *
+ * Patterns (gitignore syntax, matched by the `ignore` package: comments, blank lines, `!`
+ * negation, trailing `/` for directories only, `**`) come from two places only:
+ *   - the global file `<configDir>/mcpmgrignore`, loaded when `--ignore-globally` (default true);
+ *   - the `.mcpmgrignore` at the root of each mounted directory.
+ * Nested `.mcpmgrignore` files in subdirectories are NOT read. A single-file mount is checked
+ * against the global patterns only (by its file name).
+ *
+ * Hiding is by overlay, applied by the runtimes: a matching directory gets an empty tmpfs
+ * over its container path, a matching file gets the empty read-only file of
+ * `emptyOverlayFile()` bind-mounted over it. A hidden directory is not descended into (it is
+ * hidden whole). Symlinks are never followed; a matching symlink is hidden as what it points to.
+ * Matching is case-insensitive (the package's default): on a case-sensitive disk that hides
+ * more, never less. The walk is capped: past `maxEntries` it throws rather than leave the
+ * rest of the tree visible.
+ */
+import { chmod, lstat, readdir, readFile, stat } from "node:fs/promises";
+import { join, posix } from "node:path";
+import ignore, { type Ignore } from "ignore";
+import { McpmgrError } from "../errors.ts";
+import { errnoCode, stateIoError, writeFileAtomic } from "../state/atomic-file.ts";
+
+export interface MountForOverlay {
+  /** Absolute path on the host. */
+  readonly hostPath: string;
+  readonly containerPath: string;
+}
+
+export interface Overlay {
+  readonly kind: "dir" | "file";
+  readonly containerPath: string;
+  readonly hostPath: string;
+  /** The pattern that matched, as written in the ignore file. */
+  readonly pattern: string;
+  /** The ignore file the pattern came from: a `.mcpmgrignore` or the global file. */
+  readonly source: string;
+}
+
+export interface ResolveOverlaysOptions {
+  readonly globalPatterns: readonly string[];
+  /** Shown as the source of global patterns (default "the global ignore file"). */
+  readonly globalSource?: string;
+  /** Most directory entries looked at, over all mounts (default 100 000). */
+  readonly maxEntries?: number;
+}
+
+export const LOCAL_IGNORE_FILE = ".mcpmgrignore";
+export const GLOBAL_IGNORE_FILE = "mcpmgrignore";
+const DEFAULT_MAX_ENTRIES = 100_000;
+
+/** The patterns of `<configDir>/mcpmgrignore` (blank lines and comments dropped); [] when absent. */
+export async function loadGlobalIgnorePatterns(configDir: string): Promise<string[]> {
+  const path = join(configDir, GLOBAL_IGNORE_FILE);
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT") return [];
+    // The user asked for these patterns: carrying on without them would show what they hide.
+    throw new McpmgrError("INVALID_OPTION", `cannot read the global ignore file ${path}: ${(err as Error)?.message ?? String(err)}`, {
+      hint: "make the file readable, or pass --ignore-globally=false to run without it",
+      cause: err,
+    });
+  }
+  return _splitLines(text).filter((line) => line.trim() !== "" && !line.startsWith("#"));
+}
+
+/** Every overlay the mounts need, sorted by container path, one per container path. */
+export async function resolveOverlays(mounts: readonly MountForOverlay[], options: ResolveOverlaysOptions): Promise<Overlay[]> {
+  const globalSource = options.globalSource ?? "the global ignore file";
+  const budget = { left: options.maxEntries ?? DEFAULT_MAX_ENTRIES, max: options.maxEntries ?? DEFAULT_MAX_ENTRIES };
+  const found: Overlay[] = [];
+  for (const mount of mounts) {
+    const info = await stat(mount.hostPath).catch(() => undefined);
+    if (info === undefined) continue; // not there (yet): nothing in it to hide
+    const rules = ignore().add(options.globalPatterns.map((pattern) => ({ pattern, mark: globalSource })));
+    if (!info.isDirectory()) {
+      const name = posix.basename(mount.hostPath.replaceAll("\\", "/"));
+      const rule = _match(rules, name);
+      if (rule) found.push({ kind: "file", containerPath: mount.containerPath, hostPath: mount.hostPath, ...rule });
+      continue;
+    }
+    const localSource = join(mount.hostPath, LOCAL_IGNORE_FILE);
+    const local = await readFile(localSource, "utf8").catch(() => "");
+    rules.add(_splitLines(local).map((pattern) => ({ pattern, mark: localSource })));
+    await _walk(mount, rules, budget, found);
+  }
+  found.sort((a, b) => (a.containerPath < b.containerPath ? -1 : a.containerPath > b.containerPath ? 1 : 0));
+  return found.filter((overlay, i) => i === 0 || found[i - 1]?.containerPath !== overlay.containerPath);
+}
+
+/** One line per overlay, e.g. "/data/.env (file) hidden by .env in /home/u/proj/.mcpmgrignore". */
+export function describeOverlays(overlays: readonly Overlay[]): string[] {
+  return overlays.map((o) => `${o.containerPath} (${o.kind}) hidden by ${o.pattern} in ${o.source}`);
+}
+
+/**
+ * `<dataDir>/overlay-empty`: an empty, read-only (0444) file the runtimes bind over hidden
+ * files. Created atomically the first time; later calls return the existing file.
+ */
+export async function emptyOverlayFile(dataDir: string): Promise<string> {
+  const path = join(dataDir, "overlay-empty");
+  const info = await lstat(path).catch(() => undefined);
+  if (info?.isFile() && info.size === 0 && (info.mode & 0o777) === 0o444) return path;
+  await writeFileAtomic(path, "", { mode: 0o444 });
+  // The umask may have narrowed the mode at creation; containers running as another user must read it.
+  await chmod(path, 0o444).catch((err: unknown) => {
+    throw stateIoError("set the mode of", path, err);
+  });
+  return path;
+}
+
+interface _Budget {
+  left: number;
+  readonly max: number;
+}
+
+async function _walk(mount: MountForOverlay, rules: Ignore, budget: _Budget, found: Overlay[]): Promise<void> {
+  const pending: string[] = [""]; // relative POSIX paths of directories still to read
+  for (let rel = pending.pop(); rel !== undefined; rel = pending.pop()) {
+    const dir = rel === "" ? mount.hostPath : join(mount.hostPath, rel);
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => undefined);
+    if (entries === undefined) continue; // unreadable: skip it
+    budget.left -= entries.length;
+    if (budget.left < 0) {
+      throw new McpmgrError("INVALID_OPTION", `the mounted directories hold more than ${budget.max} entries to check against the ignore patterns (stopped in ${mount.hostPath})`, {
+        hint: `hide the big folders whole (for example node_modules/ or .git/) in ${join(mount.hostPath, LOCAL_IGNORE_FILE)}, or mount a smaller directory`,
+      });
+    }
+    for (const entry of entries) {
+      const childRel = rel === "" ? entry.name : `${rel}/${entry.name}`;
+      const hostPath = join(mount.hostPath, childRel);
+      const isDir = entry.isDirectory();
+      const rule = _match(rules, isDir ? `${childRel}/` : childRel);
+      if (!rule) {
+        if (isDir) pending.push(childRel);
+        continue;
+      }
+      const kind = isDir || (entry.isSymbolicLink() && (await _pointsToDir(hostPath))) ? "dir" : "file";
+      found.push({ kind, containerPath: posix.join(mount.containerPath, childRel), hostPath, ...rule });
+    }
+  }
+}
+
+function _match(rules: Ignore, path: string): { pattern: string; source: string } | undefined {
+  const result = rules.test(path);
+  if (!result.ignored || result.rule === undefined) return undefined;
+  return { pattern: result.rule.pattern, source: result.rule.mark ?? "" };
+}
+
+async function _pointsToDir(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
+}
+
+function _splitLines(text: string): string[] {
+  return text.replace(/^\uFEFF/, "").split(/\r?\n/);
+}
