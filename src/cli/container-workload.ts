@@ -15,7 +15,7 @@ import { validateUserLabels, workloadLabels } from "../runtime/docker/labels.ts"
 import { createIsolation, SERVER_ALIAS } from "../runtime/docker/network-isolation.ts";
 import { containerResourceLimits } from "./limits.ts";
 import { overlaysFor } from "./overlays.ts";
-import type { PermissionProfile } from "../runtime/permission-profile.ts";
+import { deniesNetwork, type PermissionProfile } from "../runtime/permission-profile.ts";
 import { redactor } from "../secrets/redact.ts";
 import { log } from "./output.ts";
 import type { RunPlan } from "./run-plan.ts";
@@ -107,7 +107,7 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
   // Printed by the terminal-side run (preflight or --foreground), not again by the supervisor.
   const { overlays, emptyFile } = await overlaysFor(mounts, { ...values, "print-resolved-overlays": values["print-resolved-overlays"] && printOverlays });
 
-  const none = profile.network.mode === "none";
+  const none = deniesNetwork(profile);
   const isolate = values["isolate-network"] || (none && !stdio);
   if (isolate && values.network !== undefined) {
     throw new McpmgrError("CONFLICTING_OPTIONS", `--network ${values.network} conflicts with network isolation, which puts the server on its own internal network`, {

@@ -3,6 +3,8 @@
  * serves the proxy and restarts the server when it crashes.
  */
 import { spawn } from "node:child_process";
+import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
+import { detectEngine } from "../runtime/docker/engine.ts";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { McpmgrError } from "../errors.ts";
 import { isProcessAlive } from "../state/lock.ts";
@@ -10,6 +12,7 @@ import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.t
 import type { WorkloadStore } from "../state/workloads.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { version } from "../version.ts";
+import { log } from "./output.ts";
 import { selfCommand } from "./self-command.ts";
 import { workloadUrl } from "./workload-arg.ts";
 
@@ -79,10 +82,27 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
 export async function stopSupervisor(store: WorkloadStore, name: string): Promise<boolean> {
   const status = await currentStatus(store, name);
   const pid = status?.pid;
-  if (pid === undefined || !isSupervisorOf(pid, name) || status?.state === "stopped" || status?.state === "failed") return false;
+  if (pid === undefined || !isSupervisorOf(pid, name) || status?.state === "stopped" || status?.state === "failed") {
+    await removeContainers(store, name);
+    return false;
+  }
   await terminate(pid, name);
   await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch(() => {});
+  // The supervisor removes its containers on the way out; one killed hard leaves them behind.
+  await removeContainers(store, name);
   return true;
+}
+
+/** Containers and networks of a container workload, removed by label; nothing for other runtimes. */
+async function removeContainers(store: WorkloadStore, name: string): Promise<void> {
+  const record = await store.get(name).catch(() => undefined);
+  if (record === undefined || (record.runtime !== "docker" && record.runtime !== "podman")) return;
+  const engine = await detectEngine({ want: record.runtime });
+  if (engine === undefined) {
+    log.warn(`${name}: no ${record.runtime} engine answered, so its containers (label mcpmgr.workload=${name}) could not be removed`);
+    return;
+  }
+  await removeWorkloadObjects(engine, name);
 }
 
 /**

@@ -14,6 +14,16 @@ export function allowsNetwork(profile: PermissionProfile): boolean {
   return profile.network.mode !== "none" && (outbound.insecure_allow_all || outbound.allow_host.length > 0 || outbound.allow_port.length > 0);
 }
 
+/**
+ * Whether a container gets no network: the profile says mode "none", or names no mode and
+ * allows no outbound traffic (the built-in `none`). An explicit mode ("host", a network
+ * name) is the user's choice of network and wins over empty outbound rules.
+ */
+export function deniesNetwork(profile: PermissionProfile): boolean {
+  const mode = profile.network.mode;
+  return mode === "none" || ((mode === undefined || mode === "") && !allowsNetwork(profile));
+}
+
 export async function loadPermissionProfile(nameOrPath: string): Promise<PermissionProfile> {
   if (nameOrPath === "none" || nameOrPath === "network") return expandPermissions(nameOrPath);
   const file = Bun.file(nameOrPath);

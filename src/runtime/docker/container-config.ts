@@ -10,7 +10,7 @@ import { homedir } from "node:os";
 import { isAbsolute, posix, resolve } from "node:path";
 import type Docker from "dockerode";
 import { McpmgrError } from "../../errors.ts";
-import type { PermissionProfile } from "../permission-profile.ts";
+import { deniesNetwork, type PermissionProfile } from "../permission-profile.ts";
 import { profileMount } from "../sandbox.ts";
 
 export interface VolumeSpec {
@@ -70,7 +70,9 @@ export function resolveMounts(profile: PermissionProfile, volumes: readonly Volu
     if (!isAbsolute(target) && !posix.isAbsolute(target)) {
       throw new McpmgrError("INVALID_OPTION", `mount target ${JSON.stringify(mount.containerPath)} is not an absolute container path`, { hint: "write it as host-path:/container/path" });
     }
-    byTarget.set(posix.normalize(target), { hostPath, containerPath: posix.normalize(target), readOnly: mount.readOnly });
+    // "/work/" and "/work" are one mount point to the engine (it refuses duplicates).
+    const containerPath = posix.normalize(target).replace(/(.)\/+$/, "$1");
+    byTarget.set(containerPath, { hostPath, containerPath, readOnly: mount.readOnly });
   }
   return [...byTarget.values()];
 }
@@ -78,7 +80,8 @@ export function resolveMounts(profile: PermissionProfile, volumes: readonly Volu
 /** Network mode from the profile and --network: profile none wins and conflicts with an explicit network. */
 export function networkModeFor(profile: PermissionProfile, network: string | undefined): string {
   const profileMode = profile.network.mode;
-  const wantsNone = profileMode === "none";
+  // The built-in `none` and any profile without outbound rules mean no network at all.
+  const wantsNone = deniesNetwork(profile);
   if (wantsNone && network !== undefined && network !== "none") {
     throw new McpmgrError("CONFLICTING_OPTIONS", `--network ${network} conflicts with the permission profile, which allows no network`, {
       hint: "leave --network out, or use a profile that allows network access",

@@ -38,13 +38,14 @@ export function runtimeChoice(env: Env = process.env): RuntimeChoice | undefined
 }
 
 /** DOCKER_HOST in the forms the Docker CLI accepts: unix://, tcp://, npipe://. */
-function fromDockerHost(value: string): Candidate {
+function fromDockerHost(value: string, env: Env): Candidate {
   const kind: EngineKind = /podman/i.test(value) ? "podman" : "docker";
-  if (value.startsWith("unix://")) return { kind, endpoint: value, options: { socketPath: value.slice("unix://".length) } };
-  if (value.startsWith("npipe://")) return { kind, endpoint: value, options: { socketPath: value.slice("npipe://".length).replaceAll("/", "\\") } };
+  const noHost = undefined as unknown as string;
+  if (value.startsWith("unix://")) return { kind, endpoint: value, options: { socketPath: value.slice("unix://".length), host: noHost } };
+  if (value.startsWith("npipe://")) return { kind, endpoint: value, options: { socketPath: value.slice("npipe://".length).replaceAll("/", "\\"), host: noHost } };
   if (value.startsWith("tcp://") || value.startsWith("http://") || value.startsWith("https://")) {
     const url = new URL(value.replace(/^tcp:/, "http:"));
-    const protocol = url.protocol === "https:" || process.env.DOCKER_TLS_VERIFY === "1" ? "https" : "http";
+    const protocol = url.protocol === "https:" || env.DOCKER_TLS_VERIFY === "1" ? "https" : "http";
     return { kind, endpoint: value, options: { host: url.hostname, port: Number(url.port || (protocol === "https" ? 2376 : 2375)), protocol } };
   }
   throw new McpmgrError("INVALID_OPTION", `DOCKER_HOST ${JSON.stringify(value)}: expected unix://, tcp:// or npipe://`, { hint: "fix or unset DOCKER_HOST" });
@@ -52,10 +53,11 @@ function fromDockerHost(value: string): Candidate {
 
 /** The sockets to try, most specific first. */
 export function engineCandidates(env: Env = process.env, platform: NodeJS.Platform = process.platform, home: string = homedir()): Candidate[] {
-  const socket = (kind: EngineKind, path: string): Candidate => ({ kind, endpoint: path, options: { socketPath: path } });
+  // host: undefined, or dockerode's defaults (read from the real DOCKER_HOST) would win over socketPath.
+  const socket = (kind: EngineKind, path: string): Candidate => ({ kind, endpoint: path, options: { socketPath: path, host: undefined as unknown as string } });
   const list: Candidate[] = [];
-  if (env.DOCKER_HOST) list.push(fromDockerHost(env.DOCKER_HOST));
-  if (env.CONTAINER_HOST) list.push({ ...fromDockerHost(env.CONTAINER_HOST), kind: "podman" });
+  if (env.DOCKER_HOST) list.push(fromDockerHost(env.DOCKER_HOST, env));
+  if (env.CONTAINER_HOST) list.push({ ...fromDockerHost(env.CONTAINER_HOST, env), kind: "podman" });
   if (platform === "win32") {
     list.push(socket("docker", "\\\\.\\pipe\\docker_engine"), socket("podman", "\\\\.\\pipe\\podman-machine-default"));
     return list;

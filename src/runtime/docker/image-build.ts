@@ -118,7 +118,13 @@ export function prepareBuild(source: PackageSource, options: BuildOptions): { ta
   const hash = createHash("sha256").update(`mcpmgr-build-v${GENERATOR_VERSION}\n`);
   for (const file of files) hash.update(`${file.path}\0${file.mode}\0`).update(file.content).update("\0");
   const base = (source.localPath ? source.localPath.split(/[\\/]/).pop() : source.name) ?? "package";
-  const slug = base.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 60) || "package";
+  // An image name component: lowercase alphanumerics joined by single separators.
+  const slug =
+    base
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .slice(0, 60)
+      .replace(/^-+|-+$/g, "") || "package";
   return { tag: `mcpmgr-build/${source.manager}-${slug}:${hash.digest("hex").slice(0, 16)}`, files, dockerfile };
 }
 

@@ -9,7 +9,7 @@
  *            the mcpmgr proxy is the only thing that reaches the server.
  * Software that ignores HTTP_PROXY gets no network at all, which is the safe failure.
  */
-import type { PermissionProfile } from "../permission-profile.ts";
+import { deniesNetwork, type PermissionProfile } from "../permission-profile.ts";
 import type { EgressConfig } from "./egress-proxy.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { ensureEgressImage } from "./egress-image.ts";
@@ -43,7 +43,7 @@ export interface Isolation {
 
 export function egressConfigFor(profile: PermissionProfile, allowGateway: boolean, blockedAddresses: readonly string[], ingress?: IsolationInput["ingress"]): EgressConfig {
   const outbound = profile.network.outbound;
-  const none = profile.network.mode === "none";
+  const none = deniesNetwork(profile);
   return {
     listenPort: EGRESS_PORT,
     allowAll: !none && outbound.insecure_allow_all,

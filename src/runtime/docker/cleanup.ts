@@ -1,0 +1,17 @@
+/**
+ * Removing what mcpmgr created in the engine for a workload — server and helper
+ * containers, isolated networks — found by label, so it works even when the supervisor
+ * that made them was killed and remembers nothing.
+ */
+import type { ContainerEngine } from "./engine.ts";
+import { workloadFilter } from "./labels.ts";
+
+export async function removeWorkloadObjects(engine: ContainerEngine, workload: string): Promise<{ containers: number; networks: number }> {
+  const filters = JSON.stringify(workloadFilter(workload));
+  const containers = await engine.docker.listContainers({ all: true, filters });
+  await Promise.all(containers.map((c) => engine.docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+  // Networks after containers: a network with endpoints cannot be removed.
+  const networks = await engine.docker.listNetworks({ filters });
+  await Promise.all(networks.map((n) => engine.docker.getNetwork(n.Id).remove().catch(() => {})));
+  return { containers: containers.length, networks: networks.length };
+}

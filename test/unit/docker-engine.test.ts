@@ -1,0 +1,122 @@
+/** Choosing a container engine: MCPMGR_RUNTIME, the sockets tried and their order, detection. */
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { detectEngine, engineCandidates, noEngineError, runtimeChoice } from "../../src/runtime/docker/engine.ts";
+import { rejection } from "../support/errors.ts";
+
+/** Runs a synchronous call as a promise, so rejection() can check what it throws. */
+const attempt = async (fn: () => unknown) => fn();
+
+const summary = (candidates: ReturnType<typeof engineCandidates>) => candidates.map((c) => [c.kind, c.endpoint]);
+
+describe("runtimeChoice", () => {
+  test.each([
+    [undefined, undefined],
+    ["", undefined],
+    ["docker", "docker"],
+    ["podman", "podman"],
+    ["process", "process"],
+  ] as const)("MCPMGR_RUNTIME=%p → %p", (value, expected) => {
+    expect(runtimeChoice(value === undefined ? {} : { MCPMGR_RUNTIME: value })).toBe(expected);
+  });
+
+  test.each(["Docker", "containerd", "auto", " docker"])("MCPMGR_RUNTIME=%p is INVALID_OPTION", async (value) => {
+    await rejection(attempt(() => runtimeChoice({ MCPMGR_RUNTIME: value })), "INVALID_OPTION");
+  });
+});
+
+describe("engineCandidates", () => {
+  const home = "/home/u";
+
+  test("without DOCKER_HOST: Podman's sockets, Docker's, then Desktop, Colima, Rancher, OrbStack, Podman machine", () => {
+    expect(summary(engineCandidates({ XDG_RUNTIME_DIR: "/run/user/1000" }, "linux", home))).toEqual([
+      ["podman", "/run/user/1000/podman/podman.sock"],
+      ["podman", "/run/podman/podman.sock"],
+      ["docker", "/var/run/docker.sock"],
+      ["docker", "/home/u/.docker/run/docker.sock"],
+      ["docker", "/home/u/.colima/default/docker.sock"],
+      ["docker", "/home/u/.colima/docker.sock"],
+      ["docker", "/home/u/.rd/docker.sock"],
+      ["docker", "/home/u/.orbstack/run/docker.sock"],
+      ["podman", "/home/u/.local/share/containers/podman/machine/podman.sock"],
+    ]);
+  });
+
+  test("every local candidate is a socket path", () => {
+    for (const candidate of engineCandidates({ XDG_RUNTIME_DIR: "/xdg" }, "darwin", home)) {
+      expect(candidate.options).toEqual({ socketPath: candidate.endpoint });
+    }
+  });
+
+  test("DOCKER_HOST unix:// comes first, as a socket path; a podman path makes it a Podman engine", () => {
+    const [first, second] = engineCandidates({ DOCKER_HOST: "unix:///tmp/engine.sock", XDG_RUNTIME_DIR: "/xdg" }, "linux", home);
+    expect(first).toEqual({ kind: "docker", endpoint: "unix:///tmp/engine.sock", options: { socketPath: "/tmp/engine.sock" } });
+    expect(second?.endpoint).toBe("/xdg/podman/podman.sock");
+
+    const [podman] = engineCandidates({ DOCKER_HOST: "unix:///run/user/1000/podman/podman.sock" }, "linux", home);
+    expect(podman).toMatchObject({ kind: "podman", options: { socketPath: "/run/user/1000/podman/podman.sock" } });
+  });
+
+  test("DOCKER_HOST tcp:// becomes host and port (2375 by default), https:// uses 2376", () => {
+    const plain = process.env.DOCKER_TLS_VERIFY === "1" ? "https" : "http";
+    const [withPort] = engineCandidates({ DOCKER_HOST: "tcp://10.0.0.5:2380" }, "linux", home);
+    expect(withPort).toEqual({ kind: "docker", endpoint: "tcp://10.0.0.5:2380", options: { host: "10.0.0.5", port: 2380, protocol: plain } });
+    const [noPort] = engineCandidates({ DOCKER_HOST: "tcp://engine.local" }, "linux", home);
+    expect(noPort?.options).toMatchObject({ host: "engine.local", port: plain === "https" ? 2376 : 2375 });
+    const [tls] = engineCandidates({ DOCKER_HOST: "https://engine.local" }, "linux", home);
+    expect(tls?.options).toEqual({ host: "engine.local", port: 2376, protocol: "https" });
+  });
+
+  test("DOCKER_HOST npipe:// becomes a Windows pipe path; on win32 only the named pipes follow", () => {
+    const list = engineCandidates({ DOCKER_HOST: "npipe:////./pipe/docker_engine_custom", XDG_RUNTIME_DIR: "/xdg" }, "win32", "C:\\Users\\u");
+    expect(list).toEqual([
+      { kind: "docker", endpoint: "npipe:////./pipe/docker_engine_custom", options: { socketPath: "\\\\.\\pipe\\docker_engine_custom" } },
+      { kind: "docker", endpoint: "\\\\.\\pipe\\docker_engine", options: { socketPath: "\\\\.\\pipe\\docker_engine" } },
+      { kind: "podman", endpoint: "\\\\.\\pipe\\podman-machine-default", options: { socketPath: "\\\\.\\pipe\\podman-machine-default" } },
+    ]);
+  });
+
+  test("CONTAINER_HOST follows DOCKER_HOST and is always Podman", () => {
+    const [docker, podman] = engineCandidates({ DOCKER_HOST: "unix:///a.sock", CONTAINER_HOST: "unix:///b.sock" }, "linux", home);
+    expect(docker).toMatchObject({ kind: "docker", endpoint: "unix:///a.sock" });
+    expect(podman).toMatchObject({ kind: "podman", endpoint: "unix:///b.sock", options: { socketPath: "/b.sock" } });
+  });
+
+  test.each(["ssh://user@host", "/var/run/docker.sock", "fd://", "docker.sock"])("DOCKER_HOST=%p is INVALID_OPTION", async (value) => {
+    await rejection(attempt(() => engineCandidates({ DOCKER_HOST: value }, "linux", home)), "INVALID_OPTION");
+  });
+});
+
+describe("detectEngine", () => {
+  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
+  const podmanSockets = ["/run/podman/podman.sock", `/run/user/${uid}/podman/podman.sock`, join(homedir(), ".local", "share", "containers", "podman", "machine", "podman.sock")];
+  const noPodman = !podmanSockets.some((path) => existsSync(path));
+
+  test.skipIf(!noPodman)("want podman, DOCKER_HOST at a missing socket, no Podman socket here → undefined", async () => {
+    expect(await detectEngine({ env: { DOCKER_HOST: "unix:///nonexistent.sock" }, want: "podman", timeoutMs: 500 })).toBeUndefined();
+  });
+
+  const dockerUp = existsSync("/var/run/docker.sock") && Bun.spawnSync(["docker", "info"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+
+  test.skipIf(!dockerUp || !noPodman)("finds the running Docker engine on its default socket, and it answers a ping", async () => {
+    const engine = await detectEngine({ env: {} });
+    expect(engine?.kind).toBe("docker");
+    expect(engine?.endpoint).toBe("/var/run/docker.sock");
+    expect(String(await engine?.docker.ping())).toBe("OK");
+  });
+
+  test.skipIf(!dockerUp)("DOCKER_HOST at the Docker socket is reported by its DOCKER_HOST form", async () => {
+    const engine = await detectEngine({ env: { DOCKER_HOST: "unix:///var/run/docker.sock" } });
+    expect(engine).toMatchObject({ kind: "docker", endpoint: "unix:///var/run/docker.sock" });
+  });
+});
+
+test("noEngineError is RUNTIME_UNAVAILABLE and names the engine asked for", () => {
+  const err = noEngineError("MCPMGR_RUNTIME=podman", "podman");
+  expect(err.code).toBe("RUNTIME_UNAVAILABLE");
+  expect(err.message).toContain("podman");
+  expect(err.hint).toContain("DOCKER_HOST");
+  expect(noEngineError("running an image").code).toBe("RUNTIME_UNAVAILABLE");
+});
