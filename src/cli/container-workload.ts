@@ -46,7 +46,9 @@ export async function prepareContainerImage(plan: RunPlan, values: Values, engin
     }
     const image = await ensureImage(engine, source.ref, progress);
     applyVerification(values["image-verification"], source.ref, image, (text) => log.warn(text));
-    return source.ref;
+    // The ID, not the reference: the container runs exactly the content just checked, even if
+    // the tag moves meanwhile (and a digest pin matched by ID is not a name the engine knows).
+    return image.id;
   }
   if (source.kind !== "package") throw new McpmgrError("INTERNAL", `no image for a ${source.kind} source`);
   const built = await buildPackageImage(

@@ -157,18 +157,28 @@ export function keepStderr(child: ServerHandle, name: string, onOutput?: (text: 
 }
 
 
-/** Resolves once something accepts TCP connections on host:port. */
-export async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
+/**
+ * Resolves once an HTTP server answers on host:port (any status). A TCP accept is not
+ * enough: a container's published port is accepted by the engine's port proxy before the
+ * server inside listens, and those early connections are reset.
+ */
+export async function waitForHttp(host: string, port: number, path: string, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}${path}`;
   while (performance.now() < deadline) {
-    const open = await new Promise<boolean>((resolve) => {
-      Bun.connect({ hostname: host, port, socket: { open: (socket) => (socket.end(), resolve(true)), connectError: () => resolve(false), data() {} } }).catch(() => resolve(false));
-    });
-    if (open) return;
+    const controller = new AbortController();
+    const answered = await fetch(url, { signal: AbortSignal.any([controller.signal, AbortSignal.timeout(2_000)]) }).then(
+      () => true,
+      () => false,
+    );
+    // Headers are enough; an SSE endpoint would otherwise keep streaming.
+    controller.abort();
+    if (answered) return;
     await Bun.sleep(100);
   }
-  throw new McpmgrError("SERVER_FAILED", `nothing listens on ${host}:${port} after ${timeoutMs / 1000} s`, { hint: "check that the server honours MCP_PORT, or give --target-port" });
+  throw new McpmgrError("SERVER_FAILED", `no HTTP answer on ${host}:${port} after ${timeoutMs / 1000} s`, { hint: "check that the server honours MCP_PORT, or give --target-port" });
 }
+
 
 /** A profile that allows some outbound traffic but not all of it. */
 function restrictsOutbound(profile: PermissionProfile): boolean {

@@ -17,7 +17,7 @@ import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts
 import { packageCommand } from "../runtime/package-command.ts";
 import { allowsNetwork } from "../runtime/permission-profile.ts";
 import type { RunPlan } from "./run-plan.ts";
-import { keepStderr, launchSandboxed, processHandle, profileFor, waitForPort, type ServerHandle } from "./server-process.ts";
+import { keepStderr, launchSandboxed, processHandle, profileFor, waitForHttp, type ServerHandle } from "./server-process.ts";
 import { assertNoContainerOptions, launchContainer, prepareContainerImage } from "./container-workload.ts";
 import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
@@ -80,7 +80,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         return `the MCP server exited with code ${code}${output.tail() ? `; its last output:\n${output.tail()}` : ""}`;
       });
       const listening = await Promise.race([
-        waitForPort(host, port, 60_000).then(
+        waitForHttp(host, port, endpointPathFor(transport), 60_000).then(
           () => undefined,
           (err: unknown) => (err instanceof Error ? err.message : String(err)),
         ),
@@ -90,7 +90,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         await server.stop(1_000);
         throw new McpmgrError("SERVER_FAILED", `${name} did not start listening on ${host}:${port}: ${listening}`, { hint: "check that the server honours MCP_PORT, or give --target-port" });
       }
-      endpointPath = transport === "sse" ? "/sse" : "/mcp";
+      endpointPath = endpointPathFor(transport);
       handler = transparentForwarder({
         target: new URL(`http://${host.includes(":") ? `[${host}]` : host}:${port}${endpointPath}`),
         endpointPrefix: values["endpoint-prefix"],
@@ -162,6 +162,10 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       await running?.stop();
     },
   };
+}
+
+function endpointPathFor(transport: "sse" | "streamable-http"): string {
+  return transport === "sse" ? "/sse" : "/mcp";
 }
 
 interface Launched {

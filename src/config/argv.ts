@@ -151,7 +151,8 @@ function translateParseError(err: unknown, args: readonly string[], command: str
     case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
       if (/argument missing|ambiguous/.test(message)) {
         return new McpmgrError("INVALID_OPTION", `${flag ?? "an option"} needs a value`, {
-          hint: `write ${flag ?? "--option"} VALUE; a value that starts with '-' must be written ${flag ?? "--option"}=VALUE`,
+          // Short options take an attached value (-lVALUE); only long ones take --name=VALUE.
+          hint: `write ${flag ?? "--option"} VALUE; a value that starts with '-' must be attached: ${flag && !flag.startsWith("--") ? `${flag}VALUE, or the long option with =VALUE` : `${flag ?? "--option"}=VALUE`}`,
         });
       }
       return new McpmgrError("INVALID_OPTION", `${flag ?? "an option"} does not take a value`, { hint });

@@ -78,6 +78,14 @@ export async function startServerContainer(
   let reattachCount = 0;
   const pending: string[] = [];
 
+  // A hijacked (stdin) attach is a duplex socket; an output-only attach is a plain response stream.
+  const closeConnection = () => {
+    const current = connection;
+    if (current === undefined) return;
+    if (typeof current.end === "function") current.end();
+    else current.destroy();
+  };
+
   const attach = async (): Promise<void> => {
     const stream = (await container.attach({ stream: true, stdin: stdio, stdout: true, stderr: true, hijack: stdio })) as unknown as Duplex;
     docker.modem.demuxStream(stream, out.node, err.node);
@@ -118,7 +126,7 @@ export async function startServerContainer(
     exitedFlag = true;
     // Output written just before the exit is still in flight on the attach connection.
     await Bun.sleep(100);
-    connection?.end();
+    closeConnection();
     out.close();
     err.close();
   });
@@ -140,7 +148,7 @@ export async function startServerContainer(
       stopped ??= (async () => {
         stopping = true;
         // Closing stdin first lets a stdio server exit on EOF, as it would under a process runtime.
-        connection?.end();
+        closeConnection();
         await container.stop({ t: Math.max(1, Math.round(graceMs / 1000)) }).catch(() => {});
         await exited;
         await container.remove({ force: true }).catch(() => {});

@@ -1,0 +1,256 @@
+/**
+ * The container runtime against a real Docker engine: stdio and HTTP images behind the
+ * proxy, hardening, labels, mounts, profile none, ignore overlays, image verification
+ * and pull failures. Images are built locally (this machine cannot pull).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
+import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+
+const DOCKER_ENV = { MCPMGR_RUNTIME: "docker" };
+let images: FixtureImages;
+let scratch: string;
+
+beforeAll(async () => {
+  images = await fixtureImages();
+  scratch = await mkdtemp(join(tmpdir(), "mcpmgr-docker-"));
+}, 300_000);
+
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+async function runForeground(args: string[], env: Record<string, string> = {}, cwd?: string) {
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env: { ...DOCKER_ENV, ...env }, timeoutMs: 60_000, ...(cwd ? { cwd } : {}) });
+  const client = new Client({ name: "docker-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
+  const call = async (name: string, args: Record<string, unknown> = {}) => {
+    const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[]; isError?: boolean };
+    return { text: result.content[0]?.text ?? "", isError: result.isError === true };
+  };
+  return { ...running, client, call };
+}
+
+async function runFails(args: string[], env: Record<string, string> = {}) {
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { env: { ...process.env, ...DOCKER_ENV, NO_COLOR: "1", ...env }, stdout: "pipe", stderr: "pipe" });
+  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code, out, err };
+}
+
+function inspect(name: string): { Config: { Labels: Record<string, string>; User: string }; HostConfig: Record<string, unknown>; State: { Running: boolean } } {
+  const result = docker("inspect", name);
+  expect(result.code).toBe(0);
+  return (JSON.parse(result.out) as ReturnType<typeof inspect>[])[0] as ReturnType<typeof inspect>;
+}
+
+test("a stdio image runs hardened and labelled behind the bridge; stop removes it", async () => {
+  const name = "docker-stdio";
+  const run = await runForeground([images.probe, "--name", name, "-l", "team=search", "--label", "tier=dev", "-e", "PROBE_SETTING=on"]);
+  try {
+    expect((await run.call("env", { name: "PROBE_SETTING" })).text).toBe("on");
+    const info = inspect(`mcpmgr-${name}`);
+    expect(info.Config.Labels).toMatchObject({ mcpmgr: "true", "mcpmgr.workload": name, "mcpmgr.transport": "stdio", "mcpmgr.group": "default", team: "search", tier: "dev" });
+    expect(Number(info.Config.Labels["mcpmgr.port"])).toBeGreaterThan(0);
+    expect(info.HostConfig.CapDrop).toEqual(["ALL"]);
+    expect(info.HostConfig.SecurityOpt).toEqual(["no-new-privileges"]);
+    expect(info.HostConfig.Privileged).toBe(false);
+    expect(info.HostConfig.Memory).toBeGreaterThan(0);
+    expect(info.HostConfig.PidsLimit).toBeGreaterThan(0);
+    // The host's environment never reaches the container.
+    expect((await run.call("env", { name: "MCPMGR_RUNTIME" })).text).toBe("(unset)");
+    await run.client.close();
+  } finally {
+    expect(await run.stop("SIGTERM")).toBe(0);
+  }
+  expect(leftovers(name)).toEqual({ containers: [], networks: [] });
+}, 120_000);
+
+test("invalid labels are refused, naming each of them", async () => {
+  const { code, err } = await runFails([images.probe, "--name", "bad-labels", "-l", "mcpmgr.workload=x", "--label=-bad=1", "-l", "ok=1"]);
+  expect(code).toBe(2);
+  expect(err).toContain("mcpmgr.workload");
+  expect(err).toContain("-bad");
+  expect(err).not.toContain("ok (");
+  expect(leftovers("bad-labels").containers).toEqual([]);
+});
+
+test("an HTTP image is published on loopback only and reached through the forwarder; -p adds a port", async () => {
+  const name = "docker-http";
+  const extra = 20_000 + Math.floor(Math.random() * 20_000);
+  const run = await runForeground([images.httpProbe, "--name", name, "--transport", "streamable-http", "--target-port", "9090", "-p", `${extra}:9090`]);
+  try {
+    const whoami = (await run.call("whoami")).text;
+    expect(whoami).toContain("transport=streamable-http");
+    expect(whoami).toContain("port=9090");
+    expect(whoami).toContain("uid=");
+    const info = inspect(`mcpmgr-${name}`);
+    const bindings = (info.HostConfig.PortBindings as Record<string, { HostIp: string; HostPort: string }[]>)["9090/tcp"] ?? [];
+    expect(bindings.length).toBe(2);
+    for (const binding of bindings) expect(binding.HostIp).toBe("127.0.0.1");
+    expect(bindings.map((b) => Number(b.HostPort))).toContain(extra);
+    // The extra publish reaches the server directly.
+    const direct = await fetch(`http://127.0.0.1:${extra}/mcp`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+    expect(await direct.json()).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
+    await run.client.close();
+  } finally {
+    expect(await run.stop("SIGTERM")).toBe(0);
+  }
+  expect(leftovers(name).containers).toEqual([]);
+}, 120_000);
+
+describe("mounts and profiles", () => {
+  test("-v mounts read-write and :ro read-only; relative host paths resolve; the host tree stays hidden", async () => {
+    const rw = join(scratch, "rw");
+    const ro = join(scratch, "ro");
+    await mkdir(rw);
+    await mkdir(ro);
+    await writeFile(join(ro, "note.txt"), "read me");
+    const run = await runForeground([images.probe, "--name", "docker-mounts", "-v", "rw:/data", "-v", `${ro}:/config:ro`], {}, scratch);
+    try {
+      expect((await run.call("read_file", { path: "/config/note.txt" })).text).toBe("read me");
+      const roWrite = await run.call("write_file", { path: "/config/new.txt" });
+      expect(roWrite.isError).toBe(true);
+      expect(roWrite.text).toBe("EROFS");
+      // Runs as root in this image, but --cap-drop ALL removes DAC override: the mount's own modes still apply.
+      const rwWrite = await run.call("write_file", { path: "/data/out.txt", text: "from the container" });
+      expect(rwWrite.isError).toBe(false);
+      expect(await Bun.file(join(rw, "out.txt")).text()).toBe("from the container");
+      expect((await run.call("read_file", { path: join(scratch, "ro", "note.txt") })).isError).toBe(true);
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  }, 120_000);
+
+  test("a missing host path and a bad -v are clear errors", async () => {
+    const missing = await runFails([images.probe, "--name", "docker-missing", "-v", join(scratch, "nope") + ":/data"]);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain("does not exist");
+    const bad = await runFails([images.probe, "-v", "just-a-path"]);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain("--volume");
+  });
+
+  test("profile none: the container has no network at all", async () => {
+    const listener = Bun.listen({ hostname: "0.0.0.0", port: 0, socket: { data() {}, open(socket) { socket.end(); } } });
+    try {
+      const run = await runForeground([images.probe, "--name", "docker-none", "--permission-profile", "none"]);
+      try {
+        expect(inspect("mcpmgr-docker-none").HostConfig.NetworkMode).toBe("none");
+        const gateway = docker("network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}").out;
+        const attempt = await run.call("tcp_connect", { host: gateway, port: listener.port });
+        expect(attempt.isError).toBe(true);
+        await run.client.close();
+      } finally {
+        await run.stop();
+      }
+      // The same probe on the default bridge does reach the host: the test can fail.
+      const open = await runForeground([images.probe, "--name", "docker-bridge"]);
+      try {
+        const gateway = docker("network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}").out;
+        expect((await open.call("tcp_connect", { host: gateway, port: listener.port })).text).toBe("connected");
+        await open.client.close();
+      } finally {
+        await open.stop();
+      }
+    } finally {
+      listener.stop(true);
+    }
+  }, 120_000);
+
+  test("--network host/none conflicts with profile none", async () => {
+    const { code, err } = await runFails([images.probe, "--permission-profile", "none", "--network", "host"]);
+    expect(code).toBe(2);
+    expect(err).toContain("--network host");
+  });
+});
+
+test(".mcpmgrignore and the global ignore file hide files and directories; --print-resolved-overlays shows them", async () => {
+  const project = join(scratch, "project");
+  await mkdir(join(project, "private"), { recursive: true });
+  await writeFile(join(project, ".mcpmgrignore"), "private/\n*.key\n");
+  await writeFile(join(project, "server.key"), "KEY");
+  await writeFile(join(project, "private", "data.txt"), "PRIVATE");
+  await writeFile(join(project, "readme.txt"), "public");
+  await writeFile(join(project, ".env"), "TOKEN=1");
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-docker-home-"));
+  await mkdir(join(home, "config"), { recursive: true });
+  // MCPMGR_HOME puts the config directory at $MCPMGR_HOME/config.
+  await writeFile(join(home, "config", "mcpmgrignore"), ".env\n");
+  const run = await runForeground([images.probe, "--name", "docker-ignore", "-v", `${project}:/work`, "--print-resolved-overlays"], { MCPMGR_HOME: home });
+  try {
+    expect(run.output()).toContain("/work/.env (file)");
+    expect(run.output()).toContain("/work/private (dir)");
+    expect(run.output()).toContain("/work/server.key (file)");
+    expect((await run.call("read_file", { path: "/work/readme.txt" })).text).toBe("public");
+    expect((await run.call("read_file", { path: "/work/server.key" })).text).toBe("");
+    expect((await run.call("read_file", { path: "/work/.env" })).text).toBe("");
+    expect((await run.call("read_file", { path: "/work/private/data.txt" })).isError).toBe(true);
+    await run.client.close();
+  } finally {
+    await run.stop();
+  }
+  // --ignore-globally=false: only the directory's own file applies.
+  const local = await runForeground([images.probe, "--name", "docker-ignore-local", "-v", `${project}:/work`, "--ignore-globally=false"], { MCPMGR_HOME: home });
+  try {
+    expect((await local.call("read_file", { path: "/work/.env" })).text).toBe("TOKEN=1");
+    expect((await local.call("read_file", { path: "/work/server.key" })).text).toBe("");
+    await local.client.close();
+  } finally {
+    await local.stop();
+    await rm(home, { recursive: true, force: true });
+  }
+}, 120_000);
+
+describe("image verification and pulls", () => {
+  test("enabled refuses a tag-only image; a digest-pinned one runs; warn warns; disabled is silent", async () => {
+    const refused = await runFails([images.probe, "--image-verification", "enabled"]);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain("image verification failed");
+
+    const id = docker("image", "inspect", images.probe, "--format", "{{.Id}}").out;
+    const repo = images.probe.split(":")[0] as string;
+    const pinned = await runForeground([`${repo}@${id}`, "--name", "docker-pinned", "--image-verification", "enabled"]);
+    try {
+      expect((await pinned.call("env", { name: "HOME" })).isError).toBe(false);
+      expect(pinned.output()).not.toContain("image verification");
+      await pinned.client.close();
+    } finally {
+      await pinned.stop();
+    }
+
+    const warned = await runForeground([images.probe, "--name", "docker-warn"]);
+    await warned.client.close();
+    await warned.stop();
+    expect(warned.output()).toContain("image verification: ");
+
+    const silent = await runForeground([images.probe, "--name", "docker-silent", "--image-verification", "disabled"]);
+    await silent.client.close();
+    await silent.stop();
+    expect(silent.output()).not.toContain("image verification");
+  }, 180_000);
+
+  test("a missing image that cannot be pulled is a clear error", async () => {
+    const { code, err } = await runFails(["127.0.0.1:9/mcpmgr/absent:1"]);
+    expect(code).toBe(1);
+    expect(err).toContain("could not pull 127.0.0.1:9/mcpmgr/absent:1");
+    expect(err).toContain("hint:");
+    expect(err).not.toContain("    at ");
+  }, 60_000);
+
+  test("an image needs an engine: MCPMGR_RUNTIME=process and an absent podman are clear errors", async () => {
+    const processOnly = await runFails([images.probe], { MCPMGR_RUNTIME: "process" });
+    expect(processOnly.code).toBe(2);
+    expect(processOnly.err).toContain("MCPMGR_RUNTIME=process");
+    // No Podman socket on this machine: asking for podman finds none (Docker's socket does not count).
+    const podman = await runFails([images.probe], { MCPMGR_RUNTIME: "podman", XDG_RUNTIME_DIR: scratch, HOME: scratch });
+    expect(podman.code).toBe(1);
+    expect(podman.err).toContain("no podman engine answered");
+    expect(podman.err).toContain("hint:");
+  }, 60_000);
+});

@@ -1,0 +1,68 @@
+/**
+ * Fixture images for the container-runtime tests, built on top of the offline base images
+ * (docker-images.ts) and tagged by a hash of their contents, so an edited fixture is
+ * rebuilt and an unchanged one is reused across test files and runs.
+ */
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ensureTestImages, NODE_BASE_IMAGE } from "./docker-images.ts";
+import { REPO_ROOT } from "./processes.ts";
+
+export interface FixtureImages {
+  /** The stdio sandbox probe (test/fixtures/sandbox-probe). */
+  readonly probe: string;
+  /** The stdio conformance server, bundled for node. */
+  readonly conformance: string;
+  /** The streamable-http probe (test/fixtures/http-probe). */
+  readonly httpProbe: string;
+}
+
+export function docker(...args: string[]): { code: number; out: string; err: string } {
+  const result = Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" });
+  return { code: result.exitCode, out: result.stdout.toString().trim(), err: result.stderr.toString().trim() };
+}
+
+async function buildImage(name: string, files: Record<string, string | Uint8Array>, entrypoint: string[]): Promise<string> {
+  const dockerfile = [`FROM ${NODE_BASE_IMAGE}`, ...Object.keys(files).map((file) => `COPY ${file} /app/${file}`), `ENTRYPOINT ${JSON.stringify(entrypoint)}`, ""].join("\n");
+  const hash = createHash("sha256").update(dockerfile);
+  for (const [file, content] of Object.entries(files)) hash.update(file).update(content);
+  const tag = `mcpmgr-test/${name}:${hash.digest("hex").slice(0, 12)}`;
+  if (docker("image", "inspect", tag).code === 0) return tag;
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-fixture-image-"));
+  try {
+    writeFileSync(join(dir, "Dockerfile"), dockerfile);
+    for (const [file, content] of Object.entries(files)) writeFileSync(join(dir, file), content);
+    const built = docker("build", "-q", "-t", tag, dir);
+    if (built.code !== 0) throw new Error(`docker build ${tag} failed: ${built.err}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return tag;
+}
+
+let cached: Promise<FixtureImages> | undefined;
+
+export function fixtureImages(): Promise<FixtureImages> {
+  cached ??= (async () => {
+    await ensureTestImages();
+    const bundle = await Bun.build({ entrypoints: [join(REPO_ROOT, "test/fixtures/conformance-server.ts")], target: "node", format: "esm" });
+    if (!bundle.success) throw new Error(`bundling the conformance server failed: ${bundle.logs.join("\n")}`);
+    const conformanceJs = await (bundle.outputs[0] as Blob).text();
+    return {
+      probe: await buildImage("probe", { "probe.mjs": readFileSync(join(REPO_ROOT, "test/fixtures/sandbox-probe/probe.mjs")) }, ["node", "/app/probe.mjs"]),
+      conformance: await buildImage("conformance", { "server.mjs": conformanceJs }, ["node", "/app/server.mjs", "stdio"]),
+      httpProbe: await buildImage("http-probe", { "server.mjs": readFileSync(join(REPO_ROOT, "test/fixtures/http-probe/server.mjs")) }, ["node", "/app/server.mjs"]),
+    };
+  })();
+  return cached;
+}
+
+/** Containers and networks mcpmgr made for a workload (by label), for cleanliness checks. */
+export function leftovers(workload: string): { containers: string[]; networks: string[] } {
+  const filter = ["--filter", "label=mcpmgr=true", "--filter", `label=mcpmgr.workload=${workload}`];
+  const containers = docker("ps", "-a", "-q", ...filter).out;
+  const networks = docker("network", "ls", "-q", ...filter).out;
+  return { containers: containers ? containers.split("\n") : [], networks: networks ? networks.split("\n") : [] };
+}
