@@ -184,9 +184,13 @@ test("a remote URL is a workload too: detached, listed with the remote runtime, 
   }
 }, 60_000);
 
-test("MCPMGR_RUNTIME is honoured: a container runtime is refused until it exists, nonsense is an error", () => {
-  for (const [value, text] of [["docker", "not in this version"], ["kubernetes", "must be docker, podman or process"]] as const) {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: value } });
+test("MCPMGR_RUNTIME is honoured: nonsense is an error; container-only options are refused by the process runtime", () => {
+  for (const [args, value, text] of [
+    [[PROBE], "kubernetes", "must be docker, podman or process"],
+    [[PROBE, "--network", "host"], "process", "--network applies to container workloads"],
+    [[PROBE, "--isolate-network"], "process", "--isolate-network applies to container workloads"],
+  ] as const) {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: value } });
     expect(result.exitCode).toBe(2);
     expect(result.stderr.toString()).toContain(text);
   }

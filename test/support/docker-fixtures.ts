@@ -13,7 +13,7 @@ import { REPO_ROOT } from "./processes.ts";
 export interface FixtureImages {
   /** The stdio sandbox probe (test/fixtures/sandbox-probe). */
   readonly probe: string;
-  /** The stdio conformance server, bundled for node. */
+  /** The stdio conformance server, bundled, run by this Bun. */
   readonly conformance: string;
   /** The streamable-http probe (test/fixtures/http-probe). */
   readonly httpProbe: string;
@@ -33,7 +33,7 @@ async function buildImage(name: string, files: Record<string, string | Uint8Arra
   const dir = mkdtempSync(join(tmpdir(), "mcpmgr-fixture-image-"));
   try {
     writeFileSync(join(dir, "Dockerfile"), dockerfile);
-    for (const [file, content] of Object.entries(files)) writeFileSync(join(dir, file), content);
+    for (const [file, content] of Object.entries(files)) writeFileSync(join(dir, file), content, { mode: 0o755 });
     const built = docker("build", "-q", "-t", tag, dir);
     if (built.code !== 0) throw new Error(`docker build ${tag} failed: ${built.err}`);
   } finally {
@@ -47,12 +47,13 @@ let cached: Promise<FixtureImages> | undefined;
 export function fixtureImages(): Promise<FixtureImages> {
   cached ??= (async () => {
     await ensureTestImages();
-    const bundle = await Bun.build({ entrypoints: [join(REPO_ROOT, "test/fixtures/conformance-server.ts")], target: "node", format: "esm" });
+    // The fixture uses Bun APIs, so its image carries this Bun (node-base has the libraries it loads).
+    const bundle = await Bun.build({ entrypoints: [join(REPO_ROOT, "test/fixtures/conformance-server.ts")], target: "bun", format: "esm" });
     if (!bundle.success) throw new Error(`bundling the conformance server failed: ${bundle.logs.join("\n")}`);
     const conformanceJs = await (bundle.outputs[0] as Blob).text();
     return {
       probe: await buildImage("probe", { "probe.mjs": readFileSync(join(REPO_ROOT, "test/fixtures/sandbox-probe/probe.mjs")) }, ["node", "/app/probe.mjs"]),
-      conformance: await buildImage("conformance", { "server.mjs": conformanceJs }, ["node", "/app/server.mjs", "stdio"]),
+      conformance: await buildImage("conformance", { "server.mjs": conformanceJs, bun: readFileSync(process.execPath) }, ["/app/bun", "/app/server.mjs", "stdio"]),
       httpProbe: await buildImage("http-probe", { "server.mjs": readFileSync(join(REPO_ROOT, "test/fixtures/http-probe/server.mjs")) }, ["node", "/app/server.mjs"]),
     };
   })();

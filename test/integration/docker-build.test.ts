@@ -1,0 +1,135 @@
+/**
+ * Protocol-scheme packages in containers: an image generated and built for npx:// and
+ * go:// local projects (on the offline base images via --runtime-image), reused by
+ * content on the next run, rebuilt when the project changes, with build options checked.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { docker, fixtureImages } from "../support/docker-fixtures.ts";
+import { GO_BASE_IMAGE, NODE_BASE_IMAGE } from "../support/docker-images.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+const DOCKER_ENV = { MCPMGR_RUNTIME: "docker" };
+let scratch: string;
+let probeDir: string;
+
+beforeAll(async () => {
+  await fixtureImages();
+  scratch = await mkdtemp(join(tmpdir(), "mcpmgr-docker-build-"));
+  // A private copy: the test edits it to check the cache key follows the content.
+  probeDir = join(scratch, `probe-${process.pid}`);
+  await cp(join(REPO_ROOT, "test/fixtures/sandbox-probe"), probeDir, { recursive: true });
+}, 300_000);
+
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+async function runForeground(args: string[]) {
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env: DOCKER_ENV, timeoutMs: 240_000 });
+  const client = new Client({ name: "docker-build-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
+  const call = async (name: string, args: Record<string, unknown> = {}) => {
+    const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[] };
+    return result.content[0]?.text ?? "";
+  };
+  return { ...running, client, call };
+}
+
+async function runFails(args: string[]) {
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { env: { ...process.env, ...DOCKER_ENV, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" });
+  const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  return { code, err };
+}
+
+function builtImages(slug: string): string[] {
+  const out = docker("images", "--format", "{{.Repository}}:{{.Tag}}", `mcpmgr-build/${slug}`).out;
+  return out ? out.split("\n") : [];
+}
+
+test("npx:// local project: built once as a non-root image, cached by content, rebuilt on change", async () => {
+  const slug = `npx-probe-${process.pid}`;
+  const args = [`npx://${probeDir}`, "--name", "docker-npx", "--runtime-image", NODE_BASE_IMAGE];
+  const first = await runForeground(args);
+  try {
+    expect(await first.call("env", { name: "HOME" })).toBe("/home/mcp");
+    await first.client.close();
+  } finally {
+    await first.stop();
+  }
+  expect(first.output()).toContain("building mcpmgr-build/");
+  expect(first.output()).toContain("Step 1/");
+  const images = builtImages(slug);
+  expect(images.length).toBe(1);
+  const user = docker("image", "inspect", images[0] as string, "--format", "{{.Config.User}}").out;
+  expect(user).toBe("10001:10001");
+
+  const second = await runForeground(args);
+  await second.client.close();
+  await second.stop();
+  expect(second.output()).not.toContain("building mcpmgr-build/");
+  expect(builtImages(slug)).toEqual(images);
+
+  await writeFile(join(probeDir, "extra.txt"), "changed");
+  const third = await runForeground(args);
+  await third.client.close();
+  await third.stop();
+  expect(third.output()).toContain("building mcpmgr-build/");
+  expect(builtImages(slug).length).toBe(2);
+  for (const tag of builtImages(slug)) docker("rmi", "-f", tag);
+}, 600_000);
+
+test("go:// local project builds with the Go toolchain image and runs the binary", async () => {
+  const goDir = join(scratch, `go-echo-${process.pid}`);
+  await cp(join(REPO_ROOT, "test/fixtures/go-echo"), goDir, { recursive: true });
+  const run = await runForeground([`go://${goDir}`, "--name", "docker-go", "--runtime-image", GO_BASE_IMAGE]);
+  try {
+    const { tools } = await run.client.listTools();
+    expect(tools.length).toBeGreaterThan(0);
+    await run.client.close();
+  } finally {
+    await run.stop();
+  }
+  expect(run.output()).toContain("go build");
+  for (const tag of builtImages(`go-go-echo-${process.pid}`)) docker("rmi", "-f", tag);
+}, 600_000);
+
+test("build options are validated before anything is built", async () => {
+  const badPackage = await runFails([`npx://${probeDir}`, "--runtime-add-package", "curl;rm -rf /"]);
+  expect(badPackage.code).toBe(2);
+  expect(badPackage.err).toContain("--runtime-add-package");
+
+  const notPem = join(scratch, "not-a-cert.pem");
+  await writeFile(notPem, "hello");
+  const badCert = await runFails([`npx://${probeDir}`, "--ca-cert", notPem]);
+  expect(badCert.code).toBe(2);
+  expect(badCert.err).toContain("--ca-cert");
+
+  const imageWithBuildOption = await runFails([NODE_BASE_IMAGE, "--runtime-image", NODE_BASE_IMAGE]);
+  expect(imageWithBuildOption.code).toBe(2);
+  expect(imageWithBuildOption.err).toContain("--runtime-image applies to npx://");
+});
+
+test("--ca-cert and --runtime-add-package reach the build (the CA is trusted in the image)", async () => {
+  const dir = join(scratch, "ca");
+  await cp(join(REPO_ROOT, "test/fixtures/sandbox-probe"), dir, { recursive: true });
+  const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=mcpmgr-test-ca", "-days", "1", "-keyout", join(scratch, "ca.key"), "-out", join(scratch, "ca.pem")], { stderr: "pipe" });
+  expect(made.exitCode).toBe(0);
+  const run = await runForeground([`npx://${dir}`, "--name", "docker-ca", "--runtime-image", NODE_BASE_IMAGE, "--ca-cert", join(scratch, "ca.pem")]);
+  try {
+    expect(await run.call("env", { name: "NODE_EXTRA_CA_CERTS" })).toBe("/usr/local/share/ca-certificates/mcpmgr-ca.crt");
+    expect(await run.call("read_file", { path: "/etc/ssl/certs/ca-certificates.crt" })).toContain((await Bun.file(join(scratch, "ca.pem")).text()).split("\n")[1] as string);
+    await run.client.close();
+  } finally {
+    await run.stop();
+  }
+  // A package manager the base image lacks is a build error with the build's own words.
+  const failed = await runFails([`npx://${dir}`, "--name", "docker-addpkg", "--runtime-image", NODE_BASE_IMAGE, "--runtime-add-package", "git"]);
+  expect(failed.code).toBe(1);
+  expect(failed.err).toContain("no apk, apt-get or microdnf");
+  for (const tag of builtImages("npx-ca")) docker("rmi", "-f", tag);
+}, 600_000);

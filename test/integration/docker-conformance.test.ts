@@ -1,0 +1,39 @@
+/**
+ * The conformance suite against `mcpmgr run IMAGE` of the conformance fixture (bundled,
+ * run by Bun) in a container with profile none, behind the stdio bridge: it must pass the same
+ * checks as the fixture over HTTP directly, as it does under the process runtime.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { runConformance, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import { fixtureImages } from "../support/docker-fixtures.ts";
+import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
+
+let fixture: RunningFixture;
+let run: Running & { match: RegExpExecArray };
+
+beforeAll(async () => {
+  const images = await fixtureImages();
+  fixture = await startConformanceServer();
+  run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", images.conformance, "--name", "docker-conformance", "--permission-profile", "none"], /^(http:\/\/\S+)$/m, {
+    env: { MCPMGR_RUNTIME: "docker" },
+    timeoutMs: 60_000,
+  });
+}, 300_000);
+
+afterAll(async () => {
+  await run?.stop();
+  await fixture?.stop();
+});
+
+test(
+  "conformance server scenarios: mcpmgr run (containerised stdio) matches the fixture over HTTP",
+  async () => {
+    const direct = await runConformance(fixture.url);
+    const viaContainer = await runConformance(run.match[1] as string);
+    expect(viaContainer.failures).toEqual(direct.failures);
+    expect(viaContainer.passedChecks).toEqual(direct.passedChecks);
+    expect(viaContainer.failed).toBe(0);
+    expect(viaContainer.passed).toBeGreaterThanOrEqual(40);
+  },
+  { timeout: 300_000 },
+);

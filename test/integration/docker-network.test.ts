@@ -1,0 +1,132 @@
+/**
+ * --isolate-network against a real engine: the server container sits on an internal
+ * network; the egress helper lets through only the profile's hosts and ports, blocks the
+ * host gateway unless --allow-docker-gateway, and relays inbound traffic for HTTP servers.
+ * Everything it created is gone after the run stops.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
+import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
+import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+
+const DOCKER_ENV = { MCPMGR_RUNTIME: "docker" };
+const TARGET_PORT = 8000;
+let images: FixtureImages;
+let scratch: string;
+const targets: { name: string; ip: string }[] = [];
+let hostServer: ReturnType<typeof Bun.serve>;
+let gateway: string;
+
+function startTarget(name: string): { name: string; ip: string } {
+  docker("rm", "-f", name);
+  const script = `require("http").createServer((q, s) => s.end("${name}")).listen(${TARGET_PORT})`;
+  const started = docker("run", "-d", "--name", name, "--label", "mcpmgr-test=true", NODE_BASE_IMAGE, "node", "-e", script);
+  if (started.code !== 0) throw new Error(started.err);
+  const ip = docker("inspect", name, "--format", "{{.NetworkSettings.IPAddress}}").out;
+  return { name, ip };
+}
+
+beforeAll(async () => {
+  images = await fixtureImages();
+  scratch = await mkdtemp(join(tmpdir(), "mcpmgr-docker-net-"));
+  targets.push(startTarget("mcpmgr-test-target-a"), startTarget("mcpmgr-test-target-b"));
+  hostServer = Bun.serve({ hostname: "0.0.0.0", port: 0, fetch: () => new Response("host") });
+  gateway = docker("network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}").out;
+  // Let the targets start listening.
+  await Bun.sleep(500);
+}, 300_000);
+
+afterAll(async () => {
+  for (const target of targets) docker("rm", "-f", target.name);
+  await hostServer?.stop(true);
+  await rm(scratch, { recursive: true, force: true });
+});
+
+async function runForeground(args: string[]) {
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env: DOCKER_ENV, timeoutMs: 240_000 });
+  const client = new Client({ name: "docker-net-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
+  const call = async (name: string, args: Record<string, unknown> = {}) => {
+    const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[]; isError?: boolean };
+    return { text: result.content[0]?.text ?? "", isError: result.isError === true };
+  };
+  return { ...running, client, call };
+}
+
+async function profileFile(name: string, profile: unknown): Promise<string> {
+  const path = join(scratch, `${name}.json`);
+  await writeFile(path, JSON.stringify(profile));
+  return path;
+}
+
+describe("--isolate-network", () => {
+  test("only the allowed host and port are reachable, through the egress proxy", async () => {
+    const [a, b] = targets as unknown as [{ ip: string }, { ip: string }];
+    const profile = await profileFile("one-host", { network: { outbound: { allow_host: [a.ip], allow_port: [TARGET_PORT] } } });
+    const name = "docker-isolated";
+    const run = await runForeground([images.probe, "--name", name, "--isolate-network", "--permission-profile", profile]);
+    try {
+      expect((await run.call("http_get", { url: `http://${a.ip}:${TARGET_PORT}/` })).text).toBe("status 200: mcpmgr-test-target-a");
+      expect((await run.call("http_get", { url: `http://${b.ip}:${TARGET_PORT}/` })).text).toStartWith("status 403");
+      // Going around the proxy finds no route: the network is internal.
+      expect((await run.call("tcp_connect", { host: a.ip, port: TARGET_PORT })).isError).toBe(true);
+      expect(leftovers(name).networks.length).toBe(1);
+      expect(leftovers(name).containers.length).toBe(2);
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+    expect(leftovers(name)).toEqual({ containers: [], networks: [] });
+  }, 300_000);
+
+  test("the host gateway is blocked even when all outbound traffic is allowed, unless --allow-docker-gateway", async () => {
+    const url = `http://${gateway}:${hostServer.port}/`;
+    const blocked = await runForeground([images.probe, "--name", "docker-gw-blocked", "--isolate-network"]);
+    try {
+      expect((await blocked.call("http_get", { url: `http://${targets[1]?.ip}:${TARGET_PORT}/` })).text).toBe("status 200: mcpmgr-test-target-b");
+      expect((await blocked.call("http_get", { url })).text).toStartWith("status 403");
+      await blocked.client.close();
+    } finally {
+      await blocked.stop();
+    }
+    const allowed = await runForeground([images.probe, "--name", "docker-gw-allowed", "--isolate-network", "--allow-docker-gateway"]);
+    try {
+      expect((await allowed.call("http_get", { url })).text).toBe("status 200: host");
+      await allowed.client.close();
+    } finally {
+      await allowed.stop();
+    }
+  }, 300_000);
+
+  test("an HTTP server is reached only through the ingress relay; profile none denies all egress", async () => {
+    const name = "docker-isolated-http";
+    const run = await runForeground([images.httpProbe, "--name", name, "--transport", "streamable-http", "--permission-profile", "none"]);
+    try {
+      expect((await run.call("whoami")).text).toContain("transport=streamable-http");
+      const server = JSON.parse(docker("inspect", `mcpmgr-${name}`).out)[0];
+      expect(Object.keys(server.HostConfig.PortBindings ?? {})).toEqual([]);
+      expect(server.HostConfig.NetworkMode).toBe(`mcpmgr-${name}-isolated`);
+      const helper = JSON.parse(docker("inspect", `mcpmgr-${name}-egress`).out)[0];
+      for (const bindings of Object.values(helper.HostConfig.PortBindings) as { HostIp: string }[][]) for (const b of bindings) expect(b.HostIp).toBe("127.0.0.1");
+      expect(helper.HostConfig.CapDrop).toEqual(["ALL"]);
+      expect(helper.HostConfig.ReadonlyRootfs).toBe(true);
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+    expect(leftovers(name)).toEqual({ containers: [], networks: [] });
+  }, 300_000);
+
+  test("--allow-docker-gateway without --isolate-network, and --network with it, are refused", async () => {
+    for (const args of [["--allow-docker-gateway"], ["--isolate-network", "--network", "host"]]) {
+      const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", images.probe, ...args], { env: { ...process.env, ...DOCKER_ENV }, stdout: "pipe", stderr: "pipe" });
+      expect(await proc.exited).toBe(2);
+      expect(await new Response(proc.stderr).text()).toContain("--");
+    }
+  }, 60_000);
+});

@@ -1,0 +1,143 @@
+/**
+ * Container workloads through the detached lifecycle (run, list, logs, crash restart,
+ * stop, start, export, rm) and the stdio attach surviving a dropped connection.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { startServerContainer } from "../../src/runtime/docker/container.ts";
+import { detectEngine } from "../../src/runtime/docker/engine.ts";
+import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+let images: FixtureImages;
+let home: string;
+
+function mcpmgr(...args: string[]) {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" }, timeout: 240_000 });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+interface Row {
+  name: string;
+  status: string;
+  url: string;
+  runtime: string;
+  restarts: number;
+}
+const row = (name: string) => (JSON.parse(mcpmgr("list", "--format", "json").stdout) as Row[]).find((r) => r.name === name);
+
+async function callEnv(url: string, name: string): Promise<string | undefined> {
+  const client = new Client({ name: "docker-workload-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  try {
+    const result = (await client.callTool({ name: "env", arguments: { name } })) as { content: { text: string }[] };
+    return result.content[0]?.text;
+  } finally {
+    await client.close();
+  }
+}
+
+async function until(predicate: () => boolean, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!predicate() && Date.now() < deadline) await Bun.sleep(200);
+  expect(predicate()).toBe(true);
+}
+
+const containerId = (name: string) => docker("ps", "-q", "--filter", `name=^mcpmgr-${name}$`).out;
+
+beforeAll(async () => {
+  images = await fixtureImages();
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-docker-workloads-"));
+}, 300_000);
+
+afterAll(async () => {
+  for (const name of ["dw", "dw-killed"]) mcpmgr("rm", name);
+  await rm(home, { recursive: true, force: true });
+});
+
+test("a detached container workload: list, crash restart, stop, start, export, rm", async () => {
+  const started = mcpmgr("run", images.probe, "--name", "dw", "-e", "PROBE_MODE=detached", "--label", "team=a");
+  expect(started.stderr).toContain("running in the background");
+  expect(started.code).toBe(0);
+  const url = started.stdout.trim();
+  expect(row("dw")).toMatchObject({ status: "running", runtime: "docker", url });
+  expect(await callEnv(url, "PROBE_MODE")).toBe("detached");
+
+  // The container dies: the supervisor starts a new one on the same URL.
+  const first = containerId("dw");
+  expect(first).not.toBe("");
+  docker("kill", `mcpmgr-dw`);
+  await until(() => (row("dw")?.restarts ?? 0) >= 1 && row("dw")?.status === "running" && containerId("dw") !== "" && containerId("dw") !== first);
+  expect(await callEnv(url, "PROBE_MODE")).toBe("detached");
+
+  expect(mcpmgr("stop", "dw").code).toBe(0);
+  expect(leftovers("dw")).toEqual({ containers: [], networks: [] });
+  expect(row("dw")?.status).toBe("stopped");
+
+  expect(mcpmgr("start", "dw").code).toBe(0);
+  expect(containerId("dw")).not.toBe("");
+  expect(await callEnv(url, "PROBE_MODE")).toBe("detached");
+
+  const exported = join(home, "dw.json");
+  expect(mcpmgr("export", "dw", exported).code).toBe(0);
+  const record = (await Bun.file(exported).json()) as { runtime: string; labels: Record<string, string> };
+  expect(record.runtime).toBe("docker");
+  expect(record.labels).toEqual({ team: "a" });
+
+  expect(mcpmgr("rm", "dw").code).toBe(0);
+  expect(leftovers("dw")).toEqual({ containers: [], networks: [] });
+  expect(row("dw")).toBeUndefined();
+}, 300_000);
+
+test("rm removes the containers of a supervisor that was killed", async () => {
+  const started = mcpmgr("run", images.probe, "--name", "dw-killed");
+  expect(started.code).toBe(0);
+  const status = (await Bun.file(join(home, "state", "workloads", "dw-killed", "status.json")).json().catch(() => undefined)) as { pid?: number } | undefined;
+  const pid = status?.pid ?? Number(Bun.spawnSync(["pgrep", "-f", "__supervise dw-killed"]).stdout.toString().trim().split("\n")[0]);
+  expect(pid).toBeGreaterThan(0);
+  process.kill(pid, "SIGKILL");
+  await Bun.sleep(300);
+  expect(leftovers("dw-killed").containers.length).toBe(1);
+  expect(mcpmgr("rm", "dw-killed").code).toBe(0);
+  expect(leftovers("dw-killed")).toEqual({ containers: [], networks: [] });
+}, 300_000);
+
+test("the stdio attach is re-established when its connection drops while the container runs", async () => {
+  const engine = await detectEngine({ want: "docker" });
+  if (engine === undefined) throw new Error("dockerd must be running for this test");
+  const server = await startServerContainer(
+    engine,
+    { name: "mcpmgr-reattach-test", Image: images.probe, OpenStdin: true, StdinOnce: false, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false, Labels: { mcpmgr: "true", "mcpmgr.workload": "reattach-test" } },
+    true,
+  );
+  const reader = server.stdout.getReader();
+  const decoder = new TextDecoder();
+  const nextLine = async () => {
+    let buffered = "";
+    while (!buffered.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("stdout ended");
+      buffered += decoder.decode(value, { stream: true });
+    }
+    return JSON.parse(buffered.split("\n")[0] as string) as { id: number; result: unknown };
+  };
+  try {
+    server.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} })}\n`);
+    expect((await nextLine()).id).toBe(1);
+    server.attachConnection?.destroy();
+    const deadline = Date.now() + 10_000;
+    while (server.reattachCount === 0 && Date.now() < deadline) await Bun.sleep(50);
+    expect(server.reattachCount).toBe(1);
+    server.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" })}\n`);
+    const answer = await nextLine();
+    expect(answer.id).toBe(2);
+    expect(JSON.stringify(answer.result)).toContain("read_file");
+  } finally {
+    await server.stop(2_000);
+  }
+  expect(leftovers("reattach-test").containers).toEqual([]);
+}, 120_000);
