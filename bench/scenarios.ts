@@ -8,6 +8,8 @@
  *   - stdio servers: driven directly over the pipe (the in-process baseline), through
  *     mcpmgr's stdio bridge (`mcpmgr run`), through supergateway.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Child, freePort, spawnChild, waitForHttp, waitForMcp } from "./lib/proc.ts";
 
@@ -90,6 +92,31 @@ function nodeBinary(): string {
   const node = Bun.which("node");
   if (!node) throw new Error("node is not on PATH: the stdio scenarios run bench/stdio-echo.mjs with node, as mcpmgr does");
   return node;
+}
+
+/**
+ * The echo server as a container image (bench/stdio-echo.mjs on the offline node base
+ * image the tests build), tagged by content so it is built once.
+ */
+async function echoImage(h: Harness): Promise<string> {
+  const docker = (...args: string[]) => Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" });
+  if (docker("info").exitCode !== 0) throw new Error("no Docker engine answers `docker info`: leave bridge-container out (BENCH_SCENARIOS) or start dockerd");
+  const { ensureTestImages, NODE_BASE_IMAGE } = await import("../test/support/docker-images.ts");
+  await ensureTestImages();
+  const script = await Bun.file(join(h.root, "bench/stdio-echo.mjs")).text();
+  const dockerfile = `FROM ${NODE_BASE_IMAGE}\nCOPY stdio-echo.mjs /app/stdio-echo.mjs\nENTRYPOINT ["node", "/app/stdio-echo.mjs"]\n`;
+  const tag = `mcpmgr-bench/stdio-echo:${Bun.hash(dockerfile + script).toString(16)}`;
+  if (docker("image", "inspect", tag).exitCode === 0) return tag;
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-bench-image-"));
+  try {
+    await Bun.write(join(dir, "Dockerfile"), dockerfile);
+    await Bun.write(join(dir, "stdio-echo.mjs"), script);
+    const built = docker("build", "-q", "-t", tag, dir);
+    if (built.exitCode !== 0) throw new Error(`docker build of the echo image failed: ${built.stderr.toString()}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return tag;
 }
 
 /** The stdio scenarios run at 1 connection and at 16 concurrent client sessions. */
@@ -183,7 +210,8 @@ export const scenarios: readonly Scenario[] = [
       const sandboxed = Bun.which("bwrap") !== null;
       const args = ["run", "--foreground", "--name", "bench-stdio-echo", `npx://./${ECHO_PKG}`, "--proxy-port", String(port)];
       if (!sandboxed) args.push("--insecure-allow-unsandboxed");
-      const bridge = h.spawn("bridge", [...prefix, ...args], { cwd: h.root });
+      // The process runtime explicitly: with a container engine up, detection would pick it.
+      const bridge = h.spawn("bridge", [...prefix, ...args], { cwd: h.root, env: { MCPMGR_RUNTIME: "process" } });
       const command = `${prefix.join(" ")} ${args.join(" ")}`;
       try {
         // It prints the client URL on stdout; ready once an initialize POST succeeds.
@@ -204,6 +232,37 @@ export const scenarios: readonly Scenario[] = [
         };
       } catch (err) {
         throw new Error(`mcpmgr run not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${command}`);
+      }
+    },
+  },
+  {
+    id: "bridge-container",
+    title: "mcpmgr run IMAGE (stdio bridge, Docker container)",
+    baseline: "bridge",
+    compare: ["stdio-direct"],
+    concurrencies: STDIO_CONCURRENCIES,
+    async start(h) {
+      const image = await echoImage(h);
+      const port = h.freePort();
+      const prefix = mcpmgrCommand(h);
+      const args = ["run", "--foreground", "--name", "bench-container-echo", image, "--proxy-port", String(port), "--image-verification", "disabled"];
+      const bridge = h.spawn("bridge", [...prefix, ...args], { cwd: h.root, env: { MCPMGR_RUNTIME: "docker" } });
+      const command = `MCPMGR_RUNTIME=docker ${prefix.join(" ")} ${args.join(" ")}`;
+      try {
+        const m = await bridge.waitForLine(/^(http:\/\/\S+)$/, h.readyTimeoutMs);
+        await h.waitForMcp(m[1] as string, h.readyTimeoutMs, bridge);
+        return {
+          load: { kind: "http", url: m[1] as string, sessions: "per-connection" },
+          subject: bridge,
+          processes: [bridge],
+          notes: [
+            `\`${command}\` (image: bench/stdio-echo.mjs on node, FROM the offline test base image; hardened: caps dropped, no-new-privileges, init, limits)`,
+            "the container's node runs under dockerd/containerd, not as a child of mcpmgr: its CPU is not in the table",
+            "one MCP session per connection, all multiplexed over the container's attached stdin/stdout",
+          ],
+        };
+      } catch (err) {
+        throw new Error(`mcpmgr run (container) not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${command}`);
       }
     },
   },

@@ -207,6 +207,42 @@ test(".mcpmgrignore and the global ignore file hide files and directories; --pri
   }
 }, 120_000);
 
+test("a registry entry with an image runs in a container with the entry's defaults", async () => {
+  const registry = join(scratch, "registry.json");
+  await writeFile(
+    registry,
+    JSON.stringify({
+      servers: [
+        { name: "probe-image", description: "the probe as an image entry", transport: "stdio", source: { image: images.probe }, permissions: "none", tools: ["env"], env: [{ name: "PROBE_MODE", default: "from-entry" }] },
+        { name: "http-image", description: "the HTTP probe as an image entry", transport: "streamable-http", targetPort: 7070, source: { image: images.httpProbe }, permissions: "network", tools: ["whoami"] },
+      ],
+    }),
+  );
+  const run = await runForeground(["probe-image"], { MCPMGR_REGISTRY: registry });
+  try {
+    expect((await run.call("env", { name: "PROBE_MODE" })).text).toBe("from-entry");
+    expect(inspect("mcpmgr-probe-image").HostConfig.NetworkMode).toBe("none");
+    await run.client.close();
+  } finally {
+    await run.stop();
+  }
+  const http = await runForeground(["http-image"], { MCPMGR_REGISTRY: registry });
+  try {
+    expect((await http.call("whoami")).text).toContain("port=7070");
+    await http.client.close();
+  } finally {
+    await http.stop();
+  }
+}, 120_000);
+
+test("a network that does not exist is a clear error, and nothing is left behind", async () => {
+  const { code, err } = await runFails([images.probe, "--name", "docker-no-net", "--network", "mcpmgr-no-such-network"]);
+  expect(code).toBe(1);
+  expect(err).toContain("mcpmgr-no-such-network");
+  expect(err.trim().split("\n")).toHaveLength(2);
+  expect(leftovers("docker-no-net").containers).toEqual([]);
+});
+
 describe("image verification and pulls", () => {
   test("enabled refuses a tag-only image; a digest-pinned one runs; warn warns; disabled is silent", async () => {
     const refused = await runFails([images.probe, "--image-verification", "enabled"]);

@@ -66,6 +66,8 @@ test("a detached container workload: list, crash restart, stop, start, export, r
   const url = started.stdout.trim();
   expect(row("dw")).toMatchObject({ status: "running", runtime: "docker", url });
   expect(await callEnv(url, "PROBE_MODE")).toBe("detached");
+  // The container's stderr is the workload's log.
+  await until(() => mcpmgr("logs", "dw").stdout.includes("sandbox-probe ready"), 20_000);
 
   // The container dies: the supervisor starts a new one on the same URL.
   const first = containerId("dw");

@@ -292,3 +292,25 @@ test("a profile with an outbound allow-list is refused (bwrap cannot enforce it)
     await rm(dir, { recursive: true, force: true });
   }
 }, 60_000);
+
+test("ignore overlays apply in the bubblewrap sandbox too: .mcpmgrignore hides files and directories of a mount", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "mcpmgr-ignore-"));
+  try {
+    await Bun.write(join(dir, ".mcpmgrignore"), "secrets/\n*.pem\n");
+    await Bun.write(join(dir, "secrets/token.txt"), "TOKEN");
+    await Bun.write(join(dir, "cert.pem"), "PEM");
+    await Bun.write(join(dir, "readme.txt"), "visible");
+    const run = await runForeground([PROBE, "-v", `${dir}:/tmp/work`, "--print-resolved-overlays"]);
+    try {
+      expect(run.output()).toContain("/tmp/work/secrets (dir) hidden by secrets/");
+      expect(await run.call("read_file", { path: "/tmp/work/readme.txt" })).toBe("visible");
+      expect(await run.call("read_file", { path: "/tmp/work/cert.pem" })).toBe("");
+      expect(await run.call("read_file", { path: "/tmp/work/secrets/token.txt" })).toBe("ENOENT");
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 60_000);

@@ -40,8 +40,9 @@ function feed(): { node: PassThrough; web: ReadableStream<Uint8Array>; close(): 
       closed = true;
     },
   });
+  // Frames from the demuxer are fresh Buffers (Uint8Arrays): passed on without a copy.
   node.on("data", (chunk: Buffer) => {
-    if (!closed) controller.enqueue(new Uint8Array(chunk));
+    if (!closed) controller.enqueue(chunk);
   });
   return {
     node,
@@ -86,11 +87,17 @@ export async function startServerContainer(
     else current.destroy();
   };
 
+  const flushPending = () => {
+    if (connection === undefined || connection.destroyed || pending.length === 0) return;
+    connection.write(pending.length === 1 ? (pending[0] as string) : pending.join(""));
+    pending.length = 0;
+  };
+
   const attach = async (): Promise<void> => {
     const stream = (await container.attach({ stream: true, stdin: stdio, stdout: true, stderr: true, hijack: stdio })) as unknown as Duplex;
     docker.modem.demuxStream(stream, out.node, err.node);
     connection = stream;
-    for (const data of pending.splice(0)) stream.write(data);
+    flushPending();
     const dropped = () => {
       if (connection !== stream) return;
       connection = undefined;
@@ -138,9 +145,12 @@ export async function startServerContainer(
     stdout: out.web,
     stderr: err.web,
     stdin: {
+      // Messages written in one tick go out in one socket write (one frame for dockerd to
+      // copy into the container's stdin), like the process runtime's flush per microtask.
       write(data: string) {
-        if (connection && !connection.destroyed) connection.write(data);
-        else if (!exitedFlag) pending.push(data);
+        if (exitedFlag) return;
+        pending.push(data);
+        if (pending.length === 1) queueMicrotask(flushPending);
       },
     },
     exited,
