@@ -16,7 +16,7 @@ export const containerOptions = {
     schema: nonEmpty,
   }),
   "image-verification": stringOption({
-    description: "Image provenance verification: warn, enabled or disabled",
+    description: "Image verification (the image must be pinned by a digest its content matches): enabled refuses others, warn warns, disabled skips",
     valueHint: "warn|enabled|disabled",
     default: "warn",
     schema: oneOf(["warn", "enabled", "disabled"] as const),

@@ -25,7 +25,7 @@ export const workloadOptions = {
   "target-port": stringOption({ description: "Port the server listens on (sse and streamable-http transports only)", valueHint: "port", schema: port }),
   "endpoint-prefix": stringOption({ description: "Path prefix prepended to the SSE endpoint URLs given to clients", valueHint: "path", schema: pathPrefix }),
   "trust-proxy-headers": booleanOption({ description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr", default: false }),
-  publish: repeatableOption({ short: "p", description: "Publish a container port, hostPort:containerPort (repeatable)", valueHint: "host:container", schema: portMapping }),
+  publish: repeatableOption({ short: "p", description: "Publish a container port on 127.0.0.1, hostPort:containerPort (repeatable)", valueHint: "host:container", schema: portMapping }),
   volume: repeatableOption({ short: "v", description: "Mount host-path:container-path[:ro] (repeatable)", valueHint: "src:dst[:ro]", schema: volumeMount }),
   tools: repeatableOption({ description: "Comma-separated tool names to expose; others are hidden (repeatable)", valueHint: "names", schema: commaList }),
   "tools-override": stringOption({ description: "JSON file renaming tools and rewriting their descriptions", valueHint: "path", schema: nonEmpty }),
