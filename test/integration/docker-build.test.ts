@@ -7,13 +7,15 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { docker, fixtureImages } from "../support/docker-fixtures.ts";
+import { docker, fixtureImages, runInDocker, runInDockerFails as runFails } from "../support/docker-fixtures.ts";
 import { GO_BASE_IMAGE, NODE_BASE_IMAGE } from "../support/docker-images.ts";
-import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+import { REPO_ROOT } from "../support/processes.ts";
 
-const DOCKER_ENV = { MCPMGR_RUNTIME: "docker" };
+/** Like runInDocker, with call() giving the tool's text only. */
+async function runForeground(args: string[]) {
+  const run = await runInDocker(args);
+  return { ...run, call: async (name: string, args: Record<string, unknown> = {}) => (await run.call(name, args)).text };
+}
 let scratch: string;
 let probeDir: string;
 
@@ -29,22 +31,7 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-async function runForeground(args: string[]) {
-  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env: DOCKER_ENV, timeoutMs: 240_000 });
-  const client = new Client({ name: "docker-build-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
-  const call = async (name: string, args: Record<string, unknown> = {}) => {
-    const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[] };
-    return result.content[0]?.text ?? "";
-  };
-  return { ...running, client, call };
-}
 
-async function runFails(args: string[]) {
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { env: { ...process.env, ...DOCKER_ENV, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" });
-  const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
-  return { code, err };
-}
 
 function builtImages(slug: string): string[] {
   const out = docker("images", "--format", "{{.Repository}}:{{.Tag}}", `mcpmgr-build/${slug}`).out;

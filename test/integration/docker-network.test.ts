@@ -8,13 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
+import { docker, fixtureImages, leftovers, runInDocker as runForeground, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
-import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
 
-const DOCKER_ENV = { MCPMGR_RUNTIME: "docker" };
 const TARGET_PORT = 8000;
 let images: FixtureImages;
 let scratch: string;
@@ -47,16 +43,6 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-async function runForeground(args: string[]) {
-  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env: DOCKER_ENV, timeoutMs: 240_000 });
-  const client = new Client({ name: "docker-net-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
-  const call = async (name: string, args: Record<string, unknown> = {}) => {
-    const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[]; isError?: boolean };
-    return { text: result.content[0]?.text ?? "", isError: result.isError === true };
-  };
-  return { ...running, client, call };
-}
 
 async function profileFile(name: string, profile: unknown): Promise<string> {
   const path = join(scratch, `${name}.json`);
@@ -124,9 +110,9 @@ describe("--isolate-network", () => {
 
   test("--allow-docker-gateway without --isolate-network, and --network with it, are refused", async () => {
     for (const args of [["--allow-docker-gateway"], ["--isolate-network", "--network", "host"]]) {
-      const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", images.probe, ...args], { env: { ...process.env, ...DOCKER_ENV }, stdout: "pipe", stderr: "pipe" });
-      expect(await proc.exited).toBe(2);
-      expect(await new Response(proc.stderr).text()).toContain("--");
+      const { code, err } = await runInDockerFails([images.probe, ...args]);
+      expect(code).toBe(2);
+      expect(err).toContain(args.includes("host") ? "--network host conflicts" : "--allow-docker-gateway only applies");
     }
   }, 60_000);
 });

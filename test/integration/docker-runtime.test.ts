@@ -7,12 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
-import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { docker, fixtureImages, leftovers, runInDocker, runInDockerFails as runFails, type FixtureImages } from "../support/docker-fixtures.ts";
 
-const DOCKER_ENV = { MCPMGR_RUNTIME: "docker" };
+const runForeground = (args: string[], env: Record<string, string> = {}, cwd?: string) => runInDocker(args, { env, ...(cwd ? { cwd } : {}), timeoutMs: 60_000 });
 let images: FixtureImages;
 let scratch: string;
 
@@ -25,22 +22,7 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-async function runForeground(args: string[], env: Record<string, string> = {}, cwd?: string) {
-  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env: { ...DOCKER_ENV, ...env }, timeoutMs: 60_000, ...(cwd ? { cwd } : {}) });
-  const client = new Client({ name: "docker-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
-  const call = async (name: string, args: Record<string, unknown> = {}) => {
-    const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[]; isError?: boolean };
-    return { text: result.content[0]?.text ?? "", isError: result.isError === true };
-  };
-  return { ...running, client, call };
-}
 
-async function runFails(args: string[], env: Record<string, string> = {}) {
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { env: { ...process.env, ...DOCKER_ENV, NO_COLOR: "1", ...env }, stdout: "pipe", stderr: "pipe" });
-  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  return { code, out, err };
-}
 
 function inspect(name: string): { Config: { Labels: Record<string, string>; User: string }; HostConfig: Record<string, unknown>; State: { Running: boolean } } {
   const result = docker("inspect", name);

@@ -7,8 +7,10 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ensureTestImages, NODE_BASE_IMAGE } from "./docker-images.ts";
-import { REPO_ROOT } from "./processes.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "./processes.ts";
 
 export interface FixtureImages {
   /** The stdio sandbox probe (test/fixtures/sandbox-probe). */
@@ -66,4 +68,27 @@ export function leftovers(workload: string): { containers: string[]; networks: s
   const containers = docker("ps", "-a", "-q", ...filter).out;
   const networks = docker("network", "ls", "-q", ...filter).out;
   return { containers: containers ? containers.split("\n") : [], networks: networks ? networks.split("\n") : [] };
+}
+
+/** `mcpmgr run --foreground ARGS` with the Docker runtime, and an SDK client connected to it. */
+export async function runInDocker(args: string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}) {
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, {
+    env: { MCPMGR_RUNTIME: "docker", ...options.env },
+    timeoutMs: options.timeoutMs ?? 240_000,
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  });
+  const client = new Client({ name: "docker-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
+  const call = async (name: string, args: Record<string, unknown> = {}) => {
+    const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[]; isError?: boolean };
+    return { text: result.content[0]?.text ?? "", isError: result.isError === true };
+  };
+  return { ...running, client, call };
+}
+
+/** `mcpmgr run --foreground ARGS` with the Docker runtime, expected to exit: its code and output. */
+export async function runInDockerFails(args: string[], env: Record<string, string> = {}) {
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1", ...env }, stdout: "pipe", stderr: "pipe" });
+  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code, out, err };
 }

@@ -8,22 +8,16 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
-import { pack } from "tar-stream";
 import { McpmgrError } from "../../errors.ts";
 // @ts-expect-error -- imported as text (embedded in the compiled binary), not as a module
 import egressSource from "./egress-proxy.ts" with { type: "text" };
 import type { ContainerEngine } from "./engine.ts";
-import { engineError, firstLine, inspectLocalImage } from "./images.ts";
+import { buildFromContext, type ContextFile } from "./build-context.ts";
+import { inspectLocalImage } from "./images.ts";
 import { MANAGED_LABEL } from "./labels.ts";
 
 const source = egressSource as string;
 const HELPER_UID = 65534;
-
-interface ContextFile {
-  readonly path: string;
-  readonly content: Uint8Array | string;
-  readonly mode: number;
-}
 
 /** Shared libraries the runtime binary loads, as `ldd` lists them (absolute paths only). */
 async function sharedLibraries(binary: string): Promise<string[]> {
@@ -78,24 +72,6 @@ export async function ensureEgressImage(engine: ContainerEngine, onProgress: (li
   const tag = `mcpmgr-egress:${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
   if (await inspectLocalImage(engine, tag)) return tag;
   onProgress(`building the network isolation helper image ${tag}`);
-  const context = pack();
-  for (const file of files) context.entry({ name: file.path, mode: file.mode, mtime: new Date(0) }, typeof file.content === "string" ? file.content : Buffer.from(file.content));
-  context.finalize();
-  try {
-    const stream = await engine.docker.buildImage(context as unknown as NodeJS.ReadableStream, { t: tag, rm: true, forcerm: true, labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "egress-image" } });
-    await new Promise<void>((resolve, reject) =>
-      engine.docker.modem.followProgress(
-        stream,
-        (err: Error | null) => (err ? reject(err) : resolve()),
-        (event: { error?: string; errorDetail?: { message?: string } }) => {
-          if (event.error || event.errorDetail) reject(new Error(event.errorDetail?.message ?? event.error));
-        },
-      ),
-    );
-  } catch (err) {
-    if (err instanceof McpmgrError) throw err;
-    throw new McpmgrError("IMAGE_BUILD_FAILED", `building the network isolation helper image failed: ${firstLine(err)}`, { hint: "check that the engine is healthy (docker info)", cause: err });
-  }
-  if (!(await inspectLocalImage(engine, tag))) throw engineError(`building ${tag}`, new Error("no image after the build"));
+  await buildFromContext(engine, { tag, files, labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "egress-image" }, what: "the network isolation helper image", onLine: () => {} });
   return tag;
 }

@@ -7,13 +7,13 @@
 import { createHash, X509Certificate } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
-import { pack } from "tar-stream";
 import { McpmgrError } from "../../errors.ts";
 import type { ServerSource } from "../source.ts";
 import { localPythonScript } from "../package-command.ts";
 import { CA_CERT_FILE, defaultBaseImages, generateDockerfile, RESOLVE_BIN_FILE, resolveBinScript, type DockerfileInput } from "./dockerfile.ts";
 import type { ContainerEngine } from "./engine.ts";
-import { engineError, firstLine, inspectLocalImage } from "./images.ts";
+import { buildFromContext, type ContextFile } from "./build-context.ts";
+import { inspectLocalImage } from "./images.ts";
 import { MANAGED_LABEL } from "./labels.ts";
 
 /** Bump when the generated Dockerfile changes meaning, so old cached images are not reused. */
@@ -63,12 +63,6 @@ export function readCaCert(path: string): string {
     }
   }
   return `${blocks.join("\n")}\n`;
-}
-
-interface ContextFile {
-  readonly path: string;
-  readonly content: Uint8Array | string;
-  readonly mode: number;
 }
 
 /** A local project's files (no symlinks followed, skipped dirs left out), sorted for a stable hash. */
@@ -132,37 +126,8 @@ export function prepareBuild(source: PackageSource, options: BuildOptions): { ta
 export async function buildPackageImage(engine: ContainerEngine, source: PackageSource, options: BuildOptions, onProgress: (line: string) => void): Promise<BuiltImage> {
   const { tag, files } = prepareBuild(source, options);
   if (await inspectLocalImage(engine, tag)) return { tag, cached: true };
-  onProgress(`building ${tag} for ${source.manager}://${source.localPath ?? source.name}`);
-  const context = pack();
-  for (const file of files) context.entry({ name: file.path, mode: file.mode, mtime: new Date(0) }, typeof file.content === "string" ? file.content : Buffer.from(file.content));
-  context.finalize();
-  let stream: NodeJS.ReadableStream;
-  try {
-    stream = await engine.docker.buildImage(context as unknown as NodeJS.ReadableStream, { t: tag, rm: true, forcerm: true, labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "build" } });
-  } catch (err) {
-    throw engineError(`building ${tag}`, err);
-  }
-  const tail: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    const failed = (why: string) =>
-      new McpmgrError("IMAGE_BUILD_FAILED", `building the image for ${source.manager}://${source.localPath ?? source.name} failed: ${why}`, {
-        hint: tail.length > 0 ? `last build output: ${tail.slice(-3).join(" | ")}` : "check the package name, --runtime-image and network access from the engine",
-      });
-    engine.docker.modem.followProgress(
-      stream,
-      (err: Error | null) => (err ? reject(failed(firstLine(err))) : resolve()),
-      (event: { stream?: string; status?: string; error?: string; errorDetail?: { message?: string } }) => {
-        if (event.error || event.errorDetail) return reject(failed(event.errorDetail?.message ?? event.error ?? "unknown error"));
-        const text = (event.stream ?? event.status ?? "").trimEnd();
-        for (const line of text.split("\n")) {
-          if (line.trim() === "") continue;
-          tail.push(line.trim());
-          if (tail.length > 20) tail.shift();
-          onProgress(line);
-        }
-      },
-    );
-  });
-  if (!(await inspectLocalImage(engine, tag))) throw new McpmgrError("IMAGE_BUILD_FAILED", `the build of ${tag} ended without an image`, { hint: "run with --debug to see the build output" });
+  const what = `the image for ${source.manager}://${source.localPath ?? source.name}`;
+  onProgress(`building ${tag} (${what})`);
+  await buildFromContext(engine, { tag, files, labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "build" }, what, onLine: onProgress });
   return { tag, cached: false };
 }
