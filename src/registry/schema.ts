@@ -18,6 +18,7 @@
  *   }
  */
 import * as v from "valibot";
+import { goSpecPattern, imageRefPattern, npmSpecPattern, pypiSpecPattern } from "../config/package-refs.ts";
 import { permissionsSchema, type Permissions } from "../config/permission-profile.ts";
 
 export const transports = ["stdio", "sse", "streamable-http"] as const;
@@ -65,26 +66,26 @@ const imageRef = v.pipe(
   v.string(),
   v.nonEmpty("must not be empty"),
   noSpaces("an image reference"),
-  v.regex(/^[a-z0-9][A-Za-z0-9._\-/:]*(@sha256:[a-f0-9]{64})?$/, "must be an image reference such as ghcr.io/owner/image:1.0"),
+  v.regex(imageRefPattern, "must be an image reference such as ghcr.io/owner/image:1.0"),
   v.check((text) => !text.includes("://"), "must be an image reference, not a URL"),
 );
 
 /** name or @scope/name, optionally @version. */
 const npmSpec = v.pipe(
   v.string(),
-  v.regex(/^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*(?:@[A-Za-z0-9._+~^<>=-]+)?$/, "must be an npm package such as @scope/name or name@1.2.3"),
+  v.regex(npmSpecPattern, "must be an npm package such as @scope/name or name@1.2.3"),
 );
 
 /** PyPI name, optionally [extras] and @version or ==version (both understood by uvx). */
 const pypiSpec = v.pipe(
   v.string(),
-  v.regex(/^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9,._-]+\])?(?:(?:@|==)[A-Za-z0-9.+!_-]+)?$/, "must be a PyPI package such as mcp-server-time or name@1.2.3"),
+  v.regex(pypiSpecPattern, "must be a PyPI package such as mcp-server-time or name@1.2.3"),
 );
 
 /** A Go module package path such as github.com/owner/repo/cmd/server@v1.2.3. */
 const goSpec = v.pipe(
   v.string(),
-  v.regex(/^[a-z0-9.-]+\.[a-z]{2,}(?:\/[A-Za-z0-9._~-]+)+(?:@[A-Za-z0-9._+-]+)?$/, "must be a Go package path such as github.com/owner/repo/cmd/server@v1.0.0"),
+  v.regex(goSpecPattern, "must be a Go package path such as github.com/owner/repo/cmd/server@v1.0.0"),
 );
 
 const remoteUrl = v.pipe(

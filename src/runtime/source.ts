@@ -3,6 +3,7 @@
  * remote or a local path), a remote MCP URL, a container image, or a registry entry.
  */
 import { isAbsolute, resolve } from "node:path";
+import { goSpecPattern, imageRefPattern, npmSpecPattern, pypiSpecPattern, specExamples } from "../config/package-refs.ts";
 import { McpmgrError } from "../errors.ts";
 
 export type PackageManager = "npx" | "uvx" | "go";
@@ -27,9 +28,14 @@ export function parseSource(text: string, cwd = process.cwd()): ServerSource {
   for (const [prefix, manager] of Object.entries(schemes)) {
     if (!input.startsWith(prefix)) continue;
     const rest = input.slice(prefix.length);
-    if (rest === "") throw new McpmgrError("INVALID_ARGUMENT", `${prefix} needs a package`, { hint: `e.g. ${prefix}${examples[manager]}` });
+    if (rest === "") throw new McpmgrError("INVALID_ARGUMENT", `${prefix} needs a package`, { hint: `e.g. ${prefix}${specExamples[manager]}` });
     if (rest.startsWith("./") || rest.startsWith("../") || isAbsolute(rest)) {
       return { kind: "package", manager, name: rest, localPath: resolve(cwd, rest) };
+    }
+    if (!specPatterns[manager].test(rest)) {
+      throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(rest)} is not a ${manager === "npx" ? "npm" : manager === "uvx" ? "PyPI" : "Go"} package`, {
+        hint: `e.g. ${prefix}${specExamples[manager]}; local projects start with ./, ../ or /`,
+      });
     }
     return { kind: "package", manager, ...splitVersion(rest, manager) };
   }
@@ -37,21 +43,24 @@ export function parseSource(text: string, cwd = process.cwd()): ServerSource {
     throw new McpmgrError("INVALID_ARGUMENT", `unknown scheme in ${JSON.stringify(input)}`, { hint: "use npx://, uvx://, go://, http(s)://, an image or a registry name" });
   }
   // Images have a registry host, a path, a tag or a digest; bare words are registry names.
-  if (/[/:@]/.test(input)) return { kind: "image", ref: input };
+  if (/[/:@]/.test(input)) {
+    if (!imageRefPattern.test(input)) {
+      throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(input)} is not a valid image reference`, { hint: `e.g. ${specExamples.image}` });
+    }
+    return { kind: "image", ref: input };
+  }
   if (!/^[a-z0-9][a-z0-9._-]*$/i.test(input)) {
     throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(input)} is not a server name, image, package or URL`, { hint: "see 'mcpmgr run --help'" });
   }
   return { kind: "registry", name: input };
 }
 
-const examples: Readonly<Record<PackageManager, string>> = {
-  npx: "@modelcontextprotocol/server-everything",
-  uvx: "mcp-server-fetch",
-  go: "github.com/org/server@latest",
-};
+const specPatterns: Readonly<Record<PackageManager, RegExp>> = { npx: npmSpecPattern, uvx: pypiSpecPattern, go: goSpecPattern };
 
-/** "@scope/pkg@1.2" → name "@scope/pkg", version "1.2"; "pkg" → no version. */
+/** "@scope/pkg@1.2" → name "@scope/pkg", version "1.2"; "pkg" → no version; uvx also "pkg==1.2". */
 function splitVersion(spec: string, manager: PackageManager): { name: string; version?: string } {
+  const pinned = manager === "uvx" ? spec.indexOf("==") : -1;
+  if (pinned > 0) return { name: spec.slice(0, pinned), version: spec.slice(pinned + 2) };
   const at = spec.lastIndexOf("@");
   if (at <= 0 || (manager === "npx" && spec.startsWith("@") && at === 0)) return { name: spec };
   const name = spec.slice(0, at);

@@ -98,3 +98,17 @@ describe("bwrapArgs", () => {
     }
   });
 });
+
+test("package specs and image references outside their shapes are refused before they reach a Dockerfile or a command line", () => {
+  for (const text of ["npx://pkg;rm -rf /", "npx://pkg\nUSER root", "npx://$(id)", "uvx://pkg name", "go://github.com/org/x`id`", "ghcr.io/org/image:1 extra", "ghcr.io/org/image\n:1"]) {
+    let code: string | undefined;
+    try {
+      parseSource(text);
+    } catch (err) {
+      code = (err as { code?: string }).code;
+    }
+    expect(code).toBe("INVALID_ARGUMENT");
+  }
+  expect(parseSource("uvx://mcp-server-fetch==1.2.3")).toEqual({ kind: "package", manager: "uvx", name: "mcp-server-fetch", version: "1.2.3" });
+  expect(parseSource("npx://pkg@>=1.2")).toEqual({ kind: "package", manager: "npx", name: "pkg", version: ">=1.2" });
+});

@@ -78,13 +78,14 @@ function builderSteps(input: DockerfileInput): string[] {
         : [
             `COPY ${RESOLVE_BIN_FILE} /app/${RESOLVE_BIN_FILE}`,
             "WORKDIR /app",
-            `RUN npm install --omit=dev --no-audit --no-fund --prefix /app ${input.spec}`,
-            `RUN node /app/${RESOLVE_BIN_FILE} /app/node_modules/${input.name}`,
+            // Exec form: the spec is an argument, never shell text.
+            `RUN ${json(["npm", "install", "--omit=dev", "--no-audit", "--no-fund", "--prefix", "/app", input.spec])}`,
+            `RUN ${json(["node", `/app/${RESOLVE_BIN_FILE}`, `/app/node_modules/${input.name}`])}`,
           ];
     case "uvx":
       return [
         "ENV UV_TOOL_DIR=/opt/mcp/tools UV_TOOL_BIN_DIR=/opt/mcp/bin UV_PYTHON_INSTALL_DIR=/opt/mcp/python UV_LINK_MODE=copy",
-        ...(input.local ? ["COPY package/ /src/", "RUN uv tool install /src"] : [`RUN uv tool install ${input.spec}`]),
+        ...(input.local ? ["COPY package/ /src/", "RUN uv tool install /src"] : [`RUN ${json(["uv", "tool", "install", input.spec])}`]),
       ];
     case "go":
       return [
@@ -92,9 +93,9 @@ function builderSteps(input: DockerfileInput): string[] {
         ...(input.local
           ? ["COPY package/ /src/", "WORKDIR /src", "RUN mkdir -p /out && go build -trimpath -o /out/mcp-server ."]
           : [
-              `RUN go install -trimpath ${input.spec}`,
+              `RUN ${json(["go", "install", "-trimpath", input.spec])}`,
               // go install names the binary after the module path; give it one known name.
-              `RUN set -e; n=$(ls /out | wc -l); [ "$n" = 1 ] || { echo "expected one binary from ${input.name}, got $n" >&2; exit 1; }; mv /out/* /out/mcp-server`,
+              `RUN set -e; n=$(ls /out | wc -l); [ "$n" = 1 ] || { echo "expected one binary from go install, got $n" >&2; exit 1; }; mv /out/* /out/mcp-server`,
             ]),
       ];
   }

@@ -7,6 +7,7 @@
 import { createHash, X509Certificate } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
+import { imageRefPattern, specExamples } from "../../config/package-refs.ts";
 import { McpmgrError } from "../../errors.ts";
 import type { ServerSource } from "../source.ts";
 import { localPythonScript } from "../package-command.ts";
@@ -101,6 +102,9 @@ export function dockerfileInput(source: PackageSource, options: BuildOptions): D
 /** The build context and the content-derived tag. */
 export function prepareBuild(source: PackageSource, options: BuildOptions): { tag: string; files: ContextFile[]; dockerfile: string } {
   validateAddPackages(options.addPackages);
+  if (options.runtimeImage !== undefined && !imageRefPattern.test(options.runtimeImage)) {
+    throw new McpmgrError("INVALID_OPTION", `--runtime-image ${JSON.stringify(options.runtimeImage)}: not an image reference`, { hint: `e.g. ${specExamples.image}` });
+  }
   const input = dockerfileInput(source, options);
   const dockerfile = generateDockerfile(input);
   const files: ContextFile[] = [
