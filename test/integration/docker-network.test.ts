@@ -44,6 +44,20 @@ afterAll(async () => {
 });
 
 
+/**
+ * The test's "internet": the target containers joined to the workload's outside network,
+ * where the egress helper reaches them (the host itself is blocked, as it should be).
+ * Returns a function that takes them off again.
+ */
+function exposeTargets(workload: string): () => void {
+  const network = `mcpmgr-${workload}.external`;
+  for (const target of targets) expect(docker("network", "connect", network, target.name).code).toBe(0);
+  for (const target of targets) target.ip = docker("inspect", target.name, "--format", `{{(index .NetworkSettings.Networks "${network}").IPAddress}}`).out;
+  return () => {
+    for (const target of targets) docker("network", "disconnect", "-f", network, target.name);
+  };
+}
+
 async function profileFile(name: string, profile: unknown): Promise<string> {
   const path = join(scratch, `${name}.json`);
   await writeFile(path, JSON.stringify(profile));
@@ -52,32 +66,48 @@ async function profileFile(name: string, profile: unknown): Promise<string> {
 
 describe("--isolate-network", () => {
   test("only the allowed host and port are reachable, through the egress proxy", async () => {
-    const [a, b] = targets as unknown as [{ ip: string }, { ip: string }];
-    const profile = await profileFile("one-host", { network: { outbound: { allow_host: [a.ip], allow_port: [TARGET_PORT] } } });
+    // The targets get their outside-network addresses only after the run created that
+    // network, so the profile allows target a by name (resolved by the helper, then checked).
     const name = "docker-isolated";
+    const profile = await profileFile("one-host", { network: { outbound: { allow_host: ["mcpmgr-test-target-a"], allow_port: [TARGET_PORT] } } });
     const run = await runForeground([images.probe, "--name", name, "--isolate-network", "--permission-profile", profile]);
+    const hide = exposeTargets(name);
+    const [a, b] = targets as unknown as [{ ip: string }, { ip: string }];
     try {
-      expect((await run.call("http_get", { url: `http://${a.ip}:${TARGET_PORT}/` })).text).toBe("status 200: mcpmgr-test-target-a");
+      // Names resolve through the outside network's DNS, in the helper, after the check.
+      expect((await run.call("http_get", { url: `http://mcpmgr-test-target-a:${TARGET_PORT}/` })).text).toBe("status 200: mcpmgr-test-target-a");
+      expect((await run.call("http_get", { url: `http://mcpmgr-test-target-b:${TARGET_PORT}/` })).text).toStartWith("status 403");
+      // By address: a is not named by its address in the profile, so both are refused.
       expect((await run.call("http_get", { url: `http://${b.ip}:${TARGET_PORT}/` })).text).toStartWith("status 403");
-      // Going around the proxy finds no route: the network is internal.
+      // Going around the proxy finds no route: the network is internal...
       expect((await run.call("tcp_connect", { host: a.ip, port: TARGET_PORT })).isError).toBe(true);
-      expect(leftovers(name).networks.length).toBe(1);
+      // ...and its gateway is not the host: a host service on every interface stays out of reach.
+      const internalGateway = docker("network", "inspect", `mcpmgr-${name}.internal`, "--format", "{{(index .IPAM.Config 0).Gateway}}").out;
+      expect(internalGateway).not.toBe("");
+      expect((await run.call("tcp_connect", { host: internalGateway, port: hostServer.port })).isError).toBe(true);
+      expect((await run.call("http_get", { url: `http://${internalGateway}:${hostServer.port}/` })).text).toStartWith("status 403");
+      expect(leftovers(name).networks.length).toBe(2);
       expect(leftovers(name).containers.length).toBe(2);
       await run.client.close();
     } finally {
+      hide();
       await run.stop();
     }
     expect(leftovers(name)).toEqual({ containers: [], networks: [] });
   }, 300_000);
 
-  test("the host gateway is blocked even when all outbound traffic is allowed, unless --allow-docker-gateway", async () => {
+  test("the host and metadata addresses are blocked even when all outbound traffic is allowed, unless --allow-docker-gateway", async () => {
     const url = `http://${gateway}:${hostServer.port}/`;
     const blocked = await runForeground([images.probe, "--name", "docker-gw-blocked", "--isolate-network"]);
+    const hide = exposeTargets("docker-gw-blocked");
     try {
       expect((await blocked.call("http_get", { url: `http://${targets[1]?.ip}:${TARGET_PORT}/` })).text).toBe("status 200: mcpmgr-test-target-b");
       expect((await blocked.call("http_get", { url })).text).toStartWith("status 403");
+      expect((await blocked.call("http_get", { url: "http://169.254.169.254/latest/meta-data/" })).text).toStartWith("status 403");
+      expect((await blocked.call("http_get", { url: `http://127.0.0.1:3128/` })).text).toStartWith("status 403");
       await blocked.client.close();
     } finally {
+      hide();
       await blocked.stop();
     }
     const allowed = await runForeground([images.probe, "--name", "docker-gw-allowed", "--isolate-network", "--allow-docker-gateway"]);
@@ -96,8 +126,10 @@ describe("--isolate-network", () => {
       expect((await run.call("whoami")).text).toContain("transport=streamable-http");
       const server = JSON.parse(docker("inspect", `mcpmgr-${name}`).out)[0];
       expect(Object.keys(server.HostConfig.PortBindings ?? {})).toEqual([]);
-      expect(server.HostConfig.NetworkMode).toBe(`mcpmgr-${name}-isolated`);
-      const helper = JSON.parse(docker("inspect", `mcpmgr-${name}-egress`).out)[0];
+      expect(server.HostConfig.NetworkMode).toBe(`mcpmgr-${name}.internal`);
+      const helper = JSON.parse(docker("inspect", `mcpmgr-${name}.egress`).out)[0];
+      // The helper is on its own outside network, not the shared bridge other containers use.
+      expect(Object.keys(helper.NetworkSettings.Networks).sort()).toEqual([`mcpmgr-${name}.external`, `mcpmgr-${name}.internal`]);
       for (const bindings of Object.values(helper.HostConfig.PortBindings) as { HostIp: string }[][]) for (const b of bindings) expect(b.HostIp).toBe("127.0.0.1");
       expect(helper.HostConfig.CapDrop).toEqual(["ALL"]);
       expect(helper.HostConfig.ReadonlyRootfs).toBe(true);

@@ -343,3 +343,23 @@ describe("standalone entry point", () => {
     }
   });
 });
+
+describe("blocked address ranges", () => {
+  const ranges: EgressConfig = { ...base, allowAll: true, blockedAddresses: ["127.0.0.0/8", "169.254.0.0/16", "::1/128", "fe80::/10", "192.168.5.1"] };
+
+  test("CIDR rules block every address inside them, for IP literals; allowGateway lifts them", () => {
+    for (const host of ["127.0.0.1", "127.9.9.9", "169.254.169.254", "[::1]", "[fe80::1]", "192.168.5.1"]) {
+      expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(false);
+    }
+    for (const host of ["10.0.0.1", "192.168.5.2", "[2001:db8::1]", "169.255.0.1"]) {
+      expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(true);
+    }
+    expect(isDestinationAllowed({ ...ranges, allowGateway: true }, "169.254.169.254", 80).allowed).toBe(true);
+  });
+
+  test("configFromEnv accepts CIDR ranges and refuses malformed ones", () => {
+    const env = (blockedAddresses: unknown) => ({ MCPMGR_EGRESS_CONFIG: JSON.stringify({ allowAll: true, blockedAddresses }) });
+    expect(configFromEnv(env(["10.0.0.0/8", "fe80::/10"])).blockedAddresses).toEqual(["10.0.0.0/8", "fe80::/10"]);
+    for (const bad of [["10.0.0.0/33"], ["10.0.0.0/x"], ["not-an-ip/8"]]) expect(() => configFromEnv(env(bad))).toThrow("blockedAddresses");
+  });
+});

@@ -5,6 +5,7 @@
  */
 import type { ContainerEngine } from "./engine.ts";
 import { workloadFilter } from "./labels.ts";
+import { removeNetwork } from "./network-isolation.ts";
 
 export async function removeWorkloadObjects(engine: ContainerEngine, workload: string): Promise<{ containers: number; networks: number }> {
   const filters = JSON.stringify(workloadFilter(workload));
@@ -12,6 +13,6 @@ export async function removeWorkloadObjects(engine: ContainerEngine, workload: s
   await Promise.all(containers.map((c) => engine.docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
   // Networks after containers: a network with endpoints cannot be removed.
   const networks = await engine.docker.listNetworks({ filters });
-  await Promise.all(networks.map((n) => engine.docker.getNetwork(n.Id).remove().catch(() => {})));
+  await Promise.all(networks.map((n) => removeNetwork(engine, n.Id)));
   return { containers: containers.length, networks: networks.length };
 }

@@ -100,6 +100,46 @@ function _matches(rules: readonly string[], host: string): boolean {
   });
 }
 
+/** An IPv4 or IPv6 address as 32 or 128 bits, for prefix comparison. */
+function _isAddressRule(text: string): boolean {
+  const [base = "", prefix] = text.replace(/^\[(.*)\]$/, "$1").split("/");
+  const family = isIP(base);
+  if (family === 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+function _bits(address: string): bigint | undefined {
+  if (isIP(address) === 4) return address.split(".").reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n);
+  if (isIP(address) !== 6) return undefined;
+  const [head = "", tail = ""] = address.toLowerCase().split("::");
+  const groups = (text: string) => (text === "" ? [] : text.split(":"));
+  const left = groups(head);
+  const right = groups(tail);
+  const all = address.includes("::") ? [...left, ...Array(8 - left.length - right.length).fill("0"), ...right] : left;
+  return all.reduce((acc, group) => (acc << 16n) | BigInt(Number.parseInt(group, 16) || 0), 0n);
+}
+
+/** Whether `address` is `rule` (an address) or inside it (an address/prefix CIDR). */
+function _inRule(rule: string, address: string): boolean {
+  const [base = "", prefixText] = rule.split("/");
+  if (prefixText === undefined) return _normalizeHost(base) === address;
+  const family = isIP(base);
+  if (family === 0 || family !== isIP(address)) return false;
+  const width = family === 4 ? 32n : 128n;
+  const prefix = BigInt(Number(prefixText));
+  const a = _bits(base);
+  const b = _bits(address);
+  if (a === undefined || b === undefined) return false;
+  const shift = width - prefix;
+  return a >> shift === b >> shift;
+}
+
+/** Blocked unless allowGateway: the configured host/gateway addresses and ranges. */
+function _isBlockedAddress(config: EgressConfig, address: string): boolean {
+  return !config.allowGateway && config.blockedAddresses.some((rule) => _inRule(rule, address));
+}
+
 /** The name-level decision (no DNS); the resolved addresses are checked by the proxy itself. */
 export function isDestinationAllowed(config: EgressConfig, host: string, port: number): { allowed: boolean; reason: string } {
   const deny = (reason: string) => ({ allowed: false, reason });
@@ -107,7 +147,7 @@ export function isDestinationAllowed(config: EgressConfig, host: string, port: n
   if (name === undefined) return deny("invalid host");
   if (!Number.isInteger(port) || port < 1 || port > 65535) return deny("invalid port");
   if (!config.allowGateway && _matches(config.blockedHostNames, name)) return deny("blocked host name (Docker host)");
-  if (!config.allowGateway && isIP(name) !== 0 && _matches(config.blockedAddresses, name)) return deny("blocked address (Docker host)");
+  if (isIP(name) !== 0 && _isBlockedAddress(config, name)) return deny("blocked address (Docker host)");
   const byHost = config.allowAll || config.allowHosts.length > 0;
   if (!byHost && config.allowPorts.length === 0) return deny("no egress allowed");
   if (!config.allowAll && config.allowHosts.length > 0 && !_matches(config.allowHosts, name)) return deny("host not in allowHosts");
@@ -208,7 +248,7 @@ async function _route(client: Socket, head: string, rest: Buffer, ctx: Context):
     addresses = [];
   }
   if (addresses.length === 0) return (log("error", name, target.port, "cannot resolve host"), _reply(client, 502, "Bad Gateway: cannot resolve host"));
-  if (!ctx.config.allowGateway && addresses.some((a) => _matches(ctx.config.blockedAddresses, a))) {
+  if (addresses.some((a) => _isBlockedAddress(ctx.config, a))) {
     return (log("deny", name, target.port, "resolves to a blocked address (Docker host)"), _reply(client, 403, "Forbidden: blocked destination"));
   }
   log("allow", name, target.port, verdict.reason);
@@ -330,7 +370,7 @@ export function configFromEnv(env: Record<string, string | undefined>): EgressCo
     allowAll: _boolean(root.allowAll ?? false, at("allowAll")),
     allowHosts: _strings(root.allowHosts ?? [], at("allowHosts"), isHostRule, "a host name, IP address or .domain"),
     allowPorts: allowPorts.map((p: unknown, i) => _port(p, `${at("allowPorts")}[${i}]`, false)),
-    blockedAddresses: _strings(root.blockedAddresses ?? [], at("blockedAddresses"), (s) => isIP(s.replace(/^\[(.*)\]$/, "$1")) !== 0, "an IP address"),
+    blockedAddresses: _strings(root.blockedAddresses ?? [], at("blockedAddresses"), _isAddressRule, "an IP address or CIDR range"),
     blockedHostNames: _strings(root.blockedHostNames ?? [], at("blockedHostNames"), isHostRule, "a host name"),
     allowGateway: _boolean(root.allowGateway ?? false, at("allowGateway")),
   };

@@ -1,7 +1,10 @@
 /**
  * `--isolate-network` (and profile `none` for HTTP servers): the server container joins
- * only an *internal* network, which has no route anywhere. A helper container on that
- * network and on the default bridge is its only way out and in:
+ * only an *internal* network, which has no route anywhere — not even to the host: the
+ * bridge gets no IPv4 address (inhibit_ipv4), so the network's "gateway" answers nothing.
+ * A helper container on that network and on a per-workload outside network (not the
+ * shared default bridge, so other containers do not reach the helper) is its only way out
+ * and in:
  *   egress   an HTTP/CONNECT proxy (HTTP_PROXY/HTTPS_PROXY in the server) that lets
  *            through exactly the profile's outbound.allow_host / allow_port, and never the
  *            engine's host-gateway addresses unless --allow-docker-gateway;
@@ -14,11 +17,16 @@ import type { EgressConfig } from "./egress-proxy.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { ensureEgressImage } from "./egress-image.ts";
 import { engineError } from "./images.ts";
+import { networkInterfaces } from "node:os";
+import { McpmgrError } from "../../errors.ts";
 
 export const EGRESS_ALIAS = "mcpmgr-egress";
 export const SERVER_ALIAS = "mcp-server";
 const EGRESS_PORT = 3128;
 const INGRESS_PORT = 8080;
+
+/** Loopback (the helper itself), link-local (cloud metadata), "this network", Docker's default gateway. */
+const alwaysBlocked = ["127.0.0.0/8", "::1/128", "169.254.0.0/16", "fe80::/10", "0.0.0.0/8", "172.17.0.1"];
 
 /** Names the engines give the host; blocked with the gateway addresses. */
 const gatewayHostNames = ["host.docker.internal", "gateway.docker.internal", "host.containers.internal", "host.lima.internal", "host.rancher-desktop.internal"];
@@ -49,34 +57,63 @@ export function egressConfigFor(profile: PermissionProfile, allowGateway: boolea
     allowAll: !none && outbound.insecure_allow_all,
     allowHosts: none ? [] : [...outbound.allow_host],
     allowPorts: none ? [] : [...outbound.allow_port],
-    blockedAddresses: [...new Set(["172.17.0.1", ...blockedAddresses])],
+    blockedAddresses: [...new Set([...alwaysBlocked, ...blockedAddresses])],
     blockedHostNames: gatewayHostNames,
     allowGateway,
     ...(ingress ? { ingress: { listenPort: INGRESS_PORT, targetHost: SERVER_ALIAS, targetPort: ingress.containerPort } } : {}),
   };
 }
 
-async function gatewaysOf(engine: ContainerEngine, network: string): Promise<string[]> {
-  const info = (await engine.docker.getNetwork(network).inspect().catch(() => undefined)) as { IPAM?: { Config?: { Gateway?: string }[] } } | undefined;
-  return (info?.IPAM?.Config ?? []).map((c) => c.Gateway).filter((g): g is string => typeof g === "string" && g !== "");
+/** Every engine network's gateway (each is the host) and the host's own addresses, when the engine is local. */
+async function hostAddresses(engine: ContainerEngine): Promise<string[]> {
+  const networks = (await engine.docker.listNetworks()) as { IPAM?: { Config?: { Gateway?: string }[] } }[];
+  const gateways = networks.flatMap((n) => n.IPAM?.Config ?? []).map((c) => c.Gateway).filter((g): g is string => typeof g === "string" && g !== "");
+  const local = engine.endpoint.startsWith("tcp://") ? [] : Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.replace(/%.*$/, "")));
+  return [...gateways, ...local];
+}
+
+/** Removes a network, first disconnecting anything still attached (it would block the removal). */
+export async function removeNetwork(engine: ContainerEngine, name: string): Promise<void> {
+  const network = engine.docker.getNetwork(name);
+  const info = (await network.inspect().catch(() => undefined)) as { Containers?: Record<string, unknown> } | undefined;
+  if (info === undefined) return;
+  for (const id of Object.keys(info.Containers ?? {})) await network.disconnect({ Container: id, Force: true }).catch(() => {});
+  await network.remove().catch(() => {});
+}
+
+/** Network and helper names: "." cannot appear in a workload name, so they never collide with another workload's. */
+export function isolationNames(workload: string): { internal: string; external: string; helper: string } {
+  return { internal: `mcpmgr-${workload}.internal`, external: `mcpmgr-${workload}.external`, helper: `mcpmgr-${workload}.egress` };
 }
 
 export async function createIsolation(engine: ContainerEngine, input: IsolationInput): Promise<Isolation> {
-  const image = await ensureEgressImage(engine, input.onProgress);
-  const networkName = `mcpmgr-${input.workload}-isolated`;
-  const helperName = `mcpmgr-${input.workload}-egress`;
+  const names = isolationNames(input.workload);
   const docker = engine.docker;
   const removeAll = async () => {
-    await docker.getContainer(helperName).remove({ force: true }).catch(() => {});
-    await docker.getNetwork(networkName).remove().catch(() => {});
+    await docker.getContainer(names.helper).remove({ force: true }).catch(() => {});
+    await removeNetwork(engine, names.internal);
+    await removeNetwork(engine, names.external);
   };
   try {
-    await docker.createNetwork({ Name: networkName, Driver: "bridge", Internal: true, CheckDuplicate: true, Labels: input.labels("network") });
-    const blocked = [...(await gatewaysOf(engine, "bridge")), ...(await gatewaysOf(engine, networkName))];
-    const config = egressConfigFor(input.profile, input.allowGateway, blocked, input.ingress);
+    const image = await ensureEgressImage(engine, input.onProgress);
+    await docker.createNetwork({
+      Name: names.internal,
+      Driver: "bridge",
+      Internal: true,
+      CheckDuplicate: true,
+      Labels: input.labels("network"),
+      Options: { "com.docker.network.bridge.inhibit_ipv4": "true" },
+    });
+    await docker.createNetwork({
+      Name: names.external,
+      Driver: "bridge",
+      CheckDuplicate: true,
+      Labels: input.labels("network"),
+    });
+    const config = egressConfigFor(input.profile, input.allowGateway, await hostAddresses(engine), input.ingress);
     const ingressKey = `${INGRESS_PORT}/tcp`;
     const helper = await docker.createContainer({
-      name: helperName,
+      name: names.helper,
       Image: image,
       Env: [`MCPMGR_EGRESS_CONFIG=${JSON.stringify(config)}`],
       Labels: input.labels("egress"),
@@ -87,20 +124,21 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
         ReadonlyRootfs: true,
         Memory: 256 * 1024 ** 2,
         PidsLimit: 64,
-        NetworkMode: "bridge",
+        NetworkMode: names.external,
         ...(input.ingress ? { PortBindings: { [ingressKey]: [{ HostIp: "127.0.0.1", HostPort: String(input.ingress.hostPort) }] } } : {}),
         RestartPolicy: { Name: "no" },
       },
     });
-    await docker.getNetwork(networkName).connect({ Container: helper.id, EndpointConfig: { Aliases: [EGRESS_ALIAS] } });
+    await docker.getNetwork(names.internal).connect({ Container: helper.id, EndpointConfig: { Aliases: [EGRESS_ALIAS] } });
     await helper.start();
   } catch (err) {
     await removeAll();
+    if (err instanceof McpmgrError) throw err;
     throw engineError("setting up the isolated network", err);
   }
   const proxyUrl = `http://${EGRESS_ALIAS}:${EGRESS_PORT}`;
   return {
-    networkName,
+    networkName: names.internal,
     proxyEnv: { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: "localhost,127.0.0.1", no_proxy: "localhost,127.0.0.1" },
     remove: removeAll,
   };
