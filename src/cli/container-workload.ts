@@ -11,7 +11,13 @@ import { defaultLimits, networkModeFor, resolveMounts, serverContainerOptions } 
 import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import { buildPackageImage } from "../runtime/docker/image-build.ts";
 import { applyVerification, ensureImage } from "../runtime/docker/images.ts";
-import { validateUserLabels, workloadLabels } from "../runtime/docker/labels.ts";
+import { validateUserLabels, workloadFilter, workloadLabels } from "../runtime/docker/labels.ts";
+import { WorkloadStore } from "../state/workloads.ts";
+import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
+import { loadGlobalIgnorePatterns } from "../runtime/ignore-overlays.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { existsSync } from "node:fs";
+import { isAbsolute, posix, relative, sep } from "node:path";
 import { createIsolation, SERVER_ALIAS } from "../runtime/docker/network-isolation.ts";
 import { containerResourceLimits } from "./limits.ts";
 import { overlaysFor } from "./overlays.ts";
@@ -58,11 +64,32 @@ export async function prepareContainerImage(plan: RunPlan, values: Values, engin
       ...(values["runtime-image"] ? { runtimeImage: values["runtime-image"] } : {}),
       addPackages: values["runtime-add-package"],
       ...(values["ca-cert"] ? { caCertPath: values["ca-cert"] } : {}),
+      ignorePatterns: values["ignore-globally"] ? await loadGlobalIgnorePatterns(resolvePaths().configDir) : [],
     },
     progress,
+    // --image-verification covers what the build starts from: the base images.
+    async (bases) => {
+      if (values["image-verification"] === "disabled") return;
+      for (const base of bases) applyVerification(values["image-verification"], base, await ensureImage(engine, base, progress), (text) => log.warn(`base image: ${text}`));
+    },
   );
   if (built.cached) log.debug(`using the cached image ${built.tag}`);
   return built.tag;
+}
+
+/**
+ * `run --foreground NAME` replaces nothing: the name must not belong to a workload in the
+ * store, nor to containers another foreground run is using (their containers carry it).
+ */
+export async function assertContainerNameFree(plan: RunPlan, engine: ContainerEngine): Promise<void> {
+  const hint = "choose another --name, or stop the other one first";
+  if (await new WorkloadStore(resolvePaths()).get(plan.name)) {
+    throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${plan.name} already exists`, { hint });
+  }
+  const running = await engine.docker.listContainers({ filters: JSON.stringify({ ...workloadFilter(plan.name), status: ["running"] }) }).catch(() => []);
+  if (running.length > 0) {
+    throw new McpmgrError("WORKLOAD_EXISTS", `containers of a workload named ${plan.name} are already running (another 'mcpmgr run --foreground'?)`, { hint });
+  }
 }
 
 /**
@@ -70,10 +97,11 @@ export async function prepareContainerImage(plan: RunPlan, values: Values, engin
  * image pulled or built (with progress), labels, mounts and overlays checked and printed.
  */
 export async function preflightContainer(plan: RunPlan, parsed: ParsedRunArgv, engine: ContainerEngine): Promise<void> {
-  validateUserLabels(parsed.values.label);
+  const settings = await containerSettings(plan, parsed);
+  containerResourceLimits(defaultLimits);
+  await serverEnvironment(plan, parsed.values);
   await prepareContainerImage(plan, parsed.values, engine, (line) => log.info(line));
-  const profile = await profileFor(plan, parsed.values);
-  await overlaysFor(resolveMounts(profile, parsed.values.volume), parsed.values);
+  await overlaysFor(settings.mounts, parsed.values);
 }
 
 export interface LaunchedContainer {
@@ -88,7 +116,19 @@ function restrictsOutbound(profile: PermissionProfile): boolean {
   return profile.network.mode !== "none" && !outbound.insecure_allow_all;
 }
 
-export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engine: ContainerEngine, image: string, proxyPort: number, printOverlays: boolean): Promise<LaunchedContainer> {
+/** What a container workload's options mean, every combination that cannot work refused up front. */
+interface ContainerSettings {
+  readonly transport: "stdio" | "sse" | "streamable-http";
+  readonly profile: PermissionProfile;
+  readonly mounts: ReturnType<typeof resolveMounts>;
+  /** Container paths where a mount would show mcpmgr's own directories. */
+  readonly hiddenDirs: readonly string[];
+  readonly isolate: boolean;
+  /** "" when isolated (the internal network is made at launch). */
+  readonly networkMode: string;
+}
+
+async function containerSettings(plan: RunPlan, parsed: ParsedRunArgv): Promise<ContainerSettings> {
   const { values } = parsed;
   const transport = plan.transport ?? "stdio";
   const stdio = transport === "stdio";
@@ -103,12 +143,7 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
   }
   validateUserLabels(values.label);
   const profile = await profileFor(plan, values);
-  const environment = await serverEnvironment(plan, values);
-  const redact = redactor(environment.secretValues);
-  const mounts = resolveMounts(profile, values.volume);
-  // Printed by the terminal-side run (preflight or --foreground), not again by the supervisor.
-  const { overlays, emptyFile } = await overlaysFor(mounts, { ...values, "print-resolved-overlays": values["print-resolved-overlays"] && printOverlays });
-
+  assertProfileAccepted(profile, plan, values);
   const none = deniesNetwork(profile);
   const isolate = values["isolate-network"] || (none && !stdio);
   if (isolate && values.network !== undefined) {
@@ -116,10 +151,69 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
       hint: "leave --network out, or --isolate-network",
     });
   }
+  const networkMode = isolate ? "" : networkModeFor(profile, values.network);
+  if (!stdio && (networkMode === "none" || networkMode.startsWith("container:"))) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", `--transport ${transport} needs a network the proxy can reach, not --network ${networkMode}`, {
+      hint: "use profile none (mcpmgr then isolates the server and relays to it), or another network",
+    });
+  }
+  if (values.publish.length > 0 && (networkMode === "host" || isolate || networkMode === "none")) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", "--publish needs a bridge or named network", { hint: "leave --publish out with --network host, profile none or --isolate-network" });
+  }
+  const mounts = resolveMounts(profile, values.volume);
+  return { transport, profile, mounts, hiddenDirs: mcpmgrDirsUnder(mounts), isolate, networkMode };
+}
+
+/**
+ * A registry entry (possibly from a custom registry file or URL) cannot grant itself more
+ * than a container: privileged mode or the host's network need the user's own profile.
+ */
+function assertProfileAccepted(profile: PermissionProfile, plan: RunPlan, values: Values): void {
+  const mode = profile.network.mode ?? "";
+  if (mode.startsWith("container:")) {
+    throw new McpmgrError("INVALID_OPTION", `network mode ${mode} in the permission profile is not supported`, { hint: "use bridge, host, none or a network's name" });
+  }
+  if (values["permission-profile"] !== undefined || plan.entry === undefined) return;
+  const wants = profile.privileged ? "privileged mode" : mode === "host" ? "the host's network" : undefined;
+  if (wants) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", `registry entry ${plan.entry.name} asks for ${wants}`, {
+      hint: "review it ('mcpmgr registry info NAME') and pass the profile yourself with --permission-profile FILE to accept",
+    });
+  }
+}
+
+/**
+ * mcpmgr's own directories (secrets, other workloads' records and logs) stay hidden when a
+ * mount covers them, as in the bubblewrap sandbox: an empty tmpfs over each.
+ */
+function mcpmgrDirsUnder(mounts: ReturnType<typeof resolveMounts>): string[] {
+  const paths = resolvePaths();
+  const hidden: string[] = [];
+  for (const mount of mounts) {
+    // Only what exists: a mount point cannot be created inside a read-only mount.
+    for (const dir of [paths.configDir, paths.dataDir, paths.stateDir].filter((d) => existsSync(d))) {
+      const rel = relative(mount.hostPath, dir);
+      if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel))) hidden.push(posix.join(mount.containerPath, ...rel.split(sep)));
+    }
+  }
+  return hidden;
+}
+
+export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engine: ContainerEngine, image: string, proxyPort: number, printOverlays: boolean): Promise<LaunchedContainer> {
+  const { values } = parsed;
+  const { transport, profile, mounts, hiddenDirs, isolate, networkMode } = await containerSettings(plan, parsed);
+  const stdio = transport === "stdio";
+  const limits = containerResourceLimits(defaultLimits);
+  // Leftovers of a run that was killed hard (same names) would block this one.
+  await removeWorkloadObjects(engine, plan.name);
+  const environment = await serverEnvironment(plan, values);
+  const redact = redactor(environment.secretValues);
+  // Printed by the terminal-side run (preflight or --foreground), not again by the supervisor.
+  const { overlays, emptyFile } = await overlaysFor(mounts, { ...values, "print-resolved-overlays": values["print-resolved-overlays"] && printOverlays });
+  const none = deniesNetwork(profile);
   if (!isolate && restrictsOutbound(profile) && !none) {
     log.warn("the permission profile limits outbound hosts/ports, which only --isolate-network enforces; without it the container reaches any host");
   }
-  const networkMode = isolate ? "" : networkModeFor(profile, values.network);
   const hostNetwork = networkMode === "host";
 
   let containerPort: number | undefined;
@@ -127,9 +221,6 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
   if (!stdio) {
     hostPort = hostNetwork ? (values["target-port"] ?? (await findFreePort())) : await findFreePort();
     containerPort = hostNetwork ? hostPort : (values["target-port"] ?? plan.entry?.targetPort ?? 8080);
-  }
-  if (values.publish.length > 0 && (hostNetwork || isolate || networkMode === "none")) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", "--publish needs a bridge or named network", { hint: "leave --publish out with --network host, profile none or --isolate-network" });
   }
   const labels = (role: "server" | "egress" | "network") =>
     workloadLabels({ workload: plan.name, group: values.group, transport, port: proxyPort, role, user: values.label });
@@ -157,7 +248,7 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
     stdio,
     profile,
     volumes: mounts,
-    overlays,
+    overlays: [...overlays, ...hiddenDirs.map((containerPath) => ({ kind: "dir" as const, containerPath }))],
     ...(emptyFile ? { emptyFile } : {}),
     networkMode: isolation?.networkName ?? networkMode,
     networkAlias: SERVER_ALIAS,
@@ -165,7 +256,7 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
       ...(!isolate && !hostNetwork && containerPort !== undefined && hostPort !== undefined ? [{ containerPort, hostPort }] : []),
       ...values.publish.map((p) => ({ containerPort: p.containerPort, hostPort: p.hostPort })),
     ],
-    limits: containerResourceLimits(defaultLimits),
+    limits,
   });
   const server = await startServerContainer(engine, options, stdio, async () => {
     await isolation?.remove();

@@ -9,6 +9,7 @@ import { packageCommand } from "../runtime/package-command.ts";
 import { loadPermissionProfile } from "../runtime/permission-profile.ts";
 import type { RunPlan } from "./run-plan.ts";
 import { preflightContainer } from "./container-workload.ts";
+import { dockerHostFor } from "../runtime/docker/engine.ts";
 import { processOverlays, profileFor } from "./server-process.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { assertWorkloadName } from "../state/workload-name.ts";
@@ -55,6 +56,7 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
     proxyPort: port,
     proxyPath: clientPath(plan, values["proxy-mode"]),
     runtime: plan.runtime.kind === "container" ? plan.runtime.engine.kind : plan.runtime.kind,
+    ...(plan.runtime.kind === "container" ? { runtimeEndpoint: dockerHostFor(plan.runtime.engine.endpoint) } : {}),
     ...(values["permission-profile"] ? { permissionProfile: values["permission-profile"] } : {}),
     env: Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
     secrets: values.secret.map((ref) => ({ name: ref.name, target: ref.target })),

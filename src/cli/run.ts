@@ -8,6 +8,7 @@ import { planRun } from "./run-plan.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { runForeground } from "./workload-runner.ts";
 import { runDetached } from "./detached-run.ts";
+import { assertContainerNameFree } from "./container-workload.ts";
 import { readJsonFile } from "../state/atomic-file.ts";
 import { workloadRecordSchema } from "../state/workload-record.ts";
 
@@ -97,6 +98,7 @@ export default defineCommand({
     }
     const plan = await planRun(parsed);
     if (!parsed.values.foreground) return runDetached(plan, parsed, args);
+    if (plan.runtime.kind === "container") await assertContainerNameFree(plan, plan.runtime.engine);
     const code = await runForeground(plan, parsed);
     if (code !== 0) process.exit(code);
   },

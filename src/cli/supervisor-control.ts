@@ -49,7 +49,10 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
   const [command, ...args] = selfCommand("__supervise", name);
   const record = await store.getExisting(name);
   // The runtime chosen when the workload was created, not whatever detection finds today.
-  const runtime = record.runtime === "remote" ? {} : { MCPMGR_RUNTIME: record.runtime };
+  const runtime = {
+    ...(record.runtime === "remote" ? {} : { MCPMGR_RUNTIME: record.runtime }),
+    ...(record.runtimeEndpoint ? { DOCKER_HOST: record.runtimeEndpoint } : {}),
+  };
   const child = spawn(command as string, args, { detached: true, stdio: ["ignore", out, out], env: { ...process.env, NO_COLOR: "1", ...runtime } });
   closeSync(out);
   child.unref();
@@ -68,13 +71,15 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
       }
     }
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name))) {
+      await removeContainers(store, name);
       throw new McpmgrError("SERVER_FAILED", `${name} failed to start: ${status?.lastError ?? "the supervisor exited"}`, {
         hint: failureHint,
       });
     }
   }
-  // Nothing may keep running behind a failed run.
+  // Nothing may keep running behind a failed run (terminate may have had to SIGKILL).
   if (pid !== undefined) await terminate(pid, name);
+  await removeContainers(store, name);
   throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, { hint: failureHint });
 }
 
@@ -97,12 +102,12 @@ export async function stopSupervisor(store: WorkloadStore, name: string): Promis
 async function removeContainers(store: WorkloadStore, name: string): Promise<void> {
   const record = await store.get(name).catch(() => undefined);
   if (record === undefined || (record.runtime !== "docker" && record.runtime !== "podman")) return;
-  const engine = await detectEngine({ want: record.runtime });
+  const engine = await detectEngine({ want: record.runtime, ...(record.runtimeEndpoint ? { env: { DOCKER_HOST: record.runtimeEndpoint } } : {}) });
   if (engine === undefined) {
     log.warn(`${name}: no ${record.runtime} engine answered, so its containers (label mcpmgr.workload=${name}) could not be removed`);
     return;
   }
-  await removeWorkloadObjects(engine, name);
+  await removeWorkloadObjects(engine, name).catch((err: unknown) => log.warn(`${name}: ${err instanceof Error ? err.message : String(err)}`));
 }
 
 /**

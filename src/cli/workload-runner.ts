@@ -20,6 +20,7 @@ import type { RunPlan } from "./run-plan.ts";
 import { keepStderr, launchSandboxed, processHandle, profileFor, waitForHttp, type ServerHandle } from "./server-process.ts";
 import { assertNoContainerOptions, launchContainer, prepareContainerImage } from "./container-workload.ts";
 import type { ContainerEngine } from "../runtime/docker/engine.ts";
+import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { version } from "../version.ts";
 import { maxBodyBytesFromEnv, requestTimeoutMsFromEnv, sessionIdleMsFromEnv } from "./limits.ts";
@@ -206,10 +207,19 @@ async function launchInContainer(plan: RunPlan, parsed: ParsedRunArgv, engine: C
 /** `mcpmgr run --foreground`: blocks until Ctrl-C or until the server exits. */
 export async function runForeground(plan: RunPlan, parsed: ParsedRunArgv): Promise<number> {
   const name = plan.name;
-  const workload = await startWorkload(plan, parsed);
+  // Listened for from the start: Ctrl-C during a pull, build or handshake must not leave a
+  // container running (a stdio container keeps its stdin open and would never exit).
+  const signal = untilSignal();
+  const started = await Promise.race([startWorkload(plan, parsed).then((workload) => ({ workload })), signal.then((received) => ({ received }))]);
+  if ("received" in started) {
+    if (plan.runtime.kind === "container") await removeWorkloadObjects(plan.runtime.engine, name).catch(() => {});
+    log.info(`${started.received}: stopped ${name} while it was starting`);
+    return started.received === "SIGINT" ? 130 : 143;
+  }
+  const { workload } = started;
   log.info(`${name} is running; MCP clients connect to:`);
   printResult(workload.url);
-  const outcome = await Promise.race([untilSignal().then((signal) => ({ signal })), workload.exited.then((why) => ({ why }))]);
+  const outcome = await Promise.race([signal.then((received) => ({ signal: received })), workload.exited.then((why) => ({ why }))]);
   await workload.stop();
   if ("why" in outcome) {
     log.error(`${name}: ${outcome.why}`);

@@ -29,8 +29,8 @@ export interface SandboxPlan {
   readonly home?: string;
   /** Directories never to show the server (mcpmgr's config, state and secrets). */
   readonly hidden?: readonly string[];
-  /** Ignore-pattern overlays: empty tmpfs over directories, `emptyFile` over files. */
-  readonly overlays?: readonly { readonly kind: "dir" | "file"; readonly containerPath: string }[];
+  /** Ignore-pattern overlays: empty tmpfs over directories, `emptyFile` over files, `protect` re-binds a host file read-only. */
+  readonly overlays?: readonly { readonly kind: "dir" | "file" | "protect"; readonly containerPath: string; readonly hostPath?: string }[];
   readonly emptyFile?: string;
 }
 
@@ -80,7 +80,8 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   for (const dir of plan.hidden ?? []) if (existsSync(dir)) args.push("--tmpfs", dir);
   for (const overlay of plan.overlays ?? []) {
     if (overlay.kind === "dir") args.push("--tmpfs", overlay.containerPath, "--remount-ro", overlay.containerPath);
-    else if (plan.emptyFile) args.push("--ro-bind", plan.emptyFile, overlay.containerPath);
+    else if (overlay.kind === "protect" && overlay.hostPath) args.push("--ro-bind", overlay.hostPath, overlay.containerPath);
+    else if (overlay.kind === "file" && plan.emptyFile) args.push("--ro-bind", plan.emptyFile, overlay.containerPath);
   }
   // A working directory kept hidden (it holds the home directory) starts the server in the empty home.
   if (plan.workingDir) args.push("--chdir", showWorkingDir || plan.workingDir === "/" ? plan.workingDir : home);

@@ -50,6 +50,8 @@ export const workloadRecordSchema = v.pipe(
     targetHost: v.optional(text),
     targetPort: v.optional(portNumber),
     runtime: oneOf(RUNTIMES),
+    /** Where a container workload's engine answered (as DOCKER_HOST), so stop/start/rm talk to the same one. */
+    runtimeEndpoint: v.optional(text),
     permissionProfile: v.optional(text),
     /** Non-secret variables only; anything secret goes in `secrets` as a reference. */
     env: v.optional(v.record(envName, v.string()), {}),

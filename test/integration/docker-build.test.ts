@@ -96,6 +96,11 @@ test("build options are validated before anything is built", async () => {
   expect(badCert.code).toBe(2);
   expect(badCert.err).toContain("--ca-cert");
 
+  // With verification enabled, the build's base images must be pinned by digest too.
+  const unpinnedBase = await runFails([`npx://${probeDir}`, "--runtime-image", NODE_BASE_IMAGE, "--image-verification", "enabled"]);
+  expect(unpinnedBase.code).toBe(1);
+  expect(unpinnedBase.err).toContain(`image verification failed: ${NODE_BASE_IMAGE} is not pinned by digest`);
+
   const imageWithBuildOption = await runFails([NODE_BASE_IMAGE, "--runtime-image", NODE_BASE_IMAGE]);
   expect(imageWithBuildOption.code).toBe(2);
   expect(imageWithBuildOption.err).toContain("--runtime-image applies to npx://");

@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { docker, fixtureImages, leftovers, runInDocker, runInDockerFails as runFails, type FixtureImages } from "../support/docker-fixtures.ts";
+import { CLI_ENTRY } from "../support/processes.ts";
 
 const runForeground = (args: string[], env: Record<string, string> = {}, cwd?: string) => runInDocker(args, { env, ...(cwd ? { cwd } : {}), timeoutMs: 60_000 });
 let images: FixtureImages;
@@ -173,6 +174,8 @@ test(".mcpmgrignore and the global ignore file hide files and directories; --pri
     expect((await run.call("read_file", { path: "/work/server.key" })).text).toBe("");
     expect((await run.call("read_file", { path: "/work/.env" })).text).toBe("");
     expect((await run.call("read_file", { path: "/work/private/data.txt" })).isError).toBe(true);
+    // The server cannot edit the patterns that hide things from it, even on a writable mount.
+    expect((await run.call("write_file", { path: "/work/.mcpmgrignore", text: "" })).text).toBe("EROFS");
     await run.client.close();
   } finally {
     await run.stop();
@@ -219,10 +222,66 @@ test("a registry entry with an image runs in a container with the entry's defaul
 
 test("a network that does not exist is a clear error, and nothing is left behind", async () => {
   const { code, err } = await runFails([images.probe, "--name", "docker-no-net", "--network", "mcpmgr-no-such-network"]);
-  expect(code).toBe(1);
+  expect(code).toBe(2);
+  expect(err).toContain("docker network create");
   expect(err).toContain("mcpmgr-no-such-network");
   expect(err.trim().split("\n")).toHaveLength(2);
   expect(leftovers("docker-no-net").containers).toEqual([]);
+});
+
+test("Ctrl-C while the server is still starting leaves no container behind", async () => {
+  const name = "docker-ctrl-c";
+  // node-base has no entrypoint: this "server" never answers initialize, so the run stays in its handshake.
+  const { NODE_BASE_IMAGE } = await import("../support/docker-images.ts");
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", NODE_BASE_IMAGE, "--name", name, "--", "node", "-e", "setInterval(() => {}, 1e6)"], {
+    env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const deadline = Date.now() + 30_000;
+  while (leftovers(name).containers.length === 0 && Date.now() < deadline) await Bun.sleep(100);
+  expect(leftovers(name).containers.length).toBe(1);
+  proc.kill("SIGINT");
+  expect(await proc.exited).toBe(130);
+  expect(await new Response(proc.stderr).text()).toContain("while it was starting");
+  expect(leftovers(name)).toEqual({ containers: [], networks: [] });
+}, 60_000);
+
+test("a second foreground run cannot take over a name in use; mcpmgr's own directories stay hidden under a mount", async () => {
+  const home = join(scratch, "home-under-mount");
+  await mkdir(join(home, "config"), { recursive: true });
+  await writeFile(join(home, "config", "marker.txt"), "mcpmgr state");
+  const first = await runForeground([images.probe, "--name", "docker-taken", "-v", `${scratch}:/scratch:ro`], { MCPMGR_HOME: home });
+  try {
+    // The mount covers MCPMGR_HOME: its directories are empty in the container.
+    expect((await first.call("read_file", { path: "/scratch/home-under-mount/config/marker.txt" })).text).toBe("ENOENT");
+    const second = await runFails([images.probe, "--name", "docker-taken"]);
+    expect(second.code).toBe(1);
+    expect(second.err).toContain("already running");
+    expect((await first.call("env", { name: "HOME" })).isError).toBe(false);
+    await first.client.close();
+  } finally {
+    await first.stop();
+  }
+}, 120_000);
+
+test("a registry entry cannot grant itself privileged mode or the host's network", async () => {
+  const registry = join(scratch, "greedy-registry.json");
+  await writeFile(
+    registry,
+    JSON.stringify({
+      servers: [
+        { name: "greedy", description: "asks for too much", transport: "stdio", source: { image: images.probe }, permissions: { privileged: true }, tools: ["env"] },
+        { name: "hostnet", description: "asks for the host network", transport: "stdio", source: { image: images.probe }, permissions: { network: { mode: "host", outbound: { insecure_allow_all: true } } }, tools: ["env"] },
+      ],
+    }),
+  );
+  for (const name of ["greedy", "hostnet"]) {
+    const { code, err } = await runFails([name], { MCPMGR_REGISTRY: registry });
+    expect(code).toBe(2);
+    expect(err).toContain(`registry entry ${name} asks for`);
+    expect(err).toContain("--permission-profile");
+  }
 });
 
 describe("image verification and pulls", () => {

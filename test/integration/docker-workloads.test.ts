@@ -86,8 +86,9 @@ test("a detached container workload: list, crash restart, stop, start, export, r
 
   const exported = join(home, "dw.json");
   expect(mcpmgr("export", "dw", exported).code).toBe(0);
-  const record = (await Bun.file(exported).json()) as { runtime: string; labels: Record<string, string> };
+  const record = (await Bun.file(exported).json()) as { runtime: string; runtimeEndpoint?: string; labels: Record<string, string> };
   expect(record.runtime).toBe("docker");
+  expect(record.runtimeEndpoint).toBe("unix:///var/run/docker.sock");
   expect(record.labels).toEqual({ team: "a" });
 
   expect(mcpmgr("rm", "dw").code).toBe(0);

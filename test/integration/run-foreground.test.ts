@@ -306,6 +306,7 @@ test("ignore overlays apply in the bubblewrap sandbox too: .mcpmgrignore hides f
       expect(await run.call("read_file", { path: "/tmp/work/readme.txt" })).toBe("visible");
       expect(await run.call("read_file", { path: "/tmp/work/cert.pem" })).toBe("");
       expect(await run.call("read_file", { path: "/tmp/work/secrets/token.txt" })).toBe("ENOENT");
+      expect(await run.call("write_file", { path: "/tmp/work/.mcpmgrignore", text: "" })).toBe("EROFS");
       await run.client.close();
     } finally {
       await run.stop();

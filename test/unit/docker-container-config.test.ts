@@ -238,9 +238,12 @@ describe("egressConfigFor", () => {
     }
   });
 
-  test("the default bridge gateway is always blocked, without duplicates; the host's names too", () => {
-    expect(egressConfigFor(networkProfile, false, []).blockedAddresses).toEqual(["172.17.0.1"]);
-    expect(egressConfigFor(networkProfile, false, ["172.17.0.1", "172.30.0.1", "172.30.0.1"]).blockedAddresses).toEqual(["172.17.0.1", "172.30.0.1"]);
+  test("the default bridge gateway, loopback, link-local and the given host addresses are always blocked, without duplicates; the host's names too", () => {
+    const always = egressConfigFor(networkProfile, false, []).blockedAddresses;
+    for (const range of ["172.17.0.1", "127.0.0.0/8", "169.254.0.0/16", "::1/128", "fe80::/10"]) expect(always).toContain(range);
+    const withHost = egressConfigFor(networkProfile, false, ["172.17.0.1", "172.30.0.1", "172.30.0.1"]).blockedAddresses;
+    expect(withHost.filter((a) => a === "172.30.0.1")).toHaveLength(1);
+    expect(withHost.filter((a) => a === "172.17.0.1")).toHaveLength(1);
     expect(egressConfigFor(networkProfile, false, []).blockedHostNames).toContain("host.docker.internal");
     expect(egressConfigFor(networkProfile, false, []).blockedHostNames).toContain("host.containers.internal");
   });

@@ -270,3 +270,25 @@ describe("readCaCert", () => {
     await rejection(attempt(() => prepareBuild(pkg("npx", "srv"), { addPackages: [], caCertPath: join(dir, "missing.pem") })), "INVALID_OPTION");
   });
 });
+
+test("files hidden by .mcpmgrignore or the global patterns stay out of a local project's image", () => {
+  const root = mkdtempSync(join(tmpdir(), "mcpmgr-build-ignore-"));
+  try {
+    writeFileSync(join(root, "package.json"), JSON.stringify({ name: "p", bin: "index.js" }));
+    writeFileSync(join(root, "index.js"), "");
+    writeFileSync(join(root, ".mcpmgrignore"), "secret.env\nprivate/\n");
+    writeFileSync(join(root, "secret.env"), "TOKEN=1");
+    writeFileSync(join(root, ".npmrc"), "//registry/:_authToken=x");
+    mkdirSync(join(root, "private"));
+    writeFileSync(join(root, "private", "key.pem"), "KEY");
+    const source = pkg("npx", "./p", { localPath: root });
+    const paths = prepareBuild(source, { ...plain, ignorePatterns: [".npmrc"] }).files.map((f) => f.path);
+    expect(paths).toContain("package/index.js");
+    expect(paths).not.toContain("package/secret.env");
+    expect(paths).not.toContain("package/private/key.pem");
+    expect(paths).not.toContain("package/.npmrc");
+    expect(prepareBuild(source, plain).files.map((f) => f.path)).toContain("package/.npmrc");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

@@ -6,13 +6,21 @@
 import type { ContainerEngine } from "./engine.ts";
 import { workloadFilter } from "./labels.ts";
 import { removeNetwork } from "./network-isolation.ts";
+import { engineError } from "./images.ts";
 
 export async function removeWorkloadObjects(engine: ContainerEngine, workload: string): Promise<{ containers: number; networks: number }> {
   const filters = JSON.stringify(workloadFilter(workload));
-  const containers = await engine.docker.listContainers({ all: true, filters });
+  let containers: { Id: string }[];
+  try {
+    containers = await engine.docker.listContainers({ all: true, filters });
+  } catch (err) {
+    throw engineError(`listing the containers of ${workload}`, err);
+  }
   await Promise.all(containers.map((c) => engine.docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
   // Networks after containers: a network with endpoints cannot be removed.
-  const networks = await engine.docker.listNetworks({ filters });
+  const networks = await engine.docker.listNetworks({ filters }).catch((err: unknown) => {
+    throw engineError(`listing the networks of ${workload}`, err);
+  });
   await Promise.all(networks.map((n) => removeNetwork(engine, n.Id)));
   return { containers: containers.length, networks: networks.length };
 }

@@ -19,9 +19,11 @@ export interface VolumeSpec {
   readonly readOnly: boolean;
 }
 
+/** dir: empty tmpfs; file: the empty file bound over it; protect: the host file itself, read-only. */
 export interface OverlaySpec {
-  readonly kind: "dir" | "file";
+  readonly kind: "dir" | "file" | "protect";
   readonly containerPath: string;
+  readonly hostPath?: string;
 }
 
 export interface ResourceLimits {
@@ -95,7 +97,8 @@ export function serverContainerOptions(input: ServerContainerInput): Docker.Cont
   const mounts: Docker.MountSettings[] = input.volumes.map((v) => ({ Type: "bind", Source: v.hostPath, Target: v.containerPath, ReadOnly: v.readOnly }));
   for (const overlay of input.overlays) {
     if (overlay.kind === "dir") mounts.push({ Type: "tmpfs", Source: "", Target: overlay.containerPath, TmpfsOptions: { SizeBytes: 1024 * 1024, Mode: 0o555 } });
-    else if (input.emptyFile) mounts.push({ Type: "bind", Source: input.emptyFile, Target: overlay.containerPath, ReadOnly: true });
+    else if (overlay.kind === "protect" && overlay.hostPath) mounts.push({ Type: "bind", Source: overlay.hostPath, Target: overlay.containerPath, ReadOnly: true });
+    else if (overlay.kind === "file" && input.emptyFile) mounts.push({ Type: "bind", Source: input.emptyFile, Target: overlay.containerPath, ReadOnly: true });
   }
   const exposed: Record<string, object> = {};
   const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};

@@ -102,14 +102,15 @@ export async function startServerContainer(
       if (connection !== stream) return;
       connection = undefined;
       if (stopping || exitedFlag) return;
-      void container.inspect().then(
-        async (info) => {
+      void container
+        .inspect()
+        .then(async (info) => {
           if (!info.State.Running || stopping) return;
           reattachCount++;
           await attach();
-        },
-        () => {},
-      );
+        })
+        // The engine went away too: the container's exit (wait) is what reports it.
+        .catch(() => {});
     };
     stream.once("end", dropped);
     stream.once("close", dropped);
@@ -131,8 +132,10 @@ export async function startServerContainer(
   );
   void exited.then(async () => {
     exitedFlag = true;
-    // Output written just before the exit is still in flight on the attach connection.
-    await Bun.sleep(100);
+    // Output written just before the exit is still in flight on the attach connection: the
+    // engine ends that stream once it has sent everything (bounded, in case it never does).
+    const current = connection;
+    if (current && !current.destroyed) await Promise.race([new Promise((done) => current.once("close", done).once("end", done)), Bun.sleep(2_000)]);
     closeConnection();
     out.close();
     err.close();

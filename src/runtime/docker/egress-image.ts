@@ -36,25 +36,18 @@ function engineMatchesHost(info: { OSType?: string; Architecture?: string }): bo
   return process.platform === "linux" && info.OSType === "linux" && arch === process.arch;
 }
 
-async function contextFiles(engine: ContainerEngine): Promise<{ files: ContextFile[]; key: string }> {
+/** The build context, read only when a build is needed (the runtime binary is ~100 MB), and the cache key. */
+async function contextFiles(engine: ContainerEngine): Promise<{ files: () => ContextFile[]; key: string }> {
   const info = (await engine.docker.info()) as { OSType?: string; Architecture?: string };
   if (!engineMatchesHost(info)) {
     const dockerfile = `FROM oven/bun:1-alpine\nCOPY egress-proxy.ts /egress-proxy.ts\nUSER ${HELPER_UID}:${HELPER_UID}\nENTRYPOINT ["bun", "/egress-proxy.ts"]\n`;
-    return { files: [{ path: "Dockerfile", content: dockerfile, mode: 0o644 }, { path: "egress-proxy.ts", content: source, mode: 0o644 }], key: dockerfile + source };
+    return { files: () => [{ path: "Dockerfile", content: dockerfile, mode: 0o644 }, { path: "egress-proxy.ts", content: source, mode: 0o644 }], key: dockerfile + source };
   }
   const runtime = process.execPath;
-  const stat = statSync(runtime);
-  const files: ContextFile[] = [{ path: "egress-proxy.ts", content: source, mode: 0o644 }];
   const libs = await sharedLibraries(runtime);
-  const copies: string[] = [];
-  for (const [i, lib] of libs.entries()) {
-    files.push({ path: `lib/${i}`, content: readFileSync(lib), mode: 0o755 });
-    copies.push(`COPY lib/${i} ${lib}`);
-  }
-  files.push({ path: "runtime", content: readFileSync(runtime), mode: 0o755 });
   const dockerfile = [
     "FROM scratch",
-    ...copies,
+    ...libs.map((lib, i) => `COPY lib/${i} ${lib}`),
     "COPY runtime /runtime",
     "COPY egress-proxy.ts /egress-proxy.ts",
     "ENV BUN_BE_BUN=1 BUN_RUNTIME_TRANSPILER_CACHE_PATH=0",
@@ -62,8 +55,19 @@ async function contextFiles(engine: ContainerEngine): Promise<{ files: ContextFi
     'ENTRYPOINT ["/runtime", "/egress-proxy.ts"]',
     "",
   ].join("\n");
-  files.unshift({ path: "Dockerfile", content: dockerfile, mode: 0o644 });
-  return { files, key: `${dockerfile}${source}${runtime}:${stat.size}:${stat.mtimeMs}:${Bun.version}` };
+  const identity = [runtime, ...libs].map((path) => {
+    const stat = statSync(path);
+    return `${path}:${stat.size}:${stat.mtimeMs}`;
+  });
+  return {
+    key: `${dockerfile}${source}${identity.join("\n")}:${Bun.version}`,
+    files: () => [
+      { path: "Dockerfile", content: dockerfile, mode: 0o644 },
+      { path: "egress-proxy.ts", content: source, mode: 0o644 },
+      ...libs.map((lib, i) => ({ path: `lib/${i}`, content: readFileSync(lib), mode: 0o755 })),
+      { path: "runtime", content: readFileSync(runtime), mode: 0o755 },
+    ],
+  };
 }
 
 /** The helper image's tag, built on first use. */
@@ -72,6 +76,6 @@ export async function ensureEgressImage(engine: ContainerEngine, onProgress: (li
   const tag = `mcpmgr-egress:${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
   if (await inspectLocalImage(engine, tag)) return tag;
   onProgress(`building the network isolation helper image ${tag}`);
-  await buildFromContext(engine, { tag, files, labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "egress-image" }, what: "the network isolation helper image", onLine: () => {} });
+  await buildFromContext(engine, { tag, files: files(), labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "egress-image" }, what: "the network isolation helper image", onLine: () => {} });
   return tag;
 }

@@ -105,6 +105,13 @@ export async function detectEngine(options: { env?: Env; want?: EngineKind; time
   return undefined;
 }
 
+/** The DOCKER_HOST value that reaches the same engine again (recorded with a workload). */
+export function dockerHostFor(endpoint: string): string {
+  if (/^(unix|tcp|npipe|https?):\/\//.test(endpoint)) return endpoint;
+  if (endpoint.startsWith("\\\\")) return `npipe://${endpoint.replaceAll("\\", "/")}`;
+  return `unix://${endpoint}`;
+}
+
 export function noEngineError(why: string, want?: EngineKind): McpmgrError {
   const which = want ?? "Docker or Podman";
   return new McpmgrError("RUNTIME_UNAVAILABLE", `${why}, but no ${which} engine answered`, {

@@ -8,7 +8,9 @@ import { createHash, X509Certificate } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { imageRefPattern, specExamples } from "../../config/package-refs.ts";
+import ignore from "ignore";
 import { McpmgrError } from "../../errors.ts";
+import { LOCAL_IGNORE_FILE } from "../ignore-overlays.ts";
 import type { ServerSource } from "../source.ts";
 import { localPythonScript } from "../package-command.ts";
 import { CA_CERT_FILE, defaultBaseImages, generateDockerfile, RESOLVE_BIN_FILE, resolveBinScript, type DockerfileInput } from "./dockerfile.ts";
@@ -28,6 +30,8 @@ export interface BuildOptions {
   readonly addPackages: readonly string[];
   /** Path of a PEM file. */
   readonly caCertPath?: string;
+  /** Global ignore patterns (with the project's own .mcpmgrignore, they keep files out of the build). */
+  readonly ignorePatterns?: readonly string[];
 }
 
 export interface BuiltImage {
@@ -66,12 +70,25 @@ export function readCaCert(path: string): string {
   return `${blocks.join("\n")}\n`;
 }
 
-/** A local project's files (no symlinks followed, skipped dirs left out), sorted for a stable hash. */
-function projectFiles(root: string): ContextFile[] {
+/**
+ * A local project's files (no symlinks followed, skipped dirs left out), sorted for a stable
+ * hash. Files the ignore patterns hide (the project's .mcpmgrignore and the global ones) stay
+ * out of the image too: copied in, the server could read them.
+ */
+function projectFiles(root: string, globalPatterns: readonly string[]): ContextFile[] {
   const files: ContextFile[] = [];
+  let local = "";
+  try {
+    local = readFileSync(join(root, LOCAL_IGNORE_FILE), "utf8");
+  } catch {
+    // no local patterns
+  }
+  const hidden = ignore().add([...globalPatterns]).add(local);
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const full = join(dir, entry.name);
+      const rel = relative(root, full).split(sep).join("/");
+      if (hidden.ignores(entry.isDirectory() ? `${rel}/` : rel)) continue;
       if (entry.isDirectory()) {
         if (!skippedDirs.has(entry.name)) walk(full);
       } else if (entry.isFile()) {
@@ -112,7 +129,7 @@ export function prepareBuild(source: PackageSource, options: BuildOptions): { ta
     { path: RESOLVE_BIN_FILE, content: resolveBinScript, mode: 0o644 },
   ];
   if (options.caCertPath) files.push({ path: CA_CERT_FILE, content: readCaCert(options.caCertPath), mode: 0o644 });
-  if (source.localPath) files.push(...projectFiles(source.localPath));
+  if (source.localPath) files.push(...projectFiles(source.localPath, options.ignorePatterns ?? []));
   const hash = createHash("sha256").update(`mcpmgr-build-v${GENERATOR_VERSION}\n`);
   for (const file of files) hash.update(`${file.path}\0${file.mode}\0`).update(file.content).update("\0");
   const base = (source.localPath ? source.localPath.split(/[\\/]/).pop() : source.name) ?? "package";
@@ -127,9 +144,18 @@ export function prepareBuild(source: PackageSource, options: BuildOptions): { ta
 }
 
 /** Builds the package's image unless an image with the same content tag exists. */
-export async function buildPackageImage(engine: ContainerEngine, source: PackageSource, options: BuildOptions, onProgress: (line: string) => void): Promise<BuiltImage> {
+export async function buildPackageImage(
+  engine: ContainerEngine,
+  source: PackageSource,
+  options: BuildOptions,
+  onProgress: (line: string) => void,
+  /** Runs before a (non-cached) build with the base images it uses: pull and verify them. */
+  beforeBuild: (baseImages: readonly string[]) => Promise<void> = async () => {},
+): Promise<BuiltImage> {
   const { tag, files } = prepareBuild(source, options);
   if (await inspectLocalImage(engine, tag)) return { tag, cached: true };
+  const input = dockerfileInput(source, options);
+  await beforeBuild([...new Set([input.builderImage, input.runtimeImage])]);
   const what = `the image for ${source.manager}://${source.localPath ?? source.name}`;
   onProgress(`building ${tag} (${what})`);
   await buildFromContext(engine, { tag, files, labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "build" }, what, onLine: onProgress });

@@ -115,8 +115,23 @@ export function applyVerification(mode: VerificationMode, ref: string, image: Im
   });
 }
 
+/**
+ * An Engine API failure as one line. Failures the user's options caused get their own code
+ * and a hint about the option; the rest point at the engine.
+ */
 export function engineError(what: string, err: unknown): McpmgrError {
-  return new McpmgrError("CONTAINER_FAILED", `${what} failed: ${firstLine(err)}`, { hint: "check that the container engine is healthy (docker info)", cause: err });
+  const why = firstLine(err);
+  const message = `${what} failed: ${why}`;
+  if (/network .* not found/i.test(why)) {
+    return new McpmgrError("INVALID_OPTION", message, { hint: "create the network first (docker network create NAME), or fix --network", cause: err });
+  }
+  if (/port is already allocated|address already in use/i.test(why)) {
+    return new McpmgrError("PORT_IN_USE", message, { hint: "choose another host port for -p, or stop what uses it", cause: err });
+  }
+  if (/invalid mount|mount denied|bind source path|invalid volume/i.test(why)) {
+    return new McpmgrError("INVALID_OPTION", message, { hint: "check the -v mounts and the permission profile's read/write paths", cause: err });
+  }
+  return new McpmgrError("CONTAINER_FAILED", message, { hint: "check that the container engine is healthy (docker info)", cause: err });
 }
 
 export function firstLine(err: unknown): string {
