@@ -11,6 +11,8 @@ import type { RunPlan } from "./run-plan.ts";
 import { preflightContainer } from "./container-workload.ts";
 import { dockerHostFor } from "../runtime/docker/engine.ts";
 import { processOverlays, profileFor } from "./server-process.ts";
+import { prepareIncomingAuthentication } from "./incoming-auth.ts";
+import { incomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { assertWorkloadName } from "../state/workload-name.ts";
 import { WorkloadStore } from "../state/workloads.ts";
@@ -33,6 +35,8 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
     await processOverlays(profile, values, true);
   }
   if (values["permission-profile"]) await loadPermissionProfile(values["permission-profile"]);
+  // The issuer and its keys are checked here too, so a typo fails in the user's terminal.
+  await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 
   const store = new WorkloadStore(resolvePaths());
   if (await store.get(name)) {

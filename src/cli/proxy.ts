@@ -11,6 +11,7 @@ import { toCittyArgs } from "./citty-args.ts";
 import { maxBodyBytesFromEnv } from "./limits.ts";
 import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
+import { incomingAuthentication } from "./incoming-auth.ts";
 
 const siblings: Readonly<Record<string, string>> = {
   stdio: "'mcpmgr proxy stdio' (a remote endpoint exposed as a stdio server)",
@@ -34,9 +35,11 @@ export default defineCommand({
 
 async function runProxy(spec: ProxySpec): Promise<void> {
   const live = new LiveStreams();
+  const authn = await incomingAuthentication(spec.incomingAuth, spec.target.pathname, spec.trustProxyHeaders);
   const handler = withBuiltinProtections(
     transparentForwarder({ target: spec.target, endpointPrefix: spec.endpointPrefix, trustProxyHeaders: spec.trustProxyHeaders, live }),
     { serverName: spec.serverName, listenHost: spec.listen.host, trustProxyHeaders: spec.trustProxyHeaders, maxBodyBytes: maxBodyBytesFromEnv() },
+    ...authn,
   );
   const server = serve({
     host: spec.listen.host,

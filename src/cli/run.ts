@@ -1,6 +1,7 @@
 /** `mcpmgr run`: start an MCP server as a managed workload behind the proxy. */
 import { defineCommand } from "citty";
 import { runOptions } from "../config/run-options.ts";
+import { incomingAuthOptions } from "../config/flags/incoming-auth.ts";
 import { parseRunArgv } from "../config/run-spec.ts";
 import { assertSupported } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
@@ -64,11 +65,12 @@ const supported: ReadonlySet<string> = new Set([
   "ca-cert",
   "runtime-image",
   "runtime-add-package",
+  ...Object.keys(incomingAuthOptions),
 ]);
 const unsupported = new Map(
   Object.keys(runOptions)
     .filter((name) => !supported.has(name))
-    .map((name) => [name, "its feature (authentication, policy or telemetry) is not in this version"] as const),
+    .map((name) => [name, "its feature (outgoing authentication, policy or telemetry) is not in this version"] as const),
 );
 
 export default defineCommand({

@@ -126,6 +126,8 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
       body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-readiness", version } } }),
       signal: AbortSignal.timeout(30_000),
     });
+    // A protected endpoint answers with a challenge: that is the proxy answering, as intended.
+    if (response.status === 401 && /^Bearer\b/i.test(response.headers.get("www-authenticate") ?? "")) return;
     const session = response.headers.get("mcp-session-id");
     const text = await response.text();
     if (!response.ok || !text.includes('"result"')) throw new Error(`initialize answered ${response.status}`);

@@ -26,6 +26,8 @@ import { version } from "../version.ts";
 import { maxBodyBytesFromEnv, requestTimeoutMsFromEnv, sessionIdleMsFromEnv } from "./limits.ts";
 import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
+import { prepareIncomingAuthentication } from "./incoming-auth.ts";
+import { incomingAuthSpec } from "../config/incoming-auth-spec.ts";
 
 type Values = ParsedRunArgv["values"];
 
@@ -56,6 +58,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   let child: ServerHandle | undefined;
   let serverExit: Promise<string> = new Promise(() => {});
   const proxyPort = values["proxy-port"] ?? (await findFreePort());
+  const authentication = await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 
   if (source.kind === "remote") {
     for (const local of ["env", "env-file", "env-file-dir", "secret", "volume", "permission-profile", "transport", "proxy-mode", "insecure-allow-unsandboxed", "target-host", "target-port", "label", "print-resolved-overlays"]) {
@@ -143,7 +146,11 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
     server = serve({
       host: values.host,
       port: proxyPort,
-      handler: withBuiltinProtections(handler, { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: limits.maxBodyBytes }),
+      handler: withBuiltinProtections(
+        handler,
+        { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: limits.maxBodyBytes },
+        ...authentication.forEndpoint(endpointPath, values["trust-proxy-headers"]),
+      ),
       live,
       onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
     });

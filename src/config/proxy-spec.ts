@@ -1,7 +1,7 @@
 /** argv of `mcpmgr proxy` → one frozen, validated ProxySpec. */
 import { McpmgrError } from "../errors.ts";
 import { parseArgv } from "./argv.ts";
-import { incomingAuthOptions } from "./flags/incoming-auth.ts";
+import { incomingAuthSpec, type IncomingAuthSpec } from "./incoming-auth-spec.ts";
 import { outgoingAuthOptions } from "./flags/outgoing-auth.ts";
 import { proxyOptions } from "./proxy-options.ts";
 import { assertSupported, checkOutgoingAuthRules } from "./rules.ts";
@@ -18,10 +18,11 @@ export interface ProxySpec {
   readonly listen: ListenSpec;
   readonly endpointPrefix: string | undefined;
   readonly trustProxyHeaders: boolean;
+  /** Protect the proxy's endpoint with OIDC bearer tokens (`--oidc-*`). */
+  readonly incomingAuth: IncomingAuthSpec | undefined;
 }
 
 export const unsupportedProxyOptions: ReadonlyMap<string, string> = new Map<string, string>([
-  ...Object.keys(incomingAuthOptions).map((name) => [name, "incoming OIDC authentication"] as const),
   ...Object.keys(outgoingAuthOptions).map((name) => [name, "authentication to remote servers"] as const),
 ]);
 
@@ -53,5 +54,6 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
     listen: Object.freeze({ host: values.host, port: values.port }),
     endpointPrefix: values["endpoint-prefix"],
     trustProxyHeaders: values["trust-proxy-headers"],
+    incomingAuth: incomingAuthSpec(values, given),
   });
 }

@@ -49,3 +49,17 @@ function firstValue(value: string | null): string | undefined {
   const first = value.split(",")[0]?.trim();
   return first === "" ? undefined : first;
 }
+
+/**
+ * The origin clients reach this proxy at: a trusted reverse proxy's X-Forwarded-Proto/Host
+ * when valid, else the request's own (its Host was checked by the origin guard).
+ */
+export function publicOrigin(req: Request, trustProxyHeaders: boolean): string {
+  const own = new URL(req.url).origin;
+  if (!trustProxyHeaders) return own;
+  const host = firstValue(req.headers.get("x-forwarded-host"));
+  if (host === undefined || !validHost.test(host)) return own;
+  const protoHeader = firstValue(req.headers.get("x-forwarded-proto"));
+  const proto = protoHeader && validProto.test(protoHeader) ? protoHeader.toLowerCase() : "http";
+  return `${proto}://${host}`;
+}

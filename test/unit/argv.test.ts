@@ -337,9 +337,17 @@ describe("buildProxySpec", () => {
     expectCode(() => buildProxySpec(["x", "y", ...TARGET]), "INVALID_ARGUMENT");
   });
 
+  test("--oidc-* options build the incoming-auth spec; http:// issuers and stray companions are refused", () => {
+    const spec = buildProxySpec(["x", ...TARGET, "--oidc-issuer=https://idp.example", "--oidc-audience=aud"]).incomingAuth;
+    expect(spec?.issuer.href).toBe("https://idp.example/");
+    expect(spec?.audience).toBe("aud");
+    expect(spec?.scopesSupported).toEqual(["openid"]);
+    expect(buildProxySpec(["x", ...TARGET]).incomingAuth).toBeUndefined();
+    expectCode(() => buildProxySpec(["x", ...TARGET, "--oidc-issuer=http://idp.example"]), "INVALID_OPTION");
+    expectCode(() => buildProxySpec(["x", ...TARGET, "--oidc-audience=aud"]), "MISSING_OPTION");
+  });
+
   test.each([
-    "--oidc-issuer=https://idp.example",
-    "--oidc-audience=aud",
     "--remote-auth",
     "--remote-auth-issuer=https://idp.example",
     "--remote-auth-bearer-token-file=token.txt",

@@ -80,7 +80,6 @@ describe("usage errors exit 2 with one line naming the problem", () => {
 
 describe("options that are not supported yet exit 2", () => {
   test.each([
-    ["--oidc-issuer", ["proxy", "x", ...TARGET, "--oidc-issuer", "https://idp.example"]],
     ["--remote-auth", ["proxy", "x", ...TARGET, "--remote-auth"]],
     ["--token-exchange-url", ["proxy", "x", ...TARGET, "--token-exchange-url", "https://sts.example"]],
   ] as const)("proxy %s", (option, args) => {

@@ -1,0 +1,185 @@
+/**
+ * Validating the bearer tokens clients present to the proxy (DESIGN §3.3: verify → Principal
+ * or a typed rejection). JWTs are checked with jose against the issuer's JWKS (fetched
+ * through the guarded fetch, cached, refetched when an unknown key id appears: rotation):
+ * signature with an allowed asymmetric algorithm, `iss`, `aud`, `exp`/`nbf` with a small
+ * clock tolerance. Opaque tokens go to the RFC 7662 introspection endpoint when configured.
+ */
+import { createHash } from "node:crypto";
+import { createRemoteJWKSet, customFetch, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
+import type { IncomingAuthSpec } from "../../config/incoming-auth-spec.ts";
+import { McpmgrError } from "../../errors.ts";
+import { guardedFetch, type Fetch } from "./guarded-fetch.ts";
+
+/** Asymmetric only: a shared-secret algorithm would let anyone holding the JWKS forge tokens. */
+export const ALLOWED_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
+const CLOCK_TOLERANCE_S = 30;
+const INTROSPECTION_CACHE_MS = 30_000;
+
+export interface Principal {
+  /** `sub`, else `client_id` (client-credentials tokens). */
+  readonly subject: string;
+  readonly scopes: readonly string[];
+  /** Every claim of the token (JWT payload or introspection answer). */
+  readonly claims: Readonly<Record<string, unknown>>;
+}
+
+/** Why a token was refused, in RFC 6750 terms (the middleware turns it into a challenge). */
+export class TokenRejected extends Error {
+  readonly error: "invalid_token" | "insufficient_scope";
+  constructor(error: "invalid_token" | "insufficient_scope", description: string) {
+    super(description);
+    this.name = "TokenRejected";
+    this.error = error;
+  }
+}
+
+export interface TokenVerifier {
+  verify(token: string): Promise<Principal>;
+}
+
+export interface VerifierOptions {
+  readonly fetch?: Fetch;
+  /** Seconds; jose's default is 30: how soon an unknown `kid` may trigger another JWKS fetch. */
+  readonly jwksCooldownMs?: number;
+  readonly now?: () => number;
+}
+
+function issuerForms(issuer: URL): string[] {
+  const text = issuer.href;
+  return [...new Set([text, text.replace(/\/$/, "")])];
+}
+
+function scopesOf(claims: Record<string, unknown>): string[] {
+  if (typeof claims.scope === "string") return claims.scope.split(" ").filter(Boolean);
+  if (Array.isArray(claims.scp)) return claims.scp.filter((s): s is string => typeof s === "string");
+  return [];
+}
+
+function principalOf(claims: Record<string, unknown>): Principal {
+  const subject = typeof claims.sub === "string" ? claims.sub : typeof claims.client_id === "string" ? claims.client_id : "";
+  if (subject === "") throw new TokenRejected("invalid_token", "the token names no subject");
+  return Object.freeze({ subject, scopes: Object.freeze(scopesOf(claims)), claims: Object.freeze({ ...claims }) });
+}
+
+/** OIDC discovery, then RFC 8414 (with path insertion for issuers that have a path). */
+async function discover(issuer: URL, fetcher: Fetch): Promise<{ jwks_uri?: string; introspection_endpoint?: string; issuer?: string }> {
+  const base = issuer.href.replace(/\/$/, "");
+  const path = issuer.pathname.replace(/\/$/, "");
+  const candidates = [`${base}/.well-known/openid-configuration`, `${issuer.origin}/.well-known/oauth-authorization-server${path}`];
+  const failures: string[] = [];
+  for (const url of candidates) {
+    try {
+      const response = await fetcher(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(10_000) });
+      if (response.ok) return (await response.json()) as { jwks_uri?: string };
+      failures.push(`${url}: HTTP ${response.status}`);
+    } catch (err) {
+      if (err instanceof McpmgrError) throw err;
+      failures.push(`${url}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  throw new McpmgrError("AUTH_SETUP_FAILED", `OIDC discovery for ${issuer.href} failed (${failures.join("; ")})`, { hint: "check --oidc-issuer, or give --oidc-jwks-url" });
+}
+
+export async function createTokenVerifier(spec: IncomingAuthSpec, options: VerifierOptions = {}): Promise<TokenVerifier> {
+  const fetcher = options.fetch ?? guardedFetch(spec);
+  const now = options.now ?? Date.now;
+  let jwksUrl = spec.jwksUrl;
+  if (jwksUrl === undefined) {
+    const document = await discover(spec.issuer, fetcher);
+    if (document.issuer !== undefined && !issuerForms(spec.issuer).includes(document.issuer)) {
+      throw new McpmgrError("AUTH_SETUP_FAILED", `the discovery document of ${spec.issuer.href} names another issuer (${document.issuer})`, { hint: "give --oidc-issuer exactly as the authorization server names itself" });
+    }
+    if (!document.jwks_uri) throw new McpmgrError("AUTH_SETUP_FAILED", `the discovery document of ${spec.issuer.href} has no jwks_uri`, { hint: "give --oidc-jwks-url" });
+    jwksUrl = new URL(document.jwks_uri);
+  }
+  // Fail at start-up, not on the first request: the keys must be reachable (and allowed).
+  const probe = await fetcher(jwksUrl, { signal: AbortSignal.timeout(10_000) }).catch((err: unknown) => {
+    if (err instanceof McpmgrError) throw err;
+    throw new McpmgrError("AUTH_SETUP_FAILED", `cannot fetch the JWKS at ${jwksUrl?.href}: ${err instanceof Error ? err.message : String(err)}`, { hint: "check --oidc-jwks-url / --oidc-issuer" });
+  });
+  if (!probe.ok) throw new McpmgrError("AUTH_SETUP_FAILED", `the JWKS at ${jwksUrl.href} answered HTTP ${probe.status}`, { hint: "check --oidc-jwks-url / --oidc-issuer and --jwks-auth-token-file" });
+  const keys = createRemoteJWKSet(jwksUrl, {
+    cooldownDuration: options.jwksCooldownMs ?? 30_000,
+    cacheMaxAge: 10 * 60_000,
+    timeoutDuration: 10_000,
+    [customFetch]: (url: string, init: RequestInit) => fetcher(url, init),
+  });
+  const introspected = new Map<string, { principal: Principal; until: number }>();
+
+  async function verifyJwt(token: string): Promise<Principal> {
+    try {
+      const { payload } = await jwtVerify(token, keys, {
+        issuer: issuerForms(spec.issuer),
+        ...(spec.audience !== undefined ? { audience: spec.audience } : {}),
+        algorithms: ALLOWED_ALGORITHMS,
+        clockTolerance: CLOCK_TOLERANCE_S,
+        requiredClaims: ["exp"],
+        currentDate: new Date(now()),
+      });
+      return principalOf(payload as JWTPayload & Record<string, unknown>);
+    } catch (err) {
+      if (err instanceof TokenRejected) throw err;
+      throw new TokenRejected("invalid_token", describeJoseError(err));
+    }
+  }
+
+  async function introspect(token: string): Promise<Principal> {
+    const introspection = spec.introspection;
+    if (introspection === undefined) throw new TokenRejected("invalid_token", "the token is not a JWT, and no introspection endpoint is configured");
+    const key = createHash("sha256").update(token).digest("base64url");
+    const cached = introspected.get(key);
+    if (cached && cached.until > now()) return cached.principal;
+    const body = new URLSearchParams({ token, token_type_hint: "access_token" });
+    const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded", accept: "application/json" };
+    if (introspection.clientSecret !== undefined) {
+      headers.authorization = `Basic ${btoa(`${encodeURIComponent(introspection.clientId)}:${encodeURIComponent(introspection.clientSecret)}`)}`;
+    } else {
+      body.set("client_id", introspection.clientId);
+    }
+    let answer: Record<string, unknown>;
+    try {
+      const response = await fetcher(introspection.url, { method: "POST", headers, body, signal: AbortSignal.timeout(10_000) });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      answer = (await response.json()) as Record<string, unknown>;
+    } catch (err) {
+      // The token may be fine; we could not ask. Still a refusal: never let a request through unverified.
+      throw new TokenRejected("invalid_token", `token introspection failed (${err instanceof Error ? err.message : String(err)})`);
+    }
+    if (answer.active !== true) throw new TokenRejected("invalid_token", "the token is not active");
+    if (typeof answer.iss === "string" && !issuerForms(spec.issuer).includes(answer.iss)) throw new TokenRejected("invalid_token", "the token was issued by another issuer");
+    if (spec.audience !== undefined) {
+      const audiences = Array.isArray(answer.aud) ? answer.aud : typeof answer.aud === "string" ? [answer.aud] : [];
+      if (!audiences.includes(spec.audience)) throw new TokenRejected("invalid_token", "the token is not meant for this resource (aud)");
+    }
+    const exp = typeof answer.exp === "number" ? answer.exp * 1000 : undefined;
+    if (exp !== undefined && exp + CLOCK_TOLERANCE_S * 1000 < now()) throw new TokenRejected("invalid_token", "the token has expired");
+    const principal = principalOf(answer);
+    introspected.set(key, { principal, until: Math.min(now() + INTROSPECTION_CACHE_MS, exp ?? Number.POSITIVE_INFINITY) });
+    if (introspected.size > 10_000) introspected.delete(introspected.keys().next().value as string);
+    return principal;
+  }
+
+  return {
+    verify(token) {
+      // A JWS compact serialization has three base64url parts; anything else is opaque.
+      return /^[\w-]+\.[\w-]+\.[\w-]+$/.test(token) ? verifyJwt(token) : introspect(token);
+    },
+  };
+}
+
+/** jose's errors as short descriptions for error_description (never the token itself). */
+function describeJoseError(err: unknown): string {
+  if (err instanceof joseErrors.JWTExpired) return "the token has expired";
+  if (err instanceof joseErrors.JWTClaimValidationFailed) {
+    if (err.claim === "aud") return "the token is not meant for this resource (aud)";
+    if (err.claim === "iss") return "the token was issued by another issuer";
+    if (err.claim === "nbf") return "the token is not valid yet";
+    return `the token's ${err.claim} claim is invalid`;
+  }
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return "the token's signature is invalid";
+  if (err instanceof joseErrors.JWKSNoMatchingKey) return "no key of the issuer matches the token";
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return "the token's signing algorithm is not allowed";
+  if (err instanceof joseErrors.JWKSTimeout) return "the issuer's keys could not be fetched in time";
+  return "the token is malformed or cannot be verified";
+}

@@ -1,0 +1,23 @@
+/** The incoming-authentication middleware for a proxy endpoint, set up (discovery, JWKS) before it serves. */
+import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
+import { createTokenVerifier } from "../auth/incoming/verifier.ts";
+import { bearerAuthentication } from "../middleware/authn.ts";
+import type { Middleware } from "../proxy/handler.ts";
+import { log } from "./output.ts";
+
+export interface PreparedAuthentication {
+  /** The middleware for an endpoint path (known once the upstream is running). */
+  forEndpoint(endpointPath: string, trustProxyHeaders: boolean): Middleware[];
+}
+
+/** Discovery and a JWKS fetch happen here, so a bad issuer fails before anything starts. */
+export async function prepareIncomingAuthentication(spec: IncomingAuthSpec | undefined): Promise<PreparedAuthentication> {
+  if (spec === undefined) return { forEndpoint: () => [] };
+  const verifier = await createTokenVerifier(spec);
+  log.info(`clients must present bearer tokens from ${spec.issuer.href}${spec.audience ? ` for audience ${spec.audience}` : ""}`);
+  return { forEndpoint: (endpointPath, trustProxyHeaders) => [bearerAuthentication({ spec, verifier, endpointPath, trustProxyHeaders })] };
+}
+
+export async function incomingAuthentication(spec: IncomingAuthSpec | undefined, endpointPath: string, trustProxyHeaders: boolean): Promise<Middleware[]> {
+  return (await prepareIncomingAuthentication(spec)).forEndpoint(endpointPath, trustProxyHeaders);
+}

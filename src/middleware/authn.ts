@@ -1,0 +1,71 @@
+/**
+ * Incoming authentication (OIDC bearer tokens), DESIGN §3.3: the verifier turns a token
+ * into a Principal or a rejection; this middleware turns a rejection into the RFC 6750
+ * challenge (401, or 403 for insufficient_scope) naming the RFC 9728 metadata, serves that
+ * metadata document itself, and records the principal for later middleware (authorization,
+ * audit) through `principalOf(req)`. The client's token never goes further: the forwarder
+ * and the bridge drop `Authorization`.
+ */
+import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
+import { bearerChallenge, metadataPaths, metadataUrl, protectedResourceMetadata } from "../auth/metadata.ts";
+import { TokenRejected, type Principal, type TokenVerifier } from "../auth/incoming/verifier.ts";
+import { pathOf, type Middleware } from "../proxy/handler.ts";
+import { publicOrigin } from "../proxy/public-url.ts";
+
+const principals = new WeakMap<Request, Principal>();
+
+/** The authenticated caller of a request (undefined without incoming authentication). */
+export function principalOf(req: Request): Principal | undefined {
+  return principals.get(req);
+}
+
+export interface AuthnOptions {
+  readonly spec: IncomingAuthSpec;
+  readonly verifier: TokenVerifier;
+  /** The MCP endpoint's path on this proxy (/mcp, /sse, a remote's own path). */
+  readonly endpointPath: string;
+  readonly trustProxyHeaders: boolean;
+}
+
+export function bearerAuthentication(options: AuthnOptions): Middleware {
+  const { spec } = options;
+  const issuer = spec.issuer.href.replace(/\/$/, "") === spec.issuer.origin ? spec.issuer.origin : spec.issuer.href;
+  const resourceFor = (req: Request): URL => spec.resourceUrl ?? new URL(options.endpointPath, publicOrigin(req, options.trustProxyHeaders));
+  const wellKnown = new Set([...metadataPaths(options.endpointPath), ...(spec.resourceUrl ? metadataPaths(spec.resourceUrl.pathname) : [])]);
+
+  const challenge = (req: Request, status: 401 | 403, error?: TokenRejected) => {
+    const header = bearerChallenge({
+      resourceMetadata: metadataUrl(resourceFor(req)),
+      scopes: spec.scopesSupported,
+      ...(error ? { error: error.error, description: error.message } : {}),
+    });
+    const message = error ? `Unauthorized: ${error.message}` : "Unauthorized: a bearer token is required";
+    return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32001, message } }, { status, headers: { "www-authenticate": header } });
+  };
+
+  return (next) => async (req, ctx) => {
+    const path = pathOf(req.url);
+    if (wellKnown.has(path)) {
+      if (req.method !== "GET" && req.method !== "HEAD") return new Response(null, { status: 405, headers: { allow: "GET, HEAD" } });
+      return Response.json(protectedResourceMetadata({ resource: resourceFor(req).href, issuer, scopes: spec.scopesSupported }), {
+        headers: { "cache-control": "max-age=300" },
+      });
+    }
+    // CORS preflights carry no credentials by design.
+    if (req.method === "OPTIONS") return next(req, ctx);
+    const header = req.headers.get("authorization");
+    const match = header === null ? null : /^Bearer[ \t]+([A-Za-z0-9\-._~+/]+=*)[ \t]*$/i.exec(header);
+    if (match === null) {
+      return header === null ? challenge(req, 401) : challenge(req, 401, new TokenRejected("invalid_token", "the Authorization header is not a Bearer token"));
+    }
+    let principal: Principal;
+    try {
+      principal = await options.verifier.verify(match[1] as string);
+    } catch (err) {
+      if (err instanceof TokenRejected) return challenge(req, err.error === "insufficient_scope" ? 403 : 401, err);
+      throw err;
+    }
+    principals.set(req, principal);
+    return next(req, ctx);
+  };
+}

@@ -1,0 +1,211 @@
+/**
+ * Incoming authentication against a real authorization server (oidc-provider): `mcpmgr
+ * proxy --oidc-*` in front of a recording upstream and of the conformance fixture; JWT and
+ * opaque (introspected) tokens; the RFC 9728 document and the RFC 6750 challenge.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SignJWT, importJWK } from "jose";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CLIENTS, JWT_RESOURCE, OPAQUE_RESOURCE, signingKey, startAuthServer, type AuthServer, type JsonWebKeyWithKid } from "../support/auth-server.ts";
+import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
+
+const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
+let auth: AuthServer;
+let key: JsonWebKeyWithKid;
+let fixture: RunningFixture;
+let upstream: ReturnType<typeof Bun.serve>;
+const seenHeaders: Headers[] = [];
+let scratch: string;
+
+beforeAll(async () => {
+  key = await signingKey("key-1");
+  auth = await startAuthServer({ keys: [key] });
+  fixture = await startConformanceServer();
+  // Records what reaches the upstream, and answers any JSON-RPC request.
+  upstream = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      seenHeaders.push(req.headers);
+      const body = (await req.json().catch(() => ({}))) as { id?: number };
+      return Response.json({ jsonrpc: "2.0", id: body.id ?? null, result: {} });
+    },
+  });
+  scratch = await mkdtemp(join(tmpdir(), "mcpmgr-auth-"));
+}, 60_000);
+
+afterAll(async () => {
+  await auth?.stop();
+  await fixture?.stop();
+  await upstream?.stop(true);
+  await rm(scratch, { recursive: true, force: true });
+});
+
+const ping = (url: string, headers: Record<string, string> = {}) =>
+  fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "ping" }) });
+
+describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
+  let proxy: Awaited<ReturnType<typeof startProxy>>;
+
+  beforeAll(async () => {
+    proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+  }, 30_000);
+  afterAll(async () => {
+    await proxy?.stop();
+  });
+
+  test("no token: 401 with a Bearer challenge naming the RFC 9728 metadata; the metadata is served", async () => {
+    const response = await ping(proxy.url);
+    expect(response.status).toBe(401);
+    const challenge = response.headers.get("www-authenticate") ?? "";
+    const origin = new URL(proxy.url).origin;
+    expect(challenge).toBe(`Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp", scope="openid"`);
+    for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
+      const metadata = await (await fetch(`${origin}${path}`)).json();
+      expect(metadata).toEqual({ resource: `${origin}/mcp`, authorization_servers: [auth.issuer], scopes_supported: ["openid"], bearer_methods_supported: ["header"] });
+    }
+  });
+
+  test("a valid token passes, and the client's token never reaches the upstream", async () => {
+    const token = await auth.token();
+    seenHeaders.length = 0;
+    const response = await ping(proxy.url, { authorization: `Bearer ${token}` });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ jsonrpc: "2.0", id: 7, result: {} });
+    expect(seenHeaders.length).toBe(1);
+    expect(seenHeaders[0]?.get("authorization")).toBeNull();
+  });
+
+  test("wrong audience, wrong issuer, tampered, unsigned and hostile tokens get 401 invalid_token", async () => {
+    const otherAudience = await auth.token({ resource: "https://other.example.test/mcp" });
+    const signer = await importJWK(key, "RS256");
+    const now = Math.floor(Date.now() / 1000);
+    const wrongIssuer = await new SignJWT({ sub: "mallory", aud: JWT_RESOURCE }).setProtectedHeader({ alg: "RS256", kid: key.kid }).setIssuer("https://evil.example.test").setIssuedAt(now).setExpirationTime(now + 300).sign(signer);
+    const valid = await auth.token();
+    const [head, payload, signature] = valid.split(".") as [string, string, string];
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString()) as Record<string, unknown>;
+    const tampered = `${head}.${Buffer.from(JSON.stringify({ ...claims, sub: "admin" })).toString("base64url")}.${signature}`;
+    const unsigned = `${Buffer.from(JSON.stringify({ alg: "none" })).toString("base64url")}.${payload}.`;
+    const cases: [string, string][] = [
+      [otherAudience, "aud"],
+      [wrongIssuer, "another issuer"],
+      [tampered, "signature"],
+      [`${unsigned}x`, "invalid"],
+      ["not-a-jwt", "no introspection endpoint"],
+    ];
+    for (const [token, why] of cases) {
+      const response = await ping(proxy.url, { authorization: `Bearer ${token}` });
+      expect(response.status).toBe(401);
+      const challenge = response.headers.get("www-authenticate") ?? "";
+      expect(challenge).toContain('error="invalid_token"');
+      expect(challenge).toContain(why);
+      expect(challenge).not.toContain(token);
+    }
+    for (const header of ["Basic dXNlcjpwYXNz", "Bearer", "Bearer a b", `Bearer ${"x".repeat(20_000)}`, "Bearer \u0000"]) {
+      const response = await fetch(proxy.url, { method: "POST", headers: { authorization: header, "content-type": "application/json" }, body: "{}" }).catch(() => undefined);
+      if (response) expect([400, 401, 431]).toContain(response.status);
+    }
+    // Still serving.
+    expect((await ping(proxy.url, { authorization: `Bearer ${await auth.token()}` })).status).toBe(200);
+  });
+});
+
+test("the SDK client works through a protected proxy in front of the conformance server", async () => {
+  const proxy = await startProxy(fixture.url, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+  try {
+    const token = await auth.token();
+    const client = new Client({ name: "auth-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    const { tools } = await client.listTools();
+    expect(tools.length).toBeGreaterThan(0);
+    await client.close();
+  } finally {
+    await proxy.stop();
+  }
+}, 60_000);
+
+test("opaque tokens are introspected (RFC 7662) with the proxy's client credentials; revoked ones are refused", async () => {
+  const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+    "--oidc-issuer", auth.issuer,
+    "--oidc-audience", OPAQUE_RESOURCE,
+    "--oidc-introspection-url", `${auth.issuer}/token/introspection`,
+    "--oidc-client-id", CLIENTS.introspector.client_id,
+    "--oidc-client-secret", CLIENTS.introspector.client_secret,
+    "--oidc-scopes", "mcp:read,mcp:write",
+    ...LOCAL_DEV,
+  ]);
+  try {
+    const opaque = await auth.token({ resource: OPAQUE_RESOURCE });
+    expect(opaque.split(".").length).toBe(1);
+    expect((await ping(proxy.url, { authorization: `Bearer ${opaque}` })).status).toBe(200);
+    const revoked = await auth.token({ resource: OPAQUE_RESOURCE });
+    const revocation = await fetch(`${auth.issuer}/token/revocation`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`${CLIENTS.service.client_id}:${CLIENTS.service.client_secret}`)}` },
+      body: new URLSearchParams({ token: revoked }),
+    });
+    expect(revocation.status).toBe(200);
+    expect((await ping(proxy.url, { authorization: `Bearer ${revoked}` })).status).toBe(401);
+    const unknown = await ping(proxy.url, { authorization: "Bearer 0pAqUe-but-unknown-token-value" });
+    expect(unknown.status).toBe(401);
+    expect(unknown.headers.get("www-authenticate")).toContain("not active");
+    expect(unknown.headers.get("www-authenticate")).toContain('scope="mcp:read mcp:write"');
+  } finally {
+    await proxy.stop();
+  }
+}, 60_000);
+
+describe("start-up checks", () => {
+  const proxyFails = (args: string[]) => {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "p", "--target-uri", `http://127.0.0.1:${upstream.port}/mcp`, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, timeout: 30_000 });
+    return { code: result.exitCode, err: result.stderr.toString() };
+  };
+
+  test("an http:// issuer needs --oidc-insecure-allow-http; a private address needs --jwks-allow-private-ip", () => {
+    const http = proxyFails(["--oidc-issuer", auth.issuer]);
+    expect(http.code).toBe(2);
+    expect(http.err).toContain("--oidc-insecure-allow-http");
+    const privateIp = proxyFails(["--oidc-issuer", auth.issuer, "--oidc-insecure-allow-http"]);
+    expect(privateIp.code).toBe(1);
+    expect(privateIp.err).toContain("private address");
+    expect(privateIp.err).toContain("--jwks-allow-private-ip");
+    for (const result of [http, privateIp]) expect(result.err.trim().split("\n")).toHaveLength(1);
+  });
+
+  test("companions without an issuer, introspection without a client id, and an unreachable issuer are clear errors", async () => {
+    expect(proxyFails(["--oidc-audience", "x"]).err).toContain("--oidc-audience needs --oidc-issuer");
+    expect(proxyFails(["--oidc-issuer", auth.issuer, "--oidc-introspection-url", `${auth.issuer}/token/introspection`, ...LOCAL_DEV]).err).toContain("needs --oidc-client-id");
+    const unreachable = proxyFails(["--oidc-issuer", "http://127.0.0.1:9/", ...LOCAL_DEV]);
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.err).toContain("OIDC discovery");
+    const tokenFile = join(scratch, "empty-token");
+    await writeFile(tokenFile, "");
+    expect(proxyFails(["--oidc-issuer", auth.issuer, "--jwks-auth-token-file", tokenFile, ...LOCAL_DEV]).err).toContain("the file is empty");
+  });
+});
+
+test("mcpmgr run --oidc-* protects a workload's endpoint the same way", async () => {
+  const { spawnUntil } = await import("../support/processes.ts");
+  const run = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", "npx://./test/fixtures/sandbox-probe", "--name", "protected-probe", "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  try {
+    const url = run.match[1] as string;
+    const refused = await ping(url);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toContain("/.well-known/oauth-protected-resource/mcp");
+    const client = new Client({ name: "auth-run-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${await auth.token()}` } } }));
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain("env");
+    await client.close();
+  } finally {
+    await run.stop();
+  }
+}, 60_000);

@@ -1,0 +1,81 @@
+/**
+ * The token verifier against a real authorization server: expiry and not-before with the
+ * clock moved (injected), signing-key rotation picked up from the JWKS, algorithms that
+ * must never be accepted.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { SignJWT, importJWK } from "jose";
+import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
+import { createTokenVerifier, TokenRejected } from "../../src/auth/incoming/verifier.ts";
+import { JWT_RESOURCE, signingKey, startAuthServer, type AuthServer, type JsonWebKeyWithKid } from "../support/auth-server.ts";
+
+let auth: AuthServer;
+let first: JsonWebKeyWithKid;
+
+const specFor = (issuer: string) =>
+  incomingAuthSpec(
+    { "oidc-issuer": issuer, "oidc-audience": JWT_RESOURCE, "oidc-insecure-allow-http": true, "jwks-allow-private-ip": true },
+    new Set(["oidc-issuer", "oidc-audience", "oidc-insecure-allow-http", "jwks-allow-private-ip"]),
+  )!;
+
+async function rejection(promise: Promise<unknown>): Promise<TokenRejected> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof TokenRejected) return err;
+    throw err;
+  }
+  throw new Error("the token was accepted");
+}
+
+beforeAll(async () => {
+  first = await signingKey("key-1");
+  auth = await startAuthServer({ keys: [first] });
+});
+
+afterAll(async () => {
+  await auth?.stop();
+});
+
+test("exp and nbf are enforced with a small clock tolerance", async () => {
+  const token = await auth.token();
+  const now = Date.now();
+  expect((await (await createTokenVerifier(specFor(auth.issuer), { now: () => now })).verify(token)).subject).toBe("service-client");
+  // 300 s lifetime: 20 s past expiry is within the 30 s tolerance, 10 minutes is not.
+  expect((await (await createTokenVerifier(specFor(auth.issuer), { now: () => now + 320_000 })).verify(token)).subject).toBe("service-client");
+  const expired = await rejection((await createTokenVerifier(specFor(auth.issuer), { now: () => now + 600_000 })).verify(token));
+  expect(expired.message).toBe("the token has expired");
+  const seconds = Math.floor(now / 1000);
+  const notYet = await new SignJWT({ sub: "early", aud: JWT_RESOURCE, iss: auth.issuer })
+    .setProtectedHeader({ alg: "RS256", kid: first.kid })
+    .setNotBefore(seconds + 600)
+    .setExpirationTime(seconds + 900)
+    .sign(await importJWK(first, "RS256"));
+  expect((await rejection((await createTokenVerifier(specFor(auth.issuer))).verify(notYet))).message).toBe("the token is not valid yet");
+});
+
+test("a rotated signing key is fetched from the JWKS when a token names it", async () => {
+  const verifier = await createTokenVerifier(specFor(auth.issuer), { jwksCooldownMs: 0 });
+  expect((await verifier.verify(await auth.token())).subject).toBe("service-client");
+  // The server restarts on the same address with a new key first (it signs with it).
+  const port = Number(new URL(auth.issuer).port);
+  await auth.stop();
+  const second = await signingKey("key-2");
+  auth = await startAuthServer({ keys: [second, first], port });
+  const rotated = await auth.token();
+  expect(JSON.parse(Buffer.from(rotated.split(".")[0] as string, "base64url").toString()).kid).toBe("key-2");
+  expect((await verifier.verify(rotated)).subject).toBe("service-client");
+});
+
+test("symmetric and unsigned algorithms are refused even with a matching key id", async () => {
+  const verifier = await createTokenVerifier(specFor(auth.issuer));
+  const now = Math.floor(Date.now() / 1000);
+  const claims = { sub: "mallory", aud: JWT_RESOURCE, iss: auth.issuer, iat: now, exp: now + 60 };
+  const hs256 = await new SignJWT(claims).setProtectedHeader({ alg: "HS256", kid: "key-1" }).sign(new TextEncoder().encode("x".repeat(32)));
+  expect((await rejection(verifier.verify(hs256))).message).toBe("the token's signing algorithm is not allowed");
+  const none = `${Buffer.from(JSON.stringify({ alg: "none", kid: "key-1" })).toString("base64url")}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.sig`;
+  expect((await rejection(verifier.verify(none))).error).toBe("invalid_token");
+  // A properly signed token without exp is refused too.
+  const noExp = await new SignJWT({ sub: "x", aud: JWT_RESOURCE, iss: auth.issuer }).setProtectedHeader({ alg: "RS256", kid: "key-1" }).sign(await importJWK(first, "RS256"));
+  expect((await rejection(verifier.verify(noExp))).error).toBe("invalid_token");
+});
