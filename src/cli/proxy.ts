@@ -12,6 +12,7 @@ import { maxBodyBytesFromEnv } from "./limits.ts";
 import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
 import { incomingAuthentication } from "./incoming-auth.ts";
+import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
 
 const siblings: Readonly<Record<string, string>> = {
   stdio: "'mcpmgr proxy stdio' (a remote endpoint exposed as a stdio server)",
@@ -36,8 +37,9 @@ export default defineCommand({
 async function runProxy(spec: ProxySpec): Promise<void> {
   const live = new LiveStreams();
   const authn = await incomingAuthentication(spec.incomingAuth, spec.target.pathname, spec.trustProxyHeaders);
+  const upstreamFetch = await prepareOutgoingAuthentication(spec.outgoingAuth, spec.target, spec.serverName);
   const handler = withBuiltinProtections(
-    transparentForwarder({ target: spec.target, endpointPrefix: spec.endpointPrefix, trustProxyHeaders: spec.trustProxyHeaders, live }),
+    transparentForwarder({ target: spec.target, endpointPrefix: spec.endpointPrefix, trustProxyHeaders: spec.trustProxyHeaders, live, ...(upstreamFetch ? { fetch: upstreamFetch } : {}) }),
     { serverName: spec.serverName, listenHost: spec.listen.host, trustProxyHeaders: spec.trustProxyHeaders, maxBodyBytes: maxBodyBytesFromEnv() },
     ...authn,
   );

@@ -2,6 +2,7 @@
 import { defineCommand } from "citty";
 import { runOptions } from "../config/run-options.ts";
 import { incomingAuthOptions } from "../config/flags/incoming-auth.ts";
+import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
 import { parseRunArgv } from "../config/run-spec.ts";
 import { assertSupported } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
@@ -66,11 +67,12 @@ const supported: ReadonlySet<string> = new Set([
   "runtime-image",
   "runtime-add-package",
   ...Object.keys(incomingAuthOptions),
+  ...Object.keys(outgoingAuthOptions),
 ]);
 const unsupported = new Map(
   Object.keys(runOptions)
     .filter((name) => !supported.has(name))
-    .map((name) => [name, "its feature (outgoing authentication, policy or telemetry) is not in this version"] as const),
+    .map((name) => [name, "its feature (policy or telemetry) is not in this version"] as const),
 );
 
 export default defineCommand({

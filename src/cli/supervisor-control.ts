@@ -5,7 +5,8 @@
 import { spawn } from "node:child_process";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import { detectEngine } from "../runtime/docker/engine.ts";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, statSync } from "node:fs";
+import { LOGIN_URL_MARKER } from "./oauth-login.ts";
 import { McpmgrError } from "../errors.ts";
 import { isProcessAlive } from "../state/lock.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
@@ -46,6 +47,7 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
   // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer.
   await store.writeStatus(name, { state: "starting" });
   const out = openSync(store.proxyLogPath(name), "a", 0o600);
+  const logStart = statSync(store.proxyLogPath(name)).size;
   const [command, ...args] = selfCommand("__supervise", name);
   const record = await store.getExisting(name);
   // The runtime chosen when the workload was created, not whatever detection finds today.
@@ -59,8 +61,10 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
   const pid = child.pid;
 
   const deadline = performance.now() + readyTimeoutMs;
+  const showLogin = loginUrlRelay(store.proxyLogPath(name), logStart);
   while (performance.now() < deadline) {
     await Bun.sleep(100);
+    showLogin();
     const status = await currentStatus(store, name);
     if (status?.state === "running") {
       try {
@@ -81,6 +85,30 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
   if (pid !== undefined) await terminate(pid, name);
   await removeContainers(store, name);
   throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, { hint: failureHint });
+}
+
+/**
+ * A remote workload's OAuth login happens in the supervisor; the URL to open is in its log.
+ * `run` shows it to the user (once) while it waits.
+ */
+function loginUrlRelay(logPath: string, from: number): () => void {
+  let shown = false;
+  return () => {
+    if (shown) return;
+    let text: string;
+    try {
+      text = readFileSync(logPath, "utf8").slice(from);
+    } catch {
+      return;
+    }
+    const at = text.indexOf(LOGIN_URL_MARKER);
+    if (at === -1) return;
+    const url = /^(https?:\/\/\S+)$/m.exec(text.slice(at))?.[1];
+    if (url === undefined) return;
+    shown = true;
+    log.info(LOGIN_URL_MARKER);
+    process.stderr.write(`${url}\n`);
+  };
 }
 
 /** SIGTERM to the supervisor, which stops the proxy and the server; SIGKILL if it hangs. */

@@ -28,6 +28,9 @@ import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
 import { prepareIncomingAuthentication } from "./incoming-auth.ts";
 import { incomingAuthSpec } from "../config/incoming-auth-spec.ts";
+import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
+import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
 
 type Values = ParsedRunArgv["values"];
 
@@ -67,9 +70,24 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       }
     }
     assertNoContainerOptions(parsed, "a remote URL runs nowhere locally");
-    handler = transparentForwarder({ target: source.url, endpointPrefix: values["endpoint-prefix"], trustProxyHeaders: values["trust-proxy-headers"], live });
+    const outgoing = outgoingAuthSpec(values, parsed.given);
+    if (outgoing.tokenExchange && !incomingAuthSpec(values, parsed.given)) {
+      throw new McpmgrError("MISSING_OPTION", "--token-exchange-url exchanges the client's token, so it needs incoming authentication", { hint: "add --oidc-issuer (and --oidc-audience)" });
+    }
+    const upstreamFetch = await prepareOutgoingAuthentication(outgoing, source.url, name);
+    handler = transparentForwarder({
+      target: source.url,
+      endpointPrefix: values["endpoint-prefix"],
+      trustProxyHeaders: values["trust-proxy-headers"],
+      live,
+      ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
+    });
     endpointPath = source.url.pathname;
   } else {
+    const remoteOnly = Object.keys(outgoingAuthOptions).find((option) => parsed.given.has(option as keyof Values) && (values as Record<string, unknown>)[option] !== false);
+    if (remoteOnly) {
+      throw new McpmgrError("INVALID_OPTION", `--${remoteOnly} authenticates mcpmgr to a remote URL; this server runs locally`, { hint: `leave --${remoteOnly} out (pass credentials to a local server with -e or --secret)` });
+    }
     const transport = plan.transport ?? "stdio";
     const launched = plan.runtime.kind === "container"
         ? await launchInContainer(plan, parsed, plan.runtime.engine, proxyPort, !options.supervised)

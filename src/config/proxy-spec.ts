@@ -2,7 +2,7 @@
 import { McpmgrError } from "../errors.ts";
 import { parseArgv } from "./argv.ts";
 import { incomingAuthSpec, type IncomingAuthSpec } from "./incoming-auth-spec.ts";
-import { outgoingAuthOptions } from "./flags/outgoing-auth.ts";
+import { outgoingAuthSpec, type OutgoingAuthSpec } from "./outgoing-auth-spec.ts";
 import { proxyOptions } from "./proxy-options.ts";
 import { assertSupported, checkOutgoingAuthRules } from "./rules.ts";
 
@@ -20,11 +20,11 @@ export interface ProxySpec {
   readonly trustProxyHeaders: boolean;
   /** Protect the proxy's endpoint with OIDC bearer tokens (`--oidc-*`). */
   readonly incomingAuth: IncomingAuthSpec | undefined;
+  /** mcpmgr's own credentials towards the remote (`--remote-auth*`, `--token-exchange-*`, headers). */
+  readonly outgoingAuth: OutgoingAuthSpec;
 }
 
-export const unsupportedProxyOptions: ReadonlyMap<string, string> = new Map<string, string>([
-  ...Object.keys(outgoingAuthOptions).map((name) => [name, "authentication to remote servers"] as const),
-]);
+export const unsupportedProxyOptions: ReadonlyMap<string, string> = new Map<string, string>();
 
 export function buildProxySpec(argv: readonly string[]): ProxySpec {
   const { values, given, positionals, passthrough } = parseArgv(argv, proxyOptions, "proxy", false);
@@ -48,12 +48,18 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
   }
   checkOutgoingAuthRules(given);
   assertSupported(given, unsupportedProxyOptions, "proxy", values);
+  const incomingAuth = incomingAuthSpec(values, given);
+  const outgoingAuth = outgoingAuthSpec(values, given);
+  if (outgoingAuth.tokenExchange && incomingAuth === undefined) {
+    throw new McpmgrError("MISSING_OPTION", "--token-exchange-url exchanges the client's token, so it needs incoming authentication", { hint: "add --oidc-issuer (and --oidc-audience)" });
+  }
   return Object.freeze({
     serverName,
     target: new URL(target),
     listen: Object.freeze({ host: values.host, port: values.port }),
     endpointPrefix: values["endpoint-prefix"],
     trustProxyHeaders: values["trust-proxy-headers"],
-    incomingAuth: incomingAuthSpec(values, given),
+    incomingAuth,
+    outgoingAuth,
   });
 }

@@ -9,6 +9,7 @@
 import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { bearerChallenge, metadataPaths, metadataUrl, protectedResourceMetadata } from "../auth/metadata.ts";
 import { TokenRejected, type Principal, type TokenVerifier } from "../auth/incoming/verifier.ts";
+import { rememberSubjectToken } from "../auth/outgoing/token-exchange.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { publicOrigin } from "../proxy/public-url.ts";
 
@@ -66,6 +67,8 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
       throw err;
     }
     principals.set(req, principal);
+    // Kept (not forwarded) for RFC 8693 token exchange, when configured.
+    rememberSubjectToken(req, match[1] as string);
     return next(req, ctx);
   };
 }

@@ -3,6 +3,7 @@
  * Bodies stream in both directions; nothing is parsed on the way through except the
  * first event of a legacy SSE stream and the (small) body of a session error.
  */
+import type { UpstreamFetch } from "./authenticated-fetch.ts";
 import { pathAndQuery, type Handler } from "./handler.ts";
 import { sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { JsonRpcCode, jsonRpcError } from "./jsonrpc.ts";
@@ -18,7 +19,8 @@ export interface ForwardOptions {
   readonly trustProxyHeaders: boolean;
   readonly live: LiveStreams;
   readonly sessions?: SessionTracker;
-  readonly fetch?: typeof fetch;
+  /** The upstream fetch, possibly decorated with mcpmgr's own credentials (authenticated-fetch.ts). */
+  readonly fetch?: UpstreamFetch;
   readonly pingIntervalMs?: number;
   /** How long to wait for the upstream's response headers (not for the body). */
   readonly headersTimeoutMs?: number;
@@ -29,7 +31,7 @@ const defaultHeadersTimeoutMs = 5 * 60_000;
 export function transparentForwarder(options: ForwardOptions): Handler {
   const { target, endpointPrefix, trustProxyHeaders, live } = options;
   const sessions = options.sessions ?? new SessionTracker();
-  const doFetch = options.fetch ?? fetch;
+  const doFetch: UpstreamFetch = options.fetch ?? ((url, init) => fetch(url, init));
   const headersTimeoutMs = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
   const origin = target.origin;
   const targetPath = target.pathname;
@@ -70,6 +72,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
         signal: abort.signal,
         // Bun's fetch drops sockets idle for 5 minutes by default: fatal for SSE.
         timeout: false,
+        incoming: req,
       });
     } catch (err) {
       req.signal.removeEventListener("abort", onClientAbort);

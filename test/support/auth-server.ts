@@ -17,11 +17,22 @@ export const CLIENTS = {
   service: { client_id: "service-client", client_secret: "service-secret" },
   /** introspects tokens (the protected proxy's own credentials). */
   introspector: { client_id: "introspector", client_secret: "introspector-secret" },
+  /** a pre-registered confidential client for mcpmgr's authorization-code flow. */
+  mcpmgr: { client_id: "mcpmgr-client", client_secret: "mcpmgr-secret" },
+  /** a pre-registered public client (PKCE only). */
+  mcpmgrPublic: { client_id: "mcpmgr-public" },
+  /** exchanges tokens (RFC 8693) for the remote's audience. */
+  exchanger: { client_id: "exchanger", client_secret: "exchanger-secret" },
 } as const;
+
+/** The callback mcpmgr's login listens on in tests (a port no other test uses). */
+export const CALLBACK_PORTS = [18661, 18662, 18663] as const;
 
 export interface AuthServer {
   readonly issuer: string;
   readonly provider: Provider;
+  /** Token endpoint requests so far, by grant_type. */
+  readonly grants: Map<string, number>;
   /** An access token from client_credentials for `resource` with `scope`. */
   token(options?: { resource?: string; scope?: string }): Promise<string>;
   stop(): Promise<void>;
@@ -35,8 +46,27 @@ export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; por
     clients: [
       { ...CLIENTS.service, grant_types: ["client_credentials"], redirect_uris: [], response_types: [], scope: "openid mcp:read mcp:write" },
       { ...CLIENTS.introspector, grant_types: [], redirect_uris: [], response_types: [] },
+      {
+        ...CLIENTS.mcpmgr,
+        grant_types: ["authorization_code", "refresh_token"],
+        redirect_uris: CALLBACK_PORTS.map((port) => `http://127.0.0.1:${port}/callback`),
+        response_types: ["code"],
+        scope: "openid profile email offline_access mcp:read mcp:write",
+      },
+      {
+        ...CLIENTS.mcpmgrPublic,
+        token_endpoint_auth_method: "none",
+        grant_types: ["authorization_code", "refresh_token"],
+        redirect_uris: CALLBACK_PORTS.map((port) => `http://127.0.0.1:${port}/callback`),
+        response_types: ["code"],
+      },
+      { ...CLIENTS.exchanger, grant_types: ["urn:ietf:params:oauth:grant-type:token-exchange"], redirect_uris: [], response_types: [] },
     ],
+    // Refresh tokens for every authorization-code client that may use them (no offline_access dance).
+    issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(type: string): boolean }) => client.grantTypeAllowed("refresh_token"),
+    ttl: { AccessToken: options.accessTokenTtl ?? 300, ClientCredentials: options.accessTokenTtl ?? 300, RefreshToken: 3600, Interaction: 600, Session: 3600, Grant: 3600 },
     jwks: { keys },
+    claims: { openid: ["sub"], profile: ["name"], email: ["email", "email_verified"] },
     scopes: ["openid", "offline_access", "mcp:read", "mcp:write"],
     features: {
       devInteractions: { enabled: true },
@@ -60,11 +90,51 @@ export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; por
     pkce: { required: () => true },
   };
   const provider = new Provider(issuer, configuration);
+  const grants = new Map<string, number>();
+  provider.use(async (ctx, next) => {
+    await next();
+    if (ctx.path === "/token" && ctx.method === "POST") {
+      const type = (ctx as unknown as { oidc?: { params?: { grant_type?: string } } }).oidc?.params?.grant_type ?? "unknown";
+      grants.set(type, (grants.get(type) ?? 0) + 1);
+    }
+  });
+  // RFC 8693 for the exchanger client: a valid access token of ours (subject) becomes one
+  // for the requested audience, signed with the same key.
+  const signingJwk = keys[0] as JsonWebKeyWithKid;
+  provider.registerGrantType(
+    "urn:ietf:params:oauth:grant-type:token-exchange",
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- oidc-provider's context type is loose here
+    async (ctx: any) => {
+      const params = ctx.oidc.params as Record<string, string | undefined>;
+      const { jwtVerify, createLocalJWKSet, SignJWT, importJWK } = await import("jose");
+      const publicKeys = createLocalJWKSet({ keys: keys.map(({ d, p, q, dp, dq, qi, ...pub }) => pub) });
+      let subject: string;
+      try {
+        const { payload } = await jwtVerify(params.subject_token ?? "", publicKeys, { issuer });
+        subject = String(payload.sub);
+      } catch {
+        ctx.status = 400;
+        ctx.body = { error: "invalid_grant", error_description: "subject_token is not valid" };
+        return;
+      }
+      const now = Math.floor(Date.now() / 1000);
+      const token = await new SignJWT({ sub: subject, client_id: ctx.oidc.client.clientId, act: { sub: ctx.oidc.client.clientId }, scope: params.scope ?? "mcp:read" })
+        .setProtectedHeader({ alg: "RS256", kid: signingJwk.kid, typ: "at+jwt" })
+        .setIssuer(issuer)
+        .setAudience(params.audience ?? JWT_RESOURCE)
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(await importJWK(signingJwk, "RS256"));
+      ctx.body = { access_token: token, issued_token_type: "urn:ietf:params:oauth:token-type:access_token", token_type: "Bearer", expires_in: 300 };
+    },
+    ["subject_token", "subject_token_type", "requested_token_type", "audience", "scope", "resource"],
+  );
   const listener = createServer(provider.callback());
   await new Promise<void>((resolve) => listener.listen(port, "127.0.0.1", resolve));
   return {
     issuer,
     provider,
+    grants,
     async token({ resource = JWT_RESOURCE, scope = "mcp:read" } = {}) {
       const response = await fetch(`${issuer}/token`, {
         method: "POST",
@@ -80,6 +150,43 @@ export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; por
     },
     stop: () => new Promise<void>((resolve) => listener.close(() => resolve())),
   };
+}
+
+/**
+ * Plays the user in a browser: follows the authorization URL mcpmgr printed through
+ * oidc-provider's login and consent pages (any login is accepted) with a cookie jar, up to
+ * the redirect to mcpmgr's callback, which it then requests. Returns the callback's status.
+ */
+export async function completeLogin(authorizeUrl: string, user = "alice"): Promise<number> {
+  const cookies = new Map<string, string>();
+  const cookieHeader = () => [...cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+  let url = authorizeUrl;
+  let method = "GET";
+  let body: URLSearchParams | undefined;
+  for (let step = 0; step < 20; step++) {
+    const response = await fetch(url, { method, redirect: "manual", headers: { cookie: cookieHeader(), ...(body ? { "content-type": "application/x-www-form-urlencoded" } : {}) }, ...(body ? { body } : {}) });
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = ""] = line.split(";");
+      const at = pair.indexOf("=");
+      cookies.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim());
+    }
+    const location = response.headers.get("location");
+    if (response.status >= 300 && response.status < 400 && location) {
+      url = new URL(location, url).href;
+      method = "GET";
+      body = undefined;
+      if (/^http:\/\/127\.0\.0\.1:\d+\/callback/.test(url)) return (await fetch(url)).status;
+      continue;
+    }
+    const html = await response.text();
+    const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+    if (!action) throw new Error(`login got stuck at ${url} (HTTP ${response.status}): ${html.slice(0, 300)}`);
+    const prompt = /name="prompt" value="([^"]+)"/.exec(html)?.[1];
+    url = new URL(action.replaceAll("&amp;", "&"), url).href;
+    method = "POST";
+    body = new URLSearchParams(prompt === "login" ? { prompt, login: user, password: "any" } : { prompt: prompt ?? "consent" });
+  }
+  throw new Error("login did not reach the callback in 20 steps");
 }
 
 export type JsonWebKeyWithKid = Awaited<ReturnType<typeof exportJWK>> & { kid: string; alg: string; use: string };

@@ -347,17 +347,53 @@ describe("buildProxySpec", () => {
     expectCode(() => buildProxySpec(["x", ...TARGET, "--oidc-audience=aud"]), "MISSING_OPTION");
   });
 
-  test.each([
-    "--remote-auth",
-    "--remote-auth-issuer=https://idp.example",
-    "--remote-auth-bearer-token-file=token.txt",
-    "--token-exchange-url=https://sts.example",
-    "--remote-forward-headers=X-Api-Key=k",
-  ])("%s is NOT_SUPPORTED_YET", (option) => {
-    expectCode(() => buildProxySpec(["x", ...TARGET, option]), "NOT_SUPPORTED_YET");
+  test("outgoing-auth options build their spec: bearer, OAuth (explicit or on demand), token exchange, headers", () => {
+    const bearer = buildProxySpec(["x", ...TARGET, "--remote-auth-bearer-token=abc", "--remote-forward-headers=X-Api-Key=k"]).outgoingAuth;
+    expect(bearer.mode).toEqual({ kind: "bearer", token: "abc" });
+    expect(bearer.headers).toEqual([{ name: "X-Api-Key", value: "k" }]);
+    const oauth = buildProxySpec(["x", ...TARGET, "--remote-auth", "--remote-auth-issuer=https://idp.example", "--remote-auth-client-id=c"]).outgoingAuth.mode;
+    expect(oauth.kind === "oauth" && oauth.oauth.onDemand).toBe(false);
+    expect(oauth.kind === "oauth" && oauth.oauth.callbackPort).toBe(8666);
+    expect(oauth.kind === "oauth" && oauth.oauth.timeoutMs).toBe(30_000);
+    const onDemand = buildProxySpec(["x", ...TARGET, "--remote-auth-client-id=c"]).outgoingAuth.mode;
+    expect(onDemand.kind === "oauth" && onDemand.oauth.onDemand).toBe(true);
+    expect(buildProxySpec(["x", ...TARGET]).outgoingAuth.mode).toEqual({ kind: "none" });
+    // Token exchange exchanges the client's token: it needs incoming authentication.
+    expectCode(() => buildProxySpec(["x", ...TARGET, "--token-exchange-url=https://sts.example"]), "MISSING_OPTION");
+    const exchange = buildProxySpec(["x", ...TARGET, "--oidc-issuer=https://idp.example", "--token-exchange-url=https://sts.example"]).outgoingAuth.tokenExchange;
+    expect(exchange?.headerName).toBe("Authorization");
+    expect(exchange?.subjectTokenType).toBe("access_token");
   });
 
-  test("conflicting outgoing-auth options are reported as conflicts before 'not supported'", () => {
+  test("client secret precedence: the flag, then the file, then MCPMGR_REMOTE_OAUTH_CLIENT_SECRET", async () => {
+    const { outgoingAuthSpec } = await import("../../src/config/outgoing-auth-spec.ts");
+    const { mkdtempSync, writeFileSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const file = join(mkdtempSync(join(tmpdir(), "mcpmgr-secret-")), "secret");
+    writeFileSync(file, "from-file\n");
+    const base = {
+      "remote-auth": true,
+      "remote-auth-issuer": "https://idp.example",
+      "remote-auth-callback-port": 8666,
+      "remote-auth-skip-browser": false,
+      "remote-auth-timeout": 30_000,
+      "remote-forward-headers": [],
+      "remote-forward-headers-secret": [],
+      "token-exchange-subject-token-type": "access_token" as const,
+    };
+    const secretOf = (values: Record<string, unknown>, env: Record<string, string> = {}) => {
+      const mode = outgoingAuthSpec({ ...base, ...values } as Parameters<typeof outgoingAuthSpec>[0], new Set(Object.keys(values)), env).mode;
+      return mode.kind === "oauth" ? mode.oauth.clientSecret : undefined;
+    };
+    const env = { MCPMGR_REMOTE_OAUTH_CLIENT_SECRET: "from-env" };
+    expect(secretOf({ "remote-auth-client-secret": "from-flag", "remote-auth-client-secret-file": file }, env)).toBe("from-flag");
+    expect(secretOf({ "remote-auth-client-secret-file": file }, env)).toBe("from-file");
+    expect(secretOf({}, env)).toBe("from-env");
+    expect(secretOf({})).toBeUndefined();
+  });
+
+  test("conflicting outgoing-auth options are reported as conflicts", () => {
     const argv = ["x", ...TARGET, "--remote-auth-issuer", "https://a.example", "--remote-auth-authorize-url", "https://b.example"];
     expectCode(() => buildProxySpec(argv), "CONFLICTING_OPTIONS");
   });

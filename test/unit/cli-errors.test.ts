@@ -79,15 +79,6 @@ describe("usage errors exit 2 with one line naming the problem", () => {
 });
 
 describe("options that are not supported yet exit 2", () => {
-  test.each([
-    ["--remote-auth", ["proxy", "x", ...TARGET, "--remote-auth"]],
-    ["--token-exchange-url", ["proxy", "x", ...TARGET, "--token-exchange-url", "https://sts.example"]],
-  ] as const)("proxy %s", (option, args) => {
-    const line = expectUsageError(mcpmgr(...args));
-    expect(line).toContain(option);
-    expect(line).toContain("not supported yet");
-  });
-
   test("proxy stdio", () => {
     const line = expectUsageError(mcpmgr("proxy", "stdio"));
     expect(line).toContain("proxy stdio");

@@ -1,0 +1,203 @@
+/**
+ * The OAuth 2.1 client side of mcpmgr (oauth4webapi): finding the authorization server
+ * (OIDC or RFC 8414 discovery, or the remote's 401 → RFC 9728 metadata), dynamic client
+ * registration (RFC 7591), the authorization-code request with PKCE S256 and state, the
+ * code exchange and refreshes, all with the RFC 8707 resource. No printing, no browser,
+ * no storage: the CLI composes those around it.
+ */
+import * as oauth from "oauth4webapi";
+import { McpmgrError } from "../../errors.ts";
+
+export interface ServerInfo {
+  readonly as: oauth.AuthorizationServer;
+  /** Found by OIDC discovery (then openid,profile,email are the default scopes). */
+  readonly oidc: boolean;
+}
+
+export interface ClientInfo {
+  readonly clientId: string;
+  readonly clientSecret?: string | undefined;
+}
+
+export interface TokenSet {
+  readonly accessToken: string;
+  readonly refreshToken?: string | undefined;
+  /** ms since the epoch; undefined when the server did not say. */
+  readonly expiresAt?: number | undefined;
+}
+
+export interface PendingAuthorization {
+  readonly url: URL;
+  readonly state: string;
+  readonly codeVerifier: string;
+  readonly redirectUri: string;
+}
+
+/**
+ * Per request: a time limit (an authorization server that never answers must not hang
+ * mcpmgr), and http:// only for loopback authorization servers (local development, tests).
+ */
+function requestOptions(url: URL): { [oauth.allowInsecureRequests]?: boolean; signal: AbortSignal } {
+  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+  return { signal: AbortSignal.timeout(15_000), ...(url.protocol === "http:" && loopback ? { [oauth.allowInsecureRequests]: true } : {}) };
+}
+
+function failure(what: string, err: unknown, hint: string): McpmgrError {
+  const detail = err instanceof oauth.ResponseBodyError ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}` : err instanceof Error ? err.message : String(err);
+  return new McpmgrError("AUTH_SETUP_FAILED", `${what} failed (${detail})`, { hint, cause: err });
+}
+
+export async function discoverServer(issuer: URL): Promise<ServerInfo> {
+  const failures: string[] = [];
+  for (const algorithm of ["oidc", "oauth2"] as const) {
+    try {
+      const response = await oauth.discoveryRequest(issuer, { algorithm, ...requestOptions(issuer) });
+      return { as: await oauth.processDiscoveryResponse(issuer, response), oidc: algorithm === "oidc" };
+    } catch (err) {
+      failures.push(`${algorithm}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  throw new McpmgrError("AUTH_SETUP_FAILED", `discovery of the authorization server ${issuer.href} failed (${failures.join("; ")})`, {
+    hint: "check --remote-auth-issuer, or give --remote-auth-authorize-url and --remote-auth-token-url",
+  });
+}
+
+/** Explicit endpoints (non-OIDC OAuth): an authorization server described by hand. */
+export function explicitServer(authorize: URL, token: URL): ServerInfo {
+  return { as: { issuer: token.origin, authorization_endpoint: authorize.href, token_endpoint: token.href }, oidc: false };
+}
+
+export interface ChallengeDiscovery {
+  readonly issuer: URL;
+  /** The resource identifier the remote names itself by (sent as RFC 8707 resource). */
+  readonly resource?: string;
+  readonly scopes?: readonly string[];
+}
+
+/**
+ * Asks the remote without credentials; a 401 naming `resource_metadata` (RFC 9728) leads
+ * to its authorization server. undefined: the remote does not ask for authentication.
+ */
+export async function discoverFromRemote(target: URL, fetcher: typeof fetch = fetch): Promise<ChallengeDiscovery | undefined> {
+  const probe = await fetcher(target, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-auth-probe", version: "1" } } }),
+    signal: AbortSignal.timeout(15_000),
+  }).catch((err: unknown) => {
+    throw new McpmgrError("UPSTREAM_UNREACHABLE", `cannot reach ${target.href} to see whether it needs authentication: ${err instanceof Error ? err.message : String(err)}`, { hint: "check --target-uri" });
+  });
+  await probe.body?.cancel();
+  if (probe.status !== 401) return undefined;
+  const challenge = probe.headers.get("www-authenticate") ?? "";
+  const metadataText = /resource_metadata="([^"]+)"/i.exec(challenge)?.[1];
+  const scopeText = /scope="([^"]*)"/i.exec(challenge)?.[1];
+  const metadataUrl = metadataText ? new URL(metadataText, target) : new URL(`/.well-known/oauth-protected-resource${target.pathname.replace(/\/$/, "")}`, target);
+  let document: { resource?: string; authorization_servers?: string[]; scopes_supported?: string[] };
+  try {
+    const response = await fetcher(metadataUrl, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(15_000) });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    document = (await response.json()) as typeof document;
+  } catch (err) {
+    throw new McpmgrError("AUTH_SETUP_FAILED", `the remote asks for authentication, but its protected-resource metadata (${metadataUrl.href}) could not be read: ${err instanceof Error ? err.message : String(err)}`, {
+      hint: "give --remote-auth-issuer (or --remote-auth-authorize-url and --remote-auth-token-url)",
+    });
+  }
+  const issuer = document.authorization_servers?.[0];
+  if (!issuer) throw new McpmgrError("AUTH_SETUP_FAILED", `the protected-resource metadata at ${metadataUrl.href} names no authorization server`, { hint: "give --remote-auth-issuer" });
+  const scopes = scopeText ? scopeText.split(" ").filter(Boolean) : document.scopes_supported;
+  return { issuer: new URL(issuer), ...(document.resource ? { resource: document.resource } : {}), ...(scopes ? { scopes } : {}) };
+}
+
+/** RFC 7591: a public client using PKCE, for this redirect URI. */
+export async function registerClient(server: ServerInfo, redirectUri: string): Promise<ClientInfo> {
+  if (!server.as.registration_endpoint) {
+    throw new McpmgrError("AUTH_SETUP_FAILED", `${server.as.issuer} does not offer dynamic client registration`, { hint: "register a client there and pass --remote-auth-client-id (and its secret)" });
+  }
+  try {
+    const response = await oauth.dynamicClientRegistrationRequest(
+      server.as,
+      { client_name: "mcpmgr", redirect_uris: [redirectUri], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" },
+      requestOptions(new URL(server.as.registration_endpoint)),
+    );
+    const client = await oauth.processDynamicClientRegistrationResponse(response);
+    return { clientId: client.client_id, ...(typeof client.client_secret === "string" ? { clientSecret: client.client_secret } : {}) };
+  } catch (err) {
+    throw failure("dynamic client registration", err, "pass --remote-auth-client-id for a client registered by hand");
+  }
+}
+
+export async function startAuthorization(server: ServerInfo, client: ClientInfo, options: { redirectUri: string; scopes: readonly string[]; resource?: string | undefined }): Promise<PendingAuthorization> {
+  if (!server.as.authorization_endpoint) throw new McpmgrError("AUTH_SETUP_FAILED", `${server.as.issuer} has no authorization endpoint`, { hint: "give --remote-auth-authorize-url" });
+  const codeVerifier = oauth.generateRandomCodeVerifier();
+  const state = oauth.generateRandomState();
+  const url = new URL(server.as.authorization_endpoint);
+  url.searchParams.set("response_type", "code");
+  url.searchParams.set("client_id", client.clientId);
+  url.searchParams.set("redirect_uri", options.redirectUri);
+  url.searchParams.set("state", state);
+  url.searchParams.set("code_challenge", await oauth.calculatePKCECodeChallenge(codeVerifier));
+  url.searchParams.set("code_challenge_method", "S256");
+  if (options.scopes.length > 0) url.searchParams.set("scope", options.scopes.join(" "));
+  if (options.resource) url.searchParams.set("resource", options.resource);
+  return { url, state, codeVerifier, redirectUri: options.redirectUri };
+}
+
+function clientAuth(client: ClientInfo): oauth.ClientAuth {
+  return client.clientSecret !== undefined ? oauth.ClientSecretBasic(client.clientSecret) : oauth.None();
+}
+
+function tokenSet(response: oauth.TokenEndpointResponse, previousRefresh?: string): TokenSet {
+  return {
+    accessToken: response.access_token,
+    refreshToken: response.refresh_token ?? previousRefresh,
+    expiresAt: typeof response.expires_in === "number" ? Date.now() + response.expires_in * 1000 : undefined,
+  };
+}
+
+/** The redirect came back: check state (and iss when the server sends it), then exchange the code. */
+export async function completeAuthorization(server: ServerInfo, client: ClientInfo, pending: PendingAuthorization, callback: URL, resource?: string): Promise<TokenSet> {
+  const oauthClient: oauth.Client = { client_id: client.clientId };
+  let params: URLSearchParams;
+  try {
+    params = oauth.validateAuthResponse(server.as, oauthClient, callback, pending.state);
+  } catch (err) {
+    throw failure("the authorization response", err, "start the login again");
+  }
+  try {
+    const response = await oauth.authorizationCodeGrantRequest(server.as, oauthClient, clientAuth(client), params, pending.redirectUri, pending.codeVerifier, {
+      ...(resource ? { additionalParameters: { resource } } : {}),
+      ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer)),
+    });
+    return tokenSet(await oauth.processAuthorizationCodeResponse(server.as, oauthClient, response));
+  } catch (err) {
+    throw failure("the token request", err, "start the login again; check the client's redirect URI and secret");
+  }
+}
+
+/** Why a refresh failed: the grant is gone (log in again) or it may work later (retry). */
+export class RefreshFailed extends Error {
+  readonly revoked: boolean;
+  constructor(message: string, revoked: boolean) {
+    super(message);
+    this.name = "RefreshFailed";
+    this.revoked = revoked;
+  }
+}
+
+export async function refreshTokens(server: ServerInfo, client: ClientInfo, refreshToken: string, resource?: string): Promise<TokenSet> {
+  const oauthClient: oauth.Client = { client_id: client.clientId };
+  try {
+    const response = await oauth.refreshTokenGrantRequest(server.as, oauthClient, clientAuth(client), refreshToken, {
+      ...(resource ? { additionalParameters: { resource } } : {}),
+      ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer)),
+    });
+    return tokenSet(await oauth.processRefreshTokenResponse(server.as, oauthClient, response), refreshToken);
+  } catch (err) {
+    if (err instanceof oauth.ResponseBodyError) {
+      const revoked = err.status === 400 || err.status === 401;
+      throw new RefreshFailed(`the refresh was refused (${err.error}${err.error_description ? `: ${err.error_description}` : ""})`, revoked);
+    }
+    throw new RefreshFailed(`the refresh failed (${err instanceof Error ? err.message : String(err)})`, false);
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * The OAuth login and token upkeep behind `--remote-auth` (and auto-detection): which
+ * authorization server, which client (given, stored, or registered with RFC 7591), tokens
+ * from the secrets store (so a restart needs no browser), refreshed before they expire and
+ * when the remote refuses them, and an interactive login — the local callback server, the
+ * browser (opened without a shell) or the printed URL — when nothing else works. Logins
+ * are serialised across mcpmgr processes by a lock, since they share the callback port.
+ */
+import { createHash } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { OAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { McpmgrError } from "../errors.ts";
+import {
+  completeAuthorization,
+  discoverFromRemote,
+  discoverServer,
+  explicitServer,
+  refreshTokens,
+  RefreshFailed,
+  registerClient,
+  startAuthorization,
+  type ClientInfo,
+  type ServerInfo,
+  type TokenSet,
+} from "../auth/outgoing/oauth-client.ts";
+import type { TokenSource } from "../auth/outgoing/token-source.ts";
+import { serve } from "../proxy/serve.ts";
+import { createSecretManager } from "../secrets/manager.ts";
+import { ensureDir } from "../state/atomic-file.ts";
+import { withLock } from "../state/lock.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { log } from "./output.ts";
+
+/** The line `run` looks for in a supervisor's log to show the user where to log in. */
+export const LOGIN_URL_MARKER = "Authorize mcpmgr at:";
+const REFRESH_EARLY_MS = 60_000;
+
+interface Stored {
+  clientId?: string;
+  clientSecret?: string;
+  refreshToken?: string;
+  accessToken?: string;
+  expiresAt?: number;
+}
+
+/** Tokens and registered clients live in the secrets store; without it, only in memory. */
+function tokenStore(key: string) {
+  const secrets = createSecretManager({ dir: resolvePaths().dataDir, env: process.env });
+  let warned = false;
+  return {
+    async load(): Promise<Stored> {
+      try {
+        const secret = await secrets.provider.get(key);
+        return secret ? (JSON.parse(secret.reveal()) as Stored) : {};
+      } catch {
+        return {};
+      }
+    },
+    async save(value: Stored): Promise<void> {
+      try {
+        await secrets.provider.set(key, JSON.stringify(value));
+      } catch (err) {
+        if (!warned) log.warn(`OAuth tokens are kept in memory only (the secrets store is unavailable: ${err instanceof Error ? err.message : String(err)}); a restart will ask to log in again`);
+        warned = true;
+      }
+    },
+  };
+}
+
+function openBrowser(url: string): void {
+  const command =
+    process.platform === "darwin" ? ["open", url] : process.platform === "win32" ? ["rundll32", "url.dll,FileProtocolHandler", url] : ["xdg-open", url];
+  try {
+    const child = Bun.spawn(command, { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+    child.unref();
+  } catch {
+    // No browser here: the printed URL is the way.
+  }
+}
+
+const page = (title: string, text: string) =>
+  new Response(`<!doctype html><meta charset="utf-8"><title>${title}</title><p>${text}</p>`, { headers: { "content-type": "text/html; charset=utf-8" } });
+
+/** One interactive login: callback server up, URL shown, wait for the redirect (or the timeout). */
+async function interactiveLogin(server: ServerInfo, client: ClientInfo, spec: OAuthSpec, scopes: readonly string[], resource: string | undefined): Promise<TokenSet> {
+  // Machine-wide (per user), not per MCPMGR_HOME: the port is the machine's.
+  const lockDir = join(tmpdir(), `mcpmgr-${typeof process.getuid === "function" ? process.getuid() : "user"}`);
+  await ensureDir(lockDir);
+  const lockPath = join(lockDir, `oauth-callback-${spec.callbackPort}.lock`);
+  // Another mcpmgr logging in holds the port: wait for it rather than fail or steal its callback.
+  return withLock(
+    lockPath,
+    async () => {
+      const redirectUri = `http://127.0.0.1:${spec.callbackPort}/callback`;
+      const pending = await startAuthorization(server, client, { redirectUri, scopes, resource });
+      let settle!: (result: { url: URL } | { error: string }) => void;
+      const arrived = new Promise<{ url: URL } | { error: string }>((resolve) => (settle = resolve));
+      const callback = serve({
+        host: "127.0.0.1",
+        port: spec.callbackPort,
+        handler: (req) => {
+          const url = new URL(req.url);
+          if (url.pathname !== "/callback") return new Response("Not Found", { status: 404 });
+          // Someone else's (or a stale) redirect: not ours, and not an answer.
+          if (url.searchParams.get("state") !== pending.state) return page("mcpmgr", "This login link is not the one mcpmgr is waiting for.");
+          const error = url.searchParams.get("error");
+          settle(error ? { error: `${error}${url.searchParams.get("error_description") ? `: ${url.searchParams.get("error_description")}` : ""}` } : { url });
+          return error ? page("mcpmgr login failed", "The authorization server refused the login. You can close this window.") : page("mcpmgr login complete", "mcpmgr is authorized. You can close this window.");
+        },
+      });
+      try {
+        log.info(`${LOGIN_URL_MARKER}`);
+        // On its own line, so it can be copied (and found by `run` in a supervisor's log).
+        process.stderr.write(`${pending.url.href}\n`);
+        if (!spec.skipBrowser) openBrowser(pending.url.href);
+        const timer = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), spec.timeoutMs));
+        const result = await Promise.race([arrived, timer]);
+        if (result === "timeout") {
+          throw new McpmgrError("AUTH_SETUP_FAILED", `the OAuth login did not complete within ${Math.round(spec.timeoutMs / 1000)} s`, {
+            hint: "open the printed URL sooner, or give more time with --remote-auth-timeout (e.g. 2m)",
+          });
+        }
+        if ("error" in result) throw new McpmgrError("AUTH_SETUP_FAILED", `the OAuth login was refused (${result.error})`, { hint: "check the account and the client's permissions, then try again" });
+        return await completeAuthorization(server, client, pending, result.url, resource);
+      } finally {
+        await callback.shutdown();
+      }
+    },
+    { timeoutMs: spec.timeoutMs + 60_000, staleMs: spec.timeoutMs + 60_000 },
+  );
+}
+
+/** The token source for `--remote-auth`; undefined when auto-detection finds no authentication is needed. */
+export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: string): Promise<TokenSource | undefined> {
+  let server: ServerInfo;
+  let discoveredResource: string | undefined;
+  let discoveredScopes: readonly string[] | undefined;
+  if (spec.endpoints) server = explicitServer(spec.endpoints.authorize, spec.endpoints.token);
+  else if (spec.issuer) server = await discoverServer(spec.issuer);
+  else {
+    const found = await discoverFromRemote(target);
+    if (found === undefined) {
+      if (spec.onDemand) return undefined;
+      throw new McpmgrError("AUTH_SETUP_FAILED", `--remote-auth: ${target.href} does not ask for authentication, and no authorization server was given`, {
+        hint: "give --remote-auth-issuer, or leave --remote-auth out",
+      });
+    }
+    log.info(`${name}: the remote server asks for OAuth; its authorization server is ${found.issuer.href}`);
+    server = await discoverServer(found.issuer);
+    discoveredResource = found.resource;
+    discoveredScopes = found.scopes;
+  }
+  // RFC 8707 / MCP: the resource is the remote server itself unless told otherwise.
+  const resource = spec.resource ?? discoveredResource ?? `${target.origin}${target.pathname}`;
+  const scopes = spec.scopes ?? (server.oidc ? ["openid", "profile", "email"] : (discoveredScopes ?? []));
+  const key = `oauth-${createHash("sha256").update(`${server.as.issuer}\n${spec.clientId ?? "(registered)"}\n${resource}`).digest("hex").slice(0, 32)}`;
+  const store = tokenStore(key);
+  const stored = await store.load();
+
+  let client: ClientInfo;
+  if (spec.clientId !== undefined) client = { clientId: spec.clientId, ...(spec.clientSecret !== undefined ? { clientSecret: spec.clientSecret } : {}) };
+  else if (stored.clientId !== undefined) client = { clientId: stored.clientId, ...(stored.clientSecret !== undefined ? { clientSecret: stored.clientSecret } : {}) };
+  else {
+    client = await registerClient(server, `http://127.0.0.1:${spec.callbackPort}/callback`);
+    log.info(`${name}: registered mcpmgr as OAuth client ${client.clientId} (RFC 7591)`);
+  }
+
+  let tokens: TokenSet | undefined = stored.accessToken ? { accessToken: stored.accessToken, refreshToken: stored.refreshToken, expiresAt: stored.expiresAt } : undefined;
+  const persist = (next: TokenSet) =>
+    store.save({
+      ...(spec.clientId === undefined ? { clientId: client.clientId, ...(client.clientSecret ? { clientSecret: client.clientSecret } : {}) } : {}),
+      accessToken: next.accessToken,
+      ...(next.refreshToken ? { refreshToken: next.refreshToken } : {}),
+      ...(next.expiresAt ? { expiresAt: next.expiresAt } : {}),
+    });
+
+  const login = async (why: string): Promise<TokenSet> => {
+    log.info(`${name}: ${why}`);
+    const next = await interactiveLogin(server, client, spec, scopes, resource);
+    await persist(next);
+    log.info(`${name}: logged in to ${server.as.issuer}`);
+    return next;
+  };
+
+  /** A fresh access token: refresh (retrying transient failures), else log in again. */
+  const renew = async (): Promise<TokenSet> => {
+    const refreshToken = tokens?.refreshToken;
+    if (refreshToken) {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        try {
+          const next = await refreshTokens(server, client, refreshToken, resource);
+          await persist(next);
+          return next;
+        } catch (err) {
+          if (!(err instanceof RefreshFailed)) throw err;
+          if (err.revoked) return login(`${err.message}: the grant was revoked or expired, logging in again`);
+          log.warn(`${name}: ${err.message}; retrying`);
+          await Bun.sleep(500 * 2 ** attempt);
+        }
+      }
+    }
+    return login(refreshToken ? "the token could not be refreshed, logging in again" : "logging in to the remote server's authorization server");
+  };
+
+  let renewing: Promise<TokenSet> | undefined;
+  const current = async (): Promise<TokenSet> => {
+    if (tokens && (tokens.expiresAt === undefined || tokens.expiresAt - REFRESH_EARLY_MS > Date.now())) return tokens;
+    // One renewal at a time, whatever the number of requests waiting for it.
+    renewing ??= renew().finally(() => (renewing = undefined));
+    tokens = await renewing;
+    return tokens;
+  };
+
+  // Before serving: a valid token now (from the store, a refresh, or a login).
+  await current();
+  return {
+    async authorization() {
+      return `Bearer ${(await current()).accessToken}`;
+    },
+    async invalidate(refused) {
+      if (tokens && `Bearer ${tokens.accessToken}` === refused) tokens = { ...tokens, expiresAt: 0 };
+      log.warn(`${name}: the remote server refused the access token; renewing it`);
+    },
+  };
+}

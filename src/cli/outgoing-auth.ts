@@ -1,0 +1,35 @@
+/**
+ * mcpmgr's credentials towards a remote MCP server, assembled before the proxy serves:
+ * injected headers (literal and from the secrets manager), then one token source (a
+ * static bearer token, the OAuth flow, or token exchange of the client's token).
+ */
+import type { OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { staticBearer, type TokenSource } from "../auth/outgoing/token-source.ts";
+import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-fetch.ts";
+import { createSecretManager } from "../secrets/manager.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { log } from "./output.ts";
+import { oauthTokenSource } from "./oauth-login.ts";
+import { tokenExchangeSource } from "../auth/outgoing/token-exchange.ts";
+
+export async function prepareOutgoingAuthentication(spec: OutgoingAuthSpec, target: URL, name: string): Promise<UpstreamFetch | undefined> {
+  const headers = [...spec.headers];
+  if (spec.secretHeaders.length > 0) {
+    const secrets = createSecretManager({ dir: resolvePaths().dataDir, env: process.env });
+    for (const { name: header, secret } of spec.secretHeaders) {
+      headers.push({ name: header, value: (await secrets.resolveSecret(secret)).reveal() });
+    }
+  }
+  let source: TokenSource | undefined;
+  let headerName: string | undefined;
+  if (spec.mode.kind === "bearer") {
+    source = staticBearer(spec.mode.token, (status) => log.warn(`${name}: the remote server refused the bearer token (HTTP ${status})`));
+  } else if (spec.mode.kind === "oauth") {
+    source = await oauthTokenSource(spec.mode.oauth, target, name);
+  } else if (spec.tokenExchange) {
+    source = tokenExchangeSource(spec.tokenExchange, { onError: (text) => log.warn(`${name}: ${text}`) });
+    headerName = spec.tokenExchange.headerName;
+  }
+  if (source === undefined && headers.length === 0) return undefined;
+  return authenticatedFetch((url, init) => fetch(url, init), { headers, ...(source ? { source } : {}), ...(headerName ? { headerName } : {}) });
+}

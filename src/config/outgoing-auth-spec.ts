@@ -1,0 +1,166 @@
+/**
+ * How mcpmgr authenticates to a remote MCP server (`--remote-auth*`, `--token-exchange-*`,
+ * `--remote-forward-headers*`), as one validated spec. Secrets are read here from their
+ * files, in the documented order of precedence; nothing here touches the network.
+ */
+import { readFileSync } from "node:fs";
+import { McpmgrError } from "../errors.ts";
+
+type Given = ReadonlySet<string>;
+type Env = Readonly<Record<string, string | undefined>>;
+
+export interface OutgoingAuthValues {
+  readonly "remote-auth": boolean;
+  readonly "remote-auth-issuer"?: string | undefined;
+  readonly "remote-auth-authorize-url"?: string | undefined;
+  readonly "remote-auth-token-url"?: string | undefined;
+  readonly "remote-auth-client-id"?: string | undefined;
+  readonly "remote-auth-client-secret"?: string | undefined;
+  readonly "remote-auth-client-secret-file"?: string | undefined;
+  readonly "remote-auth-bearer-token"?: string | undefined;
+  readonly "remote-auth-bearer-token-file"?: string | undefined;
+  readonly "remote-auth-callback-port": number;
+  readonly "remote-auth-resource"?: string | undefined;
+  readonly "remote-auth-scopes"?: readonly string[] | undefined;
+  readonly "remote-auth-skip-browser": boolean;
+  readonly "remote-auth-timeout": number;
+  readonly "remote-forward-headers": readonly { readonly name: string; readonly value: string }[];
+  readonly "remote-forward-headers-secret": readonly { readonly key: string; readonly value: string }[];
+  readonly "token-exchange-url"?: string | undefined;
+  readonly "token-exchange-audience"?: string | undefined;
+  readonly "token-exchange-client-id"?: string | undefined;
+  readonly "token-exchange-client-secret"?: string | undefined;
+  readonly "token-exchange-client-secret-file"?: string | undefined;
+  readonly "token-exchange-header-name"?: string | undefined;
+  readonly "token-exchange-scopes"?: readonly string[] | undefined;
+  readonly "token-exchange-subject-token-type": "access_token" | "id_token";
+}
+
+export interface OAuthSpec {
+  /** OIDC / RFC 8414 discovery from here; or explicit endpoints. Both undefined: discovered from the remote's 401 (RFC 9728). */
+  readonly issuer: URL | undefined;
+  readonly endpoints: { readonly authorize: URL; readonly token: URL } | undefined;
+  /** undefined: dynamic registration (RFC 7591). */
+  readonly clientId: string | undefined;
+  readonly clientSecret: string | undefined;
+  readonly resource: string | undefined;
+  /** undefined: openid,profile,email for OIDC issuers, else what the server advertises. */
+  readonly scopes: readonly string[] | undefined;
+  readonly callbackPort: number;
+  readonly skipBrowser: boolean;
+  readonly timeoutMs: number;
+  /** Started only when the remote answers 401 (`--target-uri URL --remote-auth-client-id ID`). */
+  readonly onDemand: boolean;
+}
+
+export interface TokenExchangeSpec {
+  readonly url: URL;
+  readonly audience: string | undefined;
+  readonly clientId: string | undefined;
+  readonly clientSecret: string | undefined;
+  readonly scopes: readonly string[];
+  readonly subjectTokenType: "access_token" | "id_token";
+  /** The header the exchanged token goes in (Authorization, as Bearer, by default). */
+  readonly headerName: string;
+}
+
+export interface OutgoingAuthSpec {
+  readonly mode: { readonly kind: "none" } | { readonly kind: "bearer"; readonly token: string } | { readonly kind: "oauth"; readonly oauth: OAuthSpec };
+  readonly tokenExchange: TokenExchangeSpec | undefined;
+  readonly headers: readonly { readonly name: string; readonly value: string }[];
+  /** Header name → secret name in the secrets manager (resolved when the proxy starts). */
+  readonly secretHeaders: readonly { readonly name: string; readonly secret: string }[];
+}
+
+/** Headers a caller must not set: hop-by-hop (RFC 9110 §7.6.1), framing, and forwarding metadata. */
+const refusedHeaders = new Set([
+  "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+  "host", "content-length", "forwarded", "x-real-ip", "mcp-session-id", "mcp-protocol-version",
+]);
+
+function readFileValue(option: string, path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8").trim();
+  } catch {
+    throw new McpmgrError("INVALID_OPTION", `--${option} ${JSON.stringify(path)}: cannot read the file`, { hint: "give the path of a readable file" });
+  }
+  if (text === "") throw new McpmgrError("INVALID_OPTION", `--${option} ${path}: the file is empty`, { hint: "put the value in the file" });
+  return text;
+}
+
+function assertHeaderAllowed(option: string, name: string, authSetsAuthorization: boolean): void {
+  const lower = name.toLowerCase();
+  if (refusedHeaders.has(lower) || lower.startsWith("x-forwarded-")) {
+    throw new McpmgrError("INVALID_OPTION", `--${option} ${name}: a hop-by-hop, framing or forwarding header cannot be injected`, { hint: "inject application headers only (e.g. X-Api-Key)" });
+  }
+  if (lower === "authorization" && authSetsAuthorization) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", `--${option} Authorization conflicts with --remote-auth / bearer token / token exchange, which set it`, { hint: "let the authentication option set Authorization" });
+  }
+}
+
+export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: Env = process.env): OutgoingAuthSpec {
+  let mode: OutgoingAuthSpec["mode"] = { kind: "none" };
+  const bearer = values["remote-auth-bearer-token"] ?? (values["remote-auth-bearer-token-file"] ? readFileValue("remote-auth-bearer-token-file", values["remote-auth-bearer-token-file"]) : undefined);
+  const wantsOAuth = values["remote-auth"] || values["remote-auth-issuer"] !== undefined || values["remote-auth-authorize-url"] !== undefined;
+  if (bearer !== undefined) {
+    if (!/^[\x21-\x7e]+$/.test(bearer)) throw new McpmgrError("INVALID_OPTION", "the bearer token contains spaces or control characters", { hint: "put only the token in the file" });
+    mode = { kind: "bearer", token: bearer };
+  } else if (wantsOAuth || values["remote-auth-client-id"] !== undefined) {
+    // Precedence (spec): the flag, then the file, then MCPMGR_REMOTE_OAUTH_CLIENT_SECRET.
+    const clientSecret =
+      values["remote-auth-client-secret"] ??
+      (values["remote-auth-client-secret-file"] ? readFileValue("remote-auth-client-secret-file", values["remote-auth-client-secret-file"]) : undefined) ??
+      (env.MCPMGR_REMOTE_OAUTH_CLIENT_SECRET || undefined);
+    const authorize = values["remote-auth-authorize-url"];
+    const token = values["remote-auth-token-url"];
+    mode = {
+      kind: "oauth",
+      oauth: Object.freeze({
+        issuer: values["remote-auth-issuer"] ? new URL(values["remote-auth-issuer"]) : undefined,
+        endpoints: authorize && token ? { authorize: new URL(authorize), token: new URL(token) } : undefined,
+        clientId: values["remote-auth-client-id"],
+        clientSecret,
+        resource: values["remote-auth-resource"],
+        scopes: values["remote-auth-scopes"] ? [...values["remote-auth-scopes"]] : undefined,
+        callbackPort: values["remote-auth-callback-port"],
+        skipBrowser: values["remote-auth-skip-browser"],
+        timeoutMs: values["remote-auth-timeout"],
+        onDemand: !wantsOAuth,
+      }),
+    };
+  } else {
+    for (const name of ["remote-auth-client-secret", "remote-auth-client-secret-file", "remote-auth-resource", "remote-auth-scopes"]) {
+      if (given.has(name)) throw new McpmgrError("MISSING_OPTION", `--${name} needs --remote-auth (or --remote-auth-client-id)`, { hint: "add --remote-auth" });
+    }
+  }
+  let tokenExchange: TokenExchangeSpec | undefined;
+  if (values["token-exchange-url"]) {
+    tokenExchange = Object.freeze({
+      url: new URL(values["token-exchange-url"]),
+      audience: values["token-exchange-audience"],
+      clientId: values["token-exchange-client-id"],
+      clientSecret:
+        values["token-exchange-client-secret"] ??
+        (values["token-exchange-client-secret-file"] ? readFileValue("token-exchange-client-secret-file", values["token-exchange-client-secret-file"]) : undefined),
+      scopes: values["token-exchange-scopes"] ? [...values["token-exchange-scopes"]] : [],
+      subjectTokenType: values["token-exchange-subject-token-type"],
+      headerName: values["token-exchange-header-name"] ?? "Authorization",
+    });
+    if (mode.kind !== "none") {
+      throw new McpmgrError("CONFLICTING_OPTIONS", "--token-exchange-url exchanges the client's token; it cannot be combined with --remote-auth or a bearer token", { hint: "choose one way to authenticate to the remote server" });
+    }
+  }
+  const setsAuthorization = mode.kind !== "none" || (tokenExchange !== undefined && tokenExchange.headerName.toLowerCase() === "authorization");
+  for (const header of values["remote-forward-headers"]) assertHeaderAllowed("remote-forward-headers", header.name, setsAuthorization);
+  for (const header of values["remote-forward-headers-secret"]) {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header.key)) throw new McpmgrError("INVALID_OPTION", `--remote-forward-headers-secret ${header.key}: not a valid header name`, { hint: "use Name=secret-name" });
+    assertHeaderAllowed("remote-forward-headers-secret", header.key, setsAuthorization);
+  }
+  return Object.freeze({
+    mode,
+    tokenExchange,
+    headers: values["remote-forward-headers"].map((h) => ({ name: h.name, value: h.value })),
+    secretHeaders: values["remote-forward-headers-secret"].map((h) => ({ name: h.key, secret: h.value })),
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * The fetch the forwarder uses towards a remote MCP server, decorated with mcpmgr's own
+ * credentials (DESIGN §3.2: decorators over fetch): injected headers, and a token from a
+ * TokenSource (static bearer, OAuth, token exchange). A 401 from the remote invalidates the
+ * token; a request whose body can be sent again is retried once with a fresh one. The
+ * remote's own challenge never reaches the client: it is about mcpmgr's credentials, not
+ * the client's, so the client gets a JSON-RPC error saying so.
+ */
+import type { TokenSource } from "../auth/outgoing/token-source.ts";
+import { jsonRpcError } from "./jsonrpc.ts";
+
+/** Bun's fetch options (timeout, duplex, …) plus the client request being served, for token exchange. */
+export type UpstreamInit = BunFetchRequestInit & { readonly timeout?: false | number; readonly incoming?: Request };
+export type UpstreamFetch = (url: string, init: UpstreamInit) => Promise<Response>;
+
+export interface AuthenticatedFetchOptions {
+  readonly headers: readonly { readonly name: string; readonly value: string }[];
+  readonly source?: TokenSource;
+  /** Where the token goes (default Authorization). */
+  readonly headerName?: string;
+}
+
+function replayable(body: RequestInit["body"]): boolean {
+  return body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array || body instanceof ArrayBuffer;
+}
+
+export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFetchOptions): UpstreamFetch {
+  const headerName = options.headerName ?? "authorization";
+  const source = options.source;
+  return async (url, init) => {
+    const headers = new Headers(init.headers);
+    for (const { name, value } of options.headers) headers.set(name, value);
+    if (source === undefined) return base(url, { ...init, headers });
+    let value: string;
+    try {
+      value = await source.authorization(init.incoming);
+    } catch (err) {
+      // No credential (login timed out, exchange refused): the client learns why, the remote is not asked.
+      return jsonRpcError(502, -32000, `mcpmgr has no credentials for the remote server: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    headers.set(headerName, value);
+    let response = await base(url, { ...init, headers });
+    if (response.status !== 401) return response;
+    await source.invalidate(value, response);
+    if (replayable(init.body)) {
+      await response.body?.cancel();
+      value = await source.authorization(init.incoming);
+      headers.set(headerName, value);
+      response = await base(url, { ...init, headers });
+      if (response.status !== 401) return response;
+      await source.invalidate(value, response);
+    }
+    await response.body?.cancel();
+    return jsonRpcError(502, -32000, "the remote MCP server refused mcpmgr's credentials (see the proxy's log)");
+  };
+}

@@ -1,0 +1,259 @@
+/**
+ * mcpmgr authenticating to a remote MCP server, against a real authorization server
+ * (oidc-provider): static bearer tokens and injected headers; the authorization-code flow
+ * with PKCE end to end (login and consent played over HTTP with a cookie jar from the URL
+ * mcpmgr prints); tokens kept across restarts and refreshed without a browser; dynamic
+ * registration; auto-detection from the remote's 401; token exchange; two logins at once.
+ * The "remote" is `mcpmgr proxy --oidc-*` in front of the conformance fixture.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import { CLI_ENTRY, freePort, REPO_ROOT, spawnUntil, startProxy, type Running } from "../support/processes.ts";
+
+const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
+let auth: AuthServer;
+let fixture: RunningFixture;
+let remote: Awaited<ReturnType<typeof startProxy>>;
+let scratch: string;
+let secretFile: string;
+
+beforeAll(async () => {
+  auth = await startAuthServer();
+  fixture = await startConformanceServer();
+  // The protected remote: accepts tokens for JWT_RESOURCE, and says so in its RFC 9728 metadata.
+  remote = await startProxy(fixture.url, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--resource-url", JWT_RESOURCE, ...LOCAL_DEV]);
+  scratch = await mkdtemp(join(tmpdir(), "mcpmgr-oauth-"));
+  secretFile = join(scratch, "client-secret");
+  await writeFile(secretFile, CLIENTS.mcpmgr.client_secret);
+}, 60_000);
+
+afterAll(async () => {
+  await remote?.stop();
+  await fixture?.stop();
+  await auth?.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+async function until<T>(read: () => T | undefined, what: string, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(50);
+  }
+}
+
+const loginUrl = (output: string) => /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m.exec(output)?.[1];
+const clientUrl = (output: string) => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(output)?.[1];
+
+/** `mcpmgr proxy` with outgoing auth: logs in (by playing the user) if it asks, then returns its client URL. */
+async function startAuthenticatedProxy(args: string[], options: { home: string; expectLogin: boolean; target?: string }): Promise<Running & { url: string; login?: string }> {
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", "--target-uri", options.target ?? remote.url, ...args], /(^http:\/\/127\.0\.0\.1:\d+\/auth\?\S+$)|(^http:\/\/127\.0\.0\.1:\d+\/mcp$)/m, {
+    env: { MCPMGR_HOME: options.home },
+    timeoutMs: 30_000,
+  });
+  const login = loginUrl(running.output());
+  expect(login !== undefined).toBe(options.expectLogin);
+  if (login) expect(await completeLogin(login)).toBe(200);
+  const url = await until(() => clientUrl(running.output()), "the proxy's client URL");
+  return { ...running, url, ...(login ? { login } : {}) };
+}
+
+async function listTools(url: string): Promise<string[]> {
+  const client = new Client({ name: "oauth-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  try {
+    return (await client.listTools()).tools.map((t) => t.name);
+  } finally {
+    await client.close();
+  }
+}
+
+describe("static credentials", () => {
+  let upstream: ReturnType<typeof Bun.serve>;
+  const seen: Headers[] = [];
+  beforeAll(() => {
+    upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => (seen.push(req.headers), Response.json({ jsonrpc: "2.0", id: 1, result: {} })) });
+  });
+  afterAll(() => upstream.stop(true));
+
+  test("a bearer token file and injected headers (literal and from the secrets manager) reach the remote; the client's token does not", async () => {
+    const tokenFile = join(scratch, "bearer");
+    await writeFile(tokenFile, "mcpmgr-static-token\n");
+    const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, ["--remote-auth-bearer-token-file", tokenFile, "--remote-forward-headers", "X-Api-Version=2", "--remote-forward-headers-secret", "X-Api-Key=api-key"], {
+      env: { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_API_KEY: "from-the-secrets-manager" },
+    });
+    try {
+      seen.length = 0;
+      const response = await fetch(proxy.url, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer the-clients-own-token" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+      expect(response.status).toBe(200);
+      expect(seen[0]?.get("authorization")).toBe("Bearer mcpmgr-static-token");
+      expect(seen[0]?.get("x-api-version")).toBe("2");
+      expect(seen[0]?.get("x-api-key")).toBe("from-the-secrets-manager");
+      expect(proxy.output()).not.toContain("from-the-secrets-manager");
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  test("hop-by-hop and forwarding headers cannot be injected; Authorization conflicts with a token", () => {
+    for (const [args, text] of [
+      [["--remote-forward-headers", "Host=evil"], "cannot be injected"],
+      [["--remote-forward-headers", "X-Forwarded-For=1.2.3.4"], "cannot be injected"],
+      [["--remote-forward-headers", "Connection=close"], "cannot be injected"],
+      [["--remote-auth-bearer-token", "t", "--remote-forward-headers", "Authorization=Bearer x"], "conflicts"],
+    ] as const) {
+      const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "p", "--target-uri", `http://127.0.0.1:${upstream.port}/mcp`, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+      expect(result.exitCode).toBe(2);
+      expect(result.stderr.toString()).toContain(text);
+    }
+  });
+});
+
+describe("the authorization-code flow with PKCE", () => {
+  let home: string;
+  beforeAll(async () => {
+    home = await mkdtemp(join(scratch, "home-"));
+  });
+
+  test("logs in from the printed URL, then proxies with the token; the remote refuses the proxy without it", async () => {
+    const refused = await fetch(remote.url, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(refused.status).toBe(401);
+    const args = ["--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[0]), "--remote-auth-skip-browser"];
+    const proxy = await startAuthenticatedProxy(args, { home, expectLogin: true });
+    try {
+      const login = new URL(proxy.login as string);
+      expect(login.searchParams.get("code_challenge_method")).toBe("S256");
+      expect(login.searchParams.get("code_challenge")?.length).toBeGreaterThan(40);
+      expect(login.searchParams.get("state")?.length).toBeGreaterThan(20);
+      expect(login.searchParams.get("resource")).toBe(JWT_RESOURCE);
+      expect(login.searchParams.get("scope")).toBe("openid profile email");
+      expect(await listTools(proxy.url)).toContain("test_simple_text");
+    } finally {
+      await proxy.stop();
+    }
+    // A restart finds the tokens in the secrets store: no login.
+    const again = await startAuthenticatedProxy(args, { home, expectLogin: false });
+    try {
+      expect(await listTools(again.url)).toContain("test_simple_text");
+    } finally {
+      await again.stop();
+    }
+  }, 120_000);
+
+  test("an expired access token is refreshed at start-up without a browser", async () => {
+    const shortLived = await startAuthServer({ accessTokenTtl: 2 });
+    const home2 = await mkdtemp(join(scratch, "home-refresh-"));
+    const protectedRemote = await startProxy(fixture.url, ["--oidc-issuer", shortLived.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+    try {
+      const args = ["--target-uri", protectedRemote.url, "--remote-auth", "--remote-auth-issuer", shortLived.issuer, "--remote-auth-client-id", CLIENTS.mcpmgrPublic.client_id, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[1]), "--remote-auth-skip-browser"];
+      const first = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m, { env: { MCPMGR_HOME: home2 }, timeoutMs: 30_000 });
+      expect(await completeLogin(first.match[1] as string)).toBe(200);
+      await until(() => clientUrl(first.output()), "the first proxy's URL");
+      await first.stop();
+      await Bun.sleep(2_500);
+      const before = shortLived.grants.get("refresh_token") ?? 0;
+      const second = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m, { env: { MCPMGR_HOME: home2 }, timeoutMs: 30_000 });
+      try {
+        expect(loginUrl(second.output())).toBeUndefined();
+        expect(shortLived.grants.get("refresh_token") ?? 0).toBeGreaterThan(before);
+        expect(await listTools(second.match[1] as string)).toContain("test_simple_text");
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await protectedRemote.stop();
+      await shortLived.stop();
+    }
+  }, 120_000);
+
+  test("no client credentials: mcpmgr registers itself (RFC 7591) and logs in", async () => {
+    const home3 = await mkdtemp(join(scratch, "home-dcr-"));
+    const proxy = await startAuthenticatedProxy(["--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[2]), "--remote-auth-skip-browser"], { home: home3, expectLogin: true });
+    try {
+      expect(proxy.output()).toContain("registered mcpmgr as OAuth client");
+      expect(new URL(proxy.login as string).searchParams.get("client_id")).not.toBe(CLIENTS.mcpmgr.client_id);
+      expect(await listTools(proxy.url)).toContain("test_simple_text");
+    } finally {
+      await proxy.stop();
+    }
+  }, 120_000);
+
+  test("auto-detection: --remote-auth-client-id alone finds the authorization server from the remote's 401 (RFC 9728)", async () => {
+    const home4 = await mkdtemp(join(scratch, "home-auto-"));
+    // A remote that names itself by its own URL (no --resource-url) and accepts tokens for it.
+    const port = await freePort();
+    const self = `http://127.0.0.1:${port}/mcp`;
+    const selfNamed = await startProxy(fixture.url, ["--port", String(port), "--oidc-issuer", auth.issuer, "--oidc-audience", self, ...LOCAL_DEV]);
+    const proxy = await startAuthenticatedProxy(["--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile, "--remote-auth-callback-port", String(CALLBACK_PORTS[0]), "--remote-auth-skip-browser"], { home: home4, expectLogin: true, target: self });
+    try {
+      expect(proxy.output()).toContain(`its authorization server is ${auth.issuer}`);
+      // The resource came from the remote's metadata.
+      expect(new URL(proxy.login as string).searchParams.get("resource")).toBe(self);
+      expect(await listTools(proxy.url)).toContain("test_simple_text");
+    } finally {
+      await proxy.stop();
+      await selfNamed.stop();
+    }
+  }, 120_000);
+
+  test("two mcpmgr processes logging in at once on the same callback port both succeed", async () => {
+    const homes = [await mkdtemp(join(scratch, "home-a-")), await mkdtemp(join(scratch, "home-b-"))];
+    const args = ["--target-uri", remote.url, "--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[1]), "--remote-auth-skip-browser", "--remote-auth-timeout", "30s"];
+    const procs = homes.map((home) => spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m, { env: { MCPMGR_HOME: home }, timeoutMs: 60_000 }));
+    // One waits for the other's login (they share the port): log in to whichever asks first, then the other.
+    const first = await Promise.race(procs);
+    expect(await completeLogin(first.match[1] as string)).toBe(200);
+    const both = await Promise.all(procs);
+    const second = both.find((p) => p !== first) as (typeof both)[number];
+    expect(await completeLogin(second.match[1] as string)).toBe(200);
+    try {
+      for (const p of both) expect(await listTools(await until(() => clientUrl(p.output()), "a client URL"))).toContain("test_simple_text");
+    } finally {
+      await Promise.all(both.map((p) => p.stop()));
+    }
+  }, 120_000);
+
+  test("a login nobody completes ends with a clear timeout error", async () => {
+    const home5 = await mkdtemp(join(scratch, "home-timeout-"));
+    // Not spawnSync: the authorization server runs in this test process and must keep answering.
+    const proc = Bun.spawn(
+      [process.execPath, CLI_ENTRY, "proxy", "b", "--target-uri", remote.url, "--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile, "--remote-auth-callback-port", String(CALLBACK_PORTS[2]), "--remote-auth-skip-browser", "--remote-auth-timeout", "1s"],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home5 }, stdout: "pipe", stderr: "pipe" },
+    );
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    expect(code).toBe(1);
+    expect(stderr).toContain("did not complete within 1 s");
+    expect(stderr).toContain("--remote-auth-timeout");
+  }, 60_000);
+});
+
+test("token exchange (RFC 8693): the client's token is exchanged for one the remote accepts", async () => {
+  const B_RESOURCE = "https://b.example.test/mcp";
+  const secret = join(scratch, "exchanger-secret");
+  await writeFile(secret, CLIENTS.exchanger.client_secret);
+  const proxy = await startProxy(remote.url, [
+    "--oidc-issuer", auth.issuer, "--oidc-audience", B_RESOURCE, ...LOCAL_DEV,
+    "--token-exchange-url", `${auth.issuer}/token`,
+    "--token-exchange-client-id", CLIENTS.exchanger.client_id,
+    "--token-exchange-client-secret-file", secret,
+    "--token-exchange-audience", JWT_RESOURCE,
+  ]);
+  try {
+    const clientToken = await auth.token({ resource: B_RESOURCE });
+    const client = new Client({ name: "exchange-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { authorization: `Bearer ${clientToken}` } } }));
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain("test_simple_text");
+    await client.close();
+    expect(auth.grants.get("urn:ietf:params:oauth:grant-type:token-exchange") ?? 0).toBeGreaterThan(0);
+  } finally {
+    await proxy.stop();
+  }
+}, 60_000);
