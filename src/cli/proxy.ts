@@ -13,9 +13,9 @@ import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
 import { incomingAuthentication } from "./incoming-auth.ts";
 import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
+import { runProxyStdio } from "./proxy-stdio.ts";
 
 const siblings: Readonly<Record<string, string>> = {
-  stdio: "'mcpmgr proxy stdio' (a remote endpoint exposed as a stdio server)",
   tunnel: "'mcpmgr proxy tunnel'",
 };
 
@@ -26,6 +26,7 @@ export default defineCommand({
   },
   args: toCittyArgs(proxyOptions, { SERVER_NAME: { description: "Name for this proxy (used in logs)", required: true } }, new Set(unsupportedProxyOptions.keys())),
   async run({ rawArgs }) {
+    if (rawArgs[0] === "stdio") return runProxyStdio(rawArgs.slice(1));
     const sibling = siblings[rawArgs[0] ?? ""];
     if (sibling !== undefined) {
       throw new McpmgrError("NOT_SUPPORTED_YET", `${sibling} is not supported yet`, { hint: "use 'mcpmgr proxy SERVER_NAME --target-uri URL'" });

@@ -79,9 +79,9 @@ describe("usage errors exit 2 with one line naming the problem", () => {
 });
 
 describe("options that are not supported yet exit 2", () => {
-  test("proxy stdio", () => {
-    const line = expectUsageError(mcpmgr("proxy", "stdio"));
-    expect(line).toContain("proxy stdio");
+  test("proxy tunnel", () => {
+    const line = expectUsageError(mcpmgr("proxy", "tunnel"));
+    expect(line).toContain("proxy tunnel");
     expect(line).toContain("not supported yet");
   });
 

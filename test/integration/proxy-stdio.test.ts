@@ -1,0 +1,104 @@
+/**
+ * `mcpmgr proxy stdio`: a remote MCP endpoint as a stdio server, driven by the SDK's stdio
+ * client — plain, with a bearer token, after an OAuth login, and for a workload by name.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
+
+const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
+let auth: AuthServer;
+let fixture: RunningFixture;
+let remote: Awaited<ReturnType<typeof startProxy>>;
+let home: string;
+
+beforeAll(async () => {
+  auth = await startAuthServer();
+  fixture = await startConformanceServer();
+  remote = await startProxy(fixture.url, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-proxy-stdio-"));
+}, 60_000);
+
+afterAll(async () => {
+  await remote?.stop();
+  await fixture?.stop();
+  await auth?.stop();
+  await rm(home, { recursive: true, force: true });
+});
+
+function stdioClient(args: string[]) {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI_ENTRY, "proxy", "stdio", ...args], cwd: REPO_ROOT, env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home }, stderr: "pipe" });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const client = new Client({ name: "proxy-stdio-test", version: "1.0.0" });
+  return { client, transport, stderr: () => stderr };
+}
+
+test("relays a plain remote: tools listed and called over stdio", async () => {
+  const { client, transport } = stdioClient([fixture.url]);
+  await client.connect(transport);
+  const { tools } = await client.listTools();
+  expect(tools.map((t) => t.name)).toContain("test_simple_text");
+  const result = (await client.callTool({ name: "test_simple_text", arguments: {} })) as { content: { type: string; text: string }[] };
+  expect(result.content[0]?.type).toBe("text");
+  await client.close();
+}, 60_000);
+
+test("authenticates to a protected remote with a bearer token", async () => {
+  const { client, transport } = stdioClient([remote.url, "--remote-auth-bearer-token", await auth.token()]);
+  await client.connect(transport);
+  expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+  await client.close();
+}, 60_000);
+
+test("a protected remote without credentials: the client gets an error, not a hang", async () => {
+  const { client, transport } = stdioClient([remote.url]);
+  let failure: unknown;
+  try {
+    await client.connect(transport);
+  } catch (err) {
+    failure = err;
+  }
+  expect(String(failure)).toContain("a bearer token is required");
+  await client.close().catch(() => {});
+}, 60_000);
+
+test("logs in with OAuth (URL on stderr), then relays", async () => {
+  const { client, transport, stderr } = stdioClient([
+    remote.url, "--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-client-id", CLIENTS.mcpmgrPublic.client_id,
+    "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[1]), "--remote-auth-skip-browser",
+  ]);
+  const connected = client.connect(transport);
+  const deadline = Date.now() + 30_000;
+  let login: string | undefined;
+  while (login === undefined && Date.now() < deadline) {
+    login = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m.exec(stderr())?.[1];
+    await Bun.sleep(50);
+  }
+  expect(login).toBeDefined();
+  expect(await completeLogin(login as string)).toBe(200);
+  await connected;
+  expect((await client.listTools()).tools.map((t) => t.name)).toContain("test_simple_text");
+  await client.close();
+}, 60_000);
+
+test("usage errors are one line with a hint", () => {
+  for (const [args, text] of [
+    [[], "missing URL_OR_WORKLOAD"],
+    [["no-such-workload"], "neither a URL nor a workload"],
+    [["http://127.0.0.1:1/mcp", "--token-exchange-url", "https://sts.example"], "a stdio client has none"],
+  ] as const) {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home } });
+    expect(result.exitCode).not.toBe(0);
+    const lines = result.stderr.toString().trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(text);
+    expect(lines[0]).toContain("hint:");
+  }
+});
