@@ -39,6 +39,7 @@ const REFRESH_EARLY_MS = 60_000;
 interface Stored {
   clientId?: string;
   clientSecret?: string;
+  authMethod?: string;
   refreshToken?: string;
   accessToken?: string;
   expiresAt?: number;
@@ -147,7 +148,7 @@ export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: strin
       });
     }
     log.info(`${name}: the remote server asks for OAuth; its authorization server is ${found.issuer.href}`);
-    server = await discoverServer(found.issuer);
+    server = await discoverServer(found.issuer, { legacyDefaults: found.legacy === true });
     discoveredResource = found.resource;
     discoveredScopes = found.scopes;
   }
@@ -160,7 +161,7 @@ export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: strin
 
   let client: ClientInfo;
   if (spec.clientId !== undefined) client = { clientId: spec.clientId, ...(spec.clientSecret !== undefined ? { clientSecret: spec.clientSecret } : {}) };
-  else if (stored.clientId !== undefined) client = { clientId: stored.clientId, ...(stored.clientSecret !== undefined ? { clientSecret: stored.clientSecret } : {}) };
+  else if (stored.clientId !== undefined) client = { clientId: stored.clientId, clientSecret: stored.clientSecret, authMethod: stored.authMethod };
   else {
     client = await registerClient(server, `http://127.0.0.1:${spec.callbackPort}/callback`);
     log.info(`${name}: registered mcpmgr as OAuth client ${client.clientId} (RFC 7591)`);
@@ -169,7 +170,7 @@ export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: strin
   let tokens: TokenSet | undefined = stored.accessToken ? { accessToken: stored.accessToken, refreshToken: stored.refreshToken, expiresAt: stored.expiresAt } : undefined;
   const persist = (next: TokenSet) =>
     store.save({
-      ...(spec.clientId === undefined ? { clientId: client.clientId, ...(client.clientSecret ? { clientSecret: client.clientSecret } : {}) } : {}),
+      ...(spec.clientId === undefined ? { clientId: client.clientId, ...(client.clientSecret ? { clientSecret: client.clientSecret } : {}), ...(client.authMethod ? { authMethod: client.authMethod } : {}) } : {}),
       accessToken: next.accessToken,
       ...(next.refreshToken ? { refreshToken: next.refreshToken } : {}),
       ...(next.expiresAt ? { expiresAt: next.expiresAt } : {}),

@@ -17,6 +17,8 @@ export interface ServerInfo {
 export interface ClientInfo {
   readonly clientId: string;
   readonly clientSecret?: string | undefined;
+  /** How the client authenticates at the token endpoint (from registration or the server's metadata). */
+  readonly authMethod?: string | undefined;
 }
 
 export interface TokenSet {
@@ -47,7 +49,7 @@ function failure(what: string, err: unknown, hint: string): McpmgrError {
   return new McpmgrError("AUTH_SETUP_FAILED", `${what} failed (${detail})`, { hint, cause: err });
 }
 
-export async function discoverServer(issuer: URL): Promise<ServerInfo> {
+export async function discoverServer(issuer: URL, options: { legacyDefaults?: boolean } = {}): Promise<ServerInfo> {
   const failures: string[] = [];
   for (const algorithm of ["oidc", "oauth2"] as const) {
     try {
@@ -56,6 +58,11 @@ export async function discoverServer(issuer: URL): Promise<ServerInfo> {
     } catch (err) {
       failures.push(`${algorithm}: ${err instanceof Error ? err.message : String(err)}`);
     }
+  }
+  if (options.legacyDefaults) {
+    // MCP 2025-03-26 §2.3.3: without metadata, /authorize, /token and /register on the server's origin.
+    const base = issuer.origin;
+    return { as: { issuer: base, authorization_endpoint: `${base}/authorize`, token_endpoint: `${base}/token`, registration_endpoint: `${base}/register` }, oidc: false };
   }
   throw new McpmgrError("AUTH_SETUP_FAILED", `discovery of the authorization server ${issuer.href} failed (${failures.join("; ")})`, {
     hint: "check --remote-auth-issuer, or give --remote-auth-authorize-url and --remote-auth-token-url",
@@ -69,6 +76,8 @@ export function explicitServer(authorize: URL, token: URL): ServerInfo {
 
 export interface ChallengeDiscovery {
   readonly issuer: URL;
+  /** No RFC 9728 document (MCP 2025-03-26): default endpoints on the issuer when it has no metadata. */
+  readonly legacy?: boolean;
   /** The resource identifier the remote names itself by (sent as RFC 8707 resource). */
   readonly resource?: string;
   readonly scopes?: readonly string[];
@@ -92,19 +101,33 @@ export async function discoverFromRemote(target: URL, fetcher: typeof fetch = fe
   const challenge = probe.headers.get("www-authenticate") ?? "";
   const metadataText = /resource_metadata="([^"]+)"/i.exec(challenge)?.[1];
   const scopeText = /scope="([^"]*)"/i.exec(challenge)?.[1];
-  const metadataUrl = metadataText ? new URL(metadataText, target) : new URL(`/.well-known/oauth-protected-resource${target.pathname.replace(/\/$/, "")}`, target);
-  let document: { resource?: string; authorization_servers?: string[]; scopes_supported?: string[] };
-  try {
-    const response = await fetcher(metadataUrl, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(15_000) });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    document = (await response.json()) as typeof document;
-  } catch (err) {
-    throw new McpmgrError("AUTH_SETUP_FAILED", `the remote asks for authentication, but its protected-resource metadata (${metadataUrl.href}) could not be read: ${err instanceof Error ? err.message : String(err)}`, {
-      hint: "give --remote-auth-issuer (or --remote-auth-authorize-url and --remote-auth-token-url)",
-    });
+  // RFC 9728: the URL the challenge names, else the path-suffixed then the root well-known URL.
+  const candidates = metadataText
+    ? [new URL(metadataText, target)]
+    : [new URL(`/.well-known/oauth-protected-resource${target.pathname.replace(/\/$/, "")}`, target), new URL("/.well-known/oauth-protected-resource", target)];
+  let document: { resource?: string; authorization_servers?: string[]; scopes_supported?: string[] } | undefined;
+  const failures: string[] = [];
+  for (const url of candidates) {
+    try {
+      const response = await fetcher(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(15_000) });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      document = (await response.json()) as NonNullable<typeof document>;
+      break;
+    } catch (err) {
+      failures.push(`${url.href}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  if (document === undefined) {
+    if (metadataText) {
+      throw new McpmgrError("AUTH_SETUP_FAILED", `the remote asks for authentication, but its protected-resource metadata could not be read (${failures.join("; ")})`, {
+        hint: "give --remote-auth-issuer (or --remote-auth-authorize-url and --remote-auth-token-url)",
+      });
+    }
+    // MCP 2025-03-26 servers have no RFC 9728 document: their own origin is the authorization server.
+    return { issuer: new URL(target.origin), ...(scopeText ? { scopes: scopeText.split(" ").filter(Boolean) } : {}), legacy: true };
   }
   const issuer = document.authorization_servers?.[0];
-  if (!issuer) throw new McpmgrError("AUTH_SETUP_FAILED", `the protected-resource metadata at ${metadataUrl.href} names no authorization server`, { hint: "give --remote-auth-issuer" });
+  if (!issuer) throw new McpmgrError("AUTH_SETUP_FAILED", `the remote's protected-resource metadata names no authorization server`, { hint: "give --remote-auth-issuer" });
   const scopes = scopeText ? scopeText.split(" ").filter(Boolean) : document.scopes_supported;
   return { issuer: new URL(issuer), ...(document.resource ? { resource: document.resource } : {}), ...(scopes ? { scopes } : {}) };
 }
@@ -120,8 +143,15 @@ export async function registerClient(server: ServerInfo, redirectUri: string): P
       { client_name: "mcpmgr", redirect_uris: [redirectUri], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" },
       requestOptions(new URL(server.as.registration_endpoint)),
     );
-    const client = await oauth.processDynamicClientRegistrationResponse(response);
-    return { clientId: client.client_id, ...(typeof client.client_secret === "string" ? { clientSecret: client.client_secret } : {}) };
+    // Read by hand: servers in the wild omit fields oauth4webapi insists on (client_secret_expires_at).
+    const body = (await response.json().catch(() => ({}))) as { client_id?: unknown; client_secret?: unknown; token_endpoint_auth_method?: unknown; error?: string; error_description?: string };
+    if (response.status !== 201 && response.status !== 200) throw new Error(`HTTP ${response.status}${body.error ? ` ${body.error}: ${body.error_description ?? ""}` : ""}`);
+    if (typeof body.client_id !== "string" || body.client_id === "") throw new Error("the response has no client_id");
+    return {
+      clientId: body.client_id,
+      ...(typeof body.client_secret === "string" ? { clientSecret: body.client_secret } : {}),
+      ...(typeof body.token_endpoint_auth_method === "string" ? { authMethod: body.token_endpoint_auth_method } : {}),
+    };
   } catch (err) {
     throw failure("dynamic client registration", err, "pass --remote-auth-client-id for a client registered by hand");
   }
@@ -143,8 +173,13 @@ export async function startAuthorization(server: ServerInfo, client: ClientInfo,
   return { url, state, codeVerifier, redirectUri: options.redirectUri };
 }
 
-function clientAuth(client: ClientInfo): oauth.ClientAuth {
-  return client.clientSecret !== undefined ? oauth.ClientSecretBasic(client.clientSecret) : oauth.None();
+/** client_secret_basic unless the client was registered for _post, or the server only supports _post. */
+function clientAuth(server: ServerInfo, client: ClientInfo): oauth.ClientAuth {
+  if (client.clientSecret === undefined) return oauth.None();
+  const supported = server.as.token_endpoint_auth_methods_supported;
+  const method = client.authMethod ?? (supported && !supported.includes("client_secret_basic") && supported.includes("client_secret_post") ? "client_secret_post" : "client_secret_basic");
+  if (method === "none") return oauth.None();
+  return method === "client_secret_post" ? oauth.ClientSecretPost(client.clientSecret) : oauth.ClientSecretBasic(client.clientSecret);
 }
 
 function tokenSet(response: oauth.TokenEndpointResponse, previousRefresh?: string): TokenSet {
@@ -165,7 +200,7 @@ export async function completeAuthorization(server: ServerInfo, client: ClientIn
     throw failure("the authorization response", err, "start the login again");
   }
   try {
-    const response = await oauth.authorizationCodeGrantRequest(server.as, oauthClient, clientAuth(client), params, pending.redirectUri, pending.codeVerifier, {
+    const response = await oauth.authorizationCodeGrantRequest(server.as, oauthClient, clientAuth(server, client), params, pending.redirectUri, pending.codeVerifier, {
       ...(resource ? { additionalParameters: { resource } } : {}),
       ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer)),
     });
@@ -188,7 +223,7 @@ export class RefreshFailed extends Error {
 export async function refreshTokens(server: ServerInfo, client: ClientInfo, refreshToken: string, resource?: string): Promise<TokenSet> {
   const oauthClient: oauth.Client = { client_id: client.clientId };
   try {
-    const response = await oauth.refreshTokenGrantRequest(server.as, oauthClient, clientAuth(client), refreshToken, {
+    const response = await oauth.refreshTokenGrantRequest(server.as, oauthClient, clientAuth(server, client), refreshToken, {
       ...(resource ? { additionalParameters: { resource } } : {}),
       ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer)),
     });
