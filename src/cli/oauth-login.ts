@@ -12,7 +12,9 @@ import { join } from "node:path";
 import type { OAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import {
+  challengeScopes,
   completeAuthorization,
+  discoverFromChallenge,
   discoverFromRemote,
   discoverServer,
   explicitServer,
@@ -20,6 +22,7 @@ import {
   RefreshFailed,
   registerClient,
   startAuthorization,
+  type ChallengeDiscovery,
   type ClientInfo,
   type ServerInfo,
   type TokenSet,
@@ -132,29 +135,28 @@ async function interactiveLogin(server: ServerInfo, client: ClientInfo, spec: OA
   );
 }
 
-/** The token source for `--remote-auth`; undefined when auto-detection finds no authentication is needed. */
-export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: string): Promise<TokenSource | undefined> {
+interface Session {
+  readonly issuer: string;
+  /** A valid access token: from memory, the store, a refresh, or a login. */
+  current(): Promise<TokenSet>;
+  /** Forget the access token (the remote refused it). */
+  expire(refused: string): void;
+  /** Log in again asking for more scopes (RFC 6750 insufficient_scope); false when already tried. */
+  stepUp(scopes: readonly string[]): Promise<boolean>;
+}
+
+/** Everything about one authorization server, client and resource: discovery done, client known, tokens kept. */
+async function openSession(spec: OAuthSpec, target: URL, name: string, found: ChallengeDiscovery | undefined): Promise<Session> {
   let server: ServerInfo;
-  let discoveredResource: string | undefined;
-  let discoveredScopes: readonly string[] | undefined;
   if (spec.endpoints) server = explicitServer(spec.endpoints.authorize, spec.endpoints.token);
   else if (spec.issuer) server = await discoverServer(spec.issuer);
-  else {
-    const found = await discoverFromRemote(target);
-    if (found === undefined) {
-      if (spec.onDemand) return undefined;
-      throw new McpmgrError("AUTH_SETUP_FAILED", `--remote-auth: ${target.href} does not ask for authentication, and no authorization server was given`, {
-        hint: "give --remote-auth-issuer, or leave --remote-auth out",
-      });
-    }
+  else if (found) {
     log.info(`${name}: the remote server asks for OAuth; its authorization server is ${found.issuer.href}`);
     server = await discoverServer(found.issuer, { legacyDefaults: found.legacy === true });
-    discoveredResource = found.resource;
-    discoveredScopes = found.scopes;
-  }
+  } else throw new McpmgrError("INTERNAL", "no authorization server to log in to");
   // RFC 8707 / MCP: the resource is the remote server itself unless told otherwise.
-  const resource = spec.resource ?? discoveredResource ?? `${target.origin}${target.pathname}`;
-  const scopes = spec.scopes ?? (server.oidc ? ["openid", "profile", "email"] : (discoveredScopes ?? []));
+  const resource = spec.resource ?? found?.resource ?? `${target.origin}${target.pathname}`;
+  let scopes: readonly string[] = spec.scopes ?? (server.oidc ? ["openid", "profile", "email"] : (found?.scopes ?? []));
   const key = `oauth-${createHash("sha256").update(`${server.as.issuer}\n${spec.clientId ?? "(registered)"}\n${resource}`).digest("hex").slice(0, 32)}`;
   const store = tokenStore(key);
   const stored = await store.load();
@@ -205,22 +207,67 @@ export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: strin
   };
 
   let renewing: Promise<TokenSet> | undefined;
-  const current = async (): Promise<TokenSet> => {
-    if (tokens && (tokens.expiresAt === undefined || tokens.expiresAt - REFRESH_EARLY_MS > Date.now())) return tokens;
-    // One renewal at a time, whatever the number of requests waiting for it.
-    renewing ??= renew().finally(() => (renewing = undefined));
-    tokens = await renewing;
-    return tokens;
+  const triedScopes = new Set<string>([scopes.join(" ")]);
+  return {
+    issuer: server.as.issuer,
+    async current() {
+      if (tokens && (tokens.expiresAt === undefined || tokens.expiresAt - REFRESH_EARLY_MS > Date.now())) return tokens;
+      // One renewal at a time, whatever the number of requests waiting for it.
+      renewing ??= renew().finally(() => (renewing = undefined));
+      tokens = await renewing;
+      return tokens;
+    },
+    expire(refused) {
+      if (tokens && `Bearer ${tokens.accessToken}` === refused) tokens = { ...tokens, expiresAt: 0 };
+    },
+    async stepUp(wanted) {
+      const next = [...new Set([...scopes, ...wanted])];
+      const label = next.join(" ");
+      // The same request twice would loop: a server that keeps refusing gets its 403.
+      if (triedScopes.has(label)) return false;
+      triedScopes.add(label);
+      scopes = next;
+      tokens = await login(`the remote server needs more scopes (${wanted.join(" ")}), logging in again`);
+      return true;
+    },
   };
+}
 
-  // Before serving: a valid token now (from the store, a refresh, or a login).
-  await current();
+/**
+ * The token source for `--remote-auth` (and auto-detection). With an authorization server
+ * given, or a remote that asks at once, the login happens before serving; otherwise the
+ * first 401 (or 403 insufficient_scope) from the remote starts it.
+ */
+export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: string): Promise<TokenSource | undefined> {
+  let session: Session | undefined;
+  if (spec.endpoints || spec.issuer) session = await openSession(spec, target, name, undefined);
+  else {
+    const found = await discoverFromRemote(target);
+    if (found) session = await openSession(spec, target, name, found);
+    else log.info(`${name}: the remote server does not ask for authentication yet; mcpmgr will log in when it does`);
+  }
+  await session?.current();
+  let opening: Promise<Session> | undefined;
   return {
     async authorization() {
-      return `Bearer ${(await current()).accessToken}`;
+      return session ? `Bearer ${(await session.current()).accessToken}` : undefined;
     },
-    async invalidate(refused) {
-      if (tokens && `Bearer ${tokens.accessToken}` === refused) tokens = { ...tokens, expiresAt: 0 };
+    async invalidate(refused, response) {
+      const challenge = response.headers.get("www-authenticate") ?? "";
+      if (session === undefined) {
+        if (!/^Bearer\b/i.test(challenge) && response.status !== 401) return;
+        opening ??= discoverFromChallenge(challenge, target).then((found) => openSession(spec, target, name, found));
+        session = await opening;
+        await session.current();
+        return;
+      }
+      if (response.status === 403) {
+        const wanted = challengeScopes(challenge);
+        if (wanted && (await session.stepUp(wanted))) return;
+        log.warn(`${name}: the remote server refused the request for lack of scope`);
+        return;
+      }
+      session.expire(refused ?? "");
       log.warn(`${name}: the remote server refused the access token; renewing it`);
     },
   };

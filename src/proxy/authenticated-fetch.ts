@@ -24,6 +24,12 @@ function replayable(body: RequestInit["body"]): boolean {
   return body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array || body instanceof ArrayBuffer;
 }
 
+/** 401, or 403 with a Bearer insufficient_scope challenge (RFC 6750 §3.1: step-up). */
+function refusesCredentials(response: Response): boolean {
+  if (response.status === 401) return true;
+  return response.status === 403 && /insufficient_scope/i.test(response.headers.get("www-authenticate") ?? "");
+}
+
 export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFetchOptions): UpstreamFetch {
   const headerName = options.headerName ?? "authorization";
   const source = options.source;
@@ -31,24 +37,35 @@ export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFe
     const headers = new Headers(init.headers);
     for (const { name, value } of options.headers) headers.set(name, value);
     if (source === undefined) return base(url, { ...init, headers });
-    let value: string;
-    try {
-      value = await source.authorization(init.incoming);
-    } catch (err) {
-      // No credential (login timed out, exchange refused): the client learns why, the remote is not asked.
-      return jsonRpcError(502, -32000, `mcpmgr has no credentials for the remote server: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    headers.set(headerName, value);
+    const credential = async (): Promise<string | undefined | Response> => {
+      try {
+        return await source.authorization(init.incoming);
+      } catch (err) {
+        // No credential (login timed out, exchange refused): the client learns why, the remote is not asked.
+        return jsonRpcError(502, -32000, `mcpmgr has no credentials for the remote server: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    };
+    let value = await credential();
+    if (value instanceof Response) return value;
+    if (value === undefined) headers.delete(headerName);
+    else headers.set(headerName, value);
     let response = await base(url, { ...init, headers });
-    if (response.status !== 401) return response;
-    await source.invalidate(value, response);
+    if (!refusesCredentials(response)) return response;
+    try {
+      await source.invalidate(value, response);
+    } catch (err) {
+      await response.body?.cancel();
+      return jsonRpcError(502, -32000, `mcpmgr could not authenticate to the remote server: ${err instanceof Error ? err.message : String(err)}`);
+    }
     if (replayable(init.body)) {
       await response.body?.cancel();
-      value = await source.authorization(init.incoming);
-      headers.set(headerName, value);
+      value = await credential();
+      if (value instanceof Response) return value;
+      if (value === undefined) headers.delete(headerName);
+      else headers.set(headerName, value);
       response = await base(url, { ...init, headers });
-      if (response.status !== 401) return response;
-      await source.invalidate(value, response);
+      if (!refusesCredentials(response)) return response;
+      await source.invalidate(value, response).catch(() => {});
     }
     await response.body?.cancel();
     return jsonRpcError(502, -32000, "the remote MCP server refused mcpmgr's credentials (see the proxy's log)");

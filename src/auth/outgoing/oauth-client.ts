@@ -98,7 +98,17 @@ export async function discoverFromRemote(target: URL, fetcher: typeof fetch = fe
   });
   await probe.body?.cancel();
   if (probe.status !== 401) return undefined;
-  const challenge = probe.headers.get("www-authenticate") ?? "";
+  return discoverFromChallenge(probe.headers.get("www-authenticate") ?? "", target, fetcher);
+}
+
+/** The scopes a Bearer challenge asks for (RFC 6750 scope="…"), if any. */
+export function challengeScopes(challenge: string): string[] | undefined {
+  const text = /scope="([^"]*)"/i.exec(challenge)?.[1];
+  return text === undefined ? undefined : text.split(" ").filter(Boolean);
+}
+
+/** From a remote's Bearer challenge to its authorization server (RFC 9728, or the 2025-03-26 defaults). */
+export async function discoverFromChallenge(challenge: string, target: URL, fetcher: typeof fetch = fetch): Promise<ChallengeDiscovery> {
   const metadataText = /resource_metadata="([^"]+)"/i.exec(challenge)?.[1];
   const scopeText = /scope="([^"]*)"/i.exec(challenge)?.[1];
   // RFC 9728: the URL the challenge names, else the path-suffixed then the root well-known URL.
@@ -173,13 +183,25 @@ export async function startAuthorization(server: ServerInfo, client: ClientInfo,
   return { url, state, codeVerifier, redirectUri: options.redirectUri };
 }
 
+/**
+ * client_secret_basic with RFC 6749 §2.3.1's form encoding of id and secret, which leaves
+ * `-`, `.`, `_` and `*` as they are (oauth4webapi escapes more, and servers that compare the
+ * decoded-by-Base64 value literally then refuse ids like "my-client").
+ */
+function basicAuth(clientSecret: string): oauth.ClientAuth {
+  const form = (value: string) => new URLSearchParams({ v: value }).toString().slice(2);
+  return (_as, client, _body, headers) => {
+    headers.set("authorization", `Basic ${btoa(`${form(client.client_id)}:${form(clientSecret)}`)}`);
+  };
+}
+
 /** client_secret_basic unless the client was registered for _post, or the server only supports _post. */
 function clientAuth(server: ServerInfo, client: ClientInfo): oauth.ClientAuth {
   if (client.clientSecret === undefined) return oauth.None();
   const supported = server.as.token_endpoint_auth_methods_supported;
   const method = client.authMethod ?? (supported && !supported.includes("client_secret_basic") && supported.includes("client_secret_post") ? "client_secret_post" : "client_secret_basic");
   if (method === "none") return oauth.None();
-  return method === "client_secret_post" ? oauth.ClientSecretPost(client.clientSecret) : oauth.ClientSecretBasic(client.clientSecret);
+  return method === "client_secret_post" ? oauth.ClientSecretPost(client.clientSecret) : basicAuth(client.clientSecret);
 }
 
 function tokenSet(response: oauth.TokenEndpointResponse, previousRefresh?: string): TokenSet {

@@ -4,10 +4,13 @@
  * flow (refreshing and re-authenticating), token exchange of the client's token.
  */
 export interface TokenSource {
-  /** The header value to send (e.g. "Bearer …") for this incoming request. */
-  authorization(incoming: Request | undefined): Promise<string>;
-  /** The remote refused `refused`: forget it, so the next call refreshes or re-authenticates. */
-  invalidate(refused: string, response: Response): Promise<void>;
+  /** The header value to send (e.g. "Bearer …") for this incoming request; undefined: none (yet). */
+  authorization(incoming: Request | undefined): Promise<string | undefined>;
+  /**
+   * The remote refused (401, or 403 insufficient_scope) what was sent (`refused`, undefined
+   * when nothing was): forget it, or log in, so the next call has something better.
+   */
+  invalidate(refused: string | undefined, response: Response): Promise<void>;
 }
 
 /** `--remote-auth-bearer-token(-file)`: the same token every time; a refusal is only logged. */
