@@ -209,3 +209,52 @@ test("mcpmgr run --oidc-* protects a workload's endpoint the same way", async ()
     await run.stop();
   }
 }, 60_000);
+
+test("--jwks-auth-token-file is sent to the JWKS host, and --thv-ca-bundle trusts its private CA (https)", async () => {
+  const dir = await mkdtemp(join(scratch, "tls-"));
+  const made = Bun.spawnSync(
+    ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")],
+    { stderr: "pipe" },
+  );
+  expect(made.exitCode).toBe(0);
+  const jwks = await (await fetch(`${auth.issuer}/jwks`)).text();
+  const seenAuth: (string | null)[] = [];
+  // The JWKS behind TLS with a private CA, and only for holders of a token.
+  const guarded = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { cert: Bun.file(join(dir, "cert.pem")), key: Bun.file(join(dir, "key.pem")) },
+    fetch(req) {
+      seenAuth.push(req.headers.get("authorization"));
+      if (req.headers.get("authorization") !== "Bearer jwks-reader-token") return new Response("no", { status: 401 });
+      return new Response(jwks, { headers: { "content-type": "application/json" } });
+    },
+  });
+  const tokenFile = join(dir, "jwks-token");
+  await writeFile(tokenFile, "jwks-reader-token\n");
+  const jwksUrl = `https://127.0.0.1:${guarded.port}/jwks`;
+  const base = ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-jwks-url", jwksUrl, ...LOCAL_DEV];
+  const run = (extra: string[]) => {
+    const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "p", "--target-uri", `http://127.0.0.1:${upstream.port}/mcp`, ...base, ...extra], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" });
+    return proc;
+  };
+  try {
+    // Without the CA the TLS handshake fails; without the token the JWKS answers 401.
+    for (const [extra, text] of [[["--jwks-auth-token-file", tokenFile], "cannot fetch the JWKS"], [["--thv-ca-bundle", join(dir, "cert.pem")], "HTTP 401"]] as const) {
+      const proc = run([...extra]);
+      const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+      expect(code).toBe(1);
+      expect(stderr).toContain(text);
+    }
+    const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [...base, "--jwks-auth-token-file", tokenFile, "--thv-ca-bundle", join(dir, "cert.pem")]);
+    try {
+      expect((await ping(proxy.url, { authorization: `Bearer ${await auth.token()}` })).status).toBe(200);
+      expect(seenAuth).toContain("Bearer jwks-reader-token");
+      expect(proxy.output()).not.toContain("jwks-reader-token");
+    } finally {
+      await proxy.stop();
+    }
+  } finally {
+    await guarded.stop(true);
+  }
+}, 60_000);

@@ -174,6 +174,45 @@ describe("the authorization-code flow with PKCE", () => {
     }
   }, 120_000);
 
+  test("a revoked grant leads to a new login, saying why", async () => {
+    const shortLived = await startAuthServer({ accessTokenTtl: 2 });
+    const home6 = await mkdtemp(join(scratch, "home-revoked-"));
+    const protectedRemote = await startProxy(fixture.url, ["--oidc-issuer", shortLived.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+    try {
+      const args = ["--target-uri", protectedRemote.url, "--remote-auth", "--remote-auth-issuer", shortLived.issuer, "--remote-auth-client-id", CLIENTS.mcpmgrPublic.client_id, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[2]), "--remote-auth-skip-browser"];
+      const first = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m, { env: { MCPMGR_HOME: home6 }, timeoutMs: 30_000 });
+      expect(await completeLogin(first.match[1] as string)).toBe(200);
+      await until(() => clientUrl(first.output()), "the first proxy's URL");
+      await first.stop();
+      // Revoke the stored refresh token at the authorization server, as an admin would.
+      const { createSecretManager } = await import("../../src/secrets/manager.ts");
+      const { resolvePaths } = await import("../../src/state/paths.ts");
+      const secrets = createSecretManager({ dir: resolvePaths({ ...process.env, MCPMGR_HOME: home6 }).dataDir, env: process.env });
+      const names = (await secrets.provider.list()).filter((n) => n.startsWith("oauth-"));
+      expect(names.length).toBe(1);
+      const stored = JSON.parse((await secrets.resolveSecret(names[0] as string)).reveal()) as { refreshToken?: string };
+      expect(stored.refreshToken).toBeDefined();
+      const revoked = await fetch(`${shortLived.issuer}/token/revocation`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ token: stored.refreshToken as string, client_id: CLIENTS.mcpmgrPublic.client_id }),
+      });
+      expect(revoked.status).toBe(200);
+      await Bun.sleep(2_500);
+      const second = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m, { env: { MCPMGR_HOME: home6 }, timeoutMs: 30_000 });
+      try {
+        expect(second.output()).toContain("the grant was revoked or expired, logging in again");
+        expect(await completeLogin(second.match[1] as string)).toBe(200);
+        expect(await listTools(await until(() => clientUrl(second.output()), "the second proxy's URL"))).toContain("test_simple_text");
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await protectedRemote.stop();
+      await shortLived.stop();
+    }
+  }, 120_000);
+
   test("no client credentials: mcpmgr registers itself (RFC 7591) and logs in", async () => {
     const home3 = await mkdtemp(join(scratch, "home-dcr-"));
     const proxy = await startAuthenticatedProxy(["--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[2]), "--remote-auth-skip-browser"], { home: home3, expectLogin: true });
@@ -255,5 +294,57 @@ test("token exchange (RFC 8693): the client's token is exchanged for one the rem
     expect(auth.grants.get("urn:ietf:params:oauth:grant-type:token-exchange") ?? 0).toBeGreaterThan(0);
   } finally {
     await proxy.stop();
+  }
+}, 60_000);
+
+test("mcpmgr run URL --remote-auth (detached): run shows the supervisor's login URL, waits for the login, then serves", async () => {
+  const home = await mkdtemp(join(scratch, "home-run-"));
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  const proc = Bun.spawn(
+    [process.execPath, CLI_ENTRY, "run", remote.url, "--name", "oauth-remote", "--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-client-id", CLIENTS.mcpmgrPublic.client_id, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[0]), "--remote-auth-skip-browser", "--remote-auth-timeout", "60s"],
+    { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" },
+  );
+  let stderr = "";
+  void (async () => {
+    for await (const chunk of proc.stderr) stderr += new TextDecoder().decode(chunk);
+  })();
+  try {
+    const login = await until(() => loginUrl(stderr), "the login URL relayed by run", 60_000);
+    expect(await completeLogin(login)).toBe(200);
+    const [code, stdout] = await Promise.all([proc.exited, new Response(proc.stdout).text()]);
+    expect(code).toBe(0);
+    expect(await listTools(stdout.trim())).toContain("test_simple_text");
+  } finally {
+    proc.kill();
+    Bun.spawnSync([process.execPath, CLI_ENTRY, "rm", "oauth-remote"], { cwd: REPO_ROOT, env });
+  }
+}, 120_000);
+
+test("token exchange with --token-exchange-header-name puts the exchanged token in that header, not in Authorization", async () => {
+  const seen: Headers[] = [];
+  const upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => (seen.push(req.headers), Response.json({ jsonrpc: "2.0", id: 1, result: {} })) });
+  const B_RESOURCE = "https://b.example.test/mcp";
+  const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+    "--oidc-issuer", auth.issuer, "--oidc-audience", B_RESOURCE, ...LOCAL_DEV,
+    "--token-exchange-url", `${auth.issuer}/token`,
+    "--token-exchange-client-id", CLIENTS.exchanger.client_id,
+    "--token-exchange-client-secret", CLIENTS.exchanger.client_secret,
+    "--token-exchange-audience", "https://downstream.example.test",
+    "--token-exchange-scopes", "mcp:read",
+    "--token-exchange-header-name", "X-Exchanged-Token",
+  ]);
+  try {
+    const clientToken = await auth.token({ resource: B_RESOURCE });
+    const response = await fetch(proxy.url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${clientToken}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+    expect(response.status).toBe(200);
+    const exchanged = seen[0]?.get("x-exchanged-token") ?? "";
+    expect(seen[0]?.get("authorization")).toBeNull();
+    expect(exchanged).not.toBe(clientToken);
+    const claims = JSON.parse(Buffer.from(exchanged.split(".")[1] as string, "base64url").toString()) as { aud: string; act: { sub: string } };
+    expect(claims.aud).toBe("https://downstream.example.test");
+    expect(claims.act.sub).toBe(CLIENTS.exchanger.client_id);
+  } finally {
+    await proxy.stop();
+    await upstream.stop(true);
   }
 }, 60_000);
