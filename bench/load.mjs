@@ -41,6 +41,8 @@ const baseHeaders = {
   "content-type": "application/json",
   accept: "application/json, text/event-stream",
   "mcp-protocol-version": PROTOCOL_VERSION,
+  // Extra headers a scenario needs on every request (e.g. a bearer token).
+  ...(cfg.headers ?? {}),
 };
 
 /**

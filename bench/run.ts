@@ -96,7 +96,7 @@ const loadgen = loadgenRuntime();
 
 function loadgenCommand(load: Load, concurrency: number): string[] {
   if (load.kind === "http") {
-    const cfg = { url: load.url, connections: concurrency, duration, warmup, sessions: load.sessions ?? "shared" };
+    const cfg = { url: load.url, connections: concurrency, duration, warmup, sessions: load.sessions ?? "shared", ...(load.headers ? { headers: load.headers } : {}) };
     return [loadgen.exe, join(benchDir, "load.mjs"), JSON.stringify(cfg)];
   }
   const cfg = { server: load.server, connections: concurrency, duration, warmup };

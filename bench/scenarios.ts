@@ -35,7 +35,7 @@ export type Load =
    * session shared by every connection (default), or one session per connection
    * (N connections = N concurrent client sessions).
    */
-  | { readonly kind: "http"; readonly url: string; readonly sessions?: "shared" | "per-connection" }
+  | { readonly kind: "http"; readonly url: string; readonly sessions?: "shared" | "per-connection"; readonly headers?: Readonly<Record<string, string>> }
   /**
    * bench/stdio-load.mjs, which spawns `server` itself and keeps N requests in flight
    * on its stdin/stdout. The spawned server is the subject (role "upstream").
@@ -159,6 +159,30 @@ export const scenarios: readonly Scenario[] = [
       // The client URL has the target's path on the proxy's origin.
       const url = `http://127.0.0.1:${port}${new URL(up.url).pathname}`;
       return { load: { kind: "http", url }, subject: proxy, processes: [proxy, up.child] };
+    },
+  },
+  {
+    id: "proxy-oidc",
+    title: "mcpmgr proxy --oidc-issuer (JWT checked per request) → upstream",
+    baseline: "proxy",
+    compare: ["direct"],
+    async start(h) {
+      const up = await h.startUpstream();
+      // A real authorization server (oidc-provider, as in the tests) in the bench process.
+      const { startAuthServer, JWT_RESOURCE } = await import("../test/support/auth-server.ts");
+      const auth = await startAuthServer({ accessTokenTtl: 3600 });
+      const port = h.freePort();
+      const prefix = mcpmgrCommand(h);
+      const args = ["proxy", "bench", "--target-uri", up.url, "--port", String(port), "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
+      const proxy = h.spawn("proxy", [...prefix, ...args], { cwd: h.root });
+      const token = await auth.token();
+      await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, proxy);
+      return {
+        load: { kind: "http", url: `http://127.0.0.1:${port}/mcp`, headers: { authorization: `Bearer ${token}` } },
+        subject: proxy,
+        processes: [proxy, up.child],
+        notes: ["every request carries an RS256 JWT from oidc-provider; the proxy verifies signature, iss, aud and exp (jose, cached JWKS) before forwarding"],
+      };
     },
   },
   {
