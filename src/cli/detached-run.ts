@@ -26,6 +26,17 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
   const { source, name } = plan;
   const sourceText = parsed.positionals[0] as string;
   assertWorkloadName(name);
+  // The run options are stored (and exported) to restart the workload: no literal secrets in
+  // them when a file form exists.
+  for (const [option, instead] of [
+    ["remote-auth-client-secret", "--remote-auth-client-secret-file"],
+    ["remote-auth-bearer-token", "--remote-auth-bearer-token-file"],
+    ["token-exchange-client-secret", "--token-exchange-client-secret-file"],
+  ] as const) {
+    if (parsed.given.has(option)) {
+      throw new McpmgrError("INVALID_OPTION", `--${option} would be stored in the workload's configuration in plain text`, { hint: `use ${instead} for a background workload (or --foreground)` });
+    }
+  }
   // Fail here, in the user's terminal, for what can be checked before anything starts;
   // pulls and builds happen here too, so their progress is shown where the user looks.
   if (plan.runtime.kind === "container") await preflightContainer(plan, parsed, plan.runtime.engine);

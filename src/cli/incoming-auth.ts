@@ -14,6 +14,9 @@ export interface PreparedAuthentication {
 export async function prepareIncomingAuthentication(spec: IncomingAuthSpec | undefined): Promise<PreparedAuthentication> {
   if (spec === undefined) return { forEndpoint: () => [] };
   const verifier = await createTokenVerifier(spec);
+  if (spec.audience === undefined) {
+    log.warn(`--oidc-audience is not set: any token ${spec.issuer.href} issued is accepted, including tokens meant for other applications; set it to this server's audience`);
+  }
   log.info(`clients must present bearer tokens from ${spec.issuer.href}${spec.audience ? ` for audience ${spec.audience}` : ""}`);
   return { forEndpoint: (endpointPath, trustProxyHeaders) => [bearerAuthentication({ spec, verifier, endpointPath, trustProxyHeaders })] };
 }

@@ -7,11 +7,12 @@
  * are serialised across mcpmgr processes by a lock, since they share the callback port.
  */
 import { createHash } from "node:crypto";
-import { tmpdir } from "node:os";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import type { OAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import {
+  assertServerEndpoints,
   challengeScopes,
   completeAuthorization,
   discoverFromChallenge,
@@ -39,7 +40,13 @@ import { log } from "./output.ts";
 export const LOGIN_URL_MARKER = "Authorize mcpmgr at:";
 const REFRESH_EARLY_MS = 60_000;
 
+/** Refresh a minute early, or at half-life for tokens that live less than two minutes. */
+function earlyMs(tokens: TokenSet): number {
+  return tokens.lifetimeMs === undefined ? REFRESH_EARLY_MS : Math.min(REFRESH_EARLY_MS, tokens.lifetimeMs / 2);
+}
+
 interface Stored {
+  lifetimeMs?: number;
   clientId?: string;
   clientSecret?: string;
   authMethod?: string;
@@ -57,7 +64,8 @@ function tokenStore(key: string) {
       try {
         const secret = await secrets.provider.get(key);
         return secret ? (JSON.parse(secret.reveal()) as Stored) : {};
-      } catch {
+      } catch (err) {
+        log.warn(`stored OAuth tokens could not be read (${err instanceof Error ? err.message : String(err)}); logging in again`);
         return {};
       }
     },
@@ -86,10 +94,23 @@ function openBrowser(url: string): void {
 const page = (title: string, text: string) =>
   new Response(`<!doctype html><meta charset="utf-8"><title>${title}</title><p>${text}</p>`, { headers: { "content-type": "text/html; charset=utf-8" } });
 
+/** The callback server; a busy port names the option that moves it. */
+function serveCallback(port: number, options: Omit<Parameters<typeof serve>[0], "host" | "port">): ReturnType<typeof serve> {
+  try {
+    return serve({ host: "127.0.0.1", port, ...options });
+  } catch (err) {
+    if (err instanceof McpmgrError && err.code === "PORT_IN_USE") {
+      throw new McpmgrError("PORT_IN_USE", `the OAuth callback port ${port} on 127.0.0.1 is in use by another program`, { hint: "choose another with --remote-auth-callback-port (the client's redirect URI must allow it)" });
+    }
+    throw err;
+  }
+}
+
 /** One interactive login: callback server up, URL shown, wait for the redirect (or the timeout). */
 async function interactiveLogin(server: ServerInfo, client: ClientInfo, spec: OAuthSpec, scopes: readonly string[], resource: string | undefined): Promise<TokenSet> {
-  // Machine-wide (per user), not per MCPMGR_HOME: the port is the machine's.
-  const lockDir = join(tmpdir(), `mcpmgr-${typeof process.getuid === "function" ? process.getuid() : "user"}`);
+  // Per user and machine-wide (not per MCPMGR_HOME: the port is the machine's), in the
+  // user's own runtime or cache directory rather than the shared /tmp.
+  const lockDir = join(process.env.XDG_RUNTIME_DIR || join(homedir(), ".cache"), "mcpmgr");
   await ensureDir(lockDir);
   const lockPath = join(lockDir, `oauth-callback-${spec.callbackPort}.lock`);
   // Another mcpmgr logging in holds the port: wait for it rather than fail or steal its callback.
@@ -100,9 +121,7 @@ async function interactiveLogin(server: ServerInfo, client: ClientInfo, spec: OA
       const pending = await startAuthorization(server, client, { redirectUri, scopes, resource });
       let settle!: (result: { url: URL } | { error: string }) => void;
       const arrived = new Promise<{ url: URL } | { error: string }>((resolve) => (settle = resolve));
-      const callback = serve({
-        host: "127.0.0.1",
-        port: spec.callbackPort,
+      const callback = serveCallback(spec.callbackPort, {
         handler: (req) => {
           const url = new URL(req.url);
           if (url.pathname !== "/callback") return new Response("Not Found", { status: 404 });
@@ -131,8 +150,14 @@ async function interactiveLogin(server: ServerInfo, client: ClientInfo, spec: OA
         await callback.shutdown();
       }
     },
-    { timeoutMs: spec.timeoutMs + 60_000, staleMs: spec.timeoutMs + 60_000 },
-  );
+    // A holder that died is detected by its pid; a live one may wait for its user for long.
+    { timeoutMs: spec.timeoutMs + 60_000, staleMs: 24 * 3_600_000 },
+  ).catch((err: unknown) => {
+    if (err instanceof McpmgrError && err.code === "STATE_LOCKED") {
+      throw new McpmgrError("AUTH_SETUP_FAILED", `another mcpmgr login is using callback port ${spec.callbackPort}`, { hint: "finish that login first, or give this one another --remote-auth-callback-port" });
+    }
+    throw err;
+  });
 }
 
 interface Session {
@@ -154,10 +179,14 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
     log.info(`${name}: the remote server asks for OAuth; its authorization server is ${found.issuer.href}`);
     server = await discoverServer(found.issuer, { legacyDefaults: found.legacy === true });
   } else throw new McpmgrError("INTERNAL", "no authorization server to log in to");
+  // Whatever discovery returned is checked like every URL the remote chose: scheme and address.
+  await assertServerEndpoints(server, target, found !== undefined && spec.issuer === undefined && spec.endpoints === undefined);
   // RFC 8707 / MCP: the resource is the remote server itself unless told otherwise.
   const resource = spec.resource ?? found?.resource ?? `${target.origin}${target.pathname}`;
   let scopes: readonly string[] = spec.scopes ?? (server.oidc ? ["openid", "profile", "email"] : (found?.scopes ?? []));
-  const key = `oauth-${createHash("sha256").update(`${server.as.issuer}\n${spec.clientId ?? "(registered)"}\n${resource}`).digest("hex").slice(0, 32)}`;
+  // The target and the redirect URI are part of the key: tokens are never offered to another
+  // server, and a client registered for another callback port is not reused.
+  const key = `oauth-${createHash("sha256").update([server.as.issuer, spec.clientId ?? "(registered)", resource, `${target.origin}${target.pathname}`, spec.callbackPort].join("\n")).digest("hex").slice(0, 32)}`;
   const store = tokenStore(key);
   const stored = await store.load();
 
@@ -169,13 +198,16 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
     log.info(`${name}: registered mcpmgr as OAuth client ${client.clientId} (RFC 7591)`);
   }
 
-  let tokens: TokenSet | undefined = stored.accessToken ? { accessToken: stored.accessToken, refreshToken: stored.refreshToken, expiresAt: stored.expiresAt } : undefined;
+  const fromStore = (value: Stored): TokenSet | undefined =>
+    value.accessToken ? { accessToken: value.accessToken, refreshToken: value.refreshToken, expiresAt: value.expiresAt, lifetimeMs: value.lifetimeMs } : undefined;
+  let tokens: TokenSet | undefined = fromStore(stored);
   const persist = (next: TokenSet) =>
     store.save({
       ...(spec.clientId === undefined ? { clientId: client.clientId, ...(client.clientSecret ? { clientSecret: client.clientSecret } : {}), ...(client.authMethod ? { authMethod: client.authMethod } : {}) } : {}),
       accessToken: next.accessToken,
       ...(next.refreshToken ? { refreshToken: next.refreshToken } : {}),
       ...(next.expiresAt ? { expiresAt: next.expiresAt } : {}),
+      ...(next.lifetimeMs ? { lifetimeMs: next.lifetimeMs } : {}),
     });
 
   const login = async (why: string): Promise<TokenSet> => {
@@ -186,8 +218,21 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
     return next;
   };
 
-  /** A fresh access token: refresh (retrying transient failures), else log in again. */
+  /**
+   * A fresh access token: refresh (retrying transient failures), else log in again. Other
+   * mcpmgr processes share the stored grant (several `proxy stdio` for one remote): under a
+   * lock, whatever one of them stored since is taken instead of refreshing again (servers
+   * that rotate refresh tokens would see a reused one and revoke the grant).
+   */
   const renew = async (): Promise<TokenSet> => {
+    const lockDir = join(process.env.XDG_RUNTIME_DIR || join(homedir(), ".cache"), "mcpmgr");
+    await ensureDir(lockDir);
+    return withLock(join(lockDir, `${key}.lock`), () => renewLocked(), { timeoutMs: spec.timeoutMs + 90_000, staleMs: 24 * 3_600_000 });
+  };
+  const renewLocked = async (): Promise<TokenSet> => {
+    const latest = fromStore(await store.load());
+    if (latest && latest.accessToken !== tokens?.accessToken && (latest.expiresAt === undefined || latest.expiresAt - earlyMs(latest) > Date.now())) return latest;
+    if (latest?.refreshToken) tokens = latest;
     const refreshToken = tokens?.refreshToken;
     if (refreshToken) {
       for (let attempt = 0; attempt < 3; attempt++) {
@@ -211,7 +256,7 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
   return {
     issuer: server.as.issuer,
     async current() {
-      if (tokens && (tokens.expiresAt === undefined || tokens.expiresAt - REFRESH_EARLY_MS > Date.now())) return tokens;
+      if (tokens && (tokens.expiresAt === undefined || tokens.expiresAt - earlyMs(tokens) > Date.now())) return tokens;
       // One renewal at a time, whatever the number of requests waiting for it.
       renewing ??= renew().finally(() => (renewing = undefined));
       tokens = await renewing;
@@ -227,7 +272,10 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
       if (triedScopes.has(label)) return false;
       triedScopes.add(label);
       scopes = next;
-      tokens = await login(`the remote server needs more scopes (${wanted.join(" ")}), logging in again`);
+      // Through the same single flight as renewals, so a refresh finishing later cannot undo it.
+      if (renewing) await renewing.catch(() => {});
+      renewing = login(`the remote server needs more scopes (${wanted.join(" ")}), logging in again`).finally(() => (renewing = undefined));
+      tokens = await renewing;
       return true;
     },
   };
@@ -256,7 +304,10 @@ export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: strin
       const challenge = response.headers.get("www-authenticate") ?? "";
       if (session === undefined) {
         if (!/^Bearer\b/i.test(challenge) && response.status !== 401) return;
-        opening ??= discoverFromChallenge(challenge, target).then((found) => openSession(spec, target, name, found));
+        // A failed attempt (network, timeout) must not be remembered: the next 401 tries again.
+        opening ??= discoverFromChallenge(challenge, target)
+          .then((found) => openSession(spec, target, name, found))
+          .finally(() => (opening = undefined));
         session = await opening;
         await session.current();
         return;

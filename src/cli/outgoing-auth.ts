@@ -4,6 +4,7 @@
  * static bearer token, the OAuth flow, or token exchange of the client's token).
  */
 import type { OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { McpmgrError } from "../errors.ts";
 import { staticBearer, type TokenSource } from "../auth/outgoing/token-source.ts";
 import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { createSecretManager } from "../secrets/manager.ts";
@@ -17,7 +18,11 @@ export async function prepareOutgoingAuthentication(spec: OutgoingAuthSpec, targ
   if (spec.secretHeaders.length > 0) {
     const secrets = createSecretManager({ dir: resolvePaths().dataDir, env: process.env });
     for (const { name: header, secret } of spec.secretHeaders) {
-      headers.push({ name: header, value: (await secrets.resolveSecret(secret)).reveal() });
+      const value = (await secrets.resolveSecret(secret)).reveal();
+      if (/[\r\n\0]/.test(value)) {
+        throw new McpmgrError("INVALID_OPTION", `--remote-forward-headers-secret ${header}=${secret}: the secret's value contains a line break`, { hint: `store a one-line value with 'mcpmgr secret set ${secret}'` });
+      }
+      headers.push({ name: header, value });
     }
   }
   let source: TokenSource | undefined;

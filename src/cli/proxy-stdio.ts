@@ -58,16 +58,27 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
   };
 
   const pendingInitialize = new Set<string | number>();
+  /** Requests sent and not answered yet: stdin may end before their answers arrive. */
+  const inFlight = new Set<string | number>();
+  // One message at a time, in order: a cancellation must not overtake its request.
+  let sending: Promise<void> = Promise.resolve();
   local.onmessage = (message: JSONRPCMessage) => {
-    if ("method" in message && message.method === "initialize" && "id" in message) pendingInitialize.add(message.id);
-    remote.send(message).catch((err: unknown) => {
-      const text = err instanceof Error ? err.message : String(err);
-      // A request that could not be delivered gets an error answer, not silence.
-      if ("id" in message && "method" in message) void local.send({ jsonrpc: "2.0", id: message.id, error: { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` } });
-      else log.warn(`could not deliver a message to the remote: ${text}`);
-    });
+    const isRequest = "method" in message && "id" in message && message.id !== undefined;
+    if (isRequest && message.method === "initialize") pendingInitialize.add(message.id as string | number);
+    if (isRequest) inFlight.add(message.id as string | number);
+    sending = sending.then(() =>
+      remote.send(message).catch((err: unknown) => {
+        const text = err instanceof Error ? err.message : String(err);
+        // A request that could not be delivered gets an error answer, not silence.
+        if (isRequest) {
+          inFlight.delete(message.id as string | number);
+          void local.send({ jsonrpc: "2.0", id: message.id as string | number, error: { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` } });
+        } else log.warn(`could not deliver a message to the remote: ${text}`);
+      }),
+    );
   };
   remote.onmessage = (message: JSONRPCMessage) => {
+    if (!("method" in message) && "id" in message && message.id !== undefined) inFlight.delete(message.id);
     // The negotiated version goes on every later HTTP request (MCP-Protocol-Version).
     if ("id" in message && message.id !== undefined && pendingInitialize.delete(message.id) && "result" in message) {
       const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
@@ -77,8 +88,15 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
   };
   remote.onerror = (err) => log.warn(`remote: ${err.message}`);
   local.onerror = (err) => log.warn(`stdin: ${err.message}`);
-  local.onclose = () => void finish();
-  process.stdin.once("end", () => void finish());
+  // End of input: let what was asked be answered (bounded), then end the remote session.
+  const drainThenFinish = async () => {
+    await sending;
+    const deadline = Date.now() + 30_000;
+    while (inFlight.size > 0 && Date.now() < deadline) await Bun.sleep(20);
+    await finish();
+  };
+  local.onclose = () => void drainThenFinish();
+  process.stdin.once("end", () => void drainThenFinish());
   await remote.start();
   await local.start();
   log.info(`relaying stdio to ${target.origin}${target.pathname}`);

@@ -89,6 +89,17 @@ function readFileValue(option: string, path: string): string {
   return text;
 }
 
+/** https, or http on loopback only: credentials never cross the network in clear text. */
+function secureUrl(option: string, text: string): URL {
+  const url = new URL(text);
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  const loopback = host === "localhost" || host === "::1" || /^127\./.test(host);
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
+    throw new McpmgrError("INVALID_OPTION", `--${option} ${url.href}: OAuth endpoints must be https:// (http:// only on loopback)`, { hint: "use the https:// URL" });
+  }
+  return url;
+}
+
 function assertHeaderAllowed(option: string, name: string, authSetsAuthorization: boolean): void {
   const lower = name.toLowerCase();
   if (refusedHeaders.has(lower) || lower.startsWith("x-forwarded-")) {
@@ -117,8 +128,8 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
     mode = {
       kind: "oauth",
       oauth: Object.freeze({
-        issuer: values["remote-auth-issuer"] ? new URL(values["remote-auth-issuer"]) : undefined,
-        endpoints: authorize && token ? { authorize: new URL(authorize), token: new URL(token) } : undefined,
+        issuer: values["remote-auth-issuer"] ? secureUrl("remote-auth-issuer", values["remote-auth-issuer"]) : undefined,
+        endpoints: authorize && token ? { authorize: secureUrl("remote-auth-authorize-url", authorize), token: secureUrl("remote-auth-token-url", token) } : undefined,
         clientId: values["remote-auth-client-id"],
         clientSecret,
         resource: values["remote-auth-resource"],
@@ -137,7 +148,7 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
   let tokenExchange: TokenExchangeSpec | undefined;
   if (values["token-exchange-url"]) {
     tokenExchange = Object.freeze({
-      url: new URL(values["token-exchange-url"]),
+      url: secureUrl("token-exchange-url", values["token-exchange-url"]),
       audience: values["token-exchange-audience"],
       clientId: values["token-exchange-client-id"],
       clientSecret:
@@ -150,6 +161,11 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
     if (mode.kind !== "none") {
       throw new McpmgrError("CONFLICTING_OPTIONS", "--token-exchange-url exchanges the client's token; it cannot be combined with --remote-auth or a bearer token", { hint: "choose one way to authenticate to the remote server" });
     }
+  }
+  if (tokenExchange && tokenExchange.headerName.toLowerCase() !== "authorization") {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(tokenExchange.headerName)) throw new McpmgrError("INVALID_OPTION", `--token-exchange-header-name ${JSON.stringify(tokenExchange.headerName)}: not a valid header name`, { hint: "e.g. X-Upstream-Token" });
+    assertHeaderAllowed("token-exchange-header-name", tokenExchange.headerName, false);
+    if (["cookie", "mcp-session-id"].includes(tokenExchange.headerName.toLowerCase())) throw new McpmgrError("INVALID_OPTION", `--token-exchange-header-name ${tokenExchange.headerName}: that header has another meaning`, { hint: "e.g. X-Upstream-Token" });
   }
   const setsAuthorization = mode.kind !== "none" || (tokenExchange !== undefined && tokenExchange.headerName.toLowerCase() === "authorization");
   for (const header of values["remote-forward-headers"]) assertHeaderAllowed("remote-forward-headers", header.name, setsAuthorization);

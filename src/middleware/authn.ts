@@ -52,8 +52,8 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
         headers: { "cache-control": "max-age=300" },
       });
     }
-    // CORS preflights carry no credentials by design.
-    if (req.method === "OPTIONS") return next(req, ctx);
+    // CORS preflights carry no credentials by design (and get none added upstream).
+    if (req.method === "OPTIONS" && req.headers.has("access-control-request-method")) return next(req, ctx);
     const header = req.headers.get("authorization");
     const match = header === null ? null : /^Bearer[ \t]+([A-Za-z0-9\-._~+/]+=*)[ \t]*$/i.exec(header);
     if (match === null) {

@@ -36,7 +36,8 @@ export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFe
   return async (url, init) => {
     const headers = new Headers(init.headers);
     for (const { name, value } of options.headers) headers.set(name, value);
-    if (source === undefined) return base(url, { ...init, headers });
+    // A CORS preflight is not the client acting: it gets no credentials of mcpmgr's.
+    if (source === undefined || init.method === "OPTIONS") return base(url, { ...init, headers });
     const credential = async (): Promise<string | undefined | Response> => {
       try {
         return await source.authorization(init.incoming);

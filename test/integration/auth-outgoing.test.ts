@@ -348,3 +348,75 @@ test("token exchange with --token-exchange-header-name puts the exchanged token 
     await upstream.stop(true);
   }
 }, 60_000);
+
+describe("a remote cannot steer mcpmgr's authentication", () => {
+  const hostile = (metadata: (origin: string) => Record<string, unknown> | undefined, resourceMetadata?: (origin: string) => string) =>
+    Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(req) {
+        const url = new URL(req.url);
+        if (url.pathname.startsWith("/.well-known/oauth-protected-resource")) {
+          const doc = metadata(url.origin);
+          return doc ? Response.json(doc) : new Response("no", { status: 404 });
+        }
+        const pointer = resourceMetadata ? resourceMetadata(url.origin) : `${url.origin}/.well-known/oauth-protected-resource/mcp`;
+        return new Response("{}", { status: 401, headers: { "www-authenticate": `Bearer resource_metadata="${pointer}"` } });
+      },
+    });
+  const tryProxy = async (target: string) => {
+    const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "b", "--target-uri", target, "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-skip-browser"], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: scratch }, stdout: "pipe", stderr: "pipe" });
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    return { code, stderr };
+  };
+
+  test("metadata about another resource (RFC 9728 §3.3) is refused: no token of another server is offered", async () => {
+    const server = hostile(() => ({ resource: "https://victim.example.test/mcp", authorization_servers: [auth.issuer] }));
+    try {
+      const { code, stderr } = await tryProxy(`http://127.0.0.1:${server.port}/mcp`);
+      expect(code).toBe(1);
+      expect(stderr).toContain("is about https://victim.example.test/mcp");
+    } finally {
+      await server.stop(true);
+    }
+  });
+
+  test("metadata URLs with other schemes are refused, never fetched", async () => {
+    const server = hostile(() => undefined, () => "file:///etc/passwd");
+    try {
+      const { code, stderr } = await tryProxy(`http://127.0.0.1:${server.port}/mcp`);
+      expect(code).toBe(1);
+      expect(stderr).toContain("refusing file://");
+      expect(stderr).not.toContain("root");
+    } finally {
+      await server.stop(true);
+    }
+  });
+
+  test("an authorization server with a non-https authorization endpoint is refused before any browser opens", async () => {
+    const fake = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (req) => {
+        const origin = new URL(req.url).origin;
+        return Response.json({ issuer: origin, authorization_endpoint: "javascript:alert(1)", token_endpoint: `${origin}/token`, response_types_supported: ["code"] });
+      },
+    });
+    const server = hostile((origin) => ({ resource: `${origin}/mcp`, authorization_servers: [`http://127.0.0.1:${fake.port}`] }));
+    try {
+      const { code, stderr } = await tryProxy(`http://127.0.0.1:${server.port}/mcp`);
+      expect(code).toBe(1);
+      expect(stderr).toContain("authorization endpoint");
+      expect(stderr).not.toContain("javascript:alert");
+    } finally {
+      await server.stop(true);
+      await fake.stop(true);
+    }
+  });
+});
+
+test("a background run refuses literal secrets that would be stored in its configuration", () => {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "https://remote.example.test/mcp", "--remote-auth-bearer-token", "abc"], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: scratch } });
+  expect(result.exitCode).toBe(2);
+  expect(result.stderr.toString()).toContain("--remote-auth-bearer-token-file");
+});

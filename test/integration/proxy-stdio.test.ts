@@ -102,3 +102,16 @@ test("usage errors are one line with a hint", () => {
     expect(lines[0]).toContain("hint:");
   }
 });
+
+test("input piped in and closed: every request is still answered before the relay exits", async () => {
+  const lines = [
+    { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pipe", version: "1" } } },
+    { jsonrpc: "2.0", method: "notifications/initialized" },
+    { jsonrpc: "2.0", id: 2, method: "tools/list" },
+  ].map((m) => JSON.stringify(m)).join("\n");
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", fixture.url], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home }, stdin: new Blob([`${lines}\n`]), stdout: "pipe", stderr: "pipe" });
+  const [code, stdout] = await Promise.all([proc.exited, new Response(proc.stdout).text()]);
+  expect(code).toBe(0);
+  const ids = stdout.trim().split("\n").map((line) => (JSON.parse(line) as { id?: number }).id);
+  expect(ids).toEqual([1, 2]);
+}, 60_000);

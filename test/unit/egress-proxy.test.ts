@@ -363,3 +363,15 @@ describe("blocked address ranges", () => {
     for (const bad of [["10.0.0.0/33"], ["10.0.0.0/x"], ["not-an-ip/8"]]) expect(() => configFromEnv(env(bad))).toThrow("blockedAddresses");
   });
 });
+
+describe("isPrivateAddress (inside-network detection for URLs others choose)", async () => {
+  const { isPrivateAddress } = await import("../../src/auth/addresses.ts");
+  test("IPv4 ranges and the IPv6 forms that embed them", () => {
+    for (const inside of ["127.0.0.1", "10.1.2.3", "172.20.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "198.18.0.1", "224.0.0.1", "::1", "::", "::ffff:127.0.0.1", "::ffff:a9fe:a9fe", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1", "fc00::1", "fe80::1", "ff02::1", "[::1]"]) {
+      expect(isPrivateAddress(inside)).toBe(true);
+    }
+    for (const outside of ["8.8.8.8", "1.1.1.1", "172.32.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8", "2002:0808:0808::1"]) {
+      expect(isPrivateAddress(outside)).toBe(false);
+    }
+  });
+});

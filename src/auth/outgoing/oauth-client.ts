@@ -7,6 +7,7 @@
  */
 import * as oauth from "oauth4webapi";
 import { McpmgrError } from "../../errors.ts";
+import { isLoopbackHost, resolvesInside } from "../addresses.ts";
 
 export interface ServerInfo {
   readonly as: oauth.AuthorizationServer;
@@ -26,6 +27,8 @@ export interface TokenSet {
   readonly refreshToken?: string | undefined;
   /** ms since the epoch; undefined when the server did not say. */
   readonly expiresAt?: number | undefined;
+  /** How long the access token was issued for (ms). */
+  readonly lifetimeMs?: number | undefined;
 }
 
 export interface PendingAuthorization {
@@ -107,19 +110,43 @@ export function challengeScopes(challenge: string): string[] | undefined {
   return text === undefined ? undefined : text.split(" ").filter(Boolean);
 }
 
+/**
+ * A URL the remote (not the user) chose — its metadata, its authorization server and that
+ * server's endpoints: https (http only on loopback), and not inside the local network unless
+ * the remote itself is there. Anything else would let a hostile server point mcpmgr (and the
+ * user's browser) at local services or other schemes.
+ */
+export async function assertRemoteChosenUrl(text: string, what: string, target: URL): Promise<URL> {
+  let url: URL;
+  try {
+    url = new URL(text, target);
+  } catch {
+    throw new McpmgrError("AUTH_SETUP_FAILED", `the remote named an invalid URL as its ${what}`, { hint: "give --remote-auth-issuer (or the authorize and token URLs) yourself" });
+  }
+  const loopback = isLoopbackHost(url.hostname);
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
+    throw new McpmgrError("AUTH_SETUP_FAILED", `refusing ${url.protocol}//${url.host} as the remote's ${what}: only https:// (or http:// on loopback)`, { hint: "give --remote-auth-issuer yourself if you trust it" });
+  }
+  const targetInside = (await resolvesInside(target.hostname)).inside;
+  if (!targetInside && (await resolvesInside(url.hostname)).inside) {
+    throw new McpmgrError("AUTH_SETUP_FAILED", `refusing ${url.host} as the remote's ${what}: a public server named an address inside this network`, { hint: "give --remote-auth-issuer yourself if you trust it" });
+  }
+  return url;
+}
+
 /** From a remote's Bearer challenge to its authorization server (RFC 9728, or the 2025-03-26 defaults). */
 export async function discoverFromChallenge(challenge: string, target: URL, fetcher: typeof fetch = fetch): Promise<ChallengeDiscovery> {
   const metadataText = /resource_metadata="([^"]+)"/i.exec(challenge)?.[1];
   const scopeText = /scope="([^"]*)"/i.exec(challenge)?.[1];
   // RFC 9728: the URL the challenge names, else the path-suffixed then the root well-known URL.
   const candidates = metadataText
-    ? [new URL(metadataText, target)]
+    ? [await assertRemoteChosenUrl(metadataText, "protected-resource metadata", target)]
     : [new URL(`/.well-known/oauth-protected-resource${target.pathname.replace(/\/$/, "")}`, target), new URL("/.well-known/oauth-protected-resource", target)];
   let document: { resource?: string; authorization_servers?: string[]; scopes_supported?: string[] } | undefined;
   const failures: string[] = [];
   for (const url of candidates) {
     try {
-      const response = await fetcher(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(15_000) });
+      const response = await fetcher(url, { headers: { accept: "application/json" }, redirect: "manual", signal: AbortSignal.timeout(15_000) });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       document = (await response.json()) as NonNullable<typeof document>;
       break;
@@ -136,10 +163,58 @@ export async function discoverFromChallenge(challenge: string, target: URL, fetc
     // MCP 2025-03-26 servers have no RFC 9728 document: their own origin is the authorization server.
     return { issuer: new URL(target.origin), ...(scopeText ? { scopes: scopeText.split(" ").filter(Boolean) } : {}), legacy: true };
   }
-  const issuer = document.authorization_servers?.[0];
-  if (!issuer) throw new McpmgrError("AUTH_SETUP_FAILED", `the remote's protected-resource metadata names no authorization server`, { hint: "give --remote-auth-issuer" });
+  const issuerText = document.authorization_servers?.[0];
+  if (typeof issuerText !== "string") throw new McpmgrError("AUTH_SETUP_FAILED", `the remote's protected-resource metadata names no authorization server`, { hint: "give --remote-auth-issuer" });
+  // RFC 9728 §3.3: the document must be about this resource. Otherwise a hostile server could
+  // claim another server's identity and have mcpmgr send it that server's token.
+  if (document.resource !== undefined && !sameResource(document.resource, target)) {
+    throw new McpmgrError("AUTH_SETUP_FAILED", `the remote's protected-resource metadata is about ${document.resource}, not ${target.origin}${target.pathname}`, {
+      hint: "the remote server is misconfigured or impersonating another; give --remote-auth-resource and --remote-auth-issuer only if you trust it",
+    });
+  }
+  const issuer = await assertRemoteChosenUrl(issuerText, "authorization server", target);
   const scopes = scopeText ? scopeText.split(" ").filter(Boolean) : document.scopes_supported;
-  return { issuer: new URL(issuer), ...(document.resource ? { resource: document.resource } : {}), ...(scopes ? { scopes } : {}) };
+  return { issuer, ...(document.resource ? { resource: document.resource } : {}), ...(scopes ? { scopes } : {}) };
+}
+
+/**
+ * Whether the metadata's resource covers the target: same origin, and the target's path at
+ * or under the resource's path (a server may name its whole origin as the resource). Another
+ * origin is never accepted.
+ */
+export function sameResource(resource: string, target: URL): boolean {
+  try {
+    const url = new URL(resource);
+    const path = (p: string) => p.replace(/\/+$/, "");
+    const base = path(url.pathname);
+    const wanted = path(target.pathname);
+    return url.origin === target.origin && (base === "" || wanted === base || wanted.startsWith(`${base}/`));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The endpoints a server's metadata names: always https (http on loopback) — the
+ * authorization URL goes to the user's browser; and, when the remote chose the server, the
+ * same address rules as the URLs that led to it.
+ */
+export async function assertServerEndpoints(server: ServerInfo, target: URL, remoteChosen: boolean): Promise<void> {
+  for (const [what, text] of [
+    ["authorization endpoint", server.as.authorization_endpoint],
+    ["token endpoint", server.as.token_endpoint],
+    ["registration endpoint", server.as.registration_endpoint],
+  ] as const) {
+    if (typeof text !== "string") continue;
+    if (remoteChosen) {
+      await assertRemoteChosenUrl(text, what, target);
+      continue;
+    }
+    const url = URL.canParse(text) ? new URL(text) : undefined;
+    if (url === undefined || !(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname)))) {
+      throw new McpmgrError("AUTH_SETUP_FAILED", `the authorization server's ${what} is not an https:// URL`, { hint: "check --remote-auth-issuer (http:// is accepted on loopback only)" });
+    }
+  }
 }
 
 /** RFC 7591: a public client using PKCE, for this redirect URI. */
@@ -209,6 +284,7 @@ function tokenSet(response: oauth.TokenEndpointResponse, previousRefresh?: strin
     accessToken: response.access_token,
     refreshToken: response.refresh_token ?? previousRefresh,
     expiresAt: typeof response.expires_in === "number" ? Date.now() + response.expires_in * 1000 : undefined,
+    lifetimeMs: typeof response.expires_in === "number" ? response.expires_in * 1000 : undefined,
   };
 }
 
