@@ -50,5 +50,7 @@ test("the metadata document answers GET and HEAD without a token, 405 otherwise;
   expect(get.status).toBe(200);
   expect(await get.json()).toEqual({ resource: "http://127.0.0.1:9000/mcp", authorization_servers: ["https://idp.example"], scopes_supported: ["mcp:read"], bearer_methods_supported: ["header"] });
   expect((await call({ method: "POST", path: "/.well-known/oauth-protected-resource" })).status).toBe(405);
-  expect((await call({ method: "OPTIONS" })).status).toBe(200);
+  // A real preflight passes; a bare OPTIONS is a request like any other.
+  expect((await call({ method: "OPTIONS", headers: { "access-control-request-method": "POST", origin: "http://127.0.0.1:9000" } })).status).toBe(200);
+  expect((await call({ method: "OPTIONS" })).status).toBe(401);
 });
