@@ -13,6 +13,7 @@ import { dockerHostFor } from "../runtime/docker/engine.ts";
 import { processOverlays, profileFor } from "./server-process.ts";
 import { prepareIncomingAuthentication } from "./incoming-auth.ts";
 import { incomingAuthSpec } from "../config/incoming-auth-spec.ts";
+import { toolsPolicy } from "../config/tools-policy.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { assertWorkloadName } from "../state/workload-name.ts";
 import { WorkloadStore } from "../state/workloads.ts";
@@ -46,6 +47,7 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
     await processOverlays(profile, values, true);
   }
   if (values["permission-profile"]) await loadPermissionProfile(values["permission-profile"]);
+  toolsPolicy(values.tools.flat(), values["tools-override"], plan.entry?.tools);
   // The issuer and its keys are checked here too, so a typo fails in the user's terminal.
   await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 

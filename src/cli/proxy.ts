@@ -11,9 +11,6 @@ import { toCittyArgs } from "./citty-args.ts";
 import { maxBodyBytesFromEnv } from "./limits.ts";
 import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
-import { incomingAuthentication } from "./incoming-auth.ts";
-import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
-import { runProxyStdio } from "./proxy-stdio.ts";
 
 const siblings: Readonly<Record<string, string>> = {
   tunnel: "'mcpmgr proxy tunnel'",
@@ -26,7 +23,8 @@ export default defineCommand({
   },
   args: toCittyArgs(proxyOptions, { SERVER_NAME: { description: "Name for this proxy (used in logs)", required: true } }, new Set(unsupportedProxyOptions.keys())),
   async run({ rawArgs }) {
-    if (rawArgs[0] === "stdio") return runProxyStdio(rawArgs.slice(1));
+    // Loaded on demand: the stdio relay brings the SDK's transports, which the HTTP proxy does not need.
+    if (rawArgs[0] === "stdio") return (await import("./proxy-stdio.ts")).runProxyStdio(rawArgs.slice(1));
     const sibling = siblings[rawArgs[0] ?? ""];
     if (sibling !== undefined) {
       throw new McpmgrError("NOT_SUPPORTED_YET", `${sibling} is not supported yet`, { hint: "use 'mcpmgr proxy SERVER_NAME --target-uri URL'" });
@@ -37,8 +35,11 @@ export default defineCommand({
 
 async function runProxy(spec: ProxySpec): Promise<void> {
   const live = new LiveStreams();
-  const authn = await incomingAuthentication(spec.incomingAuth, spec.target.pathname, spec.trustProxyHeaders);
-  const upstreamFetch = await prepareOutgoingAuthentication(spec.outgoingAuth, spec.target, spec.serverName);
+  // Loaded only when configured: jose and oauth4webapi cost memory a plain proxy need not pay.
+  const authn = spec.incomingAuth ? await (await import("./incoming-auth.ts")).incomingAuthentication(spec.incomingAuth, spec.target.pathname, spec.trustProxyHeaders) : [];
+  const outgoing = spec.outgoingAuth;
+  const needsOutgoing = outgoing.mode.kind !== "none" || outgoing.tokenExchange !== undefined || outgoing.headers.length > 0 || outgoing.secretHeaders.length > 0;
+  const upstreamFetch = needsOutgoing ? await (await import("./outgoing-auth.ts")).prepareOutgoingAuthentication(outgoing, spec.target, spec.serverName) : undefined;
   const handler = withBuiltinProtections(
     transparentForwarder({ target: spec.target, endpointPrefix: spec.endpointPrefix, trustProxyHeaders: spec.trustProxyHeaders, live, ...(upstreamFetch ? { fetch: upstreamFetch } : {}) }),
     { serverName: spec.serverName, listenHost: spec.listen.host, trustProxyHeaders: spec.trustProxyHeaders, maxBodyBytes: maxBodyBytesFromEnv() },

@@ -66,6 +66,8 @@ const supported: ReadonlySet<string> = new Set([
   "ca-cert",
   "runtime-image",
   "runtime-add-package",
+  "tools",
+  "tools-override",
   ...Object.keys(incomingAuthOptions),
   ...Object.keys(outgoingAuthOptions),
 ]);

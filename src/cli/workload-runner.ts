@@ -28,6 +28,8 @@ import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
 import { prepareIncomingAuthentication } from "./incoming-auth.ts";
 import { incomingAuthSpec } from "../config/incoming-auth-spec.ts";
+import { toolsPolicy } from "../config/tools-policy.ts";
+import { toolFilter } from "../middleware/tool-filter.ts";
 import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
 import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
@@ -61,6 +63,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   let child: ServerHandle | undefined;
   let serverExit: Promise<string> = new Promise(() => {});
   const proxyPort = values["proxy-port"] ?? (await findFreePort());
+  const tools = toolsPolicy(values.tools.flat(), values["tools-override"], plan.entry?.tools);
   const authentication = await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 
   if (source.kind === "remote") {
@@ -167,7 +170,9 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       handler: withBuiltinProtections(
         handler,
         { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: limits.maxBodyBytes },
+        // Authentication first (a refused client learns nothing), then the tool policy.
         ...authentication.forEndpoint(endpointPath, values["trust-proxy-headers"]),
+        ...(tools ? [toolFilter(tools)] : []),
       ),
       live,
       onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),

@@ -15,6 +15,14 @@ import { guardedFetch, type Fetch } from "./guarded-fetch.ts";
 export const ALLOWED_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
 const CLOCK_TOLERANCE_S = 30;
 const INTROSPECTION_CACHE_MS = 30_000;
+/**
+ * A JWT checked once is accepted again without a signature check until it expires, for at
+ * most this long: clients send the same token on every request, and RS256 verification is
+ * most of the cost of an authenticated request. (A key removed from the JWKS stops being
+ * trusted for cached tokens after this at the latest.)
+ */
+const JWT_CACHE_MS = 60_000;
+const CACHE_LIMIT = 10_000;
 
 export interface Principal {
   /** `sub`, else `client_id` (client-credentials tokens). */
@@ -107,7 +115,20 @@ export async function createTokenVerifier(spec: IncomingAuthSpec, options: Verif
   });
   const introspected = new Map<string, { principal: Principal; until: number }>();
 
+  const verifiedJwts = new Map<string, { principal: Principal; until: number }>();
+
   async function verifyJwt(token: string): Promise<Principal> {
+    const hit = verifiedJwts.get(token);
+    if (hit && hit.until > now()) return hit.principal;
+    if (hit) verifiedJwts.delete(token);
+    const principal = await verifyJwtSignature(token);
+    const exp = typeof principal.claims.exp === "number" ? principal.claims.exp * 1000 : now();
+    verifiedJwts.set(token, { principal, until: Math.min(now() + JWT_CACHE_MS, exp) });
+    if (verifiedJwts.size > CACHE_LIMIT) verifiedJwts.delete(verifiedJwts.keys().next().value as string);
+    return principal;
+  }
+
+  async function verifyJwtSignature(token: string): Promise<Principal> {
     try {
       const { payload } = await jwtVerify(token, keys, {
         issuer: issuerForms(spec.issuer),
@@ -156,7 +177,7 @@ export async function createTokenVerifier(spec: IncomingAuthSpec, options: Verif
     if (exp !== undefined && exp + CLOCK_TOLERANCE_S * 1000 < now()) throw new TokenRejected("invalid_token", "the token has expired");
     const principal = principalOf(answer);
     introspected.set(key, { principal, until: Math.min(now() + INTROSPECTION_CACHE_MS, exp ?? Number.POSITIVE_INFINITY) });
-    if (introspected.size > 10_000) introspected.delete(introspected.keys().next().value as string);
+    if (introspected.size > CACHE_LIMIT) introspected.delete(introspected.keys().next().value as string);
     return principal;
   }
 

@@ -1,0 +1,108 @@
+/**
+ * --tools and --tools-override end to end with the SDK client: through the stdio bridge
+ * (JSON answers) and through the transparent forwarder in front of server-everything (SSE
+ * answers), plus the start-up checks.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil, startEverything } from "../support/processes.ts";
+
+const PROBE = "npx://./test/fixtures/sandbox-probe";
+let dir: string;
+let overrides: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mcpmgr-tools-"));
+  overrides = join(dir, "overrides.json");
+  await writeFile(overrides, JSON.stringify({ toolsOverride: { env: { name: "get_env", description: "Reads one environment variable" } } }));
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function connect(args: string[], env: Record<string, string> = {}) {
+  const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env, timeoutMs: 60_000 });
+  const client = new Client({ name: "tools-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
+  return { run, client };
+}
+
+test("stdio bridge: only the listed tools are visible, renamed and re-described; calls map back; hidden calls are refused", async () => {
+  const { run, client } = await connect([PROBE, "--tools", "env,read_file", "--tools-override", overrides, "-e", "PROBE_SETTING=on"]);
+  try {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(["get_env", "read_file"]);
+    expect(tools.find((t) => t.name === "get_env")?.description).toBe("Reads one environment variable");
+    const called = (await client.callTool({ name: "get_env", arguments: { name: "PROBE_SETTING" } })) as { content: { text: string }[] };
+    expect(called.content[0]?.text).toBe("on");
+    for (const hidden of ["env", "write_file", "crash"]) {
+      let error: unknown;
+      try {
+        await client.callTool({ name: hidden, arguments: { path: join(dir, "x"), text: "x" } });
+      } catch (err) {
+        error = err;
+      }
+      expect(String(error)).toContain(`Unknown tool: ${hidden}`);
+    }
+    await client.close();
+  } finally {
+    await run.stop();
+  }
+}, 60_000);
+
+test("transparent forwarder: SSE answers from server-everything are filtered too", async () => {
+  const everything = await startEverything("streamableHttp");
+  try {
+    const { run, client } = await connect([everything.url, "--tools", "echo", "--tools", "get-sum"]);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(["echo", "get-sum"]);
+      const echoed = (await client.callTool({ name: "echo", arguments: { message: "filtered" } })) as { content: { text: string }[] };
+      expect(echoed.content[0]?.text).toContain("filtered");
+      let error: unknown;
+      try {
+        await client.callTool({ name: "get-tiny-image", arguments: {} });
+      } catch (err) {
+        error = err;
+      }
+      expect(String(error)).toContain("Unknown tool: get-tiny-image");
+      await client.close();
+    } finally {
+      await run.stop();
+    }
+  } finally {
+    await everything.stop();
+  }
+}, 60_000);
+
+test("bad override files, empty overrides, hiding an overridden tool and unknown tools are start-up errors", async () => {
+  const write = async (name: string, content: string) => {
+    const path = join(dir, name);
+    await writeFile(path, content);
+    return path;
+  };
+  const cases: [string[], string][] = [
+    [[PROBE, "--tools-override", await write("bad.json", "{nope")], "not valid JSON"],
+    [[PROBE, "--tools-override", await write("shape.json", JSON.stringify({ tools: {} }))], "--tools-override"],
+    [[PROBE, "--tools-override", await write("empty.json", JSON.stringify({ toolsOverride: { env: {} } }))], "changes nothing"],
+    [[PROBE, "--tools", "read_file", "--tools-override", overrides], "but --tools hides it"],
+    [[PROBE, "--tools-override", join(dir, "missing.json")], "no such file"],
+  ];
+  for (const [args, text] of cases) {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    expect(result.exitCode).toBe(2);
+    const lines = result.stderr.toString().trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(text);
+  }
+  // A registry entry lists its tools: a typo is caught before anything starts.
+  const registry = join(REPO_ROOT, "test/fixtures/registry/probe-registry.json");
+  const unknown = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", "probe", "--tools", "read_fil", "-e", "PROBE_TOKEN=x"], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_REGISTRY: registry } });
+  expect(unknown.exitCode).toBe(2);
+  expect(unknown.stderr.toString()).toContain("unknown tool read_fil");
+});
