@@ -68,6 +68,8 @@ const supported: ReadonlySet<string> = new Set([
   "runtime-add-package",
   "tools",
   "tools-override",
+  "enable-audit",
+  "audit-config",
   ...Object.keys(incomingAuthOptions),
   ...Object.keys(outgoingAuthOptions),
 ]);

@@ -30,6 +30,9 @@ import { prepareIncomingAuthentication } from "./incoming-auth.ts";
 import { incomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { toolsPolicy } from "../config/tools-policy.ts";
 import { toolFilter } from "../middleware/tool-filter.ts";
+import { auditConfig, type AuditConfig } from "../config/audit-config.ts";
+import { auditTrail } from "../middleware/audit.ts";
+import { appendFileSync } from "node:fs";
 import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
 import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
@@ -64,6 +67,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   let serverExit: Promise<string> = new Promise(() => {});
   const proxyPort = values["proxy-port"] ?? (await findFreePort());
   const tools = toolsPolicy(values.tools.flat(), values["tools-override"], plan.entry?.tools);
+  const audit = auditConfig(values["enable-audit"], values["audit-config"], name);
   const authentication = await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 
   if (source.kind === "remote") {
@@ -170,7 +174,9 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       handler: withBuiltinProtections(
         handler,
         { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: limits.maxBodyBytes },
-        // Authentication first (a refused client learns nothing), then the tool policy.
+        // Audit outermost (it records what the policies deny), then authentication (a refused
+        // client learns nothing more), then the tool policy.
+        ...(audit ? [auditTrail({ config: audit, write: auditWriter(audit, options.onServerOutput), ...(child ? { redact: child.redact } : {}) })] : []),
         ...authentication.forEndpoint(endpointPath, values["trust-proxy-headers"]),
         ...(tools ? [toolFilter(tools)] : []),
       ),
@@ -193,6 +199,15 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       await running?.stop();
     },
   };
+}
+
+/** Audit lines go to the configured file, else the workload's log (detached) or stderr (foreground). */
+function auditWriter(config: AuditConfig, workloadLog: ((text: string) => void) | undefined): (line: string) => void {
+  if (config.logFile !== undefined) {
+    const file = config.logFile;
+    return (line) => appendFileSync(file, line, { mode: 0o600 });
+  }
+  return workloadLog ?? ((line) => process.stderr.write(line));
 }
 
 function endpointPathFor(transport: "sse" | "streamable-http"): string {

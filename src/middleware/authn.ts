@@ -11,6 +11,7 @@ import { bearerChallenge, metadataPaths, metadataUrl, protectedResourceMetadata 
 import { TokenRejected, type Principal, type TokenVerifier } from "../auth/incoming/verifier.ts";
 import { rememberSubjectToken } from "../auth/outgoing/token-exchange.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
+import { markDenied } from "./denials.ts";
 import { publicOrigin } from "../proxy/public-url.ts";
 
 const principals = new WeakMap<Request, Principal>();
@@ -41,7 +42,7 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
       ...(error ? { error: error.error, description: error.message } : {}),
     });
     const message = error ? `Unauthorized: ${error.message}` : "Unauthorized: a bearer token is required";
-    return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32001, message } }, { status, headers: { "www-authenticate": header } });
+    return markDenied(Response.json({ jsonrpc: "2.0", id: null, error: { code: -32001, message } }, { status, headers: { "www-authenticate": header } }));
   };
 
   return (next) => async (req, ctx) => {

@@ -3,7 +3,9 @@
  *   health   → answers /health without touching anything else
  *   origin   → Host/Origin validation (DNS rebinding) before anything reads the request
  *   body     → request size limit
- * Later middleware (authentication, authorization, audit, ...) goes inside these.
+ * Later middleware goes inside these, in this order (workload-runner composes it):
+ *   audit → authentication → tool policy → the bridge or forwarder
+ * (audit outermost so it records what the policies deny).
  */
 import { compose, type Handler, type Middleware } from "../proxy/handler.ts";
 import { bodyLimit, defaultMaxBodyBytes } from "./body-limit.ts";

@@ -10,6 +10,7 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { ToolsPolicy } from "../config/tools-policy.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
+import { markDenied } from "./denials.ts";
 
 interface Message {
   jsonrpc?: string;
@@ -154,10 +155,10 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
       }
       if (refused.length > 0) {
         const errors = refused.map((m) => ({ jsonrpc: "2.0", id: m.id ?? null, error: { code: JsonRpcCode.invalidParams, message: `Unknown tool: ${String(m.params?.name)}` } }));
-        if (!Array.isArray(parsed)) return jsonRpcError(200, JsonRpcCode.invalidParams, `Unknown tool: ${String(refused[0]?.params?.name)}`, { id: refused[0]?.id ?? null });
+        if (!Array.isArray(parsed)) return markDenied(jsonRpcError(200, JsonRpcCode.invalidParams, `Unknown tool: ${String(refused[0]?.params?.name)}`, { id: refused[0]?.id ?? null }));
         // A batch is answered as a whole: every request in it fails rather than half running.
         const all = messages.filter((m) => m.id !== undefined).map((m) => errors.find((e) => e.id === m.id) ?? { jsonrpc: "2.0", id: m.id ?? null, error: { code: JsonRpcCode.invalidParams, message: "the batch calls a tool that is not available" } });
-        return Response.json(all);
+        return markDenied(Response.json(all));
       }
       const headers = new Headers(req.headers);
       headers.delete("content-length");

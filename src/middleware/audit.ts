@@ -1,0 +1,168 @@
+/**
+ * Audit (`--enable-audit`, `--audit-config`): one JSON line per MCP event — which request,
+ * who asked (the authenticated subject, else "local"), from where, what it targeted (tool,
+ * prompt, resource), how it ended (success, failure, denied, error, application_error) and
+ * how long it took; request and response data only when configured, truncated and with
+ * credentials redacted. It wraps the policies (authentication, tool filter), so denials are
+ * recorded too. JSON answers are read once; SSE answers pass through untouched while a
+ * parser watches them for the answers to the audited requests.
+ */
+import { randomUUID } from "node:crypto";
+import { createParser } from "eventsource-parser";
+import type { AuditConfig, AuditEventType } from "../config/audit-config.ts";
+import { pathOf, type Middleware } from "../proxy/handler.ts";
+import { principalOf } from "./authn.ts";
+import { isDenied } from "./denials.ts";
+
+type Id = string | number | null;
+interface Message {
+  id?: Id;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: { isError?: unknown };
+  error?: { code?: number; message?: string };
+}
+
+export interface AuditOptions {
+  readonly config: AuditConfig;
+  /** Where each event line goes (the workload log or the configured file). */
+  readonly write: (line: string) => void;
+  /** Removes known secret values (the server's environment secrets) from data. */
+  readonly redact?: (text: string) => string;
+}
+
+const typeByMethod: Readonly<Record<string, AuditEventType>> = {
+  initialize: "mcp_initialize",
+  "tools/call": "mcp_tool_call",
+  "tools/list": "mcp_tools_list",
+  "prompts/get": "mcp_prompt_get",
+  "prompts/list": "mcp_prompts_list",
+  "resources/read": "mcp_resource_read",
+  "resources/list": "mcp_resources_list",
+  ping: "mcp_ping",
+};
+
+const sensitiveKey = /authorization|token|secret|password|passwd|api[_-]?key|cookie|credential/i;
+
+function scrub(value: unknown, depth = 0): unknown {
+  if (depth > 20 || value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map((item) => scrub(item, depth + 1));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, sensitiveKey.test(key) ? "[redacted]" : scrub(item, depth + 1)]));
+}
+
+function targetOf(message: Message): Record<string, string> {
+  const params = message.params ?? {};
+  const target: Record<string, string> = { method: message.method ?? "" };
+  if (message.method === "tools/call" && typeof params.name === "string") target.tool = params.name;
+  if (message.method === "prompts/get" && typeof params.name === "string") target.prompt = params.name;
+  if (message.method === "resources/read" && typeof params.uri === "string") target.resource = params.uri;
+  return target;
+}
+
+function outcomeOf(answer: Message | undefined, response: Response): string {
+  if (isDenied(response) || response.status === 401 || response.status === 403) return "denied";
+  if (answer?.error) return answer.error.code === -32602 && /Unknown tool/.test(answer.error.message ?? "") ? "denied" : "error";
+  if (answer?.result?.isError === true) return "application_error";
+  if (answer?.result !== undefined) return "success";
+  return response.status >= 400 ? "failure" : "success";
+}
+
+export function auditTrail(options: AuditOptions): Middleware {
+  const { config } = options;
+  const redact = options.redact ?? ((text: string) => text);
+  const wanted = (type: AuditEventType) => (config.eventTypes === undefined || config.eventTypes.has(type)) && !config.excludeEventTypes.has(type);
+  const data = (value: unknown): string => {
+    const text = redact(JSON.stringify(scrub(value)) ?? "");
+    return text.length > config.maxDataSize ? `${text.slice(0, config.maxDataSize)}…(truncated)` : text;
+  };
+
+  return (next) => async (req, ctx) => {
+    const started = performance.now();
+    const principal = () => principalOf(req);
+    const base = () => ({
+      component: config.component,
+      source: { address: ctx.remoteAddress, ...(req.headers.get("user-agent") ? { userAgent: req.headers.get("user-agent") as string } : {}) },
+      subject: principal() ? { sub: principal()?.subject, ...(typeof principal()?.claims.client_id === "string" ? { client: principal()?.claims.client_id as string } : {}) } : { sub: "local" },
+      ...(req.headers.get("mcp-session-id") ? { sessionId: req.headers.get("mcp-session-id") as string } : {}),
+    });
+    const emit = (type: AuditEventType, fields: Record<string, unknown>) => {
+      if (!wanted(type)) return;
+      options.write(`${JSON.stringify({ id: randomUUID(), time: new Date().toISOString(), type, ...base(), ...fields, durationMs: Math.round((performance.now() - started) * 100) / 100 })}\n`);
+    };
+
+    if (req.method !== "POST") {
+      const response = await next(req, ctx);
+      if (req.method === "GET") emit("mcp_stream_open", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
+      if (req.method === "DELETE") emit("mcp_session_end", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
+      return response;
+    }
+    const text = await req.text();
+    let messages: Message[] = [];
+    try {
+      const parsed = JSON.parse(text) as Message | Message[];
+      messages = Array.isArray(parsed) ? parsed : [parsed];
+    } catch {
+      // Not JSON-RPC: the server answers it; nothing to audit as an MCP event.
+    }
+    const forward = new Request(req, { body: text });
+    const response = await next(forward, ctx);
+    const requests = new Map<Id, Message>();
+    for (const message of messages) {
+      if (typeof message !== "object" || message === null) continue;
+      if (message.method !== undefined && message.id !== undefined) requests.set(message.id, message);
+      else if (message.method !== undefined) emit("mcp_notification", { target: targetOf(message), outcome: outcomeOf(undefined, response) });
+    }
+    if (requests.size === 0) return response;
+    const record = (request: Message, answer: Message | undefined) =>
+      emit(typeByMethod[request.method ?? ""] ?? "mcp_request", {
+        requestId: request.id,
+        target: targetOf(request),
+        outcome: outcomeOf(answer, response),
+        ...(config.includeRequestData ? { request: data(request.params ?? {}) } : {}),
+        ...(config.includeResponseData && answer ? { response: data(answer.result ?? answer.error ?? null) } : {}),
+      });
+    const type = response.headers.get("content-type") ?? "";
+    if (response.body !== null && type.includes("text/event-stream")) {
+      // Watch the stream, pass it on unchanged; a request still unanswered when it ends is recorded without an answer.
+      const decoder = new TextDecoder();
+      const parser = createParser({
+        onEvent(event) {
+          try {
+            for (const answer of ([] as Message[]).concat(JSON.parse(event.data) as Message | Message[])) {
+              const request = answer?.id !== undefined ? requests.get(answer.id) : undefined;
+              if (request && answer.method === undefined) {
+                requests.delete(answer.id as Id);
+                record(request, answer);
+              }
+            }
+          } catch {
+            // not JSON-RPC
+          }
+        },
+      });
+      const watched = response.body.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            controller.enqueue(chunk);
+            parser.feed(decoder.decode(chunk, { stream: true }));
+          },
+          flush() {
+            for (const request of requests.values()) record(request, undefined);
+            requests.clear();
+          },
+        }),
+      );
+      return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
+    }
+    const body = response.body === null ? "" : await response.text();
+    let answers: Message[] = [];
+    try {
+      const parsed = JSON.parse(body) as Message | Message[];
+      answers = Array.isArray(parsed) ? parsed : [parsed];
+    } catch {
+      // an HTTP-level refusal without a JSON-RPC body
+    }
+    for (const [id, request] of requests) record(request, answers.find((a) => a?.id === id) ?? (answers.length === 1 && answers[0]?.id === null ? answers[0] : undefined));
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}

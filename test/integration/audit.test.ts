@@ -1,0 +1,115 @@
+/**
+ * Audit lines from a real run, read back and checked: one JSON object per MCP event with
+ * type, outcome (success, denied, application_error), subject, source, target, duration,
+ * and request/response data truncated and scrubbed of credentials; event-type filters.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+const PROBE = "npx://./test/fixtures/sandbox-probe";
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mcpmgr-audit-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface AuditLine {
+  id: string;
+  time: string;
+  type: string;
+  outcome: string;
+  component: string;
+  subject: { sub: string };
+  source: { address: string };
+  target: { method?: string; tool?: string };
+  durationMs: number;
+  request?: string;
+  response?: string;
+}
+
+async function session(args: string[], work: (client: Client) => Promise<void>) {
+  const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { timeoutMs: 60_000 });
+  const client = new Client({ name: "audit-test", version: "1.0.0" });
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
+    await work(client);
+    await client.close();
+  } finally {
+    await run.stop();
+  }
+  return run;
+}
+
+const lines = async (path: string) => (await readFile(path, "utf8")).trim().split("\n").map((line) => JSON.parse(line) as AuditLine);
+
+test("every MCP event is one JSON line with its outcome; data is truncated and scrubbed; denials are recorded", async () => {
+  const logFile = join(dir, "audit.jsonl");
+  const config = join(dir, "audit.json");
+  await writeFile(config, JSON.stringify({ component: "probe-audit", includeRequestData: true, includeResponseData: true, maxDataSize: 80, logFile, excludeEventTypes: ["mcp_notification"] }));
+  await session([PROBE, "--audit-config", config, "--tools", "env,read_file", "-e", "PROBE_SETTING=on"], async (client) => {
+    await client.listTools();
+    await client.callTool({ name: "env", arguments: { name: "PROBE_SETTING", password: "hunter2-secret" } });
+    await client.callTool({ name: "read_file", arguments: { path: "/nonexistent/file" } });
+    await client.callTool({ name: "write_file", arguments: { path: "/tmp/x" } }).catch(() => {});
+    await client.callTool({ name: "env", arguments: { name: "X".repeat(500) } });
+  });
+  const events = await lines(logFile);
+  const types = events.map((e) => e.type);
+  expect(types).toContain("mcp_initialize");
+  expect(types).toContain("mcp_tools_list");
+  expect(types).not.toContain("mcp_notification");
+  const calls = events.filter((e) => e.type === "mcp_tool_call");
+  expect(calls.map((e) => [e.target.tool, e.outcome])).toEqual([
+    ["env", "success"],
+    ["read_file", "application_error"],
+    ["write_file", "denied"],
+    ["env", "success"],
+  ]);
+  for (const event of events) {
+    expect(event.component).toBe("probe-audit");
+    expect(event.subject).toEqual({ sub: "local" });
+    expect(event.source.address).toMatch(/127\.0\.0\.1|::1|::ffff:127\.0\.0\.1/);
+    expect(typeof event.durationMs).toBe("number");
+    expect(new Date(event.time).getTime()).toBeGreaterThan(0);
+  }
+  expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+  const text = await readFile(logFile, "utf8");
+  expect(text).not.toContain("hunter2-secret");
+  expect(calls[0]?.request).toContain('"password":"[redacted]"');
+  expect(calls[3]?.request?.endsWith("…(truncated)")).toBe(true);
+  expect(calls[0]?.response).toContain("on");
+}, 60_000);
+
+test("--enable-audit writes to stderr with the default configuration; eventTypes narrows what is recorded", async () => {
+  const run = await session([PROBE, "--enable-audit"], async (client) => {
+    await client.listTools();
+  });
+  const audited = run.output().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as AuditLine);
+  expect(audited.some((e) => e.type === "mcp_tools_list" && e.outcome === "success")).toBe(true);
+  expect(audited.every((e) => e.request === undefined)).toBe(true);
+
+  const logFile = join(dir, "only-calls.jsonl");
+  const config = join(dir, "only-calls.yaml");
+  await writeFile(config, `eventTypes:\n  - mcp_tool_call\nlogFile: ${logFile}\n`);
+  await session([PROBE, "--audit-config", config], async (client) => {
+    await client.listTools();
+    await client.callTool({ name: "env", arguments: { name: "HOME" } });
+  });
+  expect((await lines(logFile)).map((e) => e.type)).toEqual(["mcp_tool_call"]);
+}, 60_000);
+
+test("a bad audit configuration is a start-up error naming the field", async () => {
+  const config = join(dir, "bad.json");
+  await writeFile(config, JSON.stringify({ eventTypes: ["tool_call"] }));
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--audit-config", config], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+  expect(result.exitCode).toBe(2);
+  expect(result.stderr.toString()).toContain("eventTypes.0: must be one of");
+});
