@@ -70,6 +70,7 @@ const supported: ReadonlySet<string> = new Set([
   "tools-override",
   "enable-audit",
   "audit-config",
+  "webhook-config",
   ...Object.keys(incomingAuthOptions),
   ...Object.keys(outgoingAuthOptions),
 ]);

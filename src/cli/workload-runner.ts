@@ -32,6 +32,11 @@ import { toolsPolicy } from "../config/tools-policy.ts";
 import { toolFilter } from "../middleware/tool-filter.ts";
 import { auditConfig, type AuditConfig } from "../config/audit-config.ts";
 import { auditTrail } from "../middleware/audit.ts";
+import { webhookConfig } from "../config/webhook-config.ts";
+import { webhooks } from "../middleware/webhooks.ts";
+import { createSecretManager } from "../secrets/manager.ts";
+import { resolvePaths } from "../state/paths.ts";
+import type { Middleware } from "../proxy/handler.ts";
 import { appendFileSync } from "node:fs";
 import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
@@ -68,6 +73,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   const proxyPort = values["proxy-port"] ?? (await findFreePort());
   const tools = toolsPolicy(values.tools.flat(), values["tools-override"], plan.entry?.tools);
   const audit = auditConfig(values["enable-audit"], values["audit-config"], name);
+  const hooks = await prepareWebhooks(values["webhook-config"], name);
   const authentication = await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 
   if (source.kind === "remote") {
@@ -179,6 +185,8 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         ...(audit ? [auditTrail({ config: audit, write: auditWriter(audit, options.onServerOutput), ...(child ? { redact: child.redact } : {}) })] : []),
         ...authentication.forEndpoint(endpointPath, values["trust-proxy-headers"]),
         ...(tools ? [toolFilter(tools)] : []),
+        // Webhooks see what reaches the server: after the tool policy's refusals and renames.
+        ...(hooks ? [hooks] : []),
       ),
       live,
       onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
@@ -199,6 +207,19 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       await running?.stop();
     },
   };
+}
+
+/** The webhook middleware, with HMAC secrets resolved now so a missing one fails at start-up. */
+async function prepareWebhooks(files: readonly string[], serverName: string): Promise<Middleware | undefined> {
+  const config = webhookConfig(files);
+  if (config === undefined) return undefined;
+  const refs = [...config.mutating, ...config.validating].map((hook) => hook.hmacSecretRef).filter((ref): ref is string => ref !== undefined);
+  const hmacSecrets = new Map<string, string>();
+  if (refs.length > 0) {
+    const secrets = createSecretManager({ dir: resolvePaths().dataDir, env: process.env });
+    for (const ref of new Set(refs)) hmacSecrets.set(ref, (await secrets.resolveSecret(ref)).reveal());
+  }
+  return webhooks({ config, hmacSecrets, serverName, onFailure: (text) => log.warn(text) });
 }
 
 /** Audit lines go to the configured file, else the workload's log (detached) or stderr (foreground). */

@@ -1,0 +1,150 @@
+/**
+ * Webhooks on MCP requests (`--webhook-config`): every client request or notification is
+ * first sent to the mutating webhooks, which may answer an RFC 6902 JSON Patch (applied with
+ * fast-json-patch, and only below /params: a webhook cannot change what is called or its id),
+ * then to the validating webhooks, which allow or deny it. A webhook that fails (network,
+ * timeout, bad answer) denies the request under failure_policy "fail" and is skipped under
+ * "ignore". Bodies can be signed (HMAC-SHA256 over timestamp.body) so webhooks know the
+ * caller. A denial is a 403 with a JSON-RPC error.
+ */
+import { createHmac, randomUUID } from "node:crypto";
+import fastJsonPatch, { type Operation } from "fast-json-patch";
+import type { WebhookConfig, WebhookSpec } from "../config/webhook-config.ts";
+import type { Middleware, RequestContext } from "../proxy/handler.ts";
+import { jsonRpcError } from "../proxy/jsonrpc.ts";
+import { principalOf } from "./authn.ts";
+import { markDenied } from "./denials.ts";
+
+interface Message {
+  jsonrpc?: string;
+  id?: string | number | null;
+  method?: string;
+  params?: unknown;
+}
+
+export interface WebhookOptions {
+  readonly config: WebhookConfig;
+  /** hmac_secret_ref → secret value (resolved from the secrets manager at start-up). */
+  readonly hmacSecrets: ReadonlyMap<string, string>;
+  readonly serverName: string;
+  readonly onFailure?: (text: string) => void;
+}
+
+class WebhookFailed extends Error {}
+
+async function call(hook: WebhookSpec, body: string, hmacSecret: string | undefined): Promise<Record<string, unknown>> {
+  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
+  if (hmacSecret !== undefined) {
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    headers["x-mcpmgr-timestamp"] = timestamp;
+    headers["x-mcpmgr-signature"] = `sha256=${createHmac("sha256", hmacSecret).update(`${timestamp}.${body}`).digest("hex")}`;
+  }
+  let response: Response;
+  try {
+    response = await fetch(hook.url, {
+      method: "POST",
+      headers,
+      body,
+      redirect: "manual",
+      signal: AbortSignal.timeout(hook.timeoutMs),
+      ...(hook.tls ? { tls: { ...(hook.tls.ca ? { ca: hook.tls.ca } : {}), ...(hook.tls.cert ? { cert: hook.tls.cert, key: hook.tls.key } : {}), rejectUnauthorized: !hook.tls.insecureSkipVerify } } : {}),
+    } as RequestInit);
+  } catch (err) {
+    throw new WebhookFailed(err instanceof Error && err.name === "TimeoutError" ? `timed out after ${hook.timeoutMs} ms` : err instanceof Error ? err.message : String(err));
+  }
+  if (!response.ok) throw new WebhookFailed(`answered HTTP ${response.status}`);
+  const answer = (await response.json().catch(() => undefined)) as Record<string, unknown> | undefined;
+  if (typeof answer !== "object" || answer === null) throw new WebhookFailed("answered something that is not a JSON object");
+  return answer;
+}
+
+/** Only /params and below: the method, id and protocol of a message are not a webhook's to change. */
+function patchAllowed(ops: unknown): ops is Operation[] {
+  return Array.isArray(ops) && ops.every((op) => {
+    const o = op as { path?: unknown; from?: unknown };
+    const inParams = (path: unknown) => typeof path === "string" && (path === "/params" || path.startsWith("/params/"));
+    return inParams(o.path) && (o.from === undefined || inParams(o.from));
+  });
+}
+
+export function webhooks(options: WebhookOptions): Middleware {
+  const { config } = options;
+  const deny = (message: Message, text: string, status = 403) =>
+    markDenied(jsonRpcError(status, -32001, text, { id: message.id ?? null }));
+
+  const review = async (message: Message, req: Request, ctx: RequestContext): Promise<Message | Response> => {
+    const principal = principalOf(req);
+    const envelope = (mcpRequest: Message) =>
+      JSON.stringify({
+        version: "v0.1.0",
+        uid: randomUUID(),
+        timestamp: new Date().toISOString(),
+        mcp_request: mcpRequest,
+        context: { server_name: options.serverName, source_ip: ctx.remoteAddress },
+        ...(principal ? { principal: { sub: principal.subject, claims: principal.claims } } : {}),
+      });
+    let current = message;
+    for (const hook of config.mutating) {
+      let answer: Record<string, unknown>;
+      try {
+        answer = await call(hook, envelope(current), hook.hmacSecretRef ? options.hmacSecrets.get(hook.hmacSecretRef) : undefined);
+      } catch (err) {
+        options.onFailure?.(`webhook ${hook.name}: ${(err as Error).message}`);
+        if (hook.failurePolicy === "ignore") continue;
+        return deny(message, `request refused: mutating webhook ${hook.name} failed`, 502);
+      }
+      if (answer.allowed === false) return deny(message, `request denied by webhook ${hook.name}${typeof answer.reason === "string" ? `: ${answer.reason}` : ""}`);
+      if (answer.patch === undefined) continue;
+      if (answer.patch_type !== undefined && answer.patch_type !== "json_patch") return deny(message, `webhook ${hook.name} answered an unknown patch type`, 502);
+      if (!patchAllowed(answer.patch)) return deny(message, `webhook ${hook.name} tried to change more than the request's params`, 502);
+      try {
+        current = fastJsonPatch.applyPatch(current, answer.patch, true, false).newDocument;
+      } catch (err) {
+        options.onFailure?.(`webhook ${hook.name}: its patch does not apply (${(err as Error).message})`);
+        if (hook.failurePolicy === "ignore") continue;
+        return deny(message, `request refused: webhook ${hook.name} answered a patch that does not apply`, 502);
+      }
+    }
+    for (const hook of config.validating) {
+      let answer: Record<string, unknown>;
+      try {
+        answer = await call(hook, envelope(current), hook.hmacSecretRef ? options.hmacSecrets.get(hook.hmacSecretRef) : undefined);
+      } catch (err) {
+        options.onFailure?.(`webhook ${hook.name}: ${(err as Error).message}`);
+        if (hook.failurePolicy === "ignore") continue;
+        return deny(message, `request refused: validating webhook ${hook.name} failed`, 502);
+      }
+      if (answer.allowed !== true) return deny(message, `request denied by webhook ${hook.name}${typeof answer.reason === "string" ? `: ${answer.reason}` : ""}`);
+    }
+    return current;
+  };
+
+  return (next) => async (req, ctx) => {
+    if (req.method !== "POST" || !(req.headers.get("content-type") ?? "").includes("json")) return next(req, ctx);
+    const text = await req.text();
+    let parsed: Message | Message[];
+    try {
+      parsed = JSON.parse(text) as Message | Message[];
+    } catch {
+      return next(new Request(req, { body: text }), ctx);
+    }
+    const messages = Array.isArray(parsed) ? parsed : [parsed];
+    const reviewed: Message[] = [];
+    let changed = false;
+    for (const message of messages) {
+      // Client requests and notifications; answers to the server's own requests pass.
+      if (typeof message !== "object" || message === null || typeof message.method !== "string") {
+        reviewed.push(message);
+        continue;
+      }
+      const outcome = await review(message, req, ctx);
+      if (outcome instanceof Response) return outcome;
+      if (outcome !== message) changed = true;
+      reviewed.push(outcome);
+    }
+    const body = changed ? JSON.stringify(Array.isArray(parsed) ? reviewed : reviewed[0]) : text;
+    const headers = new Headers(req.headers);
+    headers.delete("content-length");
+    return next(new Request(req, { body, headers }), ctx);
+  };
+}
