@@ -71,13 +71,14 @@ const supported: ReadonlySet<string> = new Set([
   "enable-audit",
   "audit-config",
   "webhook-config",
+  "authz-config",
   ...Object.keys(incomingAuthOptions),
   ...Object.keys(outgoingAuthOptions),
 ]);
 const unsupported = new Map(
   Object.keys(runOptions)
     .filter((name) => !supported.has(name))
-    .map((name) => [name, "its feature (policy or telemetry) is not in this version"] as const),
+    .map((name) => [name, "its feature (telemetry) is not in this version"] as const),
 );
 
 export default defineCommand({

@@ -34,6 +34,8 @@ import { auditConfig, type AuditConfig } from "../config/audit-config.ts";
 import { auditTrail } from "../middleware/audit.ts";
 import { webhookConfig } from "../config/webhook-config.ts";
 import { webhooks } from "../middleware/webhooks.ts";
+import { authzConfig } from "../config/authz-config.ts";
+import { cedarAuthorization } from "../middleware/authz.ts";
 import { createSecretManager } from "../secrets/manager.ts";
 import { resolvePaths } from "../state/paths.ts";
 import type { Middleware } from "../proxy/handler.ts";
@@ -74,6 +76,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   const tools = toolsPolicy(values.tools.flat(), values["tools-override"], plan.entry?.tools);
   const audit = auditConfig(values["enable-audit"], values["audit-config"], name);
   const hooks = await prepareWebhooks(values["webhook-config"], name);
+  const authz = authzConfig(values["authz-config"]);
   const authentication = await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 
   if (source.kind === "remote") {
@@ -185,6 +188,8 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         ...(audit ? [auditTrail({ config: audit, write: auditWriter(audit, options.onServerOutput), ...(child ? { redact: child.redact } : {}) })] : []),
         ...authentication.forEndpoint(endpointPath, values["trust-proxy-headers"]),
         ...(tools ? [toolFilter(tools)] : []),
+        // Authorization decides on the server's tool names (after the renames).
+        ...(authz ? [cedarAuthorization(authz)] : []),
         // Webhooks see what reaches the server: after the tool policy's refusals and renames.
         ...(hooks ? [hooks] : []),
       ),

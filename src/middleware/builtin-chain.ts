@@ -4,7 +4,7 @@
  *   origin   → Host/Origin validation (DNS rebinding) before anything reads the request
  *   body     → request size limit
  * Later middleware goes inside these, in this order (workload-runner composes it):
- *   audit → authentication → tool policy → webhooks → the bridge or forwarder
+ *   audit → authentication → tool policy → authorization → webhooks → the bridge or forwarder
  * (audit outermost so it records what the policies deny).
  */
 import { compose, type Handler, type Middleware } from "../proxy/handler.ts";

@@ -6,19 +6,13 @@
  * hidden tool are refused with a JSON-RPC error. list_changed notifications pass, so clients
  * re-list and get the filtered view. Installed only when one of the options is given.
  */
-import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { ToolsPolicy } from "../config/tools-policy.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { markDenied } from "./denials.ts";
+import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
 
-interface Message {
-  jsonrpc?: string;
-  id?: string | number | null;
-  method?: string;
-  params?: { name?: unknown; [key: string]: unknown };
-  result?: { tools?: unknown; [key: string]: unknown };
-}
+type Message = RpcMessage & { params?: { name?: unknown; [key: string]: unknown }; result?: { tools?: unknown; [key: string]: unknown } };
 
 interface Tool {
   name: string;
@@ -59,75 +53,6 @@ function rewriteMessage(policy: ToolsPolicy, message: Message): Message {
   return { ...message, result: { ...message.result, tools: filterList(policy, message.result.tools) } };
 }
 
-function serialise(event: EventSourceMessage): string {
-  let text = "";
-  if (event.id !== undefined) text += `id: ${event.id}\n`;
-  if (event.event !== undefined) text += `event: ${event.event}\n`;
-  for (const line of event.data.split("\n")) text += `data: ${line}\n`;
-  return `${text}\n`;
-}
-
-/** Rewrites tools/list results inside an SSE stream; other events and comments pass unchanged in meaning. */
-function rewriteEventStream(policy: ToolsPolicy, body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  const decoder = new TextDecoder();
-  let out!: TransformStreamDefaultController<Uint8Array>;
-  const parser = createParser({
-    onEvent(event) {
-      let data = event.data;
-      if (data.includes('"tools"')) {
-        try {
-          const parsed = JSON.parse(data) as Message | Message[];
-          const next = Array.isArray(parsed) ? parsed.map((m) => rewriteMessage(policy, m)) : rewriteMessage(policy, parsed);
-          data = JSON.stringify(next);
-        } catch {
-          // Not JSON: not ours to touch.
-        }
-      }
-      out.enqueue(encoder.encode(serialise({ ...event, data })));
-    },
-    onRetry(retry) {
-      out.enqueue(encoder.encode(`retry: ${retry}\n\n`));
-    },
-    onComment(comment) {
-      // Keep-alives must keep flowing.
-      out.enqueue(encoder.encode(`:${comment}\n\n`));
-    },
-  });
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      start(controller) {
-        out = controller;
-      },
-      transform(chunk) {
-        parser.feed(decoder.decode(chunk, { stream: true }));
-      },
-    }),
-  );
-}
-
-async function rewriteResponse(policy: ToolsPolicy, response: Response): Promise<Response> {
-  const type = response.headers.get("content-type") ?? "";
-  if (response.body === null) return response;
-  if (type.includes("text/event-stream")) {
-    const headers = new Headers(response.headers);
-    headers.delete("content-length");
-    return new Response(rewriteEventStream(policy, response.body), { status: response.status, statusText: response.statusText, headers });
-  }
-  if (!type.includes("json")) return response;
-  const text = await response.text();
-  let body = text;
-  try {
-    const parsed = JSON.parse(text) as Message | Message[];
-    body = JSON.stringify(Array.isArray(parsed) ? parsed.map((m) => rewriteMessage(policy, m)) : rewriteMessage(policy, parsed));
-  } catch {
-    // Not JSON after all: pass it on as it came.
-  }
-  const headers = new Headers(response.headers);
-  headers.delete("content-length");
-  return new Response(body, { status: response.status, statusText: response.statusText, headers });
-}
-
 export function toolFilter(policy: ToolsPolicy): Middleware {
   return (next) => async (req, ctx) => {
     let forward = req;
@@ -165,6 +90,6 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
       if (renamedTo !== undefined && headers.has("mcp-name")) headers.set("mcp-name", renamedTo);
       forward = new Request(req, { body: rewritten ? JSON.stringify(parsed) : text, headers });
     }
-    return rewriteResponse(policy, await next(forward, ctx));
+    return rewriteResults(await next(forward, ctx), (message) => rewriteMessage(policy, message as Message), (data) => data.includes('"tools"'));
   };
 }

@@ -105,7 +105,7 @@ test("a server that dies at start-up is reported with the tail of its output", (
 }, 30_000);
 
 test("sources and options not supported yet are refused clearly, detached or not", () => {
-  for (const args of [["--foreground", PROBE, "--authz-config", "policy.json"], [PROBE, "--otel-endpoint", "https://otel.example"]]) {
+  for (const args of [["--foreground", PROBE, "--otel-endpoint", "https://otel.example"], [PROBE, "--otel-enable-prometheus-metrics-path"]]) {
     const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
     expect(result.exitCode).toBe(2);
     expect(result.stderr.toString()).toContain("not supported yet");

@@ -86,7 +86,7 @@ describe("options that are not supported yet exit 2", () => {
   });
 
   test("a valid run command", () => {
-    const line = expectUsageError(mcpmgr("run", "srv", "-e", "A=1", "--authz-config", "policy.json"));
+    const line = expectUsageError(mcpmgr("run", "srv", "-e", "A=1", "--otel-endpoint", "https://otel.example"));
     expect(line).toContain("not supported yet");
   });
 

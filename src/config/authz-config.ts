@@ -1,0 +1,52 @@
+/**
+ * `--authz-config FILE` (JSON or YAML, DESIGN §7):
+ *   {"version":"1.0","type":"cedarv1","cedar":{"policies":["permit(...);"],"entities_json":"[]"}}
+ * The policies are parsed by the Cedar engine itself at start-up, so a syntax error is
+ * reported before anything runs.
+ */
+import { readFileSync } from "node:fs";
+import { checkParsePolicySet } from "@cedar-policy/cedar-wasm/nodejs";
+import * as v from "valibot";
+import { McpmgrError } from "../errors.ts";
+
+export interface AuthzConfig {
+  readonly policies: string;
+  readonly entities: readonly unknown[];
+}
+
+const fileSchema = v.strictObject({
+  version: v.literal("1.0", 'must be "1.0"'),
+  type: v.literal("cedarv1", 'must be "cedarv1"'),
+  cedar: v.strictObject({
+    policies: v.pipe(v.array(v.string()), v.minLength(1, "must hold at least one policy")),
+    entities_json: v.optional(v.string(), "[]"),
+  }),
+});
+
+export function authzConfig(path: string | undefined): AuthzConfig | undefined {
+  if (path === undefined) return undefined;
+  const fail = (why: string, hint = 'expected {"version":"1.0","type":"cedarv1","cedar":{"policies":["permit(...);"]}}') => new McpmgrError("INVALID_OPTION", `--authz-config ${path}: ${why}`, { hint });
+  let data: unknown;
+  try {
+    const text = readFileSync(path, "utf8");
+    data = /\.ya?ml$/i.test(path) ? Bun.YAML.parse(text) : JSON.parse(text);
+  } catch (err) {
+    throw fail((err as { code?: string }).code === "ENOENT" ? "no such file" : "not valid JSON or YAML");
+  }
+  const parsed = v.safeParse(fileSchema, data, { abortPipeEarly: true });
+  if (!parsed.success) {
+    const issue = parsed.issues[0];
+    throw fail(`${issue?.path?.map((p) => String(p.key)).join(".") || "(root)"}: ${issue?.message ?? "invalid"}`);
+  }
+  const policies = parsed.output.cedar.policies.join("\n");
+  const check = checkParsePolicySet({ staticPolicies: policies });
+  if (check.type === "failure") throw fail(`the Cedar policies do not parse: ${check.errors.map((e) => e.message).join("; ")}`, "check the policy syntax (https://docs.cedarpolicy.com)");
+  let entities: unknown;
+  try {
+    entities = JSON.parse(parsed.output.cedar.entities_json);
+  } catch {
+    throw fail("cedar.entities_json is not valid JSON");
+  }
+  if (!Array.isArray(entities)) throw fail("cedar.entities_json must be a JSON array of entities");
+  return Object.freeze({ policies, entities });
+}

@@ -1,0 +1,114 @@
+/**
+ * Authorization with Cedar (`--authz-config`), evaluated by the Cedar engine
+ * (@cedar-policy/cedar-wasm), entity model per DESIGN §7: principal `Client::"<sub>"` (the
+ * authenticated subject, or `Client::"local"` without authentication), actions
+ * `Action::"call_tool" | "get_prompt" | "read_resource"`, resources `Tool::"name"`,
+ * `Prompt::"name"`, `Resource::"uri"`; the token's claims are in the context as `claim_*`
+ * and the call's arguments as `arg_*`. Lists are filtered by the same policies. Methods that
+ * touch nothing (initialize, ping, notifications, lists) pass; any other method is denied
+ * unless it is one of the three actions (default deny).
+ */
+import { isAuthorized } from "@cedar-policy/cedar-wasm/nodejs";
+import type { AuthzConfig } from "../config/authz-config.ts";
+import type { Middleware } from "../proxy/handler.ts";
+import { jsonRpcError } from "../proxy/jsonrpc.ts";
+import { principalOf } from "./authn.ts";
+import { markDenied } from "./denials.ts";
+import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
+
+type CedarValue = string | number | boolean | CedarValue[] | { [key: string]: CedarValue };
+
+const passThrough = new Set(["initialize", "ping", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "logging/setLevel"]);
+const actions: Readonly<Record<string, { action: string; type: string; key: "name" | "uri" }>> = {
+  "tools/call": { action: "call_tool", type: "Tool", key: "name" },
+  "prompts/get": { action: "get_prompt", type: "Prompt", key: "name" },
+  "resources/read": { action: "read_resource", type: "Resource", key: "uri" },
+  "resources/subscribe": { action: "read_resource", type: "Resource", key: "uri" },
+  "resources/unsubscribe": { action: "read_resource", type: "Resource", key: "uri" },
+};
+const listed: Readonly<Record<string, { field: string; action: string; type: string; key: "name" | "uri" }>> = {
+  tools: { field: "tools", action: "call_tool", type: "Tool", key: "name" },
+  prompts: { field: "prompts", action: "get_prompt", type: "Prompt", key: "name" },
+  resources: { field: "resources", action: "read_resource", type: "Resource", key: "uri" },
+};
+
+/** Cedar context values: strings, longs (integers), booleans, sets and records; anything else is left out. */
+function cedarValue(value: unknown, depth = 0): CedarValue | undefined {
+  if (typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") return Number.isSafeInteger(value) ? value : undefined;
+  if (depth > 5 || value === null || typeof value !== "object") return undefined;
+  if (Array.isArray(value)) return value.map((item) => cedarValue(item, depth + 1)).filter((item): item is CedarValue => item !== undefined);
+  const record: Record<string, CedarValue> = {};
+  for (const [key, item] of Object.entries(value)) {
+    const converted = cedarValue(item, depth + 1);
+    if (converted !== undefined) record[key] = converted;
+  }
+  return record;
+}
+
+function prefixed(prefix: string, values: Readonly<Record<string, unknown>> | undefined): Record<string, CedarValue> {
+  const out: Record<string, CedarValue> = {};
+  for (const [key, value] of Object.entries(values ?? {})) {
+    const converted = cedarValue(value);
+    if (converted !== undefined) out[`${prefix}${key}`] = converted;
+  }
+  return out;
+}
+
+export function cedarAuthorization(config: AuthzConfig): Middleware {
+  const decide = (req: Request, action: string, type: string, id: string, args?: Readonly<Record<string, unknown>>): boolean => {
+    const principal = principalOf(req);
+    const answer = isAuthorized({
+      principal: { type: "Client", id: principal?.subject ?? "local" },
+      action: { type: "Action", id: action },
+      resource: { type, id },
+      context: { ...prefixed("claim_", principal?.claims), ...prefixed("arg_", args) },
+      policies: { staticPolicies: config.policies },
+      entities: config.entities as never,
+    });
+    return answer.type === "success" && answer.response.decision === "allow";
+  };
+
+  return (next) => async (req, ctx) => {
+    if (req.method !== "POST" || !(req.headers.get("content-type") ?? "").includes("json")) return next(req, ctx);
+    const text = await req.text();
+    let parsed: RpcMessage | RpcMessage[] | undefined;
+    try {
+      parsed = JSON.parse(text) as RpcMessage | RpcMessage[];
+    } catch {
+      parsed = undefined;
+    }
+    for (const message of parsed === undefined ? [] : Array.isArray(parsed) ? parsed : [parsed]) {
+      if (typeof message !== "object" || message === null || typeof message.method !== "string" || message.id === undefined) continue;
+      if (passThrough.has(message.method) || message.method.startsWith("notifications/")) continue;
+      const mapping = actions[message.method];
+      const id = mapping ? message.params?.[mapping.key] : undefined;
+      const args = message.params?.arguments;
+      const allowed = mapping !== undefined && typeof id === "string" && decide(req, mapping.action, mapping.type, id, typeof args === "object" && args !== null ? (args as Record<string, unknown>) : undefined);
+      if (!allowed) {
+        const what = mapping && typeof id === "string" ? `${mapping.action} on ${mapping.type}::${JSON.stringify(id)}` : message.method;
+        return markDenied(jsonRpcError(403, -32001, `Forbidden: ${what} is not permitted`, { id: message.id }));
+      }
+    }
+    const response = await next(new Request(req, { body: text }), ctx);
+    // Lists show only what the same policies would allow.
+    return rewriteResults(
+      response,
+      (message) => {
+        const result = message.result;
+        if (result === undefined) return message;
+        for (const rule of Object.values(listed)) {
+          const items = result[rule.field];
+          if (!Array.isArray(items)) continue;
+          const visible = items.filter((item) => {
+            const key = (item as Record<string, unknown>)?.[rule.key];
+            return typeof key === "string" && decide(req, rule.action, rule.type, key);
+          });
+          return { ...message, result: { ...result, [rule.field]: visible } };
+        }
+        return message;
+      },
+      (data) => /"(tools|prompts|resources)"/.test(data),
+    );
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * Rewriting JSON-RPC results on their way to the client, in a JSON answer or inside an SSE
+ * stream (POST answers and legacy GET streams), for the policies that change what clients
+ * see (tool filter, authorization). Only installed policies pay for it.
+ */
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+
+export interface RpcMessage {
+  jsonrpc?: string;
+  id?: string | number | null;
+  method?: string;
+  params?: { [key: string]: unknown };
+  result?: { [key: string]: unknown };
+  error?: unknown;
+}
+
+/** Returns the message to send instead (or the same object for no change). */
+export type MessageRewrite = (message: RpcMessage) => RpcMessage;
+
+function serialise(event: EventSourceMessage): string {
+  let text = "";
+  if (event.id !== undefined) text += `id: ${event.id}\n`;
+  if (event.event !== undefined) text += `event: ${event.event}\n`;
+  for (const line of event.data.split("\n")) text += `data: ${line}\n`;
+  return `${text}\n`;
+}
+
+function rewriteText(text: string, rewrite: MessageRewrite): string {
+  try {
+    const parsed = JSON.parse(text) as RpcMessage | RpcMessage[];
+    return JSON.stringify(Array.isArray(parsed) ? parsed.map((m) => rewrite(m)) : rewrite(parsed));
+  } catch {
+    return text; // not JSON: not ours to touch
+  }
+}
+
+function rewriteEventStream(body: ReadableStream<Uint8Array>, rewrite: MessageRewrite, mayMatch: (data: string) => boolean): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
+  let out!: TransformStreamDefaultController<Uint8Array>;
+  const parser = createParser({
+    onEvent(event) {
+      out.enqueue(encoder.encode(serialise(mayMatch(event.data) ? { ...event, data: rewriteText(event.data, rewrite) } : event)));
+    },
+    onRetry(retry) {
+      out.enqueue(encoder.encode(`retry: ${retry}\n\n`));
+    },
+    onComment(comment) {
+      // Keep-alives must keep flowing.
+      out.enqueue(encoder.encode(`:${comment}\n\n`));
+    },
+  });
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      start(controller) {
+        out = controller;
+      },
+      transform(chunk) {
+        parser.feed(decoder.decode(chunk, { stream: true }));
+      },
+    }),
+  );
+}
+
+/**
+ * `mayMatch` is a cheap text test (e.g. contains `"tools"`) that spares parsing events the
+ * rewrite cannot concern.
+ */
+export async function rewriteResults(response: Response, rewrite: MessageRewrite, mayMatch: (data: string) => boolean = () => true): Promise<Response> {
+  const type = response.headers.get("content-type") ?? "";
+  if (response.body === null) return response;
+  const headers = new Headers(response.headers);
+  headers.delete("content-length");
+  if (type.includes("text/event-stream")) {
+    return new Response(rewriteEventStream(response.body, rewrite, mayMatch), { status: response.status, statusText: response.statusText, headers });
+  }
+  if (!type.includes("json")) return response;
+  const text = await response.text();
+  return new Response(mayMatch(text) ? rewriteText(text, rewrite) : text, { status: response.status, statusText: response.statusText, headers });
+}

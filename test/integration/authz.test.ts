@@ -1,0 +1,111 @@
+/**
+ * Cedar authorization end to end: tokens from the real authorization server (their claims
+ * in the Cedar context), the local user without authentication, list filtering by the same
+ * policies, argument conditions, default deny, audit of denials, and policy syntax errors.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+const PROBE = "npx://./test/fixtures/sandbox-probe";
+let auth: AuthServer;
+let dir: string;
+
+beforeAll(async () => {
+  auth = await startAuthServer();
+  dir = await mkdtemp(join(tmpdir(), "mcpmgr-authz-"));
+});
+afterAll(async () => {
+  await auth?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function policyFile(name: string, policies: string[], yaml = false): Promise<string> {
+  const path = join(dir, name);
+  const content = { version: "1.0", type: "cedarv1", cedar: { policies, entities_json: "[]" } };
+  await writeFile(path, yaml ? `version: "1.0"\ntype: cedarv1\ncedar:\n  policies:\n${policies.map((p) => `    - '${p}'`).join("\n")}\n` : JSON.stringify(content));
+  return path;
+}
+
+async function session(args: string[], token?: string) {
+  const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "-e", "PROBE_SETTING=on", ...args], /^(http:\/\/\S+)$/m, { timeoutMs: 60_000 });
+  const client = new Client({ name: "authz-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string), token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {}));
+  const call = async (name: string, args: Record<string, unknown>) => {
+    try {
+      const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[] };
+      return result.content[0]?.text ?? "";
+    } catch (err) {
+      return `error: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  };
+  return { run, client, call };
+}
+
+test("with OIDC: the token's subject and claims decide; lists are filtered; arguments can be conditions", async () => {
+  const policies = await policyFile("oidc.json", [
+    'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"env") when { context.claim_scope like "*mcp:read*" };',
+    'permit(principal, action == Action::"call_tool", resource == Tool::"read_file") when { context has arg_path && context.arg_path like "/etc/*" };',
+  ]);
+  const { run, client, call } = await session(["--authz-config", policies, "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip"], await auth.token({ scope: "mcp:read" }));
+  try {
+    // Lists are decided without arguments: read_file, allowed only for some, is not listed.
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["env"]);
+    expect(await call("env", { name: "PROBE_SETTING" })).toBe("on");
+    expect(await call("read_file", { path: "/etc/hostname" })).not.toContain("Forbidden");
+    expect(await call("read_file", { path: "/tmp/elsewhere" })).toContain("Forbidden: call_tool on Tool::\\\"read_file\\\" is not permitted");
+    expect(await call("write_file", { path: "/tmp/x" })).toContain("Forbidden");
+    // Methods outside the model are denied by default.
+    const prompt = await client.getPrompt({ name: "anything" }).then(() => "allowed", (err: unknown) => String(err));
+    expect(prompt).toContain("Forbidden");
+    await client.close();
+  } finally {
+    await run.stop();
+  }
+  // The same policies, a token without the scope the first rule wants: env is gone.
+  const narrow = await session(["--authz-config", policies, "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip"], await auth.token({ scope: "mcp:write" }));
+  try {
+    expect((await narrow.client.listTools()).tools.map((t) => t.name)).toEqual([]);
+    expect(await narrow.call("env", { name: "PROBE_SETTING" })).toContain("Forbidden");
+    await narrow.client.close();
+  } finally {
+    await narrow.run.stop();
+  }
+}, 120_000);
+
+test("without authentication the principal is the local user; denials are audited as denied (YAML policy file)", async () => {
+  const policies = await policyFile("local.yaml", ['permit(principal == Client::"local", action == Action::"call_tool", resource == Tool::"env");'], true);
+  const logFile = join(dir, "audit.jsonl");
+  const audit = join(dir, "audit.json");
+  await writeFile(audit, JSON.stringify({ logFile, eventTypes: ["mcp_tool_call"] }));
+  const { run, client, call } = await session(["--authz-config", policies, "--audit-config", audit]);
+  try {
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["env"]);
+    expect(await call("env", { name: "PROBE_SETTING" })).toBe("on");
+    expect(await call("write_file", { path: "/tmp/x" })).toContain("Forbidden");
+    await client.close();
+  } finally {
+    await run.stop();
+  }
+  const outcomes = (await readFile(logFile, "utf8")).trim().split("\n").map((line) => JSON.parse(line) as { target: { tool: string }; outcome: string });
+  expect(outcomes.map((e) => [e.target.tool, e.outcome])).toEqual([
+    ["env", "success"],
+    ["write_file", "denied"],
+  ]);
+}, 120_000);
+
+test("policies that do not parse, and files of the wrong shape, are start-up errors", async () => {
+  const broken = await policyFile("broken.json", ["permit(principal, action, resource) when { nope ;"]);
+  const wrongType = join(dir, "wrong.json");
+  await writeFile(wrongType, JSON.stringify({ version: "1.0", type: "opa", cedar: { policies: ["permit(principal, action, resource);"] } }));
+  for (const [file, text] of [[broken, "do not parse"], [wrongType, "type: must be \"cedarv1\""]] as const) {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--authz-config", file], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr.toString()).toContain(text);
+  }
+});
