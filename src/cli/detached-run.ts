@@ -17,6 +17,7 @@ import { toolsPolicy } from "../config/tools-policy.ts";
 import { auditConfig } from "../config/audit-config.ts";
 import { webhookConfig } from "../config/webhook-config.ts";
 import { authzConfig } from "../config/authz-config.ts";
+import { telemetrySpec } from "../config/telemetry-spec.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { assertWorkloadName } from "../state/workload-name.ts";
 import { WorkloadStore } from "../state/workloads.ts";
@@ -54,6 +55,7 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
   auditConfig(values["enable-audit"], values["audit-config"], name);
   webhookConfig(values["webhook-config"]);
   authzConfig(values["authz-config"]);
+  telemetrySpec(values, parsed.given, name);
   // The issuer and its keys are checked here too, so a typo fails in the user's terminal.
   await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 

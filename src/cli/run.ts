@@ -3,6 +3,7 @@ import { defineCommand } from "citty";
 import { runOptions } from "../config/run-options.ts";
 import { incomingAuthOptions } from "../config/flags/incoming-auth.ts";
 import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
+import { telemetryOptions } from "../config/flags/telemetry.ts";
 import { parseRunArgv } from "../config/run-spec.ts";
 import { assertSupported } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
@@ -72,6 +73,7 @@ const supported: ReadonlySet<string> = new Set([
   "audit-config",
   "webhook-config",
   "authz-config",
+  ...Object.keys(telemetryOptions),
   ...Object.keys(incomingAuthOptions),
   ...Object.keys(outgoingAuthOptions),
 ]);

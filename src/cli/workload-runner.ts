@@ -36,6 +36,8 @@ import { webhookConfig } from "../config/webhook-config.ts";
 import { webhooks } from "../middleware/webhooks.ts";
 import { authzConfig } from "../config/authz-config.ts";
 import { cedarAuthorization } from "../middleware/authz.ts";
+import { telemetrySpec } from "../config/telemetry-spec.ts";
+import type { Telemetry } from "../telemetry/providers.ts";
 import { createSecretManager } from "../secrets/manager.ts";
 import { resolvePaths } from "../state/paths.ts";
 import type { Middleware } from "../proxy/handler.ts";
@@ -77,6 +79,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   const audit = auditConfig(values["enable-audit"], values["audit-config"], name);
   const hooks = await prepareWebhooks(values["webhook-config"], name);
   const authz = authzConfig(values["authz-config"]);
+  const observed = await prepareTelemetry(values, parsed.given, name);
   const authentication = await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 
   if (source.kind === "remote") {
@@ -183,7 +186,9 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       handler: withBuiltinProtections(
         handler,
         { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: limits.maxBodyBytes },
-        // Audit outermost (it records what the policies deny), then authentication (a refused
+        // Telemetry outermost (every request is traced and counted; /metrics needs no token),
+        ...(observed ? [observed.middleware] : []),
+        // then audit (it records what the policies deny), then authentication (a refused
         // client learns nothing more), then the tool policy.
         ...(audit ? [auditTrail({ config: audit, write: auditWriter(audit, options.onServerOutput), ...(child ? { redact: child.redact } : {}) })] : []),
         ...authentication.forEndpoint(endpointPath, values["trust-proxy-headers"]),
@@ -209,9 +214,19 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
     exited: serverExit,
     async stop() {
       await server.shutdown();
+      await observed?.telemetry.shutdown();
       await running?.stop();
     },
   };
+}
+
+/** Telemetry, loaded only when configured: without it none of OpenTelemetry is imported. */
+async function prepareTelemetry(values: Values, given: ReadonlySet<string>, name: string): Promise<{ middleware: Middleware; telemetry: Telemetry } | undefined> {
+  const spec = telemetrySpec(values, given, name);
+  if (spec === undefined) return undefined;
+  const [{ startTelemetry }, { telemetryMiddleware }] = await Promise.all([import("../telemetry/providers.ts"), import("../middleware/telemetry.ts")]);
+  const telemetry = startTelemetry(spec, version);
+  return { telemetry, middleware: telemetryMiddleware(spec, telemetry, name) };
 }
 
 /** The webhook middleware, with HMAC secrets resolved now so a missing one fails at start-up. */

@@ -4,8 +4,8 @@
  *   origin   → Host/Origin validation (DNS rebinding) before anything reads the request
  *   body     → request size limit
  * Later middleware goes inside these, in this order (workload-runner composes it):
- *   audit → authentication → tool policy → authorization → webhooks → the bridge or forwarder
- * (audit outermost so it records what the policies deny).
+ *   telemetry → audit → authentication → tool policy → authorization → webhooks → the bridge or forwarder
+ * (telemetry outermost so every request is traced; audit before the policies so it records what they deny).
  */
 import { compose, type Handler, type Middleware } from "../proxy/handler.ts";
 import { bodyLimit, defaultMaxBodyBytes } from "./body-limit.ts";

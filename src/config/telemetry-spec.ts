@@ -1,0 +1,67 @@
+/**
+ * The `--otel-*` options as one spec, or undefined when telemetry is off (neither an OTLP
+ * endpoint nor the Prometheus path): then nothing of OpenTelemetry is even loaded.
+ */
+import { McpmgrError } from "../errors.ts";
+
+export interface TelemetryValues {
+  readonly "otel-endpoint"?: string | undefined;
+  readonly "otel-service-name"?: string | undefined;
+  readonly "otel-headers": readonly { readonly key: string; readonly value: string }[];
+  readonly "otel-insecure": boolean;
+  readonly "otel-tracing-enabled": boolean;
+  readonly "otel-metrics-enabled": boolean;
+  readonly "otel-sampling-rate": number;
+  readonly "otel-custom-attributes"?: readonly { readonly key: string; readonly value: string }[] | undefined;
+  readonly "otel-env-vars": readonly (readonly string[])[];
+  readonly "otel-enable-prometheus-metrics-path": boolean;
+  readonly "otel-use-legacy-attributes": boolean;
+}
+
+export interface TelemetrySpec {
+  readonly serviceName: string;
+  /** OTLP/HTTP (protobuf) base URL; undefined: no export. */
+  readonly endpoint: URL | undefined;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly tracing: boolean;
+  readonly metrics: boolean;
+  readonly samplingRate: number;
+  readonly resourceAttributes: Readonly<Record<string, string>>;
+  /** Environment variable → value, added to every span as environment.<NAME>. */
+  readonly envAttributes: Readonly<Record<string, string>>;
+  readonly prometheus: boolean;
+  readonly legacyAttributes: boolean;
+}
+
+export function telemetrySpec(values: TelemetryValues, given: ReadonlySet<string>, workload: string, env: Readonly<Record<string, string | undefined>> = process.env): TelemetrySpec | undefined {
+  const endpointText = values["otel-endpoint"];
+  if (endpointText === undefined && !values["otel-enable-prometheus-metrics-path"]) {
+    const stray = ["otel-service-name", "otel-headers", "otel-insecure", "otel-sampling-rate", "otel-custom-attributes", "otel-env-vars"].find((name) => given.has(name) && (values as unknown as Record<string, unknown>)[name] !== false);
+    if (stray) throw new McpmgrError("MISSING_OPTION", `--${stray} needs --otel-endpoint`, { hint: "add --otel-endpoint URL (an OTLP/HTTP collector)" });
+    return undefined;
+  }
+  let endpoint: URL | undefined;
+  if (endpointText !== undefined) {
+    endpoint = new URL(endpointText);
+    if (endpoint.protocol === "http:" && !values["otel-insecure"]) {
+      throw new McpmgrError("INVALID_OPTION", `--otel-endpoint ${endpoint.href}: http:// needs --otel-insecure`, { hint: "use https://, or add --otel-insecure for a collector on a trusted network" });
+    }
+  }
+  const envAttributes: Record<string, string> = {};
+  for (const name of values["otel-env-vars"].flat()) {
+    const value = env[name];
+    if (value !== undefined) envAttributes[name] = value;
+  }
+  return Object.freeze({
+    serviceName: values["otel-service-name"] ?? `thv-${workload}`,
+    endpoint,
+    headers: Object.fromEntries(values["otel-headers"].map((h) => [h.key, h.value])),
+    tracing: values["otel-tracing-enabled"] && endpoint !== undefined,
+    metrics: values["otel-metrics-enabled"],
+    samplingRate: values["otel-sampling-rate"],
+    resourceAttributes: Object.fromEntries((values["otel-custom-attributes"] ?? []).map((a) => [a.key, a.value])),
+    envAttributes,
+    prometheus: values["otel-enable-prometheus-metrics-path"],
+    legacyAttributes: values["otel-use-legacy-attributes"],
+  });
+}

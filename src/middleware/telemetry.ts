@@ -1,0 +1,117 @@
+/**
+ * Telemetry per MCP request (`--otel-*`): a server span named after the method (and the
+ * tool, for tools/call) with the MCP semantic-convention attributes (and the legacy names
+ * while --otel-use-legacy-attributes), W3C trace context continued from the client and
+ * passed on upstream (traceparent), metrics (requests, duration, tool calls, active
+ * sessions), and `/metrics` in Prometheus text when asked. Only installed when telemetry
+ * is on; its module is loaded on demand, so without it the proxy pays nothing.
+ */
+import { context, SpanKind, SpanStatusCode, trace, type Attributes } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import type { TelemetrySpec } from "../config/telemetry-spec.ts";
+import type { Telemetry } from "../telemetry/providers.ts";
+import { pathOf, type Middleware } from "../proxy/handler.ts";
+
+interface Message {
+  id?: string | number | null;
+  method?: string;
+  params?: { name?: unknown; uri?: unknown; [key: string]: unknown };
+}
+
+const propagator = new W3CTraceContextPropagator();
+const headerGetter = { get: (carrier: Headers, key: string) => carrier.get(key) ?? undefined, keys: (carrier: Headers) => [...carrier.keys()] };
+const headerSetter = { set: (carrier: Headers, key: string, value: string) => carrier.set(key, value) };
+
+export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, serverName: string): Middleware {
+  const meter = telemetry.meter;
+  const requests = meter?.createCounter("mcp.server.requests", { description: "MCP requests handled by the proxy" });
+  const duration = meter?.createHistogram("mcp.server.request.duration", { description: "Time until the answer started", unit: "s" });
+  const toolCalls = meter?.createCounter("mcp.server.tool_calls", { description: "tools/call requests, by tool" });
+  const sessions = meter?.createUpDownCounter("mcp.server.active_sessions", { description: "MCP sessions open on the proxy" });
+  const known = new Set<string>();
+
+  const attributesOf = (message: Message, req: Request): Attributes => {
+    const attrs: Attributes = {
+      "mcp.method.name": message.method ?? "",
+      "mcp.server.name": serverName,
+      "rpc.system": "jsonrpc",
+      "network.transport": "tcp",
+      ...(message.id !== undefined && message.id !== null ? { "jsonrpc.request.id": String(message.id) } : {}),
+      ...(req.headers.get("mcp-session-id") ? { "mcp.session.id": req.headers.get("mcp-session-id") as string } : {}),
+      ...(req.headers.get("mcp-protocol-version") ? { "mcp.protocol.version": req.headers.get("mcp-protocol-version") as string } : {}),
+      ...Object.fromEntries(Object.entries(spec.envAttributes).map(([name, value]) => [`environment.${name}`, value])),
+    };
+    const name = typeof message.params?.name === "string" ? message.params.name : undefined;
+    if (message.method === "tools/call" && name) Object.assign(attrs, { "gen_ai.tool.name": name, "gen_ai.operation.name": "execute_tool" });
+    if (message.method === "prompts/get" && name) attrs["gen_ai.prompt.name"] = name;
+    if (message.method === "resources/read" && typeof message.params?.uri === "string") attrs["mcp.resource.uri"] = message.params.uri;
+    if (spec.legacyAttributes) {
+      attrs["mcp.method"] = message.method ?? "";
+      if (message.id !== undefined && message.id !== null) attrs["mcp.request.id"] = String(message.id);
+      if (message.method === "tools/call" && name) attrs["mcp.tool.name"] = name;
+    }
+    return attrs;
+  };
+
+  return (next) => async (req, ctx) => {
+    if (telemetry.prometheusText && req.method === "GET" && pathOf(req.url) === "/metrics") {
+      return new Response(await telemetry.prometheusText(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
+    }
+    const started = performance.now();
+    let message: Message | undefined;
+    let forward = req;
+    if (req.method === "POST" && (req.headers.get("content-type") ?? "").includes("json")) {
+      const text = await req.text();
+      try {
+        const parsed = JSON.parse(text) as Message | Message[];
+        // A batch is one span, named after its first request.
+        message = Array.isArray(parsed) ? parsed.find((m) => typeof m?.method === "string") : parsed;
+      } catch {
+        message = undefined;
+      }
+      forward = new Request(req, { body: text });
+    }
+    const method = message?.method;
+    if (method === undefined) {
+      const response = await next(forward, ctx);
+      if (req.method === "DELETE" && response.ok) {
+        const id = req.headers.get("mcp-session-id");
+        if (id && known.delete(id)) sessions?.add(-1);
+      }
+      return response;
+    }
+    const tool = method === "tools/call" && typeof message?.params?.name === "string" ? message.params.name : undefined;
+    const parent = propagator.extract(context.active(), req.headers, headerGetter);
+    const span = telemetry.tracer?.startSpan(tool ? `${method} ${tool}` : method, { kind: SpanKind.SERVER, attributes: attributesOf(message as Message, req) }, parent);
+    if (span) {
+      // The upstream continues this trace (the forwarder passes traceparent on).
+      const headers = new Headers(forward.headers);
+      propagator.inject(trace.setSpan(parent, span), headers, headerSetter);
+      forward = new Request(forward, { headers });
+    }
+    let status = "error";
+    try {
+      const response = await next(forward, ctx);
+      status = String(response.status);
+      span?.setAttribute("http.response.status_code", response.status);
+      if (response.status >= 400) span?.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${response.status}` });
+      const session = response.headers.get("mcp-session-id");
+      if (method === "initialize" && session && !known.has(session)) {
+        known.add(session);
+        sessions?.add(1);
+      }
+      return response;
+    } catch (err) {
+      span?.recordException(err as Error);
+      span?.setStatus({ code: SpanStatusCode.ERROR });
+      throw err;
+    } finally {
+      span?.end();
+      const labels = { "mcp.method.name": method, "http.response.status_code": status };
+      requests?.add(1, labels);
+      duration?.record((performance.now() - started) / 1000, { "mcp.method.name": method });
+      if (tool) toolCalls?.add(1, { "gen_ai.tool.name": tool });
+    }
+  };
+}
+

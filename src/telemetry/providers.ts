@@ -1,0 +1,64 @@
+/**
+ * OpenTelemetry for one workload: a tracer exporting spans over OTLP/HTTP protobuf, a
+ * meter exporting over OTLP and/or read by the Prometheus serializer for `/metrics`, both
+ * with the workload's resource (service name, custom attributes). Loaded only when
+ * telemetry is configured (workload-runner imports this module on demand).
+ */
+import { metrics as metricsApi, type Meter, type Tracer } from "@opentelemetry/api";
+import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-proto";
+import { PrometheusExporter, PrometheusSerializer } from "@opentelemetry/exporter-prometheus";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from "@opentelemetry/sdk-metrics";
+import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace-base";
+import type { TelemetrySpec } from "../config/telemetry-spec.ts";
+
+export interface Telemetry {
+  readonly tracer: Tracer | undefined;
+  readonly meter: Meter | undefined;
+  /** Prometheus text for `/metrics`; undefined when that path is off. */
+  readonly prometheusText: (() => Promise<string>) | undefined;
+  /** Flushes what is buffered (spans, metrics) and stops exporting. */
+  shutdown(): Promise<void>;
+}
+
+function signalUrl(endpoint: URL, signal: "traces" | "metrics"): string {
+  if (/\/v1\/(traces|metrics)$/.test(endpoint.pathname)) return endpoint.href.replace(/\/v1\/(traces|metrics)$/, `/v1/${signal}`);
+  return `${endpoint.href.replace(/\/+$/, "")}/v1/${signal}`;
+}
+
+export function startTelemetry(spec: TelemetrySpec, version: string): Telemetry {
+  const resource = resourceFromAttributes({ "service.name": spec.serviceName, "service.version": version, ...spec.resourceAttributes });
+  let tracerProvider: BasicTracerProvider | undefined;
+  if (spec.tracing && spec.endpoint) {
+    tracerProvider = new BasicTracerProvider({
+      resource,
+      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(spec.samplingRate) }),
+      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: signalUrl(spec.endpoint, "traces"), headers: { ...spec.headers } }), { scheduledDelayMillis: 1_000 })],
+    });
+  }
+  const readers: MetricReader[] = [];
+  if (spec.metrics && spec.endpoint) {
+    readers.push(new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: signalUrl(spec.endpoint, "metrics"), headers: { ...spec.headers } }), exportIntervalMillis: 5_000 }));
+  }
+  let prometheus: PrometheusExporter | undefined;
+  if (spec.prometheus) {
+    prometheus = new PrometheusExporter({ preventServerStart: true });
+    readers.push(prometheus);
+  }
+  const meterProvider = readers.length > 0 ? new MeterProvider({ resource, readers }) : undefined;
+  const serializer = new PrometheusSerializer();
+  return {
+    tracer: tracerProvider?.getTracer("mcpmgr", version),
+    meter: meterProvider?.getMeter("mcpmgr", version) ?? (readers.length > 0 ? metricsApi.getMeter("mcpmgr") : undefined),
+    prometheusText: prometheus
+      ? async () => {
+          const { resourceMetrics } = await (prometheus as PrometheusExporter).collect();
+          return serializer.serialize(resourceMetrics);
+        }
+      : undefined,
+    async shutdown() {
+      await Promise.allSettled([tracerProvider?.shutdown(), meterProvider?.shutdown()]);
+    },
+  };
+}

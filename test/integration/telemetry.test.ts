@@ -1,0 +1,113 @@
+/**
+ * Telemetry end to end: an OTLP/HTTP receiver in the test decodes the protobuf export with
+ * the official OpenTelemetry proto definitions (otlp-transformer's generated root) and
+ * checks span names, attributes and the resource; the upstream sees the W3C traceparent of
+ * the span; /metrics passes `promtool check metrics`.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import root from "otlp-proto-root/build/src/generated/root.js";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+interface KeyValue { key: string; value: { stringValue?: string; intValue?: unknown } }
+interface Span { name: string; traceId: Uint8Array; attributes: KeyValue[] }
+const proto = (root as unknown as { opentelemetry: { proto: { collector: { trace: { v1: { ExportTraceServiceRequest: { decode(b: Uint8Array): unknown } } }; metrics: { v1: { ExportMetricsServiceRequest: { decode(b: Uint8Array): unknown } } } } } } }).opentelemetry.proto.collector;
+
+const spans: { span: Span; resource: KeyValue[] }[] = [];
+const metricNames = new Set<string>();
+const traceparents: string[] = [];
+let receiver: ReturnType<typeof Bun.serve>;
+let upstream: ReturnType<typeof Bun.serve>;
+
+const attr = (list: KeyValue[], key: string) => list.find((a) => a.key === key)?.value.stringValue;
+
+beforeAll(() => {
+  receiver = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = new Uint8Array(await req.arrayBuffer());
+      const path = new URL(req.url).pathname;
+      if (path === "/v1/traces") {
+        const decoded = proto.trace.v1.ExportTraceServiceRequest.decode(body) as { resourceSpans: { resource: { attributes: KeyValue[] }; scopeSpans: { spans: Span[] }[] }[] };
+        for (const rs of decoded.resourceSpans) for (const ss of rs.scopeSpans) for (const span of ss.spans) spans.push({ span, resource: rs.resource.attributes });
+      } else if (path === "/v1/metrics") {
+        const decoded = proto.metrics.v1.ExportMetricsServiceRequest.decode(body) as { resourceMetrics: { scopeMetrics: { metrics: { name: string }[] }[] }[] };
+        for (const rm of decoded.resourceMetrics) for (const sm of rm.scopeMetrics) for (const m of sm.metrics) metricNames.add(m.name);
+      }
+      return new Response(null, { status: 200, headers: { "content-type": "application/x-protobuf" } });
+    },
+  });
+  // A minimal MCP server that records the trace context it is given.
+  upstream = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const traceparent = req.headers.get("traceparent");
+      if (traceparent) traceparents.push(traceparent);
+      const message = (await req.json()) as { id?: number; method: string };
+      if (message.id === undefined) return new Response(null, { status: 202 });
+      const result = message.method === "initialize" ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "rec", version: "1" } } : message.method === "tools/list" ? { tools: [] } : { content: [{ type: "text", text: "ok" }] };
+      return Response.json({ jsonrpc: "2.0", id: message.id, result });
+    },
+  });
+});
+
+afterAll(async () => {
+  await receiver?.stop(true);
+  await upstream?.stop(true);
+});
+
+const post = (url: string, body: unknown) => fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify(body) });
+
+test("spans and metrics reach an OTLP receiver; the upstream continues the trace; /metrics passes promtool", async () => {
+  const run = await spawnUntil(
+    [
+      process.execPath, CLI_ENTRY, "run", "--foreground", `http://127.0.0.1:${upstream.port}/mcp`, "--name", "traced",
+      "--otel-endpoint", `http://127.0.0.1:${receiver.port}`, "--otel-insecure", "--otel-sampling-rate", "1.0",
+      "--otel-custom-attributes", "team=search,tier=dev", "--otel-env-vars", "TEST_ENV_ATTR", "--otel-headers", "x-collector-key=k",
+      "--otel-enable-prometheus-metrics-path",
+    ],
+    /^(http:\/\/\S+)$/m,
+    { env: { TEST_ENV_ATTR: "from-env" }, timeoutMs: 30_000 },
+  );
+  const url = run.match[1] as string;
+  try {
+    expect((await post(url, { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } })).status).toBe(200);
+    expect((await post(url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } })).status).toBe(200);
+    const metrics = await (await fetch(new URL("/metrics", url))).text();
+    expect(metrics).toContain("mcp_server_requests");
+    const checked = Bun.spawnSync(["promtool", "check", "metrics"], { stdin: new TextEncoder().encode(metrics), stdout: "pipe", stderr: "pipe" });
+    expect(checked.stderr.toString() + checked.stdout.toString()).not.toContain("error");
+    expect(checked.exitCode).toBe(0);
+  } finally {
+    await run.stop();
+  }
+  // Stopping flushed what was buffered.
+  const names = spans.map((s) => s.span.name);
+  expect(names).toContain("initialize");
+  expect(names).toContain("tools/call echo");
+  const call = spans.find((s) => s.span.name === "tools/call echo") as { span: Span; resource: KeyValue[] };
+  expect(attr(call.span.attributes, "mcp.method.name")).toBe("tools/call");
+  expect(attr(call.span.attributes, "gen_ai.tool.name")).toBe("echo");
+  expect(attr(call.span.attributes, "mcp.tool.name")).toBe("echo");
+  expect(attr(call.span.attributes, "mcp.method")).toBe("tools/call");
+  expect(attr(call.span.attributes, "environment.TEST_ENV_ATTR")).toBe("from-env");
+  expect(attr(call.resource, "service.name")).toBe("thv-traced");
+  expect(attr(call.resource, "team")).toBe("search");
+  // The upstream saw the span's trace id in traceparent.
+  const traceId = Buffer.from(call.span.traceId).toString("hex");
+  expect(traceparents.some((t) => t.split("-")[1] === traceId)).toBe(true);
+  expect(metricNames.has("mcp.server.requests")).toBe(true);
+  expect(metricNames.has("mcp.server.tool_calls")).toBe(true);
+}, 60_000);
+
+test("telemetry option mistakes are start-up errors", () => {
+  for (const [args, text] of [
+    [["--otel-endpoint", "http://collector.example:4318"], "needs --otel-insecure"],
+    [["--otel-headers", "a=b"], "--otel-headers needs --otel-endpoint"],
+  ] as const) {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", `http://127.0.0.1:${upstream.port}/mcp`, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr.toString()).toContain(text);
+  }
+});
