@@ -119,6 +119,21 @@ async function echoImage(h: Harness): Promise<string> {
   return tag;
 }
 
+/** `mcpmgr run --foreground URL [policy options]` in front of the bench upstream (the transparent forwarder). */
+async function startRunRemote(h: Harness, up: { url: string; child: Running["processes"][number] }, extra: string[], headers?: Record<string, string>): Promise<Running> {
+  const port = h.freePort();
+  const prefix = mcpmgrCommand(h);
+  const args = ["run", "--foreground", up.url, "--name", "bench-remote", "--proxy-port", String(port), ...extra];
+  const run = h.spawn("run", [...prefix, ...args], { cwd: h.root });
+  await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, run);
+  return {
+    load: { kind: "http", url: `http://127.0.0.1:${port}/mcp`, ...(headers ? { headers } : {}) },
+    subject: run,
+    processes: [run, up.child],
+    notes: [`\`${prefix.join(" ")} ${args.join(" ")}\``],
+  };
+}
+
 /** The stdio scenarios run at 1 connection and at 16 concurrent client sessions. */
 const STDIO_CONCURRENCIES = [1, 16] as const;
 
@@ -182,6 +197,47 @@ export const scenarios: readonly Scenario[] = [
         subject: proxy,
         processes: [proxy, up.child],
         notes: ["every request carries an RS256 JWT from oidc-provider; the proxy verifies signature, iss, aud and exp (jose, cached JWKS) before forwarding"],
+      };
+    },
+  },
+  {
+    id: "run-remote",
+    title: "mcpmgr run URL (no policies) → upstream",
+    baseline: "direct",
+    async start(h) {
+      const up = await h.startUpstream();
+      return startRunRemote(h, up, []);
+    },
+  },
+  {
+    id: "run-remote-policies",
+    title: "mcpmgr run URL + OIDC, tools, Cedar, audit, OTel → upstream",
+    baseline: "run-remote",
+    compare: ["direct"],
+    targets: [{ kind: "addedP50", concurrency: 1, maxMs: 0.2 }],
+    async start(h) {
+      const up = await h.startUpstream();
+      const { startAuthServer, JWT_RESOURCE } = await import("../test/support/auth-server.ts");
+      const auth = await startAuthServer({ accessTokenTtl: 3600 });
+      const dir = mkdtempSync(join(tmpdir(), "mcpmgr-bench-policies-"));
+      await Bun.write(join(dir, "authz.json"), JSON.stringify({ version: "1.0", type: "cedarv1", cedar: { policies: ["permit(principal, action, resource);"] } }));
+      await Bun.write(join(dir, "audit.json"), JSON.stringify({ logFile: join(dir, "audit.jsonl") }));
+      // A collector that accepts and discards OTLP.
+      const sink = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(null, { status: 200 }) });
+      const args = [
+        "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip",
+        "--tools", "echo",
+        "--authz-config", join(dir, "authz.json"),
+        "--audit-config", join(dir, "audit.json"),
+        "--otel-endpoint", `http://127.0.0.1:${sink.port}`, "--otel-insecure",
+      ];
+      const running = await startRunRemote(h, up, args, { authorization: `Bearer ${await auth.token()}` });
+      return {
+        ...running,
+        notes: [
+          ...(running.notes ?? []),
+          "policies: OIDC JWT check (jose; cached after the first request), --tools echo, Cedar permit-all (@cedar-policy/cedar-wasm per request), audit to a file, OTel spans at the default 10% sampling and metrics to a local sink; webhooks left out (each adds its own HTTPS round trip by design)",
+        ],
       };
     },
   },
