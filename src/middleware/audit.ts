@@ -13,6 +13,7 @@ import type { AuditConfig, AuditEventType } from "../config/audit-config.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { principalOf } from "./authn.ts";
 import { isDenied } from "./denials.ts";
+import { forwardWith, readRpcBody } from "./rpc-body.ts";
 
 type Id = string | number | null;
 interface Message {
@@ -90,22 +91,15 @@ export function auditTrail(options: AuditOptions): Middleware {
       options.write(`${JSON.stringify({ id: randomUUID(), time: new Date().toISOString(), type, ...base(), ...fields, durationMs: Math.round((performance.now() - started) * 100) / 100 })}\n`);
     };
 
-    if (req.method !== "POST") {
+    const body = await readRpcBody(req);
+    if (body === undefined) {
       const response = await next(req, ctx);
       if (req.method === "GET") emit("mcp_stream_open", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
       if (req.method === "DELETE") emit("mcp_session_end", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
       return response;
     }
-    const text = await req.text();
-    let messages: Message[] = [];
-    try {
-      const parsed = JSON.parse(text) as Message | Message[];
-      messages = Array.isArray(parsed) ? parsed : [parsed];
-    } catch {
-      // Not JSON-RPC: the server answers it; nothing to audit as an MCP event.
-    }
-    const forward = new Request(req, { body: text });
-    const response = await next(forward, ctx);
+    const messages = body.messages as readonly Message[];
+    const response = await next(forwardWith(req, body), ctx);
     const requests = new Map<Id, Message>();
     for (const message of messages) {
       if (typeof message !== "object" || message === null) continue;
@@ -154,15 +148,15 @@ export function auditTrail(options: AuditOptions): Middleware {
       );
       return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
     }
-    const body = response.body === null ? "" : await response.text();
+    const answerText = response.body === null ? "" : await response.text();
     let answers: Message[] = [];
     try {
-      const parsed = JSON.parse(body) as Message | Message[];
+      const parsed = JSON.parse(answerText) as Message | Message[];
       answers = Array.isArray(parsed) ? parsed : [parsed];
     } catch {
       // an HTTP-level refusal without a JSON-RPC body
     }
     for (const [id, request] of requests) record(request, answers.find((a) => a?.id === id) ?? (answers.length === 1 && answers[0]?.id === null ? answers[0] : undefined));
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    return new Response(answerText, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }

@@ -8,13 +8,15 @@
  * touch nothing (initialize, ping, notifications, lists) pass; any other method is denied
  * unless it is one of the three actions (default deny).
  */
-import { isAuthorized } from "@cedar-policy/cedar-wasm/nodejs";
+import { randomUUID } from "node:crypto";
+import { preparsePolicySet, statefulIsAuthorized } from "@cedar-policy/cedar-wasm/nodejs";
 import type { AuthzConfig } from "../config/authz-config.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
 import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
+import { forwardWith, readRpcBody } from "./rpc-body.ts";
 
 type CedarValue = string | number | boolean | CedarValue[] | { [key: string]: CedarValue };
 
@@ -56,29 +58,27 @@ function prefixed(prefix: string, values: Readonly<Record<string, unknown>> | un
 }
 
 export function cedarAuthorization(config: AuthzConfig): Middleware {
+  // Parsed once by the engine and referred to by id: parsing per request was most of the cost.
+  const policySetId = `mcpmgr-${randomUUID()}`;
+  const parsed = preparsePolicySet(policySetId, { staticPolicies: config.policies });
+  if (parsed.type === "failure") throw new Error(`Cedar policies failed to parse: ${parsed.errors.map((e) => e.message).join("; ")}`);
   const decide = (req: Request, action: string, type: string, id: string, args?: Readonly<Record<string, unknown>>): boolean => {
     const principal = principalOf(req);
-    const answer = isAuthorized({
+    const answer = statefulIsAuthorized({
       principal: { type: "Client", id: principal?.subject ?? "local" },
       action: { type: "Action", id: action },
       resource: { type, id },
       context: { ...prefixed("claim_", principal?.claims), ...prefixed("arg_", args) },
-      policies: { staticPolicies: config.policies },
+      preparsedPolicySetId: policySetId,
       entities: config.entities as never,
     });
     return answer.type === "success" && answer.response.decision === "allow";
   };
 
   return (next) => async (req, ctx) => {
-    if (req.method !== "POST" || !(req.headers.get("content-type") ?? "").includes("json")) return next(req, ctx);
-    const text = await req.text();
-    let parsed: RpcMessage | RpcMessage[] | undefined;
-    try {
-      parsed = JSON.parse(text) as RpcMessage | RpcMessage[];
-    } catch {
-      parsed = undefined;
-    }
-    for (const message of parsed === undefined ? [] : Array.isArray(parsed) ? parsed : [parsed]) {
+    const body = await readRpcBody(req);
+    if (body === undefined) return next(req, ctx);
+    for (const message of body.messages as readonly RpcMessage[]) {
       if (typeof message !== "object" || message === null || typeof message.method !== "string" || message.id === undefined) continue;
       if (passThrough.has(message.method) || message.method.startsWith("notifications/")) continue;
       const mapping = actions[message.method];
@@ -90,7 +90,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
         return markDenied(jsonRpcError(403, -32001, `Forbidden: ${what} is not permitted`, { id: message.id }));
       }
     }
-    const response = await next(new Request(req, { body: text }), ctx);
+    const response = await next(forwardWith(req, body), ctx);
     // Lists show only what the same policies would allow.
     return rewriteResults(
       response,

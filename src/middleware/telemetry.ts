@@ -11,6 +11,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import type { TelemetrySpec } from "../config/telemetry-spec.ts";
 import type { Telemetry } from "../telemetry/providers.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
+import { forwardWith, readRpcBody } from "./rpc-body.ts";
 
 interface Message {
   id?: string | number | null;
@@ -60,16 +61,11 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
     const started = performance.now();
     let message: Message | undefined;
     let forward = req;
-    if (req.method === "POST" && (req.headers.get("content-type") ?? "").includes("json")) {
-      const text = await req.text();
-      try {
-        const parsed = JSON.parse(text) as Message | Message[];
-        // A batch is one span, named after its first request.
-        message = Array.isArray(parsed) ? parsed.find((m) => typeof m?.method === "string") : parsed;
-      } catch {
-        message = undefined;
-      }
-      forward = new Request(req, { body: text });
+    const body = await readRpcBody(req);
+    if (body) {
+      // A batch is one span, named after its first request.
+      message = body.messages.find((m) => typeof m.method === "string") as Message | undefined;
+      forward = forwardWith(req, body);
     }
     const method = message?.method;
     if (method === undefined) {
@@ -87,7 +83,7 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
       // The upstream continues this trace (the forwarder passes traceparent on).
       const headers = new Headers(forward.headers);
       propagator.inject(trace.setSpan(parent, span), headers, headerSetter);
-      forward = new Request(forward, { headers });
+      forward = body ? forwardWith(forward, body, headers) : new Request(forward, { headers });
     }
     let status = "error";
     try {

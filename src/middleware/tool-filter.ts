@@ -11,6 +11,7 @@ import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { markDenied } from "./denials.ts";
 import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
+import { forwardWith, readRpcBody, rpcBodyOf } from "./rpc-body.ts";
 
 type Message = RpcMessage & { params?: { name?: unknown; [key: string]: unknown }; result?: { tools?: unknown; [key: string]: unknown } };
 
@@ -56,15 +57,10 @@ function rewriteMessage(policy: ToolsPolicy, message: Message): Message {
 export function toolFilter(policy: ToolsPolicy): Middleware {
   return (next) => async (req, ctx) => {
     let forward = req;
-    if (req.method === "POST" && (req.headers.get("content-type") ?? "").includes("json")) {
-      const text = await req.text();
-      let parsed: Message | Message[] | undefined;
-      try {
-        parsed = JSON.parse(text) as Message | Message[];
-      } catch {
-        parsed = undefined; // malformed: the server (or bridge) answers it
-      }
-      const messages = parsed === undefined ? [] : Array.isArray(parsed) ? parsed : [parsed];
+    const body = await readRpcBody(req);
+    if (body) {
+      const parsed = body.value as Message | Message[] | undefined;
+      const messages = body.messages as readonly Message[];
       const refused: Message[] = [];
       let rewritten = false;
       let renamedTo: string | undefined;
@@ -88,7 +84,7 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
       const headers = new Headers(req.headers);
       headers.delete("content-length");
       if (renamedTo !== undefined && headers.has("mcp-name")) headers.set("mcp-name", renamedTo);
-      forward = new Request(req, { body: rewritten ? JSON.stringify(parsed) : text, headers });
+      forward = forwardWith(req, rewritten ? rpcBodyOf(JSON.stringify(parsed), parsed) : body, headers);
     }
     return rewriteResults(await next(forward, ctx), (message) => rewriteMessage(policy, message as Message), (data) => data.includes('"tools"'));
   };

@@ -14,6 +14,7 @@ import type { Middleware, RequestContext } from "../proxy/handler.ts";
 import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
+import { forwardWith, readRpcBody, rpcBodyOf } from "./rpc-body.ts";
 
 interface Message {
   jsonrpc?: string;
@@ -120,15 +121,11 @@ export function webhooks(options: WebhookOptions): Middleware {
   };
 
   return (next) => async (req, ctx) => {
-    if (req.method !== "POST" || !(req.headers.get("content-type") ?? "").includes("json")) return next(req, ctx);
-    const text = await req.text();
-    let parsed: Message | Message[];
-    try {
-      parsed = JSON.parse(text) as Message | Message[];
-    } catch {
-      return next(new Request(req, { body: text }), ctx);
-    }
-    const messages = Array.isArray(parsed) ? parsed : [parsed];
+    const body = await readRpcBody(req);
+    if (body === undefined) return next(req, ctx);
+    if (body.value === undefined) return next(forwardWith(req, body), ctx);
+    const parsed = body.value as Message | Message[];
+    const messages = body.messages as readonly Message[];
     const reviewed: Message[] = [];
     let changed = false;
     for (const message of messages) {
@@ -142,9 +139,10 @@ export function webhooks(options: WebhookOptions): Middleware {
       if (outcome !== message) changed = true;
       reviewed.push(outcome);
     }
-    const body = changed ? JSON.stringify(Array.isArray(parsed) ? reviewed : reviewed[0]) : text;
+    if (!changed) return next(forwardWith(req, body), ctx);
+    const value = Array.isArray(parsed) ? reviewed : reviewed[0];
     const headers = new Headers(req.headers);
     headers.delete("content-length");
-    return next(new Request(req, { body, headers }), ctx);
+    return next(forwardWith(req, rpcBodyOf(JSON.stringify(value), value), headers), ctx);
   };
 }
