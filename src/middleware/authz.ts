@@ -62,17 +62,28 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
   const policySetId = `mcpmgr-${randomUUID()}`;
   const parsed = preparsePolicySet(policySetId, { staticPolicies: config.policies });
   if (parsed.type === "failure") throw new Error(`Cedar policies failed to parse: ${parsed.errors.map((e) => e.message).join("; ")}`);
+  // The same question gets the same answer (policies and entities are fixed): remember the
+  // last few thousand, which covers list filtering and repeated calls.
+  const decisions = new Map<string, boolean>();
   const decide = (req: Request, action: string, type: string, id: string, args?: Readonly<Record<string, unknown>>): boolean => {
     const principal = principalOf(req);
+    const subject = principal?.subject ?? "local";
+    const context = { ...prefixed("claim_", principal?.claims), ...prefixed("arg_", args) };
+    const key = `${subject}\u0000${action}\u0000${type}\u0000${id}\u0000${JSON.stringify(context)}`;
+    const known = decisions.get(key);
+    if (known !== undefined) return known;
     const answer = statefulIsAuthorized({
-      principal: { type: "Client", id: principal?.subject ?? "local" },
+      principal: { type: "Client", id: subject },
       action: { type: "Action", id: action },
       resource: { type, id },
-      context: { ...prefixed("claim_", principal?.claims), ...prefixed("arg_", args) },
+      context,
       preparsedPolicySetId: policySetId,
       entities: config.entities as never,
     });
-    return answer.type === "success" && answer.response.decision === "allow";
+    const allowed = answer.type === "success" && answer.response.decision === "allow";
+    decisions.set(key, allowed);
+    if (decisions.size > 5_000) decisions.delete(decisions.keys().next().value as string);
+    return allowed;
   };
 
   return (next) => async (req, ctx) => {
