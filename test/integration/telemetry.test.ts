@@ -15,6 +15,7 @@ const proto = (root as unknown as { opentelemetry: { proto: { collector: { trace
 const spans: { span: Span; resource: KeyValue[] }[] = [];
 const metricNames = new Set<string>();
 const traceparents: string[] = [];
+const collectorKeys: (string | null)[] = [];
 let receiver: ReturnType<typeof Bun.serve>;
 let upstream: ReturnType<typeof Bun.serve>;
 
@@ -25,6 +26,7 @@ beforeAll(() => {
     hostname: "127.0.0.1",
     port: 0,
     async fetch(req) {
+      collectorKeys.push(req.headers.get("x-collector-key"));
       const body = new Uint8Array(await req.arrayBuffer());
       const path = new URL(req.url).pathname;
       if (path === "/v1/traces") {
@@ -99,6 +101,41 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
   expect(traceparents.some((t) => t.split("-")[1] === traceId)).toBe(true);
   expect(metricNames.has("mcp.server.requests")).toBe(true);
   expect(metricNames.has("mcp.server.tool_calls")).toBe(true);
+  expect(collectorKeys.length).toBeGreaterThan(0);
+  expect(collectorKeys.every((key) => key === "k")).toBe(true);
+}, 60_000);
+
+test("--otel-tracing-enabled=false exports metrics but no spans; --otel-use-legacy-attributes=false drops the legacy names", async () => {
+  const before = spans.length;
+  metricNames.clear();
+  const run = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", `http://127.0.0.1:${upstream.port}/mcp`, "--name", "untraced", "--otel-endpoint", `http://127.0.0.1:${receiver.port}`, "--otel-insecure", "--otel-tracing-enabled=false"],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  try {
+    expect((await post(run.match[1] as string, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: {} } })).status).toBe(200);
+  } finally {
+    await run.stop();
+  }
+  expect(spans.length).toBe(before);
+  expect(metricNames.has("mcp.server.requests")).toBe(true);
+
+  const modern = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", `http://127.0.0.1:${upstream.port}/mcp`, "--name", "modern", "--otel-endpoint", `http://127.0.0.1:${receiver.port}`, "--otel-insecure", "--otel-sampling-rate", "1", "--otel-use-legacy-attributes=false"],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  try {
+    expect((await post(modern.match[1] as string, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: {} } })).status).toBe(200);
+  } finally {
+    await modern.stop();
+  }
+  const latest = spans.slice(before).find((s) => s.span.name === "tools/call echo");
+  expect(latest).toBeDefined();
+  expect(attr(latest?.span.attributes ?? [], "mcp.method.name")).toBe("tools/call");
+  expect(attr(latest?.span.attributes ?? [], "mcp.method")).toBeUndefined();
+  expect(attr(latest?.resource ?? [], "service.name")).toBe("thv-modern");
 }, 60_000);
 
 test("telemetry option mistakes are start-up errors", () => {
