@@ -36,7 +36,7 @@ import { webhookConfig } from "../config/webhook-config.ts";
 import { webhooks } from "../middleware/webhooks.ts";
 import { authzConfig } from "../config/authz-config.ts";
 import { cedarAuthorization } from "../middleware/authz.ts";
-import { telemetrySpec } from "../config/telemetry-spec.ts";
+import { telemetrySpec, type TelemetrySpec } from "../config/telemetry-spec.ts";
 import type { Telemetry } from "../telemetry/providers.ts";
 import { createSecretManager } from "../secrets/manager.ts";
 import { resolvePaths } from "../state/paths.ts";
@@ -77,10 +77,9 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   const proxyPort = values["proxy-port"] ?? (await findFreePort());
   const tools = toolsPolicy(values.tools.flat(), values["tools-override"], plan.entry?.tools);
   const audit = auditConfig(values["enable-audit"], values["audit-config"], name);
-  const auditSink = audit ? auditWriter(audit, options.onServerOutput) : undefined;
   const hooks = await prepareWebhooks(values["webhook-config"], name);
   const authz = authzConfig(values["authz-config"]);
-  const observed = await prepareTelemetry(values, parsed.given, name);
+  const telemetry = telemetrySpec(values, parsed.given, name);
   const authentication = await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 
   if (source.kind === "remote") {
@@ -179,8 +178,14 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
     }
   }
 
+  // Opened only now that the server is up: a start that fails earlier leaves no exporter
+  // timers or open audit file behind (the supervisor retries starts).
+  let auditSink: ReturnType<typeof auditWriter> | undefined;
+  let observed: Awaited<ReturnType<typeof prepareTelemetry>>;
   let server: ReturnType<typeof serve>;
   try {
+    auditSink = audit ? auditWriter(audit, options.onServerOutput) : undefined;
+    observed = await prepareTelemetry(telemetry, name);
     server = serve({
       host: values.host,
       port: proxyPort,
@@ -203,8 +208,10 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
     });
   } catch (err) {
-    // A busy port must not leave the server we just started behind.
+    // A busy port (or a telemetry/audit set-up failure) must not leave the server we just started behind.
     await child?.stop(1_000);
+    await observed?.telemetry.shutdown();
+    await auditSink?.close();
     throw err;
   }
   const base = new URL(server.url);
@@ -214,17 +221,15 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
     url: new URL(endpointPath, base).href,
     exited: serverExit,
     async stop() {
-      await server.shutdown();
-      await observed?.telemetry.shutdown();
-      await auditSink?.close();
-      await running?.stop();
+      // Every part stops even if another fails to.
+      await Promise.allSettled([server.shutdown()]);
+      await Promise.allSettled([running?.stop(), observed?.telemetry.shutdown(), auditSink?.close()]);
     },
   };
 }
 
 /** Telemetry, loaded only when configured: without it none of OpenTelemetry is imported. */
-async function prepareTelemetry(values: Values, given: ReadonlySet<string>, name: string): Promise<{ middleware: Middleware; telemetry: Telemetry } | undefined> {
-  const spec = telemetrySpec(values, given, name);
+async function prepareTelemetry(spec: TelemetrySpec | undefined, name: string): Promise<{ middleware: Middleware; telemetry: Telemetry } | undefined> {
   if (spec === undefined) return undefined;
   const [{ startTelemetry }, { telemetryMiddleware }] = await Promise.all([import("../telemetry/providers.ts"), import("../middleware/telemetry.ts")]);
   const telemetry = startTelemetry(spec, version);

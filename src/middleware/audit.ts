@@ -46,7 +46,8 @@ const typeByMethod: Readonly<Record<string, AuditEventType>> = {
 const sensitiveKey = /authorization|token|secret|password|passwd|api[_-]?key|cookie|credential/i;
 
 function scrub(value: unknown, depth = 0): unknown {
-  if (depth > 20 || value === null || typeof value !== "object") return value;
+  if (value === null || typeof value !== "object") return value;
+  if (depth > 20) return "[too deep]";
   if (Array.isArray(value)) return value.map((item) => scrub(item, depth + 1));
   return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, sensitiveKey.test(key) ? "[redacted]" : scrub(item, depth + 1)]));
 }
@@ -79,7 +80,10 @@ export function auditTrail(options: AuditOptions): Middleware {
 
   return (next) => async (req, ctx) => {
     const started = performance.now();
-    const principal = () => principalOf(req);
+    // Authentication runs inside audit and records the principal on the request it receives:
+    // the one audit handed on (events are written after next() returns, so it is known by then).
+    let inner = req;
+    const principal = () => principalOf(inner);
     const base = () => ({
       component: config.component,
       source: { address: ctx.remoteAddress, ...(req.headers.get("user-agent") ? { userAgent: req.headers.get("user-agent") as string } : {}) },
@@ -99,7 +103,8 @@ export function auditTrail(options: AuditOptions): Middleware {
       return response;
     }
     const messages = body.messages as readonly Message[];
-    const response = await next(forwardWith(req, body), ctx);
+    inner = forwardWith(req, body);
+    const response = await next(inner, ctx);
     const requests = new Map<Id, Message>();
     for (const message of messages) {
       if (typeof message !== "object" || message === null) continue;
@@ -134,18 +139,37 @@ export function auditTrail(options: AuditOptions): Middleware {
           }
         },
       });
-      const watched = response.body.pipeThrough(
-        new TransformStream<Uint8Array, Uint8Array>({
-          transform(chunk, controller) {
-            controller.enqueue(chunk);
-            parser.feed(decoder.decode(chunk, { stream: true }));
-          },
-          flush() {
-            for (const request of requests.values()) record(request, undefined);
-            requests.clear();
-          },
-        }),
-      );
+      const unanswered = () => {
+        for (const request of requests.values()) record(request, undefined);
+        requests.clear();
+      };
+      // Pulled by hand so a client that goes away (cancel) still leaves its audit lines.
+      const reader = response.body.getReader();
+      const watched = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          let chunk: Awaited<ReturnType<typeof reader.read>>;
+          try {
+            chunk = await reader.read();
+          } catch (err) {
+            // The upstream broke off: what it left unanswered is still recorded.
+            unanswered();
+            controller.error(err);
+            return;
+          }
+          const { value, done } = chunk;
+          if (done) {
+            unanswered();
+            controller.close();
+            return;
+          }
+          controller.enqueue(value);
+          parser.feed(decoder.decode(value, { stream: true }));
+        },
+        async cancel(reason) {
+          unanswered();
+          await reader.cancel(reason);
+        },
+      });
       return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
     }
     const answerText = response.body === null ? "" : await response.text();

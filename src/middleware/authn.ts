@@ -10,11 +10,12 @@ import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { bearerChallenge, metadataPaths, metadataUrl, protectedResourceMetadata } from "../auth/metadata.ts";
 import { TokenRejected, type Principal, type TokenVerifier } from "../auth/incoming/verifier.ts";
 import { rememberSubjectToken } from "../auth/outgoing/token-exchange.ts";
+import { requestState } from "../auth/request-state.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { markDenied } from "./denials.ts";
 import { publicOrigin } from "../proxy/public-url.ts";
 
-const principals = new WeakMap<Request, Principal>();
+const principals = requestState<Principal>();
 
 /** The authenticated caller of a request (undefined without incoming authentication). */
 export function principalOf(req: Request): Principal | undefined {

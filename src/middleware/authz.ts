@@ -16,7 +16,7 @@ import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
 import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
-import { forwardWith, readRpcBody } from "./rpc-body.ts";
+import { checkedBody, forwardWith, readRpcBody } from "./rpc-body.ts";
 
 type CedarValue = string | number | boolean | CedarValue[] | { [key: string]: CedarValue };
 
@@ -69,8 +69,10 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
     const principal = principalOf(req);
     const subject = principal?.subject ?? "local";
     const context = { ...prefixed("claim_", principal?.claims), ...prefixed("arg_", args) };
-    const key = `${subject}\u0000${action}\u0000${type}\u0000${id}\u0000${JSON.stringify(context)}`;
-    const known = decisions.get(key);
+    // Calls with arguments are not remembered: their keys could be as large as the body.
+    const cacheable = args === undefined || Object.keys(args).length === 0;
+    const key = cacheable ? `${subject}\u0000${action}\u0000${type}\u0000${id}\u0000${JSON.stringify(context)}` : "";
+    const known = cacheable ? decisions.get(key) : undefined;
     if (known !== undefined) return known;
     const answer = statefulIsAuthorized({
       principal: { type: "Client", id: subject },
@@ -81,16 +83,38 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
       entities: config.entities as never,
     });
     const allowed = answer.type === "success" && answer.response.decision === "allow";
-    decisions.set(key, allowed);
-    if (decisions.size > 5_000) decisions.delete(decisions.keys().next().value as string);
+    if (cacheable) {
+      decisions.set(key, allowed);
+      if (decisions.size > 5_000) decisions.delete(decisions.keys().next().value as string);
+    }
     return allowed;
   };
 
   return (next) => async (req, ctx) => {
-    const body = await readRpcBody(req);
-    if (body === undefined) return next(req, ctx);
-    for (const message of body.messages as readonly RpcMessage[]) {
-      if (typeof message !== "object" || message === null || typeof message.method !== "string" || message.id === undefined) continue;
+    const raw = await readRpcBody(req);
+    let forward = req;
+    if (raw !== undefined) {
+      const body = checkedBody(raw);
+      if (body instanceof Response) return markDenied(body);
+      const refusal = refuse(req, body.messages as readonly RpcMessage[]);
+      if (refusal) return refusal;
+      forward = forwardWith(req, body);
+    }
+    // Every answer, GET streams included (legacy SSE answers arrive there).
+    return rewriteResults(await next(forward, ctx), (message) => filterLists(req, message), (data) => /"(tools|prompts|resources)"/.test(data));
+  };
+
+  function refuse(req: Request, messages: readonly RpcMessage[]): Response | undefined {
+    // 2026-07-28 requests mirror the target in Mcp-Name; a server may route by it, so it must be what was authorized.
+    const header = req.headers.get("mcp-name");
+    if (header !== null && messages.length === 1) {
+      const only = messages[0] as RpcMessage;
+      const mapping = only.method ? actions[only.method] : undefined;
+      if (mapping && only.params?.[mapping.key] !== header) return markDenied(jsonRpcError(400, -32600, "Mcp-Name does not match the request body", { id: only.id ?? null }));
+    }
+    for (const message of messages) {
+      // Responses pass; a request sent without an id (as a notification) is decided all the same.
+      if (typeof message !== "object" || message === null || typeof message.method !== "string") continue;
       if (passThrough.has(message.method) || message.method.startsWith("notifications/")) continue;
       const mapping = actions[message.method];
       const id = mapping ? message.params?.[mapping.key] : undefined;
@@ -98,28 +122,25 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
       const allowed = mapping !== undefined && typeof id === "string" && decide(req, mapping.action, mapping.type, id, typeof args === "object" && args !== null ? (args as Record<string, unknown>) : undefined);
       if (!allowed) {
         const what = mapping && typeof id === "string" ? `${mapping.action} on ${mapping.type}::${JSON.stringify(id)}` : message.method;
-        return markDenied(jsonRpcError(403, -32001, `Forbidden: ${what} is not permitted`, { id: message.id }));
+        return markDenied(jsonRpcError(403, -32001, `Forbidden: ${what} is not permitted`, { id: message.id ?? null }));
       }
     }
-    const response = await next(forwardWith(req, body), ctx);
-    // Lists show only what the same policies would allow.
-    return rewriteResults(
-      response,
-      (message) => {
-        const result = message.result;
-        if (result === undefined) return message;
-        for (const rule of Object.values(listed)) {
-          const items = result[rule.field];
-          if (!Array.isArray(items)) continue;
-          const visible = items.filter((item) => {
-            const key = (item as Record<string, unknown>)?.[rule.key];
-            return typeof key === "string" && decide(req, rule.action, rule.type, key);
-          });
-          return { ...message, result: { ...result, [rule.field]: visible } };
-        }
-        return message;
-      },
-      (data) => /"(tools|prompts|resources)"/.test(data),
-    );
-  };
+    return undefined;
+  }
+
+  /** Lists show only what the same policies would allow. */
+  function filterLists(req: Request, message: RpcMessage): RpcMessage {
+    const result = message.result;
+    if (result === undefined) return message;
+    for (const rule of Object.values(listed)) {
+      const items = result[rule.field];
+      if (!Array.isArray(items)) continue;
+      const visible = items.filter((item) => {
+        const key = (item as Record<string, unknown>)?.[rule.key];
+        return typeof key === "string" && decide(req, rule.action, rule.type, key);
+      });
+      return { ...message, result: { ...result, [rule.field]: visible } };
+    }
+    return message;
+  }
 }

@@ -12,6 +12,7 @@ import type { TelemetrySpec } from "../config/telemetry-spec.ts";
 import type { Telemetry } from "../telemetry/providers.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
+import { carryRequestState } from "../auth/request-state.ts";
 
 interface Message {
   id?: string | number | null;
@@ -30,6 +31,15 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
   const toolCalls = meter?.createCounter("mcp.server.tool_calls", { description: "tools/call requests, by tool" });
   const sessions = meter?.createUpDownCounter("mcp.server.active_sessions", { description: "MCP sessions open on the proxy" });
   const known = new Set<string>();
+  // Label values clients choose are bounded: unknown methods are "other", tools past 200 distinct names too.
+  const methodLabel = (method: string) => (/^(initialize|ping|tools\/(list|call)|prompts\/(list|get)|resources\/(list|read|subscribe|unsubscribe|templates\/list)|completion\/complete|logging\/setLevel|notifications\/[a-z_/]+)$/.test(method) ? method : "other");
+  const toolLabels = new Set<string>();
+  const toolLabel = (tool: string) => {
+    if (toolLabels.has(tool)) return tool;
+    if (toolLabels.size >= 200 || tool.length > 128) return "other";
+    toolLabels.add(tool);
+    return tool;
+  };
 
   const attributesOf = (message: Message, req: Request): Attributes => {
     const attrs: Attributes = {
@@ -83,7 +93,7 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
       // The upstream continues this trace (the forwarder passes traceparent on).
       const headers = new Headers(forward.headers);
       propagator.inject(trace.setSpan(parent, span), headers, headerSetter);
-      forward = body ? forwardWith(forward, body, headers) : new Request(forward, { headers });
+      forward = body ? forwardWith(forward, body, headers) : carryRequestState(forward, new Request(forward, { headers }));
     }
     let status = "error";
     try {
@@ -103,10 +113,10 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
       throw err;
     } finally {
       span?.end();
-      const labels = { "mcp.method.name": method, "http.response.status_code": status };
+      const labels = { "mcp.method.name": methodLabel(method), "http.response.status_code": status };
       requests?.add(1, labels);
-      duration?.record((performance.now() - started) / 1000, { "mcp.method.name": method });
-      if (tool) toolCalls?.add(1, { "gen_ai.tool.name": tool });
+      duration?.record((performance.now() - started) / 1000, { "mcp.method.name": methodLabel(method) });
+      if (tool) toolCalls?.add(1, { "gen_ai.tool.name": toolLabel(tool) });
     }
   };
 }

@@ -11,7 +11,7 @@ import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { markDenied } from "./denials.ts";
 import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
-import { forwardWith, readRpcBody, rpcBodyOf } from "./rpc-body.ts";
+import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 
 type Message = RpcMessage & { params?: { name?: unknown; [key: string]: unknown }; result?: { tools?: unknown; [key: string]: unknown } };
 
@@ -22,7 +22,7 @@ interface Tool {
 }
 
 function isToolList(result: Message["result"]): result is { tools: Tool[] } {
-  return Array.isArray(result?.tools) && result.tools.every((t) => typeof t === "object" && t !== null && typeof (t as Tool).name === "string");
+  return Array.isArray(result?.tools);
 }
 
 /** What a client may call a tool, and what the server calls it; undefined: hidden. */
@@ -39,6 +39,8 @@ function realNameOf(policy: ToolsPolicy, shown: string): string | undefined {
 function filterList(policy: ToolsPolicy, tools: Tool[]): Tool[] {
   const out: Tool[] = [];
   for (const tool of tools) {
+    // A malformed entry is dropped, not a reason to pass the whole list unfiltered.
+    if (typeof tool !== "object" || tool === null || typeof tool.name !== "string") continue;
     if (policy.allowed && !policy.allowed.has(tool.name)) continue;
     // A server tool that happens to have a name given to a renamed one is shadowed by it.
     if (policy.realNames.has(tool.name) && policy.realNames.get(tool.name) !== tool.name) continue;
@@ -57,22 +59,30 @@ function rewriteMessage(policy: ToolsPolicy, message: Message): Message {
 export function toolFilter(policy: ToolsPolicy): Middleware {
   return (next) => async (req, ctx) => {
     let forward = req;
-    const body = await readRpcBody(req);
-    if (body) {
-      const parsed = body.value as Message | Message[] | undefined;
+    const raw = await readRpcBody(req);
+    if (raw) {
+      const body = checkedBody(raw);
+      if (body instanceof Response) return markDenied(body);
+      const parsed = body.value as Message | Message[];
       const messages = body.messages as readonly Message[];
       const refused: Message[] = [];
-      let rewritten = false;
-      let renamedTo: string | undefined;
-      for (const message of messages) {
-        if (message?.method !== "tools/call" || typeof message.params?.name !== "string") continue;
-        const real = realNameOf(policy, message.params.name);
-        if (real === undefined) refused.push(message);
-        else if (real !== message.params.name) {
-          message.params.name = real;
-          renamedTo = real;
-          rewritten = true;
+      const header = req.headers.get("mcp-name");
+      let realOfHeader: string | undefined;
+      // Copies, never the shared parsed messages: audit and telemetry keep what the client sent.
+      const outgoing = messages.map((message) => {
+        if (message?.method !== "tools/call" || typeof message.params?.name !== "string") return message;
+        const shown = message.params.name;
+        const real = realNameOf(policy, shown);
+        if (real === undefined) {
+          refused.push(message);
+          return message;
         }
+        realOfHeader = real;
+        return real === shown ? message : { ...message, params: { ...message.params, name: real } };
+      });
+      // 2026-07-28 stateless requests mirror the tool in Mcp-Name: it must be the body's.
+      if (header !== null && !Array.isArray(parsed) && parsed.method === "tools/call" && header !== parsed.params?.name) {
+        return markDenied(jsonRpcError(400, JsonRpcCode.invalidRequest, "Mcp-Name does not match the tool in the request body", { id: parsed.id ?? null }));
       }
       if (refused.length > 0) {
         const errors = refused.map((m) => ({ jsonrpc: "2.0", id: m.id ?? null, error: { code: JsonRpcCode.invalidParams, message: `Unknown tool: ${String(m.params?.name)}` } }));
@@ -81,10 +91,12 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
         const all = messages.filter((m) => m.id !== undefined).map((m) => errors.find((e) => e.id === m.id) ?? { jsonrpc: "2.0", id: m.id ?? null, error: { code: JsonRpcCode.invalidParams, message: "the batch calls a tool that is not available" } });
         return markDenied(Response.json(all));
       }
+      const changed = outgoing.some((m, i) => m !== messages[i]);
+      const value = Array.isArray(parsed) ? outgoing : outgoing[0];
       const headers = new Headers(req.headers);
       headers.delete("content-length");
-      if (renamedTo !== undefined && headers.has("mcp-name")) headers.set("mcp-name", renamedTo);
-      forward = forwardWith(req, rewritten ? rpcBodyOf(JSON.stringify(parsed), parsed) : body, headers);
+      if (header !== null && realOfHeader !== undefined) headers.set("mcp-name", realOfHeader);
+      forward = forwardWith(req, changed ? rewrittenBody(value) : body, headers);
     }
     return rewriteResults(await next(forward, ctx), (message) => rewriteMessage(policy, message as Message), (data) => data.includes('"tools"'));
   };

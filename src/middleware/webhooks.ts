@@ -14,7 +14,7 @@ import type { Middleware, RequestContext } from "../proxy/handler.ts";
 import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
-import { forwardWith, readRpcBody, rpcBodyOf } from "./rpc-body.ts";
+import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 
 interface Message {
   jsonrpc?: string;
@@ -99,7 +99,11 @@ export function webhooks(options: WebhookOptions): Middleware {
       if (answer.patch_type !== undefined && answer.patch_type !== "json_patch") return deny(message, `webhook ${hook.name} answered an unknown patch type`, 502);
       if (!patchAllowed(answer.patch)) return deny(message, `webhook ${hook.name} tried to change more than the request's params`, 502);
       try {
-        current = fastJsonPatch.applyPatch(current, answer.patch, true, false).newDocument;
+        const patched = fastJsonPatch.applyPatch(current, answer.patch, true, false).newDocument as Message;
+        // What is called was decided by the policies before the webhooks: a patch may change the arguments, not the target.
+        const target = (m: Message) => JSON.stringify([(m.params as Record<string, unknown> | undefined)?.name, (m.params as Record<string, unknown> | undefined)?.uri]);
+        if (target(patched) !== target(current)) return deny(message, `webhook ${hook.name} tried to change the tool, prompt or resource the request targets`, 502);
+        current = patched;
       } catch (err) {
         options.onFailure?.(`webhook ${hook.name}: its patch does not apply (${(err as Error).message})`);
         if (hook.failurePolicy === "ignore") continue;
@@ -121,9 +125,10 @@ export function webhooks(options: WebhookOptions): Middleware {
   };
 
   return (next) => async (req, ctx) => {
-    const body = await readRpcBody(req);
-    if (body === undefined) return next(req, ctx);
-    if (body.value === undefined) return next(forwardWith(req, body), ctx);
+    const raw = await readRpcBody(req);
+    if (raw === undefined) return next(req, ctx);
+    const body = checkedBody(raw);
+    if (body instanceof Response) return markDenied(body);
     const parsed = body.value as Message | Message[];
     const messages = body.messages as readonly Message[];
     const reviewed: Message[] = [];
@@ -143,6 +148,6 @@ export function webhooks(options: WebhookOptions): Middleware {
     const value = Array.isArray(parsed) ? reviewed : reviewed[0];
     const headers = new Headers(req.headers);
     headers.delete("content-length");
-    return next(forwardWith(req, rpcBodyOf(JSON.stringify(value), value), headers), ctx);
+    return next(forwardWith(req, rewrittenBody(value), headers), ctx);
   };
 }

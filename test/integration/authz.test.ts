@@ -52,7 +52,14 @@ test("with OIDC: the token's subject and claims decide; lists are filtered; argu
     'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"env") when { context.claim_scope like "*mcp:read*" };',
     'permit(principal, action == Action::"call_tool", resource == Tool::"read_file") when { context has arg_path && context.arg_path like "/etc/*" };',
   ]);
-  const { run, client, call } = await session(["--authz-config", policies, "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip"], await auth.token({ scope: "mcp:read" }));
+  // --tools and audit in the chain too: the principal must survive every rewritten request.
+  const auditLog = join(dir, "oidc-audit.jsonl");
+  const auditConfig = join(dir, "oidc-audit.json");
+  await writeFile(auditConfig, JSON.stringify({ logFile: auditLog, eventTypes: ["mcp_tool_call"] }));
+  const { run, client, call } = await session(
+    ["--authz-config", policies, "--tools", "env,read_file,write_file", "--audit-config", auditConfig, "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip"],
+    await auth.token({ scope: "mcp:read" }),
+  );
   try {
     // Lists are decided without arguments: read_file, allowed only for some, is not listed.
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["env"]);
@@ -67,6 +74,9 @@ test("with OIDC: the token's subject and claims decide; lists are filtered; argu
   } finally {
     await run.stop();
   }
+  const subjects = (await readFile(auditLog, "utf8")).trim().split("\n").map((line) => (JSON.parse(line) as { subject: { sub: string } }).subject.sub);
+  expect(subjects.length).toBeGreaterThan(0);
+  expect(new Set(subjects)).toEqual(new Set(["service-client"]));
   // The same policies, a token without the scope the first rule wants: env is gone.
   const narrow = await session(["--authz-config", policies, "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip"], await auth.token({ scope: "mcp:write" }));
   try {

@@ -55,6 +55,26 @@ test("stdio bridge: only the listed tools are visible, renamed and re-described;
   }
 }, 60_000);
 
+test("the policy cannot be walked around: other Content-Types, unparseable bodies, a disagreeing Mcp-Name", async () => {
+  const { run, client } = await connect([PROBE, "--tools", "env"]);
+  try {
+    const transport = (client as unknown as { _transport: { sessionId?: string } })._transport;
+    const url = run.match[1] as string;
+    const headers = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18", "mcp-session-id": transport.sessionId ?? "" };
+    const hidden = { jsonrpc: "2.0", id: 91, method: "tools/call", params: { name: "write_file", arguments: { path: "/tmp/x" } } };
+    const plain = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "text/plain" }, body: JSON.stringify(hidden) });
+    expect(await plain.text()).toContain("Unknown tool: write_file");
+    const garbage = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":92,"method":"tools/call","params":{"name":"write_file"}' });
+    expect(garbage.status).toBe(400);
+    const mismatch = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json", "mcp-name": "write_file" }, body: JSON.stringify({ ...hidden, params: { name: "env", arguments: { name: "HOME" } } }) });
+    expect(mismatch.status).toBe(400);
+    expect(await mismatch.text()).toContain("Mcp-Name does not match");
+    await client.close();
+  } finally {
+    await run.stop();
+  }
+}, 60_000);
+
 test("transparent forwarder: SSE answers from server-everything are filtered too", async () => {
   const everything = await startEverything("streamableHttp");
   try {

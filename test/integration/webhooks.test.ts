@@ -51,6 +51,7 @@ beforeAll(async () => {
           return Response.json({ allowed: true, patch_type: "json_patch", patch: [{ op: "replace", path: "/params/arguments/name", value: "PROBE_SETTING" }] });
         }
         if (call?.name === "env" && call.arguments?.name === "CHANGE_METHOD") return Response.json({ allowed: true, patch: [{ op: "replace", path: "/method", value: "tools/list" }] });
+        if (call?.name === "env" && call.arguments?.name === "CHANGE_TOOL") return Response.json({ allowed: true, patch: [{ op: "replace", path: "/params/name", value: "write_file" }] });
         return Response.json({ allowed: true });
       }
       if (path === "/slow") {
@@ -103,6 +104,7 @@ test("validating denies, mutating patches; both files merge; the webhook checks 
     expect(await call("env", { name: "SECRET_NAME" })).toBe("on");
     expect(await call("write_file", { path: "/tmp/nope" })).toContain("request denied by webhook policy: writes are not allowed");
     expect(await call("env", { name: "CHANGE_METHOD" })).toContain("tried to change more than the request's params");
+    expect(await call("env", { name: "CHANGE_TOOL" })).toContain("tried to change the tool, prompt or resource");
     const validated = seen.filter((s) => s.path === "/validate");
     expect(validated.length).toBeGreaterThan(0);
     expect(validated.every((s) => s.signed)).toBe(true);

@@ -8,12 +8,13 @@ import { createHash } from "node:crypto";
 import * as oauth from "oauth4webapi";
 import type { TokenExchangeSpec } from "../../config/outgoing-auth-spec.ts";
 import type { TokenSource } from "./token-source.ts";
+import { requestState } from "../request-state.ts";
 
 const GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
 const TOKEN_TYPES = { access_token: "urn:ietf:params:oauth:token-type:access_token", id_token: "urn:ietf:params:oauth:token-type:id_token" } as const;
 
 /** The raw bearer token of an incoming request, kept out of enumerable places. */
-const subjectTokens = new WeakMap<Request, string>();
+const subjectTokens = requestState<string>();
 
 export function rememberSubjectToken(req: Request, token: string): void {
   subjectTokens.set(req, token);
