@@ -41,7 +41,7 @@ import type { Telemetry } from "../telemetry/providers.ts";
 import { createSecretManager } from "../secrets/manager.ts";
 import { resolvePaths } from "../state/paths.ts";
 import type { Middleware } from "../proxy/handler.ts";
-import { createWriteStream } from "node:fs";
+import { closeSync, createWriteStream, openSync } from "node:fs";
 import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
 import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
@@ -77,6 +77,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   const proxyPort = values["proxy-port"] ?? (await findFreePort());
   const tools = toolsPolicy(values.tools.flat(), values["tools-override"], plan.entry?.tools);
   const audit = auditConfig(values["enable-audit"], values["audit-config"], name);
+  if (audit?.logFile !== undefined) assertAppendable(audit.logFile);
   const hooks = await prepareWebhooks(values["webhook-config"], name);
   const authz = authzConfig(values["authz-config"]);
   const telemetry = telemetrySpec(values, parsed.given, name);
@@ -185,7 +186,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   let server: ReturnType<typeof serve>;
   try {
     auditSink = audit ? auditWriter(audit, options.onServerOutput) : undefined;
-    observed = await prepareTelemetry(telemetry, name);
+    observed = await prepareTelemetry(telemetry, name, limits.sessionIdleMs);
     server = serve({
       host: values.host,
       port: proxyPort,
@@ -229,11 +230,11 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
 }
 
 /** Telemetry, loaded only when configured: without it none of OpenTelemetry is imported. */
-async function prepareTelemetry(spec: TelemetrySpec | undefined, name: string): Promise<{ middleware: Middleware; telemetry: Telemetry } | undefined> {
+async function prepareTelemetry(spec: TelemetrySpec | undefined, name: string, sessionIdleMs: number): Promise<{ middleware: Middleware; telemetry: Telemetry } | undefined> {
   if (spec === undefined) return undefined;
   const [{ startTelemetry }, { telemetryMiddleware }] = await Promise.all([import("../telemetry/providers.ts"), import("../middleware/telemetry.ts")]);
   const telemetry = startTelemetry(spec, version);
-  return { telemetry, middleware: telemetryMiddleware(spec, telemetry, name) };
+  return { telemetry, middleware: telemetryMiddleware(spec, telemetry, name, sessionIdleMs) };
 }
 
 /** The webhook middleware, with HMAC secrets resolved now so a missing one fails at start-up. */
@@ -247,6 +248,17 @@ async function prepareWebhooks(files: readonly string[], serverName: string): Pr
     for (const ref of new Set(refs)) hmacSecrets.set(ref, (await secrets.resolveSecret(ref)).reveal());
   }
   return webhooks({ config, hmacSecrets, serverName, onFailure: (text) => log.warn(text) });
+}
+
+/** An audit log that cannot be written would lose every line: refuse to start instead. */
+function assertAppendable(path: string): void {
+  try {
+    closeSync(openSync(path, "a", 0o600));
+  } catch (err) {
+    throw new McpmgrError("INVALID_OPTION", `audit logFile ${path} cannot be written: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+      hint: "point logFile at a writable file, or leave it out to write audit lines to the workload's log",
+    });
+  }
 }
 
 /** Audit lines go to the configured file, else the workload's log (detached) or stderr (foreground). */

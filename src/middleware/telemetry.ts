@@ -13,6 +13,7 @@ import type { Telemetry } from "../telemetry/providers.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { carryRequestState } from "../auth/request-state.ts";
+import { SessionTracker } from "./session-tracker.ts";
 
 interface Message {
   id?: string | number | null;
@@ -24,13 +25,13 @@ const propagator = new W3CTraceContextPropagator();
 const headerGetter = { get: (carrier: Headers, key: string) => carrier.get(key) ?? undefined, keys: (carrier: Headers) => [...carrier.keys()] };
 const headerSetter = { set: (carrier: Headers, key: string, value: string) => carrier.set(key, value) };
 
-export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, serverName: string): Middleware {
+export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, serverName: string, sessionIdleMs = 30 * 60_000): Middleware {
   const meter = telemetry.meter;
   const requests = meter?.createCounter("mcp.server.requests", { description: "MCP requests handled by the proxy" });
   const duration = meter?.createHistogram("mcp.server.request.duration", { description: "Time until the answer started", unit: "s" });
   const toolCalls = meter?.createCounter("mcp.server.tool_calls", { description: "tools/call requests, by tool" });
   const sessions = meter?.createUpDownCounter("mcp.server.active_sessions", { description: "MCP sessions open on the proxy" });
-  const known = new Set<string>();
+  const tracked = sessions ? new SessionTracker({ idleMs: sessionIdleMs, onChange: (delta) => sessions.add(delta) }) : undefined;
   // Label values clients choose are bounded: unknown methods are "other", tools past 200 distinct names too.
   const methodLabel = (method: string) => (/^(initialize|ping|tools\/(list|call)|prompts\/(list|get)|resources\/(list|read|subscribe|unsubscribe|templates\/list)|completion\/complete|logging\/setLevel|notifications\/[a-z_/]+)$/.test(method) ? method : "other");
   const toolLabels = new Set<string>();
@@ -78,12 +79,13 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
       forward = forwardWith(req, body);
     }
     const method = message?.method;
+    const sessionId = req.headers.get("mcp-session-id");
+    if (sessionId !== null) tracked?.seen(sessionId);
     if (method === undefined) {
       const response = await next(forward, ctx);
-      if (req.method === "DELETE" && response.ok) {
-        const id = req.headers.get("mcp-session-id");
-        if (id && known.delete(id)) sessions?.add(-1);
-      }
+      if (sessionId !== null && ((req.method === "DELETE" && response.ok) || response.status === 404)) tracked?.ended(sessionId);
+      // A legacy SSE stream (GET without a session header) is a session while it is open.
+      if (tracked && req.method === "GET" && sessionId === null && response.ok && (response.headers.get("content-type") ?? "").startsWith("text/event-stream")) return tracked.streamed(response);
       return response;
     }
     const tool = method === "tools/call" && typeof message?.params?.name === "string" ? message.params.name : undefined;
@@ -102,10 +104,8 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
       span?.setAttribute("http.response.status_code", response.status);
       if (response.status >= 400) span?.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${response.status}` });
       const session = response.headers.get("mcp-session-id");
-      if (method === "initialize" && session && !known.has(session)) {
-        known.add(session);
-        sessions?.add(1);
-      }
+      if (method === "initialize" && session) tracked?.opened(session);
+      else if (sessionId !== null && response.status === 404) tracked?.ended(sessionId);
       return response;
     } catch (err) {
       span?.recordException(err as Error);

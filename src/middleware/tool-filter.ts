@@ -86,10 +86,14 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
       }
       if (refused.length > 0) {
         const errors = refused.map((m) => ({ jsonrpc: "2.0", id: m.id ?? null, error: { code: JsonRpcCode.invalidParams, message: `Unknown tool: ${String(m.params?.name)}` } }));
-        if (!Array.isArray(parsed)) return markDenied(jsonRpcError(200, JsonRpcCode.invalidParams, `Unknown tool: ${String(refused[0]?.params?.name)}`, { id: refused[0]?.id ?? null }));
+        // A streamable-HTTP client (it must accept SSE on POST) reads the error from the answer, as
+        // if the server had sent it; a legacy SSE client reads answers only from its stream and
+        // would wait forever on a 200, so it gets an HTTP error it does see.
+        const status = (req.headers.get("accept") ?? "").includes("text/event-stream") ? 200 : 403;
+        if (!Array.isArray(parsed)) return markDenied(jsonRpcError(status, JsonRpcCode.invalidParams, `Unknown tool: ${String(refused[0]?.params?.name)}`, { id: refused[0]?.id ?? null }));
         // A batch is answered as a whole: every request in it fails rather than half running.
         const all = messages.filter((m) => m.id !== undefined).map((m) => errors.find((e) => e.id === m.id) ?? { jsonrpc: "2.0", id: m.id ?? null, error: { code: JsonRpcCode.invalidParams, message: "the batch calls a tool that is not available" } });
-        return markDenied(Response.json(all));
+        return markDenied(Response.json(all, { status }));
       }
       const changed = outgoing.some((m, i) => m !== messages[i]);
       const value = Array.isArray(parsed) ? outgoing : outgoing[0];

@@ -113,3 +113,11 @@ test("a bad audit configuration is a start-up error naming the field", async () 
   expect(result.exitCode).toBe(2);
   expect(result.stderr.toString()).toContain("eventTypes.0: must be one of");
 });
+
+test("an audit logFile that cannot be written is a start-up error, not silently lost lines", async () => {
+  const config = join(dir, "unwritable.json");
+  await writeFile(config, JSON.stringify({ logFile: join(dir, "no-such-dir", "audit.jsonl") }));
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--audit-config", config], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+  expect(result.exitCode).toBe(2);
+  expect(result.stderr.toString()).toContain("cannot be written: ENOENT");
+});

@@ -98,6 +98,20 @@ test("without authentication the principal is the local user; denials are audite
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["env"]);
     expect(await call("env", { name: "PROBE_SETTING" })).toBe("on");
     expect(await call("write_file", { path: "/tmp/x" })).toContain("Forbidden");
+    // On the wire: 403 with a JSON-RPC error; a method no policy speaks of is denied by default,
+    // and a call sent without an id (as a notification) is decided all the same.
+    const sessionId = (client as unknown as { _transport: { sessionId?: string } })._transport.sessionId ?? "";
+    const raw = (body: unknown) =>
+      fetch(run.match[1] as string, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18", "mcp-session-id": sessionId },
+        body: JSON.stringify(body),
+      });
+    const unknownMethod = await raw({ jsonrpc: "2.0", id: 7, method: "completion/complete", params: { ref: { type: "ref/prompt", name: "p" }, argument: { name: "a", value: "" } } });
+    expect(unknownMethod.status).toBe(403);
+    expect(((await unknownMethod.json()) as { error: { code: number } }).error.code).toBe(-32001);
+    const idless = await raw({ jsonrpc: "2.0", method: "tools/call", params: { name: "write_file", arguments: { path: "/tmp/x" } } });
+    expect(idless.status).toBe(403);
     await client.close();
   } finally {
     await run.stop();

@@ -148,3 +148,55 @@ test("telemetry option mistakes are start-up errors", () => {
     expect(result.stderr.toString()).toContain(text);
   }
 });
+
+/** The value of an unlabelled Prometheus gauge/counter line, or undefined when absent. */
+function sample(text: string, name: string): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  return line === undefined ? undefined : Number(line.split(" ").pop());
+}
+
+test("through the stdio bridge: spans per request, and active sessions rise and fall (streamable HTTP and legacy SSE)", async () => {
+  const before = spans.length;
+  const common = ["--otel-endpoint", `http://127.0.0.1:${receiver.port}`, "--otel-insecure", "--otel-sampling-rate", "1", "--otel-enable-prometheus-metrics-path"];
+  const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", "npx://./test/fixtures/sandbox-probe", "--name", "bridged", ...common], /^(http:\/\/\S+)$/m, { timeoutMs: 60_000 });
+  const url = run.match[1] as string;
+  const active = async () => sample(await (await fetch(new URL("/metrics", url))).text(), "mcp_server_active_sessions");
+  try {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+    const client = new Client({ name: "gauge", version: "1" });
+    const transport = new StreamableHTTPClientTransport(new URL(url));
+    await client.connect(transport);
+    await client.callTool({ name: "env", arguments: { name: "HOME" } });
+    expect(await active()).toBe(1);
+    await transport.terminateSession();
+    await client.close();
+    expect(await active()).toBe(0);
+  } finally {
+    await run.stop();
+  }
+  expect(spans.slice(before).map((s) => s.span.name)).toContain("tools/call env");
+
+  const legacy = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", "npx://./test/fixtures/sandbox-probe", "--name", "bridged-sse", "--proxy-mode", "sse", ...common], /^(http:\/\/\S+)$/m, { timeoutMs: 60_000 });
+  const sseUrl = legacy.match[1] as string;
+  try {
+    const metricsUrl = new URL("/metrics", sseUrl);
+    const stream = new AbortController();
+    const opened = await fetch(sseUrl, { headers: { accept: "text/event-stream" }, signal: stream.signal });
+    expect(opened.status).toBe(200);
+    const reader = (opened.body as ReadableStream<Uint8Array>).getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain("endpoint");
+    expect(sample(await (await fetch(metricsUrl)).text(), "mcp_server_active_sessions")).toBe(1);
+    stream.abort();
+    await reader.cancel().catch(() => {});
+    // The proxy notices the closed stream shortly after.
+    let value: number | undefined = 1;
+    for (let i = 0; i < 50 && value !== 0; i++) {
+      await Bun.sleep(100);
+      value = sample(await (await fetch(metricsUrl)).text(), "mcp_server_active_sessions");
+    }
+    expect(value).toBe(0);
+  } finally {
+    await legacy.stop();
+  }
+}, 120_000);

@@ -126,3 +126,32 @@ test("bad override files, empty overrides, hiding an overridden tool and unknown
   expect(unknown.exitCode).toBe(2);
   expect(unknown.stderr.toString()).toContain("unknown tool read_fil");
 });
+
+test("after notifications/tools/list_changed the new list is filtered too, over streamable HTTP and legacy SSE", async () => {
+  const { startBridge } = await import("../support/bridge-server.ts");
+  const { toolFilter } = await import("../../src/middleware/tool-filter.ts");
+  const { toolsPolicy } = await import("../../src/config/tools-policy.ts");
+  const { SSEClientTransport } = await import("@modelcontextprotocol/sdk/client/sse.js");
+  const { ToolListChangedNotificationSchema } = await import("@modelcontextprotocol/sdk/types.js");
+  const policy = toolsPolicy(["echo", "notify_list_changed"], undefined);
+  for (const mode of ["streamable-http", "sse"] as const) {
+    const bridge = await startBridge({ cmd: [process.execPath, join(REPO_ROOT, "test/fixtures/bridge-probe-server.ts")], mode, middleware: policy ? [toolFilter(policy)] : [] });
+    const client = new Client({ name: "list-changed", version: "1.0.0" });
+    try {
+      const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+      await client.connect(mode === "sse" ? new SSEClientTransport(new URL(bridge.url)) : new StreamableHTTPClientTransport(new URL(bridge.url)));
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["echo", "notify_list_changed"]);
+      await client.callTool({ name: "notify_list_changed", arguments: {} });
+      await changed;
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["echo", "notify_list_changed"]);
+      const hidden = await client.callTool({ name: "stats", arguments: {} }).then(
+        () => "called",
+        (err: Error) => err.message,
+      );
+      expect(hidden).toContain("Unknown tool: stats");
+    } finally {
+      await client.close();
+      await bridge.stop();
+    }
+  }
+}, 60_000);

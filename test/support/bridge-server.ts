@@ -9,9 +9,10 @@ import { legacySseFrontEnd } from "../../src/proxy/stdio-bridge/legacy-sse.ts";
 import { LiveStreams } from "../../src/proxy/live-streams.ts";
 import { serve } from "../../src/proxy/serve.ts";
 import { withBuiltinProtections } from "../../src/middleware/builtin-chain.ts";
+import type { Middleware } from "../../src/proxy/handler.ts";
 import { CONFORMANCE_FIXTURE } from "./conformance.ts";
 
-export async function startBridge(options: { cmd?: string[]; mode?: "streamable-http" | "sse"; bridge?: BridgeOptions } = {}) {
+export async function startBridge(options: { cmd?: string[]; mode?: "streamable-http" | "sse"; bridge?: BridgeOptions; middleware?: readonly Middleware[] } = {}) {
   const proc = Bun.spawn(options.cmd ?? [process.execPath, CONFORMANCE_FIXTURE, "stdio"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
   let stderr = "";
   void (async () => {
@@ -23,7 +24,7 @@ export async function startBridge(options: { cmd?: string[]; mode?: "streamable-
   await bridge.start(channel);
   const live = new LiveStreams();
   const frontEnd = options.mode === "sse" ? legacySseFrontEnd({ bridge, live }) : streamableHttpFrontEnd({ bridge, live });
-  const handler = withBuiltinProtections(frontEnd, { serverName: "bridge-test", listenHost: "127.0.0.1", trustProxyHeaders: false });
+  const handler = withBuiltinProtections(frontEnd, { serverName: "bridge-test", listenHost: "127.0.0.1", trustProxyHeaders: false }, ...(options.middleware ?? []));
   const server = serve({ host: "127.0.0.1", port: 0, handler, live });
   const url = new URL(options.mode === "sse" ? "/sse" : "/mcp", server.url).href;
   return {
