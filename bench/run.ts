@@ -335,6 +335,7 @@ async function stopScenario(live: Live): Promise<void> {
   // What the servers started themselves (sandbox, per-session servers) must not outlive them.
   const leftovers = processIds(live.started.flatMap((p) => descendantsOf(p.pid)));
   await Promise.all(live.started.map((p) => p.stop()));
+  await live.running?.stop?.().catch(() => {});
   const killed = await killLeftovers(leftovers);
   if (killed) process.stderr.write(`bench: ${live.scenario.id}: killed ${killed} leftover child process(es)\n`);
   live.started.length = 0;

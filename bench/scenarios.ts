@@ -56,6 +56,8 @@ export interface Running {
   readonly descendants?: readonly { readonly of: Child; readonly role: string }[];
   /** Facts about this run worth a line in the report (sandbox, peer settings, ...). */
   readonly notes?: readonly string[];
+  /** In-process helpers the scenario started (authorization server, sinks): stopped with it. */
+  readonly stop?: () => Promise<void>;
 }
 
 export type Target =
@@ -193,6 +195,7 @@ export const scenarios: readonly Scenario[] = [
       const token = await auth.token();
       await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, proxy);
       return {
+        stop: () => auth.stop(),
         load: { kind: "http", url: `http://127.0.0.1:${port}/mcp`, headers: { authorization: `Bearer ${token}` } },
         subject: proxy,
         processes: [proxy, up.child],
@@ -234,6 +237,11 @@ export const scenarios: readonly Scenario[] = [
       const running = await startRunRemote(h, up, args, { authorization: `Bearer ${await auth.token()}` });
       return {
         ...running,
+        async stop() {
+          await sink.stop(true);
+          await auth.stop();
+          rmSync(dir, { recursive: true, force: true });
+        },
         notes: [
           ...(running.notes ?? []),
           "policies: OIDC JWT check (jose; cached after the first request), --tools echo, Cedar permit-all (@cedar-policy/cedar-wasm per request), audit to a file, OTel spans at the default 10% sampling and metrics to a local sink; webhooks left out (each adds its own HTTPS round trip by design)",

@@ -4,8 +4,9 @@
  * prompt, resource), how it ended (success, failure, denied, error, application_error) and
  * how long it took; request and response data only when configured, truncated and with
  * credentials redacted. It wraps the policies (authentication, tool filter), so denials are
- * recorded too. JSON answers are read once; SSE answers pass through untouched while a
- * parser watches them for the answers to the audited requests.
+ * recorded too. JSON answers are read once; SSE answers (and legacy SSE streams, where
+ * answers to 202-accepted POSTs arrive) pass through untouched while a parser watches them
+ * for the answers to the audited requests.
  */
 import { randomUUID } from "node:crypto";
 import { createParser } from "eventsource-parser";
@@ -14,6 +15,8 @@ import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { principalOf } from "./authn.ts";
 import { isDenied } from "./denials.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
+import { LegacyAnswers } from "./audit-legacy-sse.ts";
+import { sseFeeder, watchBody } from "./watch-stream.ts";
 
 type Id = string | number | null;
 interface Message {
@@ -78,6 +81,8 @@ export function auditTrail(options: AuditOptions): Middleware {
     return text.length > config.maxDataSize ? `${text.slice(0, config.maxDataSize)}…(truncated)` : text;
   };
 
+  const legacy = new LegacyAnswers();
+
   return (next) => async (req, ctx) => {
     const started = performance.now();
     // Authentication runs inside audit and records the principal on the request it receives:
@@ -98,7 +103,11 @@ export function auditTrail(options: AuditOptions): Middleware {
     const body = await readRpcBody(req);
     if (body === undefined) {
       const response = await next(req, ctx);
-      if (req.method === "GET") emit("mcp_stream_open", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
+      if (req.method === "GET") {
+        emit("mcp_stream_open", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
+        // A legacy SSE stream (no session header) carries the answers to that session's POSTs.
+        if (response.ok && !req.headers.has("mcp-session-id") && (response.headers.get("content-type") ?? "").startsWith("text/event-stream")) return legacy.watch(response);
+      }
       if (req.method === "DELETE") emit("mcp_session_end", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
       return response;
     }
@@ -120,10 +129,15 @@ export function auditTrail(options: AuditOptions): Middleware {
         ...(config.includeRequestData ? { request: data(request.params ?? {}) } : {}),
         ...(config.includeResponseData && answer ? { response: data(answer.result ?? answer.error ?? null) } : {}),
       });
+    if (legacy.isDeferred(req, response)) {
+      // Legacy SSE: the answers come on the session's stream; recorded when they do.
+      for (const [id, request] of requests) if (!legacy.expect(req, id, (answer) => record(request, answer))) record(request, undefined);
+      return response;
+    }
     const type = response.headers.get("content-type") ?? "";
     if (response.body !== null && type.includes("text/event-stream")) {
-      // Watch the stream, pass it on unchanged; a request still unanswered when it ends is recorded without an answer.
-      const decoder = new TextDecoder();
+      // Watch the stream, pass it on unchanged; a request still unanswered when it ends
+      // (or when the client goes away) is recorded without an answer.
       const parser = createParser({
         onEvent(event) {
           try {
@@ -139,38 +153,13 @@ export function auditTrail(options: AuditOptions): Middleware {
           }
         },
       });
-      const unanswered = () => {
-        for (const request of requests.values()) record(request, undefined);
-        requests.clear();
-      };
-      // Pulled by hand so a client that goes away (cancel) still leaves its audit lines.
-      const reader = response.body.getReader();
-      const watched = new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          let chunk: Awaited<ReturnType<typeof reader.read>>;
-          try {
-            chunk = await reader.read();
-          } catch (err) {
-            // The upstream broke off: what it left unanswered is still recorded.
-            unanswered();
-            controller.error(err);
-            return;
-          }
-          const { value, done } = chunk;
-          if (done) {
-            unanswered();
-            controller.close();
-            return;
-          }
-          controller.enqueue(value);
-          parser.feed(decoder.decode(value, { stream: true }));
-        },
-        async cancel(reason) {
-          unanswered();
-          await reader.cancel(reason);
+      return watchBody(response, {
+        onChunk: sseFeeder((text) => parser.feed(text)),
+        onEnd: () => {
+          for (const request of requests.values()) record(request, undefined);
+          requests.clear();
         },
       });
-      return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
     }
     const answerText = response.body === null ? "" : await response.text();
     let answers: Message[] = [];

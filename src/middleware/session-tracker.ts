@@ -5,6 +5,8 @@
  * on DELETE, on a 404 for it (the server forgot it), when its legacy stream closes, or
  * when it has been idle longer than the server keeps idle sessions.
  */
+import { watchBody } from "./watch-stream.ts";
+
 export interface SessionTrackerOptions {
   /** Called with +1 / -1 as sessions open and end. */
   readonly onChange: (delta: 1 | -1) => void;
@@ -54,30 +56,6 @@ export class SessionTracker {
     if (response.body === null) return response;
     const onChange = this.#options.onChange;
     onChange(1);
-    let ended = false;
-    const end = () => {
-      if (!ended) onChange(-1);
-      ended = true;
-    };
-    const reader = response.body.getReader();
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        try {
-          const { value, done } = await reader.read();
-          if (done) {
-            end();
-            controller.close();
-          } else controller.enqueue(value);
-        } catch (err) {
-          end();
-          controller.error(err);
-        }
-      },
-      async cancel(reason) {
-        end();
-        await reader.cancel(reason);
-      },
-    });
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    return watchBody(response, { onEnd: () => onChange(-1) });
   }
 }

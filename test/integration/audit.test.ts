@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
 const PROBE = "npx://./test/fixtures/sandbox-probe";
@@ -35,11 +36,12 @@ interface AuditLine {
   response?: string;
 }
 
-async function session(args: string[], work: (client: Client) => Promise<void>) {
+async function session(args: string[], work: (client: Client) => Promise<void>, legacy = false) {
   const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { timeoutMs: 60_000 });
   const client = new Client({ name: "audit-test", version: "1.0.0" });
   try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
+    const url = new URL(run.match[1] as string);
+    await client.connect(legacy ? new SSEClientTransport(url) : new StreamableHTTPClientTransport(url));
     await work(client);
     await client.close();
   } finally {
@@ -120,4 +122,24 @@ test("an audit logFile that cannot be written is a start-up error, not silently 
   const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--audit-config", config], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
   expect(result.exitCode).toBe(2);
   expect(result.stderr.toString()).toContain("cannot be written: ENOENT");
+});
+
+test("legacy SSE (--proxy-mode sse): outcomes and answers come from the session's stream, not the 202", async () => {
+  const logFile = join(dir, "legacy.jsonl");
+  const config = join(dir, "legacy.json");
+  await writeFile(config, JSON.stringify({ includeResponseData: true, logFile, eventTypes: ["mcp_tool_call"] }));
+  await session(
+    [PROBE, "--proxy-mode", "sse", "--audit-config", config, "-e", "PROBE_SETTING=on"],
+    async (client) => {
+      await client.callTool({ name: "env", arguments: { name: "PROBE_SETTING" } });
+      await client.callTool({ name: "read_file", arguments: { path: "/nonexistent/file" } });
+    },
+    true,
+  );
+  const calls = await lines(logFile);
+  expect(calls.map((l) => [l.target.tool, l.outcome])).toEqual([
+    ["env", "success"],
+    ["read_file", "application_error"],
+  ]);
+  expect(calls[0]?.response).toContain("on");
 });

@@ -1,0 +1,85 @@
+/**
+ * Legacy HTTP+SSE (2024-11-05) answers for audit. There a message POST is answered 202 and
+ * its JSON-RPC answer arrives later, as a `message` event on the session's GET stream.
+ * Audited requests wait here until that stream carries their answer (or ends), so their
+ * lines say how they really ended. Sessions are keyed by the query of the stream's
+ * `endpoint` URL, which the client POSTs to unchanged, whatever the server calls its
+ * session parameter.
+ */
+import { createParser } from "eventsource-parser";
+import { sseFeeder, watchBody } from "./watch-stream.ts";
+
+type Id = string | number | null;
+export interface LegacyAnswer {
+  id?: Id;
+  method?: string;
+  result?: { isError?: unknown };
+  error?: { code?: number; message?: string };
+}
+type Recorder = (answer: LegacyAnswer | undefined) => void;
+
+/** A client that never reads its stream must not grow this without bound. */
+const MAX_PENDING_PER_SESSION = 1_000;
+
+function queryOf(url: string): string {
+  try {
+    return new URL(url, "http://endpoint.invalid").search;
+  } catch {
+    return "";
+  }
+}
+
+export class LegacyAnswers {
+  readonly #sessions = new Map<string, Map<Id, Recorder>>();
+
+  /** A legacy message POST: accepted (202) without an answer, to an endpoint that names its session. */
+  isDeferred(req: Request, response: Response): boolean {
+    return response.status === 202 && !req.headers.has("mcp-session-id") && this.#sessions.has(queryOf(req.url));
+  }
+
+  /** Waits for the answer to `id` on the stream of the session `req` posted to; false when none is open. */
+  expect(req: Request, id: Id, record: Recorder): boolean {
+    const pending = this.#sessions.get(queryOf(req.url));
+    if (pending === undefined || pending.size >= MAX_PENDING_PER_SESSION) return false;
+    pending.set(id, record);
+    return true;
+  }
+
+  /** Watches a legacy GET stream for its endpoint and the answers to requests waiting on it. */
+  watch(response: Response): Response {
+    let key: string | undefined;
+    const parser = createParser({
+      onEvent: (event) => {
+        if (event.event === "endpoint") {
+          key = queryOf(event.data.trim());
+          if (key !== "" && !this.#sessions.has(key)) this.#sessions.set(key, new Map());
+          return;
+        }
+        const pending = key === undefined ? undefined : this.#sessions.get(key);
+        if (pending === undefined || pending.size === 0) return;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(event.data);
+        } catch {
+          return; // not JSON-RPC
+        }
+        for (const answer of ([] as LegacyAnswer[]).concat(parsed as LegacyAnswer | LegacyAnswer[])) {
+          if (answer === null || typeof answer !== "object" || answer.method !== undefined || answer.id === undefined) continue;
+          const record = pending.get(answer.id);
+          if (record === undefined) continue;
+          pending.delete(answer.id);
+          record(answer);
+        }
+      },
+    });
+    return watchBody(response, {
+      onChunk: sseFeeder((text) => parser.feed(text)),
+      onEnd: () => {
+        if (key === undefined) return;
+        const pending = this.#sessions.get(key);
+        this.#sessions.delete(key);
+        for (const record of pending?.values() ?? []) record(undefined);
+      },
+    });
+  }
+}
