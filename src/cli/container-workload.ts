@@ -7,10 +7,10 @@ import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { findFreePort } from "../proxy/serve.ts";
 import { startServerContainer, type ContainerServer } from "../runtime/docker/container.ts";
-import { defaultLimits, networkModeFor, resolveMounts, serverContainerOptions } from "../runtime/docker/container-config.ts";
+import { defaultLimits, networkModeFor, resolveMounts, serverContainerOptions, serverPortFor } from "../runtime/docker/container-config.ts";
 import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import { buildPackageImage } from "../runtime/docker/image-build.ts";
-import { applyVerification, ensureImage } from "../runtime/docker/images.ts";
+import { applyVerification, ensureImage, inspectLocalImage } from "../runtime/docker/images.ts";
 import { validateUserLabels, workloadFilter, workloadLabels } from "../runtime/docker/labels.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
@@ -28,6 +28,9 @@ import type { RunPlan } from "./run-plan.ts";
 import { profileFor, serverEnvironment } from "./server-process.ts";
 
 type Values = ParsedRunArgv["values"];
+
+/** The server port in a container when neither the user, the registry entry nor the image names one. */
+const DEFAULT_SERVER_PORT = 8080;
 
 /** Options that only mean something for a container; refused for other runtimes rather than ignored. */
 export const containerOnlyOptions = ["network", "isolate-network", "allow-docker-gateway", "publish", "image-verification", "runtime-image", "runtime-add-package", "ca-cert"] as const;
@@ -67,10 +70,14 @@ export async function prepareContainerImage(plan: RunPlan, values: Values, engin
       ignorePatterns: values["ignore-globally"] ? await loadGlobalIgnorePatterns(resolvePaths().configDir) : [],
     },
     progress,
-    // --image-verification covers what the build starts from: the base images.
-    async (bases) => {
+    // --image-verification covers what the build starts from, the base images, also when the
+    // image is cached (it may have been built under a weaker mode); no pull is needed then.
+    async (bases, cached) => {
       if (values["image-verification"] === "disabled") return;
-      for (const base of bases) applyVerification(values["image-verification"], base, await ensureImage(engine, base, progress), (text) => log.warn(`base image: ${text}`));
+      for (const base of bases) {
+        const image = cached ? await inspectLocalImage(engine, base) : await ensureImage(engine, base, progress);
+        applyVerification(values["image-verification"], base, image, (text) => log.warn(`base image: ${text}`));
+      }
     },
   );
   if (built.cached) log.debug(`using the cached image ${built.tag}`);
@@ -219,8 +226,11 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
   let containerPort: number | undefined;
   let hostPort: number | undefined;
   if (!stdio) {
-    hostPort = hostNetwork ? (values["target-port"] ?? (await findFreePort())) : await findFreePort();
-    containerPort = hostNetwork ? hostPort : (values["target-port"] ?? plan.entry?.targetPort ?? 8080);
+    const given = values["target-port"] ?? plan.entry?.targetPort;
+    const exposed = given === undefined ? ((await inspectLocalImage(engine, image))?.exposedPorts ?? []) : [];
+    // On the host's network the server's port is a host port: with nothing chosen, a free one.
+    containerPort = serverPortFor(given, exposed) ?? (hostNetwork ? await findFreePort() : DEFAULT_SERVER_PORT);
+    hostPort = hostNetwork ? containerPort : await findFreePort();
   }
   const labels = (role: "server" | "egress" | "network") =>
     workloadLabels({ workload: plan.name, group: values.group, transport, port: proxyPort, role, user: values.label });

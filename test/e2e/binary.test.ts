@@ -84,7 +84,7 @@ test("the binary runs a detached workload through its own supervisor, and remove
 }, 120_000);
 
 test("the binary builds and runs the network isolation helper from itself (BUN_BE_BUN): egress is filtered", async () => {
-  const { fixtureImages } = await import("../support/docker-fixtures.ts");
+  const { fixtureImages, networkGateway } = await import("../support/docker-fixtures.ts");
   const images = await fixtureImages();
   const target = Bun.serve({ hostname: "0.0.0.0", port: 0, fetch: () => new Response("reached") });
   const run = await spawnUntil([binary, "run", "--foreground", images.probe, "--name", "e2e-isolated", "--isolate-network"], /^(http:\/\/\S+)$/m, {
@@ -96,8 +96,7 @@ test("the binary builds and runs the network isolation helper from itself (BUN_B
   try {
     await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
     // The host gateway is blocked by default: the helper answered (403), so it runs.
-    const gateway = Bun.spawnSync(["docker", "network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"]).stdout.toString().trim();
-    const result = (await client.callTool({ name: "http_get", arguments: { url: `http://${gateway}:${target.port}/` } })) as { content: { text: string }[] };
+    const result = (await client.callTool({ name: "http_get", arguments: { url: `http://${networkGateway()}:${target.port}/` } })) as { content: { text: string }[] };
     expect(result.content[0]?.text).toStartWith("status 403");
     await client.close();
   } finally {

@@ -60,6 +60,13 @@ test("npx:// local project: built once as a non-root image, cached by content, r
   await second.stop();
   expect(second.output()).not.toContain("building mcpmgr-build/");
   expect(builtImages(slug)).toEqual(images);
+  // A cache hit still checks the base images: built under warn, the image is not let
+  // through unchecked when the next run asks for verification.
+  expect(second.output()).toContain(`base image: image verification: ${NODE_BASE_IMAGE} is not pinned by digest`);
+  const enforced = await runFails([...args, "--image-verification", "enabled"]);
+  expect(enforced.code).toBe(1);
+  expect(enforced.err).toContain(`image verification failed: ${NODE_BASE_IMAGE} is not pinned by digest`);
+  expect(enforced.err + enforced.out).not.toContain("building mcpmgr-build/");
 
   await writeFile(join(probeDir, "extra.txt"), "changed");
   const third = await runForeground(args);

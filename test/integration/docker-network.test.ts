@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { docker, fixtureImages, leftovers, runInDocker as runForeground, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
+import { docker, fixtureImages, leftovers, networkGateway, runInDocker as runForeground, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
 
 const TARGET_PORT = 8000;
@@ -32,7 +32,7 @@ beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), "mcpmgr-docker-net-"));
   targets.push(startTarget("mcpmgr-test-target-a"), startTarget("mcpmgr-test-target-b"));
   hostServer = Bun.serve({ hostname: "0.0.0.0", port: 0, fetch: () => new Response("host") });
-  gateway = docker("network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}").out;
+  gateway = networkGateway();
   // Let the targets start listening.
   await Bun.sleep(500);
 }, 300_000);
@@ -82,7 +82,7 @@ describe("--isolate-network", () => {
       // Going around the proxy finds no route: the network is internal...
       expect((await run.call("tcp_connect", { host: a.ip, port: TARGET_PORT })).isError).toBe(true);
       // ...and its gateway is not the host: a host service on every interface stays out of reach.
-      const internalGateway = docker("network", "inspect", `mcpmgr-${name}.internal`, "--format", "{{(index .IPAM.Config 0).Gateway}}").out;
+      const internalGateway = networkGateway(`mcpmgr-${name}.internal`);
       expect(internalGateway).not.toBe("");
       expect((await run.call("tcp_connect", { host: internalGateway, port: hostServer.port })).isError).toBe(true);
       expect((await run.call("http_get", { url: `http://${internalGateway}:${hostServer.port}/` })).text).toStartWith("status 403");
@@ -113,6 +113,9 @@ describe("--isolate-network", () => {
     const allowed = await runForeground([images.probe, "--name", "docker-gw-allowed", "--isolate-network", "--allow-docker-gateway"]);
     try {
       expect((await allowed.call("http_get", { url })).text).toBe("status 200: host");
+      // The flag opens the Docker host only: cloud metadata and the helper's own ports stay shut.
+      expect((await allowed.call("http_get", { url: "http://169.254.169.254/latest/meta-data/" })).text).toStartWith("status 403");
+      expect((await allowed.call("http_get", { url: "http://127.0.0.1:3128/" })).text).toStartWith("status 403");
       await allowed.client.close();
     } finally {
       await allowed.stop();

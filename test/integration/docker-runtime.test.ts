@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { docker, fixtureImages, leftovers, runInDocker, runInDockerFails as runFails, type FixtureImages } from "../support/docker-fixtures.ts";
+import { docker, fixtureImages, leftovers, networkGateway, runInDocker, runInDockerFails as runFails, type FixtureImages } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
 
 const runForeground = (args: string[], env: Record<string, string> = {}, cwd?: string) => runInDocker(args, { env, ...(cwd ? { cwd } : {}), timeoutMs: 60_000 });
@@ -125,8 +125,7 @@ describe("mounts and profiles", () => {
       const run = await runForeground([images.probe, "--name", "docker-none", "--permission-profile", "none"]);
       try {
         expect(inspect("mcpmgr-docker-none").HostConfig.NetworkMode).toBe("none");
-        const gateway = docker("network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}").out;
-        const attempt = await run.call("tcp_connect", { host: gateway, port: listener.port });
+        const attempt = await run.call("tcp_connect", { host: networkGateway(), port: listener.port });
         expect(attempt.isError).toBe(true);
         await run.client.close();
       } finally {
@@ -135,8 +134,7 @@ describe("mounts and profiles", () => {
       // The same probe on the default bridge does reach the host: the test can fail.
       const open = await runForeground([images.probe, "--name", "docker-bridge"]);
       try {
-        const gateway = docker("network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}").out;
-        expect((await open.call("tcp_connect", { host: gateway, port: listener.port })).text).toBe("connected");
+        expect((await open.call("tcp_connect", { host: networkGateway(), port: listener.port })).text).toBe("connected");
         await open.client.close();
       } finally {
         await open.stop();

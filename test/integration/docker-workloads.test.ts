@@ -1,6 +1,7 @@
 /**
  * Container workloads through the detached lifecycle (run, list, logs, crash restart,
- * stop, start, export, rm) and the stdio attach surviving a dropped connection.
+ * stop, start, export, rm, run --from-config), rm of an isolated workload, and the stdio
+ * attach surviving a dropped connection.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -55,7 +56,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const name of ["dw", "dw-killed"]) mcpmgr("rm", name);
+  for (const name of ["dw", "dw-killed", "dw-iso"]) mcpmgr("rm", name);
   await rm(home, { recursive: true, force: true });
 });
 
@@ -94,6 +95,32 @@ test("a detached container workload: list, crash restart, stop, start, export, r
   expect(mcpmgr("rm", "dw").code).toBe(0);
   expect(leftovers("dw")).toEqual({ containers: [], networks: [] });
   expect(row("dw")).toBeUndefined();
+
+  // The exported file brings the same container workload back: image, environment, labels.
+  const again = mcpmgr("run", "--from-config", exported);
+  expect(again.code).toBe(0);
+  const againUrl = again.stdout.trim();
+  expect(row("dw")).toMatchObject({ status: "running", runtime: "docker", url: againUrl });
+  expect(await callEnv(againUrl, "PROBE_MODE")).toBe("detached");
+  const imageId = docker("image", "inspect", images.probe, "--format", "{{.Id}}").out;
+  expect(docker("inspect", "mcpmgr-dw", "--format", "{{index .Config.Labels \"team\"}} {{.Config.Image}}").out).toBe(`a ${imageId}`);
+  expect(mcpmgr("rm", "dw").code).toBe(0);
+  expect(leftovers("dw")).toEqual({ containers: [], networks: [] });
+}, 300_000);
+
+test("rm of a detached --isolate-network workload removes its server, helper and both networks", async () => {
+  const started = mcpmgr("run", images.probe, "--name", "dw-iso", "--isolate-network");
+  expect(started.code).toBe(0);
+  expect(await callEnv(started.stdout.trim(), "HTTP_PROXY")).toBe("http://mcpmgr-egress:3128");
+  const made = leftovers("dw-iso");
+  expect(made.containers.length).toBe(2);
+  expect(made.networks.length).toBe(2);
+  expect(mcpmgr("rm", "dw-iso").code).toBe(0);
+  expect(leftovers("dw-iso")).toEqual({ containers: [], networks: [] });
+  // By name too, in case a label went missing.
+  for (const name of ["mcpmgr-dw-iso", "mcpmgr-dw-iso.egress"]) expect(docker("container", "inspect", name).code).not.toBe(0);
+  for (const name of ["mcpmgr-dw-iso.internal", "mcpmgr-dw-iso.external"]) expect(docker("network", "inspect", name).code).not.toBe(0);
+  expect(row("dw-iso")).toBeUndefined();
 }, 300_000);
 
 test("rm removes the containers of a supervisor that was killed", async () => {

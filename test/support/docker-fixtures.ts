@@ -62,6 +62,25 @@ export function fixtureImages(): Promise<FixtureImages> {
   return cached;
 }
 
+/**
+ * The gateway of an engine network (the host's address on it). Debian's docker.io 20.10
+ * reports only the subnet for the default bridge, and the bridge then takes the subnet's
+ * first host address, so that is the answer when IPAM names no Gateway.
+ */
+export function networkGateway(network = "bridge"): string {
+  const inspected = docker("network", "inspect", network, "--format", "{{json .IPAM.Config}}");
+  if (inspected.code !== 0) throw new Error(`docker network inspect ${network} failed: ${inspected.err}`);
+  const configs = (JSON.parse(inspected.out) ?? []) as { Subnet?: string; Gateway?: string }[];
+  const v4 = configs.find((c) => /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.Subnet ?? ""));
+  if (v4?.Gateway) return v4.Gateway;
+  if (!v4?.Subnet) throw new Error(`network ${network} has no IPv4 subnet: ${inspected.out}`);
+  const [base = "", prefix = "32"] = v4.Subnet.split("/");
+  const bits = base.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
+  const size = 2 ** (32 - Number(prefix));
+  const first = bits - (bits % size) + 1;
+  return [24, 16, 8, 0].map((shift) => Math.floor(first / 2 ** shift) % 256).join(".");
+}
+
 /** Containers and networks mcpmgr made for a workload (by label), for cleanliness checks. */
 export function leftovers(workload: string): { containers: string[]; networks: string[] } {
   const filter = ["--filter", "label=mcpmgr=true", "--filter", `label=mcpmgr.workload=${workload}`];
@@ -86,9 +105,13 @@ export async function runInDocker(args: string[], options: { env?: Record<string
   return { ...running, client, call };
 }
 
-/** `mcpmgr run --foreground ARGS` with the Docker runtime, expected to exit: its code and output. */
-export async function runInDockerFails(args: string[], env: Record<string, string> = {}) {
+/**
+ * `mcpmgr run --foreground ARGS` with the Docker runtime, expected to exit: its code and
+ * output. A run that wrongly succeeds would serve forever: it is killed after `timeoutMs`.
+ */
+export async function runInDockerFails(args: string[], env: Record<string, string> = {}, timeoutMs = 120_000) {
   const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1", ...env }, stdout: "pipe", stderr: "pipe" });
-  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  const timer = setTimeout(() => proc.kill("SIGINT"), timeoutMs);
+  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]).finally(() => clearTimeout(timer));
   return { code, out, err };
 }

@@ -7,9 +7,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expandPermissions, type PermissionProfile } from "../../src/config/permission-profile.ts";
-import { defaultLimits, networkModeFor, resolveMounts, serverContainerOptions, type ServerContainerInput } from "../../src/runtime/docker/container-config.ts";
+import { defaultLimits, networkModeFor, resolveMounts, serverContainerOptions, serverPortFor, type ServerContainerInput } from "../../src/runtime/docker/container-config.ts";
 import { applyVerification, verifyImage, type ImageFacts } from "../../src/runtime/docker/images.ts";
-import { egressConfigFor } from "../../src/runtime/docker/network-isolation.ts";
+import { egressConfigFor, ipamGateways } from "../../src/runtime/docker/network-isolation.ts";
 import { rejection } from "../support/errors.ts";
 
 const attempt = async (fn: () => unknown) => fn();
@@ -213,6 +213,18 @@ describe("resolveMounts", () => {
   });
 });
 
+describe("serverPortFor", () => {
+  test("the given port (--target-port or the registry's) wins over the image's", () => {
+    expect(serverPortFor(9090, [7071])).toBe(9090);
+  });
+
+  test("else the image's EXPOSEd TCP port when there is exactly one; else none (the caller's default)", () => {
+    expect(serverPortFor(undefined, [7071])).toBe(7071);
+    expect(serverPortFor(undefined, [])).toBeUndefined();
+    expect(serverPortFor(undefined, [7071, 7072])).toBeUndefined();
+  });
+});
+
 describe("egressConfigFor", () => {
   test("profile network allows everything", () => {
     const config = egressConfigFor(networkProfile, false, []);
@@ -238,14 +250,29 @@ describe("egressConfigFor", () => {
     }
   });
 
-  test("the default bridge gateway, loopback, link-local and the given host addresses are always blocked, without duplicates; the host's names too", () => {
-    const always = egressConfigFor(networkProfile, false, []).blockedAddresses;
-    for (const range of ["172.17.0.1", "127.0.0.0/8", "169.254.0.0/16", "::1/128", "fe80::/10"]) expect(always).toContain(range);
+  test("the default bridge gateway and the given host addresses are the gateway list, without duplicates; the host's names too", () => {
+    const gateways = egressConfigFor(networkProfile, false, []).blockedAddresses;
+    expect(gateways).toEqual(["172.17.0.1"]);
     const withHost = egressConfigFor(networkProfile, false, ["172.17.0.1", "172.30.0.1", "172.30.0.1"]).blockedAddresses;
     expect(withHost.filter((a) => a === "172.30.0.1")).toHaveLength(1);
     expect(withHost.filter((a) => a === "172.17.0.1")).toHaveLength(1);
     expect(egressConfigFor(networkProfile, false, []).blockedHostNames).toContain("host.docker.internal");
     expect(egressConfigFor(networkProfile, false, []).blockedHostNames).toContain("host.containers.internal");
+  });
+
+  test("loopback, link-local, 0/8 and :: are in the list --allow-docker-gateway never lifts, with or without it", () => {
+    for (const allowGateway of [false, true]) {
+      const config = egressConfigFor(networkProfile, allowGateway, ["127.0.0.1"]);
+      for (const range of ["127.0.0.0/8", "::1/128", "::/128", "169.254.0.0/16", "fe80::/10", "0.0.0.0/8"]) expect(config.alwaysBlockedAddresses).toContain(range);
+      expect(config.alwaysBlockedAddresses).not.toContain("172.17.0.1");
+    }
+  });
+
+  test("an IPAM pool without a Gateway (Debian docker.io's default bridge) yields its subnet's first host address", () => {
+    expect(ipamGateways([{ Subnet: "172.17.0.0/16" }])).toEqual(["172.17.0.1"]);
+    expect(ipamGateways([{ Subnet: "10.1.2.128/25" }, { Subnet: "192.168.5.0/24", Gateway: "192.168.5.254" }])).toEqual(["10.1.2.129", "192.168.5.254"]);
+    // Unparsable or too small to have a separate gateway: nothing guessed.
+    expect(ipamGateways([{ Subnet: "fd00::/64" }, { Subnet: "10.0.0.4/31" }, {}])).toEqual([]);
   });
 
   test("ingress relays to the server's port by its alias", () => {
@@ -269,6 +296,11 @@ describe("image verification", () => {
   test("a digest pin matching the image ID or a RepoDigest is verified", () => {
     expect(verifyImage(`ghcr.io/org/srv@${digest}`, image({ id: digest }))).toEqual({ verified: true });
     expect(verifyImage(`ghcr.io/org/srv@${digest}`, image({ repoDigests: [`ghcr.io/org/srv@${other}`, `ghcr.io/org/srv@${digest}`] }))).toEqual({ verified: true });
+  });
+
+  test("a base image of a cached build that is gone locally: the digest pin is what is checked", () => {
+    expect(verifyImage(`ghcr.io/org/base@${digest}`, undefined)).toEqual({ verified: true });
+    expect(verifyImage("ghcr.io/org/base:1", undefined).verified).toBe(false);
   });
 
   test("a digest pin the local image does not have is unverified", () => {

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { detectEngine, engineCandidates, noEngineError, runtimeChoice } from "../../src/runtime/docker/engine.ts";
+import { detectEngine, engineCandidates, engineKindOf, noEngineError, runtimeChoice } from "../../src/runtime/docker/engine.ts";
 import { rejection } from "../support/errors.ts";
 
 /** Runs a synchronous call as a promise, so rejection() can check what it throws. */
@@ -111,6 +111,23 @@ describe("detectEngine", () => {
     const engine = await detectEngine({ env: { DOCKER_HOST: "unix:///var/run/docker.sock" } });
     expect(engine).toMatchObject({ kind: "docker", endpoint: "unix:///var/run/docker.sock" });
   });
+
+  test.skipIf(!dockerUp)("the kind is what the engine says it is, not what was asked for: podman wanted, DOCKER_HOST at Docker → docker", async () => {
+    const engine = await detectEngine({ env: { DOCKER_HOST: "unix:///var/run/docker.sock" }, want: "podman" });
+    expect(engine).toMatchObject({ kind: "docker", endpoint: "unix:///var/run/docker.sock" });
+  });
+
+  test.skipIf(!dockerUp)("the real Docker engine's /version answer reads as docker", async () => {
+    const engine = await detectEngine({ env: { DOCKER_HOST: "unix:///var/run/docker.sock" } });
+    expect(engineKindOf((await engine?.docker.version()) ?? {})).toBe("docker");
+  });
+});
+
+test("engineKindOf: Podman names itself in Platform.Name or a component; anything else is Docker", () => {
+  expect(engineKindOf({ Platform: { Name: "Podman Engine" }, Components: [{ Name: "Podman Engine" }] })).toBe("podman");
+  expect(engineKindOf({ Components: [{ Name: "Conmon" }, { Name: "Podman Engine" }] })).toBe("podman");
+  expect(engineKindOf({ Platform: { Name: "Docker Engine - Community" }, Components: [{ Name: "Engine" }, { Name: "containerd" }] })).toBe("docker");
+  expect(engineKindOf({})).toBe("docker");
 });
 
 test("noEngineError is RUNTIME_UNAVAILABLE and names the engine asked for", () => {

@@ -22,6 +22,7 @@ const base: EgressConfig = {
   allowHosts: [],
   allowPorts: [],
   blockedAddresses: [],
+  alwaysBlockedAddresses: [],
   blockedHostNames: [],
   allowGateway: false,
 };
@@ -237,6 +238,19 @@ describe("egress proxy", () => {
     });
   });
 
+  test("allowGateway does not open the always-blocked ranges, by name, literal or mapped spelling", async () => {
+    const config = { allowAll: true, allowGateway: true, blockedAddresses: ["127.0.0.1"], alwaysBlockedAddresses: ["127.0.0.0/8"] };
+    const log = await withProxy(config, async ({ egress }) => {
+      expect(await connectStatus(egress, `api.example.test:${echoPort}`)).toBe("HTTP/1.1 403 Forbidden"); // resolves to 127.0.0.1
+      expect(await connectStatus(egress, `127.0.0.1:${echoPort}`)).toBe("HTTP/1.1 403 Forbidden");
+      expect(await connectStatus(egress, `[::ffff:127.0.0.1]:${echoPort}`)).toBe("HTTP/1.1 403 Forbidden");
+      const plain = await exchange(egress, `GET http://127.0.0.1:${upstream.port}/ HTTP/1.1\r\n\r\n`);
+      expect(plain).toStartWith("HTTP/1.1 403 Forbidden");
+    });
+    expect(log.every((l) => JSON.parse(l).action === "deny")).toBe(true);
+    expect(log.map((l) => JSON.parse(l).reason)).toContain("resolves to a blocked address (loopback, link-local or unspecified)");
+  });
+
   test("malformed requests get 400 and the proxy keeps serving; unreachable upstreams get 502", async () => {
     const log = await withProxy({ allowAll: true }, async ({ egress }) => {
       expect(await exchange(egress, "NONSENSE\r\n\r\n")).toStartWith("HTTP/1.1 400");
@@ -345,22 +359,29 @@ describe("standalone entry point", () => {
 });
 
 describe("blocked address ranges", () => {
-  const ranges: EgressConfig = { ...base, allowAll: true, blockedAddresses: ["127.0.0.0/8", "169.254.0.0/16", "::1/128", "fe80::/10", "192.168.5.1"] };
+  const ranges: EgressConfig = {
+    ...base,
+    allowAll: true,
+    blockedAddresses: ["192.168.5.1", "172.30.0.0/16"],
+    alwaysBlockedAddresses: ["127.0.0.0/8", "169.254.0.0/16", "::1/128", "::/128", "fe80::/10", "0.0.0.0/8"],
+  };
+  const always = ["127.0.0.1", "127.9.9.9", "169.254.169.254", "[::1]", "[::]", "[fe80::1]", "0.0.0.0", "[::ffff:169.254.169.254]"];
 
-  test("CIDR rules block every address inside them, for IP literals; allowGateway lifts them", () => {
-    for (const host of ["127.0.0.1", "127.9.9.9", "169.254.169.254", "[::1]", "[fe80::1]", "192.168.5.1"]) {
-      expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(false);
-    }
-    for (const host of ["10.0.0.1", "192.168.5.2", "[2001:db8::1]", "169.255.0.1"]) {
-      expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(true);
-    }
-    expect(isDestinationAllowed({ ...ranges, allowGateway: true }, "169.254.169.254", 80).allowed).toBe(true);
+  test("CIDR rules block every address inside them, for IP literals; allowGateway lifts only the host's addresses", () => {
+    for (const host of [...always, "192.168.5.1", "172.30.9.9"]) expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(false);
+    for (const host of ["10.0.0.1", "192.168.5.2", "[2001:db8::1]", "169.255.0.1"]) expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(true);
+    const lifted = { ...ranges, allowGateway: true };
+    for (const host of ["192.168.5.1", "172.30.9.9"]) expect(isDestinationAllowed(lifted, host, 80).allowed).toBe(true);
+    for (const host of always) expect(isDestinationAllowed(lifted, host, 80)).toEqual({ allowed: false, reason: "blocked address (loopback, link-local or unspecified)" });
   });
 
   test("configFromEnv accepts CIDR ranges and refuses malformed ones", () => {
     const env = (blockedAddresses: unknown) => ({ MCPMGR_EGRESS_CONFIG: JSON.stringify({ allowAll: true, blockedAddresses }) });
     expect(configFromEnv(env(["10.0.0.0/8", "fe80::/10"])).blockedAddresses).toEqual(["10.0.0.0/8", "fe80::/10"]);
     for (const bad of [["10.0.0.0/33"], ["10.0.0.0/x"], ["not-an-ip/8"]]) expect(() => configFromEnv(env(bad))).toThrow("blockedAddresses");
+    const always = (alwaysBlockedAddresses: unknown) => ({ MCPMGR_EGRESS_CONFIG: JSON.stringify({ alwaysBlockedAddresses }) });
+    expect(configFromEnv(always(["127.0.0.0/8", "::/128"])).alwaysBlockedAddresses).toEqual(["127.0.0.0/8", "::/128"]);
+    expect(() => configFromEnv(always(["metadata"]))).toThrow("MCPMGR_EGRESS_CONFIG.alwaysBlockedAddresses[0]: expected an IP address");
   });
 });
 

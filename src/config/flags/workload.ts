@@ -21,7 +21,7 @@ export const workloadOptions = {
   }),
   "proxy-port": stringOption({ description: "Host port the HTTP proxy listens on (default: a free port)", valueHint: "port", schema: port }),
   host: stringOption({ description: "IP address or host name the HTTP proxy listens on", valueHint: "host", default: "127.0.0.1", schema: hostName }),
-  "target-host": stringOption({ description: "Host to forward traffic to (sse and streamable-http transports only)", valueHint: "host", default: "127.0.0.1", schema: hostName }),
+  "target-host": stringOption({ description: "Host to forward traffic to (sse/streamable-http servers run as local processes; container workloads refuse it)", valueHint: "host", default: "127.0.0.1", schema: hostName }),
   "target-port": stringOption({ description: "Port the server listens on (sse and streamable-http transports only)", valueHint: "port", schema: port }),
   "endpoint-prefix": stringOption({ description: "Path prefix prepended to the SSE endpoint URLs given to clients", valueHint: "path", schema: pathPrefix }),
   "trust-proxy-headers": booleanOption({ description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr", default: false }),

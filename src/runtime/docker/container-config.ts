@@ -79,6 +79,16 @@ export function resolveMounts(profile: PermissionProfile, volumes: readonly Volu
   return [...byTarget.values()];
 }
 
+/**
+ * The port an sse/streamable-http server listens on in its container: --target-port or the
+ * registry entry's port when given; else the image's EXPOSEd TCP port when it declares
+ * exactly one (the port its author chose); else undefined, for the caller's default.
+ */
+export function serverPortFor(given: number | undefined, exposedTcpPorts: readonly number[]): number | undefined {
+  if (given !== undefined) return given;
+  return exposedTcpPorts.length === 1 ? exposedTcpPorts[0] : undefined;
+}
+
 /** Network mode from the profile and --network: profile none wins and conflicts with an explicit network. */
 export function networkModeFor(profile: PermissionProfile, network: string | undefined): string {
   const profileMode = profile.network.mode;

@@ -2,13 +2,20 @@
  * One MCP server container's life: created, attached (stdin for stdio servers; stdout and
  * stderr always, demultiplexed), started, watched until it exits, then stopped and
  * removed. If the attach connection drops while the container still runs (engine
- * restart, proxy in between), it is re-attached; the byte streams the bridge reads do
- * not end until the container does.
+ * restart, proxy in between), it is re-attached, retrying with a backoff as long as the
+ * container runs (the engine may refuse for a while: restarting, container paused); the
+ * byte streams the bridge reads do not end until the container does.
  */
 import { PassThrough, type Duplex } from "node:stream";
 import type Docker from "dockerode";
+import { McpmgrError } from "../../errors.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { engineError } from "./images.ts";
+import { MANAGED_LABEL, WORKLOAD_LABEL } from "./labels.ts";
+
+/** Re-attach backoff: quick first retries, then at most every 2 s while the container runs. */
+const REATTACH_FIRST_DELAY_MS = 100;
+const REATTACH_MAX_DELAY_MS = 2_000;
 
 export interface ContainerServer {
   readonly id: string;
@@ -21,7 +28,7 @@ export interface ContainerServer {
   readonly exited: Promise<number | null>;
   /** Stops (SIGTERM, then SIGKILL after graceMs) and removes the container and its helpers. */
   stop(graceMs?: number): Promise<void>;
-  /** How many times the attach connection was re-established. */
+  /** How many times the attach connection was re-established (successful re-attaches). */
   readonly reattachCount: number;
   /** The current attach connection (tests drop it to exercise re-attaching). */
   readonly attachConnection: Duplex | undefined;
@@ -55,6 +62,27 @@ function feed(): { node: PassThrough; web: ReadableStream<Uint8Array>; close(): 
   };
 }
 
+/**
+ * Removes a container left under `name` by a crashed supervisor (it would block the name),
+ * after checking it is mcpmgr's container for the same workload: a name is not ownership,
+ * and a user's own container that happens to be called mcpmgr-NAME must survive.
+ */
+async function removeStaleContainer(engine: ContainerEngine, name: string, labels: Readonly<Record<string, string>> | undefined): Promise<void> {
+  const existing = engine.docker.getContainer(name);
+  const info = await existing.inspect().catch((err: { statusCode?: number }) => {
+    if (err.statusCode === 404) return undefined;
+    throw engineError(`inspecting container ${name}`, err);
+  });
+  if (info === undefined) return;
+  const found = info.Config?.Labels ?? {};
+  if (found[MANAGED_LABEL] !== "true" || found[WORKLOAD_LABEL] !== labels?.[WORKLOAD_LABEL]) {
+    throw new McpmgrError("WORKLOAD_EXISTS", `a container named ${name} already exists and was not created by mcpmgr for this workload`, {
+      hint: `choose another --name, or remove that container yourself (docker rm -f ${name}) if it is not needed`,
+    });
+  }
+  await existing.remove({ force: true }).catch(() => {});
+}
+
 export async function startServerContainer(
   engine: ContainerEngine,
   options: Docker.ContainerCreateOptions & { name: string },
@@ -62,14 +90,13 @@ export async function startServerContainer(
   cleanup: () => Promise<void> = async () => {},
 ): Promise<ContainerServer> {
   const docker = engine.docker;
-  // A container left by a crashed supervisor would block the name.
-  await docker.getContainer(options.name).remove({ force: true }).catch(() => {});
   let container: Docker.Container;
   try {
+    await removeStaleContainer(engine, options.name, options.Labels);
     container = await docker.createContainer(options);
   } catch (err) {
     await cleanup();
-    throw engineError(`creating container ${options.name}`, err);
+    throw err instanceof McpmgrError ? err : engineError(`creating container ${options.name}`, err);
   }
   const out = feed();
   const err = feed();
@@ -77,7 +104,11 @@ export async function startServerContainer(
   let stopping = false;
   let exitedFlag = false;
   let reattachCount = 0;
+  /** Set while the connection is down and the last re-attach attempt failed. */
+  let reattachFailure: string | undefined;
   const pending: string[] = [];
+  // Our own notes go to the server's stderr stream, which is the workload's log.
+  const note = (text: string) => err.node.write(`mcpmgr: ${text}\n`);
 
   // A hijacked (stdin) attach is a duplex socket; an output-only attach is a plain response stream.
   const closeConnection = () => {
@@ -101,20 +132,35 @@ export async function startServerContainer(
     const dropped = () => {
       if (connection !== stream) return;
       connection = undefined;
-      if (stopping || exitedFlag) return;
-      void container
-        .inspect()
-        .then(async (info) => {
-          if (!info.State.Running || stopping) return;
-          reattachCount++;
-          await attach();
-        })
-        // The engine went away too: the container's exit (wait) is what reports it.
-        .catch(() => {});
+      void reattach();
     };
     stream.once("end", dropped);
     stream.once("close", dropped);
     stream.on("error", () => {});
+  };
+
+  /**
+   * Until it works or the container stops running. A stopped container ends the loop through
+   * inspect (not running) or through wait() settling (exitedFlag), which reports the exit.
+   */
+  const reattach = async (): Promise<void> => {
+    let delay = REATTACH_FIRST_DELAY_MS;
+    while (!stopping && !exitedFlag) {
+      try {
+        const info = await container.inspect();
+        if (!info.State.Running) return;
+        await attach();
+        reattachCount++;
+        reattachFailure = undefined;
+        return;
+      } catch (error) {
+        const why = engineError("re-attaching", error).message;
+        if (reattachFailure === undefined) note(`the attach connection to ${options.name} dropped and ${why}; retrying while the container runs`);
+        reattachFailure = why;
+      }
+      await Bun.sleep(delay);
+      delay = Math.min(delay * 2, REATTACH_MAX_DELAY_MS);
+    }
   };
 
   try {
@@ -132,6 +178,7 @@ export async function startServerContainer(
   );
   void exited.then(async () => {
     exitedFlag = true;
+    if (reattachFailure !== undefined && !stopping) note(`${options.name} exited before it could be re-attached (${reattachFailure}): its output since the connection dropped is lost`);
     // Output written just before the exit is still in flight on the attach connection: the
     // engine ends that stream once it has sent everything (bounded, in case it never does).
     const current = connection;

@@ -2,8 +2,9 @@
  * The egress helper for `--isolate-network`: the server container sits on a Docker internal
  * network with no route out, and a helper container on both networks runs this file.
  *  - Egress: an HTTP forward proxy (CONNECT tunnels and plain-HTTP absolute-URI requests)
- *    that lets through only the destinations the config allows, and never the Docker host
- *    (gateway addresses and names) unless `allowGateway`.
+ *    that lets through only the destinations the config allows, never the Docker host
+ *    (gateway addresses and names) unless `allowGateway`, and never `alwaysBlockedAddresses`
+ *    (the helper's own loopback, cloud metadata on link-local), which no flag lifts.
  *  - Ingress (optional): a TCP relay so the host can reach an HTTP server on the internal network.
  *
  * Dependency-free on purpose (only `node:` imports, nothing from the repo): the file is copied
@@ -19,7 +20,8 @@ export interface EgressConfig {
   allowAll: boolean;
   allowHosts: string[];
   allowPorts: number[];
-  blockedAddresses: string[];
+  blockedAddresses: string[]; // the Docker host's addresses and ranges: blocked unless allowGateway
+  alwaysBlockedAddresses: string[]; // blocked whatever allowGateway says
   blockedHostNames: string[];
   allowGateway: boolean;
   ingress?: { listenPort: number; targetHost: string; targetPort: number };
@@ -135,9 +137,11 @@ function _inRule(rule: string, address: string): boolean {
   return a >> shift === b >> shift;
 }
 
-/** Blocked unless allowGateway: the configured host/gateway addresses and ranges. */
-function _isBlockedAddress(config: EgressConfig, address: string): boolean {
-  return !config.allowGateway && config.blockedAddresses.some((rule) => _inRule(rule, address));
+/** Why the address may not be reached, or undefined when it may. */
+function _blockedAddress(config: EgressConfig, address: string): string | undefined {
+  if (config.alwaysBlockedAddresses.some((rule) => _inRule(rule, address))) return "loopback, link-local or unspecified";
+  if (!config.allowGateway && config.blockedAddresses.some((rule) => _inRule(rule, address))) return "Docker host";
+  return undefined;
 }
 
 /** The name-level decision (no DNS); the resolved addresses are checked by the proxy itself. */
@@ -147,7 +151,8 @@ export function isDestinationAllowed(config: EgressConfig, host: string, port: n
   if (name === undefined) return deny("invalid host");
   if (!Number.isInteger(port) || port < 1 || port > 65535) return deny("invalid port");
   if (!config.allowGateway && _matches(config.blockedHostNames, name)) return deny("blocked host name (Docker host)");
-  if (isIP(name) !== 0 && _isBlockedAddress(config, name)) return deny("blocked address (Docker host)");
+  const blocked = isIP(name) !== 0 ? _blockedAddress(config, name) : undefined;
+  if (blocked) return deny(`blocked address (${blocked})`);
   const byHost = config.allowAll || config.allowHosts.length > 0;
   if (!byHost && config.allowPorts.length === 0) return deny("no egress allowed");
   if (!config.allowAll && config.allowHosts.length > 0 && !_matches(config.allowHosts, name)) return deny("host not in allowHosts");
@@ -248,9 +253,8 @@ async function _route(client: Socket, head: string, rest: Buffer, ctx: Context):
     addresses = [];
   }
   if (addresses.length === 0) return (log("error", name, target.port, "cannot resolve host"), _reply(client, 502, "Bad Gateway: cannot resolve host"));
-  if (addresses.some((a) => _isBlockedAddress(ctx.config, a))) {
-    return (log("deny", name, target.port, "resolves to a blocked address (Docker host)"), _reply(client, 403, "Forbidden: blocked destination"));
-  }
+  const blocked = addresses.map((a) => _blockedAddress(ctx.config, a)).find((why) => why !== undefined);
+  if (blocked) return (log("deny", name, target.port, `resolves to a blocked address (${blocked})`), _reply(client, 403, "Forbidden: blocked destination"));
   log("allow", name, target.port, verdict.reason);
   const upstream = await _connectFirst(addresses, target.port, ctx.track);
   if (!upstream) return (log("error", name, target.port, "upstream connect failed"), _reply(client, 502, "Bad Gateway: cannot connect"));
@@ -359,7 +363,7 @@ export function configFromEnv(env: Record<string, string | undefined>): EgressCo
   } catch (err) {
     throw new Error(`${ENV_NAME} is not valid JSON: ${(err as Error).message}`);
   }
-  const keys = ["listenPort", "allowAll", "allowHosts", "allowPorts", "blockedAddresses", "blockedHostNames", "allowGateway", "ingress"];
+  const keys = ["listenPort", "allowAll", "allowHosts", "allowPorts", "blockedAddresses", "alwaysBlockedAddresses", "blockedHostNames", "allowGateway", "ingress"];
   const root = _object(value, ENV_NAME, keys);
   const at = (key: string) => `${ENV_NAME}.${key}`;
   const isHostRule = (s: string) => _normalizeHost(s.startsWith(".") ? s.slice(1) : s) !== undefined;
@@ -371,6 +375,7 @@ export function configFromEnv(env: Record<string, string | undefined>): EgressCo
     allowHosts: _strings(root.allowHosts ?? [], at("allowHosts"), isHostRule, "a host name, IP address or .domain"),
     allowPorts: allowPorts.map((p: unknown, i) => _port(p, `${at("allowPorts")}[${i}]`, false)),
     blockedAddresses: _strings(root.blockedAddresses ?? [], at("blockedAddresses"), _isAddressRule, "an IP address or CIDR range"),
+    alwaysBlockedAddresses: _strings(root.alwaysBlockedAddresses ?? [], at("alwaysBlockedAddresses"), _isAddressRule, "an IP address or CIDR range"),
     blockedHostNames: _strings(root.blockedHostNames ?? [], at("blockedHostNames"), isHostRule, "a host name"),
     allowGateway: _boolean(root.allowGateway ?? false, at("allowGateway")),
   };

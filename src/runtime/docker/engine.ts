@@ -77,14 +77,25 @@ export function engineCandidates(env: Env = process.env, platform: NodeJS.Platfo
   return list;
 }
 
-async function answers(candidate: Candidate, timeoutMs: number): Promise<Docker | undefined> {
+/**
+ * Which engine answered, from its /version reply: Podman names itself in Platform.Name
+ * ("Podman Engine") and in Components ("Podman Engine"); Docker does neither. A socket's
+ * path or DOCKER_HOST is only a guess (podman-docker serves /var/run/docker.sock).
+ */
+export function engineKindOf(version: { Platform?: { Name?: string }; Components?: readonly { Name?: string }[] }): EngineKind {
+  const names = [version.Platform?.Name, ...(version.Components ?? []).map((c) => c.Name)];
+  return names.some((name) => typeof name === "string" && /podman/i.test(name)) ? "podman" : "docker";
+}
+
+async function answers(candidate: Candidate, timeoutMs: number): Promise<{ docker: Docker; kind: EngineKind } | undefined> {
   const path = candidate.options.socketPath;
   if (path !== undefined && !path.startsWith("\\\\") && !existsSync(path)) return undefined;
   const docker = new Docker({ ...candidate.options, timeout: timeoutMs });
   try {
     await docker.ping();
+    const kind = engineKindOf((await docker.version()) as Parameters<typeof engineKindOf>[0]);
     // Later calls (pulls, builds, attach) may take long: no client-side timeout for them.
-    return new Docker(candidate.options);
+    return { docker: new Docker(candidate.options), kind };
   } catch {
     return undefined;
   }
@@ -92,15 +103,16 @@ async function answers(candidate: Candidate, timeoutMs: number): Promise<Docker 
 
 /**
  * The engine to use, or undefined when none answers. `want` narrows the search to one
- * kind (MCPMGR_RUNTIME=docker|podman); DOCKER_HOST is honoured for either.
+ * kind (MCPMGR_RUNTIME=docker|podman); DOCKER_HOST is honoured for either. The kind
+ * recorded is the one the engine reports, not the one asked for or guessed from the path.
  */
 export async function detectEngine(options: { env?: Env; want?: EngineKind; timeoutMs?: number } = {}): Promise<ContainerEngine | undefined> {
   const env = options.env ?? process.env;
   for (const candidate of engineCandidates(env)) {
     const fromEnv = candidate.endpoint === env.DOCKER_HOST || candidate.endpoint === env.CONTAINER_HOST;
-    if (options.want && candidate.kind !== options.want && !fromEnv) continue;
-    const docker = await answers(candidate, options.timeoutMs ?? 2_000);
-    if (docker) return { kind: options.want ?? candidate.kind, endpoint: candidate.endpoint, docker };
+    const found = await answers(candidate, options.timeoutMs ?? 2_000);
+    if (found === undefined || (options.want && found.kind !== options.want && !fromEnv)) continue;
+    return { kind: found.kind, endpoint: candidate.endpoint, docker: found.docker };
   }
   return undefined;
 }

@@ -143,19 +143,25 @@ export function prepareBuild(source: PackageSource, options: BuildOptions): { ta
   return { tag: `mcpmgr-build/${source.manager}-${slug}:${hash.digest("hex").slice(0, 16)}`, files, dockerfile };
 }
 
-/** Builds the package's image unless an image with the same content tag exists. */
+/**
+ * Builds the package's image unless an image with the same content tag exists. The base
+ * images are checked either way: the tag hashes the Dockerfile, which names them, so a
+ * cached image was built from exactly these references — but maybe under a weaker
+ * --image-verification than this run's, so a cache hit must not skip the check.
+ */
 export async function buildPackageImage(
   engine: ContainerEngine,
   source: PackageSource,
   options: BuildOptions,
   onProgress: (line: string) => void,
-  /** Runs before a (non-cached) build with the base images it uses: pull and verify them. */
-  beforeBuild: (baseImages: readonly string[]) => Promise<void> = async () => {},
+  /** Verifies the base images (pulling them only for a real build: `cached` says whether one is needed). */
+  checkBases: (baseImages: readonly string[], cached: boolean) => Promise<void> = async () => {},
 ): Promise<BuiltImage> {
   const { tag, files } = prepareBuild(source, options);
-  if (await inspectLocalImage(engine, tag)) return { tag, cached: true };
   const input = dockerfileInput(source, options);
-  await beforeBuild([...new Set([input.builderImage, input.runtimeImage])]);
+  const cached = (await inspectLocalImage(engine, tag)) !== undefined;
+  await checkBases([...new Set([input.builderImage, input.runtimeImage])], cached);
+  if (cached) return { tag, cached: true };
   const what = `the image for ${source.manager}://${source.localPath ?? source.name}`;
   onProgress(`building ${tag} (${what})`);
   await buildFromContext(engine, { tag, files, labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "build" }, what, onLine: onProgress });

@@ -12,7 +12,7 @@ export interface ImageFacts {
   readonly id: string;
   readonly repoTags: readonly string[];
   readonly repoDigests: readonly string[];
-  /** The image's own entrypoint/cmd/exposed ports, for defaults. */
+  /** The TCP ports the image EXPOSEs (its author's choice of server port), for defaults. */
   readonly exposedPorts: readonly number[];
   readonly user: string;
 }
@@ -20,9 +20,11 @@ export interface ImageFacts {
 const digestPin = /^(?<repo>.+)@(?<digest>sha256:[a-f0-9]{64})$/;
 
 function facts(info: Docker.ImageInspectInfo): ImageFacts {
+  // Keys are "PORT/PROTO" ("8080/tcp", "53/udp"); a server port is a TCP one.
   const exposed = Object.keys(info.Config?.ExposedPorts ?? {})
-    .map((key) => Number.parseInt(key, 10))
-    .filter((port) => Number.isInteger(port));
+    .map((key) => /^(\d+)(?:\/tcp)?$/i.exec(key)?.[1])
+    .filter((port): port is string => port !== undefined)
+    .map(Number);
   return { id: info.Id, repoTags: info.RepoTags ?? [], repoDigests: info.RepoDigests ?? [], exposedPorts: exposed, user: info.Config?.User ?? "" };
 }
 
@@ -92,17 +94,21 @@ export type VerificationMode = "warn" | "enabled" | "disabled";
  * (RepoDigests contain the pin, or its ID is the pinned digest). A tag alone can be
  * re-pointed by whoever controls the repository, so a tag-only image is "unverified".
  * Signature/attestation checks (sigstore) need the transparency log online and are not
- * done; locally built protocol-scheme images are ours and not checked.
+ * done; locally built protocol-scheme images are ours and not checked, but the base images
+ * they are built from are, on every run (cached builds too).
+ *
+ * `image` undefined: a base image of a cached build that is no longer present locally. The
+ * build resolved the reference itself, so a digest pin is then all there is to check.
  */
-export function verifyImage(ref: string, image: ImageFacts): { verified: true } | { verified: false; why: string } {
+export function verifyImage(ref: string, image: ImageFacts | undefined): { verified: true } | { verified: false; why: string } {
   const pin = digestPin.exec(ref)?.groups;
   if (!pin) return { verified: false, why: `${ref} is not pinned by digest (repo@sha256:…), so its content cannot be verified` };
   const digest = pin.digest as string;
-  if (image.id === digest || image.repoDigests.some((entry) => entry.endsWith(`@${digest}`))) return { verified: true };
+  if (image === undefined || image.id === digest || image.repoDigests.some((entry) => entry.endsWith(`@${digest}`))) return { verified: true };
   return { verified: false, why: `the local image for ${ref} does not have the pinned digest` };
 }
 
-export function applyVerification(mode: VerificationMode, ref: string, image: ImageFacts, warn: (text: string) => void): void {
+export function applyVerification(mode: VerificationMode, ref: string, image: ImageFacts | undefined, warn: (text: string) => void): void {
   if (mode === "disabled") return;
   const result = verifyImage(ref, image);
   if (result.verified) return;

@@ -6,8 +6,9 @@
  * shared default bridge, so other containers do not reach the helper) is its only way out
  * and in:
  *   egress   an HTTP/CONNECT proxy (HTTP_PROXY/HTTPS_PROXY in the server) that lets
- *            through exactly the profile's outbound.allow_host / allow_port, and never the
- *            engine's host-gateway addresses unless --allow-docker-gateway;
+ *            through exactly the profile's outbound.allow_host / allow_port, never the
+ *            engine's host-gateway addresses unless --allow-docker-gateway, and never
+ *            loopback or link-local (cloud metadata) addresses, whatever the flags;
  *   ingress  for sse/streamable-http servers, a TCP relay published on host loopback, so
  *            the mcpmgr proxy is the only thing that reaches the server.
  * Software that ignores HTTP_PROXY gets no network at all, which is the safe failure.
@@ -25,8 +26,14 @@ export const SERVER_ALIAS = "mcp-server";
 const EGRESS_PORT = 3128;
 const INGRESS_PORT = 8080;
 
-/** Loopback (the helper itself), link-local (cloud metadata), "this network", Docker's default gateway. */
-const alwaysBlocked = ["127.0.0.0/8", "::1/128", "169.254.0.0/16", "fe80::/10", "0.0.0.0/8", "172.17.0.1"];
+/**
+ * Loopback (the helper's own ports), link-local (cloud metadata services), "this network"
+ * and the unspecified IPv6 address (both reach the helper itself): never the Docker host,
+ * so --allow-docker-gateway does not open them.
+ */
+const alwaysBlocked = ["127.0.0.0/8", "::1/128", "::/128", "169.254.0.0/16", "fe80::/10", "0.0.0.0/8"];
+/** Docker's default gateway, blocked with the engine's other gateways unless --allow-docker-gateway. */
+const defaultGateway = "172.17.0.1";
 
 /** Names the engines give the host; blocked with the gateway addresses. */
 const gatewayHostNames = ["host.docker.internal", "gateway.docker.internal", "host.containers.internal", "host.lima.internal", "host.rancher-desktop.internal"];
@@ -49,7 +56,8 @@ export interface Isolation {
   remove(): Promise<void>;
 }
 
-export function egressConfigFor(profile: PermissionProfile, allowGateway: boolean, blockedAddresses: readonly string[], ingress?: IsolationInput["ingress"]): EgressConfig {
+/** `hostAddresses`: the engine's gateways and the host's own interface addresses. */
+export function egressConfigFor(profile: PermissionProfile, allowGateway: boolean, hostAddresses: readonly string[], ingress?: IsolationInput["ingress"]): EgressConfig {
   const outbound = profile.network.outbound;
   const none = deniesNetwork(profile);
   return {
@@ -57,17 +65,35 @@ export function egressConfigFor(profile: PermissionProfile, allowGateway: boolea
     allowAll: !none && outbound.insecure_allow_all,
     allowHosts: none ? [] : [...outbound.allow_host],
     allowPorts: none ? [] : [...outbound.allow_port],
-    blockedAddresses: [...new Set([...alwaysBlocked, ...blockedAddresses])],
+    blockedAddresses: [...new Set([defaultGateway, ...hostAddresses])],
+    alwaysBlockedAddresses: [...alwaysBlocked],
     blockedHostNames: gatewayHostNames,
     allowGateway,
     ...(ingress ? { ingress: { listenPort: INGRESS_PORT, targetHost: SERVER_ALIAS, targetPort: ingress.containerPort } } : {}),
   };
 }
 
+/**
+ * The gateway address of each IPAM pool. Some engines (Debian's docker.io 20.10 for the
+ * default bridge) record only the subnet; the bridge then takes the subnet's first host
+ * address, so that address is the host too and must be blocked like a named gateway.
+ */
+export function ipamGateways(configs: readonly { Subnet?: string; Gateway?: string }[]): string[] {
+  return configs.flatMap((config) => {
+    if (config.Gateway) return [config.Gateway];
+    const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(config.Subnet ?? "");
+    if (!m || Number(m[5]) > 30) return [];
+    const base = m.slice(1, 5).reduce((acc, part) => (acc << 8) | Number(part), 0) >>> 0;
+    const mask = Number(m[5]) === 0 ? 0 : (~0 << (32 - Number(m[5]))) >>> 0;
+    const first = ((base & mask) >>> 0) + 1;
+    return [[24, 16, 8, 0].map((shift) => (first >>> shift) & 255).join(".")];
+  });
+}
+
 /** Every engine network's gateway (each is the host) and the host's own addresses, when the engine is local. */
 async function hostAddresses(engine: ContainerEngine): Promise<string[]> {
-  const networks = (await engine.docker.listNetworks()) as { IPAM?: { Config?: { Gateway?: string }[] } }[];
-  const gateways = networks.flatMap((n) => n.IPAM?.Config ?? []).map((c) => c.Gateway).filter((g): g is string => typeof g === "string" && g !== "");
+  const networks = (await engine.docker.listNetworks()) as { IPAM?: { Config?: { Subnet?: string; Gateway?: string }[] } }[];
+  const gateways = ipamGateways(networks.flatMap((n) => n.IPAM?.Config ?? []));
   const local = engine.endpoint.startsWith("tcp://") ? [] : Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.replace(/%.*$/, "")));
   return [...gateways, ...local];
 }
@@ -89,10 +115,12 @@ export function isolationNames(workload: string): { internal: string; external: 
 export async function createIsolation(engine: ContainerEngine, input: IsolationInput): Promise<Isolation> {
   const names = isolationNames(input.workload);
   const docker = engine.docker;
+  // Only what this call made: a failure on a name someone else already uses must not delete theirs.
+  const made = { helper: false, internal: false, external: false };
   const removeAll = async () => {
-    await docker.getContainer(names.helper).remove({ force: true }).catch(() => {});
-    await removeNetwork(engine, names.internal);
-    await removeNetwork(engine, names.external);
+    if (made.helper) await docker.getContainer(names.helper).remove({ force: true }).catch(() => {});
+    if (made.internal) await removeNetwork(engine, names.internal);
+    if (made.external) await removeNetwork(engine, names.external);
   };
   try {
     const image = await ensureEgressImage(engine, input.onProgress);
@@ -104,12 +132,14 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
       Labels: input.labels("network"),
       Options: { "com.docker.network.bridge.inhibit_ipv4": "true" },
     });
+    made.internal = true;
     await docker.createNetwork({
       Name: names.external,
       Driver: "bridge",
       CheckDuplicate: true,
       Labels: input.labels("network"),
     });
+    made.external = true;
     const config = egressConfigFor(input.profile, input.allowGateway, await hostAddresses(engine), input.ingress);
     const ingressKey = `${INGRESS_PORT}/tcp`;
     const helper = await docker.createContainer({
@@ -129,6 +159,7 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
         RestartPolicy: { Name: "no" },
       },
     });
+    made.helper = true;
     await docker.getNetwork(names.internal).connect({ Container: helper.id, EndpointConfig: { Aliases: [EGRESS_ALIAS] } });
     await helper.start();
   } catch (err) {

@@ -1,0 +1,115 @@
+/**
+ * startServerContainer against the real engine: a container already holding the name is
+ * replaced only when it is mcpmgr's own for the same workload, and a dropped stdio attach
+ * is retried while the engine refuses it (a paused container answers 409) until it works.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { startServerContainer, type ContainerServer } from "../../src/runtime/docker/container.ts";
+import { detectEngine, type ContainerEngine } from "../../src/runtime/docker/engine.ts";
+import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
+import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
+import { rejection } from "../support/errors.ts";
+
+let images: FixtureImages;
+let engine: ContainerEngine;
+const made: string[] = [];
+
+beforeAll(async () => {
+  images = await fixtureImages();
+  const found = await detectEngine({ want: "docker" });
+  if (found === undefined) throw new Error("dockerd must be running for this test");
+  engine = found;
+}, 300_000);
+
+afterAll(() => {
+  for (const name of made) docker("rm", "-f", name);
+});
+
+/** A long-running container under `name` with `labels`, made outside mcpmgr. */
+function occupy(name: string, labels: Record<string, string>): string {
+  docker("rm", "-f", name);
+  made.push(name);
+  const created = docker("run", "-d", "--name", name, ...Object.entries(labels).flatMap(([k, v]) => ["--label", `${k}=${v}`]), NODE_BASE_IMAGE, "sleep", "300");
+  if (created.code !== 0) throw new Error(created.err);
+  return created.out;
+}
+
+function probeOptions(workload: string) {
+  return {
+    name: `mcpmgr-${workload}`,
+    Image: images.probe,
+    OpenStdin: true,
+    StdinOnce: false,
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    Labels: { mcpmgr: "true", "mcpmgr.workload": workload },
+  };
+}
+
+/** Reads JSON-RPC lines from a stdio server. */
+function lines(server: ContainerServer): () => Promise<{ id: number; result: unknown }> {
+  const reader = server.stdout.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  return async () => {
+    while (!buffered.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("stdout ended");
+      buffered += decoder.decode(value, { stream: true });
+    }
+    const [line, ...rest] = buffered.split("\n");
+    buffered = rest.join("\n");
+    return JSON.parse(line as string);
+  };
+}
+
+test("a container that is not mcpmgr's, or another workload's, keeps its name: WORKLOAD_EXISTS, and it survives", async () => {
+  for (const labels of [{ "mcpmgr-test": "true" }, { mcpmgr: "true", "mcpmgr.workload": "someone-else" }] as Record<string, string>[]) {
+    const id = occupy("mcpmgr-owned-test", labels);
+    const err = await rejection(startServerContainer(engine, probeOptions("owned-test"), true), "WORKLOAD_EXISTS");
+    expect(err.hint).toContain("docker rm -f mcpmgr-owned-test");
+    expect(docker("inspect", "mcpmgr-owned-test", "--format", "{{.Id}} {{.State.Running}}").out).toBe(`${id} true`);
+  }
+}, 60_000);
+
+test("mcpmgr's own leftover container for the same workload is replaced", async () => {
+  const stale = occupy("mcpmgr-stale-test", { mcpmgr: "true", "mcpmgr.workload": "stale-test" });
+  const server = await startServerContainer(engine, probeOptions("stale-test"), true);
+  try {
+    expect(server.id).not.toBe(stale);
+    expect(docker("inspect", stale).code).not.toBe(0);
+  } finally {
+    await server.stop(2_000);
+  }
+  expect(leftovers("stale-test").containers).toEqual([]);
+}, 60_000);
+
+test("a re-attach the engine refuses is retried while the container runs, and the stdio session carries on", async () => {
+  const server = await startServerContainer(engine, probeOptions("reattach-retry-test"), true);
+  made.push("mcpmgr-reattach-retry-test");
+  const next = lines(server);
+  try {
+    server.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} })}\n`);
+    expect((await next()).id).toBe(1);
+    // Paused, it still counts as running, but the engine refuses to attach (409).
+    expect(docker("pause", server.name).code).toBe(0);
+    server.attachConnection?.destroy();
+    await Bun.sleep(1_500); // several refused attempts
+    expect(server.reattachCount).toBe(0);
+    server.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" })}\n`);
+    expect(docker("unpause", server.name).code).toBe(0);
+    const deadline = Date.now() + 10_000;
+    while (server.reattachCount === 0 && Date.now() < deadline) await Bun.sleep(50);
+    expect(server.reattachCount).toBe(1);
+    // Written while detached, delivered after the re-attach.
+    const answer = await next();
+    expect(answer.id).toBe(2);
+    expect(JSON.stringify(answer.result)).toContain("read_file");
+  } finally {
+    docker("unpause", server.name);
+    await server.stop(2_000);
+  }
+  expect(leftovers("reattach-retry-test").containers).toEqual([]);
+}, 60_000);

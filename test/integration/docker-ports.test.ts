@@ -1,0 +1,70 @@
+/**
+ * Which port an HTTP server gets in its container: with --network host the registry
+ * entry's port or --target-port (the server then listens on that host port); with none, the
+ * image's single EXPOSEd TCP port rather than the 8080 default. --target-host does not
+ * apply to containers.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { findFreePort } from "../../src/proxy/serve.ts";
+import { docker, fixtureImages, runInDocker, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
+import { CLI_ENTRY } from "../support/processes.ts";
+
+let images: FixtureImages;
+let scratch: string;
+
+beforeAll(async () => {
+  images = await fixtureImages();
+  scratch = await mkdtemp(join(tmpdir(), "mcpmgr-docker-ports-"));
+}, 300_000);
+
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+/** The HTTP probe with EXPOSE lines on top (a UDP port must not count as a server port). */
+function withExposed(expose: string): string {
+  const tag = `${images.httpProbe.replace("/http-probe:", "/http-probe-exposed:")}-${expose.replace(/[^0-9a-z]+/g, "-")}`;
+  if (docker("image", "inspect", tag).code === 0) return tag;
+  const built = Bun.spawnSync(["docker", "build", "-q", "-t", tag, "-"], { stdin: Buffer.from(`FROM ${images.httpProbe}\nEXPOSE ${expose}\n`), stdout: "pipe", stderr: "pipe" });
+  if (built.exitCode !== 0) throw new Error(`docker build ${tag} failed: ${built.stderr.toString()}`);
+  return tag;
+}
+
+test("--network host: the server listens on the registry entry's port, or --target-port, and the proxy reaches it there", async () => {
+  const [entryPort, flagPort] = [await findFreePort(), await findFreePort()];
+  const registry = join(scratch, "registry.json");
+  const entry = { name: "hostnet-http", description: "the HTTP probe", transport: "streamable-http", targetPort: entryPort, source: { image: images.httpProbe }, permissions: "network", tools: ["whoami"] };
+  await writeFile(registry, JSON.stringify({ servers: [entry] }));
+  for (const [extra, port] of [[[], entryPort], [["--target-port", String(flagPort)], flagPort]] as const) {
+    const run = await runInDocker(["hostnet-http", "--name", "docker-hostnet-port", "--network", "host", ...extra], { env: { MCPMGR_REGISTRY: registry } });
+    try {
+      expect((await run.call("whoami")).text).toContain(`port=${port}`);
+      expect(docker("inspect", "mcpmgr-docker-hostnet-port", "--format", "{{.HostConfig.NetworkMode}}").out).toBe("host");
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  }
+}, 120_000);
+
+test("without --target-port or a registry port, the image's single EXPOSEd TCP port is the server's", async () => {
+  const run = await runInDocker([withExposed("7071 9999/udp"), "--name", "docker-exposed-port", "--transport", "streamable-http"]);
+  try {
+    expect((await run.call("whoami")).text).toContain("port=7071");
+    await run.client.close();
+  } finally {
+    await run.stop();
+  }
+}, 120_000);
+
+test("--target-host is refused for a container workload, and `run --help` says it does not apply to them", async () => {
+  const { code, err } = await runInDockerFails([images.httpProbe, "--transport", "streamable-http", "--target-host", "0.0.0.0"]);
+  expect(code).toBe(2);
+  expect(err).toContain("--target-host applies to servers run as local processes");
+  const help = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--help"], { env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe" }).stdout.toString();
+  const line = help.split("\n").find((l) => l.includes("--target-host")) ?? "";
+  expect(line).toContain("container workloads refuse it");
+}, 60_000);
