@@ -69,6 +69,10 @@ describe("engineCandidates", () => {
     expect(tls?.options).toEqual({ host: "engine.local", port: 2376, protocol: "https" });
   });
 
+  test("DOCKER_HOST ssh:// is refused with a hint to forward the socket", () => {
+    expect(() => engineCandidates({ DOCKER_HOST: "ssh://me@build-host" }, "linux", home)).toThrow("engines over ssh:// are not supported");
+  });
+
   test("DOCKER_HOST npipe:// becomes a Windows pipe path; on win32 only the named pipes follow", () => {
     const list = engineCandidates({ DOCKER_HOST: "npipe:////./pipe/docker_engine_custom", XDG_RUNTIME_DIR: "/xdg" }, "win32", "C:\\Users\\u");
     expect(list).toEqual([

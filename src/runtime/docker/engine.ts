@@ -48,6 +48,12 @@ function fromDockerHost(value: string, env: Env): Candidate {
     const protocol = url.protocol === "https:" || env.DOCKER_TLS_VERIFY === "1" ? "https" : "http";
     return { kind, endpoint: value, options: { host: url.hostname, port: Number(url.port || (protocol === "https" ? 2376 : 2375)), protocol } };
   }
+  if (value.startsWith("ssh://")) {
+    // Published ports and bind mounts would live on the remote machine, not beside the proxy.
+    throw new McpmgrError("INVALID_OPTION", `DOCKER_HOST ${JSON.stringify(value)}: engines over ssh:// are not supported`, {
+      hint: "forward the engine's socket (ssh -nNT -L /tmp/engine.sock:/var/run/docker.sock HOST) and set DOCKER_HOST=unix:///tmp/engine.sock, or unset DOCKER_HOST",
+    });
+  }
   throw new McpmgrError("INVALID_OPTION", `DOCKER_HOST ${JSON.stringify(value)}: expected unix://, tcp:// or npipe://`, { hint: "fix or unset DOCKER_HOST" });
 }
 
