@@ -1,5 +1,5 @@
 /** Option tables (config/) → citty argument definitions, used for dispatch and help. */
-import type { ArgsDef } from "citty";
+import type { ArgsDef, CommandDef } from "citty";
 import type { OptionTable } from "../config/option-spec.ts";
 
 export interface PositionalHelp {
@@ -37,4 +37,18 @@ export function toCittyArgs(
     };
   }
   return args;
+}
+
+/** Subcommands a command dispatches by itself, listed (and navigable) for help only. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- citty's CommandDef is invariant in its args
+export type HelpSubCommands = Readonly<Record<string, CommandDef<any>>>;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
+export function withHelpSubCommands<C extends CommandDef<any>>(command: C, helpSubCommands: HelpSubCommands): C & { readonly helpSubCommands: HelpSubCommands } {
+  return Object.assign(command, { helpSubCommands });
+}
+
+/** The help-only subcommands of a command, if it has any. */
+export function helpSubCommandsOf(command: object): HelpSubCommands | undefined {
+  return (command as { helpSubCommands?: HelpSubCommands }).helpSubCommands;
 }

@@ -22,6 +22,7 @@ import {
   refreshTokens,
   RefreshFailed,
   registerClient,
+  requestedScopes,
   startAuthorization,
   type ChallengeDiscovery,
   type ClientInfo,
@@ -29,6 +30,7 @@ import {
   type TokenSet,
 } from "../auth/outgoing/oauth-client.ts";
 import type { TokenSource } from "../auth/outgoing/token-source.ts";
+import type { Fetch } from "../auth/trusted-fetch.ts";
 import { serve } from "../proxy/serve.ts";
 import { createSecretManager } from "../secrets/manager.ts";
 import { ensureDir } from "../state/atomic-file.ts";
@@ -171,19 +173,19 @@ interface Session {
 }
 
 /** Everything about one authorization server, client and resource: discovery done, client known, tokens kept. */
-async function openSession(spec: OAuthSpec, target: URL, name: string, found: ChallengeDiscovery | undefined): Promise<Session> {
+async function openSession(spec: OAuthSpec, target: URL, name: string, found: ChallengeDiscovery | undefined, http: Fetch | undefined): Promise<Session> {
   let server: ServerInfo;
-  if (spec.endpoints) server = explicitServer(spec.endpoints.authorize, spec.endpoints.token);
-  else if (spec.issuer) server = await discoverServer(spec.issuer);
+  if (spec.endpoints) server = explicitServer(spec.endpoints.authorize, spec.endpoints.token, http);
+  else if (spec.issuer) server = await discoverServer(spec.issuer, { fetch: http });
   else if (found) {
     log.info(`${name}: the remote server asks for OAuth; its authorization server is ${found.issuer.href}`);
-    server = await discoverServer(found.issuer, { legacyDefaults: found.legacy === true });
+    server = await discoverServer(found.issuer, { legacyDefaults: found.legacy === true, fetch: http });
   } else throw new McpmgrError("INTERNAL", "no authorization server to log in to");
   // Whatever discovery returned is checked like every URL the remote chose: scheme and address.
   await assertServerEndpoints(server, target, found !== undefined && spec.issuer === undefined && spec.endpoints === undefined);
   // RFC 8707 / MCP: the resource is the remote server itself unless told otherwise.
   const resource = spec.resource ?? found?.resource ?? `${target.origin}${target.pathname}`;
-  let scopes: readonly string[] = spec.scopes ?? (server.oidc ? ["openid", "profile", "email"] : (found?.scopes ?? []));
+  let scopes = requestedScopes(spec.scopes, found, server);
   // The target and the redirect URI are part of the key: tokens are never offered to another
   // server, and a client registered for another callback port is not reused.
   const key = `oauth-${createHash("sha256").update([server.as.issuer, spec.clientId ?? "(registered)", resource, `${target.origin}${target.pathname}`, spec.callbackPort].join("\n")).digest("hex").slice(0, 32)}`;
@@ -284,14 +286,15 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
 /**
  * The token source for `--remote-auth` (and auto-detection). With an authorization server
  * given, or a remote that asks at once, the login happens before serving; otherwise the
- * first 401 (or 403 insufficient_scope) from the remote starts it.
+ * first 401 (or 403 insufficient_scope) from the remote starts it. `http` makes mcpmgr's
+ * own requests (probe, metadata, discovery, registration, tokens): it trusts --thv-ca-bundle.
  */
-export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: string): Promise<TokenSource | undefined> {
+export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: string, http?: Fetch): Promise<TokenSource | undefined> {
   let session: Session | undefined;
-  if (spec.endpoints || spec.issuer) session = await openSession(spec, target, name, undefined);
+  if (spec.endpoints || spec.issuer) session = await openSession(spec, target, name, undefined, http);
   else {
-    const found = await discoverFromRemote(target);
-    if (found) session = await openSession(spec, target, name, found);
+    const found = await discoverFromRemote(target, http);
+    if (found) session = await openSession(spec, target, name, found, http);
     else log.info(`${name}: the remote server does not ask for authentication yet; mcpmgr will log in when it does`);
   }
   await session?.current();
@@ -305,8 +308,8 @@ export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: strin
       if (session === undefined) {
         if (!/^Bearer\b/i.test(challenge) && response.status !== 401) return;
         // A failed attempt (network, timeout) must not be remembered: the next 401 tries again.
-        opening ??= discoverFromChallenge(challenge, target)
-          .then((found) => openSession(spec, target, name, found))
+        opening ??= discoverFromChallenge(challenge, target, http)
+          .then((found) => openSession(spec, target, name, found, http))
           .finally(() => (opening = undefined));
         session = await opening;
         await session.current();

@@ -12,6 +12,7 @@ import { resolvePaths } from "../state/paths.ts";
 import { log } from "./output.ts";
 import { oauthTokenSource } from "./oauth-login.ts";
 import { tokenExchangeSource } from "../auth/outgoing/token-exchange.ts";
+import { trustingFetch } from "../auth/trusted-fetch.ts";
 
 export async function prepareOutgoingAuthentication(spec: OutgoingAuthSpec, target: URL, name: string): Promise<UpstreamFetch | undefined> {
   const headers = [...spec.headers];
@@ -27,12 +28,14 @@ export async function prepareOutgoingAuthentication(spec: OutgoingAuthSpec, targ
   }
   let source: TokenSource | undefined;
   let headerName: string | undefined;
+  // mcpmgr's own requests (OAuth, token exchange) trust --thv-ca-bundle; the forwarded traffic is the remote's business.
+  const http = trustingFetch(spec.caBundle);
   if (spec.mode.kind === "bearer") {
     source = staticBearer(spec.mode.token, (status) => log.warn(`${name}: the remote server refused the bearer token (HTTP ${status})`));
   } else if (spec.mode.kind === "oauth") {
-    source = await oauthTokenSource(spec.mode.oauth, target, name);
+    source = await oauthTokenSource(spec.mode.oauth, target, name, http);
   } else if (spec.tokenExchange) {
-    source = tokenExchangeSource(spec.tokenExchange, { onError: (text) => log.warn(`${name}: ${text}`) });
+    source = tokenExchangeSource(spec.tokenExchange, { onError: (text) => log.warn(`${name}: ${text}`), fetch: http });
     headerName = spec.tokenExchange.headerName;
   }
   if (source === undefined && headers.length === 0) return undefined;

@@ -10,15 +10,13 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { parseArgv } from "../config/argv.ts";
-import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
 import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
 import { log } from "./output.ts";
 import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
 import { openStore, workloadUrl } from "./workload-arg.ts";
-
-export const proxyStdioOptions = { ...outgoingAuthOptions } as const;
 
 async function targetOf(text: string): Promise<URL> {
   if (/^https?:\/\//i.test(text)) return new URL(text);

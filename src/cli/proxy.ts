@@ -1,13 +1,14 @@
 /** `mcpmgr proxy SERVER_NAME --target-uri URL`: a standalone transparent MCP proxy. */
 import { defineCommand } from "citty";
 import { proxyOptions } from "../config/proxy-options.ts";
+import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { buildProxySpec, unsupportedProxyOptions, type ProxySpec } from "../config/proxy-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { withBuiltinProtections } from "../middleware/builtin-chain.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
 import { LiveStreams } from "../proxy/live-streams.ts";
 import { serve } from "../proxy/serve.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withHelpSubCommands } from "./citty-args.ts";
 import { maxBodyBytesFromEnv } from "./limits.ts";
 import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
@@ -16,10 +17,19 @@ const siblings: Readonly<Record<string, string>> = {
   tunnel: "'mcpmgr proxy tunnel'",
 };
 
-export default defineCommand({
+/** `proxy stdio`'s help; its argv is parsed by proxy-stdio.ts (loaded only when it runs). */
+const stdioCommand = defineCommand({
+  meta: {
+    name: "stdio",
+    description: "Expose a remote MCP endpoint (or a workload's) as a stdio server, with mcpmgr's credentials for it",
+  },
+  args: toCittyArgs(proxyStdioOptions, { URL_OR_WORKLOAD: { description: "URL of the MCP endpoint, or the name of a workload", required: true } }),
+});
+
+const proxyCommand = defineCommand({
   meta: {
     name: "proxy",
-    description: "Run a transparent HTTP proxy in front of an MCP server endpoint (no workload is created)",
+    description: "Run a transparent HTTP proxy in front of an MCP server endpoint (no workload is created); 'mcpmgr proxy stdio' relays one over stdio",
   },
   args: toCittyArgs(proxyOptions, { SERVER_NAME: { description: "Name for this proxy (used in logs)", required: true } }, new Set(unsupportedProxyOptions.keys())),
   async run({ rawArgs }) {
@@ -32,6 +42,12 @@ export default defineCommand({
     await runProxy(buildProxySpec(rawArgs));
   },
 });
+
+/**
+ * `stdio` is listed as a subcommand for help only: `run` above dispatches the first word
+ * itself, since citty would take any first word (the SERVER_NAME) for a subcommand.
+ */
+export default withHelpSubCommands(proxyCommand, { stdio: stdioCommand });
 
 async function runProxy(spec: ProxySpec): Promise<void> {
   const live = new LiveStreams();

@@ -6,6 +6,7 @@
 import { renderUsage, runCommand, type CommandDef } from "citty";
 import { McpmgrError } from "../errors.ts";
 import { version } from "../version.ts";
+import { helpSubCommandsOf } from "./citty-args.ts";
 import { enableDebug, printResult, reportError } from "./output.ts";
 
 const globalFlags: ReadonlySet<string> = new Set(["--debug"]);
@@ -20,7 +21,7 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
   try {
     if (rawArgs.length === 0 || own.includes("--help") || own.includes("-h")) {
       const [cmd, parent] = await resolveCommand(root, rawArgs.slice(0, rawArgs.indexOf("--") === -1 ? undefined : rawArgs.indexOf("--")));
-      printResult(await renderUsage(cmd, parent));
+      printResult(`${await renderUsage(cmd, parent)}${await helpOnlyCommands(cmd, parent)}`);
       process.exit(0);
     }
     if (rawArgs[0] === "--version") {
@@ -34,19 +35,39 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
   }
 }
 
-/** Follows leading non-option words into subcommands, for help. */
+/**
+ * Follows leading non-option words into subcommands (and help-only ones), for help. The
+ * parent handed to citty is named by the whole path ("mcpmgr proxy"), since citty prints
+ * only the parent's name before the command's.
+ */
 async function resolveCommand(root: CommandDef, args: readonly string[]): Promise<[CommandDef, CommandDef | undefined]> {
   let cmd = root;
-  let parent: CommandDef | undefined;
+  const path: CommandDef[] = [];
   for (const word of args) {
     if (word.startsWith("-")) break;
-    const subs = await resolve(cmd.subCommands);
-    const next = subs?.[word];
+    const next = (await resolve(cmd.subCommands))?.[word] ?? helpSubCommandsOf(cmd)?.[word];
     if (next === undefined) break;
-    parent = cmd;
+    path.push(cmd);
     cmd = await resolve(next);
   }
-  return [cmd, parent];
+  if (path.length <= 1) return [cmd, path[0]];
+  const names = await Promise.all(path.map(async (c) => (await resolve(c.meta))?.name ?? ""));
+  return [cmd, { meta: { name: names.join(" "), version: (await resolve(root.meta))?.version } }];
+}
+
+/**
+ * A COMMANDS section for help-only subcommands (proxy stdio). Not citty's own rendering,
+ * which would also print them in the usage line after the positionals (`proxy <SERVER_NAME>
+ * stdio`), a command line that does not work.
+ */
+async function helpOnlyCommands(cmd: CommandDef, parent: CommandDef | undefined): Promise<string> {
+  const subs = helpSubCommandsOf(cmd);
+  if (subs === undefined) return "";
+  const prefix = [(await resolve(parent?.meta))?.name, (await resolve(cmd.meta))?.name].filter(Boolean).join(" ");
+  const rows = await Promise.all(Object.entries(subs).map(async ([name, sub]) => [`${prefix} ${name}`, (await resolve(sub.meta))?.description ?? ""] as const));
+  const width = Math.max(...rows.map(([label]) => label.length));
+  const lines = rows.map(([label, description]) => `  ${label.padEnd(width)}    ${description}`);
+  return `\nCOMMANDS\n\n${lines.join("\n")}\n\nUse '${prefix} <command> --help' for that command's own arguments and options.\n`;
 }
 
 async function resolve<T>(value: T | (() => T | Promise<T>) | Promise<T>): Promise<T> {

@@ -1,6 +1,7 @@
 /** `mcpmgr run`: start an MCP server as a managed workload behind the proxy. */
 import { defineCommand } from "citty";
 import { runOptions } from "../config/run-options.ts";
+import { caBundleOptions } from "../config/flags/ca-bundle.ts";
 import { incomingAuthOptions } from "../config/flags/incoming-auth.ts";
 import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
 import { telemetryOptions } from "../config/flags/telemetry.ts";
@@ -76,6 +77,7 @@ const supported: ReadonlySet<string> = new Set([
   ...Object.keys(telemetryOptions),
   ...Object.keys(incomingAuthOptions),
   ...Object.keys(outgoingAuthOptions),
+  ...Object.keys(caBundleOptions),
 ]);
 const unsupported = new Map(
   Object.keys(runOptions)

@@ -7,6 +7,7 @@ import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import { detectEngine } from "../runtime/docker/engine.ts";
 import { closeSync, openSync, readFileSync, statSync } from "node:fs";
 import { LOGIN_URL_MARKER } from "./oauth-login.ts";
+import { parseRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { isProcessAlive } from "../state/lock.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
@@ -18,7 +19,29 @@ import { selfCommand } from "./self-command.ts";
 import { workloadUrl } from "./workload-arg.ts";
 
 /** Longer than the bridge's handshake timeout, which covers npx/uvx downloading the package. */
-const readyTimeoutMs = 200_000;
+const baseReadyTimeoutMs = 200_000;
+/**
+ * Beyond the login itself, a remote workload's start-up makes bounded requests of its own
+ * (the probe of the remote, metadata, discovery, registration, the code exchange: 15 s each
+ * at most).
+ */
+const loginMarginMs = 120_000;
+
+/**
+ * How long `run`/`start` wait for the supervisor: a remote workload's OAuth login happens
+ * inside it and may take the whole --remote-auth-timeout the user asked for — twice when it
+ * first waits for another mcpmgr's login to free the callback port. Generous on purpose: a
+ * supervisor whose login fails or times out reports it at once; this only bounds a hang.
+ */
+export function supervisorReadyTimeoutMs(runOptions: readonly string[]): number {
+  let loginTimeoutMs = 0;
+  try {
+    loginTimeoutMs = parseRunArgv(runOptions).values["remote-auth-timeout"];
+  } catch {
+    // The supervisor parses them again and reports what is wrong; the base wait is enough for that.
+  }
+  return Math.max(baseReadyTimeoutMs, 2 * loginTimeoutMs + loginMarginMs);
+}
 
 export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
   const status = await store.readStatus(name);
@@ -60,6 +83,7 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
   child.unref();
   const pid = child.pid;
 
+  const readyTimeoutMs = supervisorReadyTimeoutMs(record.runOptions);
   const deadline = performance.now() + readyTimeoutMs;
   const showLogin = loginUrlRelay(store.proxyLogPath(name), logStart);
   while (performance.now() < deadline) {

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { McpmgrError } from "../errors.ts";
+import { readCaBundle } from "./ca-bundle.ts";
 
 type Given = ReadonlySet<string>;
 
@@ -38,13 +39,13 @@ export interface IncomingAuthSpec {
   readonly allowPrivateIp: boolean;
   /** Sent as `Authorization: Bearer` when fetching discovery documents and JWKS. */
   readonly fetchToken: string | undefined;
-  /** Extra trusted CA certificates (PEM) for those fetches. */
+  /** Extra trusted CA certificates (PEM) for those fetches (`--thv-ca-bundle`, which also serves outgoing auth). */
   readonly caBundle: string | undefined;
   /** The resource identifier advertised; undefined: the proxy endpoint's own URL. */
   readonly resourceUrl: URL | undefined;
 }
 
-const companions = ["oidc-audience", "oidc-client-id", "oidc-client-secret", "oidc-introspection-url", "oidc-jwks-url", "oidc-scopes", "oidc-insecure-allow-http", "jwks-allow-private-ip", "jwks-auth-token-file", "thv-ca-bundle", "resource-url"];
+const companions = ["oidc-audience", "oidc-client-id", "oidc-client-secret", "oidc-introspection-url", "oidc-jwks-url", "oidc-scopes", "oidc-insecure-allow-http", "jwks-allow-private-ip", "jwks-auth-token-file", "resource-url"];
 
 function readSecretFile(option: string, path: string): string {
   let text: string;
@@ -88,11 +89,6 @@ export function incomingAuthSpec(values: IncomingAuthValues, given: Given): Inco
     throw new McpmgrError("MISSING_OPTION", "--oidc-client-secret is only used with --oidc-introspection-url", { hint: "add --oidc-introspection-url, or leave the secret out" });
   }
   const scopes = values["oidc-scopes"];
-  let caBundle: string | undefined;
-  if (values["thv-ca-bundle"]) {
-    caBundle = readSecretFile("thv-ca-bundle", values["thv-ca-bundle"]);
-    if (!caBundle.includes("-----BEGIN CERTIFICATE-----")) throw new McpmgrError("INVALID_OPTION", `--thv-ca-bundle ${values["thv-ca-bundle"]}: no PEM certificate in the file`, { hint: "give a PEM bundle" });
-  }
   return Object.freeze({
     issuer,
     audience: values["oidc-audience"],
@@ -102,7 +98,7 @@ export function incomingAuthSpec(values: IncomingAuthValues, given: Given): Inco
     allowHttp,
     allowPrivateIp: values["jwks-allow-private-ip"],
     fetchToken: values["jwks-auth-token-file"] ? readSecretFile("jwks-auth-token-file", values["jwks-auth-token-file"]) : undefined,
-    caBundle,
+    caBundle: readCaBundle(values["thv-ca-bundle"]),
     resourceUrl: values["resource-url"] ? new URL(values["resource-url"]) : undefined,
   });
 }

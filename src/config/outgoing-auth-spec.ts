@@ -5,6 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { McpmgrError } from "../errors.ts";
+import { readCaBundle } from "./ca-bundle.ts";
 
 type Given = ReadonlySet<string>;
 type Env = Readonly<Record<string, string | undefined>>;
@@ -34,6 +35,8 @@ export interface OutgoingAuthValues {
   readonly "token-exchange-header-name"?: string | undefined;
   readonly "token-exchange-scopes"?: readonly string[] | undefined;
   readonly "token-exchange-subject-token-type": "access_token" | "id_token";
+  /** Absent where the command has no such option (`proxy stdio`). */
+  readonly "thv-ca-bundle"?: string | undefined;
 }
 
 export interface OAuthSpec {
@@ -70,6 +73,8 @@ export interface OutgoingAuthSpec {
   readonly headers: readonly { readonly name: string; readonly value: string }[];
   /** Header name → secret name in the secrets manager (resolved when the proxy starts). */
   readonly secretHeaders: readonly { readonly name: string; readonly secret: string }[];
+  /** Extra CAs (PEM, `--thv-ca-bundle`) for the OAuth and token-exchange requests. */
+  readonly caBundle: string | undefined;
 }
 
 /** Headers a caller must not set: hop-by-hop (RFC 9110 §7.6.1), framing, and forwarding metadata. */
@@ -178,5 +183,6 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
     tokenExchange,
     headers: values["remote-forward-headers"].map((h) => ({ name: h.name, value: h.value })),
     secretHeaders: values["remote-forward-headers-secret"].map((h) => ({ name: h.key, secret: h.value })),
+    caBundle: readCaBundle(values["thv-ca-bundle"]),
   });
 }

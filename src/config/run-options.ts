@@ -1,4 +1,5 @@
 /** Every option of `mcpmgr run`, in the order help shows them. */
+import { caBundleOptions } from "./flags/ca-bundle.ts";
 import { containerOptions } from "./flags/container.ts";
 import { environmentOptions } from "./flags/environment.ts";
 import { incomingAuthOptions } from "./flags/incoming-auth.ts";
@@ -14,6 +15,7 @@ export const runOptions = {
   ...policyOptions,
   ...incomingAuthOptions,
   ...outgoingAuthOptions,
+  ...caBundleOptions,
   ...telemetryOptions,
 } as const;
 

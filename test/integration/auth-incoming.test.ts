@@ -81,11 +81,13 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     expect(seenHeaders[0]?.get("authorization")).toBeNull();
   });
 
-  test("wrong audience, wrong issuer, tampered, unsigned and hostile tokens get 401 invalid_token", async () => {
+  test("wrong audience, expired, wrong issuer, tampered, unsigned and hostile tokens get 401 invalid_token", async () => {
     const otherAudience = await auth.token({ resource: "https://other.example.test/mcp" });
     const signer = await importJWK(key, "RS256");
     const now = Math.floor(Date.now() / 1000);
     const wrongIssuer = await new SignJWT({ sub: "mallory", aud: JWT_RESOURCE }).setProtectedHeader({ alg: "RS256", kid: key.kid }).setIssuer("https://evil.example.test").setIssuedAt(now).setExpirationTime(now + 300).sign(signer);
+    // Signed by the issuer's own key, for this audience, but expired beyond the clock tolerance.
+    const expired = await new SignJWT({ sub: "alice", aud: JWT_RESOURCE }).setProtectedHeader({ alg: "RS256", kid: key.kid }).setIssuer(auth.issuer).setIssuedAt(now - 600).setExpirationTime(now - 120).sign(signer);
     const valid = await auth.token();
     const [head, payload, signature] = valid.split(".") as [string, string, string];
     const claims = JSON.parse(Buffer.from(payload, "base64url").toString()) as Record<string, unknown>;
@@ -93,6 +95,7 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     const unsigned = `${Buffer.from(JSON.stringify({ alg: "none" })).toString("base64url")}.${payload}.`;
     const cases: [string, string][] = [
       [otherAudience, "aud"],
+      [expired, "the token has expired"],
       [wrongIssuer, "another issuer"],
       [tampered, "signature"],
       [`${unsigned}x`, "invalid"],

@@ -11,6 +11,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
+import { proxyStdioOptions } from "../../src/config/proxy-stdio-options.ts";
 
 const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
 let auth: AuthServer;
@@ -101,6 +102,23 @@ test("usage errors are one line with a hint", () => {
     expect(lines[0]).toContain(text);
     expect(lines[0]).toContain("hint:");
   }
+});
+
+test("help: 'proxy stdio --help' shows proxy stdio's own argument and options; 'proxy --help' names the subcommand", () => {
+  const help = (...args: string[]) => Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home } });
+  for (const flag of ["--help", "-h"]) {
+    const result = help("proxy", "stdio", flag);
+    expect(result.exitCode).toBe(0);
+    const text = result.stdout.toString();
+    expect(text).toContain("USAGE mcpmgr proxy stdio [OPTIONS] <URL_OR_WORKLOAD>");
+    for (const option of Object.keys(proxyStdioOptions)) expect(text).toContain(`--${option}`);
+    // What plain `proxy` takes and `proxy stdio` refuses.
+    for (const absent of ["SERVER_NAME", "--target-uri", "--oidc-", "--port", "--thv-ca-bundle"]) expect(text).not.toContain(absent);
+  }
+  const proxy = help("proxy", "--help");
+  expect(proxy.exitCode).toBe(0);
+  expect(proxy.stdout.toString()).toMatch(/^COMMANDS$[\s\S]*^ +mcpmgr proxy stdio +\S/m);
+  expect(proxy.stdout.toString()).not.toContain("<SERVER_NAME> stdio");
 });
 
 test("input piped in and closed: every request is still answered before the relay exits", async () => {

@@ -4,6 +4,7 @@
  * JWT (or opaque) access tokens, introspection and client credentials.
  */
 import { createServer } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import { exportJWK, generateKeyPair } from "jose";
 import Provider, { type Configuration } from "oidc-provider";
 import { freePort } from "./processes.ts";
@@ -23,6 +24,8 @@ export const CLIENTS = {
   mcpmgrPublic: { client_id: "mcpmgr-public" },
   /** exchanges tokens (RFC 8693) for the remote's audience. */
   exchanger: { client_id: "exchanger", client_secret: "exchanger-secret" },
+  /** the same, with an id and a secret that RFC 6749 §2.3.1 form-encoding changes (or, for - and ., must not). */
+  exchangerEncoded: { client_id: "exchanger-2.b", client_secret: "s3 cr+t:%/&=~" },
 } as const;
 
 /** The callback mcpmgr's login listens on in tests (a port no other test uses). */
@@ -30,6 +33,8 @@ export const CALLBACK_PORTS = [18661, 18662, 18663] as const;
 
 export interface AuthServer {
   readonly issuer: string;
+  /** fetch that trusts the server's certificate when it serves https. */
+  readonly fetch: (url: string | URL, init?: RequestInit) => Promise<Response>;
   readonly provider: Provider;
   /** Token endpoint requests so far, by grant_type. */
   readonly grants: Map<string, number>;
@@ -38,9 +43,11 @@ export interface AuthServer {
   stop(): Promise<void>;
 }
 
-export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; port?: number; accessTokenTtl?: number } = {}): Promise<AuthServer> {
+export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; port?: number; accessTokenTtl?: number; tls?: { cert: string; key: string } } = {}): Promise<AuthServer> {
   const port = options.port ?? (await freePort());
-  const issuer = `http://127.0.0.1:${port}`;
+  const issuer = `${options.tls ? "https" : "http"}://127.0.0.1:${port}`;
+  const tls = options.tls;
+  const trusted = (url: string | URL, init: RequestInit = {}) => fetch(url, tls ? ({ ...init, tls: { ca: tls.cert } } as RequestInit) : init);
   const keys = options.keys ?? [await signingKey("key-1")];
   const configuration: Configuration = {
     clients: [
@@ -61,6 +68,7 @@ export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; por
         response_types: ["code"],
       },
       { ...CLIENTS.exchanger, grant_types: ["urn:ietf:params:oauth:grant-type:token-exchange"], redirect_uris: [], response_types: [] },
+      { ...CLIENTS.exchangerEncoded, grant_types: ["urn:ietf:params:oauth:grant-type:token-exchange"], redirect_uris: [], response_types: [] },
     ],
     // Refresh tokens for every authorization-code client that may use them (no offline_access dance).
     issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(type: string): boolean }) => client.grantTypeAllowed("refresh_token"),
@@ -129,14 +137,15 @@ export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; por
     },
     ["subject_token", "subject_token_type", "requested_token_type", "audience", "scope", "resource"],
   );
-  const listener = createServer(provider.callback());
+  const listener = tls ? createTlsServer({ cert: tls.cert, key: tls.key }, provider.callback()) : createServer(provider.callback());
   await new Promise<void>((resolve) => listener.listen(port, "127.0.0.1", resolve));
   return {
     issuer,
+    fetch: trusted,
     provider,
     grants,
     async token({ resource = JWT_RESOURCE, scope = "mcp:read" } = {}) {
-      const response = await fetch(`${issuer}/token`, {
+      const response = await trusted(`${issuer}/token`, {
         method: "POST",
         headers: {
           "content-type": "application/x-www-form-urlencoded",
@@ -157,14 +166,14 @@ export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; por
  * oidc-provider's login and consent pages (any login is accepted) with a cookie jar, up to
  * the redirect to mcpmgr's callback, which it then requests. Returns the callback's status.
  */
-export async function completeLogin(authorizeUrl: string, user = "alice"): Promise<number> {
+export async function completeLogin(authorizeUrl: string, user = "alice", fetcher: (url: string, init?: RequestInit) => Promise<Response> = fetch): Promise<number> {
   const cookies = new Map<string, string>();
   const cookieHeader = () => [...cookies].map(([k, v]) => `${k}=${v}`).join("; ");
   let url = authorizeUrl;
   let method = "GET";
   let body: URLSearchParams | undefined;
   for (let step = 0; step < 20; step++) {
-    const response = await fetch(url, { method, redirect: "manual", headers: { cookie: cookieHeader(), ...(body ? { "content-type": "application/x-www-form-urlencoded" } : {}) }, ...(body ? { body } : {}) });
+    const response = await fetcher(url, { method, redirect: "manual", headers: { cookie: cookieHeader(), ...(body ? { "content-type": "application/x-www-form-urlencoded" } : {}) }, ...(body ? { body } : {}) });
     for (const line of response.headers.getSetCookie()) {
       const [pair = ""] = line.split(";");
       const at = pair.indexOf("=");

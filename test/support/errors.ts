@@ -19,3 +19,19 @@ export async function rejection(promise: Promise<unknown>, code: ErrorCode): Pro
   expect(err.code).toBe(code);
   return err;
 }
+
+/** The McpmgrError `fn` throws synchronously, checked to be a usage error (exit 2, with a hint) with `code`. */
+export function usageError(fn: () => unknown, code: ErrorCode): McpmgrError {
+  let thrown: unknown;
+  try {
+    fn();
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeInstanceOf(McpmgrError);
+  const err = thrown as McpmgrError;
+  expect(err.code).toBe(code);
+  expect(err.exitCode).toBe(2);
+  expect(err.hint).toBeString();
+  return err;
+}

@@ -7,12 +7,13 @@
 import { resolvesInside } from "../addresses.ts";
 import type { IncomingAuthSpec } from "../../config/incoming-auth-spec.ts";
 import { McpmgrError } from "../../errors.ts";
+import { trustingFetch, type Fetch } from "../trusted-fetch.ts";
 
 export { isPrivateAddress } from "../addresses.ts";
-
-export type Fetch = (input: string | URL, init?: RequestInit) => Promise<Response>;
+export type { Fetch } from "../trusted-fetch.ts";
 
 export function guardedFetch(spec: Pick<IncomingAuthSpec, "allowHttp" | "allowPrivateIp" | "fetchToken" | "caBundle">, base: Fetch = fetch): Fetch {
+  const send = trustingFetch(spec.caBundle, base);
   return async (input, init = {}) => {
     const url = new URL(input instanceof URL ? input.href : input);
     if (url.protocol !== "https:" && !(url.protocol === "http:" && spec.allowHttp)) {
@@ -28,6 +29,6 @@ export function guardedFetch(spec: Pick<IncomingAuthSpec, "allowHttp" | "allowPr
     }
     const headers = new Headers(init.headers);
     if (spec.fetchToken !== undefined && !headers.has("authorization")) headers.set("authorization", `Bearer ${spec.fetchToken}`);
-    return base(url, { ...init, headers, redirect: "manual", ...(spec.caBundle ? { tls: { ca: spec.caBundle } } : {}) } as RequestInit);
+    return send(url, { ...init, headers, redirect: "manual" });
   };
 }

@@ -8,11 +8,14 @@
 import * as oauth from "oauth4webapi";
 import { McpmgrError } from "../../errors.ts";
 import { isLoopbackHost, resolvesInside } from "../addresses.ts";
+import type { Fetch } from "../trusted-fetch.ts";
 
 export interface ServerInfo {
   readonly as: oauth.AuthorizationServer;
   /** Found by OIDC discovery (then openid,profile,email are the default scopes). */
   readonly oidc: boolean;
+  /** How mcpmgr reaches this server (trusting --thv-ca-bundle); undefined: the global fetch. */
+  readonly fetch?: Fetch | undefined;
 }
 
 export interface ClientInfo {
@@ -40,24 +43,29 @@ export interface PendingAuthorization {
 
 /**
  * Per request: a time limit (an authorization server that never answers must not hang
- * mcpmgr), and http:// only for loopback authorization servers (local development, tests).
+ * mcpmgr), http:// only for loopback authorization servers (local development, tests), and
+ * the server's fetch (the CA bundle).
  */
-function requestOptions(url: URL): { [oauth.allowInsecureRequests]?: boolean; signal: AbortSignal } {
+export function requestOptions(url: URL, fetcher?: Fetch): { [oauth.allowInsecureRequests]?: boolean; [oauth.customFetch]?: Fetch; signal: AbortSignal } {
   const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
-  return { signal: AbortSignal.timeout(15_000), ...(url.protocol === "http:" && loopback ? { [oauth.allowInsecureRequests]: true } : {}) };
+  return {
+    signal: AbortSignal.timeout(15_000),
+    ...(url.protocol === "http:" && loopback ? { [oauth.allowInsecureRequests]: true } : {}),
+    ...(fetcher ? { [oauth.customFetch]: fetcher } : {}),
+  };
 }
 
 function failure(what: string, err: unknown, hint: string): McpmgrError {
   const detail = err instanceof oauth.ResponseBodyError ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}` : err instanceof Error ? err.message : String(err);
-  return new McpmgrError("AUTH_SETUP_FAILED", `${what} failed (${detail})`, { hint, cause: err });
+  return new McpmgrError("AUTH_SETUP_FAILED", `${what} failed (${detail})`, { hint: untrustedCertificate(detail) ? CA_HINT : hint, cause: err });
 }
 
-export async function discoverServer(issuer: URL, options: { legacyDefaults?: boolean } = {}): Promise<ServerInfo> {
+export async function discoverServer(issuer: URL, options: { legacyDefaults?: boolean; fetch?: Fetch | undefined } = {}): Promise<ServerInfo> {
   const failures: string[] = [];
   for (const algorithm of ["oidc", "oauth2"] as const) {
     try {
-      const response = await oauth.discoveryRequest(issuer, { algorithm, ...requestOptions(issuer) });
-      return { as: await oauth.processDiscoveryResponse(issuer, response), oidc: algorithm === "oidc" };
+      const response = await oauth.discoveryRequest(issuer, { algorithm, ...requestOptions(issuer, options.fetch) });
+      return { as: await oauth.processDiscoveryResponse(issuer, response), oidc: algorithm === "oidc", fetch: options.fetch };
     } catch (err) {
       failures.push(`${algorithm}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -65,16 +73,23 @@ export async function discoverServer(issuer: URL, options: { legacyDefaults?: bo
   if (options.legacyDefaults) {
     // MCP 2025-03-26 §2.3.3: without metadata, /authorize, /token and /register on the server's origin.
     const base = issuer.origin;
-    return { as: { issuer: base, authorization_endpoint: `${base}/authorize`, token_endpoint: `${base}/token`, registration_endpoint: `${base}/register` }, oidc: false };
+    return { as: { issuer: base, authorization_endpoint: `${base}/authorize`, token_endpoint: `${base}/token`, registration_endpoint: `${base}/register` }, oidc: false, fetch: options.fetch };
   }
   throw new McpmgrError("AUTH_SETUP_FAILED", `discovery of the authorization server ${issuer.href} failed (${failures.join("; ")})`, {
-    hint: "check --remote-auth-issuer, or give --remote-auth-authorize-url and --remote-auth-token-url",
+    hint: untrustedCertificate(failures.join(" ")) ? CA_HINT : "check --remote-auth-issuer, or give --remote-auth-authorize-url and --remote-auth-token-url",
   });
 }
 
+const CA_HINT = "the server's certificate is not trusted: give its CA (PEM) with --thv-ca-bundle";
+
+/** Whether a fetch failed on the server's certificate (then --thv-ca-bundle is the way out). */
+function untrustedCertificate(text: string): boolean {
+  return /certificate|self[ -]signed|unable to verify/i.test(text);
+}
+
 /** Explicit endpoints (non-OIDC OAuth): an authorization server described by hand. */
-export function explicitServer(authorize: URL, token: URL): ServerInfo {
-  return { as: { issuer: token.origin, authorization_endpoint: authorize.href, token_endpoint: token.href }, oidc: false };
+export function explicitServer(authorize: URL, token: URL, fetcher?: Fetch): ServerInfo {
+  return { as: { issuer: token.origin, authorization_endpoint: authorize.href, token_endpoint: token.href }, oidc: false, fetch: fetcher };
 }
 
 export interface ChallengeDiscovery {
@@ -90,7 +105,7 @@ export interface ChallengeDiscovery {
  * Asks the remote without credentials; a 401 naming `resource_metadata` (RFC 9728) leads
  * to its authorization server. undefined: the remote does not ask for authentication.
  */
-export async function discoverFromRemote(target: URL, fetcher: typeof fetch = fetch): Promise<ChallengeDiscovery | undefined> {
+export async function discoverFromRemote(target: URL, fetcher: Fetch = fetch): Promise<ChallengeDiscovery | undefined> {
   const probe = await fetcher(target, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
@@ -135,7 +150,7 @@ export async function assertRemoteChosenUrl(text: string, what: string, target: 
 }
 
 /** From a remote's Bearer challenge to its authorization server (RFC 9728, or the 2025-03-26 defaults). */
-export async function discoverFromChallenge(challenge: string, target: URL, fetcher: typeof fetch = fetch): Promise<ChallengeDiscovery> {
+export async function discoverFromChallenge(challenge: string, target: URL, fetcher: Fetch = fetch): Promise<ChallengeDiscovery> {
   const metadataText = /resource_metadata="([^"]+)"/i.exec(challenge)?.[1];
   const scopeText = /scope="([^"]*)"/i.exec(challenge)?.[1];
   // RFC 9728: the URL the challenge names, else the path-suffixed then the root well-known URL.
@@ -217,6 +232,16 @@ export async function assertServerEndpoints(server: ServerInfo, target: URL, rem
   }
 }
 
+/**
+ * The scopes to request (MCP authorization, scope selection): the user's own
+ * (--remote-auth-scopes); else what the remote asked for when it sent mcpmgr here — its
+ * challenge's `scope`, else its metadata's `scopes_supported` (both in `found.scopes`); else
+ * openid,profile,email from an OIDC server; else none (the server's default).
+ */
+export function requestedScopes(given: readonly string[] | undefined, found: ChallengeDiscovery | undefined, server: ServerInfo): readonly string[] {
+  return given ?? found?.scopes ?? (server.oidc ? ["openid", "profile", "email"] : []);
+}
+
 /** RFC 7591: a public client using PKCE, for this redirect URI. */
 export async function registerClient(server: ServerInfo, redirectUri: string): Promise<ClientInfo> {
   if (!server.as.registration_endpoint) {
@@ -226,7 +251,7 @@ export async function registerClient(server: ServerInfo, redirectUri: string): P
     const response = await oauth.dynamicClientRegistrationRequest(
       server.as,
       { client_name: "mcpmgr", redirect_uris: [redirectUri], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" },
-      requestOptions(new URL(server.as.registration_endpoint)),
+      requestOptions(new URL(server.as.registration_endpoint), server.fetch),
     );
     // Read by hand: servers in the wild omit fields oauth4webapi insists on (client_secret_expires_at).
     const body = (await response.json().catch(() => ({}))) as { client_id?: unknown; client_secret?: unknown; token_endpoint_auth_method?: unknown; error?: string; error_description?: string };
@@ -270,8 +295,12 @@ function basicAuth(clientSecret: string): oauth.ClientAuth {
   };
 }
 
-/** client_secret_basic unless the client was registered for _post, or the server only supports _post. */
-function clientAuth(server: ServerInfo, client: ClientInfo): oauth.ClientAuth {
+/**
+ * client_secret_basic unless the client was registered for _post, or the server only supports
+ * _post; a client without a secret is public (client_id in the body). The one place that
+ * decides how mcpmgr authenticates as a client (the OAuth flow and token exchange).
+ */
+export function clientAuth(server: ServerInfo, client: ClientInfo): oauth.ClientAuth {
   if (client.clientSecret === undefined) return oauth.None();
   const supported = server.as.token_endpoint_auth_methods_supported;
   const method = client.authMethod ?? (supported && !supported.includes("client_secret_basic") && supported.includes("client_secret_post") ? "client_secret_post" : "client_secret_basic");
@@ -300,7 +329,7 @@ export async function completeAuthorization(server: ServerInfo, client: ClientIn
   try {
     const response = await oauth.authorizationCodeGrantRequest(server.as, oauthClient, clientAuth(server, client), params, pending.redirectUri, pending.codeVerifier, {
       ...(resource ? { additionalParameters: { resource } } : {}),
-      ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer)),
+      ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer), server.fetch),
     });
     return tokenSet(await oauth.processAuthorizationCodeResponse(server.as, oauthClient, response));
   } catch (err) {
@@ -323,7 +352,7 @@ export async function refreshTokens(server: ServerInfo, client: ClientInfo, refr
   try {
     const response = await oauth.refreshTokenGrantRequest(server.as, oauthClient, clientAuth(server, client), refreshToken, {
       ...(resource ? { additionalParameters: { resource } } : {}),
-      ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer)),
+      ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer), server.fetch),
     });
     return tokenSet(await oauth.processRefreshTokenResponse(server.as, oauthClient, response), refreshToken);
   } catch (err) {

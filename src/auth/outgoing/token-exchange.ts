@@ -8,7 +8,9 @@ import { createHash } from "node:crypto";
 import * as oauth from "oauth4webapi";
 import type { TokenExchangeSpec } from "../../config/outgoing-auth-spec.ts";
 import type { TokenSource } from "./token-source.ts";
+import { clientAuth, requestOptions, type ServerInfo } from "./oauth-client.ts";
 import { requestState } from "../request-state.ts";
+import type { Fetch } from "../trusted-fetch.ts";
 
 const GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
 const TOKEN_TYPES = { access_token: "urn:ietf:params:oauth:token-type:access_token", id_token: "urn:ietf:params:oauth:token-type:id_token" } as const;
@@ -27,11 +29,21 @@ export class TokenExchangeFailed extends Error {
   }
 }
 
-export function tokenExchangeSource(spec: TokenExchangeSpec, options: { onError?: (text: string) => void } = {}): TokenSource {
-  const as: oauth.AuthorizationServer = { issuer: spec.url.origin, token_endpoint: spec.url.href };
-  const client: oauth.Client = { client_id: spec.clientId ?? "" };
-  const auth = spec.clientSecret !== undefined ? oauth.ClientSecretBasic(spec.clientSecret) : oauth.None();
-  const insecure = spec.url.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(spec.url.hostname) ? { [oauth.allowInsecureRequests]: true } : {};
+/**
+ * No --token-exchange-client-id: the request carries no client authentication at all (no
+ * empty client_id). oauth4webapi insists on a client_id in its client object; this one is
+ * never sent, since this authentication method writes nothing.
+ */
+const ANONYMOUS: { client: oauth.Client; auth: oauth.ClientAuth } = { client: { client_id: "mcpmgr-anonymous" }, auth: () => {} };
+
+export function tokenExchangeSource(spec: TokenExchangeSpec, options: { onError?: (text: string) => void; fetch?: Fetch | undefined } = {}): TokenSource {
+  // The exchange endpoint described as a bare authorization server, so the client
+  // authentication is the OAuth flow's own (RFC 6749 form-encoded Basic, or public).
+  const server: ServerInfo = { as: { issuer: spec.url.origin, token_endpoint: spec.url.href }, oidc: false, fetch: options.fetch };
+  const { client, auth } =
+    spec.clientId === undefined
+      ? ANONYMOUS
+      : { client: { client_id: spec.clientId }, auth: clientAuth(server, { clientId: spec.clientId, clientSecret: spec.clientSecret }) };
   const cache = new Map<string, { value: string; until: number }>();
   return {
     async authorization(incoming) {
@@ -45,8 +57,8 @@ export function tokenExchangeSource(spec: TokenExchangeSpec, options: { onError?
       if (spec.scopes.length > 0) parameters.set("scope", spec.scopes.join(" "));
       let exchanged: oauth.TokenEndpointResponse;
       try {
-        const response = await oauth.genericTokenEndpointRequest(as, client, auth, GRANT, parameters, { ...insecure, signal: AbortSignal.timeout(15_000) });
-        exchanged = await oauth.processGenericTokenEndpointResponse(as, client, response);
+        const response = await oauth.genericTokenEndpointRequest(server.as, client, auth, GRANT, parameters, requestOptions(spec.url, server.fetch));
+        exchanged = await oauth.processGenericTokenEndpointResponse(server.as, client, response);
       } catch (err) {
         const detail = err instanceof oauth.ResponseBodyError ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}` : err instanceof Error ? err.message : String(err);
         options.onError?.(`token exchange failed (${detail})`);

@@ -18,6 +18,5 @@ export const incomingAuthOptions = {
   "oidc-insecure-allow-http": booleanOption({ description: "Allow http:// issuers and JWKS URLs (local development only)", default: false }),
   "jwks-allow-private-ip": booleanOption({ description: "Allow JWKS/OIDC endpoints on private IP addresses", default: false }),
   "jwks-auth-token-file": stringOption({ description: "File with a bearer token sent when fetching JWKS/OIDC documents", valueHint: "path", schema: nonEmpty }),
-  "thv-ca-bundle": stringOption({ description: "CA bundle (PEM) trusted for mcpmgr's own HTTPS requests (JWKS, OIDC discovery)", valueHint: "path", schema: nonEmpty }),
   "resource-url": stringOption({ description: "Explicit resource URL advertised by the OAuth protected-resource metadata (RFC 9728)", valueHint: "url", schema: httpUrl }),
 } as const;

@@ -1,0 +1,208 @@
+/**
+ * More of mcpmgr's OAuth client end to end through `mcpmgr proxy`, against oidc-provider:
+ * explicit authorize/token URLs (no discovery), a running proxy renewing its access token
+ * (before it expires, and after the remote refuses it) without a browser, and the scopes a
+ * login triggered by a remote's 401 asks for (MCP scope selection).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import { CLI_ENTRY, spawnUntil, startProxy, type Running } from "../support/processes.ts";
+
+const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
+const LOGIN_URL = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m;
+let auth: AuthServer;
+let fixture: RunningFixture;
+let remote: Awaited<ReturnType<typeof startProxy>>;
+let scratch: string;
+let secretFile: string;
+
+beforeAll(async () => {
+  auth = await startAuthServer();
+  fixture = await startConformanceServer();
+  remote = await startProxy(fixture.url, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--resource-url", JWT_RESOURCE, ...LOCAL_DEV]);
+  scratch = await mkdtemp(join(tmpdir(), "mcpmgr-oauth-flows-"));
+  secretFile = join(scratch, "client-secret");
+  await writeFile(secretFile, CLIENTS.mcpmgr.client_secret);
+}, 60_000);
+
+afterAll(async () => {
+  await remote?.stop();
+  await fixture?.stop();
+  await auth?.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+async function until<T>(read: () => T | undefined, what: string, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(50);
+  }
+}
+
+/** `mcpmgr proxy` that logs in (the test plays the user); resolves once it serves. */
+async function loggedInProxy(args: string[], server: AuthServer = auth): Promise<Running & { url: string; login: URL }> {
+  const home = await mkdtemp(join(scratch, "home-"));
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args, "--remote-auth-skip-browser"], LOGIN_URL, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+  const login = running.match[1] as string;
+  expect(await completeLogin(login)).toBe(200);
+  const url = await until(() => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(running.output())?.[1], "the proxy's client URL").catch(async (err: unknown) => {
+    await running.stop();
+    throw new Error(`${err instanceof Error ? err.message : String(err)}:\n${running.output()}`);
+  });
+  expect(server.grants.get("authorization_code") ?? 0).toBeGreaterThan(0);
+  return { ...running, url, login: new URL(login) };
+}
+
+async function callTool(url: string): Promise<string> {
+  const client = new Client({ name: "oauth-flows-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  try {
+    const result = (await client.callTool({ name: "test_simple_text", arguments: {} })) as { content: { type: string; text?: string }[] };
+    return result.content[0]?.text ?? "";
+  } finally {
+    await client.close();
+  }
+}
+
+const logins = (output: string) => output.split("\n").filter((line) => LOGIN_URL.test(line)).length;
+
+test("explicit --remote-auth-authorize-url and --remote-auth-token-url (no issuer, no discovery): logs in and calls a tool", async () => {
+  const proxy = await loggedInProxy([
+    "--target-uri", remote.url, "--remote-auth",
+    "--remote-auth-authorize-url", `${auth.issuer}/auth`, "--remote-auth-token-url", `${auth.issuer}/token`,
+    "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile,
+    // Not OIDC, so no default scopes: oidc-provider refuses a grant of nothing.
+    "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-scopes", "mcp:read", "--remote-auth-callback-port", String(CALLBACK_PORTS[0]),
+  ]);
+  try {
+    expect(proxy.login.origin + proxy.login.pathname).toBe(`${auth.issuer}/auth`);
+    expect(proxy.login.searchParams.get("scope")).toBe("mcp:read");
+    expect(proxy.login.searchParams.get("code_challenge_method")).toBe("S256");
+    expect(await callTool(proxy.url)).not.toBe("");
+  } finally {
+    await proxy.stop();
+  }
+}, 90_000);
+
+test("a running proxy refreshes its access token before it expires, without a browser, and keeps serving", async () => {
+  const shortLived = await startAuthServer({ accessTokenTtl: 4 });
+  const protectedRemote = await startProxy(fixture.url, ["--oidc-issuer", shortLived.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+  try {
+    const proxy = await loggedInProxy([
+      "--target-uri", protectedRemote.url, "--remote-auth", "--remote-auth-issuer", shortLived.issuer,
+      "--remote-auth-client-id", CLIENTS.mcpmgrPublic.client_id, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[1]),
+    ], shortLived);
+    try {
+      expect(await callTool(proxy.url)).not.toBe("");
+      const before = shortLived.grants.get("refresh_token") ?? 0;
+      // Past half of the 4 s lifetime: the next request renews first.
+      await Bun.sleep(2_500);
+      expect(await callTool(proxy.url)).not.toBe("");
+      expect(shortLived.grants.get("refresh_token") ?? 0).toBeGreaterThan(before);
+      // And again after the first token's expiry.
+      await Bun.sleep(2_500);
+      expect(await callTool(proxy.url)).not.toBe("");
+      expect(logins(proxy.output())).toBe(1);
+    } finally {
+      await proxy.stop();
+    }
+  } finally {
+    await protectedRemote.stop();
+    await shortLived.stop();
+  }
+}, 90_000);
+
+test("a running proxy whose token the remote refuses (401) refreshes it and retries, without a browser", async () => {
+  // Between mcpmgr and the remote: forwards everything, but refuses one request when told to.
+  let refuseNext = false;
+  const refused: string[] = [];
+  const gate = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      if (refuseNext) {
+        refuseNext = false;
+        refused.push(req.headers.get("authorization") ?? "");
+        return new Response(null, { status: 401, headers: { "www-authenticate": 'Bearer error="invalid_token", error_description="revoked"' } });
+      }
+      const url = new URL(req.url);
+      const headers = new Headers(req.headers);
+      headers.delete("host");
+      const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+      return fetch(new URL(url.pathname + url.search, remote.url), { method: req.method, headers, ...(body ? { body } : {}), signal: req.signal });
+    },
+  });
+  try {
+    const proxy = await loggedInProxy([
+      "--target-uri", `http://127.0.0.1:${gate.port}/mcp`, "--remote-auth", "--remote-auth-issuer", auth.issuer,
+      "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile,
+      "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[2]),
+    ]);
+    try {
+      expect(await callTool(proxy.url)).not.toBe("");
+      const before = auth.grants.get("refresh_token") ?? 0;
+      refuseNext = true;
+      expect(await callTool(proxy.url)).not.toBe("");
+      expect(refused).toHaveLength(1);
+      expect(auth.grants.get("refresh_token") ?? 0).toBe(before + 1);
+      expect(proxy.output()).toContain("refused the access token; renewing it");
+      expect(logins(proxy.output())).toBe(1);
+    } finally {
+      await proxy.stop();
+    }
+  } finally {
+    await gate.stop(true);
+  }
+}, 90_000);
+
+describe("scopes asked for when a remote's 401 starts the login", () => {
+  let challengeScope: string | undefined;
+  let remoteServer: ReturnType<typeof Bun.serve>;
+  beforeAll(() => {
+    remoteServer = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(req) {
+        const origin = new URL(req.url).origin;
+        if (new URL(req.url).pathname.startsWith("/.well-known/oauth-protected-resource")) {
+          return Response.json({ resource: `${origin}/mcp`, authorization_servers: [auth.issuer], scopes_supported: ["openid", "mcp:write"] });
+        }
+        const scope = challengeScope === undefined ? "" : `, scope="${challengeScope}"`;
+        return new Response(null, { status: 401, headers: { "www-authenticate": `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"${scope}` } });
+      },
+    });
+  });
+  afterAll(() => remoteServer.stop(true));
+
+  async function requestedScope(extra: string[]): Promise<string | null> {
+    const home = await mkdtemp(join(scratch, "home-scope-"));
+    const args = ["--target-uri", `http://127.0.0.1:${remoteServer.port}/mcp`, "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile, "--remote-auth-callback-port", String(CALLBACK_PORTS[0]), "--remote-auth-skip-browser", ...extra];
+    const running = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], LOGIN_URL, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+    await running.stop();
+    return new URL(running.match[1] as string).searchParams.get("scope");
+  }
+
+  test("the challenge's scope first (even though the authorization server is OIDC)", async () => {
+    challengeScope = "mcp:read";
+    expect(await requestedScope([])).toBe("mcp:read");
+  }, 60_000);
+
+  test("then the metadata's scopes_supported", async () => {
+    challengeScope = undefined;
+    expect(await requestedScope([])).toBe("openid mcp:write");
+  }, 60_000);
+
+  test("--remote-auth-scopes wins over both", async () => {
+    challengeScope = "mcp:read";
+    expect(await requestedScope(["--remote-auth-scopes", "openid,email"])).toBe("openid email");
+  }, 60_000);
+});

@@ -1,0 +1,104 @@
+/**
+ * Outgoing-authentication options in argv.test.ts's style: conflicts and requirements
+ * reported as usage errors, --thv-ca-bundle on its own, the scopes a login asks for, and how
+ * long `run` waits for a supervisor that may be logging in.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { requestedScopes, type ServerInfo } from "../../src/auth/outgoing/oauth-client.ts";
+import { supervisorReadyTimeoutMs } from "../../src/cli/supervisor-control.ts";
+import { buildProxySpec } from "../../src/config/proxy-spec.ts";
+import { parseRunArgv } from "../../src/config/run-spec.ts";
+import { usageError } from "../support/errors.ts";
+
+const TARGET = ["--target-uri", "http://127.0.0.1:9/mcp"];
+const scratch = mkdtempSync(join(tmpdir(), "mcpmgr-auth-options-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe("a bearer token excludes the OAuth client options", () => {
+  const tokenFile = join(scratch, "token");
+  writeFileSync(tokenFile, "t\n");
+  const bearers = [["--remote-auth-bearer-token", "t"], ["--remote-auth-bearer-token-file", tokenFile]];
+  const oauth = [["--remote-auth-client-id", "c"], ["--remote-auth-client-secret", "s"], ["--remote-auth-client-secret-file", tokenFile], ["--remote-auth-scopes", "a"], ["--remote-auth-resource", "https://r.example"]];
+  const rows = bearers.flatMap((bearer) => oauth.map((other) => [[...bearer, ...other].join(" "), [...bearer, ...other]] as const));
+
+  test.each(rows)("proxy %s is CONFLICTING_OPTIONS naming both", (_label, options) => {
+    const err = usageError(() => buildProxySpec(["x", ...TARGET, ...options]), "CONFLICTING_OPTIONS");
+    expect(err.message).toContain(options[0] as string);
+    expect(err.message).toContain(options[2] as string);
+    expect(err.message).not.toContain("\n");
+  });
+
+  test.each(rows)("run %s is CONFLICTING_OPTIONS", (_label, options) => {
+    usageError(() => parseRunArgv(["https://remote.example/mcp", ...options]), "CONFLICTING_OPTIONS");
+  });
+});
+
+test("a token-exchange secret needs --token-exchange-client-id", () => {
+  const base = ["x", ...TARGET, "--oidc-issuer=https://idp.example", "--token-exchange-url=https://sts.example/token"];
+  usageError(() => buildProxySpec([...base, "--token-exchange-client-secret", "s"]), "MISSING_OPTION");
+  usageError(() => buildProxySpec([...base, "--token-exchange-client-secret-file", "f"]), "MISSING_OPTION");
+  const exchange = buildProxySpec([...base, "--token-exchange-client-id", "c", "--token-exchange-client-secret", "s"]).outgoingAuth.tokenExchange;
+  expect(exchange?.clientId).toBe("c");
+  expect(buildProxySpec(base).outgoingAuth.tokenExchange?.clientId).toBeUndefined();
+});
+
+describe("--thv-ca-bundle", () => {
+  const pem = join(scratch, "ca.pem");
+  writeFileSync(pem, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+
+  test("is accepted without --oidc-issuer and reaches the outgoing-auth spec (proxy and run)", () => {
+    const proxy = buildProxySpec(["x", ...TARGET, "--remote-auth-client-id", "c", "--thv-ca-bundle", pem]);
+    expect(proxy.incomingAuth).toBeUndefined();
+    expect(proxy.outgoingAuth.caBundle).toContain("BEGIN CERTIFICATE");
+    expect(parseRunArgv(["https://remote.example/mcp", "--thv-ca-bundle", pem]).values["thv-ca-bundle"]).toBe(pem);
+  });
+
+  test("reaches the incoming-auth spec too", () => {
+    expect(buildProxySpec(["x", ...TARGET, "--oidc-issuer=https://idp.example", "--thv-ca-bundle", pem]).incomingAuth?.caBundle).toContain("BEGIN CERTIFICATE");
+  });
+
+  test("an unreadable file or one without a PEM certificate is INVALID_OPTION", () => {
+    usageError(() => buildProxySpec(["x", ...TARGET, "--thv-ca-bundle", join(scratch, "missing.pem")]), "INVALID_OPTION");
+    const notPem = join(scratch, "not.pem");
+    writeFileSync(notPem, "hello\n");
+    usageError(() => buildProxySpec(["x", ...TARGET, "--thv-ca-bundle", notPem]), "INVALID_OPTION");
+  });
+});
+
+describe("the scopes a login asks for (MCP scope selection)", () => {
+  const oidc: ServerInfo = { as: { issuer: "https://as.example" }, oidc: true };
+  const oauth2: ServerInfo = { as: { issuer: "https://as.example" }, oidc: false };
+  const found = (scopes?: string[]) => ({ issuer: new URL("https://as.example"), ...(scopes ? { scopes } : {}) });
+
+  test("--remote-auth-scopes wins over everything", () => {
+    expect(requestedScopes(["mine"], found(["challenge"]), oidc)).toEqual(["mine"]);
+  });
+
+  test("then what the remote asked for (challenge scope, else scopes_supported), even from an OIDC server", () => {
+    expect(requestedScopes(undefined, found(["mcp:read"]), oidc)).toEqual(["mcp:read"]);
+    expect(requestedScopes(undefined, found(["mcp:read"]), oauth2)).toEqual(["mcp:read"]);
+  });
+
+  test("then openid,profile,email for OIDC, else nothing", () => {
+    expect(requestedScopes(undefined, found(), oidc)).toEqual(["openid", "profile", "email"]);
+    expect(requestedScopes(undefined, undefined, oidc)).toEqual(["openid", "profile", "email"]);
+    expect(requestedScopes(undefined, undefined, oauth2)).toEqual([]);
+  });
+});
+
+describe("how long run waits for a supervisor", () => {
+  test("covers --remote-auth-timeout (twice: it may wait for another login's callback port) plus a margin", () => {
+    const wait = supervisorReadyTimeoutMs(["https://remote.example/mcp", "--remote-auth", "--remote-auth-timeout", "5m"]);
+    expect(wait).toBeGreaterThanOrEqual(2 * 5 * 60_000 + 60_000);
+  });
+
+  test("keeps the usual wait when the login is short, and when the options cannot be read", () => {
+    const usual = supervisorReadyTimeoutMs(["npx://server"]);
+    expect(usual).toBeGreaterThanOrEqual(200_000);
+    expect(supervisorReadyTimeoutMs(["https://remote.example/mcp", "--remote-auth-timeout", "30s"])).toBe(usual);
+    expect(supervisorReadyTimeoutMs(["--bogus"])).toBe(usual);
+  });
+});
