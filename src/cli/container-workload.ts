@@ -5,7 +5,7 @@
  */
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
-import { findFreePort } from "../proxy/serve.ts";
+import { findFreePort, portInUse } from "../proxy/serve.ts";
 import { startServerContainer, type ContainerServer } from "../runtime/docker/container.ts";
 import { defaultLimits, networkModeFor, resolveMounts, serverContainerOptions, serverPortFor } from "../runtime/docker/container-config.ts";
 import type { ContainerEngine } from "../runtime/docker/engine.ts";
@@ -227,10 +227,17 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
   let hostPort: number | undefined;
   if (!stdio) {
     const given = values["target-port"] ?? plan.entry?.targetPort;
-    const exposed = given === undefined ? ((await inspectLocalImage(engine, image))?.exposedPorts ?? []) : [];
-    // On the host's network the server's port is a host port: with nothing chosen, a free one.
+    // On the host's network the server's port is a host port: an image's EXPOSE (often 8080)
+    // would clash between workloads, so with nothing chosen it gets a free one (MCP_PORT)...
+    const exposed = given === undefined && !hostNetwork ? ((await inspectLocalImage(engine, image))?.exposedPorts ?? []) : [];
     containerPort = serverPortFor(given, exposed) ?? (hostNetwork ? await findFreePort() : DEFAULT_SERVER_PORT);
     hostPort = hostNetwork ? containerPort : await findFreePort();
+    // ...and a chosen one must be free, or the proxy would forward to whatever holds it.
+    if (hostNetwork && given !== undefined && portInUse(containerPort)) {
+      throw new McpmgrError("PORT_IN_USE", `port ${containerPort} is already in use on this host, and with --network host the server would listen there`, {
+        hint: "stop what listens on it, or pick another port with --target-port",
+      });
+    }
   }
   const labels = (role: "server" | "egress" | "network") =>
     workloadLabels({ workload: plan.name, group: values.group, transport, port: proxyPort, role, user: values.label });

@@ -1,4 +1,5 @@
-/** Every option of `mcpmgr proxy stdio`: mcpmgr's credentials towards the remote, nothing else. */
+/** Every option of `mcpmgr proxy stdio`: mcpmgr's credentials towards the remote and the CAs its own requests trust. */
+import { caBundleOptions } from "./flags/ca-bundle.ts";
 import { outgoingAuthOptions } from "./flags/outgoing-auth.ts";
 
-export const proxyStdioOptions = { ...outgoingAuthOptions } as const;
+export const proxyStdioOptions = { ...outgoingAuthOptions, ...caBundleOptions } as const;

@@ -41,6 +41,8 @@ export class LegacyAnswers {
   expect(req: Request, id: Id, record: Recorder): boolean {
     const pending = this.#sessions.get(queryOf(req.url));
     if (pending === undefined || pending.size >= MAX_PENDING_PER_SESSION) return false;
+    // A reused id must not make the earlier request's line disappear: it is written now.
+    pending.get(id)?.(undefined);
     pending.set(id, record);
     return true;
   }

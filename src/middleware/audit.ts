@@ -16,7 +16,7 @@ import { principalOf } from "./authn.ts";
 import { isDenied } from "./denials.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { LegacyAnswers } from "./audit-legacy-sse.ts";
-import { sseFeeder, watchBody } from "./watch-stream.ts";
+import { isLegacyStream, sseFeeder, watchBody } from "./watch-stream.ts";
 
 type Id = string | number | null;
 interface Message {
@@ -106,7 +106,7 @@ export function auditTrail(options: AuditOptions): Middleware {
       if (req.method === "GET") {
         emit("mcp_stream_open", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
         // A legacy SSE stream (no session header) carries the answers to that session's POSTs.
-        if (response.ok && !req.headers.has("mcp-session-id") && (response.headers.get("content-type") ?? "").startsWith("text/event-stream")) return legacy.watch(response);
+        if (isLegacyStream(req, response)) return legacy.watch(response);
       }
       if (req.method === "DELETE") emit("mcp_session_end", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
       return response;

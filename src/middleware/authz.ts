@@ -94,7 +94,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
     const raw = await readRpcBody(req);
     let forward = req;
     if (raw !== undefined) {
-      const body = checkedBody(raw);
+      const body = checkedBody(req, raw);
       if (body instanceof Response) return markDenied(body);
       const refusal = refuse(req, body.messages as readonly RpcMessage[]);
       if (refusal) return refusal;
@@ -105,13 +105,6 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
   };
 
   function refuse(req: Request, messages: readonly RpcMessage[]): Response | undefined {
-    // 2026-07-28 requests mirror the target in Mcp-Name; a server may route by it, so it must be what was authorized.
-    const header = req.headers.get("mcp-name");
-    if (header !== null && messages.length === 1) {
-      const only = messages[0] as RpcMessage;
-      const mapping = only.method ? actions[only.method] : undefined;
-      if (mapping && only.params?.[mapping.key] !== header) return markDenied(jsonRpcError(400, -32600, "Mcp-Name does not match the request body", { id: only.id ?? null }));
-    }
     for (const message of messages) {
       // Responses pass; a request sent without an id (as a notification) is decided all the same.
       if (typeof message !== "object" || message === null || typeof message.method !== "string") continue;

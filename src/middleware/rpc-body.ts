@@ -7,6 +7,8 @@ import { carryRequestState } from "../auth/request-state.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 export interface RpcBody {
   readonly text: string;
+  /** The bytes as received, forwarded unchanged unless a policy rewrote the body. */
+  readonly bytes?: Uint8Array;
   /** The parsed JSON, or undefined when the body is not JSON. */
   readonly value: unknown;
   /** The messages of a single message or a batch (empty when not JSON-RPC). */
@@ -15,17 +17,30 @@ export interface RpcBody {
 
 const bodies = new WeakMap<Request, RpcBody>();
 
-export function rpcBodyOf(text: string, value?: unknown): RpcBody {
+/** A run of digits JSON.parse may not hold exactly; cheap to test, rare in MCP traffic. */
+const longDigits = /\d{16}/;
+const jsonWithRaw = JSON as typeof JSON & { rawJSON(text: string): unknown };
+
+/**
+ * Integers beyond 2^53 keep their exact digits (as raw JSON), so a body re-serialised
+ * after a policy checked it carries the same ids and arguments the client sent.
+ */
+function exactIntegers(_key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value !== "number" || Number.isSafeInteger(value) || context?.source === undefined) return value;
+  return /^-?\d+$/.test(context.source) ? jsonWithRaw.rawJSON(context.source) : value;
+}
+
+export function rpcBodyOf(text: string, value?: unknown, bytes?: Uint8Array): RpcBody {
   let parsed = value;
   if (parsed === undefined) {
     try {
-      parsed = JSON.parse(text);
+      parsed = longDigits.test(text) ? JSON.parse(text, exactIntegers as never) : JSON.parse(text);
     } catch {
       parsed = undefined;
     }
   }
   const list = parsed === undefined ? [] : Array.isArray(parsed) ? parsed : [parsed];
-  return { text, value: parsed, messages: list.filter((m): m is Record<string, unknown> => typeof m === "object" && m !== null) };
+  return { text, ...(bytes ? { bytes } : {}), value: parsed, messages: list.filter((m): m is Record<string, unknown> => typeof m === "object" && m !== null) };
 }
 
 /**
@@ -37,14 +52,15 @@ export async function readRpcBody(req: Request): Promise<RpcBody | undefined> {
   if (req.method !== "POST") return undefined;
   const known = bodies.get(req);
   if (known) return known;
-  const body = rpcBodyOf(await req.text());
+  const bytes = new Uint8Array(await req.arrayBuffer());
+  const body = rpcBodyOf(new TextDecoder().decode(bytes), undefined, bytes);
   bodies.set(req, body);
   return body;
 }
 
 /** The request to hand on, with this body (already consumed from `req`) and maybe new headers. */
 export function forwardWith(req: Request, body: RpcBody, headers?: Headers): Request {
-  const next = new Request(req, { body: body.text, ...(headers ? { headers } : {}) });
+  const next = new Request(req, { body: body.bytes ?? body.text, ...(headers ? { headers } : {}) });
   bodies.set(next, body);
   return carryRequestState(req, next);
 }
@@ -58,24 +74,47 @@ export function rewrittenBody(value: unknown): RpcBody {
 
 /** Bodies already in their checked form: the next policy need not serialise them again. */
 const checked = new WeakSet<RpcBody>();
-/** An integer literal JSON.parse cannot hold exactly (past 2^53): re-serialising would change it. */
-const unsafeInteger = /[:,[]\s*-?\d{16,}/;
 
 /**
  * For policies: the body exactly as they checked it. A body they cannot parse is refused
  * (a more lenient parser upstream must not see what the policy could not), and what is sent
  * on is the re-serialised value, so duplicate keys or odd spellings cannot mean one thing to
- * the policy and another to the server. A body with integers beyond 2^53 (ids, arguments)
- * is sent as written instead: re-serialising would silently change those numbers.
+ * the policy and another to the server (integers beyond 2^53 keep their digits, see
+ * exactIntegers). The 2026-07-28 routing headers must agree with it (headerMismatch).
  * Serialised at most once per request, however many policies ask.
  */
-export function checkedBody(body: RpcBody): RpcBody | Response {
+export function checkedBody(req: Request, body: RpcBody): RpcBody | Response {
   if (checked.has(body)) return body;
   if (body.value === undefined) {
     return jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the request body is not JSON");
   }
-  const text = unsafeInteger.test(body.text) ? body.text : JSON.stringify(body.value);
-  const result = text === body.text ? body : { ...body, text };
+  const mismatch = headerMismatch(req, body);
+  if (mismatch) return mismatch;
+  const text = JSON.stringify(body.value);
+  const result: RpcBody = { text, value: body.value, messages: body.messages };
   checked.add(result);
   return result;
+}
+
+/** Where a 2026-07-28 request names its target in `Mcp-Name`. */
+const targetKey: Readonly<Record<string, string>> = { "tools/call": "name", "prompts/get": "name", "resources/read": "uri" };
+
+/**
+ * 2026-07-28 requests mirror the body in `Mcp-Method` and `Mcp-Name` headers, and a server
+ * (or a gateway in front of it) may route by them; so what the policies decided on (the
+ * body) and the headers must agree. A 400 answer when they do not, else undefined.
+ */
+function headerMismatch(req: Request, body: RpcBody): Response | undefined {
+  const method = req.headers.get("mcp-method");
+  const name = req.headers.get("mcp-name");
+  if (method === null && name === null) return undefined;
+  const refuse = (why: string, id: unknown = null) => jsonRpcError(400, JsonRpcCode.invalidRequest, why, { id: (id ?? null) as string | number | null });
+  if (Array.isArray(body.value) || body.messages.length !== 1) return refuse("Mcp-Method and Mcp-Name go with a single request, not a batch");
+  const message = body.messages[0] as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
+  if (method !== null && method !== message.method) return refuse("Mcp-Method does not match the method in the request body", message.id);
+  if (name !== null) {
+    const key = typeof message.method === "string" ? targetKey[message.method] : undefined;
+    if (key === undefined || message.params?.[key] !== name) return refuse("Mcp-Name does not match the request body", message.id);
+  }
+  return undefined;
 }

@@ -14,6 +14,7 @@ import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { carryRequestState } from "../auth/request-state.ts";
 import { SessionTracker } from "./session-tracker.ts";
+import { isLegacyStream } from "./watch-stream.ts";
 
 interface Message {
   id?: string | number | null;
@@ -85,7 +86,7 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
       const response = await next(forward, ctx);
       if (sessionId !== null && ((req.method === "DELETE" && response.ok) || response.status === 404)) tracked?.ended(sessionId);
       // A legacy SSE stream (GET without a session header) is a session while it is open.
-      if (tracked && req.method === "GET" && sessionId === null && response.ok && (response.headers.get("content-type") ?? "").startsWith("text/event-stream")) return tracked.streamed(response);
+      if (tracked && isLegacyStream(req, response)) return tracked.streamed(response);
       return response;
     }
     const tool = method === "tools/call" && typeof message?.params?.name === "string" ? message.params.name : undefined;

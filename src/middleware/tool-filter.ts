@@ -61,7 +61,7 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
     let forward = req;
     const raw = await readRpcBody(req);
     if (raw) {
-      const body = checkedBody(raw);
+      const body = checkedBody(req, raw);
       if (body instanceof Response) return markDenied(body);
       const parsed = body.value as Message | Message[];
       const messages = body.messages as readonly Message[];
@@ -80,10 +80,6 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
         realOfHeader = real;
         return real === shown ? message : { ...message, params: { ...message.params, name: real } };
       });
-      // 2026-07-28 stateless requests mirror the tool in Mcp-Name: it must be the body's.
-      if (header !== null && !Array.isArray(parsed) && parsed.method === "tools/call" && header !== parsed.params?.name) {
-        return markDenied(jsonRpcError(400, JsonRpcCode.invalidRequest, "Mcp-Name does not match the tool in the request body", { id: parsed.id ?? null }));
-      }
       if (refused.length > 0) {
         const errors = refused.map((m) => ({ jsonrpc: "2.0", id: m.id ?? null, error: { code: JsonRpcCode.invalidParams, message: `Unknown tool: ${String(m.params?.name)}` } }));
         // A streamable-HTTP client (it must accept SSE on POST) reads the error from the answer, as
@@ -99,6 +95,7 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
       const value = Array.isArray(parsed) ? outgoing : outgoing[0];
       const headers = new Headers(req.headers);
       headers.delete("content-length");
+      // The 2026-07-28 Mcp-Name header (checked to match the body) follows the rename.
       if (header !== null && realOfHeader !== undefined) headers.set("mcp-name", realOfHeader);
       forward = forwardWith(req, changed ? rewrittenBody(value) : body, headers);
     }

@@ -13,10 +13,15 @@ export function watchBody(response: Response, observer: StreamObserver): Respons
   if (response.body === null) return response;
   const reader = response.body.getReader();
   let ended = false;
+  // The observer only watches: its failure must never break the client's stream.
   const end = () => {
     if (ended) return;
     ended = true;
-    observer.onEnd();
+    try {
+      observer.onEnd();
+    } catch {
+      // ignored, see above
+    }
   };
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -34,7 +39,11 @@ export function watchBody(response: Response, observer: StreamObserver): Respons
         return;
       }
       controller.enqueue(chunk.value);
-      observer.onChunk?.(chunk.value);
+      try {
+        observer.onChunk?.(chunk.value);
+      } catch {
+        // ignored: the stream goes on
+      }
     },
     async cancel(reason) {
       end();
@@ -48,4 +57,12 @@ export function watchBody(response: Response, observer: StreamObserver): Respons
 export function sseFeeder(feed: (text: string) => void): (chunk: Uint8Array) => void {
   const decoder = new TextDecoder();
   return (chunk) => feed(decoder.decode(chunk, { stream: true }));
+}
+
+/**
+ * A legacy HTTP+SSE (2024-11-05) session stream: a GET answered with an event stream and
+ * no Mcp-Session-Id (streamable-HTTP GET streams always carry one).
+ */
+export function isLegacyStream(req: Request, response: Response): boolean {
+  return req.method === "GET" && response.ok && !req.headers.has("mcp-session-id") && (response.headers.get("content-type") ?? "").startsWith("text/event-stream");
 }

@@ -127,7 +127,7 @@ export function webhooks(options: WebhookOptions): Middleware {
   return (next) => async (req, ctx) => {
     const raw = await readRpcBody(req);
     if (raw === undefined) return next(req, ctx);
-    const body = checkedBody(raw);
+    const body = checkedBody(req, raw);
     if (body instanceof Response) return markDenied(body);
     const parsed = body.value as Message | Message[];
     const messages = body.messages as readonly Message[];

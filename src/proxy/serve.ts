@@ -108,3 +108,14 @@ export async function findFreePort(host = "127.0.0.1"): Promise<number> {
   await probe.stop(true);
   return port;
 }
+
+/** Whether something already listens on `port` at `host` (checked by trying to listen there). */
+export function portInUse(port: number, host = "127.0.0.1"): boolean {
+  try {
+    const probe = Bun.listen({ hostname: host, port, socket: { data() {} } });
+    probe.stop(true);
+    return false;
+  } catch {
+    return true;
+  }
+}

@@ -50,6 +50,24 @@ test("--network host: the server listens on the registry entry's port, or --targ
   }
 }, 120_000);
 
+test("--network host: a chosen port something already listens on is refused; an image's EXPOSE is not used there", async () => {
+  const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("someone else") });
+  try {
+    const refused = await runInDockerFails([images.httpProbe, "--name", "docker-hostnet-busy", "--transport", "streamable-http", "--network", "host", "--target-port", String(busy.port)]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.err).toContain(`port ${busy.port} is already in use`);
+  } finally {
+    await busy.stop(true);
+  }
+  const run = await runInDocker([withExposed("7071 9999/udp"), "--name", "docker-hostnet-exposed", "--transport", "streamable-http", "--network", "host"]);
+  try {
+    expect((await run.call("whoami")).text).not.toContain("port=7071");
+    await run.client.close();
+  } finally {
+    await run.stop();
+  }
+}, 120_000);
+
 test("without --target-port or a registry port, the image's single EXPOSEd TCP port is the server's", async () => {
   const run = await runInDocker([withExposed("7071 9999/udp"), "--name", "docker-exposed-port", "--transport", "streamable-http"]);
   try {

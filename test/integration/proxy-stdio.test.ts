@@ -113,7 +113,7 @@ test("help: 'proxy stdio --help' shows proxy stdio's own argument and options; '
     expect(text).toContain("USAGE mcpmgr proxy stdio [OPTIONS] <URL_OR_WORKLOAD>");
     for (const option of Object.keys(proxyStdioOptions)) expect(text).toContain(`--${option}`);
     // What plain `proxy` takes and `proxy stdio` refuses.
-    for (const absent of ["SERVER_NAME", "--target-uri", "--oidc-", "--port", "--thv-ca-bundle"]) expect(text).not.toContain(absent);
+    for (const absent of ["SERVER_NAME", "--target-uri", "--oidc-", "--port"]) expect(text).not.toContain(absent);
   }
   const proxy = help("proxy", "--help");
   expect(proxy.exitCode).toBe(0);

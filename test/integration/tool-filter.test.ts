@@ -66,6 +66,10 @@ test("the policy cannot be walked around: other Content-Types, unparseable bodie
     expect(await plain.text()).toContain("Unknown tool: write_file");
     const garbage = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":92,"method":"tools/call","params":{"name":"write_file"}' });
     expect(garbage.status).toBe(400);
+    expect(await garbage.text()).toContain("the request body is not JSON");
+    const method = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json", "mcp-method": "tools/list" }, body: JSON.stringify(hidden) });
+    expect(method.status).toBe(400);
+    expect(await method.text()).toContain("Mcp-Method does not match");
     const mismatch = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json", "mcp-name": "write_file" }, body: JSON.stringify({ ...hidden, params: { name: "env", arguments: { name: "HOME" } } }) });
     expect(mismatch.status).toBe(400);
     expect(await mismatch.text()).toContain("Mcp-Name does not match");
@@ -133,7 +137,7 @@ test("after notifications/tools/list_changed the new list is filtered too, over 
   const { toolsPolicy } = await import("../../src/config/tools-policy.ts");
   const { SSEClientTransport } = await import("@modelcontextprotocol/sdk/client/sse.js");
   const { ToolListChangedNotificationSchema } = await import("@modelcontextprotocol/sdk/types.js");
-  const policy = toolsPolicy(["echo", "notify_list_changed"], undefined);
+  const policy = toolsPolicy(["echo", "notify_list_changed", "added_allowed"], undefined);
   for (const mode of ["streamable-http", "sse"] as const) {
     const bridge = await startBridge({ cmd: [process.execPath, join(REPO_ROOT, "test/fixtures/bridge-probe-server.ts")], mode, middleware: policy ? [toolFilter(policy)] : [] });
     const client = new Client({ name: "list-changed", version: "1.0.0" });
@@ -141,9 +145,12 @@ test("after notifications/tools/list_changed the new list is filtered too, over 
       const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
       await client.connect(mode === "sse" ? new SSEClientTransport(new URL(bridge.url)) : new StreamableHTTPClientTransport(new URL(bridge.url)));
       expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["echo", "notify_list_changed"]);
-      await client.callTool({ name: "notify_list_changed", arguments: {} });
+      // The server gains a tool the policy allows and one it hides.
+      await client.callTool({ name: "notify_list_changed", arguments: { add: "added_hidden" } });
       await changed;
-      expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["echo", "notify_list_changed"]);
+      await client.callTool({ name: "notify_list_changed", arguments: { add: "added_allowed" } });
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["added_allowed", "echo", "notify_list_changed"]);
+      expect((await client.callTool({ name: "added_allowed", arguments: {} })).isError).toBeFalsy();
       const hidden = await client.callTool({ name: "stats", arguments: {} }).then(
         () => "called",
         (err: Error) => err.message,

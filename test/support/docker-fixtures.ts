@@ -11,6 +11,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ensureTestImages, NODE_BASE_IMAGE } from "./docker-images.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "./processes.ts";
+import { ipamGateways } from "../../src/runtime/docker/network-isolation.ts";
 
 export interface FixtureImages {
   /** The stdio sandbox probe (test/fixtures/sandbox-probe). */
@@ -71,14 +72,10 @@ export function networkGateway(network = "bridge"): string {
   const inspected = docker("network", "inspect", network, "--format", "{{json .IPAM.Config}}");
   if (inspected.code !== 0) throw new Error(`docker network inspect ${network} failed: ${inspected.err}`);
   const configs = (JSON.parse(inspected.out) ?? []) as { Subnet?: string; Gateway?: string }[];
-  const v4 = configs.find((c) => /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.Subnet ?? ""));
-  if (v4?.Gateway) return v4.Gateway;
-  if (!v4?.Subnet) throw new Error(`network ${network} has no IPv4 subnet: ${inspected.out}`);
-  const [base = "", prefix = "32"] = v4.Subnet.split("/");
-  const bits = base.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
-  const size = 2 ** (32 - Number(prefix));
-  const first = bits - (bits % size) + 1;
-  return [24, 16, 8, 0].map((shift) => Math.floor(first / 2 ** shift) % 256).join(".");
+  // The engine may record no Gateway (Debian's docker.io): the first address of the subnet, as mcpmgr works it out.
+  const [gateway] = ipamGateways(configs.filter((c) => /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.Subnet ?? "")));
+  if (gateway === undefined) throw new Error(`network ${network} has no IPv4 subnet: ${inspected.out}`);
+  return gateway;
 }
 
 /** Containers and networks mcpmgr made for a workload (by label), for cleanliness checks. */

@@ -263,7 +263,7 @@ describe("egressConfigFor", () => {
   test("loopback, link-local, 0/8 and :: are in the list --allow-docker-gateway never lifts, with or without it", () => {
     for (const allowGateway of [false, true]) {
       const config = egressConfigFor(networkProfile, allowGateway, ["127.0.0.1"]);
-      for (const range of ["127.0.0.0/8", "::1/128", "::/128", "169.254.0.0/16", "fe80::/10", "0.0.0.0/8"]) expect(config.alwaysBlockedAddresses).toContain(range);
+      for (const range of ["127.0.0.0/8", "::1/128", "::/128", "169.254.0.0/16", "fe80::/10", "0.0.0.0/8", "fd00:ec2::254/128", "100.100.100.200"]) expect(config.alwaysBlockedAddresses).toContain(range);
       expect(config.alwaysBlockedAddresses).not.toContain("172.17.0.1");
     }
   });

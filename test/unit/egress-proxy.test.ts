@@ -248,7 +248,7 @@ describe("egress proxy", () => {
       expect(plain).toStartWith("HTTP/1.1 403 Forbidden");
     });
     expect(log.every((l) => JSON.parse(l).action === "deny")).toBe(true);
-    expect(log.map((l) => JSON.parse(l).reason)).toContain("resolves to a blocked address (loopback, link-local or unspecified)");
+    expect(log.map((l) => JSON.parse(l).reason)).toContain("resolves to a blocked address (loopback, link-local, unspecified or cloud metadata)");
   });
 
   test("malformed requests get 400 and the proxy keeps serving; unreachable upstreams get 502", async () => {
@@ -372,7 +372,7 @@ describe("blocked address ranges", () => {
     for (const host of ["10.0.0.1", "192.168.5.2", "[2001:db8::1]", "169.255.0.1"]) expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(true);
     const lifted = { ...ranges, allowGateway: true };
     for (const host of ["192.168.5.1", "172.30.9.9"]) expect(isDestinationAllowed(lifted, host, 80).allowed).toBe(true);
-    for (const host of always) expect(isDestinationAllowed(lifted, host, 80)).toEqual({ allowed: false, reason: "blocked address (loopback, link-local or unspecified)" });
+    for (const host of always) expect(isDestinationAllowed(lifted, host, 80)).toEqual({ allowed: false, reason: "blocked address (loopback, link-local, unspecified or cloud metadata)" });
   });
 
   test("configFromEnv accepts CIDR ranges and refuses malformed ones", () => {

@@ -14,7 +14,7 @@ export const outgoingAuthOptions = {
   "remote-auth-bearer-token-file": stringOption({ description: "File containing a static bearer token for the remote server", valueHint: "path", schema: nonEmpty }),
   "remote-auth-callback-port": stringOption({ description: "Loopback port of the OAuth redirect callback server", valueHint: "port", default: "8666", schema: port }),
   "remote-auth-resource": stringOption({ description: "OAuth 2.0 resource indicator (RFC 8707) sent with authorization and token requests", valueHint: "uri", schema: nonEmpty }),
-  "remote-auth-scopes": stringOption({ description: "Comma-separated scopes to request", valueHint: "scopes", defaultText: "openid,profile,email with OIDC", schema: commaList }),
+  "remote-auth-scopes": stringOption({ description: "Comma-separated scopes to request", valueHint: "scopes", defaultText: "the remote's 401 challenge scope, else its metadata's scopes_supported, else openid,profile,email with OIDC", schema: commaList }),
   "remote-auth-skip-browser": booleanOption({ description: "Print the authorization URL instead of opening a browser", default: false }),
   "remote-auth-timeout": stringOption({ description: "How long to wait for the OAuth flow to complete (e.g. 30s, 1m, 2m30s)", valueHint: "duration", default: "30s", schema: duration }),
   "remote-forward-headers": repeatableOption({ description: "Header to add to every request to the remote server, Name=Value (repeatable)", valueHint: "Name=Value", schema: headerAssignment }),

@@ -139,7 +139,7 @@ function _inRule(rule: string, address: string): boolean {
 
 /** Why the address may not be reached, or undefined when it may. */
 function _blockedAddress(config: EgressConfig, address: string): string | undefined {
-  if (config.alwaysBlockedAddresses.some((rule) => _inRule(rule, address))) return "loopback, link-local or unspecified";
+  if (config.alwaysBlockedAddresses.some((rule) => _inRule(rule, address))) return "loopback, link-local, unspecified or cloud metadata";
   if (!config.allowGateway && config.blockedAddresses.some((rule) => _inRule(rule, address))) return "Docker host";
   return undefined;
 }

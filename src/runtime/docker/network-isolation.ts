@@ -28,10 +28,11 @@ const INGRESS_PORT = 8080;
 
 /**
  * Loopback (the helper's own ports), link-local (cloud metadata services), "this network"
- * and the unspecified IPv6 address (both reach the helper itself): never the Docker host,
- * so --allow-docker-gateway does not open them.
+ * and the unspecified IPv6 address (both reach the helper itself), and the metadata
+ * services outside link-local (AWS over IPv6, Alibaba Cloud): never the Docker host, so
+ * --allow-docker-gateway does not open them.
  */
-const alwaysBlocked = ["127.0.0.0/8", "::1/128", "::/128", "169.254.0.0/16", "fe80::/10", "0.0.0.0/8"];
+const alwaysBlocked = ["127.0.0.0/8", "::1/128", "::/128", "169.254.0.0/16", "fe80::/10", "0.0.0.0/8", "fd00:ec2::254/128", "100.100.100.200"];
 /** Docker's default gateway, blocked with the engine's other gateways unless --allow-docker-gateway. */
 const defaultGateway = "172.17.0.1";
 
