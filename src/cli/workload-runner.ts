@@ -30,7 +30,7 @@ import { prepareIncomingAuthentication } from "./incoming-auth.ts";
 import { incomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { toolsPolicy } from "../config/tools-policy.ts";
 import { toolFilter } from "../middleware/tool-filter.ts";
-import { auditConfig, type AuditConfig } from "../config/audit-config.ts";
+import { auditConfig } from "../config/audit-config.ts";
 import { auditTrail } from "../middleware/audit.ts";
 import { webhookConfig } from "../config/webhook-config.ts";
 import { webhooks } from "../middleware/webhooks.ts";
@@ -41,7 +41,7 @@ import type { Telemetry } from "../telemetry/providers.ts";
 import { createSecretManager } from "../secrets/manager.ts";
 import { resolvePaths } from "../state/paths.ts";
 import type { Middleware } from "../proxy/handler.ts";
-import { closeSync, createWriteStream, openSync } from "node:fs";
+import { assertAuditLogWritable, auditSink, type AuditSink } from "./audit-sink.ts";
 import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
 import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
@@ -77,7 +77,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   const proxyPort = values["proxy-port"] ?? (await findFreePort());
   const tools = toolsPolicy(values.tools.flat(), values["tools-override"], plan.entry?.tools);
   const audit = auditConfig(values["enable-audit"], values["audit-config"], name);
-  if (audit?.logFile !== undefined) assertAppendable(audit.logFile);
+  if (audit) assertAuditLogWritable(audit);
   const hooks = await prepareWebhooks(values["webhook-config"], name);
   const authz = authzConfig(values["authz-config"]);
   const telemetry = telemetrySpec(values, parsed.given, name);
@@ -181,11 +181,11 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
 
   // Opened only now that the server is up: a start that fails earlier leaves no exporter
   // timers or open audit file behind (the supervisor retries starts).
-  let auditSink: ReturnType<typeof auditWriter> | undefined;
+  let audited: AuditSink | undefined;
   let observed: Awaited<ReturnType<typeof prepareTelemetry>>;
   let server: ReturnType<typeof serve>;
   try {
-    auditSink = audit ? auditWriter(audit, options.onServerOutput) : undefined;
+    audited = audit ? auditSink(audit, options.onServerOutput, (message) => log.warn(message)) : undefined;
     observed = await prepareTelemetry(telemetry, name, limits.sessionIdleMs);
     server = serve({
       host: values.host,
@@ -197,7 +197,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         ...(observed ? [observed.middleware] : []),
         // then audit (it records what the policies deny), then authentication (a refused
         // client learns nothing more), then the tool policy.
-        ...(audit && auditSink ? [auditTrail({ config: audit, write: auditSink.write, ...(child ? { redact: child.redact } : {}) })] : []),
+        ...(audit && audited ? [auditTrail({ config: audit, write: audited.write, ...(child ? { redact: child.redact } : {}) })] : []),
         ...authentication.forEndpoint(endpointPath, values["trust-proxy-headers"]),
         ...(tools ? [toolFilter(tools)] : []),
         // Authorization decides on the server's tool names (after the renames).
@@ -212,7 +212,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
     // A busy port (or a telemetry/audit set-up failure) must not leave the server we just started behind.
     await child?.stop(1_000);
     await observed?.telemetry.shutdown();
-    await auditSink?.close();
+    await audited?.close();
     throw err;
   }
   const base = new URL(server.url);
@@ -224,7 +224,7 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
     async stop() {
       // Every part stops even if another fails to.
       await Promise.allSettled([server.shutdown()]);
-      await Promise.allSettled([running?.stop(), observed?.telemetry.shutdown(), auditSink?.close()]);
+      await Promise.allSettled([running?.stop(), observed?.telemetry.shutdown(), audited?.close()]);
     },
   };
 }
@@ -248,28 +248,6 @@ async function prepareWebhooks(files: readonly string[], serverName: string): Pr
     for (const ref of new Set(refs)) hmacSecrets.set(ref, (await secrets.resolveSecret(ref)).reveal());
   }
   return webhooks({ config, hmacSecrets, serverName, onFailure: (text) => log.warn(text) });
-}
-
-/** An audit log that cannot be written would lose every line: refuse to start instead. */
-function assertAppendable(path: string): void {
-  try {
-    closeSync(openSync(path, "a", 0o600));
-  } catch (err) {
-    throw new McpmgrError("INVALID_OPTION", `audit logFile ${path} cannot be written: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
-      hint: "point logFile at a writable file, or leave it out to write audit lines to the workload's log",
-    });
-  }
-}
-
-/** Audit lines go to the configured file, else the workload's log (detached) or stderr (foreground). */
-function auditWriter(config: AuditConfig, workloadLog: ((text: string) => void) | undefined): { write: (line: string) => void; close: () => Promise<void> } {
-  if (config.logFile !== undefined) {
-    // Buffered appends: a synchronous write per event cost a tenth of the proxy's CPU.
-    const stream = createWriteStream(config.logFile, { flags: "a", mode: 0o600 });
-    stream.on("error", (err) => log.warn(`audit log ${config.logFile}: ${err.message}`));
-    return { write: (line) => void stream.write(line), close: () => new Promise<void>((resolve) => stream.end(resolve)) };
-  }
-  return { write: workloadLog ?? ((line) => process.stderr.write(line)), close: async () => {} };
 }
 
 function endpointPathFor(transport: "sse" | "streamable-http"): string {

@@ -65,12 +65,17 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
   // The same question gets the same answer (policies and entities are fixed): remember the
   // last few thousand, which covers list filtering and repeated calls.
   const decisions = new Map<string, boolean>();
+  // What a policy cannot read cannot change its answer: claims go into the context only when
+  // some policy mentions the context, arguments only when one reads more of it than claims.
+  // Then a call's decision can be remembered whatever its arguments.
+  const claimsMatter = /\bcontext\b/.test(config.policies);
+  const argsMatter = /\bcontext\b(?!\.claim_)/.test(config.policies);
   const decide = (req: Request, action: string, type: string, id: string, args?: Readonly<Record<string, unknown>>): boolean => {
     const principal = principalOf(req);
     const subject = principal?.subject ?? "local";
-    const context = { ...prefixed("claim_", principal?.claims), ...prefixed("arg_", args) };
-    // Calls with arguments are not remembered: their keys could be as large as the body.
-    const cacheable = args === undefined || Object.keys(args).length === 0;
+    const context = { ...(claimsMatter ? prefixed("claim_", principal?.claims) : {}), ...(argsMatter ? prefixed("arg_", args) : {}) };
+    // Calls whose arguments matter are not remembered: their keys could be as large as the body.
+    const cacheable = !argsMatter || args === undefined || Object.keys(args).length === 0;
     const key = cacheable ? `${subject}\u0000${action}\u0000${type}\u0000${id}\u0000${JSON.stringify(context)}` : "";
     const known = cacheable ? decisions.get(key) : undefined;
     if (known !== undefined) return known;

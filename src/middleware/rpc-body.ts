@@ -60,6 +60,9 @@ export async function readRpcBody(req: Request): Promise<RpcBody | undefined> {
 
 /** The request to hand on, with this body (already consumed from `req`) and maybe new headers. */
 export function forwardWith(req: Request, body: RpcBody, headers?: Headers): Request {
+  // A request that already carries this body, unread (a later policy that changed nothing),
+  // goes on as it is: building a Request is the costliest step of a policy.
+  if (headers === undefined && !req.bodyUsed && bodies.get(req) === body) return req;
   const next = new Request(req, { body: body.bytes ?? body.text, ...(headers ? { headers } : {}) });
   bodies.set(next, body);
   return carryRequestState(req, next);
@@ -91,7 +94,8 @@ export function checkedBody(req: Request, body: RpcBody): RpcBody | Response {
   const mismatch = headerMismatch(req, body);
   if (mismatch) return mismatch;
   const text = JSON.stringify(body.value);
-  const result: RpcBody = { text, value: body.value, messages: body.messages };
+  // Most bodies are already in canonical form: then they go on as they came, bytes and all.
+  const result: RpcBody = text === body.text ? body : { text, value: body.value, messages: body.messages };
   checked.add(result);
   return result;
 }

@@ -92,12 +92,14 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
         return markDenied(Response.json(all, { status }));
       }
       const changed = outgoing.some((m, i) => m !== messages[i]);
-      const value = Array.isArray(parsed) ? outgoing : outgoing[0];
-      const headers = new Headers(req.headers);
-      headers.delete("content-length");
-      // The 2026-07-28 Mcp-Name header (checked to match the body) follows the rename.
-      if (header !== null && realOfHeader !== undefined) headers.set("mcp-name", realOfHeader);
-      forward = forwardWith(req, changed ? rewrittenBody(value) : body, headers);
+      if (changed) {
+        const value = Array.isArray(parsed) ? outgoing : outgoing[0];
+        const headers = new Headers(req.headers);
+        headers.delete("content-length");
+        // The 2026-07-28 Mcp-Name header (checked to match the body) follows the rename.
+        if (header !== null && realOfHeader !== undefined) headers.set("mcp-name", realOfHeader);
+        forward = forwardWith(req, rewrittenBody(value), headers);
+      } else forward = forwardWith(req, body);
     }
     return rewriteResults(await next(forward, ctx), (message) => rewriteMessage(policy, message as Message), (data) => data.includes('"tools"'));
   };
