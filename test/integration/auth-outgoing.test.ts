@@ -7,48 +7,30 @@
  * The "remote" is `mcpmgr proxy --oidc-*` in front of the conformance fixture.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdtemp, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
-import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import type { RunningFixture } from "../support/conformance.ts";
+import { LOCAL_DEV, startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
 import { CLI_ENTRY, freePort, REPO_ROOT, spawnUntil, startProxy, type Running } from "../support/processes.ts";
 
-const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
 let auth: AuthServer;
 let fixture: RunningFixture;
-let remote: Awaited<ReturnType<typeof startProxy>>;
+let remote: ProtectedRemote["remote"];
 let scratch: string;
 let secretFile: string;
+let setup: ProtectedRemote;
 
 beforeAll(async () => {
-  auth = await startAuthServer();
-  fixture = await startConformanceServer();
-  // The protected remote: accepts tokens for JWT_RESOURCE, and says so in its RFC 9728 metadata.
-  remote = await startProxy(fixture.url, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--resource-url", JWT_RESOURCE, ...LOCAL_DEV]);
-  scratch = await mkdtemp(join(tmpdir(), "mcpmgr-oauth-"));
-  secretFile = join(scratch, "client-secret");
-  await writeFile(secretFile, CLIENTS.mcpmgr.client_secret);
+  setup = await startProtectedRemote("mcpmgr-oauth-");
+  ({ auth, fixture, remote, scratch, secretFile } = setup);
 }, 60_000);
 
 afterAll(async () => {
-  await remote?.stop();
-  await fixture?.stop();
-  await auth?.stop();
-  await rm(scratch, { recursive: true, force: true });
+  await setup?.stop();
 });
-
-async function until<T>(read: () => T | undefined, what: string, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
 
 const loginUrl = (output: string) => /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m.exec(output)?.[1];
 const clientUrl = (output: string) => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(output)?.[1];
