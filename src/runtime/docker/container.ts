@@ -6,6 +6,7 @@
  * container runs (the engine may refuse for a while: restarting, container paused); the
  * byte streams the bridge reads do not end until the container does.
  */
+import { attachStreams } from "./attach.ts";
 import { PassThrough, type Duplex } from "node:stream";
 import type Docker from "dockerode";
 import { McpmgrError } from "../../errors.ts";
@@ -125,7 +126,7 @@ export async function startServerContainer(
   };
 
   const attach = async (): Promise<void> => {
-    const stream = (await container.attach({ stream: true, stdin: stdio, stdout: true, stderr: true, hijack: stdio })) as unknown as Duplex;
+    const stream = await attachStreams(engine, container, stdio);
     docker.modem.demuxStream(stream, out.node, err.node);
     connection = stream;
     flushPending();
