@@ -120,9 +120,15 @@ function _handle(path: string, token: string): LockHandle {
   const release = async (): Promise<void> => {
     if (released) return;
     released = true;
-    heldTokens.delete(token);
-    const current = await _readHolder(path);
-    if (current?.owner?.token === token) await _unlinkQuietly(path);
+    // The token stays "held" until the file is gone: forgotten earlier, another caller in this
+    // process would take our lock for a dead predecessor's, break it and take the lock, and our
+    // unlink would then delete that caller's fresh lock (two callers inside at once).
+    try {
+      const current = await _readHolder(path);
+      if (current?.owner?.token === token) await _unlinkQuietly(path);
+    } finally {
+      heldTokens.delete(token);
+    }
   };
   return { path, release, [Symbol.asyncDispose]: release };
 }
