@@ -87,6 +87,10 @@ test("the binary builds and runs the network isolation helper from itself (BUN_B
   const { fixtureImages, networkGateway } = await import("../support/docker-fixtures.ts");
   const images = await fixtureImages();
   const target = Bun.serve({ hostname: "0.0.0.0", port: 0, fetch: () => new Response("reached") });
+  // A helper image of an earlier version: building this binary's helper removes it.
+  const stale = "mcpmgr-egress:stale-e2e-000000";
+  const staleBuild = Bun.spawnSync(["docker", "build", "-q", "-t", stale, "--label", "mcpmgr=true", "--label", "mcpmgr.role=egress-image", "-"], { stdin: Buffer.from(`FROM ${images.probe}\n`), stdout: "pipe", stderr: "pipe" });
+  expect(staleBuild.exitCode).toBe(0);
   const run = await spawnUntil([binary, "run", "--foreground", images.probe, "--name", "e2e-isolated", "--isolate-network"], /^(http:\/\/\S+)$/m, {
     cwd: workdir,
     env: { MCPMGR_RUNTIME: "docker" },
@@ -104,4 +108,6 @@ test("the binary builds and runs the network isolation helper from itself (BUN_B
     await target.stop(true);
   }
   expect(run.output()).not.toContain("error");
+  expect(run.output()).toContain("building the network isolation helper image");
+  expect(Bun.spawnSync(["docker", "image", "inspect", stale], { stdout: "ignore", stderr: "ignore" }).exitCode).not.toBe(0);
 }, 240_000);

@@ -211,6 +211,33 @@ describe("egress proxy", () => {
     expect(log.join("\n")).not.toContain(SECRET);
   });
 
+  test("plain HTTP: the client is told the connection closes, so a keep-alive client's next request is checked anew", async () => {
+    await withProxy({ allowHosts: ["api.example.test"], blockedAddresses: [] }, async ({ egress }) => {
+      const raw = await exchange(egress, `GET http://api.example.test:${upstream.port}/one HTTP/1.1\r\nHost: api.example.test:${upstream.port}\r\nConnection: keep-alive\r\n\r\n`);
+      const headLines = raw.slice(0, raw.indexOf("\r\n\r\n")).split("\r\n");
+      expect(headLines[0]).toStartWith("HTTP/1.1 200");
+      expect(headLines.filter((line) => /^connection:/i.test(line))).toEqual(["Connection: close"]);
+      expect(headLines.some((line) => /^keep-alive:/i.test(line))).toBe(false);
+      // Node's keep-alive agent, as a server in the container would use it: the second request
+      // (to a host the rules refuse) gets its own connection and its own verdict.
+      const { request, Agent } = await import("node:http");
+      const agent = new Agent({ keepAlive: true });
+      const get = (url: string) =>
+        new Promise<string>((resolve, reject) => {
+          const target = new URL(url);
+          const req = request({ host: "127.0.0.1", port: egress, path: url, headers: { host: target.host }, agent }, (res) => {
+            res.resume();
+            res.on("end", () => resolve(String(res.statusCode)));
+          });
+          req.on("error", reject);
+          req.end();
+        });
+      expect(await get(`http://api.example.test:${upstream.port}/one`)).toBe("200");
+      expect(await get(`http://other.example.test:${upstream.port}/two`)).toBe("403");
+      agent.destroy();
+    });
+  });
+
   test("a real client (fetch with a proxy URL carrying credentials) goes through", async () => {
     const log = await withProxy({ allowHosts: [".example.test"] }, async ({ egress }) => {
       const res = await fetch(`http://api.example.test:${upstream.port}/via-fetch`, { proxy: `http://user:${SECRET}@127.0.0.1:${egress}` });

@@ -76,6 +76,23 @@ export async function ensureEgressImage(engine: ContainerEngine, onProgress: (li
   const tag = `mcpmgr-egress:${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
   if (await inspectLocalImage(engine, tag)) return tag;
   onProgress(`building the network isolation helper image ${tag}`);
-  await buildFromContext(engine, { tag, files: files(), labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "egress-image" }, what: "the network isolation helper image", onLine: () => {} });
+  await buildFromContext(engine, { tag, files: files(), labels: { [MANAGED_LABEL]: "true", [ROLE_LABEL]: EGRESS_ROLE }, what: "the network isolation helper image", onLine: () => {} });
+  await pruneOtherEgressImages(engine, tag);
   return tag;
+}
+
+const ROLE_LABEL = "mcpmgr.role";
+const EGRESS_ROLE = "egress-image";
+
+/**
+ * Each runtime or helper change makes a new helper image (it carries the ~100 MB runtime):
+ * once a new one is built, the older ones go. An image a running helper still uses cannot be
+ * removed and stays until a later build.
+ */
+async function pruneOtherEgressImages(engine: ContainerEngine, keep: string): Promise<void> {
+  const images = await engine.docker.listImages({ filters: JSON.stringify({ label: [`${MANAGED_LABEL}=true`, `${ROLE_LABEL}=${EGRESS_ROLE}`] }) }).catch(() => []);
+  for (const image of images) {
+    if ((image.RepoTags ?? []).includes(keep)) continue;
+    await engine.docker.getImage(image.Id).remove().catch(() => {});
+  }
 }

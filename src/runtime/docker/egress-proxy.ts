@@ -203,13 +203,37 @@ function _reply(socket: Socket, status: number, body: string): void {
 }
 
 /** Pipe both ways; `pipe` ends the peer when a side ends, so half-close travels through. */
-function _relay(a: Socket, b: Socket): void {
+function _relay(a: Socket, b: Socket, bToA: (b: Socket, a: Socket) => void = (from, to) => void from.pipe(to)): void {
   a.pipe(b);
-  b.pipe(a);
+  bToA(b, a);
   for (const [x, y] of [[a, b], [b, a]] as const) {
     x.on("error", () => y.destroy());
     x.on("close", (hadError: boolean) => (hadError ? y.destroy() : y.end()));
   }
+}
+
+/**
+ * Plain HTTP: the upstream's response head is passed on with `Connection: close`. A proxied
+ * connection carries one request (to the destination checked for it); a keep-alive client not
+ * told so would send its next request, to any host, into a socket that is about to close.
+ */
+function _closingResponse(upstream: Socket, client: Socket): void {
+  let head = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    head = Buffer.concat([head, chunk]);
+    const end = head.indexOf("\r\n\r\n");
+    if (end < 0 && head.length <= MAX_HEAD_BYTES) return;
+    upstream.off("data", onData);
+    if (end < 0) client.write(head);
+    else {
+      const lines = head.subarray(0, end).toString("latin1").split("\r\n");
+      const kept = lines.filter((line, i) => i === 0 || !/^(connection|keep-alive|proxy-connection)[ \t]*:/i.test(line));
+      client.write(`${[...kept, "Connection: close"].join("\r\n")}\r\n\r\n`, "latin1");
+      if (end + 4 < head.length) client.write(head.subarray(end + 4));
+    }
+    upstream.pipe(client);
+  };
+  upstream.on("data", onData);
 }
 
 /** Connects to the already-checked addresses in order; never resolves the name again. */
@@ -263,7 +287,7 @@ async function _route(client: Socket, head: string, rest: Buffer, ctx: Context):
   if (target.forwardHead === undefined) client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
   else upstream.write(target.forwardHead, "latin1");
   if (rest.length > 0) upstream.write(rest);
-  _relay(client, upstream);
+  _relay(client, upstream, target.forwardHead === undefined ? undefined : _closingResponse);
 }
 
 function _handleClient(client: Socket, ctx: Context): void {
