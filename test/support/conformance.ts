@@ -11,6 +11,7 @@
  * each holding an array of checks `{ id, name, status, errorMessage?, ... }`
  * with status SUCCESS | FAILURE | WARNING | INFO.
  */
+import { expect } from "bun:test";
 import type { Subprocess } from "bun";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -180,4 +181,15 @@ export async function startConformanceServer(opts: { startupTimeoutMs?: number }
   });
 
   return { url, proc, stderr: () => output, stop };
+}
+
+/**
+ * The run through mcpmgr (`via`) passed exactly the checks the fixture passes directly, failed
+ * none, and the suite really ran (at least 40 checks).
+ */
+export function expectSameChecks(via: ConformanceResult, direct: ConformanceResult): void {
+  expect(via.failures).toEqual(direct.failures);
+  expect(via.passedChecks).toEqual(direct.passedChecks);
+  expect(via.failed).toBe(0);
+  expect(via.passed).toBeGreaterThanOrEqual(40);
 }
