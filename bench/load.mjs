@@ -35,7 +35,8 @@ const connections = Number(cfg.connections ?? 1);
 const duration = Number(cfg.duration ?? 10);
 const warmup = Number(cfg.warmup ?? 2);
 const sessionMode = cfg.sessions ?? "shared";
-if (sessionMode !== "shared" && sessionMode !== "per-connection") die(`sessions must be "shared" or "per-connection", got ${JSON.stringify(sessionMode)}`);
+if (sessionMode !== "shared" && sessionMode !== "per-connection")
+  die(`sessions must be "shared" or "per-connection", got ${JSON.stringify(sessionMode)}`);
 
 const baseHeaders = {
   "content-type": "application/json",

@@ -35,7 +35,14 @@ import {
   waitForMcp,
 } from "./lib/proc.ts";
 import { type Harness, type Load, type Running, type Scenario, scenarios } from "./scenarios.ts";
-import { type Machine, NOISE_CORES, type RunResult, type ScenarioResult, evaluateTargets, renderMarkdown } from "./lib/report.ts";
+import {
+  type Machine,
+  NOISE_CORES,
+  type RunResult,
+  type ScenarioResult,
+  evaluateTargets,
+  renderMarkdown,
+} from "./lib/report.ts";
 
 const benchDir = import.meta.dir;
 const root = resolve(benchDir, "..");
@@ -44,7 +51,8 @@ function envNumber(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(n) || n < 0)
+    throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -57,7 +65,9 @@ const envConcurrencies = process.env.BENCH_CONCURRENCY?.trim()
   : undefined;
 const readyTimeoutMs = envNumber("BENCH_READY_TIMEOUT", 10_000);
 const noisyRetries = Math.floor(envNumber("BENCH_NOISY_RETRIES", 2));
-const selected = process.env.BENCH_SCENARIOS?.split(",").map((s) => s.trim()).filter(Boolean);
+const selected = process.env.BENCH_SCENARIOS?.split(",")
+  .map((s) => s.trim())
+  .filter(Boolean);
 const resultsPath = process.env.BENCH_RESULTS ?? join(benchDir, "RESULTS.md");
 
 if (duration <= 0) throw new Error("BENCH_DURATION must be > 0");
@@ -66,7 +76,8 @@ if (envConcurrencies?.length === 0) throw new Error("BENCH_CONCURRENCY lists no 
 const chosen: Scenario[] = selected ? scenarios.filter((s) => selected.includes(s.id)) : [...scenarios];
 if (selected) {
   const unknown = selected.filter((id) => !scenarios.some((s) => s.id === id));
-  if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(", ")}; known: ${scenarios.map((s) => s.id).join(", ")}`);
+  if (unknown.length)
+    throw new Error(`unknown scenario(s) ${unknown.join(", ")}; known: ${scenarios.map((s) => s.id).join(", ")}`);
 }
 
 /** The connection counts a scenario runs at. */
@@ -96,7 +107,14 @@ const loadgen = loadgenRuntime();
 
 function loadgenCommand(load: Load, concurrency: number): string[] {
   if (load.kind === "http") {
-    const cfg = { url: load.url, connections: concurrency, duration, warmup, sessions: load.sessions ?? "shared", ...(load.headers ? { headers: load.headers } : {}) };
+    const cfg = {
+      url: load.url,
+      connections: concurrency,
+      duration,
+      warmup,
+      sessions: load.sessions ?? "shared",
+      ...(load.headers ? { headers: load.headers } : {}),
+    };
     return [loadgen.exe, join(benchDir, "load.mjs"), JSON.stringify(cfg)];
   }
   const cfg = { server: load.server, connections: concurrency, duration, warmup };
@@ -105,7 +123,9 @@ function loadgenCommand(load: Load, concurrency: number): string[] {
 
 function describeLoad(load: Load): string {
   if (load.kind === "stdio") return "stdio pipe, N requests in flight";
-  return load.sessions === "per-connection" ? "HTTP, one MCP session per connection" : "HTTP, one MCP session shared by all connections";
+  return load.sessions === "per-connection"
+    ? "HTTP, one MCP session per connection"
+    : "HTTP, one MCP session shared by all connections";
 }
 
 function target(load: Load): string {
@@ -224,7 +244,10 @@ async function runLoad(running: Running, concurrency: number): Promise<Measured>
       }
     },
   });
-  const limitMs = (warmup + duration) * 1500 + 30_000 + (load.kind === "http" && load.sessions === "per-connection" ? concurrency * 2000 : 0);
+  const limitMs =
+    (warmup + duration) * 1500 +
+    30_000 +
+    (load.kind === "http" && load.sessions === "per-connection" ? concurrency * 2000 : 0);
   const timer = setTimeout(() => {
     process.stderr.write(`bench: load generator still running after ${limitMs / 1000} s, killing it\n`);
     child.proc.kill("SIGKILL");
@@ -399,7 +422,10 @@ async function runAll(): Promise<ScenarioResult[]> {
 function machine(): Machine {
   let cpuModel = "unknown";
   try {
-    cpuModel = readFileSync("/proc/cpuinfo", "utf8").match(/^model name\s*:\s*(.+)$/m)?.[1]?.trim() ?? cpuModel;
+    cpuModel =
+      readFileSync("/proc/cpuinfo", "utf8")
+        .match(/^model name\s*:\s*(.+)$/m)?.[1]
+        ?.trim() ?? cpuModel;
   } catch {}
   const nproc = Bun.spawnSync(["nproc"]).stdout.toString().trim() || String(availableParallelism());
   let kernel = "";

@@ -35,7 +35,12 @@ export type Load =
    * session shared by every connection (default), or one session per connection
    * (N connections = N concurrent client sessions).
    */
-  | { readonly kind: "http"; readonly url: string; readonly sessions?: "shared" | "per-connection"; readonly headers?: Readonly<Record<string, string>> }
+  | {
+      readonly kind: "http";
+      readonly url: string;
+      readonly sessions?: "shared" | "per-connection";
+      readonly headers?: Readonly<Record<string, string>>;
+    }
   /**
    * bench/stdio-load.mjs, which spawns `server` itself and keeps N requests in flight
    * on its stdin/stdout. The spawned server is the subject (role "upstream").
@@ -92,7 +97,8 @@ function mcpmgrCommand(h: Harness): string[] {
 /** The Node that runs stdio servers: the one `mcpmgr run npx://./local` picks (node on PATH). */
 function nodeBinary(): string {
   const node = Bun.which("node");
-  if (!node) throw new Error("node is not on PATH: the stdio scenarios run bench/stdio-echo.mjs with node, as mcpmgr does");
+  if (!node)
+    throw new Error("node is not on PATH: the stdio scenarios run bench/stdio-echo.mjs with node, as mcpmgr does");
   return node;
 }
 
@@ -102,7 +108,10 @@ function nodeBinary(): string {
  */
 async function echoImage(h: Harness): Promise<string> {
   const docker = (...args: string[]) => Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" });
-  if (docker("info").exitCode !== 0) throw new Error("no Docker engine answers `docker info`: leave bridge-container out (BENCH_SCENARIOS) or start dockerd");
+  if (docker("info").exitCode !== 0)
+    throw new Error(
+      "no Docker engine answers `docker info`: leave bridge-container out (BENCH_SCENARIOS) or start dockerd",
+    );
   const { ensureTestImages, NODE_BASE_IMAGE } = await import("../test/support/docker-images.ts");
   await ensureTestImages();
   const script = await Bun.file(join(h.root, "bench/stdio-echo.mjs")).text();
@@ -122,7 +131,12 @@ async function echoImage(h: Harness): Promise<string> {
 }
 
 /** `mcpmgr run --foreground URL [policy options]` in front of the bench upstream (the transparent forwarder). */
-async function startRunRemote(h: Harness, up: { url: string; child: Running["processes"][number] }, extra: string[], headers?: Record<string, string>): Promise<Running> {
+async function startRunRemote(
+  h: Harness,
+  up: { url: string; child: Running["processes"][number] },
+  extra: string[],
+  headers?: Record<string, string>,
+): Promise<Running> {
   const port = h.freePort();
   const prefix = mcpmgrCommand(h);
   const args = ["run", "--foreground", up.url, "--name", "bench-remote", "--proxy-port", String(port), ...extra];
@@ -190,7 +204,20 @@ export const scenarios: readonly Scenario[] = [
       const auth = await startAuthServer({ accessTokenTtl: 3600 });
       const port = h.freePort();
       const prefix = mcpmgrCommand(h);
-      const args = ["proxy", "bench", "--target-uri", up.url, "--port", String(port), "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
+      const args = [
+        "proxy",
+        "bench",
+        "--target-uri",
+        up.url,
+        "--port",
+        String(port),
+        "--oidc-issuer",
+        auth.issuer,
+        "--oidc-audience",
+        JWT_RESOURCE,
+        "--oidc-insecure-allow-http",
+        "--jwks-allow-private-ip",
+      ];
       const proxy = h.spawn("proxy", [...prefix, ...args], { cwd: h.root });
       const token = await auth.token();
       await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, proxy);
@@ -199,7 +226,9 @@ export const scenarios: readonly Scenario[] = [
         load: { kind: "http", url: `http://127.0.0.1:${port}/mcp`, headers: { authorization: `Bearer ${token}` } },
         subject: proxy,
         processes: [proxy, up.child],
-        notes: ["every request carries an RS256 JWT from oidc-provider; the proxy verifies signature, iss, aud and exp (jose, cached JWKS) before forwarding"],
+        notes: [
+          "every request carries an RS256 JWT from oidc-provider; the proxy verifies signature, iss, aud and exp (jose, cached JWKS) before forwarding",
+        ],
       };
     },
   },
@@ -223,16 +252,33 @@ export const scenarios: readonly Scenario[] = [
       const { startAuthServer, JWT_RESOURCE } = await import("../test/support/auth-server.ts");
       const auth = await startAuthServer({ accessTokenTtl: 3600 });
       const dir = mkdtempSync(join(tmpdir(), "mcpmgr-bench-policies-"));
-      await Bun.write(join(dir, "authz.json"), JSON.stringify({ version: "1.0", type: "cedarv1", cedar: { policies: ["permit(principal, action, resource);"] } }));
+      await Bun.write(
+        join(dir, "authz.json"),
+        JSON.stringify({
+          version: "1.0",
+          type: "cedarv1",
+          cedar: { policies: ["permit(principal, action, resource);"] },
+        }),
+      );
       await Bun.write(join(dir, "audit.json"), JSON.stringify({ logFile: join(dir, "audit.jsonl") }));
       // A collector that accepts and discards OTLP.
       const sink = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(null, { status: 200 }) });
       const args = [
-        "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip",
-        "--tools", "echo",
-        "--authz-config", join(dir, "authz.json"),
-        "--audit-config", join(dir, "audit.json"),
-        "--otel-endpoint", `http://127.0.0.1:${sink.port}`, "--otel-insecure",
+        "--oidc-issuer",
+        auth.issuer,
+        "--oidc-audience",
+        JWT_RESOURCE,
+        "--oidc-insecure-allow-http",
+        "--jwks-allow-private-ip",
+        "--tools",
+        "echo",
+        "--authz-config",
+        join(dir, "authz.json"),
+        "--audit-config",
+        join(dir, "audit.json"),
+        "--otel-endpoint",
+        `http://127.0.0.1:${sink.port}`,
+        "--otel-insecure",
       ];
       const running = await startRunRemote(h, up, args, { authorization: `Bearer ${await auth.token()}` });
       return {
@@ -255,9 +301,13 @@ export const scenarios: readonly Scenario[] = [
     baseline: "direct",
     async start(h) {
       const up = await h.startUpstream();
-      const proxy = h.spawn("proxy", [h.bun, join(h.root, "bench/peers/naive-proxy.ts"), "--target", up.url, "--port", "0"], {
-        cwd: h.root,
-      });
+      const proxy = h.spawn(
+        "proxy",
+        [h.bun, join(h.root, "bench/peers/naive-proxy.ts"), "--target", up.url, "--port", "0"],
+        {
+          cwd: h.root,
+        },
+      );
       const m = await proxy.waitForLine(/^READY (http:\/\/\S+)$/, h.readyTimeoutMs);
       return {
         load: { kind: "http", url: m[1] as string },
@@ -276,7 +326,9 @@ export const scenarios: readonly Scenario[] = [
       return {
         load: { kind: "stdio", server },
         processes: [],
-        notes: [`bench/stdio-load.mjs spawns \`${server.join(" ")}\` and keeps N requests in flight on its stdin/stdout (no HTTP, no sandbox)`],
+        notes: [
+          `bench/stdio-load.mjs spawns \`${server.join(" ")}\` and keeps N requests in flight on its stdin/stdout (no HTTP, no sandbox)`,
+        ],
       };
     },
   },
@@ -296,7 +348,15 @@ export const scenarios: readonly Scenario[] = [
       // The sandbox is what users get: bwrap when it is installed. Without it mcpmgr
       // refuses to start a local server unless told to run it unsandboxed.
       const sandboxed = Bun.which("bwrap") !== null;
-      const args = ["run", "--foreground", "--name", "bench-stdio-echo", `npx://./${ECHO_PKG}`, "--proxy-port", String(port)];
+      const args = [
+        "run",
+        "--foreground",
+        "--name",
+        "bench-stdio-echo",
+        `npx://./${ECHO_PKG}`,
+        "--proxy-port",
+        String(port),
+      ];
       if (!sandboxed) args.push("--insecure-allow-unsandboxed");
       // The process runtime explicitly: with a container engine up, detection would pick it.
       const bridge = h.spawn("bridge", [...prefix, ...args], { cwd: h.root, env: { MCPMGR_RUNTIME: "process" } });
@@ -313,13 +373,15 @@ export const scenarios: readonly Scenario[] = [
           notes: [
             `\`${command}\` (stdio server: \`node ${ECHO_PKG}/echo.mjs\`)`,
             sandboxed
-              ? "stdio server sandboxed by bubblewrap (mcpmgr's default, what users get); its bwrap processes and node are counted as \"upstream\""
+              ? 'stdio server sandboxed by bubblewrap (mcpmgr\'s default, what users get); its bwrap processes and node are counted as "upstream"'
               : "bubblewrap is NOT installed: the stdio server runs unsandboxed (--insecure-allow-unsandboxed)",
             "one MCP session per connection (concurrency 16 = 16 client sessions multiplexed on the one stdio server)",
           ],
         };
       } catch (err) {
-        throw new Error(`mcpmgr run not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${command}`);
+        throw new Error(
+          `mcpmgr run not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${command}`,
+        );
       }
     },
   },
@@ -333,7 +395,17 @@ export const scenarios: readonly Scenario[] = [
       const image = await echoImage(h);
       const port = h.freePort();
       const prefix = mcpmgrCommand(h);
-      const args = ["run", "--foreground", "--name", "bench-container-echo", image, "--proxy-port", String(port), "--image-verification", "disabled"];
+      const args = [
+        "run",
+        "--foreground",
+        "--name",
+        "bench-container-echo",
+        image,
+        "--proxy-port",
+        String(port),
+        "--image-verification",
+        "disabled",
+      ];
       const bridge = h.spawn("bridge", [...prefix, ...args], { cwd: h.root, env: { MCPMGR_RUNTIME: "docker" } });
       const command = `MCPMGR_RUNTIME=docker ${prefix.join(" ")} ${args.join(" ")}`;
       try {
@@ -350,7 +422,9 @@ export const scenarios: readonly Scenario[] = [
           ],
         };
       } catch (err) {
-        throw new Error(`mcpmgr run (container) not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${command}`);
+        throw new Error(
+          `mcpmgr run (container) not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${command}`,
+        );
       }
     },
   },
@@ -390,7 +464,9 @@ export const scenarios: readonly Scenario[] = [
         await h.waitForHttp(`http://127.0.0.1:${port}/healthz`, h.readyTimeoutMs, gateway);
         await h.waitForMcp(url, h.readyTimeoutMs, gateway);
       } catch (err) {
-        throw new Error(`supergateway not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${cmd.join(" ")}`);
+        throw new Error(
+          `supergateway not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${cmd.join(" ")}`,
+        );
       }
       let version = "?";
       try {
@@ -403,7 +479,7 @@ export const scenarios: readonly Scenario[] = [
         descendants: [{ of: gateway, role: "upstream" }],
         notes: [
           `supergateway ${version} on node: \`--stdio "node ${ECHO_PKG}/echo.mjs" --outputTransport streamableHttp --stateful --logLevel none\`, answers as text/event-stream`,
-          "stateful mode spawns one stdio server (`sh -c` + node) per session: at concurrency 16 that is 16 servers, counted as \"upstream\"; no sandbox",
+          'stateful mode spawns one stdio server (`sh -c` + node) per session: at concurrency 16 that is 16 servers, counted as "upstream"; no sandbox',
         ],
       };
     },

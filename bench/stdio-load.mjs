@@ -87,7 +87,8 @@ function call(id, method, params) {
 }
 
 let nextId = 1;
-const request = (id) => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":{"text":"${ECHO_TEXT}"}}}\n`;
+const request = (id) =>
+  `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":{"text":"${ECHO_TEXT}"}}}\n`;
 
 function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;

@@ -70,7 +70,8 @@ function handleCall(msg: JsonRpcMessage): Response {
   switch (msg.method) {
     case "tools/call": {
       const name = msg.params?.name;
-      if (name !== "echo") return result(msg.id, { content: [{ type: "text", text: `Unknown tool: ${String(name)}` }], isError: true });
+      if (name !== "echo")
+        return result(msg.id, { content: [{ type: "text", text: `Unknown tool: ${String(name)}` }], isError: true });
       const text = msg.params?.arguments?.text;
       return result(msg.id, { content: [{ type: "text", text: `Echo: ${typeof text === "string" ? text : ""}` }] });
     }

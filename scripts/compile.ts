@@ -60,7 +60,9 @@ async function main(): Promise<void> {
     const outfile = join(dist, file);
     await rm(outfile, { force: true });
     await compile(outfile, version, target);
-    const digest = createHash("sha256").update(await readFile(outfile)).digest("hex");
+    const digest = createHash("sha256")
+      .update(await readFile(outfile))
+      .digest("hex");
     sums.push(`${digest}  ${basename(outfile)}`);
   }
   await writeFile(join(dist, "SHA256SUMS"), sums.join("\n") + "\n");

@@ -368,7 +368,11 @@ export async function waitForMcp(url: string, timeoutMs: number, child?: Child):
     jsonrpc: "2.0",
     id: 0,
     method: "initialize",
-    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-bench-ready", version: "0.1.0" } },
+    params: {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "mcpmgr-bench-ready", version: "0.1.0" },
+    },
   });
   let last = "no answer";
   while (performance.now() < deadline) {

@@ -101,7 +101,12 @@ export function evaluateTargets(scenarios: readonly Scenario[], results: readonl
     for (const t of s.targets ?? []) {
       const baseId = t.kind === "idleRss" ? undefined : (t.baseline ?? s.baseline);
       const base = baseId ? results.find((x) => x.id === baseId) : undefined;
-      const v: Verdict = { scenario: s.id, text: `${s.id}: ${describe(t, baseId)}`, status: "not measured", detail: "" };
+      const v: Verdict = {
+        scenario: s.id,
+        text: `${s.id}: ${describe(t, baseId)}`,
+        status: "not measured",
+        detail: "",
+      };
       verdicts.push(v);
       if (!r || r.error) {
         v.detail = r?.error ? `scenario failed: ${firstLine(r.error)}` : "scenario not run";
@@ -151,7 +156,10 @@ export function renderMarkdown(
   verdicts: readonly Verdict[],
 ): string {
   const out: string[] = [];
-  const stamp = m.date.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  const stamp = m.date
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, " UTC");
   out.push(`## Run of ${stamp}`, "");
   out.push(
     `- Machine: ${m.nproc} CPUs (\`nproc\`), ${m.cpuModel}, ${m.memGiB.toFixed(1)} GiB RAM, Linux ${m.kernel}`,
@@ -234,7 +242,7 @@ export function renderMarkdown(
       "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
       ...ratioRows,
       "",
-      "\"A vs B\": A minus B, A divided by B. Subject CPU µs/req: CPU time of the process under test per request served (proxy, bridge or gateway; for `direct`/`stdio-direct` the server itself). " +
+      '"A vs B": A minus B, A divided by B. Subject CPU µs/req: CPU time of the process under test per request served (proxy, bridge or gateway; for `direct`/`stdio-direct` the server itself). ' +
         "Server-side CPU µs/req: subject plus upstream (every stdio server and sandbox process included), i.e. everything but the load generator. " +
         "On a small machine the load generator and the servers share the cores, so CPU per request is what bounds req/s.",
       "",

@@ -10,7 +10,14 @@ net.Server.prototype.listen = function (...args) {
   const first = args[0];
   if (typeof first === "number" || (typeof first === "string" && /^\d+$/.test(first))) {
     if (typeof args[1] !== "string") args.splice(1, 0, "127.0.0.1");
-  } else if (first && typeof first === "object" && first.path === undefined && first.host === undefined && !first._handle && !first.fd) {
+  } else if (
+    first &&
+    typeof first === "object" &&
+    first.path === undefined &&
+    first.host === undefined &&
+    !first._handle &&
+    !first.fd
+  ) {
     args[0] = { ...first, host: "127.0.0.1" };
   }
   return listen.apply(this, args);

@@ -9,7 +9,10 @@ import { isIP } from "node:net";
 function v4Private(address: string): boolean {
   const [a = 0, b = 0] = address.split(".").map(Number);
   return (
-    a === 0 || a === 10 || a === 127 || a >= 224 || // this network, private, loopback, multicast and reserved
+    a === 0 ||
+    a === 10 ||
+    a === 127 ||
+    a >= 224 || // this network, private, loopback, multicast and reserved
     (a === 100 && b >= 64 && b <= 127) || // carrier-grade NAT
     (a === 169 && b === 254) || // link-local (cloud metadata)
     (a === 172 && b >= 16 && b <= 31) ||

@@ -12,7 +12,8 @@ export type Fetch = (input: string | URL, init?: RequestInit) => Promise<Respons
 export function trustingFetch(caBundle: string | undefined, base: Fetch = fetch): Fetch {
   if (caBundle === undefined) return base;
   const ca = [...rootCertificates, ...extraCaCerts(), caBundle];
-  return (input, init = {}) => base(input, { ...init, tls: { ...(init as BunFetchRequestInit).tls, ca } } as RequestInit);
+  return (input, init = {}) =>
+    base(input, { ...init, tls: { ...(init as BunFetchRequestInit).tls, ca } } as RequestInit);
 }
 
 /** NODE_EXTRA_CA_CERTS, which a tls.ca list would otherwise leave out; ignored when unreadable, as the runtime does. */

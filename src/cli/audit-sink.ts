@@ -20,9 +20,13 @@ function openForAppend(path: string): number {
   try {
     return openSync(path, "a", 0o600);
   } catch (err) {
-    throw new McpmgrError("INVALID_OPTION", `audit logFile ${path} cannot be written: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
-      hint: "point logFile at a writable file, or leave it out to write audit lines to the workload's log",
-    });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `audit logFile ${path} cannot be written: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      {
+        hint: "point logFile at a writable file, or leave it out to write audit lines to the workload's log",
+      },
+    );
   }
 }
 
@@ -31,8 +35,13 @@ export function assertAuditLogWritable(config: AuditConfig): void {
   if (config.logFile !== undefined) closeSync(openForAppend(config.logFile));
 }
 
-export function auditSink(config: AuditConfig, workloadLog: ((text: string) => void) | undefined, onError: (message: string) => void): AuditSink {
-  if (config.logFile === undefined) return { write: workloadLog ?? ((line) => process.stderr.write(line)), close: async () => {} };
+export function auditSink(
+  config: AuditConfig,
+  workloadLog: ((text: string) => void) | undefined,
+  onError: (message: string) => void,
+): AuditSink {
+  if (config.logFile === undefined)
+    return { write: workloadLog ?? ((line) => process.stderr.write(line)), close: async () => {} };
   const path = config.logFile;
   const fd = openForAppend(path);
   const sink = Bun.file(fd).writer({ highWaterMark: 64 * 1024 });

@@ -25,7 +25,12 @@ export function toCittyArgs(
     if (spec.defaultText !== undefined) description += ` (Default: ${spec.defaultText})`;
     if (notYet.has(name)) description += " [not supported yet]";
     if (spec.kind === "boolean") {
-      args[name] = { type: "boolean", description, default: spec.default, ...(spec.short ? { alias: spec.short } : {}) };
+      args[name] = {
+        type: "boolean",
+        description,
+        default: spec.default,
+        ...(spec.short ? { alias: spec.short } : {}),
+      };
       continue;
     }
     args[name] = {
@@ -44,7 +49,10 @@ export function toCittyArgs(
 export type HelpSubCommands = Readonly<Record<string, CommandDef<any>>>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
-export function withHelpSubCommands<C extends CommandDef<any>>(command: C, helpSubCommands: HelpSubCommands): C & { readonly helpSubCommands: HelpSubCommands } {
+export function withHelpSubCommands<C extends CommandDef<any>>(
+  command: C,
+  helpSubCommands: HelpSubCommands,
+): C & { readonly helpSubCommands: HelpSubCommands } {
   return Object.assign(command, { helpSubCommands });
 }
 

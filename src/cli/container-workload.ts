@@ -7,7 +7,13 @@ import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { findFreePort, portInUse } from "../proxy/serve.ts";
 import { startServerContainer, type ContainerServer } from "../runtime/docker/container.ts";
-import { defaultLimits, networkModeFor, resolveMounts, serverContainerOptions, serverPortFor } from "../runtime/docker/container-config.ts";
+import {
+  defaultLimits,
+  networkModeFor,
+  resolveMounts,
+  serverContainerOptions,
+  serverPortFor,
+} from "../runtime/docker/container-config.ts";
 import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import { buildPackageImage } from "../runtime/docker/image-build.ts";
 import { applyVerification, ensureImage, inspectLocalImage } from "../runtime/docker/images.ts";
@@ -33,7 +39,16 @@ type Values = ParsedRunArgv["values"];
 const DEFAULT_SERVER_PORT = 8080;
 
 /** Options that only mean something for a container; refused for other runtimes rather than ignored. */
-export const containerOnlyOptions = ["network", "isolate-network", "allow-docker-gateway", "publish", "image-verification", "runtime-image", "runtime-add-package", "ca-cert"] as const;
+export const containerOnlyOptions = [
+  "network",
+  "isolate-network",
+  "allow-docker-gateway",
+  "publish",
+  "image-verification",
+  "runtime-image",
+  "runtime-add-package",
+  "ca-cert",
+] as const;
 
 export function assertNoContainerOptions(parsed: ParsedRunArgv, why: string): void {
   for (const option of containerOnlyOptions) {
@@ -46,12 +61,22 @@ export function assertNoContainerOptions(parsed: ParsedRunArgv, why: string): vo
 }
 
 /** The image to run: pulled (and verified) for an image source, built and cached for a package. */
-export async function prepareContainerImage(plan: RunPlan, values: Values, engine: ContainerEngine, progress: (line: string) => void): Promise<string> {
+export async function prepareContainerImage(
+  plan: RunPlan,
+  values: Values,
+  engine: ContainerEngine,
+  progress: (line: string) => void,
+): Promise<string> {
   const { source } = plan;
   if (source.kind === "image") {
     for (const option of ["runtime-image", "runtime-add-package", "ca-cert"] as const) {
       const given = option === "runtime-add-package" ? values[option].length > 0 : values[option] !== undefined;
-      if (given) throw new McpmgrError("CONFLICTING_OPTIONS", `--${option} applies to npx://, uvx:// and go:// builds, not to an image`, { hint: `leave --${option} out` });
+      if (given)
+        throw new McpmgrError(
+          "CONFLICTING_OPTIONS",
+          `--${option} applies to npx://, uvx:// and go:// builds, not to an image`,
+          { hint: `leave --${option} out` },
+        );
     }
     const image = await ensureImage(engine, source.ref, progress);
     applyVerification(values["image-verification"], source.ref, image, (text) => log.warn(text));
@@ -93,9 +118,15 @@ export async function assertContainerNameFree(plan: RunPlan, engine: ContainerEn
   if (await new WorkloadStore(resolvePaths()).get(plan.name)) {
     throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${plan.name} already exists`, { hint });
   }
-  const running = await engine.docker.listContainers({ filters: JSON.stringify({ ...workloadFilter(plan.name), status: ["running"] }) }).catch(() => []);
+  const running = await engine.docker
+    .listContainers({ filters: JSON.stringify({ ...workloadFilter(plan.name), status: ["running"] }) })
+    .catch(() => []);
   if (running.length > 0) {
-    throw new McpmgrError("WORKLOAD_EXISTS", `containers of a workload named ${plan.name} are already running (another 'mcpmgr run --foreground'?)`, { hint });
+    throw new McpmgrError(
+      "WORKLOAD_EXISTS",
+      `containers of a workload named ${plan.name} are already running (another 'mcpmgr run --foreground'?)`,
+      { hint },
+    );
   }
 }
 
@@ -140,13 +171,21 @@ async function containerSettings(plan: RunPlan, parsed: ParsedRunArgv): Promise<
   const transport = plan.transport ?? "stdio";
   const stdio = transport === "stdio";
   if (parsed.given.has("target-host")) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", "--target-host applies to servers run as local processes; a container's port is published on 127.0.0.1", { hint: "leave --target-host out" });
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      "--target-host applies to servers run as local processes; a container's port is published on 127.0.0.1",
+      { hint: "leave --target-host out" },
+    );
   }
   if (stdio && parsed.given.has("target-port")) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", "--target-port applies to sse and streamable-http servers", { hint: "leave it out, or give --transport" });
+    throw new McpmgrError("CONFLICTING_OPTIONS", "--target-port applies to sse and streamable-http servers", {
+      hint: "leave it out, or give --transport",
+    });
   }
   if (values["allow-docker-gateway"] && !values["isolate-network"]) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", "--allow-docker-gateway only applies with --isolate-network", { hint: "add --isolate-network, or leave --allow-docker-gateway out" });
+    throw new McpmgrError("CONFLICTING_OPTIONS", "--allow-docker-gateway only applies with --isolate-network", {
+      hint: "add --isolate-network, or leave --allow-docker-gateway out",
+    });
   }
   validateUserLabels(values.label);
   const profile = await profileFor(plan, values);
@@ -154,18 +193,28 @@ async function containerSettings(plan: RunPlan, parsed: ParsedRunArgv): Promise<
   const none = deniesNetwork(profile);
   const isolate = values["isolate-network"] || (none && !stdio);
   if (isolate && values.network !== undefined) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", `--network ${values.network} conflicts with network isolation, which puts the server on its own internal network`, {
-      hint: "leave --network out, or --isolate-network",
-    });
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--network ${values.network} conflicts with network isolation, which puts the server on its own internal network`,
+      {
+        hint: "leave --network out, or --isolate-network",
+      },
+    );
   }
   const networkMode = isolate ? "" : networkModeFor(profile, values.network);
   if (!stdio && (networkMode === "none" || networkMode.startsWith("container:"))) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", `--transport ${transport} needs a network the proxy can reach, not --network ${networkMode}`, {
-      hint: "use profile none (mcpmgr then isolates the server and relays to it), or another network",
-    });
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--transport ${transport} needs a network the proxy can reach, not --network ${networkMode}`,
+      {
+        hint: "use profile none (mcpmgr then isolates the server and relays to it), or another network",
+      },
+    );
   }
   if (values.publish.length > 0 && (networkMode === "host" || isolate || networkMode === "none")) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", "--publish needs a bridge or named network", { hint: "leave --publish out with --network host, profile none or --isolate-network" });
+    throw new McpmgrError("CONFLICTING_OPTIONS", "--publish needs a bridge or named network", {
+      hint: "leave --publish out with --network host, profile none or --isolate-network",
+    });
   }
   const mounts = resolveMounts(profile, values.volume);
   return { transport, profile, mounts, hiddenDirs: mcpmgrDirsUnder(mounts), isolate, networkMode };
@@ -178,7 +227,9 @@ async function containerSettings(plan: RunPlan, parsed: ParsedRunArgv): Promise<
 function assertProfileAccepted(profile: PermissionProfile, plan: RunPlan, values: Values): void {
   const mode = profile.network.mode ?? "";
   if (mode.startsWith("container:")) {
-    throw new McpmgrError("INVALID_OPTION", `network mode ${mode} in the permission profile is not supported`, { hint: "use bridge, host, none or a network's name" });
+    throw new McpmgrError("INVALID_OPTION", `network mode ${mode} in the permission profile is not supported`, {
+      hint: "use bridge, host, none or a network's name",
+    });
   }
   if (values["permission-profile"] !== undefined || plan.entry === undefined) return;
   const wants = profile.privileged ? "privileged mode" : mode === "host" ? "the host's network" : undefined;
@@ -200,13 +251,21 @@ function mcpmgrDirsUnder(mounts: ReturnType<typeof resolveMounts>): string[] {
     // Only what exists: a mount point cannot be created inside a read-only mount.
     for (const dir of [paths.configDir, paths.dataDir, paths.stateDir].filter((d) => existsSync(d))) {
       const rel = relative(mount.hostPath, dir);
-      if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel))) hidden.push(posix.join(mount.containerPath, ...rel.split(sep)));
+      if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel)))
+        hidden.push(posix.join(mount.containerPath, ...rel.split(sep)));
     }
   }
   return hidden;
 }
 
-export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engine: ContainerEngine, image: string, proxyPort: number, printOverlays: boolean): Promise<LaunchedContainer> {
+export async function launchContainer(
+  plan: RunPlan,
+  parsed: ParsedRunArgv,
+  engine: ContainerEngine,
+  image: string,
+  proxyPort: number,
+  printOverlays: boolean,
+): Promise<LaunchedContainer> {
   const { values } = parsed;
   const { transport, profile, mounts, hiddenDirs, isolate, networkMode } = await containerSettings(plan, parsed);
   const stdio = transport === "stdio";
@@ -216,10 +275,15 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
   const environment = await serverEnvironment(plan, values);
   const redact = redactor(environment.secretValues);
   // Printed by the terminal-side run (preflight or --foreground), not again by the supervisor.
-  const { overlays, emptyFile } = await overlaysFor(mounts, { ...values, "print-resolved-overlays": values["print-resolved-overlays"] && printOverlays });
+  const { overlays, emptyFile } = await overlaysFor(mounts, {
+    ...values,
+    "print-resolved-overlays": values["print-resolved-overlays"] && printOverlays,
+  });
   const none = deniesNetwork(profile);
   if (!isolate && restrictsOutbound(profile) && !none) {
-    log.warn("the permission profile limits outbound hosts/ports, which only --isolate-network enforces; without it the container reaches any host");
+    log.warn(
+      "the permission profile limits outbound hosts/ports, which only --isolate-network enforces; without it the container reaches any host",
+    );
   }
   const hostNetwork = networkMode === "host";
 
@@ -229,14 +293,19 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
     const given = values["target-port"] ?? plan.entry?.targetPort;
     // On the host's network the server's port is a host port: an image's EXPOSE (often 8080)
     // would clash between workloads, so with nothing chosen it gets a free one (MCP_PORT)...
-    const exposed = given === undefined && !hostNetwork ? ((await inspectLocalImage(engine, image))?.exposedPorts ?? []) : [];
+    const exposed =
+      given === undefined && !hostNetwork ? ((await inspectLocalImage(engine, image))?.exposedPorts ?? []) : [];
     containerPort = serverPortFor(given, exposed) ?? (hostNetwork ? await findFreePort() : DEFAULT_SERVER_PORT);
     hostPort = hostNetwork ? containerPort : await findFreePort();
     // ...and a chosen one must be free, or the proxy would forward to whatever holds it.
     if (hostNetwork && given !== undefined && portInUse(containerPort)) {
-      throw new McpmgrError("PORT_IN_USE", `port ${containerPort} is already in use on this host, and with --network host the server would listen there`, {
-        hint: "stop what listens on it, or pick another port with --target-port",
-      });
+      throw new McpmgrError(
+        "PORT_IN_USE",
+        `port ${containerPort} is already in use on this host, and with --network host the server would listen there`,
+        {
+          hint: "stop what listens on it, or pick another port with --target-port",
+        },
+      );
     }
   }
   const labels = (role: "server" | "egress" | "network") =>
@@ -270,7 +339,9 @@ export async function launchContainer(plan: RunPlan, parsed: ParsedRunArgv, engi
     networkMode: isolation?.networkName ?? networkMode,
     networkAlias: SERVER_ALIAS,
     publish: [
-      ...(!isolate && !hostNetwork && containerPort !== undefined && hostPort !== undefined ? [{ containerPort, hostPort }] : []),
+      ...(!isolate && !hostNetwork && containerPort !== undefined && hostPort !== undefined
+        ? [{ containerPort, hostPort }]
+        : []),
       ...values.publish.map((p) => ({ containerPort: p.containerPort, hostPort: p.hostPort })),
     ],
     limits,

@@ -39,7 +39,11 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
     ["token-exchange-client-secret", "--token-exchange-client-secret-file"],
   ] as const) {
     if (parsed.given.has(option)) {
-      throw new McpmgrError("INVALID_OPTION", `--${option} would be stored in the workload's configuration in plain text`, { hint: `use ${instead} for a background workload (or --foreground)` });
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--${option} would be stored in the workload's configuration in plain text`,
+        { hint: `use ${instead} for a background workload (or --foreground)` },
+      );
     }
   }
   // Fail here, in the user's terminal, for what can be checked before anything starts;
@@ -67,8 +71,16 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
   }
   const port = values["proxy-port"] ?? (await freePortAvoiding(store));
   const dashDash = rawArgs.indexOf("--");
-  const own = (dashDash === -1 ? rawArgs : rawArgs.slice(0, dashDash)).filter((arg) => arg !== "--foreground" && arg !== "-f");
-  const runOptions = [...own, ...(values.name ? [] : ["--name", name]), ...(values["proxy-port"] ? [] : ["--proxy-port", String(port)]), "--", ...parsed.passthrough];
+  const own = (dashDash === -1 ? rawArgs : rawArgs.slice(0, dashDash)).filter(
+    (arg) => arg !== "--foreground" && arg !== "-f",
+  );
+  const runOptions = [
+    ...own,
+    ...(values.name ? [] : ["--name", name]),
+    ...(values["proxy-port"] ? [] : ["--proxy-port", String(port)]),
+    "--",
+    ...parsed.passthrough,
+  ];
 
   await store.create({
     name,
@@ -86,7 +98,11 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
     env: Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
     secrets: values.secret.map((ref) => ({ name: ref.name, target: ref.target })),
     args: [...plan.args],
-    volumes: values.volume.map((v) => ({ hostPath: resolve(v.hostPath), containerPath: v.containerPath, readOnly: v.readOnly })),
+    volumes: values.volume.map((v) => ({
+      hostPath: resolve(v.hostPath),
+      containerPath: v.containerPath,
+      readOnly: v.readOnly,
+    })),
     runOptions,
     workingDir: process.cwd(),
   });

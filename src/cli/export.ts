@@ -7,13 +7,18 @@ import { openStore, parseNamed } from "./workload-arg.ts";
 
 export default defineCommand({
   meta: { name: "export", description: "Write a workload's configuration to a file" },
-  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true }, PATH: { description: "File to write", required: true } }),
+  args: toCittyArgs(
+    {},
+    { NAME: { description: "Workload name", required: true }, PATH: { description: "File to write", required: true } },
+  ),
   async run({ rawArgs }) {
     const { name, rest } = parseNamed(rawArgs, {}, "export", 1);
     const path = rest[0];
     if (path === undefined) {
       const { McpmgrError } = await import("../errors.ts");
-      throw new McpmgrError("MISSING_OPTION", "missing the PATH to write", { hint: `usage: mcpmgr export ${name} PATH` });
+      throw new McpmgrError("MISSING_OPTION", "missing the PATH to write", {
+        hint: `usage: mcpmgr export ${name} PATH`,
+      });
     }
     const record = await openStore().getExisting(name);
     await writeJsonFile(path, record);

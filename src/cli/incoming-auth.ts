@@ -11,16 +11,30 @@ export interface PreparedAuthentication {
 }
 
 /** Discovery and a JWKS fetch happen here, so a bad issuer fails before anything starts. */
-export async function prepareIncomingAuthentication(spec: IncomingAuthSpec | undefined): Promise<PreparedAuthentication> {
+export async function prepareIncomingAuthentication(
+  spec: IncomingAuthSpec | undefined,
+): Promise<PreparedAuthentication> {
   if (spec === undefined) return { forEndpoint: () => [] };
   const verifier = await createTokenVerifier(spec);
   if (spec.audience === undefined) {
-    log.warn(`--oidc-audience is not set: any token ${spec.issuer.href} issued is accepted, including tokens meant for other applications; set it to this server's audience`);
+    log.warn(
+      `--oidc-audience is not set: any token ${spec.issuer.href} issued is accepted, including tokens meant for other applications; set it to this server's audience`,
+    );
   }
-  log.info(`clients must present bearer tokens from ${spec.issuer.href}${spec.audience ? ` for audience ${spec.audience}` : ""}`);
-  return { forEndpoint: (endpointPath, trustProxyHeaders) => [bearerAuthentication({ spec, verifier, endpointPath, trustProxyHeaders })] };
+  log.info(
+    `clients must present bearer tokens from ${spec.issuer.href}${spec.audience ? ` for audience ${spec.audience}` : ""}`,
+  );
+  return {
+    forEndpoint: (endpointPath, trustProxyHeaders) => [
+      bearerAuthentication({ spec, verifier, endpointPath, trustProxyHeaders }),
+    ],
+  };
 }
 
-export async function incomingAuthentication(spec: IncomingAuthSpec | undefined, endpointPath: string, trustProxyHeaders: boolean): Promise<Middleware[]> {
+export async function incomingAuthentication(
+  spec: IncomingAuthSpec | undefined,
+  endpointPath: string,
+  trustProxyHeaders: boolean,
+): Promise<Middleware[]> {
   return (await prepareIncomingAuthentication(spec)).forEndpoint(endpointPath, trustProxyHeaders);
 }

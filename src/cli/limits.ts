@@ -13,13 +13,21 @@ function fromEnv<T>(env: Env, name: string, schema: v.GenericSchema<string, T>, 
   if (raw === undefined || raw === "") return fallback;
   const parsed = v.safeParse(schema, raw, { abortPipeEarly: true });
   if (!parsed.success) {
-    throw new McpmgrError("INVALID_OPTION", `${name} ${JSON.stringify(raw)}: must be ${expected}`, { hint: `unset ${name} to use the default` });
+    throw new McpmgrError("INVALID_OPTION", `${name} ${JSON.stringify(raw)}: must be ${expected}`, {
+      hint: `unset ${name} to use the default`,
+    });
   }
   return parsed.output;
 }
 
 export function maxBodyBytesFromEnv(env: Env = process.env): number {
-  return fromEnv(env, "MCPMGR_MAX_REQUEST_BYTES", byteCount, defaultMaxBodyBytes, "a whole number of bytes, at least 1024");
+  return fromEnv(
+    env,
+    "MCPMGR_MAX_REQUEST_BYTES",
+    byteCount,
+    defaultMaxBodyBytes,
+    "a whole number of bytes, at least 1024",
+  );
 }
 
 /** How long the stdio bridge waits for the server to answer one request. */
@@ -45,9 +53,18 @@ const memorySize = v.pipe(
 const pidCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(16));
 
 /** Memory and process-count limits of server containers (MCPMGR_CONTAINER_MEMORY, MCPMGR_CONTAINER_PIDS). */
-export function containerResourceLimits(defaults: { memoryBytes: number; pids: number }, env: Env = process.env): { memoryBytes: number; pids: number } {
+export function containerResourceLimits(
+  defaults: { memoryBytes: number; pids: number },
+  env: Env = process.env,
+): { memoryBytes: number; pids: number } {
   return {
-    memoryBytes: fromEnv(env, "MCPMGR_CONTAINER_MEMORY", memorySize, defaults.memoryBytes, "a size such as 512m or 2g (at least 6m)"),
+    memoryBytes: fromEnv(
+      env,
+      "MCPMGR_CONTAINER_MEMORY",
+      memorySize,
+      defaults.memoryBytes,
+      "a size such as 512m or 2g (at least 6m)",
+    ),
     pids: fromEnv(env, "MCPMGR_CONTAINER_PIDS", pidCount, defaults.pids, "a whole number of processes, at least 16"),
   };
 }

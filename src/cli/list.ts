@@ -9,7 +9,12 @@ import { currentStatus } from "./supervisor-control.ts";
 import { openStore, workloadUrl } from "./workload-arg.ts";
 
 const table = {
-  format: stringOption({ description: "Output format: text or json", valueHint: "text|json", default: "text", schema: oneOf(["text", "json"] as const) }),
+  format: stringOption({
+    description: "Output format: text or json",
+    valueHint: "text|json",
+    default: "text",
+    schema: oneOf(["text", "json"] as const),
+  }),
   group: stringOption({ description: "Only workloads of this group", valueHint: "group", schema: nonEmpty }),
 } as const;
 
@@ -36,8 +41,17 @@ export default defineCommand({
     }
     if (values.format === "json") return printResult(JSON.stringify(rows, null, 2));
     const header = ["NAME", "STATUS", "URL", "SOURCE", "GROUP", "RUNTIME", "RESTARTS"];
-    const lines = [header, ...rows.map((r) => [r.name, r.status, r.url, r.source, r.group, r.runtime, String(r.restarts)])];
+    const lines = [
+      header,
+      ...rows.map((r) => [r.name, r.status, r.url, r.source, r.group, r.runtime, String(r.restarts)]),
+    ];
     const widths = header.map((_, i) => Math.max(...lines.map((line) => (line[i] as string).length)));
-    for (const line of lines) printResult(line.map((cell, i) => cell.padEnd(widths[i] as number)).join("  ").trimEnd());
+    for (const line of lines)
+      printResult(
+        line
+          .map((cell, i) => cell.padEnd(widths[i] as number))
+          .join("  ")
+          .trimEnd(),
+      );
   },
 });

@@ -67,7 +67,9 @@ function tokenStore(key: string) {
         const secret = await secrets.provider.get(key);
         return secret ? (JSON.parse(secret.reveal()) as Stored) : {};
       } catch (err) {
-        log.warn(`stored OAuth tokens could not be read (${err instanceof Error ? err.message : String(err)}); logging in again`);
+        log.warn(
+          `stored OAuth tokens could not be read (${err instanceof Error ? err.message : String(err)}); logging in again`,
+        );
         return {};
       }
     },
@@ -75,7 +77,10 @@ function tokenStore(key: string) {
       try {
         await secrets.provider.set(key, JSON.stringify(value));
       } catch (err) {
-        if (!warned) log.warn(`OAuth tokens are kept in memory only (the secrets store is unavailable: ${err instanceof Error ? err.message : String(err)}); a restart will ask to log in again`);
+        if (!warned)
+          log.warn(
+            `OAuth tokens are kept in memory only (the secrets store is unavailable: ${err instanceof Error ? err.message : String(err)}); a restart will ask to log in again`,
+          );
         warned = true;
       }
     },
@@ -84,7 +89,11 @@ function tokenStore(key: string) {
 
 function openBrowser(url: string): void {
   const command =
-    process.platform === "darwin" ? ["open", url] : process.platform === "win32" ? ["rundll32", "url.dll,FileProtocolHandler", url] : ["xdg-open", url];
+    process.platform === "darwin"
+      ? ["open", url]
+      : process.platform === "win32"
+        ? ["rundll32", "url.dll,FileProtocolHandler", url]
+        : ["xdg-open", url];
   try {
     const child = Bun.spawn(command, { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
     child.unref();
@@ -94,22 +103,37 @@ function openBrowser(url: string): void {
 }
 
 const page = (title: string, text: string) =>
-  new Response(`<!doctype html><meta charset="utf-8"><title>${title}</title><p>${text}</p>`, { headers: { "content-type": "text/html; charset=utf-8" } });
+  new Response(`<!doctype html><meta charset="utf-8"><title>${title}</title><p>${text}</p>`, {
+    headers: { "content-type": "text/html; charset=utf-8" },
+  });
 
 /** The callback server; a busy port names the option that moves it. */
-function serveCallback(port: number, options: Omit<Parameters<typeof serve>[0], "host" | "port">): ReturnType<typeof serve> {
+function serveCallback(
+  port: number,
+  options: Omit<Parameters<typeof serve>[0], "host" | "port">,
+): ReturnType<typeof serve> {
   try {
     return serve({ host: "127.0.0.1", port, ...options });
   } catch (err) {
     if (err instanceof McpmgrError && err.code === "PORT_IN_USE") {
-      throw new McpmgrError("PORT_IN_USE", `the OAuth callback port ${port} on 127.0.0.1 is in use by another program`, { hint: "choose another with --remote-auth-callback-port (the client's redirect URI must allow it)" });
+      throw new McpmgrError(
+        "PORT_IN_USE",
+        `the OAuth callback port ${port} on 127.0.0.1 is in use by another program`,
+        { hint: "choose another with --remote-auth-callback-port (the client's redirect URI must allow it)" },
+      );
     }
     throw err;
   }
 }
 
 /** One interactive login: callback server up, URL shown, wait for the redirect (or the timeout). */
-async function interactiveLogin(server: ServerInfo, client: ClientInfo, spec: OAuthSpec, scopes: readonly string[], resource: string | undefined): Promise<TokenSet> {
+async function interactiveLogin(
+  server: ServerInfo,
+  client: ClientInfo,
+  spec: OAuthSpec,
+  scopes: readonly string[],
+  resource: string | undefined,
+): Promise<TokenSet> {
   // Per user and machine-wide (not per MCPMGR_HOME: the port is the machine's), in the
   // user's own runtime or cache directory rather than the shared /tmp.
   const lockDir = join(process.env.XDG_RUNTIME_DIR || join(homedir(), ".cache"), "mcpmgr");
@@ -128,10 +152,19 @@ async function interactiveLogin(server: ServerInfo, client: ClientInfo, spec: OA
           const url = new URL(req.url);
           if (url.pathname !== "/callback") return new Response("Not Found", { status: 404 });
           // Someone else's (or a stale) redirect: not ours, and not an answer.
-          if (url.searchParams.get("state") !== pending.state) return page("mcpmgr", "This login link is not the one mcpmgr is waiting for.");
+          if (url.searchParams.get("state") !== pending.state)
+            return page("mcpmgr", "This login link is not the one mcpmgr is waiting for.");
           const error = url.searchParams.get("error");
-          settle(error ? { error: `${error}${url.searchParams.get("error_description") ? `: ${url.searchParams.get("error_description")}` : ""}` } : { url });
-          return error ? page("mcpmgr login failed", "The authorization server refused the login. You can close this window.") : page("mcpmgr login complete", "mcpmgr is authorized. You can close this window.");
+          settle(
+            error
+              ? {
+                  error: `${error}${url.searchParams.get("error_description") ? `: ${url.searchParams.get("error_description")}` : ""}`,
+                }
+              : { url },
+          );
+          return error
+            ? page("mcpmgr login failed", "The authorization server refused the login. You can close this window.")
+            : page("mcpmgr login complete", "mcpmgr is authorized. You can close this window.");
         },
       });
       try {
@@ -142,11 +175,18 @@ async function interactiveLogin(server: ServerInfo, client: ClientInfo, spec: OA
         const timer = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), spec.timeoutMs));
         const result = await Promise.race([arrived, timer]);
         if (result === "timeout") {
-          throw new McpmgrError("AUTH_SETUP_FAILED", `the OAuth login did not complete within ${Math.round(spec.timeoutMs / 1000)} s`, {
-            hint: "open the printed URL sooner, or give more time with --remote-auth-timeout (e.g. 2m)",
-          });
+          throw new McpmgrError(
+            "AUTH_SETUP_FAILED",
+            `the OAuth login did not complete within ${Math.round(spec.timeoutMs / 1000)} s`,
+            {
+              hint: "open the printed URL sooner, or give more time with --remote-auth-timeout (e.g. 2m)",
+            },
+          );
         }
-        if ("error" in result) throw new McpmgrError("AUTH_SETUP_FAILED", `the OAuth login was refused (${result.error})`, { hint: "check the account and the client's permissions, then try again" });
+        if ("error" in result)
+          throw new McpmgrError("AUTH_SETUP_FAILED", `the OAuth login was refused (${result.error})`, {
+            hint: "check the account and the client's permissions, then try again",
+          });
         return await completeAuthorization(server, client, pending, result.url, resource);
       } finally {
         await callback.shutdown();
@@ -156,7 +196,9 @@ async function interactiveLogin(server: ServerInfo, client: ClientInfo, spec: OA
     { timeoutMs: spec.timeoutMs + 60_000, staleMs: 24 * 3_600_000 },
   ).catch((err: unknown) => {
     if (err instanceof McpmgrError && err.code === "STATE_LOCKED") {
-      throw new McpmgrError("AUTH_SETUP_FAILED", `another mcpmgr login is using callback port ${spec.callbackPort}`, { hint: "finish that login first, or give this one another --remote-auth-callback-port" });
+      throw new McpmgrError("AUTH_SETUP_FAILED", `another mcpmgr login is using callback port ${spec.callbackPort}`, {
+        hint: "finish that login first, or give this one another --remote-auth-callback-port",
+      });
     }
     throw err;
   });
@@ -173,7 +215,13 @@ interface Session {
 }
 
 /** Everything about one authorization server, client and resource: discovery done, client known, tokens kept. */
-async function openSession(spec: OAuthSpec, target: URL, name: string, found: ChallengeDiscovery | undefined, http: Fetch | undefined): Promise<Session> {
+async function openSession(
+  spec: OAuthSpec,
+  target: URL,
+  name: string,
+  found: ChallengeDiscovery | undefined,
+  http: Fetch | undefined,
+): Promise<Session> {
   let server: ServerInfo;
   if (spec.endpoints) server = explicitServer(spec.endpoints.authorize, spec.endpoints.token, http);
   else if (spec.issuer) server = await discoverServer(spec.issuer, { fetch: http });
@@ -182,30 +230,63 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
     server = await discoverServer(found.issuer, { legacyDefaults: found.legacy === true, fetch: http });
   } else throw new McpmgrError("INTERNAL", "no authorization server to log in to");
   // Whatever discovery returned is checked like every URL the remote chose: scheme and address.
-  await assertServerEndpoints(server, target, found !== undefined && spec.issuer === undefined && spec.endpoints === undefined);
+  await assertServerEndpoints(
+    server,
+    target,
+    found !== undefined && spec.issuer === undefined && spec.endpoints === undefined,
+  );
   // RFC 8707 / MCP: the resource is the remote server itself unless told otherwise.
   const resource = spec.resource ?? found?.resource ?? `${target.origin}${target.pathname}`;
   let scopes = requestedScopes(spec.scopes, found, server);
   // The target and the redirect URI are part of the key: tokens are never offered to another
   // server, and a client registered for another callback port is not reused.
-  const key = `oauth-${createHash("sha256").update([server.as.issuer, spec.clientId ?? "(registered)", resource, `${target.origin}${target.pathname}`, spec.callbackPort].join("\n")).digest("hex").slice(0, 32)}`;
+  const key = `oauth-${createHash("sha256")
+    .update(
+      [
+        server.as.issuer,
+        spec.clientId ?? "(registered)",
+        resource,
+        `${target.origin}${target.pathname}`,
+        spec.callbackPort,
+      ].join("\n"),
+    )
+    .digest("hex")
+    .slice(0, 32)}`;
   const store = tokenStore(key);
   const stored = await store.load();
 
   let client: ClientInfo;
-  if (spec.clientId !== undefined) client = { clientId: spec.clientId, ...(spec.clientSecret !== undefined ? { clientSecret: spec.clientSecret } : {}) };
-  else if (stored.clientId !== undefined) client = { clientId: stored.clientId, clientSecret: stored.clientSecret, authMethod: stored.authMethod };
+  if (spec.clientId !== undefined)
+    client = {
+      clientId: spec.clientId,
+      ...(spec.clientSecret !== undefined ? { clientSecret: spec.clientSecret } : {}),
+    };
+  else if (stored.clientId !== undefined)
+    client = { clientId: stored.clientId, clientSecret: stored.clientSecret, authMethod: stored.authMethod };
   else {
     client = await registerClient(server, `http://127.0.0.1:${spec.callbackPort}/callback`);
     log.info(`${name}: registered mcpmgr as OAuth client ${client.clientId} (RFC 7591)`);
   }
 
   const fromStore = (value: Stored): TokenSet | undefined =>
-    value.accessToken ? { accessToken: value.accessToken, refreshToken: value.refreshToken, expiresAt: value.expiresAt, lifetimeMs: value.lifetimeMs } : undefined;
+    value.accessToken
+      ? {
+          accessToken: value.accessToken,
+          refreshToken: value.refreshToken,
+          expiresAt: value.expiresAt,
+          lifetimeMs: value.lifetimeMs,
+        }
+      : undefined;
   let tokens: TokenSet | undefined = fromStore(stored);
   const persist = (next: TokenSet) =>
     store.save({
-      ...(spec.clientId === undefined ? { clientId: client.clientId, ...(client.clientSecret ? { clientSecret: client.clientSecret } : {}), ...(client.authMethod ? { authMethod: client.authMethod } : {}) } : {}),
+      ...(spec.clientId === undefined
+        ? {
+            clientId: client.clientId,
+            ...(client.clientSecret ? { clientSecret: client.clientSecret } : {}),
+            ...(client.authMethod ? { authMethod: client.authMethod } : {}),
+          }
+        : {}),
       accessToken: next.accessToken,
       ...(next.refreshToken ? { refreshToken: next.refreshToken } : {}),
       ...(next.expiresAt ? { expiresAt: next.expiresAt } : {}),
@@ -229,11 +310,19 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
   const renew = async (): Promise<TokenSet> => {
     const lockDir = join(process.env.XDG_RUNTIME_DIR || join(homedir(), ".cache"), "mcpmgr");
     await ensureDir(lockDir);
-    return withLock(join(lockDir, `${key}.lock`), () => renewLocked(), { timeoutMs: spec.timeoutMs + 90_000, staleMs: 24 * 3_600_000 });
+    return withLock(join(lockDir, `${key}.lock`), () => renewLocked(), {
+      timeoutMs: spec.timeoutMs + 90_000,
+      staleMs: 24 * 3_600_000,
+    });
   };
   const renewLocked = async (): Promise<TokenSet> => {
     const latest = fromStore(await store.load());
-    if (latest && latest.accessToken !== tokens?.accessToken && (latest.expiresAt === undefined || latest.expiresAt - earlyMs(latest) > Date.now())) return latest;
+    if (
+      latest &&
+      latest.accessToken !== tokens?.accessToken &&
+      (latest.expiresAt === undefined || latest.expiresAt - earlyMs(latest) > Date.now())
+    )
+      return latest;
     if (latest?.refreshToken) tokens = latest;
     const refreshToken = tokens?.refreshToken;
     if (refreshToken) {
@@ -250,7 +339,11 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
         }
       }
     }
-    return login(refreshToken ? "the token could not be refreshed, logging in again" : "logging in to the remote server's authorization server");
+    return login(
+      refreshToken
+        ? "the token could not be refreshed, logging in again"
+        : "logging in to the remote server's authorization server",
+    );
   };
 
   let renewing: Promise<TokenSet> | undefined;
@@ -276,7 +369,9 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
       scopes = next;
       // Through the same single flight as renewals, so a refresh finishing later cannot undo it.
       if (renewing) await renewing.catch(() => {});
-      renewing = login(`the remote server needs more scopes (${wanted.join(" ")}), logging in again`).finally(() => (renewing = undefined));
+      renewing = login(`the remote server needs more scopes (${wanted.join(" ")}), logging in again`).finally(
+        () => (renewing = undefined),
+      );
       tokens = await renewing;
       return true;
     },
@@ -289,7 +384,12 @@ async function openSession(spec: OAuthSpec, target: URL, name: string, found: Ch
  * first 401 (or 403 insufficient_scope) from the remote starts it. `http` makes mcpmgr's
  * own requests (probe, metadata, discovery, registration, tokens): it trusts --thv-ca-bundle.
  */
-export async function oauthTokenSource(spec: OAuthSpec, target: URL, name: string, http?: Fetch): Promise<TokenSource | undefined> {
+export async function oauthTokenSource(
+  spec: OAuthSpec,
+  target: URL,
+  name: string,
+  http?: Fetch,
+): Promise<TokenSource | undefined> {
   let session: Session | undefined;
   if (spec.endpoints || spec.issuer) session = await openSession(spec, target, name, undefined, http);
   else {

@@ -14,14 +14,22 @@ import { oauthTokenSource } from "./oauth-login.ts";
 import { tokenExchangeSource } from "../auth/outgoing/token-exchange.ts";
 import { trustingFetch } from "../auth/trusted-fetch.ts";
 
-export async function prepareOutgoingAuthentication(spec: OutgoingAuthSpec, target: URL, name: string): Promise<UpstreamFetch | undefined> {
+export async function prepareOutgoingAuthentication(
+  spec: OutgoingAuthSpec,
+  target: URL,
+  name: string,
+): Promise<UpstreamFetch | undefined> {
   const headers = [...spec.headers];
   if (spec.secretHeaders.length > 0) {
     const secrets = createSecretManager({ dir: resolvePaths().dataDir, env: process.env });
     for (const { name: header, secret } of spec.secretHeaders) {
       const value = (await secrets.resolveSecret(secret)).reveal();
       if (/[\r\n\0]/.test(value)) {
-        throw new McpmgrError("INVALID_OPTION", `--remote-forward-headers-secret ${header}=${secret}: the secret's value contains a line break`, { hint: `store a one-line value with 'mcpmgr secret set ${secret}'` });
+        throw new McpmgrError(
+          "INVALID_OPTION",
+          `--remote-forward-headers-secret ${header}=${secret}: the secret's value contains a line break`,
+          { hint: `store a one-line value with 'mcpmgr secret set ${secret}'` },
+        );
       }
       headers.push({ name: header, value });
     }
@@ -31,7 +39,9 @@ export async function prepareOutgoingAuthentication(spec: OutgoingAuthSpec, targ
   // mcpmgr's own requests (OAuth, token exchange) trust --thv-ca-bundle; the forwarded traffic is the remote's business.
   const http = trustingFetch(spec.caBundle);
   if (spec.mode.kind === "bearer") {
-    source = staticBearer(spec.mode.token, (status) => log.warn(`${name}: the remote server refused the bearer token (HTTP ${status})`));
+    source = staticBearer(spec.mode.token, (status) =>
+      log.warn(`${name}: the remote server refused the bearer token (HTTP ${status})`),
+    );
   } else if (spec.mode.kind === "oauth") {
     source = await oauthTokenSource(spec.mode.oauth, target, name, http);
   } else if (spec.tokenExchange) {
@@ -39,5 +49,9 @@ export async function prepareOutgoingAuthentication(spec: OutgoingAuthSpec, targ
     headerName = spec.tokenExchange.headerName;
   }
   if (source === undefined && headers.length === 0) return undefined;
-  return authenticatedFetch((url, init) => fetch(url, init), { headers, ...(source ? { source } : {}), ...(headerName ? { headerName } : {}) });
+  return authenticatedFetch((url, init) => fetch(url, init), {
+    headers,
+    ...(source ? { source } : {}),
+    ...(headerName ? { headerName } : {}),
+  });
 }

@@ -6,7 +6,12 @@ import { createConsola } from "consola/basic";
 import { isMcpmgrError } from "../errors.ts";
 
 // An explicit level: consola would otherwise go quiet whenever NODE_ENV=test is inherited.
-export const log = createConsola({ level: 3, stdout: process.stderr, stderr: process.stderr, formatOptions: { date: false } });
+export const log = createConsola({
+  level: 3,
+  stdout: process.stderr,
+  stderr: process.stderr,
+  formatOptions: { date: false },
+});
 
 export function enableDebug(): void {
   log.level = 4;

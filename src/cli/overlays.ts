@@ -5,7 +5,14 @@
  */
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { statSync } from "node:fs";
-import { describeOverlays, emptyOverlayFile, GLOBAL_IGNORE_FILE, LOCAL_IGNORE_FILE, loadGlobalIgnorePatterns, resolveOverlays } from "../runtime/ignore-overlays.ts";
+import {
+  describeOverlays,
+  emptyOverlayFile,
+  GLOBAL_IGNORE_FILE,
+  LOCAL_IGNORE_FILE,
+  loadGlobalIgnorePatterns,
+  resolveOverlays,
+} from "../runtime/ignore-overlays.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { join, posix } from "node:path";
 import { log, printResult } from "./output.ts";
@@ -23,7 +30,10 @@ export async function overlaysFor(
 ): Promise<{ overlays: AppliedOverlay[]; emptyFile?: string }> {
   const paths = resolvePaths();
   const globalPatterns = values["ignore-globally"] ? await loadGlobalIgnorePatterns(paths.configDir) : [];
-  const overlays = await resolveOverlays(mounts, { globalPatterns, globalSource: join(paths.configDir, GLOBAL_IGNORE_FILE) });
+  const overlays = await resolveOverlays(mounts, {
+    globalPatterns,
+    globalSource: join(paths.configDir, GLOBAL_IGNORE_FILE),
+  });
   if (values["print-resolved-overlays"]) {
     if (overlays.length === 0) log.info("no ignore overlays: nothing in the mounts matches an ignore pattern");
     for (const line of describeOverlays(overlays)) printResult(`overlay: ${line}`);
@@ -31,8 +41,16 @@ export async function overlaysFor(
   // A server with a writable mount must not be able to edit the patterns that hide things
   // from it (they are read again on every restart): each mount's own file is bound read-only.
   const protect: AppliedOverlay[] = mounts
-    .map((m) => ({ kind: "protect" as const, hostPath: join(m.hostPath, LOCAL_IGNORE_FILE), containerPath: posix.join(m.containerPath, LOCAL_IGNORE_FILE) }))
-    .filter((o) => statSync(o.hostPath, { throwIfNoEntry: false })?.isFile() === true && !overlays.some((hidden) => hidden.containerPath === o.containerPath));
+    .map((m) => ({
+      kind: "protect" as const,
+      hostPath: join(m.hostPath, LOCAL_IGNORE_FILE),
+      containerPath: posix.join(m.containerPath, LOCAL_IGNORE_FILE),
+    }))
+    .filter(
+      (o) =>
+        statSync(o.hostPath, { throwIfNoEntry: false })?.isFile() === true &&
+        !overlays.some((hidden) => hidden.containerPath === o.containerPath),
+    );
   const applied: AppliedOverlay[] = [...overlays, ...protect];
   if (overlays.length === 0) return { overlays: applied };
   return { overlays: applied, emptyFile: await emptyOverlayFile(paths.dataDir) };

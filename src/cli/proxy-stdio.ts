@@ -22,26 +22,44 @@ async function targetOf(text: string): Promise<URL> {
   if (/^https?:\/\//i.test(text)) return new URL(text);
   const record = await openStore().get(text);
   if (record === undefined) {
-    throw new McpmgrError("WORKLOAD_NOT_FOUND", `${JSON.stringify(text)} is neither a URL nor a workload`, { hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'" });
+    throw new McpmgrError("WORKLOAD_NOT_FOUND", `${JSON.stringify(text)} is neither a URL nor a workload`, {
+      hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
+    });
   }
   return new URL(workloadUrl(record));
 }
 
 export async function runProxyStdio(argv: readonly string[]): Promise<void> {
   const { values, given, positionals, passthrough } = parseArgv(argv, proxyStdioOptions, "proxy stdio", false);
-  if (passthrough.length > 0) throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr proxy stdio' takes no arguments after --", { hint: "remove them" });
+  if (passthrough.length > 0)
+    throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr proxy stdio' takes no arguments after --", {
+      hint: "remove them",
+    });
   const [targetText, ...extra] = positionals;
-  if (targetText === undefined) throw new McpmgrError("MISSING_OPTION", "missing URL_OR_WORKLOAD", { hint: "usage: mcpmgr proxy stdio URL_OR_WORKLOAD [options]" });
-  if (extra.length > 0) throw new McpmgrError("INVALID_ARGUMENT", `unexpected argument ${JSON.stringify(extra[0])}`, { hint: "give one URL or workload name" });
+  if (targetText === undefined)
+    throw new McpmgrError("MISSING_OPTION", "missing URL_OR_WORKLOAD", {
+      hint: "usage: mcpmgr proxy stdio URL_OR_WORKLOAD [options]",
+    });
+  if (extra.length > 0)
+    throw new McpmgrError("INVALID_ARGUMENT", `unexpected argument ${JSON.stringify(extra[0])}`, {
+      hint: "give one URL or workload name",
+    });
   checkOutgoingAuthRules(given);
   const spec = outgoingAuthSpec(values, given);
   if (spec.tokenExchange) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", "--token-exchange-url exchanges an incoming client's token; a stdio client has none", { hint: "use --remote-auth or a bearer token" });
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      "--token-exchange-url exchanges an incoming client's token; a stdio client has none",
+      { hint: "use --remote-auth or a bearer token" },
+    );
   }
   const target = await targetOf(targetText);
   const upstreamFetch = await prepareOutgoingAuthentication(spec, target, "stdio");
 
-  const remote = new StreamableHTTPClientTransport(target, upstreamFetch ? { fetch: (url, init) => upstreamFetch(String(url), init ?? {}) } : {});
+  const remote = new StreamableHTTPClientTransport(
+    target,
+    upstreamFetch ? { fetch: (url, init) => upstreamFetch(String(url), init ?? {}) } : {},
+  );
   const local = new StdioServerTransport();
   let closing = false;
   const finish = async (why?: string) => {
@@ -70,7 +88,11 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
         // A request that could not be delivered gets an error answer, not silence.
         if (isRequest) {
           inFlight.delete(message.id as string | number);
-          void local.send({ jsonrpc: "2.0", id: message.id as string | number, error: { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` } });
+          void local.send({
+            jsonrpc: "2.0",
+            id: message.id as string | number,
+            error: { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
+          });
         } else log.warn(`could not deliver a message to the remote: ${text}`);
       }),
     );

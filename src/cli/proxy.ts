@@ -23,21 +23,30 @@ const stdioCommand = defineCommand({
     name: "stdio",
     description: "Expose a remote MCP endpoint (or a workload's) as a stdio server, with mcpmgr's credentials for it",
   },
-  args: toCittyArgs(proxyStdioOptions, { URL_OR_WORKLOAD: { description: "URL of the MCP endpoint, or the name of a workload", required: true } }),
+  args: toCittyArgs(proxyStdioOptions, {
+    URL_OR_WORKLOAD: { description: "URL of the MCP endpoint, or the name of a workload", required: true },
+  }),
 });
 
 const proxyCommand = defineCommand({
   meta: {
     name: "proxy",
-    description: "Run a transparent HTTP proxy in front of an MCP server endpoint (no workload is created); 'mcpmgr proxy stdio' relays one over stdio",
+    description:
+      "Run a transparent HTTP proxy in front of an MCP server endpoint (no workload is created); 'mcpmgr proxy stdio' relays one over stdio",
   },
-  args: toCittyArgs(proxyOptions, { SERVER_NAME: { description: "Name for this proxy (used in logs)", required: true } }, new Set(unsupportedProxyOptions.keys())),
+  args: toCittyArgs(
+    proxyOptions,
+    { SERVER_NAME: { description: "Name for this proxy (used in logs)", required: true } },
+    new Set(unsupportedProxyOptions.keys()),
+  ),
   async run({ rawArgs }) {
     // Loaded on demand: the stdio relay brings the SDK's transports, which the HTTP proxy does not need.
     if (rawArgs[0] === "stdio") return (await import("./proxy-stdio.ts")).runProxyStdio(rawArgs.slice(1));
     const sibling = siblings[rawArgs[0] ?? ""];
     if (sibling !== undefined) {
-      throw new McpmgrError("NOT_SUPPORTED_YET", `${sibling} is not supported yet`, { hint: "use 'mcpmgr proxy SERVER_NAME --target-uri URL'" });
+      throw new McpmgrError("NOT_SUPPORTED_YET", `${sibling} is not supported yet`, {
+        hint: "use 'mcpmgr proxy SERVER_NAME --target-uri URL'",
+      });
     }
     await runProxy(buildProxySpec(rawArgs));
   },
@@ -52,13 +61,36 @@ export default withHelpSubCommands(proxyCommand, { stdio: stdioCommand });
 async function runProxy(spec: ProxySpec): Promise<void> {
   const live = new LiveStreams();
   // Loaded only when configured: jose and oauth4webapi cost memory a plain proxy need not pay.
-  const authn = spec.incomingAuth ? await (await import("./incoming-auth.ts")).incomingAuthentication(spec.incomingAuth, spec.target.pathname, spec.trustProxyHeaders) : [];
+  const authn = spec.incomingAuth
+    ? await (await import("./incoming-auth.ts")).incomingAuthentication(
+        spec.incomingAuth,
+        spec.target.pathname,
+        spec.trustProxyHeaders,
+      )
+    : [];
   const outgoing = spec.outgoingAuth;
-  const needsOutgoing = outgoing.mode.kind !== "none" || outgoing.tokenExchange !== undefined || outgoing.headers.length > 0 || outgoing.secretHeaders.length > 0;
-  const upstreamFetch = needsOutgoing ? await (await import("./outgoing-auth.ts")).prepareOutgoingAuthentication(outgoing, spec.target, spec.serverName) : undefined;
+  const needsOutgoing =
+    outgoing.mode.kind !== "none" ||
+    outgoing.tokenExchange !== undefined ||
+    outgoing.headers.length > 0 ||
+    outgoing.secretHeaders.length > 0;
+  const upstreamFetch = needsOutgoing
+    ? await (await import("./outgoing-auth.ts")).prepareOutgoingAuthentication(outgoing, spec.target, spec.serverName)
+    : undefined;
   const handler = withBuiltinProtections(
-    transparentForwarder({ target: spec.target, endpointPrefix: spec.endpointPrefix, trustProxyHeaders: spec.trustProxyHeaders, live, ...(upstreamFetch ? { fetch: upstreamFetch } : {}) }),
-    { serverName: spec.serverName, listenHost: spec.listen.host, trustProxyHeaders: spec.trustProxyHeaders, maxBodyBytes: maxBodyBytesFromEnv() },
+    transparentForwarder({
+      target: spec.target,
+      endpointPrefix: spec.endpointPrefix,
+      trustProxyHeaders: spec.trustProxyHeaders,
+      live,
+      ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
+    }),
+    {
+      serverName: spec.serverName,
+      listenHost: spec.listen.host,
+      trustProxyHeaders: spec.trustProxyHeaders,
+      maxBodyBytes: maxBodyBytesFromEnv(),
+    },
     ...authn,
   );
   const server = serve({

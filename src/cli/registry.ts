@@ -31,7 +31,8 @@ const WRAP_WIDTH = 100;
 
 async function openRegistry(): Promise<Registry> {
   const registry = await loadRegistry({ env: process.env, configDir: resolvePaths(process.env).configDir, fetch });
-  if (registry.custom !== undefined) log.debug(`custom registry ${registry.custom.location} (from ${registry.custom.configuredBy})`);
+  if (registry.custom !== undefined)
+    log.debug(`custom registry ${registry.custom.location} (from ${registry.custom.configuredBy})`);
   return registry;
 }
 
@@ -41,9 +42,13 @@ const listCommand = defineCommand({
   async run({ rawArgs }) {
     const { values, positionals } = parseArgv(rawArgs, formatOptions, "registry list", false);
     if (positionals.length > 0) {
-      throw new McpmgrError("INVALID_ARGUMENT", `'mcpmgr registry list' takes no arguments (got ${positionals.join(" ")})`, {
-        hint: `to see one server, run 'mcpmgr registry info ${positionals[0]}'`,
-      });
+      throw new McpmgrError(
+        "INVALID_ARGUMENT",
+        `'mcpmgr registry list' takes no arguments (got ${positionals.join(" ")})`,
+        {
+          hint: `to see one server, run 'mcpmgr registry info ${positionals[0]}'`,
+        },
+      );
     }
     const registry = await openRegistry();
     const entries = registry.list();
@@ -54,22 +59,32 @@ const listCommand = defineCommand({
     for (const line of renderTable(entries, registry)) printResult(line);
     if (registry.custom !== undefined) {
       const count = entries.filter((entry) => registry.origin(entry.name) === "custom").length;
-      log.info(`${count} of ${entries.length} servers (marked *) come from the custom registry ${registry.custom.location}`);
+      log.info(
+        `${count} of ${entries.length} servers (marked *) come from the custom registry ${registry.custom.location}`,
+      );
     }
   },
 });
 
 const infoCommand = defineCommand({
   meta: { name: "info", description: "Show everything the registry says about one server" },
-  args: toCittyArgs(formatOptions, { NAME: { description: "Server name (see 'mcpmgr registry list')", required: false } }),
+  args: toCittyArgs(formatOptions, {
+    NAME: { description: "Server name (see 'mcpmgr registry list')", required: false },
+  }),
   async run({ rawArgs }) {
     const { values, positionals } = parseArgv(rawArgs, formatOptions, "registry info", false);
     const [name, ...extra] = positionals;
     if (name === undefined) {
-      throw new McpmgrError("MISSING_OPTION", "'mcpmgr registry info' needs a server name", { hint: "run 'mcpmgr registry list' to see the names" });
+      throw new McpmgrError("MISSING_OPTION", "'mcpmgr registry info' needs a server name", {
+        hint: "run 'mcpmgr registry list' to see the names",
+      });
     }
     if (extra.length > 0) {
-      throw new McpmgrError("INVALID_ARGUMENT", `'mcpmgr registry info' takes one server name (got ${positionals.join(" ")})`, { hint: "ask for one server at a time" });
+      throw new McpmgrError(
+        "INVALID_ARGUMENT",
+        `'mcpmgr registry info' takes one server name (got ${positionals.join(" ")})`,
+        { hint: "ask for one server at a time" },
+      );
     }
     const registry = await openRegistry();
     const entry = registry.get(name);
@@ -82,13 +97,18 @@ const infoCommand = defineCommand({
 });
 
 export default defineCommand({
-  meta: { name: "registry", description: "Browse the MCP server registry (embedded catalog plus your custom registry)" },
+  meta: {
+    name: "registry",
+    description: "Browse the MCP server registry (embedded catalog plus your custom registry)",
+  },
   args: { help: { type: "boolean", alias: "h", description: "Show this help" } },
   subCommands: { list: listCommand, info: infoCommand },
   // citty calls this after a subcommand too; alone, it means no subcommand was named.
   run({ rawArgs }) {
     if (rawArgs.some((arg) => arg === "list" || arg === "info")) return;
-    throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr registry' needs a subcommand: list or info", { hint: "try 'mcpmgr registry list'" });
+    throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr registry' needs a subcommand: list or info", {
+      hint: "try 'mcpmgr registry list'",
+    });
   },
 });
 
@@ -111,7 +131,10 @@ function renderTable(entries: readonly RegistryEntry[], registry: Registry): str
 
 function renderInfo(entry: RegistryEntry, registry: Registry): string[] {
   const source = sourceOf(entry);
-  const origin = registry.origin(entry.name) === "custom" ? `custom registry ${registry.custom?.location ?? ""}` : "embedded catalog";
+  const origin =
+    registry.origin(entry.name) === "custom"
+      ? `custom registry ${registry.custom?.location ?? ""}`
+      : "embedded catalog";
   const fields: [string, string | undefined][] = [
     ["transport", entry.transport],
     ["source", `${source.kind} ${source.ref}`],

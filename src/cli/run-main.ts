@@ -20,7 +20,10 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
 
   try {
     if (rawArgs.length === 0 || own.includes("--help") || own.includes("-h")) {
-      const [cmd, parent] = await resolveCommand(root, rawArgs.slice(0, rawArgs.indexOf("--") === -1 ? undefined : rawArgs.indexOf("--")));
+      const [cmd, parent] = await resolveCommand(
+        root,
+        rawArgs.slice(0, rawArgs.indexOf("--") === -1 ? undefined : rawArgs.indexOf("--")),
+      );
       printResult(`${await renderUsage(cmd, parent)}${await helpOnlyCommands(cmd, parent)}`);
       process.exit(0);
     }
@@ -40,7 +43,10 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
  * parent handed to citty is named by the whole path ("mcpmgr proxy"), since citty prints
  * only the parent's name before the command's.
  */
-async function resolveCommand(root: CommandDef, args: readonly string[]): Promise<[CommandDef, CommandDef | undefined]> {
+async function resolveCommand(
+  root: CommandDef,
+  args: readonly string[],
+): Promise<[CommandDef, CommandDef | undefined]> {
   let cmd = root;
   const path: CommandDef[] = [];
   for (const word of args) {
@@ -64,7 +70,11 @@ async function helpOnlyCommands(cmd: CommandDef, parent: CommandDef | undefined)
   const subs = helpSubCommandsOf(cmd);
   if (subs === undefined) return "";
   const prefix = [(await resolve(parent?.meta))?.name, (await resolve(cmd.meta))?.name].filter(Boolean).join(" ");
-  const rows = await Promise.all(Object.entries(subs).map(async ([name, sub]) => [`${prefix} ${name}`, (await resolve(sub.meta))?.description ?? ""] as const));
+  const rows = await Promise.all(
+    Object.entries(subs).map(
+      async ([name, sub]) => [`${prefix} ${name}`, (await resolve(sub.meta))?.description ?? ""] as const,
+    ),
+  );
   const width = Math.max(...rows.map(([label]) => label.length));
   const lines = rows.map(([label, description]) => `  ${label.padEnd(width)}    ${description}`);
   return `\nCOMMANDS\n\n${lines.join("\n")}\n\nUse '${prefix} <command> --help' for that command's own arguments and options.\n`;
@@ -78,10 +88,14 @@ function translateCittyError(err: unknown): unknown {
   const code = (err as { code?: string } | undefined)?.code;
   const message = err instanceof Error ? err.message.replace(/\u001b\[[0-9;]*m/g, "") : "";
   if (code === "E_UNKNOWN_COMMAND") {
-    return new McpmgrError("INVALID_ARGUMENT", message.toLowerCase(), { hint: "run 'mcpmgr --help' to see the commands" });
+    return new McpmgrError("INVALID_ARGUMENT", message.toLowerCase(), {
+      hint: "run 'mcpmgr --help' to see the commands",
+    });
   }
   if (code === "E_NO_COMMAND") {
-    return new McpmgrError("INVALID_ARGUMENT", "no command given", { hint: "try 'mcpmgr proxy NAME --target-uri URL' or 'mcpmgr --help'" });
+    return new McpmgrError("INVALID_ARGUMENT", "no command given", {
+      hint: "try 'mcpmgr proxy NAME --target-uri URL' or 'mcpmgr --help'",
+    });
   }
   if (code === "EARG") return new McpmgrError("INVALID_ARGUMENT", message, { hint: "see --help" });
   return err;

@@ -38,12 +38,17 @@ export type RuntimeSelection =
  * DESIGN §5: MCPMGR_RUNTIME (docker | podman | process) wins; otherwise a container
  * engine if one answers, else the process runtime. Images need an engine either way.
  */
-export async function selectRuntime(source: RunPlan["source"], env: Readonly<Record<string, string | undefined>> = process.env): Promise<RuntimeSelection> {
+export async function selectRuntime(
+  source: RunPlan["source"],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<RuntimeSelection> {
   if (source.kind === "remote") return { kind: "remote" };
   const choice = runtimeChoice(env);
   if (choice === "process") {
     if (source.kind === "image") {
-      throw new McpmgrError("CONFLICTING_OPTIONS", `${source.ref} is a container image, but MCPMGR_RUNTIME=process`, { hint: "unset MCPMGR_RUNTIME or set it to docker or podman" });
+      throw new McpmgrError("CONFLICTING_OPTIONS", `${source.ref} is a container image, but MCPMGR_RUNTIME=process`, {
+        hint: "unset MCPMGR_RUNTIME or set it to docker or podman",
+      });
     }
     return { kind: "process" };
   }
@@ -61,20 +66,35 @@ export async function planRun(parsed: ParsedRunArgv): Promise<RunPlan> {
   const name = parsed.values.name;
   if (source.kind !== "registry") {
     const runtime = await selectRuntime(source);
-    return { source, name: name ?? deriveWorkloadName(text), runtime, envDefaults: {}, requiredEnv: [], args: parsed.passthrough, transport: parsed.values.transport };
+    return {
+      source,
+      name: name ?? deriveWorkloadName(text),
+      runtime,
+      envDefaults: {},
+      requiredEnv: [],
+      args: parsed.passthrough,
+      transport: parsed.values.transport,
+    };
   }
   const registry = await loadRegistry({ env: process.env, configDir: resolvePaths().configDir });
   const entry = registry.get(source.name);
   const concrete = parseSource(sourceOf(entry).runTarget);
-  if (concrete.kind === "registry") throw new McpmgrError("REGISTRY_INVALID", `registry entry ${entry.name} points at another registry name`, { hint: "fix the custom registry" });
+  if (concrete.kind === "registry")
+    throw new McpmgrError("REGISTRY_INVALID", `registry entry ${entry.name} points at another registry name`, {
+      hint: "fix the custom registry",
+    });
   return {
     source: concrete,
     name: name ?? entry.name,
     runtime: await selectRuntime(concrete),
     entry,
     profile: expandPermissions(entry.permissions),
-    envDefaults: Object.fromEntries(entry.env.filter((e) => e.default !== undefined).map((e) => [e.name, e.default as string])),
-    requiredEnv: entry.env.filter((e) => e.required).map((e) => ({ name: e.name, description: e.description, secret: e.secret })),
+    envDefaults: Object.fromEntries(
+      entry.env.filter((e) => e.default !== undefined).map((e) => [e.name, e.default as string]),
+    ),
+    requiredEnv: entry.env
+      .filter((e) => e.required)
+      .map((e) => ({ name: e.name, description: e.description, secret: e.secret })),
     args: parsed.passthrough.length > 0 ? parsed.passthrough : entry.args,
     transport: parsed.values.transport ?? entry.transport,
   };
@@ -85,6 +105,12 @@ export function assertRequiredEnv(plan: RunPlan, env: Readonly<Record<string, st
   const missing = plan.requiredEnv.filter((spec) => env[spec.name] === undefined || env[spec.name] === "");
   if (missing.length === 0) return;
   const first = missing[0] as (typeof missing)[number];
-  const how = first.secret ? `--secret NAME,target=${first.name} (after 'mcpmgr secret set NAME')` : `-e ${first.name}=VALUE`;
-  throw new McpmgrError("MISSING_OPTION", `${plan.entry?.name ?? plan.name} needs ${missing.map((m) => m.name).join(", ")}: ${first.description}`, { hint: `give it with ${how}` });
+  const how = first.secret
+    ? `--secret NAME,target=${first.name} (after 'mcpmgr secret set NAME')`
+    : `-e ${first.name}=VALUE`;
+  throw new McpmgrError(
+    "MISSING_OPTION",
+    `${plan.entry?.name ?? plan.name} needs ${missing.map((m) => m.name).join(", ")}: ${first.description}`,
+    { hint: `give it with ${how}` },
+  );
 }

@@ -23,9 +23,14 @@ import { workloadRecordSchema } from "../state/workload-record.ts";
  */
 async function argsFromConfig(path: string, foreground: boolean): Promise<string[]> {
   const record = await readJsonFile(path, workloadRecordSchema, { hint: "export one with 'mcpmgr export NAME PATH'" });
-  if (record === undefined) throw new McpmgrError("INVALID_OPTION", `--from-config ${JSON.stringify(path)}: no such file`, { hint: "give the path of an exported configuration" });
+  if (record === undefined)
+    throw new McpmgrError("INVALID_OPTION", `--from-config ${JSON.stringify(path)}: no such file`, {
+      hint: "give the path of an exported configuration",
+    });
   if (record.runOptions.length === 0) {
-    throw new McpmgrError("INVALID_OPTION", `--from-config ${path}: the file has no run options`, { hint: "export it again with 'mcpmgr export NAME PATH'" });
+    throw new McpmgrError("INVALID_OPTION", `--from-config ${path}: the file has no run options`, {
+      hint: "export it again with 'mcpmgr export NAME PATH'",
+    });
   }
   if (record.workingDir) process.chdir(record.workingDir);
   return foreground ? ["--foreground", ...record.runOptions] : [...record.runOptions];
@@ -88,11 +93,17 @@ const unsupported = new Map(
 export default defineCommand({
   meta: {
     name: "run",
-    description: "Run an MCP server (registry name, image, npx:// uvx:// go:// package, exported config or URL) behind an HTTP proxy",
+    description:
+      "Run an MCP server (registry name, image, npx:// uvx:// go:// package, exported config or URL) behind an HTTP proxy",
   },
   args: toCittyArgs(
     runOptions,
-    { SERVER_OR_IMAGE_OR_PROTOCOL: { description: "Registry name, image reference, npx:// uvx:// go:// package, or URL", required: false } },
+    {
+      SERVER_OR_IMAGE_OR_PROTOCOL: {
+        description: "Registry name, image reference, npx:// uvx:// go:// package, or URL",
+        required: false,
+      },
+    },
     new Set(unsupported.keys()),
   ),
   async run({ rawArgs }) {
@@ -102,9 +113,13 @@ export default defineCommand({
     if (parsed.values["from-config"] !== undefined) {
       const others = [...parsed.given].filter((name) => name !== "from-config" && name !== "foreground");
       if (others.length > 0) {
-        throw new McpmgrError("CONFLICTING_OPTIONS", `--from-config runs the exported configuration as it is; --${others[0]} would be ignored`, {
-          hint: "edit the exported file instead, or run the server with its options directly",
-        });
+        throw new McpmgrError(
+          "CONFLICTING_OPTIONS",
+          `--from-config runs the exported configuration as it is; --${others[0]} would be ignored`,
+          {
+            hint: "edit the exported file instead, or run the server with its options directly",
+          },
+        );
       }
       args = await argsFromConfig(parsed.values["from-config"], parsed.values.foreground);
       parsed = parseRunArgv(args);

@@ -20,13 +20,21 @@ const MAX_VALUE_BYTES = 1024 * 1024;
 
 const noOptions = {} as const satisfies OptionTable;
 const listOptions = {
-  format: stringOption({ description: "Output format", valueHint: "text|json", default: "text", schema: oneOf(["text", "json"] as const) }),
+  format: stringOption({
+    description: "Output format",
+    valueHint: "text|json",
+    default: "text",
+    schema: oneOf(["text", "json"] as const),
+  }),
 } as const satisfies OptionTable;
 
 const nameArg = { NAME: { description: "Secret name (letters, digits, '_', '.', '-')", required: true } };
 
 const set = defineCommand({
-  meta: { name: "set", description: "Store a secret; the value is read from stdin (a pipe, or typed without echo in a terminal)" },
+  meta: {
+    name: "set",
+    description: "Store a secret; the value is read from stdin (a pipe, or typed without echo in a terminal)",
+  },
   args: toCittyArgs(noOptions, nameArg),
   async run({ rawArgs }) {
     const name = nameFrom(rawArgs, "secret set", noOptions);
@@ -55,7 +63,9 @@ const list = defineCommand({
     const parsed = parseArgv(rawArgs, listOptions, "secret list", false);
     const extra = [...parsed.positionals, ...parsed.passthrough];
     if (extra.length > 0) {
-      throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr secret list' takes no arguments", { hint: "run 'mcpmgr secret list' or 'mcpmgr secret list --format json'" });
+      throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr secret list' takes no arguments", {
+        hint: "run 'mcpmgr secret list' or 'mcpmgr secret list --format json'",
+      });
     }
     const names = await openManager().provider.list();
     if (parsed.values.format === "json") {
@@ -74,7 +84,9 @@ const remove = defineCommand({
     const name = nameFrom(rawArgs, "secret delete", noOptions);
     const existed = await openManager().provider.delete(name);
     if (!existed) {
-      throw new McpmgrError("SECRET_NOT_FOUND", `secret '${name}' not found`, { hint: "'mcpmgr secret list' shows the stored names" });
+      throw new McpmgrError("SECRET_NOT_FOUND", `secret '${name}' not found`, {
+        hint: "'mcpmgr secret list' shows the stored names",
+      });
     }
     log.success(`secret '${name}' deleted`);
   },
@@ -83,13 +95,18 @@ const remove = defineCommand({
 const subCommands = { set, get, list, delete: remove };
 
 export default defineCommand({
-  meta: { name: "secret", description: "Manage secrets for MCP servers (encrypted file or environment; see MCPMGR_SECRETS_PROVIDER)" },
+  meta: {
+    name: "secret",
+    description: "Manage secrets for MCP servers (encrypted file or environment; see MCPMGR_SECRETS_PROVIDER)",
+  },
   subCommands,
   // citty runs this after a subcommand too; it only has work when none was named.
   run({ rawArgs }) {
     const first = rawArgs.find((arg) => !arg.startsWith("-"));
     if (first !== undefined && Object.hasOwn(subCommands, first)) return;
-    throw new McpmgrError("INVALID_ARGUMENT", "no secret command given", { hint: "use 'mcpmgr secret set|get|list|delete', see 'mcpmgr secret --help'" });
+    throw new McpmgrError("INVALID_ARGUMENT", "no secret command given", {
+      hint: "use 'mcpmgr secret set|get|list|delete', see 'mcpmgr secret --help'",
+    });
   },
 });
 
@@ -98,15 +115,23 @@ function nameFrom(rawArgs: readonly string[], command: string, table: OptionTabl
   const parsed = parseArgv(rawArgs, table, command, false);
   const words = [...parsed.positionals, ...parsed.passthrough];
   if (words.length === 0) {
-    throw new McpmgrError("INVALID_ARGUMENT", `'mcpmgr ${command}' needs a secret NAME`, { hint: `run 'mcpmgr ${command} NAME'` });
+    throw new McpmgrError("INVALID_ARGUMENT", `'mcpmgr ${command}' needs a secret NAME`, {
+      hint: `run 'mcpmgr ${command} NAME'`,
+    });
   }
   if (words.length > 1) {
     // Never echo the extra words: after `set NAME`, the next word is most likely the value.
     throw command === "secret set"
-      ? new McpmgrError("INVALID_ARGUMENT", "'mcpmgr secret set' takes the value from stdin, never from the command line", {
-          hint: "pipe it in: printf '%s' \"$VALUE\" | mcpmgr secret set NAME, or run 'mcpmgr secret set NAME' in a terminal and type it (clear the value from your shell history)",
-        })
-      : new McpmgrError("INVALID_ARGUMENT", `'mcpmgr ${command}' takes exactly one NAME`, { hint: `run 'mcpmgr ${command} NAME'` });
+      ? new McpmgrError(
+          "INVALID_ARGUMENT",
+          "'mcpmgr secret set' takes the value from stdin, never from the command line",
+          {
+            hint: "pipe it in: printf '%s' \"$VALUE\" | mcpmgr secret set NAME, or run 'mcpmgr secret set NAME' in a terminal and type it (clear the value from your shell history)",
+          },
+        )
+      : new McpmgrError("INVALID_ARGUMENT", `'mcpmgr ${command}' takes exactly one NAME`, {
+          hint: `run 'mcpmgr ${command} NAME'`,
+        });
   }
   return validateSecretName(words[0] as string);
 }
@@ -116,7 +141,9 @@ function openManager(): SecretManager {
 }
 
 async function readSecretValue(name: string): Promise<string> {
-  const value = process.stdin.isTTY ? await promptHidden(`Value for secret '${name}' (input hidden): `) : await readPipe();
+  const value = process.stdin.isTTY
+    ? await promptHidden(`Value for secret '${name}' (input hidden): `)
+    : await readPipe();
   if (value.length === 0) {
     throw new McpmgrError("INVALID_ARGUMENT", `no value for secret '${name}' on stdin`, {
       hint: "pipe it in: printf '%s' \"$VALUE\" | mcpmgr secret set NAME, or run the command in a terminal and type it",
@@ -133,7 +160,9 @@ async function readPipe(): Promise<string> {
     for await (const chunk of Bun.stdin.stream()) {
       size += chunk.byteLength;
       if (size > MAX_VALUE_BYTES) {
-        throw new McpmgrError("INVALID_ARGUMENT", "the value on stdin is larger than 1 MiB", { hint: "store a path to a file instead of its contents" });
+        throw new McpmgrError("INVALID_ARGUMENT", "the value on stdin is larger than 1 MiB", {
+          hint: "store a path to a file instead of its contents",
+        });
       }
       chunks.push(chunk);
     }
@@ -145,7 +174,9 @@ async function readPipe(): Promise<string> {
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
   } catch {
-    throw new McpmgrError("INVALID_ARGUMENT", "the value on stdin is not UTF-8 text", { hint: "base64-encode binary values before storing them" });
+    throw new McpmgrError("INVALID_ARGUMENT", "the value on stdin is not UTF-8 text", {
+      hint: "base64-encode binary values before storing them",
+    });
   } finally {
     for (const chunk of chunks) chunk.fill(0);
   }

@@ -29,7 +29,10 @@ export async function profileFor(plan: RunPlan, values: Values): Promise<Permiss
  * The server's environment: --env-file-dir, then --env-file, then -e (later wins),
  * then secrets, which may not collide with a plain variable.
  */
-export async function serverEnvironment(plan: RunPlan, values: Values): Promise<{ env: Record<string, string>; secretValues: string[] }> {
+export async function serverEnvironment(
+  plan: RunPlan,
+  values: Values,
+): Promise<{ env: Record<string, string>; secretValues: string[] }> {
   const env: Record<string, string> = {
     ...plan.envDefaults,
     ...(values["env-file-dir"] ? loadEnvDir(values["env-file-dir"]) : {}),
@@ -42,12 +45,18 @@ export async function serverEnvironment(plan: RunPlan, values: Values): Promise<
   }
   for (const ref of values.secret) {
     if (ref.target in env) {
-      throw new McpmgrError("CONFLICTING_OPTIONS", `--secret ${ref.name},target=${ref.target} and a plain variable both set ${ref.target}`, {
-        hint: "give the variable one source",
-      });
+      throw new McpmgrError(
+        "CONFLICTING_OPTIONS",
+        `--secret ${ref.name},target=${ref.target} and a plain variable both set ${ref.target}`,
+        {
+          hint: "give the variable one source",
+        },
+      );
     }
   }
-  const secrets = await createSecretManager({ dir: resolvePaths().dataDir, env: process.env }).resolveSecretReferences(values.secret);
+  const secrets = await createSecretManager({ dir: resolvePaths().dataDir, env: process.env }).resolveSecretReferences(
+    values.secret,
+  );
   assertRequiredEnv(plan, { ...env, ...secrets });
   return { env: { ...env, ...secrets }, secretValues: Object.values(secrets) };
 }
@@ -73,11 +82,17 @@ export async function launchSandboxed(
   if (restrictsOutbound(profile)) {
     // bubblewrap can give all of the network or none of it, not a host/port allow-list.
     if (!values["insecure-allow-unsandboxed"]) {
-      throw new McpmgrError("SANDBOX_UNAVAILABLE", "the process runtime cannot limit outbound connections to the profile's allow_host/allow_port", {
-        hint: "pass --insecure-allow-unsandboxed to accept unrestricted network for this server, or use permission profile none",
-      });
+      throw new McpmgrError(
+        "SANDBOX_UNAVAILABLE",
+        "the process runtime cannot limit outbound connections to the profile's allow_host/allow_port",
+        {
+          hint: "pass --insecure-allow-unsandboxed to accept unrestricted network for this server, or use permission profile none",
+        },
+      );
     }
-    log.warn("the permission profile limits outbound hosts/ports; the process runtime cannot, so the server gets the whole network (--insecure-allow-unsandboxed)");
+    log.warn(
+      "the permission profile limits outbound hosts/ports; the process runtime cannot, so the server gets the whole network (--insecure-allow-unsandboxed)",
+    );
   }
   if (bwrap === undefined) {
     if (!values["insecure-allow-unsandboxed"]) throw unenforceableError();
@@ -85,12 +100,24 @@ export async function launchSandboxed(
     const cwd = plan.source.kind === "package" ? packageWorkingDir(plan.source) : undefined;
     return { ...launchProcess({ command, env, ...(cwd ? { cwd } : {}) }), redact };
   }
-  const volumes = values.volume.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly }));
+  const volumes = values.volume.map((v) => ({
+    hostPath: v.hostPath,
+    targetPath: v.containerPath,
+    readOnly: v.readOnly,
+  }));
   // A local project is the server's own code: visible read-only even where the sandbox hides (/tmp, $HOME).
-  if (plan.source.kind === "package" && plan.source.localPath) volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
+  if (plan.source.kind === "package" && plan.source.localPath)
+    volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
   const cwd = plan.source.kind === "package" ? (packageWorkingDir(plan.source) ?? process.cwd()) : process.cwd();
   const { overlays, emptyFile } = await processOverlays(profile, values, printOverlays);
-  const sandbox = bwrapArgs({ profile, volumes, workingDir: cwd, hidden: mcpmgrDirs(), overlays, ...(emptyFile ? { emptyFile } : {}) });
+  const sandbox = bwrapArgs({
+    profile,
+    volumes,
+    workingDir: cwd,
+    hidden: mcpmgrDirs(),
+    overlays,
+    ...(emptyFile ? { emptyFile } : {}),
+  });
   return { ...launchProcess({ command, env, cwd, sandbox: { bwrap, args: sandbox } }), redact };
 }
 
@@ -117,13 +144,20 @@ export function processHandle(child: ServerProcess): ServerHandle {
 }
 
 /** Ignore-pattern overlays over the sandbox's mounts (profile read/write lists and -v volumes). */
-export async function processOverlays(profile: PermissionProfile, values: Values, print: boolean): ReturnType<typeof overlaysFor> {
+export async function processOverlays(
+  profile: PermissionProfile,
+  values: Values,
+  print: boolean,
+): ReturnType<typeof overlaysFor> {
   const home = homedir();
   const mounted = [
     ...profile.read.map((spec) => profileMount(spec, true)),
     ...profile.write.map((spec) => profileMount(spec, false)),
     ...values.volume.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly })),
-  ].map((m) => ({ hostPath: resolve(m.hostPath.replace(/^~(?=\/|$)/, home)), containerPath: resolve(m.targetPath.replace(/^~(?=\/|$)/, home)) }));
+  ].map((m) => ({
+    hostPath: resolve(m.hostPath.replace(/^~(?=\/|$)/, home)),
+    containerPath: resolve(m.targetPath.replace(/^~(?=\/|$)/, home)),
+  }));
   return overlaysFor(mounted, { ...values, "print-resolved-overlays": values["print-resolved-overlays"] && print });
 }
 
@@ -131,7 +165,12 @@ export async function processOverlays(profile: PermissionProfile, values: Values
  * Keeps the server's stderr (and stdout, for HTTP servers, where it is not the protocol)
  * for the workload log, error reports and --debug, with secret values redacted.
  */
-export function keepStderr(child: ServerHandle, name: string, onOutput?: (text: string) => void, includeStdout = false): { tail: () => string; drained: Promise<void> } {
+export function keepStderr(
+  child: ServerHandle,
+  name: string,
+  onOutput?: (text: string) => void,
+  includeStdout = false,
+): { tail: () => string; drained: Promise<void> } {
   let tail = "";
   const drain = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
@@ -156,7 +195,6 @@ export function keepStderr(child: ServerHandle, name: string, onOutput?: (text: 
   return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
 }
 
-
 /**
  * Resolves once an HTTP server answers on host:port (any status). A TCP accept is not
  * enough: a container's published port is accepted by the engine's port proxy before the
@@ -167,7 +205,9 @@ export async function waitForHttp(host: string, port: number, path: string, time
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}${path}`;
   while (performance.now() < deadline) {
     const controller = new AbortController();
-    const answered = await fetch(url, { signal: AbortSignal.any([controller.signal, AbortSignal.timeout(2_000)]) }).then(
+    const answered = await fetch(url, {
+      signal: AbortSignal.any([controller.signal, AbortSignal.timeout(2_000)]),
+    }).then(
       () => true,
       () => false,
     );
@@ -176,14 +216,19 @@ export async function waitForHttp(host: string, port: number, path: string, time
     if (answered) return;
     await Bun.sleep(100);
   }
-  throw new McpmgrError("SERVER_FAILED", `no HTTP answer on ${host}:${port} after ${timeoutMs / 1000} s`, { hint: "check that the server honours MCP_PORT, or give --target-port" });
+  throw new McpmgrError("SERVER_FAILED", `no HTTP answer on ${host}:${port} after ${timeoutMs / 1000} s`, {
+    hint: "check that the server honours MCP_PORT, or give --target-port",
+  });
 }
-
 
 /** A profile that allows some outbound traffic but not all of it. */
 function restrictsOutbound(profile: PermissionProfile): boolean {
   const outbound = profile.network.outbound;
-  return profile.network.mode !== "none" && !outbound.insecure_allow_all && (outbound.allow_host.length > 0 || outbound.allow_port.length > 0);
+  return (
+    profile.network.mode !== "none" &&
+    !outbound.insecure_allow_all &&
+    (outbound.allow_host.length > 0 || outbound.allow_port.length > 0)
+  );
 }
 
 /** mcpmgr's own directories (secrets, other workloads' records and logs) stay out of every sandbox. */

@@ -17,7 +17,11 @@ function command(restart: boolean) {
       if (restart) await stopSupervisor(store, name);
       else {
         const status = await currentStatus(store, name);
-        if (status?.state === "running" || status?.state === "restarting" || (status?.state === "starting" && status.pid !== undefined)) {
+        if (
+          status?.state === "running" ||
+          status?.state === "restarting" ||
+          (status?.state === "starting" && status.pid !== undefined)
+        ) {
           log.info(`${name} is already running`);
           return;
         }

@@ -24,7 +24,10 @@ export default defineCommand({
   meta: { name: "__supervise", description: "internal: serve a detached workload", hidden: true },
   async run({ rawArgs }) {
     const name = rawArgs[0];
-    if (name === undefined) throw new McpmgrError("INVALID_ARGUMENT", "__supervise needs a workload name", { hint: "this command is internal to mcpmgr" });
+    if (name === undefined)
+      throw new McpmgrError("INVALID_ARGUMENT", "__supervise needs a workload name", {
+        hint: "this command is internal to mcpmgr",
+      });
     await supervise(name);
   },
 });
@@ -72,7 +75,12 @@ async function supervise(name: string): Promise<void> {
     if (outcome === undefined) break;
     log.warn(`${name}: ${outcome}`);
     if (performance.now() - startedAt > stableAfterMs) backoff = firstBackoffMs;
-    await store.writeStatus(name, { state: "restarting", pid: process.pid, restarts, lastError: outcome.split("\n")[0] ?? outcome });
+    await store.writeStatus(name, {
+      state: "restarting",
+      pid: process.pid,
+      restarts,
+      lastError: outcome.split("\n")[0] ?? outcome,
+    });
     await Promise.race([Bun.sleep(backoff), signal]);
     backoff = Math.min(backoff * 2, maxBackoffMs);
     restarts++;

@@ -65,7 +65,11 @@ export function isSupervisorOf(pid: number, name: string): boolean {
 }
 
 /** Starts the supervisor and waits until the workload runs (or reports why it did not). */
-export async function startSupervisor(store: WorkloadStore, name: string, failureHint = `see 'mcpmgr logs ${name}' and 'mcpmgr logs ${name} --proxy'`): Promise<void> {
+export async function startSupervisor(
+  store: WorkloadStore,
+  name: string,
+  failureHint = `see 'mcpmgr logs ${name}' and 'mcpmgr logs ${name} --proxy'`,
+): Promise<void> {
   await ensureDir(store.paths.logDir);
   // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer.
   await store.writeStatus(name, { state: "starting" });
@@ -78,7 +82,11 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
     ...(record.runtime === "remote" ? {} : { MCPMGR_RUNTIME: record.runtime }),
     ...(record.runtimeEndpoint ? { DOCKER_HOST: record.runtimeEndpoint } : {}),
   };
-  const child = spawn(command as string, args, { detached: true, stdio: ["ignore", out, out], env: { ...process.env, NO_COLOR: "1", ...runtime } });
+  const child = spawn(command as string, args, {
+    detached: true,
+    stdio: ["ignore", out, out],
+    env: { ...process.env, NO_COLOR: "1", ...runtime },
+  });
   closeSync(out);
   child.unref();
   const pid = child.pid;
@@ -100,15 +108,21 @@ export async function startSupervisor(store: WorkloadStore, name: string, failur
     }
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name))) {
       await removeContainers(store, name);
-      throw new McpmgrError("SERVER_FAILED", `${name} failed to start: ${status?.lastError ?? "the supervisor exited"}`, {
-        hint: failureHint,
-      });
+      throw new McpmgrError(
+        "SERVER_FAILED",
+        `${name} failed to start: ${status?.lastError ?? "the supervisor exited"}`,
+        {
+          hint: failureHint,
+        },
+      );
     }
   }
   // Nothing may keep running behind a failed run (terminate may have had to SIGKILL).
   if (pid !== undefined) await terminate(pid, name);
   await removeContainers(store, name);
-  throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, { hint: failureHint });
+  throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, {
+    hint: failureHint,
+  });
 }
 
 /**
@@ -154,12 +168,19 @@ export async function stopSupervisor(store: WorkloadStore, name: string): Promis
 async function removeContainers(store: WorkloadStore, name: string): Promise<void> {
   const record = await store.get(name).catch(() => undefined);
   if (record === undefined || (record.runtime !== "docker" && record.runtime !== "podman")) return;
-  const engine = await detectEngine({ want: record.runtime, ...(record.runtimeEndpoint ? { env: { DOCKER_HOST: record.runtimeEndpoint } } : {}) });
+  const engine = await detectEngine({
+    want: record.runtime,
+    ...(record.runtimeEndpoint ? { env: { DOCKER_HOST: record.runtimeEndpoint } } : {}),
+  });
   if (engine === undefined) {
-    log.warn(`${name}: no ${record.runtime} engine answered, so its containers (label mcpmgr.workload=${name}) could not be removed`);
+    log.warn(
+      `${name}: no ${record.runtime} engine answered, so its containers (label mcpmgr.workload=${name}) could not be removed`,
+    );
     return;
   }
-  await removeWorkloadObjects(engine, name).catch((err: unknown) => log.warn(`${name}: ${err instanceof Error ? err.message : String(err)}`));
+  await removeWorkloadObjects(engine, name).catch((err: unknown) =>
+    log.warn(`${name}: ${err instanceof Error ? err.message : String(err)}`),
+  );
 }
 
 /**
@@ -174,8 +195,17 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
   try {
     const response = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-readiness", version } } }),
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 0,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-readiness", version } },
+      }),
       signal: AbortSignal.timeout(30_000),
     });
     // A protected endpoint answers with a challenge: that is the proxy answering, as intended.
@@ -185,7 +215,11 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
     if (!response.ok || !text.includes('"result"')) throw new Error(`initialize answered ${response.status}`);
     if (session) await fetch(url, { method: "DELETE", headers: { "mcp-session-id": session } }).catch(() => {});
   } catch (err) {
-    throw new McpmgrError("SERVER_FAILED", `${name} runs but does not answer MCP initialize at ${url}: ${err instanceof Error ? err.message : String(err)}`, { hint: failureHint });
+    throw new McpmgrError(
+      "SERVER_FAILED",
+      `${name} runs but does not answer MCP initialize at ${url}: ${err instanceof Error ? err.message : String(err)}`,
+      { hint: failureHint },
+    );
   }
 }
 

@@ -6,11 +6,22 @@ import { resolvePaths } from "../state/paths.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 
-export function parseNamed<Table extends OptionTable>(rawArgs: readonly string[], table: Table, command: string, extra = 0) {
+export function parseNamed<Table extends OptionTable>(
+  rawArgs: readonly string[],
+  table: Table,
+  command: string,
+  extra = 0,
+) {
   const parsed = parseArgv(rawArgs, table, command, false);
   const [name, ...rest] = parsed.positionals;
-  if (name === undefined) throw new McpmgrError("MISSING_OPTION", "missing the workload NAME", { hint: `usage: mcpmgr ${command} NAME (see 'mcpmgr list')` });
-  if (rest.length > extra) throw new McpmgrError("INVALID_ARGUMENT", `unexpected argument ${JSON.stringify(rest[extra])}`, { hint: `see 'mcpmgr ${command} --help'` });
+  if (name === undefined)
+    throw new McpmgrError("MISSING_OPTION", "missing the workload NAME", {
+      hint: `usage: mcpmgr ${command} NAME (see 'mcpmgr list')`,
+    });
+  if (rest.length > extra)
+    throw new McpmgrError("INVALID_ARGUMENT", `unexpected argument ${JSON.stringify(rest[extra])}`, {
+      hint: `see 'mcpmgr ${command} --help'`,
+    });
   return { ...parsed, name, rest };
 }
 

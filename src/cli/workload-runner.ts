@@ -17,7 +17,14 @@ import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts
 import { packageCommand } from "../runtime/package-command.ts";
 import { allowsNetwork } from "../runtime/permission-profile.ts";
 import type { RunPlan } from "./run-plan.ts";
-import { keepStderr, launchSandboxed, processHandle, profileFor, waitForHttp, type ServerHandle } from "./server-process.ts";
+import {
+  keepStderr,
+  launchSandboxed,
+  processHandle,
+  profileFor,
+  waitForHttp,
+  type ServerHandle,
+} from "./server-process.ts";
 import { assertNoContainerOptions, launchContainer, prepareContainerImage } from "./container-workload.ts";
 import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
@@ -64,11 +71,19 @@ export interface StartOptions {
   readonly supervised?: boolean;
 }
 
-export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, options: StartOptions = {}): Promise<RunningWorkload> {
+export async function startWorkload(
+  plan: RunPlan,
+  parsed: ParsedRunArgv,
+  options: StartOptions = {},
+): Promise<RunningWorkload> {
   const { values } = parsed;
   const { source, name } = plan;
   // Read before anything starts, so a bad value cannot leave a server running.
-  const limits = { requestTimeoutMs: requestTimeoutMsFromEnv(), sessionIdleMs: sessionIdleMsFromEnv(), maxBodyBytes: maxBodyBytesFromEnv() };
+  const limits = {
+    requestTimeoutMs: requestTimeoutMsFromEnv(),
+    sessionIdleMs: sessionIdleMsFromEnv(),
+    maxBodyBytes: maxBodyBytesFromEnv(),
+  };
   const live = new LiveStreams();
   let handler: Handler;
   let endpointPath: string;
@@ -84,15 +99,35 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
   const authentication = await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 
   if (source.kind === "remote") {
-    for (const local of ["env", "env-file", "env-file-dir", "secret", "volume", "permission-profile", "transport", "proxy-mode", "insecure-allow-unsandboxed", "target-host", "target-port", "label", "print-resolved-overlays"]) {
+    for (const local of [
+      "env",
+      "env-file",
+      "env-file-dir",
+      "secret",
+      "volume",
+      "permission-profile",
+      "transport",
+      "proxy-mode",
+      "insecure-allow-unsandboxed",
+      "target-host",
+      "target-port",
+      "label",
+      "print-resolved-overlays",
+    ]) {
       if (parsed.given.has(local as keyof Values)) {
-        throw new McpmgrError("INVALID_OPTION", `--${local} applies to servers mcpmgr starts, not to a remote URL`, { hint: `leave --${local} out` });
+        throw new McpmgrError("INVALID_OPTION", `--${local} applies to servers mcpmgr starts, not to a remote URL`, {
+          hint: `leave --${local} out`,
+        });
       }
     }
     assertNoContainerOptions(parsed, "a remote URL runs nowhere locally");
     const outgoing = outgoingAuthSpec(values, parsed.given);
     if (outgoing.tokenExchange && !incomingAuthSpec(values, parsed.given)) {
-      throw new McpmgrError("MISSING_OPTION", "--token-exchange-url exchanges the client's token, so it needs incoming authentication", { hint: "add --oidc-issuer (and --oidc-audience)" });
+      throw new McpmgrError(
+        "MISSING_OPTION",
+        "--token-exchange-url exchanges the client's token, so it needs incoming authentication",
+        { hint: "add --oidc-issuer (and --oidc-audience)" },
+      );
     }
     const upstreamFetch = await prepareOutgoingAuthentication(outgoing, source.url, name);
     handler = transparentForwarder({
@@ -104,12 +139,19 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
     });
     endpointPath = source.url.pathname;
   } else {
-    const remoteOnly = Object.keys(outgoingAuthOptions).find((option) => parsed.given.has(option as keyof Values) && (values as Record<string, unknown>)[option] !== false);
+    const remoteOnly = Object.keys(outgoingAuthOptions).find(
+      (option) => parsed.given.has(option as keyof Values) && (values as Record<string, unknown>)[option] !== false,
+    );
     if (remoteOnly) {
-      throw new McpmgrError("INVALID_OPTION", `--${remoteOnly} authenticates mcpmgr to a remote URL; this server runs locally`, { hint: `leave --${remoteOnly} out (pass credentials to a local server with -e or --secret)` });
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--${remoteOnly} authenticates mcpmgr to a remote URL; this server runs locally`,
+        { hint: `leave --${remoteOnly} out (pass credentials to a local server with -e or --secret)` },
+      );
     }
     const transport = plan.transport ?? "stdio";
-    const launched = plan.runtime.kind === "container"
+    const launched =
+      plan.runtime.kind === "container"
         ? await launchInContainer(plan, parsed, plan.runtime.engine, proxyPort, !options.supervised)
         : await launchAsProcess(plan, parsed, transport, !options.supervised);
     child = launched.server;
@@ -130,7 +172,9 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       ]);
       if (listening !== undefined) {
         await server.stop(1_000);
-        throw new McpmgrError("SERVER_FAILED", `${name} did not start listening on ${host}:${port}: ${listening}`, { hint: "check that the server honours MCP_PORT, or give --target-port" });
+        throw new McpmgrError("SERVER_FAILED", `${name} did not start listening on ${host}:${port}: ${listening}`, {
+          hint: "check that the server honours MCP_PORT, or give --target-port",
+        });
       }
       endpointPath = endpointPathFor(transport);
       handler = transparentForwarder({
@@ -151,7 +195,8 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         stdout: server.stdout,
         stdin: server.stdin,
         onMessage: bridge.onServerMessage,
-        onInvalidLine: (line) => log.warn(`${name}: skipped a non-JSON line on stdout: ${server.redact(line).slice(0, 200)}`),
+        onInvalidLine: (line) =>
+          log.warn(`${name}: skipped a non-JSON line on stdout: ${server.redact(line).slice(0, 200)}`),
       });
       serverExit = server.exited.then(async (code) => {
         await Promise.race([stderr.drained, Bun.sleep(500)]);
@@ -162,7 +207,10 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         await bridge.start(channel);
       } catch (err) {
         // Prefer the exit code and the server's own words over "exited during initialize".
-        const why = await Promise.race([serverExit, Bun.sleep(1_000).then(() => (err instanceof Error ? err.message : String(err)))]);
+        const why = await Promise.race([
+          serverExit,
+          Bun.sleep(1_000).then(() => (err instanceof Error ? err.message : String(err))),
+        ]);
         await server.stop(1_000);
         throw new McpmgrError("SERVER_FAILED", `${name} did not complete the MCP handshake: ${why}`, {
           hint: "check the package name and arguments; run with --debug for details",
@@ -170,7 +218,11 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       }
       if (values["proxy-mode"] === "sse") {
         log.warn("--proxy-mode sse is deprecated and will be removed; clients should use streamable-http");
-        handler = legacySseFrontEnd({ bridge, live, ...(values["endpoint-prefix"] ? { endpointPrefix: values["endpoint-prefix"] } : {}) });
+        handler = legacySseFrontEnd({
+          bridge,
+          live,
+          ...(values["endpoint-prefix"] ? { endpointPrefix: values["endpoint-prefix"] } : {}),
+        });
         endpointPath = "/sse";
       } else {
         handler = streamableHttpFrontEnd({ bridge, live });
@@ -192,12 +244,19 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
       port: proxyPort,
       handler: withBuiltinProtections(
         handler,
-        { serverName: name, listenHost: values.host, trustProxyHeaders: values["trust-proxy-headers"], maxBodyBytes: limits.maxBodyBytes },
+        {
+          serverName: name,
+          listenHost: values.host,
+          trustProxyHeaders: values["trust-proxy-headers"],
+          maxBodyBytes: limits.maxBodyBytes,
+        },
         // Telemetry outermost (every request is traced and counted; /metrics needs no token),
         ...(observed ? [observed.middleware] : []),
         // then audit (it records what the policies deny), then authentication (a refused
         // client learns nothing more), then the tool policy.
-        ...(audit && audited ? [auditTrail({ config: audit, write: audited.write, ...(child ? { redact: child.redact } : {}) })] : []),
+        ...(audit && audited
+          ? [auditTrail({ config: audit, write: audited.write, ...(child ? { redact: child.redact } : {}) })]
+          : []),
         ...authentication.forEndpoint(endpointPath, values["trust-proxy-headers"]),
         ...(tools ? [toolFilter(tools)] : []),
         // Authorization decides on the server's tool names (after the renames).
@@ -206,7 +265,8 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
         ...(hooks ? [hooks] : []),
       ),
       live,
-      onError: (err) => log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
+      onError: (err) =>
+        log.error(`request failed inside the proxy: ${err instanceof Error ? err.message : String(err)}`),
     });
   } catch (err) {
     // A busy port (or a telemetry/audit set-up failure) must not leave the server we just started behind.
@@ -230,9 +290,16 @@ export async function startWorkload(plan: RunPlan, parsed: ParsedRunArgv, option
 }
 
 /** Telemetry, loaded only when configured: without it none of OpenTelemetry is imported. */
-async function prepareTelemetry(spec: TelemetrySpec | undefined, name: string, sessionIdleMs: number): Promise<{ middleware: Middleware; telemetry: Telemetry } | undefined> {
+async function prepareTelemetry(
+  spec: TelemetrySpec | undefined,
+  name: string,
+  sessionIdleMs: number,
+): Promise<{ middleware: Middleware; telemetry: Telemetry } | undefined> {
   if (spec === undefined) return undefined;
-  const [{ startTelemetry }, { telemetryMiddleware }] = await Promise.all([import("../telemetry/providers.ts"), import("../middleware/telemetry.ts")]);
+  const [{ startTelemetry }, { telemetryMiddleware }] = await Promise.all([
+    import("../telemetry/providers.ts"),
+    import("../middleware/telemetry.ts"),
+  ]);
   const telemetry = startTelemetry(spec, version);
   return { telemetry, middleware: telemetryMiddleware(spec, telemetry, name, sessionIdleMs) };
 }
@@ -241,7 +308,9 @@ async function prepareTelemetry(spec: TelemetrySpec | undefined, name: string, s
 async function prepareWebhooks(files: readonly string[], serverName: string): Promise<Middleware | undefined> {
   const config = webhookConfig(files);
   if (config === undefined) return undefined;
-  const refs = [...config.mutating, ...config.validating].map((hook) => hook.hmacSecretRef).filter((ref): ref is string => ref !== undefined);
+  const refs = [...config.mutating, ...config.validating]
+    .map((hook) => hook.hmacSecretRef)
+    .filter((ref): ref is string => ref !== undefined);
   const hmacSecrets = new Map<string, string>();
   if (refs.length > 0) {
     const secrets = createSecretManager({ dir: resolvePaths().dataDir, env: process.env });
@@ -260,31 +329,71 @@ interface Launched {
   readonly target?: { readonly host: string; readonly port: number };
 }
 
-async function launchAsProcess(plan: RunPlan, parsed: ParsedRunArgv, transport: "stdio" | "sse" | "streamable-http", printOverlays: boolean): Promise<Launched> {
+async function launchAsProcess(
+  plan: RunPlan,
+  parsed: ParsedRunArgv,
+  transport: "stdio" | "sse" | "streamable-http",
+  printOverlays: boolean,
+): Promise<Launched> {
   const { values } = parsed;
   const { source } = plan;
-  if (source.kind !== "package") throw new McpmgrError("INTERNAL", `the process runtime cannot run a ${source.kind} source`);
-  assertNoContainerOptions(parsed, "this server runs as a local process (no container engine, or MCPMGR_RUNTIME=process)");
+  if (source.kind !== "package")
+    throw new McpmgrError("INTERNAL", `the process runtime cannot run a ${source.kind} source`);
+  assertNoContainerOptions(
+    parsed,
+    "this server runs as a local process (no container engine, or MCPMGR_RUNTIME=process)",
+  );
   const profile = await profileFor(plan, values);
-  if (transport === "stdio") return { server: processHandle(await launchSandboxed(packageCommand(source, plan.args), plan, values, profile, {}, printOverlays)) };
+  if (transport === "stdio")
+    return {
+      server: processHandle(
+        await launchSandboxed(packageCommand(source, plan.args), plan, values, profile, {}, printOverlays),
+      ),
+    };
   // An HTTP server: started with MCP_TRANSPORT/MCP_PORT, forwarded to transparently.
   if (!allowsNetwork(profile)) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", `--transport ${transport} needs a network, but the permission profile allows none`, {
-      hint: "use --permission-profile network, a stdio server, or a container runtime (which isolates it instead)",
-    });
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--transport ${transport} needs a network, but the permission profile allows none`,
+      {
+        hint: "use --permission-profile network, a stdio server, or a container runtime (which isolates it instead)",
+      },
+    );
   }
   const port = values["target-port"] ?? (await findFreePort());
   const host = values["target-host"];
-  const child = await launchSandboxed(packageCommand(source, plan.args), plan, values, profile, { MCP_TRANSPORT: transport, MCP_PORT: String(port) }, printOverlays);
+  const child = await launchSandboxed(
+    packageCommand(source, plan.args),
+    plan,
+    values,
+    profile,
+    { MCP_TRANSPORT: transport, MCP_PORT: String(port) },
+    printOverlays,
+  );
   return { server: processHandle(child), target: { host, port } };
 }
 
-async function launchInContainer(plan: RunPlan, parsed: ParsedRunArgv, engine: ContainerEngine, proxyPort: number, interactive: boolean): Promise<Launched> {
-  const image = await prepareContainerImage(plan, parsed.values, engine, (line) => (interactive ? log.info(line) : log.debug(line)));
+async function launchInContainer(
+  plan: RunPlan,
+  parsed: ParsedRunArgv,
+  engine: ContainerEngine,
+  proxyPort: number,
+  interactive: boolean,
+): Promise<Launched> {
+  const image = await prepareContainerImage(plan, parsed.values, engine, (line) =>
+    interactive ? log.info(line) : log.debug(line),
+  );
   const launched = await launchContainer(plan, parsed, engine, image, proxyPort, interactive);
   const container = launched.server;
   return {
-    server: { stdout: container.stdout, stderr: container.stderr, stdin: container.stdin, exited: container.exited, redact: launched.redact, stop: (graceMs) => container.stop(graceMs) },
+    server: {
+      stdout: container.stdout,
+      stderr: container.stderr,
+      stdin: container.stdin,
+      exited: container.exited,
+      redact: launched.redact,
+      stop: (graceMs) => container.stop(graceMs),
+    },
     ...(launched.target ? { target: launched.target } : {}),
   };
 }
@@ -295,7 +404,10 @@ export async function runForeground(plan: RunPlan, parsed: ParsedRunArgv): Promi
   // Listened for from the start: Ctrl-C during a pull, build or handshake must not leave a
   // container running (a stdio container keeps its stdin open and would never exit).
   const signal = untilSignal();
-  const started = await Promise.race([startWorkload(plan, parsed).then((workload) => ({ workload })), signal.then((received) => ({ received }))]);
+  const started = await Promise.race([
+    startWorkload(plan, parsed).then((workload) => ({ workload })),
+    signal.then((received) => ({ received })),
+  ]);
   if ("received" in started) {
     if (plan.runtime.kind === "container") await removeWorkloadObjects(plan.runtime.engine, name).catch(() => {});
     log.info(`${started.received}: stopped ${name} while it was starting`);
@@ -304,7 +416,10 @@ export async function runForeground(plan: RunPlan, parsed: ParsedRunArgv): Promi
   const { workload } = started;
   log.info(`${name} is running; MCP clients connect to:`);
   printResult(workload.url);
-  const outcome = await Promise.race([signal.then((received) => ({ signal: received })), workload.exited.then((why) => ({ why }))]);
+  const outcome = await Promise.race([
+    signal.then((received) => ({ signal: received })),
+    workload.exited.then((why) => ({ why })),
+  ]);
   await workload.stop();
   if ("why" in outcome) {
     log.error(`${name}: ${outcome.why}`);

@@ -49,7 +49,9 @@ export function parseArgv<Table extends OptionTable>(
     }
     const values = (raw.get(token.name) as string[] | undefined) ?? [];
     if (!spec.repeatable && values.length > 0) {
-      throw new McpmgrError("INVALID_OPTION", `--${token.name} was given more than once`, { hint: `give --${token.name} once` });
+      throw new McpmgrError("INVALID_OPTION", `--${token.name} was given more than once`, {
+        hint: `give --${token.name} once`,
+      });
     }
     values.push(token.value ?? "");
     raw.set(token.name, values);
@@ -102,9 +104,13 @@ function normaliseBooleanForms(args: readonly string[], table: OptionTable): str
     if (!isValueOfPrevious && eq !== -1 && table[name]?.kind === "boolean") {
       const text = arg.slice(eq + 1).toLowerCase();
       if (text !== "true" && text !== "false") {
-        throw new McpmgrError("INVALID_OPTION", `--${name} ${JSON.stringify(arg.slice(eq + 1))}: must be true or false`, {
-          hint: `write --${name}, --${name}=false or --no-${name}`,
-        });
+        throw new McpmgrError(
+          "INVALID_OPTION",
+          `--${name} ${JSON.stringify(arg.slice(eq + 1))}: must be true or false`,
+          {
+            hint: `write --${name}, --${name}=false or --no-${name}`,
+          },
+        );
       }
       out.push(text === "true" ? `--${name}` : `--no-${name}`);
       continue;
@@ -117,7 +123,8 @@ function normaliseBooleanForms(args: readonly string[], table: OptionTable): str
 function takesSeparateValue(arg: string, table: OptionTable): boolean {
   if (arg.includes("=")) return false;
   if (arg.startsWith("--")) return table[arg.slice(2)]?.kind === "string";
-  if (/^-[A-Za-z]$/.test(arg)) return Object.values(table).some((spec) => spec.short === arg[1] && spec.kind === "string");
+  if (/^-[A-Za-z]$/.test(arg))
+    return Object.values(table).some((spec) => spec.short === arg[1] && spec.kind === "string");
   return false;
 }
 
@@ -134,7 +141,12 @@ function tokenize(args: string[], table: OptionTable, command: string, passthrou
   }
 }
 
-function translateParseError(err: unknown, args: readonly string[], command: string, passthroughAllowed: boolean): McpmgrError {
+function translateParseError(
+  err: unknown,
+  args: readonly string[],
+  command: string,
+  passthroughAllowed: boolean,
+): McpmgrError {
   const code = (err as { code?: string }).code;
   const message = err instanceof Error ? err.message : String(err);
   const hint = `run 'mcpmgr ${command} --help' to see the options`;

@@ -42,7 +42,15 @@ const fileSchema = v.strictObject({
   excludeEventTypes: v.optional(v.array(eventType), () => []),
   includeRequestData: v.optional(v.boolean(), false),
   includeResponseData: v.optional(v.boolean(), false),
-  maxDataSize: v.optional(v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(0, "must not be negative"), v.maxValue(1_048_576, "must be at most 1 MiB")), 1024),
+  maxDataSize: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer("must be a whole number"),
+      v.minValue(0, "must not be negative"),
+      v.maxValue(1_048_576, "must be at most 1 MiB"),
+    ),
+    1024,
+  ),
   logFile: v.optional(v.pipe(v.string(), v.nonEmpty("must not be empty"))),
 });
 
@@ -51,24 +59,36 @@ function readConfigFile(path: string): unknown {
   try {
     text = readFileSync(path, "utf8");
   } catch {
-    throw new McpmgrError("INVALID_OPTION", `--audit-config ${JSON.stringify(path)}: cannot read the file`, { hint: "give the path of a JSON or YAML audit configuration" });
+    throw new McpmgrError("INVALID_OPTION", `--audit-config ${JSON.stringify(path)}: cannot read the file`, {
+      hint: "give the path of a JSON or YAML audit configuration",
+    });
   }
   try {
     return /\.ya?ml$/i.test(path) ? Bun.YAML.parse(text) : JSON.parse(text);
   } catch {
-    throw new McpmgrError("INVALID_OPTION", `--audit-config ${path}: not valid ${/\.ya?ml$/i.test(path) ? "YAML" : "JSON"}`, { hint: "check the file's syntax" });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--audit-config ${path}: not valid ${/\.ya?ml$/i.test(path) ? "YAML" : "JSON"}`,
+      { hint: "check the file's syntax" },
+    );
   }
 }
 
 /** undefined: no auditing (neither option given, or the file says enabled: false). */
-export function auditConfig(enable: boolean, path: string | undefined, defaultComponent: string): AuditConfig | undefined {
+export function auditConfig(
+  enable: boolean,
+  path: string | undefined,
+  defaultComponent: string,
+): AuditConfig | undefined {
   if (!enable && path === undefined) return undefined;
   const raw = path === undefined ? {} : readConfigFile(path);
   const parsed = v.safeParse(fileSchema, raw, { abortPipeEarly: true });
   if (!parsed.success) {
     const issue = parsed.issues[0];
     const at = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
-    throw new McpmgrError("INVALID_OPTION", `--audit-config ${path}: ${at}: ${issue?.message ?? "invalid"}`, { hint: 'e.g. {"eventTypes": ["mcp_tool_call"], "includeRequestData": true}' });
+    throw new McpmgrError("INVALID_OPTION", `--audit-config ${path}: ${at}: ${issue?.message ?? "invalid"}`, {
+      hint: 'e.g. {"eventTypes": ["mcp_tool_call"], "includeRequestData": true}',
+    });
   }
   const file = parsed.output;
   if (!file.enabled) return undefined;

@@ -25,7 +25,10 @@ const fileSchema = v.strictObject({
 
 export function authzConfig(path: string | undefined): AuthzConfig | undefined {
   if (path === undefined) return undefined;
-  const fail = (why: string, hint = 'expected {"version":"1.0","type":"cedarv1","cedar":{"policies":["permit(...);"]}}') => new McpmgrError("INVALID_OPTION", `--authz-config ${path}: ${why}`, { hint });
+  const fail = (
+    why: string,
+    hint = 'expected {"version":"1.0","type":"cedarv1","cedar":{"policies":["permit(...);"]}}',
+  ) => new McpmgrError("INVALID_OPTION", `--authz-config ${path}: ${why}`, { hint });
   let data: unknown;
   try {
     const text = readFileSync(path, "utf8");
@@ -40,7 +43,11 @@ export function authzConfig(path: string | undefined): AuthzConfig | undefined {
   }
   const policies = parsed.output.cedar.policies.join("\n");
   const check = checkParsePolicySet({ staticPolicies: policies });
-  if (check.type === "failure") throw fail(`the Cedar policies do not parse: ${check.errors.map((e) => e.message).join("; ")}`, "check the policy syntax (https://docs.cedarpolicy.com)");
+  if (check.type === "failure")
+    throw fail(
+      `the Cedar policies do not parse: ${check.errors.map((e) => e.message).join("; ")}`,
+      "check the policy syntax (https://docs.cedarpolicy.com)",
+    );
   let entities: unknown;
   try {
     entities = JSON.parse(parsed.output.cedar.entities_json);

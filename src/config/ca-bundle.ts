@@ -13,10 +13,14 @@ export function readCaBundle(path: string | undefined): string | undefined {
   try {
     text = readFileSync(path, "utf8");
   } catch {
-    throw new McpmgrError("INVALID_OPTION", `--thv-ca-bundle ${JSON.stringify(path)}: cannot read the file`, { hint: "give the path of a readable PEM file" });
+    throw new McpmgrError("INVALID_OPTION", `--thv-ca-bundle ${JSON.stringify(path)}: cannot read the file`, {
+      hint: "give the path of a readable PEM file",
+    });
   }
   if (!text.includes("-----BEGIN CERTIFICATE-----")) {
-    throw new McpmgrError("INVALID_OPTION", `--thv-ca-bundle ${path}: no PEM certificate in the file`, { hint: "give a PEM bundle (-----BEGIN CERTIFICATE----- ...)" });
+    throw new McpmgrError("INVALID_OPTION", `--thv-ca-bundle ${path}: no PEM certificate in the file`, {
+      hint: "give a PEM bundle (-----BEGIN CERTIFICATE----- ...)",
+    });
   }
   return text;
 }

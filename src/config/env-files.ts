@@ -16,14 +16,22 @@ export function loadEnvFile(path: string, option = "--env-file"): Record<string,
     text = readFileSync(path, "utf8");
   } catch (err) {
     const code = (err as { code?: string }).code;
-    throw new McpmgrError("INVALID_OPTION", `${option} ${JSON.stringify(path)}: ${code === "ENOENT" ? "no such file" : "cannot be read"}`, {
-      hint: "give the path of a KEY=VALUE file",
-    });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `${option} ${JSON.stringify(path)}: ${code === "ENOENT" ? "no such file" : "cannot be read"}`,
+      {
+        hint: "give the path of a KEY=VALUE file",
+      },
+    );
   }
   const values = parse(text);
   for (const name of Object.keys(values)) {
     if (!envName.test(name)) {
-      throw new McpmgrError("INVALID_OPTION", `${option} ${path}: ${JSON.stringify(name)} is not a valid variable name`, { hint: "names use letters, digits and _" });
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `${option} ${path}: ${JSON.stringify(name)} is not a valid variable name`,
+        { hint: "names use letters, digits and _" },
+      );
     }
   }
   return values;
@@ -34,7 +42,9 @@ export function loadEnvDir(dir: string): Record<string, string> {
   try {
     names = readdirSync(dir).sort();
   } catch {
-    throw new McpmgrError("INVALID_OPTION", `--env-file-dir ${JSON.stringify(dir)}: not a readable directory`, { hint: "give a directory of KEY=VALUE files" });
+    throw new McpmgrError("INVALID_OPTION", `--env-file-dir ${JSON.stringify(dir)}: not a readable directory`, {
+      hint: "give a directory of KEY=VALUE files",
+    });
   }
   const merged: Record<string, string> = {};
   for (const name of names) {

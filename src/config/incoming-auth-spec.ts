@@ -32,7 +32,9 @@ export interface IncomingAuthSpec {
   /** Where signing keys come from; undefined: discovered from the issuer. */
   readonly jwksUrl: URL | undefined;
   /** RFC 7662 endpoint for opaque tokens, with the proxy's client credentials. */
-  readonly introspection: { readonly url: URL; readonly clientId: string; readonly clientSecret: string | undefined } | undefined;
+  readonly introspection:
+    | { readonly url: URL; readonly clientId: string; readonly clientSecret: string | undefined }
+    | undefined;
   /** Advertised in the RFC 9728 document and the challenge (default openid); not enforced. */
   readonly scopesSupported: readonly string[];
   readonly allowHttp: boolean;
@@ -45,16 +47,32 @@ export interface IncomingAuthSpec {
   readonly resourceUrl: URL | undefined;
 }
 
-const companions = ["oidc-audience", "oidc-client-id", "oidc-client-secret", "oidc-introspection-url", "oidc-jwks-url", "oidc-scopes", "oidc-insecure-allow-http", "jwks-allow-private-ip", "jwks-auth-token-file", "resource-url"];
+const companions = [
+  "oidc-audience",
+  "oidc-client-id",
+  "oidc-client-secret",
+  "oidc-introspection-url",
+  "oidc-jwks-url",
+  "oidc-scopes",
+  "oidc-insecure-allow-http",
+  "jwks-allow-private-ip",
+  "jwks-auth-token-file",
+  "resource-url",
+];
 
 function readSecretFile(option: string, path: string): string {
   let text: string;
   try {
     text = readFileSync(path, "utf8").trim();
   } catch {
-    throw new McpmgrError("INVALID_OPTION", `--${option} ${JSON.stringify(path)}: cannot read the file`, { hint: "give the path of a readable file" });
+    throw new McpmgrError("INVALID_OPTION", `--${option} ${JSON.stringify(path)}: cannot read the file`, {
+      hint: "give the path of a readable file",
+    });
   }
-  if (text === "") throw new McpmgrError("INVALID_OPTION", `--${option} ${path}: the file is empty`, { hint: "put the value in the file" });
+  if (text === "")
+    throw new McpmgrError("INVALID_OPTION", `--${option} ${path}: the file is empty`, {
+      hint: "put the value in the file",
+    });
   return text;
 }
 
@@ -69,8 +87,13 @@ export function incomingAuthSpec(values: IncomingAuthValues, given: Given): Inco
   const issuerText = values["oidc-issuer"];
   if (issuerText === undefined) {
     // Booleans given as false mean nothing; any other companion without an issuer is a mistake.
-    const stray = companions.find((name) => given.has(name) && (values as unknown as Record<string, unknown>)[name] !== false);
-    if (stray) throw new McpmgrError("MISSING_OPTION", `--${stray} needs --oidc-issuer`, { hint: "add --oidc-issuer URL (the authorization server whose tokens the proxy accepts)" });
+    const stray = companions.find(
+      (name) => given.has(name) && (values as unknown as Record<string, unknown>)[name] !== false,
+    );
+    if (stray)
+      throw new McpmgrError("MISSING_OPTION", `--${stray} needs --oidc-issuer`, {
+        hint: "add --oidc-issuer URL (the authorization server whose tokens the proxy accepts)",
+      });
     return undefined;
   }
   const allowHttp = values["oidc-insecure-allow-http"];
@@ -83,10 +106,15 @@ export function incomingAuthSpec(values: IncomingAuthValues, given: Given): Inco
     const url = new URL(values["oidc-introspection-url"]);
     assertSecure("oidc-introspection-url", url, allowHttp);
     const clientId = values["oidc-client-id"];
-    if (clientId === undefined) throw new McpmgrError("MISSING_OPTION", "--oidc-introspection-url needs --oidc-client-id", { hint: "introspection calls authenticate as the proxy's client" });
+    if (clientId === undefined)
+      throw new McpmgrError("MISSING_OPTION", "--oidc-introspection-url needs --oidc-client-id", {
+        hint: "introspection calls authenticate as the proxy's client",
+      });
     introspection = { url, clientId, clientSecret: values["oidc-client-secret"] };
   } else if (given.has("oidc-client-secret")) {
-    throw new McpmgrError("MISSING_OPTION", "--oidc-client-secret is only used with --oidc-introspection-url", { hint: "add --oidc-introspection-url, or leave the secret out" });
+    throw new McpmgrError("MISSING_OPTION", "--oidc-client-secret is only used with --oidc-introspection-url", {
+      hint: "add --oidc-introspection-url, or leave the secret out",
+    });
   }
   const scopes = values["oidc-scopes"];
   return Object.freeze({
@@ -97,7 +125,9 @@ export function incomingAuthSpec(values: IncomingAuthValues, given: Given): Inco
     scopesSupported: scopes && scopes.length > 0 ? [...scopes] : ["openid"],
     allowHttp,
     allowPrivateIp: values["jwks-allow-private-ip"],
-    fetchToken: values["jwks-auth-token-file"] ? readSecretFile("jwks-auth-token-file", values["jwks-auth-token-file"]) : undefined,
+    fetchToken: values["jwks-auth-token-file"]
+      ? readSecretFile("jwks-auth-token-file", values["jwks-auth-token-file"])
+      : undefined,
     caBundle: readCaBundle(values["thv-ca-bundle"]),
     resourceUrl: values["resource-url"] ? new URL(values["resource-url"]) : undefined,
   });

@@ -45,11 +45,15 @@ type ValueOf<O> = O extends BooleanOption
 export type OptionValues<Table extends OptionTable> = { readonly [K in keyof Table]: ValueOf<Table[K]> };
 
 // `const S` keeps whether a default was given, so the parsed type can drop `undefined`.
-export function stringOption<const S extends Omit<StringOption<unknown>, "kind" | "repeatable">>(spec: S): S & { readonly kind: "string"; readonly repeatable: false } {
+export function stringOption<const S extends Omit<StringOption<unknown>, "kind" | "repeatable">>(
+  spec: S,
+): S & { readonly kind: "string"; readonly repeatable: false } {
   return { ...spec, kind: "string", repeatable: false };
 }
 
-export function repeatableOption<const S extends Omit<StringOption<unknown>, "kind" | "repeatable" | "default">>(spec: S): S & { readonly kind: "string"; readonly repeatable: true } {
+export function repeatableOption<const S extends Omit<StringOption<unknown>, "kind" | "repeatable" | "default">>(
+  spec: S,
+): S & { readonly kind: "string"; readonly repeatable: true } {
   return { ...spec, kind: "string", repeatable: true };
 }
 

@@ -68,7 +68,10 @@ export interface TokenExchangeSpec {
 }
 
 export interface OutgoingAuthSpec {
-  readonly mode: { readonly kind: "none" } | { readonly kind: "bearer"; readonly token: string } | { readonly kind: "oauth"; readonly oauth: OAuthSpec };
+  readonly mode:
+    | { readonly kind: "none" }
+    | { readonly kind: "bearer"; readonly token: string }
+    | { readonly kind: "oauth"; readonly oauth: OAuthSpec };
   readonly tokenExchange: TokenExchangeSpec | undefined;
   readonly headers: readonly { readonly name: string; readonly value: string }[];
   /** Header name → secret name in the secrets manager (resolved when the proxy starts). */
@@ -79,8 +82,21 @@ export interface OutgoingAuthSpec {
 
 /** Headers a caller must not set: hop-by-hop (RFC 9110 §7.6.1), framing, and forwarding metadata. */
 const refusedHeaders = new Set([
-  "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
-  "host", "content-length", "forwarded", "x-real-ip", "mcp-session-id", "mcp-protocol-version",
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  "content-length",
+  "forwarded",
+  "x-real-ip",
+  "mcp-session-id",
+  "mcp-protocol-version",
 ]);
 
 function readFileValue(option: string, path: string): string {
@@ -88,9 +104,14 @@ function readFileValue(option: string, path: string): string {
   try {
     text = readFileSync(path, "utf8").trim();
   } catch {
-    throw new McpmgrError("INVALID_OPTION", `--${option} ${JSON.stringify(path)}: cannot read the file`, { hint: "give the path of a readable file" });
+    throw new McpmgrError("INVALID_OPTION", `--${option} ${JSON.stringify(path)}: cannot read the file`, {
+      hint: "give the path of a readable file",
+    });
   }
-  if (text === "") throw new McpmgrError("INVALID_OPTION", `--${option} ${path}: the file is empty`, { hint: "put the value in the file" });
+  if (text === "")
+    throw new McpmgrError("INVALID_OPTION", `--${option} ${path}: the file is empty`, {
+      hint: "put the value in the file",
+    });
   return text;
 }
 
@@ -100,7 +121,11 @@ function secureUrl(option: string, text: string): URL {
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   const loopback = host === "localhost" || host === "::1" || /^127\./.test(host);
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
-    throw new McpmgrError("INVALID_OPTION", `--${option} ${url.href}: OAuth endpoints must be https:// (http:// only on loopback)`, { hint: "use the https:// URL" });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--${option} ${url.href}: OAuth endpoints must be https:// (http:// only on loopback)`,
+      { hint: "use the https:// URL" },
+    );
   }
   return url;
 }
@@ -108,33 +133,61 @@ function secureUrl(option: string, text: string): URL {
 function assertHeaderAllowed(option: string, name: string, authSetsAuthorization: boolean): void {
   const lower = name.toLowerCase();
   if (refusedHeaders.has(lower) || lower.startsWith("x-forwarded-")) {
-    throw new McpmgrError("INVALID_OPTION", `--${option} ${name}: a hop-by-hop, framing or forwarding header cannot be injected`, { hint: "inject application headers only (e.g. X-Api-Key)" });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--${option} ${name}: a hop-by-hop, framing or forwarding header cannot be injected`,
+      { hint: "inject application headers only (e.g. X-Api-Key)" },
+    );
   }
   if (lower === "authorization" && authSetsAuthorization) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", `--${option} Authorization conflicts with --remote-auth / bearer token / token exchange, which set it`, { hint: "let the authentication option set Authorization" });
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--${option} Authorization conflicts with --remote-auth / bearer token / token exchange, which set it`,
+      { hint: "let the authentication option set Authorization" },
+    );
   }
 }
 
 export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: Env = process.env): OutgoingAuthSpec {
   let mode: OutgoingAuthSpec["mode"] = { kind: "none" };
-  const bearer = values["remote-auth-bearer-token"] ?? (values["remote-auth-bearer-token-file"] ? readFileValue("remote-auth-bearer-token-file", values["remote-auth-bearer-token-file"]) : undefined);
-  const wantsOAuth = values["remote-auth"] || values["remote-auth-issuer"] !== undefined || values["remote-auth-authorize-url"] !== undefined;
+  const bearer =
+    values["remote-auth-bearer-token"] ??
+    (values["remote-auth-bearer-token-file"]
+      ? readFileValue("remote-auth-bearer-token-file", values["remote-auth-bearer-token-file"])
+      : undefined);
+  const wantsOAuth =
+    values["remote-auth"] ||
+    values["remote-auth-issuer"] !== undefined ||
+    values["remote-auth-authorize-url"] !== undefined;
   if (bearer !== undefined) {
-    if (!/^[\x21-\x7e]+$/.test(bearer)) throw new McpmgrError("INVALID_OPTION", "the bearer token contains spaces or control characters", { hint: "put only the token in the file" });
+    if (!/^[\x21-\x7e]+$/.test(bearer))
+      throw new McpmgrError("INVALID_OPTION", "the bearer token contains spaces or control characters", {
+        hint: "put only the token in the file",
+      });
     mode = { kind: "bearer", token: bearer };
   } else if (wantsOAuth || values["remote-auth-client-id"] !== undefined) {
     // Precedence (spec): the flag, then the file, then MCPMGR_REMOTE_OAUTH_CLIENT_SECRET.
     const clientSecret =
       values["remote-auth-client-secret"] ??
-      (values["remote-auth-client-secret-file"] ? readFileValue("remote-auth-client-secret-file", values["remote-auth-client-secret-file"]) : undefined) ??
+      (values["remote-auth-client-secret-file"]
+        ? readFileValue("remote-auth-client-secret-file", values["remote-auth-client-secret-file"])
+        : undefined) ??
       (env.MCPMGR_REMOTE_OAUTH_CLIENT_SECRET || undefined);
     const authorize = values["remote-auth-authorize-url"];
     const token = values["remote-auth-token-url"];
     mode = {
       kind: "oauth",
       oauth: Object.freeze({
-        issuer: values["remote-auth-issuer"] ? secureUrl("remote-auth-issuer", values["remote-auth-issuer"]) : undefined,
-        endpoints: authorize && token ? { authorize: secureUrl("remote-auth-authorize-url", authorize), token: secureUrl("remote-auth-token-url", token) } : undefined,
+        issuer: values["remote-auth-issuer"]
+          ? secureUrl("remote-auth-issuer", values["remote-auth-issuer"])
+          : undefined,
+        endpoints:
+          authorize && token
+            ? {
+                authorize: secureUrl("remote-auth-authorize-url", authorize),
+                token: secureUrl("remote-auth-token-url", token),
+              }
+            : undefined,
         clientId: values["remote-auth-client-id"],
         clientSecret,
         resource: values["remote-auth-resource"],
@@ -146,8 +199,16 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
       }),
     };
   } else {
-    for (const name of ["remote-auth-client-secret", "remote-auth-client-secret-file", "remote-auth-resource", "remote-auth-scopes"]) {
-      if (given.has(name)) throw new McpmgrError("MISSING_OPTION", `--${name} needs --remote-auth (or --remote-auth-client-id)`, { hint: "add --remote-auth" });
+    for (const name of [
+      "remote-auth-client-secret",
+      "remote-auth-client-secret-file",
+      "remote-auth-resource",
+      "remote-auth-scopes",
+    ]) {
+      if (given.has(name))
+        throw new McpmgrError("MISSING_OPTION", `--${name} needs --remote-auth (or --remote-auth-client-id)`, {
+          hint: "add --remote-auth",
+        });
     }
   }
   let tokenExchange: TokenExchangeSpec | undefined;
@@ -158,24 +219,47 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
       clientId: values["token-exchange-client-id"],
       clientSecret:
         values["token-exchange-client-secret"] ??
-        (values["token-exchange-client-secret-file"] ? readFileValue("token-exchange-client-secret-file", values["token-exchange-client-secret-file"]) : undefined),
+        (values["token-exchange-client-secret-file"]
+          ? readFileValue("token-exchange-client-secret-file", values["token-exchange-client-secret-file"])
+          : undefined),
       scopes: values["token-exchange-scopes"] ? [...values["token-exchange-scopes"]] : [],
       subjectTokenType: values["token-exchange-subject-token-type"],
       headerName: values["token-exchange-header-name"] ?? "Authorization",
     });
     if (mode.kind !== "none") {
-      throw new McpmgrError("CONFLICTING_OPTIONS", "--token-exchange-url exchanges the client's token; it cannot be combined with --remote-auth or a bearer token", { hint: "choose one way to authenticate to the remote server" });
+      throw new McpmgrError(
+        "CONFLICTING_OPTIONS",
+        "--token-exchange-url exchanges the client's token; it cannot be combined with --remote-auth or a bearer token",
+        { hint: "choose one way to authenticate to the remote server" },
+      );
     }
   }
   if (tokenExchange && tokenExchange.headerName.toLowerCase() !== "authorization") {
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(tokenExchange.headerName)) throw new McpmgrError("INVALID_OPTION", `--token-exchange-header-name ${JSON.stringify(tokenExchange.headerName)}: not a valid header name`, { hint: "e.g. X-Upstream-Token" });
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(tokenExchange.headerName))
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--token-exchange-header-name ${JSON.stringify(tokenExchange.headerName)}: not a valid header name`,
+        { hint: "e.g. X-Upstream-Token" },
+      );
     assertHeaderAllowed("token-exchange-header-name", tokenExchange.headerName, false);
-    if (["cookie", "mcp-session-id"].includes(tokenExchange.headerName.toLowerCase())) throw new McpmgrError("INVALID_OPTION", `--token-exchange-header-name ${tokenExchange.headerName}: that header has another meaning`, { hint: "e.g. X-Upstream-Token" });
+    if (["cookie", "mcp-session-id"].includes(tokenExchange.headerName.toLowerCase()))
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--token-exchange-header-name ${tokenExchange.headerName}: that header has another meaning`,
+        { hint: "e.g. X-Upstream-Token" },
+      );
   }
-  const setsAuthorization = mode.kind !== "none" || (tokenExchange !== undefined && tokenExchange.headerName.toLowerCase() === "authorization");
-  for (const header of values["remote-forward-headers"]) assertHeaderAllowed("remote-forward-headers", header.name, setsAuthorization);
+  const setsAuthorization =
+    mode.kind !== "none" || (tokenExchange !== undefined && tokenExchange.headerName.toLowerCase() === "authorization");
+  for (const header of values["remote-forward-headers"])
+    assertHeaderAllowed("remote-forward-headers", header.name, setsAuthorization);
   for (const header of values["remote-forward-headers-secret"]) {
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header.key)) throw new McpmgrError("INVALID_OPTION", `--remote-forward-headers-secret ${header.key}: not a valid header name`, { hint: "use Name=secret-name" });
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header.key))
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--remote-forward-headers-secret ${header.key}: not a valid header name`,
+        { hint: "use Name=secret-name" },
+      );
     assertHeaderAllowed("remote-forward-headers-secret", header.key, setsAuthorization);
   }
   return Object.freeze({

@@ -8,7 +8,8 @@
 /** npm: name or @scope/name; a version, tag or range (`1.2.3`, `latest`, `^1.2`, `>=1.2`). */
 export const npmSpecPattern = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*(?:@[A-Za-z0-9._+~^<>=-]+)?$/;
 /** PyPI: name, optional [extras], optional @version or ==version (both understood by uvx). */
-export const pypiSpecPattern = /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9,._-]+\])?(?:(?:@|==)[A-Za-z0-9.+!_-]+)?$/;
+export const pypiSpecPattern =
+  /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9,._-]+\])?(?:(?:@|==)[A-Za-z0-9.+!_-]+)?$/;
 /** Go: a module package path with a dot in its first element, optional @version. */
 export const goSpecPattern = /^[a-z0-9.-]+\.[a-z]{2,}(?:\/[A-Za-z0-9._~-]+)+(?:@[A-Za-z0-9._+-]+)?$/;
 /** [registry[:port]/]namespace/image[:tag][@sha256:digest]; no scheme, no spaces. */

@@ -37,10 +37,18 @@ const hostRulePattern = new RegExp(`^\\.?${hostLabel}(?:\\.${hostLabel})*\\.?$`)
 
 const hostRule = v.pipe(
   v.string(),
-  v.check((text) => isIP(text.replace(/^\[(.*)\]$/, "$1")) !== 0 || hostRulePattern.test(text), "must be a host name, an IP address, or .domain for a domain and its subdomains"),
+  v.check(
+    (text) => isIP(text.replace(/^\[(.*)\]$/, "$1")) !== 0 || hostRulePattern.test(text),
+    "must be a host name, an IP address, or .domain for a domain and its subdomains",
+  ),
 );
 
-const portNumber = v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(1, "must be a port number (1-65535)"), v.maxValue(65535, "must be a port number (1-65535)"));
+const portNumber = v.pipe(
+  v.number(),
+  v.integer("must be a whole number"),
+  v.minValue(1, "must be a port number (1-65535)"),
+  v.maxValue(65535, "must be a port number (1-65535)"),
+);
 
 const mount = v.pipe(
   v.string(),
@@ -85,7 +93,10 @@ export function expandPermissions(permissions: Permissions): PermissionProfile {
   return {
     read: [],
     write: [],
-    network: { outbound: { insecure_allow_all: permissions === "network", allow_host: [], allow_port: [] }, inbound: { allow_host: [] } },
+    network: {
+      outbound: { insecure_allow_all: permissions === "network", allow_host: [], allow_port: [] },
+      inbound: { allow_host: [] },
+    },
     privileged: false,
   };
 }
@@ -97,16 +108,22 @@ export function describePermissions(permissions: Permissions): string {
   const parts: string[] = [];
   const out = permissions.network.outbound;
   if (out.insecure_allow_all) {
-    parts.push(out.allow_port.length > 0 ? `outbound to any host (ports listed: ${out.allow_port.join(", ")})` : "outbound to any host");
+    parts.push(
+      out.allow_port.length > 0
+        ? `outbound to any host (ports listed: ${out.allow_port.join(", ")})`
+        : "outbound to any host",
+    );
   } else if (out.allow_host.length > 0 || out.allow_port.length > 0) {
     const hosts = out.allow_host.length > 0 ? out.allow_host.join(", ") : "any host";
-    const ports = out.allow_port.length > 0 ? ` on port${out.allow_port.length > 1 ? "s" : ""} ${out.allow_port.join(", ")}` : "";
+    const ports =
+      out.allow_port.length > 0 ? ` on port${out.allow_port.length > 1 ? "s" : ""} ${out.allow_port.join(", ")}` : "";
     parts.push(`outbound to ${hosts}${ports}`);
   } else {
     parts.push("no network");
   }
   if (permissions.network.mode) parts.push(`network mode ${permissions.network.mode}`);
-  if (permissions.network.inbound.allow_host.length > 0) parts.push(`inbound from ${permissions.network.inbound.allow_host.join(", ")}`);
+  if (permissions.network.inbound.allow_host.length > 0)
+    parts.push(`inbound from ${permissions.network.inbound.allow_host.join(", ")}`);
   parts.push(permissions.read.length > 0 ? `read ${permissions.read.join(", ")}` : "no read mounts");
   parts.push(permissions.write.length > 0 ? `write ${permissions.write.join(", ")}` : "no write mounts");
   if (permissions.privileged) parts.push("PRIVILEGED");

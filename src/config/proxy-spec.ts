@@ -29,13 +29,19 @@ export const unsupportedProxyOptions: ReadonlyMap<string, string> = new Map<stri
 export function buildProxySpec(argv: readonly string[]): ProxySpec {
   const { values, given, positionals, passthrough } = parseArgv(argv, proxyOptions, "proxy", false);
   if (passthrough.length > 0) {
-    throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr proxy' starts no server, so arguments after -- have nowhere to go", {
-      hint: "remove the arguments after --",
-    });
+    throw new McpmgrError(
+      "INVALID_ARGUMENT",
+      "'mcpmgr proxy' starts no server, so arguments after -- have nowhere to go",
+      {
+        hint: "remove the arguments after --",
+      },
+    );
   }
   const [serverName, ...extra] = positionals;
   if (serverName === undefined) {
-    throw new McpmgrError("MISSING_OPTION", "missing SERVER_NAME", { hint: "usage: mcpmgr proxy SERVER_NAME --target-uri URL" });
+    throw new McpmgrError("MISSING_OPTION", "missing SERVER_NAME", {
+      hint: "usage: mcpmgr proxy SERVER_NAME --target-uri URL",
+    });
   }
   if (extra.length > 0) {
     throw new McpmgrError("INVALID_ARGUMENT", `unexpected argument ${JSON.stringify(extra[0])}`, {
@@ -44,14 +50,20 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
   }
   const target = values["target-uri"];
   if (target === undefined) {
-    throw new McpmgrError("MISSING_OPTION", "--target-uri is required", { hint: "add --target-uri http://127.0.0.1:8080/mcp (the MCP endpoint to forward to)" });
+    throw new McpmgrError("MISSING_OPTION", "--target-uri is required", {
+      hint: "add --target-uri http://127.0.0.1:8080/mcp (the MCP endpoint to forward to)",
+    });
   }
   checkOutgoingAuthRules(given);
   assertSupported(given, unsupportedProxyOptions, "proxy", values);
   const incomingAuth = incomingAuthSpec(values, given);
   const outgoingAuth = outgoingAuthSpec(values, given);
   if (outgoingAuth.tokenExchange && incomingAuth === undefined) {
-    throw new McpmgrError("MISSING_OPTION", "--token-exchange-url exchanges the client's token, so it needs incoming authentication", { hint: "add --oidc-issuer (and --oidc-audience)" });
+    throw new McpmgrError(
+      "MISSING_OPTION",
+      "--token-exchange-url exchanges the client's token, so it needs incoming authentication",
+      { hint: "add --oidc-issuer (and --oidc-audience)" },
+    );
   }
   return Object.freeze({
     serverName,

@@ -11,9 +11,13 @@ export function parseRunArgv(argv: readonly string[]): ParsedRunArgv {
   const [source, ...extra] = parsed.positionals;
   if (parsed.given.has("from-config")) {
     if (source !== undefined) {
-      throw new McpmgrError("CONFLICTING_OPTIONS", `--from-config replaces the server argument, but ${JSON.stringify(source)} was given too`, {
-        hint: "give either SERVER_OR_IMAGE_OR_PROTOCOL or --from-config PATH",
-      });
+      throw new McpmgrError(
+        "CONFLICTING_OPTIONS",
+        `--from-config replaces the server argument, but ${JSON.stringify(source)} was given too`,
+        {
+          hint: "give either SERVER_OR_IMAGE_OR_PROTOCOL or --from-config PATH",
+        },
+      );
     }
   } else if (source === undefined) {
     throw new McpmgrError("MISSING_OPTION", "missing the server to run", {

@@ -33,18 +33,35 @@ export interface TelemetrySpec {
   readonly legacyAttributes: boolean;
 }
 
-export function telemetrySpec(values: TelemetryValues, given: ReadonlySet<string>, workload: string, env: Readonly<Record<string, string | undefined>> = process.env): TelemetrySpec | undefined {
+export function telemetrySpec(
+  values: TelemetryValues,
+  given: ReadonlySet<string>,
+  workload: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): TelemetrySpec | undefined {
   const endpointText = values["otel-endpoint"];
   if (endpointText === undefined && !values["otel-enable-prometheus-metrics-path"]) {
-    const stray = ["otel-service-name", "otel-headers", "otel-insecure", "otel-sampling-rate", "otel-custom-attributes", "otel-env-vars"].find((name) => given.has(name) && (values as unknown as Record<string, unknown>)[name] !== false);
-    if (stray) throw new McpmgrError("MISSING_OPTION", `--${stray} needs --otel-endpoint`, { hint: "add --otel-endpoint URL (an OTLP/HTTP collector)" });
+    const stray = [
+      "otel-service-name",
+      "otel-headers",
+      "otel-insecure",
+      "otel-sampling-rate",
+      "otel-custom-attributes",
+      "otel-env-vars",
+    ].find((name) => given.has(name) && (values as unknown as Record<string, unknown>)[name] !== false);
+    if (stray)
+      throw new McpmgrError("MISSING_OPTION", `--${stray} needs --otel-endpoint`, {
+        hint: "add --otel-endpoint URL (an OTLP/HTTP collector)",
+      });
     return undefined;
   }
   let endpoint: URL | undefined;
   if (endpointText !== undefined) {
     endpoint = new URL(endpointText);
     if (endpoint.protocol === "http:" && !values["otel-insecure"]) {
-      throw new McpmgrError("INVALID_OPTION", `--otel-endpoint ${endpoint.href}: http:// needs --otel-insecure`, { hint: "use https://, or add --otel-insecure for a collector on a trusted network" });
+      throw new McpmgrError("INVALID_OPTION", `--otel-endpoint ${endpoint.href}: http:// needs --otel-insecure`, {
+        hint: "use https://, or add --otel-insecure for a collector on a trusted network",
+      });
     }
   }
   const envAttributes: Record<string, string> = {};

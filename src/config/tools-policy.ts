@@ -17,7 +17,10 @@ export interface ToolsPolicy {
   readonly realNames: ReadonlyMap<string, string>;
 }
 
-const toolName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_./-]{1,128}$/, "must be a tool name (1-128 letters, digits, _ - . /)"));
+const toolName = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z0-9_./-]{1,128}$/, "must be a tool name (1-128 letters, digits, _ - . /)"),
+);
 const overrideFileSchema = v.strictObject({
   toolsOverride: v.record(
     toolName,
@@ -33,14 +36,23 @@ function loadOverrides(path: string): Record<string, { name?: string; descriptio
   try {
     data = JSON.parse(readFileSync(path, "utf8"));
   } catch (err) {
-    const why = (err as { code?: string }).code === "ENOENT" ? "no such file" : err instanceof SyntaxError ? "not valid JSON" : "cannot read the file";
-    throw new McpmgrError("INVALID_OPTION", `--tools-override ${path}: ${why}`, { hint: 'expected {"toolsOverride": {"tool": {"name": "...", "description": "..."}}}' });
+    const why =
+      (err as { code?: string }).code === "ENOENT"
+        ? "no such file"
+        : err instanceof SyntaxError
+          ? "not valid JSON"
+          : "cannot read the file";
+    throw new McpmgrError("INVALID_OPTION", `--tools-override ${path}: ${why}`, {
+      hint: 'expected {"toolsOverride": {"tool": {"name": "...", "description": "..."}}}',
+    });
   }
   const parsed = v.safeParse(overrideFileSchema, data, { abortPipeEarly: true });
   if (!parsed.success) {
     const issue = parsed.issues[0];
     const at = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
-    throw new McpmgrError("INVALID_OPTION", `--tools-override ${path}: ${at}: ${issue?.message ?? "invalid"}`, { hint: 'expected {"toolsOverride": {"tool": {"name": "...", "description": "..."}}}' });
+    throw new McpmgrError("INVALID_OPTION", `--tools-override ${path}: ${at}: ${issue?.message ?? "invalid"}`, {
+      hint: 'expected {"toolsOverride": {"tool": {"name": "...", "description": "..."}}}',
+    });
   }
   return parsed.output.toolsOverride;
 }
@@ -49,30 +61,45 @@ function loadOverrides(path: string): Record<string, { name?: string; descriptio
  * undefined when neither option is given (then nothing is filtered and the middleware is
  * not installed). `known`: the tools a registry entry lists, to catch typos up front.
  */
-export function toolsPolicy(tools: readonly string[], overridePath: string | undefined, known?: readonly string[]): ToolsPolicy | undefined {
+export function toolsPolicy(
+  tools: readonly string[],
+  overridePath: string | undefined,
+  known?: readonly string[],
+): ToolsPolicy | undefined {
   if (tools.length === 0 && overridePath === undefined) return undefined;
   const allowed = tools.length > 0 ? new Set(tools) : undefined;
   const file = overridePath ? loadOverrides(overridePath) : {};
   const overrides = new Map<string, { name?: string; description?: string }>();
   for (const [real, change] of Object.entries(file)) {
     if (change.name === undefined && change.description === undefined) {
-      throw new McpmgrError("INVALID_OPTION", `--tools-override: the entry for ${real} changes nothing`, { hint: "give it a name, a description, or remove it" });
+      throw new McpmgrError("INVALID_OPTION", `--tools-override: the entry for ${real} changes nothing`, {
+        hint: "give it a name, a description, or remove it",
+      });
     }
     if (allowed && !allowed.has(real)) {
-      throw new McpmgrError("CONFLICTING_OPTIONS", `--tools-override renames ${real}, but --tools hides it`, { hint: `add ${real} to --tools, or remove its override` });
+      throw new McpmgrError("CONFLICTING_OPTIONS", `--tools-override renames ${real}, but --tools hides it`, {
+        hint: `add ${real} to --tools, or remove its override`,
+      });
     }
     overrides.set(real, change);
   }
   if (known && known.length > 0) {
     const unknown = [...(allowed ?? []), ...overrides.keys()].filter((name) => !known.includes(name));
     if (unknown.length > 0) {
-      throw new McpmgrError("INVALID_OPTION", `unknown tool${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}: the server offers ${known.join(", ")}`, { hint: "check the names in --tools / --tools-override" });
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `unknown tool${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}: the server offers ${known.join(", ")}`,
+        { hint: "check the names in --tools / --tools-override" },
+      );
     }
   }
   const realNames = new Map<string, string>();
   for (const [real, change] of overrides) {
     if (change.name === undefined || change.name === real) continue;
-    if (realNames.has(change.name)) throw new McpmgrError("INVALID_OPTION", `--tools-override gives two tools the name ${change.name}`, { hint: "choose distinct names" });
+    if (realNames.has(change.name))
+      throw new McpmgrError("INVALID_OPTION", `--tools-override gives two tools the name ${change.name}`, {
+        hint: "choose distinct names",
+      });
     realNames.set(change.name, real);
   }
   // A new name must not shadow a tool still visible under its own name (as far as we know
@@ -81,7 +108,11 @@ export function toolsPolicy(tools: readonly string[], overridePath: string | und
     if (overrides.has(shown)) continue;
     const visibleTool = allowed ? allowed.has(shown) : known?.includes(shown) === true;
     if (visibleTool) {
-      throw new McpmgrError("INVALID_OPTION", `--tools-override renames ${real} to ${shown}, which is another tool's name`, { hint: "choose a name no other tool has, or rename that tool too" });
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--tools-override renames ${real} to ${shown}, which is another tool's name`,
+        { hint: "choose a name no other tool has, or rename that tool too" },
+      );
     }
   }
   return Object.freeze({ allowed, overrides, realNames });

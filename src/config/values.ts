@@ -71,7 +71,12 @@ export const hostName = v.pipe(
 /** Comma-separated lists ("a,b, c"); empty items are dropped. */
 export const commaList = v.pipe(
   v.string(),
-  v.transform((text) => text.split(",").map((item) => item.trim()).filter((item) => item.length > 0)),
+  v.transform((text) =>
+    text
+      .split(",")
+      .map((item) => item.trim())
+      .filter((item) => item.length > 0),
+  ),
   v.minLength(1, "must list at least one value"),
 );
 
@@ -115,10 +120,20 @@ export const headerAssignment = v.pipe(
 /** Comma-separated key=value pairs in one string ("a=1,b=2"). */
 export const keyValueList = v.pipe(
   v.string(),
-  v.transform((text) => text.split(",").map((item) => item.trim()).filter((item) => item.length > 0)),
+  v.transform((text) =>
+    text
+      .split(",")
+      .map((item) => item.trim())
+      .filter((item) => item.length > 0),
+  ),
   v.minLength(1, "must hold at least one key=value pair"),
   v.check((items) => items.every((item) => /^[^=]+=/.test(item)), "every item must look like key=value"),
-  v.transform((items) => items.map((item) => ({ key: item.slice(0, item.indexOf("=")).trim(), value: item.slice(item.indexOf("=") + 1).trim() }))),
+  v.transform((items) =>
+    items.map((item) => ({
+      key: item.slice(0, item.indexOf("=")).trim(),
+      value: item.slice(item.indexOf("=") + 1).trim(),
+    })),
+  ),
 );
 
 /** hostPort:containerPort */
@@ -129,7 +144,10 @@ export const portMapping = v.pipe(
     const [host, container] = text.split(":").map(Number) as [number, number];
     return { hostPort: host, containerPort: container } as const;
   }),
-  v.check((m) => m.hostPort >= 1 && m.hostPort <= 65535 && m.containerPort >= 1 && m.containerPort <= 65535, "ports must be between 1 and 65535"),
+  v.check(
+    (m) => m.hostPort >= 1 && m.hostPort <= 65535 && m.containerPort >= 1 && m.containerPort <= 65535,
+    "ports must be between 1 and 65535",
+  ),
 );
 
 /** host-path:container-path[:ro]; a Windows drive letter in the host path is kept whole. */
@@ -137,7 +155,9 @@ export const volumeMount = v.pipe(
   v.string(),
   v.rawCheck(({ dataset, addIssue }) => {
     if (dataset.typed && parseVolume(dataset.value) === undefined) {
-      addIssue({ message: "must look like host-path:container-path or host-path:container-path:ro (container path absolute)" });
+      addIssue({
+        message: "must look like host-path:container-path or host-path:container-path:ro (container path absolute)",
+      });
     }
   }),
   v.transform((text) => parseVolume(text) as VolumeMount),

@@ -15,7 +15,9 @@ export interface WebhookSpec {
   readonly url: URL;
   readonly failurePolicy: "fail" | "ignore";
   readonly timeoutMs: number;
-  readonly tls: { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly insecureSkipVerify: boolean } | undefined;
+  readonly tls:
+    | { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly insecureSkipVerify: boolean }
+    | undefined;
   /** Secret name in the secrets manager; the request body is signed with it (HMAC-SHA256). */
   readonly hmacSecretRef: string | undefined;
 }
@@ -26,10 +28,26 @@ export interface WebhookConfig {
 }
 
 const entrySchema = v.strictObject({
-  name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, "must be a name of letters, digits, '.', '_' or '-'")),
+  name: v.pipe(
+    v.string(),
+    v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, "must be a name of letters, digits, '.', '_' or '-'"),
+  ),
   url: v.pipe(v.string(), v.url("must be an absolute URL")),
   failure_policy: v.optional(v.picklist(["fail", "ignore"], "must be fail or ignore"), "fail"),
-  timeout: v.optional(v.union([v.pipe(v.number(), v.minValue(0.001, "must be positive"), v.transform((s) => s * 1000)), duration], "must be seconds or a duration such as 5s"), 10_000),
+  timeout: v.optional(
+    v.union(
+      [
+        v.pipe(
+          v.number(),
+          v.minValue(0.001, "must be positive"),
+          v.transform((s) => s * 1000),
+        ),
+        duration,
+      ],
+      "must be seconds or a duration such as 5s",
+    ),
+    10_000,
+  ),
   tls_config: v.optional(
     v.strictObject({
       ca_bundle_path: v.optional(v.string()),
@@ -50,7 +68,11 @@ function readPem(file: string, field: string, path: string): string {
   try {
     return readFileSync(path, "utf8");
   } catch {
-    throw new McpmgrError("INVALID_OPTION", `--webhook-config ${file}: ${field} ${JSON.stringify(path)}: cannot read the file`, { hint: "give the path of a PEM file" });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--webhook-config ${file}: ${field} ${JSON.stringify(path)}: cannot read the file`,
+      { hint: "give the path of a PEM file" },
+    );
   }
 }
 
@@ -61,13 +83,17 @@ function load(file: string): v.InferOutput<typeof fileSchema> {
     data = /\.ya?ml$/i.test(file) ? Bun.YAML.parse(text) : JSON.parse(text);
   } catch (err) {
     const why = (err as { code?: string }).code === "ENOENT" ? "no such file" : "not valid JSON or YAML";
-    throw new McpmgrError("INVALID_OPTION", `--webhook-config ${file}: ${why}`, { hint: "give a JSON or YAML file with validating: and/or mutating: lists" });
+    throw new McpmgrError("INVALID_OPTION", `--webhook-config ${file}: ${why}`, {
+      hint: "give a JSON or YAML file with validating: and/or mutating: lists",
+    });
   }
   const parsed = v.safeParse(fileSchema, data, { abortPipeEarly: true });
   if (!parsed.success) {
     const issue = parsed.issues[0];
     const at = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
-    throw new McpmgrError("INVALID_OPTION", `--webhook-config ${file}: ${at}: ${issue?.message ?? "invalid"}`, { hint: "entries are {name, url, failure_policy, timeout, tls_config, hmac_secret_ref}" });
+    throw new McpmgrError("INVALID_OPTION", `--webhook-config ${file}: ${at}: ${issue?.message ?? "invalid"}`, {
+      hint: "entries are {name, url, failure_policy, timeout, tls_config, hmac_secret_ref}",
+    });
   }
   return parsed.output;
 }
@@ -75,11 +101,19 @@ function load(file: string): v.InferOutput<typeof fileSchema> {
 function toSpec(file: string, entry: v.InferOutput<typeof entrySchema>): WebhookSpec {
   const url = new URL(entry.url);
   if (url.protocol !== "https:" && !(url.protocol === "http:" && entry.allow_http)) {
-    throw new McpmgrError("INVALID_OPTION", `--webhook-config ${file}: webhook ${entry.name}: ${url.protocol}// is refused`, { hint: "use https://, or set allow_http: true for a webhook on a trusted network" });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--webhook-config ${file}: webhook ${entry.name}: ${url.protocol}// is refused`,
+      { hint: "use https://, or set allow_http: true for a webhook on a trusted network" },
+    );
   }
   const tls = entry.tls_config;
   if (tls && (tls.client_cert_path === undefined) !== (tls.client_key_path === undefined)) {
-    throw new McpmgrError("INVALID_OPTION", `--webhook-config ${file}: webhook ${entry.name}: client_cert_path and client_key_path go together`, { hint: "give both, or neither" });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--webhook-config ${file}: webhook ${entry.name}: client_cert_path and client_key_path go together`,
+      { hint: "give both, or neither" },
+    );
   }
   return {
     name: entry.name,

@@ -66,7 +66,8 @@ export class LegacyAnswers {
           return; // not JSON-RPC
         }
         for (const answer of ([] as LegacyAnswer[]).concat(parsed as LegacyAnswer | LegacyAnswer[])) {
-          if (answer === null || typeof answer !== "object" || answer.method !== undefined || answer.id === undefined) continue;
+          if (answer === null || typeof answer !== "object" || answer.method !== undefined || answer.id === undefined)
+            continue;
           const record = pending.get(answer.id);
           if (record === undefined) continue;
           pending.delete(answer.id);

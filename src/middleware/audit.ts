@@ -52,7 +52,9 @@ function scrub(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== "object") return value;
   if (depth > 20) return "[too deep]";
   if (Array.isArray(value)) return value.map((item) => scrub(item, depth + 1));
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, sensitiveKey.test(key) ? "[redacted]" : scrub(item, depth + 1)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [key, sensitiveKey.test(key) ? "[redacted]" : scrub(item, depth + 1)]),
+  );
 }
 
 function targetOf(message: Message): Record<string, string> {
@@ -66,7 +68,8 @@ function targetOf(message: Message): Record<string, string> {
 
 function outcomeOf(answer: Message | undefined, response: Response): string {
   if (isDenied(response) || response.status === 401 || response.status === 403) return "denied";
-  if (answer?.error) return answer.error.code === -32602 && /Unknown tool/.test(answer.error.message ?? "") ? "denied" : "error";
+  if (answer?.error)
+    return answer.error.code === -32602 && /Unknown tool/.test(answer.error.message ?? "") ? "denied" : "error";
   if (answer?.result?.isError === true) return "application_error";
   if (answer?.result !== undefined) return "success";
   return response.status >= 400 ? "failure" : "success";
@@ -75,7 +78,8 @@ function outcomeOf(answer: Message | undefined, response: Response): string {
 export function auditTrail(options: AuditOptions): Middleware {
   const { config } = options;
   const redact = options.redact ?? ((text: string) => text);
-  const wanted = (type: AuditEventType) => (config.eventTypes === undefined || config.eventTypes.has(type)) && !config.excludeEventTypes.has(type);
+  const wanted = (type: AuditEventType) =>
+    (config.eventTypes === undefined || config.eventTypes.has(type)) && !config.excludeEventTypes.has(type);
   const data = (value: unknown): string => {
     const text = redact(JSON.stringify(scrub(value)) ?? "");
     return text.length > config.maxDataSize ? `${text.slice(0, config.maxDataSize)}…(truncated)` : text;
@@ -91,24 +95,45 @@ export function auditTrail(options: AuditOptions): Middleware {
     const principal = () => principalOf(inner);
     const base = () => ({
       component: config.component,
-      source: { address: ctx.remoteAddress, ...(req.headers.get("user-agent") ? { userAgent: req.headers.get("user-agent") as string } : {}) },
-      subject: principal() ? { sub: principal()?.subject, ...(typeof principal()?.claims.client_id === "string" ? { client: principal()?.claims.client_id as string } : {}) } : { sub: "local" },
+      source: {
+        address: ctx.remoteAddress,
+        ...(req.headers.get("user-agent") ? { userAgent: req.headers.get("user-agent") as string } : {}),
+      },
+      subject: principal()
+        ? {
+            sub: principal()?.subject,
+            ...(typeof principal()?.claims.client_id === "string"
+              ? { client: principal()?.claims.client_id as string }
+              : {}),
+          }
+        : { sub: "local" },
       ...(req.headers.get("mcp-session-id") ? { sessionId: req.headers.get("mcp-session-id") as string } : {}),
     });
     const emit = (type: AuditEventType, fields: Record<string, unknown>) => {
       if (!wanted(type)) return;
-      options.write(`${JSON.stringify({ id: randomUUID(), time: new Date().toISOString(), type, ...base(), ...fields, durationMs: Math.round((performance.now() - started) * 100) / 100 })}\n`);
+      options.write(
+        `${JSON.stringify({ id: randomUUID(), time: new Date().toISOString(), type, ...base(), ...fields, durationMs: Math.round((performance.now() - started) * 100) / 100 })}\n`,
+      );
     };
 
     const body = await readRpcBody(req);
     if (body === undefined) {
       const response = await next(req, ctx);
       if (req.method === "GET") {
-        emit("mcp_stream_open", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
+        emit("mcp_stream_open", {
+          target: { path: pathOf(req.url) },
+          outcome: outcomeOf(undefined, response),
+          status: response.status,
+        });
         // A legacy SSE stream (no session header) carries the answers to that session's POSTs.
         if (isLegacyStream(req, response)) return legacy.watch(response);
       }
-      if (req.method === "DELETE") emit("mcp_session_end", { target: { path: pathOf(req.url) }, outcome: outcomeOf(undefined, response), status: response.status });
+      if (req.method === "DELETE")
+        emit("mcp_session_end", {
+          target: { path: pathOf(req.url) },
+          outcome: outcomeOf(undefined, response),
+          status: response.status,
+        });
       return response;
     }
     const messages = body.messages as readonly Message[];
@@ -118,7 +143,8 @@ export function auditTrail(options: AuditOptions): Middleware {
     for (const message of messages) {
       if (typeof message !== "object" || message === null) continue;
       if (message.method !== undefined && message.id !== undefined) requests.set(message.id, message);
-      else if (message.method !== undefined) emit("mcp_notification", { target: targetOf(message), outcome: outcomeOf(undefined, response) });
+      else if (message.method !== undefined)
+        emit("mcp_notification", { target: targetOf(message), outcome: outcomeOf(undefined, response) });
     }
     if (requests.size === 0) return response;
     const record = (request: Message, answer: Message | undefined) =>
@@ -131,7 +157,8 @@ export function auditTrail(options: AuditOptions): Middleware {
       });
     if (legacy.isDeferred(req, response)) {
       // Legacy SSE: the answers come on the session's stream; recorded when they do.
-      for (const [id, request] of requests) if (!legacy.expect(req, id, (answer) => record(request, answer))) record(request, undefined);
+      for (const [id, request] of requests)
+        if (!legacy.expect(req, id, (answer) => record(request, answer))) record(request, undefined);
       return response;
     }
     const type = response.headers.get("content-type") ?? "";
@@ -169,7 +196,15 @@ export function auditTrail(options: AuditOptions): Middleware {
     } catch {
       // an HTTP-level refusal without a JSON-RPC body
     }
-    for (const [id, request] of requests) record(request, answers.find((a) => a?.id === id) ?? (answers.length === 1 && answers[0]?.id === null ? answers[0] : undefined));
-    return new Response(answerText, { status: response.status, statusText: response.statusText, headers: response.headers });
+    for (const [id, request] of requests)
+      record(
+        request,
+        answers.find((a) => a?.id === id) ?? (answers.length === 1 && answers[0]?.id === null ? answers[0] : undefined),
+      );
+    return new Response(answerText, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 }

@@ -33,8 +33,12 @@ export interface AuthnOptions {
 export function bearerAuthentication(options: AuthnOptions): Middleware {
   const { spec } = options;
   const issuer = spec.issuer.href.replace(/\/$/, "") === spec.issuer.origin ? spec.issuer.origin : spec.issuer.href;
-  const resourceFor = (req: Request): URL => spec.resourceUrl ?? new URL(options.endpointPath, publicOrigin(req, options.trustProxyHeaders));
-  const wellKnown = new Set([...metadataPaths(options.endpointPath), ...(spec.resourceUrl ? metadataPaths(spec.resourceUrl.pathname) : [])]);
+  const resourceFor = (req: Request): URL =>
+    spec.resourceUrl ?? new URL(options.endpointPath, publicOrigin(req, options.trustProxyHeaders));
+  const wellKnown = new Set([
+    ...metadataPaths(options.endpointPath),
+    ...(spec.resourceUrl ? metadataPaths(spec.resourceUrl.pathname) : []),
+  ]);
 
   const challenge = (req: Request, status: 401 | 403, error?: TokenRejected) => {
     const header = bearerChallenge({
@@ -43,23 +47,34 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
       ...(error ? { error: error.error, description: error.message } : {}),
     });
     const message = error ? `Unauthorized: ${error.message}` : "Unauthorized: a bearer token is required";
-    return markDenied(Response.json({ jsonrpc: "2.0", id: null, error: { code: -32001, message } }, { status, headers: { "www-authenticate": header } }));
+    return markDenied(
+      Response.json(
+        { jsonrpc: "2.0", id: null, error: { code: -32001, message } },
+        { status, headers: { "www-authenticate": header } },
+      ),
+    );
   };
 
   return (next) => async (req, ctx) => {
     const path = pathOf(req.url);
     if (wellKnown.has(path)) {
-      if (req.method !== "GET" && req.method !== "HEAD") return new Response(null, { status: 405, headers: { allow: "GET, HEAD" } });
-      return Response.json(protectedResourceMetadata({ resource: resourceFor(req).href, issuer, scopes: spec.scopesSupported }), {
-        headers: { "cache-control": "max-age=300" },
-      });
+      if (req.method !== "GET" && req.method !== "HEAD")
+        return new Response(null, { status: 405, headers: { allow: "GET, HEAD" } });
+      return Response.json(
+        protectedResourceMetadata({ resource: resourceFor(req).href, issuer, scopes: spec.scopesSupported }),
+        {
+          headers: { "cache-control": "max-age=300" },
+        },
+      );
     }
     // CORS preflights carry no credentials by design (and get none added upstream).
     if (req.method === "OPTIONS" && req.headers.has("access-control-request-method")) return next(req, ctx);
     const header = req.headers.get("authorization");
     const match = header === null ? null : /^Bearer[ \t]+([A-Za-z0-9\-._~+/]+=*)[ \t]*$/i.exec(header);
     if (match === null) {
-      return header === null ? challenge(req, 401) : challenge(req, 401, new TokenRejected("invalid_token", "the Authorization header is not a Bearer token"));
+      return header === null
+        ? challenge(req, 401)
+        : challenge(req, 401, new TokenRejected("invalid_token", "the Authorization header is not a Bearer token"));
     }
     let principal: Principal;
     try {

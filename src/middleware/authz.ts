@@ -20,7 +20,15 @@ import { checkedBody, forwardWith, readRpcBody } from "./rpc-body.ts";
 
 type CedarValue = string | number | boolean | CedarValue[] | { [key: string]: CedarValue };
 
-const passThrough = new Set(["initialize", "ping", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "logging/setLevel"]);
+const passThrough = new Set([
+  "initialize",
+  "ping",
+  "tools/list",
+  "prompts/list",
+  "resources/list",
+  "resources/templates/list",
+  "logging/setLevel",
+]);
 const actions: Readonly<Record<string, { action: string; type: string; key: "name" | "uri" }>> = {
   "tools/call": { action: "call_tool", type: "Tool", key: "name" },
   "prompts/get": { action: "get_prompt", type: "Prompt", key: "name" },
@@ -39,7 +47,8 @@ function cedarValue(value: unknown, depth = 0): CedarValue | undefined {
   if (typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number") return Number.isSafeInteger(value) ? value : undefined;
   if (depth > 5 || value === null || typeof value !== "object") return undefined;
-  if (Array.isArray(value)) return value.map((item) => cedarValue(item, depth + 1)).filter((item): item is CedarValue => item !== undefined);
+  if (Array.isArray(value))
+    return value.map((item) => cedarValue(item, depth + 1)).filter((item): item is CedarValue => item !== undefined);
   const record: Record<string, CedarValue> = {};
   for (const [key, item] of Object.entries(value)) {
     const converted = cedarValue(item, depth + 1);
@@ -61,7 +70,8 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
   // Parsed once by the engine and referred to by id: parsing per request was most of the cost.
   const policySetId = `mcpmgr-${randomUUID()}`;
   const parsed = preparsePolicySet(policySetId, { staticPolicies: config.policies });
-  if (parsed.type === "failure") throw new Error(`Cedar policies failed to parse: ${parsed.errors.map((e) => e.message).join("; ")}`);
+  if (parsed.type === "failure")
+    throw new Error(`Cedar policies failed to parse: ${parsed.errors.map((e) => e.message).join("; ")}`);
   // The same question gets the same answer (policies and entities are fixed): remember the
   // last few thousand, which covers list filtering and repeated calls.
   const decisions = new Map<string, boolean>();
@@ -70,10 +80,19 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
   // Then a call's decision can be remembered whatever its arguments.
   const claimsMatter = /\bcontext\b/.test(config.policies);
   const argsMatter = /\bcontext\b(?!\.claim_)/.test(config.policies);
-  const decide = (req: Request, action: string, type: string, id: string, args?: Readonly<Record<string, unknown>>): boolean => {
+  const decide = (
+    req: Request,
+    action: string,
+    type: string,
+    id: string,
+    args?: Readonly<Record<string, unknown>>,
+  ): boolean => {
     const principal = principalOf(req);
     const subject = principal?.subject ?? "local";
-    const context = { ...(claimsMatter ? prefixed("claim_", principal?.claims) : {}), ...(argsMatter ? prefixed("arg_", args) : {}) };
+    const context = {
+      ...(claimsMatter ? prefixed("claim_", principal?.claims) : {}),
+      ...(argsMatter ? prefixed("arg_", args) : {}),
+    };
     // Calls whose arguments matter are not remembered: their keys could be as large as the body.
     const cacheable = !argsMatter || args === undefined || Object.keys(args).length === 0;
     const key = cacheable ? `${subject}\u0000${action}\u0000${type}\u0000${id}\u0000${JSON.stringify(context)}` : "";
@@ -106,7 +125,11 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
       forward = forwardWith(req, body);
     }
     // Every answer, GET streams included (legacy SSE answers arrive there).
-    return rewriteResults(await next(forward, ctx), (message) => filterLists(req, message), (data) => /"(tools|prompts|resources)"/.test(data));
+    return rewriteResults(
+      await next(forward, ctx),
+      (message) => filterLists(req, message),
+      (data) => /"(tools|prompts|resources)"/.test(data),
+    );
   };
 
   function refuse(req: Request, messages: readonly RpcMessage[]): Response | undefined {
@@ -117,9 +140,21 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
       const mapping = actions[message.method];
       const id = mapping ? message.params?.[mapping.key] : undefined;
       const args = message.params?.arguments;
-      const allowed = mapping !== undefined && typeof id === "string" && decide(req, mapping.action, mapping.type, id, typeof args === "object" && args !== null ? (args as Record<string, unknown>) : undefined);
+      const allowed =
+        mapping !== undefined &&
+        typeof id === "string" &&
+        decide(
+          req,
+          mapping.action,
+          mapping.type,
+          id,
+          typeof args === "object" && args !== null ? (args as Record<string, unknown>) : undefined,
+        );
       if (!allowed) {
-        const what = mapping && typeof id === "string" ? `${mapping.action} on ${mapping.type}::${JSON.stringify(id)}` : message.method;
+        const what =
+          mapping && typeof id === "string"
+            ? `${mapping.action} on ${mapping.type}::${JSON.stringify(id)}`
+            : message.method;
         return markDenied(jsonRpcError(403, -32001, `Forbidden: ${what} is not permitted`, { id: message.id ?? null }));
       }
     }

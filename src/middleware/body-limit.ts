@@ -10,7 +10,9 @@ export const defaultMaxBodyBytes = 8 * 1024 * 1024;
 
 export function bodyLimit(maxBytes: number = defaultMaxBodyBytes): Middleware {
   const tooLarge = () =>
-    jsonRpcError(413, JsonRpcCode.invalidRequest, `Request body larger than ${maxBytes} bytes`, { headers: { connection: "close" } });
+    jsonRpcError(413, JsonRpcCode.invalidRequest, `Request body larger than ${maxBytes} bytes`, {
+      headers: { connection: "close" },
+    });
 
   return (next) => async (req, ctx) => {
     if (req.body === null) return next(req, ctx);

@@ -19,7 +19,11 @@ export interface BuiltinProtections {
   readonly maxBodyBytes?: number;
 }
 
-export function withBuiltinProtections(handler: Handler, options: BuiltinProtections, ...inner: readonly Middleware[]): Handler {
+export function withBuiltinProtections(
+  handler: Handler,
+  options: BuiltinProtections,
+  ...inner: readonly Middleware[]
+): Handler {
   return compose(
     handler,
     healthEndpoint(() => ({ server: options.serverName })),

@@ -48,16 +48,20 @@ export function originGuard(options: OriginGuardOptions): Middleware {
     const host = headers.get("host");
     const origin = headers.get("origin");
     if (loopbackOnly) {
-      if (host !== null && !isLoopbackHost(hostnameOf(host))) return forbidden("Host header does not name this local server");
+      if (host !== null && !isLoopbackHost(hostnameOf(host)))
+        return forbidden("Host header does not name this local server");
       if (origin === null) return next(req, ctx);
       const from = originHost(origin);
-      if (from === undefined || !isLoopbackHost(hostnameOf(from))) return forbidden("requests from this Origin are not allowed");
+      if (from === undefined || !isLoopbackHost(hostnameOf(from)))
+        return forbidden("requests from this Origin are not allowed");
       return next(req, ctx);
     }
     if (origin === null) return next(req, ctx);
     const from = originHost(origin)?.toLowerCase();
-    const publicHost = (options.trustProxyHeaders ? headers.get("x-forwarded-host")?.split(",")[0]?.trim() : undefined) ?? host;
-    if (from !== undefined && (from === publicHost?.toLowerCase() || isLoopbackHost(hostnameOf(from)))) return next(req, ctx);
+    const publicHost =
+      (options.trustProxyHeaders ? headers.get("x-forwarded-host")?.split(",")[0]?.trim() : undefined) ?? host;
+    if (from !== undefined && (from === publicHost?.toLowerCase() || isLoopbackHost(hostnameOf(from))))
+      return next(req, ctx);
     return forbidden("requests from this Origin are not allowed");
   };
 }

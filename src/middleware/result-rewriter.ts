@@ -34,13 +34,19 @@ function rewriteText(text: string, rewrite: MessageRewrite): string {
   }
 }
 
-function rewriteEventStream(body: ReadableStream<Uint8Array>, rewrite: MessageRewrite, mayMatch: (data: string) => boolean): ReadableStream<Uint8Array> {
+function rewriteEventStream(
+  body: ReadableStream<Uint8Array>,
+  rewrite: MessageRewrite,
+  mayMatch: (data: string) => boolean,
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
   let out!: TransformStreamDefaultController<Uint8Array>;
   const parser = createParser({
     onEvent(event) {
-      out.enqueue(encoder.encode(serialise(mayMatch(event.data) ? { ...event, data: rewriteText(event.data, rewrite) } : event)));
+      out.enqueue(
+        encoder.encode(serialise(mayMatch(event.data) ? { ...event, data: rewriteText(event.data, rewrite) } : event)),
+      );
     },
     onRetry(retry) {
       out.enqueue(encoder.encode(`retry: ${retry}\n\n`));
@@ -66,15 +72,27 @@ function rewriteEventStream(body: ReadableStream<Uint8Array>, rewrite: MessageRe
  * `mayMatch` is a cheap text test (e.g. contains `"tools"`) that spares parsing events the
  * rewrite cannot concern.
  */
-export async function rewriteResults(response: Response, rewrite: MessageRewrite, mayMatch: (data: string) => boolean = () => true): Promise<Response> {
+export async function rewriteResults(
+  response: Response,
+  rewrite: MessageRewrite,
+  mayMatch: (data: string) => boolean = () => true,
+): Promise<Response> {
   const type = response.headers.get("content-type") ?? "";
   if (response.body === null) return response;
   const headers = new Headers(response.headers);
   headers.delete("content-length");
   if (type.includes("text/event-stream")) {
-    return new Response(rewriteEventStream(response.body, rewrite, mayMatch), { status: response.status, statusText: response.statusText, headers });
+    return new Response(rewriteEventStream(response.body, rewrite, mayMatch), {
+      status: response.status,
+      statusText: response.statusText,
+      headers,
+    });
   }
   if (!type.includes("json")) return response;
   const text = await response.text();
-  return new Response(mayMatch(text) ? rewriteText(text, rewrite) : text, { status: response.status, statusText: response.statusText, headers });
+  return new Response(mayMatch(text) ? rewriteText(text, rewrite) : text, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
 }

@@ -40,7 +40,12 @@ export function rpcBodyOf(text: string, value?: unknown, bytes?: Uint8Array): Rp
     }
   }
   const list = parsed === undefined ? [] : Array.isArray(parsed) ? parsed : [parsed];
-  return { text, ...(bytes ? { bytes } : {}), value: parsed, messages: list.filter((m): m is Record<string, unknown> => typeof m === "object" && m !== null) };
+  return {
+    text,
+    ...(bytes ? { bytes } : {}),
+    value: parsed,
+    messages: list.filter((m): m is Record<string, unknown> => typeof m === "object" && m !== null),
+  };
 }
 
 /**
@@ -101,7 +106,11 @@ export function checkedBody(req: Request, body: RpcBody): RpcBody | Response {
 }
 
 /** Where a 2026-07-28 request names its target in `Mcp-Name`. */
-const targetKey: Readonly<Record<string, string>> = { "tools/call": "name", "prompts/get": "name", "resources/read": "uri" };
+const targetKey: Readonly<Record<string, string>> = {
+  "tools/call": "name",
+  "prompts/get": "name",
+  "resources/read": "uri",
+};
 
 /**
  * 2026-07-28 requests mirror the body in `Mcp-Method` and `Mcp-Name` headers, and a server
@@ -112,13 +121,17 @@ function headerMismatch(req: Request, body: RpcBody): Response | undefined {
   const method = req.headers.get("mcp-method");
   const name = req.headers.get("mcp-name");
   if (method === null && name === null) return undefined;
-  const refuse = (why: string, id: unknown = null) => jsonRpcError(400, JsonRpcCode.invalidRequest, why, { id: (id ?? null) as string | number | null });
-  if (Array.isArray(body.value) || body.messages.length !== 1) return refuse("Mcp-Method and Mcp-Name go with a single request, not a batch");
+  const refuse = (why: string, id: unknown = null) =>
+    jsonRpcError(400, JsonRpcCode.invalidRequest, why, { id: (id ?? null) as string | number | null });
+  if (Array.isArray(body.value) || body.messages.length !== 1)
+    return refuse("Mcp-Method and Mcp-Name go with a single request, not a batch");
   const message = body.messages[0] as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
-  if (method !== null && method !== message.method) return refuse("Mcp-Method does not match the method in the request body", message.id);
+  if (method !== null && method !== message.method)
+    return refuse("Mcp-Method does not match the method in the request body", message.id);
   if (name !== null) {
     const key = typeof message.method === "string" ? targetKey[message.method] : undefined;
-    if (key === undefined || message.params?.[key] !== name) return refuse("Mcp-Name does not match the request body", message.id);
+    if (key === undefined || message.params?.[key] !== name)
+      return refuse("Mcp-Name does not match the request body", message.id);
   }
   return undefined;
 }

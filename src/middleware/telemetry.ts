@@ -23,18 +23,38 @@ interface Message {
 }
 
 const propagator = new W3CTraceContextPropagator();
-const headerGetter = { get: (carrier: Headers, key: string) => carrier.get(key) ?? undefined, keys: (carrier: Headers) => [...carrier.keys()] };
+const headerGetter = {
+  get: (carrier: Headers, key: string) => carrier.get(key) ?? undefined,
+  keys: (carrier: Headers) => [...carrier.keys()],
+};
 const headerSetter = { set: (carrier: Headers, key: string, value: string) => carrier.set(key, value) };
 
-export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, serverName: string, sessionIdleMs = 30 * 60_000): Middleware {
+export function telemetryMiddleware(
+  spec: TelemetrySpec,
+  telemetry: Telemetry,
+  serverName: string,
+  sessionIdleMs = 30 * 60_000,
+): Middleware {
   const meter = telemetry.meter;
   const requests = meter?.createCounter("mcp.server.requests", { description: "MCP requests handled by the proxy" });
-  const duration = meter?.createHistogram("mcp.server.request.duration", { description: "Time until the answer started", unit: "s" });
+  const duration = meter?.createHistogram("mcp.server.request.duration", {
+    description: "Time until the answer started",
+    unit: "s",
+  });
   const toolCalls = meter?.createCounter("mcp.server.tool_calls", { description: "tools/call requests, by tool" });
-  const sessions = meter?.createUpDownCounter("mcp.server.active_sessions", { description: "MCP sessions open on the proxy" });
-  const tracked = sessions ? new SessionTracker({ idleMs: sessionIdleMs, onChange: (delta) => sessions.add(delta) }) : undefined;
+  const sessions = meter?.createUpDownCounter("mcp.server.active_sessions", {
+    description: "MCP sessions open on the proxy",
+  });
+  const tracked = sessions
+    ? new SessionTracker({ idleMs: sessionIdleMs, onChange: (delta) => sessions.add(delta) })
+    : undefined;
   // Label values clients choose are bounded: unknown methods are "other", tools past 200 distinct names too.
-  const methodLabel = (method: string) => (/^(initialize|ping|tools\/(list|call)|prompts\/(list|get)|resources\/(list|read|subscribe|unsubscribe|templates\/list)|completion\/complete|logging\/setLevel|notifications\/[a-z_/]+)$/.test(method) ? method : "other");
+  const methodLabel = (method: string) =>
+    /^(initialize|ping|tools\/(list|call)|prompts\/(list|get)|resources\/(list|read|subscribe|unsubscribe|templates\/list)|completion\/complete|logging\/setLevel|notifications\/[a-z_/]+)$/.test(
+      method,
+    )
+      ? method
+      : "other";
   const toolLabels = new Set<string>();
   const toolLabel = (tool: string) => {
     if (toolLabels.has(tool)) return tool;
@@ -51,13 +71,17 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
       "network.transport": "tcp",
       ...(message.id !== undefined && message.id !== null ? { "jsonrpc.request.id": String(message.id) } : {}),
       ...(req.headers.get("mcp-session-id") ? { "mcp.session.id": req.headers.get("mcp-session-id") as string } : {}),
-      ...(req.headers.get("mcp-protocol-version") ? { "mcp.protocol.version": req.headers.get("mcp-protocol-version") as string } : {}),
+      ...(req.headers.get("mcp-protocol-version")
+        ? { "mcp.protocol.version": req.headers.get("mcp-protocol-version") as string }
+        : {}),
       ...Object.fromEntries(Object.entries(spec.envAttributes).map(([name, value]) => [`environment.${name}`, value])),
     };
     const name = typeof message.params?.name === "string" ? message.params.name : undefined;
-    if (message.method === "tools/call" && name) Object.assign(attrs, { "gen_ai.tool.name": name, "gen_ai.operation.name": "execute_tool" });
+    if (message.method === "tools/call" && name)
+      Object.assign(attrs, { "gen_ai.tool.name": name, "gen_ai.operation.name": "execute_tool" });
     if (message.method === "prompts/get" && name) attrs["gen_ai.prompt.name"] = name;
-    if (message.method === "resources/read" && typeof message.params?.uri === "string") attrs["mcp.resource.uri"] = message.params.uri;
+    if (message.method === "resources/read" && typeof message.params?.uri === "string")
+      attrs["mcp.resource.uri"] = message.params.uri;
     if (spec.legacyAttributes) {
       attrs["mcp.method"] = message.method ?? "";
       if (message.id !== undefined && message.id !== null) attrs["mcp.request.id"] = String(message.id);
@@ -68,7 +92,9 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
 
   return (next) => async (req, ctx) => {
     if (telemetry.prometheusText && req.method === "GET" && pathOf(req.url) === "/metrics") {
-      return new Response(await telemetry.prometheusText(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
+      return new Response(await telemetry.prometheusText(), {
+        headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
+      });
     }
     const started = performance.now();
     let message: Message | undefined;
@@ -84,19 +110,26 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
     if (sessionId !== null) tracked?.seen(sessionId);
     if (method === undefined) {
       const response = await next(forward, ctx);
-      if (sessionId !== null && ((req.method === "DELETE" && response.ok) || response.status === 404)) tracked?.ended(sessionId);
+      if (sessionId !== null && ((req.method === "DELETE" && response.ok) || response.status === 404))
+        tracked?.ended(sessionId);
       // A legacy SSE stream (GET without a session header) is a session while it is open.
       if (tracked && isLegacyStream(req, response)) return tracked.streamed(response);
       return response;
     }
     const tool = method === "tools/call" && typeof message?.params?.name === "string" ? message.params.name : undefined;
     const parent = propagator.extract(context.active(), req.headers, headerGetter);
-    const span = telemetry.tracer?.startSpan(tool ? `${method} ${tool}` : method, { kind: SpanKind.SERVER, attributes: attributesOf(message as Message, req) }, parent);
+    const span = telemetry.tracer?.startSpan(
+      tool ? `${method} ${tool}` : method,
+      { kind: SpanKind.SERVER, attributes: attributesOf(message as Message, req) },
+      parent,
+    );
     if (span) {
       // The upstream continues this trace (the forwarder passes traceparent on).
       const headers = new Headers(forward.headers);
       propagator.inject(trace.setSpan(parent, span), headers, headerSetter);
-      forward = body ? forwardWith(forward, body, headers) : carryRequestState(forward, new Request(forward, { headers }));
+      forward = body
+        ? forwardWith(forward, body, headers)
+        : carryRequestState(forward, new Request(forward, { headers }));
     }
     let status = "error";
     try {
@@ -121,4 +154,3 @@ export function telemetryMiddleware(spec: TelemetrySpec, telemetry: Telemetry, s
     }
   };
 }
-

@@ -13,7 +13,10 @@ import { markDenied } from "./denials.ts";
 import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 
-type Message = RpcMessage & { params?: { name?: unknown; [key: string]: unknown }; result?: { tools?: unknown; [key: string]: unknown } };
+type Message = RpcMessage & {
+  params?: { name?: unknown; [key: string]: unknown };
+  result?: { tools?: unknown; [key: string]: unknown };
+};
 
 interface Tool {
   name: string;
@@ -45,7 +48,15 @@ function filterList(policy: ToolsPolicy, tools: Tool[]): Tool[] {
     // A server tool that happens to have a name given to a renamed one is shadowed by it.
     if (policy.realNames.has(tool.name) && policy.realNames.get(tool.name) !== tool.name) continue;
     const override = policy.overrides.get(tool.name);
-    out.push(override ? { ...tool, ...(override.name ? { name: override.name } : {}), ...(override.description !== undefined ? { description: override.description } : {}) } : tool);
+    out.push(
+      override
+        ? {
+            ...tool,
+            ...(override.name ? { name: override.name } : {}),
+            ...(override.description !== undefined ? { description: override.description } : {}),
+          }
+        : tool,
+    );
   }
   return out;
 }
@@ -81,14 +92,32 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
         return real === shown ? message : { ...message, params: { ...message.params, name: real } };
       });
       if (refused.length > 0) {
-        const errors = refused.map((m) => ({ jsonrpc: "2.0", id: m.id ?? null, error: { code: JsonRpcCode.invalidParams, message: `Unknown tool: ${String(m.params?.name)}` } }));
+        const errors = refused.map((m) => ({
+          jsonrpc: "2.0",
+          id: m.id ?? null,
+          error: { code: JsonRpcCode.invalidParams, message: `Unknown tool: ${String(m.params?.name)}` },
+        }));
         // A streamable-HTTP client (it must accept SSE on POST) reads the error from the answer, as
         // if the server had sent it; a legacy SSE client reads answers only from its stream and
         // would wait forever on a 200, so it gets an HTTP error it does see.
         const status = (req.headers.get("accept") ?? "").includes("text/event-stream") ? 200 : 403;
-        if (!Array.isArray(parsed)) return markDenied(jsonRpcError(status, JsonRpcCode.invalidParams, `Unknown tool: ${String(refused[0]?.params?.name)}`, { id: refused[0]?.id ?? null }));
+        if (!Array.isArray(parsed))
+          return markDenied(
+            jsonRpcError(status, JsonRpcCode.invalidParams, `Unknown tool: ${String(refused[0]?.params?.name)}`, {
+              id: refused[0]?.id ?? null,
+            }),
+          );
         // A batch is answered as a whole: every request in it fails rather than half running.
-        const all = messages.filter((m) => m.id !== undefined).map((m) => errors.find((e) => e.id === m.id) ?? { jsonrpc: "2.0", id: m.id ?? null, error: { code: JsonRpcCode.invalidParams, message: "the batch calls a tool that is not available" } });
+        const all = messages
+          .filter((m) => m.id !== undefined)
+          .map(
+            (m) =>
+              errors.find((e) => e.id === m.id) ?? {
+                jsonrpc: "2.0",
+                id: m.id ?? null,
+                error: { code: JsonRpcCode.invalidParams, message: "the batch calls a tool that is not available" },
+              },
+          );
         return markDenied(Response.json(all, { status }));
       }
       const changed = outgoing.some((m, i) => m !== messages[i]);
@@ -101,6 +130,10 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
         forward = forwardWith(req, rewrittenBody(value), headers);
       } else forward = forwardWith(req, body);
     }
-    return rewriteResults(await next(forward, ctx), (message) => rewriteMessage(policy, message as Message), (data) => data.includes('"tools"'));
+    return rewriteResults(
+      await next(forward, ctx),
+      (message) => rewriteMessage(policy, message as Message),
+      (data) => data.includes('"tools"'),
+    );
   };
 }

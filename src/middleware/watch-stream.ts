@@ -64,5 +64,10 @@ export function sseFeeder(feed: (text: string) => void): (chunk: Uint8Array) => 
  * no Mcp-Session-Id (streamable-HTTP GET streams always carry one).
  */
 export function isLegacyStream(req: Request, response: Response): boolean {
-  return req.method === "GET" && response.ok && !req.headers.has("mcp-session-id") && (response.headers.get("content-type") ?? "").startsWith("text/event-stream");
+  return (
+    req.method === "GET" &&
+    response.ok &&
+    !req.headers.has("mcp-session-id") &&
+    (response.headers.get("content-type") ?? "").startsWith("text/event-stream")
+  );
 }

@@ -38,7 +38,8 @@ async function call(hook: WebhookSpec, body: string, hmacSecret: string | undefi
   if (hmacSecret !== undefined) {
     const timestamp = String(Math.floor(Date.now() / 1000));
     headers["x-mcpmgr-timestamp"] = timestamp;
-    headers["x-mcpmgr-signature"] = `sha256=${createHmac("sha256", hmacSecret).update(`${timestamp}.${body}`).digest("hex")}`;
+    headers["x-mcpmgr-signature"] =
+      `sha256=${createHmac("sha256", hmacSecret).update(`${timestamp}.${body}`).digest("hex")}`;
   }
   let response: Response;
   try {
@@ -48,24 +49,43 @@ async function call(hook: WebhookSpec, body: string, hmacSecret: string | undefi
       body,
       redirect: "manual",
       signal: AbortSignal.timeout(hook.timeoutMs),
-      ...(hook.tls ? { tls: { ...(hook.tls.ca ? { ca: hook.tls.ca } : {}), ...(hook.tls.cert ? { cert: hook.tls.cert, key: hook.tls.key } : {}), rejectUnauthorized: !hook.tls.insecureSkipVerify } } : {}),
+      ...(hook.tls
+        ? {
+            tls: {
+              ...(hook.tls.ca ? { ca: hook.tls.ca } : {}),
+              ...(hook.tls.cert ? { cert: hook.tls.cert, key: hook.tls.key } : {}),
+              rejectUnauthorized: !hook.tls.insecureSkipVerify,
+            },
+          }
+        : {}),
     } as RequestInit);
   } catch (err) {
-    throw new WebhookFailed(err instanceof Error && err.name === "TimeoutError" ? `timed out after ${hook.timeoutMs} ms` : err instanceof Error ? err.message : String(err));
+    throw new WebhookFailed(
+      err instanceof Error && err.name === "TimeoutError"
+        ? `timed out after ${hook.timeoutMs} ms`
+        : err instanceof Error
+          ? err.message
+          : String(err),
+    );
   }
   if (!response.ok) throw new WebhookFailed(`answered HTTP ${response.status}`);
   const answer = (await response.json().catch(() => undefined)) as Record<string, unknown> | undefined;
-  if (typeof answer !== "object" || answer === null) throw new WebhookFailed("answered something that is not a JSON object");
+  if (typeof answer !== "object" || answer === null)
+    throw new WebhookFailed("answered something that is not a JSON object");
   return answer;
 }
 
 /** Only /params and below: the method, id and protocol of a message are not a webhook's to change. */
 function patchAllowed(ops: unknown): ops is Operation[] {
-  return Array.isArray(ops) && ops.every((op) => {
-    const o = op as { path?: unknown; from?: unknown };
-    const inParams = (path: unknown) => typeof path === "string" && (path === "/params" || path.startsWith("/params/"));
-    return inParams(o.path) && (o.from === undefined || inParams(o.from));
-  });
+  return (
+    Array.isArray(ops) &&
+    ops.every((op) => {
+      const o = op as { path?: unknown; from?: unknown };
+      const inParams = (path: unknown) =>
+        typeof path === "string" && (path === "/params" || path.startsWith("/params/"));
+      return inParams(o.path) && (o.from === undefined || inParams(o.from));
+    })
+  );
 }
 
 export function webhooks(options: WebhookOptions): Middleware {
@@ -88,21 +108,40 @@ export function webhooks(options: WebhookOptions): Middleware {
     for (const hook of config.mutating) {
       let answer: Record<string, unknown>;
       try {
-        answer = await call(hook, envelope(current), hook.hmacSecretRef ? options.hmacSecrets.get(hook.hmacSecretRef) : undefined);
+        answer = await call(
+          hook,
+          envelope(current),
+          hook.hmacSecretRef ? options.hmacSecrets.get(hook.hmacSecretRef) : undefined,
+        );
       } catch (err) {
         options.onFailure?.(`webhook ${hook.name}: ${(err as Error).message}`);
         if (hook.failurePolicy === "ignore") continue;
         return deny(message, `request refused: mutating webhook ${hook.name} failed`, 502);
       }
-      if (answer.allowed === false) return deny(message, `request denied by webhook ${hook.name}${typeof answer.reason === "string" ? `: ${answer.reason}` : ""}`);
+      if (answer.allowed === false)
+        return deny(
+          message,
+          `request denied by webhook ${hook.name}${typeof answer.reason === "string" ? `: ${answer.reason}` : ""}`,
+        );
       if (answer.patch === undefined) continue;
-      if (answer.patch_type !== undefined && answer.patch_type !== "json_patch") return deny(message, `webhook ${hook.name} answered an unknown patch type`, 502);
-      if (!patchAllowed(answer.patch)) return deny(message, `webhook ${hook.name} tried to change more than the request's params`, 502);
+      if (answer.patch_type !== undefined && answer.patch_type !== "json_patch")
+        return deny(message, `webhook ${hook.name} answered an unknown patch type`, 502);
+      if (!patchAllowed(answer.patch))
+        return deny(message, `webhook ${hook.name} tried to change more than the request's params`, 502);
       try {
         const patched = fastJsonPatch.applyPatch(current, answer.patch, true, false).newDocument as Message;
         // What is called was decided by the policies before the webhooks: a patch may change the arguments, not the target.
-        const target = (m: Message) => JSON.stringify([(m.params as Record<string, unknown> | undefined)?.name, (m.params as Record<string, unknown> | undefined)?.uri]);
-        if (target(patched) !== target(current)) return deny(message, `webhook ${hook.name} tried to change the tool, prompt or resource the request targets`, 502);
+        const target = (m: Message) =>
+          JSON.stringify([
+            (m.params as Record<string, unknown> | undefined)?.name,
+            (m.params as Record<string, unknown> | undefined)?.uri,
+          ]);
+        if (target(patched) !== target(current))
+          return deny(
+            message,
+            `webhook ${hook.name} tried to change the tool, prompt or resource the request targets`,
+            502,
+          );
         current = patched;
       } catch (err) {
         options.onFailure?.(`webhook ${hook.name}: its patch does not apply (${(err as Error).message})`);
@@ -113,13 +152,21 @@ export function webhooks(options: WebhookOptions): Middleware {
     for (const hook of config.validating) {
       let answer: Record<string, unknown>;
       try {
-        answer = await call(hook, envelope(current), hook.hmacSecretRef ? options.hmacSecrets.get(hook.hmacSecretRef) : undefined);
+        answer = await call(
+          hook,
+          envelope(current),
+          hook.hmacSecretRef ? options.hmacSecrets.get(hook.hmacSecretRef) : undefined,
+        );
       } catch (err) {
         options.onFailure?.(`webhook ${hook.name}: ${(err as Error).message}`);
         if (hook.failurePolicy === "ignore") continue;
         return deny(message, `request refused: validating webhook ${hook.name} failed`, 502);
       }
-      if (answer.allowed !== true) return deny(message, `request denied by webhook ${hook.name}${typeof answer.reason === "string" ? `: ${answer.reason}` : ""}`);
+      if (answer.allowed !== true)
+        return deny(
+          message,
+          `request denied by webhook ${hook.name}${typeof answer.reason === "string" ? `: ${answer.reason}` : ""}`,
+        );
     }
     return current;
   };

@@ -21,7 +21,13 @@ export interface AuthenticatedFetchOptions {
 }
 
 function replayable(body: RequestInit["body"]): boolean {
-  return body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array || body instanceof ArrayBuffer;
+  return (
+    body === undefined ||
+    body === null ||
+    typeof body === "string" ||
+    body instanceof Uint8Array ||
+    body instanceof ArrayBuffer
+  );
 }
 
 /** 401, or 403 with a Bearer insufficient_scope challenge (RFC 6750 §3.1: step-up). */
@@ -43,7 +49,11 @@ export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFe
         return await source.authorization(init.incoming);
       } catch (err) {
         // No credential (login timed out, exchange refused): the client learns why, the remote is not asked.
-        return jsonRpcError(502, -32000, `mcpmgr has no credentials for the remote server: ${err instanceof Error ? err.message : String(err)}`);
+        return jsonRpcError(
+          502,
+          -32000,
+          `mcpmgr has no credentials for the remote server: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
     };
     let value = await credential();
@@ -56,7 +66,11 @@ export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFe
       await source.invalidate(value, response);
     } catch (err) {
       await response.body?.cancel();
-      return jsonRpcError(502, -32000, `mcpmgr could not authenticate to the remote server: ${err instanceof Error ? err.message : String(err)}`);
+      return jsonRpcError(
+        502,
+        -32000,
+        `mcpmgr could not authenticate to the remote server: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
     if (replayable(init.body)) {
       await response.body?.cancel();

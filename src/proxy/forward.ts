@@ -107,7 +107,11 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       live,
       ...(options.pingIntervalMs === undefined ? {} : { pingIntervalMs: options.pingIntervalMs }),
       ...(method === "GET"
-        ? { head: endpointEventRewriter((endpoint) => publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders })) }
+        ? {
+            head: endpointEventRewriter((endpoint) =>
+              publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders }),
+            ),
+          }
         : {}),
       onCancel: () => abort.abort(),
       announceOpen: true,
@@ -123,7 +127,10 @@ export function transparentForwarder(options: ForwardOptions): Handler {
  */
 const bufferBelowBytes = 64 * 1024;
 
-async function requestBody(req: Request, method: string): Promise<ArrayBuffer | ReadableStream<Uint8Array> | undefined> {
+async function requestBody(
+  req: Request,
+  method: string,
+): Promise<ArrayBuffer | ReadableStream<Uint8Array> | undefined> {
   if (method === "GET" || method === "HEAD" || req.body === null) return undefined;
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) <= bufferBelowBytes) return req.arrayBuffer();
@@ -156,7 +163,10 @@ async function normaliseSessionError(upstream: Response): Promise<Response | und
   }
   const length = Number(upstream.headers.get("content-length") ?? "0");
   if (length > 8192) return undefined;
-  const text = await upstream.clone().text().catch(() => "");
+  const text = await upstream
+    .clone()
+    .text()
+    .catch(() => "");
   if (!/session/i.test(text)) return undefined;
   await upstream.body?.cancel().catch(() => {});
   return sessionNotFound();

@@ -30,7 +30,9 @@ export function publicEndpoint(advertised: string, target: URL, req: Request, op
   const headers = req.headers;
   const trusted = options.trustProxyHeaders;
   const forwardedPrefix = trusted ? firstValue(headers.get("x-forwarded-prefix")) : undefined;
-  const prefix = options.endpointPrefix ?? (forwardedPrefix && validPrefix.test(forwardedPrefix) ? forwardedPrefix.replace(/\/+$/, "") : "");
+  const prefix =
+    options.endpointPrefix ??
+    (forwardedPrefix && validPrefix.test(forwardedPrefix) ? forwardedPrefix.replace(/\/+$/, "") : "");
 
   const host = trusted ? firstValue(headers.get("x-forwarded-host")) : undefined;
   if (host === undefined || !validHost.test(host)) return prefix + path;
@@ -39,7 +41,8 @@ export function publicEndpoint(advertised: string, target: URL, req: Request, op
   const portHeader = firstValue(headers.get("x-forwarded-port"));
   const hasPort = /:\d+$/.test(host) && !host.endsWith("]");
   const defaultPort = proto === "https" ? "443" : "80";
-  const port = !hasPort && portHeader && validPort.test(portHeader) && portHeader !== defaultPort ? `:${portHeader}` : "";
+  const port =
+    !hasPort && portHeader && validPort.test(portHeader) && portHeader !== defaultPort ? `:${portHeader}` : "";
   return `${proto}://${host}${port}${prefix}${path}`;
 }
 

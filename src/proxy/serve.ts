@@ -95,10 +95,14 @@ function listenError(err: unknown, options: ServeOptions): McpmgrError {
       cause: err,
     });
   }
-  return new McpmgrError("LISTEN_FAILED", `cannot listen on ${where}: ${err instanceof Error ? err.message : String(err)}`, {
-    hint: "check the host and port options",
-    cause: err,
-  });
+  return new McpmgrError(
+    "LISTEN_FAILED",
+    `cannot listen on ${where}: ${err instanceof Error ? err.message : String(err)}`,
+    {
+      hint: "check the host and port options",
+      cause: err,
+    },
+  );
 }
 
 /** A port nothing listens on right now (the OS picks it; it may be taken again later). */

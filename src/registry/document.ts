@@ -31,7 +31,10 @@ const OFFICIAL_META = "io.modelcontextprotocol.registry/official";
 
 export function parseRegistryDocument(doc: unknown, context: DocumentContext): RegistryEntry[] {
   const fail = (detail: string): never => {
-    throw new McpmgrError("REGISTRY_INVALID", `invalid registry ${context.origin}: ${detail}`, { hint: context.hint, exitCode: 2 });
+    throw new McpmgrError("REGISTRY_INVALID", `invalid registry ${context.origin}: ${detail}`, {
+      hint: context.hint,
+      exitCode: 2,
+    });
   };
 
   const entries: RegistryEntry[] = [];
@@ -42,7 +45,9 @@ export function parseRegistryDocument(doc: unknown, context: DocumentContext): R
     const entry = _parseItem(unwrapped, fail);
     const previous = definedAt.get(entry.name);
     if (previous !== undefined) {
-      fail(`${_join(unwrapped.path, "name")}: "${entry.name}" is already defined by ${previous === "" ? "the document" : previous}`);
+      fail(
+        `${_join(unwrapped.path, "name")}: "${entry.name}" is already defined by ${previous === "" ? "the document" : previous}`,
+      );
     }
     definedAt.set(entry.name, unwrapped.path);
     entries.push(entry);
@@ -52,7 +57,8 @@ export function parseRegistryDocument(doc: unknown, context: DocumentContext): R
 
 function _items(doc: unknown, fail: (detail: string) => never): Item[] {
   if (Array.isArray(doc)) return doc.map((value, index) => ({ value, path: `[${index}]` }));
-  if (!_isObject(doc)) return fail(`(top level): must be {"servers": [...]}, a server.json document, or a list of server.json documents`);
+  if (!_isObject(doc))
+    return fail(`(top level): must be {"servers": [...]}, a server.json document, or a list of server.json documents`);
   if ("servers" in doc) {
     const servers = doc.servers;
     if (!Array.isArray(servers)) return fail("servers: must be a list of servers");
@@ -61,7 +67,10 @@ function _items(doc: unknown, fail: (detail: string) => never): Item[] {
   if (typeof doc.name === "string" || _isObject(doc.server)) return [{ value: doc, path: "" }];
   const values = Object.entries(doc);
   if (values.length === 0) return fail(`(top level): has no servers (expected {"servers": [...]})`);
-  return values.map(([key, value]) => ({ value, path: /^[A-Za-z_$][\w$]*$/.test(key) ? key : `[${JSON.stringify(key)}]` }));
+  return values.map(([key, value]) => ({
+    value,
+    path: /^[A-Za-z_$][\w$]*$/.test(key) ? key : `[${JSON.stringify(key)}]`,
+  }));
 }
 
 /** Registry API items wrap the document: {"server": {...}, "_meta": {...}}; superseded versions are skipped. */
@@ -93,7 +102,9 @@ function _parseItem(item: Item, fail: (detail: string) => never): RegistryEntry 
   }
   const result = v.safeParse(registryEntrySchema, converted);
   if (result.success) return result.output;
-  return fail(`${describeIssues(result.issues, item.path === "" ? "" : item.path)} (in the entry converted from server.json ${parsed.output.name})`);
+  return fail(
+    `${describeIssues(result.issues, item.path === "" ? "" : item.path)} (in the entry converted from server.json ${parsed.output.name})`,
+  );
 }
 
 function _join(path: string, key: string): string {

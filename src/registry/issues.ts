@@ -16,7 +16,8 @@ function _pathText(items: readonly v.IssuePathItem[], prefix = ""): string {
   for (const item of items) {
     const key = item.key;
     if (typeof key === "number") path += `[${key}]`;
-    else if (typeof key === "string") path += /^[A-Za-z_$][\w$]*$/.test(key) ? (path === "" ? key : `.${key}`) : `[${JSON.stringify(key)}]`;
+    else if (typeof key === "string")
+      path += /^[A-Za-z_$][\w$]*$/.test(key) ? (path === "" ? key : `.${key}`) : `[${JSON.stringify(key)}]`;
   }
   return path;
 }
@@ -44,7 +45,10 @@ function _suggestion(issue: v.BaseIssue<unknown>, issues: readonly v.BaseIssue<u
   const parent = _pathText(issue.path?.slice(0, -1) ?? []);
   const key = issue.path?.at(-1)?.key;
   const missing = issues
-    .filter((other) => other.received === "undefined" && other.path !== undefined && _pathText(other.path.slice(0, -1)) === parent)
+    .filter(
+      (other) =>
+        other.received === "undefined" && other.path !== undefined && _pathText(other.path.slice(0, -1)) === parent,
+    )
     .map((other) => other.path?.at(-1)?.key)
     .filter((name): name is string => typeof name === "string");
   const [best] = typeof key === "string" ? closeMatches(key, missing, 1) : [];

@@ -73,9 +73,13 @@ export function embeddedEntries(): readonly RegistryEntry[] {
       embeddedCatalog.map((input, index) => {
         const result = v.safeParse(registryEntrySchema, input);
         if (result.success) return result.output;
-        throw new McpmgrError("INTERNAL", `the embedded registry is invalid: ${describeIssues(result.issues, `[${index}]`)}`, {
-          hint: "this is a bug in mcpmgr; set MCPMGR_REGISTRY to a registry file of your own meanwhile",
-        });
+        throw new McpmgrError(
+          "INTERNAL",
+          `the embedded registry is invalid: ${describeIssues(result.issues, `[${index}]`)}`,
+          {
+            hint: "this is a bug in mcpmgr; set MCPMGR_REGISTRY to a registry file of your own meanwhile",
+          },
+        );
       }),
     );
   }
@@ -99,15 +103,25 @@ async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegist
     text = await readFile(configPath, "utf8");
   } catch (err) {
     if (_errno(err) === "ENOENT" || _errno(err) === "ENOTDIR") return undefined;
-    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read ${configPath}: ${_reason(err)}`, { hint: "check the file's permissions", cause: err });
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read ${configPath}: ${_reason(err)}`, {
+      hint: "check the file's permissions",
+      cause: err,
+    });
   }
   let config: unknown;
   try {
     config = JSON.parse(text);
   } catch (err) {
-    throw new McpmgrError("REGISTRY_INVALID", `${configPath} is not valid JSON: ${_reason(err)}`, { hint: "fix the file (it must hold one JSON object)", cause: err, exitCode: 2 });
+    throw new McpmgrError("REGISTRY_INVALID", `${configPath} is not valid JSON: ${_reason(err)}`, {
+      hint: "fix the file (it must hold one JSON object)",
+      cause: err,
+      exitCode: 2,
+    });
   }
-  const registry = typeof config === "object" && config !== null && !Array.isArray(config) ? (config as Record<string, unknown>).registry : undefined;
+  const registry =
+    typeof config === "object" && config !== null && !Array.isArray(config)
+      ? (config as Record<string, unknown>).registry
+      : undefined;
   if (registry === undefined || registry === null || registry === "") return undefined;
   if (typeof registry !== "string") {
     throw new McpmgrError("REGISTRY_INVALID", `${configPath}: registry: must be a file path or an https:// URL`, {
@@ -124,28 +138,43 @@ function _classify(value: string, base: string, configuredBy: string): CustomReg
     try {
       return { kind: "file", location: fileURLToPath(value), configuredBy };
     } catch (err) {
-      throw new McpmgrError("REGISTRY_INVALID", `${setting} is not a usable file:// URL (${_reason(err)})`, { hint: "give a plain file path instead", cause: err, exitCode: 2 });
+      throw new McpmgrError("REGISTRY_INVALID", `${setting} is not a usable file:// URL (${_reason(err)})`, {
+        hint: "give a plain file path instead",
+        cause: err,
+        exitCode: 2,
+      });
     }
   }
   if (/^https?:\/\//i.test(value)) {
     const url = new URL(value);
     if (url.protocol === "http:" && !_isLoopback(url.hostname)) {
-      throw new McpmgrError("REGISTRY_INVALID", `${setting} names an http:// URL (${url.href}); a registry decides what runs, so it must come over https`, {
-        hint: "use an https:// URL, or download the file and give its path",
-        exitCode: 2,
-      });
+      throw new McpmgrError(
+        "REGISTRY_INVALID",
+        `${setting} names an http:// URL (${url.href}); a registry decides what runs, so it must come over https`,
+        {
+          hint: "use an https:// URL, or download the file and give its path",
+          exitCode: 2,
+        },
+      );
     }
     return { kind: "url", location: url.href, configuredBy };
   }
   if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(value)) {
-    throw new McpmgrError("REGISTRY_INVALID", `${setting} must be a file path or an http(s) URL, not ${value}`, { hint: "give a file path or an https:// URL", exitCode: 2 });
+    throw new McpmgrError("REGISTRY_INVALID", `${setting} must be a file path or an http(s) URL, not ${value}`, {
+      hint: "give a file path or an https:// URL",
+      exitCode: 2,
+    });
   }
   return { kind: "file", location: isAbsolute(value) ? value : resolve(base, value), configuredBy };
 }
 
 async function _loadCustom(source: CustomRegistrySource, options: LoadRegistryOptions): Promise<RegistryEntry[]> {
-  const setting = source.configuredBy === "MCPMGR_REGISTRY" ? "MCPMGR_REGISTRY" : `"registry" in ${source.configuredBy}`;
-  const text = source.kind === "file" ? await _readFile(source.location, setting) : await _fetch(source.location, setting, options);
+  const setting =
+    source.configuredBy === "MCPMGR_REGISTRY" ? "MCPMGR_REGISTRY" : `"registry" in ${source.configuredBy}`;
+  const text =
+    source.kind === "file"
+      ? await _readFile(source.location, setting)
+      : await _fetch(source.location, setting, options);
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -168,16 +197,27 @@ async function _readFile(path: string, setting: string): Promise<string> {
   } catch (err) {
     const code = _errno(err);
     if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new McpmgrError("REGISTRY_FILE_NOT_FOUND", `custom registry file ${path} does not exist (set by ${setting})`, {
-        hint: `fix the path in ${setting}, or unset it to use only the embedded catalog`,
+      throw new McpmgrError(
+        "REGISTRY_FILE_NOT_FOUND",
+        `custom registry file ${path} does not exist (set by ${setting})`,
+        {
+          hint: `fix the path in ${setting}, or unset it to use only the embedded catalog`,
+          cause: err,
+          exitCode: 2,
+        },
+      );
+    }
+    if (code === "EISDIR") {
+      throw new McpmgrError("REGISTRY_INVALID", `custom registry ${path} is a directory (set by ${setting})`, {
+        hint: "give the path of a JSON file",
         cause: err,
         exitCode: 2,
       });
     }
-    if (code === "EISDIR") {
-      throw new McpmgrError("REGISTRY_INVALID", `custom registry ${path} is a directory (set by ${setting})`, { hint: "give the path of a JSON file", cause: err, exitCode: 2 });
-    }
-    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read custom registry ${path}: ${_reason(err)}`, { hint: "check the file's permissions", cause: err });
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read custom registry ${path}: ${_reason(err)}`, {
+      hint: "check the file's permissions",
+      cause: err,
+    });
   }
 }
 
@@ -187,7 +227,11 @@ async function _fetch(url: string, setting: string, options: LoadRegistryOptions
   const hint = `check the URL and the network, or change ${setting} to use only the embedded catalog`;
   let response: Response;
   try {
-    response = await fetchImpl(url, { headers: { accept: "application/json" }, redirect: "follow", signal: AbortSignal.timeout(timeoutMs) });
+    response = await fetchImpl(url, {
+      headers: { accept: "application/json" },
+      redirect: "follow",
+      signal: AbortSignal.timeout(timeoutMs),
+    });
   } catch (err) {
     const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
     const why = timedOut ? `no answer within ${Math.round(timeoutMs / 1000)} s` : _reason(err);
@@ -195,34 +239,57 @@ async function _fetch(url: string, setting: string, options: LoadRegistryOptions
   }
   if (!response.ok) {
     await response.body?.cancel().catch(() => {});
-    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`, { hint });
+    throw new McpmgrError(
+      "REGISTRY_UNREACHABLE",
+      `cannot fetch custom registry ${url}: HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`,
+      { hint },
+    );
   }
   const declared = Number(response.headers.get("content-length") ?? "0");
   if (declared > MAX_REGISTRY_BYTES) {
     await response.body?.cancel().catch(() => {});
-    throw new McpmgrError("REGISTRY_INVALID", `custom registry ${url} is larger than ${MAX_REGISTRY_BYTES / 1024 / 1024} MiB`, { hint, exitCode: 2 });
+    throw new McpmgrError(
+      "REGISTRY_INVALID",
+      `custom registry ${url} is larger than ${MAX_REGISTRY_BYTES / 1024 / 1024} MiB`,
+      { hint, exitCode: 2 },
+    );
   }
   try {
     const text = await response.text();
     if (text.length > MAX_REGISTRY_BYTES) {
-      throw new McpmgrError("REGISTRY_INVALID", `custom registry ${url} is larger than ${MAX_REGISTRY_BYTES / 1024 / 1024} MiB`, { hint, exitCode: 2 });
+      throw new McpmgrError(
+        "REGISTRY_INVALID",
+        `custom registry ${url} is larger than ${MAX_REGISTRY_BYTES / 1024 / 1024} MiB`,
+        { hint, exitCode: 2 },
+      );
     }
     return text;
   } catch (err) {
     if (err instanceof McpmgrError) throw err;
-    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${_reason(err)}`, { hint, cause: err });
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${_reason(err)}`, {
+      hint,
+      cause: err,
+    });
   }
 }
 
-function _merge(embedded: readonly RegistryEntry[], custom: readonly RegistryEntry[], source: CustomRegistrySource | undefined): Registry {
+function _merge(
+  embedded: readonly RegistryEntry[],
+  custom: readonly RegistryEntry[],
+  source: CustomRegistrySource | undefined,
+): Registry {
   const byName = new Map<string, { entry: RegistryEntry; origin: EntryOrigin }>();
   for (const entry of embedded) byName.set(entry.name, { entry, origin: "embedded" });
   for (const entry of custom) byName.set(entry.name, { entry, origin: "custom" });
   const aliases = new Map<string, string>();
-  for (const { entry } of byName.values()) if (entry.qualifiedName !== undefined) aliases.set(entry.qualifiedName, entry.name);
+  for (const { entry } of byName.values())
+    if (entry.qualifiedName !== undefined) aliases.set(entry.qualifiedName, entry.name);
 
-  const sorted = Object.freeze([...byName.values()].map((item) => item.entry).sort((a, b) => a.name.localeCompare(b.name)));
-  const find = (name: string) => byName.get(name) ?? byName.get(aliases.get(name) ?? "") ?? _caseInsensitive(byName, name);
+  const sorted = Object.freeze(
+    [...byName.values()].map((item) => item.entry).sort((a, b) => a.name.localeCompare(b.name)),
+  );
+  const find = (name: string) =>
+    byName.get(name) ?? byName.get(aliases.get(name) ?? "") ?? _caseInsensitive(byName, name);
   const matches = (name: string) => closeMatches(name, byName.keys());
 
   return Object.freeze({
@@ -236,7 +303,10 @@ function _merge(embedded: readonly RegistryEntry[], custom: readonly RegistryEnt
       if (found !== undefined) return found.entry;
       const close = matches(name);
       throw new McpmgrError("REGISTRY_ENTRY_NOT_FOUND", `no server named '${name}' in the registry`, {
-        hint: close.length > 0 ? `did you mean ${close.join(", ")}? ('mcpmgr registry list' shows every server)` : "'mcpmgr registry list' shows every server",
+        hint:
+          close.length > 0
+            ? `did you mean ${close.join(", ")}? ('mcpmgr registry list' shows every server)`
+            : "'mcpmgr registry list' shows every server",
         exitCode: 2,
       });
     },

@@ -71,10 +71,7 @@ const imageRef = v.pipe(
 );
 
 /** name or @scope/name, optionally @version. */
-const npmSpec = v.pipe(
-  v.string(),
-  v.regex(npmSpecPattern, "must be an npm package such as @scope/name or name@1.2.3"),
-);
+const npmSpec = v.pipe(v.string(), v.regex(npmSpecPattern, "must be an npm package such as @scope/name or name@1.2.3"));
 
 /** PyPI name, optionally [extras] and @version or ==version (both understood by uvx). */
 const pypiSpec = v.pipe(
@@ -124,7 +121,10 @@ const envVarSchema = v.strictObject({
 });
 
 /** MCP tool names: 1-128 characters from A-Z a-z 0-9 _ - . (and / used by some servers). */
-const toolName = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_./-]{1,128}$/, "must be a tool name (1-128 letters, digits, _ - . /)"));
+const toolName = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z0-9_./-]{1,128}$/, "must be a tool name (1-128 letters, digits, _ - . /)"),
+);
 
 function _firstDuplicate(items: readonly string[]): string | undefined {
   const seen = new Set<string>();
@@ -135,10 +135,21 @@ function _firstDuplicate(items: readonly string[]): string | undefined {
   return undefined;
 }
 
-const port = v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(1, "must be a port number (1-65535)"), v.maxValue(65535, "must be a port number (1-65535)"));
+const port = v.pipe(
+  v.number(),
+  v.integer("must be a whole number"),
+  v.minValue(1, "must be a port number (1-65535)"),
+  v.maxValue(65535, "must be a port number (1-65535)"),
+);
 
 const entryObject = v.strictObject({
-  name: v.pipe(v.string(), v.regex(entryNamePattern, "must be 1-100 letters, digits, '.', '_' or '-', starting and ending with a letter or digit")),
+  name: v.pipe(
+    v.string(),
+    v.regex(
+      entryNamePattern,
+      "must be 1-100 letters, digits, '.', '_' or '-', starting and ending with a letter or digit",
+    ),
+  ),
   description: nonEmptyText,
   transport: v.picklist(transports, `must be one of ${transports.join(", ")}`),
   source: sourceSchema,
@@ -147,19 +158,27 @@ const entryObject = v.strictObject({
   env: v.optional(
     v.pipe(
       v.array(envVarSchema),
-      v.check((vars) => _firstDuplicate(vars.map((item) => item.name)) === undefined, (issue) => `lists ${_firstDuplicate((issue.input as EnvVarSpec[]).map((item) => item.name))} twice`),
+      v.check(
+        (vars) => _firstDuplicate(vars.map((item) => item.name)) === undefined,
+        (issue) => `lists ${_firstDuplicate((issue.input as EnvVarSpec[]).map((item) => item.name))} twice`,
+      ),
     ),
     () => [],
   ),
   args: v.optional(v.array(v.string()), () => []),
   tools: v.pipe(
     v.array(toolName),
-    v.check((tools) => _firstDuplicate(tools) === undefined, (issue) => `lists ${_firstDuplicate(issue.input as string[])} twice`),
+    v.check(
+      (tools) => _firstDuplicate(tools) === undefined,
+      (issue) => `lists ${_firstDuplicate(issue.input as string[])} twice`,
+    ),
   ),
   tags: v.optional(v.array(nonEmptyText), () => []),
   repository: v.optional(remoteUrl),
   version: v.optional(nonEmptyText),
-  qualifiedName: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9.-]+\/[A-Za-z0-9._-]+$/, "must look like io.github.owner/server"))),
+  qualifiedName: v.optional(
+    v.pipe(v.string(), v.regex(/^[A-Za-z0-9.-]+\/[A-Za-z0-9._-]+$/, "must look like io.github.owner/server")),
+  ),
 });
 
 export const registryEntrySchema = v.pipe(

@@ -59,7 +59,13 @@ const remoteSchema = v.object({
 });
 
 export const serverJsonSchema = v.object({
-  name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9.-]+\/[A-Za-z0-9._-]+$/, "must look like io.github.owner/server (reverse-DNS namespace, one /)")),
+  name: v.pipe(
+    v.string(),
+    v.regex(
+      /^[A-Za-z0-9.-]+\/[A-Za-z0-9._-]+$/,
+      "must look like io.github.owner/server (reverse-DNS namespace, one /)",
+    ),
+  ),
   description: v.pipe(v.string(), v.nonEmpty("must not be empty")),
   version: v.optional(v.string()),
   repository: v.optional(v.object({ url: v.optional(v.string()) })),
@@ -124,7 +130,9 @@ export function serverJsonToEntry(doc: ServerJson): RegistryEntryInput {
 
   const kinds = doc.packages.map((item) => item.registryType);
   throw new UnrunnableServerError(
-    kinds.length > 0 ? `no npm, pypi or oci package and no remote (found ${[...new Set(kinds)].join(", ")}, which mcpmgr cannot run)` : "has no packages and no remotes",
+    kinds.length > 0
+      ? `no npm, pypi or oci package and no remote (found ${[...new Set(kinds)].join(", ")}, which mcpmgr cannot run)`
+      : "has no packages and no remotes",
     "packages",
   );
 }
@@ -156,7 +164,10 @@ function _argumentWords(arg: Argument): string[] {
 }
 
 /** `{var}` placeholders filled from variables' values or defaults; unresolved → undefined (the user supplies it). */
-function _resolveTemplate(text: string | undefined, variables: Readonly<Record<string, v.InferOutput<typeof inputSchema>>> | undefined): string | undefined {
+function _resolveTemplate(
+  text: string | undefined,
+  variables: Readonly<Record<string, v.InferOutput<typeof inputSchema>>> | undefined,
+): string | undefined {
   if (text === undefined) return undefined;
   let unresolved = false;
   const filled = text.replace(/\{([A-Za-z0-9_-]+)\}/g, (whole, key: string) => {

@@ -8,7 +8,8 @@ export function closeMatches(query: string, names: Iterable<string>, limit = 5):
     const distance = _levenshtein(wanted, candidate);
     const budget = Math.max(2, Math.floor(Math.max(wanted.length, candidate.length) / 3));
     // "context" finds "context7-remote" although many edits apart; ranking stays by distance.
-    const related = wanted.length >= 3 && candidate.length >= 3 && (candidate.includes(wanted) || wanted.includes(candidate));
+    const related =
+      wanted.length >= 3 && candidate.length >= 3 && (candidate.includes(wanted) || wanted.includes(candidate));
     if (distance <= budget || related) scored.push({ name, score: distance });
   }
   scored.sort((a, b) => a.score - b.score || a.name.localeCompare(b.name));

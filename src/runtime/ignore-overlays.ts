@@ -59,16 +59,23 @@ export async function loadGlobalIgnorePatterns(configDir: string): Promise<strin
   } catch (err) {
     if (errnoCode(err) === "ENOENT") return [];
     // The user asked for these patterns: carrying on without them would show what they hide.
-    throw new McpmgrError("INVALID_OPTION", `cannot read the global ignore file ${path}: ${(err as Error)?.message ?? String(err)}`, {
-      hint: "make the file readable, or pass --ignore-globally=false to run without it",
-      cause: err,
-    });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `cannot read the global ignore file ${path}: ${(err as Error)?.message ?? String(err)}`,
+      {
+        hint: "make the file readable, or pass --ignore-globally=false to run without it",
+        cause: err,
+      },
+    );
   }
   return _splitLines(text).filter((line) => line.trim() !== "" && !line.startsWith("#"));
 }
 
 /** Every overlay the mounts need, sorted by container path, one per container path. */
-export async function resolveOverlays(mounts: readonly MountForOverlay[], options: ResolveOverlaysOptions): Promise<Overlay[]> {
+export async function resolveOverlays(
+  mounts: readonly MountForOverlay[],
+  options: ResolveOverlaysOptions,
+): Promise<Overlay[]> {
   const globalSource = options.globalSource ?? "the global ignore file";
   const budget = { left: options.maxEntries ?? DEFAULT_MAX_ENTRIES, max: options.maxEntries ?? DEFAULT_MAX_ENTRIES };
   const found: Overlay[] = [];
@@ -125,9 +132,13 @@ async function _walk(mount: MountForOverlay, rules: Ignore, budget: _Budget, fou
     if (entries === undefined) continue; // unreadable: skip it
     budget.left -= entries.length;
     if (budget.left < 0) {
-      throw new McpmgrError("INVALID_OPTION", `the mounted directories hold more than ${budget.max} entries to check against the ignore patterns (stopped in ${mount.hostPath})`, {
-        hint: `hide the big folders whole (for example node_modules/ or .git/) in ${join(mount.hostPath, LOCAL_IGNORE_FILE)}, or mount a smaller directory`,
-      });
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `the mounted directories hold more than ${budget.max} entries to check against the ignore patterns (stopped in ${mount.hostPath})`,
+        {
+          hint: `hide the big folders whole (for example node_modules/ or .git/) in ${join(mount.hostPath, LOCAL_IGNORE_FILE)}, or mount a smaller directory`,
+        },
+      );
     }
     for (const entry of entries) {
       const childRel = rel === "" ? entry.name : `${rel}/${entry.name}`;

@@ -3,7 +3,11 @@
  * config/permission-profile.ts) and what a runtime asks of a profile.
  */
 import * as v from "valibot";
-import { expandPermissions, permissionProfileFileSchema, type PermissionProfile } from "../config/permission-profile.ts";
+import {
+  expandPermissions,
+  permissionProfileFileSchema,
+  type PermissionProfile,
+} from "../config/permission-profile.ts";
 import { McpmgrError } from "../errors.ts";
 
 export type { PermissionProfile } from "../config/permission-profile.ts";
@@ -11,7 +15,10 @@ export type { PermissionProfile } from "../config/permission-profile.ts";
 /** Whether the profile lets the server open outbound connections at all. */
 export function allowsNetwork(profile: PermissionProfile): boolean {
   const outbound = profile.network.outbound;
-  return profile.network.mode !== "none" && (outbound.insecure_allow_all || outbound.allow_host.length > 0 || outbound.allow_port.length > 0);
+  return (
+    profile.network.mode !== "none" &&
+    (outbound.insecure_allow_all || outbound.allow_host.length > 0 || outbound.allow_port.length > 0)
+  );
 }
 
 /**
@@ -36,15 +43,21 @@ export async function loadPermissionProfile(nameOrPath: string): Promise<Permiss
   try {
     data = await file.json();
   } catch {
-    throw new McpmgrError("INVALID_OPTION", `--permission-profile ${nameOrPath}: not valid JSON`, { hint: "check the file's syntax" });
+    throw new McpmgrError("INVALID_OPTION", `--permission-profile ${nameOrPath}: not valid JSON`, {
+      hint: "check the file's syntax",
+    });
   }
   const parsed = v.safeParse(permissionProfileFileSchema, data, { abortPipeEarly: true });
   if (!parsed.success) {
     const issue = parsed.issues[0];
     const path = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
-    throw new McpmgrError("INVALID_OPTION", `--permission-profile ${nameOrPath}: ${path}: ${issue?.message ?? "invalid"}`, {
-      hint: 'expected {"read":[...],"write":[...],"network":{"outbound":{...}}}',
-    });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--permission-profile ${nameOrPath}: ${path}: ${issue?.message ?? "invalid"}`,
+      {
+        hint: 'expected {"read":[...],"write":[...],"network":{"outbound":{...}}}',
+      },
+    );
   }
   return parsed.output as PermissionProfile;
 }

@@ -23,7 +23,10 @@ export interface LocalProcess extends AsyncDisposable {
   stop(graceMs?: number): Promise<number | null>;
 }
 
-export function childEnvironment(user: Readonly<Record<string, string>>, host: Readonly<Record<string, string | undefined>> = process.env): Record<string, string> {
+export function childEnvironment(
+  user: Readonly<Record<string, string>>,
+  host: Readonly<Record<string, string | undefined>> = process.env,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const name of inheritedEnv) {
     const value = host[name];
@@ -33,7 +36,9 @@ export function childEnvironment(user: Readonly<Record<string, string>>, host: R
 }
 
 export function launchProcess(options: LaunchOptions): LocalProcess {
-  const argv = options.sandbox ? [options.sandbox.bwrap, ...options.sandbox.args, "--", ...options.command] : [...options.command];
+  const argv = options.sandbox
+    ? [options.sandbox.bwrap, ...options.sandbox.args, "--", ...options.command]
+    : [...options.command];
   const proc = Bun.spawn(argv, {
     ...(options.cwd ? { cwd: options.cwd } : {}),
     env: childEnvironment(options.env, options.hostEnv),

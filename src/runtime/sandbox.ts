@@ -30,7 +30,11 @@ export interface SandboxPlan {
   /** Directories never to show the server (mcpmgr's config, state and secrets). */
   readonly hidden?: readonly string[];
   /** Ignore-pattern overlays: empty tmpfs over directories, `emptyFile` over files, `protect` re-binds a host file read-only. */
-  readonly overlays?: readonly { readonly kind: "dir" | "file" | "protect"; readonly containerPath: string; readonly hostPath?: string }[];
+  readonly overlays?: readonly {
+    readonly kind: "dir" | "file" | "protect";
+    readonly containerPath: string;
+    readonly hostPath?: string;
+  }[];
   readonly emptyFile?: string;
 }
 
@@ -41,7 +45,8 @@ export function findBwrap(): string | undefined {
 }
 
 export function unenforceableError(): McpmgrError {
-  const why = process.platform === "linux" ? "bubblewrap (bwrap) is not installed" : `${process.platform} has no bubblewrap`;
+  const why =
+    process.platform === "linux" ? "bubblewrap (bwrap) is not installed" : `${process.platform} has no bubblewrap`;
   return new McpmgrError("SANDBOX_UNAVAILABLE", `cannot enforce the permission profile: ${why}`, {
     hint:
       process.platform === "linux"
@@ -52,15 +57,40 @@ export function unenforceableError(): McpmgrError {
 
 export function bwrapArgs(plan: SandboxPlan): string[] {
   const home = plan.home ?? homedir();
-  const args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"];
+  const args = [
+    "--die-with-parent",
+    "--new-session",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--cap-drop",
+    "ALL",
+  ];
   if (!allowsNetwork(plan.profile)) args.push("--unshare-net");
-  args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", home, "--tmpfs", "/run");
+  args.push(
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+    "--tmpfs",
+    home,
+    "--tmpfs",
+    "/run",
+  );
   // DNS keeps working when /etc/resolv.conf points into the hidden /run.
   const resolvConf = realTarget("/etc/resolv.conf");
   if (resolvConf?.startsWith("/run/")) args.push("--ro-bind", resolvConf, resolvConf);
   // The working directory, unless showing it would show the whole home directory again.
   const showWorkingDir = plan.workingDir !== undefined && plan.workingDir !== "/" && !isWithin(home, plan.workingDir);
-  const workingDir = showWorkingDir ? [{ hostPath: plan.workingDir as string, targetPath: plan.workingDir as string, readOnly: true }] : [];
+  const workingDir = showWorkingDir
+    ? [{ hostPath: plan.workingDir as string, targetPath: plan.workingDir as string, readOnly: true }]
+    : [];
   const mounts: Mount[] = [
     ...workingDir,
     ...plan.profile.read.map((spec) => profileMount(spec, true)),
@@ -71,7 +101,9 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   for (const mount of mounts) {
     const host = resolve(mount.hostPath.replace(/^~(?=\/|$)/, home));
     if (!existsSync(host)) {
-      throw new McpmgrError("INVALID_OPTION", `mount source ${host} does not exist`, { hint: "create it, or fix the path in --volume or the permission profile" });
+      throw new McpmgrError("INVALID_OPTION", `mount source ${host} does not exist`, {
+        hint: "create it, or fix the path in --volume or the permission profile",
+      });
     }
     const target = resolve(mount.targetPath.replace(/^~(?=\/|$)/, home));
     assertMountPoint(target, home);
@@ -80,7 +112,8 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   for (const dir of plan.hidden ?? []) if (existsSync(dir)) args.push("--tmpfs", dir);
   for (const overlay of plan.overlays ?? []) {
     if (overlay.kind === "dir") args.push("--tmpfs", overlay.containerPath, "--remount-ro", overlay.containerPath);
-    else if (overlay.kind === "protect" && overlay.hostPath) args.push("--ro-bind", overlay.hostPath, overlay.containerPath);
+    else if (overlay.kind === "protect" && overlay.hostPath)
+      args.push("--ro-bind", overlay.hostPath, overlay.containerPath);
     else if (overlay.kind === "file" && plan.emptyFile) args.push("--ro-bind", plan.emptyFile, overlay.containerPath);
   }
   // A working directory kept hidden (it holds the home directory) starts the server in the empty home.
@@ -109,14 +142,20 @@ function realTarget(path: string): string | undefined {
  */
 function assertMountPoint(target: string, home: string): void {
   if (existsSync(target) || isWithin(target, "/tmp") || isWithin(target, home)) return;
-  throw new McpmgrError("INVALID_OPTION", `cannot mount at ${target}: the process runtime's sandbox uses the host's directory tree, where ${target} does not exist`, {
-    hint: `mount at an existing path, or under /tmp or ${home} (e.g. -v ./data:/tmp/data)`,
-  });
+  throw new McpmgrError(
+    "INVALID_OPTION",
+    `cannot mount at ${target}: the process runtime's sandbox uses the host's directory tree, where ${target} does not exist`,
+    {
+      hint: `mount at an existing path, or under /tmp or ${home} (e.g. -v ./data:/tmp/data)`,
+    },
+  );
 }
 
 /** Profile mounts are `host-path` or `host-path:target-path`. */
 export function profileMount(spec: string, readOnly: boolean): Mount {
   const drive = /^[A-Za-z]:[\\/]/.test(spec) ? 2 : 0;
   const colon = spec.indexOf(":", drive);
-  return colon === -1 ? { hostPath: spec, targetPath: spec, readOnly } : { hostPath: spec.slice(0, colon), targetPath: spec.slice(colon + 1), readOnly };
+  return colon === -1
+    ? { hostPath: spec, targetPath: spec, readOnly }
+    : { hostPath: spec.slice(0, colon), targetPath: spec.slice(colon + 1), readOnly };
 }

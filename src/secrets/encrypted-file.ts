@@ -8,7 +8,16 @@ import { randomUUID } from "node:crypto";
 import { chmod, mkdir, open, readFile, rename, unlink } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { McpmgrError } from "../errors.ts";
-import { DEFAULT_KDF, parseEnvelope, seal, SecretsKey, serializeEnvelope, unseal, type Envelope, type KdfParams } from "./envelope.ts";
+import {
+  DEFAULT_KDF,
+  parseEnvelope,
+  seal,
+  SecretsKey,
+  serializeEnvelope,
+  unseal,
+  type Envelope,
+  type KdfParams,
+} from "./envelope.ts";
 import { storeFailed, withFileLock } from "./file-lock.ts";
 import type { PasswordSource } from "./password.ts";
 import { isValidSecretName, validateSecretName, type SecretProvider } from "./provider.ts";
@@ -63,7 +72,9 @@ export class EncryptedFileProvider implements SecretProvider {
     validateSecretName(name);
     const plain = value instanceof Secret ? value.reveal() : value;
     if (typeof plain !== "string" || plain.length === 0) {
-      throw new McpmgrError("INVALID_ARGUMENT", `the value for secret '${name}' is empty`, { hint: "give a non-empty value" });
+      throw new McpmgrError("INVALID_ARGUMENT", `the value for secret '${name}' is empty`, {
+        hint: "give a non-empty value",
+      });
     }
     await this.#update((secrets) => {
       secrets.set(name, plain);
@@ -90,7 +101,10 @@ export class EncryptedFileProvider implements SecretProvider {
       if (!change(secrets)) return;
       const password = store?.password ?? (await this.#newStorePassword());
       // The salt stays for the life of the file (the IV is what must be fresh); new parameters get a new salt.
-      const key = store !== undefined && sameParams(store.key.params, this.#kdf) ? store.key : await SecretsKey.create(password, this.#kdf);
+      const key =
+        store !== undefined && sameParams(store.key.params, this.#kdf)
+          ? store.key
+          : await SecretsKey.create(password, this.#kdf);
       this.#key = key;
       const entries = Object.fromEntries([...secrets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
       const plaintext = Buffer.from(JSON.stringify({ secrets: entries }), "utf8");
@@ -124,10 +138,14 @@ export class EncryptedFileProvider implements SecretProvider {
     try {
       this.#key = await SecretsKey.derive(password, envelope.kdf.salt, envelope.kdf);
     } catch (err) {
-      throw new McpmgrError("SECRETS_FILE_CORRUPT", `cannot derive the key for ${this.path}: ${err instanceof Error ? err.message : String(err)}`, {
-        hint: "the key derivation parameters in the file are not usable here; restore the file from a backup",
-        cause: err,
-      });
+      throw new McpmgrError(
+        "SECRETS_FILE_CORRUPT",
+        `cannot derive the key for ${this.path}: ${err instanceof Error ? err.message : String(err)}`,
+        {
+          hint: "the key derivation parameters in the file are not usable here; restore the file from a backup",
+          cause: err,
+        },
+      );
     }
     return this.#key;
   }
@@ -135,18 +153,26 @@ export class EncryptedFileProvider implements SecretProvider {
   async #existingPassword(): Promise<string> {
     const password = await (this.#password ??= this.#source.get());
     if (password !== undefined) return password;
-    throw new McpmgrError("SECRETS_PASSWORD_MISSING", `the secrets file ${this.path} exists but ${this.#source.description} holds no password for it`, {
-      hint: `set MCPMGR_SECRETS_PASSWORD to the password it was written with, or move the file away to start over (its secrets are then lost)`,
-    });
+    throw new McpmgrError(
+      "SECRETS_PASSWORD_MISSING",
+      `the secrets file ${this.path} exists but ${this.#source.description} holds no password for it`,
+      {
+        hint: `set MCPMGR_SECRETS_PASSWORD to the password it was written with, or move the file away to start over (its secrets are then lost)`,
+      },
+    );
   }
 
   async #newStorePassword(): Promise<string> {
     const existing = await (this.#password ??= this.#source.get());
     if (existing !== undefined) return existing;
     if (this.#source.create === undefined) {
-      throw new McpmgrError("SECRETS_PASSWORD_MISSING", `${this.#source.description} holds no password for the secrets file`, {
-        hint: "set MCPMGR_SECRETS_PASSWORD to a long random password (and keep it safe)",
-      });
+      throw new McpmgrError(
+        "SECRETS_PASSWORD_MISSING",
+        `${this.#source.description} holds no password for the secrets file`,
+        {
+          hint: "set MCPMGR_SECRETS_PASSWORD to a long random password (and keep it safe)",
+        },
+      );
     }
     const created = await this.#source.create();
     this.#password = Promise.resolve(created);
@@ -194,10 +220,12 @@ function parseSecrets(plaintext: Buffer, where: string): Map<string, string> {
     throw damaged("the decrypted contents are not JSON");
   }
   const secrets = (json as { secrets?: unknown } | null)?.secrets;
-  if (typeof secrets !== "object" || secrets === null || Array.isArray(secrets)) throw damaged("the decrypted contents have no secrets object");
+  if (typeof secrets !== "object" || secrets === null || Array.isArray(secrets))
+    throw damaged("the decrypted contents have no secrets object");
   const out = new Map<string, string>();
   for (const [name, value] of Object.entries(secrets)) {
-    if (!isValidSecretName(name) || typeof value !== "string") throw damaged("an entry has an invalid name or a non-string value");
+    if (!isValidSecretName(name) || typeof value !== "string")
+      throw damaged("an entry has an invalid name or a non-string value");
     out.set(name, value);
   }
   return out;

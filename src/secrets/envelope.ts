@@ -35,13 +35,22 @@ const CHECK_CONTEXT = "mcpmgr secrets key check v1";
 /** Bound on scrypt's main buffer (128·N·r) for parameters read from a file, so a crafted file cannot exhaust memory. */
 const MAX_SCRYPT_BUFFER = 128 * 1024 * 1024;
 
-const base64 = v.pipe(v.string(), v.regex(/^[A-Za-z0-9+/]*={0,2}$/, "must be base64"), v.check((text) => text.length % 4 === 0, "must be base64"));
+const base64 = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z0-9+/]*={0,2}$/, "must be base64"),
+  v.check((text) => text.length % 4 === 0, "must be base64"),
+);
 
 const envelopeSchema = v.object({
   version: v.number(),
   kdf: v.object({
     name: v.literal("scrypt"),
-    N: v.pipe(v.number(), v.integer(), v.minValue(2), v.check((n) => (n & (n - 1)) === 0, "must be a power of two")),
+    N: v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(2),
+      v.check((n) => (n & (n - 1)) === 0, "must be a power of two"),
+    ),
     r: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(32)),
     p: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16)),
     salt: base64,
@@ -76,15 +85,24 @@ export class SecretsKey {
 
   static async derive(password: string, salt: string, params: KdfParams): Promise<SecretsKey> {
     const material = await new Promise<Buffer>((resolve, reject) => {
-      scrypt(password.normalize("NFC"), Buffer.from(salt, "base64"), 64, { N: params.N, r: params.r, p: params.p, maxmem: scryptMemory(params) }, (err, key) =>
-        err ? reject(err) : resolve(key),
+      scrypt(
+        password.normalize("NFC"),
+        Buffer.from(salt, "base64"),
+        64,
+        { N: params.N, r: params.r, p: params.p, maxmem: scryptMemory(params) },
+        (err, key) => (err ? reject(err) : resolve(key)),
       );
     });
     return new SecretsKey(salt, params, material);
   }
 
   matches(envelope: Envelope): boolean {
-    return envelope.kdf.salt === this.salt && envelope.kdf.N === this.params.N && envelope.kdf.r === this.params.r && envelope.kdf.p === this.params.p;
+    return (
+      envelope.kdf.salt === this.salt &&
+      envelope.kdf.N === this.params.N &&
+      envelope.kdf.r === this.params.r &&
+      envelope.kdf.p === this.params.p
+    );
   }
 
   /** @internal */
@@ -108,7 +126,11 @@ function scryptMemory(params: KdfParams): number {
 }
 
 export function seal(plaintext: Uint8Array, key: SecretsKey): Envelope {
-  const header = { version: ENVELOPE_VERSION, kdf: { name: "scrypt" as const, ...key.params, salt: key.salt }, cipher: CIPHER } as const;
+  const header = {
+    version: ENVELOPE_VERSION,
+    kdf: { name: "scrypt" as const, ...key.params, salt: key.salt },
+    cipher: CIPHER,
+  } as const;
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv(CIPHER, key._encryptionKey(), iv, { authTagLength: TAG_BYTES });
   cipher.setAAD(additionalData(header));
@@ -154,9 +176,13 @@ export function parseEnvelope(text: string, where: string): Envelope {
   }
   const version = (json as { version?: unknown } | null)?.version;
   if (typeof version === "number" && version > ENVELOPE_VERSION) {
-    throw new McpmgrError("SECRETS_FILE_CORRUPT", `the secrets file ${where} has format version ${version}, newer than this mcpmgr understands`, {
-      hint: "upgrade mcpmgr",
-    });
+    throw new McpmgrError(
+      "SECRETS_FILE_CORRUPT",
+      `the secrets file ${where} has format version ${version}, newer than this mcpmgr understands`,
+      {
+        hint: "upgrade mcpmgr",
+      },
+    );
   }
   const result = v.safeParse(envelopeSchema, json);
   if (!result.success) {
@@ -176,7 +202,11 @@ export function serializeEnvelope(envelope: Envelope): string {
   return JSON.stringify(envelope, null, 2) + "\n";
 }
 
-function additionalData(header: { version: number; kdf: { name: string; N: number; r: number; p: number; salt: string }; cipher: string }): Buffer {
+function additionalData(header: {
+  version: number;
+  kdf: { name: string; N: number; r: number; p: number; salt: string };
+  cipher: string;
+}): Buffer {
   const { version, kdf, cipher } = header;
   return Buffer.from(JSON.stringify(["mcpmgr-secrets", version, kdf.name, kdf.N, kdf.r, kdf.p, kdf.salt, cipher]));
 }

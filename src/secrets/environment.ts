@@ -40,7 +40,13 @@ export class EnvironmentProvider implements SecretProvider {
   /** The part after the prefix, as written in the environment (GITHUB_TOKEN); get() accepts it back. */
   async list(): Promise<readonly string[]> {
     const names = Object.entries(this.#env)
-      .filter(([key, value]) => key.startsWith(SECRET_ENV_PREFIX) && key.length > SECRET_ENV_PREFIX.length && value !== undefined && value !== "")
+      .filter(
+        ([key, value]) =>
+          key.startsWith(SECRET_ENV_PREFIX) &&
+          key.length > SECRET_ENV_PREFIX.length &&
+          value !== undefined &&
+          value !== "",
+      )
       .map(([key]) => key.slice(SECRET_ENV_PREFIX.length))
       .filter(isValidSecretName);
     return Object.freeze(names.sort());
@@ -53,8 +59,12 @@ export function environmentProvider(env: Readonly<Record<string, string | undefi
 
 /** SECRETS_READ_ONLY (exit 2), also for callers that check `writable` before collecting a value. */
 export function readOnlyError(name: string): McpmgrError {
-  return new McpmgrError("SECRETS_READ_ONLY", `the environment secrets provider is read-only; cannot change secret '${name}'`, {
-    hint: `set or unset ${environmentVariableFor(name)} in the environment instead, or unset MCPMGR_SECRETS_PROVIDER to use the encrypted file`,
-    exitCode: 2,
-  });
+  return new McpmgrError(
+    "SECRETS_READ_ONLY",
+    `the environment secrets provider is read-only; cannot change secret '${name}'`,
+    {
+      hint: `set or unset ${environmentVariableFor(name)} in the environment instead, or unset MCPMGR_SECRETS_PROVIDER to use the encrypted file`,
+      exitCode: 2,
+    },
+  );
 }

@@ -29,17 +29,25 @@ export async function withFileLock<T>(file: string, fn: () => Promise<T>, option
       }
       break;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw storeFailed(`cannot create the lock file ${lockPath}`, err);
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST")
+        throw storeFailed(`cannot create the lock file ${lockPath}`, err);
     }
-    const age = await stat(lockPath).then((s) => now() - s.mtimeMs, () => undefined);
+    const age = await stat(lockPath).then(
+      (s) => now() - s.mtimeMs,
+      () => undefined,
+    );
     if (age !== undefined && age > staleMs) {
       await unlink(lockPath).catch(() => {});
       continue;
     }
     if (now() >= deadline) {
-      throw new McpmgrError("SECRETS_STORE_FAILED", `the secrets file is locked by another mcpmgr process (${lockPath})`, {
-        hint: `try again; if no other mcpmgr is running, delete ${lockPath}`,
-      });
+      throw new McpmgrError(
+        "SECRETS_STORE_FAILED",
+        `the secrets file is locked by another mcpmgr process (${lockPath})`,
+        {
+          hint: `try again; if no other mcpmgr is running, delete ${lockPath}`,
+        },
+      );
     }
     await Bun.sleep(delay + Math.random() * delay); // jitter, so waiters do not retry in lockstep
   }

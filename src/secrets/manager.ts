@@ -49,9 +49,13 @@ export function providerKindFrom(env: Readonly<Record<string, string | undefined
   const raw = env[PROVIDER_ENV]?.trim().toLowerCase();
   if (raw === undefined || raw === "") return "encrypted";
   if ((PROVIDER_KINDS as readonly string[]).includes(raw)) return raw as SecretProviderKind;
-  throw new McpmgrError("INVALID_ARGUMENT", `${PROVIDER_ENV}=${JSON.stringify(env[PROVIDER_ENV])}: must be one of ${PROVIDER_KINDS.join(", ")}`, {
-    hint: `unset ${PROVIDER_ENV} to use the encrypted file`,
-  });
+  throw new McpmgrError(
+    "INVALID_ARGUMENT",
+    `${PROVIDER_ENV}=${JSON.stringify(env[PROVIDER_ENV])}: must be one of ${PROVIDER_KINDS.join(", ")}`,
+    {
+      hint: `unset ${PROVIDER_ENV} to use the encrypted file`,
+    },
+  );
 }
 
 export function createSecretManager(options: SecretManagerOptions): SecretManager {
@@ -61,7 +65,12 @@ export function createSecretManager(options: SecretManagerOptions): SecretManage
       ? new EnvironmentProvider(options.env)
       : new EncryptedFileProvider({
           dir: options.dir,
-          password: options.passwordSource ?? defaultPasswordSource({ env: options.env, ...(options.keychain !== undefined ? { keychain: options.keychain } : {}) }),
+          password:
+            options.passwordSource ??
+            defaultPasswordSource({
+              env: options.env,
+              ...(options.keychain !== undefined ? { keychain: options.keychain } : {}),
+            }),
           ...(options.kdf ? { kdf: options.kdf } : {}),
         });
 
@@ -77,9 +86,13 @@ export function createSecretManager(options: SecretManagerOptions): SecretManage
       validateSecretName(ref.name);
       const earlier = byTarget.get(ref.target);
       if (earlier !== undefined && earlier !== ref.name) {
-        throw new McpmgrError("CONFLICTING_OPTIONS", `--secret ${earlier} and --secret ${ref.name} both set ${ref.target}`, {
-          hint: "give each target variable one secret",
-        });
+        throw new McpmgrError(
+          "CONFLICTING_OPTIONS",
+          `--secret ${earlier} and --secret ${ref.name} both set ${ref.target}`,
+          {
+            hint: "give each target variable one secret",
+          },
+        );
       }
       byTarget.set(ref.target, ref.name);
     }
@@ -106,5 +119,9 @@ function notFound(kind: SecretProviderKind, names: readonly string[]): McpmgrErr
     kind === "environment"
       ? `set ${unique.map(environmentVariableFor).join(", ")} (the environment provider is in use)`
       : `store it with 'mcpmgr secret set ${first}' (the value is read from stdin); 'mcpmgr secret list' shows the stored names`;
-  return new McpmgrError("SECRET_NOT_FOUND", unique.length === 1 ? `secret ${listed} not found` : `secrets ${listed} not found`, { hint });
+  return new McpmgrError(
+    "SECRET_NOT_FOUND",
+    unique.length === 1 ? `secret ${listed} not found` : `secrets ${listed} not found`,
+    { hint },
+  );
 }

@@ -42,7 +42,10 @@ export interface DefaultPasswordSourceOptions {
 }
 
 /** A fixed password (the environment variable, or tests). */
-export function fixedPasswordSource(password: string, description = `the ${PASSWORD_ENV} environment variable`): PasswordSource {
+export function fixedPasswordSource(
+  password: string,
+  description = `the ${PASSWORD_ENV} environment variable`,
+): PasswordSource {
   return { description, get: async () => password };
 }
 
@@ -100,16 +103,22 @@ function unavailable(reason: string): PasswordSource {
 }
 
 function noPasswordError(reason: string, cause?: unknown): McpmgrError {
-  return new McpmgrError("SECRETS_PASSWORD_MISSING", `no password for the encrypted secrets file: ${reason} and ${PASSWORD_ENV} is not set`, {
-    hint: `set ${PASSWORD_ENV} to a long random password (and keep it safe), or run a keyring service (Secret Service, e.g. gnome-keyring or KeePassXC) so mcpmgr can keep one there`,
-    cause,
-  });
+  return new McpmgrError(
+    "SECRETS_PASSWORD_MISSING",
+    `no password for the encrypted secrets file: ${reason} and ${PASSWORD_ENV} is not set`,
+    {
+      hint: `set ${PASSWORD_ENV} to a long random password (and keep it safe), or run a keyring service (Secret Service, e.g. gnome-keyring or KeePassXC) so mcpmgr can keep one there`,
+      cause,
+    },
+  );
 }
 
 function bunKeychain(): Keychain | null {
   try {
     const secrets = (globalThis as { Bun?: { secrets?: Keychain } }).Bun?.secrets;
-    return secrets !== undefined && typeof secrets.get === "function" && typeof secrets.set === "function" ? secrets : null;
+    return secrets !== undefined && typeof secrets.get === "function" && typeof secrets.set === "function"
+      ? secrets
+      : null;
   } catch {
     return null;
   }

@@ -20,7 +20,11 @@ export interface WriteOptions {
   readonly dirMode?: number;
 }
 
-export async function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  options: WriteOptions = {},
+): Promise<void> {
   const mode = options.mode ?? 0o600;
   const dir = dirname(path);
   await ensureDir(dir, options.dirMode);
@@ -58,7 +62,11 @@ export interface ReadOptions {
  * Reads and validates a JSON file. Missing file → undefined (callers decide whether that is
  * "not created yet" or an error). Unparseable or invalid → McpmgrError STATE_CORRUPT.
  */
-export async function readJsonFile<S extends v.GenericSchema>(path: string, schema: S, options: ReadOptions = {}): Promise<v.InferOutput<S> | undefined> {
+export async function readJsonFile<S extends v.GenericSchema>(
+  path: string,
+  schema: S,
+  options: ReadOptions = {},
+): Promise<v.InferOutput<S> | undefined> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
@@ -76,7 +84,9 @@ export async function readJsonFile<S extends v.GenericSchema>(path: string, sche
   }
   const result = v.safeParse(schema, json);
   if (!result.success) {
-    throw new McpmgrError("STATE_CORRUPT", `${path} is not a valid mcpmgr file: ${describeIssues(result.issues)}`, { hint });
+    throw new McpmgrError("STATE_CORRUPT", `${path} is not a valid mcpmgr file: ${describeIssues(result.issues)}`, {
+      hint,
+    });
   }
   return result.output;
 }
@@ -117,7 +127,10 @@ export function stateIoError(verb: string, path: string, err: unknown): McpmgrEr
         : code === "EROFS"
           ? "the filesystem is read-only; point MCPMGR_HOME at a writable folder"
           : "point MCPMGR_HOME at a writable folder if this one cannot be used";
-  return new McpmgrError("STATE_IO", `cannot ${verb} ${path}: ${(err as Error)?.message ?? String(err)}`, { hint, cause: err });
+  return new McpmgrError("STATE_IO", `cannot ${verb} ${path}: ${(err as Error)?.message ?? String(err)}`, {
+    hint,
+    cause: err,
+  });
 }
 
 /**

@@ -81,7 +81,12 @@ export async function acquireLock(lockPath: string, options: LockOptions = {}): 
   const now = options.now ?? Date.now;
   const timeoutMs = options.timeoutMs ?? 10_000;
   const deadline = now() + timeoutMs;
-  const owner: LockOwner = { pid: process.pid, host: hostname(), token: randomBytes(12).toString("hex"), createdAt: new Date(now()).toISOString() };
+  const owner: LockOwner = {
+    pid: process.pid,
+    host: hostname(),
+    token: randomBytes(12).toString("hex"),
+    createdAt: new Date(now()).toISOString(),
+  };
   await ensureDir(dirname(lockPath));
   // Registered before the first attempt: once link() succeeds, another async caller in this
   // process may read the file before we resume, and must not take our pid for a dead one.
@@ -229,7 +234,10 @@ function _sameHolder(a: Holder, b: Holder): boolean {
 }
 
 function _lockedError(lockPath: string, holder: Holder, timeoutMs: number): McpmgrError {
-  const who = holder.owner === undefined ? "another process" : `mcpmgr process ${holder.owner.pid}${holder.owner.host === hostname() ? "" : ` on ${holder.owner.host}`} (since ${holder.owner.createdAt})`;
+  const who =
+    holder.owner === undefined
+      ? "another process"
+      : `mcpmgr process ${holder.owner.pid}${holder.owner.host === hostname() ? "" : ` on ${holder.owner.host}`} (since ${holder.owner.createdAt})`;
   return new McpmgrError("STATE_LOCKED", `mcpmgr state is locked by ${who}; gave up after ${timeoutMs} ms`, {
     hint: `another mcpmgr command is changing the same workloads; try again. If no mcpmgr is running, delete ${lockPath}`,
   });

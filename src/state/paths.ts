@@ -41,7 +41,11 @@ const APP = "mcpmgr";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-export function resolvePaths(env: Env = process.env, platform: NodeJS.Platform = process.platform, home: string = homedir()): McpmgrPaths {
+export function resolvePaths(
+  env: Env = process.env,
+  platform: NodeJS.Platform = process.platform,
+  home: string = homedir(),
+): McpmgrPaths {
   const path = platform === "win32" ? win32 : posix;
   const read = platform === "win32" ? _caseInsensitive(env) : (name: string) => _nonEmpty(env[name]);
 
@@ -68,9 +72,13 @@ export function resolvePaths(env: Env = process.env, platform: NodeJS.Platform =
   };
   const userHome = (): string => {
     if (!path.isAbsolute(home)) {
-      throw new McpmgrError("INVALID_OPTION", "cannot tell where to keep mcpmgr's files: the home directory is unknown", {
-        hint: "set HOME (or MCPMGR_HOME to a folder mcpmgr may use)",
-      });
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        "cannot tell where to keep mcpmgr's files: the home directory is unknown",
+        {
+          hint: "set HOME (or MCPMGR_HOME to a folder mcpmgr may use)",
+        },
+      );
     }
     return home;
   };
@@ -98,7 +106,10 @@ export function resolvePaths(env: Env = process.env, platform: NodeJS.Platform =
       dataDir: xdg("XDG_DATA_HOME") ?? path.join(support(), "data"),
       stateDir,
       runtimeDir: xdg("XDG_RUNTIME_DIR") ?? path.join(stateDir, "run"),
-      logDir: xdg("XDG_STATE_HOME") !== undefined ? path.join(stateDir, "logs") : path.join(userHome(), "Library", "Logs", APP),
+      logDir:
+        xdg("XDG_STATE_HOME") !== undefined
+          ? path.join(stateDir, "logs")
+          : path.join(userHome(), "Library", "Logs", APP),
     });
   }
 

@@ -61,7 +61,19 @@ export function deriveWorkloadName(source: string, cwd: string = process.cwd()):
   return name === "" ? FALLBACK_WORKLOAD_NAME : name;
 }
 
-const GENERIC = new Set(["mcp", "server", "mcp-server", "server-mcp", "cli", "app", "main", "src", "index", "cmd", "bin"]);
+const GENERIC = new Set([
+  "mcp",
+  "server",
+  "mcp-server",
+  "server-mcp",
+  "cli",
+  "app",
+  "main",
+  "src",
+  "index",
+  "cmd",
+  "bin",
+]);
 /** URL path parts that say nothing about which server it is. */
 const GENERIC_URL_PARTS = /^(?:mcp|sse|api|v\d+|messages?|stream|http)$/i;
 

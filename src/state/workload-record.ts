@@ -27,15 +27,27 @@ export type WorkloadState = (typeof WORKLOAD_STATES)[number];
 
 const text = v.pipe(v.string(), v.nonEmpty("must not be empty"));
 const envName = v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a variable name (letters, digits, _)"));
-const portNumber = v.pipe(v.number(), v.integer("must be a port number (1-65535)"), v.minValue(1, "must be a port number (1-65535)"), v.maxValue(65535, "must be a port number (1-65535)"));
+const portNumber = v.pipe(
+  v.number(),
+  v.integer("must be a port number (1-65535)"),
+  v.minValue(1, "must be a port number (1-65535)"),
+  v.maxValue(65535, "must be a port number (1-65535)"),
+);
 const timestamp = v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 timestamp"));
-const oneOf = <const T extends readonly [string, ...string[]]>(choices: T) => v.picklist(choices, `must be one of ${choices.join(", ")}`);
+const oneOf = <const T extends readonly [string, ...string[]]>(choices: T) =>
+  v.picklist(choices, `must be one of ${choices.join(", ")}`);
 const versionOne = v.literal(1, "must be 1 (this file was written by a different version of mcpmgr)");
 
 export const workloadRecordSchema = v.pipe(
   v.object({
     schema_version: versionOne,
-    name: v.pipe(v.string(), v.regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "must be lowercase letters, digits and '-', at most 63 characters")),
+    name: v.pipe(
+      v.string(),
+      v.regex(
+        /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/,
+        "must be lowercase letters, digits and '-', at most 63 characters",
+      ),
+    ),
     group: v.optional(text, "default"),
     labels: v.optional(v.record(text, v.string()), {}),
     source: v.object({ kind: oneOf(SOURCE_KINDS), ref: text }),
@@ -80,7 +92,10 @@ export const workloadRecordSchema = v.pipe(
     createdAt: timestamp,
   }),
   v.forward(
-    v.check((record) => record.runtime !== "remote" || record.transport !== "stdio", "a remote workload speaks sse or streamable-http, not stdio"),
+    v.check(
+      (record) => record.runtime !== "remote" || record.transport !== "stdio",
+      "a remote workload speaks sse or streamable-http, not stdio",
+    ),
     ["transport"],
   ),
 );
@@ -90,23 +105,34 @@ export const workloadStatusSchema = v.object({
   state: oneOf(WORKLOAD_STATES),
   /** The supervisor (the detached mcpmgr serving the proxy), not the MCP server itself. */
   pid: v.optional(v.pipe(v.number(), v.integer("must be a process id"), v.minValue(1, "must be a process id"))),
-  restarts: v.optional(v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(0, "must not be negative")), 0),
+  restarts: v.optional(
+    v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(0, "must not be negative")),
+    0,
+  ),
   lastError: v.optional(v.string()),
   updatedAt: timestamp,
 });
 
-export type DeepReadonly<T> = T extends (infer U)[] ? readonly DeepReadonly<U>[] : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T;
+export type DeepReadonly<T> = T extends (infer U)[]
+  ? readonly DeepReadonly<U>[]
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
 
 /** A validated, frozen workload record. */
 export type WorkloadRecord = DeepReadonly<v.InferOutput<typeof workloadRecordSchema>>;
 /** What callers hand to the store: defaults may be left out; schema_version and createdAt are filled in. */
-export type WorkloadInput = DeepReadonly<Omit<v.InferInput<typeof workloadRecordSchema>, "schema_version" | "createdAt">> & {
+export type WorkloadInput = DeepReadonly<
+  Omit<v.InferInput<typeof workloadRecordSchema>, "schema_version" | "createdAt">
+> & {
   readonly schema_version?: 1;
   readonly createdAt?: string;
 };
 export type WorkloadStatus = DeepReadonly<v.InferOutput<typeof workloadStatusSchema>>;
 /** What a supervisor writes; updatedAt defaults to now. */
-export type WorkloadStatusInput = DeepReadonly<Omit<v.InferInput<typeof workloadStatusSchema>, "updatedAt" | "schema_version">> & {
+export type WorkloadStatusInput = DeepReadonly<
+  Omit<v.InferInput<typeof workloadStatusSchema>, "updatedAt" | "schema_version">
+> & {
   readonly updatedAt?: string;
 };
 

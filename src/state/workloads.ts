@@ -30,7 +30,13 @@ import {
 } from "./workload-record.ts";
 
 // One import site for callers: the store, the record types and the name helpers.
-export { FALLBACK_WORKLOAD_NAME, assertWorkloadName, deriveWorkloadName, isValidWorkloadName, sanitizeWorkloadName } from "./workload-name.ts";
+export {
+  FALLBACK_WORKLOAD_NAME,
+  assertWorkloadName,
+  deriveWorkloadName,
+  isValidWorkloadName,
+  sanitizeWorkloadName,
+} from "./workload-name.ts";
 export {
   PROXY_MODES,
   RUNTIMES,
@@ -78,14 +84,18 @@ export class WorkloadStore {
   async list(): Promise<readonly WorkloadRecord[]> {
     let entries: string[];
     try {
-      entries = (await readdir(this.#root, { withFileTypes: true })).filter((e) => e.isDirectory() && isValidWorkloadName(e.name)).map((e) => e.name);
+      entries = (await readdir(this.#root, { withFileTypes: true }))
+        .filter((e) => e.isDirectory() && isValidWorkloadName(e.name))
+        .map((e) => e.name);
     } catch (err) {
       if (errnoCode(err) === "ENOENT") return [];
       throw stateIoError("list", this.#root, err);
     }
     const records = await Promise.all(entries.map((name) => this.#read(name)));
     // A folder without a record is a create that crashed before writing it: not a workload.
-    return records.filter((r): r is WorkloadRecord => r !== undefined).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return records
+      .filter((r): r is WorkloadRecord => r !== undefined)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async get(name: string): Promise<WorkloadRecord | undefined> {
@@ -100,7 +110,11 @@ export class WorkloadStore {
 
   /** Validates and stores a new record. Refuses a taken name (WORKLOAD_EXISTS) or proxy port (PORT_IN_USE). */
   async create(input: WorkloadInput): Promise<WorkloadRecord> {
-    const record = this.#validate({ ...input, schema_version: 1, createdAt: input.createdAt ?? this.#now().toISOString() });
+    const record = this.#validate({
+      ...input,
+      schema_version: 1,
+      createdAt: input.createdAt ?? this.#now().toISOString(),
+    });
     return this.#locked(async () => {
       if ((await this.#read(record.name)) !== undefined) {
         throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${record.name} already exists`, {
@@ -166,9 +180,15 @@ export class WorkloadStore {
   /** Replaces the status (updatedAt defaults to now). WORKLOAD_NOT_FOUND if the workload was removed meanwhile. */
   async writeStatus(name: string, input: WorkloadStatusInput): Promise<WorkloadStatus> {
     assertWorkloadName(name);
-    const parsed = v.safeParse(workloadStatusSchema, { ...input, updatedAt: input.updatedAt ?? this.#now().toISOString() });
+    const parsed = v.safeParse(workloadStatusSchema, {
+      ...input,
+      updatedAt: input.updatedAt ?? this.#now().toISOString(),
+    });
     if (!parsed.success) {
-      throw new McpmgrError("INVALID_ARGUMENT", `invalid status for workload ${name}: ${describeIssues(parsed.issues)}`);
+      throw new McpmgrError(
+        "INVALID_ARGUMENT",
+        `invalid status for workload ${name}: ${describeIssues(parsed.issues)}`,
+      );
     }
     const status = deepFreeze(parsed.output);
     await this.#locked(async () => {
@@ -205,12 +225,18 @@ export class WorkloadStore {
 
   async #read(name: string): Promise<WorkloadRecord | undefined> {
     const file = this.#recordPath(name);
-    const record = await readJsonFile(file, workloadRecordSchema, { hint: `fix ${file} by hand, or remove the workload: mcpmgr rm ${name}` });
+    const record = await readJsonFile(file, workloadRecordSchema, {
+      hint: `fix ${file} by hand, or remove the workload: mcpmgr rm ${name}`,
+    });
     if (record === undefined) return undefined;
     if (record.name !== name) {
-      throw new McpmgrError("STATE_CORRUPT", `${file} is not a valid mcpmgr file: name: is ${JSON.stringify(record.name)} but the folder is ${name}`, {
-        hint: `set "name" back to ${JSON.stringify(name)}, or remove the workload: mcpmgr rm ${name}`,
-      });
+      throw new McpmgrError(
+        "STATE_CORRUPT",
+        `${file} is not a valid mcpmgr file: name: is ${JSON.stringify(record.name)} but the folder is ${name}`,
+        {
+          hint: `set "name" back to ${JSON.stringify(name)}, or remove the workload: mcpmgr rm ${name}`,
+        },
+      );
     }
     return deepFreeze(record);
   }
@@ -231,16 +257,26 @@ export class WorkloadStore {
    * and 0.0.0.0 on one port conflict anyway.
    */
   async #assertPortFree(record: WorkloadRecord): Promise<void> {
-    const holder = (await this.list()).find((other) => other.name !== record.name && other.proxyPort === record.proxyPort);
+    const holder = (await this.list()).find(
+      (other) => other.name !== record.name && other.proxyPort === record.proxyPort,
+    );
     if (holder === undefined) return;
-    throw new McpmgrError("PORT_IN_USE", `proxy port ${record.proxyPort} is already reserved by workload ${holder.name}`, {
-      hint: `choose another --proxy-port (or leave it out to get a free one), or remove the other workload: mcpmgr rm ${holder.name}`,
-    });
+    throw new McpmgrError(
+      "PORT_IN_USE",
+      `proxy port ${record.proxyPort} is already reserved by workload ${holder.name}`,
+      {
+        hint: `choose another --proxy-port (or leave it out to get a free one), or remove the other workload: mcpmgr rm ${holder.name}`,
+      },
+    );
   }
 
   async #sweepTrash(): Promise<void> {
     const entries = await readdir(this.#root).catch(() => [] as string[]);
-    await Promise.all(entries.filter((e) => e.startsWith(".trash-")).map((e) => rm(join(this.#root, e), { recursive: true, force: true })));
+    await Promise.all(
+      entries
+        .filter((e) => e.startsWith(".trash-"))
+        .map((e) => rm(join(this.#root, e), { recursive: true, force: true })),
+    );
   }
 
   #locked<T>(fn: () => Promise<T>): Promise<T> {
@@ -249,5 +285,7 @@ export class WorkloadStore {
 }
 
 function _notFound(name: string): never {
-  throw new McpmgrError("WORKLOAD_NOT_FOUND", `no workload named ${name}`, { hint: "see the workloads with: mcpmgr list" });
+  throw new McpmgrError("WORKLOAD_NOT_FOUND", `no workload named ${name}`, {
+    hint: "see the workloads with: mcpmgr list",
+  });
 }

@@ -10,7 +10,12 @@ import { PrometheusExporter, PrometheusSerializer } from "@opentelemetry/exporte
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from "@opentelemetry/sdk-metrics";
-import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace-base";
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+} from "@opentelemetry/sdk-trace-base";
 import type { TelemetrySpec } from "../config/telemetry-spec.ts";
 
 export interface Telemetry {
@@ -23,23 +28,38 @@ export interface Telemetry {
 }
 
 function signalUrl(endpoint: URL, signal: "traces" | "metrics"): string {
-  if (/\/v1\/(traces|metrics)$/.test(endpoint.pathname)) return endpoint.href.replace(/\/v1\/(traces|metrics)$/, `/v1/${signal}`);
+  if (/\/v1\/(traces|metrics)$/.test(endpoint.pathname))
+    return endpoint.href.replace(/\/v1\/(traces|metrics)$/, `/v1/${signal}`);
   return `${endpoint.href.replace(/\/+$/, "")}/v1/${signal}`;
 }
 
 export function startTelemetry(spec: TelemetrySpec, version: string): Telemetry {
-  const resource = resourceFromAttributes({ "service.name": spec.serviceName, "service.version": version, ...spec.resourceAttributes });
+  const resource = resourceFromAttributes({
+    "service.name": spec.serviceName,
+    "service.version": version,
+    ...spec.resourceAttributes,
+  });
   let tracerProvider: BasicTracerProvider | undefined;
   if (spec.tracing && spec.endpoint) {
     tracerProvider = new BasicTracerProvider({
       resource,
       sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(spec.samplingRate) }),
-      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: signalUrl(spec.endpoint, "traces"), headers: { ...spec.headers } }), { scheduledDelayMillis: 1_000 })],
+      spanProcessors: [
+        new BatchSpanProcessor(
+          new OTLPTraceExporter({ url: signalUrl(spec.endpoint, "traces"), headers: { ...spec.headers } }),
+          { scheduledDelayMillis: 1_000 },
+        ),
+      ],
     });
   }
   const readers: MetricReader[] = [];
   if (spec.metrics && spec.endpoint) {
-    readers.push(new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: signalUrl(spec.endpoint, "metrics"), headers: { ...spec.headers } }), exportIntervalMillis: 5_000 }));
+    readers.push(
+      new PeriodicExportingMetricReader({
+        exporter: new OTLPMetricExporter({ url: signalUrl(spec.endpoint, "metrics"), headers: { ...spec.headers } }),
+        exportIntervalMillis: 5_000,
+      }),
+    );
   }
   let prometheus: PrometheusExporter | undefined;
   if (spec.prometheus) {
@@ -50,7 +70,8 @@ export function startTelemetry(spec: TelemetrySpec, version: string): Telemetry 
   const serializer = new PrometheusSerializer();
   return {
     tracer: tracerProvider?.getTracer("mcpmgr", version),
-    meter: meterProvider?.getMeter("mcpmgr", version) ?? (readers.length > 0 ? metricsApi.getMeter("mcpmgr") : undefined),
+    meter:
+      meterProvider?.getMeter("mcpmgr", version) ?? (readers.length > 0 ? metricsApi.getMeter("mcpmgr") : undefined),
     prometheusText: prometheus
       ? async () => {
           const { resourceMetrics } = await (prometheus as PrometheusExporter).collect();

@@ -42,13 +42,18 @@ test("--version prints the version injected at build time", () => {
 });
 
 test("a usage error exits 2 with one line, from the binary too", () => {
-  const run = Bun.spawnSync([binary, "proxy", "x", "--target-uri", "http://127.0.0.1:9/mcp", "--port", "0"], { cwd: workdir, env: { ...process.env, NO_COLOR: "1" } });
+  const run = Bun.spawnSync([binary, "proxy", "x", "--target-uri", "http://127.0.0.1:9/mcp", "--port", "0"], {
+    cwd: workdir,
+    env: { ...process.env, NO_COLOR: "1" },
+  });
   expect(run.exitCode).toBe(2);
   expect(run.stderr.toString().trim().split("\n")).toHaveLength(1);
 });
 
 test("the binary proxies an MCP server for the SDK client, ignoring .env and bunfig.toml in its directory", async () => {
-  const proxy = await spawnUntil([binary, "proxy", "e2e", "--target-uri", fixture.url], /^(http:\/\/\S+)$/m, { cwd: workdir });
+  const proxy = await spawnUntil([binary, "proxy", "e2e", "--target-uri", fixture.url], /^(http:\/\/\S+)$/m, {
+    cwd: workdir,
+  });
   try {
     const url = proxy.match[1] as string;
     const client = new Client({ name: "e2e", version: "1.0.0" });
@@ -68,13 +73,20 @@ test("the binary runs a detached workload through its own supervisor, and remove
   const home = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-home-"));
   const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
   try {
-    const run = Bun.spawnSync([binary, "run", "npx://./test/fixtures/sandbox-probe", "--name", "binprobe"], { cwd: REPO_ROOT, env, timeout: 120_000 });
+    const run = Bun.spawnSync([binary, "run", "npx://./test/fixtures/sandbox-probe", "--name", "binprobe"], {
+      cwd: REPO_ROOT,
+      env,
+      timeout: 120_000,
+    });
     expect(run.exitCode).toBe(0);
     const client = new Client({ name: "e2e-detached", version: "1.0.0" });
     await client.connect(new StreamableHTTPClientTransport(new URL(run.stdout.toString().trim())));
     expect((await client.listTools()).tools.map((t) => t.name)).toContain("env");
     await client.close();
-    const listed = JSON.parse(Bun.spawnSync([binary, "list", "--format", "json"], { env }).stdout.toString()) as { name: string; status: string }[];
+    const listed = JSON.parse(Bun.spawnSync([binary, "list", "--format", "json"], { env }).stdout.toString()) as {
+      name: string;
+      status: string;
+    }[];
     expect(listed).toEqual([expect.objectContaining({ name: "binprobe", status: "running" })]);
     expect(Bun.spawnSync([binary, "rm", "binprobe"], { env, timeout: 60_000 }).exitCode).toBe(0);
     expect(Bun.spawnSync(["pgrep", "-f", "__supervise binprobe"]).stdout.toString().trim()).toBe("");
@@ -89,18 +101,28 @@ test("the binary builds and runs the network isolation helper from itself (BUN_B
   const target = Bun.serve({ hostname: "0.0.0.0", port: 0, fetch: () => new Response("reached") });
   // A helper image of an earlier version: building this binary's helper removes it.
   const stale = "mcpmgr-egress:stale-e2e-000000";
-  const staleBuild = Bun.spawnSync(["docker", "build", "-q", "-t", stale, "--label", "mcpmgr=true", "--label", "mcpmgr.role=egress-image", "-"], { stdin: Buffer.from(`FROM ${images.probe}\n`), stdout: "pipe", stderr: "pipe" });
+  const staleBuild = Bun.spawnSync(
+    ["docker", "build", "-q", "-t", stale, "--label", "mcpmgr=true", "--label", "mcpmgr.role=egress-image", "-"],
+    { stdin: Buffer.from(`FROM ${images.probe}\n`), stdout: "pipe", stderr: "pipe" },
+  );
   expect(staleBuild.exitCode).toBe(0);
-  const run = await spawnUntil([binary, "run", "--foreground", images.probe, "--name", "e2e-isolated", "--isolate-network"], /^(http:\/\/\S+)$/m, {
-    cwd: workdir,
-    env: { MCPMGR_RUNTIME: "docker" },
-    timeoutMs: 120_000,
-  });
+  const run = await spawnUntil(
+    [binary, "run", "--foreground", images.probe, "--name", "e2e-isolated", "--isolate-network"],
+    /^(http:\/\/\S+)$/m,
+    {
+      cwd: workdir,
+      env: { MCPMGR_RUNTIME: "docker" },
+      timeoutMs: 120_000,
+    },
+  );
   const client = new Client({ name: "e2e-isolated", version: "1.0.0" });
   try {
     await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
     // The host gateway is blocked by default: the helper answered (403), so it runs.
-    const result = (await client.callTool({ name: "http_get", arguments: { url: `http://${networkGateway()}:${target.port}/` } })) as { content: { text: string }[] };
+    const result = (await client.callTool({
+      name: "http_get",
+      arguments: { url: `http://${networkGateway()}:${target.port}/` },
+    })) as { content: { text: string }[] };
     expect(result.content[0]?.text).toStartWith("status 403");
     await client.close();
   } finally {
@@ -109,5 +131,7 @@ test("the binary builds and runs the network isolation helper from itself (BUN_B
   }
   expect(run.output()).not.toContain("error");
   expect(run.output()).toContain("building the network isolation helper image");
-  expect(Bun.spawnSync(["docker", "image", "inspect", stale], { stdout: "ignore", stderr: "ignore" }).exitCode).not.toBe(0);
+  expect(
+    Bun.spawnSync(["docker", "image", "inspect", stale], { stdout: "ignore", stderr: "ignore" }).exitCode,
+  ).not.toBe(0);
 }, 240_000);

@@ -17,12 +17,22 @@ const magic: Readonly<Record<string, (bytes: Uint8Array) => boolean>> = {
 test(
   "every release binary is built and listed in SHA256SUMS with its real digest",
   async () => {
-    const build = Bun.spawnSync([process.execPath, "run", "compile", "--all"], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
+    const build = Bun.spawnSync([process.execPath, "run", "compile", "--all"], {
+      cwd: REPO_ROOT,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     expect(build.exitCode).toBe(0);
     const dist = join(REPO_ROOT, "dist");
     const sums = (await readFile(join(dist, "SHA256SUMS"), "utf8")).trim().split("\n");
     const files = sums.map((line) => line.split(/\s+/)[1]);
-    expect(files).toEqual(["mcpmgr-linux-x64", "mcpmgr-linux-arm64", "mcpmgr-darwin-x64", "mcpmgr-darwin-arm64", "mcpmgr-windows-x64.exe"]);
+    expect(files).toEqual([
+      "mcpmgr-linux-x64",
+      "mcpmgr-linux-arm64",
+      "mcpmgr-darwin-x64",
+      "mcpmgr-darwin-arm64",
+      "mcpmgr-windows-x64.exe",
+    ]);
     for (const line of sums) {
       const [digest, file] = line.split(/\s+/) as [string, string];
       const bytes = new Uint8Array(await readFile(join(dist, file)));

@@ -37,7 +37,9 @@ interface AuditLine {
 }
 
 async function session(args: string[], work: (client: Client) => Promise<void>, legacy = false) {
-  const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { timeoutMs: 60_000 });
+  const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, {
+    timeoutMs: 60_000,
+  });
   const client = new Client({ name: "audit-test", version: "1.0.0" });
   try {
     const url = new URL(run.match[1] as string);
@@ -50,19 +52,36 @@ async function session(args: string[], work: (client: Client) => Promise<void>, 
   return run;
 }
 
-const lines = async (path: string) => (await readFile(path, "utf8")).trim().split("\n").map((line) => JSON.parse(line) as AuditLine);
+const lines = async (path: string) =>
+  (await readFile(path, "utf8"))
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as AuditLine);
 
 test("every MCP event is one JSON line with its outcome; data is truncated and scrubbed; denials are recorded", async () => {
   const logFile = join(dir, "audit.jsonl");
   const config = join(dir, "audit.json");
-  await writeFile(config, JSON.stringify({ component: "probe-audit", includeRequestData: true, includeResponseData: true, maxDataSize: 80, logFile, excludeEventTypes: ["mcp_notification"] }));
-  await session([PROBE, "--audit-config", config, "--tools", "env,read_file", "-e", "PROBE_SETTING=on"], async (client) => {
-    await client.listTools();
-    await client.callTool({ name: "env", arguments: { name: "PROBE_SETTING", password: "hunter2-secret" } });
-    await client.callTool({ name: "read_file", arguments: { path: "/nonexistent/file" } });
-    await client.callTool({ name: "write_file", arguments: { path: "/tmp/x" } }).catch(() => {});
-    await client.callTool({ name: "env", arguments: { name: "X".repeat(500) } });
-  });
+  await writeFile(
+    config,
+    JSON.stringify({
+      component: "probe-audit",
+      includeRequestData: true,
+      includeResponseData: true,
+      maxDataSize: 80,
+      logFile,
+      excludeEventTypes: ["mcp_notification"],
+    }),
+  );
+  await session(
+    [PROBE, "--audit-config", config, "--tools", "env,read_file", "-e", "PROBE_SETTING=on"],
+    async (client) => {
+      await client.listTools();
+      await client.callTool({ name: "env", arguments: { name: "PROBE_SETTING", password: "hunter2-secret" } });
+      await client.callTool({ name: "read_file", arguments: { path: "/nonexistent/file" } });
+      await client.callTool({ name: "write_file", arguments: { path: "/tmp/x" } }).catch(() => {});
+      await client.callTool({ name: "env", arguments: { name: "X".repeat(500) } });
+    },
+  );
   const events = await lines(logFile);
   const types = events.map((e) => e.type);
   expect(types).toContain("mcp_initialize");
@@ -94,7 +113,11 @@ test("--enable-audit writes to stderr with the default configuration; eventTypes
   const run = await session([PROBE, "--enable-audit"], async (client) => {
     await client.listTools();
   });
-  const audited = run.output().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as AuditLine);
+  const audited = run
+    .output()
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as AuditLine);
   expect(audited.some((e) => e.type === "mcp_tools_list" && e.outcome === "success")).toBe(true);
   expect(audited.every((e) => e.request === undefined)).toBe(true);
 
@@ -111,7 +134,10 @@ test("--enable-audit writes to stderr with the default configuration; eventTypes
 test("a bad audit configuration is a start-up error naming the field", async () => {
   const config = join(dir, "bad.json");
   await writeFile(config, JSON.stringify({ eventTypes: ["tool_call"] }));
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--audit-config", config], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--audit-config", config], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1" },
+  });
   expect(result.exitCode).toBe(2);
   expect(result.stderr.toString()).toContain("eventTypes.0: must be one of");
 });
@@ -119,7 +145,10 @@ test("a bad audit configuration is a start-up error naming the field", async () 
 test("an audit logFile that cannot be written is a start-up error, not silently lost lines", async () => {
   const config = join(dir, "unwritable.json");
   await writeFile(config, JSON.stringify({ logFile: join(dir, "no-such-dir", "audit.jsonl") }));
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--audit-config", config], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--audit-config", config], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1" },
+  });
   expect(result.exitCode).toBe(2);
   expect(result.stderr.toString()).toContain("cannot be written: ENOENT");
 });

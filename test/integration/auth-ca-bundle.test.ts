@@ -13,7 +13,14 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { rememberSubjectToken, tokenExchangeSource } from "../../src/auth/outgoing/token-exchange.ts";
 import { trustingFetch } from "../../src/auth/trusted-fetch.ts";
-import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import {
+  CALLBACK_PORTS,
+  CLIENTS,
+  completeLogin,
+  JWT_RESOURCE,
+  startAuthServer,
+  type AuthServer,
+} from "../support/auth-server.ts";
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil, startProxy } from "../support/processes.ts";
 
@@ -30,7 +37,24 @@ beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), "mcpmgr-ca-bundle-"));
   pemPath = join(scratch, "cert.pem");
   const made = Bun.spawnSync(
-    ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(scratch, "key.pem"), "-out", pemPath],
+    [
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      join(scratch, "key.pem"),
+      "-out",
+      pemPath,
+    ],
     { stderr: "pipe" },
   );
   expect(made.exitCode).toBe(0);
@@ -38,7 +62,15 @@ beforeAll(async () => {
   auth = await startAuthServer({ tls: { cert: pem, key: await readFile(join(scratch, "key.pem"), "utf8") } });
   fixture = await startConformanceServer();
   // Incoming: discovery and JWKS over TLS need the bundle (and no --oidc-insecure-allow-http: it is https).
-  remote = await startProxy(fixture.url, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--jwks-allow-private-ip", "--thv-ca-bundle", pemPath]);
+  remote = await startProxy(fixture.url, [
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    "--jwks-allow-private-ip",
+    "--thv-ca-bundle",
+    pemPath,
+  ]);
 }, 60_000);
 
 afterAll(async () => {
@@ -60,16 +92,38 @@ async function listTools(url: string, headers: Record<string, string> = {}): Pro
 
 test("outgoing OAuth over TLS: without the bundle discovery fails naming --thv-ca-bundle; with it, registration, login and tokens work", async () => {
   const home = await mkdtemp(join(scratch, "home-"));
-  const args = ["proxy", "b", "--target-uri", remote.url, "--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[0]), "--remote-auth-skip-browser"];
+  const args = [
+    "proxy",
+    "b",
+    "--target-uri",
+    remote.url,
+    "--remote-auth",
+    "--remote-auth-issuer",
+    auth.issuer,
+    "--remote-auth-resource",
+    JWT_RESOURCE,
+    "--remote-auth-callback-port",
+    String(CALLBACK_PORTS[0]),
+    "--remote-auth-skip-browser",
+  ];
   const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
   // Not spawnSync: the authorization server runs in this process and must keep answering.
-  const refused = Bun.spawn([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" });
+  const refused = Bun.spawn([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [code, stderr] = await Promise.all([refused.exited, new Response(refused.stderr).text()]);
   expect(code).toBe(1);
   expect(stderr).toContain(`discovery of the authorization server ${auth.issuer}/ failed`);
   expect(stderr).toContain("--thv-ca-bundle");
 
-  const trusted = await spawnUntil([process.execPath, CLI_ENTRY, ...args, "--thv-ca-bundle", pemPath], /^(https:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+  const trusted = await spawnUntil(
+    [process.execPath, CLI_ENTRY, ...args, "--thv-ca-bundle", pemPath],
+    /^(https:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m,
+    { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 },
+  );
   try {
     expect(trusted.output()).toContain("registered mcpmgr as OAuth client");
     expect(await completeLogin(trusted.match[1] as string, "alice", auth.fetch)).toBe(200);
@@ -91,11 +145,21 @@ test("token exchange over TLS through mcpmgr proxy, with client credentials that
   await writeFile(secretFile, CLIENTS.exchangerEncoded.client_secret);
   const before = auth.grants.get(EXCHANGE) ?? 0;
   const proxy = await startProxy(remote.url, [
-    "--oidc-issuer", auth.issuer, "--oidc-audience", B_RESOURCE, "--jwks-allow-private-ip", "--thv-ca-bundle", pemPath,
-    "--token-exchange-url", `${auth.issuer}/token`,
-    "--token-exchange-client-id", CLIENTS.exchangerEncoded.client_id,
-    "--token-exchange-client-secret-file", secretFile,
-    "--token-exchange-audience", JWT_RESOURCE,
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    B_RESOURCE,
+    "--jwks-allow-private-ip",
+    "--thv-ca-bundle",
+    pemPath,
+    "--token-exchange-url",
+    `${auth.issuer}/token`,
+    "--token-exchange-client-id",
+    CLIENTS.exchangerEncoded.client_id,
+    "--token-exchange-client-secret-file",
+    secretFile,
+    "--token-exchange-audience",
+    JWT_RESOURCE,
   ]);
   try {
     const clientToken = await auth.token({ resource: B_RESOURCE });
@@ -120,7 +184,10 @@ test("token exchange without the bundle fails on the certificate; with it, the e
   const incoming = new Request("http://127.0.0.1/mcp");
   rememberSubjectToken(incoming, await auth.token({ resource: B_RESOURCE }));
   const errors: string[] = [];
-  const untrusted = tokenExchangeSource(spec, { fetch: trustingFetch(undefined), onError: (text) => errors.push(text) });
+  const untrusted = tokenExchangeSource(spec, {
+    fetch: trustingFetch(undefined),
+    onError: (text) => errors.push(text),
+  });
   await expect(untrusted.authorization(incoming)).rejects.toThrow(/token exchange failed \(.*certificate/i);
   const trusted = tokenExchangeSource(spec, { fetch: trustingFetch(pem) });
   expect(await trusted.authorization(incoming)).toMatch(/^Bearer [\w-]+\.[\w-]+\.[\w-]+$/);

@@ -10,7 +10,15 @@ import { join } from "node:path";
 import { SignJWT, importJWK } from "jose";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CLIENTS, JWT_RESOURCE, OPAQUE_RESOURCE, signingKey, startAuthServer, type AuthServer, type JsonWebKeyWithKid } from "../support/auth-server.ts";
+import {
+  CLIENTS,
+  JWT_RESOURCE,
+  OPAQUE_RESOURCE,
+  signingKey,
+  startAuthServer,
+  type AuthServer,
+  type JsonWebKeyWithKid,
+} from "../support/auth-server.ts";
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
 
@@ -47,13 +55,23 @@ afterAll(async () => {
 });
 
 const ping = (url: string, headers: Record<string, string> = {}) =>
-  fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "ping" }) });
+  fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "ping" }),
+  });
 
 describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
   let proxy: Awaited<ReturnType<typeof startProxy>>;
 
   beforeAll(async () => {
-    proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+    proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      JWT_RESOURCE,
+      ...LOCAL_DEV,
+    ]);
   }, 30_000);
   afterAll(async () => {
     await proxy?.stop();
@@ -64,10 +82,17 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     expect(response.status).toBe(401);
     const challenge = response.headers.get("www-authenticate") ?? "";
     const origin = new URL(proxy.url).origin;
-    expect(challenge).toBe(`Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp", scope="openid"`);
+    expect(challenge).toBe(
+      `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp", scope="openid"`,
+    );
     for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
       const metadata = await (await fetch(`${origin}${path}`)).json();
-      expect(metadata).toEqual({ resource: `${origin}/mcp`, authorization_servers: [auth.issuer], scopes_supported: ["openid"], bearer_methods_supported: ["header"] });
+      expect(metadata).toEqual({
+        resource: `${origin}/mcp`,
+        authorization_servers: [auth.issuer],
+        scopes_supported: ["openid"],
+        bearer_methods_supported: ["header"],
+      });
     }
   });
 
@@ -85,9 +110,19 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     const otherAudience = await auth.token({ resource: "https://other.example.test/mcp" });
     const signer = await importJWK(key, "RS256");
     const now = Math.floor(Date.now() / 1000);
-    const wrongIssuer = await new SignJWT({ sub: "mallory", aud: JWT_RESOURCE }).setProtectedHeader({ alg: "RS256", kid: key.kid }).setIssuer("https://evil.example.test").setIssuedAt(now).setExpirationTime(now + 300).sign(signer);
+    const wrongIssuer = await new SignJWT({ sub: "mallory", aud: JWT_RESOURCE })
+      .setProtectedHeader({ alg: "RS256", kid: key.kid })
+      .setIssuer("https://evil.example.test")
+      .setIssuedAt(now)
+      .setExpirationTime(now + 300)
+      .sign(signer);
     // Signed by the issuer's own key, for this audience, but expired beyond the clock tolerance.
-    const expired = await new SignJWT({ sub: "alice", aud: JWT_RESOURCE }).setProtectedHeader({ alg: "RS256", kid: key.kid }).setIssuer(auth.issuer).setIssuedAt(now - 600).setExpirationTime(now - 120).sign(signer);
+    const expired = await new SignJWT({ sub: "alice", aud: JWT_RESOURCE })
+      .setProtectedHeader({ alg: "RS256", kid: key.kid })
+      .setIssuer(auth.issuer)
+      .setIssuedAt(now - 600)
+      .setExpirationTime(now - 120)
+      .sign(signer);
     const valid = await auth.token();
     const [head, payload, signature] = valid.split(".") as [string, string, string];
     const claims = JSON.parse(Buffer.from(payload, "base64url").toString()) as Record<string, unknown>;
@@ -109,8 +144,18 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
       expect(challenge).toContain(why);
       expect(challenge).not.toContain(token);
     }
-    for (const header of ["Basic dXNlcjpwYXNz", "Bearer", "Bearer a b", `Bearer ${"x".repeat(20_000)}`, "Bearer \u0000"]) {
-      const response = await fetch(proxy.url, { method: "POST", headers: { authorization: header, "content-type": "application/json" }, body: "{}" }).catch(() => undefined);
+    for (const header of [
+      "Basic dXNlcjpwYXNz",
+      "Bearer",
+      "Bearer a b",
+      `Bearer ${"x".repeat(20_000)}`,
+      "Bearer \u0000",
+    ]) {
+      const response = await fetch(proxy.url, {
+        method: "POST",
+        headers: { authorization: header, "content-type": "application/json" },
+        body: "{}",
+      }).catch(() => undefined);
       if (response) expect([400, 401, 431]).toContain(response.status);
     }
     // Still serving.
@@ -119,11 +164,21 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
 });
 
 test("the SDK client works through a protected proxy in front of the conformance server", async () => {
-  const proxy = await startProxy(fixture.url, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+  const proxy = await startProxy(fixture.url, [
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    ...LOCAL_DEV,
+  ]);
   try {
     const token = await auth.token();
     const client = new Client({ name: "auth-test", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(proxy.url), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     const { tools } = await client.listTools();
     expect(tools.length).toBeGreaterThan(0);
     await client.close();
@@ -134,12 +189,18 @@ test("the SDK client works through a protected proxy in front of the conformance
 
 test("opaque tokens are introspected (RFC 7662) with the proxy's client credentials; revoked ones are refused", async () => {
   const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
-    "--oidc-issuer", auth.issuer,
-    "--oidc-audience", OPAQUE_RESOURCE,
-    "--oidc-introspection-url", `${auth.issuer}/token/introspection`,
-    "--oidc-client-id", CLIENTS.introspector.client_id,
-    "--oidc-client-secret", CLIENTS.introspector.client_secret,
-    "--oidc-scopes", "mcp:read,mcp:write",
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    OPAQUE_RESOURCE,
+    "--oidc-introspection-url",
+    `${auth.issuer}/token/introspection`,
+    "--oidc-client-id",
+    CLIENTS.introspector.client_id,
+    "--oidc-client-secret",
+    CLIENTS.introspector.client_secret,
+    "--oidc-scopes",
+    "mcp:read,mcp:write",
     ...LOCAL_DEV,
   ]);
   try {
@@ -149,7 +210,10 @@ test("opaque tokens are introspected (RFC 7662) with the proxy's client credenti
     const revoked = await auth.token({ resource: OPAQUE_RESOURCE });
     const revocation = await fetch(`${auth.issuer}/token/revocation`, {
       method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`${CLIENTS.service.client_id}:${CLIENTS.service.client_secret}`)}` },
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: `Basic ${btoa(`${CLIENTS.service.client_id}:${CLIENTS.service.client_secret}`)}`,
+      },
       body: new URLSearchParams({ token: revoked }),
     });
     expect(revocation.status).toBe(200);
@@ -165,7 +229,10 @@ test("opaque tokens are introspected (RFC 7662) with the proxy's client credenti
 
 describe("start-up checks", () => {
   const proxyFails = (args: string[]) => {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "p", "--target-uri", `http://127.0.0.1:${upstream.port}/mcp`, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, timeout: 30_000 });
+    const result = Bun.spawnSync(
+      [process.execPath, CLI_ENTRY, "proxy", "p", "--target-uri", `http://127.0.0.1:${upstream.port}/mcp`, ...args],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, timeout: 30_000 },
+    );
     return { code: result.exitCode, err: result.stderr.toString() };
   };
 
@@ -182,20 +249,43 @@ describe("start-up checks", () => {
 
   test("companions without an issuer, introspection without a client id, and an unreachable issuer are clear errors", async () => {
     expect(proxyFails(["--oidc-audience", "x"]).err).toContain("--oidc-audience needs --oidc-issuer");
-    expect(proxyFails(["--oidc-issuer", auth.issuer, "--oidc-introspection-url", `${auth.issuer}/token/introspection`, ...LOCAL_DEV]).err).toContain("needs --oidc-client-id");
+    expect(
+      proxyFails([
+        "--oidc-issuer",
+        auth.issuer,
+        "--oidc-introspection-url",
+        `${auth.issuer}/token/introspection`,
+        ...LOCAL_DEV,
+      ]).err,
+    ).toContain("needs --oidc-client-id");
     const unreachable = proxyFails(["--oidc-issuer", "http://127.0.0.1:9/", ...LOCAL_DEV]);
     expect(unreachable.code).toBe(1);
     expect(unreachable.err).toContain("OIDC discovery");
     const tokenFile = join(scratch, "empty-token");
     await writeFile(tokenFile, "");
-    expect(proxyFails(["--oidc-issuer", auth.issuer, "--jwks-auth-token-file", tokenFile, ...LOCAL_DEV]).err).toContain("the file is empty");
+    expect(proxyFails(["--oidc-issuer", auth.issuer, "--jwks-auth-token-file", tokenFile, ...LOCAL_DEV]).err).toContain(
+      "the file is empty",
+    );
   });
 });
 
 test("mcpmgr run --oidc-* protects a workload's endpoint the same way", async () => {
   const { spawnUntil } = await import("../support/processes.ts");
   const run = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", "npx://./test/fixtures/sandbox-probe", "--name", "protected-probe", "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV],
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      "npx://./test/fixtures/sandbox-probe",
+      "--name",
+      "protected-probe",
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      JWT_RESOURCE,
+      ...LOCAL_DEV,
+    ],
     /^(http:\/\/\S+)$/m,
     { timeoutMs: 30_000 },
   );
@@ -205,7 +295,11 @@ test("mcpmgr run --oidc-* protects a workload's endpoint the same way", async ()
     expect(refused.status).toBe(401);
     expect(refused.headers.get("www-authenticate")).toContain("/.well-known/oauth-protected-resource/mcp");
     const client = new Client({ name: "auth-run-test", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${await auth.token()}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { authorization: `Bearer ${await auth.token()}` } },
+      }),
+    );
     expect((await client.listTools()).tools.map((t) => t.name)).toContain("env");
     await client.close();
   } finally {
@@ -216,7 +310,24 @@ test("mcpmgr run --oidc-* protects a workload's endpoint the same way", async ()
 test("--jwks-auth-token-file is sent to the JWKS host, and --thv-ca-bundle trusts its private CA (https)", async () => {
   const dir = await mkdtemp(join(scratch, "tls-"));
   const made = Bun.spawnSync(
-    ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")],
+    [
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+    ],
     { stderr: "pipe" },
   );
   expect(made.exitCode).toBe(0);
@@ -236,20 +347,49 @@ test("--jwks-auth-token-file is sent to the JWKS host, and --thv-ca-bundle trust
   const tokenFile = join(dir, "jwks-token");
   await writeFile(tokenFile, "jwks-reader-token\n");
   const jwksUrl = `https://127.0.0.1:${guarded.port}/jwks`;
-  const base = ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-jwks-url", jwksUrl, ...LOCAL_DEV];
+  const base = [
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    "--oidc-jwks-url",
+    jwksUrl,
+    ...LOCAL_DEV,
+  ];
   const run = (extra: string[]) => {
-    const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "p", "--target-uri", `http://127.0.0.1:${upstream.port}/mcp`, ...base, ...extra], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "proxy",
+        "p",
+        "--target-uri",
+        `http://127.0.0.1:${upstream.port}/mcp`,
+        ...base,
+        ...extra,
+      ],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" },
+    );
     return proc;
   };
   try {
     // Without the CA the TLS handshake fails; without the token the JWKS answers 401.
-    for (const [extra, text] of [[["--jwks-auth-token-file", tokenFile], "cannot fetch the JWKS"], [["--thv-ca-bundle", join(dir, "cert.pem")], "HTTP 401"]] as const) {
+    for (const [extra, text] of [
+      [["--jwks-auth-token-file", tokenFile], "cannot fetch the JWKS"],
+      [["--thv-ca-bundle", join(dir, "cert.pem")], "HTTP 401"],
+    ] as const) {
       const proc = run([...extra]);
       const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
       expect(code).toBe(1);
       expect(stderr).toContain(text);
     }
-    const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [...base, "--jwks-auth-token-file", tokenFile, "--thv-ca-bundle", join(dir, "cert.pem")]);
+    const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+      ...base,
+      "--jwks-auth-token-file",
+      tokenFile,
+      "--thv-ca-bundle",
+      join(dir, "cert.pem"),
+    ]);
     try {
       expect((await ping(proxy.url, { authorization: `Bearer ${await auth.token()}` })).status).toBe(200);
       expect(seenAuth).toContain("Bearer jwks-reader-token");

@@ -9,7 +9,14 @@ import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import {
+  CALLBACK_PORTS,
+  CLIENTS,
+  completeLogin,
+  JWT_RESOURCE,
+  startAuthServer,
+  type AuthServer,
+} from "../support/auth-server.ts";
 import type { RunningFixture } from "../support/conformance.ts";
 import { LOCAL_DEV, startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
 import { CLI_ENTRY, spawnUntil, startProxy, type Running } from "../support/processes.ts";
@@ -32,12 +39,22 @@ afterAll(async () => {
 });
 
 /** `mcpmgr proxy` that logs in (the test plays the user); resolves once it serves. */
-async function loggedInProxy(args: string[], server: AuthServer = auth): Promise<Running & { url: string; login: URL }> {
+async function loggedInProxy(
+  args: string[],
+  server: AuthServer = auth,
+): Promise<Running & { url: string; login: URL }> {
   const home = await mkdtemp(join(scratch, "home-"));
-  const running = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args, "--remote-auth-skip-browser"], LOGIN_URL, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+  const running = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "proxy", "b", ...args, "--remote-auth-skip-browser"],
+    LOGIN_URL,
+    { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 },
+  );
   const login = running.match[1] as string;
   expect(await completeLogin(login)).toBe(200);
-  const url = await until(() => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(running.output())?.[1], "the proxy's client URL").catch(async (err: unknown) => {
+  const url = await until(
+    () => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(running.output())?.[1],
+    "the proxy's client URL",
+  ).catch(async (err: unknown) => {
     await running.stop();
     throw new Error(`${err instanceof Error ? err.message : String(err)}:\n${running.output()}`);
   });
@@ -49,7 +66,9 @@ async function callTool(url: string): Promise<string> {
   const client = new Client({ name: "oauth-flows-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   try {
-    const result = (await client.callTool({ name: "test_simple_text", arguments: {} })) as { content: { type: string; text?: string }[] };
+    const result = (await client.callTool({ name: "test_simple_text", arguments: {} })) as {
+      content: { type: string; text?: string }[];
+    };
     return result.content[0]?.text ?? "";
   } finally {
     await client.close();
@@ -60,11 +79,24 @@ const logins = (output: string) => output.split("\n").filter((line) => LOGIN_URL
 
 test("explicit --remote-auth-authorize-url and --remote-auth-token-url (no issuer, no discovery): logs in and calls a tool", async () => {
   const proxy = await loggedInProxy([
-    "--target-uri", remote.url, "--remote-auth",
-    "--remote-auth-authorize-url", `${auth.issuer}/auth`, "--remote-auth-token-url", `${auth.issuer}/token`,
-    "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile,
+    "--target-uri",
+    remote.url,
+    "--remote-auth",
+    "--remote-auth-authorize-url",
+    `${auth.issuer}/auth`,
+    "--remote-auth-token-url",
+    `${auth.issuer}/token`,
+    "--remote-auth-client-id",
+    CLIENTS.mcpmgr.client_id,
+    "--remote-auth-client-secret-file",
+    secretFile,
     // Not OIDC, so no default scopes: oidc-provider refuses a grant of nothing.
-    "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-scopes", "mcp:read", "--remote-auth-callback-port", String(CALLBACK_PORTS[0]),
+    "--remote-auth-resource",
+    JWT_RESOURCE,
+    "--remote-auth-scopes",
+    "mcp:read",
+    "--remote-auth-callback-port",
+    String(CALLBACK_PORTS[0]),
   ]);
   try {
     expect(proxy.login.origin + proxy.login.pathname).toBe(`${auth.issuer}/auth`);
@@ -78,12 +110,30 @@ test("explicit --remote-auth-authorize-url and --remote-auth-token-url (no issue
 
 test("a running proxy refreshes its access token before it expires, without a browser, and keeps serving", async () => {
   const shortLived = await startAuthServer({ accessTokenTtl: 4 });
-  const protectedRemote = await startProxy(fixture.url, ["--oidc-issuer", shortLived.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+  const protectedRemote = await startProxy(fixture.url, [
+    "--oidc-issuer",
+    shortLived.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    ...LOCAL_DEV,
+  ]);
   try {
-    const proxy = await loggedInProxy([
-      "--target-uri", protectedRemote.url, "--remote-auth", "--remote-auth-issuer", shortLived.issuer,
-      "--remote-auth-client-id", CLIENTS.mcpmgrPublic.client_id, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[1]),
-    ], shortLived);
+    const proxy = await loggedInProxy(
+      [
+        "--target-uri",
+        protectedRemote.url,
+        "--remote-auth",
+        "--remote-auth-issuer",
+        shortLived.issuer,
+        "--remote-auth-client-id",
+        CLIENTS.mcpmgrPublic.client_id,
+        "--remote-auth-resource",
+        JWT_RESOURCE,
+        "--remote-auth-callback-port",
+        String(CALLBACK_PORTS[1]),
+      ],
+      shortLived,
+    );
     try {
       expect(await callTool(proxy.url)).not.toBe("");
       const before = shortLived.grants.get("refresh_token") ?? 0;
@@ -115,20 +165,38 @@ test("a running proxy whose token the remote refuses (401) refreshes it and retr
       if (refuseNext) {
         refuseNext = false;
         refused.push(req.headers.get("authorization") ?? "");
-        return new Response(null, { status: 401, headers: { "www-authenticate": 'Bearer error="invalid_token", error_description="revoked"' } });
+        return new Response(null, {
+          status: 401,
+          headers: { "www-authenticate": 'Bearer error="invalid_token", error_description="revoked"' },
+        });
       }
       const url = new URL(req.url);
       const headers = new Headers(req.headers);
       headers.delete("host");
       const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
-      return fetch(new URL(url.pathname + url.search, remote.url), { method: req.method, headers, ...(body ? { body } : {}), signal: req.signal });
+      return fetch(new URL(url.pathname + url.search, remote.url), {
+        method: req.method,
+        headers,
+        ...(body ? { body } : {}),
+        signal: req.signal,
+      });
     },
   });
   try {
     const proxy = await loggedInProxy([
-      "--target-uri", `http://127.0.0.1:${gate.port}/mcp`, "--remote-auth", "--remote-auth-issuer", auth.issuer,
-      "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile,
-      "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[2]),
+      "--target-uri",
+      `http://127.0.0.1:${gate.port}/mcp`,
+      "--remote-auth",
+      "--remote-auth-issuer",
+      auth.issuer,
+      "--remote-auth-client-id",
+      CLIENTS.mcpmgr.client_id,
+      "--remote-auth-client-secret-file",
+      secretFile,
+      "--remote-auth-resource",
+      JWT_RESOURCE,
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[2]),
     ]);
     try {
       expect(await callTool(proxy.url)).not.toBe("");
@@ -157,10 +225,19 @@ describe("scopes asked for when a remote's 401 starts the login", () => {
       fetch(req) {
         const origin = new URL(req.url).origin;
         if (new URL(req.url).pathname.startsWith("/.well-known/oauth-protected-resource")) {
-          return Response.json({ resource: `${origin}/mcp`, authorization_servers: [auth.issuer], scopes_supported: ["openid", "mcp:write"] });
+          return Response.json({
+            resource: `${origin}/mcp`,
+            authorization_servers: [auth.issuer],
+            scopes_supported: ["openid", "mcp:write"],
+          });
         }
         const scope = challengeScope === undefined ? "" : `, scope="${challengeScope}"`;
-        return new Response(null, { status: 401, headers: { "www-authenticate": `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"${scope}` } });
+        return new Response(null, {
+          status: 401,
+          headers: {
+            "www-authenticate": `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"${scope}`,
+          },
+        });
       },
     });
   });
@@ -168,8 +245,22 @@ describe("scopes asked for when a remote's 401 starts the login", () => {
 
   async function requestedScope(extra: string[]): Promise<string | null> {
     const home = await mkdtemp(join(scratch, "home-scope-"));
-    const args = ["--target-uri", `http://127.0.0.1:${remoteServer.port}/mcp`, "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile, "--remote-auth-callback-port", String(CALLBACK_PORTS[0]), "--remote-auth-skip-browser", ...extra];
-    const running = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], LOGIN_URL, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+    const args = [
+      "--target-uri",
+      `http://127.0.0.1:${remoteServer.port}/mcp`,
+      "--remote-auth-client-id",
+      CLIENTS.mcpmgr.client_id,
+      "--remote-auth-client-secret-file",
+      secretFile,
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[0]),
+      "--remote-auth-skip-browser",
+      ...extra,
+    ];
+    const running = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], LOGIN_URL, {
+      env: { MCPMGR_HOME: home },
+      timeoutMs: 30_000,
+    });
     await running.stop();
     return new URL(running.match[1] as string).searchParams.get("scope");
   }

@@ -11,7 +11,14 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import {
+  CALLBACK_PORTS,
+  CLIENTS,
+  completeLogin,
+  JWT_RESOURCE,
+  startAuthServer,
+  type AuthServer,
+} from "../support/auth-server.ts";
 import type { RunningFixture } from "../support/conformance.ts";
 import { LOCAL_DEV, startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
 import { CLI_ENTRY, freePort, REPO_ROOT, spawnUntil, startProxy, type Running } from "../support/processes.ts";
@@ -36,11 +43,18 @@ const loginUrl = (output: string) => /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m
 const clientUrl = (output: string) => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(output)?.[1];
 
 /** `mcpmgr proxy` with outgoing auth: logs in (by playing the user) if it asks, then returns its client URL. */
-async function startAuthenticatedProxy(args: string[], options: { home: string; expectLogin: boolean; target?: string }): Promise<Running & { url: string; login?: string }> {
-  const running = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", "--target-uri", options.target ?? remote.url, ...args], /(^http:\/\/127\.0\.0\.1:\d+\/auth\?\S+$)|(^http:\/\/127\.0\.0\.1:\d+\/mcp$)/m, {
-    env: { MCPMGR_HOME: options.home },
-    timeoutMs: 30_000,
-  });
+async function startAuthenticatedProxy(
+  args: string[],
+  options: { home: string; expectLogin: boolean; target?: string },
+): Promise<Running & { url: string; login?: string }> {
+  const running = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "proxy", "b", "--target-uri", options.target ?? remote.url, ...args],
+    /(^http:\/\/127\.0\.0\.1:\d+\/auth\?\S+$)|(^http:\/\/127\.0\.0\.1:\d+\/mcp$)/m,
+    {
+      env: { MCPMGR_HOME: options.home },
+      timeoutMs: 30_000,
+    },
+  );
   const login = loginUrl(running.output());
   expect(login !== undefined).toBe(options.expectLogin);
   if (login) expect(await completeLogin(login)).toBe(200);
@@ -62,19 +76,38 @@ describe("static credentials", () => {
   let upstream: ReturnType<typeof Bun.serve>;
   const seen: Headers[] = [];
   beforeAll(() => {
-    upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => (seen.push(req.headers), Response.json({ jsonrpc: "2.0", id: 1, result: {} })) });
+    upstream = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (req) => (seen.push(req.headers), Response.json({ jsonrpc: "2.0", id: 1, result: {} })),
+    });
   });
   afterAll(() => upstream.stop(true));
 
   test("a bearer token file and injected headers (literal and from the secrets manager) reach the remote; the client's token does not", async () => {
     const tokenFile = join(scratch, "bearer");
     await writeFile(tokenFile, "mcpmgr-static-token\n");
-    const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, ["--remote-auth-bearer-token-file", tokenFile, "--remote-forward-headers", "X-Api-Version=2", "--remote-forward-headers-secret", "X-Api-Key=api-key"], {
-      env: { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_API_KEY: "from-the-secrets-manager" },
-    });
+    const proxy = await startProxy(
+      `http://127.0.0.1:${upstream.port}/mcp`,
+      [
+        "--remote-auth-bearer-token-file",
+        tokenFile,
+        "--remote-forward-headers",
+        "X-Api-Version=2",
+        "--remote-forward-headers-secret",
+        "X-Api-Key=api-key",
+      ],
+      {
+        env: { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_API_KEY: "from-the-secrets-manager" },
+      },
+    );
     try {
       seen.length = 0;
-      const response = await fetch(proxy.url, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer the-clients-own-token" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+      const response = await fetch(proxy.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer the-clients-own-token" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+      });
       expect(response.status).toBe(200);
       expect(seen[0]?.get("authorization")).toBe("Bearer mcpmgr-static-token");
       expect(seen[0]?.get("x-api-version")).toBe("2");
@@ -92,7 +125,10 @@ describe("static credentials", () => {
       [["--remote-forward-headers", "Connection=close"], "cannot be injected"],
       [["--remote-auth-bearer-token", "t", "--remote-forward-headers", "Authorization=Bearer x"], "conflicts"],
     ] as const) {
-      const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "p", "--target-uri", `http://127.0.0.1:${upstream.port}/mcp`, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+      const result = Bun.spawnSync(
+        [process.execPath, CLI_ENTRY, "proxy", "p", "--target-uri", `http://127.0.0.1:${upstream.port}/mcp`, ...args],
+        { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } },
+      );
       expect(result.exitCode).toBe(2);
       expect(result.stderr.toString()).toContain(text);
     }
@@ -106,9 +142,26 @@ describe("the authorization-code flow with PKCE", () => {
   });
 
   test("logs in from the printed URL, then proxies with the token; the remote refuses the proxy without it", async () => {
-    const refused = await fetch(remote.url, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    const refused = await fetch(remote.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     expect(refused.status).toBe(401);
-    const args = ["--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[0]), "--remote-auth-skip-browser"];
+    const args = [
+      "--remote-auth",
+      "--remote-auth-issuer",
+      auth.issuer,
+      "--remote-auth-client-id",
+      CLIENTS.mcpmgr.client_id,
+      "--remote-auth-client-secret-file",
+      secretFile,
+      "--remote-auth-resource",
+      JWT_RESOURCE,
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[0]),
+      "--remote-auth-skip-browser",
+    ];
     const proxy = await startAuthenticatedProxy(args, { home, expectLogin: true });
     try {
       const login = new URL(proxy.login as string);
@@ -133,16 +186,43 @@ describe("the authorization-code flow with PKCE", () => {
   test("an expired access token is refreshed at start-up without a browser", async () => {
     const shortLived = await startAuthServer({ accessTokenTtl: 2 });
     const home2 = await mkdtemp(join(scratch, "home-refresh-"));
-    const protectedRemote = await startProxy(fixture.url, ["--oidc-issuer", shortLived.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+    const protectedRemote = await startProxy(fixture.url, [
+      "--oidc-issuer",
+      shortLived.issuer,
+      "--oidc-audience",
+      JWT_RESOURCE,
+      ...LOCAL_DEV,
+    ]);
     try {
-      const args = ["--target-uri", protectedRemote.url, "--remote-auth", "--remote-auth-issuer", shortLived.issuer, "--remote-auth-client-id", CLIENTS.mcpmgrPublic.client_id, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[1]), "--remote-auth-skip-browser"];
-      const first = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m, { env: { MCPMGR_HOME: home2 }, timeoutMs: 30_000 });
+      const args = [
+        "--target-uri",
+        protectedRemote.url,
+        "--remote-auth",
+        "--remote-auth-issuer",
+        shortLived.issuer,
+        "--remote-auth-client-id",
+        CLIENTS.mcpmgrPublic.client_id,
+        "--remote-auth-resource",
+        JWT_RESOURCE,
+        "--remote-auth-callback-port",
+        String(CALLBACK_PORTS[1]),
+        "--remote-auth-skip-browser",
+      ];
+      const first = await spawnUntil(
+        [process.execPath, CLI_ENTRY, "proxy", "b", ...args],
+        /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m,
+        { env: { MCPMGR_HOME: home2 }, timeoutMs: 30_000 },
+      );
       expect(await completeLogin(first.match[1] as string)).toBe(200);
       await until(() => clientUrl(first.output()), "the first proxy's URL");
       await first.stop();
       await Bun.sleep(2_500);
       const before = shortLived.grants.get("refresh_token") ?? 0;
-      const second = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m, { env: { MCPMGR_HOME: home2 }, timeoutMs: 30_000 });
+      const second = await spawnUntil(
+        [process.execPath, CLI_ENTRY, "proxy", "b", ...args],
+        /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m,
+        { env: { MCPMGR_HOME: home2 }, timeoutMs: 30_000 },
+      );
       try {
         expect(loginUrl(second.output())).toBeUndefined();
         expect(shortLived.grants.get("refresh_token") ?? 0).toBeGreaterThan(before);
@@ -159,20 +239,48 @@ describe("the authorization-code flow with PKCE", () => {
   test("a revoked grant leads to a new login, saying why", async () => {
     const shortLived = await startAuthServer({ accessTokenTtl: 2 });
     const home6 = await mkdtemp(join(scratch, "home-revoked-"));
-    const protectedRemote = await startProxy(fixture.url, ["--oidc-issuer", shortLived.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+    const protectedRemote = await startProxy(fixture.url, [
+      "--oidc-issuer",
+      shortLived.issuer,
+      "--oidc-audience",
+      JWT_RESOURCE,
+      ...LOCAL_DEV,
+    ]);
     try {
-      const args = ["--target-uri", protectedRemote.url, "--remote-auth", "--remote-auth-issuer", shortLived.issuer, "--remote-auth-client-id", CLIENTS.mcpmgrPublic.client_id, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[2]), "--remote-auth-skip-browser"];
-      const first = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m, { env: { MCPMGR_HOME: home6 }, timeoutMs: 30_000 });
+      const args = [
+        "--target-uri",
+        protectedRemote.url,
+        "--remote-auth",
+        "--remote-auth-issuer",
+        shortLived.issuer,
+        "--remote-auth-client-id",
+        CLIENTS.mcpmgrPublic.client_id,
+        "--remote-auth-resource",
+        JWT_RESOURCE,
+        "--remote-auth-callback-port",
+        String(CALLBACK_PORTS[2]),
+        "--remote-auth-skip-browser",
+      ];
+      const first = await spawnUntil(
+        [process.execPath, CLI_ENTRY, "proxy", "b", ...args],
+        /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m,
+        { env: { MCPMGR_HOME: home6 }, timeoutMs: 30_000 },
+      );
       expect(await completeLogin(first.match[1] as string)).toBe(200);
       await until(() => clientUrl(first.output()), "the first proxy's URL");
       await first.stop();
       // Revoke the stored refresh token at the authorization server, as an admin would.
       const { createSecretManager } = await import("../../src/secrets/manager.ts");
       const { resolvePaths } = await import("../../src/state/paths.ts");
-      const secrets = createSecretManager({ dir: resolvePaths({ ...process.env, MCPMGR_HOME: home6 }).dataDir, env: process.env });
+      const secrets = createSecretManager({
+        dir: resolvePaths({ ...process.env, MCPMGR_HOME: home6 }).dataDir,
+        env: process.env,
+      });
       const names = (await secrets.provider.list()).filter((n) => n.startsWith("oauth-"));
       expect(names.length).toBe(1);
-      const stored = JSON.parse((await secrets.resolveSecret(names[0] as string)).reveal()) as { refreshToken?: string };
+      const stored = JSON.parse((await secrets.resolveSecret(names[0] as string)).reveal()) as {
+        refreshToken?: string;
+      };
       expect(stored.refreshToken).toBeDefined();
       const revoked = await fetch(`${shortLived.issuer}/token/revocation`, {
         method: "POST",
@@ -181,11 +289,17 @@ describe("the authorization-code flow with PKCE", () => {
       });
       expect(revoked.status).toBe(200);
       await Bun.sleep(2_500);
-      const second = await spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m, { env: { MCPMGR_HOME: home6 }, timeoutMs: 30_000 });
+      const second = await spawnUntil(
+        [process.execPath, CLI_ENTRY, "proxy", "b", ...args],
+        /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m,
+        { env: { MCPMGR_HOME: home6 }, timeoutMs: 30_000 },
+      );
       try {
         expect(second.output()).toContain("the grant was revoked or expired, logging in again");
         expect(await completeLogin(second.match[1] as string)).toBe(200);
-        expect(await listTools(await until(() => clientUrl(second.output()), "the second proxy's URL"))).toContain("test_simple_text");
+        expect(await listTools(await until(() => clientUrl(second.output()), "the second proxy's URL"))).toContain(
+          "test_simple_text",
+        );
       } finally {
         await second.stop();
       }
@@ -197,7 +311,19 @@ describe("the authorization-code flow with PKCE", () => {
 
   test("no client credentials: mcpmgr registers itself (RFC 7591) and logs in", async () => {
     const home3 = await mkdtemp(join(scratch, "home-dcr-"));
-    const proxy = await startAuthenticatedProxy(["--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[2]), "--remote-auth-skip-browser"], { home: home3, expectLogin: true });
+    const proxy = await startAuthenticatedProxy(
+      [
+        "--remote-auth",
+        "--remote-auth-issuer",
+        auth.issuer,
+        "--remote-auth-resource",
+        JWT_RESOURCE,
+        "--remote-auth-callback-port",
+        String(CALLBACK_PORTS[2]),
+        "--remote-auth-skip-browser",
+      ],
+      { home: home3, expectLogin: true },
+    );
     try {
       expect(proxy.output()).toContain("registered mcpmgr as OAuth client");
       expect(new URL(proxy.login as string).searchParams.get("client_id")).not.toBe(CLIENTS.mcpmgr.client_id);
@@ -212,8 +338,27 @@ describe("the authorization-code flow with PKCE", () => {
     // A remote that names itself by its own URL (no --resource-url) and accepts tokens for it.
     const port = await freePort();
     const self = `http://127.0.0.1:${port}/mcp`;
-    const selfNamed = await startProxy(fixture.url, ["--port", String(port), "--oidc-issuer", auth.issuer, "--oidc-audience", self, ...LOCAL_DEV]);
-    const proxy = await startAuthenticatedProxy(["--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile, "--remote-auth-callback-port", String(CALLBACK_PORTS[0]), "--remote-auth-skip-browser"], { home: home4, expectLogin: true, target: self });
+    const selfNamed = await startProxy(fixture.url, [
+      "--port",
+      String(port),
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      self,
+      ...LOCAL_DEV,
+    ]);
+    const proxy = await startAuthenticatedProxy(
+      [
+        "--remote-auth-client-id",
+        CLIENTS.mcpmgr.client_id,
+        "--remote-auth-client-secret-file",
+        secretFile,
+        "--remote-auth-callback-port",
+        String(CALLBACK_PORTS[0]),
+        "--remote-auth-skip-browser",
+      ],
+      { home: home4, expectLogin: true, target: self },
+    );
     try {
       expect(proxy.output()).toContain(`its authorization server is ${auth.issuer}`);
       // The resource came from the remote's metadata.
@@ -227,8 +372,30 @@ describe("the authorization-code flow with PKCE", () => {
 
   test("two mcpmgr processes logging in at once on the same callback port both succeed", async () => {
     const homes = [await mkdtemp(join(scratch, "home-a-")), await mkdtemp(join(scratch, "home-b-"))];
-    const args = ["--target-uri", remote.url, "--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[1]), "--remote-auth-skip-browser", "--remote-auth-timeout", "30s"];
-    const procs = homes.map((home) => spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m, { env: { MCPMGR_HOME: home }, timeoutMs: 60_000 }));
+    const args = [
+      "--target-uri",
+      remote.url,
+      "--remote-auth",
+      "--remote-auth-issuer",
+      auth.issuer,
+      "--remote-auth-client-id",
+      CLIENTS.mcpmgr.client_id,
+      "--remote-auth-client-secret-file",
+      secretFile,
+      "--remote-auth-resource",
+      JWT_RESOURCE,
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[1]),
+      "--remote-auth-skip-browser",
+      "--remote-auth-timeout",
+      "30s",
+    ];
+    const procs = homes.map((home) =>
+      spawnUntil([process.execPath, CLI_ENTRY, "proxy", "b", ...args], /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m, {
+        env: { MCPMGR_HOME: home },
+        timeoutMs: 60_000,
+      }),
+    );
     // One waits for the other's login (they share the port): log in to whichever asks first, then the other.
     const first = await Promise.race(procs);
     expect(await completeLogin(first.match[1] as string)).toBe(200);
@@ -236,7 +403,8 @@ describe("the authorization-code flow with PKCE", () => {
     const second = both.find((p) => p !== first) as (typeof both)[number];
     expect(await completeLogin(second.match[1] as string)).toBe(200);
     try {
-      for (const p of both) expect(await listTools(await until(() => clientUrl(p.output()), "a client URL"))).toContain("test_simple_text");
+      for (const p of both)
+        expect(await listTools(await until(() => clientUrl(p.output()), "a client URL"))).toContain("test_simple_text");
     } finally {
       await Promise.all(both.map((p) => p.stop()));
     }
@@ -246,7 +414,26 @@ describe("the authorization-code flow with PKCE", () => {
     const home5 = await mkdtemp(join(scratch, "home-timeout-"));
     // Not spawnSync: the authorization server runs in this test process and must keep answering.
     const proc = Bun.spawn(
-      [process.execPath, CLI_ENTRY, "proxy", "b", "--target-uri", remote.url, "--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile, "--remote-auth-callback-port", String(CALLBACK_PORTS[2]), "--remote-auth-skip-browser", "--remote-auth-timeout", "1s"],
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "proxy",
+        "b",
+        "--target-uri",
+        remote.url,
+        "--remote-auth",
+        "--remote-auth-issuer",
+        auth.issuer,
+        "--remote-auth-client-id",
+        CLIENTS.mcpmgr.client_id,
+        "--remote-auth-client-secret-file",
+        secretFile,
+        "--remote-auth-callback-port",
+        String(CALLBACK_PORTS[2]),
+        "--remote-auth-skip-browser",
+        "--remote-auth-timeout",
+        "1s",
+      ],
       { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home5 }, stdout: "pipe", stderr: "pipe" },
     );
     const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
@@ -261,16 +448,28 @@ test("token exchange (RFC 8693): the client's token is exchanged for one the rem
   const secret = join(scratch, "exchanger-secret");
   await writeFile(secret, CLIENTS.exchanger.client_secret);
   const proxy = await startProxy(remote.url, [
-    "--oidc-issuer", auth.issuer, "--oidc-audience", B_RESOURCE, ...LOCAL_DEV,
-    "--token-exchange-url", `${auth.issuer}/token`,
-    "--token-exchange-client-id", CLIENTS.exchanger.client_id,
-    "--token-exchange-client-secret-file", secret,
-    "--token-exchange-audience", JWT_RESOURCE,
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    B_RESOURCE,
+    ...LOCAL_DEV,
+    "--token-exchange-url",
+    `${auth.issuer}/token`,
+    "--token-exchange-client-id",
+    CLIENTS.exchanger.client_id,
+    "--token-exchange-client-secret-file",
+    secret,
+    "--token-exchange-audience",
+    JWT_RESOURCE,
   ]);
   try {
     const clientToken = await auth.token({ resource: B_RESOURCE });
     const client = new Client({ name: "exchange-test", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { authorization: `Bearer ${clientToken}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(proxy.url), {
+        requestInit: { headers: { authorization: `Bearer ${clientToken}` } },
+      }),
+    );
     expect((await client.listTools()).tools.map((t) => t.name)).toContain("test_simple_text");
     await client.close();
     expect(auth.grants.get("urn:ietf:params:oauth:grant-type:token-exchange") ?? 0).toBeGreaterThan(0);
@@ -283,7 +482,26 @@ test("mcpmgr run URL --remote-auth (detached): run shows the supervisor's login 
   const home = await mkdtemp(join(scratch, "home-run-"));
   const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
   const proc = Bun.spawn(
-    [process.execPath, CLI_ENTRY, "run", remote.url, "--name", "oauth-remote", "--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-client-id", CLIENTS.mcpmgrPublic.client_id, "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[0]), "--remote-auth-skip-browser", "--remote-auth-timeout", "60s"],
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      remote.url,
+      "--name",
+      "oauth-remote",
+      "--remote-auth",
+      "--remote-auth-issuer",
+      auth.issuer,
+      "--remote-auth-client-id",
+      CLIENTS.mcpmgrPublic.client_id,
+      "--remote-auth-resource",
+      JWT_RESOURCE,
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[0]),
+      "--remote-auth-skip-browser",
+      "--remote-auth-timeout",
+      "60s",
+    ],
     { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" },
   );
   let stderr = "";
@@ -304,25 +522,46 @@ test("mcpmgr run URL --remote-auth (detached): run shows the supervisor's login 
 
 test("token exchange with --token-exchange-header-name puts the exchanged token in that header, not in Authorization", async () => {
   const seen: Headers[] = [];
-  const upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => (seen.push(req.headers), Response.json({ jsonrpc: "2.0", id: 1, result: {} })) });
+  const upstream = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req) => (seen.push(req.headers), Response.json({ jsonrpc: "2.0", id: 1, result: {} })),
+  });
   const B_RESOURCE = "https://b.example.test/mcp";
   const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
-    "--oidc-issuer", auth.issuer, "--oidc-audience", B_RESOURCE, ...LOCAL_DEV,
-    "--token-exchange-url", `${auth.issuer}/token`,
-    "--token-exchange-client-id", CLIENTS.exchanger.client_id,
-    "--token-exchange-client-secret", CLIENTS.exchanger.client_secret,
-    "--token-exchange-audience", "https://downstream.example.test",
-    "--token-exchange-scopes", "mcp:read",
-    "--token-exchange-header-name", "X-Exchanged-Token",
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    B_RESOURCE,
+    ...LOCAL_DEV,
+    "--token-exchange-url",
+    `${auth.issuer}/token`,
+    "--token-exchange-client-id",
+    CLIENTS.exchanger.client_id,
+    "--token-exchange-client-secret",
+    CLIENTS.exchanger.client_secret,
+    "--token-exchange-audience",
+    "https://downstream.example.test",
+    "--token-exchange-scopes",
+    "mcp:read",
+    "--token-exchange-header-name",
+    "X-Exchanged-Token",
   ]);
   try {
     const clientToken = await auth.token({ resource: B_RESOURCE });
-    const response = await fetch(proxy.url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${clientToken}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+    const response = await fetch(proxy.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${clientToken}` },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    });
     expect(response.status).toBe(200);
     const exchanged = seen[0]?.get("x-exchanged-token") ?? "";
     expect(seen[0]?.get("authorization")).toBeNull();
     expect(exchanged).not.toBe(clientToken);
-    const claims = JSON.parse(Buffer.from(exchanged.split(".")[1] as string, "base64url").toString()) as { aud: string; act: { sub: string } };
+    const claims = JSON.parse(Buffer.from(exchanged.split(".")[1] as string, "base64url").toString()) as {
+      aud: string;
+      act: { sub: string };
+    };
     expect(claims.aud).toBe("https://downstream.example.test");
     expect(claims.act.sub).toBe(CLIENTS.exchanger.client_id);
   } finally {
@@ -332,7 +571,10 @@ test("token exchange with --token-exchange-header-name puts the exchanged token 
 }, 60_000);
 
 describe("a remote cannot steer mcpmgr's authentication", () => {
-  const hostile = (metadata: (origin: string) => Record<string, unknown> | undefined, resourceMetadata?: (origin: string) => string) =>
+  const hostile = (
+    metadata: (origin: string) => Record<string, unknown> | undefined,
+    resourceMetadata?: (origin: string) => string,
+  ) =>
     Bun.serve({
       hostname: "127.0.0.1",
       port: 0,
@@ -342,18 +584,39 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
           const doc = metadata(url.origin);
           return doc ? Response.json(doc) : new Response("no", { status: 404 });
         }
-        const pointer = resourceMetadata ? resourceMetadata(url.origin) : `${url.origin}/.well-known/oauth-protected-resource/mcp`;
-        return new Response("{}", { status: 401, headers: { "www-authenticate": `Bearer resource_metadata="${pointer}"` } });
+        const pointer = resourceMetadata
+          ? resourceMetadata(url.origin)
+          : `${url.origin}/.well-known/oauth-protected-resource/mcp`;
+        return new Response("{}", {
+          status: 401,
+          headers: { "www-authenticate": `Bearer resource_metadata="${pointer}"` },
+        });
       },
     });
   const tryProxy = async (target: string) => {
-    const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "b", "--target-uri", target, "--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-skip-browser"], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: scratch }, stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "proxy",
+        "b",
+        "--target-uri",
+        target,
+        "--remote-auth-client-id",
+        CLIENTS.mcpmgr.client_id,
+        "--remote-auth-skip-browser",
+      ],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: scratch }, stdout: "pipe", stderr: "pipe" },
+    );
     const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
     return { code, stderr };
   };
 
   test("metadata about another resource (RFC 9728 §3.3) is refused: no token of another server is offered", async () => {
-    const server = hostile(() => ({ resource: "https://victim.example.test/mcp", authorization_servers: [auth.issuer] }));
+    const server = hostile(() => ({
+      resource: "https://victim.example.test/mcp",
+      authorization_servers: [auth.issuer],
+    }));
     try {
       const { code, stderr } = await tryProxy(`http://127.0.0.1:${server.port}/mcp`);
       expect(code).toBe(1);
@@ -364,7 +627,10 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
   });
 
   test("metadata URLs with other schemes are refused, never fetched", async () => {
-    const server = hostile(() => undefined, () => "file:///etc/passwd");
+    const server = hostile(
+      () => undefined,
+      () => "file:///etc/passwd",
+    );
     try {
       const { code, stderr } = await tryProxy(`http://127.0.0.1:${server.port}/mcp`);
       expect(code).toBe(1);
@@ -381,10 +647,18 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
       port: 0,
       fetch: (req) => {
         const origin = new URL(req.url).origin;
-        return Response.json({ issuer: origin, authorization_endpoint: "javascript:alert(1)", token_endpoint: `${origin}/token`, response_types_supported: ["code"] });
+        return Response.json({
+          issuer: origin,
+          authorization_endpoint: "javascript:alert(1)",
+          token_endpoint: `${origin}/token`,
+          response_types_supported: ["code"],
+        });
       },
     });
-    const server = hostile((origin) => ({ resource: `${origin}/mcp`, authorization_servers: [`http://127.0.0.1:${fake.port}`] }));
+    const server = hostile((origin) => ({
+      resource: `${origin}/mcp`,
+      authorization_servers: [`http://127.0.0.1:${fake.port}`],
+    }));
     try {
       const { code, stderr } = await tryProxy(`http://127.0.0.1:${server.port}/mcp`);
       expect(code).toBe(1);
@@ -398,7 +672,10 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
 });
 
 test("a background run refuses literal secrets that would be stored in its configuration", () => {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "https://remote.example.test/mcp", "--remote-auth-bearer-token", "abc"], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: scratch } });
+  const result = Bun.spawnSync(
+    [process.execPath, CLI_ENTRY, "run", "https://remote.example.test/mcp", "--remote-auth-bearer-token", "abc"],
+    { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: scratch } },
+  );
   expect(result.exitCode).toBe(2);
   expect(result.stderr.toString()).toContain("--remote-auth-bearer-token-file");
 });

@@ -22,14 +22,26 @@ beforeAll(() => {
     port: 0,
     async fetch(req) {
       seen.push({ authorization: req.headers.get("authorization"), body: new URLSearchParams(await req.text()) });
-      return Response.json({ access_token: `exchanged-${seen.length}`, issued_token_type: "urn:ietf:params:oauth:token-type:access_token", token_type: "Bearer", expires_in: 300 });
+      return Response.json({
+        access_token: `exchanged-${seen.length}`,
+        issued_token_type: "urn:ietf:params:oauth:token-type:access_token",
+        token_type: "Bearer",
+        expires_in: 300,
+      });
     },
   });
 });
 afterAll(() => sts.stop(true));
 
 function spec(client: Pick<TokenExchangeSpec, "clientId" | "clientSecret">): TokenExchangeSpec {
-  return { url: new URL(`http://127.0.0.1:${sts.port}/token`), audience: "https://remote.example/mcp", scopes: ["mcp:read"], subjectTokenType: "access_token", headerName: "Authorization", ...client };
+  return {
+    url: new URL(`http://127.0.0.1:${sts.port}/token`),
+    audience: "https://remote.example/mcp",
+    scopes: ["mcp:read"],
+    subjectTokenType: "access_token",
+    headerName: "Authorization",
+    ...client,
+  };
 }
 
 async function exchange(client: Pick<TokenExchangeSpec, "clientId" | "clientSecret">): Promise<Seen> {

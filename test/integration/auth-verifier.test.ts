@@ -7,14 +7,25 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { SignJWT, importJWK } from "jose";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { createTokenVerifier, TokenRejected } from "../../src/auth/incoming/verifier.ts";
-import { JWT_RESOURCE, signingKey, startAuthServer, type AuthServer, type JsonWebKeyWithKid } from "../support/auth-server.ts";
+import {
+  JWT_RESOURCE,
+  signingKey,
+  startAuthServer,
+  type AuthServer,
+  type JsonWebKeyWithKid,
+} from "../support/auth-server.ts";
 
 let auth: AuthServer;
 let first: JsonWebKeyWithKid;
 
 const specFor = (issuer: string) =>
   incomingAuthSpec(
-    { "oidc-issuer": issuer, "oidc-audience": JWT_RESOURCE, "oidc-insecure-allow-http": true, "jwks-allow-private-ip": true },
+    {
+      "oidc-issuer": issuer,
+      "oidc-audience": JWT_RESOURCE,
+      "oidc-insecure-allow-http": true,
+      "jwks-allow-private-ip": true,
+    },
     new Set(["oidc-issuer", "oidc-audience", "oidc-insecure-allow-http", "jwks-allow-private-ip"]),
   )!;
 
@@ -40,10 +51,16 @@ afterAll(async () => {
 test("exp and nbf are enforced with a small clock tolerance", async () => {
   const token = await auth.token();
   const now = Date.now();
-  expect((await (await createTokenVerifier(specFor(auth.issuer), { now: () => now })).verify(token)).subject).toBe("service-client");
+  expect((await (await createTokenVerifier(specFor(auth.issuer), { now: () => now })).verify(token)).subject).toBe(
+    "service-client",
+  );
   // 300 s lifetime: 20 s past expiry is within the 30 s tolerance, 10 minutes is not.
-  expect((await (await createTokenVerifier(specFor(auth.issuer), { now: () => now + 320_000 })).verify(token)).subject).toBe("service-client");
-  const expired = await rejection((await createTokenVerifier(specFor(auth.issuer), { now: () => now + 600_000 })).verify(token));
+  expect(
+    (await (await createTokenVerifier(specFor(auth.issuer), { now: () => now + 320_000 })).verify(token)).subject,
+  ).toBe("service-client");
+  const expired = await rejection(
+    (await createTokenVerifier(specFor(auth.issuer), { now: () => now + 600_000 })).verify(token),
+  );
   expect(expired.message).toBe("the token has expired");
   const seconds = Math.floor(now / 1000);
   const notYet = await new SignJWT({ sub: "early", aud: JWT_RESOURCE, iss: auth.issuer })
@@ -51,7 +68,9 @@ test("exp and nbf are enforced with a small clock tolerance", async () => {
     .setNotBefore(seconds + 600)
     .setExpirationTime(seconds + 900)
     .sign(await importJWK(first, "RS256"));
-  expect((await rejection((await createTokenVerifier(specFor(auth.issuer))).verify(notYet))).message).toBe("the token is not valid yet");
+  expect((await rejection((await createTokenVerifier(specFor(auth.issuer))).verify(notYet))).message).toBe(
+    "the token is not valid yet",
+  );
 });
 
 test("a rotated signing key is fetched from the JWKS when a token names it", async () => {
@@ -71,11 +90,15 @@ test("symmetric and unsigned algorithms are refused even with a matching key id"
   const verifier = await createTokenVerifier(specFor(auth.issuer));
   const now = Math.floor(Date.now() / 1000);
   const claims = { sub: "mallory", aud: JWT_RESOURCE, iss: auth.issuer, iat: now, exp: now + 60 };
-  const hs256 = await new SignJWT(claims).setProtectedHeader({ alg: "HS256", kid: "key-1" }).sign(new TextEncoder().encode("x".repeat(32)));
+  const hs256 = await new SignJWT(claims)
+    .setProtectedHeader({ alg: "HS256", kid: "key-1" })
+    .sign(new TextEncoder().encode("x".repeat(32)));
   expect((await rejection(verifier.verify(hs256))).message).toBe("the token's signing algorithm is not allowed");
   const none = `${Buffer.from(JSON.stringify({ alg: "none", kid: "key-1" })).toString("base64url")}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.sig`;
   expect((await rejection(verifier.verify(none))).error).toBe("invalid_token");
   // A properly signed token without exp is refused too.
-  const noExp = await new SignJWT({ sub: "x", aud: JWT_RESOURCE, iss: auth.issuer }).setProtectedHeader({ alg: "RS256", kid: "key-1" }).sign(await importJWK(first, "RS256"));
+  const noExp = await new SignJWT({ sub: "x", aud: JWT_RESOURCE, iss: auth.issuer })
+    .setProtectedHeader({ alg: "RS256", kid: "key-1" })
+    .sign(await importJWK(first, "RS256"));
   expect((await rejection(verifier.verify(noExp))).error).toBe("invalid_token");
 });

@@ -28,14 +28,28 @@ afterAll(async () => {
 async function policyFile(name: string, policies: string[], yaml = false): Promise<string> {
   const path = join(dir, name);
   const content = { version: "1.0", type: "cedarv1", cedar: { policies, entities_json: "[]" } };
-  await writeFile(path, yaml ? `version: "1.0"\ntype: cedarv1\ncedar:\n  policies:\n${policies.map((p) => `    - '${p}'`).join("\n")}\n` : JSON.stringify(content));
+  await writeFile(
+    path,
+    yaml
+      ? `version: "1.0"\ntype: cedarv1\ncedar:\n  policies:\n${policies.map((p) => `    - '${p}'`).join("\n")}\n`
+      : JSON.stringify(content),
+  );
   return path;
 }
 
 async function session(args: string[], token?: string) {
-  const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "-e", "PROBE_SETTING=on", ...args], /^(http:\/\/\S+)$/m, { timeoutMs: 60_000 });
+  const run = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "-e", "PROBE_SETTING=on", ...args],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 60_000 },
+  );
   const client = new Client({ name: "authz-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string), token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {}));
+  await client.connect(
+    new StreamableHTTPClientTransport(
+      new URL(run.match[1] as string),
+      token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {},
+    ),
+  );
   const call = async (name: string, args: Record<string, unknown>) => {
     try {
       const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[] };
@@ -57,7 +71,20 @@ test("with OIDC: the token's subject and claims decide; lists are filtered; argu
   const auditConfig = join(dir, "oidc-audit.json");
   await writeFile(auditConfig, JSON.stringify({ logFile: auditLog, eventTypes: ["mcp_tool_call"] }));
   const { run, client, call } = await session(
-    ["--authz-config", policies, "--tools", "env,read_file,write_file", "--audit-config", auditConfig, "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip"],
+    [
+      "--authz-config",
+      policies,
+      "--tools",
+      "env,read_file,write_file",
+      "--audit-config",
+      auditConfig,
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      JWT_RESOURCE,
+      "--oidc-insecure-allow-http",
+      "--jwks-allow-private-ip",
+    ],
     await auth.token({ scope: "mcp:read" }),
   );
   try {
@@ -65,20 +92,40 @@ test("with OIDC: the token's subject and claims decide; lists are filtered; argu
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["env"]);
     expect(await call("env", { name: "PROBE_SETTING" })).toBe("on");
     expect(await call("read_file", { path: "/etc/hostname" })).not.toContain("Forbidden");
-    expect(await call("read_file", { path: "/tmp/elsewhere" })).toContain("Forbidden: call_tool on Tool::\\\"read_file\\\" is not permitted");
+    expect(await call("read_file", { path: "/tmp/elsewhere" })).toContain(
+      'Forbidden: call_tool on Tool::\\"read_file\\" is not permitted',
+    );
     expect(await call("write_file", { path: "/tmp/x" })).toContain("Forbidden");
     // Methods outside the model are denied by default.
-    const prompt = await client.getPrompt({ name: "anything" }).then(() => "allowed", (err: unknown) => String(err));
+    const prompt = await client.getPrompt({ name: "anything" }).then(
+      () => "allowed",
+      (err: unknown) => String(err),
+    );
     expect(prompt).toContain("Forbidden");
     await client.close();
   } finally {
     await run.stop();
   }
-  const subjects = (await readFile(auditLog, "utf8")).trim().split("\n").map((line) => (JSON.parse(line) as { subject: { sub: string } }).subject.sub);
+  const subjects = (await readFile(auditLog, "utf8"))
+    .trim()
+    .split("\n")
+    .map((line) => (JSON.parse(line) as { subject: { sub: string } }).subject.sub);
   expect(subjects.length).toBeGreaterThan(0);
   expect(new Set(subjects)).toEqual(new Set(["service-client"]));
   // The same policies, a token without the scope the first rule wants: env is gone.
-  const narrow = await session(["--authz-config", policies, "--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--oidc-insecure-allow-http", "--jwks-allow-private-ip"], await auth.token({ scope: "mcp:write" }));
+  const narrow = await session(
+    [
+      "--authz-config",
+      policies,
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      JWT_RESOURCE,
+      "--oidc-insecure-allow-http",
+      "--jwks-allow-private-ip",
+    ],
+    await auth.token({ scope: "mcp:write" }),
+  );
   try {
     expect((await narrow.client.listTools()).tools.map((t) => t.name)).toEqual([]);
     expect(await narrow.call("env", { name: "PROBE_SETTING" })).toContain("Forbidden");
@@ -89,7 +136,11 @@ test("with OIDC: the token's subject and claims decide; lists are filtered; argu
 }, 120_000);
 
 test("without authentication the principal is the local user; denials are audited as denied (YAML policy file)", async () => {
-  const policies = await policyFile("local.yaml", ['permit(principal == Client::"local", action == Action::"call_tool", resource == Tool::"env");'], true);
+  const policies = await policyFile(
+    "local.yaml",
+    ['permit(principal == Client::"local", action == Action::"call_tool", resource == Tool::"env");'],
+    true,
+  );
   const logFile = join(dir, "audit.jsonl");
   const audit = join(dir, "audit.json");
   await writeFile(audit, JSON.stringify({ logFile, eventTypes: ["mcp_tool_call"] }));
@@ -104,19 +155,36 @@ test("without authentication the principal is the local user; denials are audite
     const raw = (body: unknown) =>
       fetch(run.match[1] as string, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18", "mcp-session-id": sessionId },
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-06-18",
+          "mcp-session-id": sessionId,
+        },
         body: JSON.stringify(body),
       });
-    const unknownMethod = await raw({ jsonrpc: "2.0", id: 7, method: "completion/complete", params: { ref: { type: "ref/prompt", name: "p" }, argument: { name: "a", value: "" } } });
+    const unknownMethod = await raw({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "completion/complete",
+      params: { ref: { type: "ref/prompt", name: "p" }, argument: { name: "a", value: "" } },
+    });
     expect(unknownMethod.status).toBe(403);
     expect(((await unknownMethod.json()) as { error: { code: number } }).error.code).toBe(-32001);
-    const idless = await raw({ jsonrpc: "2.0", method: "tools/call", params: { name: "write_file", arguments: { path: "/tmp/x" } } });
+    const idless = await raw({
+      jsonrpc: "2.0",
+      method: "tools/call",
+      params: { name: "write_file", arguments: { path: "/tmp/x" } },
+    });
     expect(idless.status).toBe(403);
     await client.close();
   } finally {
     await run.stop();
   }
-  const outcomes = (await readFile(logFile, "utf8")).trim().split("\n").map((line) => JSON.parse(line) as { target: { tool: string }; outcome: string });
+  const outcomes = (await readFile(logFile, "utf8"))
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as { target: { tool: string }; outcome: string });
   expect(outcomes.map((e) => [e.target.tool, e.outcome])).toEqual([
     ["env", "success"],
     ["write_file", "denied"],
@@ -126,9 +194,18 @@ test("without authentication the principal is the local user; denials are audite
 test("policies that do not parse, and files of the wrong shape, are start-up errors", async () => {
   const broken = await policyFile("broken.json", ["permit(principal, action, resource) when { nope ;"]);
   const wrongType = join(dir, "wrong.json");
-  await writeFile(wrongType, JSON.stringify({ version: "1.0", type: "opa", cedar: { policies: ["permit(principal, action, resource);"] } }));
-  for (const [file, text] of [[broken, "do not parse"], [wrongType, "type: must be \"cedarv1\""]] as const) {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--authz-config", file], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+  await writeFile(
+    wrongType,
+    JSON.stringify({ version: "1.0", type: "opa", cedar: { policies: ["permit(principal, action, resource);"] } }),
+  );
+  for (const [file, text] of [
+    [broken, "do not parse"],
+    [wrongType, 'type: must be "cedarv1"'],
+  ] as const) {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--authz-config", file], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1" },
+    });
     expect(result.exitCode).toBe(2);
     expect(result.stderr.toString()).toContain(text);
   }

@@ -5,7 +5,12 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startBridge } from "../support/bridge-server.ts";
-import { expectSameChecks, runConformance, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import {
+  expectSameChecks,
+  runConformance,
+  startConformanceServer,
+  type RunningFixture,
+} from "../support/conformance.ts";
 
 let fixture: RunningFixture;
 let bridged: Awaited<ReturnType<typeof startBridge>>;

@@ -4,7 +4,17 @@
  * sessions use identical JSON-RPC ids; the stream is the session.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
-import { connectClient, post, rawToolJson, sseEvents, startProbeBridge, toolCall, waitFor, type Bridged, type ProbeClient } from "../fixtures/bridge-probe-client.ts";
+import {
+  connectClient,
+  post,
+  rawToolJson,
+  sseEvents,
+  startProbeBridge,
+  toolCall,
+  waitFor,
+  type Bridged,
+  type ProbeClient,
+} from "../fixtures/bridge-probe-client.ts";
 
 // Real server processes; generous for slow machines (each test here takes well under 3 s).
 setDefaultTimeout(20_000);
@@ -35,7 +45,12 @@ async function openLegacy() {
     expect(answer.status).toBe(202);
     await answer.body?.cancel();
   };
-  await send({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "raw-sse", version: "1" } } });
+  await send({
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "raw-sse", version: "1" } },
+  });
   const init = await events.nextMessage();
   expect(init.id).toBe(0);
   expect(init.result?.protocolVersion).toBe("2024-11-05");
@@ -44,11 +59,15 @@ async function openLegacy() {
 }
 
 test("two SDK SSE clients with identical ids each receive only their own responses", async () => {
-  const clients: ProbeClient[] = await Promise.all(["sse-a", "sse-b"].map((name) => connectClient(bridged.url, name, { sse: true })));
+  const clients: ProbeClient[] = await Promise.all(
+    ["sse-a", "sse-b"].map((name) => connectClient(bridged.url, name, { sse: true })),
+  );
   try {
     for (let round = 0; round < 30; round++) {
       const results = await Promise.all(
-        clients.map((c, i) => c.call("echo", { text: `${c.name} round ${round}`, delayMs: (round + i) % 3 }).then((r) => r.text)),
+        clients.map((c, i) =>
+          c.call("echo", { text: `${c.name} round ${round}`, delayMs: (round + i) % 3 }).then((r) => r.text),
+        ),
       );
       expect(results).toEqual(clients.map((c) => `${c.name} round ${round}`));
     }
@@ -64,7 +83,10 @@ test("raw streams: each response arrives once, on the stream of the session that
   try {
     for (const round of ["first", "second", "third"]) {
       // The same id on both sessions, sent at the same time.
-      await Promise.all([a.send(toolCall(42, "echo", { text: `A ${round}`, delayMs: 5 })), b.send(toolCall(42, "echo", { text: `B ${round}` }))]);
+      await Promise.all([
+        a.send(toolCall(42, "echo", { text: `A ${round}`, delayMs: 5 })),
+        b.send(toolCall(42, "echo", { text: `B ${round}` })),
+      ]);
       const [onA, onB] = await Promise.all([a.events.nextMessage(), b.events.nextMessage()]);
       // Had the previous round been broadcast, its foreign copy would be read here first.
       expect(onA.id).toBe(42);

@@ -43,7 +43,10 @@ describe("timeouts and expiry (requestTimeoutMs 300, sessionIdleMs 1000)", () =>
   test("a tool call the server does not answer in time gets a JSON-RPC error, and the server is told to cancel it", async () => {
     const s = await rawSession(bridged.url);
     const started = performance.now();
-    const res = await post(bridged.url, toolCall("slow", "sleep", { ms: 5_000 }), { ...s.headers, accept: "application/json" });
+    const res = await post(bridged.url, toolCall("slow", "sleep", { ms: 5_000 }), {
+      ...s.headers,
+      accept: "application/json",
+    });
     const elapsed = performance.now() - started;
     expect(res.status).toBe(200);
     const [message, ...rest] = await messagesOf(res);
@@ -128,7 +131,9 @@ describe("server output and exit", () => {
     const before = bridged.invalidLines.length;
     const c = await connectClient(bridged.url, "noisy", { bridge: bridged.bridge });
     try {
-      const texts = await Promise.all(Array.from({ length: 20 }, (_, i) => c.call("echo", { text: `through the noise ${i}` }).then((r) => r.text)));
+      const texts = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => c.call("echo", { text: `through the noise ${i}` }).then((r) => r.text)),
+      );
       expect(texts).toEqual(Array.from({ length: 20 }, (_, i) => `through the noise ${i}`));
       // One noise line per tool call, each skipped.
       expect(bridged.invalidLines.length - before).toBe(20);
@@ -144,7 +149,10 @@ describe("server output and exit", () => {
     const bGet = await openGetStream(bridged.url, b.headers, bridged.bridge);
     const sdk: ProbeClient = await connectClient(bridged.url, "sdk-pending", { bridge: bridged.bridge });
 
-    const pendingRaw = post(bridged.url, toolCall(1, "sleep", { ms: 10_000 }), { ...a.headers, accept: "application/json" }).then(messagesOf);
+    const pendingRaw = post(bridged.url, toolCall(1, "sleep", { ms: 10_000 }), {
+      ...a.headers,
+      accept: "application/json",
+    }).then(messagesOf);
     const pendingSdk = sdk.call("sleep", { ms: 10_000 }, { timeout: 8_000 }).then(
       () => undefined,
       (err: unknown) => err,

@@ -52,27 +52,34 @@ describe("identical JSON-RPC ids from many sessions", () => {
       // Every client's n-th request has the same id (the SDK counts from 0 per client);
       // random delays make the server answer out of order.
       const results = await Promise.all(
-        clients.map((c, i) => c.call("echo", { text: `client ${i} round ${round}`, delayMs: Math.floor(Math.random() * 4) })),
+        clients.map((c, i) =>
+          c.call("echo", { text: `client ${i} round ${round}`, delayMs: Math.floor(Math.random() * 4) }),
+        ),
       );
       results.forEach((r, i) => {
         received[i]?.push(r.text);
         serverIds.add(r.requestId);
       });
     }
-    received.forEach((texts, i) => expect(texts).toEqual(Array.from({ length: 50 }, (_, round) => `client ${i} round ${round}`)));
+    received.forEach((texts, i) =>
+      expect(texts).toEqual(Array.from({ length: 50 }, (_, round) => `client ${i} round ${round}`)),
+    );
     // The server saw 800 distinct ids: the bridge remapped them.
     expect(serverIds.size).toBe(16 * 50);
     for (const c of clients) expect(c.seen.errors).toEqual([]);
   });
 
-  test("16 raw sessions sending id 7 (and id \"7\") concurrently: nothing lost, nothing crossed", async () => {
+  test('16 raw sessions sending id 7 (and id "7") concurrently: nothing lost, nothing crossed', async () => {
     const sessions = await Promise.all(Array.from({ length: 16 }, () => rawSession(bridged.url)));
     const run = async (s: (typeof sessions)[number], i: number) => {
       const mismatches: string[] = [];
       for (let round = 0; round < 50; round++) {
         const id = round % 2 === 0 ? 7 : "7";
         const text = `raw ${i}/${round}/${crypto.randomUUID()}`;
-        const res = await post(bridged.url, toolCall(id, "echo", { text, delayMs: round % 3 }), { ...s.headers, accept: "application/json" });
+        const res = await post(bridged.url, toolCall(id, "echo", { text, delayMs: round % 3 }), {
+          ...s.headers,
+          accept: "application/json",
+        });
         const [message, ...extra] = await messagesOf(res);
         if (res.status !== 200 || extra.length > 0 || message?.id !== id || rawToolJson(message).text !== text) {
           mismatches.push(`${res.status} ${JSON.stringify(message)} (wanted ${text})`);
@@ -89,7 +96,11 @@ describe("progress", () => {
   test("two raw sessions using the same progressToken each see only their own progress", async () => {
     const [a, b] = await Promise.all([rawSession(bridged.url), rawSession(bridged.url)]);
     const call = (s: typeof a, tag: string) =>
-      post(bridged.url, toolCall(1, "progress", { steps: 5, delayMs: 15, tag }, { progressToken: "shared-token" }), s.headers).then(messagesOf);
+      post(
+        bridged.url,
+        toolCall(1, "progress", { steps: 5, delayMs: 15, tag }, { progressToken: "shared-token" }),
+        s.headers,
+      ).then(messagesOf);
     const [fromA, fromB] = await Promise.all([call(a, "A"), call(b, "B")]);
     for (const [messages, tag] of [
       [fromA, "A"],
@@ -125,7 +136,10 @@ describe("fan-out", () => {
     const clients = await Promise.all(["lc-a", "lc-b", "lc-c"].map((n) => client(n)));
     const before = clients.map((c) => c.seen.toolsChanged);
     await clients[0]?.call("notify_list_changed");
-    await waitFor(() => clients.every((c, i) => c.seen.toolsChanged > (before[i] ?? 0)), "list_changed on every session");
+    await waitFor(
+      () => clients.every((c, i) => c.seen.toolsChanged > (before[i] ?? 0)),
+      "list_changed on every session",
+    );
     // A barrier on the same streams: anything duplicated would have arrived before it.
     const barrier = clients.map((c) => c.seen.promptsChanged);
     await clients[1]?.call("update_resource", { uri: "probe://nobody", barrier: true });
@@ -199,22 +213,35 @@ describe("initialize", () => {
     }
     const { result } = await rawSession(bridged.url, "1999-01-01");
     expect(result.protocolVersion).toBe(LATEST_PROTOCOL_VERSION);
-    const stats = rawToolJson((await messagesOf(await post(bridged.url, toolCall(1, "stats"), (await rawSession(bridged.url)).headers)))[0]);
+    const stats = rawToolJson(
+      (await messagesOf(await post(bridged.url, toolCall(1, "stats"), (await rawSession(bridged.url)).headers)))[0],
+    );
     expect(stats.initialize).toBe(1);
   });
 });
 
 describe("cancellation", () => {
-  const statsOf = async (headers: Record<string, string>) => rawToolJson((await messagesOf(await post(bridged.url, toolCall("stats", "stats"), headers)))[0]);
+  const statsOf = async (headers: Record<string, string>) =>
+    rawToolJson((await messagesOf(await post(bridged.url, toolCall("stats", "stats"), headers)))[0]);
 
   test("notifications/cancelled for id 5 cancels that session's request 5 only", async () => {
     const [a, b] = await Promise.all([rawSession(bridged.url), rawSession(bridged.url)]);
     const before = await statsOf(b.headers);
     const fromA = post(bridged.url, toolCall(5, "sleep", { ms: 3_000 }), { ...a.headers, accept: "application/json" });
-    fromA.then((res) => res.body?.cancel(), () => {});
-    const fromB = post(bridged.url, toolCall(5, "sleep", { ms: 400 }), { ...b.headers, accept: "application/json" }).then(messagesOf);
+    fromA.then(
+      (res) => res.body?.cancel(),
+      () => {},
+    );
+    const fromB = post(bridged.url, toolCall(5, "sleep", { ms: 400 }), {
+      ...b.headers,
+      accept: "application/json",
+    }).then(messagesOf);
     await waitInFlight(bridged, 2);
-    const cancel = await post(bridged.url, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 5, reason: "test" } }, a.headers);
+    const cancel = await post(
+      bridged.url,
+      { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 5, reason: "test" } },
+      a.headers,
+    );
     expect(cancel.status).toBe(202);
     const [answerB] = await fromB;
     expect(answerB?.id).toBe(5);
@@ -227,10 +254,20 @@ describe("cancellation", () => {
   // A cancelled request gets no response; the POST that carried it must still end.
   test("the POST that carried a cancelled request ends promptly", async () => {
     const a = await rawSession(bridged.url);
-    const pending = post(bridged.url, toolCall(6, "sleep", { ms: 3_000 }), { ...a.headers, accept: "application/json" });
+    const pending = post(bridged.url, toolCall(6, "sleep", { ms: 3_000 }), {
+      ...a.headers,
+      accept: "application/json",
+    });
     await waitInFlight(bridged, 1);
-    await post(bridged.url, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 6, reason: "test" } }, a.headers);
-    const settled = await Promise.race([pending.then((res) => res.text()), Bun.sleep(1_500).then(() => "still pending")]);
+    await post(
+      bridged.url,
+      { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 6, reason: "test" } },
+      a.headers,
+    );
+    const settled = await Promise.race([
+      pending.then((res) => res.text()),
+      Bun.sleep(1_500).then(() => "still pending"),
+    ]);
     expect(settled).not.toBe("still pending");
     expect(settled).not.toContain('"result"');
   });

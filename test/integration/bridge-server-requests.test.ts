@@ -5,7 +5,13 @@
  * messages are filtered per session by that session's logging/setLevel.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { connectClient, startProbeBridge, waitFor, type Bridged, type ProbeClient } from "../fixtures/bridge-probe-client.ts";
+import {
+  connectClient,
+  startProbeBridge,
+  waitFor,
+  type Bridged,
+  type ProbeClient,
+} from "../fixtures/bridge-probe-client.ts";
 import { LOG_LEVELS } from "../fixtures/bridge-probe-server.ts";
 
 // Real server processes; generous for slow machines (each test here takes well under 3 s).
@@ -20,7 +26,11 @@ async function client(name: string, options: { serverRequests?: boolean } = {}):
   return c;
 }
 
-const counts = (c: ProbeClient) => ({ sampling: c.seen.sampling.length, elicitation: c.seen.elicitation.length, roots: c.seen.roots });
+const counts = (c: ProbeClient) => ({
+  sampling: c.seen.sampling.length,
+  elicitation: c.seen.elicitation.length,
+  roots: c.seen.roots,
+});
 
 beforeAll(async () => {
   bridged = await startProbeBridge();
@@ -54,7 +64,10 @@ describe("server→client requests", () => {
     expect(counts(b)).toEqual({ sampling: 0, elicitation: 0, roots: 0 });
 
     // And the other way round.
-    expect(await b.call("sample", { prompt: "question from B" })).toEqual({ answer: "answer from B", model: "model-B" });
+    expect(await b.call("sample", { prompt: "question from B" })).toEqual({
+      answer: "answer from B",
+      model: "model-B",
+    });
     expect((await b.call("roots")).roots).toEqual([{ uri: "file:///roots/B", name: "B" }]);
     expect(counts(a)).toEqual({ sampling: 1, elicitation: 1, roots: 1 });
     expect([...a.seen.errors, ...b.seen.errors]).toEqual([]);
@@ -125,7 +138,8 @@ describe("logging/setLevel per session", () => {
       // The barrier (a list_changed, sent to everyone) follows the log messages.
       await waitFor(() => everyone.every((x, i) => x.seen.promptsChanged > (barrier[i] ?? 0)), "the barrier");
     };
-    const levelsOf = (c: ProbeClient, tag: string) => c.seen.logs.filter((l) => String(l.data).startsWith(`${tag}:`)).map((l) => l.level);
+    const levelsOf = (c: ProbeClient, tag: string) =>
+      c.seen.logs.filter((l) => String(l.data).startsWith(`${tag}:`)).map((l) => l.level);
 
     // B asks first, so A's more verbose level has to be passed on to the server.
     await b.client.setLoggingLevel("error");

@@ -12,14 +12,23 @@ beforeAll(async () => {
 });
 afterAll(() => bridged?.stop());
 
-const statelessHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28" };
+const statelessHeaders = {
+  "content-type": "application/json",
+  accept: "application/json, text/event-stream",
+  "mcp-protocol-version": "2026-07-28",
+};
 
 test("a stateless tools/call is answered and leaves no session", async () => {
   const before = bridged.bridge.sessionCount;
   const res = await fetch(bridged.url, {
     method: "POST",
     headers: { ...statelessHeaders, "mcp-method": "tools/call", "mcp-name": "test_simple_text" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "test_simple_text", arguments: {} } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "test_simple_text", arguments: {} },
+    }),
   });
   expect(res.status).toBe(200);
   expect(res.headers.get("mcp-session-id")).toBeNull();
@@ -32,7 +41,16 @@ test("a stateless tools/call is answered and leaves no session", async () => {
 
 test("GET and DELETE without a session answer 405 for stateless clients, 400 for others", async () => {
   for (const method of ["GET", "DELETE"]) {
-    expect((await fetch(bridged.url, { method, headers: { ...statelessHeaders, accept: "text/event-stream" } })).status).toBe(405);
-    expect((await fetch(bridged.url, { method, headers: { accept: "text/event-stream", "mcp-protocol-version": "2025-06-18" } })).status).toBe(400);
+    expect(
+      (await fetch(bridged.url, { method, headers: { ...statelessHeaders, accept: "text/event-stream" } })).status,
+    ).toBe(405);
+    expect(
+      (
+        await fetch(bridged.url, {
+          method,
+          headers: { accept: "text/event-stream", "mcp-protocol-version": "2025-06-18" },
+        })
+      ).status,
+    ).toBe(400);
   }
 });

@@ -56,7 +56,11 @@ describe("batches", () => {
     expect(s.result.protocolVersion).toBe("2025-03-26");
     const res = await post(
       bridged.url,
-      [toolCall(1, "echo", { text: "first", delayMs: 20 }), { jsonrpc: "2.0", method: "notifications/roots/list_changed" }, toolCall(2, "echo", { text: "second" })],
+      [
+        toolCall(1, "echo", { text: "first", delayMs: 20 }),
+        { jsonrpc: "2.0", method: "notifications/roots/list_changed" },
+        toolCall(2, "echo", { text: "second" }),
+      ],
       s.headers,
     );
     expect(res.status).toBe(200);
@@ -69,7 +73,14 @@ describe("batches", () => {
   });
 
   test("initialize cannot be batched", async () => {
-    const res = await post(bridged.url, [{ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "x", version: "1" } } }]);
+    const res = await post(bridged.url, [
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+      },
+    ]);
     expect(res.status).toBe(400);
   });
 });
@@ -119,7 +130,10 @@ describe("sessions and headers", () => {
 
   test("DELETE with a request in flight: the server is told to cancel it and the pending POST ends", async () => {
     const s = await rawSession(bridged.url);
-    const pending = post(bridged.url, toolCall(1, "sleep", { ms: 3_000 }), { ...s.headers, accept: "application/json" });
+    const pending = post(bridged.url, toolCall(1, "sleep", { ms: 3_000 }), {
+      ...s.headers,
+      accept: "application/json",
+    });
     await waitInFlight(bridged, 1);
     const res = await fetch(bridged.url, { method: "DELETE", headers: s.headers });
     expect(res.status).toBe(200);
@@ -134,13 +148,21 @@ describe("sessions and headers", () => {
 
   test("a POST of notifications or responses only is answered 202 with no body", async () => {
     const s = await rawSession(bridged.url);
-    const notification = await post(bridged.url, { jsonrpc: "2.0", method: "notifications/roots/list_changed" }, s.headers);
+    const notification = await post(
+      bridged.url,
+      { jsonrpc: "2.0", method: "notifications/roots/list_changed" },
+      s.headers,
+    );
     expect(notification.status).toBe(202);
     expect(await notification.text()).toBe("");
     const response = await post(bridged.url, { jsonrpc: "2.0", id: 12345, result: {} }, s.headers);
     expect(response.status).toBe(202);
     // The session still works.
-    expect((await messagesOf(await post(bridged.url, ping(3), s.headers)))[0]).toEqual({ jsonrpc: "2.0", id: 3, result: {} });
+    expect((await messagesOf(await post(bridged.url, ping(3), s.headers)))[0]).toEqual({
+      jsonrpc: "2.0",
+      id: 3,
+      result: {},
+    });
   });
 
   test("a request from a foreign Origin is refused with 403", async () => {
@@ -161,7 +183,10 @@ describe("GET stream", () => {
   test("an idle GET stream answers 200 with text/event-stream at once", async () => {
     const s = await rawSession(bridged.url);
     const controller = new AbortController();
-    const response = fetch(bridged.url, { headers: { ...s.headers, accept: "text/event-stream" }, signal: controller.signal });
+    const response = fetch(bridged.url, {
+      headers: { ...s.headers, accept: "text/event-stream" },
+      signal: controller.signal,
+    });
     response.catch(() => {});
     const res = await Promise.race([response, Bun.sleep(1_000).then(() => undefined)]);
     controller.abort();
@@ -182,7 +207,10 @@ describe("GET stream", () => {
     otherGet.abort();
 
     first.abort();
-    await waitFor(() => bridged.bridge.getSession(s.sessionId)?.standalone?.canStream === false, "the bridge to see the GET stream close");
+    await waitFor(
+      () => bridged.bridge.getSession(s.sessionId)?.standalone?.canStream === false,
+      "the bridge to see the GET stream close",
+    );
     const third = await openGetStream(bridged.url, s.headers, bridged.bridge);
     third.abort();
   });
@@ -191,11 +219,16 @@ describe("GET stream", () => {
     const s = await rawSession(bridged.url);
     const get = await openGetStream(bridged.url, s.headers, bridged.bridge);
     const messages = await messagesOf(await post(bridged.url, toolCall(1, "notify_list_changed"), s.headers));
-    expect(messages.map((m) => m.method ?? `response ${m.id}`)).toEqual(["notifications/tools/list_changed", "response 1"]);
+    expect(messages.map((m) => m.method ?? `response ${m.id}`)).toEqual([
+      "notifications/tools/list_changed",
+      "response 1",
+    ]);
     // Another session triggers a barrier that this session receives on its GET stream;
     // a duplicate of the list_changed would have arrived before it.
     const other = await rawSession(bridged.url);
-    await messagesOf(await post(bridged.url, toolCall(1, "update_resource", { uri: "probe://none", barrier: true }), other.headers));
+    await messagesOf(
+      await post(bridged.url, toolCall(1, "update_resource", { uri: "probe://none", barrier: true }), other.headers),
+    );
     const onGet = await get.events();
     const next = await onGet.nextMessage(3_000);
     expect(next.method).toBe("notifications/prompts/list_changed");
@@ -206,7 +239,8 @@ describe("GET stream", () => {
 describe("POST answers per Accept", () => {
   test("JSON when JSON is acceptable, SSE when only SSE is or SSE is named first, 406 when neither", async () => {
     const s = await rawSession(bridged.url);
-    const call = (id: number, accept: string) => post(bridged.url, toolCall(id, "echo", { text: accept }), { ...s.headers, accept });
+    const call = (id: number, accept: string) =>
+      post(bridged.url, toolCall(id, "echo", { text: accept }), { ...s.headers, accept });
 
     const json = await call(1, "application/json");
     expect(json.headers.get("content-type")).toContain("application/json");

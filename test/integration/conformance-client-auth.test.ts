@@ -17,13 +17,32 @@ test(
     const out = await mkdtemp(join(tmpdir(), "mcpmgr-conformance-auth-"));
     try {
       const driver = `${process.execPath} ${join(REPO_ROOT, "test/fixtures/conformance-auth-driver.ts")}`;
-      const proc = Bun.spawn([process.execPath, join(REPO_ROOT, "node_modules/@modelcontextprotocol/conformance/dist/index.js"), "client", "--suite", "auth", "--command", driver, "-o", out, "--timeout", "60000"], {
-        cwd: REPO_ROOT,
-        env: { ...process.env, NO_COLOR: "1" },
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+      const proc = Bun.spawn(
+        [
+          process.execPath,
+          join(REPO_ROOT, "node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+          "client",
+          "--suite",
+          "auth",
+          "--command",
+          driver,
+          "-o",
+          out,
+          "--timeout",
+          "60000",
+        ],
+        {
+          cwd: REPO_ROOT,
+          env: { ...process.env, NO_COLOR: "1" },
+          stdout: "pipe",
+          stderr: "pipe",
+        },
+      );
+      const [stdout, stderr] = await Promise.all([
+        new Response(proc.stdout).text(),
+        new Response(proc.stderr).text(),
+        proc.exited,
+      ]);
       const total = /Total: (\d+) passed, (\d+) failed/.exec(stdout + stderr);
       expect(total).not.toBeNull();
       const [, passed, failed] = total as RegExpExecArray;

@@ -3,7 +3,12 @@
  * against the fixture directly (which is full marks, see conformance-direct.test.ts).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { expectSameChecks, runConformance, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import {
+  expectSameChecks,
+  runConformance,
+  startConformanceServer,
+  type RunningFixture,
+} from "../support/conformance.ts";
 import { startProxy } from "../support/processes.ts";
 
 let fixture: RunningFixture;

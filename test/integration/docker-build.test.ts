@@ -14,7 +14,10 @@ import { REPO_ROOT } from "../support/processes.ts";
 /** Like runInDocker, with call() giving the tool's text only. */
 async function runForeground(args: string[]) {
   const run = await runInDocker(args);
-  return { ...run, call: async (name: string, args: Record<string, unknown> = {}) => (await run.call(name, args)).text };
+  return {
+    ...run,
+    call: async (name: string, args: Record<string, unknown> = {}) => (await run.call(name, args)).text,
+  };
 }
 let scratch: string;
 let probeDir: string;
@@ -30,8 +33,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
-
-
 
 function builtImages(slug: string): string[] {
   const out = docker("images", "--format", "{{.Repository}}:{{.Tag}}", `mcpmgr-build/${slug}`).out;
@@ -104,7 +105,13 @@ test("build options are validated before anything is built", async () => {
   expect(badCert.err).toContain("--ca-cert");
 
   // With verification enabled, the build's base images must be pinned by digest too.
-  const unpinnedBase = await runFails([`npx://${probeDir}`, "--runtime-image", NODE_BASE_IMAGE, "--image-verification", "enabled"]);
+  const unpinnedBase = await runFails([
+    `npx://${probeDir}`,
+    "--runtime-image",
+    NODE_BASE_IMAGE,
+    "--image-verification",
+    "enabled",
+  ]);
   expect(unpinnedBase.code).toBe(1);
   expect(unpinnedBase.err).toContain(`image verification failed: ${NODE_BASE_IMAGE} is not pinned by digest`);
 
@@ -116,18 +123,56 @@ test("build options are validated before anything is built", async () => {
 test("--ca-cert and --runtime-add-package reach the build (the CA is trusted in the image)", async () => {
   const dir = join(scratch, "ca");
   await cp(join(REPO_ROOT, "test/fixtures/sandbox-probe"), dir, { recursive: true });
-  const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=mcpmgr-test-ca", "-days", "1", "-keyout", join(scratch, "ca.key"), "-out", join(scratch, "ca.pem")], { stderr: "pipe" });
+  const made = Bun.spawnSync(
+    [
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-subj",
+      "/CN=mcpmgr-test-ca",
+      "-days",
+      "1",
+      "-keyout",
+      join(scratch, "ca.key"),
+      "-out",
+      join(scratch, "ca.pem"),
+    ],
+    { stderr: "pipe" },
+  );
   expect(made.exitCode).toBe(0);
-  const run = await runForeground([`npx://${dir}`, "--name", "docker-ca", "--runtime-image", NODE_BASE_IMAGE, "--ca-cert", join(scratch, "ca.pem")]);
+  const run = await runForeground([
+    `npx://${dir}`,
+    "--name",
+    "docker-ca",
+    "--runtime-image",
+    NODE_BASE_IMAGE,
+    "--ca-cert",
+    join(scratch, "ca.pem"),
+  ]);
   try {
-    expect(await run.call("env", { name: "NODE_EXTRA_CA_CERTS" })).toBe("/usr/local/share/ca-certificates/mcpmgr-ca.crt");
-    expect(await run.call("read_file", { path: "/etc/ssl/certs/ca-certificates.crt" })).toContain((await Bun.file(join(scratch, "ca.pem")).text()).split("\n")[1] as string);
+    expect(await run.call("env", { name: "NODE_EXTRA_CA_CERTS" })).toBe(
+      "/usr/local/share/ca-certificates/mcpmgr-ca.crt",
+    );
+    expect(await run.call("read_file", { path: "/etc/ssl/certs/ca-certificates.crt" })).toContain(
+      (await Bun.file(join(scratch, "ca.pem")).text()).split("\n")[1] as string,
+    );
     await run.client.close();
   } finally {
     await run.stop();
   }
   // A package manager the base image lacks is a build error with the build's own words.
-  const failed = await runFails([`npx://${dir}`, "--name", "docker-addpkg", "--runtime-image", NODE_BASE_IMAGE, "--runtime-add-package", "git"]);
+  const failed = await runFails([
+    `npx://${dir}`,
+    "--name",
+    "docker-addpkg",
+    "--runtime-image",
+    NODE_BASE_IMAGE,
+    "--runtime-add-package",
+    "git",
+  ]);
   expect(failed.code).toBe(1);
   expect(failed.err).toContain("no apk, apt-get or microdnf");
   for (const tag of builtImages("npx-ca")) docker("rmi", "-f", tag);

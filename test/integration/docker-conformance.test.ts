@@ -4,7 +4,12 @@
  * checks as the fixture over HTTP directly, as it does under the process runtime.
  */
 import { afterAll, beforeAll, test } from "bun:test";
-import { expectSameChecks, runConformance, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import {
+  expectSameChecks,
+  runConformance,
+  startConformanceServer,
+  type RunningFixture,
+} from "../support/conformance.ts";
 import { fixtureImages } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
 
@@ -14,10 +19,24 @@ let run: Running & { match: RegExpExecArray };
 beforeAll(async () => {
   const images = await fixtureImages();
   fixture = await startConformanceServer();
-  run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", images.conformance, "--name", "docker-conformance", "--permission-profile", "none"], /^(http:\/\/\S+)$/m, {
-    env: { MCPMGR_RUNTIME: "docker" },
-    timeoutMs: 60_000,
-  });
+  run = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      images.conformance,
+      "--name",
+      "docker-conformance",
+      "--permission-profile",
+      "none",
+    ],
+    /^(http:\/\/\S+)$/m,
+    {
+      env: { MCPMGR_RUNTIME: "docker" },
+      timeoutMs: 60_000,
+    },
+  );
 }, 300_000);
 
 afterAll(async () => {

@@ -29,7 +29,16 @@ afterAll(() => {
 function occupy(name: string, labels: Record<string, string>): string {
   docker("rm", "-f", name);
   made.push(name);
-  const created = docker("run", "-d", "--name", name, ...Object.entries(labels).flatMap(([k, v]) => ["--label", `${k}=${v}`]), NODE_BASE_IMAGE, "sleep", "300");
+  const created = docker(
+    "run",
+    "-d",
+    "--name",
+    name,
+    ...Object.entries(labels).flatMap(([k, v]) => ["--label", `${k}=${v}`]),
+    NODE_BASE_IMAGE,
+    "sleep",
+    "300",
+  );
   if (created.code !== 0) throw new Error(created.err);
   return created.out;
 }
@@ -66,7 +75,10 @@ function lines(server: ContainerServer): () => Promise<{ id: number; result: unk
 }
 
 test("a container that is not mcpmgr's, or another workload's, keeps its name: WORKLOAD_EXISTS, and it survives", async () => {
-  for (const labels of [{ "mcpmgr-test": "true" }, { mcpmgr: "true", "mcpmgr.workload": "someone-else" }] as Record<string, string>[]) {
+  for (const labels of [{ "mcpmgr-test": "true" }, { mcpmgr: "true", "mcpmgr.workload": "someone-else" }] as Record<
+    string,
+    string
+  >[]) {
     const id = occupy("mcpmgr-owned-test", labels);
     const err = await rejection(startServerContainer(engine, probeOptions("owned-test"), true), "WORKLOAD_EXISTS");
     expect(err.hint).toContain("docker rm -f mcpmgr-owned-test");

@@ -8,7 +8,15 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { docker, fixtureImages, leftovers, networkGateway, runInDocker as runForeground, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
+import {
+  docker,
+  fixtureImages,
+  leftovers,
+  networkGateway,
+  runInDocker as runForeground,
+  runInDockerFails,
+  type FixtureImages,
+} from "../support/docker-fixtures.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
 
 const TARGET_PORT = 8000;
@@ -21,7 +29,18 @@ let gateway: string;
 function startTarget(name: string): { name: string; ip: string } {
   docker("rm", "-f", name);
   const script = `require("http").createServer((q, s) => s.end("${name}")).listen(${TARGET_PORT})`;
-  const started = docker("run", "-d", "--name", name, "--label", "mcpmgr-test=true", NODE_BASE_IMAGE, "node", "-e", script);
+  const started = docker(
+    "run",
+    "-d",
+    "--name",
+    name,
+    "--label",
+    "mcpmgr-test=true",
+    NODE_BASE_IMAGE,
+    "node",
+    "-e",
+    script,
+  );
   if (started.code !== 0) throw new Error(started.err);
   const ip = docker("inspect", name, "--format", "{{.NetworkSettings.IPAddress}}").out;
   return { name, ip };
@@ -43,7 +62,6 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-
 /**
  * The test's "internet": the target containers joined to the workload's outside network,
  * where the egress helper reaches them (the host itself is blocked, as it should be).
@@ -52,7 +70,13 @@ afterAll(async () => {
 function exposeTargets(workload: string): () => void {
   const network = `mcpmgr-${workload}.external`;
   for (const target of targets) expect(docker("network", "connect", network, target.name).code).toBe(0);
-  for (const target of targets) target.ip = docker("inspect", target.name, "--format", `{{(index .NetworkSettings.Networks "${network}").IPAddress}}`).out;
+  for (const target of targets)
+    target.ip = docker(
+      "inspect",
+      target.name,
+      "--format",
+      `{{(index .NetworkSettings.Networks "${network}").IPAddress}}`,
+    ).out;
   return () => {
     for (const target of targets) docker("network", "disconnect", "-f", network, target.name);
   };
@@ -69,14 +93,27 @@ describe("--isolate-network", () => {
     // The targets get their outside-network addresses only after the run created that
     // network, so the profile allows target a by name (resolved by the helper, then checked).
     const name = "docker-isolated";
-    const profile = await profileFile("one-host", { network: { outbound: { allow_host: ["mcpmgr-test-target-a"], allow_port: [TARGET_PORT] } } });
-    const run = await runForeground([images.probe, "--name", name, "--isolate-network", "--permission-profile", profile]);
+    const profile = await profileFile("one-host", {
+      network: { outbound: { allow_host: ["mcpmgr-test-target-a"], allow_port: [TARGET_PORT] } },
+    });
+    const run = await runForeground([
+      images.probe,
+      "--name",
+      name,
+      "--isolate-network",
+      "--permission-profile",
+      profile,
+    ]);
     const hide = exposeTargets(name);
     const [a, b] = targets as unknown as [{ ip: string }, { ip: string }];
     try {
       // Names resolve through the outside network's DNS, in the helper, after the check.
-      expect((await run.call("http_get", { url: `http://mcpmgr-test-target-a:${TARGET_PORT}/` })).text).toBe("status 200: mcpmgr-test-target-a");
-      expect((await run.call("http_get", { url: `http://mcpmgr-test-target-b:${TARGET_PORT}/` })).text).toStartWith("status 403");
+      expect((await run.call("http_get", { url: `http://mcpmgr-test-target-a:${TARGET_PORT}/` })).text).toBe(
+        "status 200: mcpmgr-test-target-a",
+      );
+      expect((await run.call("http_get", { url: `http://mcpmgr-test-target-b:${TARGET_PORT}/` })).text).toStartWith(
+        "status 403",
+      );
       // By address: a is not named by its address in the profile, so both are refused.
       expect((await run.call("http_get", { url: `http://${b.ip}:${TARGET_PORT}/` })).text).toStartWith("status 403");
       // Going around the proxy finds no route: the network is internal...
@@ -85,7 +122,9 @@ describe("--isolate-network", () => {
       const internalGateway = networkGateway(`mcpmgr-${name}.internal`);
       expect(internalGateway).not.toBe("");
       expect((await run.call("tcp_connect", { host: internalGateway, port: hostServer.port })).isError).toBe(true);
-      expect((await run.call("http_get", { url: `http://${internalGateway}:${hostServer.port}/` })).text).toStartWith("status 403");
+      expect((await run.call("http_get", { url: `http://${internalGateway}:${hostServer.port}/` })).text).toStartWith(
+        "status 403",
+      );
       expect(leftovers(name).networks.length).toBe(2);
       expect(leftovers(name).containers.length).toBe(2);
       await run.client.close();
@@ -101,20 +140,32 @@ describe("--isolate-network", () => {
     const blocked = await runForeground([images.probe, "--name", "docker-gw-blocked", "--isolate-network"]);
     const hide = exposeTargets("docker-gw-blocked");
     try {
-      expect((await blocked.call("http_get", { url: `http://${targets[1]?.ip}:${TARGET_PORT}/` })).text).toBe("status 200: mcpmgr-test-target-b");
+      expect((await blocked.call("http_get", { url: `http://${targets[1]?.ip}:${TARGET_PORT}/` })).text).toBe(
+        "status 200: mcpmgr-test-target-b",
+      );
       expect((await blocked.call("http_get", { url })).text).toStartWith("status 403");
-      expect((await blocked.call("http_get", { url: "http://169.254.169.254/latest/meta-data/" })).text).toStartWith("status 403");
+      expect((await blocked.call("http_get", { url: "http://169.254.169.254/latest/meta-data/" })).text).toStartWith(
+        "status 403",
+      );
       expect((await blocked.call("http_get", { url: `http://127.0.0.1:3128/` })).text).toStartWith("status 403");
       await blocked.client.close();
     } finally {
       hide();
       await blocked.stop();
     }
-    const allowed = await runForeground([images.probe, "--name", "docker-gw-allowed", "--isolate-network", "--allow-docker-gateway"]);
+    const allowed = await runForeground([
+      images.probe,
+      "--name",
+      "docker-gw-allowed",
+      "--isolate-network",
+      "--allow-docker-gateway",
+    ]);
     try {
       expect((await allowed.call("http_get", { url })).text).toBe("status 200: host");
       // The flag opens the Docker host only: cloud metadata and the helper's own ports stay shut.
-      expect((await allowed.call("http_get", { url: "http://169.254.169.254/latest/meta-data/" })).text).toStartWith("status 403");
+      expect((await allowed.call("http_get", { url: "http://169.254.169.254/latest/meta-data/" })).text).toStartWith(
+        "status 403",
+      );
       expect((await allowed.call("http_get", { url: "http://127.0.0.1:3128/" })).text).toStartWith("status 403");
       await allowed.client.close();
     } finally {
@@ -124,7 +175,15 @@ describe("--isolate-network", () => {
 
   test("an HTTP server is reached only through the ingress relay; profile none denies all egress", async () => {
     const name = "docker-isolated-http";
-    const run = await runForeground([images.httpProbe, "--name", name, "--transport", "streamable-http", "--permission-profile", "none"]);
+    const run = await runForeground([
+      images.httpProbe,
+      "--name",
+      name,
+      "--transport",
+      "streamable-http",
+      "--permission-profile",
+      "none",
+    ]);
     try {
       expect((await run.call("whoami")).text).toContain("transport=streamable-http");
       const server = JSON.parse(docker("inspect", `mcpmgr-${name}`).out)[0];
@@ -132,8 +191,12 @@ describe("--isolate-network", () => {
       expect(server.HostConfig.NetworkMode).toBe(`mcpmgr-${name}.internal`);
       const helper = JSON.parse(docker("inspect", `mcpmgr-${name}.egress`).out)[0];
       // The helper is on its own outside network, not the shared bridge other containers use.
-      expect(Object.keys(helper.NetworkSettings.Networks).sort()).toEqual([`mcpmgr-${name}.external`, `mcpmgr-${name}.internal`]);
-      for (const bindings of Object.values(helper.HostConfig.PortBindings) as { HostIp: string }[][]) for (const b of bindings) expect(b.HostIp).toBe("127.0.0.1");
+      expect(Object.keys(helper.NetworkSettings.Networks).sort()).toEqual([
+        `mcpmgr-${name}.external`,
+        `mcpmgr-${name}.internal`,
+      ]);
+      for (const bindings of Object.values(helper.HostConfig.PortBindings) as { HostIp: string }[][])
+        for (const b of bindings) expect(b.HostIp).toBe("127.0.0.1");
       expect(helper.HostConfig.CapDrop).toEqual(["ALL"]);
       expect(helper.HostConfig.ReadonlyRootfs).toBe(true);
       await run.client.close();

@@ -9,7 +9,13 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findFreePort } from "../../src/proxy/serve.ts";
-import { docker, fixtureImages, runInDocker, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
+import {
+  docker,
+  fixtureImages,
+  runInDocker,
+  runInDockerFails,
+  type FixtureImages,
+} from "../support/docker-fixtures.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
 
 let images: FixtureImages;
@@ -28,7 +34,11 @@ afterAll(async () => {
 function withExposed(expose: string): string {
   const tag = `${images.httpProbe.replace("/http-probe:", "/http-probe-exposed:")}-${expose.replace(/[^0-9a-z]+/g, "-")}`;
   if (docker("image", "inspect", tag).code === 0) return tag;
-  const built = Bun.spawnSync(["docker", "build", "-q", "-t", tag, "-"], { stdin: Buffer.from(`FROM ${images.httpProbe}\nEXPOSE ${expose}\n`), stdout: "pipe", stderr: "pipe" });
+  const built = Bun.spawnSync(["docker", "build", "-q", "-t", tag, "-"], {
+    stdin: Buffer.from(`FROM ${images.httpProbe}\nEXPOSE ${expose}\n`),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   if (built.exitCode !== 0) throw new Error(`docker build ${tag} failed: ${built.stderr.toString()}`);
   return tag;
 }
@@ -36,13 +46,28 @@ function withExposed(expose: string): string {
 test("--network host: the server listens on the registry entry's port, or --target-port, and the proxy reaches it there", async () => {
   const [entryPort, flagPort] = [await findFreePort(), await findFreePort()];
   const registry = join(scratch, "registry.json");
-  const entry = { name: "hostnet-http", description: "the HTTP probe", transport: "streamable-http", targetPort: entryPort, source: { image: images.httpProbe }, permissions: "network", tools: ["whoami"] };
+  const entry = {
+    name: "hostnet-http",
+    description: "the HTTP probe",
+    transport: "streamable-http",
+    targetPort: entryPort,
+    source: { image: images.httpProbe },
+    permissions: "network",
+    tools: ["whoami"],
+  };
   await writeFile(registry, JSON.stringify({ servers: [entry] }));
-  for (const [extra, port] of [[[], entryPort], [["--target-port", String(flagPort)], flagPort]] as const) {
-    const run = await runInDocker(["hostnet-http", "--name", "docker-hostnet-port", "--network", "host", ...extra], { env: { MCPMGR_REGISTRY: registry } });
+  for (const [extra, port] of [
+    [[], entryPort],
+    [["--target-port", String(flagPort)], flagPort],
+  ] as const) {
+    const run = await runInDocker(["hostnet-http", "--name", "docker-hostnet-port", "--network", "host", ...extra], {
+      env: { MCPMGR_REGISTRY: registry },
+    });
     try {
       expect((await run.call("whoami")).text).toContain(`port=${port}`);
-      expect(docker("inspect", "mcpmgr-docker-hostnet-port", "--format", "{{.HostConfig.NetworkMode}}").out).toBe("host");
+      expect(docker("inspect", "mcpmgr-docker-hostnet-port", "--format", "{{.HostConfig.NetworkMode}}").out).toBe(
+        "host",
+      );
       await run.client.close();
     } finally {
       await run.stop();
@@ -53,13 +78,31 @@ test("--network host: the server listens on the registry entry's port, or --targ
 test("--network host: a chosen port something already listens on is refused; an image's EXPOSE is not used there", async () => {
   const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("someone else") });
   try {
-    const refused = await runInDockerFails([images.httpProbe, "--name", "docker-hostnet-busy", "--transport", "streamable-http", "--network", "host", "--target-port", String(busy.port)]);
+    const refused = await runInDockerFails([
+      images.httpProbe,
+      "--name",
+      "docker-hostnet-busy",
+      "--transport",
+      "streamable-http",
+      "--network",
+      "host",
+      "--target-port",
+      String(busy.port),
+    ]);
     expect(refused.code).not.toBe(0);
     expect(refused.err).toContain(`port ${busy.port} is already in use`);
   } finally {
     await busy.stop(true);
   }
-  const run = await runInDocker([withExposed("7071 9999/udp"), "--name", "docker-hostnet-exposed", "--transport", "streamable-http", "--network", "host"]);
+  const run = await runInDocker([
+    withExposed("7071 9999/udp"),
+    "--name",
+    "docker-hostnet-exposed",
+    "--transport",
+    "streamable-http",
+    "--network",
+    "host",
+  ]);
   try {
     expect((await run.call("whoami")).text).not.toContain("port=7071");
     await run.client.close();
@@ -69,7 +112,13 @@ test("--network host: a chosen port something already listens on is refused; an 
 }, 120_000);
 
 test("without --target-port or a registry port, the image's single EXPOSEd TCP port is the server's", async () => {
-  const run = await runInDocker([withExposed("7071 9999/udp"), "--name", "docker-exposed-port", "--transport", "streamable-http"]);
+  const run = await runInDocker([
+    withExposed("7071 9999/udp"),
+    "--name",
+    "docker-exposed-port",
+    "--transport",
+    "streamable-http",
+  ]);
   try {
     expect((await run.call("whoami")).text).toContain("port=7071");
     await run.client.close();
@@ -79,10 +128,19 @@ test("without --target-port or a registry port, the image's single EXPOSEd TCP p
 }, 120_000);
 
 test("--target-host is refused for a container workload, and `run --help` says it does not apply to them", async () => {
-  const { code, err } = await runInDockerFails([images.httpProbe, "--transport", "streamable-http", "--target-host", "0.0.0.0"]);
+  const { code, err } = await runInDockerFails([
+    images.httpProbe,
+    "--transport",
+    "streamable-http",
+    "--target-host",
+    "0.0.0.0",
+  ]);
   expect(code).toBe(2);
   expect(err).toContain("--target-host applies to servers run as local processes");
-  const help = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--help"], { env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe" }).stdout.toString();
+  const help = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--help"], {
+    env: { ...process.env, NO_COLOR: "1" },
+    stdout: "pipe",
+  }).stdout.toString();
   const line = help.split("\n").find((l) => l.includes("--target-host")) ?? "";
   expect(line).toContain("container workloads refuse it");
 }, 60_000);

@@ -22,7 +22,10 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "mcpmgr-registry-"));
   const port = await freePort();
   const config = join(dir, "config.yml");
-  writeFileSync(config, `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, "data")}\nhttp:\n  addr: 127.0.0.1:${port}\n`);
+  writeFileSync(
+    config,
+    `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, "data")}\nhttp:\n  addr: 127.0.0.1:${port}\n`,
+  );
   registry = Bun.spawn(["docker-registry", "serve", config], { stdout: "ignore", stderr: "pipe" });
   for (let i = 0; i < 100; i++) {
     if ((await fetch(`http://127.0.0.1:${port}/v2/`).catch(() => undefined))?.ok) break;
@@ -32,7 +35,11 @@ beforeAll(async () => {
   // A layer only this image has, so the pull really downloads something.
   tagged = `127.0.0.1:${port}/mcpmgr-test/pulled:1`;
   const dockerfile = `FROM ${images.conformance}\nRUN ["/bin/busybox", "sh", "-c", "echo ${crypto.randomUUID()} > /app/layer-of-its-own"]\n`;
-  const built = Bun.spawnSync(["docker", "build", "-q", "-t", tagged, "-"], { stdin: Buffer.from(dockerfile), stdout: "pipe", stderr: "pipe" });
+  const built = Bun.spawnSync(["docker", "build", "-q", "-t", tagged, "-"], {
+    stdin: Buffer.from(dockerfile),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   if (built.exitCode !== 0) throw new Error(`docker build failed: ${built.stderr.toString()}`);
   const pushed = docker("push", tagged);
   if (pushed.code !== 0) throw new Error(`docker push failed: ${pushed.err}`);

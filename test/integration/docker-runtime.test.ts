@@ -7,10 +7,19 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { docker, fixtureImages, leftovers, networkGateway, runInDocker, runInDockerFails as runFails, type FixtureImages } from "../support/docker-fixtures.ts";
+import {
+  docker,
+  fixtureImages,
+  leftovers,
+  networkGateway,
+  runInDocker,
+  runInDockerFails as runFails,
+  type FixtureImages,
+} from "../support/docker-fixtures.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
 
-const runForeground = (args: string[], env: Record<string, string> = {}, cwd?: string) => runInDocker(args, { env, ...(cwd ? { cwd } : {}), timeoutMs: 60_000 });
+const runForeground = (args: string[], env: Record<string, string> = {}, cwd?: string) =>
+  runInDocker(args, { env, ...(cwd ? { cwd } : {}), timeoutMs: 60_000 });
 let images: FixtureImages;
 let scratch: string;
 
@@ -23,9 +32,11 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-
-
-function inspect(name: string): { Config: { Labels: Record<string, string>; User: string }; HostConfig: Record<string, unknown>; State: { Running: boolean } } {
+function inspect(name: string): {
+  Config: { Labels: Record<string, string>; User: string };
+  HostConfig: Record<string, unknown>;
+  State: { Running: boolean };
+} {
   const result = docker("inspect", name);
   expect(result.code).toBe(0);
   return (JSON.parse(result.out) as ReturnType<typeof inspect>[])[0] as ReturnType<typeof inspect>;
@@ -33,11 +44,28 @@ function inspect(name: string): { Config: { Labels: Record<string, string>; User
 
 test("a stdio image runs hardened and labelled behind the bridge; stop removes it", async () => {
   const name = "docker-stdio";
-  const run = await runForeground([images.probe, "--name", name, "-l", "team=search", "--label", "tier=dev", "-e", "PROBE_SETTING=on"]);
+  const run = await runForeground([
+    images.probe,
+    "--name",
+    name,
+    "-l",
+    "team=search",
+    "--label",
+    "tier=dev",
+    "-e",
+    "PROBE_SETTING=on",
+  ]);
   try {
     expect((await run.call("env", { name: "PROBE_SETTING" })).text).toBe("on");
     const info = inspect(`mcpmgr-${name}`);
-    expect(info.Config.Labels).toMatchObject({ mcpmgr: "true", "mcpmgr.workload": name, "mcpmgr.transport": "stdio", "mcpmgr.group": "default", team: "search", tier: "dev" });
+    expect(info.Config.Labels).toMatchObject({
+      mcpmgr: "true",
+      "mcpmgr.workload": name,
+      "mcpmgr.transport": "stdio",
+      "mcpmgr.group": "default",
+      team: "search",
+      tier: "dev",
+    });
     expect(Number(info.Config.Labels["mcpmgr.port"])).toBeGreaterThan(0);
     expect(info.HostConfig.CapDrop).toEqual(["ALL"]);
     expect(info.HostConfig.SecurityOpt).toEqual(["no-new-privileges"]);
@@ -54,7 +82,16 @@ test("a stdio image runs hardened and labelled behind the bridge; stop removes i
 }, 120_000);
 
 test("invalid labels are refused, naming each of them", async () => {
-  const { code, err } = await runFails([images.probe, "--name", "bad-labels", "-l", "mcpmgr.workload=x", "--label=-bad=1", "-l", "ok=1"]);
+  const { code, err } = await runFails([
+    images.probe,
+    "--name",
+    "bad-labels",
+    "-l",
+    "mcpmgr.workload=x",
+    "--label=-bad=1",
+    "-l",
+    "ok=1",
+  ]);
   expect(code).toBe(2);
   expect(err).toContain("mcpmgr.workload");
   expect(err).toContain("-bad");
@@ -65,19 +102,34 @@ test("invalid labels are refused, naming each of them", async () => {
 test("an HTTP image is published on loopback only and reached through the forwarder; -p adds a port", async () => {
   const name = "docker-http";
   const extra = 20_000 + Math.floor(Math.random() * 20_000);
-  const run = await runForeground([images.httpProbe, "--name", name, "--transport", "streamable-http", "--target-port", "9090", "-p", `${extra}:9090`]);
+  const run = await runForeground([
+    images.httpProbe,
+    "--name",
+    name,
+    "--transport",
+    "streamable-http",
+    "--target-port",
+    "9090",
+    "-p",
+    `${extra}:9090`,
+  ]);
   try {
     const whoami = (await run.call("whoami")).text;
     expect(whoami).toContain("transport=streamable-http");
     expect(whoami).toContain("port=9090");
     expect(whoami).toContain("uid=");
     const info = inspect(`mcpmgr-${name}`);
-    const bindings = (info.HostConfig.PortBindings as Record<string, { HostIp: string; HostPort: string }[]>)["9090/tcp"] ?? [];
+    const bindings =
+      (info.HostConfig.PortBindings as Record<string, { HostIp: string; HostPort: string }[]>)["9090/tcp"] ?? [];
     expect(bindings.length).toBe(2);
     for (const binding of bindings) expect(binding.HostIp).toBe("127.0.0.1");
     expect(bindings.map((b) => Number(b.HostPort))).toContain(extra);
     // The extra publish reaches the server directly.
-    const direct = await fetch(`http://127.0.0.1:${extra}/mcp`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+    const direct = await fetch(`http://127.0.0.1:${extra}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    });
     expect(await direct.json()).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
     await run.client.close();
   } finally {
@@ -93,7 +145,11 @@ describe("mounts and profiles", () => {
     await mkdir(rw);
     await mkdir(ro);
     await writeFile(join(ro, "note.txt"), "read me");
-    const run = await runForeground([images.probe, "--name", "docker-mounts", "-v", "rw:/data", "-v", `${ro}:/config:ro`], {}, scratch);
+    const run = await runForeground(
+      [images.probe, "--name", "docker-mounts", "-v", "rw:/data", "-v", `${ro}:/config:ro`],
+      {},
+      scratch,
+    );
     try {
       expect((await run.call("read_file", { path: "/config/note.txt" })).text).toBe("read me");
       const roWrite = await run.call("write_file", { path: "/config/new.txt" });
@@ -120,7 +176,16 @@ describe("mounts and profiles", () => {
   });
 
   test("profile none: the container has no network at all", async () => {
-    const listener = Bun.listen({ hostname: "0.0.0.0", port: 0, socket: { data() {}, open(socket) { socket.end(); } } });
+    const listener = Bun.listen({
+      hostname: "0.0.0.0",
+      port: 0,
+      socket: {
+        data() {},
+        open(socket) {
+          socket.end();
+        },
+      },
+    });
     try {
       const run = await runForeground([images.probe, "--name", "docker-none", "--permission-profile", "none"]);
       try {
@@ -134,7 +199,9 @@ describe("mounts and profiles", () => {
       // The same probe on the default bridge does reach the host: the test can fail.
       const open = await runForeground([images.probe, "--name", "docker-bridge"]);
       try {
-        expect((await open.call("tcp_connect", { host: networkGateway(), port: listener.port })).text).toBe("connected");
+        expect((await open.call("tcp_connect", { host: networkGateway(), port: listener.port })).text).toBe(
+          "connected",
+        );
         await open.client.close();
       } finally {
         await open.stop();
@@ -163,7 +230,10 @@ test(".mcpmgrignore and the global ignore file hide files and directories; --pri
   await mkdir(join(home, "config"), { recursive: true });
   // MCPMGR_HOME puts the config directory at $MCPMGR_HOME/config.
   await writeFile(join(home, "config", "mcpmgrignore"), ".env\n");
-  const run = await runForeground([images.probe, "--name", "docker-ignore", "-v", `${project}:/work`, "--print-resolved-overlays"], { MCPMGR_HOME: home });
+  const run = await runForeground(
+    [images.probe, "--name", "docker-ignore", "-v", `${project}:/work`, "--print-resolved-overlays"],
+    { MCPMGR_HOME: home },
+  );
   try {
     expect(run.output()).toContain("/work/.env (file)");
     expect(run.output()).toContain("/work/private (dir)");
@@ -179,7 +249,10 @@ test(".mcpmgrignore and the global ignore file hide files and directories; --pri
     await run.stop();
   }
   // --ignore-globally=false: only the directory's own file applies.
-  const local = await runForeground([images.probe, "--name", "docker-ignore-local", "-v", `${project}:/work`, "--ignore-globally=false"], { MCPMGR_HOME: home });
+  const local = await runForeground(
+    [images.probe, "--name", "docker-ignore-local", "-v", `${project}:/work`, "--ignore-globally=false"],
+    { MCPMGR_HOME: home },
+  );
   try {
     expect((await local.call("read_file", { path: "/work/.env" })).text).toBe("TOKEN=1");
     expect((await local.call("read_file", { path: "/work/server.key" })).text).toBe("");
@@ -196,8 +269,24 @@ test("a registry entry with an image runs in a container with the entry's defaul
     registry,
     JSON.stringify({
       servers: [
-        { name: "probe-image", description: "the probe as an image entry", transport: "stdio", source: { image: images.probe }, permissions: "none", tools: ["env"], env: [{ name: "PROBE_MODE", default: "from-entry" }] },
-        { name: "http-image", description: "the HTTP probe as an image entry", transport: "streamable-http", targetPort: 7070, source: { image: images.httpProbe }, permissions: "network", tools: ["whoami"] },
+        {
+          name: "probe-image",
+          description: "the probe as an image entry",
+          transport: "stdio",
+          source: { image: images.probe },
+          permissions: "none",
+          tools: ["env"],
+          env: [{ name: "PROBE_MODE", default: "from-entry" }],
+        },
+        {
+          name: "http-image",
+          description: "the HTTP probe as an image entry",
+          transport: "streamable-http",
+          targetPort: 7070,
+          source: { image: images.httpProbe },
+          permissions: "network",
+          tools: ["whoami"],
+        },
       ],
     }),
   );
@@ -219,7 +308,13 @@ test("a registry entry with an image runs in a container with the entry's defaul
 }, 120_000);
 
 test("a network that does not exist is a clear error, and nothing is left behind", async () => {
-  const { code, err } = await runFails([images.probe, "--name", "docker-no-net", "--network", "mcpmgr-no-such-network"]);
+  const { code, err } = await runFails([
+    images.probe,
+    "--name",
+    "docker-no-net",
+    "--network",
+    "mcpmgr-no-such-network",
+  ]);
   expect(code).toBe(2);
   expect(err).toContain("docker network create");
   expect(err).toContain("mcpmgr-no-such-network");
@@ -231,11 +326,26 @@ test("Ctrl-C while the server is still starting leaves no container behind", asy
   const name = "docker-ctrl-c";
   // node-base has no entrypoint: this "server" never answers initialize, so the run stays in its handshake.
   const { NODE_BASE_IMAGE } = await import("../support/docker-images.ts");
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", NODE_BASE_IMAGE, "--name", name, "--", "node", "-e", "setInterval(() => {}, 1e6)"], {
-    env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1" },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      NODE_BASE_IMAGE,
+      "--name",
+      name,
+      "--",
+      "node",
+      "-e",
+      "setInterval(() => {}, 1e6)",
+    ],
+    {
+      env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1" },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
   const deadline = Date.now() + 30_000;
   while (leftovers(name).containers.length === 0 && Date.now() < deadline) await Bun.sleep(100);
   expect(leftovers(name).containers.length).toBe(1);
@@ -249,10 +359,14 @@ test("a second foreground run cannot take over a name in use; mcpmgr's own direc
   const home = join(scratch, "home-under-mount");
   await mkdir(join(home, "config"), { recursive: true });
   await writeFile(join(home, "config", "marker.txt"), "mcpmgr state");
-  const first = await runForeground([images.probe, "--name", "docker-taken", "-v", `${scratch}:/scratch:ro`], { MCPMGR_HOME: home });
+  const first = await runForeground([images.probe, "--name", "docker-taken", "-v", `${scratch}:/scratch:ro`], {
+    MCPMGR_HOME: home,
+  });
   try {
     // The mount covers MCPMGR_HOME: its directories are empty in the container.
-    expect((await first.call("read_file", { path: "/scratch/home-under-mount/config/marker.txt" })).text).toBe("ENOENT");
+    expect((await first.call("read_file", { path: "/scratch/home-under-mount/config/marker.txt" })).text).toBe(
+      "ENOENT",
+    );
     const second = await runFails([images.probe, "--name", "docker-taken"]);
     expect(second.code).toBe(1);
     expect(second.err).toContain("already running");
@@ -269,8 +383,22 @@ test("a registry entry cannot grant itself privileged mode or the host's network
     registry,
     JSON.stringify({
       servers: [
-        { name: "greedy", description: "asks for too much", transport: "stdio", source: { image: images.probe }, permissions: { privileged: true }, tools: ["env"] },
-        { name: "hostnet", description: "asks for the host network", transport: "stdio", source: { image: images.probe }, permissions: { network: { mode: "host", outbound: { insecure_allow_all: true } } }, tools: ["env"] },
+        {
+          name: "greedy",
+          description: "asks for too much",
+          transport: "stdio",
+          source: { image: images.probe },
+          permissions: { privileged: true },
+          tools: ["env"],
+        },
+        {
+          name: "hostnet",
+          description: "asks for the host network",
+          transport: "stdio",
+          source: { image: images.probe },
+          permissions: { network: { mode: "host", outbound: { insecure_allow_all: true } } },
+          tools: ["env"],
+        },
       ],
     }),
   );
@@ -323,7 +451,11 @@ describe("image verification and pulls", () => {
     expect(processOnly.code).toBe(2);
     expect(processOnly.err).toContain("MCPMGR_RUNTIME=process");
     // No Podman socket on this machine: asking for podman finds none (Docker's socket does not count).
-    const podman = await runFails([images.probe], { MCPMGR_RUNTIME: "podman", XDG_RUNTIME_DIR: scratch, HOME: scratch });
+    const podman = await runFails([images.probe], {
+      MCPMGR_RUNTIME: "podman",
+      XDG_RUNTIME_DIR: scratch,
+      HOME: scratch,
+    });
     expect(podman.code).toBe(1);
     expect(podman.err).toContain("no podman engine answered");
     expect(podman.err).toContain("hint:");

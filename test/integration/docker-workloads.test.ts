@@ -18,7 +18,11 @@ let images: FixtureImages;
 let home: string;
 
 function mcpmgr(...args: string[]) {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" }, timeout: 240_000 });
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" },
+    timeout: 240_000,
+  });
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
@@ -29,7 +33,8 @@ interface Row {
   runtime: string;
   restarts: number;
 }
-const row = (name: string) => (JSON.parse(mcpmgr("list", "--format", "json").stdout) as Row[]).find((r) => r.name === name);
+const row = (name: string) =>
+  (JSON.parse(mcpmgr("list", "--format", "json").stdout) as Row[]).find((r) => r.name === name);
 
 async function callEnv(url: string, name: string): Promise<string | undefined> {
   const client = new Client({ name: "docker-workload-test", version: "1.0.0" });
@@ -74,7 +79,13 @@ test("a detached container workload: list, crash restart, stop, start, export, r
   const first = containerId("dw");
   expect(first).not.toBe("");
   docker("kill", `mcpmgr-dw`);
-  await until(() => (row("dw")?.restarts ?? 0) >= 1 && row("dw")?.status === "running" && containerId("dw") !== "" && containerId("dw") !== first);
+  await until(
+    () =>
+      (row("dw")?.restarts ?? 0) >= 1 &&
+      row("dw")?.status === "running" &&
+      containerId("dw") !== "" &&
+      containerId("dw") !== first,
+  );
   expect(await callEnv(url, "PROBE_MODE")).toBe("detached");
 
   expect(mcpmgr("stop", "dw").code).toBe(0);
@@ -87,7 +98,11 @@ test("a detached container workload: list, crash restart, stop, start, export, r
 
   const exported = join(home, "dw.json");
   expect(mcpmgr("export", "dw", exported).code).toBe(0);
-  const record = (await Bun.file(exported).json()) as { runtime: string; runtimeEndpoint?: string; labels: Record<string, string> };
+  const record = (await Bun.file(exported).json()) as {
+    runtime: string;
+    runtimeEndpoint?: string;
+    labels: Record<string, string>;
+  };
   expect(record.runtime).toBe("docker");
   expect(record.runtimeEndpoint).toBe("unix:///var/run/docker.sock");
   expect(record.labels).toEqual({ team: "a" });
@@ -103,7 +118,9 @@ test("a detached container workload: list, crash restart, stop, start, export, r
   expect(row("dw")).toMatchObject({ status: "running", runtime: "docker", url: againUrl });
   expect(await callEnv(againUrl, "PROBE_MODE")).toBe("detached");
   const imageId = docker("image", "inspect", images.probe, "--format", "{{.Id}}").out;
-  expect(docker("inspect", "mcpmgr-dw", "--format", "{{index .Config.Labels \"team\"}} {{.Config.Image}}").out).toBe(`a ${imageId}`);
+  expect(docker("inspect", "mcpmgr-dw", "--format", '{{index .Config.Labels "team"}} {{.Config.Image}}').out).toBe(
+    `a ${imageId}`,
+  );
   expect(mcpmgr("rm", "dw").code).toBe(0);
   expect(leftovers("dw")).toEqual({ containers: [], networks: [] });
 }, 300_000);
@@ -118,16 +135,22 @@ test("rm of a detached --isolate-network workload removes its server, helper and
   expect(mcpmgr("rm", "dw-iso").code).toBe(0);
   expect(leftovers("dw-iso")).toEqual({ containers: [], networks: [] });
   // By name too, in case a label went missing.
-  for (const name of ["mcpmgr-dw-iso", "mcpmgr-dw-iso.egress"]) expect(docker("container", "inspect", name).code).not.toBe(0);
-  for (const name of ["mcpmgr-dw-iso.internal", "mcpmgr-dw-iso.external"]) expect(docker("network", "inspect", name).code).not.toBe(0);
+  for (const name of ["mcpmgr-dw-iso", "mcpmgr-dw-iso.egress"])
+    expect(docker("container", "inspect", name).code).not.toBe(0);
+  for (const name of ["mcpmgr-dw-iso.internal", "mcpmgr-dw-iso.external"])
+    expect(docker("network", "inspect", name).code).not.toBe(0);
   expect(row("dw-iso")).toBeUndefined();
 }, 300_000);
 
 test("rm removes the containers of a supervisor that was killed", async () => {
   const started = mcpmgr("run", images.probe, "--name", "dw-killed");
   expect(started.code).toBe(0);
-  const status = (await Bun.file(join(home, "state", "workloads", "dw-killed", "status.json")).json().catch(() => undefined)) as { pid?: number } | undefined;
-  const pid = status?.pid ?? Number(Bun.spawnSync(["pgrep", "-f", "__supervise dw-killed"]).stdout.toString().trim().split("\n")[0]);
+  const status = (await Bun.file(join(home, "state", "workloads", "dw-killed", "status.json"))
+    .json()
+    .catch(() => undefined)) as { pid?: number } | undefined;
+  const pid =
+    status?.pid ??
+    Number(Bun.spawnSync(["pgrep", "-f", "__supervise dw-killed"]).stdout.toString().trim().split("\n")[0]);
   expect(pid).toBeGreaterThan(0);
   process.kill(pid, "SIGKILL");
   await Bun.sleep(300);
@@ -141,7 +164,17 @@ test("the stdio attach is re-established when its connection drops while the con
   if (engine === undefined) throw new Error("dockerd must be running for this test");
   const server = await startServerContainer(
     engine,
-    { name: "mcpmgr-reattach-test", Image: images.probe, OpenStdin: true, StdinOnce: false, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false, Labels: { mcpmgr: "true", "mcpmgr.workload": "reattach-test" } },
+    {
+      name: "mcpmgr-reattach-test",
+      Image: images.probe,
+      OpenStdin: true,
+      StdinOnce: false,
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      Labels: { mcpmgr: "true", "mcpmgr.workload": "reattach-test" },
+    },
     true,
   );
   const reader = server.stdout.getReader();

@@ -10,7 +10,12 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { expectSameChecks, runConformance, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import {
+  expectSameChecks,
+  runConformance,
+  startConformanceServer,
+  type RunningFixture,
+} from "../support/conformance.ts";
 import { fixtureImages } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
 
@@ -29,7 +34,10 @@ function podman(...args: string[]): { code: number; out: string; err: string } {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "mcpmgr-podman-"));
   socket = join(dir, "podman.sock");
-  service = Bun.spawn(["podman", "system", "service", "--time=0", `unix://${socket}`], { stdout: "ignore", stderr: "pipe" });
+  service = Bun.spawn(["podman", "system", "service", "--time=0", `unix://${socket}`], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   for (let i = 0; i < 100 && !existsSync(socket); i++) await Bun.sleep(100);
   expect(existsSync(socket)).toBe(true);
 
@@ -44,7 +52,21 @@ beforeAll(async () => {
 
   fixture = await startConformanceServer();
   run = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", image, "--name", "podman-conformance", "--permission-profile", "none", "--image-verification", "disabled", "--label", "suite=podman"],
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      image,
+      "--name",
+      "podman-conformance",
+      "--permission-profile",
+      "none",
+      "--image-verification",
+      "disabled",
+      "--label",
+      "suite=podman",
+    ],
     /^(http:\/\/\S+)$/m,
     { env: { MCPMGR_RUNTIME: "podman", DOCKER_HOST: `unix://${socket}` }, timeoutMs: 60_000 },
   );
@@ -62,7 +84,11 @@ test(
   "a stdio image on Podman: hardened and labelled, the conformance checks pass as directly, nothing left after stop",
   async () => {
     const inspected = JSON.parse(podman("inspect", "mcpmgr-podman-conformance").out)[0];
-    expect(inspected.Config.Labels).toMatchObject({ mcpmgr: "true", "mcpmgr.workload": "podman-conformance", suite: "podman" });
+    expect(inspected.Config.Labels).toMatchObject({
+      mcpmgr: "true",
+      "mcpmgr.workload": "podman-conformance",
+      suite: "podman",
+    });
     expect(inspected.HostConfig.NetworkMode).toBe("none");
     expect(inspected.HostConfig.SecurityOpt).toContain("no-new-privileges");
     // Podman reports every default capability as dropped by name, and none effective.
@@ -75,7 +101,9 @@ test(
     expectSameChecks(viaPodman, direct);
 
     await run.stop();
-    expect(podman("ps", "-a", "--filter", "label=mcpmgr.workload=podman-conformance", "--format", "{{.Names}}").out).toBe("");
+    expect(
+      podman("ps", "-a", "--filter", "label=mcpmgr.workload=podman-conformance", "--format", "{{.Names}}").out,
+    ).toBe("");
   },
   { timeout: 300_000 },
 );

@@ -14,12 +14,13 @@ type Mode = "streamableHttp" | "sse";
 
 async function connect(mode: Mode, url: string): Promise<Client> {
   const client = new Client({ name: "mcpmgr-test", version: "1.0.0" }, { capabilities: {} });
-  const transport = mode === "sse" ? new SSEClientTransport(new URL(url)) : new StreamableHTTPClientTransport(new URL(url));
+  const transport =
+    mode === "sse" ? new SSEClientTransport(new URL(url)) : new StreamableHTTPClientTransport(new URL(url));
   await client.connect(transport);
   return client;
 }
 
-const textOf = (result: unknown) => ((result as { content: { type: string; text?: string }[] }).content[0]?.text ?? "");
+const textOf = (result: unknown) => (result as { content: { type: string; text?: string }[] }).content[0]?.text ?? "";
 
 for (const mode of ["streamableHttp", "sse"] as const) {
   describe(`mcpmgr proxy → server-everything (${mode})`, () => {
@@ -76,9 +77,13 @@ for (const mode of ["streamableHttp", "sse"] as const) {
 
     test("notifications: progress during a tool call arrives with the result", async () => {
       const progress: number[] = [];
-      const result = await client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } }, undefined, {
-        onprogress: (p) => progress.push(p.progress),
-      });
+      const result = await client.callTool(
+        { name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } },
+        undefined,
+        {
+          onprogress: (p) => progress.push(p.progress),
+        },
+      );
       expect(textOf(result)).toMatch(/completed/i);
       // server-everything sends its last progress notification together with the result;
       // over legacy SSE the SDK client then drops it even when connected directly.
@@ -93,10 +98,16 @@ describe("idle SSE streams survive 30 s of silence", () => {
     "legacy SSE and the streamable-http GET stream still deliver after 35 s idle",
     async () => {
       const idleMs = 35_000;
-      const [sseUpstream, httpUpstream] = await Promise.all([startEverything("sse"), startEverything("streamableHttp")]);
+      const [sseUpstream, httpUpstream] = await Promise.all([
+        startEverything("sse"),
+        startEverything("streamableHttp"),
+      ]);
       const [sseProxy, httpProxy] = await Promise.all([startProxy(sseUpstream.url), startProxy(httpUpstream.url)]);
       try {
-        const [sseClient, httpClient] = await Promise.all([connect("sse", sseProxy.url), connect("streamableHttp", httpProxy.url)]);
+        const [sseClient, httpClient] = await Promise.all([
+          connect("sse", sseProxy.url),
+          connect("streamableHttp", httpProxy.url),
+        ]);
         const logs: string[] = [];
         httpClient.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
           logs.push(String(n.params.level));

@@ -25,7 +25,9 @@ beforeAll(() => {
         let timer: ReturnType<typeof setInterval>;
         const stream = new ReadableStream<Uint8Array>({
           start(controller) {
-            controller.enqueue(new TextEncoder().encode('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/ready"}\n\n'));
+            controller.enqueue(
+              new TextEncoder().encode('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/ready"}\n\n'),
+            );
             timer = setInterval(() => {}, 1_000);
           },
           cancel() {
@@ -43,7 +45,9 @@ beforeAll(() => {
 
 afterAll(() => upstream.stop(true));
 
-async function readFirstEvent(res: Response): Promise<{ text: string; reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> } }> {
+async function readFirstEvent(
+  res: Response,
+): Promise<{ text: string; reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> } }> {
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   let text = "";
   while (!text.includes("\n\n")) {
@@ -74,13 +78,21 @@ describe("over real sockets", () => {
   });
 
   test("an oversized body gets 413 on the wire", async () => {
-    const res = await fetch(proxy.url, { method: "POST", body: "x".repeat(9 * 1024 * 1024), headers: { "content-type": "application/json" } });
+    const res = await fetch(proxy.url, {
+      method: "POST",
+      body: "x".repeat(9 * 1024 * 1024),
+      headers: { "content-type": "application/json" },
+    });
     expect(res.status).toBe(413);
     expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32600);
   });
 
   test("hostile requests never crash the proxy", async () => {
-    const bad = await fetch(proxy.url, { method: "POST", body: "{not json", headers: { origin: "https://evil.example" } });
+    const bad = await fetch(proxy.url, {
+      method: "POST",
+      body: "{not json",
+      headers: { origin: "https://evil.example" },
+    });
     expect(bad.status).toBe(403);
     const health = await fetch(new URL("/health", proxy.url));
     expect(health.status).toBe(200);

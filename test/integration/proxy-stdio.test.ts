@@ -8,7 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import {
+  CALLBACK_PORTS,
+  CLIENTS,
+  completeLogin,
+  JWT_RESOURCE,
+  startAuthServer,
+  type AuthServer,
+} from "../support/auth-server.ts";
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
 import { proxyStdioOptions } from "../../src/config/proxy-stdio-options.ts";
@@ -34,7 +41,13 @@ afterAll(async () => {
 });
 
 function stdioClient(args: string[]) {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI_ENTRY, "proxy", "stdio", ...args], cwd: REPO_ROOT, env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home }, stderr: "pipe" });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI_ENTRY, "proxy", "stdio", ...args],
+    cwd: REPO_ROOT,
+    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
+    stderr: "pipe",
+  });
   let stderr = "";
   transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const client = new Client({ name: "proxy-stdio-test", version: "1.0.0" });
@@ -46,7 +59,9 @@ test("relays a plain remote: tools listed and called over stdio", async () => {
   await client.connect(transport);
   const { tools } = await client.listTools();
   expect(tools.map((t) => t.name)).toContain("test_simple_text");
-  const result = (await client.callTool({ name: "test_simple_text", arguments: {} })) as { content: { type: string; text: string }[] };
+  const result = (await client.callTool({ name: "test_simple_text", arguments: {} })) as {
+    content: { type: string; text: string }[];
+  };
   expect(result.content[0]?.type).toBe("text");
   await client.close();
 }, 60_000);
@@ -72,8 +87,17 @@ test("a protected remote without credentials: the client gets an error, not a ha
 
 test("logs in with OAuth (URL on stderr), then relays", async () => {
   const { client, transport, stderr } = stdioClient([
-    remote.url, "--remote-auth", "--remote-auth-issuer", auth.issuer, "--remote-auth-client-id", CLIENTS.mcpmgrPublic.client_id,
-    "--remote-auth-resource", JWT_RESOURCE, "--remote-auth-callback-port", String(CALLBACK_PORTS[1]), "--remote-auth-skip-browser",
+    remote.url,
+    "--remote-auth",
+    "--remote-auth-issuer",
+    auth.issuer,
+    "--remote-auth-client-id",
+    CLIENTS.mcpmgrPublic.client_id,
+    "--remote-auth-resource",
+    JWT_RESOURCE,
+    "--remote-auth-callback-port",
+    String(CALLBACK_PORTS[1]),
+    "--remote-auth-skip-browser",
   ]);
   const connected = client.connect(transport);
   const deadline = Date.now() + 30_000;
@@ -95,7 +119,10 @@ test("usage errors are one line with a hint", () => {
     [["no-such-workload"], "neither a URL nor a workload"],
     [["http://127.0.0.1:1/mcp", "--token-exchange-url", "https://sts.example"], "a stdio client has none"],
   ] as const) {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home } });
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    });
     expect(result.exitCode).not.toBe(0);
     const lines = result.stderr.toString().trim().split("\n");
     expect(lines).toHaveLength(1);
@@ -105,7 +132,11 @@ test("usage errors are one line with a hint", () => {
 });
 
 test("help: 'proxy stdio --help' shows proxy stdio's own argument and options; 'proxy --help' names the subcommand", () => {
-  const help = (...args: string[]) => Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home } });
+  const help = (...args: string[]) =>
+    Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    });
   for (const flag of ["--help", "-h"]) {
     const result = help("proxy", "stdio", flag);
     expect(result.exitCode).toBe(0);
@@ -123,13 +154,29 @@ test("help: 'proxy stdio --help' shows proxy stdio's own argument and options; '
 
 test("input piped in and closed: every request is still answered before the relay exits", async () => {
   const lines = [
-    { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pipe", version: "1" } } },
+    {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pipe", version: "1" } },
+    },
     { jsonrpc: "2.0", method: "notifications/initialized" },
     { jsonrpc: "2.0", id: 2, method: "tools/list" },
-  ].map((m) => JSON.stringify(m)).join("\n");
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", fixture.url], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home }, stdin: new Blob([`${lines}\n`]), stdout: "pipe", stderr: "pipe" });
+  ]
+    .map((m) => JSON.stringify(m))
+    .join("\n");
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", fixture.url], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdin: new Blob([`${lines}\n`]),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [code, stdout] = await Promise.all([proc.exited, new Response(proc.stdout).text()]);
   expect(code).toBe(0);
-  const ids = stdout.trim().split("\n").map((line) => (JSON.parse(line) as { id?: number }).id);
+  const ids = stdout
+    .trim()
+    .split("\n")
+    .map((line) => (JSON.parse(line) as { id?: number }).id);
   expect(ids).toEqual([1, 2]);
 }, 60_000);

@@ -8,7 +8,13 @@ import { afterAll, beforeAll, test } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CONFORMANCE_FIXTURE, expectSameChecks, runConformance, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import {
+  CONFORMANCE_FIXTURE,
+  expectSameChecks,
+  runConformance,
+  startConformanceServer,
+  type RunningFixture,
+} from "../support/conformance.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
 
 let fixture: RunningFixture;
@@ -19,10 +25,27 @@ beforeAll(async () => {
   fixture = await startConformanceServer();
   packageDir = await mkdtemp(join(tmpdir(), "mcpmgr-conformance-pkg-"));
   await writeFile(join(packageDir, "server.sh"), `#!/bin/sh\nexec ${process.execPath} ${CONFORMANCE_FIXTURE} "$@"\n`);
-  await writeFile(join(packageDir, "package.json"), JSON.stringify({ name: "conformance-fixture", version: "1.0.0", bin: { "conformance-fixture": "server.sh" } }));
-  run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", `npx://${packageDir}`, "--permission-profile", "none", "--", "stdio"], /^(http:\/\/\S+)$/m, {
-    timeoutMs: 30_000,
-  });
+  await writeFile(
+    join(packageDir, "package.json"),
+    JSON.stringify({ name: "conformance-fixture", version: "1.0.0", bin: { "conformance-fixture": "server.sh" } }),
+  );
+  run = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      `npx://${packageDir}`,
+      "--permission-profile",
+      "none",
+      "--",
+      "stdio",
+    ],
+    /^(http:\/\/\S+)$/m,
+    {
+      timeoutMs: 30_000,
+    },
+  );
 }, 60_000);
 
 afterAll(async () => {

@@ -14,7 +14,10 @@ import { CLI_ENTRY, REPO_ROOT, freePort, spawnUntil } from "../support/processes
 const PROBE = "npx://./test/fixtures/sandbox-probe";
 
 async function runForeground(args: string[], env: Record<string, string> = {}) {
-  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env, timeoutMs: 30_000 });
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, {
+    env,
+    timeoutMs: 30_000,
+  });
   const client = new Client({ name: "run-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
   const call = async (name: string, args: Record<string, unknown>) => {
@@ -43,7 +46,16 @@ describe("the sandbox enforces the permission profile", () => {
   let homeFile: string;
 
   beforeAll(async () => {
-    loopback = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {}, open(socket) { socket.end(); } } });
+    loopback = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        data() {},
+        open(socket) {
+          socket.end();
+        },
+      },
+    });
     scratch = await mkdtemp(join(tmpdir(), "mcpmgr-sandbox-"));
     homeFile = join(homedir(), `.mcpmgr-sandbox-probe-${process.pid}`);
     await writeFile(homeFile, "private");
@@ -57,7 +69,20 @@ describe("the sandbox enforces the permission profile", () => {
 
   test("profile none: no network, home hidden, host read-only, volumes as asked", async () => {
     const roDir = await mkdtemp(join(scratch, "ro-"));
-    const run = await runForeground([PROBE, "--permission-profile", "none", "-v", `${scratch}:${scratch}`, "-v", `${roDir}:${roDir}:ro`, "-e", "PROBE_SETTING=on"], { HOST_ONLY_SECRET: "leak" });
+    const run = await runForeground(
+      [
+        PROBE,
+        "--permission-profile",
+        "none",
+        "-v",
+        `${scratch}:${scratch}`,
+        "-v",
+        `${roDir}:${roDir}:ro`,
+        "-e",
+        "PROBE_SETTING=on",
+      ],
+      { HOST_ONLY_SECRET: "leak" },
+    );
     try {
       expect(await run.call("tcp_connect", { host: "127.0.0.1", port: loopback.port })).not.toBe("connected");
       expect(await run.call("read_file", { path: homeFile })).toBe("ENOENT");
@@ -96,7 +121,10 @@ test("arguments after -- reach the server; non-JSON stdout lines are skipped and
 }, 60_000);
 
 test("a server that dies at start-up is reported with the tail of its output", () => {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", "npx://./test/fixtures/exits-early"], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+  const result = Bun.spawnSync(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", "npx://./test/fixtures/exits-early"],
+    { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } },
+  );
   expect(result.exitCode).toBe(1);
   const stderr = result.stderr.toString();
   expect(stderr).toContain("exited with code 3");
@@ -110,7 +138,17 @@ test("environment: --env-file-dir < --env-file < -e, plus secrets from the secre
     await Bun.write(join(dir, "envdir/a.env"), "FROM_DIR=dir\nOVERRIDDEN=dir\n");
     await Bun.write(join(dir, "file.env"), '# comment\nFROM_FILE="quoted value"\nOVERRIDDEN=file\n');
     const run = await runForeground(
-      [PROBE, "--env-file-dir", join(dir, "envdir"), "--env-file", join(dir, "file.env"), "-e", "OVERRIDDEN=flag", "--secret", "api-token,target=API_TOKEN"],
+      [
+        PROBE,
+        "--env-file-dir",
+        join(dir, "envdir"),
+        "--env-file",
+        join(dir, "file.env"),
+        "-e",
+        "OVERRIDDEN=flag",
+        "--secret",
+        "api-token,target=API_TOKEN",
+      ],
       { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_API_TOKEN: "s3cret-value" },
     );
     try {
@@ -129,10 +167,13 @@ test("environment: --env-file-dir < --env-file < -e, plus secrets from the secre
 }, 60_000);
 
 test("a missing secret stops the run before the server starts", () => {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--secret", "nope,target=NOPE"], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_SECRETS_PROVIDER: "environment" },
-  });
+  const result = Bun.spawnSync(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--secret", "nope,target=NOPE"],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_SECRETS_PROVIDER: "environment" },
+    },
+  );
   expect(result.exitCode).not.toBe(0);
   expect(result.stderr.toString()).toContain("nope");
   expect(result.stderr.toString().trim().split("\n")).toHaveLength(1);
@@ -151,7 +192,9 @@ test("a remote URL runs behind the transparent forwarder", async () => {
       await run.stop();
     }
     expect(run.output()).toContain("remote-demo");
-    const refused = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", fixture.url, "-e", "A=1"], { cwd: REPO_ROOT });
+    const refused = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", fixture.url, "-e", "A=1"], {
+      cwd: REPO_ROOT,
+    });
     expect(refused.exitCode).toBe(2);
   } finally {
     await fixture.stop();
@@ -166,7 +209,21 @@ describe("servers that speak HTTP themselves (--transport sse|streamable-http)",
     test(`${transport}: started with MCP_TRANSPORT/MCP_PORT and forwarded to`, async () => {
       const port = await freePort();
       const running = await spawnUntil(
-        [process.execPath, CLI_ENTRY, "run", "--foreground", "npx://@modelcontextprotocol/server-everything", "--transport", transport, "--target-port", String(port), "-e", `PORT=${port}`, "--", mode],
+        [
+          process.execPath,
+          CLI_ENTRY,
+          "run",
+          "--foreground",
+          "npx://@modelcontextprotocol/server-everything",
+          "--transport",
+          transport,
+          "--target-port",
+          String(port),
+          "-e",
+          `PORT=${port}`,
+          "--",
+          mode,
+        ],
         /^(http:\/\/\S+)$/m,
         { timeoutMs: 60_000 },
       );
@@ -175,7 +232,9 @@ describe("servers that speak HTTP themselves (--transport sse|streamable-http)",
         expect(new URL(url).pathname).toBe(transport === "sse" ? "/sse" : "/mcp");
         const client = new Client({ name: "http-transport-test", version: "1.0.0" });
         await client.connect(new Transport(new URL(url)));
-        const result = (await client.callTool({ name: "echo", arguments: { message: `via ${transport}` } })) as { content: { text: string }[] };
+        const result = (await client.callTool({ name: "echo", arguments: { message: `via ${transport}` } })) as {
+          content: { text: string }[];
+        };
         expect(result.content[0]?.text).toContain(`via ${transport}`);
         await client.close();
       } finally {
@@ -185,7 +244,20 @@ describe("servers that speak HTTP themselves (--transport sse|streamable-http)",
   }
 
   test("profile none cannot serve HTTP, and says so", () => {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--transport", "streamable-http", "--permission-profile", "none"], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    const result = Bun.spawnSync(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        "--foreground",
+        PROBE,
+        "--transport",
+        "streamable-http",
+        "--permission-profile",
+        "none",
+      ],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } },
+    );
     expect(result.exitCode).toBe(2);
     expect(result.stderr.toString()).toContain("needs a network");
   });
@@ -206,7 +278,11 @@ test("without bubblewrap the run is refused, unless --insecure-allow-unsandboxed
     expect(refused.stderr.toString()).toContain("cannot enforce the permission profile");
     expect(refused.stderr.toString()).toContain("--insecure-allow-unsandboxed");
 
-    const accepted = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--insecure-allow-unsandboxed"], /^(http:\/\/\S+)$/m, { env: { PATH: bin } });
+    const accepted = await spawnUntil(
+      [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--insecure-allow-unsandboxed"],
+      /^(http:\/\/\S+)$/m,
+      { env: { PATH: bin } },
+    );
     try {
       expect(accepted.output()).toContain("WITHOUT a sandbox");
     } finally {
@@ -219,7 +295,18 @@ test("without bubblewrap the run is refused, unless --insecure-allow-unsandboxed
 
 test("go:// runs a local Go module (go run, offline, in the sandbox) with its arguments", async () => {
   const running = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", "go://./test/fixtures/go-echo", "--permission-profile", "none", "--", "hello", "gophers"],
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      "go://./test/fixtures/go-echo",
+      "--permission-profile",
+      "none",
+      "--",
+      "hello",
+      "gophers",
+    ],
     /^(http:\/\/\S+)$/m,
     { timeoutMs: 90_000 },
   );
@@ -237,7 +324,10 @@ test("go:// runs a local Go module (go run, offline, in the sandbox) with its ar
 test("a busy --proxy-port is a clear error and leaves no server behind", async () => {
   const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
   try {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--proxy-port", String(busy.port)], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    const result = Bun.spawnSync(
+      [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--proxy-port", String(busy.port)],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } },
+    );
     expect(result.exitCode).toBe(1);
     expect(result.stderr.toString()).toContain("already in use");
     await Bun.sleep(200);
@@ -250,7 +340,15 @@ test("a busy --proxy-port is a clear error and leaves no server behind", async (
 test("host sockets under /run (session bus, agents, engine sockets) are out of reach", async () => {
   const dir = await mkdtemp("/run/mcpmgr-test-");
   const path = join(dir, "bus.sock");
-  const hostSocket = Bun.listen({ unix: path, socket: { data() {}, open(socket) { socket.end(); } } });
+  const hostSocket = Bun.listen({
+    unix: path,
+    socket: {
+      data() {},
+      open(socket) {
+        socket.end();
+      },
+    },
+  });
   try {
     const run = await runForeground([PROBE, "--permission-profile", "network"]);
     try {
@@ -269,8 +367,14 @@ test("a profile with an outbound allow-list is refused (bwrap cannot enforce it)
   const dir = await mkdtemp(join(tmpdir(), "mcpmgr-profile-"));
   try {
     const profile = join(dir, "profile.json");
-    await writeFile(profile, JSON.stringify({ network: { outbound: { allow_host: ["api.example.com"], allow_port: [443] } } }));
-    const refused = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--permission-profile", profile], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, timeout: 30_000 });
+    await writeFile(
+      profile,
+      JSON.stringify({ network: { outbound: { allow_host: ["api.example.com"], allow_port: [443] } } }),
+    );
+    const refused = Bun.spawnSync(
+      [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--permission-profile", profile],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, timeout: 30_000 },
+    );
     expect(refused.exitCode).toBe(1);
     expect(refused.stderr.toString()).toContain("cannot limit outbound connections");
     const accepted = await runForeground([PROBE, "--permission-profile", profile, "--insecure-allow-unsandboxed"]);

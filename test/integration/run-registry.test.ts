@@ -9,19 +9,35 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
-const registryEnv = { MCPMGR_REGISTRY: join(REPO_ROOT, "test/fixtures/registry/probe-registry.json"), MCPMGR_SECRETS_PROVIDER: "environment" };
+const registryEnv = {
+  MCPMGR_REGISTRY: join(REPO_ROOT, "test/fixtures/registry/probe-registry.json"),
+  MCPMGR_SECRETS_PROVIDER: "environment",
+};
 let loopback: Bun.TCPSocketListener<undefined>;
 
 beforeAll(() => {
-  loopback = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {}, open(socket) { socket.end(); } } });
+  loopback = Bun.listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      data() {},
+      open(socket) {
+        socket.end();
+      },
+    },
+  });
 });
 afterAll(() => loopback.stop(true));
 
 async function runEntry(args: string[], env: Record<string, string> = {}) {
-  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env: { ...registryEnv, ...env }, timeoutMs: 30_000 });
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, {
+    env: { ...registryEnv, ...env },
+    timeoutMs: 30_000,
+  });
   const client = new Client({ name: "registry-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
-  const call = async (name: string, a: Record<string, unknown>) => ((await client.callTool({ name, arguments: a })) as { content: { text: string }[] }).content[0]?.text;
+  const call = async (name: string, a: Record<string, unknown>) =>
+    ((await client.callTool({ name, arguments: a })) as { content: { text: string }[] }).content[0]?.text;
   return { ...running, client, call };
 }
 
@@ -38,7 +54,9 @@ test("the embedded catalog's everything entry runs by name", async () => {
 }, 60_000);
 
 test("a custom registry entry brings its profile, env defaults and required secrets; flags override", async () => {
-  const run = await runEntry(["probe", "--secret", "probe-token,target=PROBE_TOKEN"], { MCPMGR_SECRET_PROBE_TOKEN: "t0ken-value" });
+  const run = await runEntry(["probe", "--secret", "probe-token,target=PROBE_TOKEN"], {
+    MCPMGR_SECRET_PROBE_TOKEN: "t0ken-value",
+  });
   try {
     expect(await run.call("env", { name: "PROBE_MODE" })).toBe("from-registry");
     expect(await run.call("env", { name: "PROBE_TOKEN" })).toBe("t0ken-value");
@@ -48,7 +66,15 @@ test("a custom registry entry brings its profile, env defaults and required secr
     await run.stop();
   }
 
-  const overridden = await runEntry(["probe", "-e", "PROBE_MODE=flag", "-e", "PROBE_TOKEN=plain", "--permission-profile", "network"]);
+  const overridden = await runEntry([
+    "probe",
+    "-e",
+    "PROBE_MODE=flag",
+    "-e",
+    "PROBE_TOKEN=plain",
+    "--permission-profile",
+    "network",
+  ]);
   try {
     expect(await overridden.call("env", { name: "PROBE_MODE" })).toBe("flag");
     expect(await overridden.call("tcp_connect", { host: "127.0.0.1", port: loopback.port })).toBe("connected");
@@ -66,7 +92,10 @@ test("a missing required variable, an unknown name and a container entry without
     [["github"], 2, "is a container image, but MCPMGR_RUNTIME=process"],
   ];
   for (const [args, code, text] of cases) {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", ...registryEnv, ...(args[0] === "github" ? { MCPMGR_REGISTRY: "" } : {}) } });
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", ...registryEnv, ...(args[0] === "github" ? { MCPMGR_REGISTRY: "" } : {}) },
+    });
     expect(result.exitCode).toBe(code);
     const stderr = result.stderr.toString();
     expect(stderr).toContain(text);

@@ -27,11 +27,15 @@ interface CliResult {
 
 function baseEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = {};
-  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith("MCPMGR_") && key !== "FORCE_COLOR") env[key] = value;
+  for (const [key, value] of Object.entries(process.env))
+    if (!key.startsWith("MCPMGR_") && key !== "FORCE_COLOR") env[key] = value;
   return { ...env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_SECRETS_PASSWORD: PASSWORD, ...extra };
 }
 
-function secret(args: readonly string[], options: { stdin?: string; env?: Record<string, string | undefined> } = {}): CliResult {
+function secret(
+  args: readonly string[],
+  options: { stdin?: string; env?: Record<string, string | undefined> } = {},
+): CliResult {
   const result = Bun.spawnSync([process.execPath, ENTRY, "secret", ...args], {
     cwd: REPO_ROOT,
     env: baseEnv(options.env),
@@ -173,7 +177,13 @@ describe("mcpmgr secret", () => {
   test("in a terminal, set prompts without echo", async () => {
     const TYPED = "typed-in-terminal-4321";
     const command = [process.execPath, ENTRY, "secret", "set", "typed"].map((word) => `'${word}'`).join(" ");
-    const proc = Bun.spawn(["script", "-qec", command, "/dev/null"], { cwd: REPO_ROOT, env: baseEnv(), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn(["script", "-qec", command, "/dev/null"], {
+      cwd: REPO_ROOT,
+      env: baseEnv(),
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     let output = "";
     const decoder = new TextDecoder();
     const reading = (async () => {

@@ -8,9 +8,27 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import root from "otlp-proto-root/build/src/generated/root.js";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
-interface KeyValue { key: string; value: { stringValue?: string; intValue?: unknown } }
-interface Span { name: string; traceId: Uint8Array; attributes: KeyValue[] }
-const proto = (root as unknown as { opentelemetry: { proto: { collector: { trace: { v1: { ExportTraceServiceRequest: { decode(b: Uint8Array): unknown } } }; metrics: { v1: { ExportMetricsServiceRequest: { decode(b: Uint8Array): unknown } } } } } } }).opentelemetry.proto.collector;
+interface KeyValue {
+  key: string;
+  value: { stringValue?: string; intValue?: unknown };
+}
+interface Span {
+  name: string;
+  traceId: Uint8Array;
+  attributes: KeyValue[];
+}
+const proto = (
+  root as unknown as {
+    opentelemetry: {
+      proto: {
+        collector: {
+          trace: { v1: { ExportTraceServiceRequest: { decode(b: Uint8Array): unknown } } };
+          metrics: { v1: { ExportMetricsServiceRequest: { decode(b: Uint8Array): unknown } } };
+        };
+      };
+    };
+  }
+).opentelemetry.proto.collector;
 
 const spans: { span: Span; resource: KeyValue[] }[] = [];
 const metricNames = new Set<string>();
@@ -30,11 +48,18 @@ beforeAll(() => {
       const body = new Uint8Array(await req.arrayBuffer());
       const path = new URL(req.url).pathname;
       if (path === "/v1/traces") {
-        const decoded = proto.trace.v1.ExportTraceServiceRequest.decode(body) as { resourceSpans: { resource: { attributes: KeyValue[] }; scopeSpans: { spans: Span[] }[] }[] };
-        for (const rs of decoded.resourceSpans) for (const ss of rs.scopeSpans) for (const span of ss.spans) spans.push({ span, resource: rs.resource.attributes });
+        const decoded = proto.trace.v1.ExportTraceServiceRequest.decode(body) as {
+          resourceSpans: { resource: { attributes: KeyValue[] }; scopeSpans: { spans: Span[] }[] }[];
+        };
+        for (const rs of decoded.resourceSpans)
+          for (const ss of rs.scopeSpans)
+            for (const span of ss.spans) spans.push({ span, resource: rs.resource.attributes });
       } else if (path === "/v1/metrics") {
-        const decoded = proto.metrics.v1.ExportMetricsServiceRequest.decode(body) as { resourceMetrics: { scopeMetrics: { metrics: { name: string }[] }[] }[] };
-        for (const rm of decoded.resourceMetrics) for (const sm of rm.scopeMetrics) for (const m of sm.metrics) metricNames.add(m.name);
+        const decoded = proto.metrics.v1.ExportMetricsServiceRequest.decode(body) as {
+          resourceMetrics: { scopeMetrics: { metrics: { name: string }[] }[] }[];
+        };
+        for (const rm of decoded.resourceMetrics)
+          for (const sm of rm.scopeMetrics) for (const m of sm.metrics) metricNames.add(m.name);
       }
       return new Response(null, { status: 200, headers: { "content-type": "application/x-protobuf" } });
     },
@@ -48,7 +73,12 @@ beforeAll(() => {
       if (traceparent) traceparents.push(traceparent);
       const message = (await req.json()) as { id?: number; method: string };
       if (message.id === undefined) return new Response(null, { status: 202 });
-      const result = message.method === "initialize" ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "rec", version: "1" } } : message.method === "tools/list" ? { tools: [] } : { content: [{ type: "text", text: "ok" }] };
+      const result =
+        message.method === "initialize"
+          ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "rec", version: "1" } }
+          : message.method === "tools/list"
+            ? { tools: [] }
+            : { content: [{ type: "text", text: "ok" }] };
       return Response.json({ jsonrpc: "2.0", id: message.id, result });
     },
   });
@@ -59,14 +89,34 @@ afterAll(async () => {
   await upstream?.stop(true);
 });
 
-const post = (url: string, body: unknown) => fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify(body) });
+const post = (url: string, body: unknown) =>
+  fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify(body),
+  });
 
 test("spans and metrics reach an OTLP receiver; the upstream continues the trace; /metrics passes promtool", async () => {
   const run = await spawnUntil(
     [
-      process.execPath, CLI_ENTRY, "run", "--foreground", `http://127.0.0.1:${upstream.port}/mcp`, "--name", "traced",
-      "--otel-endpoint", `http://127.0.0.1:${receiver.port}`, "--otel-insecure", "--otel-sampling-rate", "1.0",
-      "--otel-custom-attributes", "team=search,tier=dev", "--otel-env-vars", "TEST_ENV_ATTR", "--otel-headers", "x-collector-key=k",
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      `http://127.0.0.1:${upstream.port}/mcp`,
+      "--name",
+      "traced",
+      "--otel-endpoint",
+      `http://127.0.0.1:${receiver.port}`,
+      "--otel-insecure",
+      "--otel-sampling-rate",
+      "1.0",
+      "--otel-custom-attributes",
+      "team=search,tier=dev",
+      "--otel-env-vars",
+      "TEST_ENV_ATTR",
+      "--otel-headers",
+      "x-collector-key=k",
       "--otel-enable-prometheus-metrics-path",
     ],
     /^(http:\/\/\S+)$/m,
@@ -74,11 +124,27 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
   );
   const url = run.match[1] as string;
   try {
-    expect((await post(url, { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } })).status).toBe(200);
-    expect((await post(url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } })).status).toBe(200);
+    expect(
+      (
+        await post(url, {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await post(url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } }))
+        .status,
+    ).toBe(200);
     const metrics = await (await fetch(new URL("/metrics", url))).text();
     expect(metrics).toContain("mcp_server_requests");
-    const checked = Bun.spawnSync(["promtool", "check", "metrics"], { stdin: new TextEncoder().encode(metrics), stdout: "pipe", stderr: "pipe" });
+    const checked = Bun.spawnSync(["promtool", "check", "metrics"], {
+      stdin: new TextEncoder().encode(metrics),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     expect(checked.stderr.toString() + checked.stdout.toString()).not.toContain("error");
     expect(checked.exitCode).toBe(0);
   } finally {
@@ -109,12 +175,33 @@ test("--otel-tracing-enabled=false exports metrics but no spans; --otel-use-lega
   const before = spans.length;
   metricNames.clear();
   const run = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", `http://127.0.0.1:${upstream.port}/mcp`, "--name", "untraced", "--otel-endpoint", `http://127.0.0.1:${receiver.port}`, "--otel-insecure", "--otel-tracing-enabled=false"],
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      `http://127.0.0.1:${upstream.port}/mcp`,
+      "--name",
+      "untraced",
+      "--otel-endpoint",
+      `http://127.0.0.1:${receiver.port}`,
+      "--otel-insecure",
+      "--otel-tracing-enabled=false",
+    ],
     /^(http:\/\/\S+)$/m,
     { timeoutMs: 30_000 },
   );
   try {
-    expect((await post(run.match[1] as string, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: {} } })).status).toBe(200);
+    expect(
+      (
+        await post(run.match[1] as string, {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "echo", arguments: {} },
+        })
+      ).status,
+    ).toBe(200);
   } finally {
     await run.stop();
   }
@@ -122,12 +209,35 @@ test("--otel-tracing-enabled=false exports metrics but no spans; --otel-use-lega
   expect(metricNames.has("mcp.server.requests")).toBe(true);
 
   const modern = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", `http://127.0.0.1:${upstream.port}/mcp`, "--name", "modern", "--otel-endpoint", `http://127.0.0.1:${receiver.port}`, "--otel-insecure", "--otel-sampling-rate", "1", "--otel-use-legacy-attributes=false"],
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      `http://127.0.0.1:${upstream.port}/mcp`,
+      "--name",
+      "modern",
+      "--otel-endpoint",
+      `http://127.0.0.1:${receiver.port}`,
+      "--otel-insecure",
+      "--otel-sampling-rate",
+      "1",
+      "--otel-use-legacy-attributes=false",
+    ],
     /^(http:\/\/\S+)$/m,
     { timeoutMs: 30_000 },
   );
   try {
-    expect((await post(modern.match[1] as string, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: {} } })).status).toBe(200);
+    expect(
+      (
+        await post(modern.match[1] as string, {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "echo", arguments: {} },
+        })
+      ).status,
+    ).toBe(200);
   } finally {
     await modern.stop();
   }
@@ -143,7 +253,10 @@ test("telemetry option mistakes are start-up errors", () => {
     [["--otel-endpoint", "http://collector.example:4318"], "needs --otel-insecure"],
     [["--otel-headers", "a=b"], "--otel-headers needs --otel-endpoint"],
   ] as const) {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", `http://127.0.0.1:${upstream.port}/mcp`, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    const result = Bun.spawnSync(
+      [process.execPath, CLI_ENTRY, "run", "--foreground", `http://127.0.0.1:${upstream.port}/mcp`, ...args],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } },
+    );
     expect(result.exitCode).toBe(2);
     expect(result.stderr.toString()).toContain(text);
   }
@@ -157,8 +270,28 @@ function sample(text: string, name: string): number | undefined {
 
 test("through the stdio bridge: spans per request, and active sessions rise and fall (streamable HTTP and legacy SSE)", async () => {
   const before = spans.length;
-  const common = ["--otel-endpoint", `http://127.0.0.1:${receiver.port}`, "--otel-insecure", "--otel-sampling-rate", "1", "--otel-enable-prometheus-metrics-path"];
-  const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", "npx://./test/fixtures/sandbox-probe", "--name", "bridged", ...common], /^(http:\/\/\S+)$/m, { timeoutMs: 60_000 });
+  const common = [
+    "--otel-endpoint",
+    `http://127.0.0.1:${receiver.port}`,
+    "--otel-insecure",
+    "--otel-sampling-rate",
+    "1",
+    "--otel-enable-prometheus-metrics-path",
+  ];
+  const run = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      "npx://./test/fixtures/sandbox-probe",
+      "--name",
+      "bridged",
+      ...common,
+    ],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 60_000 },
+  );
   const url = run.match[1] as string;
   const active = async () => sample(await (await fetch(new URL("/metrics", url))).text(), "mcp_server_active_sessions");
   try {
@@ -177,7 +310,22 @@ test("through the stdio bridge: spans per request, and active sessions rise and 
   }
   expect(spans.slice(before).map((s) => s.span.name)).toContain("tools/call env");
 
-  const legacy = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", "npx://./test/fixtures/sandbox-probe", "--name", "bridged-sse", "--proxy-mode", "sse", ...common], /^(http:\/\/\S+)$/m, { timeoutMs: 60_000 });
+  const legacy = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      "npx://./test/fixtures/sandbox-probe",
+      "--name",
+      "bridged-sse",
+      "--proxy-mode",
+      "sse",
+      ...common,
+    ],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 60_000 },
+  );
   const sseUrl = legacy.match[1] as string;
   try {
     const metricsUrl = new URL("/metrics", sseUrl);

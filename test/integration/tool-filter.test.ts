@@ -18,7 +18,10 @@ let overrides: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "mcpmgr-tools-"));
   overrides = join(dir, "overrides.json");
-  await writeFile(overrides, JSON.stringify({ toolsOverride: { env: { name: "get_env", description: "Reads one environment variable" } } }));
+  await writeFile(
+    overrides,
+    JSON.stringify({ toolsOverride: { env: { name: "get_env", description: "Reads one environment variable" } } }),
+  );
 });
 
 afterAll(async () => {
@@ -26,19 +29,32 @@ afterAll(async () => {
 });
 
 async function connect(args: string[], env: Record<string, string> = {}) {
-  const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, { env, timeoutMs: 60_000 });
+  const run = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, {
+    env,
+    timeoutMs: 60_000,
+  });
   const client = new Client({ name: "tools-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
   return { run, client };
 }
 
 test("stdio bridge: only the listed tools are visible, renamed and re-described; calls map back; hidden calls are refused", async () => {
-  const { run, client } = await connect([PROBE, "--tools", "env,read_file", "--tools-override", overrides, "-e", "PROBE_SETTING=on"]);
+  const { run, client } = await connect([
+    PROBE,
+    "--tools",
+    "env,read_file",
+    "--tools-override",
+    overrides,
+    "-e",
+    "PROBE_SETTING=on",
+  ]);
   try {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(["get_env", "read_file"]);
     expect(tools.find((t) => t.name === "get_env")?.description).toBe("Reads one environment variable");
-    const called = (await client.callTool({ name: "get_env", arguments: { name: "PROBE_SETTING" } })) as { content: { text: string }[] };
+    const called = (await client.callTool({ name: "get_env", arguments: { name: "PROBE_SETTING" } })) as {
+      content: { text: string }[];
+    };
     expect(called.content[0]?.text).toBe("on");
     for (const hidden of ["env", "write_file", "crash"]) {
       let error: unknown;
@@ -60,17 +76,42 @@ test("the policy cannot be walked around: other Content-Types, unparseable bodie
   try {
     const transport = (client as unknown as { _transport: { sessionId?: string } })._transport;
     const url = run.match[1] as string;
-    const headers = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18", "mcp-session-id": transport.sessionId ?? "" };
-    const hidden = { jsonrpc: "2.0", id: 91, method: "tools/call", params: { name: "write_file", arguments: { path: "/tmp/x" } } };
-    const plain = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "text/plain" }, body: JSON.stringify(hidden) });
+    const headers = {
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-06-18",
+      "mcp-session-id": transport.sessionId ?? "",
+    };
+    const hidden = {
+      jsonrpc: "2.0",
+      id: 91,
+      method: "tools/call",
+      params: { name: "write_file", arguments: { path: "/tmp/x" } },
+    };
+    const plain = await fetch(url, {
+      method: "POST",
+      headers: { ...headers, "content-type": "text/plain" },
+      body: JSON.stringify(hidden),
+    });
     expect(await plain.text()).toContain("Unknown tool: write_file");
-    const garbage = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":92,"method":"tools/call","params":{"name":"write_file"}' });
+    const garbage = await fetch(url, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: '{"jsonrpc":"2.0","id":92,"method":"tools/call","params":{"name":"write_file"}',
+    });
     expect(garbage.status).toBe(400);
     expect(await garbage.text()).toContain("the request body is not JSON");
-    const method = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json", "mcp-method": "tools/list" }, body: JSON.stringify(hidden) });
+    const method = await fetch(url, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json", "mcp-method": "tools/list" },
+      body: JSON.stringify(hidden),
+    });
     expect(method.status).toBe(400);
     expect(await method.text()).toContain("Mcp-Method does not match");
-    const mismatch = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json", "mcp-name": "write_file" }, body: JSON.stringify({ ...hidden, params: { name: "env", arguments: { name: "HOME" } } }) });
+    const mismatch = await fetch(url, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json", "mcp-name": "write_file" },
+      body: JSON.stringify({ ...hidden, params: { name: "env", arguments: { name: "HOME" } } }),
+    });
     expect(mismatch.status).toBe(400);
     expect(await mismatch.text()).toContain("Mcp-Name does not match");
     await client.close();
@@ -86,7 +127,9 @@ test("transparent forwarder: SSE answers from server-everything are filtered too
     try {
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual(["echo", "get-sum"]);
-      const echoed = (await client.callTool({ name: "echo", arguments: { message: "filtered" } })) as { content: { text: string }[] };
+      const echoed = (await client.callTool({ name: "echo", arguments: { message: "filtered" } })) as {
+        content: { text: string }[];
+      };
       expect(echoed.content[0]?.text).toContain("filtered");
       let error: unknown;
       try {
@@ -113,12 +156,18 @@ test("bad override files, empty overrides, hiding an overridden tool and unknown
   const cases: [string[], string][] = [
     [[PROBE, "--tools-override", await write("bad.json", "{nope")], "not valid JSON"],
     [[PROBE, "--tools-override", await write("shape.json", JSON.stringify({ tools: {} }))], "--tools-override"],
-    [[PROBE, "--tools-override", await write("empty.json", JSON.stringify({ toolsOverride: { env: {} } }))], "changes nothing"],
+    [
+      [PROBE, "--tools-override", await write("empty.json", JSON.stringify({ toolsOverride: { env: {} } }))],
+      "changes nothing",
+    ],
     [[PROBE, "--tools", "read_file", "--tools-override", overrides], "but --tools hides it"],
     [[PROBE, "--tools-override", join(dir, "missing.json")], "no such file"],
   ];
   for (const [args, text] of cases) {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1" },
+    });
     expect(result.exitCode).toBe(2);
     const lines = result.stderr.toString().trim().split("\n");
     expect(lines).toHaveLength(1);
@@ -126,7 +175,10 @@ test("bad override files, empty overrides, hiding an overridden tool and unknown
   }
   // A registry entry lists its tools: a typo is caught before anything starts.
   const registry = join(REPO_ROOT, "test/fixtures/registry/probe-registry.json");
-  const unknown = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", "probe", "--tools", "read_fil", "-e", "PROBE_TOKEN=x"], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_REGISTRY: registry } });
+  const unknown = Bun.spawnSync(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", "probe", "--tools", "read_fil", "-e", "PROBE_TOKEN=x"],
+    { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_REGISTRY: registry } },
+  );
   expect(unknown.exitCode).toBe(2);
   expect(unknown.stderr.toString()).toContain("unknown tool read_fil");
 });
@@ -139,17 +191,31 @@ test("after notifications/tools/list_changed the new list is filtered too, over 
   const { ToolListChangedNotificationSchema } = await import("@modelcontextprotocol/sdk/types.js");
   const policy = toolsPolicy(["echo", "notify_list_changed", "added_allowed"], undefined);
   for (const mode of ["streamable-http", "sse"] as const) {
-    const bridge = await startBridge({ cmd: [process.execPath, join(REPO_ROOT, "test/fixtures/bridge-probe-server.ts")], mode, middleware: policy ? [toolFilter(policy)] : [] });
+    const bridge = await startBridge({
+      cmd: [process.execPath, join(REPO_ROOT, "test/fixtures/bridge-probe-server.ts")],
+      mode,
+      middleware: policy ? [toolFilter(policy)] : [],
+    });
     const client = new Client({ name: "list-changed", version: "1.0.0" });
     try {
-      const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
-      await client.connect(mode === "sse" ? new SSEClientTransport(new URL(bridge.url)) : new StreamableHTTPClientTransport(new URL(bridge.url)));
+      const changed = new Promise<void>((resolve) =>
+        client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+      );
+      await client.connect(
+        mode === "sse"
+          ? new SSEClientTransport(new URL(bridge.url))
+          : new StreamableHTTPClientTransport(new URL(bridge.url)),
+      );
       expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["echo", "notify_list_changed"]);
       // The server gains a tool the policy allows and one it hides.
       await client.callTool({ name: "notify_list_changed", arguments: { add: "added_hidden" } });
       await changed;
       await client.callTool({ name: "notify_list_changed", arguments: { add: "added_allowed" } });
-      expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["added_allowed", "echo", "notify_list_changed"]);
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual([
+        "added_allowed",
+        "echo",
+        "notify_list_changed",
+      ]);
       expect((await client.callTool({ name: "added_allowed", arguments: {} })).isError).toBeFalsy();
       const hidden = await client.callTool({ name: "stats", arguments: {} }).then(
         () => "called",

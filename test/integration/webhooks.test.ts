@@ -26,10 +26,51 @@ function openssl(...args: string[]) {
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "mcpmgr-webhooks-"));
   // A test CA, and a server certificate for 127.0.0.1 signed by it.
-  openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=mcpmgr test CA", "-keyout", "ca.key", "-out", "ca.pem");
-  openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key", "-out", "server.csr");
+  openssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=mcpmgr test CA",
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.pem",
+  );
+  openssl(
+    "req",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-subj",
+    "/CN=127.0.0.1",
+    "-keyout",
+    "server.key",
+    "-out",
+    "server.csr",
+  );
   await writeFile(join(dir, "san.ext"), "subjectAltName=IP:127.0.0.1\n");
-  openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1", "-extfile", "san.ext", "-out", "server.pem");
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    "server.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-extfile",
+    "san.ext",
+    "-out",
+    "server.pem",
+  );
   server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -37,21 +78,42 @@ beforeAll(async () => {
     async fetch(req) {
       const path = new URL(req.url).pathname;
       const body = await req.text();
-      const review = JSON.parse(body) as { mcp_request: { method: string; params?: { name?: string; arguments?: Record<string, unknown> } }; principal?: unknown };
+      const review = JSON.parse(body) as {
+        mcp_request: { method: string; params?: { name?: string; arguments?: Record<string, unknown> } };
+        principal?: unknown;
+      };
       const signature = req.headers.get("x-mcpmgr-signature");
-      const expected = `sha256=${createHmac("sha256", HMAC_SECRET).update(`${req.headers.get("x-mcpmgr-timestamp")}.${body}`).digest("hex")}`;
-      seen.push({ path, method: review.mcp_request.method, signed: signature === expected, principal: review.principal !== undefined });
+      const expected = `sha256=${createHmac("sha256", HMAC_SECRET)
+        .update(`${req.headers.get("x-mcpmgr-timestamp")}.${body}`)
+        .digest("hex")}`;
+      seen.push({
+        path,
+        method: review.mcp_request.method,
+        signed: signature === expected,
+        principal: review.principal !== undefined,
+      });
       const call = review.mcp_request.method === "tools/call" ? review.mcp_request.params : undefined;
       if (path === "/validate") {
         if (signature !== expected) return Response.json({ allowed: false, reason: "bad signature" });
-        return Response.json(call?.name === "write_file" ? { allowed: false, reason: "writes are not allowed" } : { allowed: true });
+        return Response.json(
+          call?.name === "write_file" ? { allowed: false, reason: "writes are not allowed" } : { allowed: true },
+        );
       }
       if (path === "/mutate") {
         if (call?.name === "env" && call.arguments?.name === "SECRET_NAME") {
-          return Response.json({ allowed: true, patch_type: "json_patch", patch: [{ op: "replace", path: "/params/arguments/name", value: "PROBE_SETTING" }] });
+          return Response.json({
+            allowed: true,
+            patch_type: "json_patch",
+            patch: [{ op: "replace", path: "/params/arguments/name", value: "PROBE_SETTING" }],
+          });
         }
-        if (call?.name === "env" && call.arguments?.name === "CHANGE_METHOD") return Response.json({ allowed: true, patch: [{ op: "replace", path: "/method", value: "tools/list" }] });
-        if (call?.name === "env" && call.arguments?.name === "CHANGE_TOOL") return Response.json({ allowed: true, patch: [{ op: "replace", path: "/params/name", value: "write_file" }] });
+        if (call?.name === "env" && call.arguments?.name === "CHANGE_METHOD")
+          return Response.json({ allowed: true, patch: [{ op: "replace", path: "/method", value: "tools/list" }] });
+        if (call?.name === "env" && call.arguments?.name === "CHANGE_TOOL")
+          return Response.json({
+            allowed: true,
+            patch: [{ op: "replace", path: "/params/name", value: "write_file" }],
+          });
         return Response.json({ allowed: true });
       }
       if (path === "/slow") {
@@ -74,10 +136,19 @@ async function config(name: string, content: unknown): Promise<string> {
   return path;
 }
 
-const hook = (name: string, path: string, extra: Record<string, unknown> = {}) => ({ name, url: `https://127.0.0.1:${server.port}${path}`, tls_config: { ca_bundle_path: join(dir, "ca.pem") }, ...extra });
+const hook = (name: string, path: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  url: `https://127.0.0.1:${server.port}${path}`,
+  tls_config: { ca_bundle_path: join(dir, "ca.pem") },
+  ...extra,
+});
 
 async function run(args: string[], env: Record<string, string> = {}) {
-  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "-e", "PROBE_SETTING=on", ...args], /^(http:\/\/\S+)$/m, { env, timeoutMs: 60_000 });
+  const running = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "-e", "PROBE_SETTING=on", ...args],
+    /^(http:\/\/\S+)$/m,
+    { env, timeoutMs: 60_000 },
+  );
   const client = new Client({ name: "webhook-test", version: "1.0.0" });
   const connected = await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string))).then(
     () => undefined,
@@ -96,13 +167,20 @@ async function run(args: string[], env: Record<string, string> = {}) {
 }
 
 test("validating denies, mutating patches; both files merge; the webhook checks the HMAC signature", async () => {
-  const validating = await config("validating.json", { validating: [hook("policy", "/validate", { hmac_secret_ref: "webhook-hmac" })] });
+  const validating = await config("validating.json", {
+    validating: [hook("policy", "/validate", { hmac_secret_ref: "webhook-hmac" })],
+  });
   const mutating = await config("mutating.json", { mutating: [hook("rewrite", "/mutate")] });
   seen.length = 0;
-  const { running, client, call } = await run(["--webhook-config", validating, "--webhook-config", mutating], { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_WEBHOOK_HMAC: HMAC_SECRET });
+  const { running, client, call } = await run(["--webhook-config", validating, "--webhook-config", mutating], {
+    MCPMGR_SECRETS_PROVIDER: "environment",
+    MCPMGR_SECRET_WEBHOOK_HMAC: HMAC_SECRET,
+  });
   try {
     expect(await call("env", { name: "SECRET_NAME" })).toBe("on");
-    expect(await call("write_file", { path: "/tmp/nope" })).toContain("request denied by webhook policy: writes are not allowed");
+    expect(await call("write_file", { path: "/tmp/nope" })).toContain(
+      "request denied by webhook policy: writes are not allowed",
+    );
     expect(await call("env", { name: "CHANGE_METHOD" })).toContain("tried to change more than the request's params");
     expect(await call("env", { name: "CHANGE_TOOL" })).toContain("tried to change the tool, prompt or resource");
     const validated = seen.filter((s) => s.path === "/validate");
@@ -116,8 +194,13 @@ test("validating denies, mutating patches; both files merge; the webhook checks 
 }, 60_000);
 
 test("a webhook that times out denies under failure_policy fail and is skipped under ignore", async () => {
-  for (const [policy, expectation] of [["fail", "validating webhook slow failed"], ["ignore", "on"]] as const) {
-    const file = await config(`slow-${policy}.json`, { validating: [hook("slow", "/slow", { timeout: "500ms", failure_policy: policy })] });
+  for (const [policy, expectation] of [
+    ["fail", "validating webhook slow failed"],
+    ["ignore", "on"],
+  ] as const) {
+    const file = await config(`slow-${policy}.json`, {
+      validating: [hook("slow", "/slow", { timeout: "500ms", failure_policy: policy })],
+    });
     // Under "fail" even initialize is refused: the client cannot connect, and says why.
     const { running, client, call } = await run(["--webhook-config", file]);
     try {
@@ -133,12 +216,18 @@ test("http:// webhooks, unknown fields and unreadable CA files are start-up erro
   const cases: [unknown, string][] = [
     [{ validating: [{ name: "plain", url: `http://127.0.0.1:${server.port}/validate` }] }, "http:// is refused"],
     [{ validating: [{ name: "typo", url: "https://x.example", failurePolicy: "fail" }] }, "validating.0"],
-    [{ validating: [hook("ca", "/validate", { tls_config: { ca_bundle_path: join(dir, "missing.pem") } })] }, "cannot read the file"],
+    [
+      { validating: [hook("ca", "/validate", { tls_config: { ca_bundle_path: join(dir, "missing.pem") } })] },
+      "cannot read the file",
+    ],
     [{ validating: [{ name: "bad policy", url: "https://x.example" }] }, "validating.0.name"],
   ];
   for (const [content, text] of cases) {
     const file = await config("bad.json", content);
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--webhook-config", file], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    const result = Bun.spawnSync(
+      [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--webhook-config", file],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } },
+    );
     expect(result.exitCode).toBe(2);
     expect(result.stderr.toString()).toContain(text);
   }

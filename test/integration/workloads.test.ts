@@ -15,7 +15,11 @@ const PROBE = "npx://./test/fixtures/sandbox-probe";
 let home: string;
 
 function mcpmgr(...args: string[]) {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home }, timeout: 120_000 });
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    timeout: 120_000,
+  });
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
@@ -33,7 +37,9 @@ async function echoEnv(url: string): Promise<string | undefined> {
   const client = new Client({ name: "workload-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   try {
-    const result = (await client.callTool({ name: "env", arguments: { name: "PROBE_MODE" } })) as { content: { text: string }[] };
+    const result = (await client.callTool({ name: "env", arguments: { name: "PROBE_MODE" } })) as {
+      content: { text: string }[];
+    };
     return result.content[0]?.text;
   } finally {
     await client.close();
@@ -92,7 +98,12 @@ describe("a detached workload", () => {
   test("stop, start and restart keep the URL", async () => {
     expect(mcpmgr("stop", "probe").code).toBe(0);
     expect(row("probe")?.status).toBe("stopped");
-    expect(await fetch(url, { method: "POST", body: "{}" }).then(() => "answered", () => "refused")).toBe("refused");
+    expect(
+      await fetch(url, { method: "POST", body: "{}" }).then(
+        () => "answered",
+        () => "refused",
+      ),
+    ).toBe("refused");
     const started = mcpmgr("start", "probe");
     expect(started.code).toBe(0);
     expect(started.stdout.trim()).toBe(url);
@@ -135,7 +146,12 @@ test("a server that fails to start is reported with its output, and nothing is k
 
 test("two runs at once both succeed, on different ports", async () => {
   const run = (name: string) =>
-    Bun.spawn([process.execPath, CLI_ENTRY, "run", PROBE, "--name", name], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home }, stdout: "pipe", stderr: "pipe" });
+    Bun.spawn([process.execPath, CLI_ENTRY, "run", PROBE, "--name", name], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
   const [a, b] = [run("twin-a"), run("twin-b")];
   const [urlA, urlB] = await Promise.all([new Response(a.stdout).text(), new Response(b.stdout).text()]);
   expect(await a.exited).toBe(0);
@@ -147,8 +163,17 @@ test("two runs at once both succeed, on different ports", async () => {
 }, 60_000);
 
 test("secret values never reach the workload's log, even when the server prints them", async () => {
-  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_PROBE_KEY: "sup3r-secret-value" };
-  const started = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", PROBE, "--name", "secretive", "--secret", "probe-key,target=PROBE_KEY"], { cwd: REPO_ROOT, env });
+  const env = {
+    ...process.env,
+    NO_COLOR: "1",
+    MCPMGR_HOME: home,
+    MCPMGR_SECRETS_PROVIDER: "environment",
+    MCPMGR_SECRET_PROBE_KEY: "sup3r-secret-value",
+  };
+  const started = Bun.spawnSync(
+    [process.execPath, CLI_ENTRY, "run", PROBE, "--name", "secretive", "--secret", "probe-key,target=PROBE_KEY"],
+    { cwd: REPO_ROOT, env },
+  );
   expect(started.exitCode).toBe(0);
   const client = new Client({ name: "secret-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(started.stdout.toString().trim())));
@@ -190,15 +215,27 @@ test("MCPMGR_RUNTIME is honoured: nonsense is an error; container-only options a
     [[PROBE, "--network", "host"], "process", "--network applies to container workloads"],
     [[PROBE, "--isolate-network"], "process", "--isolate-network applies to container workloads"],
   ] as const) {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: value } });
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: value },
+    });
     expect(result.exitCode).toBe(2);
     expect(result.stderr.toString()).toContain(text);
   }
 });
 
 test("a secret printed on stdout is redacted in the proxy's log too", async () => {
-  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_PROBE_KEY: "st0ut-secret-value" };
-  const started = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", PROBE, "--name", "chatty", "--secret", "probe-key,target=PROBE_KEY"], { cwd: REPO_ROOT, env, timeout: 60_000 });
+  const env = {
+    ...process.env,
+    NO_COLOR: "1",
+    MCPMGR_HOME: home,
+    MCPMGR_SECRETS_PROVIDER: "environment",
+    MCPMGR_SECRET_PROBE_KEY: "st0ut-secret-value",
+  };
+  const started = Bun.spawnSync(
+    [process.execPath, CLI_ENTRY, "run", PROBE, "--name", "chatty", "--secret", "probe-key,target=PROBE_KEY"],
+    { cwd: REPO_ROOT, env, timeout: 60_000 },
+  );
   expect(started.exitCode).toBe(0);
   const client = new Client({ name: "stdout-secret-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(started.stdout.toString().trim())));

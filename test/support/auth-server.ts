@@ -43,15 +43,29 @@ export interface AuthServer {
   stop(): Promise<void>;
 }
 
-export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; port?: number; accessTokenTtl?: number; tls?: { cert: string; key: string } } = {}): Promise<AuthServer> {
+export async function startAuthServer(
+  options: {
+    keys?: JsonWebKeyWithKid[];
+    port?: number;
+    accessTokenTtl?: number;
+    tls?: { cert: string; key: string };
+  } = {},
+): Promise<AuthServer> {
   const port = options.port ?? (await freePort());
   const issuer = `${options.tls ? "https" : "http"}://127.0.0.1:${port}`;
   const tls = options.tls;
-  const trusted = (url: string | URL, init: RequestInit = {}) => fetch(url, tls ? ({ ...init, tls: { ca: tls.cert } } as RequestInit) : init);
+  const trusted = (url: string | URL, init: RequestInit = {}) =>
+    fetch(url, tls ? ({ ...init, tls: { ca: tls.cert } } as RequestInit) : init);
   const keys = options.keys ?? [await signingKey("key-1")];
   const configuration: Configuration = {
     clients: [
-      { ...CLIENTS.service, grant_types: ["client_credentials"], redirect_uris: [], response_types: [], scope: "openid mcp:read mcp:write" },
+      {
+        ...CLIENTS.service,
+        grant_types: ["client_credentials"],
+        redirect_uris: [],
+        response_types: [],
+        scope: "openid mcp:read mcp:write",
+      },
       { ...CLIENTS.introspector, grant_types: [], redirect_uris: [], response_types: [] },
       {
         ...CLIENTS.mcpmgr,
@@ -67,12 +81,30 @@ export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; por
         redirect_uris: CALLBACK_PORTS.map((port) => `http://127.0.0.1:${port}/callback`),
         response_types: ["code"],
       },
-      { ...CLIENTS.exchanger, grant_types: ["urn:ietf:params:oauth:grant-type:token-exchange"], redirect_uris: [], response_types: [] },
-      { ...CLIENTS.exchangerEncoded, grant_types: ["urn:ietf:params:oauth:grant-type:token-exchange"], redirect_uris: [], response_types: [] },
+      {
+        ...CLIENTS.exchanger,
+        grant_types: ["urn:ietf:params:oauth:grant-type:token-exchange"],
+        redirect_uris: [],
+        response_types: [],
+      },
+      {
+        ...CLIENTS.exchangerEncoded,
+        grant_types: ["urn:ietf:params:oauth:grant-type:token-exchange"],
+        redirect_uris: [],
+        response_types: [],
+      },
     ],
     // Refresh tokens for every authorization-code client that may use them (no offline_access dance).
-    issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(type: string): boolean }) => client.grantTypeAllowed("refresh_token"),
-    ttl: { AccessToken: options.accessTokenTtl ?? 300, ClientCredentials: options.accessTokenTtl ?? 300, RefreshToken: 3600, Interaction: 600, Session: 3600, Grant: 3600 },
+    issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(type: string): boolean }) =>
+      client.grantTypeAllowed("refresh_token"),
+    ttl: {
+      AccessToken: options.accessTokenTtl ?? 300,
+      ClientCredentials: options.accessTokenTtl ?? 300,
+      RefreshToken: 3600,
+      Interaction: 600,
+      Session: 3600,
+      Grant: 3600,
+    },
     jwks: { keys },
     claims: { openid: ["sub"], profile: ["name"], email: ["email", "email_verified"] },
     scopes: ["openid", "offline_access", "mcp:read", "mcp:write"],
@@ -102,7 +134,8 @@ export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; por
   provider.use(async (ctx, next) => {
     await next();
     if (ctx.path === "/token" && ctx.method === "POST") {
-      const type = (ctx as unknown as { oidc?: { params?: { grant_type?: string } } }).oidc?.params?.grant_type ?? "unknown";
+      const type =
+        (ctx as unknown as { oidc?: { params?: { grant_type?: string } } }).oidc?.params?.grant_type ?? "unknown";
       grants.set(type, (grants.get(type) ?? 0) + 1);
     }
   });
@@ -126,18 +159,30 @@ export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; por
         return;
       }
       const now = Math.floor(Date.now() / 1000);
-      const token = await new SignJWT({ sub: subject, client_id: ctx.oidc.client.clientId, act: { sub: ctx.oidc.client.clientId }, scope: params.scope ?? "mcp:read" })
+      const token = await new SignJWT({
+        sub: subject,
+        client_id: ctx.oidc.client.clientId,
+        act: { sub: ctx.oidc.client.clientId },
+        scope: params.scope ?? "mcp:read",
+      })
         .setProtectedHeader({ alg: "RS256", kid: signingJwk.kid, typ: "at+jwt" })
         .setIssuer(issuer)
         .setAudience(params.audience ?? JWT_RESOURCE)
         .setIssuedAt(now)
         .setExpirationTime(now + 300)
         .sign(await importJWK(signingJwk, "RS256"));
-      ctx.body = { access_token: token, issued_token_type: "urn:ietf:params:oauth:token-type:access_token", token_type: "Bearer", expires_in: 300 };
+      ctx.body = {
+        access_token: token,
+        issued_token_type: "urn:ietf:params:oauth:token-type:access_token",
+        token_type: "Bearer",
+        expires_in: 300,
+      };
     },
     ["subject_token", "subject_token_type", "requested_token_type", "audience", "scope", "resource"],
   );
-  const listener = tls ? createTlsServer({ cert: tls.cert, key: tls.key }, provider.callback()) : createServer(provider.callback());
+  const listener = tls
+    ? createTlsServer({ cert: tls.cert, key: tls.key }, provider.callback())
+    : createServer(provider.callback());
   await new Promise<void>((resolve) => listener.listen(port, "127.0.0.1", resolve));
   return {
     issuer,
@@ -166,14 +211,23 @@ export async function startAuthServer(options: { keys?: JsonWebKeyWithKid[]; por
  * oidc-provider's login and consent pages (any login is accepted) with a cookie jar, up to
  * the redirect to mcpmgr's callback, which it then requests. Returns the callback's status.
  */
-export async function completeLogin(authorizeUrl: string, user = "alice", fetcher: (url: string, init?: RequestInit) => Promise<Response> = fetch): Promise<number> {
+export async function completeLogin(
+  authorizeUrl: string,
+  user = "alice",
+  fetcher: (url: string, init?: RequestInit) => Promise<Response> = fetch,
+): Promise<number> {
   const cookies = new Map<string, string>();
   const cookieHeader = () => [...cookies].map(([k, v]) => `${k}=${v}`).join("; ");
   let url = authorizeUrl;
   let method = "GET";
   let body: URLSearchParams | undefined;
   for (let step = 0; step < 20; step++) {
-    const response = await fetcher(url, { method, redirect: "manual", headers: { cookie: cookieHeader(), ...(body ? { "content-type": "application/x-www-form-urlencoded" } : {}) }, ...(body ? { body } : {}) });
+    const response = await fetcher(url, {
+      method,
+      redirect: "manual",
+      headers: { cookie: cookieHeader(), ...(body ? { "content-type": "application/x-www-form-urlencoded" } : {}) },
+      ...(body ? { body } : {}),
+    });
     for (const line of response.headers.getSetCookie()) {
       const [pair = ""] = line.split(";");
       const at = pair.indexOf("=");
@@ -193,7 +247,9 @@ export async function completeLogin(authorizeUrl: string, user = "alice", fetche
     const prompt = /name="prompt" value="([^"]+)"/.exec(html)?.[1];
     url = new URL(action.replaceAll("&amp;", "&"), url).href;
     method = "POST";
-    body = new URLSearchParams(prompt === "login" ? { prompt, login: user, password: "any" } : { prompt: prompt ?? "consent" });
+    body = new URLSearchParams(
+      prompt === "login" ? { prompt, login: user, password: "any" } : { prompt: prompt ?? "consent" },
+    );
   }
   throw new Error("login did not reach the callback in 20 steps");
 }

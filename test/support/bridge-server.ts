@@ -12,19 +12,40 @@ import { withBuiltinProtections } from "../../src/middleware/builtin-chain.ts";
 import type { Middleware } from "../../src/proxy/handler.ts";
 import { CONFORMANCE_FIXTURE } from "./conformance.ts";
 
-export async function startBridge(options: { cmd?: string[]; mode?: "streamable-http" | "sse"; bridge?: BridgeOptions; middleware?: readonly Middleware[] } = {}) {
-  const proc = Bun.spawn(options.cmd ?? [process.execPath, CONFORMANCE_FIXTURE, "stdio"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+export async function startBridge(
+  options: {
+    cmd?: string[];
+    mode?: "streamable-http" | "sse";
+    bridge?: BridgeOptions;
+    middleware?: readonly Middleware[];
+  } = {},
+) {
+  const proc = Bun.spawn(options.cmd ?? [process.execPath, CONFORMANCE_FIXTURE, "stdio"], {
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   let stderr = "";
   void (async () => {
     for await (const chunk of proc.stderr) stderr += new TextDecoder().decode(chunk);
   })();
   const invalidLines: string[] = [];
   const bridge = new StdioBridge(options.bridge ?? {});
-  const channel = lineChannel({ stdout: proc.stdout, stdin: proc.stdin, onMessage: bridge.onServerMessage, onInvalidLine: (line) => invalidLines.push(line) });
+  const channel = lineChannel({
+    stdout: proc.stdout,
+    stdin: proc.stdin,
+    onMessage: bridge.onServerMessage,
+    onInvalidLine: (line) => invalidLines.push(line),
+  });
   await bridge.start(channel);
   const live = new LiveStreams();
-  const frontEnd = options.mode === "sse" ? legacySseFrontEnd({ bridge, live }) : streamableHttpFrontEnd({ bridge, live });
-  const handler = withBuiltinProtections(frontEnd, { serverName: "bridge-test", listenHost: "127.0.0.1", trustProxyHeaders: false }, ...(options.middleware ?? []));
+  const frontEnd =
+    options.mode === "sse" ? legacySseFrontEnd({ bridge, live }) : streamableHttpFrontEnd({ bridge, live });
+  const handler = withBuiltinProtections(
+    frontEnd,
+    { serverName: "bridge-test", listenHost: "127.0.0.1", trustProxyHeaders: false },
+    ...(options.middleware ?? []),
+  );
   const server = serve({ host: "127.0.0.1", port: 0, handler, live });
   const url = new URL(options.mode === "sse" ? "/sse" : "/mcp", server.url).href;
   return {

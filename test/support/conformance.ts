@@ -94,8 +94,7 @@ export async function runConformance(
         if (check.status === "SUCCESS") {
           result.passed++;
           result.passedChecks.push(`${scenario}/${check.id}`);
-        }
-        else if (check.status === "WARNING") result.warnings++;
+        } else if (check.status === "WARNING") result.warnings++;
         else if (check.status === "FAILURE") {
           result.failed++;
           result.failures.push(`${scenario}/${check.id}: ${check.errorMessage ?? check.description ?? "failed"}`);

@@ -27,8 +27,17 @@ export function docker(...args: string[]): { code: number; out: string; err: str
   return { code: result.exitCode, out: result.stdout.toString().trim(), err: result.stderr.toString().trim() };
 }
 
-async function buildImage(name: string, files: Record<string, string | Uint8Array>, entrypoint: string[]): Promise<string> {
-  const dockerfile = [`FROM ${NODE_BASE_IMAGE}`, ...Object.keys(files).map((file) => `COPY ${file} /app/${file}`), `ENTRYPOINT ${JSON.stringify(entrypoint)}`, ""].join("\n");
+async function buildImage(
+  name: string,
+  files: Record<string, string | Uint8Array>,
+  entrypoint: string[],
+): Promise<string> {
+  const dockerfile = [
+    `FROM ${NODE_BASE_IMAGE}`,
+    ...Object.keys(files).map((file) => `COPY ${file} /app/${file}`),
+    `ENTRYPOINT ${JSON.stringify(entrypoint)}`,
+    "",
+  ].join("\n");
   const hash = createHash("sha256").update(dockerfile);
   for (const [file, content] of Object.entries(files)) hash.update(file).update(content);
   const tag = `mcpmgr-test/${name}:${hash.digest("hex").slice(0, 12)}`;
@@ -51,13 +60,29 @@ export function fixtureImages(): Promise<FixtureImages> {
   cached ??= (async () => {
     await ensureTestImages();
     // The fixture uses Bun APIs, so its image carries this Bun (node-base has the libraries it loads).
-    const bundle = await Bun.build({ entrypoints: [join(REPO_ROOT, "test/fixtures/conformance-server.ts")], target: "bun", format: "esm" });
+    const bundle = await Bun.build({
+      entrypoints: [join(REPO_ROOT, "test/fixtures/conformance-server.ts")],
+      target: "bun",
+      format: "esm",
+    });
     if (!bundle.success) throw new Error(`bundling the conformance server failed: ${bundle.logs.join("\n")}`);
     const conformanceJs = await (bundle.outputs[0] as Blob).text();
     return {
-      probe: await buildImage("probe", { "probe.mjs": readFileSync(join(REPO_ROOT, "test/fixtures/sandbox-probe/probe.mjs")) }, ["node", "/app/probe.mjs"]),
-      conformance: await buildImage("conformance", { "server.mjs": conformanceJs, bun: readFileSync(process.execPath) }, ["/app/bun", "/app/server.mjs", "stdio"]),
-      httpProbe: await buildImage("http-probe", { "server.mjs": readFileSync(join(REPO_ROOT, "test/fixtures/http-probe/server.mjs")) }, ["node", "/app/server.mjs"]),
+      probe: await buildImage(
+        "probe",
+        { "probe.mjs": readFileSync(join(REPO_ROOT, "test/fixtures/sandbox-probe/probe.mjs")) },
+        ["node", "/app/probe.mjs"],
+      ),
+      conformance: await buildImage(
+        "conformance",
+        { "server.mjs": conformanceJs, bun: readFileSync(process.execPath) },
+        ["/app/bun", "/app/server.mjs", "stdio"],
+      ),
+      httpProbe: await buildImage(
+        "http-probe",
+        { "server.mjs": readFileSync(join(REPO_ROOT, "test/fixtures/http-probe/server.mjs")) },
+        ["node", "/app/server.mjs"],
+      ),
     };
   })();
   return cached;
@@ -87,7 +112,10 @@ export function leftovers(workload: string): { containers: string[]; networks: s
 }
 
 /** `mcpmgr run --foreground ARGS` with the Docker runtime, and an SDK client connected to it. */
-export async function runInDocker(args: string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}) {
+export async function runInDocker(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+) {
   const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, {
     env: { MCPMGR_RUNTIME: "docker", ...options.env },
     timeoutMs: options.timeoutMs ?? 240_000,
@@ -96,7 +124,10 @@ export async function runInDocker(args: string[], options: { env?: Record<string
   const client = new Client({ name: "docker-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
   const call = async (name: string, args: Record<string, unknown> = {}) => {
-    const result = (await client.callTool({ name, arguments: args })) as { content: { text: string }[]; isError?: boolean };
+    const result = (await client.callTool({ name, arguments: args })) as {
+      content: { text: string }[];
+      isError?: boolean;
+    };
     return { text: result.content[0]?.text ?? "", isError: result.isError === true };
   };
   return { ...running, client, call };
@@ -107,8 +138,16 @@ export async function runInDocker(args: string[], options: { env?: Record<string
  * output. A run that wrongly succeeds would serve forever: it is killed after `timeoutMs`.
  */
 export async function runInDockerFails(args: string[], env: Record<string, string> = {}, timeoutMs = 120_000) {
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], { env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1", ...env }, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], {
+    env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const timer = setTimeout(() => proc.kill("SIGINT"), timeoutMs);
-  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]).finally(() => clearTimeout(timer));
+  const [code, out, err] = await Promise.all([
+    proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+  ]).finally(() => clearTimeout(timer));
   return { code, out, err };
 }

@@ -6,7 +6,16 @@
  * node/npm or Go toolchain and the shared libraries they load. Change what goes into an
  * image => bump its tag, so a machine never reuses an image with the old contents.
  */
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
@@ -19,9 +28,43 @@ const CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt";
 // does) put their CA there, and on others it only holds the public CAs node has anyway.
 const CA_ENV = [`NODE_EXTRA_CA_CERTS=${CA_BUNDLE}`, `SSL_CERT_FILE=${CA_BUNDLE}`];
 const APPLETS = [
-  "sh", "ls", "cat", "mkdir", "chown", "chmod", "rm", "cp", "mv", "ln", "env", "id", "echo", "sleep",
-  "wget", "nc", "grep", "sed", "tar", "gzip", "find", "adduser", "addgroup", "true", "false", "test",
-  "[", "head", "tail", "wc", "touch", "printf", "which", "ping", "hostname", "kill", "ps",
+  "sh",
+  "ls",
+  "cat",
+  "mkdir",
+  "chown",
+  "chmod",
+  "rm",
+  "cp",
+  "mv",
+  "ln",
+  "env",
+  "id",
+  "echo",
+  "sleep",
+  "wget",
+  "nc",
+  "grep",
+  "sed",
+  "tar",
+  "gzip",
+  "find",
+  "adduser",
+  "addgroup",
+  "true",
+  "false",
+  "test",
+  "[",
+  "head",
+  "tail",
+  "wc",
+  "touch",
+  "printf",
+  "which",
+  "ping",
+  "hostname",
+  "kill",
+  "ps",
 ];
 
 interface ImageSpec {
@@ -66,7 +109,11 @@ const SPECS: ImageSpec[] = [
 
 async function run(cmd: string[], stdin?: ReadableStream<Uint8Array>): Promise<{ code: number; out: string }> {
   const proc = Bun.spawn(cmd, { stdin: stdin ?? "ignore", stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { code, out: out + err };
 }
 

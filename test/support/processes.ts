@@ -57,7 +57,10 @@ export async function spawnUntil(
 
   try {
     const match = await new Promise<RegExpExecArray>((resolveMatch, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${cmd.join(" ")} not ready in time:\n${output}`)), options.timeoutMs ?? 15_000);
+      const timer = setTimeout(
+        () => reject(new Error(`${cmd.join(" ")} not ready in time:\n${output}`)),
+        options.timeoutMs ?? 15_000,
+      );
       onOutput = () => {
         const found = ready.exec(output);
         if (found) {
@@ -80,18 +83,28 @@ export async function spawnUntil(
 }
 
 /** `mcpmgr proxy NAME --target-uri TARGET ...`; resolves with the URL it prints. */
-export async function startProxy(target: string, extraArgs: string[] = [], options: { binary?: string; env?: Record<string, string> } = {}) {
+export async function startProxy(
+  target: string,
+  extraArgs: string[] = [],
+  options: { binary?: string; env?: Record<string, string> } = {},
+) {
   const cmd = options.binary ? [options.binary] : [process.execPath, CLI_ENTRY];
-  const running = await spawnUntil([...cmd, "proxy", "test-proxy", "--target-uri", target, ...extraArgs], /^(http:\/\/\S+)$/m, {
-    ...(options.env ? { env: options.env } : {}),
-  });
+  const running = await spawnUntil(
+    [...cmd, "proxy", "test-proxy", "--target-uri", target, ...extraArgs],
+    /^(http:\/\/\S+)$/m,
+    {
+      ...(options.env ? { env: options.env } : {}),
+    },
+  );
   return { ...running, url: running.match[1] as string };
 }
 
 /** server-everything in "streamableHttp" (endpoint /mcp) or "sse" (endpoint /sse) mode on a free port. */
 export async function startEverything(mode: "streamableHttp" | "sse") {
   const port = await freePort();
-  const running = await spawnUntil([process.execPath, EVERYTHING, mode], /listening on port|running on port/i, { env: { PORT: String(port) } });
+  const running = await spawnUntil([process.execPath, EVERYTHING, mode], /listening on port|running on port/i, {
+    env: { PORT: String(port) },
+  });
   const path = mode === "sse" ? "/sse" : "/mcp";
   return { ...running, url: `http://127.0.0.1:${port}${path}` };
 }

@@ -25,7 +25,15 @@ export interface ProtectedRemote {
 export async function startProtectedRemote(scratchPrefix: string): Promise<ProtectedRemote> {
   const auth = await startAuthServer();
   const fixture = await startConformanceServer();
-  const remote = await startProxy(fixture.url, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, "--resource-url", JWT_RESOURCE, ...LOCAL_DEV]);
+  const remote = await startProxy(fixture.url, [
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    "--resource-url",
+    JWT_RESOURCE,
+    ...LOCAL_DEV,
+  ]);
   const scratch = await mkdtemp(join(tmpdir(), scratchPrefix));
   const secretFile = join(scratch, "client-secret");
   await writeFile(secretFile, CLIENTS.mcpmgr.client_secret);

@@ -49,7 +49,15 @@ function expectCode(fn: () => unknown, code: ErrorCode): void {
 describe("parseArgv", () => {
   test("applies defaults when nothing is given, and reports nothing as given", () => {
     const parsed = parseArgv([], table, "test");
-    expect(parsed.values).toEqual({ name: undefined, port: 8080, tag: [], list: [], wait: 30_000, verbose: false, color: true });
+    expect(parsed.values).toEqual({
+      name: undefined,
+      port: 8080,
+      tag: [],
+      list: [],
+      wait: 30_000,
+      verbose: false,
+      color: true,
+    });
     expect([...parsed.given]).toEqual([]);
     expect(parsed.positionals).toEqual([]);
     expect(parsed.passthrough).toEqual([]);
@@ -169,19 +177,43 @@ describe("parseRunArgv", () => {
   test("other repeatable options accumulate: -l, -p, -v, --secret, --webhook-config", () => {
     const { values } = parseRunArgv([
       "srv",
-      "-l", "a=1", "-l", "b=2",
-      "-p", "8080:80", "-p", "9090:90",
-      "-v", "/src:/dst", "-v", "/data:/data:ro",
-      "--secret", "gh,target=GITHUB_TOKEN", "--secret", "db,target=DB_PASSWORD",
-      "--webhook-config", "a.json", "--webhook-config", "b.json",
+      "-l",
+      "a=1",
+      "-l",
+      "b=2",
+      "-p",
+      "8080:80",
+      "-p",
+      "9090:90",
+      "-v",
+      "/src:/dst",
+      "-v",
+      "/data:/data:ro",
+      "--secret",
+      "gh,target=GITHUB_TOKEN",
+      "--secret",
+      "db,target=DB_PASSWORD",
+      "--webhook-config",
+      "a.json",
+      "--webhook-config",
+      "b.json",
     ]);
-    expect(values.label).toEqual([{ key: "a", value: "1" }, { key: "b", value: "2" }]);
-    expect(values.publish).toEqual([{ hostPort: 8080, containerPort: 80 }, { hostPort: 9090, containerPort: 90 }]);
+    expect(values.label).toEqual([
+      { key: "a", value: "1" },
+      { key: "b", value: "2" },
+    ]);
+    expect(values.publish).toEqual([
+      { hostPort: 8080, containerPort: 80 },
+      { hostPort: 9090, containerPort: 90 },
+    ]);
     expect(values.volume).toEqual([
       { hostPath: "/src", containerPath: "/dst", readOnly: false },
       { hostPath: "/data", containerPath: "/data", readOnly: true },
     ]);
-    expect(values.secret).toEqual([{ name: "gh", target: "GITHUB_TOKEN" }, { name: "db", target: "DB_PASSWORD" }]);
+    expect(values.secret).toEqual([
+      { name: "gh", target: "GITHUB_TOKEN" },
+      { name: "db", target: "DB_PASSWORD" },
+    ]);
     expect(values["webhook-config"]).toEqual(["a.json", "b.json"]);
   });
 
@@ -259,12 +291,28 @@ describe("parseRunArgv", () => {
     expectCode(() => parseRunArgv(["srv", "extra"]), "INVALID_ARGUMENT");
   });
 
-  test.each(labelled([
-    ["--remote-auth-issuer", "https://a.example", "--remote-auth-authorize-url", "https://b.example", "--remote-auth-token-url", "https://b.example/t"],
-    ["--remote-auth-bearer-token", "t", "--remote-auth-bearer-token-file", "f"],
-    ["--remote-auth", "--remote-auth-bearer-token", "t"],
-    ["--token-exchange-url", "https://x.example", "--token-exchange-client-secret", "s", "--token-exchange-client-secret-file", "f"],
-  ]))("%s is CONFLICTING_OPTIONS", (_label, options) => {
+  test.each(
+    labelled([
+      [
+        "--remote-auth-issuer",
+        "https://a.example",
+        "--remote-auth-authorize-url",
+        "https://b.example",
+        "--remote-auth-token-url",
+        "https://b.example/t",
+      ],
+      ["--remote-auth-bearer-token", "t", "--remote-auth-bearer-token-file", "f"],
+      ["--remote-auth", "--remote-auth-bearer-token", "t"],
+      [
+        "--token-exchange-url",
+        "https://x.example",
+        "--token-exchange-client-secret",
+        "s",
+        "--token-exchange-client-secret-file",
+        "f",
+      ],
+    ]),
+  )("%s is CONFLICTING_OPTIONS", (_label, options) => {
     expectCode(() => parseRunArgv(["srv", ...options]), "CONFLICTING_OPTIONS");
   });
 
@@ -274,11 +322,13 @@ describe("parseRunArgv", () => {
     expect(values["env-file-dir"]).toBe("b");
   });
 
-  test.each(labelled([
-    ["--remote-auth-authorize-url", "https://a.example"],
-    ["--remote-auth-token-url", "https://a.example"],
-    ["--token-exchange-audience", "aud"],
-  ]))("%s is MISSING_OPTION", (_label, options) => {
+  test.each(
+    labelled([
+      ["--remote-auth-authorize-url", "https://a.example"],
+      ["--remote-auth-token-url", "https://a.example"],
+      ["--token-exchange-audience", "aud"],
+    ]),
+  )("%s is MISSING_OPTION", (_label, options) => {
     expectCode(() => parseRunArgv(["srv", ...options]), "MISSING_OPTION");
   });
 
@@ -286,11 +336,16 @@ describe("parseRunArgv", () => {
     const { values } = parseRunArgv([
       "https://remote.example/mcp",
       "--remote-auth",
-      "--remote-auth-authorize-url", "https://a.example/authorize",
-      "--remote-auth-token-url", "https://a.example/token",
-      "--remote-auth-scopes", "openid, email",
-      "--token-exchange-url", "https://sts.example/token",
-      "--token-exchange-subject-token-type", "id_token",
+      "--remote-auth-authorize-url",
+      "https://a.example/authorize",
+      "--remote-auth-token-url",
+      "https://a.example/token",
+      "--remote-auth-scopes",
+      "openid, email",
+      "--token-exchange-url",
+      "https://sts.example/token",
+      "--token-exchange-subject-token-type",
+      "id_token",
     ]);
     expect(values["remote-auth"]).toBe(true);
     expect(values["remote-auth-scopes"]).toEqual(["openid", "email"]);
@@ -338,7 +393,12 @@ describe("buildProxySpec", () => {
   });
 
   test("--oidc-* options build the incoming-auth spec; http:// issuers and stray companions are refused", () => {
-    const spec = buildProxySpec(["x", ...TARGET, "--oidc-issuer=https://idp.example", "--oidc-audience=aud"]).incomingAuth;
+    const spec = buildProxySpec([
+      "x",
+      ...TARGET,
+      "--oidc-issuer=https://idp.example",
+      "--oidc-audience=aud",
+    ]).incomingAuth;
     expect(spec?.issuer.href).toBe("https://idp.example/");
     expect(spec?.audience).toBe("aud");
     expect(spec?.scopesSupported).toEqual(["openid"]);
@@ -348,10 +408,21 @@ describe("buildProxySpec", () => {
   });
 
   test("outgoing-auth options build their spec: bearer, OAuth (explicit or on demand), token exchange, headers", () => {
-    const bearer = buildProxySpec(["x", ...TARGET, "--remote-auth-bearer-token=abc", "--remote-forward-headers=X-Api-Key=k"]).outgoingAuth;
+    const bearer = buildProxySpec([
+      "x",
+      ...TARGET,
+      "--remote-auth-bearer-token=abc",
+      "--remote-forward-headers=X-Api-Key=k",
+    ]).outgoingAuth;
     expect(bearer.mode).toEqual({ kind: "bearer", token: "abc" });
     expect(bearer.headers).toEqual([{ name: "X-Api-Key", value: "k" }]);
-    const oauth = buildProxySpec(["x", ...TARGET, "--remote-auth", "--remote-auth-issuer=https://idp.example", "--remote-auth-client-id=c"]).outgoingAuth.mode;
+    const oauth = buildProxySpec([
+      "x",
+      ...TARGET,
+      "--remote-auth",
+      "--remote-auth-issuer=https://idp.example",
+      "--remote-auth-client-id=c",
+    ]).outgoingAuth.mode;
     expect(oauth.kind === "oauth" && oauth.oauth.onDemand).toBe(false);
     expect(oauth.kind === "oauth" && oauth.oauth.callbackPort).toBe(8666);
     expect(oauth.kind === "oauth" && oauth.oauth.timeoutMs).toBe(30_000);
@@ -360,7 +431,12 @@ describe("buildProxySpec", () => {
     expect(buildProxySpec(["x", ...TARGET]).outgoingAuth.mode).toEqual({ kind: "none" });
     // Token exchange exchanges the client's token: it needs incoming authentication.
     expectCode(() => buildProxySpec(["x", ...TARGET, "--token-exchange-url=https://sts.example"]), "MISSING_OPTION");
-    const exchange = buildProxySpec(["x", ...TARGET, "--oidc-issuer=https://idp.example", "--token-exchange-url=https://sts.example"]).outgoingAuth.tokenExchange;
+    const exchange = buildProxySpec([
+      "x",
+      ...TARGET,
+      "--oidc-issuer=https://idp.example",
+      "--token-exchange-url=https://sts.example",
+    ]).outgoingAuth.tokenExchange;
     expect(exchange?.headerName).toBe("Authorization");
     expect(exchange?.subjectTokenType).toBe("access_token");
   });
@@ -383,18 +459,31 @@ describe("buildProxySpec", () => {
       "token-exchange-subject-token-type": "access_token" as const,
     };
     const secretOf = (values: Record<string, unknown>, env: Record<string, string> = {}) => {
-      const mode = outgoingAuthSpec({ ...base, ...values } as Parameters<typeof outgoingAuthSpec>[0], new Set(Object.keys(values)), env).mode;
+      const mode = outgoingAuthSpec(
+        { ...base, ...values } as Parameters<typeof outgoingAuthSpec>[0],
+        new Set(Object.keys(values)),
+        env,
+      ).mode;
       return mode.kind === "oauth" ? mode.oauth.clientSecret : undefined;
     };
     const env = { MCPMGR_REMOTE_OAUTH_CLIENT_SECRET: "from-env" };
-    expect(secretOf({ "remote-auth-client-secret": "from-flag", "remote-auth-client-secret-file": file }, env)).toBe("from-flag");
+    expect(secretOf({ "remote-auth-client-secret": "from-flag", "remote-auth-client-secret-file": file }, env)).toBe(
+      "from-flag",
+    );
     expect(secretOf({ "remote-auth-client-secret-file": file }, env)).toBe("from-file");
     expect(secretOf({}, env)).toBe("from-env");
     expect(secretOf({})).toBeUndefined();
   });
 
   test("conflicting outgoing-auth options are reported as conflicts", () => {
-    const argv = ["x", ...TARGET, "--remote-auth-issuer", "https://a.example", "--remote-auth-authorize-url", "https://b.example"];
+    const argv = [
+      "x",
+      ...TARGET,
+      "--remote-auth-issuer",
+      "https://a.example",
+      "--remote-auth-authorize-url",
+      "https://b.example",
+    ];
     expectCode(() => buildProxySpec(argv), "CONFLICTING_OPTIONS");
   });
 

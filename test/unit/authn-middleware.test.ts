@@ -9,23 +9,35 @@ import { TokenRejected, type Principal, type TokenVerifier } from "../../src/aut
 import { bearerAuthentication, principalOf } from "../../src/middleware/authn.ts";
 import { detachedContext } from "../../src/proxy/handler.ts";
 
-const spec = incomingAuthSpec({ "oidc-issuer": "https://idp.example", "oidc-scopes": ["mcp:read"], "oidc-insecure-allow-http": false, "jwks-allow-private-ip": false }, new Set(["oidc-issuer", "oidc-scopes"]))!;
+const spec = incomingAuthSpec(
+  {
+    "oidc-issuer": "https://idp.example",
+    "oidc-scopes": ["mcp:read"],
+    "oidc-insecure-allow-http": false,
+    "jwks-allow-private-ip": false,
+  },
+  new Set(["oidc-issuer", "oidc-scopes"]),
+)!;
 
 // The verifier is not under test here: a table of tokens stands in for signature checks.
 const verifier: TokenVerifier = {
   async verify(token) {
-    if (token === "good") return { subject: "alice", scopes: ["mcp:read"], claims: { sub: "alice", team: "search" } } satisfies Principal;
+    if (token === "good")
+      return { subject: "alice", scopes: ["mcp:read"], claims: { sub: "alice", team: "search" } } satisfies Principal;
     if (token === "narrow") throw new TokenRejected("insufficient_scope", "the token lacks mcp:write");
     throw new TokenRejected("invalid_token", "nope");
   },
 };
 
 const seen: (Principal | undefined)[] = [];
-const handler = bearerAuthentication({ spec, verifier, endpointPath: "/mcp", trustProxyHeaders: false })(async (req) => {
-  seen.push(principalOf(req));
-  return new Response("ok");
-});
-const call = (init: RequestInit & { path?: string } = {}) => handler(new Request(`http://127.0.0.1:9000${init.path ?? "/mcp"}`, { method: "POST", ...init }), detachedContext());
+const handler = bearerAuthentication({ spec, verifier, endpointPath: "/mcp", trustProxyHeaders: false })(
+  async (req) => {
+    seen.push(principalOf(req));
+    return new Response("ok");
+  },
+);
+const call = (init: RequestInit & { path?: string } = {}) =>
+  handler(new Request(`http://127.0.0.1:9000${init.path ?? "/mcp"}`, { method: "POST", ...init }), detachedContext());
 
 test("the verified principal is available to the next handler; the token itself is not in it", async () => {
   seen.length = 0;
@@ -38,7 +50,9 @@ test("the verified principal is available to the next handler; the token itself 
 test("insufficient_scope is 403 with the challenge; invalid tokens 401; other schemes are not tokens", async () => {
   const narrow = await call({ headers: { authorization: "Bearer narrow" } });
   expect(narrow.status).toBe(403);
-  expect(narrow.headers.get("www-authenticate")).toBe('Bearer resource_metadata="http://127.0.0.1:9000/.well-known/oauth-protected-resource/mcp", scope="mcp:read", error="insufficient_scope", error_description="the token lacks mcp:write"');
+  expect(narrow.headers.get("www-authenticate")).toBe(
+    'Bearer resource_metadata="http://127.0.0.1:9000/.well-known/oauth-protected-resource/mcp", scope="mcp:read", error="insufficient_scope", error_description="the token lacks mcp:write"',
+  );
   expect((await call({ headers: { authorization: "Bearer other" } })).status).toBe(401);
   const basic = await call({ headers: { authorization: "Basic YTpi" } });
   expect(basic.status).toBe(401);
@@ -48,9 +62,21 @@ test("insufficient_scope is 403 with the challenge; invalid tokens 401; other sc
 test("the metadata document answers GET and HEAD without a token, 405 otherwise; CORS preflights pass", async () => {
   const get = await call({ method: "GET", path: "/.well-known/oauth-protected-resource/mcp" });
   expect(get.status).toBe(200);
-  expect(await get.json()).toEqual({ resource: "http://127.0.0.1:9000/mcp", authorization_servers: ["https://idp.example"], scopes_supported: ["mcp:read"], bearer_methods_supported: ["header"] });
+  expect(await get.json()).toEqual({
+    resource: "http://127.0.0.1:9000/mcp",
+    authorization_servers: ["https://idp.example"],
+    scopes_supported: ["mcp:read"],
+    bearer_methods_supported: ["header"],
+  });
   expect((await call({ method: "POST", path: "/.well-known/oauth-protected-resource" })).status).toBe(405);
   // A real preflight passes; a bare OPTIONS is a request like any other.
-  expect((await call({ method: "OPTIONS", headers: { "access-control-request-method": "POST", origin: "http://127.0.0.1:9000" } })).status).toBe(200);
+  expect(
+    (
+      await call({
+        method: "OPTIONS",
+        headers: { "access-control-request-method": "POST", origin: "http://127.0.0.1:9000" },
+      })
+    ).status,
+  ).toBe(200);
   expect((await call({ method: "OPTIONS" })).status).toBe(401);
 });

@@ -69,7 +69,11 @@ describe("usage errors exit 2 with one line naming the problem", () => {
     ["boolean with a non-boolean value", ["run", "srv", "--foreground=yes"], ["--foreground"]],
     ["run without a server", ["run", "--group", "g"], ["run"]],
     ["proxy with server arguments", ["proxy", "x", ...TARGET, "--", "--help"], ["--"]],
-    ["--env-file that does not exist", ["run", "npx://x", "--foreground", "--env-file", "/nonexistent/env"], ["--env-file"]],
+    [
+      "--env-file that does not exist",
+      ["run", "npx://x", "--foreground", "--env-file", "/nonexistent/env"],
+      ["--env-file"],
+    ],
   ];
 
   test.each(cases)("%s", (_label, args, mentions) => {

@@ -8,7 +8,13 @@ import * as v from "valibot";
 import type { OptionSpec, OptionTable } from "../../src/config/option-spec.ts";
 import { proxyOptions } from "../../src/config/proxy-options.ts";
 import { runOptions } from "../../src/config/run-options.ts";
-import { helpOption, proxySpecOptions, runOutgoingAuthOptions, runSpecOptions, type SpecOption } from "../fixtures/spec-options.ts";
+import {
+  helpOption,
+  proxySpecOptions,
+  runOutgoingAuthOptions,
+  runSpecOptions,
+  type SpecOption,
+} from "../fixtures/spec-options.ts";
 
 const REPO_ROOT = resolve(import.meta.dir, "../..");
 
@@ -48,14 +54,19 @@ function checkAgainstSpec(table: OptionTable, expected: SpecOption): void {
   } else {
     expect(actual.defaultText, `described default of --${expected.name}`).toBeString();
     for (const word of expected.defaultText) {
-      expect(actual.defaultText?.toLowerCase(), `described default of --${expected.name}`).toContain(word.toLowerCase());
+      expect(actual.defaultText?.toLowerCase(), `described default of --${expected.name}`).toContain(
+        word.toLowerCase(),
+      );
     }
   }
 
   const sample = typeSamples[expected.type];
   if (sample !== undefined && actual.kind === "string") {
     expect(v.parse(actual.schema, sample.text), `--${expected.name} parses as ${expected.type}`).toEqual(sample.value);
-    expect(v.safeParse(actual.schema, sample.bad).success, `--${expected.name} rejects ${JSON.stringify(sample.bad)}`).toBe(false);
+    expect(
+      v.safeParse(actual.schema, sample.bad).success,
+      `--${expected.name} rejects ${JSON.stringify(sample.bad)}`,
+    ).toBe(false);
   }
 }
 
@@ -85,9 +96,14 @@ describe("runOptions matches the spec", () => {
     expect(Object.keys(runOptions).filter((name) => !specNames.has(name))).toEqual(runExtensions);
   });
 
-  test.each(runOutgoingAuthOptions.map((option) => [option.name] as const))("--%s is the same declaration as on proxy", (name) => {
-    expect(runOptions[name as keyof typeof runOptions]).toBe(proxyOptions[name as keyof typeof proxyOptions] as never);
-  });
+  test.each(runOutgoingAuthOptions.map((option) => [option.name] as const))(
+    "--%s is the same declaration as on proxy",
+    (name) => {
+      expect(runOptions[name as keyof typeof runOptions]).toBe(
+        proxyOptions[name as keyof typeof proxyOptions] as never,
+      );
+    },
+  );
 });
 
 describe("proxyOptions matches the spec", () => {
@@ -112,14 +128,20 @@ test.each([
 function cli(...args: string[]) {
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1" };
   delete env.FORCE_COLOR;
-  const result = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" });
+  const result = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+    cwd: REPO_ROOT,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   return { exitCode: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
 /** `--host` must not be satisfied by `--target-host`. */
 function mentions(help: string, option: SpecOption): boolean {
   const long = `--${option.name}`.replace(/[-]/g, "\\-");
-  const pattern = option.short === undefined ? `(^|[\\s,])${long}(?=[=\\s]|$)` : `(^|\\s)-${option.short}, ${long}(?=[=\\s]|$)`;
+  const pattern =
+    option.short === undefined ? `(^|[\\s,])${long}(?=[=\\s]|$)` : `(^|\\s)-${option.short}, ${long}(?=[=\\s]|$)`;
   return new RegExp(pattern, "m").test(help);
 }
 

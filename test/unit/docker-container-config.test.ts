@@ -7,7 +7,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expandPermissions, type PermissionProfile } from "../../src/config/permission-profile.ts";
-import { defaultLimits, networkModeFor, resolveMounts, serverContainerOptions, serverPortFor, type ServerContainerInput } from "../../src/runtime/docker/container-config.ts";
+import {
+  defaultLimits,
+  networkModeFor,
+  resolveMounts,
+  serverContainerOptions,
+  serverPortFor,
+  type ServerContainerInput,
+} from "../../src/runtime/docker/container-config.ts";
 import { applyVerification, verifyImage, type ImageFacts } from "../../src/runtime/docker/images.ts";
 import { egressConfigFor, ipamGateways } from "../../src/runtime/docker/network-isolation.ts";
 import { rejection } from "../support/errors.ts";
@@ -17,7 +24,16 @@ const attempt = async (fn: () => unknown) => fn();
 const networkProfile = expandPermissions("network");
 
 /** A profile object: least privilege, with `changes` on top. */
-function profile(changes: { read?: string[]; write?: string[]; mode?: string; allowHost?: string[]; allowPort?: number[]; privileged?: boolean } = {}): PermissionProfile {
+function profile(
+  changes: {
+    read?: string[];
+    write?: string[];
+    mode?: string;
+    allowHost?: string[];
+    allowPort?: number[];
+    privileged?: boolean;
+  } = {},
+): PermissionProfile {
   return {
     read: changes.read ?? [],
     write: changes.write ?? [],
@@ -68,7 +84,9 @@ describe("serverContainerOptions", () => {
   });
 
   test("privileged only when the profile says so; limits as given", () => {
-    const { HostConfig: host } = serverContainerOptions(input({ profile: profile({ privileged: true }), limits: { memoryBytes: 64 * 1024 ** 2, pids: 32 } }));
+    const { HostConfig: host } = serverContainerOptions(
+      input({ profile: profile({ privileged: true }), limits: { memoryBytes: 64 * 1024 ** 2, pids: 32 } }),
+    );
     expect(host?.Privileged).toBe(true);
     expect(host?.CapDrop).toEqual(["ALL"]);
     expect(host?.Memory).toBe(64 * 1024 ** 2);
@@ -76,18 +94,39 @@ describe("serverContainerOptions", () => {
   });
 
   test("name, image, args, env and labels", () => {
-    const options = serverContainerOptions(input({ args: ["--port", "1"], env: { A: "1", B: "x=y" }, labels: { mcpmgr: "true", team: "a" } }));
-    expect(options).toMatchObject({ name: "mcpmgr-fetch", Image: "ghcr.io/org/fetch:1", Cmd: ["--port", "1"], Env: ["A=1", "B=x=y"], Labels: { mcpmgr: "true", team: "a" } });
+    const options = serverContainerOptions(
+      input({ args: ["--port", "1"], env: { A: "1", B: "x=y" }, labels: { mcpmgr: "true", team: "a" } }),
+    );
+    expect(options).toMatchObject({
+      name: "mcpmgr-fetch",
+      Image: "ghcr.io/org/fetch:1",
+      Cmd: ["--port", "1"],
+      Env: ["A=1", "B=x=y"],
+      Labels: { mcpmgr: "true", team: "a" },
+    });
     expect("Cmd" in serverContainerOptions(input())).toBe(false);
   });
 
   test("stdin is kept open only for stdio servers", () => {
-    expect(serverContainerOptions(input({ stdio: true }))).toMatchObject({ OpenStdin: true, AttachStdin: true, StdinOnce: false, Tty: false });
+    expect(serverContainerOptions(input({ stdio: true }))).toMatchObject({
+      OpenStdin: true,
+      AttachStdin: true,
+      StdinOnce: false,
+      Tty: false,
+    });
     expect(serverContainerOptions(input({ stdio: false }))).toMatchObject({ OpenStdin: false, AttachStdin: false });
   });
 
   test("ports are published on 127.0.0.1 only", () => {
-    const options = serverContainerOptions(input({ stdio: false, publish: [{ containerPort: 8080, hostPort: 41_001 }, { containerPort: 9000, hostPort: 41_002 }] }));
+    const options = serverContainerOptions(
+      input({
+        stdio: false,
+        publish: [
+          { containerPort: 8080, hostPort: 41_001 },
+          { containerPort: 9000, hostPort: 41_002 },
+        ],
+      }),
+    );
     expect(options.ExposedPorts).toEqual({ "8080/tcp": {}, "9000/tcp": {} });
     expect(options.HostConfig?.PortBindings).toEqual({
       "8080/tcp": [{ HostIp: "127.0.0.1", HostPort: "41001" }],
@@ -118,11 +157,17 @@ describe("serverContainerOptions", () => {
   });
 
   test("network mode as given; an alias only on a named network", () => {
-    expect(serverContainerOptions(input({ networkMode: "none", networkAlias: "mcp-server" }))).not.toHaveProperty("NetworkingConfig");
-    expect(serverContainerOptions(input({ networkMode: "bridge", networkAlias: "mcp-server" }))).not.toHaveProperty("NetworkingConfig");
+    expect(serverContainerOptions(input({ networkMode: "none", networkAlias: "mcp-server" }))).not.toHaveProperty(
+      "NetworkingConfig",
+    );
+    expect(serverContainerOptions(input({ networkMode: "bridge", networkAlias: "mcp-server" }))).not.toHaveProperty(
+      "NetworkingConfig",
+    );
     const named = serverContainerOptions(input({ networkMode: "mcpmgr-fetch-isolated", networkAlias: "mcp-server" }));
     expect(named.HostConfig?.NetworkMode).toBe("mcpmgr-fetch-isolated");
-    expect(named.NetworkingConfig).toEqual({ EndpointsConfig: { "mcpmgr-fetch-isolated": { Aliases: ["mcp-server"] } } });
+    expect(named.NetworkingConfig).toEqual({
+      EndpointsConfig: { "mcpmgr-fetch-isolated": { Aliases: ["mcp-server"] } },
+    });
   });
 });
 
@@ -134,9 +179,15 @@ describe("networkModeFor", () => {
     expect(networkModeFor(none, "none")).toBe("none");
   });
 
-  test.each(["host", "bridge", "mynet"])("profile mode none with --network %s is CONFLICTING_OPTIONS", async (network) => {
-    await rejection(attempt(() => networkModeFor(none, network)), "CONFLICTING_OPTIONS");
-  });
+  test.each(["host", "bridge", "mynet"])(
+    "profile mode none with --network %s is CONFLICTING_OPTIONS",
+    async (network) => {
+      await rejection(
+        attempt(() => networkModeFor(none, network)),
+        "CONFLICTING_OPTIONS",
+      );
+    },
+  );
 
   test("default bridge; --network host or a name is honoured; a profile mode is the default", () => {
     expect(networkModeFor(networkProfile, undefined)).toBe("bridge");
@@ -154,7 +205,10 @@ describe("networkModeFor", () => {
   // has no network.mode, so a container run with --permission-profile none gets the bridge.
   test("the built-in none profile gives the container no network", async () => {
     expect(networkModeFor(expandPermissions("none"), undefined)).toBe("none");
-    await rejection(attempt(() => networkModeFor(expandPermissions("none"), "host")), "CONFLICTING_OPTIONS");
+    await rejection(
+      attempt(() => networkModeFor(expandPermissions("none"), "host")),
+      "CONFLICTING_OPTIONS",
+    );
   });
 });
 
@@ -177,7 +231,12 @@ describe("resolveMounts", () => {
 
   test("profile read mounts are read-only, write mounts writable; a bare path mounts at itself", () => {
     const data = join(dir, "data");
-    const mounts = resolveMounts(profile({ read: [`${data}:/in`, data], write: [`${join(dir, "other")}:/out`] }), [], dir, dir);
+    const mounts = resolveMounts(
+      profile({ read: [`${data}:/in`, data], write: [`${join(dir, "other")}:/out`] }),
+      [],
+      dir,
+      dir,
+    );
     expect(mounts).toEqual([
       { hostPath: data, containerPath: "/in", readOnly: true },
       { hostPath: data, containerPath: data, readOnly: true },
@@ -186,30 +245,58 @@ describe("resolveMounts", () => {
   });
 
   test("a ~ container path is the server's home", () => {
-    expect(resolveMounts(profile({ read: [`${join(dir, "data")}:~/data`] }), [], dir, dir)).toEqual([{ hostPath: join(dir, "data"), containerPath: "/home/mcp/data", readOnly: true }]);
+    expect(resolveMounts(profile({ read: [`${join(dir, "data")}:~/data`] }), [], dir, dir)).toEqual([
+      { hostPath: join(dir, "data"), containerPath: "/home/mcp/data", readOnly: true },
+    ]);
   });
 
   test("a later mount on the same target wins: -v over the profile", () => {
-    const mounts = resolveMounts(profile({ read: [`${join(dir, "data")}:/work`] }), [{ hostPath: join(dir, "other"), containerPath: "/work", readOnly: false }], dir, dir);
+    const mounts = resolveMounts(
+      profile({ read: [`${join(dir, "data")}:/work`] }),
+      [{ hostPath: join(dir, "other"), containerPath: "/work", readOnly: false }],
+      dir,
+      dir,
+    );
     expect(mounts).toEqual([{ hostPath: join(dir, "other"), containerPath: "/work", readOnly: false }]);
-    const twice = resolveMounts(profile(), [
-      { hostPath: "data", containerPath: "/w/./x", readOnly: false },
-      { hostPath: "other", containerPath: "/w/x", readOnly: true },
-    ], dir, dir);
+    const twice = resolveMounts(
+      profile(),
+      [
+        { hostPath: "data", containerPath: "/w/./x", readOnly: false },
+        { hostPath: "other", containerPath: "/w/x", readOnly: true },
+      ],
+      dir,
+      dir,
+    );
     expect(twice).toEqual([{ hostPath: join(dir, "other"), containerPath: "/w/x", readOnly: true }]);
   });
 
   // BUG (src/runtime/docker/container-config.ts resolveMounts): posix.normalize keeps a trailing
   // '/', so "/work/" and "/work" are not merged and the engine refuses "Duplicate mount point".
   test("a trailing slash names the same target", () => {
-    const mounts = resolveMounts(profile({ read: [`${join(dir, "data")}:/work`] }), [{ hostPath: join(dir, "other"), containerPath: "/work/", readOnly: false }], dir, dir);
+    const mounts = resolveMounts(
+      profile({ read: [`${join(dir, "data")}:/work`] }),
+      [{ hostPath: join(dir, "other"), containerPath: "/work/", readOnly: false }],
+      dir,
+      dir,
+    );
     expect(mounts).toEqual([{ hostPath: join(dir, "other"), containerPath: "/work", readOnly: false }]);
   });
 
   test("a missing host path or a relative container path is INVALID_OPTION", async () => {
-    await rejection(attempt(() => resolveMounts(profile(), [{ hostPath: "missing", containerPath: "/m", readOnly: true }], dir, dir)), "INVALID_OPTION");
-    await rejection(attempt(() => resolveMounts(profile({ write: [`${join(dir, "nope")}:/x`] }), [], dir, dir)), "INVALID_OPTION");
-    await rejection(attempt(() => resolveMounts(profile(), [{ hostPath: "data", containerPath: "rel/path", readOnly: true }], dir, dir)), "INVALID_OPTION");
+    await rejection(
+      attempt(() => resolveMounts(profile(), [{ hostPath: "missing", containerPath: "/m", readOnly: true }], dir, dir)),
+      "INVALID_OPTION",
+    );
+    await rejection(
+      attempt(() => resolveMounts(profile({ write: [`${join(dir, "nope")}:/x`] }), [], dir, dir)),
+      "INVALID_OPTION",
+    );
+    await rejection(
+      attempt(() =>
+        resolveMounts(profile(), [{ hostPath: "data", containerPath: "rel/path", readOnly: true }], dir, dir),
+      ),
+      "INVALID_OPTION",
+    );
   });
 });
 
@@ -236,7 +323,12 @@ describe("egressConfigFor", () => {
   test("allow_host and allow_port are copied; nothing else is allowed", () => {
     const source = profile({ allowHost: [".github.com", "api.example.com"], allowPort: [443] });
     const config = egressConfigFor(source, true, []);
-    expect(config).toMatchObject({ allowAll: false, allowHosts: [".github.com", "api.example.com"], allowPorts: [443], allowGateway: true });
+    expect(config).toMatchObject({
+      allowAll: false,
+      allowHosts: [".github.com", "api.example.com"],
+      allowPorts: [443],
+      allowGateway: true,
+    });
     expect(config.allowHosts).not.toBe(source.network.outbound.allow_host);
     config.allowHosts.push("evil.example");
     expect(source.network.outbound.allow_host).toEqual([".github.com", "api.example.com"]);
@@ -244,7 +336,10 @@ describe("egressConfigFor", () => {
 
   test("profile none allows nothing, whatever its lists say", () => {
     const withLists = profile({ mode: "none", allowHost: ["example.com"], allowPort: [443] });
-    const allowAll: PermissionProfile = { ...withLists, network: { ...withLists.network, outbound: { ...withLists.network.outbound, insecure_allow_all: true } } };
+    const allowAll: PermissionProfile = {
+      ...withLists,
+      network: { ...withLists.network, outbound: { ...withLists.network.outbound, insecure_allow_all: true } },
+    };
     for (const p of [expandPermissions("none"), withLists, allowAll]) {
       expect(egressConfigFor(p, false, [])).toMatchObject({ allowAll: false, allowHosts: [], allowPorts: [] });
     }
@@ -253,7 +348,11 @@ describe("egressConfigFor", () => {
   test("the default bridge gateway and the given host addresses are the gateway list, without duplicates; the host's names too", () => {
     const gateways = egressConfigFor(networkProfile, false, []).blockedAddresses;
     expect(gateways).toEqual(["172.17.0.1"]);
-    const withHost = egressConfigFor(networkProfile, false, ["172.17.0.1", "172.30.0.1", "172.30.0.1"]).blockedAddresses;
+    const withHost = egressConfigFor(networkProfile, false, [
+      "172.17.0.1",
+      "172.30.0.1",
+      "172.30.0.1",
+    ]).blockedAddresses;
     expect(withHost.filter((a) => a === "172.30.0.1")).toHaveLength(1);
     expect(withHost.filter((a) => a === "172.17.0.1")).toHaveLength(1);
     expect(egressConfigFor(networkProfile, false, []).blockedHostNames).toContain("host.docker.internal");
@@ -263,14 +362,26 @@ describe("egressConfigFor", () => {
   test("loopback, link-local, 0/8 and :: are in the list --allow-docker-gateway never lifts, with or without it", () => {
     for (const allowGateway of [false, true]) {
       const config = egressConfigFor(networkProfile, allowGateway, ["127.0.0.1"]);
-      for (const range of ["127.0.0.0/8", "::1/128", "::/128", "169.254.0.0/16", "fe80::/10", "0.0.0.0/8", "fd00:ec2::254/128", "100.100.100.200"]) expect(config.alwaysBlockedAddresses).toContain(range);
+      for (const range of [
+        "127.0.0.0/8",
+        "::1/128",
+        "::/128",
+        "169.254.0.0/16",
+        "fe80::/10",
+        "0.0.0.0/8",
+        "fd00:ec2::254/128",
+        "100.100.100.200",
+      ])
+        expect(config.alwaysBlockedAddresses).toContain(range);
       expect(config.alwaysBlockedAddresses).not.toContain("172.17.0.1");
     }
   });
 
   test("an IPAM pool without a Gateway (Debian docker.io's default bridge) yields its subnet's first host address", () => {
     expect(ipamGateways([{ Subnet: "172.17.0.0/16" }])).toEqual(["172.17.0.1"]);
-    expect(ipamGateways([{ Subnet: "10.1.2.128/25" }, { Subnet: "192.168.5.0/24", Gateway: "192.168.5.254" }])).toEqual(["10.1.2.129", "192.168.5.254"]);
+    expect(ipamGateways([{ Subnet: "10.1.2.128/25" }, { Subnet: "192.168.5.0/24", Gateway: "192.168.5.254" }])).toEqual(
+      ["10.1.2.129", "192.168.5.254"],
+    );
     // Unparsable or too small to have a separate gateway: nothing guessed.
     expect(ipamGateways([{ Subnet: "fd00::/64" }, { Subnet: "10.0.0.4/31" }, {}])).toEqual([]);
   });
@@ -285,17 +396,31 @@ describe("egressConfigFor", () => {
 describe("image verification", () => {
   const digest = `sha256:${"ab".repeat(32)}`;
   const other = `sha256:${"cd".repeat(32)}`;
-  const image = (changes: Partial<ImageFacts> = {}): ImageFacts => ({ id: other, repoTags: [], repoDigests: [], exposedPorts: [], user: "", ...changes });
+  const image = (changes: Partial<ImageFacts> = {}): ImageFacts => ({
+    id: other,
+    repoTags: [],
+    repoDigests: [],
+    exposedPorts: [],
+    user: "",
+    ...changes,
+  });
 
   test("a tag-only reference is unverified", () => {
-    expect(verifyImage("ghcr.io/org/srv:1", image({ id: digest, repoDigests: [`ghcr.io/org/srv@${digest}`] })).verified).toBe(false);
+    expect(
+      verifyImage("ghcr.io/org/srv:1", image({ id: digest, repoDigests: [`ghcr.io/org/srv@${digest}`] })).verified,
+    ).toBe(false);
     expect(verifyImage("ghcr.io/org/srv", image()).verified).toBe(false);
     expect(verifyImage(`ghcr.io/org/srv@sha256:${"AB".repeat(32)}`, image({ id: digest })).verified).toBe(false);
   });
 
   test("a digest pin matching the image ID or a RepoDigest is verified", () => {
     expect(verifyImage(`ghcr.io/org/srv@${digest}`, image({ id: digest }))).toEqual({ verified: true });
-    expect(verifyImage(`ghcr.io/org/srv@${digest}`, image({ repoDigests: [`ghcr.io/org/srv@${other}`, `ghcr.io/org/srv@${digest}`] }))).toEqual({ verified: true });
+    expect(
+      verifyImage(
+        `ghcr.io/org/srv@${digest}`,
+        image({ repoDigests: [`ghcr.io/org/srv@${other}`, `ghcr.io/org/srv@${digest}`] }),
+      ),
+    ).toEqual({ verified: true });
   });
 
   test("a base image of a cached build that is gone locally: the digest pin is what is checked", () => {
@@ -329,13 +454,18 @@ describe("image verification", () => {
 
     test("enabled refuses an unverified image with IMAGE_UNVERIFIED", async () => {
       const seen: string[] = [];
-      await rejection(attempt(() => applyVerification("enabled", ...unverified, (text) => seen.push(text))), "IMAGE_UNVERIFIED");
+      await rejection(
+        attempt(() => applyVerification("enabled", ...unverified, (text) => seen.push(text))),
+        "IMAGE_UNVERIFIED",
+      );
       expect(seen).toEqual([]);
     });
 
     test("a verified image passes silently in every mode", () => {
       for (const mode of ["enabled", "warn", "disabled"] as const) {
-        expect(warnings((warn) => applyVerification(mode, `ghcr.io/org/srv@${digest}`, image({ id: digest }), warn))).toEqual([]);
+        expect(
+          warnings((warn) => applyVerification(mode, `ghcr.io/org/srv@${digest}`, image({ id: digest }), warn)),
+        ).toEqual([]);
       }
     });
   });

@@ -4,14 +4,25 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateDockerfile } from "../../src/runtime/docker/dockerfile.ts";
-import { dockerfileInput, prepareBuild, readCaCert, validateAddPackages, type BuildOptions } from "../../src/runtime/docker/image-build.ts";
+import {
+  dockerfileInput,
+  prepareBuild,
+  readCaCert,
+  validateAddPackages,
+  type BuildOptions,
+} from "../../src/runtime/docker/image-build.ts";
 import type { PackageManager } from "../../src/runtime/source.ts";
 import { rejection } from "../support/errors.ts";
 
 const attempt = async (fn: () => unknown) => fn();
 
 type Source = { kind: "package"; manager: PackageManager; name: string; version?: string; localPath?: string };
-const pkg = (manager: PackageManager, name: string, extra: { version?: string; localPath?: string } = {}): Source => ({ kind: "package", manager, name, ...extra });
+const pkg = (manager: PackageManager, name: string, extra: { version?: string; localPath?: string } = {}): Source => ({
+  kind: "package",
+  manager,
+  name,
+  ...extra,
+});
 const plain: BuildOptions = { addPackages: [] };
 
 /** The Dockerfile's two stages, as instruction lines (blank lines and comments dropped). */
@@ -41,7 +52,25 @@ let dir: string;
 let certPath: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "mcpmgr-dockerfile-"));
-  const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=test", "-days", "1", "-keyout", "k", "-out", "c"], { cwd: dir, stdout: "ignore", stderr: "pipe" });
+  const made = Bun.spawnSync(
+    [
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-subj",
+      "/CN=test",
+      "-days",
+      "1",
+      "-keyout",
+      "k",
+      "-out",
+      "c",
+    ],
+    { cwd: dir, stdout: "ignore", stderr: "pipe" },
+  );
   if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
   certPath = join(dir, "c");
 });
@@ -62,7 +91,9 @@ describe("generated Dockerfiles", () => {
     const { dockerfile } = prepareBuild(pkg("npx", "@scope/server", { version: "1.2.3" }), plain);
     const { builder, runtime, entrypoint } = checked(dockerfile, "node:22-alpine", "node:22-alpine");
     // Exec form: the spec is one JSON argument, never shell text.
-    expect(builder).toContain('RUN ["npm","install","--omit=dev","--no-audit","--no-fund","--prefix","/app","@scope/server@1.2.3"]');
+    expect(builder).toContain(
+      'RUN ["npm","install","--omit=dev","--no-audit","--no-fund","--prefix","/app","@scope/server@1.2.3"]',
+    );
     expect(builder).toContain('RUN ["node","/app/mcpmgr-resolve-bin.cjs","/app/node_modules/@scope/server"]');
     expect(runtime).toContain("COPY --from=builder /app /app");
     expect(entrypoint).toEqual(["node", "/app/mcp-server"]);
@@ -74,7 +105,9 @@ describe("generated Dockerfiles", () => {
     const { builder, entrypoint } = checked(dockerfile, "node:22-alpine", "node:22-alpine");
     expect(builder).toContain("COPY package/ /app/package/");
     expect(builder).toContain("RUN node /app/mcpmgr-resolve-bin.cjs /app/package");
-    expect(builder.some((line) => line.startsWith("RUN npm install --omit=dev --no-audit --no-fund --prefix"))).toBe(false);
+    expect(builder.some((line) => line.startsWith("RUN npm install --omit=dev --no-audit --no-fund --prefix"))).toBe(
+      false,
+    );
     expect(entrypoint).toEqual(["node", "/app/mcp-server"]);
   });
 
@@ -84,11 +117,16 @@ describe("generated Dockerfiles", () => {
     const { builder, entrypoint } = checked(dockerfile, uv, uv);
     expect(builder).toContain('RUN ["uv","tool","install","mcp-server-fetch==1.2.3"]');
     expect(entrypoint).toEqual(["/opt/mcp/bin/mcp-server-fetch"]);
-    expect(checked(prepareBuild(pkg("uvx", "tool[cli]"), plain).dockerfile, uv, uv).entrypoint).toEqual(["/opt/mcp/bin/tool"]);
+    expect(checked(prepareBuild(pkg("uvx", "tool[cli]"), plain).dockerfile, uv, uv).entrypoint).toEqual([
+      "/opt/mcp/bin/tool",
+    ]);
   });
 
   test("uvx local: the first [project.scripts] entry is the entrypoint", () => {
-    const root = project("uvx-local", { "pyproject.toml": '[project]\nname = "srv"\n\n[project.scripts]\nmy-server = "srv:main"\nother = "srv:other"\n', "srv/__init__.py": "" });
+    const root = project("uvx-local", {
+      "pyproject.toml": '[project]\nname = "srv"\n\n[project.scripts]\nmy-server = "srv:main"\nother = "srv:other"\n',
+      "srv/__init__.py": "",
+    });
     const source = pkg("uvx", "./uvx-local", { localPath: root });
     expect(dockerfileInput(source, plain)).toMatchObject({ local: true, localScript: "my-server" });
     const uv = "ghcr.io/astral-sh/uv:python3.12-alpine";
@@ -104,13 +142,24 @@ describe("generated Dockerfiles", () => {
     expect(builder).toContain('RUN ["go","install","-trimpath","github.com/org/srv/cmd/x@v1"]');
     expect(runtime).toContain("COPY --from=builder /out/mcp-server /usr/local/bin/mcp-server");
     expect(entrypoint).toEqual(["/usr/local/bin/mcp-server"]);
-    const latest = checked(prepareBuild(pkg("go", "github.com/org/srv/cmd/x"), plain).dockerfile, "golang:1.24-alpine", "alpine:3.21");
+    const latest = checked(
+      prepareBuild(pkg("go", "github.com/org/srv/cmd/x"), plain).dockerfile,
+      "golang:1.24-alpine",
+      "alpine:3.21",
+    );
     expect(latest.builder).toContain('RUN ["go","install","-trimpath","github.com/org/srv/cmd/x@latest"]');
   });
 
   test("go local: go build in the copied module", () => {
-    const root = project("go-local", { "go.mod": "module example.com/srv\n", "main.go": "package main\nfunc main() {}\n" });
-    const { builder, entrypoint } = checked(prepareBuild(pkg("go", "./go-local", { localPath: root }), plain).dockerfile, "golang:1.24-alpine", "alpine:3.21");
+    const root = project("go-local", {
+      "go.mod": "module example.com/srv\n",
+      "main.go": "package main\nfunc main() {}\n",
+    });
+    const { builder, entrypoint } = checked(
+      prepareBuild(pkg("go", "./go-local", { localPath: root }), plain).dockerfile,
+      "golang:1.24-alpine",
+      "alpine:3.21",
+    );
     expect(builder).toContain("COPY package/ /src/");
     expect(builder.some((line) => line.includes("go build -trimpath -o /out/mcp-server ."))).toBe(true);
     expect(builder.some((line) => line.includes("go install"))).toBe(false);
@@ -118,7 +167,10 @@ describe("generated Dockerfiles", () => {
   });
 
   test.each(["npx", "uvx", "go"] as const)("%s: --runtime-image replaces both stages' base", (manager) => {
-    const { dockerfile } = prepareBuild(pkg(manager, "srv"), { runtimeImage: "registry.local/base:1", addPackages: [] });
+    const { dockerfile } = prepareBuild(pkg(manager, "srv"), {
+      runtimeImage: "registry.local/base:1",
+      addPackages: [],
+    });
     checked(dockerfile, "registry.local/base:1", "registry.local/base:1");
     expect(dockerfile).not.toMatch(/alpine/);
   });
@@ -138,23 +190,26 @@ describe("generated Dockerfiles", () => {
     expect([...none.builder, ...none.runtime].some((line) => line.includes("apk add"))).toBe(false);
   });
 
-  test.each(["npx", "uvx", "go"] as const)("%s: a CA certificate is copied and trusted in both stages, only when given", (manager) => {
-    const withCa = prepareBuild(pkg(manager, "srv"), { addPackages: [], caCertPath: certPath });
-    const { builder, runtime } = stages(withCa.dockerfile);
-    for (const stage of [builder, runtime]) {
-      expect(stage).toContain("COPY mcpmgr-ca.crt /usr/local/share/ca-certificates/mcpmgr-ca.crt");
-      const env = stage.find((line) => line.startsWith("ENV NODE_EXTRA_CA_CERTS="));
-      expect(env).toContain("SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt");
-      expect(env).toContain("REQUESTS_CA_BUNDLE=");
-    }
-    const caFile = withCa.files.find((file) => file.path === "mcpmgr-ca.crt");
-    expect(String(caFile?.content)).toContain("-----BEGIN CERTIFICATE-----");
+  test.each(["npx", "uvx", "go"] as const)(
+    "%s: a CA certificate is copied and trusted in both stages, only when given",
+    (manager) => {
+      const withCa = prepareBuild(pkg(manager, "srv"), { addPackages: [], caCertPath: certPath });
+      const { builder, runtime } = stages(withCa.dockerfile);
+      for (const stage of [builder, runtime]) {
+        expect(stage).toContain("COPY mcpmgr-ca.crt /usr/local/share/ca-certificates/mcpmgr-ca.crt");
+        const env = stage.find((line) => line.startsWith("ENV NODE_EXTRA_CA_CERTS="));
+        expect(env).toContain("SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt");
+        expect(env).toContain("REQUESTS_CA_BUNDLE=");
+      }
+      const caFile = withCa.files.find((file) => file.path === "mcpmgr-ca.crt");
+      expect(String(caFile?.content)).toContain("-----BEGIN CERTIFICATE-----");
 
-    const without = prepareBuild(pkg(manager, "srv"), plain);
-    expect(without.dockerfile).not.toContain("mcpmgr-ca.crt");
-    expect(without.dockerfile).not.toContain("NODE_EXTRA_CA_CERTS");
-    expect(without.files.map((file) => file.path)).toEqual(["Dockerfile", "mcpmgr-resolve-bin.cjs"]);
-  });
+      const without = prepareBuild(pkg(manager, "srv"), plain);
+      expect(without.dockerfile).not.toContain("mcpmgr-ca.crt");
+      expect(without.dockerfile).not.toContain("NODE_EXTRA_CA_CERTS");
+      expect(without.files.map((file) => file.path)).toEqual(["Dockerfile", "mcpmgr-resolve-bin.cjs"]);
+    },
+  );
 
   test("the runtime stage runs unprivileged with its own home", () => {
     const { runtime } = stages(generateDockerfile(dockerfileInput(pkg("npx", "srv"), plain)));
@@ -168,11 +223,17 @@ describe("prepareBuild tags", () => {
   const tagPattern = /^mcpmgr-build\/(npx|uvx|go)-[a-z0-9._-]+:[0-9a-f]{16}$/;
 
   test("format mcpmgr-build/<manager>-<slug>:<16 hex>", () => {
-    expect(prepareBuild(pkg("npx", "@scope/server", { version: "1.2.3" }), plain).tag).toMatch(/^mcpmgr-build\/npx-scope-server:[0-9a-f]{16}$/);
-    expect(prepareBuild(pkg("go", "github.com/Org/Srv"), plain).tag).toMatch(/^mcpmgr-build\/go-github-com-org-srv:[0-9a-f]{16}$/);
+    expect(prepareBuild(pkg("npx", "@scope/server", { version: "1.2.3" }), plain).tag).toMatch(
+      /^mcpmgr-build\/npx-scope-server:[0-9a-f]{16}$/,
+    );
+    expect(prepareBuild(pkg("go", "github.com/Org/Srv"), plain).tag).toMatch(
+      /^mcpmgr-build\/go-github-com-org-srv:[0-9a-f]{16}$/,
+    );
     expect(prepareBuild(pkg("uvx", "mcp-server-fetch"), plain).tag).toMatch(tagPattern);
     const root = project("My Project", { "package.json": "{}" });
-    expect(prepareBuild(pkg("npx", "./My Project", { localPath: root }), plain).tag).toMatch(/^mcpmgr-build\/npx-my-project:[0-9a-f]{16}$/);
+    expect(prepareBuild(pkg("npx", "./My Project", { localPath: root }), plain).tag).toMatch(
+      /^mcpmgr-build\/npx-my-project:[0-9a-f]{16}$/,
+    );
   });
 
   test("same inputs → same tag; any changed input → a different tag", () => {
@@ -198,7 +259,12 @@ describe("prepareBuild tags", () => {
     });
     const source = pkg("npx", "./tagged", { localPath: root });
     const first = prepareBuild(source, plain);
-    expect(first.files.map((file) => file.path)).toEqual(["Dockerfile", "mcpmgr-resolve-bin.cjs", "package/index.js", "package/package.json"]);
+    expect(first.files.map((file) => file.path)).toEqual([
+      "Dockerfile",
+      "mcpmgr-resolve-bin.cjs",
+      "package/index.js",
+      "package/package.json",
+    ]);
 
     writeFileSync(join(root, "node_modules/dep/index.js"), "b");
     writeFileSync(join(root, "node_modules/new.js"), "new");
@@ -213,13 +279,17 @@ describe("prepareBuild tags", () => {
   });
 
   test("bad add-packages are refused before anything else", async () => {
-    await rejection(attempt(() => prepareBuild(pkg("npx", "srv"), { addPackages: ["git", "curl; rm -rf /"] })), "INVALID_OPTION");
+    await rejection(
+      attempt(() => prepareBuild(pkg("npx", "srv"), { addPackages: ["git", "curl; rm -rf /"] })),
+      "INVALID_OPTION",
+    );
   });
 
   // BUG (src/runtime/docker/image-build.ts prepareBuild): the slug may end in '-' or '.', which
   // is not a valid image reference ("invalid reference format" from the engine's build API).
   test("the tag is a valid image reference for a uvx package with extras", () => {
-    const reference = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*:[\w][\w.-]{0,127}$/;
+    const reference =
+      /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*:[\w][\w.-]{0,127}$/;
     expect(prepareBuild(pkg("uvx", "mcp-server-fetch"), plain).tag).toMatch(reference);
     expect(prepareBuild(pkg("uvx", "mcp-server-fetch[cli]"), plain).tag).toMatch(reference);
   });
@@ -227,12 +297,17 @@ describe("prepareBuild tags", () => {
 
 describe("validateAddPackages", () => {
   test("accepts OS package names, optionally with a version", () => {
-    expect(() => validateAddPackages(["git", "ca-certificates", "py3-pip", "libfoo=1.2-r0", "g++", "libstdc++6"])).not.toThrow();
+    expect(() =>
+      validateAddPackages(["git", "ca-certificates", "py3-pip", "libfoo=1.2-r0", "g++", "libstdc++6"]),
+    ).not.toThrow();
     expect(() => validateAddPackages([])).not.toThrow();
   });
 
   test.each(["curl; rm -rf /", "-x", "", "git curl", "$(id)", "Git", "a=", "pkg`x`"])("refuses %p", async (name) => {
-    await rejection(attempt(() => validateAddPackages(["git", name])), "INVALID_OPTION");
+    await rejection(
+      attempt(() => validateAddPackages(["git", name])),
+      "INVALID_OPTION",
+    );
   });
 });
 
@@ -252,22 +327,43 @@ describe("readCaCert", () => {
   });
 
   test("no PEM block is INVALID_OPTION", async () => {
-    await rejection(attempt(() => readCaCert(write("empty.pem", "just some text\n"))), "INVALID_OPTION");
-    await rejection(attempt(() => readCaCert(join(dir, "k"))), "INVALID_OPTION");
+    await rejection(
+      attempt(() => readCaCert(write("empty.pem", "just some text\n"))),
+      "INVALID_OPTION",
+    );
+    await rejection(
+      attempt(() => readCaCert(join(dir, "k"))),
+      "INVALID_OPTION",
+    );
   });
 
   test("a truncated or garbled certificate is INVALID_OPTION, even next to a good one", async () => {
     const lines = pem().trim().split("\n");
     const truncated = [...lines.slice(0, 6), lines.at(-1)].join("\n");
     const garbled = [lines[0], "bm90IGEgY2VydGlmaWNhdGUgYXQgYWxs", lines.at(-1)].join("\n");
-    await rejection(attempt(() => readCaCert(write("truncated.pem", truncated))), "INVALID_OPTION");
-    await rejection(attempt(() => readCaCert(write("garbled.pem", garbled))), "INVALID_OPTION");
-    await rejection(attempt(() => readCaCert(write("mixed.pem", `${pem()}\n${garbled}\n`))), "INVALID_OPTION");
+    await rejection(
+      attempt(() => readCaCert(write("truncated.pem", truncated))),
+      "INVALID_OPTION",
+    );
+    await rejection(
+      attempt(() => readCaCert(write("garbled.pem", garbled))),
+      "INVALID_OPTION",
+    );
+    await rejection(
+      attempt(() => readCaCert(write("mixed.pem", `${pem()}\n${garbled}\n`))),
+      "INVALID_OPTION",
+    );
   });
 
   test("a missing file is INVALID_OPTION", async () => {
-    await rejection(attempt(() => readCaCert(join(dir, "missing.pem"))), "INVALID_OPTION");
-    await rejection(attempt(() => prepareBuild(pkg("npx", "srv"), { addPackages: [], caCertPath: join(dir, "missing.pem") })), "INVALID_OPTION");
+    await rejection(
+      attempt(() => readCaCert(join(dir, "missing.pem"))),
+      "INVALID_OPTION",
+    );
+    await rejection(
+      attempt(() => prepareBuild(pkg("npx", "srv"), { addPackages: [], caCertPath: join(dir, "missing.pem") })),
+      "INVALID_OPTION",
+    );
   });
 });
 

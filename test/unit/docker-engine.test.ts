@@ -3,7 +3,13 @@ import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { detectEngine, engineCandidates, engineKindOf, noEngineError, runtimeChoice } from "../../src/runtime/docker/engine.ts";
+import {
+  detectEngine,
+  engineCandidates,
+  engineKindOf,
+  noEngineError,
+  runtimeChoice,
+} from "../../src/runtime/docker/engine.ts";
 import { rejection } from "../support/errors.ts";
 
 /** Runs a synchronous call as a promise, so rejection() can check what it throws. */
@@ -23,7 +29,10 @@ describe("runtimeChoice", () => {
   });
 
   test.each(["Docker", "containerd", "auto", " docker"])("MCPMGR_RUNTIME=%p is INVALID_OPTION", async (value) => {
-    await rejection(attempt(() => runtimeChoice({ MCPMGR_RUNTIME: value })), "INVALID_OPTION");
+    await rejection(
+      attempt(() => runtimeChoice({ MCPMGR_RUNTIME: value })),
+      "INVALID_OPTION",
+    );
   });
 });
 
@@ -51,8 +60,16 @@ describe("engineCandidates", () => {
   });
 
   test("DOCKER_HOST unix:// comes first, as a socket path; a podman path makes it a Podman engine", () => {
-    const [first, second] = engineCandidates({ DOCKER_HOST: "unix:///tmp/engine.sock", XDG_RUNTIME_DIR: "/xdg" }, "linux", home);
-    expect(first).toEqual({ kind: "docker", endpoint: "unix:///tmp/engine.sock", options: { socketPath: "/tmp/engine.sock" } });
+    const [first, second] = engineCandidates(
+      { DOCKER_HOST: "unix:///tmp/engine.sock", XDG_RUNTIME_DIR: "/xdg" },
+      "linux",
+      home,
+    );
+    expect(first).toEqual({
+      kind: "docker",
+      endpoint: "unix:///tmp/engine.sock",
+      options: { socketPath: "/tmp/engine.sock" },
+    });
     expect(second?.endpoint).toBe("/xdg/podman/podman.sock");
 
     const [podman] = engineCandidates({ DOCKER_HOST: "unix:///run/user/1000/podman/podman.sock" }, "linux", home);
@@ -62,7 +79,11 @@ describe("engineCandidates", () => {
   test("DOCKER_HOST tcp:// becomes host and port (2375 by default), https:// uses 2376", () => {
     const plain = process.env.DOCKER_TLS_VERIFY === "1" ? "https" : "http";
     const [withPort] = engineCandidates({ DOCKER_HOST: "tcp://10.0.0.5:2380" }, "linux", home);
-    expect(withPort).toEqual({ kind: "docker", endpoint: "tcp://10.0.0.5:2380", options: { host: "10.0.0.5", port: 2380, protocol: plain } });
+    expect(withPort).toEqual({
+      kind: "docker",
+      endpoint: "tcp://10.0.0.5:2380",
+      options: { host: "10.0.0.5", port: 2380, protocol: plain },
+    });
     const [noPort] = engineCandidates({ DOCKER_HOST: "tcp://engine.local" }, "linux", home);
     expect(noPort?.options).toMatchObject({ host: "engine.local", port: plain === "https" ? 2376 : 2375 });
     const [tls] = engineCandidates({ DOCKER_HOST: "https://engine.local" }, "linux", home);
@@ -70,37 +91,70 @@ describe("engineCandidates", () => {
   });
 
   test("DOCKER_HOST ssh:// is refused with a hint to forward the socket", () => {
-    expect(() => engineCandidates({ DOCKER_HOST: "ssh://me@build-host" }, "linux", home)).toThrow("engines over ssh:// are not supported");
+    expect(() => engineCandidates({ DOCKER_HOST: "ssh://me@build-host" }, "linux", home)).toThrow(
+      "engines over ssh:// are not supported",
+    );
   });
 
   test("DOCKER_HOST npipe:// becomes a Windows pipe path; on win32 only the named pipes follow", () => {
-    const list = engineCandidates({ DOCKER_HOST: "npipe:////./pipe/docker_engine_custom", XDG_RUNTIME_DIR: "/xdg" }, "win32", "C:\\Users\\u");
+    const list = engineCandidates(
+      { DOCKER_HOST: "npipe:////./pipe/docker_engine_custom", XDG_RUNTIME_DIR: "/xdg" },
+      "win32",
+      "C:\\Users\\u",
+    );
     expect(list).toEqual([
-      { kind: "docker", endpoint: "npipe:////./pipe/docker_engine_custom", options: { socketPath: "\\\\.\\pipe\\docker_engine_custom" } },
+      {
+        kind: "docker",
+        endpoint: "npipe:////./pipe/docker_engine_custom",
+        options: { socketPath: "\\\\.\\pipe\\docker_engine_custom" },
+      },
       { kind: "docker", endpoint: "\\\\.\\pipe\\docker_engine", options: { socketPath: "\\\\.\\pipe\\docker_engine" } },
-      { kind: "podman", endpoint: "\\\\.\\pipe\\podman-machine-default", options: { socketPath: "\\\\.\\pipe\\podman-machine-default" } },
+      {
+        kind: "podman",
+        endpoint: "\\\\.\\pipe\\podman-machine-default",
+        options: { socketPath: "\\\\.\\pipe\\podman-machine-default" },
+      },
     ]);
   });
 
   test("CONTAINER_HOST follows DOCKER_HOST and is always Podman", () => {
-    const [docker, podman] = engineCandidates({ DOCKER_HOST: "unix:///a.sock", CONTAINER_HOST: "unix:///b.sock" }, "linux", home);
+    const [docker, podman] = engineCandidates(
+      { DOCKER_HOST: "unix:///a.sock", CONTAINER_HOST: "unix:///b.sock" },
+      "linux",
+      home,
+    );
     expect(docker).toMatchObject({ kind: "docker", endpoint: "unix:///a.sock" });
     expect(podman).toMatchObject({ kind: "podman", endpoint: "unix:///b.sock", options: { socketPath: "/b.sock" } });
   });
 
-  test.each(["ssh://user@host", "/var/run/docker.sock", "fd://", "docker.sock"])("DOCKER_HOST=%p is INVALID_OPTION", async (value) => {
-    await rejection(attempt(() => engineCandidates({ DOCKER_HOST: value }, "linux", home)), "INVALID_OPTION");
-  });
+  test.each(["ssh://user@host", "/var/run/docker.sock", "fd://", "docker.sock"])(
+    "DOCKER_HOST=%p is INVALID_OPTION",
+    async (value) => {
+      await rejection(
+        attempt(() => engineCandidates({ DOCKER_HOST: value }, "linux", home)),
+        "INVALID_OPTION",
+      );
+    },
+  );
 });
 
 describe("detectEngine", () => {
   const uid = typeof process.getuid === "function" ? process.getuid() : 0;
-  const podmanSockets = ["/run/podman/podman.sock", `/run/user/${uid}/podman/podman.sock`, join(homedir(), ".local", "share", "containers", "podman", "machine", "podman.sock")];
+  const podmanSockets = [
+    "/run/podman/podman.sock",
+    `/run/user/${uid}/podman/podman.sock`,
+    join(homedir(), ".local", "share", "containers", "podman", "machine", "podman.sock"),
+  ];
   const noPodman = !podmanSockets.some((path) => existsSync(path));
 
-  test.skipIf(!noPodman)("want podman, DOCKER_HOST at a missing socket, no Podman socket here → undefined", async () => {
-    expect(await detectEngine({ env: { DOCKER_HOST: "unix:///nonexistent.sock" }, want: "podman", timeoutMs: 500 })).toBeUndefined();
-  });
+  test.skipIf(!noPodman)(
+    "want podman, DOCKER_HOST at a missing socket, no Podman socket here → undefined",
+    async () => {
+      expect(
+        await detectEngine({ env: { DOCKER_HOST: "unix:///nonexistent.sock" }, want: "podman", timeoutMs: 500 }),
+      ).toBeUndefined();
+    },
+  );
 
   // These need the Docker engine .ci/run starts: they fail, not skip, without it.
 
@@ -133,7 +187,12 @@ describe("detectEngine", () => {
 test("engineKindOf: Podman names itself in Platform.Name or a component; anything else is Docker", () => {
   expect(engineKindOf({ Platform: { Name: "Podman Engine" }, Components: [{ Name: "Podman Engine" }] })).toBe("podman");
   expect(engineKindOf({ Components: [{ Name: "Conmon" }, { Name: "Podman Engine" }] })).toBe("podman");
-  expect(engineKindOf({ Platform: { Name: "Docker Engine - Community" }, Components: [{ Name: "Engine" }, { Name: "containerd" }] })).toBe("docker");
+  expect(
+    engineKindOf({
+      Platform: { Name: "Docker Engine - Community" },
+      Components: [{ Name: "Engine" }, { Name: "containerd" }],
+    }),
+  ).toBe("docker");
   expect(engineKindOf({})).toBe("docker");
 });
 

@@ -9,26 +9,64 @@ const label = (key: string, value = "v") => ({ key, value });
 describe("validateUserLabels", () => {
   test("accepts ordinary keys and one-line values", () => {
     expect(() =>
-      validateUserLabels([label("team", "search"), label("app.kubernetes.io/name", "fetch"), label("a-b_c"), label("x"), label("owner", ""), label("note", "a=b, c")]),
+      validateUserLabels([
+        label("team", "search"),
+        label("app.kubernetes.io/name", "fetch"),
+        label("a-b_c"),
+        label("x"),
+        label("owner", ""),
+        label("note", "a=b, c"),
+      ]),
     ).not.toThrow();
     expect(() => validateUserLabels([])).not.toThrow();
   });
 
-  test.each(["mcpmgr", "mcpmgr.x", "mcpmgr.workload", "com.docker.x", "io.docker.y", "org.dockerproject.z", "io.podman.w"])("reserved key %p is INVALID_OPTION", async (key) => {
-    await rejection(attempt(() => validateUserLabels([label(key)])), "INVALID_OPTION");
+  test.each([
+    "mcpmgr",
+    "mcpmgr.x",
+    "mcpmgr.workload",
+    "com.docker.x",
+    "io.docker.y",
+    "org.dockerproject.z",
+    "io.podman.w",
+  ])("reserved key %p is INVALID_OPTION", async (key) => {
+    await rejection(
+      attempt(() => validateUserLabels([label(key)])),
+      "INVALID_OPTION",
+    );
   });
 
-  test.each(["-team", "team-", "has space", "a..b", "a/-b", "", "a=b", "tëam"])("bad key %p is INVALID_OPTION", async (key) => {
-    await rejection(attempt(() => validateUserLabels([label(key)])), "INVALID_OPTION");
-  });
+  test.each(["-team", "team-", "has space", "a..b", "a/-b", "", "a=b", "tëam"])(
+    "bad key %p is INVALID_OPTION",
+    async (key) => {
+      await rejection(
+        attempt(() => validateUserLabels([label(key)])),
+        "INVALID_OPTION",
+      );
+    },
+  );
 
-  test.each(["line\nbreak", "carriage\rreturn", "nul\0byte", "x".repeat(4097)])("bad value %# is INVALID_OPTION", async (value) => {
-    await rejection(attempt(() => validateUserLabels([label("team", value)])), "INVALID_OPTION");
-  });
+  test.each(["line\nbreak", "carriage\rreturn", "nul\0byte", "x".repeat(4097)])(
+    "bad value %# is INVALID_OPTION",
+    async (value) => {
+      await rejection(
+        attempt(() => validateUserLabels([label("team", value)])),
+        "INVALID_OPTION",
+      );
+    },
+  );
 
   test("one error names every bad label and none of the good ones", async () => {
     const err = await rejection(
-      attempt(() => validateUserLabels([label("good"), label("-dash"), label("mcpmgr.role"), label("multi", "a\nb"), label("fine.too")])),
+      attempt(() =>
+        validateUserLabels([
+          label("good"),
+          label("-dash"),
+          label("mcpmgr.role"),
+          label("multi", "a\nb"),
+          label("fine.too"),
+        ]),
+      ),
       "INVALID_OPTION",
     );
     for (const bad of ["-dash", "mcpmgr.role", "multi"]) expect(err.message).toContain(bad);
@@ -41,7 +79,10 @@ describe("workloadLabels", () => {
   const input = { workload: "fetch", group: "default", transport: "stdio", port: 41_000, role: "server" as const };
 
   test("carries mcpmgr's labels after the user's", () => {
-    const labels = workloadLabels({ ...input, user: [label("team", "search"), label("app.kubernetes.io/name", "fetch")] });
+    const labels = workloadLabels({
+      ...input,
+      user: [label("team", "search"), label("app.kubernetes.io/name", "fetch")],
+    });
     expect(labels).toEqual({
       team: "search",
       "app.kubernetes.io/name": "fetch",
@@ -59,9 +100,19 @@ describe("workloadLabels", () => {
     const labels = workloadLabels({
       ...input,
       role: "egress",
-      user: [label("mcpmgr", "false"), label("mcpmgr.workload", "other"), label("mcpmgr.role", "server"), label("mcpmgr.port", "1")],
+      user: [
+        label("mcpmgr", "false"),
+        label("mcpmgr.workload", "other"),
+        label("mcpmgr.role", "server"),
+        label("mcpmgr.port", "1"),
+      ],
     });
-    expect(labels).toMatchObject({ mcpmgr: "true", "mcpmgr.workload": "fetch", "mcpmgr.role": "egress", "mcpmgr.port": "41000" });
+    expect(labels).toMatchObject({
+      mcpmgr: "true",
+      "mcpmgr.workload": "fetch",
+      "mcpmgr.role": "egress",
+      "mcpmgr.port": "41000",
+    });
   });
 
   test("workloadFilter selects one workload's managed objects", () => {

@@ -8,7 +8,12 @@ import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
-import { configFromEnv, type EgressConfig, isDestinationAllowed, startEgressProxy } from "../../src/runtime/docker/egress-proxy.ts";
+import {
+  configFromEnv,
+  type EgressConfig,
+  isDestinationAllowed,
+  startEgressProxy,
+} from "../../src/runtime/docker/egress-proxy.ts";
 
 const SECRET = "c2VjcmV0LXByb3h5LXBhc3N3b3Jk";
 let upstream: ReturnType<typeof Bun.serve>;
@@ -33,9 +38,15 @@ async function lookup(host: string): Promise<string[]> {
 }
 
 /** Starts a proxy, runs `fn` against its ports, and returns the log lines. */
-async function withProxy(config: Partial<EgressConfig>, fn: (ports: { egress: number; ingress?: number }) => Promise<void>): Promise<string[]> {
+async function withProxy(
+  config: Partial<EgressConfig>,
+  fn: (ports: { egress: number; ingress?: number }) => Promise<void>,
+): Promise<string[]> {
   const lines: string[] = [];
-  const proxy = await startEgressProxy({ ...base, ...config }, { host: "127.0.0.1", lookup, log: (l) => lines.push(l) });
+  const proxy = await startEgressProxy(
+    { ...base, ...config },
+    { host: "127.0.0.1", lookup, log: (l) => lines.push(l) },
+  );
   try {
     await fn({ egress: proxy.egressPort, ...(proxy.ingressPort === undefined ? {} : { ingress: proxy.ingressPort }) });
   } finally {
@@ -63,7 +74,7 @@ function readUntil(socket: Socket, done: (s: string) => boolean): Promise<string
     let received = "";
     const onData = (c: Buffer) => {
       received += c.toString("latin1");
-      if (done(received)) (socket.off("data", onData), resolve(received));
+      if (done(received)) socket.off("data", onData), resolve(received);
     };
     socket.on("data", onData).once("error", reject);
     socket.once("end", () => resolve(received));
@@ -132,7 +143,12 @@ describe("isDestinationAllowed", () => {
   });
 
   test("the Docker host is refused even with allowAll, by name or by any spelling of its address", () => {
-    const config = { ...base, allowAll: true, blockedAddresses: ["172.17.0.1", "127.0.0.1"], blockedHostNames: ["host.docker.internal"] };
+    const config = {
+      ...base,
+      allowAll: true,
+      blockedAddresses: ["172.17.0.1", "127.0.0.1"],
+      blockedHostNames: ["host.docker.internal"],
+    };
     expect(isDestinationAllowed(config, "HOST.docker.internal.", 80).allowed).toBe(false);
     expect(isDestinationAllowed(config, "172.17.0.1", 80).allowed).toBe(false);
     expect(isDestinationAllowed(config, "::ffff:172.17.0.1", 80).allowed).toBe(false);
@@ -183,7 +199,10 @@ describe("egress proxy", () => {
       expect(await connectStatus(egress, `api.example.test:${closedPort}`)).toBe("HTTP/1.1 403 Forbidden");
       expect(await connectStatus(egress, `badexample.test:${echoPort}`)).toBe("HTTP/1.1 403 Forbidden");
       expect(await connectStatus(egress, `example.test:${echoPort}`)).toBe("HTTP/1.1 200 Connection Established");
-      const denied = await exchange(egress, `GET http://other.test:${upstream.port}/x HTTP/1.1\r\nHost: other.test\r\n\r\n`);
+      const denied = await exchange(
+        egress,
+        `GET http://other.test:${upstream.port}/x HTTP/1.1\r\nHost: other.test\r\n\r\n`,
+      );
       expect(denied).toStartWith("HTTP/1.1 403 Forbidden");
     });
     expect(log.map((l) => JSON.parse(l).reason)).toContain("port not in allowPorts");
@@ -205,7 +224,8 @@ describe("egress proxy", () => {
       expect(seen.body.length).toBe(body.length);
       expect(seen.headers.host).toBe(`127.0.0.1:${upstream.port}`);
       expect(seen.headers["x-kept"]).toBe("yes");
-      for (const name of ["proxy-authorization", "proxy-connection", "x-hop"]) expect(seen.headers[name]).toBeUndefined();
+      for (const name of ["proxy-authorization", "proxy-connection", "x-hop"])
+        expect(seen.headers[name]).toBeUndefined();
       expect(JSON.stringify(seen)).not.toContain(SECRET);
     });
     expect(log.join("\n")).not.toContain(SECRET);
@@ -213,7 +233,10 @@ describe("egress proxy", () => {
 
   test("plain HTTP: the client is told the connection closes, so a keep-alive client's next request is checked anew", async () => {
     await withProxy({ allowHosts: ["api.example.test"], blockedAddresses: [] }, async ({ egress }) => {
-      const raw = await exchange(egress, `GET http://api.example.test:${upstream.port}/one HTTP/1.1\r\nHost: api.example.test:${upstream.port}\r\nConnection: keep-alive\r\n\r\n`);
+      const raw = await exchange(
+        egress,
+        `GET http://api.example.test:${upstream.port}/one HTTP/1.1\r\nHost: api.example.test:${upstream.port}\r\nConnection: keep-alive\r\n\r\n`,
+      );
       const headLines = raw.slice(0, raw.indexOf("\r\n\r\n")).split("\r\n");
       expect(headLines[0]).toStartWith("HTTP/1.1 200");
       expect(headLines.filter((line) => /^connection:/i.test(line))).toEqual(["Connection: close"]);
@@ -225,10 +248,13 @@ describe("egress proxy", () => {
       const get = (url: string) =>
         new Promise<string>((resolve, reject) => {
           const target = new URL(url);
-          const req = request({ host: "127.0.0.1", port: egress, path: url, headers: { host: target.host }, agent }, (res) => {
-            res.resume();
-            res.on("end", () => resolve(String(res.statusCode)));
-          });
+          const req = request(
+            { host: "127.0.0.1", port: egress, path: url, headers: { host: target.host }, agent },
+            (res) => {
+              res.resume();
+              res.on("end", () => resolve(String(res.statusCode)));
+            },
+          );
           req.on("error", reject);
           req.end();
         });
@@ -240,7 +266,9 @@ describe("egress proxy", () => {
 
   test("a real client (fetch with a proxy URL carrying credentials) goes through", async () => {
     const log = await withProxy({ allowHosts: [".example.test"] }, async ({ egress }) => {
-      const res = await fetch(`http://api.example.test:${upstream.port}/via-fetch`, { proxy: `http://user:${SECRET}@127.0.0.1:${egress}` });
+      const res = await fetch(`http://api.example.test:${upstream.port}/via-fetch`, {
+        proxy: `http://user:${SECRET}@127.0.0.1:${egress}`,
+      });
       expect(res.status).toBe(200);
       const seen = (await res.json()) as { url: string; headers: Record<string, string> };
       expect(seen.url).toEndWith("/via-fetch");
@@ -266,7 +294,12 @@ describe("egress proxy", () => {
   });
 
   test("allowGateway does not open the always-blocked ranges, by name, literal or mapped spelling", async () => {
-    const config = { allowAll: true, allowGateway: true, blockedAddresses: ["127.0.0.1"], alwaysBlockedAddresses: ["127.0.0.0/8"] };
+    const config = {
+      allowAll: true,
+      allowGateway: true,
+      blockedAddresses: ["127.0.0.1"],
+      alwaysBlockedAddresses: ["127.0.0.0/8"],
+    };
     const log = await withProxy(config, async ({ egress }) => {
       expect(await connectStatus(egress, `api.example.test:${echoPort}`)).toBe("HTTP/1.1 403 Forbidden"); // resolves to 127.0.0.1
       expect(await connectStatus(egress, `127.0.0.1:${echoPort}`)).toBe("HTTP/1.1 403 Forbidden");
@@ -275,7 +308,9 @@ describe("egress proxy", () => {
       expect(plain).toStartWith("HTTP/1.1 403 Forbidden");
     });
     expect(log.every((l) => JSON.parse(l).action === "deny")).toBe(true);
-    expect(log.map((l) => JSON.parse(l).reason)).toContain("resolves to a blocked address (loopback, link-local, unspecified or cloud metadata)");
+    expect(log.map((l) => JSON.parse(l).reason)).toContain(
+      "resolves to a blocked address (loopback, link-local, unspecified or cloud metadata)",
+    );
   });
 
   test("malformed requests get 400 and the proxy keeps serving; unreachable upstreams get 502", async () => {
@@ -286,7 +321,9 @@ describe("egress proxy", () => {
       expect(await exchange(egress, "CONNECT a b:443 HTTP/1.1\r\n\r\n")).toStartWith("HTTP/1.1 400");
       expect(await exchange(egress, "GET http://x.test/ HTTP/1.1\r\nBad Header\r\n\r\n")).toStartWith("HTTP/1.1 400");
       expect(await exchange(egress, Buffer.from([0, 1, 2, 255, 13, 10, 13, 10]))).toStartWith("HTTP/1.1 400");
-      expect(await exchange(egress, `GET http://x.test/ HTTP/1.1\r\nX: ${"a".repeat(40_000)}`)).toStartWith("HTTP/1.1 400");
+      expect(await exchange(egress, `GET http://x.test/ HTTP/1.1\r\nX: ${"a".repeat(40_000)}`)).toStartWith(
+        "HTTP/1.1 400",
+      );
       expect(await connectStatus(egress, `127.0.0.1:${closedPort}`)).toBe("HTTP/1.1 502 Bad Gateway");
       expect(await connectStatus(egress, `unknown.invalid:443`)).toBe("HTTP/1.1 502 Bad Gateway");
       expect(await connectStatus(egress, `127.0.0.1:${echoPort}`)).toBe("HTTP/1.1 200 Connection Established");
@@ -295,25 +332,31 @@ describe("egress proxy", () => {
   });
 
   test("the ingress relay pipes to the target and carries the half-close", async () => {
-    await withProxy({ ingress: { listenPort: 0, targetHost: "127.0.0.1", targetPort: echoPort } }, async ({ ingress }) => {
-      expect(ingress).toBeNumber();
-      const socket = connect({ host: "127.0.0.1", port: ingress as number });
-      await new Promise((r) => socket.once("connect", r));
-      const all = readUntil(socket, () => false); // resolves on the relayed FIN
-      socket.write("through the relay");
-      socket.end();
-      expect(await all).toBe("through the relay");
-    });
+    await withProxy(
+      { ingress: { listenPort: 0, targetHost: "127.0.0.1", targetPort: echoPort } },
+      async ({ ingress }) => {
+        expect(ingress).toBeNumber();
+        const socket = connect({ host: "127.0.0.1", port: ingress as number });
+        await new Promise((r) => socket.once("connect", r));
+        const all = readUntil(socket, () => false); // resolves on the relayed FIN
+        socket.write("through the relay");
+        socket.end();
+        expect(await all).toBe("through the relay");
+      },
+    );
   });
 
   test("the ingress relay drops the client when the target is unreachable", async () => {
-    await withProxy({ ingress: { listenPort: 0, targetHost: "127.0.0.1", targetPort: closedPort } }, async ({ ingress }) => {
-      const socket = connect({ host: "127.0.0.1", port: ingress as number });
-      socket.on("error", () => {}); // a reset is as good as a close here
-      socket.write("hello");
-      await new Promise((r) => socket.once("close", r));
-      expect(socket.bytesRead).toBe(0);
-    });
+    await withProxy(
+      { ingress: { listenPort: 0, targetHost: "127.0.0.1", targetPort: closedPort } },
+      async ({ ingress }) => {
+        const socket = connect({ host: "127.0.0.1", port: ingress as number });
+        socket.on("error", () => {}); // a reset is as good as a close here
+        socket.write("hello");
+        await new Promise((r) => socket.once("close", r));
+        expect(socket.bytesRead).toBe(0);
+      },
+    );
   });
 });
 
@@ -335,14 +378,28 @@ describe("configFromEnv", () => {
     expect(() => configFromEnv({})).toThrow("MCPMGR_EGRESS_CONFIG is not set");
     expect(() => configFromEnv(env("{nope"))).toThrow("MCPMGR_EGRESS_CONFIG is not valid JSON");
     expect(() => configFromEnv(env([]))).toThrow("MCPMGR_EGRESS_CONFIG: expected a JSON object");
-    expect(() => configFromEnv(env({ allowAll: "yes" }))).toThrow("MCPMGR_EGRESS_CONFIG.allowAll: expected true or false");
-    expect(() => configFromEnv(env({ allowHosts: "a.com" }))).toThrow("MCPMGR_EGRESS_CONFIG.allowHosts: expected an array");
-    expect(() => configFromEnv(env({ allowHosts: ["ok.com", 3] }))).toThrow("MCPMGR_EGRESS_CONFIG.allowHosts[1]: expected");
-    expect(() => configFromEnv(env({ allowPorts: [443, 70000] }))).toThrow("MCPMGR_EGRESS_CONFIG.allowPorts[1]: expected an integer port");
-    expect(() => configFromEnv(env({ listenPort: 1.5 }))).toThrow("MCPMGR_EGRESS_CONFIG.listenPort: expected an integer port");
-    expect(() => configFromEnv(env({ blockedAddresses: ["gateway"] }))).toThrow("MCPMGR_EGRESS_CONFIG.blockedAddresses[0]: expected an IP address");
+    expect(() => configFromEnv(env({ allowAll: "yes" }))).toThrow(
+      "MCPMGR_EGRESS_CONFIG.allowAll: expected true or false",
+    );
+    expect(() => configFromEnv(env({ allowHosts: "a.com" }))).toThrow(
+      "MCPMGR_EGRESS_CONFIG.allowHosts: expected an array",
+    );
+    expect(() => configFromEnv(env({ allowHosts: ["ok.com", 3] }))).toThrow(
+      "MCPMGR_EGRESS_CONFIG.allowHosts[1]: expected",
+    );
+    expect(() => configFromEnv(env({ allowPorts: [443, 70000] }))).toThrow(
+      "MCPMGR_EGRESS_CONFIG.allowPorts[1]: expected an integer port",
+    );
+    expect(() => configFromEnv(env({ listenPort: 1.5 }))).toThrow(
+      "MCPMGR_EGRESS_CONFIG.listenPort: expected an integer port",
+    );
+    expect(() => configFromEnv(env({ blockedAddresses: ["gateway"] }))).toThrow(
+      "MCPMGR_EGRESS_CONFIG.blockedAddresses[0]: expected an IP address",
+    );
     expect(() => configFromEnv(env({ alowAll: true }))).toThrow("MCPMGR_EGRESS_CONFIG.alowAll: unknown field");
-    expect(() => configFromEnv(env({ ingress: { listenPort: 1 } }))).toThrow("MCPMGR_EGRESS_CONFIG.ingress.targetHost: expected");
+    expect(() => configFromEnv(env({ ingress: { listenPort: 1 } }))).toThrow(
+      "MCPMGR_EGRESS_CONFIG.ingress.targetHost: expected",
+    );
     expect(() => configFromEnv(env({ ingress: { listenPort: 1, targetHost: "s", targetPort: 0 } }))).toThrow(
       "MCPMGR_EGRESS_CONFIG.ingress.targetPort: expected an integer port",
     );
@@ -355,7 +412,12 @@ describe("standalone entry point", () => {
     try {
       const file = join(dir, "egress-proxy.ts");
       copyFileSync(resolve(import.meta.dir, "../../src/runtime/docker/egress-proxy.ts"), file);
-      const bad = Bun.spawn([process.execPath, file], { cwd: dir, env: { PATH: process.env.PATH ?? "" }, stdout: "pipe", stderr: "pipe" });
+      const bad = Bun.spawn([process.execPath, file], {
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? "" },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       expect(await bad.exited).toBe(2);
       expect(await new Response(bad.stderr).text()).toContain("MCPMGR_EGRESS_CONFIG is not set");
 
@@ -392,33 +454,82 @@ describe("blocked address ranges", () => {
     blockedAddresses: ["192.168.5.1", "172.30.0.0/16"],
     alwaysBlockedAddresses: ["127.0.0.0/8", "169.254.0.0/16", "::1/128", "::/128", "fe80::/10", "0.0.0.0/8"],
   };
-  const always = ["127.0.0.1", "127.9.9.9", "169.254.169.254", "[::1]", "[::]", "[fe80::1]", "0.0.0.0", "[::ffff:169.254.169.254]"];
+  const always = [
+    "127.0.0.1",
+    "127.9.9.9",
+    "169.254.169.254",
+    "[::1]",
+    "[::]",
+    "[fe80::1]",
+    "0.0.0.0",
+    "[::ffff:169.254.169.254]",
+  ];
 
   test("CIDR rules block every address inside them, for IP literals; allowGateway lifts only the host's addresses", () => {
-    for (const host of [...always, "192.168.5.1", "172.30.9.9"]) expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(false);
-    for (const host of ["10.0.0.1", "192.168.5.2", "[2001:db8::1]", "169.255.0.1"]) expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(true);
+    for (const host of [...always, "192.168.5.1", "172.30.9.9"])
+      expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(false);
+    for (const host of ["10.0.0.1", "192.168.5.2", "[2001:db8::1]", "169.255.0.1"])
+      expect(isDestinationAllowed(ranges, host, 80).allowed).toBe(true);
     const lifted = { ...ranges, allowGateway: true };
     for (const host of ["192.168.5.1", "172.30.9.9"]) expect(isDestinationAllowed(lifted, host, 80).allowed).toBe(true);
-    for (const host of always) expect(isDestinationAllowed(lifted, host, 80)).toEqual({ allowed: false, reason: "blocked address (loopback, link-local, unspecified or cloud metadata)" });
+    for (const host of always)
+      expect(isDestinationAllowed(lifted, host, 80)).toEqual({
+        allowed: false,
+        reason: "blocked address (loopback, link-local, unspecified or cloud metadata)",
+      });
   });
 
   test("configFromEnv accepts CIDR ranges and refuses malformed ones", () => {
-    const env = (blockedAddresses: unknown) => ({ MCPMGR_EGRESS_CONFIG: JSON.stringify({ allowAll: true, blockedAddresses }) });
+    const env = (blockedAddresses: unknown) => ({
+      MCPMGR_EGRESS_CONFIG: JSON.stringify({ allowAll: true, blockedAddresses }),
+    });
     expect(configFromEnv(env(["10.0.0.0/8", "fe80::/10"])).blockedAddresses).toEqual(["10.0.0.0/8", "fe80::/10"]);
-    for (const bad of [["10.0.0.0/33"], ["10.0.0.0/x"], ["not-an-ip/8"]]) expect(() => configFromEnv(env(bad))).toThrow("blockedAddresses");
-    const always = (alwaysBlockedAddresses: unknown) => ({ MCPMGR_EGRESS_CONFIG: JSON.stringify({ alwaysBlockedAddresses }) });
+    for (const bad of [["10.0.0.0/33"], ["10.0.0.0/x"], ["not-an-ip/8"]])
+      expect(() => configFromEnv(env(bad))).toThrow("blockedAddresses");
+    const always = (alwaysBlockedAddresses: unknown) => ({
+      MCPMGR_EGRESS_CONFIG: JSON.stringify({ alwaysBlockedAddresses }),
+    });
     expect(configFromEnv(always(["127.0.0.0/8", "::/128"])).alwaysBlockedAddresses).toEqual(["127.0.0.0/8", "::/128"]);
-    expect(() => configFromEnv(always(["metadata"]))).toThrow("MCPMGR_EGRESS_CONFIG.alwaysBlockedAddresses[0]: expected an IP address");
+    expect(() => configFromEnv(always(["metadata"]))).toThrow(
+      "MCPMGR_EGRESS_CONFIG.alwaysBlockedAddresses[0]: expected an IP address",
+    );
   });
 });
 
 describe("isPrivateAddress (inside-network detection for URLs others choose)", async () => {
   const { isPrivateAddress } = await import("../../src/auth/addresses.ts");
   test("IPv4 ranges and the IPv6 forms that embed them", () => {
-    for (const inside of ["127.0.0.1", "10.1.2.3", "172.20.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "198.18.0.1", "224.0.0.1", "::1", "::", "::ffff:127.0.0.1", "::ffff:a9fe:a9fe", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1", "fc00::1", "fe80::1", "ff02::1", "[::1]"]) {
+    for (const inside of [
+      "127.0.0.1",
+      "10.1.2.3",
+      "172.20.0.1",
+      "192.168.1.1",
+      "169.254.169.254",
+      "100.64.0.1",
+      "0.0.0.0",
+      "198.18.0.1",
+      "224.0.0.1",
+      "::1",
+      "::",
+      "::ffff:127.0.0.1",
+      "::ffff:a9fe:a9fe",
+      "64:ff9b::a9fe:a9fe",
+      "2002:a9fe:a9fe::1",
+      "fc00::1",
+      "fe80::1",
+      "ff02::1",
+      "[::1]",
+    ]) {
       expect(isPrivateAddress(inside)).toBe(true);
     }
-    for (const outside of ["8.8.8.8", "1.1.1.1", "172.32.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8", "2002:0808:0808::1"]) {
+    for (const outside of [
+      "8.8.8.8",
+      "1.1.1.1",
+      "172.32.0.1",
+      "2001:4860:4860::8888",
+      "::ffff:8.8.8.8",
+      "2002:0808:0808::1",
+    ]) {
       expect(isPrivateAddress(outside)).toBe(false);
     }
   });

@@ -31,14 +31,29 @@ beforeAll(() => {
         );
       }
       if (url.pathname === "/unknown-session-400") {
-        return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "Bad Request: No valid session ID provided" } }, { status: 400 });
+        return Response.json(
+          { jsonrpc: "2.0", id: null, error: { code: -32000, message: "Bad Request: No valid session ID provided" } },
+          { status: 400 },
+        );
       }
       if (url.pathname === "/plain-400") return Response.json({ error: "bad params" }, { status: 400 });
       if (url.pathname === "/gone") return new Response("not here", { status: 404 });
       if (url.pathname === "/hop") {
-        return new Response("ok", { headers: { connection: "x-secret-hop", "x-secret-hop": "1", "keep-alive": "timeout=5", "mcp-session-id": "s-1" } });
+        return new Response("ok", {
+          headers: {
+            connection: "x-secret-hop",
+            "x-secret-hop": "1",
+            "keep-alive": "timeout=5",
+            "mcp-session-id": "s-1",
+          },
+        });
       }
-      const seen: Seen = { method: req.method, url: req.url, headers: Object.fromEntries(req.headers), body: await req.text() };
+      const seen: Seen = {
+        method: req.method,
+        url: req.url,
+        headers: Object.fromEntries(req.headers),
+        body: await req.text(),
+      };
       return Response.json(seen);
     },
   });
@@ -48,14 +63,24 @@ beforeAll(() => {
 afterAll(() => upstream.stop(true));
 
 function forwarder(target: string, extra: Partial<Parameters<typeof transparentForwarder>[0]> = {}) {
-  return transparentForwarder({ target: new URL(target), endpointPrefix: undefined, trustProxyHeaders: false, live: new LiveStreams(), ...extra });
+  return transparentForwarder({
+    target: new URL(target),
+    endpointPrefix: undefined,
+    trustProxyHeaders: false,
+    live: new LiveStreams(),
+    ...extra,
+  });
 }
 
 describe("request forwarding", () => {
   test("path, query and body reach the upstream; the target's query is kept on the MCP endpoint", async () => {
     const handle = forwarder(`${base}/v1/mcp?key=abc`);
     const res = await handle(
-      new Request("http://127.0.0.1:9999/v1/mcp?client=1", { method: "POST", body: '{"jsonrpc":"2.0","id":1,"method":"ping"}', headers: { "content-type": "application/json" } }),
+      new Request("http://127.0.0.1:9999/v1/mcp?client=1", {
+        method: "POST",
+        body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        headers: { "content-type": "application/json" },
+      }),
       detachedContext("10.1.2.3"),
     );
     const seen = (await res.json()) as Seen;
@@ -66,7 +91,10 @@ describe("request forwarding", () => {
   });
 
   test("other paths are forwarded as they are (legacy message endpoints)", async () => {
-    const res = await forwarder(`${base}/sse`)(new Request("http://127.0.0.1:9999/messages?sessionId=42", { method: "POST", body: "{}" }), detachedContext());
+    const res = await forwarder(`${base}/sse`)(
+      new Request("http://127.0.0.1:9999/messages?sessionId=42", { method: "POST", body: "{}" }),
+      detachedContext(),
+    );
     const seen = (await res.json()) as Seen;
     expect(new URL(seen.url).pathname + new URL(seen.url).search).toBe("/messages?sessionId=42");
   });
@@ -92,7 +120,8 @@ describe("request forwarding", () => {
       detachedContext("10.1.2.3"),
     );
     const seen = (await res.json()) as Seen;
-    for (const name of ["authorization", "proxy-authorization", "x-custom-hop", "te"]) expect(seen.headers[name]).toBeUndefined();
+    for (const name of ["authorization", "proxy-authorization", "x-custom-hop", "te"])
+      expect(seen.headers[name]).toBeUndefined();
     expect(seen.headers.host).toBe(`127.0.0.1:${upstream.port}`);
     expect(seen.headers["x-forwarded-for"]).toBe("10.1.2.3");
     expect(seen.headers["x-forwarded-host"]).toBe("127.0.0.1:9999");
@@ -103,7 +132,11 @@ describe("request forwarding", () => {
 
   test("with --trust-proxy-headers the client's X-Forwarded-For chain is extended", async () => {
     const res = await forwarder(`${base}/mcp`, { trustProxyHeaders: true })(
-      new Request("http://127.0.0.1:9999/mcp", { method: "POST", body: "{}", headers: { "x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https" } }),
+      new Request("http://127.0.0.1:9999/mcp", {
+        method: "POST",
+        body: "{}",
+        headers: { "x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https" },
+      }),
       detachedContext("10.1.2.3"),
     );
     const seen = (await res.json()) as Seen;
@@ -123,7 +156,10 @@ describe("request forwarding", () => {
 describe("failures", () => {
   test("an unreachable upstream gives 502 with a JSON-RPC error body", async () => {
     const port = await freePort();
-    const res = await forwarder(`http://127.0.0.1:${port}/mcp`)(new Request("http://127.0.0.1:9999/mcp", { method: "POST", body: "{}" }), detachedContext());
+    const res = await forwarder(`http://127.0.0.1:${port}/mcp`)(
+      new Request("http://127.0.0.1:9999/mcp", { method: "POST", body: "{}" }),
+      detachedContext(),
+    );
     expect(res.status).toBe(502);
     const body = (await res.json()) as { jsonrpc: string; error: { code: number; message: string } };
     expect(body.jsonrpc).toBe("2.0");
@@ -147,35 +183,67 @@ describe("failures", () => {
 
   test("unknown sessions become 404 + -32001 (also from upstreams that say 400), and stay ended", async () => {
     const handle = forwarder(`${base}/unknown-session-400`);
-    const first = await handle(new Request("http://127.0.0.1:9999/unknown-session-400", { method: "POST", body: "{}", headers: { "mcp-session-id": "old" } }), detachedContext());
+    const first = await handle(
+      new Request("http://127.0.0.1:9999/unknown-session-400", {
+        method: "POST",
+        body: "{}",
+        headers: { "mcp-session-id": "old" },
+      }),
+      detachedContext(),
+    );
     expect(first.status).toBe(404);
     expect(((await first.json()) as { error: { code: number } }).error.code).toBe(-32001);
-    const again = await handle(new Request("http://127.0.0.1:9999/unknown-session-400", { method: "POST", body: "{}", headers: { "mcp-session-id": "old" } }), detachedContext());
+    const again = await handle(
+      new Request("http://127.0.0.1:9999/unknown-session-400", {
+        method: "POST",
+        body: "{}",
+        headers: { "mcp-session-id": "old" },
+      }),
+      detachedContext(),
+    );
     expect(again.status).toBe(404);
 
-    const gone = await forwarder(`${base}/gone`)(new Request("http://127.0.0.1:9999/gone", { headers: { "mcp-session-id": "x" } }), detachedContext());
+    const gone = await forwarder(`${base}/gone`)(
+      new Request("http://127.0.0.1:9999/gone", { headers: { "mcp-session-id": "x" } }),
+      detachedContext(),
+    );
     expect(gone.status).toBe(404);
     expect(((await gone.json()) as { error: { code: number } }).error.code).toBe(-32001);
   });
 
   test("a 400 that is not about the session passes through untouched", async () => {
-    const res = await forwarder(`${base}/plain-400`)(new Request("http://127.0.0.1:9999/plain-400", { method: "POST", body: "{}", headers: { "mcp-session-id": "s" } }), detachedContext());
+    const res = await forwarder(`${base}/plain-400`)(
+      new Request("http://127.0.0.1:9999/plain-400", {
+        method: "POST",
+        body: "{}",
+        headers: { "mcp-session-id": "s" },
+      }),
+      detachedContext(),
+    );
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: "bad params" });
   });
 
   test("after a successful DELETE the session answers 404 without asking the upstream", async () => {
     const handle = forwarder(`${base}/mcp`);
-    const del = await handle(new Request("http://127.0.0.1:9999/mcp", { method: "DELETE", headers: { "mcp-session-id": "done" } }), detachedContext());
+    const del = await handle(
+      new Request("http://127.0.0.1:9999/mcp", { method: "DELETE", headers: { "mcp-session-id": "done" } }),
+      detachedContext(),
+    );
     expect(del.status).toBe(200);
-    const after = await handle(new Request("http://127.0.0.1:9999/mcp", { method: "POST", body: "{}", headers: { "mcp-session-id": "done" } }), detachedContext());
+    const after = await handle(
+      new Request("http://127.0.0.1:9999/mcp", { method: "POST", body: "{}", headers: { "mcp-session-id": "done" } }),
+      detachedContext(),
+    );
     expect(after.status).toBe(404);
   });
 });
 
 describe("legacy SSE endpoint event", () => {
   const get = (handle: ReturnType<typeof forwarder>, path: string, headers: Record<string, string> = {}) =>
-    Promise.resolve(handle(new Request(`http://127.0.0.1:9999${path}`, { headers }), detachedContext())).then((r) => r.text());
+    Promise.resolve(handle(new Request(`http://127.0.0.1:9999${path}`, { headers }), detachedContext())).then((r) =>
+      r.text(),
+    );
 
   test("a relative endpoint stays relative and other events pass through", async () => {
     const text = await get(forwarder(`${base}/legacy/sse`), "/legacy/sse");
@@ -195,10 +263,19 @@ describe("legacy SSE endpoint event", () => {
   });
 
   test("X-Forwarded-* are applied only with --trust-proxy-headers", async () => {
-    const forwardedHeaders = { "x-forwarded-proto": "https", "x-forwarded-host": "mcp.example.com", "x-forwarded-port": "8443", "x-forwarded-prefix": "/team" };
+    const forwardedHeaders = {
+      "x-forwarded-proto": "https",
+      "x-forwarded-host": "mcp.example.com",
+      "x-forwarded-port": "8443",
+      "x-forwarded-prefix": "/team",
+    };
     const untrusted = await get(forwarder(`${base}/legacy/sse`), "/legacy/sse", forwardedHeaders);
     expect(untrusted).toContain("data: /legacy/message?sessionId=abc\n");
-    const trusted = await get(forwarder(`${base}/legacy/sse`, { trustProxyHeaders: true }), "/legacy/sse", forwardedHeaders);
+    const trusted = await get(
+      forwarder(`${base}/legacy/sse`, { trustProxyHeaders: true }),
+      "/legacy/sse",
+      forwardedHeaders,
+    );
     expect(trusted).toContain("data: https://mcp.example.com:8443/team/legacy/message?sessionId=abc\n");
   });
 
@@ -212,7 +289,10 @@ describe("legacy SSE endpoint event", () => {
   });
 
   test("requests under the endpoint prefix are forwarded without it", async () => {
-    const res = await forwarder(`${base}/mcp`, { endpointPrefix: "/api/mcp" })(new Request("http://127.0.0.1:9999/api/mcp/messages?sessionId=1", { method: "POST", body: "{}" }), detachedContext());
+    const res = await forwarder(`${base}/mcp`, { endpointPrefix: "/api/mcp" })(
+      new Request("http://127.0.0.1:9999/api/mcp/messages?sessionId=1", { method: "POST", body: "{}" }),
+      detachedContext(),
+    );
     const seen = (await res.json()) as Seen;
     expect(new URL(seen.url).pathname).toBe("/messages");
   });

@@ -39,16 +39,28 @@ async function tree(files: Record<string, string>): Promise<string> {
   return dir;
 }
 
-async function overlays(files: Record<string, string>, globalPatterns: string[] = [], maxEntries?: number): Promise<Overlay[]> {
+async function overlays(
+  files: Record<string, string>,
+  globalPatterns: string[] = [],
+  maxEntries?: number,
+): Promise<Overlay[]> {
   const hostPath = await tree(files);
-  return resolveOverlays([{ hostPath, containerPath: "/data" }], { globalPatterns, ...(maxEntries === undefined ? {} : { maxEntries }) });
+  return resolveOverlays([{ hostPath, containerPath: "/data" }], {
+    globalPatterns,
+    ...(maxEntries === undefined ? {} : { maxEntries }),
+  });
 }
 
 const summary = (list: readonly Overlay[]) => list.map((o) => `${o.kind} ${o.containerPath}`);
 
 describe("resolveOverlays", () => {
   test("hides matching files and directories", async () => {
-    const list = await overlays({ ".mcpmgrignore": "# secrets\n\n.env\nsecrets\n", ".env": "A=1", "secrets/key.pem": "k", "src/a.ts": "" });
+    const list = await overlays({
+      ".mcpmgrignore": "# secrets\n\n.env\nsecrets\n",
+      ".env": "A=1",
+      "secrets/key.pem": "k",
+      "src/a.ts": "",
+    });
     expect(summary(list)).toEqual(["file /data/.env", "dir /data/secrets"]);
   });
 
@@ -73,7 +85,12 @@ describe("resolveOverlays", () => {
   });
 
   test("** matches at any depth", async () => {
-    const list = await overlays({ ".mcpmgrignore": "**/creds/*.json\n", "creds/a.json": "", "x/y/creds/b.json": "", "x/y/creds/c.txt": "" });
+    const list = await overlays({
+      ".mcpmgrignore": "**/creds/*.json\n",
+      "creds/a.json": "",
+      "x/y/creds/b.json": "",
+      "x/y/creds/c.txt": "",
+    });
     expect(summary(list)).toEqual(["file /data/creds/a.json", "file /data/x/y/creds/b.json"]);
   });
 
@@ -95,7 +112,12 @@ describe("resolveOverlays", () => {
   });
 
   test("a hidden directory is not descended into", async () => {
-    const list = await overlays({ ".mcpmgrignore": "private/\n*.pem\n", "private/inner.pem": "", "private/deep/x.pem": "", "top.pem": "" });
+    const list = await overlays({
+      ".mcpmgrignore": "private/\n*.pem\n",
+      "private/inner.pem": "",
+      "private/deep/x.pem": "",
+      "top.pem": "",
+    });
     expect(summary(list)).toEqual(["dir /data/private", "file /data/top.pem"]);
   });
 
@@ -128,7 +150,9 @@ describe("resolveOverlays", () => {
   });
 
   test("a missing mount source hides nothing", async () => {
-    expect(await resolveOverlays([{ hostPath: join(root, "absent"), containerPath: "/x" }], { globalPatterns: ["*"] })).toEqual([]);
+    expect(
+      await resolveOverlays([{ hostPath: join(root, "absent"), containerPath: "/x" }], { globalPatterns: ["*"] }),
+    ).toEqual([]);
   });
 
   posixOnly("symlinks are not followed; a matching one is hidden as what it points to", async () => {
@@ -155,10 +179,25 @@ describe("resolveOverlays", () => {
 describe("describeOverlays", () => {
   test("one line per overlay", () => {
     const lines = describeOverlays([
-      { kind: "file", containerPath: "/data/.env", hostPath: "/home/u/proj/.env", pattern: ".env", source: "/home/u/proj/.mcpmgrignore" },
-      { kind: "dir", containerPath: "/data/secrets", hostPath: "/home/u/proj/secrets", pattern: "secrets/", source: "/cfg/mcpmgrignore" },
+      {
+        kind: "file",
+        containerPath: "/data/.env",
+        hostPath: "/home/u/proj/.env",
+        pattern: ".env",
+        source: "/home/u/proj/.mcpmgrignore",
+      },
+      {
+        kind: "dir",
+        containerPath: "/data/secrets",
+        hostPath: "/home/u/proj/secrets",
+        pattern: "secrets/",
+        source: "/cfg/mcpmgrignore",
+      },
     ]);
-    expect(lines).toEqual(["/data/.env (file) hidden by .env in /home/u/proj/.mcpmgrignore", "/data/secrets (dir) hidden by secrets/ in /cfg/mcpmgrignore"]);
+    expect(lines).toEqual([
+      "/data/.env (file) hidden by .env in /home/u/proj/.mcpmgrignore",
+      "/data/secrets (dir) hidden by secrets/ in /cfg/mcpmgrignore",
+    ]);
   });
 });
 

@@ -34,16 +34,20 @@ test("every import follows the layering of DESIGN §2", async () => {
     const file = join(SRC, path);
     const from = layerOf(file);
     const text = await Bun.file(file).text();
-    for (const match of text.matchAll(/(?:^|\n)\s*(?:import|export)[^"'`]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g)) {
+    for (const match of text.matchAll(
+      /(?:^|\n)\s*(?:import|export)[^"'`]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g,
+    )) {
       const spec = (match[1] ?? match[2]) as string;
-      if (spec === "dockerode" && (from === "proxy" || from === "middleware")) violations.push(`${path} imports dockerode`);
+      if (spec === "dockerode" && (from === "proxy" || from === "middleware"))
+        violations.push(`${path} imports dockerode`);
       if (!spec.startsWith(".")) continue;
       const target = resolve(dirname(file), spec);
       if (!target.startsWith(SRC + "/")) continue; // package.json and the like
       const to = layerOf(target);
       if (to === from) continue;
       if (to === "cli" && from !== "main.ts") violations.push(`${path} imports cli/ (${spec})`);
-      else if (from === "middleware" && to === "runtime") violations.push(`${path}: middleware imports runtime (${spec})`);
+      else if (from === "middleware" && to === "runtime")
+        violations.push(`${path}: middleware imports runtime (${spec})`);
       else if ((rank[to] ?? 99) >= (rank[from] ?? -1)) violations.push(`${path} (${from}) imports ${spec} (${to})`);
     }
   }

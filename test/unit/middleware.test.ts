@@ -10,7 +10,8 @@ const ctx = detachedContext();
 
 describe("origin guard on a loopback listener (DNS-rebinding protection)", () => {
   const handle = compose(reached, originGuard({ listenHost: "127.0.0.1", trustProxyHeaders: false }));
-  const call = (headers: Record<string, string>) => handle(new Request("http://127.0.0.1:8080/mcp", { method: "POST", headers, body: "{}" }), ctx);
+  const call = (headers: Record<string, string>) =>
+    handle(new Request("http://127.0.0.1:8080/mcp", { method: "POST", headers, body: "{}" }), ctx);
 
   test("requests without Origin (non-browser clients) pass", async () => {
     expect((await call({ host: "127.0.0.1:8080" })).status).toBe(200);
@@ -38,12 +39,16 @@ describe("origin guard on a loopback listener (DNS-rebinding protection)", () =>
 
 describe("origin guard on a public listener", () => {
   const handle = compose(reached, originGuard({ listenHost: "0.0.0.0", trustProxyHeaders: true }));
-  const call = (headers: Record<string, string>) => handle(new Request("http://mcp.internal:8080/mcp", { headers }), ctx);
+  const call = (headers: Record<string, string>) =>
+    handle(new Request("http://mcp.internal:8080/mcp", { headers }), ctx);
 
   test("same-origin, trusted forwarded host and no-Origin requests pass; others get 403", async () => {
     expect((await call({ host: "mcp.internal:8080" })).status).toBe(200);
     expect((await call({ host: "mcp.internal:8080", origin: "http://mcp.internal:8080" })).status).toBe(200);
-    expect((await call({ host: "10.0.0.5:8080", origin: "https://mcp.example.com", "x-forwarded-host": "mcp.example.com" })).status).toBe(200);
+    expect(
+      (await call({ host: "10.0.0.5:8080", origin: "https://mcp.example.com", "x-forwarded-host": "mcp.example.com" }))
+        .status,
+    ).toBe(200);
     expect((await call({ host: "mcp.internal:8080", origin: "https://evil.example" })).status).toBe(403);
   });
 });
@@ -57,7 +62,14 @@ describe("body limit", () => {
       touched = true;
       return new Response("x");
     }, bodyLimit(1024));
-    const res = await guarded(new Request("http://127.0.0.1/mcp", { method: "POST", body: "x".repeat(2048), headers: { "content-length": "2048" } }), ctx);
+    const res = await guarded(
+      new Request("http://127.0.0.1/mcp", {
+        method: "POST",
+        body: "x".repeat(2048),
+        headers: { "content-length": "2048" },
+      }),
+      ctx,
+    );
     expect(res.status).toBe(413);
     expect(touched).toBe(false);
   });
@@ -71,7 +83,10 @@ describe("body limit", () => {
         else controller.close();
       },
     });
-    const res = await handle(new Request("http://127.0.0.1/mcp", { method: "POST", body, duplex: "half" } as RequestInit), ctx);
+    const res = await handle(
+      new Request("http://127.0.0.1/mcp", { method: "POST", body, duplex: "half" } as RequestInit),
+      ctx,
+    );
     expect(res.status).toBe(413);
   });
 
@@ -82,7 +97,10 @@ describe("body limit", () => {
 });
 
 describe("health", () => {
-  const handle = compose(async () => new Response("upstream", { status: 502 }), healthEndpoint(() => ({ server: "demo" })));
+  const handle = compose(
+    async () => new Response("upstream", { status: 502 }),
+    healthEndpoint(() => ({ server: "demo" })),
+  );
 
   test("GET /health answers without the upstream", async () => {
     const res = await handle(new Request("http://127.0.0.1/health"), ctx);
@@ -93,6 +111,8 @@ describe("health", () => {
   test("other paths, and /healthz, go to the upstream", async () => {
     expect((await handle(new Request("http://127.0.0.1/healthz"), ctx)).status).toBe(502);
     expect((await handle(new Request("http://127.0.0.1/mcp/health"), ctx)).status).toBe(502);
-    expect((await handle(new Request("http://127.0.0.1/health", { method: "POST", body: "{}" }), ctx)).status).toBe(502);
+    expect((await handle(new Request("http://127.0.0.1/health", { method: "POST", body: "{}" }), ctx)).status).toBe(
+      502,
+    );
   });
 });

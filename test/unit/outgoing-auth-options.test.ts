@@ -20,9 +20,20 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 describe("a bearer token excludes the OAuth client options", () => {
   const tokenFile = join(scratch, "token");
   writeFileSync(tokenFile, "t\n");
-  const bearers = [["--remote-auth-bearer-token", "t"], ["--remote-auth-bearer-token-file", tokenFile]];
-  const oauth = [["--remote-auth-client-id", "c"], ["--remote-auth-client-secret", "s"], ["--remote-auth-client-secret-file", tokenFile], ["--remote-auth-scopes", "a"], ["--remote-auth-resource", "https://r.example"]];
-  const rows = bearers.flatMap((bearer) => oauth.map((other) => [[...bearer, ...other].join(" "), [...bearer, ...other]] as const));
+  const bearers = [
+    ["--remote-auth-bearer-token", "t"],
+    ["--remote-auth-bearer-token-file", tokenFile],
+  ];
+  const oauth = [
+    ["--remote-auth-client-id", "c"],
+    ["--remote-auth-client-secret", "s"],
+    ["--remote-auth-client-secret-file", tokenFile],
+    ["--remote-auth-scopes", "a"],
+    ["--remote-auth-resource", "https://r.example"],
+  ];
+  const rows = bearers.flatMap((bearer) =>
+    oauth.map((other) => [[...bearer, ...other].join(" "), [...bearer, ...other]] as const),
+  );
 
   test.each(rows)("proxy %s is CONFLICTING_OPTIONS naming both", (_label, options) => {
     const err = usageError(() => buildProxySpec(["x", ...TARGET, ...options]), "CONFLICTING_OPTIONS");
@@ -40,7 +51,8 @@ test("a token-exchange secret needs --token-exchange-client-id", () => {
   const base = ["x", ...TARGET, "--oidc-issuer=https://idp.example", "--token-exchange-url=https://sts.example/token"];
   usageError(() => buildProxySpec([...base, "--token-exchange-client-secret", "s"]), "MISSING_OPTION");
   usageError(() => buildProxySpec([...base, "--token-exchange-client-secret-file", "f"]), "MISSING_OPTION");
-  const exchange = buildProxySpec([...base, "--token-exchange-client-id", "c", "--token-exchange-client-secret", "s"]).outgoingAuth.tokenExchange;
+  const exchange = buildProxySpec([...base, "--token-exchange-client-id", "c", "--token-exchange-client-secret", "s"])
+    .outgoingAuth.tokenExchange;
   expect(exchange?.clientId).toBe("c");
   expect(buildProxySpec(base).outgoingAuth.tokenExchange?.clientId).toBeUndefined();
 });
@@ -57,11 +69,17 @@ describe("--thv-ca-bundle", () => {
   });
 
   test("reaches the incoming-auth spec too", () => {
-    expect(buildProxySpec(["x", ...TARGET, "--oidc-issuer=https://idp.example", "--thv-ca-bundle", pem]).incomingAuth?.caBundle).toContain("BEGIN CERTIFICATE");
+    expect(
+      buildProxySpec(["x", ...TARGET, "--oidc-issuer=https://idp.example", "--thv-ca-bundle", pem]).incomingAuth
+        ?.caBundle,
+    ).toContain("BEGIN CERTIFICATE");
   });
 
   test("an unreadable file or one without a PEM certificate is INVALID_OPTION", () => {
-    usageError(() => buildProxySpec(["x", ...TARGET, "--thv-ca-bundle", join(scratch, "missing.pem")]), "INVALID_OPTION");
+    usageError(
+      () => buildProxySpec(["x", ...TARGET, "--thv-ca-bundle", join(scratch, "missing.pem")]),
+      "INVALID_OPTION",
+    );
     const notPem = join(scratch, "not.pem");
     writeFileSync(notPem, "hello\n");
     usageError(() => buildProxySpec(["x", ...TARGET, "--thv-ca-bundle", notPem]), "INVALID_OPTION");
@@ -91,7 +109,12 @@ describe("the scopes a login asks for (MCP scope selection)", () => {
 
 describe("how long run waits for a supervisor", () => {
   test("covers --remote-auth-timeout (twice: it may wait for another login's callback port) plus a margin", () => {
-    const wait = supervisorReadyTimeoutMs(["https://remote.example/mcp", "--remote-auth", "--remote-auth-timeout", "5m"]);
+    const wait = supervisorReadyTimeoutMs([
+      "https://remote.example/mcp",
+      "--remote-auth",
+      "--remote-auth-timeout",
+      "5m",
+    ]);
     expect(wait).toBeGreaterThanOrEqual(2 * 5 * 60_000 + 60_000);
   });
 

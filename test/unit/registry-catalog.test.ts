@@ -13,36 +13,47 @@ describe("embedded catalog", () => {
     expect(new Set(names).size).toBe(names.length);
   });
 
-  test.each(embeddedCatalog.map((entry) => [entry.name, entry] as const))("%s validates, has a source and tools", (_name, input) => {
-    const result = v.safeParse(registryEntrySchema, input);
-    if (!result.success) throw new Error(describeIssues(result.issues, input.name));
-    const entry = result.output;
-    expect(entry.tools.length).toBeGreaterThanOrEqual(1);
-    expect(sourceKinds.filter((kind) => entry.source[kind] !== undefined)).toHaveLength(1);
-    expect(entry.description.length).toBeGreaterThan(10);
-    expect(entry.repository).toMatch(/^https:\/\//);
-    // Least privilege: nothing privileged, no default mounts, allow-lists rather than open egress where a profile is given.
-    if (typeof entry.permissions !== "string") {
-      expect(entry.permissions.privileged).toBe(false);
-      expect(entry.permissions.read).toEqual([]);
-      expect(entry.permissions.write).toEqual([]);
-      expect(entry.permissions.network.outbound.insecure_allow_all).toBe(false);
-      expect(entry.permissions.network.outbound.allow_host.length).toBeGreaterThan(0);
-    }
-    // A remote server runs nothing locally, so it asks for nothing.
-    if (sourceOf(entry).kind === "remote") expect(entry.permissions).toBe("none");
-    // Variables that hold credentials are secret.
-    for (const item of entry.env) {
-      if (/TOKEN|API_KEY|PASSWORD|SECRET/.test(item.name) && !/THRESHOLD/.test(item.name)) expect(item.secret).toBe(true);
-    }
-  });
+  test.each(embeddedCatalog.map((entry) => [entry.name, entry] as const))(
+    "%s validates, has a source and tools",
+    (_name, input) => {
+      const result = v.safeParse(registryEntrySchema, input);
+      if (!result.success) throw new Error(describeIssues(result.issues, input.name));
+      const entry = result.output;
+      expect(entry.tools.length).toBeGreaterThanOrEqual(1);
+      expect(sourceKinds.filter((kind) => entry.source[kind] !== undefined)).toHaveLength(1);
+      expect(entry.description.length).toBeGreaterThan(10);
+      expect(entry.repository).toMatch(/^https:\/\//);
+      // Least privilege: nothing privileged, no default mounts, allow-lists rather than open egress where a profile is given.
+      if (typeof entry.permissions !== "string") {
+        expect(entry.permissions.privileged).toBe(false);
+        expect(entry.permissions.read).toEqual([]);
+        expect(entry.permissions.write).toEqual([]);
+        expect(entry.permissions.network.outbound.insecure_allow_all).toBe(false);
+        expect(entry.permissions.network.outbound.allow_host.length).toBeGreaterThan(0);
+      }
+      // A remote server runs nothing locally, so it asks for nothing.
+      if (sourceOf(entry).kind === "remote") expect(entry.permissions).toBe("none");
+      // Variables that hold credentials are secret.
+      for (const item of entry.env) {
+        if (/TOKEN|API_KEY|PASSWORD|SECRET/.test(item.name) && !/THRESHOLD/.test(item.name))
+          expect(item.secret).toBe(true);
+      }
+    },
+  );
 
   test("the well-known servers carry the facts users rely on", () => {
     const byName = new Map(embeddedEntries().map((entry) => [entry.name, entry]));
     const github = byName.get("github");
-    expect(github?.env.find((item) => item.name === "GITHUB_PERSONAL_ACCESS_TOKEN")).toMatchObject({ required: true, secret: true });
+    expect(github?.env.find((item) => item.name === "GITHUB_PERSONAL_ACCESS_TOKEN")).toMatchObject({
+      required: true,
+      secret: true,
+    });
     expect(github?.source.image).toMatch(/^ghcr\.io\/github\/github-mcp-server:/);
-    expect(byName.get("fetch")).toMatchObject({ source: { uvx: "mcp-server-fetch" }, permissions: "network", tools: ["fetch"] });
+    expect(byName.get("fetch")).toMatchObject({
+      source: { uvx: "mcp-server-fetch" },
+      permissions: "network",
+      tools: ["fetch"],
+    });
     expect(byName.get("memory")?.permissions).toBe("none");
     expect(byName.get("time")?.source.uvx).toBe("mcp-server-time");
     expect(byName.get("git")?.source.uvx).toBe("mcp-server-git");
@@ -53,8 +64,12 @@ describe("embedded catalog", () => {
 
   test("the everything entry's tools are the ones the installed server registers", async () => {
     // The dev dependency is the same package; its unconditional tools must all be listed.
-    const source = await Bun.file(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/tools/index.js", import.meta.url)).text();
-    const pkg = (await Bun.file(new URL("../../node_modules/@modelcontextprotocol/server-everything/package.json", import.meta.url)).json()) as { version: string };
+    const source = await Bun.file(
+      new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/tools/index.js", import.meta.url),
+    ).text();
+    const pkg = (await Bun.file(
+      new URL("../../node_modules/@modelcontextprotocol/server-everything/package.json", import.meta.url),
+    ).json()) as { version: string };
     const everything = embeddedEntries().find((entry) => entry.name === "everything");
     expect(everything?.source.npx).toMatch(/^@modelcontextprotocol\/server-everything@/);
     // After a dev-dependency bump the pinned catalog version may lag; compare only the same release.

@@ -30,7 +30,14 @@ function mcpmgr(args: readonly string[], extraEnv: Record<string, string> = {}):
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, ...extraEnv };
   delete env.FORCE_COLOR;
   if (extraEnv.MCPMGR_REGISTRY === undefined) delete env.MCPMGR_REGISTRY;
-  const result = Bun.spawnSync([process.execPath, ENTRY, ...args], { cwd: REPO_ROOT, env, stdin: "ignore", stdout: "pipe", stderr: "pipe", timeout: 20_000 });
+  const result = Bun.spawnSync([process.execPath, ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    timeout: 20_000,
+  });
   return { exitCode: result.exitCode ?? -1, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
@@ -59,7 +66,11 @@ describe("mcpmgr registry list", () => {
     const result = mcpmgr(["registry", "list", "--format", "json"]);
     expect(result.exitCode).toBe(0);
     const doc = JSON.parse(result.stdout) as { servers: { name: string }[] };
-    expect(doc.servers.map((entry) => entry.name)).toEqual(embeddedEntries().map((entry) => entry.name).sort((a, b) => a.localeCompare(b)));
+    expect(doc.servers.map((entry) => entry.name)).toEqual(
+      embeddedEntries()
+        .map((entry) => entry.name)
+        .sort((a, b) => a.localeCompare(b)),
+    );
     const file = join(home, "roundtrip.json");
     await Bun.write(file, result.stdout);
     const again = mcpmgr(["registry", "list", "--format", "json"], { MCPMGR_REGISTRY: file });
@@ -75,7 +86,9 @@ describe("mcpmgr registry list", () => {
   });
 
   test("a bad custom registry fails with one line naming the field", () => {
-    const line = usageError(mcpmgr(["registry", "list"], { MCPMGR_REGISTRY: join(REPO_ROOT, "test/fixtures/registry/invalid-entry.json") }));
+    const line = usageError(
+      mcpmgr(["registry", "list"], { MCPMGR_REGISTRY: join(REPO_ROOT, "test/fixtures/registry/invalid-entry.json") }),
+    );
     expect(line).toContain("servers[3].transport");
     const missing = usageError(mcpmgr(["registry", "list"], { MCPMGR_REGISTRY: join(home, "absent.json") }));
     expect(missing).toContain("absent.json");
@@ -107,7 +120,12 @@ describe("mcpmgr registry info", () => {
   test("--format json prints the entry, valid as registry input", () => {
     const result = mcpmgr(["registry", "info", "memory", "--format", "json"]);
     expect(result.exitCode).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ name: "memory", transport: "stdio", permissions: "none", env: [{ name: "MEMORY_FILE_PATH", required: false, secret: false }] });
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      name: "memory",
+      transport: "stdio",
+      permissions: "none",
+      env: [{ name: "MEMORY_FILE_PATH", required: false, secret: false }],
+    });
   });
 
   test("custom entries show their origin and defaults", () => {

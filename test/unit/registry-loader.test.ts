@@ -20,7 +20,9 @@ afterAll(async () => {
 });
 
 /** The error loadRegistry fails with; fails the test if it succeeds. */
-async function loadError(options: LoadRegistryOptions): Promise<{ code: ErrorCode; message: string; hint: string; exitCode: number }> {
+async function loadError(
+  options: LoadRegistryOptions,
+): Promise<{ code: ErrorCode; message: string; hint: string; exitCode: number }> {
   try {
     await loadRegistry(options);
   } catch (err) {
@@ -68,17 +70,32 @@ describe("without a custom registry", () => {
 describe("custom registry file", () => {
   test("custom entries override embedded ones by name and add new ones", async () => {
     const registry = await loadRegistry({ env: { MCPMGR_REGISTRY: fixture("compact.json") } });
-    expect(registry.custom).toEqual({ kind: "file", location: fixture("compact.json"), configuredBy: "MCPMGR_REGISTRY" });
+    expect(registry.custom).toEqual({
+      kind: "file",
+      location: fixture("compact.json"),
+      configuredBy: "MCPMGR_REGISTRY",
+    });
     expect(registry.list()).toHaveLength(embeddedCount + 1);
-    expect(registry.lookup("fetch")).toMatchObject({ source: { image: "registry.example.com/tools/fetch:2.0.0" }, transport: "streamable-http", targetPort: 8080 });
+    expect(registry.lookup("fetch")).toMatchObject({
+      source: { image: "registry.example.com/tools/fetch:2.0.0" },
+      transport: "streamable-http",
+      targetPort: 8080,
+    });
     expect(registry.origin("fetch")).toBe("custom");
-    expect(registry.lookup("weather")).toMatchObject({ args: ["--cache", "off"], env: [{ name: "UNITS", default: "metric", required: false, secret: false }] });
+    expect(registry.lookup("weather")).toMatchObject({
+      args: ["--cache", "off"],
+      env: [{ name: "UNITS", default: "metric", required: false, secret: false }],
+    });
     expect(registry.origin("github")).toBe("embedded");
   });
 
   test("a relative MCPMGR_REGISTRY is taken from cwd; a file:// URL works too", async () => {
-    expect((await loadRegistry({ env: { MCPMGR_REGISTRY: "compact.json" }, cwd: FIXTURES })).lookup("weather")).toBeDefined();
-    expect((await loadRegistry({ env: { MCPMGR_REGISTRY: pathToFileURL(fixture("compact.json")).href } })).lookup("weather")).toBeDefined();
+    expect(
+      (await loadRegistry({ env: { MCPMGR_REGISTRY: "compact.json" }, cwd: FIXTURES })).lookup("weather"),
+    ).toBeDefined();
+    expect(
+      (await loadRegistry({ env: { MCPMGR_REGISTRY: pathToFileURL(fixture("compact.json")).href } })).lookup("weather"),
+    ).toBeDefined();
   });
 
   test("a list of server.json documents is converted (first runnable package, else the remote)", async () => {
@@ -93,8 +110,15 @@ describe("custom registry file", () => {
       ],
     });
     expect(registry.lookup("io.github.example/weather-py")?.name).toBe("weather-py");
-    expect(registry.lookup("db-manager")).toMatchObject({ source: { image: "docker.io/example/db-manager:3.1.0" }, transport: "streamable-http", targetPort: 8000 });
-    expect(registry.lookup("hosted")).toMatchObject({ source: { remote: "https://mcp.example.com/sse" }, transport: "sse" });
+    expect(registry.lookup("db-manager")).toMatchObject({
+      source: { image: "docker.io/example/db-manager:3.1.0" },
+      transport: "streamable-http",
+      targetPort: 8000,
+    });
+    expect(registry.lookup("hosted")).toMatchObject({
+      source: { remote: "https://mcp.example.com/sse" },
+      transport: "sse",
+    });
   });
 
   test("an MCP registry API listing keeps only the latest version of each server", async () => {
@@ -105,7 +129,21 @@ describe("custom registry file", () => {
   test("config.json names the registry relative to the config dir; MCPMGR_REGISTRY wins over it", async () => {
     const dir = join(scratch, "with-config");
     await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, "mine.json"), JSON.stringify({ servers: [{ name: "mine", description: "Mine", transport: "stdio", source: { uvx: "mine-mcp" }, permissions: "none", tools: ["t"] }] }));
+    await writeFile(
+      join(dir, "mine.json"),
+      JSON.stringify({
+        servers: [
+          {
+            name: "mine",
+            description: "Mine",
+            transport: "stdio",
+            source: { uvx: "mine-mcp" },
+            permissions: "none",
+            tools: ["t"],
+          },
+        ],
+      }),
+    );
     await writeFile(join(dir, "config.json"), JSON.stringify({ registry: "mine.json" }));
     const fromConfig = await loadRegistry({ env: {}, configDir: dir });
     expect(fromConfig.lookup("mine")).toBeDefined();
@@ -138,22 +176,37 @@ describe("bad custom registries fail with a code, one line and a hint", () => {
   test("an invalid entry is named by file and field path", async () => {
     const error = await loadError({ env: { MCPMGR_REGISTRY: fixture("invalid-entry.json") } });
     expect(error).toMatchObject({ code: "REGISTRY_INVALID", exitCode: 2 });
-    expect(error.message).toBe(`invalid registry ${fixture("invalid-entry.json")}: servers[3].transport: must be one of stdio, sse, streamable-http (got "http")`);
+    expect(error.message).toBe(
+      `invalid registry ${fixture("invalid-entry.json")}: servers[3].transport: must be one of stdio, sse, streamable-http (got "http")`,
+    );
   });
 
   test("the same name twice in one file", async () => {
     const file = join(scratch, "dupe.json");
-    const entry = { name: "dupe", description: "d", transport: "stdio", source: { uvx: "x" }, permissions: "none", tools: ["t"] };
+    const entry = {
+      name: "dupe",
+      description: "d",
+      transport: "stdio",
+      source: { uvx: "x" },
+      permissions: "none",
+      tools: ["t"],
+    };
     await writeFile(file, JSON.stringify({ servers: [entry, entry] }));
-    expect((await loadError({ env: { MCPMGR_REGISTRY: file } })).message).toContain(`servers[1].name: "dupe" is already defined by servers[0]`);
+    expect((await loadError({ env: { MCPMGR_REGISTRY: file } })).message).toContain(
+      `servers[1].name: "dupe" is already defined by servers[0]`,
+    );
   });
 
   test("a document of the wrong shape", async () => {
     const file = join(scratch, "shape.json");
     await writeFile(file, JSON.stringify({ servers: { fetch: {} } }));
-    expect((await loadError({ env: { MCPMGR_REGISTRY: file } })).message).toContain("servers: must be a list of servers");
+    expect((await loadError({ env: { MCPMGR_REGISTRY: file } })).message).toContain(
+      "servers: must be a list of servers",
+    );
     await writeFile(file, "42");
-    expect((await loadError({ env: { MCPMGR_REGISTRY: file } })).message).toContain(`(top level): must be {"servers": [...]}`);
+    expect((await loadError({ env: { MCPMGR_REGISTRY: file } })).message).toContain(
+      `(top level): must be {"servers": [...]}`,
+    );
   });
 
   test("config.json that is not JSON, or whose registry is not a string", async () => {
@@ -162,19 +215,44 @@ describe("bad custom registries fail with a code, one line and a hint", () => {
     await writeFile(join(dir, "config.json"), "{ nope");
     expect((await loadError({ env: {}, configDir: dir })).code).toBe("REGISTRY_INVALID");
     await writeFile(join(dir, "config.json"), JSON.stringify({ registry: 42 }));
-    expect((await loadError({ env: {}, configDir: dir })).message).toContain("registry: must be a file path or an https:// URL");
+    expect((await loadError({ env: {}, configDir: dir })).message).toContain(
+      "registry: must be a file path or an https:// URL",
+    );
   });
 
   test("plain http is refused except on loopback; other schemes are refused", async () => {
-    expect(await loadError({ env: { MCPMGR_REGISTRY: "http://registry.example.com/r.json" } })).toMatchObject({ code: "REGISTRY_INVALID", exitCode: 2 });
-    expect((await loadError({ env: { MCPMGR_REGISTRY: "ftp://registry.example.com/r.json" } })).code).toBe("REGISTRY_INVALID");
+    expect(await loadError({ env: { MCPMGR_REGISTRY: "http://registry.example.com/r.json" } })).toMatchObject({
+      code: "REGISTRY_INVALID",
+      exitCode: 2,
+    });
+    expect((await loadError({ env: { MCPMGR_REGISTRY: "ftp://registry.example.com/r.json" } })).code).toBe(
+      "REGISTRY_INVALID",
+    );
   });
 });
 
 describe("custom registry by URL", () => {
   const documents: Record<string, string> = {
-    "/registry.json": JSON.stringify({ servers: [{ name: "remote-one", description: "From the URL", transport: "stdio", source: { npx: "remote-one@1.0.0" }, permissions: "none", tools: ["t"] }] }),
-    "/servers.json": JSON.stringify([{ name: "io.github.example/from-url", description: "server.json over HTTP", version: "1.0.0", remotes: [{ type: "streamable-http", url: "https://x.example/mcp" }] }]),
+    "/registry.json": JSON.stringify({
+      servers: [
+        {
+          name: "remote-one",
+          description: "From the URL",
+          transport: "stdio",
+          source: { npx: "remote-one@1.0.0" },
+          permissions: "none",
+          tools: ["t"],
+        },
+      ],
+    }),
+    "/servers.json": JSON.stringify([
+      {
+        name: "io.github.example/from-url",
+        description: "server.json over HTTP",
+        version: "1.0.0",
+        remotes: [{ type: "streamable-http", url: "https://x.example/mcp" }],
+      },
+    ]),
     "/broken.json": "{",
   };
   let server: ReturnType<typeof Bun.serve>;
@@ -188,9 +266,12 @@ describe("custom registry by URL", () => {
       fetch(req) {
         requests.push({ accept: req.headers.get("accept") });
         const path = new URL(req.url).pathname;
-        if (path === "/slow.json") return new Promise<Response>((done) => setTimeout(() => done(new Response("{}")), 2_000));
+        if (path === "/slow.json")
+          return new Promise<Response>((done) => setTimeout(() => done(new Response("{}")), 2_000));
         const body = documents[path];
-        return body === undefined ? new Response("not here", { status: 404, statusText: "Not Found" }) : new Response(body, { headers: { "content-type": "application/json" } });
+        return body === undefined
+          ? new Response("not here", { status: 404, statusText: "Not Found" })
+          : new Response(body, { headers: { "content-type": "application/json" } });
       },
     });
     base = `http://127.0.0.1:${server.port}`;
@@ -211,7 +292,10 @@ describe("custom registry by URL", () => {
 
   test("server.json documents over HTTP are converted", async () => {
     const registry = await loadRegistry({ env: { MCPMGR_REGISTRY: `${base}/servers.json` }, fetch });
-    expect(registry.lookup("from-url")).toMatchObject({ transport: "streamable-http", source: { remote: "https://x.example/mcp" } });
+    expect(registry.lookup("from-url")).toMatchObject({
+      transport: "streamable-http",
+      source: { remote: "https://x.example/mcp" },
+    });
   });
 
   test("config.json may name the URL", async () => {
@@ -230,7 +314,10 @@ describe("custom registry by URL", () => {
     expect(slow.code).toBe("REGISTRY_UNREACHABLE");
     expect(slow.message).toContain("no answer within");
     const failing: FetchLike = () => Promise.reject(new TypeError("connection refused"));
-    const refused = await loadError({ env: { MCPMGR_REGISTRY: "https://registry.example.com/r.json" }, fetch: failing });
+    const refused = await loadError({
+      env: { MCPMGR_REGISTRY: "https://registry.example.com/r.json" },
+      fetch: failing,
+    });
     expect(refused.code).toBe("REGISTRY_UNREACHABLE");
     expect(refused.message).toContain("connection refused");
   });

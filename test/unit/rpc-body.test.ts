@@ -1,18 +1,24 @@
 import { expect, test } from "bun:test";
 import { checkedBody, forwardWith, readRpcBody } from "../../src/middleware/rpc-body.ts";
 
-const post = (body: string | Uint8Array, headers: Record<string, string> = {}) => new Request("http://127.0.0.1/mcp", { method: "POST", body, headers });
+const post = (body: string | Uint8Array, headers: Record<string, string> = {}) =>
+  new Request("http://127.0.0.1/mcp", { method: "POST", body, headers });
 
 test("a checked body is re-serialised: duplicate keys cannot mean one thing to a policy and another upstream", async () => {
-  const req = post('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","name":"env","note":"a:1234567890123456"}}');
+  const req = post(
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","name":"env","note":"a:1234567890123456"}}',
+  );
   const body = checkedBody(req, (await readRpcBody(req))!);
   if (body instanceof Response) throw new Error("refused");
-  expect(body.text).toBe('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"env","note":"a:1234567890123456"}}');
+  expect(body.text).toBe(
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"env","note":"a:1234567890123456"}}',
+  );
   expect(await forwardWith(req, body).text()).toBe(body.text);
 });
 
 test("integers beyond 2^53 keep their exact digits through the check", async () => {
-  const text = '{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call","params":{"name":"env","arguments":{"n":-98765432109876543210,"f":1.5}}}';
+  const text =
+    '{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call","params":{"name":"env","arguments":{"n":-98765432109876543210,"f":1.5}}}';
   const req = post(text);
   const body = checkedBody(req, (await readRpcBody(req))!);
   if (body instanceof Response) throw new Error("refused");
@@ -35,12 +41,26 @@ test("Mcp-Method and Mcp-Name must agree with the body, and go with single reque
   const check = async (text: string, headers: Record<string, string>) => {
     const req = post(text, headers);
     const out = checkedBody(req, (await readRpcBody(req))!);
-    return out instanceof Response ? `${out.status} ${((await out.json()) as { error: { message: string } }).error.message}` : "ok";
+    return out instanceof Response
+      ? `${out.status} ${((await out.json()) as { error: { message: string } }).error.message}`
+      : "ok";
   };
   expect(await check(call, { "mcp-method": "tools/call", "mcp-name": "env" })).toBe("ok");
   expect(await check(call, { "mcp-method": "tools/list" })).toStartWith("400 Mcp-Method does not match");
   expect(await check(call, { "mcp-name": "write_file" })).toStartWith("400 Mcp-Name does not match");
-  expect(await check('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', { "mcp-method": "tools/list", "mcp-name": "write_file" })).toStartWith("400 Mcp-Name does not match");
-  expect(await check(`[${call}]`, { "mcp-method": "tools/call" })).toStartWith("400 Mcp-Method and Mcp-Name go with a single request");
-  expect(await check('{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a"}}', { "mcp-method": "resources/read", "mcp-name": "file:///a" })).toBe("ok");
+  expect(
+    await check('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', {
+      "mcp-method": "tools/list",
+      "mcp-name": "write_file",
+    }),
+  ).toStartWith("400 Mcp-Name does not match");
+  expect(await check(`[${call}]`, { "mcp-method": "tools/call" })).toStartWith(
+    "400 Mcp-Method and Mcp-Name go with a single request",
+  );
+  expect(
+    await check('{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a"}}', {
+      "mcp-method": "resources/read",
+      "mcp-name": "file:///a",
+    }),
+  ).toBe("ok");
 });

@@ -11,10 +11,16 @@ import { parseSource } from "../../src/runtime/source.ts";
 
 describe("parseSource", () => {
   test.each([
-    ["npx://@modelcontextprotocol/server-everything@1.2.3", { kind: "package", manager: "npx", name: "@modelcontextprotocol/server-everything", version: "1.2.3" }],
+    [
+      "npx://@modelcontextprotocol/server-everything@1.2.3",
+      { kind: "package", manager: "npx", name: "@modelcontextprotocol/server-everything", version: "1.2.3" },
+    ],
     ["npx://@scope/pkg", { kind: "package", manager: "npx", name: "@scope/pkg" }],
     ["uvx://mcp-server-fetch", { kind: "package", manager: "uvx", name: "mcp-server-fetch" }],
-    ["go://github.com/org/repo/cmd/x@v1.0.0", { kind: "package", manager: "go", name: "github.com/org/repo/cmd/x", version: "v1.0.0" }],
+    [
+      "go://github.com/org/repo/cmd/x@v1.0.0",
+      { kind: "package", manager: "go", name: "github.com/org/repo/cmd/x", version: "v1.0.0" },
+    ],
     ["ghcr.io/org/image:tag", { kind: "image", ref: "ghcr.io/org/image:tag" }],
     ["fetch", { kind: "registry", name: "fetch" }],
   ] as const)("%s", (text, expected) => {
@@ -22,7 +28,12 @@ describe("parseSource", () => {
   });
 
   test("local paths resolve against the working directory; URLs are remote", () => {
-    expect(parseSource("npx://./srv", "/work")).toEqual({ kind: "package", manager: "npx", name: "./srv", localPath: "/work/srv" });
+    expect(parseSource("npx://./srv", "/work")).toEqual({
+      kind: "package",
+      manager: "npx",
+      name: "./srv",
+      localPath: "/work/srv",
+    });
     expect(parseSource("go://../x", "/work/a")).toMatchObject({ localPath: "/work/x" });
     const remote = parseSource("https://api.example.com/mcp");
     expect(remote.kind === "remote" && remote.url.href).toBe("https://api.example.com/mcp");
@@ -37,9 +48,21 @@ describe("packageCommand", () => {
   const which = (name: string) => `/usr/bin/${name}`;
 
   test("registry packages", () => {
-    expect(packageCommand({ kind: "package", manager: "npx", name: "pkg", version: "2" }, ["--x"], which)).toEqual(["/usr/bin/npx", "-y", "pkg@2", "--x"]);
-    expect(packageCommand({ kind: "package", manager: "uvx", name: "mcp-server-time" }, [], which)).toEqual(["/usr/bin/uvx", "mcp-server-time"]);
-    expect(packageCommand({ kind: "package", manager: "go", name: "github.com/o/r" }, [], which)).toEqual(["/usr/bin/go", "run", "github.com/o/r@latest"]);
+    expect(packageCommand({ kind: "package", manager: "npx", name: "pkg", version: "2" }, ["--x"], which)).toEqual([
+      "/usr/bin/npx",
+      "-y",
+      "pkg@2",
+      "--x",
+    ]);
+    expect(packageCommand({ kind: "package", manager: "uvx", name: "mcp-server-time" }, [], which)).toEqual([
+      "/usr/bin/uvx",
+      "mcp-server-time",
+    ]);
+    expect(packageCommand({ kind: "package", manager: "go", name: "github.com/o/r" }, [], which)).toEqual([
+      "/usr/bin/go",
+      "run",
+      "github.com/o/r@latest",
+    ]);
   });
 
   test("local projects: a Node bin, a Python console script, a Go directory", async () => {
@@ -47,10 +70,26 @@ describe("packageCommand", () => {
     try {
       await writeFile(join(dir, "package.json"), JSON.stringify({ bin: { srv: "bin/srv.mjs" } }));
       await Bun.write(join(dir, "bin/srv.mjs"), "");
-      await writeFile(join(dir, "pyproject.toml"), '[project]\nname = "srv"\n[project.scripts]\nmy-server = "srv:main"\n');
-      expect(packageCommand({ kind: "package", manager: "npx", name: dir, localPath: dir }, ["a"], which)).toEqual(["/usr/bin/node", join(dir, "bin/srv.mjs"), "a"]);
-      expect(packageCommand({ kind: "package", manager: "uvx", name: dir, localPath: dir }, [], which)).toEqual(["/usr/bin/uvx", "--from", dir, "my-server"]);
-      expect(packageCommand({ kind: "package", manager: "go", name: dir, localPath: dir }, [], which)).toEqual(["/usr/bin/go", "run", "."]);
+      await writeFile(
+        join(dir, "pyproject.toml"),
+        '[project]\nname = "srv"\n[project.scripts]\nmy-server = "srv:main"\n',
+      );
+      expect(packageCommand({ kind: "package", manager: "npx", name: dir, localPath: dir }, ["a"], which)).toEqual([
+        "/usr/bin/node",
+        join(dir, "bin/srv.mjs"),
+        "a",
+      ]);
+      expect(packageCommand({ kind: "package", manager: "uvx", name: dir, localPath: dir }, [], which)).toEqual([
+        "/usr/bin/uvx",
+        "--from",
+        dir,
+        "my-server",
+      ]);
+      expect(packageCommand({ kind: "package", manager: "go", name: dir, localPath: dir }, [], which)).toEqual([
+        "/usr/bin/go",
+        "run",
+        ".",
+      ]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -71,25 +110,55 @@ describe("bwrapArgs", () => {
   test("profile none unshares the network; network shares it; home and /tmp are hidden; mounts as asked", async () => {
     const dir = await mkdtemp(join(tmpdir(), "mcpmgr-bwrap-"));
     try {
-      const none = bwrapArgs({ profile: expandPermissions("none"), volumes: [{ hostPath: dir, targetPath: "/tmp/data", readOnly: true }], home: "/home/u" });
+      const none = bwrapArgs({
+        profile: expandPermissions("none"),
+        volumes: [{ hostPath: dir, targetPath: "/tmp/data", readOnly: true }],
+        home: "/home/u",
+      });
       expect(none).toContain("--unshare-net");
       expect(none.join(" ")).toContain("--tmpfs /home/u");
       expect(none.join(" ")).toContain(`--ro-bind ${dir} /tmp/data`);
       expect(none.join(" ")).toContain("--tmpfs /run");
       expect(none.join(" ")).toContain("--cap-drop ALL");
-      const network = bwrapArgs({ profile: { ...expandPermissions("network"), write: [`${dir}:/home/u/out`] }, volumes: [], home: "/home/u" });
+      const network = bwrapArgs({
+        profile: { ...expandPermissions("network"), write: [`${dir}:/home/u/out`] },
+        volumes: [],
+        home: "/home/u",
+      });
       expect(network).not.toContain("--unshare-net");
       expect(network.join(" ")).toContain(`--bind ${dir} /home/u/out`);
       // A mount point the read-only host tree does not have is refused up front.
-      expect(() => bwrapArgs({ profile: expandPermissions("none"), volumes: [{ hostPath: dir, targetPath: "/no-such-top-level-dir", readOnly: true }] })).toThrow(McpmgrError);
+      expect(() =>
+        bwrapArgs({
+          profile: expandPermissions("none"),
+          volumes: [{ hostPath: dir, targetPath: "/no-such-top-level-dir", readOnly: true }],
+        }),
+      ).toThrow(McpmgrError);
       // Running from the home directory (or above it) must not reveal it again.
-      const fromHome = bwrapArgs({ profile: expandPermissions("none"), volumes: [], home: "/home/u", workingDir: "/home/u" }).join(" ");
+      const fromHome = bwrapArgs({
+        profile: expandPermissions("none"),
+        volumes: [],
+        home: "/home/u",
+        workingDir: "/home/u",
+      }).join(" ");
       expect(fromHome).not.toContain("--ro-bind /home/u /home/u");
-      const fromAbove = bwrapArgs({ profile: expandPermissions("none"), volumes: [], home: dir + "/h", workingDir: dir }).join(" ");
+      const fromAbove = bwrapArgs({
+        profile: expandPermissions("none"),
+        volumes: [],
+        home: dir + "/h",
+        workingDir: dir,
+      }).join(" ");
       expect(fromAbove).not.toContain(`--ro-bind ${dir} ${dir}`);
       // mcpmgr's own directories are hidden.
-      expect(bwrapArgs({ profile: expandPermissions("none"), volumes: [], hidden: [dir] }).join(" ")).toContain(`--tmpfs ${dir}`);
-      expect(() => bwrapArgs({ profile: expandPermissions("none"), volumes: [{ hostPath: "/no/such/dir", targetPath: "/x", readOnly: false }] })).toThrow(McpmgrError);
+      expect(bwrapArgs({ profile: expandPermissions("none"), volumes: [], hidden: [dir] }).join(" ")).toContain(
+        `--tmpfs ${dir}`,
+      );
+      expect(() =>
+        bwrapArgs({
+          profile: expandPermissions("none"),
+          volumes: [{ hostPath: "/no/such/dir", targetPath: "/x", readOnly: false }],
+        }),
+      ).toThrow(McpmgrError);
       const inProject = bwrapArgs({ profile: expandPermissions("none"), volumes: [], workingDir: dir }).join(" ");
       expect(inProject).toContain(`--ro-bind ${dir} ${dir}`);
       expect(inProject).toContain(`--chdir ${dir}`);
@@ -100,7 +169,15 @@ describe("bwrapArgs", () => {
 });
 
 test("package specs and image references outside their shapes are refused before they reach a Dockerfile or a command line", () => {
-  for (const text of ["npx://pkg;rm -rf /", "npx://pkg\nUSER root", "npx://$(id)", "uvx://pkg name", "go://github.com/org/x`id`", "ghcr.io/org/image:1 extra", "ghcr.io/org/image\n:1"]) {
+  for (const text of [
+    "npx://pkg;rm -rf /",
+    "npx://pkg\nUSER root",
+    "npx://$(id)",
+    "uvx://pkg name",
+    "go://github.com/org/x`id`",
+    "ghcr.io/org/image:1 extra",
+    "ghcr.io/org/image\n:1",
+  ]) {
     let code: string | undefined;
     try {
       parseSource(text);
@@ -109,6 +186,11 @@ test("package specs and image references outside their shapes are refused before
     }
     expect(code).toBe("INVALID_ARGUMENT");
   }
-  expect(parseSource("uvx://mcp-server-fetch==1.2.3")).toEqual({ kind: "package", manager: "uvx", name: "mcp-server-fetch", version: "1.2.3" });
+  expect(parseSource("uvx://mcp-server-fetch==1.2.3")).toEqual({
+    kind: "package",
+    manager: "uvx",
+    name: "mcp-server-fetch",
+    version: "1.2.3",
+  });
   expect(parseSource("npx://pkg@>=1.2")).toEqual({ kind: "package", manager: "npx", name: "pkg", version: ">=1.2" });
 });

@@ -9,7 +9,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EncryptedFileProvider, SECRETS_FILE_NAME } from "../../src/secrets/encrypted-file.ts";
 import { DEFAULT_KDF, type KdfParams } from "../../src/secrets/envelope.ts";
-import { defaultPasswordSource, fixedPasswordSource, keychainPasswordSource, KEYCHAIN_NAME, KEYCHAIN_SERVICE, type Keychain, type PasswordSource } from "../../src/secrets/password.ts";
+import {
+  defaultPasswordSource,
+  fixedPasswordSource,
+  keychainPasswordSource,
+  KEYCHAIN_NAME,
+  KEYCHAIN_SERVICE,
+  type Keychain,
+  type PasswordSource,
+} from "../../src/secrets/password.ts";
 import { Secret } from "../../src/secrets/redact.ts";
 import { caught, rejection as expectCode } from "../support/errors.ts";
 
@@ -24,14 +32,17 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function provider(password: string | PasswordSource = "correct horse battery staple", kdf: KdfParams = FAST): EncryptedFileProvider {
+function provider(
+  password: string | PasswordSource = "correct horse battery staple",
+  kdf: KdfParams = FAST,
+): EncryptedFileProvider {
   const source = typeof password === "string" ? fixedPasswordSource(password) : password;
   return new EncryptedFileProvider({ dir: join(dir, "data"), password: source, kdf });
 }
 
-
-
-async function readEnvelope(p: EncryptedFileProvider): Promise<Record<string, unknown> & { kdf: Record<string, unknown> }> {
+async function readEnvelope(
+  p: EncryptedFileProvider,
+): Promise<Record<string, unknown> & { kdf: Record<string, unknown> }> {
   return JSON.parse(await readFile(p.path, "utf8"));
 }
 
@@ -99,7 +110,8 @@ describe("round trip", () => {
 
   test("names that are object-prototype keys are ordinary names", async () => {
     const p = provider();
-    for (const name of ["__proto__", "constructor", "prototype", "toString", "hasOwnProperty"]) await p.set(name, `value of ${name}`);
+    for (const name of ["__proto__", "constructor", "prototype", "toString", "hasOwnProperty"])
+      await p.set(name, `value of ${name}`);
     const fresh = provider();
     expect(await fresh.list()).toEqual(["__proto__", "constructor", "hasOwnProperty", "prototype", "toString"]);
     expect((await fresh.get("__proto__"))?.reveal()).toBe("value of __proto__");
@@ -152,7 +164,11 @@ describe("the file format", () => {
     expect(text).not.toContain("the-plaintext-value");
     expect(text).not.toContain("visible-name");
     const envelope = await readEnvelope(p);
-    expect(envelope).toMatchObject({ version: 1, cipher: "aes-256-gcm", kdf: { name: "scrypt", N: FAST.N, r: 8, p: 1 } });
+    expect(envelope).toMatchObject({
+      version: 1,
+      cipher: "aes-256-gcm",
+      kdf: { name: "scrypt", N: FAST.N, r: 8, p: 1 },
+    });
     for (const field of ["iv", "tag", "check", "data"]) expect(typeof envelope[field]).toBe("string");
     expect(Buffer.from(envelope.iv as string, "base64")).toHaveLength(12);
     expect(Buffer.from(envelope.tag as string, "base64")).toHaveLength(16);
@@ -327,7 +343,10 @@ describe("password sources", () => {
       },
       set: async () => {},
     };
-    const err = await expectCode(provider(defaultPasswordSource({ env: {}, keychain: broken })).set("k", "v"), "SECRETS_PASSWORD_MISSING");
+    const err = await expectCode(
+      provider(defaultPasswordSource({ env: {}, keychain: broken })).set("k", "v"),
+      "SECRETS_PASSWORD_MISSING",
+    );
     expect(err.message).toContain("keychain");
     expect(err.message).toContain("libsecret not available");
     expect(err.message).toContain("MCPMGR_SECRETS_PASSWORD");
@@ -342,12 +361,18 @@ describe("password sources", () => {
 
   test("a keychain that drops writes is caught before anything is encrypted", async () => {
     const forgetful: Keychain = { get: async () => null, set: async () => {} };
-    await expectCode(provider(defaultPasswordSource({ env: {}, keychain: forgetful })).set("k", "v"), "SECRETS_PASSWORD_MISSING");
+    await expectCode(
+      provider(defaultPasswordSource({ env: {}, keychain: forgetful })).set("k", "v"),
+      "SECRETS_PASSWORD_MISSING",
+    );
     expect(await readdir(join(dir, "data"))).toEqual([]);
   });
 
   test("no keychain support at all", async () => {
-    const err = await expectCode(provider(defaultPasswordSource({ env: {}, keychain: null })).set("k", "v"), "SECRETS_PASSWORD_MISSING");
+    const err = await expectCode(
+      provider(defaultPasswordSource({ env: {}, keychain: null })).set("k", "v"),
+      "SECRETS_PASSWORD_MISSING",
+    );
     expect(err.message).toContain("MCPMGR_SECRETS_PASSWORD");
   });
 

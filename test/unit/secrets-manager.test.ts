@@ -22,7 +22,6 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-
 function encrypted(): SecretManager {
   return createSecretManager({ dir, env: {}, passwordSource: fixedPasswordSource("pw"), kdf: FAST });
 }
@@ -30,9 +29,18 @@ function encrypted(): SecretManager {
 describe("provider selection", () => {
   test("encrypted by default, environment on request, explicit option wins", () => {
     expect(createSecretManager({ dir, env: {}, keychain: null }).provider).toBeInstanceOf(EncryptedFileProvider);
-    expect(createSecretManager({ dir, env: { MCPMGR_SECRETS_PROVIDER: "environment" } }).provider).toBeInstanceOf(EnvironmentProvider);
+    expect(createSecretManager({ dir, env: { MCPMGR_SECRETS_PROVIDER: "environment" } }).provider).toBeInstanceOf(
+      EnvironmentProvider,
+    );
     expect(createSecretManager({ dir, env: { MCPMGR_SECRETS_PROVIDER: " Environment " } }).kind).toBe("environment");
-    expect(createSecretManager({ dir, env: { MCPMGR_SECRETS_PROVIDER: "environment" }, provider: "encrypted", keychain: null }).kind).toBe("encrypted");
+    expect(
+      createSecretManager({
+        dir,
+        env: { MCPMGR_SECRETS_PROVIDER: "environment" },
+        provider: "encrypted",
+        keychain: null,
+      }).kind,
+    ).toBe("encrypted");
     expect(providerKindFrom({ MCPMGR_SECRETS_PROVIDER: "" })).toBe("encrypted");
   });
 
@@ -48,7 +56,11 @@ describe("provider selection", () => {
   });
 
   test("creating a manager touches nothing", async () => {
-    createSecretManager({ dir: join(dir, "nested"), env: {}, keychain: { get: () => Promise.reject(new Error("no")), set: () => Promise.reject(new Error("no")) } });
+    createSecretManager({
+      dir: join(dir, "nested"),
+      env: {},
+      keychain: { get: () => Promise.reject(new Error("no")), set: () => Promise.reject(new Error("no")) },
+    });
     expect(await Bun.file(join(dir, "nested")).exists()).toBe(false);
   });
 });
@@ -58,9 +70,15 @@ describe("resolveSecretReferences", () => {
     const manager = encrypted();
     await manager.provider.set("github-token", "ghp_value_1234");
     await manager.provider.set("db", "db_value_5678");
-    const refs = ["github-token,target=GITHUB_TOKEN", "db,target=DATABASE_PASSWORD", "db,target=PGPASSWORD"].map((text) => v.parse(secretReference, text));
+    const refs = ["github-token,target=GITHUB_TOKEN", "db,target=DATABASE_PASSWORD", "db,target=PGPASSWORD"].map(
+      (text) => v.parse(secretReference, text),
+    );
     const env = await manager.resolveSecretReferences(refs);
-    expect({ ...env }).toEqual({ GITHUB_TOKEN: "ghp_value_1234", DATABASE_PASSWORD: "db_value_5678", PGPASSWORD: "db_value_5678" });
+    expect({ ...env }).toEqual({
+      GITHUB_TOKEN: "ghp_value_1234",
+      DATABASE_PASSWORD: "db_value_5678",
+      PGPASSWORD: "db_value_5678",
+    });
     expect(Object.isFrozen(env)).toBe(true);
   });
 
@@ -87,8 +105,13 @@ describe("resolveSecretReferences", () => {
   });
 
   test("with the environment provider the hint names the variable", async () => {
-    const manager = createSecretManager({ dir, env: { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_HAVE: "have-value" } });
-    expect({ ...(await manager.resolveSecretReferences([{ name: "have", target: "X" }])) }).toEqual({ X: "have-value" });
+    const manager = createSecretManager({
+      dir,
+      env: { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_HAVE: "have-value" },
+    });
+    expect({ ...(await manager.resolveSecretReferences([{ name: "have", target: "X" }])) }).toEqual({
+      X: "have-value",
+    });
     const err = await caught(manager.resolveSecretReferences([{ name: "api-key", target: "API_KEY" }]));
     expect(err.code).toBe("SECRET_NOT_FOUND");
     expect(err.hint).toContain("MCPMGR_SECRET_API_KEY");

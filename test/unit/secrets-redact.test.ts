@@ -7,7 +7,9 @@ const VALUE = "sk-live-0123456789abcdef";
 
 describe("redact", () => {
   test("replaces every occurrence of every known value", () => {
-    expect(redact(`token=${VALUE} again ${VALUE}; pw=hunter2!`, [VALUE, "hunter2!"])).toBe(`token=${REDACTED} again ${REDACTED}; pw=${REDACTED}`);
+    expect(redact(`token=${VALUE} again ${VALUE}; pw=hunter2!`, [VALUE, "hunter2!"])).toBe(
+      `token=${REDACTED} again ${REDACTED}; pw=${REDACTED}`,
+    );
   });
 
   test("accepts Secret wrappers", () => {
@@ -56,7 +58,13 @@ describe("Secret", () => {
   });
 
   test("console / Bun.inspect / util.inspect / util.format", () => {
-    for (const text of [Bun.inspect(secret), Bun.inspect({ nested: { secret } }), inspect(secret), inspect({ deep: [secret] }, { showHidden: true, depth: 10 }), format("%s %o %O %j", secret, secret, secret, secret)]) {
+    for (const text of [
+      Bun.inspect(secret),
+      Bun.inspect({ nested: { secret } }),
+      inspect(secret),
+      inspect({ deep: [secret] }, { showHidden: true, depth: 10 }),
+      format("%s %o %O %j", secret, secret, secret, secret),
+    ]) {
       expect(text).not.toContain(VALUE);
       expect(text).toContain("[secret]");
     }

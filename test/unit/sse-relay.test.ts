@@ -29,7 +29,7 @@ describe("keep-alive comments", () => {
     const upstream = manualUpstream();
     const relayed = relaySse(upstream.stream, { pingIntervalMs: 30 });
     const done = readAll(relayed);
-    upstream.push("event: message\ndata: {\"a\":");
+    upstream.push('event: message\ndata: {"a":');
     await Bun.sleep(120); // quiet mid-line: no ping may be inserted here
     upstream.push("1}\n\n");
     await Bun.sleep(120); // quiet at an event boundary: pings expected
@@ -75,7 +75,7 @@ describe("endpoint event rewrite", () => {
   test("a stream that does not start with an endpoint event passes through byte for byte", async () => {
     const upstream = manualUpstream();
     const done = readAll(relaySse(upstream.stream, { head: rewrite() }));
-    const original = "id: 7\r\ndata: {\"jsonrpc\":\"2.0\"}\r\n\r\nevent: endpoint\ndata: /late\n\n";
+    const original = 'id: 7\r\ndata: {"jsonrpc":"2.0"}\r\n\r\nevent: endpoint\ndata: /late\n\n';
     upstream.push(original);
     upstream.end();
     expect(await done).toBe(original);

@@ -21,7 +21,6 @@ afterAll(async () => {
   await rm(home, { recursive: true, force: true });
 });
 
-
 describe("writeFileAtomic", () => {
   posixOnly("creates private parent folders and a 0600 file", async () => {
     const file = join(home, "a", "b", "file.json");

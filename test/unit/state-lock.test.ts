@@ -25,9 +25,15 @@ function lockPath(): string {
   return join(home, `case-${++counter}`, ".lock");
 }
 
-async function writeHolder(path: string, holder: { pid: number; host?: string; token?: string; createdAt?: string }): Promise<void> {
+async function writeHolder(
+  path: string,
+  holder: { pid: number; host?: string; token?: string; createdAt?: string },
+): Promise<void> {
   await mkdir(join(path, ".."), { recursive: true });
-  await writeFile(path, JSON.stringify({ host: hostname(), token: "someone-else", createdAt: new Date().toISOString(), ...holder }));
+  await writeFile(
+    path,
+    JSON.stringify({ host: hostname(), token: "someone-else", createdAt: new Date().toISOString(), ...holder }),
+  );
 }
 
 async function deadPid(): Promise<number> {
@@ -67,7 +73,9 @@ test("two processes incrementing a counter 50 times each under the lock end at 1
        }, { timeoutMs: 30_000 });
      }`,
   );
-  const children = [0, 1].map(() => Bun.spawn([process.execPath, script, lock, count], { stdout: "inherit", stderr: "inherit" }));
+  const children = [0, 1].map(() =>
+    Bun.spawn([process.execPath, script, lock, count], { stdout: "inherit", stderr: "inherit" }),
+  );
   expect(await Promise.all(children.map((child) => child.exited))).toEqual([0, 0]);
   expect(await readFile(count, "utf8")).toBe("100");
   expect(await Bun.file(lock).exists()).toBe(false);

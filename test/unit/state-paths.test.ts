@@ -20,7 +20,12 @@ describe("Linux (XDG)", () => {
   });
 
   test("absolute XDG variables are followed", () => {
-    const env = { XDG_CONFIG_HOME: "/x/config", XDG_STATE_HOME: "/x/state", XDG_DATA_HOME: "/x/data", XDG_RUNTIME_DIR: "/run/user/1000" };
+    const env = {
+      XDG_CONFIG_HOME: "/x/config",
+      XDG_STATE_HOME: "/x/state",
+      XDG_DATA_HOME: "/x/data",
+      XDG_RUNTIME_DIR: "/run/user/1000",
+    };
     expect(resolvePaths(env, "linux", HOME)).toEqual({
       configDir: "/x/config/mcpmgr",
       stateDir: "/x/state/mcpmgr",
@@ -31,7 +36,12 @@ describe("Linux (XDG)", () => {
   });
 
   test("relative and empty XDG variables are ignored, as the spec says", () => {
-    const env = { XDG_CONFIG_HOME: "relative/config", XDG_STATE_HOME: "", XDG_DATA_HOME: "./data", XDG_RUNTIME_DIR: "run" };
+    const env = {
+      XDG_CONFIG_HOME: "relative/config",
+      XDG_STATE_HOME: "",
+      XDG_DATA_HOME: "./data",
+      XDG_RUNTIME_DIR: "run",
+    };
     expect(resolvePaths(env, "linux", HOME)).toEqual(resolvePaths({}, "linux", HOME));
   });
 
@@ -64,7 +74,11 @@ describe("macOS", () => {
   });
 
   test("explicit absolute XDG variables win", () => {
-    const paths = resolvePaths({ XDG_CONFIG_HOME: "/Users/ada/.config", XDG_STATE_HOME: "/Users/ada/.local/state" }, "darwin", "/Users/ada");
+    const paths = resolvePaths(
+      { XDG_CONFIG_HOME: "/Users/ada/.config", XDG_STATE_HOME: "/Users/ada/.local/state" },
+      "darwin",
+      "/Users/ada",
+    );
     expect(paths.configDir).toBe("/Users/ada/.config/mcpmgr");
     expect(paths.stateDir).toBe("/Users/ada/.local/state/mcpmgr");
     expect(paths.logDir).toBe("/Users/ada/.local/state/mcpmgr/logs");
@@ -93,7 +107,13 @@ describe("Windows", () => {
 describe("MCPMGR_HOME", () => {
   test("overrides every platform's layout", () => {
     const env = { MCPMGR_HOME: "/tmp/mh", XDG_CONFIG_HOME: "/x/config", XDG_RUNTIME_DIR: "/run/user/1" };
-    const expected = { configDir: "/tmp/mh/config", stateDir: "/tmp/mh/state", dataDir: "/tmp/mh/data", runtimeDir: "/tmp/mh/run", logDir: "/tmp/mh/state/logs" };
+    const expected = {
+      configDir: "/tmp/mh/config",
+      stateDir: "/tmp/mh/state",
+      dataDir: "/tmp/mh/data",
+      runtimeDir: "/tmp/mh/run",
+      logDir: "/tmp/mh/state/logs",
+    };
     expect(resolvePaths(env, "linux", HOME)).toEqual(expected);
     expect(resolvePaths(env, "darwin", "/Users/ada")).toEqual(expected);
     expect(resolvePaths({ mcpmgr_home: "E:\\mh" }, "win32", "C:\\Users\\ada").runtimeDir).toBe("E:\\mh\\run");

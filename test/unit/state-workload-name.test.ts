@@ -1,7 +1,12 @@
 /** Workload name sanitising and deriving, as tables. */
 import { describe, expect, test } from "bun:test";
 import { McpmgrError } from "../../src/errors.ts";
-import { assertWorkloadName, deriveWorkloadName, isValidWorkloadName, sanitizeWorkloadName } from "../../src/state/workloads.ts";
+import {
+  assertWorkloadName,
+  deriveWorkloadName,
+  isValidWorkloadName,
+  sanitizeWorkloadName,
+} from "../../src/state/workloads.ts";
 
 describe("sanitizeWorkloadName", () => {
   test.each([

@@ -37,10 +37,11 @@ function input(name: string, overrides: Partial<WorkloadInput> = {}): WorkloadIn
   };
 }
 
-
 describe("records", () => {
   test("create fills the defaults and get returns the same frozen record", async () => {
-    const created = await store.create(input("everything", { labels: { team: "a" }, env: { DEBUG: "1" }, args: ["--x"] }));
+    const created = await store.create(
+      input("everything", { labels: { team: "a" }, env: { DEBUG: "1" }, args: ["--x"] }),
+    );
     expect(created).toEqual({
       schema_version: 1,
       name: "everything",
@@ -83,7 +84,10 @@ describe("records", () => {
   });
 
   test("secrets are kept as references; stray values are not written", async () => {
-    const sneaky = { name: "gh-token", target: "GITHUB_TOKEN", value: "ghp_secret" } as unknown as { name: string; target: string };
+    const sneaky = { name: "gh-token", target: "GITHUB_TOKEN", value: "ghp_secret" } as unknown as {
+      name: string;
+      target: string;
+    };
     await store.create(input("github", { secrets: [sneaky] }));
     const text = await readFile(join(home, "state", "workloads", "github", "workload.json"), "utf8");
     expect(text).not.toContain("ghp_secret");
@@ -93,7 +97,10 @@ describe("records", () => {
   test("a duplicate name is WORKLOAD_EXISTS, even when two creates race", async () => {
     await store.create(input("fetch"));
     await rejection(store.create(input("fetch", { proxyPort: 42_000 })), "WORKLOAD_EXISTS");
-    const results = await Promise.allSettled([store.create(input("race", { proxyPort: 42_001 })), store.create(input("race", { proxyPort: 42_002 }))]);
+    const results = await Promise.allSettled([
+      store.create(input("race", { proxyPort: 42_001 })),
+      store.create(input("race", { proxyPort: 42_002 })),
+    ]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
     expect((failed.reason as McpmgrError).code).toBe("WORKLOAD_EXISTS");
@@ -104,7 +111,10 @@ describe("records", () => {
     const err = await rejection(store.create(input("two", { proxyPort: 43_000 })), "PORT_IN_USE");
     expect(err.message).toContain("one");
     await store.create(input("two", { proxyPort: 43_001 }));
-    await rejection(store.update("two", (r) => ({ ...r, proxyPort: 43_000 })), "PORT_IN_USE");
+    await rejection(
+      store.update("two", (r) => ({ ...r, proxyPort: 43_000 })),
+      "PORT_IN_USE",
+    );
   });
 
   test("invalid records are INVALID_ARGUMENT with the field path", async () => {
@@ -121,8 +131,14 @@ describe("records", () => {
     expect(updated.proxyPort).toBe(44_000);
     expect(updated.createdAt).toBe("2029-12-31T00:00:00.000Z");
     expect(await store.get("fetch")).toEqual(updated);
-    await rejection(store.update("fetch", (r) => ({ ...r, name: "other" })), "INVALID_ARGUMENT");
-    await rejection(store.update("missing", (r) => r), "WORKLOAD_NOT_FOUND");
+    await rejection(
+      store.update("fetch", (r) => ({ ...r, name: "other" })),
+      "INVALID_ARGUMENT",
+    );
+    await rejection(
+      store.update("missing", (r) => r),
+      "WORKLOAD_NOT_FOUND",
+    );
   });
 
   test("remove deletes the record, status and logs; a second remove is WORKLOAD_NOT_FOUND", async () => {
@@ -194,7 +210,10 @@ describe("corrupt files", () => {
 
   test("a broken status file is STATE_CORRUPT", async () => {
     await store.create(input("fetch"));
-    await writeFile(join(home, "state", "workloads", "fetch", "status.json"), JSON.stringify({ state: "dancing", updatedAt: CLOCK.toISOString() }));
+    await writeFile(
+      join(home, "state", "workloads", "fetch", "status.json"),
+      JSON.stringify({ state: "dancing", updatedAt: CLOCK.toISOString() }),
+    );
     const err = await rejection(store.readStatus("fetch"), "STATE_CORRUPT");
     expect(err.message).toContain("state:");
   });
@@ -205,10 +224,20 @@ describe("status", () => {
     await store.create(input("fetch"));
     expect(await store.readStatus("fetch")).toBeUndefined();
     const written = await store.writeStatus("fetch", { state: "starting", pid: 1234 });
-    expect(written).toEqual({ schema_version: 1, state: "starting", pid: 1234, restarts: 0, updatedAt: CLOCK.toISOString() });
+    expect(written).toEqual({
+      schema_version: 1,
+      state: "starting",
+      pid: 1234,
+      restarts: 0,
+      updatedAt: CLOCK.toISOString(),
+    });
     expect(await store.readStatus("fetch")).toEqual(written);
     await store.writeStatus("fetch", { state: "failed", restarts: 3, lastError: "exited with code 1" });
-    expect(await store.readStatus("fetch")).toMatchObject({ state: "failed", restarts: 3, lastError: "exited with code 1" });
+    expect(await store.readStatus("fetch")).toMatchObject({
+      state: "failed",
+      restarts: 3,
+      lastError: "exited with code 1",
+    });
     expect((await store.get("fetch"))?.proxyPort).toBe(input("fetch").proxyPort);
   });
 
@@ -223,7 +252,14 @@ describe("status", () => {
   });
 
   test("reconcileStatus turns a live state with a dead supervisor into failed", () => {
-    const running: WorkloadStatus = { schema_version: 1, state: "running", pid: 4242, restarts: 1, lastError: "old", updatedAt: CLOCK.toISOString() };
+    const running: WorkloadStatus = {
+      schema_version: 1,
+      state: "running",
+      pid: 4242,
+      restarts: 1,
+      lastError: "old",
+      updatedAt: CLOCK.toISOString(),
+    };
     expect(reconcileStatus(running, () => true)).toBe(running);
     const reconciled = reconcileStatus(running, () => false);
     expect(reconciled.state).toBe("failed");

@@ -19,8 +19,19 @@ async function file(name: string, content: string): Promise<string> {
 }
 
 test("files merge by name: a later entry replaces an earlier one, others are kept, YAML and JSON alike", async () => {
-  const first = await file("a.json", JSON.stringify({ validating: [{ name: "policy", url: "https://a.example/check" }, { name: "other", url: "https://a.example/other" }] }));
-  const second = await file("b.yaml", "validating:\n  - name: policy\n    url: https://b.example/check\n    failure_policy: ignore\nmutating:\n  - name: rewrite\n    url: https://b.example/patch\n");
+  const first = await file(
+    "a.json",
+    JSON.stringify({
+      validating: [
+        { name: "policy", url: "https://a.example/check" },
+        { name: "other", url: "https://a.example/other" },
+      ],
+    }),
+  );
+  const second = await file(
+    "b.yaml",
+    "validating:\n  - name: policy\n    url: https://b.example/check\n    failure_policy: ignore\nmutating:\n  - name: rewrite\n    url: https://b.example/patch\n",
+  );
   const merged = webhookConfig([first, second]);
   expect(merged?.validating.map((h) => [h.name, h.url.href, h.failurePolicy])).toEqual([
     ["policy", "https://b.example/check", "ignore"],
@@ -30,8 +41,14 @@ test("files merge by name: a later entry replaces an earlier one, others are kep
 });
 
 test("http:// is refused unless allow_http is set on that entry", async () => {
-  const plain = await file("plain.json", JSON.stringify({ validating: [{ name: "local", url: "http://127.0.0.1:9/check" }] }));
+  const plain = await file(
+    "plain.json",
+    JSON.stringify({ validating: [{ name: "local", url: "http://127.0.0.1:9/check" }] }),
+  );
   expect(() => webhookConfig([plain])).toThrow("http:// is refused");
-  const allowed = await file("allowed.json", JSON.stringify({ validating: [{ name: "local", url: "http://127.0.0.1:9/check", allow_http: true }] }));
+  const allowed = await file(
+    "allowed.json",
+    JSON.stringify({ validating: [{ name: "local", url: "http://127.0.0.1:9/check", allow_http: true }] }),
+  );
   expect(webhookConfig([allowed])?.validating[0]?.url.protocol).toBe("http:");
 });

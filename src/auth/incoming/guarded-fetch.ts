@@ -12,23 +12,35 @@ import { trustingFetch, type Fetch } from "../trusted-fetch.ts";
 export { isPrivateAddress } from "../addresses.ts";
 export type { Fetch } from "../trusted-fetch.ts";
 
-export function guardedFetch(spec: Pick<IncomingAuthSpec, "allowHttp" | "allowPrivateIp" | "fetchToken" | "caBundle">, base: Fetch = fetch): Fetch {
+export function guardedFetch(
+  spec: Pick<IncomingAuthSpec, "allowHttp" | "allowPrivateIp" | "fetchToken" | "caBundle">,
+  base: Fetch = fetch,
+): Fetch {
   const send = trustingFetch(spec.caBundle, base);
   return async (input, init = {}) => {
     const url = new URL(input instanceof URL ? input.href : input);
     if (url.protocol !== "https:" && !(url.protocol === "http:" && spec.allowHttp)) {
-      throw new McpmgrError("AUTH_SETUP_FAILED", `refusing ${url.href}: only https:// is allowed for token validation`, { hint: "use https://, or --oidc-insecure-allow-http for local development" });
+      throw new McpmgrError(
+        "AUTH_SETUP_FAILED",
+        `refusing ${url.href}: only https:// is allowed for token validation`,
+        { hint: "use https://, or --oidc-insecure-allow-http for local development" },
+      );
     }
     if (!spec.allowPrivateIp) {
       const check = await resolvesInside(url.hostname);
       if (check.inside) {
-        throw new McpmgrError("AUTH_SETUP_FAILED", `refusing ${url.href}: ${url.hostname} is a private address${check.address ? ` (${check.address})` : " or does not resolve"}`, {
-          hint: "pass --jwks-allow-private-ip if the authorization server really is on a private network",
-        });
+        throw new McpmgrError(
+          "AUTH_SETUP_FAILED",
+          `refusing ${url.href}: ${url.hostname} is a private address${check.address ? ` (${check.address})` : " or does not resolve"}`,
+          {
+            hint: "pass --jwks-allow-private-ip if the authorization server really is on a private network",
+          },
+        );
       }
     }
     const headers = new Headers(init.headers);
-    if (spec.fetchToken !== undefined && !headers.has("authorization")) headers.set("authorization", `Bearer ${spec.fetchToken}`);
+    if (spec.fetchToken !== undefined && !headers.has("authorization"))
+      headers.set("authorization", `Bearer ${spec.fetchToken}`);
     return send(url, { ...init, headers, redirect: "manual" });
   };
 }

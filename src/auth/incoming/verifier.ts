@@ -12,7 +12,18 @@ import { McpmgrError } from "../../errors.ts";
 import { guardedFetch, type Fetch } from "./guarded-fetch.ts";
 
 /** Asymmetric only: a shared-secret algorithm would let anyone holding the JWKS forge tokens. */
-export const ALLOWED_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
+export const ALLOWED_ALGORITHMS = [
+  "RS256",
+  "RS384",
+  "RS512",
+  "PS256",
+  "PS384",
+  "PS512",
+  "ES256",
+  "ES384",
+  "ES512",
+  "EdDSA",
+];
 const CLOCK_TOLERANCE_S = 30;
 const INTROSPECTION_CACHE_MS = 30_000;
 /**
@@ -65,20 +76,30 @@ function scopesOf(claims: Record<string, unknown>): string[] {
 }
 
 function principalOf(claims: Record<string, unknown>): Principal {
-  const subject = typeof claims.sub === "string" ? claims.sub : typeof claims.client_id === "string" ? claims.client_id : "";
+  const subject =
+    typeof claims.sub === "string" ? claims.sub : typeof claims.client_id === "string" ? claims.client_id : "";
   if (subject === "") throw new TokenRejected("invalid_token", "the token names no subject");
   return Object.freeze({ subject, scopes: Object.freeze(scopesOf(claims)), claims: Object.freeze({ ...claims }) });
 }
 
 /** OIDC discovery, then RFC 8414 (with path insertion for issuers that have a path). */
-async function discover(issuer: URL, fetcher: Fetch): Promise<{ jwks_uri?: string; introspection_endpoint?: string; issuer?: string }> {
+async function discover(
+  issuer: URL,
+  fetcher: Fetch,
+): Promise<{ jwks_uri?: string; introspection_endpoint?: string; issuer?: string }> {
   const base = issuer.href.replace(/\/$/, "");
   const path = issuer.pathname.replace(/\/$/, "");
-  const candidates = [`${base}/.well-known/openid-configuration`, `${issuer.origin}/.well-known/oauth-authorization-server${path}`];
+  const candidates = [
+    `${base}/.well-known/openid-configuration`,
+    `${issuer.origin}/.well-known/oauth-authorization-server${path}`,
+  ];
   const failures: string[] = [];
   for (const url of candidates) {
     try {
-      const response = await fetcher(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(10_000) });
+      const response = await fetcher(url, {
+        headers: { accept: "application/json" },
+        signal: AbortSignal.timeout(10_000),
+      });
       if (response.ok) return (await response.json()) as { jwks_uri?: string };
       failures.push(`${url}: HTTP ${response.status}`);
     } catch (err) {
@@ -86,27 +107,46 @@ async function discover(issuer: URL, fetcher: Fetch): Promise<{ jwks_uri?: strin
       failures.push(`${url}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
-  throw new McpmgrError("AUTH_SETUP_FAILED", `OIDC discovery for ${issuer.href} failed (${failures.join("; ")})`, { hint: "check --oidc-issuer, or give --oidc-jwks-url" });
+  throw new McpmgrError("AUTH_SETUP_FAILED", `OIDC discovery for ${issuer.href} failed (${failures.join("; ")})`, {
+    hint: "check --oidc-issuer, or give --oidc-jwks-url",
+  });
 }
 
-export async function createTokenVerifier(spec: IncomingAuthSpec, options: VerifierOptions = {}): Promise<TokenVerifier> {
+export async function createTokenVerifier(
+  spec: IncomingAuthSpec,
+  options: VerifierOptions = {},
+): Promise<TokenVerifier> {
   const fetcher = options.fetch ?? guardedFetch(spec);
   const now = options.now ?? Date.now;
   let jwksUrl = spec.jwksUrl;
   if (jwksUrl === undefined) {
     const document = await discover(spec.issuer, fetcher);
     if (document.issuer !== undefined && !issuerForms(spec.issuer).includes(document.issuer)) {
-      throw new McpmgrError("AUTH_SETUP_FAILED", `the discovery document of ${spec.issuer.href} names another issuer (${document.issuer})`, { hint: "give --oidc-issuer exactly as the authorization server names itself" });
+      throw new McpmgrError(
+        "AUTH_SETUP_FAILED",
+        `the discovery document of ${spec.issuer.href} names another issuer (${document.issuer})`,
+        { hint: "give --oidc-issuer exactly as the authorization server names itself" },
+      );
     }
-    if (!document.jwks_uri) throw new McpmgrError("AUTH_SETUP_FAILED", `the discovery document of ${spec.issuer.href} has no jwks_uri`, { hint: "give --oidc-jwks-url" });
+    if (!document.jwks_uri)
+      throw new McpmgrError("AUTH_SETUP_FAILED", `the discovery document of ${spec.issuer.href} has no jwks_uri`, {
+        hint: "give --oidc-jwks-url",
+      });
     jwksUrl = new URL(document.jwks_uri);
   }
   // Fail at start-up, not on the first request: the keys must be reachable (and allowed).
   const probe = await fetcher(jwksUrl, { signal: AbortSignal.timeout(10_000) }).catch((err: unknown) => {
     if (err instanceof McpmgrError) throw err;
-    throw new McpmgrError("AUTH_SETUP_FAILED", `cannot fetch the JWKS at ${jwksUrl?.href}: ${err instanceof Error ? err.message : String(err)}`, { hint: "check --oidc-jwks-url / --oidc-issuer" });
+    throw new McpmgrError(
+      "AUTH_SETUP_FAILED",
+      `cannot fetch the JWKS at ${jwksUrl?.href}: ${err instanceof Error ? err.message : String(err)}`,
+      { hint: "check --oidc-jwks-url / --oidc-issuer" },
+    );
   });
-  if (!probe.ok) throw new McpmgrError("AUTH_SETUP_FAILED", `the JWKS at ${jwksUrl.href} answered HTTP ${probe.status}`, { hint: "check --oidc-jwks-url / --oidc-issuer and --jwks-auth-token-file" });
+  if (!probe.ok)
+    throw new McpmgrError("AUTH_SETUP_FAILED", `the JWKS at ${jwksUrl.href} answered HTTP ${probe.status}`, {
+      hint: "check --oidc-jwks-url / --oidc-issuer and --jwks-auth-token-file",
+    });
   const keys = createRemoteJWKSet(jwksUrl, {
     cooldownDuration: options.jwksCooldownMs ?? 30_000,
     cacheMaxAge: 10 * 60_000,
@@ -147,12 +187,16 @@ export async function createTokenVerifier(spec: IncomingAuthSpec, options: Verif
 
   async function introspect(token: string): Promise<Principal> {
     const introspection = spec.introspection;
-    if (introspection === undefined) throw new TokenRejected("invalid_token", "the token is not a JWT, and no introspection endpoint is configured");
+    if (introspection === undefined)
+      throw new TokenRejected("invalid_token", "the token is not a JWT, and no introspection endpoint is configured");
     const key = createHash("sha256").update(token).digest("base64url");
     const cached = introspected.get(key);
     if (cached && cached.until > now()) return cached.principal;
     const body = new URLSearchParams({ token, token_type_hint: "access_token" });
-    const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded", accept: "application/json" };
+    const headers: Record<string, string> = {
+      "content-type": "application/x-www-form-urlencoded",
+      accept: "application/json",
+    };
     if (introspection.clientSecret !== undefined) {
       headers.authorization = `Basic ${btoa(`${encodeURIComponent(introspection.clientId)}:${encodeURIComponent(introspection.clientSecret)}`)}`;
     } else {
@@ -160,23 +204,37 @@ export async function createTokenVerifier(spec: IncomingAuthSpec, options: Verif
     }
     let answer: Record<string, unknown>;
     try {
-      const response = await fetcher(introspection.url, { method: "POST", headers, body, signal: AbortSignal.timeout(10_000) });
+      const response = await fetcher(introspection.url, {
+        method: "POST",
+        headers,
+        body,
+        signal: AbortSignal.timeout(10_000),
+      });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       answer = (await response.json()) as Record<string, unknown>;
     } catch (err) {
       // The token may be fine; we could not ask. Still a refusal: never let a request through unverified.
-      throw new TokenRejected("invalid_token", `token introspection failed (${err instanceof Error ? err.message : String(err)})`);
+      throw new TokenRejected(
+        "invalid_token",
+        `token introspection failed (${err instanceof Error ? err.message : String(err)})`,
+      );
     }
     if (answer.active !== true) throw new TokenRejected("invalid_token", "the token is not active");
-    if (typeof answer.iss === "string" && !issuerForms(spec.issuer).includes(answer.iss)) throw new TokenRejected("invalid_token", "the token was issued by another issuer");
+    if (typeof answer.iss === "string" && !issuerForms(spec.issuer).includes(answer.iss))
+      throw new TokenRejected("invalid_token", "the token was issued by another issuer");
     if (spec.audience !== undefined) {
       const audiences = Array.isArray(answer.aud) ? answer.aud : typeof answer.aud === "string" ? [answer.aud] : [];
-      if (!audiences.includes(spec.audience)) throw new TokenRejected("invalid_token", "the token is not meant for this resource (aud)");
+      if (!audiences.includes(spec.audience))
+        throw new TokenRejected("invalid_token", "the token is not meant for this resource (aud)");
     }
     const exp = typeof answer.exp === "number" ? answer.exp * 1000 : undefined;
-    if (exp !== undefined && exp + CLOCK_TOLERANCE_S * 1000 < now()) throw new TokenRejected("invalid_token", "the token has expired");
+    if (exp !== undefined && exp + CLOCK_TOLERANCE_S * 1000 < now())
+      throw new TokenRejected("invalid_token", "the token has expired");
     const principal = principalOf(answer);
-    introspected.set(key, { principal, until: Math.min(now() + INTROSPECTION_CACHE_MS, exp ?? Number.POSITIVE_INFINITY) });
+    introspected.set(key, {
+      principal,
+      until: Math.min(now() + INTROSPECTION_CACHE_MS, exp ?? Number.POSITIVE_INFINITY),
+    });
     if (introspected.size > CACHE_LIMIT) introspected.delete(introspected.keys().next().value as string);
     return principal;
   }

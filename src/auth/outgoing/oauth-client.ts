@@ -46,7 +46,10 @@ export interface PendingAuthorization {
  * mcpmgr), http:// only for loopback authorization servers (local development, tests), and
  * the server's fetch (the CA bundle).
  */
-export function requestOptions(url: URL, fetcher?: Fetch): { [oauth.allowInsecureRequests]?: boolean; [oauth.customFetch]?: Fetch; signal: AbortSignal } {
+export function requestOptions(
+  url: URL,
+  fetcher?: Fetch,
+): { [oauth.allowInsecureRequests]?: boolean; [oauth.customFetch]?: Fetch; signal: AbortSignal } {
   const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
   return {
     signal: AbortSignal.timeout(15_000),
@@ -56,16 +59,31 @@ export function requestOptions(url: URL, fetcher?: Fetch): { [oauth.allowInsecur
 }
 
 function failure(what: string, err: unknown, hint: string): McpmgrError {
-  const detail = err instanceof oauth.ResponseBodyError ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}` : err instanceof Error ? err.message : String(err);
-  return new McpmgrError("AUTH_SETUP_FAILED", `${what} failed (${detail})`, { hint: untrustedCertificate(detail) ? CA_HINT : hint, cause: err });
+  const detail =
+    err instanceof oauth.ResponseBodyError
+      ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}`
+      : err instanceof Error
+        ? err.message
+        : String(err);
+  return new McpmgrError("AUTH_SETUP_FAILED", `${what} failed (${detail})`, {
+    hint: untrustedCertificate(detail) ? CA_HINT : hint,
+    cause: err,
+  });
 }
 
-export async function discoverServer(issuer: URL, options: { legacyDefaults?: boolean; fetch?: Fetch | undefined } = {}): Promise<ServerInfo> {
+export async function discoverServer(
+  issuer: URL,
+  options: { legacyDefaults?: boolean; fetch?: Fetch | undefined } = {},
+): Promise<ServerInfo> {
   const failures: string[] = [];
   for (const algorithm of ["oidc", "oauth2"] as const) {
     try {
       const response = await oauth.discoveryRequest(issuer, { algorithm, ...requestOptions(issuer, options.fetch) });
-      return { as: await oauth.processDiscoveryResponse(issuer, response), oidc: algorithm === "oidc", fetch: options.fetch };
+      return {
+        as: await oauth.processDiscoveryResponse(issuer, response),
+        oidc: algorithm === "oidc",
+        fetch: options.fetch,
+      };
     } catch (err) {
       failures.push(`${algorithm}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -73,11 +91,26 @@ export async function discoverServer(issuer: URL, options: { legacyDefaults?: bo
   if (options.legacyDefaults) {
     // MCP 2025-03-26 §2.3.3: without metadata, /authorize, /token and /register on the server's origin.
     const base = issuer.origin;
-    return { as: { issuer: base, authorization_endpoint: `${base}/authorize`, token_endpoint: `${base}/token`, registration_endpoint: `${base}/register` }, oidc: false, fetch: options.fetch };
+    return {
+      as: {
+        issuer: base,
+        authorization_endpoint: `${base}/authorize`,
+        token_endpoint: `${base}/token`,
+        registration_endpoint: `${base}/register`,
+      },
+      oidc: false,
+      fetch: options.fetch,
+    };
   }
-  throw new McpmgrError("AUTH_SETUP_FAILED", `discovery of the authorization server ${issuer.href} failed (${failures.join("; ")})`, {
-    hint: untrustedCertificate(failures.join(" ")) ? CA_HINT : "check --remote-auth-issuer, or give --remote-auth-authorize-url and --remote-auth-token-url",
-  });
+  throw new McpmgrError(
+    "AUTH_SETUP_FAILED",
+    `discovery of the authorization server ${issuer.href} failed (${failures.join("; ")})`,
+    {
+      hint: untrustedCertificate(failures.join(" "))
+        ? CA_HINT
+        : "check --remote-auth-issuer, or give --remote-auth-authorize-url and --remote-auth-token-url",
+    },
+  );
 }
 
 const CA_HINT = "the server's certificate is not trusted: give its CA (PEM) with --thv-ca-bundle";
@@ -89,7 +122,11 @@ function untrustedCertificate(text: string): boolean {
 
 /** Explicit endpoints (non-OIDC OAuth): an authorization server described by hand. */
 export function explicitServer(authorize: URL, token: URL, fetcher?: Fetch): ServerInfo {
-  return { as: { issuer: token.origin, authorization_endpoint: authorize.href, token_endpoint: token.href }, oidc: false, fetch: fetcher };
+  return {
+    as: { issuer: token.origin, authorization_endpoint: authorize.href, token_endpoint: token.href },
+    oidc: false,
+    fetch: fetcher,
+  };
 }
 
 export interface ChallengeDiscovery {
@@ -108,11 +145,28 @@ export interface ChallengeDiscovery {
 export async function discoverFromRemote(target: URL, fetcher: Fetch = fetch): Promise<ChallengeDiscovery | undefined> {
   const probe = await fetcher(target, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-auth-probe", version: "1" } } }),
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-06-18",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "mcpmgr-auth-probe", version: "1" },
+      },
+    }),
     signal: AbortSignal.timeout(15_000),
   }).catch((err: unknown) => {
-    throw new McpmgrError("UPSTREAM_UNREACHABLE", `cannot reach ${target.href} to see whether it needs authentication: ${err instanceof Error ? err.message : String(err)}`, { hint: "check --target-uri" });
+    throw new McpmgrError(
+      "UPSTREAM_UNREACHABLE",
+      `cannot reach ${target.href} to see whether it needs authentication: ${err instanceof Error ? err.message : String(err)}`,
+      { hint: "check --target-uri" },
+    );
   });
   await probe.body?.cancel();
   if (probe.status !== 401) return undefined;
@@ -136,32 +190,53 @@ export async function assertRemoteChosenUrl(text: string, what: string, target: 
   try {
     url = new URL(text, target);
   } catch {
-    throw new McpmgrError("AUTH_SETUP_FAILED", `the remote named an invalid URL as its ${what}`, { hint: "give --remote-auth-issuer (or the authorize and token URLs) yourself" });
+    throw new McpmgrError("AUTH_SETUP_FAILED", `the remote named an invalid URL as its ${what}`, {
+      hint: "give --remote-auth-issuer (or the authorize and token URLs) yourself",
+    });
   }
   const loopback = isLoopbackHost(url.hostname);
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
-    throw new McpmgrError("AUTH_SETUP_FAILED", `refusing ${url.protocol}//${url.host} as the remote's ${what}: only https:// (or http:// on loopback)`, { hint: "give --remote-auth-issuer yourself if you trust it" });
+    throw new McpmgrError(
+      "AUTH_SETUP_FAILED",
+      `refusing ${url.protocol}//${url.host} as the remote's ${what}: only https:// (or http:// on loopback)`,
+      { hint: "give --remote-auth-issuer yourself if you trust it" },
+    );
   }
   const targetInside = (await resolvesInside(target.hostname)).inside;
   if (!targetInside && (await resolvesInside(url.hostname)).inside) {
-    throw new McpmgrError("AUTH_SETUP_FAILED", `refusing ${url.host} as the remote's ${what}: a public server named an address inside this network`, { hint: "give --remote-auth-issuer yourself if you trust it" });
+    throw new McpmgrError(
+      "AUTH_SETUP_FAILED",
+      `refusing ${url.host} as the remote's ${what}: a public server named an address inside this network`,
+      { hint: "give --remote-auth-issuer yourself if you trust it" },
+    );
   }
   return url;
 }
 
 /** From a remote's Bearer challenge to its authorization server (RFC 9728, or the 2025-03-26 defaults). */
-export async function discoverFromChallenge(challenge: string, target: URL, fetcher: Fetch = fetch): Promise<ChallengeDiscovery> {
+export async function discoverFromChallenge(
+  challenge: string,
+  target: URL,
+  fetcher: Fetch = fetch,
+): Promise<ChallengeDiscovery> {
   const metadataText = /resource_metadata="([^"]+)"/i.exec(challenge)?.[1];
   const scopeText = /scope="([^"]*)"/i.exec(challenge)?.[1];
   // RFC 9728: the URL the challenge names, else the path-suffixed then the root well-known URL.
   const candidates = metadataText
     ? [await assertRemoteChosenUrl(metadataText, "protected-resource metadata", target)]
-    : [new URL(`/.well-known/oauth-protected-resource${target.pathname.replace(/\/$/, "")}`, target), new URL("/.well-known/oauth-protected-resource", target)];
+    : [
+        new URL(`/.well-known/oauth-protected-resource${target.pathname.replace(/\/$/, "")}`, target),
+        new URL("/.well-known/oauth-protected-resource", target),
+      ];
   let document: { resource?: string; authorization_servers?: string[]; scopes_supported?: string[] } | undefined;
   const failures: string[] = [];
   for (const url of candidates) {
     try {
-      const response = await fetcher(url, { headers: { accept: "application/json" }, redirect: "manual", signal: AbortSignal.timeout(15_000) });
+      const response = await fetcher(url, {
+        headers: { accept: "application/json" },
+        redirect: "manual",
+        signal: AbortSignal.timeout(15_000),
+      });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       document = (await response.json()) as NonNullable<typeof document>;
       break;
@@ -171,21 +246,38 @@ export async function discoverFromChallenge(challenge: string, target: URL, fetc
   }
   if (document === undefined) {
     if (metadataText) {
-      throw new McpmgrError("AUTH_SETUP_FAILED", `the remote asks for authentication, but its protected-resource metadata could not be read (${failures.join("; ")})`, {
-        hint: "give --remote-auth-issuer (or --remote-auth-authorize-url and --remote-auth-token-url)",
-      });
+      throw new McpmgrError(
+        "AUTH_SETUP_FAILED",
+        `the remote asks for authentication, but its protected-resource metadata could not be read (${failures.join("; ")})`,
+        {
+          hint: "give --remote-auth-issuer (or --remote-auth-authorize-url and --remote-auth-token-url)",
+        },
+      );
     }
     // MCP 2025-03-26 servers have no RFC 9728 document: their own origin is the authorization server.
-    return { issuer: new URL(target.origin), ...(scopeText ? { scopes: scopeText.split(" ").filter(Boolean) } : {}), legacy: true };
+    return {
+      issuer: new URL(target.origin),
+      ...(scopeText ? { scopes: scopeText.split(" ").filter(Boolean) } : {}),
+      legacy: true,
+    };
   }
   const issuerText = document.authorization_servers?.[0];
-  if (typeof issuerText !== "string") throw new McpmgrError("AUTH_SETUP_FAILED", `the remote's protected-resource metadata names no authorization server`, { hint: "give --remote-auth-issuer" });
+  if (typeof issuerText !== "string")
+    throw new McpmgrError(
+      "AUTH_SETUP_FAILED",
+      `the remote's protected-resource metadata names no authorization server`,
+      { hint: "give --remote-auth-issuer" },
+    );
   // RFC 9728 §3.3: the document must be about this resource. Otherwise a hostile server could
   // claim another server's identity and have mcpmgr send it that server's token.
   if (document.resource !== undefined && !sameResource(document.resource, target)) {
-    throw new McpmgrError("AUTH_SETUP_FAILED", `the remote's protected-resource metadata is about ${document.resource}, not ${target.origin}${target.pathname}`, {
-      hint: "the remote server is misconfigured or impersonating another; give --remote-auth-resource and --remote-auth-issuer only if you trust it",
-    });
+    throw new McpmgrError(
+      "AUTH_SETUP_FAILED",
+      `the remote's protected-resource metadata is about ${document.resource}, not ${target.origin}${target.pathname}`,
+      {
+        hint: "the remote server is misconfigured or impersonating another; give --remote-auth-resource and --remote-auth-issuer only if you trust it",
+      },
+    );
   }
   const issuer = await assertRemoteChosenUrl(issuerText, "authorization server", target);
   const scopes = scopeText ? scopeText.split(" ").filter(Boolean) : document.scopes_supported;
@@ -226,8 +318,13 @@ export async function assertServerEndpoints(server: ServerInfo, target: URL, rem
       continue;
     }
     const url = URL.canParse(text) ? new URL(text) : undefined;
-    if (url === undefined || !(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname)))) {
-      throw new McpmgrError("AUTH_SETUP_FAILED", `the authorization server's ${what} is not an https:// URL`, { hint: "check --remote-auth-issuer (http:// is accepted on loopback only)" });
+    if (
+      url === undefined ||
+      !(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname)))
+    ) {
+      throw new McpmgrError("AUTH_SETUP_FAILED", `the authorization server's ${what} is not an https:// URL`, {
+        hint: "check --remote-auth-issuer (http:// is accepted on loopback only)",
+      });
     }
   }
 }
@@ -238,24 +335,43 @@ export async function assertServerEndpoints(server: ServerInfo, target: URL, rem
  * challenge's `scope`, else its metadata's `scopes_supported` (both in `found.scopes`); else
  * openid,profile,email from an OIDC server; else none (the server's default).
  */
-export function requestedScopes(given: readonly string[] | undefined, found: ChallengeDiscovery | undefined, server: ServerInfo): readonly string[] {
+export function requestedScopes(
+  given: readonly string[] | undefined,
+  found: ChallengeDiscovery | undefined,
+  server: ServerInfo,
+): readonly string[] {
   return given ?? found?.scopes ?? (server.oidc ? ["openid", "profile", "email"] : []);
 }
 
 /** RFC 7591: a public client using PKCE, for this redirect URI. */
 export async function registerClient(server: ServerInfo, redirectUri: string): Promise<ClientInfo> {
   if (!server.as.registration_endpoint) {
-    throw new McpmgrError("AUTH_SETUP_FAILED", `${server.as.issuer} does not offer dynamic client registration`, { hint: "register a client there and pass --remote-auth-client-id (and its secret)" });
+    throw new McpmgrError("AUTH_SETUP_FAILED", `${server.as.issuer} does not offer dynamic client registration`, {
+      hint: "register a client there and pass --remote-auth-client-id (and its secret)",
+    });
   }
   try {
     const response = await oauth.dynamicClientRegistrationRequest(
       server.as,
-      { client_name: "mcpmgr", redirect_uris: [redirectUri], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" },
+      {
+        client_name: "mcpmgr",
+        redirect_uris: [redirectUri],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+      },
       requestOptions(new URL(server.as.registration_endpoint), server.fetch),
     );
     // Read by hand: servers in the wild omit fields oauth4webapi insists on (client_secret_expires_at).
-    const body = (await response.json().catch(() => ({}))) as { client_id?: unknown; client_secret?: unknown; token_endpoint_auth_method?: unknown; error?: string; error_description?: string };
-    if (response.status !== 201 && response.status !== 200) throw new Error(`HTTP ${response.status}${body.error ? ` ${body.error}: ${body.error_description ?? ""}` : ""}`);
+    const body = (await response.json().catch(() => ({}))) as {
+      client_id?: unknown;
+      client_secret?: unknown;
+      token_endpoint_auth_method?: unknown;
+      error?: string;
+      error_description?: string;
+    };
+    if (response.status !== 201 && response.status !== 200)
+      throw new Error(`HTTP ${response.status}${body.error ? ` ${body.error}: ${body.error_description ?? ""}` : ""}`);
     if (typeof body.client_id !== "string" || body.client_id === "") throw new Error("the response has no client_id");
     return {
       clientId: body.client_id,
@@ -267,8 +383,15 @@ export async function registerClient(server: ServerInfo, redirectUri: string): P
   }
 }
 
-export async function startAuthorization(server: ServerInfo, client: ClientInfo, options: { redirectUri: string; scopes: readonly string[]; resource?: string | undefined }): Promise<PendingAuthorization> {
-  if (!server.as.authorization_endpoint) throw new McpmgrError("AUTH_SETUP_FAILED", `${server.as.issuer} has no authorization endpoint`, { hint: "give --remote-auth-authorize-url" });
+export async function startAuthorization(
+  server: ServerInfo,
+  client: ClientInfo,
+  options: { redirectUri: string; scopes: readonly string[]; resource?: string | undefined },
+): Promise<PendingAuthorization> {
+  if (!server.as.authorization_endpoint)
+    throw new McpmgrError("AUTH_SETUP_FAILED", `${server.as.issuer} has no authorization endpoint`, {
+      hint: "give --remote-auth-authorize-url",
+    });
   const codeVerifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const url = new URL(server.as.authorization_endpoint);
@@ -303,7 +426,11 @@ function basicAuth(clientSecret: string): oauth.ClientAuth {
 export function clientAuth(server: ServerInfo, client: ClientInfo): oauth.ClientAuth {
   if (client.clientSecret === undefined) return oauth.None();
   const supported = server.as.token_endpoint_auth_methods_supported;
-  const method = client.authMethod ?? (supported && !supported.includes("client_secret_basic") && supported.includes("client_secret_post") ? "client_secret_post" : "client_secret_basic");
+  const method =
+    client.authMethod ??
+    (supported && !supported.includes("client_secret_basic") && supported.includes("client_secret_post")
+      ? "client_secret_post"
+      : "client_secret_basic");
   if (method === "none") return oauth.None();
   return method === "client_secret_post" ? oauth.ClientSecretPost(client.clientSecret) : basicAuth(client.clientSecret);
 }
@@ -318,7 +445,13 @@ function tokenSet(response: oauth.TokenEndpointResponse, previousRefresh?: strin
 }
 
 /** The redirect came back: check state (and iss when the server sends it), then exchange the code. */
-export async function completeAuthorization(server: ServerInfo, client: ClientInfo, pending: PendingAuthorization, callback: URL, resource?: string): Promise<TokenSet> {
+export async function completeAuthorization(
+  server: ServerInfo,
+  client: ClientInfo,
+  pending: PendingAuthorization,
+  callback: URL,
+  resource?: string,
+): Promise<TokenSet> {
   const oauthClient: oauth.Client = { client_id: client.clientId };
   let params: URLSearchParams;
   try {
@@ -327,10 +460,18 @@ export async function completeAuthorization(server: ServerInfo, client: ClientIn
     throw failure("the authorization response", err, "start the login again");
   }
   try {
-    const response = await oauth.authorizationCodeGrantRequest(server.as, oauthClient, clientAuth(server, client), params, pending.redirectUri, pending.codeVerifier, {
-      ...(resource ? { additionalParameters: { resource } } : {}),
-      ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer), server.fetch),
-    });
+    const response = await oauth.authorizationCodeGrantRequest(
+      server.as,
+      oauthClient,
+      clientAuth(server, client),
+      params,
+      pending.redirectUri,
+      pending.codeVerifier,
+      {
+        ...(resource ? { additionalParameters: { resource } } : {}),
+        ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer), server.fetch),
+      },
+    );
     return tokenSet(await oauth.processAuthorizationCodeResponse(server.as, oauthClient, response));
   } catch (err) {
     throw failure("the token request", err, "start the login again; check the client's redirect URI and secret");
@@ -347,18 +488,32 @@ export class RefreshFailed extends Error {
   }
 }
 
-export async function refreshTokens(server: ServerInfo, client: ClientInfo, refreshToken: string, resource?: string): Promise<TokenSet> {
+export async function refreshTokens(
+  server: ServerInfo,
+  client: ClientInfo,
+  refreshToken: string,
+  resource?: string,
+): Promise<TokenSet> {
   const oauthClient: oauth.Client = { client_id: client.clientId };
   try {
-    const response = await oauth.refreshTokenGrantRequest(server.as, oauthClient, clientAuth(server, client), refreshToken, {
-      ...(resource ? { additionalParameters: { resource } } : {}),
-      ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer), server.fetch),
-    });
+    const response = await oauth.refreshTokenGrantRequest(
+      server.as,
+      oauthClient,
+      clientAuth(server, client),
+      refreshToken,
+      {
+        ...(resource ? { additionalParameters: { resource } } : {}),
+        ...requestOptions(new URL(server.as.token_endpoint ?? server.as.issuer), server.fetch),
+      },
+    );
     return tokenSet(await oauth.processRefreshTokenResponse(server.as, oauthClient, response), refreshToken);
   } catch (err) {
     if (err instanceof oauth.ResponseBodyError) {
       const revoked = err.status === 400 || err.status === 401;
-      throw new RefreshFailed(`the refresh was refused (${err.error}${err.error_description ? `: ${err.error_description}` : ""})`, revoked);
+      throw new RefreshFailed(
+        `the refresh was refused (${err.error}${err.error_description ? `: ${err.error_description}` : ""})`,
+        revoked,
+      );
     }
     throw new RefreshFailed(`the refresh failed (${err instanceof Error ? err.message : String(err)})`, false);
   }

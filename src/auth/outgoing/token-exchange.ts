@@ -13,7 +13,10 @@ import { requestState } from "../request-state.ts";
 import type { Fetch } from "../trusted-fetch.ts";
 
 const GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
-const TOKEN_TYPES = { access_token: "urn:ietf:params:oauth:token-type:access_token", id_token: "urn:ietf:params:oauth:token-type:id_token" } as const;
+const TOKEN_TYPES = {
+  access_token: "urn:ietf:params:oauth:token-type:access_token",
+  id_token: "urn:ietf:params:oauth:token-type:id_token",
+} as const;
 
 /** The raw bearer token of an incoming request, kept out of enumerable places. */
 const subjectTokens = requestState<string>();
@@ -34,37 +37,70 @@ export class TokenExchangeFailed extends Error {
  * empty client_id). oauth4webapi insists on a client_id in its client object; this one is
  * never sent, since this authentication method writes nothing.
  */
-const ANONYMOUS: { client: oauth.Client; auth: oauth.ClientAuth } = { client: { client_id: "mcpmgr-anonymous" }, auth: () => {} };
+const ANONYMOUS: { client: oauth.Client; auth: oauth.ClientAuth } = {
+  client: { client_id: "mcpmgr-anonymous" },
+  auth: () => {},
+};
 
-export function tokenExchangeSource(spec: TokenExchangeSpec, options: { onError?: (text: string) => void; fetch?: Fetch | undefined } = {}): TokenSource {
+export function tokenExchangeSource(
+  spec: TokenExchangeSpec,
+  options: { onError?: (text: string) => void; fetch?: Fetch | undefined } = {},
+): TokenSource {
   // The exchange endpoint described as a bare authorization server, so the client
   // authentication is the OAuth flow's own (RFC 6749 form-encoded Basic, or public).
-  const server: ServerInfo = { as: { issuer: spec.url.origin, token_endpoint: spec.url.href }, oidc: false, fetch: options.fetch };
+  const server: ServerInfo = {
+    as: { issuer: spec.url.origin, token_endpoint: spec.url.href },
+    oidc: false,
+    fetch: options.fetch,
+  };
   const { client, auth } =
     spec.clientId === undefined
       ? ANONYMOUS
-      : { client: { client_id: spec.clientId }, auth: clientAuth(server, { clientId: spec.clientId, clientSecret: spec.clientSecret }) };
+      : {
+          client: { client_id: spec.clientId },
+          auth: clientAuth(server, { clientId: spec.clientId, clientSecret: spec.clientSecret }),
+        };
   const cache = new Map<string, { value: string; until: number }>();
   return {
     async authorization(incoming) {
       const subject = incoming ? subjectTokens.get(incoming) : undefined;
-      if (subject === undefined) throw new TokenExchangeFailed("token exchange needs the client's token: enable incoming authentication (--oidc-issuer)");
+      if (subject === undefined)
+        throw new TokenExchangeFailed(
+          "token exchange needs the client's token: enable incoming authentication (--oidc-issuer)",
+        );
       const key = createHash("sha256").update(subject).digest("base64url");
       const hit = cache.get(key);
       if (hit && hit.until > Date.now()) return hit.value;
-      const parameters = new URLSearchParams({ subject_token: subject, subject_token_type: TOKEN_TYPES[spec.subjectTokenType], requested_token_type: TOKEN_TYPES.access_token });
+      const parameters = new URLSearchParams({
+        subject_token: subject,
+        subject_token_type: TOKEN_TYPES[spec.subjectTokenType],
+        requested_token_type: TOKEN_TYPES.access_token,
+      });
       if (spec.audience) parameters.set("audience", spec.audience);
       if (spec.scopes.length > 0) parameters.set("scope", spec.scopes.join(" "));
       let exchanged: oauth.TokenEndpointResponse;
       try {
-        const response = await oauth.genericTokenEndpointRequest(server.as, client, auth, GRANT, parameters, requestOptions(spec.url, server.fetch));
+        const response = await oauth.genericTokenEndpointRequest(
+          server.as,
+          client,
+          auth,
+          GRANT,
+          parameters,
+          requestOptions(spec.url, server.fetch),
+        );
         exchanged = await oauth.processGenericTokenEndpointResponse(server.as, client, response);
       } catch (err) {
-        const detail = err instanceof oauth.ResponseBodyError ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}` : err instanceof Error ? err.message : String(err);
+        const detail =
+          err instanceof oauth.ResponseBodyError
+            ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}`
+            : err instanceof Error
+              ? err.message
+              : String(err);
         options.onError?.(`token exchange failed (${detail})`);
         throw new TokenExchangeFailed(`token exchange failed (${detail})`);
       }
-      const value = spec.headerName.toLowerCase() === "authorization" ? `Bearer ${exchanged.access_token}` : exchanged.access_token;
+      const value =
+        spec.headerName.toLowerCase() === "authorization" ? `Bearer ${exchanged.access_token}` : exchanged.access_token;
       const lifetime = typeof exchanged.expires_in === "number" ? exchanged.expires_in * 1000 : 60_000;
       cache.set(key, { value, until: Date.now() + Math.max(0, lifetime - 30_000) });
       if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);

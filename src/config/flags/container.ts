@@ -3,8 +3,16 @@ import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts
 import { nonEmpty, oneOf } from "../values.ts";
 
 export const containerOptions = {
-  network: stringOption({ description: "Network mode: host, or the name of a network", valueHint: "mode", defaultText: "bridge", schema: nonEmpty }),
-  "isolate-network": booleanOption({ description: "Let the server reach only the hosts and ports its permission profile allows", default: false }),
+  network: stringOption({
+    description: "Network mode: host, or the name of a network",
+    valueHint: "mode",
+    defaultText: "bridge",
+    schema: nonEmpty,
+  }),
+  "isolate-network": booleanOption({
+    description: "Let the server reach only the hosts and ports its permission profile allows",
+    default: false,
+  }),
   "allow-docker-gateway": booleanOption({
     description: "With --isolate-network, allow the container runtime's host-gateway addresses (blocked by default)",
     default: false,
@@ -16,16 +24,30 @@ export const containerOptions = {
     schema: nonEmpty,
   }),
   "image-verification": stringOption({
-    description: "Image verification (the image must be pinned by a digest its content matches): enabled refuses others, warn warns, disabled skips",
+    description:
+      "Image verification (the image must be pinned by a digest its content matches): enabled refuses others, warn warns, disabled skips",
     valueHint: "warn|enabled|disabled",
     default: "warn",
     schema: oneOf(["warn", "enabled", "disabled"] as const),
   }),
   "insecure-allow-unsandboxed": booleanOption({
-    description: "Run a local server without isolation when its permission profile cannot be enforced here (no bubblewrap)",
+    description:
+      "Run a local server without isolation when its permission profile cannot be enforced here (no bubblewrap)",
     default: false,
   }),
-  "ca-cert": stringOption({ description: "CA certificate (PEM) trusted inside protocol-scheme image builds", valueHint: "path", schema: nonEmpty }),
-  "runtime-image": stringOption({ description: "Base image for protocol-scheme builds (npx://, uvx://, go://)", valueHint: "image", schema: nonEmpty }),
-  "runtime-add-package": repeatableOption({ description: "Extra OS package installed in protocol-scheme images (repeatable)", valueHint: "package", schema: nonEmpty }),
+  "ca-cert": stringOption({
+    description: "CA certificate (PEM) trusted inside protocol-scheme image builds",
+    valueHint: "path",
+    schema: nonEmpty,
+  }),
+  "runtime-image": stringOption({
+    description: "Base image for protocol-scheme builds (npx://, uvx://, go://)",
+    valueHint: "image",
+    schema: nonEmpty,
+  }),
+  "runtime-add-package": repeatableOption({
+    description: "Extra OS package installed in protocol-scheme images (repeatable)",
+    valueHint: "package",
+    schema: nonEmpty,
+  }),
 } as const;

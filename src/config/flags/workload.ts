@@ -1,13 +1,46 @@
 /** General, listener and workload options of `run`. */
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
-import { commaList, hostName, keyValue, nonEmpty, oneOf, pathPrefix, port, portMapping, volumeMount } from "../values.ts";
+import {
+  commaList,
+  hostName,
+  keyValue,
+  nonEmpty,
+  oneOf,
+  pathPrefix,
+  port,
+  portMapping,
+  volumeMount,
+} from "../values.ts";
 
 export const workloadOptions = {
-  name: stringOption({ description: "Name of the MCP server workload", valueHint: "name", defaultText: "auto-generated from the source", schema: nonEmpty }),
-  group: stringOption({ description: "Group the workload belongs to", valueHint: "group", default: "default", schema: nonEmpty }),
-  foreground: booleanOption({ short: "f", description: "Stay in the foreground until the server exits", default: false }),
-  "from-config": stringOption({ description: "Run a server from an exported configuration file", valueHint: "path", schema: nonEmpty }),
-  label: repeatableOption({ short: "l", description: "Container label key=value (repeatable)", valueHint: "key=value", schema: keyValue }),
+  name: stringOption({
+    description: "Name of the MCP server workload",
+    valueHint: "name",
+    defaultText: "auto-generated from the source",
+    schema: nonEmpty,
+  }),
+  group: stringOption({
+    description: "Group the workload belongs to",
+    valueHint: "group",
+    default: "default",
+    schema: nonEmpty,
+  }),
+  foreground: booleanOption({
+    short: "f",
+    description: "Stay in the foreground until the server exits",
+    default: false,
+  }),
+  "from-config": stringOption({
+    description: "Run a server from an exported configuration file",
+    valueHint: "path",
+    schema: nonEmpty,
+  }),
+  label: repeatableOption({
+    short: "l",
+    description: "Container label key=value (repeatable)",
+    valueHint: "key=value",
+    schema: keyValue,
+  }),
   transport: stringOption({
     description: "Transport the server speaks: stdio, sse or streamable-http",
     valueHint: "stdio|sse|streamable-http",
@@ -19,17 +52,71 @@ export const workloadOptions = {
     default: "streamable-http",
     schema: oneOf(["streamable-http", "sse"] as const),
   }),
-  "proxy-port": stringOption({ description: "Host port the HTTP proxy listens on (default: a free port)", valueHint: "port", schema: port }),
-  host: stringOption({ description: "IP address or host name the HTTP proxy listens on", valueHint: "host", default: "127.0.0.1", schema: hostName }),
-  "target-host": stringOption({ description: "Host to forward traffic to (sse/streamable-http servers run as local processes; container workloads refuse it)", valueHint: "host", default: "127.0.0.1", schema: hostName }),
-  "target-port": stringOption({ description: "Port the server listens on (sse and streamable-http transports only)", valueHint: "port", schema: port }),
-  "endpoint-prefix": stringOption({ description: "Path prefix prepended to the SSE endpoint URLs given to clients", valueHint: "path", schema: pathPrefix }),
-  "trust-proxy-headers": booleanOption({ description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr", default: false }),
-  publish: repeatableOption({ short: "p", description: "Publish a container port on 127.0.0.1, hostPort:containerPort (repeatable)", valueHint: "host:container", schema: portMapping }),
-  volume: repeatableOption({ short: "v", description: "Mount host-path:container-path[:ro] (repeatable)", valueHint: "src:dst[:ro]", schema: volumeMount }),
-  tools: repeatableOption({ description: "Comma-separated tool names to expose; others are hidden (repeatable)", valueHint: "names", schema: commaList }),
-  "tools-override": stringOption({ description: "JSON file renaming tools and rewriting their descriptions", valueHint: "path", schema: nonEmpty }),
-  "ignore-globally": booleanOption({ description: "Apply the global ignore patterns (~/.config/mcpmgr/mcpmgrignore) to mounts", default: true }),
-  "print-resolved-overlays": booleanOption({ description: "Print which container paths are hidden by ignore patterns", default: false }),
-  "webhook-config": repeatableOption({ description: "Webhook configuration file (repeatable; files are merged by webhook name)", valueHint: "path", schema: nonEmpty }),
+  "proxy-port": stringOption({
+    description: "Host port the HTTP proxy listens on (default: a free port)",
+    valueHint: "port",
+    schema: port,
+  }),
+  host: stringOption({
+    description: "IP address or host name the HTTP proxy listens on",
+    valueHint: "host",
+    default: "127.0.0.1",
+    schema: hostName,
+  }),
+  "target-host": stringOption({
+    description:
+      "Host to forward traffic to (sse/streamable-http servers run as local processes; container workloads refuse it)",
+    valueHint: "host",
+    default: "127.0.0.1",
+    schema: hostName,
+  }),
+  "target-port": stringOption({
+    description: "Port the server listens on (sse and streamable-http transports only)",
+    valueHint: "port",
+    schema: port,
+  }),
+  "endpoint-prefix": stringOption({
+    description: "Path prefix prepended to the SSE endpoint URLs given to clients",
+    valueHint: "path",
+    schema: pathPrefix,
+  }),
+  "trust-proxy-headers": booleanOption({
+    description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr",
+    default: false,
+  }),
+  publish: repeatableOption({
+    short: "p",
+    description: "Publish a container port on 127.0.0.1, hostPort:containerPort (repeatable)",
+    valueHint: "host:container",
+    schema: portMapping,
+  }),
+  volume: repeatableOption({
+    short: "v",
+    description: "Mount host-path:container-path[:ro] (repeatable)",
+    valueHint: "src:dst[:ro]",
+    schema: volumeMount,
+  }),
+  tools: repeatableOption({
+    description: "Comma-separated tool names to expose; others are hidden (repeatable)",
+    valueHint: "names",
+    schema: commaList,
+  }),
+  "tools-override": stringOption({
+    description: "JSON file renaming tools and rewriting their descriptions",
+    valueHint: "path",
+    schema: nonEmpty,
+  }),
+  "ignore-globally": booleanOption({
+    description: "Apply the global ignore patterns (~/.config/mcpmgr/mcpmgrignore) to mounts",
+    default: true,
+  }),
+  "print-resolved-overlays": booleanOption({
+    description: "Print which container paths are hidden by ignore patterns",
+    default: false,
+  }),
+  "webhook-config": repeatableOption({
+    description: "Webhook configuration file (repeatable; files are merged by webhook name)",
+    valueHint: "path",
+    schema: nonEmpty,
+  }),
 } as const;

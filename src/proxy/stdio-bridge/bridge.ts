@@ -91,7 +91,10 @@ export class StdioBridge {
       const id = this.#nextId++;
       void channel.closed.then(() => reject(new Error("the MCP server exited during initialize")));
       // Generous: npx/uvx download the package before the server can answer.
-      const timer = setTimeout(() => reject(new Error("the MCP server did not answer initialize within 3 minutes")), this.#options.handshakeTimeoutMs ?? 180_000);
+      const timer = setTimeout(
+        () => reject(new Error("the MCP server did not answer initialize within 3 minutes")),
+        this.#options.handshakeTimeoutMs ?? 180_000,
+      );
       timer.unref?.();
       this.#internal.set(id, (message) => {
         clearTimeout(timer);
@@ -143,7 +146,11 @@ export class StdioBridge {
     for (const [id, flight] of this.#inFlight) {
       if (flight.session !== session) continue;
       this.#inFlight.delete(id);
-      this.#send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "client session ended" } });
+      this.#send({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: id, reason: "client session ended" },
+      });
     }
     for (const [id, owner] of this.#serverRequests) {
       if (owner === session) this.#answerServer(id, JsonRpcCode.internalError, "the client session ended");
@@ -261,11 +268,21 @@ export class StdioBridge {
     try {
       init = await (this.#init as Promise<ServerInit>);
     } catch (err) {
-      sink.send(errorResponse(message.id as JsonRpcId, JsonRpcCode.internalError, err instanceof Error ? err.message : "initialize failed"));
+      sink.send(
+        errorResponse(
+          message.id as JsonRpcId,
+          JsonRpcCode.internalError,
+          err instanceof Error ? err.message : "initialize failed",
+        ),
+      );
       return;
     }
     session.initialized = true;
-    const result: Record<string, unknown> = { protocolVersion: session.protocolVersion, capabilities: init.capabilities, serverInfo: init.serverInfo };
+    const result: Record<string, unknown> = {
+      protocolVersion: session.protocolVersion,
+      capabilities: init.capabilities,
+      serverInfo: init.serverInfo,
+    };
     if (init.instructions !== undefined) result.instructions = init.instructions;
     sink.send({ jsonrpc: "2.0", id: message.id as JsonRpcId, result });
   }
@@ -331,7 +348,11 @@ export class StdioBridge {
     const id = message.id as string | number;
     const target = this.#attribute(message.method as string);
     if (target === "ambiguous") {
-      return this.#answerServer(id, JsonRpcCode.internalError, "several client sessions are busy with this server, so mcpmgr cannot tell which one this request is for");
+      return this.#answerServer(
+        id,
+        JsonRpcCode.internalError,
+        "several client sessions are busy with this server, so mcpmgr cannot tell which one this request is for",
+      );
     }
     if (target === undefined) {
       if (message.method === "ping") return this.#send({ jsonrpc: "2.0", id, result: {} });
@@ -369,12 +390,17 @@ export class StdioBridge {
     const session = this.#lastActive;
     const sink = session?.bestSink();
     if (session === undefined || sink === undefined) return undefined;
-    if (method !== "ping" && method !== "roots/list" && session.openSinks.size === 0 && !session.standalone) return undefined;
+    if (method !== "ping" && method !== "roots/list" && session.openSinks.size === 0 && !session.standalone)
+      return undefined;
     return { session, sink };
   }
 
   #serverNotification(message: JsonRpcMessage): void {
-    routeServerNotification(message, { sessions: this.#sessions.values(), inFlight: this.#inFlight, serverRequests: this.#serverRequests });
+    routeServerNotification(message, {
+      sessions: this.#sessions.values(),
+      inFlight: this.#inFlight,
+      serverRequests: this.#serverRequests,
+    });
   }
 
   #send(message: JsonRpcMessage): void {
@@ -389,7 +415,8 @@ export class StdioBridge {
   /** Drops a subscription; forwards the unsubscribe when it was the last. */
   #unsubscribe(uri: string, sendToServer = true): boolean {
     const last = this.#subscribers.remove(uri);
-    if (last && sendToServer) this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "resources/unsubscribe", params: { uri } });
+    if (last && sendToServer)
+      this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "resources/unsubscribe", params: { uri } });
     return last;
   }
 
@@ -413,7 +440,13 @@ export class StdioBridge {
       if (flight.deadline > now) continue;
       this.#finishFlight(id, flight);
       this.#send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "timed out" } });
-      flight.sink.send(errorResponse(flight.clientId, JsonRpcCode.internalError, `the MCP server did not answer ${flight.method} in time`));
+      flight.sink.send(
+        errorResponse(
+          flight.clientId,
+          JsonRpcCode.internalError,
+          `the MCP server did not answer ${flight.method} in time`,
+        ),
+      );
     }
     const idle = this.#options.sessionIdleMs ?? 30 * 60_000;
     for (const session of [...this.#sessions.values()]) {

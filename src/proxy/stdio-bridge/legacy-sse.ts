@@ -54,7 +54,8 @@ export function legacySseFrontEnd(options: LegacySseOptions): Handler {
     } catch {
       return jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
     }
-    if (kindOf(message) === "invalid") return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
+    if (kindOf(message) === "invalid")
+      return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
     void bridge.handle(session, message, session.standalone);
     return new Response("Accepted", { status: 202 });
   };

@@ -51,7 +51,12 @@ export class PostSink implements Sink {
     if (this.#done) return false;
     const isResponse = message.method === undefined;
     if (this.#stream) return this.#streamSend(message, isResponse);
-    if (isResponse && !this.#options.batch && this.#remaining === 1 && !(this.#options.prefersSse && this.#options.acceptsSse)) {
+    if (
+      isResponse &&
+      !this.#options.batch &&
+      this.#remaining === 1 &&
+      !(this.#options.prefersSse && this.#options.acceptsSse)
+    ) {
       this.#finish();
       this.#resolve(Response.json(message, { headers: this.#options.headers }));
       return true;

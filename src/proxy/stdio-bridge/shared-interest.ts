@@ -9,7 +9,8 @@ import type { ClientSession } from "./session.ts";
 export function mostVerboseLevel(sessions: Iterable<ClientSession>): LogLevel | undefined {
   let best: LogLevel | undefined;
   for (const session of sessions) {
-    if (session.logLevel !== undefined && (best === undefined || logLevelRank(session.logLevel) < logLevelRank(best))) best = session.logLevel;
+    if (session.logLevel !== undefined && (best === undefined || logLevelRank(session.logLevel) < logLevelRank(best)))
+      best = session.logLevel;
   }
   return best;
 }

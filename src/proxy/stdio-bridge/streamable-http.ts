@@ -24,9 +24,11 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
 
   const sessionFor = (req: Request): ClientSession | Response => {
     const id = req.headers.get("mcp-session-id");
-    if (id === null) return jsonRpcError(400, JsonRpcCode.serverError, "Bad Request: the Mcp-Session-Id header is required");
+    if (id === null)
+      return jsonRpcError(400, JsonRpcCode.serverError, "Bad Request: the Mcp-Session-Id header is required");
     const session = bridge.getSession(id);
-    if (session === undefined) return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found: start a new session with initialize");
+    if (session === undefined)
+      return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found: start a new session with initialize");
     const version = req.headers.get("mcp-protocol-version");
     if (version !== null && !isSupportedProtocolVersion(version)) {
       return jsonRpcError(400, JsonRpcCode.serverError, `Bad Request: unsupported MCP-Protocol-Version ${version}`);
@@ -39,8 +41,10 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     const acceptsJson = accept.includes("application/json") || accept.includes("*/*");
     const acceptsSse = accept.includes("text/event-stream") || accept.includes("*/*");
     // Plain JSON is cheaper, so it is the default; a client naming SSE first gets streams.
-    const prefersSse = acceptsSse && (!acceptsJson || accept.indexOf("text/event-stream") < accept.indexOf("application/json"));
-    if (!acceptsJson && !acceptsSse) return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: accept application/json or text/event-stream");
+    const prefersSse =
+      acceptsSse && (!acceptsJson || accept.indexOf("text/event-stream") < accept.indexOf("application/json"));
+    if (!acceptsJson && !acceptsSse)
+      return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: accept application/json or text/event-stream");
 
     let body: unknown;
     try {
@@ -73,13 +77,25 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       if (found instanceof Response) return found;
       session = found;
       if (batch && !allowsBatches(session.protocolVersion)) {
-        return jsonRpcError(400, JsonRpcCode.invalidRequest, `Invalid Request: JSON-RPC batches are not allowed in protocol ${session.protocolVersion}`);
+        return jsonRpcError(
+          400,
+          JsonRpcCode.invalidRequest,
+          `Invalid Request: JSON-RPC batches are not allowed in protocol ${session.protocolVersion}`,
+        );
       }
     }
 
     const requests = messages.filter((m) => kindOf(m) === "request").length;
     const headers: Record<string, string> = ephemeral ? {} : { "mcp-session-id": session.id };
-    const sink = new PostSink({ expectedResponses: requests, acceptsSse, prefersSse, batch, headers, ...(live ? { live } : {}), onStream: keepOpen });
+    const sink = new PostSink({
+      expectedResponses: requests,
+      acceptsSse,
+      prefersSse,
+      batch,
+      headers,
+      ...(live ? { live } : {}),
+      onStream: keepOpen,
+    });
     for (const message of messages) {
       const handled = bridge.handle(session, message, requests > 0 ? sink : NO_SINK);
       if (handled instanceof Promise) await handled;
@@ -100,10 +116,12 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       return new Response(null, { status: 405, headers: { allow: "POST" } });
     }
     const accept = req.headers.get("accept") ?? "";
-    if (!accept.includes("text/event-stream")) return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: GET needs Accept: text/event-stream");
+    if (!accept.includes("text/event-stream"))
+      return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: GET needs Accept: text/event-stream");
     const found = sessionFor(req);
     if (found instanceof Response) return found;
-    if (found.standalone?.canStream) return jsonRpcError(409, JsonRpcCode.serverError, "Conflict: this session already has a GET stream");
+    if (found.standalone?.canStream)
+      return jsonRpcError(409, JsonRpcCode.serverError, "Conflict: this session already has a GET stream");
     const stream = createEventStream(live ? { live } : {});
     found.standalone = streamSink(stream);
     found.onEnd(() => stream.close());
@@ -112,7 +130,8 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
   };
 
   return async (req, ctx) => {
-    if (pathOf(req.url) !== endpoint) return jsonRpcError(404, JsonRpcCode.serverError, `Not Found: the MCP endpoint is ${endpoint}`);
+    if (pathOf(req.url) !== endpoint)
+      return jsonRpcError(404, JsonRpcCode.serverError, `Not Found: the MCP endpoint is ${endpoint}`);
     switch (req.method) {
       case "POST":
         return post(req, ctx.keepOpen);
@@ -135,4 +154,3 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
 
 /** Notifications and responses need no answer. */
 const NO_SINK = { send: () => false, canStream: false };
-

@@ -22,7 +22,11 @@ interface DialOptions {
 }
 type Dial = (options: DialOptions, callback: (err: unknown, stream: unknown) => void) => void;
 
-export async function attachStreams(engine: ContainerEngine, container: Docker.Container, stdin: boolean): Promise<Duplex> {
+export async function attachStreams(
+  engine: ContainerEngine,
+  container: Docker.Container,
+  stdin: boolean,
+): Promise<Duplex> {
   const query = { stream: true, stdin, stdout: true, stderr: true };
   if (engine.kind !== "podman") return (await container.attach({ ...query, hijack: stdin })) as unknown as Duplex;
   const modem = engine.docker.modem as unknown as { dial: Dial };

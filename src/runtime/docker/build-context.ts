@@ -26,11 +26,20 @@ export interface BuildRequest {
 export async function buildFromContext(engine: ContainerEngine, request: BuildRequest): Promise<void> {
   const context = pack();
   // mtime 0: the same files give the same context, whatever their dates on disk.
-  for (const file of request.files) context.entry({ name: file.path, mode: file.mode, mtime: new Date(0) }, typeof file.content === "string" ? file.content : Buffer.from(file.content));
+  for (const file of request.files)
+    context.entry(
+      { name: file.path, mode: file.mode, mtime: new Date(0) },
+      typeof file.content === "string" ? file.content : Buffer.from(file.content),
+    );
   context.finalize();
   let stream: NodeJS.ReadableStream;
   try {
-    stream = await engine.docker.buildImage(context as unknown as NodeJS.ReadableStream, { t: request.tag, rm: true, forcerm: true, labels: { ...request.labels } });
+    stream = await engine.docker.buildImage(context as unknown as NodeJS.ReadableStream, {
+      t: request.tag,
+      rm: true,
+      forcerm: true,
+      labels: { ...request.labels },
+    });
   } catch (err) {
     throw engineError(`building ${request.what}`, err);
   }
@@ -38,13 +47,17 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
   await new Promise<void>((resolve, reject) => {
     const failed = (why: string) =>
       new McpmgrError("IMAGE_BUILD_FAILED", `building ${request.what} failed: ${why}`, {
-        hint: tail.length > 0 ? `last build output: ${tail.slice(-3).join(" | ")}` : "check the base image, package names and the engine's network access",
+        hint:
+          tail.length > 0
+            ? `last build output: ${tail.slice(-3).join(" | ")}`
+            : "check the base image, package names and the engine's network access",
       });
     engine.docker.modem.followProgress(
       stream,
       (err: Error | null) => (err ? reject(failed(firstLine(err))) : resolve()),
       (event: { stream?: string; status?: string; error?: string; errorDetail?: { message?: string } }) => {
-        if (event.error || event.errorDetail) return reject(failed(event.errorDetail?.message ?? event.error ?? "unknown error"));
+        if (event.error || event.errorDetail)
+          return reject(failed(event.errorDetail?.message ?? event.error ?? "unknown error"));
         for (const line of (event.stream ?? event.status ?? "").split("\n")) {
           if (line.trim() === "") continue;
           tail.push(line.trim());
@@ -55,6 +68,8 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
     );
   });
   if (!(await inspectLocalImage(engine, request.tag))) {
-    throw new McpmgrError("IMAGE_BUILD_FAILED", `the build of ${request.what} ended without an image`, { hint: "run with --debug to see the build output" });
+    throw new McpmgrError("IMAGE_BUILD_FAILED", `the build of ${request.what} ended without an image`, {
+      hint: "run with --debug to see the build output",
+    });
   }
 }

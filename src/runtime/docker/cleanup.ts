@@ -8,7 +8,10 @@ import { workloadFilter } from "./labels.ts";
 import { removeNetwork } from "./network-isolation.ts";
 import { engineError } from "./images.ts";
 
-export async function removeWorkloadObjects(engine: ContainerEngine, workload: string): Promise<{ containers: number; networks: number }> {
+export async function removeWorkloadObjects(
+  engine: ContainerEngine,
+  workload: string,
+): Promise<{ containers: number; networks: number }> {
   const filters = JSON.stringify(workloadFilter(workload));
   let containers: { Id: string }[];
   try {
@@ -16,7 +19,14 @@ export async function removeWorkloadObjects(engine: ContainerEngine, workload: s
   } catch (err) {
     throw engineError(`listing the containers of ${workload}`, err);
   }
-  await Promise.all(containers.map((c) => engine.docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+  await Promise.all(
+    containers.map((c) =>
+      engine.docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
   // Networks after containers: a network with endpoints cannot be removed.
   const networks = await engine.docker.listNetworks({ filters }).catch((err: unknown) => {
     throw engineError(`listing the networks of ${workload}`, err);

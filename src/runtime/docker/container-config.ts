@@ -56,21 +56,36 @@ export interface ServerContainerInput {
 }
 
 /** The mounts a workload gets: the profile's read/write lists, then -v volumes (later wins on the same target). */
-export function resolveMounts(profile: PermissionProfile, volumes: readonly VolumeSpec[], home = homedir(), cwd = process.cwd()): VolumeSpec[] {
+export function resolveMounts(
+  profile: PermissionProfile,
+  volumes: readonly VolumeSpec[],
+  home = homedir(),
+  cwd = process.cwd(),
+): VolumeSpec[] {
   const all = [
-    ...profile.read.map((spec) => profileMount(spec, true)).map((m) => ({ hostPath: m.hostPath, containerPath: m.targetPath, readOnly: true })),
-    ...profile.write.map((spec) => profileMount(spec, false)).map((m) => ({ hostPath: m.hostPath, containerPath: m.targetPath, readOnly: false })),
+    ...profile.read
+      .map((spec) => profileMount(spec, true))
+      .map((m) => ({ hostPath: m.hostPath, containerPath: m.targetPath, readOnly: true })),
+    ...profile.write
+      .map((spec) => profileMount(spec, false))
+      .map((m) => ({ hostPath: m.hostPath, containerPath: m.targetPath, readOnly: false })),
     ...volumes,
   ];
   const byTarget = new Map<string, VolumeSpec>();
   for (const mount of all) {
     const hostPath = resolve(cwd, mount.hostPath.replace(/^~(?=\/|$)/, home));
     if (!existsSync(hostPath)) {
-      throw new McpmgrError("INVALID_OPTION", `mount source ${hostPath} does not exist`, { hint: "create it, or fix the path in --volume or the permission profile" });
+      throw new McpmgrError("INVALID_OPTION", `mount source ${hostPath} does not exist`, {
+        hint: "create it, or fix the path in --volume or the permission profile",
+      });
     }
     const target = mount.containerPath.replace(/^~(?=\/|$)/, "/home/mcp");
     if (!isAbsolute(target) && !posix.isAbsolute(target)) {
-      throw new McpmgrError("INVALID_OPTION", `mount target ${JSON.stringify(mount.containerPath)} is not an absolute container path`, { hint: "write it as host-path:/container/path" });
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `mount target ${JSON.stringify(mount.containerPath)} is not an absolute container path`,
+        { hint: "write it as host-path:/container/path" },
+      );
     }
     // "/work/" and "/work" are one mount point to the engine (it refuses duplicates).
     const containerPath = posix.normalize(target).replace(/(.)\/+$/, "$1");
@@ -95,20 +110,37 @@ export function networkModeFor(profile: PermissionProfile, network: string | und
   // The built-in `none` and any profile without outbound rules mean no network at all.
   const wantsNone = deniesNetwork(profile);
   if (wantsNone && network !== undefined && network !== "none") {
-    throw new McpmgrError("CONFLICTING_OPTIONS", `--network ${network} conflicts with the permission profile, which allows no network`, {
-      hint: "leave --network out, or use a profile that allows network access",
-    });
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--network ${network} conflicts with the permission profile, which allows no network`,
+      {
+        hint: "leave --network out, or use a profile that allows network access",
+      },
+    );
   }
   if (wantsNone) return "none";
   return network ?? (profileMode && profileMode !== "" ? profileMode : "bridge");
 }
 
 export function serverContainerOptions(input: ServerContainerInput): Docker.ContainerCreateOptions & { name: string } {
-  const mounts: Docker.MountSettings[] = input.volumes.map((v) => ({ Type: "bind", Source: v.hostPath, Target: v.containerPath, ReadOnly: v.readOnly }));
+  const mounts: Docker.MountSettings[] = input.volumes.map((v) => ({
+    Type: "bind",
+    Source: v.hostPath,
+    Target: v.containerPath,
+    ReadOnly: v.readOnly,
+  }));
   for (const overlay of input.overlays) {
-    if (overlay.kind === "dir") mounts.push({ Type: "tmpfs", Source: "", Target: overlay.containerPath, TmpfsOptions: { SizeBytes: 1024 * 1024, Mode: 0o555 } });
-    else if (overlay.kind === "protect" && overlay.hostPath) mounts.push({ Type: "bind", Source: overlay.hostPath, Target: overlay.containerPath, ReadOnly: true });
-    else if (overlay.kind === "file" && input.emptyFile) mounts.push({ Type: "bind", Source: input.emptyFile, Target: overlay.containerPath, ReadOnly: true });
+    if (overlay.kind === "dir")
+      mounts.push({
+        Type: "tmpfs",
+        Source: "",
+        Target: overlay.containerPath,
+        TmpfsOptions: { SizeBytes: 1024 * 1024, Mode: 0o555 },
+      });
+    else if (overlay.kind === "protect" && overlay.hostPath)
+      mounts.push({ Type: "bind", Source: overlay.hostPath, Target: overlay.containerPath, ReadOnly: true });
+    else if (overlay.kind === "file" && input.emptyFile)
+      mounts.push({ Type: "bind", Source: input.emptyFile, Target: overlay.containerPath, ReadOnly: true });
   }
   const exposed: Record<string, object> = {};
   const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
@@ -147,6 +179,8 @@ export function serverContainerOptions(input: ServerContainerInput): Docker.Cont
       // Restarts are the supervisor's job: it sees the exit and recreates the container.
       RestartPolicy: { Name: "no" },
     },
-    ...(custom && input.networkAlias ? { NetworkingConfig: { EndpointsConfig: { [input.networkMode]: { Aliases: [input.networkAlias] } } } } : {}),
+    ...(custom && input.networkAlias
+      ? { NetworkingConfig: { EndpointsConfig: { [input.networkMode]: { Aliases: [input.networkAlias] } } } }
+      : {}),
   };
 }

@@ -68,7 +68,11 @@ function feed(): { node: PassThrough; web: ReadableStream<Uint8Array>; close(): 
  * after checking it is mcpmgr's container for the same workload: a name is not ownership,
  * and a user's own container that happens to be called mcpmgr-NAME must survive.
  */
-async function removeStaleContainer(engine: ContainerEngine, name: string, labels: Readonly<Record<string, string>> | undefined): Promise<void> {
+async function removeStaleContainer(
+  engine: ContainerEngine,
+  name: string,
+  labels: Readonly<Record<string, string>> | undefined,
+): Promise<void> {
   const existing = engine.docker.getContainer(name);
   const info = await existing.inspect().catch((err: { statusCode?: number }) => {
     if (err.statusCode === 404) return undefined;
@@ -77,9 +81,13 @@ async function removeStaleContainer(engine: ContainerEngine, name: string, label
   if (info === undefined) return;
   const found = info.Config?.Labels ?? {};
   if (found[MANAGED_LABEL] !== "true" || found[WORKLOAD_LABEL] !== labels?.[WORKLOAD_LABEL]) {
-    throw new McpmgrError("WORKLOAD_EXISTS", `a container named ${name} already exists and was not created by mcpmgr for this workload`, {
-      hint: `choose another --name, or remove that container yourself (docker rm -f ${name}) if it is not needed`,
-    });
+    throw new McpmgrError(
+      "WORKLOAD_EXISTS",
+      `a container named ${name} already exists and was not created by mcpmgr for this workload`,
+      {
+        hint: `choose another --name, or remove that container yourself (docker rm -f ${name}) if it is not needed`,
+      },
+    );
   }
   await existing.remove({ force: true }).catch(() => {});
 }
@@ -156,7 +164,8 @@ export async function startServerContainer(
         return;
       } catch (error) {
         const why = engineError("re-attaching", error).message;
-        if (reattachFailure === undefined) note(`the attach connection to ${options.name} dropped and ${why}; retrying while the container runs`);
+        if (reattachFailure === undefined)
+          note(`the attach connection to ${options.name} dropped and ${why}; retrying while the container runs`);
         reattachFailure = why;
       }
       await Bun.sleep(delay);
@@ -179,11 +188,15 @@ export async function startServerContainer(
   );
   void exited.then(async () => {
     exitedFlag = true;
-    if (reattachFailure !== undefined && !stopping) note(`${options.name} exited before it could be re-attached (${reattachFailure}): its output since the connection dropped is lost`);
+    if (reattachFailure !== undefined && !stopping)
+      note(
+        `${options.name} exited before it could be re-attached (${reattachFailure}): its output since the connection dropped is lost`,
+      );
     // Output written just before the exit is still in flight on the attach connection: the
     // engine ends that stream once it has sent everything (bounded, in case it never does).
     const current = connection;
-    if (current && !current.destroyed) await Promise.race([new Promise((done) => current.once("close", done).once("end", done)), Bun.sleep(2_000)]);
+    if (current && !current.destroyed)
+      await Promise.race([new Promise((done) => current.once("close", done).once("end", done)), Bun.sleep(2_000)]);
     closeConnection();
     out.close();
     err.close();

@@ -85,7 +85,9 @@ function builderSteps(input: DockerfileInput): string[] {
     case "uvx":
       return [
         "ENV UV_TOOL_DIR=/opt/mcp/tools UV_TOOL_BIN_DIR=/opt/mcp/bin UV_PYTHON_INSTALL_DIR=/opt/mcp/python UV_LINK_MODE=copy",
-        ...(input.local ? ["COPY package/ /src/", "RUN uv tool install /src"] : [`RUN ${json(["uv", "tool", "install", input.spec])}`]),
+        ...(input.local
+          ? ["COPY package/ /src/", "RUN uv tool install /src"]
+          : [`RUN ${json(["uv", "tool", "install", input.spec])}`]),
       ];
     case "go":
       return [
@@ -104,7 +106,10 @@ function builderSteps(input: DockerfileInput): string[] {
 function runtimeSteps(input: DockerfileInput): { steps: string[]; entrypoint: string[] } {
   switch (input.manager) {
     case "npx":
-      return { steps: ["COPY --from=builder /app /app", "ENV NODE_ENV=production"], entrypoint: ["node", "/app/mcp-server"] };
+      return {
+        steps: ["COPY --from=builder /app /app", "ENV NODE_ENV=production"],
+        entrypoint: ["node", "/app/mcp-server"],
+      };
     case "uvx": {
       const command = input.localScript ?? input.name.replace(/\[.*\]$/, "");
       return {
@@ -113,7 +118,10 @@ function runtimeSteps(input: DockerfileInput): { steps: string[]; entrypoint: st
       };
     }
     case "go":
-      return { steps: ["COPY --from=builder /out/mcp-server /usr/local/bin/mcp-server"], entrypoint: ["/usr/local/bin/mcp-server"] };
+      return {
+        steps: ["COPY --from=builder /out/mcp-server /usr/local/bin/mcp-server"],
+        entrypoint: ["/usr/local/bin/mcp-server"],
+      };
   }
 }
 

@@ -26,9 +26,13 @@ async function sharedLibraries(binary: string): Promise<string[]> {
     // A static binary is fine; anything else means we cannot build offline.
     const text = ldd.stderr.toString() + ldd.stdout.toString();
     if (/not a dynamic executable|statically linked/.test(text)) return [];
-    throw new McpmgrError("IMAGE_BUILD_FAILED", `cannot list the libraries of ${binary} for the network helper image`, { hint: "install ldd (libc-bin)" });
+    throw new McpmgrError("IMAGE_BUILD_FAILED", `cannot list the libraries of ${binary} for the network helper image`, {
+      hint: "install ldd (libc-bin)",
+    });
   }
-  return [...ldd.stdout.toString().matchAll(/(\/[^\s)]+)/g)].map((m) => m[1] as string).filter((path, i, all) => all.indexOf(path) === i);
+  return [...ldd.stdout.toString().matchAll(/(\/[^\s)]+)/g)]
+    .map((m) => m[1] as string)
+    .filter((path, i, all) => all.indexOf(path) === i);
 }
 
 function engineMatchesHost(info: { OSType?: string; Architecture?: string }): boolean {
@@ -41,7 +45,13 @@ async function contextFiles(engine: ContainerEngine): Promise<{ files: () => Con
   const info = (await engine.docker.info()) as { OSType?: string; Architecture?: string };
   if (!engineMatchesHost(info)) {
     const dockerfile = `FROM oven/bun:1-alpine\nCOPY egress-proxy.ts /egress-proxy.ts\nUSER ${HELPER_UID}:${HELPER_UID}\nENTRYPOINT ["bun", "/egress-proxy.ts"]\n`;
-    return { files: () => [{ path: "Dockerfile", content: dockerfile, mode: 0o644 }, { path: "egress-proxy.ts", content: source, mode: 0o644 }], key: dockerfile + source };
+    return {
+      files: () => [
+        { path: "Dockerfile", content: dockerfile, mode: 0o644 },
+        { path: "egress-proxy.ts", content: source, mode: 0o644 },
+      ],
+      key: dockerfile + source,
+    };
   }
   const runtime = process.execPath;
   const libs = await sharedLibraries(runtime);
@@ -76,7 +86,13 @@ export async function ensureEgressImage(engine: ContainerEngine, onProgress: (li
   const tag = `mcpmgr-egress:${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
   if (await inspectLocalImage(engine, tag)) return tag;
   onProgress(`building the network isolation helper image ${tag}`);
-  await buildFromContext(engine, { tag, files: files(), labels: { [MANAGED_LABEL]: "true", [ROLE_LABEL]: EGRESS_ROLE }, what: "the network isolation helper image", onLine: () => {} });
+  await buildFromContext(engine, {
+    tag,
+    files: files(),
+    labels: { [MANAGED_LABEL]: "true", [ROLE_LABEL]: EGRESS_ROLE },
+    what: "the network isolation helper image",
+    onLine: () => {},
+  });
   await pruneOtherEgressImages(engine, tag);
   return tag;
 }
@@ -90,9 +106,14 @@ const EGRESS_ROLE = "egress-image";
  * removed and stays until a later build.
  */
 async function pruneOtherEgressImages(engine: ContainerEngine, keep: string): Promise<void> {
-  const images = await engine.docker.listImages({ filters: JSON.stringify({ label: [`${MANAGED_LABEL}=true`, `${ROLE_LABEL}=${EGRESS_ROLE}`] }) }).catch(() => []);
+  const images = await engine.docker
+    .listImages({ filters: JSON.stringify({ label: [`${MANAGED_LABEL}=true`, `${ROLE_LABEL}=${EGRESS_ROLE}`] }) })
+    .catch(() => []);
   for (const image of images) {
     if ((image.RepoTags ?? []).includes(keep)) continue;
-    await engine.docker.getImage(image.Id).remove().catch(() => {});
+    await engine.docker
+      .getImage(image.Id)
+      .remove()
+      .catch(() => {});
   }
 }

@@ -64,7 +64,16 @@ const CONNECT_TIMEOUT_MS = 10_000;
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // Hop-by-hop headers (RFC 9110 §7.6.1) plus the proxy's own credentials, which must never reach
 // the destination. Transfer-Encoding stays: the body is relayed verbatim, so its framing must too.
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "upgrade"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "upgrade",
+]);
 const REASON: Record<number, string> = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway" };
 
 /**
@@ -139,13 +148,18 @@ function _inRule(rule: string, address: string): boolean {
 
 /** Why the address may not be reached, or undefined when it may. */
 function _blockedAddress(config: EgressConfig, address: string): string | undefined {
-  if (config.alwaysBlockedAddresses.some((rule) => _inRule(rule, address))) return "loopback, link-local, unspecified or cloud metadata";
+  if (config.alwaysBlockedAddresses.some((rule) => _inRule(rule, address)))
+    return "loopback, link-local, unspecified or cloud metadata";
   if (!config.allowGateway && config.blockedAddresses.some((rule) => _inRule(rule, address))) return "Docker host";
   return undefined;
 }
 
 /** The name-level decision (no DNS); the resolved addresses are checked by the proxy itself. */
-export function isDestinationAllowed(config: EgressConfig, host: string, port: number): { allowed: boolean; reason: string } {
+export function isDestinationAllowed(
+  config: EgressConfig,
+  host: string,
+  port: number,
+): { allowed: boolean; reason: string } {
   const deny = (reason: string) => ({ allowed: false, reason });
   const name = _normalizeHost(host);
   if (name === undefined) return deny("invalid host");
@@ -155,7 +169,8 @@ export function isDestinationAllowed(config: EgressConfig, host: string, port: n
   if (blocked) return deny(`blocked address (${blocked})`);
   const byHost = config.allowAll || config.allowHosts.length > 0;
   if (!byHost && config.allowPorts.length === 0) return deny("no egress allowed");
-  if (!config.allowAll && config.allowHosts.length > 0 && !_matches(config.allowHosts, name)) return deny("host not in allowHosts");
+  if (!config.allowAll && config.allowHosts.length > 0 && !_matches(config.allowHosts, name))
+    return deny("host not in allowHosts");
   if (config.allowPorts.length > 0 && !config.allowPorts.includes(port)) return deny("port not in allowPorts");
   return { allowed: true, reason: config.allowAll ? "allowAll" : byHost ? "allowHosts" : "allowPorts" };
 }
@@ -185,20 +200,32 @@ function _parseHead(head: string): Target | string {
   }
   if (url.protocol !== "http:") return "only http:// URLs are forwarded (use CONNECT for https)";
   const lower = headers.map(([n]) => n.toLowerCase());
-  if (lower.includes("content-length") && lower.includes("transfer-encoding")) return "both Content-Length and Transfer-Encoding";
+  if (lower.includes("content-length") && lower.includes("transfer-encoding"))
+    return "both Content-Length and Transfer-Encoding";
   const dropped = new Set([...HOP_BY_HOP, "host"]); // Host is rebuilt from the URL (RFC 9112 §3.2.2)
-  headers.forEach(([n, v]) => n.toLowerCase() === "connection" && v.split(",").forEach((t) => dropped.add(t.trim().toLowerCase())));
+  headers.forEach(
+    ([n, v]) => n.toLowerCase() === "connection" && v.split(",").forEach((t) => dropped.add(t.trim().toLowerCase())),
+  );
   const kept = headers.filter(([n]) => !dropped.has(n.toLowerCase())).map(([n, v]) => `${n}: ${v}`);
   // One request per upstream connection: the client's later bytes go to the same checked
   // destination, and `Connection: close` makes the upstream end the exchange for us.
-  const forwardHead = [`${method} ${url.pathname}${url.search} ${version}`, `Host: ${url.host}`, ...kept, "Connection: close", "", ""].join("\r\n");
+  const forwardHead = [
+    `${method} ${url.pathname}${url.search} ${version}`,
+    `Host: ${url.host}`,
+    ...kept,
+    "Connection: close",
+    "",
+    "",
+  ].join("\r\n");
   return { method, host: url.hostname, port: url.port === "" ? 80 : Number(url.port), forwardHead };
 }
 
 function _reply(socket: Socket, status: number, body: string): void {
   if (socket.destroyed) return;
   const text = `${body}\n`;
-  socket.end(`HTTP/1.1 ${status} ${REASON[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${REASON[status]}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+  );
   socket.resume(); // drain whatever the client still sends so its FIN closes the socket
 }
 
@@ -206,7 +233,10 @@ function _reply(socket: Socket, status: number, body: string): void {
 function _relay(a: Socket, b: Socket, bToA: (b: Socket, a: Socket) => void = (from, to) => void from.pipe(to)): void {
   a.pipe(b);
   bToA(b, a);
-  for (const [x, y] of [[a, b], [b, a]] as const) {
+  for (const [x, y] of [
+    [a, b],
+    [b, a],
+  ] as const) {
     x.on("error", () => y.destroy());
     x.on("close", (hadError: boolean) => (hadError ? y.destroy() : y.end()));
   }
@@ -227,7 +257,9 @@ function _closingResponse(upstream: Socket, client: Socket): void {
     if (end < 0) client.write(head);
     else {
       const lines = head.subarray(0, end).toString("latin1").split("\r\n");
-      const kept = lines.filter((line, i) => i === 0 || !/^(connection|keep-alive|proxy-connection)[ \t]*:/i.test(line));
+      const kept = lines.filter(
+        (line, i) => i === 0 || !/^(connection|keep-alive|proxy-connection)[ \t]*:/i.test(line),
+      );
       client.write(`${[...kept, "Connection: close"].join("\r\n")}\r\n\r\n`, "latin1");
       if (end + 4 < head.length) client.write(head.subarray(end + 4));
     }
@@ -237,7 +269,11 @@ function _closingResponse(upstream: Socket, client: Socket): void {
 }
 
 /** Connects to the already-checked addresses in order; never resolves the name again. */
-function _connectFirst(addresses: readonly string[], port: number, track: (s: Socket) => void): Promise<Socket | undefined> {
+function _connectFirst(
+  addresses: readonly string[],
+  port: number,
+  track: (s: Socket) => void,
+): Promise<Socket | undefined> {
   return new Promise((resolve) => {
     const attempt = (i: number): void => {
       const host = addresses[i];
@@ -266,7 +302,9 @@ async function _route(client: Socket, head: string, rest: Buffer, ctx: Context):
   const verdict = isDestinationAllowed(ctx.config, name, target.port);
   if (!verdict.allowed) {
     const status = verdict.reason.startsWith("invalid") ? 400 : 403;
-    return (log("deny", name, target.port, verdict.reason), _reply(client, status, `${REASON[status]}: ${verdict.reason}`));
+    return (
+      log("deny", name, target.port, verdict.reason), _reply(client, status, `${REASON[status]}: ${verdict.reason}`)
+    );
   }
   // Resolve once and connect to exactly the addresses checked here: a second lookup could
   // return a different answer (DNS rebinding onto the Docker host).
@@ -276,12 +314,22 @@ async function _route(client: Socket, head: string, rest: Buffer, ctx: Context):
   } catch {
     addresses = [];
   }
-  if (addresses.length === 0) return (log("error", name, target.port, "cannot resolve host"), _reply(client, 502, "Bad Gateway: cannot resolve host"));
+  if (addresses.length === 0)
+    return (
+      log("error", name, target.port, "cannot resolve host"), _reply(client, 502, "Bad Gateway: cannot resolve host")
+    );
   const blocked = addresses.map((a) => _blockedAddress(ctx.config, a)).find((why) => why !== undefined);
-  if (blocked) return (log("deny", name, target.port, `resolves to a blocked address (${blocked})`), _reply(client, 403, "Forbidden: blocked destination"));
+  if (blocked)
+    return (
+      log("deny", name, target.port, `resolves to a blocked address (${blocked})`),
+      _reply(client, 403, "Forbidden: blocked destination")
+    );
   log("allow", name, target.port, verdict.reason);
   const upstream = await _connectFirst(addresses, target.port, ctx.track);
-  if (!upstream) return (log("error", name, target.port, "upstream connect failed"), _reply(client, 502, "Bad Gateway: cannot connect"));
+  if (!upstream)
+    return (
+      log("error", name, target.port, "upstream connect failed"), _reply(client, 502, "Bad Gateway: cannot connect")
+    );
   if (client.destroyed) return void upstream.destroy();
   client.setTimeout(0); // tunnels may idle for long (SSE, keep-alive); the ends decide
   if (target.forwardHead === undefined) client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -302,7 +350,9 @@ function _handleClient(client: Socket, ctx: Context): void {
     client.off("data", onData).off("end", onEnd).pause();
     if (end < 0 || end > MAX_HEAD_BYTES) return _reply(client, 400, "Bad Request: request head too large");
     // latin1 maps bytes 1:1, so the forwarded head is byte-identical to what the client sent.
-    void _route(client, head.subarray(0, end).toString("latin1"), head.subarray(end + 4), ctx).catch(() => client.destroy());
+    void _route(client, head.subarray(0, end).toString("latin1"), head.subarray(end + 4), ctx).catch(() =>
+      client.destroy(),
+    );
   };
   client.on("data", onData).on("end", onEnd);
 }
@@ -322,7 +372,12 @@ export async function startEgressProxy(config: EgressConfig, options: EgressOpti
   const log = options.log ?? ((line: string) => console.log(line));
   const sockets = new Set<Socket>();
   const track = (s: Socket) => void (sockets.add(s), s.once("close", () => sockets.delete(s)));
-  const ctx: Context = { config, lookup: options.lookup ?? (async (h) => (await dnsLookup(h, { all: true })).map((a) => a.address)), log, track };
+  const ctx: Context = {
+    config,
+    lookup: options.lookup ?? (async (h) => (await dnsLookup(h, { all: true })).map((a) => a.address)),
+    log,
+    track,
+  };
   const servers: Server[] = [];
   const close = async () => {
     for (const s of sockets) s.destroy();
@@ -330,12 +385,18 @@ export async function startEgressProxy(config: EgressConfig, options: EgressOpti
   };
   const serve = (handler: (s: Socket) => void) => {
     const server = createServer({ allowHalfOpen: true }, (s) => (track(s), handler(s)));
-    server.on("error", (err) => log(JSON.stringify({ time: new Date().toISOString(), action: "error", reason: err.message })));
+    server.on("error", (err) =>
+      log(JSON.stringify({ time: new Date().toISOString(), action: "error", reason: err.message })),
+    );
     servers.push(server);
     return server;
   };
   try {
-    const egressPort = await _listen(serve((s) => _handleClient(s, ctx)), config.listenPort, host);
+    const egressPort = await _listen(
+      serve((s) => _handleClient(s, ctx)),
+      config.listenPort,
+      host,
+    );
     const ingress = config.ingress;
     if (!ingress) return { egressPort, close };
     const relay = serve((s) => {
@@ -358,13 +419,15 @@ function _fail(path: string, message: string): never {
 
 function _object(value: unknown, path: string, keys: readonly string[]): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) _fail(path, "expected a JSON object");
-  for (const key of Object.keys(value)) if (!keys.includes(key)) _fail(`${path}.${key}`, `unknown field (expected one of ${keys.join(", ")})`);
+  for (const key of Object.keys(value))
+    if (!keys.includes(key)) _fail(`${path}.${key}`, `unknown field (expected one of ${keys.join(", ")})`);
   return value as Record<string, unknown>;
 }
 
 function _port(value: unknown, path: string, allowZero: boolean): number {
   const min = allowZero ? 0 : 1;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > 65535) _fail(path, `expected an integer port from ${min} to 65535`);
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > 65535)
+    _fail(path, `expected an integer port from ${min} to 65535`);
   return value;
 }
 
@@ -375,19 +438,32 @@ function _boolean(value: unknown, path: string): boolean {
 
 function _strings(value: unknown, path: string, valid: (s: string) => boolean, expected: string): string[] {
   if (!Array.isArray(value)) _fail(path, `expected an array of ${expected}s`);
-  return value.map((item: unknown, i) => (typeof item === "string" && valid(item) ? item : _fail(`${path}[${i}]`, `expected ${expected}`)));
+  return value.map((item: unknown, i) =>
+    typeof item === "string" && valid(item) ? item : _fail(`${path}[${i}]`, `expected ${expected}`),
+  );
 }
 
 export function configFromEnv(env: Record<string, string | undefined>): EgressConfig {
   const raw = env[ENV_NAME];
-  if (raw === undefined || raw.trim() === "") throw new Error(`${ENV_NAME} is not set: expected the egress configuration as JSON`);
+  if (raw === undefined || raw.trim() === "")
+    throw new Error(`${ENV_NAME} is not set: expected the egress configuration as JSON`);
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch (err) {
     throw new Error(`${ENV_NAME} is not valid JSON: ${(err as Error).message}`);
   }
-  const keys = ["listenPort", "allowAll", "allowHosts", "allowPorts", "blockedAddresses", "alwaysBlockedAddresses", "blockedHostNames", "allowGateway", "ingress"];
+  const keys = [
+    "listenPort",
+    "allowAll",
+    "allowHosts",
+    "allowPorts",
+    "blockedAddresses",
+    "alwaysBlockedAddresses",
+    "blockedHostNames",
+    "allowGateway",
+    "ingress",
+  ];
   const root = _object(value, ENV_NAME, keys);
   const at = (key: string) => `${ENV_NAME}.${key}`;
   const isHostRule = (s: string) => _normalizeHost(s.startsWith(".") ? s.slice(1) : s) !== undefined;
@@ -398,15 +474,26 @@ export function configFromEnv(env: Record<string, string | undefined>): EgressCo
     allowAll: _boolean(root.allowAll ?? false, at("allowAll")),
     allowHosts: _strings(root.allowHosts ?? [], at("allowHosts"), isHostRule, "a host name, IP address or .domain"),
     allowPorts: allowPorts.map((p: unknown, i) => _port(p, `${at("allowPorts")}[${i}]`, false)),
-    blockedAddresses: _strings(root.blockedAddresses ?? [], at("blockedAddresses"), _isAddressRule, "an IP address or CIDR range"),
-    alwaysBlockedAddresses: _strings(root.alwaysBlockedAddresses ?? [], at("alwaysBlockedAddresses"), _isAddressRule, "an IP address or CIDR range"),
+    blockedAddresses: _strings(
+      root.blockedAddresses ?? [],
+      at("blockedAddresses"),
+      _isAddressRule,
+      "an IP address or CIDR range",
+    ),
+    alwaysBlockedAddresses: _strings(
+      root.alwaysBlockedAddresses ?? [],
+      at("alwaysBlockedAddresses"),
+      _isAddressRule,
+      "an IP address or CIDR range",
+    ),
     blockedHostNames: _strings(root.blockedHostNames ?? [], at("blockedHostNames"), isHostRule, "a host name"),
     allowGateway: _boolean(root.allowGateway ?? false, at("allowGateway")),
   };
   if (root.ingress !== undefined) {
     const ingress = _object(root.ingress, at("ingress"), ["listenPort", "targetHost", "targetPort"]);
     const targetHost = ingress.targetHost;
-    if (typeof targetHost !== "string" || _normalizeHost(targetHost) === undefined) _fail(at("ingress.targetHost"), "expected a host name or IP address");
+    if (typeof targetHost !== "string" || _normalizeHost(targetHost) === undefined)
+      _fail(at("ingress.targetHost"), "expected a host name or IP address");
     config.ingress = {
       listenPort: _port(ingress.listenPort, at("ingress.listenPort"), true),
       targetHost,
@@ -425,6 +512,14 @@ if (import.meta.main) {
     process.exit(2);
   }
   const proxy = await startEgressProxy(config);
-  console.log(JSON.stringify({ time: new Date().toISOString(), action: "listening", egressPort: proxy.egressPort, ingressPort: proxy.ingressPort ?? null }));
-  for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void proxy.close().finally(() => process.exit(0)));
+  console.log(
+    JSON.stringify({
+      time: new Date().toISOString(),
+      action: "listening",
+      egressPort: proxy.egressPort,
+      ingressPort: proxy.ingressPort ?? null,
+    }),
+  );
+  for (const signal of ["SIGTERM", "SIGINT"] as const)
+    process.once(signal, () => void proxy.close().finally(() => process.exit(0)));
 }

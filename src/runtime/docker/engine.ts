@@ -34,33 +34,63 @@ export function runtimeChoice(env: Env = process.env): RuntimeChoice | undefined
   const choice = env.MCPMGR_RUNTIME;
   if (choice === undefined || choice === "") return undefined;
   if (choice === "docker" || choice === "podman" || choice === "process") return choice;
-  throw new McpmgrError("INVALID_OPTION", `MCPMGR_RUNTIME ${JSON.stringify(choice)}: must be docker, podman or process`, { hint: "unset it to let mcpmgr choose" });
+  throw new McpmgrError(
+    "INVALID_OPTION",
+    `MCPMGR_RUNTIME ${JSON.stringify(choice)}: must be docker, podman or process`,
+    { hint: "unset it to let mcpmgr choose" },
+  );
 }
 
 /** DOCKER_HOST in the forms the Docker CLI accepts: unix://, tcp://, npipe://. */
 function fromDockerHost(value: string, env: Env): Candidate {
   const kind: EngineKind = /podman/i.test(value) ? "podman" : "docker";
   const noHost = undefined as unknown as string;
-  if (value.startsWith("unix://")) return { kind, endpoint: value, options: { socketPath: value.slice("unix://".length), host: noHost } };
-  if (value.startsWith("npipe://")) return { kind, endpoint: value, options: { socketPath: value.slice("npipe://".length).replaceAll("/", "\\"), host: noHost } };
+  if (value.startsWith("unix://"))
+    return { kind, endpoint: value, options: { socketPath: value.slice("unix://".length), host: noHost } };
+  if (value.startsWith("npipe://"))
+    return {
+      kind,
+      endpoint: value,
+      options: { socketPath: value.slice("npipe://".length).replaceAll("/", "\\"), host: noHost },
+    };
   if (value.startsWith("tcp://") || value.startsWith("http://") || value.startsWith("https://")) {
     const url = new URL(value.replace(/^tcp:/, "http:"));
     const protocol = url.protocol === "https:" || env.DOCKER_TLS_VERIFY === "1" ? "https" : "http";
-    return { kind, endpoint: value, options: { host: url.hostname, port: Number(url.port || (protocol === "https" ? 2376 : 2375)), protocol } };
+    return {
+      kind,
+      endpoint: value,
+      options: { host: url.hostname, port: Number(url.port || (protocol === "https" ? 2376 : 2375)), protocol },
+    };
   }
   if (value.startsWith("ssh://")) {
     // Published ports and bind mounts would live on the remote machine, not beside the proxy.
-    throw new McpmgrError("INVALID_OPTION", `DOCKER_HOST ${JSON.stringify(value)}: engines over ssh:// are not supported`, {
-      hint: "forward the engine's socket (ssh -nNT -L /tmp/engine.sock:/var/run/docker.sock HOST) and set DOCKER_HOST=unix:///tmp/engine.sock, or unset DOCKER_HOST",
-    });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `DOCKER_HOST ${JSON.stringify(value)}: engines over ssh:// are not supported`,
+      {
+        hint: "forward the engine's socket (ssh -nNT -L /tmp/engine.sock:/var/run/docker.sock HOST) and set DOCKER_HOST=unix:///tmp/engine.sock, or unset DOCKER_HOST",
+      },
+    );
   }
-  throw new McpmgrError("INVALID_OPTION", `DOCKER_HOST ${JSON.stringify(value)}: expected unix://, tcp:// or npipe://`, { hint: "fix or unset DOCKER_HOST" });
+  throw new McpmgrError(
+    "INVALID_OPTION",
+    `DOCKER_HOST ${JSON.stringify(value)}: expected unix://, tcp:// or npipe://`,
+    { hint: "fix or unset DOCKER_HOST" },
+  );
 }
 
 /** The sockets to try, most specific first. */
-export function engineCandidates(env: Env = process.env, platform: NodeJS.Platform = process.platform, home: string = homedir()): Candidate[] {
+export function engineCandidates(
+  env: Env = process.env,
+  platform: NodeJS.Platform = process.platform,
+  home: string = homedir(),
+): Candidate[] {
   // host: undefined, or dockerode's defaults (read from the real DOCKER_HOST) would win over socketPath.
-  const socket = (kind: EngineKind, path: string): Candidate => ({ kind, endpoint: path, options: { socketPath: path, host: undefined as unknown as string } });
+  const socket = (kind: EngineKind, path: string): Candidate => ({
+    kind,
+    endpoint: path,
+    options: { socketPath: path, host: undefined as unknown as string },
+  });
   const list: Candidate[] = [];
   if (env.DOCKER_HOST) list.push(fromDockerHost(env.DOCKER_HOST, env));
   if (env.CONTAINER_HOST) list.push({ ...fromDockerHost(env.CONTAINER_HOST, env), kind: "podman" });
@@ -68,7 +98,8 @@ export function engineCandidates(env: Env = process.env, platform: NodeJS.Platfo
     list.push(socket("docker", "\\\\.\\pipe\\docker_engine"), socket("podman", "\\\\.\\pipe\\podman-machine-default"));
     return list;
   }
-  const runtimeDir = env.XDG_RUNTIME_DIR ?? (typeof process.getuid === "function" ? `/run/user/${process.getuid()}` : undefined);
+  const runtimeDir =
+    env.XDG_RUNTIME_DIR ?? (typeof process.getuid === "function" ? `/run/user/${process.getuid()}` : undefined);
   if (runtimeDir) list.push(socket("podman", join(runtimeDir, "podman", "podman.sock")));
   list.push(
     socket("podman", "/run/podman/podman.sock"),
@@ -88,12 +119,18 @@ export function engineCandidates(env: Env = process.env, platform: NodeJS.Platfo
  * ("Podman Engine") and in Components ("Podman Engine"); Docker does neither. A socket's
  * path or DOCKER_HOST is only a guess (podman-docker serves /var/run/docker.sock).
  */
-export function engineKindOf(version: { Platform?: { Name?: string }; Components?: readonly { Name?: string }[] }): EngineKind {
+export function engineKindOf(version: {
+  Platform?: { Name?: string };
+  Components?: readonly { Name?: string }[];
+}): EngineKind {
   const names = [version.Platform?.Name, ...(version.Components ?? []).map((c) => c.Name)];
   return names.some((name) => typeof name === "string" && /podman/i.test(name)) ? "podman" : "docker";
 }
 
-async function answers(candidate: Candidate, timeoutMs: number): Promise<{ docker: Docker; kind: EngineKind } | undefined> {
+async function answers(
+  candidate: Candidate,
+  timeoutMs: number,
+): Promise<{ docker: Docker; kind: EngineKind } | undefined> {
   const path = candidate.options.socketPath;
   if (path !== undefined && !path.startsWith("\\\\") && !existsSync(path)) return undefined;
   const docker = new Docker({ ...candidate.options, timeout: timeoutMs });
@@ -112,7 +149,9 @@ async function answers(candidate: Candidate, timeoutMs: number): Promise<{ docke
  * kind (MCPMGR_RUNTIME=docker|podman); DOCKER_HOST is honoured for either. The kind
  * recorded is the one the engine reports, not the one asked for or guessed from the path.
  */
-export async function detectEngine(options: { env?: Env; want?: EngineKind; timeoutMs?: number } = {}): Promise<ContainerEngine | undefined> {
+export async function detectEngine(
+  options: { env?: Env; want?: EngineKind; timeoutMs?: number } = {},
+): Promise<ContainerEngine | undefined> {
   const env = options.env ?? process.env;
   for (const candidate of engineCandidates(env)) {
     const fromEnv = candidate.endpoint === env.DOCKER_HOST || candidate.endpoint === env.CONTAINER_HOST;

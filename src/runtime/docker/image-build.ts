@@ -13,7 +13,14 @@ import { McpmgrError } from "../../errors.ts";
 import { LOCAL_IGNORE_FILE } from "../ignore-overlays.ts";
 import type { ServerSource } from "../source.ts";
 import { localPythonScript } from "../package-command.ts";
-import { CA_CERT_FILE, defaultBaseImages, generateDockerfile, RESOLVE_BIN_FILE, resolveBinScript, type DockerfileInput } from "./dockerfile.ts";
+import {
+  CA_CERT_FILE,
+  defaultBaseImages,
+  generateDockerfile,
+  RESOLVE_BIN_FILE,
+  resolveBinScript,
+  type DockerfileInput,
+} from "./dockerfile.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { buildFromContext, type ContextFile } from "./build-context.ts";
 import { inspectLocalImage } from "./images.ts";
@@ -44,9 +51,13 @@ type PackageSource = Extract<ServerSource, { kind: "package" }>;
 export function validateAddPackages(names: readonly string[]): void {
   const bad = names.filter((name) => !packageNamePattern.test(name));
   if (bad.length > 0) {
-    throw new McpmgrError("INVALID_OPTION", `--runtime-add-package ${bad.map((b) => JSON.stringify(b)).join(", ")}: not a package name`, {
-      hint: "give OS package names such as git or ca-certificates (optionally name=version)",
-    });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--runtime-add-package ${bad.map((b) => JSON.stringify(b)).join(", ")}: not a package name`,
+      {
+        hint: "give OS package names such as git or ca-certificates (optionally name=version)",
+      },
+    );
   }
 }
 
@@ -56,15 +67,22 @@ export function readCaCert(path: string): string {
   try {
     text = readFileSync(path, "utf8");
   } catch {
-    throw new McpmgrError("INVALID_OPTION", `--ca-cert ${JSON.stringify(path)}: cannot read the file`, { hint: "give the path of a PEM certificate file" });
+    throw new McpmgrError("INVALID_OPTION", `--ca-cert ${JSON.stringify(path)}: cannot read the file`, {
+      hint: "give the path of a PEM certificate file",
+    });
   }
   const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-  if (blocks.length === 0) throw new McpmgrError("INVALID_OPTION", `--ca-cert ${path}: no PEM certificate in the file`, { hint: "expected -----BEGIN CERTIFICATE----- blocks" });
+  if (blocks.length === 0)
+    throw new McpmgrError("INVALID_OPTION", `--ca-cert ${path}: no PEM certificate in the file`, {
+      hint: "expected -----BEGIN CERTIFICATE----- blocks",
+    });
   for (const block of blocks) {
     try {
       new X509Certificate(block);
     } catch {
-      throw new McpmgrError("INVALID_OPTION", `--ca-cert ${path}: a certificate in the file does not parse`, { hint: "check the PEM file is not truncated or edited" });
+      throw new McpmgrError("INVALID_OPTION", `--ca-cert ${path}: a certificate in the file does not parse`, {
+        hint: "check the PEM file is not truncated or edited",
+      });
     }
   }
   return `${blocks.join("\n")}\n`;
@@ -83,7 +101,9 @@ function projectFiles(root: string, globalPatterns: readonly string[]): ContextF
   } catch {
     // no local patterns
   }
-  const hidden = ignore().add([...globalPatterns]).add(local);
+  const hidden = ignore()
+    .add([...globalPatterns])
+    .add(local);
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const full = join(dir, entry.name);
@@ -92,7 +112,11 @@ function projectFiles(root: string, globalPatterns: readonly string[]): ContextF
       if (entry.isDirectory()) {
         if (!skippedDirs.has(entry.name)) walk(full);
       } else if (entry.isFile()) {
-        files.push({ path: `package/${relative(root, full).split(sep).join("/")}`, content: readFileSync(full), mode: lstatSync(full).mode & 0o755 });
+        files.push({
+          path: `package/${relative(root, full).split(sep).join("/")}`,
+          content: readFileSync(full),
+          mode: lstatSync(full).mode & 0o755,
+        });
       }
     }
   };
@@ -102,7 +126,12 @@ function projectFiles(root: string, globalPatterns: readonly string[]): ContextF
 
 export function dockerfileInput(source: PackageSource, options: BuildOptions): DockerfileInput {
   const defaults = defaultBaseImages[source.manager];
-  const spec = source.manager === "go" ? `${source.name}@${source.version ?? "latest"}` : source.version ? `${source.name}${source.manager === "uvx" ? "==" : "@"}${source.version}` : source.name;
+  const spec =
+    source.manager === "go"
+      ? `${source.name}@${source.version ?? "latest"}`
+      : source.version
+        ? `${source.name}${source.manager === "uvx" ? "==" : "@"}${source.version}`
+        : source.name;
   return {
     manager: source.manager,
     spec,
@@ -117,10 +146,17 @@ export function dockerfileInput(source: PackageSource, options: BuildOptions): D
 }
 
 /** The build context and the content-derived tag. */
-export function prepareBuild(source: PackageSource, options: BuildOptions): { tag: string; files: ContextFile[]; dockerfile: string } {
+export function prepareBuild(
+  source: PackageSource,
+  options: BuildOptions,
+): { tag: string; files: ContextFile[]; dockerfile: string } {
   validateAddPackages(options.addPackages);
   if (options.runtimeImage !== undefined && !imageRefPattern.test(options.runtimeImage)) {
-    throw new McpmgrError("INVALID_OPTION", `--runtime-image ${JSON.stringify(options.runtimeImage)}: not an image reference`, { hint: `e.g. ${specExamples.image}` });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--runtime-image ${JSON.stringify(options.runtimeImage)}: not an image reference`,
+      { hint: `e.g. ${specExamples.image}` },
+    );
   }
   const input = dockerfileInput(source, options);
   const dockerfile = generateDockerfile(input);
@@ -164,6 +200,12 @@ export async function buildPackageImage(
   if (cached) return { tag, cached: true };
   const what = `the image for ${source.manager}://${source.localPath ?? source.name}`;
   onProgress(`building ${tag} (${what})`);
-  await buildFromContext(engine, { tag, files, labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "build" }, what, onLine: onProgress });
+  await buildFromContext(engine, {
+    tag,
+    files,
+    labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "build" },
+    what,
+    onLine: onProgress,
+  });
   return { tag, cached: false };
 }

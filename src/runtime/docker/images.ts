@@ -25,18 +25,30 @@ function facts(info: Docker.ImageInspectInfo): ImageFacts {
     .map((key) => /^(\d+)(?:\/tcp)?$/i.exec(key)?.[1])
     .filter((port): port is string => port !== undefined)
     .map(Number);
-  return { id: info.Id, repoTags: info.RepoTags ?? [], repoDigests: info.RepoDigests ?? [], exposedPorts: exposed, user: info.Config?.User ?? "" };
+  return {
+    id: info.Id,
+    repoTags: info.RepoTags ?? [],
+    repoDigests: info.RepoDigests ?? [],
+    exposedPorts: exposed,
+    user: info.Config?.User ?? "",
+  };
 }
 
 export async function inspectLocalImage(engine: ContainerEngine, ref: string): Promise<ImageFacts | undefined> {
-  const found = await engine.docker.getImage(ref).inspect().then(facts, (err: { statusCode?: number }) => {
-    if (err.statusCode === 404) return undefined;
-    throw engineError(`inspecting image ${ref}`, err);
-  });
+  const found = await engine.docker
+    .getImage(ref)
+    .inspect()
+    .then(facts, (err: { statusCode?: number }) => {
+      if (err.statusCode === 404) return undefined;
+      throw engineError(`inspecting image ${ref}`, err);
+    });
   if (found) return found;
   const pin = digestPin.exec(ref)?.groups;
   if (!pin) return undefined;
-  const byId = await engine.docker.getImage(pin.digest as string).inspect().then(facts, () => undefined);
+  const byId = await engine.docker
+    .getImage(pin.digest as string)
+    .inspect()
+    .then(facts, () => undefined);
   const repo = pin.repo as string;
   return byId?.repoTags.some((tag) => tag.startsWith(`${repo}:`)) ? byId : undefined;
 }
@@ -52,7 +64,10 @@ export async function ensureImage(engine: ContainerEngine, ref: string, onProgre
   onProgress(`pulling ${ref}`);
   await pull(engine, ref, onProgress);
   const pulled = await inspectLocalImage(engine, ref);
-  if (!pulled) throw new McpmgrError("IMAGE_PULL_FAILED", `pulled ${ref}, but the engine does not list it`, { hint: "check the reference (tag, platform)" });
+  if (!pulled)
+    throw new McpmgrError("IMAGE_PULL_FAILED", `pulled ${ref}, but the engine does not list it`, {
+      hint: "check the reference (tag, platform)",
+    });
   return pulled;
 }
 
@@ -75,7 +90,8 @@ async function pull(engine: ContainerEngine, ref: string, onProgress: PullProgre
       stream,
       (err: Error | null) => (err ? reject(failed(firstLine(err), err)) : resolve()),
       (event: { id?: string; status?: string; error?: string; errorDetail?: { message?: string } }) => {
-        if (event.error || event.errorDetail) return reject(failed(event.errorDetail?.message ?? event.error ?? "unknown error"));
+        if (event.error || event.errorDetail)
+          return reject(failed(event.errorDetail?.message ?? event.error ?? "unknown error"));
         if (!event.status) return;
         const key = event.id ?? "";
         if (lastStatus.get(key) === event.status) return;
@@ -100,15 +116,28 @@ export type VerificationMode = "warn" | "enabled" | "disabled";
  * `image` undefined: a base image of a cached build that is no longer present locally. The
  * build resolved the reference itself, so a digest pin is then all there is to check.
  */
-export function verifyImage(ref: string, image: ImageFacts | undefined): { verified: true } | { verified: false; why: string } {
+export function verifyImage(
+  ref: string,
+  image: ImageFacts | undefined,
+): { verified: true } | { verified: false; why: string } {
   const pin = digestPin.exec(ref)?.groups;
-  if (!pin) return { verified: false, why: `${ref} is not pinned by digest (repo@sha256:…), so its content cannot be verified` };
+  if (!pin)
+    return {
+      verified: false,
+      why: `${ref} is not pinned by digest (repo@sha256:…), so its content cannot be verified`,
+    };
   const digest = pin.digest as string;
-  if (image === undefined || image.id === digest || image.repoDigests.some((entry) => entry.endsWith(`@${digest}`))) return { verified: true };
+  if (image === undefined || image.id === digest || image.repoDigests.some((entry) => entry.endsWith(`@${digest}`)))
+    return { verified: true };
   return { verified: false, why: `the local image for ${ref} does not have the pinned digest` };
 }
 
-export function applyVerification(mode: VerificationMode, ref: string, image: ImageFacts | undefined, warn: (text: string) => void): void {
+export function applyVerification(
+  mode: VerificationMode,
+  ref: string,
+  image: ImageFacts | undefined,
+  warn: (text: string) => void,
+): void {
   if (mode === "disabled") return;
   const result = verifyImage(ref, image);
   if (result.verified) return;
@@ -129,18 +158,36 @@ export function engineError(what: string, err: unknown): McpmgrError {
   const why = firstLine(err);
   const message = `${what} failed: ${why}`;
   if (/network .* not found/i.test(why)) {
-    return new McpmgrError("INVALID_OPTION", message, { hint: "create the network first (docker network create NAME), or fix --network", cause: err });
+    return new McpmgrError("INVALID_OPTION", message, {
+      hint: "create the network first (docker network create NAME), or fix --network",
+      cause: err,
+    });
   }
   if (/port is already allocated|address already in use/i.test(why)) {
-    return new McpmgrError("PORT_IN_USE", message, { hint: "choose another host port for -p, or stop what uses it", cause: err });
+    return new McpmgrError("PORT_IN_USE", message, {
+      hint: "choose another host port for -p, or stop what uses it",
+      cause: err,
+    });
   }
   if (/invalid mount|mount denied|bind source path|invalid volume/i.test(why)) {
-    return new McpmgrError("INVALID_OPTION", message, { hint: "check the -v mounts and the permission profile's read/write paths", cause: err });
+    return new McpmgrError("INVALID_OPTION", message, {
+      hint: "check the -v mounts and the permission profile's read/write paths",
+      cause: err,
+    });
   }
-  return new McpmgrError("CONTAINER_FAILED", message, { hint: "check that the container engine is healthy (docker info)", cause: err });
+  return new McpmgrError("CONTAINER_FAILED", message, {
+    hint: "check that the container engine is healthy (docker info)",
+    cause: err,
+  });
 }
 
 export function firstLine(err: unknown): string {
-  const raw = err instanceof Error ? ((err as { json?: { message?: string } }).json?.message ?? err.message) : String(err);
-  return raw.replace(/^\(HTTP code \d+\)\s*/, "").split("\n")[0]?.trim() ?? "unknown error";
+  const raw =
+    err instanceof Error ? ((err as { json?: { message?: string } }).json?.message ?? err.message) : String(err);
+  return (
+    raw
+      .replace(/^\(HTTP code \d+\)\s*/, "")
+      .split("\n")[0]
+      ?.trim() ?? "unknown error"
+  );
 }

@@ -27,12 +27,19 @@ const keyPattern = /^[A-Za-z0-9](?:[A-Za-z0-9._\/-]{0,251}[A-Za-z0-9])?$/;
 export function validateUserLabels(labels: readonly { readonly key: string; readonly value: string }[]): void {
   const bad: string[] = [];
   for (const { key, value } of labels) {
-    if (!keyPattern.test(key) || /[.\/-]{2}/.test(key)) bad.push(`${key} (keys are letters, digits, '.', '-', '_' and '/', starting and ending with a letter or digit)`);
-    else if (reservedPrefixes.some((prefix) => key === prefix || key.startsWith(prefix.endsWith(".") ? prefix : `${prefix}.`))) bad.push(`${key} (reserved prefix)`);
-    else if (/[\0\r\n]/.test(value) || value.length > 4096) bad.push(`${key} (values must be one line of at most 4096 characters)`);
+    if (!keyPattern.test(key) || /[.\/-]{2}/.test(key))
+      bad.push(`${key} (keys are letters, digits, '.', '-', '_' and '/', starting and ending with a letter or digit)`);
+    else if (
+      reservedPrefixes.some((prefix) => key === prefix || key.startsWith(prefix.endsWith(".") ? prefix : `${prefix}.`))
+    )
+      bad.push(`${key} (reserved prefix)`);
+    else if (/[\0\r\n]/.test(value) || value.length > 4096)
+      bad.push(`${key} (values must be one line of at most 4096 characters)`);
   }
   if (bad.length > 0) {
-    throw new McpmgrError("INVALID_OPTION", `invalid --label: ${bad.join("; ")}`, { hint: "use key=value, e.g. --label team=search" });
+    throw new McpmgrError("INVALID_OPTION", `invalid --label: ${bad.join("; ")}`, {
+      hint: "use key=value, e.g. --label team=search",
+    });
   }
 }
 

@@ -32,12 +32,27 @@ const INGRESS_PORT = 8080;
  * services outside link-local (AWS over IPv6, Alibaba Cloud): never the Docker host, so
  * --allow-docker-gateway does not open them.
  */
-const alwaysBlocked = ["127.0.0.0/8", "::1/128", "::/128", "169.254.0.0/16", "fe80::/10", "0.0.0.0/8", "fd00:ec2::254/128", "100.100.100.200"];
+const alwaysBlocked = [
+  "127.0.0.0/8",
+  "::1/128",
+  "::/128",
+  "169.254.0.0/16",
+  "fe80::/10",
+  "0.0.0.0/8",
+  "fd00:ec2::254/128",
+  "100.100.100.200",
+];
 /** Docker's default gateway, blocked with the engine's other gateways unless --allow-docker-gateway. */
 const defaultGateway = "172.17.0.1";
 
 /** Names the engines give the host; blocked with the gateway addresses. */
-const gatewayHostNames = ["host.docker.internal", "gateway.docker.internal", "host.containers.internal", "host.lima.internal", "host.rancher-desktop.internal"];
+const gatewayHostNames = [
+  "host.docker.internal",
+  "gateway.docker.internal",
+  "host.containers.internal",
+  "host.lima.internal",
+  "host.rancher-desktop.internal",
+];
 
 export interface IsolationInput {
   readonly workload: string;
@@ -58,7 +73,12 @@ export interface Isolation {
 }
 
 /** `hostAddresses`: the engine's gateways and the host's own interface addresses. */
-export function egressConfigFor(profile: PermissionProfile, allowGateway: boolean, hostAddresses: readonly string[], ingress?: IsolationInput["ingress"]): EgressConfig {
+export function egressConfigFor(
+  profile: PermissionProfile,
+  allowGateway: boolean,
+  hostAddresses: readonly string[],
+  ingress?: IsolationInput["ingress"],
+): EgressConfig {
   const outbound = profile.network.outbound;
   const none = deniesNetwork(profile);
   return {
@@ -70,7 +90,9 @@ export function egressConfigFor(profile: PermissionProfile, allowGateway: boolea
     alwaysBlockedAddresses: [...alwaysBlocked],
     blockedHostNames: gatewayHostNames,
     allowGateway,
-    ...(ingress ? { ingress: { listenPort: INGRESS_PORT, targetHost: SERVER_ALIAS, targetPort: ingress.containerPort } } : {}),
+    ...(ingress
+      ? { ingress: { listenPort: INGRESS_PORT, targetHost: SERVER_ALIAS, targetPort: ingress.containerPort } }
+      : {}),
   };
 }
 
@@ -93,9 +115,13 @@ export function ipamGateways(configs: readonly { Subnet?: string; Gateway?: stri
 
 /** Every engine network's gateway (each is the host) and the host's own addresses, when the engine is local. */
 async function hostAddresses(engine: ContainerEngine): Promise<string[]> {
-  const networks = (await engine.docker.listNetworks()) as { IPAM?: { Config?: { Subnet?: string; Gateway?: string }[] } }[];
+  const networks = (await engine.docker.listNetworks()) as {
+    IPAM?: { Config?: { Subnet?: string; Gateway?: string }[] };
+  }[];
   const gateways = ipamGateways(networks.flatMap((n) => n.IPAM?.Config ?? []));
-  const local = engine.endpoint.startsWith("tcp://") ? [] : Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.replace(/%.*$/, "")));
+  const local = engine.endpoint.startsWith("tcp://")
+    ? []
+    : Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.replace(/%.*$/, "")));
   return [...gateways, ...local];
 }
 
@@ -104,13 +130,18 @@ export async function removeNetwork(engine: ContainerEngine, name: string): Prom
   const network = engine.docker.getNetwork(name);
   const info = (await network.inspect().catch(() => undefined)) as { Containers?: Record<string, unknown> } | undefined;
   if (info === undefined) return;
-  for (const id of Object.keys(info.Containers ?? {})) await network.disconnect({ Container: id, Force: true }).catch(() => {});
+  for (const id of Object.keys(info.Containers ?? {}))
+    await network.disconnect({ Container: id, Force: true }).catch(() => {});
   await network.remove().catch(() => {});
 }
 
 /** Network and helper names: "." cannot appear in a workload name, so they never collide with another workload's. */
 export function isolationNames(workload: string): { internal: string; external: string; helper: string } {
-  return { internal: `mcpmgr-${workload}.internal`, external: `mcpmgr-${workload}.external`, helper: `mcpmgr-${workload}.egress` };
+  return {
+    internal: `mcpmgr-${workload}.internal`,
+    external: `mcpmgr-${workload}.external`,
+    helper: `mcpmgr-${workload}.egress`,
+  };
 }
 
 export async function createIsolation(engine: ContainerEngine, input: IsolationInput): Promise<Isolation> {
@@ -119,7 +150,11 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
   // Only what this call made: a failure on a name someone else already uses must not delete theirs.
   const made = { helper: false, internal: false, external: false };
   const removeAll = async () => {
-    if (made.helper) await docker.getContainer(names.helper).remove({ force: true }).catch(() => {});
+    if (made.helper)
+      await docker
+        .getContainer(names.helper)
+        .remove({ force: true })
+        .catch(() => {});
     if (made.internal) await removeNetwork(engine, names.internal);
     if (made.external) await removeNetwork(engine, names.external);
   };
@@ -156,12 +191,16 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
         Memory: 256 * 1024 ** 2,
         PidsLimit: 64,
         NetworkMode: names.external,
-        ...(input.ingress ? { PortBindings: { [ingressKey]: [{ HostIp: "127.0.0.1", HostPort: String(input.ingress.hostPort) }] } } : {}),
+        ...(input.ingress
+          ? { PortBindings: { [ingressKey]: [{ HostIp: "127.0.0.1", HostPort: String(input.ingress.hostPort) }] } }
+          : {}),
         RestartPolicy: { Name: "no" },
       },
     });
     made.helper = true;
-    await docker.getNetwork(names.internal).connect({ Container: helper.id, EndpointConfig: { Aliases: [EGRESS_ALIAS] } });
+    await docker
+      .getNetwork(names.internal)
+      .connect({ Container: helper.id, EndpointConfig: { Aliases: [EGRESS_ALIAS] } });
     await helper.start();
   } catch (err) {
     await removeAll();
@@ -171,7 +210,14 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
   const proxyUrl = `http://${EGRESS_ALIAS}:${EGRESS_PORT}`;
   return {
     networkName: names.internal,
-    proxyEnv: { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: "localhost,127.0.0.1", no_proxy: "localhost,127.0.0.1" },
+    proxyEnv: {
+      HTTP_PROXY: proxyUrl,
+      HTTPS_PROXY: proxyUrl,
+      http_proxy: proxyUrl,
+      https_proxy: proxyUrl,
+      NO_PROXY: "localhost,127.0.0.1",
+      no_proxy: "localhost,127.0.0.1",
+    },
     remove: removeAll,
   };
 }
