@@ -11,7 +11,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Child, freePort, spawnChild, waitForHttp, waitForMcp } from "./lib/proc.ts";
+import type { Child, freePort, spawnChild, waitForHttp, waitForMcp } from "./lib/proc.ts";
 
 export interface Harness {
   /** Repository root (cwd for `bun src/main.ts`). */

@@ -44,7 +44,7 @@ async function compile(outfile: string, version: string, target?: Bun.Build.Comp
     for (const log of result.logs) console.error(log);
     throw new Error(`build failed for ${target ?? "this machine"}`);
   }
-  console.error(`built ${outfile.replace(root + "/", "")} (${version})`);
+  console.error(`built ${outfile.replace(`${root}/`, "")} (${version})`);
 }
 
 async function main(): Promise<void> {
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
       .digest("hex");
     sums.push(`${digest}  ${basename(outfile)}`);
   }
-  await writeFile(join(dist, "SHA256SUMS"), sums.join("\n") + "\n");
+  await writeFile(join(dist, "SHA256SUMS"), `${sums.join("\n")}\n`);
   console.error("wrote dist/SHA256SUMS");
 }
 

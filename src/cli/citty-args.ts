@@ -45,10 +45,10 @@ export function toCittyArgs(
 }
 
 /** Subcommands a command dispatches by itself, listed (and navigable) for help only. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- citty's CommandDef is invariant in its args
+// biome-ignore lint/suspicious/noExplicitAny: citty's CommandDef is invariant in its args
 export type HelpSubCommands = Readonly<Record<string, CommandDef<any>>>;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
+// biome-ignore lint/suspicious/noExplicitAny: as above
 export function withHelpSubCommands<C extends CommandDef<any>>(
   command: C,
   helpSubCommands: HelpSubCommands,

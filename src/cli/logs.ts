@@ -33,7 +33,7 @@ export default defineCommand({
 
 /** Writes the file from `offset` to stdout; returns the new offset (0 if it does not exist). */
 async function copyFrom(path: string, offset: number): Promise<number> {
-  let handle;
+  let handle: Awaited<ReturnType<typeof open>>;
   try {
     handle = await open(path, "r");
   } catch {

@@ -18,7 +18,7 @@ export function enableDebug(): void {
 }
 
 export function printResult(line: string): void {
-  process.stdout.write(line + "\n");
+  process.stdout.write(`${line}\n`);
 }
 
 /** One line for the error and its hint; the cause chain only with --debug. Returns the exit code. */

@@ -11,7 +11,7 @@ import { enableDebug, printResult, reportError } from "./output.ts";
 
 const globalFlags: ReadonlySet<string> = new Set(["--debug"]);
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- citty's CommandDef is invariant in its args
+// biome-ignore lint/suspicious/noExplicitAny: citty's CommandDef is invariant in its args
 export async function runMain(root: CommandDef<any>, argv: readonly string[] = process.argv.slice(2)): Promise<never> {
   const end = argv.indexOf("--") === -1 ? argv.length : argv.indexOf("--");
   const own = argv.slice(0, end);

@@ -205,5 +205,5 @@ export function firstIssueMessage(issues: readonly v.BaseIssue<unknown>[]): stri
 export const pathPrefix = v.pipe(
   trimmed,
   v.regex(/^\/?[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, "must be a URL path such as /api/mcp"),
-  v.transform((text) => ("/" + text.replace(/^\/+/, "")).replace(/\/+$/, "")),
+  v.transform((text) => `/${text.replace(/^\/+/, "")}`.replace(/\/+$/, "")),
 );

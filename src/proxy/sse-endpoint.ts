@@ -52,7 +52,7 @@ function serialise(event: EventSourceMessage): string {
   let text = `event: ${event.event}\n`;
   if (event.id !== undefined) text += `id: ${event.id}\n`;
   for (const line of event.data.split("\n")) text += `data: ${line}\n`;
-  return text + "\n";
+  return `${text}\n`;
 }
 
 /** Index just past the first blank line (LF LF or CRLF CRLF) at or after `from`, or -1. */

@@ -125,7 +125,7 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
 function isWithin(inner: string, outer: string): boolean {
   const a = resolve(inner);
   const b = resolve(outer);
-  return a === b || a.startsWith(b.endsWith("/") ? b : b + "/");
+  return a === b || a.startsWith(b.endsWith("/") ? b : `${b}/`);
 }
 
 function realTarget(path: string): string | undefined {

@@ -199,7 +199,7 @@ export function parseEnvelope(text: string, where: string): Envelope {
 }
 
 export function serializeEnvelope(envelope: Envelope): string {
-  return JSON.stringify(envelope, null, 2) + "\n";
+  return `${JSON.stringify(envelope, null, 2)}\n`;
 }
 
 function additionalData(header: {

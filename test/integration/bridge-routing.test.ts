@@ -61,9 +61,9 @@ describe("identical JSON-RPC ids from many sessions", () => {
         serverIds.add(r.requestId);
       });
     }
-    received.forEach((texts, i) =>
-      expect(texts).toEqual(Array.from({ length: 50 }, (_, round) => `client ${i} round ${round}`)),
-    );
+    received.forEach((texts, i) => {
+      expect(texts).toEqual(Array.from({ length: 50 }, (_, round) => `client ${i} round ${round}`));
+    });
     // The server saw 800 distinct ids: the bridge remapped them.
     expect(serverIds.size).toBe(16 * 50);
     for (const c of clients) expect(c.seen.errors).toEqual([]);

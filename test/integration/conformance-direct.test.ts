@@ -81,7 +81,7 @@ describe("conformance fixture over stdio", () => {
       expect(messages.map((m) => m.id)).toEqual([1, 2]);
       expect(messages[0]?.result?.protocolVersion).toBe("2025-11-25");
       expect(messages[0]?.result?.capabilities).toMatchObject({ tools: {}, prompts: {}, resources: {}, logging: {} });
-      const toolNames = (messages[1]?.result?.tools as { name: string }[]).map((t) => t.name);
+      const toolNames = ((messages[1]?.result?.tools ?? []) as { name: string }[]).map((t) => t.name);
       expect(toolNames).toContain("test_simple_text");
       expect(toolNames).toContain("test_sampling");
     },

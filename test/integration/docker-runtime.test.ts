@@ -167,7 +167,7 @@ describe("mounts and profiles", () => {
   }, 120_000);
 
   test("a missing host path and a bad -v are clear errors", async () => {
-    const missing = await runFails([images.probe, "--name", "docker-missing", "-v", join(scratch, "nope") + ":/data"]);
+    const missing = await runFails([images.probe, "--name", "docker-missing", "-v", `${join(scratch, "nope")}:/data`]);
     expect(missing.code).toBe(2);
     expect(missing.err).toContain("does not exist");
     const bad = await runFails([images.probe, "-v", "just-a-path"]);

@@ -144,7 +144,7 @@ export async function startAuthServer(
   const signingJwk = keys[0] as JsonWebKeyWithKid;
   provider.registerGrantType(
     "urn:ietf:params:oauth:grant-type:token-exchange",
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- oidc-provider's context type is loose here
+    // oidc-provider's context type is loose here
     async (ctx: any) => {
       const params = ctx.oidc.params as Record<string, string | undefined>;
       const { jwtVerify, createLocalJWKSet, SignJWT, importJWK } = await import("jose");

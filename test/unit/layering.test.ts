@@ -42,7 +42,7 @@ test("every import follows the layering of DESIGN §2", async () => {
         violations.push(`${path} imports dockerode`);
       if (!spec.startsWith(".")) continue;
       const target = resolve(dirname(file), spec);
-      if (!target.startsWith(SRC + "/")) continue; // package.json and the like
+      if (!target.startsWith(`${SRC}/`)) continue; // package.json and the like
       const to = layerOf(target);
       if (to === from) continue;
       if (to === "cli" && from !== "main.ts") violations.push(`${path} imports cli/ (${spec})`);

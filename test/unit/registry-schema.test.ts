@@ -42,7 +42,7 @@ describe("compact entries", () => {
     const result = parse({
       ...good,
       transport: "streamable-http",
-      source: { image: "ghcr.io/example/weather:1.0@sha256:" + "a".repeat(64) },
+      source: { image: `ghcr.io/example/weather:1.0@sha256:${"a".repeat(64)}` },
       targetPort: 8080,
       permissions: {
         read: ["/data:/data"],

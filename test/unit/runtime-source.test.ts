@@ -145,7 +145,7 @@ describe("bwrapArgs", () => {
       const fromAbove = bwrapArgs({
         profile: expandPermissions("none"),
         volumes: [],
-        home: dir + "/h",
+        home: `${dir}/h`,
         workingDir: dir,
       }).join(" ");
       expect(fromAbove).not.toContain(`--ro-bind ${dir} ${dir}`);

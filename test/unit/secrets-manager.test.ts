@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
 import { secretReference } from "../../src/config/values.ts";
-import { McpmgrError } from "../../src/errors.ts";
+import type { McpmgrError } from "../../src/errors.ts";
 import { EncryptedFileProvider } from "../../src/secrets/encrypted-file.ts";
 import { EnvironmentProvider } from "../../src/secrets/environment.ts";
 import { createSecretManager, providerKindFrom, type SecretManager } from "../../src/secrets/manager.ts";

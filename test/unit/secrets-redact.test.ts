@@ -46,7 +46,7 @@ describe("Secret", () => {
   test("template strings, String() and concatenation", () => {
     expect(`${secret}`).toBe("[secret]");
     expect(String(secret)).toBe("[secret]");
-    expect("x" + secret).toBe("x[secret]");
+    expect(`x${secret}`).toBe("x[secret]");
     expect(secret.toString()).toBe("[secret]");
   });
 
@@ -71,7 +71,7 @@ describe("Secret", () => {
   });
 
   test("console.log in a child process prints [secret]", () => {
-    const script = `import { Secret } from ${JSON.stringify(import.meta.dir + "/../../src/secrets/redact.ts")};
+    const script = `import { Secret } from ${JSON.stringify(`${import.meta.dir}/../../src/secrets/redact.ts`)};
 const s = new Secret(${JSON.stringify(VALUE)});
 console.log(s); console.log({ s }); console.error("%s", s); console.log([s], new Map([["k", s]]));`;
     const result = Bun.spawnSync([process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe" });

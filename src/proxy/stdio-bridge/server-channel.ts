@@ -43,7 +43,7 @@ export function lineChannel(options: ServerChannelOptions): ServerChannel {
   };
   return {
     send(message) {
-      options.stdin.write(JSON.stringify(message) + "\n");
+      options.stdin.write(`${JSON.stringify(message)}\n`);
       if (!flushScheduled && options.stdin.flush) {
         flushScheduled = true;
         queueMicrotask(flush);

@@ -203,9 +203,9 @@ function _parseHead(head: string): Target | string {
   if (lower.includes("content-length") && lower.includes("transfer-encoding"))
     return "both Content-Length and Transfer-Encoding";
   const dropped = new Set([...HOP_BY_HOP, "host"]); // Host is rebuilt from the URL (RFC 9112 §3.2.2)
-  headers.forEach(
-    ([n, v]) => n.toLowerCase() === "connection" && v.split(",").forEach((t) => dropped.add(t.trim().toLowerCase())),
-  );
+  for (const [n, v] of headers) {
+    if (n.toLowerCase() === "connection") for (const token of v.split(",")) dropped.add(token.trim().toLowerCase());
+  }
   const kept = headers.filter(([n]) => !dropped.has(n.toLowerCase())).map(([n, v]) => `${n}: ${v}`);
   // One request per upstream connection: the client's later bytes go to the same checked
   // destination, and `Connection: close` makes the upstream end the exchange for us.

@@ -53,9 +53,7 @@ export async function inspectLocalImage(engine: ContainerEngine, ref: string): P
   return byId?.repoTags.some((tag) => tag.startsWith(`${repo}:`)) ? byId : undefined;
 }
 
-export interface PullProgress {
-  (line: string): void;
-}
+export type PullProgress = (line: string) => void;
 
 /** The local image, pulling it first when missing. */
 export async function ensureImage(engine: ContainerEngine, ref: string, onProgress: PullProgress): Promise<ImageFacts> {

@@ -21,13 +21,13 @@ export interface WorkloadLabelInput {
 
 /** Prefixes owned by mcpmgr or the engines; a user label there would confuse them. */
 const reservedPrefixes = ["mcpmgr", "com.docker.", "io.docker.", "org.dockerproject.", "io.podman."];
-const keyPattern = /^[A-Za-z0-9](?:[A-Za-z0-9._\/-]{0,251}[A-Za-z0-9])?$/;
+const keyPattern = /^[A-Za-z0-9](?:[A-Za-z0-9._/-]{0,251}[A-Za-z0-9])?$/;
 
 /** The user's `--label key=value` pairs, checked; every bad one is named in one error. */
 export function validateUserLabels(labels: readonly { readonly key: string; readonly value: string }[]): void {
   const bad: string[] = [];
   for (const { key, value } of labels) {
-    if (!keyPattern.test(key) || /[.\/-]{2}/.test(key))
+    if (!keyPattern.test(key) || /[./-]{2}/.test(key))
       bad.push(`${key} (keys are letters, digits, '.', '-', '_' and '/', starting and ending with a letter or digit)`);
     else if (
       reservedPrefixes.some((prefix) => key === prefix || key.startsWith(prefix.endsWith(".") ? prefix : `${prefix}.`))
