@@ -65,3 +65,8 @@ export class McpmgrError extends Error {
 export function isMcpmgrError(err: unknown): err is McpmgrError {
   return err instanceof McpmgrError;
 }
+
+/** The message of anything thrown (an Error's message, else the value as text), for one-line reports. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -6,7 +6,7 @@
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import * as v from "valibot";
-import { McpmgrError } from "../errors.ts";
+import { McpmgrError, errorMessage } from "../errors.ts";
 import type { OptionSpec, OptionTable, OptionValues } from "./option-spec.ts";
 import { firstIssueMessage } from "./values.ts";
 
@@ -148,7 +148,7 @@ function translateParseError(
   passthroughAllowed: boolean,
 ): McpmgrError {
   const code = (err as { code?: string }).code;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   const hint = `run 'mcpmgr ${command} --help' to see the options`;
   // node names options as "'-e, --env <value>'" or "'--port'"; prefer the long name.
   const quoted = /'([^']*)'/.exec(message)?.[1] ?? "";

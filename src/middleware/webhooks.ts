@@ -15,6 +15,7 @@ import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
+import { errorMessage } from "../errors.ts";
 
 interface Message {
   jsonrpc?: string;
@@ -61,11 +62,7 @@ async function call(hook: WebhookSpec, body: string, hmacSecret: string | undefi
     } as RequestInit);
   } catch (err) {
     throw new WebhookFailed(
-      err instanceof Error && err.name === "TimeoutError"
-        ? `timed out after ${hook.timeoutMs} ms`
-        : err instanceof Error
-          ? err.message
-          : String(err),
+      err instanceof Error && err.name === "TimeoutError" ? `timed out after ${hook.timeoutMs} ms` : errorMessage(err),
     );
   }
   if (!response.ok) throw new WebhookFailed(`answered HTTP ${response.status}`);

@@ -8,6 +8,7 @@
  */
 import type { TokenSource } from "../auth/outgoing/token-source.ts";
 import { jsonRpcError } from "./jsonrpc.ts";
+import { errorMessage } from "../errors.ts";
 
 /** Bun's fetch options (timeout, duplex, …) plus the client request being served, for token exchange. */
 export type UpstreamInit = BunFetchRequestInit & { readonly timeout?: false | number; readonly incoming?: Request };
@@ -49,11 +50,7 @@ export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFe
         return await source.authorization(init.incoming);
       } catch (err) {
         // No credential (login timed out, exchange refused): the client learns why, the remote is not asked.
-        return jsonRpcError(
-          502,
-          -32000,
-          `mcpmgr has no credentials for the remote server: ${err instanceof Error ? err.message : String(err)}`,
-        );
+        return jsonRpcError(502, -32000, `mcpmgr has no credentials for the remote server: ${errorMessage(err)}`);
       }
     };
     let value = await credential();
@@ -66,11 +63,7 @@ export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFe
       await source.invalidate(value, response);
     } catch (err) {
       await response.body?.cancel();
-      return jsonRpcError(
-        502,
-        -32000,
-        `mcpmgr could not authenticate to the remote server: ${err instanceof Error ? err.message : String(err)}`,
-      );
+      return jsonRpcError(502, -32000, `mcpmgr could not authenticate to the remote server: ${errorMessage(err)}`);
     }
     if (replayable(init.body)) {
       await response.body?.cancel();

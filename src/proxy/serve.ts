@@ -3,7 +3,7 @@
  * and knows how to stop it gracefully: stop accepting, let ordinary requests finish
  * within a bound, then close long-lived streams and the remaining connections.
  */
-import { McpmgrError } from "../errors.ts";
+import { McpmgrError, errorMessage } from "../errors.ts";
 import type { Handler, RequestContext } from "./handler.ts";
 import { JsonRpcCode, jsonRpcError } from "./jsonrpc.ts";
 import { LiveStreams } from "./live-streams.ts";
@@ -95,14 +95,10 @@ function listenError(err: unknown, options: ServeOptions): McpmgrError {
       cause: err,
     });
   }
-  return new McpmgrError(
-    "LISTEN_FAILED",
-    `cannot listen on ${where}: ${err instanceof Error ? err.message : String(err)}`,
-    {
-      hint: "check the host and port options",
-      cause: err,
-    },
-  );
+  return new McpmgrError("LISTEN_FAILED", `cannot listen on ${where}: ${errorMessage(err)}`, {
+    hint: "check the host and port options",
+    cause: err,
+  });
 }
 
 /** A port nothing listens on right now (the OS picks it; it may be taken again later). */

@@ -16,7 +16,7 @@ import { readFile } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as v from "valibot";
-import { McpmgrError } from "../errors.ts";
+import { McpmgrError, errorMessage } from "../errors.ts";
 import { embeddedCatalog } from "./catalog.ts";
 import { parseRegistryDocument } from "./document.ts";
 import { describeIssues } from "./issues.ts";
@@ -103,7 +103,7 @@ async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegist
     text = await readFile(configPath, "utf8");
   } catch (err) {
     if (_errno(err) === "ENOENT" || _errno(err) === "ENOTDIR") return undefined;
-    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read ${configPath}: ${_reason(err)}`, {
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read ${configPath}: ${errorMessage(err)}`, {
       hint: "check the file's permissions",
       cause: err,
     });
@@ -112,7 +112,7 @@ async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegist
   try {
     config = JSON.parse(text);
   } catch (err) {
-    throw new McpmgrError("REGISTRY_INVALID", `${configPath} is not valid JSON: ${_reason(err)}`, {
+    throw new McpmgrError("REGISTRY_INVALID", `${configPath} is not valid JSON: ${errorMessage(err)}`, {
       hint: "fix the file (it must hold one JSON object)",
       cause: err,
       exitCode: 2,
@@ -138,7 +138,7 @@ function _classify(value: string, base: string, configuredBy: string): CustomReg
     try {
       return { kind: "file", location: fileURLToPath(value), configuredBy };
     } catch (err) {
-      throw new McpmgrError("REGISTRY_INVALID", `${setting} is not a usable file:// URL (${_reason(err)})`, {
+      throw new McpmgrError("REGISTRY_INVALID", `${setting} is not a usable file:// URL (${errorMessage(err)})`, {
         hint: "give a plain file path instead",
         cause: err,
         exitCode: 2,
@@ -179,11 +179,15 @@ async function _loadCustom(source: CustomRegistrySource, options: LoadRegistryOp
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    throw new McpmgrError("REGISTRY_INVALID", `invalid registry ${source.location}: not valid JSON (${_reason(err)})`, {
-      hint: `fix the JSON, or change ${setting} to use only the embedded catalog`,
-      cause: err,
-      exitCode: 2,
-    });
+    throw new McpmgrError(
+      "REGISTRY_INVALID",
+      `invalid registry ${source.location}: not valid JSON (${errorMessage(err)})`,
+      {
+        hint: `fix the JSON, or change ${setting} to use only the embedded catalog`,
+        cause: err,
+        exitCode: 2,
+      },
+    );
   }
   return parseRegistryDocument(doc, {
     origin: source.location,
@@ -214,7 +218,7 @@ async function _readFile(path: string, setting: string): Promise<string> {
         exitCode: 2,
       });
     }
-    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read custom registry ${path}: ${_reason(err)}`, {
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read custom registry ${path}: ${errorMessage(err)}`, {
       hint: "check the file's permissions",
       cause: err,
     });
@@ -234,7 +238,7 @@ async function _fetch(url: string, setting: string, options: LoadRegistryOptions
     });
   } catch (err) {
     const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
-    const why = timedOut ? `no answer within ${Math.round(timeoutMs / 1000)} s` : _reason(err);
+    const why = timedOut ? `no answer within ${Math.round(timeoutMs / 1000)} s` : errorMessage(err);
     throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${why}`, { hint, cause: err });
   }
   if (!response.ok) {
@@ -266,7 +270,7 @@ async function _fetch(url: string, setting: string, options: LoadRegistryOptions
     return text;
   } catch (err) {
     if (err instanceof McpmgrError) throw err;
-    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${_reason(err)}`, {
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${errorMessage(err)}`, {
       hint,
       cause: err,
     });
@@ -327,8 +331,4 @@ function _isLoopback(hostname: string): boolean {
 
 function _errno(err: unknown): string | undefined {
   return (err as { code?: string } | undefined)?.code;
-}
-
-function _reason(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { chmod, mkdir, open, readFile, rename, unlink } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { McpmgrError } from "../errors.ts";
+import { McpmgrError, errorMessage } from "../errors.ts";
 import {
   DEFAULT_KDF,
   parseEnvelope,
@@ -138,14 +138,10 @@ export class EncryptedFileProvider implements SecretProvider {
     try {
       this.#key = await SecretsKey.derive(password, envelope.kdf.salt, envelope.kdf);
     } catch (err) {
-      throw new McpmgrError(
-        "SECRETS_FILE_CORRUPT",
-        `cannot derive the key for ${this.path}: ${err instanceof Error ? err.message : String(err)}`,
-        {
-          hint: "the key derivation parameters in the file are not usable here; restore the file from a backup",
-          cause: err,
-        },
-      );
+      throw new McpmgrError("SECRETS_FILE_CORRUPT", `cannot derive the key for ${this.path}: ${errorMessage(err)}`, {
+        hint: "the key derivation parameters in the file are not usable here; restore the file from a backup",
+        cause: err,
+      });
     }
     return this.#key;
   }

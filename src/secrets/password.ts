@@ -12,7 +12,7 @@
  * Everything is lazy: nothing is probed until a password is actually needed.
  */
 import { randomBytes } from "node:crypto";
-import { McpmgrError } from "../errors.ts";
+import { McpmgrError, errorMessage } from "../errors.ts";
 
 export const PASSWORD_ENV = "MCPMGR_SECRETS_PASSWORD";
 export const KEYCHAIN_SERVICE = "mcpmgr";
@@ -139,6 +139,6 @@ async function withTimeout<T>(call: () => Promise<T>, ms: number): Promise<T> {
 }
 
 function describe(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   return message.split("\n")[0]?.slice(0, 200) || "unknown error";
 }

@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import { createRemoteJWKSet, customFetch, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
 import type { IncomingAuthSpec } from "../../config/incoming-auth-spec.ts";
-import { McpmgrError } from "../../errors.ts";
+import { McpmgrError, errorMessage } from "../../errors.ts";
 import { guardedFetch, type Fetch } from "./guarded-fetch.ts";
 
 /** Asymmetric only: a shared-secret algorithm would let anyone holding the JWKS forge tokens. */
@@ -104,7 +104,7 @@ async function discover(
       failures.push(`${url}: HTTP ${response.status}`);
     } catch (err) {
       if (err instanceof McpmgrError) throw err;
-      failures.push(`${url}: ${err instanceof Error ? err.message : String(err)}`);
+      failures.push(`${url}: ${errorMessage(err)}`);
     }
   }
   throw new McpmgrError("AUTH_SETUP_FAILED", `OIDC discovery for ${issuer.href} failed (${failures.join("; ")})`, {
@@ -137,11 +137,9 @@ export async function createTokenVerifier(
   // Fail at start-up, not on the first request: the keys must be reachable (and allowed).
   const probe = await fetcher(jwksUrl, { signal: AbortSignal.timeout(10_000) }).catch((err: unknown) => {
     if (err instanceof McpmgrError) throw err;
-    throw new McpmgrError(
-      "AUTH_SETUP_FAILED",
-      `cannot fetch the JWKS at ${jwksUrl?.href}: ${err instanceof Error ? err.message : String(err)}`,
-      { hint: "check --oidc-jwks-url / --oidc-issuer" },
-    );
+    throw new McpmgrError("AUTH_SETUP_FAILED", `cannot fetch the JWKS at ${jwksUrl?.href}: ${errorMessage(err)}`, {
+      hint: "check --oidc-jwks-url / --oidc-issuer",
+    });
   });
   if (!probe.ok)
     throw new McpmgrError("AUTH_SETUP_FAILED", `the JWKS at ${jwksUrl.href} answered HTTP ${probe.status}`, {
@@ -214,10 +212,7 @@ export async function createTokenVerifier(
       answer = (await response.json()) as Record<string, unknown>;
     } catch (err) {
       // The token may be fine; we could not ask. Still a refusal: never let a request through unverified.
-      throw new TokenRejected(
-        "invalid_token",
-        `token introspection failed (${err instanceof Error ? err.message : String(err)})`,
-      );
+      throw new TokenRejected("invalid_token", `token introspection failed (${errorMessage(err)})`);
     }
     if (answer.active !== true) throw new TokenRejected("invalid_token", "the token is not active");
     if (typeof answer.iss === "string" && !issuerForms(spec.issuer).includes(answer.iss))
