@@ -7,16 +7,11 @@
  * session parameter.
  */
 import { createParser } from "eventsource-parser";
+import type { JsonRpcId as Id } from "../proxy/jsonrpc.ts";
+import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { sseFeeder, watchBody } from "./watch-stream.ts";
 
-type Id = string | number | null;
-export interface LegacyAnswer {
-  id?: Id;
-  method?: string;
-  result?: { isError?: unknown };
-  error?: { code?: number; message?: string };
-}
-type Recorder = (answer: LegacyAnswer | undefined) => void;
+type Recorder = (answer: JsonRpcMessage | undefined) => void;
 
 /** A client that never reads its stream must not grow this without bound. */
 const MAX_PENDING_PER_SESSION = 1_000;
@@ -65,7 +60,7 @@ export class LegacyAnswers {
         } catch {
           return; // not JSON-RPC
         }
-        for (const answer of ([] as LegacyAnswer[]).concat(parsed as LegacyAnswer | LegacyAnswer[])) {
+        for (const answer of ([] as JsonRpcMessage[]).concat(parsed as JsonRpcMessage)) {
           if (answer === null || typeof answer !== "object" || answer.method !== undefined || answer.id === undefined)
             continue;
           const record = pending.get(answer.id);

@@ -12,20 +12,13 @@ import { randomUUID } from "node:crypto";
 import { createParser } from "eventsource-parser";
 import type { AuditConfig, AuditEventType } from "../config/audit-config.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
+import type { JsonRpcId } from "../proxy/jsonrpc.ts";
+import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
 import { isDenied } from "./denials.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { LegacyAnswers } from "./audit-legacy-sse.ts";
 import { isLegacyStream, sseFeeder, watchBody } from "./watch-stream.ts";
-
-type Id = string | number | null;
-interface Message {
-  id?: Id;
-  method?: string;
-  params?: Record<string, unknown>;
-  result?: { isError?: unknown };
-  error?: { code?: number; message?: string };
-}
 
 export interface AuditOptions {
   readonly config: AuditConfig;
@@ -57,20 +50,17 @@ function scrub(value: unknown, depth = 0): unknown {
   );
 }
 
-function targetOf(message: Message): Record<string, string> {
-  const params = message.params ?? {};
-  const target: Record<string, string> = { method: message.method ?? "" };
-  if (message.method === "tools/call" && typeof params.name === "string") target.tool = params.name;
-  if (message.method === "prompts/get" && typeof params.name === "string") target.prompt = params.name;
-  if (message.method === "resources/read" && typeof params.uri === "string") target.resource = params.uri;
-  return target;
+/** The method and, for requests that name one, the tool, prompt or resource: {method, tool: "echo"}. */
+function auditTarget(message: JsonRpcMessage): Record<string, string> {
+  const target = targetOf(message);
+  return { method: message.method ?? "", ...(target ? { [target.kind]: target.name } : {}) };
 }
 
-function outcomeOf(answer: Message | undefined, response: Response): string {
+function outcomeOf(answer: JsonRpcMessage | undefined, response: Response): string {
   if (isDenied(response) || response.status === 401 || response.status === 403) return "denied";
   if (answer?.error)
     return answer.error.code === -32602 && /Unknown tool/.test(answer.error.message ?? "") ? "denied" : "error";
-  if (answer?.result?.isError === true) return "application_error";
+  if ((answer?.result as { isError?: unknown } | null | undefined)?.isError === true) return "application_error";
   if (answer?.result !== undefined) return "success";
   return response.status >= 400 ? "failure" : "success";
 }
@@ -136,21 +126,21 @@ export function auditTrail(options: AuditOptions): Middleware {
         });
       return response;
     }
-    const messages = body.messages as readonly Message[];
+    const messages = body.messages;
     inner = forwardWith(req, body);
     const response = await next(inner, ctx);
-    const requests = new Map<Id, Message>();
+    const requests = new Map<JsonRpcId, JsonRpcMessage>();
     for (const message of messages) {
       if (typeof message !== "object" || message === null) continue;
       if (message.method !== undefined && message.id !== undefined) requests.set(message.id, message);
       else if (message.method !== undefined)
-        emit("mcp_notification", { target: targetOf(message), outcome: outcomeOf(undefined, response) });
+        emit("mcp_notification", { target: auditTarget(message), outcome: outcomeOf(undefined, response) });
     }
     if (requests.size === 0) return response;
-    const record = (request: Message, answer: Message | undefined) =>
+    const record = (request: JsonRpcMessage, answer: JsonRpcMessage | undefined) =>
       emit(typeByMethod[request.method ?? ""] ?? "mcp_request", {
         requestId: request.id,
-        target: targetOf(request),
+        target: auditTarget(request),
         outcome: outcomeOf(answer, response),
         ...(config.includeRequestData ? { request: data(request.params ?? {}) } : {}),
         ...(config.includeResponseData && answer ? { response: data(answer.result ?? answer.error ?? null) } : {}),
@@ -168,10 +158,10 @@ export function auditTrail(options: AuditOptions): Middleware {
       const parser = createParser({
         onEvent(event) {
           try {
-            for (const answer of ([] as Message[]).concat(JSON.parse(event.data) as Message | Message[])) {
+            for (const answer of ([] as JsonRpcMessage[]).concat(JSON.parse(event.data) as JsonRpcMessage)) {
               const request = answer?.id !== undefined ? requests.get(answer.id) : undefined;
               if (request && answer.method === undefined) {
-                requests.delete(answer.id as Id);
+                requests.delete(answer.id as JsonRpcId);
                 record(request, answer);
               }
             }
@@ -189,9 +179,9 @@ export function auditTrail(options: AuditOptions): Middleware {
       });
     }
     const answerText = response.body === null ? "" : await response.text();
-    let answers: Message[] = [];
+    let answers: JsonRpcMessage[] = [];
     try {
-      const parsed = JSON.parse(answerText) as Message | Message[];
+      const parsed = JSON.parse(answerText) as JsonRpcMessage | JsonRpcMessage[];
       answers = Array.isArray(parsed) ? parsed : [parsed];
     } catch {
       // an HTTP-level refusal without a JSON-RPC body

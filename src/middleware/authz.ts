@@ -13,9 +13,10 @@ import { preparsePolicySet, statefulIsAuthorized } from "@cedar-policy/cedar-was
 import type { AuthzConfig } from "../config/authz-config.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { jsonRpcError } from "../proxy/jsonrpc.ts";
+import { targetOf, type JsonRpcMessage, type McpTarget } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
-import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
+import { rewriteResults } from "./result-rewriter.ts";
 import { checkedBody, forwardWith, readRpcBody } from "./rpc-body.ts";
 
 type CedarValue = string | number | boolean | CedarValue[] | { [key: string]: CedarValue };
@@ -29,18 +30,18 @@ const passThrough = new Set([
   "resources/templates/list",
   "logging/setLevel",
 ]);
-const actions: Readonly<Record<string, { action: string; type: string; key: "name" | "uri" }>> = {
-  "tools/call": { action: "call_tool", type: "Tool", key: "name" },
-  "prompts/get": { action: "get_prompt", type: "Prompt", key: "name" },
-  "resources/read": { action: "read_resource", type: "Resource", key: "uri" },
-  "resources/subscribe": { action: "read_resource", type: "Resource", key: "uri" },
-  "resources/unsubscribe": { action: "read_resource", type: "Resource", key: "uri" },
+/** The Cedar action and resource type for each kind of target. */
+const cedar: Readonly<Record<McpTarget["kind"], { action: string; type: string }>> = {
+  tool: { action: "call_tool", type: "Tool" },
+  prompt: { action: "get_prompt", type: "Prompt" },
+  resource: { action: "read_resource", type: "Resource" },
 };
-const listed: Readonly<Record<string, { field: string; action: string; type: string; key: "name" | "uri" }>> = {
-  tools: { field: "tools", action: "call_tool", type: "Tool", key: "name" },
-  prompts: { field: "prompts", action: "get_prompt", type: "Prompt", key: "name" },
-  resources: { field: "resources", action: "read_resource", type: "Resource", key: "uri" },
-};
+/** List results, and the field naming each listed item. */
+const listed: readonly { field: string; kind: McpTarget["kind"]; key: "name" | "uri" }[] = [
+  { field: "tools", kind: "tool", key: "name" },
+  { field: "prompts", kind: "prompt", key: "name" },
+  { field: "resources", kind: "resource", key: "uri" },
+];
 
 /** Cedar context values: strings, longs (integers), booleans, sets and records; anything else is left out. */
 function cedarValue(value: unknown, depth = 0): CedarValue | undefined {
@@ -120,7 +121,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
     if (raw !== undefined) {
       const body = checkedBody(req, raw);
       if (body instanceof Response) return markDenied(body);
-      const refusal = refuse(req, body.messages as readonly RpcMessage[]);
+      const refusal = refuse(req, body.messages);
       if (refusal) return refusal;
       forward = forwardWith(req, body);
     }
@@ -132,29 +133,26 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
     );
   };
 
-  function refuse(req: Request, messages: readonly RpcMessage[]): Response | undefined {
+  function refuse(req: Request, messages: readonly JsonRpcMessage[]): Response | undefined {
     for (const message of messages) {
       // Responses pass; a request sent without an id (as a notification) is decided all the same.
       if (typeof message !== "object" || message === null || typeof message.method !== "string") continue;
       if (passThrough.has(message.method) || message.method.startsWith("notifications/")) continue;
-      const mapping = actions[message.method];
-      const id = mapping ? message.params?.[mapping.key] : undefined;
+      const target = targetOf(message);
+      const rule = target ? cedar[target.kind] : undefined;
       const args = message.params?.arguments;
       const allowed =
-        mapping !== undefined &&
-        typeof id === "string" &&
+        target !== undefined &&
+        rule !== undefined &&
         decide(
           req,
-          mapping.action,
-          mapping.type,
-          id,
+          rule.action,
+          rule.type,
+          target.name,
           typeof args === "object" && args !== null ? (args as Record<string, unknown>) : undefined,
         );
       if (!allowed) {
-        const what =
-          mapping && typeof id === "string"
-            ? `${mapping.action} on ${mapping.type}::${JSON.stringify(id)}`
-            : message.method;
+        const what = target && rule ? `${rule.action} on ${rule.type}::${JSON.stringify(target.name)}` : message.method;
         return markDenied(jsonRpcError(403, -32001, `Forbidden: ${what} is not permitted`, { id: message.id ?? null }));
       }
     }
@@ -162,15 +160,16 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
   }
 
   /** Lists show only what the same policies would allow. */
-  function filterLists(req: Request, message: RpcMessage): RpcMessage {
-    const result = message.result;
-    if (result === undefined) return message;
-    for (const rule of Object.values(listed)) {
+  function filterLists(req: Request, message: JsonRpcMessage): JsonRpcMessage {
+    const result = message.result as Record<string, unknown> | undefined;
+    if (typeof result !== "object" || result === null) return message;
+    for (const rule of listed) {
       const items = result[rule.field];
       if (!Array.isArray(items)) continue;
+      const { action, type } = cedar[rule.kind];
       const visible = items.filter((item) => {
         const key = (item as Record<string, unknown>)?.[rule.key];
-        return typeof key === "string" && decide(req, rule.action, rule.type, key);
+        return typeof key === "string" && decide(req, action, type, key);
       });
       return { ...message, result: { ...result, [rule.field]: visible } };
     }

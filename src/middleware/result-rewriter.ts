@@ -4,18 +4,10 @@
  * see (tool filter, authorization). Only installed policies pay for it.
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-
-export interface RpcMessage {
-  jsonrpc?: string;
-  id?: string | number | null;
-  method?: string;
-  params?: { [key: string]: unknown };
-  result?: { [key: string]: unknown };
-  error?: unknown;
-}
+import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 
 /** Returns the message to send instead (or the same object for no change). */
-export type MessageRewrite = (message: RpcMessage) => RpcMessage;
+export type MessageRewrite = (message: JsonRpcMessage) => JsonRpcMessage;
 
 function serialise(event: EventSourceMessage): string {
   let text = "";
@@ -27,7 +19,7 @@ function serialise(event: EventSourceMessage): string {
 
 function rewriteText(text: string, rewrite: MessageRewrite): string {
   try {
-    const parsed = JSON.parse(text) as RpcMessage | RpcMessage[];
+    const parsed = JSON.parse(text) as JsonRpcMessage | JsonRpcMessage[];
     return JSON.stringify(Array.isArray(parsed) ? parsed.map((m) => rewrite(m)) : rewrite(parsed));
   } catch {
     return text; // not JSON: not ours to touch

@@ -5,14 +5,16 @@
  */
 import { carryRequestState } from "../auth/request-state.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
+import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
+
 export interface RpcBody {
   readonly text: string;
   /** The bytes as received, forwarded unchanged unless a policy rewrote the body. */
   readonly bytes?: Uint8Array;
   /** The parsed JSON, or undefined when the body is not JSON. */
   readonly value: unknown;
-  /** The messages of a single message or a batch (empty when not JSON-RPC). */
-  readonly messages: readonly Record<string, unknown>[];
+  /** The objects of a single message or a batch (empty when not JSON), as the client sent them: unchecked. */
+  readonly messages: readonly JsonRpcMessage[];
 }
 
 const bodies = new WeakMap<Request, RpcBody>();
@@ -44,7 +46,7 @@ export function rpcBodyOf(text: string, value?: unknown, bytes?: Uint8Array): Rp
     text,
     ...(bytes ? { bytes } : {}),
     value: parsed,
-    messages: list.filter((m): m is Record<string, unknown> => typeof m === "object" && m !== null),
+    messages: list.filter((m): m is JsonRpcMessage => typeof m === "object" && m !== null),
   };
 }
 
@@ -105,13 +107,6 @@ export function checkedBody(req: Request, body: RpcBody): RpcBody | Response {
   return result;
 }
 
-/** Where a 2026-07-28 request names its target in `Mcp-Name`. */
-const targetKey: Readonly<Record<string, string>> = {
-  "tools/call": "name",
-  "prompts/get": "name",
-  "resources/read": "uri",
-};
-
 /**
  * 2026-07-28 requests mirror the body in `Mcp-Method` and `Mcp-Name` headers, and a server
  * (or a gateway in front of it) may route by them; so what the policies decided on (the
@@ -125,13 +120,10 @@ function headerMismatch(req: Request, body: RpcBody): Response | undefined {
     jsonRpcError(400, JsonRpcCode.invalidRequest, why, { id: (id ?? null) as string | number | null });
   if (Array.isArray(body.value) || body.messages.length !== 1)
     return refuse("Mcp-Method and Mcp-Name go with a single request, not a batch");
-  const message = body.messages[0] as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
+  const message = body.messages[0] as JsonRpcMessage;
   if (method !== null && method !== message.method)
     return refuse("Mcp-Method does not match the method in the request body", message.id);
-  if (name !== null) {
-    const key = typeof message.method === "string" ? targetKey[message.method] : undefined;
-    if (key === undefined || message.params?.[key] !== name)
-      return refuse("Mcp-Name does not match the request body", message.id);
-  }
+  if (name !== null && targetOf(message)?.name !== name)
+    return refuse("Mcp-Name does not match the request body", message.id);
   return undefined;
 }

@@ -11,16 +11,11 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import type { TelemetrySpec } from "../config/telemetry-spec.ts";
 import type { Telemetry } from "../telemetry/providers.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
+import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { carryRequestState } from "../auth/request-state.ts";
-import { SessionTracker } from "./session-tracker.ts";
+import { ActiveSessions } from "./active-sessions.ts";
 import { isLegacyStream } from "./watch-stream.ts";
-
-interface Message {
-  id?: string | number | null;
-  method?: string;
-  params?: { name?: unknown; uri?: unknown; [key: string]: unknown };
-}
 
 const propagator = new W3CTraceContextPropagator();
 const headerGetter = {
@@ -46,7 +41,7 @@ export function telemetryMiddleware(
     description: "MCP sessions open on the proxy",
   });
   const tracked = sessions
-    ? new SessionTracker({ idleMs: sessionIdleMs, onChange: (delta) => sessions.add(delta) })
+    ? new ActiveSessions({ idleMs: sessionIdleMs, onChange: (delta) => sessions.add(delta) })
     : undefined;
   // Label values clients choose are bounded: unknown methods are "other", tools past 200 distinct names too.
   const methodLabel = (method: string) =>
@@ -63,7 +58,7 @@ export function telemetryMiddleware(
     return tool;
   };
 
-  const attributesOf = (message: Message, req: Request): Attributes => {
+  const attributesOf = (message: JsonRpcMessage, req: Request): Attributes => {
     const attrs: Attributes = {
       "mcp.method.name": message.method ?? "",
       "mcp.server.name": serverName,
@@ -76,16 +71,15 @@ export function telemetryMiddleware(
         : {}),
       ...Object.fromEntries(Object.entries(spec.envAttributes).map(([name, value]) => [`environment.${name}`, value])),
     };
-    const name = typeof message.params?.name === "string" ? message.params.name : undefined;
-    if (message.method === "tools/call" && name)
-      Object.assign(attrs, { "gen_ai.tool.name": name, "gen_ai.operation.name": "execute_tool" });
-    if (message.method === "prompts/get" && name) attrs["gen_ai.prompt.name"] = name;
-    if (message.method === "resources/read" && typeof message.params?.uri === "string")
-      attrs["mcp.resource.uri"] = message.params.uri;
+    const target = targetOf(message);
+    const tool = target?.kind === "tool" && target.name !== "" ? target.name : undefined;
+    if (tool) Object.assign(attrs, { "gen_ai.tool.name": tool, "gen_ai.operation.name": "execute_tool" });
+    if (target?.kind === "prompt" && target.name !== "") attrs["gen_ai.prompt.name"] = target.name;
+    if (target?.kind === "resource") attrs["mcp.resource.uri"] = target.name;
     if (spec.legacyAttributes) {
       attrs["mcp.method"] = message.method ?? "";
       if (message.id !== undefined && message.id !== null) attrs["mcp.request.id"] = String(message.id);
-      if (message.method === "tools/call" && name) attrs["mcp.tool.name"] = name;
+      if (tool) attrs["mcp.tool.name"] = tool;
     }
     return attrs;
   };
@@ -97,12 +91,12 @@ export function telemetryMiddleware(
       });
     }
     const started = performance.now();
-    let message: Message | undefined;
+    let message: JsonRpcMessage | undefined;
     let forward = req;
     const body = await readRpcBody(req);
     if (body) {
       // A batch is one span, named after its first request.
-      message = body.messages.find((m) => typeof m.method === "string") as Message | undefined;
+      message = body.messages.find((m) => typeof m.method === "string");
       forward = forwardWith(req, body);
     }
     const method = message?.method;
@@ -116,11 +110,12 @@ export function telemetryMiddleware(
       if (tracked && isLegacyStream(req, response)) return tracked.streamed(response);
       return response;
     }
-    const tool = method === "tools/call" && typeof message?.params?.name === "string" ? message.params.name : undefined;
+    const target = targetOf(message as JsonRpcMessage);
+    const tool = target?.kind === "tool" ? target.name : undefined;
     const parent = propagator.extract(context.active(), req.headers, headerGetter);
     const span = telemetry.tracer?.startSpan(
       tool ? `${method} ${tool}` : method,
-      { kind: SpanKind.SERVER, attributes: attributesOf(message as Message, req) },
+      { kind: SpanKind.SERVER, attributes: attributesOf(message as JsonRpcMessage, req) },
       parent,
     );
     if (span) {

@@ -9,14 +9,10 @@
 import type { ToolsPolicy } from "../config/tools-policy.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
+import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { markDenied } from "./denials.ts";
-import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
+import { rewriteResults } from "./result-rewriter.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
-
-type Message = RpcMessage & {
-  params?: { name?: unknown; [key: string]: unknown };
-  result?: { tools?: unknown; [key: string]: unknown };
-};
 
 interface Tool {
   name: string;
@@ -24,8 +20,8 @@ interface Tool {
   [key: string]: unknown;
 }
 
-function isToolList(result: Message["result"]): result is { tools: Tool[] } {
-  return Array.isArray(result?.tools);
+function isToolList(result: unknown): result is { tools: Tool[] } {
+  return typeof result === "object" && result !== null && Array.isArray((result as { tools?: unknown }).tools);
 }
 
 /** What a client may call a tool, and what the server calls it; undefined: hidden. */
@@ -62,7 +58,7 @@ function filterList(policy: ToolsPolicy, tools: Tool[]): Tool[] {
 }
 
 /** A JSON-RPC message with a tools/list result rewritten; others unchanged (same object). */
-function rewriteMessage(policy: ToolsPolicy, message: Message): Message {
+function rewriteMessage(policy: ToolsPolicy, message: JsonRpcMessage): JsonRpcMessage {
   if (!isToolList(message.result)) return message;
   return { ...message, result: { ...message.result, tools: filterList(policy, message.result.tools) } };
 }
@@ -74,9 +70,9 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
     if (raw) {
       const body = checkedBody(req, raw);
       if (body instanceof Response) return markDenied(body);
-      const parsed = body.value as Message | Message[];
-      const messages = body.messages as readonly Message[];
-      const refused: Message[] = [];
+      const parsed = body.value;
+      const messages = body.messages;
+      const refused: JsonRpcMessage[] = [];
       const header = req.headers.get("mcp-name");
       let realOfHeader: string | undefined;
       // Copies, never the shared parsed messages: audit and telemetry keep what the client sent.
@@ -132,7 +128,7 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
     }
     return rewriteResults(
       await next(forward, ctx),
-      (message) => rewriteMessage(policy, message as Message),
+      (message) => rewriteMessage(policy, message),
       (data) => data.includes('"tools"'),
     );
   };

@@ -12,17 +12,11 @@ import fastJsonPatch, { type Operation } from "fast-json-patch";
 import type { WebhookConfig, WebhookSpec } from "../config/webhook-config.ts";
 import type { Middleware, RequestContext } from "../proxy/handler.ts";
 import { jsonRpcError } from "../proxy/jsonrpc.ts";
+import { targetOf, type JsonRpcMessage as Message } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 import { errorMessage } from "../errors.ts";
-
-interface Message {
-  jsonrpc?: string;
-  id?: string | number | null;
-  method?: string;
-  params?: unknown;
-}
 
 export interface WebhookOptions {
   readonly config: WebhookConfig;
@@ -128,12 +122,7 @@ export function webhooks(options: WebhookOptions): Middleware {
       try {
         const patched = fastJsonPatch.applyPatch(current, answer.patch, true, false).newDocument as Message;
         // What is called was decided by the policies before the webhooks: a patch may change the arguments, not the target.
-        const target = (m: Message) =>
-          JSON.stringify([
-            (m.params as Record<string, unknown> | undefined)?.name,
-            (m.params as Record<string, unknown> | undefined)?.uri,
-          ]);
-        if (target(patched) !== target(current))
+        if (targetOf(patched)?.name !== targetOf(current)?.name)
           return deny(
             message,
             `webhook ${hook.name} tried to change the tool, prompt or resource the request targets`,
@@ -173,8 +162,8 @@ export function webhooks(options: WebhookOptions): Middleware {
     if (raw === undefined) return next(req, ctx);
     const body = checkedBody(req, raw);
     if (body instanceof Response) return markDenied(body);
-    const parsed = body.value as Message | Message[];
-    const messages = body.messages as readonly Message[];
+    const parsed = body.value;
+    const messages = body.messages;
     const reviewed: Message[] = [];
     let changed = false;
     for (const message of messages) {

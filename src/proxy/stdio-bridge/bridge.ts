@@ -25,7 +25,7 @@ import {
 import type { ServerChannel } from "./server-channel.ts";
 import { routeServerNotification } from "./server-notifications.ts";
 import { mostVerboseLevel, SubscriberCounts } from "./shared-interest.ts";
-import { ClientSession } from "./session.ts";
+import { ClientSession, type InFlight } from "./session.ts";
 import type { Sink } from "./sink.ts";
 
 export interface BridgeOptions {
@@ -37,15 +37,6 @@ export interface BridgeOptions {
   readonly handshakeTimeoutMs?: number;
   readonly clientInfo?: { name: string; version: string };
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
-}
-
-export interface InFlight {
-  readonly session: ClientSession;
-  readonly clientId: JsonRpcId;
-  readonly sink: Sink;
-  readonly method: string;
-  readonly deadline: number;
-  readonly clientToken: string | number | undefined;
 }
 
 interface ServerInit {

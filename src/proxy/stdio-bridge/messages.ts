@@ -1,17 +1,11 @@
 /**
- * JSON-RPC 2.0 message shapes as the bridge sees them. Messages are parsed once
- * (JSON.parse) and then only their `id` or progress token is rewritten in place.
+ * JSON-RPC 2.0 messages as the bridge sees them. Messages are parsed once (JSON.parse) and
+ * then only their `id` or progress token is rewritten in place.
  */
 import type { JsonRpcId } from "../jsonrpc.ts";
+import type { JsonRpcMessage } from "../mcp-message.ts";
 
-export interface JsonRpcMessage {
-  jsonrpc: "2.0";
-  id?: JsonRpcId;
-  method?: string;
-  params?: Record<string, unknown> & { _meta?: Record<string, unknown> };
-  result?: unknown;
-  error?: { code: number; message: string; data?: unknown };
-}
+export type { JsonRpcMessage } from "../mcp-message.ts";
 
 export type MessageKind = "request" | "notification" | "response" | "invalid";
 

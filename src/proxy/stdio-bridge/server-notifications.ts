@@ -10,9 +10,8 @@
  *   anything else (list_changed, ...) → every session
  * Each session receives it on one stream only: its newest open one.
  */
-import type { InFlight } from "./bridge.ts";
 import { logLevelRank, type JsonRpcMessage } from "./messages.ts";
-import type { ClientSession } from "./session.ts";
+import type { ClientSession, InFlight } from "./session.ts";
 
 export interface NotificationRoutes {
   readonly sessions: Iterable<ClientSession>;

@@ -1,6 +1,17 @@
-/** One client's session on a shared stdio server. */
+/** One client's session on a shared stdio server, and its requests the server is working on. */
+import type { JsonRpcId } from "../jsonrpc.ts";
 import type { LogLevel } from "./messages.ts";
 import type { Sink } from "./sink.ts";
+
+/** A client request forwarded to the server, until its answer arrives (or it times out). */
+export interface InFlight {
+  readonly session: ClientSession;
+  readonly clientId: JsonRpcId;
+  readonly sink: Sink;
+  readonly method: string;
+  readonly deadline: number;
+  readonly clientToken: string | number | undefined;
+}
 
 export interface ClientCapabilities {
   readonly sampling?: unknown;

@@ -1,10 +1,10 @@
 import { expect, test } from "bun:test";
-import { SessionTracker } from "../../src/middleware/session-tracker.ts";
+import { ActiveSessions } from "../../src/middleware/active-sessions.ts";
 
 test("sessions open once, end once, and count as gone after the idle expiry", () => {
   let now = 0;
   let count = 0;
-  const tracker = new SessionTracker({ idleMs: 120_000, now: () => now, onChange: (d) => (count += d) });
+  const tracker = new ActiveSessions({ idleMs: 120_000, now: () => now, onChange: (d) => (count += d) });
   tracker.opened("a");
   tracker.opened("a");
   tracker.opened("b");

@@ -7,7 +7,7 @@
  */
 import { watchBody } from "./watch-stream.ts";
 
-export interface SessionTrackerOptions {
+export interface ActiveSessionsOptions {
   /** Called with +1 / -1 as sessions open and end. */
   readonly onChange: (delta: 1 | -1) => void;
   /** Idle time after which a session counts as gone (the bridge's idle expiry). */
@@ -15,13 +15,13 @@ export interface SessionTrackerOptions {
   readonly now?: () => number;
 }
 
-export class SessionTracker {
+export class ActiveSessions {
   readonly #lastSeen = new Map<string, number>();
-  readonly #options: SessionTrackerOptions;
+  readonly #options: ActiveSessionsOptions;
   readonly #now: () => number;
   #lastSweep: number;
 
-  constructor(options: SessionTrackerOptions) {
+  constructor(options: ActiveSessionsOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
     this.#lastSweep = this.#now();
