@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { packageCommand } from "../runtime/package-command.ts";
-import { loadPermissionProfile } from "../runtime/permission-profile.ts";
+import { loadPermissionProfile } from "../config/permission-profile.ts";
 import type { RunPlan } from "./run-plan.ts";
 import { preflightContainer } from "./container-workload.ts";
 import { dockerHostFor } from "../runtime/docker/engine.ts";

@@ -5,7 +5,8 @@
 import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
-import { loadPermissionProfile, type PermissionProfile } from "../runtime/permission-profile.ts";
+import { loadPermissionProfile } from "../config/permission-profile.ts";
+import type { PermissionProfile } from "../runtime/permission-profile.ts";
 import { packageWorkingDir } from "../runtime/package-command.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
 import { bwrapArgs, findBwrap, profileMount, unenforceableError } from "../runtime/sandbox.ts";

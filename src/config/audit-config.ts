@@ -3,9 +3,8 @@
  *   {"enabled":true,"component":"...","eventTypes":[...],"excludeEventTypes":[...],
  *    "includeRequestData":false,"includeResponseData":false,"maxDataSize":1024,"logFile":"..."}
  */
-import { readFileSync } from "node:fs";
 import * as v from "valibot";
-import { McpmgrError } from "../errors.ts";
+import { decodeConfigFile } from "./config-file.ts";
 
 export const AUDIT_EVENT_TYPES = [
   "mcp_initialize",
@@ -54,26 +53,6 @@ const fileSchema = v.strictObject({
   logFile: v.optional(v.pipe(v.string(), v.nonEmpty("must not be empty"))),
 });
 
-function readConfigFile(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    throw new McpmgrError("INVALID_OPTION", `--audit-config ${JSON.stringify(path)}: cannot read the file`, {
-      hint: "give the path of a JSON or YAML audit configuration",
-    });
-  }
-  try {
-    return /\.ya?ml$/i.test(path) ? Bun.YAML.parse(text) : JSON.parse(text);
-  } catch {
-    throw new McpmgrError(
-      "INVALID_OPTION",
-      `--audit-config ${path}: not valid ${/\.ya?ml$/i.test(path) ? "YAML" : "JSON"}`,
-      { hint: "check the file's syntax" },
-    );
-  }
-}
-
 /** undefined: no auditing (neither option given, or the file says enabled: false). */
 export function auditConfig(
   enable: boolean,
@@ -81,16 +60,14 @@ export function auditConfig(
   defaultComponent: string,
 ): AuditConfig | undefined {
   if (!enable && path === undefined) return undefined;
-  const raw = path === undefined ? {} : readConfigFile(path);
-  const parsed = v.safeParse(fileSchema, raw, { abortPipeEarly: true });
-  if (!parsed.success) {
-    const issue = parsed.issues[0];
-    const at = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
-    throw new McpmgrError("INVALID_OPTION", `--audit-config ${path}: ${at}: ${issue?.message ?? "invalid"}`, {
-      hint: 'e.g. {"eventTypes": ["mcp_tool_call"], "includeRequestData": true}',
-    });
-  }
-  const file = parsed.output;
+  const file =
+    path === undefined
+      ? v.parse(fileSchema, {})
+      : decodeConfigFile(path, fileSchema, {
+          option: "--audit-config",
+          yaml: true,
+          hint: 'e.g. {"eventTypes": ["mcp_tool_call"], "includeRequestData": true}',
+        });
   if (!file.enabled) return undefined;
   return Object.freeze({
     component: file.component ?? defaultComponent,

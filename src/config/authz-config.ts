@@ -4,10 +4,10 @@
  * The policies are parsed by the Cedar engine itself at start-up, so a syntax error is
  * reported before anything runs.
  */
-import { readFileSync } from "node:fs";
 import { checkParsePolicySet } from "@cedar-policy/cedar-wasm/nodejs";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
+import { decodeConfigFile } from "./config-file.ts";
 
 export interface AuthzConfig {
   readonly policies: string;
@@ -25,23 +25,11 @@ const fileSchema = v.strictObject({
 
 export function authzConfig(path: string | undefined): AuthzConfig | undefined {
   if (path === undefined) return undefined;
-  const fail = (
-    why: string,
-    hint = 'expected {"version":"1.0","type":"cedarv1","cedar":{"policies":["permit(...);"]}}',
-  ) => new McpmgrError("INVALID_OPTION", `--authz-config ${path}: ${why}`, { hint });
-  let data: unknown;
-  try {
-    const text = readFileSync(path, "utf8");
-    data = /\.ya?ml$/i.test(path) ? Bun.YAML.parse(text) : JSON.parse(text);
-  } catch (err) {
-    throw fail((err as { code?: string }).code === "ENOENT" ? "no such file" : "not valid JSON or YAML");
-  }
-  const parsed = v.safeParse(fileSchema, data, { abortPipeEarly: true });
-  if (!parsed.success) {
-    const issue = parsed.issues[0];
-    throw fail(`${issue?.path?.map((p) => String(p.key)).join(".") || "(root)"}: ${issue?.message ?? "invalid"}`);
-  }
-  const policies = parsed.output.cedar.policies.join("\n");
+  const expected = 'expected {"version":"1.0","type":"cedarv1","cedar":{"policies":["permit(...);"]}}';
+  const fail = (why: string, hint = expected) =>
+    new McpmgrError("INVALID_OPTION", `--authz-config ${path}: ${why}`, { hint });
+  const file = decodeConfigFile(path, fileSchema, { option: "--authz-config", yaml: true, hint: expected });
+  const policies = file.cedar.policies.join("\n");
   const check = checkParsePolicySet({ staticPolicies: policies });
   if (check.type === "failure")
     throw fail(
@@ -50,7 +38,7 @@ export function authzConfig(path: string | undefined): AuthzConfig | undefined {
     );
   let entities: unknown;
   try {
-    entities = JSON.parse(parsed.output.cedar.entities_json);
+    entities = JSON.parse(file.cedar.entities_json);
   } catch {
     throw fail("cedar.entities_json is not valid JSON");
   }

@@ -9,6 +9,7 @@
  */
 import { isIP } from "node:net";
 import * as v from "valibot";
+import { decodeConfigFile } from "./config-file.ts";
 
 export const builtinProfileNames = ["none", "network"] as const;
 export type BuiltinProfileName = (typeof builtinProfileNames)[number];
@@ -130,5 +131,12 @@ export function describePermissions(permissions: Permissions): string {
   return parts.join("; ");
 }
 
-/** The profile a workload runs with: `none`, `network`, or a JSON file in the format above. */
-export const permissionProfileFileSchema = profileSchema;
+/** `--permission-profile`: `none`, `network`, or the path of a JSON file in the format above. */
+export function loadPermissionProfile(nameOrPath: string): PermissionProfile {
+  if (nameOrPath === "none" || nameOrPath === "network") return expandPermissions(nameOrPath);
+  return decodeConfigFile(nameOrPath, profileSchema, {
+    option: "--permission-profile",
+    yaml: false,
+    hint: 'expected {"read":[...],"write":[...],"network":{"outbound":{...}}}',
+  }) as PermissionProfile;
+}

@@ -4,9 +4,9 @@
  * MCP tooling uses (DESIGN §7): {"toolsOverride": {"<real name>": {"name": "...", "description": "..."}}}.
  * Names in --tools and in the file are the server's own names.
  */
-import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
+import { decodeConfigFile } from "./config-file.ts";
 
 export interface ToolsPolicy {
   /** Real names clients may see and call; undefined: every tool. */
@@ -32,29 +32,11 @@ const overrideFileSchema = v.strictObject({
 });
 
 function loadOverrides(path: string): Record<string, { name?: string; description?: string }> {
-  let data: unknown;
-  try {
-    data = JSON.parse(readFileSync(path, "utf8"));
-  } catch (err) {
-    const why =
-      (err as { code?: string }).code === "ENOENT"
-        ? "no such file"
-        : err instanceof SyntaxError
-          ? "not valid JSON"
-          : "cannot read the file";
-    throw new McpmgrError("INVALID_OPTION", `--tools-override ${path}: ${why}`, {
-      hint: 'expected {"toolsOverride": {"tool": {"name": "...", "description": "..."}}}',
-    });
-  }
-  const parsed = v.safeParse(overrideFileSchema, data, { abortPipeEarly: true });
-  if (!parsed.success) {
-    const issue = parsed.issues[0];
-    const at = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
-    throw new McpmgrError("INVALID_OPTION", `--tools-override ${path}: ${at}: ${issue?.message ?? "invalid"}`, {
-      hint: 'expected {"toolsOverride": {"tool": {"name": "...", "description": "..."}}}',
-    });
-  }
-  return parsed.output.toolsOverride;
+  return decodeConfigFile(path, overrideFileSchema, {
+    option: "--tools-override",
+    yaml: false,
+    hint: 'expected {"toolsOverride": {"tool": {"name": "...", "description": "..."}}}',
+  }).toolsOverride;
 }
 
 /**

@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
+import { decodeConfigFile } from "./config-file.ts";
 import { duration } from "./values.ts";
 
 export interface WebhookSpec {
@@ -77,25 +78,11 @@ function readPem(file: string, field: string, path: string): string {
 }
 
 function load(file: string): v.InferOutput<typeof fileSchema> {
-  let data: unknown;
-  try {
-    const text = readFileSync(file, "utf8");
-    data = /\.ya?ml$/i.test(file) ? Bun.YAML.parse(text) : JSON.parse(text);
-  } catch (err) {
-    const why = (err as { code?: string }).code === "ENOENT" ? "no such file" : "not valid JSON or YAML";
-    throw new McpmgrError("INVALID_OPTION", `--webhook-config ${file}: ${why}`, {
-      hint: "give a JSON or YAML file with validating: and/or mutating: lists",
-    });
-  }
-  const parsed = v.safeParse(fileSchema, data, { abortPipeEarly: true });
-  if (!parsed.success) {
-    const issue = parsed.issues[0];
-    const at = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
-    throw new McpmgrError("INVALID_OPTION", `--webhook-config ${file}: ${at}: ${issue?.message ?? "invalid"}`, {
-      hint: "entries are {name, url, failure_policy, timeout, tls_config, hmac_secret_ref}",
-    });
-  }
-  return parsed.output;
+  return decodeConfigFile(file, fileSchema, {
+    option: "--webhook-config",
+    yaml: true,
+    hint: "entries are {name, url, failure_policy, timeout, tls_config, hmac_secret_ref}",
+  });
 }
 
 function toSpec(file: string, entry: v.InferOutput<typeof entrySchema>): WebhookSpec {

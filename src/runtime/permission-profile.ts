@@ -1,14 +1,8 @@
 /**
- * Loading `--permission-profile` (none, network, or a JSON file; format and schema in
- * config/permission-profile.ts) and what a runtime asks of a profile.
+ * What a runtime asks of a permission profile (format, schema and loading in
+ * config/permission-profile.ts): network at all, none at all, or only some of it.
  */
-import * as v from "valibot";
-import {
-  expandPermissions,
-  permissionProfileFileSchema,
-  type PermissionProfile,
-} from "../config/permission-profile.ts";
-import { McpmgrError } from "../errors.ts";
+import type { PermissionProfile } from "../config/permission-profile.ts";
 
 export type { PermissionProfile } from "../config/permission-profile.ts";
 
@@ -31,33 +25,16 @@ export function deniesNetwork(profile: PermissionProfile): boolean {
   return mode === "none" || ((mode === undefined || mode === "") && !allowsNetwork(profile));
 }
 
-export async function loadPermissionProfile(nameOrPath: string): Promise<PermissionProfile> {
-  if (nameOrPath === "none" || nameOrPath === "network") return expandPermissions(nameOrPath);
-  const file = Bun.file(nameOrPath);
-  if (!(await file.exists())) {
-    throw new McpmgrError("INVALID_OPTION", `--permission-profile ${JSON.stringify(nameOrPath)}: no such file`, {
-      hint: "use none, network, or the path of a JSON permission profile",
-    });
-  }
-  let data: unknown;
-  try {
-    data = await file.json();
-  } catch {
-    throw new McpmgrError("INVALID_OPTION", `--permission-profile ${nameOrPath}: not valid JSON`, {
-      hint: "check the file's syntax",
-    });
-  }
-  const parsed = v.safeParse(permissionProfileFileSchema, data, { abortPipeEarly: true });
-  if (!parsed.success) {
-    const issue = parsed.issues[0];
-    const path = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
-    throw new McpmgrError(
-      "INVALID_OPTION",
-      `--permission-profile ${nameOrPath}: ${path}: ${issue?.message ?? "invalid"}`,
-      {
-        hint: 'expected {"read":[...],"write":[...],"network":{"outbound":{...}}}',
-      },
-    );
-  }
-  return parsed.output as PermissionProfile;
+/**
+ * Whether the profile allows some outbound traffic but not all of it: hosts or ports are
+ * listed. Neither runtime enforces such a list by itself (bwrap gives all of the network or
+ * none; a container only behind --isolate-network's egress proxy).
+ */
+export function restrictsOutbound(profile: PermissionProfile): boolean {
+  const outbound = profile.network.outbound;
+  return (
+    profile.network.mode !== "none" &&
+    !outbound.insecure_allow_all &&
+    (outbound.allow_host.length > 0 || outbound.allow_port.length > 0)
+  );
 }

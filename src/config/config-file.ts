@@ -1,0 +1,59 @@
+/**
+ * The files options name (--audit-config, --authz-config, --webhook-config, --tools-override,
+ * --permission-profile): read, parsed as JSON (or YAML where the format allows it, by the
+ * file's extension), and validated by a valibot schema. Every failure is one INVALID_OPTION
+ * line naming the option, the file and, for a bad value, the field: `--opt FILE: a.b: message`.
+ */
+import { readFileSync } from "node:fs";
+import * as v from "valibot";
+import { McpmgrError } from "../errors.ts";
+
+export interface ConfigFileOptions {
+  /** The option that named the file, with its dashes: "--audit-config". */
+  readonly option: string;
+  /** Whether .yaml/.yml files are parsed as YAML (otherwise every file is JSON). */
+  readonly yaml: boolean;
+  /** What a valid file looks like, for the hint of a validation error. */
+  readonly hint: string;
+}
+
+const yamlFile = /\.ya?ml$/i;
+
+/** The file's parsed content, unvalidated. */
+export function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">): unknown {
+  const fail = (why: string, hint: string) =>
+    new McpmgrError("INVALID_OPTION", `${options.option} ${JSON.stringify(path)}: ${why}`, { hint });
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    const missing = (err as { code?: string }).code === "ENOENT";
+    throw fail(missing ? "no such file" : "cannot read the file", `check the path given to ${options.option}`);
+  }
+  const asYaml = options.yaml && yamlFile.test(path);
+  try {
+    return asYaml ? Bun.YAML.parse(text) : JSON.parse(text);
+  } catch {
+    throw fail(`not valid ${asYaml ? "YAML" : "JSON"}`, "check the file's syntax");
+  }
+}
+
+/** The file's content as the schema's output; the first problem is reported with its field path. */
+export function decodeConfigFile<S extends v.GenericSchema>(
+  path: string,
+  schema: S,
+  options: ConfigFileOptions,
+): v.InferOutput<S> {
+  const parsed = v.safeParse(schema, readConfigFile(path, options), { abortPipeEarly: true });
+  if (parsed.success) return parsed.output;
+  throw new McpmgrError("INVALID_OPTION", `${options.option} ${path}: ${issueText(parsed.issues)}`, {
+    hint: options.hint,
+  });
+}
+
+/** "field.path: message" for the first issue ("(root)" when the file as a whole is wrong). */
+export function issueText(issues: readonly v.BaseIssue<unknown>[]): string {
+  const issue = issues[0];
+  const at = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
+  return `${at}: ${issue?.message ?? "invalid"}`;
+}
