@@ -7,12 +7,7 @@ export interface PositionalHelp {
   readonly required: boolean;
 }
 
-export function toCittyArgs(
-  table: OptionTable,
-  positionals: Readonly<Record<string, PositionalHelp>> = {},
-  /** Declared options whose behaviour has not landed: help says so. */
-  notYet: ReadonlySet<string> = new Set(),
-): ArgsDef {
+export function toCittyArgs(table: OptionTable, positionals: Readonly<Record<string, PositionalHelp>> = {}): ArgsDef {
   const args: ArgsDef = {};
   for (const [name, help] of Object.entries(positionals)) {
     args[name] = { type: "positional", description: help.description, required: help.required };
@@ -23,7 +18,6 @@ export function toCittyArgs(
     if (spec.hidden) continue;
     let description = spec.description;
     if (spec.defaultText !== undefined) description += ` (Default: ${spec.defaultText})`;
-    if (notYet.has(name)) description += " [not supported yet]";
     if (spec.kind === "boolean") {
       args[name] = {
         type: "boolean",

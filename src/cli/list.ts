@@ -5,7 +5,7 @@ import { stringOption } from "../config/option-spec.ts";
 import { nonEmpty, oneOf } from "../config/values.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { printResult } from "./output.ts";
-import { currentStatus } from "./supervisor-control.ts";
+import { currentStatus } from "../workload/supervisor-control.ts";
 import { openStore, workloadUrl } from "./workload-arg.ts";
 
 const table = {

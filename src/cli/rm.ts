@@ -1,8 +1,8 @@
 /** `mcpmgr rm NAME`: stops the workload if needed and removes its record and logs. */
 import { defineCommand } from "citty";
+import { stopSupervisor } from "../workload/supervisor-control.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { log } from "./output.ts";
-import { stopSupervisor } from "./supervisor-control.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
 
 export default defineCommand({
@@ -15,7 +15,7 @@ export default defineCommand({
       // A corrupt record must still be removable: only a truly unknown name is an error.
       if ((err as { code?: string }).code !== "STATE_CORRUPT") throw err;
     });
-    await stopSupervisor(store, name).catch(() => false);
+    await stopSupervisor(store, name, log).catch(() => false);
     await store.remove(name);
     log.info(`removed ${name}`);
   },

@@ -1,25 +1,63 @@
 /** `mcpmgr run`: start an MCP server as a managed workload behind the proxy. */
 import { defineCommand } from "citty";
+import { parseRunArgv, type ParsedRunArgv } from "../config/run-argv.ts";
 import { runOptions } from "../config/run-options.ts";
-import { caBundleOptions } from "../config/flags/ca-bundle.ts";
-import { incomingAuthOptions } from "../config/flags/incoming-auth.ts";
-import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
-import { telemetryOptions } from "../config/flags/telemetry.ts";
-import { parseRunArgv } from "../config/run-spec.ts";
-import { assertSupported } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
-import { planRun } from "./run-plan.ts";
-import { toCittyArgs } from "./citty-args.ts";
-import { runForeground } from "./workload-runner.ts";
-import { runDetached } from "./detached-run.ts";
-import { assertContainerNameFree } from "./container-workload.ts";
 import { readJsonFile } from "../state/atomic-file.ts";
 import { workloadRecordSchema } from "../state/workload-record.ts";
+import { WorkloadStore } from "../state/workloads.ts";
+import { clientUrl } from "../proxy/client-url.ts";
+import { preflight, recordWorkload } from "../workload/background.ts";
+import type { WorkloadContext } from "../workload/context.ts";
+import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
+import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
+import { startWorkload } from "../workload/start.ts";
+import { startSupervisor } from "../workload/supervisor-control.ts";
+import { toCittyArgs } from "./citty-args.ts";
+import { cliContext } from "./context.ts";
+import { loginUrlRelay } from "./login-relay.ts";
+import { log, printResult } from "./output.ts";
+import { untilSignal } from "./signals.ts";
+
+export default defineCommand({
+  meta: {
+    name: "run",
+    description:
+      "Run an MCP server (registry name, image, npx:// uvx:// go:// package, exported config or URL) behind an HTTP proxy",
+  },
+  args: toCittyArgs(runOptions, {
+    SERVER_OR_IMAGE_OR_PROTOCOL: {
+      description: "Registry name, image reference, npx:// uvx:// go:// package, or URL",
+      required: false,
+    },
+  }),
+  async run({ rawArgs }) {
+    let args: readonly string[] = rawArgs;
+    let parsed = parseRunArgv(args);
+    if (parsed.values["from-config"] !== undefined) {
+      const others = [...parsed.given].filter((name) => name !== "from-config" && name !== "foreground");
+      if (others.length > 0) {
+        throw new McpmgrError(
+          "CONFLICTING_OPTIONS",
+          `--from-config runs the exported configuration as it is; --${others[0]} would be ignored`,
+          { hint: "edit the exported file instead, or run the server with its options directly" },
+        );
+      }
+      args = await argsFromConfig(parsed.values["from-config"], parsed.values.foreground);
+      parsed = parseRunArgv(args);
+    }
+    const ctx = cliContext();
+    const spec = await prepareRunSpec(parsed, ctx);
+    if (spec.background) return runInBackground(spec, parsed, args, ctx);
+    const code = await runInForeground(spec, ctx);
+    if (code !== 0) process.exit(code);
+  },
+});
 
 /**
- * `--from-config PATH`: the exported record holds the run options as they were
- * validated; they are parsed again, so an edited file gets the same checks as a
- * command line. Relative paths in it are taken from its working directory.
+ * `--from-config PATH`: the exported record holds the run options as they were validated;
+ * they are parsed again, so an edited file gets the same checks as a command line. Relative
+ * paths in it are taken from its working directory.
  */
 async function argsFromConfig(path: string, foreground: boolean): Promise<string[]> {
   const record = await readJsonFile(path, workloadRecordSchema, { hint: "export one with 'mcpmgr export NAME PATH'" });
@@ -36,99 +74,57 @@ async function argsFromConfig(path: string, foreground: boolean): Promise<string
   return foreground ? ["--foreground", ...record.runOptions] : [...record.runOptions];
 }
 
-/**
- * What works in this version: images, packages (in a container or a bwrap sandbox) and
- * remote URLs with the listener, transport, environment, mount, sandbox, container,
- * network and build options. Every other option
- * is refused rather than ignored until its feature lands.
- */
-const supported: ReadonlySet<string> = new Set([
-  "name",
-  "foreground",
-  "transport",
-  "target-host",
-  "target-port",
-  "proxy-mode",
-  "proxy-port",
-  "host",
-  "endpoint-prefix",
-  "trust-proxy-headers",
-  "env",
-  "env-file",
-  "env-file-dir",
-  "secret",
-  "volume",
-  "permission-profile",
-  "insecure-allow-unsandboxed",
-  "group",
-  "label",
-  "from-config",
-  "publish",
-  "ignore-globally",
-  "print-resolved-overlays",
-  "network",
-  "isolate-network",
-  "allow-docker-gateway",
-  "image-verification",
-  "ca-cert",
-  "runtime-image",
-  "runtime-add-package",
-  "tools",
-  "tools-override",
-  "enable-audit",
-  "audit-config",
-  "webhook-config",
-  "authz-config",
-  ...Object.keys(telemetryOptions),
-  ...Object.keys(incomingAuthOptions),
-  ...Object.keys(outgoingAuthOptions),
-  ...Object.keys(caBundleOptions),
-]);
-const unsupported = new Map(
-  Object.keys(runOptions)
-    .filter((name) => !supported.has(name))
-    .map((name) => [name, "its feature (telemetry) is not in this version"] as const),
-);
+/** Checked and prepared here, recorded, then handed to a supervisor; prints the URL and returns. */
+async function runInBackground(
+  spec: RunSpec,
+  parsed: ParsedRunArgv,
+  args: readonly string[],
+  ctx: WorkloadContext,
+): Promise<void> {
+  await preflight(spec, ctx);
+  const store = new WorkloadStore(ctx.paths);
+  const record = await recordWorkload(spec, parsed, args, store);
+  try {
+    await startSupervisor(store, spec.name, ctx, {
+      failureHint: "fix the command and run it again (nothing was kept)",
+      whileWaiting: loginUrlRelay(store.proxyLogPath(spec.name)),
+    });
+  } catch (err) {
+    // A workload that never ran is not kept: the user fixes the command and runs it again.
+    await store.remove(spec.name).catch(() => {});
+    throw err;
+  }
+  log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
+  printResult(clientUrl(record.host, record.proxyPort, record.proxyPath));
+}
 
-export default defineCommand({
-  meta: {
-    name: "run",
-    description:
-      "Run an MCP server (registry name, image, npx:// uvx:// go:// package, exported config or URL) behind an HTTP proxy",
-  },
-  args: toCittyArgs(
-    runOptions,
-    {
-      SERVER_OR_IMAGE_OR_PROTOCOL: {
-        description: "Registry name, image reference, npx:// uvx:// go:// package, or URL",
-        required: false,
-      },
-    },
-    new Set(unsupported.keys()),
-  ),
-  async run({ rawArgs }) {
-    let args: readonly string[] = rawArgs;
-    let parsed = parseRunArgv(args);
-    assertSupported(parsed.given, unsupported, "run", parsed.values);
-    if (parsed.values["from-config"] !== undefined) {
-      const others = [...parsed.given].filter((name) => name !== "from-config" && name !== "foreground");
-      if (others.length > 0) {
-        throw new McpmgrError(
-          "CONFLICTING_OPTIONS",
-          `--from-config runs the exported configuration as it is; --${others[0]} would be ignored`,
-          {
-            hint: "edit the exported file instead, or run the server with its options directly",
-          },
-        );
-      }
-      args = await argsFromConfig(parsed.values["from-config"], parsed.values.foreground);
-      parsed = parseRunArgv(args);
-      assertSupported(parsed.given, unsupported, "run", parsed.values);
-    }
-    const plan = await planRun(parsed);
-    if (!parsed.values.foreground) return runDetached(plan, parsed, args);
-    if (plan.runtime.kind === "container") await assertContainerNameFree(plan, plan.runtime.engine);
-    const code = await runForeground(plan, parsed);
-    if (code !== 0) process.exit(code);
-  },
-});
+/** Blocks until Ctrl-C or until the server exits; returns the exit code. */
+async function runInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<number> {
+  await assertForegroundNameFree(spec, ctx);
+  // Listened for from the start: Ctrl-C during a pull, build or handshake must not leave a
+  // container running.
+  const signal = untilSignal();
+  const started = await Promise.race([
+    startWorkload(spec, ctx).then((workload) => ({ workload })),
+    signal.then((received) => ({ received })),
+  ]);
+  if ("received" in started) {
+    await abandonStart(spec);
+    log.info(`${started.received}: stopped ${spec.name} while it was starting`);
+    return started.received === "SIGINT" ? 130 : 143;
+  }
+  const { workload } = started;
+  log.info(`${spec.name} is running; MCP clients connect to:`);
+  printResult(workload.url);
+  const outcome = await Promise.race([
+    signal.then((received) => ({ signal: received })),
+    workload.exited.then((why) => ({ why })),
+  ]);
+  await workload.stop();
+  if ("why" in outcome) {
+    log.error(`${spec.name}: ${outcome.why}`);
+    return 1;
+  }
+  log.info(`${outcome.signal}: stopped ${spec.name}`);
+  return 0;
+}

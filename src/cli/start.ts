@@ -1,8 +1,10 @@
 /** `mcpmgr start NAME` and `mcpmgr restart NAME`: (re)start a recorded workload on its port. */
 import { defineCommand } from "citty";
+import { currentStatus, startSupervisor, stopSupervisor } from "../workload/supervisor-control.ts";
 import { toCittyArgs } from "./citty-args.ts";
+import { cliContext } from "./context.ts";
+import { loginUrlRelay } from "./login-relay.ts";
 import { log, printResult } from "./output.ts";
-import { currentStatus, startSupervisor, stopSupervisor } from "./supervisor-control.ts";
 import { openStore, parseNamed, workloadUrl } from "./workload-arg.ts";
 
 function command(restart: boolean) {
@@ -14,7 +16,7 @@ function command(restart: boolean) {
       const { name } = parseNamed(rawArgs, {}, verb);
       const store = openStore();
       const record = await store.getExisting(name);
-      if (restart) await stopSupervisor(store, name);
+      if (restart) await stopSupervisor(store, name, log);
       else {
         const status = await currentStatus(store, name);
         if (
@@ -26,7 +28,7 @@ function command(restart: boolean) {
           return;
         }
       }
-      await startSupervisor(store, name);
+      await startSupervisor(store, name, cliContext(), { whileWaiting: loginUrlRelay(store.proxyLogPath(name)) });
       log.info(`${name} is running; MCP clients connect to:`);
       printResult(workloadUrl(record));
     },

@@ -1,8 +1,8 @@
 /** `mcpmgr stop NAME`: stops the proxy and the server; the workload stays for `start`. */
 import { defineCommand } from "citty";
+import { stopSupervisor } from "../workload/supervisor-control.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { log } from "./output.ts";
-import { stopSupervisor } from "./supervisor-control.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
 
 export default defineCommand({
@@ -12,6 +12,6 @@ export default defineCommand({
     const { name } = parseNamed(rawArgs, {}, "stop");
     const store = openStore();
     await store.getExisting(name);
-    log.info((await stopSupervisor(store, name)) ? `stopped ${name}` : `${name} was not running`);
+    log.info((await stopSupervisor(store, name, log)) ? `stopped ${name}` : `${name} was not running`);
   },
 });

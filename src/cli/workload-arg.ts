@@ -2,6 +2,7 @@
 import { parseArgv } from "../config/argv.ts";
 import type { OptionTable } from "../config/option-spec.ts";
 import { McpmgrError } from "../errors.ts";
+import { clientUrl } from "../proxy/client-url.ts";
 import { resolvePaths } from "../state/paths.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
@@ -31,6 +32,5 @@ export function openStore(): WorkloadStore {
 
 /** The URL MCP clients use for a workload. */
 export function workloadUrl(record: WorkloadRecord): string {
-  const host = record.host === "0.0.0.0" ? "127.0.0.1" : record.host.includes(":") ? `[${record.host}]` : record.host;
-  return `http://${host}:${record.proxyPort}${record.proxyPath}`;
+  return clientUrl(record.host, record.proxyPort, record.proxyPath);
 }

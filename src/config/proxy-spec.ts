@@ -4,7 +4,7 @@ import { parseArgv } from "./argv.ts";
 import { incomingAuthSpec, type IncomingAuthSpec } from "./incoming-auth-spec.ts";
 import { outgoingAuthSpec, type OutgoingAuthSpec } from "./outgoing-auth-spec.ts";
 import { proxyOptions } from "./proxy-options.ts";
-import { assertSupported, checkOutgoingAuthRules } from "./rules.ts";
+import { checkOutgoingAuthRules } from "./rules.ts";
 
 export interface ListenSpec {
   readonly host: string;
@@ -23,8 +23,6 @@ export interface ProxySpec {
   /** mcpmgr's own credentials towards the remote (`--remote-auth*`, `--token-exchange-*`, headers). */
   readonly outgoingAuth: OutgoingAuthSpec;
 }
-
-export const unsupportedProxyOptions: ReadonlyMap<string, string> = new Map<string, string>();
 
 export function buildProxySpec(argv: readonly string[]): ProxySpec {
   const { values, given, positionals, passthrough } = parseArgv(argv, proxyOptions, "proxy", false);
@@ -55,7 +53,6 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
     });
   }
   checkOutgoingAuthRules(given);
-  assertSupported(given, unsupportedProxyOptions, "proxy", values);
   const incomingAuth = incomingAuthSpec(values, given);
   const outgoingAuth = outgoingAuthSpec(values, given);
   if (outgoingAuth.tokenExchange && incomingAuth === undefined) {

@@ -1,7 +1,6 @@
 /**
- * Rules between options (exclusive pairs, options that need another, options whose
- * behaviour has not landed yet). They run after every value has parsed, so the
- * messages can name options without repeating value errors.
+ * Rules between options (exclusive pairs, options that need another). They run after every
+ * value has parsed, so the messages can name options without repeating value errors.
  */
 import { McpmgrError } from "../errors.ts";
 
@@ -16,24 +15,6 @@ export function assertNotBoth(given: Given, a: string, b: string, hint: string):
 export function assertRequires(given: Given, option: string, needed: string, hint?: string): void {
   if (given.has(option) && !given.has(needed)) {
     throw new McpmgrError("MISSING_OPTION", `--${option} needs --${needed}`, { hint: hint ?? `add --${needed}` });
-  }
-}
-
-/** Options that are declared (so help is complete) but whose behaviour arrives later. */
-export function assertSupported(
-  given: Given,
-  unsupported: ReadonlyMap<string, string>,
-  command: string,
-  values: Readonly<Record<string, unknown>> = {},
-): void {
-  for (const name of given) {
-    const feature = unsupported.get(name);
-    // `--no-remote-auth` asks for what already happens; only asking for the feature is refused.
-    if (feature !== undefined && values[name] !== false) {
-      throw new McpmgrError("NOT_SUPPORTED_YET", `--${name} is not supported yet by 'mcpmgr ${command}' (${feature})`, {
-        hint: `leave --${name} out; this version does not implement ${feature} and will not pretend to`,
-      });
-    }
   }
 }
 

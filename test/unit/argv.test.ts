@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { parseArgv } from "../../src/config/argv.ts";
 import { booleanOption, repeatableOption, stringOption } from "../../src/config/option-spec.ts";
 import { buildProxySpec } from "../../src/config/proxy-spec.ts";
-import { parseRunArgv } from "../../src/config/run-spec.ts";
+import { parseRunArgv } from "../../src/config/run-argv.ts";
 import { commaList, duration, nonEmpty, port } from "../../src/config/values.ts";
 import { McpmgrError, type ErrorCode } from "../../src/errors.ts";
 

@@ -1,6 +1,6 @@
 /** Environment-tunable limits: defaults, valid values, and one-line errors for bad ones. */
 import { expect, test } from "bun:test";
-import { maxBodyBytesFromEnv, requestTimeoutMsFromEnv, sessionIdleMsFromEnv } from "../../src/cli/limits.ts";
+import { maxBodyBytesFromEnv, requestTimeoutMsFromEnv, sessionIdleMsFromEnv } from "../../src/workload/limits.ts";
 import { McpmgrError } from "../../src/errors.ts";
 
 test("defaults", () => {

@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { requestedScopes, type ServerInfo } from "../../src/auth/outgoing/oauth-client.ts";
-import { supervisorReadyTimeoutMs } from "../../src/cli/supervisor-control.ts";
+import { supervisorReadyTimeoutMs } from "../../src/workload/supervisor-control.ts";
 import { buildProxySpec } from "../../src/config/proxy-spec.ts";
-import { parseRunArgv } from "../../src/config/run-spec.ts";
+import { parseRunArgv } from "../../src/config/run-argv.ts";
 import { usageError } from "../support/errors.ts";
 
 const TARGET = ["--target-uri", "http://127.0.0.1:9/mcp"];

@@ -3,20 +3,19 @@
  * serves the proxy and restarts the server when it crashes.
  */
 import { spawn } from "node:child_process";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { parseRunArgv } from "../config/run-argv.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
+import { clientUrl } from "../proxy/client-url.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import { detectEngine } from "../runtime/docker/engine.ts";
-import { closeSync, openSync, readFileSync, statSync } from "node:fs";
-import { LOGIN_URL_MARKER } from "./oauth-login.ts";
-import { parseRunArgv } from "../config/run-spec.ts";
-import { McpmgrError } from "../errors.ts";
+import { ensureDir } from "../state/atomic-file.ts";
 import { isProcessAlive } from "../state/lock.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
-import { ensureDir } from "../state/atomic-file.ts";
 import { version } from "../version.ts";
-import { log } from "./output.ts";
+import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { selfCommand } from "./self-command.ts";
-import { workloadUrl } from "./workload-arg.ts";
 
 /** Longer than the bridge's handshake timeout, which covers npx/uvx downloading the package. */
 const baseReadyTimeoutMs = 200_000;
@@ -64,17 +63,25 @@ export function isSupervisorOf(pid: number, name: string): boolean {
   }
 }
 
+export interface StartSupervisorOptions {
+  /** What to tell the user when the workload does not start. */
+  readonly failureHint?: string;
+  /** Called every 100 ms while waiting (`run` relays an OAuth login URL from the proxy log). */
+  readonly whileWaiting?: () => void;
+}
+
 /** Starts the supervisor and waits until the workload runs (or reports why it did not). */
 export async function startSupervisor(
   store: WorkloadStore,
   name: string,
-  failureHint = `see 'mcpmgr logs ${name}' and 'mcpmgr logs ${name} --proxy'`,
+  ctx: WorkloadContext,
+  options: StartSupervisorOptions = {},
 ): Promise<void> {
+  const failureHint = options.failureHint ?? `see 'mcpmgr logs ${name}' and 'mcpmgr logs ${name} --proxy'`;
   await ensureDir(store.paths.logDir);
   // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer.
   await store.writeStatus(name, { state: "starting" });
   const out = openSync(store.proxyLogPath(name), "a", 0o600);
-  const logStart = statSync(store.proxyLogPath(name)).size;
   const [command, ...args] = selfCommand("__supervise", name);
   const record = await store.getExisting(name);
   // The runtime chosen when the workload was created, not whatever detection finds today.
@@ -85,7 +92,7 @@ export async function startSupervisor(
   const child = spawn(command as string, args, {
     detached: true,
     stdio: ["ignore", out, out],
-    env: { ...process.env, NO_COLOR: "1", ...runtime },
+    env: { ...ctx.env, NO_COLOR: "1", ...runtime },
   });
   closeSync(out);
   child.unref();
@@ -93,21 +100,20 @@ export async function startSupervisor(
 
   const readyTimeoutMs = supervisorReadyTimeoutMs(record.runOptions);
   const deadline = performance.now() + readyTimeoutMs;
-  const showLogin = loginUrlRelay(store.proxyLogPath(name), logStart);
   while (performance.now() < deadline) {
     await Bun.sleep(100);
-    showLogin();
+    options.whileWaiting?.();
     const status = await currentStatus(store, name);
     if (status?.state === "running") {
       try {
         return await confirmAnswers(store, name, failureHint);
       } catch (err) {
-        await stopSupervisor(store, name);
+        await stopSupervisor(store, name, ctx.log);
         throw err;
       }
     }
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name))) {
-      await removeContainers(store, name);
+      await removeContainers(store, name, ctx.log);
       throw new McpmgrError(
         "SERVER_FAILED",
         `${name} failed to start: ${status?.lastError ?? "the supervisor exited"}`,
@@ -119,53 +125,29 @@ export async function startSupervisor(
   }
   // Nothing may keep running behind a failed run (terminate may have had to SIGKILL).
   if (pid !== undefined) await terminate(pid, name);
-  await removeContainers(store, name);
+  await removeContainers(store, name, ctx.log);
   throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, {
     hint: failureHint,
   });
 }
 
-/**
- * A remote workload's OAuth login happens in the supervisor; the URL to open is in its log.
- * `run` shows it to the user (once) while it waits.
- */
-function loginUrlRelay(logPath: string, from: number): () => void {
-  let shown = false;
-  return () => {
-    if (shown) return;
-    let text: string;
-    try {
-      text = readFileSync(logPath, "utf8").slice(from);
-    } catch {
-      return;
-    }
-    const at = text.indexOf(LOGIN_URL_MARKER);
-    if (at === -1) return;
-    const url = /^(https?:\/\/\S+)$/m.exec(text.slice(at))?.[1];
-    if (url === undefined) return;
-    shown = true;
-    log.info(LOGIN_URL_MARKER);
-    process.stderr.write(`${url}\n`);
-  };
-}
-
 /** SIGTERM to the supervisor, which stops the proxy and the server; SIGKILL if it hangs. */
-export async function stopSupervisor(store: WorkloadStore, name: string): Promise<boolean> {
+export async function stopSupervisor(store: WorkloadStore, name: string, log: WorkloadLog): Promise<boolean> {
   const status = await currentStatus(store, name);
   const pid = status?.pid;
   if (pid === undefined || !isSupervisorOf(pid, name) || status?.state === "stopped" || status?.state === "failed") {
-    await removeContainers(store, name);
+    await removeContainers(store, name, log);
     return false;
   }
   await terminate(pid, name);
   await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch(() => {});
   // The supervisor removes its containers on the way out; one killed hard leaves them behind.
-  await removeContainers(store, name);
+  await removeContainers(store, name, log);
   return true;
 }
 
 /** Containers and networks of a container workload, removed by label; nothing for other runtimes. */
-async function removeContainers(store: WorkloadStore, name: string): Promise<void> {
+async function removeContainers(store: WorkloadStore, name: string, log: WorkloadLog): Promise<void> {
   const record = await store.get(name).catch(() => undefined);
   if (record === undefined || (record.runtime !== "docker" && record.runtime !== "podman")) return;
   const engine = await detectEngine({
@@ -178,9 +160,7 @@ async function removeContainers(store: WorkloadStore, name: string): Promise<voi
     );
     return;
   }
-  await removeWorkloadObjects(engine, name).catch((err: unknown) =>
-    log.warn(`${name}: ${err instanceof Error ? err.message : String(err)}`),
-  );
+  await removeWorkloadObjects(engine, name).catch((err: unknown) => log.warn(`${name}: ${errorMessage(err)}`));
 }
 
 /**
@@ -190,7 +170,7 @@ async function removeContainers(store: WorkloadStore, name: string): Promise<voi
 async function confirmAnswers(store: WorkloadStore, name: string, failureHint: string): Promise<void> {
   const record = await store.getExisting(name);
   if (record.runtime === "remote") return;
-  const url = workloadUrl(record);
+  const url = clientUrl(record.host, record.proxyPort, record.proxyPath);
   if (record.proxyPath === "/sse") return; // legacy SSE has no one-request handshake to probe
   try {
     const response = await fetch(url, {
@@ -217,7 +197,7 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
   } catch (err) {
     throw new McpmgrError(
       "SERVER_FAILED",
-      `${name} runs but does not answer MCP initialize at ${url}: ${err instanceof Error ? err.message : String(err)}`,
+      `${name} runs but does not answer MCP initialize at ${url}: ${errorMessage(err)}`,
       { hint: failureHint },
     );
   }

@@ -3,7 +3,7 @@ import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { createTokenVerifier } from "../auth/incoming/verifier.ts";
 import { bearerAuthentication } from "../middleware/authn.ts";
 import type { Middleware } from "../proxy/handler.ts";
-import { log } from "./output.ts";
+import type { WorkloadLog } from "./context.ts";
 
 export interface PreparedAuthentication {
   /** The middleware for an endpoint path (known once the upstream is running). */
@@ -13,6 +13,7 @@ export interface PreparedAuthentication {
 /** Discovery and a JWKS fetch happen here, so a bad issuer fails before anything starts. */
 export async function prepareIncomingAuthentication(
   spec: IncomingAuthSpec | undefined,
+  log: WorkloadLog,
 ): Promise<PreparedAuthentication> {
   if (spec === undefined) return { forEndpoint: () => [] };
   const verifier = await createTokenVerifier(spec);
@@ -29,12 +30,4 @@ export async function prepareIncomingAuthentication(
       bearerAuthentication({ spec, verifier, endpointPath, trustProxyHeaders }),
     ],
   };
-}
-
-export async function incomingAuthentication(
-  spec: IncomingAuthSpec | undefined,
-  endpointPath: string,
-  trustProxyHeaders: boolean,
-): Promise<Middleware[]> {
-  return (await prepareIncomingAuthentication(spec)).forEndpoint(endpointPath, trustProxyHeaders);
 }

@@ -1,4 +1,4 @@
-/** argv of `mcpmgr run` → validated options (the workload spec grows with the run issue). */
+/** argv of `mcpmgr run` → validated option values (workload/run-spec.ts turns them into a RunSpec). */
 import { McpmgrError } from "../errors.ts";
 import { parseArgv, type ParsedArgv } from "./argv.ts";
 import { checkOutgoingAuthRules } from "./rules.ts";

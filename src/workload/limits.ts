@@ -1,4 +1,4 @@
-/** Limits users can change through the environment (documented in the README). */
+/** Limits users can change through the environment (documented in docs/configuration.md). */
 import * as v from "valibot";
 import { duration } from "../config/values.ts";
 import { McpmgrError } from "../errors.ts";
@@ -20,7 +20,7 @@ function fromEnv<T>(env: Env, name: string, schema: v.GenericSchema<string, T>, 
   return parsed.output;
 }
 
-export function maxBodyBytesFromEnv(env: Env = process.env): number {
+export function maxBodyBytesFromEnv(env: Env): number {
   return fromEnv(
     env,
     "MCPMGR_MAX_REQUEST_BYTES",
@@ -30,13 +30,30 @@ export function maxBodyBytesFromEnv(env: Env = process.env): number {
   );
 }
 
+/** The proxy's limits, read before anything starts so a bad value cannot leave a server running. */
+export interface ProxyLimits {
+  /** How long the stdio bridge waits for the server to answer one request. */
+  readonly requestTimeoutMs: number;
+  /** How long a client session may stay without any request before it ends. */
+  readonly sessionIdleMs: number;
+  readonly maxBodyBytes: number;
+}
+
+export function proxyLimits(env: Env): ProxyLimits {
+  return Object.freeze({
+    requestTimeoutMs: requestTimeoutMsFromEnv(env),
+    sessionIdleMs: sessionIdleMsFromEnv(env),
+    maxBodyBytes: maxBodyBytesFromEnv(env),
+  });
+}
+
 /** How long the stdio bridge waits for the server to answer one request. */
-export function requestTimeoutMsFromEnv(env: Env = process.env): number {
+export function requestTimeoutMsFromEnv(env: Env): number {
   return fromEnv(env, "MCPMGR_REQUEST_TIMEOUT", duration, 10 * 60_000, "a duration such as 90s or 10m");
 }
 
 /** How long a client session may stay without any request before it ends. */
-export function sessionIdleMsFromEnv(env: Env = process.env): number {
+export function sessionIdleMsFromEnv(env: Env): number {
   return fromEnv(env, "MCPMGR_SESSION_IDLE_TIMEOUT", duration, 30 * 60_000, "a duration such as 5m or 1h");
 }
 
@@ -55,7 +72,7 @@ const pidCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.min
 /** Memory and process-count limits of server containers (MCPMGR_CONTAINER_MEMORY, MCPMGR_CONTAINER_PIDS). */
 export function containerResourceLimits(
   defaults: { memoryBytes: number; pids: number },
-  env: Env = process.env,
+  env: Env,
 ): { memoryBytes: number; pids: number } {
   return {
     memoryBytes: fromEnv(

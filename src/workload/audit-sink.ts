@@ -6,7 +6,7 @@
  */
 import { closeSync, openSync } from "node:fs";
 import type { AuditConfig } from "../config/audit-config.ts";
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 
 export interface AuditSink {
   readonly write: (line: string) => void;
@@ -22,7 +22,7 @@ function openForAppend(path: string): number {
   } catch (err) {
     throw new McpmgrError(
       "INVALID_OPTION",
-      `audit logFile ${path} cannot be written: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      `audit logFile ${path} cannot be written: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`,
       {
         hint: "point logFile at a writable file, or leave it out to write audit lines to the workload's log",
       },
@@ -35,13 +35,13 @@ export function assertAuditLogWritable(config: AuditConfig): void {
   if (config.logFile !== undefined) closeSync(openForAppend(config.logFile));
 }
 
+/** `elsewhere`: where lines go without a logFile (the workload's log, or stderr in the foreground). */
 export function auditSink(
   config: AuditConfig,
-  workloadLog: ((text: string) => void) | undefined,
+  elsewhere: (line: string) => void,
   onError: (message: string) => void,
 ): AuditSink {
-  if (config.logFile === undefined)
-    return { write: workloadLog ?? ((line) => process.stderr.write(line)), close: async () => {} };
+  if (config.logFile === undefined) return { write: elsewhere, close: async () => {} };
   const path = config.logFile;
   const fd = openForAppend(path);
   const sink = Bun.file(fd).writer({ highWaterMark: 64 * 1024 });
@@ -52,7 +52,7 @@ export function auditSink(
     try {
       await sink.flush();
     } catch (err) {
-      onError(`audit log ${path}: ${(err as Error).message}`);
+      onError(`audit log ${path}: ${errorMessage(err)}`);
     }
   };
   const timer = setInterval(() => void flush(), FLUSH_EVERY_MS);

@@ -1,10 +1,12 @@
 /**
  * Ignore-pattern overlays for a workload's mounts (both runtimes): which container paths
  * are hidden, printed when --print-resolved-overlays asks, plus the empty file that is
- * bound over hidden files.
+ * bound over hidden files. Resolved at every start: the patterns are files in the mounts.
  */
-import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { statSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, posix, resolve } from "node:path";
+import type { PermissionProfile } from "../config/permission-profile.ts";
 import {
   describeOverlays,
   emptyOverlayFile,
@@ -13,9 +15,8 @@ import {
   loadGlobalIgnorePatterns,
   resolveOverlays,
 } from "../runtime/ignore-overlays.ts";
-import { resolvePaths } from "../state/paths.ts";
-import { join, posix } from "node:path";
-import { log, printResult } from "./output.ts";
+import { profileMount } from "../runtime/sandbox.ts";
+import type { WorkloadContext } from "./context.ts";
 
 /** An overlay as the runtimes apply it (see OverlaySpec in runtime/docker/container-config.ts). */
 export interface AppliedOverlay {
@@ -24,19 +25,26 @@ export interface AppliedOverlay {
   readonly hostPath?: string;
 }
 
+export interface OverlayOptions {
+  readonly ignoreGlobally: boolean;
+  /** List them on stdout (--print-resolved-overlays, in the user's terminal only). */
+  readonly print: boolean;
+}
+
 export async function overlaysFor(
   mounts: readonly { readonly hostPath: string; readonly containerPath: string }[],
-  values: Pick<ParsedRunArgv["values"], "ignore-globally" | "print-resolved-overlays">,
+  options: OverlayOptions,
+  ctx: WorkloadContext,
 ): Promise<{ overlays: AppliedOverlay[]; emptyFile?: string }> {
-  const paths = resolvePaths();
-  const globalPatterns = values["ignore-globally"] ? await loadGlobalIgnorePatterns(paths.configDir) : [];
+  const { paths } = ctx;
+  const globalPatterns = options.ignoreGlobally ? await loadGlobalIgnorePatterns(paths.configDir) : [];
   const overlays = await resolveOverlays(mounts, {
     globalPatterns,
     globalSource: join(paths.configDir, GLOBAL_IGNORE_FILE),
   });
-  if (values["print-resolved-overlays"]) {
-    if (overlays.length === 0) log.info("no ignore overlays: nothing in the mounts matches an ignore pattern");
-    for (const line of describeOverlays(overlays)) printResult(`overlay: ${line}`);
+  if (options.print) {
+    if (overlays.length === 0) ctx.log.info("no ignore overlays: nothing in the mounts matches an ignore pattern");
+    for (const line of describeOverlays(overlays)) ctx.print(`overlay: ${line}`);
   }
   // A server with a writable mount must not be able to edit the patterns that hide things
   // from it (they are read again on every restart): each mount's own file is bound read-only.
@@ -54,4 +62,20 @@ export async function overlaysFor(
   const applied: AppliedOverlay[] = [...overlays, ...protect];
   if (overlays.length === 0) return { overlays: applied };
   return { overlays: applied, emptyFile: await emptyOverlayFile(paths.dataDir) };
+}
+
+/** The mounts of a sandboxed process (the profile's read/write lists and -v volumes), `~` expanded. */
+export function processMounts(
+  profile: PermissionProfile,
+  volumes: readonly { readonly hostPath: string; readonly containerPath: string; readonly readOnly: boolean }[],
+  home = homedir(),
+): { hostPath: string; containerPath: string }[] {
+  return [
+    ...profile.read.map((spec) => profileMount(spec, true)),
+    ...profile.write.map((spec) => profileMount(spec, false)),
+    ...volumes.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly })),
+  ].map((m) => ({
+    hostPath: resolve(m.hostPath.replace(/^~(?=\/|$)/, home)),
+    containerPath: resolve(m.targetPath.replace(/^~(?=\/|$)/, home)),
+  }));
 }

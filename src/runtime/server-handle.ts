@@ -1,0 +1,48 @@
+/**
+ * The seam between the runtimes and the rest of mcpmgr: a started MCP server, whatever runs
+ * it (a local process, sandboxed or not, or a container), as byte streams, an exit and a
+ * stop. The stdio bridge reads its stdout; an HTTP server is reached at `http` instead.
+ */
+import type { ContainerServer } from "./docker/container.ts";
+import type { LocalProcess } from "./process.ts";
+
+export interface ServerHandle {
+  /** The MCP protocol for stdio servers; plain output for HTTP servers. */
+  readonly stdout: ReadableStream<Uint8Array>;
+  readonly stderr: ReadableStream<Uint8Array>;
+  readonly stdin: { write(data: string): unknown; flush?(): unknown };
+  /** The exit code once the server stops (null when killed by a signal). */
+  readonly exited: Promise<number | null>;
+  /** Replaces the server's secret values in text it writes (its stderr may echo its environment). */
+  readonly redact: (text: string) => string;
+  /** Graceful stop, forced after graceMs. */
+  stop(graceMs?: number): Promise<unknown>;
+}
+
+/** What a runtime hands back: the server, and where an sse/streamable-http server listens. */
+export interface LaunchedServer {
+  readonly server: ServerHandle;
+  readonly http?: { readonly host: string; readonly port: number };
+}
+
+export function processHandle(child: LocalProcess, redact: (text: string) => string): ServerHandle {
+  return {
+    stdout: child.proc.stdout,
+    stderr: child.proc.stderr,
+    stdin: child.proc.stdin,
+    exited: child.proc.exited,
+    redact,
+    stop: (graceMs) => child.stop(graceMs),
+  };
+}
+
+export function containerHandle(container: ContainerServer, redact: (text: string) => string): ServerHandle {
+  return {
+    stdout: container.stdout,
+    stderr: container.stderr,
+    stdin: container.stdin,
+    exited: container.exited,
+    redact,
+    stop: (graceMs) => container.stop(graceMs),
+  };
+}

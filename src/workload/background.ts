@@ -1,0 +1,105 @@
+/**
+ * A background workload (`run` without --foreground): checked and prepared in the user's
+ * terminal first (the pre-flight: images pulled or built with progress shown, overlays
+ * listed, secrets and the OIDC issuer checked), then recorded, so its supervisor can start
+ * it (and restart it) exactly as it was asked for.
+ */
+import { resolve } from "node:path";
+import type { ParsedRunArgv } from "../config/run-argv.ts";
+import { McpmgrError } from "../errors.ts";
+import { findFreePort } from "../proxy/serve.ts";
+import { dockerHostFor } from "../runtime/docker/engine.ts";
+import type { WorkloadRecord } from "../state/workload-record.ts";
+import type { WorkloadStore } from "../state/workloads.ts";
+import type { WorkloadContext } from "./context.ts";
+import { prepareImage } from "./launch-container.ts";
+import { overlaysFor, processMounts } from "./overlays.ts";
+import { preparePolicies } from "./policies.ts";
+import type { RunSpec } from "./run-spec.ts";
+import { serverEnvironment } from "./server-environment.ts";
+
+/** What can fail before the supervisor starts fails here, where the user looks. */
+export async function preflight(spec: RunSpec, ctx: WorkloadContext): Promise<void> {
+  const { placement } = spec;
+  if (placement.kind !== "remote") {
+    const { server } = placement;
+    await serverEnvironment(server.variables, ctx);
+    const overlayOptions = { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays };
+    if (placement.kind === "container") {
+      await prepareImage(placement, ctx, (line) => ctx.log.info(line));
+      await overlaysFor(placement.mounts, overlayOptions, ctx);
+    } else if (placement.bwrap !== undefined) {
+      await overlaysFor(processMounts(server.profile, server.volumes), overlayOptions, ctx);
+    }
+  }
+  await preparePolicies(spec.policies, spec.name, ctx);
+}
+
+/**
+ * Records the workload: its proxy port chosen for good (restarts keep clients' URLs working)
+ * and the run options as given, to be parsed again by the supervisor, `start` and
+ * `run --from-config`.
+ */
+export async function recordWorkload(
+  spec: RunSpec,
+  parsed: ParsedRunArgv,
+  rawArgs: readonly string[],
+  store: WorkloadStore,
+): Promise<WorkloadRecord> {
+  const { values } = parsed;
+  const { name, placement } = spec;
+  if (await store.get(name)) {
+    throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${name} already exists`, {
+      hint: `start it with 'mcpmgr start ${name}', remove it with 'mcpmgr rm ${name}', or choose another --name`,
+    });
+  }
+  const port = spec.listen.port ?? (await freePortAvoiding(store));
+  const dashDash = rawArgs.indexOf("--");
+  const own = (dashDash === -1 ? rawArgs : rawArgs.slice(0, dashDash)).filter(
+    (arg) => arg !== "--foreground" && arg !== "-f",
+  );
+  const runOptions = [
+    ...own,
+    ...(values.name ? [] : ["--name", name]),
+    ...(values["proxy-port"] ? [] : ["--proxy-port", String(port)]),
+    "--",
+    ...parsed.passthrough,
+  ];
+  return store.create({
+    name,
+    group: spec.group,
+    labels: Object.fromEntries(spec.labels.map((pair) => [pair.key, pair.value])),
+    source: {
+      kind: spec.entry ? "registry" : placement.kind === "remote" ? "remote" : placement.source.kind,
+      ref: spec.sourceText,
+    },
+    transport: placement.kind === "remote" ? "streamable-http" : placement.server.transport,
+    proxyMode: spec.proxyMode,
+    host: spec.listen.host,
+    proxyPort: port,
+    proxyPath: spec.endpointPath,
+    runtime: placement.kind === "container" ? placement.engine.kind : placement.kind,
+    ...(placement.kind === "container" ? { runtimeEndpoint: dockerHostFor(placement.engine.endpoint) } : {}),
+    ...(values["permission-profile"] ? { permissionProfile: values["permission-profile"] } : {}),
+    env: Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
+    secrets: values.secret.map((ref) => ({ name: ref.name, target: ref.target })),
+    args: placement.kind === "remote" ? [...parsed.passthrough] : [...placement.server.args],
+    volumes: values.volume.map((v) => ({
+      hostPath: resolve(v.hostPath),
+      containerPath: v.containerPath,
+      readOnly: v.readOnly,
+    })),
+    runOptions,
+    workingDir: process.cwd(),
+  });
+}
+
+/** A free port that no other workload keeps for its restarts. */
+async function freePortAvoiding(store: WorkloadStore): Promise<number> {
+  const taken = new Set((await store.list()).map((record) => record.proxyPort));
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = await findFreePort();
+    if (!taken.has(port)) return port;
+  }
+  throw new McpmgrError("PORT_IN_USE", "could not find a free port", { hint: "choose one with --proxy-port" });
+}

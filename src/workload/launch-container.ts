@@ -1,0 +1,187 @@
+/**
+ * The container launcher: the image made ready (pulled and verified, or built and cached for
+ * a protocol-scheme package), the RunSpec's container placement turned into a hardened
+ * container (runtime/docker), its network isolation set up when asked, and the server handed
+ * on as byte streams (stdio) or a loopback port (HTTP).
+ */
+import { findFreePort, portInUse } from "../proxy/serve.ts";
+import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
+import { serverContainerOptions, serverPortFor } from "../runtime/docker/container-config.ts";
+import { startServerContainer } from "../runtime/docker/container.ts";
+import { buildPackageImage } from "../runtime/docker/image-build.ts";
+import { applyVerification, ensureImage, inspectLocalImage } from "../runtime/docker/images.ts";
+import { workloadFilter, workloadLabels } from "../runtime/docker/labels.ts";
+import { createIsolation, SERVER_ALIAS } from "../runtime/docker/network-isolation.ts";
+import { loadGlobalIgnorePatterns } from "../runtime/ignore-overlays.ts";
+import { containerHandle, type LaunchedServer } from "../runtime/server-handle.ts";
+import type { WorkloadStore } from "../state/workloads.ts";
+import { McpmgrError } from "../errors.ts";
+import type { WorkloadContext } from "./context.ts";
+import { overlaysFor } from "./overlays.ts";
+import type { ContainerPlacement } from "./placement.ts";
+import type { RunSpec } from "./run-spec.ts";
+import { serverEnvironment } from "./server-environment.ts";
+
+/** The server port in a container when neither the user, the registry entry nor the image names one. */
+const DEFAULT_SERVER_PORT = 8080;
+
+/** The image to run: pulled (and verified) for an image source, built and cached for a package. */
+export async function prepareImage(
+  placement: ContainerPlacement,
+  ctx: WorkloadContext,
+  progress: (line: string) => void,
+): Promise<string> {
+  const { source, engine, verification } = placement;
+  if (source.kind === "image") {
+    const image = await ensureImage(engine, source.ref, progress);
+    applyVerification(verification, source.ref, image, (text) => ctx.log.warn(text));
+    // The ID, not the reference: the container runs exactly the content just checked, even if
+    // the tag moves meanwhile (and a digest pin matched by ID is not a name the engine knows).
+    return image.id;
+  }
+  const built = await buildPackageImage(
+    engine,
+    source,
+    {
+      ...placement.build,
+      ignorePatterns: placement.server.ignoreGlobally ? await loadGlobalIgnorePatterns(ctx.paths.configDir) : [],
+    },
+    progress,
+    // --image-verification covers what the build starts from, the base images, also when the
+    // image is cached (it may have been built under a weaker mode); no pull is needed then.
+    async (bases, cached) => {
+      if (verification === "disabled") return;
+      for (const base of bases) {
+        const image = cached ? await inspectLocalImage(engine, base) : await ensureImage(engine, base, progress);
+        applyVerification(verification, base, image, (text) => ctx.log.warn(`base image: ${text}`));
+      }
+    },
+  );
+  if (built.cached) ctx.log.debug(`using the cached image ${built.tag}`);
+  return built.tag;
+}
+
+/**
+ * `run --foreground NAME` replaces nothing: the name must not belong to a workload in the
+ * store, nor to containers another foreground run is using (their containers carry it).
+ */
+export async function assertContainerNameFree(
+  spec: RunSpec,
+  placement: ContainerPlacement,
+  store: WorkloadStore,
+): Promise<void> {
+  const hint = "choose another --name, or stop the other one first";
+  if (await store.get(spec.name)) {
+    throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${spec.name} already exists`, { hint });
+  }
+  const running = await placement.engine.docker
+    .listContainers({ filters: JSON.stringify({ ...workloadFilter(spec.name), status: ["running"] }) })
+    .catch(() => []);
+  if (running.length > 0) {
+    throw new McpmgrError(
+      "WORKLOAD_EXISTS",
+      `containers of a workload named ${spec.name} are already running (another 'mcpmgr run --foreground'?)`,
+      { hint },
+    );
+  }
+}
+
+/** Removes what a start left in the engine (it was interrupted, or a supervisor was killed hard). */
+export async function removeContainers(placement: ContainerPlacement, name: string): Promise<void> {
+  await removeWorkloadObjects(placement.engine, name);
+}
+
+export async function launchContainer(
+  spec: RunSpec,
+  placement: ContainerPlacement,
+  ctx: WorkloadContext,
+  options: { readonly interactive: boolean; readonly proxyPort: number },
+): Promise<LaunchedServer> {
+  const { engine, server, isolate, networkMode } = placement;
+  const image = await prepareImage(placement, ctx, (line) =>
+    options.interactive ? ctx.log.info(line) : ctx.log.debug(line),
+  );
+  const stdio = server.transport === "stdio";
+  // Leftovers of a run that was killed hard (same names) would block this one.
+  await removeWorkloadObjects(engine, spec.name);
+  const environment = await serverEnvironment(server.variables, ctx);
+  // Printed by the terminal-side run (pre-flight or --foreground), not again by the supervisor.
+  const { overlays, emptyFile } = await overlaysFor(
+    placement.mounts,
+    { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays && options.interactive },
+    ctx,
+  );
+  const hostNetwork = networkMode === "host";
+
+  let containerPort: number | undefined;
+  let hostPort: number | undefined;
+  if (!stdio) {
+    const given = placement.targetPort;
+    // On the host's network the server's port is a host port: an image's EXPOSE (often 8080)
+    // would clash between workloads, so with nothing chosen it gets a free one (MCP_PORT)...
+    const exposed =
+      given === undefined && !hostNetwork ? ((await inspectLocalImage(engine, image))?.exposedPorts ?? []) : [];
+    containerPort = serverPortFor(given, exposed) ?? (hostNetwork ? await findFreePort() : DEFAULT_SERVER_PORT);
+    hostPort = hostNetwork ? containerPort : await findFreePort();
+    // ...and a chosen one must be free, or the proxy would forward to whatever holds it.
+    if (hostNetwork && given !== undefined && portInUse(containerPort)) {
+      throw new McpmgrError(
+        "PORT_IN_USE",
+        `port ${containerPort} is already in use on this host, and with --network host the server would listen there`,
+        { hint: "stop what listens on it, or pick another port with --target-port" },
+      );
+    }
+  }
+  const labels = (role: "server" | "egress" | "network") =>
+    workloadLabels({
+      workload: spec.name,
+      group: spec.group,
+      transport: server.transport,
+      port: options.proxyPort,
+      role,
+      user: spec.labels,
+    });
+
+  const isolation = isolate
+    ? await createIsolation(engine, {
+        workload: spec.name,
+        labels,
+        profile: server.profile,
+        allowGateway: placement.allowGateway,
+        ...(containerPort !== undefined && hostPort !== undefined ? { ingress: { containerPort, hostPort } } : {}),
+        onProgress: (line) => ctx.log.info(line),
+      })
+    : undefined;
+  const createOptions = serverContainerOptions({
+    containerName: `mcpmgr-${spec.name}`,
+    image,
+    args: server.args,
+    env: {
+      ...environment.env,
+      ...(isolation?.proxyEnv ?? {}),
+      ...(containerPort !== undefined ? { MCP_TRANSPORT: server.transport, MCP_PORT: String(containerPort) } : {}),
+    },
+    labels: labels("server"),
+    stdio,
+    profile: server.profile,
+    volumes: placement.mounts,
+    overlays: [...overlays, ...placement.hiddenDirs.map((containerPath) => ({ kind: "dir" as const, containerPath }))],
+    ...(emptyFile ? { emptyFile } : {}),
+    networkMode: isolation?.networkName ?? networkMode,
+    networkAlias: SERVER_ALIAS,
+    publish: [
+      ...(!isolate && !hostNetwork && containerPort !== undefined && hostPort !== undefined
+        ? [{ containerPort, hostPort }]
+        : []),
+      ...placement.publish,
+    ],
+    limits: placement.limits,
+  });
+  const container = await startServerContainer(engine, createOptions, stdio, async () => {
+    await isolation?.remove();
+  });
+  return {
+    server: containerHandle(container, environment.redact),
+    ...(hostPort !== undefined ? { http: { host: "127.0.0.1", port: hostPort } } : {}),
+  };
+}

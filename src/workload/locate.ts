@@ -1,0 +1,69 @@
+/**
+ * What `run SOURCE` names, found: the concrete source (a registry name replaced by what its
+ * entry points at), the entry itself, and where the server will run. resolveRunSpec takes it
+ * from there.
+ */
+import type { ParsedRunArgv } from "../config/run-argv.ts";
+import { McpmgrError } from "../errors.ts";
+import { loadRegistry } from "../registry/loader.ts";
+import { sourceOf, type RegistryEntry } from "../registry/schema.ts";
+import { detectEngine, noEngineError, runtimeChoice, type ContainerEngine } from "../runtime/docker/engine.ts";
+import { parseSource, type ServerSource } from "../runtime/source.ts";
+import type { Env, WorkloadContext } from "./context.ts";
+
+/** A source mcpmgr can start or reach (registry names resolved). */
+export type ConcreteSource = Exclude<ServerSource, { kind: "registry" }>;
+
+/** Where the server runs: a local (sandboxed) process, a container, or nowhere (a remote URL). */
+export type RuntimeSelection =
+  | { readonly kind: "process" }
+  | { readonly kind: "container"; readonly engine: ContainerEngine }
+  | { readonly kind: "remote" };
+
+export interface LocatedServer {
+  /** The SERVER argument as the user typed it. */
+  readonly sourceText: string;
+  readonly source: ConcreteSource;
+  readonly entry: RegistryEntry | undefined;
+  readonly runtime: RuntimeSelection;
+}
+
+/**
+ * DESIGN §5: MCPMGR_RUNTIME (docker | podman | process) wins; otherwise a container
+ * engine if one answers, else the process runtime. Images need an engine either way.
+ */
+export async function selectRuntime(source: ConcreteSource, env: Env): Promise<RuntimeSelection> {
+  if (source.kind === "remote") return { kind: "remote" };
+  const choice = runtimeChoice(env);
+  if (choice === "process") {
+    if (source.kind === "image") {
+      throw new McpmgrError("CONFLICTING_OPTIONS", `${source.ref} is a container image, but MCPMGR_RUNTIME=process`, {
+        hint: "unset MCPMGR_RUNTIME or set it to docker or podman",
+      });
+    }
+    return { kind: "process" };
+  }
+  const engine = await detectEngine({ env, ...(choice ? { want: choice } : {}) });
+  if (engine) return { kind: "container", engine };
+  if (choice) throw noEngineError(`MCPMGR_RUNTIME=${choice}`, choice);
+  if (source.kind === "image") throw noEngineError(`${source.ref} is a container image`);
+  return { kind: "process" };
+}
+
+export async function locateServer(parsed: ParsedRunArgv, ctx: WorkloadContext): Promise<LocatedServer> {
+  // Checked even for a remote URL, which needs no runtime: a typo should not wait for a container.
+  runtimeChoice(ctx.env);
+  const sourceText = parsed.positionals[0] as string;
+  const source = parseSource(sourceText);
+  if (source.kind !== "registry") {
+    return { sourceText, source, entry: undefined, runtime: await selectRuntime(source, ctx.env) };
+  }
+  const registry = await loadRegistry({ env: ctx.env, configDir: ctx.paths.configDir });
+  const entry = registry.get(source.name);
+  const concrete = parseSource(sourceOf(entry).runTarget);
+  if (concrete.kind === "registry")
+    throw new McpmgrError("REGISTRY_INVALID", `registry entry ${entry.name} points at another registry name`, {
+      hint: "fix the custom registry",
+    });
+  return { sourceText, source: concrete, entry, runtime: await selectRuntime(concrete, ctx.env) };
+}

@@ -1,0 +1,393 @@
+/**
+ * Where a workload runs, and the rules between options that depend on it: a remote URL runs
+ * nowhere locally, a process runs in the bubblewrap sandbox, a container on the network its
+ * profile and options describe. Every combination that cannot work is refused here, before
+ * anything starts, with the option to change.
+ */
+import { existsSync } from "node:fs";
+import { isAbsolute, posix, relative, sep } from "node:path";
+import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
+import { outgoingAuthSpec, type OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { expandPermissions, loadPermissionProfile } from "../config/permission-profile.ts";
+import type { ParsedRunArgv } from "../config/run-argv.ts";
+import type { VolumeMount } from "../config/values.ts";
+import { McpmgrError } from "../errors.ts";
+import type { RegistryEntry } from "../registry/schema.ts";
+import {
+  defaultLimits,
+  networkModeFor,
+  resolveMounts,
+  type ResourceLimits,
+  type VolumeSpec,
+} from "../runtime/docker/container-config.ts";
+import type { ContainerEngine } from "../runtime/docker/engine.ts";
+import { readCaCert, validateAddPackages } from "../runtime/docker/image-build.ts";
+import type { VerificationMode } from "../runtime/docker/images.ts";
+import { validateUserLabels } from "../runtime/docker/labels.ts";
+import { packageCommand, packageWorkingDir } from "../runtime/package-command.ts";
+import {
+  allowsNetwork,
+  deniesNetwork,
+  restrictsOutbound,
+  type PermissionProfile,
+} from "../runtime/permission-profile.ts";
+import { findBwrap, unenforceableError } from "../runtime/sandbox.ts";
+import type { ServerSource } from "../runtime/source.ts";
+import type { WorkloadContext } from "./context.ts";
+import { containerResourceLimits } from "./limits.ts";
+import type { ConcreteSource } from "./locate.ts";
+import { serverVariables, type ServerVariables } from "./server-environment.ts";
+
+export type Transport = "stdio" | "sse" | "streamable-http";
+export type PackageSource = Extract<ServerSource, { kind: "package" }>;
+export type ImageSource = Extract<ServerSource, { kind: "image" }>;
+
+/** A server mcpmgr starts, as the options and the registry entry describe it (either runtime). */
+export interface LocalServer {
+  readonly transport: Transport;
+  /** What follows `--`, else the registry entry's arguments. */
+  readonly args: readonly string[];
+  readonly profile: PermissionProfile;
+  readonly volumes: readonly VolumeMount[];
+  readonly variables: ServerVariables;
+  readonly ignoreGlobally: boolean;
+  /** --print-resolved-overlays: listed by whichever start runs in the user's terminal. */
+  readonly printOverlays: boolean;
+}
+
+export interface ProcessPlacement {
+  readonly kind: "process";
+  readonly source: PackageSource;
+  readonly server: LocalServer;
+  /** The package's command (npx -y, uvx, go run, or a local project's entry). */
+  readonly command: readonly string[];
+  readonly cwd: string;
+  /** Where an HTTP server listens: --target-host, and --target-port or a free port at start. */
+  readonly target: { readonly host: string; readonly port: number | undefined };
+  /** bwrap's path; undefined: no sandbox, as --insecure-allow-unsandboxed accepted. */
+  readonly bwrap: string | undefined;
+}
+
+export interface ContainerPlacement {
+  readonly kind: "container";
+  readonly source: PackageSource | ImageSource;
+  readonly engine: ContainerEngine;
+  readonly server: LocalServer;
+  /** The profile's read/write lists and -v volumes, checked to exist. */
+  readonly mounts: readonly VolumeSpec[];
+  /** Container paths where a mount would show mcpmgr's own directories: hidden under an empty tmpfs. */
+  readonly hiddenDirs: readonly string[];
+  /** Its own internal network behind an egress proxy (--isolate-network, or profile none for an HTTP server). */
+  readonly isolate: boolean;
+  readonly allowGateway: boolean;
+  /** The engine's network mode; "" when isolated (the internal network is made at start). */
+  readonly networkMode: string;
+  readonly publish: readonly { readonly containerPort: number; readonly hostPort: number }[];
+  /** The port an HTTP server listens on inside: --target-port or the entry's; else the image's EXPOSE, else 8080. */
+  readonly targetPort: number | undefined;
+  readonly verification: VerificationMode;
+  /** How a protocol-scheme package's image is built. */
+  readonly build: {
+    readonly runtimeImage?: string;
+    readonly addPackages: readonly string[];
+    readonly caCertPath?: string;
+  };
+  readonly limits: ResourceLimits;
+}
+
+export interface RemotePlacement {
+  readonly kind: "remote";
+  readonly url: URL;
+  readonly outgoingAuth: OutgoingAuthSpec;
+}
+
+export type Placement = ProcessPlacement | ContainerPlacement | RemotePlacement;
+
+type Values = ParsedRunArgv["values"];
+type Option = keyof Values & string;
+
+/** Options for a server mcpmgr starts, meaningless for a remote URL. */
+const localOnlyOptions: readonly Option[] = [
+  "env",
+  "env-file",
+  "env-file-dir",
+  "secret",
+  "volume",
+  "permission-profile",
+  "transport",
+  "proxy-mode",
+  "insecure-allow-unsandboxed",
+  "target-host",
+  "target-port",
+  "label",
+  "print-resolved-overlays",
+];
+
+/** Options that only mean something for a container; refused for other runtimes rather than ignored. */
+const containerOnlyOptions: readonly Option[] = [
+  "network",
+  "isolate-network",
+  "allow-docker-gateway",
+  "publish",
+  "image-verification",
+  "runtime-image",
+  "runtime-add-package",
+  "ca-cert",
+];
+
+/** Options for building an image from a package, meaningless for an image. */
+const buildOptions = ["runtime-image", "runtime-add-package", "ca-cert"] as const;
+
+function assertNoContainerOptions(parsed: ParsedRunArgv, why: string): void {
+  for (const option of containerOnlyOptions) {
+    if (parsed.given.has(option)) {
+      throw new McpmgrError("CONFLICTING_OPTIONS", `--${option} applies to container workloads, but ${why}`, {
+        hint: "leave it out, or run with a container engine (MCPMGR_RUNTIME=docker|podman)",
+      });
+    }
+  }
+}
+
+export function remotePlacement(
+  parsed: ParsedRunArgv,
+  source: Extract<ConcreteSource, { kind: "remote" }>,
+  incomingAuth: boolean,
+): RemotePlacement {
+  for (const option of localOnlyOptions) {
+    if (parsed.given.has(option)) {
+      throw new McpmgrError("INVALID_OPTION", `--${option} applies to servers mcpmgr starts, not to a remote URL`, {
+        hint: `leave --${option} out`,
+      });
+    }
+  }
+  assertNoContainerOptions(parsed, "a remote URL runs nowhere locally");
+  const outgoingAuth = outgoingAuthSpec(parsed.values, parsed.given);
+  if (outgoingAuth.tokenExchange && !incomingAuth) {
+    throw new McpmgrError(
+      "MISSING_OPTION",
+      "--token-exchange-url exchanges the client's token, so it needs incoming authentication",
+      { hint: "add --oidc-issuer (and --oidc-audience)" },
+    );
+  }
+  return { kind: "remote", url: source.url, outgoingAuth };
+}
+
+/** What a local server's options say, whichever runtime starts it. */
+function localServer(parsed: ParsedRunArgv, entry: RegistryEntry | undefined, profile: PermissionProfile): LocalServer {
+  const { values, given } = parsed;
+  const remoteOnly = Object.keys(outgoingAuthOptions).find(
+    (option) => given.has(option as Option) && (values as Record<string, unknown>)[option] !== false,
+  );
+  if (remoteOnly) {
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--${remoteOnly} authenticates mcpmgr to a remote URL; this server runs locally`,
+      { hint: `leave --${remoteOnly} out (pass credentials to a local server with -e or --secret)` },
+    );
+  }
+  return {
+    transport: values.transport ?? entry?.transport ?? "stdio",
+    args: parsed.passthrough.length > 0 || entry === undefined ? parsed.passthrough : entry.args,
+    profile,
+    volumes: values.volume,
+    variables: serverVariables(values, entry),
+    ignoreGlobally: values["ignore-globally"],
+    printOverlays: values["print-resolved-overlays"],
+  };
+}
+
+/** --permission-profile, else the registry entry's, else `network`. */
+function profileOf(values: Values, entry: RegistryEntry | undefined): PermissionProfile {
+  if (values["permission-profile"]) return loadPermissionProfile(values["permission-profile"]);
+  return expandPermissions(entry?.permissions ?? "network");
+}
+
+export function processPlacement(
+  parsed: ParsedRunArgv,
+  source: PackageSource | ImageSource,
+  entry: RegistryEntry | undefined,
+  ctx: WorkloadContext,
+): ProcessPlacement {
+  const { values } = parsed;
+  if (source.kind !== "package") throw new McpmgrError("INTERNAL", "the process runtime cannot run an image");
+  assertNoContainerOptions(
+    parsed,
+    "this server runs as a local process (no container engine, or MCPMGR_RUNTIME=process)",
+  );
+  const profile = profileOf(values, entry);
+  const server = localServer(parsed, entry, profile);
+  if (server.transport !== "stdio" && !allowsNetwork(profile)) {
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--transport ${server.transport} needs a network, but the permission profile allows none`,
+      {
+        hint: "use --permission-profile network, a stdio server, or a container runtime (which isolates it instead)",
+      },
+    );
+  }
+  const unsandboxed = values["insecure-allow-unsandboxed"];
+  if (restrictsOutbound(profile)) {
+    // bubblewrap can give all of the network or none of it, not a host/port allow-list.
+    if (!unsandboxed) {
+      throw new McpmgrError(
+        "SANDBOX_UNAVAILABLE",
+        "the process runtime cannot limit outbound connections to the profile's allow_host/allow_port",
+        {
+          hint: "pass --insecure-allow-unsandboxed to accept unrestricted network for this server, or use permission profile none",
+        },
+      );
+    }
+    ctx.log.warn(
+      "the permission profile limits outbound hosts/ports; the process runtime cannot, so the server gets the whole network (--insecure-allow-unsandboxed)",
+    );
+  }
+  const bwrap = findBwrap();
+  if (bwrap === undefined) {
+    if (!unsandboxed) throw unenforceableError();
+    ctx.log.warn("running the MCP server WITHOUT a sandbox (--insecure-allow-unsandboxed)");
+  }
+  return {
+    kind: "process",
+    source,
+    server,
+    command: packageCommand(source, server.args),
+    cwd: packageWorkingDir(source) ?? process.cwd(),
+    target: { host: values["target-host"], port: values["target-port"] },
+    bwrap,
+  };
+}
+
+export function containerPlacement(
+  parsed: ParsedRunArgv,
+  source: PackageSource | ImageSource,
+  entry: RegistryEntry | undefined,
+  engine: ContainerEngine,
+  ctx: WorkloadContext,
+): ContainerPlacement {
+  const { values, given } = parsed;
+  const transport = values.transport ?? entry?.transport ?? "stdio";
+  const stdio = transport === "stdio";
+  if (given.has("target-host")) {
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      "--target-host applies to servers run as local processes; a container's port is published on 127.0.0.1",
+      { hint: "leave --target-host out" },
+    );
+  }
+  if (stdio && given.has("target-port")) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", "--target-port applies to sse and streamable-http servers", {
+      hint: "leave it out, or give --transport",
+    });
+  }
+  if (values["allow-docker-gateway"] && !values["isolate-network"]) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", "--allow-docker-gateway only applies with --isolate-network", {
+      hint: "add --isolate-network, or leave --allow-docker-gateway out",
+    });
+  }
+  validateUserLabels(values.label);
+  const profile = profileOf(values, entry);
+  assertProfileAccepted(profile, values, entry);
+  const isolate = values["isolate-network"] || (deniesNetwork(profile) && !stdio);
+  if (isolate && values.network !== undefined) {
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--network ${values.network} conflicts with network isolation, which puts the server on its own internal network`,
+      { hint: "leave --network out, or --isolate-network" },
+    );
+  }
+  const networkMode = isolate ? "" : networkModeFor(profile, values.network);
+  if (!stdio && (networkMode === "none" || networkMode.startsWith("container:"))) {
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--transport ${transport} needs a network the proxy can reach, not --network ${networkMode}`,
+      { hint: "use profile none (mcpmgr then isolates the server and relays to it), or another network" },
+    );
+  }
+  if (values.publish.length > 0 && (networkMode === "host" || isolate || networkMode === "none")) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", "--publish needs a bridge or named network", {
+      hint: "leave --publish out with --network host, profile none or --isolate-network",
+    });
+  }
+  const mounts = resolveMounts(profile, values.volume);
+  if (source.kind === "image") {
+    for (const option of buildOptions) {
+      const isGiven = option === "runtime-add-package" ? values[option].length > 0 : values[option] !== undefined;
+      if (isGiven)
+        throw new McpmgrError(
+          "CONFLICTING_OPTIONS",
+          `--${option} applies to npx://, uvx:// and go:// builds, not to an image`,
+          { hint: `leave --${option} out` },
+        );
+    }
+  }
+  validateAddPackages(values["runtime-add-package"]);
+  if (values["ca-cert"] !== undefined) readCaCert(values["ca-cert"]);
+  const limits = containerResourceLimits(defaultLimits, ctx.env);
+  const server = localServer(parsed, entry, profile);
+  if (!isolate && restrictsOutbound(profile)) {
+    ctx.log.warn(
+      "the permission profile limits outbound hosts/ports, which only --isolate-network enforces; without it the container reaches any host",
+    );
+  }
+  return {
+    kind: "container",
+    source,
+    engine,
+    server,
+    mounts,
+    hiddenDirs: mcpmgrDirsUnder(mounts, ctx),
+    isolate,
+    allowGateway: values["allow-docker-gateway"],
+    networkMode,
+    publish: values.publish,
+    targetPort: values["target-port"] ?? entry?.targetPort,
+    verification: values["image-verification"],
+    build: {
+      ...(values["runtime-image"] ? { runtimeImage: values["runtime-image"] } : {}),
+      addPackages: values["runtime-add-package"],
+      ...(values["ca-cert"] ? { caCertPath: values["ca-cert"] } : {}),
+    },
+    limits,
+  };
+}
+
+/**
+ * A registry entry (possibly from a custom registry file or URL) cannot grant itself more
+ * than a container: privileged mode or the host's network need the user's own profile.
+ */
+function assertProfileAccepted(profile: PermissionProfile, values: Values, entry: RegistryEntry | undefined): void {
+  const mode = profile.network.mode ?? "";
+  if (mode.startsWith("container:")) {
+    throw new McpmgrError("INVALID_OPTION", `network mode ${mode} in the permission profile is not supported`, {
+      hint: "use bridge, host, none or a network's name",
+    });
+  }
+  if (values["permission-profile"] !== undefined || entry === undefined) return;
+  const wants = profile.privileged ? "privileged mode" : mode === "host" ? "the host's network" : undefined;
+  if (wants) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", `registry entry ${entry.name} asks for ${wants}`, {
+      hint: "review it ('mcpmgr registry info NAME') and pass the profile yourself with --permission-profile FILE to accept",
+    });
+  }
+}
+
+/**
+ * mcpmgr's own directories (secrets, other workloads' records and logs) stay hidden when a
+ * mount covers them, as in the bubblewrap sandbox: an empty tmpfs over each.
+ */
+function mcpmgrDirsUnder(
+  mounts: readonly { hostPath: string; containerPath: string }[],
+  ctx: WorkloadContext,
+): string[] {
+  const { paths } = ctx;
+  const hidden: string[] = [];
+  for (const mount of mounts) {
+    // Only what exists: a mount point cannot be created inside a read-only mount.
+    for (const dir of [paths.configDir, paths.dataDir, paths.stateDir].filter((d) => existsSync(d))) {
+      const rel = relative(mount.hostPath, dir);
+      if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel)))
+        hidden.push(posix.join(mount.containerPath, ...rel.split(sep)));
+    }
+  }
+  return hidden;
+}

@@ -1,0 +1,50 @@
+/**
+ * The proxy's handler chain, built in one place for `run` and `proxy`. Outermost first:
+ *   built-in protections  health, Origin/Host guard, body limit (middleware/builtin-chain.ts)
+ *   telemetry             every request is traced and counted; /metrics needs no token
+ *   audit                 records what the policies below deny
+ *   authentication        a refused client learns nothing more
+ *   tool filter           --tools / --tools-override: hides and renames tools
+ *   authorization         Cedar decides on the server's own tool names (after the renames)
+ *   webhooks              see what reaches the server: after the refusals and renames
+ *   upstream              the stdio bridge or the transparent forwarder
+ * Each policy is present only when configured.
+ */
+import type { AuthzConfig } from "../config/authz-config.ts";
+import type { ToolsPolicy } from "../config/tools-policy.ts";
+import type { AuditOptions } from "../middleware/audit.ts";
+import { withBuiltinProtections, type BuiltinProtections } from "../middleware/builtin-chain.ts";
+import type { Handler, Middleware } from "../proxy/handler.ts";
+
+export interface ChainPolicies {
+  readonly telemetry?: Middleware | undefined;
+  /** The audit configuration and where its lines go. */
+  readonly audit?: AuditOptions | undefined;
+  readonly authentication?: readonly Middleware[];
+  readonly tools?: ToolsPolicy | undefined;
+  readonly authz?: AuthzConfig | undefined;
+  readonly webhooks?: Middleware | undefined;
+}
+
+/** A policy's module is loaded only when the policy is configured (Cedar's engine alone is megabytes). */
+export async function policyChain(
+  upstream: Handler,
+  protections: BuiltinProtections,
+  policies: ChainPolicies,
+): Promise<Handler> {
+  const [audit, tools, authz] = await Promise.all([
+    policies.audit ? import("../middleware/audit.ts") : undefined,
+    policies.tools ? import("../middleware/tool-filter.ts") : undefined,
+    policies.authz ? import("../middleware/authz.ts") : undefined,
+  ]);
+  return withBuiltinProtections(
+    upstream,
+    protections,
+    ...(policies.telemetry ? [policies.telemetry] : []),
+    ...(audit && policies.audit ? [audit.auditTrail(policies.audit)] : []),
+    ...(policies.authentication ?? []),
+    ...(tools && policies.tools ? [tools.toolFilter(policies.tools)] : []),
+    ...(authz && policies.authz ? [authz.cedarAuthorization(policies.authz)] : []),
+    ...(policies.webhooks ? [policies.webhooks] : []),
+  );
+}

@@ -1,0 +1,161 @@
+/**
+ * The RunSpec: everything `mcpmgr run` was asked for, resolved once into one frozen,
+ * validated value. The parsed options, the registry entry and the chosen runtime go in;
+ * every rule between options is checked here (the ones that depend on where the server
+ * runs in placement.ts), every file an option names is decoded here, and warnings about
+ * weaker isolation are given here. `run --foreground`, the detached `run`'s pre-flight and
+ * the supervisor all start from it, so a command line means the same thing to each of them.
+ */
+import { auditConfig, type AuditConfig } from "../config/audit-config.ts";
+import { authzConfig, type AuthzConfig } from "../config/authz-config.ts";
+import { incomingAuthSpec, type IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
+import type { ParsedRunArgv } from "../config/run-argv.ts";
+import { telemetrySpec, type TelemetrySpec } from "../config/telemetry-spec.ts";
+import { toolsPolicy, type ToolsPolicy } from "../config/tools-policy.ts";
+import { webhookConfig, type WebhookConfig } from "../config/webhook-config.ts";
+import { McpmgrError } from "../errors.ts";
+import type { RegistryEntry } from "../registry/schema.ts";
+import { assertWorkloadName, deriveWorkloadName } from "../state/workload-name.ts";
+import { assertAuditLogWritable } from "./audit-sink.ts";
+import type { WorkloadContext } from "./context.ts";
+import { proxyLimits, type ProxyLimits } from "./limits.ts";
+import { locateServer, type LocatedServer } from "./locate.ts";
+import { containerPlacement, processPlacement, remotePlacement, type Placement } from "./placement.ts";
+
+export type ProxyMode = "streamable-http" | "sse";
+
+/** Where the proxy listens. */
+export interface Listener {
+  readonly host: string;
+  /** undefined: a free port, chosen when the proxy starts. */
+  readonly port: number | undefined;
+  readonly endpointPrefix: string | undefined;
+  readonly trustProxyHeaders: boolean;
+}
+
+/** The policies on the proxy's endpoint, decoded from their options and files; undefined: not installed. */
+export interface Policies {
+  readonly tools: ToolsPolicy | undefined;
+  readonly audit: AuditConfig | undefined;
+  readonly webhooks: WebhookConfig | undefined;
+  readonly authz: AuthzConfig | undefined;
+  readonly telemetry: TelemetrySpec | undefined;
+  readonly incomingAuth: IncomingAuthSpec | undefined;
+}
+
+export interface RunSpec {
+  readonly name: string;
+  /** The SERVER argument as typed (registry name, image, package or URL). */
+  readonly sourceText: string;
+  readonly entry: RegistryEntry | undefined;
+  readonly group: string;
+  readonly labels: readonly { readonly key: string; readonly value: string }[];
+  /** A detached workload (no --foreground): recorded, supervised, restarted. */
+  readonly background: boolean;
+  readonly listen: Listener;
+  /** How the stdio bridge exposes a stdio server. */
+  readonly proxyMode: ProxyMode;
+  /** The path clients use on the proxy: /mcp, /sse, or a remote server's own path. */
+  readonly endpointPath: string;
+  readonly placement: Placement;
+  readonly policies: Policies;
+  readonly limits: ProxyLimits;
+}
+
+/** Options whose value would be kept in plain text in a background workload's record. */
+const literalSecrets = [
+  ["remote-auth-client-secret", "--remote-auth-client-secret-file"],
+  ["remote-auth-bearer-token", "--remote-auth-bearer-token-file"],
+  ["token-exchange-client-secret", "--token-exchange-client-secret-file"],
+] as const;
+
+export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ctx: WorkloadContext): RunSpec {
+  const { values, given } = parsed;
+  const { source, entry } = located;
+  const name = values.name ?? entry?.name ?? deriveWorkloadName(located.sourceText);
+  const background = !values.foreground;
+  if (background) {
+    assertWorkloadName(name);
+    // The run options are stored (and exported) to restart the workload: no literal secrets
+    // in them when a file form exists.
+    for (const [option, instead] of literalSecrets) {
+      if (given.has(option)) {
+        throw new McpmgrError(
+          "INVALID_OPTION",
+          `--${option} would be stored in the workload's configuration in plain text`,
+          { hint: `use ${instead} for a background workload (or --foreground)` },
+        );
+      }
+    }
+  }
+  const limits = proxyLimits(ctx.env);
+  const policies = resolvePolicies(parsed, entry, name, ctx);
+  const placement =
+    source.kind === "remote"
+      ? remotePlacement(parsed, source, policies.incomingAuth !== undefined)
+      : located.runtime.kind === "container"
+        ? containerPlacement(parsed, source, entry, located.runtime.engine, ctx)
+        : processPlacement(parsed, source, entry, ctx);
+  const transport = placement.kind === "remote" ? undefined : placement.server.transport;
+  const proxyMode = values["proxy-mode"];
+  if (transport === "stdio" && proxyMode === "sse")
+    ctx.log.warn("--proxy-mode sse is deprecated and will be removed; clients should use streamable-http");
+  return deepFreeze({
+    name,
+    sourceText: located.sourceText,
+    entry,
+    group: values.group,
+    labels: values.label,
+    background,
+    listen: {
+      host: values.host,
+      port: values["proxy-port"],
+      endpointPrefix: values["endpoint-prefix"],
+      trustProxyHeaders: values["trust-proxy-headers"],
+    },
+    proxyMode,
+    endpointPath:
+      placement.kind === "remote"
+        ? placement.url.pathname
+        : transport === "sse" || (transport === "stdio" && proxyMode === "sse")
+          ? "/sse"
+          : "/mcp",
+    placement,
+    policies,
+    limits,
+  });
+}
+
+function resolvePolicies(
+  parsed: ParsedRunArgv,
+  entry: RegistryEntry | undefined,
+  name: string,
+  ctx: WorkloadContext,
+): Policies {
+  const { values, given } = parsed;
+  const audit = auditConfig(values["enable-audit"], values["audit-config"], name);
+  if (audit) assertAuditLogWritable(audit);
+  return {
+    tools: toolsPolicy(values.tools.flat(), values["tools-override"], entry?.tools),
+    audit,
+    webhooks: webhookConfig(values["webhook-config"]),
+    authz: authzConfig(values["authz-config"]),
+    telemetry: telemetrySpec(values, given, name, ctx.env),
+    incomingAuth: incomingAuthSpec(values, given),
+  };
+}
+
+/** Frozen all the way down, except what is not plain data (URLs, the engine's client, sets and maps). */
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== Array.prototype) return value;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
+  return value;
+}
+
+/** The RunSpec for parsed `run` options: the server located (registry, runtime), then resolved. */
+export async function prepareRunSpec(parsed: ParsedRunArgv, ctx: WorkloadContext): Promise<RunSpec> {
+  return resolveRunSpec(await locateServer(parsed, ctx), parsed, ctx);
+}

@@ -1,0 +1,84 @@
+/**
+ * A local server's environment. The plain variables are resolved with the RunSpec, once:
+ * the registry entry's defaults, then --env-file-dir, --env-file and -e (later wins). Secret
+ * values are read from the secrets store at every start (never kept in the spec), and the
+ * variables the registry entry requires are checked once everything is known.
+ */
+import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
+import type { ParsedRunArgv } from "../config/run-argv.ts";
+import { McpmgrError } from "../errors.ts";
+import type { RegistryEntry } from "../registry/schema.ts";
+import type { SecretReference } from "../secrets/manager.ts";
+import { redactor } from "../secrets/redact.ts";
+import type { WorkloadContext } from "./context.ts";
+
+export interface RequiredVariable {
+  readonly name: string;
+  readonly description: string;
+  readonly secret: boolean;
+}
+
+export interface ServerVariables {
+  /** Plain variables, in the order of precedence above. */
+  readonly plain: Readonly<Record<string, string>>;
+  /** `--secret NAME,target=VAR`: resolved when the server starts. */
+  readonly secrets: readonly SecretReference[];
+  /** Variables the registry entry marks required: the start fails early if none of the above sets them. */
+  readonly required: readonly RequiredVariable[];
+  /** Whose requirements they are, for the message. */
+  readonly requiredBy: string;
+}
+
+export function serverVariables(values: ParsedRunArgv["values"], entry: RegistryEntry | undefined): ServerVariables {
+  const plain: Record<string, string> = {
+    ...Object.fromEntries(
+      (entry?.env ?? []).filter((e) => e.default !== undefined).map((e) => [e.name, e.default as string]),
+    ),
+    ...(values["env-file-dir"] ? loadEnvDir(values["env-file-dir"]) : {}),
+    ...(values["env-file"] ? loadEnvFile(values["env-file"]) : {}),
+    ...Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
+  };
+  for (const ref of values.secret) {
+    if (ref.target in plain) {
+      throw new McpmgrError(
+        "CONFLICTING_OPTIONS",
+        `--secret ${ref.name},target=${ref.target} and a plain variable both set ${ref.target}`,
+        { hint: "give the variable one source" },
+      );
+    }
+  }
+  return Object.freeze({
+    plain: Object.freeze(plain),
+    secrets: values.secret,
+    required: (entry?.env ?? [])
+      .filter((e) => e.required)
+      .map((e) => ({ name: e.name, description: e.description, secret: e.secret })),
+    requiredBy: entry?.name ?? "",
+  });
+}
+
+/** The environment a start hands to the server, and a redactor for the secret values in it. */
+export async function serverEnvironment(
+  variables: ServerVariables,
+  ctx: WorkloadContext,
+): Promise<{ env: Record<string, string>; redact: (text: string) => string }> {
+  const secrets = variables.secrets.length > 0 ? await ctx.secrets().resolveSecretReferences(variables.secrets) : {};
+  const env = { ...variables.plain, ...secrets };
+  assertRequiredEnv(variables, env);
+  return { env, redact: redactor(Object.values(secrets)) };
+}
+
+/** Refuses to start a server without the variables its registry entry requires. */
+function assertRequiredEnv(variables: ServerVariables, env: Readonly<Record<string, string>>): void {
+  const missing = variables.required.filter((spec) => env[spec.name] === undefined || env[spec.name] === "");
+  const first = missing[0];
+  if (first === undefined) return;
+  const how = first.secret
+    ? `--secret NAME,target=${first.name} (after 'mcpmgr secret set NAME')`
+    : `-e ${first.name}=VALUE`;
+  throw new McpmgrError(
+    "MISSING_OPTION",
+    `${variables.requiredBy} needs ${missing.map((m) => m.name).join(", ")}: ${first.description}`,
+    { hint: `give it with ${how}` },
+  );
+}

@@ -1,0 +1,54 @@
+/**
+ * A started server's output, kept for the workload log, error reports and --debug (secret
+ * values redacted), and the reason it gave when it exited on its own.
+ */
+import type { ServerHandle } from "../runtime/server-handle.ts";
+import type { WorkloadLog } from "./context.ts";
+
+export interface KeptOutput {
+  /** The last lines, for an error report. */
+  tail(): string;
+  /** Resolves once the streams have ended. */
+  readonly drained: Promise<void>;
+}
+
+/** Its stderr, and its stdout too for HTTP servers (where stdout is not the protocol). */
+export function keepOutput(
+  server: ServerHandle,
+  name: string,
+  log: WorkloadLog,
+  onOutput: ((text: string) => void) | undefined,
+  includeStdout: boolean,
+): KeptOutput {
+  let tail = "";
+  const drain = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    let partial = "";
+    const emit = (raw: string) => {
+      // Whole lines only, so a secret split across two reads is still recognised.
+      const text = server.redact(raw);
+      onOutput?.(text);
+      tail = (tail + text).slice(-4_000);
+      for (const line of text.split("\n")) if (line.trim() !== "") log.debug(`${name} stderr: ${line}`);
+    };
+    for await (const chunk of stream) {
+      partial += decoder.decode(chunk, { stream: true });
+      const end = partial.lastIndexOf("\n");
+      if (end === -1) continue;
+      emit(partial.slice(0, end + 1));
+      partial = partial.slice(end + 1);
+    }
+    if (partial !== "") emit(partial);
+  };
+  const drained = Promise.all([drain(server.stderr), includeStdout ? drain(server.stdout) : undefined]).then(() => {});
+  return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
+}
+
+/** Why the server stopped, with its last words (waited for briefly: its streams end after it does). */
+export function exitReason(server: ServerHandle, output: KeptOutput): Promise<string> {
+  return server.exited.then(async (code) => {
+    await Promise.race([output.drained, Bun.sleep(500)]);
+    const tail = output.tail();
+    return `the MCP server exited with code ${code}${tail ? `; its last output:\n${tail}` : ""}`;
+  });
+}

@@ -1,0 +1,63 @@
+/**
+ * `mcpmgr proxy`: the same policy chain as a workload's, over a remote MCP endpoint, with no
+ * server to start and nothing recorded. Authentication modules are loaded only when asked
+ * for: jose and oauth4webapi cost memory a plain proxy need not pay.
+ */
+import type { ProxySpec } from "../config/proxy-spec.ts";
+import { errorMessage } from "../errors.ts";
+import { clientUrl } from "../proxy/client-url.ts";
+import { transparentForwarder } from "../proxy/forward.ts";
+import { LiveStreams } from "../proxy/live-streams.ts";
+import { serve } from "../proxy/serve.ts";
+import type { WorkloadContext } from "./context.ts";
+import { maxBodyBytesFromEnv } from "./limits.ts";
+import { policyChain } from "./policy-chain.ts";
+
+export interface RunningProxy {
+  /** The URL MCP clients use. */
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext): Promise<RunningProxy> {
+  const live = new LiveStreams();
+  const maxBodyBytes = maxBodyBytesFromEnv(ctx.env);
+  const authentication = spec.incomingAuth
+    ? (
+        await (await import("./incoming-auth.ts")).prepareIncomingAuthentication(spec.incomingAuth, ctx.log)
+      ).forEndpoint(spec.target.pathname, spec.trustProxyHeaders)
+    : [];
+  const outgoing = spec.outgoingAuth;
+  const needsOutgoing =
+    outgoing.mode.kind !== "none" ||
+    outgoing.tokenExchange !== undefined ||
+    outgoing.headers.length > 0 ||
+    outgoing.secretHeaders.length > 0;
+  const upstreamFetch = needsOutgoing
+    ? await ctx.outgoingAuthentication(outgoing, spec.target, spec.serverName)
+    : undefined;
+  const handler = await policyChain(
+    transparentForwarder({
+      target: spec.target,
+      endpointPrefix: spec.endpointPrefix,
+      trustProxyHeaders: spec.trustProxyHeaders,
+      live,
+      ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
+    }),
+    {
+      serverName: spec.serverName,
+      listenHost: spec.listen.host,
+      trustProxyHeaders: spec.trustProxyHeaders,
+      maxBodyBytes,
+    },
+    { authentication },
+  );
+  const server = serve({
+    host: spec.listen.host,
+    port: spec.listen.port,
+    handler,
+    live,
+    onError: (err) => ctx.log.error(`request failed inside the proxy: ${errorMessage(err)}`),
+  });
+  return { url: clientUrl(spec.listen.host, server.port, spec.target.pathname), stop: () => server.shutdown() };
+}

@@ -1,0 +1,141 @@
+/**
+ * Starting a workload in this process, in three steps: launch (the server, by the process or
+ * the container launcher; nothing for a remote URL), upstream (the stdio bridge or the
+ * transparent forwarder in front of it), serve (the policy chain on a listening proxy).
+ * `run --foreground` and the supervisor both start workloads this way; whatever fails on the
+ * way stops what was already started.
+ */
+import { LiveStreams } from "../proxy/live-streams.ts";
+import { clientUrl } from "../proxy/client-url.ts";
+import { findFreePort, serve, type RunningServer } from "../proxy/serve.ts";
+import type { LaunchedServer } from "../runtime/server-handle.ts";
+import { errorMessage } from "../errors.ts";
+import { auditSink, type AuditSink } from "./audit-sink.ts";
+import type { WorkloadContext } from "./context.ts";
+import { launchContainer } from "./launch-container.ts";
+import { launchLocalProcess } from "./launch-process.ts";
+import { preparePolicies, startTelemetry, type PreparedPolicies } from "./policies.ts";
+import { policyChain } from "./policy-chain.ts";
+import type { ContainerPlacement, ProcessPlacement } from "./placement.ts";
+import type { RunSpec } from "./run-spec.ts";
+import { connectRemote, connectServer, type Upstream } from "./upstream.ts";
+
+export interface RunningWorkload {
+  /** The URL MCP clients use. */
+  readonly url: string;
+  /** Resolves with the reason when the server stops on its own. */
+  readonly exited: Promise<string>;
+  /** Graceful stop of proxy and server. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /**
+   * The workload's log under a supervisor: the server's output and audit lines go there.
+   * Without it (a foreground run) audit lines go to the terminal's stderr.
+   */
+  readonly workloadLog?: (text: string) => void;
+  /** Run by the supervisor: `run` already showed what it shows (overlays, build progress). */
+  readonly supervised?: boolean;
+}
+
+export async function startWorkload(
+  spec: RunSpec,
+  ctx: WorkloadContext,
+  options: StartOptions = {},
+): Promise<RunningWorkload> {
+  const live = new LiveStreams();
+  const proxyPort = spec.listen.port ?? (await findFreePort());
+  const prepared = await preparePolicies(spec.policies, spec.name, ctx);
+  const upstreamOptions = { live, onServerOutput: options.workloadLog };
+  let launched: LaunchedServer | undefined;
+  let upstream: Upstream;
+  if (spec.placement.kind === "remote") upstream = await connectRemote(spec, spec.placement, ctx, upstreamOptions);
+  else {
+    launched = await launch(spec, spec.placement, ctx, { interactive: !options.supervised, proxyPort });
+    upstream = await connectServer(spec, launched, ctx, upstreamOptions);
+  }
+  return serveWorkload(spec, ctx, { upstream, launched, prepared, live, proxyPort, workloadLog: options.workloadLog });
+}
+
+/** Step one: the server, where the RunSpec places it. */
+function launch(
+  spec: RunSpec,
+  placement: ProcessPlacement | ContainerPlacement,
+  ctx: WorkloadContext,
+  options: { readonly interactive: boolean; readonly proxyPort: number },
+): Promise<LaunchedServer> {
+  return placement.kind === "process"
+    ? launchLocalProcess(placement, ctx, options)
+    : launchContainer(spec, placement, ctx, options);
+}
+
+/** Step three: the policy chain over the upstream, listening. */
+async function serveWorkload(
+  spec: RunSpec,
+  ctx: WorkloadContext,
+  parts: {
+    readonly upstream: Upstream;
+    readonly launched: LaunchedServer | undefined;
+    readonly prepared: PreparedPolicies;
+    readonly live: LiveStreams;
+    readonly proxyPort: number;
+    readonly workloadLog: ((text: string) => void) | undefined;
+  },
+): Promise<RunningWorkload> {
+  const { policies, listen } = spec;
+  const server = parts.launched?.server;
+  // Opened only now that the server is up: a start that fails earlier leaves no exporter
+  // timers or open audit file behind (the supervisor retries starts).
+  let audited: AuditSink | undefined;
+  let observed: Awaited<ReturnType<typeof startTelemetry>>;
+  let proxy: RunningServer;
+  try {
+    audited = policies.audit
+      ? auditSink(policies.audit, parts.workloadLog ?? ctx.stderr, (message) => ctx.log.warn(message))
+      : undefined;
+    observed = await startTelemetry(policies.telemetry, spec.name, spec.limits.sessionIdleMs);
+    const handler = await policyChain(
+      parts.upstream.handler,
+      {
+        serverName: spec.name,
+        listenHost: listen.host,
+        trustProxyHeaders: listen.trustProxyHeaders,
+        maxBodyBytes: spec.limits.maxBodyBytes,
+      },
+      {
+        telemetry: observed?.middleware,
+        audit:
+          policies.audit && audited
+            ? { config: policies.audit, write: audited.write, ...(server ? { redact: server.redact } : {}) }
+            : undefined,
+        authentication: parts.prepared.authentication.forEndpoint(spec.endpointPath, listen.trustProxyHeaders),
+        tools: policies.tools,
+        authz: policies.authz,
+        webhooks: parts.prepared.webhooks,
+      },
+    );
+    proxy = serve({
+      host: listen.host,
+      port: parts.proxyPort,
+      handler,
+      live: parts.live,
+      onError: (err) => ctx.log.error(`request failed inside the proxy: ${errorMessage(err)}`),
+    });
+  } catch (err) {
+    // A busy port (or a telemetry/audit set-up failure) must not leave the server we just started behind.
+    await server?.stop(1_000);
+    await observed?.telemetry.shutdown();
+    await audited?.close();
+    throw err;
+  }
+  return {
+    url: clientUrl(listen.host, proxy.port, spec.endpointPath),
+    exited: parts.upstream.exited,
+    async stop() {
+      // Every part stops even if another fails to.
+      await Promise.allSettled([proxy.shutdown()]);
+      await Promise.allSettled([server?.stop(), observed?.telemetry.shutdown(), audited?.close()]);
+    },
+  };
+}

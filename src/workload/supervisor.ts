@@ -1,0 +1,123 @@
+/**
+ * The supervisor: the detached mcpmgr process behind a background workload (`mcpmgr
+ * __supervise NAME`). It runs the workload as recorded, keeps its status file true, writes
+ * the server's output to the workload log, restarts a crashed server with exponential
+ * backoff on the same port, and stops everything when asked to.
+ */
+import { appendFileSync } from "node:fs";
+import { parseRunArgv } from "../config/run-argv.ts";
+import { errorMessage } from "../errors.ts";
+import type { WorkloadState } from "../state/workload-record.ts";
+import { WorkloadStore } from "../state/workloads.ts";
+import type { WorkloadContext, WorkloadLog } from "./context.ts";
+import { prepareRunSpec } from "./run-spec.ts";
+import { startWorkload, type RunningWorkload } from "./start.ts";
+
+export interface RestartTimings {
+  readonly firstBackoffMs: number;
+  readonly maxBackoffMs: number;
+  /** A server that ran this long before crashing starts over with the short backoff. */
+  readonly stableAfterMs: number;
+}
+
+export const defaultRestartTimings: RestartTimings = {
+  firstBackoffMs: 1_000,
+  maxBackoffMs: 30_000,
+  stableAfterMs: 60_000,
+};
+
+export interface StatusReport {
+  readonly state: WorkloadState;
+  readonly restarts: number;
+  readonly lastError?: string;
+}
+
+export interface RestartLoopOptions {
+  readonly name: string;
+  readonly start: () => Promise<RunningWorkload>;
+  /** Records the workload's status (the supervisor's status file). */
+  readonly report: (status: StatusReport) => Promise<unknown>;
+  /** Resolves when the supervisor is asked to stop. */
+  readonly stopping: Promise<unknown>;
+  readonly log: WorkloadLog;
+  readonly timings?: RestartTimings;
+  readonly sleep?: (ms: number) => Promise<unknown>;
+  readonly now?: () => number;
+}
+
+/**
+ * Starts the workload and restarts it whenever it stops on its own, until `stopping`; returns
+ * how many restarts it took. The first start failing is an error for `run` to report, not
+ * something to retry: it is reported as "failed" and thrown. Later failures are retried.
+ */
+export async function restartLoop(options: RestartLoopOptions): Promise<number> {
+  const timings = options.timings ?? defaultRestartTimings;
+  const sleep = options.sleep ?? ((ms: number) => Bun.sleep(ms));
+  const now = options.now ?? (() => performance.now());
+  let stopping = false;
+  const stopped = options.stopping.then(() => (stopping = true));
+  let restarts = 0;
+  let backoff = timings.firstBackoffMs;
+  let started = false;
+  const pause = async () => {
+    await Promise.race([sleep(backoff), stopped]);
+    backoff = Math.min(backoff * 2, timings.maxBackoffMs);
+    restarts++;
+  };
+  await options.report({ state: "starting", restarts });
+
+  while (!stopping) {
+    let workload: RunningWorkload;
+    const startedAt = now();
+    try {
+      workload = await options.start();
+    } catch (err) {
+      const reason = errorMessage(err);
+      if (!started) {
+        await options.report({ state: "failed", restarts, lastError: reason });
+        throw err;
+      }
+      await options.report({ state: "restarting", restarts, lastError: reason });
+      await pause();
+      continue;
+    }
+    started = true;
+    await options.report({ state: "running", restarts });
+    options.log.info(`${options.name} running at ${workload.url}`);
+    const outcome = await Promise.race([stopped.then(() => undefined), workload.exited]);
+    await workload.stop();
+    if (outcome === undefined) break;
+    options.log.warn(`${options.name}: ${outcome}`);
+    if (now() - startedAt > timings.stableAfterMs) backoff = timings.firstBackoffMs;
+    await options.report({ state: "restarting", restarts, lastError: outcome.split("\n")[0] ?? outcome });
+    await pause();
+  }
+  return restarts;
+}
+
+/** Serves the recorded workload `name` until `stopping`; throws when its first start fails. */
+export async function supervise(name: string, ctx: WorkloadContext, stopping: Promise<unknown>): Promise<void> {
+  const store = new WorkloadStore(ctx.paths);
+  const record = await store.getExisting(name);
+  // Relative paths in the run options mean what they meant where the workload was created.
+  if (record.workingDir) process.chdir(record.workingDir);
+  const logFile = store.logPath(name);
+  const workloadLog = (text: string) => appendFileSync(logFile, text, { mode: 0o600 });
+  const report = (status: StatusReport) => store.writeStatus(name, { ...status, pid: process.pid });
+  let spec: Awaited<ReturnType<typeof prepareRunSpec>>;
+  try {
+    spec = await prepareRunSpec(parseRunArgv(record.runOptions), ctx);
+  } catch (err) {
+    await report({ state: "failed", restarts: 0, lastError: errorMessage(err) });
+    throw err;
+  }
+  const restarts = await restartLoop({
+    name,
+    start: () => startWorkload(spec, ctx, { workloadLog, supervised: true }),
+    report,
+    stopping,
+    log: ctx.log,
+  });
+  await store.writeStatus(name, { state: "stopped", restarts }).catch(() => {});
+  ctx.log.info(`${name} stopped`);
+}
