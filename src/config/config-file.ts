@@ -20,7 +20,7 @@ export interface ConfigFileOptions {
 const yamlFile = /\.ya?ml$/i;
 
 /** The file's parsed content, unvalidated. */
-export function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">): unknown {
+function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">): unknown {
   const fail = (why: string, hint: string) =>
     new McpmgrError("INVALID_OPTION", `${options.option} ${JSON.stringify(path)}: ${why}`, { hint });
   let text: string;
@@ -52,7 +52,7 @@ export function decodeConfigFile<S extends v.GenericSchema>(
 }
 
 /** "field.path: message" for the first issue ("(root)" when the file as a whole is wrong). */
-export function issueText(issues: readonly v.BaseIssue<unknown>[]): string {
+function issueText(issues: readonly v.BaseIssue<unknown>[]): string {
   const issue = issues[0];
   const at = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
   return `${at}: ${issue?.message ?? "invalid"}`;

@@ -86,8 +86,6 @@ export const permissionsSchema = v.lazy((input) => {
   return v.custom<never>(() => false, `must be "none", "network" or a permission profile object`);
 });
 
-export type PermissionsInput = v.InferInput<typeof builtinSchema> | v.InferInput<typeof profileSchema>;
-
 /** The built-ins as full profiles, so a runtime can treat every profile the same way. */
 export function expandPermissions(permissions: Permissions): PermissionProfile {
   if (typeof permissions !== "string") return permissions;

@@ -11,4 +11,3 @@ export const proxyOptions = {
   ...caBundleOptions,
 } as const;
 
-export type ProxyOptionName = keyof typeof proxyOptions;

@@ -6,13 +6,13 @@ import { McpmgrError } from "../errors.ts";
 
 export type Given = ReadonlySet<string>;
 
-export function assertNotBoth(given: Given, a: string, b: string, hint: string): void {
+function assertNotBoth(given: Given, a: string, b: string, hint: string): void {
   if (given.has(a) && given.has(b)) {
     throw new McpmgrError("CONFLICTING_OPTIONS", `--${a} and --${b} cannot be used together`, { hint });
   }
 }
 
-export function assertRequires(given: Given, option: string, needed: string, hint?: string): void {
+function assertRequires(given: Given, option: string, needed: string, hint?: string): void {
   if (given.has(option) && !given.has(needed)) {
     throw new McpmgrError("MISSING_OPTION", `--${option} needs --${needed}`, { hint: hint ?? `add --${needed}` });
   }

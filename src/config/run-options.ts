@@ -19,4 +19,3 @@ export const runOptions = {
   ...telemetryOptions,
 } as const;
 
-export type RunOptionName = keyof typeof runOptions;

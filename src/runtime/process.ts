@@ -23,7 +23,7 @@ export interface LocalProcess extends AsyncDisposable {
   stop(graceMs?: number): Promise<number | null>;
 }
 
-export function childEnvironment(
+function childEnvironment(
   user: Readonly<Record<string, string>>,
   host: Readonly<Record<string, string | undefined>> = process.env,
 ): Record<string, string> {

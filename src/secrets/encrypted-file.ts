@@ -195,10 +195,6 @@ export class EncryptedFileProvider implements SecretProvider {
   }
 }
 
-export function encryptedFileProvider(options: EncryptedFileProviderOptions): EncryptedFileProvider {
-  return new EncryptedFileProvider(options);
-}
-
 function sameParams(a: KdfParams, b: KdfParams): boolean {
   return a.N === b.N && a.r === b.r && a.p === b.p;
 }

@@ -53,10 +53,6 @@ export class EnvironmentProvider implements SecretProvider {
   }
 }
 
-export function environmentProvider(env: Readonly<Record<string, string | undefined>>): EnvironmentProvider {
-  return new EnvironmentProvider(env);
-}
-
 /** SECRETS_READ_ONLY (exit 2), also for callers that check `writable` before collecting a value. */
 export function readOnlyError(name: string): McpmgrError {
   return new McpmgrError(

@@ -32,7 +32,7 @@ export interface LocatedServer {
  * DESIGN §5: MCPMGR_RUNTIME (docker | podman | process) wins; otherwise a container
  * engine if one answers, else the process runtime. Images need an engine either way.
  */
-export async function selectRuntime(source: ConcreteSource, env: Env): Promise<RuntimeSelection> {
+async function selectRuntime(source: ConcreteSource, env: Env): Promise<RuntimeSelection> {
   if (source.kind === "remote") return { kind: "remote" };
   const choice = runtimeChoice(env);
   if (choice === "process") {

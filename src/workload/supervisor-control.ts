@@ -51,7 +51,7 @@ export async function currentStatus(store: WorkloadStore, name: string): Promise
  * Whether `pid` is this workload's supervisor, not merely a live process: after a reboot
  * the pid may belong to anything, and stop must never signal a stranger.
  */
-export function isSupervisorOf(pid: number, name: string): boolean {
+function isSupervisorOf(pid: number, name: string): boolean {
   if (!isProcessAlive(pid)) return false;
   if (process.platform !== "linux") return true;
   try {
