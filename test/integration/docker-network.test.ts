@@ -14,7 +14,6 @@ import {
   leftovers,
   networkGateway,
   runInDocker as runForeground,
-  runInDockerFails,
   type FixtureImages,
 } from "../support/docker-fixtures.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
@@ -205,12 +204,4 @@ describe("--isolate-network", () => {
     }
     expect(leftovers(name)).toEqual({ containers: [], networks: [] });
   }, 300_000);
-
-  test("--allow-docker-gateway without --isolate-network, and --network with it, are refused", async () => {
-    for (const args of [["--allow-docker-gateway"], ["--isolate-network", "--network", "host"]]) {
-      const { code, err } = await runInDockerFails([images.probe, ...args]);
-      expect(code).toBe(2);
-      expect(err).toContain(args.includes("host") ? "--network host conflicts" : "--allow-docker-gateway only applies");
-    }
-  }, 60_000);
 });

@@ -81,24 +81,6 @@ test("a stdio image runs hardened and labelled behind the bridge; stop removes i
   expect(leftovers(name)).toEqual({ containers: [], networks: [] });
 }, 120_000);
 
-test("invalid labels are refused, naming each of them", async () => {
-  const { code, err } = await runFails([
-    images.probe,
-    "--name",
-    "bad-labels",
-    "-l",
-    "mcpmgr.workload=x",
-    "--label=-bad=1",
-    "-l",
-    "ok=1",
-  ]);
-  expect(code).toBe(2);
-  expect(err).toContain("mcpmgr.workload");
-  expect(err).toContain("-bad");
-  expect(err).not.toContain("ok (");
-  expect(leftovers("bad-labels").containers).toEqual([]);
-});
-
 test("an HTTP image is published on loopback only and reached through the forwarder; -p adds a port", async () => {
   const name = "docker-http";
   const extra = 20_000 + Math.floor(Math.random() * 20_000);
@@ -166,15 +148,6 @@ describe("mounts and profiles", () => {
     }
   }, 120_000);
 
-  test("a missing host path and a bad -v are clear errors", async () => {
-    const missing = await runFails([images.probe, "--name", "docker-missing", "-v", `${join(scratch, "nope")}:/data`]);
-    expect(missing.code).toBe(2);
-    expect(missing.err).toContain("does not exist");
-    const bad = await runFails([images.probe, "-v", "just-a-path"]);
-    expect(bad.code).toBe(2);
-    expect(bad.err).toContain("--volume");
-  });
-
   test("profile none: the container has no network at all", async () => {
     const listener = Bun.listen({
       hostname: "0.0.0.0",
@@ -210,12 +183,6 @@ describe("mounts and profiles", () => {
       listener.stop(true);
     }
   }, 120_000);
-
-  test("--network host/none conflicts with profile none", async () => {
-    const { code, err } = await runFails([images.probe, "--permission-profile", "none", "--network", "host"]);
-    expect(code).toBe(2);
-    expect(err).toContain("--network host");
-  });
 });
 
 test(".mcpmgrignore and the global ignore file hide files and directories; --print-resolved-overlays shows them", async () => {
@@ -377,39 +344,6 @@ test("a second foreground run cannot take over a name in use; mcpmgr's own direc
   }
 }, 120_000);
 
-test("a registry entry cannot grant itself privileged mode or the host's network", async () => {
-  const registry = join(scratch, "greedy-registry.json");
-  await writeFile(
-    registry,
-    JSON.stringify({
-      servers: [
-        {
-          name: "greedy",
-          description: "asks for too much",
-          transport: "stdio",
-          source: { image: images.probe },
-          permissions: { privileged: true },
-          tools: ["env"],
-        },
-        {
-          name: "hostnet",
-          description: "asks for the host network",
-          transport: "stdio",
-          source: { image: images.probe },
-          permissions: { network: { mode: "host", outbound: { insecure_allow_all: true } } },
-          tools: ["env"],
-        },
-      ],
-    }),
-  );
-  for (const name of ["greedy", "hostnet"]) {
-    const { code, err } = await runFails([name], { MCPMGR_REGISTRY: registry });
-    expect(code).toBe(2);
-    expect(err).toContain(`registry entry ${name} asks for`);
-    expect(err).toContain("--permission-profile");
-  }
-});
-
 describe("image verification and pulls", () => {
   test("enabled refuses a tag-only image; a digest-pinned one runs; warn warns; disabled is silent", async () => {
     const refused = await runFails([images.probe, "--image-verification", "enabled"]);
@@ -444,20 +378,5 @@ describe("image verification and pulls", () => {
     expect(err).toContain("could not pull 127.0.0.1:9/mcpmgr/absent:1");
     expect(err).toContain("hint:");
     expect(err).not.toContain("    at ");
-  }, 60_000);
-
-  test("an image needs an engine: MCPMGR_RUNTIME=process and an absent podman are clear errors", async () => {
-    const processOnly = await runFails([images.probe], { MCPMGR_RUNTIME: "process" });
-    expect(processOnly.code).toBe(2);
-    expect(processOnly.err).toContain("MCPMGR_RUNTIME=process");
-    // No Podman socket on this machine: asking for podman finds none (Docker's socket does not count).
-    const podman = await runFails([images.probe], {
-      MCPMGR_RUNTIME: "podman",
-      XDG_RUNTIME_DIR: scratch,
-      HOME: scratch,
-    });
-    expect(podman.code).toBe(1);
-    expect(podman.err).toContain("no podman engine answered");
-    expect(podman.err).toContain("hint:");
   }, 60_000);
 });

@@ -192,10 +192,6 @@ test("a remote URL runs behind the transparent forwarder", async () => {
       await run.stop();
     }
     expect(run.output()).toContain("remote-demo");
-    const refused = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", fixture.url, "-e", "A=1"], {
-      cwd: REPO_ROOT,
-    });
-    expect(refused.exitCode).toBe(2);
   } finally {
     await fixture.stop();
   }
@@ -242,25 +238,6 @@ describe("servers that speak HTTP themselves (--transport sse|streamable-http)",
       }
     }, 90_000);
   }
-
-  test("profile none cannot serve HTTP, and says so", () => {
-    const result = Bun.spawnSync(
-      [
-        process.execPath,
-        CLI_ENTRY,
-        "run",
-        "--foreground",
-        PROBE,
-        "--transport",
-        "streamable-http",
-        "--permission-profile",
-        "none",
-      ],
-      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } },
-    );
-    expect(result.exitCode).toBe(2);
-    expect(result.stderr.toString()).toContain("needs a network");
-  });
 });
 
 test("without bubblewrap the run is refused, unless --insecure-allow-unsandboxed accepts it", async () => {
@@ -359,32 +336,6 @@ test("host sockets under /run (session bus, agents, engine sockets) are out of r
     }
   } finally {
     hostSocket.stop(true);
-    await rm(dir, { recursive: true, force: true });
-  }
-}, 60_000);
-
-test("a profile with an outbound allow-list is refused (bwrap cannot enforce it) unless accepted explicitly", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "mcpmgr-profile-"));
-  try {
-    const profile = join(dir, "profile.json");
-    await writeFile(
-      profile,
-      JSON.stringify({ network: { outbound: { allow_host: ["api.example.com"], allow_port: [443] } } }),
-    );
-    const refused = Bun.spawnSync(
-      [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--permission-profile", profile],
-      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" }, timeout: 30_000 },
-    );
-    expect(refused.exitCode).toBe(1);
-    expect(refused.stderr.toString()).toContain("cannot limit outbound connections");
-    const accepted = await runForeground([PROBE, "--permission-profile", profile, "--insecure-allow-unsandboxed"]);
-    try {
-      expect(accepted.output()).toContain("gets the whole network");
-      await accepted.client.close();
-    } finally {
-      await accepted.stop();
-    }
-  } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }, 60_000);

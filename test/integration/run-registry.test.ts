@@ -83,22 +83,3 @@ test("a custom registry entry brings its profile, env defaults and required secr
     await overridden.stop();
   }
 }, 60_000);
-
-test("a missing required variable, an unknown name and a container entry without an engine are clear errors", () => {
-  const cases: [string[], number, string][] = [
-    [["probe"], 2, "PROBE_TOKEN"],
-    [["prob"], 2, "did you mean probe"],
-    // The preload sets MCPMGR_RUNTIME=process: an image entry cannot run there.
-    [["github"], 2, "is a container image, but MCPMGR_RUNTIME=process"],
-  ];
-  for (const [args, code, text] of cases) {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, NO_COLOR: "1", ...registryEnv, ...(args[0] === "github" ? { MCPMGR_REGISTRY: "" } : {}) },
-    });
-    expect(result.exitCode).toBe(code);
-    const stderr = result.stderr.toString();
-    expect(stderr).toContain(text);
-    expect(stderr.trim().split("\n")).toHaveLength(1);
-  }
-});

@@ -147,42 +147,6 @@ test("transparent forwarder: SSE answers from server-everything are filtered too
   }
 }, 60_000);
 
-test("bad override files, empty overrides, hiding an overridden tool and unknown tools are start-up errors", async () => {
-  const write = async (name: string, content: string) => {
-    const path = join(dir, name);
-    await writeFile(path, content);
-    return path;
-  };
-  const cases: [string[], string][] = [
-    [[PROBE, "--tools-override", await write("bad.json", "{nope")], "not valid JSON"],
-    [[PROBE, "--tools-override", await write("shape.json", JSON.stringify({ tools: {} }))], "--tools-override"],
-    [
-      [PROBE, "--tools-override", await write("empty.json", JSON.stringify({ toolsOverride: { env: {} } }))],
-      "changes nothing",
-    ],
-    [[PROBE, "--tools", "read_file", "--tools-override", overrides], "but --tools hides it"],
-    [[PROBE, "--tools-override", join(dir, "missing.json")], "no such file"],
-  ];
-  for (const [args, text] of cases) {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, NO_COLOR: "1" },
-    });
-    expect(result.exitCode).toBe(2);
-    const lines = result.stderr.toString().trim().split("\n");
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain(text);
-  }
-  // A registry entry lists its tools: a typo is caught before anything starts.
-  const registry = join(REPO_ROOT, "test/fixtures/registry/probe-registry.json");
-  const unknown = Bun.spawnSync(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", "probe", "--tools", "read_fil", "-e", "PROBE_TOKEN=x"],
-    { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_REGISTRY: registry } },
-  );
-  expect(unknown.exitCode).toBe(2);
-  expect(unknown.stderr.toString()).toContain("unknown tool read_fil");
-});
-
 test("after notifications/tools/list_changed the new list is filtered too, over streamable HTTP and legacy SSE", async () => {
   const { startBridge } = await import("../support/bridge-server.ts");
   const { toolFilter } = await import("../../src/middleware/tool-filter.ts");

@@ -209,21 +209,6 @@ test("a remote URL is a workload too: detached, listed with the remote runtime, 
   }
 }, 60_000);
 
-test("MCPMGR_RUNTIME is honoured: nonsense is an error; container-only options are refused by the process runtime", () => {
-  for (const [args, value, text] of [
-    [[PROBE], "kubernetes", "must be docker, podman or process"],
-    [[PROBE, "--network", "host"], "process", "--network applies to container workloads"],
-    [[PROBE, "--isolate-network"], "process", "--isolate-network applies to container workloads"],
-  ] as const) {
-    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: value },
-    });
-    expect(result.exitCode).toBe(2);
-    expect(result.stderr.toString()).toContain(text);
-  }
-});
-
 test("a secret printed on stdout is redacted in the proxy's log too", async () => {
   const env = {
     ...process.env,

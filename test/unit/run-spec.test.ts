@@ -1,0 +1,494 @@
+/**
+ * resolveRunSpec: what `mcpmgr run` options mean together, decided before anything starts.
+ * Every refusal here used to need the CLI started (and for containers, an engine); the
+ * rules are the same for `run --foreground`, the detached pre-flight and the supervisor,
+ * because all three resolve the same RunSpec.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as v from "valibot";
+import type { ErrorCode } from "../../src/errors.ts";
+import { registryEntrySchema, type RegistryEntry } from "../../src/registry/schema.ts";
+import { locateServer } from "../../src/workload/locate.ts";
+import { serverEnvironment } from "../../src/workload/server-environment.ts";
+import { parseRunArgv } from "../../src/config/run-argv.ts";
+import type { RunSpec } from "../../src/workload/run-spec.ts";
+import { caught } from "../support/errors.ts";
+import { specFor, testContext, type RuntimeKind } from "../support/workload-context.ts";
+
+const PROBE = "npx://./test/fixtures/sandbox-probe";
+const IMAGE = "ghcr.io/example/probe:1";
+const REMOTE = "https://mcp.example.com/mcp";
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mcpmgr-run-spec-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function file(name: string, content: unknown): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, typeof content === "string" ? content : JSON.stringify(content));
+  return path;
+}
+
+function refusal(
+  args: readonly string[],
+  code: ErrorCode,
+  text: string,
+  options: { runtime?: RuntimeKind; entry?: RegistryEntry } = {},
+) {
+  let thrown: unknown;
+  try {
+    specFor(["--foreground", ...args], options);
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeDefined();
+  expect((thrown as { code?: string }).code).toBe(code);
+  expect((thrown as Error).message).toContain(text);
+  expect((thrown as { hint?: string }).hint).toBeString();
+}
+
+function entry(fields: Record<string, unknown>): RegistryEntry {
+  return v.parse(registryEntrySchema, {
+    description: "a test entry",
+    transport: "stdio",
+    permissions: "network",
+    tools: [],
+    ...fields,
+  });
+}
+
+describe("the policies' files are decoded once, with the field at fault named", () => {
+  test("audit: a bad field, and a logFile that cannot be written", async () => {
+    refusal(
+      [PROBE, "--audit-config", await file("audit.json", { eventTypes: ["tool_call"] })],
+      "INVALID_OPTION",
+      "eventTypes.0: must be one of",
+    );
+    const unwritable = await file("unwritable.json", { logFile: join(dir, "no-such-dir", "audit.jsonl") });
+    refusal([PROBE, "--audit-config", unwritable], "INVALID_OPTION", "cannot be written: ENOENT");
+  });
+
+  test("authorization: policies that do not parse, a file of the wrong shape", async () => {
+    const broken = await file("broken.json", {
+      version: "1.0",
+      type: "cedarv1",
+      cedar: { policies: ["permit(principal, action, resource) when { nope ;"] },
+    });
+    refusal([PROBE, "--authz-config", broken], "INVALID_OPTION", "do not parse");
+    const opa = await file(
+      "opa.yaml",
+      'version: "1.0"\ntype: opa\ncedar:\n  policies: ["permit(principal, action, resource);"]\n',
+    );
+    refusal([PROBE, "--authz-config", opa], "INVALID_OPTION", 'type: must be "cedarv1"');
+  });
+
+  test("webhooks: http://, unknown fields, unreadable CA files, bad names", async () => {
+    const cases: [unknown, string][] = [
+      [{ validating: [{ name: "plain", url: "http://127.0.0.1:9/validate" }] }, "http:// is refused"],
+      [{ validating: [{ name: "typo", url: "https://x.example", failurePolicy: "fail" }] }, "validating.0"],
+      [
+        {
+          validating: [{ name: "ca", url: "https://x.example", tls_config: { ca_bundle_path: join(dir, "none.pem") } }],
+        },
+        "cannot read the file",
+      ],
+      [{ validating: [{ name: "bad name", url: "https://x.example" }] }, "validating.0.name"],
+    ];
+    for (const [content, text] of cases)
+      refusal([PROBE, "--webhook-config", await file("hooks.json", content)], "INVALID_OPTION", text);
+  });
+
+  test("tools: bad override files, empty overrides, hiding an overridden tool", async () => {
+    const overrides = await file("overrides.json", { toolsOverride: { env: { name: "environment" } } });
+    const cases: [string[], ErrorCode, string][] = [
+      [["--tools-override", await file("bad.json", "{nope")], "INVALID_OPTION", "not valid JSON"],
+      [["--tools-override", await file("shape.json", { tools: {} })], "INVALID_OPTION", "--tools-override"],
+      [
+        ["--tools-override", await file("empty.json", { toolsOverride: { env: {} } })],
+        "INVALID_OPTION",
+        "changes nothing",
+      ],
+      [["--tools", "read_file", "--tools-override", overrides], "CONFLICTING_OPTIONS", "but --tools hides it"],
+      [["--tools-override", join(dir, "missing.json")], "INVALID_OPTION", "no such file"],
+    ];
+    for (const [args, code, text] of cases) refusal([PROBE, ...args], code, text);
+  });
+
+  test("a registry entry's tool list catches unknown tools", () => {
+    const probe = entry({ name: "probe", source: { npx: "mcpmgr-sandbox-probe" }, tools: ["env"] });
+    refusal(["probe", "--tools", "nope"], "INVALID_OPTION", "unknown tool nope", { entry: probe });
+  });
+
+  test("telemetry and incoming-auth options need their main option", () => {
+    refusal([PROBE, "--otel-service-name", "x"], "MISSING_OPTION", "--otel-service-name needs --otel-endpoint");
+    refusal([PROBE, "--oidc-audience", "x"], "MISSING_OPTION", "--oidc-audience needs --oidc-issuer");
+  });
+
+  test("decoded policies are in the spec, frozen", async () => {
+    const spec = specFor(["--foreground", PROBE, "--tools", "env", "--enable-audit"]);
+    expect(spec.policies.tools?.allowed).toEqual(new Set(["env"]));
+    expect(spec.policies.audit?.component).toBe("sandbox-probe");
+    expect(spec.policies.authz).toBeUndefined();
+    expect(Object.isFrozen(spec)).toBe(true);
+    expect(Object.isFrozen(spec.placement)).toBe(true);
+    expect(Object.isFrozen(spec.policies)).toBe(true);
+  });
+});
+
+describe("a remote URL runs nowhere locally", () => {
+  test("options for a server mcpmgr starts are refused", () => {
+    for (const args of [
+      ["-e", "A=1"],
+      ["--volume", `${dir}:/data`],
+      ["--permission-profile", "none"],
+      ["--transport", "sse"],
+      ["--target-port", "9000"],
+      ["--label", "a=b"],
+    ]) {
+      refusal(
+        [REMOTE, ...args],
+        "INVALID_OPTION",
+        `--${args[0]?.replace(/^-e$/, "env").replace(/^--/, "")} applies to servers mcpmgr starts`,
+      );
+    }
+  });
+
+  test("container options are refused", () => {
+    refusal([REMOTE, "--isolate-network"], "CONFLICTING_OPTIONS", "a remote URL runs nowhere locally");
+  });
+
+  test("token exchange needs incoming authentication", () => {
+    refusal(
+      [REMOTE, "--token-exchange-url", "https://sts.example/token"],
+      "MISSING_OPTION",
+      "needs incoming authentication",
+    );
+  });
+
+  test("clients use the remote's own path; outgoing authentication is resolved", () => {
+    const spec = specFor(["--foreground", "https://mcp.example.com/api/v1/mcp", "--remote-auth-bearer-token", "t"]);
+    expect(spec.endpointPath).toBe("/api/v1/mcp");
+    expect(spec.placement.kind).toBe("remote");
+    if (spec.placement.kind === "remote") expect(spec.placement.outgoingAuth.mode.kind).toBe("bearer");
+  });
+});
+
+describe("a background workload", () => {
+  test("keeps no literal secret in its recorded options", () => {
+    for (const [option, instead] of [
+      ["--remote-auth-bearer-token", "--remote-auth-bearer-token-file"],
+      ["--remote-auth-client-secret", "--remote-auth-client-secret-file"],
+    ]) {
+      let err: unknown;
+      try {
+        specFor([
+          REMOTE,
+          option as string,
+          "s3cret",
+          ...(option?.includes("client") ? ["--remote-auth-client-id", "c"] : []),
+        ]);
+      } catch (e) {
+        err = e;
+      }
+      expect((err as { code?: string }).code).toBe("INVALID_OPTION");
+      expect((err as { hint?: string }).hint).toContain(instead as string);
+    }
+    // The same options are fine in the foreground, where nothing is recorded.
+    expect(specFor(["--foreground", REMOTE, "--remote-auth-bearer-token", "s3cret"]).background).toBe(false);
+  });
+
+  test("needs a name that can be recorded", () => {
+    let err: unknown;
+    try {
+      specFor([PROBE, "--name", "Not A Name"]);
+    } catch (e) {
+      err = e;
+    }
+    expect((err as { code?: string }).code).toBe("INVALID_ARGUMENT");
+  });
+});
+
+describe("a local process", () => {
+  test("an HTTP server needs a network its profile allows", () => {
+    refusal(
+      [PROBE, "--transport", "streamable-http", "--permission-profile", "none"],
+      "CONFLICTING_OPTIONS",
+      "needs a network",
+    );
+  });
+
+  test("an outbound allow-list cannot be enforced by bwrap: refused unless accepted, then a warning", async () => {
+    const profile = await file("allow-list.json", {
+      network: { outbound: { allow_host: ["api.example.com"], allow_port: [443] } },
+    });
+    refusal([PROBE, "--permission-profile", profile], "SANDBOX_UNAVAILABLE", "cannot limit outbound connections");
+    const context = testContext();
+    specFor(["--foreground", PROBE, "--permission-profile", profile, "--insecure-allow-unsandboxed"], { context });
+    expect(context.logged.join("\n")).toContain("gets the whole network");
+  });
+
+  test("container-only options are refused by the process runtime", () => {
+    for (const option of ["--isolate-network", "--allow-docker-gateway"])
+      refusal([PROBE, option], "CONFLICTING_OPTIONS", `${option} applies to container workloads`);
+    refusal([PROBE, "--network", "host"], "CONFLICTING_OPTIONS", "--network applies to container workloads");
+  });
+
+  test("credentials for a remote are refused for a local server", () => {
+    refusal([PROBE, "--remote-auth-bearer-token", "t"], "INVALID_OPTION", "authenticates mcpmgr to a remote URL");
+  });
+
+  test("a secret and a plain variable cannot set the same variable", () => {
+    refusal([PROBE, "-e", "TOKEN=1", "--secret", "api,target=TOKEN"], "CONFLICTING_OPTIONS", "both set TOKEN");
+  });
+
+  test("variables: the entry's defaults < --env-file-dir < --env-file < -e", async () => {
+    await mkdir(join(dir, "envdir"), { recursive: true });
+    await writeFile(join(dir, "envdir", "a.env"), "FROM_DIR=dir\nA=dir\nB=dir\nC=dir\n");
+    const envFile = await file("file.env", "A=file\nB=file\n");
+    const probe = entry({
+      name: "probe",
+      source: { npx: "mcpmgr-sandbox-probe" },
+      env: [
+        { name: "A", description: "a", default: "entry" },
+        { name: "D", description: "d", default: "entry" },
+      ],
+    });
+    const spec = specFor(
+      ["--foreground", "probe", "--env-file-dir", join(dir, "envdir"), "--env-file", envFile, "-e", "A=flag"],
+      { entry: probe },
+    );
+    if (spec.placement.kind !== "process") throw new Error("expected a process");
+    expect(spec.placement.server.variables.plain).toEqual({
+      A: "flag",
+      B: "file",
+      C: "dir",
+      D: "entry",
+      FROM_DIR: "dir",
+    });
+  });
+
+  test("a variable the registry entry requires must be given: -e, a file or a secret", async () => {
+    const probe = entry({
+      name: "probe",
+      source: { npx: "mcpmgr-sandbox-probe" },
+      env: [{ name: "PROBE_TOKEN", description: "a required secret", required: true, secret: true }],
+    });
+    const { ctx } = testContext({ MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_PROBE_TOKEN: "s3cret" });
+    const missing = specFor(["--foreground", "probe"], { entry: probe });
+    if (missing.placement.kind !== "process") throw new Error("expected a process");
+    const err = await caught(serverEnvironment(missing.placement.server.variables, ctx));
+    expect(err.code).toBe("MISSING_OPTION");
+    expect(err.message).toContain("probe needs PROBE_TOKEN");
+    expect(err.hint).toContain("--secret NAME,target=PROBE_TOKEN");
+    const given = specFor(["--foreground", "probe", "--secret", "probe-token,target=PROBE_TOKEN"], { entry: probe });
+    if (given.placement.kind !== "process") throw new Error("expected a process");
+    const resolved = await serverEnvironment(given.placement.server.variables, ctx);
+    expect(resolved.env.PROBE_TOKEN).toBe("s3cret");
+    expect(resolved.redact("token s3cret")).not.toContain("s3cret");
+  });
+
+  test("the command, the sandbox and the target of an HTTP server are resolved", () => {
+    const spec = specFor(["--foreground", PROBE, "--transport", "sse", "--target-port", "9123", "--", "--flag"]);
+    if (spec.placement.kind !== "process") throw new Error("expected a process");
+    expect(spec.placement.command.at(-1)).toBe("--flag");
+    expect(spec.placement.bwrap).toBeString();
+    expect(spec.placement.target).toEqual({ host: "127.0.0.1", port: 9123 });
+    expect(spec.endpointPath).toBe("/sse");
+  });
+});
+
+describe("a container", () => {
+  const container = { runtime: "container" as const };
+
+  test("--target-host and (for stdio) --target-port are refused", () => {
+    refusal(
+      [IMAGE, "--transport", "streamable-http", "--target-host", "0.0.0.0"],
+      "CONFLICTING_OPTIONS",
+      "--target-host applies to servers run as local processes",
+      container,
+    );
+    refusal(
+      [IMAGE, "--target-port", "8080"],
+      "CONFLICTING_OPTIONS",
+      "--target-port applies to sse and streamable-http servers",
+      container,
+    );
+  });
+
+  test("--allow-docker-gateway needs --isolate-network, which excludes --network", () => {
+    refusal([IMAGE, "--allow-docker-gateway"], "CONFLICTING_OPTIONS", "--allow-docker-gateway only applies", container);
+    refusal(
+      [IMAGE, "--isolate-network", "--network", "host"],
+      "CONFLICTING_OPTIONS",
+      "--network host conflicts",
+      container,
+    );
+  });
+
+  test("--network host/none conflicts with profile none; --publish needs a reachable network", () => {
+    refusal(
+      [IMAGE, "--permission-profile", "none", "--network", "host"],
+      "CONFLICTING_OPTIONS",
+      "--network host",
+      container,
+    );
+    refusal(
+      [IMAGE, "--network", "host", "--publish", "8080:8080"],
+      "CONFLICTING_OPTIONS",
+      "--publish needs a bridge",
+      container,
+    );
+    refusal(
+      [IMAGE, "--transport", "sse", "--network", "none"],
+      "CONFLICTING_OPTIONS",
+      "needs a network the proxy can reach",
+      container,
+    );
+  });
+
+  test("invalid labels are refused, naming each of them", () => {
+    let err: unknown;
+    try {
+      specFor(["--foreground", IMAGE, "-l", "mcpmgr.workload=x", "--label=-bad=1", "-l", "ok=1"], container);
+    } catch (e) {
+      err = e;
+    }
+    const message = (err as Error).message;
+    expect(message).toContain("mcpmgr.workload");
+    expect(message).toContain("-bad");
+    expect(message).not.toContain("ok (");
+  });
+
+  test("a missing mount source is refused", () => {
+    refusal([IMAGE, "-v", `${join(dir, "nope")}:/data`], "INVALID_OPTION", "does not exist", container);
+  });
+
+  test("a registry entry cannot grant itself privileged mode or the host's network", () => {
+    for (const [name, permissions] of [
+      ["greedy", { privileged: true }],
+      ["hostnet", { network: { mode: "host", outbound: { insecure_allow_all: true } } }],
+    ] as const) {
+      const greedy = entry({ name, source: { image: IMAGE }, permissions });
+      refusal([name], "CONFLICTING_OPTIONS", `registry entry ${name} asks for`, { ...container, entry: greedy });
+    }
+  });
+
+  test("build options apply to packages, and are checked before anything is built", async () => {
+    refusal(
+      [IMAGE, "--runtime-image", "node:22"],
+      "CONFLICTING_OPTIONS",
+      "--runtime-image applies to npx://",
+      container,
+    );
+    refusal([PROBE, "--runtime-add-package", "curl;rm -rf /"], "INVALID_OPTION", "--runtime-add-package", container);
+    refusal([PROBE, "--ca-cert", await file("not-a-cert.pem", "hello")], "INVALID_OPTION", "--ca-cert", container);
+  });
+
+  test("profile none isolates an HTTP server; a host/port allow-list without isolation is warned about", async () => {
+    const isolated = specFor(["--foreground", IMAGE, "--transport", "sse", "--permission-profile", "none"], container);
+    if (isolated.placement.kind !== "container") throw new Error("expected a container");
+    expect(isolated.placement.isolate).toBe(true);
+    expect(isolated.placement.networkMode).toBe("");
+
+    const profile = await file("limited.json", { network: { outbound: { allow_host: ["a.example"] } } });
+    const context = testContext();
+    specFor(["--foreground", IMAGE, "--permission-profile", profile], { ...container, context });
+    expect(context.logged.join("\n")).toContain("only --isolate-network enforces");
+  });
+
+  test("the registry entry's defaults apply unless an option overrides them", () => {
+    const http = entry({
+      name: "http-image",
+      source: { image: IMAGE },
+      transport: "streamable-http",
+      targetPort: 7070,
+      args: ["--from-entry"],
+    });
+    const spec = specFor(["--foreground", "http-image"], { ...container, entry: http });
+    if (spec.placement.kind !== "container") throw new Error("expected a container");
+    expect(spec.name).toBe("http-image");
+    expect(spec.placement.targetPort).toBe(7070);
+    expect(spec.placement.server.args).toEqual(["--from-entry"]);
+    expect(spec.placement.server.transport).toBe("streamable-http");
+    const overridden = specFor(["--foreground", "http-image", "--target-port", "9000", "--", "--mine"], {
+      ...container,
+      entry: http,
+    });
+    if (overridden.placement.kind !== "container") throw new Error("expected a container");
+    expect(overridden.placement.targetPort).toBe(9000);
+    expect(overridden.placement.server.args).toEqual(["--mine"]);
+  });
+});
+
+describe("the proxy's endpoint", () => {
+  test("/mcp, or /sse for legacy clients (deprecated, with a warning)", () => {
+    expect(specFor(["--foreground", PROBE]).endpointPath).toBe("/mcp");
+    const context = testContext();
+    const spec: RunSpec = specFor(["--foreground", PROBE, "--proxy-mode", "sse"], { context });
+    expect(spec.endpointPath).toBe("/sse");
+    expect(context.logged.join("\n")).toContain("--proxy-mode sse is deprecated");
+  });
+
+  test("the name comes from --name, the registry entry, or the source", () => {
+    expect(specFor(["--foreground", PROBE]).name).toBe("sandbox-probe");
+    expect(specFor(["--foreground", PROBE, "--name", "mine"]).name).toBe("mine");
+  });
+});
+
+describe("locating the server", () => {
+  test("MCPMGR_RUNTIME: nonsense is an error; an image cannot run as a process", async () => {
+    const nonsense = await caught(
+      locateServer(parseRunArgv([PROBE]), testContext({ MCPMGR_RUNTIME: "kubernetes" }).ctx),
+    );
+    expect(nonsense.code).toBe("INVALID_OPTION");
+    expect(nonsense.message).toContain("must be docker, podman or process");
+    const image = await caught(locateServer(parseRunArgv([IMAGE]), testContext({ MCPMGR_RUNTIME: "process" }).ctx));
+    expect(image.code).toBe("CONFLICTING_OPTIONS");
+    expect(image.message).toContain("MCPMGR_RUNTIME=process");
+  });
+
+  test("asking for Podman where none answers is a clear error (Docker's socket does not count)", async () => {
+    const podman = await caught(
+      locateServer(
+        parseRunArgv([IMAGE]),
+        testContext({ MCPMGR_RUNTIME: "podman", XDG_RUNTIME_DIR: dir, HOME: dir }).ctx,
+      ),
+    );
+    expect(podman.code).toBe("RUNTIME_UNAVAILABLE");
+    expect(podman.message).toContain("no podman engine answered");
+  });
+
+  test("a registry name is replaced by its entry's source", async () => {
+    const registry = await file("registry.json", {
+      servers: [
+        {
+          name: "probe",
+          description: "p",
+          transport: "stdio",
+          source: { npx: "mcpmgr-sandbox-probe" },
+          permissions: "none",
+          tools: [],
+        },
+      ],
+    });
+    const located = await locateServer(
+      parseRunArgv(["probe"]),
+      testContext({ MCPMGR_RUNTIME: "process", MCPMGR_REGISTRY: registry }).ctx,
+    );
+    expect(located.entry?.name).toBe("probe");
+    expect(located.source.kind).toBe("package");
+    expect(located.runtime.kind).toBe("process");
+    const unknown = await caught(
+      locateServer(parseRunArgv(["prob"]), testContext({ MCPMGR_RUNTIME: "process", MCPMGR_REGISTRY: registry }).ctx),
+    );
+    expect(unknown.code).toBe("REGISTRY_ENTRY_NOT_FOUND");
+    expect(unknown.hint).toContain("probe");
+  });
+});
