@@ -51,8 +51,16 @@ beforeAll(async () => {
   targets.push(startTarget("mcpmgr-test-target-a"), startTarget("mcpmgr-test-target-b"));
   hostServer = Bun.serve({ hostname: "0.0.0.0", port: 0, fetch: () => new Response("host") });
   gateway = networkGateway();
-  // Let the targets start listening.
-  await Bun.sleep(500);
+  // The targets listen (reached from the host on the default bridge).
+  for (const target of targets) {
+    const deadline = Date.now() + 30_000;
+    const answers = () =>
+      fetch(`http://${target.ip}:${TARGET_PORT}/`).then(
+        (res) => res.ok,
+        () => false,
+      );
+    while (!(await answers()) && Date.now() < deadline) await Bun.sleep(100);
+  }
 }, 300_000);
 
 afterAll(async () => {

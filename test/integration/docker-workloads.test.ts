@@ -153,7 +153,15 @@ test("rm removes the containers of a supervisor that was killed", async () => {
     Number(Bun.spawnSync(["pgrep", "-f", "__supervise dw-killed"]).stdout.toString().trim().split("\n")[0]);
   expect(pid).toBeGreaterThan(0);
   process.kill(pid, "SIGKILL");
-  await Bun.sleep(300);
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await until(() => !alive());
   expect(leftovers("dw-killed").containers.length).toBe(1);
   expect(mcpmgr("rm", "dw-killed").code).toBe(0);
   expect(leftovers("dw-killed")).toEqual({ containers: [], networks: [] });

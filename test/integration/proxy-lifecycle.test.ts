@@ -7,6 +7,8 @@ import { startProxy } from "../support/processes.ts";
 
 let upstream: ReturnType<typeof Bun.serve>;
 let upstreamStreamsCancelled = 0;
+/** Requests for /slow the upstream has received. */
+let slowArrived = 0;
 let base: string;
 
 beforeAll(() => {
@@ -17,6 +19,7 @@ beforeAll(() => {
     async fetch(req) {
       const path = new URL(req.url).pathname;
       if (path === "/slow") {
+        slowArrived++;
         await Bun.sleep(1_500);
         return Response.json({ jsonrpc: "2.0", id: 1, result: { slow: true } });
       }
@@ -116,8 +119,12 @@ test("SIGTERM: in-flight requests finish, SSE streams end cleanly, the process e
   const proxy = await startProxy(`${base}/mcp`);
   const sse = await fetch(proxy.url, { headers: { accept: "text/event-stream" } });
   const { reader } = await readFirstEvent(sse);
+  const before = slowArrived;
   const slow = fetch(new URL("/slow", proxy.url), { method: "POST", body: "{}" });
-  await Bun.sleep(200);
+  // In flight through the proxy: the upstream has it.
+  const deadline = Date.now() + 10_000;
+  while (slowArrived === before && Date.now() < deadline) await Bun.sleep(20);
+  expect(slowArrived).toBe(before + 1);
   const started = performance.now();
   proxy.proc.kill("SIGTERM");
 

@@ -307,8 +307,10 @@ test("a busy --proxy-port is a clear error and leaves no server behind", async (
     );
     expect(result.exitCode).toBe(1);
     expect(result.stderr.toString()).toContain("already in use");
-    await Bun.sleep(200);
-    expect(Bun.spawnSync(["pgrep", "-f", "sandbox-probe/probe.mjs"]).stdout.toString().trim()).toBe("");
+    const probes = () => Bun.spawnSync(["pgrep", "-f", "sandbox-probe/probe.mjs"]).stdout.toString().trim();
+    const deadline = Date.now() + 5_000;
+    while (probes() !== "" && Date.now() < deadline) await Bun.sleep(50);
+    expect(probes()).toBe("");
   } finally {
     busy.stop(true);
   }

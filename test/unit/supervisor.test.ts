@@ -1,0 +1,123 @@
+/**
+ * The supervisor's restart loop, with an injected clock and sleep: what it reports, how long
+ * it waits between restarts, when the backoff starts over, and how it stops. Each "start"
+ * hands back a workload whose exit the test decides.
+ */
+import { expect, test } from "bun:test";
+import { McpmgrError } from "../../src/errors.ts";
+import type { RunningWorkload } from "../../src/workload/start.ts";
+import { restartLoop, type StatusReport } from "../../src/workload/supervisor.ts";
+
+const timings = { firstBackoffMs: 1_000, maxBackoffMs: 4_000, stableAfterMs: 60_000 };
+const quietLog = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** A workload that exits when the test says so (with a reason), and counts its stops. */
+function workload() {
+  let exit!: (why: string) => void;
+  const exited = new Promise<string>((resolve) => (exit = resolve));
+  const running = { url: "http://127.0.0.1:1/mcp", exited, stops: 0, stop: async () => void running.stops++ };
+  return { running: running as RunningWorkload & { stops: number }, exit };
+}
+
+function harness(starts: (() => Promise<RunningWorkload>)[]) {
+  const reports: StatusReport[] = [];
+  const sleeps: number[] = [];
+  let clock = 0;
+  let stop!: () => void;
+  const stopping = new Promise<void>((resolve) => (stop = resolve));
+  let started = 0;
+  const done = restartLoop({
+    name: "demo",
+    start: () => {
+      const next = starts[started++];
+      // Out of scripted starts: the test is over, the supervisor is asked to stop.
+      if (next === undefined) {
+        stop();
+        return Promise.resolve(workload().running);
+      }
+      return next();
+    },
+    report: async (status) => void reports.push(status),
+    stopping,
+    log: quietLog,
+    timings,
+    sleep: async (ms) => void sleeps.push(ms),
+    now: () => clock,
+  });
+  return {
+    reports,
+    sleeps,
+    done,
+    stop,
+    advance: (ms: number) => void (clock += ms),
+    started: () => started,
+  };
+}
+
+/** Lets the loop run until `condition` holds (it runs on promises: a few turns at most). */
+async function until(condition: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 1_000 && !condition(); turn++) await Bun.sleep(0);
+  expect(condition()).toBe(true);
+}
+
+test("the first start failing is reported as failed and thrown, not retried", async () => {
+  const h = harness([() => Promise.reject(new McpmgrError("SERVER_FAILED", "did not complete the MCP handshake"))]);
+  const err = await h.done.catch((e: unknown) => e);
+  expect((err as McpmgrError).code).toBe("SERVER_FAILED");
+  expect(h.reports.map((r) => r.state)).toEqual(["starting", "failed"]);
+  expect(h.reports[1]?.lastError).toBe("did not complete the MCP handshake");
+  expect(h.started()).toBe(1);
+});
+
+test("a crashed server is restarted with a doubling backoff, capped, and its reason recorded", async () => {
+  const runs = [workload(), workload(), workload(), workload()];
+  const h = harness(runs.map((run) => async () => run.running));
+  for (const [i, run] of runs.entries()) {
+    await until(() => h.reports.at(-1)?.state === "running" && h.started() === i + 1);
+    expect(h.reports.at(-1)).toEqual({ state: "running", restarts: i });
+    run.exit(`the MCP server exited with code ${i + 1}; its last output:\nboom`);
+    await until(() => run.running.stops === 1);
+  }
+  await h.done;
+  expect(h.sleeps).toEqual([1_000, 2_000, 4_000, 4_000]);
+  const restarting = h.reports.filter((r) => r.state === "restarting");
+  expect(restarting.map((r) => r.lastError)).toEqual([
+    "the MCP server exited with code 1; its last output:",
+    "the MCP server exited with code 2; its last output:",
+    "the MCP server exited with code 3; its last output:",
+    "the MCP server exited with code 4; its last output:",
+  ]);
+});
+
+test("a server that ran long enough before crashing starts over with the short backoff", async () => {
+  const runs = [workload(), workload(), workload()];
+  const h = harness(runs.map((run) => async () => run.running));
+  const running = (n: number) => () => h.started() === n && h.reports.at(-1)?.state === "running";
+  await until(running(1));
+  runs[0]?.exit("crash");
+  await until(running(2));
+  runs[1]?.exit("crash");
+  await until(running(3));
+  h.advance(timings.stableAfterMs + 1);
+  runs[2]?.exit("crash");
+  await h.done;
+  expect(h.sleeps).toEqual([1_000, 2_000, 1_000]);
+});
+
+test("a later start that fails is retried; being stopped stops the running workload and ends the loop", async () => {
+  const first = workload();
+  const second = workload();
+  const h = harness([
+    async () => first.running,
+    () => Promise.reject(new Error("port busy")),
+    async () => second.running,
+  ]);
+  await until(() => h.reports.at(-1)?.state === "running");
+  first.exit("crash");
+  await until(() => h.started() === 3 && h.reports.at(-1)?.state === "running");
+  expect(h.reports.some((r) => r.state === "restarting" && r.lastError === "port busy")).toBe(true);
+  expect(h.reports.at(-1)?.state).toBe("running");
+  h.stop();
+  expect(await h.done).toBe(2);
+  expect(second.running.stops).toBe(1);
+});
