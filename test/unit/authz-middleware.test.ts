@@ -1,0 +1,116 @@
+/**
+ * Cedar authorization as a handler in front of an MCP server, driven with `new Request`: the
+ * real Cedar engine decides on the principal (from the authentication middleware, or
+ * Client::"local"), the action and the target; lists are filtered by the same policies.
+ */
+import { describe, expect, test } from "bun:test";
+import type { Principal, TokenVerifier } from "../../src/auth/incoming/verifier.ts";
+import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
+import { bearerAuthentication } from "../../src/middleware/authn.ts";
+import { cedarAuthorization } from "../../src/middleware/authz.ts";
+import { compose, detachedContext } from "../../src/proxy/handler.ts";
+import { messagesOf, rpc, toyServer } from "../support/mcp-handler.ts";
+
+const ctx = detachedContext();
+const policies = [
+  // Everyone may echo, read the public file and use the greeting.
+  'permit(principal, action == Action::"call_tool", resource == Tool::"echo");',
+  'permit(principal, action == Action::"read_resource", resource == Resource::"file:///public.txt");',
+  'permit(principal, action == Action::"get_prompt", resource == Prompt::"greeting");',
+  // alice administers; the search team may call admin in safe mode only.
+  'permit(principal == Client::"alice", action == Action::"call_tool", resource == Tool::"admin");',
+  'permit(principal, action == Action::"call_tool", resource == Tool::"admin") when { context.claim_team == "search" && context.arg_mode == "safe" };',
+].join("\n");
+
+// Not under test: a table of tokens stands in for signature checks.
+const verifier: TokenVerifier = {
+  async verify(token) {
+    const subject = token === "alice" ? "alice" : "bob";
+    return {
+      subject,
+      scopes: [],
+      claims: { sub: subject, team: token === "bob-search" ? "search" : "other" },
+    } satisfies Principal;
+  },
+};
+const authn = bearerAuthentication({
+  spec: incomingAuthSpec(
+    { "oidc-issuer": "https://idp.example", "oidc-insecure-allow-http": false, "jwks-allow-private-ip": false },
+    new Set(["oidc-issuer"]),
+  )!,
+  verifier,
+  endpointPath: "/mcp",
+  trustProxyHeaders: false,
+});
+
+function setup(options: { authenticated?: boolean; sse?: boolean } = {}) {
+  const server = toyServer(options);
+  const authz = cedarAuthorization({ policies, entities: [] });
+  const handle = options.authenticated ? compose(server.handler, authn, authz) : compose(server.handler, authz);
+  return { server, handle };
+}
+
+const call = (name: string, args: Record<string, unknown> = {}) => ({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "tools/call",
+  params: { name, arguments: args },
+});
+
+describe("requests", () => {
+  test('an anonymous client (Client::"local") may do what the policies permit anyone, nothing else', async () => {
+    const { server, handle } = setup();
+    expect((await handle(rpc(call("echo")), ctx)).status).toBe(200);
+    const refused = await handle(rpc(call("admin")), ctx);
+    expect(refused.status).toBe(403);
+    const [answer] = await messagesOf(refused);
+    expect(answer?.error).toEqual({ code: -32001, message: 'Forbidden: call_tool on Tool::"admin" is not permitted' });
+    expect(server.received).toHaveLength(1);
+  });
+
+  test("the authenticated principal, its claims and the call's arguments decide", async () => {
+    const { handle } = setup({ authenticated: true });
+    const as = (token: string, body: unknown) => handle(rpc(body, { authorization: `Bearer ${token}` }), ctx);
+    expect((await as("alice", call("admin"))).status).toBe(200);
+    expect((await as("bob", call("admin", { mode: "safe" }))).status).toBe(403);
+    expect((await as("bob-search", call("admin", { mode: "safe" }))).status).toBe(200);
+    expect((await as("bob-search", call("admin", { mode: "unsafe" }))).status).toBe(403);
+  });
+
+  test("prompts and resources; subscribing to a resource is decided as reading it", async () => {
+    const { handle } = setup();
+    const request = (method: string, params: Record<string, unknown>) => rpc({ jsonrpc: "2.0", id: 2, method, params });
+    expect((await handle(request("prompts/get", { name: "greeting" }), ctx)).status).toBe(200);
+    expect((await handle(request("prompts/get", { name: "internal" }), ctx)).status).toBe(403);
+    expect((await handle(request("resources/read", { uri: "file:///public.txt" }), ctx)).status).toBe(200);
+    expect((await handle(request("resources/subscribe", { uri: "file:///private.txt" }), ctx)).status).toBe(403);
+    expect((await handle(request("resources/subscribe", { uri: "file:///public.txt" }), ctx)).status).toBe(200);
+  });
+
+  test("methods that touch nothing pass; any other method is denied by default, with or without an id", async () => {
+    const { handle } = setup();
+    for (const method of ["initialize", "ping", "tools/list", "notifications/initialized"])
+      expect((await handle(rpc({ jsonrpc: "2.0", id: 3, method, params: {} }), ctx)).status).not.toBe(403);
+    expect((await handle(rpc({ jsonrpc: "2.0", id: 4, method: "completion/complete", params: {} }), ctx)).status).toBe(
+      403,
+    );
+    expect((await handle(rpc({ jsonrpc: "2.0", method: "tools/call", params: { name: "admin" } }), ctx)).status).toBe(
+      403,
+    );
+  });
+});
+
+describe("lists", () => {
+  for (const sse of [false, true]) {
+    test(`show only what the same policies allow (${sse ? "SSE" : "JSON"} answers)`, async () => {
+      const { handle } = setup({ sse });
+      const names = async (method: string, field: string, key: string) => {
+        const [answer] = await messagesOf(await handle(rpc({ jsonrpc: "2.0", id: 5, method }), ctx));
+        return answer?.result[field].map((item: Record<string, string>) => item[key]);
+      };
+      expect(await names("tools/list", "tools", "name")).toEqual(["echo"]);
+      expect(await names("prompts/list", "prompts", "name")).toEqual(["greeting"]);
+      expect(await names("resources/list", "resources", "uri")).toEqual(["file:///public.txt"]);
+    });
+  }
+});

@@ -1,0 +1,145 @@
+/**
+ * Webhooks as a handler in front of an MCP server, driven with `new Request`, calling real
+ * webhook endpoints (a local HTTP server): validating webhooks allow or deny, mutating ones
+ * patch the params (and nothing else), bodies are signed, and failure_policy decides what
+ * a failing webhook means.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { createHmac } from "node:crypto";
+import type { WebhookSpec } from "../../src/config/webhook-config.ts";
+import { webhooks } from "../../src/middleware/webhooks.ts";
+import { compose, detachedContext } from "../../src/proxy/handler.ts";
+import { messagesOf, rpc, toyServer } from "../support/mcp-handler.ts";
+
+const ctx = detachedContext("192.0.2.9");
+const seen: { path: string; body: Record<string, any>; headers: Headers }[] = [];
+
+const hooks = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(req) {
+    const path = new URL(req.url).pathname;
+    const text = await req.text();
+    seen.push({ path, body: JSON.parse(text), headers: req.headers });
+    switch (path) {
+      case "/allow":
+        return Response.json({ allowed: true });
+      case "/deny":
+        return Response.json({ allowed: false, reason: "not on Sundays" });
+      case "/patch-arguments":
+        return Response.json({
+          allowed: true,
+          patch_type: "json_patch",
+          patch: [{ op: "add", path: "/params/arguments/audited", value: true }],
+        });
+      case "/patch-method":
+        return Response.json({ allowed: true, patch: [{ op: "replace", path: "/method", value: "tools/list" }] });
+      case "/patch-target":
+        return Response.json({ allowed: true, patch: [{ op: "replace", path: "/params/name", value: "admin" }] });
+      case "/slow":
+        await Bun.sleep(2_000);
+        return Response.json({ allowed: true });
+      default:
+        return new Response("no", { status: 500 });
+    }
+  },
+});
+afterAll(() => hooks.stop(true));
+
+function hook(name: string, path: string, fields: Partial<WebhookSpec> = {}): WebhookSpec {
+  return {
+    name,
+    url: new URL(path, hooks.url),
+    failurePolicy: "fail",
+    timeoutMs: 1_000,
+    tls: undefined,
+    hmacSecretRef: undefined,
+    ...fields,
+  };
+}
+
+function setup(validating: WebhookSpec[], mutating: WebhookSpec[] = [], hmacSecrets = new Map<string, string>()) {
+  const server = toyServer();
+  const failures: string[] = [];
+  const handle = compose(
+    server.handler,
+    webhooks({ config: { validating, mutating }, hmacSecrets, serverName: "demo", onFailure: (t) => failures.push(t) }),
+  );
+  return { server, failures, handle };
+}
+
+const call = (args: Record<string, unknown> = {}) =>
+  rpc({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: args } });
+
+describe("validating webhooks", () => {
+  test("allow: the request reaches the server; the webhook saw it, with the server's name and the caller", async () => {
+    seen.length = 0;
+    const { server, handle } = setup([hook("ok", "/allow")]);
+    expect((await handle(call({ a: 1 }), ctx)).status).toBe(200);
+    expect(server.received).toHaveLength(1);
+    expect(seen[0]?.body.mcp_request.params.arguments).toEqual({ a: 1 });
+    expect(seen[0]?.body.context).toEqual({ server_name: "demo", source_ip: "192.0.2.9" });
+  });
+
+  test("deny: 403 with the webhook's reason, and the server never sees it", async () => {
+    const { server, handle } = setup([hook("ok", "/allow"), hook("sunday", "/deny")]);
+    const response = await handle(call(), ctx);
+    expect(response.status).toBe(403);
+    const [answer] = await messagesOf(response);
+    expect(answer?.error.message).toBe("request denied by webhook sunday: not on Sundays");
+    expect(server.received).toHaveLength(0);
+  });
+});
+
+describe("mutating webhooks", () => {
+  test("a patch below /params reaches the server; validating webhooks see the patched request", async () => {
+    seen.length = 0;
+    const { server, handle } = setup([hook("check", "/allow")], [hook("stamp", "/patch-arguments")]);
+    expect((await handle(call({ a: 1 }), ctx)).status).toBe(200);
+    expect((server.received[0]?.body as Record<string, any>).params.arguments).toEqual({ a: 1, audited: true });
+    expect(seen.find((s) => s.path === "/allow")?.body.mcp_request.params.arguments).toEqual({ a: 1, audited: true });
+  });
+
+  test("a patch of the method or of the target is refused (502), whatever the failure policy", async () => {
+    for (const path of ["/patch-method", "/patch-target"]) {
+      const { server, handle } = setup([], [hook("greedy", path, { failurePolicy: "ignore" })]);
+      expect((await handle(call(), ctx)).status).toBe(502);
+      expect(server.received).toHaveLength(0);
+    }
+  });
+});
+
+describe("failures", () => {
+  test("a failing webhook denies under failure_policy fail and is skipped under ignore", async () => {
+    for (const [policy, status] of [
+      ["fail", 502],
+      ["ignore", 200],
+    ] as const) {
+      const broken = setup([hook("broken", "/error", { failurePolicy: policy })]);
+      expect((await broken.handle(call(), ctx)).status).toBe(status);
+      expect(broken.failures[0]).toContain("webhook broken: answered HTTP 500");
+    }
+  });
+
+  test("a webhook that does not answer in time fails", async () => {
+    const { failures, handle } = setup([hook("slow", "/slow", { timeoutMs: 200 })]);
+    expect((await handle(call(), ctx)).status).toBe(502);
+    expect(failures[0]).toContain("timed out after 200 ms");
+  });
+});
+
+test("a body signed with the hook's HMAC secret: the webhook can check who called and when", async () => {
+  seen.length = 0;
+  const { handle } = setup(
+    [hook("signed", "/allow", { hmacSecretRef: "hook-key" })],
+    [],
+    new Map([["hook-key", "k3y"]]),
+  );
+  await handle(call(), ctx);
+  const request = seen[0];
+  const timestamp = request?.headers.get("x-mcpmgr-timestamp") ?? "";
+  const expected = createHmac("sha256", "k3y")
+    .update(`${timestamp}.${JSON.stringify(request?.body)}`)
+    .digest("hex");
+  expect(request?.headers.get("x-mcpmgr-signature")).toBe(`sha256=${expected}`);
+});
