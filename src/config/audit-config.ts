@@ -1,5 +1,5 @@
 /**
- * `--enable-audit` / `--audit-config FILE` (JSON or YAML, DESIGN §7):
+ * `--enable-audit` / `--audit-config FILE` (JSON or YAML, docs/file-formats.md):
  *   {"enabled":true,"component":"...","eventTypes":[...],"excludeEventTypes":[...],
  *    "includeRequestData":false,"includeResponseData":false,"maxDataSize":1024,"logFile":"..."}
  */

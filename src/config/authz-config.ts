@@ -1,5 +1,5 @@
 /**
- * `--authz-config FILE` (JSON or YAML, DESIGN §7):
+ * `--authz-config FILE` (JSON or YAML, docs/file-formats.md):
  *   {"version":"1.0","type":"cedarv1","cedar":{"policies":["permit(...);"],"entities_json":"[]"}}
  * The policies are parsed by the Cedar engine itself at start-up, so a syntax error is
  * reported before anything runs.

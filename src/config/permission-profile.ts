@@ -1,5 +1,5 @@
 /**
- * Permission profiles as registry entries carry them (DESIGN §7): the built-in names
+ * Permission profiles as registry entries carry them (docs/file-formats.md): the built-in names
  * `none` and `network`, or a profile object in the format other MCP tooling already uses:
  *   {"read":[...],"write":[...],"network":{"mode":"","outbound":{"insecure_allow_all":bool,
  *    "allow_host":[...],"allow_port":[...]},"inbound":{"allow_host":[...]}},"privileged":false}

@@ -10,4 +10,3 @@ export const proxyOptions = {
   ...outgoingAuthOptions,
   ...caBundleOptions,
 } as const;
-

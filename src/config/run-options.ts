@@ -18,4 +18,3 @@ export const runOptions = {
   ...caBundleOptions,
   ...telemetryOptions,
 } as const;
-

@@ -1,7 +1,7 @@
 /**
  * `--tools` and `--tools-override FILE` as one validated policy: which of the server's tools
  * clients see, under which names and descriptions. The override file has the format other
- * MCP tooling uses (DESIGN §7): {"toolsOverride": {"<real name>": {"name": "...", "description": "..."}}}.
+ * MCP tooling uses (docs/file-formats.md): {"toolsOverride": {"<real name>": {"name": "...", "description": "..."}}}.
  * Names in --tools and in the file are the server's own names.
  */
 import * as v from "valibot";

@@ -1,5 +1,5 @@
 /**
- * `--webhook-config FILE` (repeatable; JSON or YAML, DESIGN §7):
+ * `--webhook-config FILE` (repeatable; JSON or YAML, docs/file-formats.md):
  *   {validating: [...], mutating: [...]} with entries
  *   {name, url, failure_policy: fail|ignore, timeout, tls_config, hmac_secret_ref, allow_http}
  * Files are merged by name: a later file's entry replaces an earlier one of the same name.

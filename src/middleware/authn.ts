@@ -1,5 +1,5 @@
 /**
- * Incoming authentication (OIDC bearer tokens), DESIGN §3.3: the verifier turns a token
+ * Incoming authentication (OIDC bearer tokens), ARCHITECTURE.md §3.3: the verifier turns a token
  * into a Principal or a rejection; this middleware turns a rejection into the RFC 6750
  * challenge (401, or 403 for insufficient_scope) naming the RFC 9728 metadata, serves that
  * metadata document itself, and records the principal for later middleware (authorization,

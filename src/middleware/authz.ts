@@ -1,6 +1,6 @@
 /**
  * Authorization with Cedar (`--authz-config`), evaluated by the Cedar engine
- * (@cedar-policy/cedar-wasm), entity model per DESIGN §7: principal `Client::"<sub>"` (the
+ * (@cedar-policy/cedar-wasm), entity model per docs/file-formats.md: principal `Client::"<sub>"` (the
  * authenticated subject, or `Client::"local"` without authentication), actions
  * `Action::"call_tool" | "get_prompt" | "read_resource"`, resources `Tool::"name"`,
  * `Prompt::"name"`, `Resource::"uri"`; the token's claims are in the context as `claim_*`

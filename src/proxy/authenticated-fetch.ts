@@ -1,6 +1,6 @@
 /**
  * The fetch the forwarder uses towards a remote MCP server, decorated with mcpmgr's own
- * credentials (DESIGN §3.2: decorators over fetch): injected headers, and a token from a
+ * credentials (ARCHITECTURE.md §3.2: decorators over fetch): injected headers, and a token from a
  * TokenSource (static bearer, OAuth, token exchange). A 401 from the remote invalidates the
  * token; a request whose body can be sent again is retried once with a fresh one. The
  * remote's own challenge never reaches the client: it is about mcpmgr's credentials, not

@@ -1,5 +1,5 @@
 /**
- * The proxy is a chain of web-standard handlers (DESIGN §3): every piece takes a
+ * The proxy is a chain of web-standard handlers (ARCHITECTURE.md §3): every piece takes a
  * Request and returns a Response, so tests drive it with `new Request(...)` and
  * only serve.ts knows about sockets.
  */

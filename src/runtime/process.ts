@@ -1,6 +1,6 @@
 /**
  * Local processes for stdio MCP servers: no shell, an allow-listed environment
- * (DESIGN §3.9), optionally inside the bwrap sandbox, and a stop sequence that gives
+ * (ARCHITECTURE.md §3.9), optionally inside the bwrap sandbox, and a stop sequence that gives
  * the server a chance to exit cleanly: close stdin, then SIGTERM, then SIGKILL.
  */
 import type { Subprocess } from "bun";

@@ -1,5 +1,5 @@
 /**
- * Keeping secret values out of output (DESIGN §3.8). `Secret` wraps a value so that
+ * Keeping secret values out of output (ARCHITECTURE.md §3.8). `Secret` wraps a value so that
  * every accidental way of printing it (template strings, String(), JSON.stringify,
  * console.log / Bun.inspect / util.inspect, spreading, structuredClone) shows
  * `[secret]`; the value comes out only through `reveal()`, which is easy to grep for.

@@ -91,7 +91,7 @@ export async function readJsonFile<S extends v.GenericSchema>(
   return result.output;
 }
 
-/** "proxyPort: must be a port number (and 2 more problems)", per DESIGN §3.6. */
+/** "proxyPort: must be a port number (and 2 more problems)", per ARCHITECTURE.md §3.6. */
 export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
   const [first] = issues;
   if (first === undefined) return "is not valid";

@@ -29,7 +29,7 @@ export interface LocatedServer {
 }
 
 /**
- * DESIGN §5: MCPMGR_RUNTIME (docker | podman | process) wins; otherwise a container
+ * ARCHITECTURE.md §5: MCPMGR_RUNTIME (docker | podman | process) wins; otherwise a container
  * engine if one answers, else the process runtime. Images need an engine either way.
  */
 async function selectRuntime(source: ConcreteSource, env: Env): Promise<RuntimeSelection> {

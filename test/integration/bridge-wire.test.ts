@@ -1,5 +1,5 @@
 /**
- * Streamable-HTTP wire rules of the stdio bridge front end (DESIGN.md §4), checked
+ * Streamable-HTTP wire rules of the stdio bridge front end (ARCHITECTURE.md §4), checked
  * with raw fetch against a real probe server process behind the bridge.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";

@@ -1,5 +1,5 @@
 /**
- * Every error code, produced by the code that raises it (DESIGN §3.4: tests assert on codes).
+ * Every error code, produced by the code that raises it (ARCHITECTURE.md §3.4: tests assert on codes).
  * The table is a Record over ErrorCode, so a new code does not typecheck until it has a case
  * here. Some cases need what the code needs: a container engine, a pseudo-terminal.
  */

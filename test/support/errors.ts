@@ -1,4 +1,4 @@
-/** Asserting on typed errors (DESIGN §3.4: tests check codes, not message text). */
+/** Asserting on typed errors (ARCHITECTURE.md §3.4: tests check codes, not message text). */
 import { expect } from "bun:test";
 import { McpmgrError, type ErrorCode } from "../../src/errors.ts";
 

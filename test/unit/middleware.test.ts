@@ -1,4 +1,4 @@
-/** Built-in protections, driven as handlers with `new Request` (DESIGN §3.1). */
+/** Built-in protections, driven as handlers with `new Request` (ARCHITECTURE.md §3.1). */
 import { describe, expect, test } from "bun:test";
 import { bodyLimit } from "../../src/middleware/body-limit.ts";
 import { healthEndpoint } from "../../src/middleware/health.ts";

@@ -45,9 +45,10 @@ describe("tools/call", () => {
       ctx,
     );
     expect(response.status).toBe(200);
-    const reached = server.received[0];
-    expect((reached?.body as { params: { name: string } }).params.name).toBe("echo");
-    expect(reached?.headers.get("mcp-name")).toBe("echo");
+    const [reached] = server.received;
+    if (reached === undefined) throw new Error("the call did not reach the server");
+    expect((reached.body as { params: { name: string } }).params.name).toBe("echo");
+    expect(reached.headers.get("mcp-name")).toBe("echo");
   });
 
   test("a hidden tool, or a renamed tool's old name, is refused without reaching the server", async () => {

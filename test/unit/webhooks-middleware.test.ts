@@ -96,7 +96,10 @@ describe("mutating webhooks", () => {
     seen.length = 0;
     const { server, handle } = setup([hook("check", "/allow")], [hook("stamp", "/patch-arguments")]);
     expect((await handle(call({ a: 1 }), ctx)).status).toBe(200);
-    expect((server.received[0]?.body as Record<string, any>).params.arguments).toEqual({ a: 1, audited: true });
+    expect((server.received[0]?.body as Record<string, any> | undefined)?.params.arguments).toEqual({
+      a: 1,
+      audited: true,
+    });
     expect(seen.find((s) => s.path === "/allow")?.body.mcp_request.params.arguments).toEqual({ a: 1, audited: true });
   });
 

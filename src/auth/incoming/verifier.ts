@@ -1,5 +1,5 @@
 /**
- * Validating the bearer tokens clients present to the proxy (DESIGN §3.3: verify → Principal
+ * Validating the bearer tokens clients present to the proxy (ARCHITECTURE.md §3.3: verify → Principal
  * or a typed rejection). JWTs are checked with jose against the issuer's JWKS (fetched
  * through the guarded fetch, cached, refetched when an unknown key id appears: rotation):
  * signature with an allowed asymmetric algorithm, `iss`, `aud`, `exp`/`nbf` with a small

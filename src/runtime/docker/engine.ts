@@ -1,5 +1,5 @@
 /**
- * Finding a container engine (DESIGN §5): MCPMGR_RUNTIME wins (docker | podman | process);
+ * Finding a container engine (ARCHITECTURE.md §5): MCPMGR_RUNTIME wins (docker | podman | process);
  * otherwise the first Engine API socket that answers a ping, in this order: DOCKER_HOST,
  * Podman's sockets, Docker's default socket, Docker Desktop, Colima, Rancher Desktop,
  * OrbStack, and on Windows the Docker and Podman named pipes. Podman, Colima, Rancher and
