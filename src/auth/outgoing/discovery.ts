@@ -6,6 +6,7 @@
  */
 import * as oauth from "oauth4webapi";
 import { McpmgrError } from "../../errors.ts";
+import { version } from "../../version.ts";
 import { isLoopbackHost, resolvesInside } from "../addresses.ts";
 import type { Fetch } from "../trusted-fetch.ts";
 import { CA_HINT, requestOptions, type ServerInfo, untrustedCertificate } from "./oauth-client.ts";
@@ -64,6 +65,9 @@ export function explicitServer(authorize: URL, token: URL, fetcher?: Fetch): Ser
   };
 }
 
+/** The revision mcpmgr's probe speaks. */
+const PROBE_REVISION = "2026-07-28";
+
 export interface ChallengeDiscovery {
   readonly issuer: URL;
   /** No RFC 9728 document (MCP 2025-03-26): default endpoints on the issuer when it has no metadata. */
@@ -76,6 +80,10 @@ export interface ChallengeDiscovery {
 /**
  * Asks the remote without credentials; a 401 naming `resource_metadata` (RFC 9728) leads
  * to its authorization server. undefined: the remote does not ask for authentication.
+ * The question is `server/discover`, a complete MCP 2026-07-28 request (headers and `_meta`
+ * as that revision wants them, nothing to clean up afterwards): a remote that guards its
+ * endpoint answers 401 whatever its revision, and one of the current revision sees a
+ * well-formed client.
  */
 export async function discoverFromRemote(target: URL, fetcher: Fetch = fetch): Promise<ChallengeDiscovery | undefined> {
   const probe = await fetcher(target, {
@@ -83,16 +91,19 @@ export async function discoverFromRemote(target: URL, fetcher: Fetch = fetch): P
     headers: {
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-06-18",
+      "mcp-protocol-version": PROBE_REVISION,
+      "mcp-method": "server/discover",
     },
     body: JSON.stringify({
       jsonrpc: "2.0",
       id: 0,
-      method: "initialize",
+      method: "server/discover",
       params: {
-        protocolVersion: "2025-06-18",
-        capabilities: {},
-        clientInfo: { name: "mcpmgr-auth-probe", version: "1" },
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": PROBE_REVISION,
+          "io.modelcontextprotocol/clientCapabilities": {},
+          "io.modelcontextprotocol/clientInfo": { name: "mcpmgr", version },
+        },
       },
     }),
     signal: AbortSignal.timeout(15_000),
