@@ -104,6 +104,12 @@ describe("x-mcp-header", () => {
     expect(headers["mcp-param-zone"]).toBe("a");
     expect("mcp-param-verbose" in headers).toBe(false);
     expect("mcp-param-query" in headers).toBe(false);
+    const huge = mcpRequestHeaders(
+      { method: "tools/call", params: { name: "t", arguments: { region: "a", priority: 2 ** 60 } } },
+      "2026-07-28",
+      scan.declarations,
+    );
+    expect("mcp-param-priority" in huge).toBe(false);
   });
 
   test("invalid declarations: empty, not a token, not a primitive (number included), repeated, unreachable", () => {

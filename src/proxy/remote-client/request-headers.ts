@@ -50,11 +50,16 @@ export function headerValue(text: string): string {
   return plain ? text : `${SENTINEL_PREFIX}${Buffer.from(text, "utf8").toString("base64")}${SENTINEL_SUFFIX}`;
 }
 
-/** A primitive argument as header text (strings as they are, integers in decimal, booleans lowercase); undefined: no header. */
+/**
+ * A primitive argument as header text (strings as they are, integers in decimal, booleans
+ * lowercase); undefined: no header — also for an integer outside the range the revision
+ * allows (JavaScript's safe integers), which the remote rejects anyway.
+ */
 function argumentText(value: unknown): string | undefined {
   if (typeof value === "string") return value;
   if (typeof value === "boolean") return value ? "true" : "false";
-  if (typeof value === "number" && Number.isFinite(value)) return String(value);
+  if (typeof value === "number" && Number.isFinite(value) && !(Number.isInteger(value) && !Number.isSafeInteger(value)))
+    return String(value);
   return undefined;
 }
 
