@@ -1,7 +1,11 @@
 /**
  * mcpmgr's credentials towards a remote MCP server, assembled before the proxy serves:
  * injected headers (literal and from the secrets manager), then one token source (a
- * static bearer token, the OAuth flow, or token exchange of the client's token).
+ * static bearer token, the OAuth flow, or token exchange of the client's token), all
+ * attached by the authenticated fetch — to the MCP endpoint only. This is the composition
+ * root (it reads the environment and logs); the parts are auth/outgoing and
+ * proxy/authenticated-fetch.ts. Callers use prepareOutgoingAuthentication as an opaque
+ * function: the fetch for the upstream, or undefined when mcpmgr adds nothing.
  */
 import type { OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { McpmgrError } from "../errors.ts";
@@ -10,7 +14,9 @@ import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-f
 import { createSecretManager } from "../secrets/manager.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { log } from "./output.ts";
-import { oauthTokenSource } from "./oauth-login.ts";
+import { callbackLogin, oauthLockDir } from "./oauth-login.ts";
+import { lockedRenewals, secretsGrantStore } from "../auth/outgoing/grant-store.ts";
+import { oauthTokenSource } from "../auth/outgoing/oauth-token-source.ts";
 import { tokenExchangeSource } from "../auth/outgoing/token-exchange.ts";
 import { trustingFetch } from "../auth/trusted-fetch.ts";
 
@@ -43,13 +49,28 @@ export async function prepareOutgoingAuthentication(
       log.warn(`${name}: the remote server refused the bearer token (HTTP ${status})`),
     );
   } else if (spec.mode.kind === "oauth") {
-    source = await oauthTokenSource(spec.mode.oauth, target, name, http);
+    const oauth = spec.mode.oauth;
+    const named = {
+      info: (text: string) => log.info(`${name}: ${text}`),
+      warn: (text: string) => log.warn(`${name}: ${text}`),
+    };
+    const secrets = createSecretManager({ dir: resolvePaths().dataDir, env: process.env });
+    source = await oauthTokenSource({
+      spec: oauth,
+      target,
+      http,
+      log: named,
+      login: callbackLogin(oauth),
+      storeFor: (key) => secretsGrantStore(secrets, key, named),
+      exclusive: lockedRenewals(oauthLockDir(), oauth.timeoutMs + 90_000),
+    });
   } else if (spec.tokenExchange) {
     source = tokenExchangeSource(spec.tokenExchange, { onError: (text) => log.warn(`${name}: ${text}`), fetch: http });
     headerName = spec.tokenExchange.headerName;
   }
   if (source === undefined && headers.length === 0) return undefined;
   return authenticatedFetch((url, init) => fetch(url, init), {
+    endpoint: target,
     headers,
     ...(source ? { source } : {}),
     ...(headerName ? { headerName } : {}),

@@ -1,10 +1,15 @@
 /**
  * `mcpmgr proxy stdio URL_OR_WORKLOAD`: a remote (or local workload's) MCP endpoint exposed
- * as a stdio server, for clients that only speak stdio. Messages are relayed as they are,
- * in both directions, by the SDK's two transports (stdio on this side, streamable HTTP on
- * the other: sessions, SSE answers, the server→client GET stream); mcpmgr adds its own
- * credentials (the same outgoing-auth options as `proxy`) to every HTTP request.
- * stdout carries only the protocol; everything else goes to stderr.
+ * as a stdio server, for clients that only speak stdio. Messages are relayed as they are, in
+ * both directions; the client's own messages choose the protocol era towards the remote:
+ *   - a request declaring a 2026-07-28 (or later) protocol version in its `_meta` is sent
+ *     statelessly, one POST each with the headers that revision requires
+ *     (proxy/remote-client/); the client does its own version negotiation (`server/discover`,
+ *     UnsupportedProtocolVersion) and falls back to `initialize` with an older remote;
+ *   - everything else (`initialize` and what follows it) goes through the SDK's streamable
+ *     HTTP client transport: sessions, SSE answers, the server→client GET stream.
+ * mcpmgr adds its own credentials (the same outgoing-auth options as `proxy`) to every HTTP
+ * request. stdout carries only the protocol; everything else goes to stderr.
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -14,6 +19,8 @@ import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
+import { modernVersionOf } from "../proxy/remote-client/request-headers.ts";
+import { type JsonRpcRequest, StatelessRequests } from "../proxy/remote-client/stateless-requests.ts";
 import { log } from "./output.ts";
 import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
 import { openStore, workloadUrl } from "./workload-arg.ts";
@@ -61,13 +68,20 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
     upstreamFetch ? { fetch: (url, init) => upstreamFetch(String(url), init ?? {}) } : {},
   );
   const local = new StdioServerTransport();
+  const stateless = new StatelessRequests({
+    url: target,
+    fetch: upstreamFetch ?? ((url, init) => fetch(url, init)),
+    deliver: (message) => void local.send(message as JSONRPCMessage),
+    warn: (text) => log.warn(`remote: ${text}`),
+  });
   let closing = false;
   const finish = async (why?: string) => {
     if (closing) return;
     closing = true;
     if (why) log.error(why);
+    stateless.abortAll();
     // Ends the remote session (DELETE) when there is one.
-    await remote.terminateSession().catch(() => {});
+    if (remote.sessionId !== undefined) await remote.terminateSession().catch(() => {});
     await remote.close().catch(() => {});
     await local.close().catch(() => {});
     process.exit(why ? 1 : 0);
@@ -80,6 +94,19 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
   let sending: Promise<void> = Promise.resolve();
   local.onmessage = (message: JSONRPCMessage) => {
     const isRequest = "method" in message && "id" in message && message.id !== undefined;
+    const version = isRequest ? modernVersionOf(message) : undefined;
+    if (version !== undefined) {
+      // Stateless: nothing to keep in order with other messages, each request stands alone.
+      void stateless.send(message as JsonRpcRequest, version);
+      return;
+    }
+    // On stdio a 2026-07-28 client cancels with a notification; over HTTP closing the stream says it.
+    if (
+      "method" in message &&
+      message.method === "notifications/cancelled" &&
+      stateless.cancel(message.params?.requestId)
+    )
+      return;
     if (isRequest && message.method === "initialize") pendingInitialize.add(message.id as string | number);
     if (isRequest) inFlight.add(message.id as string | number);
     sending = sending.then(() =>
@@ -112,7 +139,7 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
   const drainThenFinish = async () => {
     await sending;
     const deadline = Date.now() + 30_000;
-    while (inFlight.size > 0 && Date.now() < deadline) await Bun.sleep(20);
+    while ((inFlight.size > 0 || stateless.pending > 0) && Date.now() < deadline) await Bun.sleep(20);
     await finish();
   };
   local.onclose = () => void drainThenFinish();
