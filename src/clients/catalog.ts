@@ -8,6 +8,7 @@
  * its entry runs `mcpmgr proxy stdio NAME`, which looks the workload's current URL up when
  * the client starts it.
  */
+import { existsSync } from "node:fs";
 import { appConfig, envDir, envValue, inHome, joinPath, xdgConfig } from "./locations.ts";
 import {
   CLIENT_IDS,
@@ -272,7 +273,12 @@ const definitions: readonly ClientDefinition[] = [
     id: "opencode",
     displayName: "opencode",
     format: "jsonc",
-    configPath: (ctx) => joinPath(ctx, opencodeDir(ctx), "opencode.json"),
+    // opencode.json, or opencode.jsonc when that is the one the user has.
+    configPath: (ctx) => {
+      const json = joinPath(ctx, opencodeDir(ctx), "opencode.json");
+      const jsonc = joinPath(ctx, opencodeDir(ctx), "opencode.jsonc");
+      return !existsSync(json) && existsSync(jsonc) ? jsonc : json;
+    },
     installMarkers: (ctx) => [opencodeDir(ctx)],
     // opencode 2 keeps servers under mcp.servers and still reads opencode 1's servers straight under mcp.
     collection: (root) => {

@@ -59,14 +59,17 @@ export async function editClientFile(
       const after = edit(before, editor);
       if (after === before) return { changed: false };
       const mode = original === undefined ? NEW_FILE_MODE : (await stat(target)).mode & 0o7777;
-      if (original !== undefined) await backupOnce(ctx, client, path, original);
+      await backupOnce(ctx, client, path, original);
       await writeFileAtomic(target, after, { mode });
       // The temporary file's mode went through the umask; the original's bits are restored exactly.
       if (((await stat(target)).mode & 0o7777) !== mode) await chmod(target, mode);
       return { changed: true };
     });
   } catch (err) {
-    if (err instanceof ConfigParseError || err instanceof SkipEdit) return { skipped: err.message };
+    if (err instanceof ConfigParseError) {
+      return { skipped: `${err.message}; mcpmgr left it unchanged (once it is fixed, the next change is written)` };
+    }
+    if (err instanceof SkipEdit) return { skipped: err.message };
     const code = errnoCode(err);
     if (code !== undefined) return { skipped: `cannot update it: ${(err as Error).message}` };
     throw err;
@@ -101,22 +104,41 @@ export function backupPath(ctx: ClientContext, client: ClientDefinition, path: s
   return join(ctx.paths.dataDir, "client-backups", client.id, basename(path));
 }
 
-/** The first version mcpmgr touched, kept once: later changes never overwrite it. */
-async function backupOnce(ctx: ClientContext, client: ClientDefinition, path: string, text: string): Promise<void> {
+/**
+ * The first version mcpmgr touched, kept once: later changes never overwrite it. A file mcpmgr
+ * creates has no earlier version; `<backup>.created` records that instead, so a later change
+ * does not mistake mcpmgr's own first write for the user's file.
+ */
+async function backupOnce(
+  ctx: ClientContext,
+  client: ClientDefinition,
+  path: string,
+  text: string | undefined,
+): Promise<void> {
   const backup = backupPath(ctx, client, path);
-  if (existsSync(backup)) return;
+  const created = `${backup}.created`;
+  if (existsSync(backup) || existsSync(created)) return;
   await ensureDir(dirname(backup));
+  const written = await writeOnce(
+    text === undefined ? created : backup,
+    text ?? `mcpmgr created ${path}; there was no earlier version to keep\n`,
+  );
+  if (written && text !== undefined) ctx.log.info(`saved ${path} as it was before mcpmgr's first change: ${backup}`);
+}
+
+/** Writes a new private file; false if it exists already (another mcpmgr got there first). */
+async function writeOnce(path: string, text: string): Promise<boolean> {
   try {
-    const handle = await open(backup, "wx", 0o600);
+    const handle = await open(path, "wx", 0o600);
     try {
       await handle.writeFile(text);
       await handle.sync();
     } finally {
       await handle.close();
     }
+    return true;
   } catch (err) {
-    if (errnoCode(err) === "EEXIST") return;
+    if (errnoCode(err) === "EEXIST") return false;
     throw err;
   }
-  ctx.log.info(`saved ${path} as it was before mcpmgr's first change: ${backup}`);
 }

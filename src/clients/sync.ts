@@ -169,7 +169,7 @@ export class ClientConfigSync {
         client,
         name,
         file,
-        `${client.displayName} cannot connect to ${name}, which speaks ${describeTransport(workload.transport)}` +
+        `cannot connect to ${name}, which speaks ${describeTransport(workload.transport)}` +
           (client.stdioOnly
             ? " (its entry relays to streamable HTTP only)"
             : ` (it accepts ${client.transports.map(describeTransport).join(" and ")} only)`),

@@ -201,6 +201,7 @@ function removeProperty(text: string, root: Node | undefined, path: readonly str
     // Its own line(s), with whatever comment trails it: those lines go.
     const start = lineStart(text, property.offset);
     const without = splice(text, start, after.nextLine - start, "");
+    if (properties.length === 1) return collapseEmpty(without, object as Node, after.nextLine - start);
     // Without a comma of its own it was the last one: the one before it must not keep a dangling comma.
     return isLast && after.commaEnd === undefined && previousComma !== undefined
       ? splice(without, previousComma - 1, 1, "")
@@ -214,4 +215,11 @@ function removeProperty(text: string, root: Node | undefined, path: readonly str
   let stop = after.commaEnd ?? end;
   while (text[stop] === " " || text[stop] === "\t") stop++;
   return splice(text, property.offset, stop - property.offset, "");
+}
+
+/** An object left with nothing but whitespace between its braces is written `{}`. */
+function collapseEmpty(text: string, object: Node, removed: number): string {
+  const open = object.offset;
+  const close = object.offset + object.length - 1 - removed;
+  return text.slice(open + 1, close).trim() === "" ? splice(text, open, close - open + 1, "{}") : text;
 }
