@@ -117,6 +117,59 @@ describe("mcpmgr client without workloads", () => {
   });
 });
 
+test("setup on a terminal asks which installed clients should follow which group, and registers them", async () => {
+  const own = mkdtempSync(join(tmpdir(), "mcpmgr-clients-setup-"));
+  const ownEnv = { ...env(), HOME: own, MCPMGR_HOME: join(own, ".mcpmgr"), TERM: "xterm" };
+  try {
+    mkdirSync(join(own, ".cursor"));
+    mkdirSync(join(own, ".codex"));
+    const created = Bun.spawnSync([process.execPath, CLI_ENTRY, "group", "create", "team-x"], { env: ownEnv });
+    expect(created.exitCode).toBe(0);
+    // script(1) gives the command a terminal; the keys are typed into it.
+    const command = `stty cols 120 rows 40; ${process.execPath} ${CLI_ENTRY} client setup`;
+    const proc = Bun.spawn(["script", "-qfec", command, "/dev/null"], {
+      cwd: REPO_ROOT,
+      env: ownEnv,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    let screen = "";
+    void (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of proc.stdout) screen += decoder.decode(chunk);
+    })();
+    const shown = async (text: string) => {
+      const deadline = Date.now() + 20_000;
+      while (!screen.includes(text) && Date.now() < deadline) await Bun.sleep(50);
+      expect(screen).toContain(text);
+    };
+    await shown("Which AI clients should follow a group?");
+    // Only the installed clients are offered, Cursor first: space selects it, Enter confirms.
+    expect(screen).toContain("Cursor");
+    expect(screen).toContain("Codex CLI");
+    expect(screen).not.toContain("Windsurf");
+    proc.stdin.write(" ");
+    await Bun.sleep(200);
+    proc.stdin.write("\r");
+    await shown("Which group should they follow?");
+    proc.stdin.write("\x1b[B"); // down to team-x
+    await Bun.sleep(200);
+    proc.stdin.write("\r");
+    expect(await proc.exited).toBe(0);
+    expect(screen).toContain("Cursor follows group team-x");
+    const listed = Bun.spawnSync(
+      [process.execPath, CLI_ENTRY, "client", "list-registered-clients", "--format", "json"],
+      {
+        env: ownEnv,
+      },
+    );
+    expect(json(listed.stdout.toString())).toEqual([{ client: "cursor", groups: ["team-x"] }]);
+  } finally {
+    rmSync(own, { recursive: true, force: true });
+  }
+}, 60_000);
+
 describe("mcpmgr client with a running workload", () => {
   let fixture: { url: string; stop(): Promise<unknown> };
   let url: string;
