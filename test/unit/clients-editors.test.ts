@@ -115,11 +115,20 @@ describe("JSON", () => {
     expect(json.removeEntry(added, servers, "b")).toBe(windows);
   });
 
-  test("broken JSON, comments in strict JSON and a collection of the wrong type are refused with the place", () => {
+  test("a comment the user put in a plain-JSON client's file is kept", () => {
+    const text = '{\n  // mine\n  "mcpServers": {\n    "a": {"url": "1"}\n  }\n}\n';
+    const added = json.insertEntry(text, servers, "b", { url: "2" });
+    expect(added).toBe(
+      '{\n  // mine\n  "mcpServers": {\n    "a": {"url": "1"},\n    "b": {\n      "url": "2"\n    }\n  }\n}\n',
+    );
+    expect(json.removeEntry(added, servers, "b")).toBe(text);
+  });
+
+  test("broken JSON and a collection of the wrong type are refused with the place", () => {
     expect(parseFailure(() => json.entries('{\n  "mcpServers": {\n    "a": \n}', servers))).toMatch(
       /^it is not valid JSON \(line 4, column 1: .+\)$/,
     );
-    expect(parseFailure(() => json.parse('{ // note\n "a": 1 }'))).toContain("line 1, column 3");
+    expect(parseFailure(() => json.parse('{ "a": 1 } }'))).toContain("line 1, column 12");
     expect(parseFailure(() => json.insertEntry('{"mcpServers": []}', servers, "x", {}))).toBe(
       '"mcpServers" is not an object',
     );

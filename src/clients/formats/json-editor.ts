@@ -34,13 +34,14 @@ function mapPath(collection: ServerCollection): readonly string[] {
   return collection.path;
 }
 
+/**
+ * Comments and trailing commas are accepted in every client's file, even where the client
+ * documents plain JSON: if they are there, the user put them there (and their client reads
+ * them); mcpmgr only adds them where the file already uses them.
+ */
 function parseJson(text: string, jsonc: boolean): Node | undefined {
   const errors: ParseError[] = [];
-  const root = parseTree(text, errors, {
-    allowTrailingComma: jsonc,
-    disallowComments: !jsonc,
-    allowEmptyContent: true,
-  });
+  const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: true });
   const [first] = errors;
   if (first !== undefined) {
     throw new ConfigParseError(
