@@ -18,6 +18,7 @@
 import { existsSync } from "node:fs";
 import { chmod, lstat, open, readFile, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
+import { isMcpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
 import { ConfigParseError, type FormatEditor, loadEditor } from "./formats/editor.ts";
@@ -70,8 +71,10 @@ export async function editClientFile(
       return { skipped: `${err.message}; mcpmgr left it unchanged (once it is fixed, the next change is written)` };
     }
     if (err instanceof SkipEdit) return { skipped: err.message };
-    const code = errnoCode(err);
-    if (code !== undefined) return { skipped: `cannot update it: ${(err as Error).message}` };
+    // Unreadable, unwritable, locked for too long: a warning, never a failed `run`.
+    if (isMcpmgrError(err) || errnoCode(err) !== undefined) {
+      return { skipped: `cannot update it: ${(err as Error).message}` };
+    }
     throw err;
   }
 }
