@@ -25,6 +25,8 @@ export const rootCommand = defineCommand({
     export: () => import("./export.ts").then((m) => m.default),
     secret: () => import("./secret.ts").then((m) => m.default),
     registry: () => import("./registry.ts").then((m) => m.default),
+    group: () => import("./group.ts").then((m) => m.default),
+    client: () => import("./client.ts").then((m) => m.default),
     __supervise: () => import("./supervise.ts").then((m) => m.default),
   },
 });

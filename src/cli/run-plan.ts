@@ -10,6 +10,7 @@ import { loadRegistry } from "../registry/loader.ts";
 import { sourceOf, type RegistryEntry } from "../registry/schema.ts";
 import { detectEngine, noEngineError, runtimeChoice, type ContainerEngine } from "../runtime/docker/engine.ts";
 import { parseSource, type ServerSource } from "../runtime/source.ts";
+import { assertGroupExists } from "../state/groups.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { deriveWorkloadName } from "../state/workload-name.ts";
 
@@ -61,6 +62,8 @@ export async function selectRuntime(
 
 export async function planRun(parsed: ParsedRunArgv): Promise<RunPlan> {
   runtimeChoice();
+  // A workload joins an existing group only (`mcpmgr group create` makes one).
+  await assertGroupExists(resolvePaths(), parsed.values.group);
   const text = parsed.positionals[0] as string;
   const source = parseSource(text);
   const name = parsed.values.name;

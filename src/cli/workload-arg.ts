@@ -3,7 +3,6 @@ import { parseArgv } from "../config/argv.ts";
 import type { OptionTable } from "../config/option-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { resolvePaths } from "../state/paths.ts";
-import type { WorkloadRecord } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 
 export function parseNamed<Table extends OptionTable>(
@@ -29,8 +28,5 @@ export function openStore(): WorkloadStore {
   return new WorkloadStore(resolvePaths());
 }
 
-/** The URL MCP clients use for a workload. */
-export function workloadUrl(record: WorkloadRecord): string {
-  const host = record.host === "0.0.0.0" ? "127.0.0.1" : record.host.includes(":") ? `[${record.host}]` : record.host;
-  return `http://${host}:${record.proxyPort}${record.proxyPath}`;
-}
+/** The URL MCP clients use for a workload (kept in state/ so AI-client configuration computes the same one). */
+export { workloadUrl } from "../state/workload-url.ts";
