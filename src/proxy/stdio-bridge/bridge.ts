@@ -1,17 +1,33 @@
 /**
- * The stdio bridge: many HTTP client sessions on one stdio MCP server.
+ * The stdio bridge: many HTTP clients on one stdio MCP server.
  *
- * The server sees a single client: one initialize handshake (made by the bridge),
- * one notifications/initialized. Every client request is forwarded under a fresh
- * bridge-wide numeric id (and a fresh progress token), so identical ids from
- * different sessions can never meet; the server's answer is routed back by that id
- * alone. Server-initiated traffic is routed by what it refers to: progress by token,
- * resources/updated to subscribers, list_changed to everyone, log messages to the
- * sessions whose level admits them, and server→client requests to the session whose
- * request the server is working on (see #attribute).
+ * The server sees a single client. Every client request is forwarded under a fresh
+ * bridge-wide numeric id (and a fresh progress token), so identical ids from different
+ * clients can never meet; the server's answer is routed back by that id alone.
+ *
+ * Two kinds of client meet here: sessions (2025-11-25 and older: initialize, then requests
+ * on the session) and 2026-07-28 requests, each standing alone with its context in `_meta`
+ * (a "stateless" ClientSession that lives as long as its POST). The server is of one of two
+ * eras too (handshake.ts): a modern server gets modern requests as they are; an older one
+ * is kept behind one initialised session and the bridge speaks 2026-07-28 for it — it
+ * answers server/discover, shapes results (result-shape.ts), turns the server's own
+ * requests into input rounds (input-rounds.ts) and serves subscriptions/listen
+ * (listen.ts). Server-initiated traffic is routed by what it refers to (server-routing.ts).
  */
 import { randomUUID } from "node:crypto";
 import { JsonRpcCode, type JsonRpcId } from "../jsonrpc.ts";
+import type { Flight } from "./flight.ts";
+import { handshake, type ServerInit } from "./handshake.ts";
+import {
+  capabilityFor,
+  inputRequests,
+  invalidInputResponses,
+  newRounds,
+  nextKey,
+  offeredAnswer,
+  withoutRoundFields,
+} from "./input-rounds.ts";
+import { ListenHub } from "./listen.ts";
 import {
   errorResponse,
   isLogLevel,
@@ -22,11 +38,17 @@ import {
   type JsonRpcMessage,
   type LogLevel,
 } from "./messages.ts";
+import { isRemovedMethod, mayRequireInput, metaKey, ModernCode, modernProtocolVersions } from "./modern.ts";
+import { paramsDigest, RequestStateSeal } from "./request-state.ts";
+import { shapeForModernClient } from "./result-shape.ts";
 import type { ServerChannel } from "./server-channel.ts";
-import { routeServerNotification } from "./server-notifications.ts";
+import { attribute, routeServerNotification } from "./server-routing.ts";
 import { mostVerboseLevel, SubscriberCounts } from "./shared-interest.ts";
 import { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
+
+export type { Flight } from "./flight.ts";
+export type { ServerInit } from "./handshake.ts";
 
 export interface BridgeOptions {
   /** How long a request may wait for the server's answer (default 10 minutes). */
@@ -35,43 +57,31 @@ export interface BridgeOptions {
   readonly sessionIdleMs?: number;
   /** How long the server may take to answer the bridge's initialize (default 3 minutes). */
   readonly handshakeTimeoutMs?: number;
+  /** How long a call waits, parked, for the client's retry with its input (default 5 minutes). */
+  readonly inputTimeoutMs?: number;
   readonly clientInfo?: { name: string; version: string };
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
 }
 
-export interface InFlight {
-  readonly session: ClientSession;
-  readonly clientId: JsonRpcId;
-  readonly sink: Sink;
-  readonly method: string;
-  readonly deadline: number;
-  readonly clientToken: string | number | undefined;
-}
-
-interface ServerInit {
-  readonly protocolVersion: string;
-  readonly capabilities: Record<string, unknown>;
-  readonly serverInfo: unknown;
-  readonly instructions?: string;
-}
-
-/** Server requests the bridge routes, and the client capability each needs. */
-const capabilityFor: Readonly<Record<string, keyof ClientSession["capabilities"] | undefined>> = {
-  "sampling/createMessage": "sampling",
-  "elicitation/create": "elicitation",
-  "roots/list": "roots",
-};
+/** Server requests of one burst (a handler asking several things at once) share one round. */
+const gatherMs = 15;
 
 export class StdioBridge {
   readonly #sessions = new Map<string, ClientSession>();
-  readonly #inFlight = new Map<number, InFlight>();
+  readonly #flights = new Map<number, Flight>();
   readonly #internal = new Map<number, (message: JsonRpcMessage) => void>();
+  /** Server requests sent to a session's client, by the server's id. */
   readonly #serverRequests = new Map<string | number, ClientSession>();
+  /** Server requests waiting for a modern client's input round, by the server's id. */
+  readonly #awaitedInputs = new Map<string | number, Flight>();
   readonly #subscribers = new SubscriberCounts();
+  readonly #seal = new RequestStateSeal();
+  readonly #listens: ListenHub;
   readonly #options: BridgeOptions;
   #channel: ServerChannel | undefined;
   #nextId = 1;
   #init: Promise<ServerInit> | undefined;
+  #server: ServerInit | undefined;
   #serverLogLevel: LogLevel | undefined;
   #lastActive: ClientSession | undefined;
   #closedReason: string | undefined;
@@ -79,6 +89,13 @@ export class StdioBridge {
 
   constructor(options: BridgeOptions = {}) {
     this.#options = options;
+    this.#listens = new ListenHub({
+      subscribe: (uri) => {
+        if (this.#subscribers.add(uri))
+          this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "resources/subscribe", params: { uri } });
+      },
+      unsubscribe: (uri) => this.#unsubscribe(uri),
+    });
   }
 
   /** Connects to the server and performs the one handshake it will see. */
@@ -87,32 +104,22 @@ export class StdioBridge {
     this.#sweeper = setInterval(() => this.#sweep(), 1_000);
     this.#sweeper.unref?.();
     void channel.closed.then(() => this.close("the MCP server exited"));
-    this.#init = new Promise<ServerInit>((resolve, reject) => {
-      const id = this.#nextId++;
-      void channel.closed.then(() => reject(new Error("the MCP server exited during initialize")));
-      // Generous: npx/uvx download the package before the server can answer.
-      const timer = setTimeout(
-        () => reject(new Error("the MCP server did not answer initialize within 3 minutes")),
-        this.#options.handshakeTimeoutMs ?? 180_000,
-      );
-      timer.unref?.();
-      this.#internal.set(id, (message) => {
-        clearTimeout(timer);
-        if (message.error) return reject(new Error(`the MCP server refused initialize: ${message.error.message}`));
-        const result = message.result as ServerInit;
-        channel.send({ jsonrpc: "2.0", method: "notifications/initialized" });
-        resolve(result);
-      });
-      channel.send({
-        jsonrpc: "2.0",
-        id,
-        method: "initialize",
-        params: {
-          protocolVersion: latestProtocolVersion,
-          capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } },
-          clientInfo: this.#options.clientInfo ?? { name: "mcpmgr", version: "0" },
-        },
-      });
+    this.#init = handshake(
+      {
+        request: (message) =>
+          new Promise((resolve) => {
+            const id = this.#nextId++;
+            this.#internal.set(id, resolve);
+            channel.send({ ...message, id });
+          }),
+        notify: (message) => channel.send(message),
+        closed: channel.closed,
+      },
+      this.#options.clientInfo ?? { name: "mcpmgr", version: "0" },
+      this.#options.handshakeTimeoutMs ?? 180_000,
+    ).then((init) => {
+      this.#server = init;
+      return init;
     });
     return this.#init;
   }
@@ -121,9 +128,35 @@ export class StdioBridge {
     return this.#closedReason !== undefined;
   }
 
+  /** What the server said about itself, once the handshake is done. */
+  get server(): ServerInit | undefined {
+    return this.#server;
+  }
+
+  /** The 2026-07-28 versions modern clients may use here. */
+  get modernVersions(): readonly string[] {
+    return this.#server?.era === "modern" ? this.#server.supportedVersions : modernProtocolVersions;
+  }
+
   createSession(): ClientSession {
     const session = new ClientSession(randomUUID());
     this.#sessions.set(session.id, session);
+    return session;
+  }
+
+  /** The context of one 2026-07-28 request; never listed among the sessions. */
+  createStateless(
+    protocolVersion: string,
+    capabilities: ClientSession["capabilities"],
+    logLevel: LogLevel | undefined,
+    principal: string,
+  ): ClientSession {
+    const session = new ClientSession(randomUUID(), true);
+    session.initialized = true;
+    session.protocolVersion = protocolVersion;
+    session.capabilities = capabilities;
+    session.logLevel = logLevel;
+    session.principal = principal;
     return session;
   }
 
@@ -134,7 +167,7 @@ export class StdioBridge {
 
   /** Requests forwarded to the server and not yet answered (tests and diagnostics). */
   get inFlightCount(): number {
-    return this.#inFlight.size;
+    return this.#flights.size;
   }
 
   get sessionCount(): number {
@@ -142,47 +175,65 @@ export class StdioBridge {
   }
 
   endSession(session: ClientSession): void {
+    if (session.stateless) {
+      // Its flights may live on, parked for an input round; the POST's own sinks are over.
+      session.end();
+      return;
+    }
     if (!this.#sessions.delete(session.id)) return;
-    for (const [id, flight] of this.#inFlight) {
+    const sinks = [...session.openSinks];
+    for (const [id, flight] of this.#flights) {
       if (flight.session !== session) continue;
-      this.#inFlight.delete(id);
-      this.#send({
-        jsonrpc: "2.0",
-        method: "notifications/cancelled",
-        params: { requestId: id, reason: "client session ended" },
-      });
+      this.#cancelUpstream(id, flight, "client session ended");
     }
     for (const [id, owner] of this.#serverRequests) {
       if (owner === session) this.#answerServer(id, JsonRpcCode.internalError, "the client session ended");
     }
     for (const uri of session.subscriptions) this.#unsubscribe(uri);
     if (this.#lastActive === session) this.#lastActive = undefined;
-    for (const sink of session.openSinks) sink.abort?.();
+    for (const sink of sinks) sink.abort?.();
     session.end();
     if (session.logLevel !== undefined) this.#syncServerLogLevel();
   }
 
-  /** Ends every session and fails every request: the server is gone. */
+  /**
+   * The client left before its answer (a 2026-07-28 request's stream closed): that is its
+   * cancellation, so the server hears notifications/cancelled and the work stops.
+   */
+  abandon(sink: Sink): void {
+    for (const [id, flight] of this.#flights)
+      if (flight.sink === sink) this.#cancelUpstream(id, flight, "the client closed its stream");
+  }
+
+  /** Ends every session and fails every request: the server is gone (or mcpmgr stops). */
   close(reason: string): void {
     if (this.#closedReason !== undefined) return;
     this.#closedReason = reason;
     if (this.#sweeper !== undefined) clearInterval(this.#sweeper);
-    for (const [id, flight] of this.#inFlight) {
-      this.#inFlight.delete(id);
-      flight.sink.send(errorResponse(flight.clientId, JsonRpcCode.internalError, reason));
+    for (const [id, flight] of this.#flights) {
+      this.#flights.delete(id);
+      if (flight.listen) continue;
+      flight.sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, reason));
     }
+    this.#listens.closeAll();
     for (const session of [...this.#sessions.values()]) this.endSession(session);
   }
 
-  /** A message from a client session; requests are answered through `sink`. */
+  /** A message from a client; requests are answered through `sink`. */
   handle(session: ClientSession, message: JsonRpcMessage, sink: Sink): void | Promise<void> {
     session.touch();
-    this.#lastActive = session;
+    if (!session.stateless) this.#lastActive = session;
     const kind = kindOf(message);
     if (kind === "request") return this.#clientRequest(session, message, sink);
     if (kind === "notification") return this.#clientNotification(session, message);
     if (kind === "response") return this.#clientResponse(session, message);
     sink.send(errorResponse(null, JsonRpcCode.invalidRequest, "not a JSON-RPC 2.0 message"));
+  }
+
+  /** A 2026-07-28 subscriptions/listen on an older server: served by the bridge. */
+  listen(session: ClientSession, message: JsonRpcMessage, sink: Sink): void {
+    this.#listens.open(message, sink, this.#server?.capabilities ?? {});
+    void session;
   }
 
   #clientRequest(session: ClientSession, message: JsonRpcMessage, sink: Sink): void | Promise<void> {
@@ -191,11 +242,13 @@ export class StdioBridge {
       sink.send(errorResponse(id, JsonRpcCode.internalError, this.#closedReason));
       return;
     }
+    if (session.stateless) return this.#modernRequest(session, message, sink);
     if (message.method === "initialize") return this.#initializeSession(session, message, sink);
     if (!session.initialized) {
       sink.send(errorResponse(id, JsonRpcCode.invalidRequest, "the session is not initialized: send initialize first"));
       return;
     }
+    const modernServer = this.#server?.era === "modern";
     switch (message.method) {
       case "ping":
         sink.send({ jsonrpc: "2.0", id, result: {} });
@@ -209,12 +262,12 @@ export class StdioBridge {
         session.logLevel = level;
         // The server logs at the most verbose level any session wants; the bridge filters per session.
         const wanted = mostVerboseLevel(this.#sessions.values()) as LogLevel;
-        if (wanted === this.#serverLogLevel) {
+        if (modernServer || wanted === this.#serverLogLevel) {
           sink.send({ jsonrpc: "2.0", id, result: {} });
           return;
         }
         this.#serverLogLevel = wanted;
-        message.params = { ...message.params, level: wanted };
+        message = { ...message, params: { ...message.params, level: wanted } };
         break;
       }
       case "resources/subscribe": {
@@ -237,32 +290,113 @@ export class StdioBridge {
         break;
       }
     }
+    // A modern server knows no sessions: each request carries the session's context.
+    if (modernServer) message = withSessionMeta(message, session, this.#options.clientInfo);
     this.#forward(session, message, sink);
   }
 
-  #forward(session: ClientSession, message: JsonRpcMessage, sink: Sink): void {
+  /** A 2026-07-28 request, its envelope already checked by the front end. */
+  #modernRequest(session: ClientSession, message: JsonRpcMessage, sink: Sink): void {
+    const id = message.id as JsonRpcId;
+    const method = message.method as string;
+    const server = this.#server;
+    if (server?.era === "modern") {
+      this.#forward(session, message, sink);
+      return;
+    }
+    // The bridge speaks 2026-07-28 for an older server from here on.
+    if (method === "server/discover") {
+      sink.send({ jsonrpc: "2.0", id, result: this.#discoverResult() });
+      return;
+    }
+    if (isRemovedMethod(method) || method === "subscriptions/listen") {
+      sink.send(errorResponse(id, JsonRpcCode.methodNotFound, `Method not found: ${method}`));
+      return;
+    }
+    const params = message.params ?? {};
+    const invalid = invalidInputResponses(params.inputResponses);
+    if (invalid) {
+      sink.send(errorResponse(id, JsonRpcCode.invalidParams, `Invalid params: ${invalid}`));
+      return;
+    }
+    if (params.requestState !== undefined) return this.#resume(session, message, sink);
+    const level = session.logLevel;
+    if (level !== undefined && (this.#serverLogLevel === undefined || rank(level) < rank(this.#serverLogLevel))) {
+      this.#serverLogLevel = level;
+      this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "logging/setLevel", params: { level } });
+    }
+    const flight = this.#forward(session, { ...message, params: forOlderServer(params) }, sink, true);
+    if (flight && mayRequireInput(method))
+      flight.rounds = newRounds(
+        paramsDigest(params),
+        session.principal,
+        params.inputResponses as Record<string, unknown> | undefined,
+      );
+  }
+
+  #discoverResult(): Record<string, unknown> {
+    const server = this.#server as ServerInit;
+    return {
+      resultType: "complete",
+      supportedVersions: [...modernProtocolVersions],
+      capabilities: server.capabilities,
+      ...(server.instructions !== undefined ? { instructions: server.instructions } : {}),
+      _meta: { [metaKey.serverInfo]: server.serverInfo },
+      ttlMs: 0,
+      cacheScope: "public",
+    };
+  }
+
+  #forward(
+    session: ClientSession,
+    message: JsonRpcMessage,
+    sink: Sink,
+    modern = session.stateless,
+  ): Flight | undefined {
     const upstreamId = this.#nextId++;
     const clientToken = progressTokenOf(message);
+    let outgoing: JsonRpcMessage = { ...message, id: upstreamId };
     if (clientToken !== undefined) {
       // The token is ours now; the server's progress notifications carry it back to this request.
-      message.params = { ...message.params, _meta: { ...message.params?._meta, progressToken: upstreamId } };
+      outgoing = {
+        ...outgoing,
+        params: { ...outgoing.params, _meta: { ...outgoing.params?._meta, progressToken: upstreamId } },
+      };
     }
-    this.#inFlight.set(upstreamId, {
+    const flight: Flight = {
+      upstreamId,
       session,
       clientId: message.id as JsonRpcId,
       sink,
       method: message.method as string,
       deadline: performance.now() + (this.#options.requestTimeoutMs ?? 600_000),
       clientToken,
-    });
+      modern,
+      listen: message.method === "subscriptions/listen",
+      rounds: undefined,
+    };
+    // Registered only once it is on its way: a message that cannot be sent must leave nothing behind.
+    try {
+      this.#send(outgoing);
+    } catch (err) {
+      sink.send(
+        errorResponse(
+          flight.clientId,
+          JsonRpcCode.invalidRequest,
+          `Invalid Request: ${err instanceof Error ? err.message : "the message cannot be forwarded"}`,
+        ),
+      );
+      return undefined;
+    }
+    this.#flights.set(upstreamId, flight);
     session.openSinks.add(sink);
-    message.id = upstreamId;
-    this.#send(message);
+    return flight;
   }
 
   async #initializeSession(session: ClientSession, message: JsonRpcMessage, sink: Sink): Promise<void> {
     const requested = String(message.params?.protocolVersion ?? "");
-    session.protocolVersion = isSupportedProtocolVersion(requested) ? requested : latestProtocolVersion;
+    session.protocolVersion =
+      isSupportedProtocolVersion(requested) && requested < "2026" ? requested : latestProtocolVersion;
     session.capabilities = (message.params?.capabilities as ClientSession["capabilities"]) ?? {};
     let init: ServerInit;
     try {
@@ -291,16 +425,17 @@ export class StdioBridge {
     if (message.method === "notifications/initialized") return; // the server had ours
     if (message.method === "notifications/cancelled") {
       const clientId = message.params?.requestId;
-      for (const [upstreamId, flight] of this.#inFlight) {
+      for (const [upstreamId, flight] of this.#flights) {
         if (flight.session !== session || flight.clientId !== clientId) continue;
+        const sink = flight.sink;
         this.#finishFlight(upstreamId, flight);
         // No response will come: end the POST that carried the request, unless it waits for others.
-        if (!session.openSinks.has(flight.sink)) flight.sink.abort?.();
-        message.params = { ...message.params, requestId: upstreamId };
-        this.#send(message);
+        if (sink && !session.openSinks.has(sink)) sink.abort?.();
+        this.#send({ ...message, params: { ...message.params, requestId: upstreamId } });
       }
       return;
     }
+    if (session.stateless && this.#server?.era !== "modern") return; // no client notifications in 2026-07-28
     this.#send(message);
   }
 
@@ -322,6 +457,22 @@ export class StdioBridge {
     this.#options.onLog?.("warn", "the MCP server sent something that is not JSON-RPC 2.0; skipped");
   };
 
+  /** The server's answer to `id` was too large to read: its request fails with a clear error. */
+  failOversized = (bytes: number, id: string | number | undefined): void => {
+    this.#options.onLog?.("warn", `the MCP server sent a message of ${bytes} bytes, over the limit; dropped`);
+    const flight = typeof id === "number" ? this.#flights.get(id) : undefined;
+    if (flight === undefined) return;
+    const sink = flight.sink;
+    this.#finishFlight(flight.upstreamId, flight);
+    sink?.send(
+      errorResponse(
+        flight.clientId,
+        JsonRpcCode.internalError,
+        `the MCP server's answer (${bytes} bytes) is larger than mcpmgr accepts; raise MCPMGR_MAX_MESSAGE_BYTES to allow it`,
+      ),
+    );
+  };
+
   #serverResponse(message: JsonRpcMessage): void {
     const id = message.id as number;
     const internal = this.#internal.get(id);
@@ -330,37 +481,60 @@ export class StdioBridge {
       internal(message);
       return;
     }
-    const flight = this.#inFlight.get(id);
+    const flight = this.#flights.get(id);
     if (flight === undefined) return; // cancelled, timed out, or its session ended
+    const sink = flight.sink;
     this.#finishFlight(id, flight);
-    message.id = flight.clientId;
-    flight.sink.send(message);
+    let answer: JsonRpcMessage = { ...message, id: flight.clientId };
+    if (flight.modern && this.#server?.era !== "modern") {
+      const missing = flight.rounds?.missing;
+      answer =
+        answer.error !== undefined && missing !== undefined && missing.size > 0
+          ? missingCapabilityError(flight.clientId, missing)
+          : shapeForModernClient(answer, flight.method, this.#server?.serverInfo);
+    }
+    sink?.send(answer);
   }
 
-  #finishFlight(upstreamId: number, flight: InFlight): void {
-    this.#inFlight.delete(upstreamId);
-    let stillOpen = false;
-    for (const other of this.#inFlight.values()) if (other.sink === flight.sink) stillOpen = true;
-    if (!stillOpen) flight.session.openSinks.delete(flight.sink);
+  #finishFlight(upstreamId: number, flight: Flight): void {
+    this.#flights.delete(upstreamId);
+    if (flight.rounds?.gather !== undefined) clearTimeout(flight.rounds.gather);
+    for (const [serverId, owner] of this.#awaitedInputs) {
+      if (owner !== flight) continue;
+      this.#awaitedInputs.delete(serverId);
+      this.#send(errorResponse(serverId, JsonRpcCode.internalError, "the request it belongs to is over"));
+    }
+    const sink = flight.sink;
+    if (sink === undefined) return;
+    for (const other of this.#flights.values()) if (other.sink === sink) return;
+    flight.session.openSinks.delete(sink);
+  }
+
+  /** Forgets a flight and tells the server to stop working on it. */
+  #cancelUpstream(upstreamId: number, flight: Flight, reason: string): void {
+    this.#finishFlight(upstreamId, flight);
+    this.#send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: upstreamId, reason } });
   }
 
   #serverRequest(message: JsonRpcMessage): void {
     const id = message.id as string | number;
-    const target = this.#attribute(message.method as string);
+    const method = message.method as string;
+    const target = attribute(method, this.#flights.values(), this.#lastActive);
     if (target === "ambiguous") {
       return this.#answerServer(
         id,
         JsonRpcCode.internalError,
-        "several client sessions are busy with this server, so mcpmgr cannot tell which one this request is for",
+        "several clients are waiting on this server, so mcpmgr cannot tell which one this request is for",
       );
     }
     if (target === undefined) {
-      if (message.method === "ping") return this.#send({ jsonrpc: "2.0", id, result: {} });
-      return this.#answerServer(id, JsonRpcCode.internalError, "no client session can take this request");
+      if (method === "ping") return this.#send({ jsonrpc: "2.0", id, result: {} });
+      return this.#answerServer(id, JsonRpcCode.internalError, "no client can take this request");
     }
-    const needed = capabilityFor[message.method as string];
+    if ("flight" in target) return this.#inputRequest(target.flight, message);
+    const needed = capabilityFor(method);
     if (needed !== undefined && !target.session.capabilities[needed]) {
-      return this.#answerServer(id, JsonRpcCode.methodNotFound, `the client does not support ${message.method}`);
+      return this.#answerServer(id, JsonRpcCode.methodNotFound, `the client does not support ${method}`);
     }
     this.#serverRequests.set(id, target.session);
     if (!target.sink.send(message)) {
@@ -369,37 +543,110 @@ export class StdioBridge {
     }
   }
 
-  /**
-   * Which session a server→client request belongs to. A stdio server cannot say. When
-   * the requests in flight all come from one session, it is that session's (on its
-   * newest stream); when several sessions are waiting on the server, guessing could hand
-   * one client another's prompt, so the request is refused instead ("ambiguous"). With
-   * nothing in flight (roots/list after roots/list_changed, pings) it goes to the session
-   * that spoke last, on its GET stream.
-   */
-  #attribute(method: string): { session: ClientSession; sink: Sink } | "ambiguous" | undefined {
-    let found: InFlight | undefined;
-    for (const flight of this.#inFlight.values()) {
-      if (found !== undefined && flight.session !== found.session) return "ambiguous";
-      if (found === undefined || flight.sink.canStream) found = flight;
+  /** A server request made while serving a modern client's call: it becomes an input round. */
+  #inputRequest(flight: Flight, message: JsonRpcMessage): void {
+    const id = message.id as string | number;
+    const method = message.method as string;
+    const rounds = flight.rounds;
+    if (rounds === undefined)
+      return this.#answerServer(id, JsonRpcCode.methodNotFound, `the client cannot answer ${method} for this request`);
+    const needed = capabilityFor(method);
+    if (needed === undefined)
+      return this.#answerServer(id, JsonRpcCode.methodNotFound, `mcpmgr cannot pass ${method} to the client`);
+    if (!flight.session.capabilities[needed]) {
+      rounds.missing.add(needed);
+      return this.#answerServer(id, JsonRpcCode.methodNotFound, `the client does not support ${method}`);
     }
-    if (found !== undefined) {
-      const sink = found.sink.canStream ? found.sink : found.session.bestSink();
-      return sink === undefined ? undefined : { session: found.session, sink };
+    const key = nextKey(rounds, method);
+    const offered = offeredAnswer(rounds, key);
+    if (offered !== undefined) {
+      this.#send({ jsonrpc: "2.0", id, result: offered });
+      return;
     }
-    const session = this.#lastActive;
-    const sink = session?.bestSink();
-    if (session === undefined || sink === undefined) return undefined;
-    if (method !== "ping" && method !== "roots/list" && session.openSinks.size === 0 && !session.standalone)
-      return undefined;
-    return { session, sink };
+    rounds.awaited.set(key, { serverId: id, method, params: message.params });
+    this.#awaitedInputs.set(id, flight);
+    rounds.gather ??= setTimeout(() => this.#askForInput(flight), gatherMs);
+  }
+
+  /** Answers the client's current round with an InputRequiredResult and parks the call. */
+  #askForInput(flight: Flight): void {
+    const rounds = flight.rounds;
+    if (rounds === undefined || !this.#flights.has(flight.upstreamId)) return;
+    rounds.gather = undefined;
+    const sink = flight.sink;
+    if (sink === undefined || rounds.awaited.size === 0) return;
+    rounds.round++;
+    rounds.offered = undefined;
+    const timeout = this.#options.inputTimeoutMs ?? 5 * 60_000;
+    const requestState = this.#seal.seal({
+      flight: flight.upstreamId,
+      round: rounds.round,
+      method: flight.method,
+      digest: rounds.digest,
+      principal: rounds.principal,
+      expires: Date.now() + timeout,
+    });
+    // Parked: no POST waits for it now; the retry re-attaches one.
+    flight.sink = undefined;
+    flight.clientToken = undefined;
+    flight.deadline = performance.now() + timeout;
+    let stillOpen = false;
+    for (const other of this.#flights.values()) if (other.sink === sink) stillOpen = true;
+    if (!stillOpen) flight.session.openSinks.delete(sink);
+    sink.send({
+      jsonrpc: "2.0",
+      id: flight.clientId,
+      result: { resultType: "input_required", inputRequests: inputRequests(rounds.awaited), requestState },
+    });
+  }
+
+  /** A retry carrying requestState: hands the client's answers to the waiting server requests. */
+  #resume(session: ClientSession, message: JsonRpcMessage, sink: Sink): void {
+    const id = message.id as JsonRpcId;
+    const params = message.params ?? {};
+    const refuse = (why: string): void => {
+      sink.send(errorResponse(id, JsonRpcCode.invalidParams, `Invalid params: ${why}`));
+    };
+    const state = this.#seal.open(params.requestState);
+    if (typeof state === "string") return refuse(state);
+    const flight = this.#flights.get(state.flight);
+    const rounds = flight?.rounds;
+    if (flight === undefined || rounds === undefined)
+      return refuse("the call this requestState resumes is over; call again without it");
+    if (
+      state.method !== message.method ||
+      state.digest !== paramsDigest(params) ||
+      state.principal !== session.principal ||
+      rounds.digest !== state.digest
+    )
+      return refuse("requestState belongs to another call");
+    if (flight.sink !== undefined || state.round !== rounds.round)
+      return refuse("requestState was already used; use the one from the latest answer");
+    flight.session = session;
+    flight.clientId = id;
+    flight.sink = sink;
+    flight.clientToken = progressTokenOf(message);
+    flight.deadline = performance.now() + (this.#options.requestTimeoutMs ?? 600_000);
+    session.openSinks.add(sink);
+    const answers = params.inputResponses as Record<string, unknown> | undefined;
+    rounds.offered = answers;
+    for (const [key, input] of rounds.awaited) {
+      const answer = offeredAnswer(rounds, key);
+      if (answer === undefined) continue;
+      rounds.awaited.delete(key);
+      this.#awaitedInputs.delete(input.serverId);
+      this.#send({ jsonrpc: "2.0", id: input.serverId, result: answer });
+    }
+    // What is still unanswered is asked again, in a new round.
+    if (rounds.awaited.size > 0) this.#askForInput(flight);
   }
 
   #serverNotification(message: JsonRpcMessage): void {
     routeServerNotification(message, {
       sessions: this.#sessions.values(),
-      inFlight: this.#inFlight,
+      flights: this.#flights,
       serverRequests: this.#serverRequests,
+      listens: this.#listens,
     });
   }
 
@@ -427,6 +674,7 @@ export class StdioBridge {
   }
 
   #syncServerLogLevel(): void {
+    if (this.#server?.era === "modern") return;
     const wanted = mostVerboseLevel(this.#sessions.values());
     if (wanted === undefined || wanted === this.#serverLogLevel) return;
     this.#serverLogLevel = wanted;
@@ -436,11 +684,11 @@ export class StdioBridge {
   /** Times out stuck requests and expires idle sessions. */
   #sweep(): void {
     const now = performance.now();
-    for (const [id, flight] of this.#inFlight) {
-      if (flight.deadline > now) continue;
-      this.#finishFlight(id, flight);
-      this.#send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "timed out" } });
-      flight.sink.send(
+    for (const [id, flight] of this.#flights) {
+      if (flight.deadline > now || flight.listen) continue;
+      const sink = flight.sink;
+      this.#cancelUpstream(id, flight, "timed out");
+      sink?.send(
         errorResponse(
           flight.clientId,
           JsonRpcCode.internalError,
@@ -453,4 +701,51 @@ export class StdioBridge {
       if (now - session.lastActivity > idle) this.endSession(session);
     }
   }
+}
+
+const levelOrder = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+function rank(level: LogLevel): number {
+  return levelOrder.indexOf(level);
+}
+
+/** A modern client's params as an older server may see them: no round fields, no 2026 envelope. */
+function forOlderServer(params: Record<string, unknown>): Record<string, unknown> {
+  const rest = withoutRoundFields(params);
+  const meta = rest._meta;
+  if (meta === undefined) return rest;
+  const kept: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(meta as Record<string, unknown>))
+    if (!key.startsWith("io.modelcontextprotocol/")) kept[key] = value;
+  const { _meta: _dropped, ...withoutMeta } = rest;
+  return Object.keys(kept).length > 0 ? { ...withoutMeta, _meta: kept } : withoutMeta;
+}
+
+/** A session's request as a modern server needs it: its context in `_meta`. */
+function withSessionMeta(
+  message: JsonRpcMessage,
+  session: ClientSession,
+  clientInfo: { name: string; version: string } | undefined,
+): JsonRpcMessage {
+  const meta: Record<string, unknown> = {
+    ...message.params?._meta,
+    [metaKey.protocolVersion]: modernProtocolVersions[0],
+    [metaKey.clientCapabilities]: session.capabilities,
+    ...(clientInfo ? { [metaKey.clientInfo]: clientInfo } : {}),
+    ...(session.logLevel !== undefined ? { [metaKey.logLevel]: session.logLevel } : {}),
+  };
+  return { ...message, params: { ...message.params, _meta: meta } };
+}
+
+function missingCapabilityError(id: JsonRpcId, missing: ReadonlySet<string>): JsonRpcMessage {
+  const requiredCapabilities: Record<string, object> = {};
+  for (const capability of missing) requiredCapabilities[capability] = {};
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: ModernCode.missingRequiredClientCapability,
+      message: `Missing required client capability: ${[...missing].join(", ")}`,
+      data: { requiredCapabilities },
+    },
+  };
 }
