@@ -19,6 +19,8 @@ import { join, resolve } from "node:path";
 
 export const REPO_ROOT = resolve(import.meta.dir, "../..");
 const CONFORMANCE_CLI = join(REPO_ROOT, "node_modules/@modelcontextprotocol/conformance/dist/index.js");
+/** The newest pre-release (0.2.0), which knows the 2026-07-28 requirement set. */
+const CONFORMANCE_NEXT_CLI = join(REPO_ROOT, "node_modules/conformance-next/dist/index.js");
 export const CONFORMANCE_FIXTURE = join(REPO_ROOT, "test/fixtures/conformance-server.ts");
 
 export interface ConformanceResult {
@@ -59,13 +61,16 @@ function tail(text: string, lines = 20): string {
  */
 export async function runConformance(
   url: string,
-  opts: { timeoutMs?: number; scenario?: string } = {},
+  opts: { timeoutMs?: number; scenario?: string; requirements?: "2026-07-28" } = {},
 ): Promise<ConformanceResult> {
   const timeoutMs = opts.timeoutMs ?? 240_000;
   const outDir = await mkdtemp(join(tmpdir(), "mcpmgr-conformance-"));
   try {
-    const args = [process.execPath, CONFORMANCE_CLI, "server", "--url", url, "-o", outDir];
-    if (opts.scenario) args.push("--scenario", opts.scenario);
+    const cli = opts.requirements ? CONFORMANCE_NEXT_CLI : CONFORMANCE_CLI;
+    const args = [process.execPath, cli, "server", "--url", url, "-o", outDir];
+    // A requirement set names its scenarios and the wire they run at (it replaces --scenario).
+    if (opts.requirements) args.push("--requirements", opts.requirements);
+    else if (opts.scenario) args.push("--scenario", opts.scenario);
 
     const proc = Bun.spawn(args, {
       cwd: REPO_ROOT,

@@ -106,9 +106,14 @@ function onlyWaiting(flights: Iterable<Flight>, counts: (flight: Flight) => bool
   return found;
 }
 
-/** Requests during which a server may ask its client something (lists and the like never do). */
+/**
+ * Requests during which a server may ask its client something (lists and the like never
+ * do). A call parked between input rounds is not counted: its server work waits for the
+ * answers it already asked for, and counting it would make every other client's server
+ * requests ambiguous for as long as it stays parked.
+ */
 function mayAsk(flight: Flight): boolean {
-  return !flight.method.endsWith("/list") && flight.method !== "server/discover";
+  return flight.sink !== undefined && !flight.method.endsWith("/list") && flight.method !== "server/discover";
 }
 
 export type Attribution = { session: ClientSession; sink: Sink } | { flight: Flight } | "ambiguous" | undefined;

@@ -141,11 +141,12 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     }
 
     let session: ClientSession;
-    const initialize = messages.find((m) => m.method === "initialize");
-    if (initialize === undefined && isModern(req, messages)) {
+    // A 2026-07-28 client gets that revision's answers, for initialize too (404: no such method).
+    if (isModern(req, messages)) {
       if (batch) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: send one message per POST");
       return modernPost(req, messages[0] as JsonRpcMessage, acceptsSse, keepOpen);
     }
+    const initialize = messages.find((m) => m.method === "initialize");
     if (initialize !== undefined) {
       if (batch) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: initialize cannot be batched");
       if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
