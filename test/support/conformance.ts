@@ -22,6 +22,8 @@ const CONFORMANCE_CLI = join(REPO_ROOT, "node_modules/@modelcontextprotocol/conf
 /** The newest pre-release (0.2.0), which knows the 2026-07-28 requirement set. */
 const CONFORMANCE_NEXT_CLI = join(REPO_ROOT, "node_modules/conformance-next/dist/index.js");
 export const CONFORMANCE_FIXTURE = join(REPO_ROOT, "test/fixtures/conformance-server.ts");
+/** The fixture that speaks 2026-07-28 itself (v2 SDK); CONFORMANCE_FIXTURE speaks only 2025-11-25. */
+export const CONFORMANCE_FIXTURE_2026 = join(REPO_ROOT, "test/fixtures/conformance-server-2026.ts");
 
 export interface ConformanceResult {
   /** Checks with status SUCCESS. */
@@ -136,8 +138,10 @@ export interface RunningFixture {
  * Starts test/fixtures/conformance-server.ts in HTTP mode on a free port and
  * resolves once it prints its `listening on <url>` line.
  */
-export async function startConformanceServer(opts: { startupTimeoutMs?: number } = {}): Promise<RunningFixture> {
-  const proc = Bun.spawn([process.execPath, CONFORMANCE_FIXTURE, "http", "--port", "0"], {
+export async function startConformanceServer(
+  opts: { startupTimeoutMs?: number; fixture?: string } = {},
+): Promise<RunningFixture> {
+  const proc = Bun.spawn([process.execPath, opts.fixture ?? CONFORMANCE_FIXTURE, "http", "--port", "0"], {
     cwd: REPO_ROOT,
     stdin: "ignore",
     stdout: "ignore",
