@@ -66,7 +66,8 @@ export function serve(options: ServeOptions): RunningServer {
       // ended with a JSON-RPC error by its front end (LiveStreams.closeAll), never cut silently.
       while (server.pendingRequests > live.size && performance.now() < deadline) await Bun.sleep(20);
       live.closeAll("mcpmgr is shutting down");
-      const remaining = Math.max(0, deadline - performance.now());
+      // The final events just written still need to reach their clients before sockets are cut.
+      const remaining = Math.max(250, deadline - performance.now());
       await Promise.race([closed, Bun.sleep(Math.min(remaining, 2_000))]);
       await server.stop(true);
     })();

@@ -488,8 +488,11 @@ export class StdioBridge {
     let answer: JsonRpcMessage = { ...message, id: flight.clientId };
     if (flight.modern && this.#server?.era !== "modern") {
       const missing = flight.rounds?.missing;
+      // The call failed for want of a capability the client did not declare: the revision names that error.
+      const failed =
+        answer.error !== undefined || (answer.result as { isError?: unknown } | undefined)?.isError === true;
       answer =
-        answer.error !== undefined && missing !== undefined && missing.size > 0
+        failed && missing !== undefined && missing.size > 0
           ? missingCapabilityError(flight.clientId, missing)
           : shapeForModernClient(answer, flight.method, this.#server?.serverInfo);
     }
