@@ -18,19 +18,10 @@ import { randomUUID } from "node:crypto";
 import { JsonRpcCode, type JsonRpcId } from "../jsonrpc.ts";
 import type { Flight } from "./flight.ts";
 import { handshake, type ServerInit } from "./handshake.ts";
-import {
-  capabilityFor,
-  inputRequests,
-  invalidInputResponses,
-  newRounds,
-  nextKey,
-  offeredAnswer,
-  withoutRoundFields,
-} from "./input-rounds.ts";
+import { capabilityFor, InputRoundKeeper, invalidInputResponses, newRounds } from "./input-rounds.ts";
 import { ListenHub } from "./listen.ts";
 import {
   errorResponse,
-  isLogLevel,
   isSupportedProtocolVersion,
   kindOf,
   latestProtocolVersion,
@@ -38,9 +29,11 @@ import {
   type JsonRpcMessage,
   type LogLevel,
 } from "./messages.ts";
-import { isRemovedMethod, mayRequireInput, metaKey, ModernCode, modernProtocolVersions } from "./modern.ts";
-import { paramsDigest, RequestStateSeal } from "./request-state.ts";
+import { isRemovedMethod, mayRequireInput, modernProtocolVersions } from "./modern.ts";
+import { paramsDigest } from "./request-state.ts";
 import { shapeForModernClient } from "./result-shape.ts";
+import { answerLocally } from "./session-requests.ts";
+import { discoverResult, forOlderServer, missingCapabilityError, withSessionMeta } from "./translation.ts";
 import type { ServerChannel } from "./server-channel.ts";
 import { attribute, routeServerNotification } from "./server-routing.ts";
 import { mostVerboseLevel, SubscriberCounts } from "./shared-interest.ts";
@@ -63,20 +56,15 @@ export interface BridgeOptions {
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
 }
 
-/** Server requests of one burst (a handler asking several things at once) share one round. */
-const gatherMs = 15;
-
 export class StdioBridge {
   readonly #sessions = new Map<string, ClientSession>();
   readonly #flights = new Map<number, Flight>();
   readonly #internal = new Map<number, (message: JsonRpcMessage) => void>();
   /** Server requests sent to a session's client, by the server's id. */
   readonly #serverRequests = new Map<string | number, ClientSession>();
-  /** Server requests waiting for a modern client's input round, by the server's id. */
-  readonly #awaitedInputs = new Map<string | number, Flight>();
   readonly #subscribers = new SubscriberCounts();
-  readonly #seal = new RequestStateSeal();
   readonly #listens: ListenHub;
+  readonly #rounds: InputRoundKeeper;
   readonly #options: BridgeOptions;
   #channel: ServerChannel | undefined;
   #nextId = 1;
@@ -89,6 +77,14 @@ export class StdioBridge {
 
   constructor(options: BridgeOptions = {}) {
     this.#options = options;
+    this.#rounds = new InputRoundKeeper({
+      send: (message) => this.#send(message),
+      refuseServer: (id, code, text) => this.#answerServer(id, code, text),
+      flight: (upstreamId) => this.#flights.get(upstreamId),
+      detach: (flight, sink) => this.#detach(flight, sink),
+      requestTimeoutMs: options.requestTimeoutMs ?? 600_000,
+      inputTimeoutMs: options.inputTimeoutMs ?? 5 * 60_000,
+    });
     this.#listens = new ListenHub({
       subscribe: (uri) => {
         if (this.#subscribers.add(uri))
@@ -249,47 +245,18 @@ export class StdioBridge {
       return;
     }
     const modernServer = this.#server?.era === "modern";
-    switch (message.method) {
-      case "ping":
-        sink.send({ jsonrpc: "2.0", id, result: {} });
-        return;
-      case "logging/setLevel": {
-        const level = message.params?.level;
-        if (!isLogLevel(level)) {
-          sink.send(errorResponse(id, JsonRpcCode.invalidParams, "params.level must be an RFC 5424 level name"));
-          return;
-        }
-        session.logLevel = level;
-        // The server logs at the most verbose level any session wants; the bridge filters per session.
-        const wanted = mostVerboseLevel(this.#sessions.values()) as LogLevel;
-        if (modernServer || wanted === this.#serverLogLevel) {
-          sink.send({ jsonrpc: "2.0", id, result: {} });
-          return;
-        }
-        this.#serverLogLevel = wanted;
-        message = { ...message, params: { ...message.params, level: wanted } };
-        break;
-      }
-      case "resources/subscribe": {
-        const uri = String(message.params?.uri ?? "");
-        const first = !session.subscriptions.has(uri) && this.#subscribers.add(uri);
-        session.subscriptions.add(uri);
-        if (!first) {
-          sink.send({ jsonrpc: "2.0", id, result: {} });
-          return;
-        }
-        break;
-      }
-      case "resources/unsubscribe": {
-        const uri = String(message.params?.uri ?? "");
-        const last = session.subscriptions.delete(uri) && this.#unsubscribe(uri, false);
-        if (!last) {
-          sink.send({ jsonrpc: "2.0", id, result: {} });
-          return;
-        }
-        break;
-      }
-    }
+    const forwarded = answerLocally(session, message, sink, {
+      subscribers: this.#subscribers,
+      sessions: this.#sessions.values(),
+      modernServer,
+      serverLogLevel: this.#serverLogLevel,
+      setServerLogLevel: (level) => {
+        this.#serverLogLevel = level;
+      },
+      lastUnsubscribe: (uri) => this.#unsubscribe(uri, false),
+    });
+    if (forwarded === undefined) return;
+    message = forwarded;
     // A modern server knows no sessions: each request carries the session's context.
     if (modernServer) message = withSessionMeta(message, session, this.#options.clientInfo);
     this.#forward(session, message, sink);
@@ -306,7 +273,7 @@ export class StdioBridge {
     }
     // The bridge speaks 2026-07-28 for an older server from here on.
     if (method === "server/discover") {
-      sink.send({ jsonrpc: "2.0", id, result: this.#discoverResult() });
+      sink.send({ jsonrpc: "2.0", id, result: discoverResult(this.#server as ServerInit) });
       return;
     }
     if (isRemovedMethod(method) || method === "subscriptions/listen") {
@@ -319,7 +286,7 @@ export class StdioBridge {
       sink.send(errorResponse(id, JsonRpcCode.invalidParams, `Invalid params: ${invalid}`));
       return;
     }
-    if (params.requestState !== undefined) return this.#resume(session, message, sink);
+    if (params.requestState !== undefined) return this.#rounds.resume(session, message, sink);
     const level = session.logLevel;
     if (level !== undefined && (this.#serverLogLevel === undefined || rank(level) < rank(this.#serverLogLevel))) {
       this.#serverLogLevel = level;
@@ -332,19 +299,6 @@ export class StdioBridge {
         session.principal,
         params.inputResponses as Record<string, unknown> | undefined,
       );
-  }
-
-  #discoverResult(): Record<string, unknown> {
-    const server = this.#server as ServerInit;
-    return {
-      resultType: "complete",
-      supportedVersions: [...modernProtocolVersions],
-      capabilities: server.capabilities,
-      ...(server.instructions !== undefined ? { instructions: server.instructions } : {}),
-      _meta: { [metaKey.serverInfo]: server.serverInfo },
-      ttlMs: 0,
-      cacheScope: "public",
-    };
   }
 
   #forward(
@@ -501,15 +455,13 @@ export class StdioBridge {
 
   #finishFlight(upstreamId: number, flight: Flight): void {
     this.#flights.delete(upstreamId);
-    if (flight.rounds?.gather !== undefined) clearTimeout(flight.rounds.gather);
-    for (const [serverId, owner] of this.#awaitedInputs) {
-      if (owner !== flight) continue;
-      this.#awaitedInputs.delete(serverId);
-      this.#send(errorResponse(serverId, JsonRpcCode.internalError, "the request it belongs to is over"));
-    }
-    const sink = flight.sink;
-    if (sink === undefined) return;
-    for (const other of this.#flights.values()) if (other.sink === sink) return;
+    this.#rounds.release(flight);
+    if (flight.sink !== undefined) this.#detach(flight, flight.sink);
+  }
+
+  /** The sink no longer waits for this flight: it leaves its session's open sinks when no other flight uses it. */
+  #detach(flight: Flight, sink: Sink): void {
+    for (const other of this.#flights.values()) if (other !== flight && other.sink === sink) return;
     flight.session.openSinks.delete(sink);
   }
 
@@ -534,7 +486,7 @@ export class StdioBridge {
       if (method === "ping") return this.#send({ jsonrpc: "2.0", id, result: {} });
       return this.#answerServer(id, JsonRpcCode.internalError, "no client can take this request");
     }
-    if ("flight" in target) return this.#inputRequest(target.flight, message);
+    if ("flight" in target) return this.#rounds.serverRequest(target.flight, message);
     const needed = capabilityFor(method);
     if (needed !== undefined && !target.session.capabilities[needed]) {
       return this.#answerServer(id, JsonRpcCode.methodNotFound, `the client does not support ${method}`);
@@ -544,104 +496,6 @@ export class StdioBridge {
       this.#serverRequests.delete(id);
       this.#answerServer(id, JsonRpcCode.internalError, "the client's stream closed");
     }
-  }
-
-  /** A server request made while serving a modern client's call: it becomes an input round. */
-  #inputRequest(flight: Flight, message: JsonRpcMessage): void {
-    const id = message.id as string | number;
-    const method = message.method as string;
-    const rounds = flight.rounds;
-    if (rounds === undefined)
-      return this.#answerServer(id, JsonRpcCode.methodNotFound, `the client cannot answer ${method} for this request`);
-    const needed = capabilityFor(method);
-    if (needed === undefined)
-      return this.#answerServer(id, JsonRpcCode.methodNotFound, `mcpmgr cannot pass ${method} to the client`);
-    if (!flight.session.capabilities[needed]) {
-      rounds.missing.add(needed);
-      return this.#answerServer(id, JsonRpcCode.methodNotFound, `the client does not support ${method}`);
-    }
-    const key = nextKey(rounds, method);
-    const offered = offeredAnswer(rounds, key);
-    if (offered !== undefined) {
-      this.#send({ jsonrpc: "2.0", id, result: offered });
-      return;
-    }
-    rounds.awaited.set(key, { serverId: id, method, params: message.params });
-    this.#awaitedInputs.set(id, flight);
-    rounds.gather ??= setTimeout(() => this.#askForInput(flight), gatherMs);
-  }
-
-  /** Answers the client's current round with an InputRequiredResult and parks the call. */
-  #askForInput(flight: Flight): void {
-    const rounds = flight.rounds;
-    if (rounds === undefined || !this.#flights.has(flight.upstreamId)) return;
-    rounds.gather = undefined;
-    const sink = flight.sink;
-    if (sink === undefined || rounds.awaited.size === 0) return;
-    rounds.round++;
-    rounds.offered = undefined;
-    const timeout = this.#options.inputTimeoutMs ?? 5 * 60_000;
-    const requestState = this.#seal.seal({
-      flight: flight.upstreamId,
-      round: rounds.round,
-      method: flight.method,
-      digest: rounds.digest,
-      principal: rounds.principal,
-      expires: Date.now() + timeout,
-    });
-    // Parked: no POST waits for it now; the retry re-attaches one.
-    flight.sink = undefined;
-    flight.clientToken = undefined;
-    flight.deadline = performance.now() + timeout;
-    let stillOpen = false;
-    for (const other of this.#flights.values()) if (other.sink === sink) stillOpen = true;
-    if (!stillOpen) flight.session.openSinks.delete(sink);
-    sink.send({
-      jsonrpc: "2.0",
-      id: flight.clientId,
-      result: { resultType: "input_required", inputRequests: inputRequests(rounds.awaited), requestState },
-    });
-  }
-
-  /** A retry carrying requestState: hands the client's answers to the waiting server requests. */
-  #resume(session: ClientSession, message: JsonRpcMessage, sink: Sink): void {
-    const id = message.id as JsonRpcId;
-    const params = message.params ?? {};
-    const refuse = (why: string): void => {
-      sink.send(errorResponse(id, JsonRpcCode.invalidParams, `Invalid params: ${why}`));
-    };
-    const state = this.#seal.open(params.requestState);
-    if (typeof state === "string") return refuse(state);
-    const flight = this.#flights.get(state.flight);
-    const rounds = flight?.rounds;
-    if (flight === undefined || rounds === undefined)
-      return refuse("the call this requestState resumes is over; call again without it");
-    if (
-      state.method !== message.method ||
-      state.digest !== paramsDigest(params) ||
-      state.principal !== session.principal ||
-      rounds.digest !== state.digest
-    )
-      return refuse("requestState belongs to another call");
-    if (flight.sink !== undefined || state.round !== rounds.round)
-      return refuse("requestState was already used; use the one from the latest answer");
-    flight.session = session;
-    flight.clientId = id;
-    flight.sink = sink;
-    flight.clientToken = progressTokenOf(message);
-    flight.deadline = performance.now() + (this.#options.requestTimeoutMs ?? 600_000);
-    session.openSinks.add(sink);
-    const answers = params.inputResponses as Record<string, unknown> | undefined;
-    rounds.offered = answers;
-    for (const [key, input] of rounds.awaited) {
-      const answer = offeredAnswer(rounds, key);
-      if (answer === undefined) continue;
-      rounds.awaited.delete(key);
-      this.#awaitedInputs.delete(input.serverId);
-      this.#send({ jsonrpc: "2.0", id: input.serverId, result: answer });
-    }
-    // What is still unanswered is asked again, in a new round.
-    if (rounds.awaited.size > 0) this.#askForInput(flight);
   }
 
   #serverNotification(message: JsonRpcMessage): void {
@@ -709,46 +563,4 @@ export class StdioBridge {
 const levelOrder = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 function rank(level: LogLevel): number {
   return levelOrder.indexOf(level);
-}
-
-/** A modern client's params as an older server may see them: no round fields, no 2026 envelope. */
-function forOlderServer(params: Record<string, unknown>): Record<string, unknown> {
-  const rest = withoutRoundFields(params);
-  const meta = rest._meta;
-  if (meta === undefined) return rest;
-  const kept: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(meta as Record<string, unknown>))
-    if (!key.startsWith("io.modelcontextprotocol/")) kept[key] = value;
-  const { _meta: _dropped, ...withoutMeta } = rest;
-  return Object.keys(kept).length > 0 ? { ...withoutMeta, _meta: kept } : withoutMeta;
-}
-
-/** A session's request as a modern server needs it: its context in `_meta`. */
-function withSessionMeta(
-  message: JsonRpcMessage,
-  session: ClientSession,
-  clientInfo: { name: string; version: string } | undefined,
-): JsonRpcMessage {
-  const meta: Record<string, unknown> = {
-    ...message.params?._meta,
-    [metaKey.protocolVersion]: modernProtocolVersions[0],
-    [metaKey.clientCapabilities]: session.capabilities,
-    ...(clientInfo ? { [metaKey.clientInfo]: clientInfo } : {}),
-    ...(session.logLevel !== undefined ? { [metaKey.logLevel]: session.logLevel } : {}),
-  };
-  return { ...message, params: { ...message.params, _meta: meta } };
-}
-
-function missingCapabilityError(id: JsonRpcId, missing: ReadonlySet<string>): JsonRpcMessage {
-  const requiredCapabilities: Record<string, object> = {};
-  for (const capability of missing) requiredCapabilities[capability] = {};
-  return {
-    jsonrpc: "2.0",
-    id,
-    error: {
-      code: ModernCode.missingRequiredClientCapability,
-      message: `Missing required client capability: ${[...missing].join(", ")}`,
-      data: { requiredCapabilities },
-    },
-  };
 }

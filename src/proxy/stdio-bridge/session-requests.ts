@@ -1,0 +1,74 @@
+/**
+ * What the bridge answers itself for a session (2025-era client) before anything reaches
+ * the server: ping; logging/setLevel (the server logs at the most verbose level any session
+ * wants, the bridge filters per session; a modern server takes the level per request); and
+ * resources/subscribe / unsubscribe (the server hears one subscribe and one unsubscribe per
+ * URI, however many sessions want it).
+ */
+import { JsonRpcCode, type JsonRpcId } from "../jsonrpc.ts";
+import { errorResponse, isLogLevel, type JsonRpcMessage, type LogLevel } from "./messages.ts";
+import { mostVerboseLevel, type SubscriberCounts } from "./shared-interest.ts";
+import type { ClientSession } from "./session.ts";
+import type { Sink } from "./sink.ts";
+
+export interface LocalAnswerContext {
+  readonly subscribers: SubscriberCounts;
+  readonly sessions: Iterable<ClientSession>;
+  readonly modernServer: boolean;
+  readonly serverLogLevel: LogLevel | undefined;
+  setServerLogLevel(level: LogLevel): void;
+  /** The session dropped its subscription; true when it was the last one for the URI. */
+  lastUnsubscribe(uri: string): boolean;
+}
+
+/** Answers the request through `sink` and returns undefined, or returns the message to forward. */
+export function answerLocally(
+  session: ClientSession,
+  message: JsonRpcMessage,
+  sink: Sink,
+  ctx: LocalAnswerContext,
+): JsonRpcMessage | undefined {
+  const id = message.id as JsonRpcId;
+  switch (message.method) {
+    case "ping":
+      sink.send({ jsonrpc: "2.0", id, result: {} });
+      return undefined;
+    case "logging/setLevel": {
+      const level = message.params?.level;
+      if (!isLogLevel(level)) {
+        sink.send(errorResponse(id, JsonRpcCode.invalidParams, "params.level must be an RFC 5424 level name"));
+        return undefined;
+      }
+      session.logLevel = level;
+      // The server logs at the most verbose level any session wants; the bridge filters per session.
+      const wanted = mostVerboseLevel(ctx.sessions) as LogLevel;
+      if (ctx.modernServer || wanted === ctx.serverLogLevel) {
+        sink.send({ jsonrpc: "2.0", id, result: {} });
+        return undefined;
+      }
+      ctx.setServerLogLevel(wanted);
+      message = { ...message, params: { ...message.params, level: wanted } };
+      return message;
+    }
+    case "resources/subscribe": {
+      const uri = String(message.params?.uri ?? "");
+      const first = !session.subscriptions.has(uri) && ctx.subscribers.add(uri);
+      session.subscriptions.add(uri);
+      if (!first) {
+        sink.send({ jsonrpc: "2.0", id, result: {} });
+        return undefined;
+      }
+      return message;
+    }
+    case "resources/unsubscribe": {
+      const uri = String(message.params?.uri ?? "");
+      const last = session.subscriptions.delete(uri) && ctx.lastUnsubscribe(uri);
+      if (!last) {
+        sink.send({ jsonrpc: "2.0", id, result: {} });
+        return undefined;
+      }
+      return message;
+    }
+  }
+  return message;
+}
