@@ -4,14 +4,23 @@
  * exactly the waiting server request and nothing else (tampered, foreign, reused, expired
  * or for another call: refused). A client leaving before its answer cancels the work at the
  * server. Policies see the rounds: filtered lists are private to their caller, and audit
- * writes one line per call, with its outcome.
+ * writes one line per call, with its outcome. And the other way round: a 2025-era session in
+ * front of a 2026-07-28 server is asked the server's input rounds the 2025 way.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { auditConfig } from "../../src/config/audit-config.ts";
 import { toolsPolicy } from "../../src/config/tools-policy.ts";
 import { auditTrail } from "../../src/middleware/audit.ts";
 import { toolFilter } from "../../src/middleware/tool-filter.ts";
-import { PROBE_SERVER, rawToolJson, waitFor, waitInFlight, type JsonRpc } from "../fixtures/bridge-probe-client.ts";
+import {
+  connectClient,
+  PROBE_SERVER,
+  rawToolJson,
+  waitFor,
+  waitInFlight,
+  type JsonRpc,
+} from "../fixtures/bridge-probe-client.ts";
+import { CONFORMANCE_FIXTURE_2026 } from "../support/conformance.ts";
 import { startBridge } from "../support/bridge-server.ts";
 
 setDefaultTimeout(20_000);
@@ -225,5 +234,29 @@ describe("policies on 2026-07-28 traffic", () => {
       call("elicit", { message: "x" }, { requestState: "whatever" }),
     );
     expect(hidden.message.error?.message).toContain("Unknown tool");
+  });
+});
+
+describe("2025-era sessions in front of a 2026-07-28 stdio server", () => {
+  let bridged: Bridged;
+  beforeAll(async () => {
+    bridged = await startBridge({ cmd: [process.execPath, CONFORMANCE_FIXTURE_2026, "stdio"] });
+  });
+  afterAll(() => bridged?.stop());
+
+  test("the server's input rounds are asked of the client the 2025 way, and the call completes", async () => {
+    expect(bridged.bridge.server?.era).toBe("modern");
+    const client = await connectClient(bridged.url, "A", { serverRequests: true, bridge: bridged.bridge });
+    try {
+      const once = await client.client.callTool({ name: "test_input_required_result_elicitation", arguments: {} });
+      expect(once.content).toEqual([{ type: "text", text: "Hello, A!" }]);
+      expect(client.seen.elicitation).toEqual(["What is your name?"]);
+      // Two rounds, each with the server's own (sealed) requestState carried back.
+      const twice = await client.client.callTool({ name: "test_input_required_result_multi_round", arguments: {} });
+      expect(twice.content).toEqual([{ type: "text", text: "Multi-round complete" }]);
+      expect(client.seen.elicitation.length).toBe(3);
+    } finally {
+      await client.close();
+    }
   });
 });

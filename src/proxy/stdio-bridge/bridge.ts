@@ -33,6 +33,7 @@ import { isRemovedMethod, mayRequireInput, modernProtocolVersions } from "./mode
 import { paramsDigest } from "./request-state.ts";
 import { shapeForModernClient } from "./result-shape.ts";
 import { answerLocally } from "./session-requests.ts";
+import { SessionRounds } from "./session-rounds.ts";
 import { discoverResult, forOlderServer, missingCapabilityError, withSessionMeta } from "./translation.ts";
 import type { ServerChannel } from "./server-channel.ts";
 import { attribute, routeServerNotification } from "./server-routing.ts";
@@ -65,6 +66,7 @@ export class StdioBridge {
   readonly #subscribers = new SubscriberCounts();
   readonly #listens: ListenHub;
   readonly #rounds: InputRoundKeeper;
+  readonly #sessionRounds: SessionRounds;
   readonly #options: BridgeOptions;
   #channel: ServerChannel | undefined;
   #nextId = 1;
@@ -84,6 +86,22 @@ export class StdioBridge {
       detach: (flight, sink) => this.#detach(flight, sink),
       requestTimeoutMs: options.requestTimeoutMs ?? 600_000,
       inputTimeoutMs: options.inputTimeoutMs ?? 5 * 60_000,
+    });
+    this.#sessionRounds = new SessionRounds({
+      retry: (flight, inputResponses, requestState) => {
+        const call = flight.retry as JsonRpcMessage;
+        const sink = flight.sink;
+        this.#finishFlight(flight.upstreamId, flight);
+        if (sink === undefined) return;
+        const params = { ...call.params, inputResponses, ...(requestState !== undefined ? { requestState } : {}) };
+        const next = this.#forward(flight.session, { ...call, params }, sink);
+        if (next) next.retry = call;
+      },
+      fail: (flight, text) => {
+        const sink = flight.sink;
+        this.#finishFlight(flight.upstreamId, flight);
+        sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, text));
+      },
     });
     this.#listens = new ListenHub({
       subscribe: (uri) => {
@@ -258,8 +276,14 @@ export class StdioBridge {
     if (forwarded === undefined) return;
     message = forwarded;
     // A modern server knows no sessions: each request carries the session's context.
-    if (modernServer) message = withSessionMeta(message, session, this.#options.clientInfo);
-    this.#forward(session, message, sink);
+    if (!modernServer) {
+      this.#forward(session, message, sink);
+      return;
+    }
+    message = withSessionMeta(message, session, this.#options.clientInfo);
+    const flight = this.#forward(session, message, sink);
+    // Its input rounds are asked of the client the 2025 way, then the call is retried.
+    if (flight && mayRequireInput(message.method as string)) flight.retry = message;
   }
 
   /** A 2026-07-28 request, its envelope already checked by the front end. */
@@ -395,6 +419,7 @@ export class StdioBridge {
 
   #clientResponse(session: ClientSession, message: JsonRpcMessage): void {
     const id = message.id as string | number;
+    if (this.#sessionRounds.answer(session, message)) return;
     // Only the session the server asked may answer.
     if (this.#serverRequests.get(id) !== session) return;
     this.#serverRequests.delete(id);
@@ -437,6 +462,10 @@ export class StdioBridge {
     }
     const flight = this.#flights.get(id);
     if (flight === undefined) return; // cancelled, timed out, or its session ended
+    if (flight.retry !== undefined) {
+      if (this.#sessionRounds.take(flight, message.result)) return;
+      this.#sessionRounds.finished(flight);
+    }
     const sink = flight.sink;
     this.#finishFlight(id, flight);
     let answer: JsonRpcMessage = { ...message, id: flight.clientId };
@@ -456,6 +485,7 @@ export class StdioBridge {
   #finishFlight(upstreamId: number, flight: Flight): void {
     this.#flights.delete(upstreamId);
     this.#rounds.release(flight);
+    this.#sessionRounds.drop(flight);
     if (flight.sink !== undefined) this.#detach(flight, flight.sink);
   }
 

@@ -6,6 +6,7 @@
  * client's retry to bring the answers (see input-rounds.ts).
  */
 import type { JsonRpcId } from "../jsonrpc.ts";
+import type { JsonRpcMessage } from "./messages.ts";
 import type { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
 
@@ -49,4 +50,6 @@ export interface Flight {
   /** A subscriptions/listen stream: it lasts as long as the client keeps it. */
   readonly listen: boolean;
   rounds: InputRounds | undefined;
+  /** A session's call to a modern server, as forwarded: retried with the client's input (session-rounds.ts). */
+  retry?: JsonRpcMessage;
 }
