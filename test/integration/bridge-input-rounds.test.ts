@@ -259,4 +259,18 @@ describe("2025-era sessions in front of a 2026-07-28 stdio server", () => {
       await client.close();
     }
   });
+
+  test("list changes reach the sessions, and resources/subscribe is answered, though the server has no sessions", async () => {
+    const client = await connectClient(bridged.url, "B", { bridge: bridged.bridge });
+    try {
+      await client.client.callTool({ name: "test_trigger_tool_change", arguments: {} });
+      await waitFor(() => client.seen.toolsChanged === 1, "tools/list_changed at the session");
+      await client.client.callTool({ name: "test_trigger_prompt_change", arguments: {} });
+      await waitFor(() => client.seen.promptsChanged === 1, "prompts/list_changed at the session");
+      expect(await client.client.subscribeResource({ uri: "test://static-text" })).toEqual({});
+      expect(await client.client.unsubscribeResource({ uri: "test://static-text" })).toEqual({});
+    } finally {
+      await client.close();
+    }
+  });
 });

@@ -34,6 +34,7 @@ import { paramsDigest } from "./request-state.ts";
 import { shapeForModernClient } from "./result-shape.ts";
 import { answerLocally } from "./session-requests.ts";
 import { SessionRounds } from "./session-rounds.ts";
+import { ServerListens } from "./server-listens.ts";
 import { discoverResult, forOlderServer, missingCapabilityError, withSessionMeta } from "./translation.ts";
 import type { ServerChannel } from "./server-channel.ts";
 import { attribute, routeServerNotification } from "./server-routing.ts";
@@ -67,6 +68,7 @@ export class StdioBridge {
   readonly #listens: ListenHub;
   readonly #rounds: InputRoundKeeper;
   readonly #sessionRounds: SessionRounds;
+  readonly #serverListens: ServerListens;
   readonly #options: BridgeOptions;
   #channel: ServerChannel | undefined;
   #nextId = 1;
@@ -103,6 +105,11 @@ export class StdioBridge {
         sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, text));
       },
     });
+    this.#serverListens = new ServerListens({
+      send: (message) => this.#send(message),
+      ignoredId: () => this.#ignoredId(),
+      clientInfo: options.clientInfo ?? { name: "mcpmgr", version: "0" },
+    });
     this.#listens = new ListenHub({
       subscribe: (uri) => {
         if (this.#subscribers.add(uri))
@@ -133,6 +140,8 @@ export class StdioBridge {
       this.#options.handshakeTimeoutMs ?? 180_000,
     ).then((init) => {
       this.#server = init;
+      // Sessions expect list_changed notifications; a modern server sends them only on listen streams.
+      if (init.era === "modern") this.#serverListens.lists(init.capabilities);
       return init;
     });
     return this.#init;
@@ -272,6 +281,7 @@ export class StdioBridge {
         this.#serverLogLevel = level;
       },
       lastUnsubscribe: (uri) => this.#unsubscribe(uri, false),
+      listenAtServer: (uri, on) => this.#serverListens.resource(uri, on),
     });
     if (forwarded === undefined) return;
     message = forwarded;
@@ -534,6 +544,7 @@ export class StdioBridge {
       flights: this.#flights,
       serverRequests: this.#serverRequests,
       listens: this.#listens,
+      serverListens: this.#serverListens,
     });
   }
 

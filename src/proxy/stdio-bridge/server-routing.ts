@@ -23,6 +23,7 @@
  */
 import type { Flight } from "./flight.ts";
 import type { ListenHub } from "./listen.ts";
+import type { ServerListens } from "./server-listens.ts";
 import { logLevelRank, type JsonRpcMessage } from "./messages.ts";
 import { metaKey } from "./modern.ts";
 import type { ClientSession } from "./session.ts";
@@ -33,6 +34,8 @@ export interface NotificationRoutes {
   readonly flights: ReadonlyMap<number, Flight>;
   readonly serverRequests: Map<string | number, ClientSession>;
   readonly listens: ListenHub;
+  /** The bridge's own listen streams at a modern server, on behalf of the sessions. */
+  readonly serverListens: ServerListens;
 }
 
 export function routeServerNotification(message: JsonRpcMessage, routes: NotificationRoutes): void {
@@ -43,7 +46,17 @@ export function routeServerNotification(message: JsonRpcMessage, routes: Notific
     if (flight?.listen) {
       const meta = { ...params._meta, [metaKey.subscriptionId]: flight.clientId };
       flight.sink?.send({ ...message, params: { ...params, _meta: meta } });
+      return;
     }
+    if (!routes.serverListens.owns(subscription)) return;
+    // The bridge listened for the sessions: what they subscribed to, or every list change.
+    const { [metaKey.subscriptionId]: _id, ...meta } = params._meta ?? {};
+    const plain = { ...message, params: { ...params, _meta: meta } };
+    if (message.method === "notifications/resources/updated") {
+      const uri = String(params.uri);
+      for (const session of routes.sessions) if (session.subscriptions.has(uri)) session.bestSink()?.send(plain);
+    } else if (message.method !== "notifications/subscriptions/acknowledged")
+      for (const session of routes.sessions) session.bestSink()?.send(plain);
     return;
   }
   switch (message.method) {

@@ -3,7 +3,8 @@
  * the server: ping; logging/setLevel (the server logs at the most verbose level any session
  * wants, the bridge filters per session; a modern server takes the level per request); and
  * resources/subscribe / unsubscribe (the server hears one subscribe and one unsubscribe per
- * URI, however many sessions want it).
+ * URI, however many sessions want it; a modern server, which has no such methods, gets one
+ * subscriptions/listen per URI instead).
  */
 import { JsonRpcCode, type JsonRpcId } from "../jsonrpc.ts";
 import { errorResponse, isLogLevel, type JsonRpcMessage, type LogLevel } from "./messages.ts";
@@ -19,6 +20,8 @@ export interface LocalAnswerContext {
   setServerLogLevel(level: LogLevel): void;
   /** The session dropped its subscription; true when it was the last one for the URI. */
   lastUnsubscribe(uri: string): boolean;
+  /** A modern server has no resources/subscribe: the bridge listens for the URI instead. */
+  listenAtServer(uri: string, on: boolean): void;
 }
 
 /** Answers the request through `sink` and returns undefined, or returns the message to forward. */
@@ -54,7 +57,8 @@ export function answerLocally(
       const uri = String(message.params?.uri ?? "");
       const first = !session.subscriptions.has(uri) && ctx.subscribers.add(uri);
       session.subscriptions.add(uri);
-      if (!first) {
+      if (first && ctx.modernServer) ctx.listenAtServer(uri, true);
+      if (!first || ctx.modernServer) {
         sink.send({ jsonrpc: "2.0", id, result: {} });
         return undefined;
       }
@@ -63,7 +67,8 @@ export function answerLocally(
     case "resources/unsubscribe": {
       const uri = String(message.params?.uri ?? "");
       const last = session.subscriptions.delete(uri) && ctx.lastUnsubscribe(uri);
-      if (!last) {
+      if (last && ctx.modernServer) ctx.listenAtServer(uri, false);
+      if (!last || ctx.modernServer) {
         sink.send({ jsonrpc: "2.0", id, result: {} });
         return undefined;
       }
