@@ -16,23 +16,15 @@
  */
 import { randomUUID } from "node:crypto";
 import { JsonRpcCode, type JsonRpcId } from "../jsonrpc.ts";
-import type { Flight } from "./flight.ts";
+import { newFlight, type Flight } from "./flight.ts";
 import { handshake, type ServerInit } from "./handshake.ts";
 import { capabilityFor, InputRoundKeeper, invalidInputResponses, newRounds } from "./input-rounds.ts";
 import { ListenHub } from "./listen.ts";
-import {
-  errorResponse,
-  isSupportedProtocolVersion,
-  kindOf,
-  latestProtocolVersion,
-  progressTokenOf,
-  type JsonRpcMessage,
-  type LogLevel,
-} from "./messages.ts";
+import { errorResponse, kindOf, type JsonRpcMessage, type LogLevel } from "./messages.ts";
 import { isRemovedMethod, mayRequireInput, modernProtocolVersions } from "./modern.ts";
 import { paramsDigest } from "./request-state.ts";
 import { shapeForModernClient } from "./result-shape.ts";
-import { answerLocally } from "./session-requests.ts";
+import { answerLocally, initializeSession } from "./session-requests.ts";
 import { SessionRounds } from "./session-rounds.ts";
 import { ServerListens } from "./server-listens.ts";
 import { discoverResult, forOlderServer, missingCapabilityError, withSessionMeta } from "./translation.ts";
@@ -266,7 +258,8 @@ export class StdioBridge {
       return;
     }
     if (session.stateless) return this.#modernRequest(session, message, sink);
-    if (message.method === "initialize") return this.#initializeSession(session, message, sink);
+    if (message.method === "initialize")
+      return initializeSession(session, message, sink, this.#init as Promise<ServerInit>);
     if (!session.initialized) {
       sink.send(errorResponse(id, JsonRpcCode.invalidRequest, "the session is not initialized: send initialize first"));
       return;
@@ -341,28 +334,14 @@ export class StdioBridge {
     sink: Sink,
     modern = session.stateless,
   ): Flight | undefined {
-    const upstreamId = this.#nextId++;
-    const clientToken = progressTokenOf(message);
-    let outgoing: JsonRpcMessage = { ...message, id: upstreamId };
-    if (clientToken !== undefined) {
-      // The token is ours now; the server's progress notifications carry it back to this request.
-      outgoing = {
-        ...outgoing,
-        params: { ...outgoing.params, _meta: { ...outgoing.params?._meta, progressToken: upstreamId } },
-      };
-    }
-    const flight: Flight = {
-      upstreamId,
+    const { flight, outgoing } = newFlight(
+      this.#nextId++,
       session,
-      clientId: message.id as JsonRpcId,
+      message,
       sink,
-      method: message.method as string,
-      deadline: performance.now() + (this.#options.requestTimeoutMs ?? 600_000),
-      clientToken,
       modern,
-      listen: message.method === "subscriptions/listen",
-      rounds: undefined,
-    };
+      performance.now() + (this.#options.requestTimeoutMs ?? 600_000),
+    );
     // Registered only once it is on its way: a message that cannot be sent must leave nothing behind.
     try {
       this.#send(outgoing);
@@ -376,37 +355,9 @@ export class StdioBridge {
       );
       return undefined;
     }
-    this.#flights.set(upstreamId, flight);
+    this.#flights.set(flight.upstreamId, flight);
     session.openSinks.add(sink);
     return flight;
-  }
-
-  async #initializeSession(session: ClientSession, message: JsonRpcMessage, sink: Sink): Promise<void> {
-    const requested = String(message.params?.protocolVersion ?? "");
-    session.protocolVersion =
-      isSupportedProtocolVersion(requested) && requested < "2026" ? requested : latestProtocolVersion;
-    session.capabilities = (message.params?.capabilities as ClientSession["capabilities"]) ?? {};
-    let init: ServerInit;
-    try {
-      init = await (this.#init as Promise<ServerInit>);
-    } catch (err) {
-      sink.send(
-        errorResponse(
-          message.id as JsonRpcId,
-          JsonRpcCode.internalError,
-          err instanceof Error ? err.message : "initialize failed",
-        ),
-      );
-      return;
-    }
-    session.initialized = true;
-    const result: Record<string, unknown> = {
-      protocolVersion: session.protocolVersion,
-      capabilities: init.capabilities,
-      serverInfo: init.serverInfo,
-    };
-    if (init.instructions !== undefined) result.instructions = init.instructions;
-    sink.send({ jsonrpc: "2.0", id: message.id as JsonRpcId, result });
   }
 
   #clientNotification(session: ClientSession, message: JsonRpcMessage): void {

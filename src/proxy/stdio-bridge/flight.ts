@@ -6,7 +6,7 @@
  * client's retry to bring the answers (see input-rounds.ts).
  */
 import type { JsonRpcId } from "../jsonrpc.ts";
-import type { JsonRpcMessage } from "./messages.ts";
+import { progressTokenOf, type JsonRpcMessage } from "./messages.ts";
 import type { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
 
@@ -52,4 +52,40 @@ export interface Flight {
   rounds: InputRounds | undefined;
   /** A session's call to a modern server, as forwarded: retried with the client's input (session-rounds.ts). */
   retry?: JsonRpcMessage;
+}
+
+/**
+ * A client request about to be forwarded under the bridge-wide `upstreamId`, and the message
+ * the server gets: that id, and in place of the client's progress token the same number (so
+ * the server's progress notifications find this request). The client's message is not changed.
+ */
+export function newFlight(
+  upstreamId: number,
+  session: ClientSession,
+  message: JsonRpcMessage,
+  sink: Sink,
+  modern: boolean,
+  deadline: number,
+): { flight: Flight; outgoing: JsonRpcMessage } {
+  const clientToken = progressTokenOf(message);
+  let outgoing: JsonRpcMessage = { ...message, id: upstreamId };
+  if (clientToken !== undefined) {
+    outgoing = {
+      ...outgoing,
+      params: { ...outgoing.params, _meta: { ...outgoing.params?._meta, progressToken: upstreamId } },
+    };
+  }
+  const flight: Flight = {
+    upstreamId,
+    session,
+    clientId: message.id as JsonRpcId,
+    sink,
+    method: message.method as string,
+    deadline,
+    clientToken,
+    modern,
+    listen: message.method === "subscriptions/listen",
+    rounds: undefined,
+  };
+  return { flight, outgoing };
 }

@@ -7,7 +7,15 @@
  * subscriptions/listen per URI instead).
  */
 import { JsonRpcCode, type JsonRpcId } from "../jsonrpc.ts";
-import { errorResponse, isLogLevel, type JsonRpcMessage, type LogLevel } from "./messages.ts";
+import type { ServerInit } from "./handshake.ts";
+import {
+  errorResponse,
+  isLogLevel,
+  isSupportedProtocolVersion,
+  latestProtocolVersion,
+  type JsonRpcMessage,
+  type LogLevel,
+} from "./messages.ts";
 import { mostVerboseLevel, type SubscriberCounts } from "./shared-interest.ts";
 import type { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
@@ -76,4 +84,41 @@ export function answerLocally(
     }
   }
   return message;
+}
+
+/**
+ * A session's initialize, answered by the bridge from the server's own handshake (the
+ * server sees one client): the client's version when the bridge speaks it, else its latest.
+ */
+export async function initializeSession(
+  session: ClientSession,
+  message: JsonRpcMessage,
+  sink: Sink,
+  server: Promise<ServerInit>,
+): Promise<void> {
+  const requested = String(message.params?.protocolVersion ?? "");
+  session.protocolVersion =
+    isSupportedProtocolVersion(requested) && requested < "2026" ? requested : latestProtocolVersion;
+  session.capabilities = (message.params?.capabilities as ClientSession["capabilities"]) ?? {};
+  let init: ServerInit;
+  try {
+    init = await server;
+  } catch (err) {
+    sink.send(
+      errorResponse(
+        message.id as JsonRpcId,
+        JsonRpcCode.internalError,
+        err instanceof Error ? err.message : "initialize failed",
+      ),
+    );
+    return;
+  }
+  session.initialized = true;
+  const result: Record<string, unknown> = {
+    protocolVersion: session.protocolVersion,
+    capabilities: init.capabilities,
+    serverInfo: init.serverInfo,
+  };
+  if (init.instructions !== undefined) result.instructions = init.instructions;
+  sink.send({ jsonrpc: "2.0", id: message.id as JsonRpcId, result });
 }
