@@ -78,8 +78,10 @@ describe("one shared bridge", () => {
     await probing;
     const result = message?.result as { content: { text: string }[] } | undefined;
     expect(result?.content[0]?.text.length).toBe(40_000_000);
-    expect(elapsed).toBeLessThan(8_000);
-    expect(slowest).toBeLessThan(1_000);
+    // Quadratic framing took seconds here and stalled every other client for as long (4 s measured);
+    // linear framing parses the line once (a few hundred ms even on a busy machine).
+    expect(elapsed).toBeLessThan(10_000);
+    expect(slowest).toBeLessThan(2_000);
   });
 
   test("a log message sent while nothing is in flight reaches only the sessions that asked for logging", async () => {
