@@ -227,6 +227,18 @@ describe("policies on 2026-07-28 traffic", () => {
     expect(calls.map((l) => [l.target.tool, l.outcome])).toEqual([["sample", "success"]]);
   });
 
+  test("a body nested 100,000 levels deep is refused by the policies too, with -32600", async () => {
+    const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+    const res = await fetch(bridged.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": "2026-07-28" },
+      body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"deep":${deep}}}}`,
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32600);
+    expect(bridged.bridge.inFlightCount).toBe(0);
+  });
+
   test("a retry cannot reach a hidden tool: the policy refuses it like any call", async () => {
     const hidden = await modern(
       bridged.url,
