@@ -246,9 +246,8 @@ export class StdioBridge {
   }
 
   /** A 2026-07-28 subscriptions/listen on an older server: served by the bridge. */
-  listen(session: ClientSession, message: JsonRpcMessage, sink: Sink): void {
+  listen(message: JsonRpcMessage, sink: Sink & { onClose?(listener: () => void): void }): void {
     this.#listens.open(message, sink, this.#server?.capabilities ?? {});
-    void session;
   }
 
   #clientRequest(session: ClientSession, message: JsonRpcMessage, sink: Sink): void | Promise<void> {

@@ -104,7 +104,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       if (!acceptsSse)
         return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: subscriptions/listen answers with a stream");
       sink.streamNow();
-      bridge.listen(session, message, listenSink(sink));
+      bridge.listen(message, listenSink(sink));
     } else {
       if (listen) sink.streamNow();
       bridge.handle(session, message, sink);
