@@ -30,6 +30,17 @@ export function maxBodyBytesFromEnv(env: Env = process.env): number {
   );
 }
 
+/** The largest message a stdio server may send on one line (MCPMGR_MAX_MESSAGE_BYTES, default 64 MiB). */
+export function maxMessageBytesFromEnv(env: Env = process.env): number {
+  return fromEnv(
+    env,
+    "MCPMGR_MAX_MESSAGE_BYTES",
+    byteCount,
+    64 * 1024 * 1024,
+    "a whole number of bytes, at least 1024",
+  );
+}
+
 /** How long the stdio bridge waits for the server to answer one request. */
 export function requestTimeoutMsFromEnv(env: Env = process.env): number {
   return fromEnv(env, "MCPMGR_REQUEST_TIMEOUT", duration, 10 * 60_000, "a duration such as 90s or 10m");

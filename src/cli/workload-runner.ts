@@ -30,7 +30,12 @@ import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import type { ParsedRunArgv } from "../config/run-spec.ts";
 import { version } from "../version.ts";
-import { maxBodyBytesFromEnv, requestTimeoutMsFromEnv, sessionIdleMsFromEnv } from "./limits.ts";
+import {
+  maxBodyBytesFromEnv,
+  maxMessageBytesFromEnv,
+  requestTimeoutMsFromEnv,
+  sessionIdleMsFromEnv,
+} from "./limits.ts";
 import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
 import { prepareIncomingAuthentication } from "./incoming-auth.ts";
@@ -39,6 +44,7 @@ import { toolsPolicy } from "../config/tools-policy.ts";
 import { toolFilter } from "../middleware/tool-filter.ts";
 import { auditConfig } from "../config/audit-config.ts";
 import { auditTrail } from "../middleware/audit.ts";
+import { principalOf } from "../middleware/authn.ts";
 import { webhookConfig } from "../config/webhook-config.ts";
 import { webhooks } from "../middleware/webhooks.ts";
 import { authzConfig } from "../config/authz-config.ts";
@@ -83,6 +89,7 @@ export async function startWorkload(
     requestTimeoutMs: requestTimeoutMsFromEnv(),
     sessionIdleMs: sessionIdleMsFromEnv(),
     maxBodyBytes: maxBodyBytesFromEnv(),
+    maxMessageBytes: maxMessageBytesFromEnv(),
   };
   const live = new LiveStreams();
   let handler: Handler;
@@ -197,6 +204,8 @@ export async function startWorkload(
         onMessage: bridge.onServerMessage,
         onInvalidLine: (line) =>
           log.warn(`${name}: skipped a non-JSON line on stdout: ${server.redact(line).slice(0, 200)}`),
+        onOversized: bridge.failOversized,
+        maxMessageBytes: limits.maxMessageBytes,
       });
       serverExit = server.exited.then(async (code) => {
         await Promise.race([stderr.drained, Bun.sleep(500)]);
@@ -225,7 +234,8 @@ export async function startWorkload(
         });
         endpointPath = "/sse";
       } else {
-        handler = streamableHttpFrontEnd({ bridge, live });
+        // Input-round state is bound to the authenticated caller, so another user cannot resume it.
+        handler = streamableHttpFrontEnd({ bridge, live, principalOf: (req) => principalOf(req)?.subject });
         endpointPath = "/mcp";
       }
     }

@@ -23,7 +23,7 @@ interface Message {
   id?: Id;
   method?: string;
   params?: Record<string, unknown>;
-  result?: { isError?: unknown };
+  result?: { isError?: unknown; resultType?: unknown };
   error?: { code?: number; message?: string };
 }
 
@@ -147,7 +147,10 @@ export function auditTrail(options: AuditOptions): Middleware {
         emit("mcp_notification", { target: targetOf(message), outcome: outcomeOf(undefined, response) });
     }
     if (requests.size === 0) return response;
-    const record = (request: Message, answer: Message | undefined) =>
+    const record = (request: Message, answer: Message | undefined) => {
+      // A 2026-07-28 input round is not the end of the call: its retry carries the same call
+      // on, and the round that ends it writes the call's one line, with its outcome.
+      if (answer?.result?.resultType === "input_required") return;
       emit(typeByMethod[request.method ?? ""] ?? "mcp_request", {
         requestId: request.id,
         target: targetOf(request),
@@ -155,6 +158,7 @@ export function auditTrail(options: AuditOptions): Middleware {
         ...(config.includeRequestData ? { request: data(request.params ?? {}) } : {}),
         ...(config.includeResponseData && answer ? { response: data(answer.result ?? answer.error ?? null) } : {}),
       });
+    };
     if (legacy.isDeferred(req, response)) {
       // Legacy SSE: the answers come on the session's stream; recorded when they do.
       for (const [id, request] of requests)

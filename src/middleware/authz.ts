@@ -15,7 +15,7 @@ import type { Middleware } from "../proxy/handler.ts";
 import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
-import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
+import { privateToCaller, rewriteResults, type RpcMessage } from "./result-rewriter.ts";
 import { checkedBody, forwardWith, readRpcBody } from "./rpc-body.ts";
 
 type CedarValue = string | number | boolean | CedarValue[] | { [key: string]: CedarValue };
@@ -172,7 +172,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
         const key = (item as Record<string, unknown>)?.[rule.key];
         return typeof key === "string" && decide(req, rule.action, rule.type, key);
       });
-      return { ...message, result: { ...result, [rule.field]: visible } };
+      return { ...message, result: privateToCaller({ ...result, [rule.field]: visible }) };
     }
     return message;
   }

@@ -10,7 +10,7 @@ import type { ToolsPolicy } from "../config/tools-policy.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { markDenied } from "./denials.ts";
-import { rewriteResults, type RpcMessage } from "./result-rewriter.ts";
+import { privateToCaller, rewriteResults, type RpcMessage } from "./result-rewriter.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 
 type Message = RpcMessage & {
@@ -64,7 +64,10 @@ function filterList(policy: ToolsPolicy, tools: Tool[]): Tool[] {
 /** A JSON-RPC message with a tools/list result rewritten; others unchanged (same object). */
 function rewriteMessage(policy: ToolsPolicy, message: Message): Message {
   if (!isToolList(message.result)) return message;
-  return { ...message, result: { ...message.result, tools: filterList(policy, message.result.tools) } };
+  return {
+    ...message,
+    result: privateToCaller({ ...message.result, tools: filterList(policy, message.result.tools) }),
+  };
 }
 
 export function toolFilter(policy: ToolsPolicy): Middleware {

@@ -10,6 +10,10 @@ export interface ClientCapabilities {
 
 export class ClientSession {
   readonly id: string;
+  /** A 2026-07-28 request's own context (it has no session): lives as long as its POST. */
+  readonly stateless: boolean;
+  /** The authenticated subject behind a stateless request, "" without authentication. */
+  principal = "";
   protocolVersion = "2025-03-26";
   initialized = false;
   capabilities: ClientCapabilities = {};
@@ -24,8 +28,9 @@ export class ClientSession {
   readonly openSinks = new Set<Sink>();
   readonly #onEnd: (() => void)[] = [];
 
-  constructor(id: string) {
+  constructor(id: string, stateless = false) {
     this.id = id;
+    this.stateless = stateless;
   }
 
   touch(): void {
