@@ -8,7 +8,8 @@ import { McpmgrError } from "../errors.ts";
 import { loadPermissionProfile, type PermissionProfile } from "../runtime/permission-profile.ts";
 import { packageWorkingDir } from "../runtime/package-command.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
-import { bwrapArgs, findBwrap, profileMount, unenforceableError } from "../runtime/sandbox.ts";
+import { findBwrap, profileMount, unenforceableError } from "../runtime/sandbox.ts";
+import { launchInSandbox } from "../runtime/sandbox-launch.ts";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { overlaysFor } from "./overlays.ts";
@@ -110,15 +111,17 @@ export async function launchSandboxed(
     volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
   const cwd = plan.source.kind === "package" ? (packageWorkingDir(plan.source) ?? process.cwd()) : process.cwd();
   const { overlays, emptyFile } = await processOverlays(profile, values, printOverlays);
-  const sandbox = bwrapArgs({
+  const child = await launchInSandbox({
+    bwrap,
+    command,
+    env,
+    cwd,
     profile,
     volumes,
-    workingDir: cwd,
-    hidden: mcpmgrDirs(),
     overlays,
     ...(emptyFile ? { emptyFile } : {}),
   });
-  return { ...launchProcess({ command, env, cwd, sandbox: { bwrap, args: sandbox } }), redact };
+  return { ...child, redact };
 }
 
 /** A started MCP server, whatever runs it: byte streams, exit and stop. */
@@ -229,10 +232,4 @@ function restrictsOutbound(profile: PermissionProfile): boolean {
     !outbound.insecure_allow_all &&
     (outbound.allow_host.length > 0 || outbound.allow_port.length > 0)
   );
-}
-
-/** mcpmgr's own directories (secrets, other workloads' records and logs) stay out of every sandbox. */
-function mcpmgrDirs(): string[] {
-  const paths = resolvePaths();
-  return [paths.configDir, paths.dataDir, paths.stateDir];
 }

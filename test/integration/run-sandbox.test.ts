@@ -1,0 +1,178 @@
+/**
+ * The process sandbox's hardening (issues 13 and 18), with real servers under real bwrap:
+ * an unprivileged uid in a user namespace, a seccomp filter, an allow-listed view of the
+ * host, and mcpmgr's own state hidden wherever a volume would show it, also through
+ * symlinks; single-file volumes work.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+
+const PROBE = "npx://./test/fixtures/sandbox-probe";
+const MCPMGR_HOME = process.env.MCPMGR_HOME as string;
+
+async function runForeground(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000) {
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, {
+    env,
+    timeoutMs,
+  });
+  const client = new Client({ name: "sandbox-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
+  const call = async (name: string, a: Record<string, unknown> = {}) =>
+    ((await client.callTool({ name, arguments: a })) as { content: { text: string }[] }).content[0]?.text;
+  return { ...running, client, call };
+}
+
+test("seccomp: mount, umount, unshare, setns, clone into new namespaces, ptrace, keyring, bpf, perf, io_uring... are refused; uid 65534, no capabilities", async () => {
+  const run = await runForeground(["go://./test/fixtures/syscall-probe", "--permission-profile", "none"], {}, 90_000);
+  try {
+    const results = JSON.parse((await run.call("syscalls")) as string) as Record<string, string>;
+    for (const call of [
+      "mount",
+      "umount2",
+      "unshare",
+      "setns",
+      "clone_newuser",
+      "ptrace",
+      "process_vm_readv",
+      "keyctl",
+      "add_key",
+      "bpf",
+      "perf_event_open",
+      "userfaultfd",
+      "open_by_handle_at",
+      "chroot",
+    ])
+      expect(`${call}: ${results[call]}`).toBe(`${call}: EPERM`);
+    expect(results.io_uring_setup).toBe("ENOSYS");
+    // Ordinary children still start.
+    expect(results.clone_plain).toBe("ok");
+    expect(results.seccomp_mode).toBe("2");
+    expect(results.uid).toBe("65534");
+    expect(results.gid).toBe("65534");
+    expect(results.cap_eff).toBe("0000000000000000");
+    await run.client.close();
+  } finally {
+    await run.stop();
+  }
+}, 120_000);
+
+test("the server sees an allow-list of the host: system files yes; /etc/shadow, the engine's state, /root, /home, /run no", async () => {
+  const run = await runForeground([PROBE, "--permission-profile", "none"]);
+  try {
+    expect(await run.call("read_file", { path: "/etc/hosts" })).not.toMatch(/^E[A-Z]+$/);
+    expect(await run.call("read_file", { path: "/etc/passwd" })).toContain("nobody:x:65534");
+    for (const path of [
+      "/etc/shadow",
+      "/etc/gshadow",
+      "/etc/machine-id",
+      "/etc/ssl/private",
+      "/var/lib/docker",
+      "/root/.bashrc",
+      "/home",
+      "/run/docker.sock",
+      "/var/run/docker.sock",
+      "/sys/kernel",
+    ])
+      expect(`${path}: ${await run.call("read_file", { path })}`).toBe(`${path}: ENOENT`);
+    // What the server's home and /tmp hold is its own: empty, writable, gone afterwards.
+    expect(await run.call("write_file", { path: "/tmp/scratch.txt", text: "x" })).toBe("written");
+    expect(await run.call("write_file", { path: "/new-top-level.txt" })).toBe("EROFS");
+    await run.client.close();
+  } finally {
+    await run.stop();
+  }
+}, 60_000);
+
+describe("mcpmgr's state stays hidden whatever the volume", () => {
+  let scratch: string;
+  const secret = "secret-marker-7f3a";
+  const planted: string[] = [];
+
+  beforeAll(async () => {
+    scratch = await mkdtemp(join(tmpdir(), "mcpmgr-hide-"));
+    // The preload's MCPMGR_HOME lives in /tmp: plant what the review read there.
+    for (const rel of [
+      "data/secrets.enc.json",
+      "state/workloads/other/workload.json",
+      "state/logs/other.log",
+      "config/registry.json",
+    ]) {
+      const path = join(MCPMGR_HOME, rel);
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, secret);
+      planted.push(rel);
+    }
+    await writeFile(join(scratch, "visible.txt"), "visible");
+    await symlink(MCPMGR_HOME, join(scratch, "home-link"));
+    await symlink(dirname(MCPMGR_HOME), join(scratch, "parent-link"));
+  });
+  afterAll(async () => {
+    await rm(scratch, { recursive: true, force: true });
+  });
+
+  test("-v /tmp:/tmp/view:ro with profile none: secrets, workload records, logs and config are not visible", async () => {
+    const run = await runForeground([
+      PROBE,
+      "--permission-profile",
+      "none",
+      "-v",
+      `${dirname(MCPMGR_HOME)}:/tmp/view:ro`,
+    ]);
+    try {
+      // The volume works (the test can fail) ...
+      expect(await run.call("read_file", { path: join("/tmp/view", basename(scratch), "visible.txt") })).toBe(
+        "visible",
+      );
+      // ... but mcpmgr's home under it is an empty directory.
+      for (const rel of planted) {
+        const path = join("/tmp/view", basename(MCPMGR_HOME), rel);
+        expect(`${path}: ${await run.call("read_file", { path })}`).toBe(`${path}: ENOENT`);
+      }
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  }, 60_000);
+
+  test("a -v source that is a symlink to mcpmgr's home, or to its parent, shows nothing of it", async () => {
+    const run = await runForeground([
+      PROBE,
+      "-v",
+      `${join(scratch, "home-link")}:/state:ro`,
+      "-v",
+      `${join(scratch, "parent-link")}:/parent:ro`,
+    ]);
+    try {
+      expect(await run.call("read_file", { path: join("/parent", basename(scratch), "visible.txt") })).toBe("visible");
+      for (const rel of planted) {
+        for (const path of [join("/state", rel), join("/parent", basename(MCPMGR_HOME), rel)])
+          expect(`${path}: ${await run.call("read_file", { path })}`).toBe(`${path}: ENOENT`);
+      }
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  }, 60_000);
+
+  test("a single-file volume is mounted (read-only and read-write)", async () => {
+    const one = join(scratch, "one.txt");
+    const two = join(scratch, "two.txt");
+    await writeFile(one, "one");
+    await writeFile(two, "two");
+    const run = await runForeground([PROBE, "-v", `${one}:/one.txt:ro`, "-v", `${two}:/data/two.txt`]);
+    try {
+      expect(await run.call("read_file", { path: "/one.txt" })).toBe("one");
+      expect(await run.call("write_file", { path: "/one.txt" })).toBe("EROFS");
+      expect(await run.call("write_file", { path: "/data/two.txt", text: "changed" })).toBe("written");
+      expect(await Bun.file(two).text()).toBe("changed");
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  }, 60_000);
+});
