@@ -9,6 +9,7 @@ import { findFreePort, portInUse } from "../proxy/serve.ts";
 import { startServerContainer, type ContainerServer } from "../runtime/docker/container.ts";
 import {
   defaultLimits,
+  mcpmgrDirsUnder,
   networkModeFor,
   resolveMounts,
   serverContainerOptions,
@@ -22,16 +23,24 @@ import { WorkloadStore } from "../state/workloads.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import { loadGlobalIgnorePatterns } from "../runtime/ignore-overlays.ts";
 import { resolvePaths } from "../state/paths.ts";
-import { existsSync } from "node:fs";
-import { isAbsolute, posix, relative, sep } from "node:path";
-import { createIsolation, SERVER_ALIAS } from "../runtime/docker/network-isolation.ts";
+import { createIsolation, INGRESS_SOCKET, SERVER_ALIAS } from "../runtime/docker/network-isolation.ts";
+import { chmodSync, mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { containerResourceLimits } from "./limits.ts";
 import { overlaysFor } from "./overlays.ts";
 import { deniesNetwork, type PermissionProfile } from "../runtime/permission-profile.ts";
 import { redactor } from "../secrets/redact.ts";
 import { log } from "./output.ts";
 import type { RunPlan } from "./run-plan.ts";
-import { profileFor, serverEnvironment } from "./server-process.ts";
+import { profileFor, profileOrigin, serverEnvironment } from "./server-process.ts";
+import {
+  containerDevices,
+  containerNetwork,
+  formatGrants,
+  profileGrants,
+  volumeGrants,
+} from "../runtime/grant-summary.ts";
+import { homedir } from "node:os";
 
 type Values = ParsedRunArgv["values"];
 
@@ -136,6 +145,7 @@ export async function assertContainerNameFree(plan: RunPlan, engine: ContainerEn
  */
 export async function preflightContainer(plan: RunPlan, parsed: ParsedRunArgv, engine: ContainerEngine): Promise<void> {
   const settings = await containerSettings(plan, parsed);
+  printContainerGrants(plan, parsed.values, settings, engine);
   containerResourceLimits(defaultLimits);
   await serverEnvironment(plan, parsed.values);
   await prepareContainerImage(plan, parsed.values, engine, (line) => log.info(line));
@@ -145,8 +155,8 @@ export async function preflightContainer(plan: RunPlan, parsed: ParsedRunArgv, e
 export interface LaunchedContainer {
   readonly server: ContainerServer;
   readonly redact: (text: string) => string;
-  /** Where an sse/streamable-http server is reached from the host. */
-  readonly target?: { readonly host: string; readonly port: number };
+  /** Where an sse/streamable-http server is reached from the host (through `unix` when set). */
+  readonly target?: { readonly host: string; readonly port: number; readonly unix?: string };
 }
 
 function restrictsOutbound(profile: PermissionProfile): boolean {
@@ -190,8 +200,9 @@ async function containerSettings(plan: RunPlan, parsed: ParsedRunArgv): Promise<
   validateUserLabels(values.label);
   const profile = await profileFor(plan, values);
   assertProfileAccepted(profile, plan, values);
-  const none = deniesNetwork(profile);
-  const isolate = values["isolate-network"] || (none && !stdio);
+  // An HTTP server is reached only through mcpmgr's proxy: it gets an internal network of its
+  // own (reached through the helper's relay) unless the user chose its network or published ports.
+  const isolate = values["isolate-network"] || (!stdio && !choosesNetwork(profile, values));
   if (isolate && values.network !== undefined) {
     throw new McpmgrError(
       "CONFLICTING_OPTIONS",
@@ -220,6 +231,42 @@ async function containerSettings(plan: RunPlan, parsed: ParsedRunArgv): Promise<
   return { transport, profile, mounts, hiddenDirs: mcpmgrDirsUnder(mounts), isolate, networkMode };
 }
 
+/** What the container gets, printed by `run` before it starts (foreground, or before the supervisor). */
+function printContainerGrants(
+  plan: RunPlan,
+  values: Values,
+  settings: ContainerSettings,
+  engine: ContainerEngine,
+): void {
+  const home = homedir();
+  const notes = [
+    ...(settings.profile.privileged ? ["PRIVILEGED: every capability and every host device"] : []),
+    ...values.publish.map((p) => `port   127.0.0.1:${p.hostPort} -> ${p.containerPort} (-p)`),
+    ...(settings.transport !== "stdio" && settings.isolate
+      ? ["its MCP port is reached only by mcpmgr's proxy (internal network and relay)"]
+      : []),
+  ];
+  log.info(
+    formatGrants({
+      workload: plan.name,
+      runtime: `${engine.kind} container: capabilities dropped, no-new-privileges, the image's own filesystem`,
+      notes,
+      grants: [
+        ...profileGrants(settings.profile, profileOrigin(plan, values), home),
+        ...volumeGrants(values.volume, home),
+      ],
+      network: containerNetwork(settings.profile, settings.networkMode, settings.isolate),
+      devices: settings.profile.privileged ? "every host device (privileged)" : containerDevices,
+    }),
+  );
+}
+
+/** The user (or the profile) picked the container's network or published its ports: no automatic isolation. */
+function choosesNetwork(profile: PermissionProfile, values: Values): boolean {
+  const mode = profile.network.mode ?? "";
+  return values.network !== undefined || values.publish.length > 0 || (mode !== "" && mode !== "none");
+}
+
 /**
  * A registry entry (possibly from a custom registry file or URL) cannot grant itself more
  * than a container: privileged mode or the host's network need the user's own profile.
@@ -240,24 +287,6 @@ function assertProfileAccepted(profile: PermissionProfile, plan: RunPlan, values
   }
 }
 
-/**
- * mcpmgr's own directories (secrets, other workloads' records and logs) stay hidden when a
- * mount covers them, as in the bubblewrap sandbox: an empty tmpfs over each.
- */
-function mcpmgrDirsUnder(mounts: ReturnType<typeof resolveMounts>): string[] {
-  const paths = resolvePaths();
-  const hidden: string[] = [];
-  for (const mount of mounts) {
-    // Only what exists: a mount point cannot be created inside a read-only mount.
-    for (const dir of [paths.configDir, paths.dataDir, paths.stateDir].filter((d) => existsSync(d))) {
-      const rel = relative(mount.hostPath, dir);
-      if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel)))
-        hidden.push(posix.join(mount.containerPath, ...rel.split(sep)));
-    }
-  }
-  return hidden;
-}
-
 export async function launchContainer(
   plan: RunPlan,
   parsed: ParsedRunArgv,
@@ -267,7 +296,9 @@ export async function launchContainer(
   printOverlays: boolean,
 ): Promise<LaunchedContainer> {
   const { values } = parsed;
-  const { transport, profile, mounts, hiddenDirs, isolate, networkMode } = await containerSettings(plan, parsed);
+  const settings = await containerSettings(plan, parsed);
+  const { transport, profile, mounts, hiddenDirs, isolate, networkMode } = settings;
+  if (printOverlays) printContainerGrants(plan, values, settings, engine);
   const stdio = transport === "stdio";
   const limits = containerResourceLimits(defaultLimits);
   // Leftovers of a run that was killed hard (same names) would block this one.
@@ -311,13 +342,21 @@ export async function launchContainer(
   const labels = (role: "server" | "egress" | "network") =>
     workloadLabels({ workload: plan.name, group: values.group, transport, port: proxyPort, role, user: values.label });
 
+  if (!stdio && !isolate && printOverlays)
+    log.warn(
+      `${plan.name}'s MCP port is reachable on ${hostNetwork ? "the host's network" : `network ${networkMode}`}${values.publish.length > 0 ? " and the published ports" : ""} without going through the proxy (its authentication, policies and audit)`,
+    );
+  // The isolated server's relay: a Unix socket in a host directory only mcpmgr's user opens.
+  const socketDir = isolate && !stdio ? ingressSocketDir(engine, plan.name) : undefined;
   const isolation = isolate
     ? await createIsolation(engine, {
         workload: plan.name,
         labels,
         profile,
         allowGateway: values["allow-docker-gateway"],
-        ...(containerPort !== undefined && hostPort !== undefined ? { ingress: { containerPort, hostPort } } : {}),
+        ...(containerPort !== undefined
+          ? { ingress: socketDir ? { containerPort, socketDir } : { containerPort, ...(hostPort ? { hostPort } : {}) } }
+          : {}),
         onProgress: (line) => log.info(line),
       })
     : undefined;
@@ -349,5 +388,29 @@ export async function launchContainer(
   const server = await startServerContainer(engine, options, stdio, async () => {
     await isolation?.remove();
   });
+  if (socketDir && containerPort !== undefined)
+    return {
+      server,
+      redact,
+      target: { host: "127.0.0.1", port: containerPort, unix: join(socketDir, INGRESS_SOCKET) },
+    };
   return { server, redact, ...(hostPort !== undefined ? { target: { host: "127.0.0.1", port: hostPort } } : {}) };
+}
+
+/**
+ * `<runtimeDir>/ingress/NAME` (its parent 0700: only mcpmgr's user, and root, can reach the
+ * socket the helper creates in it); undefined for an engine on another machine (tcp://),
+ * which cannot mount a local directory: the relay is published on loopback then.
+ */
+function ingressSocketDir(engine: ContainerEngine, workload: string): string | undefined {
+  if (engine.endpoint.startsWith("tcp://") || process.platform !== "linux") return undefined;
+  const parent = join(resolvePaths().runtimeDir, "ingress");
+  mkdirSync(parent, { recursive: true, mode: 0o700 });
+  chmodSync(parent, 0o700);
+  const dir = join(parent, workload);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { mode: 0o777 });
+  // The helper runs as another uid: it must be able to create its socket here (the umask narrowed the mode).
+  chmodSync(dir, 0o777);
+  return dir;
 }

@@ -8,8 +8,18 @@ import { McpmgrError } from "../errors.ts";
 import { loadPermissionProfile, type PermissionProfile } from "../runtime/permission-profile.ts";
 import { packageWorkingDir } from "../runtime/package-command.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
-import { findBwrap, profileMount, unenforceableError } from "../runtime/sandbox.ts";
+import { findBwrap, profileMount, toolchainDirs, unenforceableError } from "../runtime/sandbox.ts";
 import { launchInSandbox } from "../runtime/sandbox-launch.ts";
+import { isWithin, mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
+import { assertRegistryMounts } from "../runtime/mount-policy.ts";
+import {
+  formatGrants,
+  processDevices,
+  processNetwork,
+  processSystemView,
+  profileGrants,
+  volumeGrants,
+} from "../runtime/grant-summary.ts";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { overlaysFor } from "./overlays.ts";
@@ -22,8 +32,51 @@ import { assertRequiredEnv, type RunPlan } from "./run-plan.ts";
 type Values = ParsedRunArgv["values"];
 
 export async function profileFor(plan: RunPlan, values: Values): Promise<PermissionProfile> {
+  if (values["allow-registry-mount"].length > 0 && (plan.entry === undefined || values["permission-profile"])) {
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      "--allow-registry-mount grants a registry entry's own mounts; this run uses no registry entry's profile",
+      { hint: "leave it out, or mount the path yourself with -v" },
+    );
+  }
   if (values["permission-profile"]) return loadPermissionProfile(values["permission-profile"]);
+  if (plan.entry && plan.profile) {
+    // Third-party input: its mounts are checked before anything uses them.
+    assertRegistryMounts(plan.entry.name, plan.profile, values["allow-registry-mount"], {
+      home: homedir(),
+      protectedDirs: mcpmgrProtectedDirs(),
+    });
+  }
   return plan.profile ?? loadPermissionProfile("network");
+}
+
+/** Where the profile's grants come from, for the summary `run` prints. */
+export function profileOrigin(plan: RunPlan, values: Values): string {
+  if (values["permission-profile"]) return `--permission-profile ${values["permission-profile"]}`;
+  return plan.entry ? `registry entry ${plan.entry.name}` : "default profile";
+}
+
+/** What the sandboxed server gets, printed by `run` before it starts (foreground, or before the supervisor). */
+export function printProcessGrants(plan: RunPlan, values: Values, profile: PermissionProfile, command: string[]): void {
+  const home = homedir();
+  const cwd = plan.source.kind === "package" ? (packageWorkingDir(plan.source) ?? process.cwd()) : process.cwd();
+  const local = plan.source.kind === "package" ? plan.source.localPath : undefined;
+  const showCwd = cwd !== "/" && !isWithin(home, cwd);
+  log.info(
+    formatGrants({
+      workload: plan.name,
+      runtime: "process sandbox: uid 65534 in a user namespace, no capabilities, seccomp filter",
+      notes: [processSystemView(toolchainDirs(command, home))],
+      grants: [
+        ...(showCwd ? [{ write: false, hostPath: cwd, targetPath: cwd, origin: "working directory" }] : []),
+        ...(local ? [{ write: false, hostPath: local, targetPath: local, origin: "package" }] : []),
+        ...profileGrants(profile, profileOrigin(plan, values), home),
+        ...volumeGrants(values.volume, home),
+      ],
+      network: processNetwork(profile),
+      devices: processDevices,
+    }),
+  );
 }
 
 /**
@@ -110,6 +163,7 @@ export async function launchSandboxed(
   if (plan.source.kind === "package" && plan.source.localPath)
     volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
   const cwd = plan.source.kind === "package" ? (packageWorkingDir(plan.source) ?? process.cwd()) : process.cwd();
+  if (printOverlays) printProcessGrants(plan, values, profile, command);
   const { overlays, emptyFile } = await processOverlays(profile, values, printOverlays);
   const child = await launchInSandbox({
     bwrap,
@@ -203,13 +257,20 @@ export function keepStderr(
  * enough: a container's published port is accepted by the engine's port proxy before the
  * server inside listens, and those early connections are reset.
  */
-export async function waitForHttp(host: string, port: number, path: string, timeoutMs: number): Promise<void> {
+export async function waitForHttp(
+  host: string,
+  port: number,
+  path: string,
+  timeoutMs: number,
+  unix?: string,
+): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}${path}`;
   while (performance.now() < deadline) {
     const controller = new AbortController();
     const answered = await fetch(url, {
       signal: AbortSignal.any([controller.signal, AbortSignal.timeout(2_000)]),
+      ...(unix ? { unix } : {}),
     }).then(
       () => true,
       () => false,
