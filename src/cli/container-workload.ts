@@ -372,7 +372,8 @@ export async function launchContainer(
     labels: labels("server"),
     stdio,
     profile,
-    volumes: mounts,
+    // A mount that shows nothing but mcpmgr's state is replaced by the empty tmpfs (one mount point each).
+    volumes: mounts.filter((m) => !hiddenDirs.includes(m.containerPath)),
     overlays: [...overlays, ...hiddenDirs.map((containerPath) => ({ kind: "dir" as const, containerPath }))],
     ...(emptyFile ? { emptyFile } : {}),
     networkMode: isolation?.networkName ?? networkMode,
