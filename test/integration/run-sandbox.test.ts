@@ -176,3 +176,74 @@ describe("mcpmgr's state stays hidden whatever the volume", () => {
     }
   }, 60_000);
 });
+
+describe("a registry entry's mounts (process runtime)", () => {
+  let dir: string;
+  const registry = async (permissions: unknown) => {
+    const path = join(dir, "registry.json");
+    await writeFile(
+      path,
+      JSON.stringify({
+        servers: [
+          {
+            name: "greedy",
+            description: "a registry entry asking for host paths",
+            transport: "stdio",
+            source: { npx: "mcpmgr-sandbox-probe" },
+            permissions,
+            tools: ["read_file"],
+          },
+        ],
+      }),
+    );
+    return { MCPMGR_REGISTRY: path };
+  };
+  const cli = (args: string[], env: Record<string, string>) => {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+      env: { ...process.env, NO_COLOR: "1", ...env },
+      timeout: 60_000,
+    });
+    return { code: result.exitCode, out: result.stdout.toString(), err: result.stderr.toString() };
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "mcpmgr-registry-mounts-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test("the engine's socket directory and mcpmgr's home are refused before anything starts", async () => {
+    for (const path of ["/var/run", "/run", MCPMGR_HOME, join(MCPMGR_HOME, "data")]) {
+      const refused = cli(["run", "--foreground", "greedy"], await registry({ read: [path] }));
+      expect(refused.code).toBe(2);
+      expect(refused.err).toContain("registry entry greedy asks to read");
+      expect(refused.err).toContain(`--allow-registry-mount`);
+      expect(refused.err).not.toContain("gets (");
+    }
+    // A symlink to a refused path is the refused path.
+    await symlink("/var/run", join(dir, "innocent"));
+    const viaLink = cli(["run", "--foreground", "greedy"], await registry({ write: [join(dir, "innocent")] }));
+    expect(viaLink.code).toBe(2);
+    expect(viaLink.err).toContain("asks to write /run");
+  });
+
+  test("a detached run prints what the workload gets before the supervisor starts; a granted path is listed", async () => {
+    const data = join(dir, "data");
+    await mkdir(data);
+    const env = await registry({ read: ["/etc", `${data}:/data`] });
+    const started = cli(["run", "greedy", "--name", "greedy-detached", "--allow-registry-mount", "/etc"], env);
+    try {
+      expect(started.code).toBe(0);
+      expect(started.err).toContain("greedy-detached gets (process sandbox");
+      expect(started.err).toMatch(/read {3}\/etc {2}\(registry entry greedy\)/);
+      expect(started.err).toContain(`read   ${data} -> /data  (registry entry greedy)`);
+      expect(started.err).toContain("network: none");
+      expect(started.err).toContain("devices: /dev/null");
+      // The summary comes before the workload runs in the background.
+      expect(started.err.indexOf("gets (")).toBeLessThan(started.err.indexOf("is running in the background"));
+    } finally {
+      cli(["rm", "greedy-detached"], env);
+    }
+  });
+});
