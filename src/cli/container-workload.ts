@@ -279,10 +279,18 @@ function assertProfileAccepted(profile: PermissionProfile, plan: RunPlan, values
     });
   }
   if (values["permission-profile"] !== undefined || plan.entry === undefined) return;
-  const wants = profile.privileged ? "privileged mode" : mode === "host" ? "the host's network" : undefined;
+  // A named network would put the server beside other containers (databases, other servers).
+  const joinsNetwork = !["", "none", "bridge"].includes(mode) && values.network !== mode;
+  const wants = profile.privileged
+    ? "privileged mode"
+    : mode === "host"
+      ? "the host's network"
+      : joinsNetwork
+        ? `the network ${mode}`
+        : undefined;
   if (wants) {
     throw new McpmgrError("CONFLICTING_OPTIONS", `registry entry ${plan.entry.name} asks for ${wants}`, {
-      hint: "review it ('mcpmgr registry info NAME') and pass the profile yourself with --permission-profile FILE to accept",
+      hint: "review it ('mcpmgr registry info NAME') and pass the profile yourself with --permission-profile FILE (a network with --network) to accept",
     });
   }
 }
