@@ -7,7 +7,7 @@
  * volumes work.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import {
@@ -23,16 +23,21 @@ import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
 const MCPMGR_HOME = process.env.MCPMGR_HOME as string;
 let images: FixtureImages;
 let scratch: string;
+let savedSecrets: Buffer | undefined;
 
 beforeAll(async () => {
   images = await fixtureImages();
   scratch = await mkdtemp(join(tmpdir(), "mcpmgr-docker-hardening-"));
   await mkdir(join(MCPMGR_HOME, "data"), { recursive: true });
+  savedSecrets = await readFile(join(MCPMGR_HOME, "data/secrets.enc.json")).catch(() => undefined);
   await writeFile(join(MCPMGR_HOME, "data/secrets.enc.json"), "secret-marker");
 }, 300_000);
 
 afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
+  // Not a valid secrets file: later tests share this MCPMGR_HOME.
+  if (savedSecrets) await writeFile(join(MCPMGR_HOME, "data/secrets.enc.json"), savedSecrets);
+  else await rm(join(MCPMGR_HOME, "data/secrets.enc.json"), { force: true });
 });
 
 /** A custom registry with one entry running `image` with `permissions`. */

@@ -5,7 +5,7 @@
  * symlinks; single-file volumes work.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -92,6 +92,7 @@ describe("mcpmgr's state stays hidden whatever the volume", () => {
   let scratch: string;
   const secret = "secret-marker-7f3a";
   const planted: string[] = [];
+  const saved = new Map<string, Buffer | undefined>();
 
   beforeAll(async () => {
     scratch = await mkdtemp(join(tmpdir(), "mcpmgr-hide-"));
@@ -104,6 +105,7 @@ describe("mcpmgr's state stays hidden whatever the volume", () => {
     ]) {
       const path = join(MCPMGR_HOME, rel);
       await mkdir(dirname(path), { recursive: true });
+      saved.set(rel, await readFile(path).catch(() => undefined));
       await writeFile(path, secret);
       planted.push(rel);
     }
@@ -113,6 +115,13 @@ describe("mcpmgr's state stays hidden whatever the volume", () => {
   });
   afterAll(async () => {
     await rm(scratch, { recursive: true, force: true });
+    // The planted files are not valid state: later tests share this MCPMGR_HOME.
+    for (const rel of planted) {
+      const before = saved.get(rel);
+      if (before) await writeFile(join(MCPMGR_HOME, rel), before);
+      else await rm(join(MCPMGR_HOME, rel), { force: true });
+    }
+    await rm(join(MCPMGR_HOME, "state/workloads/other"), { recursive: true, force: true });
   });
 
   test("-v /tmp:/tmp/view:ro with profile none: secrets, workload records, logs and config are not visible", async () => {
@@ -234,7 +243,7 @@ describe("a registry entry's mounts (process runtime)", () => {
     const env = await registry({ read: ["/etc", `${data}:/data`] });
     const started = cli(["run", "greedy", "--name", "greedy-detached", "--allow-registry-mount", "/etc"], env);
     try {
-      expect(started.code).toBe(0);
+      expect(`${started.code} ${started.err}`).toStartWith("0 ");
       expect(started.err).toContain("greedy-detached gets (process sandbox");
       expect(started.err).toMatch(/read {3}\/etc {2}\(registry entry greedy\)/);
       expect(started.err).toContain(`read   ${data} -> /data  (registry entry greedy)`);
