@@ -8,7 +8,7 @@ import { resolvePaths } from "../state/paths.ts";
 import { mcpmgrProtectedDirs } from "./host-paths.ts";
 import { launchProcess, type LocalProcess } from "./process.ts";
 import { bwrapArgs, type Mount, type SandboxPlan, toolchainDirs } from "./sandbox.ts";
-import { openSeccompFilter, sandboxFiles } from "./sandbox-files.ts";
+import { openSeccompFilter, type SandboxFiles, sandboxFiles } from "./sandbox-files.ts";
 import type { PermissionProfile } from "./permission-profile.ts";
 
 export interface SandboxLaunch {
@@ -25,11 +25,13 @@ export interface SandboxLaunch {
 /** Descriptor number of the seccomp filter in bwrap: the first after stdin, stdout, stderr. */
 const SECCOMP_FD = 3;
 
-/** The bwrap arguments a launch would use (also what `run` checks before the supervisor starts). */
-export async function sandboxArgs(launch: Omit<SandboxLaunch, "bwrap" | "env">): Promise<string[]> {
+/** The bwrap arguments of a launch, with the files they bind. */
+async function sandboxArgs(
+  launch: Omit<SandboxLaunch, "bwrap" | "env">,
+): Promise<{ args: string[]; files: SandboxFiles }> {
   const home = homedir();
   const files = await sandboxFiles(resolvePaths().dataDir, home);
-  return bwrapArgs({
+  const args = bwrapArgs({
     profile: launch.profile,
     volumes: launch.volumes,
     workingDir: launch.cwd,
@@ -41,11 +43,11 @@ export async function sandboxArgs(launch: Omit<SandboxLaunch, "bwrap" | "env">):
     ...(launch.overlays ? { overlays: launch.overlays } : {}),
     ...(launch.emptyFile ? { emptyFile: launch.emptyFile } : {}),
   });
+  return { args, files };
 }
 
 export async function launchInSandbox(launch: SandboxLaunch): Promise<LocalProcess> {
-  const args = await sandboxArgs(launch);
-  const files = await sandboxFiles(resolvePaths().dataDir, homedir());
+  const { args, files } = await sandboxArgs(launch);
   return launchProcess({
     command: launch.command,
     // The host's TMPDIR may name a directory the sandbox does not show; its /tmp is private.
