@@ -202,7 +202,11 @@ async function containerSettings(plan: RunPlan, parsed: ParsedRunArgv): Promise<
   assertProfileAccepted(profile, plan, values);
   // An HTTP server is reached only through mcpmgr's proxy: it gets an internal network of its
   // own (reached through the helper's relay) unless the user chose its network or published ports.
-  const isolate = values["isolate-network"] || (!stdio && !choosesNetwork(profile, values));
+  // (Docker only: Podman's internal networks keep an address on the host's side, so they would
+  // not keep host processes out; there the port stays published on loopback, with a warning.)
+  const httpIsolated =
+    !stdio && (deniesNetwork(profile) || (!choosesNetwork(profile, values) && isolatesHttpServers(plan)));
+  const isolate = values["isolate-network"] || httpIsolated;
   if (isolate && values.network !== undefined) {
     throw new McpmgrError(
       "CONFLICTING_OPTIONS",
@@ -259,6 +263,11 @@ function printContainerGrants(
       devices: settings.profile.privileged ? "every host device (privileged)" : containerDevices,
     }),
   );
+}
+
+/** Whether the engine's internal networks leave the host without a route to them (Docker's inhibit_ipv4). */
+function isolatesHttpServers(plan: RunPlan): boolean {
+  return plan.runtime.kind === "container" && plan.runtime.engine.kind === "docker";
 }
 
 /** The user (or the profile) picked the container's network or published its ports: no automatic isolation. */
