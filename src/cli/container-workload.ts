@@ -23,8 +23,12 @@ import { WorkloadStore } from "../state/workloads.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import { loadGlobalIgnorePatterns } from "../runtime/ignore-overlays.ts";
 import { resolvePaths } from "../state/paths.ts";
-import { createIsolation, INGRESS_SOCKET, SERVER_ALIAS } from "../runtime/docker/network-isolation.ts";
-import { chmodSync, mkdirSync, rmSync } from "node:fs";
+import {
+  createIsolation,
+  INGRESS_SOCKET,
+  ingressSocketDir,
+  SERVER_ALIAS,
+} from "../runtime/docker/network-isolation.ts";
 import { join } from "node:path";
 import { containerResourceLimits } from "./limits.ts";
 import { overlaysFor } from "./overlays.ts";
@@ -33,13 +37,7 @@ import { redactor } from "../secrets/redact.ts";
 import { log } from "./output.ts";
 import type { RunPlan } from "./run-plan.ts";
 import { profileFor, profileOrigin, serverEnvironment } from "./server-process.ts";
-import {
-  containerDevices,
-  containerNetwork,
-  formatGrants,
-  profileGrants,
-  volumeGrants,
-} from "../runtime/grant-summary.ts";
+import { containerGrantSummary } from "../runtime/grant-summary.ts";
 import { homedir } from "node:os";
 
 type Values = ParsedRunArgv["values"];
@@ -242,25 +240,18 @@ function printContainerGrants(
   settings: ContainerSettings,
   engine: ContainerEngine,
 ): void {
-  const home = homedir();
-  const notes = [
-    ...(settings.profile.privileged ? ["PRIVILEGED: every capability and every host device"] : []),
-    ...values.publish.map((p) => `port   127.0.0.1:${p.hostPort} -> ${p.containerPort} (-p)`),
-    ...(settings.transport !== "stdio" && settings.isolate
-      ? ["its MCP port is reached only by mcpmgr's proxy (internal network and relay)"]
-      : []),
-  ];
   log.info(
-    formatGrants({
+    containerGrantSummary({
       workload: plan.name,
-      runtime: `${engine.kind} container: capabilities dropped, no-new-privileges, the image's own filesystem`,
-      notes,
-      grants: [
-        ...profileGrants(settings.profile, profileOrigin(plan, values), home),
-        ...volumeGrants(values.volume, home),
-      ],
-      network: containerNetwork(settings.profile, settings.networkMode, settings.isolate),
-      devices: settings.profile.privileged ? "every host device (privileged)" : containerDevices,
+      engine: engine.kind,
+      profile: settings.profile,
+      origin: profileOrigin(plan, values),
+      volumes: values.volume,
+      publish: values.publish,
+      privateHttp: settings.transport !== "stdio" && settings.isolate,
+      isolated: settings.isolate,
+      networkMode: settings.networkMode,
+      home: homedir(),
     }),
   );
 }
@@ -364,7 +355,7 @@ export async function launchContainer(
       `${plan.name}'s MCP port is reachable on ${hostNetwork ? "the host's network" : `network ${networkMode}`}${values.publish.length > 0 ? " and the published ports" : ""} without going through the proxy (its authentication, policies and audit)`,
     );
   // The isolated server's relay: a Unix socket in a host directory only mcpmgr's user opens.
-  const socketDir = isolate && !stdio ? ingressSocketDir(engine, plan.name) : undefined;
+  const socketDir = isolate && !stdio ? ingressSocketDir(engine, plan.name, resolvePaths().runtimeDir) : undefined;
   const isolation = isolate
     ? await createIsolation(engine, {
         workload: plan.name,
@@ -413,22 +404,4 @@ export async function launchContainer(
       target: { host: "127.0.0.1", port: containerPort, unix: join(socketDir, INGRESS_SOCKET) },
     };
   return { server, redact, ...(hostPort !== undefined ? { target: { host: "127.0.0.1", port: hostPort } } : {}) };
-}
-
-/**
- * `<runtimeDir>/ingress/NAME` (its parent 0700: only mcpmgr's user, and root, can reach the
- * socket the helper creates in it); undefined for an engine on another machine (tcp://),
- * which cannot mount a local directory: the relay is published on loopback then.
- */
-function ingressSocketDir(engine: ContainerEngine, workload: string): string | undefined {
-  if (engine.endpoint.startsWith("tcp://") || process.platform !== "linux") return undefined;
-  const parent = join(resolvePaths().runtimeDir, "ingress");
-  mkdirSync(parent, { recursive: true, mode: 0o700 });
-  chmodSync(parent, 0o700);
-  const dir = join(parent, workload);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { mode: 0o777 });
-  // The helper runs as another uid: it must be able to create its socket here (the umask narrowed the mode).
-  chmodSync(dir, 0o777);
-  return dir;
 }

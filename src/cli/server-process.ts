@@ -8,18 +8,11 @@ import { McpmgrError } from "../errors.ts";
 import { loadPermissionProfile, type PermissionProfile } from "../runtime/permission-profile.ts";
 import { packageWorkingDir } from "../runtime/package-command.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
-import { findBwrap, profileMount, toolchainDirs, unenforceableError } from "../runtime/sandbox.ts";
+import { findBwrap, profileMount, unenforceableError } from "../runtime/sandbox.ts";
 import { launchInSandbox } from "../runtime/sandbox-launch.ts";
-import { isWithin, mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
+import { mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
 import { assertRegistryMounts } from "../runtime/mount-policy.ts";
-import {
-  formatGrants,
-  processDevices,
-  processNetwork,
-  processSystemView,
-  profileGrants,
-  volumeGrants,
-} from "../runtime/grant-summary.ts";
+import { processGrantSummary } from "../runtime/grant-summary.ts";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { overlaysFor } from "./overlays.ts";
@@ -58,23 +51,17 @@ export function profileOrigin(plan: RunPlan, values: Values): string {
 
 /** What the sandboxed server gets, printed by `run` before it starts (foreground, or before the supervisor). */
 export function printProcessGrants(plan: RunPlan, values: Values, profile: PermissionProfile, command: string[]): void {
-  const home = homedir();
-  const cwd = plan.source.kind === "package" ? (packageWorkingDir(plan.source) ?? process.cwd()) : process.cwd();
-  const local = plan.source.kind === "package" ? plan.source.localPath : undefined;
-  const showCwd = cwd !== "/" && !isWithin(home, cwd);
+  const source = plan.source.kind === "package" ? plan.source : undefined;
   log.info(
-    formatGrants({
+    processGrantSummary({
       workload: plan.name,
-      runtime: "process sandbox: uid 65534 in a user namespace, no capabilities, seccomp filter",
-      notes: [processSystemView(toolchainDirs(command, home))],
-      grants: [
-        ...(showCwd ? [{ write: false, hostPath: cwd, targetPath: cwd, origin: "working directory" }] : []),
-        ...(local ? [{ write: false, hostPath: local, targetPath: local, origin: "package" }] : []),
-        ...profileGrants(profile, profileOrigin(plan, values), home),
-        ...volumeGrants(values.volume, home),
-      ],
-      network: processNetwork(profile),
-      devices: processDevices,
+      profile,
+      origin: profileOrigin(plan, values),
+      volumes: values.volume,
+      command,
+      cwd: (source && packageWorkingDir(source)) ?? process.cwd(),
+      ...(source?.localPath ? { localPackage: source.localPath } : {}),
+      home: homedir(),
     }),
   );
 }

@@ -4,9 +4,9 @@
  * grant came from, the network, the devices, and anything privileged.
  */
 import { describePermissions } from "../config/permission-profile.ts";
-import { expandHostPath, realHostPath } from "./host-paths.ts";
+import { expandHostPath, isWithin, realHostPath } from "./host-paths.ts";
 import { allowsNetwork, deniesNetwork, type PermissionProfile } from "./permission-profile.ts";
-import { profileMount } from "./sandbox.ts";
+import { profileMount, toolchainDirs } from "./sandbox.ts";
 
 export interface Grant {
   readonly write: boolean;
@@ -88,4 +88,64 @@ export function formatGrants(summary: GrantSummary): string {
   lines.push(`  network: ${summary.network}`);
   lines.push(`  devices: ${summary.devices}`);
   return lines.join("\n");
+}
+
+/** What a sandboxed process gets (docs/security.md W1, W6). */
+export function processGrantSummary(input: {
+  readonly workload: string;
+  readonly profile: PermissionProfile;
+  /** Where the profile came from ("registry entry NAME", "--permission-profile FILE", ...). */
+  readonly origin: string;
+  readonly volumes: readonly { hostPath: string; containerPath: string; readOnly: boolean }[];
+  readonly command: readonly string[];
+  readonly cwd: string;
+  readonly localPackage?: string;
+  readonly home: string;
+}): string {
+  const { home, cwd } = input;
+  const showCwd = cwd !== "/" && !isWithin(home, cwd);
+  return formatGrants({
+    workload: input.workload,
+    runtime: "process sandbox: uid 65534 in a user namespace, no capabilities, seccomp filter",
+    notes: [processSystemView(toolchainDirs(input.command, home))],
+    grants: [
+      ...(showCwd ? [{ write: false, hostPath: cwd, targetPath: cwd, origin: "working directory" }] : []),
+      ...(input.localPackage
+        ? [{ write: false, hostPath: input.localPackage, targetPath: input.localPackage, origin: "package" }]
+        : []),
+      ...profileGrants(input.profile, input.origin, home),
+      ...volumeGrants(input.volumes, home),
+    ],
+    network: processNetwork(input.profile),
+    devices: processDevices,
+  });
+}
+
+/** What a container gets (docs/security.md W5, W6, W7). */
+export function containerGrantSummary(input: {
+  readonly workload: string;
+  readonly engine: string;
+  readonly profile: PermissionProfile;
+  readonly origin: string;
+  readonly volumes: readonly { hostPath: string; containerPath: string; readOnly: boolean }[];
+  readonly publish: readonly { hostPort: number; containerPort: number }[];
+  /** An HTTP server reached only through the relay. */
+  readonly privateHttp: boolean;
+  readonly isolated: boolean;
+  readonly networkMode: string;
+  readonly home: string;
+}): string {
+  const privileged = input.profile.privileged;
+  return formatGrants({
+    workload: input.workload,
+    runtime: `${input.engine} container: capabilities dropped, no-new-privileges, the image's own filesystem`,
+    notes: [
+      ...(privileged ? ["PRIVILEGED: every capability and every host device"] : []),
+      ...input.publish.map((p) => `port   127.0.0.1:${p.hostPort} -> ${p.containerPort} (-p)`),
+      ...(input.privateHttp ? ["its MCP port is reached only by mcpmgr's proxy (internal network and relay)"] : []),
+    ],
+    grants: [...profileGrants(input.profile, input.origin, input.home), ...volumeGrants(input.volumes, input.home)],
+    network: containerNetwork(input.profile, input.networkMode, input.isolated),
+    devices: privileged ? "every host device (privileged)" : containerDevices,
+  });
 }

@@ -21,7 +21,9 @@ import type { EgressConfig } from "./egress-proxy.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { ensureEgressImage } from "./egress-image.ts";
 import { engineError } from "./images.ts";
+import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { networkInterfaces } from "node:os";
+import { join } from "node:path";
 import { McpmgrError } from "../../errors.ts";
 
 export const EGRESS_ALIAS = "mcpmgr-egress";
@@ -239,4 +241,22 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
     },
     remove: removeAll,
   };
+}
+
+/**
+ * `<runtimeDir>/ingress/NAME` (its parent 0700: only mcpmgr's user, and root, can reach the
+ * socket the helper creates in it); undefined for an engine on another machine (tcp://),
+ * which cannot mount a local directory: the relay is published on loopback then.
+ */
+export function ingressSocketDir(engine: ContainerEngine, workload: string, runtimeDir: string): string | undefined {
+  if (engine.endpoint.startsWith("tcp://") || process.platform !== "linux") return undefined;
+  const parent = join(runtimeDir, "ingress");
+  mkdirSync(parent, { recursive: true, mode: 0o700 });
+  chmodSync(parent, 0o700);
+  const dir = join(parent, workload);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { mode: 0o777 });
+  // The helper runs as another uid: it must be able to create its socket here (the umask narrowed the mode).
+  chmodSync(dir, 0o777);
+  return dir;
 }
