@@ -31,6 +31,7 @@ export type ErrorCode =
   | "REGISTRY_UNREACHABLE"
   | "REGISTRY_INVALID"
   | "REGISTRY_ENTRY_NOT_FOUND"
+  | "REGISTRY_PERMISSION_REFUSED"
   | "SANDBOX_UNAVAILABLE"
   | "TOOLCHAIN_MISSING"
   | "SERVER_FAILED"
@@ -49,6 +50,7 @@ const usageCodes: ReadonlySet<ErrorCode> = new Set([
   "CONFLICTING_OPTIONS",
   "NOT_SUPPORTED_YET",
   "INVALID_ARGUMENT",
+  "REGISTRY_PERMISSION_REFUSED",
 ]);
 
 export class McpmgrError extends Error {

@@ -9,6 +9,7 @@ import { findFreePort, portInUse } from "../proxy/serve.ts";
 import { startServerContainer, type ContainerServer } from "../runtime/docker/container.ts";
 import {
   defaultLimits,
+  mcpmgrDirsUnder,
   networkModeFor,
   resolveMounts,
   serverContainerOptions,
@@ -22,16 +23,22 @@ import { WorkloadStore } from "../state/workloads.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import { loadGlobalIgnorePatterns } from "../runtime/ignore-overlays.ts";
 import { resolvePaths } from "../state/paths.ts";
-import { existsSync } from "node:fs";
-import { isAbsolute, posix, relative, sep } from "node:path";
-import { createIsolation, SERVER_ALIAS } from "../runtime/docker/network-isolation.ts";
+import {
+  createIsolation,
+  INGRESS_SOCKET,
+  ingressSocketDir,
+  SERVER_ALIAS,
+} from "../runtime/docker/network-isolation.ts";
+import { join } from "node:path";
 import { containerResourceLimits } from "./limits.ts";
 import { overlaysFor } from "./overlays.ts";
 import { deniesNetwork, type PermissionProfile } from "../runtime/permission-profile.ts";
 import { redactor } from "../secrets/redact.ts";
 import { log } from "./output.ts";
 import type { RunPlan } from "./run-plan.ts";
-import { profileFor, serverEnvironment } from "./server-process.ts";
+import { profileFor, profileOrigin, serverEnvironment } from "./server-process.ts";
+import { containerGrantSummary } from "../runtime/grant-summary.ts";
+import { homedir } from "node:os";
 
 type Values = ParsedRunArgv["values"];
 
@@ -136,6 +143,7 @@ export async function assertContainerNameFree(plan: RunPlan, engine: ContainerEn
  */
 export async function preflightContainer(plan: RunPlan, parsed: ParsedRunArgv, engine: ContainerEngine): Promise<void> {
   const settings = await containerSettings(plan, parsed);
+  printContainerGrants(plan, parsed.values, settings, engine);
   containerResourceLimits(defaultLimits);
   await serverEnvironment(plan, parsed.values);
   await prepareContainerImage(plan, parsed.values, engine, (line) => log.info(line));
@@ -145,8 +153,8 @@ export async function preflightContainer(plan: RunPlan, parsed: ParsedRunArgv, e
 export interface LaunchedContainer {
   readonly server: ContainerServer;
   readonly redact: (text: string) => string;
-  /** Where an sse/streamable-http server is reached from the host. */
-  readonly target?: { readonly host: string; readonly port: number };
+  /** Where an sse/streamable-http server is reached from the host (through `unix` when set). */
+  readonly target?: { readonly host: string; readonly port: number; readonly unix?: string };
 }
 
 function restrictsOutbound(profile: PermissionProfile): boolean {
@@ -190,8 +198,13 @@ async function containerSettings(plan: RunPlan, parsed: ParsedRunArgv): Promise<
   validateUserLabels(values.label);
   const profile = await profileFor(plan, values);
   assertProfileAccepted(profile, plan, values);
-  const none = deniesNetwork(profile);
-  const isolate = values["isolate-network"] || (none && !stdio);
+  // An HTTP server is reached only through mcpmgr's proxy: it gets an internal network of its
+  // own (reached through the helper's relay) unless the user chose its network or published ports.
+  // (Docker only: Podman's internal networks keep an address on the host's side, so they would
+  // not keep host processes out; there the port stays published on loopback, with a warning.)
+  const httpIsolated =
+    !stdio && (deniesNetwork(profile) || (!choosesNetwork(profile, values) && isolatesHttpServers(plan)));
+  const isolate = values["isolate-network"] || httpIsolated;
   if (isolate && values.network !== undefined) {
     throw new McpmgrError(
       "CONFLICTING_OPTIONS",
@@ -220,6 +233,40 @@ async function containerSettings(plan: RunPlan, parsed: ParsedRunArgv): Promise<
   return { transport, profile, mounts, hiddenDirs: mcpmgrDirsUnder(mounts), isolate, networkMode };
 }
 
+/** What the container gets, printed by `run` before it starts (foreground, or before the supervisor). */
+function printContainerGrants(
+  plan: RunPlan,
+  values: Values,
+  settings: ContainerSettings,
+  engine: ContainerEngine,
+): void {
+  log.info(
+    containerGrantSummary({
+      workload: plan.name,
+      engine: engine.kind,
+      profile: settings.profile,
+      origin: profileOrigin(plan, values),
+      volumes: values.volume,
+      publish: values.publish,
+      privateHttp: settings.transport !== "stdio" && settings.isolate,
+      isolated: settings.isolate,
+      networkMode: settings.networkMode,
+      home: homedir(),
+    }),
+  );
+}
+
+/** Whether the engine's internal networks leave the host without a route to them (Docker's inhibit_ipv4). */
+function isolatesHttpServers(plan: RunPlan): boolean {
+  return plan.runtime.kind === "container" && plan.runtime.engine.kind === "docker";
+}
+
+/** The user (or the profile) picked the container's network or published its ports: no automatic isolation. */
+function choosesNetwork(profile: PermissionProfile, values: Values): boolean {
+  const mode = profile.network.mode ?? "";
+  return values.network !== undefined || values.publish.length > 0 || (mode !== "" && mode !== "none");
+}
+
 /**
  * A registry entry (possibly from a custom registry file or URL) cannot grant itself more
  * than a container: privileged mode or the host's network need the user's own profile.
@@ -232,30 +279,20 @@ function assertProfileAccepted(profile: PermissionProfile, plan: RunPlan, values
     });
   }
   if (values["permission-profile"] !== undefined || plan.entry === undefined) return;
-  const wants = profile.privileged ? "privileged mode" : mode === "host" ? "the host's network" : undefined;
+  // A named network would put the server beside other containers (databases, other servers).
+  const joinsNetwork = !["", "none", "bridge"].includes(mode) && values.network !== mode;
+  const wants = profile.privileged
+    ? "privileged mode"
+    : mode === "host"
+      ? "the host's network"
+      : joinsNetwork
+        ? `the network ${mode}`
+        : undefined;
   if (wants) {
     throw new McpmgrError("CONFLICTING_OPTIONS", `registry entry ${plan.entry.name} asks for ${wants}`, {
-      hint: "review it ('mcpmgr registry info NAME') and pass the profile yourself with --permission-profile FILE to accept",
+      hint: "review it ('mcpmgr registry info NAME') and pass the profile yourself with --permission-profile FILE (a network with --network) to accept",
     });
   }
-}
-
-/**
- * mcpmgr's own directories (secrets, other workloads' records and logs) stay hidden when a
- * mount covers them, as in the bubblewrap sandbox: an empty tmpfs over each.
- */
-function mcpmgrDirsUnder(mounts: ReturnType<typeof resolveMounts>): string[] {
-  const paths = resolvePaths();
-  const hidden: string[] = [];
-  for (const mount of mounts) {
-    // Only what exists: a mount point cannot be created inside a read-only mount.
-    for (const dir of [paths.configDir, paths.dataDir, paths.stateDir].filter((d) => existsSync(d))) {
-      const rel = relative(mount.hostPath, dir);
-      if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel)))
-        hidden.push(posix.join(mount.containerPath, ...rel.split(sep)));
-    }
-  }
-  return hidden;
 }
 
 export async function launchContainer(
@@ -267,7 +304,9 @@ export async function launchContainer(
   printOverlays: boolean,
 ): Promise<LaunchedContainer> {
   const { values } = parsed;
-  const { transport, profile, mounts, hiddenDirs, isolate, networkMode } = await containerSettings(plan, parsed);
+  const settings = await containerSettings(plan, parsed);
+  const { transport, profile, mounts, hiddenDirs, isolate, networkMode } = settings;
+  if (printOverlays) printContainerGrants(plan, values, settings, engine);
   const stdio = transport === "stdio";
   const limits = containerResourceLimits(defaultLimits);
   // Leftovers of a run that was killed hard (same names) would block this one.
@@ -311,13 +350,21 @@ export async function launchContainer(
   const labels = (role: "server" | "egress" | "network") =>
     workloadLabels({ workload: plan.name, group: values.group, transport, port: proxyPort, role, user: values.label });
 
+  if (!stdio && !isolate && printOverlays)
+    log.warn(
+      `${plan.name}'s MCP port is reachable on ${hostNetwork ? "the host's network" : `network ${networkMode}`}${values.publish.length > 0 ? " and the published ports" : ""} without going through the proxy (its authentication, policies and audit)`,
+    );
+  // The isolated server's relay: a Unix socket in a host directory only mcpmgr's user opens.
+  const socketDir = isolate && !stdio ? ingressSocketDir(engine, plan.name, resolvePaths().runtimeDir) : undefined;
   const isolation = isolate
     ? await createIsolation(engine, {
         workload: plan.name,
         labels,
         profile,
         allowGateway: values["allow-docker-gateway"],
-        ...(containerPort !== undefined && hostPort !== undefined ? { ingress: { containerPort, hostPort } } : {}),
+        ...(containerPort !== undefined
+          ? { ingress: socketDir ? { containerPort, socketDir } : { containerPort, ...(hostPort ? { hostPort } : {}) } }
+          : {}),
         onProgress: (line) => log.info(line),
       })
     : undefined;
@@ -333,7 +380,8 @@ export async function launchContainer(
     labels: labels("server"),
     stdio,
     profile,
-    volumes: mounts,
+    // A mount that shows nothing but mcpmgr's state is replaced by the empty tmpfs (one mount point each).
+    volumes: mounts.filter((m) => !hiddenDirs.includes(m.containerPath)),
     overlays: [...overlays, ...hiddenDirs.map((containerPath) => ({ kind: "dir" as const, containerPath }))],
     ...(emptyFile ? { emptyFile } : {}),
     networkMode: isolation?.networkName ?? networkMode,
@@ -349,5 +397,11 @@ export async function launchContainer(
   const server = await startServerContainer(engine, options, stdio, async () => {
     await isolation?.remove();
   });
+  if (socketDir && containerPort !== undefined)
+    return {
+      server,
+      redact,
+      target: { host: "127.0.0.1", port: containerPort, unix: join(socketDir, INGRESS_SOCKET) },
+    };
   return { server, redact, ...(hostPort !== undefined ? { target: { host: "127.0.0.1", port: hostPort } } : {}) };
 }

@@ -10,7 +10,7 @@ import { loadPermissionProfile } from "../runtime/permission-profile.ts";
 import type { RunPlan } from "./run-plan.ts";
 import { preflightContainer } from "./container-workload.ts";
 import { dockerHostFor } from "../runtime/docker/engine.ts";
-import { processOverlays, profileFor } from "./server-process.ts";
+import { printProcessGrants, processOverlays, profileFor } from "./server-process.ts";
 import { prepareIncomingAuthentication } from "./incoming-auth.ts";
 import { incomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { toolsPolicy } from "../config/tools-policy.ts";
@@ -50,8 +50,9 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
   // pulls and builds happen here too, so their progress is shown where the user looks.
   if (plan.runtime.kind === "container") await preflightContainer(plan, parsed, plan.runtime.engine);
   else if (source.kind === "package") {
-    packageCommand(source, plan.args);
+    const command = packageCommand(source, plan.args);
     const profile = await profileFor(plan, values);
+    printProcessGrants(plan, values, profile, command);
     await processOverlays(profile, values, true);
   }
   if (values["permission-profile"]) await loadPermissionProfile(values["permission-profile"]);

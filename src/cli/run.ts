@@ -59,6 +59,7 @@ const supported: ReadonlySet<string> = new Set([
   "secret",
   "volume",
   "permission-profile",
+  "allow-registry-mount",
   "insecure-allow-unsandboxed",
   "group",
   "label",

@@ -8,7 +8,11 @@ import { McpmgrError } from "../errors.ts";
 import { loadPermissionProfile, type PermissionProfile } from "../runtime/permission-profile.ts";
 import { packageWorkingDir } from "../runtime/package-command.ts";
 import { launchProcess, type LocalProcess } from "../runtime/process.ts";
-import { bwrapArgs, findBwrap, profileMount, unenforceableError } from "../runtime/sandbox.ts";
+import { findBwrap, profileMount, unenforceableError } from "../runtime/sandbox.ts";
+import { launchInSandbox } from "../runtime/sandbox-launch.ts";
+import { mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
+import { assertRegistryMounts } from "../runtime/mount-policy.ts";
+import { processGrantSummary } from "../runtime/grant-summary.ts";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { overlaysFor } from "./overlays.ts";
@@ -21,8 +25,45 @@ import { assertRequiredEnv, type RunPlan } from "./run-plan.ts";
 type Values = ParsedRunArgv["values"];
 
 export async function profileFor(plan: RunPlan, values: Values): Promise<PermissionProfile> {
+  if (values["allow-registry-mount"].length > 0 && (plan.entry === undefined || values["permission-profile"])) {
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      "--allow-registry-mount grants a registry entry's own mounts; this run uses no registry entry's profile",
+      { hint: "leave it out, or mount the path yourself with -v" },
+    );
+  }
   if (values["permission-profile"]) return loadPermissionProfile(values["permission-profile"]);
+  if (plan.entry && plan.profile) {
+    // Third-party input: its mounts are checked before anything uses them.
+    assertRegistryMounts(plan.entry.name, plan.profile, values["allow-registry-mount"], {
+      home: homedir(),
+      protectedDirs: mcpmgrProtectedDirs(),
+    });
+  }
   return plan.profile ?? loadPermissionProfile("network");
+}
+
+/** Where the profile's grants come from, for the summary `run` prints. */
+export function profileOrigin(plan: RunPlan, values: Values): string {
+  if (values["permission-profile"]) return `--permission-profile ${values["permission-profile"]}`;
+  return plan.entry ? `registry entry ${plan.entry.name}` : "default profile";
+}
+
+/** What the sandboxed server gets, printed by `run` before it starts (foreground, or before the supervisor). */
+export function printProcessGrants(plan: RunPlan, values: Values, profile: PermissionProfile, command: string[]): void {
+  const source = plan.source.kind === "package" ? plan.source : undefined;
+  log.info(
+    processGrantSummary({
+      workload: plan.name,
+      profile,
+      origin: profileOrigin(plan, values),
+      volumes: values.volume,
+      command,
+      cwd: (source && packageWorkingDir(source)) ?? process.cwd(),
+      ...(source?.localPath ? { localPackage: source.localPath } : {}),
+      home: homedir(),
+    }),
+  );
 }
 
 /**
@@ -109,16 +150,19 @@ export async function launchSandboxed(
   if (plan.source.kind === "package" && plan.source.localPath)
     volumes.unshift({ hostPath: plan.source.localPath, targetPath: plan.source.localPath, readOnly: true });
   const cwd = plan.source.kind === "package" ? (packageWorkingDir(plan.source) ?? process.cwd()) : process.cwd();
+  if (printOverlays) printProcessGrants(plan, values, profile, command);
   const { overlays, emptyFile } = await processOverlays(profile, values, printOverlays);
-  const sandbox = bwrapArgs({
+  const child = await launchInSandbox({
+    bwrap,
+    command,
+    env,
+    cwd,
     profile,
     volumes,
-    workingDir: cwd,
-    hidden: mcpmgrDirs(),
     overlays,
     ...(emptyFile ? { emptyFile } : {}),
   });
-  return { ...launchProcess({ command, env, cwd, sandbox: { bwrap, args: sandbox } }), redact };
+  return { ...child, redact };
 }
 
 /** A started MCP server, whatever runs it: byte streams, exit and stop. */
@@ -200,13 +244,20 @@ export function keepStderr(
  * enough: a container's published port is accepted by the engine's port proxy before the
  * server inside listens, and those early connections are reset.
  */
-export async function waitForHttp(host: string, port: number, path: string, timeoutMs: number): Promise<void> {
+export async function waitForHttp(
+  host: string,
+  port: number,
+  path: string,
+  timeoutMs: number,
+  unix?: string,
+): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}${path}`;
   while (performance.now() < deadline) {
     const controller = new AbortController();
     const answered = await fetch(url, {
       signal: AbortSignal.any([controller.signal, AbortSignal.timeout(2_000)]),
+      ...(unix ? { unix } : {}),
     }).then(
       () => true,
       () => false,
@@ -229,10 +280,4 @@ function restrictsOutbound(profile: PermissionProfile): boolean {
     !outbound.insecure_allow_all &&
     (outbound.allow_host.length > 0 || outbound.allow_port.length > 0)
   );
-}
-
-/** mcpmgr's own directories (secrets, other workloads' records and logs) stay out of every sandbox. */
-function mcpmgrDirs(): string[] {
-  const paths = resolvePaths();
-  return [paths.configDir, paths.dataDir, paths.stateDir];
 }

@@ -164,14 +164,14 @@ export async function startWorkload(
     child = launched.server;
     const server = child;
     if (transport !== "stdio") {
-      const { host, port } = launched.target as { host: string; port: number };
+      const { host, port, unix } = launched.target as { host: string; port: number; unix?: string };
       const output = keepStderr(server, name, options.onServerOutput, true);
       serverExit = server.exited.then(async (code) => {
         await Promise.race([output.drained, Bun.sleep(500)]);
         return `the MCP server exited with code ${code}${output.tail() ? `; its last output:\n${output.tail()}` : ""}`;
       });
       const listening = await Promise.race([
-        waitForHttp(host, port, endpointPathFor(transport), 60_000).then(
+        waitForHttp(host, port, endpointPathFor(transport), 60_000, unix).then(
           () => undefined,
           (err: unknown) => (err instanceof Error ? err.message : String(err)),
         ),
@@ -189,6 +189,8 @@ export async function startWorkload(
         endpointPrefix: values["endpoint-prefix"],
         trustProxyHeaders: values["trust-proxy-headers"],
         live,
+        // An isolated container is reached through its relay's Unix socket only.
+        ...(unix ? { fetch: (url: string, init: RequestInit) => fetch(url, { ...init, unix }) } : {}),
       });
     } else {
       const bridge = new StdioBridge({
@@ -335,8 +337,8 @@ function endpointPathFor(transport: "sse" | "streamable-http"): string {
 
 interface Launched {
   readonly server: ServerHandle;
-  /** Where an sse/streamable-http server listens. */
-  readonly target?: { readonly host: string; readonly port: number };
+  /** Where an sse/streamable-http server listens (through `unix` when set). */
+  readonly target?: { readonly host: string; readonly port: number; readonly unix?: string };
 }
 
 async function launchAsProcess(

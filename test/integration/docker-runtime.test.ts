@@ -318,7 +318,14 @@ test("a network that does not exist is a clear error, and nothing is left behind
   expect(code).toBe(2);
   expect(err).toContain("docker network create");
   expect(err).toContain("mcpmgr-no-such-network");
-  expect(err.trim().split("\n")).toHaveLength(2);
+  // One error line (after the summary of what the workload would get).
+  expect(
+    err
+      .trim()
+      .split("\n")
+      .filter((line) => line.includes("[error]")),
+  ).toHaveLength(1);
+  expect(err).toContain("docker-no-net gets (docker container");
   expect(leftovers("docker-no-net").containers).toEqual([]);
 });
 
@@ -377,7 +384,7 @@ test("a second foreground run cannot take over a name in use; mcpmgr's own direc
   }
 }, 120_000);
 
-test("a registry entry cannot grant itself privileged mode or the host's network", async () => {
+test("a registry entry cannot grant itself privileged mode, the host's network or another network", async () => {
   const registry = join(scratch, "greedy-registry.json");
   await writeFile(
     registry,
@@ -399,10 +406,18 @@ test("a registry entry cannot grant itself privileged mode or the host's network
           permissions: { network: { mode: "host", outbound: { insecure_allow_all: true } } },
           tools: ["env"],
         },
+        {
+          name: "joinnet",
+          description: "asks to join another network (a database's, say)",
+          transport: "stdio",
+          source: { image: images.probe },
+          permissions: { network: { mode: "mcpmgr-test-db-net", outbound: { insecure_allow_all: true } } },
+          tools: ["env"],
+        },
       ],
     }),
   );
-  for (const name of ["greedy", "hostnet"]) {
+  for (const name of ["greedy", "hostnet", "joinnet"]) {
     const { code, err } = await runFails([name], { MCPMGR_REGISTRY: registry });
     expect(code).toBe(2);
     expect(err).toContain(`registry entry ${name} asks for`);
