@@ -20,6 +20,7 @@ const rank: Readonly<Record<string, number>> = {
   runtime: 3,
   proxy: 4,
   middleware: 5,
+  gateway: 5.5,
   cli: 6,
   "main.ts": 7,
 };
