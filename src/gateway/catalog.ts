@@ -5,7 +5,7 @@
  * gateway names (names.ts); resource URIs and templates stay as they are, and a resource URI
  * offered by two workloads goes to the first in name order (reported once).
  */
-import { UriTemplate } from "@modelcontextprotocol/server";
+import { ProtocolError, ProtocolErrorCode, UriTemplate } from "@modelcontextprotocol/server";
 import type { PriorDiscovery } from "@modelcontextprotocol/client";
 import { assignNames, ownedKey, type NameAssignment, type OwnedName, type PrefixMode } from "./names.ts";
 import type { Member } from "./membership.ts";
@@ -42,6 +42,8 @@ interface Connection {
   lists: WorkloadLists;
   retry?: ReturnType<typeof setTimeout>;
   closed: boolean;
+  /** Settles when the first connection attempt has succeeded or failed. */
+  firstAttempt: Promise<void>;
 }
 
 export interface CatalogOptions {
@@ -88,6 +90,18 @@ export class GroupCatalog {
     return connection?.client ? connection.member : undefined;
   }
 
+  /** Waits (up to `ms`) until every member's first connection attempt has settled. */
+  async settled(ms: number): Promise<void> {
+    const attempts = [...this.#connections.values()].map((c) => c.firstAttempt);
+    await Promise.race([Promise.all(attempts), Bun.sleep(ms)]);
+  }
+
+  /** Waits (up to `ms`) for a workload that is joining right now, so a call during its join is not refused. */
+  async joining(workload: string, ms: number): Promise<void> {
+    const connection = this.#connections.get(workload);
+    if (connection && !connection.client) await Promise.race([connection.firstAttempt, Bun.sleep(ms)]);
+  }
+
   /** Why a workload cannot be reached, or undefined when it can. */
   whyUnavailable(workload: string): string | undefined {
     const connection = this.#connections.get(workload);
@@ -112,9 +126,9 @@ export class GroupCatalog {
     for (const member of members) {
       if (this.#connections.has(member.name)) continue;
       this.#departed.delete(member.name);
-      const connection: Connection = { member, lists: empty(), closed: false };
+      const connection: Connection = { member, lists: empty(), closed: false, firstAttempt: Promise.resolve() };
+      connection.firstAttempt = this.#connect(connection);
       this.#connections.set(member.name, connection);
-      void this.#connect(connection);
     }
     if (changed) this.#rebuild();
   }
@@ -232,7 +246,14 @@ async function listKind(client: Upstream, kind: keyof WorkloadLists): Promise<It
   let cursor: string | undefined;
   // A bound on pages keeps a server that always returns a cursor from holding the gateway.
   for (let page = 0; page < 100; page++) {
-    const result = await client.request({ method, params: cursor ? { cursor } : {} }, anyResult);
+    let result: Record<string, unknown>;
+    try {
+      result = await client.request({ method, params: cursor ? { cursor } : {} }, anyResult);
+    } catch (err) {
+      // A server may offer resources without templates (or the like): nothing to list.
+      if (err instanceof ProtocolError && err.code === ProtocolErrorCode.MethodNotFound) return items;
+      throw err;
+    }
     const list = result[field];
     if (Array.isArray(list)) items.push(...(list as Item[]));
     cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined;

@@ -47,6 +47,7 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
   );
 
   const forward = async (workload: string, method: string, params: Params, ctx: ServerContext): Promise<Result> => {
+    await catalog.joining(workload, options.timeoutMs);
     const why = catalog.whyUnavailable(workload);
     if (why !== undefined) throw unavailable(workload, why);
     let upstream: Awaited<ReturnType<UpstreamPool["get"]>>;

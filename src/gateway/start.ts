@@ -73,6 +73,8 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         `gateway '${spec.group}': reading the workloads failed: ${err instanceof Error ? err.message : String(err)}`,
       ),
   });
+  // The first client should see the whole group, not whichever workloads answered first.
+  await catalog.settled(10_000);
   const live = new LiveStreams();
   let server: ReturnType<typeof serve>;
   try {
