@@ -59,13 +59,14 @@ function tail(text: string, lines = 20): string {
  */
 export async function runConformance(
   url: string,
-  opts: { timeoutMs?: number; scenario?: string } = {},
+  opts: { timeoutMs?: number; scenario?: string; cli?: string; args?: readonly string[] } = {},
 ): Promise<ConformanceResult> {
   const timeoutMs = opts.timeoutMs ?? 240_000;
   const outDir = await mkdtemp(join(tmpdir(), "mcpmgr-conformance-"));
   try {
-    const args = [process.execPath, CONFORMANCE_CLI, "server", "--url", url, "-o", outDir];
+    const args = [process.execPath, opts.cli ?? CONFORMANCE_CLI, "server", "--url", url, "-o", outDir];
     if (opts.scenario) args.push("--scenario", opts.scenario);
+    if (opts.args) args.push(...opts.args);
 
     const proc = Bun.spawn(args, {
       cwd: REPO_ROOT,
