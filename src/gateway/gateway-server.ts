@@ -5,6 +5,7 @@
  * to the upstream request and back, a cancelled gateway request cancels the upstream one,
  * and an error from the workload reaches the client with its own code and message.
  */
+import { SdkHttpError } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server } from "@modelcontextprotocol/server";
 import type { LoggingLevel, ServerContext } from "@modelcontextprotocol/server";
 import { version } from "../version.ts";
@@ -82,6 +83,8 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
     } catch (err) {
       if (err instanceof ProtocolError) throw err;
       if (ctx.mcpReq.signal.aborted) throw err;
+      // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
+      if (err instanceof SdkHttpError && err.status === 404) pool().forget(workload);
       throw unavailable(workload, `workload '${workload}' failed to answer (${messageOf(err)})`);
     } finally {
       release();
