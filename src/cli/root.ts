@@ -16,6 +16,7 @@ export const rootCommand = defineCommand({
   subCommands: {
     run: () => import("./run.ts").then((m) => m.default),
     proxy: () => import("./proxy.ts").then((m) => m.default),
+    gateway: () => import("./gateway.ts").then((m) => m.default),
     list: () => import("./list.ts").then((m) => m.default),
     stop: () => import("./stop.ts").then((m) => m.default),
     start: () => import("./start.ts").then((m) => m.start),

@@ -22,6 +22,8 @@ const rank: Readonly<Record<string, number>> = {
   middleware: 5,
   // AI-client configuration sits above middleware and below the workload lifecycle and cli.
   clients: 5.5,
+  // The group gateway aggregates over proxy/ and middleware/, beside clients/.
+  gateway: 5.5,
   cli: 6,
   "main.ts": 7,
 };

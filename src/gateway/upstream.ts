@@ -1,0 +1,71 @@
+/**
+ * One MCP client connection from the gateway to one workload's endpoint (SDK v2 `Client`).
+ * The client speaks whatever the workload speaks: `versionNegotiation: auto` probes with
+ * `server/discover` and falls back to the 2025 `initialize` handshake. Requests the workload
+ * sends to its client (sampling, elicitation, roots) and its notifications are handed to the
+ * owner of the connection, which knows which gateway session they belong to.
+ */
+import { Client, SSEClientTransport, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import type {
+  ClientCapabilities,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  PriorDiscovery,
+} from "@modelcontextprotocol/client";
+import { version } from "../version.ts";
+import type { Member } from "./membership.ts";
+
+export interface UpstreamHandlers {
+  readonly capabilities?: ClientCapabilities;
+  /** A request from the workload to its client; undefined: answered "method not found". */
+  readonly onRequest?: (request: JSONRPCRequest, signal: AbortSignal) => Promise<Record<string, unknown>>;
+  readonly onNotification?: (notification: JSONRPCNotification) => void;
+  /** The connection ended (the workload stopped, or close() was called). */
+  readonly onClose?: () => void;
+}
+
+export type Upstream = Client;
+
+export async function connectUpstream(
+  member: Member,
+  handlers: UpstreamHandlers,
+  timeoutMs: number,
+  prior?: PriorDiscovery,
+): Promise<Upstream> {
+  const client = new Client(
+    { name: "mcpmgr-gateway", version },
+    { capabilities: handlers.capabilities ?? {}, versionNegotiation: { mode: "auto" } },
+  );
+  const onRequest = handlers.onRequest;
+  if (onRequest) {
+    client.fallbackRequestHandler = (request, ctx) => onRequest(request, ctx.mcpReq.signal);
+  }
+  const onNotification = handlers.onNotification;
+  if (onNotification) {
+    client.fallbackNotificationHandler = async (notification) => onNotification(notification as JSONRPCNotification);
+  }
+  client.onclose = () => handlers.onClose?.();
+  client.onerror = () => {}; // failures surface on the request that hit them
+  const url = new URL(member.url);
+  // A stdio workload exposed with --proxy-mode sse (deprecated) serves the 2024-11-05 transport.
+  const transport = url.pathname.endsWith("/sse")
+    ? new SSEClientTransport(url)
+    : new StreamableHTTPClientTransport(url, {
+        // A workload that stops is noticed through the group's membership, not by retrying forever.
+        reconnectionOptions: {
+          initialReconnectionDelay: 500,
+          maxReconnectionDelay: 5_000,
+          reconnectionDelayGrowFactor: 2,
+          maxRetries: 2,
+        },
+      });
+  await client.connect(transport, { timeout: timeoutMs, ...(prior ? { prior } : {}) });
+  return client;
+}
+
+/** The era a first connection found, so later connections to the same workload skip the probe. */
+export function eraOf(client: Upstream): PriorDiscovery | undefined {
+  if (client.getProtocolEra() === "legacy") return { kind: "legacy" };
+  const discover = client.getDiscoverResult();
+  return discover ? { kind: "modern", discover } : undefined;
+}
