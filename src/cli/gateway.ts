@@ -3,6 +3,7 @@
  * foreground like `proxy` (prints the URL, serves /health, stops gracefully on a signal).
  * Everything gateway-specific, the MCP SDK v2 included, is loaded only when this runs.
  */
+import { assertGroupExists } from "../state/groups.ts";
 import { defineCommand } from "citty";
 import { buildGatewaySpec, gatewayComponentName, type GatewaySpec } from "../config/gateway-spec.ts";
 import { gatewayOptions } from "../config/gateway-options.ts";
@@ -32,14 +33,8 @@ export default defineCommand({
   },
 });
 
-/**
- * A gateway refuses a group that does not exist. Until the groups store lands, any name is
- * accepted (a group exists as soon as a workload names it); this is the one place to check.
- */
-async function assertGroupExists(_group: string): Promise<void> {}
-
 async function runGateway(spec: GatewaySpec): Promise<number> {
-  await assertGroupExists(spec.group);
+  await assertGroupExists(resolvePaths(), spec.group);
   const name = gatewayComponentName(spec.group);
   const limits = {
     requestTimeoutMs: requestTimeoutMsFromEnv(),

@@ -6,7 +6,7 @@
  * offered by two workloads goes to the first in name order (reported once).
  */
 import { ProtocolError, ProtocolErrorCode, UriTemplate } from "@modelcontextprotocol/server";
-import type { PriorDiscovery } from "@modelcontextprotocol/client";
+import { SdkHttpError, type PriorDiscovery } from "@modelcontextprotocol/client";
 import { assignNames, ownedKey, type NameAssignment, type OwnedName, type PrefixMode } from "./names.ts";
 import type { Member } from "./membership.ts";
 import { anyResult } from "./sdk.ts";
@@ -250,8 +250,10 @@ async function listKind(client: Upstream, kind: keyof WorkloadLists): Promise<It
     try {
       result = await client.request({ method, params: cursor ? { cursor } : {} }, anyResult);
     } catch (err) {
-      // A server may offer resources without templates (or the like): nothing to list.
+      // A server may offer resources without templates (or the like): nothing to list. Over the
+      // 2026-07-28 wire an unknown method is HTTP 404 with -32601, which the SDK reports as an HTTP error.
       if (err instanceof ProtocolError && err.code === ProtocolErrorCode.MethodNotFound) return items;
+      if (err instanceof SdkHttpError && err.status === 404) return items;
       throw err;
     }
     const list = result[field];

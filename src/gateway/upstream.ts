@@ -1,7 +1,10 @@
 /**
  * One MCP client connection from the gateway to one workload's endpoint (SDK v2 `Client`).
- * The client speaks whatever the workload speaks: `versionNegotiation: auto` probes with
- * `server/discover` and falls back to the 2025 `initialize` handshake. Requests the workload
+ * The gateway prefers a 2025-era session with each workload: a session ties every request the
+ * workload sends back (sampling, elicitation, roots, log messages) to the one gateway session
+ * that owns the connection, which a stateless 2026-07-28 exchange cannot do for a stdio server
+ * behind the bridge. A workload that refuses the `initialize` handshake (a server that speaks
+ * only 2026-07-28) is then reached with `versionNegotiation: auto` (`server/discover`). Requests the workload
  * sends to its client (sampling, elicitation, roots) and its notifications are handed to the
  * owner of the connection, which knows which gateway session they belong to.
  */
@@ -32,9 +35,25 @@ export async function connectUpstream(
   timeoutMs: number,
   prior?: PriorDiscovery,
 ): Promise<Upstream> {
+  if (prior?.kind === "modern") return connectWith("auto", member, handlers, timeoutMs, prior);
+  try {
+    return await connectWith("legacy", member, handlers, timeoutMs, prior);
+  } catch (err) {
+    if (prior?.kind === "legacy") throw err;
+    return connectWith("auto", member, handlers, timeoutMs);
+  }
+}
+
+async function connectWith(
+  mode: "legacy" | "auto",
+  member: Member,
+  handlers: UpstreamHandlers,
+  timeoutMs: number,
+  prior?: PriorDiscovery,
+): Promise<Upstream> {
   const client = new Client(
     { name: "mcpmgr-gateway", version },
-    { capabilities: handlers.capabilities ?? {}, versionNegotiation: { mode: "auto" } },
+    { capabilities: handlers.capabilities ?? {}, versionNegotiation: { mode } },
   );
   const onRequest = handlers.onRequest;
   if (onRequest) {

@@ -27,6 +27,7 @@ export async function createTestGroup(): Promise<TestGroup> {
   const dirs: string[] = [];
   const gateways: Running[] = [];
   const packages = new Map<string, string>();
+  const groups = new Set<string>();
   const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "process" };
   const mcpmgr = (...args: string[]) => {
     const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env, timeout: 120_000 });
@@ -49,6 +50,12 @@ export async function createTestGroup(): Promise<TestGroup> {
       return `npx://${dir}`;
     },
     run(source, name, group, ...serverArgs) {
+      // `run --group` refuses a group that does not exist; the default group always does.
+      if (group !== "default" && !groups.has(group)) {
+        const created = mcpmgr("group", "create", group);
+        if (created.code !== 0) throw new Error(`mcpmgr group create ${group} failed:\n${created.stderr}`);
+        groups.add(group);
+      }
       const args = ["run", source, "--name", name, "--group", group, "--permission-profile", "none"];
       const started = mcpmgr(...args, ...(serverArgs.length > 0 ? ["--", ...serverArgs] : []));
       if (started.code !== 0) {
