@@ -386,6 +386,57 @@ export const scenarios: readonly Scenario[] = [
     },
   },
   {
+    id: "gateway",
+    title: "mcpmgr gateway GROUP → one workload (stdio bridge)",
+    baseline: "bridge",
+    compare: ["stdio-direct"],
+    concurrencies: STDIO_CONCURRENCIES,
+    async start(h) {
+      const prefix = mcpmgrCommand(h);
+      // Its own MCPMGR_HOME: the group holds just this workload, run detached as users do.
+      const home = mkdtempSync(join(tmpdir(), "mcpmgr-bench-gateway-"));
+      const env = { MCPMGR_HOME: home, MCPMGR_RUNTIME: "process" };
+      const sandboxed = Bun.which("bwrap") !== null;
+      const runArgs = ["run", "--name", "bench-echo", "--group", "bench", `npx://./${ECHO_PKG}`];
+      if (!sandboxed) runArgs.push("--insecure-allow-unsandboxed");
+      const run = Bun.spawnSync([...prefix, ...runArgs], { cwd: h.root, env: { ...process.env, ...env } });
+      const cleanup = async () => {
+        Bun.spawnSync([...prefix, "rm", "bench-echo"], { cwd: h.root, env: { ...process.env, ...env } });
+        rmSync(home, { recursive: true, force: true });
+      };
+      if (run.exitCode !== 0) {
+        await cleanup();
+        throw new Error(`mcpmgr ${runArgs.join(" ")} failed: ${run.stderr.toString().trim()}`);
+      }
+      const workloadUrl = run.stdout.toString().trim();
+      const port = h.freePort();
+      // when-needed: a group of one keeps the tool's own name (`echo`), which the load generator calls.
+      const args = ["gateway", "bench", "--port", String(port), "--name-prefix", "when-needed"];
+      const gateway = h.spawn("gateway", [...prefix, ...args], { cwd: h.root, env });
+      const url = `http://127.0.0.1:${port}/mcp`;
+      try {
+        await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, gateway);
+        await h.waitForMcp(url, h.readyTimeoutMs, gateway);
+      } catch (err) {
+        await cleanup();
+        throw new Error(
+          `mcpmgr gateway not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${prefix.join(" ")} ${args.join(" ")}`,
+        );
+      }
+      return {
+        load: { kind: "http", url, sessions: "per-connection" },
+        subject: gateway,
+        processes: [gateway],
+        stop: cleanup,
+        notes: [
+          `\`${prefix.join(" ")} ${runArgs.join(" ")}\` (detached, at ${workloadUrl}), then \`${prefix.join(" ")} ${args.join(" ")}\``,
+          "one gateway session per connection, each with its own upstream session to the workload; the workload's own processes (supervisor, bridge, server) run outside the bench's process tree and are not in the table",
+          "compare with `bridge` (the same server behind `mcpmgr run --foreground`, no gateway): the difference is the gateway hop",
+        ],
+      };
+    },
+  },
+  {
     id: "bridge-container",
     title: "mcpmgr run IMAGE (stdio bridge, Docker container)",
     baseline: "bridge",

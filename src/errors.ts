@@ -17,6 +17,9 @@ export type ErrorCode =
   | "STATE_IO"
   | "WORKLOAD_EXISTS"
   | "WORKLOAD_NOT_FOUND"
+  | "GROUP_EXISTS"
+  | "GROUP_NOT_FOUND"
+  | "GROUP_NOT_EMPTY"
   | "SECRET_NOT_FOUND"
   | "SECRETS_PASSWORD_MISSING"
   | "SECRETS_PASSWORD_WRONG"
@@ -28,6 +31,7 @@ export type ErrorCode =
   | "REGISTRY_UNREACHABLE"
   | "REGISTRY_INVALID"
   | "REGISTRY_ENTRY_NOT_FOUND"
+  | "REGISTRY_PERMISSION_REFUSED"
   | "SANDBOX_UNAVAILABLE"
   | "TOOLCHAIN_MISSING"
   | "SERVER_FAILED"
@@ -46,6 +50,7 @@ const usageCodes: ReadonlySet<ErrorCode> = new Set([
   "CONFLICTING_OPTIONS",
   "NOT_SUPPORTED_YET",
   "INVALID_ARGUMENT",
+  "REGISTRY_PERMISSION_REFUSED",
 ]);
 
 export class McpmgrError extends Error {

@@ -1,4 +1,4 @@
-/** The workload layer's view of this process: the terminal, the environment, mcpmgr's directories. */
+/** The workload layer's view of this process: the terminal, the environment, mcpmgr's directories, the browser. */
 import { workloadContext, type WorkloadContext } from "../workload/context.ts";
 import { log, printResult } from "./output.ts";
 
@@ -8,8 +8,22 @@ export function cliContext(): WorkloadContext {
     print: printResult,
     stderr: (text) => process.stderr.write(text),
     env: process.env,
-    // Loaded when a remote needs credentials: the OAuth client is the heaviest part of mcpmgr.
-    outgoingAuthentication: async (spec, target, name) =>
-      (await import("./outgoing-auth.ts")).prepareOutgoingAuthentication(spec, target, name),
+    openBrowser,
   });
+}
+
+/** The user's browser, started without a shell; where there is none, the printed URL is the way. */
+function openBrowser(url: string): void {
+  const command =
+    process.platform === "darwin"
+      ? ["open", url]
+      : process.platform === "win32"
+        ? ["rundll32", "url.dll,FileProtocolHandler", url]
+        : ["xdg-open", url];
+  try {
+    const child = Bun.spawn(command, { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+    child.unref();
+  } catch {
+    // No browser here: the printed URL is the way.
+  }
 }

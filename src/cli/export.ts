@@ -12,7 +12,7 @@ export default defineCommand({
     { NAME: { description: "Workload name", required: true }, PATH: { description: "File to write", required: true } },
   ),
   async run({ rawArgs }) {
-    const { name, rest } = parseNamed(rawArgs, {}, "export", 1);
+    const { name, rest } = parseNamed(rawArgs, {}, "export", { extra: 1 });
     const path = rest[0];
     if (path === undefined) {
       const { McpmgrError } = await import("../errors.ts");

@@ -1,22 +1,11 @@
 /** `mcpmgr list`: every workload with its real status (a dead supervisor shows as failed). */
 import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
-import { stringOption } from "../config/option-spec.ts";
-import { nonEmpty, oneOf } from "../config/values.ts";
+import { listOptions as table } from "../config/command-options.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { printResult } from "./output.ts";
 import { currentStatus } from "../workload/supervisor-control.ts";
 import { openStore, workloadUrl } from "./workload-arg.ts";
-
-const table = {
-  format: stringOption({
-    description: "Output format: text or json",
-    valueHint: "text|json",
-    default: "text",
-    schema: oneOf(["text", "json"] as const),
-  }),
-  group: stringOption({ description: "Only workloads of this group", valueHint: "group", schema: nonEmpty }),
-} as const;
 
 export default defineCommand({
   meta: { name: "list", description: "List workloads and their status" },

@@ -3,7 +3,7 @@
  * proxy log. `run` and `start` show it to the user (once) while they wait.
  */
 import { readFileSync, statSync } from "node:fs";
-import { LOGIN_URL_MARKER } from "./oauth-login.ts";
+import { LOGIN_URL_MARKER } from "../workload/oauth-callback.ts";
 import { log } from "./output.ts";
 
 export function loginUrlRelay(logPath: string): () => void {

@@ -33,3 +33,17 @@ export function reportError(err: unknown): number {
   if (log.level >= 4) log.debug(err);
   return 1;
 }
+
+/** Columns padded to their widest cell, on stdout; the last column is not padded. */
+export function printTable(header: readonly string[], rows: readonly (readonly string[])[]): void {
+  const lines = [header, ...rows];
+  const widths = header.map((_, i) => Math.max(...lines.map((line) => (line[i] ?? "").length)));
+  for (const line of lines) {
+    printResult(
+      line
+        .map((cell, i) => cell.padEnd(widths[i] as number))
+        .join("  ")
+        .trimEnd(),
+    );
+  }
+}

@@ -1,21 +1,19 @@
 /**
  * `mcpmgr proxy stdio URL_OR_WORKLOAD`: a remote (or local workload's) MCP endpoint exposed
- * as a stdio server, for clients that only speak stdio. Messages are relayed as they are,
- * in both directions, by the SDK's two transports (stdio on this side, streamable HTTP on
- * the other: sessions, SSE answers, the server→client GET stream); mcpmgr adds its own
- * credentials (the same outgoing-auth options as `proxy`) to every HTTP request.
- * stdout carries only the protocol; everything else goes to stderr.
+ * as a stdio server, for clients that only speak stdio (the relay is
+ * proxy/remote-client/stdio-relay.ts). mcpmgr adds its own credentials (the same
+ * outgoing-auth options as `proxy`) to every HTTP request. stdout carries only the protocol;
+ * everything else goes to stderr.
  */
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { parseArgv } from "../config/argv.ts";
 import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
+import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
+import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
+import { cliContext } from "./context.ts";
 import { log } from "./output.ts";
-import { prepareOutgoingAuthentication } from "./outgoing-auth.ts";
 import { openStore, workloadUrl } from "./workload-arg.ts";
 
 async function targetOf(text: string): Promise<URL> {
@@ -54,71 +52,13 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
     );
   }
   const target = await targetOf(targetText);
-  const upstreamFetch = await prepareOutgoingAuthentication(spec, target, "stdio");
-
-  const remote = new StreamableHTTPClientTransport(
+  const relay = await startStdioRelay({
     target,
-    upstreamFetch ? { fetch: (url, init) => upstreamFetch(String(url), init ?? {}) } : {},
-  );
-  const local = new StdioServerTransport();
-  let closing = false;
-  const finish = async (why?: string) => {
-    if (closing) return;
-    closing = true;
-    if (why) log.error(why);
-    // Ends the remote session (DELETE) when there is one.
-    await remote.terminateSession().catch(() => {});
-    await remote.close().catch(() => {});
-    await local.close().catch(() => {});
-    process.exit(why ? 1 : 0);
-  };
-
-  const pendingInitialize = new Set<string | number>();
-  /** Requests sent and not answered yet: stdin may end before their answers arrive. */
-  const inFlight = new Set<string | number>();
-  // One message at a time, in order: a cancellation must not overtake its request.
-  let sending: Promise<void> = Promise.resolve();
-  local.onmessage = (message: JSONRPCMessage) => {
-    const isRequest = "method" in message && "id" in message && message.id !== undefined;
-    if (isRequest && message.method === "initialize") pendingInitialize.add(message.id as string | number);
-    if (isRequest) inFlight.add(message.id as string | number);
-    sending = sending.then(() =>
-      remote.send(message).catch((err: unknown) => {
-        const text = err instanceof Error ? err.message : String(err);
-        // A request that could not be delivered gets an error answer, not silence.
-        if (isRequest) {
-          inFlight.delete(message.id as string | number);
-          void local.send({
-            jsonrpc: "2.0",
-            id: message.id as string | number,
-            error: { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
-          });
-        } else log.warn(`could not deliver a message to the remote: ${text}`);
-      }),
-    );
-  };
-  remote.onmessage = (message: JSONRPCMessage) => {
-    if (!("method" in message) && "id" in message && message.id !== undefined) inFlight.delete(message.id);
-    // The negotiated version goes on every later HTTP request (MCP-Protocol-Version).
-    if ("id" in message && message.id !== undefined && pendingInitialize.delete(message.id) && "result" in message) {
-      const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
-      if (typeof version === "string") remote.setProtocolVersion(version);
-    }
-    void local.send(message);
-  };
-  remote.onerror = (err) => log.warn(`remote: ${err.message}`);
-  local.onerror = (err) => log.warn(`stdin: ${err.message}`);
-  // End of input: let what was asked be answered (bounded), then end the remote session.
-  const drainThenFinish = async () => {
-    await sending;
-    const deadline = Date.now() + 30_000;
-    while (inFlight.size > 0 && Date.now() < deadline) await Bun.sleep(20);
-    await finish();
-  };
-  local.onclose = () => void drainThenFinish();
-  process.stdin.once("end", () => void drainThenFinish());
-  await remote.start();
-  await local.start();
+    fetch: await outgoingAuthentication(spec, target, "stdio", cliContext()),
+    stdin: process.stdin,
+    stdout: process.stdout,
+    log,
+  });
   log.info(`relaying stdio to ${target.origin}${target.pathname}`);
-  await new Promise(() => {});
+  process.exit(await relay.finished);
 }

@@ -16,6 +16,7 @@ export const rootCommand = defineCommand({
   subCommands: {
     run: () => import("./run.ts").then((m) => m.default),
     proxy: () => import("./proxy.ts").then((m) => m.default),
+    gateway: () => import("./gateway.ts").then((m) => m.default),
     list: () => import("./list.ts").then((m) => m.default),
     stop: () => import("./stop.ts").then((m) => m.default),
     start: () => import("./start.ts").then((m) => m.start),
@@ -25,6 +26,8 @@ export const rootCommand = defineCommand({
     export: () => import("./export.ts").then((m) => m.default),
     secret: () => import("./secret.ts").then((m) => m.default),
     registry: () => import("./registry.ts").then((m) => m.default),
+    group: () => import("./group.ts").then((m) => m.default),
+    client: () => import("./client.ts").then((m) => m.default),
     __supervise: () => import("./supervise.ts").then((m) => m.default),
   },
 });

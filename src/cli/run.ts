@@ -5,8 +5,8 @@ import { runOptions } from "../config/run-options.ts";
 import { McpmgrError } from "../errors.ts";
 import { readJsonFile } from "../state/atomic-file.ts";
 import { workloadRecordSchema } from "../state/workload-record.ts";
+import { workloadUrl } from "../state/workload-url.ts";
 import { WorkloadStore } from "../state/workloads.ts";
-import { clientUrl } from "../proxy/client-url.ts";
 import { preflight, recordWorkload } from "../workload/background.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
@@ -95,7 +95,7 @@ async function runInBackground(
     throw err;
   }
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
-  printResult(clientUrl(record.host, record.proxyPort, record.proxyPath));
+  printResult(workloadUrl(record));
 }
 
 /** Blocks until Ctrl-C or until the server exits; returns the exit code. */

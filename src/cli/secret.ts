@@ -6,8 +6,8 @@
 import { resolvePaths } from "../state/paths.ts";
 import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
-import { stringOption, type OptionTable } from "../config/option-spec.ts";
-import { oneOf } from "../config/values.ts";
+import { formatOptions as listOptions, noOptions } from "../config/command-options.ts";
+import type { OptionTable } from "../config/option-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { readOnlyError } from "../secrets/environment.ts";
 import { createSecretManager, type SecretManager } from "../secrets/manager.ts";
@@ -17,16 +17,6 @@ import { log, printResult } from "./output.ts";
 
 /** The largest value `secret set` accepts on stdin. */
 const MAX_VALUE_BYTES = 1024 * 1024;
-
-const noOptions = {} as const satisfies OptionTable;
-const listOptions = {
-  format: stringOption({
-    description: "Output format",
-    valueHint: "text|json",
-    default: "text",
-    schema: oneOf(["text", "json"] as const),
-  }),
-} as const satisfies OptionTable;
 
 const nameArg = { NAME: { description: "Secret name (letters, digits, '_', '.', '-')", required: true } };
 

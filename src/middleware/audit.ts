@@ -137,7 +137,10 @@ export function auditTrail(options: AuditOptions): Middleware {
         emit("mcp_notification", { target: auditTarget(message), outcome: outcomeOf(undefined, response) });
     }
     if (requests.size === 0) return response;
-    const record = (request: JsonRpcMessage, answer: JsonRpcMessage | undefined) =>
+    const record = (request: JsonRpcMessage, answer: JsonRpcMessage | undefined) => {
+      // A 2026-07-28 input round is not the end of the call: its retry carries the same call
+      // on, and the round that ends it writes the call's one line, with its outcome.
+      if ((answer?.result as { resultType?: unknown } | null | undefined)?.resultType === "input_required") return;
       emit(typeByMethod[request.method ?? ""] ?? "mcp_request", {
         requestId: request.id,
         target: auditTarget(request),
@@ -145,6 +148,7 @@ export function auditTrail(options: AuditOptions): Middleware {
         ...(config.includeRequestData ? { request: data(request.params ?? {}) } : {}),
         ...(config.includeResponseData && answer ? { response: data(answer.result ?? answer.error ?? null) } : {}),
       });
+    };
     if (legacy.isDeferred(req, response)) {
       // Legacy SSE: the answers come on the session's stream; recorded when they do.
       for (const [id, request] of requests)

@@ -16,7 +16,7 @@ import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage, type McpTarget } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
-import { rewriteResults } from "./result-rewriter.ts";
+import { privateToCaller, rewriteResults } from "./result-rewriter.ts";
 import { checkedBody, forwardWith, readRpcBody } from "./rpc-body.ts";
 
 type CedarValue = string | number | boolean | CedarValue[] | { [key: string]: CedarValue };
@@ -171,7 +171,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
         const key = (item as Record<string, unknown>)?.[rule.key];
         return typeof key === "string" && decide(req, action, type, key);
       });
-      return { ...message, result: { ...result, [rule.field]: visible } };
+      return { ...message, result: privateToCaller({ ...result, [rule.field]: visible }) };
     }
     return message;
   }

@@ -3,7 +3,7 @@
  *   health   → answers /health without touching anything else
  *   origin   → Host/Origin validation (DNS rebinding) before anything reads the request
  *   body     → request size limit
- * Later middleware goes inside these, in this order (workload-runner composes it):
+ * Later middleware goes inside these, in this order (policy-chain.ts composes it):
  *   telemetry → audit → authentication → tool policy → authorization → webhooks → the bridge or forwarder
  * (telemetry outermost so every request is traced; audit before the policies so it records what they deny).
  */

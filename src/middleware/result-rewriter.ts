@@ -9,6 +9,16 @@ import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 /** Returns the message to send instead (or the same object for no change). */
 export type MessageRewrite = (message: JsonRpcMessage) => JsonRpcMessage;
 
+/**
+ * A list result a policy filtered for its caller, with the 2026-07-28 caching hints that
+ * keep it with that caller: `cacheScope: "private"` (a shared cache must not hand one
+ * user's view to another). Results of older revisions carry no hints and get none.
+ */
+export function privateToCaller(result: { [key: string]: unknown }): { [key: string]: unknown } {
+  if (result.resultType === undefined && result.cacheScope === undefined && result.ttlMs === undefined) return result;
+  return { ...result, cacheScope: "private" };
+}
+
 function serialise(event: EventSourceMessage): string {
   let text = "";
   if (event.id !== undefined) text += `id: ${event.id}\n`;

@@ -6,6 +6,7 @@
 import { carryRequestState } from "../auth/request-state.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
+import { maxJsonDepth, nestsDeeperThan } from "../proxy/stdio-bridge/json-text.ts";
 
 export interface RpcBody {
   readonly text: string;
@@ -15,6 +16,8 @@ export interface RpcBody {
   readonly value: unknown;
   /** The objects of a single message or a batch (empty when not JSON), as the client sent them: unchecked. */
   readonly messages: readonly JsonRpcMessage[];
+  /** Nested deeper than any MCP message (refused unparsed: deep values overflow the stack later). */
+  readonly tooDeep?: boolean;
 }
 
 const bodies = new WeakMap<Request, RpcBody>();
@@ -34,7 +37,8 @@ function exactIntegers(_key: string, value: unknown, context?: { source?: string
 
 export function rpcBodyOf(text: string, value?: unknown, bytes?: Uint8Array): RpcBody {
   let parsed = value;
-  if (parsed === undefined) {
+  const tooDeep = value === undefined && nestsDeeperThan(text, maxJsonDepth);
+  if (parsed === undefined && !tooDeep) {
     try {
       parsed = longDigits.test(text) ? JSON.parse(text, exactIntegers as never) : JSON.parse(text);
     } catch {
@@ -47,6 +51,7 @@ export function rpcBodyOf(text: string, value?: unknown, bytes?: Uint8Array): Rp
     ...(bytes ? { bytes } : {}),
     value: parsed,
     messages: list.filter((m): m is JsonRpcMessage => typeof m === "object" && m !== null),
+    ...(tooDeep ? { tooDeep } : {}),
   };
 }
 
@@ -95,6 +100,12 @@ const checked = new WeakSet<RpcBody>();
  */
 export function checkedBody(req: Request, body: RpcBody): RpcBody | Response {
   if (checked.has(body)) return body;
+  if (body.tooDeep)
+    return jsonRpcError(
+      400,
+      JsonRpcCode.invalidRequest,
+      `Invalid Request: JSON nested deeper than ${maxJsonDepth} levels`,
+    );
   if (body.value === undefined) {
     return jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the request body is not JSON");
   }

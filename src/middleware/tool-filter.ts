@@ -11,7 +11,7 @@ import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { markDenied } from "./denials.ts";
-import { rewriteResults } from "./result-rewriter.ts";
+import { privateToCaller, rewriteResults } from "./result-rewriter.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 
 interface Tool {
@@ -60,7 +60,10 @@ function filterList(policy: ToolsPolicy, tools: Tool[]): Tool[] {
 /** A JSON-RPC message with a tools/list result rewritten; others unchanged (same object). */
 function rewriteMessage(policy: ToolsPolicy, message: JsonRpcMessage): JsonRpcMessage {
   if (!isToolList(message.result)) return message;
-  return { ...message, result: { ...message.result, tools: filterList(policy, message.result.tools) } };
+  return {
+    ...message,
+    result: privateToCaller({ ...message.result, tools: filterList(policy, message.result.tools) }),
+  };
 }
 
 export function toolFilter(policy: ToolsPolicy): Middleware {

@@ -5,8 +5,13 @@
  * token; a request whose body can be sent again is retried once with a fresh one. The
  * remote's own challenge never reaches the client: it is about mcpmgr's credentials, not
  * the client's, so the client gets a JSON-RPC error saying so.
+ *
+ * Credentials go to the MCP endpoint only (credential-scope.ts): a request for another path
+ * on the remote is forwarded as the client sent it, without mcpmgr's token or injected
+ * headers, and its 401 starts no login.
  */
 import type { TokenSource } from "../auth/outgoing/token-source.ts";
+import { credentialScope } from "./credential-scope.ts";
 import { jsonRpcError } from "./jsonrpc.ts";
 import { errorMessage } from "../errors.ts";
 
@@ -15,6 +20,8 @@ export type UpstreamInit = BunFetchRequestInit & { readonly timeout?: false | nu
 export type UpstreamFetch = (url: string, init: UpstreamInit) => Promise<Response>;
 
 export interface AuthenticatedFetchOptions {
+  /** The remote's MCP endpoint: the only place (with a legacy SSE message path it announces) credentials go. */
+  readonly endpoint: URL;
   readonly headers: readonly { readonly name: string; readonly value: string }[];
   readonly source?: TokenSource;
   /** Where the token goes (default Authorization). */
@@ -40,11 +47,15 @@ function refusesCredentials(response: Response): boolean {
 export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFetchOptions): UpstreamFetch {
   const headerName = options.headerName ?? "authorization";
   const source = options.source;
+  const scope = credentialScope(options.endpoint);
   return async (url, init) => {
+    if (!scope.covers(url)) return base(url, init);
+    const send = async (sendInit: UpstreamInit) =>
+      scope.watch(url, sendInit.method ?? "GET", await base(url, sendInit));
     const headers = new Headers(init.headers);
     for (const { name, value } of options.headers) headers.set(name, value);
     // A CORS preflight is not the client acting: it gets no credentials of mcpmgr's.
-    if (source === undefined || init.method === "OPTIONS") return base(url, { ...init, headers });
+    if (source === undefined || init.method === "OPTIONS") return send({ ...init, headers });
     const credential = async (): Promise<string | undefined | Response> => {
       try {
         return await source.authorization(init.incoming);
@@ -57,7 +68,7 @@ export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFe
     if (value instanceof Response) return value;
     if (value === undefined) headers.delete(headerName);
     else headers.set(headerName, value);
-    let response = await base(url, { ...init, headers });
+    let response = await send({ ...init, headers });
     if (!refusesCredentials(response)) return response;
     try {
       await source.invalidate(value, response);
@@ -71,7 +82,7 @@ export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFe
       if (value instanceof Response) return value;
       if (value === undefined) headers.delete(headerName);
       else headers.set(headerName, value);
-      response = await base(url, { ...init, headers });
+      response = await send({ ...init, headers });
       if (!refusesCredentials(response)) return response;
       await source.invalidate(value, response).catch(() => {});
     }

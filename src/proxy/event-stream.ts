@@ -21,7 +21,16 @@ export interface EventStream {
   onClose(listener: () => void): void;
 }
 
-export function createEventStream(options: { live?: LiveStreams; pingIntervalMs?: number } = {}): EventStream {
+export interface EventStreamOptions {
+  readonly live?: LiveStreams;
+  readonly pingIntervalMs?: number;
+  /** The SSE answer of one request: graceful stop waits for it (see LiveStreams). */
+  readonly requestScoped?: boolean;
+  /** Writes what the stream still owes (error events) when shutdown closes it. */
+  readonly onShutdown?: (reason: string) => void;
+}
+
+export function createEventStream(options: EventStreamOptions = {}): EventStream {
   const interval = options.pingIntervalMs ?? defaultPingIntervalMs;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let open = true;
@@ -56,7 +65,13 @@ export function createEventStream(options: { live?: LiveStreams; pingIntervalMs?
       timer = setInterval(() => {
         if (performance.now() - lastWrite >= interval * 0.9) write(ping);
       }, interval);
-      unregister = options.live?.add(() => result.close());
+      unregister = options.live?.add(
+        (reason) => {
+          options.onShutdown?.(reason);
+          result.close();
+        },
+        { requestScoped: options.requestScoped === true },
+      );
     },
     cancel() {
       end();

@@ -61,10 +61,13 @@ export function serve(options: ServeOptions): RunningServer {
     stopping ??= (async () => {
       const closed = server.stop(false);
       const deadline = performance.now() + graceMs;
-      // Ordinary requests finish first; open SSE streams would never "finish".
+      // Ordinary requests and request-scoped streams (answers still flowing) finish first, within
+      // the bound; standalone SSE streams would never "finish". What is still running then is
+      // ended with a JSON-RPC error by its front end (LiveStreams.closeAll), never cut silently.
       while (server.pendingRequests > live.size && performance.now() < deadline) await Bun.sleep(20);
-      live.closeAll();
-      const remaining = Math.max(0, deadline - performance.now());
+      live.closeAll("mcpmgr is shutting down");
+      // The final events just written still need to reach their clients before sockets are cut.
+      const remaining = Math.max(250, deadline - performance.now());
       await Promise.race([closed, Bun.sleep(Math.min(remaining, 2_000))]);
       await server.stop(true);
     })();

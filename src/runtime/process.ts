@@ -3,6 +3,7 @@
  * (ARCHITECTURE.md §3.9), optionally inside the bwrap sandbox, and a stop sequence that gives
  * the server a chance to exit cleanly: close stdin, then SIGTERM, then SIGKILL.
  */
+import { closeSync } from "node:fs";
 import type { Subprocess } from "bun";
 
 const inheritedEnv = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TZ", "TMPDIR"] as const;
@@ -15,6 +16,8 @@ export interface LaunchOptions {
   /** bwrap path and its arguments; undefined runs the command directly. */
   readonly sandbox?: { readonly bwrap: string; readonly args: readonly string[] };
   readonly hostEnv?: Readonly<Record<string, string | undefined>>;
+  /** Open descriptors handed to the child as 3, 4, ... (closed here once it has them). */
+  readonly extraFds?: readonly number[];
 }
 
 export interface LocalProcess extends AsyncDisposable {
@@ -39,13 +42,17 @@ export function launchProcess(options: LaunchOptions): LocalProcess {
   const argv = options.sandbox
     ? [options.sandbox.bwrap, ...options.sandbox.args, "--", ...options.command]
     : [...options.command];
-  const proc = Bun.spawn(argv, {
-    ...(options.cwd ? { cwd: options.cwd } : {}),
-    env: childEnvironment(options.env, options.hostEnv),
-    stdin: "pipe",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  const extraFds = options.extraFds ?? [];
+  let proc: Subprocess<"pipe", "pipe", "pipe">;
+  try {
+    proc = Bun.spawn(argv, {
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+      env: childEnvironment(options.env, options.hostEnv),
+      stdio: ["pipe", "pipe", "pipe", ...extraFds],
+    }) as Subprocess<"pipe", "pipe", "pipe">;
+  } finally {
+    for (const fd of extraFds) closeSync(fd);
+  }
   const stop = async (graceMs = 5_000): Promise<number | null> => {
     if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
     try {

@@ -1,16 +1,25 @@
 /**
- * The Linux sandbox of the process runtime: bubblewrap enforcing a permission
- * profile. The host is visible read-only; the user's home, /tmp and /run (where the
- * session bus, agent and engine sockets live) are replaced by empty tmpfs; the working
- * directory stays visible read-only (servers read project files and npx resolves local
- * packages there) unless it would reveal the home directory; mcpmgr's own state is
- * hidden; only the profile's `write` paths and read-write volumes are writable; profile
- * `none` gets its own empty network namespace; every capability is dropped.
+ * The Linux sandbox of the process runtime: bubblewrap enforcing a permission profile.
+ *
+ * The server sees an allow-list, not the host (docs/security.md lists it): the system's
+ * programs and libraries read-only (/usr and its /bin, /sbin, /lib* links), a handful of
+ * /etc files a runtime reads (dynamic linker, certificates, name resolution, time zone) and
+ * synthetic passwd/group files, its toolchain's install directory, its package, the working
+ * directory (read-only, unless it is or holds the home directory), the profile's paths and
+ * the -v volumes; an empty tmpfs for /tmp and the home directory; its own /proc and a
+ * minimal /dev. Everything else (/root, /home, /var, /run and its sockets, the rest of /etc)
+ * does not exist in it. mcpmgr's own directories are hidden wherever a mount shows them.
+ *
+ * It runs as uid/gid 65534 in a user namespace of its own, with every capability dropped,
+ * no_new_privs, new pid/ipc/uts/cgroup namespaces (and network, for profile `none`), a new
+ * session (no terminal injection), and the seccomp filter of seccomp.ts. Only the profile's
+ * `write` paths, read-write volumes, /tmp and the home directory are writable.
  */
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
-import { resolve } from "node:path";
+import { dirname, posix, relative, resolve, sep } from "node:path";
 import { McpmgrError } from "../errors.ts";
+import { expandHostPath, hiddenTargets, isWithin, realHostPath } from "./host-paths.ts";
 import { allowsNetwork, type PermissionProfile } from "./permission-profile.ts";
 
 export interface Mount {
@@ -19,15 +28,20 @@ export interface Mount {
   readonly readOnly: boolean;
 }
 
+/** The uid and gid the server runs as inside its user namespace (the conventional "nobody"). */
+export const SANDBOX_UID = 65534;
+
 export interface SandboxPlan {
   readonly profile: PermissionProfile;
   readonly volumes: readonly Mount[];
   /** Directories the launcher itself needs writable (package caches). */
   readonly extraWritable?: readonly string[];
+  /** Install directories of the server's toolchain (node, go, uv), shown read-only. */
+  readonly runtimeDirs?: readonly string[];
   /** The directory the server starts in; visible read-only. */
   readonly workingDir?: string;
   readonly home?: string;
-  /** Directories never to show the server (mcpmgr's config, state and secrets). */
+  /** Real paths never to show the server (mcpmgr's config, state and secrets), wherever a mount shows them. */
   readonly hidden?: readonly string[];
   /** Ignore-pattern overlays: empty tmpfs over directories, `emptyFile` over files, `protect` re-binds a host file read-only. */
   readonly overlays?: readonly {
@@ -36,7 +50,45 @@ export interface SandboxPlan {
     readonly hostPath?: string;
   }[];
   readonly emptyFile?: string;
+  /** Host files bound over /etc/passwd and /etc/group (entries for the sandbox's uid only). */
+  readonly identity?: { readonly passwd: string; readonly group: string };
+  /** The descriptor, in bwrap, of the compiled seccomp filter (seccomp.ts). */
+  readonly seccompFd?: number;
 }
+
+/** The system's programs and libraries; each is a directory (bound read-only) or a link (recreated). */
+const systemDirs = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+/**
+ * What of /etc a runtime reads: the dynamic linker's cache, CA certificates (not
+ * /etc/ssl/private), name resolution, services and protocols, time zone, the alternatives
+ * links (/usr/bin/node may point there), MIME types and the OS release. Not shadow files,
+ * ssh host keys, npmrc/gitconfig (tokens), machine-id or the engine's configuration.
+ */
+export const etcAllowList = [
+  "ld.so.cache",
+  "ld.so.conf",
+  "ld.so.conf.d",
+  "ssl/certs",
+  "ssl/openssl.cnf",
+  "ca-certificates",
+  "ca-certificates.conf",
+  "pki/tls/certs",
+  "pki/ca-trust/extracted",
+  "crypto-policies/back-ends",
+  "resolv.conf",
+  "hosts",
+  "host.conf",
+  "nsswitch.conf",
+  "gai.conf",
+  "services",
+  "protocols",
+  "localtime",
+  "timezone",
+  "alternatives",
+  "mime.types",
+  "os-release",
+];
 
 /** Where bwrap is, or undefined when the profile cannot be enforced here. */
 export function findBwrap(): string | undefined {
@@ -55,9 +107,34 @@ export function unenforceableError(): McpmgrError {
   });
 }
 
+/** The mounts a plan gives the server besides the system view, in bwrap's order (later ones stack on top). */
+export function sandboxMounts(plan: SandboxPlan): Mount[] {
+  const home = plan.home ?? homedir();
+  const showWorkingDir = plan.workingDir !== undefined && plan.workingDir !== "/" && !isWithin(home, plan.workingDir);
+  return [
+    ...(plan.runtimeDirs ?? []).map((dir) => ({ hostPath: dir, targetPath: dir, readOnly: true })),
+    ...(showWorkingDir
+      ? [{ hostPath: plan.workingDir as string, targetPath: plan.workingDir as string, readOnly: true }]
+      : []),
+    ...plan.profile.read.map((spec) => profileMount(spec, true)),
+    ...plan.profile.write.map((spec) => profileMount(spec, false)),
+    ...(plan.extraWritable ?? []).map((path) => ({ hostPath: path, targetPath: path, readOnly: false })),
+    ...plan.volumes,
+  ].map((mount) => ({
+    hostPath: realHostPath(expandHostPath(mount.hostPath, home)),
+    targetPath: resolve(mount.targetPath.replace(/^~(?=\/|$)/, home)),
+    readOnly: mount.readOnly,
+  }));
+}
+
 export function bwrapArgs(plan: SandboxPlan): string[] {
   const home = plan.home ?? homedir();
   const args = [
+    "--unshare-user",
+    "--uid",
+    String(SANDBOX_UID),
+    "--gid",
+    String(SANDBOX_UID),
     "--die-with-parent",
     "--new-session",
     "--unshare-pid",
@@ -68,87 +145,85 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
     "ALL",
   ];
   if (!allowsNetwork(plan.profile)) args.push("--unshare-net");
-  args.push(
-    "--ro-bind",
-    "/",
-    "/",
-    "--dev",
-    "/dev",
-    "--proc",
-    "/proc",
-    "--tmpfs",
-    "/tmp",
-    "--tmpfs",
-    home,
-    "--tmpfs",
-    "/run",
-  );
-  // DNS keeps working when /etc/resolv.conf points into the hidden /run.
-  const resolvConf = realTarget("/etc/resolv.conf");
-  if (resolvConf?.startsWith("/run/")) args.push("--ro-bind", resolvConf, resolvConf);
-  // The working directory, unless showing it would show the whole home directory again.
-  const showWorkingDir = plan.workingDir !== undefined && plan.workingDir !== "/" && !isWithin(home, plan.workingDir);
-  const workingDir = showWorkingDir
-    ? [{ hostPath: plan.workingDir as string, targetPath: plan.workingDir as string, readOnly: true }]
-    : [];
-  const mounts: Mount[] = [
-    ...workingDir,
-    ...plan.profile.read.map((spec) => profileMount(spec, true)),
-    ...plan.profile.write.map((spec) => profileMount(spec, false)),
-    ...(plan.extraWritable ?? []).map((path) => ({ hostPath: path, targetPath: path, readOnly: false })),
-    ...plan.volumes,
-  ];
-  for (const mount of mounts) {
-    const host = resolve(mount.hostPath.replace(/^~(?=\/|$)/, home));
-    if (!existsSync(host)) {
-      throw new McpmgrError("INVALID_OPTION", `mount source ${host} does not exist`, {
-        hint: "create it, or fix the path in --volume or the permission profile",
-      });
-    }
-    const target = resolve(mount.targetPath.replace(/^~(?=\/|$)/, home));
-    assertMountPoint(target, home);
-    args.push(mount.readOnly ? "--ro-bind" : "--bind", host, target);
+  if (plan.seccompFd !== undefined) args.push("--seccomp", String(plan.seccompFd));
+
+  // The system view: every source a real path, so what is shown is what was checked.
+  const binds: Mount[] = [];
+  for (const dir of systemDirs) {
+    const info = lstatSync(dir, { throwIfNoEntry: false });
+    if (info?.isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
+    else if (info?.isDirectory()) binds.push({ hostPath: realpathSync(dir), targetPath: dir, readOnly: true });
   }
-  for (const dir of plan.hidden ?? []) if (existsSync(dir)) args.push("--tmpfs", dir);
+  for (const entry of etcAllowList) {
+    const path = `/etc/${entry}`;
+    const real = existsSync(path) ? realpathSync(path) : undefined;
+    if (real !== undefined) binds.push({ hostPath: real, targetPath: path, readOnly: true });
+  }
+  for (const bind of binds) args.push("--ro-bind", bind.hostPath, bind.targetPath);
+  if (plan.identity)
+    args.push("--ro-bind", plan.identity.passwd, "/etc/passwd", "--ro-bind", plan.identity.group, "/etc/group");
+  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", home);
+
+  const mounts = sandboxMounts(plan);
+  for (const mount of mounts) {
+    assertMountPoint(mount.targetPath, [...binds, ...mounts.slice(0, mounts.indexOf(mount))]);
+    args.push(mount.readOnly ? "--ro-bind" : "--bind", mount.hostPath, mount.targetPath);
+  }
+  // mcpmgr's directories, wherever a system bind, the working directory or a volume shows them.
+  for (const target of hiddenTargets([...binds, ...mounts], plan.hidden ?? [])) args.push("--tmpfs", target);
   for (const overlay of plan.overlays ?? []) {
     if (overlay.kind === "dir") args.push("--tmpfs", overlay.containerPath, "--remount-ro", overlay.containerPath);
     else if (overlay.kind === "protect" && overlay.hostPath)
       args.push("--ro-bind", overlay.hostPath, overlay.containerPath);
     else if (overlay.kind === "file" && plan.emptyFile) args.push("--ro-bind", plan.emptyFile, overlay.containerPath);
   }
+  // The root itself (bwrap's tmpfs, holding the mount points) is read-only too.
+  args.push("--remount-ro", "/");
   // A working directory kept hidden (it holds the home directory) starts the server in the empty home.
+  const showWorkingDir = plan.workingDir !== undefined && plan.workingDir !== "/" && !isWithin(home, plan.workingDir);
   if (plan.workingDir) args.push("--chdir", showWorkingDir || plan.workingDir === "/" ? plan.workingDir : home);
   return args;
 }
 
-/** Whether `inner` is `outer` or below it. */
-function isWithin(inner: string, outer: string): boolean {
-  const a = resolve(inner);
-  const b = resolve(outer);
-  return a === b || a.startsWith(b.endsWith("/") ? b : `${b}/`);
-}
-
-function realTarget(path: string): string | undefined {
-  try {
-    return realpathSync(path);
-  } catch {
-    return undefined;
-  }
+/**
+ * bwrap creates missing mount points in its own root, but not inside a read-only bind
+ * (the system directories, the working directory, a read-only volume): such a target must
+ * already exist in the bound host directory.
+ */
+function assertMountPoint(target: string, earlier: readonly Mount[]): void {
+  const covering = earlier.filter((m) => isWithin(target, m.targetPath)).at(-1);
+  if (covering === undefined || !covering.readOnly || covering.targetPath === target) return;
+  const rel = relative(covering.targetPath, target);
+  if (existsSync(resolve(covering.hostPath, ...rel.split(posix.sep)))) return;
+  throw new McpmgrError(
+    "INVALID_OPTION",
+    `cannot mount at ${target}: it would be created inside ${covering.targetPath}, which the sandbox shows read-only`,
+    { hint: `mount at a path of its own (e.g. -v ./data:/data), or at an existing path in ${covering.targetPath}` },
+  );
 }
 
 /**
- * The sandbox's root is the host's, read-only: a mount point must already exist there,
- * or lie in one of the empty writable trees (/tmp, the home directory).
+ * Install directories of the programs a command runs with: the command's own binary and
+ * the interpreters it needs (`node` for npx), each as the real path's prefix (the parent of
+ * its bin/ directory: ~/.nvm/versions/node/v22, /opt/go), unless it is already in the
+ * system view. A prefix that is a home directory, ~/.local or / itself would show far more
+ * than the toolchain: then only the binary's own directory is shown.
  */
-function assertMountPoint(target: string, home: string): void {
-  if (existsSync(target) || isWithin(target, "/tmp") || isWithin(target, home)) return;
-  throw new McpmgrError(
-    "INVALID_OPTION",
-    `cannot mount at ${target}: the process runtime's sandbox uses the host's directory tree, where ${target} does not exist`,
-    {
-      hint: `mount at an existing path, or under /tmp or ${home} (e.g. -v ./data:/tmp/data)`,
-    },
-  );
+export function toolchainDirs(command: readonly string[], home = homedir(), which = Bun.which): string[] {
+  const programs = [command[0], ...(command[0]?.endsWith("npx") ? ["node"] : [])];
+  const dirs = new Set<string>();
+  for (const program of programs) {
+    if (program === undefined) continue;
+    const found = program.includes("/") ? program : which(program);
+    if (found === null || !existsSync(found)) continue;
+    const real = realpathSync(found);
+    if (systemDirs.some((dir) => existsSync(dir) && isWithin(real, realpathSync(dir)))) continue;
+    const binDir = dirname(real);
+    const prefix = dirname(binDir);
+    const tooBroad = [home, resolve(home, ".local"), "/", "/opt", "/usr/local"].includes(prefix) || prefix === sep;
+    dirs.add(tooBroad ? binDir : prefix);
+  }
+  return [...dirs];
 }
 
 /** Profile mounts are `host-path` or `host-path:target-path`. */
@@ -158,4 +233,12 @@ export function profileMount(spec: string, readOnly: boolean): Mount {
   return colon === -1
     ? { hostPath: spec, targetPath: spec, readOnly }
     : { hostPath: spec.slice(0, colon), targetPath: spec.slice(colon + 1), readOnly };
+}
+
+/** /etc/passwd and /etc/group lines for the sandbox: its own user (home: the empty home directory) and root. */
+export function sandboxIdentity(home: string): { passwd: string; group: string } {
+  return {
+    passwd: `root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:${SANDBOX_UID}:${SANDBOX_UID}:MCP server (mcpmgr sandbox):${home}:/usr/sbin/nologin\n`,
+    group: `root:x:0:\nnogroup:x:${SANDBOX_UID}:\n`,
+  };
 }

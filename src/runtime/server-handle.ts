@@ -19,10 +19,14 @@ export interface ServerHandle {
   stop(graceMs?: number): Promise<unknown>;
 }
 
-/** What a runtime hands back: the server, and where an sse/streamable-http server listens. */
+/**
+ * What a runtime hands back: the server, and where an sse/streamable-http server listens
+ * (`unix`: reached through that Unix socket only, the relay of an isolated container; host
+ * and port still make the request's URL).
+ */
 export interface LaunchedServer {
   readonly server: ServerHandle;
-  readonly http?: { readonly host: string; readonly port: number };
+  readonly http?: { readonly host: string; readonly port: number; readonly unix?: string };
 }
 
 export function processHandle(child: LocalProcess, redact: (text: string) => string): ServerHandle {

@@ -2,7 +2,7 @@
  * OpenTelemetry for one workload: a tracer exporting spans over OTLP/HTTP protobuf, a
  * meter exporting over OTLP and/or read by the Prometheus serializer for `/metrics`, both
  * with the workload's resource (service name, custom attributes). Loaded only when
- * telemetry is configured (workload-runner imports this module on demand).
+ * telemetry is configured (workload/policies.ts imports this module on demand).
  */
 import { metrics as metricsApi, type Meter, type Tracer } from "@opentelemetry/api";
 import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-proto";

@@ -1,7 +1,7 @@
 /**
  * A background workload (`run` without --foreground): checked and prepared in the user's
- * terminal first (the pre-flight: images pulled or built with progress shown, overlays
- * listed, secrets and the OIDC issuer checked), then recorded, so its supervisor can start
+ * terminal first (the pre-flight: what the server is granted printed, images pulled or built
+ * with progress shown, overlays listed, secrets and the OIDC issuer checked), then recorded, so its supervisor can start
  * it (and restart it) exactly as it was asked for.
  */
 import { resolve } from "node:path";
@@ -12,7 +12,8 @@ import { dockerHostFor } from "../runtime/docker/engine.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
-import { prepareImage } from "./launch-container.ts";
+import { prepareImage, printContainerGrants } from "./launch-container.ts";
+import { printProcessGrants } from "./launch-process.ts";
 import { overlaysFor, processMounts } from "./overlays.ts";
 import { preparePolicies } from "./policies.ts";
 import type { RunSpec } from "./run-spec.ts";
@@ -23,6 +24,8 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext): Promise<vo
   const { placement } = spec;
   if (placement.kind !== "remote") {
     const { server } = placement;
+    if (placement.kind === "container") printContainerGrants(spec, placement, ctx);
+    else if (placement.bwrap !== undefined) printProcessGrants(spec.name, placement, ctx);
     await serverEnvironment(server.variables, ctx);
     const overlayOptions = { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays };
     if (placement.kind === "container") {

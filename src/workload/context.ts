@@ -1,11 +1,9 @@
 /**
  * What the workload layer needs from the process it runs in, built once by the CLI (the
  * composition root) and passed down: where to log and print, mcpmgr's directories, the
- * environment, the secrets store, and how mcpmgr authenticates to a remote server. Nothing
+ * environment, the secrets store, and how to show the user a page (an OAuth login). Nothing
  * below reads process.env or writes to the terminal by itself, so tests hand in their own.
  */
-import type { OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
-import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { createSecretManager, type SecretManager } from "../secrets/manager.ts";
 import { resolvePaths, type McpmgrPaths } from "../state/paths.ts";
 
@@ -19,13 +17,6 @@ export interface WorkloadLog {
   error(message: string): void;
 }
 
-/** mcpmgr's credentials for a remote: a fetch that adds them, or undefined when none are configured. */
-export type OutgoingAuthentication = (
-  spec: OutgoingAuthSpec,
-  target: URL,
-  name: string,
-) => Promise<UpstreamFetch | undefined>;
-
 export interface WorkloadContext {
   readonly log: WorkloadLog;
   /** A result line for stdout (what --print-resolved-overlays asks for). */
@@ -36,7 +27,8 @@ export interface WorkloadContext {
   readonly env: Env;
   /** The secrets store, opened on first use (most workloads reference no secret). */
   secrets(): SecretManager;
-  readonly outgoingAuthentication: OutgoingAuthentication;
+  /** Opens a URL in the user's browser (an OAuth login; the URL is printed on stderr as well). */
+  readonly openBrowser: (url: string) => void;
 }
 
 export interface WorkloadContextOptions {
@@ -44,7 +36,8 @@ export interface WorkloadContextOptions {
   readonly print: (line: string) => void;
   readonly stderr: (text: string) => void;
   readonly env: Env;
-  readonly outgoingAuthentication: OutgoingAuthentication;
+  /** Defaults to none: the printed URL is the way. */
+  readonly openBrowser?: (url: string) => void;
   /** Defaults to the directories `env` names (MCPMGR_HOME, XDG_*). */
   readonly paths?: McpmgrPaths;
 }
@@ -59,6 +52,6 @@ export function workloadContext(options: WorkloadContextOptions): WorkloadContex
     paths,
     env: options.env,
     secrets: () => (secrets ??= createSecretManager({ dir: paths.dataDir, env: options.env })),
-    outgoingAuthentication: options.outgoingAuthentication,
+    openBrowser: options.openBrowser ?? (() => {}),
   });
 }

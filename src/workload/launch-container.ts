@@ -2,8 +2,12 @@
  * The container launcher: the image made ready (pulled and verified, or built and cached for
  * a protocol-scheme package), the RunSpec's container placement turned into a hardened
  * container (runtime/docker), its network isolation set up when asked, and the server handed
- * on as byte streams (stdio) or a loopback port (HTTP).
+ * on as byte streams (stdio), the relay's Unix socket (an isolated HTTP server) or a loopback
+ * port (an HTTP server on a network the user chose). What the container gets is printed
+ * before it starts, in the user's terminal.
  */
+import { homedir } from "node:os";
+import { join } from "node:path";
 import { findFreePort, portInUse } from "../proxy/serve.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import { serverContainerOptions, serverPortFor } from "../runtime/docker/container-config.ts";
@@ -11,7 +15,13 @@ import { startServerContainer } from "../runtime/docker/container.ts";
 import { buildPackageImage } from "../runtime/docker/image-build.ts";
 import { applyVerification, ensureImage, inspectLocalImage } from "../runtime/docker/images.ts";
 import { workloadFilter, workloadLabels } from "../runtime/docker/labels.ts";
-import { createIsolation, SERVER_ALIAS } from "../runtime/docker/network-isolation.ts";
+import {
+  createIsolation,
+  INGRESS_SOCKET,
+  ingressSocketDir,
+  SERVER_ALIAS,
+} from "../runtime/docker/network-isolation.ts";
+import { containerGrantSummary } from "../runtime/grant-summary.ts";
 import { loadGlobalIgnorePatterns } from "../runtime/ignore-overlays.ts";
 import { containerHandle, type LaunchedServer } from "../runtime/server-handle.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
@@ -86,6 +96,25 @@ export async function assertContainerNameFree(
   }
 }
 
+/** What the container gets (paths, network, devices), printed before it starts (foreground, or the pre-flight). */
+export function printContainerGrants(spec: RunSpec, placement: ContainerPlacement, ctx: WorkloadContext): void {
+  const { server } = placement;
+  ctx.log.info(
+    containerGrantSummary({
+      workload: spec.name,
+      engine: placement.engine.kind,
+      profile: server.profile,
+      origin: server.profileOrigin,
+      volumes: server.volumes,
+      publish: placement.publish,
+      privateHttp: server.transport !== "stdio" && placement.isolate,
+      isolated: placement.isolate,
+      networkMode: placement.networkMode,
+      home: homedir(),
+    }),
+  );
+}
+
 /** Removes what a start left in the engine (it was interrupted, or a supervisor was killed hard). */
 export async function removeContainers(placement: ContainerPlacement, name: string): Promise<void> {
   await removeWorkloadObjects(placement.engine, name);
@@ -98,6 +127,7 @@ export async function launchContainer(
   options: { readonly interactive: boolean; readonly proxyPort: number },
 ): Promise<LaunchedServer> {
   const { engine, server, isolate, networkMode } = placement;
+  if (options.interactive) printContainerGrants(spec, placement, ctx);
   const image = await prepareImage(placement, ctx, (line) =>
     options.interactive ? ctx.log.info(line) : ctx.log.debug(line),
   );
@@ -142,13 +172,22 @@ export async function launchContainer(
       user: spec.labels,
     });
 
+  if (!stdio && !isolate && options.interactive)
+    ctx.log.warn(
+      `${spec.name}'s MCP port is reachable on ${hostNetwork ? "the host's network" : `network ${networkMode}`}${placement.publish.length > 0 ? " and the published ports" : ""} without going through the proxy (its authentication, policies and audit)`,
+    );
+  // The isolated server's relay: a Unix socket in a host directory only mcpmgr's user opens
+  // (a remote engine, which cannot mount it, gets the relay published on loopback instead).
+  const socketDir = isolate && !stdio ? ingressSocketDir(engine, spec.name, ctx.paths.runtimeDir) : undefined;
   const isolation = isolate
     ? await createIsolation(engine, {
         workload: spec.name,
         labels,
         profile: server.profile,
         allowGateway: placement.allowGateway,
-        ...(containerPort !== undefined && hostPort !== undefined ? { ingress: { containerPort, hostPort } } : {}),
+        ...(containerPort !== undefined
+          ? { ingress: socketDir ? { containerPort, socketDir } : { containerPort, ...(hostPort ? { hostPort } : {}) } }
+          : {}),
         onProgress: (line) => ctx.log.info(line),
       })
     : undefined;
@@ -164,7 +203,8 @@ export async function launchContainer(
     labels: labels("server"),
     stdio,
     profile: server.profile,
-    volumes: placement.mounts,
+    // A mount that shows nothing but mcpmgr's state is replaced by the empty tmpfs (one mount point each).
+    volumes: placement.mounts.filter((m) => !placement.hiddenDirs.includes(m.containerPath)),
     overlays: [...overlays, ...placement.hiddenDirs.map((containerPath) => ({ kind: "dir" as const, containerPath }))],
     ...(emptyFile ? { emptyFile } : {}),
     networkMode: isolation?.networkName ?? networkMode,
@@ -180,8 +220,8 @@ export async function launchContainer(
   const container = await startServerContainer(engine, createOptions, stdio, async () => {
     await isolation?.remove();
   });
-  return {
-    server: containerHandle(container, environment.redact),
-    ...(hostPort !== undefined ? { http: { host: "127.0.0.1", port: hostPort } } : {}),
-  };
+  const handle = containerHandle(container, environment.redact);
+  if (socketDir && containerPort !== undefined)
+    return { server: handle, http: { host: "127.0.0.1", port: containerPort, unix: join(socketDir, INGRESS_SOCKET) } };
+  return { server: handle, ...(hostPort !== undefined ? { http: { host: "127.0.0.1", port: hostPort } } : {}) };
 }

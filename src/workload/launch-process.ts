@@ -1,19 +1,41 @@
 /**
- * The process launcher: a package's command started as a local process, in the bubblewrap
- * sandbox that enforces its permission profile (or without one, when the RunSpec accepted
- * that), with its environment and secrets; an HTTP server is told where to listen through
- * MCP_TRANSPORT and MCP_PORT.
+ * The process launcher: a package's command started as a local process, in the process
+ * sandbox that enforces its permission profile (runtime/sandbox-launch.ts: bubblewrap with an
+ * allow-listed view of the host, an unprivileged uid, the seccomp filter), or without one
+ * when the RunSpec accepted that, with its environment and secrets; an HTTP server is told
+ * where to listen through MCP_TRANSPORT and MCP_PORT. What the sandbox grants is printed
+ * before it starts, in the user's terminal.
  */
+import { homedir } from "node:os";
 import { findFreePort } from "../proxy/serve.ts";
+import { processGrantSummary } from "../runtime/grant-summary.ts";
 import { launchProcess } from "../runtime/process.ts";
-import { bwrapArgs } from "../runtime/sandbox.ts";
+import { launchInSandbox } from "../runtime/sandbox-launch.ts";
 import { processHandle, type LaunchedServer } from "../runtime/server-handle.ts";
 import type { WorkloadContext } from "./context.ts";
 import { overlaysFor, processMounts } from "./overlays.ts";
 import type { ProcessPlacement } from "./placement.ts";
 import { serverEnvironment } from "./server-environment.ts";
 
+/** What the sandboxed server gets (paths, network, devices), printed before it starts (foreground, or the pre-flight). */
+export function printProcessGrants(name: string, placement: ProcessPlacement, ctx: WorkloadContext): void {
+  const { server, source } = placement;
+  ctx.log.info(
+    processGrantSummary({
+      workload: name,
+      profile: server.profile,
+      origin: server.profileOrigin,
+      volumes: server.volumes,
+      command: placement.command,
+      cwd: placement.cwd,
+      ...(source.localPath ? { localPackage: source.localPath } : {}),
+      home: homedir(),
+    }),
+  );
+}
+
 export async function launchLocalProcess(
+  name: string,
   placement: ProcessPlacement,
   ctx: WorkloadContext,
   options: { readonly interactive: boolean },
@@ -39,24 +61,22 @@ export async function launchLocalProcess(
   }));
   // A local project is the server's own code: visible read-only even where the sandbox hides (/tmp, $HOME).
   if (source.localPath) volumes.unshift({ hostPath: source.localPath, targetPath: source.localPath, readOnly: true });
+  if (options.interactive) printProcessGrants(name, placement, ctx);
   const { overlays, emptyFile } = await overlaysFor(
     processMounts(server.profile, server.volumes),
     { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays && options.interactive },
     ctx,
   );
-  const args = bwrapArgs({
-    profile: server.profile,
-    volumes,
-    workingDir: placement.cwd,
-    hidden: [ctx.paths.configDir, ctx.paths.dataDir, ctx.paths.stateDir],
-    overlays,
-    ...(emptyFile ? { emptyFile } : {}),
-  });
-  const child = launchProcess({
+  const child = await launchInSandbox({
+    bwrap: placement.bwrap,
     command: placement.command,
     env,
     cwd: placement.cwd,
-    sandbox: { bwrap: placement.bwrap, args },
+    profile: server.profile,
+    volumes,
+    overlays,
+    ...(emptyFile ? { emptyFile } : {}),
+    stateEnv: ctx.env,
   });
   return { server: processHandle(child, environment.redact), ...(http ? { http } : {}) };
 }

@@ -30,6 +30,17 @@ export function maxBodyBytesFromEnv(env: Env): number {
   );
 }
 
+/** The largest message a stdio server may send on one line (MCPMGR_MAX_MESSAGE_BYTES, default 64 MiB). */
+export function maxMessageBytesFromEnv(env: Env): number {
+  return fromEnv(
+    env,
+    "MCPMGR_MAX_MESSAGE_BYTES",
+    byteCount,
+    64 * 1024 * 1024,
+    "a whole number of bytes, at least 1024",
+  );
+}
+
 /** The proxy's limits, read before anything starts so a bad value cannot leave a server running. */
 export interface ProxyLimits {
   /** How long the stdio bridge waits for the server to answer one request. */
@@ -37,6 +48,8 @@ export interface ProxyLimits {
   /** How long a client session may stay without any request before it ends. */
   readonly sessionIdleMs: number;
   readonly maxBodyBytes: number;
+  /** The largest line a stdio server may write (MCPMGR_MAX_MESSAGE_BYTES). */
+  readonly maxMessageBytes: number;
 }
 
 export function proxyLimits(env: Env): ProxyLimits {
@@ -44,6 +57,7 @@ export function proxyLimits(env: Env): ProxyLimits {
     requestTimeoutMs: requestTimeoutMsFromEnv(env),
     sessionIdleMs: sessionIdleMsFromEnv(env),
     maxBodyBytes: maxBodyBytesFromEnv(env),
+    maxMessageBytes: maxMessageBytesFromEnv(env),
   });
 }
 

@@ -9,6 +9,7 @@ import { loadRegistry } from "../registry/loader.ts";
 import { sourceOf, type RegistryEntry } from "../registry/schema.ts";
 import { detectEngine, noEngineError, runtimeChoice, type ContainerEngine } from "../runtime/docker/engine.ts";
 import { parseSource, type ServerSource } from "../runtime/source.ts";
+import { assertGroupExists } from "../state/groups.ts";
 import type { Env, WorkloadContext } from "./context.ts";
 
 /** A source mcpmgr can start or reach (registry names resolved). */
@@ -53,6 +54,8 @@ async function selectRuntime(source: ConcreteSource, env: Env): Promise<RuntimeS
 export async function locateServer(parsed: ParsedRunArgv, ctx: WorkloadContext): Promise<LocatedServer> {
   // Checked even for a remote URL, which needs no runtime: a typo should not wait for a container.
   runtimeChoice(ctx.env);
+  // A workload joins an existing group only (`mcpmgr group create` makes one).
+  await assertGroupExists(ctx.paths, parsed.values.group);
   const sourceText = parsed.positionals[0] as string;
   const source = parseSource(sourceText);
   if (source.kind !== "registry") {

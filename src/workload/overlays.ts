@@ -48,7 +48,9 @@ export async function overlaysFor(
   }
   // A server with a writable mount must not be able to edit the patterns that hide things
   // from it (they are read again on every restart): each mount's own file is bound read-only.
+  // (Only directory mounts have one: a single-file volume has no .mcpmgrignore inside it.)
   const protect: AppliedOverlay[] = mounts
+    .filter((m) => statSync(m.hostPath, { throwIfNoEntry: false })?.isDirectory() === true)
     .map((m) => ({
       kind: "protect" as const,
       hostPath: join(m.hostPath, LOCAL_IGNORE_FILE),

@@ -4,8 +4,7 @@
  * profile and options describe. Every combination that cannot work is refused here, before
  * anything starts, with the option to change.
  */
-import { existsSync } from "node:fs";
-import { isAbsolute, posix, relative, sep } from "node:path";
+import { homedir } from "node:os";
 import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
 import { outgoingAuthSpec, type OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { expandPermissions, loadPermissionProfile } from "../config/permission-profile.ts";
@@ -15,6 +14,7 @@ import { McpmgrError } from "../errors.ts";
 import type { RegistryEntry } from "../registry/schema.ts";
 import {
   defaultLimits,
+  mcpmgrDirsUnder,
   networkModeFor,
   resolveMounts,
   type ResourceLimits,
@@ -24,6 +24,8 @@ import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import { readCaCert, validateAddPackages } from "../runtime/docker/image-build.ts";
 import type { VerificationMode } from "../runtime/docker/images.ts";
 import { validateUserLabels } from "../runtime/docker/labels.ts";
+import { mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
+import { assertRegistryMounts } from "../runtime/mount-policy.ts";
 import { packageCommand, packageWorkingDir } from "../runtime/package-command.ts";
 import {
   allowsNetwork,
@@ -48,6 +50,8 @@ export interface LocalServer {
   /** What follows `--`, else the registry entry's arguments. */
   readonly args: readonly string[];
   readonly profile: PermissionProfile;
+  /** Where the profile came from, as the grant summary names it. */
+  readonly profileOrigin: string;
   readonly volumes: readonly VolumeMount[];
   readonly variables: ServerVariables;
   readonly ignoreGlobally: boolean;
@@ -77,7 +81,11 @@ export interface ContainerPlacement {
   readonly mounts: readonly VolumeSpec[];
   /** Container paths where a mount would show mcpmgr's own directories: hidden under an empty tmpfs. */
   readonly hiddenDirs: readonly string[];
-  /** Its own internal network behind an egress proxy (--isolate-network, or profile none for an HTTP server). */
+  /**
+   * Its own internal network behind an egress proxy: --isolate-network, profile none for an
+   * HTTP server, or (on Docker) any HTTP server whose network the user did not choose, so the
+   * proxy is the only way to its MCP port.
+   */
   readonly isolate: boolean;
   readonly allowGateway: boolean;
   /** The engine's network mode; "" when isolated (the internal network is made at start). */
@@ -114,6 +122,7 @@ const localOnlyOptions: readonly Option[] = [
   "secret",
   "volume",
   "permission-profile",
+  "allow-registry-mount",
   "transport",
   "proxy-mode",
   "insecure-allow-unsandboxed",
@@ -189,6 +198,11 @@ function localServer(parsed: ParsedRunArgv, entry: RegistryEntry | undefined, pr
     transport: values.transport ?? entry?.transport ?? "stdio",
     args: parsed.passthrough.length > 0 || entry === undefined ? parsed.passthrough : entry.args,
     profile,
+    profileOrigin: values["permission-profile"]
+      ? `--permission-profile ${values["permission-profile"]}`
+      : entry
+        ? `registry entry ${entry.name}`
+        : "default profile",
     volumes: values.volume,
     variables: serverVariables(values, entry),
     ignoreGlobally: values["ignore-globally"],
@@ -196,10 +210,28 @@ function localServer(parsed: ParsedRunArgv, entry: RegistryEntry | undefined, pr
   };
 }
 
-/** --permission-profile, else the registry entry's, else `network`. */
-function profileOf(values: Values, entry: RegistryEntry | undefined): PermissionProfile {
+/**
+ * --permission-profile, else the registry entry's, else `network`. A registry entry is
+ * third-party input: its mounts are checked (real paths) before anything uses them, and a
+ * sensitive one needs --allow-registry-mount.
+ */
+function profileOf(values: Values, entry: RegistryEntry | undefined, ctx: WorkloadContext): PermissionProfile {
+  const granted = values["allow-registry-mount"];
+  if (granted.length > 0 && (entry === undefined || values["permission-profile"])) {
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      "--allow-registry-mount grants a registry entry's own mounts; this run uses no registry entry's profile",
+      { hint: "leave it out, or mount the path yourself with -v" },
+    );
+  }
   if (values["permission-profile"]) return loadPermissionProfile(values["permission-profile"]);
-  return expandPermissions(entry?.permissions ?? "network");
+  if (entry === undefined) return expandPermissions("network");
+  const profile = expandPermissions(entry.permissions);
+  assertRegistryMounts(entry.name, profile, granted, {
+    home: homedir(),
+    protectedDirs: mcpmgrProtectedDirs(ctx.env),
+  });
+  return profile;
 }
 
 export function processPlacement(
@@ -214,7 +246,7 @@ export function processPlacement(
     parsed,
     "this server runs as a local process (no container engine, or MCPMGR_RUNTIME=process)",
   );
-  const profile = profileOf(values, entry);
+  const profile = profileOf(values, entry, ctx);
   const server = localServer(parsed, entry, profile);
   if (server.transport !== "stdio" && !allowsNetwork(profile)) {
     throw new McpmgrError(
@@ -285,9 +317,15 @@ export function containerPlacement(
     });
   }
   validateUserLabels(values.label);
-  const profile = profileOf(values, entry);
+  const profile = profileOf(values, entry, ctx);
   assertProfileAccepted(profile, values, entry);
-  const isolate = values["isolate-network"] || (deniesNetwork(profile) && !stdio);
+  // An HTTP server is reached only through mcpmgr's proxy: it gets an internal network of its
+  // own (reached through the helper's relay) unless the user chose its network or published
+  // ports. Docker only: Podman's internal networks keep an address on the host's side, so they
+  // would not keep host processes out; there the port stays published on loopback, with a warning.
+  const httpIsolated =
+    !stdio && (deniesNetwork(profile) || (!choosesNetwork(profile, values) && engine.kind === "docker"));
+  const isolate = values["isolate-network"] || httpIsolated;
   if (isolate && values.network !== undefined) {
     throw new McpmgrError(
       "CONFLICTING_OPTIONS",
@@ -335,7 +373,7 @@ export function containerPlacement(
     engine,
     server,
     mounts,
-    hiddenDirs: mcpmgrDirsUnder(mounts, ctx),
+    hiddenDirs: mcpmgrDirsUnder(mounts, mcpmgrProtectedDirs(ctx.env)),
     isolate,
     allowGateway: values["allow-docker-gateway"],
     networkMode,
@@ -351,9 +389,16 @@ export function containerPlacement(
   };
 }
 
+/** The user (or the profile) picked the container's network or published its ports: no automatic isolation. */
+function choosesNetwork(profile: PermissionProfile, values: Values): boolean {
+  const mode = profile.network.mode ?? "";
+  return values.network !== undefined || values.publish.length > 0 || (mode !== "" && mode !== "none");
+}
+
 /**
  * A registry entry (possibly from a custom registry file or URL) cannot grant itself more
- * than a container: privileged mode or the host's network need the user's own profile.
+ * than a container: privileged mode, the host's network or another named network need the
+ * user's own profile (or --network).
  */
 function assertProfileAccepted(profile: PermissionProfile, values: Values, entry: RegistryEntry | undefined): void {
   const mode = profile.network.mode ?? "";
@@ -363,31 +408,18 @@ function assertProfileAccepted(profile: PermissionProfile, values: Values, entry
     });
   }
   if (values["permission-profile"] !== undefined || entry === undefined) return;
-  const wants = profile.privileged ? "privileged mode" : mode === "host" ? "the host's network" : undefined;
+  // A named network would put the server beside other containers (databases, other servers).
+  const joinsNetwork = !["", "none", "bridge"].includes(mode) && values.network !== mode;
+  const wants = profile.privileged
+    ? "privileged mode"
+    : mode === "host"
+      ? "the host's network"
+      : joinsNetwork
+        ? `the network ${mode}`
+        : undefined;
   if (wants) {
     throw new McpmgrError("CONFLICTING_OPTIONS", `registry entry ${entry.name} asks for ${wants}`, {
-      hint: "review it ('mcpmgr registry info NAME') and pass the profile yourself with --permission-profile FILE to accept",
+      hint: "review it ('mcpmgr registry info NAME') and pass the profile yourself with --permission-profile FILE (a network with --network) to accept",
     });
   }
-}
-
-/**
- * mcpmgr's own directories (secrets, other workloads' records and logs) stay hidden when a
- * mount covers them, as in the bubblewrap sandbox: an empty tmpfs over each.
- */
-function mcpmgrDirsUnder(
-  mounts: readonly { hostPath: string; containerPath: string }[],
-  ctx: WorkloadContext,
-): string[] {
-  const { paths } = ctx;
-  const hidden: string[] = [];
-  for (const mount of mounts) {
-    // Only what exists: a mount point cannot be created inside a read-only mount.
-    for (const dir of [paths.configDir, paths.dataDir, paths.stateDir].filter((d) => existsSync(d))) {
-      const rel = relative(mount.hostPath, dir);
-      if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel)))
-        hidden.push(posix.join(mount.containerPath, ...rel.split(sep)));
-    }
-  }
-  return hidden;
 }

@@ -5,13 +5,14 @@
  */
 import type { ProxySpec } from "../config/proxy-spec.ts";
 import { errorMessage } from "../errors.ts";
-import { clientUrl } from "../proxy/client-url.ts";
+import { clientUrl } from "../state/workload-url.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
 import { LiveStreams } from "../proxy/live-streams.ts";
 import { serve } from "../proxy/serve.ts";
 import type { WorkloadContext } from "./context.ts";
 import { maxBodyBytesFromEnv } from "./limits.ts";
-import { policyChain } from "./policy-chain.ts";
+import { outgoingAuthentication } from "./outgoing-auth.ts";
+import { policyChain } from "../middleware/policy-chain.ts";
 
 export interface RunningProxy {
   /** The URL MCP clients use. */
@@ -27,15 +28,7 @@ export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext
         await (await import("./incoming-auth.ts")).prepareIncomingAuthentication(spec.incomingAuth, ctx.log)
       ).forEndpoint(spec.target.pathname, spec.trustProxyHeaders)
     : [];
-  const outgoing = spec.outgoingAuth;
-  const needsOutgoing =
-    outgoing.mode.kind !== "none" ||
-    outgoing.tokenExchange !== undefined ||
-    outgoing.headers.length > 0 ||
-    outgoing.secretHeaders.length > 0;
-  const upstreamFetch = needsOutgoing
-    ? await ctx.outgoingAuthentication(outgoing, spec.target, spec.serverName)
-    : undefined;
+  const upstreamFetch = await outgoingAuthentication(spec.outgoingAuth, spec.target, spec.serverName, ctx);
   const handler = await policyChain(
     transparentForwarder({
       target: spec.target,

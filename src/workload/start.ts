@@ -6,7 +6,7 @@
  * way stops what was already started.
  */
 import { LiveStreams } from "../proxy/live-streams.ts";
-import { clientUrl } from "../proxy/client-url.ts";
+import { clientUrl } from "../state/workload-url.ts";
 import { findFreePort, serve, type RunningServer } from "../proxy/serve.ts";
 import type { LaunchedServer } from "../runtime/server-handle.ts";
 import { errorMessage } from "../errors.ts";
@@ -15,7 +15,7 @@ import type { WorkloadContext } from "./context.ts";
 import { launchContainer } from "./launch-container.ts";
 import { launchLocalProcess } from "./launch-process.ts";
 import { preparePolicies, startTelemetry, type PreparedPolicies } from "./policies.ts";
-import { policyChain } from "./policy-chain.ts";
+import { policyChain } from "../middleware/policy-chain.ts";
 import type { ContainerPlacement, ProcessPlacement } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { connectRemote, connectServer, type Upstream } from "./upstream.ts";
@@ -66,7 +66,7 @@ function launch(
   options: { readonly interactive: boolean; readonly proxyPort: number },
 ): Promise<LaunchedServer> {
   return placement.kind === "process"
-    ? launchLocalProcess(placement, ctx, options)
+    ? launchLocalProcess(spec.name, placement, ctx, options)
     : launchContainer(spec, placement, ctx, options);
 }
 

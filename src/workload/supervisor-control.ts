@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
-import { clientUrl } from "../proxy/client-url.ts";
+import { clientUrl } from "../state/workload-url.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import { detectEngine } from "../runtime/docker/engine.ts";
 import { ensureDir } from "../state/atomic-file.ts";

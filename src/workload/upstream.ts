@@ -4,6 +4,7 @@
  * (once it answers), or a remote URL behind the forwarder with mcpmgr's own credentials.
  */
 import { errorMessage, McpmgrError } from "../errors.ts";
+import { principalOf } from "../middleware/authn.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
 import type { Handler } from "../proxy/handler.ts";
 import type { LiveStreams } from "../proxy/live-streams.ts";
@@ -14,6 +15,7 @@ import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts
 import type { LaunchedServer, ServerHandle } from "../runtime/server-handle.ts";
 import { version } from "../version.ts";
 import type { WorkloadContext } from "./context.ts";
+import { outgoingAuthentication } from "./outgoing-auth.ts";
 import type { RemotePlacement } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { exitReason, keepOutput } from "./server-output.ts";
@@ -40,7 +42,7 @@ export async function connectRemote(
   ctx: WorkloadContext,
   options: UpstreamOptions,
 ): Promise<Upstream> {
-  const upstreamFetch = await ctx.outgoingAuthentication(placement.outgoingAuth, placement.url, spec.name);
+  const upstreamFetch = await outgoingAuthentication(placement.outgoingAuth, placement.url, spec.name, ctx);
   return {
     handler: transparentForwarder({
       target: placement.url,
@@ -68,7 +70,7 @@ export async function connectServer(
 async function connectHttpServer(
   spec: RunSpec,
   server: ServerHandle,
-  http: { readonly host: string; readonly port: number },
+  http: NonNullable<LaunchedServer["http"]>,
   ctx: WorkloadContext,
   options: UpstreamOptions,
 ): Promise<Upstream> {
@@ -76,8 +78,10 @@ async function connectHttpServer(
   const target = new URL(
     `http://${http.host.includes(":") ? `[${http.host}]` : http.host}:${http.port}${spec.endpointPath}`,
   );
+  // An isolated container is reached through its relay's Unix socket only.
+  const { unix } = http;
   const notListening = await Promise.race([
-    waitForHttp(target, HTTP_READY_TIMEOUT_MS).then(() => undefined, errorMessage),
+    waitForHttp(target, HTTP_READY_TIMEOUT_MS, unix).then(() => undefined, errorMessage),
     exited,
   ]);
   if (notListening !== undefined) {
@@ -92,6 +96,7 @@ async function connectHttpServer(
       endpointPrefix: spec.listen.endpointPrefix,
       trustProxyHeaders: spec.listen.trustProxyHeaders,
       live: options.live,
+      ...(unix ? { fetch: (url: string, init: RequestInit) => fetch(url, { ...init, unix }) } : {}),
     }),
     exited,
   };
@@ -117,6 +122,8 @@ async function connectStdioServer(
     onMessage: bridge.onServerMessage,
     onInvalidLine: (line) =>
       ctx.log.warn(`${name}: skipped a non-JSON line on stdout: ${server.redact(line).slice(0, 200)}`),
+    onOversized: bridge.failOversized,
+    maxMessageBytes: spec.limits.maxMessageBytes,
   });
   try {
     await bridge.start(channel);
@@ -135,7 +142,8 @@ async function connectStdioServer(
           live: options.live,
           ...(spec.listen.endpointPrefix ? { endpointPrefix: spec.listen.endpointPrefix } : {}),
         })
-      : streamableHttpFrontEnd({ bridge, live: options.live });
+      : // Input-round state is bound to the authenticated caller, so another user cannot resume it.
+        streamableHttpFrontEnd({ bridge, live: options.live, principalOf: (req) => principalOf(req)?.subject });
   return { handler, exited };
 }
 
@@ -144,12 +152,13 @@ async function connectStdioServer(
  * container's published port is accepted by the engine's port proxy before the server inside
  * listens, and those early connections are reset.
  */
-async function waitForHttp(url: URL, timeoutMs: number): Promise<void> {
+async function waitForHttp(url: URL, timeoutMs: number, unix: string | undefined): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
     const controller = new AbortController();
     const answered = await fetch(url, {
       signal: AbortSignal.any([controller.signal, AbortSignal.timeout(2_000)]),
+      ...(unix ? { unix } : {}),
     }).then(
       () => true,
       () => false,

@@ -4,7 +4,7 @@
  * proxy used by the SDK client.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -90,6 +90,30 @@ test("the binary runs a detached workload through its own supervisor, and remove
     expect(listed).toEqual([expect.objectContaining({ name: "binprobe", status: "running" })]);
     expect(Bun.spawnSync([binary, "rm", "binprobe"], { env, timeout: 60_000 }).exitCode).toBe(0);
     expect(Bun.spawnSync(["pgrep", "-f", "__supervise binprobe"]).stdout.toString().trim()).toBe("");
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}, 120_000);
+
+test("the binary configures AI clients: Codex's TOML through the embedded WebAssembly editor, Claude Desktop with its own path", async () => {
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-clients-"));
+  const env = { ...process.env, NO_COLOR: "1", HOME: home, MCPMGR_HOME: join(home, ".mcpmgr"), XDG_CONFIG_HOME: "" };
+  try {
+    await mkdir(join(home, ".codex"));
+    await writeFile(join(home, ".codex", "config.toml"), '# mine\nmodel = "gpt-5" # keep\n');
+    const run = Bun.spawnSync([binary, "run", fixture.url, "--name", "bin-remote"], { env, timeout: 120_000 });
+    expect(run.exitCode).toBe(0);
+    const url = run.stdout.toString().trim();
+    expect(Bun.spawnSync([binary, "client", "register", "codex"], { env }).exitCode).toBe(0);
+    expect(await readFile(join(home, ".codex", "config.toml"), "utf8")).toBe(
+      `# mine\nmodel = "gpt-5" # keep\n\n[mcp_servers]\n\n[mcp_servers.bin-remote]\nurl = "${url}"\n`,
+    );
+    expect(Bun.spawnSync([binary, "client", "register", "claude-desktop"], { env }).exitCode).toBe(0);
+    const desktop = JSON.parse(
+      await readFile(join(home, ".config", "Claude", "claude_desktop_config.json"), "utf8"),
+    ) as { mcpServers: Record<string, { command: string; args: string[] }> };
+    expect(desktop.mcpServers["bin-remote"]).toMatchObject({ command: binary, args: ["proxy", "stdio", "bin-remote"] });
+    expect(Bun.spawnSync([binary, "rm", "bin-remote"], { env, timeout: 60_000 }).exitCode).toBe(0);
   } finally {
     await rm(home, { recursive: true, force: true });
   }

@@ -265,14 +265,15 @@ describe("scopes asked for when a remote's 401 starts the login", () => {
     return new URL(running.match[1] as string).searchParams.get("scope");
   }
 
+  // oidc-provider lists offline_access: a chosen set gains it (MCP 2026-07-28, refresh tokens).
   test("the challenge's scope first (even though the authorization server is OIDC)", async () => {
     challengeScope = "mcp:read";
-    expect(await requestedScope([])).toBe("mcp:read");
+    expect(await requestedScope([])).toBe("mcp:read offline_access");
   }, 60_000);
 
   test("then the metadata's scopes_supported", async () => {
     challengeScope = undefined;
-    expect(await requestedScope([])).toBe("openid mcp:write");
+    expect(await requestedScope([])).toBe("openid mcp:write offline_access");
   }, 60_000);
 
   test("--remote-auth-scopes wins over both", async () => {

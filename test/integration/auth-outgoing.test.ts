@@ -169,7 +169,8 @@ describe("the authorization-code flow with PKCE", () => {
       expect(login.searchParams.get("code_challenge")?.length).toBeGreaterThan(40);
       expect(login.searchParams.get("state")?.length).toBeGreaterThan(20);
       expect(login.searchParams.get("resource")).toBe(JWT_RESOURCE);
-      expect(login.searchParams.get("scope")).toBe("openid profile email");
+      // The OIDC defaults, and offline_access since the server lists it (a refresh token is wanted).
+      expect(login.searchParams.get("scope")).toBe("openid profile email offline_access");
       expect(await listTools(proxy.url)).toContain("test_simple_text");
     } finally {
       await proxy.stop();

@@ -27,14 +27,22 @@ test("a stateless tools/call is answered and leaves no session", async () => {
       jsonrpc: "2.0",
       id: 1,
       method: "tools/call",
-      params: { name: "test_simple_text", arguments: {} },
+      params: {
+        name: "test_simple_text",
+        arguments: {},
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      },
     }),
   });
   expect(res.status).toBe(200);
   expect(res.headers.get("mcp-session-id")).toBeNull();
-  const body = (await res.json()) as { id: number; result: { content: { type: string }[] } };
+  const body = (await res.json()) as { id: number; result: { resultType: string; content: { type: string }[] } };
   expect(body.id).toBe(1);
   expect(body.result.content[0]?.type).toBe("text");
+  expect(body.result.resultType).toBe("complete");
   await Bun.sleep(20);
   expect(bridged.bridge.sessionCount).toBe(before);
 });

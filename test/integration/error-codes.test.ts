@@ -9,13 +9,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
 import { createTokenVerifier } from "../../src/auth/incoming/verifier.ts";
-import { discoverFromRemote } from "../../src/auth/outgoing/oauth-client.ts";
+import { discoverFromRemote } from "../../src/auth/outgoing/discovery.ts";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
 import proxyCommand from "../../src/cli/proxy.ts";
 import { type ErrorCode, McpmgrError } from "../../src/errors.ts";
 import { serve } from "../../src/proxy/serve.ts";
 import { loadRegistry } from "../../src/registry/loader.ts";
+import { registryEntrySchema } from "../../src/registry/schema.ts";
 import { buildFromContext } from "../../src/runtime/docker/build-context.ts";
 import { startServerContainer } from "../../src/runtime/docker/container.ts";
 import { detectEngine, type ContainerEngine } from "../../src/runtime/docker/engine.ts";
@@ -25,6 +26,7 @@ import { parseSource } from "../../src/runtime/source.ts";
 import { createSecretManager } from "../../src/secrets/manager.ts";
 import { fixedPasswordSource } from "../../src/secrets/password.ts";
 import { readJsonFile, writeFileAtomic } from "../../src/state/atomic-file.ts";
+import { GroupStore } from "../../src/state/groups.ts";
 import { acquireLock } from "../../src/state/lock.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
@@ -61,6 +63,7 @@ async function raised(produce: () => unknown): Promise<McpmgrError> {
 }
 
 const store = () => new WorkloadStore(resolvePaths({ MCPMGR_HOME: join(dir, "home") }));
+const groups = () => new GroupStore(resolvePaths({ MCPMGR_HOME: join(dir, "home") }), { workloads: store() });
 const secrets = (sub: string, password?: string) =>
   createSecretManager({
     dir: join(dir, sub),
@@ -116,6 +119,24 @@ const producers: Record<ErrorCode, () => unknown> = {
     return store().create(record);
   },
   WORKLOAD_NOT_FOUND: () => store().getExisting("nobody"),
+  GROUP_EXISTS: async () => {
+    await groups().create("made-twice");
+    return groups().create("made-twice");
+  },
+  GROUP_NOT_FOUND: () =>
+    locateServer(parseRunArgv(["https://x.example/mcp", "--group", "no-such-group"]), testContext().ctx),
+  GROUP_NOT_EMPTY: async () => {
+    await groups().create("busy");
+    await store().create({
+      name: "in-busy",
+      group: "busy",
+      source: { kind: "remote", ref: "https://x.example/mcp" },
+      transport: "streamable-http",
+      proxyPort: 9,
+      runtime: "remote",
+    });
+    return groups().removable("busy", { withWorkloads: false });
+  },
   SECRET_NOT_FOUND: () =>
     createSecretManager({ dir, env: { MCPMGR_SECRETS_PROVIDER: "environment" } }).resolveSecret("absent"),
   SECRETS_PASSWORD_MISSING: () => secrets("no-password").provider.set("name", "value"),
@@ -170,6 +191,18 @@ const producers: Record<ErrorCode, () => unknown> = {
     return loadRegistry({ env: { MCPMGR_REGISTRY: join(dir, "registry.json") } });
   },
   REGISTRY_ENTRY_NOT_FOUND: async () => (await loadRegistry({ env: {} })).get("no-such-server"),
+  // A registry entry (third-party input) asking to read a system directory.
+  REGISTRY_PERMISSION_REFUSED: () =>
+    specFor(["--foreground", "reads-etc"], {
+      entry: v.parse(registryEntrySchema, {
+        name: "reads-etc",
+        description: "asks for /etc",
+        transport: "stdio",
+        source: { npx: "@modelcontextprotocol/server-everything" },
+        permissions: { read: ["/etc"] },
+        tools: [],
+      }),
+    }),
   SANDBOX_UNAVAILABLE: async () => {
     const profile = join(dir, "allow-list.json");
     await writeFile(profile, JSON.stringify({ network: { outbound: { allow_host: ["a.example"] } } }));

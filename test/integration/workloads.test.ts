@@ -26,6 +26,7 @@ function mcpmgr(...args: string[]) {
 interface Row {
   name: string;
   status: string;
+  group: string;
   url: string;
   restarts: number;
   lastError?: string;
@@ -65,14 +66,17 @@ describe("a detached workload", () => {
   let url: string;
 
   test("run returns once the proxy answers, and prints the URL", async () => {
+    expect(mcpmgr("group", "create", "team-a").code).toBe(0);
     const started = mcpmgr("run", PROBE, "--name", "probe", "-e", "PROBE_MODE=detached", "--group", "team-a");
     expect(started.code).toBe(0);
     url = started.stdout.trim();
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
     expect(await echoEnv(url)).toBe("detached");
-    expect(row("probe")).toMatchObject({ status: "running", url, restarts: 0 });
+    expect(row("probe")).toMatchObject({ status: "running", url, restarts: 0, group: "team-a" });
     expect(mcpmgr("list").stdout).toMatch(/probe\s+running\s+http/);
     expect(mcpmgr("list", "--group", "other", "--format", "json").stdout.trim()).toBe("[]");
+    const inGroup = JSON.parse(mcpmgr("list", "--group", "team-a", "--format", "json").stdout) as Row[];
+    expect(inGroup.map((r) => r.name)).toEqual(["probe"]);
   }, 60_000);
 
   test("a second workload with the same name is refused", () => {
@@ -115,14 +119,16 @@ describe("a detached workload", () => {
   test("export, rm and run --from-config recreate the same workload", async () => {
     const file = join(home, "probe-export.json");
     expect(mcpmgr("export", "probe", file).code).toBe(0);
-    const exported = (await Bun.file(file).json()) as { name: string; env: Record<string, string> };
+    const exported = (await Bun.file(file).json()) as { name: string; group: string; env: Record<string, string> };
     expect(exported.name).toBe("probe");
+    expect(exported.group).toBe("team-a");
     expect(exported.env).toEqual({ PROBE_MODE: "detached" });
     expect(mcpmgr("rm", "probe").code).toBe(0);
     expect(row("probe")).toBeUndefined();
     const recreated = mcpmgr("run", "--from-config", file);
     expect(recreated.code).toBe(0);
     expect(recreated.stdout.trim()).toBe(url);
+    expect(row("probe")?.group).toBe("team-a");
     expect(await echoEnv(url)).toBe("detached");
   }, 60_000);
 
@@ -134,6 +140,14 @@ describe("a detached workload", () => {
     expect(mcpmgr("rm", "probe").code).toBe(0);
     expect(list()).toEqual([]);
   }, 30_000);
+});
+
+test("run --group refuses a group that does not exist, before anything is created", () => {
+  const refused = mcpmgr("run", PROBE, "--name", "orphan", "--group", "no-such-group");
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("no group named no-such-group");
+  expect(refused.stderr).toContain("mcpmgr group create no-such-group");
+  expect(row("orphan")).toBeUndefined();
 });
 
 test("a server that fails to start is reported with its output, and nothing is kept", () => {

@@ -18,6 +18,9 @@ export async function startBridge(
     mode?: "streamable-http" | "sse";
     bridge?: BridgeOptions;
     middleware?: readonly Middleware[];
+    /** Largest message the server may send (MCPMGR_MAX_MESSAGE_BYTES). */
+    maxMessageBytes?: number;
+    principalOf?: (req: Request) => string | undefined;
   } = {},
 ) {
   const proc = Bun.spawn(options.cmd ?? [process.execPath, CONFORMANCE_FIXTURE, "stdio"], {
@@ -36,11 +39,15 @@ export async function startBridge(
     stdin: proc.stdin,
     onMessage: bridge.onServerMessage,
     onInvalidLine: (line) => invalidLines.push(line),
+    onOversized: bridge.failOversized,
+    ...(options.maxMessageBytes ? { maxMessageBytes: options.maxMessageBytes } : {}),
   });
   await bridge.start(channel);
   const live = new LiveStreams();
   const frontEnd =
-    options.mode === "sse" ? legacySseFrontEnd({ bridge, live }) : streamableHttpFrontEnd({ bridge, live });
+    options.mode === "sse"
+      ? legacySseFrontEnd({ bridge, live })
+      : streamableHttpFrontEnd({ bridge, live, ...(options.principalOf ? { principalOf: options.principalOf } : {}) });
   const handler = withBuiltinProtections(
     frontEnd,
     { serverName: "bridge-test", listenHost: "127.0.0.1", trustProxyHeaders: false },
@@ -50,6 +57,7 @@ export async function startBridge(
   const url = new URL(options.mode === "sse" ? "/sse" : "/mcp", server.url).href;
   return {
     url,
+    server,
     bridge,
     proc,
     invalidLines,

@@ -19,7 +19,11 @@ import { join, resolve } from "node:path";
 
 export const REPO_ROOT = resolve(import.meta.dir, "../..");
 const CONFORMANCE_CLI = join(REPO_ROOT, "node_modules/@modelcontextprotocol/conformance/dist/index.js");
+/** The newest pre-release (0.2.0), which knows the 2026-07-28 requirement set. */
+const CONFORMANCE_NEXT_CLI = join(REPO_ROOT, "node_modules/conformance-next/dist/index.js");
 export const CONFORMANCE_FIXTURE = join(REPO_ROOT, "test/fixtures/conformance-server.ts");
+/** The fixture that speaks 2026-07-28 itself (v2 SDK); CONFORMANCE_FIXTURE speaks only 2025-11-25. */
+export const CONFORMANCE_FIXTURE_2026 = join(REPO_ROOT, "test/fixtures/conformance-server-2026.ts");
 
 export interface ConformanceResult {
   /** Checks with status SUCCESS. */
@@ -59,13 +63,16 @@ function tail(text: string, lines = 20): string {
  */
 export async function runConformance(
   url: string,
-  opts: { timeoutMs?: number; scenario?: string } = {},
+  opts: { timeoutMs?: number; scenario?: string; requirements?: "2026-07-28" } = {},
 ): Promise<ConformanceResult> {
   const timeoutMs = opts.timeoutMs ?? 240_000;
   const outDir = await mkdtemp(join(tmpdir(), "mcpmgr-conformance-"));
   try {
-    const args = [process.execPath, CONFORMANCE_CLI, "server", "--url", url, "-o", outDir];
-    if (opts.scenario) args.push("--scenario", opts.scenario);
+    const cli = opts.requirements ? CONFORMANCE_NEXT_CLI : CONFORMANCE_CLI;
+    const args = [process.execPath, cli, "server", "--url", url, "-o", outDir];
+    // A requirement set names its scenarios and the wire they run at (it replaces --scenario).
+    if (opts.requirements) args.push("--requirements", opts.requirements);
+    else if (opts.scenario) args.push("--scenario", opts.scenario);
 
     const proc = Bun.spawn(args, {
       cwd: REPO_ROOT,
@@ -131,8 +138,10 @@ export interface RunningFixture {
  * Starts test/fixtures/conformance-server.ts in HTTP mode on a free port and
  * resolves once it prints its `listening on <url>` line.
  */
-export async function startConformanceServer(opts: { startupTimeoutMs?: number } = {}): Promise<RunningFixture> {
-  const proc = Bun.spawn([process.execPath, CONFORMANCE_FIXTURE, "http", "--port", "0"], {
+export async function startConformanceServer(
+  opts: { startupTimeoutMs?: number; fixture?: string } = {},
+): Promise<RunningFixture> {
+  const proc = Bun.spawn([process.execPath, opts.fixture ?? CONFORMANCE_FIXTURE, "http", "--port", "0"], {
     cwd: REPO_ROOT,
     stdin: "ignore",
     stdout: "ignore",

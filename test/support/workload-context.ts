@@ -30,9 +30,6 @@ export function testContext(env: Record<string, string | undefined> = {}): TestC
     print: (line) => void printed.push(line),
     stderr: (text) => void stderr.push(text),
     env: { ...process.env, ...env },
-    outgoingAuthentication: async () => {
-      throw new Error("this test does not reach a remote server");
-    },
   });
   return { ctx, logged, printed, stderr };
 }

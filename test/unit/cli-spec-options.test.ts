@@ -27,7 +27,7 @@ const proxyExtensions = [
   "jwks-auth-token-file",
   "thv-ca-bundle",
 ];
-const runExtensions: string[] = ["insecure-allow-unsandboxed"];
+const runExtensions: string[] = ["allow-registry-mount", "insecure-allow-unsandboxed"];
 
 /** A sample value per typed kind and what the option's schema must turn it into. */
 const typeSamples: Partial<Record<SpecOption["type"], { text: string; value: unknown; bad: string }>> = {

@@ -1,24 +1,32 @@
 /** Environment-tunable limits: defaults, valid values, and one-line errors for bad ones. */
 import { expect, test } from "bun:test";
-import { maxBodyBytesFromEnv, requestTimeoutMsFromEnv, sessionIdleMsFromEnv } from "../../src/workload/limits.ts";
+import {
+  maxBodyBytesFromEnv,
+  maxMessageBytesFromEnv,
+  requestTimeoutMsFromEnv,
+  sessionIdleMsFromEnv,
+} from "../../src/workload/limits.ts";
 import { McpmgrError } from "../../src/errors.ts";
 
 test("defaults", () => {
   expect(maxBodyBytesFromEnv({})).toBe(8 * 1024 * 1024);
   expect(requestTimeoutMsFromEnv({})).toBe(600_000);
   expect(sessionIdleMsFromEnv({})).toBe(1_800_000);
+  expect(maxMessageBytesFromEnv({})).toBe(64 * 1024 * 1024);
 });
 
 test("values", () => {
   expect(maxBodyBytesFromEnv({ MCPMGR_MAX_REQUEST_BYTES: "2048" })).toBe(2048);
   expect(requestTimeoutMsFromEnv({ MCPMGR_REQUEST_TIMEOUT: "90s" })).toBe(90_000);
   expect(sessionIdleMsFromEnv({ MCPMGR_SESSION_IDLE_TIMEOUT: "1h" })).toBe(3_600_000);
+  expect(maxMessageBytesFromEnv({ MCPMGR_MAX_MESSAGE_BYTES: "1048576" })).toBe(1_048_576);
 });
 
 test.each([
   [() => maxBodyBytesFromEnv({ MCPMGR_MAX_REQUEST_BYTES: "12" })],
   [() => requestTimeoutMsFromEnv({ MCPMGR_REQUEST_TIMEOUT: "soon" })],
   [() => sessionIdleMsFromEnv({ MCPMGR_SESSION_IDLE_TIMEOUT: "0s" })],
+  [() => maxMessageBytesFromEnv({ MCPMGR_MAX_MESSAGE_BYTES: "64m" })],
 ])("bad values are INVALID_OPTION (%#)", (read) => {
   try {
     read();

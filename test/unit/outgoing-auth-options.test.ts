@@ -7,7 +7,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { requestedScopes, type ServerInfo } from "../../src/auth/outgoing/oauth-client.ts";
+import { requestedScopes } from "../../src/auth/outgoing/discovery.ts";
+import type { ServerInfo } from "../../src/auth/outgoing/oauth-client.ts";
 import { supervisorReadyTimeoutMs } from "../../src/workload/supervisor-control.ts";
 import { buildProxySpec } from "../../src/config/proxy-spec.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
@@ -87,8 +88,8 @@ describe("--thv-ca-bundle", () => {
 });
 
 describe("the scopes a login asks for (MCP scope selection)", () => {
-  const oidc: ServerInfo = { as: { issuer: "https://as.example" }, oidc: true };
-  const oauth2: ServerInfo = { as: { issuer: "https://as.example" }, oidc: false };
+  const oidc: ServerInfo = { as: { issuer: "https://as.example" }, oidc: true, issuerValidated: true };
+  const oauth2: ServerInfo = { as: { issuer: "https://as.example" }, oidc: false, issuerValidated: true };
   const found = (scopes?: string[]) => ({ issuer: new URL("https://as.example"), ...(scopes ? { scopes } : {}) });
 
   test("--remote-auth-scopes wins over everything", () => {
@@ -104,6 +105,18 @@ describe("the scopes a login asks for (MCP scope selection)", () => {
     expect(requestedScopes(undefined, found(), oidc)).toEqual(["openid", "profile", "email"]);
     expect(requestedScopes(undefined, undefined, oidc)).toEqual(["openid", "profile", "email"]);
     expect(requestedScopes(undefined, undefined, oauth2)).toEqual([]);
+  });
+
+  test("a chosen set gains offline_access when the authorization server lists it; given or empty sets do not", () => {
+    const offline: ServerInfo = {
+      as: { issuer: "https://as.example", scopes_supported: ["mcp:basic", "offline_access"] },
+      oidc: false,
+      issuerValidated: true,
+    };
+    expect(requestedScopes(undefined, found(["mcp:basic"]), offline)).toEqual(["mcp:basic", "offline_access"]);
+    expect(requestedScopes(undefined, found(["mcp:basic"]), oauth2)).toEqual(["mcp:basic"]);
+    expect(requestedScopes(["mine"], found(["mcp:basic"]), offline)).toEqual(["mine"]);
+    expect(requestedScopes(undefined, undefined, offline)).toEqual([]);
   });
 });
 

@@ -370,10 +370,12 @@ describe("a container", () => {
     refusal([IMAGE, "-v", `${join(dir, "nope")}:/data`], "INVALID_OPTION", "does not exist", container);
   });
 
-  test("a registry entry cannot grant itself privileged mode or the host's network", () => {
+  test("a registry entry cannot grant itself privileged mode, the host's network or another network", () => {
     for (const [name, permissions] of [
       ["greedy", { privileged: true }],
       ["hostnet", { network: { mode: "host", outbound: { insecure_allow_all: true } } }],
+      // Joining a named network would put the server beside other containers (a database's, say).
+      ["joinnet", { network: { mode: "mcpmgr-test-db-net", outbound: { insecure_allow_all: true } } }],
     ] as const) {
       const greedy = entry({ name, source: { image: IMAGE }, permissions });
       refusal([name], "CONFLICTING_OPTIONS", `registry entry ${name} asks for`, { ...container, entry: greedy });

@@ -1,6 +1,6 @@
 /** Source parsing, the commands packages run with, and the sandbox's bwrap arguments. */
 import { describe, expect, test } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expandPermissions } from "../../src/config/permission-profile.ts";
@@ -118,8 +118,14 @@ describe("bwrapArgs", () => {
       expect(none).toContain("--unshare-net");
       expect(none.join(" ")).toContain("--tmpfs /home/u");
       expect(none.join(" ")).toContain(`--ro-bind ${dir} /tmp/data`);
-      expect(none.join(" ")).toContain("--tmpfs /run");
       expect(none.join(" ")).toContain("--cap-drop ALL");
+      // An allow-list, not the host: no bind of /, no /run, /root, /home or /var; an unprivileged uid.
+      expect(none.join(" ")).not.toContain("--ro-bind / /");
+      expect(none.join(" ")).toContain("--unshare-user --uid 65534 --gid 65534");
+      for (const path of ["/run", "/root", "/home", "/var", "/etc/shadow", "/etc"])
+        expect(none.filter((_, i) => none[i - 1]?.endsWith("bind") || none[i - 2]?.endsWith("bind"))).not.toContain(
+          path,
+        );
       const network = bwrapArgs({
         profile: { ...expandPermissions("network"), write: [`${dir}:/home/u/out`] },
         volumes: [],
@@ -127,11 +133,17 @@ describe("bwrapArgs", () => {
       });
       expect(network).not.toContain("--unshare-net");
       expect(network.join(" ")).toContain(`--bind ${dir} /home/u/out`);
-      // A mount point the read-only host tree does not have is refused up front.
-      expect(() =>
+      // A mount point of its own is created; one inside a read-only system directory must exist there.
+      expect(
         bwrapArgs({
           profile: expandPermissions("none"),
           volumes: [{ hostPath: dir, targetPath: "/no-such-top-level-dir", readOnly: true }],
+        }).join(" "),
+      ).toContain(`--ro-bind ${dir} /no-such-top-level-dir`);
+      expect(() =>
+        bwrapArgs({
+          profile: expandPermissions("none"),
+          volumes: [{ hostPath: dir, targetPath: "/usr/no-such-dir", readOnly: true }],
         }),
       ).toThrow(McpmgrError);
       // Running from the home directory (or above it) must not reveal it again.
@@ -149,10 +161,14 @@ describe("bwrapArgs", () => {
         workingDir: dir,
       }).join(" ");
       expect(fromAbove).not.toContain(`--ro-bind ${dir} ${dir}`);
-      // mcpmgr's own directories are hidden.
-      expect(bwrapArgs({ profile: expandPermissions("none"), volumes: [], hidden: [dir] }).join(" ")).toContain(
-        `--tmpfs ${dir}`,
-      );
+      // mcpmgr's own directories are hidden where a mount shows them, under the mount's name for them.
+      await mkdir(join(dir, "state"));
+      const hidden = bwrapArgs({
+        profile: expandPermissions("none"),
+        volumes: [{ hostPath: dir, targetPath: "/view", readOnly: true }],
+        hidden: [join(dir, "state")],
+      }).join(" ");
+      expect(hidden).toContain("--tmpfs /view/state");
       expect(() =>
         bwrapArgs({
           profile: expandPermissions("none"),

@@ -52,6 +52,7 @@ export function tokenExchangeSource(
     as: { issuer: spec.url.origin, token_endpoint: spec.url.href },
     oidc: false,
     fetch: options.fetch,
+    issuerValidated: false,
   };
   const { client, auth } =
     spec.clientId === undefined

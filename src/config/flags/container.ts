@@ -23,6 +23,12 @@ export const containerOptions = {
     defaultText: "the registry entry's profile, else network",
     schema: nonEmpty,
   }),
+  "allow-registry-mount": repeatableOption({
+    description:
+      "Let the registry entry's permission profile mount PATH although it is a host path refused by default (engine socket, system directory, home directory, mcpmgr's state); repeatable",
+    valueHint: "path",
+    schema: nonEmpty,
+  }),
   "image-verification": stringOption({
     description:
       "Image verification (the image must be pinned by a digest its content matches): enabled refuses others, warn warns, disabled skips",

@@ -8,7 +8,9 @@ import { pathAndQuery, pathOf, type Handler } from "../handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../jsonrpc.ts";
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
-import { kindOf, type JsonRpcMessage } from "./messages.ts";
+import { maxJsonDepth, parseJsonText } from "./json-text.ts";
+import type { JsonRpcMessage } from "../mcp-message.ts";
+import { kindOf } from "./messages.ts";
 import { streamSink } from "./sink.ts";
 
 export interface LegacySseOptions {
@@ -25,6 +27,9 @@ export function legacySseFrontEnd(options: LegacySseOptions): Handler {
   const ssePath = options.ssePath ?? "/sse";
   const messagesPath = options.messagesPath ?? "/messages";
   const prefix = options.endpointPrefix ?? "";
+
+  // Graceful stop: whatever is still pending when its bound runs out gets a JSON-RPC error.
+  live?.beforeClose((reason) => bridge.close(reason));
 
   const open = (keepOpen: () => void): Response => {
     if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
@@ -48,12 +53,17 @@ export function legacySseFrontEnd(options: LegacySseOptions): Handler {
     if (session === undefined || session.standalone === undefined) {
       return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found: open a new SSE stream");
     }
-    let message: JsonRpcMessage;
-    try {
-      message = JSON.parse(await req.text()) as JsonRpcMessage;
-    } catch {
-      return jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
+    const parsed = parseJsonText(await req.text());
+    if ("error" in parsed) {
+      return parsed.error === "too-deep"
+        ? jsonRpcError(
+            400,
+            JsonRpcCode.invalidRequest,
+            `Invalid Request: JSON nested deeper than ${maxJsonDepth} levels`,
+          )
+        : jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
     }
+    const message = parsed.value as JsonRpcMessage;
     if (kindOf(message) === "invalid")
       return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
     void bridge.handle(session, message, session.standalone);

@@ -1,11 +1,10 @@
 /**
- * JSON-RPC 2.0 messages as the bridge sees them. Messages are parsed once (JSON.parse) and
- * then only their `id` or progress token is rewritten in place.
+ * JSON-RPC 2.0 messages as the bridge sees them (the one message type is proxy/mcp-message.ts).
+ * Messages are parsed once (JSON.parse) and then only their `id` or progress token is
+ * rewritten in place.
  */
 import type { JsonRpcId } from "../jsonrpc.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
-
-export type { JsonRpcMessage } from "../mcp-message.ts";
 
 export type MessageKind = "request" | "notification" | "response" | "invalid";
 
@@ -13,10 +12,17 @@ export function kindOf(message: unknown): MessageKind {
   if (typeof message !== "object" || message === null || Array.isArray(message)) return "invalid";
   const m = message as Partial<JsonRpcMessage>;
   if (m.jsonrpc !== "2.0") return "invalid";
-  const hasId = typeof m.id === "string" || typeof m.id === "number";
+  const hasId = typeof m.id === "string" || typeof m.id === "number" || isExactInteger(m.id);
   if (typeof m.method === "string") return hasId ? "request" : m.id === undefined ? "notification" : "invalid";
   if (hasId || m.id === null) return "result" in m || "error" in m ? "response" : "invalid";
   return "invalid";
+}
+
+const jsonWithRaw = JSON as typeof JSON & { isRawJSON?(value: unknown): boolean };
+
+/** An integer beyond 2^53 kept as raw JSON by the parser (json-text.ts), so it keeps its digits. */
+function isExactInteger(value: unknown): boolean {
+  return typeof value === "object" && value !== null && jsonWithRaw.isRawJSON?.(value) === true;
 }
 
 export function errorResponse(id: JsonRpcId, code: number, message: string): JsonRpcMessage {

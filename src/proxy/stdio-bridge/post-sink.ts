@@ -5,8 +5,11 @@
  * answer becomes an SSE stream that closes after the last response.
  */
 import { createEventStream, eventStreamResponse, type EventStream } from "../event-stream.ts";
+import { JsonRpcCode } from "../jsonrpc.ts";
 import type { LiveStreams } from "../live-streams.ts";
-import type { JsonRpcMessage } from "./messages.ts";
+import type { JsonRpcId } from "../jsonrpc.ts";
+import type { JsonRpcMessage } from "../mcp-message.ts";
+import { errorResponse } from "./messages.ts";
 import type { Sink } from "./sink.ts";
 
 export interface PostSinkOptions {
@@ -21,6 +24,14 @@ export interface PostSinkOptions {
   readonly live?: LiveStreams;
   /** Asked when the answer turns into a stream (exempts it from the idle timeout). */
   readonly onStream?: () => void;
+  /** Ids of the requests in the POST: what shutdown still owes an answer to. */
+  readonly requestIds?: readonly JsonRpcId[];
+  /** HTTP status of a lone JSON answer (2026-07-28 maps some errors to 400/404); 200 without. */
+  readonly statusOf?: (message: JsonRpcMessage) => number;
+  /** Answer with a stream from the start (a listen stream). */
+  readonly forceStream?: boolean;
+  /** The client closed the stream before every answer was out. */
+  readonly onAbandon?: () => void;
 }
 
 export class PostSink implements Sink {
@@ -33,11 +44,13 @@ export class PostSink implements Sink {
   #collected: JsonRpcMessage[] = [];
   #stream: EventStream | undefined;
   #done = false;
+  readonly #awaited: Set<JsonRpcId>;
   readonly #options: PostSinkOptions;
 
   constructor(options: PostSinkOptions) {
     this.#options = options;
     this.#remaining = options.expectedResponses;
+    this.#awaited = new Set(options.requestIds ?? []);
     this.response = new Promise((resolve) => (this.#resolve = resolve));
     this.finished = new Promise((resolve) => (this.#finished = resolve));
   }
@@ -50,6 +63,7 @@ export class PostSink implements Sink {
   send(message: JsonRpcMessage): boolean {
     if (this.#done) return false;
     const isResponse = message.method === undefined;
+    if (isResponse) this.#awaited.delete(message.id as JsonRpcId);
     if (this.#stream) return this.#streamSend(message, isResponse);
     if (
       isResponse &&
@@ -58,7 +72,8 @@ export class PostSink implements Sink {
       !(this.#options.prefersSse && this.#options.acceptsSse)
     ) {
       this.#finish();
-      this.#resolve(Response.json(message, { headers: this.#options.headers }));
+      const status = this.#options.statusOf?.(message) ?? 200;
+      this.#resolve(Response.json(message, { status, headers: this.#options.headers }));
       return true;
     }
     if (isResponse && !this.#options.prefersSse && (this.#options.batch || !this.#options.acceptsSse)) {
@@ -71,11 +86,37 @@ export class PostSink implements Sink {
       return true;
     }
     if (!this.#options.acceptsSse) return false;
-    this.#stream = createEventStream(this.#options.live ? { live: this.#options.live } : {});
-    this.#options.onStream?.();
-    this.#resolve(eventStreamResponse(this.#stream, this.#options.headers));
-    for (const held of this.#collected.splice(0)) this.#stream.send(JSON.stringify(held));
+    const stream = this.#openStream();
+    for (const held of this.#collected.splice(0)) stream.send(JSON.stringify(held));
     return this.#streamSend(message, isResponse);
+  }
+
+  /** Turns the answer into a stream now (a listen stream answers with one at once). */
+  #openStream(): EventStream {
+    const stream = createEventStream({
+      ...(this.#options.live ? { live: this.#options.live } : {}),
+      requestScoped: true,
+      onShutdown: (reason) => this.failAwaited(reason),
+    });
+    this.#stream = stream;
+    stream.onClose(() => {
+      if (this.#done) return;
+      this.#finish();
+      this.#options.onAbandon?.();
+    });
+    this.#options.onStream?.();
+    this.#resolve(eventStreamResponse(stream, { "x-accel-buffering": "no", ...this.#options.headers }));
+    return stream;
+  }
+
+  /** Opens the stream at once (used for listen streams, whose answer comes last). */
+  streamNow(): void {
+    if (!this.#done && this.#stream === undefined) this.#openStream();
+  }
+
+  /** Ends every answer still owed with a JSON-RPC error (graceful stop ran out of time). */
+  failAwaited(reason: string): void {
+    for (const id of [...this.#awaited]) this.send(errorResponse(id, JsonRpcCode.internalError, reason));
   }
 
   /** Ends the POST early (session ended, server gone). */

@@ -3,8 +3,15 @@
  * server's stdin/stdout. Lines that are not JSON (banners, stray prints) are reported
  * and skipped, never forwarded. Runtimes (a local process, a container attach) provide
  * the byte streams; the bridge only sees messages.
+ *
+ * Framing is linear: each chunk is searched for a newline once and a line is joined from
+ * its chunks once, so a one-line 60 MB answer costs one copy and one parse rather than a
+ * string concatenation per chunk (which was quadratic and froze every other session). A
+ * line longer than the maximum message size is dropped as it streams in (never held
+ * whole) and reported with the request id it answers, when its head or tail shows one.
  */
-import type { JsonRpcMessage } from "./messages.ts";
+import type { JsonRpcMessage } from "../mcp-message.ts";
+import { parseJsonText } from "./json-text.ts";
 
 export interface ServerChannel {
   send(message: JsonRpcMessage): void;
@@ -12,23 +19,27 @@ export interface ServerChannel {
   readonly closed: Promise<void>;
 }
 
+/** Default largest message the server may send on one line (MCPMGR_MAX_MESSAGE_BYTES). */
+export const defaultMaxMessageBytes = 64 * 1024 * 1024;
+
 export interface ServerChannelOptions {
   readonly stdout: ReadableStream<Uint8Array>;
   readonly stdin: { write(data: string): unknown; flush?(): unknown };
   readonly onMessage: (message: unknown) => void;
   readonly onInvalidLine?: (line: string) => void;
+  /** A line over `maxMessageBytes` was dropped; `id` is the request it answered, if it showed. */
+  readonly onOversized?: (bytes: number, id: string | number | undefined) => void;
+  readonly maxMessageBytes?: number;
 }
 
 export function lineChannel(options: ServerChannelOptions): ServerChannel {
-  const closed = readLines(options.stdout, (line) => {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch {
-      options.onInvalidLine?.(line);
+  const closed = readLines(options, (line) => {
+    const parsed = parseJsonText(line);
+    if ("error" in parsed) {
+      options.onInvalidLine?.(line.length > 500 ? `${line.slice(0, 500)}…` : line);
       return;
     }
-    options.onMessage(parsed);
+    options.onMessage(parsed.value);
   });
   // One flush per burst of sends (a microtask): with many requests in flight, each flush is a
   // write syscall and a wake-up of the server, so batching them is most of the win.
@@ -53,23 +64,96 @@ export function lineChannel(options: ServerChannelOptions): ServerChannel {
   };
 }
 
-async function readLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+/** How much of a dropped line's head and tail is kept to find its id. */
+const idWindow = 512;
+
+async function readLines(options: ServerChannelOptions, onLine: (line: string) => void): Promise<void> {
+  const max = options.maxMessageBytes ?? defaultMaxMessageBytes;
   const decoder = new TextDecoder();
-  let pending = "";
+  let parts: Uint8Array[] = [];
+  let pending = 0;
+  // While a line is over the limit: its size so far, its head and its latest tail.
+  let dropping = -1;
+  let head: Uint8Array = new Uint8Array(0);
+  let tail: Uint8Array = new Uint8Array(0);
+
+  const emit = (bytes: Uint8Array) => {
+    const line = decoder.decode(bytes).trim();
+    if (line !== "") onLine(line);
+  };
+  const joined = (last: Uint8Array): Uint8Array => {
+    if (parts.length === 0) return last;
+    const out = new Uint8Array(pending + last.byteLength);
+    let at = 0;
+    for (const part of parts) {
+      out.set(part, at);
+      at += part.byteLength;
+    }
+    out.set(last, at);
+    return out;
+  };
+  const endDropped = (last: Uint8Array) => {
+    const end = last.byteLength > idWindow ? last.subarray(last.byteLength - idWindow) : last;
+    const size = dropping + last.byteLength;
+    options.onOversized?.(size, idOf(decoder.decode(head), decoder.decode(concatTail(tail, end))));
+    dropping = -1;
+  };
+  const startDropping = (first: Uint8Array) => {
+    const all = joined(first);
+    dropping = all.byteLength;
+    head = all.slice(0, idWindow);
+    tail = all.slice(Math.max(0, all.byteLength - idWindow));
+    parts = [];
+    pending = 0;
+  };
+
   try {
-    for await (const chunk of stream) {
-      pending += decoder.decode(chunk, { stream: true });
-      let newline = pending.indexOf("\n");
-      while (newline !== -1) {
-        const line = pending.slice(0, newline).trim();
-        pending = pending.slice(newline + 1);
-        if (line !== "") onLine(line);
-        newline = pending.indexOf("\n");
+    for await (const chunk of options.stdout) {
+      let from = 0;
+      for (;;) {
+        const newline = chunk.indexOf(0x0a, from);
+        const piece = chunk.subarray(from, newline === -1 ? chunk.byteLength : newline);
+        if (newline === -1) {
+          if (dropping >= 0) {
+            dropping += piece.byteLength;
+            tail = concatTail(tail, piece);
+          } else if (pending + piece.byteLength > max) startDropping(piece);
+          else if (piece.byteLength > 0) {
+            parts.push(piece);
+            pending += piece.byteLength;
+          }
+          break;
+        }
+        if (dropping >= 0) endDropped(piece);
+        else if (pending + piece.byteLength > max) {
+          startDropping(piece);
+          endDropped(new Uint8Array(0));
+        } else emit(joined(piece));
+        parts = [];
+        pending = 0;
+        from = newline + 1;
       }
     }
   } catch {
     // The server's stdout broke: treated like its end.
   }
-  const last = (pending + decoder.decode()).trim();
-  if (last !== "") onLine(last);
+  if (dropping < 0 && pending > 0) emit(joined(new Uint8Array(0)));
+}
+
+function concatTail(tail: Uint8Array, more: Uint8Array): Uint8Array {
+  if (more.byteLength >= idWindow) return more.slice(more.byteLength - idWindow);
+  const out = new Uint8Array(Math.min(idWindow, tail.byteLength + more.byteLength));
+  const keep = out.byteLength - more.byteLength;
+  out.set(tail.subarray(tail.byteLength - keep), 0);
+  out.set(more, keep);
+  return out;
+}
+
+/** The top-level "id" of a JSON-RPC message seen only by its head and tail (best effort). */
+function idOf(head: string, tail: string): string | number | undefined {
+  const pattern = /"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*[,}]/;
+  const inHead = /^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")/.exec(head);
+  const found = inHead ?? pattern.exec(tail.slice(-200));
+  if (!found?.[1]) return undefined;
+  return found[1].startsWith('"') ? (JSON.parse(found[1]) as string) : Number(found[1]);
 }

@@ -1,17 +1,6 @@
-/** One client's session on a shared stdio server, and its requests the server is working on. */
-import type { JsonRpcId } from "../jsonrpc.ts";
+/** One client's session on a shared stdio server (its requests the server works on are flights: flight.ts). */
 import type { LogLevel } from "./messages.ts";
 import type { Sink } from "./sink.ts";
-
-/** A client request forwarded to the server, until its answer arrives (or it times out). */
-export interface InFlight {
-  readonly session: ClientSession;
-  readonly clientId: JsonRpcId;
-  readonly sink: Sink;
-  readonly method: string;
-  readonly deadline: number;
-  readonly clientToken: string | number | undefined;
-}
 
 export interface ClientCapabilities {
   readonly sampling?: unknown;
@@ -21,6 +10,10 @@ export interface ClientCapabilities {
 
 export class ClientSession {
   readonly id: string;
+  /** A 2026-07-28 request's own context (it has no session): lives as long as its POST. */
+  readonly stateless: boolean;
+  /** The authenticated subject behind a stateless request, "" without authentication. */
+  principal = "";
   protocolVersion = "2025-03-26";
   initialized = false;
   capabilities: ClientCapabilities = {};
@@ -35,8 +28,9 @@ export class ClientSession {
   readonly openSinks = new Set<Sink>();
   readonly #onEnd: (() => void)[] = [];
 
-  constructor(id: string) {
+  constructor(id: string, stateless = false) {
     this.id = id;
+    this.stateless = stateless;
   }
 
   touch(): void {

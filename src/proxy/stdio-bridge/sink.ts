@@ -4,7 +4,7 @@
  * its own sink, which may answer with plain JSON or turn into an SSE stream.
  */
 import type { EventStream } from "../event-stream.ts";
-import type { JsonRpcMessage } from "./messages.ts";
+import type { JsonRpcMessage } from "../mcp-message.ts";
 
 export interface Sink {
   /** Delivers a message; false if it cannot (closed, or JSON-only and not a response). */

@@ -1,13 +1,20 @@
 /**
- * The streamable-HTTP front end of the stdio bridge (MCP 2025-03-26 and later):
- * POST/GET/DELETE on one endpoint, Mcp-Session-Id issued on initialize.
+ * The streamable-HTTP front end of the stdio bridge. Two kinds of client share the one
+ * endpoint:
+ *   - sessions (2025-03-26 … 2025-11-25): POST/GET/DELETE, Mcp-Session-Id issued on initialize;
+ *   - 2026-07-28 requests: each POST stands alone (no session, no initialize), its context in
+ *     `_meta`, its method and target mirrored in headers, which are checked here because the
+ *     stdio server never sees them (modern.ts). GET and DELETE answer 405 to such clients.
  */
 import { createEventStream, eventStreamResponse } from "../event-stream.ts";
 import { pathOf, type Handler } from "../handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../jsonrpc.ts";
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
-import { allowsBatches, allowsStateless, isSupportedProtocolVersion, kindOf, type JsonRpcMessage } from "./messages.ts";
+import { maxJsonDepth, parseJsonText } from "./json-text.ts";
+import type { JsonRpcMessage } from "../mcp-message.ts";
+import { allowsBatches, isSupportedProtocolVersion, kindOf } from "./messages.ts";
+import { checkModernRequest, metaKey, statusOfModernError } from "./modern.ts";
 import { PostSink } from "./post-sink.ts";
 import type { ClientSession } from "./session.ts";
 import { streamSink } from "./sink.ts";
@@ -16,11 +23,19 @@ export interface StreamableHttpOptions {
   readonly bridge: StdioBridge;
   readonly path?: string;
   readonly live?: LiveStreams;
+  /** The authenticated subject of a request (bound into the input-round state it gets). */
+  readonly principalOf?: (req: Request) => string | undefined;
 }
+
+/** Versions that need a session; anything else without one is a 2026-07-28 request. */
+const sessionVersion = (version: string | null) =>
+  version !== null && isSupportedProtocolVersion(version) && version < "2026";
 
 export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler {
   const { bridge, live } = options;
   const endpoint = options.path ?? "/mcp";
+  // Graceful stop: whatever is still pending when its bound runs out gets a JSON-RPC error.
+  live?.beforeClose((reason) => bridge.close(reason));
 
   const sessionFor = (req: Request): ClientSession | Response => {
     const id = req.headers.get("mcp-session-id");
@@ -36,6 +51,69 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     return session;
   };
 
+  /** A POST without a session that is not an initialize: 2026-07-28, unless it names an older version. */
+  const isModern = (req: Request, messages: readonly JsonRpcMessage[]): boolean => {
+    if (req.headers.get("mcp-session-id") !== null) return false;
+    const header = req.headers.get("mcp-protocol-version");
+    if (sessionVersion(header)) return false;
+    return header !== null || messages.some((m) => m.params?._meta?.[metaKey.protocolVersion] !== undefined);
+  };
+
+  const modernPost = (
+    req: Request,
+    message: JsonRpcMessage,
+    acceptsSse: boolean,
+    keepOpen: () => void,
+  ): Response | Promise<Response> => {
+    const kind = kindOf(message);
+    if (kind !== "request") {
+      // 2026-07-28 defines no client notifications over HTTP; accepted and dropped.
+      return new Response(null, { status: kind === "notification" ? 202 : 400 });
+    }
+    const envelope = checkModernRequest(req.headers, message, bridge.modernVersions);
+    if ("status" in envelope)
+      return jsonRpcError(envelope.status, envelope.code, envelope.message, {
+        id: message.id ?? null,
+        ...(envelope.data !== undefined ? { data: envelope.data } : {}),
+      });
+    if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
+    const session = bridge.createStateless(
+      envelope.protocolVersion,
+      envelope.capabilities,
+      envelope.logLevel,
+      options.principalOf?.(req) ?? "",
+    );
+    const listen = message.method === "subscriptions/listen";
+    const sink = new PostSink({
+      expectedResponses: 1,
+      acceptsSse,
+      prefersSse: listen,
+      batch: false,
+      headers: {},
+      ...(live ? { live } : {}),
+      onStream: keepOpen,
+      requestIds: [message.id ?? null],
+      statusOf: (answer) => (answer.error ? statusOfModernError(answer.error.code) : 200),
+      onAbandon: () => bridge.abandon(sink),
+    });
+    // The client going away before its answer is its cancellation.
+    req.signal?.addEventListener("abort", () => {
+      bridge.abandon(sink);
+      sink.abort();
+    });
+    if (listen && bridge.server?.era !== "modern") {
+      if (!acceptsSse)
+        return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: subscriptions/listen answers with a stream");
+      sink.streamNow();
+      bridge.listen(message, listenSink(sink));
+    } else {
+      if (listen) sink.streamNow();
+      bridge.handle(session, message, sink);
+    }
+    void sink.finished.then(() => bridge.endSession(session));
+    return sink.response;
+  };
+
   const post = async (req: Request, keepOpen: () => void): Promise<Response> => {
     const accept = req.headers.get("accept") ?? "*/*";
     const acceptsJson = accept.includes("application/json") || accept.includes("*/*");
@@ -46,12 +124,17 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     if (!acceptsJson && !acceptsSse)
       return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: accept application/json or text/event-stream");
 
-    let body: unknown;
-    try {
-      body = JSON.parse(await req.text());
-    } catch {
-      return jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
+    const parsed = parseJsonText(await req.text());
+    if ("error" in parsed) {
+      return parsed.error === "too-deep"
+        ? jsonRpcError(
+            400,
+            JsonRpcCode.invalidRequest,
+            `Invalid Request: JSON nested deeper than ${maxJsonDepth} levels`,
+          )
+        : jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
     }
+    const body = parsed.value;
     const batch = Array.isArray(body);
     const messages = (batch ? body : [body]) as JsonRpcMessage[];
     if (messages.length === 0 || messages.some((m) => kindOf(m) === "invalid")) {
@@ -59,19 +142,16 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     }
 
     let session: ClientSession;
-    let ephemeral = false;
+    // A 2026-07-28 client gets that revision's answers, for initialize too (404: no such method).
+    if (isModern(req, messages)) {
+      if (batch) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: send one message per POST");
+      return modernPost(req, messages[0] as JsonRpcMessage, acceptsSse, keepOpen);
+    }
     const initialize = messages.find((m) => m.method === "initialize");
     if (initialize !== undefined) {
       if (batch) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: initialize cannot be batched");
       if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
       session = bridge.createSession();
-    } else if (req.headers.get("mcp-session-id") === null && allowsStateless(req.headers.get("mcp-protocol-version"))) {
-      // A stateless request (2026-07-28): a session that lives for this POST only.
-      if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
-      session = bridge.createSession();
-      session.initialized = true;
-      session.protocolVersion = req.headers.get("mcp-protocol-version") as string;
-      ephemeral = true;
     } else {
       const found = sessionFor(req);
       if (found instanceof Response) return found;
@@ -85,36 +165,38 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       }
     }
 
-    const requests = messages.filter((m) => kindOf(m) === "request").length;
-    const headers: Record<string, string> = ephemeral ? {} : { "mcp-session-id": session.id };
+    const requestIds = messages.filter((m) => kindOf(m) === "request").map((m) => m.id ?? null);
+    const headers: Record<string, string> = { "mcp-session-id": session.id };
     const sink = new PostSink({
-      expectedResponses: requests,
+      expectedResponses: requestIds.length,
       acceptsSse,
       prefersSse,
       batch,
       headers,
       ...(live ? { live } : {}),
       onStream: keepOpen,
+      requestIds,
     });
     for (const message of messages) {
-      const handled = bridge.handle(session, message, requests > 0 ? sink : NO_SINK);
+      const handled = bridge.handle(session, message, requestIds.length > 0 ? sink : NO_SINK);
       if (handled instanceof Promise) await handled;
     }
-    if (requests === 0) {
-      if (ephemeral) bridge.endSession(session);
-      return new Response(null, { status: 202, headers });
-    }
-    // A stateless POST's session ends once its last response has been delivered.
-    if (ephemeral) void sink.finished.then(() => bridge.endSession(session));
+    if (requestIds.length === 0) return new Response(null, { status: 202, headers });
     const response = await sink.response;
     if (initialize !== undefined && response.status === 200 && !session.initialized) bridge.endSession(session);
     return response;
   };
 
+  const refuseStateless = (req: Request): Response | undefined =>
+    req.headers.get("mcp-session-id") === null &&
+    !sessionVersion(req.headers.get("mcp-protocol-version")) &&
+    req.headers.get("mcp-protocol-version") !== null
+      ? new Response(null, { status: 405, headers: { allow: "POST" } })
+      : undefined;
+
   const get = (req: Request, keepOpen: () => void): Response => {
-    if (req.headers.get("mcp-session-id") === null && allowsStateless(req.headers.get("mcp-protocol-version"))) {
-      return new Response(null, { status: 405, headers: { allow: "POST" } });
-    }
+    const stateless = refuseStateless(req);
+    if (stateless) return stateless;
     const accept = req.headers.get("accept") ?? "";
     if (!accept.includes("text/event-stream"))
       return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: GET needs Accept: text/event-stream");
@@ -138,9 +220,8 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       case "GET":
         return get(req, ctx.keepOpen);
       case "DELETE": {
-        if (req.headers.get("mcp-session-id") === null && allowsStateless(req.headers.get("mcp-protocol-version"))) {
-          return new Response(null, { status: 405, headers: { allow: "POST" } });
-        }
+        const stateless = refuseStateless(req);
+        if (stateless) return stateless;
         const found = sessionFor(req);
         if (found instanceof Response) return found;
         bridge.endSession(found);
@@ -154,3 +235,20 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
 
 /** Notifications and responses need no answer. */
 const NO_SINK = { send: () => false, canStream: false };
+
+/** A listen stream's sink: it ends when its request is answered, and tells when the client left. */
+function listenSink(sink: PostSink) {
+  const closers: (() => void)[] = [];
+  void sink.finished.then(() => {
+    for (const close of closers.splice(0)) close();
+  });
+  return {
+    send: (message: JsonRpcMessage) => sink.send(message),
+    get canStream() {
+      return sink.canStream;
+    },
+    onClose(listener: () => void) {
+      closers.push(listener);
+    },
+  };
+}

@@ -5,12 +5,12 @@
  * the ports an HTTP server is reached on (published on loopback only). Pure, so the
  * policy is unit tested without an engine.
  */
-import { existsSync } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute, posix, resolve } from "node:path";
+import { isAbsolute, posix } from "node:path";
 import type Docker from "dockerode";
 import { McpmgrError } from "../../errors.ts";
 import { deniesNetwork, type PermissionProfile } from "../permission-profile.ts";
+import { expandHostPath, hiddenTargets, mcpmgrProtectedDirs, realHostPath } from "../host-paths.ts";
 import { profileMount } from "../sandbox.ts";
 
 export interface VolumeSpec {
@@ -73,12 +73,8 @@ export function resolveMounts(
   ];
   const byTarget = new Map<string, VolumeSpec>();
   for (const mount of all) {
-    const hostPath = resolve(cwd, mount.hostPath.replace(/^~(?=\/|$)/, home));
-    if (!existsSync(hostPath)) {
-      throw new McpmgrError("INVALID_OPTION", `mount source ${hostPath} does not exist`, {
-        hint: "create it, or fix the path in --volume or the permission profile",
-      });
-    }
+    // The real path: what is hidden, refused or shown is decided on what the engine will mount.
+    const hostPath = realHostPath(expandHostPath(mount.hostPath, home, cwd));
     const target = mount.containerPath.replace(/^~(?=\/|$)/, "/home/mcp");
     if (!isAbsolute(target) && !posix.isAbsolute(target)) {
       throw new McpmgrError(
@@ -92,6 +88,17 @@ export function resolveMounts(
     byTarget.set(containerPath, { hostPath, containerPath, readOnly: mount.readOnly });
   }
   return [...byTarget.values()];
+}
+
+/**
+ * Container paths where the mounts would show mcpmgr's own directories (secrets, other
+ * workloads' records and logs): each gets an empty tmpfs, as in the process sandbox.
+ */
+export function mcpmgrDirsUnder(mounts: readonly VolumeSpec[], protectedDirs = mcpmgrProtectedDirs()): string[] {
+  return hiddenTargets(
+    mounts.map((m) => ({ hostPath: m.hostPath, targetPath: m.containerPath })),
+    protectedDirs,
+  );
 }
 
 /**

@@ -36,7 +36,9 @@ async function sharedLibraries(binary: string): Promise<string[]> {
 }
 
 function engineMatchesHost(info: { OSType?: string; Architecture?: string }): boolean {
-  const arch = info.Architecture === "x86_64" ? "x64" : info.Architecture === "aarch64" ? "arm64" : info.Architecture;
+  // Docker reports the kernel's name (x86_64, aarch64), Podman Go's (amd64, arm64).
+  const names: Record<string, string> = { x86_64: "x64", amd64: "x64", aarch64: "arm64", arm64: "arm64" };
+  const arch = names[info.Architecture ?? ""] ?? info.Architecture;
   return process.platform === "linux" && info.OSType === "linux" && arch === process.arch;
 }
 

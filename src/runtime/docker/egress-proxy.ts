@@ -5,7 +5,9 @@
  *    that lets through only the destinations the config allows, never the Docker host
  *    (gateway addresses and names) unless `allowGateway`, and never `alwaysBlockedAddresses`
  *    (the helper's own loopback, cloud metadata on link-local), which no flag lifts.
- *  - Ingress (optional): a TCP relay so the host can reach an HTTP server on the internal network.
+ *  - Ingress (optional): a TCP relay so the host can reach an HTTP server on the internal network,
+ *    listening on a TCP port or (listenPath) on a Unix socket in a directory the host bind-mounts,
+ *    so only processes that may open that host directory reach the server.
  *
  * Dependency-free on purpose (only `node:` imports, nothing from the repo): the file is copied
  * alone into the helper image and run with `bun egress-proxy.ts`, configured by the JSON in
@@ -13,6 +15,7 @@
  * relayed byte-for-byte (no buffering, no re-framing) and parsing is the same under Bun and Node.
  */
 import { lookup as dnsLookup } from "node:dns/promises";
+import { chmodSync, rmSync } from "node:fs";
 import { type AddressInfo, connect, createServer, isIP, type Server, type Socket } from "node:net";
 
 export interface EgressConfig {
@@ -24,7 +27,7 @@ export interface EgressConfig {
   alwaysBlockedAddresses: string[]; // blocked whatever allowGateway says
   blockedHostNames: string[];
   allowGateway: boolean;
-  ingress?: { listenPort: number; targetHost: string; targetPort: number };
+  ingress?: { listenPort: number; listenPath?: string; targetHost: string; targetPort: number };
 }
 
 export interface EgressOptions {
@@ -38,6 +41,7 @@ export interface EgressOptions {
 export interface EgressProxy {
   egressPort: number;
   ingressPort?: number;
+  ingressPath?: string;
   close(): Promise<void>;
 }
 
@@ -357,6 +361,19 @@ function _handleClient(client: Socket, ctx: Context): void {
   client.on("data", onData).on("end", onEnd);
 }
 
+/** Listens on a Unix socket anyone who can reach the path may connect to: access is the host directory's. */
+function _listenPath(server: Server, path: string): Promise<string> {
+  rmSync(path, { force: true }); // a socket left by an earlier helper blocks the bind
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(path, () => {
+      server.off("error", reject);
+      chmodSync(path, 0o666);
+      resolve(path);
+    });
+  });
+}
+
 function _listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -404,6 +421,7 @@ export async function startEgressProxy(config: EgressConfig, options: EgressOpti
       track(upstream);
       _relay(s, upstream);
     });
+    if (ingress.listenPath) return { egressPort, ingressPath: await _listenPath(relay, ingress.listenPath), close };
     return { egressPort, ingressPort: await _listen(relay, ingress.listenPort, host), close };
   } catch (err) {
     await close();
@@ -428,6 +446,12 @@ function _port(value: unknown, path: string, allowZero: boolean): number {
   const min = allowZero ? 0 : 1;
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > 65535)
     _fail(path, `expected an integer port from ${min} to 65535`);
+  return value;
+}
+
+function _socketPath(value: unknown, path: string): string {
+  if (typeof value !== "string" || !value.startsWith("/") || value.length > 100)
+    _fail(path, "expected an absolute path");
   return value;
 }
 
@@ -490,12 +514,15 @@ export function configFromEnv(env: Record<string, string | undefined>): EgressCo
     allowGateway: _boolean(root.allowGateway ?? false, at("allowGateway")),
   };
   if (root.ingress !== undefined) {
-    const ingress = _object(root.ingress, at("ingress"), ["listenPort", "targetHost", "targetPort"]);
+    const ingress = _object(root.ingress, at("ingress"), ["listenPort", "listenPath", "targetHost", "targetPort"]);
     const targetHost = ingress.targetHost;
     if (typeof targetHost !== "string" || _normalizeHost(targetHost) === undefined)
       _fail(at("ingress.targetHost"), "expected a host name or IP address");
     config.ingress = {
-      listenPort: _port(ingress.listenPort, at("ingress.listenPort"), true),
+      listenPort: _port(ingress.listenPort ?? 0, at("ingress.listenPort"), true),
+      ...(ingress.listenPath === undefined
+        ? {}
+        : { listenPath: _socketPath(ingress.listenPath, at("ingress.listenPath")) }),
       targetHost,
       targetPort: _port(ingress.targetPort, at("ingress.targetPort"), false),
     };
@@ -518,6 +545,7 @@ if (import.meta.main) {
       action: "listening",
       egressPort: proxy.egressPort,
       ingressPort: proxy.ingressPort ?? null,
+      ingressPath: proxy.ingressPath ?? null,
     }),
   );
   for (const signal of ["SIGTERM", "SIGINT"] as const)

@@ -9,8 +9,11 @@
  *            through exactly the profile's outbound.allow_host / allow_port, never the
  *            engine's host-gateway addresses unless --allow-docker-gateway, and never
  *            loopback or link-local (cloud metadata) addresses, whatever the flags;
- *   ingress  for sse/streamable-http servers, a TCP relay published on host loopback, so
- *            the mcpmgr proxy is the only thing that reaches the server.
+ *   ingress  for sse/streamable-http servers, a relay listening on a Unix socket in a host
+ *            directory only mcpmgr's user can open (<runtimeDir>/ingress/NAME, its parent
+ *            0700), bind-mounted into the helper alone: the mcpmgr proxy is the only thing
+ *            that reaches the server (root aside). With a remote engine (tcp://), where a
+ *            host directory is not the engine's, the relay is published on loopback instead.
  * Software that ignores HTTP_PROXY gets no network at all, which is the safe failure.
  */
 import { deniesNetwork, type PermissionProfile } from "../permission-profile.ts";
@@ -18,13 +21,18 @@ import type { EgressConfig } from "./egress-proxy.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { ensureEgressImage } from "./egress-image.ts";
 import { engineError } from "./images.ts";
+import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { networkInterfaces } from "node:os";
+import { join } from "node:path";
 import { McpmgrError } from "../../errors.ts";
 
 export const EGRESS_ALIAS = "mcpmgr-egress";
 export const SERVER_ALIAS = "mcp-server";
 const EGRESS_PORT = 3128;
 const INGRESS_PORT = 8080;
+/** Where the helper sees the host's ingress socket directory. */
+const INGRESS_DIR = "/ingress";
+export const INGRESS_SOCKET = "mcp.sock";
 
 /**
  * Loopback (the helper's own ports), link-local (cloud metadata services), "this network"
@@ -59,8 +67,11 @@ export interface IsolationInput {
   readonly labels: (role: "egress" | "network") => Record<string, string>;
   readonly profile: PermissionProfile;
   readonly allowGateway: boolean;
-  /** For HTTP servers: the server's port inside, and the loopback host port outside. */
-  readonly ingress?: { readonly containerPort: number; readonly hostPort: number };
+  /**
+   * For HTTP servers: the server's port inside, and either a host directory for the relay's
+   * Unix socket (mounted into the helper only) or a loopback host port.
+   */
+  readonly ingress?: { readonly containerPort: number; readonly socketDir?: string; readonly hostPort?: number };
   readonly onProgress: (line: string) => void;
 }
 
@@ -91,7 +102,14 @@ export function egressConfigFor(
     blockedHostNames: gatewayHostNames,
     allowGateway,
     ...(ingress
-      ? { ingress: { listenPort: INGRESS_PORT, targetHost: SERVER_ALIAS, targetPort: ingress.containerPort } }
+      ? {
+          ingress: {
+            listenPort: INGRESS_PORT,
+            ...(ingress.socketDir ? { listenPath: `${INGRESS_DIR}/${INGRESS_SOCKET}` } : {}),
+            targetHost: SERVER_ALIAS,
+            targetPort: ingress.containerPort,
+          },
+        }
       : {}),
   };
 }
@@ -178,12 +196,14 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
     made.external = true;
     const config = egressConfigFor(input.profile, input.allowGateway, await hostAddresses(engine), input.ingress);
     const ingressKey = `${INGRESS_PORT}/tcp`;
+    const socketDir = input.ingress?.socketDir;
+    const hostPort = socketDir === undefined ? input.ingress?.hostPort : undefined;
     const helper = await docker.createContainer({
       name: names.helper,
       Image: image,
       Env: [`MCPMGR_EGRESS_CONFIG=${JSON.stringify(config)}`],
       Labels: input.labels("egress"),
-      ...(input.ingress ? { ExposedPorts: { [ingressKey]: {} } } : {}),
+      ...(hostPort !== undefined ? { ExposedPorts: { [ingressKey]: {} } } : {}),
       HostConfig: {
         CapDrop: ["ALL"],
         SecurityOpt: ["no-new-privileges"],
@@ -191,9 +211,10 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
         Memory: 256 * 1024 ** 2,
         PidsLimit: 64,
         NetworkMode: names.external,
-        ...(input.ingress
-          ? { PortBindings: { [ingressKey]: [{ HostIp: "127.0.0.1", HostPort: String(input.ingress.hostPort) }] } }
+        ...(hostPort !== undefined
+          ? { PortBindings: { [ingressKey]: [{ HostIp: "127.0.0.1", HostPort: String(hostPort) }] } }
           : {}),
+        ...(socketDir ? { Mounts: [{ Type: "bind" as const, Source: socketDir, Target: INGRESS_DIR }] } : {}),
         RestartPolicy: { Name: "no" },
       },
     });
@@ -220,4 +241,22 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
     },
     remove: removeAll,
   };
+}
+
+/**
+ * `<runtimeDir>/ingress/NAME` (its parent 0700: only mcpmgr's user, and root, can reach the
+ * socket the helper creates in it); undefined for an engine on another machine (tcp://),
+ * which cannot mount a local directory: the relay is published on loopback then.
+ */
+export function ingressSocketDir(engine: ContainerEngine, workload: string, runtimeDir: string): string | undefined {
+  if (engine.endpoint.startsWith("tcp://") || process.platform !== "linux") return undefined;
+  const parent = join(runtimeDir, "ingress");
+  mkdirSync(parent, { recursive: true, mode: 0o700 });
+  chmodSync(parent, 0o700);
+  const dir = join(parent, workload);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { mode: 0o777 });
+  // The helper runs as another uid: it must be able to create its socket here (the umask narrowed the mode).
+  chmodSync(dir, 0o777);
+  return dir;
 }

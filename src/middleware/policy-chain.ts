@@ -1,5 +1,6 @@
 /**
- * The proxy's handler chain, built in one place for `run` and `proxy`. Outermost first:
+ * The handler chain of every endpoint mcpmgr serves, built in one place for `run`, `proxy`
+ * and `gateway`. Outermost first:
  *   built-in protections  health, Origin/Host guard, body limit (middleware/builtin-chain.ts)
  *   telemetry             every request is traced and counted; /metrics needs no token
  *   audit                 records what the policies below deny
@@ -7,14 +8,15 @@
  *   tool filter           --tools / --tools-override: hides and renames tools
  *   authorization         Cedar decides on the server's own tool names (after the renames)
  *   webhooks              see what reaches the server: after the refusals and renames
- *   upstream              the stdio bridge or the transparent forwarder
- * Each policy is present only when configured.
+ *   upstream              the stdio bridge, the transparent forwarder, or the gateway's front end
+ * Each policy is present only when configured (the gateway has no webhooks). Behind a
+ * gateway, the policies see the gateway's names for tools and prompts.
  */
 import type { AuthzConfig } from "../config/authz-config.ts";
 import type { ToolsPolicy } from "../config/tools-policy.ts";
-import type { AuditOptions } from "../middleware/audit.ts";
-import { withBuiltinProtections, type BuiltinProtections } from "../middleware/builtin-chain.ts";
 import type { Handler, Middleware } from "../proxy/handler.ts";
+import type { AuditOptions } from "./audit.ts";
+import { withBuiltinProtections, type BuiltinProtections } from "./builtin-chain.ts";
 
 export interface ChainPolicies {
   readonly telemetry?: Middleware | undefined;
@@ -33,9 +35,9 @@ export async function policyChain(
   policies: ChainPolicies,
 ): Promise<Handler> {
   const [audit, tools, authz] = await Promise.all([
-    policies.audit ? import("../middleware/audit.ts") : undefined,
-    policies.tools ? import("../middleware/tool-filter.ts") : undefined,
-    policies.authz ? import("../middleware/authz.ts") : undefined,
+    policies.audit ? import("./audit.ts") : undefined,
+    policies.tools ? import("./tool-filter.ts") : undefined,
+    policies.authz ? import("./authz.ts") : undefined,
   ]);
   return withBuiltinProtections(
     upstream,

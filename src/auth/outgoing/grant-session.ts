@@ -1,0 +1,177 @@
+/**
+ * The upkeep of one OAuth grant (one authorization server, client and resource): a valid
+ * access token from memory, the store (so a restart needs no browser), a refresh a little
+ * before it expires (retrying transient failures), or an interactive login when nothing else
+ * works; step-up for more scopes. Everything with side effects is injected — the store, the
+ * clock, the refresh and login calls, the cross-process lock — so the timing rules are unit
+ * tested with a fake clock and the real calls in the integration tests.
+ */
+import { RefreshFailed, type ClientInfo, type TokenSet } from "./oauth-client.ts";
+
+export interface Clock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export const systemClock: Clock = { now: () => Date.now(), sleep: (ms) => Bun.sleep(ms) };
+
+/** What is kept between runs: the registered client (when mcpmgr registered it) and the tokens. */
+export interface StoredGrant {
+  clientId?: string;
+  clientSecret?: string;
+  authMethod?: string;
+  accessToken?: string;
+  refreshToken?: string;
+  expiresAt?: number;
+  lifetimeMs?: number;
+}
+
+export interface GrantStore {
+  load(): Promise<StoredGrant>;
+  save(value: StoredGrant): Promise<void>;
+}
+
+export interface OutgoingLog {
+  info(text: string): void;
+  warn(text: string): void;
+}
+
+export interface GrantSessionOptions {
+  readonly client: ClientInfo;
+  /** Keep the client in the store (mcpmgr registered it; a given --remote-auth-client-id is not stored). */
+  readonly storeClient: boolean;
+  readonly scopes: readonly string[];
+  readonly store: GrantStore;
+  readonly clock: Clock;
+  /** A refresh at the token endpoint; RefreshFailed says whether the grant is gone. */
+  readonly refresh: (refreshToken: string) => Promise<TokenSet>;
+  /** An interactive login asking for these scopes. */
+  readonly login: (scopes: readonly string[]) => Promise<TokenSet>;
+  /**
+   * Runs a renewal exclusively among the processes sharing the store: several `proxy stdio`
+   * for one remote must not refresh the same grant at once (servers that rotate refresh
+   * tokens would see one reused and revoke the grant).
+   */
+  readonly exclusive: <T>(renew: () => Promise<T>) => Promise<T>;
+  readonly log: OutgoingLog;
+}
+
+export interface GrantSession {
+  /** A valid access token: from memory, the store, a refresh, or a login. */
+  current(): Promise<TokenSet>;
+  /** Forget the access token the remote refused (the next current() renews it). */
+  expire(refused: string): void;
+  /** Log in again asking for more scopes (RFC 6750 insufficient_scope); false when that set was already tried. */
+  stepUp(scopes: readonly string[]): Promise<boolean>;
+}
+
+const REFRESH_EARLY_MS = 60_000;
+const REFRESH_ATTEMPTS = 3;
+
+/** Refresh a minute early, or at half-life for tokens that live less than two minutes. */
+export function refreshLeadMs(tokens: TokenSet): number {
+  return tokens.lifetimeMs === undefined ? REFRESH_EARLY_MS : Math.min(REFRESH_EARLY_MS, tokens.lifetimeMs / 2);
+}
+
+function fresh(tokens: TokenSet | undefined, now: number): tokens is TokenSet {
+  return tokens !== undefined && (tokens.expiresAt === undefined || tokens.expiresAt - refreshLeadMs(tokens) > now);
+}
+
+function tokensOf(value: StoredGrant): TokenSet | undefined {
+  return value.accessToken
+    ? {
+        accessToken: value.accessToken,
+        refreshToken: value.refreshToken,
+        expiresAt: value.expiresAt,
+        lifetimeMs: value.lifetimeMs,
+      }
+    : undefined;
+}
+
+export async function openGrantSession(options: GrantSessionOptions): Promise<GrantSession> {
+  const { client, store, clock, log } = options;
+  let scopes = options.scopes;
+  let tokens = tokensOf(await store.load());
+
+  const persist = (next: TokenSet) =>
+    store.save({
+      ...(options.storeClient
+        ? {
+            clientId: client.clientId,
+            ...(client.clientSecret ? { clientSecret: client.clientSecret } : {}),
+            ...(client.authMethod ? { authMethod: client.authMethod } : {}),
+          }
+        : {}),
+      accessToken: next.accessToken,
+      ...(next.refreshToken ? { refreshToken: next.refreshToken } : {}),
+      ...(next.expiresAt ? { expiresAt: next.expiresAt } : {}),
+      ...(next.lifetimeMs ? { lifetimeMs: next.lifetimeMs } : {}),
+    });
+
+  const login = async (why: string): Promise<TokenSet> => {
+    log.info(why);
+    const next = await options.login(scopes);
+    await persist(next);
+    return next;
+  };
+
+  /** Under the lock: what another process stored since, else a refresh (retried), else a login. */
+  const renewExclusively = async (): Promise<TokenSet> => {
+    const latest = tokensOf(await store.load());
+    if (latest && latest.accessToken !== tokens?.accessToken && fresh(latest, clock.now())) return latest;
+    if (latest?.refreshToken) tokens = latest;
+    const refreshToken = tokens?.refreshToken;
+    if (refreshToken) {
+      for (let attempt = 0; attempt < REFRESH_ATTEMPTS; attempt++) {
+        try {
+          const next = await options.refresh(refreshToken);
+          await persist(next);
+          return next;
+        } catch (err) {
+          if (!(err instanceof RefreshFailed)) throw err;
+          if (err.revoked) return login(`${err.message}: the grant was revoked or expired, logging in again`);
+          log.warn(`${err.message}; retrying`);
+          await clock.sleep(500 * 2 ** attempt);
+        }
+      }
+    }
+    return login(
+      refreshToken
+        ? "the token could not be refreshed, logging in again"
+        : "logging in to the remote server's authorization server",
+    );
+  };
+
+  let renewing: Promise<TokenSet> | undefined;
+  const triedScopes = new Set<string>([scopes.join(" ")]);
+  return {
+    async current() {
+      if (fresh(tokens, clock.now())) return tokens;
+      // One renewal at a time, whatever the number of requests waiting for it.
+      renewing ??= options.exclusive(renewExclusively).finally(() => {
+        renewing = undefined;
+      });
+      tokens = await renewing;
+      return tokens;
+    },
+    expire(refused) {
+      if (tokens && `Bearer ${tokens.accessToken}` === refused) tokens = { ...tokens, expiresAt: 0 };
+    },
+    async stepUp(wanted) {
+      // MCP 2026-07-28 (SEP-2350): the union of what was asked before and what is asked now.
+      const next = [...new Set([...scopes, ...wanted])];
+      const label = next.join(" ");
+      // The same request twice would loop: a server that keeps refusing gets its 403.
+      if (triedScopes.has(label)) return false;
+      triedScopes.add(label);
+      scopes = next;
+      // Through the same single flight as renewals, so a refresh finishing later cannot undo it.
+      if (renewing) await renewing.catch(() => {});
+      renewing = login(`the remote server needs more scopes (${wanted.join(" ")}), logging in again`).finally(() => {
+        renewing = undefined;
+      });
+      tokens = await renewing;
+      return true;
+    },
+  };
+}

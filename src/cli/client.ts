@@ -1,0 +1,233 @@
+/**
+ * `mcpmgr client status|register|remove|list-registered-clients|setup`: AI clients (Claude
+ * Code, Cursor, VS Code, ...) follow groups, and mcpmgr keeps their configuration files in
+ * step with the group's running workloads. The logic is in src/clients; this is argv and
+ * printing.
+ */
+import { defineCommand } from "citty";
+import { allClients, clientById, isClientId } from "../clients/catalog.ts";
+import { ClientConfigSync, installedClients, type SyncReport } from "../clients/sync.ts";
+import { CLIENT_IDS, type ClientId } from "../clients/types.ts";
+import { parseArgv } from "../config/argv.ts";
+import {
+  clientRegisterOptions as registerOptions,
+  clientRemoveOptions as removeOptions,
+  formatOptions as statusOptions,
+  noOptions,
+} from "../config/command-options.ts";
+import type { OptionTable } from "../config/option-spec.ts";
+import { McpmgrError } from "../errors.ts";
+import { ClientRegistrationStore } from "../state/client-registrations.ts";
+import { DEFAULT_GROUP, GroupStore } from "../state/groups.ts";
+import { clientContextOf, registeredClients, runningWorkloads } from "../workload/groups.ts";
+import { toCittyArgs } from "./citty-args.ts";
+import { cliContext } from "./context.ts";
+import { log, printResult, printTable } from "./output.ts";
+import { openStore, parseNamed } from "./workload-arg.ts";
+
+/** This process as clients/ sees it. */
+const cliClientContext = () => clientContextOf(cliContext());
+
+const clientArg = { CLIENT: { description: `AI client: ${CLIENT_IDS.join(", ")}`, required: true } };
+
+function noArguments(positionals: readonly string[], command: string): void {
+  if (positionals.length > 0) {
+    throw new McpmgrError("INVALID_ARGUMENT", `'mcpmgr ${command}' takes no arguments`, {
+      hint: `see 'mcpmgr ${command} --help'`,
+    });
+  }
+}
+
+/** The one CLIENT argument, checked against the supported clients. */
+function clientFrom<T extends OptionTable>(rawArgs: readonly string[], table: T, command: string) {
+  const parsed = parseNamed(rawArgs, table, command, { what: "CLIENT", afterDashes: true });
+  if (!isClientId(parsed.name)) {
+    throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(parsed.name)} is not a client mcpmgr knows`, {
+      hint: `use one of ${CLIENT_IDS.join(", ")}; 'mcpmgr client status' shows which are installed`,
+    });
+  }
+  return { ...parsed, client: parsed.name };
+}
+
+const verbs: Readonly<Record<SyncReport["action"], string | undefined>> = {
+  added: "added",
+  updated: "updated",
+  removed: "removed",
+  unchanged: undefined,
+  skipped: undefined, // already warned about, with the reason
+};
+
+function reportChanges(reports: readonly SyncReport[]): void {
+  for (const report of reports) {
+    const verb = verbs[report.action];
+    if (verb !== undefined)
+      log.info(`${verb} ${report.workload} in ${clientById(report.client).displayName} (${report.file})`);
+  }
+}
+
+const status = defineCommand({
+  meta: {
+    name: "status",
+    description: "Show every supported AI client: installed or not, its groups, its config file",
+  },
+  args: toCittyArgs(statusOptions),
+  async run({ rawArgs }) {
+    const parsed = parseArgv(rawArgs, statusOptions, "client status", false);
+    noArguments(parsed.positionals, "client status");
+    const rows = await new ClientConfigSync(cliClientContext()).status();
+    if (parsed.values.format === "json") return printResult(JSON.stringify(rows, null, 2));
+    printTable(
+      ["CLIENT", "INSTALLED", "GROUPS", "CONFIG"],
+      rows.map((row) => [row.id, row.installed ? "yes" : "no", row.groups.join(",") || "-", row.configPath]),
+    );
+  },
+});
+
+async function register(client: ClientId, group: string): Promise<void> {
+  const ctx = cliClientContext();
+  const definition = clientById(client);
+  if (!installedClients(ctx).includes(definition)) {
+    log.warn(
+      `${definition.displayName} does not look installed here; its configuration goes to ${definition.configPath(ctx)} anyway`,
+    );
+  }
+  const reports = await new ClientConfigSync(ctx).registerClient(client, group, await runningWorkloads(openStore()));
+  reportChanges(reports);
+  const written = reports.filter((report) => report.action !== "skipped").length;
+  log.success(
+    `${definition.displayName} follows group ${group}` +
+      (written > 0
+        ? ` (${written} running workload(s) in ${definition.configPath(ctx)})`
+        : " (no workload of it runs yet)"),
+  );
+}
+
+const registerCommand = defineCommand({
+  meta: {
+    name: "register",
+    description: "Let an AI client follow a group: its running workloads are written into the client's configuration",
+  },
+  args: toCittyArgs(registerOptions, clientArg),
+  async run({ rawArgs }) {
+    const { client, values } = clientFrom(rawArgs, registerOptions, "client register");
+    await register(client, values.group);
+  },
+});
+
+const remove = defineCommand({
+  meta: {
+    name: "remove",
+    description: "Stop an AI client following a group (every group without --group); mcpmgr's entries go",
+  },
+  args: toCittyArgs(removeOptions, clientArg),
+  async run({ rawArgs }) {
+    const { client, values } = clientFrom(rawArgs, removeOptions, "client remove");
+    const sync = new ClientConfigSync(cliClientContext());
+    const before = (await new ClientRegistrationStore(openStore().paths).read()).clients[client]?.groups ?? [];
+    const name = clientById(client).displayName;
+    if (values.group !== undefined ? !before.includes(values.group) : before.length === 0) {
+      log.info(
+        values.group !== undefined ? `${name} does not follow group ${values.group}` : `${name} follows no group`,
+      );
+    }
+    reportChanges(await sync.removeClient(client, values.group));
+    log.success(
+      values.group !== undefined ? `${name} no longer follows group ${values.group}` : `${name} follows no group`,
+    );
+  },
+});
+
+const listRegistered = defineCommand({
+  meta: {
+    name: "list-registered-clients",
+    description: "List the AI clients registered for a group, with their groups",
+  },
+  args: toCittyArgs(statusOptions),
+  async run({ rawArgs }) {
+    const parsed = parseArgv(rawArgs, statusOptions, "client list-registered-clients", false);
+    noArguments(parsed.positionals, "client list-registered-clients");
+    const rows = await registeredClients(openStore().paths);
+    if (parsed.values.format === "json") return printResult(JSON.stringify(rows, null, 2));
+    if (rows.length === 0) return log.info("no AI client is registered (see 'mcpmgr client register --help')");
+    printTable(
+      ["CLIENT", "GROUPS"],
+      rows.map((row) => [row.client, row.groups.join(",")]),
+    );
+  },
+});
+
+const setup = defineCommand({
+  meta: { name: "setup", description: "Choose AI clients and a group interactively, and register them" },
+  args: toCittyArgs(noOptions),
+  async run({ rawArgs }) {
+    const parsed = parseArgv(rawArgs, noOptions, "client setup", false);
+    noArguments(parsed.positionals, "client setup");
+    const ctx = cliClientContext();
+    const installed = installedClients(ctx).map((client) => client.id);
+    if (!process.stdin.isTTY || !process.stderr.isTTY) {
+      throw new McpmgrError(
+        "MISSING_OPTION",
+        "'mcpmgr client setup' asks its questions in a terminal, and this is not one",
+        {
+          hint: `register each client instead: mcpmgr client register CLIENT [--group GROUP]${
+            installed.length > 0 ? ` (installed here: ${installed.join(", ")})` : ""
+          }`,
+        },
+      );
+    }
+    const { createConsola } = await import("consola");
+    const ask = createConsola({ stdout: process.stderr, stderr: process.stderr });
+    const candidates = installed.length > 0 ? installed : allClients().map((client) => client.id);
+    if (installed.length === 0) log.warn("no supported AI client looks installed here; all of them are offered");
+    const chosen = await ask.prompt("Which AI clients should follow a group?", {
+      type: "multiselect",
+      options: candidates.map((id) => ({ value: id, label: clientById(id).displayName, hint: id })),
+      required: false,
+      cancel: "symbol",
+    });
+    if (typeof chosen === "symbol") throw cancelledError();
+    const clients = (chosen as unknown as readonly (string | { value: string })[]).map((item) =>
+      typeof item === "string" ? item : item.value,
+    );
+    if (clients.length === 0) return log.info("no client chosen; nothing changed");
+    const groups = (await new GroupStore(openStore().paths).list()).map((group) => group.name);
+    const group =
+      groups.length === 1
+        ? DEFAULT_GROUP
+        : await ask.prompt("Which group should they follow?", {
+            type: "select",
+            options: groups,
+            initial: DEFAULT_GROUP,
+            cancel: "symbol",
+          });
+    if (typeof group === "symbol") throw cancelledError();
+    for (const client of clients) if (isClientId(client)) await register(client, String(group));
+  },
+});
+
+function cancelledError(): McpmgrError {
+  return new McpmgrError("CANCELLED", "setup cancelled; nothing changed", {
+    hint: "run 'mcpmgr client setup' again, or 'mcpmgr client register CLIENT'",
+  });
+}
+
+const subCommands = {
+  status,
+  register: registerCommand,
+  remove,
+  "list-registered-clients": listRegistered,
+  setup,
+};
+
+export default defineCommand({
+  meta: { name: "client", description: "Keep AI clients' MCP configuration in step with a group's workloads" },
+  subCommands,
+  // citty runs this after a subcommand too; it only has work when none was named.
+  run({ rawArgs }) {
+    const first = rawArgs.find((arg) => !arg.startsWith("-"));
+    if (first !== undefined && Object.hasOwn(subCommands, first)) return;
+    throw new McpmgrError("INVALID_ARGUMENT", "no client command given", {
+      hint: "use 'mcpmgr client status|register|remove|list-registered-clients|setup', see 'mcpmgr client --help'",
+    });
+  },
+});

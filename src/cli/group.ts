@@ -1,0 +1,77 @@
+/**
+ * `mcpmgr group create|list|rm`: named collections of workloads. `default` always exists;
+ * `run --group` only accepts a group that exists; AI clients are registered per group.
+ */
+import { defineCommand } from "citty";
+import { parseArgv } from "../config/argv.ts";
+import { formatOptions as listOptions, groupRmOptions as rmOptions, noOptions } from "../config/command-options.ts";
+import { McpmgrError } from "../errors.ts";
+import { GroupStore } from "../state/groups.ts";
+import { groupOverview, removeGroup } from "../workload/groups.ts";
+import { toCittyArgs } from "./citty-args.ts";
+import { cliContext } from "./context.ts";
+import { log, printResult, printTable } from "./output.ts";
+import { openStore, parseNamed } from "./workload-arg.ts";
+
+const groupName = { what: "group NAME", afterDashes: true } as const;
+
+const nameArg = { NAME: { description: "Group name (lowercase letters, digits and '-')", required: true } };
+
+function openGroups(): GroupStore {
+  return new GroupStore(openStore().paths);
+}
+
+const create = defineCommand({
+  meta: { name: "create", description: "Create a group" },
+  args: toCittyArgs(noOptions, nameArg),
+  async run({ rawArgs }) {
+    const { name } = parseNamed(rawArgs, noOptions, "group create", groupName);
+    await openGroups().create(name);
+    log.success(`created group ${name} (run workloads in it with 'mcpmgr run ... --group ${name}')`);
+  },
+});
+
+const list = defineCommand({
+  meta: { name: "list", description: "List the groups, their workloads and the AI clients registered for them" },
+  args: toCittyArgs(listOptions),
+  async run({ rawArgs }) {
+    const parsed = parseArgv(rawArgs, listOptions, "group list", false);
+    if (parsed.positionals.length > 0) {
+      throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr group list' takes no arguments", {
+        hint: "run 'mcpmgr group list' or 'mcpmgr group list --format json'",
+      });
+    }
+    const rows = await groupOverview(openStore().paths);
+    if (parsed.values.format === "json") return printResult(JSON.stringify(rows, null, 2));
+    printTable(
+      ["NAME", "WORKLOADS", "CLIENTS"],
+      rows.map((row) => [row.name, String(row.workloads.length), row.clients.join(",") || "-"]),
+    );
+  },
+});
+
+const rm = defineCommand({
+  meta: { name: "rm", description: "Remove a group (refused while it has workloads, unless --with-workloads)" },
+  args: toCittyArgs(rmOptions, nameArg),
+  async run({ rawArgs }) {
+    const { name, values } = parseNamed(rawArgs, rmOptions, "group rm", groupName);
+    // Its workloads go (when asked), its entries leave every AI client following it, then the group.
+    await removeGroup(name, { withWorkloads: values["with-workloads"] }, cliContext());
+    log.success(`removed group ${name}`);
+  },
+});
+
+const subCommands = { create, list, rm };
+
+export default defineCommand({
+  meta: { name: "group", description: "Manage groups of workloads" },
+  subCommands,
+  // citty runs this after a subcommand too; it only has work when none was named.
+  run({ rawArgs }) {
+    const first = rawArgs.find((arg) => !arg.startsWith("-"));
+    if (first !== undefined && Object.hasOwn(subCommands, first)) return;
+    throw new McpmgrError("INVALID_ARGUMENT", "no group command given", {
+      hint: "use 'mcpmgr group create|list|rm', see 'mcpmgr group --help'",
+    });
+  },
+});

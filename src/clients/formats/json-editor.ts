@@ -1,0 +1,226 @@
+/**
+ * JSON and JSONC (comments, trailing commas: VS Code's mcp.json, Zed's settings.json). The
+ * file is parsed with jsonc-parser, and edits are spliced in at the offsets of its syntax
+ * tree and scanner tokens. jsonc-parser's own modify() re-formats every line an edit touches,
+ * which would rewrite a user's neighbouring entry; splicing leaves every byte outside our
+ * entry as it was. New text follows the file's indentation, line endings and (in JSONC) its
+ * trailing-comma habit.
+ */
+import { createScanner, getNodeValue, type Node, type ParseError, parseTree, printParseErrorCode } from "jsonc-parser";
+import type { ServerCollection } from "../types.ts";
+import { ConfigParseError, describePath, type EntryMap, type FormatEditor, lineColumn } from "./editor.ts";
+import { detectStyle, indentBefore, indentLines, lineIndent, lineStart, splice, type TextStyle } from "./text.ts";
+
+export function jsonEditor(jsonc: boolean): FormatEditor {
+  const parse = (text: string): Node | undefined => parseJson(text, jsonc);
+  return {
+    parse: (text) => {
+      const root = parse(text);
+      return root === undefined ? undefined : getNodeValue(root);
+    },
+    entries: (text, collection) => readEntries(parse(text), collection),
+    insertEntry: (text, collection, name, value) => setProperty(text, parse(text), mapPath(collection), name, value),
+    setEntryKey: (text, collection, name, key, value) =>
+      setProperty(text, parse(text), [...mapPath(collection), name], key, value),
+    removeEntryKey: (text, collection, name, key) =>
+      removeProperty(text, parse(text), [...mapPath(collection), name], key),
+    removeEntry: (text, collection, name) => removeProperty(text, parse(text), mapPath(collection), name),
+  };
+}
+
+function mapPath(collection: ServerCollection): readonly string[] {
+  // Every JSON client keeps its servers in an object keyed by name.
+  if (collection.kind !== "map") throw new Error("JSON clients keep servers in an object");
+  return collection.path;
+}
+
+/**
+ * Comments and trailing commas are accepted in every client's file, even where the client
+ * documents plain JSON: if they are there, the user put them there (and their client reads
+ * them); mcpmgr only adds them where the file already uses them.
+ */
+function parseJson(text: string, jsonc: boolean): Node | undefined {
+  const errors: ParseError[] = [];
+  const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: true });
+  const [first] = errors;
+  if (first !== undefined) {
+    throw new ConfigParseError(
+      `it is not valid ${jsonc ? "JSON with comments" : "JSON"} (${lineColumn(text, first.offset)}: ${describeError(first)})`,
+    );
+  }
+  return root;
+}
+
+function describeError(error: ParseError): string {
+  const code = printParseErrorCode(error.error);
+  // "InvalidCommentToken" → "invalid comment token": the code names read as a sentence.
+  return code.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
+}
+
+function propertyOf(object: Node, key: string): Node | undefined {
+  // The last one wins, as in JSON.parse, should a key be there twice.
+  return object.children?.findLast((property) => property.children?.[0]?.value === key);
+}
+
+/** The object at `path`, undefined when a step is missing; ConfigParseError when a step is not an object. */
+function objectAt(root: Node | undefined, path: readonly string[]): Node | undefined {
+  let node = root;
+  for (let depth = 0; depth <= path.length; depth++) {
+    if (node === undefined) return undefined;
+    if (node.type !== "object") throw new ConfigParseError(`${describePath(path.slice(0, depth))} is not an object`);
+    if (depth === path.length) return node;
+    node = propertyOf(node, path[depth] as string)?.children?.[1];
+  }
+  return undefined;
+}
+
+function readEntries(root: Node | undefined, collection: ServerCollection): EntryMap {
+  const object = objectAt(root, mapPath(collection));
+  const entries = new Map<string, unknown>();
+  for (const property of object?.children ?? []) {
+    const [key, value] = property.children ?? [];
+    if (key !== undefined && value !== undefined) entries.set(String(key.value), getNodeValue(value));
+  }
+  return entries;
+}
+
+function render(value: unknown, indent: string, style: TextStyle): string {
+  return indentLines(JSON.stringify(value, null, style.unit), indent, style.eol);
+}
+
+/** `{a: {b: {key: value}}}` for the part of the path that does not exist yet. */
+function nest(path: readonly string[], key: string, value: unknown): unknown {
+  return path.reduceRight<unknown>((inner, step) => ({ [step]: inner }), { [key]: value });
+}
+
+function setProperty(
+  text: string,
+  root: Node | undefined,
+  path: readonly string[],
+  key: string,
+  value: unknown,
+): string {
+  const style = detectStyle(text);
+  if (root === undefined) {
+    // Nothing but whitespace or comments: the whole object goes after them.
+    const separator = text === "" || text.endsWith("\n") ? "" : style.eol;
+    return `${text}${separator}${render(nest(path, key, value), "", style)}${style.eol}`;
+  }
+  let object = objectAt(root, []) as Node;
+  for (let depth = 0; depth < path.length; depth++) {
+    const step = path[depth] as string;
+    const next = propertyOf(object, step)?.children?.[1];
+    if (next === undefined) return insertProperty(text, object, step, nest(path.slice(depth + 1), key, value), style);
+    if (next.type !== "object")
+      throw new ConfigParseError(`${describePath(path.slice(0, depth + 1))} is not an object`);
+    object = next;
+  }
+  const existing = propertyOf(object, key);
+  const current = existing?.children?.[1];
+  if (existing === undefined || current === undefined) return insertProperty(text, object, key, value, style);
+  return splice(text, current.offset, current.length, render(value, indentBefore(text, existing.offset) ?? "", style));
+}
+
+/** jsonc-parser's SyntaxKind values (a const enum, which isolated modules cannot import). */
+const Token = { Comma: 5, LineComment: 12, BlockComment: 13, LineBreak: 14, Trivia: 15 } as const;
+
+interface After {
+  /** Offset just past a comma that follows the value, if one does. */
+  readonly commaEnd?: number;
+  /** Offset just past the line break that ends the value's line, if the object goes on after it. */
+  readonly nextLine?: number;
+}
+
+/** What follows a property's value on its line: a comma, comments, then a line break or the closing brace. */
+function scanAfter(text: string, offset: number): After {
+  const scanner = createScanner(text, false);
+  scanner.setPosition(offset);
+  let commaEnd: number | undefined;
+  for (;;) {
+    const kind = scanner.scan();
+    const token = kind as number;
+    if (token === Token.Trivia || token === Token.BlockComment || token === Token.LineComment) continue;
+    if (token === Token.Comma && commaEnd === undefined) {
+      commaEnd = scanner.getTokenOffset() + scanner.getTokenLength();
+      continue;
+    }
+    if (token === Token.LineBreak) {
+      return {
+        ...(commaEnd !== undefined ? { commaEnd } : {}),
+        nextLine: scanner.getTokenOffset() + scanner.getTokenLength(),
+      };
+    }
+    return commaEnd !== undefined ? { commaEnd } : {};
+  }
+}
+
+function insertProperty(text: string, object: Node, key: string, value: unknown, style: TextStyle): string {
+  const name = JSON.stringify(key);
+  const properties = object.children ?? [];
+  const last = properties.at(-1);
+  if (last === undefined) {
+    // `{}` or `{ <whitespace, comments> }`: the property goes on its own line right after the brace.
+    const open = object.offset;
+    const close = object.offset + object.length - 1;
+    const outer = lineIndent(text, open);
+    const inner = outer + style.unit;
+    const multiLine = text.slice(open + 1, close).includes("\n");
+    const property = `${style.eol}${inner}${name}: ${render(value, inner, style)}`;
+    return splice(text, open + 1, 0, multiLine ? property : `${property}${style.eol}${outer}`);
+  }
+  const lastEnd = last.offset + last.length;
+  const after = scanAfter(text, lastEnd);
+  const indent = indentBefore(text, last.offset);
+  if (after.nextLine !== undefined && indent !== undefined) {
+    // One property per line: a new line after the last one (and after its comment), same indentation.
+    const trailingComma = after.commaEnd !== undefined;
+    const line = `${indent}${name}: ${render(value, indent, style)}${trailingComma ? "," : ""}${style.eol}`;
+    const withLine = splice(text, after.nextLine, 0, line);
+    return trailingComma ? withLine : splice(withLine, lastEnd, 0, ",");
+  }
+  // An object written on one line stays on one line.
+  const compact = `${name}: ${JSON.stringify(value)}`;
+  return after.commaEnd !== undefined
+    ? splice(text, after.commaEnd, 0, ` ${compact},`)
+    : splice(text, lastEnd, 0, `, ${compact}`);
+}
+
+function removeProperty(text: string, root: Node | undefined, path: readonly string[], key: string): string {
+  const object = objectAt(root, path);
+  const properties = object?.children ?? [];
+  const index = properties.findLastIndex((property) => property.children?.[0]?.value === key);
+  const property = properties[index];
+  if (property === undefined) return text;
+  const end = property.offset + property.length;
+  const after = scanAfter(text, end);
+  const previous = properties[index - 1];
+  const isLast = index === properties.length - 1;
+  const previousComma =
+    previous === undefined ? undefined : scanAfter(text, previous.offset + previous.length).commaEnd;
+
+  if (indentBefore(text, property.offset) !== undefined && after.nextLine !== undefined) {
+    // Its own line(s), with whatever comment trails it: those lines go.
+    const start = lineStart(text, property.offset);
+    const without = splice(text, start, after.nextLine - start, "");
+    if (properties.length === 1) return collapseEmpty(without, object as Node, after.nextLine - start);
+    // Without a comma of its own it was the last one: the one before it must not keep a dangling comma.
+    return isLast && after.commaEnd === undefined && previousComma !== undefined
+      ? splice(without, previousComma - 1, 1, "")
+      : without;
+  }
+  if (isLast && after.commaEnd === undefined && previousComma !== undefined) {
+    // `{"a": 1, "b": 2}` → `{"a": 1}`: from the comma before it to its end.
+    return splice(text, previousComma - 1, end - (previousComma - 1), "");
+  }
+  // `{"a": 1, "b": 2}` → `{"b": 2}`: it, its comma and the spaces after it.
+  let stop = after.commaEnd ?? end;
+  while (text[stop] === " " || text[stop] === "\t") stop++;
+  return splice(text, property.offset, stop - property.offset, "");
+}
+
+/** An object left with nothing but whitespace between its braces is written `{}`. */
+function collapseEmpty(text: string, object: Node, removed: number): string {
+  const open = object.offset;
+  const close = object.offset + object.length - 1 - removed;
+  return text.slice(open + 1, close).trim() === "" ? splice(text, open, close - open + 1, "{}") : text;
+}

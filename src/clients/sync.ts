@@ -1,0 +1,289 @@
+/**
+ * AI clients follow groups: once a client is registered for a group, every workload of that
+ * group that runs has an entry in the client's configuration, under the workload's name,
+ * with its current URL and transport; the entry goes when the workload stops or is removed.
+ *
+ * This is the API the workload lifecycle and the CLI call. It knows nothing of processes or
+ * argv: the caller says which workload started or stopped (and, when registering, which
+ * workloads of the group run now). Every change holds the registrations lock from reading
+ * them to writing them back, client files included, so concurrent mcpmgr processes queue up.
+ *
+ * Entries mcpmgr did not write are never touched: an existing entry with the workload's name
+ * that mcpmgr has no record of writing, or one whose values were changed since, is left alone
+ * with a warning. Warnings are one line each, through ctx.log; nothing here throws for a
+ * client file that cannot be updated (a `run` must not fail because an editor's settings
+ * file has a typo), only for mcpmgr's own state.
+ */
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import {
+  ClientRegistrationStore,
+  groupsOf,
+  type OwnedEntry,
+  ownedIn,
+  pruneOwned,
+  type Registrations,
+} from "../state/client-registrations.ts";
+import { assertGroupExists } from "../state/groups.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { allClients, clientById, isClientId } from "./catalog.ts";
+import { editClientFile, SkipEdit } from "./config-file.ts";
+import { sameValue } from "./formats/editor.ts";
+import type { ClientContext, ClientDefinition, ClientId, ClientLogger, WorkloadEndpoint } from "./types.ts";
+
+export type SyncAction = "added" | "updated" | "unchanged" | "removed" | "skipped";
+
+export interface SyncReport {
+  readonly client: ClientId;
+  readonly workload: string;
+  readonly file: string;
+  readonly action: SyncAction;
+  /** Why it was skipped (also logged as a warning). */
+  readonly reason?: string;
+}
+
+export interface ClientStatus {
+  readonly id: ClientId;
+  readonly displayName: string;
+  readonly installed: boolean;
+  readonly configPath: string;
+  readonly groups: readonly string[];
+  /** Workloads mcpmgr has entries for in the client's configuration. */
+  readonly entries: readonly string[];
+}
+
+/** A context from this process: its home, platform, environment and mcpmgr folders. */
+export function processClientContext(options: { log: ClientLogger; selfCommand: readonly string[] }): ClientContext {
+  return {
+    home: homedir(),
+    platform: process.platform,
+    env: process.env,
+    paths: resolvePaths(),
+    log: options.log,
+    selfCommand: options.selfCommand,
+  };
+}
+
+export class ClientConfigSync {
+  readonly #ctx: ClientContext;
+  readonly #store: ClientRegistrationStore;
+
+  constructor(ctx: ClientContext) {
+    this.#ctx = ctx;
+    this.#store = new ClientRegistrationStore(ctx.paths);
+  }
+
+  /** A workload of `group` runs (run, start, restart, a supervisor's restart): clients following the group get it. */
+  onWorkloadStarted(workload: WorkloadEndpoint): Promise<readonly SyncReport[]> {
+    return this.#change(async (registrations) => {
+      const reports: SyncReport[] = [];
+      for (const [id, record] of Object.entries(registrations.clients)) {
+        if (!isClientId(id) || !record.groups.includes(workload.group)) continue;
+        reports.push(await this.#upsert(registrations, clientById(id), workload));
+      }
+      return reports;
+    });
+  }
+
+  /** A workload stopped or was removed: every entry mcpmgr wrote for it goes, in every client. */
+  onWorkloadStopped(workload: { readonly name: string }): Promise<readonly SyncReport[]> {
+    return this.#change((registrations) => this.#removeWhere(registrations, (_client, name) => name === workload.name));
+  }
+
+  /**
+   * `client register CLIENT --group GROUP`: the client follows the group from now on, and gets
+   * the group's running workloads at once (`running` may list others; they are ignored).
+   */
+  async registerClient(
+    client: ClientId,
+    group: string,
+    running: readonly WorkloadEndpoint[],
+  ): Promise<readonly SyncReport[]> {
+    await assertGroupExists(this.#ctx.paths, group);
+    return this.#change(async (registrations) => {
+      const record = (registrations.clients[client] ??= { groups: [] });
+      if (!record.groups.includes(group)) record.groups.push(group);
+      const reports: SyncReport[] = [];
+      for (const workload of running) {
+        if (workload.group === group) reports.push(await this.#upsert(registrations, clientById(client), workload));
+      }
+      return reports;
+    });
+  }
+
+  /** `client remove CLIENT [--group GROUP]`: stops following the group (all groups without one); its entries go. */
+  removeClient(client: ClientId, group?: string): Promise<readonly SyncReport[]> {
+    return this.#change(async (registrations) => {
+      const record = registrations.clients[client];
+      const dropped = group === undefined ? [...(record?.groups ?? [])] : [group];
+      if (record !== undefined) record.groups = record.groups.filter((name) => !dropped.includes(name));
+      return this.#removeWhere(
+        registrations,
+        (id, _name, entry) => id === client && (group === undefined || dropped.includes(entry.group)),
+      );
+    });
+  }
+
+  /** The group is going away (`group rm`): no client follows it any more, and its entries go. */
+  forgetGroup(group: string): Promise<readonly SyncReport[]> {
+    return this.#change(async (registrations) => {
+      for (const record of Object.values(registrations.clients)) {
+        record.groups = record.groups.filter((name) => name !== group);
+      }
+      return this.#removeWhere(registrations, (_client, _name, entry) => entry.group === group);
+    });
+  }
+
+  /** Every supported client: installed or not, the groups it follows, its file, mcpmgr's entries in it. */
+  async status(): Promise<readonly ClientStatus[]> {
+    const registrations = await this.#store.read();
+    return allClients().map((client) => ({
+      id: client.id,
+      displayName: client.displayName,
+      installed: isInstalled(this.#ctx, client),
+      configPath: client.configPath(this.#ctx),
+      groups: groupsOf(registrations, client.id),
+      entries: Object.values(registrations.owned[client.id] ?? {})
+        .flatMap((entries) => Object.keys(entries))
+        .sort(),
+    }));
+  }
+
+  async #change<T>(fn: (registrations: Registrations) => Promise<T>): Promise<T> {
+    return this.#store.change(async (registrations) => {
+      const result = await fn(registrations);
+      pruneOwned(registrations);
+      return result;
+    });
+  }
+
+  async #upsert(
+    registrations: Registrations,
+    client: ClientDefinition,
+    workload: WorkloadEndpoint,
+  ): Promise<SyncReport> {
+    const file = client.configPath(this.#ctx);
+    const name = workload.name;
+    if (!client.transports.includes(workload.transport)) {
+      return this.#skipped(
+        client,
+        name,
+        file,
+        `cannot connect to ${name}, which speaks ${describeTransport(workload.transport)}` +
+          (client.stdioOnly
+            ? " (its entry relays to streamable HTTP only)"
+            : ` (it accepts ${client.transports.map(describeTransport).join(" and ")} only)`),
+      );
+    }
+    const shape = client.entry(workload, this.#ctx);
+    const written = Object.fromEntries(shape.managed.map((key) => [key, shape.value[key]]));
+    const owned = ownedIn(registrations, client.id, file);
+    const record = owned[name];
+    let action: SyncAction = "unchanged";
+    let disowned = false;
+    const result = await editClientFile(this.#ctx, client, file, { create: true }, (text, editor) => {
+      const collection = client.collection(editor.parse(text));
+      const current = editor.entries(text, collection).get(name);
+      if (current === undefined) {
+        action = "added";
+        return editor.insertEntry(text, collection, name, shape.value);
+      }
+      if (record === undefined) {
+        throw new SkipEdit(
+          `it already has a server named ${name} that mcpmgr did not write; mcpmgr leaves it alone (rename one of them)`,
+        );
+      }
+      if (!isOurs(current, record.written)) {
+        disowned = true;
+        throw new SkipEdit(
+          `the entry ${name} was changed by hand since mcpmgr wrote it; mcpmgr leaves it alone from now on`,
+        );
+      }
+      const entry = current as Record<string, unknown>;
+      let next = text;
+      for (const key of shape.managed) {
+        if (!sameValue(entry[key], shape.value[key]))
+          next = editor.setEntryKey(next, collection, name, key, shape.value[key]);
+      }
+      // Keys mcpmgr wrote before that this entry shape no longer has (Gemini CLI's url ↔ httpUrl).
+      for (const key of Object.keys(record.written)) {
+        if (!shape.managed.includes(key) && key in entry) next = editor.removeEntryKey(next, collection, name, key);
+      }
+      action = next === text ? "unchanged" : "updated";
+      return next;
+    });
+    if (disowned) delete owned[name];
+    if (result.skipped !== undefined) return this.#skipped(client, name, file, result.skipped);
+    owned[name] = { group: workload.group, written };
+    return { client: client.id, workload: name, file, action };
+  }
+
+  /** Removes every owned entry `matches` picks, in whichever file it was written to. */
+  async #removeWhere(
+    registrations: Registrations,
+    matches: (client: ClientId, name: string, entry: OwnedEntry) => boolean,
+  ): Promise<SyncReport[]> {
+    const reports: SyncReport[] = [];
+    for (const [id, files] of Object.entries(registrations.owned)) {
+      if (!isClientId(id)) continue;
+      for (const [file, entries] of Object.entries(files)) {
+        for (const [name, entry] of Object.entries(entries)) {
+          if (!matches(id, name, entry)) continue;
+          const { report, keep } = await this.#remove(clientById(id), file, name, entry);
+          reports.push(report);
+          // A file that could not be read keeps the record: the entry goes once the file is fixed.
+          if (!keep) delete entries[name];
+        }
+      }
+    }
+    return reports;
+  }
+
+  async #remove(
+    client: ClientDefinition,
+    file: string,
+    name: string,
+    entry: OwnedEntry,
+  ): Promise<{ report: SyncReport; keep: boolean }> {
+    let action: SyncAction = "unchanged";
+    let disowned = false;
+    const result = await editClientFile(this.#ctx, client, file, { create: false }, (text, editor) => {
+      const collection = client.collection(editor.parse(text));
+      const current = editor.entries(text, collection).get(name);
+      if (current === undefined) return text;
+      if (!isOurs(current, entry.written)) {
+        disowned = true;
+        throw new SkipEdit(`the entry ${name} was changed by hand since mcpmgr wrote it; mcpmgr leaves it there`);
+      }
+      action = "removed";
+      return editor.removeEntry(text, collection, name);
+    });
+    if (result.skipped !== undefined) {
+      return { report: this.#skipped(client, name, file, result.skipped), keep: !disowned };
+    }
+    return { report: { client: client.id, workload: name, file, action }, keep: false };
+  }
+
+  #skipped(client: ClientDefinition, workload: string, file: string, reason: string): SyncReport {
+    this.#ctx.log.warn(`${client.displayName} (${file}): ${reason}`);
+    return { client: client.id, workload, file, action: "skipped", reason };
+  }
+}
+
+/** Ours while every key mcpmgr wrote still holds the value it wrote (keys the client added do not matter). */
+function isOurs(current: unknown, written: Readonly<Record<string, unknown>>): boolean {
+  if (typeof current !== "object" || current === null || Array.isArray(current)) return false;
+  return Object.entries(written).every(([key, value]) => sameValue((current as Record<string, unknown>)[key], value));
+}
+
+function isInstalled(ctx: ClientContext, client: ClientDefinition): boolean {
+  return client.installMarkers(ctx).some((marker) => existsSync(marker));
+}
+
+function describeTransport(transport: WorkloadEndpoint["transport"]): string {
+  return transport === "sse" ? "SSE (the deprecated HTTP+SSE transport)" : "streamable HTTP";
+}
+
+export function installedClients(ctx: ClientContext): readonly ClientDefinition[] {
+  return allClients().filter((client) => isInstalled(ctx, client));
+}

@@ -1,0 +1,53 @@
+/**
+ * The option tables of the management commands (list, secret, registry, group, client):
+ * small, and sharing `--format`. The bigger commands have their own files (run-options.ts,
+ * proxy-options.ts, gateway-options.ts).
+ */
+import { booleanOption, type OptionTable, stringOption } from "./option-spec.ts";
+import { nonEmpty, oneOf } from "./values.ts";
+
+export const noOptions = {} as const satisfies OptionTable;
+
+export const formatOptions = {
+  format: stringOption({
+    description: "Output format: text or json",
+    valueHint: "text|json",
+    default: "text",
+    schema: oneOf(["text", "json"] as const),
+    hint: "use --format text or --format json",
+  }),
+} as const satisfies OptionTable;
+
+/** `mcpmgr list`. */
+export const listOptions = {
+  ...formatOptions,
+  group: stringOption({ description: "Only workloads of this group", valueHint: "group", schema: nonEmpty }),
+} as const satisfies OptionTable;
+
+/** `mcpmgr group rm`. */
+export const groupRmOptions = {
+  "with-workloads": booleanOption({
+    description: "Also stop and remove the group's workloads (a group with workloads is refused without it)",
+    default: false,
+  }),
+} as const satisfies OptionTable;
+
+/** `mcpmgr client register`. */
+export const clientRegisterOptions = {
+  group: stringOption({
+    description: "Group whose workloads the client gets",
+    valueHint: "group",
+    default: "default", // state/groups.ts DEFAULT_GROUP, as for `run --group`
+    schema: nonEmpty,
+  }),
+} as const satisfies OptionTable;
+
+/** `mcpmgr client remove`. */
+export const clientRemoveOptions = {
+  group: stringOption({
+    description: "Stop following only this group",
+    valueHint: "group",
+    defaultText: "every group the client follows",
+    schema: nonEmpty,
+  }),
+} as const satisfies OptionTable;

@@ -1,0 +1,42 @@
+/** Where `mcpmgr gateway` listens and how it names the group's tools. */
+import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
+import { commaList, hostName, nonEmpty, oneOf, port } from "../values.ts";
+
+export const gatewayListenOptions = {
+  host: stringOption({
+    description: "IP address or host name the gateway listens on",
+    valueHint: "host",
+    default: "127.0.0.1",
+    schema: hostName,
+  }),
+  port: stringOption({
+    description: "Port the gateway listens on (default: a free port)",
+    valueHint: "port",
+    schema: port,
+  }),
+  "name-prefix": stringOption({
+    description:
+      "How tool and prompt names get their workload's prefix: always (<workload>_<name>), or when-needed (only names two workloads share)",
+    valueHint: "always|when-needed",
+    default: "always",
+    schema: oneOf(["always", "when-needed"] as const),
+  }),
+  "trust-proxy-headers": booleanOption({
+    description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr",
+    default: false,
+  }),
+} as const;
+
+/** The policy options `run` has, applied to the gateway's own names. */
+export const gatewayPolicyOptions = {
+  tools: repeatableOption({
+    description: "Comma-separated gateway tool names (<workload>_<tool>) to expose; others are hidden (repeatable)",
+    valueHint: "names",
+    schema: commaList,
+  }),
+  "tools-override": stringOption({
+    description: "JSON file renaming the gateway's tools and rewriting their descriptions (keys are gateway names)",
+    valueHint: "path",
+    schema: nonEmpty,
+  }),
+} as const;

@@ -1,0 +1,17 @@
+/** Every option of `mcpmgr gateway`, in the order help shows them. */
+import { caBundleOptions } from "./flags/ca-bundle.ts";
+import { gatewayListenOptions, gatewayPolicyOptions } from "./flags/gateway.ts";
+import { incomingAuthOptions } from "./flags/incoming-auth.ts";
+import { policyOptions } from "./flags/policy.ts";
+import { telemetryOptions } from "./flags/telemetry.ts";
+
+export const gatewayOptions = {
+  ...gatewayListenOptions,
+  ...gatewayPolicyOptions,
+  ...policyOptions,
+  ...incomingAuthOptions,
+  ...caBundleOptions,
+  ...telemetryOptions,
+} as const;
+
+export type GatewayOptionName = keyof typeof gatewayOptions;

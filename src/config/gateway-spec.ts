@@ -1,0 +1,63 @@
+/** argv of `mcpmgr gateway` → one frozen, validated GatewaySpec (files are read here, once). */
+import { McpmgrError } from "../errors.ts";
+import { parseArgv } from "./argv.ts";
+import { auditConfig, type AuditConfig } from "./audit-config.ts";
+import { authzConfig, type AuthzConfig } from "./authz-config.ts";
+import { gatewayOptions } from "./gateway-options.ts";
+import { incomingAuthSpec, type IncomingAuthSpec } from "./incoming-auth-spec.ts";
+import type { ListenSpec } from "./proxy-spec.ts";
+import { telemetrySpec, type TelemetrySpec } from "./telemetry-spec.ts";
+import { toolsPolicy, type ToolsPolicy } from "./tools-policy.ts";
+
+export interface GatewaySpec {
+  readonly group: string;
+  readonly listen: ListenSpec;
+  readonly prefixMode: "always" | "when-needed";
+  readonly trustProxyHeaders: boolean;
+  readonly incomingAuth: IncomingAuthSpec | undefined;
+  readonly tools: ToolsPolicy | undefined;
+  readonly authz: AuthzConfig | undefined;
+  readonly audit: AuditConfig | undefined;
+  readonly telemetry: TelemetrySpec | undefined;
+}
+
+/** The name audit lines and telemetry use for a gateway. */
+export function gatewayComponentName(group: string): string {
+  return `gateway-${group}`;
+}
+
+export function buildGatewaySpec(argv: readonly string[]): GatewaySpec {
+  const { values, given, positionals, passthrough } = parseArgv(argv, gatewayOptions, "gateway", false);
+  if (passthrough.length > 0) {
+    throw new McpmgrError(
+      "INVALID_ARGUMENT",
+      "'mcpmgr gateway' starts no server, so arguments after -- have nowhere to go",
+      {
+        hint: "remove the arguments after --",
+      },
+    );
+  }
+  const [group, ...extra] = positionals;
+  if (group === undefined || group === "") {
+    throw new McpmgrError("MISSING_OPTION", "missing the GROUP", {
+      hint: "usage: mcpmgr gateway GROUP (workloads join a group with 'mcpmgr run --group GROUP')",
+    });
+  }
+  if (extra.length > 0) {
+    throw new McpmgrError("INVALID_ARGUMENT", `unexpected argument ${JSON.stringify(extra[0])}`, {
+      hint: "'mcpmgr gateway' takes one GROUP; options start with --",
+    });
+  }
+  const name = gatewayComponentName(group);
+  return Object.freeze({
+    group,
+    listen: Object.freeze({ host: values.host, port: values.port }),
+    prefixMode: values["name-prefix"],
+    trustProxyHeaders: values["trust-proxy-headers"],
+    incomingAuth: incomingAuthSpec(values, given),
+    tools: toolsPolicy(values.tools.flat(), values["tools-override"]),
+    authz: authzConfig(values["authz-config"]),
+    audit: auditConfig(values["enable-audit"], values["audit-config"], name),
+    telemetry: telemetrySpec(values, given, name),
+  });
+}

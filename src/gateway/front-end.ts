@@ -1,0 +1,169 @@
+/**
+ * The gateway's HTTP endpoint (`/mcp`), for both eras of MCP clients:
+ *  - 2025-era clients (initialize, `Mcp-Session-Id`) get a session of their own: an SDK
+ *    streamable-HTTP server transport and a gateway server with its own upstream pool, so
+ *    everything a workload sends back reaches exactly that session;
+ *  - 2026-07-28 clients (stateless requests with the `_meta` envelope, `server/discover`,
+ *    `subscriptions/listen`) are served by the SDK's `createMcpHandler`, one gateway server
+ *    per request over a pool shared by all of them (there is no session to tie anything to).
+ * A request with a session id is routed by a map lookup, without reading its body.
+ */
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  type Server,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
+import type { Handler } from "../proxy/handler.ts";
+import { pathOf } from "../proxy/handler.ts";
+import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
+import type { GroupCatalog, ListKind } from "./catalog.ts";
+import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
+import { anyResult } from "./sdk.ts";
+import { UpstreamPool } from "./upstream-pool.ts";
+
+export const GATEWAY_PATH = "/mcp";
+
+interface Session {
+  readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly server: Server;
+  readonly pool: UpstreamPool;
+  lastSeen: number;
+}
+
+export interface FrontEndOptions extends GatewayServerOptions {
+  readonly catalog: GroupCatalog;
+  /** A session without requests for this long is closed. */
+  readonly sessionIdleMs: number;
+}
+
+export interface GatewayFrontEnd {
+  readonly handler: Handler;
+  /** Tells every client that the merged lists changed. */
+  listsChanged(kinds: ReadonlySet<ListKind>): void;
+  /** A workload left the group: its upstream sessions are closed. */
+  workloadLeft(workload: string): void;
+  readonly sessionCount: number;
+  close(): Promise<void>;
+}
+
+export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
+  const sessions = new Map<string, Session>();
+  const sharedPool = new UpstreamPool(options.catalog, options.timeoutMs);
+  const modern = createMcpHandler(() => createGatewayServer(options, () => sharedPool), { legacy: "reject" });
+
+  const openSession = (): Session => {
+    let server: Server | undefined;
+    const pool = new UpstreamPool(options.catalog, options.timeoutMs, {
+      capabilities: () => server?.getClientCapabilities() ?? {},
+      request: (request, related, signal) =>
+        (server as Server).request({ method: request.method, params: request.params }, anyResult, {
+          signal,
+          timeout: options.timeoutMs,
+          ...(related !== undefined ? { relatedRequestId: related } : {}),
+        }),
+      notify: (notification, related) =>
+        void server
+          ?.notification(
+            { method: notification.method, ...(notification.params ? { params: notification.params } : {}) },
+            related !== undefined ? { relatedRequestId: related } : undefined,
+          )
+          .catch(() => {}),
+    });
+    server = createGatewayServer(options, () => pool);
+    const session: Session = {
+      server,
+      pool,
+      lastSeen: Date.now(),
+      transport: new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => crypto.randomUUID(),
+        onsessioninitialized: (id) => {
+          sessions.set(id, session);
+        },
+        onsessionclosed: (id) => {
+          void endSession(id);
+        },
+      }),
+    };
+    return session;
+  };
+
+  const endSession = async (id: string): Promise<void> => {
+    const session = sessions.get(id);
+    if (session === undefined) return;
+    sessions.delete(id);
+    await Promise.allSettled([session.pool.close(), session.server.close()]);
+  };
+
+  const sweep = setInterval(
+    () => {
+      const cutoff = Date.now() - options.sessionIdleMs;
+      for (const [id, session] of sessions) if (session.lastSeen < cutoff) void endSession(id);
+    },
+    Math.min(60_000, options.sessionIdleMs),
+  );
+  sweep.unref();
+
+  const handler: Handler = async (req, ctx) => {
+    if (pathOf(req.url) !== GATEWAY_PATH)
+      return jsonRpcError(404, JsonRpcCode.invalidRequest, `not found; the MCP endpoint is ${GATEWAY_PATH}`);
+    // Responses may stream for as long as a tool runs; the server's idle timeout must not cut them.
+    ctx.keepOpen();
+    const sessionId = req.headers.get("mcp-session-id");
+    if (sessionId !== null) {
+      const session = sessions.get(sessionId);
+      if (session === undefined) return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found");
+      session.lastSeen = Date.now();
+      return session.transport.handleRequest(req);
+    }
+    if (req.method !== "POST") {
+      return jsonRpcError(405, JsonRpcCode.serverError, "Method not allowed without a session", {
+        headers: { allow: "POST" },
+      });
+    }
+    if (!(await isLegacyRequest(req))) return modern.fetch(req);
+    const session = openSession();
+    await session.server.connect(session.transport);
+    const response = await session.transport.handleRequest(req);
+    // Anything but a successful initialize leaves no session behind.
+    if (session.transport.sessionId === undefined || !sessions.has(session.transport.sessionId)) {
+      await Promise.allSettled([session.pool.close(), session.server.close()]);
+    }
+    return response;
+  };
+
+  return {
+    handler,
+    get sessionCount() {
+      return sessions.size;
+    },
+    listsChanged(kinds) {
+      for (const session of sessions.values()) {
+        if (kinds.has("tools")) void session.server.sendToolListChanged().catch(() => {});
+        if (kinds.has("prompts")) void session.server.sendPromptListChanged().catch(() => {});
+        if (kinds.has("resources")) void session.server.sendResourceListChanged().catch(() => {});
+      }
+      if (kinds.has("tools")) modern.notify.toolsChanged();
+      if (kinds.has("prompts")) modern.notify.promptsChanged();
+      if (kinds.has("resources")) modern.notify.resourcesChanged();
+    },
+    workloadLeft(workload) {
+      sharedPool.forget(workload);
+      for (const session of sessions.values()) session.pool.forget(workload);
+    },
+    async close() {
+      clearInterval(sweep);
+      const open = [...sessions.values()];
+      sessions.clear();
+      await Promise.allSettled([
+        modern.close(),
+        sharedPool.close(),
+        ...open.map(async (session) => {
+          await session.pool.close();
+          await session.transport.close();
+          await session.server.close();
+        }),
+      ]);
+    },
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * The MCP server a gateway client talks to (SDK v2 low-level `Server`): lists come from the
+ * group catalog as they are, and every call is routed by its gateway name (or resource URI)
+ * to one workload, through the calling session's upstream pool. Progress tokens are mapped
+ * to the upstream request and back, a cancelled gateway request cancels the upstream one,
+ * and an error from the workload reaches the client with its own code and message.
+ */
+import { SdkHttpError } from "@modelcontextprotocol/client";
+import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server } from "@modelcontextprotocol/server";
+import type { LoggingLevel, ServerContext } from "@modelcontextprotocol/server";
+import { version } from "../version.ts";
+import { type GroupCatalog, resourceWorkload } from "./catalog.ts";
+import { anyResult, type Params } from "./sdk.ts";
+import type { UpstreamPool } from "./upstream-pool.ts";
+
+export interface GatewayServerOptions {
+  readonly group: string;
+  readonly catalog: GroupCatalog;
+  readonly timeoutMs: number;
+}
+
+type Result = Record<string, unknown>;
+
+/** A JSON-RPC error for a workload that cannot take the call; the other workloads are unaffected. */
+function unavailable(workload: string, why: string): ProtocolError {
+  return new ProtocolError(
+    ProtocolErrorCode.InternalError,
+    `${why}; its tools, prompts and resources are unavailable`,
+    {
+      workload,
+    },
+  );
+}
+
+export function createGatewayServer(options: GatewayServerOptions, pool: () => UpstreamPool): Server {
+  const { catalog } = options;
+  const server = new Server(
+    { name: `mcpmgr-gateway-${options.group}`, version },
+    {
+      capabilities: {
+        tools: { listChanged: true },
+        prompts: { listChanged: true },
+        resources: { listChanged: true, subscribe: true },
+        logging: {},
+        completions: {},
+      },
+    },
+  );
+
+  const forward = async (workload: string, method: string, params: Params, ctx: ServerContext): Promise<Result> => {
+    await catalog.joining(workload, options.timeoutMs);
+    const why = catalog.whyUnavailable(workload);
+    if (why !== undefined) throw unavailable(workload, why);
+    let upstream: Awaited<ReturnType<UpstreamPool["get"]>>;
+    try {
+      upstream = await pool().get(workload);
+    } catch (err) {
+      throw unavailable(workload, `workload '${workload}' cannot be reached (${messageOf(err)})`);
+    }
+    const meta = params._meta as Params | undefined;
+    const progressToken = meta?.progressToken;
+    let sent = params;
+    if (meta !== undefined && "progressToken" in meta) {
+      // The SDK sets the upstream token itself and reports progress to `onprogress` below.
+      const { progressToken: _token, ...rest } = meta;
+      sent = { ...params, _meta: rest };
+    }
+    const release = pool().track(workload, ctx.mcpReq.id);
+    try {
+      return await upstream.request({ method, params: sent }, anyResult, {
+        signal: ctx.mcpReq.signal,
+        timeout: options.timeoutMs,
+        ...(progressToken !== undefined
+          ? {
+              resetTimeoutOnProgress: true,
+              onprogress: (progress) =>
+                void ctx.mcpReq
+                  .notify({ method: "notifications/progress", params: { ...progress, progressToken } })
+                  .catch(() => {}),
+            }
+          : {}),
+      });
+    } catch (err) {
+      if (err instanceof ProtocolError) throw err;
+      if (ctx.mcpReq.signal.aborted) throw err;
+      // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
+      if (err instanceof SdkHttpError && err.status === 404) pool().forget(workload);
+      throw unavailable(workload, `workload '${workload}' failed to answer (${messageOf(err)})`);
+    } finally {
+      release();
+    }
+  };
+
+  const routeName = (kind: "tool" | "prompt", name: unknown): { workload: string; name: string } => {
+    const names = kind === "tool" ? catalog.view.toolNames : catalog.view.promptNames;
+    const owned = typeof name === "string" ? names.byGatewayName.get(name) : undefined;
+    if (owned !== undefined) return owned;
+    // A client calling a name from before a workload stopped learns which workload is missing.
+    const prefix = typeof name === "string" ? name.slice(0, Math.max(0, name.indexOf("_"))) : "";
+    const why = prefix ? catalog.whyUnavailable(prefix) : undefined;
+    if (why !== undefined) throw unavailable(prefix, why);
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${kind}: ${String(name)}`);
+  };
+
+  const routeUri = (uri: unknown): string => {
+    const workload = typeof uri === "string" ? resourceWorkload(catalog.view, uri) : undefined;
+    if (workload === undefined) throw new ResourceNotFoundError(String(uri));
+    return workload;
+  };
+
+  server.setRequestHandler("tools/list", () => ({ tools: catalog.view.tools }) as never);
+  server.setRequestHandler("prompts/list", () => ({ prompts: catalog.view.prompts }) as never);
+  server.setRequestHandler("resources/list", () => ({ resources: catalog.view.resources }) as never);
+  server.setRequestHandler(
+    "resources/templates/list",
+    () => ({ resourceTemplates: catalog.view.resourceTemplates }) as never,
+  );
+  server.setRequestHandler("tools/call", async (request, ctx) => {
+    const params = request.params as Params;
+    const target = routeName("tool", params.name);
+    return (await forward(target.workload, "tools/call", { ...params, name: target.name }, ctx)) as never;
+  });
+  server.setRequestHandler("prompts/get", async (request, ctx) => {
+    const params = request.params as Params;
+    const target = routeName("prompt", params.name);
+    return (await forward(target.workload, "prompts/get", { ...params, name: target.name }, ctx)) as never;
+  });
+  for (const method of ["resources/read", "resources/subscribe", "resources/unsubscribe"] as const) {
+    server.setRequestHandler(method, async (request, ctx) => {
+      const params = request.params as Params;
+      return (await forward(routeUri(params.uri), method, params, ctx)) as never;
+    });
+  }
+  server.setRequestHandler("completion/complete", async (request, ctx) => {
+    const params = request.params as Params;
+    const ref = params.ref as Params;
+    if (ref.type === "ref/prompt") {
+      const target = routeName("prompt", ref.name);
+      return (await forward(
+        target.workload,
+        "completion/complete",
+        { ...params, ref: { ...ref, name: target.name } },
+        ctx,
+      )) as never;
+    }
+    const template = catalog.view.templates.find((t) => t.text === ref.uri);
+    const workload = template?.workload ?? routeUri(ref.uri);
+    return (await forward(workload, "completion/complete", params, ctx)) as never;
+  });
+  server.setRequestHandler("logging/setLevel", async (request) => {
+    await pool().setLogLevel((request.params as { level: LoggingLevel }).level);
+    return {} as never;
+  });
+  server.setNotificationHandler("notifications/roots/list_changed", async () => {
+    await pool().broadcast("notifications/roots/list_changed");
+  });
+  return server;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

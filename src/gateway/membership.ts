@@ -1,0 +1,117 @@
+/**
+ * Which of a group's workloads are running right now, followed over time. The workload store
+ * is a folder of small JSON files replaced by atomic renames, so reading it is cheap: the
+ * gateway re-reads it on a short interval, and sooner when `fs.watch` reports a change in the
+ * workloads folder (a workload created or removed). A status that says "running" whose
+ * supervisor process is gone does not count.
+ */
+import { type FSWatcher, watch } from "node:fs";
+import { join } from "node:path";
+import { reconcileStatus, type WorkloadRecord, type WorkloadStore } from "../state/workloads.ts";
+
+export interface Member {
+  readonly name: string;
+  /** The workload's MCP endpoint. */
+  readonly url: string;
+}
+
+export interface MembershipOptions {
+  readonly store: WorkloadStore;
+  readonly group: string;
+  /** Called with the full member list whenever it changes (and once at start). */
+  readonly onChange: (members: readonly Member[]) => void;
+  readonly onError?: (err: unknown) => void;
+  readonly pollMs?: number;
+}
+
+export interface Membership {
+  /** The members as last read. */
+  current(): readonly Member[];
+  /** Re-reads the store now (also what the timer does). */
+  refresh(): Promise<void>;
+  close(): void;
+}
+
+/** The URL MCP clients (and the gateway) use for a workload. */
+export function workloadEndpoint(record: WorkloadRecord): string {
+  const host = record.host === "0.0.0.0" ? "127.0.0.1" : record.host.includes(":") ? `[${record.host}]` : record.host;
+  return `http://${host}:${record.proxyPort}${record.proxyPath}`;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export async function runningMembers(store: WorkloadStore, group: string): Promise<Member[]> {
+  const members: Member[] = [];
+  for (const record of await store.list()) {
+    if (record.group !== group) continue;
+    const status = await store.readStatus(record.name).catch(() => undefined);
+    if (status === undefined || reconcileStatus(status, isAlive).state !== "running") continue;
+    members.push({ name: record.name, url: workloadEndpoint(record) });
+  }
+  return members;
+}
+
+export async function followMembership(options: MembershipOptions): Promise<Membership> {
+  let members: readonly Member[] = [];
+  let key = "";
+  let closed = false;
+  let running: Promise<void> | undefined;
+  let again = false;
+  const refresh = async (): Promise<void> => {
+    // One read at a time; a change seen during a read triggers one more read after it.
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          const next = await runningMembers(options.store, options.group);
+          const nextKey = next.map((m) => `${m.name} ${m.url}`).join("\n");
+          if (nextKey !== key && !closed) {
+            key = nextKey;
+            members = next;
+            options.onChange(members);
+          }
+        } catch (err) {
+          options.onError?.(err);
+        }
+      } while (again && !closed);
+    })().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+  await refresh();
+  const timer = setInterval(() => void refresh(), options.pollMs ?? 1_000);
+  timer.unref();
+  let debounce: ReturnType<typeof setTimeout> | undefined;
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(join(options.store.paths.stateDir, "workloads"), { recursive: true }, () => {
+      clearTimeout(debounce);
+      debounce = setTimeout(() => void refresh(), 50);
+    });
+    watcher.on("error", () => watcher?.close());
+  } catch {
+    // No workloads folder yet (or no watch support): the timer alone notices changes.
+  }
+  return {
+    current: () => members,
+    refresh,
+    close() {
+      closed = true;
+      clearInterval(timer);
+      clearTimeout(debounce);
+      watcher?.close();
+    },
+  };
+}

@@ -1,0 +1,99 @@
+/**
+ * The names a gateway gives its group's tools and prompts. Every name is `<workload>_<name>`
+ * by default; with `when-needed` a name keeps its own spelling unless another workload (or
+ * another prefixed name) uses it too. Workload names cannot contain `_`, so in `always` mode
+ * two workloads can never produce the same name; the suffix rule below only matters for
+ * `when-needed` and for a server that lists one name twice. The outcome depends only on the
+ * set of entries, never on the order workloads joined, so every gateway session and every
+ * restart agrees on the names.
+ */
+
+export type PrefixMode = "always" | "when-needed";
+
+export interface OwnedName {
+  readonly workload: string;
+  readonly name: string;
+}
+
+export interface NameAssignment {
+  /** Gateway name → the workload's own name. */
+  readonly byGatewayName: ReadonlyMap<string, OwnedName>;
+  /** `${workload}\u0000${name}` → gateway name. */
+  readonly byOwnedName: ReadonlyMap<string, string>;
+  /** Human-readable lines about names that needed a suffix, for the log and for tests. */
+  readonly collisions: readonly string[];
+}
+
+export function ownedKey(workload: string, name: string): string {
+  return `${workload}\u0000${name}`;
+}
+
+export function prefixed(workload: string, name: string): string {
+  return `${workload}_${name}`;
+}
+
+function compareOwned(a: OwnedName, b: OwnedName): number {
+  if (a.workload !== b.workload) return a.workload < b.workload ? -1 : 1;
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+export function assignNames(entries: readonly OwnedName[], mode: PrefixMode): NameAssignment {
+  const sorted = [...entries].sort(compareOwned);
+  const wanted = new Map<string, string>();
+  const prefixNotes: string[] = [];
+  if (mode === "always") {
+    for (const entry of sorted) wanted.set(ownedKey(entry.workload, entry.name), prefixed(entry.workload, entry.name));
+  } else {
+    // A bare name is kept only when no other entry claims it, bare or prefixed; prefixing can
+    // create new clashes (a bare `a_x` against `a` + `x`), so repeat until nothing changes.
+    const isPrefixed = new Set<string>();
+    let changed = true;
+    while (changed) {
+      changed = false;
+      const claims = new Map<string, number>();
+      const nameOf = (entry: OwnedName) => {
+        const key = ownedKey(entry.workload, entry.name);
+        return isPrefixed.has(key) ? prefixed(entry.workload, entry.name) : entry.name;
+      };
+      for (const entry of sorted) claims.set(nameOf(entry), (claims.get(nameOf(entry)) ?? 0) + 1);
+      for (const entry of sorted) {
+        const key = ownedKey(entry.workload, entry.name);
+        if (!isPrefixed.has(key) && (claims.get(entry.name) ?? 0) > 1) {
+          isPrefixed.add(key);
+          changed = true;
+        }
+      }
+    }
+    const clashes = new Map<string, string[]>();
+    for (const entry of sorted) {
+      const key = ownedKey(entry.workload, entry.name);
+      wanted.set(key, isPrefixed.has(key) ? prefixed(entry.workload, entry.name) : entry.name);
+      if (isPrefixed.has(key)) clashes.set(entry.name, [...(clashes.get(entry.name) ?? []), entry.workload]);
+    }
+    for (const [name, workloads] of clashes) {
+      prefixNotes.push(
+        `"${name}" is offered by ${workloads.join(", ")}: named ${workloads.map((w) => prefixed(w, name)).join(", ")}`,
+      );
+    }
+  }
+  // Whatever still clashes (a server listing a name twice) gets `_2`, `_3`… in sorted order.
+  const byGatewayName = new Map<string, OwnedName>();
+  const byOwnedName = new Map<string, string>();
+  const collisions: string[] = [...prefixNotes];
+  for (const entry of sorted) {
+    const key = ownedKey(entry.workload, entry.name);
+    if (byOwnedName.has(key)) continue; // a duplicate of an entry already named
+    const base = wanted.get(key) as string;
+    let name = base;
+    for (let n = 2; byGatewayName.has(name); n++) name = `${base}_${n}`;
+    if (name !== base) {
+      const holder = byGatewayName.get(base) as OwnedName;
+      collisions.push(
+        `${entry.workload}'s "${entry.name}" and ${holder.workload}'s "${holder.name}" both map to "${base}"; the former is "${name}"`,
+      );
+    }
+    byGatewayName.set(name, entry);
+    byOwnedName.set(key, name);
+  }
+  return { byGatewayName, byOwnedName, collisions };
+}

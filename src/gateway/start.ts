@@ -1,0 +1,124 @@
+/**
+ * A running gateway for one group: membership → catalog → front end → policies → server.
+ * Shaped like `startWorkload` (`{ url, exited, stop() }`) so a supervisor can host a
+ * gateway in the background the way it hosts a workload.
+ */
+import type { GatewaySpec } from "../config/gateway-spec.ts";
+import { errorMessage } from "../errors.ts";
+import type { AuditOptions } from "../middleware/audit.ts";
+import { policyChain } from "../middleware/policy-chain.ts";
+import type { Middleware } from "../proxy/handler.ts";
+import { LiveStreams } from "../proxy/live-streams.ts";
+import { serve } from "../proxy/serve.ts";
+import { clientUrl } from "../state/workload-url.ts";
+import type { WorkloadStore } from "../state/workloads.ts";
+import { GroupCatalog } from "./catalog.ts";
+import { GATEWAY_PATH, gatewayFrontEnd } from "./front-end.ts";
+import { followMembership, type Member } from "./membership.ts";
+
+export interface GatewayContext {
+  readonly store: WorkloadStore;
+  readonly log: (level: "info" | "warn" | "error", text: string) => void;
+  readonly requestTimeoutMs: number;
+  readonly sessionIdleMs: number;
+  readonly maxBodyBytes: number;
+  /**
+   * Prepared by the caller, which owns exporters and files: telemetry middleware, where audit
+   * lines go, and authentication for an endpoint path. The policies run in the chain every
+   * endpoint has (middleware/policy-chain.ts), on the gateway's names.
+   */
+  readonly telemetry?: Middleware | undefined;
+  readonly audit?: AuditOptions | undefined;
+  readonly authentication?: (endpointPath: string) => readonly Middleware[];
+  /** How often the workload store is re-read (fs.watch makes most changes show sooner). */
+  readonly membershipPollMs?: number;
+  /** Called after every membership change is applied (tests, the background form's status). */
+  readonly onMembers?: (members: readonly Member[]) => void;
+}
+
+export interface RunningGateway {
+  readonly url: string;
+  /** A gateway only stops when asked; kept for the supervisor's `startWorkload`-shaped contract. */
+  readonly exited: Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Promise<RunningGateway> {
+  let frontEnd: ReturnType<typeof gatewayFrontEnd> | undefined;
+  let previous = new Set<string>();
+  const catalog = new GroupCatalog({
+    prefixMode: spec.prefixMode,
+    timeoutMs: Math.min(ctx.requestTimeoutMs, 30_000),
+    log: (level, text) => ctx.log(level, `gateway '${spec.group}': ${text}`),
+    onChange: (kinds) => frontEnd?.listsChanged(kinds),
+  });
+  frontEnd = gatewayFrontEnd({
+    group: spec.group,
+    catalog,
+    timeoutMs: ctx.requestTimeoutMs,
+    sessionIdleMs: ctx.sessionIdleMs,
+  });
+  const membership = await followMembership({
+    store: ctx.store,
+    group: spec.group,
+    pollMs: ctx.membershipPollMs,
+    onChange: (members) => {
+      const names = new Set(members.map((m) => m.name));
+      for (const name of previous) {
+        if (names.has(name)) continue;
+        ctx.log("info", `gateway '${spec.group}': workload '${name}' left`);
+        frontEnd?.workloadLeft(name);
+      }
+      previous = names;
+      catalog.setMembers(members);
+      ctx.onMembers?.(members);
+    },
+    onError: (err) => ctx.log("warn", `gateway '${spec.group}': reading the workloads failed: ${errorMessage(err)}`),
+  });
+  // The first client should see the whole group, not whichever workloads answered first.
+  await catalog.settled(10_000);
+  const live = new LiveStreams();
+  let server: ReturnType<typeof serve>;
+  try {
+    const handler = await policyChain(
+      frontEnd.handler,
+      {
+        serverName: `gateway-${spec.group}`,
+        listenHost: spec.listen.host,
+        trustProxyHeaders: spec.trustProxyHeaders,
+        maxBodyBytes: ctx.maxBodyBytes,
+      },
+      {
+        telemetry: ctx.telemetry,
+        audit: ctx.audit,
+        authentication: ctx.authentication?.(GATEWAY_PATH) ?? [],
+        tools: spec.tools,
+        authz: spec.authz,
+      },
+    );
+    server = serve({
+      host: spec.listen.host,
+      port: spec.listen.port,
+      live,
+      handler,
+      onError: (err) => ctx.log("error", `request failed inside the gateway: ${errorMessage(err)}`),
+    });
+  } catch (err) {
+    membership.close();
+    catalog.close();
+    await frontEnd.close();
+    throw err;
+  }
+  const front = frontEnd;
+  return {
+    url: clientUrl(spec.listen.host, server.port, GATEWAY_PATH),
+    exited: new Promise(() => {}),
+    async stop() {
+      membership.close();
+      // Sessions first: closing them ends their streams, so the server has nothing left to wait for.
+      await front.close();
+      catalog.close();
+      await server.shutdown(5_000);
+    },
+  };
+}

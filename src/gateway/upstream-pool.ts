@@ -1,0 +1,150 @@
+/**
+ * The connections one gateway session holds: one upstream session per workload, opened on
+ * the first request that needs it. Because each gateway session has its own, whatever a
+ * workload sends back on it (sampling, elicitation and roots requests, log messages,
+ * resource updates) belongs to exactly that gateway session. Requests from the workload are
+ * tied to the gateway request in flight on that connection (the latest, when several are),
+ * so they travel on that request's response stream.
+ */
+import type {
+  ClientCapabilities,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  LoggingLevel,
+} from "@modelcontextprotocol/client";
+import type { GroupCatalog } from "./catalog.ts";
+import { connectUpstream, type Upstream } from "./upstream.ts";
+
+type RequestId = string | number;
+
+export interface PoolPeer {
+  /** What the gateway's client can answer (sampling, elicitation, roots), mirrored upstream. */
+  capabilities(): ClientCapabilities;
+  /** Forwards a workload's request to the gateway client, tied to a gateway request when one is in flight. */
+  request(
+    request: JSONRPCRequest,
+    related: RequestId | undefined,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>>;
+  notify(notification: JSONRPCNotification, related: RequestId | undefined): void;
+}
+
+export class UpstreamPool {
+  readonly #catalog: GroupCatalog;
+  readonly #timeoutMs: number;
+  readonly #peer: PoolPeer | undefined;
+  readonly #open = new Map<string, Promise<Upstream>>();
+  readonly #inFlight = new Map<string, RequestId[]>();
+  #logLevel: LoggingLevel | undefined;
+  #closed = false;
+
+  /** Without a peer, a workload's requests are refused (2026-07-28 clients take none). */
+  constructor(catalog: GroupCatalog, timeoutMs: number, peer?: PoolPeer) {
+    this.#catalog = catalog;
+    this.#timeoutMs = timeoutMs;
+    this.#peer = peer;
+  }
+
+  get(workload: string): Promise<Upstream> {
+    let opening = this.#open.get(workload);
+    if (opening === undefined) {
+      opening = this.#connect(workload);
+      this.#open.set(workload, opening);
+      // A failed open is retried by the next request rather than remembered.
+      opening.catch(() => this.#open.delete(workload));
+    }
+    return opening;
+  }
+
+  async #connect(workload: string): Promise<Upstream> {
+    const member = this.#catalog.member(workload);
+    if (member === undefined) throw new Error(this.#catalog.whyUnavailable(workload) ?? `no workload '${workload}'`);
+    const peer = this.#peer;
+    const client = await connectUpstream(
+      member,
+      {
+        capabilities: peer ? mirrored(peer.capabilities()) : {},
+        onRequest: (request, signal) => {
+          if (peer === undefined) throw new Error(`the gateway client cannot answer ${request.method} requests`);
+          return peer.request(request, this.#latest(workload), signal);
+        },
+        onNotification: (notification) => {
+          if (
+            notification.method === "notifications/message" ||
+            notification.method === "notifications/resources/updated"
+          )
+            peer?.notify(notification, this.#latest(workload));
+        },
+        onClose: () => this.#open.delete(workload),
+      },
+      this.#timeoutMs,
+      this.#catalog.eraOf(workload),
+    );
+    if (this.#closed) {
+      await client.close();
+      throw new Error("the gateway session ended");
+    }
+    if (this.#logLevel !== undefined && client.getServerCapabilities()?.logging)
+      await client.setLoggingLevel(this.#logLevel).catch(() => {});
+    return client;
+  }
+
+  /** Marks a gateway request as in flight on a workload's connection until `release` is called. */
+  track(workload: string, id: RequestId): () => void {
+    const list = this.#inFlight.get(workload) ?? [];
+    list.push(id);
+    this.#inFlight.set(workload, list);
+    return () => {
+      const at = list.indexOf(id);
+      if (at !== -1) list.splice(at, 1);
+    };
+  }
+
+  #latest(workload: string): RequestId | undefined {
+    return this.#inFlight.get(workload)?.at(-1);
+  }
+
+  /** `logging/setLevel` for the session: applied to every open connection and to later ones. */
+  async setLogLevel(level: LoggingLevel): Promise<void> {
+    this.#logLevel = level;
+    await Promise.all(
+      [...this.#open.values()].map(async (opening) => {
+        const client = await opening.catch(() => undefined);
+        if (client?.getServerCapabilities()?.logging) await client.setLoggingLevel(level).catch(() => {});
+      }),
+    );
+  }
+
+  /** Sends a notification to every open connection (roots/list_changed). */
+  async broadcast(method: string): Promise<void> {
+    await Promise.all(
+      [...this.#open.values()].map(async (opening) => {
+        const client = await opening.catch(() => undefined);
+        await client?.notification({ method }).catch(() => {});
+      }),
+    );
+  }
+
+  /** Closes the connection to a workload that left the group. */
+  forget(workload: string): void {
+    const opening = this.#open.get(workload);
+    this.#open.delete(workload);
+    void opening?.then((client) => client.close()).catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const open = [...this.#open.values()];
+    this.#open.clear();
+    await Promise.allSettled(open.map(async (opening) => (await opening).close()));
+  }
+}
+
+/** Only what a workload may ask its client for; the rest is between the gateway and its client. */
+function mirrored(capabilities: ClientCapabilities): ClientCapabilities {
+  const out: ClientCapabilities = {};
+  if (capabilities.sampling) out.sampling = capabilities.sampling;
+  if (capabilities.elicitation) out.elicitation = capabilities.elicitation;
+  if (capabilities.roots) out.roots = capabilities.roots;
+  return out;
+}

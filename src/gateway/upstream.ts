@@ -1,0 +1,90 @@
+/**
+ * One MCP client connection from the gateway to one workload's endpoint (SDK v2 `Client`).
+ * The gateway prefers a 2025-era session with each workload: a session ties every request the
+ * workload sends back (sampling, elicitation, roots, log messages) to the one gateway session
+ * that owns the connection, which a stateless 2026-07-28 exchange cannot do for a stdio server
+ * behind the bridge. A workload that refuses the `initialize` handshake (a server that speaks
+ * only 2026-07-28) is then reached with `versionNegotiation: auto` (`server/discover`). Requests the workload
+ * sends to its client (sampling, elicitation, roots) and its notifications are handed to the
+ * owner of the connection, which knows which gateway session they belong to.
+ */
+import { Client, SSEClientTransport, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import type {
+  ClientCapabilities,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  PriorDiscovery,
+} from "@modelcontextprotocol/client";
+import { version } from "../version.ts";
+import type { Member } from "./membership.ts";
+
+export interface UpstreamHandlers {
+  readonly capabilities?: ClientCapabilities;
+  /** A request from the workload to its client; undefined: answered "method not found". */
+  readonly onRequest?: (request: JSONRPCRequest, signal: AbortSignal) => Promise<Record<string, unknown>>;
+  readonly onNotification?: (notification: JSONRPCNotification) => void;
+  /** The connection ended (the workload stopped, or close() was called). */
+  readonly onClose?: () => void;
+}
+
+export type Upstream = Client;
+
+export async function connectUpstream(
+  member: Member,
+  handlers: UpstreamHandlers,
+  timeoutMs: number,
+  prior?: PriorDiscovery,
+): Promise<Upstream> {
+  if (prior?.kind === "modern") return connectWith("auto", member, handlers, timeoutMs, prior);
+  try {
+    return await connectWith("legacy", member, handlers, timeoutMs, prior);
+  } catch (err) {
+    if (prior?.kind === "legacy") throw err;
+    return connectWith("auto", member, handlers, timeoutMs);
+  }
+}
+
+async function connectWith(
+  mode: "legacy" | "auto",
+  member: Member,
+  handlers: UpstreamHandlers,
+  timeoutMs: number,
+  prior?: PriorDiscovery,
+): Promise<Upstream> {
+  const client = new Client(
+    { name: "mcpmgr-gateway", version },
+    { capabilities: handlers.capabilities ?? {}, versionNegotiation: { mode } },
+  );
+  const onRequest = handlers.onRequest;
+  if (onRequest) {
+    client.fallbackRequestHandler = (request, ctx) => onRequest(request, ctx.mcpReq.signal);
+  }
+  const onNotification = handlers.onNotification;
+  if (onNotification) {
+    client.fallbackNotificationHandler = async (notification) => onNotification(notification as JSONRPCNotification);
+  }
+  client.onclose = () => handlers.onClose?.();
+  client.onerror = () => {}; // failures surface on the request that hit them
+  const url = new URL(member.url);
+  // A stdio workload exposed with --proxy-mode sse (deprecated) serves the 2024-11-05 transport.
+  const transport = url.pathname.endsWith("/sse")
+    ? new SSEClientTransport(url)
+    : new StreamableHTTPClientTransport(url, {
+        // A workload that stops is noticed through the group's membership, not by retrying forever.
+        reconnectionOptions: {
+          initialReconnectionDelay: 500,
+          maxReconnectionDelay: 5_000,
+          reconnectionDelayGrowFactor: 2,
+          maxRetries: 2,
+        },
+      });
+  await client.connect(transport, { timeout: timeoutMs, ...(prior ? { prior } : {}) });
+  return client;
+}
+
+/** The era a first connection found, so later connections to the same workload skip the probe. */
+export function eraOf(client: Upstream): PriorDiscovery | undefined {
+  if (client.getProtocolEra() === "legacy") return { kind: "legacy" };
+  const discover = client.getDiscoverResult();
+  return discover ? { kind: "modern", discover } : undefined;
+}

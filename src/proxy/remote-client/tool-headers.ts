@@ -1,0 +1,120 @@
+/**
+ * `x-mcp-header` (MCP 2026-07-28, Streamable HTTP "custom headers from tool parameters"): a
+ * tool's input schema may ask for some arguments to be mirrored into `Mcp-Param-{Name}`
+ * headers. As the HTTP client, `proxy stdio` learns the declarations from the `tools/list`
+ * results it relays, mirrors them on `tools/call`, and — as the revision requires of an HTTP
+ * client — leaves out of the list any tool whose declarations break the rules (a warning
+ * says which and why), so the stdio client never calls a tool the remote could not check.
+ */
+
+export interface HeaderDeclaration {
+  /** The chain of `properties` keys leading to the annotated property. */
+  readonly path: readonly string[];
+  /** The name part of `Mcp-Param-{Name}`. */
+  readonly header: string;
+}
+
+export type HeaderScan =
+  | { readonly valid: true; readonly declarations: readonly HeaderDeclaration[] }
+  | { readonly valid: false; readonly reason: string };
+
+/** RFC 9110 field-name token (1*tchar): no spaces, delimiters, control or non-ASCII characters. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const PRIMITIVE = new Set(["string", "integer", "boolean"]);
+/** Keywords whose subschemas are not reachable through `properties` alone: a declaration under them is invalid. */
+const UNREACHABLE = [
+  "items",
+  "prefixItems",
+  "contains",
+  "additionalProperties",
+  "unevaluatedProperties",
+  "unevaluatedItems",
+  "propertyNames",
+  "patternProperties",
+  "dependentSchemas",
+  "oneOf",
+  "anyOf",
+  "allOf",
+  "not",
+  "if",
+  "then",
+  "else",
+  "$defs",
+  "definitions",
+];
+const MAPS = new Set(["patternProperties", "dependentSchemas", "$defs", "definitions"]);
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+export function scanToolHeaders(inputSchema: unknown): HeaderScan {
+  const declarations: HeaderDeclaration[] = [];
+  const seen = new Map<string, string>();
+  const where = (path: readonly string[]) => (path.length === 0 ? "the schema root" : path.join("."));
+  const visit = (node: unknown, path: string[], reachable: boolean): string | undefined => {
+    if (!isObject(node)) return undefined;
+    if ("x-mcp-header" in node) {
+      const header = node["x-mcp-header"];
+      if (!reachable || path.length === 0)
+        return `${where(path)}: x-mcp-header is allowed only on properties reached through 'properties' alone`;
+      if (typeof header !== "string" || header === "") return `${where(path)}: x-mcp-header is empty`;
+      if (!TOKEN.test(header))
+        return `${where(path)}: x-mcp-header ${JSON.stringify(header)} is not a header name token`;
+      const type = node.type;
+      if (typeof type !== "string" || !PRIMITIVE.has(type))
+        return `${where(path)}: x-mcp-header is allowed on string, integer and boolean properties only (not ${JSON.stringify(type ?? "untyped")})`;
+      const prior = seen.get(header.toLowerCase());
+      if (prior !== undefined) return `x-mcp-header ${JSON.stringify(header)} repeats ${JSON.stringify(prior)}`;
+      seen.set(header.toLowerCase(), header);
+      declarations.push({ path: [...path], header });
+    }
+    if (isObject(node.properties))
+      for (const [key, child] of Object.entries(node.properties)) {
+        const fault = visit(child, [...path, key], reachable);
+        if (fault) return fault;
+      }
+    for (const keyword of UNREACHABLE) {
+      const sub = node[keyword];
+      if (sub === undefined) continue;
+      const branches = Array.isArray(sub) ? sub : MAPS.has(keyword) && isObject(sub) ? Object.values(sub) : [sub];
+      for (const branch of branches) {
+        const fault = visit(branch, [...path, `<${keyword}>`], false);
+        if (fault) return fault;
+      }
+    }
+    return undefined;
+  };
+  const fault = visit(inputSchema, [], true);
+  return fault === undefined ? { valid: true, declarations } : { valid: false, reason: fault };
+}
+
+/** What the relay learned from `tools/list`: per tool, the arguments to mirror. */
+export class ToolHeaderRegistry {
+  readonly #declarations = new Map<string, readonly HeaderDeclaration[]>();
+
+  /**
+   * Learns a `tools/list` result and leaves out the tools with invalid declarations; returns
+   * the result to relay and one warning per tool left out. Results of another shape pass as they are.
+   */
+  learn(result: unknown): { result: unknown; excluded: string[] } {
+    if (!isObject(result) || !Array.isArray(result.tools)) return { result, excluded: [] };
+    const excluded: string[] = [];
+    const tools = result.tools.filter((tool: unknown) => {
+      if (!isObject(tool) || typeof tool.name !== "string") return true;
+      const scan = scanToolHeaders(tool.inputSchema);
+      if (scan.valid) {
+        this.#declarations.set(tool.name, scan.declarations);
+        return true;
+      }
+      this.#declarations.delete(tool.name);
+      excluded.push(`tool ${JSON.stringify(tool.name)} left out of tools/list: ${scan.reason}`);
+      return false;
+    });
+    return excluded.length === 0 ? { result, excluded } : { result: { ...result, tools }, excluded };
+  }
+
+  declarationsOf(tool: unknown): readonly HeaderDeclaration[] {
+    return typeof tool === "string" ? (this.#declarations.get(tool) ?? []) : [];
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * What a workload is granted, in the words `run` prints before it starts the server (in the
+ * user's terminal, for detached runs too): every host path with its access and where the
+ * grant came from, the network, the devices, and anything privileged.
+ */
+import { describePermissions } from "../config/permission-profile.ts";
+import { expandHostPath, isWithin, realHostPath } from "./host-paths.ts";
+import { allowsNetwork, deniesNetwork, type PermissionProfile } from "./permission-profile.ts";
+import { profileMount, toolchainDirs } from "./sandbox.ts";
+
+export interface Grant {
+  readonly write: boolean;
+  readonly hostPath: string;
+  readonly targetPath: string;
+  /** "-v", "registry entry NAME", "--permission-profile", "working directory", "package", "toolchain". */
+  readonly origin: string;
+}
+
+export interface GrantSummary {
+  readonly workload: string;
+  readonly runtime: string;
+  readonly grants: readonly Grant[];
+  readonly network: string;
+  readonly devices: string;
+  readonly notes?: readonly string[];
+}
+
+/** The profile's read/write paths as grants, labelled with where the profile came from. */
+export function profileGrants(profile: PermissionProfile, origin: string, home: string): Grant[] {
+  return [
+    ...profile.read.map((spec) => profileMount(spec, true)),
+    ...profile.write.map((spec) => profileMount(spec, false)),
+  ].map((m) => ({
+    write: !m.readOnly,
+    hostPath: realHostPath(expandHostPath(m.hostPath, home)),
+    targetPath: m.targetPath.replace(/^~(?=\/|$)/, home),
+    origin,
+  }));
+}
+
+export function volumeGrants(
+  volumes: readonly { hostPath: string; containerPath: string; readOnly: boolean }[],
+  home: string,
+): Grant[] {
+  return volumes.map((v) => ({
+    write: !v.readOnly,
+    hostPath: realHostPath(expandHostPath(v.hostPath, home)),
+    targetPath: v.containerPath,
+    origin: "-v",
+  }));
+}
+
+/** The network line for the process sandbox. */
+export function processNetwork(profile: PermissionProfile): string {
+  return allowsNetwork(profile)
+    ? "the host's network (any outbound connection, the host's loopback services included)"
+    : "none (an empty network namespace of its own)";
+}
+
+/** The network line for a container. */
+export function containerNetwork(profile: PermissionProfile, networkMode: string, isolated: boolean): string {
+  if (isolated) {
+    if (deniesNetwork(profile)) return "none (an internal network; mcpmgr's proxy is the only way in)";
+    return `only through mcpmgr's egress proxy, ${describePermissions({ ...profile, read: [], write: [] }).split(";")[0]}`;
+  }
+  if (networkMode === "none") return "none";
+  if (networkMode === "host") return "the host's network (every host port and service)";
+  return `${networkMode} network, any outbound connection (use --isolate-network to apply the profile's allow-list)`;
+}
+
+export const processDevices = "/dev/null, zero, full, random, urandom, tty and a private pts (no host device)";
+export const containerDevices = "the engine's defaults (null, zero, full, random, urandom, tty); no host device";
+
+/** The system view of the process sandbox, as one line (docs/security.md lists it). */
+export function processSystemView(toolchainDirs: readonly string[]): string {
+  const toolchain = toolchainDirs.length > 0 ? `, ${toolchainDirs.join(", ")} (toolchain)` : "";
+  return `read   /usr, /bin, /sbin, /lib*, the /etc allow-list (system view)${toolchain}`;
+}
+
+export function formatGrants(summary: GrantSummary): string {
+  const lines = [`${summary.workload} gets (${summary.runtime}):`];
+  for (const note of summary.notes ?? []) lines.push(`  ${note}`);
+  for (const grant of summary.grants) {
+    const where = grant.targetPath === grant.hostPath ? grant.hostPath : `${grant.hostPath} -> ${grant.targetPath}`;
+    lines.push(`  ${grant.write ? "write" : "read "}  ${where}  (${grant.origin})`);
+  }
+  if (summary.grants.length === 0) lines.push("  no host paths");
+  lines.push(`  network: ${summary.network}`);
+  lines.push(`  devices: ${summary.devices}`);
+  return lines.join("\n");
+}
+
+/** What a sandboxed process gets (docs/security.md W1, W6). */
+export function processGrantSummary(input: {
+  readonly workload: string;
+  readonly profile: PermissionProfile;
+  /** Where the profile came from ("registry entry NAME", "--permission-profile FILE", ...). */
+  readonly origin: string;
+  readonly volumes: readonly { hostPath: string; containerPath: string; readOnly: boolean }[];
+  readonly command: readonly string[];
+  readonly cwd: string;
+  readonly localPackage?: string;
+  readonly home: string;
+}): string {
+  const { home, cwd } = input;
+  const showCwd = cwd !== "/" && !isWithin(home, cwd);
+  return formatGrants({
+    workload: input.workload,
+    runtime: "process sandbox: uid 65534 in a user namespace, no capabilities, seccomp filter",
+    notes: [processSystemView(toolchainDirs(input.command, home))],
+    grants: [
+      ...(showCwd ? [{ write: false, hostPath: cwd, targetPath: cwd, origin: "working directory" }] : []),
+      ...(input.localPackage
+        ? [{ write: false, hostPath: input.localPackage, targetPath: input.localPackage, origin: "package" }]
+        : []),
+      ...profileGrants(input.profile, input.origin, home),
+      ...volumeGrants(input.volumes, home),
+    ],
+    network: processNetwork(input.profile),
+    devices: processDevices,
+  });
+}
+
+/** What a container gets (docs/security.md W5, W6, W7). */
+export function containerGrantSummary(input: {
+  readonly workload: string;
+  readonly engine: string;
+  readonly profile: PermissionProfile;
+  readonly origin: string;
+  readonly volumes: readonly { hostPath: string; containerPath: string; readOnly: boolean }[];
+  readonly publish: readonly { hostPort: number; containerPort: number }[];
+  /** An HTTP server reached only through the relay. */
+  readonly privateHttp: boolean;
+  readonly isolated: boolean;
+  readonly networkMode: string;
+  readonly home: string;
+}): string {
+  const privileged = input.profile.privileged;
+  return formatGrants({
+    workload: input.workload,
+    runtime: `${input.engine} container: capabilities dropped, no-new-privileges, the image's own filesystem`,
+    notes: [
+      ...(privileged ? ["PRIVILEGED: every capability and every host device"] : []),
+      ...input.publish.map((p) => `port   127.0.0.1:${p.hostPort} -> ${p.containerPort} (-p)`),
+      ...(input.privateHttp ? ["its MCP port is reached only by mcpmgr's proxy (internal network and relay)"] : []),
+    ],
+    grants: [...profileGrants(input.profile, input.origin, input.home), ...volumeGrants(input.volumes, input.home)],
+    network: containerNetwork(input.profile, input.networkMode, input.isolated),
+    devices: privileged ? "every host device (privileged)" : containerDevices,
+  });
+}

@@ -1,0 +1,90 @@
+/**
+ * Host paths as both runtimes see them: resolved to their real location (symlinks
+ * followed) before any decision, and mcpmgr's own directories (secrets, other workloads'
+ * records with their -e values, logs, sockets) hidden wherever a mount would show them,
+ * under whatever name the mount shows them.
+ */
+import { mkdirSync, realpathSync } from "node:fs";
+import { isAbsolute, posix, relative, resolve, sep } from "node:path";
+import { McpmgrError } from "../errors.ts";
+import { type Env, resolvePaths } from "../state/paths.ts";
+
+/** A mount whose host side is a real path (no symlink in it). */
+export interface RealMount {
+  readonly hostPath: string;
+  readonly targetPath: string;
+}
+
+/** The real path of an existing host path; a clear error when it does not exist. */
+export function realHostPath(path: string, what = "mount source"): string {
+  try {
+    return realpathSync(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw new McpmgrError("INVALID_OPTION", `${what} ${path} does not exist`, {
+        hint: "create it, or fix the path in --volume or the permission profile",
+      });
+    }
+    throw new McpmgrError("INVALID_OPTION", `cannot resolve ${what} ${path}: ${(err as Error).message}`, {
+      hint: "check the path and its permissions",
+      cause: err,
+    });
+  }
+}
+
+/** Whether `inner` is `outer` or below it (both absolute, normalised). */
+export function isWithin(inner: string, outer: string): boolean {
+  const a = resolve(inner);
+  const b = resolve(outer);
+  return a === b || a.startsWith(b.endsWith(sep) ? b : `${b}${sep}`);
+}
+
+/**
+ * mcpmgr's directories as real paths: MCPMGR_HOME itself when set, and the config, data,
+ * state, runtime and log directories. They are created (0700) when missing, so a mount of
+ * their parent cannot show one that appears after the server started.
+ */
+export function mcpmgrProtectedDirs(env: Env = process.env): string[] {
+  const paths = resolvePaths(env);
+  const home = env.MCPMGR_HOME ? [resolve(env.MCPMGR_HOME)] : [];
+  const dirs = [...home, paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir];
+  const real: string[] = [];
+  for (const dir of dirs) {
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      real.push(realpathSync(dir));
+    } catch {
+      // Cannot create or resolve it (a read-only parent): nothing of ours can be in it either.
+    }
+  }
+  return [...new Set(real)];
+}
+
+/**
+ * Where inside the sandbox or container the `protectedDirs` appear through `mounts`: one
+ * target path per (mount, directory at or below the mount's real host path). The runtimes
+ * put an empty tmpfs over each.
+ */
+export function hiddenTargets(mounts: readonly RealMount[], protectedDirs: readonly string[]): string[] {
+  const hidden = new Set<string>();
+  for (const mount of mounts) {
+    for (const dir of protectedDirs) {
+      if (!isWithin(dir, mount.hostPath)) continue;
+      const rel = relative(mount.hostPath, dir);
+      hidden.add(rel === "" ? mount.targetPath : posix.join(mount.targetPath, ...rel.split(sep)));
+    }
+  }
+  return [...hidden];
+}
+
+/** The protected directory a real path lies in (a mount that shows part of mcpmgr's state), if any. */
+export function protectedDirHolding(realPath: string, protectedDirs: readonly string[]): string | undefined {
+  return protectedDirs.find((dir) => isWithin(realPath, dir) && realPath !== dir);
+}
+
+/** `~` and relative paths made absolute (relative to `cwd`). */
+export function expandHostPath(path: string, home: string, cwd = process.cwd()): string {
+  const expanded = path.replace(/^~(?=\/|$)/, home);
+  return isAbsolute(expanded) ? resolve(expanded) : resolve(cwd, expanded);
+}

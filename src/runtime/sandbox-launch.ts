@@ -1,0 +1,62 @@
+/**
+ * Starting a server in the process sandbox: the bwrap arguments of sandbox.ts, with the
+ * files the sandbox binds (sandbox-files.ts), mcpmgr's directories to hide, the toolchain's
+ * install directories, and the seccomp filter handed over as descriptor 3.
+ */
+import { homedir } from "node:os";
+import { type Env, resolvePaths } from "../state/paths.ts";
+import { mcpmgrProtectedDirs } from "./host-paths.ts";
+import { launchProcess, type LocalProcess } from "./process.ts";
+import { bwrapArgs, type Mount, type SandboxPlan, toolchainDirs } from "./sandbox.ts";
+import { openSeccompFilter, type SandboxFiles, sandboxFiles } from "./sandbox-files.ts";
+import type { PermissionProfile } from "./permission-profile.ts";
+
+export interface SandboxLaunch {
+  readonly bwrap: string;
+  readonly command: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  readonly profile: PermissionProfile;
+  readonly volumes: readonly Mount[];
+  readonly overlays?: SandboxPlan["overlays"];
+  readonly emptyFile?: string;
+  /** The environment that names mcpmgr's directories (MCPMGR_HOME, XDG_*); this process's by default. */
+  readonly stateEnv?: Env;
+}
+
+/** Descriptor number of the seccomp filter in bwrap: the first after stdin, stdout, stderr. */
+const SECCOMP_FD = 3;
+
+/** The bwrap arguments of a launch, with the files they bind. */
+async function sandboxArgs(
+  launch: Omit<SandboxLaunch, "bwrap" | "env">,
+): Promise<{ args: string[]; files: SandboxFiles }> {
+  const home = homedir();
+  const stateEnv = launch.stateEnv ?? process.env;
+  const files = await sandboxFiles(resolvePaths(stateEnv).dataDir, home);
+  const args = bwrapArgs({
+    profile: launch.profile,
+    volumes: launch.volumes,
+    workingDir: launch.cwd,
+    home,
+    hidden: mcpmgrProtectedDirs(stateEnv),
+    runtimeDirs: toolchainDirs(launch.command, home),
+    identity: files,
+    seccompFd: SECCOMP_FD,
+    ...(launch.overlays ? { overlays: launch.overlays } : {}),
+    ...(launch.emptyFile ? { emptyFile: launch.emptyFile } : {}),
+  });
+  return { args, files };
+}
+
+export async function launchInSandbox(launch: SandboxLaunch): Promise<LocalProcess> {
+  const { args, files } = await sandboxArgs(launch);
+  return launchProcess({
+    command: launch.command,
+    // The host's TMPDIR may name a directory the sandbox does not show; its /tmp is private.
+    env: { TMPDIR: "/tmp", ...launch.env },
+    cwd: launch.cwd,
+    sandbox: { bwrap: launch.bwrap, args },
+    extraFds: [openSeccompFilter(files)],
+  });
+}

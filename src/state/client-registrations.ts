@@ -1,0 +1,100 @@
+/**
+ * Which AI clients follow which groups, and which server entries in their configuration
+ * files mcpmgr wrote. Layout under stateDir:
+ *
+ *   client-registrations.json
+ *     clients: { "<client>": { "groups": ["default", ...] } }
+ *     owned:   { "<client>": { "<config file>": { "<server name>": { "group": "...", "written": {...} } } } }
+ *   .client-registrations.lock
+ *
+ * `written` holds the keys mcpmgr set in that entry and their values, exactly as written.
+ * It is the proof of ownership: an entry is mcpmgr's only while it is recorded here and
+ * still carries those values. Anything else in a client's file belongs to the user and is
+ * never changed. The lock is held for the whole of a change, including the edits of the
+ * client files it leads to, so two mcpmgr processes never lose each other's entries.
+ */
+import { join } from "node:path";
+import * as v from "valibot";
+import { readJsonFile, writeJsonFile } from "./atomic-file.ts";
+import { withLock } from "./lock.ts";
+import type { McpmgrPaths } from "./paths.ts";
+
+const nonEmpty = v.pipe(v.string(), v.nonEmpty("must not be empty"));
+
+const ownedEntrySchema = v.object({
+  group: nonEmpty,
+  written: v.record(v.string(), v.unknown()),
+});
+
+const registrationsSchema = v.object({
+  schema_version: v.optional(v.literal(1, "must be 1 (this file was written by a different version of mcpmgr)"), 1),
+  clients: v.optional(v.record(nonEmpty, v.object({ groups: v.array(nonEmpty) })), {}),
+  owned: v.optional(v.record(nonEmpty, v.record(nonEmpty, v.record(nonEmpty, ownedEntrySchema))), {}),
+});
+
+export type OwnedEntry = v.InferOutput<typeof ownedEntrySchema>;
+export type Registrations = v.InferOutput<typeof registrationsSchema>;
+
+export class ClientRegistrationStore {
+  readonly #file: string;
+  readonly #lockPath: string;
+
+  constructor(paths: McpmgrPaths) {
+    this.#file = join(paths.stateDir, "client-registrations.json");
+    this.#lockPath = join(paths.stateDir, ".client-registrations.lock");
+  }
+
+  get path(): string {
+    return this.#file;
+  }
+
+  /** A snapshot, for status and listing; changes go through `change`. */
+  async read(): Promise<Registrations> {
+    const file = await readJsonFile(this.#file, registrationsSchema, {
+      hint: `fix ${this.#file} by hand, or delete it and register the clients again (mcpmgr client register)`,
+    });
+    return file ?? { schema_version: 1, clients: {}, owned: {} };
+  }
+
+  /**
+   * Runs `fn` under the lock with a mutable copy of the registrations and writes them back
+   * if `fn` changed them. Long lock timeout: a holder may be editing several client files.
+   */
+  async change<T>(fn: (registrations: Registrations) => Promise<T>): Promise<T> {
+    return withLock(
+      this.#lockPath,
+      async () => {
+        const current = await this.read();
+        const before = JSON.stringify(current);
+        const result = await fn(current);
+        if (JSON.stringify(current) !== before) await writeJsonFile(this.#file, current);
+        return result;
+      },
+      { timeoutMs: 30_000 },
+    );
+  }
+}
+
+/** The groups a client follows (empty when it is not registered). */
+export function groupsOf(registrations: Registrations, client: string): readonly string[] {
+  return registrations.clients[client]?.groups ?? [];
+}
+
+/** The owned entries of a client in one file, created on demand. */
+export function ownedIn(registrations: Registrations, client: string, file: string): Record<string, OwnedEntry> {
+  registrations.owned[client] ??= {};
+  const files = registrations.owned[client];
+  files[file] ??= {};
+  return files[file];
+}
+
+/** Drops empty records so the file does not collect clutter. */
+export function pruneOwned(registrations: Registrations): void {
+  for (const [client, files] of Object.entries(registrations.owned)) {
+    for (const [file, entries] of Object.entries(files)) if (Object.keys(entries).length === 0) delete files[file];
+    if (Object.keys(files).length === 0) delete registrations.owned[client];
+  }
+  for (const [client, record] of Object.entries(registrations.clients)) {
+    if (record.groups.length === 0) delete registrations.clients[client];
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Groups: named collections of workloads (`run --group`, `list --group`, AI clients registered
+ * per group). Layout under stateDir:
+ *
+ *   groups.json     {"schema_version": 1, "groups": {"<name>": {"createdAt": "..."}}}
+ *   .groups.lock    held while groups.json is rewritten
+ *
+ * `default` always exists and is never stored or removed. A group that an existing workload
+ * names exists too, even if groups.json does not list it: workloads recorded before groups
+ * were a thing of their own keep working, and a group with members can never vanish under
+ * them. Group names follow the workload-name rules (a DNS label), so they are safe in file
+ * names, container labels and client configuration keys alike.
+ */
+import { join } from "node:path";
+import * as v from "valibot";
+import { McpmgrError } from "../errors.ts";
+import { readJsonFile, writeJsonFile } from "./atomic-file.ts";
+import { withLock } from "./lock.ts";
+import type { McpmgrPaths } from "./paths.ts";
+import { isValidWorkloadName } from "./workload-name.ts";
+import { WorkloadStore } from "./workloads.ts";
+
+export const DEFAULT_GROUP = "default";
+
+const groupsFileSchema = v.object({
+  schema_version: v.optional(v.literal(1, "must be 1 (this file was written by a different version of mcpmgr)"), 1),
+  groups: v.optional(
+    v.record(v.string(), v.object({ createdAt: v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 timestamp")) })),
+    {},
+  ),
+});
+type GroupsFile = v.InferOutput<typeof groupsFileSchema>;
+
+export interface GroupInfo {
+  readonly name: string;
+  /** Absent for `default` and for groups known only because a workload names them. */
+  readonly createdAt?: string;
+  /** Workloads whose record names this group. */
+  readonly workloads: readonly string[];
+}
+
+export class GroupStore {
+  readonly #file: string;
+  readonly #lockPath: string;
+  readonly #workloads: WorkloadStore;
+  readonly #now: () => Date;
+
+  constructor(paths: McpmgrPaths, options: { now?: () => Date; workloads?: WorkloadStore } = {}) {
+    this.#file = join(paths.stateDir, "groups.json");
+    this.#lockPath = join(paths.stateDir, ".groups.lock");
+    this.#workloads = options.workloads ?? new WorkloadStore(paths);
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  /** Every group: `default` first, then the rest by name, each with its workloads. */
+  async list(): Promise<readonly GroupInfo[]> {
+    const stored = (await this.#read()).groups;
+    const members = new Map<string, string[]>();
+    for (const record of await this.#workloads.list()) {
+      members.set(record.group, [...(members.get(record.group) ?? []), record.name]);
+    }
+    const names = new Set([DEFAULT_GROUP, ...Object.keys(stored), ...members.keys()]);
+    return [...names]
+      .sort((a, b) => (a === DEFAULT_GROUP ? -1 : b === DEFAULT_GROUP ? 1 : a < b ? -1 : a > b ? 1 : 0))
+      .map((name) => ({
+        name,
+        ...(stored[name] ? { createdAt: stored[name].createdAt } : {}),
+        workloads: members.get(name) ?? [],
+      }));
+  }
+
+  async get(name: string): Promise<GroupInfo | undefined> {
+    return (await this.list()).find((group) => group.name === name);
+  }
+
+  async exists(name: string): Promise<boolean> {
+    return (await this.get(name)) !== undefined;
+  }
+
+  /** Refuses an invalid name (INVALID_ARGUMENT) or one that exists already (GROUP_EXISTS). */
+  async create(name: string): Promise<GroupInfo> {
+    assertGroupName(name);
+    return withLock(this.#lockPath, async () => {
+      if (await this.exists(name)) {
+        throw new McpmgrError("GROUP_EXISTS", `a group named ${name} already exists`, {
+          hint: "see the groups with: mcpmgr group list",
+        });
+      }
+      const file = await this.#read();
+      const createdAt = this.#now().toISOString();
+      await this.#write({ ...file, groups: { ...file.groups, [name]: { createdAt } } });
+      return { name, createdAt, workloads: [] };
+    });
+  }
+
+  /**
+   * The group `group rm` may remove: not `default`, an existing one (GROUP_NOT_FOUND), and an
+   * empty one unless its workloads are to be removed with it (GROUP_NOT_EMPTY).
+   */
+  async removable(name: string, options: { withWorkloads: boolean }): Promise<GroupInfo> {
+    if (name === DEFAULT_GROUP) {
+      throw new McpmgrError("INVALID_ARGUMENT", "the default group cannot be removed", {
+        hint: "remove its workloads one by one with 'mcpmgr rm NAME' if you want it empty",
+      });
+    }
+    const group = (await this.get(name)) ?? groupNotFound(name);
+    if (group.workloads.length > 0 && !options.withWorkloads) {
+      throw new McpmgrError(
+        "GROUP_NOT_EMPTY",
+        `group ${name} still has ${group.workloads.length} workload(s): ${group.workloads.join(", ")}`,
+        { hint: `remove them with the group: mcpmgr group rm ${name} --with-workloads` },
+      );
+    }
+    return group;
+  }
+
+  /** Forgets a group once it is empty (the CLI removes the workloads first for --with-workloads). */
+  async remove(name: string): Promise<void> {
+    await withLock(this.#lockPath, async () => {
+      await this.removable(name, { withWorkloads: false });
+      const file = await this.#read();
+      if (file.groups[name] === undefined) return;
+      const { [name]: _removed, ...rest } = file.groups;
+      await this.#write({ ...file, groups: rest });
+    });
+  }
+
+  async #read(): Promise<GroupsFile> {
+    const file = await readJsonFile(this.#file, groupsFileSchema, {
+      hint: `fix ${this.#file} by hand, or delete it to forget the groups you created (workloads keep theirs)`,
+    });
+    return file ?? { schema_version: 1, groups: {} };
+  }
+
+  async #write(file: GroupsFile): Promise<void> {
+    await writeJsonFile(this.#file, file);
+  }
+}
+
+/** For `run --group`: a workload may only join a group that exists. */
+export async function assertGroupExists(paths: McpmgrPaths, name: string): Promise<void> {
+  if (name === DEFAULT_GROUP) return;
+  if (await new GroupStore(paths).exists(name)) return;
+  groupNotFound(name);
+}
+
+export function assertGroupName(name: string): void {
+  if (isValidWorkloadName(name)) return;
+  throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(name)} is not a valid group name`, {
+    hint: "use lowercase letters, digits and '-', at most 63 characters, not starting or ending with '-'",
+  });
+}
+
+export function groupNotFound(name: string): never {
+  throw new McpmgrError("GROUP_NOT_FOUND", `no group named ${name}`, {
+    hint: `create it with 'mcpmgr group create ${name}', or pick one from 'mcpmgr group list'`,
+  });
+}

@@ -1,0 +1,27 @@
+/**
+ * How MCP clients reach an endpoint mcpmgr serves: the URL of a bind address (the proxy of a
+ * workload, `mcpmgr proxy`, a gateway) and, for a recorded workload, the transport it speaks
+ * there. The proxy forwards an HTTP server's own transport as it is and exposes a stdio
+ * server as --proxy-mode says; a remote workload keeps the remote's streamable HTTP. One
+ * place, so `list`, `run`, `start` and AI-client configuration show the same URL.
+ */
+import type { WorkloadRecord } from "./workload-record.ts";
+
+/**
+ * The URL for an endpoint served on a bind address. A wildcard address (0.0.0.0, ::) is
+ * where the proxy listens, not a host anyone can connect to: the loopback of the same
+ * family stands in for it. An IPv6 host gets its brackets.
+ */
+export function clientUrl(host: string, port: number, path: string): string {
+  const bare = host.replace(/^\[(.*)\]$/, "$1");
+  const reachable = bare === "0.0.0.0" ? "127.0.0.1" : bare === "::" ? "::1" : bare;
+  return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}${path}`;
+}
+
+export function workloadUrl(record: WorkloadRecord): string {
+  return clientUrl(record.host, record.proxyPort, record.proxyPath);
+}
+
+export function clientTransport(record: WorkloadRecord): "streamable-http" | "sse" {
+  return record.transport === "stdio" ? record.proxyMode : record.transport;
+}

@@ -1,0 +1,119 @@
+/**
+ * The interactive part of `--remote-auth`: the local callback server the authorization server
+ * redirects to, and the login URL shown on stderr (found there by `run` in a supervisor's
+ * log) and opened in the browser the CLI provides. Logins are serialised across mcpmgr
+ * processes by a lock on the callback port, which they share. Everything else — discovery,
+ * registration, the checks of the redirect, token upkeep — is auth/outgoing.
+ */
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { browserLogin, type InteractiveLogin, redirectUriFor } from "../auth/outgoing/login.ts";
+import type { OAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { McpmgrError } from "../errors.ts";
+import { serve } from "../proxy/serve.ts";
+import { ensureDir } from "../state/atomic-file.ts";
+import { withLock } from "../state/lock.ts";
+import type { Env, WorkloadContext } from "./context.ts";
+
+/** The line `run` looks for in a supervisor's log to show the user where to log in. */
+export const LOGIN_URL_MARKER = "Authorize mcpmgr at:";
+
+/** Per user and machine-wide (not per MCPMGR_HOME: the port is the machine's), outside the shared /tmp. */
+export function oauthLockDir(env: Env): string {
+  return join(env.XDG_RUNTIME_DIR || join(homedir(), ".cache"), "mcpmgr");
+}
+
+const page = (title: string, text: string) =>
+  new Response(`<!doctype html><meta charset="utf-8"><title>${title}</title><p>${text}</p>`, {
+    headers: { "content-type": "text/html; charset=utf-8" },
+  });
+
+/** The callback server; a busy port names the option that moves it. */
+function serveCallback(
+  port: number,
+  options: Omit<Parameters<typeof serve>[0], "host" | "port">,
+): ReturnType<typeof serve> {
+  try {
+    return serve({ host: "127.0.0.1", port, ...options });
+  } catch (err) {
+    if (err instanceof McpmgrError && err.code === "PORT_IN_USE") {
+      throw new McpmgrError(
+        "PORT_IN_USE",
+        `the OAuth callback port ${port} on 127.0.0.1 is in use by another program`,
+        { hint: "choose another with --remote-auth-callback-port (the client's redirect URI must allow it)" },
+      );
+    }
+    throw err;
+  }
+}
+
+/** One login: callback server up, URL shown, wait for the redirect (or the timeout), then auth/outgoing checks and redeems it. */
+export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext): InteractiveLogin {
+  return async (request) => {
+    const lockDir = oauthLockDir(ctx.env);
+    await ensureDir(lockDir);
+    // Another mcpmgr logging in holds the port: wait for it rather than fail or steal its callback.
+    return withLock(
+      join(lockDir, `oauth-callback-${spec.callbackPort}.lock`),
+      async () => {
+        let expected: string | undefined;
+        let settle!: (url: URL) => void;
+        const arrived = new Promise<URL>((resolve) => {
+          settle = resolve;
+        });
+        const callback = serveCallback(spec.callbackPort, {
+          handler: (req) => {
+            const url = new URL(req.url);
+            if (url.pathname !== "/callback") return new Response("Not Found", { status: 404 });
+            // Someone else's (or a stale) redirect: not ours, and not an answer.
+            if (expected === undefined || url.searchParams.get("state") !== expected)
+              return page("mcpmgr", "This login link is not the one mcpmgr is waiting for.");
+            settle(url);
+            // What the answer says (success, refusal) is decided after its issuer is checked: the terminal tells.
+            return page("mcpmgr", "mcpmgr received the authorization server's answer. You can close this window.");
+          },
+        });
+        try {
+          return await browserLogin(request, {
+            redirectUri: redirectUriFor(spec.callbackPort),
+            show(url) {
+              ctx.log.info(LOGIN_URL_MARKER);
+              // On its own line, so it can be copied (and found by `run` in a supervisor's log).
+              ctx.stderr(`${url.href}\n`);
+              if (!spec.skipBrowser) ctx.openBrowser(url.href);
+            },
+            async receive(state) {
+              expected = state;
+              let timer: ReturnType<typeof setTimeout> | undefined;
+              const timeout = new Promise<never>((_, reject) => {
+                timer = setTimeout(
+                  () =>
+                    reject(
+                      new McpmgrError(
+                        "AUTH_SETUP_FAILED",
+                        `the OAuth login did not complete within ${Math.round(spec.timeoutMs / 1000)} s`,
+                        { hint: "open the printed URL sooner, or give more time with --remote-auth-timeout (e.g. 2m)" },
+                      ),
+                    ),
+                  spec.timeoutMs,
+                );
+              });
+              return Promise.race([arrived, timeout]).finally(() => clearTimeout(timer));
+            },
+          });
+        } finally {
+          await callback.shutdown();
+        }
+      },
+      // A holder that died is detected by its pid; a live one may wait for its user for long.
+      { timeoutMs: spec.timeoutMs + 60_000, staleMs: 24 * 3_600_000 },
+    ).catch((err: unknown) => {
+      if (err instanceof McpmgrError && err.code === "STATE_LOCKED") {
+        throw new McpmgrError("AUTH_SETUP_FAILED", `another mcpmgr login is using callback port ${spec.callbackPort}`, {
+          hint: "finish that login first, or give this one another --remote-auth-callback-port",
+        });
+      }
+      throw err;
+    });
+  };
+}

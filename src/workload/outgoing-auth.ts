@@ -1,0 +1,91 @@
+/**
+ * mcpmgr's credentials towards a remote MCP server, assembled before the proxy serves:
+ * injected headers (literal and from the secrets store), then one token source (a static
+ * bearer token, the OAuth flow, or token exchange of the client's token), all attached by
+ * the authenticated fetch — to the MCP endpoint only. The parts are auth/outgoing and
+ * proxy/authenticated-fetch.ts; the OAuth and token-exchange modules are loaded only when
+ * configured (the OAuth client is the heaviest part of mcpmgr).
+ */
+import type { TokenSource } from "../auth/outgoing/token-source.ts";
+import { staticBearer } from "../auth/outgoing/token-source.ts";
+import { trustingFetch } from "../auth/trusted-fetch.ts";
+import type { OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { McpmgrError } from "../errors.ts";
+import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-fetch.ts";
+import type { WorkloadContext } from "./context.ts";
+
+/** Whether mcpmgr adds anything of its own to the requests it forwards to `spec`'s remote. */
+export function addsCredentials(spec: OutgoingAuthSpec): boolean {
+  return (
+    spec.mode.kind !== "none" ||
+    spec.tokenExchange !== undefined ||
+    spec.headers.length > 0 ||
+    spec.secretHeaders.length > 0
+  );
+}
+
+/** The fetch for the upstream, or undefined when mcpmgr adds nothing. */
+export async function outgoingAuthentication(
+  spec: OutgoingAuthSpec,
+  target: URL,
+  name: string,
+  ctx: WorkloadContext,
+): Promise<UpstreamFetch | undefined> {
+  if (!addsCredentials(spec)) return undefined;
+  const headers = [...spec.headers];
+  for (const { name: header, secret } of spec.secretHeaders) {
+    const value = (await ctx.secrets().resolveSecret(secret)).reveal();
+    if (/[\r\n\0]/.test(value)) {
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--remote-forward-headers-secret ${header}=${secret}: the secret's value contains a line break`,
+        { hint: `store a one-line value with 'mcpmgr secret set ${secret}'` },
+      );
+    }
+    headers.push({ name: header, value });
+  }
+  let source: TokenSource | undefined;
+  let headerName: string | undefined;
+  // mcpmgr's own requests (OAuth, token exchange) trust --thv-ca-bundle; the forwarded traffic is the remote's business.
+  const http = trustingFetch(spec.caBundle);
+  if (spec.mode.kind === "bearer") {
+    source = staticBearer(spec.mode.token, (status) =>
+      ctx.log.warn(`${name}: the remote server refused the bearer token (HTTP ${status})`),
+    );
+  } else if (spec.mode.kind === "oauth") {
+    const oauth = spec.mode.oauth;
+    const named = {
+      info: (text: string) => ctx.log.info(`${name}: ${text}`),
+      warn: (text: string) => ctx.log.warn(`${name}: ${text}`),
+    };
+    const [{ oauthTokenSource }, { lockedRenewals, secretsGrantStore }, { callbackLogin, oauthLockDir }] =
+      await Promise.all([
+        import("../auth/outgoing/oauth-token-source.ts"),
+        import("../auth/outgoing/grant-store.ts"),
+        import("./oauth-callback.ts"),
+      ]);
+    source = await oauthTokenSource({
+      spec: oauth,
+      target,
+      http,
+      log: named,
+      login: callbackLogin(oauth, ctx),
+      storeFor: (key) => secretsGrantStore(ctx.secrets(), key, named),
+      exclusive: lockedRenewals(oauthLockDir(ctx.env), oauth.timeoutMs + 90_000),
+    });
+  } else if (spec.tokenExchange) {
+    const { tokenExchangeSource } = await import("../auth/outgoing/token-exchange.ts");
+    source = tokenExchangeSource(spec.tokenExchange, {
+      onError: (text) => ctx.log.warn(`${name}: ${text}`),
+      fetch: http,
+    });
+    headerName = spec.tokenExchange.headerName;
+  }
+  if (source === undefined && headers.length === 0) return undefined;
+  return authenticatedFetch((url, init) => fetch(url, init), {
+    endpoint: target,
+    headers,
+    ...(source ? { source } : {}),
+    ...(headerName ? { headerName } : {}),
+  });
+}

@@ -1,0 +1,239 @@
+/**
+ * `mcpmgr group` and `mcpmgr client` as a user drives them, in subprocesses with a temporary
+ * HOME (where the AI clients' files live) and MCPMGR_HOME: groups, client registration with a
+ * real running workload (a remote workload in front of a real MCP server), Claude Desktop's
+ * stdio entry started as Claude Desktop would start it, and `group rm --with-workloads`.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+let home: string;
+let mcpmgrHome: string;
+
+function env(): Record<string, string> {
+  const clean: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value === undefined || key.startsWith("MCPMGR_") || key.startsWith("XDG_") || key === "FORCE_COLOR") continue;
+    if (["CODEX_HOME", "CLAUDE_CONFIG_DIR", "CONTINUE_GLOBAL_DIR"].includes(key)) continue;
+    clean[key] = value;
+  }
+  return { ...clean, HOME: home, MCPMGR_HOME: mcpmgrHome, MCPMGR_RUNTIME: "process", NO_COLOR: "1" };
+}
+
+function mcpmgr(...args: string[]) {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env: env(),
+    stdin: "ignore",
+    timeout: 120_000,
+  });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+/** Exit code, nothing on stdout, one stderr line with a hint and no stack. */
+function failure(result: ReturnType<typeof mcpmgr>, code: number): string {
+  expect(result.stdout).toBe("");
+  const lines = result.stderr.split("\n").filter((line) => line.trim() !== "");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain("hint:");
+  expect(result.stderr).not.toContain("    at ");
+  expect(result.code).toBe(code);
+  return lines[0] as string;
+}
+
+const json = <T>(text: string): T => JSON.parse(text) as T;
+
+beforeAll(() => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-clients-cli-"));
+  mcpmgrHome = join(home, ".mcpmgr");
+});
+afterAll(() => {
+  mcpmgr("group", "rm", "team", "--with-workloads");
+  rmSync(home, { recursive: true, force: true });
+});
+
+describe("mcpmgr group", () => {
+  test("create, list (text and JSON) and rm", () => {
+    expect(mcpmgr("group", "create", "scratch").code).toBe(0);
+    const text = mcpmgr("group", "list");
+    expect(text.code).toBe(0);
+    expect(text.stdout).toBe("NAME     WORKLOADS  CLIENTS\ndefault  0          -\nscratch  0          -\n");
+    const rows = json<{ name: string; workloads: string[]; clients: string[]; createdAt?: string }[]>(
+      mcpmgr("group", "list", "--format", "json").stdout,
+    );
+    expect(rows.map((row) => row.name)).toEqual(["default", "scratch"]);
+    expect(rows[1]?.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(mcpmgr("group", "rm", "scratch").code).toBe(0);
+    expect(json<unknown[]>(mcpmgr("group", "list", "--format", "json").stdout)).toHaveLength(1);
+  });
+
+  test("bad requests are one line with a hint", () => {
+    expect(failure(mcpmgr("group", "create", "Bad Name"), 2)).toContain("is not a valid group name");
+    mcpmgr("group", "create", "twice");
+    expect(failure(mcpmgr("group", "create", "twice"), 1)).toContain("already exists");
+    expect(failure(mcpmgr("group", "rm", "default"), 2)).toContain("the default group cannot be removed");
+    expect(failure(mcpmgr("group", "rm", "ghost"), 1)).toContain("no group named ghost");
+    expect(failure(mcpmgr("group", "create"), 2)).toContain("Missing required positional argument: NAME");
+    expect(failure(mcpmgr("group"), 2)).toContain("no group command given");
+    expect(failure(mcpmgr("group", "list", "--format", "yaml"), 2)).toContain("--format");
+  });
+});
+
+describe("mcpmgr client without workloads", () => {
+  test("status shows every client, installed or not, with its file", () => {
+    mkdirSync(join(home, ".cursor"), { recursive: true });
+    const rows = json<{ id: string; installed: boolean; configPath: string; groups: string[] }[]>(
+      mcpmgr("client", "status", "--format", "json").stdout,
+    );
+    expect(rows).toHaveLength(15);
+    expect(rows.filter((row) => row.installed).map((row) => row.id)).toEqual(["cursor"]);
+    expect(rows.find((row) => row.id === "codex")?.configPath).toBe(join(home, ".codex", "config.toml"));
+    expect(mcpmgr("client", "status").stdout).toMatch(/^CLIENT\s+INSTALLED\s+GROUPS\s+CONFIG\n/);
+  });
+
+  test("register, list-registered-clients and remove", () => {
+    const registered = mcpmgr("client", "register", "cursor");
+    expect(registered.code).toBe(0);
+    expect(registered.stderr).toContain("Cursor follows group default");
+    expect(mcpmgr("client", "list-registered-clients").stdout).toBe("CLIENT  GROUPS\ncursor  default\n");
+    expect(json(mcpmgr("client", "list-registered-clients", "--format", "json").stdout)).toEqual([
+      { client: "cursor", groups: ["default"] },
+    ]);
+    expect(mcpmgr("client", "remove", "cursor").code).toBe(0);
+    expect(json(mcpmgr("client", "list-registered-clients", "--format", "json").stdout)).toEqual([]);
+  });
+
+  test("unknown clients and groups are refused; setup without a terminal says which command to use", () => {
+    expect(failure(mcpmgr("client", "register", "notepad"), 2)).toContain('"notepad" is not a client mcpmgr knows');
+    expect(failure(mcpmgr("client", "register", "cursor", "--group", "nope"), 1)).toContain("no group named nope");
+    const setup = failure(mcpmgr("client", "setup"), 2);
+    expect(setup).toContain("mcpmgr client register CLIENT [--group GROUP]");
+    expect(setup).toContain("installed here: cursor");
+  });
+});
+
+test("setup on a terminal asks which installed clients should follow which group, and registers them", async () => {
+  const own = mkdtempSync(join(tmpdir(), "mcpmgr-clients-setup-"));
+  const ownEnv = { ...env(), HOME: own, MCPMGR_HOME: join(own, ".mcpmgr"), TERM: "xterm" };
+  try {
+    mkdirSync(join(own, ".cursor"));
+    mkdirSync(join(own, ".codex"));
+    const created = Bun.spawnSync([process.execPath, CLI_ENTRY, "group", "create", "team-x"], { env: ownEnv });
+    expect(created.exitCode).toBe(0);
+    // script(1) gives the command a terminal; the keys are typed into it.
+    const command = `stty cols 120 rows 40; ${process.execPath} ${CLI_ENTRY} client setup`;
+    const proc = Bun.spawn(["script", "-qfec", command, "/dev/null"], {
+      cwd: REPO_ROOT,
+      env: ownEnv,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    let screen = "";
+    void (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of proc.stdout) screen += decoder.decode(chunk);
+    })();
+    const shown = async (text: string) => {
+      const deadline = Date.now() + 20_000;
+      while (!screen.includes(text) && Date.now() < deadline) await Bun.sleep(50);
+      expect(screen).toContain(text);
+    };
+    await shown("Which AI clients should follow a group?");
+    // Only the installed clients are offered, Cursor first: space selects it, Enter confirms.
+    expect(screen).toContain("Cursor");
+    expect(screen).toContain("Codex CLI");
+    expect(screen).not.toContain("Windsurf");
+    proc.stdin.write(" ");
+    await Bun.sleep(200);
+    proc.stdin.write("\r");
+    await shown("Which group should they follow?");
+    proc.stdin.write("\x1b[B"); // down to team-x
+    await Bun.sleep(200);
+    proc.stdin.write("\r");
+    expect(await proc.exited).toBe(0);
+    expect(screen).toContain("Cursor follows group team-x");
+    const listed = Bun.spawnSync(
+      [process.execPath, CLI_ENTRY, "client", "list-registered-clients", "--format", "json"],
+      {
+        env: ownEnv,
+      },
+    );
+    expect(json(listed.stdout.toString())).toEqual([{ client: "cursor", groups: ["team-x"] }]);
+  } finally {
+    rmSync(own, { recursive: true, force: true });
+  }
+}, 60_000);
+
+describe("mcpmgr client with a running workload", () => {
+  let fixture: { url: string; stop(): Promise<unknown> };
+  let url: string;
+
+  beforeAll(async () => {
+    const { startConformanceServer } = await import("../support/conformance.ts");
+    fixture = await startConformanceServer();
+    expect(mcpmgr("group", "create", "team").code).toBe(0);
+    const started = mcpmgr("run", fixture.url, "--name", "remote-tools", "--group", "team");
+    expect(started.code).toBe(0);
+    url = started.stdout.trim();
+  }, 120_000);
+  afterAll(async () => {
+    await fixture?.stop();
+  });
+
+  test("registering a client for the group writes the running workload into its file at once", () => {
+    const result = mcpmgr("client", "register", "cursor", "--group", "team");
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(`added remote-tools in Cursor (${join(home, ".cursor", "mcp.json")})`);
+    expect(json(readFileSync(join(home, ".cursor", "mcp.json"), "utf8"))).toEqual({
+      mcpServers: { "remote-tools": { url } },
+    });
+    expect(mcpmgr("group", "list").stdout).toContain("team     1          cursor");
+  });
+
+  test("Claude Desktop's entry runs this mcpmgr's proxy stdio, and answers MCP like the workload", async () => {
+    expect(mcpmgr("client", "register", "claude-desktop", "--group", "team").code).toBe(0);
+    const config = json<{
+      mcpServers: Record<string, { command: string; args: string[]; env: Record<string, string> }>;
+    }>(readFileSync(join(home, ".config", "Claude", "claude_desktop_config.json"), "utf8"));
+    const entry = config.mcpServers["remote-tools"];
+    expect(entry).toEqual({
+      command: process.execPath,
+      args: [CLI_ENTRY, "proxy", "stdio", "remote-tools"],
+      env: { MCPMGR_HOME: mcpmgrHome },
+    });
+    // Started the way Claude Desktop starts it: the command, its arguments, the entry's environment.
+    const client = new Client({ name: "claude-desktop-like", version: "1.0.0" });
+    await client.connect(
+      new StdioClientTransport({
+        command: entry?.command as string,
+        args: entry?.args,
+        env: { PATH: process.env.PATH ?? "", HOME: home, ...entry?.env },
+        stderr: "ignore",
+      }),
+    );
+    try {
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
+  test("group rm refuses a group with workloads; --with-workloads removes them and their client entries", () => {
+    expect(failure(mcpmgr("group", "rm", "team"), 1)).toContain("still has 1 workload(s): remote-tools");
+    const removed = mcpmgr("group", "rm", "team", "--with-workloads");
+    expect(removed.code).toBe(0);
+    expect(removed.stderr).toContain("removed workload remote-tools");
+    expect(json<unknown[]>(mcpmgr("list", "--format", "json").stdout)).toEqual([]);
+    expect(json(readFileSync(join(home, ".cursor", "mcp.json"), "utf8"))).toEqual({ mcpServers: {} });
+    expect(json(mcpmgr("client", "list-registered-clients", "--format", "json").stdout)).toEqual([]);
+    // mcpmgr created Cursor's file: there was nothing of the user's to back up.
+    expect(existsSync(join(mcpmgrHome, "data", "client-backups", "cursor", "mcp.json"))).toBe(false);
+    expect(existsSync(join(mcpmgrHome, "data", "client-backups", "cursor", "mcp.json.created"))).toBe(true);
+  }, 60_000);
+});

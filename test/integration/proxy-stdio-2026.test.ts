@@ -1,0 +1,98 @@
+/**
+ * `mcpmgr proxy stdio` between a stdio client and remotes of both eras: the TypeScript SDK v2
+ * client (version negotiation "auto") reaches an MCP server that speaks only 2026-07-28 —
+ * stateless POSTs with the revision's headers, x-mcp-header mirrored, cancellation by
+ * closing the request — and negotiates down to 2025-11-25 with our 2025-era fixture server;
+ * a 2025-era client against the 2026-only server gets an error, not a hang.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport as LegacyStdio } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { type ModernServer, startModernServer } from "../fixtures/modern-server.ts";
+import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
+import { CLI_ENTRY } from "../support/processes.ts";
+
+/** Probes the version on the real process (the SDK's base class would spawn a throw-away sibling). */
+class ProxyStdio extends StdioClientTransport {}
+
+let modern: ModernServer;
+let legacy: RunningFixture;
+beforeAll(async () => {
+  modern = startModernServer();
+  legacy = await startConformanceServer();
+});
+afterAll(async () => {
+  modern.stop();
+  await legacy.stop();
+});
+
+async function connect(url: string): Promise<Client> {
+  const client = new Client({ name: "stdio-2026-test", version: "1.0.0" }, { versionNegotiation: { mode: "auto" } });
+  await client.connect(
+    new ProxyStdio({ command: process.execPath, args: [CLI_ENTRY, "proxy", "stdio", url], stderr: "ignore" }),
+  );
+  return client;
+}
+
+test("a 2026-07-28 remote: stateless requests with the revision's headers, x-mcp-header mirrored", async () => {
+  modern.seen.length = 0;
+  const client = await connect(modern.url);
+  try {
+    expect(client.getProtocolEra()).toBe("modern");
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["slow", "where"]);
+    const result = await client.callTool({ name: "where", arguments: { region: "eu west" } });
+    expect(result.content).toEqual([{ type: "text", text: "in eu west" }]);
+  } finally {
+    await client.close();
+  }
+  expect(modern.seen.length).toBeGreaterThanOrEqual(3);
+  for (const request of modern.seen) {
+    expect(request.method).toBe("POST");
+    expect(request.protocolVersion).toBe("2026-07-28");
+    expect(request.mcpMethod).not.toBeNull();
+    expect(request.sessionId).toBeNull();
+  }
+  expect(modern.seen.find((r) => r.mcpMethod === "tools/call")).toMatchObject({ mcpName: "where", region: "eu west" });
+});
+
+test("a 2026-07-28 request cancelled by the client closes its HTTP request", async () => {
+  modern.cancelled.length = 0;
+  const client = await connect(modern.url);
+  try {
+    const controller = new AbortController();
+    const call = client.callTool({ name: "slow", arguments: {} }, { signal: controller.signal });
+    for (let i = 0; i < 200 && !modern.seen.some((r) => r.mcpName === "slow"); i++) await Bun.sleep(25);
+    controller.abort();
+    await expect(call).rejects.toThrow();
+    for (let i = 0; i < 200 && modern.cancelled.length === 0; i++) await Bun.sleep(25);
+    expect(modern.cancelled).toEqual(["slow"]);
+  } finally {
+    await client.close();
+  }
+});
+
+test("a 2025-era remote: the client's server/discover probe fails and it falls back to initialize", async () => {
+  const client = await connect(legacy.url);
+  try {
+    expect(client.getProtocolEra()).toBe("legacy");
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toContain("test_simple_text");
+    const result = await client.callTool({ name: "test_simple_text", arguments: {} });
+    expect(JSON.stringify(result.content)).toContain("text");
+  } finally {
+    await client.close();
+  }
+});
+
+test("a 2025-era client and a 2026-only remote: a clear error, not a hang", async () => {
+  const client = new LegacyClient({ name: "legacy-client", version: "1.0.0" });
+  const transport = new LegacyStdio({
+    command: process.execPath,
+    args: [CLI_ENTRY, "proxy", "stdio", modern.url],
+    stderr: "ignore",
+  });
+  await expect(client.connect(transport)).rejects.toThrow(/2026-07-28|protocol version|mcpmgr/i);
+  await client.close().catch(() => {});
+});

@@ -1,0 +1,58 @@
+/**
+ * A temporary HOME for AI-client configuration tests: a ClientContext pointing at it (Linux
+ * layout, no XDG variables, its own MCPMGR_HOME), with warnings collected, and the seed
+ * files of test/fixtures/clients placed where each client keeps its configuration.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { clientById } from "../../src/clients/catalog.ts";
+import type { ClientContext, ClientId } from "../../src/clients/types.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
+
+export const FIXTURES = resolve(import.meta.dir, "../fixtures/clients");
+
+export interface ClientHome {
+  readonly home: string;
+  readonly ctx: ClientContext;
+  readonly warnings: string[];
+  readonly infos: string[];
+  /** Writes the client's seed file where the client keeps it; returns that path. */
+  seed(client: ClientId): string;
+  read(client: ClientId): string;
+  cleanup(): void;
+}
+
+export function fixtureFile(kind: "seed" | "expected", client: ClientId): string {
+  const name = readdirSync(join(FIXTURES, kind)).find((file) => file.startsWith(`${client}.`));
+  if (name === undefined) throw new Error(`no ${kind} fixture for ${client}`);
+  return readFileSync(join(FIXTURES, kind, name), "utf8");
+}
+
+export function makeClientHome(env: Record<string, string> = {}): ClientHome {
+  const home = mkdtempSync(join(tmpdir(), "mcpmgr-client-home-"));
+  const warnings: string[] = [];
+  const infos: string[] = [];
+  const ctx: ClientContext = {
+    home,
+    platform: "linux",
+    env,
+    paths: resolvePaths({ MCPMGR_HOME: join(home, ".mcpmgr") }, "linux", home),
+    log: { warn: (message) => warnings.push(message), info: (message) => infos.push(message) },
+    selfCommand: ["/opt/mcpmgr/bin/mcpmgr"],
+  };
+  return {
+    home,
+    ctx,
+    warnings,
+    infos,
+    seed(client) {
+      const path = clientById(client).configPath(ctx);
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, fixtureFile("seed", client));
+      return path;
+    },
+    read: (client) => readFileSync(clientById(client).configPath(ctx), "utf8"),
+    cleanup: () => rmSync(home, { recursive: true, force: true }),
+  };
+}

@@ -1,0 +1,339 @@
+/**
+ * AI-client configuration following workloads, for every supported client, on real files in a
+ * temporary HOME: the exact file after a workload starts, after it moves to another port,
+ * and after it stops (the user's file back byte for byte), starting from a realistic file
+ * with comments and the user's own servers. Then the safety rules: foreign and hand-edited
+ * entries are never touched, a file that does not parse is left alone with one warning, the
+ * file keeps its permissions, the first version is backed up once, symlinks stay symlinks.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { dirname, join } from "node:path";
+import { allClients, clientById } from "../../src/clients/catalog.ts";
+import { ClientConfigSync } from "../../src/clients/sync.ts";
+import { CLIENT_IDS, type ClientId, type WorkloadEndpoint } from "../../src/clients/types.ts";
+import { ClientRegistrationStore } from "../../src/state/client-registrations.ts";
+import { GroupStore } from "../../src/state/groups.ts";
+import { type ClientHome, fixtureFile, makeClientHome } from "../support/client-home.ts";
+import { rejection } from "../support/errors.ts";
+
+const fetch41001: WorkloadEndpoint = {
+  name: "fetch",
+  group: "default",
+  url: "http://127.0.0.1:41001/mcp",
+  transport: "streamable-http",
+};
+const fetch41002: WorkloadEndpoint = { ...fetch41001, url: "http://127.0.0.1:41002/mcp" };
+
+let h: ClientHome;
+let sync: ClientConfigSync;
+beforeEach(() => {
+  h = makeClientHome();
+  sync = new ClientConfigSync(h.ctx);
+});
+afterEach(() => h.cleanup());
+
+describe.each(CLIENT_IDS.map((id) => [id]))("%s", (client: ClientId) => {
+  test("a started workload is added, follows a new URL, and goes on stop; everything else stays byte for byte", async () => {
+    const path = h.seed(client);
+    const seed = readFileSync(path, "utf8");
+    const added = fixtureFile("expected", client);
+    const reports = await sync.registerClient(client, "default", [fetch41001]);
+    expect(reports).toEqual([{ client, workload: "fetch", file: path, action: "added" }]);
+    expect(h.read(client)).toBe(added);
+
+    const moved = await sync.onWorkloadStarted(fetch41002);
+    // Claude Desktop's entry names the workload, not its URL: nothing to change.
+    expect(moved[0]?.action).toBe(client === "claude-desktop" ? "unchanged" : "updated");
+    expect(h.read(client)).toBe(client === "claude-desktop" ? added : added.replace(":41001/", ":41002/"));
+
+    expect((await sync.onWorkloadStopped({ name: "fetch" }))[0]?.action).toBe("removed");
+    const after = h.read(client);
+    if (client === "gemini-cli") {
+      // Its seed had no mcpServers at all; the emptied collection stays.
+      expect(after).toBe(seed.replace('"gemini-api-key"\n', '"gemini-api-key",\n  "mcpServers": {}\n'));
+    } else {
+      expect(after).toBe(seed);
+    }
+    expect(h.warnings).toEqual([]);
+  });
+
+  test("a client without a configuration file gets a new one holding only the entry, and nothing else", async () => {
+    await sync.registerClient(client, "default", []);
+    expect(existsSync(clientById(client).configPath(h.ctx))).toBe(false);
+    await sync.onWorkloadStarted(fetch41001);
+    const text = h.read(client);
+    const definition = clientById(client);
+    const { value } = definition.entry(fetch41001, h.ctx);
+    const { loadEditor } = await import("../../src/clients/formats/editor.ts");
+    const editor = await loadEditor(definition.format);
+    const collection = definition.collection(editor.parse(text));
+    expect([...editor.entries(text, collection).entries()]).toEqual([["fetch", value]]);
+    expect((statSync(definition.configPath(h.ctx)).mode & 0o777).toString(8)).toBe("600");
+  });
+});
+
+describe("entries mcpmgr did not write", () => {
+  test("a foreign entry with the workload's name is left alone, with a warning, and is not removed on stop", async () => {
+    const path = h.seed("cursor");
+    const foreign = readFileSync(path, "utf8").replace('"browser"', '"fetch"');
+    writeFileSync(path, foreign);
+    const [report] = await sync.registerClient("cursor", "default", [fetch41001]);
+    expect(report?.action).toBe("skipped");
+    expect(h.warnings).toHaveLength(1);
+    expect(h.warnings[0]).toContain("already has a server named fetch that mcpmgr did not write");
+    expect(h.warnings[0]).toContain(path);
+    await sync.onWorkloadStopped({ name: "fetch" });
+    expect(readFileSync(path, "utf8")).toBe(foreign);
+  });
+
+  test("an entry changed by hand is no longer mcpmgr's: not updated, not removed", async () => {
+    h.seed("windsurf");
+    await sync.registerClient("windsurf", "default", [fetch41001]);
+    const edited = h.read("windsurf").replace("http://127.0.0.1:41001/mcp", "http://my-proxy:9000/mcp");
+    writeFileSync(clientById("windsurf").configPath(h.ctx), edited);
+    const [report] = await sync.onWorkloadStarted(fetch41002);
+    expect(report?.action).toBe("skipped");
+    expect(h.warnings[0]).toContain("changed by hand");
+    await sync.onWorkloadStopped({ name: "fetch" });
+    expect(h.read("windsurf")).toBe(edited);
+    expect((await sync.status()).find((row) => row.id === "windsurf")?.entries).toEqual([]);
+  });
+
+  test("keys a client adds to mcpmgr's entry (Cline's autoApprove, disabled) survive a URL change", async () => {
+    await sync.registerClient("cline", "default", [fetch41001]);
+    const path = clientById("cline").configPath(h.ctx);
+    const toggled = h
+      .read("cline")
+      .replace('"url": "http://127.0.0.1:41001/mcp"', '"url": "http://127.0.0.1:41001/mcp",\n      "disabled": true');
+    writeFileSync(path, toggled);
+    await sync.onWorkloadStarted(fetch41002);
+    expect(h.read("cline")).toBe(toggled.replace(":41001/", ":41002/"));
+    expect(h.warnings).toEqual([]);
+  });
+});
+
+describe("files mcpmgr cannot read", () => {
+  test("a file that does not parse is left exactly as it is, with one warning and no backup; once fixed, it is updated", async () => {
+    const path = h.seed("vscode");
+    const broken = readFileSync(path, "utf8").replace('"type": "http",', '"type": "http",,');
+    writeFileSync(path, broken);
+    const [report] = await sync.registerClient("vscode", "default", [fetch41001]);
+    expect(report?.action).toBe("skipped");
+    expect(readFileSync(path, "utf8")).toBe(broken);
+    expect(h.warnings).toHaveLength(1);
+    expect(h.warnings[0]).toMatch(
+      /^VS Code \(.+mcp\.json\): it is not valid JSON with comments \(line 9, column 22: property name expected\); mcpmgr left it unchanged/,
+    );
+    expect(existsSync(join(h.ctx.paths.dataDir, "client-backups", "vscode", "mcp.json"))).toBe(false);
+
+    writeFileSync(path, fixtureFile("seed", "vscode"));
+    await sync.onWorkloadStarted(fetch41001);
+    expect(h.read("vscode")).toBe(fixtureFile("expected", "vscode"));
+  });
+
+  test("servers kept somewhere unexpected (a list where an object belongs) are refused, the file untouched", async () => {
+    const path = clientById("lm-studio").configPath(h.ctx);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, '{"mcpServers": []}\n');
+    await sync.registerClient("lm-studio", "default", [fetch41001]);
+    expect(readFileSync(path, "utf8")).toBe('{"mcpServers": []}\n');
+    expect(h.warnings[0]).toContain('"mcpServers" is not an object');
+  });
+
+  test("Continue's old config.json is never shadowed by a new config.yaml", async () => {
+    const dir = join(h.home, ".continue");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "config.json"), '{"models": []}\n');
+    const [report] = await sync.registerClient("continue", "default", [fetch41001]);
+    expect(report?.action).toBe("skipped");
+    expect(existsSync(join(dir, "config.yaml"))).toBe(false);
+    expect(h.warnings[0]).toContain("config.json is Continue's old configuration format");
+  });
+});
+
+describe("writing other programs' files", () => {
+  test("the file keeps its permission bits, and the first version is backed up once", async () => {
+    const path = h.seed("claude-code");
+    chmodSync(path, 0o640);
+    await sync.registerClient("claude-code", "default", [fetch41001]);
+    expect(statSync(path).mode & 0o777).toBe(0o640);
+    const backup = join(h.ctx.paths.dataDir, "client-backups", "claude-code", ".claude.json");
+    expect(readFileSync(backup, "utf8")).toBe(fixtureFile("seed", "claude-code"));
+    expect(statSync(backup).mode & 0o777).toBe(0o600);
+    expect(h.infos.some((line) => line.includes(backup))).toBe(true);
+
+    await sync.onWorkloadStarted(fetch41002);
+    await sync.onWorkloadStopped({ name: "fetch" });
+    expect(readFileSync(backup, "utf8")).toBe(fixtureFile("seed", "claude-code"));
+    expect(statSync(path).mode & 0o777).toBe(0o640);
+  });
+
+  test("a file mcpmgr created is not backed up later: a note says there was no earlier version", async () => {
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    await sync.onWorkloadStopped({ name: "fetch" });
+    const dir = join(h.ctx.paths.dataDir, "client-backups", "cursor");
+    expect(existsSync(join(dir, "mcp.json"))).toBe(false);
+    expect(readFileSync(join(dir, "mcp.json.created"), "utf8")).toContain("mcpmgr created");
+  });
+
+  test("nothing is rewritten when nothing changes", async () => {
+    const path = h.seed("zed");
+    await sync.registerClient("zed", "default", [fetch41001]);
+    const before = statSync(path);
+    const [report] = await sync.onWorkloadStarted(fetch41001);
+    expect(report?.action).toBe("unchanged");
+    const after = statSync(path);
+    expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
+  });
+
+  test("a symlinked configuration file stays a symlink; its target is edited", async () => {
+    const target = join(h.home, "dotfiles", "cursor-mcp.json");
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, fixtureFile("seed", "cursor"));
+    const link = clientById("cursor").configPath(h.ctx);
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(target, link);
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(link)).toBe(target);
+    expect(readFileSync(target, "utf8")).toBe(fixtureFile("expected", "cursor"));
+  });
+});
+
+describe("transports", () => {
+  const legacy: WorkloadEndpoint = {
+    name: "legacy",
+    group: "default",
+    url: "http://127.0.0.1:41003/sse",
+    transport: "sse",
+  };
+
+  test("an SSE workload reaches the clients that can express it, and is skipped with a warning by the others", async () => {
+    for (const client of CLIENT_IDS) await sync.registerClient(client, "default", []);
+    const reports = await sync.onWorkloadStarted(legacy);
+    const skipped = reports.filter((report) => report.action === "skipped").map((report) => report.client);
+    expect(skipped.sort()).toEqual(["claude-desktop", "codex", "goose", "zed"]);
+    expect(h.warnings).toHaveLength(4);
+    expect(h.warnings.find((line) => line.startsWith("Codex CLI"))).toContain(
+      "cannot connect to legacy, which speaks SSE (the deprecated HTTP+SSE transport) (it accepts streamable HTTP only)",
+    );
+    expect(JSON.parse(h.read("claude-code")).mcpServers.legacy).toEqual({ type: "sse", url: legacy.url });
+    expect(JSON.parse(h.read("vscode")).servers.legacy).toEqual({ type: "sse", url: legacy.url });
+    expect(JSON.parse(h.read("cline")).mcpServers.legacy).toEqual({ type: "sse", url: legacy.url });
+    expect(JSON.parse(h.read("gemini-cli")).mcpServers.legacy).toEqual({ url: legacy.url });
+    expect(h.read("continue")).toContain("  - name: legacy\n    type: sse\n    url: http://127.0.0.1:41003/sse\n");
+  });
+
+  test("Gemini CLI's key follows the transport: url for SSE, httpUrl for streamable HTTP", async () => {
+    await sync.registerClient("gemini-cli", "default", [legacy]);
+    expect(JSON.parse(h.read("gemini-cli")).mcpServers.legacy).toEqual({ url: legacy.url });
+    await sync.onWorkloadStarted({ ...legacy, url: "http://127.0.0.1:41003/mcp", transport: "streamable-http" });
+    expect(JSON.parse(h.read("gemini-cli")).mcpServers.legacy).toEqual({ httpUrl: "http://127.0.0.1:41003/mcp" });
+  });
+
+  test("Claude Desktop's entry runs mcpmgr proxy stdio, with MCPMGR_HOME when mcpmgr has one", async () => {
+    const withHome = makeClientHome({ MCPMGR_HOME: "/srv/mcpmgr" });
+    try {
+      await new ClientConfigSync(withHome.ctx).registerClient("claude-desktop", "default", [fetch41001]);
+      expect(JSON.parse(withHome.read("claude-desktop")).mcpServers.fetch).toEqual({
+        command: "/opt/mcpmgr/bin/mcpmgr",
+        args: ["proxy", "stdio", "fetch"],
+        env: { MCPMGR_HOME: "/srv/mcpmgr" },
+      });
+    } finally {
+      withHome.cleanup();
+    }
+  });
+
+  test("opencode's opencode.jsonc is used when it is the file the user has", async () => {
+    const jsonc = join(h.home, ".config", "opencode", "opencode.jsonc");
+    mkdirSync(dirname(jsonc), { recursive: true });
+    writeFileSync(jsonc, fixtureFile("seed", "opencode"));
+    expect(clientById("opencode").configPath(h.ctx)).toBe(jsonc);
+    await sync.registerClient("opencode", "default", [fetch41001]);
+    expect(readFileSync(jsonc, "utf8")).toBe(fixtureFile("expected", "opencode"));
+    expect(existsSync(join(h.home, ".config", "opencode", "opencode.json"))).toBe(false);
+  });
+
+  test("opencode 1 files (servers straight under mcp) are written in that layout", async () => {
+    const path = clientById("opencode").configPath(h.ctx);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(
+      path,
+      '{\n  "mcp": {\n    "jira": { "type": "remote", "url": "https://jira/mcp", "enabled": true }\n  }\n}\n',
+    );
+    await sync.registerClient("opencode", "default", [fetch41001]);
+    expect(JSON.parse(h.read("opencode")).mcp.fetch).toEqual({ type: "remote", url: fetch41001.url });
+  });
+});
+
+describe("registrations", () => {
+  test("a client follows only the groups it is registered for; removing a group's registration takes its entries", async () => {
+    await new GroupStore(h.ctx.paths).create("team-a");
+    const teamA: WorkloadEndpoint = {
+      name: "search",
+      group: "team-a",
+      url: "http://127.0.0.1:41010/mcp",
+      transport: "streamable-http",
+    };
+    await sync.registerClient("cursor", "default", [fetch41001, teamA]);
+    expect(Object.keys(JSON.parse(h.read("cursor")).mcpServers)).toEqual(["fetch"]);
+    await sync.registerClient("cursor", "team-a", [fetch41001, teamA]);
+    expect(Object.keys(JSON.parse(h.read("cursor")).mcpServers)).toEqual(["fetch", "search"]);
+    expect((await sync.onWorkloadStarted({ ...teamA, name: "other", group: "elsewhere" })).length).toBe(0);
+
+    await sync.removeClient("cursor", "team-a");
+    expect(Object.keys(JSON.parse(h.read("cursor")).mcpServers)).toEqual(["fetch"]);
+    const registrations = await new ClientRegistrationStore(h.ctx.paths).read();
+    expect(registrations.clients.cursor?.groups).toEqual(["default"]);
+
+    await sync.removeClient("cursor");
+    expect(JSON.parse(h.read("cursor")).mcpServers).toEqual({});
+    expect((await new ClientRegistrationStore(h.ctx.paths).read()).clients).toEqual({});
+  });
+
+  test("registering for a group that does not exist is refused", async () => {
+    const err = await rejection(sync.registerClient("cursor", "nope", []), "GROUP_NOT_FOUND");
+    expect(err.hint).toContain("mcpmgr group create nope");
+  });
+
+  test("forgetting a group removes its entries from every client and every registration for it", async () => {
+    await new GroupStore(h.ctx.paths).create("team-b");
+    const teamB: WorkloadEndpoint = { ...fetch41001, name: "b-server", group: "team-b" };
+    await sync.registerClient("cursor", "team-b", [teamB]);
+    await sync.registerClient("codex", "team-b", [teamB]);
+    await sync.registerClient("codex", "default", [fetch41001]);
+    await sync.forgetGroup("team-b");
+    expect(JSON.parse(h.read("cursor")).mcpServers).toEqual({});
+    expect(h.read("codex")).not.toContain("b-server");
+    expect(h.read("codex")).toContain("[mcp_servers.fetch]");
+    const status = await sync.status();
+    expect(status.find((row) => row.id === "codex")?.groups).toEqual(["default"]);
+    expect(status.find((row) => row.id === "cursor")?.groups).toEqual([]);
+  });
+
+  test("status lists every client with its file, its groups and mcpmgr's entries", async () => {
+    await sync.registerClient("goose", "default", [fetch41001]);
+    const status = await sync.status();
+    expect(status.map((row) => row.id)).toEqual(allClients().map((client) => client.id));
+    expect(status.find((row) => row.id === "goose")).toEqual({
+      id: "goose",
+      displayName: "Goose",
+      installed: true,
+      configPath: join(h.home, ".config", "goose", "config.yaml"),
+      groups: ["default"],
+      entries: ["fetch"],
+    });
+  });
+});

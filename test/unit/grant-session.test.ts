@@ -1,0 +1,253 @@
+/**
+ * The upkeep of an OAuth grant (auth/outgoing/grant-session.ts) with a fake clock and an
+ * in-memory store: when it refreshes, that concurrent requests share one renewal, how it
+ * retries and when it logs in again, and step-up. The refresh and login calls are recorded
+ * stand-ins; the real ones (oauth4webapi against oidc-provider) are the integration tests'.
+ */
+import { expect, test } from "bun:test";
+import {
+  type Clock,
+  type GrantStore,
+  openGrantSession,
+  refreshLeadMs,
+  type StoredGrant,
+} from "../../src/auth/outgoing/grant-session.ts";
+import { RefreshFailed, type TokenSet } from "../../src/auth/outgoing/oauth-client.ts";
+
+const HOUR = 3_600_000;
+
+function fakeClock(start = 1_000_000): Clock & { t: number; slept: number[] } {
+  const clock = {
+    t: start,
+    slept: [] as number[],
+    now: () => clock.t,
+    sleep: async (ms: number) => {
+      clock.slept.push(ms);
+      clock.t += ms;
+    },
+  };
+  return clock;
+}
+
+function memoryStore(initial: StoredGrant = {}): GrantStore & { value: StoredGrant } {
+  const store = {
+    value: initial,
+    load: async () => store.value,
+    save: async (value: StoredGrant) => {
+      store.value = value;
+    },
+  };
+  return store;
+}
+
+interface Harness {
+  clock: ReturnType<typeof fakeClock>;
+  store: ReturnType<typeof memoryStore>;
+  refreshes: string[];
+  logins: (readonly string[])[];
+  exclusives: number;
+  logs: string[];
+}
+
+/** Tokens issued at the fake clock's now, numbered so each one is recognisable. */
+let issued = 0;
+function tokensAt(clock: Clock, lifetimeMs = HOUR, refreshToken: string | undefined = `rt-${issued + 1}`): TokenSet {
+  issued++;
+  return { accessToken: `at-${issued}`, refreshToken, expiresAt: clock.now() + lifetimeMs, lifetimeMs };
+}
+
+async function session(
+  options: {
+    stored?: StoredGrant;
+    refresh?: (h: Harness, refreshToken: string) => Promise<TokenSet>;
+    login?: (h: Harness, scopes: readonly string[]) => Promise<TokenSet>;
+    scopes?: string[];
+  } = {},
+) {
+  const h: Harness = {
+    clock: fakeClock(),
+    store: memoryStore(options.stored),
+    refreshes: [],
+    logins: [],
+    exclusives: 0,
+    logs: [],
+  };
+  const s = await openGrantSession({
+    client: { clientId: "client" },
+    storeClient: true,
+    scopes: options.scopes ?? ["mcp:read"],
+    store: h.store,
+    clock: h.clock,
+    refresh: async (refreshToken) => {
+      h.refreshes.push(refreshToken);
+      return options.refresh ? options.refresh(h, refreshToken) : tokensAt(h.clock);
+    },
+    login: async (scopes) => {
+      h.logins.push(scopes);
+      return options.login ? options.login(h, scopes) : tokensAt(h.clock);
+    },
+    exclusive: async (renew) => {
+      h.exclusives++;
+      return renew();
+    },
+    log: { info: (text) => h.logs.push(text), warn: (text) => h.logs.push(text) },
+  });
+  return { s, h };
+}
+
+test("the lead before expiry: a minute, or half the lifetime of short-lived tokens", () => {
+  expect(refreshLeadMs({ accessToken: "a", lifetimeMs: HOUR })).toBe(60_000);
+  expect(refreshLeadMs({ accessToken: "a", lifetimeMs: 40_000 })).toBe(20_000);
+  expect(refreshLeadMs({ accessToken: "a" })).toBe(60_000);
+});
+
+test("no tokens stored: the first request logs in; the token is then served from memory until a minute before it expires", async () => {
+  const { s, h } = await session();
+  const first = await s.current();
+  expect(h.logins).toEqual([["mcp:read"]]);
+  expect(h.store.value.accessToken).toBe(first.accessToken);
+  expect(h.store.value.clientId).toBe("client");
+
+  h.clock.t += HOUR - 60_001;
+  expect((await s.current()).accessToken).toBe(first.accessToken);
+  expect(h.refreshes).toEqual([]);
+
+  h.clock.t += 2;
+  const second = await s.current();
+  expect(h.refreshes).toEqual([first.refreshToken as string]);
+  expect(second.accessToken).not.toBe(first.accessToken);
+  expect(h.logins.length).toBe(1);
+});
+
+test("a short-lived token is refreshed at half-life", async () => {
+  const { s, h } = await session({ login: async (h) => tokensAt(h.clock, 40_000) });
+  await s.current();
+  h.clock.t += 19_999;
+  await s.current();
+  expect(h.refreshes.length).toBe(0);
+  h.clock.t += 2;
+  await s.current();
+  expect(h.refreshes.length).toBe(1);
+});
+
+test("a stored, still valid token is used at once: no browser after a restart", async () => {
+  const clockNow = fakeClock().now();
+  const { s, h } = await session({
+    stored: { accessToken: "stored", refreshToken: "rt", expiresAt: clockNow + HOUR, lifetimeMs: HOUR },
+  });
+  expect((await s.current()).accessToken).toBe("stored");
+  expect(h.logins).toEqual([]);
+  expect(h.refreshes).toEqual([]);
+});
+
+test("concurrent requests with an expired token share one renewal", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const { s, h } = await session({
+    stored: { accessToken: "old", refreshToken: "rt-old", expiresAt: 0 },
+    refresh: async (h) => {
+      await gate;
+      return tokensAt(h.clock);
+    },
+  });
+  const waiting = Array.from({ length: 20 }, () => s.current());
+  release();
+  const tokens = await Promise.all(waiting);
+  expect(new Set(tokens.map((t) => t.accessToken)).size).toBe(1);
+  expect(h.refreshes).toEqual(["rt-old"]);
+  expect(h.exclusives).toBe(1);
+});
+
+test("a refresh that fails for a while is retried with growing pauses, then succeeds", async () => {
+  let failures = 2;
+  const { s, h } = await session({
+    stored: { accessToken: "old", refreshToken: "rt-old", expiresAt: 0 },
+    refresh: async (h) => {
+      if (failures-- > 0) throw new RefreshFailed("the refresh failed (timeout)", false);
+      return tokensAt(h.clock);
+    },
+  });
+  await s.current();
+  expect(h.refreshes.length).toBe(3);
+  expect(h.clock.slept).toEqual([500, 1000]);
+  expect(h.logins).toEqual([]);
+});
+
+test("a refresh that keeps failing, or a revoked grant, ends in a login saying why", async () => {
+  const failing = await session({
+    stored: { accessToken: "old", refreshToken: "rt-old", expiresAt: 0 },
+    refresh: async () => {
+      throw new RefreshFailed("the refresh failed (timeout)", false);
+    },
+  });
+  await failing.s.current();
+  expect(failing.h.refreshes.length).toBe(3);
+  expect(failing.h.logins.length).toBe(1);
+  expect(failing.h.logs.at(-1)).toContain("could not be refreshed");
+
+  const revoked = await session({
+    stored: { accessToken: "old", refreshToken: "rt-old", expiresAt: 0 },
+    refresh: async () => {
+      throw new RefreshFailed("the refresh was refused (invalid_grant)", true);
+    },
+  });
+  await revoked.s.current();
+  expect(revoked.h.refreshes.length).toBe(1);
+  expect(revoked.h.logins.length).toBe(1);
+  expect(revoked.h.logs.at(-1)).toContain("revoked or expired");
+});
+
+test("tokens another process stored meanwhile are taken instead of refreshing again", async () => {
+  const { s, h } = await session({ stored: { accessToken: "old", refreshToken: "rt-old", expiresAt: 0 } });
+  h.store.value = { accessToken: "theirs", refreshToken: "rt-theirs", expiresAt: h.clock.now() + HOUR };
+  expect((await s.current()).accessToken).toBe("theirs");
+  expect(h.refreshes).toEqual([]);
+});
+
+test("a refused token is forgotten only if it is the one in use", async () => {
+  const { s, h } = await session();
+  const first = await s.current();
+  s.expire("Bearer someone-else");
+  expect((await s.current()).accessToken).toBe(first.accessToken);
+  s.expire(`Bearer ${first.accessToken}`);
+  expect((await s.current()).accessToken).not.toBe(first.accessToken);
+  expect(h.refreshes).toEqual([first.refreshToken as string]);
+});
+
+test("step-up logs in for the union of the scopes, once per scope set", async () => {
+  const { s, h } = await session({ scopes: ["mcp:read"] });
+  await s.current();
+  expect(await s.stepUp(["mcp:write"])).toBe(true);
+  expect(h.logins.at(-1)).toEqual(["mcp:read", "mcp:write"]);
+  // The same set again would loop: refused, no login.
+  expect(await s.stepUp(["mcp:write"])).toBe(false);
+  expect(h.logins.length).toBe(2);
+  // Later renewals keep the larger set.
+  s.expire(`Bearer ${(await s.current()).accessToken}`);
+  h.store.value = { ...h.store.value, refreshToken: undefined };
+  await s.current();
+  expect(h.logins.at(-1)).toEqual(["mcp:read", "mcp:write"]);
+});
+
+test("a step-up while a refresh is in flight waits for it, and its token is the one kept", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const { s, h } = await session({
+    stored: { accessToken: "old", refreshToken: "rt-old", expiresAt: 0 },
+    refresh: async (h) => {
+      await gate;
+      return { ...tokensAt(h.clock), accessToken: "refreshed" };
+    },
+    login: async (h) => ({ ...tokensAt(h.clock), accessToken: "stepped-up" }),
+  });
+  const refreshing = s.current();
+  const stepping = s.stepUp(["mcp:admin"]);
+  release();
+  await Promise.all([refreshing, stepping]);
+  expect((await s.current()).accessToken).toBe("stepped-up");
+  expect(h.store.value.accessToken).toBe("stepped-up");
+});
