@@ -1,6 +1,6 @@
 /**
  * What the gateway takes from the MCP SDK v2, in one place: the gateway is the only part of
- * mcpmgr that loads it, and only when `mcpmgr gateway` runs (cli/gateway.ts imports
+ * mcpmgr that loads it, and only when `mcpmgr gateway` runs (workload/gateway.ts imports
  * gateway/ dynamically).
  */
 import type { StandardSchemaV1 } from "@modelcontextprotocol/server";

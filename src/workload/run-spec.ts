@@ -20,7 +20,8 @@ import { assertAuditLogWritable } from "./audit-sink.ts";
 import type { WorkloadContext } from "./context.ts";
 import { proxyLimits, type ProxyLimits } from "./limits.ts";
 import { locateServer, type LocatedServer } from "./locate.ts";
-import { containerPlacement, processPlacement, remotePlacement, type Placement } from "./placement.ts";
+import { containerPlacement } from "./container-placement.ts";
+import { processPlacement, remotePlacement, type Placement } from "./placement.ts";
 
 export type ProxyMode = "streamable-http" | "sse";
 

@@ -132,7 +132,7 @@ const producers: Record<ErrorCode, () => unknown> = {
       group: "busy",
       source: { kind: "remote", ref: "https://x.example/mcp" },
       transport: "streamable-http",
-      proxyPort: 9,
+      proxyPort: 10, // another workload's: 9 is WORKLOAD_EXISTS's
       runtime: "remote",
     });
     return groups().removable("busy", { withWorkloads: false });

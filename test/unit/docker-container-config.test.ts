@@ -201,7 +201,7 @@ describe("networkModeFor", () => {
   });
 
   // BUG (src/runtime/docker/container-config.ts networkModeFor, and the same `mode === "none"`
-  // test in network-isolation.ts and workload/placement.ts): the built-in "none" profile
+  // test in network-isolation.ts and workload/container-placement.ts): the built-in "none" profile
   // has no network.mode, so a container run with --permission-profile none gets the bridge.
   test("the built-in none profile gives the container no network", async () => {
     expect(networkModeFor(expandPermissions("none"), undefined)).toBe("none");
