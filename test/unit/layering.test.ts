@@ -1,6 +1,6 @@
 /**
  * The dependency direction of DESIGN §2, checked on the real imports:
- *   errors ← config ← {state, secrets, registry, telemetry} ← {auth, runtime} ← proxy ← middleware ← cli
+ *   errors ← config ← {state, secrets, registry, telemetry} ← {auth, runtime} ← proxy ← middleware ← gateway ← cli
  * A module may import its own folder or a lower layer; only main.ts imports cli/; proxy/
  * never imports dockerode; middleware/ never imports runtime/.
  */
@@ -20,6 +20,8 @@ const rank: Readonly<Record<string, number>> = {
   runtime: 3,
   proxy: 4,
   middleware: 5,
+  // The group gateway sits above middleware/ (DESIGN §2 update); fractional so the other ranks keep their values.
+  gateway: 5.5,
   cli: 6,
   "main.ts": 7,
 };
