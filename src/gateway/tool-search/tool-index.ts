@@ -136,6 +136,15 @@ export class ToolSearchIndex {
     return entry ? { gatewayName: entry.gatewayName, workload: entry.workload, tool: entry.tool } : undefined;
   }
 
+  /** Every indexed tool, workload by workload. */
+  tools(): IndexedTool[] {
+    return [...this.#byGatewayName.values()].map(({ gatewayName, workload, tool }) => ({
+      gatewayName,
+      workload,
+      tool,
+    }));
+  }
+
   gatewayNames(): string[] {
     return [...this.#byGatewayName.keys()];
   }
