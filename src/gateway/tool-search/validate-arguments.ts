@@ -65,7 +65,9 @@ function describe(unit: OutputUnit, schema: Record<string, unknown>): string | u
   if (unit.keyword === "type" && type) {
     return `"${where || "arguments"}" must be of type ${type[2]?.replace(/"/g, "")}, not ${type[1]}`;
   }
-  return `"${where || "arguments"}": ${unit.error.replace(/\.$/, "")}`;
+  if (unit.keyword === "enum")
+    return `"${where}" must be one of ${unit.error.replace(/^.*any of /, "").replace(/\.$/, "")}`;
+  return `"${where || "arguments"}": ${unit.error.replace(/^Instance /, "value ").replace(/\.$/, "")}`;
 }
 
 /** Checks `args` against `inputSchema`; on failure, up to five problems, each one short sentence. */
@@ -74,7 +76,12 @@ export function checkArguments(inputSchema: unknown, args: unknown): ArgumentChe
   const schema = inputSchema as Record<string, unknown>;
   const validator = validatorFor(schema);
   if (!validator) return { ok: true };
-  const result = validator.validate(args ?? {});
+  let result: ReturnType<Validator["validate"]>;
+  try {
+    result = validator.validate(args ?? {});
+  } catch {
+    return { ok: true }; // a broken schema (an unresolvable $ref): not the caller's mistake
+  }
   if (result.valid) return { ok: true };
   const problems = [...new Set(result.errors.map((unit) => describe(unit, schema)).filter((p) => p !== undefined))];
   if (problems.length === 0) problems.push(result.errors[0]?.error ?? "the arguments do not match the schema");
