@@ -50,7 +50,7 @@ describe("tokenize", () => {
 
 describe("query terms", () => {
   test("the user's words weigh 1, thesaurus expansions less", () => {
-    const { own, weights } = queryTerms("remove a picture", { synonymWeight: 0.5, literalWeight: 0.5 });
+    const { own, weights } = queryTerms("remove a picture", { synonymWeight: 0.5, literalWeight: 0.5, stemming: true });
     expect(own).toEqual([stem("remove"), stem("picture")]);
     expect(weights.get(stem("remove"))).toBe(1);
     expect(weights.get(stem("delete"))).toBe(0.5);
@@ -59,7 +59,9 @@ describe("query terms", () => {
   });
 
   test("a file path or file name implies 'file', a URL implies 'url', a domain or a version does not", () => {
-    const implied = (q: string) => [...queryTerms(q, { synonymWeight: 0, literalWeight: 0.5 }).weights.keys()];
+    const implied = (q: string) => [
+      ...queryTerms(q, { synonymWeight: 0, literalWeight: 0.5, stemming: true }).weights.keys(),
+    ];
     expect(implied("save it to /root/markdown/report.md")).toContain("file");
     expect(implied("open notes.txt")).toContain("file");
     expect(implied("read https://example.com/a")).toContain("url");

@@ -18,6 +18,7 @@ export interface QueryTerms {
 export interface QueryOptions {
   readonly synonymWeight: number;
   readonly literalWeight: number;
+  readonly stemming: boolean;
 }
 
 const URL_LITERAL = /\b(?:https?:\/\/|www\.)\S+/i;
@@ -35,16 +36,17 @@ function impliedWords(query: string): string[] {
 }
 
 export function queryTerms(query: string, options: QueryOptions): QueryTerms {
-  const own = tokenize(query);
+  const stem = options.stemming;
+  const own = tokenize(query, { stem });
   const weights = new Map<string, number>();
   for (const term of own) weights.set(term, 1);
   const add = (term: string, weight: number) => {
     if ((weights.get(term) ?? 0) < weight) weights.set(term, weight);
   };
   if (options.literalWeight > 0)
-    for (const term of tokenize(impliedWords(query).join(" "))) add(term, options.literalWeight);
+    for (const term of tokenize(impliedWords(query).join(" "), { stem })) add(term, options.literalWeight);
   if (options.synonymWeight > 0) {
-    for (const term of own) for (const synonym of synonymsOf(term)) add(synonym, options.synonymWeight);
+    for (const term of own) for (const synonym of synonymsOf(term, stem)) add(synonym, options.synonymWeight);
   }
   return { own, weights };
 }

@@ -54,29 +54,32 @@ database db
 message msg
 `;
 
-function buildThesaurus(text: string): ReadonlyMap<string, readonly string[]> {
+function buildThesaurus(text: string, normalise: (word: string) => string): ReadonlyMap<string, readonly string[]> {
   const related = new Map<string, Set<string>>();
   for (const line of text.split("\n")) {
-    const stems = [
+    const terms = [
       ...new Set(
         line
           .split(/\s+/)
           .filter((word) => word.length > 0)
-          .map(stem),
+          .map(normalise),
       ),
     ];
-    for (const term of stems) {
+    for (const term of terms) {
       const set = related.get(term) ?? new Set<string>();
-      for (const other of stems) if (other !== term) set.add(other);
+      for (const other of terms) if (other !== term) set.add(other);
       related.set(term, set);
     }
   }
   return new Map([...related].map(([term, set]) => [term, [...set]]));
 }
 
-const THESAURUS = buildThesaurus(groups);
+const STEMMED = buildThesaurus(groups, stem);
+let exact: ReadonlyMap<string, readonly string[]> | undefined;
 
-/** Stemmed terms that mean the same as the stemmed `term`, not including itself. */
-export function synonymsOf(term: string): readonly string[] {
-  return THESAURUS.get(term) ?? [];
+/** Terms that mean the same as `term` (stemmed, or exact words when stemming is off), not including itself. */
+export function synonymsOf(term: string, stemmed = true): readonly string[] {
+  if (stemmed) return STEMMED.get(term) ?? [];
+  exact ??= buildThesaurus(groups, (word) => word);
+  return exact.get(term) ?? [];
 }

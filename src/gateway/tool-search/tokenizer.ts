@@ -31,8 +31,19 @@ export function stem(word: string): string {
   return stemmed;
 }
 
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+const ASCII_WORD = /[A-Za-z0-9]+/g;
+
 /** Splits camelCase and letter/digit boundaries: "getHTTPStatus2xx" → "get HTTP Status 2 xx". */
 function splitIdentifierCase(text: string): string {
+  // Most tool text is ASCII: the same splits without Unicode property classes run several times faster.
+  if (ASCII_ONLY.test(text)) {
+    return text
+      .replace(/([a-z])([A-Z])/g, "$1 $2")
+      .replace(/([A-Z])([A-Z][a-z])/g, "$1 $2")
+      .replace(/([A-Za-z])([0-9])/g, "$1 $2")
+      .replace(/([0-9])([A-Za-z])/g, "$1 $2");
+  }
   return text
     .replace(/(\p{Ll})(\p{Lu})/gu, "$1 $2")
     .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, "$1 $2")
@@ -61,6 +72,10 @@ export function tokenize(text: string, options: TokenizeOptions = {}): string[] 
   const dropStopWords = options.stopWords ?? true;
   const doStem = options.stem ?? true;
   const out: string[] = [];
+  if (ASCII_ONLY.test(text)) {
+    for (const [word] of splitIdentifierCase(text).matchAll(ASCII_WORD)) pushWord(word, out, dropStopWords, doStem);
+    return out;
+  }
   for (const [word] of splitIdentifierCase(text).matchAll(WORD)) {
     if (CJK_CHAR.test(word)) {
       // A CJK run may carry Latin or digits glued to it ("从bing_search返回的结果ID"): split them apart.

@@ -54,18 +54,34 @@ export interface SearchOptions {
 }
 
 type FieldName = keyof FieldWeights;
-const FIELDS: readonly FieldName[] = ["name", "workload", "summary", "description", "params", "paramText"];
+
+/** A field's terms counted once at upsert, so a rebuild walks distinct terms only. */
+interface FieldCounts {
+  readonly counts: ReadonlyMap<string, number>;
+  readonly length: number;
+}
+
+function countTerms(terms: readonly string[]): FieldCounts {
+  const counts = new Map<string, number>();
+  for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
+  return { counts, length: terms.length };
+}
+
+type ToolFieldName = Exclude<FieldName, "workload" | "summary">;
+const TOOL_FIELDS: readonly ToolFieldName[] = ["name", "description", "params", "paramText"];
 
 interface ToolEntry extends IndexedTool {
-  readonly fields: ToolFields;
+  readonly fields: Readonly<Record<ToolFieldName, FieldCounts>>;
   readonly nameTerms: readonly string[];
 }
 
 interface WorkloadEntry {
   readonly name: string;
   readonly summary: string;
-  readonly nameTerms: readonly string[];
-  readonly summaryTerms: readonly string[];
+  readonly nameField: FieldCounts;
+  readonly summaryField: FieldCounts;
+  /** The workload as one document: its name twice, summary, and every tool's name and description. */
+  readonly document: FieldCounts;
   readonly tools: readonly ToolEntry[];
 }
 
@@ -100,21 +116,32 @@ export class ToolSearchIndex {
   /** Adds a workload or replaces its tools (after its tools/list changed). */
   upsertWorkload(name: string, summary: string, tools: readonly SearchableTool[]): void {
     this.removeWorkload(name);
+    const stem = this.tuning.stemming;
+    const documentTerms: string[] = [];
     const entries = tools.map((tool) => {
-      const fields = toolFields(tool);
+      const fields: ToolFields = toolFields(tool, stem);
+      documentTerms.push(...fields.name, ...fields.description);
       return {
         gatewayName: gatewayToolName(name, tool.name),
         workload: name,
         tool,
-        fields,
-        nameTerms: [...new Set(tokenize(tool.name, { stopWords: false }))],
+        fields: {
+          name: countTerms(fields.name),
+          description: countTerms(fields.description),
+          params: countTerms(fields.params),
+          paramText: countTerms(fields.paramText),
+        },
+        nameTerms: [...new Set(tokenize(tool.name, { stopWords: false, stem }))],
       };
     });
+    const nameTerms = tokenize(name, { stopWords: false, stem });
+    const summaryTerms = tokenize(summary, { stem });
     this.#workloads.set(name, {
       name,
       summary,
-      nameTerms: tokenize(name, { stopWords: false }),
-      summaryTerms: tokenize(summary),
+      nameField: countTerms(nameTerms),
+      summaryField: countTerms(summaryTerms),
+      document: countTerms([...nameTerms, ...nameTerms, ...summaryTerms, ...documentTerms]),
       tools: entries,
     });
     for (const entry of entries) this.#byGatewayName.set(entry.gatewayName, entry);
@@ -167,58 +194,59 @@ export class ToolSearchIndex {
     const workloads = [...this.#workloads.values()];
     const docs: ToolEntry[] = [];
     const docWorkloadList: number[] = [];
+    const totalLength: Record<FieldName, number> = {
+      name: 0,
+      workload: 0,
+      summary: 0,
+      description: 0,
+      params: 0,
+      paramText: 0,
+    };
     workloads.forEach((workload, index) => {
       for (const tool of workload.tools) {
         docs.push(tool);
         docWorkloadList.push(index);
+        for (const field of TOOL_FIELDS) totalLength[field] += tool.fields[field].length;
       }
+      totalLength.workload += workload.nameField.length * workload.tools.length;
+      totalLength.summary += workload.summaryField.length * workload.tools.length;
     });
+    const average = (field: FieldName) => totalLength[field] / Math.max(docs.length, 1) || 1;
 
-    const fieldTerms = (doc: ToolEntry, field: FieldName): readonly string[] => {
-      if (field === "workload") return this.#workloads.get(doc.workload)?.nameTerms ?? [];
-      if (field === "summary") return this.#workloads.get(doc.workload)?.summaryTerms ?? [];
-      return doc.fields[field];
+    // BM25F: a term's weighted, length-normalised frequencies summed over fields (saturated at query time).
+    const addField = (into: Map<string, number>, field: FieldName, counts: FieldCounts) => {
+      const weight = weights[field];
+      if (weight === 0 || counts.length === 0) return;
+      const norm = 1 - b[field] + (b[field] * counts.length) / average(field);
+      for (const [term, count] of counts.counts) into.set(term, (into.get(term) ?? 0) + (weight * count) / norm);
     };
-    const averageLength = new Map<FieldName, number>();
-    for (const field of FIELDS) {
-      const total = docs.reduce((sum, doc) => sum + fieldTerms(doc, field).length, 0);
-      averageLength.set(field, total / Math.max(docs.length, 1) || 1);
+    const postings = new Map<string, Postings>();
+    let docIndex = 0;
+    for (const workload of workloads) {
+      // The workload name and summary weigh the same in each of its tools: computed once per workload.
+      const shared = new Map<string, number>();
+      addField(shared, "workload", workload.nameField);
+      addField(shared, "summary", workload.summaryField);
+      for (const tool of workload.tools) {
+        const weighted = new Map(shared);
+        for (const field of TOOL_FIELDS) addField(weighted, field, tool.fields[field]);
+        for (const [term, weight] of weighted) {
+          let list = postings.get(term);
+          if (!list) postings.set(term, (list = { docs: [], weights: [] }));
+          list.docs.push(docIndex);
+          list.weights.push(weight);
+        }
+        docIndex++;
+      }
     }
 
-    const postings = new Map<string, Postings>();
-    docs.forEach((doc, docIndex) => {
-      const weighted = new Map<string, number>();
-      for (const field of FIELDS) {
-        const weight = weights[field];
-        if (weight === 0) continue;
-        const terms = fieldTerms(doc, field);
-        const norm = 1 - b[field] + (b[field] * terms.length) / (averageLength.get(field) ?? 1);
-        for (const term of terms) weighted.set(term, (weighted.get(term) ?? 0) + weight / norm);
-      }
-      for (const [term, weight] of weighted) {
-        let list = postings.get(term);
-        if (!list) postings.set(term, (list = { docs: [], weights: [] }));
-        list.docs.push(docIndex);
-        list.weights.push(weight);
-      }
-    });
-
-    // One document per workload: its name (twice: names are dense), summary, and every tool's name and
-    // description, length-normalised like plain BM25.
-    const workloadTerms = workloads.map((w) => [
-      ...w.nameTerms,
-      ...w.nameTerms,
-      ...w.summaryTerms,
-      ...w.tools.flatMap((t) => [...t.fields.name, ...t.fields.description]),
-    ]);
+    // One document per workload, length-normalised like plain BM25 (b = 0.75).
     const averageWorkloadLength =
-      workloadTerms.reduce((sum, terms) => sum + terms.length, 0) / Math.max(workloads.length, 1) || 1;
+      workloads.reduce((sum, workload) => sum + workload.document.length, 0) / Math.max(workloads.length, 1) || 1;
     const workloadPostings = new Map<string, Postings>();
-    workloadTerms.forEach((terms, index) => {
-      const counts = new Map<string, number>();
-      for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
-      const norm = 0.25 + (0.75 * terms.length) / averageWorkloadLength;
-      for (const [term, count] of counts) {
+    workloads.forEach((workload, index) => {
+      const norm = 0.25 + (0.75 * workload.document.length) / averageWorkloadLength;
+      for (const [term, count] of workload.document.counts) {
         let list = workloadPostings.get(term);
         if (!list) workloadPostings.set(term, (list = { docs: [], weights: [] }));
         list.docs.push(index);
@@ -243,7 +271,11 @@ export class ToolSearchIndex {
     const { docs } = built;
     if (docs.length === 0) return [];
     const { k1, workloadWeight, nameCoverageWeight, synonymWeight, literalWeight, expansionWeight } = this.tuning;
-    const { own: ownTerms, weights } = queryTerms(query, { synonymWeight, literalWeight });
+    const { own: ownTerms, weights } = queryTerms(query, {
+      synonymWeight,
+      literalWeight,
+      stemming: this.tuning.stemming,
+    });
     if (weights.size === 0) return [];
     const terms = new Map(weights);
     if (expansionWeight > 0) {

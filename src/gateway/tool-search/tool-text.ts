@@ -45,15 +45,15 @@ function collectParameters(schema: unknown, depth: number, names: string[], text
   }
 }
 
-export function toolFields(tool: SearchableTool): ToolFields {
+export function toolFields(tool: SearchableTool, stem = true): ToolFields {
   const names: string[] = [];
   const texts: string[] = [];
   collectParameters(tool.inputSchema, 0, names, texts);
   return {
     // Names keep their stop words: in "get_file" or "set_value" the verb is the point.
-    name: tokenize(`${tool.name} ${tool.title ?? ""}`, { stopWords: false }),
-    description: tokenize(tool.description ?? ""),
-    params: tokenize(names.join(" "), { stopWords: false }),
-    paramText: tokenize(texts.join(" ")),
+    name: tokenize(`${tool.name} ${tool.title ?? ""}`, { stopWords: false, stem }),
+    description: tokenize(tool.description ?? "", { stem }),
+    params: tokenize(names.join(" "), { stopWords: false, stem }),
+    paramText: tokenize(texts.join(" "), { stem }),
   };
 }

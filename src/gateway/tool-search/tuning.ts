@@ -18,6 +18,8 @@ export interface FieldWeights {
 }
 
 export interface ToolSearchTuning {
+  /** Porter2 stems for English words (false: exact words). */
+  readonly stemming: boolean;
   /** BM25 term-frequency saturation. */
   readonly k1: number;
   /** BM25F weight of a term occurrence in each field. */
@@ -37,6 +39,7 @@ export interface ToolSearchTuning {
 }
 
 export const defaultTuning: ToolSearchTuning = {
+  stemming: true,
   k1: 1.2,
   weights: { name: 4, workload: 1, summary: 0.5, description: 1, params: 0.5, paramText: 0.3 },
   b: { name: 0.5, workload: 0.3, summary: 0.75, description: 0.75, params: 0.5, paramText: 0.75 },
