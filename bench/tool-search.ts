@@ -118,6 +118,7 @@ const ablations: readonly { label: string; tuning: Partial<ToolSearchTuning> }[]
   { label: "without words implied by paths/URLs", tuning: { literalWeight: 0 } },
   { label: "without prefix/typo expansion", tuning: { expansionWeight: 0 } },
   { label: "without the name-coverage bonus", tuning: { nameCoverageWeight: 0 } },
+  { label: "without the script compensation (CJK-described tools)", tuning: { scriptCompensation: false } },
   { label: "without the workload score passed down", tuning: { workloadWeight: 0 } },
   { label: "without the workload-name field", tuning: { weights: { workload: 0 } as never } },
   { label: "without the workload-summary field", tuning: { weights: { summary: 0 } as never } },
@@ -125,7 +126,14 @@ const ablations: readonly { label: string; tuning: Partial<ToolSearchTuning> }[]
   { label: "without parameter descriptions", tuning: { weights: { paramText: 0 } as never } },
   {
     label: "BM25F fields only (all of the above extras off)",
-    tuning: { synonymWeight: 0, literalWeight: 0, expansionWeight: 0, nameCoverageWeight: 0, workloadWeight: 0 },
+    tuning: {
+      synonymWeight: 0,
+      literalWeight: 0,
+      expansionWeight: 0,
+      nameCoverageWeight: 0,
+      workloadWeight: 0,
+      scriptCompensation: false,
+    },
   },
 ];
 

@@ -89,6 +89,30 @@ describe("ranking", () => {
     expect(names(index.search("豆瓣电影榜单", { limit: 1 }))).toEqual(["trends-hub_get-douban-rank"]);
   });
 
+  test("a tool described in Chinese is not outranked by an English description for an English query", () => {
+    const build = (scriptCompensation: boolean) => {
+      const index = new ToolSearchIndex({ tuning: { scriptCompensation } });
+      index.upsertWorkload("news-cn", "中文新闻聚合服务", [
+        {
+          name: "get-weibo-news",
+          description: "获取微博新闻热搜，包括时事热点、社会新闻、娱乐新闻等",
+          inputSchema: object(),
+        },
+      ]);
+      index.upsertWorkload("stocks", "Stock market data.", [
+        {
+          name: "get_ticker_news",
+          description: "Get the latest news articles for a stock ticker symbol.",
+          inputSchema: object({ ticker: { type: "string", description: "Ticker symbol" } }),
+        },
+      ]);
+      return index;
+    };
+    // Both names say "get … news"; only the English description can add to that for an English query.
+    expect(names(build(true).search("get news"))).toEqual(["news-cn_get-weibo-news", "stocks_get_ticker_news"]);
+    expect(names(build(false).search("get news"))).toEqual(["stocks_get_ticker_news", "news-cn_get-weibo-news"]);
+  });
+
   test("a misspelt query still finds the tool (vocabulary expansion)", () => {
     const index = groupIndex();
     expect(names(index.search("wether forcast", { limit: 1 }))).toEqual(["weather_get_forecast"]);

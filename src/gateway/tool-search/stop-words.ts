@@ -1,6 +1,7 @@
 /**
  * English function words that carry no meaning for finding a tool: articles, pronouns, auxiliaries,
- * prepositions, conjunctions, plus the politeness of a request ("please", "could you help me").
+ * prepositions, conjunctions, plus the politeness and filler of a request ("please", "could you help me",
+ * "provide … based on … using …").
  * Content words, even frequent ones ("get", "file", "data"), are left to the index's IDF.
  */
 const words = `
@@ -13,7 +14,7 @@ below up down out off again further then once than too very so such both each fe
 all no nor not only own same just also etc
 and or but if because as until while whether either neither
 what which who whom whose when where why how
-please help want need let lets know tell give
+please help want need let lets know tell give provide based related using use according including various different specific certain detailed
 `;
 
 const STOP_WORDS: ReadonlySet<string> = new Set(words.split(/\s+/).filter((word) => word.length > 0));

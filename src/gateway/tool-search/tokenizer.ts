@@ -60,6 +60,11 @@ function pushCjkBigrams(run: string, out: string[]): void {
   for (let i = 0; i + 1 < chars.length; i++) out.push(`${chars[i]}${chars[i + 1]}`);
 }
 
+/** Whether a term comes from text without spaces (a CJK bigram or character). */
+export function isCjkTerm(term: string): boolean {
+  return CJK_CHAR.test(term);
+}
+
 export interface TokenizeOptions {
   /** Drop English stop words (default true). Tool names keep them: "get", "set" are meaningful there. */
   readonly stopWords?: boolean;

@@ -12,13 +12,15 @@
  *   workload) is passed down to its matching tools: "the weather server's forecast tool" outranks a
  *   forecast tool elsewhere when the query is about weather.
  * - A bonus for a tool whose name words are in the query ("create a word document" → create_document).
+ * - A tool whose description is in another script than the query (Chinese text, English query) can only
+ *   match by its name and parameters: its score is scaled up by the share of field weight it could not use.
  *
  * Updates are per workload (`upsertWorkload`, `removeWorkload`): its tools are tokenised then; the
  * collection statistics (lengths, document frequencies, postings) are rebuilt once, lazily, on the next
  * search, so a burst of list_changed notifications costs one rebuild.
  */
 import { queryTerms } from "./query.ts";
-import { tokenize } from "./tokenizer.ts";
+import { isCjkTerm, tokenize } from "./tokenizer.ts";
 import { type SearchableTool, type ToolFields, toolFields } from "./tool-text.ts";
 import { type FieldWeights, type ToolSearchTuning, withTuning } from "./tuning.ts";
 import { Vocabulary } from "./vocabulary.ts";
@@ -59,12 +61,18 @@ type FieldName = keyof FieldWeights;
 interface FieldCounts {
   readonly counts: ReadonlyMap<string, number>;
   readonly length: number;
+  /** Whether most of its terms are CJK: a query in the other script cannot match this field. */
+  readonly cjk: boolean;
 }
 
 function countTerms(terms: readonly string[]): FieldCounts {
   const counts = new Map<string, number>();
-  for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
-  return { counts, length: terms.length };
+  let cjkTerms = 0;
+  for (const term of terms) {
+    counts.set(term, (counts.get(term) ?? 0) + 1);
+    if (isCjkTerm(term)) cjkTerms++;
+  }
+  return { counts, length: terms.length, cjk: cjkTerms * 2 > terms.length };
 }
 
 type ToolFieldName = Exclude<FieldName, "workload" | "summary">;
@@ -92,11 +100,23 @@ interface Postings {
 
 interface BuiltIndex {
   readonly docs: readonly ToolEntry[];
+  /**
+   * Per tool, for a query in Latin script [0] or in CJK [1]: all field weight / the weight of its fields
+   * in the query's script. A tool described in Chinese can only match an English query by its name and
+   * parameters; without this it would always lose to a tool described in English.
+   */
+  readonly scriptCompensation: readonly [Float64Array, Float64Array];
   readonly docWorkload: Int32Array;
   readonly postings: ReadonlyMap<string, Postings>;
   readonly workloadPostings: ReadonlyMap<string, Postings>;
   readonly workloadCount: number;
   readonly vocabulary: Vocabulary;
+}
+
+function isCjkQuery(terms: readonly string[]): boolean {
+  let cjk = 0;
+  for (const term of terms) if (isCjkTerm(term)) cjk++;
+  return cjk * 2 > terms.length;
 }
 
 function idf(total: number, containing: number): number {
@@ -220,6 +240,7 @@ export class ToolSearchIndex {
       const norm = 1 - b[field] + (b[field] * counts.length) / average(field);
       for (const [term, count] of counts.counts) into.set(term, (into.get(term) ?? 0) + (weight * count) / norm);
     };
+    const compensation: [Float64Array, Float64Array] = [new Float64Array(docs.length), new Float64Array(docs.length)];
     const postings = new Map<string, Postings>();
     let docIndex = 0;
     for (const workload of workloads) {
@@ -230,6 +251,23 @@ export class ToolSearchIndex {
       for (const tool of workload.tools) {
         const weighted = new Map(shared);
         for (const field of TOOL_FIELDS) addField(weighted, field, tool.fields[field]);
+        let total = 0;
+        let latin = 0;
+        let cjk = 0;
+        const present: [FieldName, FieldCounts][] = [
+          ["workload", workload.nameField],
+          ["summary", workload.summaryField],
+          ...TOOL_FIELDS.map((field): [FieldName, FieldCounts] => [field, tool.fields[field]]),
+        ];
+        for (const [field, counts] of present) {
+          if (counts.length === 0) continue;
+          total += weights[field];
+          if (counts.cjk) cjk += weights[field];
+          else latin += weights[field];
+        }
+        const cap = (ratio: number) => (Number.isFinite(ratio) && ratio > 1 ? Math.min(ratio, 2) : 1);
+        compensation[0][docIndex] = this.tuning.scriptCompensation ? cap(total / latin) : 1;
+        compensation[1][docIndex] = this.tuning.scriptCompensation ? cap(total / cjk) : 1;
         for (const [term, weight] of weighted) {
           let list = postings.get(term);
           if (!list) postings.set(term, (list = { docs: [], weights: [] }));
@@ -256,6 +294,7 @@ export class ToolSearchIndex {
 
     return {
       docs,
+      scriptCompensation: compensation,
       docWorkload: Int32Array.from(docWorkloadList),
       postings,
       workloadPostings,
@@ -314,6 +353,7 @@ export class ToolSearchIndex {
       }
     }
 
+    const compensation = built.scriptCompensation[isCjkQuery(ownTerms) ? 1 : 0];
     const candidates: number[] = [];
     for (let doc = 0; doc < docs.length; doc++) {
       if (scores[doc] === 0) continue;
@@ -333,6 +373,7 @@ export class ToolSearchIndex {
         }
       }
       if (workloadScores) scores[doc]! += workloadWeight * (workloadScores[built.docWorkload[doc] as number] ?? 0);
+      scores[doc]! *= compensation[doc] as number;
       candidates.push(doc);
     }
     candidates.sort(

@@ -34,6 +34,11 @@ export interface ToolSearchTuning {
   readonly expansionWeight: number;
   /** How much a workload's own match (its name, summary and all its tools' text) adds to each of its tools. */
   readonly workloadWeight: number;
+  /**
+   * Scale a tool up when some of its fields are in a script the query is not (a tool described in Chinese,
+   * an English query): by all field weight / the weight of the fields the query can match, at most 2.
+   */
+  readonly scriptCompensation: boolean;
   /** Bonus for a tool whose name words are all in the query. */
   readonly nameCoverageWeight: number;
 }
@@ -48,6 +53,7 @@ export const defaultTuning: ToolSearchTuning = {
   expansionWeight: 0.5,
   workloadWeight: 0.25,
   nameCoverageWeight: 2,
+  scriptCompensation: true,
 };
 
 export function withTuning(overrides: Partial<ToolSearchTuning> = {}): ToolSearchTuning {
