@@ -99,8 +99,23 @@ export function tokenize(text: string, options: TokenizeOptions = {}): string[] 
   return out;
 }
 
+// Word as written → its term ("" for a stop word), one map per option combination: tool text repeats
+// the same words, and one lookup is cheaper than lower-casing, the stop-word check and the stemmer's cache.
+const wordTerms = [
+  new Map<string, string>(),
+  new Map<string, string>(),
+  new Map<string, string>(),
+  new Map<string, string>(),
+];
+
 function pushWord(word: string, out: string[], dropStopWords: boolean, doStem: boolean): void {
-  const lower = word.toLowerCase();
-  if (dropStopWords && isStopWord(lower)) return;
-  out.push(doStem ? stem(lower) : lower);
+  const cache = wordTerms[(dropStopWords ? 2 : 0) + (doStem ? 1 : 0)] as Map<string, string>;
+  let term = cache.get(word);
+  if (term === undefined) {
+    const lower = word.toLowerCase();
+    term = dropStopWords && isStopWord(lower) ? "" : doStem ? stem(lower) : lower;
+    if (cache.size >= STEM_CACHE_LIMIT) cache.clear();
+    cache.set(word, term);
+  }
+  if (term !== "") out.push(term);
 }
