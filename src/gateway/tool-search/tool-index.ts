@@ -16,27 +16,24 @@
  *   match by its name and parameters: its score is scaled up by the share of field weight it could not use.
  *
  * Updates are per workload (`upsertWorkload`, `removeWorkload`): its tools are tokenised then; the
- * collection statistics (lengths, document frequencies, postings) are rebuilt once, lazily, on the next
+ * collection statistics (collection.ts: lengths, document frequencies, postings) are rebuilt once, lazily, on the next
  * search, so a burst of list_changed notifications costs one rebuild.
  */
+import {
+  type BuiltIndex,
+  buildCollection,
+  type IndexedTool,
+  type ToolEntry,
+  type WorkloadEntry,
+  workloadEntry,
+} from "./collection.ts";
 import { queryTerms } from "./query.ts";
-import { isCjkTerm, tokenize } from "./tokenizer.ts";
-import { type SearchableTool, type ToolFields, toolFields } from "./tool-text.ts";
-import { type FieldWeights, type ToolSearchTuning, withTuning } from "./tuning.ts";
-import { Vocabulary } from "./vocabulary.ts";
+import { isCjkTerm } from "./tokenizer.ts";
+import type { SearchableTool } from "./tool-text.ts";
+import { type ToolSearchTuning, withTuning } from "./tuning.ts";
 
+export { gatewayToolName, type IndexedTool } from "./collection.ts";
 export type { SearchableTool } from "./tool-text.ts";
-
-/** The name a tool has at the gateway: `<workload>_<tool>`. */
-export function gatewayToolName(workload: string, tool: string): string {
-  return `${workload}_${tool}`;
-}
-
-export interface IndexedTool {
-  readonly gatewayName: string;
-  readonly workload: string;
-  readonly tool: SearchableTool;
-}
 
 export interface ToolSearchHit extends IndexedTool {
   readonly score: number;
@@ -53,64 +50,6 @@ export interface SearchOptions {
   readonly limit?: number;
   /** Per-caller policy: tools it may not see are dropped before the top `limit` are taken. */
   readonly allow?: (gatewayName: string) => boolean;
-}
-
-type FieldName = keyof FieldWeights;
-
-/** A field's terms counted once at upsert, so a rebuild walks distinct terms only. */
-interface FieldCounts {
-  readonly counts: ReadonlyMap<string, number>;
-  readonly length: number;
-  /** Whether most of its terms are CJK: a query in the other script cannot match this field. */
-  readonly cjk: boolean;
-}
-
-function countTerms(terms: readonly string[]): FieldCounts {
-  const counts = new Map<string, number>();
-  let cjkTerms = 0;
-  for (const term of terms) {
-    counts.set(term, (counts.get(term) ?? 0) + 1);
-    if (isCjkTerm(term)) cjkTerms++;
-  }
-  return { counts, length: terms.length, cjk: cjkTerms * 2 > terms.length };
-}
-
-type ToolFieldName = Exclude<FieldName, "workload" | "summary">;
-const TOOL_FIELDS: readonly ToolFieldName[] = ["name", "description", "params", "paramText"];
-
-interface ToolEntry extends IndexedTool {
-  readonly fields: Readonly<Record<ToolFieldName, FieldCounts>>;
-  readonly nameTerms: readonly string[];
-}
-
-interface WorkloadEntry {
-  readonly name: string;
-  readonly summary: string;
-  readonly nameField: FieldCounts;
-  readonly summaryField: FieldCounts;
-  /** The workload as one document: its name twice, summary, and every tool's name and description. */
-  readonly document: FieldCounts;
-  readonly tools: readonly ToolEntry[];
-}
-
-interface Postings {
-  readonly docs: number[];
-  readonly weights: number[];
-}
-
-interface BuiltIndex {
-  readonly docs: readonly ToolEntry[];
-  /**
-   * Per tool, for a query in Latin script [0] or in CJK [1]: all field weight / the weight of its fields
-   * in the query's script. A tool described in Chinese can only match an English query by its name and
-   * parameters; without this it would always lose to a tool described in English.
-   */
-  readonly scriptCompensation: readonly [Float64Array, Float64Array];
-  readonly docWorkload: Int32Array;
-  readonly postings: ReadonlyMap<string, Postings>;
-  readonly workloadPostings: ReadonlyMap<string, Postings>;
-  readonly workloadCount: number;
-  readonly vocabulary: Vocabulary;
 }
 
 function isCjkQuery(terms: readonly string[]): boolean {
@@ -136,35 +75,9 @@ export class ToolSearchIndex {
   /** Adds a workload or replaces its tools (after its tools/list changed). */
   upsertWorkload(name: string, summary: string, tools: readonly SearchableTool[]): void {
     this.removeWorkload(name);
-    const stem = this.tuning.stemming;
-    const documentTerms: string[] = [];
-    const entries = tools.map((tool) => {
-      const fields: ToolFields = toolFields(tool, stem);
-      documentTerms.push(...fields.name, ...fields.description);
-      return {
-        gatewayName: gatewayToolName(name, tool.name),
-        workload: name,
-        tool,
-        fields: {
-          name: countTerms(fields.name),
-          description: countTerms(fields.description),
-          params: countTerms(fields.params),
-          paramText: countTerms(fields.paramText),
-        },
-        nameTerms: [...new Set(tokenize(tool.name, { stopWords: false, stem }))],
-      };
-    });
-    const nameTerms = tokenize(name, { stopWords: false, stem });
-    const summaryTerms = tokenize(summary, { stem });
-    this.#workloads.set(name, {
-      name,
-      summary,
-      nameField: countTerms(nameTerms),
-      summaryField: countTerms(summaryTerms),
-      document: countTerms([...nameTerms, ...nameTerms, ...summaryTerms, ...documentTerms]),
-      tools: entries,
-    });
-    for (const entry of entries) this.#byGatewayName.set(entry.gatewayName, entry);
+    const entry = workloadEntry(name, summary, tools, this.tuning.stemming);
+    this.#workloads.set(name, entry);
+    for (const tool of entry.tools) this.#byGatewayName.set(tool.gatewayName, tool);
     this.#built = undefined;
   }
 
@@ -206,107 +119,13 @@ export class ToolSearchIndex {
 
   /** Rebuilds the collection statistics now (otherwise done by the first search after a change). */
   rebuild(): void {
-    this.#built = this.#build();
-  }
-
-  #build(): BuiltIndex {
-    const { weights, b } = this.tuning;
-    const workloads = [...this.#workloads.values()];
-    const docs: ToolEntry[] = [];
-    const docWorkloadList: number[] = [];
-    const totalLength: Record<FieldName, number> = {
-      name: 0,
-      workload: 0,
-      summary: 0,
-      description: 0,
-      params: 0,
-      paramText: 0,
-    };
-    workloads.forEach((workload, index) => {
-      for (const tool of workload.tools) {
-        docs.push(tool);
-        docWorkloadList.push(index);
-        for (const field of TOOL_FIELDS) totalLength[field] += tool.fields[field].length;
-      }
-      totalLength.workload += workload.nameField.length * workload.tools.length;
-      totalLength.summary += workload.summaryField.length * workload.tools.length;
-    });
-    const average = (field: FieldName) => totalLength[field] / Math.max(docs.length, 1) || 1;
-
-    // BM25F: a term's weighted, length-normalised frequencies summed over fields (saturated at query time).
-    const addField = (into: Map<string, number>, field: FieldName, counts: FieldCounts) => {
-      const weight = weights[field];
-      if (weight === 0 || counts.length === 0) return;
-      const norm = 1 - b[field] + (b[field] * counts.length) / average(field);
-      for (const [term, count] of counts.counts) into.set(term, (into.get(term) ?? 0) + (weight * count) / norm);
-    };
-    const compensation: [Float64Array, Float64Array] = [new Float64Array(docs.length), new Float64Array(docs.length)];
-    const postings = new Map<string, Postings>();
-    let docIndex = 0;
-    for (const workload of workloads) {
-      // The workload name and summary weigh the same in each of its tools: computed once per workload.
-      const shared = new Map<string, number>();
-      addField(shared, "workload", workload.nameField);
-      addField(shared, "summary", workload.summaryField);
-      for (const tool of workload.tools) {
-        const weighted = new Map(shared);
-        for (const field of TOOL_FIELDS) addField(weighted, field, tool.fields[field]);
-        let total = 0;
-        let latin = 0;
-        let cjk = 0;
-        const present: [FieldName, FieldCounts][] = [
-          ["workload", workload.nameField],
-          ["summary", workload.summaryField],
-          ...TOOL_FIELDS.map((field): [FieldName, FieldCounts] => [field, tool.fields[field]]),
-        ];
-        for (const [field, counts] of present) {
-          if (counts.length === 0) continue;
-          total += weights[field];
-          if (counts.cjk) cjk += weights[field];
-          else latin += weights[field];
-        }
-        const cap = (ratio: number) => (Number.isFinite(ratio) && ratio > 1 ? Math.min(ratio, 2) : 1);
-        compensation[0][docIndex] = this.tuning.scriptCompensation ? cap(total / latin) : 1;
-        compensation[1][docIndex] = this.tuning.scriptCompensation ? cap(total / cjk) : 1;
-        for (const [term, weight] of weighted) {
-          let list = postings.get(term);
-          if (!list) postings.set(term, (list = { docs: [], weights: [] }));
-          list.docs.push(docIndex);
-          list.weights.push(weight);
-        }
-        docIndex++;
-      }
-    }
-
-    // One document per workload, length-normalised like plain BM25 (b = 0.75).
-    const averageWorkloadLength =
-      workloads.reduce((sum, workload) => sum + workload.document.length, 0) / Math.max(workloads.length, 1) || 1;
-    const workloadPostings = new Map<string, Postings>();
-    workloads.forEach((workload, index) => {
-      const norm = 0.25 + (0.75 * workload.document.length) / averageWorkloadLength;
-      for (const [term, count] of workload.document.counts) {
-        let list = workloadPostings.get(term);
-        if (!list) workloadPostings.set(term, (list = { docs: [], weights: [] }));
-        list.docs.push(index);
-        list.weights.push(count / norm);
-      }
-    });
-
-    return {
-      docs,
-      scriptCompensation: compensation,
-      docWorkload: Int32Array.from(docWorkloadList),
-      postings,
-      workloadPostings,
-      workloadCount: workloads.length,
-      vocabulary: new Vocabulary(postings.keys()),
-    };
+    this.#built = buildCollection([...this.#workloads.values()], this.tuning);
   }
 
   search(query: string, options: SearchOptions = {}): ToolSearchHit[] {
     const limit = Math.max(0, Math.floor(options.limit ?? 5));
     if (limit === 0) return [];
-    const built = (this.#built ??= this.#build());
+    const built = (this.#built ??= buildCollection([...this.#workloads.values()], this.tuning));
     const { docs } = built;
     if (docs.length === 0) return [];
     const { k1, workloadWeight, nameCoverageWeight, synonymWeight, literalWeight, expansionWeight } = this.tuning;
