@@ -130,6 +130,14 @@ describe("hybrid search", () => {
     expect(embeddedTexts()).toContain("garage_rent_car\nRent a car or a van.");
   });
 
+  test("concurrent searches embed the tools once", async () => {
+    const hybrid = new HybridToolSearch(index(), client());
+    const text = "office_create_document\nCreate a document.";
+    const before = server.requests.filter((request) => request.input.includes(text)).length;
+    await Promise.all([hybrid.search("create a document"), hybrid.search("rent a car"), hybrid.search("wash")]);
+    expect(server.requests.filter((request) => request.input.includes(text)).length).toBe(before + 1);
+  });
+
   test("the policy filter applies to the embedding side too", async () => {
     const hybrid = new HybridToolSearch(index(), client());
     const hits = await hybrid.search("automobile hire", { allow: (name) => name !== "garage_rent_car" });

@@ -134,6 +134,7 @@ export class HybridToolSearch {
   readonly #onError: ((error: EmbeddingsError) => void) | undefined;
   readonly #toolVectors = new Map<string, Float32Array>();
   readonly #queryVectors = new Map<string, Float32Array>();
+  #preparing: Promise<void> | undefined;
 
   constructor(index: ToolSearchIndex, client: EmbeddingsClient, options: HybridOptions = {}) {
     this.#index = index;
@@ -145,14 +146,22 @@ export class HybridToolSearch {
 
   /** Embeds every tool not embedded yet (call after upserts to keep the first search fast). */
   async prepare(): Promise<void> {
+    // Concurrent searches share one embedding request for the same missing tools.
+    while (this.#preparing) await this.#preparing.catch(() => undefined);
     const current = new Set(this.#index.tools().map(embeddingText));
     for (const text of this.#toolVectors.keys()) if (!current.has(text)) this.#toolVectors.delete(text);
     const missing = [...current].filter((text) => !this.#toolVectors.has(text));
     if (missing.length === 0) return;
-    const vectors = await this.#client.embed(missing);
-    missing.forEach((text, i) => {
-      this.#toolVectors.set(text, vectors[i] as Float32Array);
+    this.#preparing = this.#client.embed(missing).then((vectors) => {
+      missing.forEach((text, i) => {
+        this.#toolVectors.set(text, vectors[i] as Float32Array);
+      });
     });
+    try {
+      await this.#preparing;
+    } finally {
+      this.#preparing = undefined;
+    }
   }
 
   async #queryVector(query: string): Promise<Float32Array> {
