@@ -95,6 +95,9 @@ describe("find_tool answer", () => {
       inputSchema: issueSchema,
     });
     expect(structured.tools).toHaveLength(hits.length);
+    // structuredContent conforms to find_tool's declared outputSchema.
+    expect(checkArguments(searchModeTools[0]?.outputSchema, answer.structuredContent)).toEqual({ ok: true });
+    expect(checkArguments(searchModeTools[0]?.outputSchema, { tools: [{ name: 1 }] }).ok).toBe(false);
   });
 
   test("an empty result says so and echoes a long query shortened", () => {
