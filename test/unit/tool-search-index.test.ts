@@ -118,6 +118,17 @@ describe("ranking", () => {
     expect(names(index.search("wether forcast", { limit: 1 }))).toEqual(["weather_get_forecast"]);
   });
 
+  test("a huge query (a pasted document or image) costs no more than a normal one", () => {
+    const index = groupIndex();
+    index.rebuild();
+    const junk = `${"iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6".repeat(20_000)} ${"qwzx".repeat(50_000)}`;
+    const wordSoup = Array.from({ length: 500 }, (_, i) => `zq${i}xw${(i * 7919).toString(36)}`).join(" ");
+    // Without the bounds on the query (a quadratic regex, a fuzzy scan per word) these took minutes: the
+    // test's timeout is the check; the bench measures the real latency.
+    expect(names(index.search(`weather forecast ${junk}`, { limit: 1 }))).toEqual(["weather_get_forecast"]);
+    expect(index.search(wordSoup)).toEqual([]);
+  });
+
   test("a query with nothing in common with any tool finds nothing", () => {
     expect(groupIndex().search("zzzz qqqq")).toEqual([]);
     expect(groupIndex().search("   ")).toEqual([]);
@@ -174,24 +185,5 @@ describe("updates and policy", () => {
         .sort(),
     ).toEqual(["filesystem", "trends-hub", "weather"]);
     expect(index.toolCount).toBe(filesystem.length + 1 + trends.length);
-  });
-
-  test("a full rebuild of 500 tools takes well under 50 ms", () => {
-    const index = new ToolSearchIndex();
-    for (let w = 0; w < 50; w++) {
-      const tools = Array.from({ length: 10 }, (_, t) => ({
-        name: `action_${t}_on_item${w}`,
-        description: `Performs action number ${t} on items of kind ${w}, with options and a long description.`,
-        inputSchema: object({ target: { type: "string", description: "What to act on" }, force: { type: "boolean" } }),
-      }));
-      index.upsertWorkload(`workload-${w}`, `Workload ${w} summary`, tools);
-    }
-    index.rebuild(); // warm the JIT and the stem cache
-    const started = performance.now();
-    index.upsertWorkload("workload-0", "changed", [{ name: "x", description: "y", inputSchema: object() }]);
-    index.rebuild();
-    // Generous bound on a shared CI machine; the bench reports the real figure.
-    expect(performance.now() - started).toBeLessThan(50);
-    expect(index.toolCount).toBe(491);
   });
 });

@@ -12,6 +12,7 @@
  * Tool vectors are cached by the exact text embedded, so a list_changed that leaves a tool unchanged
  * costs no request; query vectors are cached for the last few queries.
  */
+import { MAX_QUERY_CHARS } from "./query.ts";
 import type { SearchOptions, ToolSearchHit, ToolSearchIndex } from "./tool-index.ts";
 
 export type Fetch = (input: string | URL, init?: RequestInit) => Promise<Response>;
@@ -164,7 +165,8 @@ export class HybridToolSearch {
     }
   }
 
-  async #queryVector(query: string): Promise<Float32Array> {
+  async #queryVector(fullQuery: string): Promise<Float32Array> {
+    const query = fullQuery.slice(0, MAX_QUERY_CHARS);
     let vector = this.#queryVectors.get(query);
     if (!vector) {
       [vector] = (await this.#client.embed([query])) as [Float32Array];

@@ -21,11 +21,17 @@ export interface QueryOptions {
   readonly stemming: boolean;
 }
 
-const URL_LITERAL = /\b(?:https?:\/\/|www\.)\S+/i;
+/**
+ * Only the start of a query is read: a task description fits many times over, and a pasted document or
+ * image (base64) must not cost more than a normal query.
+ */
+export const MAX_QUERY_CHARS = 2000;
+
+const URL_LITERAL = /\b(?:https?:\/\/|www\.)\S{1,200}/i;
 // "/root/a/b.md", "~/notes.txt", "C:\dir\file", "./src/", or a bare "report.docx" with a common extension
 // (a list, so that "amazon.com" or "Node.js" are not taken for files).
 const PATH_LITERAL =
-  /(?:^|\s)(?:~|\.{1,2})?\/[\w.-]+\/|\b[A-Za-z]:\\|\b[\w-]+\.(?:md|txt|csv|tsv|json|ya?ml|xml|html?|pdf|docx?|xlsx?|pptx?|odt|rtf|png|jpe?g|gif|svg|webp|mp3|wav|flac|mp4|mov|zip|tar|gz|log|bib|py|js|ts|sh)\b/i;
+  /(?:^|\s)(?:~|\.{1,2})?\/[\w.-]{1,100}\/|\b[A-Za-z]:\\|\b[\w-]{1,100}\.(?:md|txt|csv|tsv|json|ya?ml|xml|html?|pdf|docx?|xlsx?|pptx?|odt|rtf|png|jpe?g|gif|svg|webp|mp3|wav|flac|mp4|mov|zip|tar|gz|log|bib|py|js|ts|sh)\b/i;
 
 function impliedWords(query: string): string[] {
   const words: string[] = [];
@@ -35,7 +41,8 @@ function impliedWords(query: string): string[] {
   return words;
 }
 
-export function queryTerms(query: string, options: QueryOptions): QueryTerms {
+export function queryTerms(fullQuery: string, options: QueryOptions): QueryTerms {
+  const query = fullQuery.length > MAX_QUERY_CHARS ? fullQuery.slice(0, MAX_QUERY_CHARS) : fullQuery;
   const stem = options.stemming;
   const own = tokenize(query, { stem });
   const weights = new Map<string, number>();

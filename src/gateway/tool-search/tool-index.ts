@@ -52,6 +52,8 @@ export interface SearchOptions {
   readonly allow?: (gatewayName: string) => boolean;
 }
 
+const MAX_EXPANDED_TERMS = 32;
+
 function isCjkQuery(terms: readonly string[]): boolean {
   let cjk = 0;
   for (const term of terms) if (isCjkTerm(term)) cjk++;
@@ -137,7 +139,8 @@ export class ToolSearchIndex {
     if (weights.size === 0) return [];
     const terms = new Map(weights);
     if (expansionWeight > 0) {
-      for (const term of new Set(ownTerms)) {
+      // Expansions scan the vocabulary: bounded to the first distinct words, which is all a real query has.
+      for (const term of [...new Set(ownTerms)].slice(0, MAX_EXPANDED_TERMS)) {
         for (const { term: expanded, closeness } of built.vocabulary.expansions(term)) {
           const weight = expansionWeight * closeness;
           if ((terms.get(expanded) ?? 0) < weight) terms.set(expanded, weight);
