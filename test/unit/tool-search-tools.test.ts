@@ -132,6 +132,11 @@ describe("find_tool answer", () => {
     expect(text.match(/"required":\["mode"\]/g)).toHaveLength(5);
     const structured = answer.structuredContent as { tools: { description: string }[] };
     expect(structured.tools[0]?.description).toBe(longText);
+
+    // Twenty results get four times the room of five.
+    const twenty = textOf(renderFindAnswer("anything", [...hits, ...hits, ...hits, ...hits]));
+    expect(twenty.length).toBeLessThanOrEqual(4 * TEXT_BUDGET);
+    expect(twenty.length).toBeGreaterThan(3 * TEXT_BUDGET);
   });
 });
 
@@ -188,6 +193,8 @@ describe("call_tool", () => {
       expect(textOf(denied.result)).toStartWith('No tool named "github_create_issue".');
       expect(textOf(denied.result)).not.toContain("Closest names: github_create_issue");
     }
+    const huge = prepareToolCall(index(), { name: `github_${"x".repeat(1_000_000)}` });
+    expect(huge.ok ? "" : textOf(huge.result).length).toBeLessThan(300);
     const missing = prepareToolCall(index(), {});
     expect(missing.ok ? "" : textOf(missing.result)).toContain('call_tool needs "name"');
   });

@@ -30,7 +30,10 @@ function similarity(wanted: string, wantedWords: ReadonlySet<string>, candidate:
 }
 
 /** Up to `count` of `candidates` closest to `wanted`, best first; only reasonably close ones. */
-export function closestNames(wanted: string, candidates: Iterable<string>, count = 3): string[] {
+export function closestNames(fullWanted: string, candidates: Iterable<string>, count = 3): string[] {
+  // Tool names are short (MCP suggests at most 128 characters): a longer "name" is compared by its start,
+  // so the quadratic edit distance stays cheap whatever a caller sends.
+  const wanted = fullWanted.slice(0, 200);
   const wantedWords = words(wanted);
   const scored: { name: string; score: number }[] = [];
   for (const name of candidates) {

@@ -3,15 +3,15 @@
  *
  * Each match gives its gateway name, its description and its inputSchema as compact JSON. The schema's
  * structure is always whole (properties, types, required, enums, defaults: what a correct call needs),
- * leaving out only `$schema`, a dialect URI that tells a model nothing. To keep an answer within ~1,500
- * tokens, when it would pass TEXT_BUDGET characters the text caps prose, in this order, and only as far
- * as needed: tool descriptions (not below 200 characters), then descriptions inside schemas (not below 60).
+ * leaving out only `$schema`, a dialect URI that tells a model nothing. To keep 5 results within ~1,500
+ * tokens (more results: proportionally more), an answer that would pass that budget caps prose, in this
+ * order, and only as far as needed: tool descriptions (not below 200 characters), then descriptions inside schemas (not below 60).
  * A capped answer says so; structuredContent always carries every description and schema unchanged.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolSearchHit } from "./tool-index.ts";
 
-/** Characters of text (~4 per token) an answer aims to stay under. */
+/** Characters of text (~4 per token) a 5-result answer aims to stay under; more results get more in proportion. */
 export const TEXT_BUDGET = 6000;
 const MIN_TOOL_DESCRIPTION = 200;
 const MIN_SCHEMA_DESCRIPTION = 60;
@@ -69,21 +69,22 @@ export function renderFindAnswer(query: string, hits: readonly ToolSearchHit[]):
     ].join("\n\n");
   };
 
+  const budget = TEXT_BUDGET * Math.max(1, entries.length / 5);
   const full = Number.POSITIVE_INFINITY;
   let text = render(full, full);
-  if (text.length > TEXT_BUDGET) {
+  if (text.length > budget) {
     const longestDescription = Math.max(0, ...entries.map((entry) => entry.description.length));
     const descriptionCap = largestFitting(
       MIN_TOOL_DESCRIPTION,
       Math.max(MIN_TOOL_DESCRIPTION, longestDescription),
-      (cap) => render(cap, full).length <= TEXT_BUDGET,
+      (cap) => render(cap, full).length <= budget,
     );
     text = render(descriptionCap, full);
-    if (text.length > TEXT_BUDGET) {
+    if (text.length > budget) {
       const schemaCap = largestFitting(
         MIN_SCHEMA_DESCRIPTION,
         Math.max(MIN_SCHEMA_DESCRIPTION, ...entries.map((entry) => JSON.stringify(entry.schema ?? {}).length)),
-        (cap) => render(descriptionCap, cap).length <= TEXT_BUDGET,
+        (cap) => render(descriptionCap, cap).length <= budget,
       );
       text = render(descriptionCap, schemaCap);
     }

@@ -113,7 +113,8 @@ export function prepareToolCall(
   if (!target) {
     const suggestions = closestNames(name, index.gatewayNames().filter(allow));
     const hint = suggestions.length > 0 ? ` Closest names: ${suggestions.join(", ")}.` : "";
-    return { ok: false, result: toolError(`No tool named "${name}".${hint} Use find_tool to search.`) };
+    const shown = name.length > 100 ? `${name.slice(0, 99)}…` : name;
+    return { ok: false, result: toolError(`No tool named "${shown}".${hint} Use find_tool to search.`) };
   }
   const toolArguments = input.arguments ?? {};
   if (!isObject(toolArguments)) {
