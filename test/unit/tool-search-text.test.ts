@@ -32,6 +32,27 @@ describe("tokenize", () => {
     expect(stem("12306")).toBe("12306");
   });
 
+  test("the stemmer is Porter2 (Snowball English), exceptional forms included", () => {
+    const expected: Record<string, string> = {
+      skies: "sky",
+      dying: "die",
+      idly: "idl",
+      gently: "gentl",
+      news: "news",
+      atlas: "atlas",
+      innings: "inning",
+      proceeded: "proceed",
+      generously: "generous",
+      caresses: "caress",
+      hopping: "hop",
+      agreed: "agre",
+      generate: "generat",
+      general: "general",
+      communism: "communism",
+    };
+    expect(Object.fromEntries(Object.keys(expected).map((word) => [word, stem(word)]))).toEqual(expected);
+  });
+
   test("text without spaces becomes overlapping character bigrams, Latin parts stay words", () => {
     expect(tokenize("必应搜索")).toEqual(["必应", "应搜", "搜索"]);
     expect(tokenize("从bing_search返回的结果ID")).toEqual([
