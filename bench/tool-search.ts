@@ -319,7 +319,7 @@ async function main(): Promise<void> {
   const compiled = process.env.TOOL_SEARCH_COMPILE === "1" ? await compiledSizeAdded() : undefined;
 
   const recallTable = [
-    "| search | per-step set-recall@5 (all 94) | task recall@10 (all) | step@5 half A (tuned on) | step@5 half B (held out) | task@10 A | task@10 B |",
+    "| search | per-step set-recall@5 (all 94) | task recall@10 (all) | step@5 half A (tuned on) | step@5 half B (checked) | task@10 A | task@10 B |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows.map((row) => {
       const delta = (x: number, y: number) =>
