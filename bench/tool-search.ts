@@ -17,6 +17,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import MiniSearch from "minisearch";
+import { EmbeddingsClient, HybridToolSearch } from "../src/gateway/tool-search/embeddings.ts";
 import { renderFindAnswer } from "../src/gateway/tool-search/find-answer.ts";
 import { searchModeInstructions } from "../src/gateway/tool-search/instructions.ts";
 import { parseFindArguments, searchModeTools } from "../src/gateway/tool-search/search-tools.ts";
@@ -94,6 +95,39 @@ function miniSearch(data: LiveMcpBench): ToolNameSearch {
       .search(query, { boost: { name: 4, workload: 1, description: 1, params: 0.5 }, prefix: true, fuzzy: 0.2 })
       .slice(0, limit)
       .map((result) => result.tool as string);
+}
+
+/**
+ * With TOOL_SEARCH_EMBEDDINGS_URL and TOOL_SEARCH_EMBEDDINGS_MODEL (and TOOL_SEARCH_EMBEDDINGS_KEY if the
+ * endpoint wants one), the blend with a real embedding model, e.g. a local Ollama. Every query's answer
+ * is fetched first (the measure itself is synchronous).
+ */
+async function hybridSearch(
+  index: ToolSearchIndex,
+  data: LiveMcpBench,
+): Promise<{ label: string; search: ToolNameSearch } | undefined> {
+  const url = process.env.TOOL_SEARCH_EMBEDDINGS_URL;
+  const model = process.env.TOOL_SEARCH_EMBEDDINGS_MODEL;
+  if (!url || !model) return undefined;
+  const hybrid = new HybridToolSearch(
+    index,
+    new EmbeddingsClient({ url, model, apiKey: process.env.TOOL_SEARCH_EMBEDDINGS_KEY, timeoutMs: 120_000 }),
+    { onError: (err) => process.stderr.write(`bench:tool-search: ${err.message}\n`) },
+  );
+  await hybrid.prepare();
+  const answers = new Map<string, string[]>();
+  for (const task of data.tasks) {
+    for (const [query, limit] of [...task.steps.map((step) => [step, 5] as const), [task.question, 10] as const]) {
+      answers.set(
+        `${limit} ${query}`,
+        (await hybrid.search(query, { limit })).map((hit) => hit.tool.name),
+      );
+    }
+  }
+  return {
+    label: `keyword + embeddings (${model}, w = 0.5)`,
+    search: (query, limit) => answers.get(`${limit} ${query}`) ?? [],
+  };
 }
 
 interface RecallRow {
@@ -287,6 +321,8 @@ async function main(): Promise<void> {
     ours,
     ...ablations.map(({ label, tuning }) => recallRow(label, byIndex(buildIndex(data, tuning)), halves, tasks)),
   ];
+  const hybrid = await hybridSearch(index, data);
+  if (hybrid) rows.splice(3, 0, recallRow(hybrid.label, hybrid.search, halves, tasks));
 
   const byScript = foundByScript(data, byIndex(index));
   const baselineByScript = foundByScript(data, (q, l) => baseline.search(q, l));
