@@ -13,7 +13,7 @@
  *
  * Writes its section of bench/RESULTS.md (TOOL_SEARCH_RESULTS=path, or "-" for none).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import MiniSearch from "minisearch";
@@ -255,7 +255,10 @@ const MODULES = [
 
 /** Minified size of a bundle whose entry is `code` (resolved from the repository root). */
 async function bundleSize(code: string): Promise<number> {
-  const dir = mkdtempSync(join(root, ".tool-search-size-"));
+  // Inside node_modules (ignored by git) so that bare package names resolve from the repository's dependencies.
+  const cache = join(root, "node_modules", ".cache");
+  mkdirSync(cache, { recursive: true });
+  const dir = mkdtempSync(join(cache, "tool-search-size-"));
   try {
     const entry = join(dir, "entry.ts");
     writeFileSync(entry, code);
