@@ -251,6 +251,7 @@ const MODULES = [
   "src/gateway/tool-search/find-answer.ts",
   "src/gateway/tool-search/instructions.ts",
   "src/gateway/tool-search/embeddings.ts",
+  "src/gateway/tool-search/search-mode.ts",
 ];
 
 /** Minified size of a bundle whose entry is `code` (resolved from the repository root). */
