@@ -137,47 +137,50 @@ export function buildCollection(workloads: readonly WorkloadEntry[], tuning: Too
   });
   const average = (field: FieldName) => totalLength[field] / Math.max(docs.length, 1) || 1;
 
-  // BM25F: a term's weighted, length-normalised frequencies summed over fields (saturated at query time).
-  const addField = (into: Map<string, number>, field: FieldName, counts: FieldCounts) => {
+  // BM25F: a term's weighted, length-normalised frequencies summed over fields (saturated at query time),
+  // accumulated straight into the postings: a tool's entry is the last one of each list it is in.
+  const postings = new Map<string, Postings>();
+  const addField = (docIndex: number, field: FieldName, counts: FieldCounts) => {
     const weight = weights[field];
     if (weight === 0 || counts.length === 0) return;
     const norm = 1 - b[field] + (b[field] * counts.length) / average(field);
-    for (const [term, count] of counts.counts) into.set(term, (into.get(term) ?? 0) + (weight * count) / norm);
+    for (const [term, count] of counts.counts) {
+      let list = postings.get(term);
+      if (!list) postings.set(term, (list = { docs: [], weights: [] }));
+      const last = list.docs.length - 1;
+      if (list.docs[last] === docIndex) list.weights[last] = (list.weights[last] as number) + (weight * count) / norm;
+      else {
+        list.docs.push(docIndex);
+        list.weights.push((weight * count) / norm);
+      }
+    }
   };
   const compensation: [Float64Array, Float64Array] = [new Float64Array(docs.length), new Float64Array(docs.length)];
-  const postings = new Map<string, Postings>();
+  const cap = (ratio: number) => (Number.isFinite(ratio) && ratio > 1 ? Math.min(ratio, 2) : 1);
   let docIndex = 0;
   for (const workload of workloads) {
-    // The workload name and summary weigh the same in each of its tools: computed once per workload.
-    const shared = new Map<string, number>();
-    addField(shared, "workload", workload.nameField);
-    addField(shared, "summary", workload.summaryField);
     for (const tool of workload.tools) {
-      const weighted = new Map(shared);
-      for (const field of TOOL_FIELDS) addField(weighted, field, tool.fields[field]);
+      addField(docIndex, "workload", workload.nameField);
+      addField(docIndex, "summary", workload.summaryField);
       let total = 0;
       let latin = 0;
       let cjk = 0;
       const present: [FieldName, FieldCounts][] = [
         ["workload", workload.nameField],
         ["summary", workload.summaryField],
-        ...TOOL_FIELDS.map((field): [FieldName, FieldCounts] => [field, tool.fields[field]]),
       ];
+      for (const field of TOOL_FIELDS) {
+        addField(docIndex, field, tool.fields[field]);
+        present.push([field, tool.fields[field]]);
+      }
       for (const [field, counts] of present) {
         if (counts.length === 0) continue;
         total += weights[field];
         if (counts.cjk) cjk += weights[field];
         else latin += weights[field];
       }
-      const cap = (ratio: number) => (Number.isFinite(ratio) && ratio > 1 ? Math.min(ratio, 2) : 1);
       compensation[0][docIndex] = tuning.scriptCompensation ? cap(total / latin) : 1;
       compensation[1][docIndex] = tuning.scriptCompensation ? cap(total / cjk) : 1;
-      for (const [term, weight] of weighted) {
-        let list = postings.get(term);
-        if (!list) postings.set(term, (list = { docs: [], weights: [] }));
-        list.docs.push(docIndex);
-        list.weights.push(weight);
-      }
       docIndex++;
     }
   }

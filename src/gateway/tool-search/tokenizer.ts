@@ -32,7 +32,7 @@ export function stem(word: string): string {
 }
 
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
-const ASCII_WORD = /[A-Za-z0-9]+/g;
+const ASCII_SEPARATORS = /[^A-Za-z0-9]+/;
 
 /** Splits camelCase and letter/digit boundaries: "getHTTPStatus2xx" → "get HTTP Status 2 xx". */
 function splitIdentifierCase(text: string): string {
@@ -78,7 +78,9 @@ export function tokenize(text: string, options: TokenizeOptions = {}): string[] 
   const doStem = options.stem ?? true;
   const out: string[] = [];
   if (ASCII_ONLY.test(text)) {
-    for (const [word] of splitIdentifierCase(text).matchAll(ASCII_WORD)) pushWord(word, out, dropStopWords, doStem);
+    for (const word of splitIdentifierCase(text).split(ASCII_SEPARATORS)) {
+      if (word.length > 0) pushWord(word, out, dropStopWords, doStem);
+    }
     return out;
   }
   for (const [word] of splitIdentifierCase(text).matchAll(WORD)) {
