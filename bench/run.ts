@@ -34,6 +34,7 @@ import {
   waitForHttp,
   waitForMcp,
 } from "./lib/proc.ts";
+import { markedSections } from "./lib/results-section.ts";
 import { type Harness, type Load, type Running, type Scenario, scenarios } from "./scenarios.ts";
 import {
   type Machine,
@@ -456,7 +457,9 @@ async function main(): Promise<number> {
   const md = renderMarkdown(machine(), chosen, results, verdicts);
   process.stdout.write(`${md}\n`);
   if (resultsPath !== "-") {
-    const body = `# mcpmgr benchmark results\n\nWritten by \`bun run bench\` (see [README.md](README.md)); the latest run replaces this file.\n\n${md}\n`;
+    // Sections other benches own (bun run bench:tool-search) survive this rewrite.
+    const kept = existsSync(resultsPath) ? markedSections(readFileSync(resultsPath, "utf8")) : "";
+    const body = `# mcpmgr benchmark results\n\nWritten by \`bun run bench\` (see [README.md](README.md)); the latest run replaces this file except its marked sections.\n\n${md}\n${kept ? `\n${kept}\n` : ""}`;
     if (existsSync(dirname(resultsPath))) writeFileSync(resultsPath, body);
     process.stderr.write(`bench: wrote ${resultsPath}\n`);
   }

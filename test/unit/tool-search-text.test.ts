@@ -1,0 +1,110 @@
+/** Tool search: tokenizer, stemmer, thesaurus, edit distance and vocabulary expansions. */
+import { describe, expect, test } from "bun:test";
+import { editDistance } from "../../src/gateway/tool-search/edit-distance.ts";
+import { queryTerms } from "../../src/gateway/tool-search/query.ts";
+import { synonymsOf } from "../../src/gateway/tool-search/synonyms.ts";
+import { stem, tokenize } from "../../src/gateway/tool-search/tokenizer.ts";
+import { Vocabulary } from "../../src/gateway/tool-search/vocabulary.ts";
+
+describe("tokenize", () => {
+  test("splits identifiers on _, -, camelCase, acronyms and digits, lower-cased", () => {
+    expect(tokenize("get_weather-forecast", { stem: false })).toEqual(["get", "weather", "forecast"]);
+    expect(tokenize("getHTTPStatus", { stem: false })).toEqual(["get", "http", "status"]);
+    expect(tokenize("base64Encode mp3", { stem: false })).toEqual(["base", "64", "encode", "mp", "3"]);
+    expect(tokenize("12306-mcp_get-tickets", { stem: false })).toEqual(["12306", "mcp", "get", "tickets"]);
+  });
+
+  test("drops English stop words from text but keeps them in names when asked", () => {
+    expect(tokenize("Please help me find the files in this folder", { stem: false })).toEqual([
+      "find",
+      "files",
+      "folder",
+    ]);
+    expect(tokenize("get_the_file", { stopWords: false, stem: false })).toEqual(["get", "the", "file"]);
+  });
+
+  test("stems English words with Porter2 so inflections meet", () => {
+    expect(tokenize("searching searches searched")).toEqual(["search", "search", "search"]);
+    expect(stem("repositories")).toBe(stem("repository"));
+    expect(stem("generated")).toBe(stem("generating"));
+    // Short words, digits and non-Latin words are left alone.
+    expect(stem("md")).toBe("md");
+    expect(stem("12306")).toBe("12306");
+  });
+
+  test("the stemmer is Porter2 (Snowball English), exceptional forms included", () => {
+    const expected: Record<string, string> = {
+      skies: "sky",
+      dying: "die",
+      idly: "idl",
+      gently: "gentl",
+      news: "news",
+      atlas: "atlas",
+      innings: "inning",
+      proceeded: "proceed",
+      generously: "generous",
+      caresses: "caress",
+      hopping: "hop",
+      agreed: "agre",
+      generate: "generat",
+      general: "general",
+      communism: "communism",
+    };
+    expect(Object.fromEntries(Object.keys(expected).map((word) => [word, stem(word)]))).toEqual(expected);
+  });
+
+  test("text without spaces becomes overlapping character bigrams, Latin parts stay words", () => {
+    expect(tokenize("必应搜索")).toEqual(["必应", "应搜", "搜索"]);
+    expect(tokenize("从bing_search返回的结果ID")).toEqual([
+      "从",
+      "bing",
+      "search",
+      "返回",
+      "回的",
+      "的结",
+      "结果",
+      "id",
+    ]);
+    expect(tokenize("天")).toEqual(["天"]);
+  });
+});
+
+describe("query terms", () => {
+  test("the user's words weigh 1, thesaurus expansions less", () => {
+    const { own, weights } = queryTerms("remove a picture", { synonymWeight: 0.5, literalWeight: 0.5, stemming: true });
+    expect(own).toEqual([stem("remove"), stem("picture")]);
+    expect(weights.get(stem("remove"))).toBe(1);
+    expect(weights.get(stem("delete"))).toBe(0.5);
+    expect(weights.get(stem("image"))).toBe(0.5);
+    expect(synonymsOf(stem("delete"))).toContain(stem("erase"));
+  });
+
+  test("a file path or file name implies 'file', a URL implies 'url', a domain or a version does not", () => {
+    const implied = (q: string) => [
+      ...queryTerms(q, { synonymWeight: 0, literalWeight: 0.5, stemming: true }).weights.keys(),
+    ];
+    expect(implied("save it to /root/markdown/report.md")).toContain("file");
+    expect(implied("open notes.txt")).toContain("file");
+    expect(implied("read https://example.com/a")).toContain("url");
+    expect(implied("prices at amazon.com")).not.toContain("file");
+    expect(implied("upgrade to version 1.2.3, e.g. now")).not.toContain("file");
+  });
+});
+
+describe("edit distance and vocabulary", () => {
+  test("counts a swap of neighbours as one edit and stops past the limit", () => {
+    expect(editDistance("broswer", "browser")).toBe(1);
+    expect(editDistance("kitten", "sitting")).toBe(3);
+    expect(editDistance("kitten", "sitting", 1)).toBe(2);
+    expect(editDistance("", "abc")).toBe(3);
+  });
+
+  test("expands an abbreviation to the words it starts and a misspelling to known words", () => {
+    const vocabulary = new Vocabulary(["wikipedia", "browser", "brown", "search"]);
+    expect(vocabulary.expansions("wiki").map((e) => e.term)).toEqual(["wikipedia"]);
+    expect(vocabulary.expansions("broswer").map((e) => e.term)).toEqual(["browser"]);
+    // A known word is not "corrected"; a short one is not prefix-expanded.
+    expect(vocabulary.expansions("search")).toEqual([]);
+    expect(vocabulary.expansions("bro")).toEqual([]);
+  });
+});
