@@ -7,6 +7,7 @@ import type { OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { staticBearer, type TokenSource } from "../auth/outgoing/token-source.ts";
 import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-fetch.ts";
+import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import { createSecretManager } from "../secrets/manager.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { log } from "./output.ts";
@@ -49,7 +50,7 @@ export async function prepareOutgoingAuthentication(
     headerName = spec.tokenExchange.headerName;
   }
   if (source === undefined && headers.length === 0) return undefined;
-  return authenticatedFetch((url, init) => fetch(url, init), {
+  return authenticatedFetch(defaultUpstreamClient().fetch, {
     headers,
     ...(source ? { source } : {}),
     ...(headerName ? { headerName } : {}),

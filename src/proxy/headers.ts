@@ -7,7 +7,8 @@
  * - Host comes from the upstream URL (fetch sets it), X-Forwarded-* describe the
  *   client. Client-supplied X-Forwarded-* are kept only with --trust-proxy-headers.
  * - Accept-Encoding is dropped so SSE arrives uncompressed: the proxy injects
- *   keep-alive comments and may rewrite the legacy `endpoint` event.
+ *   keep-alive comments and may rewrite the legacy `endpoint` event. Nothing on the way
+ *   decodes bodies, so the upstream's Content-Encoding (if it compresses anyway) is kept.
  */
 
 const hopByHop: ReadonlySet<string> = new Set([
@@ -73,10 +74,7 @@ export function sanitiseResponseHeaders(headers: Headers): Headers {
   const named = connectionTokens(headers);
   for (const name of hopByHop) headers.delete(name);
   if (named !== undefined) for (const name of named) headers.delete(name);
-  // fetch decoded a compressed body already, so its encoding and length no longer apply.
-  if (headers.has("content-encoding")) {
-    headers.delete("content-encoding");
-    headers.delete("content-length");
-  }
+  // Content-Encoding and Content-Length stay: the body is passed on exactly as the upstream
+  // sent it (the forwarder asks fetch not to decompress; mcpmgr's own client never does).
   return headers;
 }
