@@ -103,9 +103,13 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     }
 
     const headers = sanitiseResponseHeaders(upstream.headers);
+    // Returned as it is: a body that is not looked at stays a plain byte body, the cheapest for
+    // Bun.serve to send (reading `.body` would turn it into a stream). A client that leaves
+    // while it streams still aborts the upstream through the listener.
+    if (!isEventStream(headers)) return upstream;
     const body = upstream.body;
-    if (body === null || !isEventStream(headers)) {
-      if (body === null) req.signal.removeEventListener("abort", onClientAbort);
+    if (body === null) {
+      req.signal.removeEventListener("abort", onClientAbort);
       return upstream;
     }
 
@@ -140,10 +144,12 @@ async function requestBody(
   req: Request,
   method: string,
 ): Promise<ArrayBuffer | ReadableStream<Uint8Array> | undefined> {
-  if (method === "GET" || method === "HEAD" || req.body === null) return undefined;
+  if (method === "GET" || method === "HEAD") return undefined;
+  // The length first: reading `.body` makes a stream, and the whole body is cheaper read without one.
   const declared = req.headers.get("content-length");
-  if (declared !== null && Number(declared) <= bufferBelowBytes) return req.arrayBuffer();
-  return req.body;
+  if (declared !== null && Number(declared) <= bufferBelowBytes)
+    return Number(declared) === 0 ? undefined : req.arrayBuffer();
+  return req.body ?? undefined;
 }
 
 class UpstreamTimeout extends Error {

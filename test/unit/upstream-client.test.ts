@@ -62,6 +62,24 @@ describe("requests", () => {
     expect(first?.body).toBe('{"id":0}');
   });
 
+  test("headers as pairs (the forwarder's form) are sent as given; a value with CR/LF is refused, not sent", async () => {
+    await using server = rawServer((c) => ok(c));
+    const { fetch } = client();
+    const res = await fetch(`${server.url}/`, {
+      ...get(),
+      headers: [
+        ["x-one", "1"],
+        ["X-Two", "2"],
+      ],
+    });
+    expect(await res.text()).toBe("ok");
+    expect(server.requests[0]?.headers["x-one"]).toBe("1");
+    expect(server.requests[0]?.headers["x-two"]).toBe("2");
+    const injected = await rejection(fetch(`${server.url}/`, { ...get(), headers: [["x-a", "1\r\nx-injected: yes"]] }));
+    expect(injected).toBeInstanceOf(TypeError);
+    expect(server.requests.length).toBe(1);
+  });
+
   test("bodies: bytes with Content-Length, streams chunked; the server gets every byte", async () => {
     const upstream = Bun.serve({
       hostname: "127.0.0.1",

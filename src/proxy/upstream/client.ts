@@ -61,6 +61,8 @@ const idempotent: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS", "TRAC
 /** fetch normalises these case-insensitively; other methods are sent as given. */
 const normalised: ReadonlySet<string> = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH"]);
 const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** What a header value must not contain. */
+const unsafeInValue = /[\r\n\0]/;
 /** Characters a request target cannot carry as they are. */
 const unsafeInTarget = /[^\x21-\x7e]/;
 /** Options only fetch understands: such a request goes to fetch. */
@@ -232,7 +234,13 @@ function requestHead(
     fields += `${name}: ${value}\r\n`;
   };
   if (given instanceof Headers) given.forEach(add);
-  else if (given !== undefined) new Headers(given).forEach(add);
+  else if (Array.isArray(given)) {
+    // Pairs as the forwarder builds them, checked as Headers would check them (no CR/LF injection).
+    for (const [name, value] of given as [string, string][]) {
+      if (!token.test(name) || unsafeInValue.test(value)) throw new TypeError(`invalid header ${JSON.stringify(name)}`);
+      add(value, name.toLowerCase());
+    }
+  } else if (given !== undefined) new Headers(given).forEach(add);
   if (body.textDefault && !hasContentType) fields += "content-type: text/plain;charset=UTF-8\r\n";
   let framing = "";
   if (body.bytes !== undefined) framing = `content-length: ${body.bytes.byteLength}\r\n`;
