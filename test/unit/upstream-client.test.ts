@@ -122,9 +122,11 @@ describe("requests", () => {
     }
   });
 
-  test("a HEAD answer has no body and the connection is reused; 1xx answers are skipped", async () => {
+  test("HEAD and 205 answers have no body and the connection is reused; 1xx answers are skipped", async () => {
     await using server = rawServer((c, request) => {
       if (request.method === "HEAD") c.socket.write("HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n");
+      else if (request.target === "/reset")
+        c.socket.write("HTTP/1.1 205 Reset Content\r\nContent-Length: 3\r\n\r\nabc");
       else c.socket.write("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 4\r\n\r\ndone");
     });
     const { fetch, close } = client();
@@ -136,6 +138,11 @@ describe("requests", () => {
     expect(created.status).toBe(201);
     expect(created.statusText).toBe("Created");
     expect(await created.text()).toBe("done");
+    // A body where none may be: read (the connection stays in step) and dropped.
+    const reset = await fetch(`${server.url}/reset`, post("{}"));
+    expect(reset.status).toBe(205);
+    expect(await reset.text()).toBe("");
+    expect(await (await fetch(`${server.url}/`, post("{}"))).text()).toBe("done");
     close();
     expect(server.connections.length).toBe(1);
   });

@@ -12,7 +12,7 @@
  */
 import { Buffer } from "node:buffer";
 import type { Socket, SocketHandler, TLSOptions } from "bun";
-import { UpstreamError } from "./errors.ts";
+import { badResponse, UpstreamError } from "./errors.ts";
 import { type ResponseHead, ResponseParser, type ResponseSink } from "./response-parser.ts";
 
 export interface ConnectTarget {
@@ -344,6 +344,7 @@ export class Http1Connection implements ResponseSink {
     const exchange = this.#exchange as Exchange;
     const stream = exchange.stream;
     if (stream === undefined) {
+      if (nullBodyStatus((exchange.head as ResponseHead).status)) return;
       exchange.chunks.push(chunk);
       exchange.bufferedBytes += chunk.byteLength;
       return;
@@ -358,6 +359,7 @@ export class Http1Connection implements ResponseSink {
   /** A small body of known length is worth waiting for: it is then sent on as one piece. */
   #keepBuffering(exchange: Exchange): boolean {
     const head = exchange.head as ResponseHead;
+    if (nullBodyStatus(head.status)) return true; // whatever it sends is read and dropped
     return head.framing === "length" && head.contentLength <= this.#limits.wholeBodyBytes;
   }
 
@@ -388,8 +390,15 @@ export class Http1Connection implements ResponseSink {
       },
       { highWaterMark: this.#limits.streamHighWaterMark, size: (chunk) => chunk?.byteLength ?? 0 },
     );
+    let response: Response;
+    try {
+      response = new Response(body, this.#responseInit(head));
+    } catch (err) {
+      this.#fail(exchange, badResponse(err instanceof Error ? err.message : String(err)));
+      return;
+    }
     exchange.settled = true;
-    exchange.resolve(new Response(body, this.#responseInit(head)));
+    exchange.resolve(response);
   }
 
   #complete(exchange: Exchange): void {
@@ -407,8 +416,14 @@ export class Http1Connection implements ResponseSink {
             ? (chunks[0] as Buffer)
             : Buffer.concat(chunks, exchange.bufferedBytes);
       exchange.chunks = [];
-      const noBody = head.status === 204 || head.status === 304 || exchange.method === "HEAD";
-      exchange.resolve(new Response(noBody ? null : body, this.#responseInit(head)));
+      let response: Response;
+      try {
+        response = new Response(exchange.method === "HEAD" ? null : body, this.#responseInit(head));
+      } catch (err) {
+        this.#fail(exchange, badResponse(err instanceof Error ? err.message : String(err)));
+        return;
+      }
+      exchange.resolve(response);
     }
     this.#finishExchange(exchange, reusable);
   }
@@ -525,6 +540,11 @@ export class Http1Connection implements ResponseSink {
       await reader.cancel().catch(() => {});
     }
   }
+}
+
+/** Statuses whose Response cannot have a body (fetch spec): a body the upstream sends anyway is dropped. */
+function nullBodyStatus(status: number): boolean {
+  return status === 204 || status === 205 || status === 304;
 }
 
 function closedBeforeSending(): UpstreamError {
