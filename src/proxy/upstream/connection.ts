@@ -10,46 +10,15 @@
  * A failed, aborted or cut-short exchange destroys the connection; only a connection whose
  * response ended cleanly, with keep-alive, goes back to its pool.
  */
-import { Buffer } from "node:buffer";
-import type { Socket, SocketHandler, TLSOptions } from "bun";
-import { badResponse, UpstreamError } from "./errors.ts";
+import type { Buffer } from "node:buffer";
+import type { Socket, SocketHandler } from "bun";
+import { tlsFailure, UpstreamError } from "./errors.ts";
 import { type ResponseHead, ResponseParser, type ResponseSink } from "./response-parser.ts";
+import { nullBodyStatus, streamedResponse, wholeResponse } from "./responses.ts";
+import { closedBeforeSending, closedWhileSending, SocketWriter } from "./socket-writer.ts";
+import type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
 
-export interface ConnectTarget {
-  readonly hostname: string;
-  readonly port: number;
-  /** TLS settings, or undefined for plain TCP. */
-  readonly tls: TLSOptions | undefined;
-}
-
-/** What a connection needs from the pool that owns it. */
-export interface ConnectionOwner {
-  release(connection: Http1Connection): void;
-  forget(connection: Http1Connection): void;
-}
-
-export interface RequestSpec {
-  readonly method: string;
-  /** Request line and header section, CRLFs included (latin1). */
-  readonly head: string;
-  /** A whole body (sent with the head) or a stream (sent chunked after it). */
-  readonly body: Uint8Array | ReadableStream<Uint8Array> | undefined;
-  readonly signal: AbortSignal | undefined;
-}
-
-export interface ConnectionLimits {
-  readonly maxHeadBytes: number;
-  /** Bodies with a Content-Length up to this are delivered whole rather than streamed. */
-  readonly wholeBodyBytes: number;
-  /** Bytes queued for a slow reader before the socket stops reading. */
-  readonly streamHighWaterMark: number;
-}
-
-/** A body up to this size goes out in the same write as the head. */
-const wholeBodyWithHeadBytes = 64 * 1024;
-let scratch = Buffer.allocUnsafe(16 * 1024);
-const crlf = Buffer.from("\r\n", "latin1");
-const lastChunk = Buffer.from("0\r\n\r\n", "latin1");
+export type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
 
 /** One request/response on a connection. */
 interface Exchange {
@@ -102,9 +71,7 @@ export class Http1Connection implements ResponseSink {
   #closed = false;
   #paused = false;
   #lastError: Error | undefined;
-  /** Written bytes the socket did not take yet (the kernel buffer was full). */
-  #queue: Uint8Array[] = [];
-  #drainWaiters: { resolve: () => void; reject: (err: unknown) => void }[] = [];
+  readonly #writer = new SocketWriter();
   #connecting: { resolve: () => void; reject: (err: unknown) => void } | undefined;
   /** TLS with certificate verification: an unauthorized peer is refused at `open`. */
   #verifyPeer = false;
@@ -219,10 +186,10 @@ export class Http1Connection implements ResponseSink {
       }
       const body = spec.body;
       if (body === undefined || body instanceof Uint8Array) {
-        if (!this.#writeHeadAndBody(exchange, spec.head, body)) return;
+        if (!this.#sent(exchange, this.#writer.writeHead(spec.head, body))) return;
         exchange.requestSent = true;
       } else {
-        if (!this.#writeHeadAndBody(exchange, spec.head, undefined)) return;
+        if (!this.#sent(exchange, this.#writer.writeHead(spec.head, undefined))) return;
         void this.#upload(exchange, body);
       }
     });
@@ -252,7 +219,7 @@ export class Http1Connection implements ResponseSink {
     if (this.#verifyPeer && !socket.authorized) {
       // Bun may report the handshake open before it closes an unverified peer: refuse it first.
       const error =
-        tlsFailure(socket) ??
+        tlsFailure(socket as Socket<unknown>) ??
         new UpstreamError("UPSTREAM_TLS_FAILED", "the upstream's TLS certificate was not verified");
       this.#closed = true;
       this.#connecting?.reject(error);
@@ -260,6 +227,7 @@ export class Http1Connection implements ResponseSink {
       return;
     }
     socket.setNoDelay(true);
+    this.#writer.attach(socket as Socket<unknown>);
     this.#connecting?.resolve();
   }
 
@@ -286,19 +254,7 @@ export class Http1Connection implements ResponseSink {
   }
 
   onDrain(): void {
-    const socket = this.#socket;
-    if (socket === undefined) return;
-    while (this.#queue.length > 0) {
-      const next = this.#queue[0] as Uint8Array;
-      const written = socket.write(next);
-      if (written < 0) return;
-      if (written < next.byteLength) {
-        this.#queue[0] = next.subarray(written);
-        return;
-      }
-      this.#queue.shift();
-    }
-    for (const waiter of this.#drainWaiters.splice(0)) waiter.resolve();
+    this.#writer.onDrain();
   }
 
   onError(error: Error): void {
@@ -313,14 +269,13 @@ export class Http1Connection implements ResponseSink {
     const connecting = this.#connecting;
     if (connecting !== undefined) {
       // Closed before `open`: with TLS, the handshake failed (untrusted or misnamed certificate).
-      const tlsError = this.#socket === undefined ? tlsFailure(socket) : undefined;
+      const tlsError = this.#socket === undefined ? tlsFailure(socket as Socket<unknown>) : undefined;
       connecting.reject(
         tlsError ?? cause ?? new UpstreamError("UPSTREAM_CLOSED", "the upstream closed the connection at once"),
       );
       return;
     }
-    const waiters = this.#drainWaiters.splice(0);
-    for (const waiter of waiters) waiter.reject(new UpstreamError("UPSTREAM_CLOSED", "the upstream connection closed"));
+    this.#writer.onClose();
     const exchange = this.#exchange;
     if (exchange === undefined || wasClosed) return;
     try {
@@ -363,38 +318,34 @@ export class Http1Connection implements ResponseSink {
     return head.framing === "length" && head.contentLength <= this.#limits.wholeBodyBytes;
   }
 
-  #responseInit(head: ResponseHead): ResponseInit {
-    return { status: head.status, statusText: head.statusText, headers: head.headers };
-  }
-
   /** Hands out the Response with a streamed body; the bytes so far are its first chunks. */
   #stream(exchange: Exchange): void {
-    const head = exchange.head as ResponseHead;
-    const body = new ReadableStream<Uint8Array>(
-      {
-        start: (controller) => {
-          exchange.stream = controller;
-          for (const chunk of exchange.chunks) controller.enqueue(chunk);
-          exchange.chunks = [];
-        },
-        pull: () => {
-          if (this.#paused && this.#exchange === exchange) {
-            this.#paused = false;
-            this.#socket?.resume();
-          }
-        },
-        cancel: () => {
-          // The reader went away (the client disconnected): the upstream must learn it.
-          if (this.#exchange === exchange) this.#finishExchange(exchange, false);
-        },
-      },
-      { highWaterMark: this.#limits.streamHighWaterMark, size: (chunk) => chunk?.byteLength ?? 0 },
-    );
     let response: Response;
     try {
-      response = new Response(body, this.#responseInit(head));
+      response = streamedResponse(
+        exchange.head as ResponseHead,
+        {
+          start: (controller) => {
+            exchange.stream = controller;
+            for (const chunk of exchange.chunks) controller.enqueue(chunk);
+            exchange.chunks = [];
+          },
+          pull: () => {
+            if (this.#paused && this.#exchange === exchange) {
+              this.#paused = false;
+              this.#socket?.resume();
+            }
+          },
+          cancel: () => {
+            // The reader went away (the client disconnected): the upstream must learn it.
+            if (this.#exchange === exchange) this.#finishExchange(exchange, false);
+          },
+        },
+        this.#limits.streamHighWaterMark,
+      );
     } catch (err) {
-      this.#fail(exchange, badResponse(err instanceof Error ? err.message : String(err)));
+      exchange.stream = undefined;
+      this.#fail(exchange, err);
       return;
     }
     exchange.settled = true;
@@ -407,22 +358,15 @@ export class Http1Connection implements ResponseSink {
     if (exchange.settled) {
       exchange.stream?.close();
     } else {
-      exchange.settled = true;
-      const chunks = exchange.chunks;
-      const body =
-        chunks.length === 0
-          ? null
-          : chunks.length === 1
-            ? (chunks[0] as Buffer)
-            : Buffer.concat(chunks, exchange.bufferedBytes);
-      exchange.chunks = [];
       let response: Response;
       try {
-        response = new Response(exchange.method === "HEAD" ? null : body, this.#responseInit(head));
+        response = wholeResponse(head, exchange.chunks, exchange.bufferedBytes, exchange.method === "HEAD");
       } catch (err) {
-        this.#fail(exchange, badResponse(err instanceof Error ? err.message : String(err)));
+        this.#fail(exchange, err);
         return;
       }
+      exchange.chunks = [];
+      exchange.settled = true;
       exchange.resolve(response);
     }
     this.#finishExchange(exchange, reusable);
@@ -465,104 +409,24 @@ export class Http1Connection implements ResponseSink {
 
   // ------------------------------------------------------------------ request side
 
-  /** Writes the head, with a small whole body in the same write; false when the exchange already failed. */
-  #writeHeadAndBody(exchange: Exchange, head: string, body: Uint8Array | undefined): boolean {
-    const headBytes = head.length;
-    const bodyBytes = body === undefined ? 0 : body.byteLength;
-    if (bodyBytes > wholeBodyWithHeadBytes) {
-      return this.#write(exchange, Buffer.from(head, "latin1")) && this.#write(exchange, body as Uint8Array);
-    }
-    // Composed in a buffer shared by all connections: socket.write copies what it takes at once.
-    const total = headBytes + bodyBytes;
-    if (scratch.length < total) scratch = Buffer.allocUnsafe(Math.max(total, scratch.length * 2));
-    scratch.write(head, 0, headBytes, "latin1");
-    if (body !== undefined) scratch.set(body, headBytes);
-    return this.#write(exchange, scratch, total);
-  }
-
-  /**
-   * Writes `length` bytes (default all) and queues what the socket does not take now; false
-   * when the socket is gone (the exchange failed). Bytes from the shared scratch buffer are
-   * copied before they are queued.
-   */
-  #write(exchange: Exchange, bytes: Uint8Array, length = bytes.byteLength): boolean {
-    const shared = bytes === scratch;
-    if (this.#queue.length > 0) {
-      this.#queue.push(shared ? Buffer.from(bytes.subarray(0, length)) : bytes);
-      return true;
-    }
-    const written = (this.#socket as Socket<Http1Connection>).write(bytes, 0, length);
-    if (written < 0 || this.#closed) {
+  /** Writes through the writer; false when the socket is gone (the exchange failed). */
+  #sent(exchange: Exchange, accepted: boolean): boolean {
+    if (!accepted || this.#closed) {
       this.#fail(exchange, exchange.nothingWritten ? closedBeforeSending() : closedWhileSending());
       return false;
     }
-    if (written > 0) exchange.nothingWritten = false;
-    if (written < length) {
-      const rest = bytes.subarray(written, length);
-      this.#queue.push(shared ? Buffer.from(rest) : rest);
-    }
+    exchange.nothingWritten = false;
     return true;
-  }
-
-  #drained(): Promise<void> {
-    if (this.#queue.length === 0) return Promise.resolve();
-    return new Promise((resolve, reject) => this.#drainWaiters.push({ resolve, reject }));
   }
 
   /** Streams a request body with chunked framing, waiting whenever the socket is full. */
   async #upload(exchange: Exchange, body: ReadableStream<Uint8Array>): Promise<void> {
-    const reader = body.getReader();
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (this.#exchange !== exchange) {
-          // The exchange ended first (an early answer, an abort): stop reading the client.
-          await reader.cancel().catch(() => {});
-          return;
-        }
-        if (done) break;
-        const chunk = typeof value === "string" ? Buffer.from(value as string) : value;
-        if (chunk.byteLength === 0) continue;
-        const size = `${chunk.byteLength.toString(16)}\r\n`;
-        const frame = Buffer.allocUnsafe(size.length + chunk.byteLength + 2);
-        frame.write(size, 0, size.length, "latin1");
-        frame.set(chunk, size.length);
-        frame.set(crlf, size.length + chunk.byteLength);
-        if (!this.#write(exchange, frame)) return;
-        await this.#drained();
-      }
-      if (!this.#write(exchange, lastChunk)) return;
-      exchange.requestSent = true;
+      if (await this.#writer.writeChunked(body, () => this.#exchange === exchange)) exchange.requestSent = true;
     } catch (err) {
-      if (this.#exchange === exchange) {
-        this.#fail(exchange, err instanceof UpstreamError ? err : requestBodyFailed(err));
-      }
-      await reader.cancel().catch(() => {});
+      if (this.#exchange === exchange) this.#fail(exchange, err);
     }
   }
-}
-
-/** Statuses whose Response cannot have a body (fetch spec): a body the upstream sends anyway is dropped. */
-function nullBodyStatus(status: number): boolean {
-  return status === 204 || status === 205 || status === 304;
-}
-
-function closedBeforeSending(): UpstreamError {
-  return new UpstreamError("UPSTREAM_CLOSED", "the upstream connection was closed before the request was sent", {
-    beforeResponse: true,
-    nothingWritten: true,
-  });
-}
-
-function closedWhileSending(): UpstreamError {
-  return new UpstreamError("UPSTREAM_CLOSED", "the upstream connection closed while the request was being sent", {
-    beforeResponse: true,
-  });
-}
-
-function requestBodyFailed(err: unknown): Error {
-  const reason = err instanceof Error ? err.message : String(err);
-  return new UpstreamError("REQUEST_BODY_FAILED", `reading the request body failed: ${reason}`, { cause: err });
 }
 
 /** The socket's own error (ECONNRESET, …) keeps its code; the flags say whether a retry is safe. */
@@ -575,16 +439,4 @@ function withCause(err: unknown, cause: Error | undefined, exchange: Exchange): 
     nothingWritten: exchange.nothingWritten,
     cause,
   });
-}
-
-function tlsFailure(socket: Socket<Http1Connection>): UpstreamError | undefined {
-  let reason: Error | null = null;
-  try {
-    reason = socket.getAuthorizationError();
-  } catch {
-    return undefined; // not a TLS socket
-  }
-  if (reason === null) return undefined;
-  const code = (reason as { code?: string }).code ?? "UPSTREAM_TLS_FAILED";
-  return new UpstreamError(code, `TLS handshake with the upstream failed: ${reason.message}`, { cause: reason });
 }

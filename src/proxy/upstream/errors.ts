@@ -2,6 +2,8 @@
  * Why an upstream exchange failed. The forwarder turns these into 502 (or 504) answers
  * with a JSON-RPC error body; `code` names the cause in that answer and in logs.
  */
+import type { Socket } from "bun";
+
 export type UpstreamErrorCode =
   /** The response broke HTTP/1.1 framing or syntax (RFC 9112): nothing of it is forwarded. */
   | "UPSTREAM_BAD_RESPONSE"
@@ -43,4 +45,17 @@ export class UpstreamError extends Error {
 /** A response that breaks HTTP/1.1 syntax or framing: the forwarder answers 502. */
 export function badResponse(detail: string): UpstreamError {
   return new UpstreamError("UPSTREAM_BAD_RESPONSE", `invalid HTTP response from the upstream: ${detail}`);
+}
+
+/** Why a TLS socket was refused (its certificate not trusted, or not for this name), if it was. */
+export function tlsFailure(socket: Socket<unknown>): UpstreamError | undefined {
+  let reason: Error | null = null;
+  try {
+    reason = socket.getAuthorizationError();
+  } catch {
+    return undefined; // not a TLS socket
+  }
+  if (reason === null) return undefined;
+  const code = (reason as { code?: string }).code ?? "UPSTREAM_TLS_FAILED";
+  return new UpstreamError(code, `TLS handshake with the upstream failed: ${reason.message}`, { cause: reason });
 }
