@@ -20,6 +20,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import {
+  adopt,
   type Child,
   cpuSeconds,
   descendantsOf,
@@ -28,6 +29,7 @@ import {
   killLeftovers,
   memory,
   processIds,
+  smapsRollup,
   spawnChild,
   systemBusySeconds,
   threadCpuSeconds,
@@ -35,8 +37,10 @@ import {
   waitForMcp,
 } from "./lib/proc.ts";
 import { markedSections } from "./lib/results-section.ts";
+import { type FootprintResult, footprints } from "./footprint.ts";
 import { type Harness, type Load, type Running, type Scenario, scenarios } from "./scenarios.ts";
 import {
+  type FootprintOutcome,
   type Machine,
   NOISE_CORES,
   type RunResult,
@@ -75,10 +79,11 @@ if (duration <= 0) throw new Error("BENCH_DURATION must be > 0");
 if (envConcurrencies?.length === 0) throw new Error("BENCH_CONCURRENCY lists no positive integer");
 
 const chosen: Scenario[] = selected ? scenarios.filter((s) => selected.includes(s.id)) : [...scenarios];
+const chosenFootprints = selected ? footprints.filter((f) => selected.includes(f.id)) : [...footprints];
 if (selected) {
-  const unknown = selected.filter((id) => !scenarios.some((s) => s.id === id));
-  if (unknown.length)
-    throw new Error(`unknown scenario(s) ${unknown.join(", ")}; known: ${scenarios.map((s) => s.id).join(", ")}`);
+  const known = [...scenarios, ...footprints].map((s) => s.id);
+  const unknown = selected.filter((id) => !known.includes(id));
+  if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(", ")}; known: ${known.join(", ")}`);
 }
 
 /** The connection counts a scenario runs at. */
@@ -318,6 +323,11 @@ function harnessFor(started: Child[]): Harness {
     waitForHttp,
     waitForMcp,
     freePort,
+    descendantsOf,
+    adopt,
+    smapsRollup,
+    loadCommand: loadgenCommand,
+    mcpmgrCommand: () => process.env.BENCH_PROXY_CMD?.trim().split(/\s+/) ?? [process.execPath, "src/main.ts"],
   };
 }
 
@@ -451,10 +461,31 @@ function machine(): Machine {
   };
 }
 
+/** The footprint scenarios, one after the other, after the loads (they start and stop their own workloads). */
+async function runFootprints(): Promise<FootprintOutcome[]> {
+  const outcomes: FootprintOutcome[] = [];
+  for (const f of chosenFootprints) {
+    const started: Child[] = [];
+    process.stderr.write(`bench: ${f.id}: measuring\n`);
+    try {
+      const result: FootprintResult = await f.measure(harnessFor(started));
+      outcomes.push({ id: f.id, title: f.title, result });
+    } catch (err) {
+      const error = (err as Error)?.message ?? String(err);
+      process.stderr.write(`bench: ${f.id}: FAILED: ${error}\n`);
+      outcomes.push({ id: f.id, title: f.title, error });
+    } finally {
+      await Promise.all(started.map((p) => p.stop()));
+    }
+  }
+  return outcomes;
+}
+
 async function main(): Promise<number> {
   const results = await runAll();
+  const footprintOutcomes = await runFootprints();
   const verdicts = evaluateTargets(chosen, results);
-  const md = renderMarkdown(machine(), chosen, results, verdicts);
+  const md = renderMarkdown(machine(), chosen, results, verdicts, footprintOutcomes);
   process.stdout.write(`${md}\n`);
   if (resultsPath !== "-") {
     // Sections other benches own (bun run bench:tool-search) survive this rewrite.
@@ -463,7 +494,7 @@ async function main(): Promise<number> {
     if (existsSync(dirname(resultsPath))) writeFileSync(resultsPath, body);
     process.stderr.write(`bench: wrote ${resultsPath}\n`);
   }
-  if (results.some((r) => r.error)) return 1;
+  if (results.some((r) => r.error) || footprintOutcomes.some((f) => f.error)) return 1;
   if (process.env.BENCH_STRICT === "1" && verdicts.some((v) => v.status === "missed")) return 1;
   return 0;
 }

@@ -11,7 +11,16 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Child, freePort, spawnChild, waitForHttp, waitForMcp } from "./lib/proc.ts";
+import type {
+  adopt,
+  Child,
+  descendantsOf,
+  freePort,
+  SmapsRollup,
+  spawnChild,
+  waitForHttp,
+  waitForMcp,
+} from "./lib/proc.ts";
 
 export interface Harness {
   /** Repository root (cwd for `bun src/main.ts`). */
@@ -26,6 +35,14 @@ export interface Harness {
   waitForHttp: typeof waitForHttp;
   waitForMcp: typeof waitForMcp;
   freePort: typeof freePort;
+  descendantsOf: typeof descendantsOf;
+  /** Kill this process (not started through `spawn`) if the bench stops early. */
+  adopt: typeof adopt;
+  smapsRollup(pid: number): SmapsRollup | undefined;
+  /** The load generator's command for `load` at `concurrency`, with the run's duration and warm-up. */
+  loadCommand(load: Load, concurrency: number): string[];
+  /** `bun src/main.ts`, or what BENCH_PROXY_CMD says. */
+  mcpmgrCommand(): string[];
 }
 
 /** How the load is generated. */
@@ -49,8 +66,11 @@ export type Load =
 
 export interface Running {
   readonly load: Load;
-  /** The process under test: its RSS goes in the table. Absent for stdio loads (the load generator starts it). */
-  readonly subject?: Child;
+  /**
+   * The process under test: its RSS goes in the table. Absent for stdio loads (the load
+   * generator starts it). Not necessarily one the bench spawned (nginx's worker).
+   */
+  readonly subject?: Pick<Child, "role" | "pid">;
   /** Every server process of the scenario (CPU time is reported per role: own CPU only). */
   readonly processes: readonly Child[];
   /**
@@ -88,11 +108,6 @@ export interface Scenario {
 
 /** The bench's stdio echo server as a local Node project (bin: echo.mjs → bench/stdio-echo.mjs). */
 const ECHO_PKG = "bench/stdio-echo-pkg";
-
-/** `bun src/main.ts`, or what BENCH_PROXY_CMD says (e.g. a compiled binary). */
-function mcpmgrCommand(h: Harness): string[] {
-  return process.env.BENCH_PROXY_CMD?.trim().split(/\s+/) ?? [h.bun, "src/main.ts"];
-}
 
 /** The Node that runs stdio servers: the one `mcpmgr run npx://./local` picks (node on PATH). */
 function nodeBinary(): string {
@@ -138,7 +153,7 @@ async function startRunRemote(
   headers?: Record<string, string>,
 ): Promise<Running> {
   const port = h.freePort();
-  const prefix = mcpmgrCommand(h);
+  const prefix = h.mcpmgrCommand();
   const args = ["run", "--foreground", up.url, "--name", "bench-remote", "--proxy-port", String(port), ...extra];
   const run = h.spawn("run", [...prefix, ...args], { cwd: h.root });
   await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, run);
@@ -166,16 +181,19 @@ export const scenarios: readonly Scenario[] = [
     id: "proxy",
     title: "mcpmgr proxy → upstream",
     baseline: "direct",
-    compare: ["naive-proxy"],
+    compare: ["nginx", "naive-proxy"],
+    // Issue 15: keep up with nginx in front of the same upstream (a single worker, keep-alive
+    // pool, no buffering), and add next to nothing to a lone session's latency.
     targets: [
-      { kind: "addedP50", concurrency: 1, maxMs: 0.25 },
-      { kind: "rpsRatio", concurrency: 32, min: 0.7 },
+      { kind: "addedP50", concurrency: 1, maxMs: 0.1 },
+      { kind: "rpsRatio", concurrency: 1, min: 0.9, baseline: "nginx" },
+      { kind: "rpsRatio", concurrency: 32, min: 0.9, baseline: "nginx" },
       { kind: "idleRss", maxMiB: 60 },
     ],
     async start(h) {
       const up = await h.startUpstream();
       const port = h.freePort();
-      const prefix = mcpmgrCommand(h);
+      const prefix = h.mcpmgrCommand();
       const proxy = h.spawn("proxy", [...prefix, "proxy", "bench", "--target-uri", up.url, "--port", String(port)], {
         cwd: h.root,
       });
@@ -203,7 +221,7 @@ export const scenarios: readonly Scenario[] = [
       const { startAuthServer, JWT_RESOURCE } = await import("../test/support/auth-server.ts");
       const auth = await startAuthServer({ accessTokenTtl: 3600 });
       const port = h.freePort();
-      const prefix = mcpmgrCommand(h);
+      const prefix = h.mcpmgrCommand();
       const args = [
         "proxy",
         "bench",
@@ -318,6 +336,41 @@ export const scenarios: readonly Scenario[] = [
     },
   },
   {
+    id: "nginx",
+    title: "nginx (peer) → upstream",
+    baseline: "direct",
+    async start(h) {
+      const { ensureNginx, nginxVersion, writeNginxConf } = await import("./peers/nginx.ts");
+      const nginx = ensureNginx();
+      const up = await h.startUpstream();
+      const port = h.freePort();
+      const target = new URL(up.url);
+      const conf = writeNginxConf({ port, upstream: target.host });
+      try {
+        const master = h.spawn("proxy", [nginx, "-c", conf.file, "-p", conf.dir], { cwd: conf.dir });
+        await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, master);
+        // The one worker does the forwarding: it is the subject (RSS, threads); the master's
+        // CPU (next to none) is counted with it.
+        const worker = h.descendantsOf(master.pid)[0];
+        if (worker === undefined) throw new Error("nginx started no worker process");
+        return {
+          load: { kind: "http", url: `http://127.0.0.1:${port}${target.pathname}` },
+          subject: { role: "proxy", pid: worker },
+          processes: [master, up.child],
+          descendants: [{ of: master, role: "proxy" }],
+          stop: async () => conf.cleanup(),
+          notes: [
+            `nginx ${nginxVersion(nginx)} (\`${nginx}\`; Debian's nginx-light, installed by the bench when missing): one worker, \`proxy_http_version 1.1\` with an upstream \`keepalive 64\` pool, \`proxy_buffering off\`, \`proxy_request_buffering off\`, access log off, listening on 127.0.0.1 (config: bench/peers/nginx.ts)`,
+            "RSS is the worker's; CPU is master + worker",
+          ],
+        };
+      } catch (err) {
+        conf.cleanup();
+        throw err;
+      }
+    },
+  },
+  {
     id: "stdio-direct",
     title: "stdio direct (in-process baseline)",
     concurrencies: STDIO_CONCURRENCIES,
@@ -344,7 +397,7 @@ export const scenarios: readonly Scenario[] = [
     ],
     async start(h) {
       const port = h.freePort();
-      const prefix = mcpmgrCommand(h);
+      const prefix = h.mcpmgrCommand();
       // The sandbox is what users get: bwrap when it is installed. Without it mcpmgr
       // refuses to start a local server unless told to run it unsandboxed.
       const sandboxed = Bun.which("bwrap") !== null;
@@ -392,7 +445,7 @@ export const scenarios: readonly Scenario[] = [
     compare: ["stdio-direct"],
     concurrencies: STDIO_CONCURRENCIES,
     async start(h) {
-      const prefix = mcpmgrCommand(h);
+      const prefix = h.mcpmgrCommand();
       // Its own MCPMGR_HOME: the group holds just this workload, run detached as users do.
       const home = mkdtempSync(join(tmpdir(), "mcpmgr-bench-gateway-"));
       const env = { MCPMGR_HOME: home, MCPMGR_RUNTIME: "process" };
@@ -445,7 +498,7 @@ export const scenarios: readonly Scenario[] = [
     async start(h) {
       const image = await echoImage(h);
       const port = h.freePort();
-      const prefix = mcpmgrCommand(h);
+      const prefix = h.mcpmgrCommand();
       const args = [
         "run",
         "--foreground",

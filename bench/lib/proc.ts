@@ -17,7 +17,15 @@ export interface Child {
 }
 
 const children = new Set<Child>();
+/** Processes the bench did not spawn but must not leave behind (detached supervisors). */
+const adopted: ProcessId[] = [];
 let hooksInstalled = false;
+
+/** Kills `pid` with the bench's children on the way out (if it is still the same process). */
+export function adopt(pid: number): void {
+  installHooks();
+  adopted.push(...processIds([pid]));
+}
 
 /**
  * Kill every child still running, and whatever they started themselves (a gateway's
@@ -35,6 +43,8 @@ export function killAll(signal: NodeJS.Signals = "SIGKILL"): void {
   }
   killPids(descendants, signal);
   children.clear();
+  const strays = adopted.splice(0).filter(({ pid, start }) => startTime(pid) === start);
+  killPids([...strays.flatMap(({ pid }) => descendantsOf(pid)), ...strays.map(({ pid }) => pid)], signal);
 }
 
 /** Signals each pid, ignoring the ones already gone. */
@@ -403,4 +413,35 @@ export async function waitForMcp(url: string, timeoutMs: number, child?: Child):
     `${child?.role ?? "server"} not ready: POST initialize to ${url} did not succeed within ${timeoutMs / 1000} s (last: ${last})` +
       (child ? `\n${tail(child.output())}` : ""),
   );
+}
+
+/** Memory of one process from /proc/PID/smaps_rollup, in bytes (undefined when it is gone). */
+export interface SmapsRollup {
+  readonly rss: number;
+  /** Proportional set size: private pages plus a share of the shared ones. */
+  readonly pss: number;
+  readonly privateClean: number;
+  readonly privateDirty: number;
+  readonly sharedClean: number;
+  readonly sharedDirty: number;
+  readonly swap: number;
+}
+
+export function smapsRollup(pid: number): SmapsRollup | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+  } catch {
+    return undefined;
+  }
+  const kb = (key: string) => Number(text.match(new RegExp(`^${key}:\\s+(\\d+) kB`, "m"))?.[1] ?? NaN) * 1024;
+  return {
+    rss: kb("Rss"),
+    pss: kb("Pss"),
+    privateClean: kb("Private_Clean"),
+    privateDirty: kb("Private_Dirty"),
+    sharedClean: kb("Shared_Clean"),
+    sharedDirty: kb("Shared_Dirty"),
+    swap: kb("Swap"),
+  };
 }

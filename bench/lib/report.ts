@@ -1,5 +1,14 @@
 /** Results of `bun run bench` as markdown, and the verdict on each target. */
+import { type FootprintResult, privateBytes } from "../footprint.ts";
 import type { Scenario, Target } from "../scenarios.ts";
+
+/** A footprint scenario's readings, or why it failed. */
+export interface FootprintOutcome {
+  id: string;
+  title: string;
+  result?: FootprintResult;
+  error?: string;
+}
 
 export interface RunResult {
   concurrency: number;
@@ -154,6 +163,7 @@ export function renderMarkdown(
   scenarios: readonly Scenario[],
   results: readonly ScenarioResult[],
   verdicts: readonly Verdict[],
+  footprints: readonly FootprintOutcome[] = [],
 ): string {
   const out: string[] = [];
   const stamp = m.date
@@ -167,45 +177,8 @@ export function renderMarkdown(
     `- Each run: ${m.warmup} s warm-up, then ${m.duration} s measured; concurrency (connections, or requests in flight on the pipe) per scenario below`,
     `- Request: \`tools/call\` \`echo\` on an initialised session (\`Mcp-Session-Id\`, \`MCP-Protocol-Version: 2025-06-18\`, \`Accept: application/json, text/event-stream\`); every answer is checked`,
     "",
-    "### Scenarios",
-    "",
   );
-  for (const r of results) {
-    const type = r.runs[0]?.responseType;
-    out.push(
-      `- **${r.id}** (${r.title}): ${r.load ?? "–"}; concurrency ${r.concurrencies?.join(", ") ?? "–"}${type ? `; answers ${type}` : ""}`,
-      ...(r.notes ?? []).map((n) => `  - ${n}`),
-    );
-  }
-  out.push("");
-
-  out.push(
-    "| Scenario | Conc. | req/s | p50 ms | p90 ms | p99 ms | max ms | failed | CPU subject | CPU upstream | CPU loadgen | CPU other | RSS idle MiB | RSS peak MiB | RSS after MiB | RSS peak incl. children MiB |",
-    `| --- |${" ---: |".repeat(15)}`,
-  );
-  for (const r of results) {
-    if (r.error && r.runs.length === 0) {
-      out.push(`| ${r.title} | – | **failed** | | | | | | | | | | ${mib(r.rssIdle)} | | | |`);
-      continue;
-    }
-    for (const run of r.runs) {
-      const subjectCpu = r.subjectRole ? run.cpu[r.subjectRole] : undefined;
-      const upstreamCpu = r.subjectRole === "upstream" ? undefined : run.cpu.upstream;
-      out.push(
-        `| ${r.title} | ${run.concurrency} | ${run.rps.toFixed(0)} | ${ms(run.latencyMs.p50)} | ${ms(run.latencyMs.p90)} | ${ms(run.latencyMs.p99)} | ${ms(run.latencyMs.max)} | ${run.failures} | ${pct(subjectCpu)} | ${pct(upstreamCpu)} | ${pct(run.loadgenCpu)} | ${pct(run.otherCpu)} | ${mib(r.rssIdle)} | ${mib(run.rssPeak)} | ${mib(run.rssAfter)} | ${mib(run.rssTreePeak)} |`,
-      );
-    }
-    if (r.error) out.push(`| ${r.title} | – | **failed later** | | | | | | | | | | | | | |`);
-  }
-  out.push(
-    "",
-    "CPU columns: share of one core used during the measured phase (subject = the process under test: the proxy, bridge or gateway; for `direct` and `stdio-direct` the server itself; " +
-      "upstream = the server behind the subject: bench/upstream.ts, or the stdio echo server(s) with their sandbox processes; " +
-      "other = the machine's busy time not charged to these processes: loopback softirq plus anything else running, which makes a run noisy when large). " +
-      "RSS is the subject's VmRSS: idle = ready, before any load; peak = highest 100 ms sample during the measured phase; after = right after the run; " +
-      "incl. children = the subject plus every process it started (sandbox, stdio servers: supergateway has one per session).",
-    "",
-  );
+  if (results.length > 0) out.push(...renderRuns(results));
 
   const serverCpu = (x: RunResult) => Object.values(x.cpu).reduce((a, b) => a + b, 0);
   const ratioRows: string[] = [];
@@ -290,6 +263,8 @@ export function renderMarkdown(
     );
   }
 
+  out.push(...renderFootprints(footprints));
+
   const failed = results.filter((r) => r.error);
   if (failed.length) {
     out.push("### Errors", "");
@@ -300,4 +275,75 @@ export function renderMarkdown(
     out.push(`- ${r.id} c=${x.concurrency}: failed requests ${JSON.stringify(x.failureDetail)}`);
   }
   return out.join("\n").trimEnd();
+}
+
+function renderFootprints(footprints: readonly FootprintOutcome[]): string[] {
+  if (footprints.length === 0) return [];
+  const out: string[] = [];
+  for (const f of footprints) {
+    out.push(`### Footprint: ${f.title}`, "");
+    if (f.error !== undefined) {
+      out.push("**failed**:", "", "```", f.error.trimEnd(), "```", "");
+      continue;
+    }
+    const r = f.result as FootprintResult;
+    out.push(...r.notes.map((n) => `- ${n}`), "");
+    out.push(
+      "| Workloads | processes | private MiB mean | private MiB max | Private_Dirty MiB mean | Pss MiB mean | RSS MiB mean |",
+      `| --- |${" ---: |".repeat(6)}`,
+    );
+    for (const g of r.groups) {
+      const n = g.readings.length;
+      const mean = (pick: (x: (typeof g.readings)[number]) => number) =>
+        n === 0 ? Number.NaN : g.readings.reduce((sum, x) => sum + pick(x), 0) / n;
+      const max = Math.max(...g.readings.map(privateBytes));
+      out.push(
+        `| ${g.title} | ${n} | ${mib(mean(privateBytes))} | ${mib(max)} | ${mib(mean((x) => x.privateDirty))} | ${mib(mean((x) => x.pss))} | ${mib(mean((x) => x.rss))} |`,
+      );
+    }
+    out.push("");
+  }
+  return out;
+}
+
+/** The scenarios' descriptions and the table of every run. */
+function renderRuns(results: readonly ScenarioResult[]): string[] {
+  const out: string[] = ["### Scenarios", ""];
+  for (const r of results) {
+    const type = r.runs[0]?.responseType;
+    out.push(
+      `- **${r.id}** (${r.title}): ${r.load ?? "–"}; concurrency ${r.concurrencies?.join(", ") ?? "–"}${type ? `; answers ${type}` : ""}`,
+      ...(r.notes ?? []).map((n) => `  - ${n}`),
+    );
+  }
+  out.push("");
+
+  out.push(
+    "| Scenario | Conc. | req/s | p50 ms | p90 ms | p99 ms | max ms | failed | CPU subject | CPU upstream | CPU loadgen | CPU other | RSS idle MiB | RSS peak MiB | RSS after MiB | RSS peak incl. children MiB |",
+    `| --- |${" ---: |".repeat(15)}`,
+  );
+  for (const r of results) {
+    if (r.error && r.runs.length === 0) {
+      out.push(`| ${r.title} | – | **failed** | | | | | | | | | | ${mib(r.rssIdle)} | | | |`);
+      continue;
+    }
+    for (const run of r.runs) {
+      const subjectCpu = r.subjectRole ? run.cpu[r.subjectRole] : undefined;
+      const upstreamCpu = r.subjectRole === "upstream" ? undefined : run.cpu.upstream;
+      out.push(
+        `| ${r.title} | ${run.concurrency} | ${run.rps.toFixed(0)} | ${ms(run.latencyMs.p50)} | ${ms(run.latencyMs.p90)} | ${ms(run.latencyMs.p99)} | ${ms(run.latencyMs.max)} | ${run.failures} | ${pct(subjectCpu)} | ${pct(upstreamCpu)} | ${pct(run.loadgenCpu)} | ${pct(run.otherCpu)} | ${mib(r.rssIdle)} | ${mib(run.rssPeak)} | ${mib(run.rssAfter)} | ${mib(run.rssTreePeak)} |`,
+      );
+    }
+    if (r.error) out.push(`| ${r.title} | – | **failed later** | | | | | | | | | | | | | |`);
+  }
+  out.push(
+    "",
+    "CPU columns: share of one core used during the measured phase (subject = the process under test: the proxy, bridge or gateway; for `direct` and `stdio-direct` the server itself; " +
+      "upstream = the server behind the subject: bench/upstream.ts, or the stdio echo server(s) with their sandbox processes; " +
+      "other = the machine's busy time not charged to these processes: loopback softirq plus anything else running, which makes a run noisy when large). " +
+      "RSS is the subject's VmRSS: idle = ready, before any load; peak = highest 100 ms sample during the measured phase; after = right after the run; " +
+      "incl. children = the subject plus every process it started (sandbox, stdio servers: supergateway has one per session).",
+    "",
+  );
+  return out;
 }

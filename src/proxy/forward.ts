@@ -12,6 +12,8 @@ import { publicEndpoint } from "./public-url.ts";
 import { endpointEventRewriter } from "./sse-endpoint.ts";
 import { relaySse } from "./sse-relay.ts";
 import { SessionTracker } from "./session-tracker.ts";
+import { defaultUpstreamClient } from "./upstream/client.ts";
+import { UpstreamError } from "./upstream/errors.ts";
 
 export interface ForwardOptions {
   readonly target: URL;
@@ -19,7 +21,10 @@ export interface ForwardOptions {
   readonly trustProxyHeaders: boolean;
   readonly live: LiveStreams;
   readonly sessions?: SessionTracker;
-  /** The upstream fetch, possibly decorated with mcpmgr's own credentials (authenticated-fetch.ts). */
+  /**
+   * The upstream fetch, possibly decorated with mcpmgr's own credentials (authenticated-fetch.ts).
+   * Default: mcpmgr's own HTTP/1.1 client (upstream/client.ts), which decorators wrap as well.
+   */
   readonly fetch?: UpstreamFetch;
   readonly pingIntervalMs?: number;
   /** How long to wait for the upstream's response headers (not for the body). */
@@ -31,7 +36,7 @@ const defaultHeadersTimeoutMs = 5 * 60_000;
 export function transparentForwarder(options: ForwardOptions): Handler {
   const { target, endpointPrefix, trustProxyHeaders, live } = options;
   const sessions = options.sessions ?? new SessionTracker();
-  const doFetch: UpstreamFetch = options.fetch ?? ((url, init) => fetch(url, init));
+  const doFetch: UpstreamFetch = options.fetch ?? defaultUpstreamClient().fetch;
   const headersTimeoutMs = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
   const origin = target.origin;
   const targetPath = target.pathname;
@@ -70,6 +75,8 @@ export function transparentForwarder(options: ForwardOptions): Handler {
         duplex: "half", // required for a streamed request body
         redirect: "manual",
         signal: abort.signal,
+        // Bodies pass through as the upstream sent them (and, with fetch, no Accept-Encoding of its own).
+        decompress: false,
         // Bun's fetch drops sockets idle for 5 minutes by default: fatal for SSE.
         timeout: false,
         incoming: req,
@@ -96,13 +103,19 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     }
 
     const headers = sanitiseResponseHeaders(upstream.headers);
+    // Returned as it is: a body that is not looked at stays a plain byte body, the cheapest for
+    // Bun.serve to send (reading `.body` would turn it into a stream). A client that leaves
+    // while it streams still aborts the upstream through the listener.
+    if (!isEventStream(headers)) return upstream;
     const body = upstream.body;
-    if (body === null || !isEventStream(headers)) {
-      if (body === null) req.signal.removeEventListener("abort", onClientAbort);
+    if (body === null) {
+      req.signal.removeEventListener("abort", onClientAbort);
       return upstream;
     }
 
     ctx.keepOpen();
+    // A compressed stream (the upstream ignored our identity-only request) cannot take comments.
+    if (headers.has("content-encoding")) return upstream;
     const relayed = relaySse(body, {
       live,
       ...(options.pingIntervalMs === undefined ? {} : { pingIntervalMs: options.pingIntervalMs }),
@@ -131,10 +144,12 @@ async function requestBody(
   req: Request,
   method: string,
 ): Promise<ArrayBuffer | ReadableStream<Uint8Array> | undefined> {
-  if (method === "GET" || method === "HEAD" || req.body === null) return undefined;
+  if (method === "GET" || method === "HEAD") return undefined;
+  // The length first: reading `.body` makes a stream, and the whole body is cheaper read without one.
   const declared = req.headers.get("content-length");
-  if (declared !== null && Number(declared) <= bufferBelowBytes) return req.arrayBuffer();
-  return req.body;
+  if (declared !== null && Number(declared) <= bufferBelowBytes)
+    return Number(declared) === 0 ? undefined : req.arrayBuffer();
+  return req.body ?? undefined;
 }
 
 class UpstreamTimeout extends Error {
@@ -179,6 +194,16 @@ function upstreamFailure(err: unknown, abortReason: unknown, clientGone: boolean
   }
   if (abortReason instanceof UpstreamTimeout) {
     return jsonRpcError(504, JsonRpcCode.internalError, abortReason.message);
+  }
+  if (
+    err instanceof UpstreamError &&
+    (err.code === "UPSTREAM_BAD_RESPONSE" || err.code === "UPSTREAM_HEAD_TOO_LARGE")
+  ) {
+    return jsonRpcError(
+      502,
+      JsonRpcCode.internalError,
+      `the upstream MCP server sent an invalid response (${err.message})`,
+    );
   }
   const code = (err as { code?: string }).code;
   const detail = code ?? (err instanceof Error ? err.message : "request failed");

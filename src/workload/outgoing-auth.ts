@@ -12,6 +12,7 @@ import { trustingFetch } from "../auth/trusted-fetch.ts";
 import type { OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-fetch.ts";
+import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import type { WorkloadContext } from "./context.ts";
 
 /** Whether mcpmgr adds anything of its own to the requests it forwards to `spec`'s remote. */
@@ -82,7 +83,7 @@ export async function outgoingAuthentication(
     headerName = spec.tokenExchange.headerName;
   }
   if (source === undefined && headers.length === 0) return undefined;
-  return authenticatedFetch((url, init) => fetch(url, init), {
+  return authenticatedFetch(defaultUpstreamClient().fetch, {
     endpoint: target,
     headers,
     ...(source ? { source } : {}),

@@ -7,6 +7,7 @@ import { transparentForwarder } from "../../src/proxy/forward.ts";
 import { detachedContext } from "../../src/proxy/handler.ts";
 import { LiveStreams } from "../../src/proxy/live-streams.ts";
 import { freePort } from "../support/processes.ts";
+import { eventually, rawServer } from "../support/raw-http.ts";
 
 interface Seen {
   method: string;
@@ -38,6 +39,11 @@ beforeAll(() => {
       }
       if (url.pathname === "/plain-400") return Response.json({ error: "bad params" }, { status: 400 });
       if (url.pathname === "/gone") return new Response("not here", { status: 404 });
+      if (url.pathname === "/gzip") {
+        return new Response(Bun.gzipSync('{"jsonrpc":"2.0","id":1,"result":{}}'), {
+          headers: { "content-type": "application/json", "content-encoding": "gzip" },
+        });
+      }
       if (url.pathname === "/hop") {
         return new Response("ok", {
           headers: {
@@ -144,6 +150,16 @@ describe("request forwarding", () => {
     expect(seen.headers["x-forwarded-proto"]).toBe("https");
   });
 
+  test("a body the upstream compressed anyway passes through untouched, with its Content-Encoding", async () => {
+    const res = await forwarder(`${base}/gzip`)(
+      new Request("http://127.0.0.1:9999/gzip", { headers: { "accept-encoding": "gzip" } }),
+      detachedContext(),
+    );
+    expect(res.headers.get("content-encoding")).toBe("gzip");
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    expect(new TextDecoder().decode(Bun.gunzipSync(bytes))).toBe('{"jsonrpc":"2.0","id":1,"result":{}}');
+  });
+
   test("hop-by-hop response headers are dropped, MCP headers kept", async () => {
     const res = await forwarder(`${base}/hop`)(new Request("http://127.0.0.1:9999/hop"), detachedContext());
     expect(res.headers.get("x-secret-hop")).toBeNull();
@@ -179,6 +195,33 @@ describe("failures", () => {
     } finally {
       silent.stop(true);
     }
+  });
+
+  test("an upstream that breaks HTTP gives 502 with a JSON-RPC error, not a mangled answer", async () => {
+    await using bad = rawServer((c) =>
+      c.socket.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\nok"),
+    );
+    const res = await forwarder(`${bad.url}/mcp`)(
+      new Request("http://127.0.0.1:9999/mcp", { method: "POST", body: "{}" }),
+      detachedContext(),
+    );
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as { error: { code: number; message: string } };
+    expect(body.error.code).toBe(-32603);
+    expect(body.error.message).toContain("invalid response");
+  });
+
+  test("a client that leaves while waiting for the answer: the upstream connection is closed", async () => {
+    await using silent = rawServer(() => {});
+    const client = new AbortController();
+    const pending = forwarder(`${silent.url}/mcp`)(
+      new Request("http://127.0.0.1:9999/mcp", { method: "POST", body: "{}", signal: client.signal }),
+      detachedContext(),
+    );
+    await eventually(() => silent.requests.length === 1, 5_000, "the request to reach the upstream");
+    client.abort();
+    expect((await pending).status).toBe(499);
+    await eventually(() => silent.connections[0]?.closed === true, 5_000, "the upstream to see the close");
   });
 
   test("unknown sessions become 404 + -32001 (also from upstreams that say 400), and stay ended", async () => {

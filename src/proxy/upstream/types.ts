@@ -1,0 +1,33 @@
+/** The shapes the upstream client's modules share. */
+import type { TLSOptions } from "bun";
+import type { Http1Connection } from "./connection.ts";
+
+export interface ConnectTarget {
+  readonly hostname: string;
+  readonly port: number;
+  /** TLS settings, or undefined for plain TCP. */
+  readonly tls: TLSOptions | undefined;
+}
+
+/** What a connection needs from the pool that owns it. */
+export interface ConnectionOwner {
+  release(connection: Http1Connection): void;
+  forget(connection: Http1Connection): void;
+}
+
+export interface RequestSpec {
+  readonly method: string;
+  /** Request line and header section, CRLFs included (latin1). */
+  readonly head: string;
+  /** A whole body (sent with the head) or a stream (sent chunked after it). */
+  readonly body: Uint8Array | ReadableStream<Uint8Array> | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+export interface ConnectionLimits {
+  readonly maxHeadBytes: number;
+  /** Bodies with a Content-Length up to this are delivered whole rather than streamed. */
+  readonly wholeBodyBytes: number;
+  /** Bytes queued for a slow reader before the socket stops reading. */
+  readonly streamHighWaterMark: number;
+}
