@@ -16,9 +16,15 @@ import { tlsFailure, UpstreamError } from "./errors.ts";
 import { type ResponseHead, ResponseParser, type ResponseSink } from "./response-parser.ts";
 import { nullBodyStatus, streamedResponse, wholeResponse } from "./responses.ts";
 import { closedBeforeSending, closedWhileSending, SocketWriter } from "./socket-writer.ts";
-import type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
+import type { ConnectionLimits, ConnectTarget, RequestSpec } from "./types.ts";
 
-export type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
+export type { ConnectionLimits, ConnectTarget, RequestSpec } from "./types.ts";
+
+/** What a connection needs from the pool that owns it. */
+export interface ConnectionOwner {
+  release(connection: Http1Connection): void;
+  forget(connection: Http1Connection): void;
+}
 
 /** One request/response on a connection. */
 interface Exchange {

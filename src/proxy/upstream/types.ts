@@ -1,18 +1,11 @@
 /** The shapes the upstream client's modules share. */
 import type { TLSOptions } from "bun";
-import type { Http1Connection } from "./connection.ts";
 
 export interface ConnectTarget {
   readonly hostname: string;
   readonly port: number;
   /** TLS settings, or undefined for plain TCP. */
   readonly tls: TLSOptions | undefined;
-}
-
-/** What a connection needs from the pool that owns it. */
-export interface ConnectionOwner {
-  release(connection: Http1Connection): void;
-  forget(connection: Http1Connection): void;
 }
 
 export interface RequestSpec {
