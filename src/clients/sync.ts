@@ -86,12 +86,12 @@ export class ClientConfigSync {
    * the group get it, those that reach the group through its gateway only when it is a gateway.
    */
   onWorkloadStarted(workload: WorkloadEndpoint): Promise<readonly SyncReport[]> {
-    return this.#change(async (registrations) => {
+    return this.#change(async (registrations, save) => {
       const reports: SyncReport[] = [];
       for (const [id, record] of Object.entries(registrations.clients)) {
         if (!isClientId(id) || !record.groups.includes(workload.group)) continue;
         if (viaGateway(registrations, id, workload.group) !== (workload.gateway === true)) continue;
-        reports.push(await this.#upsert(registrations, clientById(id), workload));
+        reports.push(await this.#upsert(registrations, save, clientById(id), workload));
       }
       return reports;
     });
@@ -123,7 +123,7 @@ export class ClientConfigSync {
   ): Promise<readonly SyncReport[]> {
     await assertGroupExists(this.#ctx.paths, group);
     const gateway = options.gateway === true;
-    return this.#change(async (registrations) => {
+    return this.#change(async (registrations, save) => {
       const endpoints = (typeof running === "function" ? await running() : running).filter(
         (workload) => workload.group === group && (workload.gateway === true) === gateway,
       );
@@ -139,7 +139,9 @@ export class ClientConfigSync {
           ...(await this.#removeWhere(registrations, (id, _name, entry) => id === client && entry.group === group)),
         );
       }
-      for (const workload of endpoints) reports.push(await this.#upsert(registrations, clientById(client), workload));
+      for (const workload of endpoints) {
+        reports.push(await this.#upsert(registrations, save, clientById(client), workload));
+      }
       return reports;
     });
   }
@@ -201,9 +203,9 @@ export class ClientConfigSync {
     }));
   }
 
-  async #change<T>(fn: (registrations: Registrations) => Promise<T>): Promise<T> {
-    return this.#store.change(async (registrations) => {
-      const result = await fn(registrations);
+  async #change<T>(fn: (registrations: Registrations, save: () => Promise<void>) => Promise<T>): Promise<T> {
+    return this.#store.change(async (registrations, save) => {
+      const result = await fn(registrations, save);
       pruneOwned(registrations);
       return result;
     });
@@ -211,6 +213,7 @@ export class ClientConfigSync {
 
   async #upsert(
     registrations: Registrations,
+    save: () => Promise<void>,
     client: ClientDefinition,
     workload: WorkloadEndpoint,
   ): Promise<SyncReport> {
@@ -231,6 +234,13 @@ export class ClientConfigSync {
     const written = Object.fromEntries(shape.managed.map((key) => [key, shape.value[key]]));
     const owned = ownedIn(registrations, client.id, file);
     const record = owned[name];
+    const recorded = { group: workload.group, written, ...(workload.pid !== undefined ? { pid: workload.pid } : {}) };
+    // Recorded before the file is written: a crash between the two leaves a record of an entry
+    // that may not be there (harmless), never an entry of ours that mcpmgr would disown.
+    if (record === undefined) {
+      owned[name] = recorded;
+      await save();
+    }
     let action: SyncAction = "unchanged";
     let disowned = false;
     const result = await editClientFile(this.#ctx, client, file, { create: true }, (text, editor) => {
@@ -264,9 +274,9 @@ export class ClientConfigSync {
       action = next === text ? "unchanged" : "updated";
       return next;
     });
-    if (disowned) delete owned[name];
+    if (disowned || (record === undefined && result.skipped !== undefined)) delete owned[name];
     if (result.skipped !== undefined) return this.#skipped(client, name, file, result.skipped);
-    owned[name] = { group: workload.group, written, ...(workload.pid !== undefined ? { pid: workload.pid } : {}) };
+    owned[name] = recorded;
     return { client: client.id, workload: name, file, action };
   }
 

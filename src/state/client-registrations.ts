@@ -65,16 +65,25 @@ export class ClientRegistrationStore {
 
   /**
    * Runs `fn` under the lock with a mutable copy of the registrations and writes them back
-   * if `fn` changed them. Long lock timeout: a holder may be editing several client files.
+   * if `fn` changed them. `save` writes them in the middle of the change (an entry recorded
+   * before it is written into a client's file, so a crash in between cannot leave an entry
+   * mcpmgr wrote but has no record of). Long lock timeout: a holder may be editing several
+   * client files.
    */
-  async change<T>(fn: (registrations: Registrations) => Promise<T>): Promise<T> {
+  async change<T>(fn: (registrations: Registrations, save: () => Promise<void>) => Promise<T>): Promise<T> {
     return withLock(
       this.#lockPath,
       async () => {
         const current = await this.read();
-        const before = JSON.stringify(current);
-        const result = await fn(current);
-        if (JSON.stringify(current) !== before) await writeJsonFile(this.#file, current);
+        let onDisk = JSON.stringify(current);
+        const save = async () => {
+          const now = JSON.stringify(current);
+          if (now === onDisk) return;
+          await writeJsonFile(this.#file, current);
+          onDisk = now;
+        };
+        const result = await fn(current, save);
+        await save();
         return result;
       },
       { timeoutMs: 30_000 },

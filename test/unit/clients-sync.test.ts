@@ -409,6 +409,28 @@ describe("live entries", () => {
     expect(JSON.parse(h.read("cursor")).mcpServers).toEqual({});
   });
 
+  test("an entry is recorded before it is written, so a crash in between never leaves one mcpmgr would disown", async () => {
+    await sync.registerClient("cursor", "default", []);
+    const store = new ClientRegistrationStore(h.ctx.paths);
+    const path = clientById("cursor").configPath(h.ctx);
+    // Looks at both files between every step of the change, as a crash at any point would leave them.
+    const seen: string[] = [];
+    let watching = true;
+    const look = async () => {
+      while (watching) {
+        const written = existsSync(path) && readFileSync(path, "utf8").includes('"fetch"');
+        if (written) seen.push((await store.read()).owned.cursor ? "recorded" : "not recorded");
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    const looking = look();
+    await sync.onWorkloadStarted(fetch41001);
+    watching = false;
+    await looking;
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.filter((state) => state !== "recorded")).toEqual([]);
+  });
+
   test("pruning takes out exactly the entries whose workload is not live, asking once per entry", async () => {
     await sync.registerClient("cursor", "default", [fetch41001, { ...fetch41001, name: "search" }]);
     await sync.registerClient("vscode", "default", [fetch41001]);
