@@ -251,8 +251,31 @@ test("a supervisor stopped by a signal (the machine shutting down) takes its ent
   expect(cursor().beta).toEqual({ url: urls.beta });
 }, 60_000);
 
+/** Exit code, nothing on stdout, one stderr line with a hint and no stack. */
+function failure(result: ReturnType<typeof mcpmgr>, code: number): string {
+  expect(result.stdout).toBe("");
+  const lines = result.stderr.split("\n").filter((line) => line.trim() !== "");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain("hint:");
+  expect(result.code).toBe(code);
+  return lines[0] as string;
+}
+
 describe("a background gateway", () => {
   let gatewayUrl: string;
+
+  test("bad requests are one line with a hint, and change nothing", () => {
+    expect(failure(mcpmgr("client", "register", "cursor", "--group", "team", "--gateway"), 1)).toContain(
+      "no background gateway of group team is running",
+    );
+    expect(Object.keys(cursor()).sort()).toEqual(["alpha", "beta"]);
+    expect(failure(mcpmgr("gateway", "team", "--name", "gw"), 2)).toContain("--name names a background gateway");
+    expect(failure(mcpmgr("gateway", "nowhere", "--detach"), 1)).toContain("no group named nowhere");
+    expect(failure(mcpmgr("gateway", "team", "--detach", "--name", "Not_A_Name"), 2)).toContain(
+      "is not a valid workload name",
+    );
+    expect(list().map((r) => r.name)).toEqual(["alpha", "beta"]);
+  }, 60_000);
 
   test("gateway --detach runs it as a workload of the group: listed, with its URL; per-workload clients do not get it", () => {
     const started = mcpmgr("gateway", "team", "--detach");
@@ -325,6 +348,9 @@ describe("a background gateway", () => {
       source: { kind: "gateway", ref: "team" },
       runtime: "gateway",
     });
+    expect(failure(mcpmgr("run", "--from-config", file, "--foreground"), 2)).toContain(
+      "holds the background gateway gateway-team",
+    );
     ok("rm", "gateway-team");
     expect(cursor()).toEqual({});
     expect(row("gateway-team")).toBeUndefined();
