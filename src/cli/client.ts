@@ -19,7 +19,8 @@ import type { OptionTable } from "../config/option-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { ClientRegistrationStore } from "../state/client-registrations.ts";
 import { DEFAULT_GROUP, GroupStore } from "../state/groups.ts";
-import { clientContextOf, registeredClients, runningWorkloads } from "../workload/groups.ts";
+import { clientContextOf, pruneClientEntries, runningWorkloads } from "../workload/client-entries.ts";
+import { registeredClients } from "../workload/groups.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult, printTable } from "./output.ts";
@@ -27,6 +28,11 @@ import { openStore, parseNamed } from "./workload-arg.ts";
 
 /** This process as clients/ sees it. */
 const cliClientContext = () => clientContextOf(cliContext());
+
+/** A followed group as the GROUPS column shows it: `team (gateway)` when reached through its gateway. */
+function groupCell(groups: readonly string[], viaGateway: readonly string[]): string {
+  return groups.map((group) => (viaGateway.includes(group) ? `${group} (gateway)` : group)).join(",") || "-";
+}
 
 const clientArg = { CLIENT: { description: `AI client: ${CLIENT_IDS.join(", ")}`, required: true } };
 
@@ -74,16 +80,18 @@ const status = defineCommand({
   async run({ rawArgs }) {
     const parsed = parseArgv(rawArgs, statusOptions, "client status", false);
     noArguments(parsed.positionals, "client status");
+    // Entries of workloads that no longer run (a killed supervisor) go first, so the status is true.
+    await pruneClientEntries(cliContext());
     const rows = await new ClientConfigSync(cliClientContext()).status();
     if (parsed.values.format === "json") return printResult(JSON.stringify(rows, null, 2));
     printTable(
       ["CLIENT", "INSTALLED", "GROUPS", "CONFIG"],
-      rows.map((row) => [row.id, row.installed ? "yes" : "no", row.groups.join(",") || "-", row.configPath]),
+      rows.map((row) => [row.id, row.installed ? "yes" : "no", groupCell(row.groups, row.viaGateway), row.configPath]),
     );
   },
 });
 
-async function register(client: ClientId, group: string): Promise<void> {
+async function register(client: ClientId, group: string, gateway = false): Promise<void> {
   const ctx = cliClientContext();
   const definition = clientById(client);
   if (!installedClients(ctx).includes(definition)) {
@@ -91,14 +99,20 @@ async function register(client: ClientId, group: string): Promise<void> {
       `${definition.displayName} does not look installed here; its configuration goes to ${definition.configPath(ctx)} anyway`,
     );
   }
-  const reports = await new ClientConfigSync(ctx).registerClient(client, group, await runningWorkloads(openStore()));
+  await pruneClientEntries(cliContext());
+  const store = openStore();
+  // Listed under the registrations' lock: a workload starting meanwhile is either listed or sees the registration.
+  const reports = await new ClientConfigSync(ctx).registerClient(client, group, () => runningWorkloads(store), {
+    gateway,
+  });
   reportChanges(reports);
-  const written = reports.filter((report) => report.action !== "skipped").length;
+  const written = reports.filter((report) => report.action !== "skipped" && report.action !== "removed").length;
+  const file = definition.configPath(ctx);
   log.success(
-    `${definition.displayName} follows group ${group}` +
-      (written > 0
-        ? ` (${written} running workload(s) in ${definition.configPath(ctx)})`
-        : " (no workload of it runs yet)"),
+    gateway
+      ? `${definition.displayName} reaches group ${group} through its gateway (in ${file})`
+      : `${definition.displayName} follows group ${group}` +
+          (written > 0 ? ` (${written} running workload(s) in ${file})` : " (no workload of it runs yet)"),
   );
 }
 
@@ -110,7 +124,7 @@ const registerCommand = defineCommand({
   args: toCittyArgs(registerOptions, clientArg),
   async run({ rawArgs }) {
     const { client, values } = clientFrom(rawArgs, registerOptions, "client register");
-    await register(client, values.group);
+    await register(client, values.group, values.gateway);
   },
 });
 
@@ -151,7 +165,7 @@ const listRegistered = defineCommand({
     if (rows.length === 0) return log.info("no AI client is registered (see 'mcpmgr client register --help')");
     printTable(
       ["CLIENT", "GROUPS"],
-      rows.map((row) => [row.client, row.groups.join(",")]),
+      rows.map((row) => [row.client, groupCell(row.groups, row.viaGateway)]),
     );
   },
 });

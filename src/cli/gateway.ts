@@ -1,12 +1,16 @@
 /**
  * `mcpmgr gateway GROUP`: one MCP endpoint for a group's running workloads, in the
  * foreground like `proxy` (prints the URL, serves /health, stops gracefully on a signal).
- * The start sequence is workload/gateway.ts.
+ * The start sequence is workload/gateway.ts. With `--detach` it runs in the background as a
+ * workload instead, like `run` without `--foreground`: recorded, started by a supervisor,
+ * and from then on `list`, `stop`, `start`, `restart`, `logs`, `export` and `rm` by name.
  */
 import { defineCommand } from "citty";
-import { buildGatewaySpec } from "../config/gateway-spec.ts";
+import { buildGatewaySpec, type GatewaySpec } from "../config/gateway-spec.ts";
 import { gatewayOptions } from "../config/gateway-options.ts";
-import { startGatewayWorkload } from "../workload/gateway.ts";
+import { workloadUrl } from "../state/workload-url.ts";
+import { WorkloadStore } from "../state/workloads.ts";
+import type { WorkloadContext } from "../workload/context.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult } from "./output.ts";
@@ -16,13 +20,15 @@ export default defineCommand({
   meta: {
     name: "gateway",
     description:
-      "Serve one MCP endpoint for a group's running workloads (tools and prompts named <workload>_<name>), in the foreground",
+      "Serve one MCP endpoint for a group's running workloads (tools and prompts named <workload>_<name>), in the foreground or with --detach in the background",
   },
   args: toCittyArgs(gatewayOptions, {
     GROUP: { description: "The group whose running workloads the gateway serves", required: true },
   }),
   async run({ rawArgs }) {
     const spec = buildGatewaySpec(rawArgs);
+    if (spec.detach) return runGatewayInBackground(spec, rawArgs, cliContext());
+    const { startGatewayWorkload } = await import("../workload/gateway.ts");
     const gateway = await startGatewayWorkload(spec, cliContext());
     log.info(`gateway for group '${spec.group}' is running; MCP clients connect to:`);
     printResult(gateway.url);
@@ -31,3 +37,32 @@ export default defineCommand({
     await gateway.stop();
   },
 });
+
+/**
+ * Recorded, then handed to a supervisor (which hosts the gateway instead of a server); prints
+ * the URL once the gateway answers MCP initialize. Also `run --from-config` of an exported gateway.
+ */
+export async function runGatewayInBackground(
+  spec: GatewaySpec,
+  argv: readonly string[],
+  ctx: WorkloadContext,
+): Promise<void> {
+  const { recordGateway } = await import("../workload/background-gateway.ts");
+  const { startSupervisor } = await import("../workload/supervisor-control.ts");
+  const { clientsSeeStarted } = await import("../workload/client-entries.ts");
+  const store = new WorkloadStore(ctx.paths);
+  const record = await recordGateway(spec, argv, ctx);
+  try {
+    await startSupervisor(store, record.name, ctx, {
+      failureHint: "fix the command and run it again (nothing was kept)",
+    });
+  } catch (err) {
+    await store.remove(record.name).catch(() => {});
+    throw err;
+  }
+  await clientsSeeStarted(record, ctx);
+  log.info(
+    `gateway ${record.name} for group '${spec.group}' is running in the background ('mcpmgr stop ${record.name}' stops it); MCP clients connect to:`,
+  );
+  printResult(workloadUrl(record));
+}

@@ -1,7 +1,11 @@
-/** `mcpmgr logs NAME [-f] [--proxy]`: the server's output (or the proxy's with --proxy). */
+/**
+ * `mcpmgr logs NAME [-f] [--proxy]`: the server's output (or the proxy's with --proxy). A
+ * background gateway has no server: its log is the one its supervisor writes.
+ */
 import { defineCommand } from "citty";
 import { open } from "node:fs/promises";
 import { booleanOption } from "../config/option-spec.ts";
+import { isGatewayRecord } from "../state/workloads.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { log } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
@@ -17,8 +21,8 @@ export default defineCommand({
   async run({ rawArgs }) {
     const { name, values } = parseNamed(rawArgs, table, "logs");
     const store = openStore();
-    await store.getExisting(name);
-    const path = values.proxy ? store.proxyLogPath(name) : store.logPath(name);
+    const record = await store.getExisting(name);
+    const path = values.proxy || isGatewayRecord(record) ? store.proxyLogPath(name) : store.logPath(name);
     let offset = await copyFrom(path, 0);
     if (!values.follow) {
       if (offset === 0) log.info(`no ${values.proxy ? "proxy " : ""}output from ${name} yet`);

@@ -1,5 +1,6 @@
-/** `mcpmgr rm NAME`: stops the workload if needed and removes its record and logs. */
+/** `mcpmgr rm NAME`: stops the workload if needed and removes its record, logs and AI-client entries. */
 import { defineCommand } from "citty";
+import { clientsSeeStopped } from "../workload/client-entries.ts";
 import { stopSupervisor } from "../workload/supervisor-control.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { log } from "./output.ts";
@@ -16,6 +17,7 @@ export default defineCommand({
       if ((err as { code?: string }).code !== "STATE_CORRUPT") throw err;
     });
     await stopSupervisor(store, name, log).catch(() => false);
+    await clientsSeeStopped(name, { log, paths: store.paths, env: process.env });
     await store.remove(name);
     log.info(`removed ${name}`);
   },

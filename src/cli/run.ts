@@ -4,10 +4,11 @@ import { parseRunArgv, type ParsedRunArgv } from "../config/run-argv.ts";
 import { runOptions } from "../config/run-options.ts";
 import { McpmgrError } from "../errors.ts";
 import { readJsonFile } from "../state/atomic-file.ts";
-import { workloadRecordSchema } from "../state/workload-record.ts";
+import { isGatewayRecord, type WorkloadRecord, workloadRecordSchema } from "../state/workload-record.ts";
 import { workloadUrl } from "../state/workload-url.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { preflight, recordWorkload } from "../workload/background.ts";
+import { clientsSeeForegroundRun, clientsSeeStarted } from "../workload/client-entries.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
 import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
@@ -43,7 +44,9 @@ export default defineCommand({
           { hint: "edit the exported file instead, or run the server with its options directly" },
         );
       }
-      args = await argsFromConfig(parsed.values["from-config"], parsed.values.foreground);
+      const record = await readExported(parsed.values["from-config"]);
+      if (isGatewayRecord(record)) return runGatewayFromConfig(record, parsed.values.foreground);
+      args = argsFromConfig(record, parsed.values.foreground);
       parsed = parseRunArgv(args);
     }
     const ctx = cliContext();
@@ -59,7 +62,7 @@ export default defineCommand({
  * they are parsed again, so an edited file gets the same checks as a command line. Relative
  * paths in it are taken from its working directory.
  */
-async function argsFromConfig(path: string, foreground: boolean): Promise<string[]> {
+async function readExported(path: string): Promise<WorkloadRecord> {
   const record = await readJsonFile(path, workloadRecordSchema, { hint: "export one with 'mcpmgr export NAME PATH'" });
   if (record === undefined)
     throw new McpmgrError("INVALID_OPTION", `--from-config ${JSON.stringify(path)}: no such file`, {
@@ -71,7 +74,33 @@ async function argsFromConfig(path: string, foreground: boolean): Promise<string
     });
   }
   if (record.workingDir) process.chdir(record.workingDir);
+  return record;
+}
+
+function argsFromConfig(record: WorkloadRecord, foreground: boolean): string[] {
   return foreground ? ["--foreground", ...record.runOptions] : [...record.runOptions];
+}
+
+/** An exported background gateway: its stored options are the `mcpmgr gateway ... --detach` that made it. */
+async function runGatewayFromConfig(record: WorkloadRecord, foreground: boolean): Promise<void> {
+  if (foreground) {
+    throw new McpmgrError("CONFLICTING_OPTIONS", `--from-config holds the background gateway ${record.name}`, {
+      hint: `leave --foreground out, or run a gateway in the foreground with 'mcpmgr gateway ${record.group}'`,
+    });
+  }
+  const { buildGatewaySpec } = await import("../config/gateway-spec.ts");
+  const { runGatewayInBackground } = await import("./gateway.ts");
+  const spec = buildGatewaySpec(record.runOptions);
+  if (!spec.detach) {
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--from-config: ${record.name}'s run options are not a background gateway's`,
+      {
+        hint: "export it again with 'mcpmgr export NAME PATH'",
+      },
+    );
+  }
+  await runGatewayInBackground(spec, record.runOptions, cliContext());
 }
 
 /** Checked and prepared here, recorded, then handed to a supervisor; prints the URL and returns. */
@@ -94,6 +123,7 @@ async function runInBackground(
     await store.remove(spec.name).catch(() => {});
     throw err;
   }
+  await clientsSeeStarted(record, ctx);
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
   printResult(workloadUrl(record));
 }
@@ -116,10 +146,13 @@ async function runInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<num
   const { workload } = started;
   log.info(`${spec.name} is running; MCP clients connect to:`);
   printResult(workload.url);
+  // Written into the AI clients following its group while it runs (no record: its pid says it lives).
+  const leaveClients = await clientsSeeForegroundRun(spec, workload.url, ctx);
   const outcome = await Promise.race([
     signal.then((received) => ({ signal: received })),
     workload.exited.then((why) => ({ why })),
   ]);
+  await leaveClients();
   await workload.stop();
   if ("why" in outcome) {
     log.error(`${spec.name}: ${outcome.why}`);

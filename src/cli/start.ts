@@ -1,5 +1,9 @@
-/** `mcpmgr start NAME` and `mcpmgr restart NAME`: (re)start a recorded workload on its port. */
+/**
+ * `mcpmgr start NAME` and `mcpmgr restart NAME`: (re)start a recorded workload (or background
+ * gateway) on its port; the AI clients following its group get its entry back.
+ */
 import { defineCommand } from "citty";
+import { clientsSeeStarted } from "../workload/client-entries.ts";
 import { currentStatus, startSupervisor, stopSupervisor } from "../workload/supervisor-control.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
@@ -28,7 +32,9 @@ function command(restart: boolean) {
           return;
         }
       }
-      await startSupervisor(store, name, cliContext(), { whileWaiting: loginUrlRelay(store.proxyLogPath(name)) });
+      const ctx = cliContext();
+      await startSupervisor(store, name, ctx, { whileWaiting: loginUrlRelay(store.proxyLogPath(name)) });
+      await clientsSeeStarted(record, ctx);
       log.info(`${name} is running; MCP clients connect to:`);
       printResult(workloadUrl(record));
     },

@@ -1,5 +1,6 @@
-/** `mcpmgr stop NAME`: stops the proxy and the server; the workload stays for `start`. */
+/** `mcpmgr stop NAME`: stops the proxy and the server; the workload stays for `start`, its AI-client entries go. */
 import { defineCommand } from "citty";
+import { clientsSeeStopped } from "../workload/client-entries.ts";
 import { stopSupervisor } from "../workload/supervisor-control.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { log } from "./output.ts";
@@ -12,6 +13,9 @@ export default defineCommand({
     const { name } = parseNamed(rawArgs, {}, "stop");
     const store = openStore();
     await store.getExisting(name);
-    log.info((await stopSupervisor(store, name, log)) ? `stopped ${name}` : `${name} was not running`);
+    const stopped = await stopSupervisor(store, name, log);
+    // The supervisor takes its entries out as it stops; one that had to be killed could not.
+    await clientsSeeStopped(name, { log, paths: store.paths, env: process.env });
+    log.info(stopped ? `stopped ${name}` : `${name} was not running`);
   },
 });

@@ -3,9 +3,13 @@
  * group that runs has an entry in the client's configuration, under the workload's name,
  * with its current URL and transport; the entry goes when the workload stops or is removed.
  *
+ * A client reaches each group it follows one of two ways: an entry per workload, or one entry
+ * for the group's background gateway (`client register --gateway`); a workload that starts
+ * goes to the clients that reach its group its way.
+ *
  * This is the API the workload lifecycle and the CLI call. It knows nothing of processes or
  * argv: the caller says which workload started or stopped (and, when registering, which
- * workloads of the group run now). Every change holds the registrations lock from reading
+ * workloads of the group run now; when pruning, which entries are still live). Every change holds the registrations lock from reading
  * them to writing them back, client files included, so concurrent mcpmgr processes queue up.
  *
  * Entries mcpmgr did not write are never touched: an existing entry with the workload's name
@@ -23,7 +27,9 @@ import {
   ownedIn,
   pruneOwned,
   type Registrations,
+  viaGateway,
 } from "../state/client-registrations.ts";
+import { McpmgrError } from "../errors.ts";
 import { assertGroupExists } from "../state/groups.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { allClients, clientById, isClientId } from "./catalog.ts";
@@ -48,6 +54,8 @@ export interface ClientStatus {
   readonly installed: boolean;
   readonly configPath: string;
   readonly groups: readonly string[];
+  /** The groups of `groups` it reaches through their background gateway (one entry each) instead of per workload. */
+  readonly viaGateway: readonly string[];
   /** Workloads mcpmgr has entries for in the client's configuration. */
   readonly entries: readonly string[];
 }
@@ -73,41 +81,86 @@ export class ClientConfigSync {
     this.#store = new ClientRegistrationStore(ctx.paths);
   }
 
-  /** A workload of `group` runs (run, start, restart, a supervisor's restart): clients following the group get it. */
+  /**
+   * A workload of `group` runs (run, start, restart, a supervisor's restart): clients following
+   * the group get it, those that reach the group through its gateway only when it is a gateway.
+   */
   onWorkloadStarted(workload: WorkloadEndpoint): Promise<readonly SyncReport[]> {
-    return this.#change(async (registrations) => {
+    return this.#change(async (registrations, save) => {
       const reports: SyncReport[] = [];
       for (const [id, record] of Object.entries(registrations.clients)) {
         if (!isClientId(id) || !record.groups.includes(workload.group)) continue;
-        reports.push(await this.#upsert(registrations, clientById(id), workload));
+        if (viaGateway(registrations, id, workload.group) !== (workload.gateway === true)) continue;
+        reports.push(await this.#upsert(registrations, save, clientById(id), workload));
       }
       return reports;
     });
   }
 
-  /** A workload stopped or was removed: every entry mcpmgr wrote for it goes, in every client. */
-  onWorkloadStopped(workload: { readonly name: string }): Promise<readonly SyncReport[]> {
-    return this.#change((registrations) => this.#removeWhere(registrations, (_client, name) => name === workload.name));
+  /**
+   * A workload stopped or was removed: every entry mcpmgr wrote for it goes, in every client.
+   * With `pid`, a foreground run's entries only (those it wrote); without, a recorded workload's.
+   */
+  onWorkloadStopped(workload: { readonly name: string; readonly pid?: number }): Promise<readonly SyncReport[]> {
+    return this.#change((registrations) =>
+      this.#removeWhere(registrations, (_client, name, entry) => name === workload.name && entry.pid === workload.pid),
+    );
   }
 
   /**
-   * `client register CLIENT --group GROUP`: the client follows the group from now on, and gets
-   * the group's running workloads at once (`running` may list others; they are ignored).
+   * `client register CLIENT --group GROUP [--gateway]`: the client follows the group from now on,
+   * per workload or through the group's background gateway, and gets what of the group runs at
+   * once (`running` may list others; they are ignored). A function is called under the lock, so
+   * a workload starting meanwhile is either in its list or sees the registration. Switching
+   * between the two ways takes the other way's entries out. The gateway way needs a gateway
+   * that runs (GATEWAY_NOT_RUNNING otherwise, and nothing changes).
    */
   async registerClient(
     client: ClientId,
     group: string,
-    running: readonly WorkloadEndpoint[],
+    running: readonly WorkloadEndpoint[] | (() => Promise<readonly WorkloadEndpoint[]>),
+    options: { readonly gateway?: boolean } = {},
   ): Promise<readonly SyncReport[]> {
     await assertGroupExists(this.#ctx.paths, group);
-    return this.#change(async (registrations) => {
+    const gateway = options.gateway === true;
+    return this.#change(async (registrations, save) => {
+      const endpoints = (typeof running === "function" ? await running() : running).filter(
+        (workload) => workload.group === group && (workload.gateway === true) === gateway,
+      );
+      if (gateway && endpoints.length === 0) throw noGatewayError(group);
       const record = (registrations.clients[client] ??= { groups: [] });
+      const switched = record.groups.includes(group) && viaGateway(registrations, client, group) !== gateway;
       if (!record.groups.includes(group)) record.groups.push(group);
+      const others = (record.viaGateway ?? []).filter((name) => name !== group);
+      record.viaGateway = gateway ? [...others, group] : others;
       const reports: SyncReport[] = [];
-      for (const workload of running) {
-        if (workload.group === group) reports.push(await this.#upsert(registrations, clientById(client), workload));
+      if (switched) {
+        reports.push(
+          ...(await this.#removeWhere(registrations, (id, _name, entry) => id === client && entry.group === group)),
+        );
+      }
+      for (const workload of endpoints) {
+        reports.push(await this.#upsert(registrations, save, clientById(client), workload));
       }
       return reports;
+    });
+  }
+
+  /**
+   * Takes out the entries whose workload no longer runs (a supervisor killed with SIGKILL, a
+   * foreground run that died, the machine going down): `live` is asked, under the lock, about
+   * each entry mcpmgr wrote.
+   */
+  pruneEntries(live: (name: string, entry: OwnedEntry) => Promise<boolean>): Promise<readonly SyncReport[]> {
+    return this.#change(async (registrations) => {
+      const stale = new Set<OwnedEntry>();
+      for (const files of Object.values(registrations.owned)) {
+        for (const entries of Object.values(files)) {
+          for (const [name, entry] of Object.entries(entries)) if (!(await live(name, entry))) stale.add(entry);
+        }
+      }
+      if (stale.size === 0) return [];
+      return this.#removeWhere(registrations, (_client, _name, entry) => stale.has(entry));
     });
   }
 
@@ -143,15 +196,16 @@ export class ClientConfigSync {
       installed: isInstalled(this.#ctx, client),
       configPath: client.configPath(this.#ctx),
       groups: groupsOf(registrations, client.id),
+      viaGateway: registrations.clients[client.id]?.viaGateway ?? [],
       entries: Object.values(registrations.owned[client.id] ?? {})
         .flatMap((entries) => Object.keys(entries))
         .sort(),
     }));
   }
 
-  async #change<T>(fn: (registrations: Registrations) => Promise<T>): Promise<T> {
-    return this.#store.change(async (registrations) => {
-      const result = await fn(registrations);
+  async #change<T>(fn: (registrations: Registrations, save: () => Promise<void>) => Promise<T>): Promise<T> {
+    return this.#store.change(async (registrations, save) => {
+      const result = await fn(registrations, save);
       pruneOwned(registrations);
       return result;
     });
@@ -159,6 +213,7 @@ export class ClientConfigSync {
 
   async #upsert(
     registrations: Registrations,
+    save: () => Promise<void>,
     client: ClientDefinition,
     workload: WorkloadEndpoint,
   ): Promise<SyncReport> {
@@ -179,6 +234,13 @@ export class ClientConfigSync {
     const written = Object.fromEntries(shape.managed.map((key) => [key, shape.value[key]]));
     const owned = ownedIn(registrations, client.id, file);
     const record = owned[name];
+    const recorded = { group: workload.group, written, ...(workload.pid !== undefined ? { pid: workload.pid } : {}) };
+    // Recorded before the file is written: a crash between the two leaves a record of an entry
+    // that may not be there (harmless), never an entry of ours that mcpmgr would disown.
+    if (record === undefined) {
+      owned[name] = recorded;
+      await save();
+    }
     let action: SyncAction = "unchanged";
     let disowned = false;
     const result = await editClientFile(this.#ctx, client, file, { create: true }, (text, editor) => {
@@ -212,9 +274,9 @@ export class ClientConfigSync {
       action = next === text ? "unchanged" : "updated";
       return next;
     });
-    if (disowned) delete owned[name];
+    if (disowned || (record === undefined && result.skipped !== undefined)) delete owned[name];
     if (result.skipped !== undefined) return this.#skipped(client, name, file, result.skipped);
-    owned[name] = { group: workload.group, written };
+    owned[name] = recorded;
     return { client: client.id, workload: name, file, action };
   }
 
@@ -274,6 +336,12 @@ export class ClientConfigSync {
 function isOurs(current: unknown, written: Readonly<Record<string, unknown>>): boolean {
   if (typeof current !== "object" || current === null || Array.isArray(current)) return false;
   return Object.entries(written).every(([key, value]) => sameValue((current as Record<string, unknown>)[key], value));
+}
+
+function noGatewayError(group: string): McpmgrError {
+  return new McpmgrError("GATEWAY_NOT_RUNNING", `no background gateway of group ${group} is running`, {
+    hint: `start one with 'mcpmgr gateway ${group} --detach' (a stopped one with 'mcpmgr start NAME', see 'mcpmgr list --group ${group}'), then register again`,
+  });
 }
 
 function isInstalled(ctx: ClientContext, client: ClientDefinition): boolean {

@@ -15,6 +15,10 @@ export interface WorkloadEndpoint {
   readonly group: string;
   readonly url: string;
   readonly transport: RemoteTransport;
+  /** The group's background gateway: only clients that reach the group through its gateway get it. */
+  readonly gateway?: boolean;
+  /** A foreground run (no workload record): the process serving it, whose life is the entry's. */
+  readonly pid?: number;
 }
 
 export interface ClientLogger {

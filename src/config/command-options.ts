@@ -40,6 +40,11 @@ export const clientRegisterOptions = {
     default: "default", // state/groups.ts DEFAULT_GROUP, as for `run --group`
     schema: nonEmpty,
   }),
+  gateway: booleanOption({
+    description:
+      "Give the client the group's background gateway (one entry) instead of each workload (start one with 'mcpmgr gateway GROUP --detach')",
+    default: false,
+  }),
 } as const satisfies OptionTable;
 
 /** `mcpmgr client remove`. */

@@ -1,11 +1,12 @@
 /** Every option of `mcpmgr gateway`, in the order help shows them. */
 import { caBundleOptions } from "./flags/ca-bundle.ts";
-import { gatewayListenOptions, gatewayPolicyOptions } from "./flags/gateway.ts";
+import { gatewayBackgroundOptions, gatewayListenOptions, gatewayPolicyOptions } from "./flags/gateway.ts";
 import { incomingAuthOptions } from "./flags/incoming-auth.ts";
 import { policyOptions } from "./flags/policy.ts";
 import { telemetryOptions } from "./flags/telemetry.ts";
 
 export const gatewayOptions = {
+  ...gatewayBackgroundOptions,
   ...gatewayListenOptions,
   ...gatewayPolicyOptions,
   ...policyOptions,

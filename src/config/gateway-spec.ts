@@ -11,6 +11,9 @@ import { toolsPolicy, type ToolsPolicy } from "./tools-policy.ts";
 
 export interface GatewaySpec {
   readonly group: string;
+  /** `--detach`: a background workload, named `name` (`gateway-GROUP` unless --name says otherwise). */
+  readonly detach: boolean;
+  readonly name: string | undefined;
   readonly listen: ListenSpec;
   readonly prefixMode: "always" | "when-needed";
   readonly trustProxyHeaders: boolean;
@@ -48,9 +51,16 @@ export function buildGatewaySpec(argv: readonly string[]): GatewaySpec {
       hint: "'mcpmgr gateway' takes one GROUP; options start with --",
     });
   }
+  if (values.name !== undefined && !values.detach) {
+    throw new McpmgrError("MISSING_OPTION", "--name names a background gateway, and this one runs in the foreground", {
+      hint: "add --detach to run it in the background under that name, or leave --name out",
+    });
+  }
   const name = gatewayComponentName(group);
   return Object.freeze({
     group,
+    detach: values.detach,
+    name: values.name,
     listen: Object.freeze({ host: values.host, port: values.port }),
     prefixMode: values["name-prefix"],
     trustProxyHeaders: values["trust-proxy-headers"],

@@ -3,11 +3,11 @@
  * is a folder of small JSON files replaced by atomic renames, so reading it is cheap: the
  * gateway re-reads it on a short interval, and sooner when `fs.watch` reports a change in the
  * workloads folder (a workload created or removed). A status that says "running" whose
- * supervisor process is gone does not count.
+ * supervisor process is gone does not count, and neither does a background gateway.
  */
 import { type FSWatcher, watch } from "node:fs";
 import { join } from "node:path";
-import { reconcileStatus, type WorkloadRecord, type WorkloadStore } from "../state/workloads.ts";
+import { isGatewayRecord, reconcileStatus, type WorkloadRecord, type WorkloadStore } from "../state/workloads.ts";
 
 export interface Member {
   readonly name: string;
@@ -50,7 +50,8 @@ function isAlive(pid: number): boolean {
 export async function runningMembers(store: WorkloadStore, group: string): Promise<Member[]> {
   const members: Member[] = [];
   for (const record of await store.list()) {
-    if (record.group !== group) continue;
+    // A background gateway is a workload record too, but never a member: no gateway aggregates itself or another.
+    if (record.group !== group || isGatewayRecord(record)) continue;
     const status = await store.readStatus(record.name).catch(() => undefined);
     if (status === undefined || reconcileStatus(status, isAlive).state !== "running") continue;
     members.push({ name: record.name, url: workloadEndpoint(record) });

@@ -3,13 +3,16 @@
  * files mcpmgr wrote. Layout under stateDir:
  *
  *   client-registrations.json
- *     clients: { "<client>": { "groups": ["default", ...] } }
- *     owned:   { "<client>": { "<config file>": { "<server name>": { "group": "...", "written": {...} } } } }
+ *     clients: { "<client>": { "groups": ["default", "team"], "viaGateway": ["team"] } }
+ *     owned:   { "<client>": { "<config file>": { "<server name>": { "group": "...", "written": {...}, "pid": 123 } } } }
  *   .client-registrations.lock
  *
+ * `viaGateway` lists the followed groups the client reaches through the group's background
+ * gateway (one entry, named after the gateway) instead of one entry per workload.
  * `written` holds the keys mcpmgr set in that entry and their values, exactly as written.
  * It is the proof of ownership: an entry is mcpmgr's only while it is recorded here and
- * still carries those values. Anything else in a client's file belongs to the user and is
+ * still carries those values. `pid` is there for a foreground run (`run --foreground`), which
+ * has no workload record: the entry is live while that process is. Anything else in a client's file belongs to the user and is
  * never changed. The lock is held for the whole of a change, including the edits of the
  * client files it leads to, so two mcpmgr processes never lose each other's entries.
  */
@@ -24,11 +27,15 @@ const nonEmpty = v.pipe(v.string(), v.nonEmpty("must not be empty"));
 const ownedEntrySchema = v.object({
   group: nonEmpty,
   written: v.record(v.string(), v.unknown()),
+  pid: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
 });
 
 const registrationsSchema = v.object({
   schema_version: v.optional(v.literal(1, "must be 1 (this file was written by a different version of mcpmgr)"), 1),
-  clients: v.optional(v.record(nonEmpty, v.object({ groups: v.array(nonEmpty) })), {}),
+  clients: v.optional(
+    v.record(nonEmpty, v.object({ groups: v.array(nonEmpty), viaGateway: v.optional(v.array(nonEmpty)) })),
+    {},
+  ),
   owned: v.optional(v.record(nonEmpty, v.record(nonEmpty, v.record(nonEmpty, ownedEntrySchema))), {}),
 });
 
@@ -58,16 +65,25 @@ export class ClientRegistrationStore {
 
   /**
    * Runs `fn` under the lock with a mutable copy of the registrations and writes them back
-   * if `fn` changed them. Long lock timeout: a holder may be editing several client files.
+   * if `fn` changed them. `save` writes them in the middle of the change (an entry recorded
+   * before it is written into a client's file, so a crash in between cannot leave an entry
+   * mcpmgr wrote but has no record of). Long lock timeout: a holder may be editing several
+   * client files.
    */
-  async change<T>(fn: (registrations: Registrations) => Promise<T>): Promise<T> {
+  async change<T>(fn: (registrations: Registrations, save: () => Promise<void>) => Promise<T>): Promise<T> {
     return withLock(
       this.#lockPath,
       async () => {
         const current = await this.read();
-        const before = JSON.stringify(current);
-        const result = await fn(current);
-        if (JSON.stringify(current) !== before) await writeJsonFile(this.#file, current);
+        let onDisk = JSON.stringify(current);
+        const save = async () => {
+          const now = JSON.stringify(current);
+          if (now === onDisk) return;
+          await writeJsonFile(this.#file, current);
+          onDisk = now;
+        };
+        const result = await fn(current, save);
+        await save();
         return result;
       },
       { timeoutMs: 30_000 },
@@ -78,6 +94,11 @@ export class ClientRegistrationStore {
 /** The groups a client follows (empty when it is not registered). */
 export function groupsOf(registrations: Registrations, client: string): readonly string[] {
   return registrations.clients[client]?.groups ?? [];
+}
+
+/** Whether the client reaches `group` through the group's background gateway rather than per workload. */
+export function viaGateway(registrations: Registrations, client: string, group: string): boolean {
+  return registrations.clients[client]?.viaGateway?.includes(group) ?? false;
 }
 
 /** The owned entries of a client in one file, created on demand. */
@@ -95,6 +116,10 @@ export function pruneOwned(registrations: Registrations): void {
     if (Object.keys(files).length === 0) delete registrations.owned[client];
   }
   for (const [client, record] of Object.entries(registrations.clients)) {
+    if (record.viaGateway !== undefined) {
+      record.viaGateway = record.viaGateway.filter((group) => record.groups.includes(group));
+      if (record.viaGateway.length === 0) delete record.viaGateway;
+    }
     if (record.groups.length === 0) delete registrations.clients[client];
   }
 }

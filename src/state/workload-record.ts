@@ -11,10 +11,12 @@
  */
 import * as v from "valibot";
 
-export const SOURCE_KINDS = ["registry", "image", "package", "remote", "config"] as const;
+/** `gateway`: a background `mcpmgr gateway GROUP --detach`, whose source is the group it serves. */
+export const SOURCE_KINDS = ["registry", "image", "package", "remote", "config", "gateway"] as const;
 export const TRANSPORTS = ["stdio", "sse", "streamable-http"] as const;
 export const PROXY_MODES = ["streamable-http", "sse"] as const;
-export const RUNTIMES = ["process", "docker", "podman", "remote"] as const;
+/** `gateway`: served by the supervisor itself, no server process or container behind it. */
+export const RUNTIMES = ["process", "docker", "podman", "remote", "gateway"] as const;
 export const WORKLOAD_STATES = ["starting", "running", "stopped", "failed", "restarting"] as const;
 /** States in which a supervisor process should exist (and be checked by reconcileStatus). */
 const LIVE_STATES: ReadonlySet<WorkloadState> = new Set(["starting", "running", "restarting"]);
@@ -98,6 +100,13 @@ export const workloadRecordSchema = v.pipe(
     ),
     ["transport"],
   ),
+  v.forward(
+    v.check(
+      (record) => (record.source.kind === "gateway") === (record.runtime === "gateway"),
+      "a gateway (source kind gateway) and only a gateway has the runtime gateway",
+    ),
+    ["runtime"],
+  ),
 );
 
 export const workloadStatusSchema = v.object({
@@ -135,6 +144,11 @@ export type WorkloadStatusInput = DeepReadonly<
 > & {
   readonly updatedAt?: string;
 };
+
+/** A background gateway (`mcpmgr gateway GROUP --detach`), not an MCP server: gateways never aggregate gateways. */
+export function isGatewayRecord(record: { readonly source: { readonly kind: SourceKind } }): boolean {
+  return record.source.kind === "gateway";
+}
 
 /**
  * A status saying "running" whose supervisor is gone (killed, machine rebooted) is a lie

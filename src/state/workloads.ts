@@ -43,6 +43,7 @@ export {
   SOURCE_KINDS,
   TRANSPORTS,
   WORKLOAD_STATES,
+  isGatewayRecord,
   reconcileStatus,
   workloadRecordSchema,
   workloadStatusSchema,

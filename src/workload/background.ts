@@ -98,7 +98,7 @@ export async function recordWorkload(
 }
 
 /** A free port that no other workload keeps for its restarts. */
-async function freePortAvoiding(store: WorkloadStore): Promise<number> {
+export async function freePortAvoiding(store: WorkloadStore): Promise<number> {
   const taken = new Set((await store.list()).map((record) => record.proxyPort));
   for (let attempt = 0; attempt < 20; attempt++) {
     const port = await findFreePort();

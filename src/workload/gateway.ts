@@ -17,6 +17,8 @@ import { startTelemetry } from "./policies.ts";
 export interface RunningGateway {
   /** The URL MCP clients use. */
   readonly url: string;
+  /** Never resolves: a gateway stops only when asked (the supervisor's `startWorkload` shape). */
+  readonly exited: Promise<string>;
   /** Graceful stop of the gateway, its sessions, exporters and audit log. */
   stop(): Promise<void>;
 }
@@ -46,6 +48,7 @@ export async function startGatewayWorkload(spec: GatewaySpec, ctx: WorkloadConte
     const opened = { observed, audited };
     return {
       url: gateway.url,
+      exited: gateway.exited,
       async stop() {
         await gateway.stop();
         await Promise.allSettled([opened.observed?.telemetry.shutdown(), opened.audited?.close()]);

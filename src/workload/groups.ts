@@ -1,49 +1,17 @@
 /**
- * Groups and AI clients from the workload layer's side: the ClientContext of this process
- * (for clients/'s ClientConfigSync), the workloads that run now as clients reach them, the
- * groups with their workloads and clients, the registered clients, and removing a group
- * together with its workloads (their supervisors stopped first).
+ * Groups and AI clients from the workload layer's side: the groups with their workloads and
+ * clients, the registered clients, and removing a group together with its workloads (their
+ * supervisors stopped first). The lifecycle's calls into clients/ are in client-entries.ts.
  */
-import { homedir } from "node:os";
 import { isClientId } from "../clients/catalog.ts";
 import { ClientConfigSync } from "../clients/sync.ts";
-import type { ClientContext, WorkloadEndpoint } from "../clients/types.ts";
 import { ClientRegistrationStore } from "../state/client-registrations.ts";
 import { GroupStore } from "../state/groups.ts";
 import type { McpmgrPaths } from "../state/paths.ts";
-import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { WorkloadStore } from "../state/workloads.ts";
+import { clientContextOf } from "./client-entries.ts";
 import type { WorkloadContext } from "./context.ts";
-import { selfCommand } from "./self-command.ts";
-import { currentStatus, stopSupervisor } from "./supervisor-control.ts";
-
-/** What clients/ needs of this process: its home, platform, environment, mcpmgr's folders, how it starts itself. */
-export function clientContextOf(ctx: WorkloadContext): ClientContext {
-  return {
-    home: homedir(),
-    platform: process.platform,
-    env: ctx.env,
-    paths: ctx.paths,
-    log: ctx.log,
-    // A compiled mcpmgr is one absolute executable; a source run is `bun /abs/path/src/main.ts`.
-    selfCommand: selfCommand(),
-  };
-}
-
-/** The workloads that run now (their supervisor says so and is alive), as clients reach them. */
-export async function runningWorkloads(store: WorkloadStore): Promise<WorkloadEndpoint[]> {
-  const running: WorkloadEndpoint[] = [];
-  for (const record of await store.list()) {
-    if ((await currentStatus(store, record.name))?.state !== "running") continue;
-    running.push({
-      name: record.name,
-      group: record.group,
-      url: workloadUrl(record),
-      transport: clientTransport(record),
-    });
-  }
-  return running;
-}
+import { stopSupervisor } from "./supervisor-control.ts";
 
 /**
  * `group rm`: refused while the group has workloads unless `withWorkloads`; then each one is
@@ -86,13 +54,20 @@ export async function groupOverview(paths: McpmgrPaths): Promise<GroupOverview[]
   }));
 }
 
-/** `client list-registered-clients`: the clients that follow at least one group, with their groups, by id. */
+/**
+ * `client list-registered-clients`: the clients that follow at least one group, with their
+ * groups and those of them they reach through the group's gateway, by id.
+ */
 export async function registeredClients(
   paths: McpmgrPaths,
-): Promise<{ readonly client: string; readonly groups: readonly string[] }[]> {
+): Promise<{ readonly client: string; readonly groups: readonly string[]; readonly viaGateway: readonly string[] }[]> {
   const registrations = await new ClientRegistrationStore(paths).read();
   return Object.entries(registrations.clients)
     .filter(([id, record]) => isClientId(id) && record.groups.length > 0)
-    .map(([id, record]) => ({ client: id, groups: [...record.groups].sort() }))
+    .map(([id, record]) => ({
+      client: id,
+      groups: [...record.groups].sort(),
+      viaGateway: [...(record.viaGateway ?? [])].sort(),
+    }))
     .sort((a, b) => (a.client < b.client ? -1 : 1));
 }

@@ -86,7 +86,7 @@ export async function startSupervisor(
   const record = await store.getExisting(name);
   // The runtime chosen when the workload was created, not whatever detection finds today.
   const runtime = {
-    ...(record.runtime === "remote" ? {} : { MCPMGR_RUNTIME: record.runtime }),
+    ...(record.runtime === "remote" || record.runtime === "gateway" ? {} : { MCPMGR_RUNTIME: record.runtime }),
     ...(record.runtimeEndpoint ? { DOCKER_HOST: record.runtimeEndpoint } : {}),
   };
   const child = spawn(command as string, args, {

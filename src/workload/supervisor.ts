@@ -2,13 +2,16 @@
  * The supervisor: the detached mcpmgr process behind a background workload (`mcpmgr
  * __supervise NAME`). It runs the workload as recorded, keeps its status file true, writes
  * the server's output to the workload log, restarts a crashed server with exponential
- * backoff on the same port, and stops everything when asked to.
+ * backoff on the same port, and stops everything when asked to. A background gateway is
+ * hosted the same way, with the gateway's start in place of `startWorkload`. The AI clients
+ * following the workload's group are told each time it runs and when it stops.
  */
 import { appendFileSync } from "node:fs";
 import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage } from "../errors.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
-import { WorkloadStore } from "../state/workloads.ts";
+import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
+import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { prepareRunSpec } from "./run-spec.ts";
 import { startWorkload, type RunningWorkload } from "./start.ts";
@@ -103,21 +106,37 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
   if (record.workingDir) process.chdir(record.workingDir);
   const logFile = store.logPath(name);
   const workloadLog = (text: string) => appendFileSync(logFile, text, { mode: 0o600 });
-  const report = (status: StatusReport) => store.writeStatus(name, { ...status, pid: process.pid });
-  let spec: Awaited<ReturnType<typeof prepareRunSpec>>;
+  const report = async (status: StatusReport) => {
+    await store.writeStatus(name, { ...status, pid: process.pid });
+    // After the status says running: a `client register` at the same moment either sees it
+    // running or is seen here.
+    if (status.state === "running") await clientsSeeStarted(record, ctx);
+  };
+  let start: () => Promise<RunningWorkload>;
   try {
-    spec = await prepareRunSpec(parseRunArgv(record.runOptions), ctx);
+    start = await starter(record, ctx, workloadLog);
   } catch (err) {
     await report({ state: "failed", restarts: 0, lastError: errorMessage(err) });
     throw err;
   }
-  const restarts = await restartLoop({
-    name,
-    start: () => startWorkload(spec, ctx, { workloadLog, supervised: true }),
-    report,
-    stopping,
-    log: ctx.log,
-  });
+  const restarts = await restartLoop({ name, start, report, stopping, log: ctx.log });
+  await clientsSeeStopped(name, ctx);
   await store.writeStatus(name, { state: "stopped", restarts }).catch(() => {});
   ctx.log.info(`${name} stopped`);
+}
+
+/** How the recorded workload starts: its RunSpec resolved once, or a background gateway's spec. */
+async function starter(
+  record: WorkloadRecord,
+  ctx: WorkloadContext,
+  workloadLog: (text: string) => void,
+): Promise<() => Promise<RunningWorkload>> {
+  if (isGatewayRecord(record)) {
+    const { buildGatewaySpec } = await import("../config/gateway-spec.ts");
+    const { startGatewayWorkload } = await import("./gateway.ts");
+    const spec = buildGatewaySpec(record.runOptions);
+    return () => startGatewayWorkload(spec, ctx);
+  }
+  const spec = await prepareRunSpec(parseRunArgv(record.runOptions), ctx);
+  return () => startWorkload(spec, ctx, { workloadLog, supervised: true });
 }

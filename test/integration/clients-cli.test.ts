@@ -102,7 +102,7 @@ describe("mcpmgr client without workloads", () => {
     expect(registered.stderr).toContain("Cursor follows group default");
     expect(mcpmgr("client", "list-registered-clients").stdout).toBe("CLIENT  GROUPS\ncursor  default\n");
     expect(json(mcpmgr("client", "list-registered-clients", "--format", "json").stdout)).toEqual([
-      { client: "cursor", groups: ["default"] },
+      { client: "cursor", groups: ["default"], viaGateway: [] },
     ]);
     expect(mcpmgr("client", "remove", "cursor").code).toBe(0);
     expect(json(mcpmgr("client", "list-registered-clients", "--format", "json").stdout)).toEqual([]);
@@ -164,7 +164,7 @@ test("setup on a terminal asks which installed clients should follow which group
         env: ownEnv,
       },
     );
-    expect(json(listed.stdout.toString())).toEqual([{ client: "cursor", groups: ["team-x"] }]);
+    expect(json(listed.stdout.toString())).toEqual([{ client: "cursor", groups: ["team-x"], viaGateway: [] }]);
   } finally {
     rmSync(own, { recursive: true, force: true });
   }

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { createTokenVerifier } from "../../src/auth/incoming/verifier.ts";
 import { discoverFromRemote } from "../../src/auth/outgoing/discovery.ts";
+import { ClientConfigSync } from "../../src/clients/sync.ts";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
 import proxyCommand from "../../src/cli/proxy.ts";
@@ -137,6 +138,15 @@ const producers: Record<ErrorCode, () => unknown> = {
     });
     return groups().removable("busy", { withWorkloads: false });
   },
+  GATEWAY_NOT_RUNNING: () =>
+    new ClientConfigSync({
+      home: join(dir, "client-home"),
+      platform: "linux",
+      env: {},
+      paths: resolvePaths({ MCPMGR_HOME: join(dir, "home") }),
+      log: { warn: () => {}, info: () => {} },
+      selfCommand: ["mcpmgr"],
+    }).registerClient("cursor", "default", [], { gateway: true }),
   SECRET_NOT_FOUND: () =>
     createSecretManager({ dir, env: { MCPMGR_SECRETS_PROVIDER: "environment" } }).resolveSecret("absent"),
   SECRETS_PASSWORD_MISSING: () => secrets("no-password").provider.set("name", "value"),

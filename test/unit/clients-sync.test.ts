@@ -333,7 +333,118 @@ describe("registrations", () => {
       installed: true,
       configPath: join(h.home, ".config", "goose", "config.yaml"),
       groups: ["default"],
+      viaGateway: [],
       entries: ["fetch"],
     });
+  });
+});
+
+describe("through the group's gateway", () => {
+  const gateway: WorkloadEndpoint = {
+    name: "gateway-default",
+    group: "default",
+    url: "http://127.0.0.1:41020/mcp",
+    transport: "streamable-http",
+    gateway: true,
+  };
+  const search: WorkloadEndpoint = { ...fetch41001, name: "search", url: "http://127.0.0.1:41011/mcp" };
+  const servers = () => JSON.parse(h.read("cursor")).mcpServers as Record<string, unknown>;
+
+  test("is refused while no gateway of the group runs, and nothing changes", async () => {
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    const before = h.read("cursor");
+    const err = await rejection(
+      sync.registerClient("cursor", "default", [fetch41001], { gateway: true }),
+      "GATEWAY_NOT_RUNNING",
+    );
+    expect(err.hint).toContain("mcpmgr gateway default --detach");
+    expect(h.read("cursor")).toBe(before);
+    expect((await sync.status()).find((row) => row.id === "cursor")?.viaGateway).toEqual([]);
+  });
+
+  test("one entry for the gateway; switching takes the workloads' entries out, and back", async () => {
+    await sync.registerClient("cursor", "default", [fetch41001, gateway]);
+    expect(servers()).toEqual({ fetch: { url: fetch41001.url } });
+    // A per-workload client never gets the gateway, even when it starts.
+    expect(await sync.onWorkloadStarted(gateway)).toEqual([]);
+
+    const switched = await sync.registerClient("cursor", "default", async () => [fetch41001, gateway], {
+      gateway: true,
+    });
+    expect(switched.map((report) => `${report.action} ${report.workload}`)).toEqual([
+      "removed fetch",
+      "added gateway-default",
+    ]);
+    expect(servers()).toEqual({ "gateway-default": { url: gateway.url } });
+    expect((await sync.status()).find((row) => row.id === "cursor")?.viaGateway).toEqual(["default"]);
+    // Workloads of the group that start now are the gateway's business.
+    expect(await sync.onWorkloadStarted(search)).toEqual([]);
+    expect(servers()).toEqual({ "gateway-default": { url: gateway.url } });
+    await sync.onWorkloadStopped({ name: "gateway-default" });
+    expect(servers()).toEqual({});
+    expect((await sync.onWorkloadStarted(gateway))[0]?.action).toBe("added");
+
+    await sync.registerClient("cursor", "default", [fetch41001, search, gateway]);
+    expect(servers()).toEqual({ fetch: { url: fetch41001.url }, search: { url: search.url } });
+    expect((await new ClientRegistrationStore(h.ctx.paths).read()).clients.cursor).toEqual({ groups: ["default"] });
+  });
+
+  test("removing the client or forgetting the group drops the gateway way with it", async () => {
+    await sync.registerClient("cursor", "default", [gateway], { gateway: true });
+    await sync.removeClient("cursor", "default");
+    expect(servers()).toEqual({});
+    expect((await new ClientRegistrationStore(h.ctx.paths).read()).clients).toEqual({});
+  });
+});
+
+describe("live entries", () => {
+  test("a foreground run's entry carries its pid, and only a stop with that pid takes it out", async () => {
+    await sync.registerClient("cursor", "default", []);
+    await sync.onWorkloadStarted({ ...fetch41001, pid: 4242 });
+    const owned = (await new ClientRegistrationStore(h.ctx.paths).read()).owned.cursor ?? {};
+    expect(Object.values(owned)[0]?.fetch?.pid).toBe(4242);
+    expect(await sync.onWorkloadStopped({ name: "fetch" })).toEqual([]);
+    expect(await sync.onWorkloadStopped({ name: "fetch", pid: 4243 })).toEqual([]);
+    expect((await sync.onWorkloadStopped({ name: "fetch", pid: 4242 }))[0]?.action).toBe("removed");
+    expect(JSON.parse(h.read("cursor")).mcpServers).toEqual({});
+  });
+
+  test("an entry is recorded before it is written, so a crash in between never leaves one mcpmgr would disown", async () => {
+    await sync.registerClient("cursor", "default", []);
+    const store = new ClientRegistrationStore(h.ctx.paths);
+    const path = clientById("cursor").configPath(h.ctx);
+    // Looks at both files between every step of the change, as a crash at any point would leave them.
+    const seen: string[] = [];
+    let watching = true;
+    const look = async () => {
+      while (watching) {
+        const written = existsSync(path) && readFileSync(path, "utf8").includes('"fetch"');
+        if (written) seen.push((await store.read()).owned.cursor ? "recorded" : "not recorded");
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    const looking = look();
+    await sync.onWorkloadStarted(fetch41001);
+    watching = false;
+    await looking;
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.filter((state) => state !== "recorded")).toEqual([]);
+  });
+
+  test("pruning takes out exactly the entries whose workload is not live, asking once per entry", async () => {
+    await sync.registerClient("cursor", "default", [fetch41001, { ...fetch41001, name: "search" }]);
+    await sync.registerClient("vscode", "default", [fetch41001]);
+    const asked: string[] = [];
+    const reports = await sync.pruneEntries(async (name) => {
+      asked.push(name);
+      return name === "search";
+    });
+    expect(asked.sort()).toEqual(["fetch", "fetch", "search"]);
+    expect(reports.map((report) => `${report.action} ${report.client} ${report.workload}`).sort()).toEqual([
+      "removed cursor fetch",
+      "removed vscode fetch",
+    ]);
+    expect(Object.keys(JSON.parse(h.read("cursor")).mcpServers)).toEqual(["search"]);
+    expect(await sync.pruneEntries(async () => true)).toEqual([]);
   });
 });

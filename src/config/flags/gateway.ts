@@ -1,4 +1,4 @@
-/** Where `mcpmgr gateway` listens and how it names the group's tools. */
+/** Where `mcpmgr gateway` listens, how it names the group's tools, and whether it runs in the background. */
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
 import { commaList, hostName, nonEmpty, oneOf, port } from "../values.ts";
 
@@ -37,6 +37,24 @@ export const gatewayPolicyOptions = {
   "tools-override": stringOption({
     description: "JSON file renaming the gateway's tools and rewriting their descriptions (keys are gateway names)",
     valueHint: "path",
+    schema: nonEmpty,
+  }),
+} as const;
+
+/**
+ * `gateway GROUP` stays in the foreground like `proxy`; `--detach` makes it a background
+ * workload (recorded, supervised, listed, stopped and removed like one). Every other option is
+ * stored with it and given to the gateway again on each start.
+ */
+export const gatewayBackgroundOptions = {
+  detach: booleanOption({
+    description: "Run the gateway in the background as a workload (see 'mcpmgr list', 'stop', 'rm')",
+    default: false,
+  }),
+  name: stringOption({
+    description: "Name of the background gateway's workload (with --detach)",
+    valueHint: "name",
+    defaultText: "gateway-GROUP",
     schema: nonEmpty,
   }),
 } as const;

@@ -1,0 +1,58 @@
+/**
+ * A background gateway (`mcpmgr gateway GROUP --detach`): recorded as a workload of the group it
+ * serves (source kind and runtime `gateway`), on a port chosen once so clients' URLs survive
+ * restarts, with the gateway's own argv as its run options. Its supervisor
+ * (workload/supervisor.ts) parses them again with the gateway's option table on every start,
+ * so every gateway option works in the background form as it does in the foreground.
+ */
+import { gatewayComponentName, type GatewaySpec } from "../config/gateway-spec.ts";
+import { McpmgrError } from "../errors.ts";
+import { assertGroupExists } from "../state/groups.ts";
+import { assertWorkloadName, isValidWorkloadName, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
+import { freePortAvoiding } from "./background.ts";
+import type { WorkloadContext } from "./context.ts";
+
+/** gateway/front-end.ts's GATEWAY_PATH; not imported from there, since that module loads the MCP SDK. */
+const GATEWAY_ENDPOINT_PATH = "/mcp";
+
+export async function recordGateway(
+  spec: GatewaySpec,
+  argv: readonly string[],
+  ctx: WorkloadContext,
+): Promise<WorkloadRecord> {
+  await assertGroupExists(ctx.paths, spec.group);
+  const name = spec.name ?? gatewayComponentName(spec.group);
+  if (spec.name !== undefined) assertWorkloadName(name);
+  else if (!isValidWorkloadName(name)) {
+    throw new McpmgrError("INVALID_ARGUMENT", `the gateway's default name ${name} is too long for a workload name`, {
+      hint: "name it with --name (lowercase letters, digits and '-', at most 63 characters)",
+    });
+  }
+  const store = new WorkloadStore(ctx.paths);
+  if ((await store.get(name)) !== undefined) {
+    throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${name} already exists`, {
+      hint: `start it with 'mcpmgr start ${name}', remove it with 'mcpmgr rm ${name}', or choose another --name`,
+    });
+  }
+  const port = spec.listen.port ?? (await freePortAvoiding(store));
+  // As given, --detach included (the supervisor hosts the gateway whatever it says), plus the
+  // name and port chosen here.
+  const runOptions = [
+    ...argv,
+    ...(spec.name === undefined ? ["--name", name] : []),
+    ...(spec.listen.port === undefined ? ["--port", String(port)] : []),
+  ];
+  return store.create({
+    name,
+    group: spec.group,
+    source: { kind: "gateway", ref: spec.group },
+    transport: "streamable-http",
+    proxyMode: "streamable-http",
+    host: spec.listen.host,
+    proxyPort: port,
+    proxyPath: GATEWAY_ENDPOINT_PATH,
+    runtime: "gateway",
+    runOptions,
+    workingDir: process.cwd(),
+  });
+}

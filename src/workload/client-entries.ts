@@ -1,0 +1,231 @@
+/**
+ * AI clients follow the workload lifecycle (clients/sync.ts does the editing). The calls:
+ *
+ * - a recorded workload runs: the supervisor calls `clientsSeeStarted` after every start and
+ *   restart (it alone knows when a crashed server is back); `run`, `start` and `restart` call it
+ *   again once the supervisor is up, so the files are written when the command returns and the
+ *   user sees any warning in the terminal (the supervisor's go to the proxy log);
+ * - it stops: the supervisor calls `clientsSeeStopped` on a graceful stop (`stop`, `rm`,
+ *   `group rm`, a signal, the machine shutting down); `stop` and `rm` call it again after the
+ *   supervisor is gone, for one that had to be killed;
+ * - a foreground run (`run --foreground`) is written while it runs, with its process id;
+ * - an entry whose workload no longer runs (its supervisor was killed with SIGKILL, a
+ *   foreground run died) is pruned by `pruneClientEntries`: `list`, `client status` and
+ *   `client register` call it, and so does every start.
+ *
+ * Nothing here throws: a client file that cannot be changed and mcpmgr's own registrations
+ * that cannot be read are warnings, since a workload starts and stops regardless. The clients
+ * module is loaded only when some client follows the group, or some entry is recorded.
+ */
+import { homedir } from "node:os";
+import type { ClientConfigSync, SyncReport } from "../clients/sync.ts";
+import type { ClientContext, WorkloadEndpoint } from "../clients/types.ts";
+import { errorMessage, isMcpmgrError } from "../errors.ts";
+import { ClientRegistrationStore, type OwnedEntry, type Registrations } from "../state/client-registrations.ts";
+import { isProcessAlive } from "../state/lock.ts";
+import { clientTransport, workloadUrl } from "../state/workload-url.ts";
+import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
+import type { WorkloadContext } from "./context.ts";
+import type { RunSpec } from "./run-spec.ts";
+import { selfCommand } from "./self-command.ts";
+import { currentStatus } from "./supervisor-control.ts";
+
+/** What these calls need of a context: `list` builds this much without the rest of a WorkloadContext. */
+export type ClientEntriesContext = Pick<WorkloadContext, "log" | "paths" | "env">;
+
+/** States in which a workload's supervisor exists, so its entries stay. */
+const LIVE_STATES: ReadonlySet<string> = new Set(["starting", "running", "restarting"]);
+
+/** What clients/ needs of this process: its home, platform, environment, mcpmgr's folders, how it starts itself. */
+export function clientContextOf(ctx: ClientEntriesContext): ClientContext {
+  return {
+    home: homedir(),
+    platform: process.platform,
+    env: ctx.env,
+    paths: ctx.paths,
+    log: ctx.log,
+    // A compiled mcpmgr is one absolute executable; a source run is `bun /abs/path/src/main.ts`.
+    selfCommand: selfCommand(),
+  };
+}
+
+/** A recorded workload (or background gateway) as clients reach it. */
+export function endpointOf(record: WorkloadRecord): WorkloadEndpoint {
+  return {
+    name: record.name,
+    group: record.group,
+    url: workloadUrl(record),
+    transport: clientTransport(record),
+    ...(isGatewayRecord(record) ? { gateway: true } : {}),
+  };
+}
+
+/** The recorded workloads that run now (their supervisor says so and is alive), as clients reach them. */
+export async function runningWorkloads(store: WorkloadStore): Promise<WorkloadEndpoint[]> {
+  const running: WorkloadEndpoint[] = [];
+  for (const record of await store.list()) {
+    if ((await currentStatus(store, record.name))?.state === "running") running.push(endpointOf(record));
+  }
+  return running;
+}
+
+/** A recorded workload runs (after every start and restart): the clients following its group get its entry. */
+export async function clientsSeeStarted(record: WorkloadRecord, ctx: ClientEntriesContext): Promise<void> {
+  const registrations = await readRegistrations(ctx);
+  if (registrations === undefined || !isFollowed(registrations, record.group)) return;
+  await withSync(ctx, `were not told that ${record.name} runs`, async (sync) => {
+    await sync.pruneEntries(liveness(ctx));
+    describe(ctx, await sync.onWorkloadStarted(endpointOf(record)), record.group);
+  });
+}
+
+/** A recorded workload stopped or is being removed: its entries go. */
+export async function clientsSeeStopped(name: string, ctx: ClientEntriesContext): Promise<void> {
+  await removeEntries(ctx, name, undefined);
+}
+
+/**
+ * `run --foreground`: written into the clients following its group while it runs, under this
+ * process's id; returns what takes it out again. Not written when a recorded workload has the
+ * same name (the two would fight over one entry).
+ */
+export async function clientsSeeForegroundRun(
+  spec: RunSpec,
+  url: string,
+  ctx: ClientEntriesContext,
+): Promise<() => Promise<void>> {
+  const nothing = async () => {};
+  const registrations = await readRegistrations(ctx);
+  if (registrations === undefined || !isFollowed(registrations, spec.group)) return nothing;
+  if ((await new WorkloadStore(ctx.paths).get(spec.name).catch(() => undefined)) !== undefined) {
+    ctx.log.warn(
+      `${spec.name} is not written into AI clients: a recorded workload has that name (give this run another --name)`,
+    );
+    return nothing;
+  }
+  const pid = process.pid;
+  const endpoint: WorkloadEndpoint = { name: spec.name, group: spec.group, url, transport: transportOf(spec), pid };
+  await withSync(ctx, `were not told that ${spec.name} runs`, async (sync) => {
+    await sync.pruneEntries(liveness(ctx));
+    describe(ctx, await sync.onWorkloadStarted(endpoint), spec.group);
+  });
+  return () => removeEntries(ctx, spec.name, pid);
+}
+
+/**
+ * Takes out entries whose workload no longer runs. Checked without the lock first, so that
+ * `list` loads the clients module only when something is stale; then again under the lock.
+ */
+export async function pruneClientEntries(ctx: ClientEntriesContext): Promise<void> {
+  const registrations = await readRegistrations(ctx);
+  if (registrations === undefined) return;
+  const live = liveness(ctx);
+  let stale = false;
+  for (const [name, entry] of ownedEntries(registrations)) if (!(await live(name, entry))) stale = true;
+  if (!stale) return;
+  await withSync(ctx, "still list workloads that stopped", async (sync) => {
+    const reports = await sync.pruneEntries(liveness(ctx));
+    for (const report of reports) {
+      if (report.action === "removed")
+        ctx.log.info(`removed ${report.workload} from ${report.client} (${report.file}): it no longer runs`);
+    }
+  });
+}
+
+async function removeEntries(ctx: ClientEntriesContext, name: string, pid: number | undefined): Promise<void> {
+  const registrations = await readRegistrations(ctx);
+  if (registrations === undefined) return;
+  if (!ownedEntries(registrations).some(([owned, entry]) => owned === name && entry.pid === pid)) return;
+  await withSync(ctx, `still list ${name}`, async (sync) => {
+    const reports = await sync.onWorkloadStopped(pid === undefined ? { name } : { name, pid });
+    const removed = reports.filter((report) => report.action === "removed");
+    if (removed.length > 0) ctx.log.info(`removed ${name} from ${removed.map(where).join(", ")}`);
+  });
+}
+
+/** One line saying which clients have the workload now (skipped ones were warned about already). */
+function describe(ctx: ClientEntriesContext, reports: readonly SyncReport[], group: string): void {
+  const written = reports.filter((report) => report.action !== "skipped" && report.action !== "removed");
+  const name = written[0]?.workload;
+  if (name !== undefined)
+    ctx.log.info(`${name} is in the AI clients following group ${group}: ${written.map(where).join(", ")}`);
+}
+
+function where(report: SyncReport): string {
+  return `${report.client} (${report.file})`;
+}
+
+/** The registrations, or undefined (with a warning) when mcpmgr's own file cannot be read. */
+async function readRegistrations(ctx: ClientEntriesContext): Promise<Registrations | undefined> {
+  try {
+    return await new ClientRegistrationStore(ctx.paths).read();
+  } catch (err) {
+    warn(ctx, "cannot be kept in step", err);
+    return undefined;
+  }
+}
+
+function isFollowed(registrations: Registrations, group: string): boolean {
+  return Object.values(registrations.clients).some((client) => client.groups.includes(group));
+}
+
+function ownedEntries(registrations: Registrations): [string, OwnedEntry][] {
+  return Object.values(registrations.owned).flatMap((files) =>
+    Object.values(files).flatMap((entries) => Object.entries(entries)),
+  );
+}
+
+/**
+ * Whether an entry's workload runs: a foreground run's process is alive; a recorded workload
+ * exists in the entry's group and its supervisor is alive. Unreadable state keeps the entry.
+ */
+function liveness(ctx: ClientEntriesContext): (name: string, entry: OwnedEntry) => Promise<boolean> {
+  const store = new WorkloadStore(ctx.paths);
+  const known = new Map<string, Promise<boolean>>();
+  return (name, entry) => {
+    if (entry.pid !== undefined) return Promise.resolve(isProcessAlive(entry.pid));
+    const key = `${name} ${entry.group}`;
+    let runs = known.get(key);
+    if (runs === undefined) {
+      runs = recordedWorkloadRuns(store, name, entry.group);
+      known.set(key, runs);
+    }
+    return runs;
+  };
+}
+
+async function recordedWorkloadRuns(store: WorkloadStore, name: string, group: string): Promise<boolean> {
+  try {
+    const record = await store.get(name);
+    if (record === undefined || record.group !== group) return false;
+    const status = await currentStatus(store, name);
+    return status !== undefined && LIVE_STATES.has(status.state);
+  } catch {
+    return true;
+  }
+}
+
+/** The transport a client uses for a foreground run, as state/workload-url.ts says for a recorded one. */
+function transportOf(spec: RunSpec): WorkloadEndpoint["transport"] {
+  if (spec.placement.kind === "remote") return "streamable-http";
+  const { transport } = spec.placement.server;
+  return transport === "stdio" ? spec.proxyMode : transport;
+}
+
+async function withSync(
+  ctx: ClientEntriesContext,
+  what: string,
+  fn: (sync: ClientConfigSync) => Promise<void>,
+): Promise<void> {
+  try {
+    const { ClientConfigSync } = await import("../clients/sync.ts");
+    await fn(new ClientConfigSync(clientContextOf(ctx)));
+  } catch (err) {
+    warn(ctx, what, err);
+  }
+}
+
+function warn(ctx: ClientEntriesContext, what: string, err: unknown): void {
+  const hint = isMcpmgrError(err) && err.hint ? ` (${err.hint})` : "";
+  ctx.log.warn(`AI clients ${what}: ${errorMessage(err)}${hint}`);
+}
