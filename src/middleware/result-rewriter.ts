@@ -5,6 +5,7 @@
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
+import { isDenied } from "./denials.ts";
 
 /** Returns the message to send instead (or the same object for no change). */
 export type MessageRewrite = (message: JsonRpcMessage) => JsonRpcMessage;
@@ -80,7 +81,8 @@ export async function rewriteResults(
   mayMatch: (data: string) => boolean = () => true,
 ): Promise<Response> {
   const type = response.headers.get("content-type") ?? "";
-  if (response.body === null) return response;
+  // A refusal carries no results, and audit must still see which policy refused and why.
+  if (response.body === null || isDenied(response)) return response;
   const headers = new Headers(response.headers);
   headers.delete("content-length");
   if (type.includes("text/event-stream")) {

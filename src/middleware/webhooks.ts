@@ -15,6 +15,7 @@ import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage as Message } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
+import { bodyProblem } from "./message-checks.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 import { errorMessage } from "../errors.ts";
 
@@ -82,7 +83,7 @@ function patchAllowed(ops: unknown): ops is Operation[] {
 export function webhooks(options: WebhookOptions): Middleware {
   const { config } = options;
   const deny = (message: Message, text: string, status = 403) =>
-    markDenied(jsonRpcError(status, -32001, text, { id: message.id ?? null }));
+    markDenied(jsonRpcError(status, -32001, text, { id: message.id ?? null }), { reason: text });
 
   const review = async (message: Message, req: Request, ctx: RequestContext): Promise<Message | Response> => {
     const principal = principalOf(req);
@@ -128,6 +129,14 @@ export function webhooks(options: WebhookOptions): Middleware {
             `webhook ${hook.name} tried to change the tool, prompt or resource the request targets`,
             502,
           );
+        // Nor may it add a key the server would read as another ("Name" beside "name").
+        const ambiguous = bodyProblem(patched, [patched], { arguments: true });
+        if (ambiguous)
+          return deny(
+            message,
+            `webhook ${hook.name} answered a patch the server could read differently: ${ambiguous.message}`,
+            502,
+          );
         current = patched;
       } catch (err) {
         options.onFailure?.(`webhook ${hook.name}: its patch does not apply (${(err as Error).message})`);
@@ -160,7 +169,8 @@ export function webhooks(options: WebhookOptions): Middleware {
   return (next) => async (req, ctx) => {
     const raw = await readRpcBody(req);
     if (raw === undefined) return next(req, ctx);
-    const body = checkedBody(req, raw);
+    // Webhooks see all params: the keys of tool arguments are checked too.
+    const body = checkedBody(req, raw, { arguments: true });
     if (body instanceof Response) return markDenied(body);
     const parsed = body.value;
     const messages = body.messages;
