@@ -60,11 +60,48 @@ async function call(hook: WebhookSpec, body: string, hmacSecret: string | undefi
       err instanceof Error && err.name === "TimeoutError" ? `timed out after ${hook.timeoutMs} ms` : errorMessage(err),
     );
   }
-  if (!response.ok) throw new WebhookFailed(`answered HTTP ${response.status}`);
-  const answer = (await response.json().catch(() => undefined)) as Record<string, unknown> | undefined;
+  if (!response.ok) {
+    await response.body?.cancel().catch(() => {});
+    throw new WebhookFailed(`answered HTTP ${response.status}`);
+  }
+  const text = await boundedText(response);
+  let answer: Record<string, unknown> | undefined;
+  try {
+    answer = JSON.parse(text) as Record<string, unknown> | undefined;
+  } catch {
+    answer = undefined;
+  }
   if (typeof answer !== "object" || answer === null)
     throw new WebhookFailed("answered something that is not a JSON object");
   return answer;
+}
+
+/** A webhook's answer is a small JSON object: a larger one is a failure, not memory spent reading it. */
+const maxAnswerBytes = 1024 * 1024;
+
+async function boundedText(response: Response): Promise<string> {
+  const declared = Number(response.headers.get("content-length") ?? "0");
+  if (declared > maxAnswerBytes || response.body === null) {
+    await response.body?.cancel().catch(() => {});
+    if (declared > maxAnswerBytes) throw new WebhookFailed(`answered more than ${maxAnswerBytes} bytes`);
+    return "";
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of response.body) {
+      size += chunk.byteLength;
+      if (size > maxAnswerBytes) {
+        await response.body.cancel().catch(() => {});
+        throw new WebhookFailed(`answered more than ${maxAnswerBytes} bytes`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof WebhookFailed) throw err;
+    throw new WebhookFailed(`its answer broke off (${errorMessage(err)})`);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 /** Only /params and below: the method, id and protocol of a message are not a webhook's to change. */
