@@ -16,6 +16,7 @@ import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
 import { denialOf, isDenied } from "./denials.ts";
+import { caseInsensitiveReading } from "./message-checks.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { LegacyAnswers } from "./audit-legacy-sse.ts";
 import { isLegacyStream, sseFeeder, watchBody } from "./watch-stream.ts";
@@ -161,8 +162,9 @@ export function auditTrail(options: AuditOptions): Middleware {
       outcome === "denied" && denial?.reason !== undefined ? { reason: capped(denial.reason) } : {};
     if (denial?.invalid) {
       // Refused before any policy decided on it (the server could have read it differently):
-      // every message in it is recorded as refused, requests or not, with the reason.
-      const refused: (JsonRpcMessage | undefined)[] = messages.length > 0 ? [...messages] : [undefined];
+      // every message in it is recorded as refused, requests or not, with the reason, and as
+      // a server matching keys case-insensitively would have read it ("Method" as method).
+      const refused = messages.length > 0 ? messages.map(caseInsensitiveReading) : [undefined];
       for (const message of refused) {
         const method = typeof message?.method === "string" ? message.method : "";
         emit(

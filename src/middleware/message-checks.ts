@@ -112,8 +112,11 @@ function keyProblem(
   where: string,
   protocol?: ReadonlyMap<string, string>,
 ): string | undefined {
+  const keys = Object.keys(object);
+  // One key cannot collide with another (most objects in arguments are small).
+  if (protocol === undefined && keys.length < 2) return undefined;
   const seen = new Map<string, string>();
-  for (const key of Object.keys(object)) {
+  for (const key of keys) {
     const folded = foldKey(key);
     const canonical = protocol?.get(folded);
     if (canonical !== undefined && canonical !== key)
@@ -186,6 +189,26 @@ function problemOf(value: unknown, options: MessageCheckOptions): MessageProblem
     if (inArguments) return invalid(inArguments, message.id);
   }
   return undefined;
+}
+
+/**
+ * The protocol keys of a message as a case-insensitive, last-key-wins reader (Go's
+ * encoding/json) reads them: for a refused message, what the server would have acted on,
+ * which audit records.
+ */
+export function caseInsensitiveReading(message: unknown): JsonRpcMessage | undefined {
+  if (!isRecord(message)) return undefined;
+  const pick = (object: Record<string, unknown>, folds: ReadonlyMap<string, string>) => {
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(object)) {
+      const canonical = folds.get(foldKey(key));
+      if (canonical !== undefined) out[canonical] = value;
+    }
+    return out;
+  };
+  const envelope = pick(message, envelopeFolds);
+  if (isRecord(envelope.params)) envelope.params = pick(envelope.params, paramsFolds);
+  return envelope as unknown as JsonRpcMessage;
 }
 
 /** A string or key with a lone surrogate, or a number JSON.parse read as Infinity, anywhere in `value`. */

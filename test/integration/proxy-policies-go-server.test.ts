@@ -245,6 +245,9 @@ for (const workload of ["stdio", "remote"] as const) {
         'Cedar: argument "Amount" differs from arg_amount, which a policy reads, only by case',
       );
       expect(lines.filter((line) => line.target.tool === "secret_tool" && line.outcome !== "denied")).toEqual([]);
+      // Refused lines name what the Go server would have run.
+      for (const id of [11, 12, 13, 14, 15, 16, 17])
+        expect({ id, tool: byId(id)?.target.tool }).toEqual({ id, tool: "secret_tool" });
     });
   });
 }

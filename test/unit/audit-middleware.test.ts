@@ -148,7 +148,7 @@ describe("integrity", () => {
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
     });
 
-  test("a body refused before the policies is recorded, every message in it, with the reason", async () => {
+  test("a body refused before the policies is recorded, every message in it, as the server would read it, with the reason", async () => {
     const { server, lines, handle } = setup({ inner: [messageGate({ arguments: false })] });
     const bodies = [
       '{"jsonrpc":"2.0","id":5,"Method":"tools/call","params":{"name":"secret_tool"}}',
@@ -159,8 +159,9 @@ describe("integrity", () => {
     for (const body of bodies) expect((await handle(raw(body), ctx)).status).toBe(400);
     expect(server.received).toHaveLength(0);
     expect(lines.map((l) => [l.type, l.requestId, l.target, l.outcome])).toEqual([
-      ["mcp_request", 5, { method: "" }, "denied"],
-      ["mcp_tool_call", 6, { method: "tools/call", tool: "echo" }, "denied"],
+      // As a server matching keys case-insensitively, the last one winning, would have read them.
+      ["mcp_tool_call", 5, { method: "tools/call", tool: "secret_tool" }, "denied"],
+      ["mcp_tool_call", 6, { method: "tools/call", tool: "secret_tool" }, "denied"],
       ["mcp_notification", undefined, { method: "notifications/initialized" }, "denied"],
       ["mcp_request", 8, { method: "" }, "denied"],
       ["mcp_request", undefined, { method: "" }, "denied"],
