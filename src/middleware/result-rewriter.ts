@@ -20,6 +20,15 @@ export function privateToCaller(result: { [key: string]: unknown }): { [key: str
   return { ...result, cacheScope: "private" };
 }
 
+/**
+ * A key written with escapes (`"\u0074ools"` is `"tools"`) passes any test on the text: text
+ * with an escape is parsed whatever `mayMatch` says, or a server could slip a list past the
+ * policies that filter it.
+ */
+function worthParsing(data: string, mayMatch: (data: string) => boolean): boolean {
+  return mayMatch(data) || data.includes("\\u");
+}
+
 function serialise(event: EventSourceMessage): string {
   let text = "";
   if (event.id !== undefined) text += `id: ${event.id}\n`;
@@ -48,7 +57,9 @@ function rewriteEventStream(
   const parser = createParser({
     onEvent(event) {
       out.enqueue(
-        encoder.encode(serialise(mayMatch(event.data) ? { ...event, data: rewriteText(event.data, rewrite) } : event)),
+        encoder.encode(
+          serialise(worthParsing(event.data, mayMatch) ? { ...event, data: rewriteText(event.data, rewrite) } : event),
+        ),
       );
     },
     onRetry(retry) {
@@ -94,7 +105,7 @@ export async function rewriteResults(
   }
   if (!type.includes("json")) return response;
   const text = await response.text();
-  return new Response(mayMatch(text) ? rewriteText(text, rewrite) : text, {
+  return new Response(worthParsing(text, mayMatch) ? rewriteText(text, rewrite) : text, {
     status: response.status,
     statusText: response.statusText,
     headers,
