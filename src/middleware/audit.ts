@@ -137,6 +137,15 @@ export function auditTrail(options: AuditOptions): Middleware {
     const body = await readRpcBody(req);
     if (body === undefined) {
       const response = await next(req, ctx);
+      const denial = denialOf(response);
+      if (denial?.invalid) {
+        emit("mcp_request", {
+          target: { path: capped(pathOf(req.url)) },
+          outcome: "denied",
+          ...(denial.reason !== undefined ? { reason: capped(denial.reason) } : {}),
+        });
+        return response;
+      }
       if (req.method === "GET") {
         emit("mcp_stream_open", {
           target: { path: pathOf(req.url) },

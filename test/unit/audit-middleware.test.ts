@@ -173,6 +173,18 @@ describe("integrity", () => {
       "Invalid Request: a message without a method must be a response: an id and a result or an error",
       "Parse error: the request body is not JSON",
     ]);
+    // A body on another method than POST: refused and recorded too.
+    lines.length = 0;
+    const put = new Request("http://127.0.0.1/mcp", { method: "PUT", body: bodies[0] });
+    expect((await handle(put, ctx)).status).toBe(400);
+    expect(lines.map((l) => [l.type, l.target, l.outcome, l.reason])).toEqual([
+      [
+        "mcp_request",
+        { path: "/mcp" },
+        "denied",
+        "Invalid Request: MCP messages are sent with POST, not with a PUT body",
+      ],
+    ]);
   });
 
   test("a policy's refusal carries its reason, through the policies that rewrite answers", async () => {

@@ -7,7 +7,9 @@
  */
 import { describe, expect, test } from "bun:test";
 import { denialOf } from "../../src/middleware/denials.ts";
+import { messageGate } from "../../src/middleware/message-gate.ts";
 import { checkedBody, readRpcBody } from "../../src/middleware/rpc-body.ts";
+import { detachedContext } from "../../src/proxy/handler.ts";
 
 const post = (body: string) => new Request("http://127.0.0.1/mcp", { method: "POST", body });
 
@@ -117,4 +119,25 @@ describe("accepted", () => {
   ];
   for (const [what, text] of accepted)
     test(what, async () => expect(await check(text, { arguments: !what.includes("nobody inspects") })).toBe("ok"));
+});
+
+test("the gate: a body on a method other than POST is refused (a lenient server could read it), no body passes", async () => {
+  const reached: string[] = [];
+  const gate = messageGate({ arguments: false })(async (req) => {
+    reached.push(req.method);
+    return new Response(null, { status: 204 });
+  });
+  const ctx = detachedContext();
+  const body = call('{"name":"secret_tool"}');
+  for (const method of ["PUT", "PATCH", "DELETE"]) {
+    const refused = await gate(new Request("http://127.0.0.1/mcp", { method, body }), ctx);
+    expect(refused.status).toBe(400);
+    expect(denialOf(refused)?.reason).toBe(
+      `Invalid Request: MCP messages are sent with POST, not with a ${method} body`,
+    );
+  }
+  for (const method of ["GET", "DELETE", "OPTIONS"])
+    expect((await gate(new Request("http://127.0.0.1/mcp", { method }), ctx)).status).toBe(204);
+  expect((await gate(post(body), ctx)).status).toBe(204);
+  expect(reached).toEqual(["GET", "DELETE", "OPTIONS", "POST"]);
 });
