@@ -17,6 +17,7 @@ import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
 import { denialOf, isDenied } from "./denials.ts";
 import { caseInsensitiveReading } from "./message-checks.ts";
+import { foldKey } from "./strict-json.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { LegacyAnswers } from "./audit-legacy-sse.ts";
 import { isLegacyStream, sseFeeder, watchBody } from "./watch-stream.ts";
@@ -40,14 +41,18 @@ const typeByMethod: Readonly<Record<string, AuditEventType>> = {
   ping: "mcp_ping",
 };
 
-const sensitiveKey = /authorization|token|secret|password|passwd|api[_-]?key|cookie|credential/i;
+/** Matched on the folded key: "paſſword" is a password to a server that folds keys. */
+const sensitiveKey = /authorization|token|secret|password|passwd|api[_-]?key|cookie|credential/;
 
 function scrub(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== "object") return value;
   if (depth > 20) return "[too deep]";
   if (Array.isArray(value)) return value.map((item) => scrub(item, depth + 1));
   return Object.fromEntries(
-    Object.entries(value).map(([key, item]) => [key, sensitiveKey.test(key) ? "[redacted]" : scrub(item, depth + 1)]),
+    Object.entries(value).map(([key, item]) => [
+      key,
+      sensitiveKey.test(foldKey(key)) ? "[redacted]" : scrub(item, depth + 1),
+    ]),
   );
 }
 

@@ -131,6 +131,9 @@ describe("configuration", () => {
     const line = lines[0] as Record<string, string>;
     expect(line.request).toContain("[redacted]");
     expect(line.request).not.toContain("k-123");
+    // Keys in another case or folding are the same key to a server that folds them.
+    await (await handle(call("echo", { PAſſWORD: "hunter2", "Api-\u212Aey": "k-456" }), ctx)).text();
+    expect(lines[1]?.request).not.toMatch(/hunter2|k-456/);
     expect(line.request).not.toContain("s3cret-env-value");
     expect(line.response?.length).toBeLessThanOrEqual(60 + "…(truncated)".length);
     const { lines: plain, handle: plainHandle } = setup();
