@@ -15,7 +15,9 @@ import { pathOf, type Middleware } from "../proxy/handler.ts";
 import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
-import { isDenied } from "./denials.ts";
+import { denialOf, isDenied } from "./denials.ts";
+import { caseInsensitiveReading } from "./message-checks.ts";
+import { foldKey } from "./strict-json.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { LegacyAnswers } from "./audit-legacy-sse.ts";
 import { isLegacyStream, sseFeeder, watchBody } from "./watch-stream.ts";
@@ -39,21 +41,52 @@ const typeByMethod: Readonly<Record<string, AuditEventType>> = {
   ping: "mcp_ping",
 };
 
-const sensitiveKey = /authorization|token|secret|password|passwd|api[_-]?key|cookie|credential/i;
+/** Matched on the folded key: "paſſword" is a password to a server that folds keys. */
+const sensitiveKey = /authorization|token|secret|password|passwd|api[_-]?key|cookie|credential/;
 
 function scrub(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== "object") return value;
   if (depth > 20) return "[too deep]";
   if (Array.isArray(value)) return value.map((item) => scrub(item, depth + 1));
   return Object.fromEntries(
-    Object.entries(value).map(([key, item]) => [key, sensitiveKey.test(key) ? "[redacted]" : scrub(item, depth + 1)]),
+    Object.entries(value).map(([key, item]) => [
+      key,
+      sensitiveKey.test(foldKey(key)) ? "[redacted]" : scrub(item, depth + 1),
+    ]),
   );
 }
 
+/** Names and ids a client chose are capped: a megabyte tool name must not make a megabyte line per call. */
+const maxNameLength = 1024;
+function capped(text: string): string {
+  return text.length > maxNameLength ? `${text.slice(0, maxNameLength)}…(truncated)` : text;
+}
+
 /** The method and, for requests that name one, the tool, prompt or resource: {method, tool: "echo"}. */
-function auditTarget(message: JsonRpcMessage): Record<string, string> {
-  const target = targetOf(message);
-  return { method: message.method ?? "", ...(target ? { [target.kind]: target.name } : {}) };
+function auditTarget(message: JsonRpcMessage | undefined): Record<string, string> {
+  const target = message && targetOf(message);
+  const method = typeof message?.method === "string" ? capped(message.method) : "";
+  return { method, ...(target ? { [target.kind]: capped(target.name) } : {}) };
+}
+
+function requestIdOf(message: JsonRpcMessage | undefined): { requestId?: unknown } {
+  const id = message?.id;
+  if (typeof id === "string") return { requestId: capped(id) };
+  return id === undefined || id === null || (typeof id === "object" && !jsonWithRaw.isRawJSON?.(id))
+    ? {}
+    : { requestId: id };
+}
+
+const jsonWithRaw = JSON as typeof JSON & { isRawJSON?(value: unknown): boolean };
+
+/**
+ * Characters JSON leaves as they are but other readers do not: DEL and the C1 controls
+ * (terminals act on them), U+2028 and U+2029 (line ends to some line readers, as is U+0085).
+ * Escaped, so that one event stays one line whatever a client names its tools.
+ */
+const lineBreakers = /[\u007f-\u009f\u2028\u2029]/g;
+function oneLine(json: string): string {
+  return json.replace(lineBreakers, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 function outcomeOf(answer: JsonRpcMessage | undefined, response: Response): string {
@@ -102,13 +135,22 @@ export function auditTrail(options: AuditOptions): Middleware {
     const emit = (type: AuditEventType, fields: Record<string, unknown>) => {
       if (!wanted(type)) return;
       options.write(
-        `${JSON.stringify({ id: randomUUID(), time: new Date().toISOString(), type, ...base(), ...fields, durationMs: Math.round((performance.now() - started) * 100) / 100 })}\n`,
+        `${oneLine(JSON.stringify({ id: randomUUID(), time: new Date().toISOString(), type, ...base(), ...fields, durationMs: Math.round((performance.now() - started) * 100) / 100 }))}\n`,
       );
     };
 
     const body = await readRpcBody(req);
     if (body === undefined) {
       const response = await next(req, ctx);
+      const denial = denialOf(response);
+      if (denial?.invalid) {
+        emit("mcp_request", {
+          target: { path: capped(pathOf(req.url)) },
+          outcome: "denied",
+          ...(denial.reason !== undefined ? { reason: capped(denial.reason) } : {}),
+        });
+        return response;
+      }
       if (req.method === "GET") {
         emit("mcp_stream_open", {
           target: { path: pathOf(req.url) },
@@ -129,22 +171,49 @@ export function auditTrail(options: AuditOptions): Middleware {
     const messages = body.messages;
     inner = forwardWith(req, body);
     const response = await next(inner, ctx);
+    const denial = denialOf(response);
+    const reasonOf = (outcome: string) =>
+      outcome === "denied" && denial?.reason !== undefined ? { reason: capped(denial.reason) } : {};
+    if (denial?.invalid) {
+      // Refused before any policy decided on it (the server could have read it differently):
+      // every message in it is recorded as refused, requests or not, with the reason, and as
+      // a server matching keys case-insensitively would have read it ("Method" as method).
+      const refused = messages.length > 0 ? messages.map(caseInsensitiveReading) : [undefined];
+      for (const message of refused) {
+        const method = typeof message?.method === "string" ? message.method : "";
+        emit(
+          typeByMethod[method] ?? (message?.id === undefined && method !== "" ? "mcp_notification" : "mcp_request"),
+          {
+            ...requestIdOf(message),
+            target: auditTarget(message),
+            outcome: "denied",
+            ...(denial.reason !== undefined ? { reason: capped(denial.reason) } : {}),
+            ...(config.includeRequestData && message?.params !== undefined ? { request: data(message.params) } : {}),
+          },
+        );
+      }
+      return response;
+    }
     const requests = new Map<JsonRpcId, JsonRpcMessage>();
     for (const message of messages) {
       if (typeof message !== "object" || message === null) continue;
       if (message.method !== undefined && message.id !== undefined) requests.set(message.id, message);
-      else if (message.method !== undefined)
-        emit("mcp_notification", { target: auditTarget(message), outcome: outcomeOf(undefined, response) });
+      else if (message.method !== undefined) {
+        const outcome = outcomeOf(undefined, response);
+        emit("mcp_notification", { target: auditTarget(message), outcome, ...reasonOf(outcome) });
+      }
     }
     if (requests.size === 0) return response;
     const record = (request: JsonRpcMessage, answer: JsonRpcMessage | undefined) => {
       // A 2026-07-28 input round is not the end of the call: its retry carries the same call
       // on, and the round that ends it writes the call's one line, with its outcome.
       if ((answer?.result as { resultType?: unknown } | null | undefined)?.resultType === "input_required") return;
+      const outcome = outcomeOf(answer, response);
       emit(typeByMethod[request.method ?? ""] ?? "mcp_request", {
-        requestId: request.id,
+        ...requestIdOf(request),
         target: auditTarget(request),
-        outcome: outcomeOf(answer, response),
+        outcome,
+        ...reasonOf(outcome),
         ...(config.includeRequestData ? { request: data(request.params ?? {}) } : {}),
         ...(config.includeResponseData && answer ? { response: data(answer.result ?? answer.error ?? null) } : {}),
       });

@@ -4,22 +4,28 @@
  * authenticated subject, or `Client::"local"` without authentication), actions
  * `Action::"call_tool" | "get_prompt" | "read_resource"`, resources `Tool::"name"`,
  * `Prompt::"name"`, `Resource::"uri"`; the token's claims are in the context as `claim_*`
- * and the call's arguments as `arg_*`. Lists are filtered by the same policies. Methods that
- * touch nothing (initialize, ping, notifications, lists) pass; any other method is denied
- * unless it is one of the three actions (default deny).
+ * and the call's arguments as `arg_*`, mapped exactly or not at all (cedar-context.ts). Lists
+ * are filtered by the same policies. Methods that touch nothing (initialize, ping,
+ * notifications, lists) pass; any other method is denied unless it is one of the three
+ * actions (default deny). A call is denied, with the reason in the audit line, when a value a
+ * policy reads has no exact Cedar value, when an argument key differs from an attribute a
+ * policy reads only by case, and when a forbid policy cannot be evaluated (Cedar would skip
+ * it): the policies fail closed.
  */
 import { randomUUID } from "node:crypto";
 import { preparsePolicySet, statefulIsAuthorized } from "@cedar-policy/cedar-wasm/nodejs";
 import type { AuthzConfig } from "../config/authz-config.ts";
+import { errorMessage } from "../errors.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage, type McpTarget } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
+import { cedarValueOf, Unmappable, type CedarValue } from "./cedar-context.ts";
+import { policyFacts, readsArguments, readsClaims, type ContextReads, type PolicyFacts } from "./cedar-policies.ts";
 import { markDenied } from "./denials.ts";
 import { privateToCaller, rewriteResults } from "./result-rewriter.ts";
 import { checkedBody, forwardWith, readRpcBody } from "./rpc-body.ts";
-
-type CedarValue = string | number | boolean | CedarValue[] | { [key: string]: CedarValue };
+import { foldKey } from "./strict-json.ts";
 
 const passThrough = new Set([
   "initialize",
@@ -43,83 +49,196 @@ const listed: readonly { field: string; kind: McpTarget["kind"]; key: "name" | "
   { field: "resources", kind: "resource", key: "uri" },
 ];
 
-/** Cedar context values: strings, longs (integers), booleans, sets and records; anything else is left out. */
-function cedarValue(value: unknown, depth = 0): CedarValue | undefined {
-  if (typeof value === "string" || typeof value === "boolean") return value;
-  if (typeof value === "number") return Number.isSafeInteger(value) ? value : undefined;
-  if (depth > 5 || value === null || typeof value !== "object") return undefined;
-  if (Array.isArray(value))
-    return value.map((item) => cedarValue(item, depth + 1)).filter((item): item is CedarValue => item !== undefined);
-  const record: Record<string, CedarValue> = {};
-  for (const [key, item] of Object.entries(value)) {
-    const converted = cedarValue(item, depth + 1);
-    if (converted !== undefined) record[key] = converted;
-  }
-  return record;
+interface Decision {
+  readonly allowed: boolean;
+  /** Why not, for the audit line. */
+  readonly reason?: string;
+  /** Why not, for the client too: what in its own request Cedar could not hold. */
+  readonly unmappable?: boolean;
 }
 
-function prefixed(prefix: string, values: Readonly<Record<string, unknown>> | undefined): Record<string, CedarValue> {
-  const out: Record<string, CedarValue> = {};
-  for (const [key, value] of Object.entries(values ?? {})) {
-    const converted = cedarValue(value);
-    if (converted !== undefined) out[`${prefix}${key}`] = converted;
+/** What the policies that may apply to one resource read, ready for building contexts. */
+interface ReadScope {
+  readonly reads: ContextReads;
+  readonly claims: boolean;
+  readonly args: boolean;
+  /** Fold key → attribute read, to catch argument keys a case-insensitive server reads as it. */
+  readonly folds: ReadonlyMap<string, string>;
+  readonly nestedFolds: ReadonlyMap<string, string>;
+}
+
+/** Facts are worked out once per configuration (the chain asks before it builds the middleware). */
+const factsOf = new WeakMap<AuthzConfig, PolicyFacts>();
+function facts(config: AuthzConfig): PolicyFacts {
+  let known = factsOf.get(config);
+  if (known === undefined) {
+    known = policyFacts(config.policies);
+    factsOf.set(config, known);
   }
-  return out;
+  return known;
+}
+
+/** Whether the policies read the call's arguments (then the message checks cover their keys too). */
+export function inspectsArguments(config: AuthzConfig): boolean {
+  return readsArguments(facts(config).reads);
+}
+
+/** Keys inside a value that differ from a name the policies read only by case, at any depth. */
+function caseVariant(
+  value: unknown,
+  names: ReadonlyMap<string, string>,
+  exact: ReadonlySet<string>,
+): string | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const read = names.get(foldKey(key));
+    if (read !== undefined && !exact.has(key))
+      return `${JSON.stringify(key)} differs from ${read}, which a policy reads, only by case`;
+    const inner = caseVariant(item, names, exact);
+    if (inner) return inner;
+  }
+  return undefined;
 }
 
 export function cedarAuthorization(config: AuthzConfig): Middleware {
+  const known = facts(config);
+  const { forbids } = known;
   // Parsed once by the engine and referred to by id: parsing per request was most of the cost.
+  // By id, so that a diagnostic's policy id says which policy it is and whether it forbids.
   const policySetId = `mcpmgr-${randomUUID()}`;
-  const parsed = preparsePolicySet(policySetId, { staticPolicies: config.policies });
+  const parsed = preparsePolicySet(policySetId, { staticPolicies: known.byId });
   if (parsed.type === "failure")
     throw new Error(`Cedar policies failed to parse: ${parsed.errors.map((e) => e.message).join("; ")}`);
   // The same question gets the same answer (policies and entities are fixed): remember the
   // last few thousand, which covers list filtering and repeated calls.
-  const decisions = new Map<string, boolean>();
-  // What a policy cannot read cannot change its answer: claims go into the context only when
-  // some policy mentions the context, arguments only when one reads more of it than claims.
-  // Then a call's decision can be remembered whatever its arguments.
-  const claimsMatter = /\bcontext\b/.test(config.policies);
-  const argsMatter = /\bcontext\b(?!\.claim_)/.test(config.policies);
-  const decide = (
-    req: Request,
+  const decisions = new Map<string, Decision>();
+  // What no policy reads cannot change an answer: only the attributes that the policies
+  // which may apply to the resource read go into the context. Then a call's decision can be
+  // remembered whatever its other arguments.
+  const argsMatter = readsArguments(known.reads);
+  const scopes = new WeakMap<ContextReads, ReadScope>();
+  const scopeOf = (type: string, id: string): ReadScope => {
+    const reads = known.readsFor(type, id);
+    let scope = scopes.get(reads);
+    if (scope === undefined) {
+      scope = {
+        reads,
+        claims: readsClaims(reads),
+        args: readsArguments(reads),
+        folds: new Map([...reads.attributes].map((name) => [foldKey(name), name])),
+        nestedFolds: new Map([...reads.nested].map((name) => [foldKey(name), name])),
+      };
+      scopes.set(reads, scope);
+    }
+    return scope;
+  };
+
+  /** The context of a request, or why it has none Cedar can hold exactly. */
+  const contextOf = (
+    scope: ReadScope,
+    claims: Readonly<Record<string, unknown>> | undefined,
+    args: unknown,
+  ): Record<string, CedarValue> | Unmappable => {
+    const { reads } = scope;
+    const wanted = (attribute: string) => reads.whole || reads.attributes.has(attribute);
+    const context: Record<string, CedarValue> = Object.create(null);
+    if (scope.claims)
+      for (const [name, value] of Object.entries(claims ?? {})) {
+        const attribute = `claim_${name}`;
+        if (!wanted(attribute)) continue;
+        const mapped = cedarValueOf(value);
+        if (mapped instanceof Unmappable) return new Unmappable(`claim ${name}: ${mapped.why}`);
+        context[attribute] = mapped;
+      }
+    if (!scope.args || args === undefined) return context;
+    if (typeof args !== "object" || args === null || Array.isArray(args))
+      return new Unmappable("the arguments are not an object");
+    for (const [name, value] of Object.entries(args)) {
+      const attribute = `arg_${name}`;
+      const read = scope.folds.get(foldKey(attribute));
+      // A server that matches keys case-insensitively reads "Amount" as the "amount" a policy reads.
+      if (read !== undefined && !reads.attributes.has(attribute))
+        return new Unmappable(
+          `argument ${JSON.stringify(name)} differs from ${read}, which a policy reads, only by case`,
+        );
+      if (!wanted(attribute)) continue;
+      const variant = caseVariant(value, scope.nestedFolds, reads.nested);
+      if (variant) return new Unmappable(`argument ${JSON.stringify(name)}: the key ${variant}`);
+      const mapped = cedarValueOf(value);
+      if (mapped instanceof Unmappable) return new Unmappable(`argument ${JSON.stringify(name)}: ${mapped.why}`);
+      context[attribute] = mapped;
+    }
+    return context;
+  };
+
+  /** `call`: a call decided with its arguments, where a forbid policy that cannot be evaluated denies. */
+  const decide = (req: Request, action: string, type: string, id: string, call?: { args: unknown }): Decision => {
+    const principal = principalOf(req);
+    const subject = principal?.subject ?? "local";
+    const context = contextOf(scopeOf(type, id), principal?.claims, call?.args);
+    if (context instanceof Unmappable) return { allowed: false, reason: context.why, unmappable: true };
+    // Calls whose arguments are read are not remembered: their keys could be as large as the body.
+    const cacheable = !argsMatter || call === undefined || Object.keys(context).every((k) => !k.startsWith("arg_"));
+    const key = cacheable
+      ? `${call ? "call" : "list"}\u0000${subject}\u0000${action}\u0000${type}\u0000${id}\u0000${JSON.stringify(context)}`
+      : "";
+    const remembered = cacheable ? decisions.get(key) : undefined;
+    if (remembered !== undefined) return remembered;
+    const decision = evaluate(subject, action, type, id, context, call !== undefined);
+    if (cacheable) {
+      decisions.set(key, decision);
+      if (decisions.size > 5_000) decisions.delete(decisions.keys().next().value as string);
+    }
+    return decision;
+  };
+
+  const evaluate = (
+    subject: string,
     action: string,
     type: string,
     id: string,
-    args?: Readonly<Record<string, unknown>>,
-  ): boolean => {
-    const principal = principalOf(req);
-    const subject = principal?.subject ?? "local";
-    const context = {
-      ...(claimsMatter ? prefixed("claim_", principal?.claims) : {}),
-      ...(argsMatter ? prefixed("arg_", args) : {}),
-    };
-    // Calls whose arguments matter are not remembered: their keys could be as large as the body.
-    const cacheable = !argsMatter || args === undefined || Object.keys(args).length === 0;
-    const key = cacheable ? `${subject}\u0000${action}\u0000${type}\u0000${id}\u0000${JSON.stringify(context)}` : "";
-    const known = cacheable ? decisions.get(key) : undefined;
-    if (known !== undefined) return known;
-    const answer = statefulIsAuthorized({
-      principal: { type: "Client", id: subject },
-      action: { type: "Action", id: action },
-      resource: { type, id },
-      context,
-      preparsedPolicySetId: policySetId,
-      entities: config.entities as never,
-    });
-    const allowed = answer.type === "success" && answer.response.decision === "allow";
-    if (cacheable) {
-      decisions.set(key, allowed);
-      if (decisions.size > 5_000) decisions.delete(decisions.keys().next().value as string);
+    context: Record<string, CedarValue>,
+    strict: boolean,
+  ): Decision => {
+    let answer: ReturnType<typeof statefulIsAuthorized>;
+    try {
+      answer = statefulIsAuthorized({
+        principal: { type: "Client", id: subject },
+        action: { type: "Action", id: action },
+        resource: { type, id },
+        context: context as never,
+        preparsedPolicySetId: policySetId,
+        entities: config.entities as never,
+      });
+    } catch (err) {
+      // cedar-wasm throws on input it cannot read (a name with a lone surrogate): a denial, not a crash.
+      return { allowed: false, reason: `Cedar could not evaluate the request: ${errorMessage(err)}` };
     }
-    return allowed;
+    if (answer.type === "failure")
+      return {
+        allowed: false,
+        reason: `Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`,
+      };
+    const { decision, diagnostics } = answer.response;
+    const failed = diagnostics.errors.map((e) => `${e.policyId} could not be evaluated (${e.error.message})`);
+    // Cedar skips a policy that errs; a forbid that errs on a call may be one that was meant to apply.
+    const failedForbid = strict ? diagnostics.errors.find((e) => forbids.has(e.policyId)) : undefined;
+    if (failedForbid)
+      return {
+        allowed: false,
+        reason: `forbid policy ${failedForbid.policyId} could not be evaluated (${failedForbid.error.message})`,
+      };
+    if (decision === "allow") return { allowed: true };
+    const why =
+      diagnostics.reason.length > 0 ? `forbidden by ${diagnostics.reason.join(", ")}` : "no policy permits it";
+    return { allowed: false, reason: failed.length > 0 ? `${why}; ${failed.join("; ")}` : why };
   };
 
   return (next) => async (req, ctx) => {
     const raw = await readRpcBody(req);
     let forward = req;
     if (raw !== undefined) {
-      const body = checkedBody(req, raw);
+      const body = checkedBody(req, raw, { arguments: argsMatter });
       if (body instanceof Response) return markDenied(body);
       const refusal = refuse(req, body.messages);
       if (refusal) return refusal;
@@ -140,26 +259,22 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
       if (passThrough.has(message.method) || message.method.startsWith("notifications/")) continue;
       const target = targetOf(message);
       const rule = target ? cedar[target.kind] : undefined;
-      const args = message.params?.arguments;
-      const allowed =
-        target !== undefined &&
-        rule !== undefined &&
-        decide(
-          req,
-          rule.action,
-          rule.type,
-          target.name,
-          typeof args === "object" && args !== null ? (args as Record<string, unknown>) : undefined,
-        );
-      if (!allowed) {
+      const decision: Decision =
+        target !== undefined && rule !== undefined
+          ? decide(req, rule.action, rule.type, target.name, { args: message.params?.arguments })
+          : { allowed: false, reason: `${message.method} is not an action Cedar policies decide on` };
+      if (!decision.allowed) {
         const what = target && rule ? `${rule.action} on ${rule.type}::${JSON.stringify(target.name)}` : message.method;
-        return markDenied(jsonRpcError(403, -32001, `Forbidden: ${what} is not permitted`, { id: message.id ?? null }));
+        const text = `Forbidden: ${what} is not permitted${decision.unmappable ? ` (${decision.reason})` : ""}`;
+        return markDenied(jsonRpcError(403, -32001, text, { id: message.id ?? null }), {
+          ...(decision.reason !== undefined ? { reason: `Cedar: ${decision.reason}` } : {}),
+        });
       }
     }
     return undefined;
   }
 
-  /** Lists show only what the same policies would allow. */
+  /** Lists show only what the same policies would allow, decided without arguments. */
   function filterLists(req: Request, message: JsonRpcMessage): JsonRpcMessage {
     const result = message.result as Record<string, unknown> | undefined;
     if (typeof result !== "object" || result === null) return message;
@@ -169,7 +284,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
       const { action, type } = cedar[rule.kind];
       const visible = items.filter((item) => {
         const key = (item as Record<string, unknown>)?.[rule.key];
-        return typeof key === "string" && decide(req, action, type, key);
+        return typeof key === "string" && decide(req, action, type, key).allowed;
       });
       return { ...message, result: privateToCaller({ ...result, [rule.field]: visible }) };
     }

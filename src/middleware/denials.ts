@@ -1,14 +1,27 @@
 /**
- * Responses a policy produced (authentication, tool filter, later authorization), as
- * opposed to the server's own errors: audit records them with outcome "denied".
+ * Responses a policy produced (authentication, the message checks, tool filter,
+ * authorization, webhooks), as opposed to the server's own errors: audit records them with
+ * outcome "denied" and, when the policy gave one, the reason.
  */
-const denied = new WeakSet<Response>();
+export interface Denial {
+  /** Why, in a few words, for the audit line. */
+  readonly reason?: string;
+  /** The body was refused as a whole before any policy decided on it (message-checks.ts). */
+  readonly invalid?: boolean;
+}
 
-export function markDenied(response: Response): Response {
-  denied.add(response);
+const denied = new WeakMap<Response, Denial>();
+
+export function markDenied(response: Response, denial: Denial = {}): Response {
+  // Marking an explained refusal again without a reason keeps the reason.
+  if (denial.reason !== undefined || !denied.has(response)) denied.set(response, denial);
   return response;
 }
 
 export function isDenied(response: Response): boolean {
   return denied.has(response);
+}
+
+export function denialOf(response: Response): Denial | undefined {
+  return denied.get(response);
 }

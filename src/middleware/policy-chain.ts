@@ -5,6 +5,8 @@
  *   telemetry             every request is traced and counted; /metrics needs no token
  *   audit                 records what the policies below deny
  *   authentication        a refused client learns nothing more
+ *   message checks        one reading of each body for every policy and audit; a body the
+ *                         server could read differently is refused (message-gate.ts)
  *   tool filter           --tools / --tools-override: hides and renames tools
  *   authorization         Cedar decides on the server's own tool names (after the renames)
  *   webhooks              see what reaches the server: after the refusals and renames
@@ -17,6 +19,7 @@ import type { ToolsPolicy } from "../config/tools-policy.ts";
 import type { Handler, Middleware } from "../proxy/handler.ts";
 import type { AuditOptions } from "./audit.ts";
 import { withBuiltinProtections, type BuiltinProtections } from "./builtin-chain.ts";
+import { messageGate } from "./message-gate.ts";
 
 export interface ChainPolicies {
   readonly telemetry?: Middleware | undefined;
@@ -39,12 +42,19 @@ export async function policyChain(
     policies.tools ? import("./tool-filter.ts") : undefined,
     policies.authz ? import("./authz.ts") : undefined,
   ]);
+  // Policies that read bodies share one checked reading of them; telemetry alone only labels.
+  const readsBodies = Boolean(policies.audit || policies.tools || policies.authz || policies.webhooks);
+  // Tool arguments' keys are checked when a policy inspects them: webhooks see all params.
+  const inspectsArguments = Boolean(
+    policies.webhooks || (authz && policies.authz && authz.inspectsArguments(policies.authz)),
+  );
   return withBuiltinProtections(
     upstream,
     protections,
     ...(policies.telemetry ? [policies.telemetry] : []),
     ...(audit && policies.audit ? [audit.auditTrail(policies.audit)] : []),
     ...(policies.authentication ?? []),
+    ...(readsBodies ? [messageGate({ arguments: inspectsArguments })] : []),
     ...(tools && policies.tools ? [tools.toolFilter(policies.tools)] : []),
     ...(authz && policies.authz ? [authz.cedarAuthorization(policies.authz)] : []),
     ...(policies.webhooks ? [policies.webhooks] : []),

@@ -5,6 +5,7 @@
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
+import { isDenied } from "./denials.ts";
 
 /** Returns the message to send instead (or the same object for no change). */
 export type MessageRewrite = (message: JsonRpcMessage) => JsonRpcMessage;
@@ -17,6 +18,15 @@ export type MessageRewrite = (message: JsonRpcMessage) => JsonRpcMessage;
 export function privateToCaller(result: { [key: string]: unknown }): { [key: string]: unknown } {
   if (result.resultType === undefined && result.cacheScope === undefined && result.ttlMs === undefined) return result;
   return { ...result, cacheScope: "private" };
+}
+
+/**
+ * A key written with escapes (`"\u0074ools"` is `"tools"`) passes any test on the text: text
+ * with an escape is parsed whatever `mayMatch` says, or a server could slip a list past the
+ * policies that filter it.
+ */
+function worthParsing(data: string, mayMatch: (data: string) => boolean): boolean {
+  return mayMatch(data) || data.includes("\\u");
 }
 
 function serialise(event: EventSourceMessage): string {
@@ -47,7 +57,9 @@ function rewriteEventStream(
   const parser = createParser({
     onEvent(event) {
       out.enqueue(
-        encoder.encode(serialise(mayMatch(event.data) ? { ...event, data: rewriteText(event.data, rewrite) } : event)),
+        encoder.encode(
+          serialise(worthParsing(event.data, mayMatch) ? { ...event, data: rewriteText(event.data, rewrite) } : event),
+        ),
       );
     },
     onRetry(retry) {
@@ -80,7 +92,8 @@ export async function rewriteResults(
   mayMatch: (data: string) => boolean = () => true,
 ): Promise<Response> {
   const type = response.headers.get("content-type") ?? "";
-  if (response.body === null) return response;
+  // A refusal carries no results, and audit must still see which policy refused and why.
+  if (response.body === null || isDenied(response)) return response;
   const headers = new Headers(response.headers);
   headers.delete("content-length");
   if (type.includes("text/event-stream")) {
@@ -92,7 +105,7 @@ export async function rewriteResults(
   }
   if (!type.includes("json")) return response;
   const text = await response.text();
-  return new Response(mayMatch(text) ? rewriteText(text, rewrite) : text, {
+  return new Response(worthParsing(text, mayMatch) ? rewriteText(text, rewrite) : text, {
     status: response.status,
     statusText: response.statusText,
     headers,

@@ -4,9 +4,12 @@
  * one it rewrote). Without this, every policy would read and parse the body again.
  */
 import { carryRequestState } from "../auth/request-state.ts";
-import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
+import { JsonRpcCode, jsonRpcError, type JsonRpcId } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { maxJsonDepth, nestsDeeperThan } from "../proxy/stdio-bridge/json-text.ts";
+import { markDenied } from "./denials.ts";
+import { argumentsProblem, bodyProblem, unreadableValue, type MessageCheckOptions } from "./message-checks.ts";
+import { duplicateKeyIn } from "./strict-json.ts";
 
 export interface RpcBody {
   readonly text: string;
@@ -83,38 +86,69 @@ export function forwardWith(req: Request, body: RpcBody, headers?: Headers): Req
 /** A body a policy rewrote: serialised from the value it checked, so already in checked form. */
 export function rewrittenBody(value: unknown): RpcBody {
   const body = rpcBodyOf(JSON.stringify(value), value);
-  checked.add(body);
+  checked.set(body, false);
   return body;
 }
 
-/** Bodies already in their checked form: the next policy need not serialise them again. */
-const checked = new WeakSet<RpcBody>();
+/**
+ * Bodies already in their checked form (the next policy need not check or serialise them
+ * again), and whether the keys of their tool arguments were checked too.
+ */
+const checked = new WeakMap<RpcBody, boolean>();
+
+/** A refusal of the whole body, with its reason for audit (which records every message in it as refused). */
+function refuse(status: number, code: number, message: string, id: JsonRpcId = null): Response {
+  return markDenied(jsonRpcError(status, code, message, { id }), { reason: message, invalid: true });
+}
 
 /**
- * For policies: the body exactly as they checked it. A body they cannot parse is refused
- * (a more lenient parser upstream must not see what the policy could not), and what is sent
- * on is the re-serialised value, so duplicate keys or odd spellings cannot mean one thing to
- * the policy and another to the server (integers beyond 2^53 keep their digits, see
- * exactIntegers). The 2026-07-28 routing headers must agree with it (headerMismatch).
- * Serialised at most once per request, however many policies ask.
+ * For policies: the body exactly as they checked it, the one reading of it that every policy
+ * and audit share. A body they cannot parse is refused (a more lenient parser upstream must
+ * not see what the policy could not), and so is one the server could read differently
+ * (message-checks.ts: duplicate keys, keys that differ from a protocol key only by case,
+ * lone surrogates, messages that are neither requests nor responses). What is sent on is the
+ * re-serialised value (integers beyond 2^53 keep their digits, see exactIntegers). The
+ * 2026-07-28 routing headers must agree with it (headerMismatch). Checked and serialised at
+ * most once per request, however many policies ask; `options.arguments` when the caller
+ * inspects tool arguments.
  */
-export function checkedBody(req: Request, body: RpcBody): RpcBody | Response {
-  if (checked.has(body)) return body;
-  if (body.tooDeep)
-    return jsonRpcError(
-      400,
-      JsonRpcCode.invalidRequest,
-      `Invalid Request: JSON nested deeper than ${maxJsonDepth} levels`,
-    );
-  if (body.value === undefined) {
-    return jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the request body is not JSON");
+export function checkedBody(
+  req: Request,
+  body: RpcBody,
+  options: MessageCheckOptions = { arguments: false },
+): RpcBody | Response {
+  const level = checked.get(body);
+  if (level !== undefined) {
+    if (level || !options.arguments) return body;
+    const problem = argumentsProblem(body.messages);
+    if (problem) return refuse(400, problem.code, problem.message, problem.id);
+    checked.set(body, true);
+    return body;
   }
+  if (body.tooDeep)
+    return refuse(400, JsonRpcCode.invalidRequest, `Invalid Request: JSON nested deeper than ${maxJsonDepth} levels`);
+  if (body.value === undefined) return refuse(400, JsonRpcCode.parseError, "Parse error: the request body is not JSON");
+  const text = JSON.stringify(body.value);
+  // Most bodies are already in canonical form (as JSON.stringify writes them): those cannot
+  // hold a duplicate key, and hold a lone surrogate only as an escape JSON.stringify writes.
+  const canonical = text === body.text;
+  if (!canonical) {
+    const duplicate = duplicateKeyIn(body.text);
+    if (duplicate !== undefined)
+      return refuse(
+        400,
+        JsonRpcCode.invalidRequest,
+        `Invalid Request: the key ${JSON.stringify(duplicate)} appears twice`,
+      );
+  }
+  const unreadable = canonical && !body.text.includes("\\ud") ? undefined : unreadableValue(body.value);
+  if (unreadable) return refuse(400, JsonRpcCode.invalidRequest, `Invalid Request: ${unreadable}`);
+  const problem = bodyProblem(body.value, body.messages, options);
+  if (problem) return refuse(400, problem.code, problem.message, problem.id);
   const mismatch = headerMismatch(req, body);
   if (mismatch) return mismatch;
-  const text = JSON.stringify(body.value);
-  // Most bodies are already in canonical form: then they go on as they came, bytes and all.
-  const result: RpcBody = text === body.text ? body : { text, value: body.value, messages: body.messages };
-  checked.add(result);
+  const result: RpcBody = canonical ? body : { text, value: body.value, messages: body.messages };
+  checked.set(result, options.arguments);
   return result;
 }
 
@@ -127,14 +161,14 @@ function headerMismatch(req: Request, body: RpcBody): Response | undefined {
   const method = req.headers.get("mcp-method");
   const name = req.headers.get("mcp-name");
   if (method === null && name === null) return undefined;
-  const refuse = (why: string, id: unknown = null) =>
-    jsonRpcError(400, JsonRpcCode.invalidRequest, why, { id: (id ?? null) as string | number | null });
+  const refuseWith = (why: string, id: unknown = null) =>
+    refuse(400, JsonRpcCode.invalidRequest, why, (id ?? null) as JsonRpcId);
   if (Array.isArray(body.value) || body.messages.length !== 1)
-    return refuse("Mcp-Method and Mcp-Name go with a single request, not a batch");
+    return refuseWith("Mcp-Method and Mcp-Name go with a single request, not a batch");
   const message = body.messages[0] as JsonRpcMessage;
   if (method !== null && method !== message.method)
-    return refuse("Mcp-Method does not match the method in the request body", message.id);
+    return refuseWith("Mcp-Method does not match the method in the request body", message.id);
   if (name !== null && targetOf(message)?.name !== name)
-    return refuse("Mcp-Name does not match the request body", message.id);
+    return refuseWith("Mcp-Name does not match the request body", message.id);
   return undefined;
 }

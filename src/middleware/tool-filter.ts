@@ -100,11 +100,13 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
         // if the server had sent it; a legacy SSE client reads answers only from its stream and
         // would wait forever on a 200, so it gets an HTTP error it does see.
         const status = (req.headers.get("accept") ?? "").includes("text/event-stream") ? 200 : 403;
+        const reason = `--tools: ${refused.map((m) => JSON.stringify(m.params?.name)).join(", ")} not available`;
         if (!Array.isArray(parsed))
           return markDenied(
             jsonRpcError(status, JsonRpcCode.invalidParams, `Unknown tool: ${String(refused[0]?.params?.name)}`, {
               id: refused[0]?.id ?? null,
             }),
+            { reason },
           );
         // A batch is answered as a whole: every request in it fails rather than half running.
         const all = messages
@@ -117,7 +119,7 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
                 error: { code: JsonRpcCode.invalidParams, message: "the batch calls a tool that is not available" },
               },
           );
-        return markDenied(Response.json(all, { status }));
+        return markDenied(Response.json(all, { status }), { reason });
       }
       const changed = outgoing.some((m, i) => m !== messages[i]);
       if (changed) {

@@ -15,6 +15,7 @@ import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage as Message } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
 import { markDenied } from "./denials.ts";
+import { bodyProblem } from "./message-checks.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 import { errorMessage } from "../errors.ts";
 
@@ -59,11 +60,48 @@ async function call(hook: WebhookSpec, body: string, hmacSecret: string | undefi
       err instanceof Error && err.name === "TimeoutError" ? `timed out after ${hook.timeoutMs} ms` : errorMessage(err),
     );
   }
-  if (!response.ok) throw new WebhookFailed(`answered HTTP ${response.status}`);
-  const answer = (await response.json().catch(() => undefined)) as Record<string, unknown> | undefined;
+  if (!response.ok) {
+    await response.body?.cancel().catch(() => {});
+    throw new WebhookFailed(`answered HTTP ${response.status}`);
+  }
+  const text = await boundedText(response);
+  let answer: Record<string, unknown> | undefined;
+  try {
+    answer = JSON.parse(text) as Record<string, unknown> | undefined;
+  } catch {
+    answer = undefined;
+  }
   if (typeof answer !== "object" || answer === null)
     throw new WebhookFailed("answered something that is not a JSON object");
   return answer;
+}
+
+/** A webhook's answer is a small JSON object: a larger one is a failure, not memory spent reading it. */
+const maxAnswerBytes = 1024 * 1024;
+
+async function boundedText(response: Response): Promise<string> {
+  const declared = Number(response.headers.get("content-length") ?? "0");
+  if (declared > maxAnswerBytes || response.body === null) {
+    await response.body?.cancel().catch(() => {});
+    if (declared > maxAnswerBytes) throw new WebhookFailed(`answered more than ${maxAnswerBytes} bytes`);
+    return "";
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of response.body) {
+      size += chunk.byteLength;
+      if (size > maxAnswerBytes) {
+        await response.body.cancel().catch(() => {});
+        throw new WebhookFailed(`answered more than ${maxAnswerBytes} bytes`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof WebhookFailed) throw err;
+    throw new WebhookFailed(`its answer broke off (${errorMessage(err)})`);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 /** Only /params and below: the method, id and protocol of a message are not a webhook's to change. */
@@ -82,7 +120,7 @@ function patchAllowed(ops: unknown): ops is Operation[] {
 export function webhooks(options: WebhookOptions): Middleware {
   const { config } = options;
   const deny = (message: Message, text: string, status = 403) =>
-    markDenied(jsonRpcError(status, -32001, text, { id: message.id ?? null }));
+    markDenied(jsonRpcError(status, -32001, text, { id: message.id ?? null }), { reason: text });
 
   const review = async (message: Message, req: Request, ctx: RequestContext): Promise<Message | Response> => {
     const principal = principalOf(req);
@@ -128,6 +166,14 @@ export function webhooks(options: WebhookOptions): Middleware {
             `webhook ${hook.name} tried to change the tool, prompt or resource the request targets`,
             502,
           );
+        // Nor may it add a key the server would read as another ("Name" beside "name").
+        const ambiguous = bodyProblem(patched, [patched], { arguments: true });
+        if (ambiguous)
+          return deny(
+            message,
+            `webhook ${hook.name} answered a patch the server could read differently: ${ambiguous.message}`,
+            502,
+          );
         current = patched;
       } catch (err) {
         options.onFailure?.(`webhook ${hook.name}: its patch does not apply (${(err as Error).message})`);
@@ -160,7 +206,8 @@ export function webhooks(options: WebhookOptions): Middleware {
   return (next) => async (req, ctx) => {
     const raw = await readRpcBody(req);
     if (raw === undefined) return next(req, ctx);
-    const body = checkedBody(req, raw);
+    // Webhooks see all params: the keys of tool arguments are checked too.
+    const body = checkedBody(req, raw, { arguments: true });
     if (body instanceof Response) return markDenied(body);
     const parsed = body.value;
     const messages = body.messages;

@@ -3,8 +3,10 @@
  * log (detached) or stderr (foreground). File writes are buffered in a Bun FileSink and
  * flushed every 200 ms and on close: a write per event through a Node stream cost about a
  * tenth of the proxy's CPU per request. A crash can lose at most the last 200 ms of lines.
+ * A log moved away (rotated) or deleted under a running proxy is noticed within those 200 ms
+ * and opened again at its path, so lines do not keep going to a file nobody reads any more.
  */
-import { closeSync, openSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, statSync } from "node:fs";
 import type { AuditConfig } from "../config/audit-config.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 
@@ -43,9 +45,12 @@ export function auditSink(
 ): AuditSink {
   if (config.logFile === undefined) return { write: elsewhere, close: async () => {} };
   const path = config.logFile;
-  const fd = openForAppend(path);
-  const sink = Bun.file(fd).writer({ highWaterMark: 64 * 1024 });
+  let fd = openForAppend(path);
+  let sink = Bun.file(fd).writer({ highWaterMark: 64 * 1024 });
+  // A log configured as a symbolic link is followed; one that was a file is not replaced by a link later.
+  const followLinks = isSymlink(path);
   let pending = false;
+  let busy = false;
   const flush = async () => {
     if (!pending) return;
     pending = false;
@@ -55,7 +60,34 @@ export function auditSink(
       onError(`audit log ${path}: ${errorMessage(err)}`);
     }
   };
-  const timer = setInterval(() => void flush(), FLUSH_EVERY_MS);
+  /** The file the path names now is not the one written to (rotated, deleted): open the path again. */
+  const reopenIfMoved = async () => {
+    if (!movedAway(path, fd)) return;
+    let fresh: number;
+    try {
+      fresh = followLinks
+        ? openSync(path, "a", 0o600)
+        : openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    } catch (err) {
+      onError(`audit log ${path} was moved away and cannot be opened again: ${errorMessage(err)}`);
+      return;
+    }
+    const [old, oldFd] = [sink, fd];
+    fd = fresh;
+    sink = Bun.file(fresh).writer({ highWaterMark: 64 * 1024 });
+    await closeWriter(old, oldFd);
+  };
+  const tick = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      await flush();
+      await reopenIfMoved();
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = setInterval(() => void tick(), FLUSH_EVERY_MS);
   timer.unref();
   return {
     write(line) {
@@ -66,12 +98,34 @@ export function auditSink(
       clearInterval(timer);
       pending = true;
       await flush();
-      await sink.end();
-      try {
-        closeSync(fd);
-      } catch {
-        // already closed with the sink
-      }
+      await closeWriter(sink, fd);
     },
   };
+}
+
+async function closeWriter(sink: ReturnType<ReturnType<typeof Bun.file>["writer"]>, fd: number): Promise<void> {
+  await sink.end();
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed with the sink
+  }
+}
+
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+function movedAway(path: string, fd: number): boolean {
+  try {
+    const named = statSync(path);
+    const held = fstatSync(fd);
+    return named.ino !== held.ino || named.dev !== held.dev;
+  } catch {
+    return true;
+  }
 }

@@ -7,6 +7,8 @@ import { describe, expect, test } from "bun:test";
 import type { AuditConfig, AuditEventType } from "../../src/config/audit-config.ts";
 import { toolsPolicy } from "../../src/config/tools-policy.ts";
 import { auditTrail } from "../../src/middleware/audit.ts";
+import { cedarAuthorization } from "../../src/middleware/authz.ts";
+import { messageGate } from "../../src/middleware/message-gate.ts";
 import { toolFilter } from "../../src/middleware/tool-filter.ts";
 import { compose, detachedContext, type Middleware } from "../../src/proxy/handler.ts";
 import { messagesOf, rpc, toyServer } from "../support/mcp-handler.ts";
@@ -129,11 +131,93 @@ describe("configuration", () => {
     const line = lines[0] as Record<string, string>;
     expect(line.request).toContain("[redacted]");
     expect(line.request).not.toContain("k-123");
+    // Keys in another case or folding are the same key to a server that folds them.
+    await (await handle(call("echo", { PAſſWORD: "hunter2", "Api-\u212Aey": "k-456" }), ctx)).text();
+    expect(lines[1]?.request).not.toMatch(/hunter2|k-456/);
     expect(line.request).not.toContain("s3cret-env-value");
     expect(line.response?.length).toBeLessThanOrEqual(60 + "…(truncated)".length);
     const { lines: plain, handle: plainHandle } = setup();
     await (await plainHandle(call("echo", { api_key: "k-123" }), ctx)).text();
     expect(plain[0]?.request).toBeUndefined();
     expect(plain[0]?.response).toBeUndefined();
+  });
+});
+
+describe("integrity", () => {
+  const raw = (text: string) =>
+    new Request("http://127.0.0.1/mcp", {
+      method: "POST",
+      body: text,
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    });
+
+  test("a body refused before the policies is recorded, every message in it, as the server would read it, with the reason", async () => {
+    const { server, lines, handle } = setup({ inner: [messageGate({ arguments: false })] });
+    const bodies = [
+      '{"jsonrpc":"2.0","id":5,"Method":"tools/call","params":{"name":"secret_tool"}}',
+      '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","nAme":"secret_tool"}}',
+      '[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":8,"params":{}}]',
+      '{"jsonrpc":"2.0",',
+    ];
+    for (const body of bodies) expect((await handle(raw(body), ctx)).status).toBe(400);
+    expect(server.received).toHaveLength(0);
+    expect(lines.map((l) => [l.type, l.requestId, l.target, l.outcome])).toEqual([
+      // As a server matching keys case-insensitively, the last one winning, would have read them.
+      ["mcp_tool_call", 5, { method: "tools/call", tool: "secret_tool" }, "denied"],
+      ["mcp_tool_call", 6, { method: "tools/call", tool: "secret_tool" }, "denied"],
+      ["mcp_notification", undefined, { method: "notifications/initialized" }, "denied"],
+      ["mcp_request", 8, { method: "" }, "denied"],
+      ["mcp_request", undefined, { method: "" }, "denied"],
+    ]);
+    expect(lines.map((l) => l.reason)).toEqual([
+      'Invalid Request: the key "Method" of the message differs from "method" only by case',
+      'Invalid Request: the key "nAme" in params differs from "name" only by case',
+      "Invalid Request: a message without a method must be a response: an id and a result or an error",
+      "Invalid Request: a message without a method must be a response: an id and a result or an error",
+      "Parse error: the request body is not JSON",
+    ]);
+    // A body on another method than POST: refused and recorded too.
+    lines.length = 0;
+    const put = new Request("http://127.0.0.1/mcp", { method: "PUT", body: bodies[0] });
+    expect((await handle(put, ctx)).status).toBe(400);
+    expect(lines.map((l) => [l.type, l.target, l.outcome, l.reason])).toEqual([
+      [
+        "mcp_request",
+        { path: "/mcp" },
+        "denied",
+        "Invalid Request: MCP messages are sent with POST, not with a PUT body",
+      ],
+    ]);
+  });
+
+  test("a policy's refusal carries its reason, through the policies that rewrite answers", async () => {
+    const authz = cedarAuthorization({
+      policies: 'permit(principal, action, resource == Tool::"echo");',
+      entities: [],
+    });
+    const tools = toolFilter(toolsPolicy(["echo", "admin"], undefined)!);
+    const { lines, handle } = setup({ inner: [tools, authz] });
+    await (await handle(call("admin"), ctx)).text();
+    await (await handle(call("secret_tool"), ctx)).text();
+    expect(lines.map((l) => [l.target.tool, l.outcome, l.reason])).toEqual([
+      ["admin", "denied", "Cedar: no policy permits it"],
+      ["secret_tool", "denied", '--tools: "secret_tool" not available'],
+    ]);
+  });
+
+  test("one event is one line, whatever the names: line separators and C1 controls are escaped; long names capped", async () => {
+    const written: string[] = [];
+    const audit = auditTrail({ config: config(), write: (line) => written.push(line) });
+    const handle = compose(toyServer().handler, audit);
+    const name = "a\u2028b\u2029c\u0085d\u009be\nf\u007f";
+    await (await handle(call(name), ctx)).text();
+    await (await handle(call("x".repeat(100_000)), ctx)).text();
+    for (const line of written) {
+      expect(line.endsWith("\n")).toBe(true);
+      expect(line.slice(0, -1)).not.toMatch(/[\n\r\u0085\u2028\u2029\u007f-\u009f]/);
+    }
+    const [first, second] = written.map((line) => JSON.parse(line) as Record<string, any>);
+    expect(first?.target.tool).toBe(name);
+    expect(second?.target.tool).toBe(`${"x".repeat(1024)}…(truncated)`);
   });
 });

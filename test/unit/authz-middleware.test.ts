@@ -8,6 +8,8 @@ import type { Principal, TokenVerifier } from "../../src/auth/incoming/verifier.
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { bearerAuthentication } from "../../src/middleware/authn.ts";
 import { cedarAuthorization } from "../../src/middleware/authz.ts";
+import { denialOf } from "../../src/middleware/denials.ts";
+import { rpcBodyOf } from "../../src/middleware/rpc-body.ts";
 import { compose, detachedContext } from "../../src/proxy/handler.ts";
 import { messagesOf, rpc, toyServer } from "../support/mcp-handler.ts";
 
@@ -113,4 +115,102 @@ describe("lists", () => {
       expect(await names("resources/list", "resources", "uri")).toEqual(["file:///public.txt"]);
     });
   }
+});
+
+describe("arguments Cedar cannot hold exactly deny the call (fail closed)", () => {
+  const guarded = cedarAuthorization({
+    policies: [
+      "permit(principal, action, resource);",
+      '@id("no-big-transfers") forbid(principal, action == Action::"call_tool", resource == Tool::"transfer") when { context.arg_amount > 100 };',
+      'forbid(principal, action == Action::"call_tool", resource == Tool::"pay") when { context has arg_order && context.arg_order.total.greaterThan(decimal("99.99")) };',
+    ].join("\n"),
+    entities: [],
+  });
+  /** The status, and the audit reason of a refusal. */
+  const decide = async (name: string, args: unknown) => {
+    const server = toyServer();
+    const response = await compose(server.handler, guarded)(
+      rpc({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+      ctx,
+    );
+    const reason = denialOf(response)?.reason;
+    return { status: response.status, reason, reached: server.received.length === 1 };
+  };
+
+  test("a Long within the policy's bound passes; one beyond it is forbidden, digits kept past 2^53", async () => {
+    expect(await decide("transfer", { amount: 50, note: null })).toEqual({
+      status: 200,
+      reason: undefined,
+      reached: true,
+    });
+    expect(await decide("transfer", { amount: 1000 })).toMatchObject({
+      status: 403,
+      reason: "Cedar: forbidden by no-big-transfers",
+      reached: false,
+    });
+    const huge = rpcBodyOf('{"amount":9007199254740993}').value;
+    expect(await decide("transfer", huge)).toMatchObject({
+      status: 403,
+      reason: "Cedar: forbidden by no-big-transfers",
+    });
+  });
+
+  test("a decimal, a string or a missing amount makes the forbid policy err: denied, not skipped", async () => {
+    for (const amount of [1000.5, "1000", undefined]) {
+      const { status, reason } = await decide("transfer", amount === undefined ? {} : { amount });
+      expect(status).toBe(403);
+      expect(reason).toStartWith("Cedar: forbid policy no-big-transfers could not be evaluated");
+    }
+  });
+
+  test("a key that differs from the one a policy reads only by case, or a value Cedar cannot hold, is denied", async () => {
+    expect(await decide("transfer", { Amount: 1000 })).toMatchObject({
+      status: 403,
+      reason: 'Cedar: argument "Amount" differs from arg_amount, which a policy reads, only by case',
+    });
+    expect(await decide("transfer", { amount: 1.23456 })).toMatchObject({
+      status: 403,
+      reason: 'Cedar: argument "amount": 1.23456 has more than the 4 decimal places Cedar\'s decimal holds',
+    });
+    expect(await decide("transfer", { amount: { __extn: { fn: "decimal", arg: "1.0" } } })).toMatchObject({
+      status: 403,
+    });
+    expect(await decide("transfer", [1000])).toMatchObject({
+      status: 403,
+      reason: "Cedar: the arguments are not an object",
+    });
+    // The client is told what in its own request Cedar could not hold.
+    const server = toyServer();
+    const refused = await compose(server.handler, guarded)(
+      rpc({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "transfer", arguments: { amount: null } } }),
+      ctx,
+    );
+    const [answer] = await messagesOf(refused);
+    expect(answer?.error.message).toBe(
+      'Forbidden: call_tool on Tool::"transfer" is not permitted (argument "amount": null has no Cedar value)',
+    );
+  });
+
+  test("nested records: decimals compare as decimals, a case variant below is caught", async () => {
+    expect(await decide("pay", { order: { total: 50.25 } })).toMatchObject({ status: 200 });
+    expect(await decide("pay", { order: { total: 150.5 } })).toMatchObject({ status: 403 });
+    expect(await decide("pay", { order: { Total: 150.5 } })).toMatchObject({
+      status: 403,
+      reason: 'Cedar: argument "order": the key "Total" differs from total, which a policy reads, only by case',
+    });
+  });
+
+  test("what only another tool's policies read does not matter to a call", async () => {
+    expect(await decide("echo", { Amount: 5, rate: null, order: { Total: 1 } })).toMatchObject({ status: 200 });
+  });
+
+  test("names full of quotes are decided as they are; one Cedar cannot hold is denied, never a crash", async () => {
+    for (const name of ['transfer" || true || "', "transfer\\", 'Tool::"transfer"'])
+      expect((await decide(name, { amount: 1000 })).status).toBe(200);
+    // A server listing a tool whose name has a lone surrogate: hidden, and the rest of the list is filtered.
+    const lister = async () =>
+      Response.json({ jsonrpc: "2.0", id: 1, result: { tools: [{ name: "transfer\ud800" }, { name: "echo" }] } });
+    const answer = await compose(lister, guarded)(rpc({ jsonrpc: "2.0", id: 1, method: "tools/list" }), ctx);
+    expect(((await answer.json()) as { result: { tools: unknown[] } }).result.tools).toEqual([{ name: "echo" }]);
+  });
 });

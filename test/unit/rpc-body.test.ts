@@ -4,14 +4,14 @@ import { checkedBody, forwardWith, readRpcBody } from "../../src/middleware/rpc-
 const post = (body: string | Uint8Array, headers: Record<string, string> = {}) =>
   new Request("http://127.0.0.1/mcp", { method: "POST", body, headers });
 
-test("a checked body is re-serialised: duplicate keys cannot mean one thing to a policy and another upstream", async () => {
+test("a body not in canonical form is re-serialised: what goes upstream is what the policies checked", async () => {
   const req = post(
-    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","name":"env","note":"a:1234567890123456"}}',
+    '{ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "env", "note": "a:1234567890123456", "x": 1.50} }',
   );
   const body = checkedBody(req, (await readRpcBody(req))!);
   if (body instanceof Response) throw new Error("refused");
   expect(body.text).toBe(
-    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"env","note":"a:1234567890123456"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"env","note":"a:1234567890123456","x":1.5}}',
   );
   expect(await forwardWith(req, body).text()).toBe(body.text);
 });

@@ -99,3 +99,19 @@ describe("tools/call", () => {
     expect(server.received).toHaveLength(0);
   });
 });
+
+test("a server that writes the list's key with escapes does not slip hidden tools past the filter", async () => {
+  for (const sse of [false, true]) {
+    const list = '{"jsonrpc":"2.0","id":1,"result":{"\\u0074ools":[{"name":"echo"},{"name":"secret_tool"}]}}';
+    const server = async () =>
+      sse
+        ? new Response(`event: message\ndata: ${list}\n\n`, { headers: { "content-type": "text/event-stream" } })
+        : new Response(list, { headers: { "content-type": "application/json" } });
+    const response = await compose(server, toolFilter(renaming))(
+      rpc({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      ctx,
+    );
+    const [answer] = await messagesOf(response);
+    expect(answer?.result.tools.map((t: { name: string }) => t.name)).toEqual(["say"]);
+  }
+});

@@ -39,6 +39,27 @@ const hooks = Bun.serve({
       case "/slow":
         await Bun.sleep(2_000);
         return Response.json({ allowed: true });
+      case "/huge":
+        // An answer that never ends: read up to a bound, then a failure.
+        return new Response(
+          new ReadableStream({
+            pull(controller) {
+              controller.enqueue(new Uint8Array(64 * 1024).fill(0x20));
+            },
+          }),
+          { headers: { "content-type": "application/json" } },
+        );
+      case "/redirect":
+        return Response.redirect(new URL("/allow", req.url).href, 307);
+      case "/patch-name-case":
+        return Response.json({ allowed: true, patch: [{ op: "add", path: "/params/Name", value: "admin" }] });
+      case "/even-only": {
+        // Answers after a while, on the request's own content: under load, each answer must go to its request.
+        const n = (JSON.parse(text) as { mcp_request: { params: { arguments: { n: number } } } }).mcp_request.params
+          .arguments.n;
+        await Bun.sleep(100 + (n % 5) * 40);
+        return Response.json({ allowed: n % 2 === 0 });
+      }
       default:
         return new Response("no", { status: 500 });
     }
@@ -122,6 +143,53 @@ describe("failures", () => {
       expect((await broken.handle(call(), ctx)).status).toBe(status);
       expect(broken.failures[0]).toContain("webhook broken: answered HTTP 500");
     }
+  });
+
+  test("an answer larger than 1 MiB is a failure", async () => {
+    const { failures, handle } = setup([hook("huge", "/huge", { timeoutMs: 10_000 })]);
+    expect((await handle(call(), ctx)).status).toBe(502);
+    expect(failures[0]).toContain("webhook huge: answered more than 1048576 bytes");
+  });
+
+  test("a redirect is a failure, never followed", async () => {
+    seen.length = 0;
+    const { failures, handle, server } = setup([hook("moved", "/redirect")]);
+    expect((await handle(call(), ctx)).status).toBe(502);
+    expect(failures[0]).toContain("webhook moved: answered HTTP 307");
+    expect(seen.map((s) => s.path)).toEqual(["/redirect"]);
+    expect(server.received).toHaveLength(0);
+  });
+
+  test("under concurrent load each request gets its own answer; a slow webhook fails them all at its timeout", async () => {
+    const { handle, server } = setup([hook("even", "/even-only", { timeoutMs: 5_000 })]);
+    const statuses = await Promise.all(
+      Array.from({ length: 24 }, (_, n) => Promise.resolve(handle(call({ n }), ctx)).then((r) => r.status)),
+    );
+    expect(statuses).toEqual(Array.from({ length: 24 }, (_, n) => (n % 2 === 0 ? 200 : 403)));
+    expect(server.received).toHaveLength(12);
+    for (const [policy, status] of [
+      ["fail", 502],
+      ["ignore", 200],
+    ] as const) {
+      const slow = setup([hook("slow", "/slow", { timeoutMs: 200, failurePolicy: policy })]);
+      const started = performance.now();
+      const all = await Promise.all(
+        Array.from({ length: 16 }, () => Promise.resolve(slow.handle(call(), ctx)).then((r) => r.status)),
+      );
+      expect(all).toEqual(Array(16).fill(status));
+      expect(slow.server.received).toHaveLength(policy === "fail" ? 0 : 16);
+      // Waited for side by side, not one after the other (16 × 200 ms).
+      expect(performance.now() - started).toBeLessThan(3_200);
+    }
+  });
+
+  test("a mutating webhook's patch that adds a key the server would read as another is refused", async () => {
+    const { handle, server } = setup([], [hook("sneaky", "/patch-name-case")]);
+    const refused = await handle(call(), ctx);
+    expect(refused.status).toBe(502);
+    const [answer] = await messagesOf(refused);
+    expect(answer?.error.message).toContain('the key "Name" in params differs from "name" only by case');
+    expect(server.received).toHaveLength(0);
   });
 
   test("a webhook that does not answer in time fails", async () => {

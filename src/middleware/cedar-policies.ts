@@ -1,0 +1,149 @@
+/**
+ * What the Cedar policies are, read once at start-up from their JSON form (the engine's own
+ * parse, policyToJson): each policy's id and effect, so that a forbid policy that cannot be
+ * evaluated can deny (Cedar skips a policy that errors, which would let a malformed request
+ * walk past a forbid); and which context attributes they read, so that only those are
+ * mapped into the context, a request whose read values Cedar cannot hold exactly is denied,
+ * and an argument key that differs from a read attribute only by case is caught.
+ */
+import { policySetTextToParts, policyToJson } from "@cedar-policy/cedar-wasm/nodejs";
+
+export interface ContextReads {
+  /** Some policy uses `context` as a whole (`context == {...}`): every attribute matters. */
+  readonly whole: boolean;
+  /** Attributes of the context that policies read: `context.x`, `context["x"]`, `context has x`. */
+  readonly attributes: ReadonlySet<string>;
+  /** Attribute names read below those: `context.arg_t.amount` reads "amount". */
+  readonly nested: ReadonlySet<string>;
+}
+
+export interface PolicyFacts {
+  /** The policies by id (each policy's @id annotation, else policy0, policy1, … in file order). */
+  readonly byId: Readonly<Record<string, string>>;
+  readonly forbids: ReadonlySet<string>;
+  /** What all the policies read together. */
+  readonly reads: ContextReads;
+  /**
+   * What the policies that may apply to one resource read: a policy scoped to
+   * `resource == Tool::"transfer"` reads nothing of a call to another tool.
+   */
+  readsFor(type: string, id: string): ContextReads;
+}
+
+type Node = Record<string, unknown>;
+
+const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** The attribute path an expression names inside the context (`context.a.b` → [a, b]), or undefined. */
+function contextPath(expr: unknown): string[] | undefined {
+  if (!isNode(expr)) return undefined;
+  if (expr.Var === "context") return [];
+  const dot = expr["."];
+  if (!isNode(dot) || typeof dot.attr !== "string") return undefined;
+  const left = contextPath(dot.left);
+  return left && [...left, dot.attr];
+}
+
+class ReadsCollector implements ContextReads {
+  whole = false;
+  readonly attributes = new Set<string>();
+  readonly nested = new Set<string>();
+
+  add(other: ContextReads): this {
+    this.whole ||= other.whole;
+    for (const name of other.attributes) this.attributes.add(name);
+    for (const name of other.nested) this.nested.add(name);
+    return this;
+  }
+
+  read(path: readonly string[]): void {
+    if (path.length === 0) {
+      this.whole = true;
+      return;
+    }
+    this.attributes.add(path[0] as string);
+    for (const name of path.slice(1)) this.nested.add(name);
+  }
+
+  walk(node: unknown): void {
+    if (Array.isArray(node)) {
+      for (const item of node) this.walk(item);
+      return;
+    }
+    if (!isNode(node) || "Value" in node) return;
+    if (node.Var === "context") {
+      this.read([]);
+      return;
+    }
+    for (const op of [".", "has"]) {
+      const access = node[op];
+      if (!isNode(access)) continue;
+      const path = contextPath(access.left);
+      if (path === undefined) continue;
+      const attr = access.attr;
+      this.read([...path, ...(Array.isArray(attr) ? (attr as string[]) : [attr as string])]);
+      return;
+    }
+    // A record literal's keys are names, not expressions.
+    const values = isNode(node.Record) ? Object.values(node.Record) : Object.values(node);
+    for (const value of values) this.walk(value);
+  }
+}
+
+/** The resource a policy is scoped to (`resource == Type::"id"`), or undefined when it may apply to any. */
+function scopedResource(scope: unknown): string | undefined {
+  if (!isNode(scope) || scope.op !== "==" || !isNode(scope.entity)) return undefined;
+  const { type, id } = scope.entity as { type?: unknown; id?: unknown };
+  return typeof type === "string" && typeof id === "string" ? resourceKey(type, id) : undefined;
+}
+
+const resourceKey = (type: string, id: string) => `${type}\u0000${id}`;
+
+/** `policies`: the policy set's text, already known to parse. */
+export function policyFacts(policies: string): PolicyFacts {
+  const parts = policySetTextToParts(policies);
+  if (parts.type === "failure")
+    throw new Error(`Cedar policies failed to parse: ${parts.errors.map((e) => e.message).join("; ")}`);
+  const byId: Record<string, string> = {};
+  const forbids = new Set<string>();
+  const everywhere = new ReadsCollector();
+  const scoped = new Map<string, ReadsCollector>();
+  parts.policies.forEach((text, index) => {
+    const json = policyToJson(text);
+    if (json.type === "failure")
+      throw new Error(`Cedar policy ${index} failed to parse: ${json.errors.map((e) => e.message).join("; ")}`);
+    const named = json.json.annotations?.id;
+    let id = typeof named === "string" && named !== "" && !(named in byId) ? named : `policy${index}`;
+    while (id in byId) id = `${id}'`;
+    byId[id] = text;
+    if (json.json.effect === "forbid") forbids.add(id);
+    const resource = scopedResource(json.json.resource);
+    let reads = everywhere;
+    if (resource !== undefined) {
+      reads = scoped.get(resource) ?? new ReadsCollector();
+      scoped.set(resource, reads);
+    }
+    for (const clause of json.json.conditions) reads.walk(clause.body);
+  });
+  const all = new ReadsCollector().add(everywhere);
+  for (const reads of scoped.values()) {
+    all.add(reads);
+    reads.add(everywhere);
+  }
+  return {
+    byId,
+    forbids,
+    reads: all,
+    readsFor: (type, id) => scoped.get(resourceKey(type, id)) ?? everywhere,
+  };
+}
+
+/** Whether some policy reads the call's arguments (`context.arg_*`, or the whole context). */
+export function readsArguments(reads: ContextReads): boolean {
+  return reads.whole || [...reads.attributes].some((name) => name.startsWith("arg_"));
+}
+
+/** Whether some policy reads the token's claims (`context.claim_*`, or the whole context). */
+export function readsClaims(reads: ContextReads): boolean {
+  return reads.whole || [...reads.attributes].some((name) => name.startsWith("claim_"));
+}

@@ -1,0 +1,100 @@
+/**
+ * The audit log file under a running proxy: rotated (moved away) or deleted, it is opened
+ * again at its path, so lines go where operators look for them; lines written before the
+ * move stay in the moved file.
+ */
+import { afterAll, expect, test } from "bun:test";
+import {
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AuditConfig } from "../../src/config/audit-config.ts";
+import { auditSink } from "../../src/workload/audit-sink.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "mcpmgr-audit-sink-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const configFor = (logFile: string): AuditConfig => ({
+  component: "t",
+  eventTypes: undefined,
+  excludeEventTypes: new Set(),
+  includeRequestData: false,
+  includeResponseData: false,
+  maxDataSize: 1024,
+  logFile,
+});
+
+async function until(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("not in time");
+    await Bun.sleep(20);
+  }
+}
+
+const read = (path: string) => (existsSync(path) ? readFileSync(path, "utf8") : "");
+
+test("a rotated log is opened again at its path; a deleted one is created again", async () => {
+  const path = join(dir, "audit.jsonl");
+  const errors: string[] = [];
+  const sink = auditSink(
+    configFor(path),
+    () => {},
+    (message) => errors.push(message),
+  );
+  try {
+    sink.write("one\n");
+    await until(() => read(path) === "one\n");
+    renameSync(path, `${path}.1`);
+    // Until the move is noticed, lines may still go to the moved file; then they go to the path.
+    let n = 0;
+    await until(() => {
+      sink.write(`line ${++n}\n`);
+      return read(path).includes("line");
+    });
+    expect(read(`${path}.1`).startsWith("one\n")).toBe(true);
+    const all = `${read(`${path}.1`)}${read(path)}`;
+    for (let i = 1; i < n; i++) expect(all).toContain(`line ${i}\n`);
+    // Deleted: lines go to the deleted file until the path is created again, then there.
+    unlinkSync(path);
+    await until(() => existsSync(path));
+    sink.write("after delete\n");
+    await until(() => read(path).includes("after delete\n"));
+  } finally {
+    await sink.close();
+  }
+  expect(errors).toEqual([]);
+});
+
+test("a log that was a file is not followed into a symbolic link put in its place", async () => {
+  const path = join(dir, "plain.jsonl");
+  const elsewhere = join(dir, "elsewhere.txt");
+  writeFileSync(elsewhere, "");
+  const errors: string[] = [];
+  const sink = auditSink(
+    configFor(path),
+    () => {},
+    (message) => errors.push(message),
+  );
+  try {
+    sink.write("one\n");
+    await until(() => read(path) === "one\n");
+    renameSync(path, `${path}.1`);
+    symlinkSync(elsewhere, path);
+    await until(() => errors.length > 0);
+    sink.write("two\n");
+    await Bun.sleep(300);
+    expect(read(elsewhere)).toBe("");
+    expect(errors[0]).toContain("was moved away and cannot be opened again");
+  } finally {
+    await sink.close();
+  }
+});
