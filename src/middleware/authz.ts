@@ -67,7 +67,16 @@ function prefixed(prefix: string, values: Readonly<Record<string, unknown>> | un
   return out;
 }
 
-export function cedarAuthorization(config: AuthzConfig): Middleware {
+type Decide = (
+  req: Request,
+  action: string,
+  type: string,
+  id: string,
+  args?: Readonly<Record<string, unknown>>,
+) => boolean;
+
+/** The Cedar decision for a request's principal, with the policies parsed once and answers remembered. */
+function cedarDecider(config: AuthzConfig): Decide {
   // Parsed once by the engine and referred to by id: parsing per request was most of the cost.
   const policySetId = `mcpmgr-${randomUUID()}`;
   const parsed = preparsePolicySet(policySetId, { staticPolicies: config.policies });
@@ -81,13 +90,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
   // Then a call's decision can be remembered whatever its arguments.
   const claimsMatter = /\bcontext\b/.test(config.policies);
   const argsMatter = /\bcontext\b(?!\.claim_)/.test(config.policies);
-  const decide = (
-    req: Request,
-    action: string,
-    type: string,
-    id: string,
-    args?: Readonly<Record<string, unknown>>,
-  ): boolean => {
+  return (req, action, type, id, args) => {
     const principal = principalOf(req);
     const subject = principal?.subject ?? "local";
     const context = {
@@ -114,7 +117,20 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
     }
     return allowed;
   };
+}
 
+/**
+ * Whether the caller of `req` may call a tool, as list filtering decides it (no arguments): what a
+ * search-mode gateway's find_tool shows that caller. Loads its own copy of the policies.
+ */
+export function toolVisibility(config: AuthzConfig): (req: Request, tool: string) => boolean {
+  const decide = cedarDecider(config);
+  return (req, tool) => decide(req, cedar.tool.action, cedar.tool.type, tool);
+}
+
+/** `own`: the endpoint's own tools (search mode's find_tool and call_tool), decided on by what they reach. */
+export function cedarAuthorization(config: AuthzConfig, own: ReadonlySet<string> = new Set()): Middleware {
+  const decide = cedarDecider(config);
   return (next) => async (req, ctx) => {
     const raw = await readRpcBody(req);
     let forward = req;
@@ -139,6 +155,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
       if (typeof message !== "object" || message === null || typeof message.method !== "string") continue;
       if (passThrough.has(message.method) || message.method.startsWith("notifications/")) continue;
       const target = targetOf(message);
+      if (target?.kind === "tool" && own.has(target.name)) continue;
       const rule = target ? cedar[target.kind] : undefined;
       const args = message.params?.arguments;
       const allowed =
@@ -169,6 +186,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
       const { action, type } = cedar[rule.kind];
       const visible = items.filter((item) => {
         const key = (item as Record<string, unknown>)?.[rule.key];
+        if (rule.kind === "tool" && typeof key === "string" && own.has(key)) return true;
         return typeof key === "string" && decide(req, action, type, key);
       });
       return { ...message, result: privateToCaller({ ...result, [rule.field]: visible }) };
