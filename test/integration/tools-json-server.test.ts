@@ -51,7 +51,7 @@ test("serves one server's tools from a tools.json file unchanged and echoes call
   expect(tools as unknown[]).toEqual([{ name: "search", description: "搜索网页", inputSchema: schema }]);
   const result = await client.callTool({ name: "search", arguments: { query: "mcp" } });
   expect(result.content).toEqual([
-    { type: "text", text: JSON.stringify({ tool: "search", arguments: { query: "mcp" } }) },
+    { type: "text", text: JSON.stringify({ server: "web-search", tool: "search", arguments: { query: "mcp" } }) },
   ]);
   const unknown = await client.callTool({ name: "nope", arguments: {} });
   expect(unknown.isError).toBe(true);
