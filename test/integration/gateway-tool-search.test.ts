@@ -4,7 +4,8 @@
  * whose tool shares its name with the weather server's, a notebook, later a calendar; and the bridge
  * probe for progress, cancellation and sampling), the SDK client through the gateway's endpoint.
  * The gateway has `--tools` (weather_get_alerts hidden), a Cedar policy (notes_delete_note forbidden)
- * and an audit log; a second gateway adds OIDC, so Cedar decides per caller.
+ * and an audit log; a second gateway adds OIDC, so Cedar decides per caller; a third blends in an
+ * embeddings endpoint (our fixture) whose key comes from a secret.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -14,6 +15,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type CallToolResult, CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { startEmbeddingServer } from "../fixtures/embedding-server.ts";
 import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { REPO_ROOT } from "../support/processes.ts";
@@ -83,7 +85,8 @@ beforeAll(async () => {
   auth = await startAuthServer();
   dir = await mkdtemp(join(tmpdir(), "mcpmgr-tool-search-"));
   tools = await group.packageOf(TOOLS_FIXTURE);
-  for (const key of ["weather", "baidu-search", "notes"]) group.run(tools, key, "finders", TOOLS_JSON, key);
+  for (const key of ["weather", "baidu-search", "notes", "car-rental"])
+    group.run(tools, key, "finders", TOOLS_JSON, key);
   group.run(await group.packageOf(PROBE_FIXTURE), "probe", "finders");
   logFile = join(dir, "audit.jsonl");
   const audit = join(dir, "audit.json");
@@ -395,4 +398,61 @@ describe("the index follows the group", () => {
       await until(async () => !(await find(client, "add an event to my calendar", 20)).includes("calendar_add_event")),
     ).toBe(true);
   }, 60_000);
+});
+
+describe("with embeddings", () => {
+  test("--tool-search-embeddings blends the endpoint in, with the key from --tool-search-embeddings-key-secret", async () => {
+    const key = "embeddings-key-value";
+    const embeddings = startEmbeddingServer({ apiKey: key });
+    try {
+      const blended = await group.gatewayWithEnv(
+        { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_EMBEDDINGS_KEY: key },
+        "finders",
+        "--tool-search",
+        "--tool-search-embeddings",
+        embeddings.url,
+        "--tool-search-embeddings-model",
+        "fixture-model",
+        "--tool-search-embeddings-key-secret",
+        "embeddings-key",
+      );
+      const client = await connect(blended.url);
+      // No word of the query is in the tool's text: only the embeddings can find it.
+      expect(await find(client, "automobile hire", 1)).toEqual(["car-rental_rent_car"]);
+      expect(embeddings.requests.length).toBeGreaterThan(0);
+      expect(embeddings.requests.every((r) => r.authorization === `Bearer ${key}` && r.model === "fixture-model")).toBe(
+        true,
+      );
+      // The endpoint failing: find_tool answers from the keywords alone, and the log says so without the key.
+      embeddings.failing = true;
+      expect(await find(client, "rent a car for a few days", 1)).toEqual(["car-rental_rent_car"]);
+      expect(await until(() => blended.output().includes("find_tool answers from keywords alone"))).toBe(true);
+      expect(blended.output()).not.toContain(key);
+    } finally {
+      await embeddings.stop();
+    }
+  });
+
+  test("a key secret that does not exist stops the start with a clear error", async () => {
+    const started = group
+      .gatewayWithEnv(
+        { MCPMGR_SECRETS_PROVIDER: "environment" },
+        "finders",
+        "--tool-search",
+        "--tool-search-embeddings",
+        "http://127.0.0.1:9/v1/embeddings",
+        "--tool-search-embeddings-model",
+        "m",
+        "--tool-search-embeddings-key-secret",
+        "no-such-key",
+      )
+      .then(
+        () => "started",
+        (err: unknown) => String(err),
+      );
+    const failure = await started;
+    expect(failure).toContain("exited with 1 before it was ready");
+    expect(failure).toContain("no-such-key");
+    expect(failure).not.toContain("    at ");
+  });
 });
