@@ -11,7 +11,11 @@
  * - Latency: find_tool in process (parse, search, render), rebuild times.
  * - Size: the search modules bundled and minified (and, with TOOL_SEARCH_COMPILE=1, two compiled binaries).
  *
- * Writes its section of bench/RESULTS.md (TOOL_SEARCH_RESULTS=path, or "-" for none).
+ * - With TOOL_SEARCH_GATEWAY=1, the same through the real endpoint (bench/tool-search-gateway.ts): the 70
+ *   servers as remote workloads behind `mcpmgr gateway --tool-search`, the SDK client calling find_tool.
+ *
+ * Writes its section of bench/RESULTS.md (TOOL_SEARCH_RESULTS=path, or "-" for none), and the gateway's
+ * section when that was measured.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -34,6 +38,7 @@ import {
 } from "../test/support/livemcpbench.ts";
 import { PlainBm25 } from "./lib/plain-bm25.ts";
 import { replaceSection } from "./lib/results-section.ts";
+import { gatewaySection, measureThroughGateway } from "./tool-search-gateway.ts";
 
 const root = resolve(import.meta.dir, "..");
 const ROUNDS = Number(process.env.TOOL_SEARCH_ROUNDS ?? 20);
@@ -374,7 +379,7 @@ async function main(): Promise<void> {
   const md = [
     "## Tool search (issue 19), LiveMCPBench",
     "",
-    `Written by \`bun run bench:tool-search\` on ${new Date().toISOString().slice(0, 19).replace("T", " ")} UTC (Bun ${Bun.version}, ${navigator.hardwareConcurrency} CPUs); data read from \`${data.dir}\`: ${data.servers.length} servers, ${toolCount} tools, ${data.tasks.length} tasks with gold tools. In process, no gateway: the through-the-gateway figures come with \`mcpmgr gateway\`.`,
+    `Written by \`bun run bench:tool-search\` on ${new Date().toISOString().slice(0, 19).replace("T", " ")} UTC (Bun ${Bun.version}, ${navigator.hardwareConcurrency} CPUs); data read from \`${data.dir}\`: ${data.servers.length} servers, ${toolCount} tools, ${data.tasks.length} tasks with gold tools. In process, no gateway; the same through the gateway's endpoint is the next section (\`TOOL_SEARCH_GATEWAY=1\`).`,
     "",
     "### Recall (the dataset README's measure)",
     "",
@@ -426,10 +431,29 @@ async function main(): Promise<void> {
   ].join("\n");
 
   process.stdout.write(`${md}\n`);
+  let gatewayMd: string | undefined;
+  if (process.env.TOOL_SEARCH_GATEWAY === "1") {
+    const figures = await measureThroughGateway(data, halves, (line) =>
+      process.stderr.write(`bench:tool-search: ${line}\n`),
+    );
+    gatewayMd = gatewaySection(figures, ours.all, quantile(latency.find, 0.5));
+    process.stdout.write(`\n${gatewayMd}\n`);
+  }
   if (resultsPath !== "-") {
     const existing = existsSync(resultsPath) ? readFileSync(resultsPath, "utf8") : "# mcpmgr benchmark results\n";
-    writeFileSync(resultsPath, replaceSection(existing, "tool-search", md));
-    process.stderr.write(`bench:tool-search: wrote its section of ${resultsPath}\n`);
+    let text = replaceSection(existing, "tool-search", md);
+    if (gatewayMd !== undefined) {
+      // Right after the in-process section the first time; in place afterwards.
+      const marker = "<!-- section:tool-search-gateway -->";
+      if (!text.includes(marker))
+        text = text.replace(
+          "<!-- /section:tool-search -->\n",
+          `<!-- /section:tool-search -->\n${marker}\n<!-- /section:tool-search-gateway -->\n`,
+        );
+      text = replaceSection(text, "tool-search-gateway", gatewayMd);
+    }
+    writeFileSync(resultsPath, text);
+    process.stderr.write(`bench:tool-search: wrote its section${gatewayMd ? "s" : ""} of ${resultsPath}\n`);
   }
 }
 
