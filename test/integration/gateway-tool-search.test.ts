@@ -14,7 +14,11 @@ import { join } from "node:path";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { type CallToolResult, CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type CallToolResult,
+  CreateMessageRequestSchema,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { startEmbeddingServer } from "../fixtures/embedding-server.ts";
 import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
@@ -29,6 +33,8 @@ let dir: string;
 let logFile: string;
 let tools: string;
 let gateway: Awaited<ReturnType<TestGroup["gateway"]>>;
+/** Search mode without policies (Cedar does not let 2026-07-28's server/discover through yet). */
+let plain: Awaited<ReturnType<TestGroup["gateway"]>>;
 const clients: { close(): Promise<void> }[] = [];
 
 async function connect(url = gateway.url, init?: RequestInit, capabilities: Record<string, object> = {}) {
@@ -117,6 +123,7 @@ beforeAll(async () => {
     "--audit-config",
     audit,
   );
+  plain = await group.gateway("finders", "--tool-search");
 }, 180_000);
 
 afterAll(async () => {
@@ -267,8 +274,6 @@ describe("call_tool", () => {
       { name: "modern", version: "1.0.0" },
       { versionNegotiation: { mode: { pin: "2026-07-28" } } },
     );
-    // Its own gateway: Cedar does not yet let 2026-07-28's server/discover through (a gap of the policy, not of search mode).
-    const plain = await group.gateway("finders", "--tool-search");
     await client.connect(new ModernTransport(new URL(plain.url)));
     clients.push(client);
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["find_tool", "call_tool"]);
@@ -388,6 +393,23 @@ describe("the index follows the group", () => {
         }),
       ).server,
     ).toBe("calendar");
+  }, 60_000);
+
+  test("a workload that changes its tools (list_changed) is re-indexed; clients are not told to re-list", async () => {
+    const client = await connect(plain.url);
+    let listChanges = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      listChanges++;
+    });
+    expect(await find(client, "juggle torches", 20)).not.toContain("probe_juggle_torches");
+    await client.callTool({
+      name: "call_tool",
+      arguments: { name: "probe_notify_list_changed", arguments: { add: "juggle_torches" } },
+    });
+    expect(await until(async () => (await find(client, "juggle torches", 1))[0] === "probe_juggle_torches")).toBe(true);
+    // tools/list is find_tool and call_tool whatever the group holds: nothing to re-list.
+    await client.ping();
+    expect(listChanges).toBe(0);
   }, 60_000);
 
   test("a workload that stops is no longer found", async () => {
