@@ -13,14 +13,14 @@
  *    policies, so a refused tool tells nothing about its schema), find_tool, and a call_tool the rewrite
  *    left (an unknown name: the closest names this caller may call).
  */
-import type { ToolsPolicy } from "../config/tools-policy.ts";
-import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import { requestState } from "../auth/request-state.ts";
+import type { AuthzConfig } from "../config/authz-config.ts";
+import type { ToolSearchSpec } from "../config/tool-search-spec.ts";
+import type { ToolsPolicy } from "../config/tools-policy.ts";
 import { filterList, realNameOf } from "../middleware/tool-filter.ts";
+import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import type { MergedView } from "./catalog.ts";
 import type { Params } from "./sdk.ts";
-import type { ToolSearchSpec } from "../config/tool-search-spec.ts";
-import type { AuthzConfig } from "../config/authz-config.ts";
 import { SearchMode } from "./tool-search/search-mode.ts";
 import { argumentsProblem, CALL_TOOL, FIND_TOOL, toolError } from "./tool-search/search-tools.ts";
 import type { SearchableTool } from "./tool-search/tool-text.ts";
@@ -60,6 +60,7 @@ export class GatewaySearch {
   #tools = new Map<string, Item>();
   #reportedShadowed = new Set<string>();
   #preparing: ReturnType<typeof setTimeout> | undefined;
+  #instructions: string | undefined;
   readonly calls: CallToolCalls = requestState<ReadonlyMap<JsonRpcId, string>>();
 
   constructor(options: GatewaySearchOptions) {
@@ -158,11 +159,13 @@ export class GatewaySearch {
       const before = this.#indexed.get(workload.name);
       if (before && before.tools === workload.tools && before.key === key) continue;
       mode.upsertWorkload(workload.name, workload.summary, entry.tools, entry.names);
+      this.#instructions = undefined;
       this.#indexed.set(workload.name, { tools: workload.tools, key });
     }
     for (const name of [...this.#indexed.keys()]) {
       if (live.has(name)) continue;
       mode.removeWorkload(name);
+      this.#instructions = undefined;
       this.#indexed.delete(name);
     }
     // Rebuilt (and new tools embedded) off this call, so the next find_tool does not wait for it.
@@ -195,8 +198,14 @@ export class GatewaySearch {
     return this.#options.mode.tools() as readonly Item[];
   }
 
+  /**
+   * The instructions for the caller of `req` (the request that opens a session, or every stateless
+   * 2026-07-28 request): the same for every caller without Cedar, so kept until the index changes.
+   */
   instructions(req: Request | undefined): string {
-    return this.#options.mode.instructions(this.#options.mayCall ? this.allowFor(req) : undefined);
+    if (this.#options.mayCall) return this.#options.mode.instructions(this.allowFor(req));
+    this.#instructions ??= this.#options.mode.instructions();
+    return this.#instructions;
   }
 
   /**

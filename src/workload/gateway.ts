@@ -1,9 +1,9 @@
 /**
  * Starting `mcpmgr gateway GROUP` in this process, the way a workload starts: the group
  * checked, the limits read, the policies prepared (OIDC issuer, audit log, telemetry
- * exporters) and search mode's embeddings key resolved before anything serves, then the gateway (gateway/start.ts) behind the same
- * policy chain as a workload's. Everything gateway-specific, the MCP SDK v2 included, is
- * loaded only here.
+ * exporters) and search mode's embeddings key resolved before anything serves, then the
+ * gateway (gateway/start.ts) behind the same policy chain as a workload's. Everything
+ * gateway-specific, the MCP SDK v2 included, is loaded only here.
  */
 import { gatewayComponentName, type GatewaySpec } from "../config/gateway-spec.ts";
 import { assertGroupExists } from "../state/groups.ts";

@@ -140,6 +140,7 @@ describe("the index at the gateway", () => {
     };
     const search = new GatewaySearch({ mode, log: () => {} });
     search.update(view());
+    expect(search.instructions(undefined)).toContain("kitchen (Food)");
     expect(names(await mode.find({ query: "wash car", limit: 2 })).sort()).toEqual([
       "garage_wash_car",
       "kitchen_wash_car",
@@ -151,6 +152,7 @@ describe("the index at the gateway", () => {
     search.update(merge([{ workload: "garage", lists: garage, summary: "Vehicle services." }], "always"));
     expect(upserted).toEqual(["garage", "kitchen"]);
     expect(names(await mode.find({ query: "bake a cake" }))).toEqual([]);
+    expect(search.instructions(undefined)).not.toContain("kitchen");
     expect(search.isTool("kitchen_bake_cake")).toBe(false);
   });
 
