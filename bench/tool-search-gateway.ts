@@ -41,6 +41,8 @@ export interface GatewayFigures {
   readonly latency: number[];
   /** From `mcpmgr run` returning to the new workload's tool being found, ms. */
   readonly joinToFindable: number;
+  /** How long that `mcpmgr run` took (process start, supervisor, the workload answering), ms. */
+  readonly runMs: number;
   readonly startSeconds: number;
 }
 
@@ -162,7 +164,9 @@ export async function measureThroughGateway(
       log("a workload joining");
       const probe = data.servers[0];
       let joinToFindable = Number.NaN;
+      let runMs = Number.NaN;
       if (probe?.tools[0]) {
+        const run0 = performance.now();
         await mcpmgr(
           env,
           "run",
@@ -174,6 +178,7 @@ export async function measureThroughGateway(
         );
         names.push("joiner");
         const t0 = performance.now();
+        runMs = t0 - run0;
         const wanted = `joiner_${probe.tools[0].name}`;
         while (performance.now() - t0 < 30_000) {
           const result = await findTool(client, probe.tools[0].description || probe.tools[0].name, 20);
@@ -197,6 +202,7 @@ export async function measureThroughGateway(
         answerText: sorted(answerText),
         latency: sorted(latency),
         joinToFindable,
+        runMs,
         startSeconds,
       };
     } finally {
@@ -235,8 +241,8 @@ export function gatewaySection(figures: GatewayFigures, inProcess: RecallScores,
     `| server instructions in search mode | ${tokens(figures.instructions)} tokens | – |`,
     `| find_tool answer, 5 results, text: median / p95 / max | ${tokens(quantile(figures.answerText, 0.5))} / ${tokens(quantile(figures.answerText, 0.95))} / ${tokens(figures.answerText.at(-1) ?? 0)} tokens | ≤ 1,500: median ${verdict(tokens(quantile(figures.answerText, 0.5)) <= 1500)} |`,
     `| find_tool round trip through the endpoint, ${figures.latency.length} calls: p50 / p99 | ${quantile(figures.latency, 0.5).toFixed(2)} / ${quantile(figures.latency, 0.99).toFixed(2)} ms | in process p50 ${inProcessP50.toFixed(3)} ms (≤ 2 ms: ${verdict(inProcessP50 <= 2)}) |`,
-    `| a workload joining: from \`mcpmgr run\` returning to its tool found | ${Number.isNaN(figures.joinToFindable) ? "**not found in 30 s**" : `${figures.joinToFindable.toFixed(0)} ms`} | – |`,
+    `| a workload joining: its tool found after \`mcpmgr run\` returned (the run itself took ${figures.runMs.toFixed(0)} ms) | ${Number.isNaN(figures.joinToFindable) ? "**not found in 30 s**" : `${figures.joinToFindable.toFixed(0)} ms`} | – |`,
     "",
-    "The round trip is the SDK client's `callTool` over HTTP to the gateway and back (session, policy chain, JSON-RPC both ways); the search itself is the in-process figure above. Joining includes the gateway noticing the workload in the store (a file watch), connecting to it, listing its tools and re-indexing it; the re-index alone is the one-workload rebuild above.",
+    "The round trip is the SDK client's `callTool` over HTTP to the gateway and back (session, policy chain, JSON-RPC both ways); the search itself is the in-process figure above. Joining includes the gateway noticing the workload in the store (a file watch), connecting to it, listing its tools and re-indexing it, which mostly happens while `mcpmgr run` is still waiting for the workload to answer (a few ms after it returns means: found at the first query); the re-index alone is the one-workload rebuild above.",
   ].join("\n");
 }
