@@ -51,7 +51,10 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
   let frontEnd: ReturnType<typeof gatewayFrontEnd> | undefined;
   let previous = new Set<string>();
   const log = (level: "info" | "warn", text: string) => ctx.log(level, `gateway '${spec.group}': ${text}`);
-  const searching = spec.toolSearch ? await import("./search.ts") : undefined;
+  // Search mode's modules are loaded only with --tool-search.
+  const searching = spec.toolSearch
+    ? { ...(await import("./search.ts")), ...(await import("./call-tool-rewrite.ts")) }
+    : undefined;
   const search =
     searching && spec.toolSearch
       ? await searching.GatewaySearch.create(spec.toolSearch, {
@@ -100,7 +103,6 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
   const live = new LiveStreams();
   let server: ReturnType<typeof serve>;
   try {
-    const rewrite = search ? (await import("./call-tool-rewrite.ts")).callToolRewrite : undefined;
     const handler = await policyChain(
       frontEnd.handler,
       {
@@ -115,8 +117,11 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         authentication: ctx.authentication?.(GATEWAY_PATH) ?? [],
         tools: spec.tools,
         authz: spec.authz,
-        ...(search && rewrite && searching
-          ? { rewrite: rewrite((name) => search.isTool(name), search.calls), ownTools: searching.SEARCH_TOOLS }
+        ...(search && searching
+          ? {
+              rewrite: searching.callToolRewrite((name) => search.isTool(name), search.calls),
+              ownTools: searching.SEARCH_TOOLS,
+            }
           : {}),
       },
     );
