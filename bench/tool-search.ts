@@ -11,11 +11,15 @@
  * - Latency: find_tool in process (parse, search, render), rebuild times.
  * - Size: the search modules bundled and minified (and, with TOOL_SEARCH_COMPILE=1, two compiled binaries).
  *
- * Writes its section of bench/RESULTS.md (TOOL_SEARCH_RESULTS=path, or "-" for none).
+ * - With TOOL_SEARCH_GATEWAY=1, the same through the real endpoint (bench/tool-search-gateway.ts): the 70
+ *   servers as remote workloads behind `mcpmgr gateway --tool-search`, the SDK client calling find_tool.
+ *
+ * Writes its section of bench/RESULTS.md (TOOL_SEARCH_RESULTS=path, or "-" for none), and the gateway's
+ * section when that was measured.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
 import MiniSearch from "minisearch";
 import { EmbeddingsClient, HybridToolSearch } from "../src/gateway/tool-search/embeddings.ts";
 import { renderFindAnswer } from "../src/gateway/tool-search/find-answer.ts";
@@ -34,8 +38,9 @@ import {
 } from "../test/support/livemcpbench.ts";
 import { PlainBm25 } from "./lib/plain-bm25.ts";
 import { replaceSection } from "./lib/results-section.ts";
+import { bundledSizes, compiledSizeAdded } from "./lib/tool-search-size.ts";
+import { gatewaySection, measureThroughGateway } from "./tool-search-gateway.ts";
 
-const root = resolve(import.meta.dir, "..");
 const ROUNDS = Number(process.env.TOOL_SEARCH_ROUNDS ?? 20);
 const resultsPath = process.env.TOOL_SEARCH_RESULTS ?? join(import.meta.dir, "RESULTS.md");
 
@@ -245,69 +250,6 @@ function rebuildTimes(data: LiveMcpBench): RebuildTimes {
   return times;
 }
 
-const MODULES = [
-  "src/gateway/tool-search/tool-index.ts",
-  "src/gateway/tool-search/search-tools.ts",
-  "src/gateway/tool-search/find-answer.ts",
-  "src/gateway/tool-search/instructions.ts",
-  "src/gateway/tool-search/embeddings.ts",
-  "src/gateway/tool-search/search-mode.ts",
-];
-
-/** Minified size of a bundle whose entry is `code` (resolved from the repository root). */
-async function bundleSize(code: string): Promise<number> {
-  // Inside node_modules (ignored by git) so that bare package names resolve from the repository's dependencies.
-  const cache = join(root, "node_modules", ".cache");
-  mkdirSync(cache, { recursive: true });
-  const dir = mkdtempSync(join(cache, "tool-search-size-"));
-  try {
-    const entry = join(dir, "entry.ts");
-    writeFileSync(entry, code);
-    const result = await Bun.build({ entrypoints: [entry], minify: true, target: "bun" });
-    if (!result.success) throw new Error(result.logs.join("\n"));
-    return (await result.outputs[0]!.text()).length;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-/** Everything the gateway would import for search mode (stemmer and validator included), and its parts. */
-async function bundledSizes(): Promise<{ all: number; validator: number; stemmer: number; ajv: number }> {
-  return {
-    all: await bundleSize(MODULES.map((m, i) => `export * as m${i} from ${JSON.stringify(join(root, m))};`).join("\n")),
-    validator: await bundleSize('export { Validator } from "@cfworker/json-schema";'),
-    stemmer: await bundleSize('export { default } from "wink-porter2-stemmer";'),
-    ajv: await bundleSize('export { default } from "ajv";'),
-  };
-}
-
-/** Compiled binary with vs without the modules referenced (slow: two full compiles). */
-async function compiledSizeAdded(): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-tool-search-compile-"));
-  try {
-    const sizes: number[] = [];
-    for (const withSearch of [false, true]) {
-      const entry = join(dir, `entry-${withSearch}.ts`);
-      const imports = withSearch
-        ? MODULES.map((m, i) => `import * as m${i} from ${JSON.stringify(join(root, m))};`)
-        : [];
-      const use = withSearch ? `globalThis.__search = [${MODULES.map((_, i) => `m${i}`).join(", ")}];` : "";
-      writeFileSync(entry, `${imports.join("\n")}\n${use}\nimport ${JSON.stringify(join(root, "src/main.ts"))};\n`);
-      const outfile = join(dir, `mcpmgr-${withSearch}`);
-      const result = await Bun.build({
-        entrypoints: [entry],
-        compile: { outfile, autoloadDotenv: false, autoloadBunfig: false },
-        minify: true,
-      });
-      if (!result.success) throw new Error(result.logs.join("\n"));
-      sizes.push(statSync(outfile).size);
-    }
-    return (sizes[1] as number) - (sizes[0] as number);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 async function main(): Promise<void> {
   const loadAtStart = loadavg();
   const data = loadLiveMcpBench();
@@ -374,7 +316,7 @@ async function main(): Promise<void> {
   const md = [
     "## Tool search (issue 19), LiveMCPBench",
     "",
-    `Written by \`bun run bench:tool-search\` on ${new Date().toISOString().slice(0, 19).replace("T", " ")} UTC (Bun ${Bun.version}, ${navigator.hardwareConcurrency} CPUs); data read from \`${data.dir}\`: ${data.servers.length} servers, ${toolCount} tools, ${data.tasks.length} tasks with gold tools. In process, no gateway: the through-the-gateway figures come with \`mcpmgr gateway\`.`,
+    `Written by \`bun run bench:tool-search\` on ${new Date().toISOString().slice(0, 19).replace("T", " ")} UTC (Bun ${Bun.version}, ${navigator.hardwareConcurrency} CPUs); data read from \`${data.dir}\`: ${data.servers.length} servers, ${toolCount} tools, ${data.tasks.length} tasks with gold tools. In process, no gateway; the same through the gateway's endpoint is the next section (\`TOOL_SEARCH_GATEWAY=1\`).`,
     "",
     "### Recall (the dataset README's measure)",
     "",
@@ -422,14 +364,33 @@ async function main(): Promise<void> {
     `- Of which @cfworker/json-schema ${kb(sizes.validator)} and wink-porter2-stemmer ${kb(sizes.stemmer)}. For comparison, ajv alone (not used: it also compiles schemas with \`new Function\`) bundles to ${kb(sizes.ajv)}.`,
     compiled === undefined
       ? "- Compiled binary difference: not measured in this run (`TOOL_SEARCH_COMPILE=1` compiles with and without the modules)."
-      : `- Compiled binary with the modules referenced minus without: ${(compiled / 1024).toFixed(1)} KB.`,
+      : `- Compiled binary as shipped minus the same with search mode cut out (the gateway's \`search.ts\` and \`call-tool-rewrite.ts\` replaced by empty modules, so everything only they use drops out): ${(compiled / 1024).toFixed(1)} KB.`,
   ].join("\n");
 
   process.stdout.write(`${md}\n`);
+  let gatewayMd: string | undefined;
+  if (process.env.TOOL_SEARCH_GATEWAY === "1") {
+    const figures = await measureThroughGateway(data, halves, (line) =>
+      process.stderr.write(`bench:tool-search: ${line}\n`),
+    );
+    gatewayMd = gatewaySection(figures, ours.all, quantile(latency.find, 0.5));
+    process.stdout.write(`\n${gatewayMd}\n`);
+  }
   if (resultsPath !== "-") {
     const existing = existsSync(resultsPath) ? readFileSync(resultsPath, "utf8") : "# mcpmgr benchmark results\n";
-    writeFileSync(resultsPath, replaceSection(existing, "tool-search", md));
-    process.stderr.write(`bench:tool-search: wrote its section of ${resultsPath}\n`);
+    let text = replaceSection(existing, "tool-search", md);
+    if (gatewayMd !== undefined) {
+      // Right after the in-process section the first time; in place afterwards.
+      const marker = "<!-- section:tool-search-gateway -->";
+      if (!text.includes(marker))
+        text = text.replace(
+          "<!-- /section:tool-search -->\n",
+          `<!-- /section:tool-search -->\n${marker}\n<!-- /section:tool-search-gateway -->\n`,
+        );
+      text = replaceSection(text, "tool-search-gateway", gatewayMd);
+    }
+    writeFileSync(resultsPath, text);
+    process.stderr.write(`bench:tool-search: wrote its section${gatewayMd ? "s" : ""} of ${resultsPath}\n`);
   }
 }
 

@@ -7,6 +7,7 @@ import { gatewayOptions } from "./gateway-options.ts";
 import { incomingAuthSpec, type IncomingAuthSpec } from "./incoming-auth-spec.ts";
 import type { ListenSpec } from "./proxy-spec.ts";
 import { telemetrySpec, type TelemetrySpec } from "./telemetry-spec.ts";
+import { toolSearchSpec, type ToolSearchSpec } from "./tool-search-spec.ts";
 import { toolsPolicy, type ToolsPolicy } from "./tools-policy.ts";
 
 export interface GatewaySpec {
@@ -22,6 +23,8 @@ export interface GatewaySpec {
   readonly authz: AuthzConfig | undefined;
   readonly audit: AuditConfig | undefined;
   readonly telemetry: TelemetrySpec | undefined;
+  /** `--tool-search*`: search mode (find_tool and call_tool instead of the group's tools), or undefined. */
+  readonly toolSearch: ToolSearchSpec | undefined;
 }
 
 /** The name audit lines and telemetry use for a gateway. */
@@ -57,6 +60,17 @@ export function buildGatewaySpec(argv: readonly string[]): GatewaySpec {
     });
   }
   const name = gatewayComponentName(group);
+  const tools = toolsPolicy(values.tools.flat(), values["tools-override"]);
+  const toolSearch = toolSearchSpec(values);
+  if (toolSearch) {
+    // In search mode these two names are the gateway's own tools (gateway/tool-search/search-tools.ts).
+    const taken = ["find_tool", "call_tool"].find((own) => tools?.realNames.has(own));
+    if (taken !== undefined) {
+      throw new McpmgrError("CONFLICTING_OPTIONS", `--tools-override names a tool ${taken}, a tool of --tool-search`, {
+        hint: "choose another name in the --tools-override file",
+      });
+    }
+  }
   return Object.freeze({
     group,
     detach: values.detach,
@@ -65,9 +79,10 @@ export function buildGatewaySpec(argv: readonly string[]): GatewaySpec {
     prefixMode: values["name-prefix"],
     trustProxyHeaders: values["trust-proxy-headers"],
     incomingAuth: incomingAuthSpec(values, given),
-    tools: toolsPolicy(values.tools.flat(), values["tools-override"]),
+    tools,
     authz: authzConfig(values["authz-config"]),
     audit: auditConfig(values["enable-audit"], values["audit-config"], name),
     telemetry: telemetrySpec(values, given, name),
+    toolSearch,
   });
 }

@@ -16,7 +16,7 @@ export type ListKind = "tools" | "prompts" | "resources";
 
 type Item = Readonly<Record<string, unknown>>;
 
-interface WorkloadLists {
+export interface WorkloadLists {
   tools: Item[];
   prompts: Item[];
   resources: Item[];
@@ -34,12 +34,25 @@ export interface MergedView {
   readonly resourceOwner: ReadonlyMap<string, string>;
   /** Templates in merge order, for routing a URI no workload listed. */
   readonly templates: readonly { readonly workload: string; readonly template: UriTemplate; readonly text: string }[];
+  /**
+   * The workloads behind the view, in name order: what each says it is, and its tools as it listed them
+   * (the same array until it lists again), for search mode's per-workload index.
+   */
+  readonly workloads: readonly WorkloadTools[];
+}
+
+export interface WorkloadTools {
+  readonly name: string;
+  /** The server's description, else its instructions, else its title ("" when it gives none). */
+  readonly summary: string;
+  readonly tools: readonly Item[];
 }
 
 interface Connection {
   readonly member: Member;
   client?: Upstream;
   lists: WorkloadLists;
+  summary: string;
   retry?: ReturnType<typeof setTimeout>;
   closed: boolean;
   /** Settles when the first connection attempt has succeeded or failed. */
@@ -126,7 +139,13 @@ export class GroupCatalog {
     for (const member of members) {
       if (this.#connections.has(member.name)) continue;
       this.#departed.delete(member.name);
-      const connection: Connection = { member, lists: empty(), closed: false, firstAttempt: Promise.resolve() };
+      const connection: Connection = {
+        member,
+        lists: empty(),
+        summary: "",
+        closed: false,
+        firstAttempt: Promise.resolve(),
+      };
       connection.firstAttempt = this.#connect(connection);
       this.#connections.set(member.name, connection);
     }
@@ -171,6 +190,7 @@ export class GroupCatalog {
       if (era) this.#eras.set(member.name, era);
       connection.client = client;
       connection.lists = lists;
+      connection.summary = summaryOf(client);
       this.#options.log("info", `workload '${member.name}' joined (${member.url})`);
       this.#rebuild();
     } catch (err) {
@@ -210,7 +230,7 @@ export class GroupCatalog {
   #rebuild(): void {
     const live = [...this.#connections.values()]
       .filter((c) => c.client !== undefined)
-      .map((c) => ({ workload: c.member.name, lists: c.lists }));
+      .map((c) => ({ workload: c.member.name, lists: c.lists, summary: c.summary }));
     const next = merge(live, this.#options.prefixMode);
     for (const line of [...next.toolNames.collisions, ...next.promptNames.collisions]) {
       if (this.#reported.has(line)) continue;
@@ -274,7 +294,19 @@ async function listAll(client: Upstream): Promise<WorkloadLists> {
   return { tools, prompts, resources, resourceTemplates };
 }
 
-function merge(live: readonly { workload: string; lists: WorkloadLists }[], mode: PrefixMode): MergedView {
+/** What a workload says it is, for search mode: its description, else its instructions, else its title. */
+function summaryOf(client: Upstream): string {
+  const info = client.getServerVersion() as { title?: unknown; description?: unknown } | undefined;
+  for (const text of [info?.description, client.getInstructions(), info?.title])
+    if (typeof text === "string" && text.trim() !== "") return text.trim();
+  return "";
+}
+
+/** The merged view of the workloads' lists (exported for tests that need a view without connections). */
+export function merge(
+  live: readonly { workload: string; lists: WorkloadLists; summary?: string }[],
+  mode: PrefixMode,
+): MergedView {
   const sorted = [...live].sort((a, b) => (a.workload < b.workload ? -1 : a.workload > b.workload ? 1 : 0));
   const named = (field: "tools" | "prompts"): OwnedName[] =>
     sorted.flatMap(({ workload, lists }) =>
@@ -326,6 +358,11 @@ function merge(live: readonly { workload: string; lists: WorkloadLists }[], mode
     promptNames,
     resourceOwner,
     templates,
+    workloads: sorted.map(({ workload, lists, summary }) => ({
+      name: workload,
+      summary: summary ?? "",
+      tools: lists.tools,
+    })),
   };
 }
 

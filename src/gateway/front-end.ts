@@ -50,9 +50,11 @@ export interface GatewayFrontEnd {
 export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
   const sessions = new Map<string, Session>();
   const sharedPool = new UpstreamPool(options.catalog, options.timeoutMs);
-  const modern = createMcpHandler(() => createGatewayServer(options, () => sharedPool), { legacy: "reject" });
+  const modern = createMcpHandler((request) => createGatewayServer(options, () => sharedPool, request.requestInfo), {
+    legacy: "reject",
+  });
 
-  const openSession = (): Session => {
+  const openSession = (req: Request): Session => {
     let server: Server | undefined;
     const pool = new UpstreamPool(options.catalog, options.timeoutMs, {
       capabilities: () => server?.getClientCapabilities() ?? {},
@@ -70,7 +72,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
           )
           .catch(() => {}),
     });
-    server = createGatewayServer(options, () => pool);
+    server = createGatewayServer(options, () => pool, req);
     const session: Session = {
       server,
       pool,
@@ -122,7 +124,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       });
     }
     if (!(await isLegacyRequest(req))) return modern.fetch(req);
-    const session = openSession();
+    const session = openSession(req);
     await session.server.connect(session.transport);
     const response = await session.transport.handleRequest(req);
     // Anything but a successful initialize leaves no session behind.
@@ -137,7 +139,11 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     get sessionCount() {
       return sessions.size;
     },
-    listsChanged(kinds) {
+    listsChanged(changed) {
+      // In search mode tools/list is always find_tool and call_tool: a change of the group's tools is
+      // a change of what find_tool finds, not of the list.
+      const kinds = new Set(changed);
+      if (options.search) kinds.delete("tools");
       for (const session of sessions.values()) {
         if (kinds.has("tools")) void session.server.sendToolListChanged().catch(() => {});
         if (kinds.has("prompts")) void session.server.sendPromptListChanged().catch(() => {});

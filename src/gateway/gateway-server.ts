@@ -4,6 +4,9 @@
  * to one workload, through the calling session's upstream pool. Progress tokens are mapped
  * to the upstream request and back, a cancelled gateway request cancels the upstream one,
  * and an error from the workload reaches the client with its own code and message.
+ * In search mode (`search`), tools/list holds find_tool and call_tool, the instructions say how to
+ * use them, and the calls the gateway answers itself go to search.ts; every other call, a rewritten
+ * call_tool included, is routed like any direct call.
  */
 import { SdkHttpError } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server } from "@modelcontextprotocol/server";
@@ -11,12 +14,15 @@ import type { LoggingLevel, ServerContext } from "@modelcontextprotocol/server";
 import { version } from "../version.ts";
 import { type GroupCatalog, resourceWorkload } from "./catalog.ts";
 import { anyResult, type Params } from "./sdk.ts";
+import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 
 export interface GatewayServerOptions {
   readonly group: string;
   readonly catalog: GroupCatalog;
   readonly timeoutMs: number;
+  /** Search mode (`--tool-search`). */
+  readonly search?: GatewaySearch | undefined;
 }
 
 type Result = Record<string, unknown>;
@@ -32,8 +38,9 @@ function unavailable(workload: string, why: string): ProtocolError {
   );
 }
 
-export function createGatewayServer(options: GatewayServerOptions, pool: () => UpstreamPool): Server {
-  const { catalog } = options;
+/** `req`: the request that opened the session (or the stateless request), for search mode's instructions. */
+export function createGatewayServer(options: GatewayServerOptions, pool: () => UpstreamPool, req?: Request): Server {
+  const { catalog, search } = options;
   const server = new Server(
     { name: `mcpmgr-gateway-${options.group}`, version },
     {
@@ -44,6 +51,7 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
         logging: {},
         completions: {},
       },
+      ...(search ? { instructions: search.instructions(req) } : {}),
     },
   );
 
@@ -108,7 +116,7 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
     return workload;
   };
 
-  server.setRequestHandler("tools/list", () => ({ tools: catalog.view.tools }) as never);
+  server.setRequestHandler("tools/list", () => ({ tools: search ? search.tools() : catalog.view.tools }) as never);
   server.setRequestHandler("prompts/list", () => ({ prompts: catalog.view.prompts }) as never);
   server.setRequestHandler("resources/list", () => ({ resources: catalog.view.resources }) as never);
   server.setRequestHandler(
@@ -117,6 +125,8 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
   );
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const params = request.params as Params;
+    const answered = search ? await search.answer(params, ctx.http?.req, ctx.mcpReq.id) : undefined;
+    if (answered !== undefined) return answered as never;
     const target = routeName("tool", params.name);
     return (await forward(target.workload, "tools/call", { ...params, name: target.name }, ctx)) as never;
   });

@@ -1,7 +1,9 @@
 /**
  * A running gateway for one group: membership → catalog → front end → policies → server.
  * Shaped like `startWorkload` (`{ url, exited, stop() }`) so a supervisor can host a
- * gateway in the background the way it hosts a workload.
+ * gateway in the background the way it hosts a workload. In search mode (`spec.toolSearch`)
+ * the catalog also feeds the search index (search.ts), and call_tool is rewritten before the
+ * policies (call-tool-rewrite.ts); both are loaded only then.
  */
 import type { GatewaySpec } from "../config/gateway-spec.ts";
 import { errorMessage } from "../errors.ts";
@@ -34,6 +36,8 @@ export interface GatewayContext {
   readonly membershipPollMs?: number;
   /** Called after every membership change is applied (tests, the background form's status). */
   readonly onMembers?: (members: readonly Member[]) => void;
+  /** The embeddings endpoint's API key (`--tool-search-embeddings-key-secret`), resolved by the caller. */
+  readonly embeddingsApiKey?: string | undefined;
 }
 
 export interface RunningGateway {
@@ -46,17 +50,35 @@ export interface RunningGateway {
 export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Promise<RunningGateway> {
   let frontEnd: ReturnType<typeof gatewayFrontEnd> | undefined;
   let previous = new Set<string>();
-  const catalog = new GroupCatalog({
+  const log = (level: "info" | "warn", text: string) => ctx.log(level, `gateway '${spec.group}': ${text}`);
+  // Search mode's modules are loaded only with --tool-search.
+  const searching = spec.toolSearch
+    ? { ...(await import("./search.ts")), ...(await import("./call-tool-rewrite.ts")) }
+    : undefined;
+  const search =
+    searching && spec.toolSearch
+      ? await searching.GatewaySearch.create(spec.toolSearch, {
+          tools: spec.tools,
+          authz: spec.authz,
+          apiKey: ctx.embeddingsApiKey,
+          log,
+        })
+      : undefined;
+  const catalog: GroupCatalog = new GroupCatalog({
     prefixMode: spec.prefixMode,
     timeoutMs: Math.min(ctx.requestTimeoutMs, 30_000),
-    log: (level, text) => ctx.log(level, `gateway '${spec.group}': ${text}`),
-    onChange: (kinds) => frontEnd?.listsChanged(kinds),
+    log,
+    onChange: (kinds) => {
+      if (kinds.has("tools")) search?.update(catalog.view);
+      frontEnd?.listsChanged(kinds);
+    },
   });
   frontEnd = gatewayFrontEnd({
     group: spec.group,
     catalog,
     timeoutMs: ctx.requestTimeoutMs,
     sessionIdleMs: ctx.sessionIdleMs,
+    search,
   });
   const membership = await followMembership({
     store: ctx.store,
@@ -77,6 +99,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
   });
   // The first client should see the whole group, not whichever workloads answered first.
   await catalog.settled(10_000);
+  if (search) log("info", `tool search: ${search.toolCount} tools indexed; clients see find_tool and call_tool`);
   const live = new LiveStreams();
   let server: ReturnType<typeof serve>;
   try {
@@ -94,6 +117,12 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         authentication: ctx.authentication?.(GATEWAY_PATH) ?? [],
         tools: spec.tools,
         authz: spec.authz,
+        ...(search && searching
+          ? {
+              rewrite: searching.callToolRewrite((name) => search.isTool(name), search.calls),
+              ownTools: searching.SEARCH_TOOLS,
+            }
+          : {}),
       },
     );
     server = serve({

@@ -35,6 +35,9 @@ const passThrough = new Set([
   "resources/list",
   "resources/templates/list",
   "logging/setLevel",
+  // MCP 2026-07-28: discovery replaces initialize, and a listen stream only carries notifications.
+  "server/discover",
+  "subscriptions/listen",
 ]);
 /** The Cedar action and resource type for each kind of target. */
 const cedar: Readonly<Record<McpTarget["kind"], { action: string; type: string }>> = {
@@ -100,7 +103,10 @@ function caseVariant(
   return undefined;
 }
 
-export function cedarAuthorization(config: AuthzConfig): Middleware {
+type Decide = (req: Request, action: string, type: string, id: string, call?: { args: unknown }) => Decision;
+
+/** The Cedar decision for a request's principal, with the policies parsed once and answers remembered. */
+function cedarDecider(config: AuthzConfig): { decide: Decide; argsMatter: boolean } {
   const known = facts(config);
   const { forbids } = known;
   // Parsed once by the engine and referred to by id: parsing per request was most of the cost.
@@ -234,6 +240,21 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
     return { allowed: false, reason: failed.length > 0 ? `${why}; ${failed.join("; ")}` : why };
   };
 
+  return { decide, argsMatter };
+}
+
+/**
+ * Whether the caller of `req` may call a tool, as list filtering decides it (no arguments): what a
+ * search-mode gateway's find_tool shows that caller. Loads its own copy of the policies.
+ */
+export function toolVisibility(config: AuthzConfig): (req: Request, tool: string) => boolean {
+  const { decide } = cedarDecider(config);
+  return (req, tool) => decide(req, cedar.tool.action, cedar.tool.type, tool).allowed;
+}
+
+/** `own`: the endpoint's own tools (search mode's find_tool and call_tool), decided on by what they reach. */
+export function cedarAuthorization(config: AuthzConfig, own: ReadonlySet<string> = new Set()): Middleware {
+  const { decide, argsMatter } = cedarDecider(config);
   return (next) => async (req, ctx) => {
     const raw = await readRpcBody(req);
     let forward = req;
@@ -258,6 +279,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
       if (typeof message !== "object" || message === null || typeof message.method !== "string") continue;
       if (passThrough.has(message.method) || message.method.startsWith("notifications/")) continue;
       const target = targetOf(message);
+      if (target?.kind === "tool" && own.has(target.name)) continue;
       const rule = target ? cedar[target.kind] : undefined;
       const decision: Decision =
         target !== undefined && rule !== undefined
@@ -284,6 +306,7 @@ export function cedarAuthorization(config: AuthzConfig): Middleware {
       const { action, type } = cedar[rule.kind];
       const visible = items.filter((item) => {
         const key = (item as Record<string, unknown>)?.[rule.key];
+        if (rule.kind === "tool" && typeof key === "string" && own.has(key)) return true;
         return typeof key === "string" && decide(req, action, type, key).allowed;
       });
       return { ...message, result: privateToCaller({ ...result, [rule.field]: visible }) };

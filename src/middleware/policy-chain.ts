@@ -2,6 +2,8 @@
  * The handler chain of every endpoint mcpmgr serves, built in one place for `run`, `proxy`
  * and `gateway`. Outermost first:
  *   built-in protections  health, Origin/Host guard, body limit (middleware/builtin-chain.ts)
+ *   a gateway's rewrite   search mode: a call_tool call becomes the tools/call it stands for, so every
+ *                         policy below sees (and audits) the real tool
  *   telemetry             every request is traced and counted; /metrics needs no token
  *   audit                 records what the policies below deny
  *   authentication        a refused client learns nothing more
@@ -12,7 +14,9 @@
  *   webhooks              see what reaches the server: after the refusals and renames
  *   upstream              the stdio bridge, the transparent forwarder, or the gateway's front end
  * Each policy is present only when configured (the gateway has no webhooks). Behind a
- * gateway, the policies see the gateway's names for tools and prompts.
+ * gateway, the policies see the gateway's names for tools and prompts; the gateway's own tools
+ * (search mode's find_tool and call_tool) pass the tool filter and Cedar, which decide on the
+ * tools those reach instead.
  */
 import type { AuthzConfig } from "../config/authz-config.ts";
 import type { ToolsPolicy } from "../config/tools-policy.ts";
@@ -29,6 +33,10 @@ export interface ChainPolicies {
   readonly tools?: ToolsPolicy | undefined;
   readonly authz?: AuthzConfig | undefined;
   readonly webhooks?: Middleware | undefined;
+  /** Runs before every policy: a gateway's rewrite of its own tools' calls (gateway/call-tool-rewrite.ts). */
+  readonly rewrite?: Middleware | undefined;
+  /** Tools the endpoint serves itself (not a server's): listed and called past the tool filter and Cedar. */
+  readonly ownTools?: ReadonlySet<string>;
 }
 
 /** A policy's module is loaded only when the policy is configured (Cedar's engine alone is megabytes). */
@@ -51,12 +59,13 @@ export async function policyChain(
   return withBuiltinProtections(
     upstream,
     protections,
+    ...(policies.rewrite ? [policies.rewrite] : []),
     ...(policies.telemetry ? [policies.telemetry] : []),
     ...(audit && policies.audit ? [audit.auditTrail(policies.audit)] : []),
     ...(policies.authentication ?? []),
     ...(readsBodies ? [messageGate({ arguments: inspectsArguments })] : []),
-    ...(tools && policies.tools ? [tools.toolFilter(policies.tools)] : []),
-    ...(authz && policies.authz ? [authz.cedarAuthorization(policies.authz)] : []),
+    ...(tools && policies.tools ? [tools.toolFilter(policies.tools, policies.ownTools)] : []),
+    ...(authz && policies.authz ? [authz.cedarAuthorization(policies.authz, policies.ownTools)] : []),
     ...(policies.webhooks ? [policies.webhooks] : []),
   );
 }

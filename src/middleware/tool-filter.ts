@@ -5,6 +5,8 @@
  * renamed tool goes to its real name (body and the 2026-07-28 `Mcp-Name` header); calls of a
  * hidden tool are refused with a JSON-RPC error. list_changed notifications pass, so clients
  * re-list and get the filtered view. Installed only when one of the options is given.
+ * `own`: the endpoint's own tools (a search-mode gateway's find_tool and call_tool), which
+ * the options do not name: listed and called as they are.
  */
 import type { ToolsPolicy } from "../config/tools-policy.ts";
 import type { Middleware } from "../proxy/handler.ts";
@@ -24,8 +26,10 @@ function isToolList(result: unknown): result is { tools: Tool[] } {
   return typeof result === "object" && result !== null && Array.isArray((result as { tools?: unknown }).tools);
 }
 
+const none: ReadonlySet<string> = new Set();
+
 /** What a client may call a tool, and what the server calls it; undefined: hidden. */
-function realNameOf(policy: ToolsPolicy, shown: string): string | undefined {
+export function realNameOf(policy: ToolsPolicy, shown: string): string | undefined {
   const renamed = policy.realNames.get(shown);
   if (renamed !== undefined) return renamed;
   const override = policy.overrides.get(shown);
@@ -35,11 +39,16 @@ function realNameOf(policy: ToolsPolicy, shown: string): string | undefined {
   return shown;
 }
 
-function filterList(policy: ToolsPolicy, tools: Tool[]): Tool[] {
-  const out: Tool[] = [];
+/** A tool list as clients see it: hidden tools dropped, renamed and redescribed ones changed. */
+export function filterList<T extends Tool>(policy: ToolsPolicy, tools: readonly T[], own = none): T[] {
+  const out: T[] = [];
   for (const tool of tools) {
     // A malformed entry is dropped, not a reason to pass the whole list unfiltered.
     if (typeof tool !== "object" || tool === null || typeof tool.name !== "string") continue;
+    if (own.has(tool.name)) {
+      out.push(tool);
+      continue;
+    }
     if (policy.allowed && !policy.allowed.has(tool.name)) continue;
     // A server tool that happens to have a name given to a renamed one is shadowed by it.
     if (policy.realNames.has(tool.name) && policy.realNames.get(tool.name) !== tool.name) continue;
@@ -58,15 +67,15 @@ function filterList(policy: ToolsPolicy, tools: Tool[]): Tool[] {
 }
 
 /** A JSON-RPC message with a tools/list result rewritten; others unchanged (same object). */
-function rewriteMessage(policy: ToolsPolicy, message: JsonRpcMessage): JsonRpcMessage {
+function rewriteMessage(policy: ToolsPolicy, message: JsonRpcMessage, own: ReadonlySet<string>): JsonRpcMessage {
   if (!isToolList(message.result)) return message;
   return {
     ...message,
-    result: privateToCaller({ ...message.result, tools: filterList(policy, message.result.tools) }),
+    result: privateToCaller({ ...message.result, tools: filterList(policy, message.result.tools, own) }),
   };
 }
 
-export function toolFilter(policy: ToolsPolicy): Middleware {
+export function toolFilter(policy: ToolsPolicy, own = none): Middleware {
   return (next) => async (req, ctx) => {
     let forward = req;
     const raw = await readRpcBody(req);
@@ -81,6 +90,7 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
       // Copies, never the shared parsed messages: audit and telemetry keep what the client sent.
       const outgoing = messages.map((message) => {
         if (message?.method !== "tools/call" || typeof message.params?.name !== "string") return message;
+        if (own.has(message.params.name)) return message;
         const shown = message.params.name;
         const real = realNameOf(policy, shown);
         if (real === undefined) {
@@ -133,7 +143,7 @@ export function toolFilter(policy: ToolsPolicy): Middleware {
     }
     return rewriteResults(
       await next(forward, ctx),
-      (message) => rewriteMessage(policy, message),
+      (message) => rewriteMessage(policy, message, own),
       (data) => data.includes('"tools"'),
     );
   };

@@ -1,9 +1,9 @@
 /**
  * Starting `mcpmgr gateway GROUP` in this process, the way a workload starts: the group
  * checked, the limits read, the policies prepared (OIDC issuer, audit log, telemetry
- * exporters) before anything serves, then the gateway (gateway/start.ts) behind the same
- * policy chain as a workload's. Everything gateway-specific, the MCP SDK v2 included, is
- * loaded only here.
+ * exporters) and search mode's embeddings key resolved before anything serves, then the
+ * gateway (gateway/start.ts) behind the same policy chain as a workload's. Everything
+ * gateway-specific, the MCP SDK v2 included, is loaded only here.
  */
 import { gatewayComponentName, type GatewaySpec } from "../config/gateway-spec.ts";
 import { assertGroupExists } from "../state/groups.ts";
@@ -29,6 +29,9 @@ export async function startGatewayWorkload(spec: GatewaySpec, ctx: WorkloadConte
   const limits = proxyLimits(ctx.env);
   if (spec.audit) assertAuditLogWritable(spec.audit);
   const authentication = await prepareIncomingAuthentication(spec.incomingAuth, ctx.log);
+  // Resolved before anything serves: a missing secret is a start-up error, not a failing search later.
+  const keySecret = spec.toolSearch?.embeddings?.keySecret;
+  const embeddingsApiKey = keySecret ? (await ctx.secrets().resolveSecret(keySecret)).reveal() : undefined;
   let audited: AuditSink | undefined;
   let observed: Awaited<ReturnType<typeof startTelemetry>>;
   try {
@@ -44,6 +47,7 @@ export async function startGatewayWorkload(spec: GatewaySpec, ctx: WorkloadConte
       telemetry: observed?.middleware,
       audit: spec.audit && audited ? { config: spec.audit, write: audited.write } : undefined,
       authentication: (path) => authentication.forEndpoint(path, spec.trustProxyHeaders),
+      embeddingsApiKey,
     });
     const opened = { observed, audited };
     return {

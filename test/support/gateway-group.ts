@@ -19,6 +19,8 @@ export interface TestGroup {
   /** `mcpmgr run SOURCE --name NAME --group GROUP -- stdio`-style start; returns the workload URL. */
   run(source: string, name: string, group: string, ...serverArgs: string[]): string;
   gateway(group: string, ...args: string[]): Promise<Running & { url: string }>;
+  /** The same with extra environment variables (a secrets provider, say). */
+  gatewayWithEnv(env: Record<string, string>, group: string, ...args: string[]): Promise<Running & { url: string }>;
   cleanup(): Promise<void>;
 }
 
@@ -32,6 +34,14 @@ export async function createTestGroup(): Promise<TestGroup> {
   const mcpmgr = (...args: string[]) => {
     const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env, timeout: 120_000 });
     return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  };
+  const gatewayWithEnv = async (extra: Record<string, string>, group: string, ...args: string[]) => {
+    const running = await spawnUntil([process.execPath, CLI_ENTRY, "gateway", group, ...args], /^(http:\/\/\S+)$/m, {
+      env: { ...extra, MCPMGR_HOME: home, MCPMGR_RUNTIME: "process" },
+      timeoutMs: 30_000,
+    });
+    gateways.push(running);
+    return { ...running, url: running.match[1] as string };
   };
   return {
     home,
@@ -64,14 +74,8 @@ export async function createTestGroup(): Promise<TestGroup> {
       }
       return started.stdout.trim();
     },
-    async gateway(group, ...args) {
-      const running = await spawnUntil([process.execPath, CLI_ENTRY, "gateway", group, ...args], /^(http:\/\/\S+)$/m, {
-        env: { MCPMGR_HOME: home, MCPMGR_RUNTIME: "process" },
-        timeoutMs: 30_000,
-      });
-      gateways.push(running);
-      return { ...running, url: running.match[1] as string };
-    },
+    gateway: (group, ...args) => gatewayWithEnv({}, group, ...args),
+    gatewayWithEnv,
     async cleanup() {
       await Promise.allSettled(gateways.map((g) => g.stop()));
       const listed = mcpmgr("list", "--format", "json");

@@ -17,6 +17,8 @@ export interface DatasetTool {
 }
 
 export interface DatasetServer {
+  /** The server's key under `tools` in tools.json (what the fixture serves it as). */
+  readonly key: string;
   /** Workload name as the gateway would show it: the server's key, made a valid workload name. */
   readonly workload: string;
   readonly title: string;
@@ -87,6 +89,7 @@ export function loadLiveMcpBench(dir = livemcpbenchDir()): LiveMcpBench {
       if (seen.has(workload)) throw new Error(`two servers map to workload name ${workload}`);
       seen.add(workload);
       servers.push({
+        key,
         workload,
         title: raw.name,
         description: raw.description ?? "",

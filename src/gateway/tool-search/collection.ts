@@ -78,19 +78,23 @@ export interface BuiltIndex {
   readonly vocabulary: Vocabulary;
 }
 
-/** A workload's entry: every field of every tool tokenised and counted, once per upsert. */
+/**
+ * A workload's entry: every field of every tool tokenised and counted, once per upsert. `gatewayNames`
+ * (same order as `tools`): the names the gateway gives them, when not `<workload>_<tool>`.
+ */
 export function workloadEntry(
   name: string,
   summary: string,
   tools: readonly SearchableTool[],
   stem: boolean,
+  gatewayNames?: readonly string[],
 ): WorkloadEntry {
   const documentTerms: string[] = [];
-  const entries = tools.map((tool) => {
+  const entries = tools.map((tool, i) => {
     const fields: ToolFields = toolFields(tool, stem);
     documentTerms.push(...fields.name, ...fields.description);
     return {
-      gatewayName: gatewayToolName(name, tool.name),
+      gatewayName: gatewayNames?.[i] ?? gatewayToolName(name, tool.name),
       workload: name,
       tool,
       fields: {

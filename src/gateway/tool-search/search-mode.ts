@@ -39,9 +39,23 @@ export class SearchMode {
       : undefined;
   }
 
-  /** A workload started or its tools changed (list_changed). */
-  upsertWorkload(name: string, summary: string, tools: readonly SearchableTool[]): void {
-    this.index.upsertWorkload(name, summary, tools);
+  /** A workload started or its tools changed (list_changed); `gatewayNames` as in ToolSearchIndex. */
+  upsertWorkload(
+    name: string,
+    summary: string,
+    tools: readonly SearchableTool[],
+    gatewayNames?: readonly string[],
+  ): void {
+    this.index.upsertWorkload(name, summary, tools, gatewayNames);
+  }
+
+  /**
+   * After changes: the statistics rebuilt, and with embeddings the new tools embedded, so the next
+   * find_tool does not wait for either. Rejects with the embeddings endpoint's error.
+   */
+  async prepare(): Promise<void> {
+    this.index.prepare();
+    await this.#hybrid?.prepare();
   }
 
   /** A workload stopped or left the group. */
@@ -54,9 +68,21 @@ export class SearchMode {
     return searchModeTools;
   }
 
-  /** The server `instructions` in search mode. */
-  instructions(): string {
-    return searchModeInstructions(this.index.workloads());
+  /**
+   * The server `instructions` in search mode; with `allow`, the workloads and tool counts that caller
+   * may use (a workload none of whose tools it may call is not mentioned).
+   */
+  instructions(allow?: Allow): string {
+    if (!allow) return searchModeInstructions(this.index.workloads());
+    const allowed = new Map<string, number>();
+    for (const tool of this.index.tools())
+      if (allow(tool.gatewayName)) allowed.set(tool.workload, (allowed.get(tool.workload) ?? 0) + 1);
+    return searchModeInstructions(
+      this.index
+        .workloads()
+        .filter((workload) => allowed.has(workload.name))
+        .map((workload) => ({ ...workload, toolCount: allowed.get(workload.name) ?? 0 })),
+    );
   }
 
   /** The result of a `find_tool` call; `allow` is the caller's policy (applied before the limit). */

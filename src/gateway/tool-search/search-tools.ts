@@ -120,12 +120,17 @@ export function prepareToolCall(
   if (!isObject(toolArguments)) {
     return { ok: false, result: toolError(`call_tool "arguments" must be an object (the arguments of ${name}).`) };
   }
-  const check = checkArguments(target.tool.inputSchema, toolArguments);
-  if (!check.ok) {
-    return {
-      ok: false,
-      result: toolError(`Arguments do not match the inputSchema of ${name}: ${check.problems.join("; ")}.`),
-    };
-  }
+  const problem = argumentsProblem(name, target.tool.inputSchema, toolArguments);
+  if (problem) return { ok: false, result: problem };
   return { ok: true, target, arguments: toolArguments };
+}
+
+/**
+ * The error result for arguments that do not match a tool's inputSchema, or undefined when they do.
+ * `name` is the tool's name as the caller wrote it.
+ */
+export function argumentsProblem(name: string, inputSchema: unknown, args: unknown): CallToolResult | undefined {
+  const check = checkArguments(inputSchema, args);
+  if (check.ok) return undefined;
+  return toolError(`Arguments do not match the inputSchema of ${name}: ${check.problems.join("; ")}.`);
 }

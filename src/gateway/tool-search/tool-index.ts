@@ -74,10 +74,19 @@ export class ToolSearchIndex {
     this.tuning = withTuning(options.tuning);
   }
 
-  /** Adds a workload or replaces its tools (after its tools/list changed). */
-  upsertWorkload(name: string, summary: string, tools: readonly SearchableTool[]): void {
+  /**
+   * Adds a workload or replaces its tools (after its tools/list changed). `gatewayNames`, in the order of
+   * `tools`: the names the gateway shows them under, when not `<workload>_<tool>` (`--name-prefix
+   * when-needed`, `--tools-override`).
+   */
+  upsertWorkload(
+    name: string,
+    summary: string,
+    tools: readonly SearchableTool[],
+    gatewayNames?: readonly string[],
+  ): void {
     this.removeWorkload(name);
-    const entry = workloadEntry(name, summary, tools, this.tuning.stemming);
+    const entry = workloadEntry(name, summary, tools, this.tuning.stemming, gatewayNames);
     this.#workloads.set(name, entry);
     for (const tool of entry.tools) this.#byGatewayName.set(tool.gatewayName, tool);
     this.#built = undefined;
@@ -122,6 +131,11 @@ export class ToolSearchIndex {
   /** Rebuilds the collection statistics now (otherwise done by the first search after a change). */
   rebuild(): void {
     this.#built = buildCollection([...this.#workloads.values()], this.tuning);
+  }
+
+  /** Builds the statistics if a change left them stale, so the next search does not pay for it. */
+  prepare(): void {
+    this.#built ??= buildCollection([...this.#workloads.values()], this.tuning);
   }
 
   search(query: string, options: SearchOptions = {}): ToolSearchHit[] {

@@ -1,0 +1,62 @@
+/** `mcpmgr gateway` argv → GatewaySpec: search mode's options come through the gateway's own option table. */
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildGatewaySpec } from "../../src/config/gateway-spec.ts";
+import { gatewayOptions } from "../../src/config/gateway-options.ts";
+import { usageError } from "../support/errors.ts";
+
+describe("--tool-search on the gateway", () => {
+  test("is in the gateway's option table (the background form reuses it), off by default", () => {
+    for (const name of [
+      "tool-search",
+      "tool-search-embeddings",
+      "tool-search-embeddings-model",
+      "tool-search-embeddings-key-secret",
+    ])
+      expect(Object.keys(gatewayOptions)).toContain(name);
+    expect(buildGatewaySpec(["team"]).toolSearch).toBeUndefined();
+    expect(buildGatewaySpec(["team", "--tool-search"]).toolSearch).toEqual({ embeddings: undefined });
+    expect(
+      buildGatewaySpec([
+        "team",
+        "--tool-search",
+        "--tool-search-embeddings",
+        "http://127.0.0.1:11434/v1/embeddings",
+        "--tool-search-embeddings-model",
+        "nomic-embed-text",
+        "--tool-search-embeddings-key-secret",
+        "embeddings-key",
+      ]).toolSearch,
+    ).toEqual({
+      embeddings: {
+        url: "http://127.0.0.1:11434/v1/embeddings",
+        model: "nomic-embed-text",
+        keySecret: "embeddings-key",
+      },
+    });
+  });
+
+  test("embedding options without --tool-search, or a bad URL, are usage errors", () => {
+    usageError(() => buildGatewaySpec(["team", "--tool-search-embeddings-model", "m"]), "MISSING_OPTION");
+    usageError(
+      () => buildGatewaySpec(["team", "--tool-search", "--tool-search-embeddings", "not a url"]),
+      "INVALID_OPTION",
+    );
+  });
+
+  test("an override naming a tool find_tool or call_tool conflicts with search mode", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mcpmgr-gateway-spec-"));
+    try {
+      const file = join(dir, "overrides.json");
+      writeFileSync(file, JSON.stringify({ toolsOverride: { alpha_search: { name: "find_tool" } } }));
+      expect(buildGatewaySpec(["team", "--tools-override", file]).tools?.realNames.get("find_tool")).toBe(
+        "alpha_search",
+      );
+      usageError(() => buildGatewaySpec(["team", "--tool-search", "--tools-override", file]), "CONFLICTING_OPTIONS");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
