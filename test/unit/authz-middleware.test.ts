@@ -91,7 +91,15 @@ describe("requests", () => {
 
   test("methods that touch nothing pass; any other method is denied by default, with or without an id", async () => {
     const { handle } = setup();
-    for (const method of ["initialize", "ping", "tools/list", "notifications/initialized"])
+    // server/discover and subscriptions/listen are the 2026-07-28 handshake and notification stream.
+    for (const method of [
+      "initialize",
+      "ping",
+      "tools/list",
+      "notifications/initialized",
+      "server/discover",
+      "subscriptions/listen",
+    ])
       expect((await handle(rpc({ jsonrpc: "2.0", id: 3, method, params: {} }), ctx)).status).not.toBe(403);
     expect((await handle(rpc({ jsonrpc: "2.0", id: 4, method: "completion/complete", params: {} }), ctx)).status).toBe(
       403,
