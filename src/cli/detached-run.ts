@@ -16,7 +16,6 @@ import { incomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { toolsPolicy } from "../config/tools-policy.ts";
 import { auditConfig } from "../config/audit-config.ts";
 import { webhookConfig } from "../config/webhook-config.ts";
-import { authzConfig } from "../config/authz-config.ts";
 import { telemetrySpec } from "../config/telemetry-spec.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { assertWorkloadName } from "../state/workload-name.ts";
@@ -58,7 +57,8 @@ export async function runDetached(plan: RunPlan, parsed: ParsedRunArgv, rawArgs:
   toolsPolicy(values.tools.flat(), values["tools-override"], plan.entry?.tools);
   auditConfig(values["enable-audit"], values["audit-config"], name);
   webhookConfig(values["webhook-config"]);
-  authzConfig(values["authz-config"]);
+  // The Cedar engine (WebAssembly, slow to compile) only when there are policies to check.
+  if (values["authz-config"]) (await import("../config/authz-config.ts")).authzConfig(values["authz-config"]);
   telemetrySpec(values, parsed.given, name);
   // The issuer and its keys are checked here too, so a typo fails in the user's terminal.
   await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));

@@ -3,10 +3,7 @@
  * serves the proxy and restarts the server when it crashes.
  */
 import { spawn } from "node:child_process";
-import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
-import { detectEngine } from "../runtime/docker/engine.ts";
 import { closeSync, openSync, readFileSync, statSync } from "node:fs";
-import { LOGIN_URL_MARKER } from "./oauth-login.ts";
 import { parseRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { isProcessAlive } from "../state/lock.ts";
@@ -93,7 +90,9 @@ export async function startSupervisor(
 
   const readyTimeoutMs = supervisorReadyTimeoutMs(record.runOptions);
   const deadline = performance.now() + readyTimeoutMs;
-  const showLogin = loginUrlRelay(store.proxyLogPath(name), logStart);
+  // Loaded here, not at the top: `list` and `stop` use this module and need no OAuth code.
+  const { LOGIN_URL_MARKER } = await import("./oauth-login.ts");
+  const showLogin = loginUrlRelay(store.proxyLogPath(name), logStart, LOGIN_URL_MARKER);
   while (performance.now() < deadline) {
     await Bun.sleep(100);
     showLogin();
@@ -129,7 +128,7 @@ export async function startSupervisor(
  * A remote workload's OAuth login happens in the supervisor; the URL to open is in its log.
  * `run` shows it to the user (once) while it waits.
  */
-function loginUrlRelay(logPath: string, from: number): () => void {
+function loginUrlRelay(logPath: string, from: number, marker: string): () => void {
   let shown = false;
   return () => {
     if (shown) return;
@@ -139,12 +138,12 @@ function loginUrlRelay(logPath: string, from: number): () => void {
     } catch {
       return;
     }
-    const at = text.indexOf(LOGIN_URL_MARKER);
+    const at = text.indexOf(marker);
     if (at === -1) return;
     const url = /^(https?:\/\/\S+)$/m.exec(text.slice(at))?.[1];
     if (url === undefined) return;
     shown = true;
-    log.info(LOGIN_URL_MARKER);
+    log.info(marker);
     process.stderr.write(`${url}\n`);
   };
 }
@@ -168,6 +167,11 @@ export async function stopSupervisor(store: WorkloadStore, name: string): Promis
 async function removeContainers(store: WorkloadStore, name: string): Promise<void> {
   const record = await store.get(name).catch(() => undefined);
   if (record === undefined || (record.runtime !== "docker" && record.runtime !== "podman")) return;
+  // The Docker client (dockerode and its dependencies) only for container workloads.
+  const [{ detectEngine }, { removeWorkloadObjects }] = await Promise.all([
+    import("../runtime/docker/engine.ts"),
+    import("../runtime/docker/cleanup.ts"),
+  ]);
   const engine = await detectEngine({
     want: record.runtime,
     ...(record.runtimeEndpoint ? { env: { DOCKER_HOST: record.runtimeEndpoint } } : {}),

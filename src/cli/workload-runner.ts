@@ -41,8 +41,6 @@ import { auditConfig } from "../config/audit-config.ts";
 import { auditTrail } from "../middleware/audit.ts";
 import { webhookConfig } from "../config/webhook-config.ts";
 import { webhooks } from "../middleware/webhooks.ts";
-import { authzConfig } from "../config/authz-config.ts";
-import { cedarAuthorization } from "../middleware/authz.ts";
 import { telemetrySpec, type TelemetrySpec } from "../config/telemetry-spec.ts";
 import type { Telemetry } from "../telemetry/providers.ts";
 import { createSecretManager } from "../secrets/manager.ts";
@@ -94,7 +92,7 @@ export async function startWorkload(
   const audit = auditConfig(values["enable-audit"], values["audit-config"], name);
   if (audit) assertAuditLogWritable(audit);
   const hooks = await prepareWebhooks(values["webhook-config"], name);
-  const authz = authzConfig(values["authz-config"]);
+  const authz = await cedarAuthorizationFor(values["authz-config"]);
   const telemetry = telemetrySpec(values, parsed.given, name);
   const authentication = await prepareIncomingAuthentication(incomingAuthSpec(values, parsed.given));
 
@@ -260,7 +258,7 @@ export async function startWorkload(
         ...authentication.forEndpoint(endpointPath, values["trust-proxy-headers"]),
         ...(tools ? [toolFilter(tools)] : []),
         // Authorization decides on the server's tool names (after the renames).
-        ...(authz ? [cedarAuthorization(authz)] : []),
+        ...(authz ? [authz] : []),
         // Webhooks see what reaches the server: after the tool policy's refusals and renames.
         ...(hooks ? [hooks] : []),
       ),
@@ -302,6 +300,20 @@ async function prepareTelemetry(
   ]);
   const telemetry = startTelemetry(spec, version);
   return { telemetry, middleware: telemetryMiddleware(spec, telemetry, name, sessionIdleMs) };
+}
+
+/**
+ * The Cedar authorization middleware, loaded only with --authz-config: the Cedar engine is
+ * WebAssembly that takes ~100 ms to compile, a delay `run` would otherwise show every time.
+ */
+async function cedarAuthorizationFor(path: string | undefined): Promise<Middleware | undefined> {
+  if (path === undefined) return undefined;
+  const [{ authzConfig }, { cedarAuthorization }] = await Promise.all([
+    import("../config/authz-config.ts"),
+    import("../middleware/authz.ts"),
+  ]);
+  const config = authzConfig(path);
+  return config && cedarAuthorization(config);
 }
 
 /** The webhook middleware, with HMAC secrets resolved now so a missing one fails at start-up. */
