@@ -14,13 +14,10 @@
  */
 import { readFile } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
-import { embeddedCatalog } from "./catalog.ts";
 import { parseRegistryDocument } from "./document.ts";
-import { describeIssues } from "./issues.ts";
-import { registryEntrySchema, type RegistryEntry } from "./schema.ts";
+import { validatedEmbeddedCatalog } from "./embedded.ts" with { type: "macro" };
+import { deepFreeze, type RegistryEntry } from "./schema.ts";
 import { closeMatches } from "./suggest.ts";
 
 export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
@@ -66,23 +63,9 @@ const DEFAULT_TIMEOUT_MS = 15_000;
 
 let embeddedCache: readonly RegistryEntry[] | undefined;
 
-/** The embedded catalog, validated (once per process) like any custom file. */
+/** The embedded catalog, validated when mcpmgr was built (embedded.ts); frozen like any parsed entry. */
 export function embeddedEntries(): readonly RegistryEntry[] {
-  if (embeddedCache === undefined) {
-    embeddedCache = Object.freeze(
-      embeddedCatalog.map((input, index) => {
-        const result = v.safeParse(registryEntrySchema, input);
-        if (result.success) return result.output;
-        throw new McpmgrError(
-          "INTERNAL",
-          `the embedded registry is invalid: ${describeIssues(result.issues, `[${index}]`)}`,
-          {
-            hint: "this is a bug in mcpmgr; set MCPMGR_REGISTRY to a registry file of your own meanwhile",
-          },
-        );
-      }),
-    );
-  }
+  embeddedCache ??= Object.freeze(validatedEmbeddedCatalog().map(deepFreeze));
   return embeddedCache;
 }
 
@@ -136,6 +119,8 @@ function _classify(value: string, base: string, configuredBy: string): CustomReg
   const setting = configuredBy === "MCPMGR_REGISTRY" ? "MCPMGR_REGISTRY" : `"registry" in ${configuredBy}`;
   if (/^file:/i.test(value)) {
     try {
+      // node:url only for file:// settings: loading it costs every `registry list` ~1 ms.
+      const { fileURLToPath } = require("node:url") as typeof import("node:url");
       return { kind: "file", location: fileURLToPath(value), configuredBy };
     } catch (err) {
       throw new McpmgrError("REGISTRY_INVALID", `${setting} is not a usable file:// URL (${_reason(err)})`, {

@@ -207,7 +207,7 @@ export const registryEntrySchema = v.pipe(
     ),
     ["targetPort"],
   ),
-  v.transform((entry): RegistryEntry => _deepFreeze(entry)),
+  v.transform((entry): RegistryEntry => deepFreeze(entry)),
 );
 
 export type RegistryEntryInput = v.InferInput<typeof registryEntrySchema>;
@@ -231,9 +231,9 @@ export function sourceOf(entry: RegistryEntry): ResolvedSource {
   throw new Error(`registry entry ${entry.name} has no source`);
 }
 
-function _deepFreeze<T>(value: T): T {
+export function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    for (const item of Object.values(value)) _deepFreeze(item);
+    for (const item of Object.values(value)) deepFreeze(item);
     Object.freeze(value);
   }
   return value;
