@@ -1,7 +1,8 @@
 /**
  * `bun run bench`: latency, throughput and memory of the mcpmgr proxy against a
  * direct connection to the same upstream (and a naive Bun proxy), and of the stdio
- * bridge (`mcpmgr run`) against the stdio server driven directly and supergateway.
+ * bridge (`mcpmgr run`) against the stdio server driven directly and supergateway; and
+ * (cli-startup) how fast the compiled CLI starts next to a trivial compiled Bun program.
  * See bench/README.md.
  *
  * Environment:
@@ -14,6 +15,8 @@
  *   BENCH_LOADGEN        runtime for the load generator: "node" (default) or "bun"
  *   BENCH_RESULTS        where to write the markdown (default bench/RESULTS.md; "-" = don't write)
  *   BENCH_PROXY_CMD      command that replaces `bun src/main.ts` for the proxy and bridge scenarios (e.g. a compiled binary)
+ *   BENCH_STARTUP_RUNS   cli-startup: timed starts per command (default 30)
+ *   BENCH_MCPMGR_BIN     cli-startup: an mcpmgr executable to time instead of compiling one
  *   BENCH_STRICT=1       exit 1 when a target is missed (a failed scenario always exits 1)
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -35,6 +38,7 @@ import {
   waitForMcp,
 } from "./lib/proc.ts";
 import { type Harness, type Load, type Running, type Scenario, scenarios } from "./scenarios.ts";
+import { mergeResults, renderStartup, runStartupScenario, startupVerdict } from "./lib/startup.ts";
 import {
   type Machine,
   NOISE_CORES,
@@ -73,12 +77,18 @@ const resultsPath = process.env.BENCH_RESULTS ?? join(benchDir, "RESULTS.md");
 if (duration <= 0) throw new Error("BENCH_DURATION must be > 0");
 if (envConcurrencies?.length === 0) throw new Error("BENCH_CONCURRENCY lists no positive integer");
 
+/** The start-up scenario (bench/lib/startup.ts): timed process starts, not a load. */
+const STARTUP_ID = "cli-startup";
 const chosen: Scenario[] = selected ? scenarios.filter((s) => selected.includes(s.id)) : [...scenarios];
+const startupChosen = selected ? selected.includes(STARTUP_ID) : true;
 if (selected) {
-  const unknown = selected.filter((id) => !scenarios.some((s) => s.id === id));
-  if (unknown.length)
-    throw new Error(`unknown scenario(s) ${unknown.join(", ")}; known: ${scenarios.map((s) => s.id).join(", ")}`);
+  const unknown = selected.filter((id) => id !== STARTUP_ID && !scenarios.some((s) => s.id === id));
+  if (unknown.length) {
+    const known = [...scenarios.map((s) => s.id), STARTUP_ID];
+    throw new Error(`unknown scenario(s) ${unknown.join(", ")}; known: ${known.join(", ")}`);
+  }
 }
+const startupRuns = Math.floor(envNumber("BENCH_STARTUP_RUNS", 30));
 
 /** The connection counts a scenario runs at. */
 function concurrenciesOf(s: Scenario): readonly number[] {
@@ -450,18 +460,65 @@ function machine(): Machine {
   };
 }
 
+/** cli-startup: the markdown section, whether it ran, whether a goal was missed. */
+async function runStartup(): Promise<{ md: string; failed: boolean; missed: boolean }> {
+  process.stderr.write(`bench: ${STARTUP_ID}: ${startupRuns} runs per command\n`);
+  try {
+    const report = await runStartupScenario({
+      root,
+      runs: startupRuns,
+      warmup: 3,
+      ...(process.env.BENCH_MCPMGR_BIN ? { binary: resolve(process.env.BENCH_MCPMGR_BIN) } : {}),
+      freePort,
+      async startUpstream() {
+        const child = spawnChild("upstream", [process.execPath, join(benchDir, "upstream.ts"), "--port", "0"], {
+          cwd: root,
+        });
+        const m = await child.waitForLine(/^READY (http:\/\/\S+)$/, readyTimeoutMs);
+        return { url: m[1] as string, stop: () => child.stop() };
+      },
+    });
+    for (const row of report.rows) {
+      process.stderr.write(
+        `bench: ${STARTUP_ID}: ${row.command}: ${row.wall.median.toFixed(1)} ms (${row.ratio.toFixed(2)}x the trivial program)\n`,
+      );
+    }
+    const missed = report.rows.some((row) => startupVerdict(row) === false);
+    return { md: renderStartup(report, new Date(), Bun.version), failed: false, missed };
+  } catch (err) {
+    const message = (err as Error)?.message ?? String(err);
+    process.stderr.write(`bench: ${STARTUP_ID}: FAILED: ${message}\n`);
+    return { md: `## CLI start-up (\`${STARTUP_ID}\`)\n\n**failed**: ${message}\n`, failed: true, missed: false };
+  }
+}
+
 async function main(): Promise<number> {
-  const results = await runAll();
-  const verdicts = evaluateTargets(chosen, results);
-  const md = renderMarkdown(machine(), chosen, results, verdicts);
-  process.stdout.write(`${md}\n`);
+  const sections: Record<string, string> = {};
+  let failed = false;
+  let missed = false;
+  if (chosen.length > 0) {
+    const results = await runAll();
+    const verdicts = evaluateTargets(chosen, results);
+    sections.load = renderMarkdown(machine(), chosen, results, verdicts);
+    failed ||= results.some((r) => r.error);
+    missed ||= verdicts.some((v) => v.status === "missed");
+  }
+  if (startupChosen) {
+    const startup = await runStartup();
+    sections[STARTUP_ID] = startup.md;
+    failed ||= startup.failed;
+    missed ||= startup.missed;
+  }
+  process.stdout.write(`${Object.values(sections).join("\n")}\n`);
   if (resultsPath !== "-") {
-    const body = `# mcpmgr benchmark results\n\nWritten by \`bun run bench\` (see [README.md](README.md)); the latest run replaces this file.\n\n${md}\n`;
-    if (existsSync(dirname(resultsPath))) writeFileSync(resultsPath, body);
+    const header =
+      "# mcpmgr benchmark results\n\nWritten by `bun run bench` (see [README.md](README.md)); a run replaces the sections it measured.\n\n";
+    const existing = existsSync(resultsPath) ? readFileSync(resultsPath, "utf8") : undefined;
+    if (existsSync(dirname(resultsPath))) writeFileSync(resultsPath, mergeResults(existing, header, sections));
     process.stderr.write(`bench: wrote ${resultsPath}\n`);
   }
-  if (results.some((r) => r.error)) return 1;
-  if (process.env.BENCH_STRICT === "1" && verdicts.some((v) => v.status === "missed")) return 1;
+  if (failed) return 1;
+  if (process.env.BENCH_STRICT === "1" && missed) return 1;
   return 0;
 }
 
