@@ -2,9 +2,7 @@
  * Starting and stopping a workload's supervisor: the detached copy of mcpmgr that
  * serves the proxy and restarts the server when it crashes.
  */
-import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, statSync } from "node:fs";
-import { parseRunArgv } from "../config/run-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { isProcessAlive } from "../state/lock.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
@@ -33,6 +31,8 @@ const loginMarginMs = 120_000;
 export function supervisorReadyTimeoutMs(runOptions: readonly string[]): number {
   let loginTimeoutMs = 0;
   try {
+    // Required here, not imported: the run options' tables are built when loaded, which `list` and `stop` need not pay for.
+    const { parseRunArgv } = require("../config/run-spec.ts") as typeof import("../config/run-spec.ts");
     loginTimeoutMs = parseRunArgv(runOptions).values["remote-auth-timeout"];
   } catch {
     // The supervisor parses them again and reports what is wrong; the base wait is enough for that.
@@ -79,6 +79,7 @@ export async function startSupervisor(
     ...(record.runtime === "remote" ? {} : { MCPMGR_RUNTIME: record.runtime }),
     ...(record.runtimeEndpoint ? { DOCKER_HOST: record.runtimeEndpoint } : {}),
   };
+  const { spawn } = await import("node:child_process");
   const child = spawn(command as string, args, {
     detached: true,
     stdio: ["ignore", out, out],
