@@ -10,8 +10,7 @@ import { stringOption } from "../config/option-spec.ts";
 import { oneOf } from "../config/values.ts";
 import { McpmgrError } from "../errors.ts";
 import { loadRegistry, type Registry } from "../registry/loader.ts";
-import { describePermissions } from "../config/permission-profile.ts";
-import { sourceOf, type RegistryEntry } from "../registry/schema.ts";
+import { sourceOf, type RegistryEntry } from "../registry/entry.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { log, printResult } from "./output.ts";
@@ -92,7 +91,9 @@ const infoCommand = defineCommand({
       printResult(JSON.stringify(entry, null, 2));
       return;
     }
-    for (const line of renderInfo(entry, registry)) printResult(line);
+    // Loaded here: its schemas are built on load, which `registry list` need not pay for.
+    const { describePermissions } = await import("../config/permission-profile.ts");
+    for (const line of renderInfo(entry, registry, describePermissions)) printResult(line);
   },
 });
 
@@ -129,7 +130,11 @@ function renderTable(entries: readonly RegistryEntry[], registry: Registry): str
   return [line(header), ...rows.map(line)];
 }
 
-function renderInfo(entry: RegistryEntry, registry: Registry): string[] {
+function renderInfo(
+  entry: RegistryEntry,
+  registry: Registry,
+  describePermissions: (permissions: RegistryEntry["permissions"]) => string,
+): string[] {
   const source = sourceOf(entry);
   const origin =
     registry.origin(entry.name) === "custom"

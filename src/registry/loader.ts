@@ -16,7 +16,7 @@ import { readFile } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { McpmgrError } from "../errors.ts";
 import { validatedEmbeddedCatalog } from "./embedded.ts" with { type: "macro" };
-import { deepFreeze, type RegistryEntry } from "./schema.ts";
+import { deepFreeze, type RegistryEntry } from "./entry.ts";
 import { closeMatches } from "./suggest.ts";
 
 export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
