@@ -1,7 +1,8 @@
 /**
  * `bun run bench`: latency, throughput and memory of the mcpmgr proxy against a
  * direct connection to the same upstream (and a naive Bun proxy), and of the stdio
- * bridge (`mcpmgr run`) against the stdio server driven directly and supergateway.
+ * bridge (`mcpmgr run`) against the stdio server driven directly and supergateway; and
+ * (cli-startup) how fast the compiled CLI starts next to a trivial compiled Bun program.
  * See bench/README.md.
  *
  * Environment:
@@ -14,6 +15,8 @@
  *   BENCH_LOADGEN        runtime for the load generator: "node" (default) or "bun"
  *   BENCH_RESULTS        where to write the markdown (default bench/RESULTS.md; "-" = don't write)
  *   BENCH_PROXY_CMD      command that replaces `bun src/main.ts` for the proxy and bridge scenarios (e.g. a compiled binary)
+ *   BENCH_STARTUP_RUNS   cli-startup: timed starts per command (default 30)
+ *   BENCH_MCPMGR_BIN     cli-startup: an mcpmgr executable to time instead of compiling one
  *   BENCH_STRICT=1       exit 1 when a target is missed (a failed scenario always exits 1)
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -36,9 +39,10 @@ import {
   waitForHttp,
   waitForMcp,
 } from "./lib/proc.ts";
-import { markedSections } from "./lib/results-section.ts";
+import { RESULTS_HEADER, replaceSections } from "./lib/results-section.ts";
 import { type FootprintResult, footprints } from "./footprint.ts";
 import { type Harness, type Load, type Running, type Scenario, scenarios } from "./scenarios.ts";
+import { renderStartup, runStartupScenario, startupVerdict } from "./lib/startup.ts";
 import {
   type FootprintOutcome,
   type Machine,
@@ -78,13 +82,17 @@ const resultsPath = process.env.BENCH_RESULTS ?? join(benchDir, "RESULTS.md");
 if (duration <= 0) throw new Error("BENCH_DURATION must be > 0");
 if (envConcurrencies?.length === 0) throw new Error("BENCH_CONCURRENCY lists no positive integer");
 
+/** The start-up scenario (bench/lib/startup.ts): timed process starts, not a load. */
+const STARTUP_ID = "cli-startup";
 const chosen: Scenario[] = selected ? scenarios.filter((s) => selected.includes(s.id)) : [...scenarios];
 const chosenFootprints = selected ? footprints.filter((f) => selected.includes(f.id)) : [...footprints];
+const startupChosen = selected ? selected.includes(STARTUP_ID) : true;
 if (selected) {
-  const known = [...scenarios, ...footprints].map((s) => s.id);
+  const known = [...scenarios, ...footprints].map((s) => s.id).concat(STARTUP_ID);
   const unknown = selected.filter((id) => !known.includes(id));
   if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(", ")}; known: ${known.join(", ")}`);
 }
+const startupRuns = Math.floor(envNumber("BENCH_STARTUP_RUNS", 30));
 
 /** The connection counts a scenario runs at. */
 function concurrenciesOf(s: Scenario): readonly number[] {
@@ -481,21 +489,66 @@ async function runFootprints(): Promise<FootprintOutcome[]> {
   return outcomes;
 }
 
+/** cli-startup: the markdown section, whether it ran, whether a goal was missed. */
+async function runStartup(): Promise<{ md: string; failed: boolean; missed: boolean }> {
+  process.stderr.write(`bench: ${STARTUP_ID}: ${startupRuns} runs per command\n`);
+  try {
+    const report = await runStartupScenario({
+      root,
+      runs: startupRuns,
+      warmup: 3,
+      ...(process.env.BENCH_MCPMGR_BIN ? { binary: resolve(process.env.BENCH_MCPMGR_BIN) } : {}),
+      freePort,
+      async startUpstream() {
+        const child = spawnChild("upstream", [process.execPath, join(benchDir, "upstream.ts"), "--port", "0"], {
+          cwd: root,
+        });
+        const m = await child.waitForLine(/^READY (http:\/\/\S+)$/, readyTimeoutMs);
+        return { url: m[1] as string, stop: () => child.stop() };
+      },
+    });
+    for (const row of report.rows) {
+      process.stderr.write(
+        `bench: ${STARTUP_ID}: ${row.command}: ${row.wall.median.toFixed(1)} ms (${row.ratio.toFixed(2)}x the trivial program)\n`,
+      );
+    }
+    const missed = report.rows.some((row) => startupVerdict(row) === false);
+    return { md: renderStartup(report, new Date(), Bun.version), failed: false, missed };
+  } catch (err) {
+    const message = (err as Error)?.message ?? String(err);
+    process.stderr.write(`bench: ${STARTUP_ID}: FAILED: ${message}\n`);
+    return { md: `## CLI start-up (\`${STARTUP_ID}\`)\n\n**failed**: ${message}\n`, failed: true, missed: false };
+  }
+}
+
 async function main(): Promise<number> {
-  const results = await runAll();
-  const footprintOutcomes = await runFootprints();
-  const verdicts = evaluateTargets(chosen, results);
-  const md = renderMarkdown(machine(), chosen, results, verdicts, footprintOutcomes);
-  process.stdout.write(`${md}\n`);
+  // Each part is one marked section of RESULTS.md (bench/lib/results-section.ts): a run
+  // replaces the sections it measured and keeps the others (tool-search's among them).
+  const sections: Record<string, string> = {};
+  let failed = false;
+  let missed = false;
+  if (chosen.length > 0 || chosenFootprints.length > 0) {
+    const results = await runAll();
+    const footprintOutcomes = await runFootprints();
+    const verdicts = evaluateTargets(chosen, results);
+    sections.load = renderMarkdown(machine(), chosen, results, verdicts, footprintOutcomes);
+    failed ||= results.some((r) => r.error) || footprintOutcomes.some((f) => f.error);
+    missed ||= verdicts.some((v) => v.status === "missed");
+  }
+  if (startupChosen) {
+    const startup = await runStartup();
+    sections[STARTUP_ID] = startup.md;
+    failed ||= startup.failed;
+    missed ||= startup.missed;
+  }
+  process.stdout.write(`${Object.values(sections).join("\n")}\n`);
   if (resultsPath !== "-") {
-    // Sections other benches own (bun run bench:tool-search) survive this rewrite.
-    const kept = existsSync(resultsPath) ? markedSections(readFileSync(resultsPath, "utf8")) : "";
-    const body = `# mcpmgr benchmark results\n\nWritten by \`bun run bench\` (see [README.md](README.md)); the latest run replaces this file except its marked sections.\n\n${md}\n${kept ? `\n${kept}\n` : ""}`;
-    if (existsSync(dirname(resultsPath))) writeFileSync(resultsPath, body);
+    const existing = existsSync(resultsPath) ? readFileSync(resultsPath, "utf8") : RESULTS_HEADER;
+    if (existsSync(dirname(resultsPath))) writeFileSync(resultsPath, replaceSections(existing, sections));
     process.stderr.write(`bench: wrote ${resultsPath}\n`);
   }
-  if (results.some((r) => r.error) || footprintOutcomes.some((f) => f.error)) return 1;
-  if (process.env.BENCH_STRICT === "1" && verdicts.some((v) => v.status === "missed")) return 1;
+  if (failed) return 1;
+  if (process.env.BENCH_STRICT === "1" && missed) return 1;
   return 0;
 }
 

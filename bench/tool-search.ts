@@ -37,7 +37,7 @@ import {
   type ToolNameSearch,
 } from "../test/support/livemcpbench.ts";
 import { PlainBm25 } from "./lib/plain-bm25.ts";
-import { replaceSection } from "./lib/results-section.ts";
+import { RESULTS_HEADER, replaceSection } from "./lib/results-section.ts";
 import { bundledSizes, compiledSizeAdded } from "./lib/tool-search-size.ts";
 import { gatewaySection, measureThroughGateway } from "./tool-search-gateway.ts";
 
@@ -377,7 +377,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${gatewayMd}\n`);
   }
   if (resultsPath !== "-") {
-    const existing = existsSync(resultsPath) ? readFileSync(resultsPath, "utf8") : "# mcpmgr benchmark results\n";
+    const existing = existsSync(resultsPath) ? readFileSync(resultsPath, "utf8") : RESULTS_HEADER;
     let text = replaceSection(existing, "tool-search", md);
     if (gatewayMd !== undefined) {
       // Right after the in-process section the first time; in place afterwards.

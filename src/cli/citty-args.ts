@@ -54,3 +54,20 @@ export function withHelpSubCommands<C extends CommandDef<any>>(
 export function helpSubCommandsOf(command: object): HelpSubCommands | undefined {
   return (command as { helpSubCommands?: HelpSubCommands }).helpSubCommands;
 }
+
+/**
+ * What a command's help lists for its subcommands when loading them all just to print their
+ * descriptions would cost more than the help itself (the root command's lazily loaded ones).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: as above
+export function withSubCommandSummaries<C extends CommandDef<any>>(
+  command: C,
+  summaries: HelpSubCommands,
+): C & { readonly subCommandSummaries: HelpSubCommands } {
+  return Object.assign(command, { subCommandSummaries: summaries });
+}
+
+/** The subcommand summaries help shows for a command, if it has them. */
+export function subCommandSummariesOf(command: object): HelpSubCommands | undefined {
+  return (command as { subCommandSummaries?: HelpSubCommands }).subCommandSummaries;
+}

@@ -1,24 +1,59 @@
 /**
  * Terminal output. Logs go to stderr through consola; stdout carries only what a
  * script may want to capture (the URL clients should use).
+ *
+ * Start-up cost matters here: this module is loaded by every command. consola is created
+ * on the first log line (loading it creates Node's stdout/stderr streams, several ms that
+ * `--version` or `list` would otherwise pay), and results go out through console.log, which
+ * writes synchronously and completely even on a non-blocking pipe.
  */
-import { createConsola } from "consola/basic";
+import type { ConsolaInstance } from "consola";
 import { isMcpmgrError } from "../errors.ts";
 
+/** consola's numeric levels for the calls we make. */
+const levels = { error: 0, warn: 1, info: 3, success: 3, debug: 4 } as const;
+type Level = keyof typeof levels;
+
 // An explicit level: consola would otherwise go quiet whenever NODE_ENV=test is inherited.
-export const log = createConsola({
-  level: 3,
-  stdout: process.stderr,
-  stderr: process.stderr,
-  formatOptions: { date: false },
-});
+let level = 3;
+let consola: ConsolaInstance | undefined;
+
+function instance(): ConsolaInstance {
+  if (consola === undefined) {
+    // require, not import(): logging is synchronous. The bundle makes it a chunk loaded on this call.
+    const { createConsola } = require("consola/basic") as typeof import("consola/basic");
+    consola = createConsola({ level, stdout: process.stderr, stderr: process.stderr, formatOptions: { date: false } });
+  }
+  return consola;
+}
+
+function at(type: Level): (...args: unknown[]) => void {
+  return (...args) => {
+    if (levels[type] <= level) instance()[type](...(args as [unknown, ...unknown[]]));
+  };
+}
+
+export const log = {
+  get level(): number {
+    return level;
+  },
+  set level(value: number) {
+    level = value;
+    if (consola !== undefined) consola.level = value;
+  },
+  error: at("error"),
+  warn: at("warn"),
+  info: at("info"),
+  success: at("success"),
+  debug: at("debug"),
+};
 
 export function enableDebug(): void {
   log.level = 4;
 }
 
 export function printResult(line: string): void {
-  process.stdout.write(`${line}\n`);
+  console.log(line);
 }
 
 /** One line for the error and its hint; the cause chain only with --debug. Returns the exit code. */

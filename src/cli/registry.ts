@@ -77,7 +77,7 @@ const infoCommand = defineCommand({
       printResult(JSON.stringify(entry, null, 2));
       return;
     }
-    for (const line of entryDetails(entry, registry)) printResult(line);
+    for (const line of await entryDetails(entry, registry)) printResult(line);
   },
 });
 

@@ -1,33 +1,85 @@
-/** The `mcpmgr` root command; subcommands load lazily so `--help` and `proxy` start fast. */
-import { defineCommand } from "citty";
+/**
+ * The `mcpmgr` root command. Each subcommand's module loads only when that subcommand runs
+ * (or shows its own help); the root's help lists them from the summaries below, so
+ * `mcpmgr --help` loads none of them. test/unit/root-command.test.ts checks every summary
+ * against the meta of the command it stands for.
+ */
+import { defineCommand, type CommandDef } from "citty";
 import { version } from "../version.ts";
+import { type HelpSubCommands, withSubCommandSummaries } from "./citty-args.ts";
 
-export const rootCommand = defineCommand({
-  meta: {
-    name: "mcpmgr",
-    version,
-    description: "Run MCP servers safely behind a fast streaming proxy",
+interface Subcommand {
+  readonly description: string;
+  readonly hidden?: true;
+  // biome-ignore lint/suspicious/noExplicitAny: citty's CommandDef is invariant in its args
+  readonly load: () => Promise<CommandDef<any>>;
+}
+
+export const subcommands: Readonly<Record<string, Subcommand>> = {
+  run: {
+    description:
+      "Run an MCP server (registry name, image, npx:// uvx:// go:// package, exported config or URL) behind an HTTP proxy",
+    load: () => import("./run.ts").then((m) => m.default),
   },
-  args: {
-    help: { type: "boolean", alias: "h", description: "Show this help" },
-    debug: { type: "boolean", description: "Print debug output", default: false },
-    version: { type: "boolean", description: "Print the version and exit" },
+  proxy: {
+    description:
+      "Run a transparent HTTP proxy in front of an MCP server endpoint (no workload is created); 'mcpmgr proxy stdio' relays one over stdio",
+    load: () => import("./proxy.ts").then((m) => m.default),
   },
-  subCommands: {
-    run: () => import("./run.ts").then((m) => m.default),
-    proxy: () => import("./proxy.ts").then((m) => m.default),
-    gateway: () => import("./gateway.ts").then((m) => m.default),
-    list: () => import("./list.ts").then((m) => m.default),
-    stop: () => import("./stop.ts").then((m) => m.default),
-    start: () => import("./start.ts").then((m) => m.start),
-    restart: () => import("./start.ts").then((m) => m.restart),
-    rm: () => import("./rm.ts").then((m) => m.default),
-    logs: () => import("./logs.ts").then((m) => m.default),
-    export: () => import("./export.ts").then((m) => m.default),
-    secret: () => import("./secret.ts").then((m) => m.default),
-    registry: () => import("./registry.ts").then((m) => m.default),
-    group: () => import("./group.ts").then((m) => m.default),
-    client: () => import("./client.ts").then((m) => m.default),
-    __supervise: () => import("./supervise.ts").then((m) => m.default),
+  gateway: {
+    description:
+      "Serve one MCP endpoint for a group's running workloads (tools and prompts named <workload>_<name>), in the foreground or with --detach in the background",
+    load: () => import("./gateway.ts").then((m) => m.default),
   },
-});
+  list: { description: "List workloads and their status", load: () => import("./list.ts").then((m) => m.default) },
+  stop: { description: "Stop a running workload", load: () => import("./stop.ts").then((m) => m.default) },
+  start: { description: "Start a stopped workload", load: () => import("./start.ts").then((m) => m.start) },
+  restart: { description: "Stop and start a workload again", load: () => import("./start.ts").then((m) => m.restart) },
+  rm: { description: "Remove a workload (stopping it first)", load: () => import("./rm.ts").then((m) => m.default) },
+  logs: { description: "Show a workload's logs", load: () => import("./logs.ts").then((m) => m.default) },
+  export: {
+    description: "Write a workload's configuration to a file",
+    load: () => import("./export.ts").then((m) => m.default),
+  },
+  secret: {
+    description: "Manage secrets for MCP servers (encrypted file or environment; see MCPMGR_SECRETS_PROVIDER)",
+    load: () => import("./secret.ts").then((m) => m.default),
+  },
+  registry: {
+    description: "Browse the MCP server registry (embedded catalog plus your custom registry)",
+    load: () => import("./registry.ts").then((m) => m.default),
+  },
+  group: { description: "Manage groups of workloads", load: () => import("./group.ts").then((m) => m.default) },
+  client: {
+    description: "Keep AI clients' MCP configuration in step with a group's workloads",
+    load: () => import("./client.ts").then((m) => m.default),
+  },
+  __supervise: {
+    description: "internal: serve a detached workload",
+    hidden: true,
+    load: () => import("./supervise.ts").then((m) => m.default),
+  },
+};
+
+const entries = Object.entries(subcommands);
+
+const summaries: HelpSubCommands = Object.fromEntries(
+  entries.map(([name, { description, hidden }]) => [name, { meta: { name, description, hidden } }]),
+);
+
+export const rootCommand = withSubCommandSummaries(
+  defineCommand({
+    meta: {
+      name: "mcpmgr",
+      version,
+      description: "Run MCP servers safely behind a fast streaming proxy",
+    },
+    args: {
+      help: { type: "boolean", alias: "h", description: "Show this help" },
+      debug: { type: "boolean", description: "Print debug output", default: false },
+      version: { type: "boolean", description: "Print the version and exit" },
+    },
+    subCommands: Object.fromEntries(entries.map(([name, { load }]) => [name, load])),
+  }),
+  summaries,
+);

@@ -6,7 +6,7 @@
 import { renderUsage, runCommand, type CommandDef } from "citty";
 import { McpmgrError } from "../errors.ts";
 import { version } from "../version.ts";
-import { helpSubCommandsOf } from "./citty-args.ts";
+import { helpSubCommandsOf, subCommandSummariesOf } from "./citty-args.ts";
 import { enableDebug, printResult, reportError } from "./output.ts";
 
 const globalFlags: ReadonlySet<string> = new Set(["--debug"]);
@@ -24,7 +24,10 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
         root,
         rawArgs.slice(0, rawArgs.indexOf("--") === -1 ? undefined : rawArgs.indexOf("--")),
       );
-      printResult(`${await renderUsage(cmd, parent)}${await helpOnlyCommands(cmd, parent)}`);
+      const summaries = subCommandSummariesOf(cmd);
+      const shown = summaries === undefined ? cmd : { ...cmd, subCommands: summaries };
+      const usage = `${await renderUsage(shown, parent)}${await helpOnlyCommands(cmd, parent)}`;
+      printResult((await stdoutIsTerminal()) ? usage : stripColours(usage));
       process.exit(0);
     }
     if (rawArgs[0] === "--version") {
@@ -84,9 +87,21 @@ async function resolve<T>(value: T | (() => T | Promise<T>) | Promise<T>): Promi
   return typeof value === "function" ? await (value as () => T | Promise<T>)() : await value;
 }
 
+/**
+ * citty colours help unless NO_COLOR=1; a pipe or a file gets it plain. Asked only when help
+ * is printed: node:tty (let alone process.stdout) costs every other command start-up time.
+ */
+async function stdoutIsTerminal(): Promise<boolean> {
+  return (await import("node:tty")).isatty(1);
+}
+
+function stripColours(text: string): string {
+  return text.replace(/\u001b\[[0-9;]*m/g, "");
+}
+
 function translateCittyError(err: unknown): unknown {
   const code = (err as { code?: string } | undefined)?.code;
-  const message = err instanceof Error ? err.message.replace(/\u001b\[[0-9;]*m/g, "") : "";
+  const message = err instanceof Error ? stripColours(err.message) : "";
   if (code === "E_UNKNOWN_COMMAND") {
     return new McpmgrError("INVALID_ARGUMENT", message.toLowerCase(), {
       hint: "run 'mcpmgr --help' to see the commands",

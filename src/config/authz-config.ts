@@ -4,7 +4,6 @@
  * The policies are parsed by the Cedar engine itself at start-up, so a syntax error is
  * reported before anything runs.
  */
-import { checkParsePolicySet } from "@cedar-policy/cedar-wasm/nodejs";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
 import { decodeConfigFile } from "./config-file.ts";
@@ -30,6 +29,10 @@ export function authzConfig(path: string | undefined): AuthzConfig | undefined {
     new McpmgrError("INVALID_OPTION", `--authz-config ${path}: ${why}`, { hint });
   const file = decodeConfigFile(path, fileSchema, { option: "--authz-config", yaml: true, hint: expected });
   const policies = file.cedar.policies.join("\n");
+  // Required here, not imported at the top: loading the Cedar engine compiles its WebAssembly
+  // (~100 ms), which every `run`, `proxy` and `gateway` without --authz-config would pay.
+  const { checkParsePolicySet } =
+    require("@cedar-policy/cedar-wasm/nodejs") as typeof import("@cedar-policy/cedar-wasm/nodejs");
   const check = checkParsePolicySet({ staticPolicies: policies });
   if (check.type === "failure")
     throw fail(

@@ -7,9 +7,9 @@
  * `allow_host` entries are host names, IP addresses, or `.example.com` for a domain and
  * its subdomains. `read`/`write` entries are mounts: `host-path` or `host-path:container-path`.
  */
-import { isIP } from "node:net";
 import * as v from "valibot";
 import { decodeConfigFile } from "./config-file.ts";
+import { ipVersion } from "./ip-address.ts";
 
 export const builtinProfileNames = ["none", "network"] as const;
 export type BuiltinProfileName = (typeof builtinProfileNames)[number];
@@ -39,7 +39,7 @@ const hostRulePattern = new RegExp(`^\\.?${hostLabel}(?:\\.${hostLabel})*\\.?$`)
 const hostRule = v.pipe(
   v.string(),
   v.check(
-    (text) => isIP(text.replace(/^\[(.*)\]$/, "$1")) !== 0 || hostRulePattern.test(text),
+    (text) => hostRulePattern.test(text) || ipVersion(text.replace(/^\[(.*)\]$/, "$1")) !== 0,
     "must be a host name, an IP address, or .domain for a domain and its subdomains",
   ),
 );

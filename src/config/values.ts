@@ -2,8 +2,8 @@
  * valibot schemas for single flag values. Each takes the raw string from argv and
  * yields a typed value; messages are written to be read after "--option VALUE: ".
  */
-import { isIP } from "node:net";
 import * as v from "valibot";
+import { ipVersion } from "./ip-address.ts";
 
 export type ValueSchema<T> = v.GenericSchema<string, T>;
 
@@ -56,9 +56,8 @@ const hostLabel = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
 
 function isHostName(text: string): boolean {
   const bare = text.replace(/^\[(.*)\]$/, "$1");
-  if (isIP(bare) !== 0) return true;
-  if (bare !== text || text.length > 253) return false;
-  return text.split(".").every((label) => hostLabel.test(label));
+  if (bare === text && text.length <= 253 && text.split(".").every((label) => hostLabel.test(label))) return true;
+  return ipVersion(bare) !== 0;
 }
 
 export const hostName = v.pipe(

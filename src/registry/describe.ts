@@ -3,9 +3,8 @@
  * one entry in full (fields, environment variables, tools). Pure, so it is tested without
  * the CLI; `--format json` prints the entries themselves instead.
  */
-import { describePermissions } from "../config/permission-profile.ts";
+import { sourceOf, type RegistryEntry } from "./entry.ts";
 import type { Registry } from "./loader.ts";
-import { sourceOf, type RegistryEntry } from "./schema.ts";
 
 const DESCRIPTION_WIDTH = 72;
 const WRAP_WIDTH = 100;
@@ -28,8 +27,13 @@ export function entryTable(entries: readonly RegistryEntry[], registry: Registry
   return [line(header), ...rows.map(line)];
 }
 
-/** `registry info`: every field of an entry, its variables and its tools. */
-export function entryDetails(entry: RegistryEntry, registry: Registry): string[] {
+/**
+ * `registry info`: every field of an entry, its variables and its tools. The permission
+ * profile module is loaded here, not at the top: its schemas are built when it loads, a cost
+ * `registry list` need not pay.
+ */
+export async function entryDetails(entry: RegistryEntry, registry: Registry): Promise<string[]> {
+  const { describePermissions } = await import("../config/permission-profile.ts");
   const source = sourceOf(entry);
   const origin =
     registry.origin(entry.name) === "custom"

@@ -7,7 +7,6 @@
  * Reading goes through a valibot schema so a hand-edited or truncated file fails with the
  * file name and the field path, not with `undefined is not an object` three calls later.
  */
-import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import * as v from "valibot";
@@ -29,7 +28,10 @@ export async function writeFileAtomic(
   const dir = dirname(path);
   await ensureDir(dir, options.dirMode);
   // Leading dot and random suffix: never mistaken for a real file, never shared by two writers.
-  const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  const temp = join(
+    dir,
+    `.${basename(path)}.${process.pid}.${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString("hex")}.tmp`,
+  );
   try {
     // "wx": refuse to follow a symlink or reuse a file someone planted at the temporary name.
     const handle = await open(temp, "wx", mode);

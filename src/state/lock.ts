@@ -21,7 +21,6 @@
  * (proper-lockfile was considered; it decides staleness by mtime alone and needs a timer to
  * refresh it, while a pid check breaks a crashed holder's lock immediately.)
  */
-import { randomBytes } from "node:crypto";
 import { link, open, readFile, stat, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { dirname } from "node:path";
@@ -84,7 +83,7 @@ export async function acquireLock(lockPath: string, options: LockOptions = {}): 
   const owner: LockOwner = {
     pid: process.pid,
     host: hostname(),
-    token: randomBytes(12).toString("hex"),
+    token: Buffer.from(crypto.getRandomValues(new Uint8Array(12))).toString("hex"),
     createdAt: new Date(now()).toISOString(),
   };
   await ensureDir(dirname(lockPath));

@@ -2,13 +2,9 @@
  * Starting and stopping a workload's supervisor: the detached copy of mcpmgr that
  * serves the proxy and restarts the server when it crashes.
  */
-import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
-import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { clientUrl } from "../state/workload-url.ts";
-import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
-import { detectEngine } from "../runtime/docker/engine.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { isProcessAlive } from "../state/lock.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
@@ -35,6 +31,8 @@ const loginMarginMs = 120_000;
 export function supervisorReadyTimeoutMs(runOptions: readonly string[]): number {
   let loginTimeoutMs = 0;
   try {
+    // Required here, not imported: the run options' tables are built when loaded, which `list` and `stop` need not pay for.
+    const { parseRunArgv } = require("../config/run-argv.ts") as typeof import("../config/run-argv.ts");
     loginTimeoutMs = parseRunArgv(runOptions).values["remote-auth-timeout"];
   } catch {
     // The supervisor parses them again and reports what is wrong; the base wait is enough for that.
@@ -89,6 +87,7 @@ export async function startSupervisor(
     ...(record.runtime === "remote" || record.runtime === "gateway" ? {} : { MCPMGR_RUNTIME: record.runtime }),
     ...(record.runtimeEndpoint ? { DOCKER_HOST: record.runtimeEndpoint } : {}),
   };
+  const { spawn } = await import("node:child_process");
   const child = spawn(command as string, args, {
     detached: true,
     stdio: ["ignore", out, out],
@@ -150,6 +149,11 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
 async function removeContainers(store: WorkloadStore, name: string, log: WorkloadLog): Promise<void> {
   const record = await store.get(name).catch(() => undefined);
   if (record === undefined || (record.runtime !== "docker" && record.runtime !== "podman")) return;
+  // The Docker client (dockerode and its dependencies) only for container workloads.
+  const [{ detectEngine }, { removeWorkloadObjects }] = await Promise.all([
+    import("../runtime/docker/engine.ts"),
+    import("../runtime/docker/cleanup.ts"),
+  ]);
   const engine = await detectEngine({
     want: record.runtime,
     ...(record.runtimeEndpoint ? { env: { DOCKER_HOST: record.runtimeEndpoint } } : {}),

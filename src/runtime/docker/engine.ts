@@ -8,7 +8,7 @@
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import Docker from "dockerode";
+import type Docker from "dockerode";
 import { McpmgrError } from "../../errors.ts";
 
 export type EngineKind = "docker" | "podman";
@@ -133,6 +133,9 @@ async function answers(
 ): Promise<{ docker: Docker; kind: EngineKind } | undefined> {
   const path = candidate.options.socketPath;
   if (path !== undefined && !path.startsWith("\\\\") && !existsSync(path)) return undefined;
+  // Loaded on first use: dockerode brings gRPC, protobuf and SSH clients along, which a
+  // command that never talks to an engine (`run URL`, `list`) should not pay for at start-up.
+  const { default: Docker } = await import("dockerode");
   const docker = new Docker({ ...candidate.options, timeout: timeoutMs });
   try {
     await docker.ping();

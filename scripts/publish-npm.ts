@@ -1,0 +1,109 @@
+/**
+ * Publishes the tarballs `bun run pack` wrote to dist/npm/, the platform packages first and
+ * `mcpmgr` last (so its optional dependencies exist the moment it does):
+ *   bun scripts/publish-npm.ts [--dist DIR] [--provenance] [--dry-run] [--tag TAG]
+ * A package whose version the registry already has is skipped, so a release that failed
+ * half-way can be published again. Every tarball must be there, with the name and version
+ * its file name says: a release never goes out with a platform missing.
+ * The registry and the credentials are npm's own configuration (.npmrc, NODE_AUTH_TOKEN).
+ */
+import { join, resolve } from "node:path";
+import pkg from "../package.json" with { type: "json" };
+import { releaseTargets } from "./lib/release-targets.ts";
+
+interface Options {
+  readonly dist: string;
+  readonly provenance: boolean;
+  readonly dryRun: boolean;
+  readonly tag?: string;
+}
+
+interface Outcome {
+  readonly name: string;
+  readonly action: "published" | "skipped";
+}
+
+async function npm(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn(["npm", ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, npm_config_update_notifier: "false" },
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  return { code, stdout, stderr };
+}
+
+function manifestOf(tarball: string): { name?: string; version?: string } {
+  const tar = Bun.spawnSync(["tar", "-xzOf", tarball, "package/package.json"], { stdout: "pipe", stderr: "pipe" });
+  if (!tar.success) throw new Error(`${tarball} is missing or not an npm tarball; run 'bun run pack' first`);
+  return JSON.parse(tar.stdout.toString());
+}
+
+/** Whether the registry already has name@version (a 404 means no; any other failure stops the release). */
+async function published(name: string, version: string): Promise<boolean> {
+  const view = await npm(["view", `${name}@${version}`, "version", "--json"]);
+  if (view.code === 0) return view.stdout.includes(`"${version}"`);
+  if (/\bE404\b/.test(view.stdout + view.stderr)) return false;
+  throw new Error(`npm view ${name}@${version} failed: ${(view.stderr || view.stdout).trim().split("\n")[0]}`);
+}
+
+export async function publishAll(options: Options): Promise<Outcome[]> {
+  const version = pkg.version;
+  const names = [...releaseTargets.map((t) => t.npmPackage), pkg.name];
+  const tarballs = names.map((name) => ({ name, path: join(options.dist, "npm", `${name}-${version}.tgz`) }));
+  for (const { name, path } of tarballs) {
+    const manifest = manifestOf(path);
+    if (manifest.name !== name || manifest.version !== version) {
+      throw new Error(`${path} holds ${manifest.name}@${manifest.version}, not ${name}@${version}`);
+    }
+  }
+  const outcomes: Outcome[] = [];
+  for (const { name, path } of tarballs) {
+    if (await published(name, version)) {
+      console.error(`${name}@${version} is already published: skipped`);
+      outcomes.push({ name, action: "skipped" });
+      continue;
+    }
+    const args = ["publish", path, "--access", "public"];
+    if (options.provenance) args.push("--provenance");
+    if (options.dryRun) args.push("--dry-run");
+    if (options.tag) args.push("--tag", options.tag);
+    const result = await npm(args);
+    if (result.code !== 0) throw new Error(`npm ${args.join(" ")} failed:\n${result.stderr.trim()}`);
+    console.error(`${name}@${version} published${options.dryRun ? " (dry run)" : ""}`);
+    outcomes.push({ name, action: "published" });
+  }
+  return outcomes;
+}
+
+function parseArgs(argv: readonly string[]): Options {
+  let dist = resolve(import.meta.dir, "../dist");
+  let provenance = false;
+  let dryRun = false;
+  let tag: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    if (flag === "--provenance") provenance = true;
+    else if (flag === "--dry-run") dryRun = true;
+    else if (flag === "--dist" || flag === "--tag") {
+      const value = argv[++i];
+      if (value === undefined) throw new Error(`${flag} needs a value`);
+      if (flag === "--dist") dist = resolve(value);
+      else tag = value;
+    } else throw new Error(`unknown argument ${JSON.stringify(flag)} (use --dist, --provenance, --dry-run, --tag)`);
+  }
+  return { dist, provenance, dryRun, ...(tag ? { tag } : {}) };
+}
+
+if (import.meta.main) {
+  try {
+    await publishAll(parseArgs(process.argv.slice(2)));
+  } catch (err) {
+    console.error(`publish-npm: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  }
+}

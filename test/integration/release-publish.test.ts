@@ -1,0 +1,196 @@
+/**
+ * The release workflow's publishing steps, run here for real except for the final upload:
+ *   - scripts/publish-npm.ts against a local registry with `npm publish --dry-run`: order
+ *     (platform packages before mcpmgr), skipping what the registry already has, refusing
+ *     an incomplete set;
+ *   - scripts/publish-package-managers.ts into clones of local bare repositories standing
+ *     in for the tap and the bucket: the commit, the push, no empty commit on a re-run, and
+ *     no files of another version.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pkg from "../../package.json" with { type: "json" };
+import { releaseTargets } from "../../scripts/lib/release-targets.ts";
+import { type LocalRegistry, startLocalRegistry } from "../support/npm-registry.ts";
+import { REPO_ROOT } from "../support/processes.ts";
+
+let work: string;
+
+async function run(cmd: string[], env: Record<string, string | undefined> = {}, cwd = REPO_ROOT) {
+  const proc = Bun.spawn(cmd, { cwd, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  return { code, stdout, stderr };
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), "mcpmgr-release-publish-"));
+});
+
+afterAll(async () => {
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+describe("publish-npm", () => {
+  let dist: string;
+  let registry: LocalRegistry;
+  let env: Record<string, string>;
+
+  /** A small package under the name and version a release tarball has (the binaries are not what is tested here). */
+  async function packStandIn(name: string, into: string): Promise<string> {
+    const dir = join(work, "src", name);
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "package.json"), JSON.stringify({ name, version: pkg.version, license: "Apache-2.0" }));
+    await writeFile(join(dir, "README.md"), `${name}\n`);
+    const packed = await run(["npm", "pack", "--pack-destination", into], env, dir);
+    expect(packed.code).toBe(0);
+    return join(into, `${name}-${pkg.version}.tgz`);
+  }
+
+  beforeAll(async () => {
+    dist = join(work, "dist");
+    await mkdir(join(dist, "npm"), { recursive: true });
+    env = { npm_config_cache: join(work, "npm-cache"), npm_config_update_notifier: "false" };
+    const names = [...releaseTargets.map((t) => t.npmPackage), pkg.name];
+    const tarballs = [];
+    for (const name of names) tarballs.push(await packStandIn(name, join(dist, "npm")));
+    // The registry already has the first platform package (a release that failed half-way).
+    registry = await startLocalRegistry([tarballs[0] as string]);
+    env = { ...env, npm_config_registry: registry.url, npm_config__authToken: "unused-in-dry-run" };
+  });
+
+  afterAll(async () => {
+    await registry?.stop();
+  });
+
+  test("publishes the platform packages first and mcpmgr last, skipping what is already there", async () => {
+    const result = await run([process.execPath, "scripts/publish-npm.ts", "--dist", dist, "--dry-run"], env);
+    expect(result.code).toBe(0);
+    const lines = result.stderr.trim().split("\n");
+    const [first, ...rest] = releaseTargets.map((t) => t.npmPackage);
+    expect(lines).toEqual([
+      `${first}@${pkg.version} is already published: skipped`,
+      ...rest.map((name) => `${name}@${pkg.version} published (dry run)`),
+      `${pkg.name}@${pkg.version} published (dry run)`,
+    ]);
+  }, 120_000);
+
+  test("refuses to publish anything when a platform's tarball is missing", async () => {
+    const partial = join(work, "partial");
+    await mkdir(join(partial, "npm"), { recursive: true });
+    await packStandIn(pkg.name, join(partial, "npm"));
+    const asked = registry.requests.length;
+    const result = await run([process.execPath, "scripts/publish-npm.ts", "--dist", partial, "--dry-run"], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe(
+      `publish-npm: ${join(partial, "npm", `${releaseTargets[0]?.npmPackage}-${pkg.version}.tgz`)} is missing or not an npm tarball; run 'bun run pack' first`,
+    );
+    // Refused before the registry was even asked about any package.
+    expect(registry.requests.length).toBe(asked);
+  }, 60_000);
+});
+
+describe("publish-package-managers", () => {
+  const version = pkg.version;
+  let dist: string;
+  let remotes: { tap: string; bucket: string };
+  let clones: { tap: string; bucket: string };
+
+  function git(args: string[], cwd = work) {
+    const result = Bun.spawnSync(["git", "-c", "user.name=t", "-c", "user.email=t@example.test", ...args], {
+      cwd,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    if (!result.success) throw new Error(`git ${args.join(" ")}: ${result.stderr.toString()}`);
+    return result.stdout.toString().trim();
+  }
+
+  async function generate(forVersion: string) {
+    const sums = releaseTargets.map((t, i) => `${String(i + 1).padStart(64, "0")}  ${t.file}`).join("\n");
+    await writeFile(join(dist, "SHA256SUMS"), `${sums}\n`);
+    const made = await run([
+      process.execPath,
+      "scripts/package-managers.ts",
+      "--dist",
+      dist,
+      "--version",
+      forVersion,
+      "--base-url",
+      `https://github.com/acme/mcpmgr/releases/download/v${forVersion}`,
+    ]);
+    expect(made.code).toBe(0);
+  }
+
+  function publish() {
+    return run([
+      process.execPath,
+      "scripts/publish-package-managers.ts",
+      "--version",
+      version,
+      "--dist",
+      dist,
+      "--tap",
+      clones.tap,
+      "--bucket",
+      clones.bucket,
+      "--push",
+    ]);
+  }
+
+  beforeAll(async () => {
+    dist = join(work, "pm-dist");
+    await mkdir(dist, { recursive: true });
+    remotes = { tap: join(work, "homebrew-mcpmgr.git"), bucket: join(work, "scoop-mcpmgr.git") };
+    clones = { tap: join(work, "tap"), bucket: join(work, "bucket") };
+    for (const which of ["tap", "bucket"] as const) {
+      git(["init", "--quiet", "--bare", "--initial-branch=main", remotes[which]]);
+      // A repository with history, as a real tap has.
+      const seed = join(work, `seed-${which}`);
+      git(["init", "--quiet", "--initial-branch=main", seed]);
+      await writeFile(join(seed, "README.md"), `${which}\n`);
+      git(["add", "README.md"], seed);
+      git(["commit", "--quiet", "-m", "start"], seed);
+      git(["push", "--quiet", remotes[which], "main"], seed);
+      git(["clone", "--quiet", remotes[which], clones[which]]);
+    }
+  });
+
+  test("commits the formula and the manifest where brew and scoop look, and pushes them", async () => {
+    await generate(version);
+    const result = await publish();
+    expect(result.stderr).toBe(
+      `tap: committed mcpmgr ${version}, pushed\nbucket: committed mcpmgr ${version}, pushed\n`,
+    );
+    expect(result.code).toBe(0);
+    expect(git(["--git-dir", remotes.tap, "log", "-1", "--format=%s"])).toBe(`mcpmgr ${version}`);
+    expect(git(["--git-dir", remotes.tap, "show", "HEAD:Formula/mcpmgr.rb"])).toBe(
+      (await Bun.file(join(dist, "homebrew/mcpmgr.rb")).text()).trim(),
+    );
+    expect(JSON.parse(git(["--git-dir", remotes.bucket, "show", "HEAD:bucket/mcpmgr.json"])).version).toBe(version);
+  }, 60_000);
+
+  test("running it again makes no empty commit", async () => {
+    const before = git(["--git-dir", remotes.tap, "rev-parse", "HEAD"]);
+    const result = await publish();
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe("tap: already up to date, pushed\nbucket: already up to date, pushed\n");
+    expect(git(["--git-dir", remotes.tap, "rev-parse", "HEAD"])).toBe(before);
+  }, 60_000);
+
+  test("refuses files generated for another version", async () => {
+    await generate("9.9.9");
+    const before = git(["--git-dir", remotes.bucket, "rev-parse", "HEAD"]);
+    const result = await publish();
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe(
+      `publish-package-managers: ${join(dist, "homebrew/mcpmgr.rb")} is for version 9.9.9, not ${version}; run scripts/package-managers.ts`,
+    );
+    expect(git(["--git-dir", remotes.bucket, "rev-parse", "HEAD"])).toBe(before);
+  }, 60_000);
+});

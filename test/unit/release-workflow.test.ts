@@ -1,0 +1,87 @@
+/**
+ * .github/workflows/release.yml cannot run here; what it calls can (and is tested on its
+ * own). This keeps the two in step: every script it runs exists, the steps come in an order
+ * that never publishes a package pointing at assets not yet released, provenance covers
+ * every release asset, and the job has the permissions signing and releasing need.
+ */
+import { beforeAll, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import pkg from "../../package.json" with { type: "json" };
+import { releaseTargets } from "../../scripts/lib/release-targets.ts";
+import { REPO_ROOT } from "../support/processes.ts";
+
+interface Step {
+  name?: string;
+  uses?: string;
+  run?: string;
+  with?: Record<string, string>;
+}
+
+let workflow: {
+  on: { push: { tags: string[] } };
+  jobs: Record<string, { permissions: Record<string, string>; steps: Step[] }>;
+};
+let steps: Step[];
+
+beforeAll(async () => {
+  workflow = Bun.YAML.parse(await Bun.file(join(REPO_ROOT, ".github/workflows/release.yml")).text()) as typeof workflow;
+  steps = workflow.jobs.release?.steps ?? [];
+});
+
+/** Index of the first step whose `run` or `uses` matches. */
+function stepIndex(pattern: RegExp): number {
+  const index = steps.findIndex((s) => pattern.test(s.run ?? "") || pattern.test(s.uses ?? ""));
+  if (index === -1) throw new Error(`no step matches ${pattern}`);
+  return index;
+}
+
+test("it runs on version tags only", () => {
+  expect(workflow.on.push.tags).toEqual(["v[0-9]+.[0-9]+.[0-9]+*"]);
+  expect(Object.keys(workflow.on)).toEqual(["push"]);
+});
+
+test("the job may write releases, sign with an OIDC token and store attestations, nothing more", () => {
+  expect(workflow.jobs.release?.permissions).toEqual({
+    contents: "write",
+    "id-token": "write",
+    attestations: "write",
+  });
+});
+
+test("every script it calls exists", () => {
+  const runs = steps.map((s) => s.run ?? "").join("\n");
+  const files = [...runs.matchAll(/\bbun (scripts\/[\w-]+\.ts)/g)].map((m) => m[1] as string);
+  const scripts = [...runs.matchAll(/\bbun run ([\w-]+)/g)].map((m) => m[1] as string);
+  expect(files.length).toBeGreaterThan(3);
+  for (const file of files) expect(existsSync(join(REPO_ROOT, file))).toBe(true);
+  for (const script of scripts) expect(Object.keys(pkg.scripts)).toContain(script);
+  expect(existsSync(join(REPO_ROOT, ".ci/run"))).toBe(true);
+});
+
+test("tests, then build, gate, provenance; nothing is published before the GitHub release has the binaries", () => {
+  const order = [
+    stepIndex(/\.ci\/run/),
+    stepIndex(/bun run compile --all/),
+    stepIndex(/scripts\/verify-release\.ts --tag "\$TAG"\)/),
+    stepIndex(/actions\/attest-build-provenance/),
+    stepIndex(/bun run pack/),
+    stepIndex(/scripts\/package-managers\.ts/),
+    stepIndex(/gh release create/),
+    stepIndex(/scripts\/publish-npm\.ts --provenance/),
+    stepIndex(/scripts\/publish-package-managers\.ts .*--push/),
+  ];
+  expect(order).toEqual([...order].sort((a, b) => a - b));
+});
+
+test("provenance is attested for every binary and SHA256SUMS", () => {
+  const attest = steps[stepIndex(/actions\/attest-build-provenance/)] as Step;
+  const globs = (attest.with?.["subject-path"] ?? "")
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean)
+    .map((pattern) => new Bun.Glob(pattern));
+  for (const file of [...releaseTargets.map((t) => t.file), "SHA256SUMS"]) {
+    expect(globs.some((glob) => glob.match(`dist/${file}`))).toBe(true);
+  }
+});
