@@ -16,7 +16,8 @@
  *   tools      server.json lists none
  */
 import * as v from "valibot";
-import type { RegistryEntryInput, Transport } from "./schema.ts";
+import type { Transport } from "./entry.ts";
+import type { RegistryEntryInput } from "./schema.ts";
 
 const inputSchema = v.object({
   description: v.optional(v.string()),

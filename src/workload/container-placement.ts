@@ -7,7 +7,7 @@
  */
 import type { ParsedRunArgv } from "../config/run-argv.ts";
 import { McpmgrError } from "../errors.ts";
-import type { RegistryEntry } from "../registry/schema.ts";
+import type { RegistryEntry } from "../registry/entry.ts";
 import { defaultLimits, mcpmgrDirsUnder, networkModeFor, resolveMounts } from "../runtime/docker/container-config.ts";
 import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import { readCaCert, validateAddPackages } from "../runtime/docker/image-build.ts";

@@ -6,7 +6,7 @@
 import type { ParsedRunArgv } from "../config/run-argv.ts";
 import { McpmgrError } from "../errors.ts";
 import { loadRegistry } from "../registry/loader.ts";
-import { sourceOf, type RegistryEntry } from "../registry/schema.ts";
+import { sourceOf, type RegistryEntry } from "../registry/entry.ts";
 import { detectEngine, noEngineError, runtimeChoice, type ContainerEngine } from "../runtime/docker/engine.ts";
 import { parseSource, type ServerSource } from "../runtime/source.ts";
 import { assertGroupExists } from "../state/groups.ts";

@@ -12,7 +12,7 @@ import { expandPermissions, loadPermissionProfile } from "../config/permission-p
 import type { ParsedRunArgv } from "../config/run-argv.ts";
 import type { VolumeMount } from "../config/values.ts";
 import { McpmgrError } from "../errors.ts";
-import type { RegistryEntry } from "../registry/schema.ts";
+import type { RegistryEntry } from "../registry/entry.ts";
 import type { ResourceLimits, VolumeSpec } from "../runtime/docker/container-config.ts";
 import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import type { VerificationMode } from "../runtime/docker/images.ts";

@@ -14,7 +14,7 @@ import { telemetrySpec, type TelemetrySpec } from "../config/telemetry-spec.ts";
 import { toolsPolicy, type ToolsPolicy } from "../config/tools-policy.ts";
 import { webhookConfig, type WebhookConfig } from "../config/webhook-config.ts";
 import { McpmgrError } from "../errors.ts";
-import type { RegistryEntry } from "../registry/schema.ts";
+import type { RegistryEntry } from "../registry/entry.ts";
 import { assertWorkloadName, deriveWorkloadName } from "../state/workload-name.ts";
 import { assertAuditLogWritable } from "./audit-sink.ts";
 import type { WorkloadContext } from "./context.ts";

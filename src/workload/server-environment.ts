@@ -7,7 +7,7 @@
 import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
 import type { ParsedRunArgv } from "../config/run-argv.ts";
 import { McpmgrError } from "../errors.ts";
-import type { RegistryEntry } from "../registry/schema.ts";
+import type { RegistryEntry } from "../registry/entry.ts";
 import type { SecretReference } from "../secrets/manager.ts";
 import { redactor } from "../secrets/redact.ts";
 import type { WorkloadContext } from "./context.ts";

@@ -1,0 +1,83 @@
+/**
+ * The start-up rule of ARCHITECTURE.md ("What start-up may load"), checked on the real
+ * imports: what `mcpmgr --version`, `--help`, `list` and `registry list` evaluate is the
+ * static import graph from src/main.ts (plus the one subcommand module citty loads), because
+ * the compiled executable is split into chunks and a module behind `import()` or a `require`
+ * inside a function is evaluated only when that code runs. A static import of something heavy
+ * anywhere in that graph is paid by every one of those commands (bench `cli-startup`).
+ */
+import { expect, test } from "bun:test";
+import { dirname, relative, resolve } from "node:path";
+
+const SRC = resolve(import.meta.dir, "../../src");
+
+/**
+ * Static value imports and re-exports of a module. Not followed: `import type`, `import()`,
+ * and Bun macros (`with { type: "macro" }`: run when mcpmgr is built, their result inlined).
+ */
+function staticImports(text: string): string[] {
+  const specs: string[] = [];
+  for (const match of text.matchAll(
+    /(?:^|\n)\s*(?:import|export)(?!\s+type\b)[^"'`;]*?\bfrom\s+["']([^"']+)["'](\s*with\s*\{\s*type:\s*["']macro["'])?/g,
+  ))
+    if (match[2] === undefined) specs.push(match[1] as string);
+  for (const match of text.matchAll(/(?:^|\n)\s*import\s+["']([^"']+)["']/g)) specs.push(match[1] as string);
+  return specs;
+}
+
+/** Every module (src/ path, or package / node: built-in) the graph from `entries` evaluates. */
+async function reachable(entries: readonly string[]): Promise<Set<string>> {
+  const seen = new Set<string>();
+  const queue = entries.map((entry) => resolve(SRC, entry));
+  while (queue.length > 0) {
+    const file = queue.pop() as string;
+    const key = relative(SRC, file);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    for (const spec of staticImports(await Bun.file(file).text())) {
+      if (!spec.startsWith(".")) seen.add(spec);
+      else if (!spec.endsWith(".json")) queue.push(resolve(dirname(file), spec));
+    }
+  }
+  return seen;
+}
+
+/** Never evaluated by a fast path: the other commands' machinery and the heavy libraries. */
+const heavy: readonly RegExp[] = [
+  /^(gateway|clients|proxy|middleware|auth|runtime|telemetry|secrets)\//,
+  /^workload\/(?!supervisor-control\.ts$|self-command\.ts$|context\.ts$)/,
+  /^registry\/(schema|catalog|document|server-json|embedded)\.ts$/,
+  /^config\/(run-options|run-argv|permission-profile|authz-config|config-file)\.ts$/,
+  /^config\/flags\//,
+  /^(dockerode|@modelcontextprotocol\/|@cedar-policy\/|oauth4webapi|jose|@opentelemetry\/|yaml|dotenv|tar-stream)/,
+  /^node:(child_process|crypto|net|url|tty|http|https|tls|zlib)$/,
+];
+
+function heavyIn(modules: Set<string>): string[] {
+  return [...modules].filter((module) => heavy.some((pattern) => pattern.test(module))).sort();
+}
+
+test("--version and --help evaluate the root command alone, none of the subcommands", async () => {
+  const modules = await reachable(["main.ts"]);
+  expect([...modules].filter((module) => module.startsWith("cli/")).sort()).toEqual([
+    "cli/citty-args.ts",
+    "cli/output.ts",
+    "cli/root.ts",
+    "cli/run-main.ts",
+  ]);
+  expect(heavyIn(modules)).toEqual([]);
+});
+
+test.each([
+  ["list", "cli/list.ts"],
+  ["registry list", "cli/registry.ts"],
+])("'%s' loads nothing heavy at start-up", async (_command, module) => {
+  expect(heavyIn(await reachable(["main.ts", module]))).toEqual([]);
+});
+
+test("the check sees an eager import when there is one", async () => {
+  // The rule can fail: `run` (not a fast path) does evaluate the proxy and the run options.
+  const modules = heavyIn(await reachable(["main.ts", "cli/run.ts"]));
+  expect(modules).toContain("config/run-options.ts");
+  expect(modules.some((module) => module.startsWith("proxy/"))).toBe(true);
+});
