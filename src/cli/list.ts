@@ -1,11 +1,13 @@
 /**
  * `mcpmgr list`: every workload with its real status (a dead supervisor shows as failed). The
- * AI-client entries of workloads that no longer run are taken out on the way (the clients
- * module is loaded only when there are such entries).
+ * AI-client entries of workloads that no longer run are taken out on the way (the lifecycle's
+ * client code is loaded only when an AI client was ever registered, the clients module only
+ * when there are such entries).
  */
 import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
 import { listOptions as table } from "../config/command-options.ts";
+import { hasClientRegistrations } from "../state/client-registrations.ts";
 import { toCittyArgs } from "./citty-args.ts";
 import { log, printResult } from "./output.ts";
 import { currentStatus } from "../workload/supervisor-control.ts";
@@ -32,8 +34,10 @@ export default defineCommand({
         ...(status?.lastError ? { lastError: status.lastError } : {}),
       });
     }
-    const { pruneClientEntries } = await import("../workload/client-entries.ts");
-    await pruneClientEntries({ log, paths: store.paths, env: process.env });
+    if (hasClientRegistrations(store.paths)) {
+      const { pruneClientEntries } = await import("../workload/client-entries.ts");
+      await pruneClientEntries({ log, paths: store.paths, env: process.env });
+    }
     if (values.format === "json") return printResult(JSON.stringify(rows, null, 2));
     const header = ["NAME", "STATUS", "URL", "SOURCE", "GROUP", "RUNTIME", "RESTARTS"];
     const lines = [

@@ -16,6 +16,7 @@
  * never changed. The lock is held for the whole of a change, including the edits of the
  * client files it leads to, so two mcpmgr processes never lose each other's entries.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { readJsonFile, writeJsonFile } from "./atomic-file.ts";
@@ -42,12 +43,24 @@ const registrationsSchema = v.object({
 export type OwnedEntry = v.InferOutput<typeof ownedEntrySchema>;
 export type Registrations = v.InferOutput<typeof registrationsSchema>;
 
+function registrationsFile(paths: McpmgrPaths): string {
+  return join(paths.stateDir, "client-registrations.json");
+}
+
+/**
+ * Whether any AI client was ever registered. Without the file there is nothing to keep in
+ * step, so `list` need not load the clients code at all (start-up: ARCHITECTURE.md §9).
+ */
+export function hasClientRegistrations(paths: McpmgrPaths): boolean {
+  return existsSync(registrationsFile(paths));
+}
+
 export class ClientRegistrationStore {
   readonly #file: string;
   readonly #lockPath: string;
 
   constructor(paths: McpmgrPaths) {
-    this.#file = join(paths.stateDir, "client-registrations.json");
+    this.#file = registrationsFile(paths);
     this.#lockPath = join(paths.stateDir, ".client-registrations.lock");
   }
 
