@@ -1,6 +1,5 @@
 /** The shapes the upstream client's modules share. */
 import type { TLSOptions } from "bun";
-import type { Http1Connection } from "./connection.ts";
 
 export interface ConnectTarget {
   readonly hostname: string;
@@ -9,10 +8,10 @@ export interface ConnectTarget {
   readonly tls: TLSOptions | undefined;
 }
 
-/** What a connection needs from the pool that owns it. */
-export interface ConnectionOwner {
-  release(connection: Http1Connection): void;
-  forget(connection: Http1Connection): void;
+/** What a connection needs from the pool that owns it (generic, so this module need not import the connection's). */
+export interface ConnectionOwner<Connection> {
+  release(connection: Connection): void;
+  forget(connection: Connection): void;
 }
 
 export interface RequestSpec {
