@@ -22,6 +22,18 @@ export function principalOf(req: Request): Principal | undefined {
   return principals.get(req);
 }
 
+/**
+ * Who a request acts as, for binding state to its caller (sessions, legacy SSE streams,
+ * input-round state): the token's `sub`, or its `client_id` for a client-credentials token
+ * without one, kept apart so a client cannot pose as a user of the same name. Undefined
+ * without incoming authentication (then every caller is the same anonymous one).
+ */
+export function callerOf(req: Request): string | undefined {
+  const principal = principals.get(req);
+  if (principal === undefined) return undefined;
+  return typeof principal.claims.sub === "string" ? `sub:${principal.subject}` : `client:${principal.subject}`;
+}
+
 export interface AuthnOptions {
   readonly spec: IncomingAuthSpec;
   readonly verifier: TokenVerifier;

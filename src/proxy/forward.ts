@@ -2,13 +2,17 @@
  * Transparent forwarding to an HTTP MCP upstream (streamable-http and legacy SSE).
  * Bodies stream in both directions; nothing is parsed on the way through except the
  * first event of a legacy SSE stream and the (small) body of a session error.
+ * Sessions belong to the caller that opened them (session-tracker.ts, legacy-sessions.ts):
+ * another caller's request for one is answered 404 here and never reaches the upstream.
  */
 import type { UpstreamFetch } from "./authenticated-fetch.ts";
 import { pathAndQuery, type Handler } from "./handler.ts";
 import { sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
-import { JsonRpcCode, jsonRpcError } from "./jsonrpc.ts";
+import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "./jsonrpc.ts";
+import { LegacySessions } from "./legacy-sessions.ts";
 import type { LiveStreams } from "./live-streams.ts";
 import { publicEndpoint } from "./public-url.ts";
+import { PendingAnswers, requestIdsOf } from "./sse-answers.ts";
 import { endpointEventRewriter } from "./sse-endpoint.ts";
 import { relaySse } from "./sse-relay.ts";
 import { SessionTracker } from "./session-tracker.ts";
@@ -20,7 +24,18 @@ export interface ForwardOptions {
   readonly endpointPrefix: string | undefined;
   readonly trustProxyHeaders: boolean;
   readonly live: LiveStreams;
+  /** Default: one with MCPMGR_MAX_SESSIONS and the idle time given here. */
   readonly sessions?: SessionTracker;
+  /** Sessions bound at once (MCPMGR_MAX_SESSIONS; default 1,000). */
+  readonly maxSessions?: number;
+  /** A session without requests for this long is forgotten (MCPMGR_SESSION_IDLE_TIMEOUT). */
+  readonly sessionIdleMs?: number;
+  /**
+   * Who a request acts as (middleware/authn.ts `callerOf`); undefined without authentication.
+   * With authentication, a session is served only to the caller that opened it, and a session
+   * this proxy did not see opened is not served at all.
+   */
+  readonly callerOf?: (req: Request) => string | undefined;
   /**
    * The upstream fetch, possibly decorated with mcpmgr's own credentials (authenticated-fetch.ts).
    * Default: mcpmgr's own HTTP/1.1 client (upstream/client.ts), which decorators wrap as well.
@@ -35,7 +50,19 @@ const defaultHeadersTimeoutMs = 5 * 60_000;
 
 export function transparentForwarder(options: ForwardOptions): Handler {
   const { target, endpointPrefix, trustProxyHeaders, live } = options;
-  const sessions = options.sessions ?? new SessionTracker();
+  const sessions =
+    options.sessions ??
+    new SessionTracker({
+      ...(options.maxSessions !== undefined ? { maxSessions: options.maxSessions } : {}),
+      ...(options.sessionIdleMs !== undefined ? { idleMs: options.sessionIdleMs } : {}),
+    });
+  const legacy = new LegacySessions(sessions);
+  const callerOf = options.callerOf ?? (() => undefined);
+  /** Requests waiting for the upstream's response head: a graceful stop answers them. */
+  const waiting = new Set<AbortController>();
+  live.beforeClose(() => {
+    for (const controller of waiting) controller.abort(new ShuttingDown());
+  });
   const doFetch: UpstreamFetch = options.fetch ?? defaultUpstreamClient().fetch;
   const headersTimeoutMs = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
   const origin = target.origin;
@@ -56,22 +83,55 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     return q === -1 ? `${origin}${path}?${targetQuery}` : `${origin}${path}?${targetQuery}&${pq.slice(q + 1)}`;
   };
 
+  /**
+   * Whether `req` may use the session it names: its owner's requests only. Undefined when it
+   * may; else the refusal (404, as for a session that does not exist).
+   */
+  const refuseSession = (req: Request, sessionId: string | null, url: string, caller: string | undefined) => {
+    if (sessionId !== null) {
+      if (sessions.hasEnded(sessionId)) return sessionNotFound();
+      const owner = sessions.ownerOf(sessionId);
+      // Without authentication there is no one to tell apart; a session opened before this
+      // proxy started (or forgotten when idle) is left to the upstream.
+      if (caller === undefined ? owner !== undefined && owner !== "" : owner !== caller) return sessionNotFound();
+      return undefined;
+    }
+    if (!legacy.active || req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return undefined;
+    const target = new URL(url);
+    const owner = legacy.ownerOf(target);
+    if (owner === undefined) {
+      // With authentication, a message to a variant of an announced path (/messages/, //messages)
+      // could still reach a session at the upstream: only the MCP endpoint and announced paths pass.
+      return caller !== undefined && target.pathname !== targetPath ? sessionNotFound() : undefined;
+    }
+    if (owner === null) return caller === undefined ? undefined : sessionNotFound();
+    return owner === (caller ?? "") ? undefined : sessionNotFound();
+  };
+
   return async (req, ctx) => {
     const sessionId = req.headers.get("mcp-session-id");
-    if (sessionId !== null && sessions.hasEnded(sessionId)) return sessionNotFound();
+    const url = upstreamUrl(req.url);
+    const caller = callerOf(req);
+    const refused = refuseSession(req, sessionId, url, caller);
+    if (refused !== undefined) return refused;
+    const method = req.method;
+    // A legacy SSE stream is a session too; refused up front, before its head goes out.
+    if (method === "GET" && sessionId === null && sessions.full) return sessionLimitReached();
 
     const abort = new AbortController();
     const onClientAbort = () => abort.abort(req.signal.reason);
     req.signal.addEventListener("abort", onClientAbort, { once: true });
     const timer = setTimeout(() => abort.abort(new UpstreamTimeout()), headersTimeoutMs);
+    waiting.add(abort);
 
-    const method = req.method;
+    let body: Awaited<ReturnType<typeof requestBody>>;
     let upstream: Response;
     try {
-      upstream = await doFetch(upstreamUrl(req.url), {
+      body = await requestBody(req, method);
+      upstream = await doFetch(url, {
         method,
         headers: upstreamRequestHeaders(req, { remoteAddress: ctx.remoteAddress, trustProxyHeaders }),
-        body: await requestBody(req, method),
+        body,
         duplex: "half", // required for a streamed request body
         redirect: "manual",
         signal: abort.signal,
@@ -86,6 +146,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       return upstreamFailure(err, abort.signal.reason, req.signal.aborted);
     } finally {
       clearTimeout(timer);
+      waiting.delete(abort);
     }
 
     const status = upstream.status;
@@ -100,6 +161,14 @@ export function transparentForwarder(options: ForwardOptions): Handler {
         sanitiseResponseHeaders(upstream.headers);
         return upstream;
       }
+    } else {
+      const opened = upstream.headers.get("mcp-session-id");
+      // A new session is bound to the caller that opened it; past the limit it is closed again.
+      if (opened !== null && !sessions.bind(opened, caller ?? "")) {
+        await upstream.body?.cancel().catch(() => {});
+        closeUpstreamSession(url, opened, req);
+        return sessionLimitReached();
+      }
     }
 
     const headers = sanitiseResponseHeaders(upstream.headers);
@@ -107,8 +176,8 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     // Bun.serve to send (reading `.body` would turn it into a stream). A client that leaves
     // while it streams still aborts the upstream through the listener.
     if (!isEventStream(headers)) return upstream;
-    const body = upstream.body;
-    if (body === null) {
+    const stream = upstream.body;
+    if (stream === null) {
       req.signal.removeEventListener("abort", onClientAbort);
       return upstream;
     }
@@ -116,21 +185,48 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     ctx.keepOpen();
     // A compressed stream (the upstream ignored our identity-only request) cannot take comments.
     if (headers.has("content-encoding")) return upstream;
-    const relayed = relaySse(body, {
+    let release: (() => void) | undefined;
+    const relayed = relaySse(stream, {
       live,
       ...(options.pingIntervalMs === undefined ? {} : { pingIntervalMs: options.pingIntervalMs }),
       ...(method === "GET"
         ? {
-            head: endpointEventRewriter((endpoint) =>
-              publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders }),
-            ),
+            head: endpointEventRewriter((endpoint) => {
+              // The legacy session's message URL, bound to the caller that opened the stream.
+              const announced = parseUrl(endpoint, url);
+              if (announced !== undefined && sessionId === null) release = legacy.announce(announced, caller ?? "");
+              return publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders });
+            }),
+            onEnd: () => release?.(),
           }
+        : {}),
+      // A POST's stream owes an answer to each of its requests (their ids are read only if it ends early).
+      ...(method === "POST"
+        ? { answers: new PendingAnswers(() => requestIdsOf(body instanceof ReadableStream ? undefined : body)) }
         : {}),
       onCancel: () => abort.abort(),
       announceOpen: true,
     });
     return new Response(relayed, { status, statusText: upstream.statusText, headers });
   };
+
+  /** Ends an upstream session this proxy refused to hand out (fire and forget). */
+  function closeUpstreamSession(url: string, sessionId: string, req: Request): void {
+    const headers: [string, string][] = [["mcp-session-id", sessionId]];
+    const version = req.headers.get("mcp-protocol-version");
+    if (version !== null) headers.push(["mcp-protocol-version", version]);
+    void doFetch(url, { method: "DELETE", headers, redirect: "manual", signal: AbortSignal.timeout(10_000) })
+      .then((response) => response.body?.cancel())
+      .catch(() => {});
+  }
+}
+
+function parseUrl(text: string, base: string): URL | undefined {
+  try {
+    return new URL(text, base);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -155,6 +251,12 @@ async function requestBody(
 class UpstreamTimeout extends Error {
   constructor() {
     super("the upstream MCP server did not answer in time");
+  }
+}
+
+class ShuttingDown extends Error {
+  constructor() {
+    super("mcpmgr is shutting down");
   }
 }
 
@@ -194,6 +296,9 @@ function upstreamFailure(err: unknown, abortReason: unknown, clientGone: boolean
   }
   if (abortReason instanceof UpstreamTimeout) {
     return jsonRpcError(504, JsonRpcCode.internalError, abortReason.message);
+  }
+  if (abortReason instanceof ShuttingDown) {
+    return jsonRpcError(503, JsonRpcCode.internalError, abortReason.message, { headers: { "retry-after": "1" } });
   }
   if (
     err instanceof UpstreamError &&

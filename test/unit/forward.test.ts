@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { transparentForwarder } from "../../src/proxy/forward.ts";
 import { detachedContext } from "../../src/proxy/handler.ts";
 import { LiveStreams } from "../../src/proxy/live-streams.ts";
+import { serve } from "../../src/proxy/serve.ts";
 import { freePort } from "../support/processes.ts";
 import { eventually, rawServer } from "../support/raw-http.ts";
 
@@ -195,6 +196,29 @@ describe("failures", () => {
     } finally {
       silent.stop(true);
     }
+  });
+
+  test("a graceful stop answers a request still waiting for its upstream with 503 and a JSON-RPC error", async () => {
+    await using silent = rawServer(() => {});
+    const live = new LiveStreams();
+    const server = serve({
+      host: "127.0.0.1",
+      port: 0,
+      live,
+      handler: forwarder(`${silent.url}/mcp`, { live }),
+    });
+    const pending = fetch(new URL("/mcp", server.url), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow"}}',
+    });
+    await eventually(() => silent.requests.length === 1, 5_000, "the request to reach the upstream");
+    await server.shutdown(300);
+    const res = await pending;
+    expect(res.status).toBe(503);
+    const body = (await res.json()) as { error: { code: number; message: string } };
+    expect(body.error.code).toBe(-32603);
+    expect(body.error.message).toContain("shutting down");
   });
 
   test("an upstream that breaks HTTP gives 502 with a JSON-RPC error, not a mangled answer", async () => {

@@ -47,6 +47,8 @@ export interface BridgeOptions {
   readonly handshakeTimeoutMs?: number;
   /** How long a call waits, parked, for the client's retry with its input (default 5 minutes). */
   readonly inputTimeoutMs?: number;
+  /** Sessions open at once; past it a new one is refused (default 1,000, MCPMGR_MAX_SESSIONS). */
+  readonly maxSessions?: number;
   readonly clientInfo?: { name: string; version: string };
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
 }
@@ -154,8 +156,15 @@ export class StdioBridge {
     return this.#server?.era === "modern" ? this.#server.supportedVersions : modernProtocolVersions;
   }
 
-  createSession(): ClientSession {
+  /** Whether a new session would exceed the limit (the front end answers 503). */
+  get sessionsFull(): boolean {
+    return this.#sessions.size >= (this.#options.maxSessions ?? defaultMaxSessions);
+  }
+
+  /** A session bound to `principal` (the caller that opened it, "" without authentication). */
+  createSession(principal = ""): ClientSession {
     const session = new ClientSession(randomUUID());
+    session.principal = principal;
     this.#sessions.set(session.id, session);
     return session;
   }
@@ -176,9 +185,13 @@ export class StdioBridge {
     return session;
   }
 
-  getSession(id: string): ClientSession | undefined {
+  /**
+   * The session `id`, if it is open and `principal` opened it: another caller who learnt the
+   * id gets nothing, exactly as for an id that never existed.
+   */
+  getSession(id: string, principal = ""): ClientSession | undefined {
     const session = this.#sessions.get(id);
-    return session && !session.ended ? session : undefined;
+    return session && !session.ended && session.principal === principal ? session : undefined;
   }
 
   /** Requests forwarded to the server and not yet answered (tests and diagnostics). */
@@ -551,6 +564,8 @@ export class StdioBridge {
     }
   }
 }
+
+const defaultMaxSessions = 1_000;
 
 const levelOrder = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 function rank(level: LogLevel): number {

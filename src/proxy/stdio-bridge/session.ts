@@ -12,7 +12,10 @@ export class ClientSession {
   readonly id: string;
   /** A 2026-07-28 request's own context (it has no session): lives as long as its POST. */
   readonly stateless: boolean;
-  /** The authenticated subject behind a stateless request, "" without authentication. */
+  /**
+   * The caller that opened the session (or sent the stateless request), "" without
+   * authentication: only that caller may use it (bridge.getSession).
+   */
   principal = "";
   protocolVersion = "2025-03-26";
   initialized = false;
