@@ -60,8 +60,8 @@ export function transparentForwarder(options: ForwardOptions): Handler {
   const callerOf = options.callerOf ?? (() => undefined);
   /** Requests waiting for the upstream's response head: a graceful stop answers them. */
   const waiting = new Set<AbortController>();
-  live.beforeClose(() => {
-    for (const controller of waiting) controller.abort(new ShuttingDown());
+  live.beforeClose((reason) => {
+    for (const controller of waiting) controller.abort(new ShuttingDown(reason));
   });
   const doFetch: UpstreamFetch = options.fetch ?? defaultUpstreamClient().fetch;
   const headersTimeoutMs = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
@@ -254,11 +254,8 @@ class UpstreamTimeout extends Error {
   }
 }
 
-class ShuttingDown extends Error {
-  constructor() {
-    super("mcpmgr is shutting down");
-  }
-}
+/** A graceful stop (or a restart) ended the wait; the reason is LiveStreams.closeAll's. */
+class ShuttingDown extends Error {}
 
 function isEventStream(headers: Headers): boolean {
   return headers.get("content-type")?.startsWith("text/event-stream") ?? false;

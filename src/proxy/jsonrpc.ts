@@ -42,3 +42,13 @@ export function sessionLimitReached(): Response {
     { headers: { "retry-after": String(sessionRetryAfterSeconds) } },
   );
 }
+
+/**
+ * The server behind a kept listener is not there (restarting after a crash): 503, when to
+ * try again, and a JSON-RPC error clients can show.
+ */
+export function serverUnavailable(reason: string, retryAfterSeconds: number): Response {
+  return jsonRpcError(503, JsonRpcCode.internalError, reason, {
+    headers: { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+  });
+}

@@ -2,16 +2,21 @@
  * The supervisor: the detached mcpmgr process behind a background workload (`mcpmgr
  * __supervise NAME`). It runs the workload as recorded, keeps its status file true, writes
  * the server's output to the workload log, restarts a crashed server with exponential
- * backoff on the same port, and stops everything when asked to.
+ * backoff on the same port, and stops everything when asked to. The port is held for the
+ * supervisor's whole life: while the server starts or restarts, the listener answers 503
+ * with Retry-After and a JSON-RPC error, and no other process can take the port (and the
+ * tokens clients send to it).
  */
 import { appendFileSync } from "node:fs";
 import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage } from "../errors.ts";
+import { serverUnavailable } from "../proxy/jsonrpc.ts";
+import { serve } from "../proxy/serve.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { prepareRunSpec } from "./run-spec.ts";
-import { startWorkload, type RunningWorkload } from "./start.ts";
+import { startWorkload, type KeptListener, type RunningWorkload } from "./start.ts";
 
 export interface RestartTimings {
   readonly firstBackoffMs: number;
@@ -43,6 +48,8 @@ export interface RestartLoopOptions {
   readonly timings?: RestartTimings;
   readonly sleep?: (ms: number) => Promise<unknown>;
   readonly now?: () => number;
+  /** Called before each wait between starts, with its length. */
+  readonly onBackoff?: (ms: number) => void;
 }
 
 /**
@@ -60,6 +67,7 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
   let backoff = timings.firstBackoffMs;
   let started = false;
   const pause = async () => {
+    options.onBackoff?.(backoff);
     await Promise.race([sleep(backoff), stopped]);
     backoff = Math.min(backoff * 2, timings.maxBackoffMs);
     restarts++;
@@ -85,7 +93,8 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
     await options.report({ state: "running", restarts });
     options.log.info(`${options.name} running at ${workload.url}`);
     const outcome = await Promise.race([stopped.then(() => undefined), workload.exited]);
-    await workload.stop();
+    // A crash: the workload will be started again, so its listener (if kept) stays.
+    await workload.stop(outcome === undefined ? undefined : { restarting: true });
     if (outcome === undefined) break;
     options.log.warn(`${options.name}: ${outcome}`);
     if (now() - startedAt > timings.stableAfterMs) backoff = timings.firstBackoffMs;
@@ -111,13 +120,56 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
     await report({ state: "failed", restarts: 0, lastError: errorMessage(err) });
     throw err;
   }
-  const restarts = await restartLoop({
-    name,
-    start: () => startWorkload(spec, ctx, { workloadLog, supervised: true }),
-    report,
-    stopping,
-    log: ctx.log,
-  });
+  let listener: ReturnType<typeof keepListener>;
+  try {
+    listener = keepListener(spec, ctx);
+  } catch (err) {
+    await report({ state: "failed", restarts: 0, lastError: errorMessage(err) });
+    throw err;
+  }
+  let restarts: number;
+  try {
+    restarts = await restartLoop({
+      name,
+      start: () => startWorkload(spec, ctx, { workloadLog, supervised: true, listener }),
+      report,
+      stopping,
+      log: ctx.log,
+      onBackoff: listener.backoff,
+    });
+  } finally {
+    await listener.server.shutdown();
+  }
   await store.writeStatus(name, { state: "stopped", restarts }).catch(() => {});
   ctx.log.info(`${name} stopped`);
+}
+
+/**
+ * The proxy's listener for the supervisor's whole life. Until the server is up, and while it
+ * restarts, it answers 503 with a JSON-RPC error and Retry-After saying when the next start
+ * is due.
+ */
+function keepListener(
+  spec: Awaited<ReturnType<typeof prepareRunSpec>>,
+  ctx: WorkloadContext,
+): KeptListener & { backoff(ms: number): void } {
+  let retryAt = performance.now();
+  const unavailable = () =>
+    serverUnavailable(
+      `${spec.name} is starting or restarting; try again shortly`,
+      Math.max(1, (retryAt - performance.now()) / 1000 + 1),
+    );
+  const server = serve({
+    host: spec.listen.host,
+    port: spec.listen.port,
+    handler: unavailable,
+    onError: (err) => ctx.log.error(`request failed inside the proxy: ${errorMessage(err)}`),
+  });
+  return {
+    server,
+    unavailable,
+    backoff: (ms) => {
+      retryAt = performance.now() + ms;
+    },
+  };
 }

@@ -99,6 +99,48 @@ describe("a detached workload", () => {
     expect(await echoEnv(url)).toBe("detached");
   }, 60_000);
 
+  test("while a crashed server restarts, its port stays held and answers 503 with Retry-After", async () => {
+    const port = Number(new URL(url).port);
+    const before = row("probe")?.restarts ?? 0;
+    const client = new Client({ name: "crasher", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.callTool({ name: "crash", arguments: {} }).catch(() => {});
+    await client.close().catch(() => {});
+    const seen: string[] = [];
+    let portTaken = false;
+    let restarting: { retryAfter: string | null; body: { error?: { message: string } } } | undefined;
+    for (let i = 0; i < 600; i++) {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "poll", version: "1" } },
+        }),
+      }).catch(() => undefined);
+      seen.push(response === undefined ? "refused" : String(response.status));
+      if (response?.status === 503 && response.headers.get("retry-after") !== null && restarting === undefined) {
+        restarting = { retryAfter: response.headers.get("retry-after"), body: await response.json() };
+        // Nobody else can take the port meanwhile.
+        try {
+          Bun.listen({ hostname: "127.0.0.1", port, socket: { data() {} } }).stop(true);
+        } catch {
+          portTaken = true;
+        }
+      } else await response?.body?.cancel();
+      if (restarting !== undefined && response?.status === 200 && (row("probe")?.restarts ?? 0) > before) break;
+      await Bun.sleep(50);
+    }
+    expect(seen).not.toContain("refused");
+    expect(restarting?.body.error?.message).toContain("restarting");
+    expect(Number(restarting?.retryAfter)).toBeGreaterThan(0);
+    expect(portTaken).toBe(true);
+    expect(seen.at(-1)).toBe("200");
+    expect(await echoEnv(url)).toBe("detached");
+  }, 60_000);
+
   test("stop, start and restart keep the URL", async () => {
     expect(mcpmgr("stop", "probe").code).toBe(0);
     expect(row("probe")?.status).toBe("stopped");

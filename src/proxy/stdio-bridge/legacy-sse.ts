@@ -5,7 +5,7 @@
  */
 import { createEventStream, eventStreamResponse } from "../event-stream.ts";
 import { pathAndQuery, pathOf, type Handler } from "../handler.ts";
-import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "../jsonrpc.ts";
+import { JsonRpcCode, jsonRpcError, serverUnavailable, sessionLimitReached } from "../jsonrpc.ts";
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
 import { maxJsonDepth, parseJsonText } from "./json-text.ts";
@@ -38,7 +38,7 @@ export function legacySseFrontEnd(options: LegacySseOptions): Handler {
   live?.beforeClose((reason) => bridge.close(reason));
 
   const open = (req: Request, keepOpen: () => void): Response => {
-    if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
+    if (bridge.isClosed) return serverUnavailable("the MCP server is not running", 1);
     if (bridge.sessionsFull) return sessionLimitReached();
     const session = bridge.createSession(principalOf(req));
     session.protocolVersion = "2024-11-05";

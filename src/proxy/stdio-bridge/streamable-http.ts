@@ -8,7 +8,7 @@
  */
 import { createEventStream, eventStreamResponse } from "../event-stream.ts";
 import { pathOf, type Handler } from "../handler.ts";
-import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "../jsonrpc.ts";
+import { JsonRpcCode, jsonRpcError, serverUnavailable, sessionLimitReached } from "../jsonrpc.ts";
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
 import { maxJsonDepth, parseJsonText } from "./json-text.ts";
@@ -81,7 +81,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
         id: message.id ?? null,
         ...(envelope.data !== undefined ? { data: envelope.data } : {}),
       });
-    if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
+    if (bridge.isClosed) return serverUnavailable("the MCP server is not running", 1);
     const session = bridge.createStateless(
       envelope.protocolVersion,
       envelope.capabilities,
@@ -155,7 +155,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     const initialize = messages.find((m) => m.method === "initialize");
     if (initialize !== undefined) {
       if (batch) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: initialize cannot be batched");
-      if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
+      if (bridge.isClosed) return serverUnavailable("the MCP server is not running", 1);
       if (bridge.sessionsFull) return sessionLimitReached();
       session = bridge.createSession(principalOf(req));
     } else {
