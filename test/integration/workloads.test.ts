@@ -122,7 +122,10 @@ describe("a detached workload", () => {
       }).catch(() => undefined);
       seen.push(response === undefined ? "refused" : String(response.status));
       if (response?.status === 503 && response.headers.get("retry-after") !== null && restarting === undefined) {
-        restarting = { retryAfter: response.headers.get("retry-after"), body: await response.json() };
+        restarting = {
+          retryAfter: response.headers.get("retry-after"),
+          body: (await response.json()) as { error?: { message: string } },
+        };
         // Nobody else can take the port meanwhile.
         try {
           Bun.listen({ hostname: "127.0.0.1", port, socket: { data() {} } }).stop(true);
