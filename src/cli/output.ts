@@ -4,6 +4,7 @@
  */
 import { createConsola } from "consola/basic";
 import { isMcpmgrError } from "../errors.ts";
+import { printable } from "../printable.ts";
 
 // An explicit level: consola would otherwise go quiet whenever NODE_ENV=test is inherited.
 export const log = createConsola({
@@ -12,6 +13,16 @@ export const log = createConsola({
   stderr: process.stderr,
   formatOptions: { date: false },
 });
+// Log lines carry text from outside (a server's output, a remote's error): never raw control characters.
+log.setReporters(
+  log.options.reporters.map((reporter) => ({
+    log: (entry, context) =>
+      reporter.log(
+        { ...entry, args: entry.args.map((arg) => (typeof arg === "string" ? printable(arg) : arg)) },
+        context,
+      ),
+  })),
+);
 
 export function enableDebug(): void {
   log.level = 4;

@@ -5,6 +5,7 @@
  * Sessions belong to the caller that opened them (session-tracker.ts, legacy-sessions.ts):
  * another caller's request for one is answered 404 here and never reaches the upstream.
  */
+import { Buffer } from "node:buffer";
 import type { UpstreamFetch } from "./authenticated-fetch.ts";
 import { pathAndQuery, type Handler } from "./handler.ts";
 import { sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
@@ -18,6 +19,7 @@ import { relaySse } from "./sse-relay.ts";
 import { SessionTracker } from "./session-tracker.ts";
 import { defaultUpstreamClient } from "./upstream/client.ts";
 import { UpstreamError } from "./upstream/errors.ts";
+import { isWholeResponse } from "./upstream/responses.ts";
 
 export interface ForwardOptions {
   readonly target: URL;
@@ -154,12 +156,13 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       if (method === "DELETE" && status >= 200 && status < 300) sessions.markEnded(sessionId);
       else if (status === 404 || status === 400) {
         const normalised = await normaliseSessionError(upstream);
+        if (normalised === "broken") return brokenBody();
         if (normalised !== undefined) {
           sessions.markEnded(sessionId);
           return normalised;
         }
         sanitiseResponseHeaders(upstream.headers);
-        return upstream;
+        return readAhead(upstream);
       }
     } else {
       const opened = upstream.headers.get("mcp-session-id");
@@ -172,10 +175,11 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     }
 
     const headers = sanitiseResponseHeaders(upstream.headers);
-    // Returned as it is: a body that is not looked at stays a plain byte body, the cheapest for
-    // Bun.serve to send (reading `.body` would turn it into a stream). A client that leaves
+    // A whole body is returned as it is: a body that is not looked at stays a plain byte body,
+    // the cheapest for Bun.serve to send (reading `.body` would turn it into a stream). Others
+    // are read ahead, so one that breaks early is a 502, not a reset. A client that leaves
     // while it streams still aborts the upstream through the listener.
-    if (!isEventStream(headers)) return upstream;
+    if (!isEventStream(headers)) return readAhead(upstream);
     const stream = upstream.body;
     if (stream === null) {
       req.signal.removeEventListener("abort", onClientAbort);
@@ -268,9 +272,9 @@ function sessionNotFound(): Response {
 /**
  * Upstreams disagree on how to say "unknown session" (404 per spec, 400 in some
  * popular servers). Both become 404 + -32001 so clients re-initialise; a 400 about
- * something else passes through untouched.
+ * something else passes through untouched, and one whose body breaks is "broken".
  */
-async function normaliseSessionError(upstream: Response): Promise<Response | undefined> {
+async function normaliseSessionError(upstream: Response): Promise<Response | "broken" | undefined> {
   if (upstream.status === 404) {
     await upstream.body?.cancel().catch(() => {});
     return sessionNotFound();
@@ -280,10 +284,64 @@ async function normaliseSessionError(upstream: Response): Promise<Response | und
   const text = await upstream
     .clone()
     .text()
-    .catch(() => "");
+    .catch(() => undefined);
+  if (text === undefined) {
+    await upstream.body?.cancel().catch(() => {});
+    return "broken";
+  }
   if (!/session/i.test(text)) return undefined;
   await upstream.body?.cancel().catch(() => {});
   return sessionNotFound();
+}
+
+/**
+ * Bytes of a streamed (non-SSE) answer read before the answer starts: a JSON answer is no use
+ * to the client until it is whole anyway, and one the upstream breaks within this much becomes
+ * a 502 with a JSON-RPC error instead of a reset connection. Longer answers stream on from
+ * there (a break later can only cut them).
+ */
+const readAheadBytes = 1024 * 1024;
+
+async function readAhead(upstream: Response): Promise<Response> {
+  if (upstream.body === null || isWholeResponse(upstream)) return upstream;
+  const reader = upstream.body.getReader();
+  const held: Uint8Array[] = [];
+  let size = 0;
+  const answer = (body: Uint8Array | ReadableStream<Uint8Array>) =>
+    new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: upstream.headers });
+  for (;;) {
+    let chunk: Awaited<ReturnType<typeof reader.read>>;
+    try {
+      chunk = await reader.read();
+    } catch {
+      return brokenBody();
+    }
+    if (chunk.done) return answer(held.length === 1 ? (held[0] as Uint8Array) : Buffer.concat(held, size));
+    held.push(chunk.value);
+    size += chunk.value.byteLength;
+    if (size >= readAheadBytes) break;
+  }
+  return answer(
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of held.splice(0)) controller.enqueue(chunk);
+      },
+      async pull(controller) {
+        const next = await reader.read();
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    }),
+  );
+}
+
+function brokenBody(): Response {
+  return jsonRpcError(
+    502,
+    JsonRpcCode.internalError,
+    "the upstream MCP server's answer broke off before it was complete",
+  );
 }
 
 function upstreamFailure(err: unknown, abortReason: unknown, clientGone: boolean): Response {
@@ -307,6 +365,7 @@ function upstreamFailure(err: unknown, abortReason: unknown, clientGone: boolean
       `the upstream MCP server sent an invalid response (${err.message})`,
     );
   }
+  if (err instanceof UpstreamError && err.code === "UPSTREAM_BODY_INCOMPLETE") return brokenBody();
   const code = (err as { code?: string }).code;
   const detail = code ?? (err instanceof Error ? err.message : "request failed");
   return jsonRpcError(502, JsonRpcCode.internalError, `upstream MCP server unreachable (${detail})`);

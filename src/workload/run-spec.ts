@@ -75,7 +75,8 @@ const literalSecrets = [
  * authorization scheme, a JWT): like the options above, such a value is kept out of the record.
  */
 const credentialHeaderName = /auth|token|secret|passw(?:or)?d|api[-_]?key|cookie|credential|session|signature|private/i;
-const credentialHeaderValue = /^(?:bearer|basic|digest|token|negotiate|apikey|aws4-hmac-sha256)\s+\S|^eyJ[\w-]+\.[\w-]+\./i;
+const credentialHeaderValue =
+  /^(?:bearer|basic|digest|token|negotiate|apikey|aws4-hmac-sha256)\s+\S|^eyJ[\w-]+\.[\w-]+\./i;
 
 export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ctx: WorkloadContext): RunSpec {
   const { values, given } = parsed;

@@ -4,6 +4,7 @@
  * (once it answers), or a remote URL behind the forwarder with mcpmgr's own credentials.
  */
 import { errorMessage, McpmgrError } from "../errors.ts";
+import { printable } from "../printable.ts";
 import { callerOf } from "../middleware/authn.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
 import type { Handler } from "../proxy/handler.ts";
@@ -118,7 +119,7 @@ async function connectStdioServer(
     stdin: server.stdin,
     onMessage: bridge.onServerMessage,
     onInvalidLine: (line) =>
-      ctx.log.warn(`${name}: skipped a non-JSON line on stdout: ${server.redact(line).slice(0, 200)}`),
+      ctx.log.warn(`${name}: skipped a non-JSON line on stdout: ${printable(server.redact(line).slice(0, 200))}`),
     onOversized: bridge.failOversized,
     maxMessageBytes: spec.limits.maxMessageBytes,
   });

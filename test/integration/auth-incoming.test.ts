@@ -161,6 +161,27 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     // Still serving.
     expect((await ping(proxy.url, { authorization: `Bearer ${await auth.token()}` })).status).toBe(200);
   });
+
+  test("a signed token of another type (typ) is no access token: 401; at+jwt and JWT are (RFC 9068)", async () => {
+    const signer = await importJWK(key, "RS256");
+    const now = Math.floor(Date.now() / 1000);
+    const typed = (typ: string | undefined) =>
+      new SignJWT({ sub: "alice", aud: JWT_RESOURCE })
+        .setProtectedHeader({ alg: "RS256", kid: key.kid, ...(typ === undefined ? {} : { typ }) })
+        .setIssuer(auth.issuer)
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(signer);
+    for (const typ of ["logout+jwt", "secevent+jwt", "dpop+jwt", "id_token+jwt"]) {
+      const response = await ping(proxy.url, { authorization: `Bearer ${await typed(typ)}` });
+      expect({ typ, status: response.status }).toEqual({ typ, status: 401 });
+      expect(response.headers.get("www-authenticate")).toContain("not an access token");
+    }
+    for (const typ of ["at+jwt", "application/at+jwt", "JWT", undefined]) {
+      const response = await ping(proxy.url, { authorization: `Bearer ${await typed(typ)}` });
+      expect({ typ, status: response.status }).toEqual({ typ, status: 200 });
+    }
+  });
 });
 
 test("the SDK client works through a protected proxy in front of the conformance server", async () => {

@@ -248,6 +248,27 @@ test("secret values never reach the workload's log, even when the server prints 
   expect(mcpmgr("rm", "secretive").code).toBe(0);
 }, 60_000);
 
+test("control characters a server writes reach the logs escaped, never raw", async () => {
+  const hostile = "\u001b]0;pwned\u0007\u001b[2Jshown\rhidden\u202eevil";
+  const started = mcpmgr("run", PROBE, "--name", "noisy", "-e", `PROBE_ESC=${hostile}`);
+  expect(started.code).toBe(0);
+  const client = new Client({ name: "escape-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(started.stdout.trim())));
+  // To stderr (the workload log), and to stdout, where the bridge logs and skips it (the proxy log).
+  await client.callTool({ name: "log_env", arguments: { name: "PROBE_ESC" } });
+  await client.callTool({ name: "print_env", arguments: { name: "PROBE_ESC" } });
+  await client.close();
+  let logs = "";
+  await until(() => (logs = mcpmgr("logs", "noisy").stdout).includes("PROBE_ESC="));
+  let proxyLogs = "";
+  await until(() => (proxyLogs = mcpmgr("logs", "noisy", "--proxy").stdout).includes("non-JSON line"));
+  for (const text of [logs, proxyLogs]) {
+    expect(text).toContain("PROBE_ESC=\\x1b]0;pwned\\x07\\x1b[2Jshown\\x0dhidden\\u202eevil");
+    expect(text).not.toMatch(/[\u0007\u001b\r\u202e]/);
+  }
+  expect(mcpmgr("rm", "noisy").code).toBe(0);
+}, 60_000);
+
 test("a remote URL is a workload too: detached, listed with the remote runtime, stopped and removed", async () => {
   const { startConformanceServer } = await import("../support/conformance.ts");
   const fixture = await startConformanceServer();

@@ -119,6 +119,7 @@ describe("request forwarding", () => {
           te: "trailers",
           "x-forwarded-for": "6.6.6.6",
           "x-forwarded-host": "evil.example",
+          forwarded: "for=6.6.6.6;host=evil.example;proto=https",
           "mcp-session-id": "sess-1",
           "mcp-protocol-version": "2025-06-18",
           host: "127.0.0.1:9999",
@@ -127,7 +128,8 @@ describe("request forwarding", () => {
       detachedContext("10.1.2.3"),
     );
     const seen = (await res.json()) as Seen;
-    for (const name of ["authorization", "proxy-authorization", "x-custom-hop", "te"])
+    // The client's own Forwarded goes the way of its X-Forwarded-*: it cannot describe itself.
+    for (const name of ["authorization", "proxy-authorization", "x-custom-hop", "te", "forwarded"])
       expect(seen.headers[name]).toBeUndefined();
     expect(seen.headers.host).toBe(`127.0.0.1:${upstream.port}`);
     expect(seen.headers["x-forwarded-for"]).toBe("10.1.2.3");
@@ -142,11 +144,12 @@ describe("request forwarding", () => {
       new Request("http://127.0.0.1:9999/mcp", {
         method: "POST",
         body: "{}",
-        headers: { "x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https" },
+        headers: { "x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https", forwarded: "for=203.0.113.9" },
       }),
       detachedContext("10.1.2.3"),
     );
     const seen = (await res.json()) as Seen;
+    expect(seen.headers.forwarded).toBe("for=203.0.113.9");
     expect(seen.headers["x-forwarded-for"]).toBe("203.0.113.9, 10.1.2.3");
     expect(seen.headers["x-forwarded-proto"]).toBe("https");
   });
@@ -219,6 +222,24 @@ describe("failures", () => {
     const body = (await res.json()) as { error: { code: number; message: string } };
     expect(body.error.code).toBe(-32603);
     expect(body.error.message).toContain("shutting down");
+  });
+
+  test("a 400 about a session whose body is cut short is a 502, whichever client fetched it", async () => {
+    await using cut = rawServer((c) => {
+      c.socket.write(
+        'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"error":"session',
+      );
+      setTimeout(() => c.socket.end(), 50);
+    });
+    // Bun's fetch is what reaches containers through their relay's socket.
+    for (const fetcher of [undefined, (url: string, init: RequestInit) => fetch(url, init)]) {
+      const res = await forwarder(`${cut.url}/mcp`, fetcher ? { fetch: fetcher } : {})(
+        new Request("http://127.0.0.1:9999/mcp", { method: "POST", body: "{}", headers: { "mcp-session-id": "s-9" } }),
+        detachedContext(),
+      );
+      expect(res.status).toBe(502);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toContain("broke off");
+    }
   });
 
   test("an upstream that breaks HTTP gives 502 with a JSON-RPC error, not a mangled answer", async () => {

@@ -25,6 +25,8 @@ export const ALLOWED_ALGORITHMS = [
   "EdDSA",
 ];
 const CLOCK_TOLERANCE_S = 30;
+/** JWT `typ` values accepted for access tokens (compared lower-cased). */
+const accessTokenTypes: ReadonlySet<string> = new Set(["at+jwt", "application/at+jwt", "jwt"]);
 const INTROSPECTION_CACHE_MS = 30_000;
 /**
  * A JWT checked once is accepted again without a signature check until it expires, for at
@@ -168,7 +170,7 @@ export async function createTokenVerifier(
 
   async function verifyJwtSignature(token: string): Promise<Principal> {
     try {
-      const { payload } = await jwtVerify(token, keys, {
+      const { payload, protectedHeader } = await jwtVerify(token, keys, {
         issuer: issuerForms(spec.issuer),
         ...(spec.audience !== undefined ? { audience: spec.audience } : {}),
         algorithms: ALLOWED_ALGORITHMS,
@@ -176,6 +178,12 @@ export async function createTokenVerifier(
         requiredClaims: ["exp"],
         currentDate: new Date(now()),
       });
+      // RFC 9068 §4: an access token says so (at+jwt); plain JWT and no typ are what many issuers
+      // send. Anything else signed by the issuer (a logout token, an ID token typed as such, a
+      // security event) is not a credential for this resource.
+      const typ = protectedHeader.typ?.toLowerCase();
+      if (typ !== undefined && !accessTokenTypes.has(typ))
+        throw new TokenRejected("invalid_token", `the token is not an access token (typ ${protectedHeader.typ})`);
       return principalOf(payload as JWTPayload & Record<string, unknown>);
     } catch (err) {
       if (err instanceof TokenRejected) throw err;
