@@ -4,11 +4,15 @@
  * progress while it runs. SIGTERM lets calls that end within the graceful-stop bound end
  * normally and ends the others with a JSON-RPC error; an upstream that dies mid-answer gives
  * the caller a JSON-RPC error at once. Without these the SDK client waits for its own timeout.
+ * A 2026-07-28 client leaving before its answer cancels the request at a 2026-07-28 upstream
+ * the way that revision says for HTTP: its request's stream closes (no notifications/cancelled).
  */
 import { afterEach, expect, test } from "bun:test";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { startEverything, startProxy } from "../support/processes.ts";
+import { startModernServer } from "../fixtures/modern-server.ts";
+import { CLI_ENTRY, spawnUntil, startEverything, startProxy } from "../support/processes.ts";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -82,4 +86,45 @@ test("the upstream dying mid-answer: the caller gets a JSON-RPC error at once", 
   expect(outcome.ok).toBe(false);
   expect(outcome.text).toContain("broke");
   expect(performance.now() - killed).toBeLessThan(5_000);
+}, 60_000);
+
+test("a 2026-07-28 client that leaves before its answer: the upstream's request closes at once", async () => {
+  const modern = startModernServer();
+  cleanups.push(async () => modern.stop());
+  const proxy = await startProxy(modern.url);
+  cleanups.push(() => proxy.stop());
+  // And through policies that watch and rewrite answers (audit, the tool filter): the close must pass them.
+  const run = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", modern.url, "--name", "cancel-run"].concat([
+      "--tools",
+      "slow,where",
+      "--enable-audit",
+    ]),
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  cleanups.push(() => run.stop());
+  for (const url of [proxy.url, run.match[1] as string])
+    for (const accept of ["application/json, text/event-stream", "text/event-stream, application/json"]) {
+      modern.cancelled.length = 0;
+      modern.seen.length = 0;
+      const client = new ModernClient(
+        { name: "cancel-test", version: "1.0.0" },
+        { versionNegotiation: { mode: "auto" } },
+      );
+      await client.connect(new ModernTransport(new URL(url), { requestInit: { headers: { accept } } }));
+      cleanups.push(() => client.close());
+      expect(client.getProtocolEra()).toBe("modern");
+      const controller = new AbortController();
+      const call = client.callTool({ name: "slow", arguments: {} }, { signal: controller.signal });
+      await until(() => modern.seen.some((r) => r.mcpName === "slow"), "the call to reach the upstream");
+      const left = performance.now();
+      controller.abort();
+      await expect(call).rejects.toThrow();
+      await until(() => modern.cancelled.length > 0, `the upstream to see its request closed (${url}, ${accept})`);
+      expect(modern.cancelled).toEqual(["slow"]);
+      expect(performance.now() - left).toBeLessThan(5_000);
+      // Over HTTP the closed stream is the cancellation: no notifications/cancelled is sent (2026-07-28).
+      expect(modern.seen.filter((r) => r.mcpMethod === "notifications/cancelled")).toEqual([]);
+    }
 }, 60_000);
