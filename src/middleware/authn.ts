@@ -8,10 +8,16 @@
  */
 import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { bearerChallenge, metadataPaths, metadataUrl, protectedResourceMetadata } from "../auth/metadata.ts";
-import { TokenRejected, type Principal, type TokenVerifier } from "../auth/incoming/verifier.ts";
+import {
+  TokenRejected,
+  VerificationUnavailable,
+  type Principal,
+  type TokenVerifier,
+} from "../auth/incoming/verifier.ts";
 import { rememberSubjectToken } from "../auth/outgoing/token-exchange.ts";
 import { requestState } from "../auth/request-state.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
+import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { markDenied } from "./denials.ts";
 import { publicOrigin } from "../proxy/public-url.ts";
 
@@ -93,6 +99,13 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
       principal = await options.verifier.verify(match[1] as string);
     } catch (err) {
       if (err instanceof TokenRejected) return challenge(req, err.error === "insufficient_scope" ? 403 : 401, err);
+      // Fail closed, at once, without telling the client its token is bad (it may be fine).
+      if (err instanceof VerificationUnavailable)
+        return markDenied(
+          jsonRpcError(503, JsonRpcCode.internalError, `Service Unavailable: ${err.message}`, {
+            headers: { "retry-after": String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))) },
+          }),
+        );
       throw err;
     }
     principals.set(req, principal);

@@ -248,6 +248,42 @@ test("opaque tokens are introspected (RFC 7662) with the proxy's client credenti
   }
 }, 60_000);
 
+test("an introspection endpoint that does not answer: 503 with Retry-After, not 401 and not a hang", async () => {
+  const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {}, open() {} } });
+  const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    OPAQUE_RESOURCE,
+    "--oidc-introspection-url",
+    `http://127.0.0.1:${silent.port}/introspect`,
+    "--oidc-client-id",
+    CLIENTS.introspector.client_id,
+    "--oidc-client-secret",
+    CLIENTS.introspector.client_secret,
+    ...LOCAL_DEV,
+  ]);
+  try {
+    const reachedBefore = seenHeaders.length;
+    const started = performance.now();
+    const response = await ping(proxy.url, {
+      authorization: `Bearer ${await auth.token({ resource: OPAQUE_RESOURCE })}`,
+    });
+    expect(response.status).toBe(503);
+    expect(performance.now() - started).toBeLessThan(8_000);
+    expect(Number(response.headers.get("retry-after"))).toBeGreaterThan(0);
+    // The token may be fine: the client is not told to drop it.
+    expect(response.headers.get("www-authenticate")).toBeNull();
+    const body = (await response.json()) as { error: { code: number; message: string } };
+    expect(body.error.message).toContain("authorization server cannot be reached");
+    // Fail closed: nothing reached the upstream.
+    expect(seenHeaders.length).toBe(reachedBefore);
+  } finally {
+    await proxy.stop();
+    silent.stop(true);
+  }
+}, 60_000);
+
 describe("start-up checks", () => {
   const proxyFails = (args: string[]) => {
     const result = Bun.spawnSync(
