@@ -8,6 +8,7 @@ import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { clientUrl } from "../state/workload-url.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
+import { installId } from "../state/paths.ts";
 import { detectEngine } from "../runtime/docker/engine.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { isProcessAlive } from "../state/lock.ts";
@@ -160,7 +161,9 @@ async function removeContainers(store: WorkloadStore, name: string, log: Workloa
     );
     return;
   }
-  await removeWorkloadObjects(engine, name).catch((err: unknown) => log.warn(`${name}: ${errorMessage(err)}`));
+  await removeWorkloadObjects(engine, name, installId(store.paths)).catch((err: unknown) =>
+    log.warn(`${name}: ${errorMessage(err)}`),
+  );
 }
 
 /**
