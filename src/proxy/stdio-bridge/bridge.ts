@@ -56,6 +56,8 @@ export interface BridgeOptions {
 export class StdioBridge {
   readonly #sessions = new Map<string, ClientSession>();
   readonly #flights = new Map<number, Flight>();
+  /** The session each flight was counted in (ClientSession.inFlight), whatever it is attached to later. */
+  readonly #countedIn = new WeakMap<Flight, ClientSession>();
   readonly #internal = new Map<number, (message: JsonRpcMessage) => void>();
   /** Server requests sent to a session's client, by the server's id. */
   readonly #serverRequests = new Map<string | number, ClientSession>();
@@ -241,6 +243,7 @@ export class StdioBridge {
     if (this.#sweeper !== undefined) clearInterval(this.#sweeper);
     for (const [id, flight] of this.#flights) {
       this.#flights.delete(id);
+      this.#uncount(flight);
       if (flight.listen) continue;
       flight.sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, reason));
     }
@@ -369,6 +372,8 @@ export class StdioBridge {
       return undefined;
     }
     this.#flights.set(flight.upstreamId, flight);
+    session.inFlight++;
+    this.#countedIn.set(flight, session);
     session.openSinks.add(sink);
     return flight;
   }
@@ -456,8 +461,15 @@ export class StdioBridge {
     sink?.send(answer);
   }
 
+  #uncount(flight: Flight): void {
+    const counted = this.#countedIn.get(flight);
+    if (counted === undefined) return;
+    this.#countedIn.delete(flight);
+    counted.inFlight--;
+  }
+
   #finishFlight(upstreamId: number, flight: Flight): void {
-    this.#flights.delete(upstreamId);
+    if (this.#flights.delete(upstreamId)) this.#uncount(flight);
     this.#rounds.release(flight);
     this.#sessionRounds.drop(flight);
     if (flight.sink !== undefined) this.#detach(flight, flight.sink);

@@ -27,6 +27,9 @@ export interface LegacySseOptions {
   readonly principalOf?: (req: Request) => string | undefined;
 }
 
+/** Requests of one legacy session the server may be working on at once. */
+export const maxInFlightPerSession = 256;
+
 export function legacySseFrontEnd(options: LegacySseOptions): Handler {
   const { bridge, live } = options;
   const ssePath = options.ssePath ?? "/sse";
@@ -72,8 +75,18 @@ export function legacySseFrontEnd(options: LegacySseOptions): Handler {
         : jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
     }
     const message = parsed.value as JsonRpcMessage;
-    if (kindOf(message) === "invalid")
+    const kind = kindOf(message);
+    if (kind === "invalid")
       return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
+    // A POST here is answered at once, whatever the server does: without a cap one client could
+    // pile up requests (and their answers on a stream it need not read) without limit.
+    if (kind === "request" && session.inFlight >= maxInFlightPerSession)
+      return jsonRpcError(
+        429,
+        JsonRpcCode.serverError,
+        `Too Many Requests: ${maxInFlightPerSession} requests of this session are already in progress`,
+        { id: message.id ?? null, headers: { "retry-after": "1" } },
+      );
     void bridge.handle(session, message, session.standalone);
     return new Response("Accepted", { status: 202 });
   };

@@ -26,6 +26,8 @@ export class ClientSession {
   /** The GET stream (streamable HTTP) or the SSE stream (legacy). */
   standalone: Sink | undefined;
   lastActivity = performance.now();
+  /** Its requests the server is working on (legacy SSE caps them: each POST there returns at once). */
+  inFlight = 0;
   ended = false;
   /** Sinks of this session's requests still waiting for a response, oldest first. */
   readonly openSinks = new Set<Sink>();
