@@ -177,6 +177,10 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
       expect({ typ, status: response.status }).toEqual({ typ, status: 401 });
       expect(response.headers.get("www-authenticate")).toContain("not an access token");
     }
+    // A token bound to a key (DPoP) is worth nothing as a bearer token: whoever copied it would use it.
+    const bound = await ping(proxy.url, { authorization: `Bearer ${await auth.token({ dpop: true })}` });
+    expect(bound.status).toBe(401);
+    expect(bound.headers.get("www-authenticate")).toContain("bound to a key");
     for (const typ of ["at+jwt", "application/at+jwt", "JWT", undefined]) {
       const response = await ping(proxy.url, { authorization: `Bearer ${await typed(typ)}` });
       expect({ typ, status: response.status }).toEqual({ typ, status: 200 });
@@ -239,6 +243,12 @@ test("opaque tokens are introspected (RFC 7662) with the proxy's client credenti
     });
     expect(revocation.status).toBe(200);
     expect((await ping(proxy.url, { authorization: `Bearer ${revoked}` })).status).toBe(401);
+    // Introspected as bound to a key (DPoP): not a bearer token.
+    const bound = await ping(proxy.url, {
+      authorization: `Bearer ${await auth.token({ resource: OPAQUE_RESOURCE, dpop: true })}`,
+    });
+    expect(bound.status).toBe(401);
+    expect(bound.headers.get("www-authenticate")).toContain("bound to a key");
     const unknown = await ping(proxy.url, { authorization: "Bearer 0pAqUe-but-unknown-token-value" });
     expect(unknown.status).toBe(401);
     expect(unknown.headers.get("www-authenticate")).toContain("not active");

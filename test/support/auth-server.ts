@@ -40,8 +40,16 @@ export interface AuthServer {
   readonly provider: Provider;
   /** Token endpoint requests so far, by grant_type. */
   readonly grants: Map<string, number>;
-  /** An access token from client_credentials for `resource` with `scope` (as `client`, default the service client). */
-  token(options?: { resource?: string; scope?: string; client?: "service" | "otherService" }): Promise<string>;
+  /**
+   * An access token from client_credentials for `resource` with `scope` (as `client`, default the
+   * service client); `dpop`: bound to a fresh key by a DPoP proof (RFC 9449).
+   */
+  token(options?: {
+    resource?: string;
+    scope?: string;
+    client?: "service" | "otherService";
+    dpop?: boolean;
+  }): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -120,6 +128,8 @@ export async function startAuthServer(
     features: {
       devInteractions: { enabled: true },
       clientCredentials: { enabled: true },
+      // Sender-constrained tokens (RFC 9449), which a bearer-only resource must refuse.
+      dPoP: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: true },
       registration: { enabled: true },
@@ -198,13 +208,14 @@ export async function startAuthServer(
     fetch: trusted,
     provider,
     grants,
-    async token({ resource = JWT_RESOURCE, scope = "mcp:read", client = "service" } = {}) {
+    async token({ resource = JWT_RESOURCE, scope = "mcp:read", client = "service", dpop = false } = {}) {
       const { client_id, client_secret } = CLIENTS[client];
       const response = await trusted(`${issuer}/token`, {
         method: "POST",
         headers: {
           "content-type": "application/x-www-form-urlencoded",
           authorization: `Basic ${btoa(`${client_id}:${client_secret}`)}`,
+          ...(dpop ? { dpop: await dpopProof("POST", `${issuer}/token`) } : {}),
         },
         body: new URLSearchParams({ grant_type: "client_credentials", resource, scope }),
       });
@@ -262,6 +273,16 @@ export async function completeLogin(
     );
   }
   throw new Error("login did not reach the callback in 20 steps");
+}
+
+/** A DPoP proof (RFC 9449) for one request, signed by a fresh key. */
+async function dpopProof(method: string, url: string): Promise<string> {
+  const { SignJWT } = await import("jose");
+  const { privateKey, publicKey } = await generateKeyPair("ES256", { extractable: true });
+  return new SignJWT({ htm: method, htu: url, jti: crypto.randomUUID() })
+    .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: await exportJWK(publicKey) })
+    .setIssuedAt()
+    .sign(privateKey);
 }
 
 export type JsonWebKeyWithKid = Awaited<ReturnType<typeof exportJWK>> & { kid: string; alg: string; use: string };

@@ -259,6 +259,7 @@ export async function createTokenVerifier(
       const typ = protectedHeader.typ?.toLowerCase();
       if (typ !== undefined && !accessTokenTypes.has(typ))
         throw new TokenRejected("invalid_token", `the token is not an access token (typ ${protectedHeader.typ})`);
+      assertBearer(payload.cnf, undefined);
       return principalOf(payload as JWTPayload & Record<string, unknown>);
     } catch (err) {
       if (err instanceof TokenRejected || err instanceof VerificationUnavailable) throw err;
@@ -317,6 +318,7 @@ export async function createTokenVerifier(
       introspectionDownUntil = clock() + OUTAGE_BACKOFF_MS;
       throw unavailable("introspection", introspectionDownUntil, describeFetchFailure(err));
     }
+    if (answer.active === true) assertBearer(answer.cnf, answer.token_type);
     if (answer.active !== true) {
       const refusal = new TokenRejected("invalid_token", "the token is not active");
       remember(key, refusal, now() + INTROSPECTION_CACHE_MS);
@@ -343,6 +345,18 @@ export async function createTokenVerifier(
       return /^[\w-]+\.[\w-]+\.[\w-]+$/.test(token) ? verifyJwt(token) : introspect(token);
     },
   };
+}
+
+/**
+ * A token bound to a key (RFC 9449 DPoP, RFC 8705 mTLS: a `cnf` claim) is only good with proof
+ * of that key, which a bearer header does not carry: accepting it as a bearer token would let
+ * whoever copied it use it. Nor is a token the server says is of another type.
+ */
+function assertBearer(cnf: unknown, tokenType: unknown): void {
+  if (cnf !== undefined && cnf !== null)
+    throw new TokenRejected("invalid_token", "the token is bound to a key (cnf); only bearer tokens are accepted");
+  if (typeof tokenType === "string" && tokenType.toLowerCase() !== "bearer")
+    throw new TokenRejected("invalid_token", `the token is not a bearer token (token_type ${tokenType})`);
 }
 
 /** A failure to get the keys from the server (not a problem of the token). */
