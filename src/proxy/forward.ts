@@ -164,14 +164,14 @@ export function transparentForwarder(options: ForwardOptions): Handler {
         sanitiseResponseHeaders(upstream.headers);
         return readAhead(upstream);
       }
-    } else {
-      const opened = upstream.headers.get("mcp-session-id");
-      // A new session is bound to the caller that opened it; past the limit it is closed again.
-      if (opened !== null && !sessions.bind(opened, caller ?? "")) {
-        await upstream.body?.cancel().catch(() => {});
-        closeUpstreamSession(url, opened, req);
-        return sessionLimitReached();
-      }
+    }
+    const opened = upstream.headers.get("mcp-session-id");
+    // A new session (an initialize's answer; some clients still send their old id with it) is
+    // bound to the caller that opened it; past the limit it is closed again.
+    if (opened !== null && opened !== sessionId && !sessions.bind(opened, caller ?? "")) {
+      await upstream.body?.cancel().catch(() => {});
+      closeUpstreamSession(url, opened, req);
+      return sessionLimitReached();
     }
 
     const headers = sanitiseResponseHeaders(upstream.headers);

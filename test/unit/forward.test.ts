@@ -385,3 +385,53 @@ describe("legacy SSE endpoint event", () => {
     expect(new URL(seen.url).pathname).toBe("/messages");
   });
 });
+
+describe("sessions belong to the caller that opened them", () => {
+  test("a session the upstream issues is served to its opener only, also one issued to a client still sending its old id", async () => {
+    let issued = 0;
+    const reached: string[] = [];
+    await using issuing = {
+      server: Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        async fetch(req) {
+          const body = (await req.json()) as { id: number; method: string };
+          reached.push(`${body.method} ${req.headers.get("mcp-session-id") ?? "-"}`);
+          const headers: Record<string, string> =
+            body.method === "initialize" ? { "mcp-session-id": `issued-${++issued}` } : {};
+          return Response.json({ jsonrpc: "2.0", id: body.id, result: {} }, { headers });
+        },
+      }),
+      [Symbol.asyncDispose]() {
+        return this.server.stop(true);
+      },
+    };
+    const handle = forwarder(`http://127.0.0.1:${issuing.server.port}/mcp`, {
+      callerOf: (req) => req.headers.get("x-test-caller") ?? undefined,
+    });
+    const send = async (caller: string, method: string, session?: string) => {
+      const res = await handle(
+        new Request("http://127.0.0.1:9999/mcp", {
+          method: "POST",
+          headers: { "x-test-caller": caller, ...(session ? { "mcp-session-id": session } : {}) },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method }),
+        }),
+        detachedContext(),
+      );
+      await res.body?.cancel();
+      return { status: res.status, session: res.headers.get("mcp-session-id") };
+    };
+    const first = await send("alice", "initialize");
+    expect(first).toEqual({ status: 200, session: "issued-1" });
+    expect((await send("bob", "tools/list", "issued-1")).status).toBe(404);
+    expect((await send("alice", "tools/list", "issued-1")).status).toBe(200);
+    // Re-initialising with the old id still sent: the new session is hers too, and only hers.
+    const second = await send("alice", "initialize", "issued-1");
+    expect(second).toEqual({ status: 200, session: "issued-2" });
+    expect((await send("bob", "tools/list", "issued-2")).status).toBe(404);
+    expect((await send("alice", "tools/list", "issued-2")).status).toBe(200);
+    // A session never seen opened here is not served to anyone authenticated.
+    expect((await send("alice", "tools/list", "made-elsewhere")).status).toBe(404);
+    expect(reached).toEqual(["initialize -", "tools/list issued-1", "initialize issued-1", "tools/list issued-2"]);
+  });
+});
