@@ -9,6 +9,7 @@
  */
 import type { ConsolaInstance } from "consola";
 import { isMcpmgrError } from "../errors.ts";
+import { printable } from "../printable.ts";
 
 /** consola's numeric levels for the calls we make. */
 const levels = { error: 0, warn: 1, info: 3, success: 3, debug: 4 } as const;
@@ -29,7 +30,11 @@ function instance(): ConsolaInstance {
 
 function at(type: Level): (...args: unknown[]) => void {
   return (...args) => {
-    if (levels[type] <= level) instance()[type](...(args as [unknown, ...unknown[]]));
+    // Log lines carry text from outside (a server's output, a remote's error): never raw control characters.
+    if (levels[type] <= level)
+      instance()[type](
+        ...(args.map((arg) => (typeof arg === "string" ? printable(arg) : arg)) as [unknown, ...unknown[]]),
+      );
   };
 }
 

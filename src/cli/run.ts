@@ -139,7 +139,7 @@ async function runInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<num
     signal.then((received) => ({ received })),
   ]);
   if ("received" in started) {
-    await abandonStart(spec);
+    await abandonStart(spec, ctx);
     log.info(`${started.received}: stopped ${spec.name} while it was starting`);
     return started.received === "SIGINT" ? 130 : 143;
   }

@@ -6,7 +6,9 @@
  *  - 2026-07-28 clients (stateless requests with the `_meta` envelope, `server/discover`,
  *    `subscriptions/listen`) are served by the SDK's `createMcpHandler`, one gateway server
  *    per request over a pool shared by all of them (there is no session to tie anything to).
- * A request with a session id is routed by a map lookup, without reading its body.
+ * A request with a session id is routed by a map lookup, without reading its body; a
+ * session answers only the caller that opened it (another caller's request is 404, as for
+ * a session that does not exist), and at most `maxSessions` are open at once.
  */
 import {
   createMcpHandler,
@@ -16,7 +18,8 @@ import {
 } from "@modelcontextprotocol/server";
 import type { Handler } from "../proxy/handler.ts";
 import { pathOf } from "../proxy/handler.ts";
-import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
+import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "../proxy/jsonrpc.ts";
+import { callerOf } from "../middleware/authn.ts";
 import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
 import { anyResult } from "./sdk.ts";
@@ -28,6 +31,8 @@ interface Session {
   readonly transport: WebStandardStreamableHTTPServerTransport;
   readonly server: Server;
   readonly pool: UpstreamPool;
+  /** The caller that opened it (middleware/authn.ts `callerOf`), "" without authentication. */
+  readonly owner: string;
   lastSeen: number;
 }
 
@@ -35,6 +40,8 @@ export interface FrontEndOptions extends GatewayServerOptions {
   readonly catalog: GroupCatalog;
   /** A session without requests for this long is closed. */
   readonly sessionIdleMs: number;
+  /** Sessions open at once (MCPMGR_MAX_SESSIONS); a new one past it is answered 503. */
+  readonly maxSessions?: number;
 }
 
 export interface GatewayFrontEnd {
@@ -54,7 +61,10 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     legacy: "reject",
   });
 
+  const maxSessions = options.maxSessions ?? 1_000;
+
   const openSession = (req: Request): Session => {
+    const owner = callerOf(req) ?? "";
     let server: Server | undefined;
     const pool = new UpstreamPool(options.catalog, options.timeoutMs, {
       capabilities: () => server?.getClientCapabilities() ?? {},
@@ -76,6 +86,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     const session: Session = {
       server,
       pool,
+      owner,
       lastSeen: Date.now(),
       transport: new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => crypto.randomUUID(),
@@ -114,7 +125,8 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     const sessionId = req.headers.get("mcp-session-id");
     if (sessionId !== null) {
       const session = sessions.get(sessionId);
-      if (session === undefined) return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found");
+      if (session === undefined || session.owner !== (callerOf(req) ?? ""))
+        return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found");
       session.lastSeen = Date.now();
       return session.transport.handleRequest(req);
     }
@@ -124,6 +136,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       });
     }
     if (!(await isLegacyRequest(req))) return modern.fetch(req);
+    if (sessions.size >= maxSessions) return sessionLimitReached();
     const session = openSession(req);
     await session.server.connect(session.transport);
     const response = await session.transport.handleRequest(req);

@@ -23,6 +23,8 @@ export interface GatewayContext {
   readonly log: (level: "info" | "warn" | "error", text: string) => void;
   readonly requestTimeoutMs: number;
   readonly sessionIdleMs: number;
+  /** Client sessions open at once (MCPMGR_MAX_SESSIONS). */
+  readonly maxSessions?: number;
   readonly maxBodyBytes: number;
   /**
    * Prepared by the caller, which owns exporters and files: telemetry middleware, where audit
@@ -79,6 +81,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     timeoutMs: ctx.requestTimeoutMs,
     sessionIdleMs: ctx.sessionIdleMs,
     search,
+    ...(ctx.maxSessions !== undefined ? { maxSessions: ctx.maxSessions } : {}),
   });
   const membership = await followMembership({
     store: ctx.store,

@@ -20,6 +20,7 @@ import { caseInsensitiveReading } from "./message-checks.ts";
 import { foldKey } from "./strict-json.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { LegacyAnswers } from "./audit-legacy-sse.ts";
+import { sessionRef } from "./session-ref.ts";
 import { isLegacyStream, sseFeeder, watchBody } from "./watch-stream.ts";
 
 export interface AuditOptions {
@@ -130,7 +131,10 @@ export function auditTrail(options: AuditOptions): Middleware {
               : {}),
           }
         : { sub: "local" },
-      ...(req.headers.get("mcp-session-id") ? { sessionId: req.headers.get("mcp-session-id") as string } : {}),
+      // A keyed hash: the id itself would let anyone who reads the audit log use the session.
+      ...(req.headers.get("mcp-session-id")
+        ? { sessionId: sessionRef(req.headers.get("mcp-session-id") as string) }
+        : {}),
     });
     const emit = (type: AuditEventType, fields: Record<string, unknown>) => {
       if (!wanted(type)) return;

@@ -8,10 +8,16 @@
  */
 import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { bearerChallenge, metadataPaths, metadataUrl, protectedResourceMetadata } from "../auth/metadata.ts";
-import { TokenRejected, type Principal, type TokenVerifier } from "../auth/incoming/verifier.ts";
+import {
+  TokenRejected,
+  VerificationUnavailable,
+  type Principal,
+  type TokenVerifier,
+} from "../auth/incoming/verifier.ts";
 import { rememberSubjectToken } from "../auth/outgoing/token-exchange.ts";
 import { requestState } from "../auth/request-state.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
+import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { markDenied } from "./denials.ts";
 import { publicOrigin } from "../proxy/public-url.ts";
 
@@ -20,6 +26,18 @@ const principals = requestState<Principal>();
 /** The authenticated caller of a request (undefined without incoming authentication). */
 export function principalOf(req: Request): Principal | undefined {
   return principals.get(req);
+}
+
+/**
+ * Who a request acts as, for binding state to its caller (sessions, legacy SSE streams,
+ * input-round state): the token's `sub`, or its `client_id` for a client-credentials token
+ * without one, kept apart so a client cannot pose as a user of the same name. Undefined
+ * without incoming authentication (then every caller is the same anonymous one).
+ */
+export function callerOf(req: Request): string | undefined {
+  const principal = principals.get(req);
+  if (principal === undefined) return undefined;
+  return typeof principal.claims.sub === "string" ? `sub:${principal.subject}` : `client:${principal.subject}`;
 }
 
 export interface AuthnOptions {
@@ -81,6 +99,13 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
       principal = await options.verifier.verify(match[1] as string);
     } catch (err) {
       if (err instanceof TokenRejected) return challenge(req, err.error === "insufficient_scope" ? 403 : 401, err);
+      // Fail closed, at once, without telling the client its token is bad (it may be fine).
+      if (err instanceof VerificationUnavailable)
+        return markDenied(
+          jsonRpcError(503, JsonRpcCode.internalError, `Service Unavailable: ${err.message}`, {
+            headers: { "retry-after": String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))) },
+          }),
+        );
       throw err;
     }
     principals.set(req, principal);

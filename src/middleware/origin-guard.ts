@@ -6,6 +6,9 @@
  * loopback origin. Bound to another address, an Origin must match the Host the
  * client used (or a trusted X-Forwarded-Host). Clients that send no Origin
  * (every non-browser MCP client) are unaffected.
+ * First of all a request must name exactly one Host (RFC 9112 §3.2): without one (HTTP/1.0)
+ * the request has no absolute URL to route by, and with two, this check and the URL could
+ * each believe a different one.
  */
 import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
@@ -39,6 +42,8 @@ function originHost(origin: string): string | undefined {
   }
 }
 
+const badHost = (why: string) => jsonRpcError(400, JsonRpcCode.invalidRequest, `Bad Request: ${why}`);
+
 export function originGuard(options: OriginGuardOptions): Middleware {
   const loopbackOnly = isLoopbackHost(options.listenHost);
   const forbidden = (why: string) => jsonRpcError(403, JsonRpcCode.serverError, `Forbidden: ${why}`);
@@ -46,6 +51,9 @@ export function originGuard(options: OriginGuardOptions): Middleware {
   return (next) => (req, ctx) => {
     const headers = req.headers;
     const host = headers.get("host");
+    // Bun gives a request without Host a relative URL, and joins repeated Hosts with a comma.
+    if (!req.url.startsWith("http")) return badHost("the Host header is required");
+    if (host?.includes(",")) return badHost("send one Host header");
     const origin = headers.get("origin");
     if (loopbackOnly) {
       if (host !== null && !isLoopbackHost(hostnameOf(host)))

@@ -15,6 +15,7 @@ import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { carryRequestState } from "../auth/request-state.ts";
 import { ActiveSessions } from "./active-sessions.ts";
+import { sessionRef } from "./session-ref.ts";
 import { isLegacyStream } from "./watch-stream.ts";
 
 const propagator = new W3CTraceContextPropagator();
@@ -65,7 +66,10 @@ export function telemetryMiddleware(
       "rpc.system": "jsonrpc",
       "network.transport": "tcp",
       ...(message.id !== undefined && message.id !== null ? { "jsonrpc.request.id": String(message.id) } : {}),
-      ...(req.headers.get("mcp-session-id") ? { "mcp.session.id": req.headers.get("mcp-session-id") as string } : {}),
+      // A keyed hash (session-ref.ts): trace backends must not hold ids that open the session.
+      ...(req.headers.get("mcp-session-id")
+        ? { "mcp.session.id": sessionRef(req.headers.get("mcp-session-id") as string) }
+        : {}),
       ...(req.headers.get("mcp-protocol-version")
         ? { "mcp.protocol.version": req.headers.get("mcp-protocol-version") as string }
         : {}),

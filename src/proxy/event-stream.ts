@@ -1,7 +1,9 @@
 /**
  * An SSE stream the proxy writes itself (the stdio bridge's responses and server
  * messages), with the same keep-alive comments and shutdown behaviour as relayed
- * streams (sse-relay.ts).
+ * streams (sse-relay.ts). Nothing here waits for the client, so a client that stops
+ * reading would make its messages pile up in memory: past `maxQueuedBytes` its stream is
+ * dropped (its session ends with it, as with any closed stream).
  */
 import type { LiveStreams } from "./live-streams.ts";
 import { defaultPingIntervalMs } from "./sse-relay.ts";
@@ -21,8 +23,12 @@ export interface EventStream {
   onClose(listener: () => void): void;
 }
 
+/** Bytes a stream may hold for a client that does not read them (default 16 MiB). */
+export const defaultMaxQueuedBytes = 16 * 1024 * 1024;
+
 export interface EventStreamOptions {
   readonly live?: LiveStreams;
+  readonly maxQueuedBytes?: number;
   readonly pingIntervalMs?: number;
   /** The SSE answer of one request: graceful stop waits for it (see LiveStreams). */
   readonly requestScoped?: boolean;
@@ -32,6 +38,7 @@ export interface EventStreamOptions {
 
 export function createEventStream(options: EventStreamOptions = {}): EventStream {
   const interval = options.pingIntervalMs ?? defaultPingIntervalMs;
+  const maxQueued = options.maxQueuedBytes ?? defaultMaxQueuedBytes;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let open = true;
   let lastWrite = performance.now();
@@ -51,32 +58,46 @@ export function createEventStream(options: EventStreamOptions = {}): EventStream
     try {
       controller.enqueue(bytes);
       lastWrite = performance.now();
-      return true;
     } catch {
       end();
       return false;
     }
+    // desiredSize is the high-water mark (0) less what waits: the bytes the client has not taken.
+    if ((controller.desiredSize ?? 0) < -maxQueued) {
+      // Erroring (not closing) drops what is queued, and with it the memory.
+      end();
+      try {
+        controller.error(new Error("the client does not read its event stream"));
+      } catch {
+        // already errored
+      }
+      return false;
+    }
+    return true;
   };
 
-  const stream = new ReadableStream<Uint8Array>({
-    start(c) {
-      controller = c;
-      controller.enqueue(opened);
-      timer = setInterval(() => {
-        if (performance.now() - lastWrite >= interval * 0.9) write(ping);
-      }, interval);
-      unregister = options.live?.add(
-        (reason) => {
-          options.onShutdown?.(reason);
-          result.close();
-        },
-        { requestScoped: options.requestScoped === true },
-      );
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+        controller.enqueue(opened);
+        timer = setInterval(() => {
+          if (performance.now() - lastWrite >= interval * 0.9) write(ping);
+        }, interval);
+        unregister = options.live?.add(
+          (reason) => {
+            options.onShutdown?.(reason);
+            result.close();
+          },
+          { requestScoped: options.requestScoped === true },
+        );
+      },
+      cancel() {
+        end();
+      },
     },
-    cancel() {
-      end();
-    },
-  });
+    { highWaterMark: 0, size: (chunk) => chunk?.byteLength ?? 0 },
+  );
 
   const result: EventStream = {
     stream,

@@ -2,25 +2,42 @@
  * Transparent forwarding to an HTTP MCP upstream (streamable-http and legacy SSE).
  * Bodies stream in both directions; nothing is parsed on the way through except the
  * first event of a legacy SSE stream and the (small) body of a session error.
+ * Sessions belong to the caller that opened them (session-tracker.ts, legacy-sessions.ts):
+ * another caller's request for one is answered 404 here and never reaches the upstream.
  */
+import { Buffer } from "node:buffer";
 import type { UpstreamFetch } from "./authenticated-fetch.ts";
 import { pathAndQuery, type Handler } from "./handler.ts";
 import { sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
-import { JsonRpcCode, jsonRpcError } from "./jsonrpc.ts";
+import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "./jsonrpc.ts";
+import { LegacySessions } from "./legacy-sessions.ts";
 import type { LiveStreams } from "./live-streams.ts";
 import { publicEndpoint } from "./public-url.ts";
+import { PendingAnswers, requestIdsOf } from "./sse-answers.ts";
 import { endpointEventRewriter } from "./sse-endpoint.ts";
 import { relaySse } from "./sse-relay.ts";
 import { SessionTracker } from "./session-tracker.ts";
 import { defaultUpstreamClient } from "./upstream/client.ts";
 import { UpstreamError } from "./upstream/errors.ts";
+import { isWholeResponse } from "./upstream/responses.ts";
 
 export interface ForwardOptions {
   readonly target: URL;
   readonly endpointPrefix: string | undefined;
   readonly trustProxyHeaders: boolean;
   readonly live: LiveStreams;
+  /** Default: one with MCPMGR_MAX_SESSIONS and the idle time given here. */
   readonly sessions?: SessionTracker;
+  /** Sessions bound at once (MCPMGR_MAX_SESSIONS; default 1,000). */
+  readonly maxSessions?: number;
+  /** A session without requests for this long is forgotten (MCPMGR_SESSION_IDLE_TIMEOUT). */
+  readonly sessionIdleMs?: number;
+  /**
+   * Who a request acts as (middleware/authn.ts `callerOf`); undefined without authentication.
+   * With authentication, a session is served only to the caller that opened it, and a session
+   * this proxy did not see opened is not served at all.
+   */
+  readonly callerOf?: (req: Request) => string | undefined;
   /**
    * The upstream fetch, possibly decorated with mcpmgr's own credentials (authenticated-fetch.ts).
    * Default: mcpmgr's own HTTP/1.1 client (upstream/client.ts), which decorators wrap as well.
@@ -35,7 +52,19 @@ const defaultHeadersTimeoutMs = 5 * 60_000;
 
 export function transparentForwarder(options: ForwardOptions): Handler {
   const { target, endpointPrefix, trustProxyHeaders, live } = options;
-  const sessions = options.sessions ?? new SessionTracker();
+  const sessions =
+    options.sessions ??
+    new SessionTracker({
+      ...(options.maxSessions !== undefined ? { maxSessions: options.maxSessions } : {}),
+      ...(options.sessionIdleMs !== undefined ? { idleMs: options.sessionIdleMs } : {}),
+    });
+  const legacy = new LegacySessions(sessions);
+  const callerOf = options.callerOf ?? (() => undefined);
+  /** Requests waiting for the upstream's response head: a graceful stop answers them. */
+  const waiting = new Set<AbortController>();
+  live.beforeClose((reason) => {
+    for (const controller of waiting) controller.abort(new ShuttingDown(reason));
+  });
   const doFetch: UpstreamFetch = options.fetch ?? defaultUpstreamClient().fetch;
   const headersTimeoutMs = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
   const origin = target.origin;
@@ -56,22 +85,55 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     return q === -1 ? `${origin}${path}?${targetQuery}` : `${origin}${path}?${targetQuery}&${pq.slice(q + 1)}`;
   };
 
+  /**
+   * Whether `req` may use the session it names: its owner's requests only. Undefined when it
+   * may; else the refusal (404, as for a session that does not exist).
+   */
+  const refuseSession = (req: Request, sessionId: string | null, url: string, caller: string | undefined) => {
+    if (sessionId !== null) {
+      if (sessions.hasEnded(sessionId)) return sessionNotFound();
+      const owner = sessions.ownerOf(sessionId);
+      // Without authentication there is no one to tell apart; a session opened before this
+      // proxy started (or forgotten when idle) is left to the upstream.
+      if (caller === undefined ? owner !== undefined && owner !== "" : owner !== caller) return sessionNotFound();
+      return undefined;
+    }
+    if (!legacy.active || req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return undefined;
+    const target = new URL(url);
+    const owner = legacy.ownerOf(target);
+    if (owner === undefined) {
+      // With authentication, a message to a variant of an announced path (/messages/, //messages)
+      // could still reach a session at the upstream: only the MCP endpoint and announced paths pass.
+      return caller !== undefined && target.pathname !== targetPath ? sessionNotFound() : undefined;
+    }
+    if (owner === null) return caller === undefined ? undefined : sessionNotFound();
+    return owner === (caller ?? "") ? undefined : sessionNotFound();
+  };
+
   return async (req, ctx) => {
     const sessionId = req.headers.get("mcp-session-id");
-    if (sessionId !== null && sessions.hasEnded(sessionId)) return sessionNotFound();
+    const url = upstreamUrl(req.url);
+    const caller = callerOf(req);
+    const refused = refuseSession(req, sessionId, url, caller);
+    if (refused !== undefined) return refused;
+    const method = req.method;
+    // A legacy SSE stream is a session too; refused up front, before its head goes out.
+    if (method === "GET" && sessionId === null && sessions.full) return sessionLimitReached();
 
     const abort = new AbortController();
     const onClientAbort = () => abort.abort(req.signal.reason);
     req.signal.addEventListener("abort", onClientAbort, { once: true });
     const timer = setTimeout(() => abort.abort(new UpstreamTimeout()), headersTimeoutMs);
+    waiting.add(abort);
 
-    const method = req.method;
+    let body: Awaited<ReturnType<typeof requestBody>>;
     let upstream: Response;
     try {
-      upstream = await doFetch(upstreamUrl(req.url), {
+      body = await requestBody(req, method);
+      upstream = await doFetch(url, {
         method,
         headers: upstreamRequestHeaders(req, { remoteAddress: ctx.remoteAddress, trustProxyHeaders }),
-        body: await requestBody(req, method),
+        body,
         duplex: "half", // required for a streamed request body
         redirect: "manual",
         signal: abort.signal,
@@ -86,6 +148,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       return upstreamFailure(err, abort.signal.reason, req.signal.aborted);
     } finally {
       clearTimeout(timer);
+      waiting.delete(abort);
     }
 
     const status = upstream.status;
@@ -93,22 +156,32 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       if (method === "DELETE" && status >= 200 && status < 300) sessions.markEnded(sessionId);
       else if (status === 404 || status === 400) {
         const normalised = await normaliseSessionError(upstream);
+        if (normalised === "broken") return brokenBody();
         if (normalised !== undefined) {
           sessions.markEnded(sessionId);
           return normalised;
         }
         sanitiseResponseHeaders(upstream.headers);
-        return upstream;
+        return readAhead(upstream);
       }
+    }
+    const opened = upstream.headers.get("mcp-session-id");
+    // A new session (an initialize's answer; some clients still send their old id with it) is
+    // bound to the caller that opened it; past the limit it is closed again.
+    if (opened !== null && opened !== sessionId && !sessions.bind(opened, caller ?? "")) {
+      await upstream.body?.cancel().catch(() => {});
+      closeUpstreamSession(url, opened, req);
+      return sessionLimitReached();
     }
 
     const headers = sanitiseResponseHeaders(upstream.headers);
-    // Returned as it is: a body that is not looked at stays a plain byte body, the cheapest for
-    // Bun.serve to send (reading `.body` would turn it into a stream). A client that leaves
+    // A whole body is returned as it is: a body that is not looked at stays a plain byte body,
+    // the cheapest for Bun.serve to send (reading `.body` would turn it into a stream). Others
+    // are read ahead, so one that breaks early is a 502, not a reset. A client that leaves
     // while it streams still aborts the upstream through the listener.
-    if (!isEventStream(headers)) return upstream;
-    const body = upstream.body;
-    if (body === null) {
+    if (!isEventStream(headers)) return readAhead(upstream);
+    const stream = upstream.body;
+    if (stream === null) {
       req.signal.removeEventListener("abort", onClientAbort);
       return upstream;
     }
@@ -116,21 +189,48 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     ctx.keepOpen();
     // A compressed stream (the upstream ignored our identity-only request) cannot take comments.
     if (headers.has("content-encoding")) return upstream;
-    const relayed = relaySse(body, {
+    let release: (() => void) | undefined;
+    const relayed = relaySse(stream, {
       live,
       ...(options.pingIntervalMs === undefined ? {} : { pingIntervalMs: options.pingIntervalMs }),
       ...(method === "GET"
         ? {
-            head: endpointEventRewriter((endpoint) =>
-              publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders }),
-            ),
+            head: endpointEventRewriter((endpoint) => {
+              // The legacy session's message URL, bound to the caller that opened the stream.
+              const announced = parseUrl(endpoint, url);
+              if (announced !== undefined && sessionId === null) release = legacy.announce(announced, caller ?? "");
+              return publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders });
+            }),
+            onEnd: () => release?.(),
           }
+        : {}),
+      // A POST's stream owes an answer to each of its requests (their ids are read only if it ends early).
+      ...(method === "POST"
+        ? { answers: new PendingAnswers(() => requestIdsOf(body instanceof ReadableStream ? undefined : body)) }
         : {}),
       onCancel: () => abort.abort(),
       announceOpen: true,
     });
     return new Response(relayed, { status, statusText: upstream.statusText, headers });
   };
+
+  /** Ends an upstream session this proxy refused to hand out (fire and forget). */
+  function closeUpstreamSession(url: string, sessionId: string, req: Request): void {
+    const headers: [string, string][] = [["mcp-session-id", sessionId]];
+    const version = req.headers.get("mcp-protocol-version");
+    if (version !== null) headers.push(["mcp-protocol-version", version]);
+    void doFetch(url, { method: "DELETE", headers, redirect: "manual", signal: AbortSignal.timeout(10_000) })
+      .then((response) => response.body?.cancel())
+      .catch(() => {});
+  }
+}
+
+function parseUrl(text: string, base: string): URL | undefined {
+  try {
+    return new URL(text, base);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -158,6 +258,9 @@ class UpstreamTimeout extends Error {
   }
 }
 
+/** A graceful stop (or a restart) ended the wait; the reason is LiveStreams.closeAll's. */
+class ShuttingDown extends Error {}
+
 function isEventStream(headers: Headers): boolean {
   return headers.get("content-type")?.startsWith("text/event-stream") ?? false;
 }
@@ -169,9 +272,9 @@ function sessionNotFound(): Response {
 /**
  * Upstreams disagree on how to say "unknown session" (404 per spec, 400 in some
  * popular servers). Both become 404 + -32001 so clients re-initialise; a 400 about
- * something else passes through untouched.
+ * something else passes through untouched, and one whose body breaks is "broken".
  */
-async function normaliseSessionError(upstream: Response): Promise<Response | undefined> {
+async function normaliseSessionError(upstream: Response): Promise<Response | "broken" | undefined> {
   if (upstream.status === 404) {
     await upstream.body?.cancel().catch(() => {});
     return sessionNotFound();
@@ -181,10 +284,64 @@ async function normaliseSessionError(upstream: Response): Promise<Response | und
   const text = await upstream
     .clone()
     .text()
-    .catch(() => "");
+    .catch(() => undefined);
+  if (text === undefined) {
+    await upstream.body?.cancel().catch(() => {});
+    return "broken";
+  }
   if (!/session/i.test(text)) return undefined;
   await upstream.body?.cancel().catch(() => {});
   return sessionNotFound();
+}
+
+/**
+ * Bytes of a streamed (non-SSE) answer read before the answer starts: a JSON answer is no use
+ * to the client until it is whole anyway, and one the upstream breaks within this much becomes
+ * a 502 with a JSON-RPC error instead of a reset connection. Longer answers stream on from
+ * there (a break later can only cut them).
+ */
+const readAheadBytes = 1024 * 1024;
+
+async function readAhead(upstream: Response): Promise<Response> {
+  if (upstream.body === null || isWholeResponse(upstream)) return upstream;
+  const reader = upstream.body.getReader();
+  const held: Uint8Array[] = [];
+  let size = 0;
+  const answer = (body: Uint8Array | ReadableStream<Uint8Array>) =>
+    new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: upstream.headers });
+  for (;;) {
+    let chunk: Awaited<ReturnType<typeof reader.read>>;
+    try {
+      chunk = await reader.read();
+    } catch {
+      return brokenBody();
+    }
+    if (chunk.done) return answer(held.length === 1 ? (held[0] as Uint8Array) : Buffer.concat(held, size));
+    held.push(chunk.value);
+    size += chunk.value.byteLength;
+    if (size >= readAheadBytes) break;
+  }
+  return answer(
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of held.splice(0)) controller.enqueue(chunk);
+      },
+      async pull(controller) {
+        const next = await reader.read();
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    }),
+  );
+}
+
+function brokenBody(): Response {
+  return jsonRpcError(
+    502,
+    JsonRpcCode.internalError,
+    "the upstream MCP server's answer broke off before it was complete",
+  );
 }
 
 function upstreamFailure(err: unknown, abortReason: unknown, clientGone: boolean): Response {
@@ -194,6 +351,9 @@ function upstreamFailure(err: unknown, abortReason: unknown, clientGone: boolean
   }
   if (abortReason instanceof UpstreamTimeout) {
     return jsonRpcError(504, JsonRpcCode.internalError, abortReason.message);
+  }
+  if (abortReason instanceof ShuttingDown) {
+    return jsonRpcError(503, JsonRpcCode.internalError, abortReason.message, { headers: { "retry-after": "1" } });
   }
   if (
     err instanceof UpstreamError &&
@@ -205,6 +365,7 @@ function upstreamFailure(err: unknown, abortReason: unknown, clientGone: boolean
       `the upstream MCP server sent an invalid response (${err.message})`,
     );
   }
+  if (err instanceof UpstreamError && err.code === "UPSTREAM_BODY_INCOMPLETE") return brokenBody();
   const code = (err as { code?: string }).code;
   const detail = code ?? (err instanceof Error ? err.message : "request failed");
   return jsonRpcError(502, JsonRpcCode.internalError, `upstream MCP server unreachable (${detail})`);

@@ -5,7 +5,8 @@
  * - The client's credentials (Authorization, Proxy-Authorization) are never sent
  *   upstream: a token minted for mcpmgr must not reach a server it was not meant for.
  * - Host comes from the upstream URL (fetch sets it), X-Forwarded-* describe the
- *   client. Client-supplied X-Forwarded-* are kept only with --trust-proxy-headers.
+ *   client. Client-supplied X-Forwarded-* and Forwarded (RFC 7239) are kept only with
+ *   --trust-proxy-headers: otherwise a client could describe itself as anyone.
  * - Accept-Encoding is dropped so SSE arrives uncompressed: the proxy injects
  *   keep-alive comments and may rewrite the legacy `endpoint` event. Nothing on the way
  *   decodes bodies, so the upstream's Content-Encoding (if it compresses anyway) is kept.
@@ -26,6 +27,7 @@ const hopByHop: ReadonlySet<string> = new Set([
 const neverUpstream: ReadonlySet<string> = new Set(["host", "authorization", "content-length", "accept-encoding"]);
 
 const forwarded: ReadonlySet<string> = new Set([
+  "forwarded",
   "x-forwarded-for",
   "x-forwarded-proto",
   "x-forwarded-host",

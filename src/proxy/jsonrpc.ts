@@ -29,3 +29,26 @@ export function jsonRpcError(
   headers.set("content-type", "application/json");
   return new Response(body, { status, headers });
 }
+
+/** How long a client refused for want of a free session slot should wait before trying again. */
+const sessionRetryAfterSeconds = 10;
+
+/** A new session would exceed MCPMGR_MAX_SESSIONS: 503, with when to try again. */
+export function sessionLimitReached(): Response {
+  return jsonRpcError(
+    503,
+    JsonRpcCode.serverError,
+    "Service Unavailable: too many open sessions (MCPMGR_MAX_SESSIONS); try again later",
+    { headers: { "retry-after": String(sessionRetryAfterSeconds) } },
+  );
+}
+
+/**
+ * The server behind a kept listener is not there (restarting after a crash): 503, when to
+ * try again, and a JSON-RPC error clients can show.
+ */
+export function serverUnavailable(reason: string, retryAfterSeconds: number): Response {
+  return jsonRpcError(503, JsonRpcCode.internalError, reason, {
+    headers: { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+  });
+}

@@ -2,6 +2,9 @@
  * The one place that calls Bun.serve. It turns a Handler into a listening server,
  * and knows how to stop it gracefully: stop accepting, let ordinary requests finish
  * within a bound, then close long-lived streams and the remaining connections.
+ * The listener can outlive what it serves: a supervisor keeps it while a crashed server
+ * restarts (another process must never get the port), swapping the handler (`setHandler`)
+ * and draining what the old one still had open (`drain`).
  */
 import { McpmgrError, errorMessage } from "../errors.ts";
 import type { Handler, RequestContext } from "./handler.ts";
@@ -26,11 +29,18 @@ export interface RunningServer extends AsyncDisposable {
   readonly live: LiveStreams;
   /** Graceful stop; resolves when every connection is closed. */
   shutdown(graceMs?: number): Promise<void>;
+  /** Serves new requests with `handler` from now on (requests under way finish with the old one). */
+  setHandler(handler: Handler): void;
+  /**
+   * Lets requests under way finish within `graceMs`, then ends what is still open (streams
+   * and what their front ends owe, LiveStreams.closeAll) with `reason`; the listener stays.
+   */
+  drain(graceMs: number, reason: string): Promise<void>;
 }
 
 export function serve(options: ServeOptions): RunningServer {
   const live = options.live ?? new LiveStreams();
-  const handler = options.handler;
+  let handler = options.handler;
   let server: ReturnType<typeof Bun.serve>;
   try {
     server = Bun.serve({
@@ -57,15 +67,20 @@ export function serve(options: ServeOptions): RunningServer {
   const port = server.port ?? 0;
   let stopping: Promise<void> | undefined;
 
+  const drain = async (graceMs: number, reason: string): Promise<void> => {
+    const deadline = performance.now() + graceMs;
+    // Ordinary requests and request-scoped streams (answers still flowing) finish first, within
+    // the bound; standalone SSE streams would never "finish". What is still running then is
+    // ended with a JSON-RPC error by its front end (LiveStreams.closeAll), never cut silently.
+    while (server.pendingRequests > live.size && performance.now() < deadline) await Bun.sleep(20);
+    live.closeAll(reason);
+  };
+
   const shutdown = (graceMs = 10_000): Promise<void> => {
     stopping ??= (async () => {
       const closed = server.stop(false);
       const deadline = performance.now() + graceMs;
-      // Ordinary requests and request-scoped streams (answers still flowing) finish first, within
-      // the bound; standalone SSE streams would never "finish". What is still running then is
-      // ended with a JSON-RPC error by its front end (LiveStreams.closeAll), never cut silently.
-      while (server.pendingRequests > live.size && performance.now() < deadline) await Bun.sleep(20);
-      live.closeAll("mcpmgr is shutting down");
+      await drain(graceMs, "mcpmgr is shutting down");
       // The final events just written still need to reach their clients before sockets are cut.
       const remaining = Math.max(250, deadline - performance.now());
       await Promise.race([closed, Bun.sleep(Math.min(remaining, 2_000))]);
@@ -79,6 +94,10 @@ export function serve(options: ServeOptions): RunningServer {
     port,
     live,
     shutdown,
+    drain,
+    setHandler(next) {
+      handler = next;
+    },
     [Symbol.asyncDispose]: () => shutdown(1_000),
   };
 }

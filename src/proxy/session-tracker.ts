@@ -1,19 +1,49 @@
 /**
- * What the transparent proxy knows about upstream sessions: which ones have ended
- * (DELETEd, or reported unknown by the upstream). A request for an ended session gets
- * 404 + JSON-RPC -32001 at once, the answer that makes MCP clients re-initialise.
- * Bounded, so a client cycling session ids cannot grow it without limit.
+ * What the transparent proxy knows about upstream sessions:
+ * - which ones have ended (DELETEd, or reported unknown by the upstream): a request for one
+ *   gets 404 + JSON-RPC -32001 at once, the answer that makes MCP clients re-initialise;
+ * - who opened each session it saw created (the caller of the initialize whose answer
+ *   carried the new Mcp-Session-Id, or of the legacy SSE stream that announced it), so
+ *   another caller who learns the id is refused before anything reaches the upstream;
+ * - how many are open, against MCPMGR_MAX_SESSIONS.
+ * Bounded: a client cycling session ids cannot grow it without limit; a session without
+ * requests for the idle time is forgotten (a legacy stream's, never while it is open).
  */
+export interface SessionTrackerOptions {
+  /** Sessions bound at once (default 1,000). */
+  readonly maxSessions?: number;
+  /** A session without requests for this long is forgotten (default 30 minutes). */
+  readonly idleMs?: number;
+  /** Ended ids remembered (default 10,000). */
+  readonly endedCapacity?: number;
+  readonly now?: () => number;
+}
+
+interface Binding {
+  readonly owner: string;
+  lastSeen: number;
+  /** A legacy SSE session: it lives as long as its stream, not by requests. */
+  readonly pinned: boolean;
+}
+
 export class SessionTracker {
   readonly #ended = new Set<string>();
-  readonly #capacity: number;
+  readonly #bindings = new Map<string, Binding>();
+  readonly #endedCapacity: number;
+  readonly #maxSessions: number;
+  readonly #idleMs: number;
+  readonly #now: () => number;
 
-  constructor(capacity = 10_000) {
-    this.#capacity = capacity;
+  constructor(options: SessionTrackerOptions = {}) {
+    this.#endedCapacity = options.endedCapacity ?? 10_000;
+    this.#maxSessions = options.maxSessions ?? 1_000;
+    this.#idleMs = options.idleMs ?? 30 * 60_000;
+    this.#now = options.now ?? (() => performance.now());
   }
 
   markEnded(sessionId: string): void {
-    if (this.#ended.size >= this.#capacity) {
+    this.#bindings.delete(sessionId);
+    if (this.#ended.size >= this.#endedCapacity) {
       const oldest = this.#ended.values().next().value;
       if (oldest !== undefined) this.#ended.delete(oldest);
     }
@@ -22,5 +52,50 @@ export class SessionTracker {
 
   hasEnded(sessionId: string): boolean {
     return this.#ended.has(sessionId);
+  }
+
+  /**
+   * The caller a session is bound to (a request for it counts as use), or undefined when this
+   * proxy did not see it created or has forgotten it.
+   */
+  ownerOf(sessionId: string): string | undefined {
+    const binding = this.#bindings.get(sessionId);
+    if (binding === undefined) return undefined;
+    const now = this.#now();
+    if (!binding.pinned && now - binding.lastSeen > this.#idleMs) {
+      this.#bindings.delete(sessionId);
+      return undefined;
+    }
+    binding.lastSeen = now;
+    return binding.owner;
+  }
+
+  /**
+   * Binds a new session to the caller that opened it; false when MCPMGR_MAX_SESSIONS are
+   * already bound. A session already bound keeps its first owner.
+   */
+  bind(sessionId: string, owner: string, options: { pinned?: boolean } = {}): boolean {
+    if (this.#bindings.has(sessionId)) return true;
+    if (this.full) return false;
+    this.#bindings.set(sessionId, { owner, lastSeen: this.#now(), pinned: options.pinned === true });
+    return true;
+  }
+
+  /** Whether another session would exceed the limit (idle ones are forgotten first). */
+  get full(): boolean {
+    if (this.#bindings.size < this.#maxSessions) return false;
+    this.#sweep();
+    return this.#bindings.size >= this.#maxSessions;
+  }
+
+  forget(sessionId: string): void {
+    this.#bindings.delete(sessionId);
+  }
+
+  /** O(sessions): only when the limit is reached. */
+  #sweep(): void {
+    const now = this.#now();
+    for (const [id, binding] of this.#bindings)
+      if (!binding.pinned && now - binding.lastSeen > this.#idleMs) this.#bindings.delete(id);
   }
 }

@@ -5,13 +5,18 @@
  *   intermediaries (often 5 minutes) drop an idle stream. A comment is only inserted
  *   right after a newline, where it cannot split a field or end an event early;
  * - an optional rewrite of the stream's first event (the legacy `endpoint` event).
+ * And it never ends a stream without a word: when mcpmgr stops or the upstream connection
+ * breaks mid-stream, the answers the stream still owes end as JSON-RPC error events
+ * (sse-answers.ts), and the stream closes cleanly instead of being cut.
  */
 import type { LiveStreams } from "./live-streams.ts";
+import type { PendingAnswers } from "./sse-answers.ts";
 
 export const defaultPingIntervalMs = 15_000;
 const ping = new TextEncoder().encode(": ping\n");
 const opened = new TextEncoder().encode(": open\n");
 const newline = 0x0a;
+const carriageReturn = 0x0d;
 
 export interface RelayOptions {
   readonly pingIntervalMs?: number;
@@ -20,6 +25,13 @@ export interface RelayOptions {
   readonly head?: HeadRewriter;
   /** Abort the upstream request when the client goes away. */
   readonly onCancel?: () => void;
+  /**
+   * The SSE answer of one request (a POST): graceful stop waits for it within its bound
+   * (LiveStreams), and these are the answers it owes, ended with an error if it must close early.
+   */
+  readonly answers?: PendingAnswers;
+  /** Called once the stream has ended, however it ended. */
+  readonly onEnd?: () => void;
   /**
    * Start with a comment line: Bun sends the response head with the first body bytes,
    * so without it a client waits for the upstream's first event to see the stream open.
@@ -40,23 +52,45 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   let head = options.head;
   let lastWrite = performance.now();
   let atLineStart = true;
+  /** The last byte sent ended a line (a lone CR may be half of a CRLF: no ping after it, but no line to end). */
+  let lineEnded = true;
   let finished = false;
   let timer: ReturnType<typeof setInterval> | undefined;
   let unregister: (() => void) | undefined;
+  const answers = options.answers;
 
   const finish = () => {
     if (finished) return false;
     finished = true;
     if (timer !== undefined) clearInterval(timer);
     unregister?.();
+    options.onEnd?.();
     return true;
   };
 
   const write = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
     if (bytes.byteLength === 0) return;
     controller.enqueue(bytes);
-    atLineStart = bytes[bytes.byteLength - 1] === newline;
+    const last = bytes[bytes.byteLength - 1];
+    atLineStart = last === newline;
+    lineEnded = atLineStart || last === carriageReturn;
     lastWrite = performance.now();
+  };
+
+  /** Upstream bytes go through here: the answers they carry are noted. */
+  const relay = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
+    write(controller, bytes);
+    answers?.seen(bytes);
+  };
+
+  /** Ends the stream early: what it still owes as error events, then a clean close. */
+  const closeEarly = (controller: ReadableStreamDefaultController<Uint8Array>, reason: string) => {
+    try {
+      if (answers !== undefined) controller.enqueue(answers.closing(reason, !lineEnded));
+      controller.close();
+    } catch {
+      // the client already went away
+    }
   };
 
   return new ReadableStream<Uint8Array>({
@@ -71,16 +105,15 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           }
         }
       }, interval);
-      unregister = options.live?.add(() => {
-        if (!finish()) return;
-        reader.cancel().catch(() => {});
-        options.onCancel?.();
-        try {
-          controller.close();
-        } catch {
-          // already closed or errored
-        }
-      });
+      unregister = options.live?.add(
+        (reason) => {
+          if (!finish()) return;
+          reader.cancel().catch(() => {});
+          options.onCancel?.();
+          closeEarly(controller, reason);
+        },
+        { requestScoped: answers !== undefined },
+      );
     },
     async pull(controller) {
       // Streams call pull again only after an enqueue, so keep reading until
@@ -89,25 +122,28 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         let result: Awaited<ReturnType<typeof reader.read>>;
         try {
           result = await reader.read();
-        } catch (err) {
-          if (finish()) controller.error(err);
+        } catch {
+          // The upstream connection broke (or sent a broken chunk): the client hears it as errors.
+          if (!finish()) return;
+          if (head !== undefined) relay(controller, head.flush());
+          closeEarly(controller, "the connection to the upstream MCP server broke before the answer was complete");
           return;
         }
         if (finished) return;
         if (result.done) {
-          if (head !== undefined) write(controller, head.flush());
+          if (head !== undefined) relay(controller, head.flush());
           finish();
           controller.close();
           return;
         }
         if (head === undefined) {
-          write(controller, result.value);
+          relay(controller, result.value);
           return;
         }
         const decided = head.push(result.value);
         if (decided !== undefined) {
           head = undefined;
-          write(controller, decided);
+          relay(controller, decided);
           return;
         }
       }

@@ -25,6 +25,7 @@
  *                pids, ports and caches that mean nothing on another machine.
  * Without $XDG_RUNTIME_DIR the runtime dir is stateDir/run: it is only ever ours, so that is safe.
  */
+import { createHash } from "node:crypto";
 import { homedir } from "node:os";
 import { posix, win32 } from "node:path";
 import { McpmgrError } from "../errors.ts";
@@ -143,4 +144,13 @@ function _caseInsensitive(env: Env): (name: string) => string | undefined {
 
 function _freeze(paths: McpmgrPaths): McpmgrPaths {
   return Object.freeze({ ...paths });
+}
+
+/**
+ * Which installation of mcpmgr these paths are (its state directory, hashed): the label that
+ * tells its containers and networks from another installation's on a shared engine (another
+ * MCPMGR_HOME, another user), so cleaning up one never removes the other's.
+ */
+export function installId(paths: McpmgrPaths): string {
+  return createHash("sha256").update(paths.stateDir).digest("hex").slice(0, 16);
 }

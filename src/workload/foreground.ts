@@ -3,6 +3,7 @@
  * and a start it interrupts (Ctrl-C during a pull, a build or the handshake) must leave no
  * container behind (a stdio container keeps its stdin open and would never exit).
  */
+import { installId } from "../state/paths.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
 import { assertContainerNameFree, removeContainers } from "./launch-container.ts";
@@ -13,6 +14,7 @@ export async function assertForegroundNameFree(spec: RunSpec, ctx: WorkloadConte
     await assertContainerNameFree(spec, spec.placement, new WorkloadStore(ctx.paths));
 }
 
-export async function abandonStart(spec: RunSpec): Promise<void> {
-  if (spec.placement.kind === "container") await removeContainers(spec.placement, spec.name).catch(() => {});
+export async function abandonStart(spec: RunSpec, ctx: WorkloadContext): Promise<void> {
+  if (spec.placement.kind === "container")
+    await removeContainers(spec.placement, spec.name, installId(ctx.paths)).catch(() => {});
 }

@@ -43,6 +43,7 @@ export async function startGatewayWorkload(spec: GatewaySpec, ctx: WorkloadConte
       log: (level, text) => ctx.log[level](text),
       requestTimeoutMs: limits.requestTimeoutMs,
       sessionIdleMs: limits.sessionIdleMs,
+      maxSessions: limits.maxSessions,
       maxBodyBytes: limits.maxBodyBytes,
       telemetry: observed?.middleware,
       audit: spec.audit && audited ? { config: spec.audit, write: audited.write } : undefined,

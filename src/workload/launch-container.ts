@@ -10,6 +10,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { findFreePort, portInUse } from "../proxy/serve.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
+import { installId } from "../state/paths.ts";
 import { serverContainerOptions, serverPortFor } from "../runtime/docker/container-config.ts";
 import { startServerContainer } from "../runtime/docker/container.ts";
 import { buildPackageImage } from "../runtime/docker/image-build.ts";
@@ -116,8 +117,8 @@ export function printContainerGrants(spec: RunSpec, placement: ContainerPlacemen
 }
 
 /** Removes what a start left in the engine (it was interrupted, or a supervisor was killed hard). */
-export async function removeContainers(placement: ContainerPlacement, name: string): Promise<void> {
-  await removeWorkloadObjects(placement.engine, name);
+export async function removeContainers(placement: ContainerPlacement, name: string, install: string): Promise<void> {
+  await removeWorkloadObjects(placement.engine, name, install);
 }
 
 export async function launchContainer(
@@ -132,8 +133,10 @@ export async function launchContainer(
     options.interactive ? ctx.log.info(line) : ctx.log.debug(line),
   );
   const stdio = server.transport === "stdio";
-  // Leftovers of a run that was killed hard (same names) would block this one.
-  await removeWorkloadObjects(engine, spec.name);
+  // Leftovers of a run that was killed hard (same names) would block this one; only this
+  // installation's: another MCPMGR_HOME's workload of the same name is not ours to remove.
+  const install = installId(ctx.paths);
+  await removeWorkloadObjects(engine, spec.name, install);
   const environment = await serverEnvironment(server.variables, ctx);
   // Printed by the terminal-side run (pre-flight or --foreground), not again by the supervisor.
   const { overlays, emptyFile } = await overlaysFor(
@@ -165,6 +168,7 @@ export async function launchContainer(
   const labels = (role: "server" | "egress" | "network") =>
     workloadLabels({
       workload: spec.name,
+      install,
       group: spec.group,
       transport: server.transport,
       port: options.proxyPort,

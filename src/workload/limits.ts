@@ -50,6 +50,10 @@ export interface ProxyLimits {
   readonly maxBodyBytes: number;
   /** The largest line a stdio server may write (MCPMGR_MAX_MESSAGE_BYTES). */
   readonly maxMessageBytes: number;
+  /** Client sessions open at once (MCPMGR_MAX_SESSIONS); a new one past it is answered 503. */
+  readonly maxSessions: number;
+  /** How long the forwarder waits for an HTTP upstream's response headers (MCPMGR_UPSTREAM_HEADERS_TIMEOUT). */
+  readonly upstreamHeadersTimeoutMs: number;
 }
 
 export function proxyLimits(env: Env): ProxyLimits {
@@ -58,7 +62,24 @@ export function proxyLimits(env: Env): ProxyLimits {
     sessionIdleMs: sessionIdleMsFromEnv(env),
     maxBodyBytes: maxBodyBytesFromEnv(env),
     maxMessageBytes: maxMessageBytesFromEnv(env),
+    maxSessions: maxSessionsFromEnv(env),
+    upstreamHeadersTimeoutMs: upstreamHeadersTimeoutMsFromEnv(env),
   });
+}
+
+const sessionCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(1));
+
+/** Client sessions open at once, per workload, proxy or gateway (MCPMGR_MAX_SESSIONS, default 1,000). */
+export function maxSessionsFromEnv(env: Env): number {
+  return fromEnv(env, "MCPMGR_MAX_SESSIONS", sessionCount, 1_000, "a whole number of sessions, at least 1");
+}
+
+/**
+ * How long the forwarder waits for an HTTP upstream to start answering (its response headers;
+ * a streamed body may then take as long as it takes): MCPMGR_UPSTREAM_HEADERS_TIMEOUT, default 5m.
+ */
+export function upstreamHeadersTimeoutMsFromEnv(env: Env): number {
+  return fromEnv(env, "MCPMGR_UPSTREAM_HEADERS_TIMEOUT", duration, 5 * 60_000, "a duration such as 90s or 10m");
 }
 
 /** How long the stdio bridge waits for the server to answer one request. */

@@ -70,6 +70,14 @@ const literalSecrets = [
   ["token-exchange-client-secret", "--token-exchange-client-secret-file"],
 ] as const;
 
+/**
+ * A forwarded header that carries a credential, told by its name or by its value's form (an
+ * authorization scheme, a JWT): like the options above, such a value is kept out of the record.
+ */
+const credentialHeaderName = /auth|token|secret|passw(?:or)?d|api[-_]?key|cookie|credential|session|signature|private/i;
+const credentialHeaderValue =
+  /^(?:bearer|basic|digest|token|negotiate|apikey|aws4-hmac-sha256)\s+\S|^eyJ[\w-]+\.[\w-]+\./i;
+
 export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ctx: WorkloadContext): RunSpec {
   const { values, given } = parsed;
   const { source, entry } = located;
@@ -87,6 +95,16 @@ export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ct
           { hint: `use ${instead} for a background workload (or --foreground)` },
         );
       }
+    }
+    for (const header of values["remote-forward-headers"]) {
+      if (!credentialHeaderName.test(header.name) && !credentialHeaderValue.test(header.value.trim())) continue;
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--remote-forward-headers ${header.name}=…: a credential would be stored in the workload's configuration in plain text`,
+        {
+          hint: `store it with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret ${header.name}=NAME (or run with --foreground)`,
+        },
+      );
     }
   }
   const limits = proxyLimits(ctx.env);

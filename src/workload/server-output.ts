@@ -2,6 +2,7 @@
  * A started server's output, kept for the workload log, error reports and --debug (secret
  * values redacted), and the reason it gave when it exited on its own.
  */
+import { printable } from "../printable.ts";
 import type { ServerHandle } from "../runtime/server-handle.ts";
 import type { WorkloadLog } from "./context.ts";
 
@@ -25,8 +26,9 @@ export function keepOutput(
     const decoder = new TextDecoder();
     let partial = "";
     const emit = (raw: string) => {
-      // Whole lines only, so a secret split across two reads is still recognised.
-      const text = server.redact(raw);
+      // Whole lines only, so a secret split across two reads is still recognised; control
+      // characters escaped, so the server cannot act on the terminal of whoever reads its log.
+      const text = printable(server.redact(raw));
       onOutput?.(text);
       tail = (tail + text).slice(-4_000);
       for (const line of text.split("\n")) if (line.trim() !== "") log.debug(`${name} stderr: ${line}`);

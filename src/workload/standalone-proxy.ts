@@ -10,8 +10,9 @@ import { transparentForwarder } from "../proxy/forward.ts";
 import { LiveStreams } from "../proxy/live-streams.ts";
 import { serve } from "../proxy/serve.ts";
 import type { WorkloadContext } from "./context.ts";
-import { maxBodyBytesFromEnv } from "./limits.ts";
+import { proxyLimits } from "./limits.ts";
 import { outgoingAuthentication } from "./outgoing-auth.ts";
+import { callerOf } from "../middleware/authn.ts";
 import { policyChain } from "../middleware/policy-chain.ts";
 
 export interface RunningProxy {
@@ -22,7 +23,7 @@ export interface RunningProxy {
 
 export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext): Promise<RunningProxy> {
   const live = new LiveStreams();
-  const maxBodyBytes = maxBodyBytesFromEnv(ctx.env);
+  const limits = proxyLimits(ctx.env);
   const authentication = spec.incomingAuth
     ? (
         await (await import("./incoming-auth.ts")).prepareIncomingAuthentication(spec.incomingAuth, ctx.log)
@@ -35,13 +36,18 @@ export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext
       endpointPrefix: spec.endpointPrefix,
       trustProxyHeaders: spec.trustProxyHeaders,
       live,
+      maxSessions: limits.maxSessions,
+      sessionIdleMs: limits.sessionIdleMs,
+      headersTimeoutMs: limits.upstreamHeadersTimeoutMs,
+      // Sessions belong to the caller that opened them (with --oidc-*; one anonymous caller without).
+      callerOf,
       ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
     }),
     {
       serverName: spec.serverName,
       listenHost: spec.listen.host,
       trustProxyHeaders: spec.trustProxyHeaders,
-      maxBodyBytes,
+      maxBodyBytes: limits.maxBodyBytes,
     },
     { authentication },
   );

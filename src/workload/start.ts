@@ -3,10 +3,12 @@
  * the container launcher; nothing for a remote URL), upstream (the stdio bridge or the
  * transparent forwarder in front of it), serve (the policy chain on a listening proxy).
  * `run --foreground` and the supervisor both start workloads this way; whatever fails on the
- * way stops what was already started.
+ * way stops what was already started. The supervisor hands in its listener, which outlives
+ * each start: a restart swaps what it serves instead of giving up the port.
  */
 import { LiveStreams } from "../proxy/live-streams.ts";
 import { clientUrl } from "../state/workload-url.ts";
+import type { Handler } from "../proxy/handler.ts";
 import { findFreePort, serve, type RunningServer } from "../proxy/serve.ts";
 import type { LaunchedServer } from "../runtime/server-handle.ts";
 import { errorMessage } from "../errors.ts";
@@ -25,8 +27,11 @@ export interface RunningWorkload {
   readonly url: string;
   /** Resolves with the reason when the server stops on its own. */
   readonly exited: Promise<string>;
-  /** Graceful stop of proxy and server. */
-  stop(): Promise<void>;
+  /**
+   * Graceful stop of proxy and server. `restarting`: the server will be started again on a
+   * listener the workload was given, which stays open (and answers 503 meanwhile).
+   */
+  stop(options?: { readonly restarting?: boolean }): Promise<void>;
 }
 
 export interface StartOptions {
@@ -37,15 +42,31 @@ export interface StartOptions {
   readonly workloadLog?: (text: string) => void;
   /** Run by the supervisor: `run` already showed what it shows (overlays, build progress). */
   readonly supervised?: boolean;
+  /**
+   * A listener that outlives this start (the supervisor's, kept across restarts): the
+   * workload serves on it, and a restarting stop leaves it open. Without it the workload
+   * opens its own listener and closes it when it stops.
+   */
+  readonly listener?: KeptListener;
 }
+
+export interface KeptListener {
+  readonly server: RunningServer;
+  /** What it answers while no workload serves on it (503 with Retry-After and a JSON-RPC error). */
+  readonly unavailable: Handler;
+}
+
+/** How long requests under way may take to finish when a workload stops or restarts. */
+const stopGraceMs = 10_000;
 
 export async function startWorkload(
   spec: RunSpec,
   ctx: WorkloadContext,
   options: StartOptions = {},
 ): Promise<RunningWorkload> {
-  const live = new LiveStreams();
-  const proxyPort = spec.listen.port ?? (await findFreePort());
+  const listener = options.listener;
+  const live = listener?.server.live ?? new LiveStreams();
+  const proxyPort = listener?.server.port ?? spec.listen.port ?? (await findFreePort());
   const prepared = await preparePolicies(spec.policies, spec.name, ctx);
   const upstreamOptions = { live, onServerOutput: options.workloadLog };
   let launched: LaunchedServer | undefined;
@@ -55,7 +76,15 @@ export async function startWorkload(
     launched = await launch(spec, spec.placement, ctx, { interactive: !options.supervised, proxyPort });
     upstream = await connectServer(spec, launched, ctx, upstreamOptions);
   }
-  return serveWorkload(spec, ctx, { upstream, launched, prepared, live, proxyPort, workloadLog: options.workloadLog });
+  return serveWorkload(spec, ctx, {
+    upstream,
+    launched,
+    prepared,
+    live,
+    proxyPort,
+    workloadLog: options.workloadLog,
+    listener,
+  });
 }
 
 /** Step one: the server, where the RunSpec places it. */
@@ -81,6 +110,7 @@ async function serveWorkload(
     readonly live: LiveStreams;
     readonly proxyPort: number;
     readonly workloadLog: ((text: string) => void) | undefined;
+    readonly listener: KeptListener | undefined;
   },
 ): Promise<RunningWorkload> {
   const { policies, listen } = spec;
@@ -115,13 +145,18 @@ async function serveWorkload(
         webhooks: parts.prepared.webhooks,
       },
     );
-    proxy = serve({
-      host: listen.host,
-      port: parts.proxyPort,
-      handler,
-      live: parts.live,
-      onError: (err) => ctx.log.error(`request failed inside the proxy: ${errorMessage(err)}`),
-    });
+    if (parts.listener) {
+      proxy = parts.listener.server;
+      proxy.setHandler(handler);
+    } else {
+      proxy = serve({
+        host: listen.host,
+        port: parts.proxyPort,
+        handler,
+        live: parts.live,
+        onError: (err) => ctx.log.error(`request failed inside the proxy: ${errorMessage(err)}`),
+      });
+    }
   } catch (err) {
     // A busy port (or a telemetry/audit set-up failure) must not leave the server we just started behind.
     await server?.stop(1_000);
@@ -132,9 +167,15 @@ async function serveWorkload(
   return {
     url: clientUrl(listen.host, proxy.port, spec.endpointPath),
     exited: parts.upstream.exited,
-    async stop() {
+    async stop(options = {}) {
       // Every part stops even if another fails to.
-      await Promise.allSettled([proxy.shutdown()]);
+      if (options.restarting && parts.listener) {
+        // The port stays ours: clients are told to come back, what was under way ends with errors.
+        proxy.setHandler(parts.listener.unavailable);
+        await Promise.allSettled([proxy.drain(stopGraceMs, "the MCP server is restarting")]);
+      } else {
+        await Promise.allSettled([proxy.shutdown(stopGraceMs)]);
+      }
       await Promise.allSettled([server?.stop(), observed?.telemetry.shutdown(), audited?.close()]);
     },
   };

@@ -5,6 +5,7 @@
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { clientUrl } from "../state/workload-url.ts";
+import { installId } from "../state/paths.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { isProcessAlive } from "../state/lock.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
@@ -164,7 +165,9 @@ async function removeContainers(store: WorkloadStore, name: string, log: Workloa
     );
     return;
   }
-  await removeWorkloadObjects(engine, name).catch((err: unknown) => log.warn(`${name}: ${errorMessage(err)}`));
+  await removeWorkloadObjects(engine, name, installId(store.paths)).catch((err: unknown) =>
+    log.warn(`${name}: ${errorMessage(err)}`),
+  );
 }
 
 /**

@@ -2,19 +2,24 @@
  * The supervisor: the detached mcpmgr process behind a background workload (`mcpmgr
  * __supervise NAME`). It runs the workload as recorded, keeps its status file true, writes
  * the server's output to the workload log, restarts a crashed server with exponential
- * backoff on the same port, and stops everything when asked to. A background gateway is
- * hosted the same way, with the gateway's start in place of `startWorkload`. The AI clients
+ * backoff on the same port, and stops everything when asked to. The port is held for the
+ * supervisor's whole life: while the server starts or restarts, the listener answers 503
+ * with Retry-After and a JSON-RPC error, and no other process can take the port (and the
+ * tokens clients send to it). A background gateway is hosted the same way, with the
+ * gateway's start in place of `startWorkload` (it holds its own port). The AI clients
  * following the workload's group are told each time it runs and when it stops.
  */
 import { appendFileSync } from "node:fs";
 import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage } from "../errors.ts";
+import { serverUnavailable } from "../proxy/jsonrpc.ts";
+import { serve } from "../proxy/serve.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { prepareRunSpec } from "./run-spec.ts";
-import { startWorkload, type RunningWorkload } from "./start.ts";
+import { startWorkload, type KeptListener, type RunningWorkload } from "./start.ts";
 
 export interface RestartTimings {
   readonly firstBackoffMs: number;
@@ -46,6 +51,8 @@ export interface RestartLoopOptions {
   readonly timings?: RestartTimings;
   readonly sleep?: (ms: number) => Promise<unknown>;
   readonly now?: () => number;
+  /** Called before each wait between starts, with its length. */
+  readonly onBackoff?: (ms: number) => void;
 }
 
 /**
@@ -63,6 +70,7 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
   let backoff = timings.firstBackoffMs;
   let started = false;
   const pause = async () => {
+    options.onBackoff?.(backoff);
     await Promise.race([sleep(backoff), stopped]);
     backoff = Math.min(backoff * 2, timings.maxBackoffMs);
     restarts++;
@@ -88,7 +96,8 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
     await options.report({ state: "running", restarts });
     options.log.info(`${options.name} running at ${workload.url}`);
     const outcome = await Promise.race([stopped.then(() => undefined), workload.exited]);
-    await workload.stop();
+    // A crash: the workload will be started again, so its listener (if kept) stays.
+    await workload.stop(outcome === undefined ? undefined : { restarting: true });
     if (outcome === undefined) break;
     options.log.warn(`${options.name}: ${outcome}`);
     if (now() - startedAt > timings.stableAfterMs) backoff = timings.firstBackoffMs;
@@ -112,31 +121,74 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
     // running or is seen here.
     if (status.state === "running") await clientsSeeStarted(record, ctx);
   };
-  let start: () => Promise<RunningWorkload>;
+  let started: Awaited<ReturnType<typeof starter>>;
   try {
-    start = await starter(record, ctx, workloadLog);
+    started = await starter(record, ctx, workloadLog);
   } catch (err) {
     await report({ state: "failed", restarts: 0, lastError: errorMessage(err) });
     throw err;
   }
-  const restarts = await restartLoop({ name, start, report, stopping, log: ctx.log });
+  let restarts: number;
+  try {
+    restarts = await restartLoop({
+      name,
+      start: started.start,
+      report,
+      stopping,
+      log: ctx.log,
+      ...(started.listener ? { onBackoff: started.listener.backoff } : {}),
+    });
+  } finally {
+    await started.listener?.server.shutdown();
+  }
   await clientsSeeStopped(name, ctx);
   await store.writeStatus(name, { state: "stopped", restarts }).catch(() => {});
   ctx.log.info(`${name} stopped`);
 }
 
-/** How the recorded workload starts: its RunSpec resolved once, or a background gateway's spec. */
+/** How the recorded workload starts (its RunSpec resolved once, or a background gateway's spec), and the listener it keeps. */
 async function starter(
   record: WorkloadRecord,
   ctx: WorkloadContext,
   workloadLog: (text: string) => void,
-): Promise<() => Promise<RunningWorkload>> {
+): Promise<{ start: () => Promise<RunningWorkload>; listener?: ReturnType<typeof keepListener> }> {
   if (isGatewayRecord(record)) {
     const { buildGatewaySpec } = await import("../config/gateway-spec.ts");
     const { startGatewayWorkload } = await import("./gateway.ts");
     const spec = buildGatewaySpec(record.runOptions);
-    return () => startGatewayWorkload(spec, ctx);
+    return { start: () => startGatewayWorkload(spec, ctx) };
   }
   const spec = await prepareRunSpec(parseRunArgv(record.runOptions), ctx);
-  return () => startWorkload(spec, ctx, { workloadLog, supervised: true });
+  const listener = keepListener(spec, ctx);
+  return { start: () => startWorkload(spec, ctx, { workloadLog, supervised: true, listener }), listener };
+}
+
+/**
+ * The proxy's listener for the supervisor's whole life. Until the server is up, and while it
+ * restarts, it answers 503 with a JSON-RPC error and Retry-After saying when the next start
+ * is due.
+ */
+function keepListener(
+  spec: Awaited<ReturnType<typeof prepareRunSpec>>,
+  ctx: WorkloadContext,
+): KeptListener & { backoff(ms: number): void } {
+  let retryAt = performance.now();
+  const unavailable = () =>
+    serverUnavailable(
+      `${spec.name} is starting or restarting; try again shortly`,
+      Math.max(1, (retryAt - performance.now()) / 1000 + 1),
+    );
+  const server = serve({
+    host: spec.listen.host,
+    port: spec.listen.port,
+    handler: unavailable,
+    onError: (err) => ctx.log.error(`request failed inside the proxy: ${errorMessage(err)}`),
+  });
+  return {
+    server,
+    unavailable,
+    backoff: (ms) => {
+      retryAt = performance.now() + ms;
+    },
+  };
 }

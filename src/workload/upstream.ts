@@ -4,7 +4,8 @@
  * (once it answers), or a remote URL behind the forwarder with mcpmgr's own credentials.
  */
 import { errorMessage, McpmgrError } from "../errors.ts";
-import { principalOf } from "../middleware/authn.ts";
+import { printable } from "../printable.ts";
+import { callerOf } from "../middleware/authn.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
 import type { Handler } from "../proxy/handler.ts";
 import type { LiveStreams } from "../proxy/live-streams.ts";
@@ -45,10 +46,8 @@ export async function connectRemote(
   const upstreamFetch = await outgoingAuthentication(placement.outgoingAuth, placement.url, spec.name, ctx);
   return {
     handler: transparentForwarder({
+      ...forwarderOptions(spec, options),
       target: placement.url,
-      endpointPrefix: spec.listen.endpointPrefix,
-      trustProxyHeaders: spec.listen.trustProxyHeaders,
-      live: options.live,
       ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
     }),
     exited: new Promise(() => {}),
@@ -92,10 +91,8 @@ async function connectHttpServer(
   }
   return {
     handler: transparentForwarder({
+      ...forwarderOptions(spec, options),
       target,
-      endpointPrefix: spec.listen.endpointPrefix,
-      trustProxyHeaders: spec.listen.trustProxyHeaders,
-      live: options.live,
       ...(unix ? { fetch: (url: string, init: RequestInit) => fetch(url, { ...init, unix }) } : {}),
     }),
     exited,
@@ -113,6 +110,7 @@ async function connectStdioServer(
     clientInfo: { name: "mcpmgr", version },
     requestTimeoutMs: spec.limits.requestTimeoutMs,
     sessionIdleMs: spec.limits.sessionIdleMs,
+    maxSessions: spec.limits.maxSessions,
     onLog: (level, text) => ctx.log[level](`${name}: ${text}`),
   });
   const exited = exitReason(server, keepOutput(server, name, ctx.log, options.onServerOutput, false));
@@ -121,7 +119,7 @@ async function connectStdioServer(
     stdin: server.stdin,
     onMessage: bridge.onServerMessage,
     onInvalidLine: (line) =>
-      ctx.log.warn(`${name}: skipped a non-JSON line on stdout: ${server.redact(line).slice(0, 200)}`),
+      ctx.log.warn(`${name}: skipped a non-JSON line on stdout: ${printable(server.redact(line).slice(0, 200))}`),
     onOversized: bridge.failOversized,
     maxMessageBytes: spec.limits.maxMessageBytes,
   });
@@ -141,10 +139,24 @@ async function connectStdioServer(
           bridge,
           live: options.live,
           ...(spec.listen.endpointPrefix ? { endpointPrefix: spec.listen.endpointPrefix } : {}),
+          principalOf: callerOf,
         })
-      : // Input-round state is bound to the authenticated caller, so another user cannot resume it.
-        streamableHttpFrontEnd({ bridge, live: options.live, principalOf: (req) => principalOf(req)?.subject });
+      : // Sessions and input-round state are bound to the authenticated caller: another user cannot use them.
+        streamableHttpFrontEnd({ bridge, live: options.live, principalOf: callerOf });
   return { handler, exited };
+}
+
+/** What every forwarder of a workload shares: the listener's options, limits, sessions bound to their callers. */
+function forwarderOptions(spec: RunSpec, options: UpstreamOptions) {
+  return {
+    endpointPrefix: spec.listen.endpointPrefix,
+    trustProxyHeaders: spec.listen.trustProxyHeaders,
+    live: options.live,
+    maxSessions: spec.limits.maxSessions,
+    sessionIdleMs: spec.limits.sessionIdleMs,
+    headersTimeoutMs: spec.limits.upstreamHeadersTimeoutMs,
+    callerOf,
+  };
 }
 
 /**

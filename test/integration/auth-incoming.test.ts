@@ -161,6 +161,31 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     // Still serving.
     expect((await ping(proxy.url, { authorization: `Bearer ${await auth.token()}` })).status).toBe(200);
   });
+
+  test("a signed token of another type (typ) is no access token: 401; at+jwt and JWT are (RFC 9068)", async () => {
+    const signer = await importJWK(key, "RS256");
+    const now = Math.floor(Date.now() / 1000);
+    const typed = (typ: string | undefined) =>
+      new SignJWT({ sub: "alice", aud: JWT_RESOURCE })
+        .setProtectedHeader({ alg: "RS256", kid: key.kid, ...(typ === undefined ? {} : { typ }) })
+        .setIssuer(auth.issuer)
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(signer);
+    for (const typ of ["logout+jwt", "secevent+jwt", "dpop+jwt", "id_token+jwt"]) {
+      const response = await ping(proxy.url, { authorization: `Bearer ${await typed(typ)}` });
+      expect({ typ, status: response.status }).toEqual({ typ, status: 401 });
+      expect(response.headers.get("www-authenticate")).toContain("not an access token");
+    }
+    // A token bound to a key (DPoP) is worth nothing as a bearer token: whoever copied it would use it.
+    const bound = await ping(proxy.url, { authorization: `Bearer ${await auth.token({ dpop: true })}` });
+    expect(bound.status).toBe(401);
+    expect(bound.headers.get("www-authenticate")).toContain("bound to a key");
+    for (const typ of ["at+jwt", "application/at+jwt", "JWT", undefined]) {
+      const response = await ping(proxy.url, { authorization: `Bearer ${await typed(typ)}` });
+      expect({ typ, status: response.status }).toEqual({ typ, status: 200 });
+    }
+  });
 });
 
 test("the SDK client works through a protected proxy in front of the conformance server", async () => {
@@ -218,12 +243,54 @@ test("opaque tokens are introspected (RFC 7662) with the proxy's client credenti
     });
     expect(revocation.status).toBe(200);
     expect((await ping(proxy.url, { authorization: `Bearer ${revoked}` })).status).toBe(401);
+    // Introspected as bound to a key (DPoP): not a bearer token.
+    const bound = await ping(proxy.url, {
+      authorization: `Bearer ${await auth.token({ resource: OPAQUE_RESOURCE, dpop: true })}`,
+    });
+    expect(bound.status).toBe(401);
+    expect(bound.headers.get("www-authenticate")).toContain("bound to a key");
     const unknown = await ping(proxy.url, { authorization: "Bearer 0pAqUe-but-unknown-token-value" });
     expect(unknown.status).toBe(401);
     expect(unknown.headers.get("www-authenticate")).toContain("not active");
     expect(unknown.headers.get("www-authenticate")).toContain('scope="mcp:read mcp:write"');
   } finally {
     await proxy.stop();
+  }
+}, 60_000);
+
+test("an introspection endpoint that does not answer: 503 with Retry-After, not 401 and not a hang", async () => {
+  const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {}, open() {} } });
+  const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    OPAQUE_RESOURCE,
+    "--oidc-introspection-url",
+    `http://127.0.0.1:${silent.port}/introspect`,
+    "--oidc-client-id",
+    CLIENTS.introspector.client_id,
+    "--oidc-client-secret",
+    CLIENTS.introspector.client_secret,
+    ...LOCAL_DEV,
+  ]);
+  try {
+    const reachedBefore = seenHeaders.length;
+    const started = performance.now();
+    const response = await ping(proxy.url, {
+      authorization: `Bearer ${await auth.token({ resource: OPAQUE_RESOURCE })}`,
+    });
+    expect(response.status).toBe(503);
+    expect(performance.now() - started).toBeLessThan(8_000);
+    expect(Number(response.headers.get("retry-after"))).toBeGreaterThan(0);
+    // The token may be fine: the client is not told to drop it.
+    expect(response.headers.get("www-authenticate")).toBeNull();
+    const body = (await response.json()) as { error: { code: number; message: string } };
+    expect(body.error.message).toContain("authorization server cannot be reached");
+    // Fail closed: nothing reached the upstream.
+    expect(seenHeaders.length).toBe(reachedBefore);
+  } finally {
+    await proxy.stop();
+    silent.stop(true);
   }
 }, 60_000);
 

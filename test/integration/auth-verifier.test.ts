@@ -1,14 +1,16 @@
 /**
  * The token verifier against a real authorization server: expiry and not-before with the
  * clock moved (injected), signing-key rotation picked up from the JWKS, algorithms that
- * must never be accepted.
+ * must never be accepted; the authorization server down or silent: fail closed, at once.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { SignJWT, importJWK } from "jose";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
-import { createTokenVerifier, TokenRejected } from "../../src/auth/incoming/verifier.ts";
+import { createTokenVerifier, TokenRejected, VerificationUnavailable } from "../../src/auth/incoming/verifier.ts";
 import {
+  CLIENTS,
   JWT_RESOURCE,
+  OPAQUE_RESOURCE,
   signingKey,
   startAuthServer,
   type AuthServer,
@@ -102,3 +104,95 @@ test("symmetric and unsigned algorithms are refused even with a matching key id"
     .sign(await importJWK(first, "RS256"));
   expect((await rejection(verifier.verify(noExp))).error).toBe("invalid_token");
 });
+
+/** What a promise settles with, and after how long. */
+async function timed<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown; ms: number }> {
+  const started = performance.now();
+  try {
+    return { value: await promise, ms: performance.now() - started };
+  } catch (error) {
+    return { error, ms: performance.now() - started };
+  }
+}
+
+/** A listener that accepts connections and never answers (a hung authorization server). */
+const silentListener = (port = 0) => Bun.listen({ hostname: "127.0.0.1", port, socket: { data() {}, open() {} } });
+
+test("the issuer silent: cached keys still verify; a token needing a fetch is refused as unavailable, then at once", async () => {
+  const key = await signingKey("outage-1");
+  const own = await startAuthServer({ keys: [key] });
+  const port = Number(new URL(own.issuer).port);
+  const verifier = await createTokenVerifier(specFor(own.issuer), { jwksCooldownMs: 0 });
+  expect((await verifier.verify(await own.token())).subject).toBe("service-client");
+  await own.stop();
+  const hung = silentListener(port);
+  try {
+    const now = Math.floor(Date.now() / 1000);
+    const signer = await importJWK(key, "RS256");
+    const sign = (kid: string, sub: string) =>
+      new SignJWT({ sub, aud: JWT_RESOURCE })
+        .setProtectedHeader({ alg: "RS256", kid, typ: "at+jwt" })
+        .setIssuer(own.issuer)
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(signer);
+    // Its key is cached (and fresh): no need to ask the server.
+    expect((await verifier.verify(await sign("outage-1", "alice"))).subject).toBe("alice");
+    // An unknown key id means asking the server: refused as unavailable after one fetch timeout, not 401.
+    const first = await timed(verifier.verify(await sign("outage-2", "bob")));
+    expect(first.error).toBeInstanceOf(VerificationUnavailable);
+    expect(first.ms).toBeLessThan(8_000);
+    // Meanwhile nobody waits for it again: refused at once, and cached keys keep working.
+    const again = await timed(verifier.verify(await sign("outage-3", "carol")));
+    expect(again.error).toBeInstanceOf(VerificationUnavailable);
+    expect(again.ms).toBeLessThan(500);
+    expect((again.error as VerificationUnavailable).retryAfterMs).toBeGreaterThan(0);
+    expect((await verifier.verify(await sign("outage-1", "dave"))).subject).toBe("dave");
+  } finally {
+    hung.stop(true);
+  }
+}, 30_000);
+
+test("introspection silent: concurrent requests share one call and are refused as unavailable; then at once", async () => {
+  const seen: string[] = [];
+  const recorder = Bun.listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: { data: (_socket, chunk) => void seen.push(chunk.toString()), open() {} },
+  });
+  try {
+    const spec = incomingAuthSpec(
+      {
+        "oidc-issuer": auth.issuer,
+        "oidc-audience": OPAQUE_RESOURCE,
+        "oidc-introspection-url": `http://127.0.0.1:${recorder.port}/introspect`,
+        "oidc-client-id": CLIENTS.introspector.client_id,
+        "oidc-client-secret": CLIENTS.introspector.client_secret,
+        "oidc-insecure-allow-http": true,
+        "jwks-allow-private-ip": true,
+      },
+      new Set([
+        "oidc-issuer",
+        "oidc-audience",
+        "oidc-introspection-url",
+        "oidc-client-id",
+        "oidc-client-secret",
+        "oidc-insecure-allow-http",
+        "jwks-allow-private-ip",
+      ]),
+    )!;
+    const verifier = await createTokenVerifier(spec);
+    const opaque = await auth.token({ resource: OPAQUE_RESOURCE });
+    const outcomes = await Promise.all([1, 2, 3].map(() => timed(verifier.verify(opaque))));
+    for (const outcome of outcomes) {
+      expect(outcome.error).toBeInstanceOf(VerificationUnavailable);
+      expect(outcome.ms).toBeLessThan(8_000);
+    }
+    expect(seen.filter((text) => text.startsWith("POST /introspect")).length).toBe(1);
+    const again = await timed(verifier.verify(await auth.token({ resource: OPAQUE_RESOURCE })));
+    expect(again.error).toBeInstanceOf(VerificationUnavailable);
+    expect(again.ms).toBeLessThan(500);
+  } finally {
+    recorder.stop(true);
+  }
+}, 30_000);

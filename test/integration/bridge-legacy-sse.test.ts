@@ -110,3 +110,22 @@ test("closing the stream ends the session: its endpoint answers 404 afterwards",
   expect(res.status).toBe(404);
   expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32001);
 });
+
+test("one session's requests in progress are capped: past the cap a POST is 429, and nothing more reaches the server", async () => {
+  const session = await openLegacy();
+  try {
+    const statuses: number[] = [];
+    for (let i = 0; i < 260; i++) {
+      const answer = await post(session.endpoint, toolCall(1000 + i, "sleep", { ms: 20_000 }));
+      statuses.push(answer.status);
+      await answer.body?.cancel();
+    }
+    expect(statuses.slice(0, 256).every((status) => status === 202)).toBe(true);
+    expect(statuses.slice(256)).toEqual([429, 429, 429, 429]);
+    expect(bridged.bridge.inFlightCount).toBe(256);
+  } finally {
+    session.close();
+  }
+  // Closing the stream ends the session, and with it what it had in progress.
+  await waitFor(() => bridged.bridge.inFlightCount === 0, "the session's requests to be cancelled");
+});

@@ -61,7 +61,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const name of ["dw", "dw-killed", "dw-iso"]) mcpmgr("rm", name);
+  for (const name of ["dw", "dw-killed", "dw-iso", "dw-twin"]) mcpmgr("rm", name);
   await rm(home, { recursive: true, force: true });
 });
 
@@ -140,6 +140,37 @@ test("rm of a detached --isolate-network workload removes its server, helper and
   for (const name of ["mcpmgr-dw-iso.internal", "mcpmgr-dw-iso.external"])
     expect(docker("network", "inspect", name).code).not.toBe(0);
   expect(row("dw-iso")).toBeUndefined();
+}, 300_000);
+
+test("another installation (MCPMGR_HOME) cannot remove or take over a workload of the same name", async () => {
+  const other = await mkdtemp(join(tmpdir(), "mcpmgr-docker-other-install-"));
+  const otherMcpmgr = (...args: string[]) => {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: other, MCPMGR_RUNTIME: "docker" },
+      timeout: 240_000,
+    });
+    return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  };
+  try {
+    const started = mcpmgr("run", images.probe, "--name", "dw-twin", "-e", "PROBE_MODE=first-install");
+    expect(started.code).toBe(0);
+    const url = started.stdout.trim();
+    const ours = containerId("dw-twin");
+    expect(ours).not.toBe("");
+    // The other installation's run of the same name is refused, and removes nothing on the way.
+    const twin = otherMcpmgr("run", images.probe, "--name", "dw-twin", "-e", "PROBE_MODE=second-install");
+    expect(twin.code).not.toBe(0);
+    expect(twin.stderr).toContain("already exists");
+    expect(containerId("dw-twin")).toBe(ours);
+    expect(row("dw-twin")?.restarts).toBe(0);
+    expect(await callEnv(url, "PROBE_MODE")).toBe("first-install");
+  } finally {
+    otherMcpmgr("rm", "dw-twin");
+    await rm(other, { recursive: true, force: true });
+  }
+  expect(mcpmgr("rm", "dw-twin").code).toBe(0);
+  expect(leftovers("dw-twin")).toEqual({ containers: [], networks: [] });
 }, 300_000);
 
 test("rm removes the containers of a supervisor that was killed", async () => {

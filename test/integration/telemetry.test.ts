@@ -79,7 +79,10 @@ beforeAll(() => {
           : message.method === "tools/list"
             ? { tools: [] }
             : { content: [{ type: "text", text: "ok" }] };
-      return Response.json({ jsonrpc: "2.0", id: message.id, result });
+      return Response.json(
+        { jsonrpc: "2.0", id: message.id, result },
+        message.method === "initialize" ? { headers: { "mcp-session-id": UPSTREAM_SESSION } } : {},
+      );
     },
   });
 });
@@ -89,10 +92,12 @@ afterAll(async () => {
   await upstream?.stop(true);
 });
 
-const post = (url: string, body: unknown) =>
+const UPSTREAM_SESSION = "telemetry-session-7c2d9e41";
+
+const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(url, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
     body: JSON.stringify(body),
   });
 
@@ -135,8 +140,13 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
       ).status,
     ).toBe(200);
     expect(
-      (await post(url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } }))
-        .status,
+      (
+        await post(
+          url,
+          { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } },
+          { "mcp-session-id": UPSTREAM_SESSION },
+        )
+      ).status,
     ).toBe(200);
     const metrics = await (await fetch(new URL("/metrics", url))).text();
     expect(metrics).toContain("mcp_server_requests");
@@ -160,6 +170,9 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
   expect(attr(call.span.attributes, "mcp.tool.name")).toBe("echo");
   expect(attr(call.span.attributes, "mcp.method")).toBe("tools/call");
   expect(attr(call.span.attributes, "environment.TEST_ENV_ATTR")).toBe("from-env");
+  // The session is named by a keyed hash: a trace backend never holds an id that opens the session.
+  expect(attr(call.span.attributes, "mcp.session.id")).toMatch(/^s_[\w-]{22}$/);
+  expect(JSON.stringify(spans)).not.toContain(UPSTREAM_SESSION);
   expect(attr(call.resource, "service.name")).toBe("thv-traced");
   expect(attr(call.resource, "team")).toBe("search");
   // The upstream saw the span's trace id in traceparent.

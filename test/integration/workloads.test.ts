@@ -99,6 +99,51 @@ describe("a detached workload", () => {
     expect(await echoEnv(url)).toBe("detached");
   }, 60_000);
 
+  test("while a crashed server restarts, its port stays held and answers 503 with Retry-After", async () => {
+    const port = Number(new URL(url).port);
+    const before = row("probe")?.restarts ?? 0;
+    const client = new Client({ name: "crasher", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.callTool({ name: "crash", arguments: {} }).catch(() => {});
+    await client.close().catch(() => {});
+    const seen: string[] = [];
+    let portTaken = false;
+    let restarting: { retryAfter: string | null; body: { error?: { message: string } } } | undefined;
+    for (let i = 0; i < 600; i++) {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "poll", version: "1" } },
+        }),
+      }).catch(() => undefined);
+      seen.push(response === undefined ? "refused" : String(response.status));
+      if (response?.status === 503 && response.headers.get("retry-after") !== null && restarting === undefined) {
+        restarting = {
+          retryAfter: response.headers.get("retry-after"),
+          body: (await response.json()) as { error?: { message: string } },
+        };
+        // Nobody else can take the port meanwhile.
+        try {
+          Bun.listen({ hostname: "127.0.0.1", port, socket: { data() {} } }).stop(true);
+        } catch {
+          portTaken = true;
+        }
+      } else await response?.body?.cancel();
+      if (restarting !== undefined && response?.status === 200 && (row("probe")?.restarts ?? 0) > before) break;
+      await Bun.sleep(50);
+    }
+    expect(seen).not.toContain("refused");
+    expect(restarting?.body.error?.message).toContain("restarting");
+    expect(Number(restarting?.retryAfter)).toBeGreaterThan(0);
+    expect(portTaken).toBe(true);
+    expect(seen.at(-1)).toBe("200");
+    expect(await echoEnv(url)).toBe("detached");
+  }, 60_000);
+
   test("stop, start and restart keep the URL", async () => {
     expect(mcpmgr("stop", "probe").code).toBe(0);
     expect(row("probe")?.status).toBe("stopped");
@@ -201,6 +246,27 @@ test("secret values never reach the workload's log, even when the server prints 
   const record = await Bun.file(join(home, "state/workloads/secretive/workload.json")).text();
   expect(record).not.toContain("sup3r-secret-value");
   expect(mcpmgr("rm", "secretive").code).toBe(0);
+}, 60_000);
+
+test("control characters a server writes reach the logs escaped, never raw", async () => {
+  const hostile = "\u001b]0;pwned\u0007\u001b[2Jshown\rhidden\u202eevil";
+  const started = mcpmgr("run", PROBE, "--name", "noisy", "-e", `PROBE_ESC=${hostile}`);
+  expect(started.code).toBe(0);
+  const client = new Client({ name: "escape-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(started.stdout.trim())));
+  // To stderr (the workload log), and to stdout, where the bridge logs and skips it (the proxy log).
+  await client.callTool({ name: "log_env", arguments: { name: "PROBE_ESC" } });
+  await client.callTool({ name: "print_env", arguments: { name: "PROBE_ESC" } });
+  await client.close();
+  let logs = "";
+  await until(() => (logs = mcpmgr("logs", "noisy").stdout).includes("PROBE_ESC="));
+  let proxyLogs = "";
+  await until(() => (proxyLogs = mcpmgr("logs", "noisy", "--proxy").stdout).includes("non-JSON line"));
+  for (const text of [logs, proxyLogs]) {
+    expect(text).toContain("PROBE_ESC=\\x1b]0;pwned\\x07\\x1b[2Jshown\\x0dhidden\\u202eevil");
+    expect(text).not.toMatch(/[\u0007\u001b\r\u202e]/);
+  }
+  expect(mcpmgr("rm", "noisy").code).toBe(0);
 }, 60_000);
 
 test("a remote URL is a workload too: detached, listed with the remote runtime, stopped and removed", async () => {

@@ -16,6 +16,8 @@ export const OPAQUE_RESOURCE = "https://opaque.example.test/mcp";
 export const CLIENTS = {
   /** client_credentials: mints tokens for the resources above. */
   service: { client_id: "service-client", client_secret: "service-secret" },
+  /** the same, for a second caller (tests of what one caller must not reach of another's). */
+  otherService: { client_id: "other-service-client", client_secret: "other-service-secret" },
   /** introspects tokens (the protected proxy's own credentials). */
   introspector: { client_id: "introspector", client_secret: "introspector-secret" },
   /** a pre-registered confidential client for mcpmgr's authorization-code flow. */
@@ -38,8 +40,16 @@ export interface AuthServer {
   readonly provider: Provider;
   /** Token endpoint requests so far, by grant_type. */
   readonly grants: Map<string, number>;
-  /** An access token from client_credentials for `resource` with `scope`. */
-  token(options?: { resource?: string; scope?: string }): Promise<string>;
+  /**
+   * An access token from client_credentials for `resource` with `scope` (as `client`, default the
+   * service client); `dpop`: bound to a fresh key by a DPoP proof (RFC 9449).
+   */
+  token(options?: {
+    resource?: string;
+    scope?: string;
+    client?: "service" | "otherService";
+    dpop?: boolean;
+  }): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -61,6 +71,13 @@ export async function startAuthServer(
     clients: [
       {
         ...CLIENTS.service,
+        grant_types: ["client_credentials"],
+        redirect_uris: [],
+        response_types: [],
+        scope: "openid mcp:read mcp:write",
+      },
+      {
+        ...CLIENTS.otherService,
         grant_types: ["client_credentials"],
         redirect_uris: [],
         response_types: [],
@@ -111,6 +128,8 @@ export async function startAuthServer(
     features: {
       devInteractions: { enabled: true },
       clientCredentials: { enabled: true },
+      // Sender-constrained tokens (RFC 9449), which a bearer-only resource must refuse.
+      dPoP: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: true },
       registration: { enabled: true },
@@ -189,12 +208,14 @@ export async function startAuthServer(
     fetch: trusted,
     provider,
     grants,
-    async token({ resource = JWT_RESOURCE, scope = "mcp:read" } = {}) {
+    async token({ resource = JWT_RESOURCE, scope = "mcp:read", client = "service", dpop = false } = {}) {
+      const { client_id, client_secret } = CLIENTS[client];
       const response = await trusted(`${issuer}/token`, {
         method: "POST",
         headers: {
           "content-type": "application/x-www-form-urlencoded",
-          authorization: `Basic ${btoa(`${CLIENTS.service.client_id}:${CLIENTS.service.client_secret}`)}`,
+          authorization: `Basic ${btoa(`${client_id}:${client_secret}`)}`,
+          ...(dpop ? { dpop: await dpopProof("POST", `${issuer}/token`) } : {}),
         },
         body: new URLSearchParams({ grant_type: "client_credentials", resource, scope }),
       });
@@ -252,6 +273,16 @@ export async function completeLogin(
     );
   }
   throw new Error("login did not reach the callback in 20 steps");
+}
+
+/** A DPoP proof (RFC 9449) for one request, signed by a fresh key. */
+async function dpopProof(method: string, url: string): Promise<string> {
+  const { SignJWT } = await import("jose");
+  const { privateKey, publicKey } = await generateKeyPair("ES256", { extractable: true });
+  return new SignJWT({ htm: method, htu: url, jti: crypto.randomUUID() })
+    .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: await exportJWK(publicKey) })
+    .setIssuedAt()
+    .sign(privateKey);
 }
 
 export type JsonWebKeyWithKid = Awaited<ReturnType<typeof exportJWK>> & { kid: string; alg: string; use: string };

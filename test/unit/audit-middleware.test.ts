@@ -96,17 +96,26 @@ describe("events", () => {
     expect(lines[0]?.outcome).toBe("success");
   });
 
-  test("GET streams and DELETEd sessions are events of their own", async () => {
+  test("GET streams and DELETEd sessions are events of their own; the session is named by a keyed hash", async () => {
     const { lines, handle } = setup();
-    await handle(new Request("http://127.0.0.1:8080/mcp", { headers: { "mcp-session-id": "s1" } }), ctx);
+    const id = "3f1c9f0e-7d4b-4c55-9a1e-0b8f5a2c6d71";
+    await handle(new Request("http://127.0.0.1:8080/mcp", { headers: { "mcp-session-id": id } }), ctx);
     await handle(
-      new Request("http://127.0.0.1:8080/mcp", { method: "DELETE", headers: { "mcp-session-id": "s1" } }),
+      new Request("http://127.0.0.1:8080/mcp", { method: "DELETE", headers: { "mcp-session-id": id } }),
       ctx,
     );
+    await handle(new Request("http://127.0.0.1:8080/mcp", { headers: { "mcp-session-id": "another-session" } }), ctx);
+    const ref = lines[0]?.sessionId as string;
     expect(lines.map((l) => [l.type, l.sessionId, l.status])).toEqual([
-      ["mcp_stream_open", "s1", 405],
-      ["mcp_session_end", "s1", 200],
+      ["mcp_stream_open", ref, 405],
+      ["mcp_session_end", ref, 200],
+      ["mcp_stream_open", lines[2]?.sessionId, 405],
     ]);
+    // The same session has the same reference, another session another one; the id never appears.
+    expect(ref).toMatch(/^s_[\w-]{22}$/);
+    expect(lines[2]?.sessionId).not.toBe(ref);
+    expect(JSON.stringify(lines)).not.toContain(id);
+    expect(JSON.stringify(lines)).not.toContain(id.replaceAll("-", ""));
   });
 });
 

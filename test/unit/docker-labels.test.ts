@@ -1,6 +1,6 @@
 /** Labels on engine objects: the user's --label pairs checked, mcpmgr's own labels always winning. */
 import { describe, expect, test } from "bun:test";
-import { validateUserLabels, workloadFilter, workloadLabels } from "../../src/runtime/docker/labels.ts";
+import { ownedBy, validateUserLabels, workloadFilter, workloadLabels } from "../../src/runtime/docker/labels.ts";
 import { rejection } from "../support/errors.ts";
 
 const attempt = async (fn: () => unknown) => fn();
@@ -76,7 +76,14 @@ describe("validateUserLabels", () => {
 });
 
 describe("workloadLabels", () => {
-  const input = { workload: "fetch", group: "default", transport: "stdio", port: 41_000, role: "server" as const };
+  const input = {
+    workload: "fetch",
+    install: "0123456789abcdef",
+    group: "default",
+    transport: "stdio",
+    port: 41_000,
+    role: "server" as const,
+  };
 
   test("carries mcpmgr's labels after the user's", () => {
     const labels = workloadLabels({
@@ -88,6 +95,7 @@ describe("workloadLabels", () => {
       "app.kubernetes.io/name": "fetch",
       mcpmgr: "true",
       "mcpmgr.workload": "fetch",
+      "mcpmgr.install": "0123456789abcdef",
       "mcpmgr.role": "server",
       "mcpmgr.group": "default",
       "mcpmgr.transport": "stdio",
@@ -117,5 +125,30 @@ describe("workloadLabels", () => {
 
   test("workloadFilter selects one workload's managed objects", () => {
     expect(workloadFilter("fetch")).toEqual({ label: ["mcpmgr=true", "mcpmgr.workload=fetch"] });
+  });
+});
+
+describe("ownedBy", () => {
+  const labels = workloadLabels({
+    workload: "fetch",
+    install: "aaaa",
+    group: "default",
+    transport: "stdio",
+    port: 1,
+    role: "server",
+    user: [],
+  });
+
+  test("an object is this installation's only for its own workload and install id", () => {
+    expect(ownedBy(labels, "fetch", "aaaa")).toBe(true);
+    expect(ownedBy(labels, "fetch", "bbbb")).toBe(false);
+    expect(ownedBy(labels, "other", "aaaa")).toBe(false);
+    expect(ownedBy({ ...labels, mcpmgr: "false" }, "fetch", "aaaa")).toBe(false);
+    expect(ownedBy(undefined, "fetch", "aaaa")).toBe(false);
+  });
+
+  test("objects made before installations were labelled count as anyone's, as they did", () => {
+    const { "mcpmgr.install": _install, ...legacy } = labels;
+    expect(ownedBy(legacy, "fetch", "bbbb")).toBe(true);
   });
 });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { transparentForwarder } from "../../src/proxy/forward.ts";
 import { detachedContext } from "../../src/proxy/handler.ts";
 import { LiveStreams } from "../../src/proxy/live-streams.ts";
+import { serve } from "../../src/proxy/serve.ts";
 import { freePort } from "../support/processes.ts";
 import { eventually, rawServer } from "../support/raw-http.ts";
 
@@ -118,6 +119,7 @@ describe("request forwarding", () => {
           te: "trailers",
           "x-forwarded-for": "6.6.6.6",
           "x-forwarded-host": "evil.example",
+          forwarded: "for=6.6.6.6;host=evil.example;proto=https",
           "mcp-session-id": "sess-1",
           "mcp-protocol-version": "2025-06-18",
           host: "127.0.0.1:9999",
@@ -126,7 +128,8 @@ describe("request forwarding", () => {
       detachedContext("10.1.2.3"),
     );
     const seen = (await res.json()) as Seen;
-    for (const name of ["authorization", "proxy-authorization", "x-custom-hop", "te"])
+    // The client's own Forwarded goes the way of its X-Forwarded-*: it cannot describe itself.
+    for (const name of ["authorization", "proxy-authorization", "x-custom-hop", "te", "forwarded"])
       expect(seen.headers[name]).toBeUndefined();
     expect(seen.headers.host).toBe(`127.0.0.1:${upstream.port}`);
     expect(seen.headers["x-forwarded-for"]).toBe("10.1.2.3");
@@ -141,11 +144,12 @@ describe("request forwarding", () => {
       new Request("http://127.0.0.1:9999/mcp", {
         method: "POST",
         body: "{}",
-        headers: { "x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https" },
+        headers: { "x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https", forwarded: "for=203.0.113.9" },
       }),
       detachedContext("10.1.2.3"),
     );
     const seen = (await res.json()) as Seen;
+    expect(seen.headers.forwarded).toBe("for=203.0.113.9");
     expect(seen.headers["x-forwarded-for"]).toBe("203.0.113.9, 10.1.2.3");
     expect(seen.headers["x-forwarded-proto"]).toBe("https");
   });
@@ -194,6 +198,47 @@ describe("failures", () => {
       expect(performance.now() - started).toBeLessThan(3_000);
     } finally {
       silent.stop(true);
+    }
+  });
+
+  test("a graceful stop answers a request still waiting for its upstream with 503 and a JSON-RPC error", async () => {
+    await using silent = rawServer(() => {});
+    const live = new LiveStreams();
+    const server = serve({
+      host: "127.0.0.1",
+      port: 0,
+      live,
+      handler: forwarder(`${silent.url}/mcp`, { live }),
+    });
+    const pending = fetch(new URL("/mcp", server.url), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow"}}',
+    });
+    await eventually(() => silent.requests.length === 1, 5_000, "the request to reach the upstream");
+    await server.shutdown(300);
+    const res = await pending;
+    expect(res.status).toBe(503);
+    const body = (await res.json()) as { error: { code: number; message: string } };
+    expect(body.error.code).toBe(-32603);
+    expect(body.error.message).toContain("shutting down");
+  });
+
+  test("a 400 about a session whose body is cut short is a 502, whichever client fetched it", async () => {
+    await using cut = rawServer((c) => {
+      c.socket.write(
+        'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"error":"session',
+      );
+      setTimeout(() => c.socket.end(), 50);
+    });
+    // Bun's fetch is what reaches containers through their relay's socket.
+    for (const fetcher of [undefined, (url: string, init: RequestInit) => fetch(url, init)]) {
+      const res = await forwarder(`${cut.url}/mcp`, fetcher ? { fetch: fetcher } : {})(
+        new Request("http://127.0.0.1:9999/mcp", { method: "POST", body: "{}", headers: { "mcp-session-id": "s-9" } }),
+        detachedContext(),
+      );
+      expect(res.status).toBe(502);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toContain("broke off");
     }
   });
 
@@ -338,5 +383,55 @@ describe("legacy SSE endpoint event", () => {
     );
     const seen = (await res.json()) as Seen;
     expect(new URL(seen.url).pathname).toBe("/messages");
+  });
+});
+
+describe("sessions belong to the caller that opened them", () => {
+  test("a session the upstream issues is served to its opener only, also one issued to a client still sending its old id", async () => {
+    let issued = 0;
+    const reached: string[] = [];
+    await using issuing = {
+      server: Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        async fetch(req) {
+          const body = (await req.json()) as { id: number; method: string };
+          reached.push(`${body.method} ${req.headers.get("mcp-session-id") ?? "-"}`);
+          const headers: Record<string, string> =
+            body.method === "initialize" ? { "mcp-session-id": `issued-${++issued}` } : {};
+          return Response.json({ jsonrpc: "2.0", id: body.id, result: {} }, { headers });
+        },
+      }),
+      [Symbol.asyncDispose]() {
+        return this.server.stop(true);
+      },
+    };
+    const handle = forwarder(`http://127.0.0.1:${issuing.server.port}/mcp`, {
+      callerOf: (req) => req.headers.get("x-test-caller") ?? undefined,
+    });
+    const send = async (caller: string, method: string, session?: string) => {
+      const res = await handle(
+        new Request("http://127.0.0.1:9999/mcp", {
+          method: "POST",
+          headers: { "x-test-caller": caller, ...(session ? { "mcp-session-id": session } : {}) },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method }),
+        }),
+        detachedContext(),
+      );
+      await res.body?.cancel();
+      return { status: res.status, session: res.headers.get("mcp-session-id") };
+    };
+    const first = await send("alice", "initialize");
+    expect(first).toEqual({ status: 200, session: "issued-1" });
+    expect((await send("bob", "tools/list", "issued-1")).status).toBe(404);
+    expect((await send("alice", "tools/list", "issued-1")).status).toBe(200);
+    // Re-initialising with the old id still sent: the new session is hers too, and only hers.
+    const second = await send("alice", "initialize", "issued-1");
+    expect(second).toEqual({ status: 200, session: "issued-2" });
+    expect((await send("bob", "tools/list", "issued-2")).status).toBe(404);
+    expect((await send("alice", "tools/list", "issued-2")).status).toBe(200);
+    // A session never seen opened here is not served to anyone authenticated.
+    expect((await send("alice", "tools/list", "made-elsewhere")).status).toBe(404);
+    expect(reached).toEqual(["initialize -", "tools/list issued-1", "initialize issued-1", "tools/list issued-2"]);
   });
 });

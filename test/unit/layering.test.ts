@@ -14,6 +14,7 @@ const SRC = resolve(import.meta.dir, "../../src");
 const rank: Readonly<Record<string, number>> = {
   "errors.ts": 0,
   "version.ts": 0,
+  "printable.ts": 0,
   config: 1,
   state: 2,
   secrets: 2,

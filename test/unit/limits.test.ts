@@ -3,8 +3,10 @@ import { expect, test } from "bun:test";
 import {
   maxBodyBytesFromEnv,
   maxMessageBytesFromEnv,
+  maxSessionsFromEnv,
   requestTimeoutMsFromEnv,
   sessionIdleMsFromEnv,
+  upstreamHeadersTimeoutMsFromEnv,
 } from "../../src/workload/limits.ts";
 import { McpmgrError } from "../../src/errors.ts";
 
@@ -13,6 +15,8 @@ test("defaults", () => {
   expect(requestTimeoutMsFromEnv({})).toBe(600_000);
   expect(sessionIdleMsFromEnv({})).toBe(1_800_000);
   expect(maxMessageBytesFromEnv({})).toBe(64 * 1024 * 1024);
+  expect(maxSessionsFromEnv({})).toBe(1_000);
+  expect(upstreamHeadersTimeoutMsFromEnv({})).toBe(300_000);
 });
 
 test("values", () => {
@@ -20,6 +24,8 @@ test("values", () => {
   expect(requestTimeoutMsFromEnv({ MCPMGR_REQUEST_TIMEOUT: "90s" })).toBe(90_000);
   expect(sessionIdleMsFromEnv({ MCPMGR_SESSION_IDLE_TIMEOUT: "1h" })).toBe(3_600_000);
   expect(maxMessageBytesFromEnv({ MCPMGR_MAX_MESSAGE_BYTES: "1048576" })).toBe(1_048_576);
+  expect(maxSessionsFromEnv({ MCPMGR_MAX_SESSIONS: "25" })).toBe(25);
+  expect(upstreamHeadersTimeoutMsFromEnv({ MCPMGR_UPSTREAM_HEADERS_TIMEOUT: "20m" })).toBe(1_200_000);
 });
 
 test.each([
@@ -27,6 +33,9 @@ test.each([
   [() => requestTimeoutMsFromEnv({ MCPMGR_REQUEST_TIMEOUT: "soon" })],
   [() => sessionIdleMsFromEnv({ MCPMGR_SESSION_IDLE_TIMEOUT: "0s" })],
   [() => maxMessageBytesFromEnv({ MCPMGR_MAX_MESSAGE_BYTES: "64m" })],
+  [() => maxSessionsFromEnv({ MCPMGR_MAX_SESSIONS: "0" })],
+  [() => maxSessionsFromEnv({ MCPMGR_MAX_SESSIONS: "many" })],
+  [() => upstreamHeadersTimeoutMsFromEnv({ MCPMGR_UPSTREAM_HEADERS_TIMEOUT: "5" })],
 ])("bad values are INVALID_OPTION (%#)", (read) => {
   try {
     read();

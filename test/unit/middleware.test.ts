@@ -2,7 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { bodyLimit } from "../../src/middleware/body-limit.ts";
 import { healthEndpoint } from "../../src/middleware/health.ts";
+import { withBuiltinProtections } from "../../src/middleware/builtin-chain.ts";
 import { originGuard } from "../../src/middleware/origin-guard.ts";
+import { serve } from "../../src/proxy/serve.ts";
 import { compose, detachedContext, type Handler } from "../../src/proxy/handler.ts";
 
 const reached: Handler = async (req) => new Response(`reached:${req.body ? (await req.arrayBuffer()).byteLength : 0}`);
@@ -50,6 +52,62 @@ describe("origin guard on a public listener", () => {
         .status,
     ).toBe(200);
     expect((await call({ host: "mcp.internal:8080", origin: "https://evil.example" })).status).toBe(403);
+  });
+});
+
+describe("the request's Host, on the wire", () => {
+  /** Sends raw bytes to a real listener with the built-in protections; the status line and body come back. */
+  async function rawRequest(port: number, text: string): Promise<{ status: number; body: string }> {
+    const received: string[] = [];
+    await new Promise<void>((resolve) => {
+      void Bun.connect({
+        hostname: "127.0.0.1",
+        port,
+        socket: {
+          open: (socket) => void socket.write(text),
+          data: (_socket, chunk) => void received.push(chunk.toString()),
+          close: () => resolve(),
+          error: () => resolve(),
+        },
+      });
+    });
+    const answer = received.join("");
+    return { status: Number(answer.split(" ")[1]), body: answer.slice(answer.indexOf("\r\n\r\n") + 4) };
+  }
+
+  test("no Host (HTTP/1.0) or two Host headers: 400 before anything else runs", async () => {
+    const upstream: string[] = [];
+    const server = serve({
+      host: "127.0.0.1",
+      port: 0,
+      handler: withBuiltinProtections(
+        (req) => {
+          upstream.push(req.url);
+          return new Response("reached");
+        },
+        // A public listener, where the Host check does not already refuse unknown names.
+        { serverName: "t", listenHost: "0.0.0.0", trustProxyHeaders: false },
+      ),
+    });
+    try {
+      const missing = await rawRequest(server.port, "GET /mcp HTTP/1.0\r\n\r\n");
+      expect(missing.status).toBe(400);
+      expect(JSON.parse(missing.body).error.message).toContain("Host");
+      const twice = await rawRequest(
+        server.port,
+        "POST /mcp HTTP/1.1\r\nHost: mcp.internal\r\nHost: evil.example\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+      );
+      expect(twice.status).toBe(400);
+      expect(upstream).toEqual([]);
+      const fine = await rawRequest(
+        server.port,
+        "GET /mcp HTTP/1.1\r\nHost: mcp.internal\r\nConnection: close\r\n\r\n",
+      );
+      expect(fine.status).toBe(200);
+      expect(upstream).toEqual(["http://mcp.internal/mcp"]);
+    } finally {
+      await server.shutdown(100);
+    }
   });
 });
 

@@ -204,6 +204,36 @@ describe("a background workload", () => {
     expect(specFor(["--foreground", REMOTE, "--remote-auth-bearer-token", "s3cret"]).background).toBe(false);
   });
 
+  test("keeps no credential forwarded as a plain header in its recorded options", () => {
+    const refused = (header: string) => {
+      try {
+        specFor([REMOTE, "--remote-forward-headers", header]);
+      } catch (err) {
+        return err as { code?: string; message: string; hint?: string };
+      }
+      return undefined;
+    };
+    for (const header of [
+      "Authorization=Bearer abc.def",
+      "X-Api-Key=k-123456",
+      "Cookie=sid=9f8e7d",
+      "X-Upstream-Token=tok-42x",
+      "X-Custom=Bearer abc789",
+      "X-Custom=Basic dXNlcjpwYXNz",
+      "X-Id=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.sig",
+    ]) {
+      const err = refused(header);
+      expect({ header, code: err?.code }).toEqual({ header, code: "INVALID_OPTION" });
+      expect(err?.hint).toContain("--remote-forward-headers-secret");
+      // The value itself is never repeated in the error.
+      expect(err?.message).not.toContain(header.slice(header.indexOf("=") + 1));
+    }
+    expect(refused("X-Tenant=acme")).toBeUndefined();
+    expect(refused("X-Region=eu-west-1")).toBeUndefined();
+    // In the foreground nothing is recorded.
+    expect(specFor(["--foreground", REMOTE, "--remote-forward-headers", "X-Api-Key=k"]).background).toBe(false);
+  });
+
   test("needs a name that can be recorded", () => {
     let err: unknown;
     try {

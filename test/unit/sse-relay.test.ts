@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { LiveStreams } from "../../src/proxy/live-streams.ts";
 import { endpointEventRewriter } from "../../src/proxy/sse-endpoint.ts";
+import { PendingAnswers, requestIdsOf } from "../../src/proxy/sse-answers.ts";
 import { relaySse } from "../../src/proxy/sse-relay.ts";
 
 const encode = (text: string) => new TextEncoder().encode(text);
@@ -79,5 +80,69 @@ describe("endpoint event rewrite", () => {
     upstream.push(original);
     upstream.end();
     expect(await done).toBe(original);
+  });
+});
+
+describe("a POST's stream never ends without a word", () => {
+  const request = (ids: (string | number)[]) =>
+    new TextEncoder().encode(
+      JSON.stringify(ids.map((id) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "x" } }))),
+    );
+  const messages = (text: string) =>
+    events(text)
+      .filter((e) => e.event === "message")
+      .map((e) => JSON.parse(e.data) as { id?: unknown; method?: string; error?: { code: number; message: string } });
+
+  test("the upstream breaking mid-event: the fragment is discarded, each unanswered request gets an error", async () => {
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    const upstream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
+    const relayed = relaySse(upstream, { answers: new PendingAnswers(() => requestIdsOf(request([5, "b", 6]))) });
+    const done = readAll(relayed);
+    controller.enqueue(encode('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\n\n'));
+    controller.enqueue(encode('event: message\ndata: {"jsonrpc":"2.0","id":"b","result":{}}\n\n'));
+    controller.enqueue(encode('event: message\ndata: {"jsonrpc":"2.0","id":5,"res'));
+    await Bun.sleep(10);
+    controller.error(new Error("connection reset"));
+    const text = await done; // a clean end, not an error
+    const relayedMessages = messages(text);
+    expect(relayedMessages.map((m) => [m.id, m.method, m.error?.code])).toEqual([
+      [undefined, "notifications/progress", undefined],
+      ["b", undefined, undefined],
+      [5, undefined, -32603],
+      [6, undefined, -32603],
+    ]);
+    expect(relayedMessages[2]?.error?.message).toContain("broke");
+    // The cut event went out under a type no client listens to.
+    expect(events(text).some((e) => e.event === "mcpmgr-discarded" && e.data.startsWith('{"jsonrpc"'))).toBe(true);
+  });
+
+  test("a graceful stop waits for it, then ends what it still owes with an error event", async () => {
+    const live = new LiveStreams();
+    const upstream = manualUpstream();
+    const relayed = relaySse(upstream.stream, {
+      live,
+      answers: new PendingAnswers(() => requestIdsOf(request([1, 2]))),
+    });
+    const done = readAll(relayed);
+    upstream.push('event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n');
+    await Bun.sleep(10);
+    // Request-scoped: graceful stop waits for it (it is not counted among the standalone streams).
+    expect(live.size).toBe(0);
+    live.closeAll("mcpmgr is shutting down");
+    const owed = messages(await done);
+    expect(owed.map((m) => [m.id, m.error?.message])).toEqual([
+      [1, undefined],
+      [2, "mcpmgr is shutting down"],
+    ]);
+  });
+
+  test("a GET stream broken mid-way ends cleanly, with nothing invented", async () => {
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    const upstream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
+    const done = readAll(relaySse(upstream));
+    controller.enqueue(encode("data: one\n\n"));
+    await Bun.sleep(10);
+    controller.error(new Error("connection reset"));
+    expect(await done).toBe("data: one\n\n");
   });
 });

@@ -11,12 +11,21 @@ import { restartLoop, type StatusReport } from "../../src/workload/supervisor.ts
 const timings = { firstBackoffMs: 1_000, maxBackoffMs: 4_000, stableAfterMs: 60_000 };
 const quietLog = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** A workload that exits when the test says so (with a reason), and counts its stops. */
+/** A workload that exits when the test says so (with a reason), and counts its stops (and which were restarts). */
 function workload() {
   let exit!: (why: string) => void;
   const exited = new Promise<string>((resolve) => (exit = resolve));
-  const running = { url: "http://127.0.0.1:1/mcp", exited, stops: 0, stop: async () => void running.stops++ };
-  return { running: running as RunningWorkload & { stops: number }, exit };
+  const running = {
+    url: "http://127.0.0.1:1/mcp",
+    exited,
+    stops: 0,
+    restartingStops: 0,
+    stop: async (options?: { restarting?: boolean }) => {
+      running.stops++;
+      if (options?.restarting) running.restartingStops++;
+    },
+  };
+  return { running: running as RunningWorkload & { stops: number; restartingStops: number }, exit };
 }
 
 function harness(starts: (() => Promise<RunningWorkload>)[]) {
@@ -120,4 +129,7 @@ test("a later start that fails is retried; being stopped stops the running workl
   h.stop();
   expect(await h.done).toBe(2);
   expect(second.running.stops).toBe(1);
+  // A crash keeps the listener for the restart; being stopped does not.
+  expect(first.running.restartingStops).toBe(1);
+  expect(second.running.restartingStops).toBe(0);
 });

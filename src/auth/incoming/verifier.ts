@@ -6,7 +6,17 @@
  * clock tolerance. Opaque tokens go to the RFC 7662 introspection endpoint when configured.
  */
 import { createHash } from "node:crypto";
-import { createRemoteJWKSet, customFetch, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  customFetch,
+  errors as joseErrors,
+  type JSONWebKeySet,
+  type JWSHeaderParameters,
+  jwtVerify,
+  type JWTPayload,
+  type FlattenedJWSInput,
+} from "jose";
 import type { IncomingAuthSpec } from "../../config/incoming-auth-spec.ts";
 import { McpmgrError, errorMessage } from "../../errors.ts";
 import { guardedFetch, type Fetch } from "./guarded-fetch.ts";
@@ -25,7 +35,17 @@ export const ALLOWED_ALGORITHMS = [
   "EdDSA",
 ];
 const CLOCK_TOLERANCE_S = 30;
+/** JWT `typ` values accepted for access tokens (compared lower-cased). */
+const accessTokenTypes: ReadonlySet<string> = new Set(["at+jwt", "application/at+jwt", "jwt"]);
 const INTROSPECTION_CACHE_MS = 30_000;
+/** How long one fetch of keys or one introspection may take before the request is refused. */
+const AUTHORIZATION_SERVER_TIMEOUT_MS = 5_000;
+/**
+ * After the authorization server failed to answer, requests that need it are refused at once
+ * for this long (then it is asked again): while it is down, each request must not wait out a
+ * timeout of its own.
+ */
+const OUTAGE_BACKOFF_MS = 5_000;
 /**
  * A JWT checked once is accepted again without a signature check until it expires, for at
  * most this long: clients send the same token on every request, and RS256 verification is
@@ -50,6 +70,24 @@ export class TokenRejected extends Error {
     super(description);
     this.name = "TokenRejected";
     this.error = error;
+  }
+}
+
+/**
+ * The token could not be checked because the authorization server could not be asked (down,
+ * too slow, answering errors): it may be fine, so this is no reason for the client to drop it
+ * (no 401); the request is still refused (503, fail closed), and `retryAfterMs` says when the
+ * server will be asked again.
+ */
+export class VerificationUnavailable extends Error {
+  readonly retryAfterMs: number;
+  /** What went wrong asking the server (for logs; clients get the message only). */
+  readonly detail: string | undefined;
+  constructor(description: string, retryAfterMs: number, detail?: string) {
+    super(description);
+    this.name = "VerificationUnavailable";
+    this.retryAfterMs = retryAfterMs;
+    this.detail = detail;
   }
 }
 
@@ -145,13 +183,52 @@ export async function createTokenVerifier(
     throw new McpmgrError("AUTH_SETUP_FAILED", `the JWKS at ${jwksUrl.href} answered HTTP ${probe.status}`, {
       hint: "check --oidc-jwks-url / --oidc-issuer and --jwks-auth-token-file",
     });
-  const keys = createRemoteJWKSet(jwksUrl, {
+  const remoteKeys = createRemoteJWKSet(jwksUrl, {
     cooldownDuration: options.jwksCooldownMs ?? 30_000,
     cacheMaxAge: 10 * 60_000,
-    timeoutDuration: 10_000,
+    timeoutDuration: AUTHORIZATION_SERVER_TIMEOUT_MS,
     [customFetch]: (url: string, init: RequestInit) => fetcher(url, init),
   });
-  const introspected = new Map<string, { principal: Principal; until: number }>();
+  const clock = () => performance.now();
+  let keysDownUntil = 0;
+  let cachedKeys: { jwks: JSONWebKeySet; local: ReturnType<typeof createLocalJWKSet> } | undefined;
+  const unavailable = (what: string, until: number, detail?: string) =>
+    new VerificationUnavailable(
+      `the authorization server cannot be reached to check the token (${what})`,
+      until - clock(),
+      detail,
+    );
+
+  /**
+   * The issuer's keys, as jose fetches and caches them (rotation: an unknown key id fetches them
+   * again). While fetching them fails, tokens whose key is in the (still fresh) cache are checked
+   * with it, and the others are refused at once instead of each waiting out a fetch.
+   */
+  async function keys(header: JWSHeaderParameters, token: FlattenedJWSInput) {
+    if (clock() < keysDownUntil) {
+      const jwks = remoteKeys.fresh ? remoteKeys.jwks() : undefined;
+      if (jwks === undefined) throw unavailable("its keys", keysDownUntil);
+      if (cachedKeys?.jwks !== jwks) cachedKeys = { jwks, local: createLocalJWKSet(jwks) };
+      try {
+        return await cachedKeys.local(header, token);
+      } catch (err) {
+        if (err instanceof joseErrors.JWKSNoMatchingKey) throw unavailable("its keys", keysDownUntil);
+        throw err;
+      }
+    }
+    try {
+      return await remoteKeys(header, token);
+    } catch (err) {
+      if (!isFetchFailure(err)) throw err;
+      keysDownUntil = clock() + OUTAGE_BACKOFF_MS;
+      throw unavailable("its keys", keysDownUntil, describeFetchFailure(err));
+    }
+  }
+
+  const introspected = new Map<string, { principal: Principal | TokenRejected; until: number }>();
+  /** One introspection per token at a time: concurrent requests with the same token share it. */
+  const introspecting = new Map<string, Promise<Principal>>();
+  let introspectionDownUntil = 0;
 
   const verifiedJwts = new Map<string, { principal: Principal; until: number }>();
 
@@ -168,7 +245,7 @@ export async function createTokenVerifier(
 
   async function verifyJwtSignature(token: string): Promise<Principal> {
     try {
-      const { payload } = await jwtVerify(token, keys, {
+      const { payload, protectedHeader } = await jwtVerify(token, keys, {
         issuer: issuerForms(spec.issuer),
         ...(spec.audience !== undefined ? { audience: spec.audience } : {}),
         algorithms: ALLOWED_ALGORITHMS,
@@ -176,20 +253,45 @@ export async function createTokenVerifier(
         requiredClaims: ["exp"],
         currentDate: new Date(now()),
       });
+      // RFC 9068 §4: an access token says so (at+jwt); plain JWT and no typ are what many issuers
+      // send. Anything else signed by the issuer (a logout token, an ID token typed as such, a
+      // security event) is not a credential for this resource.
+      const typ = protectedHeader.typ?.toLowerCase();
+      if (typ !== undefined && !accessTokenTypes.has(typ))
+        throw new TokenRejected("invalid_token", `the token is not an access token (typ ${protectedHeader.typ})`);
+      assertBearer(payload.cnf, undefined);
       return principalOf(payload as JWTPayload & Record<string, unknown>);
     } catch (err) {
-      if (err instanceof TokenRejected) throw err;
+      if (err instanceof TokenRejected || err instanceof VerificationUnavailable) throw err;
       throw new TokenRejected("invalid_token", describeJoseError(err));
     }
   }
 
   async function introspect(token: string): Promise<Principal> {
-    const introspection = spec.introspection;
-    if (introspection === undefined)
+    if (spec.introspection === undefined)
       throw new TokenRejected("invalid_token", "the token is not a JWT, and no introspection endpoint is configured");
     const key = createHash("sha256").update(token).digest("base64url");
     const cached = introspected.get(key);
-    if (cached && cached.until > now()) return cached.principal;
+    if (cached && cached.until > now()) {
+      if (cached.principal instanceof TokenRejected) throw cached.principal;
+      return cached.principal;
+    }
+    if (clock() < introspectionDownUntil) throw unavailable("introspection", introspectionDownUntil);
+    const pending = introspecting.get(key);
+    if (pending !== undefined) return pending;
+    const asking = askIntrospection(token, key).finally(() => introspecting.delete(key));
+    introspecting.set(key, asking);
+    return asking;
+  }
+
+  /** Remembers an answer (a refusal too, so one token sent again and again is asked about once). */
+  function remember(key: string, principal: Principal | TokenRejected, until: number): void {
+    introspected.set(key, { principal, until });
+    if (introspected.size > CACHE_LIMIT) introspected.delete(introspected.keys().next().value as string);
+  }
+
+  async function askIntrospection(token: string, key: string): Promise<Principal> {
+    const introspection = spec.introspection as NonNullable<IncomingAuthSpec["introspection"]>;
     const body = new URLSearchParams({ token, token_type_hint: "access_token" });
     const headers: Record<string, string> = {
       "content-type": "application/x-www-form-urlencoded",
@@ -206,15 +308,22 @@ export async function createTokenVerifier(
         method: "POST",
         headers,
         body,
-        signal: AbortSignal.timeout(10_000),
+        signal: AbortSignal.timeout(AUTHORIZATION_SERVER_TIMEOUT_MS),
       });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       answer = (await response.json()) as Record<string, unknown>;
+      if (answer === null || typeof answer !== "object") throw new Error("the answer is not a JSON object");
     } catch (err) {
       // The token may be fine; we could not ask. Still a refusal: never let a request through unverified.
-      throw new TokenRejected("invalid_token", `token introspection failed (${errorMessage(err)})`);
+      introspectionDownUntil = clock() + OUTAGE_BACKOFF_MS;
+      throw unavailable("introspection", introspectionDownUntil, describeFetchFailure(err));
     }
-    if (answer.active !== true) throw new TokenRejected("invalid_token", "the token is not active");
+    if (answer.active === true) assertBearer(answer.cnf, answer.token_type);
+    if (answer.active !== true) {
+      const refusal = new TokenRejected("invalid_token", "the token is not active");
+      remember(key, refusal, now() + INTROSPECTION_CACHE_MS);
+      throw refusal;
+    }
     if (typeof answer.iss === "string" && !issuerForms(spec.issuer).includes(answer.iss))
       throw new TokenRejected("invalid_token", "the token was issued by another issuer");
     if (spec.audience !== undefined) {
@@ -226,11 +335,7 @@ export async function createTokenVerifier(
     if (exp !== undefined && exp + CLOCK_TOLERANCE_S * 1000 < now())
       throw new TokenRejected("invalid_token", "the token has expired");
     const principal = principalOf(answer);
-    introspected.set(key, {
-      principal,
-      until: Math.min(now() + INTROSPECTION_CACHE_MS, exp ?? Number.POSITIVE_INFINITY),
-    });
-    if (introspected.size > CACHE_LIMIT) introspected.delete(introspected.keys().next().value as string);
+    remember(key, principal, Math.min(now() + INTROSPECTION_CACHE_MS, exp ?? Number.POSITIVE_INFINITY));
     return principal;
   }
 
@@ -240,6 +345,32 @@ export async function createTokenVerifier(
       return /^[\w-]+\.[\w-]+\.[\w-]+$/.test(token) ? verifyJwt(token) : introspect(token);
     },
   };
+}
+
+/**
+ * A token bound to a key (RFC 9449 DPoP, RFC 8705 mTLS: a `cnf` claim) is only good with proof
+ * of that key, which a bearer header does not carry: accepting it as a bearer token would let
+ * whoever copied it use it. Nor is a token the server says is of another type.
+ */
+function assertBearer(cnf: unknown, tokenType: unknown): void {
+  if (cnf !== undefined && cnf !== null)
+    throw new TokenRejected("invalid_token", "the token is bound to a key (cnf); only bearer tokens are accepted");
+  if (typeof tokenType === "string" && tokenType.toLowerCase() !== "bearer")
+    throw new TokenRejected("invalid_token", `the token is not a bearer token (token_type ${tokenType})`);
+}
+
+/** A failure to get the keys from the server (not a problem of the token). */
+function isFetchFailure(err: unknown): boolean {
+  if (err instanceof TokenRejected) return false;
+  if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) return true;
+  // Network errors, refused addresses (guarded fetch), and jose's "not 200"/"not JSON" (generic).
+  return !(err instanceof joseErrors.JOSEError) || err.code === "ERR_JOSE_GENERIC";
+}
+
+function describeFetchFailure(err: unknown): string {
+  if (err instanceof joseErrors.JWKSTimeout || (err as { name?: string })?.name === "TimeoutError")
+    return "no answer in time";
+  return errorMessage(err);
 }
 
 /** jose's errors as short descriptions for error_description (never the token itself). */

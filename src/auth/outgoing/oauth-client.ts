@@ -135,6 +135,14 @@ export async function startAuthorization(
     throw new McpmgrError("AUTH_SETUP_FAILED", `${server.as.issuer} has no authorization endpoint`, {
       hint: "give --remote-auth-authorize-url",
     });
+  // MCP authorization: a server whose metadata does not list S256 may ignore the code challenge,
+  // and then a code caught on its way to the loopback callback can be redeemed by whoever caught it.
+  if (server.issuerValidated && !(server.as.code_challenge_methods_supported ?? []).includes("S256"))
+    throw new McpmgrError(
+      "AUTH_SETUP_FAILED",
+      `the authorization server ${server.as.issuer} does not say it supports PKCE (S256 in code_challenge_methods_supported)`,
+      { hint: "MCP requires PKCE: use an authorization server that supports it, or give its endpoints by hand" },
+    );
   const codeVerifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const url = new URL(server.as.authorization_endpoint);

@@ -47,6 +47,8 @@ export interface BridgeOptions {
   readonly handshakeTimeoutMs?: number;
   /** How long a call waits, parked, for the client's retry with its input (default 5 minutes). */
   readonly inputTimeoutMs?: number;
+  /** Sessions open at once; past it a new one is refused (default 1,000, MCPMGR_MAX_SESSIONS). */
+  readonly maxSessions?: number;
   readonly clientInfo?: { name: string; version: string };
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
 }
@@ -54,6 +56,8 @@ export interface BridgeOptions {
 export class StdioBridge {
   readonly #sessions = new Map<string, ClientSession>();
   readonly #flights = new Map<number, Flight>();
+  /** The session each flight was counted in (ClientSession.inFlight), whatever it is attached to later. */
+  readonly #countedIn = new WeakMap<Flight, ClientSession>();
   readonly #internal = new Map<number, (message: JsonRpcMessage) => void>();
   /** Server requests sent to a session's client, by the server's id. */
   readonly #serverRequests = new Map<string | number, ClientSession>();
@@ -154,8 +158,15 @@ export class StdioBridge {
     return this.#server?.era === "modern" ? this.#server.supportedVersions : modernProtocolVersions;
   }
 
-  createSession(): ClientSession {
+  /** Whether a new session would exceed the limit (the front end answers 503). */
+  get sessionsFull(): boolean {
+    return this.#sessions.size >= (this.#options.maxSessions ?? defaultMaxSessions);
+  }
+
+  /** A session bound to `principal` (the caller that opened it, "" without authentication). */
+  createSession(principal = ""): ClientSession {
     const session = new ClientSession(randomUUID());
+    session.principal = principal;
     this.#sessions.set(session.id, session);
     return session;
   }
@@ -176,9 +187,13 @@ export class StdioBridge {
     return session;
   }
 
-  getSession(id: string): ClientSession | undefined {
+  /**
+   * The session `id`, if it is open and `principal` opened it: another caller who learnt the
+   * id gets nothing, exactly as for an id that never existed.
+   */
+  getSession(id: string, principal = ""): ClientSession | undefined {
     const session = this.#sessions.get(id);
-    return session && !session.ended ? session : undefined;
+    return session && !session.ended && session.principal === principal ? session : undefined;
   }
 
   /** Requests forwarded to the server and not yet answered (tests and diagnostics). */
@@ -228,6 +243,7 @@ export class StdioBridge {
     if (this.#sweeper !== undefined) clearInterval(this.#sweeper);
     for (const [id, flight] of this.#flights) {
       this.#flights.delete(id);
+      this.#uncount(flight);
       if (flight.listen) continue;
       flight.sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, reason));
     }
@@ -356,6 +372,8 @@ export class StdioBridge {
       return undefined;
     }
     this.#flights.set(flight.upstreamId, flight);
+    session.inFlight++;
+    this.#countedIn.set(flight, session);
     session.openSinks.add(sink);
     return flight;
   }
@@ -443,8 +461,15 @@ export class StdioBridge {
     sink?.send(answer);
   }
 
+  #uncount(flight: Flight): void {
+    const counted = this.#countedIn.get(flight);
+    if (counted === undefined) return;
+    this.#countedIn.delete(flight);
+    counted.inFlight--;
+  }
+
   #finishFlight(upstreamId: number, flight: Flight): void {
-    this.#flights.delete(upstreamId);
+    if (this.#flights.delete(upstreamId)) this.#uncount(flight);
     this.#rounds.release(flight);
     this.#sessionRounds.drop(flight);
     if (flight.sink !== undefined) this.#detach(flight, flight.sink);
@@ -551,6 +576,8 @@ export class StdioBridge {
     }
   }
 }
+
+const defaultMaxSessions = 1_000;
 
 const levelOrder = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 function rank(level: LogLevel): number {

@@ -5,7 +5,7 @@
  */
 import { createEventStream, eventStreamResponse } from "../event-stream.ts";
 import { pathAndQuery, pathOf, type Handler } from "../handler.ts";
-import { JsonRpcCode, jsonRpcError } from "../jsonrpc.ts";
+import { JsonRpcCode, jsonRpcError, serverUnavailable, sessionLimitReached } from "../jsonrpc.ts";
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
 import { maxJsonDepth, parseJsonText } from "./json-text.ts";
@@ -20,20 +20,30 @@ export interface LegacySseOptions {
   readonly messagesPath?: string;
   /** Prepended to the advertised messages URL (--endpoint-prefix). */
   readonly endpointPrefix?: string;
+  /**
+   * Who the request acts as (middleware/authn.ts `callerOf`): a session is bound to the caller
+   * that opened its stream, and a message another caller POSTs to it is refused as unknown.
+   */
+  readonly principalOf?: (req: Request) => string | undefined;
 }
+
+/** Requests of one legacy session the server may be working on at once. */
+export const maxInFlightPerSession = 256;
 
 export function legacySseFrontEnd(options: LegacySseOptions): Handler {
   const { bridge, live } = options;
   const ssePath = options.ssePath ?? "/sse";
   const messagesPath = options.messagesPath ?? "/messages";
   const prefix = options.endpointPrefix ?? "";
+  const principalOf = (req: Request) => options.principalOf?.(req) ?? "";
 
   // Graceful stop: whatever is still pending when its bound runs out gets a JSON-RPC error.
   live?.beforeClose((reason) => bridge.close(reason));
 
-  const open = (keepOpen: () => void): Response => {
-    if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
-    const session = bridge.createSession();
+  const open = (req: Request, keepOpen: () => void): Response => {
+    if (bridge.isClosed) return serverUnavailable("the MCP server is not running", 1);
+    if (bridge.sessionsFull) return sessionLimitReached();
+    const session = bridge.createSession(principalOf(req));
     session.protocolVersion = "2024-11-05";
     const stream = createEventStream(live ? { live } : {});
     session.standalone = streamSink(stream);
@@ -49,7 +59,8 @@ export function legacySseFrontEnd(options: LegacySseOptions): Handler {
     const query = pathAndQuery(req.url);
     const id = new URLSearchParams(query.slice(query.indexOf("?") + 1)).get("sessionId");
     if (id === null) return jsonRpcError(400, JsonRpcCode.serverError, "Bad Request: sessionId is required");
-    const session = bridge.getSession(id);
+    // Another caller's session is "not found": the message never reaches it.
+    const session = bridge.getSession(id, principalOf(req));
     if (session === undefined || session.standalone === undefined) {
       return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found: open a new SSE stream");
     }
@@ -64,15 +75,25 @@ export function legacySseFrontEnd(options: LegacySseOptions): Handler {
         : jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
     }
     const message = parsed.value as JsonRpcMessage;
-    if (kindOf(message) === "invalid")
+    const kind = kindOf(message);
+    if (kind === "invalid")
       return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
+    // A POST here is answered at once, whatever the server does: without a cap one client could
+    // pile up requests (and their answers on a stream it need not read) without limit.
+    if (kind === "request" && session.inFlight >= maxInFlightPerSession)
+      return jsonRpcError(
+        429,
+        JsonRpcCode.serverError,
+        `Too Many Requests: ${maxInFlightPerSession} requests of this session are already in progress`,
+        { id: message.id ?? null, headers: { "retry-after": "1" } },
+      );
     void bridge.handle(session, message, session.standalone);
     return new Response("Accepted", { status: 202 });
   };
 
   return (req, ctx) => {
     const path = pathOf(req.url);
-    if (req.method === "GET" && path === ssePath) return open(ctx.keepOpen);
+    if (req.method === "GET" && path === ssePath) return open(req, ctx.keepOpen);
     if (req.method === "POST" && path === messagesPath) return post(req);
     return jsonRpcError(404, JsonRpcCode.serverError, `Not Found: open ${ssePath} first`);
   };

@@ -12,7 +12,10 @@ export class ClientSession {
   readonly id: string;
   /** A 2026-07-28 request's own context (it has no session): lives as long as its POST. */
   readonly stateless: boolean;
-  /** The authenticated subject behind a stateless request, "" without authentication. */
+  /**
+   * The caller that opened the session (or sent the stateless request), "" without
+   * authentication: only that caller may use it (bridge.getSession).
+   */
   principal = "";
   protocolVersion = "2025-03-26";
   initialized = false;
@@ -23,6 +26,8 @@ export class ClientSession {
   /** The GET stream (streamable HTTP) or the SSE stream (legacy). */
   standalone: Sink | undefined;
   lastActivity = performance.now();
+  /** Its requests the server is working on (legacy SSE caps them: each POST there returns at once). */
+  inFlight = 0;
   ended = false;
   /** Sinks of this session's requests still waiting for a response, oldest first. */
   readonly openSinks = new Set<Sink>();

@@ -8,7 +8,7 @@
  */
 import { createEventStream, eventStreamResponse } from "../event-stream.ts";
 import { pathOf, type Handler } from "../handler.ts";
-import { JsonRpcCode, jsonRpcError } from "../jsonrpc.ts";
+import { JsonRpcCode, jsonRpcError, serverUnavailable, sessionLimitReached } from "../jsonrpc.ts";
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
 import { maxJsonDepth, parseJsonText } from "./json-text.ts";
@@ -23,7 +23,10 @@ export interface StreamableHttpOptions {
   readonly bridge: StdioBridge;
   readonly path?: string;
   readonly live?: LiveStreams;
-  /** The authenticated subject of a request (bound into the input-round state it gets). */
+  /**
+   * Who the request acts as (middleware/authn.ts `callerOf`): a session is bound to the caller
+   * that opened it, and input-round state to the caller it was issued to.
+   */
   readonly principalOf?: (req: Request) => string | undefined;
 }
 
@@ -34,6 +37,7 @@ const sessionVersion = (version: string | null) =>
 export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler {
   const { bridge, live } = options;
   const endpoint = options.path ?? "/mcp";
+  const principalOf = (req: Request) => options.principalOf?.(req) ?? "";
   // Graceful stop: whatever is still pending when its bound runs out gets a JSON-RPC error.
   live?.beforeClose((reason) => bridge.close(reason));
 
@@ -41,7 +45,8 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     const id = req.headers.get("mcp-session-id");
     if (id === null)
       return jsonRpcError(400, JsonRpcCode.serverError, "Bad Request: the Mcp-Session-Id header is required");
-    const session = bridge.getSession(id);
+    // Another caller's session is "not found" (POST, GET and DELETE alike): nothing reaches it.
+    const session = bridge.getSession(id, principalOf(req));
     if (session === undefined)
       return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found: start a new session with initialize");
     const version = req.headers.get("mcp-protocol-version");
@@ -76,12 +81,12 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
         id: message.id ?? null,
         ...(envelope.data !== undefined ? { data: envelope.data } : {}),
       });
-    if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
+    if (bridge.isClosed) return serverUnavailable("the MCP server is not running", 1);
     const session = bridge.createStateless(
       envelope.protocolVersion,
       envelope.capabilities,
       envelope.logLevel,
-      options.principalOf?.(req) ?? "",
+      principalOf(req),
     );
     const listen = message.method === "subscriptions/listen";
     const sink = new PostSink({
@@ -150,8 +155,9 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     const initialize = messages.find((m) => m.method === "initialize");
     if (initialize !== undefined) {
       if (batch) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: initialize cannot be batched");
-      if (bridge.isClosed) return jsonRpcError(503, JsonRpcCode.internalError, "the MCP server is not running");
-      session = bridge.createSession();
+      if (bridge.isClosed) return serverUnavailable("the MCP server is not running", 1);
+      if (bridge.sessionsFull) return sessionLimitReached();
+      session = bridge.createSession(principalOf(req));
     } else {
       const found = sessionFor(req);
       if (found instanceof Response) return found;

@@ -16,15 +16,9 @@ import { tlsFailure, UpstreamError } from "./errors.ts";
 import { type ResponseHead, ResponseParser, type ResponseSink } from "./response-parser.ts";
 import { nullBodyStatus, streamedResponse, wholeResponse } from "./responses.ts";
 import { closedBeforeSending, closedWhileSending, SocketWriter } from "./socket-writer.ts";
-import type { ConnectionLimits, ConnectTarget, RequestSpec } from "./types.ts";
+import type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
 
-export type { ConnectionLimits, ConnectTarget, RequestSpec } from "./types.ts";
-
-/** What a connection needs from the pool that owns it. */
-export interface ConnectionOwner {
-  release(connection: Http1Connection): void;
-  forget(connection: Http1Connection): void;
-}
+export type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
 
 /** One request/response on a connection. */
 interface Exchange {
@@ -69,7 +63,7 @@ const handlers: SocketHandler<Http1Connection, "buffer"> = {
 };
 
 export class Http1Connection implements ResponseSink {
-  readonly #owner: ConnectionOwner;
+  readonly #owner: ConnectionOwner<Http1Connection>;
   readonly #limits: ConnectionLimits;
   readonly #parser: ResponseParser;
   #socket: Socket<Http1Connection> | undefined;
@@ -89,7 +83,7 @@ export class Http1Connection implements ResponseSink {
   /** How long the upstream keeps it idle (Keep-Alive: timeout), if it said. */
   upstreamIdleMs: number | undefined;
 
-  private constructor(owner: ConnectionOwner, limits: ConnectionLimits) {
+  private constructor(owner: ConnectionOwner<Http1Connection>, limits: ConnectionLimits) {
     this.#owner = owner;
     this.#limits = limits;
     this.#parser = new ResponseParser(this, { maxHeadBytes: limits.maxHeadBytes });
@@ -97,7 +91,7 @@ export class Http1Connection implements ResponseSink {
 
   /** Opens a connection; rejects on refusal, TLS failure, timeout or abort. */
   static open(
-    owner: ConnectionOwner,
+    owner: ConnectionOwner<Http1Connection>,
     target: ConnectTarget,
     limits: ConnectionLimits,
     options: { timeoutMs: number; signal: AbortSignal | undefined },

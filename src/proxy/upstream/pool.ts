@@ -17,7 +17,7 @@ export interface PoolOptions {
 
 const sweepIntervalMs = 1_000;
 
-export class OriginPool implements ConnectionOwner {
+export class OriginPool implements ConnectionOwner<Http1Connection> {
   readonly target: ConnectTarget;
   readonly #options: PoolOptions;
   readonly #idle: Http1Connection[] = [];

@@ -12,6 +12,14 @@ export function nullBodyStatus(status: number): boolean {
   return status === 204 || status === 205 || status === 304;
 }
 
+/** Responses handed out with their whole body: reading it cannot fail any more. */
+const whole = new WeakSet<Response>();
+
+/** Whether `response` came from this client with its whole body already received. */
+export function isWholeResponse(response: Response): boolean {
+  return whole.has(response);
+}
+
 /** A Response with the body received so far as its whole body; throws an UpstreamError if the head makes none. */
 export function wholeResponse(head: ResponseHead, chunks: readonly Buffer[], bytes: number, headRequest: boolean) {
   const body =
@@ -20,7 +28,9 @@ export function wholeResponse(head: ResponseHead, chunks: readonly Buffer[], byt
       : chunks.length === 1
         ? (chunks[0] as Buffer)
         : Buffer.concat(chunks as Buffer[], bytes);
-  return respond(body, head);
+  const response = respond(body, head);
+  whole.add(response);
+  return response;
 }
 
 export interface StreamHooks {

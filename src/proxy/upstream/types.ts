@@ -8,6 +8,12 @@ export interface ConnectTarget {
   readonly tls: TLSOptions | undefined;
 }
 
+/** What a connection needs from the pool that owns it (generic, so this module need not import the connection's). */
+export interface ConnectionOwner<Connection> {
+  release(connection: Connection): void;
+  forget(connection: Connection): void;
+}
+
 export interface RequestSpec {
   readonly method: string;
   /** Request line and header section, CRLFs included (latin1). */

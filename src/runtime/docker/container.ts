@@ -12,7 +12,7 @@ import type Docker from "dockerode";
 import { McpmgrError } from "../../errors.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { engineError } from "./images.ts";
-import { MANAGED_LABEL, WORKLOAD_LABEL } from "./labels.ts";
+import { INSTALL_LABEL, ownedBy, WORKLOAD_LABEL } from "./labels.ts";
 
 /** Re-attach backoff: quick first retries, then at most every 2 s while the container runs. */
 const REATTACH_FIRST_DELAY_MS = 100;
@@ -80,10 +80,12 @@ async function removeStaleContainer(
   });
   if (info === undefined) return;
   const found = info.Config?.Labels ?? {};
-  if (found[MANAGED_LABEL] !== "true" || found[WORKLOAD_LABEL] !== labels?.[WORKLOAD_LABEL]) {
+  const workload = labels?.[WORKLOAD_LABEL];
+  // Another installation's (another MCPMGR_HOME) container of the same name is not ours either.
+  if (workload === undefined || !ownedBy(found, workload, labels?.[INSTALL_LABEL] ?? "")) {
     throw new McpmgrError(
       "WORKLOAD_EXISTS",
-      `a container named ${name} already exists and was not created by mcpmgr for this workload`,
+      `a container named ${name} already exists and was not created by this mcpmgr for this workload`,
       {
         hint: `choose another --name, or remove that container yourself (docker rm -f ${name}) if it is not needed`,
       },

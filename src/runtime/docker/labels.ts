@@ -8,9 +8,13 @@ import { McpmgrError } from "../../errors.ts";
 export const MANAGED_LABEL = "mcpmgr";
 export const WORKLOAD_LABEL = "mcpmgr.workload";
 export const ROLE_LABEL = "mcpmgr.role";
+/** The installation (state/paths.ts `installId`) that made an object: another one never touches it. */
+export const INSTALL_LABEL = "mcpmgr.install";
 
 export interface WorkloadLabelInput {
   readonly workload: string;
+  /** state/paths.ts `installId`. */
+  readonly install: string;
   readonly group: string;
   readonly transport: string;
   /** The proxy port clients use. */
@@ -48,6 +52,7 @@ export function workloadLabels(input: WorkloadLabelInput): Record<string, string
     ...Object.fromEntries(input.user.map((label) => [label.key, label.value])),
     [MANAGED_LABEL]: "true",
     [WORKLOAD_LABEL]: input.workload,
+    [INSTALL_LABEL]: input.install,
     [ROLE_LABEL]: input.role,
     "mcpmgr.group": input.group,
     "mcpmgr.transport": input.transport,
@@ -55,7 +60,21 @@ export function workloadLabels(input: WorkloadLabelInput): Record<string, string
   };
 }
 
-/** The engine filter selecting one workload's objects. */
+/** The engine filter selecting one workload's objects (of any installation: see ownedBy). */
 export function workloadFilter(workload: string): { label: string[] } {
   return { label: [`${MANAGED_LABEL}=true`, `${WORKLOAD_LABEL}=${workload}`] };
+}
+
+/**
+ * Whether an object with these labels is this installation's, for this workload. Objects made
+ * before installations were labelled carry no install label and count as anyone's, as then.
+ */
+export function ownedBy(
+  labels: Readonly<Record<string, string>> | undefined,
+  workload: string,
+  install: string,
+): boolean {
+  if (labels?.[MANAGED_LABEL] !== "true" || labels[WORKLOAD_LABEL] !== workload) return false;
+  const madeBy = labels[INSTALL_LABEL];
+  return madeBy === undefined || madeBy === install;
 }

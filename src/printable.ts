@@ -1,0 +1,16 @@
+/**
+ * Text from outside mcpmgr (a server's output, a remote's error description, a header) made
+ * safe for a terminal or a log file: control characters (C0 but tab and line feed, DEL, C1)
+ * and the invisible characters that reorder text (bidirectional overrides and isolates) are
+ * shown as escapes instead of acting. Otherwise a server could rewrite the user's terminal
+ * (escape sequences: titles, colours, cursor moves, hyperlinks), hide text with carriage
+ * returns, or make a line read differently than it is.
+ */
+const unsafe = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+export function printable(text: string): string {
+  return text.replace(unsafe, (ch) => {
+    const code = ch.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}

@@ -1,0 +1,84 @@
+/**
+ * The answers a relayed SSE response still owes its client. A POST answered with an event
+ * stream ends once the stream has carried a response for each request in the POST; when the
+ * stream has to end before that (mcpmgr stops, the upstream connection breaks), the client
+ * must hear why, or an MCP client waits for its own timeout. This watches the relayed events
+ * for responses (eventsource-parser) and, at the end, writes a JSON-RPC error event for every
+ * request still unanswered. The request's ids are read from its body only then.
+ */
+import { createParser } from "eventsource-parser";
+import { JsonRpcCode, type JsonRpcId } from "./jsonrpc.ts";
+
+const encoder = new TextEncoder();
+/**
+ * Ends an event cut short by the break: a line break if needed, then a blank line under an
+ * event type no MCP client listens to, so the fragment is dispatched as that type (and
+ * ignored) instead of being glued to the error events that follow. At an event boundary it
+ * dispatches nothing (no data lines).
+ */
+const discardPartialEvent = "event: mcpmgr-discarded\n\n";
+
+export class PendingAnswers {
+  readonly #requestIds: () => readonly JsonRpcId[];
+  readonly #answered = new Set<JsonRpcId>();
+  readonly #decoder = new TextDecoder();
+  readonly #parser = createParser({
+    onEvent: (event) => {
+      if (event.event !== undefined && event.event !== "message") return;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
+        if (message === null || typeof message !== "object") continue;
+        const { id, method } = message as { id?: JsonRpcId; method?: unknown };
+        if (method === undefined && id !== undefined) this.#answered.add(id);
+      }
+    },
+  });
+
+  /** `requestIds` is called at most once, when the stream ends early. */
+  constructor(requestIds: () => readonly JsonRpcId[]) {
+    this.#requestIds = requestIds;
+  }
+
+  /** Bytes relayed to the client, as they were sent. */
+  seen(chunk: Uint8Array): void {
+    this.#parser.feed(this.#decoder.decode(chunk, { stream: true }));
+  }
+
+  /**
+   * What closes the stream early: the cut event discarded, then an error event for every
+   * request not answered yet. `midLine`: the last byte relayed did not end a line.
+   */
+  closing(reason: string, midLine: boolean): Uint8Array {
+    const owed = this.#requestIds().filter((id) => id !== null && !this.#answered.has(id));
+    let text = `${midLine ? "\n" : ""}${discardPartialEvent}`;
+    for (const id of owed) {
+      this.#answered.add(id);
+      const error = { jsonrpc: "2.0", id, error: { code: JsonRpcCode.internalError, message: reason } };
+      text += `event: message\ndata: ${JSON.stringify(error)}\n\n`;
+    }
+    return encoder.encode(text);
+  }
+}
+
+/** The ids of the requests in a JSON-RPC body (a message or a batch); none when it cannot be read. */
+export function requestIdsOf(body: ArrayBuffer | Uint8Array | undefined): JsonRpcId[] {
+  if (body === undefined || body.byteLength === 0) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(body));
+  } catch {
+    return [];
+  }
+  const ids: JsonRpcId[] = [];
+  for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
+    if (message === null || typeof message !== "object") continue;
+    const { id, method } = message as { id?: unknown; method?: unknown };
+    if (typeof method === "string" && (typeof id === "string" || typeof id === "number")) ids.push(id);
+  }
+  return ids;
+}

@@ -1,0 +1,198 @@
+/**
+ * MCPMGR_MAX_SESSIONS: past the limit a new session is refused with 503, a JSON-RPC error and
+ * Retry-After, until one ends — through the stdio bridge (streamable HTTP and legacy SSE),
+ * through `proxy` in front of a streamable-HTTP and a legacy SSE server, and through `gateway`.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CONFORMANCE_FIXTURE, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
+import { CLI_ENTRY, spawnUntil, startEverything, startProxy, type Running } from "../support/processes.ts";
+
+const LIMIT = { MCPMGR_MAX_SESSIONS: "2" };
+
+const initialize = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "limits-test", version: "1" } },
+};
+
+const post = (url: string, body: unknown, session?: string) =>
+  fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(session ? { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" } : {}),
+    },
+    body: JSON.stringify(body),
+  });
+
+async function expectRefused(response: Response): Promise<void> {
+  expect(response.status).toBe(503);
+  expect(Number(response.headers.get("retry-after"))).toBeGreaterThan(0);
+  const body = (await response.json()) as { error?: { code: number; message: string } };
+  expect(body.error?.message).toContain("MCPMGR_MAX_SESSIONS");
+}
+
+/** Two sessions open, the third refused; once one ends, a new one opens. */
+async function expectStreamableLimit(url: string): Promise<void> {
+  const sessions: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const response = await post(url, initialize);
+    expect(response.status).toBe(200);
+    sessions.push(response.headers.get("mcp-session-id") as string);
+    await response.text();
+  }
+  await expectRefused(await post(url, initialize));
+  const deleted = await fetch(url, {
+    method: "DELETE",
+    headers: { "mcp-session-id": sessions[0] as string, "mcp-protocol-version": "2025-06-18" },
+  });
+  expect(deleted.status).toBeLessThan(300);
+  await deleted.body?.cancel();
+  const again = await post(url, initialize);
+  expect(again.status).toBe(200);
+  await again.text();
+}
+
+/** Two legacy streams open, the third refused; once one closes, a new one opens. */
+async function expectLegacyLimit(url: string): Promise<void> {
+  const open = async () => {
+    const controller = new AbortController();
+    const response = await fetch(url, { headers: { accept: "text/event-stream" }, signal: controller.signal });
+    return { response, close: () => controller.abort() };
+  };
+  const streams = [await open(), await open()];
+  for (const stream of streams) {
+    expect(stream.response.status).toBe(200);
+    // The session exists once its endpoint event has passed.
+    const reader = (stream.response.body as ReadableStream<Uint8Array>).getReader();
+    let text = "";
+    while (!text.includes("event: endpoint")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the legacy stream ended before its endpoint event");
+      text += new TextDecoder().decode(value);
+    }
+  }
+  const third = await open();
+  await expectRefused(third.response);
+  streams[0]?.close();
+  let reopened: Awaited<ReturnType<typeof open>> | undefined;
+  for (let i = 0; i < 100; i++) {
+    reopened = await open();
+    if (reopened.response.status === 200) break;
+    await reopened.response.body?.cancel();
+    await Bun.sleep(50);
+  }
+  expect(reopened?.response.status).toBe(200);
+  reopened?.close();
+  streams[1]?.close();
+}
+
+let packageDir: string;
+
+beforeAll(async () => {
+  packageDir = await mkdtemp(join(tmpdir(), "mcpmgr-limits-pkg-"));
+  await writeFile(join(packageDir, "server.sh"), `#!/bin/sh\nexec ${process.execPath} ${CONFORMANCE_FIXTURE} "$@"\n`);
+  await writeFile(
+    join(packageDir, "package.json"),
+    JSON.stringify({ name: "limits-fixture", version: "1.0.0", bin: { "limits-fixture": "server.sh" } }),
+  );
+});
+
+afterAll(async () => {
+  if (packageDir) await rm(packageDir, { recursive: true, force: true });
+});
+
+describe("the stdio bridge (mcpmgr run)", () => {
+  const runs: Running[] = [];
+  const run = async (...extra: string[]) => {
+    const running = await spawnUntil(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        "--foreground",
+        `npx://${packageDir}`,
+        "--permission-profile",
+        "none",
+        ...extra,
+        "--",
+        "stdio",
+      ],
+      /^(http:\/\/\S+)$/m,
+      { timeoutMs: 30_000, env: LIMIT },
+    );
+    runs.push(running);
+    return running.match[1] as string;
+  };
+  afterAll(async () => {
+    await Promise.allSettled(runs.map((r) => r.stop()));
+  });
+
+  test("streamable HTTP", async () => {
+    await expectStreamableLimit(await run());
+  }, 60_000);
+
+  test("legacy SSE", async () => {
+    await expectLegacyLimit(await run("--proxy-mode", "sse"));
+  }, 60_000);
+});
+
+describe("mcpmgr proxy", () => {
+  let fixture: RunningFixture;
+  let everything: Awaited<ReturnType<typeof startEverything>>;
+
+  beforeAll(async () => {
+    [fixture, everything] = await Promise.all([startConformanceServer(), startEverything("sse")]);
+  }, 30_000);
+  afterAll(async () => {
+    await Promise.allSettled([fixture?.stop(), everything?.stop()]);
+  });
+
+  test("in front of a streamable-HTTP server", async () => {
+    const proxy = await startProxy(fixture.url, [], { env: LIMIT });
+    try {
+      await expectStreamableLimit(proxy.url);
+    } finally {
+      await proxy.stop();
+    }
+  }, 60_000);
+
+  test("in front of a legacy SSE server", async () => {
+    const proxy = await startProxy(everything.url, [], { env: LIMIT });
+    try {
+      await expectLegacyLimit(proxy.url);
+    } finally {
+      await proxy.stop();
+    }
+  }, 60_000);
+});
+
+describe("mcpmgr gateway", () => {
+  let group: TestGroup;
+
+  beforeAll(async () => {
+    group = await createTestGroup();
+    group.run(await group.packageOf(CONFORMANCE_FIXTURE), "limited-one", "default", "stdio");
+  }, 120_000);
+  afterAll(async () => {
+    await group?.cleanup();
+  });
+
+  test("2025-era sessions", async () => {
+    const running = await spawnUntil([process.execPath, CLI_ENTRY, "gateway", "default"], /^(http:\/\/\S+)$/m, {
+      env: { MCPMGR_HOME: group.home, MCPMGR_RUNTIME: "process", ...LIMIT },
+      timeoutMs: 30_000,
+    });
+    try {
+      await expectStreamableLimit(running.match[1] as string);
+    } finally {
+      await running.stop();
+    }
+  }, 60_000);
+});

@@ -1,0 +1,39 @@
+/** The authorization request mcpmgr builds (its checks need no server: the metadata is given). */
+import { expect, test } from "bun:test";
+import { startAuthorization, type ServerInfo } from "../../src/auth/outgoing/oauth-client.ts";
+import { rejection } from "../support/errors.ts";
+
+const as = {
+  issuer: "https://as.example.test",
+  authorization_endpoint: "https://as.example.test/authorize",
+  token_endpoint: "https://as.example.test/token",
+};
+const request = {
+  redirectUri: "http://127.0.0.1:8666/callback",
+  scopes: ["mcp"],
+  resource: "https://mcp.example.test",
+};
+
+test("discovered metadata that does not list PKCE S256 is refused (MCP authorization)", async () => {
+  for (const methods of [undefined, [], ["plain"]]) {
+    const server: ServerInfo = {
+      as: { ...as, ...(methods ? { code_challenge_methods_supported: methods } : {}) },
+      oidc: true,
+      issuerValidated: true,
+    };
+    const err = await rejection(startAuthorization(server, { clientId: "c" }, request), "AUTH_SETUP_FAILED");
+    expect(err.message).toContain("PKCE");
+  }
+});
+
+test("with S256 listed, or endpoints given by hand, the request carries an S256 challenge and state", async () => {
+  for (const server of [
+    { as: { ...as, code_challenge_methods_supported: ["S256"] }, oidc: true, issuerValidated: true },
+    { as, oidc: false, issuerValidated: false },
+  ] satisfies ServerInfo[]) {
+    const pending = await startAuthorization(server, { clientId: "c" }, request);
+    expect(pending.url.searchParams.get("code_challenge_method")).toBe("S256");
+    expect(pending.url.searchParams.get("code_challenge")).toMatch(/^[\w-]{43}$/);
+    expect(pending.url.searchParams.get("state")).toBe(pending.state);
+  }
+});
