@@ -46,6 +46,8 @@ export interface BridgeOptions {
   /** How long a call waits, parked, for the client's retry with its input (default 5 minutes). */
   readonly inputTimeoutMs?: number;
   readonly clientInfo?: { name: string; version: string };
+  /** A 2026-07-28 server without initialize (an HTTP remote): server/discover alone must show that revision. */
+  readonly modernServerOnly?: boolean;
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
 }
 
@@ -130,6 +132,7 @@ export class StdioBridge {
       },
       this.#options.clientInfo ?? { name: "mcpmgr", version: "0" },
       this.#options.handshakeTimeoutMs ?? 180_000,
+      this.#options.modernServerOnly !== true,
     ).then((init) => {
       this.#server = init;
       if (init.era === "modern") this.#modernServer.start(init.capabilities);
@@ -378,17 +381,9 @@ export class StdioBridge {
   /** Times out stuck requests and expires idle sessions. */
   #sweep(): void {
     const now = performance.now();
-    for (const flight of this.#flights.values()) {
-      if (flight.deadline > now || flight.listen) continue;
-      const sink = flight.sink;
-      this.#flights.cancel(flight, "timed out");
-      sink?.send(
-        errorResponse(
-          flight.clientId,
-          JsonRpcCode.internalError,
-          `the MCP server did not answer ${flight.method} in time`,
-        ),
-      );
+    for (const flight of this.#flights.timeOut(now)) {
+      const text = `the MCP server did not answer ${flight.method} in time`;
+      flight.sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, text));
     }
     const idle = this.#options.sessionIdleMs ?? 30 * 60_000;
     for (const session of [...this.#sessions.values()]) {

@@ -122,6 +122,13 @@ export class FlightTable {
     });
   }
 
+  /** Cancels the flights whose deadline passed (a listen has none) and hands them back. */
+  timeOut(now: number): Flight[] {
+    const late = [...this.#flights.values()].filter((flight) => flight.deadline <= now && !flight.listen);
+    for (const flight of late) this.cancel(flight, "timed out");
+    return late;
+  }
+
   /** Forgets every flight at once (the bridge closes) and hands them back. */
   clear(): Flight[] {
     const all = [...this.#flights.values()];
