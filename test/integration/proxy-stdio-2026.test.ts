@@ -57,6 +57,20 @@ test("a 2026-07-28 remote: stateless requests with the revision's headers, x-mcp
   expect(modern.seen.find((r) => r.mcpMethod === "tools/call")).toMatchObject({ mcpName: "where", region: "eu west" });
 });
 
+test("a tool called before any tools/list (a list kept from an earlier run): its headers are looked up first", async () => {
+  modern.seen.length = 0;
+  const client = await connect(modern.url);
+  try {
+    const result = await client.callTool({ name: "where", arguments: { region: "ap south" } });
+    expect(result.content).toEqual([{ type: "text", text: "in ap south" }]);
+  } finally {
+    await client.close();
+  }
+  const calls = modern.seen.filter((r) => r.mcpMethod === "tools/list" || r.mcpMethod === "tools/call");
+  expect(calls.map((r) => r.mcpMethod)).toEqual(["tools/list", "tools/call"]);
+  expect(calls[1]).toMatchObject({ mcpName: "where", region: "ap south" });
+});
+
 test("a 2026-07-28 request cancelled by the client closes its HTTP request", async () => {
   modern.cancelled.length = 0;
   const client = await connect(modern.url);
