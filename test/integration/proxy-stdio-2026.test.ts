@@ -2,8 +2,10 @@
  * `mcpmgr proxy stdio` between a stdio client and remotes of both eras: the TypeScript SDK v2
  * client (version negotiation "auto") reaches an MCP server that speaks only 2026-07-28 —
  * stateless POSTs with the revision's headers, x-mcp-header mirrored, cancellation by
- * closing the request — and negotiates down to 2025-11-25 with our 2025-era fixture server;
- * a 2025-era client against the 2026-only server gets an error, not a hang.
+ * closing the request — and negotiates down to 2025-11-25 with our 2025-era fixture server.
+ * A 2025-era client against a 2026-only remote is served by translation
+ * (proxy-stdio-legacy-client.test.ts); against a remote that refuses initialize and is no
+ * 2026-07-28 server either, it gets an error, not a hang.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/client";
@@ -100,13 +102,31 @@ test("a 2025-era remote: the client's server/discover probe fails and it falls b
   }
 });
 
-test("a 2025-era client and a 2026-only remote: a clear error, not a hang", async () => {
-  const client = new LegacyClient({ name: "legacy-client", version: "1.0.0" });
-  const transport = new LegacyStdio({
-    command: process.execPath,
-    args: [CLI_ENTRY, "proxy", "stdio", modern.url],
-    stderr: "ignore",
+test("a 2025-era client and a remote that refuses initialize and server/discover alike: a clear error, not a hang", async () => {
+  const asked: string[] = [];
+  const refusing = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      asked.push(req.headers.get("mcp-method") ?? ((await req.json()) as { method: string }).method);
+      return Response.json(
+        { jsonrpc: "2.0", id: null, error: { code: -32600, message: "not today" } },
+        { status: 400 },
+      );
+    },
   });
-  await expect(client.connect(transport)).rejects.toThrow(/2026-07-28|protocol version|mcpmgr/i);
-  await client.close().catch(() => {});
+  try {
+    const client = new LegacyClient({ name: "legacy-client", version: "1.0.0" });
+    const transport = new LegacyStdio({
+      command: process.execPath,
+      args: [CLI_ENTRY, "proxy", "stdio", `http://127.0.0.1:${refusing.port}/mcp`],
+      stderr: "ignore",
+    });
+    await expect(client.connect(transport)).rejects.toThrow(/mcpmgr could not reach the remote MCP server.*not today/);
+    await client.close().catch(() => {});
+    // The initialize, then the probe that found no 2026-07-28 server behind it.
+    expect(asked).toEqual(["initialize", "server/discover"]);
+  } finally {
+    refusing.stop(true);
+  }
 });

@@ -1,0 +1,133 @@
+/**
+ * A remote that speaks only MCP 2026-07-28, seen as the stdio bridge sees its server (a
+ * ServerChannel): each request the bridge sends becomes its own stateless POST
+ * (stateless-requests.ts), and what comes back on its response stream (the request's
+ * notifications, then its answer) is handed to the bridge. `notifications/cancelled` closes
+ * the request's stream, which is how HTTP cancels; the revision has no other client
+ * notification over HTTP, and a server that makes no requests of its client needs no responses.
+ *
+ * The bridge's own `subscriptions/listen` streams (list changes, resource updates) last as
+ * long as the stdio client, while an HTTP stream may be dropped by the remote, a restart, or
+ * an idle timeout on the way: a listen stream that was acknowledged and then ends is opened
+ * again, under the same id (the bridge knows its notifications by it), after a pause that
+ * doubles up to a bound while the remote cannot be reached.
+ */
+import type { UpstreamFetch } from "../authenticated-fetch.ts";
+import type { JsonRpcMessage } from "../mcp-message.ts";
+import type { ServerChannel } from "../stdio-bridge/server-channel.ts";
+import { modernVersionOf } from "./request-headers.ts";
+import { type JsonRpcRequest, StatelessRequests } from "./stateless-requests.ts";
+
+const SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId";
+const FIRST_REOPEN_MS = 1_000;
+const MAX_REOPEN_MS = 30_000;
+
+export interface StatelessChannelOptions {
+  readonly url: URL;
+  readonly fetch: UpstreamFetch;
+  readonly warn: (text: string) => void;
+  /** The protocol version of requests whose `_meta` names none (the bridge always names one). */
+  readonly version: string;
+}
+
+interface Listen {
+  readonly request: JsonRpcRequest;
+  /** The remote acknowledged it at least once: it does listen, so a stream that ends is worth opening again. */
+  acknowledged: boolean;
+  delayMs: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+export class StatelessChannel implements ServerChannel {
+  readonly closed: Promise<void>;
+  /** Where the remote's messages go (the bridge's onServerMessage). */
+  onMessage: (message: unknown) => void = () => {};
+  readonly #requests: StatelessRequests;
+  readonly #listens = new Map<string | number, Listen>();
+  readonly #options: StatelessChannelOptions;
+  #close!: () => void;
+  #isClosed = false;
+
+  constructor(options: StatelessChannelOptions) {
+    this.#options = options;
+    this.closed = new Promise((resolve) => {
+      this.#close = resolve;
+    });
+    this.#requests = new StatelessRequests({
+      url: options.url,
+      fetch: options.fetch,
+      deliver: (message) => this.#deliver(message),
+      warn: options.warn,
+    });
+  }
+
+  send(message: JsonRpcMessage): void {
+    if (this.#isClosed) return;
+    if (typeof message.method !== "string") return; // a response: the remote asks nothing of its client
+    if (message.id === undefined) {
+      if (message.method === "notifications/cancelled") this.#cancel(message.params?.requestId);
+      return;
+    }
+    const request = message as JsonRpcRequest;
+    if (request.method === "subscriptions/listen")
+      this.#listens.set(request.id, { request, acknowledged: false, delayMs: FIRST_REOPEN_MS, timer: undefined });
+    void this.#requests.send(request, modernVersionOf(request) ?? this.#options.version);
+  }
+
+  /** Ends every request and listen stream; `closed` resolves. */
+  close(): void {
+    if (this.#isClosed) return;
+    this.#isClosed = true;
+    for (const listen of this.#listens.values()) clearTimeout(listen.timer);
+    this.#listens.clear();
+    this.#requests.abortAll();
+    this.#close();
+  }
+
+  #cancel(id: unknown): void {
+    if (typeof id === "string" || typeof id === "number") {
+      clearTimeout(this.#listens.get(id)?.timer);
+      this.#listens.delete(id);
+    }
+    this.#requests.cancel(id);
+  }
+
+  #deliver(message: Record<string, unknown>): void {
+    if (this.#isClosed) return;
+    const id = message.id as string | number | undefined;
+    const listen = id !== undefined && typeof message.method !== "string" ? this.#listens.get(id) : undefined;
+    if (listen !== undefined) return this.#listenEnded(listen, message);
+    if (message.method === "notifications/subscriptions/acknowledged") {
+      const params = message.params as { _meta?: Record<string, unknown> } | undefined;
+      const acknowledged = this.#listens.get(params?._meta?.[SUBSCRIPTION_ID] as string | number);
+      if (acknowledged !== undefined) {
+        acknowledged.acknowledged = true;
+        acknowledged.delayMs = FIRST_REOPEN_MS;
+      }
+    }
+    this.onMessage(message);
+  }
+
+  /** A listen stream's answer: the stream is over; one that worked is opened again. */
+  #listenEnded(listen: Listen, answer: Record<string, unknown>): void {
+    const error = answer.error as { message?: unknown } | undefined;
+    if (!listen.acknowledged) {
+      // Refused, or never got going: asking again would be refused again.
+      this.#listens.delete(listen.request.id);
+      this.#options.warn(
+        `the remote did not open a subscriptions/listen stream (${String(error?.message ?? "no acknowledgment")}); list changes and resource updates will not reach the client`,
+      );
+      this.onMessage(answer);
+      return;
+    }
+    // Reset by the next acknowledgment; until then a remote that cannot be reached is asked less and less often.
+    const delay = listen.delayMs;
+    listen.delayMs = Math.min(delay * 2, MAX_REOPEN_MS);
+    listen.timer = setTimeout(() => {
+      listen.timer = undefined;
+      if (this.#isClosed || this.#listens.get(listen.request.id) !== listen) return;
+      void this.#requests.send(listen.request, modernVersionOf(listen.request) ?? this.#options.version);
+    }, delay);
+    listen.timer.unref?.();
+  }
+}
