@@ -22,7 +22,10 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { type ModernServer, startModernServer } from "../fixtures/modern-server.ts";
 import { CONFORMANCE_FIXTURE_2026, type RunningFixture, startConformanceServer } from "../support/conformance.ts";
-import { CLI_ENTRY } from "../support/processes.ts";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
 import { eventually } from "../support/raw-http.ts";
 
 /** Announces a change until it arrives: a listen stream opens (and is acknowledged) a moment after it is asked for. */
@@ -244,5 +247,50 @@ test("a call the client cancels closes its HTTP request at the remote", async ()
     ]);
   } finally {
     await client.close();
+  }
+});
+
+test("a workload of the remote (what Claude Desktop's entry reaches), its tool filter included: the same translation", async () => {
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-legacy-client-"));
+  const workload = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      fixture.url,
+      "--tools",
+      "test_elicitation,test_trigger_tool_change",
+    ],
+    /^(http:\/\/\S+)$/m,
+    { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 },
+  );
+  try {
+    const { client } = await connect(workload.match[1] as string);
+    client.setRequestHandler(ElicitRequestSchema, async () => ({
+      action: "accept",
+      content: { username: "ada", email: "ada@example.org" },
+    }));
+    let toolsChanged = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void toolsChanged++);
+    try {
+      // The proxy's tool filter sees the translated requests as the 2026-07-28 requests they are.
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual([
+        "test_elicitation",
+        "test_trigger_tool_change",
+      ]);
+      const elicited = await client.callTool({ name: "test_elicitation", arguments: { message: "Hi?" } });
+      expect(elicited.content).toEqual([
+        { type: "text", text: 'User response: action=accept, content={"username":"ada","email":"ada@example.org"}' },
+      ]);
+      await client.callTool({ name: "test_trigger_tool_change", arguments: {} });
+      await eventually(() => toolsChanged === 1, 5_000, "tools/list_changed through the proxy");
+      await expect(client.callTool({ name: "test_simple_text", arguments: {} })).rejects.toThrow();
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await workload.stop();
+    await rm(home, { recursive: true, force: true });
   }
 });
