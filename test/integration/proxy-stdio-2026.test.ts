@@ -102,31 +102,47 @@ test("a 2025-era remote: the client's server/discover probe fails and it falls b
   }
 });
 
-test("a 2025-era client and a remote that refuses initialize and server/discover alike: a clear error, not a hang", async () => {
+/** A remote that refuses every request with `status`; records the method of each. */
+function refusingRemote(status: number) {
   const asked: string[] = [];
-  const refusing = Bun.serve({
+  const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     async fetch(req) {
       asked.push(req.headers.get("mcp-method") ?? ((await req.json()) as { method: string }).method);
-      return Response.json(
-        { jsonrpc: "2.0", id: null, error: { code: -32600, message: "not today" } },
-        { status: 400 },
-      );
+      return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "not today" } }, { status });
     },
   });
+  return { url: `http://127.0.0.1:${server.port}/mcp`, asked, stop: () => server.stop(true) };
+}
+
+function legacyConnect(url: string): Promise<void> {
+  const client = new LegacyClient({ name: "legacy-client", version: "1.0.0" });
+  const transport = new LegacyStdio({
+    command: process.execPath,
+    args: [CLI_ENTRY, "proxy", "stdio", url],
+    stderr: "ignore",
+  });
+  return client.connect(transport).finally(() => client.close().catch(() => {}));
+}
+
+test("a 2025-era client and a remote that refuses initialize and server/discover alike: a clear error, not a hang", async () => {
+  const remote = refusingRemote(400);
   try {
-    const client = new LegacyClient({ name: "legacy-client", version: "1.0.0" });
-    const transport = new LegacyStdio({
-      command: process.execPath,
-      args: [CLI_ENTRY, "proxy", "stdio", `http://127.0.0.1:${refusing.port}/mcp`],
-      stderr: "ignore",
-    });
-    await expect(client.connect(transport)).rejects.toThrow(/mcpmgr could not reach the remote MCP server.*not today/);
-    await client.close().catch(() => {});
+    await expect(legacyConnect(remote.url)).rejects.toThrow(/mcpmgr could not reach the remote MCP server.*not today/);
     // The initialize, then the probe that found no 2026-07-28 server behind it.
-    expect(asked).toEqual(["initialize", "server/discover"]);
+    expect(remote.asked).toEqual(["initialize", "server/discover"]);
   } finally {
-    refusing.stop(true);
+    remote.stop();
+  }
+});
+
+test("an initialize refused for want of credentials is a question of authentication: no era probe", async () => {
+  const remote = refusingRemote(401);
+  try {
+    await expect(legacyConnect(remote.url)).rejects.toThrow(/mcpmgr could not reach the remote MCP server/);
+    expect(remote.asked).toEqual(["initialize"]);
+  } finally {
+    remote.stop();
   }
 });

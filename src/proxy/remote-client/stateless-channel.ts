@@ -8,15 +8,16 @@
  *
  * The bridge's own `subscriptions/listen` streams (list changes, resource updates) last as
  * long as the stdio client, while an HTTP stream may be dropped by the remote, a restart, or
- * an idle timeout on the way: a listen stream that was acknowledged and then ends is opened
- * again, under the same id (the bridge knows its notifications by it), after a pause that
- * doubles up to a bound while the remote cannot be reached.
+ * an idle timeout on the way: a listen stream that ends is opened again, under the same id
+ * (the bridge knows its notifications by it), after a pause that doubles up to a bound until
+ * the remote acknowledges it again. Only a remote that refuses it (a JSON-RPC error of its
+ * own) is not asked again.
  */
 import type { UpstreamFetch } from "../authenticated-fetch.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { ServerChannel } from "../stdio-bridge/server-channel.ts";
 import { modernVersionOf } from "./request-headers.ts";
-import { type JsonRpcRequest, StatelessRequests } from "./stateless-requests.ts";
+import { type JsonRpcRequest, StatelessRequests, TRANSPORT_ERROR } from "./stateless-requests.ts";
 
 const SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId";
 const FIRST_REOPEN_MS = 1_000;
@@ -28,12 +29,13 @@ export interface StatelessChannelOptions {
   readonly warn: (text: string) => void;
   /** The protocol version of requests whose `_meta` names none (the bridge always names one). */
   readonly version: string;
+  /** The first pause before a dropped listen stream is opened again (default 1 s). */
+  readonly reopenAfterMs?: number;
 }
 
 interface Listen {
   readonly request: JsonRpcRequest;
-  /** The remote acknowledged it at least once: it does listen, so a stream that ends is worth opening again. */
-  acknowledged: boolean;
+  /** The pause before the stream is opened again when it ends. */
   delayMs: number;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
@@ -45,11 +47,13 @@ export class StatelessChannel implements ServerChannel {
   readonly #requests: StatelessRequests;
   readonly #listens = new Map<string | number, Listen>();
   readonly #options: StatelessChannelOptions;
+  readonly #firstReopenMs: number;
   #close!: () => void;
   #isClosed = false;
 
   constructor(options: StatelessChannelOptions) {
     this.#options = options;
+    this.#firstReopenMs = options.reopenAfterMs ?? FIRST_REOPEN_MS;
     this.closed = new Promise((resolve) => {
       this.#close = resolve;
     });
@@ -70,7 +74,7 @@ export class StatelessChannel implements ServerChannel {
     }
     const request = message as JsonRpcRequest;
     if (request.method === "subscriptions/listen")
-      this.#listens.set(request.id, { request, acknowledged: false, delayMs: FIRST_REOPEN_MS, timer: undefined });
+      this.#listens.set(request.id, { request, delayMs: this.#firstReopenMs, timer: undefined });
     void this.#requests.send(request, modernVersionOf(request) ?? this.#options.version);
   }
 
@@ -100,22 +104,19 @@ export class StatelessChannel implements ServerChannel {
     if (message.method === "notifications/subscriptions/acknowledged") {
       const params = message.params as { _meta?: Record<string, unknown> } | undefined;
       const acknowledged = this.#listens.get(params?._meta?.[SUBSCRIPTION_ID] as string | number);
-      if (acknowledged !== undefined) {
-        acknowledged.acknowledged = true;
-        acknowledged.delayMs = FIRST_REOPEN_MS;
-      }
+      if (acknowledged !== undefined) acknowledged.delayMs = this.#firstReopenMs;
     }
     this.onMessage(message);
   }
 
-  /** A listen stream's answer: the stream is over; one that worked is opened again. */
+  /** A listen stream's answer: the stream is over, and opened again unless the remote refused it. */
   #listenEnded(listen: Listen, answer: Record<string, unknown>): void {
-    const error = answer.error as { message?: unknown } | undefined;
-    if (!listen.acknowledged) {
-      // Refused, or never got going: asking again would be refused again.
+    const error = answer.error as { code?: unknown; message?: unknown } | undefined;
+    if (error !== undefined && error.code !== TRANSPORT_ERROR) {
+      // Asking again would be refused again.
       this.#listens.delete(listen.request.id);
       this.#options.warn(
-        `the remote did not open a subscriptions/listen stream (${String(error?.message ?? "no acknowledgment")}); list changes and resource updates will not reach the client`,
+        `the remote did not open a subscriptions/listen stream (${String(error.message ?? "refused")}); list changes and resource updates will not reach the client`,
       );
       this.onMessage(answer);
       return;

@@ -24,7 +24,7 @@ export interface JsonRpcRequest {
 }
 
 /** JSON-RPC's implementation-defined range: not an MCP error a client would act on. */
-const TRANSPORT_ERROR = -32000;
+export const TRANSPORT_ERROR = -32000;
 /** tools/list pages read to find one tool's header declarations. */
 const MAX_LIST_PAGES = 20;
 

@@ -16,7 +16,7 @@
  * connection fails; stdout carries only the protocol.
  */
 import type { Readable, Writable } from "node:stream";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage } from "../../errors.ts";
@@ -143,7 +143,9 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         };
         const initialize = pendingInitialize.get(id);
         pendingInitialize.delete(id);
-        if (initialize !== undefined) await initializeRefused(initialize, refusal);
+        // Refused for want of credentials: a question of authentication, not of eras.
+        const unauthorized = err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403);
+        if (initialize !== undefined && !unauthorized) await initializeRefused(initialize, refusal);
         else void local.send(refusal);
       }
     });
