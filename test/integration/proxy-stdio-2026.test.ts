@@ -2,8 +2,10 @@
  * `mcpmgr proxy stdio` between a stdio client and remotes of both eras: the TypeScript SDK v2
  * client (version negotiation "auto") reaches an MCP server that speaks only 2026-07-28 —
  * stateless POSTs with the revision's headers, x-mcp-header mirrored, cancellation by
- * closing the request — and negotiates down to 2025-11-25 with our 2025-era fixture server;
- * a 2025-era client against the 2026-only server gets an error, not a hang.
+ * closing the request — and negotiates down to 2025-11-25 with our 2025-era fixture server.
+ * A 2025-era client against a 2026-only remote is served by translation
+ * (proxy-stdio-legacy-client.test.ts); against a remote that refuses initialize and is no
+ * 2026-07-28 server either, it gets an error, not a hang.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/client";
@@ -57,6 +59,20 @@ test("a 2026-07-28 remote: stateless requests with the revision's headers, x-mcp
   expect(modern.seen.find((r) => r.mcpMethod === "tools/call")).toMatchObject({ mcpName: "where", region: "eu west" });
 });
 
+test("a tool called before any tools/list (a list kept from an earlier run): its headers are looked up first", async () => {
+  modern.seen.length = 0;
+  const client = await connect(modern.url);
+  try {
+    const result = await client.callTool({ name: "where", arguments: { region: "ap south" } });
+    expect(result.content).toEqual([{ type: "text", text: "in ap south" }]);
+  } finally {
+    await client.close();
+  }
+  const calls = modern.seen.filter((r) => r.mcpMethod === "tools/list" || r.mcpMethod === "tools/call");
+  expect(calls.map((r) => r.mcpMethod)).toEqual(["tools/list", "tools/call"]);
+  expect(calls[1]).toMatchObject({ mcpName: "where", region: "ap south" });
+});
+
 test("a 2026-07-28 request cancelled by the client closes its HTTP request", async () => {
   modern.cancelled.length = 0;
   const client = await connect(modern.url);
@@ -86,13 +102,47 @@ test("a 2025-era remote: the client's server/discover probe fails and it falls b
   }
 });
 
-test("a 2025-era client and a 2026-only remote: a clear error, not a hang", async () => {
+/** A remote that refuses every request with `status`; records the method of each. */
+function refusingRemote(status: number) {
+  const asked: string[] = [];
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      asked.push(req.headers.get("mcp-method") ?? ((await req.json()) as { method: string }).method);
+      return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "not today" } }, { status });
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}/mcp`, asked, stop: () => server.stop(true) };
+}
+
+function legacyConnect(url: string): Promise<void> {
   const client = new LegacyClient({ name: "legacy-client", version: "1.0.0" });
   const transport = new LegacyStdio({
     command: process.execPath,
-    args: [CLI_ENTRY, "proxy", "stdio", modern.url],
+    args: [CLI_ENTRY, "proxy", "stdio", url],
     stderr: "ignore",
   });
-  await expect(client.connect(transport)).rejects.toThrow(/2026-07-28|protocol version|mcpmgr/i);
-  await client.close().catch(() => {});
+  return client.connect(transport).finally(() => client.close().catch(() => {}));
+}
+
+test("a 2025-era client and a remote that refuses initialize and server/discover alike: a clear error, not a hang", async () => {
+  const remote = refusingRemote(400);
+  try {
+    await expect(legacyConnect(remote.url)).rejects.toThrow(/mcpmgr could not reach the remote MCP server.*not today/);
+    // The initialize, then the probe that found no 2026-07-28 server behind it.
+    expect(remote.asked).toEqual(["initialize", "server/discover"]);
+  } finally {
+    remote.stop();
+  }
+});
+
+test("an initialize refused for want of credentials is a question of authentication: no era probe", async () => {
+  const remote = refusingRemote(401);
+  try {
+    await expect(legacyConnect(remote.url)).rejects.toThrow(/mcpmgr could not reach the remote MCP server/);
+    expect(remote.asked).toEqual(["initialize"]);
+  } finally {
+    remote.stop();
+  }
 });

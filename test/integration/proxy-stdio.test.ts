@@ -1,6 +1,7 @@
 /**
  * `mcpmgr proxy stdio`: a remote MCP endpoint as a stdio server, driven by the SDK's stdio
- * client — plain, with a bearer token, after an OAuth login, and for a workload by name.
+ * client — plain, with a bearer token (a 2026-only remote too, translated for), after an
+ * OAuth login, and for a workload by name.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -16,7 +17,9 @@ import {
   startAuthServer,
   type AuthServer,
 } from "../support/auth-server.ts";
-import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CONFORMANCE_FIXTURE_2026, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import { eventually } from "../support/raw-http.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
 import { proxyStdioOptions } from "../../src/config/proxy-stdio-options.ts";
 
@@ -24,18 +27,30 @@ const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
 let auth: AuthServer;
 let fixture: RunningFixture;
 let remote: Awaited<ReturnType<typeof startProxy>>;
+let modernOnly: RunningFixture;
+let modernRemote: Awaited<ReturnType<typeof startProxy>>;
 let home: string;
 
 beforeAll(async () => {
   auth = await startAuthServer();
   fixture = await startConformanceServer();
   remote = await startProxy(fixture.url, ["--oidc-issuer", auth.issuer, "--oidc-audience", JWT_RESOURCE, ...LOCAL_DEV]);
+  modernOnly = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE_2026, args: ["--modern-only"] });
+  modernRemote = await startProxy(modernOnly.url, [
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    ...LOCAL_DEV,
+  ]);
   home = await mkdtemp(join(tmpdir(), "mcpmgr-proxy-stdio-"));
 }, 60_000);
 
 afterAll(async () => {
   await remote?.stop();
   await fixture?.stop();
+  await modernRemote?.stop();
+  await modernOnly?.stop();
   await auth?.stop();
   await rm(home, { recursive: true, force: true });
 });
@@ -70,6 +85,21 @@ test("authenticates to a protected remote with a bearer token", async () => {
   const { client, transport } = stdioClient([remote.url, "--remote-auth-bearer-token", await auth.token()]);
   await client.connect(transport);
   expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+  await client.close();
+}, 60_000);
+
+test("a protected remote that speaks only 2026-07-28: the translated session's every POST carries the token", async () => {
+  const { client, transport } = stdioClient([modernRemote.url, "--remote-auth-bearer-token", await auth.token()]);
+  let toolsChanged = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void toolsChanged++);
+  await client.connect(transport);
+  expect(client.getServerVersion()?.name).toBe("mcpmgr-conformance-fixture-2026");
+  expect((await client.callTool({ name: "test_simple_text", arguments: {} })).content).toEqual([
+    { type: "text", text: "This is a simple text response for testing." },
+  ]);
+  // The list-change stream is a POST of its own, authenticated like the rest.
+  await client.callTool({ name: "test_trigger_tool_change", arguments: {} });
+  await eventually(() => toolsChanged === 1, 5_000, "tools/list_changed");
   await client.close();
 }, 60_000);
 

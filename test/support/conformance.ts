@@ -139,9 +139,10 @@ export interface RunningFixture {
  * resolves once it prints its `listening on <url>` line.
  */
 export async function startConformanceServer(
-  opts: { startupTimeoutMs?: number; fixture?: string } = {},
+  opts: { startupTimeoutMs?: number; fixture?: string; args?: readonly string[] } = {},
 ): Promise<RunningFixture> {
-  const proc = Bun.spawn([process.execPath, opts.fixture ?? CONFORMANCE_FIXTURE, "http", "--port", "0"], {
+  const fixture = opts.fixture ?? CONFORMANCE_FIXTURE;
+  const proc = Bun.spawn([process.execPath, fixture, "http", "--port", "0", ...(opts.args ?? [])], {
     cwd: REPO_ROOT,
     stdin: "ignore",
     stdout: "ignore",

@@ -5,12 +5,14 @@
  * (notifications first, then the response), relayed message by message. Cancelling a request
  * closes its stream, which is how HTTP says it. An HTTP error without a JSON-RPC body (an
  * older server that wants a session, a gateway) becomes a JSON-RPC error for the request,
- * so a client probing with `server/discover` can fall back to `initialize`.
+ * so a client probing with `server/discover` can fall back to `initialize`. The tools/list
+ * answers relayed teach which tool arguments go into `Mcp-Param-*` headers (tool-headers.ts);
+ * a call of a tool no list has named yet looks the tool up first.
  */
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import type { UpstreamFetch } from "../authenticated-fetch.ts";
 import { mcpRequestHeaders } from "./request-headers.ts";
-import { ToolHeaderRegistry } from "./tool-headers.ts";
+import { type HeaderDeclaration, ToolHeaderRegistry } from "./tool-headers.ts";
 
 type Id = string | number;
 
@@ -22,7 +24,9 @@ export interface JsonRpcRequest {
 }
 
 /** JSON-RPC's implementation-defined range: not an MCP error a client would act on. */
-const TRANSPORT_ERROR = -32000;
+export const TRANSPORT_ERROR = -32000;
+/** tools/list pages read to find one tool's header declarations. */
+const MAX_LIST_PAGES = 20;
 
 export interface StatelessRequestsOptions {
   readonly url: URL;
@@ -44,6 +48,7 @@ export class StatelessRequests {
   readonly #options: StatelessRequestsOptions;
   readonly #inFlight = new Map<Id, AbortController>();
   readonly #tools = new ToolHeaderRegistry();
+  #lookups = 0;
 
   constructor(options: StatelessRequestsOptions) {
     this.#options = options;
@@ -78,49 +83,94 @@ export class StatelessRequests {
       this.#inFlight.delete(request.id);
       this.#options.deliver(this.#relayable(request, message));
     };
-    const fail = (text: string) =>
-      answer({ jsonrpc: "2.0", id: request.id, error: { code: TRANSPORT_ERROR, message: text } });
     try {
-      const declarations = request.method === "tools/call" ? this.#tools.declarationsOf(request.params?.name) : [];
-      const response = await this.#options.fetch(this.#options.url.href, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          ...mcpRequestHeaders(request, version, declarations),
-        },
-        body: JSON.stringify(request),
-        signal: controller.signal,
-        // A subscriptions/listen stream stays open for as long as the client wants it.
-        timeout: false,
-      });
-      const type = response.headers.get("content-type") ?? "";
-      if (response.body !== null && type.startsWith("text/event-stream")) {
-        await this.#readStream(request, response.body, answer, controller.signal);
-        if (this.#inFlight.get(request.id) === controller)
-          fail("the remote MCP server ended its response stream without answering; send the request again");
-        return;
-      }
-      const text = await response.text();
-      const body = text === "" ? undefined : parseJson(text);
-      if (isResponse(body)) return answer({ ...body, id: body.id ?? request.id });
-      fail(
-        response.ok
-          ? `the remote MCP server answered HTTP ${response.status} without a JSON-RPC response`
-          : `the remote MCP server answered HTTP ${response.status}${text ? `: ${text.slice(0, 200)}` : ""}`,
+      const declarations =
+        request.method === "tools/call" ? await this.#declarationsFor(request, version, controller.signal) : [];
+      const outcome = await this.#exchange(request, version, declarations, controller.signal, this.#options.deliver);
+      answer(
+        typeof outcome === "string"
+          ? { jsonrpc: "2.0", id: request.id, error: { code: TRANSPORT_ERROR, message: outcome } }
+          : outcome,
       );
     } catch (err) {
       if (controller.signal.aborted) return;
-      fail(`mcpmgr could not reach the remote MCP server: ${err instanceof Error ? err.message : String(err)}`);
+      const text = `mcpmgr could not reach the remote MCP server: ${err instanceof Error ? err.message : String(err)}`;
+      answer({ jsonrpc: "2.0", id: request.id, error: { code: TRANSPORT_ERROR, message: text } });
     }
+  }
+
+  /**
+   * One request's POST: its notifications go to `notify` as they come, then its response is
+   * returned, or why there is none (HTTP errors without a JSON-RPC body, a stream that ended).
+   */
+  async #exchange(
+    request: JsonRpcRequest,
+    version: string,
+    declarations: readonly HeaderDeclaration[],
+    signal: AbortSignal,
+    notify: (message: Record<string, unknown>) => void,
+  ): Promise<Record<string, unknown> | string> {
+    const response = await this.#options.fetch(this.#options.url.href, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...mcpRequestHeaders(request, version, declarations),
+      },
+      body: JSON.stringify(request),
+      signal,
+      // A subscriptions/listen stream stays open for as long as the client wants it.
+      timeout: false,
+    });
+    const type = response.headers.get("content-type") ?? "";
+    if (response.body !== null && type.startsWith("text/event-stream")) {
+      const answer = await this.#readStream(request, response.body, notify, signal);
+      return answer ?? "the remote MCP server ended its response stream without answering; send the request again";
+    }
+    const text = await response.text();
+    const body = text === "" ? undefined : parseJson(text);
+    if (isResponse(body)) return { ...body, id: body.id ?? request.id };
+    return response.ok
+      ? `the remote MCP server answered HTTP ${response.status} without a JSON-RPC response`
+      : `the remote MCP server answered HTTP ${response.status}${text ? `: ${text.slice(0, 200)}` : ""}`;
+  }
+
+  /**
+   * What a tools/call must mirror into headers. A tool no tools/list has named yet (the client
+   * kept its list from an earlier run, as 2026-07-28 caching invites) is looked up first with
+   * tools/list pages in the call's own envelope: without its declarations the remote would
+   * refuse the call for missing headers.
+   */
+  async #declarationsFor(
+    request: JsonRpcRequest,
+    version: string,
+    signal: AbortSignal,
+  ): Promise<readonly HeaderDeclaration[]> {
+    const name = request.params?.name;
+    let cursor: unknown;
+    for (let page = 0; page < MAX_LIST_PAGES && !this.#tools.knows(name); page++) {
+      const list: JsonRpcRequest = {
+        jsonrpc: "2.0",
+        id: `mcpmgr-tools-${++this.#lookups}`,
+        method: "tools/list",
+        params: { ...(typeof cursor === "string" ? { cursor } : {}), _meta: envelopeOf(request) },
+      };
+      const outcome = await this.#exchange(list, version, [], signal, () => {});
+      const result = typeof outcome === "string" ? undefined : outcome.result;
+      if (!isObject(result)) break;
+      this.#tools.learn(result);
+      cursor = result.nextCursor;
+      if (typeof cursor !== "string") break;
+    }
+    return this.#tools.declarationsOf(name);
   }
 
   async #readStream(
     request: JsonRpcRequest,
     body: ReadableStream<Uint8Array>,
-    answer: (message: Record<string, unknown>) => void,
+    notify: (message: Record<string, unknown>) => void,
     signal: AbortSignal,
-  ): Promise<void> {
+  ): Promise<Record<string, unknown> | undefined> {
     const events = body
       .pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>)
       .pipeThrough(new EventSourceParserStream());
@@ -130,14 +180,11 @@ export class StatelessRequests {
     try {
       for (;;) {
         const { value: event, done } = await reader.read();
-        if (done) return;
+        if (done) return undefined;
         if (event.data === "" || (event.event !== undefined && event.event !== "message")) continue;
         const message = parseJson(event.data);
-        if (isResponse(message)) {
-          answer({ ...message, id: message.id ?? request.id });
-          // The response ends the request's stream (the server SHOULD close it; mcpmgr does not wait).
-          return;
-        }
+        // The response ends the request's stream (the server SHOULD close it; mcpmgr does not wait).
+        if (isResponse(message)) return { ...message, id: message.id ?? request.id };
         if (isObject(message) && typeof message.method === "string") {
           if ("id" in message) {
             this.#options.warn(
@@ -145,7 +192,7 @@ export class StatelessRequests {
             );
             continue;
           }
-          this.#options.deliver(message);
+          notify(message);
         }
       }
     } finally {
@@ -161,6 +208,17 @@ export class StatelessRequests {
     for (const text of excluded) this.#options.warn(text);
     return excluded.length === 0 ? message : { ...message, result };
   }
+}
+
+/** The 2026-07-28 envelope of a request's `_meta` (protocol version, client info and capabilities). */
+function envelopeOf(request: JsonRpcRequest): Record<string, unknown> {
+  const meta = request.params?._meta;
+  const envelope: Record<string, unknown> = {};
+  if (isObject(meta))
+    for (const [key, value] of Object.entries(meta))
+      if (key.startsWith("io.modelcontextprotocol/") && key !== "io.modelcontextprotocol/logLevel")
+        envelope[key] = value;
+  return envelope;
 }
 
 function parseJson(text: string): unknown {

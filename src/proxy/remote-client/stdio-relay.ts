@@ -7,17 +7,22 @@
  *     (stateless-requests.ts); the client does its own version negotiation (`server/discover`,
  *     UnsupportedProtocolVersion) and falls back to `initialize` with an older remote;
  *   - everything else (`initialize` and what follows it) goes through the SDK's streamable
- *     HTTP client transport: sessions, SSE answers, the server→client GET stream.
+ *     HTTP client transport: sessions, SSE answers, the server→client GET stream;
+ *   - unless the remote refuses that initialize and answers `server/discover` as a server that
+ *     speaks only 2026-07-28: then the client's session is served by translating between the
+ *     eras (legacy-client.ts, the stdio bridge's translation), from that initialize on.
  * Every HTTP request goes through `fetch` (mcpmgr's credentials, when configured). The relay
  * ends when the client's input ends (after what was asked is answered, bounded) or the
  * connection fails; stdout carries only the protocol.
  */
 import type { Readable, Writable } from "node:stream";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage } from "../../errors.ts";
 import type { UpstreamFetch } from "../authenticated-fetch.ts";
+import type { JsonRpcMessage } from "../mcp-message.ts";
+import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { modernVersionOf } from "./request-headers.ts";
 import { type JsonRpcRequest, StatelessRequests } from "./stateless-requests.ts";
 
@@ -27,7 +32,7 @@ export interface StdioRelayOptions {
   readonly fetch: UpstreamFetch | undefined;
   readonly stdin: Readable;
   readonly stdout: Writable;
-  readonly log: { warn(text: string): void; error(text: string): void };
+  readonly log: { info(text: string): void; warn(text: string): void; error(text: string): void };
 }
 
 export interface StdioRelay {
@@ -61,6 +66,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     closing = true;
     if (why) log.error(why);
     stateless.abortAll();
+    translation?.close();
     // Ends the remote session (DELETE) when there is one.
     if (remote.sessionId !== undefined) await remote.terminateSession().catch(() => {});
     await remote.close().catch(() => {});
@@ -68,11 +74,40 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     done(why ? 1 : 0);
   };
 
-  const pendingInitialize = new Set<string | number>();
+  /** The client's initialize requests the remote has not answered yet, by id. */
+  const pendingInitialize = new Map<string | number, JSONRPCMessage>();
   /** Requests sent and not answered yet: stdin may end before their answers arrive. */
   const inFlight = new Set<string | number>();
   // One message at a time, in order: a cancellation must not overtake its request.
   let sending: Promise<void> = Promise.resolve();
+  /** Set once a 2025-era client is served in front of a remote that speaks only 2026-07-28. */
+  let translation: LegacyClientTranslation | undefined;
+
+  /**
+   * The remote refused the client's initialize. A remote that speaks only 2026-07-28 does
+   * that by design: the client is then served by translating, from this initialize on.
+   * Anything else gets the refusal. Runs in the sending order, so nothing overtakes it.
+   */
+  const initializeRefused = async (initialize: JSONRPCMessage, refusal: JSONRPCMessage): Promise<void> => {
+    const { translateForLegacyClient } = await import("./legacy-client.ts");
+    const attempt = await translateForLegacyClient({
+      url: target,
+      fetch: upstreamFetch ?? ((url, init) => fetch(url, init)),
+      deliver: (message) => void local.send(message as JSONRPCMessage),
+      warn: (text) => log.warn(`remote: ${text}`),
+      initialize: initialize as JsonRpcMessage,
+    });
+    if ("refused" in attempt) {
+      log.warn(`remote: ${attempt.refused}`);
+      void local.send(refusal);
+      return;
+    }
+    if (closing) return attempt.close();
+    translation = attempt;
+    log.info("the remote speaks only MCP 2026-07-28: mcpmgr translates for this client's 2025-era session");
+    attempt.handle(initialize as JsonRpcMessage);
+  };
+
   local.onmessage = (message: JSONRPCMessage) => {
     const isRequest = "method" in message && "id" in message && message.id !== undefined;
     const version = isRequest ? modernVersionOf(message) : undefined;
@@ -88,39 +123,61 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       stateless.cancel(message.params?.requestId)
     )
       return;
-    if (isRequest && message.method === "initialize") pendingInitialize.add(message.id as string | number);
-    if (isRequest) inFlight.add(message.id as string | number);
-    sending = sending.then(() =>
-      remote.send(message).catch((err: unknown) => {
+    sending = sending.then(async () => {
+      if (translation) return translation.handle(message as JsonRpcMessage);
+      const id = isRequest ? (message.id as string | number) : undefined;
+      if (id !== undefined && "method" in message && message.method === "initialize")
+        pendingInitialize.set(id, message);
+      if (id !== undefined) inFlight.add(id);
+      try {
+        await remote.send(message);
+      } catch (err) {
         const text = errorMessage(err);
+        if (id === undefined) return log.warn(`could not deliver a message to the remote: ${text}`);
         // A request that could not be delivered gets an error answer, not silence.
-        if (isRequest) {
-          inFlight.delete(message.id as string | number);
-          void local.send({
-            jsonrpc: "2.0",
-            id: message.id as string | number,
-            error: { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
-          });
-        } else log.warn(`could not deliver a message to the remote: ${text}`);
-      }),
-    );
+        inFlight.delete(id);
+        const refusal: JSONRPCMessage = {
+          jsonrpc: "2.0",
+          id,
+          error: { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
+        };
+        const initialize = pendingInitialize.get(id);
+        pendingInitialize.delete(id);
+        // Refused for want of credentials: a question of authentication, not of eras.
+        const unauthorized = err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403);
+        if (initialize !== undefined && !unauthorized) await initializeRefused(initialize, refusal);
+        else void local.send(refusal);
+      }
+    });
   };
   remote.onmessage = (message: JSONRPCMessage) => {
-    if (!("method" in message) && "id" in message && message.id !== undefined) inFlight.delete(message.id);
-    // The negotiated version goes on every later HTTP request (MCP-Protocol-Version).
-    if ("id" in message && message.id !== undefined && pendingInitialize.delete(message.id) && "result" in message) {
-      const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
+    const id = !("method" in message) && "id" in message ? message.id : undefined;
+    if (id !== undefined) inFlight.delete(id);
+    const initialize = id !== undefined ? pendingInitialize.get(id) : undefined;
+    if (id !== undefined && initialize !== undefined) {
+      pendingInitialize.delete(id);
+      if ("error" in message) {
+        sending = sending.then(() => initializeRefused(initialize, message));
+        return;
+      }
+      // The negotiated version goes on every later HTTP request (MCP-Protocol-Version).
+      const version =
+        "result" in message ? (message.result as { protocolVersion?: unknown }).protocolVersion : undefined;
       if (typeof version === "string") remote.setProtocolVersion(version);
     }
     void local.send(message);
   };
-  remote.onerror = (err) => log.warn(`remote: ${err.message}`);
+  remote.onerror = (err) => {
+    // A refused initialize is dealt with where it was sent (answered, or translated for).
+    if (pendingInitialize.size === 0) log.warn(`remote: ${err.message}`);
+  };
   local.onerror = (err) => log.warn(`stdin: ${err.message}`);
   // End of input: let what was asked be answered (bounded), then end the remote session.
   const drainThenFinish = async () => {
     await sending;
     const deadline = Date.now() + DRAIN_MS;
-    while ((inFlight.size > 0 || stateless.pending > 0) && Date.now() < deadline) await Bun.sleep(20);
+    const pending = () => inFlight.size + stateless.pending + (translation?.pending ?? 0);
+    while (pending() > 0 && Date.now() < deadline) await Bun.sleep(20);
     await finish();
   };
   local.onclose = () => void drainThenFinish();

@@ -92,6 +92,8 @@ export function scanToolHeaders(inputSchema: unknown): HeaderScan {
 /** What the relay learned from `tools/list`: per tool, the arguments to mirror. */
 export class ToolHeaderRegistry {
   readonly #declarations = new Map<string, readonly HeaderDeclaration[]>();
+  /** Every tool a list named, those left out included. */
+  readonly #listed = new Set<string>();
 
   /**
    * Learns a `tools/list` result and leaves out the tools with invalid declarations; returns
@@ -102,6 +104,7 @@ export class ToolHeaderRegistry {
     const excluded: string[] = [];
     const tools = result.tools.filter((tool: unknown) => {
       if (!isObject(tool) || typeof tool.name !== "string") return true;
+      this.#listed.add(tool.name);
       const scan = scanToolHeaders(tool.inputSchema);
       if (scan.valid) {
         this.#declarations.set(tool.name, scan.declarations);
@@ -112,6 +115,11 @@ export class ToolHeaderRegistry {
       return false;
     });
     return excluded.length === 0 ? { result, excluded } : { result: { ...result, tools }, excluded };
+  }
+
+  /** Whether a tools/list named this tool (so its declarations, if any, are known). */
+  knows(tool: unknown): boolean {
+    return typeof tool === "string" && this.#listed.has(tool);
   }
 
   declarationsOf(tool: unknown): readonly HeaderDeclaration[] {

@@ -3,34 +3,32 @@
  *
  * The server sees a single client. Every client request is forwarded under a fresh
  * bridge-wide numeric id (and a fresh progress token), so identical ids from different
- * clients can never meet; the server's answer is routed back by that id alone.
+ * clients can never meet; the server's answer is routed back by that id alone
+ * (flight-table.ts).
  *
  * Two kinds of client meet here: sessions (2025-11-25 and older: initialize, then requests
  * on the session) and 2026-07-28 requests, each standing alone with its context in `_meta`
  * (a "stateless" ClientSession that lives as long as its POST). The server is of one of two
- * eras too (handshake.ts): a modern server gets modern requests as they are; an older one
- * is kept behind one initialised session and the bridge speaks 2026-07-28 for it — it
- * answers server/discover, shapes results (result-shape.ts), turns the server's own
- * requests into input rounds (input-rounds.ts) and serves subscriptions/listen
- * (listen.ts). Server-initiated traffic is routed by what it refers to (server-routing.ts).
+ * eras too (handshake.ts): a modern server gets modern requests as they are and sessions
+ * translated (modern-server-sessions.ts); an older one is kept behind one initialised
+ * session and the bridge speaks 2026-07-28 for it (older-server.ts, listen.ts).
+ * Server-initiated traffic is routed by what it refers to (server-routing.ts,
+ * server-requests.ts). Nothing here depends on stdio: the server is any ServerChannel.
  */
 import { randomUUID } from "node:crypto";
 import { JsonRpcCode, type JsonRpcId } from "../jsonrpc.ts";
-import { newFlight, type Flight } from "./flight.ts";
+import { FlightTable } from "./flight-table.ts";
 import { handshake, type ServerInit } from "./handshake.ts";
-import { capabilityFor, InputRoundKeeper, invalidInputResponses, newRounds } from "./input-rounds.ts";
 import { ListenHub } from "./listen.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
-import { errorResponse, kindOf, type LogLevel } from "./messages.ts";
-import { isRemovedMethod, mayRequireInput, modernProtocolVersions } from "./modern.ts";
-import { paramsDigest } from "./request-state.ts";
-import { shapeForModernClient } from "./result-shape.ts";
+import { errorResponse, kindOf, logLevelRank, type LogLevel } from "./messages.ts";
+import { modernProtocolVersions } from "./modern.ts";
+import { ModernServerSessions } from "./modern-server-sessions.ts";
+import { OlderServerTranslation } from "./older-server.ts";
 import { answerLocally, initializeSession } from "./session-requests.ts";
-import { SessionRounds } from "./session-rounds.ts";
-import { ServerListens } from "./server-listens.ts";
-import { discoverResult, forOlderServer, missingCapabilityError, withSessionMeta } from "./translation.ts";
 import type { ServerChannel } from "./server-channel.ts";
-import { attribute, routeServerNotification } from "./server-routing.ts";
+import { ServerRequests } from "./server-requests.ts";
+import { routeServerNotification } from "./server-routing.ts";
 import { mostVerboseLevel, SubscriberCounts } from "./shared-interest.ts";
 import { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
@@ -50,25 +48,23 @@ export interface BridgeOptions {
   /** Sessions open at once; past it a new one is refused (default 1,000, MCPMGR_MAX_SESSIONS). */
   readonly maxSessions?: number;
   readonly clientInfo?: { name: string; version: string };
+  /** A 2026-07-28 server without initialize (an HTTP remote): server/discover alone must show that revision. */
+  readonly modernServerOnly?: boolean;
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
 }
 
 export class StdioBridge {
   readonly #sessions = new Map<string, ClientSession>();
-  readonly #flights = new Map<number, Flight>();
-  /** The session each flight was counted in (ClientSession.inFlight), whatever it is attached to later. */
-  readonly #countedIn = new WeakMap<Flight, ClientSession>();
-  readonly #internal = new Map<number, (message: JsonRpcMessage) => void>();
-  /** Server requests sent to a session's client, by the server's id. */
-  readonly #serverRequests = new Map<string | number, ClientSession>();
+  readonly #flights: FlightTable;
+  readonly #serverRequests: ServerRequests;
   readonly #subscribers = new SubscriberCounts();
   readonly #listens: ListenHub;
-  readonly #rounds: InputRoundKeeper;
-  readonly #sessionRounds: SessionRounds;
-  readonly #serverListens: ServerListens;
+  /** 2026-07-28 clients of an older server. */
+  readonly #olderServer: OlderServerTranslation;
+  /** 2025-era sessions of a 2026-07-28 server. */
+  readonly #modernServer: ModernServerSessions;
   readonly #options: BridgeOptions;
   #channel: ServerChannel | undefined;
-  #nextId = 1;
   #init: Promise<ServerInit> | undefined;
   #server: ServerInit | undefined;
   #serverLogLevel: LogLevel | undefined;
@@ -78,39 +74,47 @@ export class StdioBridge {
 
   constructor(options: BridgeOptions = {}) {
     this.#options = options;
-    this.#rounds = new InputRoundKeeper({
+    const requestTimeoutMs = options.requestTimeoutMs ?? 600_000;
+    this.#flights = new FlightTable({
       send: (message) => this.#send(message),
-      refuseServer: (id, code, text) => this.#answerServer(id, code, text),
+      onFinish: (flight) => {
+        this.#olderServer.release(flight);
+        this.#modernServer.drop(flight);
+      },
+      requestTimeoutMs,
+    });
+    this.#olderServer = new OlderServerTranslation({
+      send: (message) => this.#send(message),
+      refuseServer: (id, code, text) => this.#serverRequests.refuse(id, code, text),
       flight: (upstreamId) => this.#flights.get(upstreamId),
-      detach: (flight, sink) => this.#detach(flight, sink),
-      requestTimeoutMs: options.requestTimeoutMs ?? 600_000,
+      detach: (flight, sink) => this.#flights.detach(flight, sink),
+      forward: (session, message, sink) => this.#flights.forward(session, message, sink, true),
+      raiseLogLevel: (level) => {
+        if (this.#serverLogLevel !== undefined && logLevelRank(level) >= logLevelRank(this.#serverLogLevel)) return;
+        this.#serverLogLevel = level;
+        this.#send({ jsonrpc: "2.0", id: this.#flights.ignoredId(), method: "logging/setLevel", params: { level } });
+      },
+      server: () => this.#server,
+      requestTimeoutMs,
       inputTimeoutMs: options.inputTimeoutMs ?? 5 * 60_000,
     });
-    this.#sessionRounds = new SessionRounds({
-      retry: (flight, inputResponses, requestState) => {
-        const call = flight.retry as JsonRpcMessage;
-        const sink = flight.sink;
-        this.#finishFlight(flight.upstreamId, flight);
-        if (sink === undefined) return;
-        const params = { ...call.params, inputResponses, ...(requestState !== undefined ? { requestState } : {}) };
-        const next = this.#forward(flight.session, { ...call, params }, sink);
-        if (next) next.retry = call;
-      },
-      fail: (flight, text) => {
-        const sink = flight.sink;
-        this.#finishFlight(flight.upstreamId, flight);
-        sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, text));
-      },
-    });
-    this.#serverListens = new ServerListens({
+    this.#modernServer = new ModernServerSessions({
+      forward: (session, message, sink) => this.#flights.forward(session, message, sink, session.stateless),
+      finish: (flight) => this.#flights.finish(flight),
       send: (message) => this.#send(message),
-      ignoredId: () => this.#ignoredId(),
-      clientInfo: options.clientInfo ?? { name: "mcpmgr", version: "0" },
+      ignoredId: () => this.#flights.ignoredId(),
+      clientInfo: options.clientInfo,
+    });
+    this.#serverRequests = new ServerRequests({
+      send: (message) => this.#send(message),
+      flights: () => this.#flights.values(),
+      lastActive: () => this.#lastActive,
+      inputRound: (flight, message) => this.#olderServer.serverRequest(flight, message),
     });
     this.#listens = new ListenHub({
       subscribe: (uri) => {
         if (this.#subscribers.add(uri))
-          this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "resources/subscribe", params: { uri } });
+          this.#send({ jsonrpc: "2.0", id: this.#flights.ignoredId(), method: "resources/subscribe", params: { uri } });
       },
       unsubscribe: (uri) => this.#unsubscribe(uri),
     });
@@ -124,21 +128,16 @@ export class StdioBridge {
     void channel.closed.then(() => this.close("the MCP server exited"));
     this.#init = handshake(
       {
-        request: (message) =>
-          new Promise((resolve) => {
-            const id = this.#nextId++;
-            this.#internal.set(id, resolve);
-            channel.send({ ...message, id });
-          }),
+        request: (message) => this.#flights.request(message, (outgoing) => channel.send(outgoing)),
         notify: (message) => channel.send(message),
         closed: channel.closed,
       },
       this.#options.clientInfo ?? { name: "mcpmgr", version: "0" },
       this.#options.handshakeTimeoutMs ?? 180_000,
+      this.#options.modernServerOnly !== true,
     ).then((init) => {
       this.#server = init;
-      // Sessions expect list_changed notifications; a modern server sends them only on listen streams.
-      if (init.era === "modern") this.#serverListens.lists(init.capabilities);
+      if (init.era === "modern") this.#modernServer.start(init.capabilities);
       return init;
     });
     return this.#init;
@@ -213,13 +212,9 @@ export class StdioBridge {
     }
     if (!this.#sessions.delete(session.id)) return;
     const sinks = [...session.openSinks];
-    for (const [id, flight] of this.#flights) {
-      if (flight.session !== session) continue;
-      this.#cancelUpstream(id, flight, "client session ended");
-    }
-    for (const [id, owner] of this.#serverRequests) {
-      if (owner === session) this.#answerServer(id, JsonRpcCode.internalError, "the client session ended");
-    }
+    for (const flight of this.#flights.values())
+      if (flight.session === session) this.#flights.cancel(flight, "client session ended");
+    this.#serverRequests.sessionEnded(session);
     for (const uri of session.subscriptions) this.#unsubscribe(uri);
     if (this.#lastActive === session) this.#lastActive = undefined;
     for (const sink of sinks) sink.abort?.();
@@ -232,8 +227,8 @@ export class StdioBridge {
    * cancellation, so the server hears notifications/cancelled and the work stops.
    */
   abandon(sink: Sink): void {
-    for (const [id, flight] of this.#flights)
-      if (flight.sink === sink) this.#cancelUpstream(id, flight, "the client closed its stream");
+    for (const flight of this.#flights.values())
+      if (flight.sink === sink) this.#flights.cancel(flight, "the client closed its stream");
   }
 
   /** Ends every session and fails every request: the server is gone (or mcpmgr stops). */
@@ -241,12 +236,8 @@ export class StdioBridge {
     if (this.#closedReason !== undefined) return;
     this.#closedReason = reason;
     if (this.#sweeper !== undefined) clearInterval(this.#sweeper);
-    for (const [id, flight] of this.#flights) {
-      this.#flights.delete(id);
-      this.#uncount(flight);
-      if (flight.listen) continue;
-      flight.sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, reason));
-    }
+    for (const flight of this.#flights.clear())
+      if (!flight.listen) flight.sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, reason));
     this.#listens.closeAll();
     for (const session of [...this.#sessions.values()]) this.endSession(session);
   }
@@ -290,105 +281,32 @@ export class StdioBridge {
         this.#serverLogLevel = level;
       },
       lastUnsubscribe: (uri) => this.#unsubscribe(uri, false),
-      listenAtServer: (uri, on) => this.#serverListens.resource(uri, on),
+      listenAtServer: (uri, on) => this.#modernServer.listenAtServer(uri, on),
     });
     if (forwarded === undefined) return;
-    message = forwarded;
     // A modern server knows no sessions: each request carries the session's context.
-    if (!modernServer) {
-      this.#forward(session, message, sink);
-      return;
-    }
-    message = withSessionMeta(message, session, this.#options.clientInfo);
-    const flight = this.#forward(session, message, sink);
-    // Its input rounds are asked of the client the 2025 way, then the call is retried.
-    if (flight && mayRequireInput(message.method as string)) flight.retry = message;
+    if (modernServer) this.#modernServer.request(session, forwarded, sink);
+    else this.#flights.forward(session, forwarded, sink, false);
   }
 
   /** A 2026-07-28 request, its envelope already checked by the front end. */
   #modernRequest(session: ClientSession, message: JsonRpcMessage, sink: Sink): void {
-    const id = message.id as JsonRpcId;
-    const method = message.method as string;
-    const server = this.#server;
-    if (server?.era === "modern") {
-      this.#forward(session, message, sink);
-      return;
-    }
+    if (this.#server?.era === "modern") this.#flights.forward(session, message, sink, true);
     // The bridge speaks 2026-07-28 for an older server from here on.
-    if (method === "server/discover") {
-      sink.send({ jsonrpc: "2.0", id, result: discoverResult(this.#server as ServerInit) });
-      return;
-    }
-    if (isRemovedMethod(method) || method === "subscriptions/listen") {
-      sink.send(errorResponse(id, JsonRpcCode.methodNotFound, `Method not found: ${method}`));
-      return;
-    }
-    const params = message.params ?? {};
-    const invalid = invalidInputResponses(params.inputResponses);
-    if (invalid) {
-      sink.send(errorResponse(id, JsonRpcCode.invalidParams, `Invalid params: ${invalid}`));
-      return;
-    }
-    if (params.requestState !== undefined) return this.#rounds.resume(session, message, sink);
-    const level = session.logLevel;
-    if (level !== undefined && (this.#serverLogLevel === undefined || rank(level) < rank(this.#serverLogLevel))) {
-      this.#serverLogLevel = level;
-      this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "logging/setLevel", params: { level } });
-    }
-    const flight = this.#forward(session, { ...message, params: forOlderServer(params) }, sink, true);
-    if (flight && mayRequireInput(method))
-      flight.rounds = newRounds(
-        paramsDigest(params),
-        session.principal,
-        params.inputResponses as Record<string, unknown> | undefined,
-      );
-  }
-
-  #forward(
-    session: ClientSession,
-    message: JsonRpcMessage,
-    sink: Sink,
-    modern = session.stateless,
-  ): Flight | undefined {
-    const { flight, outgoing } = newFlight(
-      this.#nextId++,
-      session,
-      message,
-      sink,
-      modern,
-      performance.now() + (this.#options.requestTimeoutMs ?? 600_000),
-    );
-    // Registered only once it is on its way: a message that cannot be sent must leave nothing behind.
-    try {
-      this.#send(outgoing);
-    } catch (err) {
-      sink.send(
-        errorResponse(
-          flight.clientId,
-          JsonRpcCode.invalidRequest,
-          `Invalid Request: ${err instanceof Error ? err.message : "the message cannot be forwarded"}`,
-        ),
-      );
-      return undefined;
-    }
-    this.#flights.set(flight.upstreamId, flight);
-    session.inFlight++;
-    this.#countedIn.set(flight, session);
-    session.openSinks.add(sink);
-    return flight;
+    else this.#olderServer.request(session, message, sink);
   }
 
   #clientNotification(session: ClientSession, message: JsonRpcMessage): void {
     if (message.method === "notifications/initialized") return; // the server had ours
     if (message.method === "notifications/cancelled") {
       const clientId = message.params?.requestId;
-      for (const [upstreamId, flight] of this.#flights) {
+      for (const flight of this.#flights.values()) {
         if (flight.session !== session || flight.clientId !== clientId) continue;
         const sink = flight.sink;
-        this.#finishFlight(upstreamId, flight);
+        this.#flights.finish(flight);
         // No response will come: end the POST that carried the request, unless it waits for others.
         if (sink && !session.openSinks.has(sink)) sink.abort?.();
-        this.#send({ ...message, params: { ...message.params, requestId: upstreamId } });
+        this.#send({ ...message, params: { ...message.params, requestId: flight.upstreamId } });
       }
       return;
     }
@@ -397,12 +315,7 @@ export class StdioBridge {
   }
 
   #clientResponse(session: ClientSession, message: JsonRpcMessage): void {
-    const id = message.id as string | number;
-    if (this.#sessionRounds.answer(session, message)) return;
-    // Only the session the server asked may answer.
-    if (this.#serverRequests.get(id) !== session) return;
-    this.#serverRequests.delete(id);
-    this.#send(message);
+    if (!this.#modernServer.answer(session, message)) this.#serverRequests.answer(session, message);
   }
 
   /** A message from the server. */
@@ -410,7 +323,7 @@ export class StdioBridge {
     const message = raw as JsonRpcMessage;
     const kind = kindOf(message);
     if (kind === "response") return this.#serverResponse(message);
-    if (kind === "request") return this.#serverRequest(message);
+    if (kind === "request") return this.#serverRequests.route(message);
     if (kind === "notification") return this.#serverNotification(message);
     this.#options.onLog?.("warn", "the MCP server sent something that is not JSON-RPC 2.0; skipped");
   };
@@ -421,7 +334,7 @@ export class StdioBridge {
     const flight = typeof id === "number" ? this.#flights.get(id) : undefined;
     if (flight === undefined) return;
     const sink = flight.sink;
-    this.#finishFlight(flight.upstreamId, flight);
+    this.#flights.finish(flight);
     sink?.send(
       errorResponse(
         flight.clientId,
@@ -432,95 +345,24 @@ export class StdioBridge {
   };
 
   #serverResponse(message: JsonRpcMessage): void {
-    const id = message.id as number;
-    const internal = this.#internal.get(id);
-    if (internal !== undefined) {
-      this.#internal.delete(id);
-      internal(message);
-      return;
-    }
-    const flight = this.#flights.get(id);
+    if (this.#flights.takeInternal(message)) return;
+    const flight = this.#flights.get(message.id as number);
     if (flight === undefined) return; // cancelled, timed out, or its session ended
-    if (flight.retry !== undefined) {
-      if (this.#sessionRounds.take(flight, message.result)) return;
-      this.#sessionRounds.finished(flight);
-    }
+    if (this.#modernServer.response(flight, message)) return;
     const sink = flight.sink;
-    this.#finishFlight(id, flight);
+    this.#flights.finish(flight);
     let answer: JsonRpcMessage = { ...message, id: flight.clientId };
-    if (flight.modern && this.#server?.era !== "modern") {
-      const missing = flight.rounds?.missing;
-      // The call failed for want of a capability the client did not declare: the revision names that error.
-      const failed =
-        answer.error !== undefined || (answer.result as { isError?: unknown } | undefined)?.isError === true;
-      answer =
-        failed && missing !== undefined && missing.size > 0
-          ? missingCapabilityError(flight.clientId, missing)
-          : shapeForModernClient(answer, flight.method, this.#server?.serverInfo);
-    }
+    if (flight.modern && this.#server?.era !== "modern") answer = this.#olderServer.answer(flight, answer);
     sink?.send(answer);
-  }
-
-  #uncount(flight: Flight): void {
-    const counted = this.#countedIn.get(flight);
-    if (counted === undefined) return;
-    this.#countedIn.delete(flight);
-    counted.inFlight--;
-  }
-
-  #finishFlight(upstreamId: number, flight: Flight): void {
-    if (this.#flights.delete(upstreamId)) this.#uncount(flight);
-    this.#rounds.release(flight);
-    this.#sessionRounds.drop(flight);
-    if (flight.sink !== undefined) this.#detach(flight, flight.sink);
-  }
-
-  /** The sink no longer waits for this flight: it leaves its session's open sinks when no other flight uses it. */
-  #detach(flight: Flight, sink: Sink): void {
-    for (const other of this.#flights.values()) if (other !== flight && other.sink === sink) return;
-    flight.session.openSinks.delete(sink);
-  }
-
-  /** Forgets a flight and tells the server to stop working on it. */
-  #cancelUpstream(upstreamId: number, flight: Flight, reason: string): void {
-    this.#finishFlight(upstreamId, flight);
-    this.#send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: upstreamId, reason } });
-  }
-
-  #serverRequest(message: JsonRpcMessage): void {
-    const id = message.id as string | number;
-    const method = message.method as string;
-    const target = attribute(method, this.#flights.values(), this.#lastActive);
-    if (target === "ambiguous") {
-      return this.#answerServer(
-        id,
-        JsonRpcCode.internalError,
-        "several clients are waiting on this server, so mcpmgr cannot tell which one this request is for",
-      );
-    }
-    if (target === undefined) {
-      if (method === "ping") return this.#send({ jsonrpc: "2.0", id, result: {} });
-      return this.#answerServer(id, JsonRpcCode.internalError, "no client can take this request");
-    }
-    if ("flight" in target) return this.#rounds.serverRequest(target.flight, message);
-    const needed = capabilityFor(method);
-    if (needed !== undefined && !target.session.capabilities[needed]) {
-      return this.#answerServer(id, JsonRpcCode.methodNotFound, `the client does not support ${method}`);
-    }
-    this.#serverRequests.set(id, target.session);
-    if (!target.sink.send(message)) {
-      this.#serverRequests.delete(id);
-      this.#answerServer(id, JsonRpcCode.internalError, "the client's stream closed");
-    }
   }
 
   #serverNotification(message: JsonRpcMessage): void {
     routeServerNotification(message, {
       sessions: this.#sessions.values(),
-      flights: this.#flights,
-      serverRequests: this.#serverRequests,
+      flights: this.#flights.byId,
+      serverRequests: this.#serverRequests.owners,
       listens: this.#listens,
-      serverListens: this.#serverListens,
+      serverListens: this.#modernServer.listens,
     });
   }
 
@@ -528,23 +370,12 @@ export class StdioBridge {
     if (this.#closedReason === undefined) this.#channel?.send(message);
   }
 
-  #answerServer(id: string | number, code: number, text: string): void {
-    this.#serverRequests.delete(id);
-    this.#send(errorResponse(id, code, text));
-  }
-
   /** Drops a subscription; forwards the unsubscribe when it was the last. */
   #unsubscribe(uri: string, sendToServer = true): boolean {
     const last = this.#subscribers.remove(uri);
     if (last && sendToServer)
-      this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "resources/unsubscribe", params: { uri } });
+      this.#send({ jsonrpc: "2.0", id: this.#flights.ignoredId(), method: "resources/unsubscribe", params: { uri } });
     return last;
-  }
-
-  #ignoredId(): number {
-    const id = this.#nextId++;
-    this.#internal.set(id, () => {});
-    return id;
   }
 
   #syncServerLogLevel(): void {
@@ -552,23 +383,20 @@ export class StdioBridge {
     const wanted = mostVerboseLevel(this.#sessions.values());
     if (wanted === undefined || wanted === this.#serverLogLevel) return;
     this.#serverLogLevel = wanted;
-    this.#send({ jsonrpc: "2.0", id: this.#ignoredId(), method: "logging/setLevel", params: { level: wanted } });
+    this.#send({
+      jsonrpc: "2.0",
+      id: this.#flights.ignoredId(),
+      method: "logging/setLevel",
+      params: { level: wanted },
+    });
   }
 
   /** Times out stuck requests and expires idle sessions. */
   #sweep(): void {
     const now = performance.now();
-    for (const [id, flight] of this.#flights) {
-      if (flight.deadline > now || flight.listen) continue;
-      const sink = flight.sink;
-      this.#cancelUpstream(id, flight, "timed out");
-      sink?.send(
-        errorResponse(
-          flight.clientId,
-          JsonRpcCode.internalError,
-          `the MCP server did not answer ${flight.method} in time`,
-        ),
-      );
+    for (const flight of this.#flights.timeOut(now)) {
+      const text = `the MCP server did not answer ${flight.method} in time`;
+      flight.sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, text));
     }
     const idle = this.#options.sessionIdleMs ?? 30 * 60_000;
     for (const session of [...this.#sessions.values()]) {
@@ -578,8 +406,3 @@ export class StdioBridge {
 }
 
 const defaultMaxSessions = 1_000;
-
-const levelOrder = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
-function rank(level: LogLevel): number {
-  return levelOrder.indexOf(level);
-}

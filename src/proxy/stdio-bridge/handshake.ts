@@ -3,7 +3,9 @@
  * `server/discover` (the 2026-07-28 way, which a modern server answers): a DiscoverResult
  * means the server is modern and every request is passed through as it is. Any other
  * answer, or none within a few seconds, means an older server: the bridge then makes the
- * one `initialize` handshake that server will see, and translates for modern clients.
+ * one `initialize` handshake that server will see, and translates for modern clients. A
+ * server reached over 2026-07-28 Streamable HTTP (`proxy stdio`) has no initialize to fall
+ * back to: for it the probe is the whole handshake, and any other answer fails it.
  */
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import { latestProtocolVersion } from "./messages.ts";
@@ -35,6 +37,7 @@ export async function handshake(
   io: HandshakeIo,
   clientInfo: { name: string; version: string },
   timeoutMs: number,
+  initializeFallback = true,
 ): Promise<ServerInit> {
   const exited = io.closed.then(() => {
     throw new Error("the MCP server exited during initialize");
@@ -51,7 +54,8 @@ export async function handshake(
         },
       },
     }),
-    after(probeTimeoutMs, () => undefined),
+    // Without a fallback there is nothing to gain by giving up early.
+    after(initializeFallback ? probeTimeoutMs : timeoutMs, () => undefined),
     exited,
   ]);
   const discovered = probe?.result as Record<string, unknown> | undefined;
@@ -66,6 +70,10 @@ export async function handshake(
       serverInfo: meta?.[metaKey.serverInfo] ?? { name: "unknown", version: "0" },
       ...(typeof discovered?.instructions === "string" ? { instructions: discovered.instructions } : {}),
     };
+  }
+  if (!initializeFallback) {
+    const why = probe?.error?.message ?? (probe ? "no 2026-07-28 among its supported versions" : "no answer");
+    throw new Error(`the MCP server did not answer server/discover as a 2026-07-28 server (${why})`);
   }
   // Generous: npx/uvx download the package before the server can answer.
   const answer = await Promise.race([
