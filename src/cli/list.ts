@@ -39,6 +39,14 @@ export default defineCommand({
       await pruneClientEntries({ log, paths: store.paths, env: process.env });
     }
     if (values.format === "json") return printResult(JSON.stringify(rows, null, 2));
+    // A sentence, not an empty table; on stderr like every message, so stdout stays data only.
+    if (rows.length === 0) {
+      return log.info(
+        values.group === undefined
+          ? "no workloads yet; start one with 'mcpmgr run fetch' ('mcpmgr registry list' shows the servers)"
+          : `no workloads in group ${values.group}; start one with 'mcpmgr run fetch --group ${values.group}'`,
+      );
+    }
     const header = ["NAME", "STATUS", "URL", "SOURCE", "GROUP", "RUNTIME", "RESTARTS"];
     const lines = [
       header,
