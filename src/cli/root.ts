@@ -54,6 +54,10 @@ export const subcommands: Readonly<Record<string, Subcommand>> = {
     description: "Keep AI clients' MCP configuration in step with a group's workloads",
     load: () => import("./client.ts").then((m) => m.default),
   },
+  version: {
+    description: "Show the version, commit, build date and runtime (for bug reports)",
+    load: () => import("./version.ts").then((m) => m.default),
+  },
   __supervise: {
     description: "internal: serve a detached workload",
     hidden: true,
