@@ -7,7 +7,7 @@ import { renderUsage, runCommand, type CommandDef } from "citty";
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { version } from "../version.ts";
-import { helpSubCommandsOf, subCommandSummariesOf } from "./citty-args.ts";
+import { examplesOf, helpSubCommandsOf, subCommandSummariesOf } from "./citty-args.ts";
 import { enableDebug, printResult, reportError } from "./output.ts";
 
 const globalFlags: ReadonlySet<string> = new Set(["--debug"]);
@@ -27,7 +27,11 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
       );
       const summaries = subCommandSummariesOf(cmd);
       const shown = summaries === undefined ? cmd : { ...cmd, subCommands: summaries };
-      const usage = `${await renderUsage(shown, parent)}${await helpOnlyCommands(cmd, parent)}`;
+      const sections = [await renderUsage(shown, parent), await helpOnlyCommands(cmd, parent), examplesSection(cmd)];
+      const usage = sections
+        .map((section) => section.trim())
+        .filter((section) => section !== "")
+        .join("\n\n");
       printResult((await stdoutIsTerminal()) ? usage : stripColours(usage));
       process.exit(0);
     }
@@ -81,7 +85,15 @@ async function helpOnlyCommands(cmd: CommandDef, parent: CommandDef | undefined)
   );
   const width = Math.max(...rows.map(([label]) => label.length));
   const lines = rows.map(([label, description]) => `  ${label.padEnd(width)}    ${description}`);
-  return `\nCOMMANDS\n\n${lines.join("\n")}\n\nUse '${prefix} <command> --help' for that command's own arguments and options.\n`;
+  return `COMMANDS\n\n${lines.join("\n")}\n\nUse '${prefix} <command> --help' for that command's own arguments and options.`;
+}
+
+/** An EXAMPLES section (citty's help has none): each command line under a comment saying what it does. */
+function examplesSection(cmd: CommandDef): string {
+  const examples = examplesOf(cmd);
+  if (examples === undefined || examples.length === 0) return "";
+  const blocks = examples.map(({ description, command }) => `  # ${description}\n  ${command}`);
+  return `EXAMPLES\n\n${blocks.join("\n\n")}`;
 }
 
 async function resolve<T>(value: T | (() => T | Promise<T>) | Promise<T>): Promise<T> {

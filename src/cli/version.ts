@@ -9,7 +9,7 @@ import { parseArgv } from "../config/argv.ts";
 import { formatOptions } from "../config/command-options.ts";
 import { McpmgrError } from "../errors.ts";
 import { buildDate, commit, version } from "../version.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { printResult } from "./output.ts";
 
 export interface VersionInfo {
@@ -26,7 +26,7 @@ export function versionInfo(): VersionInfo {
   return { version, commit, buildDate, bun: Bun.version, os: process.platform, arch: process.arch };
 }
 
-export default defineCommand({
+const versionCommand = defineCommand({
   meta: { name: "version", description: "Show the version, commit, build date and runtime (for bug reports)" },
   args: toCittyArgs(formatOptions),
   run({ rawArgs }) {
@@ -46,3 +46,8 @@ export default defineCommand({
   },
 });
 
+export default withExamples(versionCommand, [
+  { description: "The version and how this mcpmgr was built", command: "mcpmgr version" },
+  { description: "The same as JSON, to paste into a bug report", command: "mcpmgr version --format json" },
+  { description: "Only the version number, for scripts", command: "mcpmgr --version" },
+]);

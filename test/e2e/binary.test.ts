@@ -63,6 +63,14 @@ test("version --format json reports the build: commit, SOURCE_DATE_EPOCH's date,
   });
 });
 
+test("completion and help from the binary: the scripts and the examples", () => {
+  const bash = Bun.spawnSync([binary, "completion", "bash"], { cwd: workdir });
+  expect(bash.exitCode).toBe(0);
+  expect(bash.stdout.toString()).toContain("complete -F _mcpmgr mcpmgr");
+  const help = Bun.spawnSync([binary, "list", "--help"], { cwd: workdir, env: { ...process.env, NO_COLOR: "1" } });
+  expect(help.stdout.toString()).toContain("EXAMPLES\n\n  # ");
+});
+
 test("a usage error exits 2 with one line, from the binary too", () => {
   const run = Bun.spawnSync([binary, "proxy", "x", "--target-uri", "http://127.0.0.1:9/mcp", "--port", "0"], {
     cwd: workdir,
