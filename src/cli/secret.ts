@@ -39,7 +39,7 @@ const set = withExamples(
   [
     { description: "Type a token without it being shown (or pipe it in)", command: "mcpmgr secret set github-token" },
     {
-      description: "Give it to a server as GITHUB_TOKEN",
+      description: "Give it to the github server as its GITHUB_PERSONAL_ACCESS_TOKEN",
       command: "mcpmgr run github --secret github-token,target=GITHUB_PERSONAL_ACCESS_TOKEN",
     },
   ],
