@@ -4,7 +4,7 @@
  * Here: global flags are read only before `--`, usage errors exit 2 with one line.
  */
 import { renderUsage, runCommand, type CommandDef } from "citty";
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 import { version } from "../version.ts";
 import { helpSubCommandsOf, subCommandSummariesOf } from "./citty-args.ts";
 import { enableDebug, printResult, reportError } from "./output.ts";
@@ -101,7 +101,7 @@ function stripColours(text: string): string {
 
 function translateCittyError(err: unknown): unknown {
   const code = (err as { code?: string } | undefined)?.code;
-  const message = err instanceof Error ? stripColours(err.message) : "";
+  const message = stripColours(errorMessage(err));
   if (code === "E_UNKNOWN_COMMAND") {
     return new McpmgrError("INVALID_ARGUMENT", message.toLowerCase(), {
       hint: "run 'mcpmgr --help' to see the commands",
