@@ -5,7 +5,7 @@
  */
 import { renderUsage, runCommand, type CommandDef } from "citty";
 import { closeMatches, didYouMean } from "../close-matches.ts";
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 import { version } from "../version.ts";
 import { examplesOf, helpSubCommandsOf, subCommandSummariesOf } from "./citty-args.ts";
 import { enableDebug, printResult, reportError } from "./output.ts";
@@ -114,7 +114,7 @@ function stripColours(text: string): string {
 
 async function translateCittyError(err: unknown, root: CommandDef, rawArgs: readonly string[]): Promise<unknown> {
   const code = (err as { code?: string } | undefined)?.code;
-  const message = err instanceof Error ? stripColours(err.message) : "";
+  const message = stripColours(errorMessage(err));
   if (code === "E_UNKNOWN_COMMAND") {
     return (
       (await unknownCommand(root, rawArgs)) ??
