@@ -3,7 +3,11 @@ import { describe, expect, test } from "bun:test";
 import { toolSearchSpec } from "../../src/config/tool-search-spec.ts";
 import { closestNames } from "../../src/gateway/tool-search/closest-names.ts";
 import { renderFindAnswer, TEXT_BUDGET } from "../../src/gateway/tool-search/find-answer.ts";
-import { oneLineSummary, searchModeInstructions } from "../../src/gateway/tool-search/instructions.ts";
+import {
+  INSTRUCTIONS_BUDGET,
+  oneLineSummary,
+  searchModeInstructions,
+} from "../../src/gateway/tool-search/instructions.ts";
 import {
   CALL_TOOL,
   FIND_TOOL,
@@ -279,6 +283,27 @@ describe("instructions", () => {
       "The group's workloads: fetch (Fetches web pages as markdown); github (GitHub issues and pull requests).",
     );
     expect(searchModeInstructions([])).toContain("no running workloads");
+  });
+
+  test("a large group stays within the budget: shorter summaries, then names alone, then the first names and how many more", () => {
+    const summary = "A server that does a great many useful things for the people who need them. More.";
+    const group = (count: number, name = (i: number) => `w${i}`) =>
+      Array.from({ length: count }, (_, i) => ({ name: name(i), summary, toolCount: 2 }));
+    expect(searchModeInstructions(group(3))).toContain(
+      "w0 (A server that does a great many useful things for the people who need them); w1 (",
+    );
+    const shorter = searchModeInstructions(group(16));
+    expect(shorter.length).toBeLessThanOrEqual(INSTRUCTIONS_BUDGET);
+    expect(shorter).toMatch(/w0 \(A server that[^)]*…\); w1 \(/);
+    const names = searchModeInstructions(group(60));
+    expect(names.length).toBeLessThanOrEqual(INSTRUCTIONS_BUDGET);
+    expect(names).toContain("This gateway's 120 tools");
+    expect(names).toContain("The group's workloads: w0; w1; w10; w11;");
+    expect(names).toEndWith("w9.");
+    const many = searchModeInstructions(group(300, (i) => `workload-number-${String(i).padStart(3, "0")}`));
+    expect(many.length).toBeLessThanOrEqual(INSTRUCTIONS_BUDGET);
+    expect(many).toContain("workload-number-000; workload-number-001;");
+    expect(many).toMatch(/; workload-number-\d{3} and \d+ more\.$/);
   });
 
   test("a summary is its first sentence on one line, without MCP boilerplate, cut near 80 characters", () => {
