@@ -12,6 +12,7 @@ export type ErrorCode =
   | "PORT_IN_USE"
   | "LISTEN_FAILED"
   | "UPSTREAM_UNREACHABLE"
+  | "REMOTE_REDIRECT"
   | "STATE_CORRUPT"
   | "STATE_LOCKED"
   | "STATE_IO"

@@ -15,6 +15,7 @@ import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
 import proxyCommand from "../../src/cli/proxy.ts";
 import { type ErrorCode, McpmgrError } from "../../src/errors.ts";
+import { refuseRedirects } from "../../src/proxy/remote-client/no-redirects.ts";
 import { serve } from "../../src/proxy/serve.ts";
 import { loadRegistry } from "../../src/registry/loader.ts";
 import { registryEntrySchema } from "../../src/registry/schema.ts";
@@ -92,6 +93,18 @@ const producers: Record<ErrorCode, () => unknown> = {
   // TEST-NET-1 is nobody's address: nothing can listen there.
   LISTEN_FAILED: () => serve({ host: "192.0.2.1", port: 0, handler: () => new Response() }),
   UPSTREAM_UNREACHABLE: async () => discoverFromRemote(new URL(`http://127.0.0.1:${await freePort()}/mcp`)),
+  REMOTE_REDIRECT: async () => {
+    const redirecting = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () => Response.redirect("/elsewhere", 307),
+    });
+    try {
+      await refuseRedirects((url, init) => fetch(url, init))(`${redirecting.url.origin}/mcp`, { method: "POST" });
+    } finally {
+      redirecting.stop(true);
+    }
+  },
   STATE_CORRUPT: async () => {
     await writeFile(join(dir, "corrupt.json"), "{ half a record");
     return readJsonFile(join(dir, "corrupt.json"), v.object({ name: v.string() }));
