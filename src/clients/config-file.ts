@@ -71,6 +71,10 @@ export async function editClientFile(
       return { skipped: `${err.message}; mcpmgr left it unchanged (once it is fixed, the next change is written)` };
     }
     if (err instanceof SkipEdit) return { skipped: err.message };
+    // A file built to exhaust a parser's stack: refused like any broken file, never the end of the whole update.
+    if (err instanceof RangeError) {
+      return { skipped: `it cannot be read (${err.message}); mcpmgr left it unchanged` };
+    }
     // Unreadable, unwritable, locked for too long: a warning, never a failed `run`.
     if (isMcpmgrError(err) || errnoCode(err) !== undefined) {
       return { skipped: `cannot update it: ${(err as Error).message}` };
