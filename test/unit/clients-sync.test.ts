@@ -9,6 +9,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import {
   chmodSync,
+  chownSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -219,6 +220,30 @@ describe("writing other programs' files", () => {
     await sync.onWorkloadStopped({ name: "fetch" });
     expect(readFileSync(backup, "utf8")).toBe(fixtureFile("seed", "claude-code"));
     expect(statSync(path).mode & 0o777).toBe(0o640);
+  });
+
+  // These run as root (as the suite does): mcpmgr under sudo, editing a user's files.
+  test("run as root, a user's file stays the user's: owner, group and mode kept", async () => {
+    expect(process.getuid?.()).toBe(0);
+    const path = h.seed("claude-code");
+    chownSync(path, 61234, 61235);
+    chmodSync(path, 0o640);
+    await sync.registerClient("claude-code", "default", [fetch41001]);
+    await sync.onWorkloadStarted(fetch41002);
+    const info = statSync(path);
+    expect([info.uid, info.gid, info.mode & 0o777]).toEqual([61234, 61235, 0o640]);
+    expect(h.read("claude-code")).toContain(":41002/");
+  });
+
+  test("run as root, a new file (and its folder) under a user's home belongs to the home's owner", async () => {
+    chownSync(h.home, 61234, 61234);
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    const path = clientById("cursor").configPath(h.ctx);
+    for (const made of [path, dirname(path)]) {
+      const info = statSync(made);
+      expect([made, info.uid, info.gid]).toEqual([made, 61234, 61234]);
+    }
+    expect(statSync(path).mode & 0o777).toBe(0o600);
   });
 
   test("a file mcpmgr created is not backed up later: a note says there was no earlier version", async () => {
