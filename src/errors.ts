@@ -18,6 +18,7 @@ export type ErrorCode =
   | "STATE_IO"
   | "WORKLOAD_EXISTS"
   | "WORKLOAD_NOT_FOUND"
+  | "WORKLOAD_NOT_RUNNING"
   | "GROUP_EXISTS"
   | "GROUP_NOT_FOUND"
   | "GROUP_NOT_EMPTY"

@@ -32,6 +32,7 @@ import { GroupStore } from "../../src/state/groups.ts";
 import { acquireLock } from "../../src/state/lock.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
+import { liveWorkload } from "../../src/workload/live-workload.ts";
 import { locateServer } from "../../src/workload/locate.ts";
 import { processPlacement } from "../../src/workload/placement.ts";
 import { startWorkload } from "../../src/workload/start.ts";
@@ -133,6 +134,16 @@ const producers: Record<ErrorCode, () => unknown> = {
     return store().create(record);
   },
   WORKLOAD_NOT_FOUND: () => store().getExisting("nobody"),
+  WORKLOAD_NOT_RUNNING: async () => {
+    await store().create({
+      name: "never-started",
+      source: { kind: "remote", ref: "https://x.example/mcp" },
+      transport: "streamable-http",
+      proxyPort: 11, // 9 and 10 are other cases'
+      runtime: "remote",
+    });
+    return liveWorkload(store(), "never-started");
+  },
   GROUP_EXISTS: async () => {
     await groups().create("made-twice");
     return groups().create("made-twice");
