@@ -22,18 +22,18 @@ function isShell(text: string): text is Shell {
 export async function completionScript(shell: Shell): Promise<string> {
   const [{ rootCommand }, { completionTree }] = await Promise.all([
     import("./root.ts"),
-    import("./completion/model.ts"),
+    import("./completion-tree.ts"),
   ]);
   const tree = await completionTree(rootCommand);
   switch (shell) {
     case "bash":
-      return (await import("./completion/bash.ts")).bashScript(tree);
+      return (await import("../completion/bash.ts")).bashScript(tree);
     case "zsh":
-      return (await import("./completion/zsh.ts")).zshScript(tree);
+      return (await import("../completion/zsh.ts")).zshScript(tree);
     case "fish":
-      return (await import("./completion/fish.ts")).fishScript(tree);
+      return (await import("../completion/fish.ts")).fishScript(tree);
     case "powershell":
-      return (await import("./completion/powershell.ts")).powershellScript(tree);
+      return (await import("../completion/powershell.ts")).powershellScript(tree);
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * The dependency direction of ARCHITECTURE.md, checked on the real imports:
- *   {errors, printable, close-matches} ← config ← {state, secrets, registry, telemetry} ← {auth, runtime} ← proxy ← middleware
- *     ← {gateway, clients} ← workload ← cli ← main.ts
+ *   {errors, version, printable, close-matches} ← {config, completion} ← {state, secrets, registry, telemetry}
+ *     ← {auth, runtime} ← proxy ← middleware ← {gateway, clients} ← workload ← cli ← main.ts
  * A module may import its own folder or a lower layer. Besides the ranks: only main.ts imports
  * cli/; proxy/ and middleware/ never import dockerode; middleware/ never imports runtime/;
  * cli/ reaches containers only through workload/ (no runtime/docker/); workload/ never talks
@@ -17,6 +17,7 @@ const rank: Readonly<Record<string, number>> = {
   "printable.ts": 0,
   "close-matches.ts": 0,
   config: 1,
+  completion: 1,
   state: 2,
   secrets: 2,
   registry: 2,
