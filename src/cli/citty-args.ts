@@ -42,6 +42,8 @@ export function toCittyArgs(table: OptionTable, positionals: Readonly<Record<str
         type: "boolean",
         description,
         default: spec.default,
+        // citty lists `--no-NAME` for a flag that is on by default; without this its row is empty.
+        ...(spec.default ? { negativeDescription: `Turn off --${name}` } : {}),
         ...(spec.short ? { alias: spec.short } : {}),
       };
       continue;
