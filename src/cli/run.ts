@@ -7,13 +7,13 @@ import { isGatewayRecord, type WorkloadRecord } from "../state/workload-record.t
 import { workloadUrl } from "../state/workload-url.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { preflight, recordWorkload } from "../workload/background.ts";
-import { clientsSeeForegroundRun, clientsSeeStarted } from "../workload/client-entries.ts";
+import { clientsSeeForegroundRun } from "../workload/client-entries.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { argsFromConfig, exportedGatewaySpec, readExported } from "../workload/exported-config.ts";
 import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
 import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
 import { startWorkload } from "../workload/start.ts";
-import { startSupervisor } from "../workload/supervisor-control.ts";
+import { firstStart } from "../workload/first-start.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { loginUrlRelay } from "./login-relay.ts";
@@ -87,17 +87,7 @@ async function runInBackground(
   await preflight(spec, ctx);
   const store = new WorkloadStore(ctx.paths);
   const record = await recordWorkload(spec, parsed, args, store);
-  try {
-    await startSupervisor(store, spec.name, ctx, {
-      failureHint: "fix the command and run it again (nothing was kept)",
-      whileWaiting: loginUrlRelay(store.proxyLogPath(spec.name)),
-    });
-  } catch (err) {
-    // A workload that never ran is not kept: the user fixes the command and runs it again.
-    await store.remove(spec.name).catch(() => {});
-    throw err;
-  }
-  await clientsSeeStarted(record, ctx);
+  await firstStart(record, ctx, { whileWaiting: loginUrlRelay(store.proxyLogPath(spec.name)) });
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
   printResult(workloadUrl(record));
 }
