@@ -1,8 +1,9 @@
 /**
  * `mcpmgr completion bash|zsh|fish|powershell`: the shell completion script on stdout, generated
- * from the command tree and the option tables (cli/completion/). Workload, group and registry
- * names are asked for at each tab press (`mcpmgr __complete KIND`), so the script never goes stale
- * on them; it does on new commands and options, like any installed completion.
+ * from the command tree and the option tables (cli/completion-tree.ts, then src/completion/).
+ * Workload, group and registry names are asked for at each tab press (`mcpmgr __complete KIND`),
+ * so the script never goes stale on them; it does on new commands and options, like any
+ * installed completion.
  */
 import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
