@@ -3,13 +3,8 @@
  * what citty has no place for: help-only subcommands, summaries, examples.
  */
 import type { ArgsDef, CommandDef } from "citty";
+import type { Completes } from "../completion/model.ts";
 import type { OptionTable } from "../config/option-spec.ts";
-
-/**
- * What shell completion offers for an argument: names mcpmgr lists at the time (`mcpmgr __complete
- * KIND`), files, or a fixed set of words.
- */
-export type Completes = "workloads" | "groups" | "servers" | "files" | readonly string[];
 
 export interface PositionalHelp {
   readonly description: string;
@@ -47,6 +42,8 @@ export function toCittyArgs(table: OptionTable, positionals: Readonly<Record<str
         type: "boolean",
         description,
         default: spec.default,
+        // citty lists `--no-NAME` for a flag that is on by default; without this its row is empty.
+        ...(spec.default ? { negativeDescription: `Turn off --${name}` } : {}),
         ...(spec.short ? { alias: spec.short } : {}),
       };
       continue;

@@ -1,12 +1,11 @@
 /**
  * `mcpmgr client status|register|remove|list-registered-clients|setup`: AI clients (Claude
  * Code, Cursor, VS Code, ...) follow groups, and mcpmgr keeps their configuration files in
- * step with the group's running workloads. The logic is in src/clients; this is argv and
- * printing.
+ * step with the group's running workloads. The logic is in workload/client-registration.ts
+ * and src/clients; this is argv, the setup questions and printing.
  */
 import { defineCommand } from "citty";
 import { allClients, clientById, isClientId } from "../clients/catalog.ts";
-import { ClientConfigSync, installedClients, type SyncReport } from "../clients/sync.ts";
 import { CLIENT_IDS, type ClientId } from "../clients/types.ts";
 import { parseArgv } from "../config/argv.ts";
 import {
@@ -17,17 +16,19 @@ import {
 } from "../config/command-options.ts";
 import type { OptionTable } from "../config/option-spec.ts";
 import { McpmgrError } from "../errors.ts";
-import { ClientRegistrationStore } from "../state/client-registrations.ts";
-import { DEFAULT_GROUP, GroupStore } from "../state/groups.ts";
-import { clientContextOf, pruneClientEntries, runningWorkloads } from "../workload/client-entries.ts";
+import { DEFAULT_GROUP } from "../state/groups.ts";
+import {
+  clientStatus,
+  groupNames,
+  installedClientIds,
+  registerClient,
+  unregisterClient,
+} from "../workload/client-registration.ts";
 import { registeredClients } from "../workload/groups.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult, printTable } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
-
-/** This process as clients/ sees it. */
-const cliClientContext = () => clientContextOf(cliContext());
 
 /** A followed group as the GROUPS column shows it: `team (gateway)` when reached through its gateway. */
 function groupCell(groups: readonly string[], viaGateway: readonly string[]): string {
@@ -57,22 +58,6 @@ function clientFrom<T extends OptionTable>(rawArgs: readonly string[], table: T,
   return { ...parsed, client: parsed.name };
 }
 
-const verbs: Readonly<Record<SyncReport["action"], string | undefined>> = {
-  added: "added",
-  updated: "updated",
-  removed: "removed",
-  unchanged: undefined,
-  skipped: undefined, // already warned about, with the reason
-};
-
-function reportChanges(reports: readonly SyncReport[]): void {
-  for (const report of reports) {
-    const verb = verbs[report.action];
-    if (verb !== undefined)
-      log.info(`${verb} ${report.workload} in ${clientById(report.client).displayName} (${report.file})`);
-  }
-}
-
 const status = defineCommand({
   meta: {
     name: "status",
@@ -83,8 +68,7 @@ const status = defineCommand({
     const parsed = parseArgv(rawArgs, statusOptions, "client status", false);
     noArguments(parsed.positionals, "client status");
     // Entries of workloads that no longer run (a killed supervisor) go first, so the status is true.
-    await pruneClientEntries(cliContext());
-    const rows = await new ClientConfigSync(cliClientContext()).status();
+    const rows = await clientStatus(cliContext());
     if (parsed.values.format === "json") return printResult(JSON.stringify(rows, null, 2));
     printTable(
       ["CLIENT", "INSTALLED", "GROUPS", "CONFIG"],
@@ -94,26 +78,11 @@ const status = defineCommand({
 });
 
 async function register(client: ClientId, group: string, gateway = false): Promise<void> {
-  const ctx = cliClientContext();
-  const definition = clientById(client);
-  if (!installedClients(ctx).includes(definition)) {
-    log.warn(
-      `${definition.displayName} does not look installed here; its configuration goes to ${definition.configPath(ctx)} anyway`,
-    );
-  }
-  await pruneClientEntries(cliContext());
-  const store = openStore();
-  // Listed under the registrations' lock: a workload starting meanwhile is either listed or sees the registration.
-  const reports = await new ClientConfigSync(ctx).registerClient(client, group, () => runningWorkloads(store), {
-    gateway,
-  });
-  reportChanges(reports);
-  const written = reports.filter((report) => report.action !== "skipped" && report.action !== "removed").length;
-  const file = definition.configPath(ctx);
+  const { displayName, file, written } = await registerClient(client, group, { gateway }, cliContext());
   log.success(
     gateway
-      ? `${definition.displayName} reaches group ${group} through its gateway (in ${file})`
-      : `${definition.displayName} follows group ${group}` +
+      ? `${displayName} reaches group ${group} through its gateway (in ${file})`
+      : `${displayName} follows group ${group}` +
           (written > 0 ? ` (${written} running workload(s) in ${file})` : " (no workload of it runs yet)"),
   );
 }
@@ -138,25 +107,17 @@ const remove = defineCommand({
   args: toCittyArgs(removeOptions, clientArg),
   async run({ rawArgs }) {
     const { client, values } = clientFrom(rawArgs, removeOptions, "client remove");
-    const sync = new ClientConfigSync(cliClientContext());
-    const before = (await new ClientRegistrationStore(openStore().paths).read()).clients[client]?.groups ?? [];
+    const left = await unregisterClient(client, values.group, cliContext());
     const name = clientById(client).displayName;
-    if (values.group !== undefined ? !before.includes(values.group) : before.length === 0) {
-      log.info(
-        values.group !== undefined ? `${name} does not follow group ${values.group}` : `${name} follows no group`,
-      );
-    }
-    reportChanges(await sync.removeClient(client, values.group));
-    log.success(
-      values.group !== undefined ? `${name} no longer follows group ${values.group}` : `${name} follows no group`,
-    );
+    if (left.length === 0) return log.info(`${name} follows no group; nothing changed`);
+    log.success(`${name} no longer follows group${left.length > 1 ? "s" : ""} ${left.join(", ")}`);
   },
 });
 
 const listRegistered = defineCommand({
   meta: {
     name: "list-registered-clients",
-    description: "List the AI clients registered for a group, with their groups",
+    description: "List the AI clients registered for any group, with the groups each follows",
   },
   args: toCittyArgs(statusOptions),
   async run({ rawArgs }) {
@@ -178,8 +139,8 @@ const setup = defineCommand({
   async run({ rawArgs }) {
     const parsed = parseArgv(rawArgs, noOptions, "client setup", false);
     noArguments(parsed.positionals, "client setup");
-    const ctx = cliClientContext();
-    const installed = installedClients(ctx).map((client) => client.id);
+    const ctx = cliContext();
+    const installed = installedClientIds(ctx);
     if (!process.stdin.isTTY || !process.stderr.isTTY) {
       throw new McpmgrError(
         "MISSING_OPTION",
@@ -206,7 +167,7 @@ const setup = defineCommand({
       typeof item === "string" ? item : item.value,
     );
     if (clients.length === 0) return log.info("no client chosen; nothing changed");
-    const groups = (await new GroupStore(openStore().paths).list()).map((group) => group.name);
+    const groups = await groupNames(ctx);
     const group =
       groups.length === 1
         ? DEFAULT_GROUP

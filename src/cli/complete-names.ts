@@ -1,6 +1,6 @@
 /**
  * `mcpmgr __complete KIND` (hidden): the names shell completion offers at the moment, one per line
- * (cli/completion/ writes the scripts that call it): `workloads`, `groups`, or `servers` (the
+ * (src/completion/ writes the scripts that call it): `workloads`, `groups`, or `servers` (the
  * registry's). A tab press must never print an error into the user's command line: anything that
  * goes wrong prints nothing.
  */

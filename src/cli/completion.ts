@@ -1,8 +1,9 @@
 /**
  * `mcpmgr completion bash|zsh|fish|powershell`: the shell completion script on stdout, generated
- * from the command tree and the option tables (cli/completion/). Workload, group and registry
- * names are asked for at each tab press (`mcpmgr __complete KIND`), so the script never goes stale
- * on them; it does on new commands and options, like any installed completion.
+ * from the command tree and the option tables (cli/completion-tree.ts, then src/completion/).
+ * Workload, group and registry names are asked for at each tab press (`mcpmgr __complete KIND`),
+ * so the script never goes stale on them; it does on new commands and options, like any
+ * installed completion.
  */
 import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
@@ -22,18 +23,18 @@ function isShell(text: string): text is Shell {
 export async function completionScript(shell: Shell): Promise<string> {
   const [{ rootCommand }, { completionTree }] = await Promise.all([
     import("./root.ts"),
-    import("./completion/model.ts"),
+    import("./completion-tree.ts"),
   ]);
   const tree = await completionTree(rootCommand);
   switch (shell) {
     case "bash":
-      return (await import("./completion/bash.ts")).bashScript(tree);
+      return (await import("../completion/bash.ts")).bashScript(tree);
     case "zsh":
-      return (await import("./completion/zsh.ts")).zshScript(tree);
+      return (await import("../completion/zsh.ts")).zshScript(tree);
     case "fish":
-      return (await import("./completion/fish.ts")).fishScript(tree);
+      return (await import("../completion/fish.ts")).fishScript(tree);
     case "powershell":
-      return (await import("./completion/powershell.ts")).powershellScript(tree);
+      return (await import("../completion/powershell.ts")).powershellScript(tree);
   }
 }
 

@@ -9,7 +9,6 @@ import { defineCommand } from "citty";
 import { buildGatewaySpec, type GatewaySpec } from "../config/gateway-spec.ts";
 import { gatewayOptions } from "../config/gateway-options.ts";
 import { workloadUrl } from "../state/workload-url.ts";
-import { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
@@ -60,19 +59,9 @@ export async function runGatewayInBackground(
   ctx: WorkloadContext,
 ): Promise<void> {
   const { recordGateway } = await import("../workload/background-gateway.ts");
-  const { startSupervisor } = await import("../workload/supervisor-control.ts");
-  const { clientsSeeStarted } = await import("../workload/client-entries.ts");
-  const store = new WorkloadStore(ctx.paths);
+  const { firstStart } = await import("../workload/first-start.ts");
   const record = await recordGateway(spec, argv, ctx);
-  try {
-    await startSupervisor(store, record.name, ctx, {
-      failureHint: "fix the command and run it again (nothing was kept)",
-    });
-  } catch (err) {
-    await store.remove(record.name).catch(() => {});
-    throw err;
-  }
-  await clientsSeeStarted(record, ctx);
+  await firstStart(record, ctx);
   log.info(
     `gateway ${record.name} for group '${spec.group}' is running in the background ('mcpmgr stop ${record.name}' stops it); MCP clients connect to:`,
   );

@@ -9,9 +9,9 @@ import { parseArgv } from "../config/argv.ts";
 import { listOptions as table } from "../config/command-options.ts";
 import { hasClientRegistrations } from "../state/client-registrations.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
-import { log, printResult } from "./output.ts";
-import { currentStatus } from "../workload/supervisor-control.ts";
-import { openStore, workloadUrl } from "./workload-arg.ts";
+import { log, printResult, printTable } from "./output.ts";
+import { workloadRows } from "../workload/list-rows.ts";
+import { openStore } from "./workload-arg.ts";
 
 const listCommand = defineCommand({
   meta: { name: "list", description: "List workloads and their status" },
@@ -19,21 +19,7 @@ const listCommand = defineCommand({
   async run({ rawArgs }) {
     const { values } = parseArgv(rawArgs, table, "list", false);
     const store = openStore();
-    const rows = [];
-    for (const record of await store.list()) {
-      if (values.group !== undefined && record.group !== values.group) continue;
-      const status = await currentStatus(store, record.name);
-      rows.push({
-        name: record.name,
-        status: status?.state ?? "stopped",
-        url: workloadUrl(record),
-        source: record.source.ref,
-        group: record.group,
-        runtime: record.runtime,
-        restarts: status?.restarts ?? 0,
-        ...(status?.lastError ? { lastError: status.lastError } : {}),
-      });
-    }
+    const rows = await workloadRows(store, values.group);
     if (hasClientRegistrations(store.paths)) {
       const { pruneClientEntries } = await import("../workload/client-entries.ts");
       await pruneClientEntries({ log, paths: store.paths, env: process.env });
@@ -47,19 +33,10 @@ const listCommand = defineCommand({
           : `no workloads in group ${values.group}; start one with 'mcpmgr run fetch --group ${values.group}'`,
       );
     }
-    const header = ["NAME", "STATUS", "URL", "SOURCE", "GROUP", "RUNTIME", "RESTARTS"];
-    const lines = [
-      header,
-      ...rows.map((r) => [r.name, r.status, r.url, r.source, r.group, r.runtime, String(r.restarts)]),
-    ];
-    const widths = header.map((_, i) => Math.max(...lines.map((line) => (line[i] as string).length)));
-    for (const line of lines)
-      printResult(
-        line
-          .map((cell, i) => cell.padEnd(widths[i] as number))
-          .join("  ")
-          .trimEnd(),
-      );
+    printTable(
+      ["NAME", "STATUS", "URL", "SOURCE", "GROUP", "RUNTIME", "RESTARTS"],
+      rows.map((r) => [r.name, r.status, r.url, r.source, r.group, r.runtime, String(r.restarts)]),
+    );
   },
 });
 

@@ -1,24 +1,17 @@
 /** `mcpmgr rm NAME`: stops the workload if needed and removes its record, logs and AI-client entries. */
 import { defineCommand } from "citty";
-import { clientsSeeStopped } from "../workload/client-entries.ts";
-import { stopSupervisor } from "../workload/supervisor-control.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { removeRecorded } from "../workload/lifecycle.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log } from "./output.ts";
-import { openStore, parseNamed } from "./workload-arg.ts";
+import { parseNamed } from "./workload-arg.ts";
 
 const rmCommand = defineCommand({
   meta: { name: "rm", description: "Remove a workload (stopping it first)" },
   args: toCittyArgs({}, { NAME: { description: "Workload name", required: true, completes: "workloads" } }),
   async run({ rawArgs }) {
     const { name } = parseNamed(rawArgs, {}, "rm");
-    const store = openStore();
-    await store.getExisting(name).catch(async (err) => {
-      // A corrupt record must still be removable: only a truly unknown name is an error.
-      if ((err as { code?: string }).code !== "STATE_CORRUPT") throw err;
-    });
-    await stopSupervisor(store, name, log).catch(() => false);
-    await clientsSeeStopped(name, { log, paths: store.paths, env: process.env });
-    await store.remove(name);
+    await removeRecorded(name, { log, paths: resolvePaths(), env: process.env });
     log.info(`removed ${name}`);
   },
 });

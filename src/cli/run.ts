@@ -3,17 +3,17 @@ import { defineCommand } from "citty";
 import { parseRunArgv, type ParsedRunArgv } from "../config/run-argv.ts";
 import { runOptions } from "../config/run-options.ts";
 import { McpmgrError } from "../errors.ts";
-import { readJsonFile } from "../state/atomic-file.ts";
-import { isGatewayRecord, type WorkloadRecord, workloadRecordSchema } from "../state/workload-record.ts";
+import { isGatewayRecord, type WorkloadRecord } from "../state/workload-record.ts";
 import { workloadUrl } from "../state/workload-url.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { preflight, recordWorkload } from "../workload/background.ts";
-import { clientsSeeForegroundRun, clientsSeeStarted } from "../workload/client-entries.ts";
+import { clientsSeeForegroundRun } from "../workload/client-entries.ts";
 import type { WorkloadContext } from "../workload/context.ts";
+import { argsFromConfig, exportedGatewaySpec, readExported } from "../workload/exported-config.ts";
 import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
 import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
 import { startWorkload } from "../workload/start.ts";
-import { startSupervisor } from "../workload/supervisor-control.ts";
+import { firstStart } from "../workload/first-start.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { loginUrlRelay } from "./login-relay.ts";
@@ -70,49 +70,10 @@ export default withExamples(runCommand, [
   },
 ]);
 
-/**
- * `--from-config PATH`: the exported record holds the run options as they were validated;
- * they are parsed again, so an edited file gets the same checks as a command line. Relative
- * paths in it are taken from its working directory.
- */
-async function readExported(path: string): Promise<WorkloadRecord> {
-  const record = await readJsonFile(path, workloadRecordSchema, { hint: "export one with 'mcpmgr export NAME PATH'" });
-  if (record === undefined)
-    throw new McpmgrError("INVALID_OPTION", `--from-config ${JSON.stringify(path)}: no such file`, {
-      hint: "give the path of an exported configuration",
-    });
-  if (record.runOptions.length === 0) {
-    throw new McpmgrError("INVALID_OPTION", `--from-config ${path}: the file has no run options`, {
-      hint: "export it again with 'mcpmgr export NAME PATH'",
-    });
-  }
-  if (record.workingDir) process.chdir(record.workingDir);
-  return record;
-}
-
-function argsFromConfig(record: WorkloadRecord, foreground: boolean): string[] {
-  return foreground ? ["--foreground", ...record.runOptions] : [...record.runOptions];
-}
-
-/** An exported background gateway: its stored options are the `mcpmgr gateway ... --detach` that made it. */
+/** An exported background gateway runs as `mcpmgr gateway ... --detach` made it. */
 async function runGatewayFromConfig(record: WorkloadRecord, foreground: boolean): Promise<void> {
-  if (foreground) {
-    throw new McpmgrError("CONFLICTING_OPTIONS", `--from-config holds the background gateway ${record.name}`, {
-      hint: `leave --foreground out, or run a gateway in the foreground with 'mcpmgr gateway ${record.group}'`,
-    });
-  }
-  const { buildGatewaySpec } = await import("../config/gateway-spec.ts");
+  const spec = await exportedGatewaySpec(record, foreground);
   const { runGatewayInBackground } = await import("./gateway.ts");
-  const spec = buildGatewaySpec(record.runOptions);
-  if (!spec.detach) {
-    throw new McpmgrError(
-      "INVALID_OPTION",
-      `--from-config: ${record.name}'s run options are not a background gateway's`,
-      {
-        hint: "export it again with 'mcpmgr export NAME PATH'",
-      },
-    );
-  }
   await runGatewayInBackground(spec, record.runOptions, cliContext());
 }
 
@@ -126,17 +87,7 @@ async function runInBackground(
   await preflight(spec, ctx);
   const store = new WorkloadStore(ctx.paths);
   const record = await recordWorkload(spec, parsed, args, store);
-  try {
-    await startSupervisor(store, spec.name, ctx, {
-      failureHint: "fix the command and run it again (nothing was kept)",
-      whileWaiting: loginUrlRelay(store.proxyLogPath(spec.name)),
-    });
-  } catch (err) {
-    // A workload that never ran is not kept: the user fixes the command and runs it again.
-    await store.remove(spec.name).catch(() => {});
-    throw err;
-  }
-  await clientsSeeStarted(record, ctx);
+  await firstStart(record, ctx, { whileWaiting: loginUrlRelay(store.proxyLogPath(spec.name)) });
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
   printResult(workloadUrl(record));
 }

@@ -11,12 +11,10 @@ import type { OptionTable } from "../config/option-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { readOnlyError } from "../secrets/environment.ts";
 import { createSecretManager, type SecretManager } from "../secrets/manager.ts";
+import { readSecretText } from "../secrets/piped-value.ts";
 import { validateSecretName } from "../secrets/provider.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log, printResult } from "./output.ts";
-
-/** The largest value `secret set` accepts on stdin. */
-const MAX_VALUE_BYTES = 1024 * 1024;
 
 const nameArg = { NAME: { description: "Secret name (letters, digits, '_', '.', '-')", required: true } };
 
@@ -165,44 +163,13 @@ function openManager(): SecretManager {
 async function readSecretValue(name: string): Promise<string> {
   const value = process.stdin.isTTY
     ? await promptHidden(`Value for secret '${name}' (input hidden): `)
-    : await readPipe();
+    : await readSecretText(Bun.stdin.stream());
   if (value.length === 0) {
     throw new McpmgrError("INVALID_ARGUMENT", `no value for secret '${name}' on stdin`, {
       hint: "pipe it in: printf '%s' \"$VALUE\" | mcpmgr secret set NAME, or run the command in a terminal and type it",
     });
   }
   return value;
-}
-
-/** All of stdin, UTF-8, without the one trailing newline that `echo` and here-strings add. */
-async function readPipe(): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of Bun.stdin.stream()) {
-      size += chunk.byteLength;
-      if (size > MAX_VALUE_BYTES) {
-        throw new McpmgrError("INVALID_ARGUMENT", "the value on stdin is larger than 1 MiB", {
-          hint: "store a path to a file instead of its contents",
-        });
-      }
-      chunks.push(chunk);
-    }
-  } catch (err) {
-    if (err instanceof McpmgrError) throw err;
-    return ""; // a closed stdin reads as no value
-  }
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
-  } catch {
-    throw new McpmgrError("INVALID_ARGUMENT", "the value on stdin is not UTF-8 text", {
-      hint: "base64-encode binary values before storing them",
-    });
-  } finally {
-    for (const chunk of chunks) chunk.fill(0);
-  }
-  return text.replace(/\r?\n$/, "");
 }
 
 /** A line typed in the terminal without echo. Enter ends it, Ctrl-C cancels, Backspace and Ctrl-U edit. */

@@ -3,13 +3,13 @@
  * gateway) on its port; the AI clients following its group get its entry back.
  */
 import { defineCommand } from "citty";
-import { clientsSeeStarted } from "../workload/client-entries.ts";
-import { currentStatus, startSupervisor, stopSupervisor } from "../workload/supervisor-control.ts";
+import { WorkloadStore } from "../state/workloads.ts";
+import { startRecorded } from "../workload/lifecycle.ts";
 import { type Example, toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { loginUrlRelay } from "./login-relay.ts";
 import { log, printResult } from "./output.ts";
-import { openStore, parseNamed, workloadUrl } from "./workload-arg.ts";
+import { parseNamed, workloadUrl } from "./workload-arg.ts";
 
 function command(restart: boolean, examples: readonly Example[]) {
   const verb = restart ? "restart" : "start";
@@ -18,23 +18,10 @@ function command(restart: boolean, examples: readonly Example[]) {
     args: toCittyArgs({}, { NAME: { description: "Workload name", required: true, completes: "workloads" } }),
     async run({ rawArgs }) {
       const { name } = parseNamed(rawArgs, {}, verb);
-      const store = openStore();
-      const record = await store.getExisting(name);
-      if (restart) await stopSupervisor(store, name, log);
-      else {
-        const status = await currentStatus(store, name);
-        if (
-          status?.state === "running" ||
-          status?.state === "restarting" ||
-          (status?.state === "starting" && status.pid !== undefined)
-        ) {
-          log.info(`${name} is already running`);
-          return;
-        }
-      }
       const ctx = cliContext();
-      await startSupervisor(store, name, ctx, { whileWaiting: loginUrlRelay(store.proxyLogPath(name)) });
-      await clientsSeeStarted(record, ctx);
+      const whileWaiting = loginUrlRelay(new WorkloadStore(ctx.paths).proxyLogPath(name));
+      const { record, alreadyRunning } = await startRecorded(name, { restart, whileWaiting }, ctx);
+      if (alreadyRunning) return log.info(`${name} is already running`);
       log.info(`${name} is running; MCP clients connect to:`);
       printResult(workloadUrl(record));
     },

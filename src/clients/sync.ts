@@ -19,7 +19,6 @@
  * file has a typo), only for mcpmgr's own state.
  */
 import { existsSync } from "node:fs";
-import { homedir } from "node:os";
 import {
   ClientRegistrationStore,
   groupsOf,
@@ -31,11 +30,10 @@ import {
 } from "../state/client-registrations.ts";
 import { McpmgrError } from "../errors.ts";
 import { assertGroupExists } from "../state/groups.ts";
-import { resolvePaths } from "../state/paths.ts";
 import { allClients, clientById, isClientId } from "./catalog.ts";
 import { editClientFile, SkipEdit } from "./config-file.ts";
 import { sameValue } from "./formats/editor.ts";
-import type { ClientContext, ClientDefinition, ClientId, ClientLogger, WorkloadEndpoint } from "./types.ts";
+import type { ClientContext, ClientDefinition, ClientId, WorkloadEndpoint } from "./types.ts";
 
 export type SyncAction = "added" | "updated" | "unchanged" | "removed" | "skipped";
 
@@ -58,18 +56,6 @@ export interface ClientStatus {
   readonly viaGateway: readonly string[];
   /** Workloads mcpmgr has entries for in the client's configuration. */
   readonly entries: readonly string[];
-}
-
-/** A context from this process: its home, platform, environment and mcpmgr folders. */
-export function processClientContext(options: { log: ClientLogger; selfCommand: readonly string[] }): ClientContext {
-  return {
-    home: homedir(),
-    platform: process.platform,
-    env: process.env,
-    paths: resolvePaths(),
-    log: options.log,
-    selfCommand: options.selfCommand,
-  };
 }
 
 export class ClientConfigSync {

@@ -19,5 +19,3 @@ export const gatewayOptions = {
   ...caBundleOptions,
   ...telemetryOptions,
 } as const;
-
-export type GatewayOptionName = keyof typeof gatewayOptions;

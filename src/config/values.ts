@@ -61,9 +61,20 @@ export const httpUrl = v.pipe(
 
 const hostLabel = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
 
+/** A last label of digits only makes a dotted name an IPv4 address (no top-level domain is numeric). */
+const numericLabel = /^\d+$/;
+
 function isHostName(text: string): boolean {
   const bare = text.replace(/^\[(.*)\]$/, "$1");
-  if (bare === text && text.length <= 253 && text.split(".").every((label) => hostLabel.test(label))) return true;
+  const labels = text.split(".");
+  if (
+    bare === text &&
+    text.length <= 253 &&
+    labels.every((label) => hostLabel.test(label)) &&
+    !numericLabel.test(labels.at(-1) as string)
+  )
+    return true;
+  // 256.1.1.1 is neither: refused here rather than by the operating system when the proxy binds.
   return ipVersion(bare) !== 0;
 }
 

@@ -104,14 +104,16 @@ export function serve(options: ServeOptions): RunningServer {
 
 function listenError(err: unknown, options: ServeOptions): McpmgrError {
   const code = (err as { code?: string }).code;
-  const where = `${options.host}:${options.port ?? 0}`;
+  // Without a port option the OS was to choose one: ":0" would only confuse.
+  const where = options.port ? `${options.host}:${options.port}` : options.host;
   if (code === "EADDRINUSE") {
     return new McpmgrError("PORT_IN_USE", `port ${options.port} on ${options.host} is already in use`, {
       hint: "choose another port, or leave the port option out to pick a free one",
       cause: err,
     });
   }
-  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND" || code === "EAI_NONAME") {
+  // EINVAL: Bun's answer for a host name that resolves to no address of this machine.
+  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND" || code === "EAI_NONAME" || code === "EINVAL") {
     return new McpmgrError("LISTEN_FAILED", `cannot listen on ${where}: no such local address`, {
       hint: "use an address of this machine, such as 127.0.0.1",
       cause: err,

@@ -78,11 +78,6 @@ export function hiddenTargets(mounts: readonly RealMount[], protectedDirs: reado
   return [...hidden];
 }
 
-/** The protected directory a real path lies in (a mount that shows part of mcpmgr's state), if any. */
-export function protectedDirHolding(realPath: string, protectedDirs: readonly string[]): string | undefined {
-  return protectedDirs.find((dir) => isWithin(realPath, dir) && realPath !== dir);
-}
-
 /** `~` and relative paths made absolute (relative to `cwd`). */
 export function expandHostPath(path: string, home: string, cwd = process.cwd()): string {
   const expanded = path.replace(/^~(?=\/|$)/, home);

@@ -104,8 +104,21 @@ describe("mcpmgr client without workloads", () => {
     expect(json(mcpmgr("client", "list-registered-clients", "--format", "json").stdout)).toEqual([
       { client: "cursor", groups: ["default"], viaGateway: [] },
     ]);
-    expect(mcpmgr("client", "remove", "cursor").code).toBe(0);
+    // A group the client does not follow is a mistake, refused with nothing changed.
+    expect(failure(mcpmgr("client", "remove", "cursor", "--group", "nosuch"), 2)).toContain(
+      "Cursor does not follow group nosuch",
+    );
+    expect(json(mcpmgr("client", "list-registered-clients", "--format", "json").stdout)).toHaveLength(1);
+    const removed = mcpmgr("client", "remove", "cursor");
+    expect(removed.code).toBe(0);
+    expect(removed.stderr).toContain("Cursor no longer follows group default");
     expect(json(mcpmgr("client", "list-registered-clients", "--format", "json").stdout)).toEqual([]);
+    // Without --group, a client that follows nothing is left as it is: one line, no success claimed.
+    const again = mcpmgr("client", "remove", "cursor");
+    expect(again.code).toBe(0);
+    expect(again.stderr.trim().split("\n")).toEqual([
+      expect.stringContaining("Cursor follows no group; nothing changed"),
+    ]);
   });
 
   test("unknown clients and groups are refused; setup without a terminal says which command to use", () => {

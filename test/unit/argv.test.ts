@@ -489,10 +489,10 @@ describe("buildProxySpec", () => {
 
   // Checked up front, not left to fail when the server tries to bind.
   test("--host rejects strings that are no address or host name", () => {
-    for (const bad of [":", "1:2", "-", "a..b", "host/path"]) {
+    for (const bad of [":", "1:2", "-", "a..b", "host/path", "256.1.1.1", "1.2.3", "10.0.0.1.5"]) {
       expectCode(() => buildProxySpec(["x", ...TARGET, "--host", bad]), "INVALID_OPTION");
     }
-    for (const good of ["::1", "[::1]", "0.0.0.0", "localhost", "mcp-01.internal"]) {
+    for (const good of ["::1", "[::1]", "0.0.0.0", "10.1.2.3", "localhost", "mcp-01.internal", "1password.example"]) {
       expect(buildProxySpec(["x", ...TARGET, "--host", good]).listen.host).toBe(good.replace(/^\[(.*)\]$/, "$1"));
     }
   });

@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { completionScript, shells } from "../../src/cli/completion.ts";
 import { rootCommand } from "../../src/cli/root.ts";
-import { allCommands, completionTree, keyOf } from "../../src/cli/completion/model.ts";
+import { completionTree } from "../../src/cli/completion-tree.ts";
+import { allCommands, keyOf } from "../../src/completion/model.ts";
 import {
   clientRegisterOptions,
   clientRemoveOptions,

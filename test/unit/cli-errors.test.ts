@@ -58,6 +58,9 @@ describe("usage errors exit 2 with one line naming the problem", () => {
       ["run", "srv", "--remote-auth-issuer", "https://a.example", "--remote-auth-authorize-url", "https://b.example"],
       ["--remote-auth-issuer", "--remote-auth-authorize-url"],
     ],
+    ["--host not an address (gateway)", ["gateway", "default", "--host", "256.1.1.1"], ["--host", "256.1.1.1"]],
+    ["--host not an address (proxy)", ["proxy", "x", ...TARGET, "--host", "256.1.1.1"], ["--host", "256.1.1.1"]],
+    ["--host not an address (run)", ["run", "srv", "--host", "256.1.1.1"], ["--host", "256.1.1.1"]],
     ["unknown flag on run", ["run", "srv", "--bogus"], ["--bogus"]],
     ["unknown flag on proxy", ["proxy", "x", ...TARGET, "--bogus"], ["--bogus"]],
     ["unknown short flag", ["run", "srv", "-z"], ["-z"]],
@@ -79,6 +82,44 @@ describe("usage errors exit 2 with one line naming the problem", () => {
   test.each(cases)("%s", (_label, args, mentions) => {
     const line = expectUsageError(mcpmgr(...args));
     for (const text of mentions) expect(line).toContain(text);
+  });
+});
+
+test("a --host that is no address of this machine is one line with a hint, without a port nobody chose", () => {
+  const result = mcpmgr("proxy", "x", ...TARGET, "--host", "nosuchhost.invalid");
+  expect(result.stderr).not.toContain("    at ");
+  const lines = nonEmptyLines(result.stderr);
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain("cannot listen on nosuchhost.invalid: no such local address");
+  expect(lines[0]).toContain("hint: use an address of this machine");
+  expect(result.exitCode).toBe(1);
+});
+
+describe("help rows say what they do", () => {
+  const rows = (help: string, option: string) =>
+    help.split("\n").filter((line) => new RegExp(`(^|\\s)${option}(=|\\s|$)`).test(line));
+
+  test.each(["run", "gateway"])("%s --help: every --no-* row has a description", (command) => {
+    const help = mcpmgr(command, "--help").stdout;
+    const negations = help.split("\n").filter((line) => /^\s+--no-[\w-]+/.test(line));
+    expect(negations.length).toBeGreaterThan(0);
+    for (const line of negations) expect(line).toMatch(/^\s+--no-([\w-]+)\s+Turn off --\1\s*$/);
+  });
+
+  test("run --group says the group must exist", () => {
+    expect(rows(mcpmgr("run", "--help").stdout, "--group").join("\n")).toContain("it must exist");
+  });
+
+  test("gateway --tool-search-embeddings-model says --tool-search-embeddings needs it", () => {
+    const help = mcpmgr("gateway", "--help").stdout;
+    expect(rows(help, "--tool-search-embeddings-model").join("\n")).toContain("required with --tool-search-embeddings");
+  });
+
+  test("client list-registered-clients does not claim to be per group", () => {
+    const help = mcpmgr("client", "--help").stdout;
+    const line = rows(help, "list-registered-clients").join("\n");
+    expect(line).not.toContain("for a group");
+    expect(line).toContain("with the groups each follows");
   });
 });
 

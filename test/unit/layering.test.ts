@@ -1,11 +1,12 @@
 /**
  * The dependency direction of ARCHITECTURE.md, checked on the real imports:
- *   {errors, printable, close-matches} ← config ← {state, secrets, registry, telemetry} ← {auth, runtime} ← proxy ← middleware
- *     ← {gateway, clients} ← workload ← cli ← main.ts
+ *   {errors, version, printable, close-matches} ← {config, completion} ← {state, secrets, registry, telemetry}
+ *     ← {auth, runtime} ← proxy ← middleware ← {gateway, clients} ← workload ← cli ← main.ts
  * A module may import its own folder or a lower layer. Besides the ranks: only main.ts imports
- * cli/; proxy/ and middleware/ never import dockerode; middleware/ never imports runtime/;
- * cli/ reaches containers only through workload/ (no runtime/docker/); workload/ never talks
- * to the terminal (no consola, no process.stdout/stderr, no console): the CLI hands it a log.
+ * cli/; proxy/, middleware/ and cli/ never import dockerode; middleware/ never imports runtime/;
+ * cli/ reaches containers only through workload/ (no runtime/docker/); only cli/ imports
+ * consola; workload/ never talks to the terminal (no process.stdout/stderr, no console): the
+ * CLI hands it a log.
  */
 import { expect, test } from "bun:test";
 import { dirname, join, relative, resolve } from "node:path";
@@ -17,6 +18,7 @@ const rank: Readonly<Record<string, number>> = {
   "printable.ts": 0,
   "close-matches.ts": 0,
   config: 1,
+  completion: 1,
   state: 2,
   secrets: 2,
   registry: 2,

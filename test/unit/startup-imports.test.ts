@@ -45,7 +45,7 @@ async function reachable(entries: readonly string[]): Promise<Set<string>> {
 /** Never evaluated by a fast path: the other commands' machinery and the heavy libraries. */
 const heavy: readonly RegExp[] = [
   /^(gateway|clients|proxy|middleware|auth|runtime|telemetry|secrets)\//,
-  /^workload\/(?!supervisor-control\.ts$|self-command\.ts$|context\.ts$)/,
+  /^workload\/(?!supervisor-control\.ts$|self-command\.ts$|context\.ts$|list-rows\.ts$)/,
   /^registry\/(schema|catalog|document|server-json|embedded)\.ts$/,
   /^config\/(run-options|run-argv|permission-profile|authz-config|config-file)\.ts$/,
   /^config\/flags\//,

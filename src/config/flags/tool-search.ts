@@ -13,7 +13,7 @@ export const toolSearchOptions = {
     schema: httpUrl,
   }),
   "tool-search-embeddings-model": stringOption({
-    description: "Model name sent to the embeddings endpoint",
+    description: "Model name sent to the embeddings endpoint (required with --tool-search-embeddings)",
     valueHint: "name",
     schema: nonEmpty,
   }),

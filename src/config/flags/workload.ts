@@ -20,7 +20,7 @@ export const workloadOptions = {
     schema: nonEmpty,
   }),
   group: stringOption({
-    description: "Group the workload belongs to",
+    description: "Group the workload belongs to; it must exist (mcpmgr group create NAME)",
     valueHint: "group",
     default: "default",
     schema: nonEmpty,

@@ -12,8 +12,8 @@
  * eras too (handshake.ts): a modern server gets modern requests as they are and sessions
  * translated (modern-server-sessions.ts); an older one is kept behind one initialised
  * session and the bridge speaks 2026-07-28 for it (older-server.ts, listen.ts).
- * Server-initiated traffic is routed by what it refers to (server-routing.ts,
- * server-requests.ts). Nothing here depends on stdio: the server is any ServerChannel.
+ * What the server sends is dispatched by server-inbound.ts; its own requests and
+ * notifications are routed by what they refer to (server-routing.ts, server-requests.ts). Nothing here depends on stdio: the server is any ServerChannel.
  */
 import { randomUUID } from "node:crypto";
 import { JsonRpcCode, type JsonRpcId } from "../jsonrpc.ts";
@@ -28,7 +28,7 @@ import { OlderServerTranslation } from "./older-server.ts";
 import { answerLocally, initializeSession } from "./session-requests.ts";
 import type { ServerChannel } from "./server-channel.ts";
 import { ServerRequests } from "./server-requests.ts";
-import { routeServerNotification } from "./server-routing.ts";
+import { oversizedHandler, serverMessageHandler } from "./server-inbound.ts";
 import { mostVerboseLevel, SubscriberCounts } from "./shared-interest.ts";
 import { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
@@ -71,6 +71,10 @@ export class StdioBridge {
   #lastActive: ClientSession | undefined;
   #closedReason: string | undefined;
   #sweeper: ReturnType<typeof setInterval> | undefined;
+  /** A message from the server (server-inbound.ts). */
+  readonly onServerMessage: (raw: unknown) => void;
+  /** The server's answer to `id` was too large to read: its request fails with a clear error. */
+  readonly failOversized: (bytes: number, id: string | number | undefined) => void;
 
   constructor(options: BridgeOptions = {}) {
     this.#options = options;
@@ -118,6 +122,18 @@ export class StdioBridge {
       },
       unsubscribe: (uri) => this.#unsubscribe(uri),
     });
+    const inbound = {
+      flights: this.#flights,
+      serverRequests: this.#serverRequests,
+      listens: this.#listens,
+      olderServer: this.#olderServer,
+      modernServer: this.#modernServer,
+      sessions: () => this.#sessions.values(),
+      modernServerEra: () => this.#server?.era === "modern",
+      onLog: options.onLog,
+    };
+    this.onServerMessage = serverMessageHandler(inbound);
+    this.failOversized = oversizedHandler(inbound);
   }
 
   /** Connects to the server and performs the one handshake it will see. */
@@ -316,54 +332,6 @@ export class StdioBridge {
 
   #clientResponse(session: ClientSession, message: JsonRpcMessage): void {
     if (!this.#modernServer.answer(session, message)) this.#serverRequests.answer(session, message);
-  }
-
-  /** A message from the server. */
-  onServerMessage = (raw: unknown): void => {
-    const message = raw as JsonRpcMessage;
-    const kind = kindOf(message);
-    if (kind === "response") return this.#serverResponse(message);
-    if (kind === "request") return this.#serverRequests.route(message);
-    if (kind === "notification") return this.#serverNotification(message);
-    this.#options.onLog?.("warn", "the MCP server sent something that is not JSON-RPC 2.0; skipped");
-  };
-
-  /** The server's answer to `id` was too large to read: its request fails with a clear error. */
-  failOversized = (bytes: number, id: string | number | undefined): void => {
-    this.#options.onLog?.("warn", `the MCP server sent a message of ${bytes} bytes, over the limit; dropped`);
-    const flight = typeof id === "number" ? this.#flights.get(id) : undefined;
-    if (flight === undefined) return;
-    const sink = flight.sink;
-    this.#flights.finish(flight);
-    sink?.send(
-      errorResponse(
-        flight.clientId,
-        JsonRpcCode.internalError,
-        `the MCP server's answer (${bytes} bytes) is larger than mcpmgr accepts; raise MCPMGR_MAX_MESSAGE_BYTES to allow it`,
-      ),
-    );
-  };
-
-  #serverResponse(message: JsonRpcMessage): void {
-    if (this.#flights.takeInternal(message)) return;
-    const flight = this.#flights.get(message.id as number);
-    if (flight === undefined) return; // cancelled, timed out, or its session ended
-    if (this.#modernServer.response(flight, message)) return;
-    const sink = flight.sink;
-    this.#flights.finish(flight);
-    let answer: JsonRpcMessage = { ...message, id: flight.clientId };
-    if (flight.modern && this.#server?.era !== "modern") answer = this.#olderServer.answer(flight, answer);
-    sink?.send(answer);
-  }
-
-  #serverNotification(message: JsonRpcMessage): void {
-    routeServerNotification(message, {
-      sessions: this.#sessions.values(),
-      flights: this.#flights.byId,
-      serverRequests: this.#serverRequests.owners,
-      listens: this.#listens,
-      serverListens: this.#modernServer.listens,
-    });
   }
 
   #send(message: JsonRpcMessage): void {

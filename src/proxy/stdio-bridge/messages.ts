@@ -48,11 +48,6 @@ export function isSupportedProtocolVersion(version: string): boolean {
   return (supportedProtocolVersions as readonly string[]).includes(version);
 }
 
-/** 2026-07-28 clients may send stateless POSTs (no session, no initialize) with Mcp-Method headers. */
-export function allowsStateless(version: string | null): boolean {
-  return version !== null && version >= "2026-07-28";
-}
-
 /** Batches were allowed only by 2025-03-26 (and tolerated by 2024-11-05). */
 export function allowsBatches(version: string): boolean {
   return version === "2025-03-26" || version === "2024-11-05";

@@ -3,7 +3,7 @@
  * the words typed so far as mcpmgr parses them (__mcpmgr_at PATH [POSITION]); fish itself
  * completes option values (-r, -x, -a) and shows the descriptions.
  */
-import type { Completes } from "../citty-args.ts";
+import type { Completes } from "./model.ts";
 import {
   allCommands,
   type CompletionCommand,

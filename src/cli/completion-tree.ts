@@ -1,33 +1,13 @@
 /**
- * The command tree as shell completion sees it, read from the commands themselves: their
- * subcommands (and help-only ones, `proxy stdio`), the citty arguments toCittyArgs made from
- * their option tables, and what each positional names. Every script generator (bash, zsh, fish,
- * PowerShell) works from this one model, so completion cannot drift from what the commands parse.
+ * The command tree for shell completion (src/completion/model.ts), read from the commands
+ * themselves: their subcommands (and help-only ones, `proxy stdio`), the citty arguments
+ * toCittyArgs made from their option tables, and what each positional names.
  */
 import type { ArgsDef, CommandDef } from "citty";
-import type { OptionTable } from "../../config/option-spec.ts";
-import { choicesOf } from "../../config/values.ts";
-import { argsSourceOf, type Completes, helpSubCommandsOf } from "../citty-args.ts";
-
-export interface CompletionOption {
-  /** `--name`. */
-  readonly long: string;
-  /** `-n`, when it has one. */
-  readonly short?: string;
-  readonly description: string;
-  /** What its value can be: undefined for a flag, "any" for a value nothing can be offered for. */
-  readonly value?: Completes | "any";
-}
-
-export interface CompletionCommand {
-  /** The words after `mcpmgr` that name it: [] for the root, ["group", "rm"]. */
-  readonly path: readonly string[];
-  readonly description: string;
-  readonly options: readonly CompletionOption[];
-  /** What each positional argument names, in order (undefined: nothing to offer). */
-  readonly positionals: readonly (Completes | undefined)[];
-  readonly subcommands: readonly CompletionCommand[];
-}
+import type { Completes, CompletionCommand, CompletionOption } from "../completion/model.ts";
+import type { OptionTable } from "../config/option-spec.ts";
+import { choicesOf } from "../config/values.ts";
+import { argsSourceOf, helpSubCommandsOf } from "./citty-args.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: citty's CommandDef is invariant in its args
 type AnyCommand = CommandDef<any>;
@@ -88,38 +68,4 @@ function valueCompletion(spec: OptionTable[string] | undefined): Completes | "an
   if (spec.valueHint === "path") return "files";
   if (spec.valueHint === "group") return "groups";
   return "any";
-}
-
-/** Every command of the tree, the root first. */
-export function allCommands(root: CompletionCommand): CompletionCommand[] {
-  return [root, ...root.subcommands.flatMap(allCommands)];
-}
-
-/** The words of a path as one key ("" for the root, "group rm"), as the scripts compare them. */
-export function keyOf(command: CompletionCommand): string {
-  return command.path.join(" ");
-}
-
-/** The options of a command that take a separate value (long and short forms). */
-export function valueOptionWords(command: CompletionCommand): string[] {
-  return command.options
-    .filter((option) => option.value !== undefined)
-    .flatMap((option) => (option.short === undefined ? [option.long] : [option.long, option.short]));
-}
-
-/** Every word a command offers as an option. */
-export function optionWords(command: CompletionCommand): string[] {
-  return command.options.flatMap((option) =>
-    option.short === undefined ? [option.long] : [option.long, option.short],
-  );
-}
-
-/**
- * Words the scripts put in their code unquoted (command and option names, choices, client ids):
- * anything else is a mistake in a table, refused here rather than written into a user's shell.
- */
-export function plainWord(word: string): string {
-  if (!/^[A-Za-z0-9_][\w.:/@+-]*$|^--?[A-Za-z0-9][\w-]*$/.test(word))
-    throw new Error(`${JSON.stringify(word)} cannot be written into a completion script`);
-  return word;
 }

@@ -3,7 +3,7 @@
  * hashtable, following the words before the cursor as the other shells' scripts do. Nothing is
  * offered where a file fits: PowerShell then completes paths itself.
  */
-import type { Completes } from "../citty-args.ts";
+import type { Completes } from "./model.ts";
 import { allCommands, type CompletionCommand, keyOf, plainWord } from "./model.ts";
 
 function quoted(text: string): string {

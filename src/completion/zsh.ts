@@ -3,7 +3,7 @@
  * zsh's own completion functions (_describe shows each command's and option's description).
  * Works from a file in $fpath (autoloaded as _mcpmgr) and when sourced after compinit.
  */
-import type { Completes } from "../citty-args.ts";
+import type { Completes } from "./model.ts";
 import { allCommands, type CompletionCommand, keyOf, plainWord, valueOptionWords } from "./model.ts";
 
 function quoted(text: string): string {

@@ -4,7 +4,7 @@
  * options and the values they take (`--opt value`, `--opt=value`), positionals, `--` (after which
  * the words are the MCP server's: files); then it offers what fits there.
  */
-import type { Completes } from "../citty-args.ts";
+import type { Completes } from "./model.ts";
 import { allCommands, type CompletionCommand, keyOf, optionWords, plainWord, valueOptionWords } from "./model.ts";
 
 /** The shell code that puts the completions of one kind of value into COMPREPLY. */

@@ -1,0 +1,66 @@
+/**
+ * The command tree as shell completion sees it, and the helpers every script generator (bash,
+ * zsh, fish, PowerShell) shares. The tree is read from the commands themselves by
+ * cli/completion-tree.ts, so completion cannot drift from what the commands parse; the generators
+ * here only turn it into shell code.
+ */
+
+/**
+ * What shell completion offers for an argument: names mcpmgr lists at the time (`mcpmgr __complete
+ * KIND`), files, or a fixed set of words.
+ */
+export type Completes = "workloads" | "groups" | "servers" | "files" | readonly string[];
+
+export interface CompletionOption {
+  /** `--name`. */
+  readonly long: string;
+  /** `-n`, when it has one. */
+  readonly short?: string;
+  readonly description: string;
+  /** What its value can be: undefined for a flag, "any" for a value nothing can be offered for. */
+  readonly value?: Completes | "any";
+}
+
+export interface CompletionCommand {
+  /** The words after `mcpmgr` that name it: [] for the root, ["group", "rm"]. */
+  readonly path: readonly string[];
+  readonly description: string;
+  readonly options: readonly CompletionOption[];
+  /** What each positional argument names, in order (undefined: nothing to offer). */
+  readonly positionals: readonly (Completes | undefined)[];
+  readonly subcommands: readonly CompletionCommand[];
+}
+
+/** Every command of the tree, the root first. */
+export function allCommands(root: CompletionCommand): CompletionCommand[] {
+  return [root, ...root.subcommands.flatMap(allCommands)];
+}
+
+/** The words of a path as one key ("" for the root, "group rm"), as the scripts compare them. */
+export function keyOf(command: CompletionCommand): string {
+  return command.path.join(" ");
+}
+
+/** The options of a command that take a separate value (long and short forms). */
+export function valueOptionWords(command: CompletionCommand): string[] {
+  return command.options
+    .filter((option) => option.value !== undefined)
+    .flatMap((option) => (option.short === undefined ? [option.long] : [option.long, option.short]));
+}
+
+/** Every word a command offers as an option. */
+export function optionWords(command: CompletionCommand): string[] {
+  return command.options.flatMap((option) =>
+    option.short === undefined ? [option.long] : [option.long, option.short],
+  );
+}
+
+/**
+ * Words the scripts put in their code unquoted (command and option names, choices, client ids):
+ * anything else is a mistake in a table, refused here rather than written into a user's shell.
+ */
+export function plainWord(word: string): string {
+  if (!/^[A-Za-z0-9_][\w.:/@+-]*$|^--?[A-Za-z0-9][\w-]*$/.test(word))
+    throw new Error(`${JSON.stringify(word)} cannot be written into a completion script`);
+  return word;
+}

@@ -1,0 +1,29 @@
+/**
+ * The first start of a workload just recorded (`run` without `--foreground`, `gateway --detach`,
+ * `run --from-config`): its supervisor is started and waited for; a workload that never ran is
+ * not kept (the user fixes the command and runs it again), and one that runs is written into the
+ * AI clients following its group.
+ */
+import type { WorkloadRecord } from "../state/workload-record.ts";
+import { WorkloadStore } from "../state/workloads.ts";
+import { clientsSeeStarted } from "./client-entries.ts";
+import type { WorkloadContext } from "./context.ts";
+import { type StartSupervisorOptions, startSupervisor } from "./supervisor-control.ts";
+
+export async function firstStart(
+  record: WorkloadRecord,
+  ctx: WorkloadContext,
+  options: Pick<StartSupervisorOptions, "whileWaiting"> = {},
+): Promise<void> {
+  const store = new WorkloadStore(ctx.paths);
+  try {
+    await startSupervisor(store, record.name, ctx, {
+      ...options,
+      failureHint: "fix the command and run it again (nothing was kept)",
+    });
+  } catch (err) {
+    await store.remove(record.name).catch(() => {});
+    throw err;
+  }
+  await clientsSeeStarted(record, ctx);
+}

@@ -1,0 +1,57 @@
+/**
+ * `start`, `restart`, `stop` and `rm` of a recorded workload (or background gateway), through
+ * its supervisor; the AI clients following its group get its entry back or lose it.
+ */
+import type { WorkloadRecord } from "../state/workload-record.ts";
+import { WorkloadStore } from "../state/workloads.ts";
+import { type ClientEntriesContext, clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
+import type { WorkloadContext } from "./context.ts";
+import { currentStatus, type StartSupervisorOptions, startSupervisor, stopSupervisor } from "./supervisor-control.ts";
+
+/**
+ * Starts `name` on its port (stopping it first for `restart`); a workload already running or on
+ * its way up is left alone (`alreadyRunning`).
+ */
+export async function startRecorded(
+  name: string,
+  options: { readonly restart: boolean } & Pick<StartSupervisorOptions, "whileWaiting">,
+  ctx: WorkloadContext,
+): Promise<{ readonly record: WorkloadRecord; readonly alreadyRunning: boolean }> {
+  const store = new WorkloadStore(ctx.paths);
+  const record = await store.getExisting(name);
+  if (options.restart) await stopSupervisor(store, name, ctx.log);
+  else {
+    const status = await currentStatus(store, name);
+    if (
+      status?.state === "running" ||
+      status?.state === "restarting" ||
+      (status?.state === "starting" && status.pid !== undefined)
+    )
+      return { record, alreadyRunning: true };
+  }
+  await startSupervisor(store, name, ctx, { whileWaiting: options.whileWaiting });
+  await clientsSeeStarted(record, ctx);
+  return { record, alreadyRunning: false };
+}
+
+/** Stops `name` (it stays recorded); false when it was not running. */
+export async function stopRecorded(name: string, ctx: ClientEntriesContext): Promise<boolean> {
+  const store = new WorkloadStore(ctx.paths);
+  await store.getExisting(name);
+  const stopped = await stopSupervisor(store, name, ctx.log);
+  // The supervisor takes its entries out as it stops; one that had to be killed could not.
+  await clientsSeeStopped(name, ctx);
+  return stopped;
+}
+
+/** Stops `name` if needed and forgets it: record, logs and AI-client entries. */
+export async function removeRecorded(name: string, ctx: ClientEntriesContext): Promise<void> {
+  const store = new WorkloadStore(ctx.paths);
+  await store.getExisting(name).catch(async (err) => {
+    // A corrupt record must still be removable: only a truly unknown name is an error.
+    if ((err as { code?: string }).code !== "STATE_CORRUPT") throw err;
+  });
+  await stopSupervisor(store, name, ctx.log).catch(() => false);
+  await clientsSeeStopped(name, ctx);
+  await store.remove(name);
+}

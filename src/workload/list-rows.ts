@@ -1,0 +1,37 @@
+/**
+ * `mcpmgr list`'s rows: every recorded workload (of one group, when asked) with its real status,
+ * read from its supervisor (a dead one shows as failed), and the URL its clients use.
+ */
+import { workloadUrl } from "../state/workload-url.ts";
+import type { WorkloadStore } from "../state/workloads.ts";
+import { currentStatus } from "./supervisor-control.ts";
+
+export interface WorkloadRow {
+  readonly name: string;
+  readonly status: string;
+  readonly url: string;
+  readonly source: string;
+  readonly group: string;
+  readonly runtime: string;
+  readonly restarts: number;
+  readonly lastError?: string;
+}
+
+export async function workloadRows(store: WorkloadStore, group?: string): Promise<WorkloadRow[]> {
+  const rows: WorkloadRow[] = [];
+  for (const record of await store.list()) {
+    if (group !== undefined && record.group !== group) continue;
+    const status = await currentStatus(store, record.name);
+    rows.push({
+      name: record.name,
+      status: status?.state ?? "stopped",
+      url: workloadUrl(record),
+      source: record.source.ref,
+      group: record.group,
+      runtime: record.runtime,
+      restarts: status?.restarts ?? 0,
+      ...(status?.lastError ? { lastError: status.lastError } : {}),
+    });
+  }
+  return rows;
+}
