@@ -22,9 +22,10 @@ import { handshake, type ServerInit } from "./handshake.ts";
 import { ListenHub } from "./listen.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import { errorResponse, kindOf, logLevelRank, type LogLevel } from "./messages.ts";
-import { modernProtocolVersions } from "./modern.ts";
+import { type EdgeRefusal, modernProtocolVersions } from "./modern.ts";
 import { ModernServerSessions } from "./modern-server-sessions.ts";
 import { OlderServerTranslation } from "./older-server.ts";
+import { ParamHeaderChecks } from "./param-headers.ts";
 import { answerLocally, initializeSession } from "./session-requests.ts";
 import type { ServerChannel } from "./server-channel.ts";
 import { ServerRequests } from "./server-requests.ts";
@@ -63,6 +64,8 @@ export class StdioBridge {
   readonly #olderServer: OlderServerTranslation;
   /** 2025-era sessions of a 2026-07-28 server. */
   readonly #modernServer: ModernServerSessions;
+  /** `Mcp-Param-*` headers of 2026-07-28 calls, checked against the server's x-mcp-header declarations. */
+  readonly #paramHeaders: ParamHeaderChecks;
   readonly #options: BridgeOptions;
   #channel: ServerChannel | undefined;
   #init: Promise<ServerInit> | undefined;
@@ -110,6 +113,13 @@ export class StdioBridge {
       flights: () => this.#flights.values(),
       lastActive: () => this.#lastActive,
       inputRound: (flight, message) => this.#olderServer.serverRequest(flight, message),
+    });
+    this.#paramHeaders = new ParamHeaderChecks({
+      request: (message) => this.#flights.request(message, (outgoing) => this.#send(outgoing)),
+      server: () => this.#server,
+      clientInfo: options.clientInfo,
+      timeoutMs: Math.min(requestTimeoutMs, 60_000),
+      onLog: options.onLog,
     });
     this.#listens = new ListenHub({
       subscribe: (uri) => {
@@ -253,6 +263,11 @@ export class StdioBridge {
     sink.send(errorResponse(null, JsonRpcCode.invalidRequest, "not a JSON-RPC 2.0 message"));
   }
 
+  /** Whether a 2026-07-28 tools/call's `Mcp-Param-*` headers agree with its arguments (param-headers.ts). */
+  checkParamHeaders(headers: Headers, message: JsonRpcMessage): Promise<EdgeRefusal | undefined> {
+    return this.#paramHeaders.check(headers, message);
+  }
+
   /** A 2026-07-28 subscriptions/listen on an older server: served by the bridge. */
   listen(message: JsonRpcMessage, sink: Sink & { onClose?(listener: () => void): void }): void {
     this.#listens.open(message, sink, this.#server?.capabilities ?? {});
@@ -348,6 +363,7 @@ export class StdioBridge {
     if (this.#flights.takeInternal(message)) return;
     const flight = this.#flights.get(message.id as number);
     if (flight === undefined) return; // cancelled, timed out, or its session ended
+    if (flight.method === "tools/list" && message.result !== undefined) this.#paramHeaders.learn(message.result);
     if (this.#modernServer.response(flight, message)) return;
     const sink = flight.sink;
     this.#flights.finish(flight);
@@ -357,6 +373,7 @@ export class StdioBridge {
   }
 
   #serverNotification(message: JsonRpcMessage): void {
+    if (message.method === "notifications/tools/list_changed") this.#paramHeaders.forget();
     routeServerNotification(message, {
       sessions: this.#sessions.values(),
       flights: this.#flights.byId,
