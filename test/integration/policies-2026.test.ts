@@ -5,7 +5,8 @@
  * `inputResponses` and the sealed `requestState`). Two callers with tokens from the real
  * authorization server; Cedar (`--authz-config`), a validating webhook served over HTTPS
  * (`--webhook-config`) and telemetry (`/metrics`) each decide on, or count, every round as
- * the request it is, and a list Cedar filtered is private to its caller.
+ * the request it is, and a list Cedar filtered is private to its caller — through the
+ * transparent proxy in front of a 2026-07-28 HTTP server too.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -13,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PROBE_SERVER } from "../fixtures/bridge-probe-client.ts";
 import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import { CONFORMANCE_FIXTURE_2026, startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
 
 let auth: AuthServer;
@@ -21,6 +23,7 @@ let webhook: ReturnType<typeof Bun.serve>;
 let run: Running & { match: RegExpExecArray };
 let url: string;
 const tokens: Record<"a" | "b", string> = { a: "", b: "" };
+let oidc: string[] = [];
 
 interface Review {
   mcp_request: {
@@ -138,6 +141,14 @@ beforeAll(async () => {
       ],
     }),
   );
+  oidc = [
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    "--oidc-insecure-allow-http",
+    "--jwks-allow-private-ip",
+  ];
   // The bridge probe (a 2025-11-25 stdio server) as a local project.
   await writeFile(join(dir, "server.sh"), `#!/bin/sh\nexec ${process.execPath} ${PROBE_SERVER} "$@"\n`);
   await writeFile(
@@ -153,17 +164,12 @@ beforeAll(async () => {
       `npx://${dir}`,
       "--permission-profile",
       "none",
+      ...oidc,
       "--authz-config",
       policies,
       "--webhook-config",
       webhooks,
       "--otel-enable-prometheus-metrics-path",
-      "--oidc-issuer",
-      auth.issuer,
-      "--oidc-audience",
-      JWT_RESOURCE,
-      "--oidc-insecure-allow-http",
-      "--jwks-allow-private-ip",
     ],
     /^(http:\/\/\S+)$/m,
     { timeoutMs: 60_000 },
@@ -185,8 +191,9 @@ async function modern(
   who: "a" | "b",
   method: string,
   params: Record<string, unknown> = {},
+  endpoint = url,
 ): Promise<{ status: number; message: { result?: any; error?: { code: number; message: string } } }> {
-  const res = await fetch(url, {
+  const res = await fetch(endpoint, {
     method: "POST",
     headers: {
       "content-type": "application/json",
@@ -334,4 +341,44 @@ describe("telemetry", () => {
     expect((await requests(403)) - deniedBefore).toBe(1);
     expect((await calls()) - callsBefore).toBe(3);
   });
+});
+
+describe("the transparent proxy in front of a 2026-07-28 HTTP server", () => {
+  test("a Cedar-filtered tools/list is private to its caller there too", async () => {
+    const upstream = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE_2026 });
+    const policies = join(dir, "proxy-policies.json");
+    await writeFile(
+      policies,
+      JSON.stringify({
+        version: "1.0",
+        type: "cedarv1",
+        cedar: {
+          policies: [
+            'permit(principal, action == Action::"call_tool", resource == Tool::"test_simple_text");',
+            'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"test_error_handling");',
+          ],
+          entities_json: "[]",
+        },
+      }),
+    );
+    const proxy = await spawnUntil(
+      [process.execPath, CLI_ENTRY, "run", "--foreground", upstream.url, ...oidc, "--authz-config", policies],
+      /^(http:\/\/\S+)$/m,
+      { timeoutMs: 60_000 },
+    );
+    try {
+      const endpoint = proxy.match[1] as string;
+      const names = async (who: "a" | "b") => {
+        const listed = await modern(who, "tools/list", {}, endpoint);
+        expect(listed.message.result?.cacheScope).toBe("private");
+        return (listed.message.result?.tools as { name: string }[]).map((tool) => tool.name).sort();
+      };
+      expect(await names("a")).toEqual(["test_error_handling", "test_simple_text"]);
+      expect(await names("b")).toEqual(["test_simple_text"]);
+      expect(await names("a")).toEqual(["test_error_handling", "test_simple_text"]);
+    } finally {
+      await proxy.stop();
+      await upstream.stop();
+    }
+  }, 60_000);
 });
