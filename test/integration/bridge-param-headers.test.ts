@@ -4,6 +4,7 @@
  * for a server of either era, also when no client listed the tools first.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { PROBE_SERVER } from "../fixtures/bridge-probe-client.ts";
 import { startBridge } from "../support/bridge-server.ts";
 import { CONFORMANCE_FIXTURE_2026 } from "../support/conformance.ts";
 
@@ -78,3 +79,55 @@ for (const era of ["legacy", "modern"] as const) {
     });
   });
 }
+
+describe("where the declarations come from", () => {
+  let bridged: Awaited<ReturnType<typeof startBridge>>;
+  beforeAll(async () => {
+    bridged = await startBridge({ cmd: [process.execPath, PROBE_SERVER] });
+  });
+  afterAll(() => bridged?.stop());
+
+  const modernCall = async (name: string, args: Record<string, unknown> = {}) => {
+    const res = await fetch(bridged.url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": name,
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          name,
+          arguments: args,
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+          },
+        },
+      }),
+    });
+    return (await res.json()) as { result?: { content: { text: string }[] }; error?: { message: string } };
+  };
+  /** How many tools/list requests the server has answered. */
+  const listsRead = async () =>
+    (JSON.parse((await modernCall("stats")).result?.content[0]?.text ?? "{}") as { methods: Record<string, number> })
+      .methods["tools/list"] ?? 0;
+
+  test("the bridge reads the server's list once, and again only after the server says it changed", async () => {
+    await modernCall("echo", { text: "first" });
+    expect(await listsRead()).toBe(1);
+    // Known tools, and tools the complete list does not have, need no new reading.
+    await modernCall("echo", { text: "again" });
+    await modernCall("no_such_tool");
+    expect(await listsRead()).toBe(1);
+    // The server adds a tool and announces it: the next call of it reads the list again.
+    await modernCall("notify_list_changed", { add: "late_tool" });
+    await modernCall("late_tool");
+    expect(await listsRead()).toBe(2);
+  });
+});
