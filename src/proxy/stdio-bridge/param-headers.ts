@@ -30,6 +30,8 @@ export interface ParamHeaderHost {
 
 /** A server that pages its tool list past this is read no further (the calls to later tools go unchecked). */
 const maxPages = 100;
+/** Readings of a list that changed under them before a call is refused rather than waiting on. */
+const maxReads = 3;
 
 export class ParamHeaderChecks {
   readonly #host: ParamHeaderHost;
@@ -75,24 +77,30 @@ export class ParamHeaderChecks {
   async check(headers: Headers, message: JsonRpcMessage): Promise<EdgeRefusal | undefined> {
     const tool = message.params?.name;
     if (typeof tool !== "string") return undefined; // the server answers a call without a name
-    if (!this.#declarations.has(tool) && !this.#complete) {
+    // A list that changes while it is read is read again: a call is never let through unchecked.
+    for (let attempt = 0; !this.#declarations.has(tool) && !this.#complete; attempt++) {
+      const cannot = (why: string): EdgeRefusal => ({
+        status: 502,
+        code: JsonRpcCode.internalError,
+        message: `cannot check the call's Mcp-Param headers: ${why}`,
+      });
+      if (attempt === maxReads) return cannot("the MCP server's tool list kept changing while it was read");
       try {
         await this.#readList();
       } catch (err) {
-        return {
-          status: 502,
-          code: JsonRpcCode.internalError,
-          message: `cannot check the call's Mcp-Param headers: the MCP server's tools/list failed (${errorMessage(err)})`,
-        };
+        return cannot(`the MCP server's tools/list failed (${errorMessage(err)})`);
       }
     }
     return checkParamHeaders(headers, message.params?.arguments, this.#declarations.get(tool) ?? []);
   }
 
   #readList(): Promise<void> {
-    this.#reading ??= this.#readPages().finally(() => {
-      this.#reading = undefined;
-    });
+    if (this.#reading === undefined) {
+      const reading = this.#readPages().finally(() => {
+        if (this.#reading === reading) this.#reading = undefined;
+      });
+      this.#reading = reading;
+    }
     return this.#reading;
   }
 
