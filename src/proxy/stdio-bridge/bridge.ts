@@ -264,7 +264,10 @@ export class StdioBridge {
   }
 
   /** Whether a 2026-07-28 tools/call's `Mcp-Param-*` headers agree with its arguments (param-headers.ts). */
-  checkParamHeaders(headers: Headers, message: JsonRpcMessage): Promise<EdgeRefusal | undefined> {
+  checkParamHeaders(
+    headers: Headers,
+    message: JsonRpcMessage,
+  ): EdgeRefusal | undefined | Promise<EdgeRefusal | undefined> {
     return this.#paramHeaders.check(headers, message);
   }
 

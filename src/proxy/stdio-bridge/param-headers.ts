@@ -73,10 +73,20 @@ export class ParamHeaderChecks {
     this.#generation++;
   }
 
-  /** Whether a 2026-07-28 tools/call's `Mcp-Param-*` headers agree with its arguments. */
-  async check(headers: Headers, message: JsonRpcMessage): Promise<EdgeRefusal | undefined> {
+  /**
+   * Whether a 2026-07-28 tools/call's `Mcp-Param-*` headers agree with its arguments; answered
+   * at once when the tool's declarations are known (the usual case), after reading the list otherwise.
+   */
+  check(headers: Headers, message: JsonRpcMessage): EdgeRefusal | undefined | Promise<EdgeRefusal | undefined> {
     const tool = message.params?.name;
     if (typeof tool !== "string") return undefined; // the server answers a call without a name
+    const known = this.#declarations.get(tool);
+    if (known !== undefined) return checkParamHeaders(headers, message.params?.arguments, known);
+    if (this.#complete) return undefined; // no such tool: the server answers that
+    return this.#checkAfterReading(headers, message, tool);
+  }
+
+  async #checkAfterReading(headers: Headers, message: JsonRpcMessage, tool: string): Promise<EdgeRefusal | undefined> {
     // A list that changes while it is read is read again: a call is never let through unchecked.
     for (let attempt = 0; !this.#declarations.has(tool) && !this.#complete; attempt++) {
       const cannot = (why: string): EdgeRefusal => ({

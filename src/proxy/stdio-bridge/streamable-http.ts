@@ -79,12 +79,14 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     if ("status" in envelope) return refuse(message, envelope);
     if (bridge.isClosed) return serverUnavailable("the MCP server is not running", 1);
     // Mirrored tool arguments (Mcp-Param-*) are checked against the tool's declarations first.
-    if (message.method === "tools/call")
-      return bridge
-        .checkParamHeaders(req.headers, message)
-        .then((refusal) =>
-          refusal ? refuse(message, refusal) : serveModern(req, message, envelope, acceptsSse, keepOpen),
+    if (message.method === "tools/call") {
+      const refusal = bridge.checkParamHeaders(req.headers, message);
+      if (refusal instanceof Promise)
+        return refusal.then((late) =>
+          late ? refuse(message, late) : serveModern(req, message, envelope, acceptsSse, keepOpen),
         );
+      if (refusal) return refuse(message, refusal);
+    }
     return serveModern(req, message, envelope, acceptsSse, keepOpen);
   };
 
