@@ -452,11 +452,20 @@ export const scenarios: readonly Scenario[] = [
       const sandboxed = Bun.which("bwrap") !== null;
       const runArgs = ["run", "--name", "bench-echo", "--group", "bench", `npx://./${ECHO_PKG}`];
       if (!sandboxed) runArgs.push("--insecure-allow-unsandboxed");
-      const run = Bun.spawnSync([...prefix, ...runArgs], { cwd: h.root, env: { ...process.env, ...env } });
       const cleanup = async () => {
         Bun.spawnSync([...prefix, "rm", "bench-echo"], { cwd: h.root, env: { ...process.env, ...env } });
         rmSync(home, { recursive: true, force: true });
       };
+      // `run --group` joins an existing group only, so the bench's group is created first.
+      const group = Bun.spawnSync([...prefix, "group", "create", "bench"], {
+        cwd: h.root,
+        env: { ...process.env, ...env },
+      });
+      if (group.exitCode !== 0) {
+        await cleanup();
+        throw new Error(`mcpmgr group create bench failed: ${group.stderr.toString().trim()}`);
+      }
+      const run = Bun.spawnSync([...prefix, ...runArgs], { cwd: h.root, env: { ...process.env, ...env } });
       if (run.exitCode !== 0) {
         await cleanup();
         throw new Error(`mcpmgr ${runArgs.join(" ")} failed: ${run.stderr.toString().trim()}`);

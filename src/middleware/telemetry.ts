@@ -19,6 +19,10 @@ import { sessionRef } from "./session-ref.ts";
 import { isLegacyStream } from "./watch-stream.ts";
 
 const propagator = new W3CTraceContextPropagator();
+/** Upper bounds of the request-duration histogram's buckets, in seconds. */
+const DURATION_BUCKETS_S = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+];
 const headerGetter = {
   get: (carrier: Headers, key: string) => carrier.get(key) ?? undefined,
   keys: (carrier: Headers) => [...carrier.keys()],
@@ -36,6 +40,10 @@ export function telemetryMiddleware(
   const duration = meter?.createHistogram("mcp.server.request.duration", {
     description: "Time until the answer started",
     unit: "s",
+    // In seconds, as the unit says: the SDK's default boundaries (0, 5, 10, 25 …) are meant for
+    // milliseconds and would put every MCP call in the first bucket. These span a sub-millisecond
+    // local answer to a tool that works for minutes.
+    advice: { explicitBucketBoundaries: DURATION_BUCKETS_S },
   });
   const toolCalls = meter?.createCounter("mcp.server.tool_calls", { description: "tools/call requests, by tool" });
   const sessions = meter?.createUpDownCounter("mcp.server.active_sessions", {

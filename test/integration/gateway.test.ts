@@ -119,11 +119,18 @@ describe("two workloads behind one endpoint", () => {
     });
     expect(messages).toEqual(["p:1", "p:2", "p:3"]);
 
+    // Each stats call is a tools/call beta counts too: the sleep has arrived once the count
+    // runs one ahead of the stats calls made since the first.
+    const toolCallsAtBeta = async () =>
+      (payload(await client.callTool({ name: "beta_stats", arguments: {} })) as { methods: Record<string, number> })
+        .methods["tools/call"] ?? 0;
+    const before = await toolCallsAtBeta();
     const abort = new AbortController();
     const call = client.callTool({ name: "beta_sleep", arguments: { ms: 60_000 } }, undefined, {
       signal: abort.signal,
     });
-    await Bun.sleep(300);
+    let polls = 0;
+    expect(await until(async () => (await toolCallsAtBeta()) > before + ++polls)).toBe(true);
     abort.abort();
     await expect(call).rejects.toThrow();
     expect(

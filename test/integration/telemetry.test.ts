@@ -150,6 +150,20 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
     ).toBe(200);
     const metrics = await (await fetch(new URL("/metrics", url))).text();
     expect(metrics).toContain("mcp_server_requests");
+    // The duration histogram counts seconds: the tools/call (a local echo) lands in a bucket
+    // bounded by one second, and there are finer buckets below it than a millisecond scale has.
+    const callBuckets = [...metrics.matchAll(/^mcp_server_request_duration_bucket\{([^}]*)\} (\d+)/gm)]
+      .filter((m) => (m[1] as string).includes('mcp_method_name="tools/call"'))
+      .map((m) => ({
+        le: Number((/le="([^"]+)"/.exec(m[1] as string) as RegExpExecArray)[1]?.replace("+Inf", "Infinity")),
+        count: Number(m[2]),
+      }));
+    expect(callBuckets.filter((b) => b.le > 0 && b.le < 0.01).length).toBeGreaterThanOrEqual(3);
+    const calls = Math.max(...callBuckets.map((b) => b.count));
+    expect(calls).toBe(1);
+    const landed = Math.min(...callBuckets.filter((b) => b.count === calls).map((b) => b.le));
+    expect(landed).toBeGreaterThan(0);
+    expect(landed).toBeLessThanOrEqual(1);
     const checked = Bun.spawnSync(["promtool", "check", "metrics"], {
       stdin: new TextEncoder().encode(metrics),
       stdout: "pipe",

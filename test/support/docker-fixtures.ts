@@ -16,8 +16,10 @@ import { ipamGateways } from "../../src/runtime/docker/network-isolation.ts";
 export interface FixtureImages {
   /** The stdio sandbox probe (test/fixtures/sandbox-probe). */
   readonly probe: string;
-  /** The stdio conformance server, bundled, run by this Bun. */
+  /** The stdio conformance server (2025-11-25), bundled, run by this Bun. */
   readonly conformance: string;
+  /** The stdio conformance server that speaks 2026-07-28 itself, the same way. */
+  readonly conformance2026: string;
   /** The streamable-http probe (test/fixtures/http-probe). */
   readonly httpProbe: string;
 }
@@ -59,14 +61,14 @@ let cached: Promise<FixtureImages> | undefined;
 export function fixtureImages(): Promise<FixtureImages> {
   cached ??= (async () => {
     await ensureTestImages();
-    // The fixture uses Bun APIs, so its image carries this Bun (node-base has the libraries it loads).
-    const bundle = await Bun.build({
-      entrypoints: [join(REPO_ROOT, "test/fixtures/conformance-server.ts")],
-      target: "bun",
-      format: "esm",
-    });
-    if (!bundle.success) throw new Error(`bundling the conformance server failed: ${bundle.logs.join("\n")}`);
-    const conformanceJs = await (bundle.outputs[0] as Blob).text();
+    // The fixtures use Bun APIs, so their images carry this Bun (node-base has the libraries it loads).
+    const bundled = async (fixture: string) => {
+      const bundle = await Bun.build({ entrypoints: [join(REPO_ROOT, fixture)], target: "bun", format: "esm" });
+      if (!bundle.success) throw new Error(`bundling ${fixture} failed: ${bundle.logs.join("\n")}`);
+      return (bundle.outputs[0] as Blob).text();
+    };
+    const conformanceJs = await bundled("test/fixtures/conformance-server.ts");
+    const conformance2026Js = await bundled("test/fixtures/conformance-server-2026.ts");
     return {
       probe: await buildImage(
         "probe",
@@ -76,6 +78,11 @@ export function fixtureImages(): Promise<FixtureImages> {
       conformance: await buildImage(
         "conformance",
         { "server.mjs": conformanceJs, bun: readFileSync(process.execPath) },
+        ["/app/bun", "/app/server.mjs", "stdio"],
+      ),
+      conformance2026: await buildImage(
+        "conformance-2026",
+        { "server.mjs": conformance2026Js, bun: readFileSync(process.execPath) },
         ["/app/bun", "/app/server.mjs", "stdio"],
       ),
       httpProbe: await buildImage(

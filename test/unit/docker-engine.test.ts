@@ -1,7 +1,7 @@
 /** Choosing a container engine: MCPMGR_RUNTIME, the sockets tried and their order, detection. */
-import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { homedir } from "node:os";
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   detectEngine,
@@ -139,27 +139,29 @@ describe("engineCandidates", () => {
 });
 
 describe("detectEngine", () => {
-  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
-  const podmanSockets = [
-    "/run/podman/podman.sock",
-    `/run/user/${uid}/podman/podman.sock`,
-    join(homedir(), ".local", "share", "containers", "podman", "machine", "podman.sock"),
-  ];
-  const noPodman = !podmanSockets.some((path) => existsSync(path));
+  // A per-user Podman socket is looked for under XDG_RUNTIME_DIR: an empty directory of the
+  // test's own leaves only the system-wide places, which no Podman service uses on this machine
+  // or in CI (the Podman tests start theirs on a socket in a temporary directory).
+  const runtimeDir = mkdtempSync(join(tmpdir(), "mcpmgr-engine-"));
+  afterAll(() => rmSync(runtimeDir, { recursive: true, force: true }));
+  const noPodmanSocketIn = (env: Record<string, string>) =>
+    engineCandidates(env)
+      .filter((candidate) => candidate.kind === "podman")
+      .map((candidate) => candidate.endpoint)
+      .filter((endpoint) => existsSync(endpoint));
 
-  test.skipIf(!noPodman)(
-    "want podman, DOCKER_HOST at a missing socket, no Podman socket here → undefined",
-    async () => {
-      expect(
-        await detectEngine({ env: { DOCKER_HOST: "unix:///nonexistent.sock" }, want: "podman", timeoutMs: 500 }),
-      ).toBeUndefined();
-    },
-  );
+  test("want podman, DOCKER_HOST at a missing socket, no Podman socket here → undefined", async () => {
+    const env = { DOCKER_HOST: "unix:///nonexistent.sock", XDG_RUNTIME_DIR: runtimeDir };
+    expect(noPodmanSocketIn(env)).toEqual([]);
+    expect(await detectEngine({ env, want: "podman", timeoutMs: 500 })).toBeUndefined();
+  });
 
   // These need the Docker engine .ci/run starts: they fail, not skip, without it.
 
-  test.skipIf(!noPodman)("finds the running Docker engine on its default socket, and it answers a ping", async () => {
-    const engine = await detectEngine({ env: {} });
+  test("finds the running Docker engine on its default socket, and it answers a ping", async () => {
+    const env = { XDG_RUNTIME_DIR: runtimeDir };
+    expect(noPodmanSocketIn(env)).toEqual([]);
+    const engine = await detectEngine({ env });
     expect(engine?.kind).toBe("docker");
     expect(engine?.endpoint).toBe("/var/run/docker.sock");
     expect(String(await engine?.docker.ping())).toBe("OK");

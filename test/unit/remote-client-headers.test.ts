@@ -11,7 +11,7 @@ import {
   mcpRequestHeaders,
   modernVersionOf,
 } from "../../src/proxy/remote-client/request-headers.ts";
-import { scanToolHeaders, ToolHeaderRegistry } from "../../src/proxy/remote-client/tool-headers.ts";
+import { scanToolHeaders, ToolHeaderRegistry } from "../../src/proxy/tool-headers.ts";
 
 const META = (version: string) => ({ _meta: { "io.modelcontextprotocol/protocolVersion": version } });
 
@@ -77,10 +77,10 @@ describe("x-mcp-header", () => {
     expect(scan).toEqual({
       valid: true,
       declarations: [
-        { path: ["region"], header: "Region" },
-        { path: ["priority"], header: "Priority" },
-        { path: ["verbose"], header: "Verbose" },
-        { path: ["nested", "zone"], header: "Zone" },
+        { path: ["region"], header: "Region", type: "string" },
+        { path: ["priority"], header: "Priority", type: "integer" },
+        { path: ["verbose"], header: "Verbose", type: "boolean" },
+        { path: ["nested", "zone"], header: "Zone", type: "string" },
       ],
     });
   });

@@ -6,7 +6,7 @@
  * marks with `x-mcp-header`. Values a header cannot carry as they are go Base64-encoded in
  * the `=?base64?…?=` form the revision defines.
  */
-import type { HeaderDeclaration } from "./tool-headers.ts";
+import { argumentAt, argumentText, type HeaderDeclaration } from "../tool-headers.ts";
 
 export const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
 
@@ -50,25 +50,6 @@ export function headerValue(text: string): string {
   return plain ? text : `${SENTINEL_PREFIX}${Buffer.from(text, "utf8").toString("base64")}${SENTINEL_SUFFIX}`;
 }
 
-/**
- * A primitive argument as header text (strings as they are, integers in decimal, booleans
- * lowercase); undefined: no header — also for an integer outside the range the revision
- * allows (JavaScript's safe integers), which the remote rejects anyway.
- */
-function argumentText(value: unknown): string | undefined {
-  if (typeof value === "string") return value;
-  if (typeof value === "boolean") return value ? "true" : "false";
-  if (typeof value === "number" && Number.isFinite(value) && !(Number.isInteger(value) && !Number.isSafeInteger(value)))
-    return String(value);
-  return undefined;
-}
-
-function valueAt(root: unknown, path: readonly string[]): unknown {
-  let node = root;
-  for (const key of path) node = field(node, key);
-  return node;
-}
-
 /** The headers a 2026-07-28 request needs, from its body (and the tool's header declarations for tools/call). */
 export function mcpRequestHeaders(
   message: RequestLike,
@@ -87,7 +68,7 @@ export function mcpRequestHeaders(
     const args = field(message.params, "arguments");
     for (const declaration of declarations) {
       // A value that is null or absent gets no header (the revision's "MUST omit").
-      const text = argumentText(valueAt(args, declaration.path));
+      const text = argumentText(argumentAt(args, declaration.path));
       if (text !== undefined) headers[`mcp-param-${declaration.header.toLowerCase()}`] = headerValue(text);
     }
   }

@@ -13,7 +13,7 @@ import { EventSourceParserStream } from "eventsource-parser/stream";
 import type { UpstreamFetch } from "../authenticated-fetch.ts";
 import type { JsonRpcRequest } from "../mcp-message.ts";
 import { mcpRequestHeaders } from "./request-headers.ts";
-import { type HeaderDeclaration, ToolHeaderRegistry } from "./tool-headers.ts";
+import { type HeaderDeclaration, ToolHeaderRegistry } from "../tool-headers.ts";
 import { errorMessage } from "../../errors.ts";
 
 type Id = JsonRpcRequest["id"];

@@ -22,9 +22,10 @@ import { handshake, type ServerInit } from "./handshake.ts";
 import { ListenHub } from "./listen.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import { errorResponse, kindOf, logLevelRank, type LogLevel } from "./messages.ts";
-import { modernProtocolVersions } from "./modern.ts";
+import { type EdgeRefusal, modernProtocolVersions } from "./modern.ts";
 import { ModernServerSessions } from "./modern-server-sessions.ts";
 import { OlderServerTranslation } from "./older-server.ts";
+import { ParamHeaderChecks } from "./param-headers.ts";
 import { answerLocally, initializeSession } from "./session-requests.ts";
 import type { ServerChannel } from "./server-channel.ts";
 import { ServerRequests } from "./server-requests.ts";
@@ -63,6 +64,8 @@ export class StdioBridge {
   readonly #olderServer: OlderServerTranslation;
   /** 2025-era sessions of a 2026-07-28 server. */
   readonly #modernServer: ModernServerSessions;
+  /** `Mcp-Param-*` headers of 2026-07-28 calls, checked against the server's x-mcp-header declarations. */
+  readonly #paramHeaders: ParamHeaderChecks;
   readonly #options: BridgeOptions;
   #channel: ServerChannel | undefined;
   #init: Promise<ServerInit> | undefined;
@@ -115,6 +118,13 @@ export class StdioBridge {
       lastActive: () => this.#lastActive,
       inputRound: (flight, message) => this.#olderServer.serverRequest(flight, message),
     });
+    this.#paramHeaders = new ParamHeaderChecks({
+      request: (message) => this.#flights.request(message, (outgoing) => this.#send(outgoing)),
+      server: () => this.#server,
+      clientInfo: options.clientInfo,
+      timeoutMs: Math.min(requestTimeoutMs, 60_000),
+      onLog: options.onLog,
+    });
     this.#listens = new ListenHub({
       subscribe: (uri) => {
         if (this.#subscribers.add(uri))
@@ -128,6 +138,7 @@ export class StdioBridge {
       listens: this.#listens,
       olderServer: this.#olderServer,
       modernServer: this.#modernServer,
+      paramHeaders: this.#paramHeaders,
       sessions: () => this.#sessions.values(),
       modernServerEra: () => this.#server?.era === "modern",
       onLog: options.onLog,
@@ -267,6 +278,14 @@ export class StdioBridge {
     if (kind === "notification") return this.#clientNotification(session, message);
     if (kind === "response") return this.#clientResponse(session, message);
     sink.send(errorResponse(null, JsonRpcCode.invalidRequest, "not a JSON-RPC 2.0 message"));
+  }
+
+  /** Whether a 2026-07-28 tools/call's `Mcp-Param-*` headers agree with its arguments (param-headers.ts). */
+  checkParamHeaders(
+    headers: Headers,
+    message: JsonRpcMessage,
+  ): EdgeRefusal | undefined | Promise<EdgeRefusal | undefined> {
+    return this.#paramHeaders.check(headers, message);
   }
 
   /** A 2026-07-28 subscriptions/listen on an older server: served by the bridge. */

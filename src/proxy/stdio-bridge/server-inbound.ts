@@ -11,6 +11,7 @@ import type { ListenHub } from "./listen.ts";
 import { errorResponse, kindOf } from "./messages.ts";
 import type { ModernServerSessions } from "./modern-server-sessions.ts";
 import type { OlderServerTranslation } from "./older-server.ts";
+import type { ParamHeaderChecks } from "./param-headers.ts";
 import type { ServerRequests } from "./server-requests.ts";
 import { routeServerNotification } from "./server-routing.ts";
 import type { ClientSession } from "./session.ts";
@@ -21,6 +22,8 @@ export interface ServerInboundParts {
   readonly listens: ListenHub;
   readonly olderServer: OlderServerTranslation;
   readonly modernServer: ModernServerSessions;
+  /** Learns `x-mcp-header` declarations from the server's tool lists, forgets them when the list changes. */
+  readonly paramHeaders: ParamHeaderChecks;
   readonly sessions: () => Iterable<ClientSession>;
   /** Whether the server speaks 2026-07-28 (known once the handshake is done). */
   readonly modernServerEra: () => boolean;
@@ -34,7 +37,8 @@ export function serverMessageHandler(parts: ServerInboundParts): (raw: unknown) 
     const kind = kindOf(message);
     if (kind === "response") return serverResponse(parts, message);
     if (kind === "request") return parts.serverRequests.route(message);
-    if (kind === "notification")
+    if (kind === "notification") {
+      if (message.method === "notifications/tools/list_changed") parts.paramHeaders.forget();
       return routeServerNotification(message, {
         sessions: parts.sessions(),
         flights: parts.flights.byId,
@@ -42,6 +46,7 @@ export function serverMessageHandler(parts: ServerInboundParts): (raw: unknown) 
         listens: parts.listens,
         serverListens: parts.modernServer.listens,
       });
+    }
     parts.onLog?.("warn", "the MCP server sent something that is not JSON-RPC 2.0; skipped");
   };
 }
@@ -51,6 +56,7 @@ function serverResponse(parts: ServerInboundParts, message: JsonRpcMessage): voi
   if (flights.takeInternal(message)) return;
   const flight = flights.get(message.id as number);
   if (flight === undefined) return; // cancelled, timed out, or its session ended
+  if (flight.method === "tools/list" && message.result !== undefined) parts.paramHeaders.learn(message.result);
   if (parts.modernServer.response(flight, message)) return;
   const sink = flight.sink;
   flights.finish(flight);

@@ -14,7 +14,7 @@ import type { StdioBridge } from "./bridge.ts";
 import { maxJsonDepth, parseJsonText } from "./json-text.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import { allowsBatches, isSupportedProtocolVersion, kindOf } from "./messages.ts";
-import { checkModernRequest, metaKey, statusOfModernError } from "./modern.ts";
+import { checkModernRequest, type EdgeRefusal, metaKey, type ModernEnvelope, statusOfModernError } from "./modern.ts";
 import { PostSink } from "./post-sink.ts";
 import type { ClientSession } from "./session.ts";
 import { streamSink } from "./sink.ts";
@@ -76,12 +76,33 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       return new Response(null, { status: kind === "notification" ? 202 : 400 });
     }
     const envelope = checkModernRequest(req.headers, message, bridge.modernVersions);
-    if ("status" in envelope)
-      return jsonRpcError(envelope.status, envelope.code, envelope.message, {
-        id: message.id ?? null,
-        ...(envelope.data !== undefined ? { data: envelope.data } : {}),
-      });
+    if ("status" in envelope) return refuse(message, envelope);
     if (bridge.isClosed) return serverUnavailable("the MCP server is not running", 1);
+    // Mirrored tool arguments (Mcp-Param-*) are checked against the tool's declarations first.
+    if (message.method === "tools/call") {
+      const refusal = bridge.checkParamHeaders(req.headers, message);
+      if (refusal instanceof Promise)
+        return refusal.then((late) =>
+          late ? refuse(message, late) : serveModern(req, message, envelope, acceptsSse, keepOpen),
+        );
+      if (refusal) return refuse(message, refusal);
+    }
+    return serveModern(req, message, envelope, acceptsSse, keepOpen);
+  };
+
+  const refuse = (message: JsonRpcMessage, refusal: EdgeRefusal): Response =>
+    jsonRpcError(refusal.status, refusal.code, refusal.message, {
+      id: message.id ?? null,
+      ...(refusal.data !== undefined ? { data: refusal.data } : {}),
+    });
+
+  const serveModern = (
+    req: Request,
+    message: JsonRpcMessage,
+    envelope: ModernEnvelope,
+    acceptsSse: boolean,
+    keepOpen: () => void,
+  ): Response | Promise<Response> => {
     const session = bridge.createStateless(
       envelope.protocolVersion,
       envelope.capabilities,

@@ -1,10 +1,12 @@
 /**
  * `x-mcp-header` (MCP 2026-07-28, Streamable HTTP "custom headers from tool parameters"): a
  * tool's input schema may ask for some arguments to be mirrored into `Mcp-Param-{Name}`
- * headers. As the HTTP client, `proxy stdio` learns the declarations from the `tools/list`
- * results it relays, mirrors them on `tools/call`, and — as the revision requires of an HTTP
- * client — leaves out of the list any tool whose declarations break the rules (a warning
- * says which and why), so the stdio client never calls a tool the remote could not check.
+ * headers. Both sides of mcpmgr read the declarations here: as the HTTP client, `proxy stdio`
+ * learns them from the `tools/list` results it relays, mirrors them on `tools/call`, and — as
+ * the revision requires of an HTTP client — leaves out of the list any tool whose declarations
+ * break the rules (a warning says which and why), so the stdio client never calls a tool the
+ * remote could not check; as the HTTP server of a stdio server, the bridge checks the headers
+ * of each call against them (stdio-bridge/param-headers.ts).
  */
 
 export interface HeaderDeclaration {
@@ -12,6 +14,8 @@ export interface HeaderDeclaration {
   readonly path: readonly string[];
   /** The name part of `Mcp-Param-{Name}`. */
   readonly header: string;
+  /** The property's JSON type: integers are compared by value, everything else as text. */
+  readonly type: "string" | "integer" | "boolean";
 }
 
 export type HeaderScan =
@@ -48,6 +52,26 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
+/**
+ * A primitive argument as header text (strings as they are, integers in decimal, booleans
+ * lowercase); undefined: no header — also for an integer outside the range the revision
+ * allows (JavaScript's safe integers).
+ */
+export function argumentText(value: unknown): string | undefined {
+  if (typeof value === "string") return value;
+  if (typeof value === "boolean") return value ? "true" : "false";
+  if (typeof value === "number" && Number.isFinite(value) && !(Number.isInteger(value) && !Number.isSafeInteger(value)))
+    return String(value);
+  return undefined;
+}
+
+/** The argument at a declaration's path (undefined when a step is missing). */
+export function argumentAt(args: unknown, path: readonly string[]): unknown {
+  let node = args;
+  for (const key of path) node = isObject(node) ? node[key] : undefined;
+  return node;
+}
+
 export function scanToolHeaders(inputSchema: unknown): HeaderScan {
   const declarations: HeaderDeclaration[] = [];
   const seen = new Map<string, string>();
@@ -67,7 +91,7 @@ export function scanToolHeaders(inputSchema: unknown): HeaderScan {
       const prior = seen.get(header.toLowerCase());
       if (prior !== undefined) return `x-mcp-header ${JSON.stringify(header)} repeats ${JSON.stringify(prior)}`;
       seen.set(header.toLowerCase(), header);
-      declarations.push({ path: [...path], header });
+      declarations.push({ path: [...path], header, type: type as HeaderDeclaration["type"] });
     }
     if (isObject(node.properties))
       for (const [key, child] of Object.entries(node.properties)) {
