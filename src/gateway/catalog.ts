@@ -56,6 +56,11 @@ interface Connection {
   summary: string;
   retry?: ReturnType<typeof setTimeout>;
   closed: boolean;
+  /**
+   * Per list kind: a re-list in flight, and whether another notification arrived meanwhile. A
+   * workload flooding `list_changed` gets at most one re-list running and one queued behind it.
+   */
+  relisting: Map<ListKind, { again: boolean }>;
   /** Settles when the first connection attempt has succeeded or failed. */
   firstAttempt: Promise<void>;
 }
@@ -69,6 +74,12 @@ export interface CatalogOptions {
 }
 
 const empty = (): WorkloadLists => ({ tools: [], prompts: [], resources: [], resourceTemplates: [] });
+
+/**
+ * Bounds on one workload's list of one kind: past them the list is refused (the previous one stays),
+ * so a workload cannot make the gateway hold, merge and serve an arbitrarily large catalog.
+ */
+export const LIST_LIMITS = { items: 10_000, bytes: 16 * 1024 * 1024 } as const;
 
 const LIST_METHODS = {
   tools: ["tools/list", "tools"],
@@ -145,6 +156,7 @@ export class GroupCatalog {
         lists: empty(),
         summary: "",
         closed: false,
+        relisting: new Map(),
         firstAttempt: Promise.resolve(),
       };
       connection.firstAttempt = this.#connect(connection);
@@ -173,7 +185,7 @@ export class GroupCatalog {
         {
           onNotification: (notification) => {
             const kind = listKindOf(notification.method);
-            if (kind && connection.client) void this.#relist(connection, kind);
+            if (kind && connection.client) this.#relistSoon(connection, kind);
           },
         },
         this.#options.timeoutMs,
@@ -204,6 +216,24 @@ export class GroupCatalog {
       connection.retry = setTimeout(() => void this.#connect(connection), this.#options.retryMs ?? 2_000);
       connection.retry.unref?.();
     }
+  }
+
+  /** Coalesces list_changed notifications: one re-list in flight per kind, plus at most one pending. */
+  #relistSoon(connection: Connection, kind: ListKind): void {
+    const running = connection.relisting.get(kind);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const state = { again: false };
+    connection.relisting.set(kind, state);
+    void (async () => {
+      do {
+        state.again = false;
+        await this.#relist(connection, kind);
+      } while (state.again && !connection.closed);
+      connection.relisting.delete(kind);
+    })();
   }
 
   async #relist(connection: Connection, kind: ListKind): Promise<void> {
@@ -261,6 +291,7 @@ async function listKind(client: Upstream, kind: keyof WorkloadLists): Promise<It
   if (client.getServerCapabilities()?.[capability] === undefined) return [];
   const [method, field] = LIST_METHODS[kind];
   const items: Item[] = [];
+  let bytes = 0;
   let cursor: string | undefined;
   // A bound on pages keeps a server that always returns a cursor from holding the gateway.
   for (let page = 0; page < 100; page++) {
@@ -275,7 +306,14 @@ async function listKind(client: Upstream, kind: keyof WorkloadLists): Promise<It
       throw err;
     }
     const list = result[field];
-    if (Array.isArray(list)) items.push(...(list as Item[]));
+    if (Array.isArray(list)) {
+      bytes += JSON.stringify(list).length;
+      if (items.length + list.length > LIST_LIMITS.items || bytes > LIST_LIMITS.bytes)
+        throw new Error(
+          `its ${field} list is larger than the gateway accepts (${LIST_LIMITS.items} items, ${LIST_LIMITS.bytes / 1024 / 1024} MiB)`,
+        );
+      items.push(...(list as Item[]));
+    }
     cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined;
     if (!cursor) break;
   }
