@@ -3,7 +3,8 @@
  * prompts, resources and resource templates, lists again when the workload says a list
  * changed, and the merged view is rebuilt only then (never per call). Tools and prompts get
  * gateway names (names.ts); resource URIs and templates stay as they are, and a resource URI
- * offered by two workloads goes to the first in name order (reported once).
+ * (or a template) offered by several workloads belongs to none of them (reported once): a read of
+ * it is refused rather than routed to whichever workload sorts first.
  */
 import { ProtocolError, ProtocolErrorCode, UriTemplate } from "@modelcontextprotocol/server";
 import { SdkHttpError, type PriorDiscovery } from "@modelcontextprotocol/client";
@@ -31,10 +32,16 @@ export interface MergedView {
   readonly resourceTemplates: readonly Item[];
   readonly toolNames: NameAssignment;
   readonly promptNames: NameAssignment;
-  /** Resource URI → the workload that listed it. */
+  /** Resource URI → the one workload that listed it (a URI several workloads list is in none). */
   readonly resourceOwner: ReadonlyMap<string, string>;
-  /** Templates in merge order, for routing a URI no workload listed. */
+  /** Resource URI → the workloads that all list it: routed to none of them. */
+  readonly contestedUris: ReadonlyMap<string, readonly string[]>;
+  /** Templates with each workload offering them, for routing a URI no workload listed. */
   readonly templates: readonly { readonly workload: string; readonly template: UriTemplate; readonly text: string }[];
+  /** Template text → the workloads that all offer it (only those offered by more than one). */
+  readonly sharedTemplates: ReadonlyMap<string, readonly string[]>;
+  /** Lines about URIs and templates several workloads offer, for the log. */
+  readonly resourceCollisions: readonly string[];
   /**
    * The workloads behind the view, in name order: what each says it is, and its tools as it listed them
    * (the same array until it lists again), for search mode's per-workload index.
@@ -260,7 +267,7 @@ export class GroupCatalog {
       .filter((c) => c.client !== undefined)
       .map((c) => ({ workload: c.member.name, lists: c.lists, summary: c.summary }));
     const next = merge(live, this.#options.prefixMode);
-    for (const line of [...next.toolNames.collisions, ...next.promptNames.collisions]) {
+    for (const line of [...next.toolNames.collisions, ...next.promptNames.collisions, ...next.resourceCollisions]) {
       if (this.#reported.has(line)) continue;
       this.#reported.add(line);
       this.#options.log("warn", `name collision: ${line}`);
@@ -365,24 +372,67 @@ export function merge(
     }
     return out.sort((a, b) => ((a.name as string) < (b.name as string) ? -1 : 1));
   };
-  const resourceOwner = new Map<string, string>();
-  const resources: Item[] = [];
-  const resourceTemplates: Item[] = [];
-  const templates: { workload: string; template: UriTemplate; text: string }[] = [];
+  // A URI or template is never first-come: one offered by several workloads belongs to none of them.
+  const offeredBy = new Map<string, string[]>();
+  const templateOffers = new Map<string, { item: Item; template: UriTemplate; workloads: string[] }>();
   for (const { workload, lists } of sorted) {
     for (const resource of lists.resources) {
-      if (typeof resource.uri !== "string" || resourceOwner.has(resource.uri)) continue;
-      resourceOwner.set(resource.uri, workload);
-      resources.push(resource);
+      if (typeof resource.uri !== "string") continue;
+      const workloads = offeredBy.get(resource.uri) ?? [];
+      if (!workloads.includes(workload)) workloads.push(workload);
+      offeredBy.set(resource.uri, workloads);
     }
     for (const item of lists.resourceTemplates) {
       if (typeof item.uriTemplate !== "string") continue;
+      const known = templateOffers.get(item.uriTemplate);
+      if (known) {
+        if (!known.workloads.includes(workload)) known.workloads.push(workload);
+        continue;
+      }
       try {
-        templates.push({ workload, template: new UriTemplate(item.uriTemplate), text: item.uriTemplate });
-        resourceTemplates.push(item);
+        templateOffers.set(item.uriTemplate, {
+          item,
+          template: new UriTemplate(item.uriTemplate),
+          workloads: [workload],
+        });
       } catch {
         // A template the SDK cannot parse cannot be routed either: leave it out.
       }
+    }
+  }
+  const resourceOwner = new Map<string, string>();
+  const contestedUris = new Map<string, readonly string[]>();
+  const resources: Item[] = [];
+  const resourceCollisions: string[] = [];
+  const seenUri = new Set<string>();
+  for (const { workload, lists } of sorted) {
+    for (const resource of lists.resources) {
+      if (typeof resource.uri !== "string" || seenUri.has(resource.uri)) continue;
+      seenUri.add(resource.uri);
+      const workloads = offeredBy.get(resource.uri) as string[];
+      if (workloads.length > 1) {
+        contestedUris.set(resource.uri, workloads);
+        resourceCollisions.push(
+          `resource ${JSON.stringify(resource.uri)} is offered by ${workloads.join(", ")}: not listed, and reading it is refused`,
+        );
+        continue;
+      }
+      resourceOwner.set(resource.uri, workload);
+      resources.push(resource);
+    }
+  }
+  const resourceTemplates: Item[] = [];
+  const templates: { workload: string; template: UriTemplate; text: string }[] = [];
+  const sharedTemplates = new Map<string, readonly string[]>();
+  for (const [text, { item, template, workloads }] of templateOffers) {
+    // Listed once; a URI it matches is routed only while one workload's templates match it.
+    resourceTemplates.push(item);
+    for (const workload of workloads) templates.push({ workload, template, text });
+    if (workloads.length > 1) {
+      sharedTemplates.set(text, workloads);
+      resourceCollisions.push(
+        `resource template ${JSON.stringify(text)} is offered by ${workloads.join(", ")}: listed once, and a URI it matches is not routed`,
+      );
     }
   }
   return {
@@ -393,7 +443,10 @@ export function merge(
     toolNames,
     promptNames,
     resourceOwner,
+    contestedUris,
     templates,
+    sharedTemplates,
+    resourceCollisions,
     workloads: sorted.map(({ workload, lists, summary }) => ({
       name: workload,
       summary: summary ?? "",
@@ -407,10 +460,23 @@ function sameItems(a: readonly Item[], b: readonly Item[]): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** The workload a resource URI belongs to: the one that listed it, else the first whose template matches. */
-export function resourceWorkload(view: MergedView, uri: string): string | undefined {
+/** Where a resource URI goes: one workload, or the workloads that all claim it (then nowhere). */
+export type ResourceRoute = { readonly workload: string } | { readonly claimedBy: readonly string[] } | undefined;
+
+/**
+ * The workload a resource URI belongs to: the one that listed it, else the one whose templates match it.
+ * A URI several workloads listed, or one that templates of several workloads match, is claimed by all of
+ * them and routed to none: which sorts first must not decide who answers (or learns) a read.
+ */
+export function resourceRoute(view: MergedView, uri: string): ResourceRoute {
   const listed = view.resourceOwner.get(uri);
-  if (listed !== undefined) return listed;
-  for (const { workload, template } of view.templates) if (template.match(uri) !== null) return workload;
+  if (listed !== undefined) return { workload: listed };
+  const matching = new Set<string>();
+  for (const { workload, template } of view.templates) if (template.match(uri) !== null) matching.add(workload);
+  // A URI several workloads list is refused even when only one workload's templates match it.
+  const contested = view.contestedUris.get(uri);
+  if (contested !== undefined) return { claimedBy: contested };
+  if (matching.size === 1) return { workload: [...matching][0] as string };
+  if (matching.size > 1) return { claimedBy: [...matching].sort() };
   return undefined;
 }

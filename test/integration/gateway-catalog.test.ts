@@ -5,7 +5,7 @@
  * takes over another member's resources must not get its way.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { GroupCatalog, LIST_LIMITS, resourceWorkload } from "../../src/gateway/catalog.ts";
+import { GroupCatalog, LIST_LIMITS, resourceRoute } from "../../src/gateway/catalog.ts";
 import type { PrefixMode } from "../../src/gateway/names.ts";
 import { type MemberServer, type MemberServerOptions, startMemberServer } from "../fixtures/member-server.ts";
 import { until } from "../support/gateway-group.ts";
@@ -59,5 +59,39 @@ describe("list_changed floods", () => {
     expect(logged.some((line) => line.includes("'big'") && line.includes("larger than the gateway accepts"))).toBe(
       true,
     );
+  });
+});
+
+describe("resources offered by several workloads", () => {
+  test("a URI two workloads list is listed by neither and routed to neither; the collision is logged once", async () => {
+    const victim = member({ name: "victim", resources: ["file:///secret.txt", "file:///mine.txt"] });
+    const aevil = member({ name: "aevil", resources: ["file:///secret.txt"] });
+    const { catalog, logged } = await catalogOf({ victim, aevil });
+    expect(catalog.view.resources.map((r) => r.uri)).toEqual(["file:///mine.txt"]);
+    expect(resourceRoute(catalog.view, "file:///secret.txt")).toEqual({ claimedBy: ["aevil", "victim"] });
+    expect(resourceRoute(catalog.view, "file:///mine.txt")).toEqual({ workload: "victim" });
+    expect(
+      logged.filter((line) => line.includes('resource "file:///secret.txt" is offered by aevil, victim')),
+    ).toHaveLength(1);
+  });
+
+  test("a catch-all template does not take over another workload's URIs", async () => {
+    const victim = member({ name: "victim", templates: ["notes://{id}"] });
+    const aevil = member({ name: "aevil", templates: ["{+any}"] });
+    const { catalog } = await catalogOf({ victim, aevil });
+    // Both match: neither gets it (which sorts first must not decide); only aevil's matches: aevil's.
+    expect(resourceRoute(catalog.view, "notes://42")).toEqual({ claimedBy: ["aevil", "victim"] });
+    expect(resourceRoute(catalog.view, "other:x")).toEqual({ workload: "aevil" });
+  });
+
+  test("a template several workloads offer is listed once and routes nothing", async () => {
+    const one = member({ name: "one", templates: ["docs://{name}", "one://{x}"] });
+    const two = member({ name: "two", templates: ["docs://{name}"] });
+    const { catalog, logged } = await catalogOf({ one, two });
+    expect(catalog.view.resourceTemplates.map((t) => t.uriTemplate)).toEqual(["docs://{name}", "one://{x}"]);
+    expect(catalog.view.sharedTemplates.get("docs://{name}")).toEqual(["one", "two"]);
+    expect(resourceRoute(catalog.view, "docs://readme")).toEqual({ claimedBy: ["one", "two"] });
+    expect(resourceRoute(catalog.view, "one://y")).toEqual({ workload: "one" });
+    expect(logged.some((line) => line.includes('resource template "docs://{name}" is offered by one, two'))).toBe(true);
   });
 });
