@@ -8,7 +8,15 @@
  */
 import { ProtocolError, ProtocolErrorCode, UriTemplate } from "@modelcontextprotocol/server";
 import { SdkHttpError, type PriorDiscovery } from "@modelcontextprotocol/client";
-import { assignNames, ownedKey, type NameAssignment, type OwnedName, type PrefixMode } from "./names.ts";
+import {
+  assignNames,
+  ownedKey,
+  quoted,
+  TOOL_NAME,
+  type NameAssignment,
+  type OwnedName,
+  type PrefixMode,
+} from "./names.ts";
 import type { Member } from "./membership.ts";
 import { anyResult } from "./sdk.ts";
 import { connectUpstream, eraOf, type Upstream } from "./upstream.ts";
@@ -42,6 +50,8 @@ export interface MergedView {
   readonly sharedTemplates: ReadonlyMap<string, readonly string[]>;
   /** Lines about URIs and templates several workloads offer, for the log. */
   readonly resourceCollisions: readonly string[];
+  /** Lines about tool and prompt names that were left out as invalid, for the log. */
+  readonly refusedNames: readonly string[];
   /**
    * The workloads behind the view, in name order: what each says it is, and its tools as it listed them
    * (the same array until it lists again), for search mode's per-workload index.
@@ -267,10 +277,18 @@ export class GroupCatalog {
       .filter((c) => c.client !== undefined)
       .map((c) => ({ workload: c.member.name, lists: c.lists, summary: c.summary }));
     const next = merge(live, this.#options.prefixMode);
-    for (const line of [...next.toolNames.collisions, ...next.promptNames.collisions, ...next.resourceCollisions]) {
+    const lines = [
+      ...[...next.toolNames.collisions, ...next.promptNames.collisions, ...next.resourceCollisions].map(
+        (line) => `name collision: ${line}`,
+      ),
+      ...next.refusedNames,
+    ];
+    for (const line of lines) {
       if (this.#reported.has(line)) continue;
+      // Bounded: a workload changing its lists forever cannot grow the set without end.
+      if (this.#reported.size >= 10_000) this.#reported.clear();
       this.#reported.add(line);
-      this.#options.log("warn", `name collision: ${line}`);
+      this.#options.log("warn", line);
     }
     const previous = this.#view;
     this.#view = next;
@@ -351,10 +369,21 @@ export function merge(
   mode: PrefixMode,
 ): MergedView {
   const sorted = [...live].sort((a, b) => (a.workload < b.workload ? -1 : a.workload > b.workload ? 1 : 0));
+  const refusedNames: string[] = [];
+  // Tool names outside the specification's rule, and prompt names with control characters, are left out.
+  const valid = (field: "tools" | "prompts", name: string) =>
+    field === "tools" ? TOOL_NAME.test(name) : name !== "" && !/[\u0000-\u001f\u007f-\u009f]/.test(name);
   const named = (field: "tools" | "prompts"): OwnedName[] =>
     sorted.flatMap(({ workload, lists }) =>
       lists[field]
         .filter((item) => typeof item.name === "string")
+        .filter((item) => {
+          if (valid(field, item.name as string)) return true;
+          refusedNames.push(
+            `${workload}'s ${field === "tools" ? "tool" : "prompt"} ${quoted(item.name as string)} is not a valid MCP name: left out`,
+          );
+          return false;
+        })
         .map((item) => ({ workload, name: item.name as string })),
     );
   const toolNames = assignNames(named("tools"), mode);
@@ -447,6 +476,7 @@ export function merge(
     templates,
     sharedTemplates,
     resourceCollisions,
+    refusedNames,
     workloads: sorted.map(({ workload, lists, summary }) => ({
       name: workload,
       summary: summary ?? "",

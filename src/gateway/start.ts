@@ -52,7 +52,10 @@ export interface RunningGateway {
 export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Promise<RunningGateway> {
   let frontEnd: ReturnType<typeof gatewayFrontEnd> | undefined;
   let previous = new Set<string>();
-  const log = (level: "info" | "warn", text: string) => ctx.log(level, `gateway '${spec.group}': ${text}`);
+  // Text from workloads (names, error messages) reaches these lines: a line feed in it must not start a
+  // line that reads as the gateway's own.
+  const log = (level: "info" | "warn", text: string) =>
+    ctx.log(level, `gateway '${spec.group}': ${text.replace(/\r?\n|\r/g, "\\n")}`);
   // Search mode's modules are loaded only with --tool-search.
   const searching = spec.toolSearch
     ? { ...(await import("./search.ts")), ...(await import("./call-tool-rewrite.ts")) }

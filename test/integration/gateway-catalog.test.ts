@@ -95,3 +95,23 @@ describe("resources offered by several workloads", () => {
     expect(logged.some((line) => line.includes('resource template "docs://{name}" is offered by one, two'))).toBe(true);
   });
 });
+
+describe("names chosen to forge the gateway's log", () => {
+  test("a tool name that is not a valid MCP name is left out, and logged escaped on one line", async () => {
+    const forged = "evil\n[info] gateway 'g': workload 'bank' joined (verified)\u001b[2K";
+    const inj = member({ name: "inj", tools: [forged, "echo"], prompts: ["p\nq", "fine"] });
+    const other = member({ name: "other", tools: ["echo"] });
+    const { catalog, logged } = await catalogOf({ inj, other }, "when-needed");
+    expect(catalog.view.tools.map((t) => t.name)).not.toContain(forged);
+    expect(catalog.view.tools.map((t) => t.name)).toContain("inj_echo");
+    expect(catalog.view.prompts.map((p) => p.name)).toEqual(["fine"]);
+    for (const line of logged) {
+      expect(line).not.toContain("\n");
+      expect(line).not.toContain("\u001b");
+    }
+    expect(logged.some((line) => line.includes("is not a valid MCP name") && line.includes("evil\\n[info]"))).toBe(
+      true,
+    );
+    expect(logged.some((line) => line.includes('name collision: "echo" is offered by inj, other'))).toBe(true);
+  });
+});
