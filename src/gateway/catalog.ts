@@ -61,7 +61,7 @@ export interface MergedView {
 
 export interface WorkloadTools {
   readonly name: string;
-  /** The server's description, else its instructions, else its title ("" when it gives none). */
+  /** The server's description, else its title ("" when it gives none; never its instructions). */
   readonly summary: string;
   readonly tools: readonly Item[];
 }
@@ -355,10 +355,13 @@ async function listAll(client: Upstream): Promise<WorkloadLists> {
   return { tools, prompts, resources, resourceTemplates };
 }
 
-/** What a workload says it is, for search mode: its description, else its instructions, else its title. */
+/**
+ * What a workload says it is, for search mode: its description, else its title. Never its
+ * `instructions`: those are written to steer a model, and would reach the gateway's own.
+ */
 function summaryOf(client: Upstream): string {
   const info = client.getServerVersion() as { title?: unknown; description?: unknown } | undefined;
-  for (const text of [info?.description, client.getInstructions(), info?.title])
+  for (const text of [info?.description, info?.title])
     if (typeof text === "string" && text.trim() !== "") return text.trim();
   return "";
 }

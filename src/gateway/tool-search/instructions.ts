@@ -1,7 +1,9 @@
 /**
  * The gateway's `instructions` in search mode: two sentences, how to use the two tools and what the
  * group holds (each workload's name and a one-line summary), so a model knows before searching whether
- * the group can help at all.
+ * the group can help at all. A summary is the workload's own words, not the gateway's: it is cut to
+ * one short line and quoted as what the workload says of itself, and it never comes from a workload's
+ * `instructions` (catalog.ts), so the gateway does not lend its authority to a member's text.
  */
 import type { WorkloadSummary } from "./tool-index.ts";
 
@@ -30,8 +32,9 @@ export function searchModeInstructions(workloads: readonly WorkloadSummary[]): s
   const parts = [...workloads]
     .sort((a, b) => a.name.localeCompare(b.name))
     .map((workload) => {
-      const summary = oneLineSummary(workload.summary);
-      return summary ? `${workload.name} (${summary})` : workload.name;
+      // Double quotes inside would end the quotation early: shown as single ones.
+      const summary = oneLineSummary(workload.summary).replace(/["“”]/g, "'");
+      return summary ? `${workload.name} "${summary}"` : workload.name;
     });
-  return `${usage} The group's workloads: ${parts.join("; ")}.`;
+  return `${usage} The group's workloads, each with how it describes itself: ${parts.join("; ")}.`;
 }
