@@ -17,6 +17,8 @@ import type { WorkloadStore } from "../state/workloads.ts";
 import { GroupCatalog } from "./catalog.ts";
 import { GATEWAY_PATH, gatewayFrontEnd } from "./front-end.ts";
 import { followMembership, type Member } from "./membership.ts";
+import { prefixed } from "./names.ts";
+import type { NameAliases } from "../middleware/authz.ts";
 
 export interface GatewayContext {
   readonly store: WorkloadStore;
@@ -49,6 +51,15 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
+/** The names Cedar decides a gateway tool or prompt under besides its gateway name (see NameAliases). */
+function aliasesOf(catalog: GroupCatalog, kind: "tool" | "prompt", name: string): NameAliases | undefined {
+  const owned = (kind === "tool" ? catalog.view.toolNames : catalog.view.promptNames).byGatewayName.get(name);
+  if (owned === undefined) return undefined;
+  const stable = prefixed(owned.workload, owned.name);
+  // A permit names the tool itself (either spelling); a forbid also catches its bare name, whoever else offers it.
+  return { permit: [name, stable], forbid: [name, stable, owned.name] };
+}
+
 export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Promise<RunningGateway> {
   let frontEnd: ReturnType<typeof gatewayFrontEnd> | undefined;
   let previous = new Set<string>();
@@ -60,12 +71,19 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
   const searching = spec.toolSearch
     ? { ...(await import("./search.ts")), ...(await import("./call-tool-rewrite.ts")) }
     : undefined;
+  // With when-needed names a tool's name changes when another workload offers the same one: Cedar
+  // decides on its stable name and its own bare name too, so a forbid keeps applying (names.ts).
+  const aliases =
+    spec.prefixMode === "when-needed"
+      ? (kind: "tool" | "prompt", name: string) => aliasesOf(catalog, kind, name)
+      : undefined;
   const search =
     searching && spec.toolSearch
       ? await searching.GatewaySearch.create(spec.toolSearch, {
           tools: spec.tools,
           authz: spec.authz,
           apiKey: ctx.embeddingsApiKey,
+          aliases,
           log,
         })
       : undefined;
@@ -123,6 +141,10 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         authentication: ctx.authentication?.(GATEWAY_PATH) ?? [],
         tools: spec.tools,
         authz: spec.authz,
+        authzEndpoint: {
+          aliases,
+          hiddenAsUnknown: search && searching ? { instead: searching.callToolOf(search.calls) } : {},
+        },
         ...(search && searching
           ? {
               rewrite: searching.callToolRewrite((name) => search.isTool(name), search.calls),

@@ -4,6 +4,9 @@
  * a gateway with OIDC (test/support/auth-server.ts) and real SDK clients.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -95,6 +98,50 @@ describe("search mode's instructions", () => {
       expect(instructions).toContain(`victim "Notes 'and' files"`);
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe("--name-prefix when-needed and Cedar", () => {
+  test("a workload offering the same name cannot rename a tool past a forbid", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "mcpmgr-isolation-"));
+    try {
+      const authz = join(dir, "authz.json");
+      const policies = [
+        "permit(principal, action, resource);",
+        'forbid(principal, action == Action::"call_tool", resource == Tool::"delete_all");',
+        // The stable spelling applies while the tool keeps its bare name.
+        'forbid(principal, action == Action::"call_tool", resource == Tool::"keeper_wipe");',
+      ];
+      await writeFile(
+        authz,
+        JSON.stringify({ version: "1.0", type: "cedarv1", cedar: { policies, entities_json: "[]" } }),
+      );
+      const keeper = memberOf({ name: "keeper", tools: ["delete_all", "read_file", "wipe"] });
+      const intruder = memberOf({ name: "intruder", tools: ["delete_all", "echo"] });
+      group.run(keeper.url, "keeper", "renaming");
+      group.run(intruder.url, "intruder", "renaming");
+      const gatewayUrl = (await group.gateway("renaming", "--name-prefix", "when-needed", "--authz-config", authz)).url;
+      const client = await connect(gatewayUrl);
+      try {
+        const names = (await client.listTools()).tools.map((t) => t.name);
+        // intruder's delete_all made keeper's keeper_delete_all: the forbid on delete_all still holds for it.
+        expect(names).toContain("read_file");
+        expect(names).not.toContain("keeper_delete_all");
+        expect(names).not.toContain("wipe");
+        const call = (name: string) =>
+          client.callTool({ name, arguments: {} }).then(
+            (result) => text(result),
+            (err: unknown) => String(err),
+          );
+        expect(await call("keeper_delete_all")).toContain("Unknown tool: keeper_delete_all");
+        expect(await call("wipe")).toContain("Unknown tool: wipe");
+        expect(await call("read_file")).toBe("keeper ran read_file {}");
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
