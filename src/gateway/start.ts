@@ -18,6 +18,7 @@ import { GroupCatalog } from "./catalog.ts";
 import { GATEWAY_PATH, gatewayFrontEnd } from "./front-end.ts";
 import { followMembership, type Member } from "./membership.ts";
 import { prefixed } from "./names.ts";
+import { gatewayKey, guardGroup, pruneGuards } from "../state/gateway-guard.ts";
 import type { NameAliases } from "../middleware/authz.ts";
 
 export interface GatewayContext {
@@ -104,11 +105,20 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     search,
     ...(ctx.maxSessions !== undefined ? { maxSessions: ctx.maxSessions } : {}),
   });
+  // The members admit the gateway with the installation's key (their own --oidc-* included); while this
+  // gateway has policies, members without authentication of their own admit nobody else.
+  const paths = ctx.store.paths;
+  const credential = await gatewayKey(paths);
+  const hasPolicies = Boolean(spec.incomingAuth || spec.tools || spec.authz || spec.audit);
+  await pruneGuards(paths, spec.group);
+  const releaseGuard = hasPolicies ? await guardGroup(paths, spec.group) : undefined;
+  if (releaseGuard) log("info", "its workloads answer only this gateway (and their own authentication) while it runs");
   const membership = await followMembership({
     store: ctx.store,
     group: spec.group,
     pollMs: ctx.membershipPollMs,
-    onChange: (members) => {
+    onChange: (found) => {
+      const members = found.map((member) => ({ ...member, credential }));
       const names = new Set(members.map((m) => m.name));
       for (const name of previous) {
         if (names.has(name)) continue;
@@ -117,7 +127,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       }
       previous = names;
       catalog.setMembers(members);
-      ctx.onMembers?.(members);
+      ctx.onMembers?.(found);
     },
     onError: (err) => ctx.log("warn", `gateway '${spec.group}': reading the workloads failed: ${errorMessage(err)}`),
   });
@@ -164,6 +174,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     membership.close();
     catalog.close();
     await frontEnd.close();
+    await releaseGuard?.();
     throw err;
   }
   const front = frontEnd;
@@ -176,6 +187,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       await front.close();
       catalog.close();
       await server.shutdown(5_000);
+      await releaseGuard?.();
     },
   };
 }

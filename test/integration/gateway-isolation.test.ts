@@ -11,7 +11,8 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
-import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
+import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
+import { CLI_ENTRY } from "../support/processes.ts";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 
 let group: TestGroup;
@@ -142,6 +143,111 @@ describe("--name-prefix when-needed and Cedar", () => {
       }
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("members are reached only through a gateway with policies", () => {
+  /** Initialize and call a tool at a URL, as any local process can; the text, or why it failed. */
+  async function direct(url: string, tool: string, init?: RequestInit): Promise<string> {
+    const client = new Client({ name: "direct", version: "1.0.0" });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(url), init ? { requestInit: init } : {}));
+      return text(await client.callTool({ name: tool, arguments: {} }));
+    } catch (err) {
+      return `refused: ${String(err)}`;
+    } finally {
+      await client.close().catch(() => {});
+    }
+  }
+
+  test("while a gateway with --tools runs, an open member refuses direct callers and answers the gateway", async () => {
+    const vault = memberOf({ name: "vault", tools: ["read_file", "delete_all"] });
+    const memberUrl = group.run(vault.url, "vault", "guarded");
+    expect(await direct(memberUrl, "delete_all")).toBe("vault ran delete_all {}");
+    const guarding = await group.gateway("guarded", "--tools", "vault_read_file");
+    try {
+      // Members re-read the guard at most once a second.
+      expect(await until(async () => (await direct(memberUrl, "delete_all")).startsWith("refused"), 5_000)).toBe(true);
+      expect(await direct(memberUrl, "delete_all")).toContain("served by a gateway with policies");
+      // A made-up gateway key does not pass either.
+      expect(
+        await direct(memberUrl, "delete_all", {
+          headers: { authorization: `Bearer mcpmgr-gateway-${"x".repeat(43)}` },
+        }),
+      ).toStartWith("refused");
+      const client = await connect(guarding.url);
+      try {
+        expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["vault_read_file"]);
+        expect(text(await client.callTool({ name: "vault_read_file", arguments: {} }))).toBe("vault ran read_file {}");
+      } finally {
+        await client.close();
+      }
+      // The key stops at the member's proxy: the server never sees it.
+      expect(vault.lastAuthorization).toBeNull();
+    } finally {
+      await guarding.stop();
+    }
+    // Without the gateway the workload is open again, as for anyone not using a gateway.
+    expect(await until(async () => (await direct(memberUrl, "delete_all")) === "vault ran delete_all {}", 5_000)).toBe(
+      true,
+    );
+  });
+
+  test("a gateway without policies leaves its members open", async () => {
+    const plain = memberOf({ name: "plain", tools: ["echo"] });
+    const memberUrl = group.run(plain.url, "plain", "unguarded");
+    const gatewayNoPolicies = await group.gateway("unguarded");
+    try {
+      const client = await connect(gatewayNoPolicies.url);
+      await client.close();
+      expect(await direct(memberUrl, "echo")).toBe("plain ran echo {}");
+    } finally {
+      await gatewayNoPolicies.stop();
+    }
+  });
+
+  test("a member with its own --oidc-issuer is reached by the gateway with the key, and still takes its own tokens", async () => {
+    const locked = memberOf({ name: "locked", tools: ["echo"] });
+    expect(group.mcpmgr("group", "create", "locked-group").code).toBe(0);
+    // Not spawnSync: the authorization server lives in this process and must answer the workload's discovery.
+    const proc = Bun.spawn(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        locked.url,
+        "--name",
+        "locked",
+        "--group",
+        "locked-group",
+        "--oidc-issuer",
+        auth.issuer,
+        "--oidc-audience",
+        JWT_RESOURCE,
+        "--oidc-insecure-allow-http",
+        "--jwks-allow-private-ip",
+      ],
+      { env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: group.home, MCPMGR_RUNTIME: "process" }, stderr: "pipe" },
+    );
+    const started = { code: await proc.exited, stdout: await new Response(proc.stdout).text() };
+    expect(started.code).toBe(0);
+    const memberUrl = started.stdout.trim();
+    expect(await direct(memberUrl, "echo")).toStartWith("refused");
+    const token = await auth.token();
+    expect(await direct(memberUrl, "echo", { headers: { authorization: `Bearer ${token}` } })).toBe(
+      "locked ran echo {}",
+    );
+    const through = await group.gateway("locked-group");
+    try {
+      const client = await connect(through.url);
+      try {
+        expect(text(await client.callTool({ name: "locked_echo", arguments: {} }))).toBe("locked ran echo {}");
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await through.stop();
     }
   });
 });
