@@ -2,6 +2,7 @@
  * Starting and stopping a workload's supervisor: the detached copy of mcpmgr that
  * serves the proxy and restarts the server when it crashes.
  */
+import { readGatewayKey } from "../state/gateway-guard.ts";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { clientUrl } from "../state/workload-url.ts";
@@ -179,6 +180,8 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
   if (record.runtime === "remote") return;
   const url = clientUrl(record.host, record.proxyPort, record.proxyPath);
   if (record.proxyPath === "/sse") return; // legacy SSE has no one-request handshake to probe
+  // mcpmgr's own probe: in a group a gateway with policies guards, only the gateway key gets an answer.
+  const gatewayKey = readGatewayKey(store.paths);
   try {
     const response = await fetch(url, {
       method: "POST",
@@ -186,6 +189,7 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
         "mcp-protocol-version": "2025-06-18",
+        ...(gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {}),
       },
       body: JSON.stringify({
         jsonrpc: "2.0",
@@ -200,7 +204,11 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
     const session = response.headers.get("mcp-session-id");
     const text = await response.text();
     if (!response.ok || !text.includes('"result"')) throw new Error(`initialize answered ${response.status}`);
-    if (session) await fetch(url, { method: "DELETE", headers: { "mcp-session-id": session } }).catch(() => {});
+    if (session)
+      await fetch(url, {
+        method: "DELETE",
+        headers: { "mcp-session-id": session, ...(gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {}) },
+      }).catch(() => {});
   } catch (err) {
     throw new McpmgrError(
       "SERVER_FAILED",

@@ -11,7 +11,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
-import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 
@@ -185,6 +185,10 @@ describe("members are reached only through a gateway with policies", () => {
       }
       // The key stops at the member's proxy: the server never sees it.
       expect(vault.lastAuthorization).toBeNull();
+      // mcpmgr's own readiness check of a workload started into the guarded group still gets its answer.
+      const probe = await group.packageOf(PROBE_FIXTURE);
+      const lateUrl = group.run(probe, "late", "guarded");
+      expect(await direct(lateUrl, "stats")).toStartWith("refused");
     } finally {
       await guarding.stop();
     }
