@@ -255,3 +255,26 @@ describe("members are reached only through a gateway with policies", () => {
     }
   });
 });
+
+describe("resources two workloads claim", () => {
+  test("a read of a URI two workloads list is refused, naming them; a URI one lists is read from it", async () => {
+    const first = memberOf({ name: "first", resources: ["file:///shared.txt", "file:///first.txt"] });
+    const second = memberOf({ name: "second", resources: ["file:///shared.txt"] });
+    group.run(first.url, "first", "resgroup");
+    group.run(second.url, "second", "resgroup");
+    const resGateway = await group.gateway("resgroup");
+    const client = await connect(resGateway.url);
+    try {
+      expect((await client.listResources()).resources.map((r) => r.uri)).toEqual(["file:///first.txt"]);
+      const refused = await client.readResource({ uri: "file:///shared.txt" }).then(
+        (result) => JSON.stringify(result),
+        (err: unknown) => String(err),
+      );
+      expect(refused).toContain("is offered by several workloads (first, second)");
+      const read = await client.readResource({ uri: "file:///first.txt" });
+      expect((read.contents[0] as { text: string }).text).toBe("first says: contents of file:///first.txt");
+    } finally {
+      await client.close();
+    }
+  });
+});
