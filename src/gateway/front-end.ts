@@ -199,10 +199,12 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     async close() {
       clearInterval(sweep);
       const open = [...sessions.values()];
+      const pools = [...callerPools.values()];
       sessions.clear();
+      callerPools.clear();
       await Promise.allSettled([
         modern.close(),
-        ...[...callerPools.values()].map(({ pool }) => pool.close()),
+        ...pools.map(({ pool }) => pool.close()),
         ...open.map(async (session) => {
           await session.pool.close();
           await session.transport.close();
