@@ -251,7 +251,7 @@ describe("names that follow a tool (a gateway's --name-prefix when-needed)", () 
       'forbid(principal, action == Action::"call_tool", resource == Tool::"w_secret_tool");',
     ]);
     const [answer] = await messagesOf(await handle(rpc({ jsonrpc: "2.0", id: 1, method: "tools/list" }), ctx));
-    const names = (answer?.result as { tools: { name: string }[] }).tools.map((t) => t.name);
+    const names = ((answer?.result as { tools?: { name: string }[] } | undefined)?.tools ?? []).map((t) => t.name);
     expect(names).toEqual(["echo", "admin"]);
   });
 });
