@@ -75,3 +75,27 @@ export function callToolRewrite(isTool: (name: string) => boolean, calls: CallTo
     return next(forward, ctx);
   };
 }
+
+/**
+ * The call_tool a rewritten call stood for, or undefined for a call that was not rewritten: what Cedar
+ * forwards instead of a call it refuses for a tool the caller may not see, so the gateway answers it
+ * exactly as a call_tool of a name that does not exist (middleware/authz.ts `hiddenAsUnknown`).
+ */
+export function callToolOf(
+  calls: CallToolCalls,
+): (req: Request, message: JsonRpcMessage) => JsonRpcMessage | undefined {
+  return (req, message) => {
+    if (message.method !== "tools/call" || message.id === undefined || message.id === null) return undefined;
+    const written = calls.get(req)?.get(message.id);
+    if (written === undefined || !isObject(message.params)) return undefined;
+    const { name: _name, arguments: args, ...rest } = message.params;
+    return {
+      ...message,
+      params: {
+        ...rest,
+        name: CALL_TOOL,
+        arguments: { name: written, ...(args !== undefined ? { arguments: args } : {}) },
+      },
+    };
+  };
+}

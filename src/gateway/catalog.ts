@@ -1,13 +1,17 @@
 /**
  * The group's merged lists. One catalog connection per running workload lists its tools,
  * prompts, resources and resource templates, lists again when the workload says a list
- * changed, and the merged view is rebuilt only then (never per call). Tools and prompts get
+ * changed, and the merged view (merged-view.ts) is rebuilt only then (never per call). A flood
+ * of list_changed costs one re-list in flight and one queued, and a list past LIST_LIMITS is
+ * refused. Tools and prompts get
  * gateway names (names.ts); resource URIs and templates stay as they are, and a resource URI
- * offered by two workloads goes to the first in name order (reported once).
+ * (or a template) offered by several workloads belongs to none of them (reported once): a read of
+ * it is refused rather than routed to whichever workload sorts first.
  */
-import { ProtocolError, ProtocolErrorCode, UriTemplate } from "@modelcontextprotocol/server";
+import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { SdkHttpError, type PriorDiscovery } from "@modelcontextprotocol/client";
-import { assignNames, ownedKey, type NameAssignment, type OwnedName, type PrefixMode } from "./names.ts";
+import { merge, sameItems, type MergedView, type WorkloadLists } from "./merged-view.ts";
+import type { PrefixMode } from "./names.ts";
 import type { Member } from "./membership.ts";
 import { anyResult } from "./sdk.ts";
 import { connectUpstream, eraOf, type Upstream } from "./upstream.ts";
@@ -17,37 +21,14 @@ export type ListKind = "tools" | "prompts" | "resources";
 
 type Item = Readonly<Record<string, unknown>>;
 
-export interface WorkloadLists {
-  tools: Item[];
-  prompts: Item[];
-  resources: Item[];
-  resourceTemplates: Item[];
-}
-
-export interface MergedView {
-  readonly tools: readonly Item[];
-  readonly prompts: readonly Item[];
-  readonly resources: readonly Item[];
-  readonly resourceTemplates: readonly Item[];
-  readonly toolNames: NameAssignment;
-  readonly promptNames: NameAssignment;
-  /** Resource URI → the workload that listed it. */
-  readonly resourceOwner: ReadonlyMap<string, string>;
-  /** Templates in merge order, for routing a URI no workload listed. */
-  readonly templates: readonly { readonly workload: string; readonly template: UriTemplate; readonly text: string }[];
-  /**
-   * The workloads behind the view, in name order: what each says it is, and its tools as it listed them
-   * (the same array until it lists again), for search mode's per-workload index.
-   */
-  readonly workloads: readonly WorkloadTools[];
-}
-
-export interface WorkloadTools {
-  readonly name: string;
-  /** The server's description, else its instructions, else its title ("" when it gives none). */
-  readonly summary: string;
-  readonly tools: readonly Item[];
-}
+export {
+  merge,
+  resourceRoute,
+  type MergedView,
+  type ResourceRoute,
+  type WorkloadLists,
+  type WorkloadTools,
+} from "./merged-view.ts";
 
 interface Connection {
   readonly member: Member;
@@ -56,6 +37,11 @@ interface Connection {
   summary: string;
   retry?: ReturnType<typeof setTimeout>;
   closed: boolean;
+  /**
+   * Per list kind: a re-list in flight, and whether another notification arrived meanwhile. A
+   * workload flooding `list_changed` gets at most one re-list running and one queued behind it.
+   */
+  relisting: Map<ListKind, { again: boolean }>;
   /** Settles when the first connection attempt has succeeded or failed. */
   firstAttempt: Promise<void>;
 }
@@ -69,6 +55,12 @@ export interface CatalogOptions {
 }
 
 const empty = (): WorkloadLists => ({ tools: [], prompts: [], resources: [], resourceTemplates: [] });
+
+/**
+ * Bounds on one workload's list of one kind: past them the list is refused (the previous one stays),
+ * so a workload cannot make the gateway hold, merge and serve an arbitrarily large catalog.
+ */
+export const LIST_LIMITS = { items: 10_000, bytes: 16 * 1024 * 1024 } as const;
 
 const LIST_METHODS = {
   tools: ["tools/list", "tools"],
@@ -145,6 +137,7 @@ export class GroupCatalog {
         lists: empty(),
         summary: "",
         closed: false,
+        relisting: new Map(),
         firstAttempt: Promise.resolve(),
       };
       connection.firstAttempt = this.#connect(connection);
@@ -173,7 +166,7 @@ export class GroupCatalog {
         {
           onNotification: (notification) => {
             const kind = listKindOf(notification.method);
-            if (kind && connection.client) void this.#relist(connection, kind);
+            if (kind && connection.client) this.#relistSoon(connection, kind);
           },
         },
         this.#options.timeoutMs,
@@ -206,6 +199,24 @@ export class GroupCatalog {
     }
   }
 
+  /** Coalesces list_changed notifications: one re-list in flight per kind, plus at most one pending. */
+  #relistSoon(connection: Connection, kind: ListKind): void {
+    const running = connection.relisting.get(kind);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const state = { again: false };
+    connection.relisting.set(kind, state);
+    void (async () => {
+      do {
+        state.again = false;
+        await this.#relist(connection, kind);
+      } while (state.again && !connection.closed);
+      connection.relisting.delete(kind);
+    })();
+  }
+
   async #relist(connection: Connection, kind: ListKind): Promise<void> {
     const client = connection.client;
     if (!client) return;
@@ -230,10 +241,18 @@ export class GroupCatalog {
       .filter((c) => c.client !== undefined)
       .map((c) => ({ workload: c.member.name, lists: c.lists, summary: c.summary }));
     const next = merge(live, this.#options.prefixMode);
-    for (const line of [...next.toolNames.collisions, ...next.promptNames.collisions]) {
+    const lines = [
+      ...[...next.toolNames.collisions, ...next.promptNames.collisions, ...next.resourceCollisions].map(
+        (line) => `name collision: ${line}`,
+      ),
+      ...next.refusedNames,
+    ];
+    for (const line of lines) {
       if (this.#reported.has(line)) continue;
+      // Bounded: a workload changing its lists forever cannot grow the set without end.
+      if (this.#reported.size >= 10_000) this.#reported.clear();
       this.#reported.add(line);
-      this.#options.log("warn", `name collision: ${line}`);
+      this.#options.log("warn", line);
     }
     const previous = this.#view;
     this.#view = next;
@@ -261,6 +280,7 @@ async function listKind(client: Upstream, kind: keyof WorkloadLists): Promise<It
   if (client.getServerCapabilities()?.[capability] === undefined) return [];
   const [method, field] = LIST_METHODS[kind];
   const items: Item[] = [];
+  let bytes = 0;
   let cursor: string | undefined;
   // A bound on pages keeps a server that always returns a cursor from holding the gateway.
   for (let page = 0; page < 100; page++) {
@@ -275,7 +295,14 @@ async function listKind(client: Upstream, kind: keyof WorkloadLists): Promise<It
       throw err;
     }
     const list = result[field];
-    if (Array.isArray(list)) items.push(...(list as Item[]));
+    if (Array.isArray(list)) {
+      bytes += JSON.stringify(list).length;
+      if (items.length + list.length > LIST_LIMITS.items || bytes > LIST_LIMITS.bytes)
+        throw new Error(
+          `its ${field} list is larger than the gateway accepts (${LIST_LIMITS.items} items, ${LIST_LIMITS.bytes / 1024 / 1024} MiB)`,
+        );
+      items.push(...(list as Item[]));
+    }
     cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined;
     if (!cursor) break;
   }
@@ -292,87 +319,13 @@ async function listAll(client: Upstream): Promise<WorkloadLists> {
   return { tools, prompts, resources, resourceTemplates };
 }
 
-/** What a workload says it is, for search mode: its description, else its instructions, else its title. */
+/**
+ * What a workload says it is, for search mode: its description, else its title. Never its
+ * `instructions`: those are written to steer a model, and would reach the gateway's own.
+ */
 function summaryOf(client: Upstream): string {
   const info = client.getServerVersion() as { title?: unknown; description?: unknown } | undefined;
-  for (const text of [info?.description, client.getInstructions(), info?.title])
+  for (const text of [info?.description, info?.title])
     if (typeof text === "string" && text.trim() !== "") return text.trim();
   return "";
-}
-
-/** The merged view of the workloads' lists (exported for tests that need a view without connections). */
-export function merge(
-  live: readonly { workload: string; lists: WorkloadLists; summary?: string }[],
-  mode: PrefixMode,
-): MergedView {
-  const sorted = [...live].sort((a, b) => (a.workload < b.workload ? -1 : a.workload > b.workload ? 1 : 0));
-  const named = (field: "tools" | "prompts"): OwnedName[] =>
-    sorted.flatMap(({ workload, lists }) =>
-      lists[field]
-        .filter((item) => typeof item.name === "string")
-        .map((item) => ({ workload, name: item.name as string })),
-    );
-  const toolNames = assignNames(named("tools"), mode);
-  const promptNames = assignNames(named("prompts"), mode);
-  const renamed = (field: "tools" | "prompts", names: NameAssignment): Item[] => {
-    const out: Item[] = [];
-    const seen = new Set<string>();
-    for (const { workload, lists } of sorted) {
-      for (const item of lists[field]) {
-        const gatewayName = names.byOwnedName.get(ownedKey(workload, item.name as string));
-        if (gatewayName === undefined || seen.has(gatewayName)) continue;
-        seen.add(gatewayName);
-        out.push(gatewayName === item.name ? item : { ...item, name: gatewayName });
-      }
-    }
-    return out.sort((a, b) => ((a.name as string) < (b.name as string) ? -1 : 1));
-  };
-  const resourceOwner = new Map<string, string>();
-  const resources: Item[] = [];
-  const resourceTemplates: Item[] = [];
-  const templates: { workload: string; template: UriTemplate; text: string }[] = [];
-  for (const { workload, lists } of sorted) {
-    for (const resource of lists.resources) {
-      if (typeof resource.uri !== "string" || resourceOwner.has(resource.uri)) continue;
-      resourceOwner.set(resource.uri, workload);
-      resources.push(resource);
-    }
-    for (const item of lists.resourceTemplates) {
-      if (typeof item.uriTemplate !== "string") continue;
-      try {
-        templates.push({ workload, template: new UriTemplate(item.uriTemplate), text: item.uriTemplate });
-        resourceTemplates.push(item);
-      } catch {
-        // A template the SDK cannot parse cannot be routed either: leave it out.
-      }
-    }
-  }
-  return {
-    tools: renamed("tools", toolNames),
-    prompts: renamed("prompts", promptNames),
-    resources,
-    resourceTemplates,
-    toolNames,
-    promptNames,
-    resourceOwner,
-    templates,
-    workloads: sorted.map(({ workload, lists, summary }) => ({
-      name: workload,
-      summary: summary ?? "",
-      tools: lists.tools,
-    })),
-  };
-}
-
-function sameItems(a: readonly Item[], b: readonly Item[]): boolean {
-  if (a.length !== b.length) return false;
-  return JSON.stringify(a) === JSON.stringify(b);
-}
-
-/** The workload a resource URI belongs to: the one that listed it, else the first whose template matches. */
-export function resourceWorkload(view: MergedView, uri: string): string | undefined {
-  const listed = view.resourceOwner.get(uri);
-  if (listed !== undefined) return listed;
-  for (const { workload, template } of view.templates) if (template.match(uri) !== null) return workload;
-  return undefined;
 }

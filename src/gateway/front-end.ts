@@ -5,7 +5,8 @@
  *    everything a workload sends back reaches exactly that session;
  *  - 2026-07-28 clients (stateless requests with the `_meta` envelope, `server/discover`,
  *    `subscriptions/listen`) are served by the SDK's `createMcpHandler`, one gateway server
- *    per request over a pool shared by all of them (there is no session to tie anything to).
+ *    per request over a pool per caller (there is no session to tie anything to, but whatever a
+ *    workload keeps per upstream session must never pass from one principal to another).
  * A request with a session id is routed by a map lookup, without reading its body; a
  * session answers only the caller that opened it (another caller's request is 404, as for
  * a session that does not exist), and at most `maxSessions` are open at once.
@@ -56,12 +57,32 @@ export interface GatewayFrontEnd {
 
 export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
   const sessions = new Map<string, Session>();
-  const sharedPool = new UpstreamPool(options.catalog, options.timeoutMs);
-  const modern = createMcpHandler((request) => createGatewayServer(options, () => sharedPool, request.requestInfo), {
-    legacy: "reject",
-  });
-
   const maxSessions = options.maxSessions ?? 1_000;
+  // Stateless callers' pools, by caller ("" without authentication), least recently used first.
+  const callerPools = new Map<string, { pool: UpstreamPool; lastSeen: number }>();
+  const poolOf = (req: Request | undefined): UpstreamPool => {
+    const caller = (req && callerOf(req)) ?? "";
+    let entry = callerPools.get(caller);
+    if (entry === undefined) {
+      entry = { pool: new UpstreamPool(options.catalog, options.timeoutMs), lastSeen: 0 };
+      // As many callers as sessions at most: the one unused longest gives up its connections.
+      if (callerPools.size >= maxSessions) {
+        const [oldest, held] = callerPools.entries().next().value as [string, { pool: UpstreamPool }];
+        callerPools.delete(oldest);
+        void held.pool.close();
+      }
+    } else callerPools.delete(caller);
+    entry.lastSeen = Date.now();
+    callerPools.set(caller, entry);
+    return entry.pool;
+  };
+  const modern = createMcpHandler(
+    (request) => {
+      const pool = poolOf(request.requestInfo);
+      return createGatewayServer(options, () => pool, request.requestInfo);
+    },
+    { legacy: "reject" },
+  );
 
   const openSession = (req: Request): Session => {
     const owner = callerOf(req) ?? "";
@@ -112,6 +133,11 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     () => {
       const cutoff = Date.now() - options.sessionIdleMs;
       for (const [id, session] of sessions) if (session.lastSeen < cutoff) void endSession(id);
+      for (const [caller, entry] of callerPools)
+        if (entry.lastSeen < cutoff) {
+          callerPools.delete(caller);
+          void entry.pool.close();
+        }
     },
     Math.min(60_000, options.sessionIdleMs),
   );
@@ -167,16 +193,18 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       if (kinds.has("resources")) modern.notify.resourcesChanged();
     },
     workloadLeft(workload) {
-      sharedPool.forget(workload);
+      for (const { pool } of callerPools.values()) pool.forget(workload);
       for (const session of sessions.values()) session.pool.forget(workload);
     },
     async close() {
       clearInterval(sweep);
       const open = [...sessions.values()];
+      const pools = [...callerPools.values()];
       sessions.clear();
+      callerPools.clear();
       await Promise.allSettled([
         modern.close(),
-        sharedPool.close(),
+        ...pools.map(({ pool }) => pool.close()),
         ...open.map(async (session) => {
           await session.pool.close();
           await session.transport.close();

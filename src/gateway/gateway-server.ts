@@ -12,7 +12,7 @@ import { SdkHttpError } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server } from "@modelcontextprotocol/server";
 import type { LoggingLevel, ServerContext } from "@modelcontextprotocol/server";
 import { version } from "../version.ts";
-import { type GroupCatalog, resourceWorkload } from "./catalog.ts";
+import { type GroupCatalog, resourceRoute } from "./catalog.ts";
 import { anyResult, type Params } from "./sdk.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
@@ -36,6 +36,15 @@ function unavailable(workload: string, why: string): ProtocolError {
     {
       workload,
     },
+  );
+}
+
+/** A URI or template several workloads claim: refused, never routed to whichever sorts first. */
+function ambiguous(what: string, workloads: readonly string[]): ProtocolError {
+  return new ProtocolError(
+    ProtocolErrorCode.InvalidParams,
+    `${what} is offered by several workloads (${workloads.join(", ")}); the gateway does not route it`,
+    { workloads },
   );
 }
 
@@ -112,9 +121,10 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
   };
 
   const routeUri = (uri: unknown): string => {
-    const workload = typeof uri === "string" ? resourceWorkload(catalog.view, uri) : undefined;
-    if (workload === undefined) throw new ResourceNotFoundError(String(uri));
-    return workload;
+    const route = typeof uri === "string" ? resourceRoute(catalog.view, uri) : undefined;
+    if (route === undefined) throw new ResourceNotFoundError(String(uri));
+    if ("claimedBy" in route) throw ambiguous(`resource ${JSON.stringify(uri)}`, route.claimedBy);
+    return route.workload;
   };
 
   server.setRequestHandler("tools/list", () => ({ tools: search ? search.tools() : catalog.view.tools }) as never);
@@ -154,6 +164,8 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
         ctx,
       )) as never;
     }
+    const shared = typeof ref.uri === "string" ? catalog.view.sharedTemplates.get(ref.uri) : undefined;
+    if (shared !== undefined) throw ambiguous(`resource template ${JSON.stringify(ref.uri)}`, shared);
     const template = catalog.view.templates.find((t) => t.text === ref.uri);
     const workload = template?.workload ?? routeUri(ref.uri);
     return (await forward(workload, "completion/complete", params, ctx)) as never;

@@ -13,6 +13,8 @@ export interface Member {
   readonly name: string;
   /** The workload's MCP endpoint. */
   readonly url: string;
+  /** The installation's gateway key (state/gateway-guard.ts), presented as a bearer token to the member. */
+  readonly credential?: string;
 }
 
 export interface MembershipOptions {

@@ -8,7 +8,20 @@
  * restart agrees on the names.
  */
 
+import { printable } from "../printable.ts";
+
 export type PrefixMode = "always" | "when-needed";
+
+/**
+ * A tool name as the MCP specification asks for it (1–128 of A–Z a–z 0–9 _ - .): anything else
+ * (spaces, line feeds, escape sequences) is refused by the gateway rather than listed and logged.
+ */
+export const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** A server-chosen name inside one of the gateway's log lines: quoted, nothing in it can end the line. */
+export function quoted(name: string): string {
+  return printable(JSON.stringify(name));
+}
 
 export interface OwnedName {
   readonly workload: string;
@@ -72,7 +85,7 @@ export function assignNames(entries: readonly OwnedName[], mode: PrefixMode): Na
     }
     for (const [name, workloads] of clashes) {
       prefixNotes.push(
-        `"${name}" is offered by ${workloads.join(", ")}: named ${workloads.map((w) => prefixed(w, name)).join(", ")}`,
+        `${quoted(name)} is offered by ${workloads.join(", ")}: named ${workloads.map((w) => quoted(prefixed(w, name))).join(", ")}`,
       );
     }
   }
@@ -89,7 +102,7 @@ export function assignNames(entries: readonly OwnedName[], mode: PrefixMode): Na
     if (name !== base) {
       const holder = byGatewayName.get(base) as OwnedName;
       collisions.push(
-        `${entry.workload}'s "${entry.name}" and ${holder.workload}'s "${holder.name}" both map to "${base}"; the former is "${name}"`,
+        `${entry.workload}'s ${quoted(entry.name)} and ${holder.workload}'s ${quoted(holder.name)} both map to ${quoted(base)}; the former is ${quoted(name)}`,
       );
     }
     byGatewayName.set(name, entry);

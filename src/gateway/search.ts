@@ -17,6 +17,7 @@ import { requestState } from "../auth/request-state.ts";
 import type { AuthzConfig } from "../config/authz-config.ts";
 import type { ToolSearchSpec } from "../config/tool-search-spec.ts";
 import type { ToolsPolicy } from "../config/tools-policy.ts";
+import type { AuthzEndpoint } from "../middleware/authz.ts";
 import { filterList, realNameOf } from "../middleware/tool-filter.ts";
 import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import type { MergedView } from "./catalog.ts";
@@ -77,6 +78,8 @@ export class GatewaySearch {
       readonly tools?: ToolsPolicy | undefined;
       readonly authz?: AuthzConfig | undefined;
       readonly apiKey?: string | undefined;
+      /** Other names of a tool Cedar decides on as well (`--name-prefix when-needed`). */
+      readonly aliases?: AuthzEndpoint["aliases"];
       readonly log: (level: "info" | "warn", text: string) => void;
     },
   ): Promise<GatewaySearch> {
@@ -111,7 +114,7 @@ export class GatewaySearch {
     return new GatewaySearch({
       mode,
       tools: policies.tools,
-      mayCall: authz && policies.authz ? authz.toolVisibility(policies.authz) : undefined,
+      mayCall: authz && policies.authz ? authz.toolVisibility(policies.authz, policies.aliases) : undefined,
       log: policies.log,
       onPrepareError: (err) => warn(err instanceof Error ? err : new Error(String(err))),
     });
@@ -214,7 +217,8 @@ export class GatewaySearch {
    */
   async answer(params: Params, req: Request | undefined, id: JsonRpcId): Promise<Result | undefined> {
     const written = req ? this.calls.get(req)?.get(id) : undefined;
-    if (written !== undefined) {
+    // A rewritten call that Cedar turned back into its call_tool (a tool this caller may not see) is a call_tool.
+    if (written !== undefined && params.name !== CALL_TOOL) {
       // Rewritten from call_tool and let through by the policies: by now `name` is the gateway name.
       const tool = this.#tools.get(params.name as string);
       if (tool === undefined) return undefined; // gone meanwhile: the router says so

@@ -17,6 +17,9 @@ import type { WorkloadStore } from "../state/workloads.ts";
 import { GroupCatalog } from "./catalog.ts";
 import { GATEWAY_PATH, gatewayFrontEnd } from "./front-end.ts";
 import { followMembership, type Member } from "./membership.ts";
+import { prefixed } from "./names.ts";
+import { gatewayKey, guardGroup, pruneGuards } from "../state/gateway-guard.ts";
+import type { NameAliases } from "../middleware/authz.ts";
 
 export interface GatewayContext {
   readonly store: WorkloadStore;
@@ -49,20 +52,39 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
+/** The names Cedar decides a gateway tool or prompt under besides its gateway name (see NameAliases). */
+function aliasesOf(catalog: GroupCatalog, kind: "tool" | "prompt", name: string): NameAliases | undefined {
+  const owned = (kind === "tool" ? catalog.view.toolNames : catalog.view.promptNames).byGatewayName.get(name);
+  if (owned === undefined) return undefined;
+  const stable = prefixed(owned.workload, owned.name);
+  // A permit names the tool itself (either spelling); a forbid also catches its bare name, whoever else offers it.
+  return { permit: [name, stable], forbid: [name, stable, owned.name] };
+}
+
 export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Promise<RunningGateway> {
   let frontEnd: ReturnType<typeof gatewayFrontEnd> | undefined;
   let previous = new Set<string>();
-  const log = (level: "info" | "warn", text: string) => ctx.log(level, `gateway '${spec.group}': ${text}`);
+  // Text from workloads (names, error messages) reaches these lines: a line feed in it must not start a
+  // line that reads as the gateway's own.
+  const log = (level: "info" | "warn", text: string) =>
+    ctx.log(level, `gateway '${spec.group}': ${text.replace(/\r?\n|\r/g, "\\n")}`);
   // Search mode's modules are loaded only with --tool-search.
   const searching = spec.toolSearch
     ? { ...(await import("./search.ts")), ...(await import("./call-tool-rewrite.ts")) }
     : undefined;
+  // With when-needed names a tool's name changes when another workload offers the same one: Cedar
+  // decides on its stable name and its own bare name too, so a forbid keeps applying (names.ts).
+  const aliases =
+    spec.prefixMode === "when-needed"
+      ? (kind: "tool" | "prompt", name: string) => aliasesOf(catalog, kind, name)
+      : undefined;
   const search =
     searching && spec.toolSearch
       ? await searching.GatewaySearch.create(spec.toolSearch, {
           tools: spec.tools,
           authz: spec.authz,
           apiKey: ctx.embeddingsApiKey,
+          aliases,
           log,
         })
       : undefined;
@@ -83,11 +105,20 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     search,
     ...(ctx.maxSessions !== undefined ? { maxSessions: ctx.maxSessions } : {}),
   });
+  // The members admit the gateway with the installation's key (their own --oidc-* included); while this
+  // gateway has policies, members without authentication of their own admit nobody else.
+  const paths = ctx.store.paths;
+  const credential = await gatewayKey(paths);
+  const hasPolicies = Boolean(spec.incomingAuth || spec.tools || spec.authz || spec.audit);
+  await pruneGuards(paths, spec.group);
+  const releaseGuard = hasPolicies ? await guardGroup(paths, spec.group) : undefined;
+  if (releaseGuard) log("info", "its workloads answer only this gateway (and their own authentication) while it runs");
   const membership = await followMembership({
     store: ctx.store,
     group: spec.group,
     pollMs: ctx.membershipPollMs,
-    onChange: (members) => {
+    onChange: (found) => {
+      const members = found.map((member) => ({ ...member, credential }));
       const names = new Set(members.map((m) => m.name));
       for (const name of previous) {
         if (names.has(name)) continue;
@@ -96,7 +127,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       }
       previous = names;
       catalog.setMembers(members);
-      ctx.onMembers?.(members);
+      ctx.onMembers?.(found);
     },
     onError: (err) => ctx.log("warn", `gateway '${spec.group}': reading the workloads failed: ${errorMessage(err)}`),
   });
@@ -120,6 +151,10 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         authentication: ctx.authentication?.(GATEWAY_PATH) ?? [],
         tools: spec.tools,
         authz: spec.authz,
+        authzEndpoint: {
+          aliases,
+          hiddenAsUnknown: search && searching ? { instead: searching.callToolOf(search.calls) } : {},
+        },
         ...(search && searching
           ? {
               rewrite: searching.callToolRewrite((name) => search.isTool(name), search.calls),
@@ -139,6 +174,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     membership.close();
     catalog.close();
     await frontEnd.close();
+    await releaseGuard?.();
     throw err;
   }
   const front = frontEnd;
@@ -151,6 +187,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       await front.close();
       catalog.close();
       await server.shutdown(5_000);
+      await releaseGuard?.();
     },
   };
 }

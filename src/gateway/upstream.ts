@@ -66,10 +66,12 @@ async function connectWith(
   client.onclose = () => handlers.onClose?.();
   client.onerror = () => {}; // failures surface on the request that hit them
   const url = new URL(member.url);
+  const fetch = member.credential !== undefined ? withCredential(member.credential) : undefined;
   // A stdio workload exposed with --proxy-mode sse (deprecated) serves the 2024-11-05 transport.
   const transport = url.pathname.endsWith("/sse")
-    ? new SSEClientTransport(url)
+    ? new SSEClientTransport(url, fetch ? { fetch } : {})
     : new StreamableHTTPClientTransport(url, {
+        ...(fetch ? { fetch } : {}),
         // A workload that stops is noticed through the group's membership, not by retrying forever.
         reconnectionOptions: {
           initialReconnectionDelay: 500,
@@ -80,6 +82,18 @@ async function connectWith(
       });
   await client.connect(transport, { timeout: timeoutMs, ...(prior ? { prior } : {}) });
   return client;
+}
+
+/**
+ * Requests to a member carry the gateway key, and never follow a redirect: the key is for the member's
+ * own endpoint and nowhere else.
+ */
+function withCredential(credential: string): (url: string | URL, init?: RequestInit) => Promise<Response> {
+  return (url, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set("authorization", `Bearer ${credential}`);
+    return globalThis.fetch(url, { ...init, headers, redirect: "manual" });
+  };
 }
 
 /** The era a first connection found, so later connections to the same workload skip the probe. */

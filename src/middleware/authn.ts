@@ -19,6 +19,7 @@ import { requestState } from "../auth/request-state.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { markDenied } from "./denials.ts";
+import { cameFromGateway } from "./gateway-credential.ts";
 import { publicOrigin } from "../proxy/public-url.ts";
 
 const principals = requestState<Principal>();
@@ -87,6 +88,8 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
     }
     // CORS preflights carry no credentials by design (and get none added upstream).
     if (req.method === "OPTIONS" && req.headers.has("access-control-request-method")) return next(req, ctx);
+    // The group's gateway, with the installation's gateway key: it authenticated its own caller.
+    if (cameFromGateway(req)) return next(req, ctx);
     const header = req.headers.get("authorization");
     const match = header === null ? null : /^Bearer[ \t]+([A-Za-z0-9\-._~+/]+=*)[ \t]*$/i.exec(header);
     if (match === null) {

@@ -17,14 +17,14 @@ import { preparsePolicySet, statefulIsAuthorized } from "@cedar-policy/cedar-was
 import type { AuthzConfig } from "../config/authz-config.ts";
 import { errorMessage } from "../errors.ts";
 import type { Middleware } from "../proxy/handler.ts";
-import { jsonRpcError } from "../proxy/jsonrpc.ts";
+import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage, type McpTarget } from "../proxy/mcp-message.ts";
 import { principalOf } from "./authn.ts";
 import { cedarValueOf, Unmappable, type CedarValue } from "./cedar-context.ts";
 import { policyFacts, readsArguments, readsClaims, type ContextReads, type PolicyFacts } from "./cedar-policies.ts";
 import { markDenied } from "./denials.ts";
 import { privateToCaller, rewriteResults } from "./result-rewriter.ts";
-import { checkedBody, forwardWith, readRpcBody } from "./rpc-body.ts";
+import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 import { foldKey } from "./strict-json.ts";
 
 const passThrough = new Set([
@@ -58,6 +58,34 @@ interface Decision {
   readonly reason?: string;
   /** Why not, for the client too: what in its own request Cedar could not hold. */
   readonly unmappable?: boolean;
+  /** Denied by something other than the lack of a permit: a forbid policy, or one that could not be evaluated. */
+  readonly forbidden?: boolean;
+}
+
+/**
+ * Other names of one tool or prompt, for an endpoint whose names can change under the policies (a
+ * gateway's `--name-prefix when-needed`): a permit on any of `permit` allows it, a forbid on any of
+ * `forbid` denies it, so a policy keeps applying when another workload makes the name change.
+ */
+export interface NameAliases {
+  readonly permit: readonly string[];
+  readonly forbid: readonly string[];
+}
+
+/** What an endpoint adds to the Cedar middleware (the gateway; `run` and `proxy` give none of it). */
+export interface AuthzEndpoint {
+  /** The endpoint's own tools (search mode's find_tool and call_tool), decided on by what they reach. */
+  readonly own?: ReadonlySet<string>;
+  readonly aliases?: ((kind: "tool" | "prompt", name: string) => NameAliases | undefined) | undefined;
+  /**
+   * A call of a tool the caller's lists do not show, refused, is answered as for a tool that does not
+   * exist (the reason stays in audit), so a caller cannot tell the names it may not see. `instead` may
+   * give the message to forward in its place (search mode's call_tool, which the gateway answers for
+   * an unknown name); otherwise the answer is `Unknown tool: NAME`, as the tool filter gives.
+   */
+  readonly hiddenAsUnknown?:
+    | { readonly instead?: (req: Request, message: JsonRpcMessage) => JsonRpcMessage | undefined }
+    | undefined;
 }
 
 /** What the policies that may apply to one resource read, ready for building contexts. */
@@ -182,7 +210,8 @@ function cedarDecider(config: AuthzConfig): { decide: Decide; argsMatter: boolea
     const principal = principalOf(req);
     const subject = principal?.subject ?? "local";
     const context = contextOf(scopeOf(type, id), principal?.claims, call?.args);
-    if (context instanceof Unmappable) return { allowed: false, reason: context.why, unmappable: true };
+    if (context instanceof Unmappable)
+      return { allowed: false, reason: context.why, unmappable: true, forbidden: true };
     // Calls whose arguments are read are not remembered: their keys could be as large as the body.
     const cacheable = !argsMatter || call === undefined || Object.keys(context).every((k) => !k.startsWith("arg_"));
     const key = cacheable
@@ -218,12 +247,13 @@ function cedarDecider(config: AuthzConfig): { decide: Decide; argsMatter: boolea
       });
     } catch (err) {
       // cedar-wasm throws on input it cannot read (a name with a lone surrogate): a denial, not a crash.
-      return { allowed: false, reason: `Cedar could not evaluate the request: ${errorMessage(err)}` };
+      return { allowed: false, reason: `Cedar could not evaluate the request: ${errorMessage(err)}`, forbidden: true };
     }
     if (answer.type === "failure")
       return {
         allowed: false,
         reason: `Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`,
+        forbidden: true,
       };
     const { decision, diagnostics } = answer.response;
     const failed = diagnostics.errors.map((e) => `${e.policyId} could not be evaluated (${e.error.message})`);
@@ -233,28 +263,63 @@ function cedarDecider(config: AuthzConfig): { decide: Decide; argsMatter: boolea
       return {
         allowed: false,
         reason: `forbid policy ${failedForbid.policyId} could not be evaluated (${failedForbid.error.message})`,
+        forbidden: true,
       };
     if (decision === "allow") return { allowed: true };
     const why =
       diagnostics.reason.length > 0 ? `forbidden by ${diagnostics.reason.join(", ")}` : "no policy permits it";
-    return { allowed: false, reason: failed.length > 0 ? `${why}; ${failed.join("; ")}` : why };
+    return {
+      allowed: false,
+      reason: failed.length > 0 ? `${why}; ${failed.join("; ")}` : why,
+      forbidden: diagnostics.reason.length > 0,
+    };
   };
 
   return { decide, argsMatter };
 }
 
 /**
+ * A decision on a tool or prompt under all its names (`aliases`): denied when any name a forbid may
+ * name is forbidden, else allowed when any name a permit may name is permitted.
+ */
+function decideNamed(decide: Decide, aliases: AuthzEndpoint["aliases"]): Decide {
+  if (aliases === undefined) return decide;
+  return (req, action, type, id, call) => {
+    const kind = type === "Tool" ? "tool" : type === "Prompt" ? "prompt" : undefined;
+    const names = kind ? aliases(kind, id) : undefined;
+    if (names === undefined) return decide(req, action, type, id, call);
+    let permitted: Decision | undefined;
+    let refused: Decision | undefined;
+    for (const name of new Set([id, ...names.permit, ...names.forbid])) {
+      const decision = decide(req, action, type, name, call);
+      if (!decision.allowed && decision.forbidden && (name === id || names.forbid.includes(name)))
+        return decision.reason && name !== id
+          ? { ...decision, reason: `${decision.reason} (as ${type}::${JSON.stringify(name)})` }
+          : decision;
+      if (decision.allowed && (name === id || names.permit.includes(name))) permitted ??= decision;
+      else if (name === id) refused = decision;
+    }
+    return permitted ?? refused ?? { allowed: false, reason: "no policy permits it" };
+  };
+}
+
+/**
  * Whether the caller of `req` may call a tool, as list filtering decides it (no arguments): what a
  * search-mode gateway's find_tool shows that caller. Loads its own copy of the policies.
  */
-export function toolVisibility(config: AuthzConfig): (req: Request, tool: string) => boolean {
-  const { decide } = cedarDecider(config);
+export function toolVisibility(
+  config: AuthzConfig,
+  aliases?: AuthzEndpoint["aliases"],
+): (req: Request, tool: string) => boolean {
+  const decide = decideNamed(cedarDecider(config).decide, aliases);
   return (req, tool) => decide(req, cedar.tool.action, cedar.tool.type, tool).allowed;
 }
 
-/** `own`: the endpoint's own tools (search mode's find_tool and call_tool), decided on by what they reach. */
-export function cedarAuthorization(config: AuthzConfig, own: ReadonlySet<string> = new Set()): Middleware {
-  const { decide, argsMatter } = cedarDecider(config);
+export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint = {}): Middleware {
+  const own = endpoint.own ?? new Set<string>();
+  const decider = cedarDecider(config);
+  const { argsMatter } = decider;
+  const decide = decideNamed(decider.decide, endpoint.aliases);
   return (next) => async (req, ctx) => {
     const raw = await readRpcBody(req);
     let forward = req;
@@ -262,7 +327,16 @@ export function cedarAuthorization(config: AuthzConfig, own: ReadonlySet<string>
       const body = checkedBody(req, raw, { arguments: argsMatter });
       if (body instanceof Response) return markDenied(body);
       const refusal = refuse(req, body.messages);
-      if (refusal) return refusal;
+      if (refusal instanceof Response) return refusal;
+      if (refusal !== undefined) {
+        // A hidden tool's call that the endpoint answers as an unknown name: forwarded in its place,
+        // and the answer marked as the refusal it is, for audit.
+        const headers = new Headers(req.headers);
+        headers.delete("content-length");
+        if (headers.has("mcp-name")) headers.set("mcp-name", String(refusal.message.params?.name));
+        const replaced = forwardWith(req, rewrittenBody(refusal.message), headers);
+        return markDenied(await next(replaced, ctx), { reason: refusal.reason });
+      }
       forward = forwardWith(req, body);
     }
     // Every answer, GET streams included (legacy SSE answers arrive there).
@@ -273,7 +347,10 @@ export function cedarAuthorization(config: AuthzConfig, own: ReadonlySet<string>
     );
   };
 
-  function refuse(req: Request, messages: readonly JsonRpcMessage[]): Response | undefined {
+  function refuse(
+    req: Request,
+    messages: readonly JsonRpcMessage[],
+  ): Response | { message: JsonRpcMessage; reason: string } | undefined {
     for (const message of messages) {
       // Responses pass; a request sent without an id (as a notification) is decided all the same.
       if (typeof message !== "object" || message === null || typeof message.method !== "string") continue;
@@ -286,10 +363,26 @@ export function cedarAuthorization(config: AuthzConfig, own: ReadonlySet<string>
           ? decide(req, rule.action, rule.type, target.name, { args: message.params?.arguments })
           : { allowed: false, reason: `${message.method} is not an action Cedar policies decide on` };
       if (!decision.allowed) {
+        const reason = `Cedar: ${decision.reason ?? "denied"}`;
+        const hidden =
+          endpoint.hiddenAsUnknown !== undefined &&
+          target?.kind === "tool" &&
+          rule !== undefined &&
+          !decide(req, rule.action, rule.type, target.name).allowed;
+        if (hidden && target) {
+          const instead = messages.length === 1 ? endpoint.hiddenAsUnknown?.instead?.(req, message) : undefined;
+          if (instead !== undefined) return { message: instead, reason };
+          // As the tool filter answers a name it hides (tool-filter.ts), and the gateway one it does not know.
+          const status = (req.headers.get("accept") ?? "").includes("text/event-stream") ? 200 : 403;
+          return markDenied(
+            jsonRpcError(status, JsonRpcCode.invalidParams, `Unknown tool: ${target.name}`, { id: message.id ?? null }),
+            { reason },
+          );
+        }
         const what = target && rule ? `${rule.action} on ${rule.type}::${JSON.stringify(target.name)}` : message.method;
         const text = `Forbidden: ${what} is not permitted${decision.unmappable ? ` (${decision.reason})` : ""}`;
         return markDenied(jsonRpcError(403, -32001, text, { id: message.id ?? null }), {
-          ...(decision.reason !== undefined ? { reason: `Cedar: ${decision.reason}` } : {}),
+          ...(decision.reason !== undefined ? { reason } : {}),
         });
       }
     }

@@ -22,6 +22,7 @@ import type { AuthzConfig } from "../config/authz-config.ts";
 import type { ToolsPolicy } from "../config/tools-policy.ts";
 import type { Handler, Middleware } from "../proxy/handler.ts";
 import type { AuditOptions } from "./audit.ts";
+import type { AuthzEndpoint } from "./authz.ts";
 import { withBuiltinProtections, type BuiltinProtections } from "./builtin-chain.ts";
 import { messageGate } from "./message-gate.ts";
 
@@ -37,6 +38,8 @@ export interface ChainPolicies {
   readonly rewrite?: Middleware | undefined;
   /** Tools the endpoint serves itself (not a server's): listed and called past the tool filter and Cedar. */
   readonly ownTools?: ReadonlySet<string>;
+  /** What a gateway adds to Cedar: names that follow a tool when it is renamed, hidden tools answered as unknown. */
+  readonly authzEndpoint?: Omit<AuthzEndpoint, "own">;
 }
 
 /** A policy's module is loaded only when the policy is configured (Cedar's engine alone is megabytes). */
@@ -65,7 +68,14 @@ export async function policyChain(
     ...(policies.authentication ?? []),
     ...(readsBodies ? [messageGate({ arguments: inspectsArguments })] : []),
     ...(tools && policies.tools ? [tools.toolFilter(policies.tools, policies.ownTools)] : []),
-    ...(authz && policies.authz ? [authz.cedarAuthorization(policies.authz, policies.ownTools)] : []),
+    ...(authz && policies.authz
+      ? [
+          authz.cedarAuthorization(policies.authz, {
+            ...policies.authzEndpoint,
+            ...(policies.ownTools ? { own: policies.ownTools } : {}),
+          }),
+        ]
+      : []),
     ...(policies.webhooks ? [policies.webhooks] : []),
   );
 }

@@ -18,6 +18,8 @@ import { launchContainer } from "./launch-container.ts";
 import { launchLocalProcess } from "./launch-process.ts";
 import { preparePolicies, startTelemetry, type PreparedPolicies } from "./policies.ts";
 import { policyChain } from "../middleware/policy-chain.ts";
+import { memberGuard } from "../middleware/gateway-credential.ts";
+import { isGroupGuarded, readGatewayKey } from "../state/gateway-guard.ts";
 import type { ContainerPlacement, ProcessPlacement } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { connectRemote, connectServer, type Upstream } from "./upstream.ts";
@@ -139,7 +141,17 @@ async function serveWorkload(
           policies.audit && audited
             ? { config: policies.audit, write: audited.write, ...(server ? { redact: server.redact } : {}) }
             : undefined,
-        authentication: parts.prepared.authentication.forEndpoint(spec.endpointPath, listen.trustProxyHeaders),
+        authentication: [
+          // Before authentication: the group's gateway gets in with its key, and while a gateway with
+          // policies guards the group, nobody else gets in without authentication of this workload's own.
+          memberGuard({
+            group: spec.group,
+            key: () => readGatewayKey(ctx.paths),
+            guarded: () => isGroupGuarded(ctx.paths, spec.group),
+            ownAuthentication: policies.incomingAuth !== undefined,
+          }),
+          ...parts.prepared.authentication.forEndpoint(spec.endpointPath, listen.trustProxyHeaders),
+        ],
         tools: policies.tools,
         authz: policies.authz,
         webhooks: parts.prepared.webhooks,

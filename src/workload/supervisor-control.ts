@@ -3,6 +3,7 @@
  * serves the proxy and restarts the server when it crashes.
  */
 import { closeSync, openSync, readFileSync, statSync } from "node:fs";
+import { readGatewayKey } from "../state/gateway-guard.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { clientUrl } from "../state/workload-url.ts";
 import { installId } from "../state/paths.ts";
@@ -182,6 +183,8 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
   if (record.runtime === "remote") return;
   const url = clientUrl(record.host, record.proxyPort, record.proxyPath);
   if (record.proxyPath === "/sse") return; // legacy SSE has no one-request handshake to probe
+  // mcpmgr's own probe: in a group a gateway with policies guards, only the gateway key gets an answer.
+  const gatewayKey = readGatewayKey(store.paths);
   try {
     const response = await fetch(url, {
       method: "POST",
@@ -189,6 +192,7 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
         "mcp-protocol-version": "2025-06-18",
+        ...(gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {}),
       },
       body: JSON.stringify({
         jsonrpc: "2.0",
@@ -203,7 +207,11 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
     const session = response.headers.get("mcp-session-id");
     const text = await response.text();
     if (!response.ok || !text.includes('"result"')) throw new Error(`initialize answered ${response.status}`);
-    if (session) await fetch(url, { method: "DELETE", headers: { "mcp-session-id": session } }).catch(() => {});
+    if (session)
+      await fetch(url, {
+        method: "DELETE",
+        headers: { "mcp-session-id": session, ...(gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {}) },
+      }).catch(() => {});
   } catch (err) {
     throw new McpmgrError(
       "SERVER_FAILED",

@@ -36,6 +36,7 @@ beforeAll(async () => {
         policies: [
           "permit(principal, action, resource);",
           'forbid(principal, action == Action::"call_tool", resource == Tool::"beta_echo");',
+          'forbid(principal, action == Action::"call_tool", resource == Tool::"alpha_echo") when { context.arg_text == "secret" };',
         ],
         entities_json: "[]",
       },
@@ -75,15 +76,28 @@ describe("policies on gateway names", () => {
     expect(refused).not.toContain("slept");
   });
 
-  test("a Cedar forbid on a gateway tool refuses the call; the others go through", async () => {
-    const forbidden = await client.callTool({ name: "beta_echo", arguments: { text: "no" } }).then(
-      (result) => text(result),
-      (err: unknown) => String(err),
-    );
-    expect(forbidden).toContain("Forbidden");
+  test("a Cedar forbid on a gateway tool refuses the call, as for a tool that does not exist; the others go through", async () => {
+    const answer = (name: string) =>
+      client.callTool({ name, arguments: { text: "no" } }).then(
+        (result) => text(result),
+        (err: unknown) => String(err).replaceAll(name, "NAME"),
+      );
+    const forbidden = await answer("beta_echo");
+    expect(forbidden).toContain("Unknown tool: NAME");
+    expect(forbidden).toBe(await answer("beta_echx"));
     expect(JSON.parse(text(await client.callTool({ name: "alpha_echo", arguments: { text: "yes" } }))).text).toBe(
       "yes",
     );
+  });
+
+  test("a call Cedar refuses for its arguments, of a tool the caller sees, is refused as Forbidden", async () => {
+    const refused = await client.callTool({ name: "alpha_echo", arguments: { text: "secret" } }).then(
+      (result) => text(result),
+      (err: unknown) => String(err),
+    );
+    expect(refused).toContain("Forbidden: call_tool on Tool::");
+    expect(refused).toContain("alpha_echo");
+    expect(refused).not.toContain("Unknown tool");
   });
 
   test("the audit trail records each call under the tool the client called, with its outcome", async () => {

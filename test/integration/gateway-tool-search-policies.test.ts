@@ -94,16 +94,22 @@ describe("policies are not bypassed", () => {
     );
   });
 
-  test("a tool Cedar forbids is not found, and call_tool is refused exactly as the direct call", async () => {
+  test("a tool Cedar forbids is not found, and is answered exactly as a tool that does not exist", async () => {
     const client = await connect();
     expect(await find(client, "delete a note", 20)).not.toContain("notes_delete_note");
-    // The refusal as the client reads it, without the request id (which differs between calls).
-    const refusal = async (answer: Promise<string>) => (await answer).replace(/"id":\d+/, '"id":…');
-    const direct = await refusal(outcome(client, "notes_delete_note", { id: "1" }));
-    expect(direct).toContain(String.raw`Forbidden: call_tool on Tool::\"notes_delete_note\" is not permitted`);
-    expect(await refusal(callTool(client, "notes_delete_note", { id: "1" }))).toBe(direct);
-    // Its schema stays unknown too: invalid arguments get the same refusal, not a schema error.
-    expect(await refusal(callTool(client, "notes_delete_note", {}))).toBe(direct);
+    // The answers as the client reads them, with the name asked for replaced (the rest must not differ).
+    const as = async (answer: Promise<string>, name: string) =>
+      (await answer).replace(/"id":\d+/, '"id":…').replaceAll(name, "NAME");
+    const direct = await as(outcome(client, "notes_delete_note", { id: "1" }), "notes_delete_note");
+    expect(direct).toBe(await as(outcome(client, "notes_delete_notx", { id: "1" }), "notes_delete_notx"));
+    expect(direct).toContain("Unknown tool: NAME");
+    const viaCallTool = await as(callTool(client, "notes_delete_note", { id: "1" }), "notes_delete_note");
+    expect(viaCallTool).toStartWith('isError: No tool named "NAME".');
+    expect(viaCallTool).toBe(await as(callTool(client, "notes_delete_notx", { id: "1" }), "notes_delete_notx"));
+    // Its schema stays unknown too: invalid arguments get the same answer, not a schema error.
+    expect(await as(callTool(client, "notes_delete_note", {}), "notes_delete_note")).toStartWith(
+      'isError: No tool named "NAME".',
+    );
     // A near miss is never answered with a name the caller may not call.
     const nearMiss = await callTool(client, "notes_delete", { id: "1" });
     expect(nearMiss).toStartWith('isError: No tool named "notes_delete".');
@@ -162,10 +168,12 @@ describe("policies are not bypassed", () => {
     expect(await find(writer, "write a new note", 1)).toEqual(["notes_create_note"]);
     expect(await find(reader, "weather forecast", 5)).toEqual(["weather_get_forecast"]);
     // The instructions name only the workloads a caller can use.
-    expect(reader.getInstructions()).toContain("weather (");
-    expect(reader.getInstructions()).not.toContain("notes (");
-    expect(writer.getInstructions()).toContain("notes (");
-    expect(await callTool(reader, "notes_create_note", { title: "t", body: "b" })).toContain("Forbidden");
+    expect(reader.getInstructions()).toContain('weather "');
+    expect(reader.getInstructions()).not.toContain('notes "');
+    expect(writer.getInstructions()).toContain('notes "');
+    expect(await callTool(reader, "notes_create_note", { title: "t", body: "b" })).toStartWith(
+      'isError: No tool named "notes_create_note".',
+    );
     expect(
       echoed(
         await writer.callTool({

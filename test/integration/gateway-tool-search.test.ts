@@ -44,8 +44,8 @@ describe("what the model sees", () => {
     expect(instructions.split(/(?<=\.)\s+(?=[A-Z])/)).toHaveLength(2);
     expect(instructions).toContain("find_tool");
     expect(instructions).toContain("call_tool");
-    expect(instructions).toContain("weather (Weather forecasts and severe weather alerts for cities worldwide)");
-    expect(instructions).toContain("baidu-search (百度网页搜索服务)");
+    expect(instructions).toContain('weather "Weather forecasts and severe weather alerts for cities worldwide"');
+    expect(instructions).toContain('baidu-search "百度网页搜索服务"');
   });
 
   test("find_tool finds a tool by a paraphrase of its description, with its full inputSchema", async () => {

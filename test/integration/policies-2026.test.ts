@@ -236,7 +236,7 @@ describe("Cedar", () => {
     const names = async (who: "a" | "b") => {
       const listed = await modern(who, "tools/list");
       expect(listed.message.result?.cacheScope).toBe("private");
-      return (listed.message.result?.tools as { name: string }[]).map((tool) => tool.name).sort();
+      return ((listed.message.result?.tools ?? []) as { name: string }[]).map((tool) => tool.name).sort();
     };
     expect(await names("a")).toEqual(["echo", "stats"]);
     expect(await names("b")).toEqual(["echo"]);
@@ -371,7 +371,7 @@ describe("the transparent proxy in front of a 2026-07-28 HTTP server", () => {
       const names = async (who: "a" | "b") => {
         const listed = await modern(who, "tools/list", {}, endpoint);
         expect(listed.message.result?.cacheScope).toBe("private");
-        return (listed.message.result?.tools as { name: string }[]).map((tool) => tool.name).sort();
+        return ((listed.message.result?.tools ?? []) as { name: string }[]).map((tool) => tool.name).sort();
       };
       expect(await names("a")).toEqual(["test_error_handling", "test_simple_text"]);
       expect(await names("b")).toEqual(["test_simple_text"]);

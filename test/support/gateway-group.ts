@@ -66,7 +66,17 @@ export async function createTestGroup(): Promise<TestGroup> {
         if (created.code !== 0) throw new Error(`mcpmgr group create ${group} failed:\n${created.stderr}`);
         groups.add(group);
       }
-      const args = ["run", source, "--name", name, "--group", group, "--permission-profile", "none"];
+      // A remote URL runs no server of ours: no sandbox to choose a profile for.
+      const remote = /^https?:\/\//.test(source);
+      const args = [
+        "run",
+        source,
+        "--name",
+        name,
+        "--group",
+        group,
+        ...(remote ? [] : ["--permission-profile", "none"]),
+      ];
       const started = mcpmgr(...args, ...(serverArgs.length > 0 ? ["--", ...serverArgs] : []));
       if (started.code !== 0) {
         const logs = mcpmgr("logs", name);

@@ -222,3 +222,56 @@ describe("arguments Cedar cannot hold exactly deny the call (fail closed)", () =
     expect(((await answer.json()) as { result: { tools: unknown[] } }).result.tools).toEqual([{ name: "echo" }]);
   });
 });
+
+describe("names that follow a tool (a gateway's --name-prefix when-needed)", () => {
+  // The toy server's tools stand for gateway names: `echo` is workload w's `echo` under its stable
+  // name w_echo, `admin` is w's `admin`, now renamed `w_admin` by a newcomer (so its bare name is `admin`).
+  const aliases = (kind: "tool" | "prompt", name: string) =>
+    kind === "tool" && (name === "echo" || name === "admin" || name === "secret_tool")
+      ? { permit: [name, `w_${name}`], forbid: [name, `w_${name}`, name.replace(/^w_/, "")] }
+      : undefined;
+  const guarded = (rules: string[]) =>
+    compose(toyServer().handler, cedarAuthorization({ policies: rules.join("\n"), entities: [] }, { aliases }));
+
+  test("a forbid on any spelling denies; a permit on the gateway or stable name allows", async () => {
+    const handle = guarded([
+      "permit(principal, action, resource);",
+      'forbid(principal, action == Action::"call_tool", resource == Tool::"w_admin");',
+    ]);
+    expect((await handle(rpc(call("admin")), ctx)).status).toBe(403);
+    expect((await handle(rpc(call("echo")), ctx)).status).toBe(200);
+    const permitStable = guarded(['permit(principal, action == Action::"call_tool", resource == Tool::"w_echo");']);
+    expect((await permitStable(rpc(call("echo")), ctx)).status).toBe(200);
+    expect((await permitStable(rpc(call("admin")), ctx)).status).toBe(403);
+  });
+
+  test("lists are filtered under the same names", async () => {
+    const handle = guarded([
+      "permit(principal, action, resource);",
+      'forbid(principal, action == Action::"call_tool", resource == Tool::"w_secret_tool");',
+    ]);
+    const [answer] = await messagesOf(await handle(rpc({ jsonrpc: "2.0", id: 1, method: "tools/list" }), ctx));
+    const names = ((answer?.result as { tools?: { name: string }[] } | undefined)?.tools ?? []).map((t) => t.name);
+    expect(names).toEqual(["echo", "admin"]);
+  });
+});
+
+describe("a tool the caller may not see (hiddenAsUnknown)", () => {
+  test("is answered as an unknown tool, with the real reason kept for audit; a tool it sees keeps Forbidden", async () => {
+    const rules = [
+      'permit(principal, action == Action::"call_tool", resource == Tool::"echo");',
+      'forbid(principal, action == Action::"call_tool", resource == Tool::"echo") when { context.arg_text == "secret" };',
+    ].join("\n");
+    const handle = compose(
+      toyServer().handler,
+      cedarAuthorization({ policies: rules, entities: [] }, { hiddenAsUnknown: {} }),
+    );
+    const hidden = await handle(rpc(call("admin")), ctx);
+    const [answer] = await messagesOf(hidden);
+    expect(answer?.error).toEqual({ code: -32602, message: "Unknown tool: admin" });
+    expect(denialOf(hidden)?.reason).toContain("Cedar:");
+    const refused = await handle(rpc(call("echo", { text: "secret" })), ctx);
+    const [forbidden] = await messagesOf(refused);
+    expect(forbidden?.error?.message).toStartWith("Forbidden");
+  });
+});

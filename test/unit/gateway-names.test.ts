@@ -17,7 +17,7 @@ describe("gateway names", () => {
   test("when-needed: a name only one workload has stays bare; a shared one is prefixed for all, and reported", () => {
     const assignment = assignNames(entries(["a", "x"], ["b", "x"], ["a", "only"]), "when-needed");
     expect(names(assignment)).toEqual({ a_x: "a/x", b_x: "b/x", only: "a/only" });
-    expect(assignment.collisions).toEqual(['"x" is offered by a, b: named a_x, b_x']);
+    expect(assignment.collisions).toEqual(['"x" is offered by a, b: named "a_x", "b_x"']);
   });
 
   test("when-needed: a prefixed name that meets another workload's bare name prefixes that one too", () => {

@@ -140,7 +140,7 @@ describe("the index at the gateway", () => {
     };
     const search = new GatewaySearch({ mode, log: () => {} });
     search.update(view());
-    expect(search.instructions(undefined)).toContain("kitchen (Food)");
+    expect(search.instructions(undefined)).toContain('kitchen "Food"');
     expect(names(await mode.find({ query: "wash car", limit: 2 })).sort()).toEqual([
       "garage_wash_car",
       "kitchen_wash_car",

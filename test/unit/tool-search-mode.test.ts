@@ -29,7 +29,7 @@ function garage(mode: SearchMode): SearchMode {
 test("lists the two tools, answers find_tool and call_tool for a caller's policy, follows the workloads", async () => {
   const mode = garage(new SearchMode());
   expect(mode.tools().map((tool) => tool.name)).toEqual(["find_tool", "call_tool"]);
-  expect(mode.instructions()).toContain("garage (Vehicle services)");
+  expect(mode.instructions()).toContain('garage "Vehicle services"');
 
   const found = await mode.find({ query: "wash my car", limit: 1 });
   expect(textOf(found)).toContain("1. garage_wash_car");

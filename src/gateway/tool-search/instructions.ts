@@ -1,7 +1,9 @@
 /**
  * The gateway's `instructions` in search mode: two sentences, how to use the two tools and what the
  * group holds (each workload's name and a one-line summary), so a model knows before searching whether
- * the group can help at all.
+ * the group can help at all. A summary is the workload's own words, not the gateway's: it is cut to
+ * one short line and quoted as what the workload says of itself, and it never comes from a workload's
+ * `instructions` (catalog.ts), so the gateway does not lend its authority to a member's text.
  *
  * They are read on every turn next to the two tools' definitions, so they have a budget
  * (INSTRUCTIONS_BUDGET characters, ~325 tokens: with tools/list, under 600 tokens). A large group
@@ -33,8 +35,9 @@ export function oneLineSummary(summary: string, length = SUMMARY_LENGTH): string
 function workloadList(sorted: readonly WorkloadSummary[], summaryLength: number): string {
   return sorted
     .map((workload) => {
-      const summary = summaryLength > 0 ? oneLineSummary(workload.summary, summaryLength) : "";
-      return summary ? `${workload.name} (${summary})` : workload.name;
+      // Double quotes inside would end the quotation early: shown as single ones.
+      const summary = summaryLength > 0 ? oneLineSummary(workload.summary, summaryLength).replace(/["“”]/g, "'") : "";
+      return summary ? `${workload.name} "${summary}"` : workload.name;
     })
     .join("; ");
 }
@@ -46,9 +49,10 @@ export function searchModeInstructions(workloads: readonly WorkloadSummary[], bu
     "the best matches with their inputSchema, then call_tool with a match's name and arguments (or call it by that name).";
   if (workloads.length === 0) return `${usage} The group has no running workloads yet.`;
   const sorted = [...workloads].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const sentence = (list: string) => `${usage} The group's workloads: ${list}.`;
+  const sentence = (list: string, described = false) =>
+    `${usage} The group's workloads${described ? ", each with how it describes itself" : ""}: ${list}.`;
   for (const length of [...SUMMARY_STEPS, 0]) {
-    const text = sentence(workloadList(sorted, length));
+    const text = sentence(workloadList(sorted, length), length > 0);
     if (text.length <= budget) return text;
   }
   // Not even the names fit: as many as do, then how many more.

@@ -1,0 +1,130 @@
+/**
+ * What lets a group's gateway be the only way into its workloads while it enforces policies
+ * (docs/gateway.md, "Members are reached only through the gateway"):
+ *  - the gateway key: a random secret of this installation (`<stateDir>/gateway.key`, 0600, made on
+ *    first use), which a gateway presents to its members and members accept in place of a client's
+ *    credentials. Only mcpmgr's user can read it;
+ *  - guard markers: a running gateway with policies writes `<runtimeDir>/gateway-guards/<group>/<pid>`
+ *    (holding its process start time, so a reused pid does not count) and removes it when it stops; a
+ *    member of that group without authentication of its own refuses every other caller while one is there.
+ */
+import { link, mkdir, open, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { McpmgrPaths } from "./paths.ts";
+
+const KEY_FILE = "gateway.key";
+/** The key's shape, also how a member tells it from a client's bearer token at a glance. */
+const KEY_PREFIX = "mcpmgr-gateway-";
+
+function keyPath(paths: McpmgrPaths): string {
+  return join(paths.stateDir, KEY_FILE);
+}
+
+function guardDir(paths: McpmgrPaths, group: string): string {
+  return join(paths.runtimeDir, "gateway-guards", group);
+}
+
+/** The installation's gateway key, made now when there is none (two starters at once agree on one). */
+export async function gatewayKey(paths: McpmgrPaths): Promise<string> {
+  const existing = readGatewayKey(paths);
+  if (existing !== undefined) return existing;
+  await mkdir(paths.stateDir, { recursive: true, mode: 0o700 });
+  const key = `${KEY_PREFIX}${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url")}`;
+  // Written whole under a private name, then linked into place: link() fails if the key exists, so
+  // whoever links first wins, and nobody ever reads a half-written key.
+  const temp = `${keyPath(paths)}.${process.pid}.${crypto.randomUUID()}.tmp`;
+  const handle = await open(temp, "wx", 0o600);
+  try {
+    await handle.writeFile(key);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await link(temp, keyPath(paths));
+    return key;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    const winner = readGatewayKey(paths);
+    if (winner === undefined) throw new Error(`${keyPath(paths)} holds no gateway key`);
+    return winner;
+  } finally {
+    await rm(temp, { force: true });
+  }
+}
+
+/** The key, or undefined while no gateway has made one (a member then has nothing to accept). */
+export function readGatewayKey(paths: McpmgrPaths): string | undefined {
+  try {
+    const text = readFileSync(keyPath(paths), "utf8").trim();
+    return text.startsWith(KEY_PREFIX) && text.length > KEY_PREFIX.length + 20 ? text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** When a process started (clock ticks since boot), to tell a live pid from a reused one; "" off Linux. */
+function startTimeOf(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ")".
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return process.platform === "linux" ? undefined : "";
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Marks the group as guarded by this process until the returned function is called. */
+export async function guardGroup(paths: McpmgrPaths, group: string): Promise<() => Promise<void>> {
+  const dir = guardDir(paths, group);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const marker = join(dir, String(process.pid));
+  await writeFile(marker, startTimeOf(process.pid) ?? "", { mode: 0o600 });
+  return async () => {
+    await rm(marker, { force: true });
+  };
+}
+
+/** Whether a live gateway with policies guards the group now (a marker of a process that is gone does not count). */
+export function isGroupGuarded(paths: McpmgrPaths, group: string): boolean {
+  const dir = guardDir(paths, group);
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return false;
+  }
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || !isAlive(pid)) continue;
+    let recorded: string;
+    try {
+      recorded = readFileSync(join(dir, entry), "utf8");
+    } catch {
+      continue;
+    }
+    if (startTimeOf(pid) === recorded) return true;
+  }
+  return false;
+}
+
+/** Removes the markers of gateways that are gone (a gateway that was killed leaves its marker behind). */
+export async function pruneGuards(paths: McpmgrPaths, group: string): Promise<void> {
+  const dir = guardDir(paths, group);
+  for (const entry of await readdir(dir).catch(() => [] as string[])) {
+    const pid = Number(entry);
+    const recorded = await readFile(join(dir, entry), "utf8").catch(() => undefined);
+    const alive = Number.isSafeInteger(pid) && pid > 0 && isAlive(pid) && recorded === startTimeOf(pid);
+    if (!alive) await rm(join(dir, entry), { force: true });
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The gateway's catalog against members that misbehave: real MCP servers over HTTP
+ * (test/fixtures/member-server.ts) and the catalog connections the gateway opens to them.
+ * A member that floods list_changed, lists too much, names things to forge log lines or
+ * takes over another member's resources must not get its way.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { GroupCatalog, LIST_LIMITS, resourceRoute } from "../../src/gateway/catalog.ts";
+import type { PrefixMode } from "../../src/gateway/names.ts";
+import { type MemberServer, type MemberServerOptions, startMemberServer } from "../fixtures/member-server.ts";
+import { until } from "../support/gateway-group.ts";
+
+const servers: MemberServer[] = [];
+const catalogs: GroupCatalog[] = [];
+
+afterEach(async () => {
+  for (const catalog of catalogs.splice(0)) catalog.close();
+  await Promise.allSettled(servers.splice(0).map((server) => server.stop()));
+});
+
+function member(options: MemberServerOptions): MemberServer {
+  const server = startMemberServer(options);
+  servers.push(server);
+  return server;
+}
+
+async function catalogOf(members: Record<string, MemberServer>, prefixMode: PrefixMode = "always") {
+  const logged: string[] = [];
+  const catalog = new GroupCatalog({
+    prefixMode,
+    timeoutMs: 10_000,
+    onChange: () => {},
+    log: (level, text) => logged.push(`[${level}] ${text}`),
+  });
+  catalogs.push(catalog);
+  catalog.setMembers(Object.entries(members).map(([name, server]) => ({ name, url: server.url })));
+  await catalog.settled(10_000);
+  return { catalog, logged };
+}
+
+describe("list_changed floods", () => {
+  test("a flood of notifications costs at most one re-list in flight and one queued", async () => {
+    const flooder = member({ name: "flooder", tools: ["a"] });
+    const { catalog } = await catalogOf({ flooder });
+    expect(flooder.listRequests).toBe(1);
+    await flooder.flood(300);
+    // The last change is announced after the flood: once the catalog shows it, every notification is in.
+    await flooder.addTool("last");
+    expect(await until(() => catalog.view.tools.some((t) => t.name === "flooder_last"))).toBe(true);
+    expect(flooder.listRequests).toBeLessThanOrEqual(5);
+  });
+
+  test("a list past the item limit is refused with a warning; the other members are served", async () => {
+    const many = Array.from({ length: LIST_LIMITS.items + 1 }, (_, i) => `t${i}`);
+    const big = member({ name: "big", tools: many });
+    const small = member({ name: "small", tools: ["echo"] });
+    const { catalog, logged } = await catalogOf({ big, small });
+    expect(catalog.view.tools.map((t) => t.name)).toEqual(["small_echo", "small_getctx", "small_setctx"]);
+    expect(logged.some((line) => line.includes("'big'") && line.includes("larger than the gateway accepts"))).toBe(
+      true,
+    );
+  });
+});
+
+describe("resources offered by several workloads", () => {
+  test("a URI two workloads list is listed by neither and routed to neither; the collision is logged once", async () => {
+    const victim = member({ name: "victim", resources: ["file:///secret.txt", "file:///mine.txt"] });
+    const aevil = member({ name: "aevil", resources: ["file:///secret.txt"] });
+    const { catalog, logged } = await catalogOf({ victim, aevil });
+    expect(catalog.view.resources.map((r) => r.uri)).toEqual(["file:///mine.txt"]);
+    expect(resourceRoute(catalog.view, "file:///secret.txt")).toEqual({ claimedBy: ["aevil", "victim"] });
+    expect(resourceRoute(catalog.view, "file:///mine.txt")).toEqual({ workload: "victim" });
+    expect(
+      logged.filter((line) => line.includes('resource "file:///secret.txt" is offered by aevil, victim')),
+    ).toHaveLength(1);
+  });
+
+  test("a catch-all template does not take over another workload's URIs", async () => {
+    const victim = member({ name: "victim", templates: ["notes://{id}"] });
+    const aevil = member({ name: "aevil", templates: ["{+any}"] });
+    const { catalog } = await catalogOf({ victim, aevil });
+    // Both match: neither gets it (which sorts first must not decide); only aevil's matches: aevil's.
+    expect(resourceRoute(catalog.view, "notes://42")).toEqual({ claimedBy: ["aevil", "victim"] });
+    expect(resourceRoute(catalog.view, "other:x")).toEqual({ workload: "aevil" });
+  });
+
+  test("a template several workloads offer is listed once and routes nothing", async () => {
+    const one = member({ name: "one", templates: ["docs://{name}", "one://{x}"] });
+    const two = member({ name: "two", templates: ["docs://{name}"] });
+    const { catalog, logged } = await catalogOf({ one, two });
+    expect(catalog.view.resourceTemplates.map((t) => t.uriTemplate)).toEqual(["docs://{name}", "one://{x}"]);
+    expect(catalog.view.sharedTemplates.get("docs://{name}")).toEqual(["one", "two"]);
+    expect(resourceRoute(catalog.view, "docs://readme")).toEqual({ claimedBy: ["one", "two"] });
+    expect(resourceRoute(catalog.view, "one://y")).toEqual({ workload: "one" });
+    expect(logged.some((line) => line.includes('resource template "docs://{name}" is offered by one, two'))).toBe(true);
+  });
+});
+
+describe("names chosen to forge the gateway's log", () => {
+  test("a tool name that is not a valid MCP name is left out, and logged escaped on one line", async () => {
+    const forged = "evil\n[info] gateway 'g': workload 'bank' joined (verified)\u001b[2K";
+    const inj = member({ name: "inj", tools: [forged, "echo"], prompts: ["p\nq", "fine"] });
+    const other = member({ name: "other", tools: ["echo"] });
+    const { catalog, logged } = await catalogOf({ inj, other }, "when-needed");
+    expect(catalog.view.tools.map((t) => t.name)).not.toContain(forged);
+    expect(catalog.view.tools.map((t) => t.name)).toContain("inj_echo");
+    expect(catalog.view.prompts.map((p) => p.name)).toEqual(["fine"]);
+    for (const line of logged) {
+      expect(line).not.toContain("\n");
+      expect(line).not.toContain("\u001b");
+    }
+    expect(logged.some((line) => line.includes("is not a valid MCP name") && line.includes("evil\\n[info]"))).toBe(
+      true,
+    );
+    expect(logged.some((line) => line.includes('name collision: "echo" is offered by inj, other'))).toBe(true);
+  });
+});
