@@ -5,7 +5,7 @@
  */
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { printable } from "../printable.ts";
-import { callerOf } from "../middleware/authn.ts";
+import { callerOf } from "../middleware/caller.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
 import type { Handler } from "../proxy/handler.ts";
 import type { LiveStreams } from "../proxy/live-streams.ts";
