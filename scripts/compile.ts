@@ -4,8 +4,9 @@
  *   bun run compile --all                → dist/mcpmgr-<os>-<arch>[.exe] for every release target + dist/SHA256SUMS
  *   bun run compile --target linux-x64   → the named targets only (comma-separated) + a SHA256SUMS for them
  *   --outdir DIR                         → write there instead of dist/
- * The version (package.json + git commit) is injected with `define`; the binary does
- * not autoload .env or bunfig.toml from the directory it is started in.
+ * The version (package.json + git commit), the full commit and the build date (SOURCE_DATE_EPOCH
+ * when set, for reproducible builds) are injected with `define` (src/version.ts; `mcpmgr version`
+ * shows them); the binary does not autoload .env or bunfig.toml from the directory it is started in.
  *
  * Start-up time is decided here as much as in the code (bench `cli-startup`):
  *   - bytecode: JavaScriptCore gets precompiled bytecode instead of parsing ~2 MB of
@@ -24,13 +25,37 @@ import { type ReleaseTarget, releaseTargets, targetById } from "./lib/release-ta
 
 const root = resolve(import.meta.dir, "..");
 
-function buildVersion(): string {
-  const git = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root, stderr: "ignore" });
-  const commit = git.success ? git.stdout.toString().trim() : "";
-  return commit ? `${pkg.version}+${commit}` : pkg.version;
+/** What an executable says about itself (`mcpmgr --version`, `mcpmgr version`). */
+export interface BuildInfo {
+  /** package.json's version, with the short commit as build metadata (0.2.0+1a2b3c4). */
+  readonly version: string;
+  /** The full commit, or "unknown" outside a git checkout. */
+  readonly commit: string;
+  /** ISO 8601 in UTC, to the second. */
+  readonly date: string;
 }
 
-export async function compile(outfile: string, version: string, target?: Bun.Build.CompileTarget): Promise<void> {
+export function buildInfo(env: Readonly<Record<string, string | undefined>> = process.env): BuildInfo {
+  // The full commit, then the short one git would print (as long as it needs to be unambiguous).
+  const git = Bun.spawnSync(["git", "rev-parse", "HEAD", "--short", "HEAD"], { cwd: root, stderr: "ignore" });
+  const [commit, short] = git.success ? git.stdout.toString().trim().split("\n") : [];
+  return {
+    version: short ? `${pkg.version}+${short}` : pkg.version,
+    commit: commit || "unknown",
+    date: buildDate(env.SOURCE_DATE_EPOCH),
+  };
+}
+
+/** The build time, or SOURCE_DATE_EPOCH (seconds since 1970, https://reproducible-builds.org/specs/source-date-epoch/). */
+export function buildDate(sourceDateEpoch: string | undefined, now = new Date()): string {
+  const epoch = sourceDateEpoch?.trim();
+  if (epoch === undefined || epoch === "") return now.toISOString().replace(/\.\d{3}Z$/, "Z");
+  if (!/^\d+$/.test(epoch))
+    throw new Error(`SOURCE_DATE_EPOCH=${JSON.stringify(sourceDateEpoch)}: expected whole seconds`);
+  return new Date(Number(epoch) * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+export async function compile(outfile: string, build: BuildInfo, target?: Bun.Build.CompileTarget): Promise<void> {
   // Bun writes the chunks' source maps next to the executable (they are embedded too):
   // build in a scratch folder and keep only the executable.
   const scratch = await mkdtemp(join(resolve(outfile, ".."), ".compile-"));
@@ -44,7 +69,11 @@ export async function compile(outfile: string, version: string, target?: Bun.Bui
         autoloadDotenv: false,
         autoloadBunfig: false,
       },
-      define: { MCPMGR_BUILD_VERSION: JSON.stringify(version) },
+      define: {
+        MCPMGR_BUILD_VERSION: JSON.stringify(build.version),
+        MCPMGR_BUILD_COMMIT: JSON.stringify(build.commit),
+        MCPMGR_BUILD_DATE: JSON.stringify(build.date),
+      },
       format: "esm",
       splitting: true,
       bytecode: true,
@@ -60,7 +89,7 @@ export async function compile(outfile: string, version: string, target?: Bun.Bui
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
-  console.error(`built ${relative(root, outfile)} (${version})`);
+  console.error(`built ${relative(root, outfile)} (${build.version}, ${build.date})`);
 }
 
 interface Options {
@@ -84,16 +113,16 @@ function parseOptions(argv: readonly string[]): Options {
 
 async function main(): Promise<void> {
   const { outdir, targets } = parseOptions(process.argv.slice(2));
-  const version = buildVersion();
+  const build = buildInfo();
   await mkdir(outdir, { recursive: true });
   if (targets.length === 0) {
-    await compile(join(outdir, "mcpmgr"), version);
+    await compile(join(outdir, "mcpmgr"), build);
     return;
   }
   const sums: { file: string; sha256: string }[] = [];
   for (const { bunTarget, file } of targets) {
     const outfile = join(outdir, file);
-    await compile(outfile, version, bunTarget);
+    await compile(outfile, build, bunTarget);
     sums.push({ file, sha256: await sha256File(outfile) });
   }
   await writeFile(join(outdir, "SHA256SUMS"), formatChecksums(sums));

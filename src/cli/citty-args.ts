@@ -1,14 +1,38 @@
-/** Option tables (config/) → citty argument definitions, used for dispatch and help. */
+/**
+ * Option tables (config/) → citty argument definitions, used for dispatch, help and shell completion;
+ * what citty has no place for: help-only subcommands, summaries, examples.
+ */
 import type { ArgsDef, CommandDef } from "citty";
 import type { OptionTable } from "../config/option-spec.ts";
+
+/**
+ * What shell completion offers for an argument: names mcpmgr lists at the time (`mcpmgr __complete
+ * KIND`), files, or a fixed set of words.
+ */
+export type Completes = "workloads" | "groups" | "servers" | "files" | readonly string[];
 
 export interface PositionalHelp {
   readonly description: string;
   readonly required: boolean;
+  readonly completes?: Completes;
+}
+
+/** What toCittyArgs made an argument definition from: the option table and the positionals, for completion. */
+export interface ArgsSource {
+  readonly table: OptionTable;
+  readonly positionals: Readonly<Record<string, PositionalHelp>>;
+}
+
+const sources = new WeakMap<ArgsDef, ArgsSource>();
+
+/** The option table and positionals behind a command's citty arguments, when toCittyArgs made them. */
+export function argsSourceOf(args: ArgsDef): ArgsSource | undefined {
+  return sources.get(args);
 }
 
 export function toCittyArgs(table: OptionTable, positionals: Readonly<Record<string, PositionalHelp>> = {}): ArgsDef {
   const args: ArgsDef = {};
+  sources.set(args, { table, positionals });
   for (const [name, help] of Object.entries(positionals)) {
     args[name] = { type: "positional", description: help.description, required: help.required };
   }
@@ -70,4 +94,26 @@ export function withSubCommandSummaries<C extends CommandDef<any>>(
 /** The subcommand summaries help shows for a command, if it has them. */
 export function subCommandSummariesOf(command: object): HelpSubCommands | undefined {
   return (command as { subCommandSummaries?: HelpSubCommands }).subCommandSummaries;
+}
+
+/** A command line shown in a command's help, under EXAMPLES (test/unit/cli-examples.test.ts parses each one). */
+export interface Example {
+  /** What it does, shown as a comment above it. */
+  readonly description: string;
+  /** The whole command line, starting with `mcpmgr`. */
+  readonly command: string;
+}
+
+/** A command with the examples its help shows (citty's own help has no such section). */
+// biome-ignore lint/suspicious/noExplicitAny: as above
+export function withExamples<C extends CommandDef<any>>(
+  command: C,
+  examples: readonly Example[],
+): C & { readonly examples: readonly Example[] } {
+  return Object.assign(command, { examples });
+}
+
+/** The examples of a command, if it has any. */
+export function examplesOf(command: object): readonly Example[] | undefined {
+  return (command as { examples?: readonly Example[] }).examples;
 }

@@ -21,7 +21,7 @@ import { ClientRegistrationStore } from "../state/client-registrations.ts";
 import { DEFAULT_GROUP, GroupStore } from "../state/groups.ts";
 import { clientContextOf, pruneClientEntries, runningWorkloads } from "../workload/client-entries.ts";
 import { registeredClients } from "../workload/groups.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult, printTable } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
@@ -34,7 +34,9 @@ function groupCell(groups: readonly string[], viaGateway: readonly string[]): st
   return groups.map((group) => (viaGateway.includes(group) ? `${group} (gateway)` : group)).join(",") || "-";
 }
 
-const clientArg = { CLIENT: { description: `AI client: ${CLIENT_IDS.join(", ")}`, required: true } };
+const clientArg = {
+  CLIENT: { description: `AI client: ${CLIENT_IDS.join(", ")}`, required: true, completes: CLIENT_IDS },
+};
 
 function noArguments(positionals: readonly string[], command: string): void {
   if (positionals.length > 0) {
@@ -226,14 +228,39 @@ function cancelledError(): McpmgrError {
 }
 
 const subCommands = {
-  status,
-  register: registerCommand,
-  remove,
-  "list-registered-clients": listRegistered,
-  setup,
+  status: withExamples(status, [
+    {
+      description: "Which AI clients are installed, what they follow, where their files are",
+      command: "mcpmgr client status",
+    },
+    { description: "The same as JSON", command: "mcpmgr client status --format json" },
+  ]),
+  register: withExamples(registerCommand, [
+    {
+      description: "Let Claude Code follow the default group's running workloads",
+      command: "mcpmgr client register claude-code",
+    },
+    { description: "Let Cursor follow the group 'work'", command: "mcpmgr client register cursor --group work" },
+    {
+      description: "Give VS Code the group's background gateway as its one entry",
+      command: "mcpmgr client register vscode --group work --gateway",
+    },
+  ]),
+  remove: withExamples(remove, [
+    { description: "Cursor follows no group any more", command: "mcpmgr client remove cursor" },
+    { description: "Only stop it following 'work'", command: "mcpmgr client remove cursor --group work" },
+  ]),
+  "list-registered-clients": withExamples(listRegistered, [
+    { description: "The registered AI clients and their groups", command: "mcpmgr client list-registered-clients" },
+    { description: "As JSON", command: "mcpmgr client list-registered-clients --format json" },
+  ]),
+  setup: withExamples(setup, [
+    { description: "Pick clients and a group from menus, in a terminal", command: "mcpmgr client setup" },
+    { description: "Without a terminal, register each client instead", command: "mcpmgr client register claude-code" },
+  ]),
 };
 
-export default defineCommand({
+const clientCommand = defineCommand({
   meta: { name: "client", description: "Keep AI clients' MCP configuration in step with a group's workloads" },
   subCommands,
   // citty runs this after a subcommand too; it only has work when none was named.
@@ -245,3 +272,9 @@ export default defineCommand({
     });
   },
 });
+
+export default withExamples(clientCommand, [
+  { description: "See which AI clients are installed and what they follow", command: "mcpmgr client status" },
+  { description: "Let Claude Code follow the default group", command: "mcpmgr client register claude-code" },
+  { description: "Choose clients interactively", command: "mcpmgr client setup" },
+]);

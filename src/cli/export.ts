@@ -1,15 +1,18 @@
 /** `mcpmgr export NAME PATH`: the workload's configuration, for `run --from-config PATH`. */
 import { defineCommand } from "citty";
 import { writeJsonFile } from "../state/atomic-file.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
 
-export default defineCommand({
+const exportCommand = defineCommand({
   meta: { name: "export", description: "Write a workload's configuration to a file" },
   args: toCittyArgs(
     {},
-    { NAME: { description: "Workload name", required: true }, PATH: { description: "File to write", required: true } },
+    {
+      NAME: { description: "Workload name", required: true, completes: "workloads" },
+      PATH: { description: "File to write", required: true, completes: "files" },
+    },
   ),
   async run({ rawArgs }) {
     const { name, rest } = parseNamed(rawArgs, {}, "export", { extra: 1 });
@@ -25,3 +28,8 @@ export default defineCommand({
     log.info(`wrote ${name}'s configuration to ${path} (run it with 'mcpmgr run --from-config ${path}')`);
   },
 });
+
+export default withExamples(exportCommand, [
+  { description: "Save the configuration of 'fetch' to a file", command: "mcpmgr export fetch fetch.json" },
+  { description: "Run it again from that file, here or elsewhere", command: "mcpmgr run --from-config fetch.json" },
+]);

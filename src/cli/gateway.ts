@@ -11,19 +11,19 @@ import { gatewayOptions } from "../config/gateway-options.ts";
 import { workloadUrl } from "../state/workload-url.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "../workload/context.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
 
-export default defineCommand({
+const gatewayCommand = defineCommand({
   meta: {
     name: "gateway",
     description:
       "Serve one MCP endpoint for a group's running workloads (tools and prompts named <workload>_<name>), in the foreground or with --detach in the background",
   },
   args: toCittyArgs(gatewayOptions, {
-    GROUP: { description: "The group whose running workloads the gateway serves", required: true },
+    GROUP: { description: "The group whose running workloads the gateway serves", required: true, completes: "groups" },
   }),
   async run({ rawArgs }) {
     const spec = buildGatewaySpec(rawArgs);
@@ -37,6 +37,18 @@ export default defineCommand({
     await gateway.stop();
   },
 });
+
+export default withExamples(gatewayCommand, [
+  { description: "Serve the default group's workloads on one endpoint", command: "mcpmgr gateway default" },
+  {
+    description: "Run it in the background on port 9000, with find_tool and call_tool instead of every tool",
+    command: "mcpmgr gateway work --detach --port 9000 --tool-search",
+  },
+  {
+    description: "Prefix a tool's name only when two workloads share it",
+    command: "mcpmgr gateway default --name-prefix when-needed",
+  },
+]);
 
 /**
  * Recorded, then handed to a supervisor (which hosts the gateway instead of a server); prints

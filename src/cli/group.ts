@@ -8,7 +8,7 @@ import { formatOptions as listOptions, groupRmOptions as rmOptions, noOptions } 
 import { McpmgrError } from "../errors.ts";
 import { GroupStore } from "../state/groups.ts";
 import { groupOverview, removeGroup } from "../workload/groups.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult, printTable } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
@@ -16,54 +16,73 @@ import { openStore, parseNamed } from "./workload-arg.ts";
 const groupName = { what: "group NAME", afterDashes: true } as const;
 
 const nameArg = { NAME: { description: "Group name (lowercase letters, digits and '-')", required: true } };
+const existingGroupArg = { NAME: { ...nameArg.NAME, completes: "groups" } } as const;
 
 function openGroups(): GroupStore {
   return new GroupStore(openStore().paths);
 }
 
-const create = defineCommand({
-  meta: { name: "create", description: "Create a group" },
-  args: toCittyArgs(noOptions, nameArg),
-  async run({ rawArgs }) {
-    const { name } = parseNamed(rawArgs, noOptions, "group create", groupName);
-    await openGroups().create(name);
-    log.success(`created group ${name} (run workloads in it with 'mcpmgr run ... --group ${name}')`);
-  },
-});
+const create = withExamples(
+  defineCommand({
+    meta: { name: "create", description: "Create a group" },
+    args: toCittyArgs(noOptions, nameArg),
+    async run({ rawArgs }) {
+      const { name } = parseNamed(rawArgs, noOptions, "group create", groupName);
+      await openGroups().create(name);
+      log.success(`created group ${name} (run workloads in it with 'mcpmgr run ... --group ${name}')`);
+    },
+  }),
+  [
+    { description: "Create the group 'work'", command: "mcpmgr group create work" },
+    { description: "Run a workload in it", command: "mcpmgr run github --group work" },
+  ],
+);
 
-const list = defineCommand({
-  meta: { name: "list", description: "List the groups, their workloads and the AI clients registered for them" },
-  args: toCittyArgs(listOptions),
-  async run({ rawArgs }) {
-    const parsed = parseArgv(rawArgs, listOptions, "group list", false);
-    if (parsed.positionals.length > 0) {
-      throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr group list' takes no arguments", {
-        hint: "run 'mcpmgr group list' or 'mcpmgr group list --format json'",
-      });
-    }
-    const rows = await groupOverview(openStore().paths);
-    if (parsed.values.format === "json") return printResult(JSON.stringify(rows, null, 2));
-    printTable(
-      ["NAME", "WORKLOADS", "CLIENTS"],
-      rows.map((row) => [row.name, String(row.workloads.length), row.clients.join(",") || "-"]),
-    );
-  },
-});
+const list = withExamples(
+  defineCommand({
+    meta: { name: "list", description: "List the groups, their workloads and the AI clients registered for them" },
+    args: toCittyArgs(listOptions),
+    async run({ rawArgs }) {
+      const parsed = parseArgv(rawArgs, listOptions, "group list", false);
+      if (parsed.positionals.length > 0) {
+        throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr group list' takes no arguments", {
+          hint: "run 'mcpmgr group list' or 'mcpmgr group list --format json'",
+        });
+      }
+      const rows = await groupOverview(openStore().paths);
+      if (parsed.values.format === "json") return printResult(JSON.stringify(rows, null, 2));
+      printTable(
+        ["NAME", "WORKLOADS", "CLIENTS"],
+        rows.map((row) => [row.name, String(row.workloads.length), row.clients.join(",") || "-"]),
+      );
+    },
+  }),
+  [
+    { description: "The groups, how many workloads each has and its AI clients", command: "mcpmgr group list" },
+    { description: "With the workloads' names, as JSON", command: "mcpmgr group list --format json" },
+  ],
+);
 
-const rm = defineCommand({
-  meta: { name: "rm", description: "Remove a group (refused while it has workloads, unless --with-workloads)" },
-  args: toCittyArgs(rmOptions, nameArg),
-  async run({ rawArgs }) {
-    const { name, values } = parseNamed(rawArgs, rmOptions, "group rm", groupName);
-    // Its workloads go (when asked), its entries leave every AI client following it, then the group.
-    await removeGroup(name, { withWorkloads: values["with-workloads"] }, cliContext());
-    log.success(`removed group ${name}`);
-  },
-});
+const rm = withExamples(
+  defineCommand({
+    meta: { name: "rm", description: "Remove a group (refused while it has workloads, unless --with-workloads)" },
+    args: toCittyArgs(rmOptions, existingGroupArg),
+    async run({ rawArgs }) {
+      const { name, values } = parseNamed(rawArgs, rmOptions, "group rm", groupName);
+      // Its workloads go (when asked), its entries leave every AI client following it, then the group.
+      await removeGroup(name, { withWorkloads: values["with-workloads"] }, cliContext());
+      log.success(`removed group ${name}`);
+    },
+  }),
+  [
+    { description: "Remove the empty group 'work'", command: "mcpmgr group rm work" },
+    { description: "Remove it with its workloads", command: "mcpmgr group rm work --with-workloads" },
+  ],
+);
 
 const subCommands = { create, list, rm };
 
-export default defineCommand({
+const groupCommand = defineCommand({
   meta: { name: "group", description: "Manage groups of workloads" },
   subCommands,
   // citty runs this after a subcommand too; it only has work when none was named.
@@ -75,3 +94,9 @@ export default defineCommand({
     });
   },
 });
+
+export default withExamples(groupCommand, [
+  { description: "Create the group 'work'", command: "mcpmgr group create work" },
+  { description: "See the groups and their AI clients", command: "mcpmgr group list" },
+  { description: "Serve the group on one endpoint", command: "mcpmgr gateway work --detach" },
+]);

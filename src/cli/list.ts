@@ -8,12 +8,12 @@ import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
 import { listOptions as table } from "../config/command-options.ts";
 import { hasClientRegistrations } from "../state/client-registrations.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log, printResult } from "./output.ts";
 import { currentStatus } from "../workload/supervisor-control.ts";
 import { openStore, workloadUrl } from "./workload-arg.ts";
 
-export default defineCommand({
+const listCommand = defineCommand({
   meta: { name: "list", description: "List workloads and their status" },
   args: toCittyArgs(table),
   async run({ rawArgs }) {
@@ -39,6 +39,14 @@ export default defineCommand({
       await pruneClientEntries({ log, paths: store.paths, env: process.env });
     }
     if (values.format === "json") return printResult(JSON.stringify(rows, null, 2));
+    // A sentence, not an empty table; on stderr like every message, so stdout stays data only.
+    if (rows.length === 0) {
+      return log.info(
+        values.group === undefined
+          ? "no workloads yet; start one with 'mcpmgr run fetch' ('mcpmgr registry list' shows the servers)"
+          : `no workloads in group ${values.group}; start one with 'mcpmgr run fetch --group ${values.group}'`,
+      );
+    }
     const header = ["NAME", "STATUS", "URL", "SOURCE", "GROUP", "RUNTIME", "RESTARTS"];
     const lines = [
       header,
@@ -54,3 +62,9 @@ export default defineCommand({
       );
   },
 });
+
+export default withExamples(listCommand, [
+  { description: "Every workload, its status and the URL MCP clients use", command: "mcpmgr list" },
+  { description: "Only the workloads of the group 'work'", command: "mcpmgr list --group work" },
+  { description: "The same as JSON, for scripts", command: "mcpmgr list --format json" },
+]);

@@ -4,20 +4,15 @@
  */
 import { defineCommand } from "citty";
 import { open } from "node:fs/promises";
-import { booleanOption } from "../config/option-spec.ts";
+import { logsOptions as table } from "../config/command-options.ts";
 import { isGatewayRecord } from "../state/workloads.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
 
-const table = {
-  follow: booleanOption({ short: "f", description: "Keep printing new output until Ctrl-C", default: false }),
-  proxy: booleanOption({ description: "Show the proxy's log instead of the server's", default: false }),
-} as const;
-
-export default defineCommand({
+const logsCommand = defineCommand({
   meta: { name: "logs", description: "Show a workload's logs" },
-  args: toCittyArgs(table, { NAME: { description: "Workload name", required: true } }),
+  args: toCittyArgs(table, { NAME: { description: "Workload name", required: true, completes: "workloads" } }),
   async run({ rawArgs }) {
     const { name, values } = parseNamed(rawArgs, table, "logs");
     const store = openStore();
@@ -34,6 +29,12 @@ export default defineCommand({
     }
   },
 });
+
+export default withExamples(logsCommand, [
+  { description: "Show what the server 'fetch' has written so far", command: "mcpmgr logs fetch" },
+  { description: "Follow it as it goes (Ctrl-C stops)", command: "mcpmgr logs fetch -f" },
+  { description: "Show the proxy's log: requests, logins, restarts", command: "mcpmgr logs fetch --proxy" },
+]);
 
 /** Writes the file from `offset` to stdout; returns the new offset (0 if it does not exist). */
 async function copyFrom(path: string, offset: number): Promise<number> {

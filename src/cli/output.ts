@@ -8,7 +8,7 @@
  * writes synchronously and completely even on a non-blocking pipe.
  */
 import type { ConsolaInstance } from "consola";
-import { isMcpmgrError } from "../errors.ts";
+import { errorMessage, isMcpmgrError } from "../errors.ts";
 import { printable } from "../printable.ts";
 
 /** consola's numeric levels for the calls we make. */
@@ -68,7 +68,7 @@ export function reportError(err: unknown): number {
     if (log.level >= 4 && err.cause !== undefined) log.debug(err.cause);
     return err.exitCode;
   }
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   log.error(`unexpected error: ${message} (hint: run again with --debug and report it if it persists)`);
   if (log.level >= 4) log.debug(err);
   return 1;

@@ -16,7 +16,8 @@ import { cliContext } from "./context.ts";
 import { log } from "./output.ts";
 import { openStore, workloadUrl } from "./workload-arg.ts";
 
-async function targetOf(text: string): Promise<URL> {
+/** The MCP endpoint `proxy stdio` relays to: a URL as given, or a recorded workload's client URL. */
+async function endpointOf(text: string): Promise<URL> {
   if (/^https?:\/\//i.test(text)) return new URL(text);
   const record = await openStore().get(text);
   if (record === undefined) {
@@ -51,7 +52,7 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
       { hint: "use --remote-auth or a bearer token" },
     );
   }
-  const target = await targetOf(targetText);
+  const target = await endpointOf(targetText);
   const relay = await startStdioRelay({
     target,
     fetch: await outgoingAuthentication(spec, target, "stdio", cliContext()),

@@ -5,7 +5,7 @@ import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { buildProxySpec } from "../config/proxy-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { startStandaloneProxy } from "../workload/standalone-proxy.ts";
-import { toCittyArgs, withHelpSubCommands } from "./citty-args.ts";
+import { toCittyArgs, withExamples, withHelpSubCommands } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
@@ -15,15 +15,28 @@ const siblings: Readonly<Record<string, string>> = {
 };
 
 /** `proxy stdio`'s help; its argv is parsed by proxy-stdio.ts (loaded only when it runs). */
-const stdioCommand = defineCommand({
-  meta: {
-    name: "stdio",
-    description: "Expose a remote MCP endpoint (or a workload's) as a stdio server, with mcpmgr's credentials for it",
-  },
-  args: toCittyArgs(proxyStdioOptions, {
-    URL_OR_WORKLOAD: { description: "URL of the MCP endpoint, or the name of a workload", required: true },
+const stdioCommand = withExamples(
+  defineCommand({
+    meta: {
+      name: "stdio",
+      description: "Expose a remote MCP endpoint (or a workload's) as a stdio server, with mcpmgr's credentials for it",
+    },
+    args: toCittyArgs(proxyStdioOptions, {
+      URL_OR_WORKLOAD: {
+        description: "URL of the MCP endpoint, or the name of a workload",
+        required: true,
+        completes: "workloads",
+      },
+    }),
   }),
-});
+  [
+    { description: "Give a stdio-only client the workload 'fetch'", command: "mcpmgr proxy stdio fetch" },
+    {
+      description: "Relay a remote endpoint, logging in with OAuth",
+      command: "mcpmgr proxy stdio https://mcp.example.com/mcp --remote-auth",
+    },
+  ],
+);
 
 const proxyCommand = defineCommand({
   meta: {
@@ -58,4 +71,15 @@ const proxyCommand = defineCommand({
  * `stdio` is listed as a subcommand for help only: `run` above dispatches the first word
  * itself, since citty would take any first word (the SERVER_NAME) for a subcommand.
  */
-export default withHelpSubCommands(proxyCommand, { stdio: stdioCommand });
+export default withExamples(withHelpSubCommands(proxyCommand, { stdio: stdioCommand }), [
+  {
+    description: "Proxy a local MCP server on port 8080",
+    command: "mcpmgr proxy local --target-uri http://127.0.0.1:3000/mcp --port 8080",
+  },
+  {
+    description: "Require a token from your OIDC provider in front of a remote server",
+    command:
+      "mcpmgr proxy team --target-uri https://mcp.example.com/mcp --oidc-issuer https://login.example.com --oidc-audience mcpmgr",
+  },
+  { description: "Relay a workload to a client that speaks only stdio", command: "mcpmgr proxy stdio fetch" },
+]);

@@ -11,7 +11,7 @@ import { McpmgrError } from "../errors.ts";
 import { loadRegistry, type Registry } from "../registry/loader.ts";
 import { entryDetails, entryTable } from "../registry/describe.ts";
 import { resolvePaths } from "../state/paths.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log, printResult } from "./output.ts";
 
 async function openRegistry(): Promise<Registry> {
@@ -54,7 +54,7 @@ const listCommand = defineCommand({
 const infoCommand = defineCommand({
   meta: { name: "info", description: "Show everything the registry says about one server" },
   args: toCittyArgs(formatOptions, {
-    NAME: { description: "Server name (see 'mcpmgr registry list')", required: false },
+    NAME: { description: "Server name (see 'mcpmgr registry list')", required: false, completes: "servers" },
   }),
   async run({ rawArgs }) {
     const { values, positionals } = parseArgv(rawArgs, formatOptions, "registry info", false);
@@ -81,13 +81,25 @@ const infoCommand = defineCommand({
   },
 });
 
-export default defineCommand({
+const registryCommand = defineCommand({
   meta: {
     name: "registry",
     description: "Browse the MCP server registry (embedded catalog plus your custom registry)",
   },
   args: { help: { type: "boolean", alias: "h", description: "Show this help" } },
-  subCommands: { list: listCommand, info: infoCommand },
+  subCommands: {
+    list: withExamples(listCommand, [
+      { description: "Every server 'mcpmgr run NAME' knows", command: "mcpmgr registry list" },
+      {
+        description: "As a registry document, to start a custom registry from",
+        command: "mcpmgr registry list --format json",
+      },
+    ]),
+    info: withExamples(infoCommand, [
+      { description: "What the server 'github' needs and is allowed", command: "mcpmgr registry info github" },
+      { description: "Its entry as JSON", command: "mcpmgr registry info github --format json" },
+    ]),
+  },
   // citty calls this after a subcommand too; alone, it means no subcommand was named.
   run({ rawArgs }) {
     if (rawArgs.some((arg) => arg === "list" || arg === "info")) return;
@@ -96,3 +108,9 @@ export default defineCommand({
     });
   },
 });
+
+export default withExamples(registryCommand, [
+  { description: "Every server the registry knows", command: "mcpmgr registry list" },
+  { description: "Everything about one of them", command: "mcpmgr registry info fetch" },
+  { description: "Then run it", command: "mcpmgr run fetch" },
+]);

@@ -2,13 +2,13 @@
 import { defineCommand } from "citty";
 import { clientsSeeStopped } from "../workload/client-entries.ts";
 import { stopSupervisor } from "../workload/supervisor-control.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
 
-export default defineCommand({
+const rmCommand = defineCommand({
   meta: { name: "rm", description: "Remove a workload (stopping it first)" },
-  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true } }),
+  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true, completes: "workloads" } }),
   async run({ rawArgs }) {
     const { name } = parseNamed(rawArgs, {}, "rm");
     const store = openStore();
@@ -22,3 +22,8 @@ export default defineCommand({
     log.info(`removed ${name}`);
   },
 });
+
+export default withExamples(rmCommand, [
+  { description: "Stop the workload 'fetch' and forget it", command: "mcpmgr rm fetch" },
+  { description: "Remove a background gateway", command: "mcpmgr rm gateway-work" },
+]);

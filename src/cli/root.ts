@@ -2,11 +2,12 @@
  * The `mcpmgr` root command. Each subcommand's module loads only when that subcommand runs
  * (or shows its own help); the root's help lists them from the summaries below, so
  * `mcpmgr --help` loads none of them. test/unit/root-command.test.ts checks every summary
- * against the meta of the command it stands for.
+ * against the meta of the command it stands for. Each command's examples live in its own
+ * module; the root's, below, are those `mcpmgr --help` shows.
  */
 import { defineCommand, type CommandDef } from "citty";
 import { version } from "../version.ts";
-import { type HelpSubCommands, withSubCommandSummaries } from "./citty-args.ts";
+import { type HelpSubCommands, withExamples, withSubCommandSummaries } from "./citty-args.ts";
 
 interface Subcommand {
   readonly description: string;
@@ -54,10 +55,23 @@ export const subcommands: Readonly<Record<string, Subcommand>> = {
     description: "Keep AI clients' MCP configuration in step with a group's workloads",
     load: () => import("./client.ts").then((m) => m.default),
   },
+  completion: {
+    description: "Print the shell completion script for bash, zsh, fish or PowerShell",
+    load: () => import("./completion.ts").then((m) => m.default),
+  },
+  version: {
+    description: "Show the version, commit, build date and runtime (for bug reports)",
+    load: () => import("./version.ts").then((m) => m.default),
+  },
   __supervise: {
     description: "internal: serve a detached workload",
     hidden: true,
     load: () => import("./supervise.ts").then((m) => m.default),
+  },
+  __complete: {
+    description: "internal: names for shell completion",
+    hidden: true,
+    load: () => import("./complete-names.ts").then((m) => m.default),
   },
 };
 
@@ -67,19 +81,29 @@ const summaries: HelpSubCommands = Object.fromEntries(
   entries.map(([name, { description, hidden }]) => [name, { meta: { name, description, hidden } }]),
 );
 
-export const rootCommand = withSubCommandSummaries(
-  defineCommand({
-    meta: {
-      name: "mcpmgr",
-      version,
-      description: "Run MCP servers safely behind a fast streaming proxy",
+export const rootCommand = withExamples(
+  withSubCommandSummaries(
+    defineCommand({
+      meta: {
+        name: "mcpmgr",
+        version,
+        description: "Run MCP servers safely behind a fast streaming proxy",
+      },
+      args: {
+        help: { type: "boolean", alias: "h", description: "Show this help" },
+        debug: { type: "boolean", description: "Print debug output", default: false },
+        version: { type: "boolean", description: "Print the version and exit" },
+      },
+      subCommands: Object.fromEntries(entries.map(([name, { load }]) => [name, load])),
+    }),
+    summaries,
+  ),
+  [
+    { description: "Run the fetch server from the registry in the background", command: "mcpmgr run fetch" },
+    { description: "See what runs, and the URL MCP clients use", command: "mcpmgr list" },
+    {
+      description: "Let Claude Code follow the workloads of the default group",
+      command: "mcpmgr client register claude-code",
     },
-    args: {
-      help: { type: "boolean", alias: "h", description: "Show this help" },
-      debug: { type: "boolean", description: "Print debug output", default: false },
-      version: { type: "boolean", description: "Print the version and exit" },
-    },
-    subCommands: Object.fromEntries(entries.map(([name, { load }]) => [name, load])),
-  }),
-  summaries,
+  ],
 );

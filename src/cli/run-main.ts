@@ -4,9 +4,10 @@
  * Here: global flags are read only before `--`, usage errors exit 2 with one line.
  */
 import { renderUsage, runCommand, type CommandDef } from "citty";
-import { McpmgrError } from "../errors.ts";
+import { closeMatches, didYouMean } from "../close-matches.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 import { version } from "../version.ts";
-import { helpSubCommandsOf, subCommandSummariesOf } from "./citty-args.ts";
+import { examplesOf, helpSubCommandsOf, subCommandSummariesOf } from "./citty-args.ts";
 import { enableDebug, printResult, reportError } from "./output.ts";
 
 const globalFlags: ReadonlySet<string> = new Set(["--debug"]);
@@ -26,7 +27,11 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
       );
       const summaries = subCommandSummariesOf(cmd);
       const shown = summaries === undefined ? cmd : { ...cmd, subCommands: summaries };
-      const usage = `${await renderUsage(shown, parent)}${await helpOnlyCommands(cmd, parent)}`;
+      const sections = [await renderUsage(shown, parent), await helpOnlyCommands(cmd, parent), examplesSection(cmd)];
+      const usage = sections
+        .map((section) => section.trim())
+        .filter((section) => section !== "")
+        .join("\n\n");
       printResult((await stdoutIsTerminal()) ? usage : stripColours(usage));
       process.exit(0);
     }
@@ -37,7 +42,7 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
     await runCommand(root, { rawArgs });
     process.exit(0);
   } catch (err) {
-    process.exit(reportError(translateCittyError(err)));
+    process.exit(reportError(await translateCittyError(err, root, rawArgs)));
   }
 }
 
@@ -80,7 +85,15 @@ async function helpOnlyCommands(cmd: CommandDef, parent: CommandDef | undefined)
   );
   const width = Math.max(...rows.map(([label]) => label.length));
   const lines = rows.map(([label, description]) => `  ${label.padEnd(width)}    ${description}`);
-  return `\nCOMMANDS\n\n${lines.join("\n")}\n\nUse '${prefix} <command> --help' for that command's own arguments and options.\n`;
+  return `COMMANDS\n\n${lines.join("\n")}\n\nUse '${prefix} <command> --help' for that command's own arguments and options.`;
+}
+
+/** An EXAMPLES section (citty's help has none): each command line under a comment saying what it does. */
+function examplesSection(cmd: CommandDef): string {
+  const examples = examplesOf(cmd);
+  if (examples === undefined || examples.length === 0) return "";
+  const blocks = examples.map(({ description, command }) => `  # ${description}\n  ${command}`);
+  return `EXAMPLES\n\n${blocks.join("\n\n")}`;
 }
 
 async function resolve<T>(value: T | (() => T | Promise<T>) | Promise<T>): Promise<T> {
@@ -99,19 +112,76 @@ function stripColours(text: string): string {
   return text.replace(/\u001b\[[0-9;]*m/g, "");
 }
 
-function translateCittyError(err: unknown): unknown {
+async function translateCittyError(err: unknown, root: CommandDef, rawArgs: readonly string[]): Promise<unknown> {
   const code = (err as { code?: string } | undefined)?.code;
-  const message = err instanceof Error ? stripColours(err.message) : "";
+  const message = stripColours(errorMessage(err));
   if (code === "E_UNKNOWN_COMMAND") {
-    return new McpmgrError("INVALID_ARGUMENT", message.toLowerCase(), {
-      hint: "run 'mcpmgr --help' to see the commands",
-    });
+    return (
+      (await unknownCommand(root, rawArgs)) ??
+      new McpmgrError("INVALID_ARGUMENT", message.toLowerCase(), { hint: "run 'mcpmgr --help' to see the commands" })
+    );
   }
   if (code === "E_NO_COMMAND") {
-    return new McpmgrError("INVALID_ARGUMENT", "no command given", {
-      hint: "try 'mcpmgr proxy NAME --target-uri URL' or 'mcpmgr --help'",
-    });
+    return (
+      (await unknownRootOption(root, rawArgs)) ??
+      new McpmgrError("INVALID_ARGUMENT", "no command given", {
+        hint: "try 'mcpmgr proxy NAME --target-uri URL' or 'mcpmgr --help'",
+      })
+    );
   }
   if (code === "EARG") return new McpmgrError("INVALID_ARGUMENT", message, { hint: "see --help" });
   return err;
+}
+
+/**
+ * The word citty found no command for, with the commands of its level nearest to it ("lsit" →
+ * 'mcpmgr list', "group lsit" → 'mcpmgr group list'). Follows the words as citty does.
+ */
+async function unknownCommand(root: CommandDef, rawArgs: readonly string[]): Promise<McpmgrError | undefined> {
+  let cmd = root;
+  const path: string[] = [];
+  for (const word of rawArgs) {
+    if (word === "--") break;
+    if (word.startsWith("-")) continue;
+    const subs = await resolve(cmd.subCommands);
+    if (subs === undefined) return undefined;
+    const next = Object.hasOwn(subs, word) ? subs[word] : undefined;
+    if (next !== undefined) {
+      path.push(word);
+      cmd = await resolve(next);
+      continue;
+    }
+    const where = ["mcpmgr", ...path].join(" ");
+    const nearest = closeMatches(word, await visibleSubcommands(cmd), { nearestOnly: true, limit: 3 });
+    return new McpmgrError("INVALID_ARGUMENT", `unknown command '${[...path, word].join(" ")}'`, {
+      hint: didYouMean(nearest.map((name) => `'${where} ${name}'`)) ?? `run '${where} --help' to see the commands`,
+    });
+  }
+  return undefined;
+}
+
+/** The names help lists for a command's subcommands (from the summaries, so nothing is loaded for the root). */
+async function visibleSubcommands(cmd: CommandDef): Promise<string[]> {
+  const subs = subCommandSummariesOf(cmd) ?? (await resolve(cmd.subCommands)) ?? {};
+  const names: string[] = [];
+  for (const [name, sub] of Object.entries(subs)) {
+    if (!(await resolve((await resolve(sub)).meta))?.hidden) names.push(name);
+  }
+  return names;
+}
+
+/** `mcpmgr --verison`: no command, and an option the root does not have. */
+async function unknownRootOption(root: CommandDef, rawArgs: readonly string[]): Promise<McpmgrError | undefined> {
+  const own = Object.entries((await resolve(root.args)) ?? {}).flatMap(([name, arg]) => [
+    `--${name}`,
+    ...[(arg as { alias?: string | string[] }).alias ?? []].flat().map((alias) => `-${alias}`),
+  ]);
+  const unknown = rawArgs.find((arg) => arg.startsWith("-") && arg !== "--" && !own.includes(arg.split("=")[0] ?? ""));
+  if (unknown === undefined) return undefined;
+  const typed = unknown.split("=")[0] ?? unknown;
+  return new McpmgrError("INVALID_OPTION", `unknown option ${typed}`, {
+    hint:
+      didYouMean(closeMatches(typed, own, { nearestOnly: true, limit: 3 })) ??
+      "run 'mcpmgr --help' to see the commands and options",
+  });
 }

@@ -14,13 +14,13 @@ import { abandonStart, assertForegroundNameFree } from "../workload/foreground.t
 import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
 import { startWorkload } from "../workload/start.ts";
 import { startSupervisor } from "../workload/supervisor-control.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { loginUrlRelay } from "./login-relay.ts";
 import { log, printResult } from "./output.ts";
 import { untilSignal } from "./signals.ts";
 
-export default defineCommand({
+const runCommand = defineCommand({
   meta: {
     name: "run",
     description:
@@ -30,6 +30,7 @@ export default defineCommand({
     SERVER_OR_IMAGE_OR_PROTOCOL: {
       description: "Registry name, image reference, npx:// uvx:// go:// package, or URL",
       required: false,
+      completes: "servers",
     },
   }),
   async run({ rawArgs }) {
@@ -56,6 +57,18 @@ export default defineCommand({
     if (code !== 0) process.exit(code);
   },
 });
+
+export default withExamples(runCommand, [
+  { description: "Run the fetch server from the registry in the background", command: "mcpmgr run fetch" },
+  {
+    description: "Run an npm package in the foreground on a chosen port (Ctrl-C stops it)",
+    command: "mcpmgr run npx://@modelcontextprotocol/server-everything --foreground --proxy-port 8080",
+  },
+  {
+    description: "Put a remote server behind the proxy, logging in with OAuth, in the group 'work'",
+    command: "mcpmgr run https://mcp.example.com/mcp --name example --remote-auth --group work",
+  },
+]);
 
 /**
  * `--from-config PATH`: the exported record holds the run options as they were validated;

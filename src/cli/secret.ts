@@ -12,7 +12,7 @@ import { McpmgrError } from "../errors.ts";
 import { readOnlyError } from "../secrets/environment.ts";
 import { createSecretManager, type SecretManager } from "../secrets/manager.ts";
 import { validateSecretName } from "../secrets/provider.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log, printResult } from "./output.ts";
 
 /** The largest value `secret set` accepts on stdin. */
@@ -20,31 +20,46 @@ const MAX_VALUE_BYTES = 1024 * 1024;
 
 const nameArg = { NAME: { description: "Secret name (letters, digits, '_', '.', '-')", required: true } };
 
-const set = defineCommand({
-  meta: {
-    name: "set",
-    description: "Store a secret; the value is read from stdin (a pipe, or typed without echo in a terminal)",
-  },
-  args: toCittyArgs(noOptions, nameArg),
-  async run({ rawArgs }) {
-    const name = nameFrom(rawArgs, "secret set", noOptions);
-    const manager = openManager();
-    if (!manager.provider.writable) throw readOnlyError(name);
-    const value = await readSecretValue(name);
-    await manager.provider.set(name, value);
-    log.success(`secret '${name}' saved`);
-  },
-});
+const set = withExamples(
+  defineCommand({
+    meta: {
+      name: "set",
+      description: "Store a secret; the value is read from stdin (a pipe, or typed without echo in a terminal)",
+    },
+    args: toCittyArgs(noOptions, nameArg),
+    async run({ rawArgs }) {
+      const name = nameFrom(rawArgs, "secret set", noOptions);
+      const manager = openManager();
+      if (!manager.provider.writable) throw readOnlyError(name);
+      const value = await readSecretValue(name);
+      await manager.provider.set(name, value);
+      log.success(`secret '${name}' saved`);
+    },
+  }),
+  [
+    { description: "Type a token without it being shown (or pipe it in)", command: "mcpmgr secret set github-token" },
+    {
+      description: "Give it to the github server as its GITHUB_PERSONAL_ACCESS_TOKEN",
+      command: "mcpmgr run github --secret github-token,target=GITHUB_PERSONAL_ACCESS_TOKEN",
+    },
+  ],
+);
 
-const get = defineCommand({
-  meta: { name: "get", description: "Print a secret's value on stdout" },
-  args: toCittyArgs(noOptions, nameArg),
-  async run({ rawArgs }) {
-    const name = nameFrom(rawArgs, "secret get", noOptions);
-    const secret = await openManager().resolveSecret(name);
-    printResult(secret.reveal());
-  },
-});
+const get = withExamples(
+  defineCommand({
+    meta: { name: "get", description: "Print a secret's value on stdout" },
+    args: toCittyArgs(noOptions, nameArg),
+    async run({ rawArgs }) {
+      const name = nameFrom(rawArgs, "secret get", noOptions);
+      const secret = await openManager().resolveSecret(name);
+      printResult(secret.reveal());
+    },
+  }),
+  [
+    { description: "Print the value of 'github-token'", command: "mcpmgr secret get github-token" },
+    { description: "Read a name that starts with '-'", command: "mcpmgr secret get -- -odd-name" },
+  ],
+);
 
 const list = defineCommand({
   meta: { name: "list", description: "List the names of the stored secrets (never their values)" },
@@ -82,9 +97,20 @@ const remove = defineCommand({
   },
 });
 
-const subCommands = { set, get, list, delete: remove };
+const subCommands = {
+  set,
+  get,
+  list: withExamples(list, [
+    { description: "The names of the stored secrets", command: "mcpmgr secret list" },
+    { description: "As a JSON array", command: "mcpmgr secret list --format json" },
+  ]),
+  delete: withExamples(remove, [
+    { description: "Delete the secret 'github-token'", command: "mcpmgr secret delete github-token" },
+    { description: "Delete one whose name starts with '-'", command: "mcpmgr secret delete -- -odd-name" },
+  ]),
+};
 
-export default defineCommand({
+const secretCommand = defineCommand({
   meta: {
     name: "secret",
     description: "Manage secrets for MCP servers (encrypted file or environment; see MCPMGR_SECRETS_PROVIDER)",
@@ -99,6 +125,12 @@ export default defineCommand({
     });
   },
 });
+
+export default withExamples(secretCommand, [
+  { description: "Store a token (typed without echo, or piped in)", command: "mcpmgr secret set github-token" },
+  { description: "List the stored names", command: "mcpmgr secret list" },
+  { description: "Delete one", command: "mcpmgr secret delete github-token" },
+]);
 
 /** The one NAME argument; `--` lets a name start with '-'. */
 function nameFrom(rawArgs: readonly string[], command: string, table: OptionTable): string {

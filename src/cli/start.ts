@@ -5,17 +5,17 @@
 import { defineCommand } from "citty";
 import { clientsSeeStarted } from "../workload/client-entries.ts";
 import { currentStatus, startSupervisor, stopSupervisor } from "../workload/supervisor-control.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { type Example, toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { loginUrlRelay } from "./login-relay.ts";
 import { log, printResult } from "./output.ts";
 import { openStore, parseNamed, workloadUrl } from "./workload-arg.ts";
 
-function command(restart: boolean) {
+function command(restart: boolean, examples: readonly Example[]) {
   const verb = restart ? "restart" : "start";
-  return defineCommand({
+  const definition = defineCommand({
     meta: { name: verb, description: restart ? "Stop and start a workload again" : "Start a stopped workload" },
-    args: toCittyArgs({}, { NAME: { description: "Workload name", required: true } }),
+    args: toCittyArgs({}, { NAME: { description: "Workload name", required: true, completes: "workloads" } }),
     async run({ rawArgs }) {
       const { name } = parseNamed(rawArgs, {}, verb);
       const store = openStore();
@@ -39,7 +39,14 @@ function command(restart: boolean) {
       printResult(workloadUrl(record));
     },
   });
+  return withExamples(definition, examples);
 }
 
-export const start = command(false);
-export const restart = command(true);
+export const start = command(false, [
+  { description: "Start the stopped workload 'fetch' on its port", command: "mcpmgr start fetch" },
+  { description: "Start a stopped background gateway", command: "mcpmgr start gateway-work" },
+]);
+export const restart = command(true, [
+  { description: "Restart 'fetch', for example after changing a secret it uses", command: "mcpmgr restart fetch" },
+  { description: "Restart a background gateway", command: "mcpmgr restart gateway-work" },
+]);

@@ -2,13 +2,13 @@
 import { defineCommand } from "citty";
 import { clientsSeeStopped } from "../workload/client-entries.ts";
 import { stopSupervisor } from "../workload/supervisor-control.ts";
-import { toCittyArgs } from "./citty-args.ts";
+import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
 
-export default defineCommand({
+const stopCommand = defineCommand({
   meta: { name: "stop", description: "Stop a running workload" },
-  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true } }),
+  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true, completes: "workloads" } }),
   async run({ rawArgs }) {
     const { name } = parseNamed(rawArgs, {}, "stop");
     const store = openStore();
@@ -19,3 +19,11 @@ export default defineCommand({
     log.info(stopped ? `stopped ${name}` : `${name} was not running`);
   },
 });
+
+export default withExamples(stopCommand, [
+  {
+    description: "Stop the workload 'fetch' (it stays listed; 'mcpmgr start fetch' starts it again)",
+    command: "mcpmgr stop fetch",
+  },
+  { description: "Stop a background gateway", command: "mcpmgr stop gateway-work" },
+]);

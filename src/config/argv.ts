@@ -6,9 +6,10 @@
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import * as v from "valibot";
+import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError, errorMessage } from "../errors.ts";
 import type { OptionSpec, OptionTable, OptionValues } from "./option-spec.ts";
-import { firstIssueMessage } from "./values.ts";
+import { choicesOf, firstIssueMessage } from "./values.ts";
 
 export interface ParsedArgv<Table extends OptionTable> {
   readonly values: OptionValues<Table>;
@@ -83,8 +84,13 @@ export function parseArgv<Table extends OptionTable>(
 function parseValue(name: string, spec: OptionSpec & { kind: "string" }, text: string): unknown {
   const result = v.safeParse(spec.schema, text, { abortPipeEarly: true });
   if (result.success) return result.output;
+  // A mistyped choice ("--format jsn") gets the nearest one instead of the general advice.
+  const nearest = closeMatches(text.trim(), choicesOf(spec.schema), { nearestOnly: true });
   throw new McpmgrError("INVALID_OPTION", `--${name} ${JSON.stringify(text)}: ${firstIssueMessage(result.issues)}`, {
-    hint: spec.hint ?? `see --help for the expected format of --${name}`,
+    hint:
+      didYouMean(nearest.map((choice) => `--${name} ${choice}`)) ??
+      spec.hint ??
+      `see --help for the expected format of --${name}`,
   });
 }
 
@@ -137,13 +143,14 @@ function tokenize(args: string[], table: OptionTable, command: string, passthrou
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: true, tokens: true }).tokens;
   } catch (err) {
-    throw translateParseError(err, args, command, passthroughAllowed);
+    throw translateParseError(err, args, table, command, passthroughAllowed);
   }
 }
 
 function translateParseError(
   err: unknown,
   args: readonly string[],
+  table: OptionTable,
   command: string,
   passthroughAllowed: boolean,
 ): McpmgrError {
@@ -156,6 +163,12 @@ function translateParseError(
   switch (code) {
     case "ERR_PARSE_ARGS_UNKNOWN_OPTION": {
       const offending = flag ?? args.find((arg) => arg.startsWith("-") && arg.includes(quoted)) ?? quoted;
+      const suggestion = offending.startsWith("--") ? didYouMean(similarOptions(offending, table)) : undefined;
+      if (suggestion !== undefined) {
+        return new McpmgrError("INVALID_OPTION", `unknown option ${offending}`, {
+          hint: passthroughAllowed ? `${suggestion} Options for the MCP server go after --` : suggestion,
+        });
+      }
       return new McpmgrError("INVALID_OPTION", `unknown option ${offending}`, {
         hint: passthroughAllowed ? `${hint}; to pass it to the MCP server, put it after --` : hint,
       });
@@ -171,4 +184,19 @@ function translateParseError(
     default:
       return new McpmgrError("INVALID_OPTION", message.split("\n")[0] ?? "invalid arguments", { hint });
   }
+}
+
+/**
+ * The command's own options nearest to a mistyped `--name` ("--proxy-prot" → "--proxy-port"): the
+ * visible ones, `--help`, and the `--no-` forms of booleans when that is what was typed.
+ */
+function similarOptions(offending: string, table: OptionTable): string[] {
+  const typed = offending.replace(/^--/, "").replace(/=.*$/, "");
+  const names = ["help"];
+  for (const [name, spec] of Object.entries(table)) {
+    if (spec.hidden) continue;
+    names.push(name);
+    if (spec.kind === "boolean" && typed.startsWith("no-")) names.push(`no-${name}`);
+  }
+  return closeMatches(typed, names, { nearestOnly: true, limit: 3 }).map((name) => `--${name}`);
 }

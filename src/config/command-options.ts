@@ -1,5 +1,5 @@
 /**
- * The option tables of the management commands (list, secret, registry, group, client):
+ * The option tables of the management commands (list, logs, secret, registry, group, client, version):
  * small, and sharing `--format`. The bigger commands have their own files (run-options.ts,
  * proxy-options.ts, gateway-options.ts).
  */
@@ -22,6 +22,12 @@ export const formatOptions = {
 export const listOptions = {
   ...formatOptions,
   group: stringOption({ description: "Only workloads of this group", valueHint: "group", schema: nonEmpty }),
+} as const satisfies OptionTable;
+
+/** `mcpmgr logs`. */
+export const logsOptions = {
+  follow: booleanOption({ short: "f", description: "Keep printing new output until Ctrl-C", default: false }),
+  proxy: booleanOption({ description: "Show the proxy's log instead of the server's", default: false }),
 } as const satisfies OptionTable;
 
 /** `mcpmgr group rm`. */

@@ -46,6 +46,13 @@ export function oneOf<const T extends readonly [string, ...string[]]>(choices: T
   return v.pipe(trimmed, v.picklist(choices, `must be one of ${choices.join(", ")}`));
 }
 
+/** The values a schema made by oneOf() accepts (for "did you mean" and shell completion); none for others. */
+export function choicesOf(schema: ValueSchema<unknown>): readonly string[] {
+  const steps = (schema as { readonly pipe?: readonly { readonly type: string; readonly options?: unknown }[] }).pipe;
+  const picklist = steps?.find((step) => step.type === "picklist")?.options;
+  return Array.isArray(picklist) ? picklist.filter((item): item is string => typeof item === "string") : [];
+}
+
 export const httpUrl = v.pipe(
   trimmed,
   v.url("must be an absolute URL such as https://example.com/mcp"),

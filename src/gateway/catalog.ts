@@ -11,6 +11,7 @@ import { assignNames, ownedKey, type NameAssignment, type OwnedName, type Prefix
 import type { Member } from "./membership.ts";
 import { anyResult } from "./sdk.ts";
 import { connectUpstream, eraOf, type Upstream } from "./upstream.ts";
+import { errorMessage } from "../errors.ts";
 
 export type ListKind = "tools" | "prompts" | "resources";
 
@@ -198,7 +199,7 @@ export class GroupCatalog {
       if (connection.closed) return;
       this.#options.log(
         "warn",
-        `workload '${member.name}' at ${member.url} cannot be reached: ${err instanceof Error ? err.message : String(err)}; retrying`,
+        `workload '${member.name}' at ${member.url} cannot be reached: ${errorMessage(err)}; retrying`,
       );
       connection.retry = setTimeout(() => void this.#connect(connection), this.#options.retryMs ?? 2_000);
       connection.retry.unref?.();
@@ -220,10 +221,7 @@ export class GroupCatalog {
       connection.lists = lists;
       this.#rebuild();
     } catch (err) {
-      this.#options.log(
-        "warn",
-        `workload '${connection.member.name}': listing ${kind} failed: ${err instanceof Error ? err.message : String(err)}`,
-      );
+      this.#options.log("warn", `workload '${connection.member.name}': listing ${kind} failed: ${errorMessage(err)}`);
     }
   }
 

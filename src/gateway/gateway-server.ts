@@ -16,6 +16,7 @@ import { type GroupCatalog, resourceWorkload } from "./catalog.ts";
 import { anyResult, type Params } from "./sdk.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
+import { errorMessage } from "../errors.ts";
 
 export interface GatewayServerOptions {
   readonly group: string;
@@ -63,7 +64,7 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
     try {
       upstream = await pool().get(workload);
     } catch (err) {
-      throw unavailable(workload, `workload '${workload}' cannot be reached (${messageOf(err)})`);
+      throw unavailable(workload, `workload '${workload}' cannot be reached (${errorMessage(err)})`);
     }
     const meta = params._meta as Params | undefined;
     const progressToken = meta?.progressToken;
@@ -93,7 +94,7 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
       if (ctx.mcpReq.signal.aborted) throw err;
       // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
       if (err instanceof SdkHttpError && err.status === 404) pool().forget(workload);
-      throw unavailable(workload, `workload '${workload}' failed to answer (${messageOf(err)})`);
+      throw unavailable(workload, `workload '${workload}' failed to answer (${errorMessage(err)})`);
     } finally {
       release();
     }
@@ -165,8 +166,4 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
     await pool().broadcast("notifications/roots/list_changed");
   });
   return server;
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -14,6 +14,9 @@ export interface JsonRpcMessage {
   error?: { code: number; message: string; data?: unknown };
 }
 
+/** A request mcpmgr sends or relays: a message with a method and an id (never null on a request). */
+export type JsonRpcRequest = JsonRpcMessage & { readonly id: string | number; readonly method: string };
+
 /** The tool, prompt or resource a request names: what policies decide on and audit records. */
 export interface McpTarget {
   readonly kind: "tool" | "prompt" | "resource";

@@ -4,7 +4,7 @@
  * the field the way the user wrote it, and says what was expected and what was found.
  */
 import type * as v from "valibot";
-import { closeMatches } from "./suggest.ts";
+import { closeMatches } from "../close-matches.ts";
 
 /** `[3].transport`, `servers[0].env[1].name`; `prefix` is the path of the validated value. */
 export function issuePath(issue: v.BaseIssue<unknown>, prefix = ""): string {
@@ -51,7 +51,10 @@ function _suggestion(issue: v.BaseIssue<unknown>, issues: readonly v.BaseIssue<u
     )
     .map((other) => other.path?.at(-1)?.key)
     .filter((name): name is string => typeof name === "string");
-  const [best] = typeof key === "string" ? closeMatches(key, missing, 1) : [];
+  const [best] =
+    typeof key === "string"
+      ? closeMatches(key, missing, { maxDistance: Math.max(2, Math.floor(key.length / 3)), limit: 1 })
+      : [];
   return best === undefined ? " (check the spelling)" : ` (did you mean ${best}?)`;
 }
 

@@ -17,7 +17,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { McpmgrError, errorMessage } from "../errors.ts";
 import { validatedEmbeddedCatalog } from "./embedded.ts" with { type: "macro" };
 import { deepFreeze, type RegistryEntry } from "./entry.ts";
-import { closeMatches } from "./suggest.ts";
+import { closeMatches } from "../close-matches.ts";
 
 export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
 
@@ -279,7 +279,9 @@ function _merge(
   const sorted = Object.freeze([...byName.values()].map((item) => item.entry).sort((a, b) => _byName(a.name, b.name)));
   const find = (name: string) =>
     byName.get(name) ?? byName.get(aliases.get(name) ?? "") ?? _caseInsensitive(byName, name);
-  const matches = (name: string) => closeMatches(name, byName.keys());
+  // Registry names are long and often half-remembered: a wider budget, and names containing the query.
+  const matches = (name: string) =>
+    closeMatches(name, byName.keys(), { maxDistance: Math.max(2, Math.floor(name.length / 3)), substrings: true });
 
   return Object.freeze({
     custom: source,

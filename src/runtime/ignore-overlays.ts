@@ -19,7 +19,7 @@
 import { chmod, lstat, readdir, readFile, stat } from "node:fs/promises";
 import { join, posix } from "node:path";
 import ignore, { type Ignore } from "ignore";
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 import { errnoCode, stateIoError, writeFileAtomic } from "../state/atomic-file.ts";
 
 export interface MountForOverlay {
@@ -59,14 +59,10 @@ export async function loadGlobalIgnorePatterns(configDir: string): Promise<strin
   } catch (err) {
     if (errnoCode(err) === "ENOENT") return [];
     // The user asked for these patterns: carrying on without them would show what they hide.
-    throw new McpmgrError(
-      "INVALID_OPTION",
-      `cannot read the global ignore file ${path}: ${(err as Error)?.message ?? String(err)}`,
-      {
-        hint: "make the file readable, or pass --ignore-globally=false to run without it",
-        cause: err,
-      },
-    );
+    throw new McpmgrError("INVALID_OPTION", `cannot read the global ignore file ${path}: ${errorMessage(err)}`, {
+      hint: "make the file readable, or pass --ignore-globally=false to run without it",
+      cause: err,
+    });
   }
   return _splitLines(text).filter((line) => line.trim() !== "" && !line.startsWith("#"));
 }

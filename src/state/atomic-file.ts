@@ -10,7 +10,7 @@
 import { mkdir, open, readFile, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import * as v from "valibot";
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 
 export interface WriteOptions {
   /** Permission bits of the file (default 0o600: state can name hosts, ports and secret references). */
@@ -129,7 +129,7 @@ export function stateIoError(verb: string, path: string, err: unknown): McpmgrEr
         : code === "EROFS"
           ? "the filesystem is read-only; point MCPMGR_HOME at a writable folder"
           : "point MCPMGR_HOME at a writable folder if this one cannot be used";
-  return new McpmgrError("STATE_IO", `cannot ${verb} ${path}: ${(err as Error)?.message ?? String(err)}`, {
+  return new McpmgrError("STATE_IO", `cannot ${verb} ${path}: ${errorMessage(err)}`, {
     hint,
     cause: err,
   });

@@ -25,7 +25,6 @@
  *                pids, ports and caches that mean nothing on another machine.
  * Without $XDG_RUNTIME_DIR the runtime dir is stateDir/run: it is only ever ours, so that is safe.
  */
-import { createHash } from "node:crypto";
 import { homedir } from "node:os";
 import { posix, win32 } from "node:path";
 import { McpmgrError } from "../errors.ts";
@@ -152,5 +151,6 @@ function _freeze(paths: McpmgrPaths): McpmgrPaths {
  * MCPMGR_HOME, another user), so cleaning up one never removes the other's.
  */
 export function installId(paths: McpmgrPaths): string {
-  return createHash("sha256").update(paths.stateDir).digest("hex").slice(0, 16);
+  // Bun's own hasher: node:crypto is a start-up cost every command would pay (this module is everywhere).
+  return new Bun.CryptoHasher("sha256").update(paths.stateDir).digest("hex").slice(0, 16);
 }

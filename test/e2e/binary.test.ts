@@ -14,11 +14,18 @@ import { startConformanceServer, type RunningFixture } from "../support/conforma
 import { REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
 const binary = join(REPO_ROOT, "dist/mcpmgr");
+// A reproducible build's date: the executable must report this, not the time it was built.
+const SOURCE_DATE_EPOCH = "1767225600";
 let fixture: RunningFixture;
 let workdir: string;
 
 beforeAll(async () => {
-  const build = Bun.spawnSync([process.execPath, "run", "compile"], { cwd: REPO_ROOT, stderr: "pipe", stdout: "pipe" });
+  const build = Bun.spawnSync([process.execPath, "run", "compile"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, SOURCE_DATE_EPOCH },
+    stderr: "pipe",
+    stdout: "pipe",
+  });
   if (!build.success) throw new Error(`compile failed:\n${build.stderr.toString()}`);
   fixture = await startConformanceServer();
   // A directory with files Bun would load if autoloading were on: both would break the run.
@@ -39,6 +46,29 @@ test("--version prints the version injected at build time", () => {
   const printed = run.stdout.toString().trim();
   expect(printed.startsWith(pkg.version)).toBe(true);
   expect(printed).toMatch(/^\d+\.\d+\.\d+(\+[0-9a-f]+)?$/);
+});
+
+test("version --format json reports the build: commit, SOURCE_DATE_EPOCH's date, the Bun inside", () => {
+  const run = Bun.spawnSync([binary, "version", "--format", "json"], { cwd: workdir });
+  expect(run.exitCode).toBe(0);
+  const head = Bun.spawnSync(["git", "rev-parse", "HEAD"], { cwd: REPO_ROOT }).stdout.toString().trim();
+  const printedVersion = Bun.spawnSync([binary, "--version"], { cwd: workdir }).stdout.toString().trim();
+  expect(JSON.parse(run.stdout.toString())).toEqual({
+    version: printedVersion,
+    commit: head,
+    buildDate: "2026-01-01T00:00:00Z",
+    bun: Bun.version,
+    os: process.platform,
+    arch: process.arch,
+  });
+});
+
+test("completion and help from the binary: the scripts and the examples", () => {
+  const bash = Bun.spawnSync([binary, "completion", "bash"], { cwd: workdir });
+  expect(bash.exitCode).toBe(0);
+  expect(bash.stdout.toString()).toContain("complete -F _mcpmgr mcpmgr");
+  const help = Bun.spawnSync([binary, "list", "--help"], { cwd: workdir, env: { ...process.env, NO_COLOR: "1" } });
+  expect(help.stdout.toString()).toContain("EXAMPLES\n\n  # ");
 });
 
 test("a usage error exits 2 with one line, from the binary too", () => {

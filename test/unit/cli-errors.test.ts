@@ -132,6 +132,31 @@ describe("root command", () => {
   });
 });
 
+describe("a mistyped command, option or value gets the nearest one as its hint", () => {
+  const cases: ReadonlyArray<readonly [label: string, args: readonly string[], suggestion: string]> = [
+    ["a command", ["lsit"], "did you mean 'mcpmgr list'?"],
+    ["a subcommand", ["group", "lsit"], "did you mean 'mcpmgr group list'?"],
+    ["two commands as near", ["rn"], "did you mean 'mcpmgr rm' or 'mcpmgr run'?"],
+    ["an option of run", ["run", "fetch", "--proxy-prot", "8080"], "did you mean --proxy-port?"],
+    ["an option of list", ["list", "--formt", "json"], "did you mean --format?"],
+    ["the negation of a flag", ["run", "fetch", "--no-foregroud"], "did you mean --no-foreground?"],
+    ["an option of mcpmgr itself", ["--verison"], "did you mean --version?"],
+    ["a value among choices", ["list", "--format", "jsno"], "did you mean --format json?"],
+  ];
+
+  test.each(cases)("%s", (_label, args, suggestion) => {
+    const line = expectUsageError(mcpmgr(...args));
+    expect(line).toContain(suggestion);
+  });
+
+  test("nothing is suggested when nothing is close", () => {
+    for (const args of [["xyzzy"], ["run", "fetch", "--zzzzzz"], ["--bogus"], ["list", "--format", "yaml"]]) {
+      const line = expectUsageError(mcpmgr(...args));
+      expect(line).not.toContain("did you mean");
+    }
+  });
+});
+
 // Parse-error messages must name the option the user wrote and give advice that works.
 describe("parse-error messages", () => {
   // node's "argument is ambiguous" (a value starting with '-') is reported as

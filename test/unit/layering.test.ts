@@ -1,6 +1,6 @@
 /**
  * The dependency direction of ARCHITECTURE.md, checked on the real imports:
- *   errors ← config ← {state, secrets, registry, telemetry} ← {auth, runtime} ← proxy ← middleware
+ *   {errors, printable, close-matches} ← config ← {state, secrets, registry, telemetry} ← {auth, runtime} ← proxy ← middleware
  *     ← {gateway, clients} ← workload ← cli ← main.ts
  * A module may import its own folder or a lower layer. Besides the ranks: only main.ts imports
  * cli/; proxy/ and middleware/ never import dockerode; middleware/ never imports runtime/;
@@ -15,6 +15,7 @@ const rank: Readonly<Record<string, number>> = {
   "errors.ts": 0,
   "version.ts": 0,
   "printable.ts": 0,
+  "close-matches.ts": 0,
   config: 1,
   state: 2,
   secrets: 2,

@@ -1,6 +1,6 @@
 /** Tool search: tokenizer, stemmer, thesaurus, edit distance and vocabulary expansions. */
 import { describe, expect, test } from "bun:test";
-import { editDistance } from "../../src/gateway/tool-search/edit-distance.ts";
+import { editDistance } from "../../src/close-matches.ts";
 import { queryTerms } from "../../src/gateway/tool-search/query.ts";
 import { synonymsOf } from "../../src/gateway/tool-search/synonyms.ts";
 import { stem, tokenize } from "../../src/gateway/tool-search/tokenizer.ts";

@@ -5,7 +5,7 @@
  * it depends on what discovery found.
  */
 import * as oauth from "oauth4webapi";
-import { McpmgrError } from "../../errors.ts";
+import { errorMessage, McpmgrError } from "../../errors.ts";
 import { version } from "../../version.ts";
 import { isLoopbackHost, resolvesInside } from "../addresses.ts";
 import type { Fetch } from "../trusted-fetch.ts";
@@ -26,7 +26,7 @@ export async function discoverServer(
         issuerValidated: true,
       };
     } catch (err) {
-      failures.push(`${algorithm}: ${err instanceof Error ? err.message : String(err)}`);
+      failures.push(`${algorithm}: ${errorMessage(err)}`);
     }
   }
   if (options.legacyDefaults) {
@@ -110,7 +110,7 @@ export async function discoverFromRemote(target: URL, fetcher: Fetch = fetch): P
   }).catch((err: unknown) => {
     throw new McpmgrError(
       "UPSTREAM_UNREACHABLE",
-      `cannot reach ${target.href} to see whether it needs authentication: ${err instanceof Error ? err.message : String(err)}`,
+      `cannot reach ${target.href} to see whether it needs authentication: ${errorMessage(err)}`,
       { hint: "check --target-uri" },
     );
   });
@@ -187,7 +187,7 @@ export async function discoverFromChallenge(
       document = (await response.json()) as NonNullable<typeof document>;
       break;
     } catch (err) {
-      failures.push(`${url.href}: ${err instanceof Error ? err.message : String(err)}`);
+      failures.push(`${url.href}: ${errorMessage(err)}`);
     }
   }
   if (document === undefined) {

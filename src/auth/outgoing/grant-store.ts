@@ -9,6 +9,7 @@ import type { SecretManager } from "../../secrets/manager.ts";
 import { ensureDir } from "../../state/atomic-file.ts";
 import { withLock } from "../../state/lock.ts";
 import type { GrantStore, OutgoingLog, StoredGrant } from "./grant-session.ts";
+import { errorMessage } from "../../errors.ts";
 
 /**
  * The key of a grant. MCP 2026-07-28 (SEP-2352): credentials are bound to the authorization
@@ -43,9 +44,7 @@ export function secretsGrantStore(secrets: SecretManager, key: string, log: Outg
         const secret = await secrets.provider.get(key);
         return secret ? (JSON.parse(secret.reveal()) as StoredGrant) : {};
       } catch (err) {
-        log.warn(
-          `stored OAuth tokens could not be read (${err instanceof Error ? err.message : String(err)}); logging in again`,
-        );
+        log.warn(`stored OAuth tokens could not be read (${errorMessage(err)}); logging in again`);
         return {};
       }
     },
@@ -56,7 +55,7 @@ export function secretsGrantStore(secrets: SecretManager, key: string, log: Outg
         memory = value;
         if (!warned)
           log.warn(
-            `OAuth tokens are kept in memory only (the secrets store is unavailable: ${err instanceof Error ? err.message : String(err)}); a restart will ask to log in again`,
+            `OAuth tokens are kept in memory only (the secrets store is unavailable: ${errorMessage(err)}); a restart will ask to log in again`,
           );
         warned = true;
       }

@@ -6,7 +6,7 @@
  * discovery.ts; keeping tokens fresh is grant-session.ts. No printing, no browser, no storage.
  */
 import * as oauth from "oauth4webapi";
-import { McpmgrError } from "../../errors.ts";
+import { errorMessage, McpmgrError } from "../../errors.ts";
 import type { Fetch } from "../trusted-fetch.ts";
 
 export interface ServerInfo {
@@ -67,9 +67,7 @@ function failure(what: string, err: unknown, hint: string): McpmgrError {
   const detail =
     err instanceof oauth.ResponseBodyError
       ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}`
-      : err instanceof Error
-        ? err.message
-        : String(err);
+      : errorMessage(err);
   return new McpmgrError("AUTH_SETUP_FAILED", `${what} failed (${detail})`, {
     hint: untrustedCertificate(detail) ? CA_HINT : hint,
     cause: err,
@@ -306,6 +304,6 @@ export async function refreshTokens(
         revoked,
       );
     }
-    throw new RefreshFailed(`the refresh failed (${err instanceof Error ? err.message : String(err)})`, false);
+    throw new RefreshFailed(`the refresh failed (${errorMessage(err)})`, false);
   }
 }

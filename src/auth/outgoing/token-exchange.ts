@@ -11,6 +11,7 @@ import type { TokenSource } from "./token-source.ts";
 import { clientAuth, requestOptions, type ServerInfo } from "./oauth-client.ts";
 import { subjectTokenOf } from "./subject-token.ts";
 import type { Fetch } from "../trusted-fetch.ts";
+import { errorMessage } from "../../errors.ts";
 
 const GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
 const TOKEN_TYPES = {
@@ -87,9 +88,7 @@ export function tokenExchangeSource(
         const detail =
           err instanceof oauth.ResponseBodyError
             ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}`
-            : err instanceof Error
-              ? err.message
-              : String(err);
+            : errorMessage(err);
         options.onError?.(`token exchange failed (${detail})`);
         throw new TokenExchangeFailed(`token exchange failed (${detail})`);
       }

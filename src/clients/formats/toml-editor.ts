@@ -10,6 +10,7 @@ import { edit, initSync, parse } from "@rainbowatcher/toml-edit-js";
 import wasmPath from "@rainbowatcher/toml-edit-js/index_bg.wasm" with { type: "file" };
 import type { ServerCollection } from "../types.ts";
 import { ConfigParseError, describePath, type EntryMap, type FormatEditor } from "./editor.ts";
+import { errorMessage } from "../../errors.ts";
 
 let ready = false;
 
@@ -26,7 +27,7 @@ function parseToml(text: string): Record<string, unknown> {
     return parse(text) as Record<string, unknown>;
   } catch (err) {
     // toml_edit's report spans lines (a caret under the spot): its first and last lines say it all.
-    const lines = String(err instanceof Error ? err.message : err)
+    const lines = errorMessage(err)
       .split("\n")
       .map((line) => line.trim())
       .filter((line) => line !== "" && !line.startsWith("|") && !/^\d+ \|/.test(line));

@@ -21,7 +21,7 @@ export const proxyListenOptions = {
   }),
   "endpoint-prefix": stringOption({
     description: "Path prefix prepended to the SSE endpoint URLs given to clients",
-    valueHint: "path",
+    valueHint: "url-path",
     schema: pathPrefix,
   }),
   "trust-proxy-headers": booleanOption({

@@ -77,7 +77,7 @@ export const workloadOptions = {
   }),
   "endpoint-prefix": stringOption({
     description: "Path prefix prepended to the SSE endpoint URLs given to clients",
-    valueHint: "path",
+    valueHint: "url-path",
     schema: pathPrefix,
   }),
   "trust-proxy-headers": booleanOption({

@@ -3,7 +3,7 @@
  * get names wrong in two ways: a typo or a wrong separator ("github-create_issue": edit distance), or the
  * right words in another order or without the workload prefix ("create_issue", "issue_create": shared words).
  */
-import { editDistance } from "./edit-distance.ts";
+import { editDistance } from "../../close-matches.ts";
 
 function words(name: string): Set<string> {
   return new Set(

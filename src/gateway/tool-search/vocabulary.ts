@@ -6,7 +6,7 @@
  *   known words within one edit (two for long words).
  * Expansions are cached per term until the index changes.
  */
-import { editDistance } from "./edit-distance.ts";
+import { editDistance } from "../../close-matches.ts";
 
 export interface Expansion {
   readonly term: string;

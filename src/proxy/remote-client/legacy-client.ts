@@ -19,6 +19,7 @@ import { modernProtocolVersion } from "../stdio-bridge/modern.ts";
 import type { ClientSession } from "../stdio-bridge/session.ts";
 import type { Sink } from "../stdio-bridge/sink.ts";
 import { StatelessChannel } from "./stateless-channel.ts";
+import { errorMessage } from "../../errors.ts";
 
 export interface LegacyClientOptions {
   readonly url: URL;
@@ -72,7 +73,7 @@ export async function translateForLegacyClient(
   } catch (err) {
     bridge.close("the remote is not a 2026-07-28 server");
     channel.close();
-    return { refused: err instanceof Error ? err.message : String(err) };
+    return { refused: errorMessage(err) };
   }
   const session: ClientSession = bridge.createSession();
   // stdout takes every message, and is the one stream the session has.

@@ -17,7 +17,8 @@ import type { UpstreamFetch } from "../authenticated-fetch.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { ServerChannel } from "../stdio-bridge/server-channel.ts";
 import { modernVersionOf } from "./request-headers.ts";
-import { type JsonRpcRequest, StatelessRequests, TRANSPORT_ERROR } from "./stateless-requests.ts";
+import type { JsonRpcRequest } from "../mcp-message.ts";
+import { StatelessRequests, TRANSPORT_ERROR } from "./stateless-requests.ts";
 
 const SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId";
 const FIRST_REOPEN_MS = 1_000;

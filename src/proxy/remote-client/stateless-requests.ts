@@ -11,17 +11,12 @@
  */
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import type { UpstreamFetch } from "../authenticated-fetch.ts";
+import type { JsonRpcRequest } from "../mcp-message.ts";
 import { mcpRequestHeaders } from "./request-headers.ts";
 import { type HeaderDeclaration, ToolHeaderRegistry } from "./tool-headers.ts";
+import { errorMessage } from "../../errors.ts";
 
-type Id = string | number;
-
-export interface JsonRpcRequest {
-  readonly jsonrpc: "2.0";
-  readonly id: Id;
-  readonly method: string;
-  readonly params?: Record<string, unknown>;
-}
+type Id = JsonRpcRequest["id"];
 
 /** JSON-RPC's implementation-defined range: not an MCP error a client would act on. */
 export const TRANSPORT_ERROR = -32000;
@@ -94,7 +89,7 @@ export class StatelessRequests {
       );
     } catch (err) {
       if (controller.signal.aborted) return;
-      const text = `mcpmgr could not reach the remote MCP server: ${err instanceof Error ? err.message : String(err)}`;
+      const text = `mcpmgr could not reach the remote MCP server: ${errorMessage(err)}`;
       answer({ jsonrpc: "2.0", id: request.id, error: { code: TRANSPORT_ERROR, message: text } });
     }
   }

@@ -24,7 +24,8 @@ import type { UpstreamFetch } from "../authenticated-fetch.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { modernVersionOf } from "./request-headers.ts";
-import { type JsonRpcRequest, StatelessRequests } from "./stateless-requests.ts";
+import type { JsonRpcRequest } from "../mcp-message.ts";
+import { StatelessRequests } from "./stateless-requests.ts";
 
 export interface StdioRelayOptions {
   readonly target: URL;

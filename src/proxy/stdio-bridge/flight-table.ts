@@ -10,6 +10,7 @@ import { newFlight, type Flight } from "./flight.ts";
 import { errorResponse } from "./messages.ts";
 import type { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
+import { errorMessage } from "../../errors.ts";
 
 export interface FlightTableHost {
   /** Sends to the server (nothing once the bridge is closed). */
@@ -62,13 +63,7 @@ export class FlightTable {
     try {
       this.#host.send(outgoing);
     } catch (err) {
-      sink.send(
-        errorResponse(
-          flight.clientId,
-          JsonRpcCode.invalidRequest,
-          `Invalid Request: ${err instanceof Error ? err.message : "the message cannot be forwarded"}`,
-        ),
-      );
+      sink.send(errorResponse(flight.clientId, JsonRpcCode.invalidRequest, `Invalid Request: ${errorMessage(err)}`));
       return undefined;
     }
     this.#flights.set(flight.upstreamId, flight);

@@ -19,6 +19,7 @@ import {
 import { mostVerboseLevel, type SubscriberCounts } from "./shared-interest.ts";
 import type { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
+import { errorMessage } from "../../errors.ts";
 
 export interface LocalAnswerContext {
   readonly subscribers: SubscriberCounts;
@@ -104,13 +105,7 @@ export async function initializeSession(
   try {
     init = await server;
   } catch (err) {
-    sink.send(
-      errorResponse(
-        message.id as JsonRpcId,
-        JsonRpcCode.internalError,
-        err instanceof Error ? err.message : "initialize failed",
-      ),
-    );
+    sink.send(errorResponse(message.id as JsonRpcId, JsonRpcCode.internalError, errorMessage(err)));
     return;
   }
   session.initialized = true;

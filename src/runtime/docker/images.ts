@@ -5,7 +5,7 @@
  * is the digest of the image's configuration, which names every layer by content.
  */
 import type Docker from "dockerode";
-import { McpmgrError } from "../../errors.ts";
+import { errorMessage, McpmgrError } from "../../errors.ts";
 import type { ContainerEngine } from "./engine.ts";
 
 export interface ImageFacts {
@@ -180,8 +180,8 @@ export function engineError(what: string, err: unknown): McpmgrError {
 }
 
 export function firstLine(err: unknown): string {
-  const raw =
-    err instanceof Error ? ((err as { json?: { message?: string } }).json?.message ?? err.message) : String(err);
+  // dockerode puts the engine's own message in `json`; it is shorter than the HTTP status line.
+  const raw = (err as { json?: { message?: string } } | undefined)?.json?.message ?? errorMessage(err);
   return (
     raw
       .replace(/^\(HTTP code \d+\)\s*/, "")

@@ -1,0 +1,42 @@
+/**
+ * `mcpmgr __complete KIND` (hidden): the names shell completion offers at the moment, one per line
+ * (cli/completion/ writes the scripts that call it): `workloads`, `groups`, or `servers` (the
+ * registry's). A tab press must never print an error into the user's command line: anything that
+ * goes wrong prints nothing.
+ */
+import { defineCommand } from "citty";
+import { GroupStore } from "../state/groups.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { WorkloadStore } from "../state/workloads.ts";
+import { printResult } from "./output.ts";
+
+const listers: Readonly<Record<string, () => Promise<readonly string[]>>> = {
+  async workloads() {
+    return (await new WorkloadStore(resolvePaths()).list()).map((record) => record.name);
+  },
+  async groups() {
+    return (await new GroupStore(resolvePaths()).list()).map((group) => group.name);
+  },
+  async servers() {
+    const { embeddedEntries, loadRegistry } = await import("../registry/loader.ts");
+    // A custom registry behind a URL gets a short time: a completion that hangs is worse than a shorter list.
+    const registry = await loadRegistry({
+      env: process.env,
+      configDir: resolvePaths().configDir,
+      fetch,
+      timeoutMs: 2000,
+    }).catch(() => undefined);
+    return (registry?.list() ?? embeddedEntries()).map((entry) => entry.name);
+  },
+};
+
+export default defineCommand({
+  meta: { name: "__complete", description: "internal: names for shell completion", hidden: true },
+  async run({ rawArgs }) {
+    const kind = rawArgs[0] ?? "";
+    const lister = Object.hasOwn(listers, kind) ? listers[kind] : undefined;
+    if (lister === undefined) return;
+    const names = await lister().catch(() => []);
+    if (names.length > 0) printResult(names.join("\n"));
+  },
+});

@@ -1,0 +1,59 @@
+/**
+ * Lists with nothing in them say so in a sentence, on stderr (stdout carries data only), and
+ * their JSON stays an empty array.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { REPO_ROOT } from "../support/processes.ts";
+
+let home: string;
+
+beforeAll(async () => {
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-empty-"));
+});
+
+afterAll(async () => {
+  await rm(home, { recursive: true, force: true });
+});
+
+function mcpmgr(...args: string[]) {
+  const result = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  return { exitCode: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+test("list with no workloads says how to start one; nothing on stdout", () => {
+  const result = mcpmgr("list");
+  expect(result.exitCode).toBe(0);
+  expect(result.stdout).toBe("");
+  expect(result.stderr).toContain("no workloads yet");
+  expect(result.stderr).toContain("mcpmgr run fetch");
+});
+
+test("list --group with no workloads in it names the group", () => {
+  const result = mcpmgr("list", "--group", "team");
+  expect(result.exitCode).toBe(0);
+  expect(result.stdout).toBe("");
+  expect(result.stderr).toContain("no workloads in group team");
+});
+
+test("list --format json stays []", () => {
+  const result = mcpmgr("list", "--format", "json");
+  expect(result.exitCode).toBe(0);
+  expect(JSON.parse(result.stdout)).toEqual([]);
+  expect(result.stderr).toBe("");
+});
+
+test("client list-registered-clients with none says so; its JSON stays []", () => {
+  const text = mcpmgr("client", "list-registered-clients");
+  expect(text.exitCode).toBe(0);
+  expect(text.stdout).toBe("");
+  expect(text.stderr).toContain("no AI client is registered");
+  expect(JSON.parse(mcpmgr("client", "list-registered-clients", "--format", "json").stdout)).toEqual([]);
+});
