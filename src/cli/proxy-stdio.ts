@@ -3,29 +3,47 @@
  * as a stdio server, for clients that only speak stdio (the relay is
  * proxy/remote-client/stdio-relay.ts). mcpmgr adds its own credentials (the same
  * outgoing-auth options as `proxy`) to every HTTP request. stdout carries only the protocol;
- * everything else goes to stderr.
+ * everything else goes to stderr. A workload is relayed to only while its supervisor serves it
+ * (workload/live-workload.ts): never to whatever listens on a stopped workload's port.
  */
 import { parseArgv } from "../config/argv.ts";
 import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
 import { McpmgrError } from "../errors.ts";
+import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
+import { liveWorkload } from "../workload/live-workload.ts";
 import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
 import { cliContext } from "./context.ts";
 import { log } from "./output.ts";
-import { openStore, workloadUrl } from "./workload-arg.ts";
+import { openStore } from "./workload-arg.ts";
 
-/** The MCP endpoint `proxy stdio` relays to: a URL as given, or a recorded workload's client URL. */
-async function endpointOf(text: string): Promise<URL> {
-  if (/^https?:\/\//i.test(text)) return new URL(text);
-  const record = await openStore().get(text);
-  if (record === undefined) {
+interface Endpoint {
+  readonly target: URL;
+  /** For a workload: resolves while its supervisor serves it, checked before every request. */
+  readonly assertRunning?: () => Promise<void>;
+}
+
+/** The MCP endpoint `proxy stdio` relays to: a URL as given, or a running workload's client URL. */
+async function endpointOf(text: string): Promise<Endpoint> {
+  if (/^https?:\/\//i.test(text)) return { target: new URL(text) };
+  const store = openStore();
+  if ((await store.get(text)) === undefined) {
     throw new McpmgrError("WORKLOAD_NOT_FOUND", `${JSON.stringify(text)} is neither a URL nor a workload`, {
       hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
     });
   }
-  return new URL(workloadUrl(record));
+  const workload = await liveWorkload(store, text);
+  return { target: workload.url, assertRunning: () => workload.assertRunning() };
+}
+
+/** `fetch`, after checking that the workload still runs behind the endpoint. */
+function whileRunning(assertRunning: () => Promise<void>, fetch: UpstreamFetch): UpstreamFetch {
+  return async (url, init) => {
+    await assertRunning();
+    return fetch(url, init);
+  };
 }
 
 export async function runProxyStdio(argv: readonly string[]): Promise<void> {
@@ -52,10 +70,14 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
       { hint: "use --remote-auth or a bearer token" },
     );
   }
-  const target = await endpointOf(targetText);
+  const { target, assertRunning } = await endpointOf(targetText);
+  const credentialed = await outgoingAuthentication(spec, target, "stdio", cliContext());
   const relay = await startStdioRelay({
     target,
-    fetch: await outgoingAuthentication(spec, target, "stdio", cliContext()),
+    fetch:
+      assertRunning === undefined
+        ? credentialed
+        : whileRunning(assertRunning, credentialed ?? ((url, init) => fetch(url, init))),
     stdin: process.stdin,
     stdout: process.stdout,
     log,

@@ -1,7 +1,9 @@
 /**
  * Our own runMain around citty's runCommand: citty's would treat a `--help` meant for
  * the MCP server (after `--`) as ours, print stack traces, and exit 1 on usage errors.
- * Here: global flags are read only before `--`, usage errors exit 2 with one line.
+ * Here: global flags are read only before `--`, usage errors exit 2 with one line. Before a
+ * command runs, AI-client entries of workloads whose supervisor died are taken out
+ * (stale-client-entries.ts).
  */
 import { renderUsage, runCommand, type CommandDef } from "citty";
 import { closeMatches, didYouMean } from "../close-matches.ts";
@@ -38,6 +40,11 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
     if (rawArgs[0] === "--version") {
       printResult(version);
       process.exit(0);
+    }
+    const command = rawArgs[0];
+    if (command !== undefined && Object.hasOwn((await resolve(root.subCommands)) ?? {}, command)) {
+      // Loaded here, not imported: --version and --help stay free of it.
+      await (await import("./stale-client-entries.ts")).pruneStaleClientEntries(command);
     }
     await runCommand(root, { rawArgs });
     process.exit(0);

@@ -9,15 +9,18 @@
  *   backup   the file as it was before mcpmgr first changed it, once, in
  *            <dataDir>/client-backups/<client>/<file name> (private: these files hold tokens).
  *   write    only when the text changed, atomically (temp file + rename), keeping the
- *            original's permission bits.
+ *            original's permission bits and, when mcpmgr runs as root (sudo), its owner and
+ *            group; a new file under the user's home (and folders made for it) belongs to the
+ *            home's owner, so the client can still write its own settings.
  *
  * Clients that rewrite their own file at any moment (Claude Code does, for ~/.claude.json)
  * do not take our lock; the atomic rename keeps the file whole, but a change one of them makes
  * at the very same instant can still win over ours, as with their own CLIs.
  */
 import { existsSync } from "node:fs";
-import { chmod, lstat, open, readFile, readlink, realpath, stat } from "node:fs/promises";
-import { basename, dirname, join, resolve } from "node:path";
+import type { Stats } from "node:fs";
+import { chmod, chown, lstat, mkdir, open, readFile, readlink, realpath, stat } from "node:fs/promises";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { isMcpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
@@ -51,7 +54,7 @@ export async function editClientFile(
   const target = await realTarget(path);
   if (!options.create && !existsSync(target)) return { changed: false };
   try {
-    await ensureDir(dirname(target));
+    await makeFolders(dirname(target), await ownerFor(ctx, target, undefined));
     return await withLock(`${target}.mcpmgr-lock`, async () => {
       const original = await readIfExists(target);
       const editor = await loadEditor(client.format);
@@ -59,9 +62,11 @@ export async function editClientFile(
       if (original === undefined && !options.create) return { changed: false };
       const after = edit(before, editor);
       if (after === before) return { changed: false };
-      const mode = original === undefined ? NEW_FILE_MODE : (await stat(target)).mode & 0o7777;
+      const existing = original === undefined ? undefined : await stat(target);
+      const mode = existing === undefined ? NEW_FILE_MODE : existing.mode & 0o7777;
+      const owner = await ownerFor(ctx, target, existing);
       await backupOnce(ctx, client, path, original);
-      await writeFileAtomic(target, after, { mode });
+      await writeFileAtomic(target, after, { mode, ...(owner ? { owner } : {}) });
       // The temporary file's mode went through the umask; the original's bits are restored exactly.
       if (((await stat(target)).mode & 0o7777) !== mode) await chmod(target, mode);
       return { changed: true };
@@ -71,11 +76,47 @@ export async function editClientFile(
       return { skipped: `${err.message}; mcpmgr left it unchanged (once it is fixed, the next change is written)` };
     }
     if (err instanceof SkipEdit) return { skipped: err.message };
+    // A file built to exhaust a parser's stack: refused like any broken file, never the end of the whole update.
+    if (err instanceof RangeError) {
+      return { skipped: `it cannot be read (${err.message}); mcpmgr left it unchanged` };
+    }
     // Unreadable, unwritable, locked for too long: a warning, never a failed `run`.
     if (isMcpmgrError(err) || errnoCode(err) !== undefined) {
       return { skipped: `cannot update it: ${(err as Error).message}` };
     }
     throw err;
+  }
+}
+
+interface Owner {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/**
+ * Whom a rewritten file is given back to: its own owner and group; a new file under the home,
+ * the home's owner. Only for root: anyone else can only write files of their own, and a file
+ * root writes elsewhere (no home above it) stays root's.
+ */
+async function ownerFor(ctx: ClientContext, target: string, existing: Stats | undefined): Promise<Owner | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  if (existing !== undefined) return { uid: existing.uid, gid: existing.gid };
+  // The target is a real path (symlinks resolved): so is the home it is compared with.
+  const home = await realpath(ctx.home).catch(() => undefined);
+  if (home === undefined) return undefined;
+  const inside = relative(home, target);
+  if (inside === "" || inside === ".." || inside.startsWith("../") || isAbsolute(inside)) return undefined;
+  const info = await stat(home);
+  return { uid: info.uid, gid: info.gid };
+}
+
+/** The file's folder, made if missing (private), and given to `owner` with every folder made on the way. */
+async function makeFolders(dir: string, owner: Owner | undefined): Promise<void> {
+  const first = await mkdir(dir, { recursive: true, mode: 0o700 });
+  if (first === undefined || owner === undefined) return;
+  for (let folder = dir; ; folder = dirname(folder)) {
+    await chown(folder, owner.uid, owner.gid);
+    if (folder === first || folder === dirname(folder)) return;
   }
 }
 

@@ -8,7 +8,9 @@
  *
  * Credentials go to the MCP endpoint only (credential-scope.ts): a request for another path
  * on the remote is forwarded as the client sent it, without mcpmgr's token or injected
- * headers, and its 401 starts no login.
+ * headers, and its 401 starts no login. A request carrying them never follows a redirect: the
+ * 3xx answer is the caller's (the forwarder hands it to the client as it is; `proxy stdio`
+ * reports it).
  */
 import type { TokenSource } from "../auth/outgoing/token-source.ts";
 import { credentialScope } from "./credential-scope.ts";
@@ -50,8 +52,9 @@ export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFe
   const scope = credentialScope(options.endpoint);
   return async (url, init) => {
     if (!scope.covers(url)) return base(url, init);
+    // Never followed by fetch: a redirect would carry the credentials to a URL the scope did not check.
     const send = async (sendInit: UpstreamInit) =>
-      scope.watch(url, sendInit.method ?? "GET", await base(url, sendInit));
+      scope.watch(url, sendInit.method ?? "GET", await base(url, { ...sendInit, redirect: "manual" }));
     const headers = new Headers(init.headers);
     for (const { name, value } of options.headers) headers.set(name, value);
     // A CORS preflight is not the client acting: it gets no credentials of mcpmgr's.

@@ -17,6 +17,11 @@ export interface WriteOptions {
   readonly mode?: number;
   /** Permission bits of parent folders created on the way (default 0o700). */
   readonly dirMode?: number;
+  /**
+   * Who the file belongs to, set on the temporary file before it takes the real name (root
+   * rewriting a user's file must not hand it to root). Only root may give a file away.
+   */
+  readonly owner?: { readonly uid: number; readonly gid: number };
 }
 
 export async function writeFileAtomic(
@@ -36,6 +41,7 @@ export async function writeFileAtomic(
     // "wx": refuse to follow a symlink or reuse a file someone planted at the temporary name.
     const handle = await open(temp, "wx", mode);
     try {
+      if (options.owner !== undefined) await handle.chown(options.owner.uid, options.owner.gid);
       await handle.writeFile(data);
       // Without fsync a crash after rename can leave an empty file under the real name
       // (ext4 delayed allocation): the data must be on disk before the name points at it.

@@ -20,6 +20,7 @@ import { assertAuditLogWritable } from "./audit-sink.ts";
 import type { WorkloadContext } from "./context.ts";
 import { proxyLimits, type ProxyLimits } from "./limits.ts";
 import { locateServer, type LocatedServer } from "./locate.ts";
+import { isCredentialHeader } from "./credential-header.ts";
 import { remotePlacement, type Placement } from "./placement.ts";
 
 export type ProxyMode = "streamable-http" | "sse";
@@ -69,14 +70,6 @@ const literalSecrets = [
   ["token-exchange-client-secret", "--token-exchange-client-secret-file"],
 ] as const;
 
-/**
- * A forwarded header that carries a credential, told by its name or by its value's form (an
- * authorization scheme, a JWT): like the options above, such a value is kept out of the record.
- */
-const credentialHeaderName = /auth|token|secret|passw(?:or)?d|api[-_]?key|cookie|credential|session|signature|private/i;
-const credentialHeaderValue =
-  /^(?:bearer|basic|digest|token|negotiate|apikey|aws4-hmac-sha256)\s+\S|^eyJ[\w-]+\.[\w-]+\./i;
-
 export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ctx: WorkloadContext): RunSpec {
   const { values, given } = parsed;
   const { source, entry } = located;
@@ -96,7 +89,8 @@ export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ct
       }
     }
     for (const header of values["remote-forward-headers"]) {
-      if (!credentialHeaderName.test(header.name) && !credentialHeaderValue.test(header.value.trim())) continue;
+      // Like the options above, a forwarded credential is kept out of the record (credential-header.ts).
+      if (!isCredentialHeader(header.name, header.value)) continue;
       throw new McpmgrError(
         "INVALID_OPTION",
         `--remote-forward-headers ${header.name}=…: a credential would be stored in the workload's configuration in plain text`,

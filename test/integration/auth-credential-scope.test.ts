@@ -47,6 +47,8 @@ beforeAll(async () => {
           headers: { "content-type": "text/event-stream" },
         });
       }
+      if (url.pathname === "/moved")
+        return new Response(null, { status: 308, headers: { location: "/admin/delete-everything" } });
       if (url.pathname.startsWith("/admin"))
         return new Response("admin needs its own credentials", {
           status: 401,
@@ -126,6 +128,19 @@ describe("mcpmgr proxy", () => {
       expect(at("/sse", "GET").authorization).toBe(`Bearer ${TOKEN}`);
       expect(at("/messages", "POST")).toMatchObject({ authorization: `Bearer ${TOKEN}`, apiKey: "mcpmgr-api-key" });
       expect(at("/elsewhere", "POST")).toMatchObject({ authorization: null, apiKey: null });
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  test("a redirect of the MCP endpoint goes back to the client as it is; mcpmgr does not follow it", async () => {
+    const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/moved`, credentialArgs());
+    try {
+      const answer = await fetch(proxy.url, { method: "POST", body: "{}", redirect: "manual" });
+      expect(answer.status).toBe(308);
+      expect(answer.headers.get("location")).toBe("/admin/delete-everything");
+      expect(seen.map((s) => `${s.method} ${s.path}`)).toEqual(["POST /moved"]);
+      expect(at("/moved", "POST").authorization).toBe(`Bearer ${TOKEN}`);
     } finally {
       await proxy.stop();
     }

@@ -15,6 +15,7 @@ import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
 import proxyCommand from "../../src/cli/proxy.ts";
 import { type ErrorCode, McpmgrError } from "../../src/errors.ts";
+import { refuseRedirects } from "../../src/proxy/remote-client/no-redirects.ts";
 import { serve } from "../../src/proxy/serve.ts";
 import { loadRegistry } from "../../src/registry/loader.ts";
 import { registryEntrySchema } from "../../src/registry/schema.ts";
@@ -31,6 +32,7 @@ import { GroupStore } from "../../src/state/groups.ts";
 import { acquireLock } from "../../src/state/lock.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
+import { liveWorkload } from "../../src/workload/live-workload.ts";
 import { locateServer } from "../../src/workload/locate.ts";
 import { processPlacement } from "../../src/workload/process-placement.ts";
 import { startWorkload } from "../../src/workload/start.ts";
@@ -92,6 +94,18 @@ const producers: Record<ErrorCode, () => unknown> = {
   // TEST-NET-1 is nobody's address: nothing can listen there.
   LISTEN_FAILED: () => serve({ host: "192.0.2.1", port: 0, handler: () => new Response() }),
   UPSTREAM_UNREACHABLE: async () => discoverFromRemote(new URL(`http://127.0.0.1:${await freePort()}/mcp`)),
+  REMOTE_REDIRECT: async () => {
+    const redirecting = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () => Response.redirect("/elsewhere", 307),
+    });
+    try {
+      await refuseRedirects((url, init) => fetch(url, init))(`${redirecting.url.origin}/mcp`, { method: "POST" });
+    } finally {
+      redirecting.stop(true);
+    }
+  },
   STATE_CORRUPT: async () => {
     await writeFile(join(dir, "corrupt.json"), "{ half a record");
     return readJsonFile(join(dir, "corrupt.json"), v.object({ name: v.string() }));
@@ -120,6 +134,16 @@ const producers: Record<ErrorCode, () => unknown> = {
     return store().create(record);
   },
   WORKLOAD_NOT_FOUND: () => store().getExisting("nobody"),
+  WORKLOAD_NOT_RUNNING: async () => {
+    await store().create({
+      name: "never-started",
+      source: { kind: "remote", ref: "https://x.example/mcp" },
+      transport: "streamable-http",
+      proxyPort: 11, // 9 and 10 are other cases'
+      runtime: "remote",
+    });
+    return liveWorkload(store(), "never-started");
+  },
   GROUP_EXISTS: async () => {
     await groups().create("made-twice");
     return groups().create("made-twice");

@@ -40,6 +40,9 @@ export interface LiveMcpBench {
   readonly tasks: readonly DatasetTask[];
 }
 
+/** The commit of icip-cas/LiveMCPBench the data was taken from (its README in shared/datasets says so). */
+export const LIVEMCPBENCH_COMMIT = "a928e57";
+
 export function livemcpbenchDir(): string {
   return process.env.MCPMGR_LIVEMCPBENCH_DIR ?? resolve(import.meta.dir, "../../../shared/datasets/livemcpbench");
 }
@@ -77,7 +80,7 @@ export function loadLiveMcpBench(dir = livemcpbenchDir()): LiveMcpBench {
   const tasksPath = join(dir, "all_annotations.json");
   if (!existsSync(toolsPath) || !existsSync(tasksPath)) {
     throw new Error(
-      `LiveMCPBench data not found in ${dir} (tools.json, all_annotations.json): set MCPMGR_LIVEMCPBENCH_DIR to the folder shared/datasets/livemcpbench`,
+      `LiveMCPBench data not found in ${dir} (tools.json, all_annotations.json). Hint: set MCPMGR_LIVEMCPBENCH_DIR to a folder with both files: shared/datasets/livemcpbench, or tools/LiveMCPTool/tools.json and annotated_data/all_annotations.json of github.com/icip-cas/LiveMCPBench at commit ${LIVEMCPBENCH_COMMIT} (.github/workflows/release.yml fetches them so)`,
     );
   }
   const rawServers = JSON.parse(readFileSync(toolsPath, "utf8")) as RawServer[];

@@ -9,6 +9,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import {
   chmodSync,
+  chownSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -151,6 +152,48 @@ describe("files mcpmgr cannot read", () => {
     expect(h.warnings[0]).toContain('"mcpServers" is not an object');
   });
 
+  test("a file nested far too deep is refused like a broken one: the other clients are still updated, the file untouched", async () => {
+    const path = clientById("cursor").configPath(h.ctx);
+    mkdirSync(dirname(path), { recursive: true });
+    const bomb = `${"[".repeat(200_000)}${"]".repeat(200_000)}\n`;
+    writeFileSync(path, bomb);
+    h.seed("vscode");
+    await sync.registerClient("cursor", "default", []);
+    await sync.registerClient("vscode", "default", []);
+    const reports = await sync.onWorkloadStarted(fetch41001);
+    expect(reports.map((report) => [report.client, report.action])).toEqual([
+      ["cursor", "skipped"],
+      ["vscode", "added"],
+    ]);
+    expect(h.read("vscode")).toBe(fixtureFile("expected", "vscode"));
+    expect(readFileSync(path, "utf8")).toBe(bomb);
+    expect(h.warnings).toHaveLength(1);
+    expect(h.warnings[0]).toMatch(
+      /^Cursor \(.+mcp\.json\): it nests arrays and objects deeper than 512 levels \(line 1, column 513\).*; mcpmgr left it unchanged/,
+    );
+  });
+
+  test("a file nested too deep after mcpmgr wrote its entry: removing the client warns, and does not fail", async () => {
+    const path = h.seed("cursor");
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    const bomb = `{"mcpServers": ${"[".repeat(100_000)}${"]".repeat(100_000)}}`;
+    writeFileSync(path, bomb);
+    const [report] = await sync.removeClient("cursor");
+    expect(report?.action).toBe("skipped");
+    expect(readFileSync(path, "utf8")).toBe(bomb);
+    expect(h.warnings).toEqual([expect.stringContaining("deeper than 512 levels")]);
+  });
+
+  test("brackets in comments and strings do not count as nesting", async () => {
+    const path = h.seed("vscode");
+    const seed = readFileSync(path, "utf8");
+    const noisy = `// ${"[".repeat(2_000)}\n${seed.replace("{", `{\n  "note": "${"{".repeat(2_000)}",`)}`;
+    writeFileSync(path, noisy);
+    const [report] = await sync.registerClient("vscode", "default", [fetch41001]);
+    expect(report?.action).toBe("added");
+    expect(h.warnings).toEqual([]);
+  });
+
   test("Continue's old config.json is never shadowed by a new config.yaml", async () => {
     const dir = join(h.home, ".continue");
     mkdirSync(dir, { recursive: true });
@@ -177,6 +220,30 @@ describe("writing other programs' files", () => {
     await sync.onWorkloadStopped({ name: "fetch" });
     expect(readFileSync(backup, "utf8")).toBe(fixtureFile("seed", "claude-code"));
     expect(statSync(path).mode & 0o777).toBe(0o640);
+  });
+
+  // These run as root (as the suite does): mcpmgr under sudo, editing a user's files.
+  test("run as root, a user's file stays the user's: owner, group and mode kept", async () => {
+    expect(process.getuid?.()).toBe(0);
+    const path = h.seed("claude-code");
+    chownSync(path, 61234, 61235);
+    chmodSync(path, 0o640);
+    await sync.registerClient("claude-code", "default", [fetch41001]);
+    await sync.onWorkloadStarted(fetch41002);
+    const info = statSync(path);
+    expect([info.uid, info.gid, info.mode & 0o777]).toEqual([61234, 61235, 0o640]);
+    expect(h.read("claude-code")).toContain(":41002/");
+  });
+
+  test("run as root, a new file (and its folder) under a user's home belongs to the home's owner", async () => {
+    chownSync(h.home, 61234, 61234);
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    const path = clientById("cursor").configPath(h.ctx);
+    for (const made of [path, dirname(path)]) {
+      const info = statSync(made);
+      expect([made, info.uid, info.gid]).toEqual([made, 61234, 61234]);
+    }
+    expect(statSync(path).mode & 0o777).toBe(0o600);
   });
 
   test("a file mcpmgr created is not backed up later: a note says there was no earlier version", async () => {

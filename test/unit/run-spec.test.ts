@@ -221,6 +221,10 @@ describe("a background workload", () => {
       "X-Custom=Bearer abc789",
       "X-Custom=Basic dXNlcjpwYXNz",
       "X-Id=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.sig",
+      // Review L7: names and values the first heuristic missed.
+      "Ocp-Apim-Subscription-Key=0123456789abcdef0123",
+      "X-Access-Key=AKIAEXAMPLE",
+      "X-Custom=sk-live-0123456789abcdef",
     ]) {
       const err = refused(header);
       expect({ header, code: err?.code }).toEqual({ header, code: "INVALID_OPTION" });

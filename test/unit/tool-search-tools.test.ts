@@ -3,7 +3,11 @@ import { describe, expect, test } from "bun:test";
 import { toolSearchSpec } from "../../src/config/tool-search-spec.ts";
 import { closestNames } from "../../src/gateway/tool-search/closest-names.ts";
 import { renderFindAnswer, TEXT_BUDGET } from "../../src/gateway/tool-search/find-answer.ts";
-import { oneLineSummary, searchModeInstructions } from "../../src/gateway/tool-search/instructions.ts";
+import {
+  INSTRUCTIONS_BUDGET,
+  oneLineSummary,
+  searchModeInstructions,
+} from "../../src/gateway/tool-search/instructions.ts";
 import {
   CALL_TOOL,
   FIND_TOOL,
@@ -107,7 +111,7 @@ describe("find_tool answer", () => {
     expect(answer.structuredContent).toEqual({ tools: [] });
   });
 
-  test("over budget, long prose is capped (and said so) but schema structure never is", () => {
+  test("over budget, long prose is capped first (and said so), the schema's structure kept while prose can give", () => {
     const longText = "word ".repeat(800);
     const enumValues = Array.from({ length: 40 }, (_, i) => `value${i}`);
     const hits: ToolSearchHit[] = Array.from({ length: 5 }, (_, i) => ({
@@ -127,7 +131,7 @@ describe("find_tool answer", () => {
     const answer = renderFindAnswer("anything", hits);
     const text = textOf(answer);
     expect(text.length).toBeLessThanOrEqual(TEXT_BUDGET);
-    expect(text).toContain("shortened");
+    expect(text).toContain("Shortened");
     for (const value of enumValues) expect(text).toContain(`"${value}"`);
     expect(text.match(/"required":\["mode"\]/g)).toHaveLength(5);
     const structured = answer.structuredContent as { tools: { description: string }[] };
@@ -137,6 +141,55 @@ describe("find_tool answer", () => {
     const twenty = textOf(renderFindAnswer("anything", [...hits, ...hits, ...hits, ...hits]));
     expect(twenty.length).toBeLessThanOrEqual(4 * TEXT_BUDGET);
     expect(twenty.length).toBeGreaterThan(3 * TEXT_BUDGET);
+  });
+
+  test("schemas larger than the budget by structure: long enums show their first values, then the last matches only their parameters", () => {
+    const champions = Array.from({ length: 400 }, (_, i) => `CHAMPION_NUMBER_${i}`);
+    const hit = (i: number, properties: number): ToolSearchHit => ({
+      gatewayName: `game_tool${i}`,
+      workload: "game",
+      score: 5 - i,
+      tool: {
+        name: `tool${i}`,
+        description: `Tool ${i}.`,
+        inputSchema: {
+          type: "object",
+          title: `tool${i}Arguments`,
+          properties: Object.fromEntries(
+            Array.from({ length: properties }, (_, p) => [
+              `param_${p}`,
+              { type: "string", title: `Param ${p}`, enum: champions },
+            ]),
+          ),
+          required: ["param_0"],
+        },
+      },
+    });
+    const enums = textOf(
+      renderFindAnswer(
+        "champion",
+        [0, 1, 2, 3, 4].map((i) => hit(i, 1)),
+      ),
+    );
+    expect(enums.length).toBeLessThanOrEqual(TEXT_BUDGET);
+    expect(enums).toContain('"CHAMPION_NUMBER_0"');
+    expect(enums).not.toContain('"CHAMPION_NUMBER_399"');
+    expect(enums).toMatch(/"… \d+ more"\]/);
+    // Titles that only repeat a name are left out; the required list is always there.
+    expect(enums).not.toContain("Param 0");
+    expect(enums).not.toContain("Arguments");
+    expect(enums.match(/"required":\["param_0"\]/g)).toHaveLength(5);
+
+    const huge = textOf(
+      renderFindAnswer(
+        "champion",
+        [0, 1, 2, 3, 4].map((i) => hit(i, 12)),
+      ),
+    );
+    expect(huge.length).toBeLessThanOrEqual(TEXT_BUDGET);
+    expect(huge).toContain("1. game_tool0");
+    expect(huge).toContain("5. game_tool4\nTool 4.\nparameters: param_0: string (required), param_1: string");
+    expect(huge).toContain("inputSchema: ");
   });
 });
 
@@ -230,6 +283,27 @@ describe("instructions", () => {
       "The group's workloads: fetch (Fetches web pages as markdown); github (GitHub issues and pull requests).",
     );
     expect(searchModeInstructions([])).toContain("no running workloads");
+  });
+
+  test("a large group stays within the budget: shorter summaries, then names alone, then the first names and how many more", () => {
+    const summary = "A server that does a great many useful things for the people who need them. More.";
+    const group = (count: number, name = (i: number) => `w${i}`) =>
+      Array.from({ length: count }, (_, i) => ({ name: name(i), summary, toolCount: 2 }));
+    expect(searchModeInstructions(group(3))).toContain(
+      "w0 (A server that does a great many useful things for the people who need them); w1 (",
+    );
+    const shorter = searchModeInstructions(group(16));
+    expect(shorter.length).toBeLessThanOrEqual(INSTRUCTIONS_BUDGET);
+    expect(shorter).toMatch(/w0 \(A server that[^)]*…\); w1 \(/);
+    const names = searchModeInstructions(group(60));
+    expect(names.length).toBeLessThanOrEqual(INSTRUCTIONS_BUDGET);
+    expect(names).toContain("This gateway's 120 tools");
+    expect(names).toContain("The group's workloads: w0; w1; w10; w11;");
+    expect(names).toEndWith("w9.");
+    const many = searchModeInstructions(group(300, (i) => `workload-number-${String(i).padStart(3, "0")}`));
+    expect(many.length).toBeLessThanOrEqual(INSTRUCTIONS_BUDGET);
+    expect(many).toContain("workload-number-000; workload-number-001;");
+    expect(many).toMatch(/; workload-number-\d{3} and \d+ more\.$/);
   });
 
   test("a summary is its first sentence on one line, without MCP boilerplate, cut near 80 characters", () => {

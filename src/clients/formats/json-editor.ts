@@ -40,6 +40,12 @@ function mapPath(collection: ServerCollection): readonly string[] {
  * them); mcpmgr only adds them where the file already uses them.
  */
 function parseJson(text: string, jsonc: boolean): Node | undefined {
+  const tooDeep = deeperThan(text, maxDepth);
+  if (tooDeep !== undefined) {
+    throw new ConfigParseError(
+      `it nests arrays and objects deeper than ${maxDepth} levels (${lineColumn(text, tooDeep)}), which no client's settings do`,
+    );
+  }
   const errors: ParseError[] = [];
   const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: true });
   const [first] = errors;
@@ -49,6 +55,28 @@ function parseJson(text: string, jsonc: boolean): Node | undefined {
     );
   }
   return root;
+}
+
+/**
+ * Deeper than any client's settings, far below what overflows the stack: jsonc-parser builds
+ * its tree recursively, and a file nested 20,000 levels deep would throw a RangeError from
+ * the middle of an update (review L4) instead of being refused like any broken file.
+ */
+const maxDepth = 512;
+
+/** The offset where arrays and objects first nest deeper than `max`, told by the scanner (strings and comments skipped, no recursion). */
+function deeperThan(text: string, max: number): number | undefined {
+  // Fewer characters than twice the depth cannot nest that deep.
+  if (text.length <= max * 2) return undefined;
+  const scanner = createScanner(text, false);
+  let depth = 0;
+  for (;;) {
+    const token = scanner.scan() as number;
+    if (token === Token.EOF) return undefined;
+    if (token === Token.OpenBrace || token === Token.OpenBracket) {
+      if (++depth > max) return scanner.getTokenOffset();
+    } else if (token === Token.CloseBrace || token === Token.CloseBracket) depth--;
+  }
 }
 
 function describeError(error: ParseError): string {
@@ -122,7 +150,18 @@ function setProperty(
 }
 
 /** jsonc-parser's SyntaxKind values (a const enum, which isolated modules cannot import). */
-const Token = { Comma: 5, LineComment: 12, BlockComment: 13, LineBreak: 14, Trivia: 15 } as const;
+const Token = {
+  OpenBrace: 1,
+  CloseBrace: 2,
+  OpenBracket: 3,
+  CloseBracket: 4,
+  Comma: 5,
+  LineComment: 12,
+  BlockComment: 13,
+  LineBreak: 14,
+  Trivia: 15,
+  EOF: 17,
+} as const;
 
 interface After {
   /** Offset just past a comma that follows the value, if one does. */

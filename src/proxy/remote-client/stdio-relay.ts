@@ -11,7 +11,8 @@
  *   - unless the remote refuses that initialize and answers `server/discover` as a server that
  *     speaks only 2026-07-28: then the client's session is served by translating between the
  *     eras (legacy-client.ts, the stdio bridge's translation), from that initialize on.
- * Every HTTP request goes through `fetch` (mcpmgr's credentials, when configured). The relay
+ * Every HTTP request goes through `fetch` (mcpmgr's credentials, when configured) and never
+ * follows a redirect (no-redirects.ts). The relay
  * ends when the client's input ends (after what was asked is answered, bounded) or the
  * connection fails; stdout carries only the protocol.
  */
@@ -23,6 +24,7 @@ import { errorMessage } from "../../errors.ts";
 import type { UpstreamFetch } from "../authenticated-fetch.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
+import { refuseRedirects } from "./no-redirects.ts";
 import { modernVersionOf } from "./request-headers.ts";
 import type { JsonRpcRequest } from "../mcp-message.ts";
 import { StatelessRequests } from "./stateless-requests.ts";
@@ -45,15 +47,15 @@ export interface StdioRelay {
 const DRAIN_MS = 30_000;
 
 export async function startStdioRelay(options: StdioRelayOptions): Promise<StdioRelay> {
-  const { target, fetch: upstreamFetch, log } = options;
-  const remote = new StreamableHTTPClientTransport(
-    target,
-    upstreamFetch ? { fetch: (url, init) => upstreamFetch(String(url), init ?? {}) } : {},
-  );
+  const { target, log } = options;
+  const upstreamFetch = refuseRedirects(options.fetch ?? ((url, init) => fetch(url, init)));
+  const remote = new StreamableHTTPClientTransport(target, {
+    fetch: (url, init) => upstreamFetch(String(url), init ?? {}),
+  });
   const local = new StdioServerTransport(options.stdin, options.stdout);
   const stateless = new StatelessRequests({
     url: target,
-    fetch: upstreamFetch ?? ((url, init) => fetch(url, init)),
+    fetch: upstreamFetch,
     deliver: (message) => void local.send(message as JSONRPCMessage),
     warn: (text) => log.warn(`remote: ${text}`),
   });
@@ -93,7 +95,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     const { translateForLegacyClient } = await import("./legacy-client.ts");
     const attempt = await translateForLegacyClient({
       url: target,
-      fetch: upstreamFetch ?? ((url, init) => fetch(url, init)),
+      fetch: upstreamFetch,
       deliver: (message) => void local.send(message as JSONRPCMessage),
       warn: (text) => log.warn(`remote: ${text}`),
       initialize: initialize as JsonRpcMessage,

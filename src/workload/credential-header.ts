@@ -1,0 +1,43 @@
+/**
+ * Whether a header given with `--remote-forward-headers` carries a credential, told by its name
+ * or by its value's form. A background workload's options are recorded (and exported) in plain
+ * text, so such a header must come from the secrets store instead (`-secret` form). A
+ * heuristic: it errs towards refusing, since the refusal names the safe form and costs one
+ * command, while a miss writes a secret into a file.
+ */
+
+/** Names (lower case) that say credential wherever the word sits: `X-Upstream-Token`, `Proxy-Authorization`. */
+const credentialWords =
+  /auth|token|secret|passw(?:or)?d|passphrase|cookie|credential|session|signature|private|api[-_.]?key|bearer|jwt/;
+
+/** One part of a name (split at `-`, `_`, `.`) that says credential on its own: `Ocp-Apim-Subscription-Key`, `X-Access-Key`, `X-Amz-Sig`. */
+function isCredentialPart(part: string, index: number, parts: readonly string[]): boolean {
+  // An idempotency key names a request, it does not prove anything.
+  if (part === "key" && parts[index - 1] === "idempotency") return false;
+  return part.endsWith("key") || ["sig", "pass", "pwd", "pat", "sid", "otp", "csrf", "xsrf"].includes(part);
+}
+
+/** Value forms that are credentials whatever the header is called. */
+const credentialValue = new RegExp(
+  [
+    // An authorization scheme and its credentials.
+    /^(?:bearer|basic|digest|token|negotiate|apikey|aws4-hmac-sha256)\s+\S/.source,
+    // A JWT (its header is base64url of `{"`).
+    /^eyJ[\w-]+\.[\w-]+\./.source,
+    // Well-known key formats: OpenAI/Anthropic/Stripe, GitHub, GitLab, Slack, AWS access keys, Google API keys, npm, Hugging Face.
+    /^(?:sk|rk)[-_]\S{8}/.source,
+    /^(?:gh[pousr]_|github_pat_)\w{8}/.source,
+    /^glpat-\S{8}/.source,
+    /^xox[abposr]-\S{8}/.source,
+    /^(?:AKIA|ASIA)[0-9A-Z]{16}$/.source,
+    /^AIza[\w-]{30}/.source,
+    /^(?:npm|hf)_\w{8}/.source,
+  ].join("|"),
+  "i",
+);
+
+export function isCredentialHeader(name: string, value: string): boolean {
+  const lower = name.toLowerCase();
+  if (credentialWords.test(lower) || lower.split(/[-_.]/).some(isCredentialPart)) return true;
+  return credentialValue.test(value.trim());
+}

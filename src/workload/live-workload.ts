@@ -1,0 +1,60 @@
+/**
+ * A recorded workload's endpoint for `mcpmgr proxy stdio NAME` (Claude Desktop's entry),
+ * trusted only while the workload's supervisor lives. The endpoint is a loopback port like
+ * any other: once its supervisor is gone (the workload stopped, or the supervisor killed)
+ * another local user can listen there and answer as the workload. So the relay starts only
+ * while the supervisor (a process of this user's running `__supervise NAME`) is alive and the
+ * workload running or restarting (the supervisor holds its port through restarts), and the
+ * same is checked again before every request the relay sends.
+ */
+import { McpmgrError } from "../errors.ts";
+import type { WorkloadState } from "../state/workload-record.ts";
+import { workloadUrl } from "../state/workload-url.ts";
+import type { WorkloadStore } from "../state/workloads.ts";
+import { currentStatus, isSupervisorOf } from "./supervisor-control.ts";
+
+export interface LiveWorkload {
+  readonly url: URL;
+  /** Resolves while the workload runs behind `url`; WORKLOAD_NOT_RUNNING otherwise. */
+  assertRunning(): Promise<void>;
+}
+
+/** States in which the supervisor holds the workload's port. */
+const SERVING: ReadonlySet<WorkloadState> = new Set(["running", "restarting"]);
+/** How long a workload that is starting is waited for before proxy stdio gives up. */
+const STARTING_WAIT_MS = 15_000;
+
+export async function liveWorkload(store: WorkloadStore, name: string): Promise<LiveWorkload> {
+  const url = workloadUrl(await store.getExisting(name));
+  let pid = await servingSupervisor(store, name, url);
+  return {
+    url: new URL(url),
+    async assertRunning() {
+      if (isSupervisorOf(pid, name)) return;
+      // Restarted meanwhile (`mcpmgr restart`): another supervisor, serving the same endpoint.
+      pid = await servingSupervisor(store, name, url);
+    },
+  };
+}
+
+/** The pid of the supervisor serving `url` for the workload, waiting a little for one that is starting. */
+async function servingSupervisor(store: WorkloadStore, name: string, url: string): Promise<number> {
+  const deadline = performance.now() + STARTING_WAIT_MS;
+  for (;;) {
+    const status = await currentStatus(store, name);
+    const record = await store.get(name);
+    const state = status?.state ?? "stopped";
+    if (record === undefined || workloadUrl(record) !== url) throw notRunning(name, "was removed or moved");
+    if (SERVING.has(state) && status?.pid !== undefined && isSupervisorOf(status.pid, name)) return status.pid;
+    if (state !== "starting" || performance.now() > deadline) throw notRunning(name, `is ${state}`);
+    await Bun.sleep(200);
+  }
+}
+
+function notRunning(name: string, why: string): McpmgrError {
+  return new McpmgrError(
+    "WORKLOAD_NOT_RUNNING",
+    `workload ${name} ${why}: mcpmgr does not connect to its port without its supervisor behind it`,
+    { hint: `start it with 'mcpmgr start ${name}' (see 'mcpmgr list'), then connect again` },
+  );
+}

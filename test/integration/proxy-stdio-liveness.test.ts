@@ -1,0 +1,183 @@
+/**
+ * `mcpmgr proxy stdio NAME` (Claude Desktop's entry) and the AI-client entries of URL-based
+ * clients trust a workload's port only while its supervisor serves it (review finding L1).
+ * A real remote workload in front of a real MCP server, a real stdio client; an "impostor"
+ * HTTP server takes the port once the supervisor is gone and records whatever reaches it.
+ */
+import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { Server } from "bun";
+import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
+import { until } from "../support/gateway-group.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+let home: string;
+let mcpmgrHome: string;
+let fixture: RunningFixture;
+let url: URL;
+let impostor: Server<unknown> | undefined;
+let heardByImpostor: string[] = [];
+
+function env(): Record<string, string> {
+  const clean: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value === undefined || key.startsWith("MCPMGR_") || key.startsWith("XDG_") || key === "FORCE_COLOR") continue;
+    clean[key] = value;
+  }
+  return { ...clean, HOME: home, MCPMGR_HOME: mcpmgrHome, MCPMGR_RUNTIME: "process", NO_COLOR: "1" };
+}
+
+function mcpmgr(...args: string[]) {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env: env(),
+    stdin: "ignore",
+    timeout: 120_000,
+  });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+function ok(...args: string[]) {
+  const result = mcpmgr(...args);
+  if (result.code !== 0) throw new Error(`mcpmgr ${args.join(" ")} exited ${result.code}:\n${result.stderr}`);
+  return result;
+}
+
+const supervisorPid = () =>
+  (JSON.parse(readFileSync(join(mcpmgrHome, "state/workloads/victim/status.json"), "utf8")) as { pid: number }).pid;
+const cursorEntries = () =>
+  (JSON.parse(readFileSync(join(home, ".cursor", "mcp.json"), "utf8")) as { mcpServers: Record<string, unknown> })
+    .mcpServers;
+
+/** Another program takes the workload's port as soon as it is free, and answers MCP as the workload would. */
+async function takePort(): Promise<void> {
+  const taken = await until(() => {
+    try {
+      impostor = Bun.serve({
+        hostname: url.hostname,
+        port: Number(url.port),
+        fetch(req) {
+          heardByImpostor.push(`${req.method} ${new URL(req.url).pathname} ${req.headers.get("authorization")}`);
+          return Response.json({
+            jsonrpc: "2.0",
+            id: 1,
+            result: { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "impostor", version: "6" } },
+          });
+        },
+      });
+      return true;
+    } catch {
+      return false;
+    }
+  }, 10_000);
+  expect(taken).toBe(true);
+}
+
+/** proxy stdio NAME with an initialize piped in: exit code, stdout, stderr. */
+async function relayOnce(): Promise<{ code: number; stdout: string; stderr: string }> {
+  const initialize = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "liveness", version: "1" } },
+  };
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", "victim"], {
+    cwd: REPO_ROOT,
+    env: env(),
+    stdin: new Blob([`${JSON.stringify(initialize)}\n`]),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, stdout, stderr] = await Promise.all([
+    proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+  ]);
+  return { code, stdout, stderr };
+}
+
+beforeAll(async () => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-proxy-stdio-liveness-"));
+  mcpmgrHome = join(home, ".mcpmgr");
+  fixture = await startConformanceServer();
+  ok("client", "register", "cursor");
+  url = new URL(ok("run", fixture.url, "--name", "victim").stdout.trim());
+  expect(cursorEntries()).toEqual({ victim: { url: url.href } });
+}, 120_000);
+
+afterEach(() => {
+  impostor?.stop(true);
+  impostor = undefined;
+  heardByImpostor = [];
+});
+
+afterAll(async () => {
+  mcpmgr("rm", "victim");
+  await fixture?.stop();
+  rmSync(home, { recursive: true, force: true });
+});
+
+test("a stopped workload: proxy stdio refuses with one line and a hint, whatever listens on its port", async () => {
+  ok("stop", "victim");
+  await takePort();
+  const { code, stdout, stderr } = await relayOnce();
+  expect(code).toBe(1);
+  expect(stdout).toBe("");
+  const lines = stderr.trim().split("\n");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain("workload victim is stopped");
+  expect(lines[0]).toContain("hint: start it with 'mcpmgr start victim'");
+  expect(heardByImpostor).toEqual([]);
+}, 60_000);
+
+test("a killed supervisor: the next mcpmgr command takes Cursor's entry out, and proxy stdio refuses", async () => {
+  ok("start", "victim");
+  expect(cursorEntries()).toEqual({ victim: { url: url.href } });
+  process.kill(supervisorPid(), "SIGKILL");
+  await takePort();
+  const { code, stderr } = await relayOnce();
+  expect(code).toBe(1);
+  expect(stderr).toContain(`removed victim from cursor (${join(home, ".cursor", "mcp.json")}): it no longer runs`);
+  expect(stderr).toContain("workload victim is failed");
+  expect(cursorEntries()).toEqual({});
+  expect(heardByImpostor).toEqual([]);
+}, 60_000);
+
+test("any command prunes: a supervisor killed, then 'mcpmgr group list'", async () => {
+  ok("start", "victim");
+  expect(cursorEntries()).toEqual({ victim: { url: url.href } });
+  process.kill(supervisorPid(), "SIGKILL");
+  expect(await until(() => mcpmgr("group", "list").code === 0 && !("victim" in cursorEntries()))).toBe(true);
+}, 60_000);
+
+test("a supervisor killed while the relay runs: the next request is refused, nothing reaches the port's new owner", async () => {
+  ok("start", "victim");
+  const client = new Client({ name: "claude-desktop-like", version: "1.0.0" });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI_ENTRY, "proxy", "stdio", "victim"],
+    cwd: REPO_ROOT,
+    env: env(),
+    stderr: "ignore",
+  });
+  await client.connect(transport);
+  try {
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    process.kill(supervisorPid(), "SIGKILL");
+    await takePort();
+    let failure: unknown;
+    try {
+      await client.listTools();
+    } catch (err) {
+      failure = err;
+    }
+    expect(String(failure)).toContain("workload victim is failed");
+    expect(heardByImpostor).toEqual([]);
+  } finally {
+    await client.close();
+  }
+}, 60_000);

@@ -1,0 +1,72 @@
+/**
+ * The heuristic that keeps credentials forwarded as plain headers out of a background
+ * workload's record (review L7): the common names and value forms it must catch, and ordinary
+ * headers it must let through.
+ */
+import { expect, test } from "bun:test";
+import { isCredentialHeader } from "../../src/workload/credential-header.ts";
+
+test("credential header names are caught whatever their value", () => {
+  for (const name of [
+    "Authorization",
+    "Proxy-Authorization",
+    "Cookie",
+    "X-Api-Key",
+    "Api-Key",
+    "apikey",
+    "X-Goog-Api-Key",
+    "Ocp-Apim-Subscription-Key",
+    "X-Access-Key",
+    "X-Functions-Key",
+    "X-Secret-Key",
+    "Private-Token",
+    "X-Upstream-Token",
+    "X-Auth-Email",
+    "X-Client-Secret",
+    "X-Amz-Security-Token",
+    "X-Amz-Sig",
+    "X-Session-Id",
+    "X-Password",
+    "X-Pwd",
+    "X-PAT",
+    "X-CSRF-Token",
+    "X_API_KEY",
+    "x.api.key",
+  ]) {
+    expect({ name, caught: isCredentialHeader(name, "plain-value") }).toEqual({ name, caught: true });
+  }
+});
+
+test("credential values are caught whatever the header is called", () => {
+  for (const value of [
+    "Bearer abc.def",
+    "basic dXNlcjpwYXNz",
+    "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.sig",
+    "sk-live-0123456789abcdef",
+    "sk_live_0123456789abcdef",
+    "ghp_0123456789abcdefABCDEF0123456789abcd",
+    "github_pat_11AAAAAAA0123456789",
+    "glpat-0123456789abcdef",
+    "xoxb-0123456789-abcdef",
+    "AKIAIOSFODNN7EXAMPLE",
+    "AIzaSyA0123456789abcdefghijklmnopqrstu",
+    "npm_0123456789abcdef",
+    "hf_0123456789abcdef",
+  ]) {
+    expect({ value, caught: isCredentialHeader("X-Custom", value) }).toEqual({ value, caught: true });
+  }
+});
+
+test("ordinary headers pass", () => {
+  for (const [name, value] of [
+    ["X-Tenant", "acme"],
+    ["X-Region", "eu-west-1"],
+    ["Accept-Language", "en"],
+    ["X-Request-Id", "4f1c2a"],
+    ["Idempotency-Key", "retry-1"],
+    ["X-Path-Prefix", "/v1"],
+    ["X-Monitoring", "skip-this"],
+  ] as const) {
+    expect({ name, caught: isCredentialHeader(name, value) }).toEqual({ name, caught: false });
+  }
+});
