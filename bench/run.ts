@@ -16,7 +16,8 @@
  *   BENCH_RESULTS        where to write the markdown (default bench/RESULTS.md; "-" = don't write)
  *   BENCH_PROXY_CMD      command that replaces `bun src/main.ts` for the proxy and bridge scenarios (e.g. a compiled binary)
  *   BENCH_STARTUP_RUNS   cli-startup: timed starts per command (default 30)
- *   BENCH_MCPMGR_BIN     cli-startup: an mcpmgr executable to time instead of compiling one
+ *   BENCH_MCPMGR_BIN     cli-startup and footprint: an mcpmgr executable to measure instead of compiling one
+ *   BENCH_FOOTPRINT_FORMS  footprint: "compiled", "source" or both (default both)
  *   BENCH_STRICT=1       exit 1 when a target is missed (a failed scenario always exits 1)
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -40,11 +41,12 @@ import {
   waitForMcp,
 } from "./lib/proc.ts";
 import { RESULTS_HEADER, replaceSections } from "./lib/results-section.ts";
-import { type FootprintResult, footprints } from "./footprint.ts";
+import { compiledMcpmgr, removeCompiledMcpmgr } from "./lib/compiled.ts";
+import { renderFootprint } from "./lib/footprint-report.ts";
+import { type FootprintResult, footprints, footprintVerdicts } from "./footprint.ts";
 import { type Harness, type Load, type Running, type Scenario, scenarios } from "./scenarios.ts";
 import { renderStartup, runStartupScenario, startupVerdict } from "./lib/startup.ts";
 import {
-  type FootprintOutcome,
   type Machine,
   NOISE_CORES,
   type RunResult,
@@ -336,6 +338,7 @@ function harnessFor(started: Child[]): Harness {
     smapsRollup,
     loadCommand: loadgenCommand,
     mcpmgrCommand: () => process.env.BENCH_PROXY_CMD?.trim().split(/\s+/) ?? [process.execPath, "src/main.ts"],
+    mcpmgrBinary: () => compiledMcpmgr(root),
   };
 }
 
@@ -470,8 +473,8 @@ function machine(): Machine {
 }
 
 /** The footprint scenarios, one after the other, after the loads (they start and stop their own workloads). */
-async function runFootprints(): Promise<FootprintOutcome[]> {
-  const outcomes: FootprintOutcome[] = [];
+async function runFootprints(): Promise<{ id: string; title: string; result?: FootprintResult; error?: string }[]> {
+  const outcomes: Awaited<ReturnType<typeof runFootprints>> = [];
   for (const f of chosenFootprints) {
     const started: Child[] = [];
     process.stderr.write(`bench: ${f.id}: measuring\n`);
@@ -497,7 +500,7 @@ async function runStartup(): Promise<{ md: string; failed: boolean; missed: bool
       root,
       runs: startupRuns,
       warmup: 3,
-      ...(process.env.BENCH_MCPMGR_BIN ? { binary: resolve(process.env.BENCH_MCPMGR_BIN) } : {}),
+      binary: await compiledMcpmgr(root),
       freePort,
       async startUpstream() {
         const child = spawnChild("upstream", [process.execPath, join(benchDir, "upstream.ts"), "--port", "0"], {
@@ -527,13 +530,21 @@ async function main(): Promise<number> {
   const sections: Record<string, string> = {};
   let failed = false;
   let missed = false;
-  if (chosen.length > 0 || chosenFootprints.length > 0) {
+  if (chosen.length > 0) {
     const results = await runAll();
-    const footprintOutcomes = await runFootprints();
     const verdicts = evaluateTargets(chosen, results);
-    sections.load = renderMarkdown(machine(), chosen, results, verdicts, footprintOutcomes);
-    failed ||= results.some((r) => r.error) || footprintOutcomes.some((f) => f.error);
+    sections.load = renderMarkdown(machine(), chosen, results, verdicts);
+    failed ||= results.some((r) => r.error);
     missed ||= verdicts.some((v) => v.status === "missed");
+  }
+  for (const outcome of await runFootprints()) {
+    const m = machine();
+    sections[outcome.id] = renderFootprint(outcome, {
+      date: m.date,
+      line: `${m.nproc} CPUs, ${m.cpuModel}, Linux ${m.kernel}, Bun ${m.bun}; the load on the bridge: ${m.loadgen}, ${m.warmup} s warm-up, ${m.duration} s measured.`,
+    });
+    failed ||= outcome.error !== undefined;
+    missed ||= outcome.result !== undefined && footprintVerdicts(outcome.result).some((v) => !v.met);
   }
   if (startupChosen) {
     const startup = await runStartup();
@@ -555,10 +566,12 @@ async function main(): Promise<number> {
 main()
   .then((code) => {
     killAll();
+    removeCompiledMcpmgr();
     process.exit(code);
   })
   .catch((err) => {
     process.stderr.write(`bench: ${(err as Error)?.stack ?? err}\n`);
     killAll();
+    removeCompiledMcpmgr();
     process.exit(1);
   });

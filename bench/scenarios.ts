@@ -43,6 +43,8 @@ export interface Harness {
   loadCommand(load: Load, concurrency: number): string[];
   /** `bun src/main.ts`, or what BENCH_PROXY_CMD says. */
   mcpmgrCommand(): string[];
+  /** The compiled executable (BENCH_MCPMGR_BIN, or built once per bench run: bench/lib/compiled.ts). */
+  mcpmgrBinary(): Promise<string>;
 }
 
 /** How the load is generated. */
@@ -121,7 +123,7 @@ function nodeBinary(): string {
  * The echo server as a container image (bench/stdio-echo.mjs on the offline node base
  * image the tests build), tagged by content so it is built once.
  */
-async function echoImage(h: Harness): Promise<string> {
+export async function echoImage(h: Harness): Promise<string> {
   const docker = (...args: string[]) => Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" });
   if (docker("info").exitCode !== 0)
     throw new Error(

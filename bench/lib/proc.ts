@@ -425,6 +425,8 @@ export interface SmapsRollup {
   readonly sharedClean: number;
   readonly sharedDirty: number;
   readonly swap: number;
+  /** Anonymous pages (heap, stacks, JIT code): never shared between separately started processes. */
+  readonly anonymous: number;
 }
 
 export function smapsRollup(pid: number): SmapsRollup | undefined {
@@ -443,5 +445,6 @@ export function smapsRollup(pid: number): SmapsRollup | undefined {
     sharedClean: kb("Shared_Clean"),
     sharedDirty: kb("Shared_Dirty"),
     swap: kb("Swap"),
+    anonymous: kb("Anonymous"),
   };
 }

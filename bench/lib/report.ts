@@ -1,14 +1,5 @@
 /** Results of `bun run bench` as markdown, and the verdict on each target. */
-import { type FootprintResult, privateBytes } from "../footprint.ts";
 import type { Scenario, Target } from "../scenarios.ts";
-
-/** A footprint scenario's readings, or why it failed. */
-export interface FootprintOutcome {
-  id: string;
-  title: string;
-  result?: FootprintResult;
-  error?: string;
-}
 
 export interface RunResult {
   concurrency: number;
@@ -163,7 +154,6 @@ export function renderMarkdown(
   scenarios: readonly Scenario[],
   results: readonly ScenarioResult[],
   verdicts: readonly Verdict[],
-  footprints: readonly FootprintOutcome[] = [],
 ): string {
   const out: string[] = [];
   const stamp = m.date
@@ -263,8 +253,6 @@ export function renderMarkdown(
     );
   }
 
-  out.push(...renderFootprints(footprints));
-
   const failed = results.filter((r) => r.error);
   if (failed.length) {
     out.push("### Errors", "");
@@ -275,35 +263,6 @@ export function renderMarkdown(
     out.push(`- ${r.id} c=${x.concurrency}: failed requests ${JSON.stringify(x.failureDetail)}`);
   }
   return out.join("\n").trimEnd();
-}
-
-function renderFootprints(footprints: readonly FootprintOutcome[]): string[] {
-  if (footprints.length === 0) return [];
-  const out: string[] = [];
-  for (const f of footprints) {
-    out.push(`### Footprint: ${f.title}`, "");
-    if (f.error !== undefined) {
-      out.push("**failed**:", "", "```", f.error.trimEnd(), "```", "");
-      continue;
-    }
-    const r = f.result as FootprintResult;
-    out.push(...r.notes.map((n) => `- ${n}`), "");
-    out.push(
-      "| Workloads | processes | private MiB mean | private MiB max | Private_Dirty MiB mean | Pss MiB mean | RSS MiB mean |",
-      `| --- |${" ---: |".repeat(6)}`,
-    );
-    for (const g of r.groups) {
-      const n = g.readings.length;
-      const mean = (pick: (x: (typeof g.readings)[number]) => number) =>
-        n === 0 ? Number.NaN : g.readings.reduce((sum, x) => sum + pick(x), 0) / n;
-      const max = Math.max(...g.readings.map(privateBytes));
-      out.push(
-        `| ${g.title} | ${n} | ${mib(mean(privateBytes))} | ${mib(max)} | ${mib(mean((x) => x.privateDirty))} | ${mib(mean((x) => x.pss))} | ${mib(mean((x) => x.rss))} |`,
-      );
-    }
-    out.push("");
-  }
-  return out;
 }
 
 /** The scenarios' descriptions and the table of every run. */

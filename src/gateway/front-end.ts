@@ -20,7 +20,7 @@ import {
 import type { Handler } from "../proxy/handler.ts";
 import { pathOf } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "../proxy/jsonrpc.ts";
-import { callerOf } from "../middleware/authn.ts";
+import { callerOf } from "../middleware/caller.ts";
 import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
 import { anyResult } from "./sdk.ts";
@@ -32,7 +32,7 @@ interface Session {
   readonly transport: WebStandardStreamableHTTPServerTransport;
   readonly server: Server;
   readonly pool: UpstreamPool;
-  /** The caller that opened it (middleware/authn.ts `callerOf`), "" without authentication. */
+  /** The caller that opened it (middleware/caller.ts `callerOf`), "" without authentication. */
   readonly owner: string;
   lastSeen: number;
 }

@@ -14,7 +14,7 @@ import type { AuditConfig, AuditEventType } from "../config/audit-config.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
 import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
-import { principalOf } from "./authn.ts";
+import { principalOf } from "./caller.ts";
 import { denialOf, isDenied } from "./denials.ts";
 import { caseInsensitiveReading } from "./message-checks.ts";
 import { foldKey } from "./strict-json.ts";

@@ -3,7 +3,7 @@
  * into a Principal or a rejection; this middleware turns a rejection into the RFC 6750
  * challenge (401, or 403 for insufficient_scope) naming the RFC 9728 metadata, serves that
  * metadata document itself, and records the principal for later middleware (authorization,
- * audit) through `principalOf(req)`. The client's token never goes further: the forwarder
+ * audit) through `principalOf(req)` (caller.ts). The client's token never goes further: the forwarder
  * and the bridge drop `Authorization`.
  */
 import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
@@ -14,32 +14,13 @@ import {
   type Principal,
   type TokenVerifier,
 } from "../auth/incoming/verifier.ts";
-import { rememberSubjectToken } from "../auth/outgoing/token-exchange.ts";
-import { requestState } from "../auth/request-state.ts";
+import { rememberSubjectToken } from "../auth/outgoing/subject-token.ts";
 import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
+import { setPrincipal } from "./caller.ts";
 import { markDenied } from "./denials.ts";
 import { cameFromGateway } from "./gateway-credential.ts";
 import { publicOrigin } from "../proxy/public-url.ts";
-
-const principals = requestState<Principal>();
-
-/** The authenticated caller of a request (undefined without incoming authentication). */
-export function principalOf(req: Request): Principal | undefined {
-  return principals.get(req);
-}
-
-/**
- * Who a request acts as, for binding state to its caller (sessions, legacy SSE streams,
- * input-round state): the token's `sub`, or its `client_id` for a client-credentials token
- * without one, kept apart so a client cannot pose as a user of the same name. Undefined
- * without incoming authentication (then every caller is the same anonymous one).
- */
-export function callerOf(req: Request): string | undefined {
-  const principal = principals.get(req);
-  if (principal === undefined) return undefined;
-  return typeof principal.claims.sub === "string" ? `sub:${principal.subject}` : `client:${principal.subject}`;
-}
 
 export interface AuthnOptions {
   readonly spec: IncomingAuthSpec;
@@ -111,7 +92,7 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
         );
       throw err;
     }
-    principals.set(req, principal);
+    setPrincipal(req, principal);
     // Kept (not forwarded) for RFC 8693 token exchange, when configured.
     rememberSubjectToken(req, match[1] as string);
     return next(req, ctx);

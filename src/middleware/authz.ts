@@ -19,7 +19,7 @@ import { errorMessage } from "../errors.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage, type McpTarget } from "../proxy/mcp-message.ts";
-import { principalOf } from "./authn.ts";
+import { principalOf } from "./caller.ts";
 import { cedarValueOf, Unmappable, type CedarValue } from "./cedar-context.ts";
 import { policyFacts, readsArguments, readsClaims, type ContextReads, type PolicyFacts } from "./cedar-policies.ts";
 import { markDenied } from "./denials.ts";

@@ -13,7 +13,7 @@ import type { WebhookConfig, WebhookSpec } from "../config/webhook-config.ts";
 import type { Middleware, RequestContext } from "../proxy/handler.ts";
 import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage as Message } from "../proxy/mcp-message.ts";
-import { principalOf } from "./authn.ts";
+import { principalOf } from "./caller.ts";
 import { markDenied } from "./denials.ts";
 import { bodyProblem } from "./message-checks.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";

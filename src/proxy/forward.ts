@@ -33,7 +33,7 @@ export interface ForwardOptions {
   /** A session without requests for this long is forgotten (MCPMGR_SESSION_IDLE_TIMEOUT). */
   readonly sessionIdleMs?: number;
   /**
-   * Who a request acts as (middleware/authn.ts `callerOf`); undefined without authentication.
+   * Who a request acts as (middleware/caller.ts `callerOf`); undefined without authentication.
    * With authentication, a session is served only to the caller that opened it, and a session
    * this proxy did not see opened is not served at all.
    */

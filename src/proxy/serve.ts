@@ -112,8 +112,10 @@ function listenError(err: unknown, options: ServeOptions): McpmgrError {
       cause: err,
     });
   }
-  // EINVAL: Bun's answer for a host name that resolves to no address of this machine.
-  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND" || code === "EAI_NONAME" || code === "EINVAL") {
+  // EINVAL or ENOENT: Bun's answers for a host name that resolves to no address of this machine
+  // (which one depends on the resolver's answer).
+  const noSuchAddress = ["EADDRNOTAVAIL", "ENOTFOUND", "EAI_NONAME", "EINVAL", "ENOENT"];
+  if (code !== undefined && noSuchAddress.includes(code)) {
     return new McpmgrError("LISTEN_FAILED", `cannot listen on ${where}: no such local address`, {
       hint: "use an address of this machine, such as 127.0.0.1",
       cause: err,

@@ -16,14 +16,8 @@ import { mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
 import { deniesNetwork, restrictsOutbound, type PermissionProfile } from "../runtime/permission-profile.ts";
 import type { WorkloadContext } from "./context.ts";
 import { containerResourceLimits } from "./limits.ts";
-import {
-  localServer,
-  profileOf,
-  type ContainerPlacement,
-  type ImageSource,
-  type PackageSource,
-  type Values,
-} from "./placement.ts";
+import { localServer, profileOf } from "./local-server.ts";
+import type { ContainerPlacement, ImageSource, PackageSource, Values } from "./placement.ts";
 
 /** Options for building an image from a package, meaningless for an image. */
 const buildOptions = ["runtime-image", "runtime-add-package", "ca-cert"] as const;

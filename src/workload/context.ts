@@ -4,7 +4,7 @@
  * environment, the secrets store, and how to show the user a page (an OAuth login). Nothing
  * below reads process.env or writes to the terminal by itself, so tests hand in their own.
  */
-import { createSecretManager, type SecretManager } from "../secrets/manager.ts";
+import type { SecretManager } from "../secrets/manager.ts";
 import { resolvePaths, type McpmgrPaths } from "../state/paths.ts";
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -51,7 +51,12 @@ export function workloadContext(options: WorkloadContextOptions): WorkloadContex
     stderr: options.stderr,
     paths,
     env: options.env,
-    secrets: () => (secrets ??= createSecretManager({ dir: paths.dataDir, env: options.env })),
+    // The store's code (encryption, password sources) loads on first use too: required, since this is synchronous.
+    secrets: () =>
+      (secrets ??= (require("../secrets/manager.ts") as typeof import("../secrets/manager.ts")).createSecretManager({
+        dir: paths.dataDir,
+        env: options.env,
+      })),
     openBrowser: options.openBrowser ?? (() => {}),
   });
 }

@@ -1,7 +1,9 @@
-/** The incoming-authentication middleware for a proxy endpoint, set up (discovery, JWKS) before it serves. */
+/**
+ * The incoming-authentication middleware for a proxy endpoint, set up (discovery, JWKS) before
+ * it serves. The verifier and the middleware (jose among them) are loaded only for an endpoint
+ * that asks for tokens: a workload, proxy or gateway without --oidc-* never loads them.
+ */
 import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
-import { createTokenVerifier } from "../auth/incoming/verifier.ts";
-import { bearerAuthentication } from "../middleware/authn.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import type { WorkloadLog } from "./context.ts";
 
@@ -16,6 +18,10 @@ export async function prepareIncomingAuthentication(
   log: WorkloadLog,
 ): Promise<PreparedAuthentication> {
   if (spec === undefined) return { forEndpoint: () => [] };
+  const [{ createTokenVerifier }, { bearerAuthentication }] = await Promise.all([
+    import("../auth/incoming/verifier.ts"),
+    import("../middleware/authn.ts"),
+  ]);
   const verifier = await createTokenVerifier(spec);
   if (spec.audience === undefined) {
     log.warn(

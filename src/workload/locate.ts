@@ -5,7 +5,6 @@
  */
 import type { ParsedRunArgv } from "../config/run-argv.ts";
 import { McpmgrError } from "../errors.ts";
-import { loadRegistry } from "../registry/loader.ts";
 import { sourceOf, type RegistryEntry } from "../registry/entry.ts";
 import { detectEngine, noEngineError, runtimeChoice, type ContainerEngine } from "../runtime/docker/engine.ts";
 import { parseSource, type ServerSource } from "../runtime/source.ts";
@@ -61,6 +60,8 @@ export async function locateServer(parsed: ParsedRunArgv, ctx: WorkloadContext):
   if (source.kind !== "registry") {
     return { sourceText, source, entry: undefined, runtime: await selectRuntime(source, ctx.env) };
   }
+  // The registry (its catalog and loader) only for a registry name.
+  const { loadRegistry } = await import("../registry/loader.ts");
   const registry = await loadRegistry({ env: ctx.env, configDir: ctx.paths.configDir });
   const entry = registry.get(source.name);
   const concrete = parseSource(sourceOf(entry).runTarget);

@@ -20,9 +20,8 @@ import { assertAuditLogWritable } from "./audit-sink.ts";
 import type { WorkloadContext } from "./context.ts";
 import { proxyLimits, type ProxyLimits } from "./limits.ts";
 import { locateServer, type LocatedServer } from "./locate.ts";
-import { containerPlacement } from "./container-placement.ts";
 import { isCredentialHeader } from "./credential-header.ts";
-import { processPlacement, remotePlacement, type Placement } from "./placement.ts";
+import { remotePlacement, type Placement } from "./placement.ts";
 
 export type ProxyMode = "streamable-http" | "sse";
 
@@ -103,12 +102,25 @@ export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ct
   }
   const limits = proxyLimits(ctx.env);
   const policies = resolvePolicies(parsed, entry, name, ctx);
+  // Each runtime's rules are required where they apply: a remote workload's supervisor loads
+  // neither the sandbox's nor the container's (required, not imported: this is synchronous).
   const placement =
     source.kind === "remote"
       ? remotePlacement(parsed, source, policies.incomingAuth !== undefined)
       : located.runtime.kind === "container"
-        ? containerPlacement(parsed, source, entry, located.runtime.engine, ctx)
-        : processPlacement(parsed, source, entry, ctx);
+        ? (require("./container-placement.ts") as typeof import("./container-placement.ts")).containerPlacement(
+            parsed,
+            source,
+            entry,
+            located.runtime.engine,
+            ctx,
+          )
+        : (require("./process-placement.ts") as typeof import("./process-placement.ts")).processPlacement(
+            parsed,
+            source,
+            entry,
+            ctx,
+          );
   const transport = placement.kind === "remote" ? undefined : placement.server.transport;
   const proxyMode = values["proxy-mode"];
   if (transport === "stdio" && proxyMode === "sse")

@@ -4,7 +4,6 @@
  * values are read from the secrets store at every start (never kept in the spec), and the
  * variables the registry entry requires are checked once everything is known.
  */
-import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
 import type { ParsedRunArgv } from "../config/run-argv.ts";
 import { McpmgrError } from "../errors.ts";
 import type { RegistryEntry } from "../registry/entry.ts";
@@ -30,12 +29,14 @@ export interface ServerVariables {
 }
 
 export function serverVariables(values: ParsedRunArgv["values"], entry: RegistryEntry | undefined): ServerVariables {
+  // The env-file parser (dotenv) only when a file is named; required, not imported: this is synchronous.
+  const envFiles = () => require("../config/env-files.ts") as typeof import("../config/env-files.ts");
   const plain: Record<string, string> = {
     ...Object.fromEntries(
       (entry?.env ?? []).filter((e) => e.default !== undefined).map((e) => [e.name, e.default as string]),
     ),
-    ...(values["env-file-dir"] ? loadEnvDir(values["env-file-dir"]) : {}),
-    ...(values["env-file"] ? loadEnvFile(values["env-file"]) : {}),
+    ...(values["env-file-dir"] ? envFiles().loadEnvDir(values["env-file-dir"]) : {}),
+    ...(values["env-file"] ? envFiles().loadEnvFile(values["env-file"]) : {}),
     ...Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
   };
   for (const ref of values.secret) {

@@ -12,7 +12,7 @@ import { serve } from "../proxy/serve.ts";
 import type { WorkloadContext } from "./context.ts";
 import { proxyLimits } from "./limits.ts";
 import { outgoingAuthentication } from "./outgoing-auth.ts";
-import { callerOf } from "../middleware/authn.ts";
+import { callerOf } from "../middleware/caller.ts";
 import { policyChain } from "../middleware/policy-chain.ts";
 
 export interface RunningProxy {

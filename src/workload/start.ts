@@ -14,8 +14,6 @@ import type { LaunchedServer } from "../runtime/server-handle.ts";
 import { errorMessage } from "../errors.ts";
 import { auditSink, type AuditSink } from "./audit-sink.ts";
 import type { WorkloadContext } from "./context.ts";
-import { launchContainer } from "./launch-container.ts";
-import { launchLocalProcess } from "./launch-process.ts";
 import { preparePolicies, startTelemetry, type PreparedPolicies } from "./policies.ts";
 import { policyChain } from "../middleware/policy-chain.ts";
 import { memberGuard } from "../middleware/gateway-credential.ts";
@@ -89,16 +87,19 @@ export async function startWorkload(
   });
 }
 
-/** Step one: the server, where the RunSpec places it. */
-function launch(
+/** Step one: the server, where the RunSpec places it (each launcher loaded only for its runtime). */
+async function launch(
   spec: RunSpec,
   placement: ProcessPlacement | ContainerPlacement,
   ctx: WorkloadContext,
   options: { readonly interactive: boolean; readonly proxyPort: number },
 ): Promise<LaunchedServer> {
-  return placement.kind === "process"
-    ? launchLocalProcess(spec.name, placement, ctx, options)
-    : launchContainer(spec, placement, ctx, options);
+  if (placement.kind === "process") {
+    const { launchLocalProcess } = await import("./launch-process.ts");
+    return launchLocalProcess(spec.name, placement, ctx, options);
+  }
+  const { launchContainer } = await import("./launch-container.ts");
+  return launchContainer(spec, placement, ctx, options);
 }
 
 /** Step three: the policy chain over the upstream, listening. */

@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { rememberSubjectToken, tokenExchangeSource } from "../../src/auth/outgoing/token-exchange.ts";
+import { rememberSubjectToken } from "../../src/auth/outgoing/subject-token.ts";
+import { tokenExchangeSource } from "../../src/auth/outgoing/token-exchange.ts";
 import { trustingFetch } from "../../src/auth/trusted-fetch.ts";
 import {
   CALLBACK_PORTS,

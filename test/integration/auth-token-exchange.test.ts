@@ -7,7 +7,8 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { TokenExchangeSpec } from "../../src/config/outgoing-auth-spec.ts";
-import { rememberSubjectToken, tokenExchangeSource } from "../../src/auth/outgoing/token-exchange.ts";
+import { rememberSubjectToken } from "../../src/auth/outgoing/subject-token.ts";
+import { tokenExchangeSource } from "../../src/auth/outgoing/token-exchange.ts";
 
 interface Seen {
   readonly authorization: string | null;

@@ -34,7 +34,7 @@ import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { liveWorkload } from "../../src/workload/live-workload.ts";
 import { locateServer } from "../../src/workload/locate.ts";
-import { processPlacement } from "../../src/workload/placement.ts";
+import { processPlacement } from "../../src/workload/process-placement.ts";
 import { startWorkload } from "../../src/workload/start.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
 import { CLI_ENTRY, REPO_ROOT, freePort } from "../support/processes.ts";

@@ -6,7 +6,8 @@
 import { expect, test } from "bun:test";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { TokenRejected, type Principal, type TokenVerifier } from "../../src/auth/incoming/verifier.ts";
-import { bearerAuthentication, principalOf } from "../../src/middleware/authn.ts";
+import { bearerAuthentication } from "../../src/middleware/authn.ts";
+import { principalOf } from "../../src/middleware/caller.ts";
 import { detachedContext } from "../../src/proxy/handler.ts";
 
 const spec = incomingAuthSpec(

@@ -10,10 +10,10 @@ test("a cli-startup run keeps the load and tool-search sections where they are",
   expect(after).toBe(before.replace("## CLI old", "## CLI new"));
 });
 
-test("a load run replaces the load section (loads and footprints) and keeps the others", () => {
+test("a load run replaces the load section and keeps the others", () => {
   const before = `${RESULTS_HEADER}\n${block("load", "## Run of 1")}\n${block("cli-startup", "## CLI 1")}\n${block("tool-search", "## Tool search")}`;
-  const after = replaceSections(before, { load: "## Run of 2\n\n### Footprint" });
-  expect(after).toContain("## Run of 2\n\n### Footprint");
+  const after = replaceSections(before, { load: "## Run of 2\n\n### Scenarios" });
+  expect(after).toContain("## Run of 2\n\n### Scenarios");
   expect(after).not.toContain("## Run of 1");
   expect(after).toContain(block("cli-startup", "## CLI 1"));
   expect(after).toContain(block("tool-search", "## Tool search"));

@@ -9,7 +9,7 @@ import * as oauth from "oauth4webapi";
 import type { TokenExchangeSpec } from "../../config/outgoing-auth-spec.ts";
 import type { TokenSource } from "./token-source.ts";
 import { clientAuth, requestOptions, type ServerInfo } from "./oauth-client.ts";
-import { requestState } from "../request-state.ts";
+import { subjectTokenOf } from "./subject-token.ts";
 import type { Fetch } from "../trusted-fetch.ts";
 import { errorMessage } from "../../errors.ts";
 
@@ -18,13 +18,6 @@ const TOKEN_TYPES = {
   access_token: "urn:ietf:params:oauth:token-type:access_token",
   id_token: "urn:ietf:params:oauth:token-type:id_token",
 } as const;
-
-/** The raw bearer token of an incoming request, kept out of enumerable places. */
-const subjectTokens = requestState<string>();
-
-export function rememberSubjectToken(req: Request, token: string): void {
-  subjectTokens.set(req, token);
-}
 
 export class TokenExchangeFailed extends Error {
   constructor(message: string) {
@@ -65,7 +58,7 @@ export function tokenExchangeSource(
   const cache = new Map<string, { value: string; until: number }>();
   return {
     async authorization(incoming) {
-      const subject = incoming ? subjectTokens.get(incoming) : undefined;
+      const subject = incoming ? subjectTokenOf(incoming) : undefined;
       if (subject === undefined)
         throw new TokenExchangeFailed(
           "token exchange needs the client's token: enable incoming authentication (--oidc-issuer)",

@@ -21,7 +21,7 @@ export interface LegacySseOptions {
   /** Prepended to the advertised messages URL (--endpoint-prefix). */
   readonly endpointPrefix?: string;
   /**
-   * Who the request acts as (middleware/authn.ts `callerOf`): a session is bound to the caller
+   * Who the request acts as (middleware/caller.ts `callerOf`): a session is bound to the caller
    * that opened its stream, and a message another caller POSTs to it is refused as unknown.
    */
   readonly principalOf?: (req: Request) => string | undefined;

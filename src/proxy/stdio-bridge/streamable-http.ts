@@ -24,7 +24,7 @@ export interface StreamableHttpOptions {
   readonly path?: string;
   readonly live?: LiveStreams;
   /**
-   * Who the request acts as (middleware/authn.ts `callerOf`): a session is bound to the caller
+   * Who the request acts as (middleware/caller.ts `callerOf`): a session is bound to the caller
    * that opened it, and input-round state to the caller it was issued to.
    */
   readonly principalOf?: (req: Request) => string | undefined;

@@ -1,0 +1,74 @@
+/**
+ * What a local server's options say, whichever runtime starts it (a sandboxed process or a
+ * container): transport, arguments, environment, and the permission profile, a registry
+ * entry's checked against the mount policy before anything uses it.
+ */
+import { homedir } from "node:os";
+import { outgoingAuthOptions } from "../config/flags/outgoing-auth.ts";
+import { expandPermissions, loadPermissionProfile } from "../config/permission-profile.ts";
+import type { ParsedRunArgv } from "../config/run-argv.ts";
+import { McpmgrError } from "../errors.ts";
+import type { RegistryEntry } from "../registry/entry.ts";
+import { mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
+import { assertRegistryMounts } from "../runtime/mount-policy.ts";
+import type { PermissionProfile } from "../runtime/permission-profile.ts";
+import type { WorkloadContext } from "./context.ts";
+import type { LocalServer, Option, Values } from "./placement.ts";
+import { serverVariables } from "./server-environment.ts";
+
+/** What a local server's options say, whichever runtime starts it. */
+export function localServer(
+  parsed: ParsedRunArgv,
+  entry: RegistryEntry | undefined,
+  profile: PermissionProfile,
+): LocalServer {
+  const { values, given } = parsed;
+  const remoteOnly = Object.keys(outgoingAuthOptions).find(
+    (option) => given.has(option as Option) && (values as Record<string, unknown>)[option] !== false,
+  );
+  if (remoteOnly) {
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--${remoteOnly} authenticates mcpmgr to a remote URL; this server runs locally`,
+      { hint: `leave --${remoteOnly} out (pass credentials to a local server with -e or --secret)` },
+    );
+  }
+  return {
+    transport: values.transport ?? entry?.transport ?? "stdio",
+    args: parsed.passthrough.length > 0 || entry === undefined ? parsed.passthrough : entry.args,
+    profile,
+    profileOrigin: values["permission-profile"]
+      ? `--permission-profile ${values["permission-profile"]}`
+      : entry
+        ? `registry entry ${entry.name}`
+        : "default profile",
+    volumes: values.volume,
+    variables: serverVariables(values, entry),
+    ignoreGlobally: values["ignore-globally"],
+    printOverlays: values["print-resolved-overlays"],
+  };
+}
+
+/**
+ * --permission-profile, else the registry entry's, else `network`. A registry entry is
+ * third-party input: its mounts are checked (real paths) before anything uses them, and a
+ * sensitive one needs --allow-registry-mount.
+ */
+export function profileOf(values: Values, entry: RegistryEntry | undefined, ctx: WorkloadContext): PermissionProfile {
+  const granted = values["allow-registry-mount"];
+  if (granted.length > 0 && (entry === undefined || values["permission-profile"])) {
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      "--allow-registry-mount grants a registry entry's own mounts; this run uses no registry entry's profile",
+      { hint: "leave it out, or mount the path yourself with -v" },
+    );
+  }
+  if (values["permission-profile"]) return loadPermissionProfile(values["permission-profile"]);
+  if (entry === undefined) return expandPermissions("network");
+  const profile = expandPermissions(entry.permissions);
+  assertRegistryMounts(entry.name, profile, granted, {
+    home: homedir(),
+    protectedDirs: mcpmgrProtectedDirs(ctx.env),
+  });
+  return profile;
+}

@@ -1,0 +1,69 @@
+/**
+ * The rules of a process placement: the package's command in the bubblewrap sandbox, which
+ * can give a server all of the network or none of it; what the sandbox cannot enforce is
+ * refused unless --insecure-allow-unsandboxed accepts it.
+ */
+import type { ParsedRunArgv } from "../config/run-argv.ts";
+import { McpmgrError } from "../errors.ts";
+import type { RegistryEntry } from "../registry/entry.ts";
+import { packageCommand, packageWorkingDir } from "../runtime/package-command.ts";
+import { allowsNetwork, restrictsOutbound } from "../runtime/permission-profile.ts";
+import { findBwrap, unenforceableError } from "../runtime/sandbox.ts";
+import type { WorkloadContext } from "./context.ts";
+import { localServer, profileOf } from "./local-server.ts";
+import { assertNoContainerOptions, type ImageSource, type PackageSource, type ProcessPlacement } from "./placement.ts";
+
+export function processPlacement(
+  parsed: ParsedRunArgv,
+  source: PackageSource | ImageSource,
+  entry: RegistryEntry | undefined,
+  ctx: WorkloadContext,
+): ProcessPlacement {
+  const { values } = parsed;
+  if (source.kind !== "package") throw new McpmgrError("INTERNAL", "the process runtime cannot run an image");
+  assertNoContainerOptions(
+    parsed,
+    "this server runs as a local process (no container engine, or MCPMGR_RUNTIME=process)",
+  );
+  const profile = profileOf(values, entry, ctx);
+  const server = localServer(parsed, entry, profile);
+  if (server.transport !== "stdio" && !allowsNetwork(profile)) {
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--transport ${server.transport} needs a network, but the permission profile allows none`,
+      {
+        hint: "use --permission-profile network, a stdio server, or a container runtime (which isolates it instead)",
+      },
+    );
+  }
+  const unsandboxed = values["insecure-allow-unsandboxed"];
+  if (restrictsOutbound(profile)) {
+    // bubblewrap can give all of the network or none of it, not a host/port allow-list.
+    if (!unsandboxed) {
+      throw new McpmgrError(
+        "SANDBOX_UNAVAILABLE",
+        "the process runtime cannot limit outbound connections to the profile's allow_host/allow_port",
+        {
+          hint: "pass --insecure-allow-unsandboxed to accept unrestricted network for this server, or use permission profile none",
+        },
+      );
+    }
+    ctx.log.warn(
+      "the permission profile limits outbound hosts/ports; the process runtime cannot, so the server gets the whole network (--insecure-allow-unsandboxed)",
+    );
+  }
+  const bwrap = findBwrap();
+  if (bwrap === undefined) {
+    if (!unsandboxed) throw unenforceableError();
+    ctx.log.warn("running the MCP server WITHOUT a sandbox (--insecure-allow-unsandboxed)");
+  }
+  return {
+    kind: "process",
+    source,
+    server,
+    command: packageCommand(source, server.args),
+    cwd: packageWorkingDir(source) ?? process.cwd(),
+    target: { host: values["target-host"], port: values["target-port"] },
+    bwrap,
+  };
+}

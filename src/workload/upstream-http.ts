@@ -1,0 +1,108 @@
+/**
+ * The transparent forwarder as a workload's upstream: to a remote URL with mcpmgr's own
+ * credentials, or to an HTTP server mcpmgr started, once it answers (through its relay's
+ * Unix socket for an isolated container). Loaded by upstream.ts for these kinds only.
+ */
+import { errorMessage, McpmgrError } from "../errors.ts";
+import { callerOf } from "../middleware/caller.ts";
+import { transparentForwarder } from "../proxy/forward.ts";
+import type { ServerHandle, LaunchedServer } from "../runtime/server-handle.ts";
+import type { WorkloadContext } from "./context.ts";
+import { outgoingAuthentication } from "./outgoing-auth.ts";
+import type { RemotePlacement } from "./placement.ts";
+import type { RunSpec } from "./run-spec.ts";
+import { exitReason, keepOutput } from "./server-output.ts";
+import type { Upstream, UpstreamOptions } from "./upstream.ts";
+
+/** How long an HTTP server may take to answer its first request. */
+const HTTP_READY_TIMEOUT_MS = 60_000;
+
+export async function connectRemote(
+  spec: RunSpec,
+  placement: RemotePlacement,
+  ctx: WorkloadContext,
+  options: UpstreamOptions,
+): Promise<Upstream> {
+  const upstreamFetch = await outgoingAuthentication(placement.outgoingAuth, placement.url, spec.name, ctx);
+  return {
+    handler: transparentForwarder({
+      ...forwarderOptions(spec, options),
+      target: placement.url,
+      ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
+    }),
+    exited: new Promise(() => {}),
+  };
+}
+
+/** An HTTP server mcpmgr started; it is stopped when it does not answer in time. */
+export async function connectHttpServer(
+  spec: RunSpec,
+  server: ServerHandle,
+  http: NonNullable<LaunchedServer["http"]>,
+  ctx: WorkloadContext,
+  options: UpstreamOptions,
+): Promise<Upstream> {
+  const exited = exitReason(server, keepOutput(server, spec.name, ctx.log, options.onServerOutput, true));
+  const target = new URL(
+    `http://${http.host.includes(":") ? `[${http.host}]` : http.host}:${http.port}${spec.endpointPath}`,
+  );
+  // An isolated container is reached through its relay's Unix socket only.
+  const { unix } = http;
+  const notListening = await Promise.race([
+    waitForHttp(target, HTTP_READY_TIMEOUT_MS, unix).then(() => undefined, errorMessage),
+    exited,
+  ]);
+  if (notListening !== undefined) {
+    await server.stop(1_000);
+    throw new McpmgrError("SERVER_FAILED", `${spec.name} did not start listening on ${target.host}: ${notListening}`, {
+      hint: "check that the server honours MCP_PORT, or give --target-port",
+    });
+  }
+  return {
+    handler: transparentForwarder({
+      ...forwarderOptions(spec, options),
+      target,
+      ...(unix ? { fetch: (url: string, init: RequestInit) => fetch(url, { ...init, unix }) } : {}),
+    }),
+    exited,
+  };
+}
+
+/** What every forwarder of a workload shares: the listener's options, limits, sessions bound to their callers. */
+function forwarderOptions(spec: RunSpec, options: UpstreamOptions) {
+  return {
+    endpointPrefix: spec.listen.endpointPrefix,
+    trustProxyHeaders: spec.listen.trustProxyHeaders,
+    live: options.live,
+    maxSessions: spec.limits.maxSessions,
+    sessionIdleMs: spec.limits.sessionIdleMs,
+    headersTimeoutMs: spec.limits.upstreamHeadersTimeoutMs,
+    callerOf,
+  };
+}
+
+/**
+ * Resolves once an HTTP server answers at `url` (any status). A TCP accept is not enough: a
+ * container's published port is accepted by the engine's port proxy before the server inside
+ * listens, and those early connections are reset.
+ */
+async function waitForHttp(url: URL, timeoutMs: number, unix: string | undefined): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    const controller = new AbortController();
+    const answered = await fetch(url, {
+      signal: AbortSignal.any([controller.signal, AbortSignal.timeout(2_000)]),
+      ...(unix ? { unix } : {}),
+    }).then(
+      () => true,
+      () => false,
+    );
+    // Headers are enough; an SSE endpoint would otherwise keep streaming.
+    controller.abort();
+    if (answered) return;
+    await Bun.sleep(100);
+  }
+  throw new McpmgrError("SERVER_FAILED", `no HTTP answer on ${url.host} after ${timeoutMs / 1000} s`, {
+    hint: "check that the server honours MCP_PORT, or give --target-port",
+  });
+}

@@ -1,0 +1,64 @@
+/**
+ * The stdio bridge as a workload's upstream: one stdio server shared by every client session,
+ * after its MCP handshake, behind the streamable-HTTP front end (or the deprecated legacy SSE
+ * one, loaded only for --proxy-mode sse). Loaded by upstream.ts for stdio servers only.
+ */
+import { errorMessage, McpmgrError } from "../errors.ts";
+import { callerOf } from "../middleware/caller.ts";
+import { printable } from "../printable.ts";
+import { StdioBridge } from "../proxy/stdio-bridge/bridge.ts";
+import { lineChannel } from "../proxy/stdio-bridge/server-channel.ts";
+import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts";
+import type { ServerHandle } from "../runtime/server-handle.ts";
+import { version } from "../version.ts";
+import type { WorkloadContext } from "./context.ts";
+import type { RunSpec } from "./run-spec.ts";
+import { exitReason, keepOutput } from "./server-output.ts";
+import type { Upstream, UpstreamOptions } from "./upstream.ts";
+
+export async function connectStdioServer(
+  spec: RunSpec,
+  server: ServerHandle,
+  ctx: WorkloadContext,
+  options: UpstreamOptions,
+): Promise<Upstream> {
+  const { name } = spec;
+  const bridge = new StdioBridge({
+    clientInfo: { name: "mcpmgr", version },
+    requestTimeoutMs: spec.limits.requestTimeoutMs,
+    sessionIdleMs: spec.limits.sessionIdleMs,
+    maxSessions: spec.limits.maxSessions,
+    onLog: (level, text) => ctx.log[level](`${name}: ${text}`),
+  });
+  const exited = exitReason(server, keepOutput(server, name, ctx.log, options.onServerOutput, false));
+  const channel = lineChannel({
+    stdout: server.stdout,
+    stdin: server.stdin,
+    onMessage: bridge.onServerMessage,
+    onInvalidLine: (line) =>
+      ctx.log.warn(`${name}: skipped a non-JSON line on stdout: ${printable(server.redact(line).slice(0, 200))}`),
+    onOversized: bridge.failOversized,
+    maxMessageBytes: spec.limits.maxMessageBytes,
+  });
+  try {
+    await bridge.start(channel);
+  } catch (err) {
+    // Prefer the exit code and the server's own words over "exited during initialize".
+    const why = await Promise.race([exited, Bun.sleep(1_000).then(() => errorMessage(err))]);
+    await server.stop(1_000);
+    throw new McpmgrError("SERVER_FAILED", `${name} did not complete the MCP handshake: ${why}`, {
+      hint: "check the package name and arguments; run with --debug for details",
+    });
+  }
+  // Sessions and input-round state are bound to the authenticated caller: another user cannot use them.
+  const handler =
+    spec.proxyMode === "sse"
+      ? (await import("../proxy/stdio-bridge/legacy-sse.ts")).legacySseFrontEnd({
+          bridge,
+          live: options.live,
+          ...(spec.listen.endpointPrefix ? { endpointPrefix: spec.listen.endpointPrefix } : {}),
+          principalOf: callerOf,
+        })
+      : streamableHttpFrontEnd({ bridge, live: options.live, principalOf: callerOf });
+  return { handler, exited };
+}

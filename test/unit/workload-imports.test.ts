@@ -1,0 +1,56 @@
+/**
+ * Issue 15's footprint rule (ARCHITECTURE.md §11), checked on the real imports: a background
+ * workload's supervisor keeps what it loaded for as long as it runs, so what every supervisor
+ * evaluates (the static graph from `mcpmgr __supervise`) holds no runtime's, transport's or
+ * optional feature's code, and each kind's modules hold no other kind's.
+ */
+import { expect, test } from "bun:test";
+import { reachable } from "../support/import-graph.ts";
+
+const matching = (modules: Set<string>, patterns: readonly RegExp[]) =>
+  [...modules].filter((module) => patterns.some((pattern) => pattern.test(module))).sort();
+
+/** Loaded only by the workloads whose kind or options need them. */
+const optional: readonly RegExp[] = [
+  // The runtimes: the sandbox's and the container's rules and launchers, dockerode.
+  /^workload\/(process-placement|container-placement|local-server|launch-process|launch-container)\.ts$/,
+  /^runtime\/(sandbox|sandbox-launch|seccomp|process)\.ts$/,
+  /^runtime\/docker\/(?!engine\.ts$)/,
+  /^dockerode$/,
+  // The transports: the stdio bridge, the forwarder and its HTTP client.
+  /^workload\/upstream-(stdio|http)\.ts$/,
+  /^proxy\/(forward|stdio-bridge\/bridge)\.ts$/,
+  /^proxy\/upstream\//,
+  // Options: incoming and outgoing authentication, Cedar, telemetry, webhooks, registry names, env files, secrets.
+  /^auth\/(incoming|outgoing)\//,
+  /^middleware\/(authn|authz|audit|telemetry|webhooks)\.ts$/,
+  /^(jose|oauth4webapi|@cedar-policy\/|@opentelemetry\/|@modelcontextprotocol\/|dotenv|yaml)/,
+  /^registry\/loader\.ts$/,
+  /^config\/env-files\.ts$/,
+  /^secrets\/manager\.ts$/,
+];
+
+test("what every supervisor evaluates holds no runtime's, transport's or option's code", async () => {
+  expect(matching(await reachable(["cli/supervise.ts"]), optional)).toEqual([]);
+});
+
+test("a stdio server's upstream holds no forwarder, an HTTP server's or remote's no bridge", async () => {
+  expect(
+    matching(await reachable(["workload/upstream-stdio.ts"]), [/^proxy\/forward\.ts$/, /^proxy\/upstream\//]),
+  ).toEqual([]);
+  expect(matching(await reachable(["workload/upstream-http.ts"]), [/^proxy\/stdio-bridge\//])).toEqual([]);
+});
+
+test("a sandboxed process's placement and launcher hold no container code", async () => {
+  const modules = await reachable(["workload/process-placement.ts", "workload/launch-process.ts"]);
+  expect(
+    matching(modules, [/^runtime\/docker\//, /^dockerode$/, /^workload\/(container-placement|launch-container)\.ts$/]),
+  ).toEqual([]);
+});
+
+test("the check sees an eager import when there is one", async () => {
+  // The rule can fail: a container's launcher does evaluate the container runtime.
+  expect(
+    matching(await reachable(["workload/launch-container.ts"]), [/^runtime\/docker\/(?!engine\.ts$)/]).length,
+  ).toBeGreaterThan(0);
+});
