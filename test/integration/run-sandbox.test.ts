@@ -27,7 +27,7 @@ async function runForeground(args: string[], env: Record<string, string> = {}, t
   return { ...running, client, call };
 }
 
-test("seccomp: mount, umount, unshare, setns, clone into new namespaces, ptrace, keyring, bpf, perf, io_uring... are refused; uid 65534, no capabilities", async () => {
+test("seccomp: mount, umount, unshare, setns, clone into new namespaces, ptrace, keyring, bpf, perf, io_uring, VM sockets... are refused; uid 65534, no capabilities", async () => {
   const run = await runForeground(["go://./test/fixtures/syscall-probe", "--permission-profile", "none"], {}, 90_000);
   try {
     const results = JSON.parse((await run.call("syscalls")) as string) as Record<string, string>;
@@ -49,6 +49,13 @@ test("seccomp: mount, umount, unshare, setns, clone into new namespaces, ptrace,
     ])
       expect(`${call}: ${results[call]}`).toBe(`${call}: EPERM`);
     expect(results.io_uring_setup).toBe("ENOSYS");
+    // VM sockets reach the hypervisor whatever the network namespace (M7): refused like
+    // every family a server does not need; the families it uses still work.
+    expect(results.socket_vsock).toBe("EAFNOSUPPORT");
+    expect(results.socketpair_vsock).toBe("EAFNOSUPPORT");
+    expect(results.socket_packet).toBe("EAFNOSUPPORT");
+    for (const family of ["socket_unix", "socket_inet", "socket_inet6", "socket_netlink", "socketpair_unix"])
+      expect(`${family}: ${results[family]}`).toBe(`${family}: ok`);
     // Ordinary children still start.
     expect(results.clone_plain).toBe("ok");
     expect(results.seccomp_mode).toBe("2");
