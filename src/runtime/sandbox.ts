@@ -5,7 +5,7 @@
  * programs and libraries read-only (/usr and its /bin, /sbin, /lib* links), a handful of
  * /etc files a runtime reads (dynamic linker, certificates, name resolution, time zone) and
  * synthetic passwd/group files, its toolchain's install directory, its package, the working
- * directory (read-only, unless it is or holds the home directory), the profile's paths and
+ * directory (read-only, when mount-policy.ts finds nothing in it), the profile's paths and
  * the -v volumes; an empty tmpfs for /tmp and the home directory; its own /proc and a
  * minimal /dev. Everything else (/root, /home, /var, /run and its sockets, the rest of /etc)
  * does not exist in it. mcpmgr's own directories are hidden wherever a mount shows them.
@@ -38,8 +38,14 @@ export interface SandboxPlan {
   readonly extraWritable?: readonly string[];
   /** Install directories of the server's toolchain (node, go, uv), shown read-only. */
   readonly runtimeDirs?: readonly string[];
-  /** The directory the server starts in; visible read-only. */
+  /** The directory the server starts in, when something shows it; else it starts in its empty home. */
   readonly workingDir?: string;
+  /**
+   * Show the working directory read-only at its own path: only when mount-policy.ts
+   * `workingDirReason` found nothing against it (sockets, system or scratch trees, the home
+   * directory, credentials). Not shown by default.
+   */
+  readonly showWorkingDir?: boolean;
   readonly home?: string;
   /** Real paths never to show the server (mcpmgr's config, state and secrets), wherever a mount shows them. */
   readonly hidden?: readonly string[];
@@ -110,11 +116,10 @@ export function unenforceableError(): McpmgrError {
 /** The mounts a plan gives the server besides the system view, in bwrap's order (later ones stack on top). */
 export function sandboxMounts(plan: SandboxPlan): Mount[] {
   const home = plan.home ?? homedir();
-  const showWorkingDir = plan.workingDir !== undefined && plan.workingDir !== "/" && !isWithin(home, plan.workingDir);
   return [
     ...(plan.runtimeDirs ?? []).map((dir) => ({ hostPath: dir, targetPath: dir, readOnly: true })),
-    ...(showWorkingDir
-      ? [{ hostPath: plan.workingDir as string, targetPath: plan.workingDir as string, readOnly: true }]
+    ...(plan.showWorkingDir && plan.workingDir !== undefined
+      ? [{ hostPath: plan.workingDir, targetPath: plan.workingDir, readOnly: true }]
       : []),
     ...plan.profile.read.map((spec) => profileMount(spec, true)),
     ...plan.profile.write.map((spec) => profileMount(spec, false)),
@@ -179,10 +184,18 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   }
   // The root itself (bwrap's tmpfs, holding the mount points) is read-only too.
   args.push("--remount-ro", "/");
-  // A working directory kept hidden (it holds the home directory) starts the server in the empty home.
-  const showWorkingDir = plan.workingDir !== undefined && plan.workingDir !== "/" && !isWithin(home, plan.workingDir);
-  if (plan.workingDir) args.push("--chdir", showWorkingDir || plan.workingDir === "/" ? plan.workingDir : home);
+  // A working directory nothing shows (it holds the home directory, a socket, ...) starts the server in the empty home.
+  if (plan.workingDir)
+    args.push("--chdir", showsAtOwnPath([...binds, ...mounts], plan.workingDir) ? plan.workingDir : home);
   return args;
+}
+
+/** Whether a mount shows the host directory `dir` at its own path (the working directory, a volume, the package). */
+function showsAtOwnPath(mounts: readonly Mount[], dir: string): boolean {
+  const realDir = existsSync(dir) ? realpathSync(dir) : undefined;
+  return mounts.some(
+    (m) => isWithin(dir, m.targetPath) && resolve(m.hostPath, relative(m.targetPath, resolve(dir))) === realDir,
+  );
 }
 
 /**
