@@ -21,6 +21,7 @@ import { dirname, posix, relative, resolve, sep } from "node:path";
 import { McpmgrError } from "../errors.ts";
 import { expandHostPath, hiddenTargets, isWithin, realHostPath } from "./host-paths.ts";
 import { allowsNetwork, type PermissionProfile } from "./permission-profile.ts";
+import { assertNoPlantedLinks } from "./planted-links.ts";
 
 export interface Mount {
   readonly hostPath: string;
@@ -116,7 +117,7 @@ export function unenforceableError(): McpmgrError {
 /** The mounts a plan gives the server besides the system view, in bwrap's order (later ones stack on top). */
 export function sandboxMounts(plan: SandboxPlan): Mount[] {
   const home = plan.home ?? homedir();
-  return [
+  const given = [
     ...(plan.runtimeDirs ?? []).map((dir) => ({ hostPath: dir, targetPath: dir, readOnly: true })),
     ...(plan.showWorkingDir && plan.workingDir !== undefined
       ? [{ hostPath: plan.workingDir, targetPath: plan.workingDir, readOnly: true }]
@@ -125,8 +126,11 @@ export function sandboxMounts(plan: SandboxPlan): Mount[] {
     ...plan.profile.write.map((spec) => profileMount(spec, false)),
     ...(plan.extraWritable ?? []).map((path) => ({ hostPath: path, targetPath: path, readOnly: false })),
     ...plan.volumes,
-  ].map((mount) => ({
-    hostPath: realHostPath(expandHostPath(mount.hostPath, home)),
+  ].map((mount) => ({ ...mount, hostPath: expandHostPath(mount.hostPath, home) }));
+  // Before anything is resolved: a link the server planted in a writable mount is not followed.
+  assertNoPlantedLinks(given);
+  return given.map((mount) => ({
+    hostPath: realHostPath(mount.hostPath),
     targetPath: resolve(mount.targetPath.replace(/^~(?=\/|$)/, home)),
     readOnly: mount.readOnly,
   }));
@@ -190,12 +194,15 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   return args;
 }
 
-/** Whether a mount shows the host directory `dir` at its own path (the working directory, a volume, the package). */
+/**
+ * Whether the host directory `dir` is seen at its own path (through the working directory's
+ * mount, a volume, the package): the last mount covering that path (later ones stack on top,
+ * `-v x:/work` hides a working directory under /work) must show it there.
+ */
 function showsAtOwnPath(mounts: readonly Mount[], dir: string): boolean {
   const realDir = existsSync(dir) ? realpathSync(dir) : undefined;
-  return mounts.some(
-    (m) => isWithin(dir, m.targetPath) && resolve(m.hostPath, relative(m.targetPath, resolve(dir))) === realDir,
-  );
+  const covering = mounts.filter((m) => isWithin(dir, m.targetPath)).at(-1);
+  return covering !== undefined && resolve(covering.hostPath, relative(covering.targetPath, resolve(dir))) === realDir;
 }
 
 /**
