@@ -3,8 +3,10 @@
  * user's terminal, for detached runs too): every host path with its access and where the
  * grant came from, the network, the devices, and anything privileged.
  */
+import { realpathSync } from "node:fs";
 import { describePermissions } from "../config/permission-profile.ts";
 import { expandHostPath, isWithin, realHostPath } from "./host-paths.ts";
+import { workingDirReason } from "./mount-policy.ts";
 import { allowsNetwork, deniesNetwork, type PermissionProfile } from "./permission-profile.ts";
 import { profileMount, toolchainDirs } from "./sandbox.ts";
 
@@ -101,15 +103,28 @@ export function processGrantSummary(input: {
   readonly cwd: string;
   readonly localPackage?: string;
   readonly home: string;
+  /** mcpmgr's directories as real paths (host-paths.ts mcpmgrProtectedDirs). */
+  readonly protectedDirs: readonly string[];
 }): string {
   const { home, cwd } = input;
-  const showCwd = cwd !== "/" && !isWithin(home, cwd);
+  const hiddenBecause = workingDirReason(realpathSync(cwd), { home, protectedDirs: input.protectedDirs });
+  // A local Go module is its own working directory: shown as the package.
+  const shownAsPackage = input.localPackage !== undefined && isWithin(cwd, input.localPackage);
   return formatGrants({
     workload: input.workload,
     runtime: "process sandbox: uid 65534 in a user namespace, no capabilities, seccomp filter",
-    notes: [processSystemView(toolchainDirs(input.command, home))],
+    notes: [
+      processSystemView(toolchainDirs(input.command, home)),
+      ...(hiddenBecause !== undefined && !shownAsPackage
+        ? [
+            `not shown: the working directory ${cwd}, because ${hiddenBecause}; the server starts in its empty home (start mcpmgr in a project directory, or give the server what it needs with -v)`,
+          ]
+        : []),
+    ],
     grants: [
-      ...(showCwd ? [{ write: false, hostPath: cwd, targetPath: cwd, origin: "working directory" }] : []),
+      ...(hiddenBecause === undefined
+        ? [{ write: false, hostPath: cwd, targetPath: cwd, origin: "working directory" }]
+        : []),
       ...(input.localPackage
         ? [{ write: false, hostPath: input.localPackage, targetPath: input.localPackage, origin: "package" }]
         : []),

@@ -4,7 +4,10 @@
  * Patterns (gitignore syntax, matched by the `ignore` package: comments, blank lines, `!`
  * negation, trailing `/` for directories only, `**`) come from two places only:
  *   - the global file `<configDir>/mcpmgrignore`, loaded when `--ignore-globally` (default true);
- *   - the `.mcpmgrignore` at the root of each mounted directory.
+ *   - the `.mcpmgrignore` at the root of each mounted directory. A server with a writable
+ *     mount could have replaced it, so it is read as a regular file only: never through a
+ *     symbolic link (a link to a host file, a FIFO or /dev/zero), at most 1 MiB; anything
+ *     else stops the start with UNSAFE_MOUNT (readLocalIgnoreFile).
  * Nested `.mcpmgrignore` files in subdirectories are NOT read. A single-file mount is checked
  * against the global patterns only (by its file name).
  *
@@ -16,7 +19,8 @@
  * more, never less. The walk is capped: past `maxEntries` it throws rather than leave the
  * rest of the tree visible.
  */
-import { chmod, lstat, readdir, readFile, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { chmod, lstat, open, readdir, readFile, stat } from "node:fs/promises";
 import { join, posix } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import { errorMessage, McpmgrError } from "../errors.ts";
@@ -44,11 +48,50 @@ export interface ResolveOverlaysOptions {
   readonly globalSource?: string;
   /** Most directory entries looked at, over all mounts (default 100 000). */
   readonly maxEntries?: number;
+  /** `.mcpmgrignore` texts already read (readLocalIgnoreFile) by mount host path: not read again. */
+  readonly localIgnoreFiles?: ReadonlyMap<string, string | undefined>;
 }
 
 export const LOCAL_IGNORE_FILE = ".mcpmgrignore";
 export const GLOBAL_IGNORE_FILE = "mcpmgrignore";
 const DEFAULT_MAX_ENTRIES = 100_000;
+/** Largest `.mcpmgrignore` read: patterns, not data. */
+export const MAX_IGNORE_FILE_BYTES = 1024 * 1024;
+
+/**
+ * The text of `<dir>/.mcpmgrignore`, undefined when there is none. Opened without following
+ * a symbolic link and without blocking (a FIFO would hang the start), and only a regular file
+ * of at most MAX_IGNORE_FILE_BYTES is read, from the descriptor that was checked.
+ */
+export async function readLocalIgnoreFile(dir: string): Promise<string | undefined> {
+  const path = join(dir, LOCAL_IGNORE_FILE);
+  const refuse = (what: string) =>
+    new McpmgrError("UNSAFE_MOUNT", `${path} ${what}; mcpmgr reads ignore patterns only from a regular file`, {
+      hint: `replace it with a regular file of patterns, or delete it (a server that can write to ${dir} may have put it there to reach other host files)`,
+    });
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    if (code === "ELOOP") throw refuse("is a symbolic link");
+    throw new McpmgrError("UNSAFE_MOUNT", `cannot read ${path}: ${errorMessage(err)}`, {
+      hint: "make it a readable regular file, or delete it",
+      cause: err,
+    });
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw refuse("is not a regular file");
+    if (info.size > MAX_IGNORE_FILE_BYTES) throw refuse(`is larger than ${MAX_IGNORE_FILE_BYTES} bytes`);
+    const buffer = Buffer.alloc(info.size);
+    const { bytesRead } = await handle.read(buffer, 0, info.size, 0);
+    return buffer.subarray(0, bytesRead).toString("utf8");
+  } finally {
+    await handle.close();
+  }
+}
 
 /** The patterns of `<configDir>/mcpmgrignore` (blank lines and comments dropped); [] when absent. */
 export async function loadGlobalIgnorePatterns(configDir: string): Promise<string[]> {
@@ -86,7 +129,9 @@ export async function resolveOverlays(
       continue;
     }
     const localSource = join(mount.hostPath, LOCAL_IGNORE_FILE);
-    const local = await readFile(localSource, "utf8").catch(() => "");
+    const local = options.localIgnoreFiles?.has(mount.hostPath)
+      ? (options.localIgnoreFiles.get(mount.hostPath) ?? "")
+      : ((await readLocalIgnoreFile(mount.hostPath)) ?? "");
     rules.add(_splitLines(local).map((pattern) => ({ pattern, mark: localSource })));
     await _walk(mount, rules, budget, found);
   }

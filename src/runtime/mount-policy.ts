@@ -1,17 +1,20 @@
 /**
- * What a registry entry's permission profile may mount. Registry data is third-party
- * input (a custom registry file or URL): its `read`/`write` paths are refused when they
- * would hand the server the host (engine sockets, the root, system directories, the home
- * directory whole or its credential stores, mcpmgr's own state), unless the user grants
- * each such path on the command line with --allow-registry-mount PATH. Every decision is
- * made on real paths, so a symlink cannot dress one path up as another.
+ * What a mount the user did not spell out may show. Registry data is third-party input (a
+ * custom registry file or URL): its `read`/`write` paths are refused when they would hand the
+ * server the host (sockets anywhere below them, the root, system directories, shared scratch
+ * trees and what lies in them, the home directory whole or its credential stores, mcpmgr's
+ * own state), unless the user grants each such path on the command line with
+ * --allow-registry-mount PATH. The working directory of a sandboxed process is shown only
+ * when the same rules find nothing in it. Every decision is made on real paths, so a
+ * symlink cannot dress one path up as another.
  */
-import { lstatSync, realpathSync } from "node:fs";
+import { lstatSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { McpmgrError } from "../errors.ts";
 import { expandHostPath, isWithin, realHostPath } from "./host-paths.ts";
 import type { PermissionProfile } from "./permission-profile.ts";
 import { profileMount } from "./sandbox.ts";
+import { findSocket, socketScanReason } from "./socket-scan.ts";
 
 /** Trees of the operating system: mounting one (or a directory holding one) is mounting the host. */
 const systemTrees = [
@@ -33,7 +36,7 @@ const systemTrees = [
   "/snap",
 ];
 
-/** Shared scratch trees, refused whole: they hold other programs' sockets (ssh agents, X11). */
+/** Shared scratch trees, refused with all they hold: other programs' sockets (tmux, ssh agents, X11) live there. */
 const sharedScratch = ["/tmp", "/var/tmp", "/dev/shm"];
 
 /** Credential stores under the home directory. */
@@ -65,20 +68,50 @@ export interface HostContext {
 export function sensitiveReason(realPath: string, context: HostContext): string | undefined {
   if (lstatSync(realPath, { throwIfNoEntry: false })?.isSocket())
     return "it is a socket (a container engine's API or an agent answers there)";
+  const where = locationReason(realPath, context);
+  if (where) return where;
+  const state = context.protectedDirs.find((dir) => isWithin(dir, realPath));
+  if (state) return `it is or holds mcpmgr's own state (${state})`;
+  return socketsBelow(realPath, context);
+}
+
+/**
+ * Why the working directory (a real path) must not be shown to a sandboxed process; undefined
+ * when it may. The rules of a registry mount, except that a directory holding mcpmgr's state
+ * is shown with that state hidden (W3), as it always was.
+ */
+export function workingDirReason(realPath: string, context: HostContext): string | undefined {
+  return locationReason(realPath, context) ?? socketsBelow(realPath, context);
+}
+
+/** The rules that need only the path: the root, system and scratch trees, mcpmgr's state, the home directory, credentials. */
+function locationReason(realPath: string, context: HostContext): string | undefined {
   if (realPath === "/") return "it is the host's root directory";
   const overlaps = (tree: string) => isWithin(realPath, tree) || isWithin(tree, realPath);
-  const system = systemTrees.map(real).find((tree) => tree !== undefined && overlaps(tree));
-  if (system) return `it is or holds the system directory ${system}`;
-  if (sharedScratch.includes(realPath)) return `${realPath} is shared by every program (agent and display sockets)`;
-  const state = context.protectedDirs.find(overlaps);
-  if (state) return `it is or holds mcpmgr's own state (${state})`;
   const home = real(context.home);
+  // /root is root's home: for root, what lies in it gets the home directory's rules below.
+  const system = systemTrees.map(real).find((tree) => tree !== undefined && tree !== home && overlaps(tree));
+  if (system) return `it is or holds the system directory ${system}`;
+  const state = context.protectedDirs.find((dir) => isWithin(realPath, dir));
+  if (state) return `it is or lies in mcpmgr's own state (${state})`;
+  const scratch = sharedScratch.map(real).find((tree) => tree !== undefined && isWithin(realPath, tree));
+  if (scratch) {
+    return realPath === scratch
+      ? `${scratch} is shared by every program (tmux, agent and display sockets)`
+      : `it lies in ${scratch}, which every program shares (tmux, agent and display sockets live there)`;
+  }
   if (home && isWithin(home, realPath)) return "it is or holds the home directory";
   const credentials = home
     ? homeCredentials.map((rel) => real(join(home, rel))).find((path) => path !== undefined && overlaps(path))
     : undefined;
   if (credentials) return `it is or holds the credential store ${credentials}`;
   return undefined;
+}
+
+/** A socket anywhere below a directory (mcpmgr's own directories, hidden anyway, not walked). */
+function socketsBelow(realPath: string, context: HostContext): string | undefined {
+  if (!statSync(realPath, { throwIfNoEntry: false })?.isDirectory()) return undefined;
+  return socketScanReason(findSocket(realPath, { skip: context.protectedDirs }));
 }
 
 /**

@@ -1,11 +1,14 @@
 /**
  * Starting a server in the process sandbox: the bwrap arguments of sandbox.ts, with the
  * files the sandbox binds (sandbox-files.ts), mcpmgr's directories to hide, the toolchain's
- * install directories, and the seccomp filter handed over as descriptor 3.
+ * install directories, whether the working directory may be shown (mount-policy.ts, decided
+ * again at every start: sockets come and go), and the seccomp filter handed over as descriptor 3.
  */
+import { realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { type Env, resolvePaths } from "../state/paths.ts";
 import { mcpmgrProtectedDirs } from "./host-paths.ts";
+import { workingDirReason } from "./mount-policy.ts";
 import { launchProcess, type LocalProcess } from "./process.ts";
 import { bwrapArgs, type Mount, type SandboxPlan, toolchainDirs } from "./sandbox.ts";
 import { openSeccompFilter, type SandboxFiles, sandboxFiles } from "./sandbox-files.ts";
@@ -34,12 +37,14 @@ async function sandboxArgs(
   const home = homedir();
   const stateEnv = launch.stateEnv ?? process.env;
   const files = await sandboxFiles(resolvePaths(stateEnv).dataDir, home);
+  const hidden = mcpmgrProtectedDirs(stateEnv);
   const args = bwrapArgs({
     profile: launch.profile,
     volumes: launch.volumes,
     workingDir: launch.cwd,
+    showWorkingDir: workingDirReason(realpathSync(launch.cwd), { home, protectedDirs: hidden }) === undefined,
     home,
-    hidden: mcpmgrProtectedDirs(stateEnv),
+    hidden,
     runtimeDirs: toolchainDirs(launch.command, home),
     identity: files,
     seccompFd: SECCOMP_FD,

@@ -5,7 +5,7 @@
  * programs and libraries read-only (/usr and its /bin, /sbin, /lib* links), a handful of
  * /etc files a runtime reads (dynamic linker, certificates, name resolution, time zone) and
  * synthetic passwd/group files, its toolchain's install directory, its package, the working
- * directory (read-only, unless it is or holds the home directory), the profile's paths and
+ * directory (read-only, when mount-policy.ts finds nothing in it), the profile's paths and
  * the -v volumes; an empty tmpfs for /tmp and the home directory; its own /proc and a
  * minimal /dev. Everything else (/root, /home, /var, /run and its sockets, the rest of /etc)
  * does not exist in it. mcpmgr's own directories are hidden wherever a mount shows them.
@@ -21,6 +21,7 @@ import { dirname, posix, relative, resolve, sep } from "node:path";
 import { McpmgrError } from "../errors.ts";
 import { expandHostPath, hiddenTargets, isWithin, realHostPath } from "./host-paths.ts";
 import { allowsNetwork, type PermissionProfile } from "./permission-profile.ts";
+import { assertNoPlantedLinks } from "./planted-links.ts";
 
 export interface Mount {
   readonly hostPath: string;
@@ -38,8 +39,14 @@ export interface SandboxPlan {
   readonly extraWritable?: readonly string[];
   /** Install directories of the server's toolchain (node, go, uv), shown read-only. */
   readonly runtimeDirs?: readonly string[];
-  /** The directory the server starts in; visible read-only. */
+  /** The directory the server starts in, when something shows it; else it starts in its empty home. */
   readonly workingDir?: string;
+  /**
+   * Show the working directory read-only at its own path: only when mount-policy.ts
+   * `workingDirReason` found nothing against it (sockets, system or scratch trees, the home
+   * directory, credentials). Not shown by default.
+   */
+  readonly showWorkingDir?: boolean;
   readonly home?: string;
   /** Real paths never to show the server (mcpmgr's config, state and secrets), wherever a mount shows them. */
   readonly hidden?: readonly string[];
@@ -110,18 +117,20 @@ export function unenforceableError(): McpmgrError {
 /** The mounts a plan gives the server besides the system view, in bwrap's order (later ones stack on top). */
 export function sandboxMounts(plan: SandboxPlan): Mount[] {
   const home = plan.home ?? homedir();
-  const showWorkingDir = plan.workingDir !== undefined && plan.workingDir !== "/" && !isWithin(home, plan.workingDir);
-  return [
+  const given = [
     ...(plan.runtimeDirs ?? []).map((dir) => ({ hostPath: dir, targetPath: dir, readOnly: true })),
-    ...(showWorkingDir
-      ? [{ hostPath: plan.workingDir as string, targetPath: plan.workingDir as string, readOnly: true }]
+    ...(plan.showWorkingDir && plan.workingDir !== undefined
+      ? [{ hostPath: plan.workingDir, targetPath: plan.workingDir, readOnly: true }]
       : []),
     ...plan.profile.read.map((spec) => profileMount(spec, true)),
     ...plan.profile.write.map((spec) => profileMount(spec, false)),
     ...(plan.extraWritable ?? []).map((path) => ({ hostPath: path, targetPath: path, readOnly: false })),
     ...plan.volumes,
-  ].map((mount) => ({
-    hostPath: realHostPath(expandHostPath(mount.hostPath, home)),
+  ].map((mount) => ({ ...mount, hostPath: expandHostPath(mount.hostPath, home) }));
+  // Before anything is resolved: a link the server planted in a writable mount is not followed.
+  assertNoPlantedLinks(given);
+  return given.map((mount) => ({
+    hostPath: realHostPath(mount.hostPath),
     targetPath: resolve(mount.targetPath.replace(/^~(?=\/|$)/, home)),
     readOnly: mount.readOnly,
   }));
@@ -179,10 +188,21 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   }
   // The root itself (bwrap's tmpfs, holding the mount points) is read-only too.
   args.push("--remount-ro", "/");
-  // A working directory kept hidden (it holds the home directory) starts the server in the empty home.
-  const showWorkingDir = plan.workingDir !== undefined && plan.workingDir !== "/" && !isWithin(home, plan.workingDir);
-  if (plan.workingDir) args.push("--chdir", showWorkingDir || plan.workingDir === "/" ? plan.workingDir : home);
+  // A working directory nothing shows (it holds the home directory, a socket, ...) starts the server in the empty home.
+  if (plan.workingDir)
+    args.push("--chdir", showsAtOwnPath([...binds, ...mounts], plan.workingDir) ? plan.workingDir : home);
   return args;
+}
+
+/**
+ * Whether the host directory `dir` is seen at its own path (through the working directory's
+ * mount, a volume, the package): the last mount covering that path (later ones stack on top,
+ * `-v x:/work` hides a working directory under /work) must show it there.
+ */
+function showsAtOwnPath(mounts: readonly Mount[], dir: string): boolean {
+  const realDir = existsSync(dir) ? realpathSync(dir) : undefined;
+  const covering = mounts.filter((m) => isWithin(dir, m.targetPath)).at(-1);
+  return covering !== undefined && resolve(covering.hostPath, relative(covering.targetPath, resolve(dir))) === realDir;
 }
 
 /**

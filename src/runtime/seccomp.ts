@@ -17,6 +17,13 @@
  * to clone (whose flags the filter can see; clone3 passes them in memory it cannot read),
  * and runtimes that try io_uring fall back to ordinary I/O. A process of another
  * architecture (32-bit x86, x32, AArch32), whose numbers differ, is killed.
+ *
+ * socket() and socketpair() are allowed for the address families a server uses (Unix,
+ * IPv4, IPv6, and netlink, which the C library asks for the interfaces' addresses) and fail
+ * with EAFNOSUPPORT for every other, as on a kernel without that family: VM sockets
+ * (AF_VSOCK) are not confined by the network namespace, so they would reach the hypervisor
+ * from a sandbox with profile `none`; the rarely used families (packet, crypto API, RDS,
+ * TIPC, Bluetooth, CAN, ...) are kernel attack surface no server needs.
  */
 import { McpmgrError } from "../errors.ts";
 
@@ -24,6 +31,16 @@ export type SeccompArch = "x64" | "arm64";
 
 const EPERM = 1;
 const ENOSYS = 38;
+/** The same number on x86_64 and aarch64 (asm-generic errno). */
+const EAFNOSUPPORT = 97;
+
+/** Address families socket() and socketpair() may create; the rest fail with EAFNOSUPPORT. */
+export const allowedSocketFamilies: Readonly<Record<string, number>> = {
+  AF_UNIX: 1,
+  AF_INET: 2,
+  AF_INET6: 10,
+  AF_NETLINK: 16,
+};
 
 /** Every CLONE_NEW* flag clone(2) accepts (CLONE_NEWTIME is only valid for clone3 and unshare). */
 const CLONE_NAMESPACE_FLAGS =
@@ -117,6 +134,11 @@ export function blockedSyscalls(arch: SeccompArch = hostArch()): Record<string, 
 }
 
 const CLONE_NR: Readonly<Record<SeccompArch, number>> = { x64: 56, arm64: 220 };
+/** The calls checked by their address family (first argument): socket and socketpair. */
+export const SOCKET_NRS: Readonly<Record<SeccompArch, readonly [socket: number, socketpair: number]>> = {
+  x64: [41, 53],
+  arm64: [198, 199],
+};
 const AUDIT_ARCH: Readonly<Record<SeccompArch, number>> = { x64: 0xc000003e, arm64: 0xc00000b7 };
 /** x32 system calls come in with the x86_64 audit arch and this bit set in the number. */
 const X32_SYSCALL_BIT = 0x40000000;
@@ -133,7 +155,7 @@ const RET_ALLOW = 0x7fff0000;
 // Offsets in struct seccomp_data: nr (u32), arch (u32), instruction_pointer (u64), args[6] (u64).
 const OFFSET_NR = 0;
 const OFFSET_ARCH = 4;
-const OFFSET_ARG0_LOW = 16; // little-endian: the low 32 bits of args[0] (clone's flags are an int)
+const OFFSET_ARG0_LOW = 16; // little-endian: the low 32 bits of args[0] (clone's flags, socket's family: ints)
 
 type Insn = readonly [code: number, jt: number, jf: number, k: number];
 
@@ -149,6 +171,16 @@ export function seccompProgram(arch: SeccompArch = hostArch()): Uint8Array {
   for (const [name, nr] of Object.entries(blockedSyscalls(arch))) {
     insns.push([JEQ_K, 0, 1, nr], [RET_K, 0, 0, RET_ERRNO | (enosys.has(name) ? ENOSYS : EPERM)]);
   }
+  // socket/socketpair of a family not in the allow-list: EAFNOSUPPORT. The jump after the
+  // family checks lands on the final ALLOW, past the clone check (which reloads the number).
+  const families = Object.values(allowedSocketFamilies);
+  const [socketNr, socketpairNr] = SOCKET_NRS[arch];
+  insns.push([JEQ_K, 1, 0, socketNr], [JEQ_K, 0, families.length + 2, socketpairNr], [LD_W_ABS, 0, 0, OFFSET_ARG0_LOW]);
+  families.forEach((family, i) => {
+    // To the final ALLOW: past the later family checks, the refusal and the clone check's first four.
+    insns.push([JEQ_K, families.length - i + 4, 0, family]);
+  });
+  insns.push([RET_K, 0, 0, RET_ERRNO | EAFNOSUPPORT]);
   // clone with any CLONE_NEW* flag: refused; plain clone (threads, fork) goes through.
   insns.push(
     [JEQ_K, 0, 3, CLONE_NR[arch]],

@@ -9,6 +9,7 @@
 import { homedir } from "node:os";
 import { findFreePort } from "../proxy/serve.ts";
 import { processGrantSummary } from "../runtime/grant-summary.ts";
+import { mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
 import { launchProcess } from "../runtime/process.ts";
 import { launchInSandbox } from "../runtime/sandbox-launch.ts";
 import { processHandle, type LaunchedServer } from "../runtime/server-handle.ts";
@@ -30,6 +31,7 @@ export function printProcessGrants(name: string, placement: ProcessPlacement, ct
       cwd: placement.cwd,
       ...(source.localPath ? { localPackage: source.localPath } : {}),
       home: homedir(),
+      protectedDirs: mcpmgrProtectedDirs(ctx.env),
     }),
   );
 }

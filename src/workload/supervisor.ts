@@ -11,7 +11,7 @@
  */
 import { appendFileSync } from "node:fs";
 import { parseRunArgv } from "../config/run-argv.ts";
-import { errorMessage } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 import { serverUnavailable } from "../proxy/jsonrpc.ts";
 import { serve } from "../proxy/serve.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
@@ -127,6 +127,7 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
   };
   let started: Awaited<ReturnType<typeof starter>>;
   try {
+    if (record.workingDir) assertSameWorkingDir(record.workingDir);
     started = await starter(record, ctx, workloadLog);
   } catch (err) {
     await report({ state: "failed", restarts: 0, lastError: errorMessage(err) });
@@ -148,6 +149,21 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
   await clientsSeeStopped(name, ctx);
   await store.writeStatus(name, { state: "stopped", restarts }).catch(() => {});
   ctx.log.info(`${name} stopped`);
+}
+
+/**
+ * The recorded working directory is a real path (process.cwd() at `run`). If chdir to it
+ * lands elsewhere, a symbolic link was put on its way since, maybe by a server that can
+ * write there (review H2): refuse rather than show the server whatever the link names.
+ */
+function assertSameWorkingDir(recorded: string): void {
+  const now = process.cwd();
+  if (now === recorded) return;
+  throw new McpmgrError(
+    "UNSAFE_MOUNT",
+    `the working directory ${recorded} now leads to ${now}: a symbolic link was put on its way since the workload was created`,
+    { hint: "remove the link, or create the workload again from the directory you mean (mcpmgr rm, then mcpmgr run)" },
+  );
 }
 
 /** How the recorded workload starts (its RunSpec resolved once, or a background gateway's spec), and the listener it keeps. */

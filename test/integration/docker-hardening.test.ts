@@ -6,7 +6,7 @@
  * not from another container); symlinked volumes do not show mcpmgr's state; single-file
  * volumes work.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, onTestFinished, test } from "bun:test";
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -62,12 +62,18 @@ async function registryWith(name: string, image: string, permissions: unknown): 
 }
 
 describe("a registry entry's mounts", () => {
-  test("the engine's socket directory, /etc and mcpmgr's home are refused, each naming the grant flag", async () => {
+  test("the engine's socket directory, /etc, mcpmgr's home and a socket directory in /tmp are refused, each naming the grant flag", async () => {
+    // tmux's default layout, /tmp/tmux-UID/default (review H3).
+    const tmuxDir = join(scratch, "tmux-0");
+    await mkdir(tmuxDir, { recursive: true });
+    const tmux = Bun.listen({ unix: join(tmuxDir, "default"), socket: { data() {} } });
+    onTestFinished(() => tmux.stop(true));
     for (const [path, reason] of [
       ["/var/run", "system directory"],
       ["/etc", "system directory"],
       [MCPMGR_HOME, "mcpmgr's own state"],
       ["/var/run/docker.sock", "socket"],
+      [tmuxDir, "it lies in /tmp"],
     ] as const) {
       const env = await registryWith("greedy", images.probe, { read: [path] });
       const refused = await runInDockerFails(["greedy", "--name", "docker-greedy"], env);

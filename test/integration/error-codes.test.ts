@@ -4,7 +4,7 @@
  * here. Some cases need what the code needs: a container engine, a pseudo-terminal.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { readdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
@@ -13,6 +13,7 @@ import { discoverFromRemote } from "../../src/auth/outgoing/discovery.ts";
 import { ClientConfigSync } from "../../src/clients/sync.ts";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
+import { readLocalIgnoreFile } from "../../src/runtime/ignore-overlays.ts";
 import proxyCommand from "../../src/cli/proxy.ts";
 import { type ErrorCode, McpmgrError } from "../../src/errors.ts";
 import { refuseRedirects } from "../../src/proxy/remote-client/no-redirects.ts";
@@ -241,6 +242,12 @@ const producers: Record<ErrorCode, () => unknown> = {
     const profile = join(dir, "allow-list.json");
     await writeFile(profile, JSON.stringify({ network: { outbound: { allow_host: ["a.example"] } } }));
     return specFor(["--foreground", "npx://./test/fixtures/sandbox-probe", "--permission-profile", profile]);
+  },
+  // A mount's ignore file replaced by a symbolic link to a host file (review H2).
+  UNSAFE_MOUNT: async () => {
+    await mkdir(join(dir, "volume"), { recursive: true });
+    await symlink("/etc/hostname", join(dir, "volume/.mcpmgrignore"));
+    return readLocalIgnoreFile(join(dir, "volume"));
   },
   TOOLCHAIN_MISSING: () =>
     packageCommand({ kind: "package", manager: "uvx", name: "mcp-server-fetch" }, [], () => null),

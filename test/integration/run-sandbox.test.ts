@@ -5,20 +5,24 @@
  * symlinks; single-file volumes work.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { lstatSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
 const PROBE = "npx://./test/fixtures/sandbox-probe";
+/** The probe by its absolute path, for runs started in another working directory. */
+const PROBE_ANYWHERE = `npx://${REPO_ROOT}/test/fixtures/sandbox-probe`;
 const MCPMGR_HOME = process.env.MCPMGR_HOME as string;
 
-async function runForeground(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000) {
+async function runForeground(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000, cwd?: string) {
   const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, {
     env,
     timeoutMs,
+    ...(cwd ? { cwd } : {}),
   });
   const client = new Client({ name: "sandbox-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
@@ -27,7 +31,7 @@ async function runForeground(args: string[], env: Record<string, string> = {}, t
   return { ...running, client, call };
 }
 
-test("seccomp: mount, umount, unshare, setns, clone into new namespaces, ptrace, keyring, bpf, perf, io_uring... are refused; uid 65534, no capabilities", async () => {
+test("seccomp: mount, umount, unshare, setns, clone into new namespaces, ptrace, keyring, bpf, perf, io_uring, VM sockets... are refused; uid 65534, no capabilities", async () => {
   const run = await runForeground(["go://./test/fixtures/syscall-probe", "--permission-profile", "none"], {}, 90_000);
   try {
     const results = JSON.parse((await run.call("syscalls")) as string) as Record<string, string>;
@@ -49,6 +53,13 @@ test("seccomp: mount, umount, unshare, setns, clone into new namespaces, ptrace,
     ])
       expect(`${call}: ${results[call]}`).toBe(`${call}: EPERM`);
     expect(results.io_uring_setup).toBe("ENOSYS");
+    // VM sockets reach the hypervisor whatever the network namespace (M7): refused like
+    // every family a server does not need; the families it uses still work.
+    expect(results.socket_vsock).toBe("EAFNOSUPPORT");
+    expect(results.socketpair_vsock).toBe("EAFNOSUPPORT");
+    expect(results.socket_packet).toBe("EAFNOSUPPORT");
+    for (const family of ["socket_unix", "socket_inet", "socket_inet6", "socket_netlink", "socketpair_unix"])
+      expect(`${family}: ${results[family]}`).toBe(`${family}: ok`);
     // Ordinary children still start.
     expect(results.clone_plain).toBe("ok");
     expect(results.seccomp_mode).toBe("2");
@@ -87,6 +98,98 @@ test("the server sees an allow-list of the host: system files yes; /etc/shadow, 
     await run.stop();
   }
 }, 60_000);
+
+describe("the working directory is shown only when nothing in it hands over the host (review H1)", () => {
+  let inTmp: string;
+  let project: string;
+  const listeners: ReturnType<typeof Bun.listen>[] = [];
+  const listen = (path: string) => listeners.push(Bun.listen({ unix: path, socket: { data() {} } }));
+
+  beforeAll(async () => {
+    // A directory in /tmp holding the user's socket, as tmux's /tmp/tmux-UID does.
+    inTmp = await mkdtemp(join(tmpdir(), "mcpmgr-cwd-"));
+    listen(join(inTmp, "default"));
+    // A project outside every system or scratch tree, holding a development server's socket.
+    await mkdir(join(REPO_ROOT, ".tmp"), { recursive: true });
+    project = await mkdtemp(join(REPO_ROOT, ".tmp", "cwd-project-"));
+    await mkdir(join(project, "run"));
+    listen(join(project, "run/dev.sock"));
+    await writeFile(join(project, "readme.txt"), "project file");
+  });
+  afterAll(async () => {
+    for (const listener of listeners) listener.stop(true);
+    await rm(inTmp, { recursive: true, force: true });
+    await rm(project, { recursive: true, force: true });
+  });
+
+  test("started in /tmp, a directory in it, /var/run or /etc: not shown, the server starts in its empty home; the summary says why", async () => {
+    // The host's own sockets are really there: the test can fail.
+    expect(lstatSync("/var/run/docker.sock").isSocket()).toBe(true);
+    for (const [cwd, probes, why] of [
+      [inTmp, [["unix_connect", join(inTmp, "default")]], "it lies in /tmp"],
+      ["/tmp", [["unix_connect", join(inTmp, "default")]], "/tmp is shared by every program"],
+      ["/var/run", [["unix_connect", "/var/run/docker.sock"]], "system directory /run"],
+      ["/etc", [["read_file", "/etc/shadow"]], "system directory /etc"],
+    ] as const) {
+      const run = await runForeground([PROBE_ANYWHERE, "--permission-profile", "none"], {}, 30_000, cwd);
+      try {
+        for (const [tool, path] of probes)
+          expect(`${cwd}: ${tool} ${path}: ${await run.call(tool, { path })}`).toBe(`${cwd}: ${tool} ${path}: ENOENT`);
+        // The server's /tmp stays its own: nothing of the host's shows through it.
+        expect(await run.call("read_file", { path: join(inTmp, "default") })).toBe("ENOENT");
+        const note = run
+          .output()
+          .split("\n")
+          .find((line) => line.includes("not shown: the working directory"));
+        expect(note).toContain(why);
+        expect(note).toContain("the server starts in its empty home");
+        expect(run.output()).not.toContain("(working directory)");
+        await run.client.close();
+      } finally {
+        await run.stop();
+      }
+    }
+  }, 180_000);
+
+  test("a project directory holding a socket is not shown; one without is shown read-only, as before", async () => {
+    const withSocket = await runForeground([PROBE_ANYWHERE, "--permission-profile", "none"], {}, 30_000, project);
+    try {
+      expect(await withSocket.call("unix_connect", { path: join(project, "run/dev.sock") })).toBe("ENOENT");
+      expect(await withSocket.call("read_file", { path: join(project, "readme.txt") })).toBe("ENOENT");
+      expect(withSocket.output()).toContain(`because it holds the socket ${join(project, "run/dev.sock")}`);
+      await withSocket.client.close();
+    } finally {
+      await withSocket.stop();
+    }
+    const plain = join(project, "run");
+    for (const listener of listeners.splice(1)) listener.stop(true);
+    await rm(join(project, "run/dev.sock"), { force: true });
+    const shown = await runForeground([PROBE_ANYWHERE, "--permission-profile", "none"], {}, 30_000, project);
+    try {
+      expect(await shown.call("read_file", { path: join(project, "readme.txt") })).toBe("project file");
+      expect(await shown.call("write_file", { path: join(plain, "x.txt") })).toBe("EROFS");
+      expect(shown.output()).toContain(`read   ${project}  (working directory)`);
+      await shown.client.close();
+    } finally {
+      await shown.stop();
+    }
+  }, 120_000);
+
+  test("the documented opt-in: -v shows the directory the user names, and the server starts there", async () => {
+    const run = await runForeground(
+      [PROBE_ANYWHERE, "--permission-profile", "none", "-v", `${inTmp}:${inTmp}:ro`],
+      {},
+      30_000,
+      inTmp,
+    );
+    try {
+      expect(await run.call("unix_connect", { path: join(inTmp, "default") })).toBe("connected");
+      await run.client.close();
+    } finally {
+      await run.stop();
+    }
+  }, 60_000);
+});
 
 describe("mcpmgr's state stays hidden whatever the volume", () => {
   let scratch: string;
@@ -237,11 +340,44 @@ describe("a registry entry's mounts (process runtime)", () => {
     expect(viaLink.err).toContain("asks to write /run");
   });
 
+  test("a directory in /tmp holding the user's socket (tmux's /tmp/tmux-UID), or any in /tmp, is refused (review H3)", async () => {
+    // tmux's default layout: /tmp/tmux-UID/default, a server that runs commands as the user.
+    const tmuxDir = join(dir, "tmux-0");
+    await mkdir(tmuxDir);
+    const tmux = Bun.listen({ unix: join(tmuxDir, "default"), socket: { data() {} } });
+    try {
+      const refused = cli(["run", "--foreground", "greedy"], await registry({ read: [tmuxDir] }));
+      expect(refused.code).toBe(2);
+      expect(refused.err).toContain(`registry entry greedy asks to read ${tmuxDir}, refused: it lies in /tmp`);
+      expect(refused.err).toContain(`--allow-registry-mount ${tmuxDir}`);
+      expect(refused.err).not.toContain("gets (");
+      // Below a granted path or not, a socket anywhere in a registry mount is refused by itself.
+      const nested = join(REPO_ROOT, ".tmp");
+      await mkdir(nested, { recursive: true });
+      const outside = await mkdtemp(join(nested, "registry-socket-"));
+      const devServer = Bun.listen({ unix: join(outside, "dev.sock"), socket: { data() {} } });
+      try {
+        const holding = cli(["run", "--foreground", "greedy"], await registry({ write: [outside] }));
+        expect(holding.code).toBe(2);
+        expect(holding.err).toContain(`it holds the socket ${join(outside, "dev.sock")}`);
+      } finally {
+        devServer.stop(true);
+        await rm(outside, { recursive: true, force: true });
+      }
+    } finally {
+      tmux.stop(true);
+    }
+  });
+
   test("a detached run prints what the workload gets before the supervisor starts; a granted path is listed", async () => {
     const data = join(dir, "data");
     await mkdir(data);
     const env = await registry({ read: ["/etc", `${data}:/data`] });
-    const started = cli(["run", "greedy", "--name", "greedy-detached", "--allow-registry-mount", "/etc"], env);
+    // Both need the grant: /etc is a system directory, the scratch directory lies in /tmp.
+    const started = cli(
+      ["run", "greedy", "--name", "greedy-detached", "--allow-registry-mount", "/etc", "--allow-registry-mount", data],
+      env,
+    );
     try {
       expect(`${started.code} ${started.err}`).toStartWith("0 ");
       expect(started.err).toContain("greedy-detached gets (process sandbox");

@@ -7,6 +7,7 @@ import {
   describeOverlays,
   emptyOverlayFile,
   loadGlobalIgnorePatterns,
+  readLocalIgnoreFile,
   resolveOverlays,
   type Overlay,
 } from "../../src/runtime/ignore-overlays.ts";
@@ -230,5 +231,33 @@ describe("emptyOverlayFile", () => {
     const path = await emptyOverlayFile(dataDir);
     expect((await stat(path)).size).toBe(0);
     expect((await stat(path)).mode & 0o777).toBe(0o444);
+  });
+});
+
+describe("a mount's own .mcpmgrignore is read as a regular file only (review H2)", () => {
+  test("a symbolic link (to a host file) is refused, naming the file and what to do", async () => {
+    const dir = await tree({ "secret.txt": "host secret" });
+    await mkdir(join(dir, "vol"));
+    await symlink("../secret.txt", join(dir, "vol/.mcpmgrignore"));
+    const err = await rejection(readLocalIgnoreFile(join(dir, "vol")), "UNSAFE_MOUNT");
+    expect(err.message).toBe(
+      `${join(dir, "vol/.mcpmgrignore")} is a symbolic link; mcpmgr reads ignore patterns only from a regular file`,
+    );
+    expect(err.hint).toContain("replace it with a regular file");
+    // resolveOverlays reads it the same way: the start stops rather than read through the link.
+    const mount = { hostPath: join(dir, "vol"), containerPath: "/data" };
+    await rejection(resolveOverlays([mount], { globalPatterns: [] }), "UNSAFE_MOUNT");
+  });
+
+  test("a FIFO is refused at once (no hang), a file past 1 MiB is refused, a regular file is read", async () => {
+    const fifo = await tree({});
+    expect(Bun.spawnSync(["mkfifo", join(fifo, ".mcpmgrignore")]).exitCode).toBe(0);
+    expect((await rejection(readLocalIgnoreFile(fifo), "UNSAFE_MOUNT")).message).toContain("is not a regular file");
+    const big = await tree({ ".mcpmgrignore": "x".repeat(1024 * 1024 + 1) });
+    expect((await rejection(readLocalIgnoreFile(big), "UNSAFE_MOUNT")).message).toContain(
+      "is larger than 1048576 bytes",
+    );
+    expect(await readLocalIgnoreFile(await tree({ ".mcpmgrignore": ".env\n" }))).toBe(".env\n");
+    expect(await readLocalIgnoreFile(await tree({}))).toBeUndefined();
   });
 });

@@ -175,9 +175,26 @@ describe("bwrapArgs", () => {
           volumes: [{ hostPath: "/no/such/dir", targetPath: "/x", readOnly: false }],
         }),
       ).toThrow(McpmgrError);
-      const inProject = bwrapArgs({ profile: expandPermissions("none"), volumes: [], workingDir: dir }).join(" ");
+      const inProject = bwrapArgs({
+        profile: expandPermissions("none"),
+        volumes: [],
+        workingDir: dir,
+        showWorkingDir: true,
+      }).join(" ");
       expect(inProject).toContain(`--ro-bind ${dir} ${dir}`);
       expect(inProject).toContain(`--chdir ${dir}`);
+      // Not shown (mount-policy.ts found a reason): the server starts in its empty home ...
+      const refused = bwrapArgs({ profile: expandPermissions("none"), volumes: [], workingDir: dir, home: "/home/u" });
+      expect(refused.join(" ")).not.toContain(`--ro-bind ${dir} ${dir}`);
+      expect(refused.join(" ")).toContain("--chdir /home/u");
+      // ... unless a volume (or the local package) shows it at its own path.
+      const viaVolume = bwrapArgs({
+        profile: expandPermissions("none"),
+        volumes: [{ hostPath: dir, targetPath: dir, readOnly: true }],
+        workingDir: join(dir, "state"),
+        home: "/home/u",
+      }).join(" ");
+      expect(viaVolume).toContain(`--chdir ${join(dir, "state")}`);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -4,7 +4,14 @@
  */
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { blockedSyscalls, hostArch, seccompProgram, type SeccompArch } from "../../src/runtime/seccomp.ts";
+import {
+  allowedSocketFamilies,
+  blockedSyscalls,
+  hostArch,
+  SOCKET_NRS,
+  seccompProgram,
+  type SeccompArch,
+} from "../../src/runtime/seccomp.ts";
 
 /** `#define __NR_name number` (and the asm-generic `__NR3264_name`) from a kernel header. */
 function headerNumbers(path: string): Map<string, number> {
@@ -52,3 +59,61 @@ for (const arch of ["x64", "arm64"] as const) {
     expect(view.getUint32((count - 1) * 8 + 4, true)).toBe(0x7fff0000);
   });
 }
+
+/**
+ * What the program answers for one call: classic BPF run over a struct seccomp_data (only
+ * the loads, jumps and returns the program uses). The kernel runs the same bytes in the
+ * integration test (run-sandbox.test.ts "seccomp: ..."); this checks every branch on both
+ * architectures.
+ */
+function decide(program: Uint8Array, data: { arch: number; nr: number; arg0: number }): number {
+  const view = new DataView(program.buffer);
+  let acc = 0;
+  for (let pc = 0; pc < program.length / 8; ) {
+    const [code, jt, jf, k] = [
+      view.getUint16(pc * 8, true),
+      view.getUint8(pc * 8 + 2),
+      view.getUint8(pc * 8 + 3),
+      view.getUint32(pc * 8 + 4, true),
+    ];
+    pc++;
+    if (code === 0x20) acc = k === 0 ? data.nr : k === 4 ? data.arch : k === 16 ? data.arg0 : Number.NaN;
+    else if (code === 0x06) return k;
+    else if (code === 0x15) pc += acc === k ? jt : jf;
+    else if (code === 0x35) pc += acc >= k ? jt : jf;
+    else if (code === 0x45) pc += (acc & k) !== 0 ? jt : jf;
+    else throw new Error(`unexpected instruction ${code}`);
+  }
+  throw new Error("the program ran off its end");
+}
+
+const AUDIT_ARCH = { x64: 0xc000003e, arm64: 0xc00000b7 } as const;
+const ALLOW = 0x7fff0000;
+const errno = (n: number) => 0x00050000 | n;
+
+for (const arch of ["x64", "arm64"] as const) {
+  test(`${arch}: socket and socketpair create only Unix, IPv4, IPv6 and netlink sockets (EAFNOSUPPORT for VM sockets and the rest)`, () => {
+    const program = seccompProgram(arch);
+    const call = (nr: number, arg0: number) => decide(program, { arch: AUDIT_ARCH[arch], nr, arg0 });
+    for (const nr of SOCKET_NRS[arch]) {
+      for (const family of Object.values(allowedSocketFamilies)) expect(call(nr, family)).toBe(ALLOW);
+      // AF_VSOCK, AF_PACKET, AF_ALG, AF_BLUETOOTH, AF_CAN, AF_TIPC, AF_RDS, AF_UNSPEC
+      for (const family of [40, 17, 38, 31, 29, 30, 21, 0]) expect(call(nr, family)).toBe(errno(97));
+    }
+    // Other calls are not judged by their first argument as a family.
+    const read = arch === "x64" ? 0 : 63;
+    expect(call(read, 40)).toBe(ALLOW);
+    // The clone check still follows: plain clone allowed, CLONE_NEWUSER refused.
+    const clone = arch === "x64" ? 56 : 220;
+    expect(call(clone, 0x11)).toBe(ALLOW);
+    expect(call(clone, 0x10000000)).toBe(errno(1));
+    expect(call(blockedSyscalls(arch).mount as number, 0)).toBe(errno(1));
+  });
+}
+
+test("socket and socketpair have the kernel's numbers", () => {
+  for (const arch of [...new Set([hostArch(), "arm64" as const])]) {
+    const kernel = headerNumbers(headers[arch]);
+    expect([kernel.get("socket"), kernel.get("socketpair")]).toEqual([...SOCKET_NRS[arch]]);
+  }
+});

@@ -11,6 +11,7 @@ import type Docker from "dockerode";
 import { McpmgrError } from "../../errors.ts";
 import { deniesNetwork, type PermissionProfile } from "../permission-profile.ts";
 import { expandHostPath, hiddenTargets, mcpmgrProtectedDirs, realHostPath } from "../host-paths.ts";
+import { assertNoPlantedLinks } from "../planted-links.ts";
 import { profileMount } from "../sandbox.ts";
 
 export interface VolumeSpec {
@@ -71,10 +72,13 @@ export function resolveMounts(
       .map((m) => ({ hostPath: m.hostPath, containerPath: m.targetPath, readOnly: false })),
     ...volumes,
   ];
+  const given = all.map((mount) => ({ ...mount, hostPath: expandHostPath(mount.hostPath, home, cwd) }));
+  // Before anything is resolved: a link the server planted in a writable mount is not followed.
+  assertNoPlantedLinks(given);
   const byTarget = new Map<string, VolumeSpec>();
-  for (const mount of all) {
+  for (const mount of given) {
     // The real path: what is hidden, refused or shown is decided on what the engine will mount.
-    const hostPath = realHostPath(expandHostPath(mount.hostPath, home, cwd));
+    const hostPath = realHostPath(mount.hostPath);
     const target = mount.containerPath.replace(/^~(?=\/|$)/, "/home/mcp");
     if (!isAbsolute(target) && !posix.isAbsolute(target)) {
       throw new McpmgrError(
