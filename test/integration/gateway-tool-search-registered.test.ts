@@ -101,7 +101,7 @@ test("a background search-mode gateway registered in Cursor: the client finds an
   expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["find_tool", "call_tool"]);
   const instructions = client.getInstructions() ?? "";
   expect(instructions).toContain("find_tool");
-  expect(instructions).toContain("notes (A personal notebook");
+  expect(instructions).toContain('notes "A personal notebook');
   expect(instructions).toContain("weather (Weather forecasts");
 
   // find_tool by a paraphrase, then call_tool reaches the right workload with the arguments.
