@@ -102,7 +102,7 @@ test("a background search-mode gateway registered in Cursor: the client finds an
   const instructions = client.getInstructions() ?? "";
   expect(instructions).toContain("find_tool");
   expect(instructions).toContain('notes "A personal notebook');
-  expect(instructions).toContain("weather (Weather forecasts");
+  expect(instructions).toContain('weather "Weather forecasts');
 
   // find_tool by a paraphrase, then call_tool reaches the right workload with the arguments.
   expect((await find(client, "remove one of my notes for good", 1))[0]).toBe("notes_delete_note");
