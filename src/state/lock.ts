@@ -22,11 +22,15 @@
  * refresh it, while a pid check breaks a crashed holder's lock immediately.)
  */
 import { link, open, readFile, stat, unlink } from "node:fs/promises";
-import { hostname } from "node:os";
 import { dirname } from "node:path";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, stateIoError } from "./atomic-file.ts";
+
+/** node:os only when a lock is taken or checked, not by every command that imports this module. */
+function hostname(): string {
+  return (require("node:os") as typeof import("node:os")).hostname();
+}
 
 export interface LockOptions {
   /** How long to wait for a held lock before STATE_LOCKED (default 10 s). */
