@@ -14,7 +14,10 @@
  *   - splitting: each lazily imported module (every subcommand, the Docker client, Cedar,
  *     OpenTelemetry...) is a chunk of its own, evaluated only when imported; in one bundle,
  *     every Node built-in any of them imports (node:http, node:net, zlib...) would be
- *     loaded at start-up by every command.
+ *     loaded at start-up by every command;
+ *   - citty's parser is taken from node:util when it first parses, not when citty loads
+ *     (lazyCittyNodeUtil): node:util is the costliest module `--version` and `--help` would
+ *     load, and neither parses anything.
  * The embedded source map makes stack traces (--debug) point into src/.
  */
 import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
@@ -55,6 +58,28 @@ export function buildDate(sourceDateEpoch: string | undefined, now = new Date())
   return new Date(Number(epoch) * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
+/**
+ * citty imports `parseArgs` from node:util at the top of its module; node:util (with the
+ * internals it loads) is ~1.5 ms of every start-up (bench `cli-startup`), although only a
+ * command's arguments need it. The import becomes a function that requires node:util on its
+ * first call. A citty whose import reads differently fails the build, so this never goes
+ * quietly out of date.
+ */
+export const cittyNodeUtilImport = 'import { parseArgs as parseArgs$1 } from "node:util";';
+export const lazyCittyNodeUtil: Bun.BunPlugin = {
+  name: "lazy-citty-node-util",
+  setup(builder) {
+    builder.onLoad({ filter: /[\\/]citty[\\/]dist[\\/]index\.mjs$/ }, async ({ path }) => {
+      const text = await Bun.file(path).text();
+      if (!text.includes(cittyNodeUtilImport)) {
+        throw new Error(`${path} no longer imports node:util as scripts/compile.ts expects: update lazyCittyNodeUtil`);
+      }
+      const lazy = 'const parseArgs$1 = (...args) => require("node:util").parseArgs(...args);';
+      return { contents: text.replace(cittyNodeUtilImport, lazy), loader: "js" };
+    });
+  },
+};
+
 export async function compile(outfile: string, build: BuildInfo, target?: Bun.Build.CompileTarget): Promise<void> {
   // Bun writes the chunks' source maps next to the executable (they are embedded too):
   // build in a scratch folder and keep only the executable.
@@ -74,6 +99,7 @@ export async function compile(outfile: string, build: BuildInfo, target?: Bun.Bu
         MCPMGR_BUILD_COMMIT: JSON.stringify(build.commit),
         MCPMGR_BUILD_DATE: JSON.stringify(build.date),
       },
+      plugins: [lazyCittyNodeUtil],
       format: "esm",
       splitting: true,
       bytecode: true,

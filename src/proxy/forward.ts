@@ -179,7 +179,10 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     // the cheapest for Bun.serve to send (reading `.body` would turn it into a stream). Others
     // are read ahead, so one that breaks early is a 502, not a reset. A client that leaves
     // while it streams still aborts the upstream through the listener.
-    if (!isEventStream(headers)) return readAhead(upstream);
+    if (!isEventStream(headers)) {
+      // A whole body returns as it is, without the promise (and the microtask hops) of readAhead.
+      return upstream.body === null || isWholeResponse(upstream) ? upstream : readAhead(upstream);
+    }
     const stream = upstream.body;
     if (stream === null) {
       req.signal.removeEventListener("abort", onClientAbort);

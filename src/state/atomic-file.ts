@@ -7,10 +7,16 @@
  * Reading goes through a valibot schema so a hand-edited or truncated file fails with the
  * file name and the field path, not with `undefined is not an object` three calls later.
  */
-import { mkdir, open, readFile, rename, unlink } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import * as v from "valibot";
 import { errorMessage, McpmgrError } from "../errors.ts";
+
+/**
+ * node:fs/promises (with node:events and Node's validators) once something is written, not
+ * for every command that imports this module: `list` only reads (bench `cli-startup`).
+ */
+const fsp = () => import("node:fs/promises");
 
 export interface WriteOptions {
   /** Permission bits of the file (default 0o600: state can name hosts, ports and secret references). */
@@ -39,7 +45,7 @@ export async function writeFileAtomic(
   );
   try {
     // "wx": refuse to follow a symlink or reuse a file someone planted at the temporary name.
-    const handle = await open(temp, "wx", mode);
+    const handle = await (await fsp()).open(temp, "wx", mode);
     try {
       if (options.owner !== undefined) await handle.chown(options.owner.uid, options.owner.gid);
       await handle.writeFile(data);
@@ -51,7 +57,7 @@ export async function writeFileAtomic(
     }
     await _renameWithRetry(temp, path);
   } catch (err) {
-    await unlink(temp).catch(() => {});
+    await (await fsp()).unlink(temp).catch(() => {});
     throw stateIoError("write", path, err);
   }
   await _syncDir(dir);
@@ -77,7 +83,8 @@ export async function readJsonFile<S extends v.GenericSchema>(
 ): Promise<v.InferOutput<S> | undefined> {
   let text: string;
   try {
-    text = await readFile(path, "utf8");
+    // Read at once: a state file is a few hundred bytes.
+    text = readFileSync(path, "utf8");
   } catch (err) {
     if (errnoCode(err) === "ENOENT") return undefined;
     throw stateIoError("read", path, err);
@@ -111,7 +118,7 @@ export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string 
 /** mkdir -p with private permissions; mcpmgr folders hold nothing other users should read. */
 export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
   try {
-    await mkdir(dir, { recursive: true, mode });
+    await (await fsp()).mkdir(dir, { recursive: true, mode });
   } catch (err) {
     throw stateIoError("create the folder", dir, err);
   }
@@ -149,7 +156,7 @@ export function stateIoError(verb: string, path: string, err: unknown): McpmgrEr
 async function _renameWithRetry(from: string, to: string): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      await rename(from, to);
+      await (await fsp()).rename(from, to);
       return;
     } catch (err) {
       const transient = process.platform === "win32" && ["EPERM", "EACCES", "EBUSY"].includes(errnoCode(err) ?? "");
@@ -163,7 +170,7 @@ async function _renameWithRetry(from: string, to: string): Promise<void> {
 async function _syncDir(dir: string): Promise<void> {
   if (process.platform === "win32") return;
   try {
-    const handle = await open(dir, "r");
+    const handle = await (await fsp()).open(dir, "r");
     try {
       await handle.sync();
     } finally {

@@ -21,12 +21,18 @@
  * (proper-lockfile was considered; it decides staleness by mtime alone and needs a timer to
  * refresh it, while a pid check breaks a crashed holder's lock immediately.)
  */
-import { link, open, readFile, stat, unlink } from "node:fs/promises";
-import { hostname } from "node:os";
 import { dirname } from "node:path";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, stateIoError } from "./atomic-file.ts";
+
+/** node:os only when a lock is taken or checked, not by every command that imports this module. */
+function hostname(): string {
+  return (require("node:os") as typeof import("node:os")).hostname();
+}
+
+/** node:fs/promises likewise: `list` imports this module for isProcessAlive and takes no lock. */
+const fsp = () => import("node:fs/promises");
 
 export interface LockOptions {
   /** How long to wait for a held lock before STATE_LOCKED (default 10 s). */
@@ -143,7 +149,7 @@ async function _tryCreate(lockPath: string, owner: LockOwner): Promise<boolean> 
   try {
     await _writeExclusive(temp, content);
     try {
-      await link(temp, lockPath);
+      await (await fsp()).link(temp, lockPath);
       return true;
     } catch (err) {
       const code = errnoCode(err);
@@ -170,7 +176,7 @@ async function _tryCreate(lockPath: string, owner: LockOwner): Promise<boolean> 
 }
 
 async function _writeExclusive(path: string, content: string): Promise<void> {
-  const handle = await open(path, "wx", 0o600);
+  const handle = await (await fsp()).open(path, "wx", 0o600);
   try {
     await handle.writeFile(content);
   } finally {
@@ -180,6 +186,7 @@ async function _writeExclusive(path: string, content: string): Promise<void> {
 
 async function _readHolder(lockPath: string): Promise<Holder | undefined> {
   try {
+    const { readFile, stat } = await fsp();
     const raw = await readFile(lockPath, "utf8");
     const { mtimeMs } = await stat(lockPath);
     let owner: LockOwner | undefined;
@@ -214,7 +221,7 @@ async function _breakStale(lockPath: string, holder: Holder, now: number): Promi
     await _writeExclusive(breaker, String(process.pid));
   } catch (err) {
     if (errnoCode(err) !== "EEXIST") throw err;
-    const info = await stat(breaker).catch(() => undefined);
+    const info = await (await fsp()).stat(breaker).catch(() => undefined);
     if (info !== undefined && now - info.mtimeMs > BREAKER_GRACE_MS) await _unlinkQuietly(breaker);
     return false;
   }
@@ -243,7 +250,7 @@ function _lockedError(lockPath: string, holder: Holder, timeoutMs: number): Mcpm
 }
 
 async function _unlinkQuietly(path: string): Promise<void> {
-  await unlink(path).catch((err: unknown) => {
+  await (await fsp()).unlink(path).catch((err: unknown) => {
     if (errnoCode(err) !== "ENOENT") throw err;
   });
 }

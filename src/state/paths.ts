@@ -25,7 +25,6 @@
  *                pids, ports and caches that mean nothing on another machine.
  * Without $XDG_RUNTIME_DIR the runtime dir is stateDir/run: it is only ever ours, so that is safe.
  */
-import { homedir } from "node:os";
 import { posix, win32 } from "node:path";
 import { McpmgrError } from "../errors.ts";
 
@@ -39,12 +38,22 @@ export interface McpmgrPaths {
 
 const APP = "mcpmgr";
 
+/**
+ * os.homedir() without loading node:os at start-up (~0.5 ms of every command, bench
+ * `cli-startup`): it is HOME (USERPROFILE on Windows) when that is set, as here; node:os only
+ * asks the system otherwise.
+ */
+function homeDirectory(): string {
+  const fromEnv = process.platform === "win32" ? process.env.USERPROFILE : process.env.HOME;
+  return fromEnv || (require("node:os") as typeof import("node:os")).homedir();
+}
+
 export type Env = Readonly<Record<string, string | undefined>>;
 
 export function resolvePaths(
   env: Env = process.env,
   platform: NodeJS.Platform = process.platform,
-  home: string = homedir(),
+  home: string = homeDirectory(),
 ): McpmgrPaths {
   const path = platform === "win32" ? win32 : posix;
   const read = platform === "win32" ? _caseInsensitive(env) : (name: string) => _nonEmpty(env[name]);

@@ -11,7 +11,7 @@
  * old or a whole new file. Writes happen under the lock and re-read what they depend on
  * inside it, so two mcpmgr commands cannot both create "fetch" or both claim port 8080.
  */
-import { readdir, rename, rm } from "node:fs/promises";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
@@ -29,7 +29,11 @@ import {
   type WorkloadStatusInput,
 } from "./workload-record.ts";
 
+/** node:fs/promises only for changes: listing and reading workloads (`list`) do without it (start-up). */
+const fsp = () => import("node:fs/promises");
+
 // One import site for callers: the store, the record types and the name helpers.
+
 export {
   FALLBACK_WORKLOAD_NAME,
   assertWorkloadName,
@@ -85,7 +89,7 @@ export class WorkloadStore {
   async list(): Promise<readonly WorkloadRecord[]> {
     let entries: string[];
     try {
-      entries = (await readdir(this.#root, { withFileTypes: true }))
+      entries = readdirSync(this.#root, { withFileTypes: true })
         .filter((e) => e.isDirectory() && isValidWorkloadName(e.name))
         .map((e) => e.name);
     } catch (err) {
@@ -158,12 +162,13 @@ export class WorkloadStore {
       // folder that the next remove sweeps, never a half-deleted workload in `list`.
       const trash = join(this.#root, `.trash-${name}-${process.pid}-${Date.now()}`);
       try {
-        await rename(this.#dir(name), trash);
+        await (await fsp()).rename(this.#dir(name), trash);
       } catch (err) {
         if (errnoCode(err) === "ENOENT") _notFound(name);
         throw stateIoError("remove", this.#dir(name), err);
       }
       await this.#sweepTrash();
+      const { rm } = await fsp();
       await rm(this.logPath(name), { force: true });
       await rm(this.proxyLogPath(name), { force: true });
     });
@@ -272,6 +277,7 @@ export class WorkloadStore {
   }
 
   async #sweepTrash(): Promise<void> {
+    const { readdir, rm } = await fsp();
     const entries = await readdir(this.#root).catch(() => [] as string[]);
     await Promise.all(
       entries

@@ -3,7 +3,6 @@
  * serves the proxy and restarts the server when it crashes.
  */
 import { closeSync, openSync, readFileSync, statSync } from "node:fs";
-import { readGatewayKey } from "../state/gateway-guard.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { clientUrl } from "../state/workload-url.ts";
 import { installId } from "../state/paths.ts";
@@ -184,6 +183,8 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
   const url = clientUrl(record.host, record.proxyPort, record.proxyPath);
   if (record.proxyPath === "/sse") return; // legacy SSE has no one-request handshake to probe
   // mcpmgr's own probe: in a group a gateway with policies guards, only the gateway key gets an answer.
+  // Loaded here: `list` evaluates this module and must stay light (the guard module writes files).
+  const { readGatewayKey } = await import("../state/gateway-guard.ts");
   const gatewayKey = readGatewayKey(store.paths);
   try {
     const response = await fetch(url, {

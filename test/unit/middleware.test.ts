@@ -132,6 +132,32 @@ describe("body limit", () => {
     expect(touched).toBe(false);
   });
 
+  test("a body with a declared length under the limit passes without being turned into a stream", async () => {
+    // Reading `req.body` makes a stream of the body: the forwarder then could not read a small body whole.
+    let streamed = false;
+    const request = new Request("http://127.0.0.1/mcp", {
+      method: "POST",
+      body: "{}",
+      headers: { "content-length": "2" },
+    });
+    const probe = new Proxy(request, {
+      get(target, name) {
+        if (name === "body") streamed = true;
+        const value = Reflect.get(target, name, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    let text = "";
+    const guarded = compose(async (req) => {
+      text = await req.text();
+      return new Response("x");
+    }, bodyLimit(1024));
+    const res = await guarded(probe, ctx);
+    expect(res.status).toBe(200);
+    expect(text).toBe("{}");
+    expect(streamed).toBe(false);
+  });
+
   test("a chunked body that grows past the limit gets 413", async () => {
     const chunks = [new Uint8Array(700), new Uint8Array(700)];
     const body = new ReadableStream<Uint8Array>({

@@ -17,7 +17,9 @@ const heavy: readonly RegExp[] = [
   /^config\/(run-options|run-argv|permission-profile|authz-config|config-file)\.ts$/,
   /^config\/flags\//,
   /^(dockerode|@modelcontextprotocol\/|@cedar-policy\/|oauth4webapi|jose|@opentelemetry\/|yaml|dotenv|tar-stream)/,
-  /^node:(child_process|crypto|net|url|tty|http|https|tls|zlib)$/,
+  // node:fs/promises brings node:events and Node's validators along; node:os, node:tty likewise cost
+  // a fast path more than everything of ours it evaluates (reads there are sync: state files are tiny).
+  /^node:(child_process|crypto|net|url|tty|http|https|tls|zlib|fs\/promises|os)$/,
 ];
 
 function heavyIn(modules: Set<string>): string[] {

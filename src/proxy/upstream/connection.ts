@@ -12,33 +12,14 @@
  */
 import type { Buffer } from "node:buffer";
 import type { Socket, SocketHandler } from "bun";
+import { ConnectAttempt } from "./connect.ts";
 import { tlsFailure, UpstreamError } from "./errors.ts";
+import { Exchange, withCause } from "./exchange.ts";
 import { type ResponseHead, ResponseParser, type ResponseSink } from "./response-parser.ts";
-import { nullBodyStatus, streamedResponse, wholeResponse } from "./responses.ts";
 import { closedBeforeSending, closedWhileSending, SocketWriter } from "./socket-writer.ts";
 import type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
 
 export type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
-
-/** One request/response on a connection. */
-interface Exchange {
-  readonly method: string;
-  readonly signal: AbortSignal | undefined;
-  resolve(response: Response): void;
-  reject(err: unknown): void;
-  onAbort: (() => void) | undefined;
-  /** The Response was handed out (or the promise rejected). */
-  settled: boolean;
-  head: ResponseHead | undefined;
-  /** Body bytes received before the Response was handed out. */
-  chunks: Buffer[];
-  bufferedBytes: number;
-  stream: ReadableStreamDefaultController<Uint8Array> | undefined;
-  /** The whole request (head and body) was written. */
-  requestSent: boolean;
-  /** Not one byte of this request made it into the socket. */
-  nothingWritten: boolean;
-}
 
 const handlers: SocketHandler<Http1Connection, "buffer"> = {
   binaryType: "buffer",
@@ -72,7 +53,7 @@ export class Http1Connection implements ResponseSink {
   #paused = false;
   #lastError: Error | undefined;
   readonly #writer = new SocketWriter();
-  #connecting: { resolve: () => void; reject: (err: unknown) => void } | undefined;
+  #connecting: ConnectAttempt | undefined;
   /** TLS with certificate verification: an unauthorized peer is refused at `open`. */
   #verifyPeer = false;
 
@@ -98,50 +79,20 @@ export class Http1Connection implements ResponseSink {
   ): Promise<Http1Connection> {
     const connection = new Http1Connection(owner, limits);
     connection.#verifyPeer = target.tls !== undefined && target.tls.rejectUnauthorized !== false;
-    const { signal } = options;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<Http1Connection>((resolve, reject) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        connection.#connecting = undefined;
-      };
-      const giveUp = (err: unknown) => {
-        done();
-        connection.#closed = true;
-        connection.#socket?.terminate();
-        reject(err);
-      };
-      const onAbort = () => giveUp(signal?.reason);
-      const timer = setTimeout(
-        () =>
-          giveUp(
-            new UpstreamError(
-              "UPSTREAM_CONNECT_TIMEOUT",
-              `no connection to ${target.hostname}:${target.port} within ${options.timeoutMs} ms`,
-            ),
-          ),
-        options.timeoutMs,
-      );
-      signal?.addEventListener("abort", onAbort, { once: true });
-      connection.#connecting = {
-        resolve: () => {
-          done();
-          resolve(connection);
-        },
-        reject: (err) => {
-          done();
-          reject(err);
-        },
-      };
-      Bun.connect<Http1Connection>({
-        hostname: target.hostname,
-        port: target.port,
-        ...(target.tls === undefined ? {} : { tls: target.tls }),
-        data: connection,
-        socket: handlers,
-      }).catch((err: unknown) => connection.onConnectError(err as Error));
+    if (options.signal?.aborted) return Promise.reject(options.signal.reason);
+    const attempt = new ConnectAttempt(target, options, () => {
+      connection.#closed = true;
+      connection.#socket?.terminate();
     });
+    connection.#connecting = attempt;
+    Bun.connect<Http1Connection>({
+      hostname: target.hostname,
+      port: target.port,
+      ...(target.tls === undefined ? {} : { tls: target.tls }),
+      data: connection,
+      socket: handlers,
+    }).catch((err: unknown) => connection.onConnectError(err as Error));
+    return attempt.promise.then(() => connection);
   }
 
   get closed(): boolean {
@@ -158,20 +109,7 @@ export class Http1Connection implements ResponseSink {
    */
   request(spec: RequestSpec): Promise<Response> {
     return new Promise<Response>((resolve, reject) => {
-      const exchange: Exchange = {
-        method: spec.method,
-        signal: spec.signal,
-        resolve,
-        reject,
-        onAbort: undefined,
-        settled: false,
-        head: undefined,
-        chunks: [],
-        bufferedBytes: 0,
-        stream: undefined,
-        requestSent: false,
-        nothingWritten: true,
-      };
+      const exchange = new Exchange(spec, resolve, reject);
       if (this.#closed || this.#socket === undefined) {
         reject(closedBeforeSending());
         return;
@@ -250,7 +188,12 @@ export class Http1Connection implements ResponseSink {
       return;
     }
     if (this.#parser.done) this.#complete(exchange);
-    else if (exchange.head !== undefined && !exchange.settled && !this.#keepBuffering(exchange)) this.#stream(exchange);
+    else if (
+      exchange.head !== undefined &&
+      !exchange.settled &&
+      !exchange.waitsForWholeBody(this.#limits.wholeBodyBytes)
+    )
+      this.#stream(exchange);
   }
 
   onDrain(): void {
@@ -267,7 +210,7 @@ export class Http1Connection implements ResponseSink {
     this.#owner.forget(this);
     const cause = error ?? this.#lastError;
     const connecting = this.#connecting;
-    if (connecting !== undefined) {
+    if (connecting !== undefined && !connecting.settled) {
       // Closed before `open`: with TLS, the handshake failed (untrusted or misnamed certificate).
       const tlsError = this.#socket === undefined ? tlsFailure(socket as Socket<unknown>) : undefined;
       connecting.reject(
@@ -296,93 +239,47 @@ export class Http1Connection implements ResponseSink {
   }
 
   onBody(chunk: Buffer): void {
-    const exchange = this.#exchange as Exchange;
-    const stream = exchange.stream;
-    if (stream === undefined) {
-      if (nullBodyStatus((exchange.head as ResponseHead).status)) return;
-      exchange.chunks.push(chunk);
-      exchange.bufferedBytes += chunk.byteLength;
-      return;
-    }
-    stream.enqueue(chunk);
-    if (!this.#paused && (stream.desiredSize ?? 1) <= 0) {
+    const full = (this.#exchange as Exchange).receive(chunk);
+    if (full && !this.#paused) {
       this.#paused = true;
       this.#socket?.pause();
     }
   }
 
-  /** A small body of known length is worth waiting for: it is then sent on as one piece. */
-  #keepBuffering(exchange: Exchange): boolean {
-    const head = exchange.head as ResponseHead;
-    if (nullBodyStatus(head.status)) return true; // whatever it sends is read and dropped
-    return head.framing === "length" && head.contentLength <= this.#limits.wholeBodyBytes;
-  }
-
-  /** Hands out the Response with a streamed body; the bytes so far are its first chunks. */
+  /** Hands out the Response with a streamed body (backpressure: a full reader pauses the socket). */
   #stream(exchange: Exchange): void {
-    let response: Response;
     try {
-      response = streamedResponse(
-        exchange.head as ResponseHead,
-        {
-          start: (controller) => {
-            exchange.stream = controller;
-            for (const chunk of exchange.chunks) controller.enqueue(chunk);
-            exchange.chunks = [];
-          },
-          pull: () => {
-            if (this.#paused && this.#exchange === exchange) {
-              this.#paused = false;
-              this.#socket?.resume();
-            }
-          },
-          cancel: () => {
-            // The reader went away (the client disconnected): the upstream must learn it.
-            if (this.#exchange === exchange) this.#finishExchange(exchange, false);
-          },
+      exchange.handOutStream(this.#limits.streamHighWaterMark, {
+        pull: () => {
+          if (this.#paused && this.#exchange === exchange) {
+            this.#paused = false;
+            this.#socket?.resume();
+          }
         },
-        this.#limits.streamHighWaterMark,
-      );
+        cancel: () => {
+          // The reader went away (the client disconnected): the upstream must learn it.
+          if (this.#exchange === exchange) this.#finishExchange(exchange, false);
+        },
+      });
     } catch (err) {
-      exchange.stream = undefined;
       this.#fail(exchange, err);
-      return;
     }
-    exchange.settled = true;
-    exchange.resolve(response);
   }
 
   #complete(exchange: Exchange): void {
     const head = exchange.head as ResponseHead;
     const reusable = head.keepAlive && exchange.requestSent && !this.#parser.excess && !this.#closed;
-    if (exchange.settled) {
-      exchange.stream?.close();
-    } else {
-      let response: Response;
-      try {
-        response = wholeResponse(head, exchange.chunks, exchange.bufferedBytes, exchange.method === "HEAD");
-      } catch (err) {
-        this.#fail(exchange, err);
-        return;
-      }
-      exchange.chunks = [];
-      exchange.settled = true;
-      exchange.resolve(response);
+    try {
+      exchange.complete();
+    } catch (err) {
+      this.#fail(exchange, err);
+      return;
     }
     this.#finishExchange(exchange, reusable);
   }
 
   #fail(exchange: Exchange, err: unknown): void {
-    if (exchange.settled) {
-      try {
-        exchange.stream?.error(err);
-      } catch {
-        // already closed or errored
-      }
-    } else {
-      exchange.settled = true;
-      exchange.reject(err);
-    }
+    exchange.fail(err);
     this.#finishExchange(exchange, false);
   }
 
@@ -427,16 +324,4 @@ export class Http1Connection implements ResponseSink {
       if (this.#exchange === exchange) this.#fail(exchange, err);
     }
   }
-}
-
-/** The socket's own error (ECONNRESET, …) keeps its code; the flags say whether a retry is safe. */
-function withCause(err: unknown, cause: Error | undefined, exchange: Exchange): unknown {
-  if (!(err instanceof UpstreamError)) return err;
-  const code = (cause as { code?: string } | undefined)?.code;
-  if (code === undefined && !exchange.nothingWritten) return err;
-  return new UpstreamError(code ?? err.code, cause === undefined ? err.message : `${err.message} (${cause.message})`, {
-    beforeResponse: err.beforeResponse,
-    nothingWritten: exchange.nothingWritten,
-    cause,
-  });
 }

@@ -1,0 +1,34 @@
+/**
+ * Log lines go out through console.error, in consola's basic format, without creating Node's
+ * process.stdout/process.stderr streams: creating them loads node:stream and the fs streams,
+ * several ms of start-up for every command that logs a line (an empty `mcpmgr list`, every error).
+ */
+import { expect, test } from "bun:test";
+import { resolve } from "node:path";
+
+const output = resolve(import.meta.dir, "../../src/cli/output.ts");
+
+test("logging writes '[type] message' lines to stderr and never touches process.stdout or process.stderr", async () => {
+  const script = `
+    for (const name of ["stdout", "stderr"])
+      Object.defineProperty(process, name, { get() { throw new Error("process." + name + " was used"); } });
+    const { log, reportError } = await import(${JSON.stringify(output)});
+    log.info("no workloads yet");
+    log.warn("two", "values");
+    log.level = 4;
+    log.debug(new Error("outer", { cause: new Error("inner") }));
+    reportError(new Error("boom"));
+  `;
+  const proc = Bun.spawnSync(["bun", "-e", script], { stdout: "pipe", stderr: "pipe" });
+  const stderr = proc.stderr.toString();
+  expect(stderr).not.toContain("was used");
+  expect(proc.exitCode).toBe(0);
+  const lines = stderr.split("\n");
+  expect(lines[0]).toBe("[info] no workloads yet");
+  expect(lines[1]).toBe("[warn] two values");
+  expect(lines[2]).toBe("[debug] Error: outer");
+  expect(stderr).toContain("[cause]: Error: inner");
+  expect(stderr).toContain(
+    "[error] unexpected error: boom (hint: run again with --debug and report it if it persists)",
+  );
+});
