@@ -9,6 +9,7 @@
  * workloads claim the same resource is gateway-catalog.test.ts's and gateway-isolation.test.ts's.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
@@ -208,5 +209,40 @@ describe("a workload changing its lists", () => {
     );
     // Only what changed was announced: the tools did not change.
     expect(heard.tools).toBe(0);
+  }, 60_000);
+
+  test("a 2026-07-28 client hears of a new prompt and resource on its subscriptions/listen stream", async () => {
+    const latest: { prompts: string[]; resources: string[] } = { prompts: [], resources: [] };
+    const modern = new ModernClient(
+      { name: "modern-listener", version: "1.0.0" },
+      {
+        versionNegotiation: { mode: { pin: "2026-07-28" } },
+        listChanged: {
+          prompts: {
+            debounceMs: 0,
+            onChanged: (_err, items) => void (latest.prompts = (items ?? []).map((p) => p.name)),
+          },
+          resources: {
+            debounceMs: 0,
+            onChanged: (_err, items) => void (latest.resources = (items ?? []).map((r) => r.uri)),
+          },
+        },
+      },
+    );
+    await modern.connect(new ModernTransport(new URL(always)));
+    try {
+      expect(modern.getNegotiatedProtocolVersion()).toBe("2026-07-28");
+      const promptsBefore = (await modern.listPrompts()).prompts.map((p) => p.name);
+      await notes.addPrompt("agenda");
+      expect(await until(() => latest.prompts.includes("notes_agenda"))).toBe(true);
+      expect(latest.prompts).toEqual([...promptsBefore, "notes_agenda"].sort());
+      await notes.addResource("notes://board");
+      expect(await until(() => latest.resources.includes("notes://board"))).toBe(true);
+      expect(latest.resources).toContain("test://static-text");
+      const read = await modern.readResource({ uri: "notes://board" });
+      expect(readText(read)).toBe("notes says: contents of notes://board");
+    } finally {
+      await modern.close();
+    }
   }, 60_000);
 });
