@@ -46,7 +46,7 @@ const scrape = async () => {
 beforeAll(async () => {
   receiver = startOtlpReceiver();
   group = await createTestGroup();
-  notes = startMemberServer({ name: "notes", tools: ["echo"] });
+  notes = startMemberServer({ name: "notes", tools: ["echo"], resources: ["notes://a"] });
   group.run(await group.packageOf(PROBE_FIXTURE), "alpha", "obs");
   group.run(notes.url, "notes", "obs");
   gateway = await group.gateway(
@@ -82,11 +82,13 @@ describe("the gateway's /metrics", () => {
     await client.callTool({ name: "alpha_echo", arguments: { text: "one" } });
     await client.callTool({ name: "alpha_echo", arguments: { text: "two" } });
     await client.callTool({ name: "notes_echo", arguments: { text: "three" } });
+    await client.readResource({ uri: "notes://a" });
 
     const after = await scrape();
     expect(requests(after, "initialize") - requests(before, "initialize")).toBe(1);
     expect(requests(after, "tools/list") - requests(before, "tools/list")).toBe(1);
     expect(requests(after, "tools/call") - requests(before, "tools/call")).toBe(3);
+    expect(requests(after, "resources/read") - requests(before, "resources/read")).toBe(1);
     expect(toolCalls(after, "alpha_echo") - toolCalls(before, "alpha_echo")).toBe(2);
     expect(toolCalls(after, "notes_echo") - toolCalls(before, "notes_echo")).toBe(1);
     // The calls' durations are recorded under their method too.
@@ -94,6 +96,9 @@ describe("the gateway's /metrics", () => {
       total(after, "mcp_server_request_duration_count", { mcp_method_name: "tools/call" }) -
         total(before, "mcp_server_request_duration_count", { mcp_method_name: "tools/call" }),
     ).toBe(3);
+    const checked = Bun.spawnSync(["promtool", "check", "metrics"], { stdin: new TextEncoder().encode(after) });
+    expect(checked.stderr.toString() + checked.stdout.toString()).not.toContain("error");
+    expect(checked.exitCode).toBe(0);
   });
 });
 
@@ -123,6 +128,14 @@ describe("the OTLP export", () => {
     expect(hex(span.parentSpanId)).toBe(clientSpan);
     // The workload's request carries the gateway span's context, as `run` passes it upstream.
     expect(notes.traceparents).toContain(`00-${hex(span.traceId)}-${hex(span.spanId)}-01`);
+
+    // A resource read is traced under its URI, in the same client trace.
+    await client.readResource({ uri: "notes://a" });
+    const isRead = (s: ReceivedSpan) => s.span.name === "resources/read" && hex(s.span.traceId) === clientTrace;
+    expect(await until(() => receiver.spans.some(isRead))).toBe(true);
+    const read = (receiver.spans.find(isRead) as ReceivedSpan).span;
+    expect(attr(read.attributes, "mcp.resource.uri")).toBe("notes://a");
+    expect(notes.traceparents).toContain(`00-${clientTrace}-${hex(read.spanId)}-01`);
   });
 });
 
