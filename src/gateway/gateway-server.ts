@@ -16,6 +16,7 @@ import { type GroupCatalog, resourceRoute } from "./catalog.ts";
 import { anyResult, type Params } from "./sdk.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
+import { withTraceContext } from "./upstream.ts";
 import { errorMessage } from "../errors.ts";
 
 export interface GatewayServerOptions {
@@ -85,19 +86,21 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
     }
     const release = pool().track(workload, ctx.mcpReq.id);
     try {
-      return await upstream.request({ method, params: sent }, anyResult, {
-        signal: ctx.mcpReq.signal,
-        timeout: options.timeoutMs,
-        ...(progressToken !== undefined
-          ? {
-              resetTimeoutOnProgress: true,
-              onprogress: (progress) =>
-                void ctx.mcpReq
-                  .notify({ method: "notifications/progress", params: { ...progress, progressToken } })
-                  .catch(() => {}),
-            }
-          : {}),
-      });
+      return await withTraceContext(ctx.http?.req?.headers, () =>
+        upstream.request({ method, params: sent }, anyResult, {
+          signal: ctx.mcpReq.signal,
+          timeout: options.timeoutMs,
+          ...(progressToken !== undefined
+            ? {
+                resetTimeoutOnProgress: true,
+                onprogress: (progress) =>
+                  void ctx.mcpReq
+                    .notify({ method: "notifications/progress", params: { ...progress, progressToken } })
+                    .catch(() => {}),
+              }
+            : {}),
+        }),
+      );
     } catch (err) {
       if (err instanceof ProtocolError) throw err;
       if (ctx.mcpReq.signal.aborted) throw err;

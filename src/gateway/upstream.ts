@@ -8,6 +8,7 @@
  * sends to its client (sampling, elicitation, roots) and its notifications are handed to the
  * owner of the connection, which knows which gateway session they belong to.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Client, SSEClientTransport, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type {
   ClientCapabilities,
@@ -28,6 +29,22 @@ export interface UpstreamHandlers {
 }
 
 export type Upstream = Client;
+
+/**
+ * The W3C trace context of the gateway request being forwarded, for the requests it sends to a
+ * workload: the SDK client takes no per-request headers, so its fetch reads them from here.
+ */
+const traceContext = new AsyncLocalStorage<Headers>();
+const TRACE_HEADERS = ["traceparent", "tracestate"] as const;
+
+/**
+ * Runs `send` (an upstream request) so that it carries `incoming`'s trace context: with telemetry
+ * the gateway's span (which the telemetry middleware put there), else the client's own, as `run`
+ * passes it upstream.
+ */
+export function withTraceContext<T>(incoming: Headers | undefined, send: () => Promise<T>): Promise<T> {
+  return incoming?.has("traceparent") ? traceContext.run(incoming, send) : send();
+}
 
 export async function connectUpstream(
   member: Member,
@@ -66,12 +83,12 @@ async function connectWith(
   client.onclose = () => handlers.onClose?.();
   client.onerror = () => {}; // failures surface on the request that hit them
   const url = new URL(member.url);
-  const fetch = member.credential !== undefined ? withCredential(member.credential) : undefined;
+  const fetch = memberFetch(member.credential);
   // A stdio workload exposed with --proxy-mode sse (deprecated) serves the 2024-11-05 transport.
   const transport = url.pathname.endsWith("/sse")
-    ? new SSEClientTransport(url, fetch ? { fetch } : {})
+    ? new SSEClientTransport(url, { fetch })
     : new StreamableHTTPClientTransport(url, {
-        ...(fetch ? { fetch } : {}),
+        fetch,
         // A workload that stops is noticed through the group's membership, not by retrying forever.
         reconnectionOptions: {
           initialReconnectionDelay: 500,
@@ -85,12 +102,19 @@ async function connectWith(
 }
 
 /**
- * Requests to a member carry the gateway key, and never follow a redirect: the key is for the member's
- * own endpoint and nowhere else.
+ * Requests to a member carry the trace context of the call they serve, and the gateway key; with the
+ * key they never follow a redirect: it is for the member's own endpoint and nowhere else.
  */
-function withCredential(credential: string): (url: string | URL, init?: RequestInit) => Promise<Response> {
+function memberFetch(credential: string | undefined): (url: string | URL, init?: RequestInit) => Promise<Response> {
   return (url, init) => {
+    const trace = traceContext.getStore();
+    if (credential === undefined && trace === undefined) return globalThis.fetch(url, init);
     const headers = new Headers(init?.headers);
+    for (const name of TRACE_HEADERS) {
+      const value = trace?.get(name);
+      if (value) headers.set(name, value);
+    }
+    if (credential === undefined) return globalThis.fetch(url, { ...init, headers });
     headers.set("authorization", `Bearer ${credential}`);
     return globalThis.fetch(url, { ...init, headers, redirect: "manual" });
   };

@@ -1,69 +1,23 @@
 /**
- * Telemetry end to end: an OTLP/HTTP receiver in the test decodes the protobuf export with
+ * Telemetry end to end: an OTLP/HTTP receiver (test/support/otlp-receiver.ts) decodes the protobuf export with
  * the official OpenTelemetry proto definitions (otlp-transformer's generated root) and
  * checks span names, attributes and the resource; the upstream sees the W3C traceparent of
  * the span; /metrics passes `promtool check metrics`.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import root from "otlp-proto-root/build/src/generated/root.js";
+import { attr, startOtlpReceiver, type KeyValue, type OtlpReceiver, type Span } from "../support/otlp-receiver.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
-interface KeyValue {
-  key: string;
-  value: { stringValue?: string; intValue?: unknown };
-}
-interface Span {
-  name: string;
-  traceId: Uint8Array;
-  attributes: KeyValue[];
-}
-const proto = (
-  root as unknown as {
-    opentelemetry: {
-      proto: {
-        collector: {
-          trace: { v1: { ExportTraceServiceRequest: { decode(b: Uint8Array): unknown } } };
-          metrics: { v1: { ExportMetricsServiceRequest: { decode(b: Uint8Array): unknown } } };
-        };
-      };
-    };
-  }
-).opentelemetry.proto.collector;
-
-const spans: { span: Span; resource: KeyValue[] }[] = [];
-const metricNames = new Set<string>();
 const traceparents: string[] = [];
-const collectorKeys: (string | null)[] = [];
-let receiver: ReturnType<typeof Bun.serve>;
+let receiver: OtlpReceiver;
+let spans: OtlpReceiver["spans"];
+let metricNames: Set<string>;
 let upstream: ReturnType<typeof Bun.serve>;
 
-const attr = (list: KeyValue[], key: string) => list.find((a) => a.key === key)?.value.stringValue;
-
 beforeAll(() => {
-  receiver = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      collectorKeys.push(req.headers.get("x-collector-key"));
-      const body = new Uint8Array(await req.arrayBuffer());
-      const path = new URL(req.url).pathname;
-      if (path === "/v1/traces") {
-        const decoded = proto.trace.v1.ExportTraceServiceRequest.decode(body) as {
-          resourceSpans: { resource: { attributes: KeyValue[] }; scopeSpans: { spans: Span[] }[] }[];
-        };
-        for (const rs of decoded.resourceSpans)
-          for (const ss of rs.scopeSpans)
-            for (const span of ss.spans) spans.push({ span, resource: rs.resource.attributes });
-      } else if (path === "/v1/metrics") {
-        const decoded = proto.metrics.v1.ExportMetricsServiceRequest.decode(body) as {
-          resourceMetrics: { scopeMetrics: { metrics: { name: string }[] }[] }[];
-        };
-        for (const rm of decoded.resourceMetrics)
-          for (const sm of rm.scopeMetrics) for (const m of sm.metrics) metricNames.add(m.name);
-      }
-      return new Response(null, { status: 200, headers: { "content-type": "application/x-protobuf" } });
-    },
-  });
+  receiver = startOtlpReceiver();
+  spans = receiver.spans;
+  metricNames = receiver.metricNames;
   // A minimal MCP server that records the trace context it is given.
   upstream = Bun.serve({
     hostname: "127.0.0.1",
@@ -88,7 +42,7 @@ beforeAll(() => {
 });
 
 afterAll(async () => {
-  await receiver?.stop(true);
+  await receiver?.stop();
   await upstream?.stop(true);
 });
 
@@ -112,7 +66,7 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
       "--name",
       "traced",
       "--otel-endpoint",
-      `http://127.0.0.1:${receiver.port}`,
+      receiver.endpoint,
       "--otel-insecure",
       "--otel-sampling-rate",
       "1.0",
@@ -194,6 +148,7 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
   expect(traceparents.some((t) => t.split("-")[1] === traceId)).toBe(true);
   expect(metricNames.has("mcp.server.requests")).toBe(true);
   expect(metricNames.has("mcp.server.tool_calls")).toBe(true);
+  const collectorKeys = receiver.requestHeaders.map((headers) => headers.get("x-collector-key"));
   expect(collectorKeys.length).toBeGreaterThan(0);
   expect(collectorKeys.every((key) => key === "k")).toBe(true);
 }, 60_000);
@@ -211,7 +166,7 @@ test("--otel-tracing-enabled=false exports metrics but no spans; --otel-use-lega
       "--name",
       "untraced",
       "--otel-endpoint",
-      `http://127.0.0.1:${receiver.port}`,
+      receiver.endpoint,
       "--otel-insecure",
       "--otel-tracing-enabled=false",
     ],
@@ -245,7 +200,7 @@ test("--otel-tracing-enabled=false exports metrics but no spans; --otel-use-lega
       "--name",
       "modern",
       "--otel-endpoint",
-      `http://127.0.0.1:${receiver.port}`,
+      receiver.endpoint,
       "--otel-insecure",
       "--otel-sampling-rate",
       "1",
@@ -299,7 +254,7 @@ test("through the stdio bridge: spans per request, and active sessions rise and 
   const before = spans.length;
   const common = [
     "--otel-endpoint",
-    `http://127.0.0.1:${receiver.port}`,
+    receiver.endpoint,
     "--otel-insecure",
     "--otel-sampling-rate",
     "1",
