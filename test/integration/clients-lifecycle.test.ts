@@ -189,7 +189,8 @@ describe("registration files follow the workloads of the group", () => {
     );
     try {
       const url = foreground.match[1] as string;
-      expect(await until(() => cursor().fg !== undefined)).toBe(true);
+      // The run prints its URL before it writes the clients' files, one after the other: wait for each.
+      expect(await until(() => cursor().fg !== undefined && vscode().fg !== undefined)).toBe(true);
       expect(cursor().fg).toEqual({ url });
       expect(vscode().fg).toEqual({ type: "http", url });
     } finally {
