@@ -63,7 +63,8 @@ test("every release binary is built and listed in SHA256SUMS with its real diges
   // sha256sum itself agrees (the command the install docs give users).
   const check = Bun.spawnSync(["sha256sum", "--check", "--strict", "SHA256SUMS"], { cwd: dist, stdout: "pipe" });
   expect(check.exitCode).toBe(0);
-});
+  // Reads and hashes the five binaries (about 0.5 GB) twice, ours and sha256sum's: seconds, more under load.
+}, 60_000);
 
 test("the release gate accepts the build for the tag of package.json's version and lists the assets", () => {
   const version = verifyRelease(["--tag", `v${pkg.version}`]);
@@ -80,7 +81,8 @@ test("the release gate accepts the build for the tag of package.json's version a
       "SHA256SUMS",
     ].map((file) => join(dist, file)),
   );
-});
+  // Two runs of the gate, each hashing the five binaries (about 0.5 GB) and starting this machine's one.
+}, 120_000);
 
 test("the release gate refuses a tag that is not package.json's version", () => {
   const run = verifyRelease(["--tag", "v99.0.0"]);

@@ -315,7 +315,8 @@ describe("fish", () => {
         sorted(lines[i]?.[1] ?? []),
       ]);
     });
-  });
+    // 34 completions, each testing the conditions of the script's ~300 `complete` rules: seconds under load.
+  }, 60_000);
 });
 
 describe("zsh", () => {
@@ -388,7 +389,9 @@ done
       if (line.startsWith("mcpmgr export")) expect(hits).toContain(offered[0] as string);
       else expect([line, sorted(hits)]).toEqual([line, sorted(offered)]);
     }
-  });
+    // Six interactive zsh sessions, each loading compinit and asking mcpmgr (from source) for names:
+    // about a second each on an idle machine, several under load; `run` gives the driver 120 s.
+  }, 120_000);
 });
 
 describe("PowerShell (no pwsh on Debian: the script's content)", () => {
