@@ -157,17 +157,16 @@ describe("call_tool", () => {
         signal: abort.signal,
       },
     );
-    await Bun.sleep(300);
+    const probeStats = async () =>
+      JSON.parse(textOf(await client.callTool({ name: "probe_stats", arguments: {} }))) as {
+        aborted: unknown[];
+        sleeping: number;
+      };
+    // Cancelled once it has reached the workload (before that, there is nothing upstream to cancel).
+    expect(await until(async () => (await probeStats()).sleeping === 1)).toBe(true);
     abort.abort();
     await expect(call).rejects.toThrow();
-    expect(
-      await until(async () => {
-        const stats = JSON.parse(textOf(await client.callTool({ name: "probe_stats", arguments: {} }))) as {
-          aborted: unknown[];
-        };
-        return stats.aborted.length === 1;
-      }),
-    ).toBe(true);
+    expect(await until(async () => (await probeStats()).aborted.length === 1)).toBe(true);
   });
 
   test("a 2026-07-28 client (stateless, Mcp-Name header) finds and calls through the search tools", async () => {

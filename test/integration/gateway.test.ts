@@ -123,15 +123,13 @@ describe("two workloads behind one endpoint", () => {
     const call = client.callTool({ name: "beta_sleep", arguments: { ms: 60_000 } }, undefined, {
       signal: abort.signal,
     });
-    await Bun.sleep(300);
+    const betaStats = async () =>
+      payload(await client.callTool({ name: "beta_stats", arguments: {} })) as { aborted: unknown[]; sleeping: number };
+    // Cancelled once it has reached beta (before that, there is nothing upstream to cancel).
+    expect(await until(async () => (await betaStats()).sleeping === 1)).toBe(true);
     abort.abort();
     await expect(call).rejects.toThrow();
-    expect(
-      await until(async () => {
-        const stats = payload(await client.callTool({ name: "beta_stats", arguments: {} })) as { aborted: unknown[] };
-        return stats.aborted.length === 1;
-      }),
-    ).toBe(true);
+    expect(await until(async () => (await betaStats()).aborted.length === 1)).toBe(true);
   });
 
   test("sampling and elicitation from a tool reach the session that called it", async () => {
