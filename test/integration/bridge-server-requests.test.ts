@@ -9,6 +9,7 @@ import {
   connectClient,
   startProbeBridge,
   waitFor,
+  waitInFlight,
   type Bridged,
   type ProbeClient,
 } from "../fixtures/bridge-probe-client.ts";
@@ -93,7 +94,7 @@ describe("server→client requests", () => {
   test("a request B starts while A's tool is working never receives A's sampling request", async () => {
     const before = [counts(a), counts(b)];
     const fromA = a.call("sample", { prompt: "private prompt of A", delayMs: 400 });
-    await Bun.sleep(100);
+    await waitInFlight(bridged, 1);
     const fromB = b.call("sleep", { ms: 1_000 });
     const [sampled] = await Promise.all([fromA, fromB]);
     expect(counts(b)).toEqual(before[1] as ReturnType<typeof counts>);
@@ -102,7 +103,7 @@ describe("server→client requests", () => {
   });
 
   test("once the other session is idle again, sampling reaches the caller", async () => {
-    await Bun.sleep(50);
+    await waitFor(() => bridged.bridge.inFlightCount === 0, "the bridge to have nothing in flight", 10_000);
     const sampled = await a.call("sample", { prompt: "quiet again" });
     expect(sampled.answer).toBe("answer from A");
   });
