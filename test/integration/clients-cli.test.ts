@@ -144,17 +144,23 @@ test("setup on a terminal asks which installed clients should follow which group
       while (!screen.includes(text) && Date.now() < deadline) await Bun.sleep(50);
       expect(screen).toContain(text);
     };
+    // A key that changes the choice: typed, then waited for until the prompt has drawn the change.
+    const press = async (key: string) => {
+      const drawn = screen.length;
+      proc.stdin.write(key);
+      const deadline = Date.now() + 20_000;
+      while (screen.length === drawn && Date.now() < deadline) await Bun.sleep(20);
+      expect(screen.length).toBeGreaterThan(drawn);
+    };
     await shown("Which AI clients should follow a group?");
     // Only the installed clients are offered, Cursor first: space selects it, Enter confirms.
     expect(screen).toContain("Cursor");
     expect(screen).toContain("Codex CLI");
     expect(screen).not.toContain("Windsurf");
-    proc.stdin.write(" ");
-    await Bun.sleep(200);
+    await press(" ");
     proc.stdin.write("\r");
     await shown("Which group should they follow?");
-    proc.stdin.write("\x1b[B"); // down to team-x
-    await Bun.sleep(200);
+    await press("\x1b[B"); // down to team-x
     proc.stdin.write("\r");
     expect(await proc.exited).toBe(0);
     expect(screen).toContain("Cursor follows group team-x");
