@@ -50,7 +50,9 @@ export async function spawnUntil(
 
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
-    const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(5_000).then(() => false)]);
+    // A clean stop (servers, AI-client files, supervisors) can take seconds on a loaded machine;
+    // only a process that is really stuck gets SIGKILL (and callers that check the exit code fail).
+    const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(20_000).then(() => false)]);
     if (!exited) proc.kill("SIGKILL");
     return proc.exited;
   };
