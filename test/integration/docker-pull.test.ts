@@ -27,8 +27,11 @@ beforeAll(async () => {
     `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, "data")}\nhttp:\n  addr: 127.0.0.1:${port}\n`,
   );
   registry = Bun.spawn(["docker-registry", "serve", config], { stdout: "ignore", stderr: "pipe" });
-  for (let i = 0; i < 100; i++) {
-    if ((await fetch(`http://127.0.0.1:${port}/v2/`).catch(() => undefined))?.ok) break;
+  const deadline = Date.now() + 60_000;
+  while (!(await fetch(`http://127.0.0.1:${port}/v2/`).catch(() => undefined))?.ok) {
+    if (registry.exitCode !== null)
+      throw new Error(`docker-registry exited: ${await new Response(registry.stderr as ReadableStream).text()}`);
+    if (Date.now() > deadline) throw new Error("docker-registry did not answer on /v2/ within 60 s");
     await Bun.sleep(100);
   }
 

@@ -38,7 +38,8 @@ beforeAll(async () => {
     stdout: "ignore",
     stderr: "pipe",
   });
-  for (let i = 0; i < 100 && !existsSync(socket); i++) await Bun.sleep(100);
+  const deadline = Date.now() + 60_000;
+  while (!existsSync(socket) && service.exitCode === null && Date.now() < deadline) await Bun.sleep(100);
   expect(existsSync(socket)).toBe(true);
 
   // The image Docker built for the container tests, copied into Podman's store.
