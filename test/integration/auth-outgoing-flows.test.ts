@@ -205,7 +205,11 @@ test("a running proxy whose token the remote refuses (401) refreshes it and retr
       expect(await callTool(proxy.url)).not.toBe("");
       expect(refused).toHaveLength(1);
       expect(auth.grants.get("refresh_token") ?? 0).toBe(before + 1);
-      expect(proxy.output()).toContain("refused the access token; renewing it");
+      // Logged on stderr, a pipe of its own: it may be read after the answer.
+      await until(
+        () => (proxy.output().includes("refused the access token; renewing it") ? true : undefined),
+        "the log",
+      );
       expect(logins(proxy.output())).toBe(1);
     } finally {
       await proxy.stop();
