@@ -155,7 +155,12 @@ describe("registration files follow the workloads of the group", () => {
     );
     expect(await until(() => cursor().alpha !== undefined)).toBe(true);
     expect(cursor().alpha).toEqual({ url: urls.alpha });
-    expect(ok("logs", "alpha", "--proxy").stdout).toContain("alpha is in the AI clients following group team");
+    // Logged by the supervisor once it has written every client's file: polled too.
+    expect(
+      await until(() =>
+        ok("logs", "alpha", "--proxy").stdout.includes("alpha is in the AI clients following group team"),
+      ),
+    ).toBe(true);
   }, 60_000);
 
   test("registering a client adds the running workloads at once; removing it takes them out", () => {
@@ -278,7 +283,7 @@ describe("a background gateway", () => {
     expect(list().map((r) => r.name)).toEqual(["alpha", "beta"]);
   }, 60_000);
 
-  test("gateway --detach runs it as a workload of the group: listed, with its URL; per-workload clients do not get it", () => {
+  test("gateway --detach runs it as a workload of the group: listed, with its URL; per-workload clients do not get it", async () => {
     const started = mcpmgr("gateway", "team", "--detach");
     expect(started.code).toBe(0);
     gatewayUrl = started.stdout.trim();
@@ -292,7 +297,10 @@ describe("a background gateway", () => {
       source: "team",
     });
     expect(Object.keys(cursor()).sort()).toEqual(["alpha", "beta"]);
-    expect(ok("logs", "gateway-team").stdout).toContain(`gateway-team running at ${gatewayUrl}`);
+    // The supervisor logs this after it reported the gateway running (which `--detach` waits for).
+    expect(await until(() => ok("logs", "gateway-team").stdout.includes(`gateway-team running at ${gatewayUrl}`))).toBe(
+      true,
+    );
   }, 60_000);
 
   test("client register --gateway writes one entry, the gateway's, through which a client reaches each workload", async () => {

@@ -85,9 +85,10 @@ describe("a detached workload", () => {
     expect(again.stderr).toContain("already exists");
   });
 
-  test("logs show the server's stderr; --proxy shows the proxy's", () => {
-    expect(mcpmgr("logs", "probe").stdout).toContain("sandbox-probe ready");
-    expect(mcpmgr("logs", "probe", "--proxy").stdout).toContain("probe running at");
+  test("logs show the server's stderr; --proxy shows the proxy's", async () => {
+    // The supervisor copies both into its log files as they come: polled, not read once.
+    await until(() => mcpmgr("logs", "probe").stdout.includes("sandbox-probe ready"));
+    await until(() => mcpmgr("logs", "probe", "--proxy").stdout.includes("probe running at"));
   });
 
   test("a crashed server is restarted on the same port and the count is visible", async () => {
