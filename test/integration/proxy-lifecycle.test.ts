@@ -137,6 +137,7 @@ test("SIGTERM: in-flight requests finish, SSE streams end cleanly, the process e
   while (!done) done = (await reader.read()).done;
   expect(await proxy.proc.exited).toBe(0);
   expect(performance.now() - started).toBeLessThan(8_000);
+  await proxy.stop(); // it has exited: this only reads the rest of its output
   expect(proxy.output()).toContain("SIGTERM");
 });
 
