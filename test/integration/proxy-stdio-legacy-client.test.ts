@@ -30,7 +30,7 @@ import { eventually } from "../support/raw-http.ts";
 
 /** Announces a change until it arrives: a listen stream opens (and is acknowledged) a moment after it is asked for. */
 async function announceUntil(announce: () => unknown, arrived: () => boolean, what: string): Promise<void> {
-  const deadline = performance.now() + 5_000;
+  const deadline = performance.now() + 20_000;
   while (!arrived()) {
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await announce();
