@@ -103,7 +103,9 @@ beforeAll(async () => {
       validating: [{ name: "guard", url: `http://127.0.0.1:${webhook.port}/review`, allow_http: true }],
     }),
   );
-});
+  // go build on a clean machine compiles the standard library's net/http first (cold build cache):
+  // tens of seconds on two cores.
+}, 180_000);
 
 afterAll(async () => {
   await goHttp?.stop();
