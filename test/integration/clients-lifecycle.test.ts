@@ -110,7 +110,7 @@ describe("registration files follow the workloads of the group", () => {
   test("clients registered before anything runs get each workload as run starts it, with its URL and transport", () => {
     for (const client of ["cursor", "vscode", "claude-code"]) ok("client", "register", client, "--group", "team");
     const started = mcpmgr("run", probe, "--name", "alpha", "--group", "team", "--permission-profile", "none");
-    expect(started.code).toBe(0);
+    expect({ code: started.code, stderr: started.stderr }).toMatchObject({ code: 0 }); // (shows stderr if not)
     urls.alpha = started.stdout.trim();
     expect(started.stderr).toContain(`alpha is in the AI clients following group team: cursor (${cursorFile()})`);
     run("beta");
