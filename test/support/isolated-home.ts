@@ -3,7 +3,6 @@
  * MCPMGR_HOME, never the developer's real configuration, registry, secrets or workloads;
  * and tests get a default timeout that suits real servers.
  */
-import { plugin } from "bun";
 import { setDefaultTimeout } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,18 +18,6 @@ process.env.MCPMGR_SECRETS_PASSWORD ??= "test-only-password";
 process.env.MCPMGR_RUNTIME ??= "process";
 
 // Integration tests start real servers; 5 s (bun's default) is too tight on a loaded 2-core CI.
-// A preload's setDefaultTimeout reaches only the first test file of a run (oven-sh/bun#43787):
-// every later file would be back on 5 s. So the call is also put at the top of each test file
-// as it loads, on its first line so that line numbers in failures stay right. A file's own
-// setDefaultTimeout or a test's own timeout still win (they come later).
-const DEFAULT_TEST_TIMEOUT_MS = 60_000;
-setDefaultTimeout(DEFAULT_TEST_TIMEOUT_MS);
-plugin({
-  name: "default-test-timeout",
-  setup(build) {
-    build.onLoad({ filter: /\.test\.ts$/ }, async ({ path }) => ({
-      contents: `import { setDefaultTimeout as __setDefaultTimeout } from "bun:test"; __setDefaultTimeout(${DEFAULT_TEST_TIMEOUT_MS});${await Bun.file(path).text()}`,
-      loader: "ts",
-    }));
-  },
-});
+// Bun keeps a preload's default for the first test file of a run only (oven-sh/bun#43787):
+// a file whose tests do heavier work sets its own timeouts (setDefaultTimeout or per test).
+setDefaultTimeout(60_000);
