@@ -6,7 +6,7 @@
  *   - a stdio server that speaks only 2025-11-25 is served as a 2026-07-28 server by the
  *     bridge: every required check passes except the ones no translation can provide.
  */
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, test, setDefaultTimeout } from "bun:test";
 import { startBridge } from "../support/bridge-server.ts";
 import {
   CONFORMANCE_FIXTURE_2026,
@@ -14,6 +14,10 @@ import {
   startConformanceServer,
   type RunningFixture,
 } from "../support/conformance.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 /**
  * Scenarios the 2026-07-28 set runs without scoring them (extensions and scenarios still

@@ -3,9 +3,13 @@
  * session (and without initialize) is answered, leaves no session behind, and GET/DELETE
  * answer 405 for such clients.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { startBridge } from "../support/bridge-server.ts";
 import { eventually } from "../support/raw-http.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let bridged: Awaited<ReturnType<typeof startBridge>>;
 beforeAll(async () => {

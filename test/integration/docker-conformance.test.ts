@@ -3,7 +3,7 @@
  * run by Bun) in a container with profile none, behind the stdio bridge: it must pass the same
  * checks as the fixture over HTTP directly, as it does under the process runtime.
  */
-import { afterAll, beforeAll, test } from "bun:test";
+import { afterAll, beforeAll, test, setDefaultTimeout } from "bun:test";
 import {
   expectSameChecks,
   runConformance,
@@ -12,6 +12,10 @@ import {
 } from "../support/conformance.ts";
 import { fixtureImages } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let fixture: RunningFixture;
 let run: Running & { match: RegExpExecArray };

@@ -5,12 +5,16 @@
  * the local image without pulling. With --image-verification enabled, the reference pinned
  * by digest is pulled, verified and run, while the tag alone is refused.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { docker, fixtureImages, runInDocker, runInDockerFails } from "../support/docker-fixtures.ts";
 import { freePort } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let dir: string;
 let registry: ReturnType<typeof Bun.spawn>;

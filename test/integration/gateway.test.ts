@@ -3,7 +3,7 @@
  * one group, a gateway in front of them, real SDK clients (2025-era sessions with the v1
  * client, 2026-07-28 stateless requests with the v2 client) against it.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
@@ -15,6 +15,10 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let group: TestGroup;
 let gateway: Awaited<ReturnType<TestGroup["gateway"]>>;

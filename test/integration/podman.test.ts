@@ -6,7 +6,7 @@
  * the same conformance checks as the fixture directly, and leaves nothing behind.
  * .ci/run installs podman (and catatonit, its init).
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,6 +18,10 @@ import {
 } from "../support/conformance.ts";
 import { fixtureImages } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let dir: string;
 let socket: string;

@@ -12,7 +12,7 @@
  *     walk past `forbid when { context.arg_amount > 100 }`.
  *   - Go's case folding is what mcpmgr's fold key merges (Go's own Unicode tables).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +20,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { foldKey } from "../../src/middleware/strict-json.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const FIXTURE = "test/fixtures/go-json-server";
 let dir: string;

@@ -7,7 +7,7 @@
  * (proxy-stdio-legacy-client.test.ts); against a remote that refuses initialize and is no
  * 2026-07-28 server either, it gets an error, not a hang.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
@@ -16,6 +16,10 @@ import { type ModernServer, startModernServer } from "../fixtures/modern-server.
 import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
 import { eventually } from "../support/raw-http.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 /** Probes the version on the real process (the SDK's base class would spawn a throw-away sibling). */
 class ProxyStdio extends StdioClientTransport {}

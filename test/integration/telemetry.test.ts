@@ -4,9 +4,13 @@
  * checks span names, attributes and the resource; the upstream sees the W3C traceparent of
  * the span; /metrics passes `promtool check metrics`.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import root from "otlp-proto-root/build/src/generated/root.js";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 interface KeyValue {
   key: string;
