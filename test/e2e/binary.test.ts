@@ -3,7 +3,7 @@
  * time, no .env / bunfig.toml autoloading from the working directory, and a working
  * proxy used by the SDK client.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +12,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import pkg from "../../package.json" with { type: "json" };
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const binary = join(REPO_ROOT, "dist/mcpmgr");
 // A reproducible build's date: the executable must report this, not the time it was built.

@@ -3,13 +3,17 @@
  * and a SHA256SUMS that matches them; then the release gate (scripts/verify-release.ts)
  * accepts exactly that, and refuses a wrong tag or a binary changed after the build.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { createHash } from "node:crypto";
 import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const dist = join(REPO_ROOT, "dist");
 let scratch: string;
@@ -63,7 +67,8 @@ test("every release binary is built and listed in SHA256SUMS with its real diges
   // sha256sum itself agrees (the command the install docs give users).
   const check = Bun.spawnSync(["sha256sum", "--check", "--strict", "SHA256SUMS"], { cwd: dist, stdout: "pipe" });
   expect(check.exitCode).toBe(0);
-});
+  // Reads and hashes the five binaries (about 0.5 GB) twice, ours and sha256sum's: seconds, more under load.
+}, 60_000);
 
 test("the release gate accepts the build for the tag of package.json's version and lists the assets", () => {
   const version = verifyRelease(["--tag", `v${pkg.version}`]);
@@ -80,7 +85,8 @@ test("the release gate accepts the build for the tag of package.json's version a
       "SHA256SUMS",
     ].map((file) => join(dist, file)),
   );
-});
+  // Two runs of the gate, each hashing the five binaries (about 0.5 GB) and starting this machine's one.
+}, 120_000);
 
 test("the release gate refuses a tag that is not package.json's version", () => {
   const run = verifyRelease(["--tag", "v99.0.0"]);

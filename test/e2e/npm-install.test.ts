@@ -8,7 +8,7 @@
  *     SIGTERM, and a missing or unfitting binary gets a one-line explanation;
  *   - with Bun on PATH and no Node: `bunx mcpmgr` does the same.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { existsSync, realpathSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -20,6 +20,10 @@ import { hostTarget, type ReleaseTarget, releaseTargets } from "../../scripts/li
 import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
 import { type LocalRegistry, startLocalRegistry } from "../support/npm-registry.ts";
 import { freePort, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const host = hostTarget() as ReleaseTarget;
 // Same OS, other CPU where there is one: npm must skip it on the cpu field alone.

@@ -5,7 +5,7 @@
  * proxy discovers it, registers (RFC 7591) and exchanges the code there, and token exchange
  * posts to its token endpoint — each trusting only what the bundle adds.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,6 +24,10 @@ import {
 } from "../support/auth-server.ts";
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil, startProxy } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
 const B_RESOURCE = "https://b.example.test/mcp";

@@ -6,11 +6,15 @@
  * any other path is still forwarded, as the client sent it, without them — and the remote's
  * 401 there is the client's answer, not a reason for mcpmgr to authenticate again.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI_ENTRY, spawnUntil, startProxy } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 interface Seen {
   method: string;

@@ -3,7 +3,7 @@
  * proxy --oidc-*` in front of a recording upstream and of the conformance fixture; JWT and
  * opaque (introspected) tokens; the RFC 9728 document and the RFC 6750 challenge.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +21,10 @@ import {
 } from "../support/auth-server.ts";
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
 let auth: AuthServer;

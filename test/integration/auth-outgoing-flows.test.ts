@@ -4,7 +4,7 @@
  * (before it expires, and after the remote refuses it) without a browser, and the scopes a
  * login triggered by a remote's 401 asks for (MCP scope selection).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -20,6 +20,10 @@ import {
 import type { RunningFixture } from "../support/conformance.ts";
 import { LOCAL_DEV, startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
 import { CLI_ENTRY, spawnUntil, startProxy, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const LOGIN_URL = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m;
 let auth: AuthServer;
@@ -205,7 +209,11 @@ test("a running proxy whose token the remote refuses (401) refreshes it and retr
       expect(await callTool(proxy.url)).not.toBe("");
       expect(refused).toHaveLength(1);
       expect(auth.grants.get("refresh_token") ?? 0).toBe(before + 1);
-      expect(proxy.output()).toContain("refused the access token; renewing it");
+      // Logged on stderr, a pipe of its own: it may be read after the answer.
+      await until(
+        () => (proxy.output().includes("refused the access token; renewing it") ? true : undefined),
+        "the log",
+      );
       expect(logins(proxy.output())).toBe(1);
     } finally {
       await proxy.stop();

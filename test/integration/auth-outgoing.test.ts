@@ -6,7 +6,7 @@
  * registration; auto-detection from the remote's 401; token exchange; two logins at once.
  * The "remote" is `mcpmgr proxy --oidc-*` in front of the conformance fixture.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -22,6 +22,10 @@ import {
 import type { RunningFixture } from "../support/conformance.ts";
 import { LOCAL_DEV, startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
 import { CLI_ENTRY, freePort, REPO_ROOT, spawnUntil, startProxy, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let auth: AuthServer;
 let fixture: RunningFixture;

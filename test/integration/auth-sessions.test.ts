@@ -5,7 +5,7 @@
  * through the stdio bridge (`run`, streamable HTTP and `--proxy-mode sse`), through `proxy`
  * in front of a streamable-HTTP server and of a legacy SSE server, and through `gateway`.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,10 @@ import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-
 import { CONFORMANCE_FIXTURE, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
 import { CLI_ENTRY, spawnUntil, startEverything, startProxy, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const OIDC = (issuer: string) => [
   "--oidc-issuer",

@@ -5,10 +5,14 @@
  * authentication at all (no empty client_id). The exchange against oidc-provider itself is
  * in auth-outgoing.test.ts and auth-ca-bundle.test.ts.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import type { TokenExchangeSpec } from "../../src/config/outgoing-auth-spec.ts";
 import { rememberSubjectToken } from "../../src/auth/outgoing/subject-token.ts";
 import { tokenExchangeSource } from "../../src/auth/outgoing/token-exchange.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 interface Seen {
   readonly authorization: string | null;

@@ -3,7 +3,7 @@
  * clock moved (injected), signing-key rotation picked up from the JWKS, algorithms that
  * must never be accepted; the authorization server down or silent: fail closed, at once.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { SignJWT, importJWK } from "jose";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { createTokenVerifier, TokenRejected, VerificationUnavailable } from "../../src/auth/incoming/verifier.ts";
@@ -16,6 +16,10 @@ import {
   type AuthServer,
   type JsonWebKeyWithKid,
 } from "../support/auth-server.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let auth: AuthServer;
 let first: JsonWebKeyWithKid;

@@ -3,7 +3,7 @@
  * in the Cedar context), the local user without authentication, list filtering by the same
  * policies, argument conditions, default deny, audit of denials, and policy syntax errors.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +11,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const PROBE = "npx://./test/fixtures/sandbox-probe";
 let auth: AuthServer;

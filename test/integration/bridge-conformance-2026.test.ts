@@ -8,7 +8,7 @@
  * The same through `mcpmgr run`: run-conformance-2026.test.ts (process) and
  * docker-conformance.test.ts (container).
  */
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, test, setDefaultTimeout } from "bun:test";
 import { startBridge } from "../support/bridge-server.ts";
 import {
   CONFORMANCE_FIXTURE_2026,
@@ -18,6 +18,10 @@ import {
   startConformanceServer,
   type RunningFixture,
 } from "../support/conformance.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const stops: (() => Promise<void>)[] = [];
 afterAll(async () => {

@@ -3,7 +3,7 @@
  * many checks as the fixture over HTTP directly — full marks, including sampling,
  * elicitation, logging and progress.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { startBridge } from "../support/bridge-server.ts";
 import {
   expectSameChecks,
@@ -11,6 +11,10 @@ import {
   startConformanceServer,
   type RunningFixture,
 } from "../support/conformance.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let fixture: RunningFixture;
 let bridged: Awaited<ReturnType<typeof startBridge>>;

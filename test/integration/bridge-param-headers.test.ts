@@ -3,10 +3,14 @@
  * sees HTTP headers) against the x-mcp-header declarations in the server's own tools/list,
  * for a server of either era, also when no client listed the tools first.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { PROBE_SERVER } from "../fixtures/bridge-probe-client.ts";
 import { startBridge } from "../support/bridge-server.ts";
 import { CONFORMANCE_FIXTURE_2026 } from "../support/conformance.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const call = (url: string, args: Record<string, unknown>, headers: Record<string, string> = {}) =>
   fetch(url, {

@@ -4,13 +4,17 @@
  * real running workload (a remote workload in front of a real MCP server), Claude Desktop's
  * stdio entry started as Claude Desktop would start it, and `group rm --with-workloads`.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let home: string;
 let mcpmgrHome: string;
@@ -157,17 +161,23 @@ test("setup on a terminal asks which installed clients should follow which group
       while (!screen.includes(text) && Date.now() < deadline) await Bun.sleep(50);
       expect(screen).toContain(text);
     };
+    // A key that changes the choice: typed, then waited for until the prompt has drawn the change.
+    const press = async (key: string) => {
+      const drawn = screen.length;
+      proc.stdin.write(key);
+      const deadline = Date.now() + 20_000;
+      while (screen.length === drawn && Date.now() < deadline) await Bun.sleep(20);
+      expect(screen.length).toBeGreaterThan(drawn);
+    };
     await shown("Which AI clients should follow a group?");
     // Only the installed clients are offered, Cursor first: space selects it, Enter confirms.
     expect(screen).toContain("Cursor");
     expect(screen).toContain("Codex CLI");
     expect(screen).not.toContain("Windsurf");
-    proc.stdin.write(" ");
-    await Bun.sleep(200);
+    await press(" ");
     proc.stdin.write("\r");
     await shown("Which group should they follow?");
-    proc.stdin.write("\x1b[B"); // down to team-x
-    await Bun.sleep(200);
+    await press("\x1b[B"); // down to team-x
     proc.stdin.write("\r");
     expect(await proc.exited).toBe(0);
     expect(screen).toContain("Cursor follows group team-x");

@@ -8,7 +8,7 @@
  * entry, through which a real SDK client calls a tool of each workload), stopped, exported,
  * removed and recreated.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -18,6 +18,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { PROBE_FIXTURE, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let home: string;
 let mcpmgrHome: string;
@@ -110,7 +114,7 @@ describe("registration files follow the workloads of the group", () => {
   test("clients registered before anything runs get each workload as run starts it, with its URL and transport", () => {
     for (const client of ["cursor", "vscode", "claude-code"]) ok("client", "register", client, "--group", "team");
     const started = mcpmgr("run", probe, "--name", "alpha", "--group", "team", "--permission-profile", "none");
-    expect(started.code).toBe(0);
+    expect({ code: started.code, stderr: started.stderr }).toMatchObject({ code: 0 }); // (shows stderr if not)
     urls.alpha = started.stdout.trim();
     expect(started.stderr).toContain(`alpha is in the AI clients following group team: cursor (${cursorFile()})`);
     run("beta");
@@ -155,7 +159,12 @@ describe("registration files follow the workloads of the group", () => {
     );
     expect(await until(() => cursor().alpha !== undefined)).toBe(true);
     expect(cursor().alpha).toEqual({ url: urls.alpha });
-    expect(ok("logs", "alpha", "--proxy").stdout).toContain("alpha is in the AI clients following group team");
+    // Logged by the supervisor once it has written every client's file: polled too.
+    expect(
+      await until(() =>
+        ok("logs", "alpha", "--proxy").stdout.includes("alpha is in the AI clients following group team"),
+      ),
+    ).toBe(true);
   }, 60_000);
 
   test("registering a client adds the running workloads at once; removing it takes them out", () => {
@@ -189,7 +198,8 @@ describe("registration files follow the workloads of the group", () => {
     );
     try {
       const url = foreground.match[1] as string;
-      expect(await until(() => cursor().fg !== undefined)).toBe(true);
+      // The run prints its URL before it writes the clients' files, one after the other: wait for each.
+      expect(await until(() => cursor().fg !== undefined && vscode().fg !== undefined)).toBe(true);
       expect(cursor().fg).toEqual({ url });
       expect(vscode().fg).toEqual({ type: "http", url });
     } finally {
@@ -277,7 +287,7 @@ describe("a background gateway", () => {
     expect(list().map((r) => r.name)).toEqual(["alpha", "beta"]);
   }, 60_000);
 
-  test("gateway --detach runs it as a workload of the group: listed, with its URL; per-workload clients do not get it", () => {
+  test("gateway --detach runs it as a workload of the group: listed, with its URL; per-workload clients do not get it", async () => {
     const started = mcpmgr("gateway", "team", "--detach");
     expect(started.code).toBe(0);
     gatewayUrl = started.stdout.trim();
@@ -291,7 +301,10 @@ describe("a background gateway", () => {
       source: "team",
     });
     expect(Object.keys(cursor()).sort()).toEqual(["alpha", "beta"]);
-    expect(ok("logs", "gateway-team").stdout).toContain(`gateway-team running at ${gatewayUrl}`);
+    // The supervisor logs this after it reported the gateway running (which `--detach` waits for).
+    expect(await until(() => ok("logs", "gateway-team").stdout.includes(`gateway-team running at ${gatewayUrl}`))).toBe(
+      true,
+    );
   }, 60_000);
 
   test("client register --gateway writes one entry, the gateway's, through which a client reaches each workload", async () => {

@@ -13,11 +13,15 @@
  * enterprise-managed authorization, DPoP, workload identity; and a scenario added after the
  * release); those are reported but not asserted here — see docs/authentication.md.
  */
-import { expect, test } from "bun:test";
+import { expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 interface Check {
   id: string;

@@ -5,11 +5,15 @@
  * challenge or the metadata, step-up and its retry limit, the three token-endpoint auth
  * methods, dynamic and pre-registration.
  */
-import { expect, test } from "bun:test";
+import { expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 test(
   "every check of the client auth suite passes through mcpmgr proxy stdio",

@@ -5,7 +5,7 @@
  * this; if this test fails, the fixture (or a suite upgrade) is the problem,
  * not the proxy.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import {
   CONFORMANCE_FIXTURE,
   REPO_ROOT,
@@ -13,6 +13,10 @@ import {
   startConformanceServer,
   type RunningFixture,
 } from "../support/conformance.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 /**
  * Passing checks observed with @modelcontextprotocol/conformance 0.1.16:

@@ -2,7 +2,7 @@
  * The official conformance suite passes through `mcpmgr proxy` exactly as it passes
  * against the fixture directly (which is full marks, see conformance-direct.test.ts).
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import {
   expectSameChecks,
   runConformance,
@@ -10,6 +10,10 @@ import {
   type RunningFixture,
 } from "../support/conformance.ts";
 import { startProxy } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let fixture: RunningFixture;
 let proxy: Awaited<ReturnType<typeof startProxy>>;

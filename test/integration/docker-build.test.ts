@@ -3,13 +3,17 @@
  * go:// local projects (on the offline base images via --runtime-image), reused by
  * content on the next run, rebuilt when the project changes, with build options checked.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { docker, fixtureImages, runInDocker, runInDockerFails as runFails } from "../support/docker-fixtures.ts";
 import { GO_BASE_IMAGE, NODE_BASE_IMAGE } from "../support/docker-images.ts";
 import { REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 /** Like runInDocker, with call() giving the tool's text only. */
 async function runForeground(args: string[]) {

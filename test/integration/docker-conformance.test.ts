@@ -6,7 +6,7 @@
  * translation can provide, and a container of the fixture that speaks 2026-07-28 itself gets
  * the checks that fixture gets over HTTP directly.
  */
-import { afterAll, beforeAll, test } from "bun:test";
+import { afterAll, beforeAll, test, setDefaultTimeout } from "bun:test";
 import {
   CONFORMANCE_FIXTURE_2026,
   expectSame2026Checks,
@@ -18,6 +18,10 @@ import {
 } from "../support/conformance.ts";
 import { fixtureImages } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let fixture: RunningFixture;
 let run: Running & { match: RegExpExecArray };

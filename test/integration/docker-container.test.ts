@@ -3,12 +3,16 @@
  * replaced only when it is mcpmgr's own for the same workload, and a dropped stdio attach
  * is retried while the engine refuses it (a paused container answers 409) until it works.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { startServerContainer, type ContainerServer } from "../../src/runtime/docker/container.ts";
 import { detectEngine, type ContainerEngine } from "../../src/runtime/docker/engine.ts";
 import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
 import { rejection } from "../support/errors.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let images: FixtureImages;
 let engine: ContainerEngine;

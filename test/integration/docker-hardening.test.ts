@@ -6,7 +6,7 @@
  * not from another container); symlinked volumes do not show mcpmgr's state; single-file
  * volumes work.
  */
-import { afterAll, beforeAll, describe, expect, onTestFinished, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, onTestFinished, setDefaultTimeout, test } from "bun:test";
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -19,6 +19,10 @@ import {
   type FixtureImages,
 } from "../support/docker-fixtures.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const MCPMGR_HOME = process.env.MCPMGR_HOME as string;
 let images: FixtureImages;

@@ -4,7 +4,7 @@
  * host gateway unless --allow-docker-gateway, and relays inbound traffic for HTTP servers.
  * Everything it created is gone after the run stops.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +17,10 @@ import {
   type FixtureImages,
 } from "../support/docker-fixtures.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const TARGET_PORT = 8000;
 let images: FixtureImages;

@@ -4,7 +4,7 @@
  * image's single EXPOSEd TCP port rather than the 8080 default. --target-host does not
  * apply to containers.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +17,10 @@ import {
   type FixtureImages,
 } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let images: FixtureImages;
 let scratch: string;

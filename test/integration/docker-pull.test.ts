@@ -5,12 +5,16 @@
  * the local image without pulling. With --image-verification enabled, the reference pinned
  * by digest is pulled, verified and run, while the tag alone is refused.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { docker, fixtureImages, runInDocker, runInDockerFails } from "../support/docker-fixtures.ts";
 import { freePort } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let dir: string;
 let registry: ReturnType<typeof Bun.spawn>;
@@ -27,8 +31,11 @@ beforeAll(async () => {
     `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, "data")}\nhttp:\n  addr: 127.0.0.1:${port}\n`,
   );
   registry = Bun.spawn(["docker-registry", "serve", config], { stdout: "ignore", stderr: "pipe" });
-  for (let i = 0; i < 100; i++) {
-    if ((await fetch(`http://127.0.0.1:${port}/v2/`).catch(() => undefined))?.ok) break;
+  const deadline = Date.now() + 60_000;
+  while (!(await fetch(`http://127.0.0.1:${port}/v2/`).catch(() => undefined))?.ok) {
+    if (registry.exitCode !== null)
+      throw new Error(`docker-registry exited: ${await new Response(registry.stderr as ReadableStream).text()}`);
+    if (Date.now() > deadline) throw new Error("docker-registry did not answer on /v2/ within 60 s");
     await Bun.sleep(100);
   }
 

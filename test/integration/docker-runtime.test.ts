@@ -3,7 +3,7 @@
  * proxy, hardening, labels, mounts, profile none, ignore overlays, image verification
  * and pull failures. Images are built locally (this machine cannot pull).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +17,10 @@ import {
   type FixtureImages,
 } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const runForeground = (args: string[], env: Record<string, string> = {}, cwd?: string) =>
   runInDocker(args, { env, ...(cwd ? { cwd } : {}), timeoutMs: 60_000 });

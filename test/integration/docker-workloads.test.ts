@@ -3,7 +3,7 @@
  * stop, start, export, rm, run --from-config), rm of an isolated workload, and the stdio
  * attach surviving a dropped connection.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,10 @@ import { startServerContainer } from "../../src/runtime/docker/container.ts";
 import { detectEngine } from "../../src/runtime/docker/engine.ts";
 import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let images: FixtureImages;
 let home: string;

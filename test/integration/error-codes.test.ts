@@ -3,7 +3,7 @@
  * The table is a Record over ErrorCode, so a new code does not typecheck until it has a case
  * here. Some cases need what the code needs: a container engine, a pseudo-terminal.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdir, readdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,6 +40,10 @@ import { startWorkload } from "../../src/workload/start.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
 import { CLI_ENTRY, REPO_ROOT, freePort } from "../support/processes.ts";
 import { specFor, testContext } from "../support/workload-context.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const FAST_KDF = { N: 1024, r: 8, p: 1 };
 let dir: string;

@@ -4,11 +4,15 @@
  * A member that floods list_changed, lists too much, names things to forge log lines or
  * takes over another member's resources must not get its way.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { GroupCatalog, LIST_LIMITS, resourceRoute } from "../../src/gateway/catalog.ts";
 import type { PrefixMode } from "../../src/gateway/names.ts";
 import { type MemberServer, type MemberServerOptions, startMemberServer } from "../fixtures/member-server.ts";
 import { until } from "../support/gateway-group.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const servers: MemberServer[] = [];
 const catalogs: GroupCatalog[] = [];

@@ -13,7 +13,7 @@
  * scenarios left out call diagnostic tools only a 2026 server has (`test_input_required_*`,
  * `test_missing_capability`, ...) or test the tasks extension.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import {
   expectSameChecks,
   runConformance,
@@ -21,6 +21,10 @@ import {
   type RunningFixture,
 } from "../support/conformance.ts";
 import { CONFORMANCE_FIXTURE, createTestGroup, type TestGroup } from "../support/gateway-group.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let fixture: RunningFixture;
 let group: TestGroup;

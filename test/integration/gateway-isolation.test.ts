@@ -3,7 +3,7 @@
  * must not take over: real workloads (test/fixtures/member-server.ts behind `mcpmgr run URL`),
  * a gateway with OIDC (test/support/auth-server.ts) and real SDK clients.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,10 @@ import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let group: TestGroup;
 let auth: AuthServer;

@@ -8,7 +8,7 @@
  * (`test_simple_prompt`), so `when-needed` has something to prefix. What happens when two
  * workloads claim the same resource is gateway-catalog.test.ts's and gateway-isolation.test.ts's.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -19,6 +19,10 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 import { CONFORMANCE_FIXTURE, createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let group: TestGroup;
 let notes: MemberServer;

@@ -5,12 +5,16 @@
  * is sent), an SDK client, the gateway's Prometheus `/metrics`, and an OTLP/HTTP receiver
  * (test/support/otlp-receiver.ts) decoding the protobuf export.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { attr, hex, type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../support/otlp-receiver.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let group: TestGroup;
 let receiver: OtlpReceiver;

@@ -4,7 +4,7 @@
  * endpoint (our fixture) whose key comes from a secret on a third; real stdio workloads of the
  * tools.json fixture started by `mcpmgr run`, the SDK client through each gateway's endpoint.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +20,10 @@ import {
   SEARCH_GROUP,
   type SearchGroup,
 } from "../support/tool-search-group.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let search: SearchGroup;
 let group: TestGroup;

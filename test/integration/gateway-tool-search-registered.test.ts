@@ -5,7 +5,7 @@
  * MCPMGR_HOME. The SDK client then connects to the URL the registration wrote into Cursor's file, and
  * finds and calls tools with find_tool and call_tool, as the model behind Cursor would.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 import { callTool, echoed, find, TOOLS_JSON, textOf } from "../support/tool-search-group.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const TOOLS_FIXTURE = join(REPO_ROOT, "test/fixtures/tools-json-server.ts");
 const GROUP = "research";

@@ -6,7 +6,7 @@
  * What the model sees, call_tool as a direct call, and the index following the group; the policies
  * and embeddings are in gateway-tool-search-policies.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { CreateMessageRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
@@ -19,6 +19,10 @@ import {
   type SearchGroup,
   textOf,
 } from "../support/tool-search-group.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let search: SearchGroup;
 let gateway: Awaited<ReturnType<TestGroup["gateway"]>>;
@@ -157,17 +161,16 @@ describe("call_tool", () => {
         signal: abort.signal,
       },
     );
-    await Bun.sleep(300);
+    const probeStats = async () =>
+      JSON.parse(textOf(await client.callTool({ name: "probe_stats", arguments: {} }))) as {
+        aborted: unknown[];
+        sleeping: number;
+      };
+    // Cancelled once it has reached the workload (before that, there is nothing upstream to cancel).
+    expect(await until(async () => (await probeStats()).sleeping === 1)).toBe(true);
     abort.abort();
     await expect(call).rejects.toThrow();
-    expect(
-      await until(async () => {
-        const stats = JSON.parse(textOf(await client.callTool({ name: "probe_stats", arguments: {} }))) as {
-          aborted: unknown[];
-        };
-        return stats.aborted.length === 1;
-      }),
-    ).toBe(true);
+    expect(await until(async () => (await probeStats()).aborted.length === 1)).toBe(true);
   });
 
   test("a 2026-07-28 client (stateless, Mcp-Name header) finds and calls through the search tools", async () => {

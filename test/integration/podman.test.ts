@@ -6,7 +6,7 @@
  * the same conformance checks as the fixture directly, and leaves nothing behind.
  * .ci/run installs podman (and catatonit, its init).
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,6 +18,10 @@ import {
 } from "../support/conformance.ts";
 import { fixtureImages } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let dir: string;
 let socket: string;
@@ -38,7 +42,8 @@ beforeAll(async () => {
     stdout: "ignore",
     stderr: "pipe",
   });
-  for (let i = 0; i < 100 && !existsSync(socket); i++) await Bun.sleep(100);
+  const deadline = Date.now() + 60_000;
+  while (!existsSync(socket) && service.exitCode === null && Date.now() < deadline) await Bun.sleep(100);
   expect(existsSync(socket)).toBe(true);
 
   // The image Docker built for the container tests, copied into Podman's store.

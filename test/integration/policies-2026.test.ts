@@ -8,7 +8,7 @@
  * the request it is, and a list Cedar filtered is private to its caller — through the
  * transparent proxy in front of a 2026-07-28 HTTP server too.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +16,10 @@ import { PROBE_SERVER } from "../fixtures/bridge-probe-client.ts";
 import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { CONFORMANCE_FIXTURE_2026, startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let auth: AuthServer;
 let dir: string;

@@ -2,8 +2,12 @@
  * The proxy process over real sockets: client disconnects reach the upstream,
  * limits and failures answer on the wire, and SIGTERM shuts down gracefully.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { startProxy } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let upstream: ReturnType<typeof Bun.serve>;
 let upstreamStreamsCancelled = 0;
@@ -137,6 +141,7 @@ test("SIGTERM: in-flight requests finish, SSE streams end cleanly, the process e
   while (!done) done = (await reader.read()).done;
   expect(await proxy.proc.exited).toBe(0);
   expect(performance.now() - started).toBeLessThan(8_000);
+  await proxy.stop(); // it has exited: this only reads the rest of its output
   expect(proxy.output()).toContain("SIGTERM");
 });
 

@@ -12,7 +12,7 @@
  *     walk past `forbid when { context.arg_amount > 100 }`.
  *   - Go's case folding is what mcpmgr's fold key merges (Go's own Unicode tables).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +20,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { foldKey } from "../../src/middleware/strict-json.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const FIXTURE = "test/fixtures/go-json-server";
 let dir: string;
@@ -103,7 +107,9 @@ beforeAll(async () => {
       validating: [{ name: "guard", url: `http://127.0.0.1:${webhook.port}/review`, allow_http: true }],
     }),
   );
-});
+  // go build on a clean machine compiles the standard library's net/http first (cold build cache):
+  // tens of seconds on two cores.
+}, 180_000);
 
 afterAll(async () => {
   await goHttp?.stop();

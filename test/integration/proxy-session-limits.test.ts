@@ -3,13 +3,17 @@
  * Retry-After, until one ends — through the stdio bridge (streamable HTTP and legacy SSE),
  * through `proxy` in front of a streamable-HTTP and a legacy SSE server, and through `gateway`.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CONFORMANCE_FIXTURE, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
 import { CLI_ENTRY, spawnUntil, startEverything, startProxy, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const LIMIT = { MCPMGR_MAX_SESSIONS: "2" };
 

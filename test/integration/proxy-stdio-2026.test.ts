@@ -7,7 +7,7 @@
  * (proxy-stdio-legacy-client.test.ts); against a remote that refuses initialize and is no
  * 2026-07-28 server either, it gets an error, not a hang.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
@@ -15,6 +15,11 @@ import { StdioClientTransport as LegacyStdio } from "@modelcontextprotocol/sdk/c
 import { type ModernServer, startModernServer } from "../fixtures/modern-server.ts";
 import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
+import { eventually } from "../support/raw-http.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 /** Probes the version on the real process (the SDK's base class would spawn a throw-away sibling). */
 class ProxyStdio extends StdioClientTransport {}
@@ -79,10 +84,10 @@ test("a 2026-07-28 request cancelled by the client closes its HTTP request", asy
   try {
     const controller = new AbortController();
     const call = client.callTool({ name: "slow", arguments: {} }, { signal: controller.signal });
-    for (let i = 0; i < 200 && !modern.seen.some((r) => r.mcpName === "slow"); i++) await Bun.sleep(25);
+    await eventually(() => modern.seen.some((r) => r.mcpName === "slow"), 20_000, "the call to reach the remote");
     controller.abort();
     await expect(call).rejects.toThrow();
-    for (let i = 0; i < 200 && modern.cancelled.length === 0; i++) await Bun.sleep(25);
+    await eventually(() => modern.cancelled.length > 0, 20_000, "the remote to see its request closed");
     expect(modern.cancelled).toEqual(["slow"]);
   } finally {
     await client.close();

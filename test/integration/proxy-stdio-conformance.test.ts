@@ -15,7 +15,7 @@
  * translating for its 2025-era sessions. That chain is measured too, against the 2025-only
  * fixture over HTTP directly: every check passes, as it does there.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import type { Subprocess } from "bun";
 import { join } from "node:path";
 import { startBridge } from "../support/bridge-server.ts";
@@ -27,6 +27,10 @@ import {
   type RunningFixture,
 } from "../support/conformance.ts";
 import { CLI_ENTRY, freePort, REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const SUPERGATEWAY = join(REPO_ROOT, "node_modules/supergateway/dist/index.js");
 /** The suite's check that the server refuses a foreign Host: supergateway's to pass, not mcpmgr's. */

@@ -8,7 +8,7 @@
  * subscriptions/listen streams (opened again when the remote drops them), and cancellation
  * closing the call's HTTP request.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
@@ -28,9 +28,13 @@ import { join } from "node:path";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
 import { eventually } from "../support/raw-http.ts";
 
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
+
 /** Announces a change until it arrives: a listen stream opens (and is acknowledged) a moment after it is asked for. */
 async function announceUntil(announce: () => unknown, arrived: () => boolean, what: string): Promise<void> {
-  const deadline = performance.now() + 5_000;
+  const deadline = performance.now() + 20_000;
   while (!arrived()) {
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await announce();

@@ -4,7 +4,7 @@
  * A real remote workload in front of a real MCP server, a real stdio client; an "impostor"
  * HTTP server takes the port once the supervisor is gone and records whatever reaches it.
  */
-import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,10 @@ import type { Server } from "bun";
 import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
 import { until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let home: string;
 let mcpmgrHome: string;

@@ -3,7 +3,7 @@
  * client — plain, with a bearer token (a 2026-only remote too, translated for), after an
  * OAuth login, and for a workload by name.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +22,10 @@ import { CONFORMANCE_FIXTURE_2026, startConformanceServer, type RunningFixture }
 import { eventually } from "../support/raw-http.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
 import { proxyStdioOptions } from "../../src/config/proxy-stdio-options.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
 let auth: AuthServer;

@@ -7,12 +7,16 @@
  * A 2026-07-28 client leaving before its answer cancels the request at a 2026-07-28 upstream
  * the way that revision says for HTTP: its request's stream closes (no notifications/cancelled).
  */
-import { afterEach, expect, test } from "bun:test";
+import { afterEach, expect, test, setDefaultTimeout } from "bun:test";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startModernServer } from "../fixtures/modern-server.ts";
 import { CLI_ENTRY, spawnUntil, startEverything, startProxy } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {

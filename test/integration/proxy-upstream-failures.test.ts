@@ -4,9 +4,13 @@
  * JSON-RPC error, never a reset connection or a 500; how long the proxy waits for an
  * upstream's first byte is MCPMGR_UPSTREAM_HEADERS_TIMEOUT.
  */
-import { expect, test } from "bun:test";
+import { expect, test, setDefaultTimeout } from "bun:test";
 import { startProxy } from "../support/processes.ts";
 import { rawServer } from "../support/raw-http.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const call = (url: string, headers: Record<string, string> = {}) =>
   fetch(url, {

@@ -7,7 +7,7 @@
  *     in for the tap and the bucket: the commit, the push, no empty commit on a re-run, and
  *     no files of another version.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,10 @@ import pkg from "../../package.json" with { type: "json" };
 import { releaseTargets } from "../../scripts/lib/release-targets.ts";
 import { type LocalRegistry, startLocalRegistry } from "../support/npm-registry.ts";
 import { REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let work: string;
 

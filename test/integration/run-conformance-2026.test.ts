@@ -4,7 +4,7 @@
  * both fixtures: the one that speaks 2026-07-28 itself must get the checks it gets over HTTP
  * directly, the 2025-11-25 one every check a translation can provide.
  */
-import { afterAll, test } from "bun:test";
+import { afterAll, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +17,10 @@ import {
   startConformanceServer,
 } from "../support/conformance.ts";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const stops: (() => Promise<void>)[] = [];
 afterAll(async () => {

@@ -4,7 +4,7 @@
  * `npx://DIR -- stdio` (a sandboxed local process behind the stdio bridge), must pass
  * the same checks as the fixture over HTTP directly.
  */
-import { afterAll, beforeAll, test } from "bun:test";
+import { afterAll, beforeAll, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +16,10 @@ import {
   type RunningFixture,
 } from "../support/conformance.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 let fixture: RunningFixture;
 let packageDir: string;

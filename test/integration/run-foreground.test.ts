@@ -2,7 +2,7 @@
  * `mcpmgr run --foreground` with the process runtime: real stdio servers launched by
  * npx under the bwrap sandbox, behind the stdio bridge, used by the SDK client.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +10,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CLI_ENTRY, REPO_ROOT, freePort, spawnUntil } from "../support/processes.ts";
+import { eventually } from "../support/raw-http.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const PROBE = "npx://./test/fixtures/sandbox-probe";
 
@@ -113,7 +118,8 @@ test("arguments after -- reach the server; non-JSON stdout lines are skipped and
   const run = await runForeground([PROBE, "--", "--noise"]);
   try {
     expect(await run.call("env", { name: "PATH" })).not.toBe("(unset)");
-    expect(run.output()).toContain("skipped a non-JSON line");
+    // Logged on stderr, a pipe of its own: it may be read after the answer.
+    await eventually(() => run.output().includes("skipped a non-JSON line"), 10_000, "the skipped-line log");
     await run.client.close();
   } finally {
     await run.stop();
@@ -261,7 +267,8 @@ test("without bubblewrap the run is refused, unless --insecure-allow-unsandboxed
       { env: { PATH: bin } },
     );
     try {
-      expect(accepted.output()).toContain("WITHOUT a sandbox");
+      // A warning on stderr; the URL that spawnUntil waited for came on stdout, maybe first.
+      await eventually(() => accepted.output().includes("WITHOUT a sandbox"), 10_000, "the no-sandbox warning");
     } finally {
       await accepted.stop();
     }

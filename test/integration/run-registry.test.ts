@@ -3,11 +3,15 @@
  * (MCPMGR_REGISTRY). The entry's transport, permission profile, env defaults and
  * required variables apply unless a flag overrides them.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const registryEnv = {
   MCPMGR_REGISTRY: join(REPO_ROOT, "test/fixtures/registry/probe-registry.json"),

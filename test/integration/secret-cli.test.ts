@@ -2,10 +2,14 @@
  * `mcpmgr secret` as a user meets it, in a subprocess with a temporary MCPMGR_HOME and
  * MCPMGR_SECRETS_PASSWORD (so the OS keychain is never touched).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const REPO_ROOT = resolve(import.meta.dir, "../..");
 const ENTRY = join(REPO_ROOT, "src/main.ts");

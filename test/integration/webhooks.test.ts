@@ -3,7 +3,7 @@
  * a validating webhook denying a tool call, a mutating webhook patching arguments, HMAC
  * signatures checked by the webhook, timeouts under both failure policies, refused http://.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { createHmac } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +11,10 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const PROBE = "npx://./test/fixtures/sandbox-probe";
 const HMAC_SECRET = "webhook-shared-secret";

@@ -3,13 +3,17 @@
  * `list`, `logs`, `stop`, `start`, `restart`, `export`, `run --from-config`, `rm`,
  * crash restarts and a supervisor that died. Every test uses its own MCPMGR_HOME.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const PROBE = "npx://./test/fixtures/sandbox-probe";
 let home: string;
@@ -85,9 +89,10 @@ describe("a detached workload", () => {
     expect(again.stderr).toContain("already exists");
   });
 
-  test("logs show the server's stderr; --proxy shows the proxy's", () => {
-    expect(mcpmgr("logs", "probe").stdout).toContain("sandbox-probe ready");
-    expect(mcpmgr("logs", "probe", "--proxy").stdout).toContain("probe running at");
+  test("logs show the server's stderr; --proxy shows the proxy's", async () => {
+    // The supervisor copies both into its log files as they come: polled, not read once.
+    await until(() => mcpmgr("logs", "probe").stdout.includes("sandbox-probe ready"));
+    await until(() => mcpmgr("logs", "probe", "--proxy").stdout.includes("probe running at"));
   });
 
   test("a crashed server is restarted on the same port and the count is visible", async () => {

@@ -18,4 +18,6 @@ process.env.MCPMGR_SECRETS_PASSWORD ??= "test-only-password";
 process.env.MCPMGR_RUNTIME ??= "process";
 
 // Integration tests start real servers; 5 s (bun's default) is too tight on a loaded 2-core CI.
+// Bun keeps a preload's default for the first test file of a run only (oven-sh/bun#43787):
+// a file whose tests do heavier work sets its own timeouts (setDefaultTimeout or per test).
 setDefaultTimeout(60_000);

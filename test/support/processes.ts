@@ -45,14 +45,19 @@ export async function spawnUntil(
       onOutput();
     }
   };
-  void drain(proc.stdout);
-  void drain(proc.stderr);
+  // Ended at EOF: what the process wrote just before it exited may still be in the pipes then.
+  const drained = Promise.all([drain(proc.stdout), drain(proc.stderr)]).catch(() => {});
 
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
-    const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(5_000).then(() => false)]);
+    // A clean stop (servers, AI-client files, supervisors) can take seconds on a loaded machine;
+    // only a process that is really stuck gets SIGKILL (and callers that check the exit code fail).
+    const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(20_000).then(() => false)]);
     if (!exited) proc.kill("SIGKILL");
-    return proc.exited;
+    const code = await proc.exited;
+    // So that output() holds its last lines; bounded, as a child left behind may keep a pipe open.
+    await Promise.race([drained, Bun.sleep(5_000)]);
+    return code;
   };
 
   try {
@@ -69,8 +74,9 @@ export async function spawnUntil(
           resolveMatch(found);
         }
       };
-      void proc.exited.then(() => {
+      void proc.exited.then(async () => {
         clearTimeout(timer);
+        await Promise.race([drained, Bun.sleep(5_000)]); // its last words, which say why
         reject(new Error(`${cmd.join(" ")} exited with ${proc.exitCode} before it was ready:\n${output}`));
       });
       onOutput();

@@ -119,8 +119,8 @@ function takeRequest(connection: RawConnection): RawRequest | undefined {
   return { head, method, target, headers, rawBody, body };
 }
 
-/** Polls `check` until it holds (or fails after `timeoutMs`). */
-export async function eventually(check: () => boolean, timeoutMs = 5_000, what = "condition"): Promise<void> {
+/** Polls `check` until it holds (or fails after `timeoutMs`: seconds, as a loaded machine can be slow). */
+export async function eventually(check: () => boolean, timeoutMs = 10_000, what = "condition"): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (!check()) {
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);

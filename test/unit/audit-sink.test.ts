@@ -3,7 +3,7 @@
  * again at its path, so lines go where operators look for them; lines written before the
  * move stay in the moved file.
  */
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, test, setDefaultTimeout } from "bun:test";
 import {
   existsSync,
   mkdtempSync,
@@ -18,6 +18,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AuditConfig } from "../../src/config/audit-config.ts";
 import { auditSink } from "../../src/workload/audit-sink.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const dir = mkdtempSync(join(tmpdir(), "mcpmgr-audit-sink-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

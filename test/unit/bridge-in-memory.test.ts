@@ -38,6 +38,7 @@ async function bridgedProbe(): Promise<Bridged> {
     setLevel: [],
     cancelled: [],
     aborted: [],
+    sleeping: 0,
   };
   const [ours, theirs] = InMemoryTransport.createLinkedPair();
   const server = createProbeServer(stats);

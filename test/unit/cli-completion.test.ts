@@ -6,7 +6,7 @@
  * every option of the option tables is offered where it belongs; PowerShell (not packaged by
  * Debian) is checked by content.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,6 +32,10 @@ import { GroupStore } from "../../src/state/groups.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 /** Each command's option table, listed here independently of the completion code. */
 const tables: Readonly<Record<string, OptionTable>> = {
@@ -316,7 +320,8 @@ describe("fish", () => {
         sorted(lines[i]?.[1] ?? []),
       ]);
     });
-  });
+    // 34 completions, each testing the conditions of the script's ~300 `complete` rules: seconds under load.
+  }, 60_000);
 });
 
 describe("zsh", () => {
@@ -389,7 +394,9 @@ done
       if (line.startsWith("mcpmgr export")) expect(hits).toContain(offered[0] as string);
       else expect([line, sorted(hits)]).toEqual([line, sorted(offered)]);
     }
-  });
+    // Six interactive zsh sessions, each loading compinit and asking mcpmgr (from source) for names:
+    // about a second each on an idle machine, several under load; `run` gives the driver 120 s.
+  }, 120_000);
 });
 
 describe("PowerShell (no pwsh on Debian: the script's content)", () => {

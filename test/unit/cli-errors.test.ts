@@ -2,9 +2,13 @@
  * The CLI as users meet it: bad input exits 2 with one line on stderr naming the
  * option and saying what to do (a hint), no stack trace and nothing on stdout.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, test, setDefaultTimeout } from "bun:test";
 import { resolve } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const REPO_ROOT = resolve(import.meta.dir, "../..");
 const TARGET = ["--target-uri", "http://127.0.0.1:9/mcp"];

@@ -4,7 +4,7 @@
  * table, then run's, proxy's and gateway's own checks), and its arguments are names those
  * commands accept. Help shows them.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, test, setDefaultTimeout } from "bun:test";
 import type { ArgsDef, CommandDef } from "citty";
 import { isClientId } from "../../src/clients/catalog.ts";
 import { argsSourceOf, type Example, examplesOf, helpSubCommandsOf } from "../../src/cli/citty-args.ts";
@@ -19,6 +19,10 @@ import { validateSecretName } from "../../src/secrets/provider.ts";
 import { assertGroupName } from "../../src/state/groups.ts";
 import { isValidWorkloadName } from "../../src/state/workload-name.ts";
 import { REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 type AnyCommand = CommandDef<any>;
 

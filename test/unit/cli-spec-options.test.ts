@@ -2,7 +2,7 @@
  * The option tables (and the help built from them) against the options the interface
  * spec declares: same names, short forms, kinds, repeatability and defaults.
  */
-import { beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { resolve } from "node:path";
 import * as v from "valibot";
 import type { OptionSpec, OptionTable } from "../../src/config/option-spec.ts";
@@ -15,6 +15,10 @@ import {
   runSpecOptions,
   type SpecOption,
 } from "../fixtures/spec-options.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const REPO_ROOT = resolve(import.meta.dir, "../..");
 

@@ -3,10 +3,14 @@
  * source the build facts read "development"; scripts/compile.ts computes them for a build
  * (test/e2e/binary.test.ts checks them in the executable).
  */
-import { expect, test } from "bun:test";
+import { expect, test, setDefaultTimeout } from "bun:test";
 import pkg from "../../package.json" with { type: "json" };
 import { buildDate, buildInfo } from "../../scripts/compile.ts";
 import { REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 function mcpmgr(...args: string[]) {
   const result = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {

@@ -3,10 +3,14 @@
  * file orders them) add entries to the same Cursor configuration at the same time: every
  * entry of both lands, and the file stays valid JSON.
  */
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const WRITER = resolve(import.meta.dir, "../fixtures/clients-writer/write-entries.ts");
 const home = mkdtempSync(join(tmpdir(), "mcpmgr-clients-concurrent-"));

@@ -6,7 +6,7 @@
  * entries are never touched, a file that does not parse is left alone with one warning, the
  * file keeps its permissions, the first version is backed up once, symlinks stay symlinks.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, test, setDefaultTimeout } from "bun:test";
 import {
   chmodSync,
   chownSync,
@@ -27,6 +27,10 @@ import { ClientRegistrationStore } from "../../src/state/client-registrations.ts
 import { GroupStore } from "../../src/state/groups.ts";
 import { type ClientHome, fixtureFile, makeClientHome } from "../support/client-home.ts";
 import { rejection } from "../support/errors.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const fetch41001: WorkloadEndpoint = {
   name: "fetch",

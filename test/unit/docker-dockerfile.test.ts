@@ -1,5 +1,5 @@
 /** Generated Dockerfiles for npx/uvx/go packages, the content-derived build tag, and the checked build inputs. */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,10 @@ import {
 } from "../../src/runtime/docker/image-build.ts";
 import type { PackageManager } from "../../src/runtime/source.ts";
 import { rejection } from "../support/errors.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const attempt = async (fn: () => unknown) => fn();
 

@@ -3,7 +3,7 @@
  * reports what it received, a TCP echo server, and proxies with different allow rules. Names
  * such as api.example.test resolve to 127.0.0.1 through the injected lookup.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -14,6 +14,10 @@ import {
   isDestinationAllowed,
   startEgressProxy,
 } from "../../src/runtime/docker/egress-proxy.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const SECRET = "c2VjcmV0LXByb3h5LXBhc3N3b3Jk";
 let upstream: ReturnType<typeof Bun.serve>;

@@ -2,13 +2,17 @@
  * The transparent forwarder, called as a web-standard handler (no proxy socket),
  * against a real upstream HTTP server on loopback that reports what it received.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { transparentForwarder } from "../../src/proxy/forward.ts";
 import { detachedContext } from "../../src/proxy/handler.ts";
 import { LiveStreams } from "../../src/proxy/live-streams.ts";
 import { serve } from "../../src/proxy/serve.ts";
 import { freePort } from "../support/processes.ts";
 import { eventually, rawServer } from "../support/raw-http.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 interface Seen {
   method: string;

@@ -5,7 +5,7 @@
  * makes, per OS and CPU), and the manifest through scoop's schema constraints and scoop's
  * way of reading a hash out of SHA256SUMS.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,10 @@ import { parseChecksums } from "../../scripts/lib/checksums.ts";
 import { releaseTargets } from "../../scripts/lib/release-targets.ts";
 import { validateScoopManifest } from "../../scripts/lib/scoop-manifest-schema.ts";
 import { REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const VERSION = "1.4.2";
 const BASE = `https://github.com/acme/mcpmgr/releases/download/v${VERSION}`;

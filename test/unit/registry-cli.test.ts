@@ -2,11 +2,15 @@
  * `mcpmgr registry list|info` as users meet it, in a subprocess through runMain
  *
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { embeddedEntries } from "../../src/registry/loader.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const REPO_ROOT = resolve(import.meta.dir, "../..");
 const ENTRY = join(REPO_ROOT, "src/main.ts");

@@ -2,9 +2,13 @@
  * The root command lists its subcommands from summaries (so `mcpmgr --help` loads none of
  * them): each summary must say what the command's own meta says, and help must show them all.
  */
-import { expect, test } from "bun:test";
+import { expect, test, setDefaultTimeout } from "bun:test";
 import { subcommands } from "../../src/cli/root.ts";
 import { REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 test.each(Object.keys(subcommands))("the summary of '%s' matches the command's own meta", async (name) => {
   const summary = subcommands[name]!;

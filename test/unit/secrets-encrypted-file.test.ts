@@ -3,7 +3,7 @@
  * write, wrong password vs. damage told apart, GCM authentication), file hygiene
  * (0600, atomic, locked) and where the password comes from. Errors are checked by code.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +20,10 @@ import {
 } from "../../src/secrets/password.ts";
 import { Secret } from "../../src/secrets/redact.ts";
 import { caught, rejection as expectCode } from "../support/errors.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 /** Small scrypt parameters keep the suite fast; one test below uses the real defaults. */
 const FAST: KdfParams = { N: 1024, r: 8, p: 1 };

@@ -1,7 +1,11 @@
 /** redact() and the Secret wrapper: a value never leaks through the usual ways of printing an object. */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, test, setDefaultTimeout } from "bun:test";
 import { format, inspect } from "node:util";
 import { MIN_REDACT_LENGTH, REDACTED, redact, redactor, Secret } from "../../src/secrets/redact.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const VALUE = "sk-live-0123456789abcdef";
 

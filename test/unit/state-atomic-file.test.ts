@@ -2,13 +2,17 @@
  * Atomic writes and validated reads. The "no partial file" test runs the writer in a real
  * child process so reads and writes truly overlap.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { readJsonFile, writeFileAtomic, writeJsonFile } from "../../src/state/atomic-file.ts";
 import { rejection } from "../support/errors.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const ATOMIC_FILE = resolve(import.meta.dir, "../../src/state/atomic-file.ts");
 const posixOnly = process.platform === "win32" ? test.skip : test;

@@ -2,12 +2,16 @@
  * The inter-process lock: real contention between two child processes, stale locks of dead,
  * old or unreadable holders, and refusals that carry STATE_LOCKED.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { McpmgrError } from "../../src/errors.ts";
 import { acquireLock, isProcessAlive, withLock } from "../../src/state/lock.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const LOCK = resolve(import.meta.dir, "../../src/state/lock.ts");
 let home: string;

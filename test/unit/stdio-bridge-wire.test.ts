@@ -3,11 +3,15 @@
  * integers, the newline framing of server output (linear, limited, ids of dropped lines),
  * the 2026-07-28 edge checks, and the sealed request state of input rounds.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, test, setDefaultTimeout } from "bun:test";
 import { nestsDeeperThan, parseJsonText } from "../../src/proxy/stdio-bridge/json-text.ts";
 import { checkModernRequest, statusOfModernError } from "../../src/proxy/stdio-bridge/modern.ts";
 import { paramsDigest, RequestStateSeal } from "../../src/proxy/stdio-bridge/request-state.ts";
 import { lineChannel } from "../../src/proxy/stdio-bridge/server-channel.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 describe("json-text", () => {
   test("nesting is bounded before parsing; brackets inside strings do not count", () => {

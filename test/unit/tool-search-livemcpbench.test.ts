@@ -5,13 +5,17 @@
  * requirement, not a timing). The figures themselves are the bench's job (bench/tool-search.ts). Fails,
  * not skips, when the data is missing: set MCPMGR_LIVEMCPBENCH_DIR.
  */
-import { expect, test } from "bun:test";
+import { expect, test, setDefaultTimeout } from "bun:test";
 import { renderFindAnswer } from "../../src/gateway/tool-search/find-answer.ts";
 import { searchModeInstructions } from "../../src/gateway/tool-search/instructions.ts";
 import { searchModeTools } from "../../src/gateway/tool-search/search-tools.ts";
 import { ToolSearchIndex } from "../../src/gateway/tool-search/tool-index.ts";
 import { PlainBm25 } from "../../bench/lib/plain-bm25.ts";
 import { loadLiveMcpBench, scoreRecall } from "../support/livemcpbench.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 test("LiveMCPBench: 527 distinct gateway tools, and better recall than plain BM25", () => {
   const data = loadLiveMcpBench();

@@ -3,7 +3,7 @@
  * and raw ones that misbehave on purpose (split packets, early closes, huge heads, endless
  * streams, closing reused connections).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +11,10 @@ import type { UpstreamInit } from "../../src/proxy/authenticated-fetch.ts";
 import { createUpstreamClient, type UpstreamClientOptions } from "../../src/proxy/upstream/client.ts";
 import { UpstreamError } from "../../src/proxy/upstream/errors.ts";
 import { eventually, type RawConnection, rawServer } from "../support/raw-http.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const post = (body: UpstreamInit["body"], extra: Partial<UpstreamInit> = {}): UpstreamInit => ({
   method: "POST",

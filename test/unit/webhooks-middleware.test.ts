@@ -4,12 +4,16 @@
  * patch the params (and nothing else), bodies are signed, and failure_policy decides what
  * a failing webhook means.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { createHmac } from "node:crypto";
 import type { WebhookSpec } from "../../src/config/webhook-config.ts";
 import { webhooks } from "../../src/middleware/webhooks.ts";
 import { compose, detachedContext } from "../../src/proxy/handler.ts";
 import { messagesOf, rpc, toyServer } from "../support/mcp-handler.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
 
 const ctx = detachedContext("192.0.2.9");
 const seen: { path: string; body: Record<string, any>; headers: Headers }[] = [];
