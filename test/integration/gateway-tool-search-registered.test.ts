@@ -101,8 +101,8 @@ test("a background search-mode gateway registered in Cursor: the client finds an
   expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["find_tool", "call_tool"]);
   const instructions = client.getInstructions() ?? "";
   expect(instructions).toContain("find_tool");
-  expect(instructions).toContain("notes (A personal notebook");
-  expect(instructions).toContain("weather (Weather forecasts");
+  expect(instructions).toContain(`notes "A personal notebook`);
+  expect(instructions).toContain(`weather "Weather forecasts`);
 
   // find_tool by a paraphrase, then call_tool reaches the right workload with the arguments.
   expect((await find(client, "remove one of my notes for good", 1))[0]).toBe("notes_delete_note");
