@@ -20,7 +20,7 @@ import { followMembership, type Member } from "./membership.ts";
 import { prefixed } from "./names.ts";
 import { clientsFollowingDirectly } from "../state/client-registrations.ts";
 import { gatewayKey, guardGroup, pruneGuards } from "../state/gateway-guard.ts";
-import type { NameAliases } from "../middleware/authz.ts";
+import type { NameAliases } from "../middleware/cedar-decider.ts";
 
 export interface GatewayContext {
   readonly store: WorkloadStore;
