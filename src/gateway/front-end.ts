@@ -6,7 +6,8 @@
  *  - 2026-07-28 clients (stateless requests with the `_meta` envelope, `server/discover`,
  *    `subscriptions/listen`) are served by the SDK's `createMcpHandler`, one gateway server
  *    per request over a pool per caller (there is no session to tie anything to, but whatever a
- *    workload keeps per upstream session must never pass from one principal to another).
+ *    workload keeps per upstream session must never pass from one principal to another); their
+ *    tools/call is checked first for `Mcp-Param-*` headers that disagree with it (param-headers.ts).
  * A request with a session id is routed by a map lookup, without reading its body; a
  * session answers only the caller that opened it (another caller's request is 404, as for
  * a session that does not exist), and at most `maxSessions` are open at once.
@@ -21,8 +22,10 @@ import type { Handler } from "../proxy/handler.ts";
 import { pathOf } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "../proxy/jsonrpc.ts";
 import { callerOf } from "../middleware/caller.ts";
+import { forwardWith, plainValue, type RpcBody, readRpcBody } from "../middleware/rpc-body.ts";
 import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
+import { paramHeaderRefusal } from "./param-headers.ts";
 import { anyResult } from "./sdk.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
@@ -143,6 +146,17 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
   );
   sweep.unref();
 
+  /** A 400 (-32020) for a tools/call whose Mcp-Param headers disagree with the tool the client listed. */
+  const paramHeadersRefused = (req: Request, body: RpcBody): Response | undefined => {
+    const message = body.messages.length === 1 && !Array.isArray(body.value) ? body.messages[0] : undefined;
+    if (message?.method !== "tools/call") return undefined;
+    const tools = options.search ? options.search.tools() : options.catalog.view.tools;
+    const refusal = paramHeaderRefusal(req.headers, message.params, tools);
+    if (refusal === undefined) return undefined;
+    const id = typeof message.id === "string" || typeof message.id === "number" ? message.id : null;
+    return jsonRpcError(refusal.status, refusal.code, refusal.message, { id });
+  };
+
   const handler: Handler = async (req, ctx) => {
     if (pathOf(req.url) !== GATEWAY_PATH)
       return jsonRpcError(404, JsonRpcCode.invalidRequest, `not found; the MCP endpoint is ${GATEWAY_PATH}`);
@@ -161,11 +175,23 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
         headers: { allow: "POST" },
       });
     }
-    if (!(await isLegacyRequest(req))) return modern.fetch(req);
+    // A 2026-07-28 tools/call (it must say so in Mcp-Method, or the SDK refuses it) is read here, for its
+    // Mcp-Param headers; the one reading (the policies' when they ran) is handed on, never parsed again.
+    const call = req.headers.get("mcp-method")?.trim() === "tools/call" ? await readRpcBody(req) : undefined;
+    const request = call ? forwardWith(req, call) : req;
+    const parsedBody = call ? plainValue(call) : undefined;
+    if (!(await isLegacyRequest(request, parsedBody))) {
+      const refusal = call && paramHeadersRefused(request, call);
+      if (refusal) return refusal;
+      return modern.fetch(request, parsedBody === undefined ? undefined : { parsedBody });
+    }
     if (sessions.size >= maxSessions) return sessionLimitReached();
-    const session = openSession(req);
+    const session = openSession(request);
     await session.server.connect(session.transport);
-    const response = await session.transport.handleRequest(req);
+    const response = await session.transport.handleRequest(
+      request,
+      parsedBody === undefined ? undefined : { parsedBody },
+    );
     // Anything but a successful initialize leaves no session behind.
     if (session.transport.sessionId === undefined || !sessions.has(session.transport.sessionId)) {
       await Promise.allSettled([session.pool.close(), session.server.close()]);

@@ -2,11 +2,14 @@
  * Which of a group's workloads are running right now, followed over time. The workload store
  * is a folder of small JSON files replaced by atomic renames, so reading it is cheap: the
  * gateway re-reads it on a short interval, and sooner when `fs.watch` reports a change in the
- * workloads folder (a workload created or removed). A status that says "running" whose
- * supervisor process is gone does not count, and neither does a background gateway.
+ * workloads folder (a workload created or removed). A status that says "running" counts only
+ * while its pid is still that workload's supervisor (state/supervisor-identity.ts: a pid that
+ * died and came round to another process, or another user's, does not), and a background
+ * gateway never counts.
  */
 import { type FSWatcher, watch } from "node:fs";
 import { join } from "node:path";
+import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { isGatewayRecord, reconcileStatus, type WorkloadRecord, type WorkloadStore } from "../state/workloads.ts";
 
 export interface Member {
@@ -40,22 +43,14 @@ export function workloadEndpoint(record: WorkloadRecord): string {
   return `http://${host}:${record.proxyPort}${record.proxyPath}`;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 export async function runningMembers(store: WorkloadStore, group: string): Promise<Member[]> {
   const members: Member[] = [];
   for (const record of await store.list()) {
     // A background gateway is a workload record too, but never a member: no gateway aggregates itself or another.
     if (record.group !== group || isGatewayRecord(record)) continue;
     const status = await store.readStatus(record.name).catch(() => undefined);
-    if (status === undefined || reconcileStatus(status, isAlive).state !== "running") continue;
+    if (status === undefined || reconcileStatus(status, (pid) => isSupervisorOf(pid, record.name)).state !== "running")
+      continue;
     members.push({ name: record.name, url: workloadEndpoint(record) });
   }
   return members;

@@ -6,7 +6,7 @@
  *    description clients see (the static tool filter: `--tools` hides, `--tools-override` renames and
  *    redescribes), so a name find_tool returns is a name a direct call accepts;
  *  - find_tool shows a caller only what it may call: Cedar decides per tool for that caller, as it
- *    filters `tools/list` (middleware/authz.ts `toolVisibility`), before the limit is taken;
+ *    filters `tools/list` (middleware/cedar-decider.ts `toolVisibility`), before the limit is taken;
  *  - a call_tool has already become the direct call of its tool before the policies (call-tool-rewrite.ts),
  *    so the policies and audit decide and record the real tool; what reaches the gateway is answered
  *    here: the arguments of such a call checked against the tool's inputSchema (only now, after the
@@ -17,7 +17,7 @@ import { requestState } from "../auth/request-state.ts";
 import type { AuthzConfig } from "../config/authz-config.ts";
 import type { ToolSearchSpec } from "../config/tool-search-spec.ts";
 import type { ToolsPolicy } from "../config/tools-policy.ts";
-import type { AuthzEndpoint } from "../middleware/authz.ts";
+import type { AliasesOf } from "../middleware/cedar-decider.ts";
 import { filterList, realNameOf } from "../middleware/tool-filter.ts";
 import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import type { MergedView } from "./catalog.ts";
@@ -79,13 +79,13 @@ export class GatewaySearch {
       readonly authz?: AuthzConfig | undefined;
       readonly apiKey?: string | undefined;
       /** Other names of a tool Cedar decides on as well (`--name-prefix when-needed`). */
-      readonly aliases?: AuthzEndpoint["aliases"];
+      readonly aliases?: AliasesOf | undefined;
       readonly log: (level: "info" | "warn", text: string) => void;
     },
   ): Promise<GatewaySearch> {
     const [embeddings, authz] = await Promise.all([
       spec.embeddings ? import("./tool-search/embeddings.ts") : undefined,
-      policies.authz ? import("../middleware/authz.ts") : undefined,
+      policies.authz ? import("../middleware/cedar-decider.ts") : undefined,
     ]);
     // One warning per minute at most while the endpoint fails, not one per find_tool.
     let failing = false;

@@ -18,8 +18,9 @@ import { GroupCatalog } from "./catalog.ts";
 import { GATEWAY_PATH, gatewayFrontEnd } from "./front-end.ts";
 import { followMembership, type Member } from "./membership.ts";
 import { prefixed } from "./names.ts";
+import { clientsFollowingDirectly } from "../state/client-registrations.ts";
 import { gatewayKey, guardGroup, pruneGuards } from "../state/gateway-guard.ts";
-import type { NameAliases } from "../middleware/authz.ts";
+import type { NameAliases } from "../middleware/cedar-decider.ts";
 
 export interface GatewayContext {
   readonly store: WorkloadStore;
@@ -59,6 +60,27 @@ function aliasesOf(catalog: GroupCatalog, kind: "tool" | "prompt", name: string)
   const stable = prefixed(owned.workload, owned.name);
   // A permit names the tool itself (either spelling); a forbid also catches its bare name, whoever else offers it.
   return { permit: [name, stable], forbid: [name, stable, owned.name] };
+}
+
+/**
+ * AI clients registered with the group's workloads directly are refused by them while a gateway with
+ * policies runs: one warning names them and the command that moves each to the gateway. A registrations
+ * file that cannot be read only loses the warning (the `client` commands report what is wrong with it).
+ */
+async function warnDirectClients(
+  paths: WorkloadStore["paths"],
+  group: string,
+  log: (level: "warn", text: string) => void,
+): Promise<void> {
+  const clients = await clientsFollowingDirectly(paths, group).catch(() => []);
+  if (clients.length === 0) return;
+  const commands = clients.map((client) => `'mcpmgr client register ${client} --group ${group} --gateway'`);
+  log(
+    "warn",
+    `${clients.length === 1 ? "an AI client" : "AI clients"} registered with its workloads directly (${clients.join(", ")}) ` +
+      `${clients.length === 1 ? "is" : "are"} refused by them while it runs; ` +
+      `switch ${clients.length === 1 ? "it" : "each"} to the gateway: ${commands.join(", ")}`,
+  );
 }
 
 export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Promise<RunningGateway> {
@@ -112,7 +134,10 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
   const hasPolicies = Boolean(spec.incomingAuth || spec.tools || spec.authz || spec.audit);
   await pruneGuards(paths, spec.group);
   const releaseGuard = hasPolicies ? await guardGroup(paths, spec.group) : undefined;
-  if (releaseGuard) log("info", "its workloads answer only this gateway (and their own authentication) while it runs");
+  if (releaseGuard) {
+    log("info", "its workloads answer only this gateway (and their own authentication) while it runs");
+    await warnDirectClients(paths, spec.group, log);
+  }
   const membership = await followMembership({
     store: ctx.store,
     group: spec.group,

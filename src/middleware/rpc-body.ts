@@ -59,6 +59,14 @@ export function rpcBodyOf(text: string, value?: unknown, bytes?: Uint8Array): Rp
 }
 
 /**
+ * The parsed body as any other JSON reader would have parsed it, for a library that takes a parsed
+ * body instead of reading it again; undefined when it is not JSON or holds integers kept as raw JSON.
+ */
+export function plainValue(body: RpcBody): unknown {
+  return longDigits.test(body.text) ? undefined : body.value;
+}
+
+/**
  * The body of a POST, whatever its Content-Type claims: the bridge parses any body, so a
  * policy that only looked at "application/json" could be walked around (undefined for
  * other methods, which keep their body stream).

@@ -5,8 +5,9 @@
  * learns them from the `tools/list` results it relays, mirrors them on `tools/call`, and — as
  * the revision requires of an HTTP client — leaves out of the list any tool whose declarations
  * break the rules (a warning says which and why), so the stdio client never calls a tool the
- * remote could not check; as the HTTP server of a stdio server, the bridge checks the headers
- * of each call against them (stdio-bridge/param-headers.ts).
+ * remote could not check; as an HTTP server, the headers of each call are checked against
+ * them (checkParamHeaders) by the bridge in front of a stdio server (stdio-bridge/param-headers.ts)
+ * and by the group gateway's front end (gateway/param-headers.ts).
  */
 
 export interface HeaderDeclaration {
@@ -149,4 +150,73 @@ export class ToolHeaderRegistry {
   declarationsOf(tool: unknown): readonly HeaderDeclaration[] {
     return typeof tool === "string" ? (this.#declarations.get(tool) ?? []) : [];
   }
+}
+
+/** -32020 HeaderMismatch (MCP 2026-07-28): what a server answers, with HTTP 400, to headers that disagree with the body. */
+export const HEADER_MISMATCH = -32020;
+
+/** Why a call's `Mcp-Param-*` headers are refused: an HTTP status with a JSON-RPC error. */
+export interface ParamHeaderRefusal {
+  readonly status: number;
+  readonly code: number;
+  readonly message: string;
+}
+
+const SENTINEL_PREFIX = "=?base64?";
+const SENTINEL_SUFFIX = "?=";
+/** Base64 as the revision's encoding produces it: the standard alphabet, padded. */
+const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** What a header value may carry as it is: visible ASCII, space and tab (RFC 9110 field values). */
+const PLAIN_VALUE = /^[\x20-\x7e\t]*$/;
+/** An integer as text, `42.0` included: the revision compares integers by value. */
+const DECIMAL_INTEGER = /^-?\d+(?:\.0+)?$/;
+
+/** A header's value as the client meant it; undefined when it is malformed. */
+function decodeParamValue(value: string): string | undefined {
+  if (value.length >= SENTINEL_PREFIX.length + SENTINEL_SUFFIX.length) {
+    if (value.startsWith(SENTINEL_PREFIX) && value.endsWith(SENTINEL_SUFFIX)) {
+      const encoded = value.slice(SENTINEL_PREFIX.length, -SENTINEL_SUFFIX.length);
+      if (!CANONICAL_BASE64.test(encoded)) return undefined;
+      try {
+        return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(encoded, "base64"));
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return PLAIN_VALUE.test(value) ? value : undefined;
+}
+
+/**
+ * The revision's table: an argument with a value needs its header, equal after decoding; a
+ * null or absent argument needs none (a header sent anyway is ignored, as is any header no
+ * declaration names).
+ */
+export function checkParamHeaders(
+  headers: Headers,
+  args: unknown,
+  declarations: readonly HeaderDeclaration[],
+): ParamHeaderRefusal | undefined {
+  for (const declaration of declarations) {
+    const name = `Mcp-Param-${declaration.header}`;
+    const where = `arguments.${declaration.path.join(".")}`;
+    const value = argumentAt(args, declaration.path);
+    if (value === undefined || value === null) continue;
+    const text = argumentText(value);
+    if (text === undefined) continue; // not a primitive: the server's own schema check refuses it
+    const raw = headers.get(name);
+    if (raw === null) return mismatch(`the ${name} header is required: the body carries ${where}`);
+    const decoded = decodeParamValue(raw);
+    if (decoded === undefined) return mismatch(`the ${name} header is not valid (plain visible ASCII or =?base64?…?=)`);
+    const equal =
+      declaration.type === "integer" && typeof value === "number" && DECIMAL_INTEGER.test(decoded)
+        ? Number(decoded) === value
+        : decoded === text;
+    if (!equal) return mismatch(`the ${name} header does not match the body's ${where}`);
+  }
+  return undefined;
+}
+
+function mismatch(why: string): ParamHeaderRefusal {
+  return { status: 400, code: HEADER_MISMATCH, message: `Header mismatch: ${why}` };
 }

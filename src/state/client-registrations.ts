@@ -114,6 +114,18 @@ export function viaGateway(registrations: Registrations, client: string, group: 
   return registrations.clients[client]?.viaGateway?.includes(group) ?? false;
 }
 
+/**
+ * The clients that follow `group` per workload (registered without `--gateway`), by name; none when
+ * no client was ever registered (the file is then not read at all).
+ */
+export async function clientsFollowingDirectly(paths: McpmgrPaths, group: string): Promise<string[]> {
+  if (!hasClientRegistrations(paths)) return [];
+  const registrations = await new ClientRegistrationStore(paths).read();
+  return Object.keys(registrations.clients)
+    .filter((client) => groupsOf(registrations, client).includes(group) && !viaGateway(registrations, client, group))
+    .sort();
+}
+
 /** The owned entries of a client in one file, created on demand. */
 export function ownedIn(registrations: Registrations, client: string, file: string): Record<string, OwnedEntry> {
   registrations.owned[client] ??= {};

@@ -11,7 +11,8 @@ import { McpmgrError } from "../errors.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
 import { workloadUrl } from "../state/workload-url.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
-import { currentStatus, isSupervisorOf } from "./supervisor-control.ts";
+import { isSupervisorOf } from "../state/supervisor-identity.ts";
+import { currentStatus } from "./supervisor-control.ts";
 
 export interface LiveWorkload {
   readonly url: URL;

@@ -2,12 +2,12 @@
  * Starting and stopping a workload's supervisor: the detached copy of mcpmgr that
  * serves the proxy and restarts the server when it crashes.
  */
-import { closeSync, openSync, readFileSync, statSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { clientUrl } from "../state/workload-url.ts";
 import { installId } from "../state/paths.ts";
 import { ensureDir } from "../state/atomic-file.ts";
-import { isProcessAlive } from "../state/lock.ts";
+import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { version } from "../version.ts";
@@ -44,25 +44,6 @@ export function supervisorReadyTimeoutMs(runOptions: readonly string[]): number 
 export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
   const status = await store.readStatus(name);
   return status === undefined ? undefined : reconcileStatus(status, (pid) => isSupervisorOf(pid, name));
-}
-
-/**
- * Whether `pid` is this workload's supervisor, not merely a live process: after a reboot
- * the pid may belong to anything, and stop must never signal a stranger. The process must
- * also be this user's: another local user can start a process whose command line reads
- * `__supervise NAME` and wait for a dead supervisor's pid to come round, to pass for it.
- */
-export function isSupervisorOf(pid: number, name: string): boolean {
-  if (!isProcessAlive(pid)) return false;
-  if (process.platform !== "linux") return true;
-  try {
-    if (statSync(`/proc/${pid}`).uid !== process.getuid?.()) return false;
-    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-    const at = argv.indexOf("__supervise");
-    return at !== -1 && argv[at + 1] === name;
-  } catch {
-    return false;
-  }
 }
 
 export interface StartSupervisorOptions {

@@ -9,7 +9,9 @@
  * The gateway's front end also speaks 2026-07-28 (stateless requests), which the fixture
  * (a 2025-era server) does not: the newest suite (`conformance-next`, `--requirements
  * 2026-07-28`) cannot be compared with the fixture direct, so the second test asks that
- * every 2026 scenario exercising what the fixture offers passes through the gateway. The
+ * every 2026 scenario exercising what the fixture offers passes through the gateway (the
+ * fixture's test_mirrored_arguments declares x-mcp-header arguments: the gateway itself checks
+ * their Mcp-Param headers, which the 2025-era fixture never sees). The
  * scenarios left out call diagnostic tools only a 2026 server has (`test_input_required_*`,
  * `test_missing_capability`, ...) or test the tasks extension.
  */
@@ -76,6 +78,8 @@ const MODERN_SCENARIOS = [
   "caching",
   "dns-rebinding-protection",
   "http-header-validation",
+  // Mcp-Param-* headers against test_mirrored_arguments' x-mcp-header declarations, checked by the gateway.
+  "http-custom-header-server-validation",
 ];
 
 test(

@@ -1,11 +1,10 @@
 /**
- * The bridge's check of `Mcp-Param-*` headers against a tool's x-mcp-header declarations
+ * The check (the stdio bridge's and the gateway's) of `Mcp-Param-*` headers against a tool's x-mcp-header declarations
  * (MCP 2026-07-28, Streamable HTTP "custom headers from tool parameters"), case by case
  * from the revision's table and value-encoding rules.
  */
 import { describe, expect, test } from "bun:test";
-import { checkParamHeaders } from "../../src/proxy/stdio-bridge/param-headers.ts";
-import { scanToolHeaders } from "../../src/proxy/tool-headers.ts";
+import { checkParamHeaders, scanToolHeaders } from "../../src/proxy/tool-headers.ts";
 
 const scan = scanToolHeaders({
   type: "object",

@@ -1,14 +1,14 @@
 /**
- * Who counts as a workload's supervisor (workload/supervisor-control.ts `isSupervisorOf`): a
+ * Who counts as a workload's supervisor (state/supervisor-identity.ts `isSupervisorOf`): a
  * live process of this user whose command line is `__supervise NAME`. Another local user can
  * start a process with that command line and wait for a dead supervisor's pid to come round;
- * `stop`, `list` and `proxy stdio NAME` must not take it for the supervisor (review L1). Runs
+ * `stop`, `list`, `proxy stdio NAME` and a group's gateway must not take it for the supervisor (review L1). Runs
  * as root, as the suite does, to start a process as another uid.
  */
 import { afterEach, expect, test } from "bun:test";
 import { readFileSync, statSync } from "node:fs";
 import type { Subprocess } from "bun";
-import { isSupervisorOf } from "../../src/workload/supervisor-control.ts";
+import { isSupervisorOf } from "../../src/state/supervisor-identity.ts";
 
 const started: Subprocess[] = [];
 afterEach(() => {

@@ -13,9 +13,9 @@
 import { errorMessage } from "../../errors.ts";
 import { JsonRpcCode } from "../jsonrpc.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
-import { argumentAt, argumentText, type HeaderDeclaration, scanToolHeaders } from "../tool-headers.ts";
+import { checkParamHeaders, type HeaderDeclaration, scanToolHeaders } from "../tool-headers.ts";
 import type { ServerInit } from "./handshake.ts";
-import { type EdgeRefusal, metaKey, ModernCode, modernProtocolVersion } from "./modern.ts";
+import { type EdgeRefusal, metaKey, modernProtocolVersion } from "./modern.ts";
 
 export interface ParamHeaderHost {
   /** Sends a request of the bridge's own to the server; resolves with its answer. */
@@ -150,63 +150,4 @@ export class ParamHeaderChecks {
       }),
     ]).finally(() => clearTimeout(timer));
   }
-}
-
-const SENTINEL_PREFIX = "=?base64?";
-const SENTINEL_SUFFIX = "?=";
-/** Base64 as the revision's encoding produces it: the standard alphabet, padded. */
-const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-/** What a header value may carry as it is: visible ASCII, space and tab (RFC 9110 field values). */
-const PLAIN_VALUE = /^[\x20-\x7e\t]*$/;
-/** An integer as text, `42.0` included: the revision compares integers by value. */
-const DECIMAL_INTEGER = /^-?\d+(?:\.0+)?$/;
-
-/** A header's value as the client meant it; undefined when it is malformed. */
-function decodeParamValue(value: string): string | undefined {
-  if (value.length >= SENTINEL_PREFIX.length + SENTINEL_SUFFIX.length) {
-    if (value.startsWith(SENTINEL_PREFIX) && value.endsWith(SENTINEL_SUFFIX)) {
-      const encoded = value.slice(SENTINEL_PREFIX.length, -SENTINEL_SUFFIX.length);
-      if (!CANONICAL_BASE64.test(encoded)) return undefined;
-      try {
-        return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(encoded, "base64"));
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return PLAIN_VALUE.test(value) ? value : undefined;
-}
-
-/**
- * The revision's table: an argument with a value needs its header, equal after decoding; a
- * null or absent argument needs none (a header sent anyway is ignored, as is any header no
- * declaration names).
- */
-export function checkParamHeaders(
-  headers: Headers,
-  args: unknown,
-  declarations: readonly HeaderDeclaration[],
-): EdgeRefusal | undefined {
-  for (const declaration of declarations) {
-    const name = `Mcp-Param-${declaration.header}`;
-    const where = `arguments.${declaration.path.join(".")}`;
-    const value = argumentAt(args, declaration.path);
-    if (value === undefined || value === null) continue;
-    const text = argumentText(value);
-    if (text === undefined) continue; // not a primitive: the server's own schema check refuses it
-    const raw = headers.get(name);
-    if (raw === null) return mismatch(`the ${name} header is required: the body carries ${where}`);
-    const decoded = decodeParamValue(raw);
-    if (decoded === undefined) return mismatch(`the ${name} header is not valid (plain visible ASCII or =?base64?…?=)`);
-    const equal =
-      declaration.type === "integer" && typeof value === "number" && DECIMAL_INTEGER.test(decoded)
-        ? Number(decoded) === value
-        : decoded === text;
-    if (!equal) return mismatch(`the ${name} header does not match the body's ${where}`);
-  }
-  return undefined;
-}
-
-function mismatch(why: string): EdgeRefusal {
-  return { status: 400, code: ModernCode.headerMismatch, message: `Header mismatch: ${why}` };
 }

@@ -1,0 +1,116 @@
+/**
+ * A gateway with policies makes its members refuse everyone but itself, so AI clients registered
+ * with the members directly (`client register CLIENT --group G` without `--gateway`) stop working
+ * while it runs. At start it says so once, naming those clients and, for each, the command that
+ * moves it to the gateway. Real `mcpmgr` processes with a temporary HOME (the clients' files)
+ * and MCPMGR_HOME: the registrations are made by `client register`, and the command the warning
+ * gives is run as written.
+ */
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PROBE_FIXTURE } from "../support/gateway-group.ts";
+import { CLI_ENTRY, REPO_ROOT, type Running, spawnUntil } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
+// reaches only the first file of a run).
+setDefaultTimeout(60_000);
+
+let home: string;
+let packageDir: string;
+const gateways: Running[] = [];
+
+function env(): Record<string, string> {
+  const clean: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value === undefined || key.startsWith("MCPMGR_") || key.startsWith("XDG_") || key === "FORCE_COLOR") continue;
+    if (["CODEX_HOME", "CLAUDE_CONFIG_DIR", "CONTINUE_GLOBAL_DIR"].includes(key)) continue;
+    clean[key] = value;
+  }
+  return { ...clean, HOME: home, MCPMGR_HOME: join(home, ".mcpmgr"), MCPMGR_RUNTIME: "process", NO_COLOR: "1" };
+}
+
+function mcpmgr(...args: string[]) {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env: env(),
+    stdin: "ignore",
+    timeout: 120_000,
+  });
+  const out = { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  if (out.code !== 0) throw new Error(`mcpmgr ${args.join(" ")} exited ${out.code}:\n${out.stderr}`);
+  return out;
+}
+
+/** A foreground `mcpmgr gateway`, once it serves; what it logged before that is in its output. */
+async function gateway(...args: string[]): Promise<Running> {
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "gateway", ...args], /^(http:\/\/\S+)$/m, {
+    env: env(),
+    timeoutMs: 30_000,
+  });
+  gateways.push(running);
+  return running;
+}
+
+const warningIn = (output: string) =>
+  output.split("\n").filter((line) => line.includes("registered with its workloads"));
+
+beforeAll(async () => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-direct-clients-"));
+  packageDir = mkdtempSync(join(tmpdir(), "mcpmgr-direct-clients-pkg-"));
+  await Bun.write(join(packageDir, "server.sh"), `#!/bin/sh\nexec ${process.execPath} ${PROBE_FIXTURE} "$@"\n`);
+  await Bun.write(
+    join(packageDir, "package.json"),
+    JSON.stringify({ name: "probe-fixture", version: "1.0.0", bin: { "probe-fixture": "server.sh" } }),
+  );
+  mcpmgr("group", "create", "team");
+  mcpmgr("group", "create", "other");
+  mcpmgr("run", `npx://${packageDir}`, "--name", "probe", "--group", "team", "--permission-profile", "none");
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.allSettled(gateways.map((g) => g.stop()));
+  try {
+    for (const row of JSON.parse(mcpmgr("list", "--format", "json").stdout) as { name: string }[])
+      mcpmgr("rm", row.name);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+    rmSync(packageDir, { recursive: true, force: true });
+  }
+});
+
+test("a gateway with policies names the clients registered with its members directly, and how to switch them", async () => {
+  // Cursor and Zed follow team per workload; Claude Code follows it through its background gateway; Goose another group.
+  mcpmgr("gateway", "team", "--detach");
+  mcpmgr("client", "register", "cursor", "--group", "team");
+  mcpmgr("client", "register", "zed", "--group", "team");
+  mcpmgr("client", "register", "claude-code", "--group", "team", "--gateway");
+  mcpmgr("client", "register", "goose", "--group", "other");
+
+  // Without policies the members stay open to those clients: nothing to say.
+  const open = await gateway("team");
+  expect(warningIn(open.output())).toEqual([]);
+  await open.stop();
+
+  const guarding = await gateway("team", "--tools", "probe_stats");
+  const [warning, ...more] = warningIn(guarding.output());
+  expect(more).toEqual([]);
+  expect(warning).toContain("AI clients registered with its workloads directly (cursor, zed) are refused by them");
+  expect(warning).toContain("'mcpmgr client register cursor --group team --gateway'");
+  expect(warning).toContain("'mcpmgr client register zed --group team --gateway'");
+  expect(warning).not.toContain("claude-code");
+  expect(warning).not.toContain("goose");
+  await guarding.stop();
+
+  // The command, run as the warning gives it, moves Zed to the gateway: the next start names Cursor alone.
+  const command = /'mcpmgr (client register zed [^']+)'/.exec(warning ?? "")?.[1] ?? "";
+  mcpmgr(...command.split(" "));
+  const again = await gateway("team", "--tools", "probe_stats");
+  expect(warningIn(again.output())).toEqual([
+    expect.stringContaining(
+      "an AI client registered with its workloads directly (cursor) is refused by them while it runs",
+    ),
+  ]);
+  expect(warningIn(again.output())[0]).not.toContain("zed");
+});

@@ -1,0 +1,70 @@
+/**
+ * Which workloads of a group the gateway counts as members (gateway/membership.ts
+ * `runningMembers`): a status saying "running" counts only while its pid is that workload's
+ * supervisor. A live process that merely holds a dead supervisor's recycled pid (here: another
+ * process of this user, and a lookalike `__supervise` for a different workload) must not make
+ * the gateway route to the workload's port.
+ */
+import { afterEach, beforeEach, expect, test } from "bun:test";
+import type { Subprocess } from "bun";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runningMembers } from "../../src/gateway/membership.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { WorkloadStore } from "../../src/state/workloads.ts";
+
+let root: string;
+let store: WorkloadStore;
+const started: Subprocess[] = [];
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), "mcpmgr-membership-"));
+  store = new WorkloadStore(resolvePaths({ MCPMGR_HOME: root }));
+});
+afterEach(() => {
+  for (const proc of started.splice(0)) proc.kill("SIGKILL");
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** A live process of this user whose command line is `bun -e … [__supervise NAME]`. */
+async function processRunning(...argv: string[]): Promise<number> {
+  const proc = Bun.spawn([process.execPath, "-e", "setTimeout(() => {}, 60_000)", ...argv], {
+    stdio: ["ignore", "ignore", "ignore"],
+  });
+  started.push(proc);
+  const ready = () => {
+    try {
+      return readFileSync(`/proc/${proc.pid}/cmdline`, "utf8").startsWith(`${process.execPath}\0-e\0`);
+    } catch {
+      return false;
+    }
+  };
+  const deadline = performance.now() + 5_000;
+  while (!ready()) {
+    if (performance.now() > deadline) throw new Error("the process did not start");
+    await Bun.sleep(10);
+  }
+  return proc.pid;
+}
+
+async function runningWorkload(name: string, port: number, pid: number): Promise<void> {
+  await store.create({
+    name,
+    group: "team",
+    source: { kind: "remote", ref: "https://example.com/mcp" },
+    transport: "streamable-http",
+    proxyPort: port,
+    runtime: "remote",
+  });
+  await store.writeStatus(name, { state: "running", pid });
+}
+
+test("a workload counts while its pid is its supervisor, not while the pid is some other live process", async () => {
+  await runningWorkload("real", 41001, await processRunning("__supervise", "real"));
+  await runningWorkload("recycled", 41002, await processRunning());
+  await runningWorkload("someone-elses", 41003, await processRunning("__supervise", "real"));
+  await runningWorkload("this-test", 41004, process.pid);
+  const members = await runningMembers(store, "team");
+  expect(members.map((m) => m.name)).toEqual(["real"]);
+  expect(members[0]?.url).toBe("http://127.0.0.1:41001/mcp");
+});
