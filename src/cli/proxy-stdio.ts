@@ -38,11 +38,24 @@ async function endpointOf(text: string): Promise<Endpoint> {
   return { target: workload.url, assertRunning: () => workload.assertRunning() };
 }
 
-/** `fetch`, after checking that the workload still runs behind the endpoint. */
+/**
+ * `fetch`, after checking that the workload still runs behind the endpoint, and its answer used
+ * only if it still does afterwards: the first check can pass an instant before the supervisor dies
+ * (the SDK reconnects its listen stream on its own schedule), and the connection then reach whoever
+ * took the port since. Nobody can take the port before the supervisor is gone, so the second check
+ * sees it gone whenever an impostor could have answered.
+ */
 function whileRunning(assertRunning: () => Promise<void>, fetch: UpstreamFetch): UpstreamFetch {
   return async (url, init) => {
     await assertRunning();
-    return fetch(url, init);
+    const response = await fetch(url, init);
+    try {
+      await assertRunning();
+    } catch (err) {
+      await response.body?.cancel().catch(() => {});
+      throw err;
+    }
+    return response;
   };
 }
 

@@ -180,7 +180,10 @@ test("a supervisor killed while the relay runs: the next request is refused, not
       failure = err;
     }
     expect(String(failure)).toContain("workload victim is failed");
-    expect(heardByImpostor).toEqual([]);
+    // The SDK reconnects its listen stream (a GET without credentials) on its own schedule: one that
+    // passed the check an instant before the supervisor died may reach the new owner (the window
+    // docs/security.md S4 names), but no MCP request does, and nothing it answers is used (above).
+    expect(heardByImpostor.filter((line) => !line.startsWith("GET /mcp null"))).toEqual([]);
   } finally {
     await client.close();
   }
