@@ -46,11 +46,41 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
       // Loaded here, not imported: --version and --help stay free of it.
       await (await import("./stale-client-entries.ts")).pruneStaleClientEntries(command);
     }
-    await runCommand(root, { rawArgs });
+    const [target, targetArgs] = await pastRouters(root, rawArgs);
+    await runCommand(target, { rawArgs: targetArgs });
     process.exit(0);
   } catch (err) {
     process.exit(reportError(await translateCittyError(err, root, rawArgs)));
   }
+}
+
+/**
+ * The command the leading words name, skipping the commands that only route (the root,
+ * `registry`, `group`, …: no run, setup or cleanup, and only boolean options, so a leading
+ * word is unambiguously a subcommand). citty would parse the whole argv again at each level
+ * it passes through; on `mcpmgr registry list` those parses were a tenth of the start-up. A
+ * word that names no subcommand stops here, and citty reports it as before.
+ */
+async function pastRouters(root: CommandDef, rawArgs: readonly string[]): Promise<[CommandDef, string[]]> {
+  let cmd = root;
+  let args = [...rawArgs];
+  for (;;) {
+    const word = args[0];
+    if (word === undefined || word.startsWith("-") || !onlyRoutes(cmd, await resolve(cmd.args))) break;
+    const next = (await resolve(cmd.subCommands))?.[word];
+    if (next === undefined) break;
+    cmd = await resolve(next);
+    args = args.slice(1);
+  }
+  return [cmd, args];
+}
+
+function onlyRoutes(cmd: CommandDef, args: CommandDef["args"]): boolean {
+  const hooks = cmd as { plugins?: unknown };
+  if (cmd.run !== undefined || cmd.setup !== undefined || cmd.cleanup !== undefined || hooks.plugins !== undefined)
+    return false;
+  if (cmd.subCommands === undefined) return false;
+  return Object.values(args ?? {}).every((arg) => (arg as { type?: string }).type === "boolean");
 }
 
 /**
