@@ -12,7 +12,7 @@ import { log } from "./output.ts";
 
 /**
  * Commands that do it themselves (`list`, `client`, and the supervisor, which writes entries),
- * and those that only print something about mcpmgr itself.
+ * and those that only print something about mcpmgr itself or its catalog (`registry`).
  */
 const doneElsewhere: ReadonlySet<string> = new Set([
   "list",
@@ -20,6 +20,7 @@ const doneElsewhere: ReadonlySet<string> = new Set([
   "__supervise",
   "__complete",
   "completion",
+  "registry",
   "version",
 ]);
 
