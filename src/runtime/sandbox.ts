@@ -35,8 +35,6 @@ export const SANDBOX_UID = 65534;
 export interface SandboxPlan {
   readonly profile: PermissionProfile;
   readonly volumes: readonly Mount[];
-  /** Directories the launcher itself needs writable (package caches). */
-  readonly extraWritable?: readonly string[];
   /** Install directories of the server's toolchain (node, go, uv), shown read-only. */
   readonly runtimeDirs?: readonly string[];
   /** The directory the server starts in, when something shows it; else it starts in its empty home. */
@@ -124,7 +122,6 @@ export function sandboxMounts(plan: SandboxPlan): Mount[] {
       : []),
     ...plan.profile.read.map((spec) => profileMount(spec, true)),
     ...plan.profile.write.map((spec) => profileMount(spec, false)),
-    ...(plan.extraWritable ?? []).map((path) => ({ hostPath: path, targetPath: path, readOnly: false })),
     ...plan.volumes,
   ].map((mount) => ({ ...mount, hostPath: expandHostPath(mount.hostPath, home) }));
   // Before anything is resolved: a link the server planted in a writable mount is not followed.
