@@ -13,8 +13,8 @@ import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
 import { prepareImage, printContainerGrants } from "./launch-container.ts";
-import { printProcessGrants, processWorkingDir } from "./launch-process.ts";
-import { overlaysFor, processMounts } from "./overlays.ts";
+import { printProcessGrants, processWorkingDir, sandboxedMounts } from "./launch-process.ts";
+import { overlaysFor } from "./overlays.ts";
 import { preparePolicies } from "./policies.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
@@ -35,7 +35,7 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext): Promise<vo
       await prepareImage(placement, ctx, (line) => ctx.log.info(line));
       await overlaysFor(placement.mounts, overlayOptions, ctx);
     } else if (workingDir !== undefined) {
-      await overlaysFor(processMounts(server.profile, server.volumes), overlayOptions, ctx);
+      await overlaysFor(sandboxedMounts(placement, workingDir), overlayOptions, ctx);
     }
   }
   await preparePolicies(spec.policies, spec.name, ctx);

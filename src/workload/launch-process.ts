@@ -24,6 +24,15 @@ export function processWorkingDir(placement: ProcessPlacement, ctx: WorkloadCont
   return workingDirView(placement.cwd, { home: homedir(), protectedDirs: mcpmgrProtectedDirs(ctx.env) });
 }
 
+/** The mounts the ignore overlays apply to: the shown working directory, a local package, the profile's paths, -v. */
+export function sandboxedMounts(placement: ProcessPlacement, workingDir: WorkingDirView) {
+  const { server, source } = placement;
+  return processMounts(server.profile, server.volumes, {
+    ...(workingDir.shown ? { workingDir } : {}),
+    ...(source.localPath ? { localPackage: source.localPath } : {}),
+  });
+}
+
 /** What the sandboxed server gets (paths, network, devices), printed before it starts (foreground, or the pre-flight). */
 export function printProcessGrants(
   name: string,
@@ -76,7 +85,7 @@ export async function launchLocalProcess(
   const workingDir = processWorkingDir(placement, ctx);
   if (options.interactive) printProcessGrants(name, placement, workingDir, ctx);
   const { overlays, emptyFile } = await overlaysFor(
-    processMounts(server.profile, server.volumes),
+    sandboxedMounts(placement, workingDir),
     { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays && options.interactive },
     ctx,
   );

@@ -156,7 +156,9 @@ describe("the working directory is shown unless it lies where the host is; its s
     }
   }, 180_000);
 
-  test("a project directory holding a socket is shown read-only with the socket covered", async () => {
+  test("a project directory holding a socket is shown read-only with the socket covered; its .mcpmgrignore applies", async () => {
+    await writeFile(join(project, ".env"), "API_KEY=project-secret");
+    await writeFile(join(project, ".mcpmgrignore"), ".env\n");
     const socket = join(project, "run/dev.sock");
     const run = await runForeground([PROBE_ANYWHERE, "--permission-profile", "none"], {}, 30_000, project);
     try {
@@ -165,11 +167,34 @@ describe("the working directory is shown unless it lies where the host is; its s
       expect(await run.call("unix_connect", { path: socket })).not.toBe("connected");
       expect(await run.call("read_file", { path: join(project, "readme.txt") })).toBe("project file");
       expect(await run.call("write_file", { path: join(project, "run/x.txt") })).toBe("EROFS");
+      expect(await run.call("read_file", { path: join(project, ".env") })).toBe("");
       expect(run.output()).toContain(`read   ${project}  (working directory)`);
       expect(run.output()).toContain(`covered: the socket ${socket} in the working directory`);
       await run.client.close();
     } finally {
       await run.stop();
+      await rm(join(project, ".env"));
+      await rm(join(project, ".mcpmgrignore"));
+    }
+  }, 60_000);
+
+  test("a local package's .mcpmgrignore applies in the process sandbox", async () => {
+    const pkg = await mkdtemp(join(REPO_ROOT, ".tmp", "local-package-"));
+    try {
+      for (const file of ["package.json", "probe.mjs"])
+        await writeFile(join(pkg, file), await readFile(join(REPO_ROOT, "test/fixtures/sandbox-probe", file)));
+      await writeFile(join(pkg, ".env"), "API_KEY=package-secret");
+      await writeFile(join(pkg, ".mcpmgrignore"), ".env\n");
+      const run = await runForeground([`npx://${pkg}`, "--permission-profile", "none"], {}, 30_000, project);
+      try {
+        expect(await run.call("read_file", { path: join(pkg, "package.json") })).toContain("mcpmgr-sandbox-probe");
+        expect(await run.call("read_file", { path: join(pkg, ".env") })).toBe("");
+        await run.client.close();
+      } finally {
+        await run.stop();
+      }
+    } finally {
+      await rm(pkg, { recursive: true, force: true });
     }
   }, 60_000);
 
