@@ -3,10 +3,9 @@
  * user's terminal, for detached runs too): every host path with its access and where the
  * grant came from, the network, the devices, and anything privileged.
  */
-import { realpathSync } from "node:fs";
 import { describePermissions } from "../config/permission-profile.ts";
 import { expandHostPath, isWithin, realHostPath } from "./host-paths.ts";
-import { workingDirReason } from "./mount-policy.ts";
+import type { WorkingDirView } from "./mount-policy.ts";
 import { allowsNetwork, deniesNetwork, type PermissionProfile } from "./permission-profile.ts";
 import { profileMount, toolchainDirs } from "./sandbox.ts";
 
@@ -100,14 +99,13 @@ export function processGrantSummary(input: {
   readonly origin: string;
   readonly volumes: readonly { hostPath: string; containerPath: string; readOnly: boolean }[];
   readonly command: readonly string[];
-  readonly cwd: string;
+  /** Whether the working directory is shown (mount-policy.ts `workingDirView`): the view the launch gets. */
+  readonly workingDir: WorkingDirView;
   readonly localPackage?: string;
   readonly home: string;
-  /** mcpmgr's directories as real paths (host-paths.ts mcpmgrProtectedDirs). */
-  readonly protectedDirs: readonly string[];
 }): string {
-  const { home, cwd } = input;
-  const hiddenBecause = workingDirReason(realpathSync(cwd), { home, protectedDirs: input.protectedDirs });
+  const { home, workingDir } = input;
+  const cwd = workingDir.path;
   // A local Go module is its own working directory: shown as the package.
   const shownAsPackage = input.localPackage !== undefined && isWithin(cwd, input.localPackage);
   return formatGrants({
@@ -115,16 +113,19 @@ export function processGrantSummary(input: {
     runtime: "process sandbox: uid 65534 in a user namespace, no capabilities, seccomp filter",
     notes: [
       processSystemView(toolchainDirs(input.command, home)),
-      ...(hiddenBecause !== undefined && !shownAsPackage
+      ...(!workingDir.shown && !shownAsPackage
         ? [
-            `not shown: the working directory ${cwd}, because ${hiddenBecause}; the server starts in its empty home (start mcpmgr in a project directory, or give the server what it needs with -v)`,
+            `not shown: the working directory ${cwd}, because ${workingDir.reason}; the server starts in its empty home (to show it anyway, add -v "$PWD:$PWD:ro"; or give the server only what it needs with -v)`,
           ]
+        : []),
+      ...(workingDir.shown
+        ? workingDir.sockets.map(
+            (socket) => `covered: the socket ${socket} in the working directory (the server sees an empty file there)`,
+          )
         : []),
     ],
     grants: [
-      ...(hiddenBecause === undefined
-        ? [{ write: false, hostPath: cwd, targetPath: cwd, origin: "working directory" }]
-        : []),
+      ...(workingDir.shown ? [{ write: false, hostPath: cwd, targetPath: cwd, origin: "working directory" }] : []),
       ...(input.localPackage
         ? [{ write: false, hostPath: input.localPackage, targetPath: input.localPackage, origin: "package" }]
         : []),

@@ -16,15 +16,17 @@ export interface RealMount {
 }
 
 /** The real path of an existing host path; a clear error when it does not exist. */
-export function realHostPath(path: string, what = "mount source"): string {
+export function realHostPath(
+  path: string,
+  what = "mount source",
+  hint = "create it, or fix the path in --volume or the permission profile",
+): string {
   try {
     return realpathSync(path);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException | undefined)?.code;
     if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new McpmgrError("INVALID_OPTION", `${what} ${path} does not exist`, {
-        hint: "create it, or fix the path in --volume or the permission profile",
-      });
+      throw new McpmgrError("INVALID_OPTION", `${what} ${path} does not exist`, { hint });
     }
     throw new McpmgrError("INVALID_OPTION", `cannot resolve ${what} ${path}: ${(err as Error).message}`, {
       hint: "check the path and its permissions",

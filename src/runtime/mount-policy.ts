@@ -4,9 +4,9 @@
  * server the host (sockets anywhere below them, the root, system directories, shared scratch
  * trees and what lies in them, the home directory whole or its credential stores, mcpmgr's
  * own state), unless the user grants each such path on the command line with
- * --allow-registry-mount PATH. The working directory of a sandboxed process is shown only
- * when the same rules find nothing in it. Every decision is made on real paths, so a
- * symlink cannot dress one path up as another.
+ * --allow-registry-mount PATH. The working directory of a sandboxed process is shown unless
+ * the same rules about where it lies refuse it; the sockets in it are covered, not shown.
+ * Every decision is made on real paths, so a symlink cannot dress one path up as another.
  */
 import { lstatSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -14,7 +14,7 @@ import { McpmgrError } from "../errors.ts";
 import { expandHostPath, isWithin, realHostPath } from "./host-paths.ts";
 import type { PermissionProfile } from "./permission-profile.ts";
 import { profileMount } from "./sandbox.ts";
-import { findSocket, socketScanReason } from "./socket-scan.ts";
+import { findSocket, socketScanReason, socketsBelow } from "./socket-scan.ts";
 
 /** Trees of the operating system: mounting one (or a directory holding one) is mounting the host. */
 const systemTrees = [
@@ -72,16 +72,35 @@ export function sensitiveReason(realPath: string, context: HostContext): string 
   if (where) return where;
   const state = context.protectedDirs.find((dir) => isWithin(dir, realPath));
   if (state) return `it is or holds mcpmgr's own state (${state})`;
-  return socketsBelow(realPath, context);
+  return anySocketBelow(realPath, context);
 }
 
 /**
- * Why the working directory (a real path) must not be shown to a sandboxed process; undefined
- * when it may. The rules of a registry mount, except that a directory holding mcpmgr's state
- * is shown with that state hidden (W3), as it always was.
+ * Whether a sandboxed process is shown its working directory (read-only, at its own path),
+ * decided once per start and given to both the grant summary and the launch.
  */
-export function workingDirReason(realPath: string, context: HostContext): string | undefined {
-  return locationReason(realPath, context) ?? socketsBelow(realPath, context);
+export type WorkingDirView =
+  | {
+      readonly shown: true;
+      readonly path: string;
+      readonly realPath: string;
+      /** Sockets in it (real paths), each covered by an empty file in the sandbox. */
+      readonly sockets: readonly string[];
+    }
+  | { readonly shown: false; readonly path: string; readonly reason: string };
+
+/**
+ * The working directory's view: hidden when it lies where a registry mount is refused (the
+ * root, system and scratch trees, the home directory whole, credentials, inside mcpmgr's
+ * state), otherwise shown with its sockets covered. A directory holding mcpmgr's state is
+ * shown with that state hidden (W3). Its size and unreadable corners do not matter: the
+ * sockets come from the kernel's list (socket-scan.ts).
+ */
+export function workingDirView(cwd: string, context: HostContext): WorkingDirView {
+  const realPath = realHostPath(cwd, "working directory", "start mcpmgr in a directory that exists");
+  const reason = locationReason(realPath, context);
+  if (reason !== undefined) return { shown: false, path: cwd, reason };
+  return { shown: true, path: cwd, realPath, sockets: socketsBelow(realPath, { skip: context.protectedDirs }) };
 }
 
 /** The rules that need only the path: the root, system and scratch trees, mcpmgr's state, the home directory, credentials. */
@@ -109,7 +128,7 @@ function locationReason(realPath: string, context: HostContext): string | undefi
 }
 
 /** A socket anywhere below a directory (mcpmgr's own directories, hidden anyway, not walked). */
-function socketsBelow(realPath: string, context: HostContext): string | undefined {
+function anySocketBelow(realPath: string, context: HostContext): string | undefined {
   if (!statSync(realPath, { throwIfNoEntry: false })?.isDirectory()) return undefined;
   return socketScanReason(findSocket(realPath, { skip: context.protectedDirs }));
 }

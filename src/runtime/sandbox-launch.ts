@@ -1,14 +1,13 @@
 /**
  * Starting a server in the process sandbox: the bwrap arguments of sandbox.ts, with the
  * files the sandbox binds (sandbox-files.ts), mcpmgr's directories to hide, the toolchain's
- * install directories, whether the working directory may be shown (mount-policy.ts, decided
- * again at every start: sockets come and go), and the seccomp filter handed over as descriptor 3.
+ * install directories, the working directory's view (mount-policy.ts `workingDirView`, decided
+ * by the caller at every start: sockets come and go), and the seccomp filter handed over as descriptor 3.
  */
-import { realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { type Env, resolvePaths } from "../state/paths.ts";
 import { mcpmgrProtectedDirs } from "./host-paths.ts";
-import { workingDirReason } from "./mount-policy.ts";
+import type { WorkingDirView } from "./mount-policy.ts";
 import { launchProcess, type LocalProcess } from "./process.ts";
 import { bwrapArgs, type Mount, type SandboxPlan, toolchainDirs } from "./sandbox.ts";
 import { openSeccompFilter, type SandboxFiles, sandboxFiles } from "./sandbox-files.ts";
@@ -19,6 +18,8 @@ export interface SandboxLaunch {
   readonly command: readonly string[];
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string;
+  /** Whether the working directory is shown, and its sockets: the view the grant summary printed. */
+  readonly workingDir: WorkingDirView;
   readonly profile: PermissionProfile;
   readonly volumes: readonly Mount[];
   readonly overlays?: SandboxPlan["overlays"];
@@ -42,7 +43,7 @@ async function sandboxArgs(
     profile: launch.profile,
     volumes: launch.volumes,
     workingDir: launch.cwd,
-    showWorkingDir: workingDirReason(realpathSync(launch.cwd), { home, protectedDirs: hidden }) === undefined,
+    ...(launch.workingDir.shown ? { showWorkingDir: { coveredSockets: launch.workingDir.sockets } } : {}),
     home,
     hidden,
     runtimeDirs: toolchainDirs(launch.command, home),

@@ -5,7 +5,7 @@
  * programs and libraries read-only (/usr and its /bin, /sbin, /lib* links), a handful of
  * /etc files a runtime reads (dynamic linker, certificates, name resolution, time zone) and
  * synthetic passwd/group files, its toolchain's install directory, its package, the working
- * directory (read-only, when mount-policy.ts finds nothing in it), the profile's paths and
+ * directory (read-only, unless mount-policy.ts refuses where it lies; its sockets covered), the profile's paths and
  * the -v volumes; an empty tmpfs for /tmp and the home directory; its own /proc and a
  * minimal /dev. Everything else (/root, /home, /var, /run and its sockets, the rest of /etc)
  * does not exist in it. mcpmgr's own directories are hidden wherever a mount shows them.
@@ -35,18 +35,17 @@ export const SANDBOX_UID = 65534;
 export interface SandboxPlan {
   readonly profile: PermissionProfile;
   readonly volumes: readonly Mount[];
-  /** Directories the launcher itself needs writable (package caches). */
-  readonly extraWritable?: readonly string[];
   /** Install directories of the server's toolchain (node, go, uv), shown read-only. */
   readonly runtimeDirs?: readonly string[];
   /** The directory the server starts in, when something shows it; else it starts in its empty home. */
   readonly workingDir?: string;
   /**
-   * Show the working directory read-only at its own path: only when mount-policy.ts
-   * `workingDirReason` found nothing against it (sockets, system or scratch trees, the home
-   * directory, credentials). Not shown by default.
+   * Show the working directory read-only at its own path, with each of `coveredSockets` (real
+   * paths in it) covered by /dev/null: only when mount-policy.ts `workingDirView` shows it (it
+   * does not lie in a system or scratch tree, the home directory whole, credentials). Not
+   * shown by default.
    */
-  readonly showWorkingDir?: boolean;
+  readonly showWorkingDir?: { readonly coveredSockets: readonly string[] };
   readonly home?: string;
   /** Real paths never to show the server (mcpmgr's config, state and secrets), wherever a mount shows them. */
   readonly hidden?: readonly string[];
@@ -124,7 +123,6 @@ export function sandboxMounts(plan: SandboxPlan): Mount[] {
       : []),
     ...plan.profile.read.map((spec) => profileMount(spec, true)),
     ...plan.profile.write.map((spec) => profileMount(spec, false)),
-    ...(plan.extraWritable ?? []).map((path) => ({ hostPath: path, targetPath: path, readOnly: false })),
     ...plan.volumes,
   ].map((mount) => ({ ...mount, hostPath: expandHostPath(mount.hostPath, home) }));
   // Before anything is resolved: a link the server planted in a writable mount is not followed.
@@ -174,10 +172,21 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", home);
 
   const mounts = sandboxMounts(plan);
-  for (const mount of mounts) {
-    assertMountPoint(mount.targetPath, [...binds, ...mounts.slice(0, mounts.indexOf(mount))]);
+  // sandboxMounts puts the working directory right after the toolchain's directories.
+  const workingDirIndex = plan.showWorkingDir && plan.workingDir !== undefined ? (plan.runtimeDirs ?? []).length : -1;
+  mounts.forEach((mount, index) => {
+    assertMountPoint(mount.targetPath, [...binds, ...mounts.slice(0, index)]);
     args.push(mount.readOnly ? "--ro-bind" : "--bind", mount.hostPath, mount.targetPath);
-  }
+    // A socket answers connect() through a read-only bind: the server sees an empty device node in its place.
+    if (index === workingDirIndex)
+      for (const socket of plan.showWorkingDir?.coveredSockets ?? [])
+        if (isWithin(socket, mount.hostPath))
+          args.push(
+            "--ro-bind",
+            "/dev/null",
+            posix.join(mount.targetPath, ...relative(mount.hostPath, socket).split(sep)),
+          );
+  });
   // mcpmgr's directories, wherever a system bind, the working directory or a volume shows them.
   for (const target of hiddenTargets([...binds, ...mounts], plan.hidden ?? [])) args.push("--tmpfs", target);
   for (const overlay of plan.overlays ?? []) {

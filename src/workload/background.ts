@@ -13,8 +13,8 @@ import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
 import { prepareImage, printContainerGrants } from "./launch-container.ts";
-import { printProcessGrants } from "./launch-process.ts";
-import { overlaysFor, processMounts } from "./overlays.ts";
+import { printProcessGrants, processWorkingDir, sandboxedMounts } from "./launch-process.ts";
+import { overlaysFor } from "./overlays.ts";
 import { preparePolicies } from "./policies.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
@@ -24,15 +24,18 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext): Promise<vo
   const { placement } = spec;
   if (placement.kind !== "remote") {
     const { server } = placement;
+    // The supervisor decides again at each start (sockets come and go); this is what it would decide now.
+    const workingDir =
+      placement.kind === "process" && placement.bwrap !== undefined ? processWorkingDir(placement, ctx) : undefined;
     if (placement.kind === "container") printContainerGrants(spec, placement, ctx);
-    else if (placement.bwrap !== undefined) printProcessGrants(spec.name, placement, ctx);
+    else if (workingDir !== undefined) printProcessGrants(spec.name, placement, workingDir, ctx);
     await serverEnvironment(server.variables, ctx);
     const overlayOptions = { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays };
     if (placement.kind === "container") {
       await prepareImage(placement, ctx, (line) => ctx.log.info(line));
       await overlaysFor(placement.mounts, overlayOptions, ctx);
-    } else if (placement.bwrap !== undefined) {
-      await overlaysFor(processMounts(server.profile, server.volumes), overlayOptions, ctx);
+    } else if (workingDir !== undefined) {
+      await overlaysFor(sandboxedMounts(placement, workingDir), overlayOptions, ctx);
     }
   }
   await preparePolicies(spec.policies, spec.name, ctx);

@@ -10,6 +10,7 @@ import { homedir } from "node:os";
 import { findFreePort } from "../proxy/serve.ts";
 import { processGrantSummary } from "../runtime/grant-summary.ts";
 import { mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
+import { type WorkingDirView, workingDirView } from "../runtime/mount-policy.ts";
 import { launchProcess } from "../runtime/process.ts";
 import { launchInSandbox } from "../runtime/sandbox-launch.ts";
 import { processHandle, type LaunchedServer } from "../runtime/server-handle.ts";
@@ -18,8 +19,27 @@ import { overlaysFor, processMounts } from "./overlays.ts";
 import type { ProcessPlacement } from "./placement.ts";
 import { serverEnvironment } from "./server-environment.ts";
 
+/** Whether the sandbox shows the working directory, and the sockets it covers there: decided once per start. */
+export function processWorkingDir(placement: ProcessPlacement, ctx: WorkloadContext): WorkingDirView {
+  return workingDirView(placement.cwd, { home: homedir(), protectedDirs: mcpmgrProtectedDirs(ctx.env) });
+}
+
+/** The mounts the ignore overlays apply to: the shown working directory, a local package, the profile's paths, -v. */
+export function sandboxedMounts(placement: ProcessPlacement, workingDir: WorkingDirView) {
+  const { server, source } = placement;
+  return processMounts(server.profile, server.volumes, {
+    ...(workingDir.shown ? { workingDir } : {}),
+    ...(source.localPath ? { localPackage: source.localPath } : {}),
+  });
+}
+
 /** What the sandboxed server gets (paths, network, devices), printed before it starts (foreground, or the pre-flight). */
-export function printProcessGrants(name: string, placement: ProcessPlacement, ctx: WorkloadContext): void {
+export function printProcessGrants(
+  name: string,
+  placement: ProcessPlacement,
+  workingDir: WorkingDirView,
+  ctx: WorkloadContext,
+): void {
   const { server, source } = placement;
   ctx.log.info(
     processGrantSummary({
@@ -28,10 +48,9 @@ export function printProcessGrants(name: string, placement: ProcessPlacement, ct
       origin: server.profileOrigin,
       volumes: server.volumes,
       command: placement.command,
-      cwd: placement.cwd,
+      workingDir,
       ...(source.localPath ? { localPackage: source.localPath } : {}),
       home: homedir(),
-      protectedDirs: mcpmgrProtectedDirs(ctx.env),
     }),
   );
 }
@@ -63,9 +82,10 @@ export async function launchLocalProcess(
   }));
   // A local project is the server's own code: visible read-only even where the sandbox hides (/tmp, $HOME).
   if (source.localPath) volumes.unshift({ hostPath: source.localPath, targetPath: source.localPath, readOnly: true });
-  if (options.interactive) printProcessGrants(name, placement, ctx);
+  const workingDir = processWorkingDir(placement, ctx);
+  if (options.interactive) printProcessGrants(name, placement, workingDir, ctx);
   const { overlays, emptyFile } = await overlaysFor(
-    processMounts(server.profile, server.volumes),
+    sandboxedMounts(placement, workingDir),
     { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays && options.interactive },
     ctx,
   );
@@ -74,6 +94,7 @@ export async function launchLocalProcess(
     command: placement.command,
     env,
     cwd: placement.cwd,
+    workingDir,
     profile: server.profile,
     volumes,
     overlays,

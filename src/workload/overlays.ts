@@ -94,13 +94,24 @@ async function ignoreFileCopy(dataDir: string, text: string): Promise<string> {
   return path;
 }
 
-/** The mounts of a sandboxed process (the profile's read/write lists and -v volumes), `~` expanded. */
+/**
+ * The mounts of a sandboxed process, `~` expanded: the working directory when it is shown
+ * and a local package (both read-only at their own path), the profile's read/write lists and
+ * -v volumes. Every one of them gets the ignore overlays.
+ */
 export function processMounts(
   profile: PermissionProfile,
   volumes: readonly { readonly hostPath: string; readonly containerPath: string; readonly readOnly: boolean }[],
+  shown: {
+    readonly workingDir?: { readonly path: string; readonly realPath: string };
+    readonly localPackage?: string;
+  } = {},
   home = homedir(),
 ): { hostPath: string; containerPath: string; readOnly: boolean }[] {
+  const { workingDir, localPackage } = shown;
   return [
+    ...(workingDir ? [{ hostPath: workingDir.realPath, targetPath: workingDir.path, readOnly: true }] : []),
+    ...(localPackage ? [{ hostPath: localPackage, targetPath: localPackage, readOnly: true }] : []),
     ...profile.read.map((spec) => profileMount(spec, true)),
     ...profile.write.map((spec) => profileMount(spec, false)),
     ...volumes.map((v) => ({ hostPath: v.hostPath, targetPath: v.containerPath, readOnly: v.readOnly })),

@@ -103,7 +103,7 @@ test("the server sees an allow-list of the host: system files yes; /etc/shadow, 
   }
 }, 60_000);
 
-describe("the working directory is shown only when nothing in it hands over the host (review H1)", () => {
+describe("the working directory is shown unless it lies where the host is; its sockets are covered (review H1)", () => {
   let inTmp: string;
   let project: string;
   const listeners: ReturnType<typeof Bun.listen>[] = [];
@@ -147,6 +147,7 @@ describe("the working directory is shown only when nothing in it hands over the 
           .find((line) => line.includes("not shown: the working directory"));
         expect(note).toContain(why);
         expect(note).toContain("the server starts in its empty home");
+        expect(note).toContain('to show it anyway, add -v "$PWD:$PWD:ro"');
         expect(run.output()).not.toContain("(working directory)");
         await run.client.close();
       } finally {
@@ -155,29 +156,47 @@ describe("the working directory is shown only when nothing in it hands over the 
     }
   }, 180_000);
 
-  test("a project directory holding a socket is not shown; one without is shown read-only, as before", async () => {
-    const withSocket = await runForeground([PROBE_ANYWHERE, "--permission-profile", "none"], {}, 30_000, project);
+  test("a project directory holding a socket is shown read-only with the socket covered; its .mcpmgrignore applies", async () => {
+    await writeFile(join(project, ".env"), "API_KEY=project-secret");
+    await writeFile(join(project, ".mcpmgrignore"), ".env\n");
+    const socket = join(project, "run/dev.sock");
+    const run = await runForeground([PROBE_ANYWHERE, "--permission-profile", "none"], {}, 30_000, project);
     try {
-      expect(await withSocket.call("unix_connect", { path: join(project, "run/dev.sock") })).toBe("ENOENT");
-      expect(await withSocket.call("read_file", { path: join(project, "readme.txt") })).toBe("ENOENT");
-      expect(withSocket.output()).toContain(`because it holds the socket ${join(project, "run/dev.sock")}`);
-      await withSocket.client.close();
+      // The socket's inode is there on the host, and a program answers on it: the sandbox must not reach it.
+      expect(lstatSync(socket).isSocket()).toBe(true);
+      expect(await run.call("unix_connect", { path: socket })).not.toBe("connected");
+      expect(await run.call("read_file", { path: join(project, "readme.txt") })).toBe("project file");
+      expect(await run.call("write_file", { path: join(project, "run/x.txt") })).toBe("EROFS");
+      expect(await run.call("read_file", { path: join(project, ".env") })).toBe("");
+      expect(run.output()).toContain(`read   ${project}  (working directory)`);
+      expect(run.output()).toContain(`covered: the socket ${socket} in the working directory`);
+      await run.client.close();
     } finally {
-      await withSocket.stop();
+      await run.stop();
+      await rm(join(project, ".env"));
+      await rm(join(project, ".mcpmgrignore"));
     }
-    const plain = join(project, "run");
-    for (const listener of listeners.splice(1)) listener.stop(true);
-    await rm(join(project, "run/dev.sock"), { force: true });
-    const shown = await runForeground([PROBE_ANYWHERE, "--permission-profile", "none"], {}, 30_000, project);
+  }, 60_000);
+
+  test("a local package's .mcpmgrignore applies in the process sandbox", async () => {
+    const pkg = await mkdtemp(join(REPO_ROOT, ".tmp", "local-package-"));
     try {
-      expect(await shown.call("read_file", { path: join(project, "readme.txt") })).toBe("project file");
-      expect(await shown.call("write_file", { path: join(plain, "x.txt") })).toBe("EROFS");
-      expect(shown.output()).toContain(`read   ${project}  (working directory)`);
-      await shown.client.close();
+      for (const file of ["package.json", "probe.mjs"])
+        await writeFile(join(pkg, file), await readFile(join(REPO_ROOT, "test/fixtures/sandbox-probe", file)));
+      await writeFile(join(pkg, ".env"), "API_KEY=package-secret");
+      await writeFile(join(pkg, ".mcpmgrignore"), ".env\n");
+      const run = await runForeground([`npx://${pkg}`, "--permission-profile", "none"], {}, 30_000, project);
+      try {
+        expect(await run.call("read_file", { path: join(pkg, "package.json") })).toContain("mcpmgr-sandbox-probe");
+        expect(await run.call("read_file", { path: join(pkg, ".env") })).toBe("");
+        await run.client.close();
+      } finally {
+        await run.stop();
+      }
     } finally {
-      await shown.stop();
+      await rm(pkg, { recursive: true, force: true });
     }
-  }, 120_000);
+  }, 60_000);
 
   test("the documented opt-in: -v shows the directory the user names, and the server starts there", async () => {
     const run = await runForeground(

@@ -1,14 +1,16 @@
 /**
  * What a mount the user did not spell out may show (review H1, H3): real directories, real
  * Unix sockets (a listening server), real symlinks. The registry rules refuse what lies in a
- * shared scratch tree and any directory holding a socket; the working directory gets the
- * same rules, except that it may hold mcpmgr's state (hidden under it, W3).
+ * shared scratch tree and any directory holding a socket; the working directory is hidden
+ * by the same rules about where it lies (it may hold mcpmgr's state, hidden under it, W3),
+ * while the sockets in it, found in /proc/net/unix, are covered and its size does not matter.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdir, mkdtemp, realpath, rm, symlink } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { sensitiveReason, workingDirReason } from "../../src/runtime/mount-policy.ts";
-import { findSocket } from "../../src/runtime/socket-scan.ts";
+import { McpmgrError } from "../../src/errors.ts";
+import { type HostContext, sensitiveReason, workingDirView } from "../../src/runtime/mount-policy.ts";
+import { findSocket, socketsBelow } from "../../src/runtime/socket-scan.ts";
 
 let base: string;
 let home: string;
@@ -39,6 +41,12 @@ afterAll(async () => {
 });
 
 const context = () => ({ home, protectedDirs: [join(base, "state")] });
+
+/** Why the working directory is hidden; undefined when it is shown. */
+function workingDirReason(path: string, ctx: HostContext): string | undefined {
+  const view = workingDirView(path, ctx);
+  return view.shown ? undefined : view.reason;
+}
 
 describe("registry mounts", () => {
   test("a directory inside /tmp, /var/tmp or /dev/shm is refused, not only the tree itself", async () => {
@@ -94,11 +102,44 @@ describe("the working directory", () => {
     expect(workingDirReason("/root", context())).toContain("system directory /root");
   });
 
-  test("the home directory, one holding it, a credential store and a directory holding a socket are not shown", () => {
+  test("the home directory, one holding it and a credential store are not shown", () => {
     expect(workingDirReason(home, context())).toContain("home directory");
     expect(workingDirReason(base, context())).toContain("home directory");
     expect(workingDirReason(join(home, ".ssh"), context())).toContain("credential store");
-    expect(workingDirReason(join(base, "with-socket"), context())).toContain("holds the socket");
+  });
+
+  test("a directory holding a listening socket is shown, with the socket named to be covered", () => {
+    expect(workingDirView(join(base, "with-socket"), context())).toEqual({
+      shown: true,
+      path: join(base, "with-socket"),
+      realPath: join(base, "with-socket"),
+      sockets: [join(base, "with-socket/run/inner/agent.sock")],
+    });
+  });
+
+  test("a tree too big to walk or with an unreadable directory is shown: the sockets come from /proc/net/unix", async () => {
+    const big = join(base, "big-project");
+    await mkdir(join(big, "data/postgres"), { recursive: true });
+    await mkdir(join(big, "node_modules"), { recursive: true });
+    await Promise.all(Array.from({ length: 60 }, (_, i) => writeFile(join(big, "node_modules", `f${i}`), "")));
+    await chmod(join(big, "data/postgres"), 0o000);
+    try {
+      // The walk alone would give up here (budget 2); the view does not walk where /proc/net/unix is there.
+      expect(findSocket(big, { maxEntries: 2 }).kind).toBe("too-big");
+      expect(workingDirView(big, context())).toMatchObject({ shown: true, sockets: [] });
+    } finally {
+      await chmod(join(big, "data/postgres"), 0o755);
+    }
+  });
+
+  test("a working directory that no longer exists is a clear error, not a raw ENOENT", () => {
+    try {
+      workingDirView(join(base, "gone"), context());
+      throw new Error("expected an error");
+    } catch (err) {
+      expect(err).toBeInstanceOf(McpmgrError);
+      expect((err as McpmgrError).message).toBe(`working directory ${join(base, "gone")} does not exist`);
+    }
   });
 
   test("a project directory is shown, also one holding mcpmgr's state (hidden under it); one inside that state is not", () => {
@@ -113,6 +154,29 @@ describe("the socket scan", () => {
   test("is bounded: past its budget it cannot say 'no socket', and says so", () => {
     expect(findSocket(project, { maxEntries: 2 })).toEqual({ kind: "too-big", maxEntries: 2 });
     expect(findSocket(project).kind).toBe("none");
+  });
+
+  test("socketsBelow reads /proc/net/unix: only bound sockets below the directory that are sockets there now", async () => {
+    const socket = join(base, "with-socket/run/inner/agent.sock");
+    const list = join(base, "unix-list");
+    await writeFile(join(project, "not-a-socket"), "");
+    await writeFile(
+      list,
+      [
+        "Num       RefCount Protocol Flags    Type St Inode Path",
+        `0000000000000000: 00000002 00000000 00010000 0001 01 11 ${socket}`,
+        `0000000000000000: 00000002 00000000 00010000 0001 01 12 ${join(project, "not-a-socket")}`,
+        "0000000000000000: 00000002 00000000 00010000 0001 01 13 @abstract",
+        "0000000000000000: 00000003 00000000 00000000 0001 03 14",
+        `0000000000000000: 00000002 00000000 00010000 0001 01 15 ${join(project, "gone.sock")}`,
+      ].join("\n"),
+    );
+    expect(socketsBelow(base, { procNetUnix: list })).toEqual([socket]);
+    expect(socketsBelow(project, { procNetUnix: list })).toEqual([]);
+    expect(socketsBelow(base, { procNetUnix: list, skip: [join(base, "with-socket/run")] })).toEqual([]);
+    // Without the list, a walk finds it (and gives up quietly past its budget).
+    expect(socketsBelow(base, { procNetUnix: join(base, "no-such-list") })).toEqual([socket]);
+    expect(socketsBelow(base, { procNetUnix: join(base, "no-such-list"), maxEntries: 1 })).toEqual([]);
   });
 
   test("does not descend into skipped directories (mcpmgr's own, hidden anyway)", () => {

@@ -179,10 +179,12 @@ describe("bwrapArgs", () => {
         profile: expandPermissions("none"),
         volumes: [],
         workingDir: dir,
-        showWorkingDir: true,
+        showWorkingDir: { coveredSockets: [join(dir, "state/agent.sock")] },
       }).join(" ");
       expect(inProject).toContain(`--ro-bind ${dir} ${dir}`);
       expect(inProject).toContain(`--chdir ${dir}`);
+      // A socket in it is covered by an empty device node right after the directory's bind.
+      expect(inProject).toContain(`--ro-bind ${dir} ${dir} --ro-bind /dev/null ${join(dir, "state/agent.sock")}`);
       // Not shown (mount-policy.ts found a reason): the server starts in its empty home ...
       const refused = bwrapArgs({ profile: expandPermissions("none"), volumes: [], workingDir: dir, home: "/home/u" });
       expect(refused.join(" ")).not.toContain(`--ro-bind ${dir} ${dir}`);
