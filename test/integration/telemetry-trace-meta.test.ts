@@ -3,7 +3,8 @@
  * front of a real SDK server, with a real SDK client that also sends a `traceparent` header. The
  * server span continues the `_meta` context (the header's stays as a link), and the upstream's
  * `_meta` names the proxy's span; a malformed `_meta.traceparent` is ignored and passed on as it
- * came; a request without one continues the header's context and gets no `_meta` added.
+ * came; a request without one continues the header's context and gets no `_meta` added. A `--tools`
+ * policy checks the rewritten body, and a body that repeats a key is still refused.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -75,6 +76,9 @@ test("_meta.traceparent is the server span's parent and names the proxy's span u
       "--otel-insecure",
       "--otel-sampling-rate",
       "1.0",
+      // A policy: the rewritten body goes through the message checks and the tool filter.
+      "--tools",
+      "given,malformed,none",
     ],
     /^(http:\/\/\S+)$/m,
     { timeoutMs: 30_000 },
@@ -95,6 +99,14 @@ test("_meta.traceparent is the server span's parent and names the proxy's span u
     await client.callTool({ name: "malformed", arguments: {}, _meta: { traceparent: MALFORMED } });
     await client.callTool({ name: "none", arguments: {} });
     await client.close();
+    // A body that repeats a key is not re-serialised (that would keep only the last value): the checks refuse it.
+    const repeated = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"given","name":"none","arguments":{},"_meta":{"traceparent":"00-${META_TRACE}-${META_SPAN}-01"}}}`,
+    });
+    expect(repeated.status).toBe(400);
+    expect(await repeated.text()).toContain('the key \\"name\\" appears twice');
   } finally {
     await run.stop();
   }
