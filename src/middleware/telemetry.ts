@@ -1,12 +1,12 @@
 /**
  * Telemetry per MCP request (`--otel-*`): a server span named after the method (and the
  * tool, for tools/call) with the MCP semantic-convention attributes (and the legacy names
- * while --otel-use-legacy-attributes), W3C trace context continued from the client and
- * passed on upstream (traceparent), metrics (requests, duration, tool calls, active
+ * while --otel-use-legacy-attributes), W3C trace context continued from the client (the
+ * request's `params._meta` first, then the HTTP headers) and passed on upstream, metrics (requests, duration, tool calls, active
  * sessions), and `/metrics` in Prometheus text when asked. Only installed when telemetry
  * is on; its module is loaded on demand, so without it the proxy pays nothing.
  */
-import { context, SpanKind, SpanStatusCode, trace, type Attributes } from "@opentelemetry/api";
+import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import type { TelemetrySpec } from "../config/telemetry-spec.ts";
 import type { Telemetry } from "../telemetry/providers.ts";
@@ -17,6 +17,7 @@ import { carryRequestState } from "../auth/request-state.ts";
 import { ActiveSessions } from "./active-sessions.ts";
 import { sessionRef } from "./session-ref.ts";
 import { isLegacyStream } from "./watch-stream.ts";
+import { metaGetter, traceMetaOf, withTraceMeta } from "./trace-meta.ts";
 
 const propagator = new W3CTraceContextPropagator();
 /** Upper bounds of the request-duration histogram's buckets, in seconds. */
@@ -124,18 +125,37 @@ export function telemetryMiddleware(
     }
     const target = targetOf(message as JsonRpcMessage);
     const tool = target?.kind === "tool" ? target.name : undefined;
-    const parent = propagator.extract(context.active(), req.headers, headerGetter);
+    const fromHeaders = propagator.extract(context.active(), req.headers, headerGetter);
+    // The request's own trace context (`params._meta`, MCP 2026-07-28 and the OTel conventions for
+    // MCP) comes first: the HTTP headers describe the HTTP request, which may carry other messages.
+    // When both are there and differ, the header's context stays as a link. A malformed value is ignored.
+    const meta = traceMetaOf(message);
+    const fromMeta = meta ? propagator.extract(context.active(), meta, metaGetter) : undefined;
+    const metaParent = fromMeta ? trace.getSpanContext(fromMeta) : undefined;
+    const headerParent = trace.getSpanContext(fromHeaders);
+    const parent: Context = metaParent ? (fromMeta as Context) : fromHeaders;
+    const links: Link[] =
+      metaParent && headerParent && headerParent.spanId !== metaParent.spanId ? [{ context: headerParent }] : [];
     const span = telemetry.tracer?.startSpan(
       tool ? `${method} ${tool}` : method,
-      { kind: SpanKind.SERVER, attributes: attributesOf(message as JsonRpcMessage, req) },
+      { kind: SpanKind.SERVER, attributes: attributesOf(message as JsonRpcMessage, req), links },
       parent,
     );
     if (span) {
-      // The upstream continues this trace (the forwarder passes traceparent on).
+      // The upstream continues this trace (the forwarder passes traceparent on), and so does the
+      // `_meta` of a request that carried one: otherwise the server would skip the proxy's span.
+      const spanContext = trace.setSpan(parent, span);
       const headers = new Headers(forward.headers);
-      propagator.inject(trace.setSpan(parent, span), headers, headerSetter);
+      propagator.inject(spanContext, headers, headerSetter);
+      const rewritten =
+        body && meta && metaParent
+          ? withTraceMeta(body, message as JsonRpcMessage, meta, (carrier, setter) =>
+              propagator.inject(spanContext, carrier, setter),
+            )
+          : undefined;
+      if (rewritten) headers.delete("content-length");
       forward = body
-        ? forwardWith(forward, body, headers)
+        ? forwardWith(forward, rewritten ?? body, headers)
         : carryRequestState(forward, new Request(forward, { headers }));
     }
     let status = "error";

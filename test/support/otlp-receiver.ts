@@ -18,6 +18,8 @@ export interface Span {
   parentSpanId?: Uint8Array;
   kind?: number;
   attributes: KeyValue[];
+  /** Spans linked to (other contexts the span relates to). */
+  links?: { traceId: Uint8Array; spanId: Uint8Array }[];
 }
 
 export interface ReceivedSpan {
