@@ -18,6 +18,15 @@ export interface Member {
   readonly url: string;
   /** The installation's gateway key (state/gateway-guard.ts), presented as a bearer token to the member. */
   readonly credential?: string;
+  /** The workload was run with `--oidc-*` of its own (then only a gateway that authenticates may serve it). */
+  readonly ownAuthentication?: boolean;
+}
+
+/** Whether the workload's recorded `run` options give it incoming authentication (`--oidc-issuer`). */
+function hasOwnAuthentication(record: WorkloadRecord): boolean {
+  const end = record.runOptions.indexOf("--");
+  const own = end === -1 ? record.runOptions : record.runOptions.slice(0, end);
+  return own.some((arg) => arg === "--oidc-issuer" || arg.startsWith("--oidc-issuer="));
 }
 
 export interface MembershipOptions {
@@ -51,7 +60,11 @@ export async function runningMembers(store: WorkloadStore, group: string): Promi
     const status = await store.readStatus(record.name).catch(() => undefined);
     if (status === undefined || reconcileStatus(status, (pid) => isSupervisorOf(pid, record.name)).state !== "running")
       continue;
-    members.push({ name: record.name, url: workloadEndpoint(record) });
+    members.push({
+      name: record.name,
+      url: workloadEndpoint(record),
+      ...(hasOwnAuthentication(record) ? { ownAuthentication: true } : {}),
+    });
   }
   return members;
 }
@@ -73,7 +86,7 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
         again = false;
         try {
           const next = await runningMembers(options.store, options.group);
-          const nextKey = next.map((m) => `${m.name} ${m.url}`).join("\n");
+          const nextKey = next.map((m) => `${m.name} ${m.url} ${m.ownAuthentication === true}`).join("\n");
           if (nextKey !== key && !closed) {
             key = nextKey;
             members = next;

@@ -127,15 +127,24 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     search,
     ...(ctx.maxSessions !== undefined ? { maxSessions: ctx.maxSessions } : {}),
   });
-  // The members admit the gateway with the installation's key (their own --oidc-* included); while this
-  // gateway has policies, members without authentication of their own admit nobody else.
+  // The members admit the gateway with the installation's key; while this gateway has policies, members
+  // without authentication of their own admit nobody else. The key stands in for a member's own --oidc-*
+  // only when this gateway authenticates its callers: otherwise anyone who reaches the gateway would be
+  // let into that member, so such a member is left out (and would refuse the key anyway: the marker says
+  // whether this gateway authenticates).
   const paths = ctx.store.paths;
   const credential = await gatewayKey(paths);
+  const authenticates = spec.incomingAuth !== undefined;
   const hasPolicies = Boolean(spec.incomingAuth || spec.tools || spec.authz || spec.audit);
   await pruneGuards(paths, spec.group);
-  const releaseGuard = hasPolicies ? await guardGroup(paths, spec.group) : undefined;
+  const releaseGuard = hasPolicies ? await guardGroup(paths, spec.group, { authenticates }) : undefined;
+  const warnedLeftOut = new Set<string>();
   if (releaseGuard) {
-    log("info", "its workloads answer only this gateway (and their own authentication) while it runs");
+    log(
+      "info",
+      "its workloads answer only this gateway (and their own authentication) while it runs: " +
+        "'mcpmgr proxy stdio WORKLOAD' and other direct callers are refused; give them this gateway's URL",
+    );
     await warnDirectClients(paths, spec.group, log);
   }
   const membership = await followMembership({
@@ -143,7 +152,13 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     group: spec.group,
     pollMs: ctx.membershipPollMs,
     onChange: (found) => {
-      const members = found.map((member) => ({ ...member, credential }));
+      const served = authenticates ? found : found.filter((member) => !member.ownAuthentication);
+      for (const member of found) {
+        if (served.includes(member) || warnedLeftOut.has(member.name)) continue;
+        warnedLeftOut.add(member.name);
+        log("warn", `workload '${member.name}' has its own --oidc-*; give the gateway --oidc-* to serve it`);
+      }
+      const members = served.map((member) => ({ ...member, credential }));
       const names = new Set(members.map((m) => m.name));
       for (const name of previous) {
         if (names.has(name)) continue;
@@ -152,7 +167,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       }
       previous = names;
       catalog.setMembers(members);
-      ctx.onMembers?.(found);
+      ctx.onMembers?.(served);
     },
     onError: (err) => ctx.log("warn", `gateway '${spec.group}': reading the workloads failed: ${errorMessage(err)}`),
   });

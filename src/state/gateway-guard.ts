@@ -5,17 +5,23 @@
  *    first use), which a gateway presents to its members and members accept in place of a client's
  *    credentials. Only mcpmgr's user can read it;
  *  - guard markers: a running gateway with policies writes `<runtimeDir>/gateway-guards/<group>/<pid>`
- *    (holding its process start time, so a reused pid does not count) and removes it when it stops; a
- *    member of that group without authentication of its own refuses every other caller while one is there.
+ *    (holding its process start time, so a reused pid does not count, and `authn` when it authenticates
+ *    its callers) and removes it when it stops; a member of that group without authentication of its own
+ *    refuses every other caller while one is there, and a member with its own `--oidc-*` takes the key in
+ *    place of a token only while a gateway that authenticates its callers guards the group.
  */
 import { link, mkdir, open, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { McpmgrError } from "../errors.ts";
 import type { McpmgrPaths } from "./paths.ts";
 
 const KEY_FILE = "gateway.key";
 /** The key's shape, also how a member tells it from a client's bearer token at a glance. */
-const KEY_PREFIX = "mcpmgr-gateway-";
+export const GATEWAY_KEY_PREFIX = "mcpmgr-gateway-";
+const KEY_PREFIX = GATEWAY_KEY_PREFIX;
+/** A guard marker's second line when its gateway authenticates its callers. */
+const AUTHN = "authn";
 
 function keyPath(paths: McpmgrPaths): string {
   return join(paths.stateDir, KEY_FILE);
@@ -47,7 +53,10 @@ export async function gatewayKey(paths: McpmgrPaths): Promise<string> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     const winner = readGatewayKey(paths);
-    if (winner === undefined) throw new Error(`${keyPath(paths)} holds no gateway key`);
+    if (winner === undefined)
+      throw new McpmgrError("GATEWAY_KEY_CORRUPT", `${keyPath(paths)} holds no gateway key`, {
+        hint: `delete ${keyPath(paths)}; the next gateway makes a new key (restart the group's workloads, or wait a second, for them to take it)`,
+      });
     return winner;
   } finally {
     await rm(temp, { force: true });
@@ -85,25 +94,39 @@ function isAlive(pid: number): boolean {
 }
 
 /** Marks the group as guarded by this process until the returned function is called. */
-export async function guardGroup(paths: McpmgrPaths, group: string): Promise<() => Promise<void>> {
+export async function guardGroup(
+  paths: McpmgrPaths,
+  group: string,
+  options: { readonly authenticates: boolean },
+): Promise<() => Promise<void>> {
   const dir = guardDir(paths, group);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const marker = join(dir, String(process.pid));
-  await writeFile(marker, startTimeOf(process.pid) ?? "", { mode: 0o600 });
+  await writeFile(marker, `${startTimeOf(process.pid) ?? ""}${options.authenticates ? `\n${AUTHN}` : ""}`, {
+    mode: 0o600,
+  });
   return async () => {
     await rm(marker, { force: true });
   };
 }
 
-/** Whether a live gateway with policies guards the group now (a marker of a process that is gone does not count). */
-export function isGroupGuarded(paths: McpmgrPaths, group: string): boolean {
+export interface GroupGuard {
+  /** A live gateway with policies guards the group. */
+  readonly guarded: boolean;
+  /** One of them authenticates its own callers (`--oidc-*`). */
+  readonly authenticated: boolean;
+}
+
+/** Which live gateways guard the group now (a marker of a process that is gone does not count). */
+export function groupGuard(paths: McpmgrPaths, group: string): GroupGuard {
   const dir = guardDir(paths, group);
   let entries: string[];
   try {
     entries = readdirSync(dir);
   } catch {
-    return false;
+    return { guarded: false, authenticated: false };
   }
+  let guarded = false;
   for (const entry of entries) {
     const pid = Number(entry);
     if (!Number.isSafeInteger(pid) || pid <= 0 || !isAlive(pid)) continue;
@@ -113,9 +136,17 @@ export function isGroupGuarded(paths: McpmgrPaths, group: string): boolean {
     } catch {
       continue;
     }
-    if (startTimeOf(pid) === recorded) return true;
+    const [startTime, flag] = recorded.split("\n");
+    if (startTimeOf(pid) !== startTime) continue;
+    if (flag === AUTHN) return { guarded: true, authenticated: true };
+    guarded = true;
   }
-  return false;
+  return { guarded, authenticated: false };
+}
+
+/** Whether a live gateway with policies guards the group now. */
+export function isGroupGuarded(paths: McpmgrPaths, group: string): boolean {
+  return groupGuard(paths, group).guarded;
 }
 
 /** Removes the markers of gateways that are gone (a gateway that was killed leaves its marker behind). */
@@ -124,7 +155,7 @@ export async function pruneGuards(paths: McpmgrPaths, group: string): Promise<vo
   for (const entry of await readdir(dir).catch(() => [] as string[])) {
     const pid = Number(entry);
     const recorded = await readFile(join(dir, entry), "utf8").catch(() => undefined);
-    const alive = Number.isSafeInteger(pid) && pid > 0 && isAlive(pid) && recorded === startTimeOf(pid);
+    const alive = Number.isSafeInteger(pid) && pid > 0 && isAlive(pid) && recorded?.split("\n")[0] === startTimeOf(pid);
     if (!alive) await rm(join(dir, entry), { force: true });
   }
 }

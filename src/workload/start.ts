@@ -17,7 +17,7 @@ import type { WorkloadContext } from "./context.ts";
 import { preparePolicies, startTelemetry, type PreparedPolicies } from "./policies.ts";
 import { policyChain } from "../middleware/policy-chain.ts";
 import { memberGuard } from "../middleware/gateway-credential.ts";
-import { isGroupGuarded, readGatewayKey } from "../state/gateway-guard.ts";
+import { groupGuard, readGatewayKey } from "../state/gateway-guard.ts";
 import type { ContainerPlacement, ProcessPlacement } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { connectRemote, connectServer, type Upstream } from "./upstream.ts";
@@ -143,12 +143,13 @@ async function serveWorkload(
             ? { config: policies.audit, write: audited.write, ...(server ? { redact: server.redact } : {}) }
             : undefined,
         authentication: [
-          // Before authentication: the group's gateway gets in with its key, and while a gateway with
+          // Before authentication: the group's gateway gets in with its key (past this workload's own
+          // --oidc-* only while a gateway that authenticates guards the group), and while a gateway with
           // policies guards the group, nobody else gets in without authentication of this workload's own.
           memberGuard({
             group: spec.group,
             key: () => readGatewayKey(ctx.paths),
-            guarded: () => isGroupGuarded(ctx.paths, spec.group),
+            guard: () => groupGuard(ctx.paths, spec.group),
             ownAuthentication: policies.incomingAuth !== undefined,
           }),
           ...parts.prepared.authentication.forEndpoint(spec.endpointPath, listen.trustProxyHeaders),

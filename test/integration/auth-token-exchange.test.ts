@@ -82,3 +82,17 @@ test("no --token-exchange-client-id: no client authentication at all, and no emp
   expect(body.has("client_id")).toBe(false);
   expect(body.get("subject_token")).toStartWith("subject-");
 });
+
+test("a call through the group's gateway (gateway key, no client token) is told why there is nothing to exchange", async () => {
+  const source = tokenExchangeSource(spec({ clientId: undefined, clientSecret: undefined }));
+  seen.length = 0;
+  const viaGateway = new Request("http://127.0.0.1/mcp", {
+    headers: { authorization: `Bearer mcpmgr-gateway-${"k".repeat(43)}` },
+  });
+  const refused = await source.authorization(viaGateway).catch((err: unknown) => String(err));
+  expect(refused).toContain("a call through the group's gateway carries none");
+  expect(refused).not.toContain("enable incoming authentication");
+  const bare = await source.authorization(new Request("http://127.0.0.1/mcp")).catch((err: unknown) => String(err));
+  expect(bare).toContain("enable incoming authentication (--oidc-issuer)");
+  expect(seen).toHaveLength(0);
+});

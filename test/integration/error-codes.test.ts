@@ -11,6 +11,7 @@ import * as v from "valibot";
 import { createTokenVerifier } from "../../src/auth/incoming/verifier.ts";
 import { discoverFromRemote } from "../../src/auth/outgoing/discovery.ts";
 import { ClientConfigSync } from "../../src/clients/sync.ts";
+import { gatewayKey } from "../../src/state/gateway-guard.ts";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
 import { readLocalIgnoreFile } from "../../src/runtime/ignore-overlays.ts";
@@ -176,6 +177,12 @@ const producers: Record<ErrorCode, () => unknown> = {
       log: { warn: () => {}, info: () => {} },
       selfCommand: ["mcpmgr"],
     }).registerClient("cursor", "default", [], { gateway: true }),
+  GATEWAY_KEY_CORRUPT: async () => {
+    const paths = resolvePaths({ MCPMGR_HOME: join(dir, "corrupt-key-home") });
+    await mkdir(paths.stateDir, { recursive: true });
+    await writeFile(join(paths.stateDir, "gateway.key"), "not a key");
+    return gatewayKey(paths);
+  },
   SECRET_NOT_FOUND: () =>
     createSecretManager({ dir, env: { MCPMGR_SECRETS_PROVIDER: "environment" } }).resolveSecret("absent"),
   SECRETS_PASSWORD_MISSING: () => secrets("no-password").provider.set("name", "value"),

@@ -13,6 +13,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
+import { readGatewayKey } from "../../src/state/gateway-guard.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -173,7 +175,11 @@ describe("members are reached only through a gateway with policies", () => {
     try {
       // Members re-read the guard at most once a second.
       expect(await until(async () => (await direct(memberUrl, "delete_all")).startsWith("refused"), 5_000)).toBe(true);
-      expect(await direct(memberUrl, "delete_all")).toContain("served by a gateway with policies");
+      const refused = await direct(memberUrl, "delete_all");
+      expect(refused).toContain("served by a gateway with policies");
+      // Where to go instead, for `mcpmgr proxy stdio NAME` users too.
+      expect(refused).toContain("'mcpmgr list' shows its URL (give it to 'mcpmgr proxy stdio'");
+      expect(guarding.output()).toContain("'mcpmgr proxy stdio WORKLOAD' and other direct callers are refused");
       // A made-up gateway key does not pass either.
       expect(
         await direct(memberUrl, "delete_all", {
@@ -215,7 +221,7 @@ describe("members are reached only through a gateway with policies", () => {
     }
   });
 
-  test("a member with its own --oidc-issuer is reached by the gateway with the key, and still takes its own tokens", async () => {
+  test("a member with its own --oidc-issuer is served only by a gateway that authenticates, and still takes its own tokens", async () => {
     const locked = memberOf({ name: "locked", tools: ["echo"] });
     expect(group.mcpmgr("group", "create", "locked-group").code).toBe(0);
     // Not spawnSync: the authorization server lives in this process and must answer the workload's discovery.
@@ -246,16 +252,55 @@ describe("members are reached only through a gateway with policies", () => {
     expect(await direct(memberUrl, "echo", { headers: { authorization: `Bearer ${token}` } })).toBe(
       "locked ran echo {}",
     );
-    const through = await group.gateway("locked-group");
+    const key = readGatewayKey(resolvePaths({ MCPMGR_HOME: group.home }));
+    expect(key).toBeDefined();
+
+    // A gateway without --oidc-* would let anyone who reaches it into the member: it leaves the member out.
+    const open = await group.gateway("locked-group");
     try {
-      const client = await connect(through.url);
+      const client = await connect(open.url);
+      try {
+        expect((await client.listTools()).tools.map((t) => t.name)).not.toContain("locked_echo");
+        expect(await client.callTool({ name: "locked_echo", arguments: {} }).then(text, String)).not.toBe(
+          "locked ran echo {}",
+        );
+      } finally {
+        await client.close();
+      }
+      expect(open.output()).toContain("workload 'locked' has its own --oidc-*; give the gateway --oidc-* to serve it");
+      // And the member itself takes the key in place of its own token only from a gateway that authenticates.
+      const withKey = await direct(memberUrl, "echo", { headers: { authorization: `Bearer ${key}` } });
+      expect(withKey).toStartWith("refused");
+      expect(withKey).toContain("give the gateway of group 'locked-group' --oidc-*");
+    } finally {
+      await open.stop();
+    }
+
+    const authenticating = await group.gateway(
+      "locked-group",
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      JWT_RESOURCE,
+      "--oidc-insecure-allow-http",
+      "--jwks-allow-private-ip",
+    );
+    try {
+      const client = new Client({ name: "isolation", version: "1.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(authenticating.url), {
+          requestInit: { headers: { authorization: `Bearer ${await auth.token()}` } },
+        }),
+      );
       try {
         expect(text(await client.callTool({ name: "locked_echo", arguments: {} }))).toBe("locked ran echo {}");
       } finally {
         await client.close();
       }
+      // Without a token the gateway itself refuses.
+      expect(await direct(authenticating.url, "locked_echo")).toStartWith("refused");
     } finally {
-      await through.stop();
+      await authenticating.stop();
     }
   });
 });

@@ -1,8 +1,16 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gatewayKey, guardGroup, isGroupGuarded, pruneGuards, readGatewayKey } from "../../src/state/gateway-guard.ts";
+import { McpmgrError } from "../../src/errors.ts";
+import {
+  gatewayKey,
+  groupGuard,
+  guardGroup,
+  isGroupGuarded,
+  pruneGuards,
+  readGatewayKey,
+} from "../../src/state/gateway-guard.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 
 const dirs: string[] = [];
@@ -27,21 +35,42 @@ describe("the gateway key", () => {
     expect(readGatewayKey(p)).toBe(a);
     expect((await stat(join(p.stateDir, "gateway.key"))).mode & 0o777).toBe(0o600);
   });
+
+  test("a corrupt key file is a typed error that says how to replace it", async () => {
+    const p = await paths();
+    await mkdir(p.stateDir, { recursive: true });
+    await writeFile(join(p.stateDir, "gateway.key"), "garbage");
+    const err = await gatewayKey(p).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(McpmgrError);
+    expect((err as McpmgrError).code).toBe("GATEWAY_KEY_CORRUPT");
+    expect((err as McpmgrError).hint).toContain(`delete ${join(p.stateDir, "gateway.key")}`);
+  });
 });
 
 describe("guard markers", () => {
   test("a live gateway guards its group only, until it releases it", async () => {
     const p = await paths();
-    const release = await guardGroup(p, "team");
+    const release = await guardGroup(p, "team", { authenticates: false });
     expect(isGroupGuarded(p, "team")).toBe(true);
     expect(isGroupGuarded(p, "other")).toBe(false);
     await release();
     expect(isGroupGuarded(p, "team")).toBe(false);
   });
 
+  test("say whether a live gateway guarding the group authenticates its callers", async () => {
+    const p = await paths();
+    const plain = await guardGroup(p, "team", { authenticates: false });
+    expect(groupGuard(p, "team")).toEqual({ guarded: true, authenticated: false });
+    await plain();
+    const authenticating = await guardGroup(p, "team", { authenticates: true });
+    expect(groupGuard(p, "team")).toEqual({ guarded: true, authenticated: true });
+    await authenticating();
+    expect(groupGuard(p, "team")).toEqual({ guarded: false, authenticated: false });
+  });
+
   test("a marker left by a process that is gone, or by a reused pid, does not guard and is pruned", async () => {
     const p = await paths();
-    await guardGroup(p, "team");
+    await guardGroup(p, "team", { authenticates: true });
     const dir = join(p.runtimeDir, "gateway-guards", "team");
     const [own] = await readdir(dir);
     // Our own pid with another start time: a pid reused by another process.

@@ -12,6 +12,7 @@ import { clientAuth, requestOptions, type ServerInfo } from "./oauth-client.ts";
 import { subjectTokenOf } from "./subject-token.ts";
 import type { Fetch } from "../trusted-fetch.ts";
 import { errorMessage } from "../../errors.ts";
+import { GATEWAY_KEY_PREFIX } from "../../state/gateway-guard.ts";
 
 const GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
 const TOKEN_TYPES = {
@@ -61,7 +62,12 @@ export function tokenExchangeSource(
       const subject = incoming ? subjectTokenOf(incoming) : undefined;
       if (subject === undefined)
         throw new TokenExchangeFailed(
-          "token exchange needs the client's token: enable incoming authentication (--oidc-issuer)",
+          // Incoming authentication is required with token exchange, so a request here without a client's
+          // token came in with the gateway key: the group's gateway never passes its callers' tokens on.
+          incoming?.headers.get("authorization")?.startsWith(`Bearer ${GATEWAY_KEY_PREFIX}`)
+            ? "token exchange needs the caller's own token, and a call through the group's gateway carries none " +
+                "(the gateway never passes its callers' tokens on); call this workload directly with a token"
+            : "token exchange needs the client's token: enable incoming authentication (--oidc-issuer)",
         );
       const key = createHash("sha256").update(subject).digest("base64url");
       const hit = cache.get(key);
