@@ -46,7 +46,13 @@ export async function overlaysFor(
 ): Promise<{ overlays: AppliedOverlay[]; emptyFile?: string }> {
   const { paths } = ctx;
   // First: a mount reached through a link a server (this one, or another workload's) planted is neither walked nor read.
-  assertNoPlantedLinks(mounts, await recordedWritableMounts(paths));
+  const others = await recordedWritableMounts(paths);
+  for (const name of others.unreadable) {
+    ctx.log.warn(
+      `workload ${name}'s record cannot be read: links in its writable mounts are not checked for this start`,
+    );
+  }
+  assertNoPlantedLinks(mounts, others.writable);
   const globalPatterns = options.ignoreGlobally ? await loadGlobalIgnorePatterns(paths.configDir) : [];
   // Only directory mounts have one: a single-file volume has no .mcpmgrignore inside it.
   const localIgnoreFiles = new Map<string, string | undefined>();

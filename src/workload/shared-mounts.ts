@@ -13,12 +13,19 @@ import { profileMount } from "../runtime/sandbox.ts";
 import type { McpmgrPaths } from "../state/paths.ts";
 import { type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 
-/** The writable volumes and profile write paths of every recorded workload. */
-export async function recordedWritableMounts(paths: McpmgrPaths, home = homedir()): Promise<OtherWritable[]> {
-  const records = await new WorkloadStore(paths).list();
-  return records.flatMap((record) =>
+/**
+ * The writable volumes and profile write paths of every recorded workload, and the names of
+ * workloads whose record cannot be read (they cannot start either; the caller warns about them).
+ */
+export async function recordedWritableMounts(
+  paths: McpmgrPaths,
+  home = homedir(),
+): Promise<{ writable: OtherWritable[]; unreadable: string[] }> {
+  const { records, unreadable } = await new WorkloadStore(paths).listReadable();
+  const writable = records.flatMap((record) =>
     writablePaths(record, home).map((hostPath) => ({ hostPath, workload: record.name })),
   );
+  return { writable, unreadable };
 }
 
 function writablePaths(record: WorkloadRecord, home: string): string[] {

@@ -69,3 +69,18 @@ test("another workload's read-only volume, or no other workload, leaves the user
   });
   expect((await startOfB()).overlays).toEqual([]);
 });
+
+test("another workload's broken record is named in a warning and stops neither this start nor the others' check", async () => {
+  await recordWorkload("a", 41504, { volumes: [{ hostPath: join(dir, "shared"), containerPath: "/d" }] });
+  mkdirSync(join(env.MCPMGR_HOME, "state/workloads/broken"), { recursive: true });
+  writeFileSync(join(env.MCPMGR_HOME, "state/workloads/broken/workload.json"), "not json");
+  const { ctx, logged } = testContext(env);
+  const start = (hostPath: string) =>
+    overlaysFor([{ hostPath, containerPath: "/s", readOnly: true }], { ignoreGlobally: false, print: false }, ctx);
+  await rejection(start(join(dir, "shared/sub")), "UNSAFE_MOUNT");
+  expect((await start(join(dir, "elsewhere"))).overlays).toEqual([]);
+  expect(logged.filter((line) => line.startsWith("warn:"))).toEqual([
+    "warn: workload broken's record cannot be read: links in its writable mounts are not checked for this start",
+    "warn: workload broken's record cannot be read: links in its writable mounts are not checked for this start",
+  ]);
+});
