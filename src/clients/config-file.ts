@@ -11,15 +11,16 @@
  *   write    only when the text changed, atomically (temp file + rename), keeping the
  *            original's permission bits and, when mcpmgr runs as root (sudo), its owner and
  *            group; a new file under the user's home (and folders made for it) belongs to the
- *            home's owner, so the client can still write its own settings.
+ *            home's owner, so the client can still write its own settings. As root, a file
+ *            whose real path leaves the home, or that is not the home owner's, is refused.
  *
  * Clients that rewrite their own file at any moment (Claude Code does, for ~/.claude.json)
  * do not take our lock; the atomic rename keeps the file whole, but a change one of them makes
  * at the very same instant can still win over ours, as with their own CLIs.
  */
-import { existsSync } from "node:fs";
+import { constants, existsSync } from "node:fs";
 import type { Stats } from "node:fs";
-import { chmod, chown, lstat, mkdir, open, readFile, readlink, realpath, stat } from "node:fs/promises";
+import { lstat, mkdir, open, readFile, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { isMcpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
@@ -54,6 +55,8 @@ export async function editClientFile(
   const target = await realTarget(path);
   if (!options.create && !existsSync(target)) return { changed: false };
   try {
+    const outside = await rootRefusal(ctx, target);
+    if (outside !== undefined) return { skipped: outside };
     await makeFolders(dirname(target), await ownerFor(ctx, target, undefined));
     return await withLock(`${target}.mcpmgr-lock`, async () => {
       const original = await readIfExists(target);
@@ -66,9 +69,9 @@ export async function editClientFile(
       const mode = existing === undefined ? NEW_FILE_MODE : existing.mode & 0o7777;
       const owner = await ownerFor(ctx, target, existing);
       await backupOnce(ctx, client, path, original);
+      // The bits are set on the temporary file's handle (exactly, past the umask): a chmod by
+      // path after the rename would follow a link the user swapped in meanwhile.
       await writeFileAtomic(target, after, { mode, ...(owner ? { owner } : {}) });
-      // The temporary file's mode went through the umask; the original's bits are restored exactly.
-      if (((await stat(target)).mode & 0o7777) !== mode) await chmod(target, mode);
       return { changed: true };
     });
   } catch (err) {
@@ -104,20 +107,71 @@ async function ownerFor(ctx: ClientContext, target: string, existing: Stats | un
   // The target is a real path (symlinks resolved): so is the home it is compared with.
   const home = await realpath(ctx.home).catch(() => undefined);
   if (home === undefined) return undefined;
-  const inside = relative(home, target);
-  if (inside === "" || inside === ".." || inside.startsWith("../") || isAbsolute(inside)) return undefined;
+  if (!isInside(home, target)) return undefined;
   const info = await stat(home);
   return { uid: info.uid, gid: info.gid };
 }
 
-/** The file's folder, made if missing (private), and given to `owner` with every folder made on the way. */
+/**
+ * The file's folder, made if missing (private), and given to `owner` with every folder made on
+ * the way. Root makes them one at a time and gives each away through a descriptor opened
+ * without following links: a folder the user swaps for a link meanwhile fails to open (ELOOP)
+ * instead of handing the link's target to the user.
+ */
 async function makeFolders(dir: string, owner: Owner | undefined): Promise<void> {
-  const first = await mkdir(dir, { recursive: true, mode: 0o700 });
-  if (first === undefined || owner === undefined) return;
-  for (let folder = dir; ; folder = dirname(folder)) {
-    await chown(folder, owner.uid, owner.gid);
-    if (folder === first || folder === dirname(folder)) return;
+  if (owner === undefined) {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    return;
   }
+  const missing: string[] = [];
+  for (let folder = dir; !existsSync(folder) && folder !== dirname(folder); folder = dirname(folder)) {
+    missing.unshift(folder);
+  }
+  for (const folder of missing) {
+    await mkdir(folder, { mode: 0o700 }).catch((err) => {
+      if (errnoCode(err) !== "EEXIST") throw err;
+    });
+    const handle = await open(folder, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    try {
+      await handle.chown(owner.uid, owner.gid);
+    } finally {
+      await handle.close();
+    }
+  }
+}
+
+/**
+ * Root follows a user's links only within the user's home, to files of the home's owner: a
+ * link from ~/.cursor/mcp.json to /etc/docker/daemon.json must not get that file edited. The
+ * reason, for the warning; undefined when the file may be written (or mcpmgr is not root).
+ */
+async function rootRefusal(ctx: ClientContext, target: string): Promise<string | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const home = await realpath(ctx.home).catch(() => undefined);
+  if (home === undefined) return undefined;
+  const real = await realOfMissing(target);
+  const refuse = (why: string) => `${why}; mcpmgr runs as root and left it unchanged (edit it as its owner instead)`;
+  if (!isInside(home, real)) return refuse(`its real path ${real} lies outside the home ${home}`);
+  const existing = await stat(real).catch(() => undefined);
+  const homeOwner = (await stat(home)).uid;
+  if (existing !== undefined && existing.uid !== homeOwner) {
+    return refuse(`${real} belongs to uid ${existing.uid}, not to the home's owner (uid ${homeOwner})`);
+  }
+  return undefined;
+}
+
+function isInside(home: string, path: string): boolean {
+  const inside = relative(home, path);
+  return inside !== "" && inside !== ".." && !inside.startsWith("../") && !isAbsolute(inside);
+}
+
+/** The real path of a file that may not exist yet: its nearest existing folder resolved, the rest appended. */
+async function realOfMissing(path: string): Promise<string> {
+  const real = await realpath(path).catch(() => undefined);
+  if (real !== undefined) return real;
+  const parent = dirname(path);
+  if (parent === path) return path;
+  return join(await realOfMissing(parent), basename(path));
 }
 
 /** The file a path leads to: itself, or the end of its chain of symlinks (even a dangling one). */

@@ -48,6 +48,9 @@ export async function writeFileAtomic(
     const handle = await (await fsp()).open(temp, "wx", mode);
     try {
       if (options.owner !== undefined) await handle.chown(options.owner.uid, options.owner.gid);
+      // Through the handle, before the rename: the exact bits (open's mode went through the
+      // umask), and no chmod by path afterwards that a link swapped in meanwhile would redirect.
+      await handle.chmod(mode);
       await handle.writeFile(data);
       // Without fsync a crash after rename can leave an empty file under the real name
       // (ext4 delayed allocation): the data must be on disk before the name points at it.

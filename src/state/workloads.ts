@@ -87,20 +87,41 @@ export class WorkloadStore {
 
   /** Every workload, sorted by name. A corrupt record fails the whole call with STATE_CORRUPT naming it. */
   async list(): Promise<readonly WorkloadRecord[]> {
-    let entries: string[];
+    const records = await Promise.all(this.#names().map((name) => this.#read(name)));
+    // A folder without a record is a create that crashed before writing it: not a workload.
+    return records
+      .filter((r): r is WorkloadRecord => r !== undefined)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /**
+   * Every record that can be read, and the names of those that cannot (a file broken by hand):
+   * for checks across workloads that must not stop on another workload's broken record.
+   */
+  async listReadable(): Promise<{ records: WorkloadRecord[]; unreadable: string[] }> {
+    const records: WorkloadRecord[] = [];
+    const unreadable: string[] = [];
+    for (const name of this.#names()) {
+      try {
+        const record = await this.#read(name);
+        if (record !== undefined) records.push(record);
+      } catch {
+        unreadable.push(name);
+      }
+    }
+    return { records, unreadable };
+  }
+
+  /** The names of the workload folders (a folder may still lack its record). */
+  #names(): string[] {
     try {
-      entries = readdirSync(this.#root, { withFileTypes: true })
+      return readdirSync(this.#root, { withFileTypes: true })
         .filter((e) => e.isDirectory() && isValidWorkloadName(e.name))
         .map((e) => e.name);
     } catch (err) {
       if (errnoCode(err) === "ENOENT") return [];
       throw stateIoError("list", this.#root, err);
     }
-    const records = await Promise.all(entries.map((name) => this.#read(name)));
-    // A folder without a record is a create that crashed before writing it: not a workload.
-    return records
-      .filter((r): r is WorkloadRecord => r !== undefined)
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async get(name: string): Promise<WorkloadRecord | undefined> {

@@ -24,6 +24,7 @@ import { assertNoPlantedLinks } from "../runtime/planted-links.ts";
 import { profileMount } from "../runtime/sandbox.ts";
 import { stateIoError, writeFileAtomic } from "../state/atomic-file.ts";
 import type { WorkloadContext } from "./context.ts";
+import { recordedWritableMounts } from "./shared-mounts.ts";
 
 /** An overlay as the runtimes apply it (see OverlaySpec in runtime/docker/container-config.ts). */
 export interface AppliedOverlay {
@@ -44,8 +45,14 @@ export async function overlaysFor(
   ctx: WorkloadContext,
 ): Promise<{ overlays: AppliedOverlay[]; emptyFile?: string }> {
   const { paths } = ctx;
-  // First: a mount reached through a link the server planted is neither walked nor read.
-  assertNoPlantedLinks(mounts);
+  // First: a mount reached through a link a server (this one, or another workload's) planted is neither walked nor read.
+  const others = await recordedWritableMounts(paths);
+  for (const name of others.unreadable) {
+    ctx.log.warn(
+      `workload ${name}'s record cannot be read: links in its writable mounts are not checked for this start`,
+    );
+  }
+  assertNoPlantedLinks(mounts, others.writable);
   const globalPatterns = options.ignoreGlobally ? await loadGlobalIgnorePatterns(paths.configDir) : [];
   // Only directory mounts have one: a single-file volume has no .mcpmgrignore inside it.
   const localIgnoreFiles = new Map<string, string | undefined>();

@@ -16,6 +16,7 @@ import { PROBE_SERVER } from "../fixtures/bridge-probe-client.ts";
 import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { CONFORMANCE_FIXTURE_2026, startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
+import { makeTestCa } from "../support/test-ca.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -39,11 +40,6 @@ interface Review {
 /** Every review the webhook received. */
 const reviews: Review[] = [];
 
-function openssl(...args: string[]) {
-  const result = Bun.spawnSync(["openssl", ...args], { cwd: dir, stderr: "pipe" });
-  if (result.exitCode !== 0) throw new Error(`openssl ${args[0]} failed: ${result.stderr.toString()}`);
-}
-
 beforeAll(async () => {
   auth = await startAuthServer();
   tokens.a = await auth.token({ client: "service" });
@@ -52,55 +48,11 @@ beforeAll(async () => {
 
   // The webhook: HTTPS with a certificate from a test CA; it refuses a round whose sampling
   // answer the client filled in with "forbidden answer".
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "1",
-    "-subj",
-    "/CN=mcpmgr test CA",
-    "-keyout",
-    "ca.key",
-    "-out",
-    "ca.pem",
-  );
-  openssl(
-    "req",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-subj",
-    "/CN=127.0.0.1",
-    "-keyout",
-    "server.key",
-    "-out",
-    "server.csr",
-  );
-  await writeFile(join(dir, "san.ext"), "subjectAltName=IP:127.0.0.1\n");
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    "server.csr",
-    "-CA",
-    "ca.pem",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-extfile",
-    "san.ext",
-    "-out",
-    "server.pem",
-  );
+  const certificates = await makeTestCa(dir);
   webhook = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    tls: { cert: Bun.file(join(dir, "server.pem")), key: Bun.file(join(dir, "server.key")) },
+    tls: { cert: Bun.file(certificates.cert), key: Bun.file(certificates.key) },
     async fetch(req) {
       const review = (await req.json()) as Review;
       reviews.push(review);
@@ -140,7 +92,7 @@ beforeAll(async () => {
         {
           name: "rounds",
           url: `https://127.0.0.1:${webhook.port}/validate`,
-          tls_config: { ca_bundle_path: join(dir, "ca.pem") },
+          tls_config: { ca_bundle_path: certificates.ca },
         },
       ],
     }),

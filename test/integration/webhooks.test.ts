@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { makeTestCa, type TestCertificates } from "../support/test-ca.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -19,66 +20,18 @@ setDefaultTimeout(60_000);
 const PROBE = "npx://./test/fixtures/sandbox-probe";
 const HMAC_SECRET = "webhook-shared-secret";
 let dir: string;
+let certificates: TestCertificates;
 let server: ReturnType<typeof Bun.serve>;
 const seen: { path: string; method: string; signed: boolean; principal: boolean }[] = [];
-
-function openssl(...args: string[]) {
-  const result = Bun.spawnSync(["openssl", ...args], { cwd: dir, stderr: "pipe" });
-  if (result.exitCode !== 0) throw new Error(`openssl ${args[0]} failed: ${result.stderr.toString()}`);
-}
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "mcpmgr-webhooks-"));
   // A test CA, and a server certificate for 127.0.0.1 signed by it.
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "1",
-    "-subj",
-    "/CN=mcpmgr test CA",
-    "-keyout",
-    "ca.key",
-    "-out",
-    "ca.pem",
-  );
-  openssl(
-    "req",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-subj",
-    "/CN=127.0.0.1",
-    "-keyout",
-    "server.key",
-    "-out",
-    "server.csr",
-  );
-  await writeFile(join(dir, "san.ext"), "subjectAltName=IP:127.0.0.1\n");
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    "server.csr",
-    "-CA",
-    "ca.pem",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-extfile",
-    "san.ext",
-    "-out",
-    "server.pem",
-  );
+  certificates = await makeTestCa(dir);
   server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    tls: { cert: Bun.file(join(dir, "server.pem")), key: Bun.file(join(dir, "server.key")) },
+    tls: { cert: Bun.file(certificates.cert), key: Bun.file(certificates.key) },
     async fetch(req) {
       const path = new URL(req.url).pathname;
       const body = await req.text();
@@ -143,7 +96,7 @@ async function config(name: string, content: unknown): Promise<string> {
 const hook = (name: string, path: string, extra: Record<string, unknown> = {}) => ({
   name,
   url: `https://127.0.0.1:${server.port}${path}`,
-  tls_config: { ca_bundle_path: join(dir, "ca.pem") },
+  tls_config: { ca_bundle_path: certificates.ca },
   ...extra,
 });
 

@@ -13,12 +13,15 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
+  mkdtempSync,
   readFileSync,
   readlinkSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { allClients, clientById } from "../../src/clients/catalog.ts";
 import { ClientConfigSync } from "../../src/clients/sync.ts";
@@ -230,6 +233,7 @@ describe("writing other programs' files", () => {
   test("run as root, a user's file stays the user's: owner, group and mode kept", async () => {
     expect(process.getuid?.()).toBe(0);
     const path = h.seed("claude-code");
+    chownSync(h.home, 61234, 61234);
     chownSync(path, 61234, 61235);
     chmodSync(path, 0o640);
     await sync.registerClient("claude-code", "default", [fetch41001]);
@@ -248,6 +252,42 @@ describe("writing other programs' files", () => {
       expect([made, info.uid, info.gid]).toEqual([made, 61234, 61234]);
     }
     expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  test("run as root, a link out of the user's home is not followed: one warning, nothing written, other clients updated", async () => {
+    chownSync(h.home, 61234, 61234);
+    const outside = mkdtempSync(join(tmpdir(), "mcpmgr-outside-"));
+    try {
+      const daemon = join(outside, "daemon.json");
+      writeFileSync(daemon, '{"debug": true}\n');
+      const link = clientById("cursor").configPath(h.ctx);
+      mkdirSync(dirname(link), { recursive: true });
+      symlinkSync(daemon, link);
+      const zed = h.seed("zed");
+      chownSync(zed, 61234, 61234);
+      await sync.registerClient("cursor", "default", []);
+      await sync.registerClient("zed", "default", []);
+      const reports = await sync.onWorkloadStarted(fetch41001);
+      expect(reports.find((r) => r.client === "cursor")?.action).toBe("skipped");
+      expect(reports.find((r) => r.client === "zed")?.action).toBe("added");
+      expect(readFileSync(daemon, "utf8")).toBe('{"debug": true}\n');
+      expect(h.warnings).toHaveLength(1);
+      expect(h.warnings[0]).toContain(daemon);
+      expect(h.warnings[0]).toContain("outside the home");
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  test("run as root, a file in the home that another user owns is left alone", async () => {
+    chownSync(h.home, 61234, 61234);
+    const path = h.seed("claude-code");
+    chownSync(path, 61299, 61299);
+    const before = readFileSync(path, "utf8");
+    const [report] = await sync.registerClient("claude-code", "default", [fetch41001]);
+    expect(report?.action).toBe("skipped");
+    expect(readFileSync(path, "utf8")).toBe(before);
+    expect(h.warnings[0]).toContain("belongs to uid 61299");
   });
 
   test("a file mcpmgr created is not backed up later: a note says there was no earlier version", async () => {

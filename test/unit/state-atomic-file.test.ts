@@ -41,6 +41,17 @@ describe("writeFileAtomic", () => {
     expect((await stat(file)).mode & 0o777).toBe(0o644);
   });
 
+  posixOnly("the mode is exact whatever the umask (set on the handle, before the rename)", async () => {
+    const file = join(home, "umask", "shared.txt");
+    const previous = process.umask(0o077);
+    try {
+      await writeFileAtomic(file, "x", { mode: 0o640 });
+    } finally {
+      process.umask(previous);
+    }
+    expect((await stat(file)).mode & 0o777).toBe(0o640);
+  });
+
   test("replaces the old content and leaves no temporary files", async () => {
     const dir = join(home, "replace");
     const file = join(dir, "state.json");
