@@ -67,7 +67,13 @@ async function pastRouters(root: CommandDef, rawArgs: readonly string[]): Promis
   for (;;) {
     const word = args[0];
     if (word === undefined || word.startsWith("-") || !onlyRoutes(cmd, await resolve(cmd.args))) break;
-    const next = (await resolve(cmd.subCommands))?.[word];
+    const subCommands = (await resolve(cmd.subCommands)) ?? {};
+    if (!Object.hasOwn(subCommands, word)) {
+      // citty would take an inherited name ("toString", "constructor") for a command and exit 0 silently.
+      if (word in subCommands) throw Object.assign(new Error(`unknown command ${word}`), { code: "E_UNKNOWN_COMMAND" });
+      break;
+    }
+    const next = subCommands[word];
     if (next === undefined) break;
     cmd = await resolve(next);
     args = args.slice(1);

@@ -171,6 +171,10 @@ describe("root command", () => {
     expect(line).toContain("bogus");
   });
 
+  test("a name every object inherits is no command (citty would run nothing and exit 0)", () => {
+    for (const name of ["toString", "constructor"]) expect(expectUsageError(mcpmgr(name))).toContain(name);
+  });
+
   test("--debug is accepted before the command", () => {
     const line = expectUsageError(mcpmgr("--debug", "bogus"));
     expect(line).toContain("bogus");
