@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { cliEnv, runCli } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -20,23 +21,11 @@ let home: string;
 let mcpmgrHome: string;
 
 function env(): Record<string, string> {
-  const clean: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || key.startsWith("MCPMGR_") || key.startsWith("XDG_") || key === "FORCE_COLOR") continue;
-    if (["CODEX_HOME", "CLAUDE_CONFIG_DIR", "CONTINUE_GLOBAL_DIR"].includes(key)) continue;
-    clean[key] = value;
-  }
-  return { ...clean, HOME: home, MCPMGR_HOME: mcpmgrHome, MCPMGR_RUNTIME: "process", NO_COLOR: "1" };
+  return cliEnv(home, mcpmgrHome);
 }
 
 function mcpmgr(...args: string[]) {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
-    cwd: REPO_ROOT,
-    env: env(),
-    stdin: "ignore",
-    timeout: 120_000,
-  });
-  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  return runCli(env(), args);
 }
 
 /** Exit code, nothing on stdout, one stderr line with a hint and no stack. */

@@ -17,7 +17,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { PROBE_FIXTURE, until } from "../support/gateway-group.ts";
-import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -30,29 +31,15 @@ let probe: string;
 const urls: Record<string, string> = {};
 
 function env(): Record<string, string> {
-  const clean: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || key.startsWith("MCPMGR_") || key.startsWith("XDG_") || key === "FORCE_COLOR") continue;
-    if (["CODEX_HOME", "CLAUDE_CONFIG_DIR", "CONTINUE_GLOBAL_DIR"].includes(key)) continue;
-    clean[key] = value;
-  }
-  return { ...clean, HOME: home, MCPMGR_HOME: mcpmgrHome, MCPMGR_RUNTIME: "process", NO_COLOR: "1" };
+  return cliEnv(home, mcpmgrHome);
 }
 
 function mcpmgr(...args: string[]) {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
-    cwd: REPO_ROOT,
-    env: env(),
-    stdin: "ignore",
-    timeout: 120_000,
-  });
-  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  return runCli(env(), args);
 }
 
 function ok(...args: string[]) {
-  const result = mcpmgr(...args);
-  if (result.code !== 0) throw new Error(`mcpmgr ${args.join(" ")} exited ${result.code}:\n${result.stderr}`);
-  return result;
+  return runCliOk(env(), args);
 }
 
 function run(name: string): string {

@@ -11,7 +11,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PROBE_FIXTURE } from "../support/gateway-group.ts";
-import { CLI_ENTRY, REPO_ROOT, type Running, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, type Running, spawnUntil } from "../support/processes.ts";
+import { cliEnv, runCliOk } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -22,25 +23,11 @@ let packageDir: string;
 const gateways: Running[] = [];
 
 function env(): Record<string, string> {
-  const clean: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || key.startsWith("MCPMGR_") || key.startsWith("XDG_") || key === "FORCE_COLOR") continue;
-    if (["CODEX_HOME", "CLAUDE_CONFIG_DIR", "CONTINUE_GLOBAL_DIR"].includes(key)) continue;
-    clean[key] = value;
-  }
-  return { ...clean, HOME: home, MCPMGR_HOME: join(home, ".mcpmgr"), MCPMGR_RUNTIME: "process", NO_COLOR: "1" };
+  return cliEnv(home);
 }
 
 function mcpmgr(...args: string[]) {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
-    cwd: REPO_ROOT,
-    env: env(),
-    stdin: "ignore",
-    timeout: 120_000,
-  });
-  const out = { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
-  if (out.code !== 0) throw new Error(`mcpmgr ${args.join(" ")} exited ${out.code}:\n${out.stderr}`);
-  return out;
+  return runCliOk(env(), args);
 }
 
 /** A foreground `mcpmgr gateway`, once it serves; what it logged before that is in its output. */

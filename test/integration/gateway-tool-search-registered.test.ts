@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { REPO_ROOT } from "../support/processes.ts";
+import { cliEnv, runCliOk } from "../support/cli-home.ts";
 import { callTool, echoed, find, TOOLS_JSON, textOf } from "../support/tool-search-group.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -26,25 +27,11 @@ let packageDir: string;
 let client: Client | undefined;
 
 function env(): Record<string, string> {
-  const clean: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || key.startsWith("MCPMGR_") || key.startsWith("XDG_") || key === "FORCE_COLOR") continue;
-    if (["CODEX_HOME", "CLAUDE_CONFIG_DIR", "CONTINUE_GLOBAL_DIR"].includes(key)) continue;
-    clean[key] = value;
-  }
-  return { ...clean, HOME: home, MCPMGR_HOME: join(home, ".mcpmgr"), MCPMGR_RUNTIME: "process", NO_COLOR: "1" };
+  return cliEnv(home);
 }
 
 function mcpmgr(...args: string[]) {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
-    cwd: REPO_ROOT,
-    env: env(),
-    stdin: "ignore",
-    timeout: 120_000,
-  });
-  const out = { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
-  if (out.code !== 0) throw new Error(`mcpmgr ${args.join(" ")} exited ${out.code}:\n${out.stderr}`);
-  return out;
+  return runCliOk(env(), args);
 }
 
 const cursorServers = () =>

@@ -14,6 +14,7 @@ import type { Server } from "bun";
 import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
 import { until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -27,28 +28,15 @@ let impostor: Server<unknown> | undefined;
 let heardByImpostor: string[] = [];
 
 function env(): Record<string, string> {
-  const clean: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || key.startsWith("MCPMGR_") || key.startsWith("XDG_") || key === "FORCE_COLOR") continue;
-    clean[key] = value;
-  }
-  return { ...clean, HOME: home, MCPMGR_HOME: mcpmgrHome, MCPMGR_RUNTIME: "process", NO_COLOR: "1" };
+  return cliEnv(home, mcpmgrHome);
 }
 
 function mcpmgr(...args: string[]) {
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
-    cwd: REPO_ROOT,
-    env: env(),
-    stdin: "ignore",
-    timeout: 120_000,
-  });
-  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  return runCli(env(), args);
 }
 
 function ok(...args: string[]) {
-  const result = mcpmgr(...args);
-  if (result.code !== 0) throw new Error(`mcpmgr ${args.join(" ")} exited ${result.code}:\n${result.stderr}`);
-  return result;
+  return runCliOk(env(), args);
 }
 
 const supervisorPid = () =>
