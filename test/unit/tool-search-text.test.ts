@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { editDistance } from "../../src/close-matches.ts";
 import { queryTerms } from "../../src/gateway/tool-search/query.ts";
-import { synonymsOf } from "../../src/gateway/tool-search/synonyms.ts";
+import { inflectionBases, synonymsOf } from "../../src/gateway/tool-search/synonyms.ts";
 import { stem, tokenize } from "../../src/gateway/tool-search/tokenizer.ts";
 import { Vocabulary } from "../../src/gateway/tool-search/vocabulary.ts";
 
@@ -76,7 +76,34 @@ describe("query terms", () => {
     expect(weights.get(stem("remove"))).toBe(1);
     expect(weights.get(stem("delete"))).toBe(0.5);
     expect(weights.get(stem("image"))).toBe(0.5);
-    expect(synonymsOf(stem("delete"))).toContain(stem("erase"));
+    expect(synonymsOf("delete")).toContain(stem("erase"));
+  });
+
+  test("the thesaurus is looked up by the word and its inflections, never by a derivation sharing its stem", () => {
+    // Inflections of a thesaurus word expand like the word.
+    for (const word of ["deleted", "deleting", "deletes", "pictures", "directories", "stopped", "summarizing"]) {
+      expect(synonymsOf(word).length).toBeGreaterThan(0);
+    }
+    expect(synonymsOf("pictures")).toContain(stem("image"));
+    // "locate" has the Porter2 stem of "location" ("locat"), but does not mean a place.
+    expect(stem("locate")).toBe(stem("location"));
+    expect(synonymsOf("locate")).toEqual([]);
+    expect(synonymsOf("location")).toContain(stem("place"));
+    const { weights } = queryTerms("locate the 10th line", { synonymWeight: 0.5, literalWeight: 0.5, stemming: true });
+    expect(weights.has(stem("place"))).toBe(false);
+    // With stemming off the expansions are exact words.
+    expect(synonymsOf("photos", false)).toContain("image");
+  });
+
+  test("inflection bases undo plural, -ing and -ed only", () => {
+    expect(inflectionBases("queries")).toContain("query");
+    expect(inflectionBases("boxes")).toContain("box");
+    expect(inflectionBases("files")).toContain("file");
+    expect(inflectionBases("saving")).toContain("save");
+    expect(inflectionBases("running")).toContain("run");
+    expect(inflectionBases("copied")).toContain("copy");
+    expect(inflectionBases("class")).toEqual(["class"]);
+    expect(inflectionBases("location")).toEqual(["location"]);
   });
 
   test("a file path or file name implies 'file', a URL implies 'url', a domain or a version does not", () => {

@@ -53,7 +53,10 @@ export function queryTerms(fullQuery: string, options: QueryOptions): QueryTerms
   if (options.literalWeight > 0)
     for (const term of tokenize(impliedWords(query).join(" "), { stem })) add(term, options.literalWeight);
   if (options.synonymWeight > 0) {
-    for (const term of own) for (const synonym of synonymsOf(term, stem)) add(synonym, options.synonymWeight);
+    // The thesaurus is keyed by words as written (and their inflections), not by stems: see synonyms.ts.
+    for (const word of tokenize(query, { stem: false })) {
+      for (const synonym of synonymsOf(word, stem)) add(synonym, options.synonymWeight);
+    }
   }
   return { own, weights };
 }

@@ -54,32 +54,67 @@ database db
 message msg
 `;
 
-function buildThesaurus(text: string, normalise: (word: string) => string): ReadonlyMap<string, readonly string[]> {
-  const related = new Map<string, Set<string>>();
-  for (const line of text.split("\n")) {
-    const terms = [
-      ...new Set(
-        line
-          .split(/\s+/)
-          .filter((word) => word.length > 0)
-          .map(normalise),
-      ),
-    ];
-    for (const term of terms) {
-      const set = related.get(term) ?? new Set<string>();
-      for (const other of terms) if (other !== term) set.add(other);
-      related.set(term, set);
-    }
-  }
-  return new Map([...related].map(([term, set]) => [term, [...set]]));
+/**
+ * The forms an English word may be an inflection of: itself, without a plural "s"/"es" ("ies" → "y"),
+ * without "ing"/"ed" (with the "e" or the doubled consonant they took away). Only inflections: a
+ * derivation often means something else ("locate" is not "location", "general" is not "generate"),
+ * which is why the thesaurus is not looked up by Porter2 stem (it conflates both).
+ */
+export function inflectionBases(word: string): string[] {
+  const bases = [word];
+  const add = (base: string) => {
+    if (base.length >= 2 && !bases.includes(base)) bases.push(base);
+  };
+  const undoSuffix = (base: string) => {
+    add(base);
+    add(`${base}e`);
+    // "stopped" → "stop", "running" → "run": the doubled final consonant.
+    if (/([b-df-hj-np-tv-z])\1$/.test(base)) add(base.slice(0, -1));
+  };
+  if (word.length > 4 && word.endsWith("ies")) add(`${word.slice(0, -3)}y`);
+  else if (word.length > 3 && word.endsWith("es")) {
+    add(word.slice(0, -2));
+    add(word.slice(0, -1));
+  } else if (word.length > 3 && word.endsWith("s") && !word.endsWith("ss")) add(word.slice(0, -1));
+  if (word.length > 5 && word.endsWith("ing")) undoSuffix(word.slice(0, -3));
+  if (word.length > 4 && word.endsWith("ied")) add(`${word.slice(0, -3)}y`);
+  else if (word.length > 4 && word.endsWith("ed")) undoSuffix(word.slice(0, -2));
+  return bases;
 }
 
-const STEMMED = buildThesaurus(groups, stem);
-let exact: ReadonlyMap<string, readonly string[]> | undefined;
+/** Word → the other words of its sets, as written. */
+function buildThesaurus(text: string): ReadonlyMap<string, readonly string[]> {
+  const related = new Map<string, Set<string>>();
+  for (const line of text.split("\n")) {
+    const words = [...new Set(line.split(/\s+/).filter((word) => word.length > 0))];
+    for (const word of words) {
+      const set = related.get(word) ?? new Set<string>();
+      for (const other of words) if (other !== word) set.add(other);
+      related.set(word, set);
+    }
+  }
+  return new Map([...related].map(([word, set]) => [word, [...set]]));
+}
 
-/** Terms that mean the same as `term` (stemmed, or exact words when stemming is off), not including itself. */
-export function synonymsOf(term: string, stemmed = true): readonly string[] {
-  if (stemmed) return STEMMED.get(term) ?? [];
-  exact ??= buildThesaurus(groups, (word) => word);
-  return exact.get(term) ?? [];
+const THESAURUS = buildThesaurus(groups);
+const expansions = new Map<string, readonly string[]>();
+
+/**
+ * The words that mean the same as `word` (a lower-case query word as written, or an inflection of a
+ * thesaurus word), as index terms: Porter2 stems, or exact words when stemming is off. Not itself.
+ */
+export function synonymsOf(word: string, stemmed = true): readonly string[] {
+  const key = `${stemmed ? "s" : "w"}${word}`;
+  const cached = expansions.get(key);
+  if (cached) return cached;
+  const own = stemmed ? stem(word) : word;
+  const out = new Set<string>();
+  for (const base of inflectionBases(word)) {
+    for (const synonym of THESAURUS.get(base) ?? []) out.add(stemmed ? stem(synonym) : synonym);
+  }
+  out.delete(own);
+  const found = [...out];
+  if (expansions.size >= 10_000) expansions.clear();
+  expansions.set(key, found);
+  return found;
 }
