@@ -14,6 +14,11 @@
  * - With TOOL_SEARCH_GATEWAY=1, the same through the real endpoint (bench/tool-search-gateway.ts): the 70
  *   servers as remote workloads behind `mcpmgr gateway --tool-search`, the SDK client calling find_tool.
  *
+ * - With TOOL_SEARCH_RECALL_ONLY=1, recall alone (well under a second): for iterating on the ranking. With
+ *   TOOL_SEARCH_TUNING='{"k1":1.5,…}' (JSON, fields of ToolSearchTuning), "ours" is measured with those
+ *   overrides of the defaults; that implies recall only, so RESULTS.md never shows figures of a tuning
+ *   that is not the shipped one.
+ *
  * Writes its section of bench/RESULTS.md (TOOL_SEARCH_RESULTS=path, or "-" for none), and the gateway's
  * section when that was measured.
  */
@@ -27,7 +32,7 @@ import { searchModeInstructions } from "../src/gateway/tool-search/instructions.
 import { parseFindArguments, searchModeTools } from "../src/gateway/tool-search/search-tools.ts";
 import { tokenize } from "../src/gateway/tool-search/tokenizer.ts";
 import { gatewayToolName, ToolSearchIndex } from "../src/gateway/tool-search/tool-index.ts";
-import type { ToolSearchTuning } from "../src/gateway/tool-search/tuning.ts";
+import { defaultTuning, type ToolSearchTuning } from "../src/gateway/tool-search/tuning.ts";
 import {
   type DatasetTask,
   type LiveMcpBench,
@@ -42,6 +47,29 @@ import { bundledSizes, compiledSizeAdded } from "./lib/tool-search-size.ts";
 import { gatewaySection, measureThroughGateway } from "./tool-search-gateway.ts";
 
 const ROUNDS = Number(process.env.TOOL_SEARCH_ROUNDS ?? 20);
+const tuningOverrides = parseTuningOverrides(process.env.TOOL_SEARCH_TUNING);
+const recallOnly = process.env.TOOL_SEARCH_RECALL_ONLY === "1" || tuningOverrides !== undefined;
+
+/** An ablation's switches on top of TOOL_SEARCH_TUNING (field weights and b merged field by field). */
+function withOverrides(tuning: Partial<ToolSearchTuning>): Partial<ToolSearchTuning> {
+  if (!tuningOverrides) return tuning;
+  return {
+    ...tuningOverrides,
+    ...tuning,
+    weights: { ...defaultTuning.weights, ...tuningOverrides.weights, ...tuning.weights },
+    b: { ...defaultTuning.b, ...tuningOverrides.b, ...tuning.b },
+  };
+}
+
+function parseTuningOverrides(json: string | undefined): Partial<ToolSearchTuning> | undefined {
+  if (json === undefined || json.trim() === "") return undefined;
+  try {
+    const parsed: unknown = JSON.parse(json);
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) return parsed;
+  } catch {}
+  process.stderr.write(`bench:tool-search: TOOL_SEARCH_TUNING is not a JSON object: ${json}\n`);
+  process.exit(2);
+}
 const resultsPath = process.env.TOOL_SEARCH_RESULTS ?? join(import.meta.dir, "RESULTS.md");
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
@@ -258,17 +286,38 @@ async function main(): Promise<void> {
   const halves: [DatasetTask[], DatasetTask[]] = [data.tasks.filter(half), data.tasks.filter((t) => !half(t))];
   const tasks = [...data.tasks];
 
-  const index = buildIndex(data);
+  const index = buildIndex(data, tuningOverrides);
   const baseline = new PlainBm25(data.servers);
-  const ours = recallRow("**mcpmgr tool search (defaults)**", byIndex(index), halves, tasks);
+  const oursLabel = tuningOverrides
+    ? `**mcpmgr tool search (defaults with ${JSON.stringify(tuningOverrides)})**`
+    : "**mcpmgr tool search (defaults)**";
+  const ours = recallRow(oursLabel, byIndex(index), halves, tasks);
   const rows: RecallRow[] = [
     recallRow("plain BM25 (README's reference, computed here)", (q, l) => baseline.search(q, l), halves, tasks),
     recallRow("MiniSearch 7.2 (BM25+, prefix, fuzzy 0.2; our tokenizer and stems)", miniSearch(data), halves, tasks),
     ours,
-    ...ablations.map(({ label, tuning }) => recallRow(label, byIndex(buildIndex(data, tuning)), halves, tasks)),
+    ...ablations.map(({ label, tuning }) =>
+      recallRow(label, byIndex(buildIndex(data, withOverrides(tuning))), halves, tasks),
+    ),
   ];
   const hybrid = await hybridSearch(index, data);
   if (hybrid) rows.splice(3, 0, recallRow(hybrid.label, hybrid.search, halves, tasks));
+
+  const recallTable = [
+    "| search | per-step set-recall@5 (all 94) | task recall@10 (all) | step@5 half A (tuned on) | step@5 half B (checked) | task@10 A | task@10 B |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ...rows.map((row) => {
+      const delta = (x: number, y: number) =>
+        row === ours || rows.indexOf(row) < 2
+          ? ""
+          : ` (${x - y >= 0 ? "+" : "−"}${Math.abs((x - y) * 100).toFixed(1)})`;
+      return `| ${row.label} | ${pct(row.all.stepRecallAt5)}${delta(row.all.stepRecallAt5, ours.all.stepRecallAt5)} | ${pct(row.all.taskRecallAt10)}${delta(row.all.taskRecallAt10, ours.all.taskRecallAt10)} | ${pct(row.a.stepRecallAt5)} | ${pct(row.b.stepRecallAt5)} | ${pct(row.a.taskRecallAt10)} | ${pct(row.b.taskRecallAt10)} |`;
+    }),
+  ];
+  if (recallOnly) {
+    process.stdout.write(`${recallTable.join("\n")}\n`);
+    return;
+  }
 
   const byScript = foundByScript(data, byIndex(index));
   const baselineByScript = foundByScript(data, (q, l) => baseline.search(q, l));
@@ -301,17 +350,6 @@ async function main(): Promise<void> {
   const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
   const compiled = process.env.TOOL_SEARCH_COMPILE === "1" ? await compiledSizeAdded() : undefined;
 
-  const recallTable = [
-    "| search | per-step set-recall@5 (all 94) | task recall@10 (all) | step@5 half A (tuned on) | step@5 half B (checked) | task@10 A | task@10 B |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ...rows.map((row) => {
-      const delta = (x: number, y: number) =>
-        row === ours || rows.indexOf(row) < 2
-          ? ""
-          : ` (${x - y >= 0 ? "+" : "−"}${Math.abs((x - y) * 100).toFixed(1)})`;
-      return `| ${row.label} | ${pct(row.all.stepRecallAt5)}${delta(row.all.stepRecallAt5, ours.all.stepRecallAt5)} | ${pct(row.all.taskRecallAt10)}${delta(row.all.taskRecallAt10, ours.all.taskRecallAt10)} | ${pct(row.a.stepRecallAt5)} | ${pct(row.b.stepRecallAt5)} | ${pct(row.a.taskRecallAt10)} | ${pct(row.b.taskRecallAt10)} |`;
-    }),
-  ];
   const verdict = (ok: boolean) => (ok ? "met" : "**missed**");
   const stepTarget = ours.all.stepRecallAt5 >= 0.8;
   const md = [

@@ -98,6 +98,8 @@ describe("query terms", () => {
   test("inflection bases undo plural, -ing and -ed only", () => {
     expect(inflectionBases("queries")).toContain("query");
     expect(inflectionBases("boxes")).toContain("box");
+    expect(inflectionBases("uses")).toContain("use");
+    expect(inflectionBases("runes")).not.toContain("run");
     expect(inflectionBases("files")).toContain("file");
     expect(inflectionBases("saving")).toContain("save");
     expect(inflectionBases("running")).toContain("run");

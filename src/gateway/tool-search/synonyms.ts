@@ -72,7 +72,9 @@ export function inflectionBases(word: string): string[] {
     if (/([b-df-hj-np-tv-z])\1$/.test(base)) add(base.slice(0, -1));
   };
   if (word.length > 4 && word.endsWith("ies")) add(`${word.slice(0, -3)}y`);
-  else if (word.length > 3 && word.endsWith("es")) {
+  // "-es" can be a plural only after s, x, z, ch, sh and o ("boxes", "watches"; but "uses", "caches"):
+  // there both forms are candidates, elsewhere only the "s" goes ("runes" is not "run").
+  else if (word.length > 3 && /(?:[sxzo]|[cs]h)es$/.test(word)) {
     add(word.slice(0, -2));
     add(word.slice(0, -1));
   } else if (word.length > 3 && word.endsWith("s") && !word.endsWith("ss")) add(word.slice(0, -1));
