@@ -19,7 +19,8 @@ const heavy: readonly RegExp[] = [
   /^(dockerode|@modelcontextprotocol\/|@cedar-policy\/|oauth4webapi|jose|@opentelemetry\/|yaml|dotenv|tar-stream)/,
   // node:fs/promises brings node:events and Node's validators along; node:os, node:tty likewise cost
   // a fast path more than everything of ours it evaluates (reads there are sync: state files are tiny).
-  /^node:(child_process|crypto|net|url|tty|http|https|tls|zlib|fs\/promises|os)$/,
+  // node:util (parseArgs) is loaded by config/argv.ts only when there are arguments to parse.
+  /^node:(child_process|crypto|net|url|tty|http|https|tls|zlib|fs\/promises|os|util)$/,
 ];
 
 function heavyIn(modules: Set<string>): string[] {
@@ -42,6 +43,10 @@ test.each([
   ["registry list", "cli/registry.ts"],
 ])("'%s' loads nothing heavy at start-up", async (_command, module) => {
   expect(heavyIn(await reachable(["main.ts", module]))).toEqual([]);
+});
+
+test("'registry list' does not load node:fs: config.json is looked for with Bun.file, read only when it exists", async () => {
+  expect(await reachable(["main.ts", "cli/registry.ts"])).not.toContain("node:fs");
 });
 
 test("the check sees an eager import when there is one", async () => {
