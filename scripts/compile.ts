@@ -17,7 +17,10 @@
  *     loaded at start-up by every command;
  *   - citty's parser is taken from node:util when it first parses, not when citty loads
  *     (lazyCittyNodeUtil): node:util is the costliest module `--version` and `--help` would
- *     load, and neither parses anything.
+ *     load, and neither parses anything;
+ *   - jitPolicy: JavaScriptCore's tier-up thresholds start raised (startupJitPolicy), so a
+ *     one-shot command runs in the interpreter and exits before any JIT thread starts; the
+ *     commands that keep running put the normal policy back (src/cli/root.ts, longRunning).
  * The embedded source map makes stack traces (--debug) point into src/.
  */
 import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
@@ -80,6 +83,14 @@ export const lazyCittyNodeUtil: Bun.BunPlugin = {
   },
 };
 
+/**
+ * How many times JavaScriptCore's tier-up thresholds are raised at start-up. At the normal
+ * policy, start-up code run a few hundred times (freezing the registry catalog, building
+ * valibot schemas, node:fs setting itself up) was handed to JIT worker threads that the
+ * command then had to start and wind down: ~0.5-1 ms of `list` and `registry list`.
+ */
+export const startupJitPolicy = 100;
+
 export async function compile(outfile: string, build: BuildInfo, target?: Bun.Build.CompileTarget): Promise<void> {
   // Bun writes the chunks' source maps next to the executable (they are embedded too):
   // build in a scratch folder and keep only the executable.
@@ -93,6 +104,7 @@ export async function compile(outfile: string, build: BuildInfo, target?: Bun.Bu
         ...(target ? { target } : {}),
         autoloadDotenv: false,
         autoloadBunfig: false,
+        jitPolicy: startupJitPolicy,
       },
       define: {
         MCPMGR_BUILD_VERSION: JSON.stringify(build.version),

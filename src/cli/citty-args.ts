@@ -2,7 +2,7 @@
  * Option tables (config/) → citty argument definitions, used for dispatch, help and shell completion;
  * what citty has no place for: help-only subcommands, summaries, examples.
  */
-import type { ArgsDef, CommandDef } from "citty";
+import type { ArgsDef, CommandDef, SubCommandsDef } from "citty";
 import type { Completes } from "../completion/model.ts";
 import type { OptionTable } from "../config/option-spec.ts";
 
@@ -57,6 +57,35 @@ export function toCittyArgs(table: OptionTable, positionals: Readonly<Record<str
     };
   }
   return args;
+}
+
+const routers = new WeakSet<object>();
+
+/**
+ * A command that only dispatches to its subcommands, given the error for a command line that
+ * names none. citty calls a command's `run` after its subcommand too: the one made here returns
+ * at once then, so run-main.ts can go straight past such a command to the subcommand named,
+ * without citty parsing the argv again at this level (a sixth of `mcpmgr registry list`).
+ */
+export function routingCommand<A extends ArgsDef>(
+  command: Omit<CommandDef<A>, "run" | "subCommands"> & { readonly subCommands: SubCommandsDef },
+  noSubcommand: () => Error,
+): CommandDef<A> {
+  const { subCommands } = command;
+  const router: CommandDef<A> = Object.assign(command, {
+    run({ rawArgs }: { rawArgs: readonly string[] }): void {
+      const first = rawArgs.find((arg) => !arg.startsWith("-"));
+      if (first !== undefined && Object.hasOwn(subCommands, first)) return;
+      throw noSubcommand();
+    },
+  });
+  routers.add(router);
+  return router;
+}
+
+/** Whether the command was made by routingCommand: its `run` has work only when no subcommand is named. */
+export function isRoutingCommand(command: object): boolean {
+  return routers.has(command);
 }
 
 /** Subcommands a command dispatches by itself, listed (and navigable) for help only. */

@@ -25,7 +25,7 @@ import {
   unregisterClient,
 } from "../workload/client-registration.ts";
 import { registeredClients } from "../workload/groups.ts";
-import { toCittyArgs, withExamples } from "./citty-args.ts";
+import { routingCommand, toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult, printTable } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
@@ -221,18 +221,16 @@ const subCommands = {
   ]),
 };
 
-const clientCommand = defineCommand({
-  meta: { name: "client", description: "Keep AI clients' MCP configuration in step with a group's workloads" },
-  subCommands,
-  // citty runs this after a subcommand too; it only has work when none was named.
-  run({ rawArgs }) {
-    const first = rawArgs.find((arg) => !arg.startsWith("-"));
-    if (first !== undefined && Object.hasOwn(subCommands, first)) return;
-    throw new McpmgrError("INVALID_ARGUMENT", "no client command given", {
-      hint: "use 'mcpmgr client status|register|remove|list-registered-clients|setup', see 'mcpmgr client --help'",
-    });
+const clientCommand = routingCommand(
+  {
+    meta: { name: "client", description: "Keep AI clients' MCP configuration in step with a group's workloads" },
+    subCommands,
   },
-});
+  () =>
+    new McpmgrError("INVALID_ARGUMENT", "no client command given", {
+      hint: "use 'mcpmgr client status|register|remove|list-registered-clients|setup', see 'mcpmgr client --help'",
+    }),
+);
 
 export default withExamples(clientCommand, [
   { description: "See which AI clients are installed and what they follow", command: "mcpmgr client status" },

@@ -8,7 +8,7 @@ import { formatOptions as listOptions, groupRmOptions as rmOptions, noOptions } 
 import { McpmgrError } from "../errors.ts";
 import { GroupStore } from "../state/groups.ts";
 import { groupOverview, removeGroup } from "../workload/groups.ts";
-import { toCittyArgs, withExamples } from "./citty-args.ts";
+import { routingCommand, toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult, printTable } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
@@ -82,18 +82,16 @@ const rm = withExamples(
 
 const subCommands = { create, list, rm };
 
-const groupCommand = defineCommand({
-  meta: { name: "group", description: "Manage groups of workloads" },
-  subCommands,
-  // citty runs this after a subcommand too; it only has work when none was named.
-  run({ rawArgs }) {
-    const first = rawArgs.find((arg) => !arg.startsWith("-"));
-    if (first !== undefined && Object.hasOwn(subCommands, first)) return;
-    throw new McpmgrError("INVALID_ARGUMENT", "no group command given", {
-      hint: "use 'mcpmgr group create|list|rm', see 'mcpmgr group --help'",
-    });
+const groupCommand = routingCommand(
+  {
+    meta: { name: "group", description: "Manage groups of workloads" },
+    subCommands,
   },
-});
+  () =>
+    new McpmgrError("INVALID_ARGUMENT", "no group command given", {
+      hint: "use 'mcpmgr group create|list|rm', see 'mcpmgr group --help'",
+    }),
+);
 
 export default withExamples(groupCommand, [
   { description: "Create the group 'work'", command: "mcpmgr group create work" },

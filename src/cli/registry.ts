@@ -11,7 +11,7 @@ import { McpmgrError } from "../errors.ts";
 import { loadRegistry, type Registry } from "../registry/loader.ts";
 import { entryDetails, entryTable } from "../registry/describe.ts";
 import { resolvePaths } from "../state/paths.ts";
-import { toCittyArgs, withExamples } from "./citty-args.ts";
+import { routingCommand, toCittyArgs, withExamples } from "./citty-args.ts";
 import { log, printResult } from "./output.ts";
 
 async function openRegistry(): Promise<Registry> {
@@ -81,33 +81,32 @@ const infoCommand = defineCommand({
   },
 });
 
-const registryCommand = defineCommand({
-  meta: {
-    name: "registry",
-    description: "Browse the MCP server registry (embedded catalog plus your custom registry)",
+const registryCommand = routingCommand(
+  {
+    meta: {
+      name: "registry",
+      description: "Browse the MCP server registry (embedded catalog plus your custom registry)",
+    },
+    args: { help: { type: "boolean", alias: "h", description: "Show this help" } },
+    subCommands: {
+      list: withExamples(listCommand, [
+        { description: "Every server 'mcpmgr run NAME' knows", command: "mcpmgr registry list" },
+        {
+          description: "As a registry document, to start a custom registry from",
+          command: "mcpmgr registry list --format json",
+        },
+      ]),
+      info: withExamples(infoCommand, [
+        { description: "What the server 'github' needs and is allowed", command: "mcpmgr registry info github" },
+        { description: "Its entry as JSON", command: "mcpmgr registry info github --format json" },
+      ]),
+    },
   },
-  args: { help: { type: "boolean", alias: "h", description: "Show this help" } },
-  subCommands: {
-    list: withExamples(listCommand, [
-      { description: "Every server 'mcpmgr run NAME' knows", command: "mcpmgr registry list" },
-      {
-        description: "As a registry document, to start a custom registry from",
-        command: "mcpmgr registry list --format json",
-      },
-    ]),
-    info: withExamples(infoCommand, [
-      { description: "What the server 'github' needs and is allowed", command: "mcpmgr registry info github" },
-      { description: "Its entry as JSON", command: "mcpmgr registry info github --format json" },
-    ]),
-  },
-  // citty calls this after a subcommand too; alone, it means no subcommand was named.
-  run({ rawArgs }) {
-    if (rawArgs.some((arg) => arg === "list" || arg === "info")) return;
-    throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr registry' needs a subcommand: list or info", {
+  () =>
+    new McpmgrError("INVALID_ARGUMENT", "'mcpmgr registry' needs a subcommand: list or info", {
       hint: "try 'mcpmgr registry list'",
-    });
-  },
-});
+    }),
+);
 
 export default withExamples(registryCommand, [
   { description: "Every server the registry knows", command: "mcpmgr registry list" },

@@ -12,22 +12,27 @@ import { type HelpSubCommands, withExamples, withSubCommandSummaries } from "./c
 interface Subcommand {
   readonly description: string;
   readonly hidden?: true;
+  /** Keeps running (serves MCP traffic, follows a log): the JIT gets its normal policy back when it loads. */
+  readonly longRunning?: true;
   // biome-ignore lint/suspicious/noExplicitAny: citty's CommandDef is invariant in its args
   readonly load: () => Promise<CommandDef<any>>;
 }
 
 export const subcommands: Readonly<Record<string, Subcommand>> = {
   run: {
+    longRunning: true,
     description:
       "Run an MCP server (registry name, image, npx:// uvx:// go:// package, exported config or URL) behind an HTTP proxy",
     load: () => import("./run.ts").then((m) => m.default),
   },
   proxy: {
+    longRunning: true,
     description:
       "Run a transparent HTTP proxy in front of an MCP server endpoint (no workload is created); 'mcpmgr proxy stdio' relays one over stdio",
     load: () => import("./proxy.ts").then((m) => m.default),
   },
   gateway: {
+    longRunning: true,
     description:
       "Serve one MCP endpoint for a group's running workloads (tools and prompts named <workload>_<name>), in the foreground or with --detach in the background",
     load: () => import("./gateway.ts").then((m) => m.default),
@@ -37,7 +42,11 @@ export const subcommands: Readonly<Record<string, Subcommand>> = {
   start: { description: "Start a stopped workload", load: () => import("./start.ts").then((m) => m.start) },
   restart: { description: "Stop and start a workload again", load: () => import("./start.ts").then((m) => m.restart) },
   rm: { description: "Remove a workload (stopping it first)", load: () => import("./rm.ts").then((m) => m.default) },
-  logs: { description: "Show a workload's logs", load: () => import("./logs.ts").then((m) => m.default) },
+  logs: {
+    description: "Show a workload's logs",
+    longRunning: true,
+    load: () => import("./logs.ts").then((m) => m.default),
+  },
   export: {
     description: "Write a workload's configuration to a file",
     load: () => import("./export.ts").then((m) => m.default),
@@ -66,6 +75,7 @@ export const subcommands: Readonly<Record<string, Subcommand>> = {
   __supervise: {
     description: "internal: serve a detached workload",
     hidden: true,
+    longRunning: true,
     load: () => import("./supervise.ts").then((m) => m.default),
   },
   __complete: {
@@ -76,6 +86,19 @@ export const subcommands: Readonly<Record<string, Subcommand>> = {
 };
 
 const entries = Object.entries(subcommands);
+
+/**
+ * The executable starts with JavaScriptCore's tier-up thresholds raised (scripts/compile.ts,
+ * jitPolicy), so that a one-shot command runs in the interpreter and exits before any JIT
+ * thread starts. A command that keeps running wants the JIT on its hot paths (the proxy):
+ * the normal policy is back as soon as its module loads. (From source, the policy is normal.)
+ */
+function withNormalJit(load: Subcommand["load"]): Subcommand["load"] {
+  return () => {
+    Bun.unsafe.setJITPolicy(1);
+    return load();
+  };
+}
 
 const summaries: HelpSubCommands = Object.fromEntries(
   entries.map(([name, { description, hidden }]) => [name, { meta: { name, description, hidden } }]),
@@ -94,7 +117,9 @@ export const rootCommand = withExamples(
         debug: { type: "boolean", description: "Print debug output", default: false },
         version: { type: "boolean", description: "Print the version and exit" },
       },
-      subCommands: Object.fromEntries(entries.map(([name, { load }]) => [name, load])),
+      subCommands: Object.fromEntries(
+        entries.map(([name, { load, longRunning }]) => [name, longRunning ? withNormalJit(load) : load]),
+      ),
     }),
     summaries,
   ),

@@ -5,11 +5,11 @@
  * command runs, AI-client entries of workloads whose supervisor died are taken out
  * (stale-client-entries.ts).
  */
-import { renderUsage, runCommand, type CommandDef } from "citty";
+import { type ArgsDef, type CommandContext, type CommandDef, parseArgs, renderUsage, runCommand } from "citty";
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { version } from "../version.ts";
-import { examplesOf, helpSubCommandsOf, subCommandSummariesOf } from "./citty-args.ts";
+import { examplesOf, helpSubCommandsOf, isRoutingCommand, subCommandSummariesOf } from "./citty-args.ts";
 import { enableDebug, printResult, reportError } from "./output.ts";
 
 const globalFlags: ReadonlySet<string> = new Set(["--debug"]);
@@ -47,7 +47,7 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
       await (await import("./stale-client-entries.ts")).pruneStaleClientEntries(command);
     }
     const [target, targetArgs] = await pastRouters(root, rawArgs);
-    await runCommand(target, { rawArgs: targetArgs });
+    await runTarget(target, targetArgs);
     process.exit(0);
   } catch (err) {
     process.exit(reportError(await translateCittyError(err, root, rawArgs)));
@@ -61,7 +61,7 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
  * it passes through; on `mcpmgr registry list` those parses were a tenth of the start-up. A
  * word that names no subcommand stops here, and citty reports it as before.
  */
-async function pastRouters(root: CommandDef, rawArgs: readonly string[]): Promise<[CommandDef, string[]]> {
+export async function pastRouters(root: CommandDef, rawArgs: readonly string[]): Promise<[CommandDef, string[]]> {
   let cmd = root;
   let args = [...rawArgs];
   for (;;) {
@@ -81,10 +81,50 @@ async function pastRouters(root: CommandDef, rawArgs: readonly string[]): Promis
   return [cmd, args];
 }
 
+/**
+ * citty's runCommand parses the argv into `args` before it calls `run`, but none of our commands
+ * reads them: each parses `rawArgs` strictly with config/argv.ts. That parse (node:util, scule's
+ * case conversions) was a sixth of `mcpmgr list`'s start-up. A command that only runs (no
+ * subcommands, setup, cleanup or plugins) and whose arguments citty cannot reject (none
+ * required) is run here, its `args` parsed only if something reads them; any other goes
+ * through citty, which reports a missing argument as before.
+ */
+export async function runTarget(cmd: CommandDef, rawArgs: string[]): Promise<void> {
+  const argsDef = (await resolve(cmd.args)) ?? {};
+  const hooks = cmd as { plugins?: unknown };
+  const runsAlone =
+    cmd.run !== undefined &&
+    cmd.subCommands === undefined &&
+    cmd.setup === undefined &&
+    cmd.cleanup === undefined &&
+    hooks.plugins === undefined &&
+    Object.values(argsDef).every(cittyCannotReject);
+  if (!runsAlone || cmd.run === undefined) {
+    await runCommand(cmd, { rawArgs });
+    return;
+  }
+  let args: CommandContext["args"] | undefined;
+  await cmd.run({
+    rawArgs,
+    cmd,
+    data: undefined,
+    get args() {
+      args ??= parseArgs(rawArgs, argsDef);
+      return args;
+    },
+  });
+}
+
+/** Whether citty's argument parsing can fail on this argument: a required option or positional, or an enum. */
+function cittyCannotReject(arg: ArgsDef[string]): boolean {
+  if (arg.type === "positional") return arg.required === false || arg.default !== undefined;
+  return arg.required !== true && arg.type !== "enum";
+}
+
 function onlyRoutes(cmd: CommandDef, args: CommandDef["args"]): boolean {
   const hooks = cmd as { plugins?: unknown };
-  if (cmd.run !== undefined || cmd.setup !== undefined || cmd.cleanup !== undefined || hooks.plugins !== undefined)
-    return false;
+  if (cmd.run !== undefined && !isRoutingCommand(cmd)) return false;
+  if (cmd.setup !== undefined || cmd.cleanup !== undefined || hooks.plugins !== undefined) return false;
   if (cmd.subCommands === undefined) return false;
   return Object.values(args ?? {}).every((arg) => (arg as { type?: string }).type === "boolean");
 }

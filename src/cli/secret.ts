@@ -13,7 +13,7 @@ import { readOnlyError } from "../secrets/environment.ts";
 import { createSecretManager, type SecretManager } from "../secrets/manager.ts";
 import { readSecretText } from "../secrets/piped-value.ts";
 import { validateSecretName } from "../secrets/provider.ts";
-import { toCittyArgs, withExamples } from "./citty-args.ts";
+import { routingCommand, toCittyArgs, withExamples } from "./citty-args.ts";
 import { log, printResult } from "./output.ts";
 
 const nameArg = { NAME: { description: "Secret name (letters, digits, '_', '.', '-')", required: true } };
@@ -108,21 +108,19 @@ const subCommands = {
   ]),
 };
 
-const secretCommand = defineCommand({
-  meta: {
-    name: "secret",
-    description: "Manage secrets for MCP servers (encrypted file or environment; see MCPMGR_SECRETS_PROVIDER)",
+const secretCommand = routingCommand(
+  {
+    meta: {
+      name: "secret",
+      description: "Manage secrets for MCP servers (encrypted file or environment; see MCPMGR_SECRETS_PROVIDER)",
+    },
+    subCommands,
   },
-  subCommands,
-  // citty runs this after a subcommand too; it only has work when none was named.
-  run({ rawArgs }) {
-    const first = rawArgs.find((arg) => !arg.startsWith("-"));
-    if (first !== undefined && Object.hasOwn(subCommands, first)) return;
-    throw new McpmgrError("INVALID_ARGUMENT", "no secret command given", {
+  () =>
+    new McpmgrError("INVALID_ARGUMENT", "no secret command given", {
       hint: "use 'mcpmgr secret set|get|list|delete', see 'mcpmgr secret --help'",
-    });
-  },
-});
+    }),
+);
 
 export default withExamples(secretCommand, [
   { description: "Store a token (typed without echo, or piped in)", command: "mcpmgr secret set github-token" },

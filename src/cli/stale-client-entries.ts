@@ -6,8 +6,6 @@
  * ever registered is one `exists` check, and the clients module is loaded only for an entry
  * that is stale (workload/client-entries.ts).
  */
-import { hasClientRegistrations } from "../state/client-registrations.ts";
-import { resolvePaths } from "../state/paths.ts";
 import { log } from "./output.ts";
 
 /**
@@ -27,6 +25,11 @@ const doneElsewhere: ReadonlySet<string> = new Set([
 export async function pruneStaleClientEntries(command: string): Promise<void> {
   if (doneElsewhere.has(command)) return;
   try {
+    // Loaded after the check: `registry list` and `version` need none of the state modules (valibot, node:fs).
+    const [{ hasClientRegistrations }, { resolvePaths }] = await Promise.all([
+      import("../state/client-registrations.ts"),
+      import("../state/paths.ts"),
+    ]);
     const paths = resolvePaths();
     if (!hasClientRegistrations(paths)) return;
     const { pruneClientEntries } = await import("../workload/client-entries.ts");

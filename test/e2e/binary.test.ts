@@ -103,6 +103,37 @@ test("the binary proxies an MCP server for the SDK client, ignoring .env and bun
   }
 });
 
+test("one-shot commands run in the interpreter; a proxy gets the JIT back for its hot path", async () => {
+  // Asked to, JavaScriptCore reports every function it compiles ("Optimized ... using Baseline").
+  const reportJit = { BUN_JSC_reportCompileTimes: "1" };
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-jit-"));
+  try {
+    for (const argv of [["--version"], ["--help"], ["list"], ["registry", "list"]]) {
+      const run = Bun.spawnSync([binary, ...argv], {
+        cwd: workdir,
+        env: { ...process.env, ...reportJit, NO_COLOR: "1", MCPMGR_HOME: home },
+      });
+      expect(run.exitCode).toBe(0);
+      expect(`${argv.join(" ")}: ${run.stderr.toString()}`).not.toContain("Optimized");
+    }
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+  const proxy = await spawnUntil([binary, "proxy", "e2e-jit", "--target-uri", fixture.url], /^(http:\/\/\S+)$/m, {
+    cwd: workdir,
+    env: reportJit,
+  });
+  try {
+    const client = new Client({ name: "e2e-jit", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.match[1] as string)));
+    for (let i = 0; i < 100; i++) await client.listTools();
+    await client.close();
+    expect(proxy.output()).toContain("Optimized");
+  } finally {
+    expect(await proxy.stop()).toBe(0);
+  }
+});
+
 test("the binary runs a detached workload through its own supervisor, and removes it", async () => {
   const home = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-home-"));
   const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };

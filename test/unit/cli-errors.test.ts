@@ -173,6 +173,9 @@ describe("root command", () => {
 
   test("a name every object inherits is no command (citty would run nothing and exit 0)", () => {
     for (const name of ["toString", "constructor"]) expect(expectUsageError(mcpmgr(name))).toContain(name);
+    // Below a command that only routes too: named as the unknown command it is.
+    expect(expectUsageError(mcpmgr("registry", "toString"))).toContain("unknown command 'registry toString'");
+    expect(expectUsageError(mcpmgr("group", "constructor"))).toContain("unknown command 'group constructor'");
   });
 
   test("--debug is accepted before the command", () => {

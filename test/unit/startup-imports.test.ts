@@ -19,7 +19,8 @@ const heavy: readonly RegExp[] = [
   /^(dockerode|@modelcontextprotocol\/|@cedar-policy\/|oauth4webapi|jose|@opentelemetry\/|yaml|dotenv|tar-stream)/,
   // node:fs/promises brings node:events and Node's validators along; node:os, node:tty likewise cost
   // a fast path more than everything of ours it evaluates (reads there are sync: state files are tiny).
-  /^node:(child_process|crypto|net|url|tty|http|https|tls|zlib|fs\/promises|os)$/,
+  // node:util (parseArgs) is loaded by config/argv.ts only when there are arguments to parse.
+  /^node:(child_process|crypto|net|url|tty|http|https|tls|zlib|fs\/promises|os|util)$/,
 ];
 
 function heavyIn(modules: Set<string>): string[] {
@@ -37,11 +38,18 @@ test("--version and --help evaluate the root command alone, none of the subcomma
   expect(heavyIn(modules)).toEqual([]);
 });
 
+// run-main.ts imports the stale-client-entry check before every command (it returns at once for these two).
 test.each([
   ["list", "cli/list.ts"],
   ["registry list", "cli/registry.ts"],
 ])("'%s' loads nothing heavy at start-up", async (_command, module) => {
-  expect(heavyIn(await reachable(["main.ts", module]))).toEqual([]);
+  expect(heavyIn(await reachable(["main.ts", "cli/stale-client-entries.ts", module]))).toEqual([]);
+});
+
+test("'registry list' loads no state module but the paths, nor node:fs (config.json is looked for with Bun.file)", async () => {
+  const modules = await reachable(["main.ts", "cli/stale-client-entries.ts", "cli/registry.ts"]);
+  expect([...modules].filter((module) => module.startsWith("state/"))).toEqual(["state/paths.ts"]);
+  expect(modules).not.toContain("node:fs");
 });
 
 test("the check sees an eager import when there is one", async () => {
