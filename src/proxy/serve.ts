@@ -9,7 +9,6 @@
 import { McpmgrError, errorMessage } from "../errors.ts";
 import type { Handler, RequestContext } from "./handler.ts";
 import { JsonRpcCode, jsonRpcError } from "./jsonrpc.ts";
-import { Http1Server } from "./http1/server.ts";
 import { LiveStreams } from "./live-streams.ts";
 
 export interface ServeOptions {
@@ -22,23 +21,6 @@ export interface ServeOptions {
   readonly idleTimeoutSeconds?: number;
   /** Called with unexpected handler errors (already answered with 500). */
   readonly onError?: (err: unknown) => void;
-  /** Where MCPMGR_HTTP_FRONT is read (default process.env). */
-  readonly env?: Readonly<Record<string, string | undefined>>;
-}
-
-/**
- * The HTTP server under the listener: mcpmgr's own HTTP/1.1 front on Bun.listen (http1/,
- * the default: no thread hop) or Bun.serve (MCPMGR_HTTP_FRONT=bun-serve, the fallback).
- */
-export type HttpFront = "http1" | "bun-serve";
-
-export function httpFront(env: Readonly<Record<string, string | undefined>>): HttpFront {
-  const value = env.MCPMGR_HTTP_FRONT;
-  if (value === undefined || value === "" || value === "http1") return "http1";
-  if (value === "bun-serve") return "bun-serve";
-  throw new McpmgrError("INVALID_OPTION", `MCPMGR_HTTP_FRONT=${JSON.stringify(value)} is not a known HTTP front`, {
-    hint: "use http1 (mcpmgr's own HTTP/1.1 server, the default) or bun-serve (Bun.serve), or leave it unset",
-  });
 }
 
 export interface RunningServer extends AsyncDisposable {
@@ -56,62 +38,27 @@ export interface RunningServer extends AsyncDisposable {
   drain(graceMs: number, reason: string): Promise<void>;
 }
 
-/** What serve() needs from a listener, whichever front runs it. */
-interface Listener {
-  readonly hostname: string | undefined;
-  readonly port: number | undefined;
-  readonly pendingRequests: number;
-  /** Graceful (false): resolves once every connection closed. Forced (true): cuts them. */
-  stop(force: boolean): Promise<void>;
-}
-
 export function serve(options: ServeOptions): RunningServer {
   const live = options.live ?? new LiveStreams();
   let handler = options.handler;
-  let server: Listener;
-  const failure = (err: unknown): Response => {
-    options.onError?.(err);
-    return jsonRpcError(500, JsonRpcCode.internalError, "internal proxy error");
-  };
-  const front = httpFront(options.env ?? process.env);
+  let server: ReturnType<typeof Bun.serve>;
   try {
-    if (front === "http1") {
-      server = new Http1Server({
-        hostname: options.host,
-        port: options.port ?? 0,
-        idleTimeoutSeconds: options.idleTimeoutSeconds ?? 30,
-        respond: async (req, ctx) => {
-          try {
-            return await handler(req, ctx);
-          } catch (err) {
-            return failure(err);
-          }
-        },
-        failureResponse: failure,
-      });
-    } else {
-      const bun = Bun.serve({
-        hostname: options.host,
-        port: options.port ?? 0,
-        idleTimeout: options.idleTimeoutSeconds ?? 30,
-        fetch(req, srv) {
-          const ctx: RequestContext = {
-            remoteAddress: srv.requestIP(req)?.address ?? "",
-            keepOpen: () => srv.timeout(req, 0),
-          };
-          return handler(req, ctx);
-        },
-        error: failure,
-      });
-      server = {
-        hostname: bun.hostname,
-        port: bun.port,
-        get pendingRequests() {
-          return bun.pendingRequests;
-        },
-        stop: (force) => bun.stop(force),
-      };
-    }
+    server = Bun.serve({
+      hostname: options.host,
+      port: options.port ?? 0,
+      idleTimeout: options.idleTimeoutSeconds ?? 30,
+      fetch(req, srv) {
+        const ctx: RequestContext = {
+          remoteAddress: srv.requestIP(req)?.address ?? "",
+          keepOpen: () => srv.timeout(req, 0),
+        };
+        return handler(req, ctx);
+      },
+      error(err) {
+        options.onError?.(err);
+        return jsonRpcError(500, JsonRpcCode.internalError, "internal proxy error");
+      },
+    });
   } catch (err) {
     throw listenError(err, options);
   }

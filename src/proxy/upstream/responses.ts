@@ -12,21 +12,12 @@ export function nullBodyStatus(status: number): boolean {
   return status === 204 || status === 205 || status === 304;
 }
 
-/**
- * Responses handed out with their whole body (reading it cannot fail any more), and that body:
- * mcpmgr's own HTTP/1.1 front (http1/) writes these bytes as they are, without reading the
- * Response's body stream.
- */
-const whole = new WeakMap<Response, Uint8Array | null>();
+/** Responses handed out with their whole body: reading it cannot fail any more. */
+const whole = new WeakSet<Response>();
 
 /** Whether `response` came from this client with its whole body already received. */
 export function isWholeResponse(response: Response): boolean {
   return whole.has(response);
-}
-
-/** The whole body of a response from this client (null: none); undefined when it streams or is not ours. */
-export function wholeBodyOf(response: Response): Uint8Array | null | undefined {
-  return response.bodyUsed ? undefined : whole.get(response);
 }
 
 /** A Response with the body received so far as its whole body; throws an UpstreamError if the head makes none. */
@@ -38,7 +29,7 @@ export function wholeResponse(head: ResponseHead, chunks: readonly Buffer[], byt
         ? (chunks[0] as Buffer)
         : Buffer.concat(chunks as Buffer[], bytes);
   const response = respond(body, head);
-  whole.set(response, body);
+  whole.add(response);
   return response;
 }
 
