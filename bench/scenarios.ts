@@ -183,7 +183,7 @@ export const scenarios: readonly Scenario[] = [
     id: "proxy",
     title: "mcpmgr proxy → upstream",
     baseline: "direct",
-    compare: ["nginx", "naive-proxy"],
+    compare: ["nginx", "naive-proxy", "bun-relay"],
     // Issue 15: keep up with nginx in front of the same upstream (a single worker, keep-alive
     // pool, no buffering), and add next to nothing to a lone session's latency.
     targets: [
@@ -334,6 +334,30 @@ export const scenarios: readonly Scenario[] = [
         subject: proxy,
         processes: [proxy, up.child],
         notes: ["Bun.serve + fetch, bodies buffered, no checks: the floor of a fetch-based proxy in Bun"],
+      };
+    },
+  },
+  {
+    id: "bun-relay",
+    title: "Bun TCP relay (peer, floor of a JavaScript proxy) → upstream",
+    baseline: "direct",
+    async start(h) {
+      const up = await h.startUpstream();
+      const relay = h.spawn(
+        "proxy",
+        [h.bun, join(h.root, "bench/peers/bun-relay.ts"), "--target", up.url, "--port", "0"],
+        {
+          cwd: h.root,
+        },
+      );
+      const m = await relay.waitForLine(/^READY (http:\/\/\S+)$/, h.readyTimeoutMs);
+      return {
+        load: { kind: "http", url: m[1] as string },
+        subject: relay,
+        processes: [relay, up.child],
+        notes: [
+          "Bun.listen + Bun.connect, one upstream connection per client connection, bytes passed through unparsed: the floor of any proxy in JavaScript on Bun's sockets",
+        ],
       };
     },
   },
