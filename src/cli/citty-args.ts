@@ -74,7 +74,9 @@ export function routingCommand<A extends ArgsDef>(
   const { subCommands } = command;
   const router: CommandDef<A> = Object.assign(command, {
     run({ rawArgs }: { rawArgs: readonly string[] }): void {
-      const first = rawArgs.find((arg) => !arg.startsWith("-"));
+      // A word after `--` names no subcommand (citty does not dispatch to it): `registry -- list` ran nothing.
+      const end = rawArgs.indexOf("--");
+      const first = (end === -1 ? rawArgs : rawArgs.slice(0, end)).find((arg) => !arg.startsWith("-"));
       if (first !== undefined && Object.hasOwn(subCommands, first)) return;
       throw noSubcommand();
     },

@@ -7,6 +7,7 @@
 import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
 import { listOptions as table } from "../config/command-options.ts";
+import { McpmgrError } from "../errors.ts";
 import { hasClientRegistrations } from "../state/client-registrations.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log, printResult, printTable } from "./output.ts";
@@ -17,7 +18,13 @@ const listCommand = defineCommand({
   meta: { name: "list", description: "List workloads and their status" },
   args: toCittyArgs(table),
   async run({ rawArgs }) {
-    const { values } = parseArgv(rawArgs, table, "list", false);
+    const { values, positionals } = parseArgv(rawArgs, table, "list", false);
+    if (positionals.length > 0) {
+      // `mcpmgr list work` listed every workload: the group is an option.
+      throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr list' takes no arguments", {
+        hint: `to list one group's workloads: mcpmgr list --group ${positionals[0]}`,
+      });
+    }
     const store = openStore();
     const rows = await workloadRows(store, values.group);
     if (hasClientRegistrations(store.paths)) {

@@ -80,15 +80,20 @@ async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegist
 
   const configPath = join(options.configDir, "config.json");
   // Most people have no config.json: asking Bun spares `registry list` and `run NAME` loading node:fs
-  // (~1 ms of start-up, bench `cli-startup`). Not a file (a directory either) means no registry set.
-  if (!(await Bun.file(configPath).exists())) return undefined;
+  // (~1 ms of start-up, bench `cli-startup`). Only "not there" ends here: a config.json that cannot be
+  // reached (a folder without search permission, a symlink loop) or is a directory is reported by the
+  // read below, since a configured registry must never be skipped silently.
+  if (await _isAbsent(configPath)) return undefined;
   let text: string;
   try {
     text = _readText(configPath);
   } catch (err) {
     if (_errno(err) === "ENOENT" || _errno(err) === "ENOTDIR") return undefined;
     throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read ${configPath}: ${errorMessage(err)}`, {
-      hint: "check the file's permissions",
+      hint:
+        _errno(err) === "EISDIR"
+          ? "config.json must be a JSON file: move the directory of that name away"
+          : "check the file's permissions",
       cause: err,
     });
   }
@@ -332,6 +337,16 @@ function _isLoopback(hostname: string): boolean {
 /** Sync, as callers read a setting before anything else happens; node:fs is loaded only when there is a file. */
 function _readText(path: string): string {
   return (require("node:fs") as typeof import("node:fs")).readFileSync(path, "utf8");
+}
+
+/** Whether nothing is at `path` (Bun's stat, not node:fs); any other failure is left to the read to report. */
+async function _isAbsent(path: string): Promise<boolean> {
+  try {
+    await Bun.file(path).stat();
+    return false;
+  } catch (err) {
+    return _errno(err) === "ENOENT" || _errno(err) === "ENOTDIR";
+  }
 }
 
 function _errno(err: unknown): string | undefined {

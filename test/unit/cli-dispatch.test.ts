@@ -80,3 +80,14 @@ test("routers are passed by the subcommand a word names; their 'no subcommand' e
   // After a subcommand ran (as citty calls it then), the router's run has nothing to say.
   await expect(Promise.resolve(router.run?.({ rawArgs: ["list"] } as CommandContext))).resolves.toBeUndefined();
 });
+
+test("a subcommand's name after -- names no subcommand: the router says one is missing (it ran nothing, exit 0)", async () => {
+  const leaf = defineCommand({ meta: { name: "list" }, run: () => {} });
+  const router = routingCommand({ meta: { name: "registry" }, subCommands: { list: leaf } }, () =>
+    Object.assign(new Error("'mcpmgr registry' needs a subcommand"), { code: "NO_SUB" }),
+  );
+  const root = defineCommand({ meta: { name: "mcpmgr" }, subCommands: { registry: router } }) as CommandDef;
+  const [target, rest] = await pastRouters(root, ["registry", "--", "list"]);
+  expect(target).toBe(router as CommandDef);
+  await expect(runTarget(target, rest)).rejects.toMatchObject({ code: "NO_SUB" });
+});

@@ -178,6 +178,12 @@ describe("root command", () => {
     expect(expectUsageError(mcpmgr("group", "constructor"))).toContain("unknown command 'group constructor'");
   });
 
+  test("a stray word after list is refused, with the option it may have meant", () => {
+    const line = expectUsageError(mcpmgr("list", "work"));
+    expect(line).toContain("'mcpmgr list' takes no arguments");
+    expect(line).toContain("mcpmgr list --group work");
+  });
+
   test("--debug is accepted before the command", () => {
     const line = expectUsageError(mcpmgr("--debug", "bogus"));
     expect(line).toContain("bogus");

@@ -1,11 +1,13 @@
 /** loadRegistry: the embedded catalog merged with a custom registry from a file, config.json or a URL. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, mkdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { isMcpmgrError, type ErrorCode } from "../../src/errors.ts";
 import { embeddedEntries, loadRegistry, type FetchLike, type LoadRegistryOptions } from "../../src/registry/loader.ts";
+import { cliEnv } from "../support/cli-home.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
 const FIXTURES = resolve(import.meta.dir, "../fixtures/registry");
 const fixture = (name: string) => join(FIXTURES, name);
@@ -64,6 +66,58 @@ describe("without a custom registry", () => {
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, "config.json"), JSON.stringify({ somethingElse: true }));
     expect((await loadRegistry({ env: {}, configDir: dir })).list()).toHaveLength(embeddedCount);
+  });
+
+  test("a config.json that is there but cannot be read is an error, never skipped: a symlink loop, a directory", async () => {
+    const looped = join(scratch, "looped-config");
+    await mkdir(looped, { recursive: true });
+    await symlink("config.json", join(looped, "config.json"));
+    expect(await loadError({ env: {}, configDir: looped })).toMatchObject({
+      code: "REGISTRY_UNREACHABLE",
+      message: expect.stringContaining("ELOOP"),
+    });
+    const folder = join(scratch, "folder-config");
+    await mkdir(join(folder, "config.json"), { recursive: true });
+    expect(await loadError({ env: {}, configDir: folder })).toMatchObject({
+      code: "REGISTRY_UNREACHABLE",
+      hint: expect.stringContaining("must be a JSON file"),
+    });
+  });
+
+  test("a config folder the user may not search is an error (the custom registry would be dropped)", async () => {
+    // As root everything is readable: the CLI runs as nobody (uid 65534), as a user whose config folder
+    // was made by `sudo mcpmgr …` would.
+    expect(process.getuid?.()).toBe(0);
+    const home = await mkdtemp(join(tmpdir(), "mcpmgr-registry-locked-"));
+    try {
+      await chmod(home, 0o755);
+      const configDir = join(home, ".mcpmgr", "config");
+      await mkdir(configDir, { recursive: true });
+      await writeFile(join(configDir, "config.json"), JSON.stringify({ registry: "mine.json" }));
+      await chmod(configDir, 0o700);
+      const run = Bun.spawnSync(
+        [
+          "setpriv",
+          "--reuid=65534",
+          "--regid=65534",
+          "--clear-groups",
+          process.execPath,
+          CLI_ENTRY,
+          "registry",
+          "list",
+        ],
+        {
+          cwd: REPO_ROOT,
+          env: { ...cliEnv(home), MCPMGR_HOME: join(home, ".mcpmgr") },
+          stdin: "ignore",
+        },
+      );
+      expect(run.exitCode).toBe(1);
+      expect(run.stderr.toString()).toContain(`cannot read ${join(configDir, "config.json")}: EACCES`);
+      expect(run.stdout.toString()).toBe("");
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
   });
 });
 

@@ -91,6 +91,12 @@ describe("query terms", () => {
     expect(synonymsOf("location")).toContain(stem("place"));
     const { weights } = queryTerms("locate the 10th line", { synonymWeight: 0.5, literalWeight: 0.5, stemming: true });
     expect(weights.has(stem("place"))).toBe(false);
+    // A thesaurus word in a plural or -ing form expands its singular or base form too, as when the
+    // thesaurus was keyed by stem ("details" and "detail" share theirs).
+    expect(synonymsOf("detail")).toContain(stem("info"));
+    expect(synonymsOf("setting")).toContain(stem("config"));
+    expect(synonymsOf("direction")).toContain(stem("route"));
+    for (const word of ["trend", "trends", "trended"]) expect(synonymsOf(word)).toContain(stem("popular"));
     // With stemming off the expansions are exact words.
     expect(synonymsOf("photos", false)).toContain("image");
   });
@@ -104,6 +110,9 @@ describe("query terms", () => {
     expect(inflectionBases("saving")).toContain("save");
     expect(inflectionBases("running")).toContain("run");
     expect(inflectionBases("copied")).toContain("copy");
+    // "-ies" is "-y" plus "ies", or "-ie" plus "s".
+    expect(inflectionBases("movies")).toContain("movie");
+    expect(inflectionBases("cookies")).toContain("cookie");
     expect(inflectionBases("class")).toEqual(["class"]);
     expect(inflectionBases("location")).toEqual(["location"]);
   });

@@ -32,7 +32,7 @@ document doc docs
 chart graph plot diagram
 webpage page website site
 location place position venue
-popular trending hot top
+popular trending trend hot top
 price cost quote
 news headline headlines
 directory folder dir
@@ -43,13 +43,13 @@ repository repo
 audio sound
 music song
 vehicle car
-route directions
+route directions direction
 company business corporation firm enterprise
 currency money
 paper article publication
-information info details
-configuration config settings
-statistics stats
+information info details detail
+configuration config settings setting
+statistics statistic stats
 database db
 message msg
 `;
@@ -71,7 +71,11 @@ export function inflectionBases(word: string): string[] {
     // "stopped" → "stop", "running" → "run": the doubled final consonant.
     if (/([b-df-hj-np-tv-z])\1$/.test(base)) add(base.slice(0, -1));
   };
-  if (word.length > 4 && word.endsWith("ies")) add(`${word.slice(0, -3)}y`);
+  // "queries" → "query", but "movies" → "movie", "cookies" → "cookie": both are candidates.
+  if (word.length > 4 && word.endsWith("ies")) {
+    add(`${word.slice(0, -3)}y`);
+    add(word.slice(0, -1));
+  }
   // "-es" can be a plural only after s, x, z, ch, sh and o ("boxes", "watches"; but "uses", "caches"):
   // there both forms are candidates, elsewhere only the "s" goes ("runes" is not "run").
   else if (word.length > 3 && /(?:[sxzo]|[cs]h)es$/.test(word)) {
