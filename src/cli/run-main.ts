@@ -59,14 +59,24 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
  * `registry`, `group`, …: no run, setup or cleanup, and only boolean options, so a leading
  * word is unambiguously a subcommand). citty would parse the whole argv again at each level
  * it passes through; on `mcpmgr registry list` those parses were a tenth of the start-up. A
- * word that names no subcommand stops here, and citty reports it as before.
+ * word that names no subcommand stops here, and citty reports it as before. An option such a
+ * command does not declare is an error here: citty would drop it and run the subcommand after
+ * it (`mcpmgr --frob list`), or take its value for the command (`mcpmgr --format json list`).
  */
 export async function pastRouters(root: CommandDef, rawArgs: readonly string[]): Promise<[CommandDef, string[]]> {
   let cmd = root;
   let args = [...rawArgs];
+  const path: string[] = [];
   for (;;) {
     const word = args[0];
-    if (word === undefined || word.startsWith("-") || !onlyRoutes(cmd, await resolve(cmd.args))) break;
+    // A command without subcommands is where dispatch ends: its options are its own to check.
+    if (word === undefined || cmd.subCommands === undefined) break;
+    const argsDef = await resolve(cmd.args);
+    if (!onlyRoutes(cmd, argsDef)) break;
+    if (word.startsWith("-")) {
+      if (word !== "--") rejectUndeclaredOption(word, argsDef ?? {}, path);
+      break;
+    }
     const subCommands = (await resolve(cmd.subCommands)) ?? {};
     if (!Object.hasOwn(subCommands, word)) {
       // citty would take an inherited name ("toString", "constructor") for a command and exit 0 silently.
@@ -77,8 +87,42 @@ export async function pastRouters(root: CommandDef, rawArgs: readonly string[]):
     if (next === undefined) break;
     cmd = await resolve(next);
     args = args.slice(1);
+    path.push(word);
   }
   return [cmd, args];
+}
+
+/** The spellings of a command's options: `--name`, `--no-name` for a flag, `-alias`. */
+function optionSpellings(argsDef: ArgsDef): string[] {
+  return Object.entries(argsDef).flatMap(([name, arg]) =>
+    arg.type === "positional"
+      ? []
+      : [
+          `--${name}`,
+          ...(arg.type === "boolean" ? [`--no-${name}`] : []),
+          ...[(arg as { alias?: string | string[] }).alias ?? []].flat().map((alias) => `-${alias}`),
+        ],
+  );
+}
+
+/**
+ * Throws for an option a routing command (or the root) does not declare: most likely one of the
+ * command's own, written before it. The root's --debug never gets here (run-main takes it out).
+ */
+function rejectUndeclaredOption(word: string, argsDef: ArgsDef, path: readonly string[]): void {
+  const typed = word.split("=")[0] ?? word;
+  const spellings = optionSpellings(argsDef);
+  if (spellings.includes(typed)) return;
+  // Long options only: a short one is a letter away from every other ("-x" → "-h").
+  const declared = typed.startsWith("--")
+    ? spellings.filter((spelling) => spelling.startsWith("--") && !spelling.startsWith("--no-"))
+    : [];
+  const where = path.length === 0 ? "" : ` of 'mcpmgr ${path.join(" ")}'`;
+  throw new McpmgrError("INVALID_OPTION", `unknown option ${typed}${where}`, {
+    hint:
+      didYouMean(closeMatches(typed, declared, { nearestOnly: true, limit: 3 })) ??
+      "a command's options go after the command, e.g. 'mcpmgr list --format json'",
+  });
 }
 
 /**
@@ -212,12 +256,10 @@ async function translateCittyError(err: unknown, root: CommandDef, rawArgs: read
     );
   }
   if (code === "E_NO_COMMAND") {
-    return (
-      (await unknownRootOption(root, rawArgs)) ??
-      new McpmgrError("INVALID_ARGUMENT", "no command given", {
-        hint: "try 'mcpmgr proxy NAME --target-uri URL' or 'mcpmgr --help'",
-      })
-    );
+    // An option the root does not declare never gets here: pastRouters reports it.
+    return new McpmgrError("INVALID_ARGUMENT", "no command given", {
+      hint: "try 'mcpmgr proxy NAME --target-uri URL' or 'mcpmgr --help'",
+    });
   }
   if (code === "EARG") return new McpmgrError("INVALID_ARGUMENT", message, { hint: "see --help" });
   return err;
@@ -258,20 +300,4 @@ async function visibleSubcommands(cmd: CommandDef): Promise<string[]> {
     if (!(await resolve((await resolve(sub)).meta))?.hidden) names.push(name);
   }
   return names;
-}
-
-/** `mcpmgr --verison`: no command, and an option the root does not have. */
-async function unknownRootOption(root: CommandDef, rawArgs: readonly string[]): Promise<McpmgrError | undefined> {
-  const own = Object.entries((await resolve(root.args)) ?? {}).flatMap(([name, arg]) => [
-    `--${name}`,
-    ...[(arg as { alias?: string | string[] }).alias ?? []].flat().map((alias) => `-${alias}`),
-  ]);
-  const unknown = rawArgs.find((arg) => arg.startsWith("-") && arg !== "--" && !own.includes(arg.split("=")[0] ?? ""));
-  if (unknown === undefined) return undefined;
-  const typed = unknown.split("=")[0] ?? unknown;
-  return new McpmgrError("INVALID_OPTION", `unknown option ${typed}`, {
-    hint:
-      didYouMean(closeMatches(typed, own, { nearestOnly: true, limit: 3 })) ??
-      "run 'mcpmgr --help' to see the commands and options",
-  });
 }

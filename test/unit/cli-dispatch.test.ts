@@ -74,7 +74,8 @@ test("routers are passed by the subcommand a word names; their 'no subcommand' e
   expect(rest).toEqual(["--format", "json"]);
 
   // No subcommand named: the router is where dispatch stops, and its run says what is missing.
-  const [stopped, args] = await pastRouters(root, ["registry", "--bogus"]);
+  // (An option it does not declare, "registry --bogus", is refused before that: see below.)
+  const [stopped, args] = await pastRouters(root, ["registry"]);
   expect(stopped).toBe(router as CommandDef);
   await expect(runTarget(stopped, args)).rejects.toMatchObject({ code: "NO_SUB" });
   // After a subcommand ran (as citty calls it then), the router's run has nothing to say.
@@ -90,4 +91,49 @@ test("a subcommand's name after -- names no subcommand: the router says one is m
   const [target, rest] = await pastRouters(root, ["registry", "--", "list"]);
   expect(target).toBe(router as CommandDef);
   await expect(runTarget(target, rest)).rejects.toMatchObject({ code: "NO_SUB" });
+});
+
+test("an option a router does not declare is refused before the subcommand, not dropped; its own pass on", async () => {
+  let ran = false;
+  const leaf = defineCommand({
+    meta: { name: "list" },
+    run: () => {
+      ran = true;
+    },
+  });
+  const router = routingCommand(
+    {
+      meta: { name: "registry" },
+      args: { help: { type: "boolean", alias: "h" } },
+      subCommands: { list: leaf },
+    },
+    () => new Error("'mcpmgr registry' needs a subcommand"),
+  );
+  const root = defineCommand({
+    meta: { name: "mcpmgr" },
+    args: { debug: { type: "boolean" }, version: { type: "boolean" } },
+    subCommands: { registry: router },
+  }) as CommandDef;
+
+  await expect(pastRouters(root, ["--frob", "registry", "list"])).rejects.toMatchObject({
+    code: "INVALID_OPTION",
+    message: "unknown option --frob",
+  });
+  await expect(pastRouters(root, ["registry", "--frob=1", "list"])).rejects.toMatchObject({
+    code: "INVALID_OPTION",
+    message: "unknown option --frob of 'mcpmgr registry'",
+  });
+  expect(ran).toBe(false);
+  // Declared ones, in every spelling, are left where they are, for citty.
+  for (const declared of [["--version"], ["--no-debug"], ["--debug=true"]]) {
+    const [target, rest] = await pastRouters(root, [...declared, "registry", "list"]);
+    expect(target).toBe(root);
+    expect(rest).toEqual([...declared, "registry", "list"]);
+  }
+  const [target] = await pastRouters(root, ["registry", "-h", "list"]);
+  expect(target).toBe(router as CommandDef);
+  // A leaf's options are its own: dispatch ends there without looking at them.
+  const [leafTarget, leafArgs] = await pastRouters(root, ["registry", "list", "--frob"]);
+  expect(leafTarget).toBe(leaf as CommandDef);
+  expect(leafArgs).toEqual(["--frob"]);
 });

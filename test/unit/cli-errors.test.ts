@@ -190,6 +190,52 @@ describe("root command", () => {
   });
 });
 
+describe("an option written before its command is refused, not dropped", () => {
+  const afterTheCommand = "a command's options go after the command, e.g. 'mcpmgr list --format json'";
+  const cases: ReadonlyArray<readonly [args: readonly string[], message: string]> = [
+    [["--frobnicate", "list"], "unknown option --frobnicate"],
+    [["registry", "--frob", "list"], "unknown option --frob of 'mcpmgr registry'"],
+    [["secret", "--frob", "list"], "unknown option --frob of 'mcpmgr secret'"],
+    // citty took "json" for the command: "unknown command 'json'".
+    [["--format", "json", "list"], "unknown option --format"],
+    [["-x", "list"], "unknown option -x"],
+  ];
+
+  test.each(cases)("%p", (args, message) => {
+    const line = expectUsageError(mcpmgr(...args));
+    expect(line).toContain(`${message} (hint: ${afterTheCommand})`);
+  });
+
+  test("one close to an option of that level gets it as the hint", () => {
+    expect(expectUsageError(mcpmgr("--debgu", "list"))).toContain(
+      "unknown option --debgu (hint: did you mean --debug?)",
+    );
+    expect(expectUsageError(mcpmgr("registry", "--hlep", "list"))).toContain("did you mean --help?");
+  });
+
+  test("--debug before the command, --help, -h and --version at each level still work", () => {
+    const debugList = mcpmgr("--debug", "registry", "list", "--format", "json");
+    expect(debugList.exitCode).toBe(0);
+    expect(JSON.parse(debugList.stdout)).toHaveProperty("servers");
+    for (const args of [
+      ["--help"],
+      ["-h"],
+      ["registry", "--help"],
+      ["secret", "-h", "list"],
+      ["registry", "list", "-h"],
+    ]) {
+      const result = mcpmgr(...args);
+      expect(result.exitCode).toBe(0);
+      expect(result.stdout).toContain("USAGE");
+    }
+    for (const args of [["--version"], ["--debug", "--version"], ["--version", "list"]]) {
+      const result = mcpmgr(...args);
+      expect(result.exitCode).toBe(0);
+      expect(result.stdout.trim()).toBe(pkg.version);
+    }
+  });
+});
+
 describe("a mistyped command, option or value gets the nearest one as its hint", () => {
   const cases: ReadonlyArray<readonly [label: string, args: readonly string[], suggestion: string]> = [
     ["a command", ["lsit"], "did you mean 'mcpmgr list'?"],
