@@ -103,13 +103,22 @@ function buildThesaurus(text: string): ReadonlyMap<string, readonly string[]> {
 }
 
 const THESAURUS = buildThesaurus(groups);
+/**
+ * No word longer than this has an inflection base in the thesaurus: a base is at most 4 characters
+ * shorter than its word ("stopping" → "stop"). Such words are answered without a lookup and not cached,
+ * so that made-up long words in queries cannot fill the cache.
+ */
+const LONGEST_EXPANDABLE = Math.max(...[...THESAURUS.keys()].map((word) => word.length)) + 4;
+const EXPANSIONS_LIMIT = 10_000;
 const expansions = new Map<string, readonly string[]>();
+const none: readonly string[] = Object.freeze([]);
 
 /**
  * The words that mean the same as `word` (a lower-case query word as written, or an inflection of a
  * thesaurus word), as index terms: Porter2 stems, or exact words when stemming is off. Not itself.
  */
 export function synonymsOf(word: string, stemmed = true): readonly string[] {
+  if (word.length > LONGEST_EXPANDABLE) return none;
   const key = `${stemmed ? "s" : "w"}${word}`;
   const cached = expansions.get(key);
   if (cached) return cached;
@@ -120,7 +129,14 @@ export function synonymsOf(word: string, stemmed = true): readonly string[] {
   }
   out.delete(own);
   const found = [...out];
-  if (expansions.size >= 10_000) expansions.clear();
+  if (expansions.size >= EXPANSIONS_LIMIT) expansions.clear();
   expansions.set(key, found);
   return found;
+}
+
+/** How many expansions are cached and the characters of their keys: for tests of the cache's bound. */
+export function synonymCacheFootprint(): { readonly entries: number; readonly keyChars: number } {
+  let keyChars = 0;
+  for (const key of expansions.keys()) keyChars += key.length;
+  return { entries: expansions.size, keyChars };
 }

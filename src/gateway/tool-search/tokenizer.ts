@@ -19,9 +19,19 @@ const WORD = /[\p{L}\p{M}\p{N}]+/gu;
 const stems = new Map<string, string>();
 const STEM_CACHE_LIMIT = 50_000;
 
-/** Porter2 stem of a lower-case word; words with digits or non-Latin letters are kept as they are. */
+/**
+ * Longer words are kept as written (lower-cased), neither stemmed nor cached: no English word is this
+ * long, and a client sending long made-up words (a base64 blob, junk) would otherwise fill the caches
+ * with them (up to 2,000 characters each, for every cache entry) and cost milliseconds of Porter2 each.
+ */
+export const MAX_STEMMED_WORD_LENGTH = 64;
+
+/**
+ * Porter2 stem of a lower-case word; words with digits or non-Latin letters, and words longer than
+ * MAX_STEMMED_WORD_LENGTH, are kept as they are.
+ */
 export function stem(word: string): string {
-  if (word.length < 3 || !/^[a-z]+$/.test(word)) return word;
+  if (word.length < 3 || word.length > MAX_STEMMED_WORD_LENGTH || !/^[a-z]+$/.test(word)) return word;
   let stemmed = stems.get(word);
   if (stemmed === undefined) {
     stemmed = stemPorter2(word);
@@ -111,6 +121,11 @@ const wordTerms = [
 ];
 
 function pushWord(word: string, out: string[], dropStopWords: boolean, doStem: boolean): void {
+  if (word.length > MAX_STEMMED_WORD_LENGTH) {
+    // Kept as written and not cached (see MAX_STEMMED_WORD_LENGTH); no stop word is that long.
+    out.push(word.toLowerCase());
+    return;
+  }
   const cache = wordTerms[(dropStopWords ? 2 : 0) + (doStem ? 1 : 0)] as Map<string, string>;
   let term = cache.get(word);
   if (term === undefined) {
@@ -120,4 +135,15 @@ function pushWord(word: string, out: string[], dropStopWords: boolean, doStem: b
     cache.set(word, term);
   }
   if (term !== "") out.push(term);
+}
+
+/** How many entries the tokenizer's caches hold and the characters of their keys: for tests of their bound. */
+export function tokenizerCacheFootprint(): { readonly entries: number; readonly keyChars: number } {
+  let entries = 0;
+  let keyChars = 0;
+  for (const cache of [stems, ...wordTerms]) {
+    entries += cache.size;
+    for (const key of cache.keys()) keyChars += key.length;
+  }
+  return { entries, keyChars };
 }
