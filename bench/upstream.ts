@@ -16,6 +16,7 @@
  * Prints `READY http://HOST:PORT/PATH` on stdout once listening (--port 0 = free port).
  */
 
+import { processArg } from "./process-args.ts";
 const PROTOCOL_VERSION = "2025-06-18";
 
 interface JsonRpcMessage {
@@ -35,15 +36,7 @@ const ECHO_TOOL = {
   },
 };
 
-function arg(name: string, fallback: string): string {
-  const argv = Bun.argv;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string;
-    if (a === `--${name}`) return argv[i + 1] ?? fallback;
-    if (a.startsWith(`--${name}=`)) return a.slice(name.length + 3);
-  }
-  return fallback;
-}
+const arg = (name: string, fallback?: string): string => processArg("upstream", name, fallback);
 
 const host = arg("host", "127.0.0.1");
 const port = Number(arg("port", "0"));

@@ -9,20 +9,10 @@
  * Prints `READY http://127.0.0.1:PORT/PATH` (PATH = the target's) once listening.
  * Not for anything but benchmarks.
  */
+import { processArg } from "../process-args.ts";
 import type { Socket } from "bun";
 
-function arg(name: string, fallback?: string): string {
-  const argv = Bun.argv;
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === `--${name}` && argv[i + 1] !== undefined) return argv[i + 1] as string;
-    if (argv[i]?.startsWith(`--${name}=`)) return (argv[i] as string).slice(name.length + 3);
-  }
-  if (fallback === undefined) {
-    process.stderr.write(`bun-relay: --${name} is required\n`);
-    process.exit(2);
-  }
-  return fallback;
-}
+const arg = (name: string, fallback?: string): string => processArg("bun-relay", name, fallback);
 
 const target = new URL(arg("target"));
 

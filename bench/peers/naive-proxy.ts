@@ -9,20 +9,9 @@
  * Prints `READY http://127.0.0.1:PORT/PATH` (PATH = the target's) once listening.
  * Not for anything but benchmarks.
  */
-export {}; // a module, so its names do not clash with bench/upstream.ts in tsc
+import { processArg } from "../process-args.ts";
 
-function arg(name: string, fallback?: string): string {
-  const argv = Bun.argv;
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === `--${name}` && argv[i + 1] !== undefined) return argv[i + 1] as string;
-    if (argv[i]?.startsWith(`--${name}=`)) return (argv[i] as string).slice(name.length + 3);
-  }
-  if (fallback === undefined) {
-    process.stderr.write(`naive-proxy: --${name} is required\n`);
-    process.exit(2);
-  }
-  return fallback;
-}
+const arg = (name: string, fallback?: string): string => processArg("naive-proxy", name, fallback);
 
 const target = new URL(arg("target"));
 const origin = target.origin;
