@@ -148,7 +148,8 @@ describe("mcpmgr secret", () => {
       ["two names", ["get", "a", "b"], "one NAME"],
       ["list with an argument", ["list", "x"], "no arguments"],
       ["unknown subcommand", ["rotate"], "rotate"],
-      ["no subcommand", ["--bogus"], "no secret command"],
+      ["no subcommand", [], "no secret command"],
+      ["an option of no subcommand", ["--bogus"], "unknown option --bogus"],
     ];
     test.each(cases)("%s", (_label, args, mention) => {
       expect(expectOneLineError(secret(args), 2)).toContain(mention);
