@@ -220,24 +220,11 @@ export const scenarios: readonly Scenario[] = [
     async start(h) {
       const up = await h.startUpstream();
       // A real authorization server (oidc-provider, as in the tests) in the bench process.
-      const { startAuthServer, JWT_RESOURCE } = await import("../test/support/auth-server.ts");
+      const { startAuthServer } = await import("../test/support/auth-server.ts");
       const auth = await startAuthServer({ accessTokenTtl: 3600 });
       const port = h.freePort();
       const prefix = h.mcpmgrCommand();
-      const args = [
-        "proxy",
-        "bench",
-        "--target-uri",
-        up.url,
-        "--port",
-        String(port),
-        "--oidc-issuer",
-        auth.issuer,
-        "--oidc-audience",
-        JWT_RESOURCE,
-        "--oidc-insecure-allow-http",
-        "--jwks-allow-private-ip",
-      ];
+      const args = ["proxy", "bench", "--target-uri", up.url, "--port", String(port), ...auth.oidcArgs()];
       const proxy = h.spawn("proxy", [...prefix, ...args], { cwd: h.root });
       const token = await auth.token();
       await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, proxy);
@@ -269,7 +256,7 @@ export const scenarios: readonly Scenario[] = [
     targets: [{ kind: "addedP50", concurrency: 1, maxMs: 0.2 }],
     async start(h) {
       const up = await h.startUpstream();
-      const { startAuthServer, JWT_RESOURCE } = await import("../test/support/auth-server.ts");
+      const { startAuthServer } = await import("../test/support/auth-server.ts");
       const auth = await startAuthServer({ accessTokenTtl: 3600 });
       const dir = mkdtempSync(join(tmpdir(), "mcpmgr-bench-policies-"));
       await Bun.write(
@@ -284,12 +271,7 @@ export const scenarios: readonly Scenario[] = [
       // A collector that accepts and discards OTLP.
       const sink = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(null, { status: 200 }) });
       const args = [
-        "--oidc-issuer",
-        auth.issuer,
-        "--oidc-audience",
-        JWT_RESOURCE,
-        "--oidc-insecure-allow-http",
-        "--jwks-allow-private-ip",
+        ...auth.oidcArgs(),
         "--tools",
         "echo",
         "--authz-config",

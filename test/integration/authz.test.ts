@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import { startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -82,12 +82,7 @@ test("with OIDC: the token's subject and claims decide; lists are filtered; argu
       "env,read_file,write_file",
       "--audit-config",
       auditConfig,
-      "--oidc-issuer",
-      auth.issuer,
-      "--oidc-audience",
-      JWT_RESOURCE,
-      "--oidc-insecure-allow-http",
-      "--jwks-allow-private-ip",
+      ...auth.oidcArgs(),
     ],
     await auth.token({ scope: "mcp:read" }),
   );
@@ -118,16 +113,7 @@ test("with OIDC: the token's subject and claims decide; lists are filtered; argu
   expect(new Set(subjects)).toEqual(new Set(["service-client"]));
   // The same policies, a token without the scope the first rule wants: env is gone.
   const narrow = await session(
-    [
-      "--authz-config",
-      policies,
-      "--oidc-issuer",
-      auth.issuer,
-      "--oidc-audience",
-      JWT_RESOURCE,
-      "--oidc-insecure-allow-http",
-      "--jwks-allow-private-ip",
-    ],
+    ["--authz-config", policies, ...auth.oidcArgs()],
     await auth.token({ scope: "mcp:write" }),
   );
   try {

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import { startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
 import { readGatewayKey } from "../../src/state/gateway-guard.ts";
@@ -32,15 +32,7 @@ beforeAll(async () => {
   auth = await startAuthServer();
   state = startMemberServer({ name: "state", tools: [] });
   group.run(state.url, "state", "team");
-  gateway = await group.gateway(
-    "team",
-    "--oidc-issuer",
-    auth.issuer,
-    "--oidc-audience",
-    JWT_RESOURCE,
-    "--oidc-insecure-allow-http",
-    "--jwks-allow-private-ip",
-  );
+  gateway = await group.gateway("team", ...auth.oidcArgs());
 }, 120_000);
 
 afterAll(async () => {
@@ -235,12 +227,7 @@ describe("members are reached only through a gateway with policies", () => {
         "locked",
         "--group",
         "locked-group",
-        "--oidc-issuer",
-        auth.issuer,
-        "--oidc-audience",
-        JWT_RESOURCE,
-        "--oidc-insecure-allow-http",
-        "--jwks-allow-private-ip",
+        ...auth.oidcArgs(),
       ],
       { env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: group.home, MCPMGR_RUNTIME: "process" }, stderr: "pipe" },
     );
@@ -276,15 +263,7 @@ describe("members are reached only through a gateway with policies", () => {
       await open.stop();
     }
 
-    const authenticating = await group.gateway(
-      "locked-group",
-      "--oidc-issuer",
-      auth.issuer,
-      "--oidc-audience",
-      JWT_RESOURCE,
-      "--oidc-insecure-allow-http",
-      "--jwks-allow-private-ip",
-    );
+    const authenticating = await group.gateway("locked-group", ...auth.oidcArgs());
     try {
       const client = new Client({ name: "isolation", version: "1.0.0" });
       await client.connect(

@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startEmbeddingServer } from "../fixtures/embedding-server.ts";
-import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import { startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { type TestGroup, until } from "../support/gateway-group.ts";
 import {
   callTool,
@@ -157,12 +157,7 @@ describe("policies are not bypassed", () => {
       "--tool-search",
       "--authz-config",
       authz,
-      "--oidc-issuer",
-      auth.issuer,
-      "--oidc-audience",
-      JWT_RESOURCE,
-      "--oidc-insecure-allow-http",
-      "--jwks-allow-private-ip",
+      ...auth.oidcArgs(),
     );
     const as = async (scope: string) =>
       connect(protectedGateway.url, { headers: { authorization: `Bearer ${await auth.token({ scope })}` } });

@@ -13,7 +13,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PROBE_SERVER } from "../fixtures/bridge-probe-client.ts";
-import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
+import { startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { CONFORMANCE_FIXTURE_2026, startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
 import { makeTestCa } from "../support/test-ca.ts";
@@ -97,14 +97,7 @@ beforeAll(async () => {
       ],
     }),
   );
-  oidc = [
-    "--oidc-issuer",
-    auth.issuer,
-    "--oidc-audience",
-    JWT_RESOURCE,
-    "--oidc-insecure-allow-http",
-    "--jwks-allow-private-ip",
-  ];
+  oidc = [...auth.oidcArgs()];
   // The bridge probe (a 2025-11-25 stdio server) as a local project.
   await writeFile(join(dir, "server.sh"), `#!/bin/sh\nexec ${process.execPath} ${PROBE_SERVER} "$@"\n`);
   await writeFile(

@@ -5,18 +5,15 @@
  * directly, the 2025-11-25 one every check a translation can provide.
  */
 import { afterAll, test, setDefaultTimeout } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import {
   CONFORMANCE_FIXTURE,
   CONFORMANCE_FIXTURE_2026,
   expectSame2026Checks,
   expectTranslated2026Checks,
   runConformance,
+  runStdioFixture,
   startConformanceServer,
 } from "../support/conformance.ts";
-import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -27,36 +24,11 @@ afterAll(async () => {
   await Promise.allSettled(stops.map((stop) => stop()));
 });
 
-/** `mcpmgr run --foreground npx://DIR -- stdio` of a project whose bin starts `fixture`; its URL. */
+/** The fixture as a stdio workload (runStdioFixture), stopped after the file's tests; its URL. */
 async function runFixture(fixture: string): Promise<string> {
-  const packageDir = await mkdtemp(join(tmpdir(), "mcpmgr-conformance-pkg-"));
-  stops.push(async () => {
-    await rm(packageDir, { recursive: true, force: true });
-  });
-  await writeFile(join(packageDir, "server.sh"), `#!/bin/sh\nexec ${process.execPath} ${fixture} "$@"\n`);
-  await writeFile(
-    join(packageDir, "package.json"),
-    JSON.stringify({ name: "conformance-fixture", version: "1.0.0", bin: { "conformance-fixture": "server.sh" } }),
-  );
-  const run = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      `npx://${packageDir}`,
-      "--permission-profile",
-      "none",
-      "--",
-      "stdio",
-    ],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000 },
-  );
-  stops.unshift(async () => {
-    await run.stop();
-  });
-  return run.match[1] as string;
+  const run = await runStdioFixture(fixture);
+  stops.unshift(() => run.stop());
+  return run.url;
 }
 
 test(

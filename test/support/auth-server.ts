@@ -50,6 +50,11 @@ export interface AuthServer {
     client?: "service" | "otherService";
     dpop?: boolean;
   }): Promise<string>;
+  /**
+   * The options that protect an mcpmgr endpoint with this issuer's JWTs for `audience`: plain HTTP
+   * on loopback, so the insecure-HTTP and private-IP opt-ins are part of it.
+   */
+  oidcArgs(audience?: string): string[];
   stop(): Promise<void>;
 }
 
@@ -223,6 +228,14 @@ export async function startAuthServer(
       if (!body.access_token) throw new Error(`token request failed: ${body.error}: ${body.error_description}`);
       return body.access_token;
     },
+    oidcArgs: (audience = JWT_RESOURCE) => [
+      "--oidc-issuer",
+      issuer,
+      "--oidc-audience",
+      audience,
+      "--oidc-insecure-allow-http",
+      "--jwks-allow-private-ip",
+    ],
     stop: () => new Promise<void>((resolve) => listener.close(() => resolve())),
   };
 }

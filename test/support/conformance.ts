@@ -13,9 +13,10 @@
  */
 import { expect } from "bun:test";
 import type { Subprocess } from "bun";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { CLI_ENTRY, spawnUntil } from "./processes.ts";
 
 export const REPO_ROOT = resolve(import.meta.dir, "../..");
 const CONFORMANCE_CLI = join(REPO_ROOT, "node_modules/@modelcontextprotocol/conformance/dist/index.js");
@@ -122,6 +123,48 @@ export async function runConformance(
     return result;
   } finally {
     await rm(outDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `mcpmgr run --foreground npx://DIR -- stdio` of a local project whose bin starts `fixture`: the
+ * fixture as a sandboxed stdio server behind the stdio bridge. Resolves with the workload's URL
+ * once it prints it; `stop` ends the workload and removes the project.
+ */
+export async function runStdioFixture(fixture: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const packageDir = await mkdtemp(join(tmpdir(), "mcpmgr-conformance-pkg-"));
+  const removeProject = () => rm(packageDir, { recursive: true, force: true });
+  try {
+    await writeFile(join(packageDir, "server.sh"), `#!/bin/sh\nexec ${process.execPath} ${fixture} "$@"\n`);
+    await writeFile(
+      join(packageDir, "package.json"),
+      JSON.stringify({ name: "conformance-fixture", version: "1.0.0", bin: { "conformance-fixture": "server.sh" } }),
+    );
+    const run = await spawnUntil(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        "--foreground",
+        `npx://${packageDir}`,
+        "--permission-profile",
+        "none",
+        "--",
+        "stdio",
+      ],
+      /^(http:\/\/\S+)$/m,
+      { timeoutMs: 30_000 },
+    );
+    return {
+      url: run.match[1] as string,
+      stop: async () => {
+        await run.stop();
+        await removeProject();
+      },
+    };
+  } catch (err) {
+    await removeProject();
+    throw err;
   }
 }
 

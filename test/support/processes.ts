@@ -114,3 +114,38 @@ export async function startEverything(mode: "streamableHttp" | "sse") {
   const path = mode === "sse" ? "/sse" : "/mcp";
   return { ...running, url: `http://127.0.0.1:${port}${path}` };
 }
+
+/**
+ * An idle process whose command line reads `bun -e … ARGV` (what a supervisor's looks like to
+ * /proc), as `uid` when given (through setpriv), killed by the caller. Resolves with its pid once
+ * /proc shows that command line as that uid: setpriv changes the uid, then execs in place.
+ */
+export async function idleProcess(argv: readonly string[], uid?: number): Promise<Bun.Subprocess> {
+  const { readFileSync, statSync } = await import("node:fs");
+  const asUid =
+    uid === undefined || uid === process.getuid?.()
+      ? []
+      : ["setpriv", "--reuid", `${uid}`, "--regid", `${uid}`, "--clear-groups"];
+  const proc = Bun.spawn([...asUid, process.execPath, "-e", "setTimeout(() => {}, 60_000)", ...argv], {
+    stdio: ["ignore", "ignore", "ignore"],
+  });
+  const ready = () => {
+    try {
+      return (
+        (uid === undefined || statSync(`/proc/${proc.pid}`).uid === uid) &&
+        readFileSync(`/proc/${proc.pid}/cmdline`, "utf8").startsWith(`${process.execPath}\0-e\0`)
+      );
+    } catch {
+      return false;
+    }
+  };
+  const deadline = performance.now() + 5_000;
+  while (!ready()) {
+    if (performance.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error("the process did not start");
+    }
+    await Bun.sleep(10);
+  }
+  return proc;
+}

@@ -7,12 +7,13 @@
  */
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runningMembers } from "../../src/gateway/membership.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
+import { idleProcess } from "../support/processes.ts";
 
 let root: string;
 let store: WorkloadStore;
@@ -28,22 +29,8 @@ afterEach(() => {
 
 /** A live process of this user whose command line is `bun -e … [__supervise NAME]`. */
 async function processRunning(...argv: string[]): Promise<number> {
-  const proc = Bun.spawn([process.execPath, "-e", "setTimeout(() => {}, 60_000)", ...argv], {
-    stdio: ["ignore", "ignore", "ignore"],
-  });
+  const proc = await idleProcess(argv);
   started.push(proc);
-  const ready = () => {
-    try {
-      return readFileSync(`/proc/${proc.pid}/cmdline`, "utf8").startsWith(`${process.execPath}\0-e\0`);
-    } catch {
-      return false;
-    }
-  };
-  const deadline = performance.now() + 5_000;
-  while (!ready()) {
-    if (performance.now() > deadline) throw new Error("the process did not start");
-    await Bun.sleep(10);
-  }
   return proc.pid;
 }
 

@@ -6,39 +6,19 @@
  * as root, as the suite does, to start a process as another uid.
  */
 import { afterEach, expect, test } from "bun:test";
-import { readFileSync, statSync } from "node:fs";
 import type { Subprocess } from "bun";
 import { isSupervisorOf } from "../../src/state/supervisor-identity.ts";
+import { idleProcess } from "../support/processes.ts";
 
 const started: Subprocess[] = [];
 afterEach(() => {
   for (const proc of started.splice(0)) proc.kill("SIGKILL");
 });
 
-/** A process whose command line reads `bun -e … __supervise victim`, as `uid`, started (through setpriv for another uid). */
+/** A process whose command line reads `bun -e … __supervise victim`, as `uid`. */
 async function lookalike(uid: number): Promise<number> {
-  const asUid =
-    uid === process.getuid?.() ? [] : ["setpriv", "--reuid", `${uid}`, "--regid", `${uid}`, "--clear-groups"];
-  const proc = Bun.spawn([...asUid, process.execPath, "-e", "setTimeout(() => {}, 60_000)", "__supervise", "victim"], {
-    stdio: ["ignore", "ignore", "ignore"],
-  });
+  const proc = await idleProcess(["__supervise", "victim"], uid);
   started.push(proc);
-  // Until the pid is that command, as that uid (setpriv changes its uid, then execs in place).
-  const ready = () => {
-    try {
-      return (
-        statSync(`/proc/${proc.pid}`).uid === uid &&
-        readFileSync(`/proc/${proc.pid}/cmdline`, "utf8").startsWith(`${process.execPath}\0-e\0`)
-      );
-    } catch {
-      return false;
-    }
-  };
-  const deadline = performance.now() + 5_000;
-  while (!ready()) {
-    if (performance.now() > deadline) throw new Error("the process did not start");
-    await Bun.sleep(10);
-  }
   return proc.pid;
 }
 
