@@ -4,7 +4,7 @@
  * a gateway with OIDC (test/support/auth-server.ts) and real SDK clients.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
@@ -16,6 +16,7 @@ import { CLI_ENTRY } from "../support/processes.ts";
 import { readGatewayKey } from "../../src/state/gateway-guard.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
+import { writeCedarConfig } from "../support/cedar-config.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -112,10 +113,7 @@ describe("--name-prefix when-needed and Cedar", () => {
         // The stable spelling applies while the tool keeps its bare name.
         'forbid(principal, action == Action::"call_tool", resource == Tool::"keeper_wipe");',
       ];
-      await writeFile(
-        authz,
-        JSON.stringify({ version: "1.0", type: "cedarv1", cedar: { policies, entities_json: "[]" } }),
-      );
+      await writeCedarConfig(authz, policies);
       const keeper = memberOf({ name: "keeper", tools: ["delete_all", "read_file", "wipe"] });
       const intruder = memberOf({ name: "intruder", tools: ["delete_all", "echo"] });
       group.run(keeper.url, "keeper", "renaming");

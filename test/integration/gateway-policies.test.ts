@@ -11,6 +11,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
+import { writeCedarConfig } from "../support/cedar-config.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -31,21 +32,11 @@ beforeAll(async () => {
   const audit = join(dir, "audit.json");
   await writeFile(audit, JSON.stringify({ logFile, eventTypes: ["mcp_tool_call"] }));
   const authz = join(dir, "authz.json");
-  await writeFile(
-    authz,
-    JSON.stringify({
-      version: "1.0",
-      type: "cedarv1",
-      cedar: {
-        policies: [
-          "permit(principal, action, resource);",
-          'forbid(principal, action == Action::"call_tool", resource == Tool::"beta_echo");',
-          'forbid(principal, action == Action::"call_tool", resource == Tool::"alpha_echo") when { context.arg_text == "secret" };',
-        ],
-        entities_json: "[]",
-      },
-    }),
-  );
+  await writeCedarConfig(authz, [
+    "permit(principal, action, resource);",
+    'forbid(principal, action == Action::"call_tool", resource == Tool::"beta_echo");',
+    'forbid(principal, action == Action::"call_tool", resource == Tool::"alpha_echo") when { context.arg_text == "secret" };',
+  ]);
   const gateway = await group.gateway(
     "team",
     "--tools",

@@ -20,6 +20,7 @@ import {
   SEARCH_GROUP,
   type SearchGroup,
 } from "../support/tool-search-group.ts";
+import { writeCedarConfig } from "../support/cedar-config.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -49,9 +50,7 @@ async function auditLines(): Promise<AuditLine[]> {
 }
 
 async function policyFile(name: string, policies: string[]): Promise<string> {
-  const path = join(dir, name);
-  await writeFile(path, JSON.stringify({ version: "1.0", type: "cedarv1", cedar: { policies, entities_json: "[]" } }));
-  return path;
+  return writeCedarConfig(join(dir, name), policies);
 }
 
 beforeAll(async () => {

@@ -17,6 +17,7 @@ import { startAuthServer, type AuthServer } from "../support/auth-server.ts";
 import { CONFORMANCE_FIXTURE_2026, startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY, spawnUntil, type Running } from "../support/processes.ts";
 import { makeTestCa } from "../support/test-ca.ts";
+import { writeCedarConfig } from "../support/cedar-config.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -68,22 +69,12 @@ beforeAll(async () => {
   // Cedar: the first caller may call echo, stats and sample (sample only for prompts that
   // start with "ok"); the second only echo.
   const policies = join(dir, "policies.json");
-  await writeFile(
-    policies,
-    JSON.stringify({
-      version: "1.0",
-      type: "cedarv1",
-      cedar: {
-        policies: [
-          'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"echo");',
-          'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"stats");',
-          'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"sample") when { context has arg_prompt && context.arg_prompt like "ok*" };',
-          'permit(principal == Client::"other-service-client", action == Action::"call_tool", resource == Tool::"echo");',
-        ],
-        entities_json: "[]",
-      },
-    }),
-  );
+  await writeCedarConfig(policies, [
+    'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"echo");',
+    'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"stats");',
+    'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"sample") when { context has arg_prompt && context.arg_prompt like "ok*" };',
+    'permit(principal == Client::"other-service-client", action == Action::"call_tool", resource == Tool::"echo");',
+  ]);
   const webhooks = join(dir, "webhooks.json");
   await writeFile(
     webhooks,
@@ -296,20 +287,10 @@ describe("the transparent proxy in front of a 2026-07-28 HTTP server", () => {
   test("a Cedar-filtered tools/list is private to its caller there too", async () => {
     const upstream = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE_2026 });
     const policies = join(dir, "proxy-policies.json");
-    await writeFile(
-      policies,
-      JSON.stringify({
-        version: "1.0",
-        type: "cedarv1",
-        cedar: {
-          policies: [
-            'permit(principal, action == Action::"call_tool", resource == Tool::"test_simple_text");',
-            'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"test_error_handling");',
-          ],
-          entities_json: "[]",
-        },
-      }),
-    );
+    await writeCedarConfig(policies, [
+      'permit(principal, action == Action::"call_tool", resource == Tool::"test_simple_text");',
+      'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"test_error_handling");',
+    ]);
     const proxy = await spawnUntil(
       [process.execPath, CLI_ENTRY, "run", "--foreground", upstream.url, ...oidc, "--authz-config", policies],
       /^(http:\/\/\S+)$/m,
