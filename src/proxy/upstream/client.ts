@@ -17,10 +17,12 @@ import { isIP } from "node:net";
 import { rootCertificates } from "node:tls";
 import type { TLSOptions } from "bun";
 import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
+import type { AbortLike } from "../cancellation.ts";
 import { UpstreamError } from "./errors.ts";
 import { OriginPool } from "./pool.ts";
 import { usesEnvironmentProxy } from "./proxy-env.ts";
 import { defaultMaxHeadBytes } from "./response-parser.ts";
+import type { WholeAnswer } from "./responses.ts";
 
 export interface UpstreamClientOptions {
   /** Idle keep-alive connections kept per origin (default 64). */
@@ -43,8 +45,16 @@ export interface UpstreamClientOptions {
   readonly fallback?: UpstreamFetch;
 }
 
+/** A request of the byte lane: cancelled through a Cancellation rather than an AbortSignal. */
+export type LaneInit = Omit<UpstreamInit, "signal"> & { readonly signal?: AbortLike };
+
 export interface UpstreamClient {
   readonly fetch: UpstreamFetch;
+  /**
+   * As fetch, except that a small answer received whole comes back as a WholeAnswer (its parsed
+   * head and bytes), which the forwarder's byte lane passes on without making a Response.
+   */
+  readonly exchange: (url: string, init: LaneInit, raw: boolean) => Promise<Response | WholeAnswer>;
   /** Closes the idle connections (connections in use close when their exchange ends). */
   close(): void;
 }
@@ -115,8 +125,8 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
     return { pool: new OriginPool(target, poolOptions), host: url.host };
   };
 
-  const upstreamFetch: UpstreamFetch = async (url, init) => {
-    if (needsFetch(init)) return fallback(url, init);
+  const send = async (url: string, init: LaneInit, raw: boolean): Promise<Response | WholeAnswer> => {
+    if (needsFetch(init)) return fallback(url, fetchInit(init));
     const authority = url.indexOf("//") + 2;
     let pathAt = authority < 2 ? -1 : url.slice(authority).search(/[/?#]/);
     if (pathAt !== -1) pathAt += authority;
@@ -126,7 +136,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       origin = originFor(key);
       pools.set(key, origin);
     }
-    if (origin === null) return fallback(url, init);
+    if (origin === null) return fallback(url, fetchInit(init));
 
     let target = pathAt === -1 ? "/" : url.slice(pathAt);
     const hash = target.indexOf("#");
@@ -139,7 +149,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
 
     const method = requestMethod(init.method);
     const prepared = requestBody(init.body, method);
-    if (prepared === null) return fallback(url, init);
+    if (prepared === null) return fallback(url, fetchInit(init));
     const signal = init.signal ?? undefined;
     if (signal?.aborted) throw signal.reason;
 
@@ -150,7 +160,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       const idle = pool.takeIdle();
       const connection = idle ?? (await pool.connect(signal));
       try {
-        return await connection.request({ method, head, body, signal });
+        return await connection.request({ method, head, body, signal, raw });
       } catch (err) {
         const retry =
           attempt === 0 &&
@@ -166,14 +176,26 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
   };
 
   return {
-    fetch: upstreamFetch,
+    // Without `raw` the connection always hands out a Response.
+    fetch: (url, init) => send(url, init as LaneInit, false) as Promise<Response>,
+    exchange: send,
     close() {
       for (const origin of pools.values()) origin?.pool.close();
     },
   };
 }
 
-function needsFetch(init: UpstreamInit): boolean {
+/** The init for fetch: a lane request's Cancellation becomes an AbortSignal that follows it. */
+function fetchInit(init: LaneInit): UpstreamInit {
+  const signal = init.signal;
+  if (signal === undefined || signal instanceof AbortSignal) return init as UpstreamInit;
+  const controller = new AbortController();
+  if (signal.aborted) controller.abort(signal.reason);
+  else signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+  return { ...(init as UpstreamInit), signal: controller.signal };
+}
+
+function needsFetch(init: LaneInit): boolean {
   if (init.redirect !== "manual") return true; // following (or refusing) redirects is fetch's job
   const options = init as Record<string, unknown>;
   for (const name of fetchOnlyOptions) if (options[name] !== undefined) return true;

@@ -3,12 +3,13 @@
  * the connect timeout, or the request that wanted it is aborted. Giving up (timeout, abort)
  * runs `giveUp` so that the connection closes its socket, or refuses it when it opens later.
  */
+import type { AbortLike } from "../cancellation.ts";
 import { UpstreamError } from "./errors.ts";
 import type { ConnectTarget } from "./types.ts";
 
 export interface ConnectOptions {
   readonly timeoutMs: number;
-  readonly signal: AbortSignal | undefined;
+  readonly signal: AbortLike | undefined;
 }
 
 export class ConnectAttempt {
@@ -17,7 +18,7 @@ export class ConnectAttempt {
   #reject!: (err: unknown) => void;
   #settled = false;
   readonly #timer: ReturnType<typeof setTimeout>;
-  readonly #signal: AbortSignal | undefined;
+  readonly #signal: AbortLike | undefined;
   readonly #onAbort: () => void;
 
   constructor(target: ConnectTarget, options: ConnectOptions, giveUp: () => void) {

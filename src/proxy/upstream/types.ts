@@ -1,4 +1,5 @@
 /** The shapes the upstream client's modules share. */
+import type { AbortLike } from "../cancellation.ts";
 import type { TLSOptions } from "bun";
 
 export interface ConnectTarget {
@@ -20,7 +21,9 @@ export interface RequestSpec {
   readonly head: string;
   /** A whole body (sent with the head) or a stream (sent chunked after it). */
   readonly body: Uint8Array | ReadableStream<Uint8Array> | undefined;
-  readonly signal: AbortSignal | undefined;
+  readonly signal: AbortLike | undefined;
+  /** A small whole answer may come back as its parsed head and bytes (WholeAnswer) instead of a Response. */
+  readonly raw?: boolean;
 }
 
 export interface ConnectionLimits {
