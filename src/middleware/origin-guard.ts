@@ -44,45 +44,32 @@ function originHost(origin: string): string | undefined {
 
 const badHost = (why: string) => jsonRpcError(400, JsonRpcCode.invalidRequest, `Bad Request: ${why}`);
 
-/**
- * The Host/Origin decision on a request's own fields: undefined when it may pass, else the
- * refusal. Shared by the middleware and the byte lane (forward-lane.ts), which takes only
- * requests this passes and leaves every other to the middleware.
- * `forwardedHost` is read only with --trust-proxy-headers.
- */
-export function originCheck(
-  options: OriginGuardOptions,
-): (host: string | null, origin: string | null, forwardedHost: () => string | null) => Response | undefined {
+export function originGuard(options: OriginGuardOptions): Middleware {
   const loopbackOnly = isLoopbackHost(options.listenHost);
   const forbidden = (why: string) => jsonRpcError(403, JsonRpcCode.serverError, `Forbidden: ${why}`);
 
-  return (host, origin, forwardedHost) => {
-    if (loopbackOnly) {
-      if (host !== null && !isLoopbackHost(hostnameOf(host)))
-        return forbidden("Host header does not name this local server");
-      if (origin === null) return undefined;
-      const from = originHost(origin);
-      if (from === undefined || !isLoopbackHost(hostnameOf(from)))
-        return forbidden("requests from this Origin are not allowed");
-      return undefined;
-    }
-    if (origin === null) return undefined;
-    const from = originHost(origin)?.toLowerCase();
-    const publicHost = (options.trustProxyHeaders ? forwardedHost()?.split(",")[0]?.trim() : undefined) ?? host;
-    if (from !== undefined && (from === publicHost?.toLowerCase() || isLoopbackHost(hostnameOf(from))))
-      return undefined;
-    return forbidden("requests from this Origin are not allowed");
-  };
-}
-
-export function originGuard(options: OriginGuardOptions): Middleware {
-  const check = originCheck(options);
   return (next) => (req, ctx) => {
     const headers = req.headers;
     const host = headers.get("host");
     // Bun gives a request without Host a relative URL, and joins repeated Hosts with a comma.
     if (!req.url.startsWith("http")) return badHost("the Host header is required");
     if (host?.includes(",")) return badHost("send one Host header");
-    return check(host, headers.get("origin"), () => headers.get("x-forwarded-host")) ?? next(req, ctx);
+    const origin = headers.get("origin");
+    if (loopbackOnly) {
+      if (host !== null && !isLoopbackHost(hostnameOf(host)))
+        return forbidden("Host header does not name this local server");
+      if (origin === null) return next(req, ctx);
+      const from = originHost(origin);
+      if (from === undefined || !isLoopbackHost(hostnameOf(from)))
+        return forbidden("requests from this Origin are not allowed");
+      return next(req, ctx);
+    }
+    if (origin === null) return next(req, ctx);
+    const from = originHost(origin)?.toLowerCase();
+    const publicHost =
+      (options.trustProxyHeaders ? headers.get("x-forwarded-host")?.split(",")[0]?.trim() : undefined) ?? host;
+    if (from !== undefined && (from === publicHost?.toLowerCase() || isLoopbackHost(hostnameOf(from))))
+      return next(req, ctx);
+    return forbidden("requests from this Origin are not allowed");
   };
 }

@@ -7,9 +7,8 @@
  */
 import { Buffer } from "node:buffer";
 import type { UpstreamFetch } from "./authenticated-fetch.ts";
-import { type AbortLike, Cancellation } from "./cancellation.ts";
 import { pathAndQuery, type Handler } from "./handler.ts";
-import { hasHopByHopField, headerPairs, sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
+import { sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "./jsonrpc.ts";
 import { LegacySessions } from "./legacy-sessions.ts";
 import type { LiveStreams } from "./live-streams.ts";
@@ -18,11 +17,9 @@ import { PendingAnswers, requestIdsOf } from "./sse-answers.ts";
 import { endpointEventRewriter } from "./sse-endpoint.ts";
 import { relaySse } from "./sse-relay.ts";
 import { SessionTracker } from "./session-tracker.ts";
-import { defaultUpstreamClient, type UpstreamClient } from "./upstream/client.ts";
+import { defaultUpstreamClient } from "./upstream/client.ts";
 import { UpstreamError } from "./upstream/errors.ts";
-import type { ResponseHead } from "./upstream/response-head.ts";
-import { isWholeResponse, WholeAnswer } from "./upstream/responses.ts";
-import type { RequestHead } from "./http1/request-head.ts";
+import { isWholeResponse } from "./upstream/responses.ts";
 
 export interface ForwardOptions {
   readonly target: URL;
@@ -53,56 +50,7 @@ export interface ForwardOptions {
 
 const defaultHeadersTimeoutMs = 5 * 60_000;
 
-/** A request on mcpmgr's own HTTP/1.1 front, as the byte lane sees it (http1/connection.ts). */
-export interface LaneClient {
-  readonly remoteAddress: string;
-  /** Aborted when the client disconnects. */
-  readonly signal: AbortLike;
-  /** Exempt this request from the connection's idle timeout (a streamed answer). */
-  keepOpen(): void;
-}
-
-/**
- * The byte lane: a request the front parsed, with its whole body, answered without a web
- * Request or Response when nothing needs one. Undefined: not for the lane (the front makes a
- * Request and runs the handler chain, which answers it, refusals included).
- */
-export type ForwardLane = (
-  head: RequestHead,
-  body: Uint8Array | null,
-  client: LaneClient,
-) => Promise<Response | WholeAnswer> | undefined;
-
-export interface Forwarder {
-  readonly handler: Handler;
-  /** The byte lane, for the listener (serve.ts); undefined when the upstream fetch is decorated (credentials). */
-  readonly lane: ForwardLane | undefined;
-}
-
-/** One forwarded request, however it arrived: a web Request, or a head the byte lane parsed. */
-interface ForwardCall {
-  readonly method: string;
-  readonly url: string;
-  readonly sessionId: string | null;
-  readonly caller: string | undefined;
-  readonly headers: [string, string][];
-  readonly body: RequestBody | Promise<RequestBody>;
-  readonly clientSignal: AbortLike;
-  keepOpen(): void;
-  /** The client's Request, for what needs one (legacy endpoint rewriting, token exchange); undefined in the lane. */
-  readonly incoming: Request | undefined;
-  readonly protocolVersion: string | null;
-  /** A small whole answer may come back as a WholeAnswer, to be written as bytes. */
-  readonly raw: boolean;
-}
-
-type RequestBody = ArrayBuffer | Uint8Array | ReadableStream<Uint8Array> | undefined;
-
 export function transparentForwarder(options: ForwardOptions): Handler {
-  return createForwarder(options).handler;
-}
-
-export function createForwarder(options: ForwardOptions): Forwarder {
   const { target, endpointPrefix, trustProxyHeaders, live } = options;
   const sessions =
     options.sessions ??
@@ -113,22 +61,19 @@ export function createForwarder(options: ForwardOptions): Forwarder {
   const legacy = new LegacySessions(sessions);
   const callerOf = options.callerOf ?? (() => undefined);
   /** Requests waiting for the upstream's response head: a graceful stop answers them. */
-  const waiting = new Set<AbortController | Cancellation>();
+  const waiting = new Set<AbortController>();
   live.beforeClose((reason) => {
     for (const controller of waiting) controller.abort(new ShuttingDown(reason));
   });
-  // The lane needs mcpmgr's own client undecorated: a decorator reads Responses (a 401 starts a login).
-  const direct = options.fetch === undefined ? defaultUpstreamClient() : undefined;
-  const doFetch: UpstreamFetch = options.fetch ?? (direct as NonNullable<typeof direct>).fetch;
+  const doFetch: UpstreamFetch = options.fetch ?? defaultUpstreamClient().fetch;
   const headersTimeoutMs = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
   const origin = target.origin;
   const targetPath = target.pathname;
   const targetQuery = target.search.slice(1);
 
   /** The upstream URL: same path and query, except the MCP endpoint itself also carries the target's query. */
-  const upstreamUrl = (requestUrl: string): string => upstreamUrlOf(pathAndQuery(requestUrl));
-  const upstreamUrlOf = (requestTarget: string): string => {
-    let pq = requestTarget;
+  const upstreamUrl = (requestUrl: string): string => {
+    let pq = pathAndQuery(requestUrl);
     if (endpointPrefix !== undefined && pq.startsWith(endpointPrefix)) {
       const next = pq.charAt(endpointPrefix.length);
       if (next === "" || next === "/" || next === "?") pq = pq.slice(endpointPrefix.length) || "/";
@@ -144,7 +89,7 @@ export function createForwarder(options: ForwardOptions): Forwarder {
    * Whether `req` may use the session it names: its owner's requests only. Undefined when it
    * may; else the refusal (404, as for a session that does not exist).
    */
-  const refuseSession = (method: string, sessionId: string | null, url: string, caller: string | undefined) => {
+  const refuseSession = (req: Request, sessionId: string | null, url: string, caller: string | undefined) => {
     if (sessionId !== null) {
       if (sessions.hasEnded(sessionId)) return sessionNotFound();
       const owner = sessions.ownerOf(sessionId);
@@ -153,7 +98,7 @@ export function createForwarder(options: ForwardOptions): Forwarder {
       if (caller === undefined ? owner !== undefined && owner !== "" : owner !== caller) return sessionNotFound();
       return undefined;
     }
-    if (!legacy.active || method === "GET" || method === "HEAD" || method === "OPTIONS") return undefined;
+    if (!legacy.active || req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return undefined;
     const target = new URL(url);
     const owner = legacy.ownerOf(target);
     if (owner === undefined) {
@@ -165,116 +110,47 @@ export function createForwarder(options: ForwardOptions): Forwarder {
     return owner === (caller ?? "") ? undefined : sessionNotFound();
   };
 
-  const handler: Handler = async (req, ctx) => {
+  return async (req, ctx) => {
     const sessionId = req.headers.get("mcp-session-id");
     const url = upstreamUrl(req.url);
     const caller = callerOf(req);
-    const method = req.method;
-    const refused = refuseSession(method, sessionId, url, caller);
+    const refused = refuseSession(req, sessionId, url, caller);
     if (refused !== undefined) return refused;
-    const answer = await forward({
-      method,
-      url,
-      sessionId,
-      caller,
-      headers: upstreamRequestHeaders(req.headers, { remoteAddress: ctx.remoteAddress, trustProxyHeaders }),
-      body: requestBody(req, method),
-      clientSignal: req.signal,
-      keepOpen: ctx.keepOpen,
-      incoming: req,
-      protocolVersion: req.headers.get("mcp-protocol-version"),
-      raw: false,
-    });
-    return answer instanceof WholeAnswer ? answer.toResponse() : answer;
-  };
-
-  const lane: ForwardLane | undefined =
-    direct === undefined
-      ? undefined
-      : (head, body, client) => {
-          // POSTs carry MCP's messages; streams (GET), session ends and the rest take the handler chain.
-          if (head.method !== "POST" || head.minorVersion !== 1) return undefined;
-          let sessionId: string | null = null;
-          let protocolVersion: string | null = null;
-          for (const [name, value] of head.headers) {
-            if (name === "mcp-session-id") {
-              // Two ids could be read two ways; the handler chain refuses such a request.
-              if (sessionId !== null) return undefined;
-              sessionId = value;
-            } else if (name === "mcp-protocol-version") protocolVersion ??= value;
-          }
-          const url = upstreamUrlOf(head.target);
-          if (refuseSession("POST", sessionId, url, undefined) !== undefined) return undefined;
-          return forward({
-            method: "POST",
-            url,
-            sessionId,
-            caller: undefined,
-            headers: upstreamRequestHeaders(headerPairs(head.headers), {
-              remoteAddress: client.remoteAddress,
-              trustProxyHeaders,
-            }),
-            body: body ?? undefined,
-            clientSignal: client.signal,
-            keepOpen: client.keepOpen,
-            incoming: undefined,
-            protocolVersion,
-            raw: true,
-          });
-        };
-
-  /** Sends one request upstream and makes its answer the client's. */
-  async function forward(call: ForwardCall): Promise<Response | WholeAnswer> {
-    const { method, url, sessionId, caller } = call;
+    const method = req.method;
     // A legacy SSE stream is a session too; refused up front, before its head goes out.
     if (method === "GET" && sessionId === null && sessions.full) return sessionLimitReached();
 
-    // The lane's requests go to mcpmgr's own client, which takes the lighter Cancellation.
-    const abort = direct !== undefined ? new Cancellation() : new AbortController();
-    const abortSignal: AbortLike = abort instanceof Cancellation ? abort : abort.signal;
-    const clientSignal = call.clientSignal;
-    const onClientAbort = () => abort.abort(clientSignal.reason);
-    clientSignal.addEventListener("abort", onClientAbort, { once: true });
+    const abort = new AbortController();
+    const onClientAbort = () => abort.abort(req.signal.reason);
+    req.signal.addEventListener("abort", onClientAbort, { once: true });
     const timer = setTimeout(() => abort.abort(new UpstreamTimeout()), headersTimeoutMs);
     waiting.add(abort);
 
-    let body: RequestBody;
-    let answer: Response | WholeAnswer;
+    let body: Awaited<ReturnType<typeof requestBody>>;
+    let upstream: Response;
     try {
-      body = await call.body;
-      const init = {
+      body = await requestBody(req, method);
+      upstream = await doFetch(url, {
         method,
-        headers: call.headers,
+        headers: upstreamRequestHeaders(req, { remoteAddress: ctx.remoteAddress, trustProxyHeaders }),
         body,
         duplex: "half", // required for a streamed request body
         redirect: "manual",
+        signal: abort.signal,
         // Bodies pass through as the upstream sent them (and, with fetch, no Accept-Encoding of its own).
         decompress: false,
         // Bun's fetch drops sockets idle for 5 minutes by default: fatal for SSE.
         timeout: false,
-        ...(call.incoming === undefined ? {} : { incoming: call.incoming }),
-      } as const;
-      answer =
-        abort instanceof Cancellation
-          ? await (direct as UpstreamClient).exchange(url, { ...init, signal: abort }, call.raw)
-          : await doFetch(url, { ...init, signal: abort.signal });
+        incoming: req,
+      });
     } catch (err) {
-      clientSignal.removeEventListener("abort", onClientAbort);
-      return upstreamFailure(err, abortSignal.reason, clientSignal.aborted);
+      req.signal.removeEventListener("abort", onClientAbort);
+      return upstreamFailure(err, abort.signal.reason, req.signal.aborted);
     } finally {
       clearTimeout(timer);
       waiting.delete(abort);
     }
 
-    if (answer instanceof WholeAnswer) {
-      // The common answer (a JSON message, nothing to bind, check or rewrite) goes on as bytes.
-      if (passesAsBytes(answer.head, method, sessionId)) {
-        clientSignal.removeEventListener("abort", onClientAbort);
-        return answer;
-      }
-      answer = answer.toResponse();
-    }
-    const upstream = answer;
     const status = upstream.status;
     if (sessionId !== null) {
       if (method === "DELETE" && status >= 200 && status < 300) sessions.markEnded(sessionId);
@@ -294,7 +170,7 @@ export function createForwarder(options: ForwardOptions): Forwarder {
     // bound to the caller that opened it; past the limit it is closed again.
     if (opened !== null && opened !== sessionId && !sessions.bind(opened, caller ?? "")) {
       await upstream.body?.cancel().catch(() => {});
-      closeUpstreamSession(url, opened, call.protocolVersion);
+      closeUpstreamSession(url, opened, req);
       return sessionLimitReached();
     }
 
@@ -309,25 +185,24 @@ export function createForwarder(options: ForwardOptions): Forwarder {
     }
     const stream = upstream.body;
     if (stream === null) {
-      clientSignal.removeEventListener("abort", onClientAbort);
+      req.signal.removeEventListener("abort", onClientAbort);
       return upstream;
     }
 
-    call.keepOpen();
+    ctx.keepOpen();
     // A compressed stream (the upstream ignored our identity-only request) cannot take comments.
     if (headers.has("content-encoding")) return upstream;
     let release: (() => void) | undefined;
-    const incoming = call.incoming;
     const relayed = relaySse(stream, {
       live,
       ...(options.pingIntervalMs === undefined ? {} : { pingIntervalMs: options.pingIntervalMs }),
-      ...(method === "GET" && incoming !== undefined
+      ...(method === "GET"
         ? {
             head: endpointEventRewriter((endpoint) => {
               // The legacy session's message URL, bound to the caller that opened the stream.
               const announced = parseUrl(endpoint, url);
               if (announced !== undefined && sessionId === null) release = legacy.announce(announced, caller ?? "");
-              return publicEndpoint(endpoint, target, incoming, { endpointPrefix, trustProxyHeaders });
+              return publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders });
             }),
             onEnd: () => release?.(),
           }
@@ -340,36 +215,17 @@ export function createForwarder(options: ForwardOptions): Forwarder {
       announceOpen: true,
     });
     return new Response(relayed, { status, statusText: upstream.statusText, headers });
-  }
+  };
 
   /** Ends an upstream session this proxy refused to hand out (fire and forget). */
-  function closeUpstreamSession(url: string, sessionId: string, version: string | null): void {
+  function closeUpstreamSession(url: string, sessionId: string, req: Request): void {
     const headers: [string, string][] = [["mcp-session-id", sessionId]];
+    const version = req.headers.get("mcp-protocol-version");
     if (version !== null) headers.push(["mcp-protocol-version", version]);
     void doFetch(url, { method: "DELETE", headers, redirect: "manual", signal: AbortSignal.timeout(10_000) })
       .then((response) => response.body?.cancel())
       .catch(() => {});
   }
-
-  return { handler, lane };
-}
-
-/**
- * Whether a whole answer goes to the client exactly as the upstream sent it: nothing for the
- * forwarder to do with it (no session to end, bind or normalise, no stream to relay, no field
- * that describes the upstream connection). Everything else becomes a Response and takes the
- * forwarder's ordinary path.
- */
-function passesAsBytes(head: ResponseHead, method: string, sessionId: string | null): boolean {
-  const status = head.status;
-  if (sessionId !== null && (status === 404 || status === 400 || (method === "DELETE" && status < 300))) return false;
-  const fields = head.headers;
-  for (const [name, value] of fields) {
-    if (name.length === 14 && name.toLowerCase() === "mcp-session-id" && value !== sessionId) return false;
-    if (name.length === 12 && name.toLowerCase() === "content-type" && value.startsWith("text/event-stream"))
-      return false;
-  }
-  return !hasHopByHopField(fields);
 }
 
 function parseUrl(text: string, base: string): URL | undefined {
@@ -387,7 +243,10 @@ function parseUrl(text: string, base: string): URL | undefined {
  */
 const bufferBelowBytes = 64 * 1024;
 
-async function requestBody(req: Request, method: string): Promise<RequestBody> {
+async function requestBody(
+  req: Request,
+  method: string,
+): Promise<ArrayBuffer | ReadableStream<Uint8Array> | undefined> {
   if (method === "GET" || method === "HEAD") return undefined;
   // The length first: reading `.body` makes a stream, and the whole body is cheaper read without one.
   const declared = req.headers.get("content-length");

@@ -40,36 +40,7 @@ export interface ForwardingInfo {
   readonly trustProxyHeaders: boolean;
 }
 
-/** What the request side reads from a client's headers: a Headers, or a parsed head's pairs (headerPairs). */
-export interface HeaderSource {
-  get(name: string): string | null;
-  forEach(callback: (value: string, name: string) => void): void;
-}
-
-/** A parsed head's fields (lower-case names, in order) as a HeaderSource; repeated fields are joined as Headers joins them. */
-export function headerPairs(pairs: readonly (readonly [string, string])[]): HeaderSource {
-  return {
-    get(name) {
-      let joined: string | null = null;
-      for (const [field, value] of pairs) if (field === name) joined = joined === null ? value : `${joined}, ${value}`;
-      return joined;
-    },
-    forEach(callback) {
-      for (const [name, value] of pairs) callback(value, name);
-    },
-  };
-}
-
-/**
- * Whether an upstream answer's fields (names as sent) include one that describes the
- * connection (hop-by-hop): such an answer is not passed on as it came.
- */
-export function hasHopByHopField(fields: readonly (readonly [string, string])[]): boolean {
-  for (const [name] of fields) if (hopByHop.has(name.toLowerCase())) return true;
-  return false;
-}
-
-function connectionTokens(headers: HeaderSource): ReadonlySet<string> | undefined {
+function connectionTokens(headers: Headers): ReadonlySet<string> | undefined {
   const value = headers.get("connection");
   if (value === null) return undefined;
   return new Set(value.split(",").map((token) => token.trim().toLowerCase()));
@@ -82,7 +53,8 @@ const strippedUpstream: ReadonlySet<string> = new Set([...hopByHop, ...neverUpst
  * The request headers for the upstream, as name/value pairs (lower-case names): one pass
  * over the client's headers, which costs less than copying them and deleting from the copy.
  */
-export function upstreamRequestHeaders(source: HeaderSource, info: ForwardingInfo): [string, string][] {
+export function upstreamRequestHeaders(req: Request, info: ForwardingInfo): [string, string][] {
+  const source = req.headers;
   const named = connectionTokens(source);
   const trusted = info.trustProxyHeaders;
   const out: [string, string][] = [];

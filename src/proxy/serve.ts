@@ -7,9 +7,7 @@
  * and draining what the old one still had open (`drain`).
  */
 import { McpmgrError, errorMessage } from "../errors.ts";
-import type { ForwardLane } from "./forward.ts";
 import type { Handler, RequestContext } from "./handler.ts";
-import { Http1Server } from "./http1/server.ts";
 import { JsonRpcCode, jsonRpcError } from "./jsonrpc.ts";
 import { LiveStreams } from "./live-streams.ts";
 
@@ -23,21 +21,6 @@ export interface ServeOptions {
   readonly idleTimeoutSeconds?: number;
   /** Called with unexpected handler errors (already answered with 500). */
   readonly onError?: (err: unknown) => void;
-  /**
-   * The transparent forwarder's byte lane (forward.ts). Given one, the listener is mcpmgr's own
-   * HTTP/1.1 front (http1/), which answers plain POSTs through the lane without a Request or a
-   * Response and every other request through `handler`; without one, Bun.serve.
-   */
-  readonly lane?: ForwardLane | undefined;
-}
-
-/** What serve() needs from a listener, whichever front runs it. */
-interface Listener {
-  readonly hostname: string | undefined;
-  readonly port: number | undefined;
-  readonly pendingRequests: number;
-  /** Graceful (false): resolves once every connection closed. Forced (true): cuts them. */
-  stop(force: boolean): Promise<void>;
 }
 
 export interface RunningServer extends AsyncDisposable {
@@ -58,29 +41,24 @@ export interface RunningServer extends AsyncDisposable {
 export function serve(options: ServeOptions): RunningServer {
   const live = options.live ?? new LiveStreams();
   let handler = options.handler;
-  let server: Listener;
-  const failure = (err: unknown): Response => {
-    options.onError?.(err);
-    return jsonRpcError(500, JsonRpcCode.internalError, "internal proxy error");
-  };
+  let server: ReturnType<typeof Bun.serve>;
   try {
-    server =
-      options.lane === undefined
-        ? bunServe(options, () => handler, failure)
-        : new Http1Server({
-            hostname: options.host,
-            port: options.port ?? 0,
-            idleTimeoutSeconds: options.idleTimeoutSeconds ?? 30,
-            respond: async (req, ctx) => {
-              try {
-                return await handler(req, ctx);
-              } catch (err) {
-                return failure(err);
-              }
-            },
-            lane: options.lane,
-            failureResponse: failure,
-          });
+    server = Bun.serve({
+      hostname: options.host,
+      port: options.port ?? 0,
+      idleTimeout: options.idleTimeoutSeconds ?? 30,
+      fetch(req, srv) {
+        const ctx: RequestContext = {
+          remoteAddress: srv.requestIP(req)?.address ?? "",
+          keepOpen: () => srv.timeout(req, 0),
+        };
+        return handler(req, ctx);
+      },
+      error(err) {
+        options.onError?.(err);
+        return jsonRpcError(500, JsonRpcCode.internalError, "internal proxy error");
+      },
+    });
   } catch (err) {
     throw listenError(err, options);
   }
@@ -121,30 +99,6 @@ export function serve(options: ServeOptions): RunningServer {
       handler = next;
     },
     [Symbol.asyncDispose]: () => shutdown(1_000),
-  };
-}
-
-function bunServe(options: ServeOptions, handler: () => Handler, failure: (err: unknown) => Response): Listener {
-  const bun = Bun.serve({
-    hostname: options.host,
-    port: options.port ?? 0,
-    idleTimeout: options.idleTimeoutSeconds ?? 30,
-    fetch(req, srv) {
-      const ctx: RequestContext = {
-        remoteAddress: srv.requestIP(req)?.address ?? "",
-        keepOpen: () => srv.timeout(req, 0),
-      };
-      return handler()(req, ctx);
-    },
-    error: failure,
-  });
-  return {
-    hostname: bun.hostname,
-    port: bun.port,
-    get pendingRequests() {
-      return bun.pendingRequests;
-    },
-    stop: (force) => bun.stop(force),
   };
 }
 

@@ -54,11 +54,6 @@ export interface ProxyLimits {
   readonly maxSessions: number;
   /** How long the forwarder waits for an HTTP upstream's response headers (MCPMGR_UPSTREAM_HEADERS_TIMEOUT). */
   readonly upstreamHeadersTimeoutMs: number;
-  /**
-   * MCPMGR_HTTP_FRONT: "mcpmgr" (default) lets a forwarding endpoint without policies listen on
-   * mcpmgr's own HTTP/1.1 front with the byte lane; "bun" keeps every endpoint on Bun.serve.
-   */
-  readonly httpFront: "mcpmgr" | "bun";
 }
 
 export function proxyLimits(env: Env): ProxyLimits {
@@ -69,7 +64,6 @@ export function proxyLimits(env: Env): ProxyLimits {
     maxMessageBytes: maxMessageBytesFromEnv(env),
     maxSessions: maxSessionsFromEnv(env),
     upstreamHeadersTimeoutMs: upstreamHeadersTimeoutMsFromEnv(env),
-    httpFront: fromEnv(env, "MCPMGR_HTTP_FRONT", v.picklist(["mcpmgr", "bun"] as const), "mcpmgr", "mcpmgr or bun"),
   });
 }
 

@@ -6,14 +6,13 @@
 import type { ProxySpec } from "../config/proxy-spec.ts";
 import { errorMessage } from "../errors.ts";
 import { clientUrl } from "../state/workload-url.ts";
-import { createForwarder } from "../proxy/forward.ts";
+import { transparentForwarder } from "../proxy/forward.ts";
 import { LiveStreams } from "../proxy/live-streams.ts";
 import { serve } from "../proxy/serve.ts";
 import type { WorkloadContext } from "./context.ts";
 import { proxyLimits } from "./limits.ts";
 import { outgoingAuthentication } from "./outgoing-auth.ts";
 import { callerOf } from "../middleware/caller.ts";
-import { withBuiltinLane } from "../middleware/builtin-chain.ts";
 import { policyChain } from "../middleware/policy-chain.ts";
 
 export interface RunningProxy {
@@ -31,32 +30,28 @@ export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext
       ).forEndpoint(spec.target.pathname, spec.trustProxyHeaders)
     : [];
   const upstreamFetch = await outgoingAuthentication(spec.outgoingAuth, spec.target, spec.serverName, ctx);
-  const forwarder = createForwarder({
-    target: spec.target,
-    endpointPrefix: spec.endpointPrefix,
-    trustProxyHeaders: spec.trustProxyHeaders,
-    live,
-    maxSessions: limits.maxSessions,
-    sessionIdleMs: limits.sessionIdleMs,
-    headersTimeoutMs: limits.upstreamHeadersTimeoutMs,
-    // Sessions belong to the caller that opened them (with --oidc-*; one anonymous caller without).
-    callerOf,
-    ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
-  });
-  const protections = {
-    serverName: spec.serverName,
-    listenHost: spec.listen.host,
-    trustProxyHeaders: spec.trustProxyHeaders,
-    maxBodyBytes: limits.maxBodyBytes,
-  };
-  const handler = await policyChain(forwarder.handler, protections, { authentication });
-  // The byte lane only where no policy has to see a request (authentication is the proxy's only one).
-  const lane =
-    authentication.length === 0 && forwarder.lane !== undefined && limits.httpFront === "mcpmgr"
-      ? withBuiltinLane(forwarder.lane, protections)
-      : undefined;
+  const handler = await policyChain(
+    transparentForwarder({
+      target: spec.target,
+      endpointPrefix: spec.endpointPrefix,
+      trustProxyHeaders: spec.trustProxyHeaders,
+      live,
+      maxSessions: limits.maxSessions,
+      sessionIdleMs: limits.sessionIdleMs,
+      headersTimeoutMs: limits.upstreamHeadersTimeoutMs,
+      // Sessions belong to the caller that opened them (with --oidc-*; one anonymous caller without).
+      callerOf,
+      ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
+    }),
+    {
+      serverName: spec.serverName,
+      listenHost: spec.listen.host,
+      trustProxyHeaders: spec.trustProxyHeaders,
+      maxBodyBytes: limits.maxBodyBytes,
+    },
+    { authentication },
+  );
   const server = serve({
-    lane,
     host: spec.listen.host,
     port: spec.listen.port,
     handler,

@@ -17,12 +17,10 @@ import { isIP } from "node:net";
 import { rootCertificates } from "node:tls";
 import type { TLSOptions } from "bun";
 import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
-import type { AbortLike } from "../cancellation.ts";
 import { UpstreamError } from "./errors.ts";
 import { OriginPool } from "./pool.ts";
 import { usesEnvironmentProxy } from "./proxy-env.ts";
 import { defaultMaxHeadBytes } from "./response-parser.ts";
-import type { WholeAnswer } from "./responses.ts";
 
 export interface UpstreamClientOptions {
   /** Idle keep-alive connections kept per origin (default 64). */
@@ -45,16 +43,8 @@ export interface UpstreamClientOptions {
   readonly fallback?: UpstreamFetch;
 }
 
-/** A request of the byte lane: cancelled through a Cancellation rather than an AbortSignal. */
-export type LaneInit = Omit<UpstreamInit, "signal"> & { readonly signal?: AbortLike };
-
 export interface UpstreamClient {
   readonly fetch: UpstreamFetch;
-  /**
-   * As fetch, except that a small answer received whole comes back as a WholeAnswer (its parsed
-   * head and bytes), which the forwarder's byte lane passes on without making a Response.
-   */
-  readonly exchange: (url: string, init: LaneInit, raw: boolean) => Promise<Response | WholeAnswer>;
   /** Closes the idle connections (connections in use close when their exchange ends). */
   close(): void;
 }
@@ -125,8 +115,8 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
     return { pool: new OriginPool(target, poolOptions), host: url.host };
   };
 
-  const send = async (url: string, init: LaneInit, raw: boolean): Promise<Response | WholeAnswer> => {
-    if (needsFetch(init)) return fallback(url, fetchInit(init));
+  const upstreamFetch: UpstreamFetch = async (url, init) => {
+    if (needsFetch(init)) return fallback(url, init);
     const authority = url.indexOf("//") + 2;
     let pathAt = authority < 2 ? -1 : url.slice(authority).search(/[/?#]/);
     if (pathAt !== -1) pathAt += authority;
@@ -136,7 +126,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       origin = originFor(key);
       pools.set(key, origin);
     }
-    if (origin === null) return fallback(url, fetchInit(init));
+    if (origin === null) return fallback(url, init);
 
     let target = pathAt === -1 ? "/" : url.slice(pathAt);
     const hash = target.indexOf("#");
@@ -149,7 +139,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
 
     const method = requestMethod(init.method);
     const prepared = requestBody(init.body, method);
-    if (prepared === null) return fallback(url, fetchInit(init));
+    if (prepared === null) return fallback(url, init);
     const signal = init.signal ?? undefined;
     if (signal?.aborted) throw signal.reason;
 
@@ -160,7 +150,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       const idle = pool.takeIdle();
       const connection = idle ?? (await pool.connect(signal));
       try {
-        return await connection.request({ method, head, body, signal, raw });
+        return await connection.request({ method, head, body, signal });
       } catch (err) {
         const retry =
           attempt === 0 &&
@@ -176,26 +166,14 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
   };
 
   return {
-    // Without `raw` the connection always hands out a Response.
-    fetch: (url, init) => send(url, init as LaneInit, false) as Promise<Response>,
-    exchange: send,
+    fetch: upstreamFetch,
     close() {
       for (const origin of pools.values()) origin?.pool.close();
     },
   };
 }
 
-/** The init for fetch: a lane request's Cancellation becomes an AbortSignal that follows it. */
-function fetchInit(init: LaneInit): UpstreamInit {
-  const signal = init.signal;
-  if (signal === undefined || signal instanceof AbortSignal) return init as UpstreamInit;
-  const controller = new AbortController();
-  if (signal.aborted) controller.abort(signal.reason);
-  else signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
-  return { ...(init as UpstreamInit), signal: controller.signal };
-}
-
-function needsFetch(init: LaneInit): boolean {
+function needsFetch(init: UpstreamInit): boolean {
   if (init.redirect !== "manual") return true; // following (or refusing) redirects is fetch's job
   const options = init as Record<string, unknown>;
   for (const name of fetchOnlyOptions) if (options[name] !== undefined) return true;

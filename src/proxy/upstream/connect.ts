@@ -3,13 +3,12 @@
  * the connect timeout, or the request that wanted it is aborted. Giving up (timeout, abort)
  * runs `giveUp` so that the connection closes its socket, or refuses it when it opens later.
  */
-import type { AbortLike } from "../cancellation.ts";
 import { UpstreamError } from "./errors.ts";
 import type { ConnectTarget } from "./types.ts";
 
 export interface ConnectOptions {
   readonly timeoutMs: number;
-  readonly signal: AbortLike | undefined;
+  readonly signal: AbortSignal | undefined;
 }
 
 export class ConnectAttempt {
@@ -18,7 +17,7 @@ export class ConnectAttempt {
   #reject!: (err: unknown) => void;
   #settled = false;
   readonly #timer: ReturnType<typeof setTimeout>;
-  readonly #signal: AbortLike | undefined;
+  readonly #signal: AbortSignal | undefined;
   readonly #onAbort: () => void;
 
   constructor(target: ConnectTarget, options: ConnectOptions, giveUp: () => void) {

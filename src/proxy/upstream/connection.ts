@@ -10,14 +10,12 @@
  * A failed, aborted or cut-short exchange destroys the connection; only a connection whose
  * response ended cleanly, with keep-alive, goes back to its pool.
  */
-import type { AbortLike } from "../cancellation.ts";
 import type { Buffer } from "node:buffer";
 import type { Socket, SocketHandler } from "bun";
 import { ConnectAttempt } from "./connect.ts";
 import { tlsFailure, UpstreamError } from "./errors.ts";
 import { Exchange, withCause } from "./exchange.ts";
 import { type ResponseHead, ResponseParser, type ResponseSink } from "./response-parser.ts";
-import type { WholeAnswer } from "./responses.ts";
 import { closedBeforeSending, closedWhileSending, SocketWriter } from "./socket-writer.ts";
 import type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
 
@@ -77,7 +75,7 @@ export class Http1Connection implements ResponseSink {
     owner: ConnectionOwner<Http1Connection>,
     target: ConnectTarget,
     limits: ConnectionLimits,
-    options: { timeoutMs: number; signal: AbortLike | undefined },
+    options: { timeoutMs: number; signal: AbortSignal | undefined },
   ): Promise<Http1Connection> {
     const connection = new Http1Connection(owner, limits);
     connection.#verifyPeer = target.tls !== undefined && target.tls.rejectUnauthorized !== false;
@@ -109,8 +107,8 @@ export class Http1Connection implements ResponseSink {
    * Sends a request and resolves with the response once its head (and, for a small body of
    * known length, the whole body) arrived.
    */
-  request(spec: RequestSpec): Promise<Response | WholeAnswer> {
-    return new Promise<Response | WholeAnswer>((resolve, reject) => {
+  request(spec: RequestSpec): Promise<Response> {
+    return new Promise<Response>((resolve, reject) => {
       const exchange = new Exchange(spec, resolve, reject);
       if (this.#closed || this.#socket === undefined) {
         reject(closedBeforeSending());

@@ -5,11 +5,10 @@
  * The connection (connection.ts) owns the socket; it asks the exchange what to do with the
  * bytes and pauses the socket when the exchange says the reader is full.
  */
-import type { AbortLike } from "../cancellation.ts";
-import { Buffer } from "node:buffer";
+import type { Buffer } from "node:buffer";
 import { UpstreamError } from "./errors.ts";
 import type { ResponseHead } from "./response-head.ts";
-import { nullBodyStatus, streamedResponse, WholeAnswer, wholeResponse } from "./responses.ts";
+import { nullBodyStatus, streamedResponse, wholeResponse } from "./responses.ts";
 import type { RequestSpec } from "./types.ts";
 
 /** What the stream of a streamed body tells the connection. */
@@ -22,9 +21,8 @@ export interface StreamFeedback {
 
 export class Exchange {
   readonly method: string;
-  readonly signal: AbortLike | undefined;
-  readonly #raw: boolean;
-  readonly #resolve: (response: Response | WholeAnswer) => void;
+  readonly signal: AbortSignal | undefined;
+  readonly #resolve: (response: Response) => void;
   readonly #reject: (err: unknown) => void;
   /** The listener on `signal`, removed when the exchange ends. */
   onAbort: (() => void) | undefined;
@@ -40,10 +38,9 @@ export class Exchange {
   /** Not one byte of this request made it into the socket. */
   nothingWritten = true;
 
-  constructor(spec: RequestSpec, resolve: (response: Response | WholeAnswer) => void, reject: (err: unknown) => void) {
+  constructor(spec: RequestSpec, resolve: (response: Response) => void, reject: (err: unknown) => void) {
     this.method = spec.method;
     this.signal = spec.signal;
-    this.#raw = spec.raw === true;
     this.#resolve = resolve;
     this.#reject = reject;
   }
@@ -99,21 +96,12 @@ export class Exchange {
       this.#stream?.close();
       return;
     }
-    const head = this.head as ResponseHead;
-    if (this.#raw && this.method !== "HEAD" && !nullBodyStatus(head.status)) {
-      const chunks = this.#chunks;
-      const body =
-        chunks.length === 0
-          ? null
-          : chunks.length === 1
-            ? (chunks[0] as Buffer)
-            : Buffer.concat(chunks, this.#bufferedBytes);
-      this.#chunks = [];
-      this.settled = true;
-      this.#resolve(new WholeAnswer(head, body));
-      return;
-    }
-    const response = wholeResponse(head, this.#chunks, this.#bufferedBytes, this.method === "HEAD");
+    const response = wholeResponse(
+      this.head as ResponseHead,
+      this.#chunks,
+      this.#bufferedBytes,
+      this.method === "HEAD",
+    );
     this.#chunks = [];
     this.settled = true;
     this.#resolve(response);

@@ -6,7 +6,6 @@
  * connection before the upstream does (a request racing the upstream's close fails).
  * There is no bound on connections in use: each one serves a request of a client of ours.
  */
-import type { AbortLike } from "../cancellation.ts";
 import { type ConnectionLimits, type ConnectionOwner, type ConnectTarget, Http1Connection } from "./connection.ts";
 
 export interface PoolOptions {
@@ -43,7 +42,7 @@ export class OriginPool implements ConnectionOwner<Http1Connection> {
     return undefined;
   }
 
-  connect(signal: AbortLike | undefined): Promise<Http1Connection> {
+  connect(signal: AbortSignal | undefined): Promise<Http1Connection> {
     return Http1Connection.open(this, this.target, this.#options.limits, {
       timeoutMs: this.#options.connectTimeoutMs,
       signal,

@@ -7,45 +7,17 @@ import { Buffer } from "node:buffer";
 import { badResponse } from "./errors.ts";
 import type { ResponseHead } from "./response-head.ts";
 
-/**
- * A small answer received whole, as its parsed head and bytes: what the forwarder's byte lane
- * (forward-lane.ts) writes to its client as it is, without a Response ever being made.
- */
-export class WholeAnswer {
-  readonly head: ResponseHead;
-  readonly body: Buffer | null;
-
-  constructor(head: ResponseHead, body: Buffer | null) {
-    this.head = head;
-    this.body = body;
-  }
-
-  /** The same answer as a Response, for everything that is not passed through as bytes. */
-  toResponse(): Response {
-    return wholeResponse(this.head, this.body === null ? [] : [this.body], this.body?.byteLength ?? 0, false);
-  }
-}
-
 /** Statuses whose Response cannot have a body (fetch spec): a body the upstream sends anyway is dropped. */
 export function nullBodyStatus(status: number): boolean {
   return status === 204 || status === 205 || status === 304;
 }
 
-/**
- * Responses handed out with their whole body (reading it cannot fail any more), and that body:
- * mcpmgr's own HTTP/1.1 front (http1/) writes these bytes as they are, without reading the
- * Response's body stream.
- */
-const whole = new WeakMap<Response, Uint8Array | null>();
+/** Responses handed out with their whole body: reading it cannot fail any more. */
+const whole = new WeakSet<Response>();
 
 /** Whether `response` came from this client with its whole body already received. */
 export function isWholeResponse(response: Response): boolean {
   return whole.has(response);
-}
-
-/** The whole body of a response from this client (null: none); undefined when it streams or is not ours. */
-export function wholeBodyOf(response: Response): Uint8Array | null | undefined {
-  return response.bodyUsed ? undefined : whole.get(response);
 }
 
 /** A Response with the body received so far as its whole body; throws an UpstreamError if the head makes none. */
@@ -57,7 +29,7 @@ export function wholeResponse(head: ResponseHead, chunks: readonly Buffer[], byt
         ? (chunks[0] as Buffer)
         : Buffer.concat(chunks as Buffer[], bytes);
   const response = respond(body, head);
-  whole.set(response, body);
+  whole.add(response);
   return response;
 }
 

@@ -85,7 +85,7 @@ export class SocketWriter {
         frame.set(chunk, size.length);
         frame.set(crlf, size.length + chunk.byteLength);
         if (!this.write(frame)) throw closedWhileSending();
-        await this.drained();
+        await this.#drained();
       }
       if (!this.write(lastChunk)) throw closedWhileSending();
       return true;
@@ -112,21 +112,13 @@ export class SocketWriter {
     for (const waiter of this.#drainWaiters.splice(0)) waiter.resolve();
   }
 
-  /** Bytes kept for the socket, not yet taken. */
-  get pendingBytes(): number {
-    let bytes = 0;
-    for (const chunk of this.#queue) bytes += chunk.byteLength;
-    return bytes;
-  }
-
   /** The socket closed: whoever waits for it to drain learns so. */
   onClose(): void {
     this.#queue.length = 0;
     for (const waiter of this.#drainWaiters.splice(0)) waiter.reject(closedWhileSending());
   }
 
-  /** Resolves once everything kept was taken by the socket; rejects if it closes first. */
-  drained(): Promise<void> {
+  #drained(): Promise<void> {
     if (this.#queue.length === 0) return Promise.resolve();
     return new Promise((resolve, reject) => this.#drainWaiters.push({ resolve, reject }));
   }

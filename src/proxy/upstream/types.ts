@@ -1,5 +1,4 @@
 /** The shapes the upstream client's modules share. */
-import type { AbortLike } from "../cancellation.ts";
 import type { TLSOptions } from "bun";
 
 export interface ConnectTarget {
@@ -21,9 +20,7 @@ export interface RequestSpec {
   readonly head: string;
   /** A whole body (sent with the head) or a stream (sent chunked after it). */
   readonly body: Uint8Array | ReadableStream<Uint8Array> | undefined;
-  readonly signal: AbortLike | undefined;
-  /** A small whole answer may come back as its parsed head and bytes (WholeAnswer) instead of a Response. */
-  readonly raw?: boolean;
+  readonly signal: AbortSignal | undefined;
 }
 
 export interface ConnectionLimits {
