@@ -31,6 +31,16 @@ import { UpstreamPool } from "./upstream-pool.ts";
 
 export const GATEWAY_PATH = "/mcp";
 
+/**
+ * The parsed body for the SDK: as any JSON reader parses it (integers beyond 2^53 rounded, as the
+ * SDK would), or undefined when it is not JSON or nested too deep to parse safely.
+ */
+function sdkValue(body: RpcBody): unknown {
+  const plain = plainValue(body);
+  if (plain !== undefined || body.value === undefined) return plain;
+  return JSON.parse(body.text);
+}
+
 interface Session {
   readonly transport: WebStandardStreamableHTTPServerTransport;
   readonly server: Server;
@@ -160,6 +170,14 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
   const handler: Handler = async (req, ctx) => {
     if (pathOf(req.url) !== GATEWAY_PATH)
       return jsonRpcError(404, JsonRpcCode.invalidRequest, `not found; the MCP endpoint is ${GATEWAY_PATH}`);
+    // A POST's body is read here, once (the policies' reading when they ran), while the server's idle
+    // timeout still holds: a client that stalls mid-body is cut off as at every other endpoint, and the
+    // SDK, handed the parsed body, applies no size limit of its own below MCPMGR_MAX_REQUEST_BYTES.
+    const body = await readRpcBody(req);
+    const parsedBody = body && sdkValue(body);
+    // A body the SDK must read itself (not JSON: it answers the parse error) travels with the request.
+    const request = body && parsedBody === undefined ? forwardWith(req, body) : req;
+    const withBody = parsedBody === undefined ? undefined : { parsedBody };
     // Responses may stream for as long as a tool runs; the server's idle timeout must not cut them.
     ctx.keepOpen();
     const sessionId = req.headers.get("mcp-session-id");
@@ -168,30 +186,25 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       if (session === undefined || session.owner !== (callerOf(req) ?? ""))
         return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found");
       session.lastSeen = Date.now();
-      return session.transport.handleRequest(req);
+      return session.transport.handleRequest(request, withBody);
     }
     if (req.method !== "POST") {
       return jsonRpcError(405, JsonRpcCode.serverError, "Method not allowed without a session", {
         headers: { allow: "POST" },
       });
     }
-    // A 2026-07-28 tools/call (it must say so in Mcp-Method, or the SDK refuses it) is read here, for its
-    // Mcp-Param headers; the one reading (the policies' when they ran) is handed on, never parsed again.
-    const call = req.headers.get("mcp-method")?.trim() === "tools/call" ? await readRpcBody(req) : undefined;
-    const request = call ? forwardWith(req, call) : req;
-    const parsedBody = call ? plainValue(call) : undefined;
     if (!(await isLegacyRequest(request, parsedBody))) {
+      // A 2026-07-28 tools/call (it must say so in Mcp-Method, or the SDK refuses it) is checked for its
+      // Mcp-Param headers first.
+      const call = req.headers.get("mcp-method")?.trim() === "tools/call" ? body : undefined;
       const refusal = call && paramHeadersRefused(request, call);
       if (refusal) return refusal;
-      return modern.fetch(request, parsedBody === undefined ? undefined : { parsedBody });
+      return modern.fetch(request, withBody);
     }
     if (sessions.size >= maxSessions) return sessionLimitReached();
     const session = openSession(request);
     await session.server.connect(session.transport);
-    const response = await session.transport.handleRequest(
-      request,
-      parsedBody === undefined ? undefined : { parsedBody },
-    );
+    const response = await session.transport.handleRequest(request, withBody);
     // Anything but a successful initialize leaves no session behind.
     if (session.transport.sessionId === undefined || !sessions.has(session.transport.sessionId)) {
       await Promise.allSettled([session.pool.close(), session.server.close()]);
