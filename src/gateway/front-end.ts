@@ -92,7 +92,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
   const modern = createMcpHandler(
     (request) => {
       const pool = poolOf(request.requestInfo);
-      return createGatewayServer(options, () => pool, request.requestInfo);
+      return createGatewayServer(options, () => pool, request.requestInfo, true);
     },
     { legacy: "reject" },
   );

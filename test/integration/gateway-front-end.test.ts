@@ -1,7 +1,6 @@
 /**
- * The gateway's endpoint against clients that send odd bodies: its front end (an empty group)
- * served by the real listener (proxy/serve.ts) with a short idle timeout, talked to over raw
- * sockets and fetch.
+ * The gateway's endpoint against odd clients: its front end (an empty group) served by the real
+ * listener (proxy/serve.ts) with a short idle timeout, talked to over raw sockets and fetch.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
@@ -16,7 +15,7 @@ let catalog: GroupCatalog;
 
 beforeAll(() => {
   catalog = new GroupCatalog({ prefixMode: "always", timeoutMs: 5_000, log: () => {}, onChange: () => {} });
-  frontEnd = gatewayFrontEnd({ group: "limits", catalog, timeoutMs: 5_000, sessionIdleMs: 60_000 });
+  frontEnd = gatewayFrontEnd({ group: "odd", catalog, timeoutMs: 5_000, sessionIdleMs: 60_000 });
   server = serve({ host: "127.0.0.1", port: 0, handler: frontEnd.handler, idleTimeoutSeconds: 1 });
 });
 
@@ -86,4 +85,53 @@ test("a body past the MCP SDK's own 4 MiB default (within MCPMGR_MAX_REQUEST_BYT
   const text = await response.text();
   expect(response.status).toBe(200);
   expect(text).toContain('"serverInfo"');
+});
+
+const META = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: "odd", version: "1" },
+  "io.modelcontextprotocol/clientCapabilities": {},
+};
+
+test("a 2026-07-28 listen asking for resource updates is not told they will come (they cannot reach it)", async () => {
+  const abort = new AbortController();
+  const response = await fetch(`${server.url.origin}/mcp`, {
+    method: "POST",
+    signal: abort.signal,
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": "subscriptions/listen",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: "listen",
+      method: "subscriptions/listen",
+      params: { notifications: { resourceSubscriptions: ["notes://a"], toolsListChanged: true }, _meta: META },
+    }),
+  });
+  expect(response.status).toBe(200);
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  let text = "";
+  while (!text.includes("\n\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  abort.abort();
+  const data = text.split("\n").find((line) => line.startsWith("data:")) ?? "";
+  const ack = JSON.parse(data.slice(5)) as { method: string; params: { notifications: Record<string, unknown> } };
+  expect(ack.method).toBe("notifications/subscriptions/acknowledged");
+  expect(ack.params.notifications).toEqual({ toolsListChanged: true });
+});
+
+test("a 2025-era session is still offered resource subscriptions (its workloads' updates reach it)", async () => {
+  const response = await fetch(`${server.url.origin}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: initialize(),
+  });
+  const text = await response.text();
+  expect(text).toContain('"resources":{"listChanged":true,"subscribe":true}');
 });
