@@ -12,12 +12,7 @@
  * session answers only the caller that opened it (another caller's request is 404, as for
  * a session that does not exist), and at most `maxSessions` are open at once.
  */
-import {
-  createMcpHandler,
-  isLegacyRequest,
-  type Server,
-  WebStandardStreamableHTTPServerTransport,
-} from "@modelcontextprotocol/server";
+import { createMcpHandler, isLegacyRequest, type Server } from "@modelcontextprotocol/server";
 import type { Handler } from "../proxy/handler.ts";
 import { pathOf } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "../proxy/jsonrpc.ts";
@@ -27,6 +22,7 @@ import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
 import { anyResult } from "./sdk.ts";
+import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
 export const GATEWAY_PATH = "/mcp";
@@ -42,7 +38,7 @@ function sdkValue(body: RpcBody): unknown {
 }
 
 interface Session {
-  readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly transport: SessionTransport;
   readonly server: Server;
   readonly pool: UpstreamPool;
   /** The caller that opened it (middleware/caller.ts `callerOf`), "" without authentication. */
@@ -122,7 +118,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       pool,
       owner,
       lastSeen: Date.now(),
-      transport: new WebStandardStreamableHTTPServerTransport({
+      transport: new SessionTransport({
         sessionIdGenerator: () => crypto.randomUUID(),
         onsessioninitialized: (id) => {
           sessions.set(id, session);
@@ -186,7 +182,19 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       if (session === undefined || session.owner !== (callerOf(req) ?? ""))
         return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found");
       session.lastSeen = Date.now();
-      return session.transport.handleRequest(request, withBody);
+      const claimed = body && withBody ? session.transport.claim(body.messages) : [];
+      if (!Array.isArray(claimed)) {
+        const { duplicate } = claimed;
+        return jsonRpcError(
+          400,
+          JsonRpcCode.invalidRequest,
+          `Invalid Request: request id ${JSON.stringify(duplicate)} is still in progress in this session`,
+          { id: duplicate },
+        );
+      }
+      const response = await session.transport.handleRequest(request, withBody);
+      if (claimed.length > 0 && response.status !== 200) session.transport.release(claimed);
+      return response;
     }
     if (req.method !== "POST") {
       return jsonRpcError(405, JsonRpcCode.serverError, "Method not allowed without a session", {
