@@ -20,12 +20,28 @@ import { callerOf } from "../middleware/caller.ts";
 import { forwardWith, plainValue, type RpcBody, readRpcBody } from "../middleware/rpc-body.ts";
 import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
+import { allowsBatches } from "../proxy/stdio-bridge/messages.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
 import { anyResult } from "./sdk.ts";
 import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
 export const GATEWAY_PATH = "/mcp";
+
+/**
+ * A batch is JSON-RPC of 2025-03-26 only (a request without MCP-Protocol-Version counts as that
+ * revision's), and never empty: refused as the stdio bridge refuses it, else undefined.
+ */
+function batchRefusal(req: Request, size: number): Response | undefined {
+  const version = req.headers.get("mcp-protocol-version");
+  if (size === 0) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: an empty batch");
+  if (version === null || allowsBatches(version)) return undefined;
+  return jsonRpcError(
+    400,
+    JsonRpcCode.invalidRequest,
+    `Invalid Request: JSON-RPC batches are not allowed in protocol ${version}`,
+  );
+}
 
 /**
  * The parsed body for the SDK: as any JSON reader parses it (integers beyond 2^53 rounded, as the
@@ -182,6 +198,8 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       if (session === undefined || session.owner !== (callerOf(req) ?? ""))
         return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found");
       session.lastSeen = Date.now();
+      const batchRefused = Array.isArray(parsedBody) && batchRefusal(req, parsedBody.length);
+      if (batchRefused) return batchRefused;
       const claimed = body && withBody ? session.transport.claim(body.messages) : [];
       if (!Array.isArray(claimed)) {
         const { duplicate } = claimed;

@@ -25,12 +25,12 @@ afterAll(async () => {
   await server?.shutdown(1_000);
 });
 
-const initialize = (capabilities: Record<string, unknown> = {}) =>
+const initialize = (capabilities: Record<string, unknown> = {}, protocolVersion = "2025-06-18") =>
   JSON.stringify({
     jsonrpc: "2.0",
     id: 1,
     method: "initialize",
-    params: { protocolVersion: "2025-06-18", capabilities, clientInfo: { name: "limits", version: "1" } },
+    params: { protocolVersion, capabilities, clientInfo: { name: "odd", version: "1" } },
   });
 
 /** Sends a POST's head and the start of its body, then nothing; resolves whether the server closed it. */
@@ -134,4 +134,35 @@ test("a 2025-era session is still offered resource subscriptions (its workloads'
   });
   const text = await response.text();
   expect(text).toContain('"resources":{"listChanged":true,"subscribe":true}');
+});
+
+test("a batch is refused in a 2025-06-18 session, as the bridge refuses it; 2025-03-26 may batch; [] never", async () => {
+  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  const sessions = new Map<string, string>();
+  for (const version of ["2025-06-18", "2025-03-26"]) {
+    const opened = await fetch(`${server.url.origin}/mcp`, { method: "POST", headers, body: initialize({}, version) });
+    sessions.set(version, opened.headers.get("mcp-session-id") as string);
+    await opened.text();
+  }
+  const post = (body: string, version: string) =>
+    fetch(`${server.url.origin}/mcp`, {
+      method: "POST",
+      headers: { ...headers, "mcp-session-id": sessions.get(version) as string, "mcp-protocol-version": version },
+      body,
+    });
+  const pings = JSON.stringify([
+    { jsonrpc: "2.0", id: 1, method: "ping" },
+    { jsonrpc: "2.0", id: 2, method: "ping" },
+  ]);
+  const refused = await post(pings, "2025-06-18");
+  expect(refused.status).toBe(400);
+  expect(await refused.json()).toMatchObject({ error: { code: -32600 } });
+  const empty = await post("[]", "2025-03-26");
+  expect(empty.status).toBe(400);
+  expect(await empty.json()).toMatchObject({ error: { code: -32600 } });
+  const batched = await post(pings, "2025-03-26");
+  expect(batched.status).toBe(200);
+  const text = await batched.text();
+  expect(text).toContain('"id":1');
+  expect(text).toContain('"id":2');
 });
