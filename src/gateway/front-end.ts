@@ -20,13 +20,15 @@ import { callerOf } from "../middleware/caller.ts";
 import { forwardWith, plainValue, type RpcBody, readRpcBody } from "../middleware/rpc-body.ts";
 import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
-import { allowsBatches } from "../proxy/stdio-bridge/messages.ts";
+import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
 import { anyResult } from "./sdk.ts";
 import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
 export const GATEWAY_PATH = "/mcp";
+
+const isInvalid = (message: unknown): boolean => kindOf(message) === "invalid";
 
 /**
  * A batch is JSON-RPC of 2025-03-26 only (a request without MCP-Protocol-Version counts as that
@@ -190,6 +192,9 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     // A body the SDK must read itself (not JSON: it answers the parse error) travels with the request.
     const request = body && parsedBody === undefined ? forwardWith(req, body) : req;
     const withBody = parsedBody === undefined ? undefined : { parsedBody };
+    // JSON that is no JSON-RPC message is an invalid request (-32600), not a parse error as the SDK says.
+    if (parsedBody !== undefined && (Array.isArray(parsedBody) ? parsedBody : [parsedBody]).some(isInvalid))
+      return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
     // Responses may stream for as long as a tool runs; the server's idle timeout must not cut them.
     ctx.keepOpen();
     const sessionId = req.headers.get("mcp-session-id");

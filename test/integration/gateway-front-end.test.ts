@@ -166,3 +166,15 @@ test("a batch is refused in a 2025-06-18 session, as the bridge refuses it; 2025
   expect(text).toContain('"id":1');
   expect(text).toContain('"id":2');
 });
+
+test("JSON that is not a JSON-RPC message is an invalid request (-32600), not a parse error", async () => {
+  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  for (const body of ['{"id":1,"method":"ping"}', '{"jsonrpc":"2.0","id":null,"method":"ping"}', "42", '"x"', "[1]"]) {
+    const response = await fetch(`${server.url.origin}/mcp`, { method: "POST", headers, body });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ id: null, error: { code: -32600 } });
+  }
+  const broken = await fetch(`${server.url.origin}/mcp`, { method: "POST", headers, body: "{not json" });
+  expect(broken.status).toBe(400);
+  expect(await broken.json()).toMatchObject({ error: { code: -32700 } });
+});
