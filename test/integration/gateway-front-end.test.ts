@@ -2,12 +2,15 @@
  * The gateway's endpoint against odd clients: its front end (an empty group) served by the real
  * listener (proxy/serve.ts) with a short idle timeout, talked to over raw sockets and fetch.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import { GroupCatalog } from "../../src/gateway/catalog.ts";
 import { gatewayFrontEnd } from "../../src/gateway/front-end.ts";
 import { type RunningServer, serve } from "../../src/proxy/serve.ts";
 import { until } from "../support/gateway-group.ts";
+
+// Real sockets and the idle timeout: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
 
 let server: RunningServer;
 let frontEnd: ReturnType<typeof gatewayFrontEnd>;
