@@ -12,12 +12,7 @@
  * session answers only the caller that opened it (another caller's request is 404, as for
  * a session that does not exist), and at most `maxSessions` are open at once.
  */
-import {
-  createMcpHandler,
-  isLegacyRequest,
-  type Server,
-  WebStandardStreamableHTTPServerTransport,
-} from "@modelcontextprotocol/server";
+import { createMcpHandler, isLegacyRequest, type Server } from "@modelcontextprotocol/server";
 import type { Handler } from "../proxy/handler.ts";
 import { pathOf } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "../proxy/jsonrpc.ts";
@@ -25,14 +20,43 @@ import { callerOf } from "../middleware/caller.ts";
 import { forwardWith, plainValue, type RpcBody, readRpcBody } from "../middleware/rpc-body.ts";
 import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
+import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
 import { anyResult } from "./sdk.ts";
+import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
 export const GATEWAY_PATH = "/mcp";
 
+const isInvalid = (message: unknown): boolean => kindOf(message) === "invalid";
+
+/**
+ * A batch is JSON-RPC of 2025-03-26 only (a request without MCP-Protocol-Version counts as that
+ * revision's), and never empty: refused as the stdio bridge refuses it, else undefined.
+ */
+function batchRefusal(req: Request, size: number): Response | undefined {
+  const version = req.headers.get("mcp-protocol-version");
+  if (size === 0) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: an empty batch");
+  if (version === null || allowsBatches(version)) return undefined;
+  return jsonRpcError(
+    400,
+    JsonRpcCode.invalidRequest,
+    `Invalid Request: JSON-RPC batches are not allowed in protocol ${version}`,
+  );
+}
+
+/**
+ * The parsed body for the SDK: as any JSON reader parses it (integers beyond 2^53 rounded, as the
+ * SDK would), or undefined when it is not JSON or nested too deep to parse safely.
+ */
+function sdkValue(body: RpcBody): unknown {
+  const plain = plainValue(body);
+  if (plain !== undefined || body.value === undefined) return plain;
+  return JSON.parse(body.text);
+}
+
 interface Session {
-  readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly transport: SessionTransport;
   readonly server: Server;
   readonly pool: UpstreamPool;
   /** The caller that opened it (middleware/caller.ts `callerOf`), "" without authentication. */
@@ -82,7 +106,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
   const modern = createMcpHandler(
     (request) => {
       const pool = poolOf(request.requestInfo);
-      return createGatewayServer(options, () => pool, request.requestInfo);
+      return createGatewayServer(options, () => pool, request.requestInfo, true);
     },
     { legacy: "reject" },
   );
@@ -112,7 +136,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       pool,
       owner,
       lastSeen: Date.now(),
-      transport: new WebStandardStreamableHTTPServerTransport({
+      transport: new SessionTransport({
         sessionIdGenerator: () => crypto.randomUUID(),
         onsessioninitialized: (id) => {
           sessions.set(id, session);
@@ -160,6 +184,17 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
   const handler: Handler = async (req, ctx) => {
     if (pathOf(req.url) !== GATEWAY_PATH)
       return jsonRpcError(404, JsonRpcCode.invalidRequest, `not found; the MCP endpoint is ${GATEWAY_PATH}`);
+    // A POST's body is read here, once (the policies' reading when they ran), while the server's idle
+    // timeout still holds: a client that stalls mid-body is cut off as at every other endpoint, and the
+    // SDK, handed the parsed body, applies no size limit of its own below MCPMGR_MAX_REQUEST_BYTES.
+    const body = await readRpcBody(req);
+    const parsedBody = body && sdkValue(body);
+    // A body the SDK must read itself (not JSON: it answers the parse error) travels with the request.
+    const request = body && parsedBody === undefined ? forwardWith(req, body) : req;
+    const withBody = parsedBody === undefined ? undefined : { parsedBody };
+    // JSON that is no JSON-RPC message is an invalid request (-32600), not a parse error as the SDK says.
+    if (parsedBody !== undefined && (Array.isArray(parsedBody) ? parsedBody : [parsedBody]).some(isInvalid))
+      return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
     // Responses may stream for as long as a tool runs; the server's idle timeout must not cut them.
     ctx.keepOpen();
     const sessionId = req.headers.get("mcp-session-id");
@@ -168,30 +203,39 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       if (session === undefined || session.owner !== (callerOf(req) ?? ""))
         return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found");
       session.lastSeen = Date.now();
-      return session.transport.handleRequest(req);
+      const batchRefused = Array.isArray(parsedBody) && batchRefusal(req, parsedBody.length);
+      if (batchRefused) return batchRefused;
+      const claimed = body && withBody ? session.transport.claim(body.messages) : [];
+      if (!Array.isArray(claimed)) {
+        const { duplicate } = claimed;
+        return jsonRpcError(
+          400,
+          JsonRpcCode.invalidRequest,
+          `Invalid Request: request id ${JSON.stringify(duplicate)} is still in progress in this session`,
+          { id: duplicate },
+        );
+      }
+      const response = await session.transport.handleRequest(request, withBody);
+      if (claimed.length > 0 && response.status !== 200) session.transport.release(claimed);
+      return response;
     }
     if (req.method !== "POST") {
       return jsonRpcError(405, JsonRpcCode.serverError, "Method not allowed without a session", {
         headers: { allow: "POST" },
       });
     }
-    // A 2026-07-28 tools/call (it must say so in Mcp-Method, or the SDK refuses it) is read here, for its
-    // Mcp-Param headers; the one reading (the policies' when they ran) is handed on, never parsed again.
-    const call = req.headers.get("mcp-method")?.trim() === "tools/call" ? await readRpcBody(req) : undefined;
-    const request = call ? forwardWith(req, call) : req;
-    const parsedBody = call ? plainValue(call) : undefined;
     if (!(await isLegacyRequest(request, parsedBody))) {
+      // A 2026-07-28 tools/call (it must say so in Mcp-Method, or the SDK refuses it) is checked for its
+      // Mcp-Param headers first.
+      const call = req.headers.get("mcp-method")?.trim() === "tools/call" ? body : undefined;
       const refusal = call && paramHeadersRefused(request, call);
       if (refusal) return refusal;
-      return modern.fetch(request, parsedBody === undefined ? undefined : { parsedBody });
+      return modern.fetch(request, withBody);
     }
     if (sessions.size >= maxSessions) return sessionLimitReached();
     const session = openSession(request);
     await session.server.connect(session.transport);
-    const response = await session.transport.handleRequest(
-      request,
-      parsedBody === undefined ? undefined : { parsedBody },
-    );
+    const response = await session.transport.handleRequest(request, withBody);
     // Anything but a successful initialize leaves no session behind.
     if (session.transport.sessionId === undefined || !sessions.has(session.transport.sessionId)) {
       await Promise.allSettled([session.pool.close(), session.server.close()]);

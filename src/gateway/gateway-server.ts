@@ -49,8 +49,18 @@ function ambiguous(what: string, workloads: readonly string[]): ProtocolError {
   );
 }
 
-/** `req`: the request that opened the session (or the stateless request), for search mode's instructions. */
-export function createGatewayServer(options: GatewayServerOptions, pool: () => UpstreamPool, req?: Request): Server {
+/**
+ * `req`: the request that opened the session (or the stateless request), for search mode's instructions.
+ * `stateless`: a 2026-07-28 request's server. Its pool has no client to hand a workload's
+ * `resources/updated` to, so it does not offer resource subscriptions: a `subscriptions/listen`
+ * acknowledgement must not promise updates that would never come.
+ */
+export function createGatewayServer(
+  options: GatewayServerOptions,
+  pool: () => UpstreamPool,
+  req?: Request,
+  stateless = false,
+): Server {
   const { catalog, search } = options;
   const server = new Server(
     { name: `mcpmgr-gateway-${options.group}`, version },
@@ -58,7 +68,7 @@ export function createGatewayServer(options: GatewayServerOptions, pool: () => U
       capabilities: {
         tools: { listChanged: true },
         prompts: { listChanged: true },
-        resources: { listChanged: true, subscribe: true },
+        resources: stateless ? { listChanged: true } : { listChanged: true, subscribe: true },
         logging: {},
         completions: {},
       },

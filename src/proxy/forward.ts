@@ -145,7 +145,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       });
     } catch (err) {
       req.signal.removeEventListener("abort", onClientAbort);
-      return upstreamFailure(err, abort.signal.reason, req.signal.aborted);
+      return upstreamFailure(err, abort.signal.reason, req.signal.aborted, method);
     } finally {
       clearTimeout(timer);
       waiting.delete(abort);
@@ -347,11 +347,19 @@ function brokenBody(): Response {
   );
 }
 
-function upstreamFailure(err: unknown, abortReason: unknown, clientGone: boolean): Response {
+/** Methods no HTTP client may send (the fetch standard's forbidden methods): never forwarded. */
+const unforwardable = new Set(["CONNECT", "TRACE", "TRACK"]);
+
+function upstreamFailure(err: unknown, abortReason: unknown, clientGone: boolean, method: string): Response {
   if (clientGone) {
     // Nobody is listening; the status is for logs only (nginx's "client closed request").
     return new Response(null, { status: 499 });
   }
+  // Refused by the upstream client before anything was sent: the client's request, not the upstream, is at fault.
+  if (unforwardable.has(method.toUpperCase()))
+    return jsonRpcError(405, JsonRpcCode.serverError, `Method Not Allowed: ${method} is not forwarded`, {
+      headers: { allow: "GET, POST, DELETE" },
+    });
   if (abortReason instanceof UpstreamTimeout) {
     return jsonRpcError(504, JsonRpcCode.internalError, abortReason.message);
   }

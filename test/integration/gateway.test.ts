@@ -136,6 +136,43 @@ describe("two workloads behind one endpoint", () => {
     expect(await until(async () => (await betaStats()).aborted.length === 1)).toBe(true);
   });
 
+  test("a request id still in flight in the session is refused when reused; the first call still gets its answer", async () => {
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+    const post = (body: object, sessionId?: string) =>
+      fetch(gateway.url, {
+        method: "POST",
+        headers: {
+          ...headers,
+          ...(sessionId ? { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" } : {}),
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", ...body }),
+      });
+    const opened = await post({
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "reuse", version: "1" } },
+    });
+    const sessionId = opened.headers.get("mcp-session-id") as string;
+    await opened.text();
+    await (await post({ method: "notifications/initialized" }, sessionId)).text();
+    const call = (name: string, args: object) =>
+      post({ id: 7, method: "tools/call", params: { name, arguments: args } }, sessionId);
+    const first = call("alpha_sleep", { ms: 1_500 });
+    const observer = await connect("reuse-observer");
+    const sleeping = async () =>
+      (payload(await observer.callTool({ name: "alpha_stats", arguments: {} })) as { sleeping: number }).sleeping;
+    expect(await until(async () => (await sleeping()) === 1)).toBe(true);
+    const second = await call("beta_echo", { text: "second" });
+    expect(second.status).toBe(400);
+    expect(await second.json()).toMatchObject({ id: 7, error: { code: -32600 } });
+    const answer = await Promise.race([(await first).text(), Bun.sleep(20_000).then(() => "no answer")]);
+    expect(answer).toContain('"id":7');
+    expect(answer).toContain('"result"');
+    // Answered, the id may be used again.
+    const again = await call("beta_echo", { text: "again" });
+    expect(await again.text()).toContain("again");
+  });
+
   test("sampling and elicitation from a tool reach the session that called it", async () => {
     const sessions = await Promise.all(
       ["first", "second"].map(async (who) => {

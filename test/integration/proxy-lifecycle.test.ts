@@ -94,6 +94,25 @@ describe("over real sockets", () => {
     expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32600);
   });
 
+  test("TRACE and CONNECT are refused with 405, not reported as an unreachable upstream", async () => {
+    const { port } = new URL(proxy.url);
+    for (const method of ["TRACE", "CONNECT"]) {
+      const socket = await Bun.connect({
+        hostname: "127.0.0.1",
+        port: Number(port),
+        socket: { data: (s, chunk) => void (s.data.text += chunk.toString()) },
+        data: { text: "" },
+      });
+      socket.write(`${method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
+      const deadline = Date.now() + 10_000;
+      while (!socket.data.text.includes("}") && Date.now() < deadline) await Bun.sleep(20);
+      socket.end();
+      expect(socket.data.text).toStartWith("HTTP/1.1 405");
+      expect(socket.data.text.toLowerCase()).toContain("allow: get, post, delete");
+      expect(socket.data.text).not.toContain("unreachable");
+    }
+  });
+
   test("hostile requests never crash the proxy", async () => {
     const bad = await fetch(proxy.url, {
       method: "POST",
