@@ -1,7 +1,8 @@
 /**
  * The protections every mcpmgr endpoint has, in order (outermost first):
- *   health   → answers /health without touching anything else
  *   origin   → Host/Origin validation (DNS rebinding) before anything reads the request
+ *   health   → answers /health without touching anything else (behind the guard: a page on
+ *              another site must not learn, through a rebound name, which servers run here)
  *   body     → request size limit
  * Later middleware goes inside these, in this order (policy-chain.ts composes it):
  *   telemetry → audit → authentication → tool policy → authorization → webhooks → the bridge or forwarder
@@ -26,8 +27,8 @@ export function withBuiltinProtections(
 ): Handler {
   return compose(
     handler,
-    healthEndpoint(() => ({ server: options.serverName })),
     originGuard({ listenHost: options.listenHost, trustProxyHeaders: options.trustProxyHeaders }),
+    healthEndpoint(() => ({ server: options.serverName })),
     bodyLimit(options.maxBodyBytes ?? defaultMaxBodyBytes),
     ...inner,
   );

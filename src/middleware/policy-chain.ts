@@ -1,7 +1,7 @@
 /**
  * The handler chain of every endpoint mcpmgr serves, built in one place for `run`, `proxy`
  * and `gateway`. Outermost first:
- *   built-in protections  health, Origin/Host guard, body limit (middleware/builtin-chain.ts)
+ *   built-in protections  Origin/Host guard, health, body limit (middleware/builtin-chain.ts)
  *   a gateway's rewrite   search mode: a call_tool call becomes the tools/call it stands for, so every
  *                         policy below sees (and audits) the real tool
  *   telemetry             every request is traced and counted; /metrics needs no token

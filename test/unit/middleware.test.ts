@@ -200,3 +200,30 @@ describe("health", () => {
     );
   });
 });
+
+describe("health behind the Host/Origin guard (every endpoint's built-in protections)", () => {
+  const handle = withBuiltinProtections(async () => new Response("upstream", { status: 502 }), {
+    serverName: "secret-project",
+    listenHost: "127.0.0.1",
+    trustProxyHeaders: false,
+  });
+  const health = (headers: Record<string, string>) =>
+    handle(new Request("http://127.0.0.1:8080/health", { headers }), ctx);
+
+  test("a local check gets the answer", async () => {
+    const res = await health({ host: "127.0.0.1:8080" });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ok", server: "secret-project" });
+  });
+
+  test("a page on another site learns nothing through a rebound name or its own Origin", async () => {
+    for (const headers of [
+      { host: "attacker.example:8080" },
+      { host: "127.0.0.1:8080", origin: "https://evil.example" },
+    ]) {
+      const res = await health(headers);
+      expect(res.status).toBe(403);
+      expect(await res.text()).not.toContain("secret-project");
+    }
+  });
+});
