@@ -5,7 +5,7 @@
 import { defineCommand } from "citty";
 import { open } from "node:fs/promises";
 import { logsOptions as table } from "../config/command-options.ts";
-import { isGatewayRecord } from "../state/workloads.ts";
+import { isGatewayRecord, type WorkloadRecord, type WorkloadStore } from "../state/workloads.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
@@ -25,7 +25,13 @@ const logsCommand = defineCommand({
     }
     for (;;) {
       await Bun.sleep(250);
-      offset = await copyFrom(path, offset);
+      const next = await copyFrom(path, offset);
+      // Nothing new: the workload may be gone (`rm` deletes its logs), or replaced by a new one of the same name.
+      if (next === offset && !(await sameWorkload(store, record))) {
+        log.info(`${name} was removed; no more output to follow`);
+        return;
+      }
+      offset = next;
     }
   },
 });
@@ -36,7 +42,12 @@ export default withExamples(logsCommand, [
   { description: "Show the proxy's log: requests, logins, restarts", command: "mcpmgr logs fetch --proxy" },
 ]);
 
-/** Writes the file from `offset` to stdout; returns the new offset (0 if it does not exist). */
+async function sameWorkload(store: WorkloadStore, followed: WorkloadRecord): Promise<boolean> {
+  const current = await store.get(followed.name).catch(() => followed);
+  return current !== undefined && current.createdAt === followed.createdAt;
+}
+
+/** Writes the file from `offset` to stdout; returns the new offset (unchanged if it does not exist). */
 async function copyFrom(path: string, offset: number): Promise<number> {
   let handle: Awaited<ReturnType<typeof open>>;
   try {

@@ -83,10 +83,13 @@ describe("a detached workload", () => {
     expect(inGroup.map((r) => r.name)).toEqual(["probe"]);
   }, 60_000);
 
-  test("a second workload with the same name is refused", () => {
+  test("a second workload with the same name is refused, before anything is prepared for it", () => {
     const again = mcpmgr("run", PROBE, "--name", "probe");
     expect(again.code).not.toBe(0);
     expect(again.stderr).toContain("already exists");
+    // Refused first: no grant summary (nor image pull, build or secret prompt) for a run that cannot happen.
+    expect(again.stderr).not.toContain("probe gets");
+    expect(again.stderr.trim().split("\n")).toHaveLength(1);
   });
 
   test("logs show the server's stderr; --proxy shows the proxy's", async () => {
@@ -317,6 +320,30 @@ test("a secret printed on stdout is redacted in the proxy's log too", async () =
   expect(proxyLog).toContain("PROBE_KEY=***");
   expect(proxyLog).not.toContain("st0ut-secret-value");
   expect(mcpmgr("rm", "chatty").code).toBe(0);
+}, 60_000);
+
+test("logs -f follows the log as it grows, and ends once the workload is removed", async () => {
+  expect(mcpmgr("run", PROBE, "--name", "followed").code).toBe(0);
+  const follower = Bun.spawn([process.execPath, CLI_ENTRY, "logs", "followed", "--proxy", "-f"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let seen = "";
+  const reading = (async () => {
+    for await (const chunk of follower.stdout) seen += new TextDecoder().decode(chunk);
+  })();
+  await until(() => seen.includes("followed running at"));
+  expect(mcpmgr("restart", "followed").code).toBe(0);
+  // Written after the follower's first read: it came through the follow loop.
+  await until(() => seen.split("followed running at").length > 2);
+  expect(mcpmgr("rm", "followed").code).toBe(0);
+  const ended = await Promise.race([follower.exited, Bun.sleep(15_000).then(() => "still following")]);
+  if (ended === "still following") follower.kill();
+  expect(ended).toBe(0);
+  await reading;
+  expect(await new Response(follower.stderr).text()).toContain("followed was removed");
 }, 60_000);
 
 test("--from-config refuses options it would ignore", () => {
