@@ -305,7 +305,10 @@ models: []
     expect(parseFailure(() => yaml.insertEntry("extensions: {a: {b: 1}}\n", goose, "x", {}))).toContain("flow style");
     expect(parseFailure(() => yaml.entries("extensions: [1]\n", goose))).toBe('"extensions" is not a mapping');
     expect(parseFailure(() => yaml.parse("- a\n- b\n"))).toBe("its top level is not a mapping");
-    expect(parseFailure(() => yaml.parse("a: 1\n---\nb: 2\n"))).toContain("multiple documents");
+    // Valid YAML, but two documents: said in the user's terms, not the library's (no "use parseAllDocuments()").
+    expect(parseFailure(() => yaml.parse("a: 1\n---\nb: 2\n"))).toBe(
+      "it holds more than one YAML document (a second one starts with --- at line 2), where the client reads one",
+    );
   });
 });
 
