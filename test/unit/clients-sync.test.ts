@@ -330,6 +330,22 @@ describe("writing other programs' files", () => {
     expect(h.warnings).toEqual([]);
   });
 
+  test("a file with Windows line endings keeps them on every line, the user's and mcpmgr's", async () => {
+    const crlf = (text: string) => text.replace(/\r?\n/g, "\r\n");
+    for (const client of CLIENT_IDS) {
+      const path = h.seed(client);
+      writeFileSync(path, crlf(fixtureFile("seed", client)));
+      await sync.registerClient(client, "default", [fetch41001]);
+      expect([client, readFileSync(path, "utf8")]).toEqual([client, crlf(fixtureFile("expected", client))]);
+      await sync.removeClient(client);
+      const seed = fixtureFile("seed", client);
+      // As above: Gemini CLI's seed had no mcpServers at all; the emptied collection stays.
+      const after =
+        client === "gemini-cli" ? seed.replace('"gemini-api-key"\n', '"gemini-api-key",\n  "mcpServers": {}\n') : seed;
+      expect([client, readFileSync(path, "utf8")]).toEqual([client, crlf(after)]);
+    }
+  });
+
   test("a file mcpmgr created is not backed up later: a note says there was no earlier version", async () => {
     await sync.registerClient("cursor", "default", [fetch41001]);
     await sync.onWorkloadStopped({ name: "fetch" });
