@@ -165,6 +165,11 @@ describe("a detached workload", () => {
     expect(started.code).toBe(0);
     expect(started.stdout.trim()).toBe(url);
     expect(await echoEnv(url)).toBe("detached");
+    // Started again while it runs: nothing changes, and the URL is printed all the same (scripts).
+    const again = mcpmgr("start", "probe");
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain("probe is already running");
+    expect(again.stdout.trim()).toBe(url);
     expect(mcpmgr("restart", "probe").stdout.trim()).toBe(url);
     expect(await echoEnv(url)).toBe("detached");
   }, 60_000);
