@@ -4,7 +4,7 @@
  * crash restarts and a supervisor that died. Every test uses its own MCPMGR_HOME.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -349,6 +349,29 @@ test("logs -f follows the log as it grows, and ends once the workload is removed
   expect(ended).toBe(0);
   await reading;
   expect(await new Response(follower.stderr).text()).toContain("followed was removed");
+}, 60_000);
+
+test("a workload whose working directory was removed fails to start saying so, and list shows it failed", async () => {
+  const project = join(home, "project-gone");
+  await mkdir(project);
+  const runFrom = (cwd: string, ...args: string[]) => {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+      cwd,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+      timeout: 60_000,
+    });
+    return { code: result.exitCode, stderr: result.stderr.toString() };
+  };
+  // A remote: nothing in it needs the directory, but the record keeps it like every other.
+  expect(runFrom(project, "run", "http://127.0.0.1:9/mcp", "--name", "moved").code).toBe(0);
+  expect(mcpmgr("stop", "moved").code).toBe(0);
+  await rm(project, { recursive: true });
+  const started = mcpmgr("start", "moved");
+  expect(started.code).toBe(1);
+  expect(started.stderr).toContain(`moved failed to start: its working directory ${project} is gone (ENOENT)`);
+  // Not "starting" for ever: nothing serves it.
+  expect(row("moved")).toMatchObject({ status: "failed" });
+  expect(mcpmgr("rm", "moved").code).toBe(0);
 }, 60_000);
 
 test("--from-config refuses options it would ignore", () => {
