@@ -182,6 +182,26 @@ describe("JSON with comments", () => {
   });
 });
 
+describe("JSON with comments: an empty collection holding comments", () => {
+  const vscode: ServerCollection = { kind: "map", path: ["servers"] };
+
+  test("a comment on the brace's line stays there: the entry goes after it, and removing the entry restores the file", () => {
+    const text = `{\n  "servers": { // none yet\n  },\n  "inputs": []\n}\n`;
+    const added = jsonc.insertEntry(text, vscode, "fetch", { url: "u" });
+    expect(added).toBe(
+      `{\n  "servers": { // none yet\n    "fetch": {\n      "url": "u"\n    }\n  },\n  "inputs": []\n}\n`,
+    );
+    expect(jsonc.removeEntry(added, vscode, "fetch")).toBe(text);
+  });
+
+  test("comment lines inside the braces stay where they are", () => {
+    const text = `{\n  "servers": {\n    // add servers here\n  }\n}\n`;
+    const added = jsonc.insertEntry(text, vscode, "fetch", { url: "u" });
+    expect(jsonc.entries(added, vscode).get("fetch")).toEqual({ url: "u" });
+    expect(jsonc.removeEntry(added, vscode, "fetch")).toBe(text);
+  });
+});
+
 describe("YAML", () => {
   const goose: ServerCollection = { kind: "map", path: ["extensions"] };
   const continueList: ServerCollection = { kind: "list", path: ["mcpServers"], nameKey: "name" };
