@@ -202,7 +202,8 @@ async function realTarget(path: string): Promise<string> {
 async function readIfExists(path: string): Promise<string | undefined> {
   let handle: Awaited<ReturnType<typeof open>>;
   try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    // Windows has no O_NONBLOCK (nor named pipes at such a path): plain read-only there.
+    handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
   } catch (err) {
     if (errnoCode(err) === "ENOENT") return undefined;
     throw err;
