@@ -78,12 +78,17 @@ const status = defineCommand({
 });
 
 async function register(client: ClientId, group: string, gateway = false): Promise<void> {
-  const { displayName, file, written } = await registerClient(client, group, { gateway }, cliContext());
+  const { displayName, file, written, skipped } = await registerClient(client, group, { gateway }, cliContext());
+  // Workloads that could not be written were warned about: the last line must not say none runs.
+  const notes = [
+    ...(written > 0 ? [`${written} running workload(s) in ${file}`] : []),
+    ...(skipped > 0 ? [`${skipped} running workload(s) not written, see the warning above`] : []),
+  ];
+  const outcome = notes.length > 0 ? ` (${notes.join("; ")})` : " (no workload of it runs yet)";
   log.success(
     gateway
-      ? `${displayName} reaches group ${group} through its gateway (in ${file})`
-      : `${displayName} follows group ${group}` +
-          (written > 0 ? ` (${written} running workload(s) in ${file})` : " (no workload of it runs yet)"),
+      ? `${displayName} reaches group ${group} through its gateway (${skipped > 0 ? "not written, see the warning above" : `in ${file}`})`
+      : `${displayName} follows group ${group}${outcome}`,
   );
 }
 

@@ -1,6 +1,5 @@
 /** `mcpmgr export NAME PATH`: the workload's configuration, for `run --from-config PATH`. */
 import { defineCommand } from "citty";
-import { writeJsonFile } from "../state/atomic-file.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
@@ -11,7 +10,7 @@ const exportCommand = defineCommand({
     {},
     {
       NAME: { description: "Workload name", required: true, completes: "workloads" },
-      PATH: { description: "File to write", required: true, completes: "files" },
+      PATH: { description: "File to write (- for stdout)", required: true, completes: "files" },
     },
   ),
   async run({ rawArgs }) {
@@ -24,7 +23,9 @@ const exportCommand = defineCommand({
       });
     }
     const record = await openStore().getExisting(name);
-    await writeJsonFile(path, record);
+    const { exportedText, writeExported } = await import("../workload/exported-config.ts");
+    if (path === "-") return void process.stdout.write(exportedText(record));
+    await writeExported(path, record);
     log.info(`wrote ${name}'s configuration to ${path} (run it with 'mcpmgr run --from-config ${path}')`);
   },
 });

@@ -34,10 +34,20 @@ const listCommand = defineCommand({
     if (values.format === "json") return printResult(JSON.stringify(rows, null, 2));
     // A sentence, not an empty table; on stderr like every message, so stdout stays data only.
     if (rows.length === 0) {
+      if (values.group === undefined) {
+        return log.info(
+          "no workloads yet; start one with 'mcpmgr run fetch' ('mcpmgr registry list' shows the servers)",
+        );
+      }
+      // `run --group` refuses a group that does not exist: the hint must not send the user there.
+      const { GroupStore } = await import("../state/groups.ts");
+      if (!(await new GroupStore(store.paths).exists(values.group))) {
+        return log.info(
+          `no group named ${values.group}; create it with 'mcpmgr group create ${values.group}' ('mcpmgr group list' shows the groups)`,
+        );
+      }
       return log.info(
-        values.group === undefined
-          ? "no workloads yet; start one with 'mcpmgr run fetch' ('mcpmgr registry list' shows the servers)"
-          : `no workloads in group ${values.group}; start one with 'mcpmgr run fetch --group ${values.group}'`,
+        `no workloads in group ${values.group}; start one with 'mcpmgr run fetch --group ${values.group}'`,
       );
     }
     printTable(

@@ -6,7 +6,7 @@ import { McpmgrError } from "../errors.ts";
 import { isGatewayRecord, type WorkloadRecord } from "../state/workload-record.ts";
 import { workloadUrl } from "../state/workload-url.ts";
 import { WorkloadStore } from "../state/workloads.ts";
-import { preflight, recordWorkload } from "../workload/background.ts";
+import { assertNameFree, preflight, recordWorkload } from "../workload/background.ts";
 import { clientsSeeForegroundRun } from "../workload/client-entries.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { argsFromConfig, exportedGatewaySpec, readExported } from "../workload/exported-config.ts";
@@ -84,8 +84,9 @@ async function runInBackground(
   args: readonly string[],
   ctx: WorkloadContext,
 ): Promise<void> {
-  await preflight(spec, ctx);
   const store = new WorkloadStore(ctx.paths);
+  await assertNameFree(store, spec.name);
+  await preflight(spec, ctx);
   const record = await recordWorkload(spec, parsed, args, store);
   await firstStart(record, ctx, { whileWaiting: loginUrlRelay(store.proxyLogPath(spec.name)) });
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);

@@ -21,8 +21,8 @@ function command(restart: boolean, examples: readonly Example[]) {
       const ctx = cliContext();
       const whileWaiting = loginUrlRelay(new WorkloadStore(ctx.paths).proxyLogPath(name));
       const { record, alreadyRunning } = await startRecorded(name, { restart, whileWaiting }, ctx);
-      if (alreadyRunning) return log.info(`${name} is already running`);
-      log.info(`${name} is running; MCP clients connect to:`);
+      // The URL either way: `URL=$(mcpmgr start NAME)` must not depend on whether it ran already.
+      log.info(`${name} is ${alreadyRunning ? "already running" : "running"}; MCP clients connect to:`);
       printResult(workloadUrl(record));
     },
   });

@@ -20,7 +20,7 @@
  */
 import { constants, existsSync } from "node:fs";
 import type { Stats } from "node:fs";
-import { lstat, mkdir, open, readFile, readlink, realpath, stat } from "node:fs/promises";
+import { lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { isMcpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
@@ -39,6 +39,8 @@ export interface EditOptions {
   /** Whether a missing file may be created (adding an entry) or means there is nothing to do (removing one). */
   readonly create: boolean;
 }
+
+const BOM = "\uFEFF";
 
 /** A new file is private by default; an existing one keeps whatever permissions it has. */
 const NEW_FILE_MODE = 0o600;
@@ -61,10 +63,13 @@ export async function editClientFile(
     return await withLock(`${target}.mcpmgr-lock`, async () => {
       const original = await readIfExists(target);
       const editor = await loadEditor(client.format);
-      const before = original ?? (options.create ? (client.newFileText ?? "") : "");
+      // A byte order mark (Windows editors write one) is no part of the format: set aside, put back.
+      const bom = original?.startsWith(BOM) ? BOM : "";
+      const before = original?.slice(bom.length) ?? (options.create ? (client.newFileText ?? "") : "");
       if (original === undefined && !options.create) return { changed: false };
-      const after = edit(before, editor);
-      if (after === before) return { changed: false };
+      const edited = edit(before, editor);
+      if (edited === before) return { changed: false };
+      const after = bom + edited;
       const existing = original === undefined ? undefined : await stat(target);
       const mode = existing === undefined ? NEW_FILE_MODE : existing.mode & 0o7777;
       const owner = await ownerFor(ctx, target, existing);
@@ -189,13 +194,35 @@ async function realTarget(path: string): Promise<string> {
   }
 }
 
+/**
+ * The file's text, or undefined when there is none. Opened without blocking and checked on the
+ * open descriptor: a named pipe in the file's place would block the read (and every `run`
+ * and `stop` of the group with it) until something wrote to it.
+ */
 async function readIfExists(path: string): Promise<string | undefined> {
+  let handle: Awaited<ReturnType<typeof open>>;
   try {
-    return await readFile(path, "utf8");
+    // Windows has no O_NONBLOCK (nor named pipes at such a path): plain read-only there.
+    handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
   } catch (err) {
     if (errnoCode(err) === "ENOENT") return undefined;
     throw err;
   }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new SkipEdit(`it is ${kindOf(info)}, not a regular file; mcpmgr left it unchanged`);
+    return await handle.readFile("utf8");
+  } finally {
+    await handle.close();
+  }
+}
+
+function kindOf(info: Stats): string {
+  if (info.isDirectory()) return "a directory";
+  if (info.isFIFO()) return "a named pipe";
+  if (info.isSocket()) return "a socket";
+  if (info.isCharacterDevice() || info.isBlockDevice()) return "a device";
+  return "a special file";
 }
 
 export function backupPath(ctx: ClientContext, client: ClientDefinition, path: string): string {

@@ -26,7 +26,11 @@ export const listOptions = {
 
 /** `mcpmgr logs`. */
 export const logsOptions = {
-  follow: booleanOption({ short: "f", description: "Keep printing new output until Ctrl-C", default: false }),
+  follow: booleanOption({
+    short: "f",
+    description: "Keep printing new output until Ctrl-C (or until the workload is removed)",
+    default: false,
+  }),
   proxy: booleanOption({ description: "Show the proxy's log instead of the server's", default: false }),
 } as const satisfies OptionTable;
 

@@ -9,7 +9,7 @@ import { gatewayComponentName, type GatewaySpec } from "../config/gateway-spec.t
 import { McpmgrError } from "../errors.ts";
 import { assertGroupExists } from "../state/groups.ts";
 import { assertWorkloadName, isValidWorkloadName, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
-import { freePortAvoiding } from "./background.ts";
+import { assertNameFree, freePortAvoiding } from "./background.ts";
 import type { WorkloadContext } from "./context.ts";
 
 /** gateway/front-end.ts's GATEWAY_PATH; not imported from there, since that module loads the MCP SDK. */
@@ -29,11 +29,7 @@ export async function recordGateway(
     });
   }
   const store = new WorkloadStore(ctx.paths);
-  if ((await store.get(name)) !== undefined) {
-    throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${name} already exists`, {
-      hint: `start it with 'mcpmgr start ${name}', remove it with 'mcpmgr rm ${name}', or choose another --name`,
-    });
-  }
+  await assertNameFree(store, name);
   const port = spec.listen.port ?? (await freePortAvoiding(store));
   // As given, --detach included (the supervisor hosts the gateway whatever it says), plus the
   // name and port chosen here.

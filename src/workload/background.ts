@@ -19,6 +19,18 @@ import { preparePolicies } from "./policies.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
 
+/**
+ * A name is refused before the pre-flight, not after: the grant summary, an image pull or a
+ * build, secrets and OIDC checks are all wasted on a workload that cannot be recorded.
+ */
+export async function assertNameFree(store: WorkloadStore, name: string): Promise<void> {
+  if (await store.get(name)) {
+    throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${name} already exists`, {
+      hint: `'mcpmgr list' shows it; start it with 'mcpmgr start ${name}' if it is stopped, remove it with 'mcpmgr rm ${name}', or choose another --name`,
+    });
+  }
+}
+
 /** What can fail before the supervisor starts fails here, where the user looks. */
 export async function preflight(spec: RunSpec, ctx: WorkloadContext): Promise<void> {
   const { placement } = spec;
@@ -54,11 +66,8 @@ export async function recordWorkload(
 ): Promise<WorkloadRecord> {
   const { values } = parsed;
   const { name, placement } = spec;
-  if (await store.get(name)) {
-    throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${name} already exists`, {
-      hint: `start it with 'mcpmgr start ${name}', remove it with 'mcpmgr rm ${name}', or choose another --name`,
-    });
-  }
+  // Checked again here: another `run` of the same name may have recorded it since.
+  await assertNameFree(store, name);
   const port = spec.listen.port ?? (await freePortAvoiding(store));
   const dashDash = rawArgs.indexOf("--");
   const own = (dashDash === -1 ? rawArgs : rawArgs.slice(0, dashDash)).filter(

@@ -35,6 +35,8 @@ export interface Registered {
   readonly file: string;
   /** Running workloads whose entries are now in the file. */
   readonly written: number;
+  /** Running workloads that could not be written (a file that does not parse, a name taken by the user's own entry, ...), each warned about. */
+  readonly skipped: number;
 }
 
 /**
@@ -60,7 +62,8 @@ export async function registerClient(
   });
   logChanges(reports, ctx);
   const written = reports.filter((report) => report.action !== "skipped" && report.action !== "removed").length;
-  return { displayName: definition.displayName, file, written };
+  const skipped = reports.filter((report) => report.action === "skipped").length;
+  return { displayName: definition.displayName, file, written, skipped };
 }
 
 /**

@@ -3,8 +3,11 @@
  * they are parsed again by the caller, so an edited file gets the same checks as a command line.
  * Relative paths in it are taken from its working directory.
  */
-import { McpmgrError } from "../errors.ts";
-import { readJsonFile } from "../state/atomic-file.ts";
+import { existsSync } from "node:fs";
+import { readFile, readlink, realpath, stat } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { errorMessage, McpmgrError } from "../errors.ts";
+import { readJsonFile, writeFileAtomic } from "../state/atomic-file.ts";
 import { type WorkloadRecord, workloadRecordSchema } from "../state/workload-record.ts";
 
 /** The exported record at `path`, checked; the process moves to its working directory. */
@@ -19,8 +22,76 @@ export async function readExported(path: string): Promise<WorkloadRecord> {
       hint: "export it again with 'mcpmgr export NAME PATH'",
     });
   }
-  if (record.workingDir) process.chdir(record.workingDir);
+  if (record.workingDir) {
+    // Moved to another machine: its relative paths (-v ./data, npx://./server) mean nothing here.
+    if (!existsSync(record.workingDir)) {
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--from-config ${path}: its working directory ${record.workingDir} does not exist here`,
+        {
+          hint: `the file's relative paths are taken from there: create it, or set "workingDir" in the file to the folder they are relative to`,
+        },
+      );
+    }
+    process.chdir(record.workingDir);
+  }
   return record;
+}
+
+/** The exported file's text. */
+export function exportedText(record: WorkloadRecord): string {
+  return `${JSON.stringify(record, null, 2)}\n`;
+}
+
+/**
+ * `mcpmgr export NAME PATH`: a file that is there already is replaced only when it is an export
+ * too, since a mistyped path must not cost the user a file. A symlink stays one (its target is written).
+ */
+export async function writeExported(path: string, record: WorkloadRecord): Promise<void> {
+  const text = exportedText(record);
+  const target = await linkTarget(path);
+  const existing = await stat(target).catch(() => undefined);
+  if (existing?.isDirectory()) {
+    throw new McpmgrError("INVALID_ARGUMENT", `${path} is a folder`, {
+      hint: `name a file in it, e.g. mcpmgr export ${record.name} ${join(path, `${record.name}.json`)}`,
+    });
+  }
+  if (existing !== undefined && !(existing.isFile() && (await isExport(target)))) {
+    throw new McpmgrError(
+      "INVALID_ARGUMENT",
+      `${path} exists and is not an exported mcpmgr configuration; export does not overwrite it`,
+      { hint: "choose another path, or move that file away first" },
+    );
+  }
+  try {
+    await writeFileAtomic(target, text);
+  } catch (err) {
+    throw new McpmgrError("STATE_IO", `cannot write ${path}: ${errorMessage(err)}`, {
+      hint: "choose a path in a folder you can write to",
+    });
+  }
+}
+
+/** Where a path's chain of symlinks ends (a link to a file not written yet included); the path itself otherwise. */
+async function linkTarget(path: string): Promise<string> {
+  const real = await realpath(path).catch(() => undefined);
+  if (real !== undefined) return real;
+  let current = path;
+  for (let hops = 0; hops < 40; hops++) {
+    const link = await readlink(current).catch(() => undefined);
+    if (link === undefined) return current;
+    current = resolve(dirname(current), link);
+  }
+  return current;
+}
+
+async function isExport(path: string): Promise<boolean> {
+  try {
+    const json = JSON.parse(await readFile(path, "utf8")) as Record<string, unknown> | null;
+    return json?.schema_version === 1 && typeof json.name === "string" && Array.isArray(json.runOptions);
+  } catch {
+    return false;
+  }
 }
 
 /** The argv `run` parses for an exported workload. */

@@ -52,6 +52,15 @@ export function processPlacement(
       "the permission profile limits outbound hosts/ports; the process runtime cannot, so the server gets the whole network (--insecure-allow-unsandboxed)",
     );
   }
+  if (source.localPath === undefined && !allowsNetwork(profile)) {
+    // Packages are fetched inside the sandbox (docs/process-sandbox.md): without a network only one
+    // installed already can start, and npm would retry for a minute before saying so.
+    ctx.log.warn(
+      `the permission profile gives ${source.name} no network, and ${source.manager} fetches it inside the sandbox: ` +
+        `it starts only if it is installed in the working directory already (else run it with --permission-profile network, ` +
+        `or with a container engine, which installs packages outside the sandbox)`,
+    );
+  }
   const bwrap = findBwrap();
   if (bwrap === undefined) {
     if (!unsandboxed) throw unenforceableError();

@@ -97,10 +97,18 @@ export async function startSupervisor(
       }
     }
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name))) {
+      // Read again: it may have reported just before it exited.
+      const last = status?.state === "failed" ? status : await currentStatus(store, name);
+      // Gone before it reported: its "starting" must not stay in `list` for a workload nothing serves.
+      if (last?.state !== "failed") {
+        await store
+          .writeStatus(name, { state: "failed", lastError: "the supervisor exited before it reported" })
+          .catch(() => {});
+      }
       await removeContainers(store, name, ctx.log);
       throw new McpmgrError(
         "SERVER_FAILED",
-        `${name} failed to start: ${status?.lastError ?? "the supervisor exited"}`,
+        `${name} failed to start: ${(last?.state === "failed" ? last.lastError : undefined) ?? "the supervisor exited"}`,
         {
           hint: failureHint,
         },

@@ -14,6 +14,7 @@ import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { serverUnavailable } from "../proxy/jsonrpc.ts";
 import { serve } from "../proxy/serve.ts";
+import { errnoCode } from "../state/atomic-file.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
@@ -111,8 +112,6 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
 export async function supervise(name: string, ctx: WorkloadContext, stopping: Promise<unknown>): Promise<void> {
   const store = new WorkloadStore(ctx.paths);
   const record = await store.getExisting(name);
-  // Relative paths in the run options mean what they meant where the workload was created.
-  if (record.workingDir) process.chdir(record.workingDir);
   const logFile = store.logPath(name);
   const workloadLog = (text: string) => appendFileSync(logFile, text, { mode: 0o600 });
   const report = async (status: StatusReport) => {
@@ -127,7 +126,8 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
   };
   let started: Awaited<ReturnType<typeof starter>>;
   try {
-    if (record.workingDir) assertSameWorkingDir(record.workingDir);
+    // Relative paths in the run options mean what they meant where the workload was created.
+    if (record.workingDir) enterWorkingDir(record.workingDir);
     started = await starter(record, ctx, workloadLog);
   } catch (err) {
     await report({ state: "failed", restarts: 0, lastError: errorMessage(err) });
@@ -154,9 +154,18 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
 /**
  * The recorded working directory is a real path (process.cwd() at `run`). If chdir to it
  * lands elsewhere, a symbolic link was put on its way since, maybe by a server that can
- * write there (review H2): refuse rather than show the server whatever the link names.
+ * write there (review H2): refuse rather than show the server whatever the link names. A
+ * directory removed since (a project moved or deleted) is a failed start saying so.
  */
-function assertSameWorkingDir(recorded: string): void {
+function enterWorkingDir(recorded: string): void {
+  try {
+    process.chdir(recorded);
+  } catch (err) {
+    throw new McpmgrError(
+      "STATE_IO",
+      `its working directory ${recorded} is gone (${errnoCode(err) ?? errorMessage(err)}); relative paths in its options are taken from there: create it again, or remove the workload and run it again from another folder`,
+    );
+  }
   const now = process.cwd();
   if (now === recorded) return;
   throw new McpmgrError(

@@ -5,7 +5,7 @@
  * stdio entry started as Claude Desktop would start it, and `group rm --with-workloads`.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -206,6 +206,21 @@ describe("mcpmgr client with a running workload", () => {
       mcpServers: { "remote-tools": { url } },
     });
     expect(mcpmgr("group", "list").stdout).toContain("team     1          cursor");
+  });
+
+  test("a client whose file cannot take the running workload is told so, never that none runs", () => {
+    const path = join(home, ".codeium", "windsurf", "mcp_config.json");
+    mkdirSync(join(home, ".codeium", "windsurf"), { recursive: true });
+    writeFileSync(path, "[]\n");
+    const result = mcpmgr("client", "register", "windsurf", "--group", "team");
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain("the top level is not an object; mcpmgr left it unchanged");
+    expect(result.stderr).toContain(
+      "Windsurf follows group team (1 running workload(s) not written, see the warning above)",
+    );
+    expect(result.stderr).not.toContain("no workload of it runs yet");
+    expect(readFileSync(path, "utf8")).toBe("[]\n");
+    expect(mcpmgr("client", "remove", "windsurf").code).toBe(0);
   });
 
   test("Claude Desktop's entry runs this mcpmgr's proxy stdio, and answers MCP like the workload", async () => {

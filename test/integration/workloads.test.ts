@@ -4,7 +4,7 @@
  * crash restarts and a supervisor that died. Every test uses its own MCPMGR_HOME.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -83,10 +83,13 @@ describe("a detached workload", () => {
     expect(inGroup.map((r) => r.name)).toEqual(["probe"]);
   }, 60_000);
 
-  test("a second workload with the same name is refused", () => {
+  test("a second workload with the same name is refused, before anything is prepared for it", () => {
     const again = mcpmgr("run", PROBE, "--name", "probe");
     expect(again.code).not.toBe(0);
     expect(again.stderr).toContain("already exists");
+    // Refused first: no grant summary (nor image pull, build or secret prompt) for a run that cannot happen.
+    expect(again.stderr).not.toContain("probe gets");
+    expect(again.stderr.trim().split("\n")).toHaveLength(1);
   });
 
   test("logs show the server's stderr; --proxy shows the proxy's", async () => {
@@ -162,6 +165,11 @@ describe("a detached workload", () => {
     expect(started.code).toBe(0);
     expect(started.stdout.trim()).toBe(url);
     expect(await echoEnv(url)).toBe("detached");
+    // Started again while it runs: nothing changes, and the URL is printed all the same (scripts).
+    const again = mcpmgr("start", "probe");
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain("probe is already running");
+    expect(again.stdout.trim()).toBe(url);
     expect(mcpmgr("restart", "probe").stdout.trim()).toBe(url);
     expect(await echoEnv(url)).toBe("detached");
   }, 60_000);
@@ -317,6 +325,53 @@ test("a secret printed on stdout is redacted in the proxy's log too", async () =
   expect(proxyLog).toContain("PROBE_KEY=***");
   expect(proxyLog).not.toContain("st0ut-secret-value");
   expect(mcpmgr("rm", "chatty").code).toBe(0);
+}, 60_000);
+
+test("logs -f follows the log as it grows, and ends once the workload is removed", async () => {
+  expect(mcpmgr("run", PROBE, "--name", "followed").code).toBe(0);
+  const follower = Bun.spawn([process.execPath, CLI_ENTRY, "logs", "followed", "--proxy", "-f"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let seen = "";
+  const reading = (async () => {
+    for await (const chunk of follower.stdout) seen += new TextDecoder().decode(chunk);
+  })();
+  await until(() => seen.includes("followed running at"));
+  expect(mcpmgr("restart", "followed").code).toBe(0);
+  // Written after the follower's first read: it came through the follow loop.
+  await until(() => seen.split("followed running at").length > 2);
+  expect(mcpmgr("rm", "followed").code).toBe(0);
+  const ended = await Promise.race([follower.exited, Bun.sleep(15_000).then(() => "still following")]);
+  if (ended === "still following") follower.kill();
+  expect(ended).toBe(0);
+  await reading;
+  expect(await new Response(follower.stderr).text()).toContain("followed was removed");
+}, 60_000);
+
+test("a workload whose working directory was removed fails to start saying so, and list shows it failed", async () => {
+  const project = join(home, "project-gone");
+  await mkdir(project);
+  const runFrom = (cwd: string, ...args: string[]) => {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+      cwd,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+      timeout: 60_000,
+    });
+    return { code: result.exitCode, stderr: result.stderr.toString() };
+  };
+  // A remote: nothing in it needs the directory, but the record keeps it like every other.
+  expect(runFrom(project, "run", "http://127.0.0.1:9/mcp", "--name", "moved").code).toBe(0);
+  expect(mcpmgr("stop", "moved").code).toBe(0);
+  await rm(project, { recursive: true });
+  const started = mcpmgr("start", "moved");
+  expect(started.code).toBe(1);
+  expect(started.stderr).toContain(`moved failed to start: its working directory ${project} is gone (ENOENT)`);
+  // Not "starting" for ever: nothing serves it.
+  expect(row("moved")).toMatchObject({ status: "failed" });
+  expect(mcpmgr("rm", "moved").code).toBe(0);
 }, 60_000);
 
 test("--from-config refuses options it would ignore", () => {

@@ -40,11 +40,19 @@ test("list with no workloads says how to start one; nothing on stdout", () => {
   expect(result.stderr).toContain("mcpmgr run fetch");
 });
 
-test("list --group with no workloads in it names the group", () => {
-  const result = mcpmgr("list", "--group", "team");
-  expect(result.exitCode).toBe(0);
-  expect(result.stdout).toBe("");
-  expect(result.stderr).toContain("no workloads in group team");
+test("list --group with no workloads in it names the group; one that does not exist is said to be missing", () => {
+  const missing = mcpmgr("list", "--group", "team");
+  expect(missing.exitCode).toBe(0);
+  expect(missing.stdout).toBe("");
+  // Not "start one with 'mcpmgr run fetch --group team'": run refuses a group that does not exist.
+  expect(missing.stderr).toContain("no group named team; create it with 'mcpmgr group create team'");
+  expect(missing.stderr).not.toContain("--group team'");
+  expect(mcpmgr("group", "create", "team").exitCode).toBe(0);
+  const empty = mcpmgr("list", "--group", "team");
+  expect(empty.exitCode).toBe(0);
+  expect(empty.stdout).toBe("");
+  expect(empty.stderr).toContain("no workloads in group team; start one with 'mcpmgr run fetch --group team'");
+  expect(mcpmgr("list", "--group", "default").stderr).toContain("no workloads in group default");
 });
 
 test("list --format json stays []", () => {

@@ -182,6 +182,26 @@ describe("JSON with comments", () => {
   });
 });
 
+describe("JSON with comments: an empty collection holding comments", () => {
+  const vscode: ServerCollection = { kind: "map", path: ["servers"] };
+
+  test("a comment on the brace's line stays there: the entry goes after it, and removing the entry restores the file", () => {
+    const text = `{\n  "servers": { // none yet\n  },\n  "inputs": []\n}\n`;
+    const added = jsonc.insertEntry(text, vscode, "fetch", { url: "u" });
+    expect(added).toBe(
+      `{\n  "servers": { // none yet\n    "fetch": {\n      "url": "u"\n    }\n  },\n  "inputs": []\n}\n`,
+    );
+    expect(jsonc.removeEntry(added, vscode, "fetch")).toBe(text);
+  });
+
+  test("comment lines inside the braces stay where they are", () => {
+    const text = `{\n  "servers": {\n    // add servers here\n  }\n}\n`;
+    const added = jsonc.insertEntry(text, vscode, "fetch", { url: "u" });
+    expect(jsonc.entries(added, vscode).get("fetch")).toEqual({ url: "u" });
+    expect(jsonc.removeEntry(added, vscode, "fetch")).toBe(text);
+  });
+});
+
 describe("YAML", () => {
   const goose: ServerCollection = { kind: "map", path: ["extensions"] };
   const continueList: ServerCollection = { kind: "list", path: ["mcpServers"], nameKey: "name" };
@@ -305,7 +325,10 @@ models: []
     expect(parseFailure(() => yaml.insertEntry("extensions: {a: {b: 1}}\n", goose, "x", {}))).toContain("flow style");
     expect(parseFailure(() => yaml.entries("extensions: [1]\n", goose))).toBe('"extensions" is not a mapping');
     expect(parseFailure(() => yaml.parse("- a\n- b\n"))).toBe("its top level is not a mapping");
-    expect(parseFailure(() => yaml.parse("a: 1\n---\nb: 2\n"))).toContain("multiple documents");
+    // Valid YAML, but two documents: said in the user's terms, not the library's (no "use parseAllDocuments()").
+    expect(parseFailure(() => yaml.parse("a: 1\n---\nb: 2\n"))).toBe(
+      "it holds more than one YAML document (a second one starts with --- at line 2), where the client reads one",
+    );
   });
 });
 

@@ -201,6 +201,33 @@ describe("files mcpmgr cannot read", () => {
     expect(h.warnings).toEqual([]);
   });
 
+  test("a named pipe or a folder where the file belongs is refused at once, with one warning; other clients are updated", async () => {
+    const pipe = clientById("cursor").configPath(h.ctx);
+    mkdirSync(dirname(pipe), { recursive: true });
+    // Reading a named pipe waits for a writer: the edit must not wait with it.
+    expect(Bun.spawnSync(["mkfifo", pipe]).exitCode).toBe(0);
+    const folder = clientById("lm-studio").configPath(h.ctx);
+    mkdirSync(folder, { recursive: true });
+    h.seed("vscode");
+    for (const client of ["cursor", "lm-studio", "vscode"] as const) await sync.registerClient(client, "default", []);
+    const reports = await Promise.race([
+      sync.onWorkloadStarted(fetch41001),
+      Bun.sleep(10_000).then(() => "still waiting" as const),
+    ]);
+    if (reports === "still waiting") throw new Error("the edit waited for the named pipe");
+    expect(reports.map((report) => [report.client, report.action])).toEqual([
+      ["cursor", "skipped"],
+      ["lm-studio", "skipped"],
+      ["vscode", "added"],
+    ]);
+    expect(lstatSync(pipe).isFIFO()).toBe(true);
+    expect(lstatSync(folder).isDirectory()).toBe(true);
+    expect(h.warnings).toEqual([
+      expect.stringMatching(/^Cursor \(.+\): it is a named pipe, not a regular file; mcpmgr left it unchanged$/),
+      expect.stringMatching(/^LM Studio \(.+\): it is a directory, not a regular file; mcpmgr left it unchanged$/),
+    ]);
+  });
+
   test("Continue's old config.json is never shadowed by a new config.yaml", async () => {
     const dir = join(h.home, ".continue");
     mkdirSync(dir, { recursive: true });
@@ -288,6 +315,35 @@ describe("writing other programs' files", () => {
     expect(report?.action).toBe("skipped");
     expect(readFileSync(path, "utf8")).toBe(before);
     expect(h.warnings[0]).toContain("belongs to uid 61299");
+  });
+
+  test("a byte order mark (as Windows editors write) is kept, and the file edited as any other", async () => {
+    for (const client of ["cursor", "vscode", "continue", "codex"] as const) {
+      const path = h.seed(client);
+      writeFileSync(path, `\uFEFF${fixtureFile("seed", client)}`);
+      const [added] = await sync.registerClient(client, "default", [fetch41001]);
+      expect(added?.action).toBe("added");
+      expect(readFileSync(path, "utf8")).toBe(`\uFEFF${fixtureFile("expected", client)}`);
+      await sync.removeClient(client);
+      expect(readFileSync(path, "utf8")).toBe(`\uFEFF${fixtureFile("seed", client)}`);
+    }
+    expect(h.warnings).toEqual([]);
+  });
+
+  test("a file with Windows line endings keeps them on every line, the user's and mcpmgr's", async () => {
+    const crlf = (text: string) => text.replace(/\r?\n/g, "\r\n");
+    for (const client of CLIENT_IDS) {
+      const path = h.seed(client);
+      writeFileSync(path, crlf(fixtureFile("seed", client)));
+      await sync.registerClient(client, "default", [fetch41001]);
+      expect([client, readFileSync(path, "utf8")]).toEqual([client, crlf(fixtureFile("expected", client))]);
+      await sync.removeClient(client);
+      const seed = fixtureFile("seed", client);
+      // As above: Gemini CLI's seed had no mcpServers at all; the emptied collection stays.
+      const after =
+        client === "gemini-cli" ? seed.replace('"gemini-api-key"\n', '"gemini-api-key",\n  "mcpServers": {}\n') : seed;
+      expect([client, readFileSync(path, "utf8")]).toEqual([client, crlf(after)]);
+    }
   });
 
   test("a file mcpmgr created is not backed up later: a note says there was no earlier version", async () => {

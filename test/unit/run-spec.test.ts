@@ -268,6 +268,19 @@ describe("a local process", () => {
     expect(context.logged.join("\n")).toContain("gets the whole network");
   });
 
+  test("a package fetched inside a sandbox without network is warned about; a local project is not", () => {
+    const fetched = testContext();
+    specFor(["--foreground", "npx://@acme/notes-mcp@1.2.3", "--permission-profile", "none"], { context: fetched });
+    expect(fetched.logged.join("\n")).toContain(
+      "the permission profile gives @acme/notes-mcp no network, and npx fetches it inside the sandbox",
+    );
+    const networked = testContext();
+    specFor(["--foreground", "npx://@acme/notes-mcp@1.2.3"], { context: networked });
+    const local = testContext();
+    specFor(["--foreground", PROBE, "--permission-profile", "none"], { context: local });
+    expect([...networked.logged, ...local.logged].join("\n")).not.toContain("fetches it inside the sandbox");
+  });
+
   test("container-only options are refused by the process runtime", () => {
     for (const option of ["--isolate-network", "--allow-docker-gateway"])
       refusal([PROBE, option], "CONFLICTING_OPTIONS", `${option} applies to container workloads`);

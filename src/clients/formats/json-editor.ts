@@ -203,6 +203,12 @@ function insertProperty(text: string, object: Node, key: string, value: unknown,
     const close = object.offset + object.length - 1;
     const outer = lineIndent(text, open);
     const inner = outer + style.unit;
+    // After a comment on the brace's line (`{ // none yet`), not before it: the comment would trail
+    // mcpmgr's entry, and go with it when the entry is removed.
+    const braceLineEnd = scanAfter(text, open + 1).nextLine;
+    if (braceLineEnd !== undefined && braceLineEnd <= close) {
+      return splice(text, braceLineEnd, 0, `${inner}${name}: ${render(value, inner, style)}${style.eol}`);
+    }
     const multiLine = text.slice(open + 1, close).includes("\n");
     const property = `${style.eol}${inner}${name}: ${render(value, inner, style)}`;
     return splice(text, open + 1, 0, multiLine ? property : `${property}${style.eol}${outer}`);

@@ -58,14 +58,23 @@ function keyPath(collection: ServerCollection, ...rest: string[]): string {
   return [...collection.path, ...rest].join(".");
 }
 
+/**
+ * toml_edit writes every line ending as "\n": a file with Windows line endings would come back
+ * with all of its lines changed. Its own ending is put back.
+ */
+function editKeepingEol(text: string, path: string, value: unknown, options?: { inline: boolean }): string {
+  const edited = edit(text, path, value, options);
+  return text.includes("\r\n") ? edited.replace(/\r?\n/g, "\r\n") : edited;
+}
+
 const tomlEditor: FormatEditor = {
   parse: (text) => parseToml(text),
   entries: (text, collection): EntryMap => new Map(Object.entries(collectionOf(parseToml(text), collection) ?? {})),
   insertEntry: (text, collection, name, value) => {
     collectionOf(parseToml(text), collection);
-    return edit(text, keyPath(collection, name), value, { inline: false });
+    return editKeepingEol(text, keyPath(collection, name), value, { inline: false });
   },
-  setEntryKey: (text, collection, name, key, value) => edit(text, keyPath(collection, name, key), value),
-  removeEntryKey: (text, collection, name, key) => edit(text, keyPath(collection, name, key), undefined),
-  removeEntry: (text, collection, name) => edit(text, keyPath(collection, name), undefined),
+  setEntryKey: (text, collection, name, key, value) => editKeepingEol(text, keyPath(collection, name, key), value),
+  removeEntryKey: (text, collection, name, key) => editKeepingEol(text, keyPath(collection, name, key), undefined),
+  removeEntry: (text, collection, name) => editKeepingEol(text, keyPath(collection, name), undefined),
 };

@@ -60,6 +60,13 @@ export const yamlEditor: FormatEditor = {
 function parse(text: string) {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: false });
   const [first] = doc.errors;
+  // Valid YAML, but not one configuration: no client reads a second document (the library's own message names its API).
+  if (first?.code === "MULTIPLE_DOCS") {
+    const at = first.linePos?.[0];
+    throw new ConfigParseError(
+      `it holds more than one YAML document (a second one starts with --- at line ${at?.line ?? "?"}), where the client reads one`,
+    );
+  }
   if (first !== undefined) {
     const where = first.linePos?.[0];
     const at = where ? `line ${where.line}, column ${where.col}: ` : "";

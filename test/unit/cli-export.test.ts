@@ -1,0 +1,107 @@
+/**
+ * `mcpmgr export NAME PATH` and `run --from-config PATH` around the file itself, with a recorded
+ * workload and no server: what export may overwrite, where it writes, and an exported file moved
+ * to a machine where its working directory does not exist.
+ */
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { WorkloadStore } from "../../src/state/workloads.ts";
+import { CLI_ENTRY } from "../support/processes.ts";
+
+// Subprocesses of the CLI: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
+
+let dir: string;
+let home: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mcpmgr-export-"));
+  home = join(dir, "home");
+  await new WorkloadStore(resolvePaths({ MCPMGR_HOME: home })).create({
+    name: "notes",
+    source: { kind: "remote", ref: "https://mcp.example.com/mcp" },
+    transport: "streamable-http",
+    proxyPort: 41_201,
+    runtime: "remote",
+    runOptions: ["https://mcp.example.com/mcp", "--name", "notes", "--proxy-port", "41201", "--"],
+    workingDir: dir,
+  });
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function mcpmgr(...args: string[]) {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+    cwd: dir,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+  });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+/** One line on stderr with a hint, no stack, the exit code. */
+function refusal(result: ReturnType<typeof mcpmgr>, code: number): string {
+  const lines = result.stderr.split("\n").filter((line) => line.trim() !== "");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain("hint:");
+  expect(result.stderr).not.toContain("    at ");
+  expect(result.code).toBe(code);
+  return lines[0] as string;
+}
+
+test("export writes a new file, and replaces an earlier export of its own", () => {
+  const path = join(dir, "notes.json");
+  expect(mcpmgr("export", "notes", path).code).toBe(0);
+  const first = JSON.parse(readFileSync(path, "utf8")) as { name: string; runOptions: string[] };
+  expect(first.name).toBe("notes");
+  writeFileSync(path, readFileSync(path, "utf8").replace('"labels": {}', '"labels": {"old": "yes"}'));
+  expect(mcpmgr("export", "notes", path).code).toBe(0);
+  expect(readFileSync(path, "utf8")).not.toContain('"old"');
+});
+
+test("export never overwrites a file that is not an export: the user's file is kept, byte for byte", () => {
+  const path = join(dir, "precious.txt");
+  writeFileSync(path, "my notes\n");
+  expect(refusal(mcpmgr("export", "notes", path), 2)).toContain(
+    "precious.txt exists and is not an exported mcpmgr configuration; export does not overwrite it",
+  );
+  expect(readFileSync(path, "utf8")).toBe("my notes\n");
+});
+
+test("export to a folder names a file in it instead of an error about MCPMGR_HOME", () => {
+  const line = refusal(mcpmgr("export", "notes", dir), 2);
+  expect(line).toContain(`${dir} is a folder`);
+  expect(line).toContain(join(dir, "notes.json"));
+  expect(line).not.toContain("MCPMGR_HOME");
+});
+
+test("export to a symlinked path writes its target and keeps the link", () => {
+  const target = join(dir, "dotfiles-notes.json");
+  const link = join(dir, "linked.json");
+  symlinkSync(target, link);
+  expect(mcpmgr("export", "notes", link).code).toBe(0);
+  expect(lstatSync(link).isSymbolicLink()).toBe(true);
+  expect(JSON.parse(readFileSync(target, "utf8")).name).toBe("notes");
+});
+
+test("export NAME - prints the configuration on stdout, and writes no file named -", () => {
+  const result = mcpmgr("export", "notes", "-");
+  expect(result.code).toBe(0);
+  expect(JSON.parse(result.stdout).name).toBe("notes");
+  expect(() => lstatSync(join(dir, "-"))).toThrow();
+});
+
+test("run --from-config of a file whose working directory does not exist here is one clear error", () => {
+  const moved = join(dir, "moved.json");
+  const record = JSON.parse(readFileSync(join(dir, "notes.json"), "utf8")) as Record<string, unknown>;
+  writeFileSync(moved, JSON.stringify({ ...record, workingDir: join(dir, "no", "such", "project") }));
+  mkdirSync(join(dir, "no"));
+  const line = refusal(mcpmgr("run", "--from-config", moved), 2);
+  expect(line).toContain(`its working directory ${join(dir, "no", "such", "project")} does not exist here`);
+  expect(line).not.toContain("unexpected error");
+});

@@ -1,0 +1,97 @@
+/**
+ * `mcpmgr logs NAME` on a log that has grown large (logs are never rotated): copied whole, in
+ * bounded memory, and a reader that goes away early (`| head`) ends it quietly.
+ */
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { closeSync, constants, openSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { WorkloadStore } from "../../src/state/workloads.ts";
+import { CLI_ENTRY } from "../support/processes.ts";
+
+// Subprocesses of the CLI and a 256 MiB file: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
+
+const LOG_BYTES = 256 * 1024 * 1024;
+let dir: string;
+let home: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mcpmgr-logs-"));
+  home = join(dir, "home");
+  const store = new WorkloadStore(resolvePaths({ MCPMGR_HOME: home }));
+  await store.create({
+    name: "chatty",
+    source: { kind: "remote", ref: "https://mcp.example.com/mcp" },
+    transport: "streamable-http",
+    proxyPort: 41_301,
+    runtime: "remote",
+  });
+  const line = "a line the server wrote, one of very many over the weeks\n";
+  await mkdir(dirname(store.logPath("chatty")), { recursive: true });
+  await writeFile(store.logPath("chatty"), line.repeat(Math.ceil(LOG_BYTES / line.length)));
+});
+
+const logPath = () => new WorkloadStore(resolvePaths({ MCPMGR_HOME: home })).logPath("chatty");
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function logs(stdout: "pipe" | number | ReturnType<typeof Bun.file> = "pipe") {
+  return Bun.spawn([process.execPath, CLI_ENTRY, "logs", "chatty"], {
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout,
+    stderr: "pipe",
+  });
+}
+
+/** The process's resident memory, in bytes (Linux); 0 once it is gone. */
+function residentBytes(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+test("a large log is copied whole", async () => {
+  const out = join(dir, "copied.log");
+  const child = logs(Bun.file(out));
+  expect(await child.exited).toBe(0);
+  expect(statSync(out).size).toBe(statSync(logPath()).size);
+});
+
+test("a large log is not held in memory: a slow reader makes the copy wait, not grow", async () => {
+  // A named pipe nobody reads: it fills at 64 KiB and the copy waits there, holding what it read.
+  const fifo = join(dir, "slow-reader");
+  expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+  const readEnd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writeEnd = openSync(fifo, constants.O_WRONLY);
+  const child = logs(writeEnd);
+  closeSync(writeEnd);
+  let peak = 0;
+  for (let i = 0; i < 30; i++) {
+    await Bun.sleep(100);
+    peak = Math.max(peak, residentBytes(child.pid));
+  }
+  child.kill();
+  await child.exited;
+  closeSync(readEnd);
+  expect(peak).toBeGreaterThan(0);
+  // Bun itself is ~50 MB; the whole log would be 256 MiB more.
+  expect(peak).toBeLessThan(160 * 1024 * 1024);
+});
+
+test("a reader that stops early (mcpmgr logs NAME | head) ends it at once, exit 0, with no error", async () => {
+  const child = logs();
+  const reader = (child.stdout as ReadableStream<Uint8Array>).getReader();
+  await reader.read();
+  await reader.cancel();
+  const ended = await Promise.race([child.exited, Bun.sleep(15_000).then(() => "still running")]);
+  if (ended === "still running") child.kill();
+  expect(ended).toBe(0);
+  expect(await new Response(child.stderr).text()).toBe("");
+});
