@@ -217,10 +217,11 @@ describe("health behind the Host/Origin guard (every endpoint's built-in protect
   });
 
   test("a page on another site learns nothing through a rebound name or its own Origin", async () => {
-    for (const headers of [
+    const foreign: Record<string, string>[] = [
       { host: "attacker.example:8080" },
       { host: "127.0.0.1:8080", origin: "https://evil.example" },
-    ]) {
+    ];
+    for (const headers of foreign) {
       const res = await health(headers);
       expect(res.status).toBe(403);
       expect(await res.text()).not.toContain("secret-project");
