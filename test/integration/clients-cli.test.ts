@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
-import { cliEnv, runCli } from "../support/cli-home.ts";
+import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -28,16 +28,7 @@ function mcpmgr(...args: string[]) {
   return runCli(env(), args);
 }
 
-/** Exit code, nothing on stdout, one stderr line with a hint and no stack. */
-function failure(result: ReturnType<typeof mcpmgr>, code: number): string {
-  expect(result.stdout).toBe("");
-  const lines = result.stderr.split("\n").filter((line) => line.trim() !== "");
-  expect(lines).toHaveLength(1);
-  expect(lines[0]).toContain("hint:");
-  expect(result.stderr).not.toContain("    at ");
-  expect(result.code).toBe(code);
-  return lines[0] as string;
-}
+const failure = expectOneLineError;
 
 const json = <T>(text: string): T => JSON.parse(text) as T;
 

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { expectOneLineError } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -49,21 +50,6 @@ function secret(
     timeout: 20_000,
   });
   return { exitCode: result.exitCode ?? -1, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
-}
-
-function lines(text: string): string[] {
-  return text.split("\n").filter((line) => line.trim().length > 0);
-}
-
-/** Non-zero exit, nothing on stdout, exactly one stderr line with a hint and no stack. */
-function expectOneLineError(result: CliResult, exitCode: number): string {
-  expect(result.stdout).toBe("");
-  expect(result.stderr).not.toContain("    at ");
-  const all = lines(result.stderr);
-  expect(all).toHaveLength(1);
-  expect(all[0]).toContain("hint");
-  expect(result.exitCode).toBe(exitCode);
-  return all[0] ?? "";
 }
 
 describe("mcpmgr secret", () => {

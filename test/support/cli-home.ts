@@ -3,6 +3,7 @@
  * process without its own mcpmgr, XDG and AI-client variables (so nothing of the machine's
  * real configuration leaks in), with HOME and MCPMGR_HOME pointing at the test's folders.
  */
+import { expect } from "bun:test";
 import { join } from "node:path";
 import { CLI_ENTRY, REPO_ROOT } from "./processes.ts";
 
@@ -41,4 +42,24 @@ export function runCliOk(env: Record<string, string>, args: readonly string[]): 
   const result = runCli(env, args);
   if (result.code !== 0) throw new Error(`mcpmgr ${args.join(" ")} exited ${result.code}:\n${result.stderr}`);
   return result;
+}
+
+/** What a finished command gave, whichever runner made it (`code` here, `exitCode` from Bun.spawnSync). */
+type Finished = { readonly stdout: string; readonly stderr: string } & (
+  | { readonly code: number }
+  | { readonly exitCode: number | null }
+);
+
+/**
+ * A refusal as every command must give one: the exit code, nothing on stdout, one line on
+ * stderr with a hint and no stack trace. Returns that line.
+ */
+export function expectOneLineError(result: Finished, exitCode: number): string {
+  expect("code" in result ? result.code : result.exitCode).toBe(exitCode);
+  expect(result.stdout).toBe("");
+  expect(result.stderr).not.toContain("    at ");
+  const lines = result.stderr.split("\n").filter((line) => line.trim() !== "");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain("hint");
+  return lines[0] ?? "";
 }

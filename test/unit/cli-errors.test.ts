@@ -5,6 +5,7 @@
 import { describe, expect, test, setDefaultTimeout } from "bun:test";
 import { resolve } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
+import { expectOneLineError } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -38,16 +39,7 @@ function nonEmptyLines(text: string): string[] {
 }
 
 /** Exit 2, nothing on stdout, one stderr line with a hint and no stack; returns that line. */
-function expectUsageError(result: CliResult): string {
-  expect(result.stderr).not.toContain("    at ");
-  const lines = nonEmptyLines(result.stderr);
-  expect(lines).toHaveLength(1);
-  const line = lines[0] ?? "";
-  expect(line).toContain("hint");
-  expect(result.stdout).toBe("");
-  expect(result.exitCode).toBe(2);
-  return line;
-}
+const expectUsageError = (result: CliResult): string => expectOneLineError(result, 2);
 
 describe("usage errors exit 2 with one line naming the problem", () => {
   const cases: ReadonlyArray<readonly [label: string, args: readonly string[], mentions: readonly string[]]> = [

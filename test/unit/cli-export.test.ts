@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
+import { expectOneLineError } from "../support/cli-home.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
 
 // Subprocesses of the CLI: more than bun's 5 s on a loaded machine.
@@ -44,15 +45,7 @@ function mcpmgr(...args: string[]) {
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
-/** One line on stderr with a hint, no stack, the exit code. */
-function refusal(result: ReturnType<typeof mcpmgr>, code: number): string {
-  const lines = result.stderr.split("\n").filter((line) => line.trim() !== "");
-  expect(lines).toHaveLength(1);
-  expect(lines[0]).toContain("hint:");
-  expect(result.stderr).not.toContain("    at ");
-  expect(result.code).toBe(code);
-  return lines[0] as string;
-}
+const refusal = expectOneLineError;
 
 test("export writes a new file, and replaces an earlier export of its own", () => {
   const path = join(dir, "notes.json");

@@ -7,6 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { embeddedEntries } from "../../src/registry/loader.ts";
+import { expectOneLineError } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -45,15 +46,7 @@ function mcpmgr(args: readonly string[], extraEnv: Record<string, string> = {}):
   return { exitCode: result.exitCode ?? -1, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
-function usageError(result: CliResult): string {
-  expect(result.exitCode).toBe(2);
-  expect(result.stdout).toBe("");
-  const lines = result.stderr.split("\n").filter((line) => line.trim() !== "");
-  expect(lines).toHaveLength(1);
-  expect(lines[0]).toContain("hint");
-  expect(result.stderr).not.toContain("    at ");
-  return lines[0] ?? "";
-}
+const usageError = (result: CliResult): string => expectOneLineError(result, 2);
 
 describe("mcpmgr registry list", () => {
   test("prints a table of every embedded server", () => {
