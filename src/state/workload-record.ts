@@ -119,6 +119,8 @@ export const workloadStatusSchema = v.object({
     0,
   ),
   lastError: v.optional(v.string()),
+  /** What the user can do about lastError (an McpmgrError's hint); absent in status files of older versions. */
+  lastHint: v.optional(v.string()),
   updatedAt: timestamp,
 });
 

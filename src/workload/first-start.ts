@@ -20,6 +20,7 @@ export async function firstStart(
     await startSupervisor(store, record.name, ctx, {
       ...options,
       failureHint: "fix the command and run it again (nothing was kept)",
+      failureNote: "nothing was kept",
     });
   } catch (err) {
     await store.remove(record.name).catch(() => {});

@@ -49,6 +49,8 @@ export async function currentStatus(store: WorkloadStore, name: string): Promise
 export interface StartSupervisorOptions {
   /** What to tell the user when the workload does not start. */
   readonly failureHint?: string;
+  /** Added to the failure's own hint when it has one (`run`: nothing was kept). */
+  readonly failureNote?: string;
   /** Called every 100 ms while waiting (`run` relays an OAuth login URL from the proxy log). */
   readonly whileWaiting?: () => void;
 }
@@ -106,12 +108,12 @@ export async function startSupervisor(
           .catch(() => {});
       }
       await removeContainers(store, name, ctx.log);
+      const reported = last?.state === "failed" ? last : undefined;
       throw new McpmgrError(
         "SERVER_FAILED",
-        `${name} failed to start: ${(last?.state === "failed" ? last.lastError : undefined) ?? "the supervisor exited"}`,
-        {
-          hint: failureHint,
-        },
+        `${name} failed to start: ${reported?.lastError ?? "the supervisor exited"}`,
+        // The failure's own advice (a busy port: choose another) says more than the generic one.
+        { hint: reported?.lastHint ? withNote(reported.lastHint, options.failureNote) : failureHint },
       );
     }
   }
@@ -121,6 +123,10 @@ export async function startSupervisor(
   throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, {
     hint: failureHint,
   });
+}
+
+function withNote(hint: string, note: string | undefined): string {
+  return note ? `${hint} (${note})` : hint;
 }
 
 /** SIGTERM to the supervisor, which stops the proxy and the server; SIGKILL if it hangs. */

@@ -11,7 +11,7 @@
  */
 import { appendFileSync } from "node:fs";
 import { parseRunArgv } from "../config/run-argv.ts";
-import { errorMessage, McpmgrError } from "../errors.ts";
+import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import { serverUnavailable } from "../proxy/jsonrpc.ts";
 import { serve } from "../proxy/serve.ts";
 import { errnoCode } from "../state/atomic-file.ts";
@@ -39,6 +39,14 @@ export interface StatusReport {
   readonly state: WorkloadState;
   readonly restarts: number;
   readonly lastError?: string;
+  /** The failure's own hint (a busy port: choose another), for `run`/`start` to print instead of a generic one. */
+  readonly lastHint?: string;
+}
+
+/** lastError and, when the error has one, lastHint: what a failed start reports. */
+function failure(err: unknown): Pick<StatusReport, "lastError" | "lastHint"> {
+  const hint = isMcpmgrError(err) ? err.hint : undefined;
+  return { lastError: errorMessage(err), ...(hint ? { lastHint: hint } : {}) };
 }
 
 export interface RestartLoopOptions {
@@ -84,12 +92,11 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
     try {
       workload = await options.start();
     } catch (err) {
-      const reason = errorMessage(err);
       if (!started) {
-        await options.report({ state: "failed", restarts, lastError: reason });
+        await options.report({ state: "failed", restarts, ...failure(err) });
         throw err;
       }
-      await options.report({ state: "restarting", restarts, lastError: reason });
+      await options.report({ state: "restarting", restarts, lastError: errorMessage(err) });
       await pause();
       continue;
     }
@@ -130,7 +137,7 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
     if (record.workingDir) enterWorkingDir(record.workingDir);
     started = await starter(record, ctx, workloadLog);
   } catch (err) {
-    await report({ state: "failed", restarts: 0, lastError: errorMessage(err) });
+    await report({ state: "failed", restarts: 0, ...failure(err) });
     throw err;
   }
   let restarts: number;

@@ -216,6 +216,25 @@ test("a server that fails to start is reported with its output, and nothing is k
   expect(list().find((r) => r.name === "exits-early")).toBeUndefined();
 }, 60_000);
 
+test("a background run on a port another program holds says to choose another port, and nothing is kept", async () => {
+  const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
+  try {
+    const result = mcpmgr("run", PROBE, "--name", "port-taken", "--proxy-port", String(busy.port));
+    expect(result.code).toBe(1);
+    // The grant summary comes first; the failure is one [error] line.
+    const errors = result.stderr.split("\n").filter((line) => line.startsWith("[error]"));
+    expect(errors).toHaveLength(1);
+    const line = errors[0] ?? "";
+    expect(line).toContain(`port ${busy.port} on 127.0.0.1 is already in use`);
+    // The supervisor's own hint, as the foreground form gives it, not the generic "fix the command".
+    expect(line).toContain("hint: choose another port, or leave the port option out");
+    expect(line).toContain("nothing was kept");
+    expect(row("port-taken")).toBeUndefined();
+  } finally {
+    busy.stop(true);
+  }
+}, 60_000);
+
 test("two runs at once both succeed, on different ports", async () => {
   const run = (name: string) =>
     Bun.spawn([process.execPath, CLI_ENTRY, "run", PROBE, "--name", name], {

@@ -69,6 +69,20 @@ async function until(condition: () => boolean): Promise<void> {
   expect(condition()).toBe(true);
 }
 
+test("a first start failing with a hint reports the hint too, for run to print", async () => {
+  const busy = new McpmgrError("PORT_IN_USE", "port 4000 on 127.0.0.1 is already in use", {
+    hint: "choose another port, or leave the port option out to pick a free one",
+  });
+  const h = harness([() => Promise.reject(busy)]);
+  await h.done.catch(() => {});
+  expect(h.reports[1]).toEqual({
+    state: "failed",
+    restarts: 0,
+    lastError: "port 4000 on 127.0.0.1 is already in use",
+    lastHint: "choose another port, or leave the port option out to pick a free one",
+  });
+});
+
 test("the first start failing is reported as failed and thrown, not retried", async () => {
   const h = harness([() => Promise.reject(new McpmgrError("SERVER_FAILED", "did not complete the MCP handshake"))]);
   const err = await h.done.catch((e: unknown) => e);
