@@ -191,6 +191,7 @@ export class WorkloadStore {
       await this.#sweepTrash();
       const { rm } = await fsp();
       await rm(this.logPath(name), { force: true });
+      await rm(this.rotatedLogPath(name), { force: true });
       await rm(this.proxyLogPath(name), { force: true });
     });
   }
@@ -230,6 +231,11 @@ export class WorkloadStore {
   logPath(name: string): string {
     assertWorkloadName(name);
     return join(this.paths.logDir, `${name}.log`);
+  }
+
+  /** The older part of the server's output, once its log passed the size cap (MCPMGR_MAX_LOG_BYTES). */
+  rotatedLogPath(name: string): string {
+    return `${this.logPath(name)}.1`;
   }
 
   /** The proxy's log. ".proxy" cannot clash with another workload's name, which has no dots. */

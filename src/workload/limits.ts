@@ -41,6 +41,14 @@ export function maxMessageBytesFromEnv(env: Env): number {
   );
 }
 
+/**
+ * How large a background workload's log grows before it is rotated to `<log>.1`, replacing the
+ * previous one (MCPMGR_MAX_LOG_BYTES, default 10 MiB): the log takes at most about twice this.
+ */
+export function maxLogBytesFromEnv(env: Env): number {
+  return fromEnv(env, "MCPMGR_MAX_LOG_BYTES", byteCount, 10 * 1024 * 1024, "a whole number of bytes, at least 1024");
+}
+
 /** The proxy's limits, read before anything starts so a bad value cannot leave a server running. */
 export interface ProxyLimits {
   /** How long the stdio bridge waits for the server to answer one request. */

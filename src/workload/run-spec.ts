@@ -18,7 +18,7 @@ import type { RegistryEntry } from "../registry/entry.ts";
 import { assertWorkloadName, deriveWorkloadName } from "../state/workload-name.ts";
 import { assertAuditLogWritable } from "./audit-sink.ts";
 import type { WorkloadContext } from "./context.ts";
-import { proxyLimits, type ProxyLimits } from "./limits.ts";
+import { maxLogBytesFromEnv, proxyLimits, type ProxyLimits } from "./limits.ts";
 import { locateServer, type LocatedServer } from "./locate.ts";
 import { isCredentialHeader } from "./credential-header.ts";
 import { remotePlacement, type Placement } from "./placement.ts";
@@ -101,6 +101,8 @@ export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ct
     }
   }
   const limits = proxyLimits(ctx.env);
+  // Read by the supervisor; checked here so a bad value is refused before anything is recorded.
+  if (background) maxLogBytesFromEnv(ctx.env);
   const policies = resolvePolicies(parsed, entry, name, ctx);
   // Each runtime's rules are required where they apply: a remote workload's supervisor loads
   // neither the sandbox's nor the container's (required, not imported: this is synchronous).

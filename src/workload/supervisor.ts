@@ -1,15 +1,15 @@
 /**
  * The supervisor: the detached mcpmgr process behind a background workload (`mcpmgr
  * __supervise NAME`). It runs the workload as recorded, keeps its status file true, writes
- * the server's output to the workload log, restarts a crashed server with exponential
- * backoff on the same port, and stops everything when asked to. The port is held for the
+ * the server's output to the workload log (rotated at a size cap), restarts a crashed server
+ * with exponential backoff on the same port, and stops everything when asked to. The port is held for the
  * supervisor's whole life: while the server starts or restarts, the listener answers 503
  * with Retry-After and a JSON-RPC error, and no other process can take the port (and the
  * tokens clients send to it). A background gateway is hosted the same way, with the
  * gateway's start in place of `startWorkload` (it holds its own port). The AI clients
  * following the workload's group are told each time it runs and when it stops.
  */
-import { appendFileSync } from "node:fs";
+import { appendFileSync, renameSync, statSync } from "node:fs";
 import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import { serverUnavailable } from "../proxy/jsonrpc.ts";
@@ -19,6 +19,7 @@ import type { WorkloadState } from "../state/workload-record.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
+import { maxLogBytesFromEnv } from "./limits.ts";
 import { prepareRunSpec } from "./run-spec.ts";
 import { startWorkload, type KeptListener, type RunningWorkload } from "./start.ts";
 
@@ -119,8 +120,6 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
 export async function supervise(name: string, ctx: WorkloadContext, stopping: Promise<unknown>): Promise<void> {
   const store = new WorkloadStore(ctx.paths);
   const record = await store.getExisting(name);
-  const logFile = store.logPath(name);
-  const workloadLog = (text: string) => appendFileSync(logFile, text, { mode: 0o600 });
   const report = async (status: StatusReport) => {
     await store.writeStatus(name, { ...status, pid: process.pid });
     if (status.state !== "running") return;
@@ -135,7 +134,7 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
   try {
     // Relative paths in the run options mean what they meant where the workload was created.
     if (record.workingDir) enterWorkingDir(record.workingDir);
-    started = await starter(record, ctx, workloadLog);
+    started = await starter(record, ctx, store);
   } catch (err) {
     await report({ state: "failed", restarts: 0, ...failure(err) });
     throw err;
@@ -186,7 +185,7 @@ function enterWorkingDir(recorded: string): void {
 async function starter(
   record: WorkloadRecord,
   ctx: WorkloadContext,
-  workloadLog: (text: string) => void,
+  store: WorkloadStore,
 ): Promise<{ start: () => Promise<RunningWorkload>; listener?: ReturnType<typeof keepListener> }> {
   if (isGatewayRecord(record)) {
     const { buildGatewaySpec } = await import("../config/gateway-spec.ts");
@@ -195,8 +194,33 @@ async function starter(
     return { start: () => startGatewayWorkload(spec, ctx) };
   }
   const spec = await prepareRunSpec(parseRunArgv(record.runOptions), ctx);
+  const name = record.name;
+  const workloadLog = cappedLog(store.logPath(name), store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env));
   const listener = keepListener(spec, ctx);
   return { start: () => startWorkload(spec, ctx, { workloadLog, supervised: true, listener }), listener };
+}
+
+/**
+ * Appends the server's output to its log. Once the log reaches `maxBytes` it is renamed to
+ * `rotated` (replacing the previous one) and the next write starts a new log, so a chatty server
+ * takes at most about twice the cap; `mcpmgr logs` shows both parts. The writes are whole lines
+ * (server-output.ts), so neither part starts or ends within a line. The size is counted as it is
+ * written, not asked of the file on every line: the file is looked at once, for what an earlier
+ * run of the workload left in it.
+ */
+export function cappedLog(path: string, rotated: string, maxBytes: number): (text: string) => void {
+  let size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+  return (text) => {
+    appendFileSync(path, text, { mode: 0o600 });
+    size += Buffer.byteLength(text);
+    if (size < maxBytes) return;
+    try {
+      renameSync(path, rotated);
+    } catch {
+      // Deleted meanwhile (by hand): the next write starts a new log all the same.
+    }
+    size = 0;
+  };
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * `mcpmgr logs NAME` on a log that has grown large (logs are never rotated): copied whole, in
- * bounded memory, and a reader that goes away early (`| head`) ends it quietly.
+ * `mcpmgr logs NAME` on a log that has grown large (MCPMGR_MAX_LOG_BYTES set high, or written
+ * by an older version, which did not rotate logs): copied whole, in bounded memory, and a reader
+ * that goes away early (`| head`) ends it quietly. Rotation itself: test/integration/workload-logs.test.ts.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";

@@ -4,9 +4,12 @@
  * hands back a workload whose exit the test decides.
  */
 import { expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { McpmgrError } from "../../src/errors.ts";
 import type { RunningWorkload } from "../../src/workload/start.ts";
-import { restartLoop, type StatusReport } from "../../src/workload/supervisor.ts";
+import { cappedLog, restartLoop, type StatusReport } from "../../src/workload/supervisor.ts";
 
 const timings = { firstBackoffMs: 1_000, maxBackoffMs: 4_000, stableAfterMs: 60_000 };
 const quietLog = { debug() {}, info() {}, warn() {}, error() {} };
@@ -146,4 +149,27 @@ test("a later start that fails is retried; being stopped stops the running workl
   // A crash keeps the listener for the restart; being stopped does not.
   expect(first.running.restartingStops).toBe(1);
   expect(second.running.restartingStops).toBe(0);
+});
+
+test("the workload log is rotated once it reaches the cap, counting what an earlier run left in it", () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-capped-log-"));
+  try {
+    const path = join(dir, "w.log");
+    const rotated = `${path}.1`;
+    writeFileSync(path, "from before\n".repeat(50)); // 600 bytes an earlier supervisor wrote
+    writeFileSync(rotated, "oldest\n");
+    const write = cappedLog(path, rotated, 1024);
+    write(`${"a".repeat(399)}\n`); // 1,000 bytes: under the cap
+    expect(readFileSync(rotated, "utf8")).toBe("oldest\n");
+    write(`${"é".repeat(11)}\n`); // 23 bytes (not 12 characters): 1,023
+    expect(readFileSync(rotated, "utf8")).toBe("oldest\n");
+    write("b\n"); // 1,025: rotated, replacing the older part
+    expect(readFileSync(rotated, "utf8").endsWith("b\n")).toBe(true);
+    expect(readFileSync(rotated, "utf8").length).toBeGreaterThan(1000);
+    expect(existsSync(path)).toBe(false);
+    write("c\n");
+    expect(readFileSync(path, "utf8")).toBe("c\n");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -1,0 +1,164 @@
+/**
+ * A background workload's log under a size cap (MCPMGR_MAX_LOG_BYTES), with a real supervisor
+ * and a chatty stdio server: the log is rotated to `<log>.1` at the cap, `logs` shows both parts
+ * in order, `logs -f` follows across rotations without losing or repeating a line, `rm` removes
+ * both, and a bad value is refused in one line.
+ */
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { WorkloadStore } from "../../src/state/workloads.ts";
+import { expectOneLineError } from "../support/cli-home.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(90_000);
+
+const PROBE = "npx://./test/fixtures/sandbox-probe";
+const CAP = 4096;
+/** "chatty line 000001 " and 40 x's and a newline. */
+const LINE_BYTES = 60;
+let home: string;
+let store: WorkloadStore;
+
+function mcpmgr(extraEnv: Record<string, string>, ...args: string[]) {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, ...extraEnv },
+    timeout: 120_000,
+  });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+const capped = { MCPMGR_MAX_LOG_BYTES: String(CAP) };
+
+async function until(predicate: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!predicate() && Date.now() < deadline) await Bun.sleep(50);
+  expect(predicate()).toBe(true);
+}
+
+/** Has the server write lines `from` … `from + count - 1` to its stderr (the workload log). */
+async function chat(url: string, from: number, count: number): Promise<void> {
+  const client = new Client({ name: "workload-logs-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  try {
+    await client.callTool({ name: "log_lines", arguments: { from, count } });
+  } finally {
+    await client.close();
+  }
+}
+
+/** The numbers of the chatty lines in `text`, in order. */
+const numbers = (text: string) => [...text.matchAll(/^chatty line (\d+) x+$/gm)].map((m) => Number(m[1]));
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+const read = (path: string) => (existsSync(path) ? readFileSync(path, "utf8") : "");
+
+beforeAll(async () => {
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-workload-logs-"));
+  store = new WorkloadStore(resolvePaths({ MCPMGR_HOME: home }));
+});
+
+afterAll(async () => {
+  for (const name of ["rotating", "followed", "later-bad"]) mcpmgr({}, "rm", name);
+  await rm(home, { recursive: true, force: true });
+});
+
+test("the log rotates at the cap; logs shows the rotated part, then the current one; rm removes both", async () => {
+  const started = mcpmgr(capped, "run", PROBE, "--name", "rotating");
+  expect(started.code).toBe(0);
+  const url = started.stdout.trim();
+  const log = store.logPath("rotating");
+  const rotated = store.rotatedLogPath("rotating");
+  const logs = () => mcpmgr({}, "logs", "rotating").stdout;
+
+  await chat(url, 1, 50);
+  await until(() => numbers(read(log)).at(-1) === 50);
+  expect(existsSync(rotated)).toBe(false); // 3,000 bytes and the start-up line: under the cap
+  await chat(url, 51, 30);
+  await until(() => existsSync(rotated));
+  await chat(url, 81, 10);
+  await until(() => numbers(logs()).at(-1) === 90);
+  // The rotated part holds at least the cap, cut after a whole line; the new log starts with one.
+  expect(statSync(rotated).size).toBeGreaterThanOrEqual(CAP);
+  expect(statSync(rotated).size).toBeLessThan(CAP + 30 * LINE_BYTES + 100);
+  expect(read(rotated).endsWith("\n")).toBe(true);
+  expect(read(log)).toMatch(/^chatty line \d+ x+\n/);
+  expect(statSync(log).size).toBeLessThan(CAP);
+  const shown = logs();
+  expect(shown).toBe(read(rotated) + read(log));
+  expect(shown).toContain("sandbox-probe ready");
+  expect(numbers(shown)).toEqual(range(1, 90));
+
+  // Past the cap again: the older rotated part is replaced, and what logs shows still holds the cap's worth.
+  await chat(url, 91, 80);
+  await until(() => numbers(logs()).at(-1) === 170);
+  const later = logs();
+  expect(later).toBe(read(rotated) + read(log));
+  expect(later).not.toContain("sandbox-probe ready");
+  const seen = numbers(later);
+  expect(seen[0]).toBeGreaterThan(1);
+  expect(seen).toEqual(range(seen[0] as number, 170));
+  expect(later.length).toBeGreaterThanOrEqual(CAP);
+
+  expect(mcpmgr({}, "rm", "rotating").code).toBe(0);
+  expect(readdirSync(store.paths.logDir).filter((file) => file.startsWith("rotating."))).toEqual([]);
+});
+
+test("logs -f follows across rotations: every line once, in order", async () => {
+  const started = mcpmgr(capped, "run", PROBE, "--name", "followed");
+  expect(started.code).toBe(0);
+  const url = started.stdout.trim();
+  const follower = Bun.spawn([process.execPath, CLI_ENTRY, "logs", "followed", "-f"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let seen = "";
+  const reading = (async () => {
+    for await (const chunk of follower.stdout) seen += new TextDecoder().decode(chunk);
+  })();
+  try {
+    await until(() => seen.includes("sandbox-probe ready"));
+    // Batches of 20 lines (1,200 bytes): the cap is passed every fourth batch, each time
+    // while the follower still has the lines before the rotation to read.
+    const batches = 12;
+    for (let batch = 0; batch < batches; batch++) {
+      await chat(url, batch * 20 + 1, 20);
+      await until(() => numbers(seen).at(-1) === batch * 20 + 20);
+    }
+    expect(existsSync(store.rotatedLogPath("followed"))).toBe(true);
+    expect(numbers(seen)).toEqual(range(1, batches * 20));
+    expect(seen.split("sandbox-probe ready")).toHaveLength(2);
+  } finally {
+    expect(mcpmgr({}, "rm", "followed").code).toBe(0);
+    const ended = await Promise.race([follower.exited, Bun.sleep(15_000).then(() => "still following")]);
+    if (ended === "still following") follower.kill();
+    await reading;
+  }
+});
+
+test("a bad MCPMGR_MAX_LOG_BYTES is a one-line error naming it, before anything is recorded", () => {
+  const refused = mcpmgr({ MCPMGR_MAX_LOG_BYTES: "10MB" }, "run", PROBE, "--name", "bad-cap");
+  const line = expectOneLineError(refused, 2);
+  expect(line).toContain('MCPMGR_MAX_LOG_BYTES "10MB": must be a whole number of bytes, at least 1024');
+  expect(line).toContain("unset MCPMGR_MAX_LOG_BYTES");
+  const names = (JSON.parse(mcpmgr({}, "list", "--format", "json").stdout) as { name: string }[]).map((r) => r.name);
+  expect(names).not.toContain("bad-cap");
+});
+
+test("set badly for a later start, it is the start's error, with its hint", () => {
+  expect(mcpmgr({}, "run", PROBE, "--name", "later-bad").code).toBe(0);
+  expect(mcpmgr({}, "stop", "later-bad").code).toBe(0);
+  const refused = mcpmgr({ MCPMGR_MAX_LOG_BYTES: "12" }, "start", "later-bad");
+  const line = expectOneLineError(refused, 1);
+  expect(line).toContain('later-bad failed to start: MCPMGR_MAX_LOG_BYTES "12": must be a whole number of bytes');
+  expect(line).toContain("hint: unset MCPMGR_MAX_LOG_BYTES to use the default");
+  expect(mcpmgr({}, "start", "later-bad").code).toBe(0);
+  expect(mcpmgr({}, "rm", "later-bad").code).toBe(0);
+});
