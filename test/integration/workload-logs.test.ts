@@ -14,7 +14,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { expectOneLineError } from "../support/cli-home.ts";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { CLI_ENTRY, followLogs, REPO_ROOT } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(90_000);
@@ -113,33 +113,22 @@ test("logs -f follows across rotations: every line once, in order", async () => 
   const started = mcpmgr(capped, "run", PROBE, "--name", "followed");
   expect(started.code).toBe(0);
   const url = started.stdout.trim();
-  const follower = Bun.spawn([process.execPath, CLI_ENTRY, "logs", "followed", "-f"], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  let seen = "";
-  const reading = (async () => {
-    for await (const chunk of follower.stdout) seen += new TextDecoder().decode(chunk);
-  })();
+  const follower = followLogs(home, ["followed"]);
   try {
-    await until(() => seen.includes("sandbox-probe ready"));
+    await until(() => follower.text().includes("sandbox-probe ready"));
     // Batches of 20 lines (1,200 bytes): the cap is passed every fourth batch, each time
     // while the follower still has the lines before the rotation to read.
     const batches = 12;
     for (let batch = 0; batch < batches; batch++) {
       await chat(url, batch * 20 + 1, 20);
-      await until(() => numbers(seen).at(-1) === batch * 20 + 20);
+      await until(() => numbers(follower.text()).at(-1) === batch * 20 + 20);
     }
     expect(existsSync(store.rotatedLogPath("followed"))).toBe(true);
-    expect(numbers(seen)).toEqual(range(1, batches * 20));
-    expect(seen.split("sandbox-probe ready")).toHaveLength(2);
+    expect(numbers(follower.text())).toEqual(range(1, batches * 20));
+    expect(follower.text().split("sandbox-probe ready")).toHaveLength(2);
   } finally {
     expect(mcpmgr({}, "rm", "followed").code).toBe(0);
-    const ended = await Promise.race([follower.exited, Bun.sleep(15_000).then(() => "still following")]);
-    if (ended === "still following") follower.kill();
-    await reading;
+    await follower.end();
   }
 });
 

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { CLI_ENTRY, followLogs, REPO_ROOT } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -348,25 +348,13 @@ test("a secret printed on stdout is redacted in the proxy's log too", async () =
 
 test("logs -f follows the log as it grows, and ends once the workload is removed", async () => {
   expect(mcpmgr("run", PROBE, "--name", "followed").code).toBe(0);
-  const follower = Bun.spawn([process.execPath, CLI_ENTRY, "logs", "followed", "--proxy", "-f"], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  let seen = "";
-  const reading = (async () => {
-    for await (const chunk of follower.stdout) seen += new TextDecoder().decode(chunk);
-  })();
-  await until(() => seen.includes("followed running at"));
+  const follower = followLogs(home, ["followed", "--proxy"]);
+  await until(() => follower.text().includes("followed running at"));
   expect(mcpmgr("restart", "followed").code).toBe(0);
   // Written after the follower's first read: it came through the follow loop.
-  await until(() => seen.split("followed running at").length > 2);
+  await until(() => follower.text().split("followed running at").length > 2);
   expect(mcpmgr("rm", "followed").code).toBe(0);
-  const ended = await Promise.race([follower.exited, Bun.sleep(15_000).then(() => "still following")]);
-  if (ended === "still following") follower.kill();
-  expect(ended).toBe(0);
-  await reading;
+  expect(await follower.end()).toBe(0);
   expect(await new Response(follower.stderr).text()).toContain("followed was removed");
 }, 60_000);
 

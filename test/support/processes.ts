@@ -149,3 +149,35 @@ export async function idleProcess(argv: readonly string[], uid?: number): Promis
   }
   return proc;
 }
+
+/** `mcpmgr logs NAME -f …` running against `mcpmgrHome`: what it printed so far, and how it ends. */
+export interface LogFollower {
+  /** Everything it printed on stdout so far. */
+  text(): string;
+  /** Its exit code once it ends by itself, or "still following" after `graceMs` (it is then killed). */
+  end(graceMs?: number): Promise<number | "still following">;
+  readonly stderr: ReadableStream<Uint8Array>;
+}
+
+export function followLogs(mcpmgrHome: string, args: readonly string[]): LogFollower {
+  const follower = Bun.spawn([process.execPath, CLI_ENTRY, "logs", ...args, "-f"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: mcpmgrHome },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let seen = "";
+  const reading = (async () => {
+    for await (const chunk of follower.stdout) seen += new TextDecoder().decode(chunk);
+  })();
+  return {
+    text: () => seen,
+    stderr: follower.stderr,
+    async end(graceMs = 15_000) {
+      const ended = await Promise.race([follower.exited, Bun.sleep(graceMs).then(() => "still following" as const)]);
+      if (ended === "still following") follower.kill();
+      await reading;
+      return ended;
+    },
+  };
+}
