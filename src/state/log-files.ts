@@ -1,0 +1,134 @@
+/**
+ * Reading a workload's log as the supervisor writes it (workload/supervisor.ts): rotated at a size
+ * cap to `<log>.1`, so the whole of it is the rotated part, then the log; and following it means
+ * noticing a rotation by the file's inode and reading the rest of the old file before the new one.
+ * Copies go to a sink in chunks, waiting for a slow reader; `mcpmgr logs` (cli/logs.ts) is the user.
+ */
+import { Buffer } from "node:buffer";
+import { open } from "node:fs/promises";
+
+/** How much of a log is held at once: a log may be as large as its cap (10 MiB unless set higher). */
+const CHUNK_BYTES = 1 << 20;
+
+export const READER_GONE = "reader gone";
+
+/** Where copied bytes go; false once nobody reads them any more (the copy then stops). */
+export type LogSink = (chunk: Buffer) => Promise<boolean>;
+
+export interface LogFiles {
+  readonly path: string;
+  /** Where a rotation moves the log (`<log>.1`); none for the proxy's log. */
+  readonly rotated: string | undefined;
+}
+
+/**
+ * How far the log was copied: the file (by inode, which a rotation or a new file changes, the
+ * path staying the same) and how many of its bytes.
+ */
+export interface LogPosition {
+  readonly ino: number | undefined;
+  readonly offset: number;
+}
+
+type FileHandle = Awaited<ReturnType<typeof open>>;
+
+async function openIfThere(path: string): Promise<FileHandle | undefined> {
+  try {
+    return await open(path, "r");
+  } catch {
+    return undefined;
+  }
+}
+
+/** The rotated part, then the log: everything kept, in the order it was written. */
+export async function copyWhole(
+  files: LogFiles,
+  sink: LogSink,
+): Promise<(LogPosition & { copied: number }) | typeof READER_GONE> {
+  // The log is opened first: rotated between the two opens, it is the rotated file too, and still read whole.
+  const current = await openIfThere(files.path);
+  try {
+    const ino = current === undefined ? undefined : (await current.stat()).ino;
+    let copied = 0;
+    const older = files.rotated === undefined ? undefined : await openIfThere(files.rotated);
+    if (older !== undefined) {
+      try {
+        if ((await older.stat()).ino !== ino) {
+          const end = await copyFrom(older, 0, sink);
+          if (end === READER_GONE) return READER_GONE;
+          copied += end;
+        }
+      } finally {
+        await older.close();
+      }
+    }
+    if (current === undefined) return { ino, offset: 0, copied };
+    const end = await copyFrom(current, 0, sink);
+    if (end === READER_GONE) return READER_GONE;
+    return { ino, offset: end, copied: copied + end };
+  } finally {
+    await current?.close();
+  }
+}
+
+/**
+ * What was written since `at`. When the log followed was rotated, the rest of it is read from
+ * the rotated file first, then the new log from its start: nothing is lost or shown twice (unless
+ * the log was rotated twice within one poll). A log truncated in place is read again from its start.
+ */
+export async function copyNew(
+  files: LogFiles,
+  at: LogPosition,
+  sink: LogSink,
+): Promise<LogPosition | typeof READER_GONE> {
+  const current = await openIfThere(files.path);
+  try {
+    const stat = current === undefined ? undefined : await current.stat();
+    let position = at;
+    if (at.ino !== undefined && stat?.ino !== at.ino) {
+      const rest = await copyRestOfRotated(files.rotated, at, sink);
+      if (rest === READER_GONE) return READER_GONE;
+      // The new log has not been written yet: keep following the rotated one's inode until it is.
+      if (current === undefined || stat === undefined) return rest;
+      position = { ino: stat.ino, offset: 0 };
+    }
+    if (current === undefined || stat === undefined) return position;
+    const from = position.ino === stat.ino && position.offset <= stat.size ? position.offset : 0;
+    const end = await copyFrom(current, from, sink);
+    return end === READER_GONE ? READER_GONE : { ino: stat.ino, offset: end };
+  } finally {
+    await current?.close();
+  }
+}
+
+/** The rest of the log followed, if the rotated file is it; else (removed, replaced) nothing. */
+async function copyRestOfRotated(
+  rotated: string | undefined,
+  at: LogPosition,
+  sink: LogSink,
+): Promise<LogPosition | typeof READER_GONE> {
+  const older = rotated === undefined ? undefined : await openIfThere(rotated);
+  if (older === undefined) return at;
+  try {
+    if ((await older.stat()).ino !== at.ino) return at;
+    const end = await copyFrom(older, at.offset, sink);
+    return end === READER_GONE ? READER_GONE : { ino: at.ino, offset: end };
+  } finally {
+    await older.close();
+  }
+}
+
+/** Copies the file from `offset` to its current end into `sink`; returns the new offset, or READER_GONE. */
+async function copyFrom(handle: FileHandle, offset: number, sink: LogSink): Promise<number | typeof READER_GONE> {
+  const { size } = await handle.stat();
+  if (size <= offset) return offset;
+  const buffer = Buffer.alloc(Math.min(CHUNK_BYTES, size - offset));
+  while (offset < size) {
+    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, size - offset), offset);
+    if (bytesRead === 0) break;
+    // Copied (the buffer is reused), and waited for when the reader is slower than the disk (`| less`).
+    if (!(await sink(Buffer.from(buffer.subarray(0, bytesRead))))) return READER_GONE;
+    offset += bytesRead;
+  }
+  return offset;
+}
