@@ -6,14 +6,16 @@
  * in front of a streamable-HTTP server and of a legacy SSE server, and through `gateway`.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { JWT_RESOURCE, startAuthServer, type AuthServer } from "../support/auth-server.ts";
-import { CONFORMANCE_FIXTURE, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import {
+  CONFORMANCE_FIXTURE,
+  runStdioFixture,
+  startConformanceServer,
+  type RunningFixture,
+} from "../support/conformance.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
-import { CLI_ENTRY, spawnUntil, startEverything, startProxy, type Running } from "../support/processes.ts";
+import { startEverything, startProxy, type Running } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -31,23 +33,15 @@ const OIDC = (issuer: string) => [
 let auth: AuthServer;
 let alice: string;
 let bob: string;
-let packageDir: string;
 
 beforeAll(async () => {
   auth = await startAuthServer();
   alice = await auth.token();
   bob = await auth.token({ client: "otherService" });
-  packageDir = await mkdtemp(join(tmpdir(), "mcpmgr-sessions-pkg-"));
-  await writeFile(join(packageDir, "server.sh"), `#!/bin/sh\nexec ${process.execPath} ${CONFORMANCE_FIXTURE} "$@"\n`);
-  await writeFile(
-    join(packageDir, "package.json"),
-    JSON.stringify({ name: "sessions-fixture", version: "1.0.0", bin: { "sessions-fixture": "server.sh" } }),
-  );
 }, 30_000);
 
 afterAll(async () => {
   await auth?.stop();
-  if (packageDir) await rm(packageDir, { recursive: true, force: true });
 });
 
 const initialize = {
@@ -180,28 +174,12 @@ async function expectLegacySessionBound(sseUrl: string, variants: (endpoint: URL
 }
 
 describe("the stdio bridge (mcpmgr run)", () => {
-  let streamable: Running & { match: RegExpExecArray };
-  let legacy: Running & { match: RegExpExecArray };
+  let streamable: Awaited<ReturnType<typeof runStdioFixture>>;
+  let legacy: Awaited<ReturnType<typeof runStdioFixture>>;
 
   beforeAll(async () => {
     const run = (...extra: string[]) =>
-      spawnUntil(
-        [
-          process.execPath,
-          CLI_ENTRY,
-          "run",
-          "--foreground",
-          `npx://${packageDir}`,
-          "--permission-profile",
-          "none",
-          ...OIDC(auth.issuer),
-          ...extra,
-          "--",
-          "stdio",
-        ],
-        /^(http:\/\/\S+)$/m,
-        { timeoutMs: 30_000 },
-      );
+      runStdioFixture(CONFORMANCE_FIXTURE, { args: [...OIDC(auth.issuer), ...extra] });
     [streamable, legacy] = await Promise.all([run(), run("--proxy-mode", "sse")]);
   }, 60_000);
   afterAll(async () => {
@@ -209,11 +187,11 @@ describe("the stdio bridge (mcpmgr run)", () => {
   });
 
   test("streamable HTTP: another caller's POST, GET and DELETE on a session are 404", async () => {
-    await expectSessionBound(streamable.match[1] as string);
+    await expectSessionBound(streamable.url);
   });
 
   test("legacy SSE: another caller's message to a session is 404 and never reaches it", async () => {
-    await expectLegacySessionBound(legacy.match[1] as string);
+    await expectLegacySessionBound(legacy.url);
   });
 });
 

@@ -4,12 +4,14 @@
  * through `proxy` in front of a streamable-HTTP and a legacy SSE server, and through `gateway`.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { CONFORMANCE_FIXTURE, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import {
+  CONFORMANCE_FIXTURE,
+  runStdioFixture,
+  startConformanceServer,
+  type RunningFixture,
+} from "../support/conformance.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
-import { CLI_ENTRY, spawnUntil, startEverything, startProxy, type Running } from "../support/processes.ts";
+import { CLI_ENTRY, spawnUntil, startEverything, startProxy } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -97,42 +99,12 @@ async function expectLegacyLimit(url: string): Promise<void> {
   streams[1]?.close();
 }
 
-let packageDir: string;
-
-beforeAll(async () => {
-  packageDir = await mkdtemp(join(tmpdir(), "mcpmgr-limits-pkg-"));
-  await writeFile(join(packageDir, "server.sh"), `#!/bin/sh\nexec ${process.execPath} ${CONFORMANCE_FIXTURE} "$@"\n`);
-  await writeFile(
-    join(packageDir, "package.json"),
-    JSON.stringify({ name: "limits-fixture", version: "1.0.0", bin: { "limits-fixture": "server.sh" } }),
-  );
-});
-
-afterAll(async () => {
-  if (packageDir) await rm(packageDir, { recursive: true, force: true });
-});
-
 describe("the stdio bridge (mcpmgr run)", () => {
-  const runs: Running[] = [];
+  const runs: { stop(): Promise<void> }[] = [];
   const run = async (...extra: string[]) => {
-    const running = await spawnUntil(
-      [
-        process.execPath,
-        CLI_ENTRY,
-        "run",
-        "--foreground",
-        `npx://${packageDir}`,
-        "--permission-profile",
-        "none",
-        ...extra,
-        "--",
-        "stdio",
-      ],
-      /^(http:\/\/\S+)$/m,
-      { timeoutMs: 30_000, env: LIMIT },
-    );
+    const running = await runStdioFixture(CONFORMANCE_FIXTURE, { args: extra, env: LIMIT });
     runs.push(running);
-    return running.match[1] as string;
+    return running.url;
   };
   afterAll(async () => {
     await Promise.allSettled(runs.map((r) => r.stop()));

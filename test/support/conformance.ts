@@ -127,11 +127,15 @@ export async function runConformance(
 }
 
 /**
- * `mcpmgr run --foreground npx://DIR -- stdio` of a local project whose bin starts `fixture`: the
- * fixture as a sandboxed stdio server behind the stdio bridge. Resolves with the workload's URL
- * once it prints it; `stop` ends the workload and removes the project.
+ * `mcpmgr run --foreground npx://DIR [args] -- stdio` of a local project whose bin starts `fixture`:
+ * the fixture as a sandboxed stdio server behind the stdio bridge, with `args` as further run
+ * options and `env` added to the environment. Resolves with the workload's URL once it prints
+ * it; `stop` ends the workload and removes the project.
  */
-export async function runStdioFixture(fixture: string): Promise<{ url: string; stop(): Promise<void> }> {
+export async function runStdioFixture(
+  fixture: string,
+  options: { readonly args?: readonly string[]; readonly env?: Record<string, string> } = {},
+): Promise<{ url: string; stop(): Promise<void> }> {
   const packageDir = await mkdtemp(join(tmpdir(), "mcpmgr-conformance-pkg-"));
   const removeProject = () => rm(packageDir, { recursive: true, force: true });
   try {
@@ -149,11 +153,12 @@ export async function runStdioFixture(fixture: string): Promise<{ url: string; s
         `npx://${packageDir}`,
         "--permission-profile",
         "none",
+        ...(options.args ?? []),
         "--",
         "stdio",
       ],
       /^(http:\/\/\S+)$/m,
-      { timeoutMs: 30_000 },
+      { timeoutMs: 30_000, ...(options.env ? { env: options.env } : {}) },
     );
     return {
       url: run.match[1] as string,
