@@ -2,9 +2,10 @@
  * Option tables (config/) → citty argument definitions, used for dispatch, help and shell completion;
  * what citty has no place for: help-only subcommands, summaries, examples.
  */
-import type { ArgsDef, CommandDef, SubCommandsDef } from "citty";
+import type { ArgsDef, CommandDef, CommandMeta, SubCommandsDef } from "citty";
 import type { Completes } from "../completion/model.ts";
 import type { OptionTable } from "../config/option-spec.ts";
+import { McpmgrError } from "../errors.ts";
 
 export interface PositionalHelp {
   readonly description: string;
@@ -62,14 +63,14 @@ export function toCittyArgs(table: OptionTable, positionals: Readonly<Record<str
 const routers = new WeakSet<object>();
 
 /**
- * A command that only dispatches to its subcommands, given the error for a command line that
- * names none. citty calls a command's `run` after its subcommand too: the one made here returns
+ * A command that only dispatches to its subcommands. A command line that names none is refused
+ * with `noSubcommand`, by default "no NAME command given" and a hint listing the subcommands. citty calls a command's `run` after its subcommand too: the one made here returns
  * at once then, so run-main.ts can go straight past such a command to the subcommand named,
  * without citty parsing the argv again at this level (a sixth of `mcpmgr registry list`).
  */
 export function routingCommand<A extends ArgsDef>(
   command: Omit<CommandDef<A>, "run" | "subCommands"> & { readonly subCommands: SubCommandsDef },
-  noSubcommand: () => Error,
+  noSubcommand: () => Error = () => missingSubcommand(command),
 ): CommandDef<A> {
   const { subCommands } = command;
   const router: CommandDef<A> = Object.assign(command, {
@@ -83,6 +84,13 @@ export function routingCommand<A extends ArgsDef>(
   });
   routers.add(router);
   return router;
+}
+
+function missingSubcommand(command: { readonly meta?: unknown; readonly subCommands: SubCommandsDef }): Error {
+  const name = (command.meta as CommandMeta | undefined)?.name ?? "";
+  return new McpmgrError("INVALID_ARGUMENT", `no ${name} command given`, {
+    hint: `use 'mcpmgr ${name} ${Object.keys(command.subCommands).join("|")}', see 'mcpmgr ${name} --help'`,
+  });
 }
 
 /** Whether the command was made by routingCommand: its `run` has work only when no subcommand is named. */

@@ -226,16 +226,10 @@ const subCommands = {
   ]),
 };
 
-const clientCommand = routingCommand(
-  {
-    meta: { name: "client", description: "Keep AI clients' MCP configuration in step with a group's workloads" },
-    subCommands,
-  },
-  () =>
-    new McpmgrError("INVALID_ARGUMENT", "no client command given", {
-      hint: "use 'mcpmgr client status|register|remove|list-registered-clients|setup', see 'mcpmgr client --help'",
-    }),
-);
+const clientCommand = routingCommand({
+  meta: { name: "client", description: "Keep AI clients' MCP configuration in step with a group's workloads" },
+  subCommands,
+});
 
 export default withExamples(clientCommand, [
   { description: "See which AI clients are installed and what they follow", command: "mcpmgr client status" },

@@ -82,16 +82,10 @@ const rm = withExamples(
 
 const subCommands = { create, list, rm };
 
-const groupCommand = routingCommand(
-  {
-    meta: { name: "group", description: "Manage groups of workloads" },
-    subCommands,
-  },
-  () =>
-    new McpmgrError("INVALID_ARGUMENT", "no group command given", {
-      hint: "use 'mcpmgr group create|list|rm', see 'mcpmgr group --help'",
-    }),
-);
+const groupCommand = routingCommand({
+  meta: { name: "group", description: "Manage groups of workloads" },
+  subCommands,
+});
 
 export default withExamples(groupCommand, [
   { description: "Create the group 'work'", command: "mcpmgr group create work" },

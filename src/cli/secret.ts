@@ -108,19 +108,13 @@ const subCommands = {
   ]),
 };
 
-const secretCommand = routingCommand(
-  {
-    meta: {
-      name: "secret",
-      description: "Manage secrets for MCP servers (encrypted file or environment; see MCPMGR_SECRETS_PROVIDER)",
-    },
-    subCommands,
+const secretCommand = routingCommand({
+  meta: {
+    name: "secret",
+    description: "Manage secrets for MCP servers (encrypted file or environment; see MCPMGR_SECRETS_PROVIDER)",
   },
-  () =>
-    new McpmgrError("INVALID_ARGUMENT", "no secret command given", {
-      hint: "use 'mcpmgr secret set|get|list|delete', see 'mcpmgr secret --help'",
-    }),
-);
+  subCommands,
+});
 
 export default withExamples(secretCommand, [
   { description: "Store a token (typed without echo, or piped in)", command: "mcpmgr secret set github-token" },
