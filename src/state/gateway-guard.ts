@@ -10,7 +10,7 @@
  *    refuses every other caller while one is there, and a member with its own `--oidc-*` takes the key in
  *    place of a token only while a gateway that authenticates its callers guards the group.
  */
-import { link, mkdir, open, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { link, mkdir, open, readdir, readFile, rm, rmdir, writeFile } from "node:fs/promises";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { McpmgrError } from "../errors.ts";
@@ -100,14 +100,28 @@ export async function guardGroup(
   options: { readonly authenticates: boolean },
 ): Promise<() => Promise<void>> {
   const dir = guardDir(paths, group);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
   const marker = join(dir, String(process.pid));
-  await writeFile(marker, `${startTimeOf(process.pid) ?? ""}${options.authenticates ? `\n${AUTHN}` : ""}`, {
-    mode: 0o600,
-  });
+  const content = `${startTimeOf(process.pid) ?? ""}${options.authenticates ? `\n${AUTHN}` : ""}`;
+  for (let attempt = 0; ; attempt++) {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    try {
+      await writeFile(marker, content, { mode: 0o600 });
+      break;
+    } catch (err) {
+      // Another gateway of the group removed the folder it left empty, between our mkdir and this write.
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 5) throw err;
+    }
+  }
   return async () => {
     await rm(marker, { force: true });
+    await removeIfEmpty(dir);
   };
+}
+
+/** A group's folder goes with its last marker: a group removed since leaves nothing behind. */
+async function removeIfEmpty(dir: string): Promise<void> {
+  // rmdir removes only an empty folder: one another gateway of the group has marked stays (ENOTEMPTY).
+  await rmdir(dir).catch(() => {});
 }
 
 export interface GroupGuard {
@@ -158,4 +172,5 @@ export async function pruneGuards(paths: McpmgrPaths, group: string): Promise<vo
     const alive = Number.isSafeInteger(pid) && pid > 0 && isAlive(pid) && recorded?.split("\n")[0] === startTimeOf(pid);
     if (!alive) await rm(join(dir, entry), { force: true });
   }
+  await removeIfEmpty(dir);
 }

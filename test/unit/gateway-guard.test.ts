@@ -57,6 +57,21 @@ describe("guard markers", () => {
     expect(isGroupGuarded(p, "team")).toBe(false);
   });
 
+  test("the group's folder goes with its last marker, and stays while another gateway guards it", async () => {
+    const p = await paths();
+    const guards = join(p.runtimeDir, "gateway-guards");
+    const first = await guardGroup(p, "team", { authenticates: false });
+    // A second gateway of the group (another process): its marker keeps the folder.
+    const other = join(guards, "team", "999999999");
+    await writeFile(other, "1");
+    await first();
+    expect(await readdir(join(guards, "team"))).toEqual(["999999999"]);
+    await rm(other);
+    const again = await guardGroup(p, "team", { authenticates: true });
+    await again();
+    expect(await readdir(guards)).toEqual([]);
+  });
+
   test("say whether a live gateway guarding the group authenticates its callers", async () => {
     const p = await paths();
     const plain = await guardGroup(p, "team", { authenticates: false });
@@ -81,6 +96,6 @@ describe("guard markers", () => {
     await writeFile(join(dir, String(exited.pid)), "1");
     expect(isGroupGuarded(p, "team")).toBe(false);
     await pruneGuards(p, "team");
-    expect(await readdir(dir)).toEqual([]);
+    expect(await readdir(join(p.runtimeDir, "gateway-guards"))).toEqual([]);
   });
 });
