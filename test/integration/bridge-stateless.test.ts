@@ -68,3 +68,39 @@ test("GET and DELETE without a session answer 405 for stateless clients, 400 for
     ).toBe(400);
   }
 });
+
+test("a 2026-07-28 _meta under an older MCP-Protocol-Version and no session is a header mismatch, as at the gateway", async () => {
+  const res = await fetch(bridged.url, {
+    method: "POST",
+    headers: { ...statelessHeaders, "mcp-protocol-version": "2025-11-25", "mcp-method": "tools/list" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/list",
+      params: {
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      },
+    }),
+  });
+  expect(res.status).toBe(400);
+  const body = (await res.json()) as { id: number; error: { code: number; message: string } };
+  expect(body.id).toBe(7);
+  expect(body.error.code).toBe(-32020);
+  expect(body.error.message).toContain("MCP-Protocol-Version '2025-11-25' does not match _meta's '2026-07-28'");
+  // The same version in both, and no session: an older client that forgot its session.
+  const older = await fetch(bridged.url, {
+    method: "POST",
+    headers: { ...statelessHeaders, "mcp-protocol-version": "2025-11-25" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 8,
+      method: "tools/list",
+      params: { _meta: { "io.modelcontextprotocol/protocolVersion": "2025-11-25" } },
+    }),
+  });
+  expect(older.status).toBe(400);
+  expect(((await older.json()) as { error: { message: string } }).error.message).toContain("Mcp-Session-Id");
+});

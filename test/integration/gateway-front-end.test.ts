@@ -181,3 +181,28 @@ test("JSON that is not a JSON-RPC message is an invalid request (-32600), not a 
   expect(broken.status).toBe(400);
   expect(await broken.json()).toMatchObject({ error: { code: -32700 } });
 });
+
+test("a 2026-07-28 _meta under an older MCP-Protocol-Version and no session is a header mismatch, as at the bridge", async () => {
+  const res = await fetch(`${server.url.origin}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+      "mcp-method": "tools/list",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/list",
+      params: {
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      },
+    }),
+  });
+  expect(res.status).toBe(400);
+  expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32020);
+});

@@ -56,11 +56,20 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     return session;
   };
 
-  /** A POST without a session that is not an initialize: 2026-07-28, unless it names an older version. */
+  /**
+   * A POST without a session that is not an initialize: 2026-07-28, unless it names an older
+   * version. A request whose `_meta` names another version than its header is a 2026-07-28
+   * request too, answered as that revision says (400, -32020 HeaderMismatch), as the gateway
+   * answers it, rather than told it lacks a session.
+   */
   const isModern = (req: Request, messages: readonly JsonRpcMessage[]): boolean => {
     if (req.headers.get("mcp-session-id") !== null) return false;
     const header = req.headers.get("mcp-protocol-version");
-    if (sessionVersion(header)) return false;
+    if (sessionVersion(header))
+      return messages.some((m) => {
+        const version = m.params?._meta?.[metaKey.protocolVersion];
+        return m.method !== "initialize" && typeof version === "string" && version !== header;
+      });
     return header !== null || messages.some((m) => m.params?._meta?.[metaKey.protocolVersion] !== undefined);
   };
 
