@@ -60,7 +60,9 @@ export async function launchInSandbox(launch: SandboxLaunch): Promise<LocalProce
   return launchProcess({
     command: launch.command,
     // The host's TMPDIR may name a directory the sandbox does not show; its /tmp is private.
-    env: { TMPDIR: "/tmp", ...launch.env },
+    // npm keeps no debug log: it would go to the private home and vanish with the sandbox, and
+    // npm's last line would send the user to that path, which does not exist on the host.
+    env: { TMPDIR: "/tmp", npm_config_logs_max: "0", ...launch.env },
     cwd: launch.cwd,
     sandbox: { bwrap: launch.bwrap, args },
     extraFds: [openSeccompFilter(files)],

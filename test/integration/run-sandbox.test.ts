@@ -415,3 +415,25 @@ describe("a registry entry's mounts (process runtime)", () => {
     }
   });
 });
+
+test("a package npx cannot fetch fails saying so, without sending the user to npm's log in the sandbox's private home", () => {
+  const failed = Bun.spawnSync(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      "npx://mcpmgr-no-such-package-for-tests",
+      "--permission-profile",
+      "none",
+      "-e",
+      "npm_config_offline=true",
+    ],
+    { env: { ...process.env, MCPMGR_RUNTIME: "process", NO_COLOR: "1" }, timeout: 60_000 },
+  );
+  const err = failed.stderr.toString();
+  expect(failed.exitCode).toBe(1);
+  expect(err).toContain("npm error code ENOTCACHED");
+  expect(err).not.toContain("A complete log of this run can be found in");
+  expect(err).not.toContain(".npm/_logs");
+});
