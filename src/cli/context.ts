@@ -2,11 +2,12 @@
 import { workloadContext, type WorkloadContext } from "../workload/context.ts";
 import { log, printResult } from "./output.ts";
 
-export function cliContext(): WorkloadContext {
+/** `stderr`: where raw text goes instead of this process's stderr (a supervisor's: its proxy log). */
+export function cliContext(options: { readonly stderr?: (text: string) => void } = {}): WorkloadContext {
   return workloadContext({
     log,
     print: printResult,
-    stderr: (text) => process.stderr.write(text),
+    stderr: options.stderr ?? ((text) => process.stderr.write(text)),
     env: process.env,
     openBrowser,
   });

@@ -1,8 +1,8 @@
 /**
  * `mcpmgr logs NAME [-f] [--proxy]`: the server's output (or the proxy's with --proxy). A
- * background gateway has no server: its log is the one its supervisor writes. The server's log
- * is rotated at a size cap (`<log>.1`, workload/supervisor.ts): both parts are shown, and `-f`
- * follows across a rotation.
+ * background gateway has no server: its log is the one its supervisor writes. Both logs are
+ * rotated at a size cap (`<log>.1`, state/log-files.ts): both parts are shown, and `-f` follows
+ * across a rotation.
  */
 import { defineCommand } from "citty";
 import { logsOptions as table } from "../config/command-options.ts";
@@ -20,10 +20,8 @@ const logsCommand = defineCommand({
     const store = openStore();
     const record = await store.getExisting(name);
     const proxy = values.proxy || isGatewayRecord(record);
-    // The server's log is rotated at a size cap (workload/supervisor.ts): its older part is shown first.
-    const files = proxy
-      ? { path: store.proxyLogPath(name), rotated: undefined }
-      : { path: store.logPath(name), rotated: store.rotatedLogPath(name) };
+    // Both logs are rotated at a size cap (state/log-files.ts): the older part is shown first.
+    const files = store.logFiles(name, proxy ? "proxy" : "server");
     const first = await copyWhole(files, writeOut);
     // The reader went away (`mcpmgr logs NAME | head`): done, nothing to report.
     if (first === READER_GONE) return;

@@ -88,7 +88,7 @@ async function runInBackground(
   await assertNameFree(store, spec.name);
   await preflight(spec, ctx);
   const record = await recordWorkload(spec, parsed, args, store);
-  await firstStart(record, ctx, { whileWaiting: loginUrlRelay(store.proxyLogPath(spec.name)) });
+  await firstStart(record, ctx, { whileWaiting: loginUrlRelay(store.logFiles(spec.name, "proxy")) });
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
   printResult(workloadUrl(record));
 }

@@ -19,7 +19,7 @@ function command(restart: boolean, examples: readonly Example[]) {
     async run({ rawArgs }) {
       const { name } = parseNamed(rawArgs, {}, verb);
       const ctx = cliContext();
-      const whileWaiting = loginUrlRelay(new WorkloadStore(ctx.paths).proxyLogPath(name));
+      const whileWaiting = loginUrlRelay(new WorkloadStore(ctx.paths).logFiles(name, "proxy"));
       const { record, alreadyRunning } = await startRecorded(name, { restart, whileWaiting }, ctx);
       // The URL either way: `URL=$(mcpmgr start NAME)` must not depend on whether it ran already.
       log.info(`${name} is ${alreadyRunning ? "already running" : "running"}; MCP clients connect to:`);

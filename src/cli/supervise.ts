@@ -1,6 +1,10 @@
 /** `mcpmgr __supervise NAME` (hidden): the detached process behind a workload (workload/supervisor.ts). */
 import { defineCommand } from "citty";
 import { errorMessage, McpmgrError } from "../errors.ts";
+import { cappedLog } from "../state/log-files.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { WorkloadStore } from "../state/workloads.ts";
+import { maxLogBytesFromEnv } from "../workload/limits.ts";
 import { supervise } from "../workload/supervisor.ts";
 import { cliContext } from "./context.ts";
 import { log } from "./output.ts";
@@ -14,8 +18,9 @@ export default defineCommand({
       throw new McpmgrError("INVALID_ARGUMENT", "__supervise needs a workload name", {
         hint: "this command is internal to mcpmgr",
       });
+    const proxyLog = printToProxyLog(name);
     try {
-      await supervise(name, cliContext(), untilSignal());
+      await supervise(name, cliContext(proxyLog ? { stderr: proxyLog } : {}), untilSignal());
     } catch (err) {
       // Recorded in the status file for `run` to report; the proxy log gets the reason alone.
       log.error(errorMessage(err));
@@ -23,3 +28,32 @@ export default defineCommand({
     }
   },
 });
+
+/**
+ * What this process prints (its log lines, a remote's login URL, a gateway's audit lines, what a
+ * library writes to the console) goes to the proxy log through `cappedLog`, so the proxy log is
+ * rotated at the cap like the server's. The log is also this process's stdout and stderr as
+ * started (workload/supervisor-control.ts), for what the runtime itself writes there (a crash).
+ * A cap that is not a number (or a name that is not one) is left for the supervisor to report:
+ * its start fails saying so, and the log is then written as started.
+ */
+function printToProxyLog(name: string): ((text: string) => void) | undefined {
+  let append: (text: string) => void;
+  try {
+    const { path, rotated } = new WorkloadStore(resolvePaths(process.env)).logFiles(name, "proxy");
+    append = cappedLog(path, rotated, maxLogBytesFromEnv(process.env));
+  } catch {
+    return undefined;
+  }
+  const write = (text: string) => {
+    try {
+      append(text);
+    } catch {
+      // A log that cannot be written (a full disk) must not stop the workload.
+    }
+  };
+  const { formatWithOptions } = require("node:util") as typeof import("node:util");
+  const line = (...args: unknown[]) => write(`${formatWithOptions({}, ...args)}\n`);
+  for (const method of ["log", "info", "debug", "warn", "error", "trace"] as const) console[method] = line;
+  return write;
+}

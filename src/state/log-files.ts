@@ -1,10 +1,12 @@
 /**
- * Reading a workload's log as the supervisor writes it (workload/supervisor.ts): rotated at a size
- * cap to `<log>.1`, so the whole of it is the rotated part, then the log; and following it means
- * noticing a rotation by the file's inode and reading the rest of the old file before the new one.
- * Copies go to a sink in chunks, waiting for a slow reader; `mcpmgr logs` (cli/logs.ts) is the user.
+ * A workload's logs, the server's and the proxy's, as a supervisor writes them (`cappedLog`:
+ * workload/supervisor.ts, cli/supervise.ts): rotated at a size cap to `<log>.1`, so the whole of
+ * a log is the rotated part, then the log; and following it means noticing a rotation by the
+ * file's inode and reading the rest of the old file before the new one. Copies go to a sink in
+ * chunks, waiting for a slow reader; `mcpmgr logs` (cli/logs.ts) is the user.
  */
 import { Buffer } from "node:buffer";
+import { appendFileSync, renameSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 
 /** How much of a log is held at once: a log may be as large as its cap (10 MiB unless set higher). */
@@ -17,8 +19,8 @@ export type LogSink = (chunk: Buffer) => Promise<boolean>;
 
 export interface LogFiles {
   readonly path: string;
-  /** Where a rotation moves the log (`<log>.1`); none for the proxy's log. */
-  readonly rotated: string | undefined;
+  /** Where a rotation moves the log (`<log>.1`). */
+  readonly rotated: string;
 }
 
 /**
@@ -28,6 +30,29 @@ export interface LogFiles {
 export interface LogPosition {
   readonly ino: number | undefined;
   readonly offset: number;
+}
+
+/**
+ * Appends to a log: the server's output, or everything the supervisor itself prints (the proxy
+ * log). Once the log reaches `maxBytes` it is renamed to `rotated` (replacing the previous one)
+ * and the next write starts a new log, so a log takes at most about twice the cap; `mcpmgr logs`
+ * shows both parts. The writes are whole lines (server-output.ts; console lines), so neither part
+ * starts or ends within a line. The size is counted as it is written, not asked of the file on
+ * every line: the file is looked at once, for what an earlier run of the workload left in it.
+ */
+export function cappedLog(path: string, rotated: string, maxBytes: number): (text: string) => void {
+  let size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+  return (text) => {
+    appendFileSync(path, text, { mode: 0o600 });
+    size += Buffer.byteLength(text);
+    if (size < maxBytes) return;
+    try {
+      renameSync(path, rotated);
+    } catch {
+      // Deleted meanwhile (by hand): the next write starts a new log all the same.
+    }
+    size = 0;
+  };
 }
 
 type FileHandle = Awaited<ReturnType<typeof open>>;
@@ -50,7 +75,7 @@ export async function copyWhole(
   try {
     const ino = current === undefined ? undefined : (await current.stat()).ino;
     let copied = 0;
-    const older = files.rotated === undefined ? undefined : await openIfThere(files.rotated);
+    const older = await openIfThere(files.rotated);
     if (older !== undefined) {
       try {
         if ((await older.stat()).ino !== ino) {
@@ -103,11 +128,11 @@ export async function copyNew(
 
 /** The rest of the log followed, if the rotated file is it; else (removed, replaced) nothing. */
 async function copyRestOfRotated(
-  rotated: string | undefined,
+  rotated: string,
   at: LogPosition,
   sink: LogSink,
 ): Promise<LogPosition | typeof READER_GONE> {
-  const older = rotated === undefined ? undefined : await openIfThere(rotated);
+  const older = await openIfThere(rotated);
   if (older === undefined) return at;
   try {
     if ((await older.stat()).ino !== at.ino) return at;

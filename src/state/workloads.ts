@@ -5,7 +5,7 @@
  *                                lock makes "names are unique" and "ports are unique" checkable)
  *   workloads/<name>/workload.json   the record (also the exported configuration)
  *   workloads/<name>/status.json     state, supervisor pid, restarts, last error
- *   <logDir>/<name>.log, <name>.proxy.log
+ *   <logDir>/<name>.log, <name>.proxy.log, and each one's rotated part (`.1`, state/log-files.ts)
  *
  * Reads take no lock: every file is replaced by an atomic rename, so a reader sees a whole
  * old or a whole new file. Writes happen under the lock and re-read what they depend on
@@ -193,6 +193,7 @@ export class WorkloadStore {
       await rm(this.logPath(name), { force: true });
       await rm(this.rotatedLogPath(name), { force: true });
       await rm(this.proxyLogPath(name), { force: true });
+      await rm(this.rotatedProxyLogPath(name), { force: true });
     });
   }
 
@@ -242,6 +243,18 @@ export class WorkloadStore {
   proxyLogPath(name: string): string {
     assertWorkloadName(name);
     return join(this.paths.logDir, `${name}.proxy.log`);
+  }
+
+  /** Where the proxy's log is moved when it reaches the size cap (state/log-files.ts). */
+  rotatedProxyLogPath(name: string): string {
+    return `${this.proxyLogPath(name)}.1`;
+  }
+
+  /** The server's log (or with `proxy`, the proxy's) and its rotated part, as `mcpmgr logs` reads them. */
+  logFiles(name: string, which: "server" | "proxy"): { path: string; rotated: string } {
+    return which === "proxy"
+      ? { path: this.proxyLogPath(name), rotated: this.rotatedProxyLogPath(name) }
+      : { path: this.logPath(name), rotated: this.rotatedLogPath(name) };
   }
 
   get lockPath(): string {

@@ -66,6 +66,8 @@ export async function startSupervisor(
   await ensureDir(store.paths.logDir);
   // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer.
   await store.writeStatus(name, { state: "starting" });
+  // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
+  // this catches what it cannot print that way (an error before that is set up, a runtime crash).
   const out = openSync(store.proxyLogPath(name), "a", 0o600);
   const [command, ...args] = selfCommand("__supervise", name);
   const record = await store.getExisting(name);

@@ -9,12 +9,12 @@
  * gateway's start in place of `startWorkload` (it holds its own port). The AI clients
  * following the workload's group are told each time it runs and when it stops.
  */
-import { appendFileSync, renameSync, statSync } from "node:fs";
 import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import { serverUnavailable } from "../proxy/jsonrpc.ts";
 import { serve } from "../proxy/serve.ts";
 import { errnoCode } from "../state/atomic-file.ts";
+import { cappedLog } from "../state/log-files.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
@@ -198,29 +198,6 @@ async function starter(
   const workloadLog = cappedLog(store.logPath(name), store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env));
   const listener = keepListener(spec, ctx);
   return { start: () => startWorkload(spec, ctx, { workloadLog, supervised: true, listener }), listener };
-}
-
-/**
- * Appends the server's output to its log. Once the log reaches `maxBytes` it is renamed to
- * `rotated` (replacing the previous one) and the next write starts a new log, so a chatty server
- * takes at most about twice the cap; `mcpmgr logs` shows both parts. The writes are whole lines
- * (server-output.ts), so neither part starts or ends within a line. The size is counted as it is
- * written, not asked of the file on every line: the file is looked at once, for what an earlier
- * run of the workload left in it.
- */
-export function cappedLog(path: string, rotated: string, maxBytes: number): (text: string) => void {
-  let size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
-  return (text) => {
-    appendFileSync(path, text, { mode: 0o600 });
-    size += Buffer.byteLength(text);
-    if (size < maxBytes) return;
-    try {
-      renameSync(path, rotated);
-    } catch {
-      // Deleted meanwhile (by hand): the next write starts a new log all the same.
-    }
-    size = 0;
-  };
 }
 
 /**

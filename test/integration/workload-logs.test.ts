@@ -2,7 +2,8 @@
  * A background workload's log under a size cap (MCPMGR_MAX_LOG_BYTES), with a real supervisor
  * and a chatty stdio server: the log is rotated to `<log>.1` at the cap, `logs` shows both parts
  * in order, `logs -f` follows across rotations without losing or repeating a line, `rm` removes
- * both, and a bad value is refused in one line.
+ * both, and a bad value is refused in one line. The proxy's own log (a background gateway's audit
+ * lines) is rotated the same way.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -64,7 +65,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["rotating", "followed", "later-bad"]) mcpmgr({}, "rm", name);
+  for (const name of ["rotating", "followed", "later-bad", "gw-logs"]) mcpmgr({}, "rm", name);
   await rm(home, { recursive: true, force: true });
 });
 
@@ -130,6 +131,39 @@ test("logs -f follows across rotations: every line once, in order", async () => 
     expect(mcpmgr({}, "rm", "followed").code).toBe(0);
     await follower.end();
   }
+});
+
+test("the proxy's log rotates at the cap too: logs --proxy shows both parts, -f follows, rm removes both", async () => {
+  const started = mcpmgr(capped, "gateway", "default", "--detach", "--name", "gw-logs", "--enable-audit");
+  expect(started.code).toBe(0);
+  const url = started.stdout.trim();
+  const proxyLog = store.proxyLogPath("gw-logs");
+  const rotated = `${proxyLog}.1`;
+  const follower = followLogs(home, ["gw-logs", "--proxy"]);
+  // One audit line per request, each with its own id (about 300 bytes a line).
+  const ids = (text: string) => [...text.matchAll(/^\{"id":"([0-9a-f-]+)"/gm)].map((m) => m[1]);
+  try {
+    await until(() => follower.text().includes("gw-logs running at"));
+    while (!existsSync(rotated)) {
+      const client = new Client({ name: "workload-logs-test", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+      await client.listTools();
+      await client.close();
+    }
+    expect(statSync(rotated).size).toBeGreaterThanOrEqual(CAP);
+    expect(statSync(rotated).size).toBeLessThan(CAP + 2_000);
+    const shown = mcpmgr({}, "logs", "gw-logs", "--proxy").stdout;
+    expect(shown).toBe(read(rotated) + read(proxyLog));
+    expect(shown).toContain("gw-logs running at");
+    const written = ids(shown);
+    expect(written.length).toBeGreaterThan(10);
+    await until(() => ids(follower.text()).length >= written.length);
+    expect(ids(follower.text()).slice(0, written.length)).toEqual(written);
+  } finally {
+    expect(mcpmgr({}, "rm", "gw-logs").code).toBe(0);
+    await follower.end();
+  }
+  expect(readdirSync(store.paths.logDir).filter((file) => file.startsWith("gw-logs."))).toEqual([]);
 });
 
 test("a bad MCPMGR_MAX_LOG_BYTES is a one-line error naming it, before anything is recorded", () => {

@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { McpmgrError } from "../../src/errors.ts";
 import type { RunningWorkload } from "../../src/workload/start.ts";
-import { cappedLog, restartLoop, type StatusReport } from "../../src/workload/supervisor.ts";
+import { cappedLog } from "../../src/state/log-files.ts";
+import { restartLoop, type StatusReport } from "../../src/workload/supervisor.ts";
 
 const timings = { firstBackoffMs: 1_000, maxBackoffMs: 4_000, stableAfterMs: 60_000 };
 const quietLog = { debug() {}, info() {}, warn() {}, error() {} };
