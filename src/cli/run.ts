@@ -93,8 +93,20 @@ async function runInBackground(
   printResult(workloadUrl(record));
 }
 
-/** Blocks until Ctrl-C or until the server exits; returns the exit code. */
+/**
+ * Blocks until Ctrl-C or until the server exits; returns the exit code. Its name is taken
+ * while it runs: no record may have it, and no background run can take it meanwhile.
+ */
 async function runInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<number> {
+  const release = await new WorkloadStore(ctx.paths).claimForegroundName(spec.name);
+  try {
+    return await serveInForeground(spec, ctx);
+  } finally {
+    await release();
+  }
+}
+
+async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<number> {
   await assertForegroundNameFree(spec, ctx);
   // Listened for from the start: Ctrl-C during a pull, build or handshake must not leave a
   // container running.

@@ -15,6 +15,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { McpmgrError } from "../errors.ts";
 import type { McpmgrPaths } from "./paths.ts";
+import { isSameProcess, processStartTime } from "./process-start.ts";
 
 const KEY_FILE = "gateway.key";
 /** The key's shape, also how a member tells it from a client's bearer token at a glance. */
@@ -73,26 +74,6 @@ export function readGatewayKey(paths: McpmgrPaths): string | undefined {
   }
 }
 
-/** When a process started (clock ticks since boot), to tell a live pid from a reused one; "" off Linux. */
-function startTimeOf(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ")".
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return process.platform === "linux" ? undefined : "";
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** Marks the group as guarded by this process until the returned function is called. */
 export async function guardGroup(
   paths: McpmgrPaths,
@@ -101,7 +82,7 @@ export async function guardGroup(
 ): Promise<() => Promise<void>> {
   const dir = guardDir(paths, group);
   const marker = join(dir, String(process.pid));
-  const content = `${startTimeOf(process.pid) ?? ""}${options.authenticates ? `\n${AUTHN}` : ""}`;
+  const content = `${processStartTime(process.pid) ?? ""}${options.authenticates ? `\n${AUTHN}` : ""}`;
   for (let attempt = 0; ; attempt++) {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     try {
@@ -142,8 +123,6 @@ export function groupGuard(paths: McpmgrPaths, group: string): GroupGuard {
   }
   let guarded = false;
   for (const entry of entries) {
-    const pid = Number(entry);
-    if (!Number.isSafeInteger(pid) || pid <= 0 || !isAlive(pid)) continue;
     let recorded: string;
     try {
       recorded = readFileSync(join(dir, entry), "utf8");
@@ -151,7 +130,7 @@ export function groupGuard(paths: McpmgrPaths, group: string): GroupGuard {
       continue;
     }
     const [startTime, flag] = recorded.split("\n");
-    if (startTimeOf(pid) !== startTime) continue;
+    if (!isSameProcess(Number(entry), startTime ?? "")) continue;
     if (flag === AUTHN) return { guarded: true, authenticated: true };
     guarded = true;
   }
@@ -167,9 +146,8 @@ export function isGroupGuarded(paths: McpmgrPaths, group: string): boolean {
 export async function pruneGuards(paths: McpmgrPaths, group: string): Promise<void> {
   const dir = guardDir(paths, group);
   for (const entry of await readdir(dir).catch(() => [] as string[])) {
-    const pid = Number(entry);
     const recorded = await readFile(join(dir, entry), "utf8").catch(() => undefined);
-    const alive = Number.isSafeInteger(pid) && pid > 0 && isAlive(pid) && recorded?.split("\n")[0] === startTimeOf(pid);
+    const alive = recorded !== undefined && isSameProcess(Number(entry), recorded.split("\n")[0] ?? "");
     if (!alive) await rm(join(dir, entry), { force: true });
   }
   await removeIfEmpty(dir);

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
 import { describeIssues, ensureDir, errnoCode, readJsonFile, stateIoError, writeJsonFile } from "./atomic-file.ts";
+import { liveForegroundRun, releaseForegroundClaim, writeForegroundClaim } from "./foreground-runs.ts";
 import { withLock, type LockOptions } from "./lock.ts";
 import type { McpmgrPaths } from "./paths.ts";
 import { assertWorkloadName, isValidWorkloadName } from "./workload-name.ts";
@@ -147,11 +148,30 @@ export class WorkloadStore {
           hint: `choose another --name, or remove the old one first: mcpmgr rm ${record.name}`,
         });
       }
+      assertNoForegroundRun(this.paths, record.name);
       await this.#assertPortFree(record);
       await ensureDir(this.paths.logDir);
       await writeJsonFile(this.#recordPath(record.name), record);
       return record;
     });
+  }
+
+  /**
+   * Takes `name` for a foreground run (state/foreground-runs.ts) until the returned function is
+   * called: refused (WORKLOAD_EXISTS) while a record or another live foreground run has it.
+   */
+  async claimForegroundName(name: string): Promise<() => Promise<void>> {
+    assertWorkloadName(name);
+    await this.#locked(async () => {
+      if ((await this.#read(name)) !== undefined) {
+        throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${name} already exists`, {
+          hint: `start it with 'mcpmgr start ${name}', remove it with 'mcpmgr rm ${name}', or give this run another --name`,
+        });
+      }
+      assertNoForegroundRun(this.paths, name);
+      await writeForegroundClaim(this.paths, name);
+    });
+    return () => releaseForegroundClaim(this.paths, name);
   }
 
   /**
@@ -329,6 +349,15 @@ export class WorkloadStore {
   #locked<T>(fn: () => Promise<T>): Promise<T> {
     return withLock(this.lockPath, fn, this.#lock);
   }
+}
+
+/** WORKLOAD_EXISTS while a live foreground run holds the name. */
+export function assertNoForegroundRun(paths: McpmgrPaths, name: string): void {
+  const running = liveForegroundRun(paths, name);
+  if (running === undefined) return;
+  throw new McpmgrError("WORKLOAD_EXISTS", `a foreground run named ${name} is running (pid ${running.pid})`, {
+    hint: "stop it (Ctrl-C where it runs), or choose another --name",
+  });
 }
 
 function _notFound(name: string): never {

@@ -10,7 +10,7 @@ import { McpmgrError } from "../errors.ts";
 import { findFreePort } from "../proxy/serve.ts";
 import { dockerHostFor } from "../runtime/docker/engine.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
-import type { WorkloadStore } from "../state/workloads.ts";
+import { assertNoForegroundRun, type WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
 import { prepareImage, printContainerGrants } from "./launch-container.ts";
 import { printProcessGrants, processWorkingDir, sandboxedMounts } from "./launch-process.ts";
@@ -29,6 +29,8 @@ export async function assertNameFree(store: WorkloadStore, name: string): Promis
       hint: `'mcpmgr list' shows it; start it with 'mcpmgr start ${name}' if it is stopped, remove it with 'mcpmgr rm ${name}', or choose another --name`,
     });
   }
+  // A foreground run has no record, but its name is taken while it runs (checked again when recorded).
+  assertNoForegroundRun(store.paths, name);
 }
 
 /** What can fail before the supervisor starts fails here, where the user looks. */

@@ -86,8 +86,8 @@ export async function clientsSeeStopped(name: string, ctx: ClientEntriesContext)
 
 /**
  * `run --foreground`: written into the clients following its group while it runs, under this
- * process's id; returns what takes it out again. Not written when a recorded workload has the
- * same name (the two would fight over one entry).
+ * process's id; returns what takes it out again. Its name is its own while it runs (no record
+ * has it, and none can be made: state/foreground-runs.ts), so no other entry fights over it.
  */
 export async function clientsSeeForegroundRun(
   spec: RunSpec,
@@ -97,12 +97,6 @@ export async function clientsSeeForegroundRun(
   const nothing = async () => {};
   const registrations = await readRegistrations(ctx);
   if (registrations === undefined || !isFollowed(registrations, spec.group)) return nothing;
-  if ((await new WorkloadStore(ctx.paths).get(spec.name).catch(() => undefined)) !== undefined) {
-    ctx.log.warn(
-      `${spec.name} is not written into AI clients: a recorded workload has that name (give this run another --name)`,
-    );
-    return nothing;
-  }
   const pid = process.pid;
   const endpoint: WorkloadEndpoint = { name: spec.name, group: spec.group, url, transport: transportOf(spec), pid };
   await withSync(ctx, `were not told that ${spec.name} runs`, async (sync) => {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { expectOneLineError } from "../support/cli-home.ts";
 import { CLI_ENTRY, REPO_ROOT, freePort, spawnUntil } from "../support/processes.ts";
 import { eventually } from "../support/raw-http.ts";
 
@@ -371,3 +372,41 @@ test("ignore overlays apply in the bubblewrap sandbox too: .mcpmgrignore hides f
     await rm(dir, { recursive: true, force: true });
   }
 }, 60_000);
+
+test("a foreground run's name is taken while it runs, and a recorded name is taken for a foreground run", async () => {
+  const cli = (...args: string[]) => {
+    const done = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1" },
+      timeout: 60_000,
+    });
+    return { code: done.exitCode, stdout: done.stdout.toString(), stderr: done.stderr.toString() };
+  };
+  const run = await runForeground([PROBE, "--name", "fg-taken", "--permission-profile", "none"]);
+  try {
+    // In the background, and in the foreground again: refused before anything starts, naming the run.
+    for (const again of [
+      ["run", PROBE],
+      ["run", "--foreground", PROBE],
+    ]) {
+      const refused = expectOneLineError(cli(...again, "--name", "fg-taken", "--permission-profile", "none"), 1);
+      expect(refused).toContain(`a foreground run named fg-taken is running (pid ${run.proc.pid})`);
+      expect(refused).toContain("stop it (Ctrl-C where it runs), or choose another --name");
+    }
+    const listed = JSON.parse(cli("list", "--format", "json").stdout) as { name: string }[];
+    expect(listed.map((workload) => workload.name)).not.toContain("fg-taken");
+    expect(await run.call("env", { name: "HOME" })).toBeDefined();
+    await run.client.close();
+  } finally {
+    expect(await run.stop("SIGINT")).toBe(0);
+  }
+  // Free once it ended; then the recorded workload has it, and a foreground run is refused.
+  expect(cli("run", PROBE, "--name", "fg-taken", "--permission-profile", "none").code).toBe(0);
+  try {
+    const refused = expectOneLineError(cli("run", "--foreground", PROBE, "--name", "fg-taken"), 1);
+    expect(refused).toContain("a workload named fg-taken already exists");
+    expect(refused).toContain("mcpmgr start fg-taken");
+  } finally {
+    expect(cli("rm", "fg-taken").code).toBe(0);
+  }
+}, 90_000);

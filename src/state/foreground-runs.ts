@@ -1,0 +1,47 @@
+/**
+ * A foreground run (`run --foreground`) has no workload record, yet its name is taken while it
+ * runs: it holds a claim, `<runtimeDir>/foreground/<name>.json` (its pid and process start
+ * time), from before it starts until it ends. A claim whose process is gone (killed with
+ * SIGKILL, the machine restarted) or whose pid another process has since does not count, and
+ * is replaced by the next claim. Claims are made and checked under the workload store's lock,
+ * with the records (WorkloadStore `claimForegroundName`, `create`), so one name is either a
+ * record or one live foreground run, whatever the order they come in.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import * as v from "valibot";
+import { ensureDir, writeJsonFile } from "./atomic-file.ts";
+import type { McpmgrPaths } from "./paths.ts";
+import { isSameProcess, processStartTime } from "./process-start.ts";
+
+const claimSchema = v.object({ pid: v.pipe(v.number(), v.integer()), startTime: v.string() });
+
+export interface ForegroundClaim {
+  readonly pid: number;
+}
+
+function claimPath(paths: McpmgrPaths, name: string): string {
+  return join(paths.runtimeDir, "foreground", `${name}.json`);
+}
+
+/** The live foreground run that holds `name`, if any (an unreadable claim holds nothing). */
+export function liveForegroundRun(paths: McpmgrPaths, name: string): ForegroundClaim | undefined {
+  try {
+    const claim = v.parse(claimSchema, JSON.parse(readFileSync(claimPath(paths, name), "utf8")));
+    return isSameProcess(claim.pid, claim.startTime) ? { pid: claim.pid } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes this process's claim on `name` (the caller checked, under the store's lock, that none is live). */
+export async function writeForegroundClaim(paths: McpmgrPaths, name: string): Promise<void> {
+  await ensureDir(join(paths.runtimeDir, "foreground"));
+  await writeJsonFile(claimPath(paths, name), { pid: process.pid, startTime: processStartTime(process.pid) ?? "" });
+}
+
+/** Removes this process's claim on `name`; one another run has taken since is left alone. */
+export async function releaseForegroundClaim(paths: McpmgrPaths, name: string): Promise<void> {
+  const { rm } = await import("node:fs/promises");
+  if (liveForegroundRun(paths, name)?.pid === process.pid) await rm(claimPath(paths, name), { force: true });
+}
