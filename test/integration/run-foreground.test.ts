@@ -199,8 +199,42 @@ test("a remote URL runs behind the transparent forwarder", async () => {
       await run.stop();
     }
     expect(run.output()).toContain("remote-demo");
+    expect(run.output()).not.toContain("does not resolve");
   } finally {
     await fixture.stop();
+  }
+}, 60_000);
+
+test("a remote whose host does not resolve runs, with a one-line warning saying so, in the background and the foreground", async () => {
+  // `.invalid` never resolves (RFC 2606); no network is needed.
+  const remote = "http://does-not-exist.invalid/mcp";
+  const warning =
+    /^\[warn\] (dns-bad|dns-bad-fg): the remote's host does-not-exist\.invalid does not resolve \((ENOTFOUND|EAI_AGAIN)\); it runs, but every request to it fails until it does \(hint: check the URL, your network and DNS\)$/m;
+  const cli = (...args: string[]) => {
+    const done = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1" },
+      timeout: 60_000,
+    });
+    return { code: done.exitCode, stdout: done.stdout.toString(), stderr: done.stderr.toString() };
+  };
+  const background = cli("run", remote, "--name", "dns-bad");
+  try {
+    expect(background.code).toBe(0);
+    expect(background.stderr).toMatch(warning);
+    expect(background.stderr.match(/does not resolve/g)).toHaveLength(1);
+  } finally {
+    expect(cli("rm", "dns-bad").code).toBe(0);
+  }
+  const foreground = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", remote, "--name", "dns-bad-fg"],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  try {
+    expect(foreground.output()).toMatch(warning);
+  } finally {
+    expect(await foreground.stop("SIGINT")).toBe(0);
   }
 }, 60_000);
 
