@@ -12,7 +12,7 @@ import { JsonRpcCode, jsonRpcError, serverUnavailable, sessionLimitReached } fro
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
 import { maxJsonDepth, parseJsonText } from "./json-text.ts";
-import type { JsonRpcMessage } from "../mcp-message.ts";
+import { type JsonRpcMessage, namesPerRequestRevision } from "../mcp-message.ts";
 import { allowsBatches, isSupportedProtocolVersion, kindOf } from "./messages.ts";
 import { checkModernRequest, type EdgeRefusal, metaKey, type ModernEnvelope, statusOfModernError } from "./modern.ts";
 import { PostSink } from "./post-sink.ts";
@@ -56,10 +56,15 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     return session;
   };
 
-  /** A POST without a session that is not an initialize: 2026-07-28, unless it names an older version. */
+  /**
+   * A 2026-07-28 POST: one whose MCP-Protocol-Version names that revision or a later one (with
+   * or without an Mcp-Session-Id: a session must not spare it the revision's header checks), or
+   * one without a session that is not an initialize, unless it names an older version.
+   */
   const isModern = (req: Request, messages: readonly JsonRpcMessage[]): boolean => {
-    if (req.headers.get("mcp-session-id") !== null) return false;
     const header = req.headers.get("mcp-protocol-version");
+    if (namesPerRequestRevision(header)) return true;
+    if (req.headers.get("mcp-session-id") !== null) return false;
     if (sessionVersion(header)) return false;
     return header !== null || messages.some((m) => m.params?._meta?.[metaKey.protocolVersion] !== undefined);
   };
@@ -214,12 +219,14 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     return response;
   };
 
-  const refuseStateless = (req: Request): Response | undefined =>
-    req.headers.get("mcp-session-id") === null &&
-    !sessionVersion(req.headers.get("mcp-protocol-version")) &&
-    req.headers.get("mcp-protocol-version") !== null
-      ? new Response(null, { status: 405, headers: { allow: "POST" } })
-      : undefined;
+  /** GET and DELETE from a 2026-07-28 client (the revision has neither): 405. */
+  const refuseStateless = (req: Request): Response | undefined => {
+    const header = req.headers.get("mcp-protocol-version");
+    const stateless =
+      namesPerRequestRevision(header) ||
+      (req.headers.get("mcp-session-id") === null && header !== null && !sessionVersion(header));
+    return stateless ? new Response(null, { status: 405, headers: { allow: "POST" } }) : undefined;
+  };
 
   const get = (req: Request, keepOpen: () => void): Response => {
     const stateless = refuseStateless(req);
