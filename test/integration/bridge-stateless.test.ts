@@ -140,3 +140,24 @@ test("a request naming 2026-07-28 is served as one whatever Mcp-Session-Id it ca
   });
   expect(stillThere.status).toBe(200);
 });
+
+test("a listen from a client that accepts no stream is refused with 406, naming the request it answers", async () => {
+  const res = await fetch(bridged.url, {
+    method: "POST",
+    headers: { ...statelessHeaders, accept: "application/json", "mcp-method": "subscriptions/listen" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: "listen-1",
+      method: "subscriptions/listen",
+      params: {
+        notifications: { toolsListChanged: true },
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      },
+    }),
+  });
+  expect(res.status).toBe(406);
+  expect(await res.json()).toMatchObject({ id: "listen-1", error: { code: -32000 } });
+});

@@ -134,7 +134,14 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     });
     if (listen && bridge.server?.era !== "modern") {
       if (!acceptsSse)
-        return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: subscriptions/listen answers with a stream");
+        return jsonRpcError(
+          406,
+          JsonRpcCode.serverError,
+          "Not Acceptable: subscriptions/listen answers with a stream",
+          {
+            id: message.id ?? null,
+          },
+        );
       sink.streamNow();
       bridge.listen(message, listenSink(sink));
     } else {
