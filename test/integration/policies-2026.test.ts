@@ -291,6 +291,14 @@ describe("telemetry", () => {
     expect((await requests(403)) - deniedBefore).toBe(1);
     expect((await calls()) - callsBefore).toBe(3);
   });
+
+  test("2026-07-28's own methods are counted under their names, not as other", async () => {
+    const discovers = () =>
+      counter("mcp_server_requests_total", ['mcp_method_name="server/discover"', 'http_response_status_code="200"']);
+    const before = await discovers();
+    expect((await modern("a", "server/discover")).status).toBe(200);
+    expect((await discovers()) - before).toBe(1);
+  });
 });
 
 describe("the transparent proxy in front of a 2026-07-28 HTTP server", () => {
