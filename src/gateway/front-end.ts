@@ -8,7 +8,8 @@
  *    per request over a pool per caller (there is no session to tie anything to, but whatever a
  *    workload keeps per upstream session must never pass from one principal to another); their
  *    tools/call is checked first for `Mcp-Param-*` headers that disagree with it (param-headers.ts).
- * A request with a session id is routed by a map lookup, without reading its body; a
+ * A request with a session id (and no MCP-Protocol-Version of 2026-07-28 or later, which is served
+ * statelessly whatever session id it carries) is routed by a map lookup; a
  * session answers only the caller that opened it (another caller's request is 404, as for
  * a session that does not exist), and at most `maxSessions` are open at once.
  */
@@ -21,6 +22,7 @@ import { forwardWith, plainValue, type RpcBody, readRpcBody } from "../middlewar
 import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
 import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
+import { namesPerRequestRevision } from "../proxy/mcp-message.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
 import { anyResult } from "./sdk.ts";
 import { SessionTransport } from "./session-transport.ts";
@@ -197,7 +199,11 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
     // Responses may stream for as long as a tool runs; the server's idle timeout must not cut them.
     ctx.keepOpen();
-    const sessionId = req.headers.get("mcp-session-id");
+    // A request naming 2026-07-28 (or later) is served statelessly whatever Mcp-Session-Id it carries, as
+    // that revision says: a session must not spare it the revision's checks (nor answer it the 2025 way).
+    const sessionId = namesPerRequestRevision(req.headers.get("mcp-protocol-version"))
+      ? null
+      : req.headers.get("mcp-session-id");
     if (sessionId !== null) {
       const session = sessions.get(sessionId);
       if (session === undefined || session.owner !== (callerOf(req) ?? ""))

@@ -62,9 +62,11 @@ export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint 
   return (next) => async (req, ctx) => {
     const raw = await readRpcBody(req);
     let forward = req;
+    let readsResource = false;
     if (raw !== undefined) {
       const body = checkedBody(req, raw, { arguments: argsMatter });
       if (body instanceof Response) return markDenied(body);
+      readsResource = body.messages.some((message) => message?.method === "resources/read");
       const refusal = refuse(req, body.messages);
       if (refusal instanceof Response) return refusal;
       if (refusal !== undefined) {
@@ -79,12 +81,29 @@ export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint 
       forward = forwardWith(req, body);
     }
     // Every answer, GET streams included (legacy SSE answers arrive there).
+    if (readsResource)
+      return rewriteResults(
+        await next(forward, ctx),
+        (message) => privateRead(filterLists(req, message)),
+        (data) => /"(tools|prompts|resources|contents)"/.test(data),
+      );
     return rewriteResults(
       await next(forward, ctx),
       (message) => filterLists(req, message),
       (data) => /"(tools|prompts|resources)"/.test(data),
     );
   };
+
+  /**
+   * A resource read Cedar allowed this caller is the caller's alone (another may be refused it): a
+   * 2026-07-28 answer is marked private, so no shared cache hands it to a caller the policies refuse.
+   */
+  function privateRead(message: JsonRpcMessage): JsonRpcMessage {
+    const result = message.result as Record<string, unknown> | undefined;
+    if (typeof result !== "object" || result === null || !Array.isArray(result.contents)) return message;
+    const marked = privateToCaller(result);
+    return marked === result ? message : { ...message, result: marked };
+  }
 
   function refuse(
     req: Request,

@@ -55,7 +55,7 @@ export function telemetryMiddleware(
     : undefined;
   // Label values clients choose are bounded: unknown methods are "other", tools past 200 distinct names too.
   const methodLabel = (method: string) =>
-    /^(initialize|ping|tools\/(list|call)|prompts\/(list|get)|resources\/(list|read|subscribe|unsubscribe|templates\/list)|completion\/complete|logging\/setLevel|notifications\/[a-z_/]+)$/.test(
+    /^(initialize|ping|server\/discover|subscriptions\/listen|tools\/(list|call)|prompts\/(list|get)|resources\/(list|read|subscribe|unsubscribe|templates\/list)|completion\/complete|logging\/setLevel|notifications\/[a-z_/]+)$/.test(
       method,
     )
       ? method

@@ -127,6 +127,12 @@ export function createEventStream(options: EventStreamOptions = {}): EventStream
 
 export function eventStreamResponse(stream: EventStream, headers: Record<string, string> = {}): Response {
   return new Response(stream.stream, {
-    headers: { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", ...headers },
+    // X-Accel-Buffering: reverse proxies (nginx) must pass events on at once (Streamable HTTP asks it of servers).
+    headers: {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache, no-transform",
+      "x-accel-buffering": "no",
+      ...headers,
+    },
   });
 }

@@ -11,6 +11,7 @@ import { pathAndQuery, type Handler } from "./handler.ts";
 import { sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "./jsonrpc.ts";
 import { LegacySessions } from "./legacy-sessions.ts";
+import { namesPerRequestRevision } from "./mcp-message.ts";
 import type { LiveStreams } from "./live-streams.ts";
 import { publicEndpoint } from "./public-url.ts";
 import { PendingAnswers, requestIdsOf } from "./sse-answers.ts";
@@ -111,7 +112,10 @@ export function transparentForwarder(options: ForwardOptions): Handler {
   };
 
   return async (req, ctx) => {
-    const sessionId = req.headers.get("mcp-session-id");
+    // A request naming 2026-07-28 or later belongs to no session, whatever Mcp-Session-Id it carries (that
+    // revision: ignore it): the header is neither checked here nor sent on, so the upstream answers it as one.
+    const perRequest = namesPerRequestRevision(req.headers.get("mcp-protocol-version"));
+    const sessionId = perRequest ? null : req.headers.get("mcp-session-id");
     const url = upstreamUrl(req.url);
     const caller = callerOf(req);
     const refused = refuseSession(req, sessionId, url, caller);
@@ -132,7 +136,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       body = await requestBody(req, method);
       upstream = await doFetch(url, {
         method,
-        headers: upstreamRequestHeaders(req, { remoteAddress: ctx.remoteAddress, trustProxyHeaders }),
+        headers: upstreamRequestHeaders(req, { remoteAddress: ctx.remoteAddress, trustProxyHeaders }, perRequest),
         body,
         duplex: "half", // required for a streamed request body
         redirect: "manual",

@@ -7,6 +7,8 @@
  * - Host comes from the upstream URL (fetch sets it), X-Forwarded-* describe the
  *   client. Client-supplied X-Forwarded-* and Forwarded (RFC 7239) are kept only with
  *   --trust-proxy-headers: otherwise a client could describe itself as anyone.
+ * - Mcp-Session-Id is dropped from a request that names MCP 2026-07-28 or later (`sessionless`):
+ *   that revision has no sessions and says to ignore the header.
  * - Accept-Encoding is dropped so SSE arrives uncompressed: the proxy injects
  *   keep-alive comments and may rewrite the legacy `endpoint` event. Nothing on the way
  *   decodes bodies, so the upstream's Content-Encoding (if it compresses anyway) is kept.
@@ -53,7 +55,7 @@ const strippedUpstream: ReadonlySet<string> = new Set([...hopByHop, ...neverUpst
  * The request headers for the upstream, as name/value pairs (lower-case names): one pass
  * over the client's headers, which costs less than copying them and deleting from the copy.
  */
-export function upstreamRequestHeaders(req: Request, info: ForwardingInfo): [string, string][] {
+export function upstreamRequestHeaders(req: Request, info: ForwardingInfo, sessionless = false): [string, string][] {
   const source = req.headers;
   const named = connectionTokens(source);
   const trusted = info.trustProxyHeaders;
@@ -64,7 +66,7 @@ export function upstreamRequestHeaders(req: Request, info: ForwardingInfo): [str
   let hasForwardedHost = false;
   source.forEach((value, name) => {
     if (name === "host") host = value;
-    if (strippedUpstream.has(name) || named?.has(name)) return;
+    if (strippedUpstream.has(name) || named?.has(name) || (sessionless && name === "mcp-session-id")) return;
     if (forwarded.has(name)) {
       if (!trusted) return;
       if (name === "x-forwarded-for") {

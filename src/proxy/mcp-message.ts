@@ -43,3 +43,12 @@ export function targetOf(message: { readonly method?: unknown; readonly params?:
   const name = (message.params as Record<string, unknown>)[rule.key];
   return typeof name === "string" ? { kind: rule.kind, name } : undefined;
 }
+
+/**
+ * A dated revision from 2026-07-28 on, known or not: its requests carry their own context in
+ * `_meta` and never belong to a session, whatever `Mcp-Session-Id` they carry (2026-07-28 says
+ * to ignore that header, and a dual-era server serves a modern request statelessly).
+ */
+export function namesPerRequestRevision(version: string | null): boolean {
+  return version !== null && /^\d{4}-\d{2}-\d{2}$/.test(version) && version >= "2026-07-28";
+}

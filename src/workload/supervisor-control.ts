@@ -171,8 +171,10 @@ async function removeContainers(store: WorkloadStore, name: string, log: Workloa
 }
 
 /**
- * "Running" is the supervisor's word; an MCP initialize through the proxy is the
- * client's. Remote workloads are exempt: their server may want credentials first.
+ * "Running" is the supervisor's word; an MCP request through the proxy answered with a result
+ * is the client's. Both eras count: a 2025-era `initialize`, else (a server that speaks only
+ * MCP 2026-07-28 has no initialize) a 2026-07-28 `server/discover`. Remote workloads are
+ * exempt: their server may want credentials first.
  */
 async function confirmAnswers(store: WorkloadStore, name: string, failureHint: string): Promise<void> {
   const record = await store.getExisting(name);
@@ -183,40 +185,70 @@ async function confirmAnswers(store: WorkloadStore, name: string, failureHint: s
   // Loaded here: `list` evaluates this module and must stay light (the guard module writes files).
   const { readGatewayKey } = await import("../state/gateway-guard.ts");
   const gatewayKey = readGatewayKey(store.paths);
+  const authorization: Record<string, string> = gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {};
   try {
-    const response = await fetch(url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": "2025-06-18",
-        ...(gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {}),
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-readiness", version } },
-      }),
-      signal: AbortSignal.timeout(30_000),
+    const legacy = await probe(url, authorization, "2025-06-18", {
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-readiness", version } },
     });
-    // A protected endpoint answers with a challenge: that is the proxy answering, as intended.
-    if (response.status === 401 && /^Bearer\b/i.test(response.headers.get("www-authenticate") ?? "")) return;
-    const session = response.headers.get("mcp-session-id");
-    const text = await response.text();
-    if (!response.ok || !text.includes('"result"')) throw new Error(`initialize answered ${response.status}`);
-    if (session)
-      await fetch(url, {
-        method: "DELETE",
-        headers: { "mcp-session-id": session, ...(gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {}) },
-      }).catch(() => {});
+    if (legacy.answered) {
+      if (legacy.session)
+        await fetch(url, { method: "DELETE", headers: { "mcp-session-id": legacy.session, ...authorization } }).catch(
+          () => {},
+        );
+      return;
+    }
+    const modern = await probe(url, authorization, "2026-07-28", {
+      method: "server/discover",
+      params: {
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientInfo": { name: "mcpmgr-readiness", version },
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      },
+    });
+    if (!modern.answered)
+      throw new Error(`initialize answered ${legacy.status}, server/discover answered ${modern.status}`);
   } catch (err) {
     throw new McpmgrError(
       "SERVER_FAILED",
-      `${name} runs but does not answer MCP initialize at ${url}: ${errorMessage(err)}`,
+      `${name} runs but does not answer MCP (initialize or server/discover) at ${url}: ${errorMessage(err)}`,
       { hint: failureHint },
     );
   }
+}
+
+/**
+ * One request of the readiness probe: answered when it gets a result, or the proxy's own bearer
+ * challenge (a protected endpoint answering, as intended).
+ */
+async function probe(
+  url: string,
+  authorization: Record<string, string>,
+  protocolVersion: string,
+  request: { method: string; params: Record<string, unknown> },
+): Promise<{ answered: boolean; status: number; session?: string }> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": protocolVersion,
+      "mcp-method": request.method,
+      ...authorization,
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 0, ...request }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const status = response.status;
+  if (status === 401 && /^Bearer\b/i.test(response.headers.get("www-authenticate") ?? "")) {
+    await response.body?.cancel().catch(() => {});
+    return { answered: true, status };
+  }
+  const session = response.headers.get("mcp-session-id") ?? undefined;
+  const text = await response.text();
+  return { answered: response.ok && text.includes('"result"'), status, ...(session ? { session } : {}) };
 }
 
 /** SIGTERM, then SIGKILL after 15 s; only while the pid is still this workload's supervisor. */

@@ -35,6 +35,7 @@ async function openLegacy() {
   const res = await fetch(bridged.url, { headers: { accept: "text/event-stream" }, signal: controller.signal });
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toContain("text/event-stream");
+  expect(res.headers.get("x-accel-buffering")).toBe("no");
   const events = sseEvents(res.body as ReadableStream<Uint8Array>);
   const first = await events.next();
   expect(first?.event).toBe("endpoint");

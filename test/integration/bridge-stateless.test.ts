@@ -104,3 +104,96 @@ test("a 2026-07-28 _meta under an older MCP-Protocol-Version and no session is a
   expect(older.status).toBe(400);
   expect(((await older.json()) as { error: { message: string } }).error.message).toContain("Mcp-Session-Id");
 });
+
+test("a request naming 2026-07-28 is served as one whatever Mcp-Session-Id it carries: header checks, no session", async () => {
+  const legacy = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  const opened = await fetch(bridged.url, {
+    method: "POST",
+    headers: legacy,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "dual-era", version: "1" } },
+    }),
+  });
+  const sessionId = opened.headers.get("mcp-session-id") as string;
+  await opened.text();
+  const inSession = { ...legacy, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" };
+  await fetch(bridged.url, {
+    method: "POST",
+    headers: inSession,
+    body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+  });
+  const call = (id: number) =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: {
+        name: "test_simple_text",
+        arguments: {},
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      },
+    });
+  // A live session must not spare a 2026-07-28 request the revision's header checks.
+  const lying = await fetch(bridged.url, {
+    method: "POST",
+    headers: { ...statelessHeaders, "mcp-session-id": sessionId, "mcp-method": "tools/list", "mcp-name": "other" },
+    body: call(2),
+  });
+  expect(lying.status).toBe(400);
+  expect(((await lying.json()) as { error: { code: number } }).error.code).toBe(-32020);
+  // A stale one is ignored: the request is answered, and no session id comes back.
+  const stale = await fetch(bridged.url, {
+    method: "POST",
+    headers: {
+      ...statelessHeaders,
+      "mcp-session-id": "gone",
+      "mcp-method": "tools/call",
+      "mcp-name": "test_simple_text",
+    },
+    body: call(3),
+  });
+  expect(stale.status).toBe(200);
+  expect(stale.headers.get("mcp-session-id")).toBeNull();
+  expect(((await stale.json()) as { result: { resultType: string } }).result.resultType).toBe("complete");
+  // GET and DELETE from a 2026-07-28 client are 405 even with a session id; the session itself lives on.
+  for (const method of ["GET", "DELETE"]) {
+    const refused = await fetch(bridged.url, {
+      method,
+      headers: { ...statelessHeaders, accept: "text/event-stream", "mcp-session-id": sessionId },
+    });
+    expect(refused.status).toBe(405);
+  }
+  const stillThere = await fetch(bridged.url, {
+    method: "POST",
+    headers: inSession,
+    body: JSON.stringify({ jsonrpc: "2.0", id: 4, method: "ping" }),
+  });
+  expect(stillThere.status).toBe(200);
+});
+
+test("a listen from a client that accepts no stream is refused with 406, naming the request it answers", async () => {
+  const res = await fetch(bridged.url, {
+    method: "POST",
+    headers: { ...statelessHeaders, accept: "application/json", "mcp-method": "subscriptions/listen" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: "listen-1",
+      method: "subscriptions/listen",
+      params: {
+        notifications: { toolsListChanged: true },
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      },
+    }),
+  });
+  expect(res.status).toBe(406);
+  expect(await res.json()).toMatchObject({ id: "listen-1", error: { code: -32000 } });
+});

@@ -192,6 +192,7 @@ describe("GET stream", () => {
     controller.abort();
     expect(res?.status).toBe(200);
     expect(res?.headers.get("content-type")).toContain("text/event-stream");
+    expect(res?.headers.get("x-accel-buffering")).toBe("no");
     expect(res?.headers.get("mcp-session-id")).toBe(s.sessionId);
   });
 

@@ -206,3 +206,40 @@ test("a 2026-07-28 _meta under an older MCP-Protocol-Version and no session is a
   expect(res.status).toBe(400);
   expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32020);
 });
+
+test("a request naming 2026-07-28 is served statelessly whatever Mcp-Session-Id it carries", async () => {
+  const opened = await fetch(`${server.url.origin}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: initialize({}, "2025-11-25"),
+  });
+  const sessionId = opened.headers.get("mcp-session-id") as string;
+  await opened.body?.cancel();
+  expect(sessionId).toBeString();
+  const modern = (headers: Record<string, string>, method = "tools/list") =>
+    fetch(`${server.url.origin}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": method,
+        ...headers,
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list", params: { _meta: META } }),
+    });
+  // The revision's header checks apply in spite of a live session (the session used to answer it the 2025 way).
+  const lying = await modern({ "mcp-session-id": sessionId }, "prompts/list");
+  expect(lying.status).toBe(400);
+  expect(await lying.json()).toMatchObject({ error: { code: -32020 } });
+  // A stale session id is ignored, and none is echoed.
+  const stale = await modern({ "mcp-session-id": "gone" });
+  expect(stale.status).toBe(200);
+  expect(stale.headers.get("mcp-session-id")).toBeNull();
+  expect(await stale.json()).toMatchObject({ id: 7, result: { resultType: "complete", tools: [] } });
+  const get = await fetch(`${server.url.origin}/mcp`, {
+    headers: { accept: "text/event-stream", "mcp-protocol-version": "2026-07-28", "mcp-session-id": sessionId },
+  });
+  expect(get.status).toBe(405);
+  await get.body?.cancel();
+});

@@ -74,6 +74,7 @@ beforeAll(async () => {
     'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"stats");',
     'permit(principal == Client::"service-client", action == Action::"call_tool", resource == Tool::"sample") when { context has arg_prompt && context.arg_prompt like "ok*" };',
     'permit(principal == Client::"other-service-client", action == Action::"call_tool", resource == Tool::"echo");',
+    'permit(principal == Client::"service-client", action == Action::"read_resource", resource == Resource::"probe://r1");',
   ]);
   const webhooks = join(dir, "webhooks.json");
   await writeFile(
@@ -142,6 +143,7 @@ async function modern(
       "mcp-protocol-version": "2026-07-28",
       "mcp-method": method,
       ...(method === "tools/call" ? { "mcp-name": params.name as string } : {}),
+      ...(method === "resources/read" ? { "mcp-name": params.uri as string } : {}),
     },
     body: JSON.stringify({
       jsonrpc: "2.0",
@@ -182,6 +184,14 @@ describe("Cedar", () => {
     expect(await names("b")).toEqual(["echo"]);
     expect(await names("a")).toEqual(["echo", "stats"]);
     expect(await names("b")).toEqual(["echo"]);
+  });
+
+  test("a resource Cedar lets one caller read is private to that caller (the older server's answer said public)", async () => {
+    const read = await modern("a", "resources/read", { uri: "probe://r1" });
+    expect(read.message.result?.contents?.[0]?.text).toBe("contents of probe://r1");
+    expect(read.message.result?.cacheScope).toBe("private");
+    const refused = await modern("b", "resources/read", { uri: "probe://r1" });
+    expect(refused.status).toBe(403);
   });
 
   test("each stateless request is decided for its own caller", async () => {
@@ -280,6 +290,14 @@ describe("telemetry", () => {
     expect(refused.status).toBe(403);
     expect((await requests(403)) - deniedBefore).toBe(1);
     expect((await calls()) - callsBefore).toBe(3);
+  });
+
+  test("2026-07-28's own methods are counted under their names, not as other", async () => {
+    const discovers = () =>
+      counter("mcp_server_requests_total", ['mcp_method_name="server/discover"', 'http_response_status_code="200"']);
+    const before = await discovers();
+    expect((await modern("a", "server/discover")).status).toBe(200);
+    expect((await discovers()) - before).toBe(1);
   });
 });
 

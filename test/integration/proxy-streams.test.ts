@@ -132,3 +132,35 @@ test("a 2026-07-28 client that leaves before its answer: the upstream's request 
       expect(modern.seen.filter((r) => r.mcpMethod === "notifications/cancelled")).toEqual([]);
     }
 }, 60_000);
+
+test("a 2026-07-28 request with an Mcp-Session-Id: the header goes no further, the upstream answers it as one", async () => {
+  const modern = startModernServer();
+  cleanups.push(async () => modern.stop());
+  const proxy = await startProxy(modern.url);
+  cleanups.push(() => proxy.stop());
+  const response = await fetch(proxy.url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": "tools/list",
+      "mcp-session-id": "left-over-from-2025",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/list",
+      params: {
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      },
+    }),
+  });
+  expect(response.status).toBe(200);
+  expect(response.headers.get("mcp-session-id")).toBeNull();
+  expect(await response.json()).toMatchObject({ id: 1, result: { resultType: "complete" } });
+  expect(modern.seen.filter((r) => r.mcpMethod === "tools/list").map((r) => r.sessionId)).toEqual([null]);
+});

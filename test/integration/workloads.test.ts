@@ -4,12 +4,13 @@
  * crash restarts and a supervisor that died. Every test uses its own MCPMGR_HOME.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CLI_ENTRY, followLogs, REPO_ROOT } from "../support/processes.ts";
+import { CONFORMANCE_FIXTURE_2026 } from "../support/conformance.ts";
+import { CLI_ENTRY, followLogs, freePort, REPO_ROOT } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -234,6 +235,63 @@ test("a background run on a port another program holds says to choose another po
     busy.stop(true);
   }
 }, 60_000);
+
+test("a background HTTP server that speaks only MCP 2026-07-28 (no initialize) is confirmed as answering, and runs", async () => {
+  const project = await mkdtemp(join(tmpdir(), "mcpmgr-modern-only-"));
+  try {
+    await writeFile(
+      join(project, "server.sh"),
+      `#!/bin/sh\nexec ${process.execPath} ${CONFORMANCE_FIXTURE_2026} "$@"\n`,
+    );
+    await writeFile(
+      join(project, "package.json"),
+      JSON.stringify({ name: "modern-only", version: "1.0.0", bin: { "modern-only": "server.sh" } }),
+    );
+    const port = String(await freePort());
+    const result = mcpmgr(
+      "run",
+      `npx://${project}`,
+      "--name",
+      "modern-only",
+      "--transport",
+      "streamable-http",
+      "--target-port",
+      port,
+      "--",
+      "http",
+      "--port",
+      port,
+      "--modern-only",
+    );
+    expect(result.stderr).not.toContain("[error]");
+    expect(result.code).toBe(0);
+    expect(row("modern-only")?.status).toBe("running");
+    const discovered = await fetch(result.stdout.trim(), {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "server/discover",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "server/discover",
+        params: {
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+          },
+        },
+      }),
+    });
+    expect(await discovered.json()).toMatchObject({ result: { supportedVersions: ["2026-07-28"] } });
+  } finally {
+    mcpmgr("rm", "modern-only");
+    await rm(project, { recursive: true, force: true });
+  }
+}, 120_000);
 
 test("two runs at once both succeed, on different ports", async () => {
   const run = (name: string) =>

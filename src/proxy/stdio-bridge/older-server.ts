@@ -68,6 +68,7 @@ export class OlderServerTranslation {
 
   /** The server's answer to a 2026-07-28 request, as that revision shapes it. */
   answer(flight: Flight, answer: JsonRpcMessage): JsonRpcMessage {
+    if (answer.error?.code === urlElicitationRequired) return urlElicitationRound(flight, answer.error);
     const missing = flight.rounds?.missing;
     // The call failed for want of a capability the client did not declare: the revision names that error.
     const failed = answer.error !== undefined || (answer.result as { isError?: unknown } | undefined)?.isError === true;
@@ -85,4 +86,42 @@ export class OlderServerTranslation {
   release(flight: Flight): void {
     this.#rounds.release(flight);
   }
+}
+
+/** 2025-11-25's "visit this page, then call again" error; 2026-07-28 forbids the code on its wire. */
+const urlElicitationRequired = -32042;
+
+/**
+ * An older server's -32042 as 2026-07-28 says it: an input round asking the client to open each URL
+ * (elicitation/create in URL mode, without 2025-11-25's elicitationId). The server keeps nothing
+ * between the calls, so there is no requestState: the client's retry is a new call, as the older
+ * revision expected. The keys cannot meet those of the server's own requests in that call
+ * (input-rounds.ts), so the answers it carries are never taken for them. A client that did not
+ * declare URL-mode elicitation gets -32021 naming it.
+ */
+function urlElicitationRound(flight: Flight, error: NonNullable<JsonRpcMessage["error"]>): JsonRpcMessage {
+  const id = flight.clientId;
+  const asked = (error.data as { elicitations?: unknown } | undefined)?.elicitations;
+  const elicitations = Array.isArray(asked)
+    ? asked.filter(
+        (e): e is Record<string, unknown> => typeof e === "object" && e !== null && typeof e.url === "string",
+      )
+    : [];
+  if (elicitations.length === 0)
+    return errorResponse(
+      id,
+      JsonRpcCode.internalError,
+      `the MCP server asked for a URL to be opened: ${error.message}`,
+    );
+  const elicitation = flight.session.capabilities.elicitation as { url?: unknown } | undefined;
+  if (typeof elicitation?.url !== "object" || elicitation.url === null)
+    return missingCapabilityError(id, new Set(["elicitation"]), { elicitation: { url: {} } });
+  const inputRequests: Record<string, unknown> = {};
+  elicitations.forEach(({ elicitationId: _correlation, ...params }, index) => {
+    inputRequests[index === 0 ? "url-elicitation" : `url-elicitation-${index + 1}`] = {
+      method: "elicitation/create",
+      params: { ...params, mode: "url" },
+    };
+  });
+  return { jsonrpc: "2.0", id, result: { resultType: "input_required", inputRequests } };
 }

@@ -105,7 +105,7 @@ export class PostSink implements Sink {
       this.#options.onAbandon?.();
     });
     this.#options.onStream?.();
-    this.#resolve(eventStreamResponse(stream, { "x-accel-buffering": "no", ...this.#options.headers }));
+    this.#resolve(eventStreamResponse(stream, this.#options.headers));
     return stream;
   }
 

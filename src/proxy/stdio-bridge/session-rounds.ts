@@ -62,12 +62,9 @@ export class SessionRounds {
     for (const [key, request] of requests) {
       const id = `mcpmgr-input-${this.#next++}`;
       this.#pending.set(id, { flight, key });
-      const sent = sink?.send({
-        jsonrpc: "2.0",
-        id,
-        method: String(request.method),
-        ...(request.params !== undefined ? { params: request.params as Record<string, unknown> } : {}),
-      });
+      const method = String(request.method);
+      const params = forSessionClient(method, request.params, id);
+      const sent = sink?.send({ jsonrpc: "2.0", id, method, ...(params !== undefined ? { params } : {}) });
       if (!sent) {
         this.drop(flight);
         this.#host.fail(flight, "the client has no open stream to be asked for input");
@@ -112,4 +109,16 @@ export class SessionRounds {
     this.#host.retry(flight, collecting.answers, collecting.requestState);
     return true;
   }
+}
+
+/**
+ * An embedded request's params as a 2025-era client must receive them. A URL-mode elicitation has no
+ * `elicitationId` in 2026-07-28 (the server keeps its own correlation in requestState), while 2025-11-25
+ * requires one and its clients refuse the request without it: the bridge's own request id serves.
+ */
+function forSessionClient(method: string, params: unknown, id: string): Record<string, unknown> | undefined {
+  if (typeof params !== "object" || params === null) return undefined;
+  const given = params as Record<string, unknown>;
+  if (method !== "elicitation/create" || given.mode !== "url" || typeof given.elicitationId === "string") return given;
+  return { ...given, elicitationId: id };
 }

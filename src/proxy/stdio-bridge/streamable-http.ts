@@ -12,7 +12,7 @@ import { JsonRpcCode, jsonRpcError, serverUnavailable, sessionLimitReached } fro
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
 import { maxJsonDepth, parseJsonText } from "./json-text.ts";
-import type { JsonRpcMessage } from "../mcp-message.ts";
+import { type JsonRpcMessage, namesPerRequestRevision } from "../mcp-message.ts";
 import { allowsBatches, isSupportedProtocolVersion, kindOf } from "./messages.ts";
 import { checkModernRequest, type EdgeRefusal, metaKey, type ModernEnvelope, statusOfModernError } from "./modern.ts";
 import { PostSink } from "./post-sink.ts";
@@ -57,14 +57,17 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
   };
 
   /**
-   * A POST without a session that is not an initialize: 2026-07-28, unless it names an older
-   * version. A request whose `_meta` names another version than its header is a 2026-07-28
-   * request too, answered as that revision says (400, -32020 HeaderMismatch), as the gateway
-   * answers it, rather than told it lacks a session.
+   * A 2026-07-28 POST: one whose MCP-Protocol-Version names that revision or a later one (with
+   * or without an Mcp-Session-Id: a session must not spare it the revision's header checks), or
+   * one without a session that is not an initialize, unless it names an older version. A
+   * request without a session whose `_meta` names another version than its (older) header is a
+   * 2026-07-28 request too, answered as that revision says (400, -32020 HeaderMismatch), as the
+   * gateway answers it, rather than told it lacks a session.
    */
   const isModern = (req: Request, messages: readonly JsonRpcMessage[]): boolean => {
-    if (req.headers.get("mcp-session-id") !== null) return false;
     const header = req.headers.get("mcp-protocol-version");
+    if (namesPerRequestRevision(header)) return true;
+    if (req.headers.get("mcp-session-id") !== null) return false;
     if (sessionVersion(header))
       return messages.some((m) => {
         const version = m.params?._meta?.[metaKey.protocolVersion];
@@ -138,7 +141,14 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     });
     if (listen && bridge.server?.era !== "modern") {
       if (!acceptsSse)
-        return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: subscriptions/listen answers with a stream");
+        return jsonRpcError(
+          406,
+          JsonRpcCode.serverError,
+          "Not Acceptable: subscriptions/listen answers with a stream",
+          {
+            id: message.id ?? null,
+          },
+        );
       sink.streamNow();
       bridge.listen(message, listenSink(sink));
     } else {
@@ -223,12 +233,14 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     return response;
   };
 
-  const refuseStateless = (req: Request): Response | undefined =>
-    req.headers.get("mcp-session-id") === null &&
-    !sessionVersion(req.headers.get("mcp-protocol-version")) &&
-    req.headers.get("mcp-protocol-version") !== null
-      ? new Response(null, { status: 405, headers: { allow: "POST" } })
-      : undefined;
+  /** GET and DELETE from a 2026-07-28 client (the revision has neither): 405. */
+  const refuseStateless = (req: Request): Response | undefined => {
+    const header = req.headers.get("mcp-protocol-version");
+    const stateless =
+      namesPerRequestRevision(header) ||
+      (req.headers.get("mcp-session-id") === null && header !== null && !sessionVersion(header));
+    return stateless ? new Response(null, { status: 405, headers: { allow: "POST" } }) : undefined;
+  };
 
   const get = (req: Request, keepOpen: () => void): Response => {
     const stateless = refuseStateless(req);

@@ -52,9 +52,14 @@ export function withSessionMeta(
   return { ...message, params: { ...message.params, _meta: meta } };
 }
 
-export function missingCapabilityError(id: JsonRpcId, missing: ReadonlySet<string>): JsonRpcMessage {
-  const requiredCapabilities: Record<string, object> = {};
-  for (const capability of missing) requiredCapabilities[capability] = {};
+/** `required` names the capabilities in detail when a bare name is not enough (`elicitation: { url: {} }`). */
+export function missingCapabilityError(
+  id: JsonRpcId,
+  missing: ReadonlySet<string>,
+  required?: Record<string, object>,
+): JsonRpcMessage {
+  const requiredCapabilities: Record<string, object> = { ...required };
+  for (const capability of missing) requiredCapabilities[capability] ??= {};
   return {
     jsonrpc: "2.0",
     id,
