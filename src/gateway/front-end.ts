@@ -22,6 +22,7 @@ import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
 import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
+import { passThrough } from "./pass-through.ts";
 import { anyResult } from "./sdk.ts";
 import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
@@ -215,6 +216,10 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
           { id: duplicate },
         );
       }
+      // A tools/call of a routed tool goes past the SDK (pass-through.ts); undefined: the SDK answers it.
+      const relayed =
+        body && !Array.isArray(body.value) ? await passThrough(options, session, request, body) : undefined;
+      if (relayed !== undefined) return relayed;
       const response = await session.transport.handleRequest(request, withBody);
       if (claimed.length > 0 && response.status !== 200) session.transport.release(claimed);
       return response;
