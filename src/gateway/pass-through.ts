@@ -233,15 +233,20 @@ class Relay {
     this.#req.signal.addEventListener("abort", onClientGone, { once: true });
     this.#cleanups.push(() => this.#req.signal.removeEventListener("abort", onClientGone));
     this.#armTimer();
-    const cancelled = new Promise<Response | undefined>((resolve) => {
+    // Whatever comes first answers the client: the member's answer, the stream opened for it, the
+    // timeout, or a cancellation (undefined: no answer).
+    const answered = new Promise<Response | undefined>((resolve) => {
       this.#settle = resolve;
     });
-    const exchange = this.#exchange(url, headers, text).catch((err: unknown) =>
-      this.#failed(`workload '${workload}' failed to answer (${errorMessage(err)})`),
+    this.#exchange(url, headers, text).then(
+      (response) => response && this.#settle?.(response),
+      (err: unknown) => {
+        const response = this.#failed(`workload '${workload}' failed to answer (${errorMessage(err)})`);
+        if (response) this.#settle?.(response);
+      },
     );
-    const response = await Promise.race([exchange, cancelled]);
     // A call cancelled before the member answered ends with no answer (MCP: none is sent).
-    return response ?? this.#endWithoutAnswer();
+    return (await answered) ?? this.#endWithoutAnswer();
   }
 
   async #exchange(url: string, headers: [string, string][], text: string): Promise<Response | undefined> {
@@ -273,12 +278,24 @@ class Relay {
   }
 
   /** The member answers with an event stream: so does the gateway, event by event. */
-  #relayStream(response: Response): Response {
+  /**
+   * The client's event stream, opened on first need: the member streams its answer, or the session's
+   * server has a message for this call before the member answered (a request it sent on its own
+   * stream), which must reach the client on this call's stream, as through the SDK.
+   */
+  #openStream(): EventStream {
+    if (this.#stream !== undefined) return this.#stream;
     const stream = createEventStream();
     this.#stream = stream;
     stream.onClose(() => {
       if (!this.#done) this.#cancel("the client went away");
     });
+    this.#settle?.(eventStreamResponse(stream, this.#sessionHeader()));
+    return stream;
+  }
+
+  #relayStream(response: Response): undefined {
+    const stream = this.#openStream();
     const parser = createParser({
       onEvent: (event) => {
         if (this.#done || (event.event !== undefined && event.event !== "message") || event.data === "") return;
@@ -317,7 +334,7 @@ class Relay {
       }
       if (!this.#done) this.#failed(`workload '${this.#target.workload}' failed to answer (its stream ended early)`);
     })();
-    return eventStreamResponse(stream, this.#sessionHeader());
+    return undefined;
   }
 
   #isOwnProgress(message: unknown): boolean {
@@ -388,9 +405,8 @@ class Relay {
 
   /** A message the session's server sends in relation to this call (a member's sampling request, a log line). */
   #deliver(message: JSONRPCMessage): boolean {
-    const stream = this.#stream;
-    if (this.#done || stream === undefined) return false;
-    return stream.send(JSON.stringify(message));
+    if (this.#done) return false;
+    return this.#openStream().send(JSON.stringify(message));
   }
 
   /** The client cancelled, went away, or the time ran out: the member hears notifications/cancelled. */
