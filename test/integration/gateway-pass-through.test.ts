@@ -193,3 +193,22 @@ test("a call the lane does not take (params it does not know) is still answered 
   expect(answer.type).toStartWith("text/event-stream");
   expect(payload(answer.messages.at(-1)).text).toBe("via sdk");
 });
+
+// Last: it restarts the probe's server.
+test("a workload whose server exits mid-call: the call gets an error, and later calls on the session work again", async () => {
+  const post = await openSession();
+  await read(await post(call('"warm"', "alpha_echo", { text: "warm" })));
+  const exited = await read(await post(call('"bye"', "alpha_exit", { code: 1, delayMs: 10 })));
+  // The workload's own error, passed on unchanged.
+  expect(exited.messages.find((m) => m.id === "bye")).toEqual({
+    jsonrpc: "2.0",
+    id: "bye",
+    error: { code: -32603, message: "the MCP server exited" },
+  });
+  const echoed = async () => {
+    const next = await read(await post(call('"again"', "alpha_echo", { text: "back" })));
+    const answer = next.messages.find((m) => m.id === "again");
+    return answer?.result !== undefined && payload(answer).text === "back";
+  };
+  expect(await until(echoed, 40_000)).toBe(true);
+});
