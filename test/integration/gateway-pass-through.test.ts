@@ -53,8 +53,8 @@ async function read(response: Response): Promise<Answer> {
 }
 
 /** A 2025-era session over raw HTTP. */
-async function openSession(): Promise<(body: string, signal?: AbortSignal) => Promise<Response>> {
-  const opened = await fetch(gateway.url, {
+async function openSession(url = gateway.url): Promise<(body: string, signal?: AbortSignal) => Promise<Response>> {
+  const opened = await fetch(url, {
     method: "POST",
     headers: BASE_HEADERS,
     body: JSON.stringify({
@@ -67,7 +67,7 @@ async function openSession(): Promise<(body: string, signal?: AbortSignal) => Pr
   const sessionId = opened.headers.get("mcp-session-id") as string;
   await opened.text();
   const post = (body: string, signal?: AbortSignal) =>
-    fetch(gateway.url, {
+    fetch(url, {
       method: "POST",
       headers: { ...BASE_HEADERS, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" },
       body,
@@ -192,6 +192,35 @@ test("a call the lane does not take (params it does not know) is still answered 
   // The SDK path answers on an event stream.
   expect(answer.type).toStartWith("text/event-stream");
   expect(payload(answer.messages.at(-1)).text).toBe("via sdk");
+});
+
+test("a relayed call past MCPMGR_REQUEST_TIMEOUT fails as before and is cancelled at the workload; progress keeps it alive", async () => {
+  const quick = await group.gatewayWithEnv({ MCPMGR_REQUEST_TIMEOUT: "1s" }, "lane");
+  try {
+    const post = await openSession(quick.url);
+    const before = (await probeStats(post)).aborted.length;
+    const late = await read(await post(call('"late"', "alpha_sleep", { ms: 5_000 })));
+    expect(late.messages).toEqual([
+      {
+        jsonrpc: "2.0",
+        id: "late",
+        error: {
+          code: -32603,
+          message:
+            "workload 'alpha' failed to answer (Request timed out); its tools, prompts and resources are unavailable",
+          data: { workload: "alpha" },
+        },
+      },
+    ]);
+    expect(await until(async () => (await probeStats(post)).aborted.length === before + 1)).toBe(true);
+    // Four steps of 400 ms: longer than the timeout in all, never without progress for that long.
+    const slow = await read(
+      await post(call('"slow"', "alpha_progress", { steps: 4, delayMs: 400, tag: "s" }, { progressToken: "t" })),
+    );
+    expect(slow.messages.at(-1)?.result).toBeDefined();
+  } finally {
+    await quick.stop();
+  }
 });
 
 // Last: it restarts the probe's server.
