@@ -194,6 +194,36 @@ test("a call the lane does not take (params it does not know) is still answered 
   expect(payload(answer.messages.at(-1)).text).toBe("via sdk");
 });
 
+test("headers the SDK refuses are refused as before, not relayed", async () => {
+  const opened = await fetch(gateway.url, {
+    method: "POST",
+    headers: BASE_HEADERS,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "strict", version: "1" } },
+    }),
+  });
+  await opened.text();
+  const sessionId = opened.headers.get("mcp-session-id") as string;
+  const send = async (headers: Record<string, string>) => {
+    const response = await fetch(gateway.url, {
+      method: "POST",
+      headers: { ...BASE_HEADERS, "mcp-session-id": sessionId, ...headers },
+      body: call('"h"', "alpha_echo", { text: "h" }),
+    });
+    return { status: response.status, answer: await read(response) };
+  };
+  expect((await send({ accept: "application/json" })).status).toBe(406);
+  expect((await send({ "mcp-protocol-version": "1999-01-01" })).status).toBe(400);
+  expect((await send({ "content-type": "text/plain" })).status).toBe(415);
+  // The session is unharmed, and the same call with the usual headers is relayed.
+  const fine = await send({});
+  expect(fine.status).toBe(200);
+  expect(payload(fine.answer.messages[0]).text).toBe("h");
+});
+
 test("a relayed call past MCPMGR_REQUEST_TIMEOUT fails as before and is cancelled at the workload; progress keeps it alive", async () => {
   const quick = await group.gatewayWithEnv({ MCPMGR_REQUEST_TIMEOUT: "1s" }, "lane");
   try {
