@@ -191,8 +191,9 @@ export class RelayedCall {
       const decoder = new TextDecoder();
       try {
         for await (const chunk of response.body as ReadableStream<Uint8Array>) {
-          // Read to its end even once answered: the member ends it, and the connection is kept.
           parser.feed(decoder.decode(chunk, { stream: true }));
+          // Answered (or cancelled): a member that keeps the stream open past its answer holds nothing here.
+          if (this.#done) break;
         }
       } catch (err) {
         if (!this.#done) this.#failed(`workload '${this.#target.workload}' failed to answer (${errorMessage(err)})`);
