@@ -10,7 +10,8 @@
  *    tools/call is checked first for `Mcp-Param-*` headers that disagree with it (param-headers.ts).
  * A request with a session id is routed by a map lookup, without reading its body; a
  * session answers only the caller that opened it (another caller's request is 404, as for
- * a session that does not exist), and at most `maxSessions` are open at once.
+ * a session that does not exist), and at most `maxSessions` are open at once. A session's
+ * tools/call of a routed tool is relayed past the SDK (pass-through.ts) once its id is claimed.
  */
 import { createMcpHandler, isLegacyRequest, type Server } from "@modelcontextprotocol/server";
 import type { Handler } from "../proxy/handler.ts";
