@@ -11,7 +11,8 @@
  * A request with a session id (and no MCP-Protocol-Version of 2026-07-28 or later, which is served
  * statelessly whatever session id it carries) is routed by a map lookup; a
  * session answers only the caller that opened it (another caller's request is 404, as for
- * a session that does not exist), and at most `maxSessions` are open at once.
+ * a session that does not exist), and at most `maxSessions` are open at once. A session's
+ * tools/call of a routed tool is relayed past the SDK (pass-through.ts) once its id is claimed.
  */
 import { createMcpHandler, isLegacyRequest, type Server } from "@modelcontextprotocol/server";
 import type { Handler } from "../proxy/handler.ts";
@@ -24,6 +25,7 @@ import { createGatewayServer, type GatewayServerOptions } from "./gateway-server
 import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
 import { namesPerRequestRevision } from "../proxy/mcp-message.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
+import { passThrough } from "./pass-through.ts";
 import { anyResult } from "./sdk.ts";
 import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
@@ -221,6 +223,10 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
           { id: duplicate },
         );
       }
+      // A tools/call of a routed tool goes past the SDK (pass-through.ts); undefined: the SDK answers it.
+      const relayed =
+        body && !Array.isArray(body.value) ? await passThrough(options, session, request, body) : undefined;
+      if (relayed !== undefined) return relayed;
       const response = await session.transport.handleRequest(request, withBody);
       if (claimed.length > 0 && response.status !== 200) session.transport.release(claimed);
       return response;

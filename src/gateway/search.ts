@@ -212,6 +212,14 @@ export class GatewaySearch {
   }
 
   /**
+   * Whether a tools/call of `name` goes straight to its workload, nothing for search mode to answer or
+   * check first: not find_tool or call_tool, and not a call the rewrite made of a call_tool (pass-through.ts).
+   */
+  routesDirectly(name: string, req: Request, id: JsonRpcId): boolean {
+    return !SEARCH_TOOLS.has(name) && this.calls.get(req)?.get(id) === undefined;
+  }
+
+  /**
    * A tools/call the gateway answers itself in search mode (find_tool; a call_tool the rewrite left;
    * a rewritten call whose arguments do not match), or undefined: route it as a direct call.
    */

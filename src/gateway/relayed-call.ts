@@ -1,0 +1,328 @@
+/**
+ * One tools/call relayed past the SDK (pass-through.ts decides which, and builds the request): the
+ * exchange with the member on mcpmgr's HTTP/1.1 client, and the client's answer. The member's
+ * response goes back with the client's id (and progress token) in place of the gateway's, as JSON
+ * or as an event stream as the member framed it; other messages on the member's stream (its
+ * requests to the client, log messages) go through the session's SDK client, and what the session's
+ * server sends back in relation to this call comes out on this call's stream (session-transport.ts).
+ * Ends in exactly one way: the member's answer, an error worded as the SDK path worded it (the
+ * member failed, or the timeout passed, which progress resets), or a cancellation (the client's
+ * notifications/cancelled or disconnect, or the timeout), which the member hears as
+ * notifications/cancelled and which leaves the client without an answer, as MCP asks.
+ */
+import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/server";
+import { isCallToolResult } from "@modelcontextprotocol/server";
+import { createParser } from "eventsource-parser";
+import { errorMessage } from "../errors.ts";
+import { createEventStream, eventStreamResponse, type EventStream } from "../proxy/event-stream.ts";
+import { JsonRpcCode } from "../proxy/jsonrpc.ts";
+import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
+import type { SessionTransport } from "./session-transport.ts";
+import type { UpstreamPool } from "./upstream-pool.ts";
+import type { Upstream } from "./upstream.ts";
+
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+const jsonWithRaw = JSON as typeof JSON & { rawJSON(text: string): unknown };
+
+export interface RelaySession {
+  readonly transport: SessionTransport;
+  readonly pool: UpstreamPool;
+}
+
+/** A JSON body as the member sent it: integers beyond 2^53 keep their digits. */
+function parseExact(text: string): unknown {
+  if (!/\d{16}/.test(text)) return JSON.parse(text);
+  return JSON.parse(text, ((_key: string, value: unknown, context?: { source?: string }) =>
+    typeof value === "number" && !Number.isSafeInteger(value) && /^-?\d+$/.test(context?.source ?? "")
+      ? jsonWithRaw.rawJSON(context?.source as string)
+      : value) as never);
+}
+
+/** The common shape of a tool result (text blocks), checked without a schema library. */
+function plainToolResult(result: Json): boolean {
+  const content = result.content;
+  if (!Array.isArray(content)) return false;
+  for (const block of content)
+    if (!isObject(block) || block.type !== "text" || typeof block.text !== "string") return false;
+  return (
+    (result.isError === undefined || typeof result.isError === "boolean") &&
+    (result.structuredContent === undefined || isObject(result.structuredContent))
+  );
+}
+
+export interface RelayTarget {
+  readonly workload: string;
+  readonly upstream: Upstream;
+  /** The client's id, as it wrote it (for the answer). */
+  readonly id: RequestId;
+  /** The id as parsed: what the session claimed, and what its server relates messages to. */
+  readonly key: RequestId;
+  readonly upstreamId: string;
+  readonly progressToken: string | number | undefined;
+}
+
+/** One relayed call: the member's exchange, the client's answer, and what ends either. */
+export class RelayedCall {
+  readonly #timeoutMs: number;
+  readonly #session: RelaySession;
+  readonly #req: Request;
+  readonly #target: RelayTarget;
+  readonly #abort = new AbortController();
+  #stream: EventStream | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #done = false;
+  #settle: ((response: Response | undefined) => void) | undefined;
+  readonly #cleanups: (() => void)[] = [];
+
+  constructor(timeoutMs: number, session: RelaySession, req: Request, target: RelayTarget) {
+    this.#timeoutMs = timeoutMs;
+    this.#session = session;
+    this.#req = req;
+    this.#target = target;
+  }
+
+  async run(url: string, headers: [string, string][], text: string): Promise<Response> {
+    const { transport, pool } = this.#session;
+    const { workload, key } = this.#target;
+    this.#cleanups.push(
+      transport.relay(key, {
+        cancel: (reason) => this.#cancel(reason ?? "the client cancelled the request"),
+        deliver: (message) => this.#deliver(message),
+      }),
+      pool.track(workload, key),
+    );
+    const onClientGone = () => this.#cancel("the client went away");
+    this.#req.signal.addEventListener("abort", onClientGone, { once: true });
+    this.#cleanups.push(() => this.#req.signal.removeEventListener("abort", onClientGone));
+    this.#armTimer();
+    // Whatever comes first answers the client: the member's answer, the stream opened for it, the
+    // timeout, or a cancellation (undefined: no answer).
+    const answered = new Promise<Response | undefined>((resolve) => {
+      this.#settle = resolve;
+    });
+    this.#exchange(url, headers, text).then(
+      (response) => response && this.#settle?.(response),
+      (err: unknown) => {
+        const response = this.#failed(`workload '${workload}' failed to answer (${errorMessage(err)})`);
+        if (response) this.#settle?.(response);
+      },
+    );
+    // A call cancelled before the member answered ends with no answer (MCP: none is sent).
+    return (await answered) ?? this.#endWithoutAnswer();
+  }
+
+  async #exchange(url: string, headers: [string, string][], text: string): Promise<Response | undefined> {
+    const { workload } = this.#target;
+    const response = await defaultUpstreamClient().fetch(url, {
+      method: "POST",
+      headers,
+      body: text,
+      redirect: "manual",
+      signal: this.#abort.signal,
+    });
+    if (this.#done) {
+      void response.body?.cancel().catch(() => {});
+      return undefined;
+    }
+    if (!response.ok) {
+      const detail = (await response.text().catch(() => "")).slice(0, 200);
+      // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
+      if (response.status === 404) this.#session.pool.forget(workload);
+      return this.#failed(
+        `workload '${workload}' failed to answer (HTTP ${response.status}${detail ? `: ${detail}` : ""})`,
+      );
+    }
+    const type = response.headers.get("content-type") ?? "";
+    if (type.includes("text/event-stream")) return this.#relayStream(response);
+    const answer = this.#answer(parseExact(await response.text()));
+    if (answer === undefined) return this.#failed(`workload '${workload}' failed to answer (no answer to the call)`);
+    return this.#finish(answer);
+  }
+
+  /**
+   * The client's event stream, opened on first need: the member streams its answer, or the session's
+   * server has a message for this call before the member answered (a request it sent on its own
+   * stream), which must reach the client on this call's stream, as through the SDK.
+   */
+  #openStream(): EventStream {
+    if (this.#stream !== undefined) return this.#stream;
+    const stream = createEventStream();
+    this.#stream = stream;
+    stream.onClose(() => {
+      if (!this.#done) this.#cancel("the client went away");
+    });
+    this.#settle?.(eventStreamResponse(stream, this.#sessionHeader()));
+    return stream;
+  }
+
+  /** The member answers with an event stream: so does the gateway, event by event. */
+  #relayStream(response: Response): undefined {
+    const stream = this.#openStream();
+    const parser = createParser({
+      onEvent: (event) => {
+        if (this.#done || (event.event !== undefined && event.event !== "message") || event.data === "") return;
+        let message: unknown;
+        try {
+          message = parseExact(event.data);
+        } catch {
+          return;
+        }
+        const answer = this.#answer(message);
+        if (answer !== undefined) {
+          this.#finish(answer);
+          return;
+        }
+        if (this.#isOwnProgress(message)) {
+          this.#armTimer();
+          const progress = message as { params: Json };
+          stream.send(
+            JSON.stringify({ ...progress, params: { ...progress.params, progressToken: this.#target.progressToken } }),
+          );
+          return;
+        }
+        // Requests and notifications from the member: through the session's SDK client, as before.
+        this.#target.upstream.transport?.onmessage?.(message as never);
+      },
+    });
+    void (async () => {
+      const decoder = new TextDecoder();
+      try {
+        for await (const chunk of response.body as ReadableStream<Uint8Array>) {
+          parser.feed(decoder.decode(chunk, { stream: true }));
+          // Answered (or cancelled): a member that keeps the stream open past its answer holds nothing here.
+          if (this.#done) break;
+        }
+      } catch (err) {
+        if (!this.#done) this.#failed(`workload '${this.#target.workload}' failed to answer (${errorMessage(err)})`);
+      }
+      if (!this.#done) this.#failed(`workload '${this.#target.workload}' failed to answer (its stream ended early)`);
+    })();
+    return undefined;
+  }
+
+  #isOwnProgress(message: unknown): boolean {
+    return (
+      this.#target.progressToken !== undefined &&
+      isObject(message) &&
+      message.method === "notifications/progress" &&
+      isObject(message.params) &&
+      message.params.progressToken === this.#target.upstreamId
+    );
+  }
+
+  /** The client's answer to the member's response, or undefined when `message` is not that response. */
+  #answer(message: unknown): Json | undefined {
+    if (!isObject(message) || message.id !== this.#target.upstreamId || "method" in message) return undefined;
+    const { id } = this.#target;
+    if (isObject(message.error)) {
+      const { code, message: text, data } = message.error;
+      return {
+        jsonrpc: "2.0",
+        id,
+        error: {
+          code: Number.isSafeInteger(code) ? code : JsonRpcCode.internalError,
+          message: typeof text === "string" ? text : String(text),
+          ...(data !== undefined ? { data } : {}),
+        },
+      };
+    }
+    if (!isObject(message.result)) return undefined;
+    let result = message.result;
+    if (!plainToolResult(result)) {
+      // What the SDK server did to a tool result: one without content gets an empty one, and one that is
+      // no CallToolResult is refused.
+      if (result.content === undefined) result = { ...result, content: [] };
+      if (!isCallToolResult(result))
+        return this.#error(JsonRpcCode.invalidParams, "Invalid tools/call result: not a CallToolResult");
+    }
+    return { jsonrpc: "2.0", id, result };
+  }
+
+  #error(code: number, message: string, data?: unknown): Json {
+    return { jsonrpc: "2.0", id: this.#target.id, error: { code, message, ...(data !== undefined ? { data } : {}) } };
+  }
+
+  /** The member could not answer: as the SDK path worded it (gateway-server.ts `unavailable`). */
+  #failed(why: string): Response | undefined {
+    if (this.#done) return undefined;
+    return this.#finish(
+      this.#error(JsonRpcCode.internalError, `${why}; its tools, prompts and resources are unavailable`, {
+        workload: this.#target.workload,
+      }),
+    );
+  }
+
+  /** Sends the client its answer (on the stream when there is one); the Response when there is none yet. */
+  #finish(answer: Json): Response | undefined {
+    if (this.#done) return undefined;
+    this.#end();
+    const text = JSON.stringify(answer);
+    const stream = this.#stream;
+    if (stream !== undefined) {
+      stream.send(text);
+      stream.close();
+      return undefined;
+    }
+    return new Response(text, { headers: this.#jsonHeaders() });
+  }
+
+  /** A message the session's server sends in relation to this call (a member's sampling request, a log line). */
+  #deliver(message: JSONRPCMessage): boolean {
+    if (this.#done) return false;
+    return this.#openStream().send(JSON.stringify(message));
+  }
+
+  /** The client cancelled, went away, or the time ran out: the member hears notifications/cancelled. */
+  #cancel(reason: string): void {
+    if (this.#done) return;
+    this.#end();
+    const { upstream, upstreamId } = this.#target;
+    void upstream
+      .notification({ method: "notifications/cancelled", params: { requestId: upstreamId, reason } })
+      .catch(() => {});
+    this.#abort.abort();
+    this.#stream?.close();
+    this.#settle?.(undefined);
+  }
+
+  #armTimer(): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      if (this.#done) return;
+      // As the SDK's request timeout read through the gateway: the workload failed to answer in time.
+      const answer = this.#error(
+        JsonRpcCode.internalError,
+        `workload '${this.#target.workload}' failed to answer (Request timed out); its tools, prompts and resources are unavailable`,
+        { workload: this.#target.workload },
+      );
+      const text = JSON.stringify(answer);
+      if (this.#stream !== undefined) this.#stream.send(text);
+      else this.#settle?.(new Response(text, { headers: this.#jsonHeaders() }));
+      this.#cancel("Request timed out");
+    }, this.#timeoutMs);
+  }
+
+  #endWithoutAnswer(): Response {
+    const stream = createEventStream();
+    stream.close();
+    return eventStreamResponse(stream, this.#sessionHeader());
+  }
+
+  #jsonHeaders(): Record<string, string> {
+    return { "content-type": "application/json", ...this.#sessionHeader() };
+  }
+
+  #sessionHeader(): Record<string, string> {
+    const sessionId = this.#session.transport.sessionId;
+    return sessionId === undefined ? {} : { "mcp-session-id": sessionId };
+  }
+
+  #end(): void {
+    this.#done = true;
+    clearTimeout(this.#timer);
+    for (const cleanup of this.#cleanups.splice(0)) cleanup();
+  }
+}
