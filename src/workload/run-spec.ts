@@ -13,15 +13,14 @@ import type { ParsedRunArgv } from "../config/run-argv.ts";
 import { telemetrySpec, type TelemetrySpec } from "../config/telemetry-spec.ts";
 import { toolsPolicy, type ToolsPolicy } from "../config/tools-policy.ts";
 import { webhookConfig, type WebhookConfig } from "../config/webhook-config.ts";
-import { McpmgrError } from "../errors.ts";
 import type { RegistryEntry } from "../registry/entry.ts";
 import { assertWorkloadName, deriveWorkloadName } from "../state/workload-name.ts";
 import { assertAuditLogWritable } from "./audit-sink.ts";
 import type { WorkloadContext } from "./context.ts";
 import { maxLogBytesFromEnv, proxyLimits, type ProxyLimits } from "./limits.ts";
 import { locateServer, type LocatedServer } from "./locate.ts";
-import { isCredentialHeader } from "./credential-header.ts";
 import { remotePlacement, type Placement } from "./placement.ts";
+import { refuseRecordedCredentials } from "./recorded-credentials.ts";
 
 export type ProxyMode = "streamable-http" | "sse";
 
@@ -63,13 +62,6 @@ export interface RunSpec {
   readonly limits: ProxyLimits;
 }
 
-/** Options whose value would be kept in plain text in a background workload's record. */
-const literalSecrets = [
-  ["remote-auth-client-secret", "--remote-auth-client-secret-file"],
-  ["remote-auth-bearer-token", "--remote-auth-bearer-token-file"],
-  ["token-exchange-client-secret", "--token-exchange-client-secret-file"],
-] as const;
-
 export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ctx: WorkloadContext): RunSpec {
   const { values, given } = parsed;
   const { source, entry } = located;
@@ -77,28 +69,8 @@ export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ct
   const background = !values.foreground;
   if (background) {
     assertWorkloadName(name);
-    // The run options are stored (and exported) to restart the workload: no literal secrets
-    // in them when a file form exists.
-    for (const [option, instead] of literalSecrets) {
-      if (given.has(option)) {
-        throw new McpmgrError(
-          "INVALID_OPTION",
-          `--${option} would be stored in the workload's configuration in plain text`,
-          { hint: `use ${instead} for a background workload (or --foreground)` },
-        );
-      }
-    }
-    for (const header of values["remote-forward-headers"]) {
-      // Like the options above, a forwarded credential is kept out of the record (credential-header.ts).
-      if (!isCredentialHeader(header.name, header.value)) continue;
-      throw new McpmgrError(
-        "INVALID_OPTION",
-        `--remote-forward-headers ${header.name}=…: a credential would be stored in the workload's configuration in plain text`,
-        {
-          hint: `store it with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret ${header.name}=NAME (or run with --foreground)`,
-        },
-      );
-    }
+    // The run options are stored (and exported) to restart the workload: no credentials in them.
+    refuseRecordedCredentials(values, given, source.kind === "remote" ? source.url : undefined);
   }
   const limits = proxyLimits(ctx.env);
   // Read by the supervisor; checked here so a bad value is refused before anything is recorded.
