@@ -30,15 +30,25 @@ function plainText(what: string, hint: string): McpmgrError {
   );
 }
 
-/**
- * Refuses the credentials in a background workload's command line: literal secret options,
- * credential-looking forwarded and OTLP headers, an environment value in a credential's form,
- * a password in the remote URL. `remote` is the remote server's URL, if it is one.
- */
+/** Refuses the first credential in a background workload's command line (see recordedCredential). */
 export function refuseRecordedCredentials(values: RecordedValues, given: ReadonlySet<string>, remote?: URL): void {
+  const found = recordedCredential(values, given, remote);
+  if (found !== undefined) throw found;
+}
+
+/**
+ * The refusal for the first credential in a background workload's command line, if any: a
+ * literal secret option, a credential-looking forwarded or OTLP header, an environment value in
+ * a credential's form, a password in the remote URL. `remote` is the remote server's URL, if it is one.
+ */
+export function recordedCredential(
+  values: RecordedValues,
+  given: ReadonlySet<string>,
+  remote?: URL,
+): McpmgrError | undefined {
   for (const [option, instead] of literalSecrets) {
     if (given.has(option)) {
-      throw new McpmgrError(
+      return new McpmgrError(
         "INVALID_OPTION",
         `--${option} would be stored in the workload's configuration in plain text`,
         {
@@ -49,29 +59,30 @@ export function refuseRecordedCredentials(values: RecordedValues, given: Readonl
   }
   for (const header of values["remote-forward-headers"] ?? []) {
     if (!isCredentialHeader(header.name, header.value)) continue;
-    throw plainText(
+    return plainText(
       `--remote-forward-headers ${header.name}=…`,
       `store it with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret ${header.name}=NAME (or run with --foreground)`,
     );
   }
   for (const header of values["otel-headers"] ?? []) {
     if (!isCredentialHeader(header.key, header.value)) continue;
-    throw plainText(
+    return plainText(
       `--otel-headers ${header.key}=…`,
       "run it with --foreground, where nothing is recorded (the collector's key has no secret form yet)",
     );
   }
   for (const variable of values.env ?? []) {
     if (!isCredentialValue(variable.value)) continue;
-    throw plainText(
+    return plainText(
       `-e ${variable.key}=…`,
       `store it with 'mcpmgr secret set NAME' and pass --secret NAME,target=${variable.key} (or run with --foreground)`,
     );
   }
   if (remote !== undefined && remote.password !== "") {
-    throw plainText(
+    return plainText(
       "the remote URL's password",
       "leave it out of the URL: store 'Basic <base64 of user:password>' with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret Authorization=NAME (or run with --foreground)",
     );
   }
+  return undefined;
 }

@@ -20,7 +20,7 @@ import type { WorkloadContext } from "./context.ts";
 import { maxLogBytesFromEnv, proxyLimits, type ProxyLimits } from "./limits.ts";
 import { locateServer, type LocatedServer } from "./locate.ts";
 import { remotePlacement, type Placement } from "./placement.ts";
-import { refuseRecordedCredentials } from "./recorded-credentials.ts";
+import { recordedCredential } from "./recorded-credentials.ts";
 
 export type ProxyMode = "streamable-http" | "sse";
 
@@ -62,7 +62,20 @@ export interface RunSpec {
   readonly limits: ProxyLimits;
 }
 
-export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ctx: WorkloadContext): RunSpec {
+export interface RunSpecOptions {
+  /**
+   * The options come from a workload's record (its supervisor starts it): a credential in them is
+   * stored already, so it is warned about instead of keeping a workload made before the check from starting.
+   */
+  readonly recorded?: boolean;
+}
+
+export function resolveRunSpec(
+  located: LocatedServer,
+  parsed: ParsedRunArgv,
+  ctx: WorkloadContext,
+  options: RunSpecOptions = {},
+): RunSpec {
   const { values, given } = parsed;
   const { source, entry } = located;
   const name = values.name ?? entry?.name ?? deriveWorkloadName(located.sourceText);
@@ -70,7 +83,13 @@ export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ct
   if (background) {
     assertWorkloadName(name);
     // The run options are stored (and exported) to restart the workload: no credentials in them.
-    refuseRecordedCredentials(values, given, source.kind === "remote" ? source.url : undefined);
+    const credential = recordedCredential(values, given, source.kind === "remote" ? source.url : undefined);
+    if (credential !== undefined && !options.recorded) throw credential;
+    if (credential !== undefined) {
+      ctx.log.warn(
+        `${name}'s recorded options hold a credential in plain text (${credential.message}); ${credential.hint}`,
+      );
+    }
   }
   const limits = proxyLimits(ctx.env);
   // Read by the supervisor; checked here so a bad value is refused before anything is recorded.
@@ -155,6 +174,10 @@ function deepFreeze<T>(value: T): T {
 }
 
 /** The RunSpec for parsed `run` options: the server located (registry, runtime), then resolved. */
-export async function prepareRunSpec(parsed: ParsedRunArgv, ctx: WorkloadContext): Promise<RunSpec> {
-  return resolveRunSpec(await locateServer(parsed, ctx), parsed, ctx);
+export async function prepareRunSpec(
+  parsed: ParsedRunArgv,
+  ctx: WorkloadContext,
+  options: RunSpecOptions = {},
+): Promise<RunSpec> {
+  return resolveRunSpec(await locateServer(parsed, ctx), parsed, ctx, options);
 }

@@ -270,6 +270,13 @@ describe("a background workload", () => {
       refused([REMOTE, "--otel-endpoint", "https://otlp.example", "--otel-headers", "x-tenant=acme"]),
     ).toBeUndefined();
     for (const [argv] of cases) expect(refused(["--foreground", ...argv])).toBeUndefined();
+    // A workload recorded before these checks still starts under its supervisor, with a warning that says what to do.
+    const context = testContext();
+    expect(specFor([PROBE, "-e", "GH=ghp_0123456789abcdef"], { context, recorded: true }).background).toBe(true);
+    expect(context.logged).toEqual([
+      expect.stringMatching(/^warn: .*credential in plain text.*--secret NAME,target=GH/),
+    ]);
+    expect(context.logged.join("")).not.toContain("ghp_0123456789abcdef");
   });
 
   test("needs a name that can be recorded", () => {
