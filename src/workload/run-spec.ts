@@ -80,8 +80,10 @@ export function resolveRunSpec(
   const { source, entry } = located;
   const name = values.name ?? entry?.name ?? deriveWorkloadName(located.sourceText);
   const background = !values.foreground;
+  // A foreground run records nothing, but its name still goes into AI clients' files (whose own
+  // rules for names are stricter than JSON's or TOML's quoting), the terminal and container names.
+  assertWorkloadName(name);
   if (background) {
-    assertWorkloadName(name);
     // The run options are stored (and exported) to restart the workload: no credentials in them.
     const credential = recordedCredential(values, given, source.kind === "remote" ? source.url : undefined);
     if (credential !== undefined && !options.recorded) throw credential;

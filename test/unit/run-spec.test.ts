@@ -288,6 +288,20 @@ describe("a background workload", () => {
     }
     expect((err as { code?: string }).code).toBe("INVALID_ARGUMENT");
   });
+
+  // Review 7: a foreground name is written into AI clients' files too (Codex takes only [A-Za-z0-9_-] names).
+  test("so does a foreground run", () => {
+    for (const name of ['a"]\nevil = 1\n[x', "../../x", "Not A Name"]) {
+      let err: unknown;
+      try {
+        specFor(["--foreground", PROBE, "--name", name]);
+      } catch (e) {
+        err = e;
+      }
+      expect({ name, code: (err as { code?: string }).code }).toEqual({ name, code: "INVALID_ARGUMENT" });
+    }
+    expect(specFor(["--foreground", PROBE, "--name", "fine-name"]).name).toBe("fine-name");
+  });
 });
 
 describe("a local process", () => {
