@@ -16,9 +16,9 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const OTHER = 61234;
 const paths = (home: string) => resolvePaths({ MCPMGR_HOME: home });
-const refusal = (home: string) => {
+const refusal = (home: string, userHome?: string) => {
   try {
-    assertPrivateDirectories(paths(home));
+    assertPrivateDirectories(paths(home), 0, userHome);
   } catch (err) {
     return err as { code?: string; message: string; hint?: string };
   }
@@ -70,4 +70,17 @@ test("group-writable and missing folders are fine", () => {
   mkdirSync(group);
   chmodSync(group, 0o770);
   expect(refusal(join(group, "not-made-yet"))).toBeUndefined();
+});
+
+test("root with a user's HOME (sudo -E) trusts that user's folders, and nobody else's", () => {
+  const userHome = join(root, "user-home");
+  mkdirSync(join(userHome, ".mcpmgr"), { recursive: true });
+  chownSync(userHome, OTHER, OTHER);
+  chownSync(join(userHome, ".mcpmgr"), OTHER, OTHER);
+  expect(refusal(join(userHome, ".mcpmgr"), userHome)).toBeUndefined();
+  expect(refusal(join(userHome, ".mcpmgr"), root)?.code).toBe("STATE_UNSAFE");
+  const third = join(root, "third");
+  mkdirSync(third);
+  chownSync(third, OTHER + 1, OTHER + 1);
+  expect(refusal(third, userHome)?.message).toContain(`belongs to uid ${OTHER + 1}`);
 });
