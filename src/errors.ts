@@ -16,6 +16,7 @@ export type ErrorCode =
   | "STATE_CORRUPT"
   | "STATE_LOCKED"
   | "STATE_IO"
+  | "STATE_UNSAFE"
   | "WORKLOAD_EXISTS"
   | "WORKLOAD_NOT_FOUND"
   | "WORKLOAD_NOT_RUNNING"

@@ -43,6 +43,8 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
     }
     const command = rawArgs[0];
     if (command !== undefined && Object.hasOwn((await resolve(root.subCommands)) ?? {}, command)) {
+      // Before anything reads a record: one another user could have swapped is never run.
+      if (command !== "completion") await assertOwnStateDirectories();
       // Loaded here, not imported: --version and --help stay free of it.
       await (await import("./stale-client-entries.ts")).pruneStaleClientEntries(command);
     }
@@ -52,6 +54,14 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
   } catch (err) {
     process.exit(reportError(await translateCittyError(err, root, rawArgs)));
   }
+}
+
+async function assertOwnStateDirectories(): Promise<void> {
+  const [{ resolvePaths }, { assertPrivateDirectories }] = await Promise.all([
+    import("../state/paths.ts"),
+    import("../state/private-dirs.ts"),
+  ]);
+  assertPrivateDirectories(resolvePaths());
 }
 
 /**

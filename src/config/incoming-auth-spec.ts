@@ -15,6 +15,7 @@ export interface IncomingAuthValues {
   readonly "oidc-audience"?: string | undefined;
   readonly "oidc-client-id"?: string | undefined;
   readonly "oidc-client-secret"?: string | undefined;
+  readonly "oidc-client-secret-file"?: string | undefined;
   readonly "oidc-introspection-url"?: string | undefined;
   readonly "oidc-jwks-url"?: string | undefined;
   readonly "oidc-scopes"?: readonly string[] | undefined;
@@ -51,6 +52,7 @@ const companions = [
   "oidc-audience",
   "oidc-client-id",
   "oidc-client-secret",
+  "oidc-client-secret-file",
   "oidc-introspection-url",
   "oidc-jwks-url",
   "oidc-scopes",
@@ -110,11 +112,25 @@ export function incomingAuthSpec(values: IncomingAuthValues, given: Given): Inco
       throw new McpmgrError("MISSING_OPTION", "--oidc-introspection-url needs --oidc-client-id", {
         hint: "introspection calls authenticate as the proxy's client",
       });
-    introspection = { url, clientId, clientSecret: values["oidc-client-secret"] };
-  } else if (given.has("oidc-client-secret")) {
-    throw new McpmgrError("MISSING_OPTION", "--oidc-client-secret is only used with --oidc-introspection-url", {
-      hint: "add --oidc-introspection-url, or leave the secret out",
-    });
+    if (given.has("oidc-client-secret") && given.has("oidc-client-secret-file")) {
+      throw new McpmgrError(
+        "CONFLICTING_OPTIONS",
+        "--oidc-client-secret and --oidc-client-secret-file cannot be used together",
+        { hint: "give the secret once, preferably as a file" },
+      );
+    }
+    const secretFile = values["oidc-client-secret-file"];
+    const clientSecret = secretFile
+      ? readSecretFile("oidc-client-secret-file", secretFile)
+      : values["oidc-client-secret"];
+    introspection = { url, clientId, clientSecret };
+  } else {
+    for (const option of ["oidc-client-secret", "oidc-client-secret-file"]) {
+      if (!given.has(option)) continue;
+      throw new McpmgrError("MISSING_OPTION", `--${option} is only used with --oidc-introspection-url`, {
+        hint: "add --oidc-introspection-url, or leave the secret out",
+      });
+    }
   }
   const scopes = values["oidc-scopes"];
   return Object.freeze({

@@ -17,10 +17,23 @@ export interface AuditSink {
 
 const FLUSH_EVERY_MS = 200;
 
+/**
+ * Why an opened log is not mcpmgr's user's own file, if it is not. In a shared folder (`/tmp`)
+ * another user can create the file (or a link to a file of theirs) before mcpmgr does: the audit
+ * lines, request data included, would be theirs to read, and theirs to rewrite.
+ */
+function foreignOwner(fd: number): string | undefined {
+  const uid = process.getuid?.();
+  if (uid === undefined) return undefined;
+  const owner = fstatSync(fd).uid;
+  return owner === uid ? undefined : `it belongs to uid ${owner}, not to mcpmgr's user (uid ${uid})`;
+}
+
 /** Opens the log for appending: an audit log that cannot be written would lose every line, so that is a start-up error. */
 function openForAppend(path: string): number {
+  let fd: number;
   try {
-    return openSync(path, "a", 0o600);
+    fd = openSync(path, "a", 0o600);
   } catch (err) {
     throw new McpmgrError(
       "INVALID_OPTION",
@@ -30,6 +43,14 @@ function openForAppend(path: string): number {
       },
     );
   }
+  const foreign = foreignOwner(fd);
+  if (foreign !== undefined) {
+    closeSync(fd);
+    throw new McpmgrError("INVALID_OPTION", `audit logFile ${path} is refused: ${foreign}`, {
+      hint: "point logFile at a file in a folder only you can write to (remove the other user's file first)",
+    });
+  }
+  return fd;
 }
 
 /** Fails now, before anything starts, when the configured logFile cannot be written. */
@@ -51,6 +72,7 @@ export function auditSink(
   const followLinks = isSymlink(path);
   let pending = false;
   let busy = false;
+  let refusedIno: number | undefined;
   const flush = async () => {
     if (!pending) return;
     pending = false;
@@ -70,6 +92,15 @@ export function auditSink(
         : openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
     } catch (err) {
       onError(`audit log ${path} was moved away and cannot be opened again: ${errorMessage(err)}`);
+      return;
+    }
+    const foreign = foreignOwner(fresh);
+    if (foreign !== undefined) {
+      // Someone else's file took the log's place: lines keep going to the one mcpmgr had (said once per file).
+      const ino = fstatSync(fresh).ino;
+      closeSync(fresh);
+      if (ino !== refusedIno) onError(`audit log ${path} is now another user's file (${foreign}); not writing to it`);
+      refusedIno = ino;
       return;
     }
     const [old, oldFd] = [sink, fd];

@@ -5,12 +5,15 @@
  * (workload/supervisor.ts) parses them again with the gateway's option table on every start,
  * so every gateway option works in the background form as it does in the foreground.
  */
+import { parseArgv } from "../config/argv.ts";
+import { gatewayOptions } from "../config/gateway-options.ts";
 import { gatewayComponentName, type GatewaySpec } from "../config/gateway-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { assertGroupExists } from "../state/groups.ts";
 import { assertWorkloadName, isValidWorkloadName, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { assertNameFree, freePortAvoiding } from "./background.ts";
 import type { WorkloadContext } from "./context.ts";
+import { refuseRecordedCredentials } from "./recorded-credentials.ts";
 
 /** gateway/front-end.ts's GATEWAY_PATH; not imported from there, since that module loads the MCP SDK. */
 const GATEWAY_ENDPOINT_PATH = "/mcp";
@@ -21,6 +24,9 @@ export async function recordGateway(
   ctx: WorkloadContext,
 ): Promise<WorkloadRecord> {
   await assertGroupExists(ctx.paths, spec.group);
+  // Recorded (and exported) as given, like a background run's options: no credentials in them.
+  const { values, given } = parseArgv(argv, gatewayOptions, "gateway", false);
+  refuseRecordedCredentials(values, given);
   const name = spec.name ?? gatewayComponentName(spec.group);
   if (spec.name !== undefined) assertWorkloadName(name);
   else if (!isValidWorkloadName(name)) {

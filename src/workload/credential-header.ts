@@ -39,5 +39,13 @@ const credentialValue = new RegExp(
 export function isCredentialHeader(name: string, value: string): boolean {
   const lower = name.toLowerCase();
   if (credentialWords.test(lower) || lower.split(/[-_.]/).some(isCredentialPart)) return true;
+  return isCredentialValue(value);
+}
+
+/**
+ * A value whose form alone says credential (a scheme and its credentials, a JWT, a well-known key
+ * format): for values whose names say nothing, such as environment variables (`-e LIMIT=10` is common).
+ */
+export function isCredentialValue(value: string): boolean {
   return credentialValue.test(value.trim());
 }

@@ -13,15 +13,14 @@ import type { ParsedRunArgv } from "../config/run-argv.ts";
 import { telemetrySpec, type TelemetrySpec } from "../config/telemetry-spec.ts";
 import { toolsPolicy, type ToolsPolicy } from "../config/tools-policy.ts";
 import { webhookConfig, type WebhookConfig } from "../config/webhook-config.ts";
-import { McpmgrError } from "../errors.ts";
 import type { RegistryEntry } from "../registry/entry.ts";
 import { assertWorkloadName, deriveWorkloadName } from "../state/workload-name.ts";
 import { assertAuditLogWritable } from "./audit-sink.ts";
 import type { WorkloadContext } from "./context.ts";
 import { maxLogBytesFromEnv, proxyLimits, type ProxyLimits } from "./limits.ts";
 import { locateServer, type LocatedServer } from "./locate.ts";
-import { isCredentialHeader } from "./credential-header.ts";
 import { remotePlacement, type Placement } from "./placement.ts";
+import { recordedCredential } from "./recorded-credentials.ts";
 
 export type ProxyMode = "streamable-http" | "sse";
 
@@ -63,40 +62,34 @@ export interface RunSpec {
   readonly limits: ProxyLimits;
 }
 
-/** Options whose value would be kept in plain text in a background workload's record. */
-const literalSecrets = [
-  ["remote-auth-client-secret", "--remote-auth-client-secret-file"],
-  ["remote-auth-bearer-token", "--remote-auth-bearer-token-file"],
-  ["token-exchange-client-secret", "--token-exchange-client-secret-file"],
-] as const;
+export interface RunSpecOptions {
+  /**
+   * The options come from a workload's record (its supervisor starts it): a credential in them is
+   * stored already, so it is warned about instead of keeping a workload made before the check from starting.
+   */
+  readonly recorded?: boolean;
+}
 
-export function resolveRunSpec(located: LocatedServer, parsed: ParsedRunArgv, ctx: WorkloadContext): RunSpec {
+export function resolveRunSpec(
+  located: LocatedServer,
+  parsed: ParsedRunArgv,
+  ctx: WorkloadContext,
+  options: RunSpecOptions = {},
+): RunSpec {
   const { values, given } = parsed;
   const { source, entry } = located;
   const name = values.name ?? entry?.name ?? deriveWorkloadName(located.sourceText);
   const background = !values.foreground;
+  // A foreground run records nothing, but its name still goes into AI clients' files (whose own
+  // rules for names are stricter than JSON's or TOML's quoting), the terminal and container names.
+  assertWorkloadName(name);
   if (background) {
-    assertWorkloadName(name);
-    // The run options are stored (and exported) to restart the workload: no literal secrets
-    // in them when a file form exists.
-    for (const [option, instead] of literalSecrets) {
-      if (given.has(option)) {
-        throw new McpmgrError(
-          "INVALID_OPTION",
-          `--${option} would be stored in the workload's configuration in plain text`,
-          { hint: `use ${instead} for a background workload (or --foreground)` },
-        );
-      }
-    }
-    for (const header of values["remote-forward-headers"]) {
-      // Like the options above, a forwarded credential is kept out of the record (credential-header.ts).
-      if (!isCredentialHeader(header.name, header.value)) continue;
-      throw new McpmgrError(
-        "INVALID_OPTION",
-        `--remote-forward-headers ${header.name}=…: a credential would be stored in the workload's configuration in plain text`,
-        {
-          hint: `store it with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret ${header.name}=NAME (or run with --foreground)`,
-        },
+    // The run options are stored (and exported) to restart the workload: no credentials in them.
+    const credential = recordedCredential(values, given, source.kind === "remote" ? source.url : undefined);
+    if (credential !== undefined && !options.recorded) throw credential;
+    if (credential !== undefined) {
+      ctx.log.warn(
+        `${name}'s recorded options hold a credential in plain text (${credential.message}); ${credential.hint}`,
       );
     }
   }
@@ -183,6 +176,10 @@ function deepFreeze<T>(value: T): T {
 }
 
 /** The RunSpec for parsed `run` options: the server located (registry, runtime), then resolved. */
-export async function prepareRunSpec(parsed: ParsedRunArgv, ctx: WorkloadContext): Promise<RunSpec> {
-  return resolveRunSpec(await locateServer(parsed, ctx), parsed, ctx);
+export async function prepareRunSpec(
+  parsed: ParsedRunArgv,
+  ctx: WorkloadContext,
+  options: RunSpecOptions = {},
+): Promise<RunSpec> {
+  return resolveRunSpec(await locateServer(parsed, ctx), parsed, ctx, options);
 }

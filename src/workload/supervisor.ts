@@ -193,7 +193,7 @@ async function starter(
     const spec = buildGatewaySpec(record.runOptions);
     return { start: () => startGatewayWorkload(spec, ctx) };
   }
-  const spec = await prepareRunSpec(parseRunArgv(record.runOptions), ctx);
+  const spec = await prepareRunSpec(parseRunArgv(record.runOptions), ctx, { recorded: true });
   const name = record.name;
   const workloadLog = cappedLog(store.logPath(name), store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env));
   const listener = keepListener(spec, ctx);

@@ -4,7 +4,7 @@
  * here. Some cases need what the code needs: a container engine, a pseudo-terminal.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdir, readdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as v from "valibot";
@@ -33,6 +33,7 @@ import { readJsonFile, writeFileAtomic } from "../../src/state/atomic-file.ts";
 import { GroupStore } from "../../src/state/groups.ts";
 import { acquireLock } from "../../src/state/lock.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
+import { assertPrivateDirectories } from "../../src/state/private-dirs.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { liveWorkload } from "../../src/workload/live-workload.ts";
 import { locateServer } from "../../src/workload/locate.ts";
@@ -127,6 +128,13 @@ const producers: Record<ErrorCode, () => unknown> = {
   STATE_IO: async () => {
     await writeFile(join(dir, "a-file"), "");
     return writeFileAtomic(join(dir, "a-file", "below-a-file.json"), "{}");
+  },
+  // Review 7: a home another user made (here, one every user may write) is refused before anything reads it.
+  STATE_UNSAFE: async () => {
+    const shared = join(dir, "shared-home");
+    await mkdir(shared, { mode: 0o777 });
+    await chmod(shared, 0o777);
+    return assertPrivateDirectories(resolvePaths({ MCPMGR_HOME: shared }));
   },
   WORKLOAD_EXISTS: async () => {
     const record = {

@@ -49,7 +49,7 @@ export type RuntimeKind = "process" | "container";
 /** resolveRunSpec for `mcpmgr run ARGS` on the given runtime (a remote URL always runs nowhere). */
 export function specFor(
   args: readonly string[],
-  options: { runtime?: RuntimeKind; entry?: RegistryEntry; context?: TestContext } = {},
+  options: { runtime?: RuntimeKind; entry?: RegistryEntry; context?: TestContext; recorded?: boolean } = {},
 ): RunSpec {
   const parsed = parseRunArgv(args);
   const sourceText = parsed.positionals[0] as string;
@@ -64,5 +64,6 @@ export function specFor(
     { sourceText, source, entry: options.entry, runtime },
     parsed,
     (options.context ?? testContext()).ctx,
+    { recorded: options.recorded },
   );
 }

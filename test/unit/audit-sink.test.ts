@@ -5,6 +5,7 @@
  */
 import { afterAll, expect, test, setDefaultTimeout } from "bun:test";
 import {
+  chownSync,
   existsSync,
   mkdtempSync,
   readFileSync,
@@ -17,7 +18,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AuditConfig } from "../../src/config/audit-config.ts";
-import { auditSink } from "../../src/workload/audit-sink.ts";
+import { assertAuditLogWritable, auditSink } from "../../src/workload/audit-sink.ts";
+import { usageError } from "../support/errors.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -98,6 +100,48 @@ test("a log that was a file is not followed into a symbolic link put in its plac
     await Bun.sleep(300);
     expect(read(elsewhere)).toBe("");
     expect(errors[0]).toContain("was moved away and cannot be opened again");
+  } finally {
+    await sink.close();
+  }
+});
+
+// Review 7: in a shared folder another user can make the log's file first, or after a rotation.
+test("a log file of another user is refused at start, and not taken after a rotation", async () => {
+  const planted = join(dir, "planted.jsonl");
+  writeFileSync(planted, "", { mode: 0o666 });
+  chownSync(planted, 61234, 61234);
+  const refusal = usageError(() => assertAuditLogWritable(configFor(planted)), "INVALID_OPTION");
+  expect(refusal.message).toContain("belongs to uid 61234");
+  usageError(
+    () =>
+      auditSink(
+        configFor(planted),
+        () => {},
+        () => {},
+      ),
+    "INVALID_OPTION",
+  );
+
+  const path = join(dir, "rotated-then-planted.jsonl");
+  const errors: string[] = [];
+  const sink = auditSink(
+    configFor(path),
+    () => {},
+    (message) => errors.push(message),
+  );
+  try {
+    sink.write("one\n");
+    await until(() => read(path) === "one\n");
+    renameSync(path, `${path}.1`);
+    writeFileSync(path, "", { mode: 0o666 });
+    chownSync(path, 61234, 61234);
+    await until(() => errors.length > 0);
+    sink.write("two\n");
+    await Bun.sleep(600);
+    expect(read(path)).toBe("");
+    expect(read(`${path}.1`)).toBe("one\ntwo\n");
+    // Said once, not every 200 ms.
+    expect(errors).toEqual([expect.stringContaining("another user's file")]);
   } finally {
     await sink.close();
   }

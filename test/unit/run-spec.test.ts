@@ -238,6 +238,47 @@ describe("a background workload", () => {
     expect(specFor(["--foreground", REMOTE, "--remote-forward-headers", "X-Api-Key=k"]).background).toBe(false);
   });
 
+  test("keeps no other credential of its command line in its recorded options (review 7)", () => {
+    const refused = (argv: string[]) => {
+      try {
+        specFor(argv);
+      } catch (err) {
+        return err as { code?: string; message: string; hint?: string };
+      }
+      return undefined;
+    };
+    const oidc = ["--oidc-issuer", "https://issuer.example", "--oidc-client-id", "c"];
+    const introspected = [...oidc, "--oidc-introspection-url", "https://issuer.example/introspect"];
+    const cases: [string[], string][] = [
+      // The introspection client's secret: its -file form is what a background workload records.
+      [[REMOTE, ...introspected, "--oidc-client-secret", "s3cret-value"], "--oidc-client-secret-file"],
+      [[PROBE, "-e", "GH=ghp_0123456789abcdef"], "--secret NAME,target=GH"],
+      [[PROBE, "-e", "UPSTREAM=Bearer s3cret-value"], "--secret NAME,target=UPSTREAM"],
+      [[REMOTE, "--otel-endpoint", "https://otlp.example", "--otel-headers", "api-key=s3cret-value"], "--foreground"],
+      [["https://user:s3cret-value@mcp.example.com/mcp"], "--remote-forward-headers-secret Authorization=NAME"],
+    ];
+    for (const [argv, hint] of cases) {
+      const err = refused(argv);
+      expect({ argv, code: err?.code }).toEqual({ argv, code: "INVALID_OPTION" });
+      expect(err?.hint).toContain(hint);
+      expect(err?.message).not.toContain("s3cret-value");
+    }
+    // What is no credential stays allowed; so is all of it in the foreground.
+    expect(refused([PROBE, "-e", "LIMIT=10", "-e", "MODE=skip"])).toBeUndefined();
+    expect(refused(["https://user@mcp.example.com/mcp"])).toBeUndefined();
+    expect(
+      refused([REMOTE, "--otel-endpoint", "https://otlp.example", "--otel-headers", "x-tenant=acme"]),
+    ).toBeUndefined();
+    for (const [argv] of cases) expect(refused(["--foreground", ...argv])).toBeUndefined();
+    // A workload recorded before these checks still starts under its supervisor, with a warning that says what to do.
+    const context = testContext();
+    expect(specFor([PROBE, "-e", "GH=ghp_0123456789abcdef"], { context, recorded: true }).background).toBe(true);
+    expect(context.logged).toEqual([
+      expect.stringMatching(/^warn: .*credential in plain text.*--secret NAME,target=GH/),
+    ]);
+    expect(context.logged.join("")).not.toContain("ghp_0123456789abcdef");
+  });
+
   test("needs a name that can be recorded", () => {
     let err: unknown;
     try {
@@ -246,6 +287,20 @@ describe("a background workload", () => {
       err = e;
     }
     expect((err as { code?: string }).code).toBe("INVALID_ARGUMENT");
+  });
+
+  // Review 7: a foreground name is written into AI clients' files too (Codex takes only [A-Za-z0-9_-] names).
+  test("so does a foreground run", () => {
+    for (const name of ['a"]\nevil = 1\n[x', "../../x", "Not A Name"]) {
+      let err: unknown;
+      try {
+        specFor(["--foreground", PROBE, "--name", name]);
+      } catch (e) {
+        err = e;
+      }
+      expect({ name, code: (err as { code?: string }).code }).toEqual({ name, code: "INVALID_ARGUMENT" });
+    }
+    expect(specFor(["--foreground", PROBE, "--name", "fine-name"]).name).toBe("fine-name");
   });
 });
 

@@ -252,6 +252,26 @@ describe("call_tool", () => {
     expect(missing.ok ? "" : textOf(missing.result)).toContain('call_tool needs "name"');
   });
 
+  // Review 7: a workload chooses its schema's regular expressions and a caller the text they run on,
+  // in the gateway's one thread; "^(a+)+$" on 32 characters takes seconds, each one more doubles it.
+  test("a workload's regular expressions are never run by the gateway; the server judges them", () => {
+    const started = performance.now();
+    const evil = { type: "object", properties: { s: { type: "string", pattern: "^(a+)+$" } } };
+    expect(checkArguments(evil, { s: `${"a".repeat(32)}!` }).ok).toBe(true);
+    expect(checkArguments(evil, { s: 3 })).toMatchObject({ ok: false });
+    expect(
+      checkArguments(
+        { type: "object", patternProperties: { "^(a+)+$": { type: "string" } } },
+        { [`${"a".repeat(32)}!`]: 1 },
+      ).ok,
+    ).toBe(true);
+    expect(performance.now() - started).toBeLessThan(500);
+    // Instances in the schema are not schemas: an enum value with a "pattern" key is compared whole.
+    const enumOf = { type: "object", properties: { o: { enum: [{ pattern: "x" }] } } };
+    expect(checkArguments(enumOf, { o: { pattern: "x" } }).ok).toBe(true);
+    expect(checkArguments(enumOf, { o: {} }).ok).toBe(false);
+  });
+
   test("a schema the validator cannot compile leaves the judgement to the server", () => {
     expect(checkArguments({ type: "object", $ref: "#/nowhere" }, { a: 1 }).ok).toBe(true);
     expect(checkArguments(undefined, { a: 1 }).ok).toBe(true);

@@ -23,6 +23,11 @@ export const incomingAuthOptions = {
     valueHint: "secret",
     schema: nonEmpty,
   }),
+  "oidc-client-secret-file": stringOption({
+    description: "File containing the OIDC client secret (the form a background workload records)",
+    valueHint: "path",
+    schema: nonEmpty,
+  }),
   "oidc-introspection-url": stringOption({
     description: "Token introspection endpoint (RFC 7662) for opaque tokens",
     valueHint: "url",

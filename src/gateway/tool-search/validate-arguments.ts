@@ -19,12 +19,47 @@ function draftOf(schema: Record<string, unknown>): SchemaDraft {
   return "2020-12"; // MCP's default dialect for tool schemas
 }
 
+const MAX_SCHEMA_DEPTH = 64;
+/** Keywords whose values are instances, not schemas: kept as they are. */
+const DATA_KEYWORDS: ReadonlySet<string> = new Set(["const", "enum", "default", "examples"]);
+
+/**
+ * The schema without its regular expressions, or undefined when they cannot simply be left out.
+ * A workload chooses them and a caller the text they run on, in the gateway's one thread: a
+ * catastrophic `pattern` ("^(a+)+$" on 30 characters takes seconds) would stall every workload's
+ * calls. Leaving a `pattern` out only lets more through, and the server still judges its
+ * arguments; `patternProperties` decides which properties count as additional, so a schema with
+ * it (or nested past MAX_SCHEMA_DEPTH) is not checked here at all.
+ */
+function withoutPatterns(value: unknown, depth = 0): unknown {
+  if (depth > MAX_SCHEMA_DEPTH) return undefined;
+  if (Array.isArray(value)) {
+    const items = value.map((item) => withoutPatterns(item, depth + 1));
+    return items.some((item, i) => item === undefined && value[i] !== undefined) ? undefined : items;
+  }
+  if (typeof value !== "object" || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) {
+    if (key === "patternProperties") return undefined;
+    if (key === "pattern" && typeof child === "string") continue;
+    if (DATA_KEYWORDS.has(key)) {
+      out[key] = child;
+      continue;
+    }
+    const copy = withoutPatterns(child, depth + 1);
+    if (copy === undefined && child !== undefined) return undefined;
+    out[key] = copy;
+  }
+  return out;
+}
+
 /** null when the schema itself cannot be compiled: then the server is left to judge the arguments. */
 function validatorFor(schema: Record<string, unknown>): Validator | null {
   let validator = validators.get(schema);
   if (validator === undefined) {
     try {
-      validator = new Validator(schema as never, draftOf(schema), false);
+      const checked = withoutPatterns(schema);
+      validator = checked === undefined ? null : new Validator(checked as never, draftOf(schema), false);
     } catch {
       validator = null;
     }

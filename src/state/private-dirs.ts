@@ -1,0 +1,66 @@
+/**
+ * mcpmgr's directories must be out of other users' reach. Whoever can rename an entry in one of
+ * them, or in a folder above them, can swap a workload's record for their own, and the next
+ * `start` runs their command, their image and their volumes as this user (or feeds this user's
+ * secrets to their server). So, before a command uses them, every existing folder from each of
+ * mcpmgr's directories up to `/` must belong to this user or root, and must not be writable by
+ * every user unless it is sticky (`/tmp`: there nobody renames another's entries). A folder
+ * another user made first (`MCPMGR_HOME=/tmp/mcpmgr`, made by them before this user's first run)
+ * fails that. Group-writable folders pass: a private group per user is common, and the group is
+ * the user's choice. Links on the way count as their owner's too. Root run with a user's HOME
+ * (`sudo -E`, a documented way to configure that user's AI clients) trusts that user's folders:
+ * they could not escalate through records more than through the HOME root chose to use.
+ */
+import { lstatSync, statSync } from "node:fs";
+import { dirname } from "node:path";
+import { McpmgrError } from "../errors.ts";
+import type { McpmgrPaths } from "./paths.ts";
+
+const WRITABLE_BY_OTHERS = 0o002;
+const STICKY = 0o1000;
+
+/** Why `dir` (a folder on the way to one of mcpmgr's directories) is in another user's reach, if it is. */
+function reachOfOthers(dir: string, owners: ReadonlySet<number>): string | undefined {
+  const link = lstatSync(dir, { throwIfNoEntry: false });
+  if (link === undefined) return undefined;
+  if (link.isSymbolicLink() && !owners.has(link.uid)) return `the link ${dir} belongs to uid ${link.uid}`;
+  const info = link.isSymbolicLink() ? statSync(dir, { throwIfNoEntry: false }) : link;
+  if (info === undefined) return undefined;
+  if (!owners.has(info.uid)) return `${dir} belongs to uid ${info.uid}`;
+  if ((info.mode & WRITABLE_BY_OTHERS) !== 0 && (info.mode & STICKY) === 0)
+    return `${dir} can be written by every user`;
+  return undefined;
+}
+
+/**
+ * Refuses mcpmgr's directories when another user could replace what is in them (see above). POSIX
+ * only. `home`: the HOME in use, whose owner root trusts.
+ */
+export function assertPrivateDirectories(
+  paths: McpmgrPaths,
+  uid: number | undefined = process.getuid?.(),
+  home: string | undefined = process.env.HOME,
+): void {
+  if (uid === undefined) return;
+  const owners = new Set([uid, 0]);
+  const homeOwner = uid === 0 && home ? statSync(home, { throwIfNoEntry: false })?.uid : undefined;
+  if (homeOwner !== undefined) owners.add(homeOwner);
+  const seen = new Set<string>();
+  for (const start of [paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir]) {
+    // Walking up; a folder seen already had its whole way up checked.
+    for (let dir = start; !seen.has(dir); dir = dirname(dir)) {
+      seen.add(dir);
+      const why = reachOfOthers(dir, owners);
+      if (why !== undefined) {
+        throw new McpmgrError(
+          "STATE_UNSAFE",
+          `mcpmgr's folder ${start} is in another user's reach: ${why}, so they could replace its workloads' records`,
+          {
+            hint: "point MCPMGR_HOME (or XDG_*_HOME) at a folder only you can write to, e.g. under your home, or fix the folder's owner and mode",
+          },
+        );
+      }
+      if (dirname(dir) === dir) break;
+    }
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * What a background workload's record must not hold. Its options are stored (and exported by
+ * `mcpmgr export`) in plain text to restart it, so a credential given on the command line is
+ * refused there, with the form that keeps it out: a `-file` option, the secrets store, or
+ * `--foreground` (nothing is recorded). The same rule for `run` and `gateway --detach`.
+ */
+import { McpmgrError } from "../errors.ts";
+import { isCredentialHeader, isCredentialValue } from "./credential-header.ts";
+
+/** The options a recorded command line may hold, as parsed; absent ones are simply not checked. */
+export interface RecordedValues {
+  readonly env?: readonly { readonly key: string; readonly value: string }[];
+  readonly "otel-headers"?: readonly { readonly key: string; readonly value: string }[];
+  readonly "remote-forward-headers"?: readonly { readonly name: string; readonly value: string }[];
+}
+
+/** Options whose value is a credential, and the form of each that keeps it out of the record. */
+const literalSecrets = [
+  ["remote-auth-client-secret", "--remote-auth-client-secret-file"],
+  ["remote-auth-bearer-token", "--remote-auth-bearer-token-file"],
+  ["token-exchange-client-secret", "--token-exchange-client-secret-file"],
+  ["oidc-client-secret", "--oidc-client-secret-file"],
+] as const;
+
+function plainText(what: string, hint: string): McpmgrError {
+  return new McpmgrError(
+    "INVALID_OPTION",
+    `${what}: a credential would be stored in the workload's configuration in plain text`,
+    { hint },
+  );
+}
+
+/** Refuses the first credential in a background workload's command line (see recordedCredential). */
+export function refuseRecordedCredentials(values: RecordedValues, given: ReadonlySet<string>, remote?: URL): void {
+  const found = recordedCredential(values, given, remote);
+  if (found !== undefined) throw found;
+}
+
+/**
+ * The refusal for the first credential in a background workload's command line, if any: a
+ * literal secret option, a credential-looking forwarded or OTLP header, an environment value in
+ * a credential's form, a password in the remote URL. `remote` is the remote server's URL, if it is one.
+ */
+export function recordedCredential(
+  values: RecordedValues,
+  given: ReadonlySet<string>,
+  remote?: URL,
+): McpmgrError | undefined {
+  for (const [option, instead] of literalSecrets) {
+    if (given.has(option)) {
+      return new McpmgrError(
+        "INVALID_OPTION",
+        `--${option} would be stored in the workload's configuration in plain text`,
+        {
+          hint: `use ${instead} for a background workload (or --foreground)`,
+        },
+      );
+    }
+  }
+  for (const header of values["remote-forward-headers"] ?? []) {
+    if (!isCredentialHeader(header.name, header.value)) continue;
+    return plainText(
+      `--remote-forward-headers ${header.name}=…`,
+      `store it with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret ${header.name}=NAME (or run with --foreground)`,
+    );
+  }
+  for (const header of values["otel-headers"] ?? []) {
+    if (!isCredentialHeader(header.key, header.value)) continue;
+    return plainText(
+      `--otel-headers ${header.key}=…`,
+      "run it with --foreground, where nothing is recorded (the collector's key has no secret form yet)",
+    );
+  }
+  for (const variable of values.env ?? []) {
+    if (!isCredentialValue(variable.value)) continue;
+    return plainText(
+      `-e ${variable.key}=…`,
+      `store it with 'mcpmgr secret set NAME' and pass --secret NAME,target=${variable.key} (or run with --foreground)`,
+    );
+  }
+  if (remote !== undefined && remote.password !== "") {
+    return plainText(
+      "the remote URL's password",
+      "leave it out of the URL: store 'Basic <base64 of user:password>' with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret Authorization=NAME (or run with --foreground)",
+    );
+  }
+  return undefined;
+}

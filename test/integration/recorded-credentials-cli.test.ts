@@ -1,0 +1,132 @@
+/**
+ * A background workload's record (and `mcpmgr export`) holds no credential given on the command
+ * line (docs/security.md S8), for `run` and `gateway --detach` alike: the introspection client's
+ * secret comes from `--oidc-client-secret-file`, read by the supervisor at each start, and works
+ * against a real oidc-provider.
+ */
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type AuthServer, CLIENTS, OPAQUE_RESOURCE, startAuthServer } from "../support/auth-server.ts";
+import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+setDefaultTimeout(60_000);
+
+const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
+
+let auth: AuthServer;
+let upstream: ReturnType<typeof Bun.serve>;
+let home: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  auth = await startAuthServer();
+  // Answers any JSON-RPC request: the workload only has to be reachable through its proxy.
+  upstream = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = (await req.json().catch(() => ({}))) as { id?: number };
+      return Response.json({ jsonrpc: "2.0", id: body.id ?? null, result: {} });
+    },
+  });
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-recorded-"));
+  env = cliEnv(home);
+});
+
+afterAll(async () => {
+  runCli(env, ["rm", "introspected"]);
+  await auth?.stop();
+  await upstream?.stop(true);
+  await rm(home, { recursive: true, force: true });
+});
+
+const introspection = () => [
+  "--oidc-issuer",
+  auth.issuer,
+  "--oidc-audience",
+  OPAQUE_RESOURCE,
+  "--oidc-introspection-url",
+  `${auth.issuer}/token/introspection`,
+  "--oidc-client-id",
+  CLIENTS.introspector.client_id,
+  ...LOCAL_DEV,
+];
+
+const ping = (url: string, token: string) =>
+  fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${token}`,
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "ping" }),
+  });
+
+test("--oidc-client-secret is refused by run and gateway --detach; nothing is recorded", () => {
+  const secret = CLIENTS.introspector.client_secret;
+  const run = runCli(env, [
+    "run",
+    `http://127.0.0.1:${upstream.port}/mcp`,
+    "--name",
+    "literal",
+    ...introspection(),
+    "--oidc-client-secret",
+    secret,
+  ]);
+  expect(expectOneLineError(run, 2)).toContain("--oidc-client-secret-file");
+  runCliOk(env, ["group", "create", "guarded"]);
+  const gateway = runCli(env, ["gateway", "guarded", "--detach", ...introspection(), "--oidc-client-secret", secret]);
+  const line = expectOneLineError(gateway, 2);
+  expect(line).toContain("--oidc-client-secret-file");
+  expect(line).not.toContain(secret);
+  expect(JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout)).toEqual([]);
+});
+
+test("with --oidc-client-secret-file a background workload introspects tokens; the secret is in neither record nor export", async () => {
+  const secretFile = join(home, "introspector.secret");
+  await writeFile(secretFile, `${CLIENTS.introspector.client_secret}\n`, { mode: 0o600 });
+  // Spawned, not run synchronously: the authorization server lives in this process and must answer meanwhile.
+  const child = Bun.spawn(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      `http://127.0.0.1:${upstream.port}/mcp`,
+      "--name",
+      "introspected",
+      ...introspection(),
+      "--oidc-client-secret-file",
+      secretFile,
+    ],
+    { cwd: REPO_ROOT, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
+  );
+  const [stdout, stderr] = [await new Response(child.stdout).text(), await new Response(child.stderr).text()];
+  expect({ code: await child.exited, stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+  const url = /^(http:\/\/\S+)$/m.exec(stdout)?.[1] as string;
+  const opaque = await auth.token({ resource: OPAQUE_RESOURCE });
+  expect(opaque.split(".")).toHaveLength(1);
+  // Only a supervisor that authenticated to the introspection endpoint with the file's secret says 200.
+  expect((await ping(url, opaque)).status).toBe(200);
+  expect((await ping(url, "0pAqUe-but-unknown-token-value")).status).toBe(401);
+  const record = await readFile(join(home, ".mcpmgr", "state", "workloads", "introspected", "workload.json"), "utf8");
+  expect(record).not.toContain(CLIENTS.introspector.client_secret);
+  expect(runCliOk(env, ["export", "introspected", "-"]).stdout).not.toContain(CLIENTS.introspector.client_secret);
+});
+
+test("--oidc-client-secret and its file form together are refused", () => {
+  const both = runCli(env, [
+    "run",
+    "--foreground",
+    `http://127.0.0.1:${upstream.port}/mcp`,
+    ...introspection(),
+    "--oidc-client-secret",
+    "x",
+    "--oidc-client-secret-file",
+    join(home, "introspector.secret"),
+  ]);
+  expect(expectOneLineError(both, 2)).toContain("cannot be used together");
+});
