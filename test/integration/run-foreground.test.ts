@@ -3,6 +3,7 @@
  * npx under the bwrap sandbox, behind the stdio bridge, used by the SDK client.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -343,16 +344,19 @@ test("go:// runs a local Go module (go run, offline, in the sandbox) with its ar
 test("a busy --proxy-port is a clear error and leaves no server behind", async () => {
   const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
   try {
+    // The server gets a variable no other process has, so other runs of the probe on the
+    // machine (another test, another checkout) do not count as this run's leftovers.
+    const mark = `MCPMGR_TEST_MARK=${crypto.randomUUID()}`;
     const result = Bun.spawnSync(
-      [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--proxy-port", String(busy.port)],
+      [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--proxy-port", String(busy.port), "-e", mark],
       { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1" } },
     );
     expect(result.exitCode).toBe(1);
     expect(result.stderr.toString()).toContain("already in use");
-    const probes = () => Bun.spawnSync(["pgrep", "-f", "sandbox-probe/probe.mjs"]).stdout.toString().trim();
+    const marked = () => processesWithVariable(mark);
     const deadline = Date.now() + 5_000;
-    while (probes() !== "" && Date.now() < deadline) await Bun.sleep(50);
-    expect(probes()).toBe("");
+    while (marked().length > 0 && Date.now() < deadline) await Bun.sleep(50);
+    expect(marked()).toEqual([]);
   } finally {
     busy.stop(true);
   }
@@ -444,3 +448,17 @@ test("a foreground run's name is taken while it runs, and a recorded name is tak
     expect(cli("rm", "fg-taken").code).toBe(0);
   }
 }, 90_000);
+
+/** Process ids whose environment holds `variable` (NAME=value), from /proc. */
+function processesWithVariable(variable: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/environ`, "latin1").split("\0").includes(variable)) found.push(Number(entry));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found;
+}
