@@ -68,7 +68,8 @@ export class OlderServerTranslation {
 
   /** The server's answer to a 2026-07-28 request, as that revision shapes it. */
   answer(flight: Flight, answer: JsonRpcMessage): JsonRpcMessage {
-    if (answer.error?.code === urlElicitationRequired) return urlElicitationRound(flight, answer.error);
+    if (answer.error?.code === URL_ELICITATION_REQUIRED)
+      return urlElicitationRound(flight.clientId, answer.error, flight.session.capabilities);
     const missing = flight.rounds?.missing;
     // The call failed for want of a capability the client did not declare: the revision names that error.
     const failed = answer.error !== undefined || (answer.result as { isError?: unknown } | undefined)?.isError === true;
@@ -89,7 +90,7 @@ export class OlderServerTranslation {
 }
 
 /** 2025-11-25's "visit this page, then call again" error; 2026-07-28 forbids the code on its wire. */
-const urlElicitationRequired = -32042;
+export const URL_ELICITATION_REQUIRED = -32042;
 
 /**
  * An older server's -32042 as 2026-07-28 says it: an input round asking the client to open each URL
@@ -97,10 +98,14 @@ const urlElicitationRequired = -32042;
  * between the calls, so there is no requestState: the client's retry is a new call, as the older
  * revision expected. The keys cannot meet those of the server's own requests in that call
  * (input-rounds.ts), so the answers it carries are never taken for them. A client that did not
- * declare URL-mode elicitation gets -32021 naming it.
+ * declare URL-mode elicitation gets -32021 naming it. `id`: the client's request id; `capabilities`:
+ * the client capabilities its request declared. (The gateway answers its 2026-07-28 callers with it too.)
  */
-function urlElicitationRound(flight: Flight, error: NonNullable<JsonRpcMessage["error"]>): JsonRpcMessage {
-  const id = flight.clientId;
+export function urlElicitationRound(
+  id: JsonRpcId,
+  error: NonNullable<JsonRpcMessage["error"]>,
+  capabilities: { readonly elicitation?: unknown },
+): JsonRpcMessage {
   const asked = (error.data as { elicitations?: unknown } | undefined)?.elicitations;
   const elicitations = Array.isArray(asked)
     ? asked.filter(
@@ -113,7 +118,7 @@ function urlElicitationRound(flight: Flight, error: NonNullable<JsonRpcMessage["
       JsonRpcCode.internalError,
       `the MCP server asked for a URL to be opened: ${error.message}`,
     );
-  const elicitation = flight.session.capabilities.elicitation as { url?: unknown } | undefined;
+  const elicitation = capabilities.elicitation as { url?: unknown } | undefined;
   if (typeof elicitation?.url !== "object" || elicitation.url === null)
     return missingCapabilityError(id, new Set(["elicitation"]), { elicitation: { url: {} } });
   const inputRequests: Record<string, unknown> = {};
