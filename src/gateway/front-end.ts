@@ -7,7 +7,9 @@
  *    `subscriptions/listen`) are served by the SDK's `createMcpHandler`, one gateway server
  *    per request over a pool per caller (there is no session to tie anything to, but whatever a
  *    workload keeps per upstream session must never pass from one principal to another); their
- *    tools/call is checked first for `Mcp-Param-*` headers that disagree with it (param-headers.ts).
+ *    tools/call is checked first for `Mcp-Param-*` headers that disagree with it (param-headers.ts),
+ *    and each request's params as sent go with it to its server (modern-caller.ts needs what the SDK
+ *    lifts off them).
  * A request with a session id (and no MCP-Protocol-Version of 2026-07-28 or later, which is served
  * statelessly whatever session id it carries) is routed by a map lookup; a
  * session answers only the caller that opened it (another caller's request is 404, as for
@@ -107,10 +109,14 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     callerPools.set(caller, entry);
     return entry.pool;
   };
+  // Each 2026-07-28 POST's params as its caller sent them (the SDK lifts the envelope and retry
+  // material off them before the gateway's handler runs; a member reached as a 2026-07-28 server needs them).
+  const sentParams = new WeakMap<Request, Record<string, unknown>>();
   const modern = createMcpHandler(
     (request) => {
       const pool = poolOf(request.requestInfo);
-      return createGatewayServer(options, () => pool, request.requestInfo, true);
+      const params = request.requestInfo && sentParams.get(request.requestInfo);
+      return createGatewayServer(options, () => pool, request.requestInfo, { params });
     },
     { legacy: "reject" },
   );
@@ -242,6 +248,9 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       const call = req.headers.get("mcp-method")?.trim() === "tools/call" ? body : undefined;
       const refusal = call && paramHeadersRefused(request, call);
       if (refusal) return refusal;
+      const params = (parsedBody as { params?: unknown } | undefined)?.params;
+      if (typeof params === "object" && params !== null && !Array.isArray(params))
+        sentParams.set(request, params as Record<string, unknown>);
       return modern.fetch(request, withBody);
     }
     if (sessions.size >= maxSessions) return sessionLimitReached();

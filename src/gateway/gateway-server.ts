@@ -16,7 +16,14 @@ import { type GroupCatalog, resourceRoute } from "./catalog.ts";
 import { anyResult, type Params } from "./sdk.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
-import { withTraceContext } from "./upstream.ts";
+import { withRequestScope } from "./upstream.ts";
+import { memberParamHeaders } from "./param-headers.ts";
+import {
+  type ModernRequest,
+  paramsForModernMember,
+  urlElicitationAnswer,
+  withoutMemberIdentity,
+} from "./modern-caller.ts";
 import { errorMessage } from "../errors.ts";
 
 export interface GatewayServerOptions {
@@ -51,16 +58,17 @@ function ambiguous(what: string, workloads: readonly string[]): ProtocolError {
 
 /**
  * `req`: the request that opened the session (or the stateless request), for search mode's instructions.
- * `stateless`: a 2026-07-28 request's server. Its pool has no client to hand a workload's
- * `resources/updated` to, so it does not offer resource subscriptions: a `subscriptions/listen`
- * acknowledgement must not promise updates that would never come.
+ * `modern`: a 2026-07-28 request's server, with that request as its caller sent it. Its pool has no
+ * client to hand a workload's `resources/updated` to, so it does not offer resource subscriptions: a
+ * `subscriptions/listen` acknowledgement must not promise updates that would never come.
  */
 export function createGatewayServer(
   options: GatewayServerOptions,
   pool: () => UpstreamPool,
   req?: Request,
-  stateless = false,
+  modern?: ModernRequest,
 ): Server {
+  const stateless = modern !== undefined;
   const { catalog, search } = options;
   const server = new Server(
     { name: `mcpmgr-gateway-${options.group}`, version },
@@ -76,7 +84,14 @@ export function createGatewayServer(
     },
   );
 
-  const forward = async (workload: string, method: string, params: Params, ctx: ServerContext): Promise<Result> => {
+  /** `listedAs`: a tools/call's tool as the gateway lists it (for its x-mcp-header declarations). */
+  const forward = async (
+    workload: string,
+    method: string,
+    params: Params,
+    ctx: ServerContext,
+    listedAs?: string,
+  ): Promise<Result> => {
     await catalog.joining(workload, options.timeoutMs);
     const why = catalog.whyUnavailable(workload);
     if (why !== undefined) throw unavailable(workload, why);
@@ -94,12 +109,27 @@ export function createGatewayServer(
       const { progressToken: _token, ...rest } = meta;
       sent = { ...params, _meta: rest };
     }
+    // A 2026-07-28 caller's request to a member reached as a 2026-07-28 server carries the caller's
+    // envelope and retry material (modern-caller.ts); the member's input_required result comes back as it is.
+    const modernMember = modern !== undefined && upstream.getProtocolEra() !== "legacy";
+    // Its Mcp-Param-* headers too: the member checks them against the tool's declarations, as the gateway did.
+    const headers =
+      modernMember && listedAs !== undefined
+        ? memberParamHeaders({ ...params, name: listedAs }, catalog.view.tools)
+        : undefined;
+    if (modernMember) sent = paramsForModernMember(sent, ctx, modern);
+    const onLog = modernMember
+      ? (log: { params?: unknown }) =>
+          void ctx.mcpReq.notify({ method: "notifications/message", params: log.params as never }).catch(() => {})
+      : undefined;
     const release = pool().track(workload, ctx.mcpReq.id);
     try {
-      return await withTraceContext(ctx.http?.req?.headers, () =>
+      const result = await withRequestScope(ctx.http?.req?.headers, onLog, () =>
         upstream.request({ method, params: sent }, anyResult, {
           signal: ctx.mcpReq.signal,
           timeout: options.timeoutMs,
+          ...(modernMember ? { allowInputRequired: true } : {}),
+          ...(headers !== undefined && Object.keys(headers).length > 0 ? { headers } : {}),
           ...(progressToken !== undefined
             ? {
                 resetTimeoutOnProgress: true,
@@ -111,7 +141,10 @@ export function createGatewayServer(
             : {}),
         }),
       );
+      return withoutMemberIdentity(result);
     } catch (err) {
+      const round = modern !== undefined ? urlElicitationAnswer(err, ctx) : undefined;
+      if (round !== undefined) return round;
       if (err instanceof ProtocolError) throw err;
       if (ctx.mcpReq.signal.aborted) throw err;
       // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
@@ -152,7 +185,13 @@ export function createGatewayServer(
     const answered = search ? await search.answer(params, ctx.http?.req, ctx.mcpReq.id) : undefined;
     if (answered !== undefined) return answered as never;
     const target = routeName("tool", params.name);
-    return (await forward(target.workload, "tools/call", { ...params, name: target.name }, ctx)) as never;
+    return (await forward(
+      target.workload,
+      "tools/call",
+      { ...params, name: target.name },
+      ctx,
+      params.name as string,
+    )) as never;
   });
   server.setRequestHandler("prompts/get", async (request, ctx) => {
     const params = request.params as Params;

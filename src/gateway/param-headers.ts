@@ -16,6 +16,7 @@ import {
   type ParamHeaderRefusal,
   scanToolHeaders,
 } from "../proxy/tool-headers.ts";
+import { mcpRequestHeaders } from "../proxy/remote-client/request-headers.ts";
 
 interface ListedTool {
   readonly name?: unknown;
@@ -54,4 +55,19 @@ export function paramHeaderRefusal(
   if (typeof name !== "string") return undefined;
   const declarations = declarationsByName(tools).get(name);
   return declarations === undefined ? undefined : checkParamHeaders(headers, args, declarations);
+}
+
+/**
+ * The `Mcp-Param-*` headers a tools/call (`params` with the gateway's tool name, as the client sent
+ * them) carries on to a member reached as a 2026-07-28 server: the member checks them as the gateway
+ * did, and its declarations are the ones the gateway lists. Empty when the tool declares none.
+ */
+export function memberParamHeaders(params: unknown, tools: readonly unknown[]): Record<string, string> {
+  const { name } = (params ?? {}) as { name?: unknown };
+  const declarations = typeof name === "string" ? declarationsByName(tools).get(name) : undefined;
+  if (declarations === undefined) return {};
+  const headers: Record<string, string> = {};
+  const all = mcpRequestHeaders({ method: "tools/call", params }, "", declarations);
+  for (const [header, value] of Object.entries(all)) if (header.startsWith("mcp-param-")) headers[header] = value;
+  return headers;
 }

@@ -13,7 +13,7 @@ import type {
   LoggingLevel,
 } from "@modelcontextprotocol/client";
 import type { GroupCatalog } from "./catalog.ts";
-import { connectUpstream, type Upstream } from "./upstream.ts";
+import { connectUpstream, requestLogRelay, type Upstream } from "./upstream.ts";
 
 type RequestId = string | number;
 
@@ -38,7 +38,11 @@ export class UpstreamPool {
   #logLevel: LoggingLevel | undefined;
   #closed = false;
 
-  /** Without a peer, a workload's requests are refused (2026-07-28 clients take none). */
+  /**
+   * Without a peer (a 2026-07-28 caller's pool), workloads are reached as 2026-07-28 servers where they
+   * can be (upstream.ts `preferModern`), and a 2025-era workload's requests are refused (such a caller
+   * takes none).
+   */
   constructor(catalog: GroupCatalog, timeoutMs: number, peer?: PoolPeer) {
     this.#catalog = catalog;
     this.#timeoutMs = timeoutMs;
@@ -69,16 +73,22 @@ export class UpstreamPool {
           return peer.request(request, this.#latest(workload), signal);
         },
         onNotification: (notification) => {
+          // A 2026-07-28 caller's pool: a log line on a request's own stream goes back on that request's.
+          if (peer === undefined) {
+            if (notification.method === "notifications/message") requestLogRelay()?.(notification);
+            return;
+          }
           if (
             notification.method === "notifications/message" ||
             notification.method === "notifications/resources/updated"
           )
-            peer?.notify(notification, this.#latest(workload));
+            peer.notify(notification, this.#latest(workload));
         },
         onClose: () => this.#open.delete(workload),
       },
       this.#timeoutMs,
       this.#catalog.eraOf(workload),
+      peer === undefined,
     );
     if (this.#closed) {
       await client.close();
@@ -141,7 +151,7 @@ export class UpstreamPool {
 }
 
 /** Only what a workload may ask its client for; the rest is between the gateway and its client. */
-function mirrored(capabilities: ClientCapabilities): ClientCapabilities {
+export function mirrored(capabilities: ClientCapabilities): ClientCapabilities {
   const out: ClientCapabilities = {};
   if (capabilities.sampling) out.sampling = capabilities.sampling;
   if (capabilities.elicitation) out.elicitation = capabilities.elicitation;

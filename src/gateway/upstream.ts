@@ -31,28 +31,56 @@ export interface UpstreamHandlers {
 export type Upstream = Client;
 
 /**
- * The W3C trace context of the gateway request being forwarded, for the requests it sends to a
- * workload: the SDK client takes no per-request headers, so its fetch reads them from here.
+ * What belongs to the gateway request being forwarded, for the exchange with the workload it causes:
+ * the W3C trace context for the requests sent (the SDK client takes no per-request headers, so its
+ * fetch reads them from here), and where the workload's log lines for that request go (a 2026-07-28
+ * caller's, which has no session to send them on). The SDK client reads a request's response stream,
+ * and hands on what it carries, in the async context the request was sent in, so a log line on it
+ * finds this scope; one found outside any scope is not that request's and goes nowhere.
  */
-const traceContext = new AsyncLocalStorage<Headers>();
+interface RequestScope {
+  readonly trace?: Headers;
+  readonly onLog?: (notification: JSONRPCNotification) => void;
+}
+const requestScope = new AsyncLocalStorage<RequestScope>();
 const TRACE_HEADERS = ["traceparent", "tracestate"] as const;
 
 /**
- * Runs `send` (an upstream request) so that it carries `incoming`'s trace context: with telemetry
- * the gateway's span (which the telemetry middleware put there), else the client's own, as `run`
- * passes it upstream.
+ * Runs `send` (an upstream request) so that it carries `incoming`'s trace context (with telemetry the
+ * gateway's span, which the telemetry middleware put there, else the client's own, as `run` passes it
+ * upstream), and so that the workload's log lines on its response stream reach `onLog`.
  */
-export function withTraceContext<T>(incoming: Headers | undefined, send: () => Promise<T>): Promise<T> {
-  return incoming?.has("traceparent") ? traceContext.run(incoming, send) : send();
+export function withRequestScope<T>(
+  incoming: Headers | undefined,
+  onLog: ((notification: JSONRPCNotification) => void) | undefined,
+  send: () => Promise<T>,
+): Promise<T> {
+  const trace = incoming?.has("traceparent") ? incoming : undefined;
+  if (trace === undefined && onLog === undefined) return send();
+  return requestScope.run({ ...(trace ? { trace } : {}), ...(onLog ? { onLog } : {}) }, send);
 }
 
+/** Where a workload's log line goes when it arrives on a 2026-07-28 caller's request, else undefined. */
+export function requestLogRelay(): ((notification: JSONRPCNotification) => void) | undefined {
+  return requestScope.getStore()?.onLog;
+}
+
+/**
+ * `preferModern`: for a 2026-07-28 caller's pool. Such a caller has no session for a workload's
+ * requests to reach, but it can answer input rounds: a workload that also speaks 2026-07-28 (every
+ * stdio workload does, through its bridge) is reached that way, so its input rounds, its log lines
+ * for the request and the caller's capabilities travel with each request. A 2025-only workload is
+ * reached with a session still (the SDK's `auto` mode falls back to `initialize`).
+ */
 export async function connectUpstream(
   member: Member,
   handlers: UpstreamHandlers,
   timeoutMs: number,
   prior?: PriorDiscovery,
+  preferModern = false,
 ): Promise<Upstream> {
   if (prior?.kind === "modern") return connectWith("auto", member, handlers, timeoutMs, prior);
+  if (preferModern) return connectWith("auto", member, handlers, timeoutMs);
   try {
     return await connectWith("legacy", member, handlers, timeoutMs, prior);
   } catch (err) {
@@ -107,7 +135,7 @@ async function connectWith(
  */
 function memberFetch(credential: string | undefined): (url: string | URL, init?: RequestInit) => Promise<Response> {
   return (url, init) => {
-    const trace = traceContext.getStore();
+    const trace = requestScope.getStore()?.trace;
     if (credential === undefined && trace === undefined) return globalThis.fetch(url, init);
     const headers = new Headers(init?.headers);
     for (const name of TRACE_HEADERS) {
