@@ -4,13 +4,20 @@
  * log level in each request's `_meta` and answers an `input_required` result by calling again; the
  * gateway must carry all of it to the member and bring the member's rounds back as they are. Real
  * members: the 2026-07-28 conformance fixture and the URL elicitation fixture (2026-07-28) on stdio
- * behind their bridges, the 2025-11-25 conformance fixture on stdio, and the URL elicitation
+ * behind their bridges, the 2026-07-28 conformance fixture over HTTP (a remote workload), the
+ * 2025-11-25 conformance fixture on stdio, and the URL elicitation
  * fixture's 2025-11-25 server over HTTP (a remote workload behind the transparent proxy), whose
  * -32042 2026-07-28 forbids on its wire.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import { CONFORMANCE_FIXTURE, CONFORMANCE_FIXTURE_2026, REPO_ROOT } from "../support/conformance.ts";
+import {
+  CONFORMANCE_FIXTURE,
+  CONFORMANCE_FIXTURE_2026,
+  REPO_ROOT,
+  type RunningFixture,
+  startConformanceServer,
+} from "../support/conformance.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
 import { type Running, spawnUntil } from "../support/processes.ts";
 
@@ -22,9 +29,11 @@ const CONNECT_URL = "https://accounts.example.com/connect?session=42";
 
 let group: TestGroup;
 let remote: Running & { match: RegExpExecArray };
+let modernRemote: RunningFixture;
 let gatewayUrl: string;
 
 beforeAll(async () => {
+  modernRemote = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE_2026 });
   remote = await spawnUntil([process.execPath, URL_FIXTURE, "legacy-http"], /listening on (http:\/\/\S+)/, {
     timeoutMs: 15_000,
   });
@@ -33,12 +42,14 @@ beforeAll(async () => {
   group.run(await group.packageOf(CONFORMANCE_FIXTURE), "glegacy", "rounds", "stdio");
   group.run(await group.packageOf(URL_FIXTURE), "urlm", "rounds", "modern");
   group.run(remote.match[1] as string, "urlh", "rounds");
+  group.run(modernRemote.url, "ghttp", "rounds");
   gatewayUrl = (await group.gateway("rounds")).url;
 }, 120_000);
 
 afterAll(async () => {
   await group?.cleanup();
   await remote?.stop();
+  await modernRemote?.stop();
 });
 
 type Message = { id?: unknown; method?: string; params?: any; result?: any; error?: any };
@@ -210,6 +221,17 @@ for (const member of ["gmodern", "glegacy"])
     const quiet = await call(name, envelope({}));
     expect(quiet.messages.filter((message) => message.method === "notifications/message")).toEqual([]);
   });
+
+test("concurrent requests of one caller to one member each get their own log lines, no other's", async () => {
+  // The 2026-07-28 fixture over HTTP (a stdio server's bridge cannot tell whose log line it is while
+  // several requests are in flight, and drops it): each request's lines are on that request's stream.
+  const meta = envelope({}, { "io.modelcontextprotocol/logLevel": "debug" });
+  const answers = await Promise.all(Array.from({ length: 6 }, () => call("ghttp_test_tool_with_logging", meta)));
+  for (const answered of answers) {
+    expect(answered.messages.filter((message) => message.method === "notifications/message")).toHaveLength(3);
+    expect(textOf(answered.answer)).toBe("Tool with logging executed successfully");
+  }
+});
 
 test("a 2026-07-28 member's tools/call answer names the gateway as its server, not the member", async () => {
   const answered = await call("gmodern_test_simple_text", envelope({}));
