@@ -19,6 +19,7 @@ import type { UpstreamPool } from "./upstream-pool.ts";
 import { withRequestScope } from "./upstream.ts";
 import { memberParamHeaders } from "./param-headers.ts";
 import {
+  asksForLogs,
   type ModernRequest,
   paramsForModernMember,
   urlElicitationAnswer,
@@ -118,10 +119,12 @@ export function createGatewayServer(
         ? memberParamHeaders({ ...params, name: listedAs }, catalog.view.tools)
         : undefined;
     if (modernMember) sent = paramsForModernMember(sent, ctx, modern);
-    const onLog = modernMember
-      ? (log: { params?: unknown }) =>
-          void ctx.mcpReq.notify({ method: "notifications/message", params: log.params as never }).catch(() => {})
-      : undefined;
+    // Its log lines come back on its own stream; a request that set no level gets none (and costs no scope).
+    const onLog =
+      modernMember && asksForLogs(ctx)
+        ? (log: { params?: unknown }) =>
+            void ctx.mcpReq.notify({ method: "notifications/message", params: log.params as never }).catch(() => {})
+        : undefined;
     const release = pool().track(workload, ctx.mcpReq.id);
     try {
       const result = await withRequestScope(ctx.http?.req?.headers, onLog, () =>

@@ -59,6 +59,11 @@ export function paramsForModernMember(sent: Params, ctx: ServerContext, request:
   return params;
 }
 
+/** Whether the caller's request set a log level: only then may the member send it log lines. */
+export function asksForLogs(ctx: ServerContext): boolean {
+  return envelopeOf(ctx)[LOG_LEVEL_META_KEY] !== undefined;
+}
+
 /**
  * A 2025-era member's -32042 as the caller's answer: an input round (returned) or -32021 (thrown);
  * undefined for any other error, which reaches the caller as it is.
