@@ -10,6 +10,8 @@ export interface ListenSpec {
   readonly host: string;
   /** undefined: pick a free port. */
   readonly port: number | undefined;
+  /** `--allowed-hosts`: host names the listener answers to besides its own (normalized). */
+  readonly allowedHosts: readonly string[];
 }
 
 export interface ProxySpec {
@@ -65,7 +67,7 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
   return Object.freeze({
     serverName,
     target: new URL(target),
-    listen: Object.freeze({ host: values.host, port: values.port }),
+    listen: Object.freeze({ host: values.host, port: values.port, allowedHosts: values["allowed-hosts"].flat() }),
     endpointPrefix: values["endpoint-prefix"],
     trustProxyHeaders: values["trust-proxy-headers"],
     incomingAuth,

@@ -31,6 +31,8 @@ export interface Listener {
   readonly port: number | undefined;
   readonly endpointPrefix: string | undefined;
   readonly trustProxyHeaders: boolean;
+  /** `--allowed-hosts`: host names the proxy answers to besides its own (normalized). */
+  readonly allowedHosts: readonly string[];
 }
 
 /** The policies on the proxy's endpoint, decoded from their options and files; undefined: not installed. */
@@ -132,6 +134,7 @@ export function resolveRunSpec(
       port: values["proxy-port"],
       endpointPrefix: values["endpoint-prefix"],
       trustProxyHeaders: values["trust-proxy-headers"],
+      allowedHosts: values["allowed-hosts"].flat(),
     },
     proxyMode,
     endpointPath:

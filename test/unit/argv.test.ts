@@ -358,13 +358,13 @@ describe("buildProxySpec", () => {
     const spec = buildProxySpec(["everything", ...TARGET, "--port", "8081", "--host", "[::1]"]);
     expect(spec.serverName).toBe("everything");
     expect(spec.target.href).toBe("http://127.0.0.1:9/mcp");
-    expect(spec.listen).toEqual({ host: "::1", port: 8081 });
+    expect(spec.listen).toEqual({ host: "::1", port: 8081, allowedHosts: [] });
     expect(spec.trustProxyHeaders).toBe(false);
     expect(Object.isFrozen(spec)).toBe(true);
   });
 
   test("defaults to 127.0.0.1 and a free port", () => {
-    expect(buildProxySpec(["x", ...TARGET]).listen).toEqual({ host: "127.0.0.1", port: undefined });
+    expect(buildProxySpec(["x", ...TARGET]).listen).toEqual({ host: "127.0.0.1", port: undefined, allowedHosts: [] });
   });
 
   test("normalises --endpoint-prefix", () => {
