@@ -5,6 +5,7 @@ import { incomingAuthSpec, type IncomingAuthSpec } from "./incoming-auth-spec.ts
 import { outgoingAuthSpec, type OutgoingAuthSpec } from "./outgoing-auth-spec.ts";
 import { proxyOptions } from "./proxy-options.ts";
 import { checkOutgoingAuthRules } from "./rules.ts";
+import { refuseUrlCredentials } from "./url-credentials.ts";
 
 export interface ListenSpec {
   readonly host: string;
@@ -54,6 +55,7 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
       hint: "add --target-uri http://127.0.0.1:8080/mcp (the MCP endpoint to forward to)",
     });
   }
+  refuseUrlCredentials(new URL(target), "--target-uri", "INVALID_OPTION");
   checkOutgoingAuthRules(given);
   const incomingAuth = incomingAuthSpec(values, given);
   const outgoingAuth = outgoingAuthSpec(values, given);

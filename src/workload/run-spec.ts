@@ -87,7 +87,7 @@ export function resolveRunSpec(
   assertWorkloadName(name);
   if (background) {
     // The run options are stored (and exported) to restart the workload: no credentials in them.
-    const credential = recordedCredential(values, given, source.kind === "remote" ? source.url : undefined);
+    const credential = recordedCredential(values, given);
     if (credential !== undefined && !options.recorded) throw credential;
     if (credential !== undefined) {
       ctx.log.warn(
