@@ -10,6 +10,7 @@ import { parseArgv } from "../config/argv.ts";
 import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
+import { refuseUrlCredentials } from "../config/url-credentials.ts";
 import { McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
@@ -27,7 +28,11 @@ interface Endpoint {
 
 /** The MCP endpoint `proxy stdio` relays to: a URL as given, or a running workload's client URL. */
 async function endpointOf(text: string): Promise<Endpoint> {
-  if (/^https?:\/\//i.test(text)) return { target: new URL(text) };
+  if (/^https?:\/\//i.test(text)) {
+    const target = new URL(text);
+    refuseUrlCredentials(target, "the URL");
+    return { target };
+  }
   const store = openStore();
   if ((await store.get(text)) === undefined) {
     throw new McpmgrError("WORKLOAD_NOT_FOUND", `${JSON.stringify(text)} is neither a URL nor a workload`, {

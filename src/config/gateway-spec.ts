@@ -75,7 +75,7 @@ export function buildGatewaySpec(argv: readonly string[]): GatewaySpec {
     group,
     detach: values.detach,
     name: values.name,
-    listen: Object.freeze({ host: values.host, port: values.port }),
+    listen: Object.freeze({ host: values.host, port: values.port, allowedHosts: values["allowed-hosts"].flat() }),
     prefixMode: values["name-prefix"],
     trustProxyHeaders: values["trust-proxy-headers"],
     incomingAuth: incomingAuthSpec(values, given),

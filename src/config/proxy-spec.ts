@@ -5,11 +5,14 @@ import { incomingAuthSpec, type IncomingAuthSpec } from "./incoming-auth-spec.ts
 import { outgoingAuthSpec, type OutgoingAuthSpec } from "./outgoing-auth-spec.ts";
 import { proxyOptions } from "./proxy-options.ts";
 import { checkOutgoingAuthRules } from "./rules.ts";
+import { refuseUrlCredentials } from "./url-credentials.ts";
 
 export interface ListenSpec {
   readonly host: string;
   /** undefined: pick a free port. */
   readonly port: number | undefined;
+  /** `--allowed-hosts`: host names the listener answers to besides its own (normalized). */
+  readonly allowedHosts: readonly string[];
 }
 
 export interface ProxySpec {
@@ -52,6 +55,7 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
       hint: "add --target-uri http://127.0.0.1:8080/mcp (the MCP endpoint to forward to)",
     });
   }
+  refuseUrlCredentials(new URL(target), "--target-uri", "INVALID_OPTION");
   checkOutgoingAuthRules(given);
   const incomingAuth = incomingAuthSpec(values, given);
   const outgoingAuth = outgoingAuthSpec(values, given);
@@ -65,7 +69,7 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
   return Object.freeze({
     serverName,
     target: new URL(target),
-    listen: Object.freeze({ host: values.host, port: values.port }),
+    listen: Object.freeze({ host: values.host, port: values.port, allowedHosts: values["allowed-hosts"].flat() }),
     endpointPrefix: values["endpoint-prefix"],
     trustProxyHeaders: values["trust-proxy-headers"],
     incomingAuth,

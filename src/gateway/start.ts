@@ -183,6 +183,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         serverName: `gateway-${spec.group}`,
         listenHost: spec.listen.host,
         trustProxyHeaders: spec.trustProxyHeaders,
+        allowedHosts: spec.listen.allowedHosts,
         maxBodyBytes: ctx.maxBodyBytes,
       },
       {

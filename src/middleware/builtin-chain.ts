@@ -17,6 +17,8 @@ export interface BuiltinProtections {
   readonly serverName: string;
   readonly listenHost: string;
   readonly trustProxyHeaders: boolean;
+  /** `--allowed-hosts`, normalized: host names the listener answers to besides its own (middleware/host-names.ts). */
+  readonly allowedHosts: readonly string[];
   readonly maxBodyBytes?: number;
 }
 
@@ -27,7 +29,11 @@ export function withBuiltinProtections(
 ): Handler {
   return compose(
     handler,
-    originGuard({ listenHost: options.listenHost, trustProxyHeaders: options.trustProxyHeaders }),
+    originGuard({
+      listenHost: options.listenHost,
+      trustProxyHeaders: options.trustProxyHeaders,
+      allowedHosts: options.allowedHosts,
+    }),
     healthEndpoint(() => ({ server: options.serverName })),
     bodyLimit(options.maxBodyBytes ?? defaultMaxBodyBytes),
     ...inner,

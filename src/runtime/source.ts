@@ -10,6 +10,7 @@ import {
   pypiSpecPattern,
   specExamples,
 } from "../config/package-refs.ts";
+import { refuseUrlCredentials } from "../config/url-credentials.ts";
 import { McpmgrError } from "../errors.ts";
 
 export type PackageManager = "npx" | "uvx" | "go";
@@ -28,16 +29,20 @@ export type ServerSource =
 
 const schemes: Readonly<Record<string, PackageManager>> = { "npx://": "npx", "uvx://": "uvx", "go://": "go" };
 
-export function parseSource(text: string, cwd = process.cwd()): ServerSource {
+/** `what` names a remote URL in errors: "the server URL" typed, or a registry entry's. */
+export function parseSource(text: string, cwd = process.cwd(), what = "the server URL"): ServerSource {
   const input = text.trim();
   if (/^https?:\/\//i.test(input)) {
+    let url: URL;
     try {
-      return { kind: "remote", url: new URL(input) };
+      url = new URL(input);
     } catch {
       throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(input)} is not a valid URL`, {
         hint: "write it as https://host/path",
       });
     }
+    refuseUrlCredentials(url, what);
+    return { kind: "remote", url };
   }
   for (const [prefix, manager] of Object.entries(schemes)) {
     if (!input.startsWith(prefix)) continue;

@@ -64,7 +64,7 @@ export async function locateServer(parsed: ParsedRunArgv, ctx: WorkloadContext):
   const { loadRegistry } = await import("../registry/loader.ts");
   const registry = await loadRegistry({ env: ctx.env, configDir: ctx.paths.configDir });
   const entry = registry.get(source.name);
-  const concrete = parseSource(sourceOf(entry).runTarget);
+  const concrete = parseSource(sourceOf(entry).runTarget, undefined, `registry entry ${entry.name}'s remote URL`);
   if (concrete.kind === "registry")
     throw new McpmgrError("REGISTRY_INVALID", `registry entry ${entry.name} points at another registry name`, {
       hint: "fix the custom registry",

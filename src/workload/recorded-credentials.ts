@@ -31,21 +31,18 @@ function plainText(what: string, hint: string): McpmgrError {
 }
 
 /** Refuses the first credential in a background workload's command line (see recordedCredential). */
-export function refuseRecordedCredentials(values: RecordedValues, given: ReadonlySet<string>, remote?: URL): void {
-  const found = recordedCredential(values, given, remote);
+export function refuseRecordedCredentials(values: RecordedValues, given: ReadonlySet<string>): void {
+  const found = recordedCredential(values, given);
   if (found !== undefined) throw found;
 }
 
 /**
  * The refusal for the first credential in a background workload's command line, if any: a
  * literal secret option, a credential-looking forwarded or OTLP header, an environment value in
- * a credential's form, a password in the remote URL. `remote` is the remote server's URL, if it is one.
+ * a credential's form. (A remote URL with credentials in it is refused everywhere, in the foreground
+ * too: config/url-credentials.ts.)
  */
-export function recordedCredential(
-  values: RecordedValues,
-  given: ReadonlySet<string>,
-  remote?: URL,
-): McpmgrError | undefined {
+export function recordedCredential(values: RecordedValues, given: ReadonlySet<string>): McpmgrError | undefined {
   for (const [option, instead] of literalSecrets) {
     if (given.has(option)) {
       return new McpmgrError(
@@ -76,12 +73,6 @@ export function recordedCredential(
     return plainText(
       `-e ${variable.key}=…`,
       `store it with 'mcpmgr secret set NAME' and pass --secret NAME,target=${variable.key} (or run with --foreground)`,
-    );
-  }
-  if (remote !== undefined && remote.password !== "") {
-    return plainText(
-      "the remote URL's password",
-      "leave it out of the URL: store 'Basic <base64 of user:password>' with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret Authorization=NAME (or run with --foreground)",
     );
   }
   return undefined;

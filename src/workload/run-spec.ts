@@ -31,6 +31,8 @@ export interface Listener {
   readonly port: number | undefined;
   readonly endpointPrefix: string | undefined;
   readonly trustProxyHeaders: boolean;
+  /** `--allowed-hosts`: host names the proxy answers to besides its own (normalized). */
+  readonly allowedHosts: readonly string[];
 }
 
 /** The policies on the proxy's endpoint, decoded from their options and files; undefined: not installed. */
@@ -85,7 +87,7 @@ export function resolveRunSpec(
   assertWorkloadName(name);
   if (background) {
     // The run options are stored (and exported) to restart the workload: no credentials in them.
-    const credential = recordedCredential(values, given, source.kind === "remote" ? source.url : undefined);
+    const credential = recordedCredential(values, given);
     if (credential !== undefined && !options.recorded) throw credential;
     if (credential !== undefined) {
       ctx.log.warn(
@@ -132,6 +134,7 @@ export function resolveRunSpec(
       port: values["proxy-port"],
       endpointPrefix: values["endpoint-prefix"],
       trustProxyHeaders: values["trust-proxy-headers"],
+      allowedHosts: values["allowed-hosts"].flat(),
     },
     proxyMode,
     endpointPath:

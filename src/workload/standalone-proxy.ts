@@ -47,6 +47,7 @@ export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext
       serverName: spec.serverName,
       listenHost: spec.listen.host,
       trustProxyHeaders: spec.trustProxyHeaders,
+      allowedHosts: spec.listen.allowedHosts,
       maxBodyBytes: limits.maxBodyBytes,
     },
     { authentication },

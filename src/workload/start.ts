@@ -134,6 +134,7 @@ async function serveWorkload(
         serverName: spec.name,
         listenHost: listen.host,
         trustProxyHeaders: listen.trustProxyHeaders,
+        allowedHosts: listen.allowedHosts,
         maxBodyBytes: spec.limits.maxBodyBytes,
       },
       {

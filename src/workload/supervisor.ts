@@ -11,6 +11,8 @@
  */
 import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
+import { originGuard } from "../middleware/origin-guard.ts";
+import { compose } from "../proxy/handler.ts";
 import { serverUnavailable } from "../proxy/jsonrpc.ts";
 import { serve } from "../proxy/serve.ts";
 import { errnoCode } from "../state/atomic-file.ts";
@@ -203,18 +205,25 @@ async function starter(
 /**
  * The proxy's listener for the supervisor's whole life. Until the server is up, and while it
  * restarts, it answers 503 with a JSON-RPC error and Retry-After saying when the next start
- * is due.
+ * is due, behind the same Host/Origin guard as the workload's endpoint (the answer names it).
  */
 function keepListener(
   spec: Awaited<ReturnType<typeof prepareRunSpec>>,
   ctx: WorkloadContext,
 ): KeptListener & { backoff(ms: number): void } {
   let retryAt = performance.now();
-  const unavailable = () =>
-    serverUnavailable(
-      `${spec.name} is starting or restarting; try again shortly`,
-      Math.max(1, (retryAt - performance.now()) / 1000 + 1),
-    );
+  const unavailable = compose(
+    () =>
+      serverUnavailable(
+        `${spec.name} is starting or restarting; try again shortly`,
+        Math.max(1, (retryAt - performance.now()) / 1000 + 1),
+      ),
+    originGuard({
+      listenHost: spec.listen.host,
+      trustProxyHeaders: spec.listen.trustProxyHeaders,
+      allowedHosts: spec.listen.allowedHosts,
+    }),
+  );
   const server = serve({
     host: spec.listen.host,
     port: spec.listen.port,

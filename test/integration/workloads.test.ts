@@ -118,6 +118,7 @@ describe("a detached workload", () => {
     const seen: string[] = [];
     let portTaken = false;
     let restarting: { retryAfter: string | null; body: { error?: { message: string } } } | undefined;
+    let rebound: { status: number; text: string } | undefined;
     for (let i = 0; i < 600; i++) {
       const response = await fetch(url, {
         method: "POST",
@@ -135,6 +136,10 @@ describe("a detached workload", () => {
           retryAfter: response.headers.get("retry-after"),
           body: (await response.json()) as { error?: { message: string } },
         };
+        // The listener kept while the server restarts has the endpoint's Host guard (S12): a page
+        // whose name was rebound to this machine does not even learn the workload's name.
+        const probe = await fetch(url, { method: "POST", headers: { host: `rebind.attacker.example:${port}` } });
+        rebound = { status: probe.status, text: await probe.text() };
         // Nobody else can take the port meanwhile.
         try {
           Bun.listen({ hostname: "127.0.0.1", port, socket: { data() {} } }).stop(true);
@@ -148,6 +153,8 @@ describe("a detached workload", () => {
     expect(seen).not.toContain("refused");
     expect(restarting?.body.error?.message).toContain("restarting");
     expect(Number(restarting?.retryAfter)).toBeGreaterThan(0);
+    expect(rebound?.status).toBe(403);
+    expect(rebound?.text).not.toContain("probe");
     expect(portTaken).toBe(true);
     expect(seen.at(-1)).toBe("200");
     expect(await echoEnv(url)).toBe("detached");

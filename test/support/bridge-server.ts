@@ -50,7 +50,7 @@ export async function startBridge(
       : streamableHttpFrontEnd({ bridge, live, ...(options.principalOf ? { principalOf: options.principalOf } : {}) });
   const handler = withBuiltinProtections(
     frontEnd,
-    { serverName: "bridge-test", listenHost: "127.0.0.1", trustProxyHeaders: false },
+    { serverName: "bridge-test", listenHost: "127.0.0.1", trustProxyHeaders: false, allowedHosts: [] },
     ...(options.middleware ?? []),
   );
   const server = serve({ host: "127.0.0.1", port: 0, handler, live });

@@ -358,13 +358,24 @@ describe("buildProxySpec", () => {
     const spec = buildProxySpec(["everything", ...TARGET, "--port", "8081", "--host", "[::1]"]);
     expect(spec.serverName).toBe("everything");
     expect(spec.target.href).toBe("http://127.0.0.1:9/mcp");
-    expect(spec.listen).toEqual({ host: "::1", port: 8081 });
+    expect(spec.listen).toEqual({ host: "::1", port: 8081, allowedHosts: [] });
     expect(spec.trustProxyHeaders).toBe(false);
     expect(Object.isFrozen(spec)).toBe(true);
   });
 
+  // Review 7 (R7-L4): the user name and password of a URL were never sent, and the command line is in ps.
+  test("refuses a --target-uri with a user name or password, without repeating it", () => {
+    for (const target of ["http://user:s3cret@127.0.0.1:9/mcp", "http://s3cret@127.0.0.1:9/mcp"]) {
+      const err = caught(() => buildProxySpec(["x", "--target-uri", target]));
+      expect(err.code).toBe("INVALID_OPTION");
+      expect(err.message).toStartWith("--target-uri holds a user name or password");
+      expect(err.message).not.toContain("s3cret");
+      expect(err.hint).toContain("--remote-forward-headers-secret Authorization=NAME");
+    }
+  });
+
   test("defaults to 127.0.0.1 and a free port", () => {
-    expect(buildProxySpec(["x", ...TARGET]).listen).toEqual({ host: "127.0.0.1", port: undefined });
+    expect(buildProxySpec(["x", ...TARGET]).listen).toEqual({ host: "127.0.0.1", port: undefined, allowedHosts: [] });
   });
 
   test("normalises --endpoint-prefix", () => {

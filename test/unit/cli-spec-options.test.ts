@@ -26,6 +26,8 @@ const REPO_ROOT = resolve(import.meta.dir, "../..");
 const proxyExtensions = [
   "endpoint-prefix",
   "trust-proxy-headers",
+  // Review 7 (R7-M2): the host names a listener beyond loopback answers to (DNS rebinding).
+  "allowed-hosts",
   // Review 7: the form of the introspection secret a background workload may record.
   "oidc-client-secret-file",
   "oidc-insecure-allow-http",
@@ -33,7 +35,12 @@ const proxyExtensions = [
   "jwks-auth-token-file",
   "thv-ca-bundle",
 ];
-const runExtensions: string[] = ["allow-registry-mount", "insecure-allow-unsandboxed", "oidc-client-secret-file"];
+const runExtensions: string[] = [
+  "allowed-hosts",
+  "allow-registry-mount",
+  "insecure-allow-unsandboxed",
+  "oidc-client-secret-file",
+];
 
 /** A sample value per typed kind and what the option's schema must turn it into. */
 const typeSamples: Partial<Record<SpecOption["type"], { text: string; value: unknown; bad: string }>> = {

@@ -11,7 +11,7 @@ const reached: Handler = async (req) => new Response(`reached:${req.body ? (awai
 const ctx = detachedContext();
 
 describe("origin guard on a loopback listener (DNS-rebinding protection)", () => {
-  const handle = compose(reached, originGuard({ listenHost: "127.0.0.1", trustProxyHeaders: false }));
+  const handle = compose(reached, originGuard({ listenHost: "127.0.0.1", trustProxyHeaders: false, allowedHosts: [] }));
   const call = (headers: Record<string, string>) =>
     handle(new Request("http://127.0.0.1:8080/mcp", { method: "POST", headers, body: "{}" }), ctx);
 
@@ -40,7 +40,15 @@ describe("origin guard on a loopback listener (DNS-rebinding protection)", () =>
 });
 
 describe("origin guard on a public listener", () => {
-  const handle = compose(reached, originGuard({ listenHost: "0.0.0.0", trustProxyHeaders: true }));
+  const handle = compose(
+    reached,
+    originGuard({
+      listenHost: "0.0.0.0",
+      trustProxyHeaders: true,
+      allowedHosts: ["mcp.internal", "mcp.example.com"],
+      machineNames: [],
+    }),
+  );
   const call = (headers: Record<string, string>) =>
     handle(new Request("http://mcp.internal:8080/mcp", { headers }), ctx);
 
@@ -52,6 +60,52 @@ describe("origin guard on a public listener", () => {
         .status,
     ).toBe(200);
     expect((await call({ host: "mcp.internal:8080", origin: "https://evil.example" })).status).toBe(403);
+  });
+
+  // Review 7 (R7-M2): a page whose DNS name was rebound to this machine sends its own name as Host and Origin.
+  test("a rebound name is refused, with or without its Origin, naming the host and the option", async () => {
+    const rebound: Record<string, string>[] = [
+      { host: "rebind.attacker.example:8080" },
+      { host: "rebind.attacker.example:8080", origin: "http://rebind.attacker.example:8080" },
+    ];
+    for (const headers of rebound) {
+      const res = await call(headers);
+      expect(res.status).toBe(403);
+      const body = (await res.json()) as { jsonrpc: string; error: { code: number; message: string } };
+      expect(body.jsonrpc).toBe("2.0");
+      expect(body.error.code).toBe(-32000);
+      expect(body.error.message).toContain('"rebind.attacker.example"');
+      expect(body.error.message).toContain("--allowed-hosts");
+      expect(body.error.message).not.toContain("\n");
+    }
+  });
+
+  test("a trusted X-Forwarded-Host must be allowed for its Origin to pass (a reverse proxy forwarding any name)", async () => {
+    const rebound = { origin: "http://rebind.attacker.example", "x-forwarded-host": "rebind.attacker.example" };
+    expect((await call({ host: "10.0.0.5:8080", ...rebound })).status).toBe(403);
+  });
+});
+
+describe("origin guard on a loopback listener with --allowed-hosts (a reverse proxy on this machine)", () => {
+  const handle = compose(
+    reached,
+    originGuard({ listenHost: "127.0.0.1", trustProxyHeaders: true, allowedHosts: [".example.com"] }),
+  );
+  const call = (headers: Record<string, string>) => handle(new Request("http://127.0.0.1:8080/mcp", { headers }), ctx);
+
+  test("an allowed name is served, as Host or as the trusted forwarded host its Origin names", async () => {
+    expect((await call({ host: "mcp.example.com" })).status).toBe(200);
+    expect((await call({ host: "mcp.example.com", origin: "https://mcp.example.com" })).status).toBe(200);
+    const forwarded = { origin: "https://mcp.example.com", "x-forwarded-host": "mcp.example.com" };
+    expect((await call({ host: "127.0.0.1:8080", ...forwarded })).status).toBe(200);
+  });
+
+  test("IP addresses and other names stay refused on loopback", async () => {
+    expect((await call({ host: "192.0.2.7:8080" })).status).toBe(403);
+    expect((await call({ host: "evil.example" })).status).toBe(403);
+    const rebound = { origin: "http://evil.example", "x-forwarded-host": "evil.example" };
+    expect((await call({ host: "127.0.0.1:8080", ...rebound })).status).toBe(403);
+    expect((await call({ host: "mcp.example.com", origin: "https://evil.example" })).status).toBe(403);
   });
 });
 
@@ -86,7 +140,7 @@ describe("the request's Host, on the wire", () => {
           return new Response("reached");
         },
         // A public listener, where the Host check does not already refuse unknown names.
-        { serverName: "t", listenHost: "0.0.0.0", trustProxyHeaders: false },
+        { serverName: "t", listenHost: "0.0.0.0", trustProxyHeaders: false, allowedHosts: ["mcp.internal"] },
       ),
     });
     try {
@@ -206,6 +260,7 @@ describe("health behind the Host/Origin guard (every endpoint's built-in protect
     serverName: "secret-project",
     listenHost: "127.0.0.1",
     trustProxyHeaders: false,
+    allowedHosts: [],
   });
   const health = (headers: Record<string, string>) =>
     handle(new Request("http://127.0.0.1:8080/health", { headers }), ctx);
@@ -226,5 +281,18 @@ describe("health behind the Host/Origin guard (every endpoint's built-in protect
       expect(res.status).toBe(403);
       expect(await res.text()).not.toContain("secret-project");
     }
+  });
+  test("bound beyond loopback, a rebound name learns nothing either; an address gets the answer", async () => {
+    const beyond = withBuiltinProtections(async () => new Response("upstream", { status: 502 }), {
+      serverName: "secret-project",
+      listenHost: "0.0.0.0",
+      trustProxyHeaders: false,
+      allowedHosts: [],
+    });
+    const get = (host: string) => beyond(new Request(`http://${host}/health`, { headers: { host } }), ctx);
+    const refused = await get("rebind.attacker.example:8080");
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).not.toContain("secret-project");
+    expect((await get("192.0.2.7:8080")).status).toBe(200);
   });
 });

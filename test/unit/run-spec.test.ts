@@ -255,7 +255,6 @@ describe("a background workload", () => {
       [[PROBE, "-e", "GH=ghp_0123456789abcdef"], "--secret NAME,target=GH"],
       [[PROBE, "-e", "UPSTREAM=Bearer s3cret-value"], "--secret NAME,target=UPSTREAM"],
       [[REMOTE, "--otel-endpoint", "https://otlp.example", "--otel-headers", "api-key=s3cret-value"], "--foreground"],
-      [["https://user:s3cret-value@mcp.example.com/mcp"], "--remote-forward-headers-secret Authorization=NAME"],
     ];
     for (const [argv, hint] of cases) {
       const err = refused(argv);
@@ -265,7 +264,6 @@ describe("a background workload", () => {
     }
     // What is no credential stays allowed; so is all of it in the foreground.
     expect(refused([PROBE, "-e", "LIMIT=10", "-e", "MODE=skip"])).toBeUndefined();
-    expect(refused(["https://user@mcp.example.com/mcp"])).toBeUndefined();
     expect(
       refused([REMOTE, "--otel-endpoint", "https://otlp.example", "--otel-headers", "x-tenant=acme"]),
     ).toBeUndefined();
@@ -277,6 +275,39 @@ describe("a background workload", () => {
       expect.stringMatching(/^warn: .*credential in plain text.*--secret NAME,target=GH/),
     ]);
     expect(context.logged.join("")).not.toContain("ghp_0123456789abcdef");
+  });
+
+  // Review 7 (R7-L4): mcpmgr never sent a URL's user name or password, yet the URL is listed and logged.
+  test("refuses a remote URL with a user name or password, in the foreground too, from a registry entry too", () => {
+    const refusedWith = (argv: string[], options: { entry?: RegistryEntry } = {}) => {
+      try {
+        specFor(argv, options);
+      } catch (err) {
+        return err as { code?: string; message: string; hint?: string };
+      }
+      return undefined;
+    };
+    for (const url of [
+      "https://user:s3cret-value@mcp.example.com/mcp",
+      "https://s3cret-value@mcp.example.com/mcp",
+      "https://:s3cret-value@mcp.example.com/mcp",
+    ]) {
+      for (const argv of [[url], ["--foreground", url]]) {
+        const err = refusedWith(argv);
+        expect({ argv, code: err?.code }).toEqual({ argv, code: "INVALID_ARGUMENT" });
+        expect(err?.message).toContain("user:password@");
+        expect(err?.message).not.toContain("s3cret-value");
+        expect(err?.hint).toContain("--remote-forward-headers Authorization=");
+        expect(err?.hint).toContain("--remote-forward-headers-secret Authorization=NAME");
+      }
+    }
+    const remote = entry({
+      name: "remote-with-password",
+      transport: "streamable-http",
+      source: { remote: "https://user:s3cret-value@mcp.example.com/mcp" },
+    });
+    expect(refusedWith(["--foreground", "remote-with-password"], { entry: remote })?.code).toBe("INVALID_ARGUMENT");
+    expect(refusedWith(["--foreground", REMOTE])).toBeUndefined();
   });
 
   test("needs a name that can be recorded", () => {

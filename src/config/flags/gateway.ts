@@ -1,4 +1,5 @@
 /** Where `mcpmgr gateway` listens, how it names the group's tools, and whether it runs in the background. */
+import { allowedHostsOption } from "./proxy-listen.ts";
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
 import { commaList, hostName, nonEmpty, oneOf, port } from "../values.ts";
 
@@ -25,6 +26,7 @@ export const gatewayListenOptions = {
     description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr",
     default: false,
   }),
+  "allowed-hosts": allowedHostsOption,
 } as const;
 
 /** The policy options `run` has, applied to the gateway's own names. */

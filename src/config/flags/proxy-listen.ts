@@ -1,6 +1,18 @@
 /** Where `mcpmgr proxy` listens and what it forwards to. */
-import { booleanOption, stringOption } from "../option-spec.ts";
+import { allowedHostList } from "../allowed-hosts.ts";
+import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
 import { hostName, httpUrl, pathPrefix, port } from "../values.ts";
+
+/**
+ * `--allowed-hosts` of every command that listens for clients (`run`, `proxy`, `gateway`): one
+ * declaration, so help, parsing and completion say the same everywhere.
+ */
+export const allowedHostsOption = repeatableOption({
+  description:
+    "Host names clients may use besides localhost (bound beyond loopback, also IP addresses and this machine's name); others get 403. Comma-separated, .example.com includes subdomains (repeatable)",
+  valueHint: "names",
+  schema: allowedHostList,
+});
 
 export const proxyListenOptions = {
   "target-uri": stringOption({
@@ -28,4 +40,5 @@ export const proxyListenOptions = {
     description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr",
     default: false,
   }),
+  "allowed-hosts": allowedHostsOption,
 } as const;

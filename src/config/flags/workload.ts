@@ -1,4 +1,5 @@
 /** General, listener and workload options of `run`. */
+import { allowedHostsOption } from "./proxy-listen.ts";
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
 import {
   commaList,
@@ -84,6 +85,7 @@ export const workloadOptions = {
     description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr",
     default: false,
   }),
+  "allowed-hosts": allowedHostsOption,
   publish: repeatableOption({
     short: "p",
     description: "Publish a container port on 127.0.0.1, hostPort:containerPort (repeatable)",

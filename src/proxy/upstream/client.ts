@@ -7,7 +7,7 @@
  * per origin (connection.ts, pool.ts).
  *
  * What it does not do is left to fetch, unchanged: origins reached through a proxy from the
- * environment, URLs with credentials, per-request TLS/proxy/unix options, following
+ * environment (a server's URL never holds credentials: config/url-credentials.ts), per-request TLS/proxy/unix options, following
  * redirects, and bodies other than bytes, strings and streams. It never asks for compressed
  * bodies and never decodes them: what the upstream sends is what the client gets.
  */
@@ -103,7 +103,6 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       return null; // fetch reports the bad URL its own way
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") return null;
-    if (url.username !== "" || url.password !== "") return null;
     if (usesEnvironmentProxy(url, env)) return null;
     const https = url.protocol === "https:";
     const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;

@@ -1,0 +1,21 @@
+/**
+ * A server's URL with credentials in it (`https://user:password@host/mcp`) is refused wherever
+ * mcpmgr takes one: `run URL` (and so `run --from-config` and a registry entry's remote),
+ * `proxy --target-uri` and `proxy stdio URL`. mcpmgr never sends a URL's user name or password
+ * (its requests are built from the URL's origin, which has none), and the URL itself is shown by
+ * `list`, `ps` and the logs. A header carries them instead, from the secrets store if need be.
+ */
+import { type ErrorCode, McpmgrError } from "../errors.ts";
+
+const useAHeader =
+  "leave them out of the URL and send a header: --remote-forward-headers Authorization='Basic <base64 of user:password>' in the foreground, or store that value with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret Authorization=NAME";
+
+/** Throws when `url` carries a user name or password; `what` names the URL in the message (never its text). */
+export function refuseUrlCredentials(url: URL, what: string, code: ErrorCode = "INVALID_ARGUMENT"): void {
+  if (url.username === "" && url.password === "") return;
+  throw new McpmgrError(
+    code,
+    `${what} holds a user name or password (user:password@): mcpmgr does not send them, and they would show in 'mcpmgr list', ps and logs`,
+    { hint: useAHeader },
+  );
+}

@@ -1,0 +1,94 @@
+/**
+ * A server's URL with a user name or password in it (review 7, R7-L4): mcpmgr never sent them
+ * (its requests are built from the URL's origin) while the URL was listed, logged and shown by
+ * ps. Every place that takes such a URL refuses it with one line and the header way instead:
+ * `run URL` (background and foreground), `run --from-config`, a registry entry's remote,
+ * `proxy --target-uri` and `proxy stdio URL`. The password never appears in the error.
+ */
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
+
+setDefaultTimeout(60_000);
+
+const PASSWORD = "S3CRETPW";
+
+let upstream: ReturnType<typeof Bun.serve>;
+let home: string;
+let env: Record<string, string>;
+const withPassword = () => `http://alice:${PASSWORD}@127.0.0.1:${upstream.port}/mcp`;
+
+beforeAll(async () => {
+  // Answers any JSON-RPC request: the only server a remote workload needs here.
+  upstream = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = (await req.json().catch(() => ({}))) as { id?: number };
+      return Response.json({ jsonrpc: "2.0", id: body.id ?? null, result: {} });
+    },
+  });
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-url-credentials-"));
+  env = cliEnv(home);
+});
+
+afterAll(async () => {
+  runCli(env, ["rm", "plain"]);
+  await upstream?.stop(true);
+  await rm(home, { recursive: true, force: true });
+});
+
+/** The one-line refusal, with the header way in its hint and without the password. */
+function expectRefused(args: string[], what: string, extraEnv: Record<string, string> = {}): void {
+  const line = expectOneLineError(runCli({ ...env, ...extraEnv }, args), 2);
+  expect(line).toContain(`${what} holds a user name or password`);
+  expect(line).toContain("--remote-forward-headers-secret Authorization=NAME");
+  expect(line).not.toContain(PASSWORD);
+}
+
+test("run refuses it in the background and in the foreground, and records nothing", () => {
+  expectRefused(["run", withPassword(), "--name", "pw"], "the server URL");
+  expectRefused(["run", "--foreground", withPassword()], "the server URL");
+  expectRefused(["run", `http://alice@127.0.0.1:${upstream.port}/mcp`, "--name", "user"], "the server URL");
+  expect(JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout)).toEqual([]);
+});
+
+test("run --from-config refuses an exported file whose URL was given one", async () => {
+  const url = runCliOk(env, ["run", `http://127.0.0.1:${upstream.port}/mcp`, "--name", "plain"]).stdout.trim();
+  expect(url).toStartWith("http://");
+  const file = join(home, "plain.json");
+  runCliOk(env, ["export", "plain", file]);
+  runCliOk(env, ["rm", "plain"]);
+  const exported = await readFile(file, "utf8");
+  await writeFile(file, exported.replaceAll(`http://127.0.0.1:${upstream.port}/mcp`, withPassword()));
+  expectRefused(["run", "--from-config", file], "the server URL");
+});
+
+test("a registry entry whose remote URL holds one is refused by name", async () => {
+  const registry = join(home, "registry.json");
+  await writeFile(
+    registry,
+    JSON.stringify({
+      servers: [
+        {
+          name: "remote-pw",
+          description: "a remote server whose URL holds a password",
+          transport: "streamable-http",
+          source: { remote: withPassword() },
+          permissions: "network",
+          tools: [],
+        },
+      ],
+    }),
+  );
+  expectRefused(["run", "remote-pw", "--foreground"], "registry entry remote-pw's remote URL", {
+    MCPMGR_REGISTRY: registry,
+  });
+});
+
+test("proxy --target-uri and proxy stdio refuse it", () => {
+  expectRefused(["proxy", "pw", "--target-uri", withPassword()], "--target-uri");
+  expectRefused(["proxy", "stdio", withPassword()], "the URL");
+});
