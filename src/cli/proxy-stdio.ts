@@ -29,6 +29,10 @@ interface Endpoint {
 /** The MCP endpoint `proxy stdio` relays to: a URL as given, or a running workload's client URL. */
 async function endpointOf(text: string): Promise<Endpoint> {
   if (/^https?:\/\//i.test(text)) {
+    if (!URL.canParse(text))
+      throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(text)} is not a valid URL`, {
+        hint: "write it as https://host/path",
+      });
     const target = new URL(text);
     refuseUrlCredentials(target, "the URL");
     return { target };

@@ -151,6 +151,7 @@ test("usage errors are one line with a hint", () => {
   for (const [args, text] of [
     [[], "missing URL_OR_WORKLOAD"],
     [["no-such-workload"], "neither a URL nor a workload"],
+    [["http://[bad"], "is not a valid URL"],
     [["http://127.0.0.1:1/mcp", "--token-exchange-url", "https://sts.example"], "a stdio client has none"],
   ] as const) {
     const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", ...args], {
