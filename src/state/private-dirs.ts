@@ -46,6 +46,17 @@ function reachOfOthers(dir: string, owners: ReadonlySet<number>): string | undef
 }
 
 /**
+ * Whose files and folders mcpmgr's user may trust: its own, root's, and when it is root, the owner
+ * of the HOME in use (`sudo -E`, see above). `home`: that HOME.
+ */
+export function trustedOwners(uid: number, home: string | undefined = process.env.HOME): Set<number> {
+  const owners = new Set([uid, 0]);
+  const homeOwner = uid === 0 && home ? entryOf(home, true)?.uid : undefined;
+  if (homeOwner !== undefined) owners.add(homeOwner);
+  return owners;
+}
+
+/**
  * Refuses mcpmgr's directories when another user could replace what is in them (see above). POSIX
  * only. `home`: the HOME in use, whose owner root trusts.
  */
@@ -55,9 +66,7 @@ export function assertPrivateDirectories(
   home: string | undefined = process.env.HOME,
 ): void {
   if (uid === undefined) return;
-  const owners = new Set([uid, 0]);
-  const homeOwner = uid === 0 && home ? statSync(home, { throwIfNoEntry: false })?.uid : undefined;
-  if (homeOwner !== undefined) owners.add(homeOwner);
+  const owners = trustedOwners(uid, home);
   const seen = new Set<string>();
   const starts = [paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir];
   for (const [start, path] of starts.flatMap((start) => wayUp(start).map((path) => [start, path] as const))) {
