@@ -1,7 +1,9 @@
 /**
  * A foreground run (`run --foreground`) has no workload record, yet its name is taken while it
- * runs: it holds a claim, `<runtimeDir>/foreground/<name>.json` (its pid and process start
- * time), from before it starts until it ends. A claim whose process is gone (killed with
+ * runs: it holds a claim, `<stateDir>/foreground/<name>.json` (its pid and process start
+ * time), from before it starts until it ends. Beside the records, not in the runtime folder: that
+ * one moves with XDG_RUNTIME_DIR, which a login session sets and `sudo -u`, `su` or cron do not,
+ * so a background run from such a shell did not see the claim of a run in the user's terminal. A claim whose process is gone (killed with
  * SIGKILL, the machine restarted) or whose pid another process has since does not count, and
  * is replaced by the next claim. Claims are made and checked under the workload store's lock,
  * with the records (WorkloadStore `claimForegroundName`, `create`), so one name is either a
@@ -21,7 +23,7 @@ export interface ForegroundClaim {
 }
 
 function claimPath(paths: McpmgrPaths, name: string): string {
-  return join(paths.runtimeDir, "foreground", `${name}.json`);
+  return join(paths.stateDir, "foreground", `${name}.json`);
 }
 
 /** The live foreground run that holds `name`, if any (an unreadable claim holds nothing). */
@@ -36,7 +38,7 @@ export function liveForegroundRun(paths: McpmgrPaths, name: string): ForegroundC
 
 /** Writes this process's claim on `name` (the caller checked, under the store's lock, that none is live). */
 export async function writeForegroundClaim(paths: McpmgrPaths, name: string): Promise<void> {
-  await ensureDir(join(paths.runtimeDir, "foreground"));
+  await ensureDir(join(paths.stateDir, "foreground"));
   await writeJsonFile(claimPath(paths, name), { pid: process.pid, startTime: processStartTime(process.pid) ?? "" });
 }
 

@@ -11,7 +11,7 @@
  * (`sudo -E`, a documented way to configure that user's AI clients) trusts that user's folders:
  * they could not escalate through records more than through the HOME root chose to use.
  */
-import { lstatSync, statSync } from "node:fs";
+import { lstatSync, realpathSync, type Stats, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { McpmgrError } from "../errors.ts";
 import type { McpmgrPaths } from "./paths.ts";
@@ -19,17 +19,41 @@ import type { McpmgrPaths } from "./paths.ts";
 const WRITABLE_BY_OTHERS = 0o002;
 const STICKY = 0o1000;
 
+/**
+ * `dir`'s entry, or undefined when there is none to check: missing, on the way through a file
+ * (ENOTDIR) or a folder this user cannot search (EACCES). Nothing can be read through such a
+ * path either, so the command itself reports it, as before this check, in its own words.
+ */
+function entryOf(dir: string, follow: boolean): Stats | undefined {
+  try {
+    return (follow ? statSync : lstatSync)(dir, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
 /** Why `dir` (a folder on the way to one of mcpmgr's directories) is in another user's reach, if it is. */
 function reachOfOthers(dir: string, owners: ReadonlySet<number>): string | undefined {
-  const link = lstatSync(dir, { throwIfNoEntry: false });
+  const link = entryOf(dir, false);
   if (link === undefined) return undefined;
   if (link.isSymbolicLink() && !owners.has(link.uid)) return `the link ${dir} belongs to uid ${link.uid}`;
-  const info = link.isSymbolicLink() ? statSync(dir, { throwIfNoEntry: false }) : link;
+  const info = link.isSymbolicLink() ? entryOf(dir, true) : link;
   if (info === undefined) return undefined;
   if (!owners.has(info.uid)) return `${dir} belongs to uid ${info.uid}`;
   if ((info.mode & WRITABLE_BY_OTHERS) !== 0 && (info.mode & STICKY) === 0)
     return `${dir} can be written by every user`;
   return undefined;
+}
+
+/**
+ * Whose files and folders mcpmgr's user may trust: its own, root's, and when it is root, the owner
+ * of the HOME in use (`sudo -E`, see above). `home`: that HOME.
+ */
+export function trustedOwners(uid: number, home: string | undefined = process.env.HOME): Set<number> {
+  const owners = new Set([uid, 0]);
+  const homeOwner = uid === 0 && home ? entryOf(home, true)?.uid : undefined;
+  if (homeOwner !== undefined) owners.add(homeOwner);
+  return owners;
 }
 
 /**
@@ -42,13 +66,12 @@ export function assertPrivateDirectories(
   home: string | undefined = process.env.HOME,
 ): void {
   if (uid === undefined) return;
-  const owners = new Set([uid, 0]);
-  const homeOwner = uid === 0 && home ? statSync(home, { throwIfNoEntry: false })?.uid : undefined;
-  if (homeOwner !== undefined) owners.add(homeOwner);
+  const owners = trustedOwners(uid, home);
   const seen = new Set<string>();
-  for (const start of [paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir]) {
+  const starts = [paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir];
+  for (const [start, path] of starts.flatMap((start) => wayUp(start).map((path) => [start, path] as const))) {
     // Walking up; a folder seen already had its whole way up checked.
-    for (let dir = start; !seen.has(dir); dir = dirname(dir)) {
+    for (let dir = path; !seen.has(dir); dir = dirname(dir)) {
       seen.add(dir);
       const why = reachOfOthers(dir, owners);
       if (why !== undefined) {
@@ -63,4 +86,21 @@ export function assertPrivateDirectories(
       if (dirname(dir) === dir) break;
     }
   }
+}
+
+/**
+ * The paths to walk up from for `dir`: itself and, when a link lies on its way, where it really is.
+ * A link's target sits under other folders than the link's, and whoever may rename an entry there
+ * reaches the records as surely (`~/.local/state/mcpmgr -> /srv/open/state`, /srv/open writable by all).
+ */
+function wayUp(dir: string): string[] {
+  let existing = dir;
+  while (entryOf(existing, false) === undefined && dirname(existing) !== existing) existing = dirname(existing);
+  let real: string;
+  try {
+    real = realpathSync(existing);
+  } catch {
+    return [dir];
+  }
+  return real === existing ? [dir] : [dir, real];
 }

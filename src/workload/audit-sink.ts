@@ -9,6 +9,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, statSync } from "node:fs";
 import type { AuditConfig } from "../config/audit-config.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
+import { trustedOwners } from "../state/private-dirs.ts";
 
 export interface AuditSink {
   readonly write: (line: string) => void;
@@ -26,7 +27,9 @@ function foreignOwner(fd: number): string | undefined {
   const uid = process.getuid?.();
   if (uid === undefined) return undefined;
   const owner = fstatSync(fd).uid;
-  return owner === uid ? undefined : `it belongs to uid ${owner}, not to mcpmgr's user (uid ${uid})`;
+  // Root's files are trusted as for mcpmgr's folders (state/private-dirs.ts): `/dev/null`, or
+  // `/dev/stdout` when it is a service manager's socket, belong to root and are common log targets.
+  return trustedOwners(uid).has(owner) ? undefined : `it belongs to uid ${owner}, not to mcpmgr's user (uid ${uid})`;
 }
 
 /** Opens the log for appending: an audit log that cannot be written would lose every line, so that is a start-up error. */

@@ -20,12 +20,15 @@ function isCredentialPart(part: string, index: number, parts: readonly string[])
 /** Value forms that are credentials whatever the header is called. */
 const credentialValue = new RegExp(
   [
-    // An authorization scheme and its credentials.
-    /^(?:bearer|basic|digest|token|negotiate|apikey|aws4-hmac-sha256)\s+\S/.source,
+    // An authorization scheme and its credentials: one token68 for the plain schemes (not a phrase
+    // that opens with the word, "token of thanks"), parameters for Digest and AWS.
+    /^(?:bearer|basic|token|negotiate|apikey)\s+[\w.~+/-]+=*$/.source,
+    /^(?:digest|aws4-hmac-sha256)\s+\S/.source,
     // A JWT (its header is base64url of `{"`).
     /^eyJ[\w-]+\.[\w-]+\./.source,
     // Well-known key formats: OpenAI/Anthropic/Stripe, GitHub, GitLab, Slack, AWS access keys, Google API keys, npm, Hugging Face.
-    /^(?:sk|rk)[-_]\S{8}/.source,
+    // Whole values only: a locale (`LANG=sk_SK.UTF-8`, Slovak) starts the same way.
+    /^(?:sk|rk)[-_][\w-]{16,}$/.source,
     /^(?:gh[pousr]_|github_pat_)\w{8}/.source,
     /^glpat-\S{8}/.source,
     /^xox[abposr]-\S{8}/.source,

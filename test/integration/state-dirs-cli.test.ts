@@ -46,3 +46,12 @@ test("a home planted by another user, with a record of theirs, is refused by eve
   }
   expect(runCli(env, ["--version"]).code).toBe(0);
 });
+
+test("a home that cannot be a folder (a file on its way) gets the command's own one-line error, not 'unexpected error'", () => {
+  // Review 8: the state check's lstat threw ENOTDIR before the command could word it.
+  const file = join(scratch, "a-file");
+  writeFileSync(file, "");
+  const line = expectOneLineError(runCli(cliEnv(scratch, join(file, "home")), ["list"]), 1);
+  expect(line).not.toContain("unexpected error");
+  expect(line).toContain("MCPMGR_HOME");
+});

@@ -5,8 +5,10 @@
  */
 import { afterAll, expect, test, setDefaultTimeout } from "bun:test";
 import {
+  chmodSync,
   chownSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readFileSync,
   renameSync,
@@ -15,6 +17,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AuditConfig } from "../../src/config/audit-config.ts";
@@ -145,4 +148,36 @@ test("a log file of another user is refused at start, and not taken after a rota
   } finally {
     await sink.close();
   }
+});
+
+// Review 8: the owner check refused root's files to every other user, /dev/null included.
+test("a log file of root is taken by another user: /dev/null", () => {
+  const script = `import { assertAuditLogWritable } from ${JSON.stringify(join(import.meta.dir, "../../src/workload/audit-sink.ts"))};
+assertAuditLogWritable({ logFile: "/dev/null" });
+console.log("accepted");`;
+  const file = join(dir, "as-nobody.ts");
+  writeFileSync(file, script, { mode: 0o644 });
+  chmodSync(dir, 0o755);
+  const run = spawnSync(process.execPath, [file], { uid: 65534, gid: 65534, encoding: "utf8", cwd: "/" });
+  expect({ out: run.stdout.trim(), err: run.stderr.trim() }).toEqual({ out: "accepted", err: "" });
+});
+
+test("root with a user's HOME (sudo -E) takes that user's log file, as it takes their folders", () => {
+  const userHome = join(dir, "user-home");
+  mkdirSync(userHome);
+  chownSync(userHome, 61234, 61234);
+  const theirs = join(userHome, "audit.jsonl");
+  writeFileSync(theirs, "", { mode: 0o600 });
+  chownSync(theirs, 61234, 61234);
+  const saved = process.env.HOME;
+  process.env.HOME = userHome;
+  try {
+    assertAuditLogWritable(configFor(theirs));
+  } finally {
+    process.env.HOME = saved;
+  }
+  // With root's own HOME, it stays another user's file.
+  expect(usageError(() => assertAuditLogWritable(configFor(theirs)), "INVALID_OPTION").message).toContain(
+    "belongs to uid 61234",
+  );
 });

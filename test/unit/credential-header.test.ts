@@ -4,7 +4,7 @@
  * headers it must let through.
  */
 import { expect, test } from "bun:test";
-import { isCredentialHeader } from "../../src/workload/credential-header.ts";
+import { isCredentialHeader, isCredentialValue } from "../../src/workload/credential-header.ts";
 
 test("credential header names are caught whatever their value", () => {
   for (const name of [
@@ -68,5 +68,16 @@ test("ordinary headers pass", () => {
     ["X-Monitoring", "skip-this"],
   ] as const) {
     expect({ name, caught: isCredentialHeader(name, value) }).toEqual({ name, caught: false });
+  }
+});
+
+test("ordinary values that start like a credential pass: a Slovak locale, a phrase opening with a scheme's word", () => {
+  // Review 8: `run -e LANG=sk_SK.UTF-8` was refused as a secret key; so was `-e NOTE="token of thanks"`.
+  for (const value of ["sk_SK.UTF-8", "sk_SK:cs_CZ", "sk-SK.ISO-8859-2", "token of thanks", "Basic auth is off here"]) {
+    expect({ value, caught: isCredentialValue(value) }).toEqual({ value, caught: false });
+  }
+  // The forms they resemble are still caught.
+  for (const value of ["sk-ant-api03-0123456789abcdef", "Token 0123456789abcdef", 'Digest username="u", nonce="n"']) {
+    expect({ value, caught: isCredentialValue(value) }).toEqual({ value, caught: true });
   }
 });

@@ -48,7 +48,7 @@ test("a live claim refuses a record of its name until it is released, and a reco
 });
 
 test("a claim of a process that is gone, of a reused pid, or unreadable holds nothing and is replaced", async () => {
-  const dir = join(paths.runtimeDir, "foreground");
+  const dir = join(paths.stateDir, "foreground");
   await mkdir(dir, { recursive: true });
   const exited = Bun.spawn(["true"]);
   await exited.exited;
@@ -64,4 +64,16 @@ test("a claim of a process that is gone, of a reused pid, or unreadable holds no
     expect(liveForegroundRun(paths, name)).toEqual({ pid: process.pid });
     await release();
   }
+});
+
+test("a claim made where XDG_RUNTIME_DIR is set holds against a run from a shell without it (sudo -u, su, cron)", async () => {
+  // Review 8: the claim was kept in the runtime folder, which follows XDG_RUNTIME_DIR; the records do not.
+  const userHome = join(home, "user");
+  const session = resolvePaths({ XDG_RUNTIME_DIR: join(home, "xdg") }, "linux", userHome);
+  const bare = resolvePaths({}, "linux", userHome);
+  expect(session.runtimeDir).not.toBe(bare.runtimeDir);
+  const release = await new WorkloadStore(session).claimForegroundName("fg");
+  const refused = await rejection(new WorkloadStore(bare).create(record("fg")), "WORKLOAD_EXISTS");
+  expect(refused.message).toBe(`a foreground run named fg is running (pid ${process.pid})`);
+  await release();
 });

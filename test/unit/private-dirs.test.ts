@@ -5,7 +5,7 @@
  * Real folders, chowned to another uid (the tests run as root).
  */
 import { afterAll, expect, test } from "bun:test";
-import { chmodSync, chownSync, lchownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { chmodSync, chownSync, lchownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolvePaths } from "../../src/state/paths.ts";
@@ -83,4 +83,24 @@ test("root with a user's HOME (sudo -E) trusts that user's folders, and nobody e
   mkdirSync(third);
   chownSync(third, OTHER + 1, OTHER + 1);
   expect(refusal(third, userHome)?.message).toContain(`belongs to uid ${OTHER + 1}`);
+});
+
+test("a link's target is walked up too: a folder every user may write above it is refused", () => {
+  // Review 8: only the link's own way up was checked, so a home linked into an open folder passed.
+  const open = join(root, "open-target");
+  mkdirSync(join(open, "real"), { recursive: true, mode: 0o700 });
+  chmodSync(open, 0o777);
+  const mine = join(root, "mine-links");
+  mkdirSync(mine, { mode: 0o700 });
+  symlinkSync(join(open, "real"), join(mine, "home"));
+  expect(refusal(join(mine, "home"))?.message).toContain(`${open} can be written by every user`);
+  // Even when the home is still to be made, under a linked folder.
+  expect(refusal(join(mine, "home", "not-made-yet"))?.message).toContain(`${open} can be written by every user`);
+});
+
+test("a home through a file or an unsearchable folder is left to the command, which says what is wrong", () => {
+  // Review 8: lstat's ENOTDIR escaped as 'unexpected error' on every command.
+  const file = join(root, "a-file");
+  writeFileSync(file, "");
+  expect(refusal(join(file, "home"))).toBeUndefined();
 });
