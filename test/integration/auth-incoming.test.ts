@@ -20,6 +20,7 @@ import {
   type JsonWebKeyWithKid,
 } from "../support/auth-server.ts";
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
+import { emptyResultUpstream } from "../support/json-rpc-upstream.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -38,16 +39,8 @@ beforeAll(async () => {
   key = await signingKey("key-1");
   auth = await startAuthServer({ keys: [key] });
   fixture = await startConformanceServer();
-  // Records what reaches the upstream, and answers any JSON-RPC request.
-  upstream = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      seenHeaders.push(req.headers);
-      const body = (await req.json().catch(() => ({}))) as { id?: number };
-      return Response.json({ jsonrpc: "2.0", id: body.id ?? null, result: {} });
-    },
-  });
+  // Records what reaches the upstream.
+  upstream = emptyResultUpstream((req) => seenHeaders.push(req.headers));
   scratch = await mkdtemp(join(tmpdir(), "mcpmgr-auth-"));
 }, 60_000);
 
@@ -218,19 +211,11 @@ test("the SDK client works through a protected proxy in front of the conformance
 
 test("opaque tokens are introspected (RFC 7662) with the proxy's client credentials; revoked ones are refused", async () => {
   const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
-    "--oidc-issuer",
-    auth.issuer,
-    "--oidc-audience",
-    OPAQUE_RESOURCE,
-    "--oidc-introspection-url",
-    `${auth.issuer}/token/introspection`,
-    "--oidc-client-id",
-    CLIENTS.introspector.client_id,
+    ...auth.introspectionArgs(),
     "--oidc-client-secret",
     CLIENTS.introspector.client_secret,
     "--oidc-scopes",
     "mcp:read,mcp:write",
-    ...LOCAL_DEV,
   ]);
   try {
     const opaque = await auth.token({ resource: OPAQUE_RESOURCE });

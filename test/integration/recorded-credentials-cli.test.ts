@@ -10,11 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type AuthServer, CLIENTS, OPAQUE_RESOURCE, startAuthServer } from "../support/auth-server.ts";
 import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
+import { emptyResultUpstream } from "../support/json-rpc-upstream.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
-
-const LOCAL_DEV = ["--oidc-insecure-allow-http", "--jwks-allow-private-ip"];
 
 let auth: AuthServer;
 let upstream: ReturnType<typeof Bun.serve>;
@@ -23,15 +22,8 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   auth = await startAuthServer();
-  // Answers any JSON-RPC request: the workload only has to be reachable through its proxy.
-  upstream = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      const body = (await req.json().catch(() => ({}))) as { id?: number };
-      return Response.json({ jsonrpc: "2.0", id: body.id ?? null, result: {} });
-    },
-  });
+  // The workload only has to be reachable through its proxy.
+  upstream = emptyResultUpstream();
   home = await mkdtemp(join(tmpdir(), "mcpmgr-recorded-"));
   env = cliEnv(home);
 });
@@ -42,18 +34,6 @@ afterAll(async () => {
   await upstream?.stop(true);
   await rm(home, { recursive: true, force: true });
 });
-
-const introspection = () => [
-  "--oidc-issuer",
-  auth.issuer,
-  "--oidc-audience",
-  OPAQUE_RESOURCE,
-  "--oidc-introspection-url",
-  `${auth.issuer}/token/introspection`,
-  "--oidc-client-id",
-  CLIENTS.introspector.client_id,
-  ...LOCAL_DEV,
-];
 
 const ping = (url: string, token: string) =>
   fetch(url, {
@@ -73,13 +53,20 @@ test("--oidc-client-secret is refused by run and gateway --detach; nothing is re
     `http://127.0.0.1:${upstream.port}/mcp`,
     "--name",
     "literal",
-    ...introspection(),
+    ...auth.introspectionArgs(),
     "--oidc-client-secret",
     secret,
   ]);
   expect(expectOneLineError(run, 2)).toContain("--oidc-client-secret-file");
   runCliOk(env, ["group", "create", "guarded"]);
-  const gateway = runCli(env, ["gateway", "guarded", "--detach", ...introspection(), "--oidc-client-secret", secret]);
+  const gateway = runCli(env, [
+    "gateway",
+    "guarded",
+    "--detach",
+    ...auth.introspectionArgs(),
+    "--oidc-client-secret",
+    secret,
+  ]);
   const line = expectOneLineError(gateway, 2);
   expect(line).toContain("--oidc-client-secret-file");
   expect(line).not.toContain(secret);
@@ -98,7 +85,7 @@ test("with --oidc-client-secret-file a background workload introspects tokens; t
       `http://127.0.0.1:${upstream.port}/mcp`,
       "--name",
       "introspected",
-      ...introspection(),
+      ...auth.introspectionArgs(),
       "--oidc-client-secret-file",
       secretFile,
     ],
@@ -122,7 +109,7 @@ test("--oidc-client-secret and its file form together are refused", () => {
     "run",
     "--foreground",
     `http://127.0.0.1:${upstream.port}/mcp`,
-    ...introspection(),
+    ...auth.introspectionArgs(),
     "--oidc-client-secret",
     "x",
     "--oidc-client-secret-file",

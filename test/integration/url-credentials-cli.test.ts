@@ -10,6 +10,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
+import { emptyResultUpstream } from "../support/json-rpc-upstream.ts";
 
 setDefaultTimeout(60_000);
 
@@ -21,15 +22,8 @@ let env: Record<string, string>;
 const withPassword = () => `http://alice:${PASSWORD}@127.0.0.1:${upstream.port}/mcp`;
 
 beforeAll(async () => {
-  // Answers any JSON-RPC request: the only server a remote workload needs here.
-  upstream = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      const body = (await req.json().catch(() => ({}))) as { id?: number };
-      return Response.json({ jsonrpc: "2.0", id: body.id ?? null, result: {} });
-    },
-  });
+  // The only server a remote workload needs here.
+  upstream = emptyResultUpstream();
   home = await mkdtemp(join(tmpdir(), "mcpmgr-url-credentials-"));
   env = cliEnv(home);
 });

@@ -55,6 +55,11 @@ export interface AuthServer {
    * on loopback, so the insecure-HTTP and private-IP opt-ins are part of it.
    */
   oidcArgs(audience?: string): string[];
+  /**
+   * The same for opaque tokens of OPAQUE_RESOURCE, introspected (RFC 7662) as the introspector
+   * client; its secret is left to the caller, given literally or in a file.
+   */
+  introspectionArgs(): string[];
   stop(): Promise<void>;
 }
 
@@ -208,6 +213,14 @@ export async function startAuthServer(
     ? createTlsServer({ cert: tls.cert, key: tls.key }, provider.callback())
     : createServer(provider.callback());
   await new Promise<void>((resolve) => listener.listen(port, "127.0.0.1", resolve));
+  const oidcArgs = (audience = JWT_RESOURCE) => [
+    "--oidc-issuer",
+    issuer,
+    "--oidc-audience",
+    audience,
+    "--oidc-insecure-allow-http",
+    "--jwks-allow-private-ip",
+  ];
   return {
     issuer,
     fetch: trusted,
@@ -228,13 +241,13 @@ export async function startAuthServer(
       if (!body.access_token) throw new Error(`token request failed: ${body.error}: ${body.error_description}`);
       return body.access_token;
     },
-    oidcArgs: (audience = JWT_RESOURCE) => [
-      "--oidc-issuer",
-      issuer,
-      "--oidc-audience",
-      audience,
-      "--oidc-insecure-allow-http",
-      "--jwks-allow-private-ip",
+    oidcArgs,
+    introspectionArgs: () => [
+      ...oidcArgs(OPAQUE_RESOURCE),
+      "--oidc-introspection-url",
+      `${issuer}/token/introspection`,
+      "--oidc-client-id",
+      CLIENTS.introspector.client_id,
     ],
     stop: () => new Promise<void>((resolve) => listener.close(() => resolve())),
   };
