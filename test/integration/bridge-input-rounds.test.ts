@@ -22,6 +22,7 @@ import {
 } from "../fixtures/bridge-probe-client.ts";
 import { CONFORMANCE_FIXTURE_2026 } from "../support/conformance.ts";
 import { startBridge } from "../support/bridge-server.ts";
+import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
 
 setDefaultTimeout(20_000);
 
@@ -41,11 +42,7 @@ async function modern(
   const res = await fetch(url, {
     method: "POST",
     headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": method,
-      ...(target ? { "mcp-name": target } : {}),
+      ...statelessHeaders(method, target),
       ...(options.principal ? { "x-test-principal": options.principal } : {}),
     },
     body: JSON.stringify({
@@ -54,10 +51,7 @@ async function modern(
       method,
       params: {
         ...params,
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": options.capabilities ?? everything,
-        },
+        _meta: statelessMeta(options.capabilities ?? everything),
       },
     }),
     ...(options.signal ? { signal: options.signal } : {}),

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "
 import { PROBE_SERVER } from "../fixtures/bridge-probe-client.ts";
 import { startBridge } from "../support/bridge-server.ts";
 import { CONFORMANCE_FIXTURE_2026 } from "../support/conformance.ts";
+import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -15,14 +16,7 @@ setDefaultTimeout(60_000);
 const call = (url: string, args: Record<string, unknown>, headers: Record<string, string> = {}) =>
   fetch(url, {
     method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "tools/call",
-      "mcp-name": "test_mirrored_arguments",
-      ...headers,
-    },
+    headers: { ...statelessHeaders("tools/call", "test_mirrored_arguments"), ...headers },
     body: JSON.stringify({
       jsonrpc: "2.0",
       id: 7,
@@ -30,10 +24,7 @@ const call = (url: string, args: Record<string, unknown>, headers: Record<string
       params: {
         name: "test_mirrored_arguments",
         arguments: args,
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": {},
-        },
+        _meta: statelessMeta(),
       },
     }),
   });
@@ -94,13 +85,7 @@ describe("where the declarations come from", () => {
   const modernCall = async (name: string, args: Record<string, unknown> = {}) => {
     const res = await fetch(bridged.url, {
       method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/call",
-        "mcp-name": name,
-      },
+      headers: { ...statelessHeaders("tools/call", name), accept: "application/json" },
       body: JSON.stringify({
         jsonrpc: "2.0",
         id: 1,
@@ -108,10 +93,7 @@ describe("where the declarations come from", () => {
         params: {
           name,
           arguments: args,
-          _meta: {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-          },
+          _meta: statelessMeta(),
         },
       }),
     });

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { startBridge } from "../support/bridge-server.ts";
 import { eventually } from "../support/raw-http.ts";
+import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -17,30 +18,21 @@ beforeAll(async () => {
 });
 afterAll(() => bridged?.stop());
 
-const statelessHeaders = {
-  "content-type": "application/json",
-  accept: "application/json, text/event-stream",
-  "mcp-protocol-version": "2026-07-28",
-};
+/** A 2026-07-28 tools/call of test_simple_text, as its body. */
+const simpleTextCall = (id: number) =>
+  JSON.stringify({
+    jsonrpc: "2.0",
+    id,
+    method: "tools/call",
+    params: { name: "test_simple_text", arguments: {}, _meta: statelessMeta() },
+  });
 
 test("a stateless tools/call is answered and leaves no session", async () => {
   const before = bridged.bridge.sessionCount;
   const res = await fetch(bridged.url, {
     method: "POST",
-    headers: { ...statelessHeaders, "mcp-method": "tools/call", "mcp-name": "test_simple_text" },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: {
-        name: "test_simple_text",
-        arguments: {},
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": {},
-        },
-      },
-    }),
+    headers: statelessHeaders("tools/call", "test_simple_text"),
+    body: simpleTextCall(1),
   });
   expect(res.status).toBe(200);
   expect(res.headers.get("mcp-session-id")).toBeNull();
@@ -56,7 +48,7 @@ test("a stateless tools/call is answered and leaves no session", async () => {
 test("GET and DELETE without a session answer 405 for stateless clients, 400 for others", async () => {
   for (const method of ["GET", "DELETE"]) {
     expect(
-      (await fetch(bridged.url, { method, headers: { ...statelessHeaders, accept: "text/event-stream" } })).status,
+      (await fetch(bridged.url, { method, headers: { ...statelessHeaders(), accept: "text/event-stream" } })).status,
     ).toBe(405);
     expect(
       (
@@ -72,18 +64,8 @@ test("GET and DELETE without a session answer 405 for stateless clients, 400 for
 test("a 2026-07-28 _meta under an older MCP-Protocol-Version and no session is a header mismatch, as at the gateway", async () => {
   const res = await fetch(bridged.url, {
     method: "POST",
-    headers: { ...statelessHeaders, "mcp-protocol-version": "2025-11-25", "mcp-method": "tools/list" },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 7,
-      method: "tools/list",
-      params: {
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": {},
-        },
-      },
-    }),
+    headers: { ...statelessHeaders("tools/list"), "mcp-protocol-version": "2025-11-25" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list", params: { _meta: statelessMeta() } }),
   });
   expect(res.status).toBe(400);
   const body = (await res.json()) as { id: number; error: { code: number; message: string } };
@@ -93,7 +75,7 @@ test("a 2026-07-28 _meta under an older MCP-Protocol-Version and no session is a
   // The same version in both, and no session: an older client that forgot its session.
   const older = await fetch(bridged.url, {
     method: "POST",
-    headers: { ...statelessHeaders, "mcp-protocol-version": "2025-11-25" },
+    headers: { ...statelessHeaders(), "mcp-protocol-version": "2025-11-25" },
     body: JSON.stringify({
       jsonrpc: "2.0",
       id: 8,
@@ -125,38 +107,19 @@ test("a request naming 2026-07-28 is served as one whatever Mcp-Session-Id it ca
     headers: inSession,
     body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
   });
-  const call = (id: number) =>
-    JSON.stringify({
-      jsonrpc: "2.0",
-      id,
-      method: "tools/call",
-      params: {
-        name: "test_simple_text",
-        arguments: {},
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": {},
-        },
-      },
-    });
   // A live session must not spare a 2026-07-28 request the revision's header checks.
   const lying = await fetch(bridged.url, {
     method: "POST",
-    headers: { ...statelessHeaders, "mcp-session-id": sessionId, "mcp-method": "tools/list", "mcp-name": "other" },
-    body: call(2),
+    headers: { ...statelessHeaders("tools/list", "other"), "mcp-session-id": sessionId },
+    body: simpleTextCall(2),
   });
   expect(lying.status).toBe(400);
   expect(((await lying.json()) as { error: { code: number } }).error.code).toBe(-32020);
   // A stale one is ignored: the request is answered, and no session id comes back.
   const stale = await fetch(bridged.url, {
     method: "POST",
-    headers: {
-      ...statelessHeaders,
-      "mcp-session-id": "gone",
-      "mcp-method": "tools/call",
-      "mcp-name": "test_simple_text",
-    },
-    body: call(3),
+    headers: { ...statelessHeaders("tools/call", "test_simple_text"), "mcp-session-id": "gone" },
+    body: simpleTextCall(3),
   });
   expect(stale.status).toBe(200);
   expect(stale.headers.get("mcp-session-id")).toBeNull();
@@ -165,7 +128,7 @@ test("a request naming 2026-07-28 is served as one whatever Mcp-Session-Id it ca
   for (const method of ["GET", "DELETE"]) {
     const refused = await fetch(bridged.url, {
       method,
-      headers: { ...statelessHeaders, accept: "text/event-stream", "mcp-session-id": sessionId },
+      headers: { ...statelessHeaders(), accept: "text/event-stream", "mcp-session-id": sessionId },
     });
     expect(refused.status).toBe(405);
   }
@@ -180,18 +143,12 @@ test("a request naming 2026-07-28 is served as one whatever Mcp-Session-Id it ca
 test("a listen from a client that accepts no stream is refused with 406, naming the request it answers", async () => {
   const res = await fetch(bridged.url, {
     method: "POST",
-    headers: { ...statelessHeaders, accept: "application/json", "mcp-method": "subscriptions/listen" },
+    headers: { ...statelessHeaders("subscriptions/listen"), accept: "application/json" },
     body: JSON.stringify({
       jsonrpc: "2.0",
       id: "listen-1",
       method: "subscriptions/listen",
-      params: {
-        notifications: { toolsListChanged: true },
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": {},
-        },
-      },
+      params: { notifications: { toolsListChanged: true }, _meta: statelessMeta() },
     }),
   });
   expect(res.status).toBe(406);

@@ -9,6 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startBridge } from "../support/bridge-server.ts";
+import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -32,13 +33,7 @@ afterAll(async () => {
 async function modernCall(url: string, id: number, capabilities: Record<string, unknown>, inputResponses?: unknown) {
   const response = await fetch(url, {
     method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "tools/call",
-      "mcp-name": "connect_account",
-    },
+    headers: statelessHeaders("tools/call", "connect_account"),
     body: JSON.stringify({
       jsonrpc: "2.0",
       id,
@@ -47,10 +42,7 @@ async function modernCall(url: string, id: number, capabilities: Record<string, 
         name: "connect_account",
         arguments: {},
         ...(inputResponses ? { inputResponses } : {}),
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": capabilities,
-        },
+        _meta: statelessMeta(capabilities),
       },
     }),
   });

@@ -8,6 +8,7 @@ import { GroupCatalog } from "../../src/gateway/catalog.ts";
 import { gatewayFrontEnd } from "../../src/gateway/front-end.ts";
 import { type RunningServer, serve } from "../../src/proxy/serve.ts";
 import { until } from "../support/gateway-group.ts";
+import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
 
 // Real sockets and the idle timeout: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -90,23 +91,14 @@ test("a body past the MCP SDK's own 4 MiB default (within MCPMGR_MAX_REQUEST_BYT
   expect(text).toContain('"serverInfo"');
 });
 
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "odd", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const META = statelessMeta({}, { name: "odd", version: "1" });
 
 test("a 2026-07-28 listen asking for resource updates is not told they will come (they cannot reach it)", async () => {
   const abort = new AbortController();
   const response = await fetch(`${server.url.origin}/mcp`, {
     method: "POST",
     signal: abort.signal,
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "subscriptions/listen",
-    },
+    headers: statelessHeaders("subscriptions/listen"),
     body: JSON.stringify({
       jsonrpc: "2.0",
       id: "listen",
@@ -185,23 +177,8 @@ test("JSON that is not a JSON-RPC message is an invalid request (-32600), not a 
 test("a 2026-07-28 _meta under an older MCP-Protocol-Version and no session is a header mismatch, as at the bridge", async () => {
   const res = await fetch(`${server.url.origin}/mcp`, {
     method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-11-25",
-      "mcp-method": "tools/list",
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 7,
-      method: "tools/list",
-      params: {
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": {},
-        },
-      },
-    }),
+    headers: { ...statelessHeaders("tools/list"), "mcp-protocol-version": "2025-11-25" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list", params: { _meta: statelessMeta() } }),
   });
   expect(res.status).toBe(400);
   expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32020);
@@ -219,13 +196,7 @@ test("a request naming 2026-07-28 is served statelessly whatever Mcp-Session-Id 
   const modern = (headers: Record<string, string>, method = "tools/list") =>
     fetch(`${server.url.origin}/mcp`, {
       method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": method,
-        ...headers,
-      },
+      headers: { ...statelessHeaders(method), ...headers },
       body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list", params: { _meta: META } }),
     });
   // The revision's header checks apply in spite of a live session (the session used to answer it the 2025 way).

@@ -20,6 +20,7 @@ import {
 } from "../support/conformance.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
 import { type Running, spawnUntil } from "../support/processes.ts";
+import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -55,12 +56,7 @@ afterAll(async () => {
 type Message = { id?: unknown; method?: string; params?: any; result?: any; error?: any };
 
 function envelope(capabilities: Record<string, unknown>, extra: Record<string, unknown> = {}) {
-  return {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": { name: "rounds", version: "1" },
-    "io.modelcontextprotocol/clientCapabilities": capabilities,
-    ...extra,
-  };
+  return { ...statelessMeta(capabilities, { name: "rounds", version: "1" }), ...extra };
 }
 
 /** A 2026-07-28 tools/call; every message of its answer (the stream's events, or the one JSON body). */
@@ -71,13 +67,7 @@ async function call(
 ): Promise<{ status: number; messages: Message[]; answer: Message }> {
   const response = await fetch(gatewayUrl, {
     method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "tools/call",
-      "mcp-name": name,
-    },
+    headers: statelessHeaders("tools/call", name),
     body: JSON.stringify({
       jsonrpc: "2.0",
       id: 7,

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server } from "bun";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { statelessMeta } from "../support/stateless-request.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -84,13 +85,7 @@ const statelessList = {
   jsonrpc: "2.0",
   id: 7,
   method: "tools/list",
-  params: {
-    _meta: {
-      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-      "io.modelcontextprotocol/clientInfo": { name: "redirects", version: "1" },
-      "io.modelcontextprotocol/clientCapabilities": {},
-    },
-  },
+  params: { _meta: statelessMeta({}, { name: "redirects", version: "1" }) },
 };
 
 const credentials = [
