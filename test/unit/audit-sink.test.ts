@@ -51,18 +51,29 @@ async function until(check: () => boolean): Promise<void> {
 
 const read = (path: string) => (existsSync(path) ? readFileSync(path, "utf8") : "");
 
-test("a rotated log is opened again at its path; a deleted one is created again", async () => {
-  const path = join(dir, "audit.jsonl");
+/** A sink writing to `path`, and the errors it reports. */
+function collectingSink(path: string) {
   const errors: string[] = [];
   const sink = auditSink(
     configFor(path),
     () => {},
     (message) => errors.push(message),
   );
+  return { sink, errors };
+}
+
+/** Writes "one" through the sink, waits for it at `path`, then moves the file to `path.1` as logrotate does. */
+async function writeOneThenRotate(sink: ReturnType<typeof auditSink>, path: string): Promise<void> {
+  sink.write("one\n");
+  await until(() => read(path) === "one\n");
+  renameSync(path, `${path}.1`);
+}
+
+test("a rotated log is opened again at its path; a deleted one is created again", async () => {
+  const path = join(dir, "audit.jsonl");
+  const { sink, errors } = collectingSink(path);
   try {
-    sink.write("one\n");
-    await until(() => read(path) === "one\n");
-    renameSync(path, `${path}.1`);
+    await writeOneThenRotate(sink, path);
     // Until the move is noticed, lines may still go to the moved file; then they go to the path.
     let n = 0;
     await until(() => {
@@ -87,16 +98,9 @@ test("a log that was a file is not followed into a symbolic link put in its plac
   const path = join(dir, "plain.jsonl");
   const elsewhere = join(dir, "elsewhere.txt");
   writeFileSync(elsewhere, "");
-  const errors: string[] = [];
-  const sink = auditSink(
-    configFor(path),
-    () => {},
-    (message) => errors.push(message),
-  );
+  const { sink, errors } = collectingSink(path);
   try {
-    sink.write("one\n");
-    await until(() => read(path) === "one\n");
-    renameSync(path, `${path}.1`);
+    await writeOneThenRotate(sink, path);
     symlinkSync(elsewhere, path);
     await until(() => errors.length > 0);
     sink.write("two\n");
@@ -126,16 +130,9 @@ test("a log file of another user is refused at start, and not taken after a rota
   );
 
   const path = join(dir, "rotated-then-planted.jsonl");
-  const errors: string[] = [];
-  const sink = auditSink(
-    configFor(path),
-    () => {},
-    (message) => errors.push(message),
-  );
+  const { sink, errors } = collectingSink(path);
   try {
-    sink.write("one\n");
-    await until(() => read(path) === "one\n");
-    renameSync(path, `${path}.1`);
+    await writeOneThenRotate(sink, path);
     writeFileSync(path, "", { mode: 0o666 });
     chownSync(path, 61234, 61234);
     await until(() => errors.length > 0);

@@ -54,6 +54,16 @@ function refusal(
   expect((thrown as { hint?: string }).hint).toBeString();
 }
 
+/** The error specFor throws for `argv`, or undefined when it takes them. */
+function errorOf(argv: string[], options: { entry?: RegistryEntry } = {}) {
+  try {
+    specFor(argv, options);
+  } catch (err) {
+    return err as { code?: string; message: string; hint?: string };
+  }
+  return undefined;
+}
+
 function entry(fields: Record<string, unknown>): RegistryEntry {
   return v.parse(registryEntrySchema, {
     description: "a test entry",
@@ -205,14 +215,7 @@ describe("a background workload", () => {
   });
 
   test("keeps no credential forwarded as a plain header in its recorded options", () => {
-    const refused = (header: string) => {
-      try {
-        specFor([REMOTE, "--remote-forward-headers", header]);
-      } catch (err) {
-        return err as { code?: string; message: string; hint?: string };
-      }
-      return undefined;
-    };
+    const refused = (header: string) => errorOf([REMOTE, "--remote-forward-headers", header]);
     for (const header of [
       "Authorization=Bearer abc.def",
       "X-Api-Key=k-123456",
@@ -239,14 +242,6 @@ describe("a background workload", () => {
   });
 
   test("keeps no other credential of its command line in its recorded options (review 7)", () => {
-    const refused = (argv: string[]) => {
-      try {
-        specFor(argv);
-      } catch (err) {
-        return err as { code?: string; message: string; hint?: string };
-      }
-      return undefined;
-    };
     const oidc = ["--oidc-issuer", "https://issuer.example", "--oidc-client-id", "c"];
     const introspected = [...oidc, "--oidc-introspection-url", "https://issuer.example/introspect"];
     const cases: [string[], string][] = [
@@ -257,17 +252,17 @@ describe("a background workload", () => {
       [[REMOTE, "--otel-endpoint", "https://otlp.example", "--otel-headers", "api-key=s3cret-value"], "--foreground"],
     ];
     for (const [argv, hint] of cases) {
-      const err = refused(argv);
+      const err = errorOf(argv);
       expect({ argv, code: err?.code }).toEqual({ argv, code: "INVALID_OPTION" });
       expect(err?.hint).toContain(hint);
       expect(err?.message).not.toContain("s3cret-value");
     }
     // What is no credential stays allowed; so is all of it in the foreground.
-    expect(refused([PROBE, "-e", "LIMIT=10", "-e", "MODE=skip"])).toBeUndefined();
+    expect(errorOf([PROBE, "-e", "LIMIT=10", "-e", "MODE=skip"])).toBeUndefined();
     expect(
-      refused([REMOTE, "--otel-endpoint", "https://otlp.example", "--otel-headers", "x-tenant=acme"]),
+      errorOf([REMOTE, "--otel-endpoint", "https://otlp.example", "--otel-headers", "x-tenant=acme"]),
     ).toBeUndefined();
-    for (const [argv] of cases) expect(refused(["--foreground", ...argv])).toBeUndefined();
+    for (const [argv] of cases) expect(errorOf(["--foreground", ...argv])).toBeUndefined();
     // A workload recorded before these checks still starts under its supervisor, with a warning that says what to do.
     const context = testContext();
     expect(specFor([PROBE, "-e", "GH=ghp_0123456789abcdef"], { context, recorded: true }).background).toBe(true);
@@ -279,21 +274,13 @@ describe("a background workload", () => {
 
   // Review 7 (R7-L4): mcpmgr never sent a URL's user name or password, yet the URL is listed and logged.
   test("refuses a remote URL with a user name or password, in the foreground too, from a registry entry too", () => {
-    const refusedWith = (argv: string[], options: { entry?: RegistryEntry } = {}) => {
-      try {
-        specFor(argv, options);
-      } catch (err) {
-        return err as { code?: string; message: string; hint?: string };
-      }
-      return undefined;
-    };
     for (const url of [
       "https://user:s3cret-value@mcp.example.com/mcp",
       "https://s3cret-value@mcp.example.com/mcp",
       "https://:s3cret-value@mcp.example.com/mcp",
     ]) {
       for (const argv of [[url], ["--foreground", url]]) {
-        const err = refusedWith(argv);
+        const err = errorOf(argv);
         expect({ argv, code: err?.code }).toEqual({ argv, code: "INVALID_ARGUMENT" });
         expect(err?.message).toContain("user:password@");
         expect(err?.message).not.toContain("s3cret-value");
@@ -306,8 +293,8 @@ describe("a background workload", () => {
       transport: "streamable-http",
       source: { remote: "https://user:s3cret-value@mcp.example.com/mcp" },
     });
-    expect(refusedWith(["--foreground", "remote-with-password"], { entry: remote })?.code).toBe("INVALID_ARGUMENT");
-    expect(refusedWith(["--foreground", REMOTE])).toBeUndefined();
+    expect(errorOf(["--foreground", "remote-with-password"], { entry: remote })?.code).toBe("INVALID_ARGUMENT");
+    expect(errorOf(["--foreground", REMOTE])).toBeUndefined();
   });
 
   test("needs a name that can be recorded", () => {
