@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { expectOneLineError } from "../support/cli-home.ts";
+import { expectOneLineError, runCli } from "../support/cli-home.ts";
 import { CLI_ENTRY, REPO_ROOT, freePort, spawnUntil } from "../support/processes.ts";
 import { eventually } from "../support/raw-http.ts";
 
@@ -19,6 +19,9 @@ import { eventually } from "../support/raw-http.ts";
 setDefaultTimeout(60_000);
 
 const PROBE = "npx://./test/fixtures/sandbox-probe";
+
+/** One mcpmgr command to its end, in this test process's environment (its MCPMGR_HOME). */
+const cli = (...args: string[]) => runCli({ ...process.env, NO_COLOR: "1" } as Record<string, string>, args);
 
 async function runForeground(args: string[], env: Record<string, string> = {}) {
   const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, {
@@ -211,14 +214,6 @@ test("a remote whose host does not resolve runs, with a one-line warning saying 
   const remote = "http://does-not-exist.invalid/mcp";
   const warning =
     /^\[warn\] (dns-bad|dns-bad-fg): the remote's host does-not-exist\.invalid does not resolve \((ENOTFOUND|EAI_AGAIN)\); it runs, but every request to it fails until it does \(hint: check the URL, your network and DNS\)$/m;
-  const cli = (...args: string[]) => {
-    const done = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, NO_COLOR: "1" },
-      timeout: 60_000,
-    });
-    return { code: done.exitCode, stdout: done.stdout.toString(), stderr: done.stderr.toString() };
-  };
   const background = cli("run", remote, "--name", "dns-bad");
   try {
     expect(background.code).toBe(0);
@@ -412,14 +407,6 @@ test("ignore overlays apply in the bubblewrap sandbox too: .mcpmgrignore hides f
 }, 60_000);
 
 test("a foreground run's name is taken while it runs, and a recorded name is taken for a foreground run", async () => {
-  const cli = (...args: string[]) => {
-    const done = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, NO_COLOR: "1" },
-      timeout: 60_000,
-    });
-    return { code: done.exitCode, stdout: done.stdout.toString(), stderr: done.stderr.toString() };
-  };
   const run = await runForeground([PROBE, "--name", "fg-taken", "--permission-profile", "none"]);
   try {
     // In the background, and in the foreground again: refused before anything starts, naming the run.
