@@ -2,7 +2,8 @@
  * One tools/call relayed past the SDK (pass-through.ts decides which, and builds the request): the
  * exchange with the member on mcpmgr's HTTP/1.1 client, and the client's answer. The member's
  * response goes back with the client's id (and progress token) in place of the gateway's, as JSON
- * or as an event stream as the member framed it; other messages on the member's stream (its
+ * or as an event stream as the member framed it (resumed when the member ends it early after an event
+ * id: member-stream.ts); other messages on the member's stream (its
  * requests to the client, log messages) go through the session's SDK client, and what the session's
  * server sends back in relation to this call comes out on this call's stream (session-transport.ts).
  * Ends in exactly one way: the member's answer, an error worded as the SDK path worded it (the
@@ -12,11 +13,11 @@
  */
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/server";
 import { isCallToolResult } from "@modelcontextprotocol/server";
-import { createParser } from "eventsource-parser";
 import { errorMessage } from "../errors.ts";
 import { createEventStream, eventStreamResponse, type EventStream } from "../proxy/event-stream.ts";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
+import { readMemberStream } from "./member-stream.ts";
 import type { SessionTransport } from "./session-transport.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import type { Upstream } from "./upstream.ts";
@@ -136,7 +137,7 @@ export class RelayedCall {
       );
     }
     const type = response.headers.get("content-type") ?? "";
-    if (type.includes("text/event-stream")) return this.#relayStream(response);
+    if (type.includes("text/event-stream")) return this.#relayStream(response, url, headers);
     const answer = this.#answer(parseExact(await response.text()));
     if (answer === undefined) return this.#failed(`workload '${workload}' failed to answer (no answer to the call)`);
     return this.#finish(answer);
@@ -158,48 +159,48 @@ export class RelayedCall {
     return stream;
   }
 
-  /** The member answers with an event stream: so does the gateway, event by event. */
-  #relayStream(response: Response): undefined {
+  /**
+   * The member answers with an event stream: so does the gateway, event by event. A member that ends
+   * its stream early after an event with an id is resumed (member-stream.ts).
+   */
+  #relayStream(response: Response, url: string, headers: [string, string][]): undefined {
     const stream = this.#openStream();
-    const parser = createParser({
-      onEvent: (event) => {
-        if (this.#done || (event.event !== undefined && event.event !== "message") || event.data === "") return;
-        let message: unknown;
-        try {
-          message = parseExact(event.data);
-        } catch {
-          return;
-        }
-        const answer = this.#answer(message);
-        if (answer !== undefined) {
-          this.#finish(answer);
-          return;
-        }
-        if (this.#isOwnProgress(message)) {
-          this.#armTimer();
-          const progress = message as { params: Json };
-          stream.send(
-            JSON.stringify({ ...progress, params: { ...progress.params, progressToken: this.#target.progressToken } }),
-          );
-          return;
-        }
-        // Requests and notifications from the member: through the session's SDK client, as before.
-        this.#target.upstream.transport?.onmessage?.(message as never);
-      },
-    });
-    void (async () => {
-      const decoder = new TextDecoder();
+    const onData = (data: string) => {
+      if (this.#done) return;
+      let message: unknown;
       try {
-        for await (const chunk of response.body as ReadableStream<Uint8Array>) {
-          parser.feed(decoder.decode(chunk, { stream: true }));
-          // Answered (or cancelled): a member that keeps the stream open past its answer holds nothing here.
-          if (this.#done) break;
-        }
-      } catch (err) {
-        if (!this.#done) this.#failed(`workload '${this.#target.workload}' failed to answer (${errorMessage(err)})`);
+        message = parseExact(data);
+      } catch {
+        return;
       }
-      if (!this.#done) this.#failed(`workload '${this.#target.workload}' failed to answer (its stream ended early)`);
-    })();
+      const answer = this.#answer(message);
+      if (answer !== undefined) {
+        this.#finish(answer);
+        return;
+      }
+      if (this.#isOwnProgress(message)) {
+        this.#armTimer();
+        const progress = message as { params: Json };
+        stream.send(
+          JSON.stringify({ ...progress, params: { ...progress.params, progressToken: this.#target.progressToken } }),
+        );
+        return;
+      }
+      // Requests and notifications from the member: through the session's SDK client, as before.
+      this.#target.upstream.transport?.onmessage?.(message as never);
+    };
+    const { workload } = this.#target;
+    void readMemberStream(response.body as ReadableStream<Uint8Array>, {
+      url,
+      headers,
+      signal: this.#abort.signal,
+      onData,
+      answered: () => this.#done,
+      onSessionGone: () => this.#session.pool.forget(workload),
+    }).then(
+      (why) => why !== undefined && this.#failed(`workload '${workload}' failed to answer (${why})`),
+      (err: unknown) => this.#failed(`workload '${workload}' failed to answer (${errorMessage(err)})`),
+    );
     return undefined;
   }
 
