@@ -150,13 +150,14 @@ export async function echoImage(h: Harness): Promise<string> {
 /** `mcpmgr run --foreground URL [policy options]` in front of the bench upstream (the transparent forwarder). */
 async function startRunRemote(
   h: Harness,
+  name: string,
   up: { url: string; child: Running["processes"][number] },
   extra: string[],
   headers?: Record<string, string>,
 ): Promise<Running> {
   const port = h.freePort();
   const prefix = h.mcpmgrCommand();
-  const args = ["run", "--foreground", up.url, "--name", "bench-remote", "--proxy-port", String(port), ...extra];
+  const args = ["run", "--foreground", up.url, "--name", name, "--proxy-port", String(port), ...extra];
   const run = h.spawn("run", [...prefix, ...args], { cwd: h.root });
   await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, run);
   return {
@@ -245,7 +246,8 @@ export const scenarios: readonly Scenario[] = [
     baseline: "direct",
     async start(h) {
       const up = await h.startUpstream();
-      return startRunRemote(h, up, []);
+      // Scenarios run side by side, and a running foreground run's name is taken: one name each.
+      return startRunRemote(h, "bench-remote", up, []);
     },
   },
   {
@@ -282,7 +284,9 @@ export const scenarios: readonly Scenario[] = [
         `http://127.0.0.1:${sink.port}`,
         "--otel-insecure",
       ];
-      const running = await startRunRemote(h, up, args, { authorization: `Bearer ${await auth.token()}` });
+      const running = await startRunRemote(h, "bench-remote-policies", up, args, {
+        authorization: `Bearer ${await auth.token()}`,
+      });
       return {
         ...running,
         async stop() {
