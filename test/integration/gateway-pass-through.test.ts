@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
+import { openRawSession } from "../support/raw-session.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -27,8 +28,6 @@ afterAll(async () => {
   await group?.cleanup();
   await member?.stop();
 });
-
-const BASE_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 
 interface Answer {
   readonly status: number;
@@ -52,29 +51,10 @@ async function read(response: Response): Promise<Answer> {
   return { status: response.status, type, text, messages: datas.map((data) => JSON.parse(data)) };
 }
 
-/** A 2025-era session over raw HTTP. */
+/** A 2025-era session over raw HTTP: what it returns POSTs in the session. */
 async function openSession(url = gateway.url): Promise<(body: string, signal?: AbortSignal) => Promise<Response>> {
-  const opened = await fetch(url, {
-    method: "POST",
-    headers: BASE_HEADERS,
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 0,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "lane", version: "1" } },
-    }),
-  });
-  const sessionId = opened.headers.get("mcp-session-id") as string;
-  await opened.text();
-  const post = (body: string, signal?: AbortSignal) =>
-    fetch(url, {
-      method: "POST",
-      headers: { ...BASE_HEADERS, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" },
-      body,
-      ...(signal ? { signal } : {}),
-    });
-  await (await post(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))).text();
-  return post;
+  const session = await openRawSession(url, "2025-06-18", "lane");
+  return (body, signal) => session.post(body, signal ? { signal } : {});
 }
 
 const call = (id: string, name: string, args: object, meta?: object) =>
@@ -195,24 +175,9 @@ test("a call the lane does not take (params it does not know) is still answered 
 });
 
 test("headers the SDK refuses are refused as before, not relayed", async () => {
-  const opened = await fetch(gateway.url, {
-    method: "POST",
-    headers: BASE_HEADERS,
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 0,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "strict", version: "1" } },
-    }),
-  });
-  await opened.text();
-  const sessionId = opened.headers.get("mcp-session-id") as string;
+  const session = await openRawSession(gateway.url, "2025-06-18", "strict");
   const send = async (headers: Record<string, string>) => {
-    const response = await fetch(gateway.url, {
-      method: "POST",
-      headers: { ...BASE_HEADERS, "mcp-session-id": sessionId, ...headers },
-      body: call('"h"', "alpha_echo", { text: "h" }),
-    });
+    const response = await session.post(call('"h"', "alpha_echo", { text: "h" }), { headers });
     return { status: response.status, answer: await read(response) };
   };
   expect((await send({ accept: "application/json" })).status).toBe(406);

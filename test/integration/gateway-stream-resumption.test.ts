@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { type JSONRPCMessage, Server, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
+import { openRawSession } from "../support/raw-session.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -148,30 +149,10 @@ afterAll(async () => {
   patient?.stop();
 });
 
-const BASE_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-
-/** A 2025-11-25 session over raw HTTP. */
+/** A 2025-11-25 session over raw HTTP: what it returns POSTs a message in the session. */
 async function openSession(): Promise<(body: object) => Promise<Response>> {
-  const opened = await fetch(gateway.url, {
-    method: "POST",
-    headers: BASE_HEADERS,
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 0,
-      method: "initialize",
-      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "poll", version: "1" } },
-    }),
-  });
-  const sessionId = opened.headers.get("mcp-session-id") as string;
-  await opened.text();
-  const post = (body: object) =>
-    fetch(gateway.url, {
-      method: "POST",
-      headers: { ...BASE_HEADERS, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" },
-      body: JSON.stringify(body),
-    });
-  await (await post({ jsonrpc: "2.0", method: "notifications/initialized" })).text();
-  return post;
+  const session = await openRawSession(gateway.url, "2025-11-25", "poll");
+  return (body) => session.post(JSON.stringify(body));
 }
 
 const call = (id: number, name: string, meta?: object) => ({
