@@ -6,14 +6,18 @@
  * command, while a miss writes a secret into a file.
  */
 
-/** Names (lower case) that say credential wherever the word sits: `X-Upstream-Token`, `Proxy-Authorization`. */
+/**
+ * Names (lower case) that say credential wherever the word sits: `X-Upstream-Token`,
+ * `Proxy-Authorization`. `auth` but not the words that only start like it (`X-Author`,
+ * `X-Authority`, `Authorship`): they name people and hosts, not proofs.
+ */
 const credentialWords =
-  /auth|token|secret|passw(?:or)?d|passphrase|cookie|credential|session|signature|private|api[-_.]?key|bearer|jwt/;
+  /auth(?!or(?:s|ship|ity|ities)?(?:$|[-_.]))|token|secret|passw(?:or)?d|passphrase|cookie|credential|session|signature|private|api[-_.]?key|bearer|jwt/;
 
 /** One part of a name (split at `-`, `_`, `.`) that says credential on its own: `Ocp-Apim-Subscription-Key`, `X-Access-Key`, `X-Amz-Sig`. */
 function isCredentialPart(part: string, index: number, parts: readonly string[]): boolean {
-  // An idempotency key names a request, it does not prove anything.
-  if (part === "key" && parts[index - 1] === "idempotency") return false;
+  // An idempotency or cache key names a request or an entry; it does not prove anything.
+  if (part === "key" && (parts[index - 1] === "idempotency" || parts[index - 1] === "cache")) return false;
   return part.endsWith("key") || ["sig", "pass", "pwd", "pat", "sid", "otp", "csrf", "xsrf"].includes(part);
 }
 

@@ -10,6 +10,10 @@ test("credential header names are caught whatever their value", () => {
   for (const name of [
     "Authorization",
     "Proxy-Authorization",
+    "X-Authorization",
+    "X-Auth",
+    "X-Authn-Token",
+    "Authorized-User-Token",
     "Cookie",
     "X-Api-Key",
     "Api-Key",
@@ -64,6 +68,10 @@ test("ordinary headers pass", () => {
     ["Accept-Language", "en"],
     ["X-Request-Id", "4f1c2a"],
     ["Idempotency-Key", "retry-1"],
+    ["X-Author", "ada"],
+    ["X-Authority", "ca.example"],
+    ["Authorship", "team-a"],
+    ["X-Cache-Key", "v2"],
     ["X-Path-Prefix", "/v1"],
     ["X-Monitoring", "skip-this"],
   ] as const) {
