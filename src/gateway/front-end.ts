@@ -121,6 +121,15 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     { legacy: "reject" },
   );
 
+  /**
+   * A session's end, however it comes: closing its server first cancels its calls in flight at their
+   * members (the SDK's and the relayed ones, session-transport.ts), then its member sessions are ended.
+   */
+  const endSessionOf = async (session: Session): Promise<void> => {
+    await session.server.close().catch(() => {});
+    await session.pool.close();
+  };
+
   const openSession = (req: Request): Session => {
     const owner = callerOf(req) ?? "";
     let server: Server | undefined;
@@ -151,9 +160,9 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
         onsessioninitialized: (id) => {
           sessions.set(id, session);
         },
-        onsessionclosed: (id) => {
-          void endSession(id);
-        },
+        // The client's DELETE is answered once the session's calls are cancelled and its member
+        // sessions ended (or MEMBER_SESSION_END_MS passed).
+        onsessionclosed: (id) => endSession(id),
       }),
     };
     return session;
@@ -163,7 +172,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     const session = sessions.get(id);
     if (session === undefined) return;
     sessions.delete(id);
-    await Promise.allSettled([session.pool.close(), session.server.close()]);
+    await endSessionOf(session);
   };
 
   const sweep = setInterval(
@@ -293,15 +302,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       const pools = [...callerPools.values()];
       sessions.clear();
       callerPools.clear();
-      await Promise.allSettled([
-        modern.close(),
-        ...pools.map(({ pool }) => pool.close()),
-        ...open.map(async (session) => {
-          await session.pool.close();
-          await session.transport.close();
-          await session.server.close();
-        }),
-      ]);
+      await Promise.allSettled([modern.close(), ...pools.map(({ pool }) => pool.close()), ...open.map(endSessionOf)]);
     },
   };
 }

@@ -6,6 +6,8 @@
  * It also knows the tools/call requests the gateway relays past the SDK (pass-through.ts): a
  * client's notifications/cancelled for one of them reaches its relay, and what the session's
  * server sends in relation to one (a workload's sampling or log message) goes on that relay's stream.
+ * When the session ends (the client's DELETE, idle expiry, the gateway stopping), its relayed calls are
+ * cancelled, as the SDK's closing cancels the calls it serves.
  */
 import {
   type JSONRPCMessage,
@@ -63,6 +65,13 @@ export class SessionTransport extends WebStandardStreamableHTTPServerTransport {
       if (this.#relayed.get(id) === request) this.#relayed.delete(id);
       this.#inFlight.delete(id);
     };
+  }
+
+  override async close(): Promise<void> {
+    const relayed = [...this.#relayed.values()];
+    this.#relayed.clear();
+    for (const request of relayed) request.cancel("the session ended");
+    await super.close();
   }
 
   override send(message: JSONRPCMessage, options?: { relatedRequestId?: RequestId }): Promise<void> {

@@ -13,9 +13,15 @@ import type {
   LoggingLevel,
 } from "@modelcontextprotocol/client";
 import type { GroupCatalog } from "./catalog.ts";
-import { connectUpstream, requestLogRelay, type Upstream } from "./upstream.ts";
+import { connectUpstream, endUpstream, requestLogRelay, type Upstream } from "./upstream.ts";
 
 type RequestId = string | number;
+
+/**
+ * How long the end of a gateway session waits for its members to end theirs (HTTP DELETE): a member
+ * slow to answer must not hold the client's DELETE, nor the gateway's shutdown.
+ */
+export const MEMBER_SESSION_END_MS = 2_000;
 
 export interface PoolPeer {
   /** What the gateway's client can answer (sampling, elicitation, roots), mirrored upstream. */
@@ -135,18 +141,32 @@ export class UpstreamPool {
     );
   }
 
-  /** Closes the connection to a workload that left the group. */
+  /** Ends the session with a workload that left the group (or forgot it: then the DELETE finds nothing). */
   forget(workload: string): void {
     const opening = this.#open.get(workload);
     this.#open.delete(workload);
-    void opening?.then((client) => client.close()).catch(() => {});
+    void opening?.then((client) => endUpstream(client, MEMBER_SESSION_END_MS)).catch(() => {});
   }
 
+  /**
+   * Ends every member session (the gateway session ended): within MEMBER_SESSION_END_MS, after the
+   * cancellations of the session's calls in flight (sent as its server closed) have reached the members.
+   * A connection still opening past the bound is closed once it opens (`#connect`).
+   */
   async close(): Promise<void> {
     this.#closed = true;
     const open = [...this.#open.values()];
     this.#open.clear();
-    await Promise.allSettled(open.map(async (opening) => (await opening).close()));
+    if (open.length === 0) return;
+    // A relayed call's cancellation is sent a turn after the session's end cancelled it.
+    await new Promise((resolve) => setImmediate(resolve));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, MEMBER_SESSION_END_MS);
+    });
+    const ended = Promise.allSettled(open.map(async (opening) => endUpstream(await opening, MEMBER_SESSION_END_MS)));
+    await Promise.race([ended, bound]);
+    clearTimeout(timer);
   }
 }
 

@@ -12,6 +12,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { Client, SSEClientTransport, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type {
   ClientCapabilities,
+  JSONRPCMessage,
   JSONRPCNotification,
   JSONRPCRequest,
   PriorDiscovery,
@@ -115,7 +116,7 @@ async function connectWith(
   // A stdio workload exposed with --proxy-mode sse (deprecated) serves the 2024-11-05 transport.
   const transport = url.pathname.endsWith("/sse")
     ? new SSEClientTransport(url, { fetch })
-    : new StreamableHTTPClientTransport(url, {
+    : new MemberTransport(url, {
         fetch,
         // A workload that stops is noticed through the group's membership, not by retrying forever.
         reconnectionOptions: {
@@ -127,6 +128,51 @@ async function connectWith(
       });
   await client.connect(transport, { timeout: timeoutMs, ...(prior ? { prior } : {}) });
   return client;
+}
+
+/**
+ * The streamable-HTTP transport to a member, which knows the notifications it is still sending (a
+ * cancellation of a call in flight), so that a session's end reaches the member after them.
+ */
+class MemberTransport extends StreamableHTTPClientTransport {
+  readonly #sending = new Set<Promise<void>>();
+
+  override send(message: JSONRPCMessage, options?: Parameters<StreamableHTTPClientTransport["send"]>[1]) {
+    const sent = super.send(message, options);
+    if ("id" in message) return sent;
+    this.#sending.add(sent);
+    const settled = () => void this.#sending.delete(sent);
+    sent.then(settled, settled);
+    return sent;
+  }
+
+  /** Once the notifications being sent are delivered (or failed). */
+  async sent(): Promise<void> {
+    await Promise.allSettled([...this.#sending]);
+  }
+}
+
+/**
+ * Ends the member session behind `client`, within `boundMs`, and closes the client: the cancellations
+ * still on their way are delivered first, then the session is ended with HTTP DELETE, as MCP asks of a
+ * client that no longer needs it. A member that does not allow that (405) or fails is left to expire the
+ * session itself; one slow to answer is not waited for past the bound (closing the client aborts the DELETE).
+ */
+export async function endUpstream(client: Upstream, boundMs: number): Promise<void> {
+  const transport = client.transport;
+  if (transport instanceof MemberTransport) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, boundMs);
+    });
+    const ending = (async () => {
+      await transport.sent();
+      await transport.terminateSession();
+    })().catch(() => {});
+    await Promise.race([ending, bound]);
+    clearTimeout(timer);
+  }
+  await client.close();
 }
 
 /**
