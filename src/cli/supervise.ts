@@ -33,7 +33,9 @@ export default defineCommand({
  * What this process prints (its log lines, a remote's login URL, a gateway's audit lines, what a
  * library writes to the console) goes to the proxy log through `cappedLog`, so the proxy log is
  * rotated at the cap like the server's. The log is also this process's stdout and stderr as
- * started (workload/supervisor-control.ts), for what the runtime itself writes there (a crash).
+ * started (workload/supervisor-control.ts), for what the runtime itself writes there (a crash
+ * report): it is therefore rotated in place (`inPlace`), so that those descriptors keep writing to
+ * the log `logs --proxy` shows, however often it is rotated, and within the same cap.
  * A cap that is not a number (or a name that is not one) is left for the supervisor to report:
  * its start fails saying so, and the log is then written as started.
  */
@@ -41,7 +43,7 @@ function printToProxyLog(name: string): ((text: string) => void) | undefined {
   let append: (text: string) => void;
   try {
     const { path, rotated } = new WorkloadStore(resolvePaths(process.env)).logFiles(name, "proxy");
-    append = cappedLog(path, rotated, maxLogBytesFromEnv(process.env));
+    append = cappedLog(path, rotated, maxLogBytesFromEnv(process.env), { inPlace: true });
   } catch {
     return undefined;
   }

@@ -1,12 +1,12 @@
 /**
  * A workload's logs, the server's and the proxy's, as a supervisor writes them (`cappedLog`:
  * workload/supervisor.ts, cli/supervise.ts): rotated at a size cap to `<log>.1`, so the whole of
- * a log is the rotated part, then the log; and following it means noticing a rotation by the
- * file's inode and reading the rest of the old file before the new one. Copies go to a sink in
+ * a log is the rotated part, then the log; and following it means noticing a rotation (by the
+ * file's inode, or a log emptied in place) and reading the rest of the old file before the new one. Copies go to a sink in
  * chunks, waiting for a slow reader; `mcpmgr logs` (cli/logs.ts) is the user.
  */
 import { Buffer } from "node:buffer";
-import { appendFileSync, renameSync, statSync } from "node:fs";
+import { appendFileSync, copyFileSync, renameSync, statSync, truncateSync } from "node:fs";
 import { open } from "node:fs/promises";
 
 /** How much of a log is held at once: a log may be as large as its cap (10 MiB unless set higher). */
@@ -39,15 +39,31 @@ export interface LogPosition {
  * shows both parts. The writes are whole lines (server-output.ts; console lines), so neither part
  * starts or ends within a line. The size is counted as it is written, not asked of the file on
  * every line: the file is looked at once, for what an earlier run of the workload left in it.
+ *
+ * `inPlace`: the log is also a process's stdout and stderr, opened for appending once (the proxy
+ * log: a supervisor's, for what the runtime writes there itself, such as a crash report), so it
+ * is rotated by copying it to `rotated` and emptying it where it is. A rename would leave those
+ * descriptors on the rotated file, and the next rotation would delete it under them: whatever they
+ * wrote from then on would be lost. Emptied in place, the file they write to stays the log, and
+ * (opened for appending) they write at its new end. Only this process writes the log between the
+ * copy and the truncation, and it is busy rotating, so no line falls between the two.
  */
-export function cappedLog(path: string, rotated: string, maxBytes: number): (text: string) => void {
+export function cappedLog(
+  path: string,
+  rotated: string,
+  maxBytes: number,
+  options: { readonly inPlace?: boolean } = {},
+): (text: string) => void {
   let size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
   return (text) => {
     appendFileSync(path, text, { mode: 0o600 });
     size += Buffer.byteLength(text);
     if (size < maxBytes) return;
     try {
-      renameSync(path, rotated);
+      if (options.inPlace) {
+        copyFileSync(path, rotated);
+        truncateSync(path, 0);
+      } else renameSync(path, rotated);
     } catch {
       // Deleted meanwhile (by hand): the next write starts a new log all the same.
     }
@@ -99,7 +115,9 @@ export async function copyWhole(
 /**
  * What was written since `at`. When the log followed was rotated, the rest of it is read from
  * the rotated file first, then the new log from its start: nothing is lost or shown twice (unless
- * the log was rotated twice within one poll). A log truncated in place is read again from its start.
+ * the log was rotated twice within one poll). A log emptied in place (rotated by `cappedLog`'s
+ * `inPlace`, or truncated by hand) is read again from its start, after the rest of it from the
+ * rotated copy when that copy reaches as far as the log was read.
  */
 export async function copyNew(
   files: LogFiles,
@@ -118,7 +136,12 @@ export async function copyNew(
       position = { ino: stat.ino, offset: 0 };
     }
     if (current === undefined || stat === undefined) return position;
-    const from = position.ino === stat.ino && position.offset <= stat.size ? position.offset : 0;
+    if (position.ino === stat.ino && position.offset > stat.size) {
+      const rest = await copyRestOfCopy(files.rotated, stat.ino, position.offset, sink);
+      if (rest === READER_GONE) return READER_GONE;
+      position = { ino: stat.ino, offset: 0 };
+    }
+    const from = position.ino === stat.ino ? position.offset : 0;
     const end = await copyFrom(current, from, sink);
     return end === READER_GONE ? READER_GONE : { ino: stat.ino, offset: end };
   } finally {
@@ -140,6 +163,25 @@ async function copyRestOfRotated(
     return end === READER_GONE ? READER_GONE : { ino: at.ino, offset: end };
   } finally {
     await older.close();
+  }
+}
+
+/** The rest of a log emptied in place, from its rotated copy (another file, at least `offset` long), if there is one. */
+async function copyRestOfCopy(
+  rotated: string,
+  ino: number,
+  offset: number,
+  sink: LogSink,
+): Promise<undefined | typeof READER_GONE> {
+  const copy = await openIfThere(rotated);
+  if (copy === undefined) return undefined;
+  try {
+    const stat = await copy.stat();
+    if (stat.ino === ino || stat.size < offset) return undefined;
+    const end = await copyFrom(copy, offset, sink);
+    return end === READER_GONE ? READER_GONE : undefined;
+  } finally {
+    await copy.close();
   }
 }
 

@@ -68,6 +68,7 @@ export async function startSupervisor(
   await store.writeStatus(name, { state: "starting" });
   // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
   // this catches what it cannot print that way (an error before that is set up, a runtime crash).
+  // The log is rotated in place, so these descriptors stay on it (state/log-files.ts `cappedLog`).
   const out = openSync(store.proxyLogPath(name), "a", 0o600);
   const [command, ...args] = selfCommand("__supervise", name);
   const record = await store.getExisting(name);

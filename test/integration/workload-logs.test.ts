@@ -65,7 +65,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["rotating", "followed", "later-bad", "gw-logs"]) mcpmgr({}, "rm", name);
+  for (const name of ["rotating", "followed", "later-bad", "gw-logs", "gw-crash"]) mcpmgr({}, "rm", name);
   await rm(home, { recursive: true, force: true });
 });
 
@@ -164,6 +164,34 @@ test("the proxy's log rotates at the cap too: logs --proxy shows both parts, -f 
     await follower.end();
   }
   expect(readdirSync(store.paths.logDir).filter((file) => file.startsWith("gw-logs."))).toEqual([]);
+});
+
+test("what the runtime writes to a supervisor's stdout and stderr after rotations is in logs --proxy (a crash report)", async () => {
+  const started = mcpmgr(capped, "gateway", "default", "--detach", "--name", "gw-crash", "--enable-audit");
+  expect(started.code).toBe(0);
+  const url = started.stdout.trim();
+  try {
+    const shown = () => mcpmgr({}, "logs", "gw-crash", "--proxy").stdout;
+    // Real proxy log volume (an audit line per request) until the start's own line has rotated out:
+    // the log was rotated at least twice, so the file the supervisor was started on is no longer shown.
+    while (shown().includes("gw-crash running at")) {
+      const client = new Client({ name: "workload-logs-test", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+      await client.listTools();
+      await client.close();
+    }
+    // A Bun crash: its report goes to the process's stderr (fd 2) from the runtime, past any JS logging.
+    const pid = (await store.readStatus("gw-crash"))?.pid as number;
+    expect(pid).toBeGreaterThan(0);
+    process.kill(pid, "SIGSEGV");
+    await until(() => shown().includes("Segmentation fault"));
+    expect(shown()).toContain("Bun has crashed");
+    // Still within the cap (twice it, with the rotated part), crash report included.
+    const proxyLog = store.proxyLogPath("gw-crash");
+    expect(statSync(proxyLog).size + statSync(`${proxyLog}.1`).size).toBeLessThan(2 * CAP + 4_000);
+  } finally {
+    expect(mcpmgr({}, "rm", "gw-crash").code).toBe(0);
+  }
 });
 
 test("a bad MCPMGR_MAX_LOG_BYTES is a one-line error naming it, before anything is recorded", () => {

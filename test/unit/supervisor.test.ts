@@ -4,12 +4,12 @@
  * hands back a workload whose exit the test decides.
  */
 import { expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { McpmgrError } from "../../src/errors.ts";
 import type { RunningWorkload } from "../../src/workload/start.ts";
-import { cappedLog } from "../../src/state/log-files.ts";
+import { cappedLog, copyNew, copyWhole, READER_GONE } from "../../src/state/log-files.ts";
 import { restartLoop, type StatusReport } from "../../src/workload/supervisor.ts";
 
 const timings = { firstBackoffMs: 1_000, maxBackoffMs: 4_000, stableAfterMs: 60_000 };
@@ -170,6 +170,41 @@ test("the workload log is rotated once it reaches the cap, counting what an earl
     expect(existsSync(path)).toBe(false);
     write("c\n");
     expect(readFileSync(path, "utf8")).toBe("c\n");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a log rotated in place stays the file its descriptors write to, and a follower reads the rest of it from the copy", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-capped-log-"));
+  try {
+    const path = join(dir, "w.proxy.log");
+    const rotated = `${path}.1`;
+    const files = { path, rotated };
+    // As a supervisor's stdout and stderr are: opened once, for appending.
+    const fd = openSync(path, "a", 0o600);
+    const write = cappedLog(path, rotated, 1024, { inPlace: true });
+    const line = (letter: string) => `${letter.repeat(599)}\n`;
+    let followed = "";
+    const sink = async (chunk: Buffer) => {
+      followed += chunk.toString();
+      return true;
+    };
+    write(line("a"));
+    const at = await copyWhole(files, sink);
+    if (at === READER_GONE) throw new Error("reader gone");
+    write(line("b")); // 1,200 bytes: rotated
+    writeSync(fd, "from the runtime 1\n");
+    const next = await copyNew(files, at, sink);
+    if (next === READER_GONE) throw new Error("reader gone");
+    // The rest of the log before it was emptied (from the copy), then the log again.
+    expect(followed).toBe(`${line("a")}${line("b")}from the runtime 1\n`);
+    write(line("c"));
+    write(line("d")); // rotated again
+    writeSync(fd, "from the runtime 2\n");
+    closeSync(fd);
+    expect(readFileSync(path, "utf8")).toBe("from the runtime 2\n");
+    expect(readFileSync(rotated, "utf8")).toBe(`from the runtime 1\n${line("c")}${line("d")}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
