@@ -54,3 +54,19 @@ export function exitReason(server: ServerHandle, output: KeptOutput): Promise<st
     return `the MCP server exited with code ${code}${tail ? `; its last output:\n${tail}` : ""}`;
   });
 }
+
+/** How much of one log message goes into the workload log. */
+const LOG_MESSAGE_CHARS = 4_000;
+
+/**
+ * A server's MCP log message (`notifications/message`) that no client took (stdio-bridge/
+ * server-routing.ts), as one line of its workload log: `[mcp log LEVEL] LOGGER: DATA`, DATA as text
+ * or JSON, secret values redacted, control characters escaped, line breaks kept out, long data cut.
+ */
+export function unroutedLogLine(server: ServerHandle, params: Record<string, unknown> | undefined): string {
+  const data = params?.data;
+  const text = typeof data === "string" ? data : (JSON.stringify(data) ?? "");
+  const logger = typeof params?.logger === "string" ? `${params.logger}: ` : "";
+  const line = `[mcp log ${String(params?.level)}] ${logger}${text.length > LOG_MESSAGE_CHARS ? `${text.slice(0, LOG_MESSAGE_CHARS)}…` : text}`;
+  return `${printable(server.redact(line)).replace(/\n/g, "\\n")}\n`;
+}

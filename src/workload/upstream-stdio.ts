@@ -13,7 +13,7 @@ import type { ServerHandle } from "../runtime/server-handle.ts";
 import { version } from "../version.ts";
 import type { WorkloadContext } from "./context.ts";
 import type { RunSpec } from "./run-spec.ts";
-import { exitReason, keepOutput } from "./server-output.ts";
+import { exitReason, keepOutput, unroutedLogLine } from "./server-output.ts";
 import type { Upstream, UpstreamOptions } from "./upstream.ts";
 
 export async function connectStdioServer(
@@ -29,6 +29,12 @@ export async function connectStdioServer(
     sessionIdleMs: spec.limits.sessionIdleMs,
     maxSessions: spec.limits.maxSessions,
     onLog: (level, text) => ctx.log[level](`${name}: ${text}`),
+    // A log message no client took goes where the server's stderr goes, so it is not lost.
+    onUnroutedLog: (message) => {
+      const line = unroutedLogLine(server, message.params);
+      options.onServerOutput?.(line);
+      ctx.log.debug(`${name} ${line.trimEnd()}`);
+    },
   });
   const exited = exitReason(server, keepOutput(server, name, ctx.log, options.onServerOutput, false));
   const channel = lineChannel({

@@ -52,6 +52,12 @@ export interface BridgeOptions {
   /** A 2026-07-28 server without initialize (an HTTP remote): server/discover alone must show that revision. */
   readonly modernServerOnly?: boolean;
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
+  /**
+   * A log message of the server's (`notifications/message`) that no client took: several were
+   * waiting on the server and none asked for logging, say (server-routing.ts). A workload writes it
+   * to its log; without this it is dropped.
+   */
+  readonly onUnroutedLog?: (message: JsonRpcMessage) => void;
 }
 
 export class StdioBridge {
@@ -142,6 +148,7 @@ export class StdioBridge {
       sessions: () => this.#sessions.values(),
       modernServerEra: () => this.#server?.era === "modern",
       onLog: options.onLog,
+      onUnroutedLog: options.onUnroutedLog,
     };
     this.onServerMessage = serverMessageHandler(inbound);
     this.failOversized = oversizedHandler(inbound);

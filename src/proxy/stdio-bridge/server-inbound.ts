@@ -28,6 +28,8 @@ export interface ServerInboundParts {
   /** Whether the server speaks 2026-07-28 (known once the handshake is done). */
   readonly modernServerEra: () => boolean;
   readonly onLog?: (level: "debug" | "warn", message: string) => void;
+  /** A server's log message no client took. */
+  readonly onUnroutedLog?: ((message: JsonRpcMessage) => void) | undefined;
 }
 
 /** The bridge's handler for each message the server sends. */
@@ -45,6 +47,7 @@ export function serverMessageHandler(parts: ServerInboundParts): (raw: unknown) 
         serverRequests: parts.serverRequests.owners,
         listens: parts.listens,
         serverListens: parts.modernServer.listens,
+        unroutedLog: parts.onUnroutedLog,
       });
     }
     parts.onLog?.("warn", "the MCP server sent something that is not JSON-RPC 2.0; skipped");

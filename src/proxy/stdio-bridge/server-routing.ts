@@ -9,6 +9,10 @@
  *                        log is most likely about its work): a session unless its level
  *                        excludes it, a 2026-07-28 request only if it asked for a log level.
  *                        Otherwise only the sessions that asked for logging (never everyone).
+ *                        A line no client takes (several clients waiting and none asked, a
+ *                        level that excludes it) goes to `unroutedLog`, the workload's log:
+ *                        guessing a caller could hand one caller another's data, and dropping
+ *                        it would lose what the server said.
  *   resources/updated  → the sessions and listen streams subscribed to that URI
  *   list_changed       → every session, and the listen streams that asked for that kind
  * Each session receives it on one stream only: its newest open one. 2026-07-28 requests get
@@ -37,6 +41,8 @@ export interface NotificationRoutes {
   readonly listens: ListenHub;
   /** The bridge's own listen streams at a modern server, on behalf of the sessions. */
   readonly serverListens: ServerListens;
+  /** A log message no client took (the workload's log keeps it). */
+  readonly unroutedLog?: ((message: JsonRpcMessage) => void) | undefined;
 }
 
 export function routeServerNotification(message: JsonRpcMessage, routes: NotificationRoutes): void {
@@ -77,20 +83,7 @@ export function routeServerNotification(message: JsonRpcMessage, routes: Notific
       return;
     }
     case "notifications/message": {
-      const rank = logLevelRank(params.level);
-      const admits = (level: string | undefined) => level === undefined || rank >= logLevelRank(level);
-      const busy = onlyWaiting(routes.flights.values(), () => true);
-      if (busy !== undefined && "flight" in busy) {
-        const flight = busy.flight;
-        if (flight.session.logLevel !== undefined && admits(flight.session.logLevel)) flight.sink?.send(message);
-        return;
-      }
-      if (busy !== undefined) {
-        if (admits(busy.session.logLevel)) busy.session.bestSink()?.send(message);
-        return;
-      }
-      for (const session of routes.sessions)
-        if (session.logLevel !== undefined && admits(session.logLevel)) session.bestSink()?.send(message);
+      if (!routeLog(message, routes)) routes.unroutedLog?.(message);
       return;
     }
     case "notifications/resources/updated": {
@@ -103,6 +96,24 @@ export function routeServerNotification(message: JsonRpcMessage, routes: Notific
       for (const session of routes.sessions) session.bestSink()?.send(message);
       routes.listens.deliver(message);
   }
+}
+
+/** Delivers a server's log message to the clients it concerns (see above); whether any took it. */
+function routeLog(message: JsonRpcMessage, routes: NotificationRoutes): boolean {
+  const rank = logLevelRank(message.params?.level);
+  const admits = (level: string | undefined) => level === undefined || rank >= logLevelRank(level);
+  const busy = onlyWaiting(routes.flights.values(), () => true);
+  if (busy !== undefined && "flight" in busy) {
+    const flight = busy.flight;
+    return (
+      flight.session.logLevel !== undefined && admits(flight.session.logLevel) && flight.sink?.send(message) === true
+    );
+  }
+  if (busy !== undefined) return admits(busy.session.logLevel) && busy.session.bestSink()?.send(message) === true;
+  let taken = false;
+  for (const session of routes.sessions)
+    if (session.logLevel !== undefined && admits(session.logLevel) && session.bestSink()?.send(message)) taken = true;
+  return taken;
 }
 
 /** Who the server's work is for: one waiting session or one 2026-07-28 request. */
