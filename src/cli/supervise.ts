@@ -57,5 +57,14 @@ function printToProxyLog(name: string): ((text: string) => void) | undefined {
   const { formatWithOptions } = require("node:util") as typeof import("node:util");
   const line = (...args: unknown[]) => write(`${formatWithOptions({}, ...args)}\n`);
   for (const method of ["log", "info", "debug", "warn", "error", "trace"] as const) console[method] = line;
+  // A library writing to the streams themselves is counted against the cap too: only what the runtime
+  // writes to the descriptors natively (a crash report, as the process dies) is not.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      write(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString());
+      (rest.find((arg) => typeof arg === "function") as (() => void) | undefined)?.();
+      return true;
+    }) as typeof stream.write;
+  }
   return write;
 }
