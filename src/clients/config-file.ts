@@ -19,6 +19,8 @@
  * once its program is done writing it, and renamed over only if it is still the version read
  * (settled-read.ts); a file that keeps changing is left alone with a warning. A change a client
  * makes between that last check and the rename itself can still be lost, as with their own CLIs.
+ *   read-only  a file without its owner's write bit is left alone, with one warning: that is how
+ *            users tell programs to keep out of a file.
  */
 import { constants, existsSync } from "node:fs";
 import { lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
@@ -79,6 +81,11 @@ export async function editClientFile(
         const before = original?.slice(bom.length) ?? client.newFileText ?? "";
         const edited = edit(before, editor);
         if (edited === before) return { changed: false };
+        if (read !== undefined && (read.mode & 0o200) === 0) {
+          throw new SkipEdit(
+            `it is read-only (mode ${(read.mode & 0o777).toString(8).padStart(4, "0")}); mcpmgr left it unchanged (make it writable, chmod u+w, to let mcpmgr keep its entries there)`,
+          );
+        }
         const mode = read === undefined ? NEW_FILE_MODE : read.mode;
         const owner = await ownerFor(ctx, target, read);
         await backupOnce(ctx, client, path, original);

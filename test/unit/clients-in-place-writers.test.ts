@@ -7,7 +7,7 @@
  * between mcpmgr's read and its rename is read again.
  */
 import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { clientById } from "../../src/clients/catalog.ts";
@@ -161,4 +161,19 @@ test("a file another program replaced between mcpmgr's read and its rename is re
   expect(result).toEqual({ changed: true });
   expect(reads).toBe(2);
   expect(JSON.parse(readFileSync(path, "utf8"))).toEqual({ theme: "dark", mcpServers: { cw: { url: cw.url } } });
+});
+
+test("a read-only client file (mode 0444) is left alone with one warning naming the way out", async () => {
+  const path = clientById("cursor").configPath(h.ctx);
+  mkdirSync(dirname(path), { recursive: true });
+  const mine = `{\n  "mcpServers": {}\n}\n`;
+  writeFileSync(path, mine);
+  chmodSync(path, 0o444);
+  const reports = await sync.registerClient("cursor", "default", [cw]);
+  expect(reports[0]?.action).toBe("skipped");
+  expect(h.warnings).toEqual([
+    expect.stringMatching(/it is read-only \(mode 0444\); mcpmgr left it unchanged \(make it writable, chmod u\+w/),
+  ]);
+  expect(readFileSync(path, "utf8")).toBe(mine);
+  expect(statSync(path).mode & 0o777).toBe(0o444);
 });
