@@ -22,6 +22,8 @@ import { existsSync } from "node:fs";
 import {
   ClientRegistrationStore,
   groupsOf,
+  type KeptKeys,
+  keptIn,
   type OwnedEntry,
   ownedIn,
   pruneOwned,
@@ -89,7 +91,9 @@ export class ClientConfigSync {
    */
   onWorkloadStopped(workload: { readonly name: string; readonly pid?: number }): Promise<readonly SyncReport[]> {
     return this.#change((registrations) =>
-      this.#removeWhere(registrations, (_client, name, entry) => name === workload.name && entry.pid === workload.pid),
+      this.#removeWhere(registrations, (_client, name, entry) => name === workload.name && entry.pid === workload.pid, {
+        remember: true,
+      }),
     );
   }
 
@@ -146,7 +150,7 @@ export class ClientConfigSync {
         }
       }
       if (stale.size === 0) return [];
-      return this.#removeWhere(registrations, (_client, _name, entry) => stale.has(entry));
+      return this.#removeWhere(registrations, (_client, _name, entry) => stale.has(entry), { remember: true });
     });
   }
 
@@ -156,6 +160,7 @@ export class ClientConfigSync {
       const record = registrations.clients[client];
       const dropped = group === undefined ? [...(record?.groups ?? [])] : [group];
       if (record !== undefined) record.groups = record.groups.filter((name) => !dropped.includes(name));
+      forgetKept(registrations, (id, kept) => id === client && dropped.includes(kept.group));
       return this.#removeWhere(
         registrations,
         (id, _name, entry) => id === client && (group === undefined || dropped.includes(entry.group)),
@@ -169,6 +174,7 @@ export class ClientConfigSync {
       for (const record of Object.values(registrations.clients)) {
         record.groups = record.groups.filter((name) => name !== group);
       }
+      forgetKept(registrations, (_id, kept) => kept.group === group);
       return this.#removeWhere(registrations, (_client, _name, entry) => entry.group === group);
     });
   }
@@ -220,7 +226,21 @@ export class ClientConfigSync {
     const written = Object.fromEntries(shape.managed.map((key) => [key, shape.value[key]]));
     const owned = ownedIn(registrations, client.id, file);
     const record = owned[name];
-    const recorded = { group: workload.group, written, ...(workload.pid !== undefined ? { pid: workload.pid } : {}) };
+    const recorded = {
+      group: workload.group,
+      written,
+      ...(workload.pid !== undefined ? { pid: workload.pid } : {}),
+      ...(workload.createdAt !== undefined ? { createdAt: workload.createdAt } : {}),
+    };
+    // Keys the user added before the workload last stopped come back with its entry: only for the
+    // same workload (a removed one run again under its name is another server), and only once.
+    const keptFor = keptIn(registrations, client.id, file);
+    const kept = keptFor[name];
+    delete keptFor[name];
+    const restored =
+      kept !== undefined && kept.group === workload.group && kept.createdAt === workload.createdAt
+        ? Object.fromEntries(Object.entries(kept.keys).filter(([key]) => !shape.managed.includes(key)))
+        : {};
     // Recorded before the file is written: a crash between the two leaves a record of an entry
     // that may not be there (harmless), never an entry of ours that mcpmgr would disown.
     if (record === undefined) {
@@ -234,7 +254,7 @@ export class ClientConfigSync {
       const current = editor.entries(text, collection).get(name);
       if (current === undefined) {
         action = "added";
-        return editor.insertEntry(text, collection, name, shape.value);
+        return editor.insertEntry(text, collection, name, { ...shape.value, ...restored });
       }
       if (record === undefined) {
         throw new SkipEdit(
@@ -261,6 +281,8 @@ export class ClientConfigSync {
       return next;
     });
     if (disowned || (record === undefined && result.skipped !== undefined)) delete owned[name];
+    // Not written this time (the file is busy, read-only, broken): the kept keys wait for the next start.
+    if (result.skipped !== undefined && kept !== undefined && !disowned) keptFor[name] = kept;
     if (result.skipped !== undefined) return this.#skipped(client, name, file, result.skipped);
     owned[name] = recorded;
     return { client: client.id, workload: name, file, action };
@@ -270,6 +292,7 @@ export class ClientConfigSync {
   async #removeWhere(
     registrations: Registrations,
     matches: (client: ClientId, name: string, entry: OwnedEntry) => boolean,
+    options: { readonly remember?: boolean } = {},
   ): Promise<SyncReport[]> {
     const reports: SyncReport[] = [];
     for (const [id, files] of Object.entries(registrations.owned)) {
@@ -277,8 +300,12 @@ export class ClientConfigSync {
       for (const [file, entries] of Object.entries(files)) {
         for (const [name, entry] of Object.entries(entries)) {
           if (!matches(id, name, entry)) continue;
-          const { report, keep } = await this.#remove(clientById(id), file, name, entry);
+          const { report, keep, added } = await this.#remove(clientById(id), file, name, entry);
           reports.push(report);
+          // A recorded workload that stopped (it may start again): what the user added to its entry is kept for then.
+          if (options.remember && added !== undefined && entry.pid === undefined && entry.createdAt !== undefined) {
+            keptIn(registrations, id, file)[name] = { group: entry.group, createdAt: entry.createdAt, keys: added };
+          }
           // A file that could not be read keeps the record: the entry goes once the file is fixed.
           if (!keep) delete entries[name];
         }
@@ -292,9 +319,10 @@ export class ClientConfigSync {
     file: string,
     name: string,
     entry: OwnedEntry,
-  ): Promise<{ report: SyncReport; keep: boolean }> {
+  ): Promise<{ report: SyncReport; keep: boolean; added?: Record<string, unknown> }> {
     let action: SyncAction = "unchanged";
     let disowned = false;
+    let added: Record<string, unknown> | undefined;
     const result = await editClientFile(this.#ctx, client, file, { create: false }, (text, editor) => {
       const collection = client.collection(editor.parse(text));
       const current = editor.entries(text, collection).get(name);
@@ -304,17 +332,29 @@ export class ClientConfigSync {
         throw new SkipEdit(`the entry ${name} was changed by hand since mcpmgr wrote it; mcpmgr leaves it there`);
       }
       action = "removed";
+      const extra = Object.entries(current as Record<string, unknown>).filter(([key]) => !(key in entry.written));
+      added = extra.length > 0 ? Object.fromEntries(extra) : undefined;
       return editor.removeEntry(text, collection, name);
     });
     if (result.skipped !== undefined) {
       return { report: this.#skipped(client, name, file, result.skipped), keep: !disowned };
     }
-    return { report: { client: client.id, workload: name, file, action }, keep: false };
+    const report: SyncReport = { client: client.id, workload: name, file, action };
+    return added !== undefined ? { report, keep: false, added } : { report, keep: false };
   }
 
   #skipped(client: ClientDefinition, workload: string, file: string, reason: string): SyncReport {
     this.#ctx.log.warn(`${client.displayName} (${file}): ${reason}`);
     return { client: client.id, workload, file, action: "skipped", reason };
+  }
+}
+
+/** Drops the kept keys `matches` picks (the client no longer follows their group, or the group is gone). */
+function forgetKept(registrations: Registrations, matches: (client: string, kept: KeptKeys) => boolean): void {
+  for (const [id, files] of Object.entries(registrations.kept)) {
+    for (const entries of Object.values(files)) {
+      for (const [name, kept] of Object.entries(entries)) if (matches(id, kept)) delete entries[name];
+    }
   }
 }
 

@@ -19,6 +19,12 @@ export interface WorkloadEndpoint {
   readonly gateway?: boolean;
   /** A foreground run (no workload record): the process serving it, whose life is the entry's. */
   readonly pid?: number;
+  /**
+   * When the recorded workload was created: which workload of that name this is. Keys the user
+   * added to its entry come back after a stop only for the same one, never for a workload removed
+   * and run again under its name (another server, whose tools the user never approved).
+   */
+  readonly createdAt?: string;
 }
 
 export interface ClientLogger {
