@@ -79,6 +79,19 @@ export class ClientConfigSync {
       for (const [id, record] of Object.entries(registrations.clients)) {
         if (!isClientId(id) || !record.groups.includes(workload.group)) continue;
         if (viaGateway(registrations, id, workload.group) !== (workload.gateway === true)) continue;
+        const other = workload.gateway === true ? otherGatewayEntry(registrations, id, workload) : undefined;
+        if (other !== undefined) {
+          const client = clientById(id);
+          reports.push(
+            this.#skipped(
+              client,
+              workload.name,
+              client.configPath(this.#ctx),
+              `it reaches group ${workload.group} through the gateway ${other} already, and a client gets one gateway of a group (stop one of them with 'mcpmgr stop NAME'; the client follows whichever runs)`,
+            ),
+          );
+          continue;
+        }
         reports.push(await this.#upsert(registrations, save, clientById(id), workload));
       }
       return reports;
@@ -102,8 +115,10 @@ export class ClientConfigSync {
    * per workload or through the group's background gateway, and gets what of the group runs at
    * once (`running` may list others; they are ignored). A function is called under the lock, so
    * a workload starting meanwhile is either in its list or sees the registration. Switching
-   * between the two ways takes the other way's entries out. The gateway way needs a gateway
-   * that runs (GATEWAY_NOT_RUNNING otherwise, and nothing changes).
+   * between the two ways takes the other way's entries out. The gateway way needs one gateway
+   * that runs (GATEWAY_NOT_RUNNING otherwise, GATEWAY_AMBIGUOUS for two or more; nothing changes
+   * then). A client has one gateway entry per group: another gateway of the group that starts
+   * while it has one is skipped with a warning.
    */
   async registerClient(
     client: ClientId,
@@ -118,6 +133,8 @@ export class ClientConfigSync {
         (workload) => workload.group === group && (workload.gateway === true) === gateway,
       );
       if (gateway && endpoints.length === 0) throw noGatewayError(group);
+      // Two gateways of one group would give the client every tool twice, maybe a looser policy beside a stricter one.
+      if (gateway && endpoints.length > 1) throw ambiguousGatewayError(group, endpoints);
       const record = (registrations.clients[client] ??= { groups: [] });
       const switched = record.groups.includes(group) && viaGateway(registrations, client, group) !== gateway;
       if (!record.groups.includes(group)) record.groups.push(group);
@@ -368,6 +385,31 @@ function noGatewayError(group: string): McpmgrError {
   return new McpmgrError("GATEWAY_NOT_RUNNING", `no background gateway of group ${group} is running`, {
     hint: `start one with 'mcpmgr gateway ${group} --detach' (a stopped one with 'mcpmgr start NAME', see 'mcpmgr list --group ${group}'), then register again`,
   });
+}
+
+function ambiguousGatewayError(group: string, gateways: readonly WorkloadEndpoint[]): McpmgrError {
+  const names = gateways.map((gateway) => gateway.name).sort();
+  return new McpmgrError(
+    "GATEWAY_AMBIGUOUS",
+    `group ${group} has ${names.length} background gateways running (${names.join(", ")}), and a client gets one`,
+    {
+      hint: `keep the one the client should use running and stop the others (e.g. 'mcpmgr stop ${names[1]}'), then register again`,
+    },
+  );
+}
+
+/** The name of another gateway of the workload's group that the client has an entry for, if any. */
+function otherGatewayEntry(
+  registrations: Registrations,
+  client: string,
+  gateway: WorkloadEndpoint,
+): string | undefined {
+  for (const entries of Object.values(registrations.owned[client] ?? {})) {
+    for (const [name, entry] of Object.entries(entries)) {
+      if (entry.group === gateway.group && name !== gateway.name) return name;
+    }
+  }
+  return undefined;
 }
 
 function isInstalled(ctx: ClientContext, client: ClientDefinition): boolean {

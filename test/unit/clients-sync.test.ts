@@ -556,6 +556,34 @@ describe("through the group's gateway", () => {
     expect((await new ClientRegistrationStore(h.ctx.paths).read()).clients.cursor).toEqual({ groups: ["default"] });
   });
 
+  test("two gateways of one group: register refuses, and a second one that starts later is skipped with a warning (review 9 F18)", async () => {
+    const second: WorkloadEndpoint = { ...gateway, name: "gw2", url: "http://127.0.0.1:41021/mcp" };
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    const before = h.read("cursor");
+    const err = await rejection(
+      sync.registerClient("cursor", "default", [gateway, second], { gateway: true }),
+      "GATEWAY_AMBIGUOUS",
+    );
+    expect(err.message).toBe(
+      "group default has 2 background gateways running (gateway-default, gw2), and a client gets one",
+    );
+    expect(err.hint).toContain("mcpmgr stop gw2");
+    expect(h.read("cursor")).toBe(before);
+
+    await sync.registerClient("cursor", "default", [gateway], { gateway: true });
+    expect(servers()).toEqual({ "gateway-default": { url: gateway.url } });
+    const skipped = await sync.onWorkloadStarted(second);
+    expect(skipped.map((report) => report.action)).toEqual(["skipped"]);
+    expect(h.warnings).toEqual([
+      expect.stringContaining("it reaches group default through the gateway gateway-default already"),
+    ]);
+    expect(servers()).toEqual({ "gateway-default": { url: gateway.url } });
+    // The client follows whichever runs: with the first one stopped, the second is written.
+    await sync.onWorkloadStopped({ name: "gateway-default" });
+    expect((await sync.onWorkloadStarted(second))[0]?.action).toBe("added");
+    expect(servers()).toEqual({ gw2: { url: second.url } });
+  });
+
   test("removing the client or forgetting the group drops the gateway way with it", async () => {
     await sync.registerClient("cursor", "default", [gateway], { gateway: true });
     await sync.removeClient("cursor", "default");
