@@ -266,11 +266,15 @@ export class ClientConfigSync {
     }
     let action: SyncAction = "unchanged";
     let disowned = false;
+    let emptyForm = record?.emptyForm;
     const result = await editClientFile(this.#ctx, client, file, { create: true }, (text, editor) => {
       const collection = client.collection(editor.parse(text));
-      const current = editor.entries(text, collection).get(name);
+      const entries = editor.entries(text, collection);
+      const current = entries.get(name);
       if (current === undefined) {
         action = "added";
+        // The first entry of an empty collection: how it was written, for when the last one goes.
+        emptyForm = entries.size === 0 ? editor.emptyForm?.(text, collection) : undefined;
         return editor.insertEntry(text, collection, name, { ...shape.value, ...restored });
       }
       if (record === undefined) {
@@ -301,7 +305,7 @@ export class ClientConfigSync {
     // Not written this time (the file is busy, read-only, broken): the kept keys wait for the next start.
     if (result.skipped !== undefined && kept !== undefined && !disowned) keptFor[name] = kept;
     if (result.skipped !== undefined) return this.#skipped(client, name, file, result.skipped);
-    owned[name] = recorded;
+    owned[name] = emptyForm === undefined ? recorded : { ...recorded, emptyForm };
     return { client: client.id, workload: name, file, action };
   }
 
@@ -319,6 +323,11 @@ export class ClientConfigSync {
           if (!matches(id, name, entry)) continue;
           const { report, keep, added } = await this.#remove(clientById(id), file, name, entry);
           reports.push(report);
+          // The collection's empty form goes to another entry of mcpmgr's in the file, which may be the last one.
+          const heir = Object.entries(entries).find(
+            ([other, owned]) => other !== name && owned.emptyForm === undefined,
+          );
+          if (!keep && entry.emptyForm !== undefined && heir !== undefined) heir[1].emptyForm = entry.emptyForm;
           // A recorded workload that stopped (it may start again): what the user added to its entry is kept for then.
           if (options.remember && added !== undefined && entry.pid === undefined && entry.createdAt !== undefined) {
             keptIn(registrations, id, file)[name] = { group: entry.group, createdAt: entry.createdAt, keys: added };
@@ -351,7 +360,7 @@ export class ClientConfigSync {
       action = "removed";
       const extra = Object.entries(current as Record<string, unknown>).filter(([key]) => !(key in entry.written));
       added = extra.length > 0 ? Object.fromEntries(extra) : undefined;
-      return editor.removeEntry(text, collection, name);
+      return editor.removeEntry(text, collection, name, entry.emptyForm);
     });
     if (result.skipped !== undefined) {
       return { report: this.#skipped(client, name, file, result.skipped), keep: !disowned };

@@ -34,6 +34,8 @@ const ownedEntrySchema = v.object({
   written: v.record(v.string(), v.unknown()),
   pid: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   createdAt: v.optional(nonEmpty),
+  /** How the collection was written when this entry went into it empty (`{\n  }`), to leave it so. */
+  emptyForm: v.optional(v.string()),
 });
 
 const keptKeysSchema = v.object({

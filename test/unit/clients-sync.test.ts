@@ -240,6 +240,33 @@ describe("files mcpmgr cannot read", () => {
 });
 
 describe("writing other programs' files", () => {
+  test("an empty collection written over several lines keeps its form after an add and a remove (review 9 F10)", async () => {
+    const path = clientById("opencode").configPath(h.ctx);
+    mkdirSync(dirname(path), { recursive: true });
+    const multiLine = `{\n  "$schema": "https://opencode.ai/config.json",\n  "mcp": {\n  }\n}\n`;
+    writeFileSync(path, multiLine);
+    await sync.registerClient("opencode", "default", [fetch41001]);
+    expect(h.read("opencode")).toContain(`"fetch": {`);
+    await sync.onWorkloadStopped({ name: "fetch" });
+    expect(h.read("opencode")).toBe(multiLine);
+
+    // Two entries, taken out in the order they did not go in: the form goes with the last one.
+    const search: WorkloadEndpoint = { ...fetch41001, name: "search", url: "http://127.0.0.1:41011/mcp" };
+    await sync.onWorkloadStarted(fetch41001);
+    await sync.onWorkloadStarted(search);
+    await sync.onWorkloadStopped({ name: "fetch" });
+    await sync.onWorkloadStopped({ name: "search" });
+    expect(h.read("opencode")).toBe(multiLine);
+
+    // `{}` stays `{}`.
+    const compact = multiLine.replace("{\n  }", "{}");
+    writeFileSync(path, compact);
+    await sync.onWorkloadStarted(fetch41001);
+    await sync.onWorkloadStopped({ name: "fetch" });
+    expect(h.read("opencode")).toBe(compact);
+    expect(h.warnings).toEqual([]);
+  });
+
   test("the file keeps its permission bits, and the first version is backed up once", async () => {
     const path = h.seed("claude-code");
     chmodSync(path, 0o640);

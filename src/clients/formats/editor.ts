@@ -31,7 +31,16 @@ export interface FormatEditor {
   /** Sets one key of an existing entry (added if missing), leaving its other keys as they are. */
   setEntryKey(text: string, collection: ServerCollection, name: string, key: string, value: unknown): string;
   removeEntryKey(text: string, collection: ServerCollection, name: string, key: string): string;
-  removeEntry(text: string, collection: ServerCollection, name: string): string;
+  /**
+   * Removes an entry. When it was the last one, the collection is left empty in the form
+   * `emptyForm` recorded before mcpmgr's first entry went in (see `emptyForm`), else compact.
+   */
+  removeEntry(text: string, collection: ServerCollection, name: string, emptyForm?: string): string;
+  /**
+   * How an existing, empty collection is written, when that is not the compact form the editor
+   * leaves by itself (JSON: `{\n  }` rather than `{}`): the whitespace between its brackets.
+   */
+  emptyForm?(text: string, collection: ServerCollection): string | undefined;
 }
 
 export async function loadEditor(format: ConfigFormat): Promise<FormatEditor> {

@@ -24,7 +24,14 @@ export function jsonEditor(jsonc: boolean): FormatEditor {
       setProperty(text, parse(text), [...mapPath(collection), name], key, value),
     removeEntryKey: (text, collection, name, key) =>
       removeProperty(text, parse(text), [...mapPath(collection), name], key),
-    removeEntry: (text, collection, name) => removeProperty(text, parse(text), mapPath(collection), name),
+    removeEntry: (text, collection, name, emptyForm) =>
+      removeProperty(text, parse(text), mapPath(collection), name, emptyForm),
+    emptyForm: (text, collection) => {
+      const object = objectAt(parse(text), mapPath(collection));
+      if (object === undefined || (object.children?.length ?? 0) > 0) return undefined;
+      const inner = text.slice(object.offset + 1, object.offset + object.length - 1);
+      return inner !== "" && inner.trim() === "" ? inner : undefined;
+    },
   };
 }
 
@@ -230,7 +237,13 @@ function insertProperty(text: string, object: Node, key: string, value: unknown,
     : splice(text, lastEnd, 0, `, ${compact}`);
 }
 
-function removeProperty(text: string, root: Node | undefined, path: readonly string[], key: string): string {
+function removeProperty(
+  text: string,
+  root: Node | undefined,
+  path: readonly string[],
+  key: string,
+  emptyForm = "",
+): string {
   const object = objectAt(root, path);
   const properties = object?.children ?? [];
   const index = properties.findLastIndex((property) => property.children?.[0]?.value === key);
@@ -247,7 +260,7 @@ function removeProperty(text: string, root: Node | undefined, path: readonly str
     // Its own line(s), with whatever comment trails it: those lines go.
     const start = lineStart(text, property.offset);
     const without = splice(text, start, after.nextLine - start, "");
-    if (properties.length === 1) return collapseEmpty(without, object as Node, after.nextLine - start);
+    if (properties.length === 1) return emptied(without, object as Node, after.nextLine - start, emptyForm);
     // Without a comma of its own it was the last one: the one before it must not keep a dangling comma.
     return isLast && after.commaEnd === undefined && previousComma !== undefined
       ? splice(without, previousComma - 1, 1, "")
@@ -263,9 +276,12 @@ function removeProperty(text: string, root: Node | undefined, path: readonly str
   return splice(text, property.offset, stop - property.offset, "");
 }
 
-/** An object left with nothing but whitespace between its braces is written `{}`. */
-function collapseEmpty(text: string, object: Node, removed: number): string {
+/**
+ * An object left with nothing but whitespace between its braces is written as it was before
+ * mcpmgr's first entry went in (`emptyForm`: `{\n  }` stays so), `{}` when that is not known.
+ */
+function emptied(text: string, object: Node, removed: number, emptyForm: string): string {
   const open = object.offset;
   const close = object.offset + object.length - 1 - removed;
-  return text.slice(open + 1, close).trim() === "" ? splice(text, open, close - open + 1, "{}") : text;
+  return text.slice(open + 1, close).trim() === "" ? splice(text, open, close - open + 1, `{${emptyForm}}`) : text;
 }
