@@ -268,7 +268,7 @@ export class ClientConfigSync {
     let disowned = false;
     let emptyForm = record?.emptyForm;
     const result = await editClientFile(this.#ctx, client, file, { create: true }, (text, editor) => {
-      const collection = client.collection(editor.parse(text));
+      const collection = client.collection((path) => editor.valueAt(text, path));
       const entries = editor.entries(text, collection);
       const current = entries.get(name);
       if (current === undefined) {
@@ -350,7 +350,7 @@ export class ClientConfigSync {
     let disowned = false;
     let added: Record<string, unknown> | undefined;
     const result = await editClientFile(this.#ctx, client, file, { create: false }, (text, editor) => {
-      const collection = client.collection(editor.parse(text));
+      const collection = client.collection((path) => editor.valueAt(text, path));
       const current = editor.entries(text, collection).get(name);
       if (current === undefined) return text;
       if (!isOurs(current, entry.written)) {

@@ -85,7 +85,7 @@ describe.each(CLIENT_IDS.map((id) => [id]))("%s", (client: ClientId) => {
     const { value } = definition.entry(fetch41001, h.ctx);
     const { loadEditor } = await import("../../src/clients/formats/editor.ts");
     const editor = await loadEditor(definition.format);
-    const collection = definition.collection(editor.parse(text));
+    const collection = definition.collection((path) => editor.valueAt(text, path));
     expect([...editor.entries(text, collection).entries()]).toEqual([["fetch", value]]);
     expect((statSync(definition.configPath(h.ctx)).mode & 0o777).toString(8)).toBe("600");
   });

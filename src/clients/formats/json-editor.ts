@@ -7,27 +7,45 @@
  * trailing-comma habit.
  */
 import { createScanner, getNodeValue, type Node, type ParseError, parseTree, printParseErrorCode } from "jsonc-parser";
+import { locate, PARSE_OPTIONS } from "./json-locate.ts";
 import type { ServerCollection } from "../types.ts";
 import { ConfigParseError, describePath, type EntryMap, type FormatEditor, lineColumn } from "./editor.ts";
 import { detectStyle, indentBefore, indentLines, lineIndent, lineStart, splice, type TextStyle } from "./text.ts";
 
 export function jsonEditor(jsonc: boolean): FormatEditor {
   const parse = (text: string): Node | undefined => parseJson(text, jsonc);
+  // One edit asks about the same text several times (its entries, then an insert): located once.
+  let last: { text: string; path: string; root: Node | undefined } | undefined;
+  const at = (text: string, path: readonly string[]): Node | undefined => {
+    const key = JSON.stringify(path);
+    if (last?.text !== text || last.path !== key) last = { text, path: key, root: locateJson(text, path, jsonc) };
+    return last.root;
+  };
+  const collectionAt = (text: string, collection: ServerCollection) => at(text, mapPath(collection));
   return {
     parse: (text) => {
       const root = parse(text);
       return root === undefined ? undefined : getNodeValue(root);
     },
-    entries: (text, collection) => readEntries(parse(text), collection),
-    insertEntry: (text, collection, name, value) => setProperty(text, parse(text), mapPath(collection), name, value),
+    valueAt: (text, path) => {
+      let node = at(text, path);
+      for (const step of path) {
+        if (node?.type !== "object") return undefined;
+        node = propertyOf(node, step)?.children?.[1];
+      }
+      return node === undefined ? undefined : getNodeValue(node);
+    },
+    entries: (text, collection) => readEntries(collectionAt(text, collection), collection),
+    insertEntry: (text, collection, name, value) =>
+      setProperty(text, collectionAt(text, collection), mapPath(collection), name, value),
     setEntryKey: (text, collection, name, key, value) =>
-      setProperty(text, parse(text), [...mapPath(collection), name], key, value),
+      setProperty(text, collectionAt(text, collection), [...mapPath(collection), name], key, value),
     removeEntryKey: (text, collection, name, key) =>
-      removeProperty(text, parse(text), [...mapPath(collection), name], key),
+      removeProperty(text, collectionAt(text, collection), [...mapPath(collection), name], key),
     removeEntry: (text, collection, name, emptyForm) =>
-      removeProperty(text, parse(text), mapPath(collection), name, emptyForm),
+      removeProperty(text, collectionAt(text, collection), mapPath(collection), name, emptyForm),
     emptyForm: (text, collection) => {
-      const object = objectAt(parse(text), mapPath(collection));
+      const object = objectAt(collectionAt(text, collection), mapPath(collection));
       if (object === undefined || (object.children?.length ?? 0) > 0) return undefined;
       const inner = text.slice(object.offset + 1, object.offset + object.length - 1);
       return inner !== "" && inner.trim() === "" ? inner : undefined;
@@ -47,21 +65,35 @@ function mapPath(collection: ServerCollection): readonly string[] {
  * them); mcpmgr only adds them where the file already uses them.
  */
 function parseJson(text: string, jsonc: boolean): Node | undefined {
+  refuseTooDeep(text);
+  const errors: ParseError[] = [];
+  const root = parseTree(text, errors, PARSE_OPTIONS);
+  const [first] = errors;
+  if (first !== undefined) throw syntaxError(text, first, jsonc);
+  return root;
+}
+
+/** The file as far as an edit of the collection at `path` needs it (json-locate.ts), checked as parseJson checks. */
+function locateJson(text: string, path: readonly string[], jsonc: boolean): Node | undefined {
+  refuseTooDeep(text);
+  const { root, error } = locate(text, path);
+  if (error !== undefined) throw syntaxError(text, error, jsonc);
+  return root;
+}
+
+function refuseTooDeep(text: string): void {
   const tooDeep = deeperThan(text, maxDepth);
   if (tooDeep !== undefined) {
     throw new ConfigParseError(
       `it nests arrays and objects deeper than ${maxDepth} levels (${lineColumn(text, tooDeep)}), which no client's settings do`,
     );
   }
-  const errors: ParseError[] = [];
-  const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: true });
-  const [first] = errors;
-  if (first !== undefined) {
-    throw new ConfigParseError(
-      `it is not valid ${jsonc ? "JSON with comments" : "JSON"} (${lineColumn(text, first.offset)}: ${describeError(first)})`,
-    );
-  }
-  return root;
+}
+
+function syntaxError(text: string, error: ParseError, jsonc: boolean): ConfigParseError {
+  return new ConfigParseError(
+    `it is not valid ${jsonc ? "JSON with comments" : "JSON"} (${lineColumn(text, error.offset)}: ${describeError(error)})`,
+  );
 }
 
 /**
