@@ -22,19 +22,18 @@ import { existsSync } from "node:fs";
 import {
   ClientRegistrationStore,
   groupsOf,
-  type KeptKeys,
-  keptIn,
   type OwnedEntry,
   ownedIn,
   pruneOwned,
   type Registrations,
   viaGateway,
 } from "../state/client-registrations.ts";
-import { McpmgrError } from "../errors.ts";
 import { assertGroupExists } from "../state/groups.ts";
 import { allClients, clientById, isClientId } from "./catalog.ts";
 import { editClientFile, SkipEdit } from "./config-file.ts";
+import { addedKeys, forgetKept, keepAddedKeys, passOnEmptyForm, takeKeptKeys } from "./entry-memory.ts";
 import { sameValue } from "./formats/editor.ts";
+import { onlyGateway, otherGatewayEntry } from "./gateway-rules.ts";
 import type { ClientContext, ClientDefinition, ClientId, WorkloadEndpoint } from "./types.ts";
 
 export type SyncAction = "added" | "updated" | "unchanged" | "removed" | "skipped";
@@ -132,9 +131,7 @@ export class ClientConfigSync {
       const endpoints = (typeof running === "function" ? await running() : running).filter(
         (workload) => workload.group === group && (workload.gateway === true) === gateway,
       );
-      if (gateway && endpoints.length === 0) throw noGatewayError(group);
-      // Two gateways of one group would give the client every tool twice, maybe a looser policy beside a stricter one.
-      if (gateway && endpoints.length > 1) throw ambiguousGatewayError(group, endpoints);
+      if (gateway) onlyGateway(group, endpoints);
       const record = (registrations.clients[client] ??= { groups: [] });
       const switched = record.groups.includes(group) && viaGateway(registrations, client, group) !== gateway;
       if (!record.groups.includes(group)) record.groups.push(group);
@@ -249,15 +246,8 @@ export class ClientConfigSync {
       ...(workload.pid !== undefined ? { pid: workload.pid } : {}),
       ...(workload.createdAt !== undefined ? { createdAt: workload.createdAt } : {}),
     };
-    // Keys the user added before the workload last stopped come back with its entry: only for the
-    // same workload (a removed one run again under its name is another server), and only once.
-    const keptFor = keptIn(registrations, client.id, file);
-    const kept = keptFor[name];
-    delete keptFor[name];
-    const restored =
-      kept !== undefined && kept.group === workload.group && kept.createdAt === workload.createdAt
-        ? Object.fromEntries(Object.entries(kept.keys).filter(([key]) => !shape.managed.includes(key)))
-        : {};
+    // Keys the user added before the workload last stopped come back with its entry (entry-memory.ts).
+    const kept = takeKeptKeys(registrations, client.id, file, workload, shape.managed);
     // Recorded before the file is written: a crash between the two leaves a record of an entry
     // that may not be there (harmless), never an entry of ours that mcpmgr would disown.
     if (record === undefined) {
@@ -275,7 +265,7 @@ export class ClientConfigSync {
         action = "added";
         // The first entry of an empty collection: how it was written, for when the last one goes.
         emptyForm = entries.size === 0 ? editor.emptyForm?.(text, collection) : undefined;
-        return editor.insertEntry(text, collection, name, { ...shape.value, ...restored });
+        return editor.insertEntry(text, collection, name, { ...shape.value, ...kept.restored });
       }
       if (record === undefined) {
         throw new SkipEdit(
@@ -303,7 +293,7 @@ export class ClientConfigSync {
     });
     if (disowned || (record === undefined && result.skipped !== undefined)) delete owned[name];
     // Not written this time (the file is busy, read-only, broken): the kept keys wait for the next start.
-    if (result.skipped !== undefined && kept !== undefined && !disowned) keptFor[name] = kept;
+    if (result.skipped !== undefined && !disowned) kept.giveBack();
     if (result.skipped !== undefined) return this.#skipped(client, name, file, result.skipped);
     owned[name] = emptyForm === undefined ? recorded : { ...recorded, emptyForm };
     return { client: client.id, workload: name, file, action };
@@ -323,15 +313,8 @@ export class ClientConfigSync {
           if (!matches(id, name, entry)) continue;
           const { report, keep, added } = await this.#remove(clientById(id), file, name, entry);
           reports.push(report);
-          // The collection's empty form goes to another entry of mcpmgr's in the file, which may be the last one.
-          const heir = Object.entries(entries).find(
-            ([other, owned]) => other !== name && owned.emptyForm === undefined,
-          );
-          if (!keep && entry.emptyForm !== undefined && heir !== undefined) heir[1].emptyForm = entry.emptyForm;
-          // A recorded workload that stopped (it may start again): what the user added to its entry is kept for then.
-          if (options.remember && added !== undefined && entry.pid === undefined && entry.createdAt !== undefined) {
-            keptIn(registrations, id, file)[name] = { group: entry.group, createdAt: entry.createdAt, keys: added };
-          }
+          if (!keep) passOnEmptyForm(entries, name, entry);
+          if (options.remember && added !== undefined) keepAddedKeys(registrations, id, file, name, entry, added);
           // A file that could not be read keeps the record: the entry goes once the file is fixed.
           if (!keep) delete entries[name];
         }
@@ -358,8 +341,7 @@ export class ClientConfigSync {
         throw new SkipEdit(`the entry ${name} was changed by hand since mcpmgr wrote it; mcpmgr leaves it there`);
       }
       action = "removed";
-      const extra = Object.entries(current as Record<string, unknown>).filter(([key]) => !(key in entry.written));
-      added = extra.length > 0 ? Object.fromEntries(extra) : undefined;
+      added = addedKeys(current as Record<string, unknown>, entry.written);
       return editor.removeEntry(text, collection, name, entry.emptyForm);
     });
     if (result.skipped !== undefined) {
@@ -375,50 +357,10 @@ export class ClientConfigSync {
   }
 }
 
-/** Drops the kept keys `matches` picks (the client no longer follows their group, or the group is gone). */
-function forgetKept(registrations: Registrations, matches: (client: string, kept: KeptKeys) => boolean): void {
-  for (const [id, files] of Object.entries(registrations.kept)) {
-    for (const entries of Object.values(files)) {
-      for (const [name, kept] of Object.entries(entries)) if (matches(id, kept)) delete entries[name];
-    }
-  }
-}
-
 /** Ours while every key mcpmgr wrote still holds the value it wrote (keys the client added do not matter). */
 function isOurs(current: unknown, written: Readonly<Record<string, unknown>>): boolean {
   if (typeof current !== "object" || current === null || Array.isArray(current)) return false;
   return Object.entries(written).every(([key, value]) => sameValue((current as Record<string, unknown>)[key], value));
-}
-
-function noGatewayError(group: string): McpmgrError {
-  return new McpmgrError("GATEWAY_NOT_RUNNING", `no background gateway of group ${group} is running`, {
-    hint: `start one with 'mcpmgr gateway ${group} --detach' (a stopped one with 'mcpmgr start NAME', see 'mcpmgr list --group ${group}'), then register again`,
-  });
-}
-
-function ambiguousGatewayError(group: string, gateways: readonly WorkloadEndpoint[]): McpmgrError {
-  const names = gateways.map((gateway) => gateway.name).sort();
-  return new McpmgrError(
-    "GATEWAY_AMBIGUOUS",
-    `group ${group} has ${names.length} background gateways running (${names.join(", ")}), and a client gets one`,
-    {
-      hint: `keep the one the client should use running and stop the others (e.g. 'mcpmgr stop ${names[1]}'), then register again`,
-    },
-  );
-}
-
-/** The name of another gateway of the workload's group that the client has an entry for, if any. */
-function otherGatewayEntry(
-  registrations: Registrations,
-  client: string,
-  gateway: WorkloadEndpoint,
-): string | undefined {
-  for (const entries of Object.values(registrations.owned[client] ?? {})) {
-    for (const [name, entry] of Object.entries(entries)) {
-      if (entry.group === gateway.group && name !== gateway.name) return name;
-    }
-  }
-  return undefined;
 }
 
 function isInstalled(ctx: ClientContext, client: ClientDefinition): boolean {
