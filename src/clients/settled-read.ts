@@ -57,6 +57,8 @@ export interface SettleOptions {
   readonly deadline: number;
   /** Told once when the read waits for a writer (the caller logs it). */
   readonly onWait?: (why: string) => void;
+  /** How writers are looked for: `writerOf`; a test stands in for a platform without /proc. */
+  readonly findWriter?: typeof writerOf;
 }
 
 export function stampOf(info: BigIntStats): FileStamp {
@@ -104,7 +106,7 @@ export async function readSettled(path: string, options: SettleOptions): Promise
     const age = Date.now() - Number(read.stamp.mtimeNs / 1_000_000n);
     // Once a writer was seen, it is looked for again however long it pauses.
     if (read.stamp.size === 0n || age < RECENT_MS || told) {
-      const writer = await writerOf(path, read.stamp);
+      const writer = await (options.findWriter ?? writerOf)(path, read.stamp);
       if (writer !== null && writer !== undefined) {
         await wait(`${writer.command} (pid ${writer.pid}) is writing it`);
         continue;

@@ -7,11 +7,12 @@
  * between mcpmgr's read and its rename is read again.
  */
 import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { clientById } from "../../src/clients/catalog.ts";
 import { editClientFile } from "../../src/clients/config-file.ts";
+import { readSettled } from "../../src/clients/settled-read.ts";
 import { ClientConfigSync } from "../../src/clients/sync.ts";
 import type { WorkloadEndpoint } from "../../src/clients/types.ts";
 import { type ClientHome, makeClientHome } from "../support/client-home.ts";
@@ -176,4 +177,26 @@ test("a read-only client file (mode 0444) is left alone with one warning naming 
   ]);
   expect(readFileSync(path, "utf8")).toBe(mine);
   expect(statSync(path).mode & 0o777).toBe(0o444);
+});
+
+test("without /proc (macOS, Windows), a file changed a moment ago is read once it has been left alone for a second", async () => {
+  const path = join(h.home, "settings.json");
+  writeFileSync(path, "{}\n");
+  const written = statSync(path).mtimeMs;
+  const waits: string[] = [];
+  const read = await readSettled(path, {
+    deadline: Date.now() + 5_000,
+    onWait: (why) => waits.push(why),
+    findWriter: async () => undefined,
+  });
+  expect(read?.text).toBe("{}\n");
+  expect(Date.now() - written).toBeGreaterThanOrEqual(1_000);
+  expect(waits).toEqual(["another program is writing it"]);
+
+  // Left alone long enough already: read at once.
+  const anHourAgo = new Date(Date.now() - 3_600_000);
+  utimesSync(path, anHourAgo, anHourAgo);
+  const started = Date.now();
+  await readSettled(path, { deadline: Date.now() + 5_000, findWriter: async () => undefined });
+  expect(Date.now() - started).toBeLessThan(500);
 });
