@@ -281,9 +281,9 @@ const definitions: readonly ClientDefinition[] = [
     },
     installMarkers: (ctx) => [opencodeDir(ctx)],
     // opencode 2 keeps servers under mcp.servers and still reads opencode 1's servers straight under mcp.
-    collection: (root) => {
-      const mcp = (root as { mcp?: { servers?: unknown } } | undefined)?.mcp;
-      const v2 = typeof mcp?.servers === "object" && mcp.servers !== null && !Array.isArray(mcp.servers);
+    collection: (valueAt) => {
+      const servers = valueAt(["mcp", "servers"]);
+      const v2 = typeof servers === "object" && servers !== null && !Array.isArray(servers);
       return { kind: "map", path: v2 ? ["mcp", "servers"] : ["mcp"] };
     },
     transports: BOTH,

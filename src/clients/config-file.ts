@@ -15,17 +15,21 @@
  *            whose real path leaves the home, or that is not the home owner's, is refused.
  *
  * Clients that rewrite their own file at any moment (Claude Code does, for ~/.claude.json)
- * do not take our lock; the atomic rename keeps the file whole, but a change one of them makes
- * at the very same instant can still win over ours, as with their own CLIs.
+ * do not take our lock, and many write in place (truncate, then write). The file is read only
+ * once its program is done writing it, and renamed over only if it is still the version read
+ * (settled-read.ts); a file that keeps changing is left alone with a warning. A change a client
+ * makes between that last check and the rename itself can still be lost, as with their own CLIs.
+ *   read-only  a file without its owner's write bit is left alone, with one warning: that is how
+ *            users tell programs to keep out of a file.
  */
 import { constants, existsSync } from "node:fs";
-import type { Stats } from "node:fs";
 import { lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { isMcpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
 import { ConfigParseError, type FormatEditor, loadEditor } from "./formats/editor.ts";
+import { currentStamp, readSettled, SETTLE_LIMIT_MS, sameStamp, UnsettledFile } from "./settled-read.ts";
 import type { ClientContext, ClientDefinition } from "./types.ts";
 
 /** Raised inside an edit to leave the file untouched, with the reason as the warning. */
@@ -61,29 +65,52 @@ export async function editClientFile(
     if (outside !== undefined) return { skipped: outside };
     await makeFolders(dirname(target), await ownerFor(ctx, target, undefined));
     return await withLock(`${target}.mcpmgr-lock`, async () => {
-      const original = await readIfExists(target);
       const editor = await loadEditor(client.format);
-      // A byte order mark (Windows editors write one) is no part of the format: set aside, put back.
-      const bom = original?.startsWith(BOM) ? BOM : "";
-      const before = original?.slice(bom.length) ?? (options.create ? (client.newFileText ?? "") : "");
-      if (original === undefined && !options.create) return { changed: false };
-      const edited = edit(before, editor);
-      if (edited === before) return { changed: false };
-      const after = bom + edited;
-      const existing = original === undefined ? undefined : await stat(target);
-      const mode = existing === undefined ? NEW_FILE_MODE : existing.mode & 0o7777;
-      const owner = await ownerFor(ctx, target, existing);
-      await backupOnce(ctx, client, path, original);
-      // The bits are set on the temporary file's handle (exactly, past the umask): a chmod by
-      // path after the rename would follow a link the user swapped in meanwhile.
-      await writeFileAtomic(target, after, { mode, ...(owner ? { owner } : {}) });
-      return { changed: true };
+      const deadline = Date.now() + SETTLE_LIMIT_MS;
+      let told = false;
+      const onWait = (why: string) => {
+        if (!told) ctx.log.info(`${client.displayName} (${path}): ${why}; mcpmgr waits until it is done`);
+        told = true;
+      };
+      for (;;) {
+        const read = await readSettled(target, { deadline, onWait });
+        if (read === undefined && !options.create) return { changed: false };
+        const original = read?.text;
+        // A byte order mark (Windows editors write one) is no part of the format: set aside, put back.
+        const bom = original?.startsWith(BOM) ? BOM : "";
+        const before = original?.slice(bom.length) ?? client.newFileText ?? "";
+        const edited = edit(before, editor);
+        if (edited === before) return { changed: false };
+        if (read !== undefined && (read.mode & 0o200) === 0) {
+          throw new SkipEdit(
+            `it is read-only (mode ${(read.mode & 0o777).toString(8).padStart(4, "0")}); mcpmgr left it unchanged (make it writable, chmod u+w, to let mcpmgr keep its entries there)`,
+          );
+        }
+        const mode = read === undefined ? NEW_FILE_MODE : read.mode;
+        const owner = await ownerFor(ctx, target, read);
+        await backupOnce(ctx, client, path, original);
+        // The bits are set on the temporary file's handle (exactly, past the umask): a chmod by
+        // path after the rename would follow a link the user swapped in meanwhile. The file must
+        // still be the version read: a client that wrote it meanwhile is read again.
+        const renamed = await writeFileAtomic(target, bom + edited, {
+          mode,
+          ...(owner ? { owner } : {}),
+          beforeRename: async () => sameStamp(read?.stamp, await currentStamp(target)),
+        });
+        if (renamed) return { changed: true };
+        if (Date.now() >= deadline) {
+          throw new SkipEdit(
+            `it kept changing for more than ${SETTLE_LIMIT_MS / 1000} s; mcpmgr left it unchanged (run the command again once it is done)`,
+          );
+        }
+        onWait("it changed while mcpmgr edited it");
+      }
     });
   } catch (err) {
     if (err instanceof ConfigParseError) {
       return { skipped: `${err.message}; mcpmgr left it unchanged (once it is fixed, the next change is written)` };
     }
-    if (err instanceof SkipEdit) return { skipped: err.message };
+    if (err instanceof SkipEdit || err instanceof UnsettledFile) return { skipped: err.message };
     // A file built to exhaust a parser's stack: refused like any broken file, never the end of the whole update.
     if (err instanceof RangeError) {
       return { skipped: `it cannot be read (${err.message}); mcpmgr left it unchanged` };
@@ -106,7 +133,7 @@ interface Owner {
  * the home's owner. Only for root: anyone else can only write files of their own, and a file
  * root writes elsewhere (no home above it) stays root's.
  */
-async function ownerFor(ctx: ClientContext, target: string, existing: Stats | undefined): Promise<Owner | undefined> {
+async function ownerFor(ctx: ClientContext, target: string, existing: Owner | undefined): Promise<Owner | undefined> {
   if (process.getuid?.() !== 0) return undefined;
   if (existing !== undefined) return { uid: existing.uid, gid: existing.gid };
   // The target is a real path (symlinks resolved): so is the home it is compared with.
@@ -192,37 +219,6 @@ async function realTarget(path: string): Promise<string> {
     }
     return current;
   }
-}
-
-/**
- * The file's text, or undefined when there is none. Opened without blocking and checked on the
- * open descriptor: a named pipe in the file's place would block the read (and every `run`
- * and `stop` of the group with it) until something wrote to it.
- */
-async function readIfExists(path: string): Promise<string | undefined> {
-  let handle: Awaited<ReturnType<typeof open>>;
-  try {
-    // Windows has no O_NONBLOCK (nor named pipes at such a path): plain read-only there.
-    handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch (err) {
-    if (errnoCode(err) === "ENOENT") return undefined;
-    throw err;
-  }
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) throw new SkipEdit(`it is ${kindOf(info)}, not a regular file; mcpmgr left it unchanged`);
-    return await handle.readFile("utf8");
-  } finally {
-    await handle.close();
-  }
-}
-
-function kindOf(info: Stats): string {
-  if (info.isDirectory()) return "a directory";
-  if (info.isFIFO()) return "a named pipe";
-  if (info.isSocket()) return "a socket";
-  if (info.isCharacterDevice() || info.isBlockDevice()) return "a device";
-  return "a special file";
 }
 
 export function backupPath(ctx: ClientContext, client: ClientDefinition, path: string): string {

@@ -28,11 +28,12 @@ import {
   type Registrations,
   viaGateway,
 } from "../state/client-registrations.ts";
-import { McpmgrError } from "../errors.ts";
 import { assertGroupExists } from "../state/groups.ts";
 import { allClients, clientById, isClientId } from "./catalog.ts";
 import { editClientFile, SkipEdit } from "./config-file.ts";
+import { addedKeys, forgetKept, keepAddedKeys, passOnEmptyForm, takeKeptKeys } from "./entry-memory.ts";
 import { sameValue } from "./formats/editor.ts";
+import { onlyGateway, otherGatewayEntry } from "./gateway-rules.ts";
 import type { ClientContext, ClientDefinition, ClientId, WorkloadEndpoint } from "./types.ts";
 
 export type SyncAction = "added" | "updated" | "unchanged" | "removed" | "skipped";
@@ -77,6 +78,19 @@ export class ClientConfigSync {
       for (const [id, record] of Object.entries(registrations.clients)) {
         if (!isClientId(id) || !record.groups.includes(workload.group)) continue;
         if (viaGateway(registrations, id, workload.group) !== (workload.gateway === true)) continue;
+        const other = workload.gateway === true ? otherGatewayEntry(registrations, id, workload) : undefined;
+        if (other !== undefined) {
+          const client = clientById(id);
+          reports.push(
+            this.#skipped(
+              client,
+              workload.name,
+              client.configPath(this.#ctx),
+              `it reaches group ${workload.group} through the gateway ${other} already, and a client gets one gateway of a group (stop one of them with 'mcpmgr stop NAME'; the client follows whichever runs)`,
+            ),
+          );
+          continue;
+        }
         reports.push(await this.#upsert(registrations, save, clientById(id), workload));
       }
       return reports;
@@ -89,7 +103,9 @@ export class ClientConfigSync {
    */
   onWorkloadStopped(workload: { readonly name: string; readonly pid?: number }): Promise<readonly SyncReport[]> {
     return this.#change((registrations) =>
-      this.#removeWhere(registrations, (_client, name, entry) => name === workload.name && entry.pid === workload.pid),
+      this.#removeWhere(registrations, (_client, name, entry) => name === workload.name && entry.pid === workload.pid, {
+        remember: true,
+      }),
     );
   }
 
@@ -98,8 +114,10 @@ export class ClientConfigSync {
    * per workload or through the group's background gateway, and gets what of the group runs at
    * once (`running` may list others; they are ignored). A function is called under the lock, so
    * a workload starting meanwhile is either in its list or sees the registration. Switching
-   * between the two ways takes the other way's entries out. The gateway way needs a gateway
-   * that runs (GATEWAY_NOT_RUNNING otherwise, and nothing changes).
+   * between the two ways takes the other way's entries out. The gateway way needs one gateway
+   * that runs (GATEWAY_NOT_RUNNING otherwise, GATEWAY_AMBIGUOUS for two or more; nothing changes
+   * then). A client has one gateway entry per group: another gateway of the group that starts
+   * while it has one is skipped with a warning.
    */
   async registerClient(
     client: ClientId,
@@ -113,7 +131,7 @@ export class ClientConfigSync {
       const endpoints = (typeof running === "function" ? await running() : running).filter(
         (workload) => workload.group === group && (workload.gateway === true) === gateway,
       );
-      if (gateway && endpoints.length === 0) throw noGatewayError(group);
+      if (gateway) onlyGateway(group, endpoints);
       const record = (registrations.clients[client] ??= { groups: [] });
       const switched = record.groups.includes(group) && viaGateway(registrations, client, group) !== gateway;
       if (!record.groups.includes(group)) record.groups.push(group);
@@ -146,7 +164,7 @@ export class ClientConfigSync {
         }
       }
       if (stale.size === 0) return [];
-      return this.#removeWhere(registrations, (_client, _name, entry) => stale.has(entry));
+      return this.#removeWhere(registrations, (_client, _name, entry) => stale.has(entry), { remember: true });
     });
   }
 
@@ -156,6 +174,7 @@ export class ClientConfigSync {
       const record = registrations.clients[client];
       const dropped = group === undefined ? [...(record?.groups ?? [])] : [group];
       if (record !== undefined) record.groups = record.groups.filter((name) => !dropped.includes(name));
+      forgetKept(registrations, (id, kept) => id === client && dropped.includes(kept.group));
       return this.#removeWhere(
         registrations,
         (id, _name, entry) => id === client && (group === undefined || dropped.includes(entry.group)),
@@ -169,6 +188,7 @@ export class ClientConfigSync {
       for (const record of Object.values(registrations.clients)) {
         record.groups = record.groups.filter((name) => name !== group);
       }
+      forgetKept(registrations, (_id, kept) => kept.group === group);
       return this.#removeWhere(registrations, (_client, _name, entry) => entry.group === group);
     });
   }
@@ -220,7 +240,14 @@ export class ClientConfigSync {
     const written = Object.fromEntries(shape.managed.map((key) => [key, shape.value[key]]));
     const owned = ownedIn(registrations, client.id, file);
     const record = owned[name];
-    const recorded = { group: workload.group, written, ...(workload.pid !== undefined ? { pid: workload.pid } : {}) };
+    const recorded = {
+      group: workload.group,
+      written,
+      ...(workload.pid !== undefined ? { pid: workload.pid } : {}),
+      ...(workload.createdAt !== undefined ? { createdAt: workload.createdAt } : {}),
+    };
+    // Keys the user added before the workload last stopped come back with its entry (entry-memory.ts).
+    const kept = takeKeptKeys(registrations, client.id, file, workload, shape.managed);
     // Recorded before the file is written: a crash between the two leaves a record of an entry
     // that may not be there (harmless), never an entry of ours that mcpmgr would disown.
     if (record === undefined) {
@@ -229,12 +256,16 @@ export class ClientConfigSync {
     }
     let action: SyncAction = "unchanged";
     let disowned = false;
+    let emptyForm = record?.emptyForm;
     const result = await editClientFile(this.#ctx, client, file, { create: true }, (text, editor) => {
-      const collection = client.collection(editor.parse(text));
-      const current = editor.entries(text, collection).get(name);
+      const collection = client.collection((path) => editor.valueAt(text, path));
+      const entries = editor.entries(text, collection);
+      const current = entries.get(name);
       if (current === undefined) {
         action = "added";
-        return editor.insertEntry(text, collection, name, shape.value);
+        // The first entry of an empty collection: how it was written, for when the last one goes.
+        emptyForm = entries.size === 0 ? editor.emptyForm?.(text, collection) : undefined;
+        return editor.insertEntry(text, collection, name, { ...shape.value, ...kept.restored });
       }
       if (record === undefined) {
         throw new SkipEdit(
@@ -261,8 +292,10 @@ export class ClientConfigSync {
       return next;
     });
     if (disowned || (record === undefined && result.skipped !== undefined)) delete owned[name];
+    // Not written this time (the file is busy, read-only, broken): the kept keys wait for the next start.
+    if (result.skipped !== undefined && !disowned) kept.giveBack();
     if (result.skipped !== undefined) return this.#skipped(client, name, file, result.skipped);
-    owned[name] = recorded;
+    owned[name] = emptyForm === undefined ? recorded : { ...recorded, emptyForm };
     return { client: client.id, workload: name, file, action };
   }
 
@@ -270,6 +303,7 @@ export class ClientConfigSync {
   async #removeWhere(
     registrations: Registrations,
     matches: (client: ClientId, name: string, entry: OwnedEntry) => boolean,
+    options: { readonly remember?: boolean } = {},
   ): Promise<SyncReport[]> {
     const reports: SyncReport[] = [];
     for (const [id, files] of Object.entries(registrations.owned)) {
@@ -277,8 +311,10 @@ export class ClientConfigSync {
       for (const [file, entries] of Object.entries(files)) {
         for (const [name, entry] of Object.entries(entries)) {
           if (!matches(id, name, entry)) continue;
-          const { report, keep } = await this.#remove(clientById(id), file, name, entry);
+          const { report, keep, added } = await this.#remove(clientById(id), file, name, entry);
           reports.push(report);
+          if (!keep) passOnEmptyForm(entries, name, entry);
+          if (options.remember && added !== undefined) keepAddedKeys(registrations, id, file, name, entry, added);
           // A file that could not be read keeps the record: the entry goes once the file is fixed.
           if (!keep) delete entries[name];
         }
@@ -292,11 +328,12 @@ export class ClientConfigSync {
     file: string,
     name: string,
     entry: OwnedEntry,
-  ): Promise<{ report: SyncReport; keep: boolean }> {
+  ): Promise<{ report: SyncReport; keep: boolean; added?: Record<string, unknown> }> {
     let action: SyncAction = "unchanged";
     let disowned = false;
+    let added: Record<string, unknown> | undefined;
     const result = await editClientFile(this.#ctx, client, file, { create: false }, (text, editor) => {
-      const collection = client.collection(editor.parse(text));
+      const collection = client.collection((path) => editor.valueAt(text, path));
       const current = editor.entries(text, collection).get(name);
       if (current === undefined) return text;
       if (!isOurs(current, entry.written)) {
@@ -304,12 +341,14 @@ export class ClientConfigSync {
         throw new SkipEdit(`the entry ${name} was changed by hand since mcpmgr wrote it; mcpmgr leaves it there`);
       }
       action = "removed";
-      return editor.removeEntry(text, collection, name);
+      added = addedKeys(current as Record<string, unknown>, entry.written);
+      return editor.removeEntry(text, collection, name, entry.emptyForm);
     });
     if (result.skipped !== undefined) {
       return { report: this.#skipped(client, name, file, result.skipped), keep: !disowned };
     }
-    return { report: { client: client.id, workload: name, file, action }, keep: false };
+    const report: SyncReport = { client: client.id, workload: name, file, action };
+    return added !== undefined ? { report, keep: false, added } : { report, keep: false };
   }
 
   #skipped(client: ClientDefinition, workload: string, file: string, reason: string): SyncReport {
@@ -322,12 +361,6 @@ export class ClientConfigSync {
 function isOurs(current: unknown, written: Readonly<Record<string, unknown>>): boolean {
   if (typeof current !== "object" || current === null || Array.isArray(current)) return false;
   return Object.entries(written).every(([key, value]) => sameValue((current as Record<string, unknown>)[key], value));
-}
-
-function noGatewayError(group: string): McpmgrError {
-  return new McpmgrError("GATEWAY_NOT_RUNNING", `no background gateway of group ${group} is running`, {
-    hint: `start one with 'mcpmgr gateway ${group} --detach' (a stopped one with 'mcpmgr start NAME', see 'mcpmgr list --group ${group}'), then register again`,
-  });
 }
 
 function isInstalled(ctx: ClientContext, client: ClientDefinition): boolean {

@@ -19,6 +19,12 @@ export interface WorkloadEndpoint {
   readonly gateway?: boolean;
   /** A foreground run (no workload record): the process serving it, whose life is the entry's. */
   readonly pid?: number;
+  /**
+   * When the recorded workload was created: which workload of that name this is. Keys the user
+   * added to its entry come back after a stop only for the same one, never for a workload removed
+   * and run again under its name (another server, whose tools the user never approved).
+   */
+  readonly createdAt?: string;
 }
 
 export interface ClientLogger {
@@ -85,8 +91,11 @@ export interface ClientDefinition {
   configPath(ctx: ClientContext): string;
   /** Folders whose existence means the client is installed (any one is enough). */
   installMarkers(ctx: ClientContext): readonly string[];
-  /** Where servers live; given the parsed file, for clients whose layout depends on its version. */
-  collection(root: unknown): ServerCollection;
+  /**
+   * Where servers live; `valueAt` reads a value of the file (as plain data, undefined when
+   * missing), for clients whose layout depends on its version.
+   */
+  collection(valueAt: (path: readonly string[]) => unknown): ServerCollection;
   /** The transports its configuration can express, for a workload's URL. */
   readonly transports: readonly RemoteTransport[];
   /** True when it only starts servers as processes: its entry runs `mcpmgr proxy stdio NAME`. */

@@ -28,13 +28,19 @@ export interface WriteOptions {
    * rewriting a user's file must not hand it to root). Only root may give a file away.
    */
   readonly owner?: { readonly uid: number; readonly gid: number };
+  /**
+   * Asked once the new text is on disk, just before the rename: false leaves the target as it
+   * is (the temporary file goes) and the write returns false. An AI client's file uses it to
+   * check that its own program did not write it since it was read.
+   */
+  readonly beforeRename?: () => Promise<boolean>;
 }
 
 export async function writeFileAtomic(
   path: string,
   data: string | Uint8Array,
   options: WriteOptions = {},
-): Promise<void> {
+): Promise<boolean> {
   const mode = options.mode ?? 0o600;
   const dir = dirname(path);
   await ensureDir(dir, options.dirMode);
@@ -58,12 +64,17 @@ export async function writeFileAtomic(
     } finally {
       await handle.close();
     }
+    if (options.beforeRename !== undefined && !(await options.beforeRename())) {
+      await (await fsp()).unlink(temp).catch(() => {});
+      return false;
+    }
     await _renameWithRetry(temp, path);
   } catch (err) {
     await (await fsp()).unlink(temp).catch(() => {});
     throw stateIoError("write", path, err);
   }
   await _syncDir(dir);
+  return true;
 }
 
 export async function writeJsonFile(path: string, value: unknown, options: WriteOptions = {}): Promise<void> {

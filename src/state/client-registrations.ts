@@ -5,6 +5,7 @@
  *   client-registrations.json
  *     clients: { "<client>": { "groups": ["default", "team"], "viaGateway": ["team"] } }
  *     owned:   { "<client>": { "<config file>": { "<server name>": { "group": "...", "written": {...}, "pid": 123 } } } }
+ *     kept:    { "<client>": { "<config file>": { "<server name>": { "group": "...", "createdAt": "...", "keys": {...} } } } }
  *   .client-registrations.lock
  *
  * `viaGateway` lists the followed groups the client reaches through the group's background
@@ -12,7 +13,10 @@
  * `written` holds the keys mcpmgr set in that entry and their values, exactly as written.
  * It is the proof of ownership: an entry is mcpmgr's only while it is recorded here and
  * still carries those values. `pid` is there for a foreground run (`run --foreground`), which
- * has no workload record: the entry is live while that process is. Anything else in a client's file belongs to the user and is
+ * has no workload record: the entry is live while that process is; `createdAt` names the recorded
+ * workload the entry was written for. `kept` holds, while a recorded workload is stopped, the keys
+ * the user or the client added to its entry (Cline's `autoApprove`, Goose's `enabled: false`): they
+ * come back with the entry when that same workload (same `createdAt`) starts again. Anything else in a client's file belongs to the user and is
  * never changed. The lock is held for the whole of a change, including the edits of the
  * client files it leads to, so two mcpmgr processes never lose each other's entries.
  */
@@ -29,6 +33,15 @@ const ownedEntrySchema = v.object({
   group: nonEmpty,
   written: v.record(v.string(), v.unknown()),
   pid: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  createdAt: v.optional(nonEmpty),
+  /** How the collection was written when this entry went into it empty (`{\n  }`), to leave it so. */
+  emptyForm: v.optional(v.string()),
+});
+
+const keptKeysSchema = v.object({
+  group: nonEmpty,
+  createdAt: nonEmpty,
+  keys: v.record(v.string(), v.unknown()),
 });
 
 const registrationsSchema = v.object({
@@ -38,9 +51,11 @@ const registrationsSchema = v.object({
     {},
   ),
   owned: v.optional(v.record(nonEmpty, v.record(nonEmpty, v.record(nonEmpty, ownedEntrySchema))), {}),
+  kept: v.optional(v.record(nonEmpty, v.record(nonEmpty, v.record(nonEmpty, keptKeysSchema))), {}),
 });
 
 export type OwnedEntry = v.InferOutput<typeof ownedEntrySchema>;
+export type KeptKeys = v.InferOutput<typeof keptKeysSchema>;
 export type Registrations = v.InferOutput<typeof registrationsSchema>;
 
 function registrationsFile(paths: McpmgrPaths): string {
@@ -73,7 +88,7 @@ export class ClientRegistrationStore {
     const file = await readJsonFile(this.#file, registrationsSchema, {
       hint: `fix ${this.#file} by hand, or delete it and register the clients again (mcpmgr client register)`,
     });
-    return file ?? { schema_version: 1, clients: {}, owned: {} };
+    return file ?? { schema_version: 1, clients: {}, owned: {}, kept: {} };
   }
 
   /**
@@ -134,8 +149,20 @@ export function ownedIn(registrations: Registrations, client: string, file: stri
   return files[file];
 }
 
+/** The kept keys of a client in one file, created on demand. */
+export function keptIn(registrations: Registrations, client: string, file: string): Record<string, KeptKeys> {
+  registrations.kept[client] ??= {};
+  const files = registrations.kept[client];
+  files[file] ??= {};
+  return files[file];
+}
+
 /** Drops empty records so the file does not collect clutter. */
 export function pruneOwned(registrations: Registrations): void {
+  for (const [client, files] of Object.entries(registrations.kept)) {
+    for (const [file, entries] of Object.entries(files)) if (Object.keys(entries).length === 0) delete files[file];
+    if (Object.keys(files).length === 0) delete registrations.kept[client];
+  }
   for (const [client, files] of Object.entries(registrations.owned)) {
     for (const [file, entries] of Object.entries(files)) if (Object.keys(entries).length === 0) delete files[file];
     if (Object.keys(files).length === 0) delete registrations.owned[client];

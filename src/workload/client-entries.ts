@@ -56,6 +56,7 @@ export function endpointOf(record: WorkloadRecord): WorkloadEndpoint {
     group: record.group,
     url: workloadUrl(record),
     transport: clientTransport(record),
+    createdAt: record.createdAt,
     ...(isGatewayRecord(record) ? { gateway: true } : {}),
   };
 }

@@ -131,6 +131,20 @@ describe("registration files follow the workloads of the group", () => {
     expect(cursor().alpha).toEqual({ url: urls.alpha });
   }, 60_000);
 
+  test("keys the user added to an entry come back after stop and start of the same workload", () => {
+    const file = readJson(cursorFile());
+    Object.assign(file.mcpServers?.alpha as object, { autoApprove: ["echo"], timeout: 120 });
+    writeFileSync(cursorFile(), JSON.stringify(file, null, 2));
+    ok("stop", "alpha");
+    expect(cursor().alpha).toBeUndefined();
+    ok("start", "alpha");
+    expect(cursor().alpha).toEqual({ url: urls.alpha, autoApprove: ["echo"], timeout: 120 });
+    // Back as the other tests expect it: only what mcpmgr wrote.
+    const back = readJson(cursorFile());
+    back.mcpServers = { ...back.mcpServers, alpha: { url: urls.alpha } };
+    writeFileSync(cursorFile(), JSON.stringify(back, null, 2));
+  }, 60_000);
+
   test("the supervisor writes the entry again when it restarts a crashed server", async () => {
     // Taken out by hand first, so that only the supervisor's write after the restart can bring it back.
     const file = readJson(cursorFile());

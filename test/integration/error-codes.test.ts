@@ -185,6 +185,26 @@ const producers: Record<ErrorCode, () => unknown> = {
       log: { warn: () => {}, info: () => {} },
       selfCommand: ["mcpmgr"],
     }).registerClient("cursor", "default", [], { gateway: true }),
+  GATEWAY_AMBIGUOUS: () =>
+    new ClientConfigSync({
+      home: join(dir, "client-home"),
+      platform: "linux",
+      env: {},
+      paths: resolvePaths({ MCPMGR_HOME: join(dir, "home") }),
+      log: { warn: () => {}, info: () => {} },
+      selfCommand: ["mcpmgr"],
+    }).registerClient(
+      "cursor",
+      "default",
+      ["gateway-default", "gw2"].map((name, i) => ({
+        name,
+        group: "default",
+        url: `http://127.0.0.1:${41030 + i}/mcp`,
+        transport: "streamable-http" as const,
+        gateway: true,
+      })),
+      { gateway: true },
+    ),
   GATEWAY_KEY_CORRUPT: async () => {
     const paths = resolvePaths({ MCPMGR_HOME: join(dir, "corrupt-key-home") });
     await mkdir(paths.stateDir, { recursive: true });

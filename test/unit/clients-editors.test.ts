@@ -124,6 +124,27 @@ describe("JSON", () => {
     expect(json.removeEntry(added, servers, "b")).toBe(text);
   });
 
+  test("only the way to the collection is read as nodes: the same answers as the whole tree gives", () => {
+    // A server list deeper in the file (Claude Code's per-project servers) is not the collection;
+    // a key there twice counts as JSON.parse counts it (the last one).
+    const text =
+      '{\n  "projects": {"/p": {"mcpServers": {"nested": {"url": "0"}}}},\n  "mcpServers": {"old": {"url": "1"}},\n' +
+      '  "list": [1, {"mcpServers": 2}],\n  "mcpServers": {\n    "a": {"url": "2", "args": [1, [2]]}\n  }\n}\n';
+    expect([...json.entries(text, servers).entries()]).toEqual([["a", { url: "2", args: [1, [2]] }]]);
+    expect(json.valueAt(text, ["mcpServers"])).toEqual((json.parse(text) as { mcpServers: unknown }).mcpServers);
+    expect(json.valueAt(text, ["projects", "/p", "mcpServers"])).toEqual({ nested: { url: "0" } });
+    expect(json.valueAt(text, ["list", "x"])).toBeUndefined();
+    expect(json.valueAt(text, ["absent"])).toBeUndefined();
+    const added = json.insertEntry(text, servers, "b", { url: "3" });
+    expect(added).toBe(text.replace("[1, [2]]}\n", '[1, [2]]},\n    "b": {\n      "url": "3"\n    }\n'));
+    expect(json.setEntryKey(added, servers, "b", "url", "4")).toBe(added.replace('"url": "3"', '"url": "4"'));
+    expect(json.removeEntry(added, servers, "b")).toBe(text);
+    // A syntax error anywhere, even far from the collection, refuses the file.
+    expect(parseFailure(() => json.entries(text.replace('"/p": {', '"/p": {,'), servers))).toMatch(
+      /^it is not valid JSON/,
+    );
+  });
+
   test("broken JSON and a collection of the wrong type are refused with the place", () => {
     expect(parseFailure(() => json.entries('{\n  "mcpServers": {\n    "a": \n}', servers))).toMatch(
       /^it is not valid JSON \(line 4, column 1: .+\)$/,

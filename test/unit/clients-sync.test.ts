@@ -85,7 +85,7 @@ describe.each(CLIENT_IDS.map((id) => [id]))("%s", (client: ClientId) => {
     const { value } = definition.entry(fetch41001, h.ctx);
     const { loadEditor } = await import("../../src/clients/formats/editor.ts");
     const editor = await loadEditor(definition.format);
-    const collection = definition.collection(editor.parse(text));
+    const collection = definition.collection((path) => editor.valueAt(text, path));
     expect([...editor.entries(text, collection).entries()]).toEqual([["fetch", value]]);
     expect((statSync(definition.configPath(h.ctx)).mode & 0o777).toString(8)).toBe("600");
   });
@@ -240,6 +240,33 @@ describe("files mcpmgr cannot read", () => {
 });
 
 describe("writing other programs' files", () => {
+  test("an empty collection written over several lines keeps its form after an add and a remove (review 9 F10)", async () => {
+    const path = clientById("opencode").configPath(h.ctx);
+    mkdirSync(dirname(path), { recursive: true });
+    const multiLine = `{\n  "$schema": "https://opencode.ai/config.json",\n  "mcp": {\n  }\n}\n`;
+    writeFileSync(path, multiLine);
+    await sync.registerClient("opencode", "default", [fetch41001]);
+    expect(h.read("opencode")).toContain(`"fetch": {`);
+    await sync.onWorkloadStopped({ name: "fetch" });
+    expect(h.read("opencode")).toBe(multiLine);
+
+    // Two entries, taken out in the order they did not go in: the form goes with the last one.
+    const search: WorkloadEndpoint = { ...fetch41001, name: "search", url: "http://127.0.0.1:41011/mcp" };
+    await sync.onWorkloadStarted(fetch41001);
+    await sync.onWorkloadStarted(search);
+    await sync.onWorkloadStopped({ name: "fetch" });
+    await sync.onWorkloadStopped({ name: "search" });
+    expect(h.read("opencode")).toBe(multiLine);
+
+    // `{}` stays `{}`.
+    const compact = multiLine.replace("{\n  }", "{}");
+    writeFileSync(path, compact);
+    await sync.onWorkloadStarted(fetch41001);
+    await sync.onWorkloadStopped({ name: "fetch" });
+    expect(h.read("opencode")).toBe(compact);
+    expect(h.warnings).toEqual([]);
+  });
+
   test("the file keeps its permission bits, and the first version is backed up once", async () => {
     const path = h.seed("claude-code");
     chmodSync(path, 0o640);
@@ -554,6 +581,34 @@ describe("through the group's gateway", () => {
     await sync.registerClient("cursor", "default", [fetch41001, search, gateway]);
     expect(servers()).toEqual({ fetch: { url: fetch41001.url }, search: { url: search.url } });
     expect((await new ClientRegistrationStore(h.ctx.paths).read()).clients.cursor).toEqual({ groups: ["default"] });
+  });
+
+  test("two gateways of one group: register refuses, and a second one that starts later is skipped with a warning (review 9 F18)", async () => {
+    const second: WorkloadEndpoint = { ...gateway, name: "gw2", url: "http://127.0.0.1:41021/mcp" };
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    const before = h.read("cursor");
+    const err = await rejection(
+      sync.registerClient("cursor", "default", [gateway, second], { gateway: true }),
+      "GATEWAY_AMBIGUOUS",
+    );
+    expect(err.message).toBe(
+      "group default has 2 background gateways running (gateway-default, gw2), and a client gets one",
+    );
+    expect(err.hint).toContain("mcpmgr stop gw2");
+    expect(h.read("cursor")).toBe(before);
+
+    await sync.registerClient("cursor", "default", [gateway], { gateway: true });
+    expect(servers()).toEqual({ "gateway-default": { url: gateway.url } });
+    const skipped = await sync.onWorkloadStarted(second);
+    expect(skipped.map((report) => report.action)).toEqual(["skipped"]);
+    expect(h.warnings).toEqual([
+      expect.stringContaining("it reaches group default through the gateway gateway-default already"),
+    ]);
+    expect(servers()).toEqual({ "gateway-default": { url: gateway.url } });
+    // The client follows whichever runs: with the first one stopped, the second is written.
+    await sync.onWorkloadStopped({ name: "gateway-default" });
+    expect((await sync.onWorkloadStarted(second))[0]?.action).toBe("added");
+    expect(servers()).toEqual({ gw2: { url: second.url } });
   });
 
   test("removing the client or forgetting the group drops the gateway way with it", async () => {

@@ -19,6 +19,11 @@ export type EntryMap = ReadonlyMap<string, unknown>;
 export interface FormatEditor {
   /** The whole file as plain data (undefined when it holds nothing yet). Throws ConfigParseError. */
   parse(text: string): unknown;
+  /**
+   * The value at `path` as plain data (undefined when missing), the file checked as `parse`
+   * checks it; cheaper than `parse` where the format allows (JSON builds no tree of the rest).
+   */
+  valueAt(text: string, path: readonly string[]): unknown;
   /** The server entries in the collection, by name; empty when the collection does not exist yet. */
   entries(text: string, collection: ServerCollection): EntryMap;
   /** Adds an entry that does not exist yet, creating the collection if needed. */
@@ -31,7 +36,16 @@ export interface FormatEditor {
   /** Sets one key of an existing entry (added if missing), leaving its other keys as they are. */
   setEntryKey(text: string, collection: ServerCollection, name: string, key: string, value: unknown): string;
   removeEntryKey(text: string, collection: ServerCollection, name: string, key: string): string;
-  removeEntry(text: string, collection: ServerCollection, name: string): string;
+  /**
+   * Removes an entry. When it was the last one, the collection is left empty in the form
+   * `emptyForm` recorded before mcpmgr's first entry went in (see `emptyForm`), else compact.
+   */
+  removeEntry(text: string, collection: ServerCollection, name: string, emptyForm?: string): string;
+  /**
+   * How an existing, empty collection is written, when that is not the compact form the editor
+   * leaves by itself (JSON: `{\n  }` rather than `{}`): the whitespace between its brackets.
+   */
+  emptyForm?(text: string, collection: ServerCollection): string | undefined;
 }
 
 export async function loadEditor(format: ConfigFormat): Promise<FormatEditor> {
@@ -41,7 +55,7 @@ export async function loadEditor(format: ConfigFormat): Promise<FormatEditor> {
     case "jsonc":
       return (await import("./json-editor.ts")).jsonEditor(true);
     case "yaml":
-      return (await import("./yaml-editor.ts")).yamlEditor;
+      return (await import("./yaml-editor.ts")).yamlEditor();
     case "toml":
       return (await import("./toml-editor.ts")).loadTomlEditor();
   }

@@ -7,24 +7,49 @@
  * trailing-comma habit.
  */
 import { createScanner, getNodeValue, type Node, type ParseError, parseTree, printParseErrorCode } from "jsonc-parser";
+import { locate, PARSE_OPTIONS } from "./json-locate.ts";
 import type { ServerCollection } from "../types.ts";
 import { ConfigParseError, describePath, type EntryMap, type FormatEditor, lineColumn } from "./editor.ts";
 import { detectStyle, indentBefore, indentLines, lineIndent, lineStart, splice, type TextStyle } from "./text.ts";
 
 export function jsonEditor(jsonc: boolean): FormatEditor {
   const parse = (text: string): Node | undefined => parseJson(text, jsonc);
+  // One edit asks about the same text several times (its entries, then an insert): located once.
+  let last: { text: string; path: string; root: Node | undefined } | undefined;
+  const at = (text: string, path: readonly string[]): Node | undefined => {
+    const key = JSON.stringify(path);
+    if (last?.text !== text || last.path !== key) last = { text, path: key, root: locateJson(text, path, jsonc) };
+    return last.root;
+  };
+  const collectionAt = (text: string, collection: ServerCollection) => at(text, mapPath(collection));
   return {
     parse: (text) => {
       const root = parse(text);
       return root === undefined ? undefined : getNodeValue(root);
     },
-    entries: (text, collection) => readEntries(parse(text), collection),
-    insertEntry: (text, collection, name, value) => setProperty(text, parse(text), mapPath(collection), name, value),
+    valueAt: (text, path) => {
+      let node = at(text, path);
+      for (const step of path) {
+        if (node?.type !== "object") return undefined;
+        node = propertyOf(node, step)?.children?.[1];
+      }
+      return node === undefined ? undefined : getNodeValue(node);
+    },
+    entries: (text, collection) => readEntries(collectionAt(text, collection), collection),
+    insertEntry: (text, collection, name, value) =>
+      setProperty(text, collectionAt(text, collection), mapPath(collection), name, value),
     setEntryKey: (text, collection, name, key, value) =>
-      setProperty(text, parse(text), [...mapPath(collection), name], key, value),
+      setProperty(text, collectionAt(text, collection), [...mapPath(collection), name], key, value),
     removeEntryKey: (text, collection, name, key) =>
-      removeProperty(text, parse(text), [...mapPath(collection), name], key),
-    removeEntry: (text, collection, name) => removeProperty(text, parse(text), mapPath(collection), name),
+      removeProperty(text, collectionAt(text, collection), [...mapPath(collection), name], key),
+    removeEntry: (text, collection, name, emptyForm) =>
+      removeProperty(text, collectionAt(text, collection), mapPath(collection), name, emptyForm),
+    emptyForm: (text, collection) => {
+      const object = objectAt(collectionAt(text, collection), mapPath(collection));
+      if (object === undefined || (object.children?.length ?? 0) > 0) return undefined;
+      const inner = text.slice(object.offset + 1, object.offset + object.length - 1);
+      return inner !== "" && inner.trim() === "" ? inner : undefined;
+    },
   };
 }
 
@@ -40,21 +65,35 @@ function mapPath(collection: ServerCollection): readonly string[] {
  * them); mcpmgr only adds them where the file already uses them.
  */
 function parseJson(text: string, jsonc: boolean): Node | undefined {
+  refuseTooDeep(text);
+  const errors: ParseError[] = [];
+  const root = parseTree(text, errors, PARSE_OPTIONS);
+  const [first] = errors;
+  if (first !== undefined) throw syntaxError(text, first, jsonc);
+  return root;
+}
+
+/** The file as far as an edit of the collection at `path` needs it (json-locate.ts), checked as parseJson checks. */
+function locateJson(text: string, path: readonly string[], jsonc: boolean): Node | undefined {
+  refuseTooDeep(text);
+  const { root, error } = locate(text, path);
+  if (error !== undefined) throw syntaxError(text, error, jsonc);
+  return root;
+}
+
+function refuseTooDeep(text: string): void {
   const tooDeep = deeperThan(text, maxDepth);
   if (tooDeep !== undefined) {
     throw new ConfigParseError(
       `it nests arrays and objects deeper than ${maxDepth} levels (${lineColumn(text, tooDeep)}), which no client's settings do`,
     );
   }
-  const errors: ParseError[] = [];
-  const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: true });
-  const [first] = errors;
-  if (first !== undefined) {
-    throw new ConfigParseError(
-      `it is not valid ${jsonc ? "JSON with comments" : "JSON"} (${lineColumn(text, first.offset)}: ${describeError(first)})`,
-    );
-  }
-  return root;
+}
+
+function syntaxError(text: string, error: ParseError, jsonc: boolean): ConfigParseError {
+  return new ConfigParseError(
+    `it is not valid ${jsonc ? "JSON with comments" : "JSON"} (${lineColumn(text, error.offset)}: ${describeError(error)})`,
+  );
 }
 
 /**
@@ -230,7 +269,13 @@ function insertProperty(text: string, object: Node, key: string, value: unknown,
     : splice(text, lastEnd, 0, `, ${compact}`);
 }
 
-function removeProperty(text: string, root: Node | undefined, path: readonly string[], key: string): string {
+function removeProperty(
+  text: string,
+  root: Node | undefined,
+  path: readonly string[],
+  key: string,
+  emptyForm = "",
+): string {
   const object = objectAt(root, path);
   const properties = object?.children ?? [];
   const index = properties.findLastIndex((property) => property.children?.[0]?.value === key);
@@ -247,7 +292,7 @@ function removeProperty(text: string, root: Node | undefined, path: readonly str
     // Its own line(s), with whatever comment trails it: those lines go.
     const start = lineStart(text, property.offset);
     const without = splice(text, start, after.nextLine - start, "");
-    if (properties.length === 1) return collapseEmpty(without, object as Node, after.nextLine - start);
+    if (properties.length === 1) return emptied(without, object as Node, after.nextLine - start, emptyForm);
     // Without a comma of its own it was the last one: the one before it must not keep a dangling comma.
     return isLast && after.commaEnd === undefined && previousComma !== undefined
       ? splice(without, previousComma - 1, 1, "")
@@ -263,9 +308,12 @@ function removeProperty(text: string, root: Node | undefined, path: readonly str
   return splice(text, property.offset, stop - property.offset, "");
 }
 
-/** An object left with nothing but whitespace between its braces is written `{}`. */
-function collapseEmpty(text: string, object: Node, removed: number): string {
+/**
+ * An object left with nothing but whitespace between its braces is written as it was before
+ * mcpmgr's first entry went in (`emptyForm`: `{\n  }` stays so), `{}` when that is not known.
+ */
+function emptied(text: string, object: Node, removed: number, emptyForm: string): string {
   const open = object.offset;
   const close = object.offset + object.length - 1 - removed;
-  return text.slice(open + 1, close).trim() === "" ? splice(text, open, close - open + 1, "{}") : text;
+  return text.slice(open + 1, close).trim() === "" ? splice(text, open, close - open + 1, `{${emptyForm}}`) : text;
 }

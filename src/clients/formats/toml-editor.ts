@@ -69,6 +69,14 @@ function editKeepingEol(text: string, path: string, value: unknown, options?: { 
 
 const tomlEditor: FormatEditor = {
   parse: (text) => parseToml(text),
+  valueAt: (text, path) => {
+    let node: unknown = parseToml(text);
+    for (const step of path) {
+      if (typeof node !== "object" || node === null || Array.isArray(node)) return undefined;
+      node = (node as Record<string, unknown>)[step];
+    }
+    return node;
+  },
   entries: (text, collection): EntryMap => new Map(Object.entries(collectionOf(parseToml(text), collection) ?? {})),
   insertEntry: (text, collection, name, value) => {
     collectionOf(parseToml(text), collection);

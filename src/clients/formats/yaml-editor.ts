@@ -26,38 +26,61 @@ import { detectStyle, indentBefore, lineStart, nextLineStart, splice, type TextS
 type Range = [number, number, number];
 type Ranged = Node & { range: Range };
 
-export const yamlEditor: FormatEditor = {
-  parse: (text) => parse(text).toJS(),
-  entries: (text, collection) => {
-    const found = findCollection(parse(text), collection);
-    const entries = new Map<string, unknown>();
-    if (found.node === undefined) return entries;
-    if (collection.kind === "map") {
-      for (const pair of (found.node as YAMLMap).items) entries.set(String(scalarValue(pair.key)), toJS(pair.value));
-    } else {
-      for (const item of (found.node as YAMLSeq).items) {
-        const value = toJS(item);
-        const name = (value as Record<string, unknown> | null)?.[collection.nameKey];
-        if (typeof name === "string") entries.set(name, value);
+export function yamlEditor(): FormatEditor {
+  const parse = parser();
+  return {
+    parse: (text) => parse(text).toJS(),
+    valueAt: (text, path) => toJS(parse(text).getIn(path, true)),
+    entries: (text, collection) => {
+      const found = findCollection(parse(text), collection);
+      const entries = new Map<string, unknown>();
+      if (found.node === undefined) return entries;
+      if (collection.kind === "map") {
+        for (const pair of (found.node as YAMLMap).items) entries.set(String(scalarValue(pair.key)), toJS(pair.value));
+      } else {
+        for (const item of (found.node as YAMLSeq).items) {
+          const value = toJS(item);
+          const name = (value as Record<string, unknown> | null)?.[collection.nameKey];
+          if (typeof name === "string") entries.set(name, value);
+        }
       }
-    }
-    return entries;
-  },
-  insertEntry: (text, collection, name, value) => insertEntry(text, collection, name, value),
-  setEntryKey: (text, collection, name, key, value) => setEntryKey(text, collection, name, key, value),
-  removeEntryKey: (text, collection, name, key) => {
-    const entry = findEntry(text, collection, name);
-    const pair = entry?.map.items.find((candidate) => scalarValue(candidate.key) === key);
-    if (entry === undefined || pair === undefined) return text;
-    if (collection.kind === "list" && pair === entry.map.items[0]) {
-      throw new ConfigParseError(`"${key}" shares its line with the list dash in entry "${name}"`);
-    }
-    return removeLines(text, pairStart(text, pair), pairEnd(text, pair));
-  },
-  removeEntry: (text, collection, name) => removeEntry(text, collection, name),
-};
+      return entries;
+    },
+    insertEntry: (text, collection, name, value) => insertEntry(parse, text, collection, name, value),
+    setEntryKey: (text, collection, name, key, value) => setEntryKey(parse, text, collection, name, key, value),
+    removeEntryKey: (text, collection, name, key) => {
+      const entry = findEntry(parse, text, collection, name);
+      const pair = entry?.map.items.find((candidate) => scalarValue(candidate.key) === key);
+      if (entry === undefined || pair === undefined) return text;
+      if (collection.kind === "list" && pair === entry.map.items[0]) {
+        throw new ConfigParseError(`"${key}" shares its line with the list dash in entry "${name}"`);
+      }
+      return removeLines(text, pairStart(text, pair), pairEnd(text, pair));
+    },
+    removeEntry: (text, collection, name) => removeEntry(parse, text, collection, name),
+  };
+}
 
-function parse(text: string) {
+type Doc = ReturnType<typeof parseOnce>;
+type Parse = (text: string) => Doc;
+
+/**
+ * One edit asks about the same text several times (its entries, then an insert): parsed once
+ * per editor, and an editor lives for one edit. The library keeps a node per value, with its
+ * source range, so the document is the bulk of an edit's memory (~100 times the file's size).
+ */
+function parser(): Parse {
+  let last: { readonly text: string; readonly doc: Doc } | undefined;
+  return (text) => {
+    if (last?.text !== text) {
+      last = undefined;
+      last = { text, doc: parseOnce(text) };
+    }
+    return last.doc;
+  };
+}
+
+function parseOnce(text: string) {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: false });
   const [first] = doc.errors;
   // Valid YAML, but not one configuration: no client reads a second document (the library's own message names its API).
@@ -102,7 +125,7 @@ function topKey(collection: ServerCollection): string {
   return key;
 }
 
-function findCollection(doc: ReturnType<typeof parse>, collection: ServerCollection): Found {
+function findCollection(doc: Doc, collection: ServerCollection): Found {
   const key = topKey(collection);
   if (!isMap(doc.contents)) return {};
   const pair = (doc.contents.items as Pair<Node, Node | null>[]).find(
@@ -147,6 +170,7 @@ function endOfBlock(text: string, node: Ranged, style: TextStyle): { at: number;
 }
 
 function insertEntry(
+  parse: Parse,
   text: string,
   collection: ServerCollection,
   name: string,
@@ -206,7 +230,7 @@ interface FoundEntry {
   readonly collection: YAMLMap | YAMLSeq;
 }
 
-function findEntry(text: string, collection: ServerCollection, name: string): FoundEntry | undefined {
+function findEntry(parse: Parse, text: string, collection: ServerCollection, name: string): FoundEntry | undefined {
   const found = findCollection(parse(text), collection);
   if (found.node === undefined) return undefined;
   if (collection.kind === "map") {
@@ -258,8 +282,8 @@ function removeLines(text: string, start: number, end: number): string {
   return splice(text, start, end - start, "");
 }
 
-function removeEntry(text: string, collection: ServerCollection, name: string): string {
-  const entry = findEntry(text, collection, name);
+function removeEntry(parse: Parse, text: string, collection: ServerCollection, name: string): string {
+  const entry = findEntry(parse, text, collection, name);
   if (entry === undefined) return text;
   if (entry.siblings > 1) return removeLines(text, entry.start, entry.end);
   // The last one: the collection stays, empty (`extensions: {}`), so the client still finds the key it expects.
@@ -271,8 +295,15 @@ function removeEntry(text: string, collection: ServerCollection, name: string): 
   return splice(emptied, keyNode.range[1] + 1, 0, collection.kind === "map" ? " {}" : " []");
 }
 
-function setEntryKey(text: string, collection: ServerCollection, name: string, key: string, value: unknown): string {
-  const entry = findEntry(text, collection, name);
+function setEntryKey(
+  parse: Parse,
+  text: string,
+  collection: ServerCollection,
+  name: string,
+  key: string,
+  value: unknown,
+): string {
+  const entry = findEntry(parse, text, collection, name);
   if (entry === undefined) throw new ConfigParseError(`the entry "${name}" is gone`);
   const style = detectStyle(text);
   const pair = entry.map.items.find((candidate) => scalarValue(candidate.key) === key) as Pair<Node, Node | null>;

@@ -1,0 +1,77 @@
+/**
+ * What mcpmgr remembers of its entries beyond the keys it writes (client-registrations.json):
+ *
+ * - the keys the user or the client added to an entry of a recorded workload, kept while it is
+ *   stopped and put back when the same workload (same createdAt) starts again (review 9 F5): a
+ *   workload removed and run again under its name is another server, whose tools nobody approved;
+ * - how an empty collection was written when mcpmgr's first entry went in (`{\n  }`), for when
+ *   its last entry goes (review 9 F10).
+ */
+import type { KeptKeys, OwnedEntry, Registrations } from "../state/client-registrations.ts";
+import { keptIn } from "../state/client-registrations.ts";
+import type { WorkloadEndpoint } from "./types.ts";
+
+/** The keys of an entry mcpmgr did not write, undefined when there are none. */
+export function addedKeys(
+  current: Readonly<Record<string, unknown>>,
+  written: Readonly<Record<string, unknown>>,
+): Record<string, unknown> | undefined {
+  const added = Object.entries(current).filter(([key]) => !(key in written));
+  return added.length > 0 ? Object.fromEntries(added) : undefined;
+}
+
+/** A recorded workload's entry went on a stop (it may start again): what was added to it is kept for then. */
+export function keepAddedKeys(
+  registrations: Registrations,
+  client: string,
+  file: string,
+  name: string,
+  entry: OwnedEntry,
+  added: Readonly<Record<string, unknown>>,
+): void {
+  if (entry.pid !== undefined || entry.createdAt === undefined) return;
+  keptIn(registrations, client, file)[name] = { group: entry.group, createdAt: entry.createdAt, keys: { ...added } };
+}
+
+export interface TakenKeys {
+  /** The keys to put into the new entry (none of mcpmgr's own). */
+  readonly restored: Readonly<Record<string, unknown>>;
+  /** Puts them back for a later start, when the entry could not be written this time. */
+  readonly giveBack: () => void;
+}
+
+/** The kept keys of the workload's entry, taken out of the record (once; another workload's are dropped). */
+export function takeKeptKeys(
+  registrations: Registrations,
+  client: string,
+  file: string,
+  workload: WorkloadEndpoint,
+  managed: readonly string[],
+): TakenKeys {
+  const kept = keptIn(registrations, client, file);
+  const taken: KeptKeys | undefined = kept[workload.name];
+  delete kept[workload.name];
+  const same = taken !== undefined && taken.group === workload.group && taken.createdAt === workload.createdAt;
+  return {
+    restored: same ? Object.fromEntries(Object.entries(taken.keys).filter(([key]) => !managed.includes(key))) : {},
+    giveBack: () => {
+      if (same) keptIn(registrations, client, file)[workload.name] = taken;
+    },
+  };
+}
+
+/** Drops the kept keys `matches` picks (the client no longer follows their group, or the group is gone). */
+export function forgetKept(registrations: Registrations, matches: (client: string, kept: KeptKeys) => boolean): void {
+  for (const [id, files] of Object.entries(registrations.kept)) {
+    for (const entries of Object.values(files)) {
+      for (const [name, kept] of Object.entries(entries)) if (matches(id, kept)) delete entries[name];
+    }
+  }
+}
+
+/** The collection's empty form goes from a removed entry to another of mcpmgr's in the file, which may be the last. */
+export function passOnEmptyForm(entries: Record<string, OwnedEntry>, name: string, removed: OwnedEntry): void {
+  if (removed.emptyForm === undefined) return;
+  const heir = Object.entries(entries).find(([other, owned]) => other !== name && owned.emptyForm === undefined);
+  if (heir !== undefined) heir[1].emptyForm = removed.emptyForm;
+}
