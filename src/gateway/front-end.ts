@@ -14,7 +14,8 @@
  * statelessly whatever session id it carries) is routed by a map lookup; a
  * session answers only the caller that opened it (another caller's request is 404, as for
  * a session that does not exist), and at most `maxSessions` are open at once. A session's
- * tools/call of a routed tool is relayed past the SDK (pass-through.ts) once its id is claimed.
+ * tools/call of a routed tool is relayed past the SDK (pass-through.ts) once its id is claimed, and so
+ * is a 2026-07-28 caller's, once its Mcp-Param headers are checked (modern-pass-through.ts).
  */
 import { createMcpHandler, isLegacyRequest, type Server } from "@modelcontextprotocol/server";
 import type { Handler } from "../proxy/handler.ts";
@@ -27,6 +28,7 @@ import { createGatewayServer, type GatewayServerOptions } from "./gateway-server
 import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
 import { namesPerRequestRevision } from "../proxy/mcp-message.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
+import { modernPassThrough } from "./modern-pass-through.ts";
 import { passThrough } from "./pass-through.ts";
 import { anyResult } from "./sdk.ts";
 import { SessionTransport } from "./session-transport.ts";
@@ -248,6 +250,10 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       const call = req.headers.get("mcp-method")?.trim() === "tools/call" ? body : undefined;
       const refusal = call && paramHeadersRefused(request, call);
       if (refusal) return refusal;
+      // A routed tool's call goes past the SDK's per-request server (modern-pass-through.ts); undefined: the SDK answers it.
+      const relayed =
+        call && !Array.isArray(call.value) ? await modernPassThrough(options, poolOf(req), req, call) : undefined;
+      if (relayed !== undefined) return relayed;
       const params = (parsedBody as { params?: unknown } | undefined)?.params;
       if (typeof params === "object" && params !== null && !Array.isArray(params))
         sentParams.set(request, params as Record<string, unknown>);
