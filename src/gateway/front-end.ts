@@ -28,7 +28,7 @@ import { createGatewayServer, type GatewayServerOptions } from "./gateway-server
 import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
 import { namesPerRequestRevision } from "../proxy/mcp-message.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
-import { modernPassThrough } from "./modern-pass-through.ts";
+import { modernPassThrough, plainModernCall } from "./modern-pass-through.ts";
 import { passThrough } from "./pass-through.ts";
 import { anyResult } from "./sdk.ts";
 import { SessionTransport } from "./session-transport.ts";
@@ -244,16 +244,22 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
         headers: { allow: "POST" },
       });
     }
+    // A 2026-07-28 tools/call in its plain form is one the SDK would classify as such: its Mcp-Param headers
+    // are checked, and a routed tool's call goes past the SDK's per-request server (modern-pass-through.ts),
+    // before the SDK's classification (which validates the envelope again); undefined: the SDK answers it.
+    const plain = body && plainModernCall(req, body);
+    if (plain) {
+      const refusal = paramHeadersRefused(req, body);
+      if (refusal) return refusal;
+      const relayed = await modernPassThrough(options, poolOf(req), req, plain);
+      if (relayed !== undefined) return relayed;
+    }
     if (!(await isLegacyRequest(request, parsedBody))) {
       // A 2026-07-28 tools/call (it must say so in Mcp-Method, or the SDK refuses it) is checked for its
       // Mcp-Param headers first.
       const call = req.headers.get("mcp-method")?.trim() === "tools/call" ? body : undefined;
       const refusal = call && paramHeadersRefused(request, call);
       if (refusal) return refusal;
-      // A routed tool's call goes past the SDK's per-request server (modern-pass-through.ts); undefined: the SDK answers it.
-      const relayed =
-        call && !Array.isArray(call.value) ? await modernPassThrough(options, poolOf(req), req, call) : undefined;
-      if (relayed !== undefined) return relayed;
       const params = (parsedBody as { params?: unknown } | undefined)?.params;
       if (typeof params === "object" && params !== null && !Array.isArray(params))
         sentParams.set(request, params as Record<string, unknown>);

@@ -193,27 +193,44 @@ function streamableTransport(upstream: Upstream): StreamableHTTPClientTransport 
   return transport instanceof StreamableHTTPClientTransport ? transport : undefined;
 }
 
+/** A 2026-07-28 tools/call in the plain form the lane takes (`plainModernCall`). */
+export interface PlainModernCall {
+  readonly id: string | number;
+  readonly params: Json;
+  readonly envelope: Json;
+}
+
 /**
- * Relays a 2026-07-28 caller's tools/call past the SDK, or undefined when the SDK must answer it.
- * `body` is the POST's body as the policies left it, its Mcp-Param-* headers already checked against
- * the tool (front-end.ts); `pool` is the caller's.
+ * The request as a 2026-07-28 tools/call the lane may take, or undefined: checked on the headers and
+ * the body the policies parsed, without the SDK. Such a request is one the SDK classifies as a
+ * 2026-07-28 request and serves (its envelope claims the revision its MCP-Protocol-Version names), so
+ * the front end asks this before the SDK's own classification.
  */
-export async function modernPassThrough(
-  options: ModernPassThroughOptions,
-  pool: UpstreamPool,
-  req: Request,
-  body: RpcBody,
-): Promise<Response | undefined> {
+export function plainModernCall(req: Request, body: RpcBody): PlainModernCall | undefined {
   const message = body.value;
   if (!isObject(message) || message.method !== "tools/call" || message.jsonrpc !== "2.0") return undefined;
   const id = message.id;
   if (typeof id !== "string" && !Number.isSafeInteger(id)) return undefined;
   const params = relayableParams(message.params);
   if (params === undefined) return undefined;
-  const name = params.name as string;
-  const revision = plainHeaders(req.headers, name);
+  const revision = plainHeaders(req.headers, params.name as string);
   const envelope = revision === undefined ? undefined : plainEnvelope(params._meta, revision);
-  if (envelope === undefined) return undefined;
+  return envelope === undefined ? undefined : { id: id as string | number, params, envelope };
+}
+
+/**
+ * Relays a plain 2026-07-28 tools/call (`plainModernCall`) past the SDK, or undefined when the SDK must
+ * answer it. Its Mcp-Param-* headers have been checked against the tool (front-end.ts); `pool` is the
+ * caller's.
+ */
+export async function modernPassThrough(
+  options: ModernPassThroughOptions,
+  pool: UpstreamPool,
+  req: Request,
+  call: PlainModernCall,
+): Promise<Response | undefined> {
+  const { id, params, envelope } = call;
+  const name = params.name as string;
   const { catalog, search } = options;
   if (search !== undefined && !search.routesDirectly(name, req, id as JsonRpcId)) return undefined;
   const owned = catalog.view.toolNames.byGatewayName.get(name);
@@ -278,8 +295,8 @@ export async function modernPassThrough(
   return new RelayedCall(options.timeoutMs, { pool }, req, {
     workload: owned.workload,
     upstream,
-    id: id as string | number,
-    key: id as string | number,
+    id,
+    key: id,
     upstreamId,
     progressToken,
     era,
