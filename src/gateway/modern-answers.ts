@@ -89,8 +89,9 @@ export function modernCallerEra(caller: ModernCaller): CallerEra {
     result: (result) => (caller.modernMember ? modernResult(result) : complete(result)),
     error(error) {
       const plain = plainError(error);
-      if (!caller.modernMember && plain.code === URL_ELICITATION_REQUIRED) {
-        // As the SDK path's handler answers it (modern-caller.ts `urlElicitationAnswer`).
+      if (plain.code === URL_ELICITATION_REQUIRED) {
+        // As the SDK path's handler answers it (modern-caller.ts `urlElicitationAnswer`), from a member of
+        // either era (a 2026-07-28 member must not send it, but one that does is answered the same way).
         const round = urlElicitationRound(0, plain as { code: number; message: string }, caller.capabilities);
         if (round.error !== undefined) return { error: plainError(round.error) };
         return { result: encoded(round.result as Json, caller.serverInfo) };

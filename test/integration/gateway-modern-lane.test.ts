@@ -20,6 +20,7 @@ import {
   startConformanceServer,
 } from "../support/conformance.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
+import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 import { type Running, spawnUntil } from "../support/processes.ts";
 import { type RecordedRequest, type RecordingProxy, startRecordingProxy } from "../support/recording-proxy.ts";
 import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
@@ -33,11 +34,13 @@ let group: TestGroup;
 let gatewayUrl: string;
 let legacyHttp: RunningFixture;
 let urlServer: Running & { match: RegExpExecArray };
+let remote: MemberServer;
 const relays: Record<string, RecordingProxy> = {};
 
 beforeAll(async () => {
   group = await createTestGroup();
   legacyHttp = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE });
+  remote = startMemberServer({ name: "remote", tools: ["echo", "refuse_it"] });
   urlServer = await spawnUntil([process.execPath, URL_FIXTURE, "legacy-http"], /listening on (http:\/\/\S+)/, {
     timeoutMs: 15_000,
   });
@@ -48,6 +51,7 @@ beforeAll(async () => {
     probe: group.run(await group.packageOf(PROBE_FIXTURE), "src-probe", "src26"),
     hl: legacyHttp.url,
     ul: urlServer.match[1] as string,
+    ms: remote.url,
   };
   for (const [name, target] of Object.entries(targets)) {
     relays[name] = startRecordingProxy(target);
@@ -61,6 +65,7 @@ afterAll(async () => {
   for (const relay of Object.values(relays)) relay.stop();
   await legacyHttp?.stop();
   await urlServer?.stop();
+  await remote?.stop();
 });
 
 type Message = { id?: unknown; method?: string; params?: any; result?: any; error?: any };
@@ -183,6 +188,17 @@ test("results of both eras' members reach the caller as through the SDK, stamped
     expect(outcome.lane.answer?.result?.resultType).toBe("complete");
     expect(outcome.lane.answer?.result?._meta["io.modelcontextprotocol/serverInfo"].name).toBe("mcpmgr-gateway-lane26");
   }
+});
+
+test("a member's JSON-RPC error reaches the caller as through the SDK, with its code, message and data", async () => {
+  const refused = await both("ms", "refuse_it", { args: { a: 1 } });
+  expectSame(refused);
+  expect(refused.lane.answer?.error).toEqual({
+    code: -32602,
+    message: "remote refuses refuse_it",
+    data: { tool: "refuse_it" },
+  });
+  expect(refused.lane.status).toBe(200);
 });
 
 test("a 2026-07-28 member gets the caller's capabilities (only what it may ask for), its revision and the gateway's identity", async () => {
