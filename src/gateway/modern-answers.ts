@@ -14,7 +14,7 @@ import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
 import { URL_ELICITATION_REQUIRED, urlElicitationRound } from "../proxy/stdio-bridge/older-server.ts";
 import { withoutMemberIdentity } from "./modern-caller.ts";
-import { type CallerAnswer, type CallerEra, plainError, SESSION_ERA } from "./relayed-call.ts";
+import { type CallerAnswer, type CallerEra, plainError, SESSION_ERA } from "./caller-era.ts";
 
 type Json = Record<string, unknown>;
 
