@@ -40,7 +40,7 @@ const relays: Record<string, RecordingProxy> = {};
 beforeAll(async () => {
   group = await createTestGroup();
   legacyHttp = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE });
-  remote = startMemberServer({ name: "remote", tools: ["echo", "refuse_it"] });
+  remote = startMemberServer({ name: "remote", tools: ["echo", "refuse_it", "wait_it"] });
   urlServer = await spawnUntil([process.execPath, URL_FIXTURE, "legacy-http"], /listening on (http:\/\/\S+)/, {
     timeoutMs: 15_000,
   });
@@ -387,6 +387,23 @@ test("a client that closes its request cancels the call at the member", async ()
   await sleeping;
   expect(await until(async () => (await stats()).aborted.length === before + 1)).toBe(true);
   expect(await until(() => relayed?.aborted === true)).toBe(true);
+});
+
+test("a 2025-era member hears a closed request as notifications/cancelled for the call, on either path", async () => {
+  const relay = relays.ms as RecordingProxy;
+  const cancelled = (id: unknown) =>
+    relay.seen.some((r) => r.body?.method === "notifications/cancelled" && r.body.params?.requestId === id);
+  for (const viaSdk of [false, true]) {
+    const abort = new AbortController();
+    const before = relay.calls("wait_it").length;
+    const waiting = post("ms_wait_it", { viaSdk, signal: abort.signal }).catch(() => undefined);
+    expect(await until(() => relay.calls("wait_it").length === before + 1)).toBe(true);
+    const id = relay.calls("wait_it").at(-1)?.body?.id;
+    expect(typeof id).toBe(viaSdk ? "number" : "string");
+    abort.abort();
+    await waiting;
+    expect(await until(() => cancelled(id))).toBe(true);
+  }
 });
 
 test("a call past MCPMGR_REQUEST_TIMEOUT fails as on the SDK path and is cancelled at the member; progress keeps it alive", async () => {
