@@ -22,8 +22,8 @@
  * handler, and the handler would forward it: the checks below are narrower than the SDK's (every
  * envelope and header in its plain form, params the handler knows, a routed tool of an available
  * member over streamable HTTP). Anything else returns undefined before anything is sent, and the SDK
- * answers it as before (its refusals included): a Base64 `Mcp-Name`, unknown `_meta` keys, an
- * `elicitation: {}` capability it would rewrite, a sampling or roots answer in `inputResponses`, ...
+ * answers it as before (its refusals included): a Base64 `Mcp-Name`, unknown `_meta` keys, a
+ * capability it knows in an odd form, a sampling or roots answer in `inputResponses`, ...
  */
 import {
   CLIENT_CAPABILITIES_META_KEY,
@@ -82,27 +82,30 @@ function only(value: Json, keys: ReadonlySet<string>): boolean {
   return true;
 }
 
+const KNOWN_CAPABILITIES = new Set(["sampling", "elicitation", "roots", "experimental", "extensions"]);
 const SAMPLING_KEYS = new Set(["context", "tools"]);
 const ELICITATION_KEYS = new Set(["form", "url"]);
 const ROOTS_KEYS = new Set(["listChanged"]);
 const FORM_KEYS = new Set(["applyDefaults"]);
 
 /**
- * Client capabilities in the form the SDK's schema takes as it is (no key it would drop or rewrite):
- * then the SDK path's capabilities and the caller's are the same object, key for key.
+ * Client capabilities the SDK's schema surely accepts: the ones it knows in their plain form (it
+ * ignores the others, and so does the gateway: only sampling, elicitation and roots reach a member).
+ * The SDK path hands a member the capabilities as the caller wrote them, so does the lane.
  */
 function plainCapabilities(capabilities: unknown): boolean {
   if (!isObject(capabilities)) return false;
   for (const key in capabilities) {
     const value = capabilities[key];
+    if (!KNOWN_CAPABILITIES.has(key)) continue;
     if (!isObject(value)) return false;
     switch (key) {
       case "sampling":
         if (!only(value, SAMPLING_KEYS) || !Object.values(value).every(isObject)) return false;
         break;
       case "elicitation": {
-        // An empty one is read as form mode by the SDK: its path answers that.
-        if (Object.keys(value).length === 0 || !only(value, ELICITATION_KEYS)) return false;
+        // An empty one means form mode (the SDK reads it so when it checks a requirement).
+        if (!only(value, ELICITATION_KEYS)) return false;
         if (!Object.values(value).every(isObject)) return false;
         const form = value.form as Json | undefined;
         if (form !== undefined && !only(form, FORM_KEYS)) return false;
@@ -113,12 +116,8 @@ function plainCapabilities(capabilities: unknown): boolean {
         if (!only(value, ROOTS_KEYS) || (value.listChanged !== undefined && typeof value.listChanged !== "boolean"))
           return false;
         break;
-      case "experimental":
-      case "extensions":
+      default: // experimental, extensions
         if (!Object.values(value).every(isObject)) return false;
-        break;
-      default:
-        return false;
     }
   }
   return true;

@@ -219,6 +219,13 @@ test("a 2026-07-28 member gets the caller's capabilities (only what it may ask f
   expect(meta["io.modelcontextprotocol/protocolVersion"]).toBe("2026-07-28");
   expect(meta["io.modelcontextprotocol/clientInfo"].name).toBe("mcpmgr-gateway");
   expect(outcome.laneSent.headers.get("mcp-name")).toBe("test_simple_text");
+  // What most clients declare: a bare elicitation (form mode), and capabilities the gateway does not pass on.
+  const usual = { sampling: {}, elicitation: {}, roots: { listChanged: true }, tasks: { list: {} } };
+  for (const member of ["cm", "cl", "hl"])
+    expectSame(await both(member, "test_simple_text", { meta: envelope(usual) }));
+  const bare = await both("cm", "test_input_required_result_elicitation", { meta: envelope(usual) });
+  expectSame(bare);
+  expect(bare.lane.answer?.result.resultType).toBe("input_required");
   // A 2025-era member gets a session's call: no envelope, its session.
   const legacy = await both("hl", "test_simple_text", { meta: envelope(capabilities) });
   expectSame(legacy);

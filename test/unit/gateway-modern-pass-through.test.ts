@@ -44,6 +44,10 @@ test("a plain call is taken, with its id, params and envelope", () => {
     params: { inputResponses: { a: { action: "accept", content: { n: 1, tags: ["x"] } } }, requestState: "s" },
   });
   expect(retry?.params.requestState).toBe("s");
+  // What clients send most: a bare elicitation (form mode), and capabilities the SDK does not know.
+  const capabilities = { sampling: {}, elicitation: {}, roots: { listChanged: true }, tasks: { list: {} } };
+  const taken2 = request({ meta: statelessMeta(capabilities) });
+  expect(taken2?.envelope["io.modelcontextprotocol/clientCapabilities"]).toEqual(capabilities);
 });
 
 test("headers the SDK checks or decodes leave the call to the SDK", () => {
@@ -62,8 +66,10 @@ test("headers the SDK checks or decodes leave the call to the SDK", () => {
 test("an envelope the SDK would read differently, or refuse, leaves the call to the SDK", () => {
   for (const meta of [
     { "io.modelcontextprotocol/protocolVersion": "2099-01-01" },
-    { "io.modelcontextprotocol/clientCapabilities": { elicitation: {} } },
-    { "io.modelcontextprotocol/clientCapabilities": { tasks: {} } },
+    { "io.modelcontextprotocol/clientCapabilities": { elicitation: { form: 5 } } },
+    { "io.modelcontextprotocol/clientCapabilities": { sampling: [] } },
+    { "io.modelcontextprotocol/clientCapabilities": { sampling: { odd: {} } } },
+    { "io.modelcontextprotocol/clientCapabilities": { experimental: { x: true } } },
     { "io.modelcontextprotocol/clientCapabilities": { roots: { listChanged: "yes" } } },
     { "io.modelcontextprotocol/clientCapabilities": { elicitation: { form: { applyDefaults: 1 } } } },
     { "io.modelcontextprotocol/clientCapabilities": undefined },
