@@ -379,11 +379,13 @@ test("requests the revision says must be refused are refused as by the SDK, and 
   expect(relay.seen.length).toBe(seen);
 });
 
+/** The probe's own count of the calls it saw cancelled, and of those still sleeping. */
+async function stats(): Promise<{ aborted: unknown[]; sleeping: number }> {
+  const answer = await call("probe_stats");
+  return JSON.parse(answer.answer?.result.content[0].text);
+}
+
 test("a client that closes its request cancels the call at the member", async () => {
-  const stats = async () => {
-    const answer = await call("probe_stats");
-    return JSON.parse(answer.answer?.result.content[0].text) as { aborted: unknown[]; sleeping: number };
-  };
   const before = (await stats()).aborted.length;
   const abort = new AbortController();
   const sleeping = post("probe_sleep", { args: { ms: 60_000 }, signal: abort.signal }).catch(() => undefined);
@@ -416,7 +418,9 @@ test("a 2025-era member hears a closed request as notifications/cancelled for th
 test("a call past MCPMGR_REQUEST_TIMEOUT fails as on the SDK path and is cancelled at the member; progress keeps it alive", async () => {
   const quick = await group.gatewayWithEnv({ MCPMGR_REQUEST_TIMEOUT: "1s" }, "lane26");
   try {
+    const before = (await stats()).aborted.length;
     const late = await call("probe_sleep", { url: quick.url, args: { ms: 3_000 } });
+    expect(await until(async () => (await stats()).aborted.length === before + 1)).toBe(true);
     const lateSdk = await call("probe_sleep", { url: quick.url, args: { ms: 3_000 }, viaSdk: true });
     expect(late.messages).toEqual(lateSdk.messages);
     expect(late.answer?.error).toEqual({
