@@ -10,7 +10,9 @@
 // "sessions": "shared" (default) opens one session used by every connection;
 // "per-connection" opens one session per connection (N connections = N concurrent
 // client sessions, each connection always on its own; the warm-up's connections and
-// the measured run's get the same N sessions).
+// the measured run's get the same N sessions); "stateless" opens none: every call is a
+// 2026-07-28 request (the revision, method and tool in the Mcp-* headers, the client's
+// revision, identity and capabilities in `_meta`), as a client of that revision sends it.
 //
 // Prints exactly one line of JSON on stdout (the result), progress/errors on stderr.
 //
@@ -21,6 +23,7 @@
 import autocannon from "autocannon";
 
 const PROTOCOL_VERSION = "2025-06-18";
+const STATELESS_VERSION = "2026-07-28";
 const ECHO_TEXT = "bench";
 
 /** @param {string} msg */
@@ -35,15 +38,32 @@ const connections = Number(cfg.connections ?? 1);
 const duration = Number(cfg.duration ?? 10);
 const warmup = Number(cfg.warmup ?? 2);
 const sessionMode = cfg.sessions ?? "shared";
-if (sessionMode !== "shared" && sessionMode !== "per-connection")
-  die(`sessions must be "shared" or "per-connection", got ${JSON.stringify(sessionMode)}`);
+if (sessionMode !== "shared" && sessionMode !== "per-connection" && sessionMode !== "stateless")
+  die(`sessions must be "shared", "per-connection" or "stateless", got ${JSON.stringify(sessionMode)}`);
+const stateless = sessionMode === "stateless";
 
 const baseHeaders = {
   "content-type": "application/json",
   accept: "application/json, text/event-stream",
-  "mcp-protocol-version": PROTOCOL_VERSION,
+  "mcp-protocol-version": stateless ? STATELESS_VERSION : PROTOCOL_VERSION,
+  ...(stateless ? { "mcp-method": "tools/call", "mcp-name": "echo" } : {}),
   // Extra headers a scenario needs on every request (e.g. a bearer token).
   ...(cfg.headers ?? {}),
+};
+
+/** A tools/call echo's params; a 2026-07-28 request carries its envelope in `_meta`. */
+const callParams = {
+  name: "echo",
+  arguments: { text: ECHO_TEXT },
+  ...(stateless
+    ? {
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+          "io.modelcontextprotocol/clientInfo": { name: "mcpmgr-bench", version: "0.1.0" },
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      }
+    : {}),
 };
 
 /**
@@ -70,6 +90,16 @@ async function rpc(body, sessionId) {
     }
   }
   return { status: res.status, headers: res.headers, message, type };
+}
+
+/** The one checked call of a stateless run (no session to open): a broken path fails loudly. */
+async function checkStateless() {
+  const call = await rpc({ jsonrpc: "2.0", id: "check", method: "tools/call", params: callParams });
+  const got = call.message?.result?.content?.[0]?.text;
+  if (call.status !== 200 || got !== `Echo: ${ECHO_TEXT}`) {
+    die(`tools/call check failed: HTTP ${call.status} ${JSON.stringify(call.message)}`);
+  }
+  return { responseType: call.type.split(";")[0] };
 }
 
 async function openSession() {
@@ -121,17 +151,18 @@ function percentile(sorted, p) {
 async function main() {
   // One after the other: a gateway may start a server process per session.
   const sessions = [];
-  for (let i = 0; i < (sessionMode === "shared" ? 1 : connections); i++) sessions.push(await openSession());
-  const { responseType } = sessions[0];
+  if (!stateless)
+    for (let i = 0; i < (sessionMode === "shared" ? 1 : connections); i++) sessions.push(await openSession());
+  const { responseType } = stateless ? await checkStateless() : sessions[0];
   const headersOf = sessions.map(({ sessionId }) => ({ ...baseHeaders, "mcp-session-id": sessionId }));
-  const headers = headersOf[0];
+  const headers = headersOf[0] ?? baseHeaders;
   // `[<id>]` is replaced by autocannon with a fresh id per request: concurrent
   // calls on one session never share a JSON-RPC id, as with a real client.
   const body = JSON.stringify({
     jsonrpc: "2.0",
     id: "[<id>]",
     method: "tools/call",
-    params: { name: "echo", arguments: { text: ECHO_TEXT } },
+    params: callParams,
   });
   const expected = `Echo: ${ECHO_TEXT}`;
 

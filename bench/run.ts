@@ -139,6 +139,7 @@ function loadgenCommand(load: Load, concurrency: number): string[] {
 
 function describeLoad(load: Load): string {
   if (load.kind === "stdio") return "stdio pipe, N requests in flight";
+  if (load.sessions === "stateless") return "HTTP, 2026-07-28 stateless requests (no session)";
   return load.sessions === "per-connection"
     ? "HTTP, one MCP session per connection"
     : "HTTP, one MCP session shared by all connections";

@@ -52,12 +52,13 @@ export type Load =
   /**
    * bench/load.mjs (autocannon) POSTing tools/call to `url`. `sessions`: one MCP
    * session shared by every connection (default), or one session per connection
-   * (N connections = N concurrent client sessions).
+   * (N connections = N concurrent client sessions), or none: every call a 2026-07-28
+   * stateless request (`stateless`).
    */
   | {
       readonly kind: "http";
       readonly url: string;
-      readonly sessions?: "shared" | "per-connection";
+      readonly sessions?: "shared" | "per-connection" | "stateless";
       readonly headers?: Readonly<Record<string, string>>;
     }
   /**
@@ -170,6 +171,66 @@ async function startRunRemote(
 
 /** The stdio scenarios run at 1 connection and at 16 concurrent client sessions. */
 const STDIO_CONCURRENCIES = [1, 16] as const;
+
+/**
+ * `mcpmgr gateway bench` in front of one detached stdio echo workload, in a temporary MCPMGR_HOME;
+ * `stateless`: the load is 2026-07-28 requests (no sessions) instead of one session per connection.
+ */
+async function startGatewayScenario(h: Harness, stateless: boolean): Promise<Running> {
+  const prefix = h.mcpmgrCommand();
+  // Its own MCPMGR_HOME: the group holds just this workload, run detached as users do.
+  const home = mkdtempSync(join(tmpdir(), "mcpmgr-bench-gateway-"));
+  const env = { MCPMGR_HOME: home, MCPMGR_RUNTIME: "process" };
+  const sandboxed = Bun.which("bwrap") !== null;
+  const runArgs = ["run", "--name", "bench-echo", "--group", "bench", `npx://./${ECHO_PKG}`];
+  if (!sandboxed) runArgs.push("--insecure-allow-unsandboxed");
+  const cleanup = async () => {
+    Bun.spawnSync([...prefix, "rm", "bench-echo"], { cwd: h.root, env: { ...process.env, ...env } });
+    rmSync(home, { recursive: true, force: true });
+  };
+  // `run --group` joins an existing group only, so the bench's group is created first.
+  const group = Bun.spawnSync([...prefix, "group", "create", "bench"], {
+    cwd: h.root,
+    env: { ...process.env, ...env },
+  });
+  if (group.exitCode !== 0) {
+    await cleanup();
+    throw new Error(`mcpmgr group create bench failed: ${group.stderr.toString().trim()}`);
+  }
+  const run = Bun.spawnSync([...prefix, ...runArgs], { cwd: h.root, env: { ...process.env, ...env } });
+  if (run.exitCode !== 0) {
+    await cleanup();
+    throw new Error(`mcpmgr ${runArgs.join(" ")} failed: ${run.stderr.toString().trim()}`);
+  }
+  const workloadUrl = run.stdout.toString().trim();
+  const port = h.freePort();
+  // when-needed: a group of one keeps the tool's own name (`echo`), which the load generator calls.
+  const args = ["gateway", "bench", "--port", String(port), "--name-prefix", "when-needed"];
+  const gateway = h.spawn("gateway", [...prefix, ...args], { cwd: h.root, env });
+  const url = `http://127.0.0.1:${port}/mcp`;
+  try {
+    await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, gateway);
+    await h.waitForMcp(url, h.readyTimeoutMs, gateway);
+  } catch (err) {
+    await cleanup();
+    throw new Error(
+      `mcpmgr gateway not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${prefix.join(" ")} ${args.join(" ")}`,
+    );
+  }
+  return {
+    load: { kind: "http", url, sessions: stateless ? "stateless" : "per-connection" },
+    subject: gateway,
+    processes: [gateway],
+    stop: cleanup,
+    notes: [
+      `\`${prefix.join(" ")} ${runArgs.join(" ")}\` (detached, at ${workloadUrl}), then \`${prefix.join(" ")} ${args.join(" ")}\``,
+      stateless
+        ? "2026-07-28 stateless tools/call, no session: the gateway reaches the workload as a 2026-07-28 server over the one upstream connection of its (unauthenticated) caller; the workload's own processes (supervisor, bridge, server) run outside the bench's process tree and are not in the table"
+        : "one gateway session per connection, each with its own upstream session to the workload; the workload's own processes (supervisor, bridge, server) run outside the bench's process tree and are not in the table",
+      "compare with `bridge` (the same server behind `mcpmgr run --foreground`, no gateway): the difference is the gateway hop",
+    ],
+  };
+}
 
 export const scenarios: readonly Scenario[] = [
   {
@@ -456,59 +517,15 @@ export const scenarios: readonly Scenario[] = [
     baseline: "bridge",
     compare: ["stdio-direct"],
     concurrencies: STDIO_CONCURRENCIES,
-    async start(h) {
-      const prefix = h.mcpmgrCommand();
-      // Its own MCPMGR_HOME: the group holds just this workload, run detached as users do.
-      const home = mkdtempSync(join(tmpdir(), "mcpmgr-bench-gateway-"));
-      const env = { MCPMGR_HOME: home, MCPMGR_RUNTIME: "process" };
-      const sandboxed = Bun.which("bwrap") !== null;
-      const runArgs = ["run", "--name", "bench-echo", "--group", "bench", `npx://./${ECHO_PKG}`];
-      if (!sandboxed) runArgs.push("--insecure-allow-unsandboxed");
-      const cleanup = async () => {
-        Bun.spawnSync([...prefix, "rm", "bench-echo"], { cwd: h.root, env: { ...process.env, ...env } });
-        rmSync(home, { recursive: true, force: true });
-      };
-      // `run --group` joins an existing group only, so the bench's group is created first.
-      const group = Bun.spawnSync([...prefix, "group", "create", "bench"], {
-        cwd: h.root,
-        env: { ...process.env, ...env },
-      });
-      if (group.exitCode !== 0) {
-        await cleanup();
-        throw new Error(`mcpmgr group create bench failed: ${group.stderr.toString().trim()}`);
-      }
-      const run = Bun.spawnSync([...prefix, ...runArgs], { cwd: h.root, env: { ...process.env, ...env } });
-      if (run.exitCode !== 0) {
-        await cleanup();
-        throw new Error(`mcpmgr ${runArgs.join(" ")} failed: ${run.stderr.toString().trim()}`);
-      }
-      const workloadUrl = run.stdout.toString().trim();
-      const port = h.freePort();
-      // when-needed: a group of one keeps the tool's own name (`echo`), which the load generator calls.
-      const args = ["gateway", "bench", "--port", String(port), "--name-prefix", "when-needed"];
-      const gateway = h.spawn("gateway", [...prefix, ...args], { cwd: h.root, env });
-      const url = `http://127.0.0.1:${port}/mcp`;
-      try {
-        await h.waitForHttp(`http://127.0.0.1:${port}/health`, h.readyTimeoutMs, gateway);
-        await h.waitForMcp(url, h.readyTimeoutMs, gateway);
-      } catch (err) {
-        await cleanup();
-        throw new Error(
-          `mcpmgr gateway not ready (limit ${h.readyTimeoutMs / 1000} s): ${(err as Error).message}\n    command: ${prefix.join(" ")} ${args.join(" ")}`,
-        );
-      }
-      return {
-        load: { kind: "http", url, sessions: "per-connection" },
-        subject: gateway,
-        processes: [gateway],
-        stop: cleanup,
-        notes: [
-          `\`${prefix.join(" ")} ${runArgs.join(" ")}\` (detached, at ${workloadUrl}), then \`${prefix.join(" ")} ${args.join(" ")}\``,
-          "one gateway session per connection, each with its own upstream session to the workload; the workload's own processes (supervisor, bridge, server) run outside the bench's process tree and are not in the table",
-          "compare with `bridge` (the same server behind `mcpmgr run --foreground`, no gateway): the difference is the gateway hop",
-        ],
-      };
-    },
+    start: (h) => startGatewayScenario(h, false),
+  },
+  {
+    id: "gateway-2026",
+    title: "mcpmgr gateway GROUP → one workload, 2026-07-28 stateless calls",
+    baseline: "bridge",
+    compare: ["gateway"],
+    concurrencies: STDIO_CONCURRENCIES,
+    start: (h) => startGatewayScenario(h, true),
   },
   {
     id: "bridge-container",

@@ -14,7 +14,8 @@
  * statelessly whatever session id it carries) is routed by a map lookup; a
  * session answers only the caller that opened it (another caller's request is 404, as for
  * a session that does not exist), and at most `maxSessions` are open at once. A session's
- * tools/call of a routed tool is relayed past the SDK (pass-through.ts) once its id is claimed.
+ * tools/call of a routed tool is relayed past the SDK (pass-through.ts) once its id is claimed, and so
+ * is a 2026-07-28 caller's, once its Mcp-Param headers are checked (modern-pass-through.ts).
  */
 import { createMcpHandler, isLegacyRequest, type Server } from "@modelcontextprotocol/server";
 import type { Handler } from "../proxy/handler.ts";
@@ -27,6 +28,7 @@ import { createGatewayServer, type GatewayServerOptions } from "./gateway-server
 import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
 import { namesPerRequestRevision } from "../proxy/mcp-message.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
+import { modernPassThrough, plainModernCall } from "./modern-pass-through.ts";
 import { passThrough } from "./pass-through.ts";
 import { anyResult } from "./sdk.ts";
 import { SessionTransport } from "./session-transport.ts";
@@ -250,6 +252,16 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       return jsonRpcError(405, JsonRpcCode.serverError, "Method not allowed without a session", {
         headers: { allow: "POST" },
       });
+    }
+    // A 2026-07-28 tools/call in its plain form is one the SDK would classify as such: its Mcp-Param headers
+    // are checked, and a routed tool's call goes past the SDK's per-request server (modern-pass-through.ts),
+    // before the SDK's classification (which validates the envelope again); undefined: the SDK answers it.
+    const plain = body && plainModernCall(req, body);
+    if (plain) {
+      const refusal = paramHeadersRefused(req, body);
+      if (refusal) return refusal;
+      const relayed = await modernPassThrough(options, poolOf(req), req, plain);
+      if (relayed !== undefined) return relayed;
     }
     if (!(await isLegacyRequest(request, parsedBody))) {
       // A 2026-07-28 tools/call (it must say so in Mcp-Method, or the SDK refuses it) is checked for its

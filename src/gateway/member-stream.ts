@@ -33,6 +33,8 @@ export interface MemberStreamReader {
   readonly url: string;
   /** The call's POST headers: on a resumption the same session, revision, credentials and trace. */
   readonly headers: readonly [string, string][];
+  /** False: an early end is not resumed (2026-07-28 has no resumable streams), whatever ids the stream had. */
+  readonly resumes?: boolean;
   /** Aborted when the call ends (answered, cancelled, timed out): no wait or resumption outlives it. */
   readonly signal: AbortSignal;
   /** One event's data (a message event with data); the reader stops once `answered()` says so. */
@@ -77,7 +79,7 @@ export async function readMemberStream(body: ReadableStream<Uint8Array>, reader:
     }
     if (reader.answered() || reader.signal.aborted) return undefined;
     // An empty id resets it (SSE): no id, nothing to resume from.
-    if (!lastEventId) return why;
+    if (!lastEventId || reader.resumes === false) return why;
     let resumed: ReadableStream<Uint8Array> | undefined;
     while (resumed === undefined) {
       if (failures >= RESUME_LIMITS.maxFailures) return why;

@@ -46,14 +46,22 @@ function declaredCapabilities(ctx: ServerContext): Params {
  * envelope's) and the caller's `inputResponses` and `requestState` as written.
  */
 export function paramsForModernMember(sent: Params, ctx: ServerContext, request: ModernRequest): Params {
-  const envelope = envelopeOf(ctx);
+  return modernMemberParams(sent, envelopeOf(ctx), request.params);
+}
+
+/**
+ * The same from the caller's envelope (`_meta` as the caller wrote it, or as the SDK lifted it) and
+ * its params as sent: what the SDK path hands the SDK client, and what the fast lane
+ * (modern-pass-through.ts) sends itself.
+ */
+export function modernMemberParams(sent: Params, envelope: Params, raw: Params | undefined): Params {
+  const declared = envelope[CLIENT_CAPABILITIES_META_KEY];
   const meta: Params = {
     ...(isObject(sent._meta) ? sent._meta : {}),
-    [CLIENT_CAPABILITIES_META_KEY]: mirrored(declaredCapabilities(ctx)),
+    [CLIENT_CAPABILITIES_META_KEY]: mirrored(isObject(declared) ? declared : {}),
   };
   if (envelope[LOG_LEVEL_META_KEY] !== undefined) meta[LOG_LEVEL_META_KEY] = envelope[LOG_LEVEL_META_KEY];
   const params: Params = { ...sent, _meta: meta };
-  const raw = request.params;
   if (raw?.inputResponses !== undefined) params.inputResponses = raw.inputResponses;
   if (raw?.requestState !== undefined) params.requestState = raw.requestState;
   return params;

@@ -10,13 +10,16 @@
  * member failed, or the timeout passed, which progress resets), or a cancellation (the client's
  * notifications/cancelled or disconnect, or the timeout), which the member hears as
  * notifications/cancelled and which leaves the client without an answer, as MCP asks.
+ * A 2026-07-28 caller's call (modern-pass-through.ts) runs the same way with its own `CallerEra`:
+ * how the member's result and error become the caller's answer, and how the member hears a
+ * cancellation (a 2026-07-28 member: its stream closing, nothing more).
  */
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/server";
-import { isCallToolResult } from "@modelcontextprotocol/server";
 import { errorMessage } from "../errors.ts";
 import { createEventStream, eventStreamResponse, type EventStream } from "../proxy/event-stream.ts";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
+import { type CallerAnswer, type CallerEra, type MemberError, SESSION_ERA } from "./caller-era.ts";
 import { readMemberStream } from "./member-stream.ts";
 import type { SessionTransport } from "./session-transport.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
@@ -29,7 +32,8 @@ const isObject = (value: unknown): value is Json =>
 const jsonWithRaw = JSON as typeof JSON & { rawJSON(text: string): unknown };
 
 export interface RelaySession {
-  readonly transport: SessionTransport;
+  /** A 2025-era session's transport (its ids, cancellations, what its server sends); a 2026-07-28 caller has none. */
+  readonly transport?: SessionTransport | undefined;
   readonly pool: UpstreamPool;
 }
 
@@ -42,18 +46,6 @@ function parseExact(text: string): unknown {
       : value) as never);
 }
 
-/** The common shape of a tool result (text blocks), checked without a schema library. */
-function plainToolResult(result: Json): boolean {
-  const content = result.content;
-  if (!Array.isArray(content)) return false;
-  for (const block of content)
-    if (!isObject(block) || block.type !== "text" || typeof block.text !== "string") return false;
-  return (
-    (result.isError === undefined || typeof result.isError === "boolean") &&
-    (result.structuredContent === undefined || isObject(result.structuredContent))
-  );
-}
-
 export interface RelayTarget {
   readonly workload: string;
   readonly upstream: Upstream;
@@ -63,6 +55,8 @@ export interface RelayTarget {
   readonly key: RequestId;
   readonly upstreamId: string;
   readonly progressToken: string | number | undefined;
+  /** The caller's revision (a 2025-era session's when absent). */
+  readonly era?: CallerEra;
 }
 
 /** One relayed call: the member's exchange, the client's answer, and what ends either. */
@@ -71,6 +65,7 @@ export class RelayedCall {
   readonly #session: RelaySession;
   readonly #req: Request;
   readonly #target: RelayTarget;
+  readonly #era: CallerEra;
   readonly #abort = new AbortController();
   #stream: EventStream | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -83,18 +78,20 @@ export class RelayedCall {
     this.#session = session;
     this.#req = req;
     this.#target = target;
+    this.#era = target.era ?? SESSION_ERA;
   }
 
   async run(url: string, headers: [string, string][], text: string): Promise<Response> {
     const { transport, pool } = this.#session;
     const { workload, key } = this.#target;
-    this.#cleanups.push(
-      transport.relay(key, {
-        cancel: (reason) => this.#cancel(reason ?? "the client cancelled the request"),
-        deliver: (message) => this.#deliver(message),
-      }),
-      pool.track(workload, key),
-    );
+    if (transport !== undefined)
+      this.#cleanups.push(
+        transport.relay(key, {
+          cancel: (reason) => this.#cancel(reason ?? "the client cancelled the request"),
+          deliver: (message) => this.#deliver(message),
+        }),
+      );
+    this.#cleanups.push(pool.track(workload, key));
     const onClientGone = () => this.#cancel("the client went away");
     this.#req.signal.addEventListener("abort", onClientGone, { once: true });
     this.#cleanups.push(() => this.#req.signal.removeEventListener("abort", onClientGone));
@@ -129,16 +126,21 @@ export class RelayedCall {
       return undefined;
     }
     if (!response.ok) {
-      const detail = (await response.text().catch(() => "")).slice(0, 200);
+      const body = await response.text().catch(() => "");
+      // A 2026-07-28 member refuses a call with 400 and a JSON-RPC error for it (-32021, -32020): its answer.
+      const refusal = response.status === 400 && this.#era.errorInBadRequest ? this.#answerIn(body) : undefined;
+      if (refusal !== undefined) return this.#finish(refusal);
       // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
       if (response.status === 404) this.#session.pool.forget(workload);
+      // Worded as the SDK client words an HTTP failure (gateway-server.ts passes its message on), the
+      // member's body cut short: an error message is no place for a large one.
       return this.#failed(
-        `workload '${workload}' failed to answer (HTTP ${response.status}${detail ? `: ${detail}` : ""})`,
+        `workload '${workload}' failed to answer (Error POSTing to endpoint: ${body.slice(0, 1000)})`,
       );
     }
     const type = response.headers.get("content-type") ?? "";
     if (type.includes("text/event-stream")) return this.#relayStream(response, url, headers);
-    const answer = this.#answer(parseExact(await response.text()));
+    const answer = this.#answerIn(await response.text());
     if (answer === undefined) return this.#failed(`workload '${workload}' failed to answer (no answer to the call)`);
     return this.#finish(answer);
   }
@@ -164,7 +166,7 @@ export class RelayedCall {
    * its stream early after an event with an id is resumed (member-stream.ts).
    */
   #relayStream(response: Response, url: string, headers: [string, string][]): undefined {
-    const stream = this.#openStream();
+    if (!this.#era.streamsOnlyWhenNeeded) this.#openStream();
     const onData = (data: string) => {
       if (this.#done) return;
       let message: unknown;
@@ -181,11 +183,12 @@ export class RelayedCall {
       if (this.#isOwnProgress(message)) {
         this.#armTimer();
         const progress = message as { params: Json };
-        stream.send(
+        this.#openStream().send(
           JSON.stringify({ ...progress, params: { ...progress.params, progressToken: this.#target.progressToken } }),
         );
         return;
       }
+      if (isObject(message) && this.#era.memberMessage(message, (text) => this.#openStream().send(text))) return;
       // Requests and notifications from the member: through the session's SDK client, as before.
       this.#target.upstream.transport?.onmessage?.(message as never);
     };
@@ -193,6 +196,7 @@ export class RelayedCall {
     void readMemberStream(response.body as ReadableStream<Uint8Array>, {
       url,
       headers,
+      resumes: this.#era.resumes,
       signal: this.#abort.signal,
       onData,
       answered: () => this.#done,
@@ -215,35 +219,23 @@ export class RelayedCall {
   }
 
   /** The client's answer to the member's response, or undefined when `message` is not that response. */
-  #answer(message: unknown): Json | undefined {
+  #answer(message: unknown): CallerAnswer | undefined {
     if (!isObject(message) || message.id !== this.#target.upstreamId || "method" in message) return undefined;
-    const { id } = this.#target;
-    if (isObject(message.error)) {
-      const { code, message: text, data } = message.error;
-      return {
-        jsonrpc: "2.0",
-        id,
-        error: {
-          code: Number.isSafeInteger(code) ? code : JsonRpcCode.internalError,
-          message: typeof text === "string" ? text : String(text),
-          ...(data !== undefined ? { data } : {}),
-        },
-      };
-    }
-    if (!isObject(message.result)) return undefined;
-    let result = message.result;
-    if (!plainToolResult(result)) {
-      // What the SDK server did to a tool result: one without content gets an empty one, and one that is
-      // no CallToolResult is refused.
-      if (result.content === undefined) result = { ...result, content: [] };
-      if (!isCallToolResult(result))
-        return this.#error(JsonRpcCode.invalidParams, "Invalid tools/call result: not a CallToolResult");
-    }
-    return { jsonrpc: "2.0", id, result };
+    if (isObject(message.error)) return this.#era.error(message.error as unknown as MemberError);
+    return isObject(message.result) ? this.#era.result(message.result) : undefined;
   }
 
-  #error(code: number, message: string, data?: unknown): Json {
-    return { jsonrpc: "2.0", id: this.#target.id, error: { code, message, ...(data !== undefined ? { data } : {}) } };
+  /** The answer in a JSON body from the member, or undefined when it holds none for the call. */
+  #answerIn(text: string): CallerAnswer | undefined {
+    try {
+      return this.#answer(parseExact(text));
+    } catch {
+      return undefined;
+    }
+  }
+
+  #error(code: number, message: string, data?: unknown): CallerAnswer {
+    return { error: { code, message, ...(data !== undefined ? { data } : {}) } };
   }
 
   /** The member could not answer: as the SDK path worded it (gateway-server.ts `unavailable`). */
@@ -257,17 +249,25 @@ export class RelayedCall {
   }
 
   /** Sends the client its answer (on the stream when there is one); the Response when there is none yet. */
-  #finish(answer: Json): Response | undefined {
+  #finish(answer: CallerAnswer): Response | undefined {
     if (this.#done) return undefined;
     this.#end();
-    const text = JSON.stringify(answer);
+    const text = this.#text(answer);
     const stream = this.#stream;
     if (stream !== undefined) {
       stream.send(text);
       stream.close();
       return undefined;
     }
-    return new Response(text, { headers: this.#jsonHeaders() });
+    const response = new Response(text, { status: this.#era.status(answer), headers: this.#jsonHeaders() });
+    // Answered from the member's stream before the client's was needed: the answer is this response.
+    this.#settle?.(response);
+    return response;
+  }
+
+  /** The answer as the client gets it: under its own id, as it wrote it. */
+  #text(answer: CallerAnswer): string {
+    return JSON.stringify({ jsonrpc: "2.0", id: this.#target.id, ...answer });
   }
 
   /** A message the session's server sends in relation to this call (a member's sampling request, a log line). */
@@ -276,14 +276,18 @@ export class RelayedCall {
     return this.#openStream().send(JSON.stringify(message));
   }
 
-  /** The client cancelled, went away, or the time ran out: the member hears notifications/cancelled. */
+  /**
+   * The client cancelled, went away, or the time ran out: the member's stream is closed, and a 2025-era
+   * member hears notifications/cancelled (a 2026-07-28 member takes the closed stream for it).
+   */
   #cancel(reason: string): void {
     if (this.#done) return;
     this.#end();
     const { upstream, upstreamId } = this.#target;
-    void upstream
-      .notification({ method: "notifications/cancelled", params: { requestId: upstreamId, reason } })
-      .catch(() => {});
+    if (this.#era.notifiesCancellation)
+      void upstream
+        .notification({ method: "notifications/cancelled", params: { requestId: upstreamId, reason } })
+        .catch(() => {});
     this.#abort.abort();
     this.#stream?.close();
     this.#settle?.(undefined);
@@ -299,7 +303,7 @@ export class RelayedCall {
         `workload '${this.#target.workload}' failed to answer (Request timed out); its tools, prompts and resources are unavailable`,
         { workload: this.#target.workload },
       );
-      const text = JSON.stringify(answer);
+      const text = this.#text(answer);
       if (this.#stream !== undefined) this.#stream.send(text);
       else this.#settle?.(new Response(text, { headers: this.#jsonHeaders() }));
       this.#cancel("Request timed out");
@@ -317,7 +321,7 @@ export class RelayedCall {
   }
 
   #sessionHeader(): Record<string, string> {
-    const sessionId = this.#session.transport.sessionId;
+    const sessionId = this.#session.transport?.sessionId;
     return sessionId === undefined ? {} : { "mcp-session-id": sessionId };
   }
 

@@ -1,0 +1,485 @@
+/**
+ * The gateway's fast lane for a 2026-07-28 caller's tools/call (src/gateway/modern-pass-through.ts),
+ * against the SDK path it stands in for. Real members behind `mcpmgr gateway`, each reached through a
+ * recording relay (test/support/recording-proxy.ts) registered as a remote workload, so a test sees
+ * what the member was sent and by which path (the lane's ids are strings of its own, the SDK
+ * client's numbers): the 2026-07-28 and the 2025-11-25 conformance fixtures on stdio behind their
+ * bridges (reached as 2026-07-28 servers), the 2025-11-25 conformance fixture and the URL
+ * elicitation fixture over HTTP (2025-era sessions), and the bridge probe on stdio (sleep, progress,
+ * exit). Most calls are made twice: as a 2026-07-28 client writes them (the lane takes them), and
+ * with `Mcp-Name` in its Base64 form, which the SDK reads as the same name and the lane leaves to the
+ * SDK; the caller must get the same answer both ways, and the member the same request.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { join } from "node:path";
+import {
+  CONFORMANCE_FIXTURE,
+  CONFORMANCE_FIXTURE_2026,
+  REPO_ROOT,
+  type RunningFixture,
+  startConformanceServer,
+} from "../support/conformance.ts";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
+import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
+import { type Running, spawnUntil } from "../support/processes.ts";
+import { type RecordedRequest, type RecordingProxy, startRecordingProxy } from "../support/recording-proxy.ts";
+import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
+
+const URL_FIXTURE = join(REPO_ROOT, "test/fixtures/url-elicitation-server.ts");
+
+let group: TestGroup;
+let gatewayUrl: string;
+let legacyHttp: RunningFixture;
+let urlServer: Running & { match: RegExpExecArray };
+let remote: MemberServer;
+const relays: Record<string, RecordingProxy> = {};
+
+beforeAll(async () => {
+  group = await createTestGroup();
+  legacyHttp = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE });
+  remote = startMemberServer({ name: "remote", tools: ["echo", "refuse_it", "wait_it"] });
+  urlServer = await spawnUntil([process.execPath, URL_FIXTURE, "legacy-http"], /listening on (http:\/\/\S+)/, {
+    timeoutMs: 15_000,
+  });
+  // The stdio members run in a group of their own; the gateway's group holds their relays.
+  const targets: Record<string, string> = {
+    cm: group.run(await group.packageOf(CONFORMANCE_FIXTURE_2026), "src-cm", "src26", "stdio"),
+    cl: group.run(await group.packageOf(CONFORMANCE_FIXTURE), "src-cl", "src26", "stdio"),
+    probe: group.run(await group.packageOf(PROBE_FIXTURE), "src-probe", "src26"),
+    hl: legacyHttp.url,
+    ul: urlServer.match[1] as string,
+    ms: remote.url,
+  };
+  for (const [name, target] of Object.entries(targets)) {
+    relays[name] = startRecordingProxy(target);
+    group.run((relays[name] as RecordingProxy).url, name, "lane26");
+  }
+  gatewayUrl = (await group.gateway("lane26")).url;
+}, 180_000);
+
+afterAll(async () => {
+  await group?.cleanup();
+  for (const relay of Object.values(relays)) relay.stop();
+  await legacyHttp?.stop();
+  await urlServer?.stop();
+  await remote?.stop();
+});
+
+type Message = { id?: unknown; method?: string; params?: any; result?: any; error?: any };
+
+interface Answer {
+  readonly status: number;
+  readonly messages: Message[];
+  readonly answer: Message | undefined;
+}
+
+const base64 = (text: string) => `=?base64?${Buffer.from(text).toString("base64")}?=`;
+
+function envelope(capabilities: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+  return { ...statelessMeta(capabilities, { name: "lane26", version: "1" }), ...extra };
+}
+
+async function read(response: Response): Promise<Answer> {
+  const text = await response.text();
+  const messages: Message[] = (response.headers.get("content-type") ?? "").includes("event-stream")
+    ? text
+        .split("\n")
+        .filter((line) => line.startsWith("data:") && line.length > 5)
+        .map((line) => JSON.parse(line.slice(5)))
+    : text
+      ? [JSON.parse(text)]
+      : [];
+  return { status: response.status, messages, answer: messages.find((message) => message.id === 7) };
+}
+
+interface CallOptions {
+  readonly meta?: Record<string, unknown>;
+  readonly args?: Record<string, unknown>;
+  readonly extra?: Record<string, unknown>;
+  readonly headers?: Record<string, string>;
+  /** Mcp-Name in its Base64 form: the SDK path. */
+  readonly viaSdk?: boolean;
+  readonly signal?: AbortSignal;
+  readonly url?: string;
+}
+
+function post(name: string, options: CallOptions = {}): Promise<Response> {
+  return fetch(options.url ?? gatewayUrl, {
+    method: "POST",
+    headers: {
+      ...statelessHeaders("tools/call", options.viaSdk ? base64(name) : name),
+      ...options.headers,
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name, arguments: options.args ?? {}, _meta: options.meta ?? envelope(), ...options.extra },
+    }),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+}
+
+const call = async (name: string, options: CallOptions = {}) => read(await post(name, options));
+
+/** What a member was sent, without what differs by path by design (the id, the progress token's value). */
+function sent(request: RecordedRequest | undefined) {
+  const body = structuredClone(request?.body) as Record<string, any>;
+  delete body.id;
+  if (body.params?._meta?.progressToken !== undefined) body.params._meta.progressToken = "token";
+  const headers: Record<string, string> = {};
+  for (const [key, value] of request?.headers ?? [])
+    if (key.startsWith("mcp-") && key !== "mcp-session-id") headers[key] = value;
+  return { body, headers, session: request?.headers.has("mcp-session-id") };
+}
+
+/**
+ * `name` (member `member`, its own tool `tool`) called through the lane and then through the SDK: both
+ * answers, and what the member was sent each time. Fails unless each call took the path it was meant to.
+ */
+async function both(member: string, tool: string, options: CallOptions = {}) {
+  const relay = relays[member] as RecordingProxy;
+  const name = `${member}_${tool}`;
+  const before = relay.calls(tool).length;
+  const lane = await call(name, options);
+  const laneSent = relay.calls(tool).slice(before);
+  const sdk = await call(name, { ...options, viaSdk: true });
+  const sdkSent = relay.calls(tool).slice(before + laneSent.length);
+  expect(laneSent.map((request) => request.body?.id)).toEqual([expect.stringMatching(/^mcpmgr-m\d+$/)]);
+  expect(sdkSent.map((request) => typeof request.body?.id)).toEqual(["number"]);
+  return { lane, sdk, laneSent: laneSent[0] as RecordedRequest, sdkSent: sdkSent[0] as RecordedRequest };
+}
+
+/**
+ * The messages without what a member makes anew on every call: a sealed requestState (its flight and
+ * expiry), and with `anyText` a result's text (a fixture that reports its run time).
+ */
+function comparable(messages: readonly Message[], anyText = false): unknown[] {
+  return messages.map((message) => {
+    const copy = structuredClone(message);
+    if (typeof copy.result?.requestState === "string") copy.result.requestState = "sealed";
+    if (anyText) for (const block of copy.result?.content ?? []) block.text = "text";
+    return copy;
+  });
+}
+
+/** Both paths gave the caller the same answer (status and messages), and the member the same request. */
+function expectSame(outcome: Awaited<ReturnType<typeof both>>, anyText = false): void {
+  expect(outcome.lane.status).toBe(outcome.sdk.status);
+  expect(comparable(outcome.lane.messages, anyText)).toEqual(comparable(outcome.sdk.messages, anyText));
+  expect(sent(outcome.laneSent)).toEqual(sent(outcome.sdkSent));
+}
+
+test("results of both eras' members reach the caller as through the SDK, stamped with the gateway's identity", async () => {
+  for (const [member, tool] of [
+    ["cm", "test_simple_text"],
+    ["cl", "test_simple_text"],
+    ["hl", "test_simple_text"],
+    ["cm", "test_multiple_content_types"],
+    ["hl", "test_multiple_content_types"],
+    ["cm", "test_error_handling"],
+    ["hl", "test_error_handling"],
+  ] as const) {
+    const outcome = await both(member, tool);
+    expectSame(outcome);
+    expect(outcome.lane.answer?.result?.resultType).toBe("complete");
+    expect(outcome.lane.answer?.result?._meta["io.modelcontextprotocol/serverInfo"].name).toBe("mcpmgr-gateway-lane26");
+  }
+});
+
+test("a member's JSON-RPC error reaches the caller as through the SDK, with its code, message and data", async () => {
+  const refused = await both("ms", "refuse_it", { args: { a: 1 } });
+  expectSame(refused);
+  expect(refused.lane.answer?.error).toEqual({
+    code: -32602,
+    message: "remote refuses refuse_it",
+    data: { tool: "refuse_it" },
+  });
+  expect(refused.lane.status).toBe(200);
+});
+
+test("a 2026-07-28 member gets the caller's capabilities (only what it may ask for), its revision and the gateway's identity", async () => {
+  const capabilities = {
+    sampling: {},
+    roots: { listChanged: true },
+    elicitation: { form: {} },
+    experimental: { x: {} },
+  };
+  const outcome = await both("cm", "test_simple_text", { meta: envelope(capabilities) });
+  expectSame(outcome);
+  const meta = outcome.laneSent.body?.params._meta;
+  expect(meta["io.modelcontextprotocol/clientCapabilities"]).toEqual({
+    sampling: {},
+    roots: { listChanged: true },
+    elicitation: { form: {} },
+  });
+  expect(meta["io.modelcontextprotocol/protocolVersion"]).toBe("2026-07-28");
+  expect(meta["io.modelcontextprotocol/clientInfo"].name).toBe("mcpmgr-gateway");
+  expect(outcome.laneSent.headers.get("mcp-name")).toBe("test_simple_text");
+  // What most clients declare: a bare elicitation (form mode), and capabilities the gateway does not pass on.
+  const usual = { sampling: {}, elicitation: {}, roots: { listChanged: true }, tasks: { list: {} } };
+  for (const member of ["cm", "cl", "hl"])
+    expectSame(await both(member, "test_simple_text", { meta: envelope(usual) }));
+  const bare = await both("cm", "test_input_required_result_elicitation", { meta: envelope(usual) });
+  expectSame(bare);
+  expect(bare.lane.answer?.result.resultType).toBe("input_required");
+  // A 2025-era member gets a session's call: no envelope, its session.
+  const legacy = await both("hl", "test_simple_text", { meta: envelope(capabilities) });
+  expectSame(legacy);
+  expect(legacy.laneSent.body?.params._meta).toBeUndefined();
+  expect(legacy.laneSent.headers.has("mcp-session-id")).toBe(true);
+});
+
+test("an input round of a 2026-07-28 member, and the caller's inputResponses and requestState on the retry", async () => {
+  const meta = envelope({ elicitation: { form: {} } });
+  const first = await both("cm", "test_input_required_result_elicitation", { meta });
+  expectSame(first);
+  expect(first.lane.answer?.result.resultType).toBe("input_required");
+  const inputResponses = { user_name: { action: "accept", content: { name: "Ada" } } };
+  const retry = await both("cm", "test_input_required_result_elicitation", { meta, extra: { inputResponses } });
+  expectSame(retry);
+  expect(retry.laneSent.body?.params.inputResponses).toEqual(inputResponses);
+  expect(retry.lane.answer?.result.content[0].text).toBe("Hello, Ada!");
+
+  const stateful = await call("cm_test_input_required_result_request_state", { meta });
+  const { requestState } = stateful.answer?.result ?? {};
+  expect(typeof requestState).toBe("string");
+  const confirm = { confirm: { action: "accept", content: { ok: true } } };
+  const verified = await both("cm", "test_input_required_result_request_state", {
+    meta,
+    extra: { inputResponses: confirm, requestState },
+  });
+  expectSame(verified);
+  expect(verified.laneSent.body?.params.requestState).toBe(requestState);
+  expect(verified.lane.answer?.result.content[0].text).toBe("state-ok: requestState verified");
+  // A caller without the capability: the member's -32021, with its HTTP 400, both ways.
+  const refused = await both("cm", "test_input_required_result_elicitation");
+  expectSame(refused);
+  expect(refused.lane.status).toBe(400);
+  expect(refused.lane.answer?.error.code).toBe(-32021);
+});
+
+test("a 2025-era member's -32042 becomes an input round (or -32021) on the lane as on the SDK path", async () => {
+  // The member fails every odd call: the lane's and the SDK's first calls both meet its -32042.
+  const meta = envelope({ elicitation: { url: {} } });
+  const laneRound = await call("ul_connect_account", { meta });
+  const laneRetry = await call("ul_connect_account", {
+    meta,
+    extra: { inputResponses: { "url-elicitation": { action: "accept" } } },
+  });
+  const sdkRound = await call("ul_connect_account", { meta, viaSdk: true });
+  expect(laneRound.status).toBe(200);
+  expect(laneRound.messages).toEqual(sdkRound.messages);
+  expect(laneRound.answer?.result.resultType).toBe("input_required");
+  expect(laneRetry.answer?.result.content[0].text).toBe("connected (call 2)");
+  await call("ul_connect_account", { meta, viaSdk: true });
+  const laneRefused = await call("ul_connect_account", { meta: envelope({ elicitation: { form: {} } }) });
+  await call("ul_connect_account", { meta, viaSdk: true });
+  const sdkRefused = await call("ul_connect_account", { meta: envelope({ elicitation: { form: {} } }), viaSdk: true });
+  expect(laneRefused.status).toBe(400);
+  expect(laneRefused.messages).toEqual(sdkRefused.messages);
+  expect(laneRefused.answer?.error.code).toBe(-32021);
+  const calls = (relays.ul as RecordingProxy).calls("connect_account");
+  expect(calls.filter((request) => typeof request.body?.id === "string")).toHaveLength(3);
+});
+
+test("the requested log level reaches the member, and only that request's lines come back; none without a level", async () => {
+  const debug = envelope({}, { "io.modelcontextprotocol/logLevel": "debug" });
+  for (const member of ["cm", "cl"]) {
+    const logged = await both(member, "test_tool_with_logging", { meta: debug });
+    expectSame(logged);
+    expect(logged.laneSent.body?.params._meta["io.modelcontextprotocol/logLevel"]).toBe("debug");
+    expect(logged.lane.messages.filter((message) => message.method === "notifications/message")).toHaveLength(3);
+    const quiet = await both(member, "test_tool_with_logging");
+    expectSame(quiet);
+    expect(quiet.lane.messages.filter((message) => message.method === "notifications/message")).toEqual([]);
+  }
+  // A 2025-era member's lines cannot be told apart per request: none reach the caller, on either path.
+  const legacy = await both("hl", "test_tool_with_logging", { meta: debug });
+  expectSame(legacy);
+  expect(legacy.lane.messages.filter((message) => message.method === "notifications/message")).toEqual([]);
+});
+
+test("progress reaches the caller under its own token", async () => {
+  for (const member of ["cm", "cl", "hl"]) {
+    const outcome = await both(member, "test_tool_with_progress", { meta: envelope({}, { progressToken: "p-1" }) });
+    expectSame(outcome, true);
+    const progress = outcome.lane.messages.filter((message) => message.method === "notifications/progress");
+    expect(progress.length).toBeGreaterThan(0);
+    for (const message of progress) expect(message.params.progressToken).toBe("p-1");
+  }
+});
+
+test("a member's own request mid-call: a 2025-era HTTP member is refused it, a stdio one asks through an input round", async () => {
+  const meta = envelope({ sampling: {} });
+  const refused = await both("hl", "test_sampling", { meta, args: { prompt: "hi" } });
+  expectSame(refused);
+  const round = await both("cl", "test_sampling", { meta, args: { prompt: "hi" } });
+  expectSame(round);
+  expect(round.lane.answer?.result.resultType).toBe("input_required");
+});
+
+test("the tool's Mcp-Param headers are checked at the gateway and sent on to a 2026-07-28 member", async () => {
+  const args = { region: "eu-west-1", priority: 3 };
+  const mirrored = { "mcp-param-region": "eu-west-1", "mcp-param-priority": "3" };
+  const relay = relays.cm as RecordingProxy;
+  const outcome = await both("cm", "test_mirrored_arguments", { args, headers: mirrored });
+  expectSame(outcome);
+  expect(outcome.lane.answer?.result.content[0].text).toBe("region=eu-west-1 priority=3");
+  expect(outcome.laneSent.headers.get("mcp-param-region")).toBe("eu-west-1");
+  expect(outcome.laneSent.headers.get("mcp-param-priority")).toBe("3");
+  // A header that disagrees with the body, or is missing, is refused before any member sees the call.
+  const seen = relay.seen.length;
+  for (const headers of [{ ...mirrored, "mcp-param-region": "us-east-1" }, { "mcp-param-priority": "3" }]) {
+    const refused = await call("cm_test_mirrored_arguments", { args, headers });
+    expect(refused.status).toBe(400);
+    expect(refused.answer?.error.code).toBe(-32020);
+  }
+  expect(relay.seen.length).toBe(seen);
+});
+
+test("requests the revision says must be refused are refused as by the SDK, and never reach a member", async () => {
+  const relay = relays.cm as RecordingProxy;
+  const seen = relay.seen.length;
+  const name = "cm_test_simple_text";
+  const refusals = [
+    // MCP-Protocol-Version disagreeing with the envelope's.
+    await call(name, { headers: { "mcp-protocol-version": "2025-11-25" } }),
+    // Mcp-Name disagreeing with the body, or missing; Mcp-Method missing.
+    await call(name, { headers: { "mcp-name": "cm_test_error_handling" } }),
+    await read(
+      await fetch(gatewayUrl, {
+        method: "POST",
+        headers: statelessHeaders("tools/call"),
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name, _meta: envelope() } }),
+      }),
+    ),
+    await read(
+      await fetch(gatewayUrl, {
+        method: "POST",
+        headers: { ...statelessHeaders(), "mcp-name": name },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name, _meta: envelope() } }),
+      }),
+    ),
+  ];
+  for (const refused of refusals) {
+    expect(refused.status).toBe(400);
+    expect(refused.answer?.error.code).toBe(-32020);
+  }
+  // A revision the gateway does not serve, in both places.
+  const future = await call(name, {
+    headers: { "mcp-protocol-version": "2099-01-01" },
+    meta: { ...envelope(), "io.modelcontextprotocol/protocolVersion": "2099-01-01" },
+  });
+  expect(future.status).toBe(400);
+  expect(future.answer?.error.code).toBe(-32022);
+  expect(relay.seen.length).toBe(seen);
+});
+
+/** The probe's own count of the calls it saw cancelled, and of those still sleeping. */
+async function stats(): Promise<{ aborted: unknown[]; sleeping: number }> {
+  const answer = await call("probe_stats");
+  return JSON.parse(answer.answer?.result.content[0].text);
+}
+
+test("a client that closes its request cancels the call at the member", async () => {
+  const before = (await stats()).aborted.length;
+  const abort = new AbortController();
+  const sleeping = post("probe_sleep", { args: { ms: 60_000 }, signal: abort.signal }).catch(() => undefined);
+  expect(await until(async () => (await stats()).sleeping === 1)).toBe(true);
+  const relayed = (relays.probe as RecordingProxy).calls("sleep").at(-1);
+  expect(typeof relayed?.body?.id).toBe("string");
+  abort.abort();
+  await sleeping;
+  expect(await until(async () => (await stats()).aborted.length === before + 1)).toBe(true);
+  expect(await until(() => relayed?.aborted === true)).toBe(true);
+});
+
+test("a 2025-era member hears a closed request as notifications/cancelled for the call, on either path", async () => {
+  const relay = relays.ms as RecordingProxy;
+  const cancelled = (id: unknown) =>
+    relay.seen.some((r) => r.body?.method === "notifications/cancelled" && r.body.params?.requestId === id);
+  for (const viaSdk of [false, true]) {
+    const abort = new AbortController();
+    const before = relay.calls("wait_it").length;
+    const waiting = post("ms_wait_it", { viaSdk, signal: abort.signal }).catch(() => undefined);
+    expect(await until(() => relay.calls("wait_it").length === before + 1)).toBe(true);
+    const id = relay.calls("wait_it").at(-1)?.body?.id;
+    expect(typeof id).toBe(viaSdk ? "number" : "string");
+    abort.abort();
+    await waiting;
+    expect(await until(() => cancelled(id))).toBe(true);
+  }
+});
+
+test("a call past MCPMGR_REQUEST_TIMEOUT fails as on the SDK path and is cancelled at the member; progress keeps it alive", async () => {
+  const quick = await group.gatewayWithEnv({ MCPMGR_REQUEST_TIMEOUT: "1s" }, "lane26");
+  try {
+    const before = (await stats()).aborted.length;
+    const late = await call("probe_sleep", { url: quick.url, args: { ms: 3_000 } });
+    expect(await until(async () => (await stats()).aborted.length === before + 1)).toBe(true);
+    const lateSdk = await call("probe_sleep", { url: quick.url, args: { ms: 3_000 }, viaSdk: true });
+    expect(late.messages).toEqual(lateSdk.messages);
+    expect(late.answer?.error).toEqual({
+      code: -32603,
+      message:
+        "workload 'probe' failed to answer (Request timed out); its tools, prompts and resources are unavailable",
+      data: { workload: "probe" },
+    });
+    const slow = await call("probe_progress", {
+      url: quick.url,
+      args: { steps: 4, delayMs: 400, tag: "s" },
+      meta: envelope({}, { progressToken: 5 }),
+    });
+    expect(slow.answer?.result).toBeDefined();
+    expect(slow.messages.filter((message) => message.method === "notifications/progress")).toHaveLength(4);
+  } finally {
+    await quick.stop();
+  }
+});
+
+test("a 2025-era member that restarts: the call after it fails as on the SDK path, and the next ones work", async () => {
+  const port = new URL(legacyHttp.url).port;
+  const text = (answer: Answer) => answer.answer?.result?.content?.[0]?.text;
+  // The member forgot the caller's session (404): the call fails, worded as the SDK client words it.
+  const sessionGone = {
+    code: -32603,
+    message: `workload 'hl' failed to answer (Error POSTing to endpoint: ${JSON.stringify({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32001, message: "Session not found: start a new session with initialize" },
+    })}); its tools, prompts and resources are unavailable`,
+    data: { workload: "hl" },
+  };
+  for (const viaSdk of [false, true]) {
+    expect(text(await call("hl_test_simple_text", { viaSdk }))).toBeString();
+    // The upstream connection may notice the restart by itself first (its event stream breaks), and
+    // then the call simply opens a new session: restart again until a call meets the forgotten session.
+    let gone: Answer | undefined;
+    for (let attempt = 0; attempt < 3 && gone === undefined; attempt++) {
+      await legacyHttp.stop();
+      legacyHttp = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE, args: ["--port", port] });
+      const answer = await call("hl_test_simple_text", { viaSdk });
+      if (answer.answer?.error !== undefined) gone = answer;
+      else expect(text(answer)).toBeString();
+    }
+    expect(gone?.answer?.error).toEqual(sessionGone);
+    // The next call opens a new session.
+    expect(text(await call("hl_test_simple_text", { viaSdk }))).toBeString();
+  }
+});
+
+// Last: it restarts the probe's server.
+test("a stdio member whose server exits mid-call: the call gets its error, and later calls work", async () => {
+  const exited = await call("probe_exit", { args: { code: 1, delayMs: 10 } });
+  expect(exited.answer?.error).toEqual({ code: -32603, message: "the MCP server exited" });
+  expect(
+    await until(
+      async () => (await call("probe_echo", { args: { text: "back" } })).answer?.result !== undefined,
+      40_000,
+    ),
+  ).toBe(true);
+});
