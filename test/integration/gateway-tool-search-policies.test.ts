@@ -216,6 +216,35 @@ describe("with embeddings", () => {
     }
   });
 
+  test("an endpoint answering wrong indices: find_tool answers from keywords, with one log line (review 9, F14)", async () => {
+    const embeddings = startEmbeddingServer();
+    embeddings.answers = "one-based";
+    try {
+      const wrong = await group.gateway(
+        SEARCH_GROUP,
+        "--tool-search",
+        "--tool-search-embeddings",
+        embeddings.url,
+        "--tool-search-embeddings-model",
+        "fixture-model",
+      );
+      const client = await connect(wrong.url);
+      expect(await find(client, "rent a car for a few days", 1)).toEqual(["car-rental_rent_car"]);
+      // An index of 10⁹ neither fails the call nor stalls the gateway.
+      embeddings.answers = "huge-index";
+      expect(await find(client, "create a note", 1)).toEqual(["notes_create_note"]);
+      const warnings = wrong
+        .output()
+        .split("\n")
+        .filter((line) => line.includes("find_tool answers from keywords alone"));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain(`tool search: embeddings endpoint ${embeddings.url}: item `);
+      expect(warnings[0]).toMatch(/item (\d+) has "index" \d+, not one of 0\.\.\1; find_tool answers/);
+    } finally {
+      await embeddings.stop();
+    }
+  });
+
   test("a key secret that does not exist stops the start with a clear error", async () => {
     const started = group
       .gatewayWithEnv(
