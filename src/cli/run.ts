@@ -46,10 +46,21 @@ const runCommand = defineCommand({
           { hint: "edit the exported file instead, or run the server with its options directly" },
         );
       }
-      const record = await readExported(parsed.values["from-config"]);
+      const fromConfig = parsed.values["from-config"];
+      const record = await readExported(fromConfig);
       if (isGatewayRecord(record)) return runGatewayFromConfig(record, parsed.values.foreground);
       args = argsFromConfig(record, parsed.values.foreground);
       parsed = parseRunArgv(args);
+      // An export's run options are what ran; one naming another file is an edited file, not a chain to follow.
+      if (parsed.given.has("from-config")) {
+        throw new McpmgrError(
+          "INVALID_OPTION",
+          `--from-config ${fromConfig}: its runOptions hold --from-config, which cannot be replayed`,
+          {
+            hint: "put the server and its options in runOptions, or export the workload again with 'mcpmgr export NAME PATH'",
+          },
+        );
+      }
     }
     const ctx = cliContext();
     const spec = await prepareRunSpec(parsed, ctx);

@@ -112,6 +112,15 @@ test("a shared file's group no group can have is refused as a name, never offere
   expect(line).not.toContain("group create");
 });
 
+test("a file whose runOptions hold --from-config is one clear error, not an unexpected one (review 9, F17)", () => {
+  const chained = join(dir, "chained.json");
+  const record = JSON.parse(readFileSync(join(dir, "notes.json"), "utf8")) as Record<string, unknown>;
+  writeFileSync(chained, JSON.stringify({ ...record, runOptions: ["--from-config", join(dir, "notes.json")] }));
+  const line = refusal(mcpmgr("run", "--from-config", chained), 2);
+  expect(line).toContain(`--from-config ${chained}: its runOptions hold --from-config, which cannot be replayed`);
+  expect(line).not.toContain("unexpected error");
+});
+
 test("export's hint quotes a path the shell would split (review 9, F12)", () => {
   const spaced = join(dir, "my notes;x.json");
   const result = mcpmgr("export", "notes", spaced);
