@@ -19,6 +19,7 @@ import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { loginUrlRelay } from "./login-relay.ts";
 import { log, printResult } from "./output.ts";
+import { type ListenerProtections, warnIfReachable } from "./reachable-notice.ts";
 import { untilSignal } from "./signals.ts";
 
 const runCommand = defineCommand({
@@ -103,6 +104,7 @@ async function runInBackground(
   await firstStart(record, ctx, { whileWaiting: loginUrlRelay(store.logFiles(spec.name, "proxy")) });
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
   printResult(workloadUrl(record));
+  warnIfReachable(spec.name, spec.listen.host, workloadUrl(record), reachableProtections(spec));
 }
 
 /**
@@ -136,6 +138,7 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   const { workload } = started;
   log.info(`${spec.name} is running; MCP clients connect to:`);
   printResult(workload.url);
+  warnIfReachable(spec.name, spec.listen.host, workload.url, reachableProtections(spec));
   // Written into the AI clients following its group while it runs (no record: its pid says it lives).
   const leaveClients = await clientsSeeForegroundRun(spec, workload.url, ctx);
   const outcome = await Promise.race([
@@ -150,4 +153,8 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   }
   log.info(`${outcome.signal}: stopped ${spec.name}`);
   return 0;
+}
+
+function reachableProtections(spec: RunSpec): ListenerProtections {
+  return { issuer: spec.policies.incomingAuth?.issuer, authz: spec.policies.authz !== undefined };
 }
