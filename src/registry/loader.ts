@@ -15,6 +15,7 @@
  * no further than 16 MiB.
  */
 import { isAbsolute, join, resolve } from "node:path";
+import { isLoopbackHostname } from "../config/loopback.ts";
 import { McpmgrError, errorMessage } from "../errors.ts";
 import { validatedEmbeddedCatalog } from "./embedded.ts" with { type: "macro" };
 import { deepFreeze, type RegistryEntry } from "./entry.ts";
@@ -140,7 +141,7 @@ function _classify(value: string, base: string, configuredBy: string): CustomReg
   }
   if (/^https?:\/\//i.test(value)) {
     const url = new URL(value);
-    if (url.protocol === "http:" && !_isLoopback(url.hostname)) {
+    if (url.protocol === "http:" && !isLoopbackHostname(url.hostname)) {
       throw new McpmgrError(
         "REGISTRY_INVALID",
         `${setting} names an http:// URL (${url.href}); a registry decides what runs, so it must come over https`,
@@ -303,7 +304,7 @@ function _redirectTarget(configured: string, from: string, location: string, set
     });
   }
   const downgrade = new URL(from).protocol === "https:" && target.protocol !== "https:";
-  const plainRemote = target.protocol === "http:" && !_isLoopback(target.hostname);
+  const plainRemote = target.protocol === "http:" && !isLoopbackHostname(target.hostname);
   if (downgrade || plainRemote || !/^https?:$/.test(target.protocol)) {
     throw new McpmgrError(
       "REGISTRY_INVALID",
@@ -389,11 +390,6 @@ function _caseInsensitive<T>(byName: ReadonlyMap<string, T>, name: string): T | 
   const lower = name.toLowerCase();
   const hits = [...byName.entries()].filter(([key]) => key.toLowerCase() === lower);
   return hits.length === 1 ? hits[0]?.[1] : undefined;
-}
-
-function _isLoopback(hostname: string): boolean {
-  const bare = hostname.replace(/^\[(.*)\]$/, "$1");
-  return bare === "localhost" || bare === "::1" || /^127(?:\.\d{1,3}){3}$/.test(bare);
 }
 
 /** Sync, as callers read a setting before anything else happens; node:fs is loaded only when there is a file. */
