@@ -3,6 +3,7 @@ import { defineCommand } from "citty";
 import { parseRunArgv, type ParsedRunArgv } from "../config/run-argv.ts";
 import { runOptions } from "../config/run-options.ts";
 import { McpmgrError } from "../errors.ts";
+import { assertGroupName } from "../state/workload-name.ts";
 import { isGatewayRecord, type WorkloadRecord } from "../state/workload-record.ts";
 import { workloadUrl } from "../state/workload-url.ts";
 import { WorkloadStore } from "../state/workloads.ts";
@@ -60,6 +61,16 @@ const runCommand = defineCommand({
           {
             hint: "put the server and its options in runOptions, or export the workload again with 'mcpmgr export NAME PATH'",
           },
+        );
+      }
+      // What runs is the run options' --group (a name no group can have refused first, never echoed in a
+      // hint): a "group" that says otherwise was edited, and would mislead.
+      assertGroupName(parsed.values.group);
+      if (parsed.values.group !== record.group) {
+        throw new McpmgrError(
+          "INVALID_OPTION",
+          `--from-config ${fromConfig}: its "group" is ${JSON.stringify(record.group)}, but its runOptions run the workload in ${JSON.stringify(parsed.values.group)}`,
+          { hint: `make them agree: the runOptions' --group is the group the workload joins` },
         );
       }
     }

@@ -127,3 +127,13 @@ test("export's hint quotes a path the shell would split (review 9, F12)", () => 
   expect(result.code).toBe(0);
   expect(result.stderr).toContain(`(run it with 'mcpmgr run --from-config '${spaced}'')`);
 });
+
+test('a file whose "group" disagrees with its runOptions\' --group is refused, not run in one of them (review 9, F12)', () => {
+  const record = JSON.parse(readFileSync(join(dir, "notes.json"), "utf8")) as Record<string, unknown>;
+  const edited = join(dir, "edited.json");
+  writeFileSync(edited, JSON.stringify({ ...record, group: "team" }));
+  const line = refusal(mcpmgr("run", "--from-config", edited), 2);
+  expect(line).toContain(
+    `--from-config ${edited}: its "group" is "team", but its runOptions run the workload in "default"`,
+  );
+});
