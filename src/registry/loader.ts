@@ -250,9 +250,7 @@ async function _fetch(url: string, setting: string, options: LoadRegistryOptions
       throw new McpmgrError(
         "REGISTRY_UNREACHABLE",
         `cannot fetch custom registry ${url}: more than ${MAX_REDIRECTS} redirects`,
-        {
-          hint,
-        },
+        { hint },
       );
     }
     current = _redirectTarget(url, current, location, setting);
@@ -269,10 +267,7 @@ async function _fetch(url: string, setting: string, options: LoadRegistryOptions
     new McpmgrError(
       "REGISTRY_INVALID",
       `custom registry ${url} is larger than ${MAX_REGISTRY_BYTES / 1024 / 1024} MiB`,
-      {
-        hint,
-        exitCode: 2,
-      },
+      { hint, exitCode: 2 },
     );
   const declared = Number(response.headers.get("content-length") ?? "0");
   if (declared > MAX_REGISTRY_BYTES) {
