@@ -14,3 +14,13 @@ export function printable(text: string): string {
     return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
   });
 }
+
+/**
+ * A word for a command line shown in a hint, which users paste into a shell: left as it is when the
+ * shell reads it as one plain word, else in single quotes (a quote inside as '\''), so that a path such
+ * as `a b;curl …|sh` is one argument, never a command of its own. Control characters are escaped too.
+ */
+export function shellWord(text: string): string {
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(text)) return text;
+  return `'${printable(text).replaceAll("'", "'\\''")}'`;
+}

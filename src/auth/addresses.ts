@@ -5,6 +5,7 @@
  */
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
+import { isLoopbackHostname } from "../config/loopback.ts";
 
 function v4Private(address: string): boolean {
   const [a = 0, b = 0] = address.split(".").map(Number);
@@ -67,7 +68,7 @@ export async function resolvesInside(host: string): Promise<{ inside: boolean; a
   return found ? { inside: true, address: found.address } : { inside: false };
 }
 
+/** Loopback by the rule the options follow (config/loopback.ts): a name that begins with "127." is a DNS name. */
 export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[(.*)\]$/, "$1");
-  return bare === "localhost" || bare === "::1" || /^127\./.test(bare);
+  return isLoopbackHostname(host);
 }

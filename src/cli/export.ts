@@ -1,5 +1,7 @@
 /** `mcpmgr export NAME PATH`: the workload's configuration, for `run --from-config PATH`. */
 import { defineCommand } from "citty";
+import { shellWord } from "../printable.ts";
+import { isValidWorkloadName } from "../state/workload-name.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
@@ -19,14 +21,14 @@ const exportCommand = defineCommand({
     if (path === undefined) {
       const { McpmgrError } = await import("../errors.ts");
       throw new McpmgrError("MISSING_OPTION", "missing the PATH to write", {
-        hint: `usage: mcpmgr export ${name} PATH`,
+        hint: `usage: mcpmgr export ${isValidWorkloadName(name) ? name : "NAME"} PATH`,
       });
     }
     const record = await openStore().getExisting(name);
     const { exportedText, writeExported } = await import("../workload/exported-config.ts");
     if (path === "-") return void process.stdout.write(exportedText(record));
     await writeExported(path, record);
-    log.info(`wrote ${name}'s configuration to ${path} (run it with 'mcpmgr run --from-config ${path}')`);
+    log.info(`wrote ${name}'s configuration to ${path} (run it with 'mcpmgr run --from-config ${shellWord(path)}')`);
   },
 });
 

@@ -13,6 +13,7 @@ import type { WorkloadContext } from "../workload/context.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult } from "./output.ts";
+import { warnIfReachable } from "./reachable-notice.ts";
 import { untilSignal } from "./signals.ts";
 
 const gatewayCommand = defineCommand({
@@ -31,6 +32,10 @@ const gatewayCommand = defineCommand({
     const gateway = await startGatewayWorkload(spec, cliContext());
     log.info(`gateway for group '${spec.group}' is running; MCP clients connect to:`);
     printResult(gateway.url);
+    warnIfReachable(`gateway for group '${spec.group}'`, spec.listen.host, gateway.url, {
+      issuer: spec.incomingAuth?.issuer,
+      authz: spec.authz !== undefined,
+    });
     const signal = await untilSignal();
     log.info(`${signal}: stopping the gateway for group '${spec.group}'`);
     await gateway.stop();
@@ -66,4 +71,8 @@ export async function runGatewayInBackground(
     `gateway ${record.name} for group '${spec.group}' is running in the background ('mcpmgr stop ${record.name}' stops it); MCP clients connect to:`,
   );
   printResult(workloadUrl(record));
+  warnIfReachable(`gateway ${record.name}`, spec.listen.host, workloadUrl(record), {
+    issuer: spec.incomingAuth?.issuer,
+    authz: spec.authz !== undefined,
+  });
 }

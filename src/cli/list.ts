@@ -9,6 +9,7 @@ import { parseArgv } from "../config/argv.ts";
 import { listOptions as table } from "../config/command-options.ts";
 import { McpmgrError } from "../errors.ts";
 import { hasClientRegistrations } from "../state/client-registrations.ts";
+import { assertGroupName, isValidWorkloadName } from "../state/workload-name.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log, printResult, printTable } from "./output.ts";
 import { workloadRows } from "../workload/list-rows.ts";
@@ -22,9 +23,11 @@ const listCommand = defineCommand({
     if (positionals.length > 0) {
       // `mcpmgr list work` listed every workload: the group is an option.
       throw new McpmgrError("INVALID_ARGUMENT", "'mcpmgr list' takes no arguments", {
-        hint: `to list one group's workloads: mcpmgr list --group ${positionals[0]}`,
+        // The word is the user's: offered back only when it is a group name, never as shell text.
+        hint: `to list one group's workloads: mcpmgr list --group ${isValidWorkloadName(positionals[0] ?? "") ? positionals[0] : "GROUP"}`,
       });
     }
+    if (values.group !== undefined) assertGroupName(values.group);
     const store = openStore();
     const rows = await workloadRows(store, values.group);
     if (hasClientRegistrations(store.paths)) {

@@ -8,6 +8,7 @@ import { startStandaloneProxy } from "../workload/standalone-proxy.ts";
 import { toCittyArgs, withExamples, withHelpSubCommands } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult } from "./output.ts";
+import { warnIfReachable } from "./reachable-notice.ts";
 import { untilSignal } from "./signals.ts";
 
 const siblings: Readonly<Record<string, string>> = {
@@ -61,6 +62,7 @@ const proxyCommand = defineCommand({
     log.info(`proxy '${spec.serverName}' forwarding to ${spec.target.origin}${spec.target.pathname}`);
     log.info("MCP clients connect to:");
     printResult(proxy.url);
+    warnIfReachable(`proxy '${spec.serverName}'`, spec.listen.host, proxy.url, { issuer: spec.incomingAuth?.issuer });
     const signal = await untilSignal();
     log.info(`${signal}: stopping proxy '${spec.serverName}'`);
     await proxy.stop();

@@ -31,7 +31,8 @@ const listCommand = defineCommand({
         "INVALID_ARGUMENT",
         `'mcpmgr registry list' takes no arguments (got ${positionals.join(" ")})`,
         {
-          hint: `to see one server, run 'mcpmgr registry info ${positionals[0]}'`,
+          // The word is the user's: offered back only when it could be a registry name, never as shell text.
+          hint: `to see one server, run 'mcpmgr registry info ${/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(positionals[0] ?? "") ? positionals[0] : "NAME"}'`,
         },
       );
     }

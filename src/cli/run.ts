@@ -3,6 +3,7 @@ import { defineCommand } from "citty";
 import { parseRunArgv, type ParsedRunArgv } from "../config/run-argv.ts";
 import { runOptions } from "../config/run-options.ts";
 import { McpmgrError } from "../errors.ts";
+import { assertGroupName } from "../state/workload-name.ts";
 import { isGatewayRecord, type WorkloadRecord } from "../state/workload-record.ts";
 import { workloadUrl } from "../state/workload-url.ts";
 import { WorkloadStore } from "../state/workloads.ts";
@@ -19,6 +20,7 @@ import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { loginUrlRelay } from "./login-relay.ts";
 import { log, printResult } from "./output.ts";
+import { type ListenerProtections, warnIfReachable } from "./reachable-notice.ts";
 import { untilSignal } from "./signals.ts";
 
 const runCommand = defineCommand({
@@ -46,10 +48,31 @@ const runCommand = defineCommand({
           { hint: "edit the exported file instead, or run the server with its options directly" },
         );
       }
-      const record = await readExported(parsed.values["from-config"]);
+      const fromConfig = parsed.values["from-config"];
+      const record = await readExported(fromConfig);
       if (isGatewayRecord(record)) return runGatewayFromConfig(record, parsed.values.foreground);
       args = argsFromConfig(record, parsed.values.foreground);
       parsed = parseRunArgv(args);
+      // An export's run options are what ran; one naming another file is an edited file, not a chain to follow.
+      if (parsed.given.has("from-config")) {
+        throw new McpmgrError(
+          "INVALID_OPTION",
+          `--from-config ${fromConfig}: its runOptions hold --from-config, which cannot be replayed`,
+          {
+            hint: "put the server and its options in runOptions, or export the workload again with 'mcpmgr export NAME PATH'",
+          },
+        );
+      }
+      // What runs is the run options' --group (a name no group can have refused first, never echoed in a
+      // hint): a "group" that says otherwise was edited, and would mislead.
+      assertGroupName(parsed.values.group);
+      if (parsed.values.group !== record.group) {
+        throw new McpmgrError(
+          "INVALID_OPTION",
+          `--from-config ${fromConfig}: its "group" is ${JSON.stringify(record.group)}, but its runOptions run the workload in ${JSON.stringify(parsed.values.group)}`,
+          { hint: `make them agree: the runOptions' --group is the group the workload joins` },
+        );
+      }
     }
     const ctx = cliContext();
     const spec = await prepareRunSpec(parsed, ctx);
@@ -92,6 +115,7 @@ async function runInBackground(
   await firstStart(record, ctx, { whileWaiting: loginUrlRelay(store.logFiles(spec.name, "proxy")) });
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
   printResult(workloadUrl(record));
+  warnIfReachable(spec.name, spec.listen.host, workloadUrl(record), reachableProtections(spec));
 }
 
 /**
@@ -125,6 +149,7 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   const { workload } = started;
   log.info(`${spec.name} is running; MCP clients connect to:`);
   printResult(workload.url);
+  warnIfReachable(spec.name, spec.listen.host, workload.url, reachableProtections(spec));
   // Written into the AI clients following its group while it runs (no record: its pid says it lives).
   const leaveClients = await clientsSeeForegroundRun(spec, workload.url, ctx);
   const outcome = await Promise.race([
@@ -139,4 +164,8 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   }
   log.info(`${outcome.signal}: stopped ${spec.name}`);
   return 0;
+}
+
+function reachableProtections(spec: RunSpec): ListenerProtections {
+  return { issuer: spec.policies.incomingAuth?.issuer, authz: spec.policies.authz !== undefined };
 }

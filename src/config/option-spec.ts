@@ -60,3 +60,11 @@ export function repeatableOption<const S extends Omit<StringOption<unknown>, "ki
 export function booleanOption(spec: Omit<BooleanOption, "kind">): BooleanOption {
   return { ...spec, kind: "boolean" };
 }
+
+/**
+ * How the help of an option that takes a secret's value on the command line ends, the same on every
+ * such option: any local user reads it in the process list for the whole run; its -file form does not.
+ */
+export function inProcessList(option: string): string {
+  return `(not recommended: visible in the process list; prefer --${option}-file)`;
+}

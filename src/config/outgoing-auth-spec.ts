@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { McpmgrError } from "../errors.ts";
 import { readCaBundle } from "./ca-bundle.ts";
+import { isLoopbackHostname } from "./loopback.ts";
 
 type Given = ReadonlySet<string>;
 type Env = Readonly<Record<string, string | undefined>>;
@@ -118,9 +119,7 @@ function readFileValue(option: string, path: string): string {
 /** https, or http on loopback only: credentials never cross the network in clear text. */
 function secureUrl(option: string, text: string): URL {
   const url = new URL(text);
-  const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
-  const loopback = host === "localhost" || host === "::1" || /^127\./.test(host);
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopbackHostname(url.hostname))) {
     throw new McpmgrError(
       "INVALID_OPTION",
       `--${option} ${url.href}: OAuth endpoints must be https:// (http:// only on loopback)`,

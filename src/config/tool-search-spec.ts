@@ -1,9 +1,11 @@
 /**
  * The `--tool-search*` options as one spec, or undefined when search mode is off. The embeddings
  * endpoint is optional; its key is only ever named (a secret), never given on the command line, where
- * the process list would show it.
+ * the process list would show it, and never sent over plain http beyond loopback (the rule every
+ * credential mcpmgr sends follows); a keyless endpoint may be anywhere.
  */
 import { McpmgrError } from "../errors.ts";
+import { isLoopbackHostname } from "./loopback.ts";
 
 export interface ToolSearchValues {
   readonly "tool-search": boolean;
@@ -54,5 +56,14 @@ export function toolSearchSpec(values: ToolSearchValues): ToolSearchSpec | undef
       hint: "name the endpoint's embedding model, e.g. --tool-search-embeddings-model text-embedding-3-small",
     });
   }
-  return { embeddings: { url, model, keySecret: values["tool-search-embeddings-key-secret"] } };
+  const keySecret = values["tool-search-embeddings-key-secret"];
+  const endpoint = new URL(url);
+  if (keySecret !== undefined && endpoint.protocol === "http:" && !isLoopbackHostname(endpoint.hostname)) {
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--tool-search-embeddings ${endpoint.href}: the API key (--tool-search-embeddings-key-secret) is sent only over https:// (http:// only on loopback)`,
+      { hint: "use the endpoint's https:// URL, or leave the key out for a keyless server on your network" },
+    );
+  }
+  return { embeddings: { url, model, keySecret } };
 }

@@ -10,9 +10,12 @@
  *                                  from configDir
  * A configured registry that cannot be read or does not validate is an error, never silently
  * skipped: running servers from the wrong catalog would be worse than not running them.
- * Plain http:// is accepted only for loopback hosts, since the registry decides what runs.
+ * Plain http:// is accepted only for loopback hosts, since the registry decides what runs; a
+ * redirect is held to the same rule and never leads from https down to http. The answer is read
+ * no further than 16 MiB.
  */
 import { isAbsolute, join, resolve } from "node:path";
+import { isLoopbackHostname } from "../config/loopback.ts";
 import { McpmgrError, errorMessage } from "../errors.ts";
 import { validatedEmbeddedCatalog } from "./embedded.ts" with { type: "macro" };
 import { deepFreeze, type RegistryEntry } from "./entry.ts";
@@ -138,7 +141,7 @@ function _classify(value: string, base: string, configuredBy: string): CustomReg
   }
   if (/^https?:\/\//i.test(value)) {
     const url = new URL(value);
-    if (url.protocol === "http:" && !_isLoopback(url.hostname)) {
+    if (url.protocol === "http:" && !isLoopbackHostname(url.hostname)) {
       throw new McpmgrError(
         "REGISTRY_INVALID",
         `${setting} names an http:// URL (${url.href}); a registry decides what runs, so it must come over https`,
@@ -219,21 +222,38 @@ async function _readFile(path: string, setting: string): Promise<string> {
   }
 }
 
+/** Redirects followed by hand, each checked: a registry decides what runs, so no hop may leave https. */
+const MAX_REDIRECTS = 5;
+
 async function _fetch(url: string, setting: string, options: LoadRegistryOptions): Promise<string> {
   const fetchImpl = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const hint = `check the URL and the network, or change ${setting} to use only the embedded catalog`;
+  const signal = AbortSignal.timeout(timeoutMs);
   let response: Response;
-  try {
-    response = await fetchImpl(url, {
-      headers: { accept: "application/json" },
-      redirect: "follow",
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch (err) {
-    const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
-    const why = timedOut ? `no answer within ${Math.round(timeoutMs / 1000)} s` : errorMessage(err);
-    throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${why}`, { hint, cause: err });
+  let current = url;
+  for (let hops = 0; ; hops++) {
+    try {
+      response = await fetchImpl(current, { headers: { accept: "application/json" }, redirect: "manual", signal });
+    } catch (err) {
+      const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+      const why = timedOut ? `no answer within ${Math.round(timeoutMs / 1000)} s` : errorMessage(err);
+      throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${why}`, {
+        hint,
+        cause: err,
+      });
+    }
+    const location = response.headers.get("location");
+    if (response.status < 300 || response.status > 399 || location === null) break;
+    await response.body?.cancel().catch(() => {});
+    if (hops === MAX_REDIRECTS) {
+      throw new McpmgrError(
+        "REGISTRY_UNREACHABLE",
+        `cannot fetch custom registry ${url}: more than ${MAX_REDIRECTS} redirects`,
+        { hint },
+      );
+    }
+    current = _redirectTarget(url, current, location, setting);
   }
   if (!response.ok) {
     await response.body?.cancel().catch(() => {});
@@ -243,25 +263,19 @@ async function _fetch(url: string, setting: string, options: LoadRegistryOptions
       { hint },
     );
   }
-  const declared = Number(response.headers.get("content-length") ?? "0");
-  if (declared > MAX_REGISTRY_BYTES) {
-    await response.body?.cancel().catch(() => {});
-    throw new McpmgrError(
+  const tooLarge = () =>
+    new McpmgrError(
       "REGISTRY_INVALID",
       `custom registry ${url} is larger than ${MAX_REGISTRY_BYTES / 1024 / 1024} MiB`,
       { hint, exitCode: 2 },
     );
+  const declared = Number(response.headers.get("content-length") ?? "0");
+  if (declared > MAX_REGISTRY_BYTES) {
+    await response.body?.cancel().catch(() => {});
+    throw tooLarge();
   }
   try {
-    const text = await response.text();
-    if (text.length > MAX_REGISTRY_BYTES) {
-      throw new McpmgrError(
-        "REGISTRY_INVALID",
-        `custom registry ${url} is larger than ${MAX_REGISTRY_BYTES / 1024 / 1024} MiB`,
-        { hint, exitCode: 2 },
-      );
-    }
-    return text;
+    return await _readCapped(response, tooLarge);
   } catch (err) {
     if (err instanceof McpmgrError) throw err;
     throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${errorMessage(err)}`, {
@@ -269,6 +283,50 @@ async function _fetch(url: string, setting: string, options: LoadRegistryOptions
       cause: err,
     });
   }
+}
+
+/**
+ * Where a redirect leads, under the rule a configured URL follows (https, or http on loopback) and never
+ * from https down to http: on a plain-http hop anyone on the path could hand mcpmgr their own catalog.
+ */
+function _redirectTarget(configured: string, from: string, location: string, setting: string): string {
+  let target: URL;
+  try {
+    target = new URL(location, from);
+  } catch {
+    throw new McpmgrError("REGISTRY_UNREACHABLE", `custom registry ${configured} redirected to an invalid URL`, {
+      hint: `fix the server's redirect, or set ${setting} to the final URL`,
+    });
+  }
+  const downgrade = new URL(from).protocol === "https:" && target.protocol !== "https:";
+  const plainRemote = target.protocol === "http:" && !isLoopbackHostname(target.hostname);
+  if (downgrade || plainRemote || !/^https?:$/.test(target.protocol)) {
+    throw new McpmgrError(
+      "REGISTRY_INVALID",
+      `custom registry ${configured} redirected to ${target.protocol}//${target.host}${target.pathname}; a registry decides what runs, so every hop must be https`,
+      { hint: `set ${setting} to the registry's https:// URL, or download the file and give its path`, exitCode: 2 },
+    );
+  }
+  return target.href;
+}
+
+/** The body as text, read no further than the cap: a chunked answer declares no length. */
+async function _readCapped(response: Response, tooLarge: () => McpmgrError): Promise<string> {
+  if (response.body === null) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_REGISTRY_BYTES) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
 function _merge(
@@ -327,11 +385,6 @@ function _caseInsensitive<T>(byName: ReadonlyMap<string, T>, name: string): T | 
   const lower = name.toLowerCase();
   const hits = [...byName.entries()].filter(([key]) => key.toLowerCase() === lower);
   return hits.length === 1 ? hits[0]?.[1] : undefined;
-}
-
-function _isLoopback(hostname: string): boolean {
-  const bare = hostname.replace(/^\[(.*)\]$/, "$1");
-  return bare === "localhost" || bare === "::1" || /^127(?:\.\d{1,3}){3}$/.test(bare);
 }
 
 /** Sync, as callers read a setting before anything else happens; node:fs is loaded only when there is a file. */

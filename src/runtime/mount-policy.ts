@@ -11,6 +11,7 @@
 import { lstatSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { McpmgrError } from "../errors.ts";
+import { shellWord } from "../printable.ts";
 import { expandHostPath, isWithin, realHostPath } from "./host-paths.ts";
 import type { PermissionProfile } from "./permission-profile.ts";
 import { profileMount } from "./sandbox.ts";
@@ -157,7 +158,7 @@ export function assertRegistryMounts(
       "REGISTRY_PERMISSION_REFUSED",
       `registry entry ${entryName} asks to ${readOnly ? "read" : "write"} ${hostPath}${hostPath !== mount.hostPath ? ` (${mount.hostPath})` : ""}, refused: ${why}`,
       {
-        hint: `review the entry ('mcpmgr registry info ${entryName}'); to grant it anyway, add --allow-registry-mount ${hostPath}`,
+        hint: `review the entry ('mcpmgr registry info ${entryName}'); to grant it anyway, add --allow-registry-mount ${shellWord(hostPath)}`,
       },
     );
   }

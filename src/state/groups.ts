@@ -17,8 +17,10 @@ import { McpmgrError } from "../errors.ts";
 import { readJsonFile, writeJsonFile } from "./atomic-file.ts";
 import { withLock } from "./lock.ts";
 import type { McpmgrPaths } from "./paths.ts";
-import { isValidWorkloadName } from "./workload-name.ts";
+import { assertGroupName } from "./workload-name.ts";
 import { WorkloadStore } from "./workloads.ts";
+
+export { assertGroupName };
 
 export const DEFAULT_GROUP = "default";
 
@@ -137,21 +139,21 @@ export class GroupStore {
   }
 }
 
-/** For `run --group`: a workload may only join a group that exists. */
+/**
+ * For `run --group`: a workload may only join a group that exists. A name no group can have is
+ * refused as such first (it may come from a shared `--from-config` file), so that no hint ever
+ * offers it as a command to paste.
+ */
 export async function assertGroupExists(paths: McpmgrPaths, name: string): Promise<void> {
+  assertGroupName(name);
   if (name === DEFAULT_GROUP) return;
   if (await new GroupStore(paths).exists(name)) return;
   groupNotFound(name);
 }
 
-export function assertGroupName(name: string): void {
-  if (isValidWorkloadName(name)) return;
-  throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(name)} is not a valid group name`, {
-    hint: "use lowercase letters, digits and '-', at most 63 characters, not starting or ending with '-'",
-  });
-}
-
+/** GROUP_NOT_FOUND, whose hint names the command that creates the group: only for a valid name. */
 export function groupNotFound(name: string): never {
+  assertGroupName(name);
   throw new McpmgrError("GROUP_NOT_FOUND", `no group named ${name}`, {
     hint: `create it with 'mcpmgr group create ${name}', or pick one from 'mcpmgr group list'`,
   });

@@ -27,6 +27,14 @@ export function assertWorkloadName(name: string): void {
   });
 }
 
+/** Group names follow the workload names' rule (a group is a label on its workloads and containers). */
+export function assertGroupName(name: string): void {
+  if (isValidWorkloadName(name)) return;
+  throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(name)} is not a valid group name`, {
+    hint: "use lowercase letters, digits and '-', at most 63 characters, not starting or ending with '-'",
+  });
+}
+
 /**
  * Lowercases, folds accents ("Café" → "cafe"), turns every other run of characters into one
  * '-', trims '-' from both ends and cuts to 63. May return "" when nothing usable is left;

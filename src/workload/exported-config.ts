@@ -7,7 +7,9 @@ import { existsSync } from "node:fs";
 import { readFile, readlink, realpath, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { errorMessage, McpmgrError } from "../errors.ts";
+import { shellWord } from "../printable.ts";
 import { readJsonFile, writeFileAtomic } from "../state/atomic-file.ts";
+import { isValidWorkloadName } from "../state/workload-name.ts";
 import { type WorkloadRecord, workloadRecordSchema } from "../state/workload-record.ts";
 
 /** The exported record at `path`, checked; the process moves to its working directory. */
@@ -53,7 +55,7 @@ export async function writeExported(path: string, record: WorkloadRecord): Promi
   const existing = await stat(target).catch(() => undefined);
   if (existing?.isDirectory()) {
     throw new McpmgrError("INVALID_ARGUMENT", `${path} is a folder`, {
-      hint: `name a file in it, e.g. mcpmgr export ${record.name} ${join(path, `${record.name}.json`)}`,
+      hint: `name a file in it, e.g. mcpmgr export ${record.name} ${shellWord(join(path, `${record.name}.json`))}`,
     });
   }
   if (existing !== undefined && !(existing.isFile() && (await isExport(target)))) {
@@ -107,7 +109,8 @@ export function argsFromConfig(record: WorkloadRecord, foreground: boolean): str
 export async function exportedGatewaySpec(record: WorkloadRecord, foreground: boolean) {
   if (foreground) {
     throw new McpmgrError("CONFLICTING_OPTIONS", `--from-config holds the background gateway ${record.name}`, {
-      hint: `leave --foreground out, or run a gateway in the foreground with 'mcpmgr gateway ${record.group}'`,
+      // The group is the file's word (a file is handed around): offered only when it is a group's name.
+      hint: `leave --foreground out, or run a gateway in the foreground with 'mcpmgr gateway ${isValidWorkloadName(record.group) ? record.group : "GROUP"}'`,
     });
   }
   const { buildGatewaySpec } = await import("../config/gateway-spec.ts");

@@ -6,11 +6,13 @@
  * recorded with the background workload and exported.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
+import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { expectOneLineError } from "../support/cli-home.ts";
-import { createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { startProxy } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
@@ -26,6 +28,7 @@ const address =
 
 let group: TestGroup;
 let workloadPort: number;
+let startedStderr: string;
 
 beforeAll(async () => {
   group = await createTestGroup();
@@ -43,7 +46,12 @@ beforeAll(async () => {
   );
   if (started.code !== 0) throw new Error(`mcpmgr run failed:\n${started.stderr}`);
   workloadPort = Number(new URL(started.stdout.trim()).port);
+  startedStderr = started.stderr;
 });
+
+/** The one line a listener beyond loopback without --oidc-issuer gets (review 9, F9). */
+const reachable = (what: string, port: number) =>
+  `${what} listens on every address of this machine, port ${port}, reachable from the network; no authentication (no --oidc-issuer): anyone who can reach port ${port} can call its tools`;
 
 afterAll(async () => {
   await group?.cleanup();
@@ -124,6 +132,20 @@ describe("a background workload bound to 0.0.0.0", () => {
     expect(sameOrigin.status).toBe(200);
   });
 
+  test("says it is reachable from the network and unauthenticated, also when replayed from an exported file (review 9, F9)", () => {
+    expect(startedStderr).toContain(reachable("lan", workloadPort));
+    const exported = JSON.parse(group.mcpmgr("export", "lan", "-").stdout) as { name: string; runOptions: string[] };
+    const options = exported.runOptions.map((word) => (word === "lan" ? "lan-copy" : word));
+    const port = options.indexOf("--proxy-port");
+    if (port !== -1) options.splice(port, 2);
+    const file = join(group.home, "lan-copy.json");
+    writeFileSync(file, JSON.stringify({ ...exported, name: "lan-copy", runOptions: options }));
+    const replayed = group.mcpmgr("run", "--from-config", file);
+    expect(replayed.code).toBe(0);
+    expect(replayed.stderr).toContain(reachable("lan-copy", Number(new URL(replayed.stdout.trim()).port)));
+    expect(group.mcpmgr("rm", "lan-copy").code).toBe(0);
+  });
+
   test("keeps --allowed-hosts in its record: export shows it", () => {
     const exported = group.mcpmgr("export", "lan", "-");
     expect(exported.code).toBe(0);
@@ -142,6 +164,7 @@ test("mcpmgr proxy bound to 0.0.0.0 refuses a rebound Host and serves an allowed
   ]);
   try {
     const port = Number(new URL(proxy.url).port);
+    expect(await until(() => proxy.output().includes(reachable("proxy 'test-proxy'", port)))).toBe(true);
     await expectRebindingRefused(port, "/mcp", "test-proxy");
     expect(await toolsVia(`http://${address}:${port}/mcp`, `${ALLOWED}:${port}`)).toContain("echo");
   } finally {
@@ -153,6 +176,8 @@ test("mcpmgr gateway bound to 0.0.0.0 refuses a rebound Host and serves its IP a
   const gateway = await group.gateway("default", "--host", "0.0.0.0");
   try {
     const port = Number(new URL(gateway.url).port);
+    // Written right after the URL the helper waited for.
+    expect(await until(() => gateway.output().includes(reachable("gateway for group 'default'", port)))).toBe(true);
     await expectRebindingRefused(port, "/mcp", "gateway-default");
     expect(await toolsVia(`http://${address}:${port}/mcp`)).toContain("lan_echo");
   } finally {

@@ -108,6 +108,10 @@ describe("mcpmgr client without workloads", () => {
   test("unknown clients and groups are refused; setup without a terminal says which command to use", () => {
     expect(failure(mcpmgr("client", "register", "notepad"), 2)).toContain('"notepad" is not a client mcpmgr knows');
     expect(failure(mcpmgr("client", "register", "cursor", "--group", "nope"), 1)).toContain("no group named nope");
+    // A name no group can have is refused as such, never offered back as 'mcpmgr group create Bad Name'.
+    const badName = failure(mcpmgr("client", "register", "cursor", "--group", "Bad Name"), 2);
+    expect(badName).toContain('"Bad Name" is not a valid group name');
+    expect(badName).not.toContain("group create");
     const setup = failure(mcpmgr("client", "setup"), 2);
     expect(setup).toContain("mcpmgr client register CLIENT [--group GROUP]");
     expect(setup).toContain("installed here: cursor");

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { startEmbeddingServer } from "../fixtures/embedding-server.ts";
 import { startAuthServer, type AuthServer } from "../support/auth-server.ts";
@@ -213,6 +213,78 @@ describe("with embeddings", () => {
       expect(blended.output()).not.toContain(key);
     } finally {
       await embeddings.stop();
+    }
+  });
+
+  test("an endpoint answering wrong indices: find_tool answers from keywords, with one log line (review 9, F14)", async () => {
+    const embeddings = startEmbeddingServer();
+    embeddings.answers = "one-based";
+    try {
+      const wrong = await group.gateway(
+        SEARCH_GROUP,
+        "--tool-search",
+        "--tool-search-embeddings",
+        embeddings.url,
+        "--tool-search-embeddings-model",
+        "fixture-model",
+      );
+      const client = await connect(wrong.url);
+      expect(await find(client, "rent a car for a few days", 1)).toEqual(["car-rental_rent_car"]);
+      // An index of 10⁹ neither fails the call nor stalls the gateway.
+      embeddings.answers = "huge-index";
+      expect(await find(client, "create a note", 1)).toEqual(["notes_create_note"]);
+      const warnings = wrong
+        .output()
+        .split("\n")
+        .filter((line) => line.includes("find_tool answers from keywords alone"));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain(`tool search: embeddings endpoint ${embeddings.url}: item `);
+      expect(warnings[0]).toMatch(/item (\d+) has "index" \d+, not one of 0\.\.\1; find_tool answers/);
+    } finally {
+      await embeddings.stop();
+    }
+  });
+
+  test("an API key is never sent over plain http beyond loopback: the start is refused (review 9, F13)", async () => {
+    const lanAddress = Object.values(networkInterfaces())
+      .flat()
+      .find((nic) => nic !== undefined && nic.family === "IPv4" && !nic.internal)?.address;
+    expect(lanAddress).toBeDefined();
+    let asked = 0;
+    const listener = Bun.serve({
+      hostname: lanAddress,
+      port: 0,
+      fetch: () => {
+        asked++;
+        return new Response("{}");
+      },
+    });
+    try {
+      const url = `http://${lanAddress}:${listener.port}/v1/embeddings`;
+      const failure = await group
+        .gatewayWithEnv(
+          { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_EMBKEY: "sk-NEVER-IN-CLEAR-TEXT" },
+          SEARCH_GROUP,
+          "--tool-search",
+          "--tool-search-embeddings",
+          url,
+          "--tool-search-embeddings-model",
+          "m",
+          "--tool-search-embeddings-key-secret",
+          "embkey",
+        )
+        .then(
+          () => "started",
+          (err: unknown) => String(err),
+        );
+      expect(failure).toContain("exited with 2 before it was ready");
+      expect(failure).toContain(
+        `--tool-search-embeddings ${url}: the API key (--tool-search-embeddings-key-secret) is sent only over https://`,
+      );
+      expect(failure).not.toContain("sk-NEVER-IN-CLEAR-TEXT");
+      expect(asked).toBe(0);
+    } finally {
+      await listener.stop(true);
     }
   });
 

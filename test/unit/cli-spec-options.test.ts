@@ -189,4 +189,21 @@ describe.each([
   test("lists -h, --help among the options", () => {
     expect(mentions(help.stdout, helpOption)).toBe(true);
   });
+
+  test("every secret given as a value warns of the process list in the same words (review 9, F16)", () => {
+    const table: OptionTable = command === "run" ? runOptions : proxyOptions;
+    // A secret or token option with a -file form: its value is in /proc/PID/cmdline for the whole run.
+    const literal = Object.keys(table).filter((name) => /secret|token/.test(name) && `${name}-file` in table);
+    expect(literal.sort()).toEqual([
+      "oidc-client-secret",
+      "remote-auth-bearer-token",
+      "remote-auth-client-secret",
+      "token-exchange-client-secret",
+    ]);
+    for (const name of literal) {
+      const words = `(not recommended: visible in the process list; prefer --${name}-file)`;
+      expect((table[name] as OptionSpec).description).toEndWith(words);
+      expect(help.stdout.replace(/\s+/g, " ")).toContain(words);
+    }
+  });
 });

@@ -46,6 +46,29 @@ describe("--tool-search on the gateway", () => {
     );
   });
 
+  test("the API key goes over https, or http on loopback only; a keyless endpoint may be anywhere (review 9, F13)", () => {
+    const spec = (url: string, key?: string) =>
+      buildGatewaySpec([
+        "team",
+        "--tool-search",
+        "--tool-search-embeddings",
+        url,
+        "--tool-search-embeddings-model",
+        "m",
+        ...(key ? ["--tool-search-embeddings-key-secret", key] : []),
+      ]).toolSearch?.embeddings;
+    expect(spec("https://api.example.com/v1/embeddings", "k")?.keySecret).toBe("k");
+    expect(spec("http://localhost:11434/v1/embeddings", "k")?.keySecret).toBe("k");
+    expect(spec("http://[::1]:11434/v1/embeddings", "k")?.keySecret).toBe("k");
+    expect(spec("http://192.0.2.7:11434/v1/embeddings")?.url).toBe("http://192.0.2.7:11434/v1/embeddings");
+    for (const url of ["http://192.0.2.7:11434/v1/embeddings", "http://127.example.com/v1/embeddings"]) {
+      const error = usageError(() => spec(url, "k"), "INVALID_OPTION");
+      expect(error.message).toBe(
+        `--tool-search-embeddings ${url}: the API key (--tool-search-embeddings-key-secret) is sent only over https:// (http:// only on loopback)`,
+      );
+    }
+  });
+
   test("an override naming a tool find_tool or call_tool conflicts with search mode", () => {
     const dir = mkdtempSync(join(tmpdir(), "mcpmgr-gateway-spec-"));
     try {

@@ -1,5 +1,6 @@
 /** The authorization request mcpmgr builds (its checks need no server: the metadata is given). */
 import { expect, test } from "bun:test";
+import { assertRemoteChosenUrl } from "../../src/auth/outgoing/discovery.ts";
 import { startAuthorization, type ServerInfo } from "../../src/auth/outgoing/oauth-client.ts";
 import { rejection } from "../support/errors.ts";
 
@@ -36,4 +37,18 @@ test("with S256 listed, or endpoints given by hand, the request carries an S256 
     expect(pending.url.searchParams.get("code_challenge")).toMatch(/^[\w-]{43}$/);
     expect(pending.url.searchParams.get("state")).toBe(pending.state);
   }
+});
+
+test("a remote may name a plain-http endpoint on loopback only; a name that merely begins with 127. is no loopback", async () => {
+  const target = new URL("http://127.0.0.1:9/mcp");
+  expect((await assertRemoteChosenUrl("http://127.0.0.1:8080/token", "token endpoint", target)).href).toBe(
+    "http://127.0.0.1:8080/token",
+  );
+  const err = await rejection(
+    assertRemoteChosenUrl("http://127.attacker.example/token", "token endpoint", target),
+    "AUTH_SETUP_FAILED",
+  );
+  expect(err.message).toBe(
+    "refusing http://127.attacker.example as the remote's token endpoint: only https:// (or http:// on loopback)",
+  );
 });

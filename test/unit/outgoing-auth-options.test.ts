@@ -138,3 +138,15 @@ describe("how long run waits for a supervisor", () => {
     expect(supervisorReadyTimeoutMs(["--bogus"])).toBe(usual);
   });
 });
+
+test("OAuth endpoints are https://, http:// on loopback only; a name that merely begins with 127. is no loopback", () => {
+  const base = ["x", ...TARGET, "--oidc-issuer=https://idp.example", "--token-exchange-client-id", "c"];
+  const exchange = (url: string) => buildProxySpec([...base, `--token-exchange-url=${url}`]).outgoingAuth.tokenExchange;
+  expect(exchange("http://127.0.0.1:8080/token")?.url.href).toBe("http://127.0.0.1:8080/token");
+  expect(exchange("http://localhost:8080/token")?.url.href).toBe("http://localhost:8080/token");
+  for (const url of ["http://sts.example/token", "http://127.attacker.example/token"]) {
+    expect(usageError(() => exchange(url), "INVALID_OPTION").message).toBe(
+      `--token-exchange-url ${url}: OAuth endpoints must be https:// (http:// only on loopback)`,
+    );
+  }
+});

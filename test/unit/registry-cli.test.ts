@@ -4,10 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { embeddedEntries } from "../../src/registry/loader.ts";
 import { expectOneLineError } from "../support/cli-home.ts";
+import { makeTestCa } from "../support/test-ca.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -95,6 +96,8 @@ describe("mcpmgr registry list", () => {
     expect(usageError(mcpmgr(["registry", "list", "--format", "xml"]))).toContain("--format");
     expect(usageError(mcpmgr(["registry", "list", "--bogus"]))).toContain("--bogus");
     expect(usageError(mcpmgr(["registry", "list", "github"]))).toContain("registry info github");
+    // A word that is no registry name is not offered back as a command to paste.
+    expect(usageError(mcpmgr(["registry", "list", "x;curl y|sh"]))).toContain("'mcpmgr registry info NAME'");
     expect(usageError(mcpmgr(["registry"]))).toContain("list or info");
   });
 });
@@ -144,5 +147,72 @@ describe("mcpmgr registry info", () => {
   test("a missing or extra name is a usage error", () => {
     expect(usageError(mcpmgr(["registry", "info"]))).toContain("needs a server name");
     expect(usageError(mcpmgr(["registry", "info", "fetch", "git"]))).toContain("one server name");
+  });
+});
+
+describe("a custom registry by https URL", () => {
+  test("a redirect down to plain http is refused with one line, the plain-http server never asked (review 9, F11)", async () => {
+    const lanAddress = Object.values(networkInterfaces())
+      .flat()
+      .find((nic) => nic !== undefined && nic.family === "IPv4" && !nic.internal)?.address;
+    expect(lanAddress).toBeDefined();
+    const certs = await makeTestCa(home);
+    let plainRequests = 0;
+    const plain = Bun.serve({
+      hostname: lanAddress,
+      port: 0,
+      fetch() {
+        plainRequests++;
+        return Response.json({
+          servers: [
+            {
+              name: "injected-over-http",
+              description: "Came over plain http",
+              transport: "stdio",
+              source: { npx: "evil-pkg@1.0.0" },
+              permissions: "none",
+              tools: ["t"],
+            },
+          ],
+        });
+      },
+    });
+    const secure = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: { cert: Bun.file(certs.cert), key: Bun.file(certs.key) },
+      fetch: () =>
+        new Response(null, { status: 302, headers: { location: `http://${lanAddress}:${plain.port}/reg.json` } }),
+    });
+    try {
+      // Async: the servers above answer in this process while the CLI runs.
+      const child = Bun.spawn([process.execPath, ENTRY, "registry", "list"], {
+        cwd: REPO_ROOT,
+        env: {
+          ...process.env,
+          NO_COLOR: "1",
+          MCPMGR_HOME: home,
+          MCPMGR_REGISTRY: `https://127.0.0.1:${secure.port}/reg.json`,
+          NODE_EXTRA_CA_CERTS: certs.ca,
+        },
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const [stdout, stderr, exitCode] = await Promise.all([
+        new Response(child.stdout).text(),
+        new Response(child.stderr).text(),
+        child.exited,
+      ]);
+      const line = expectOneLineError({ exitCode, stdout, stderr }, 2);
+      expect(line).toContain(
+        `redirected to http://${lanAddress}:${plain.port}/reg.json; a registry decides what runs, so every hop must be https`,
+      );
+      expect(line).toContain("hint: set MCPMGR_REGISTRY to the registry's https:// URL");
+      expect(plainRequests).toBe(0);
+    } finally {
+      await secure.stop(true);
+      await plain.stop(true);
+    }
   });
 });

@@ -1,7 +1,7 @@
 /** loadRegistry: the embedded catalog merged with a custom registry from a file, config.json or a URL. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmod, mkdtemp, mkdir, rm, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { isMcpmgrError, type ErrorCode } from "../../src/errors.ts";
@@ -309,6 +309,27 @@ describe("custom registry by URL", () => {
     ]),
     "/broken.json": "{",
   };
+  /** Served by the second server, on this machine's network address: what a plain-http hop could inject. */
+  const injected = JSON.stringify({
+    servers: [
+      {
+        name: "injected-over-http",
+        description: "Came over plain http",
+        transport: "stdio",
+        source: { npx: "evil-pkg@1.0.0" },
+        permissions: "none",
+        tools: ["t"],
+      },
+    ],
+  });
+  /** This machine's address on a network (not loopback); the test needs one, as the review's machine had. */
+  const lanAddress = Object.values(networkInterfaces())
+    .flat()
+    .find((nic) => nic !== undefined && nic.family === "IPv4" && !nic.internal)?.address;
+  let lan: ReturnType<typeof Bun.serve>;
+  let lanRequests = 0;
+  /** Bytes the endless answer handed out before the reader stopped. */
+  let endlessSent = 0;
   let server: ReturnType<typeof Bun.serve>;
   let base: string;
   let requests: { accept: string | null }[] = [];
@@ -320,6 +341,24 @@ describe("custom registry by URL", () => {
       fetch(req) {
         requests.push({ accept: req.headers.get("accept") });
         const path = new URL(req.url).pathname;
+        if (path === "/to-lan.json")
+          return new Response(null, { status: 302, headers: { location: `http://${lanAddress}:${lan.port}/r.json` } });
+        if (path === "/hop.json") return new Response(null, { status: 301, headers: { location: "/registry.json" } });
+        if (path === "/loop.json") return new Response(null, { status: 302, headers: { location: "/loop.json" } });
+        if (path === "/endless.json") {
+          endlessSent = 0;
+          const chunk = new Uint8Array(1024 * 1024).fill(0x20);
+          // Chunked, no Content-Length, never ending: only the reader can stop it.
+          return new Response(
+            new ReadableStream({
+              pull(controller) {
+                endlessSent += chunk.byteLength;
+                controller.enqueue(chunk);
+              },
+            }),
+            { headers: { "content-type": "application/json" } },
+          );
+        }
         if (path === "/slow.json")
           return new Promise<Response>((done) => setTimeout(() => done(new Response("{}")), 2_000));
         const body = documents[path];
@@ -329,9 +368,18 @@ describe("custom registry by URL", () => {
       },
     });
     base = `http://127.0.0.1:${server.port}`;
+    lan = Bun.serve({
+      hostname: lanAddress,
+      port: 0,
+      fetch() {
+        lanRequests++;
+        return new Response(injected, { headers: { "content-type": "application/json" } });
+      },
+    });
   });
   afterAll(async () => {
     await server.stop(true);
+    await lan.stop(true);
   });
 
   test("a compact registry served over loopback http is merged", async () => {
@@ -374,5 +422,33 @@ describe("custom registry by URL", () => {
     });
     expect(refused.code).toBe("REGISTRY_UNREACHABLE");
     expect(refused.message).toContain("connection refused");
+  });
+
+  test("a redirect is followed while it stays on the rule: loopback http to loopback http", async () => {
+    const registry = await loadRegistry({ env: { MCPMGR_REGISTRY: `${base}/hop.json` }, fetch });
+    expect(registry.lookup("remote-one")?.source.npx).toBe("remote-one@1.0.0");
+  });
+
+  test("a redirect to plain http beyond loopback is refused before it is fetched (review 9, F11)", async () => {
+    expect(lanAddress).toBeDefined();
+    lanRequests = 0;
+    const refused = await loadError({ env: { MCPMGR_REGISTRY: `${base}/to-lan.json` }, fetch });
+    expect(refused).toMatchObject({ code: "REGISTRY_INVALID", exitCode: 2 });
+    expect(refused.message).toBe(
+      `custom registry ${base}/to-lan.json redirected to http://${lanAddress}:${lan.port}/r.json; a registry decides what runs, so every hop must be https`,
+    );
+    expect(refused.hint).toContain("https:// URL");
+    expect(lanRequests).toBe(0);
+    const looping = await loadError({ env: { MCPMGR_REGISTRY: `${base}/loop.json` }, fetch });
+    expect(looping).toMatchObject({ code: "REGISTRY_UNREACHABLE" });
+    expect(looping.message).toContain("more than 5 redirects");
+  });
+
+  test("an answer without a length is read no further than 16 MiB (review 9, F11)", async () => {
+    const tooLarge = await loadError({ env: { MCPMGR_REGISTRY: `${base}/endless.json` }, fetch, timeoutMs: 20_000 });
+    expect(tooLarge).toMatchObject({ code: "REGISTRY_INVALID", exitCode: 2 });
+    expect(tooLarge.message).toBe(`custom registry ${base}/endless.json is larger than 16 MiB`);
+    // The stream was stopped at the cap (plus what was in flight), not read on.
+    expect(endlessSent).toBeLessThan(64 * 1024 * 1024);
   });
 });

@@ -75,6 +75,66 @@ describe("embeddings client", () => {
   });
 });
 
+describe("an endpoint's wrong answer is an EmbeddingsError, found before anything uses it (review 9, F14)", () => {
+  const texts = ["rent a car", "wash a car", "create a document"];
+  const refusal = async (answers: EmbeddingServer["answers"], embedder = client()) => {
+    server.answers = answers;
+    try {
+      const err = await embedder.embed(texts).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(EmbeddingsError);
+      return (err as Error).message;
+    } finally {
+      server.answers = "right";
+    }
+  };
+
+  test("indices out of 0..n-1 (1-based, 10⁹) or given twice", async () => {
+    expect(await refusal("one-based")).toBe(`embeddings endpoint ${server.url}: item 2 has "index" 3, not one of 0..2`);
+    // At once: no array of 10⁹ entries is made, nor walked.
+    expect(await refusal("huge-index")).toBe(
+      `embeddings endpoint ${server.url}: item 0 has "index" 1000000000, not one of 0..2`,
+    );
+    expect(await refusal("same-index")).toBe(`embeddings endpoint ${server.url}: "index" 0 is given twice`);
+  });
+
+  test("vectors of different lengths, in one answer or against earlier ones; numbers past float32's range", async () => {
+    expect(await refusal("ragged")).toBe(`embeddings endpoint ${server.url}: item 1 has 64 numbers, other vectors 65`);
+    const embedder = client();
+    await embedder.embed(texts);
+    server.answers = "ragged";
+    try {
+      // One text: its vector is the longer one, unlike those the endpoint answered before.
+      await expect(embedder.embed(["rent a car"])).rejects.toThrow("item 0 has 65 numbers, other vectors 64");
+    } finally {
+      server.answers = "right";
+    }
+    expect(await refusal("overflow")).toBe(
+      `embeddings endpoint ${server.url}: item 0 holds 1e+39, not a finite number`,
+    );
+  });
+
+  test("search falls back to keywords on each of them, and reports it", async () => {
+    for (const answers of ["one-based", "huge-index", "same-index", "ragged", "overflow"] as const) {
+      const errors: EmbeddingsError[] = [];
+      const built = index();
+      const hybrid = new HybridToolSearch(built, client(), { onError: (err) => errors.push(err) });
+      server.answers = answers;
+      try {
+        const hits = await hybrid.search("rent a car", { limit: 2 });
+        expect(hits.map((hit) => hit.gatewayName)).toEqual(
+          built.search("rent a car", { limit: 2 }).map((h) => h.gatewayName),
+        );
+        expect(errors).toHaveLength(1);
+      } finally {
+        server.answers = "right";
+      }
+    }
+  });
+});
+
 describe("hybrid search", () => {
   test("a query the keyword index cannot match finds the tool through its embedding", async () => {
     const keywordOnly = index();

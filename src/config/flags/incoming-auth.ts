@@ -1,5 +1,5 @@
 /** Options that protect the proxy's own endpoint with OIDC token validation. */
-import { booleanOption, stringOption } from "../option-spec.ts";
+import { booleanOption, inProcessList, stringOption } from "../option-spec.ts";
 import { commaList, httpUrl, nonEmpty } from "../values.ts";
 
 export const incomingAuthOptions = {
@@ -19,7 +19,7 @@ export const incomingAuthOptions = {
     schema: nonEmpty,
   }),
   "oidc-client-secret": stringOption({
-    description: "OIDC client secret (optional, for token introspection)",
+    description: `OIDC client secret, optional, for token introspection ${inProcessList("oidc-client-secret")}`,
     valueHint: "secret",
     schema: nonEmpty,
   }),

@@ -1,5 +1,5 @@
 /** Options that authenticate mcpmgr to a remote MCP server (shared by `run` and `proxy`). */
-import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
+import { booleanOption, inProcessList, repeatableOption, stringOption } from "../option-spec.ts";
 import { commaList, duration, headerAssignment, httpUrl, keyValue, nonEmpty, oneOf, port } from "../values.ts";
 
 export const outgoingAuthOptions = {
@@ -28,7 +28,7 @@ export const outgoingAuthOptions = {
     schema: nonEmpty,
   }),
   "remote-auth-client-secret": stringOption({
-    description: "OAuth client secret (not recommended: visible in the process list; prefer the file)",
+    description: `OAuth client secret ${inProcessList("remote-auth-client-secret")}`,
     valueHint: "secret",
     schema: nonEmpty,
   }),
@@ -38,7 +38,7 @@ export const outgoingAuthOptions = {
     schema: nonEmpty,
   }),
   "remote-auth-bearer-token": stringOption({
-    description: "Static bearer token for the remote server (instead of OAuth)",
+    description: `Static bearer token for the remote server, instead of OAuth ${inProcessList("remote-auth-bearer-token")}`,
     valueHint: "token",
     schema: nonEmpty,
   }),
@@ -101,7 +101,7 @@ export const outgoingAuthOptions = {
     schema: nonEmpty,
   }),
   "token-exchange-client-secret": stringOption({
-    description: "Client secret for token exchange",
+    description: `Client secret for token exchange ${inProcessList("token-exchange-client-secret")}`,
     valueHint: "secret",
     schema: nonEmpty,
   }),

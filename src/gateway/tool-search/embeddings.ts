@@ -12,6 +12,7 @@
  * Tool vectors are cached by the exact text embedded, so a list_changed that leaves a tool unchanged
  * costs no request; query vectors are cached for the last few queries.
  */
+import { errorMessage } from "../../errors.ts";
 import { MAX_QUERY_CHARS } from "./query.ts";
 import type { SearchOptions, ToolSearchHit, ToolSearchIndex } from "./tool-index.ts";
 
@@ -36,6 +37,8 @@ const BATCH_SIZE = 64;
 /** Calls the endpoint: texts in, one vector per text, in order. */
 export class EmbeddingsClient {
   readonly #endpoint: EmbeddingsEndpoint;
+  /** The length of the first vector the endpoint answered; every later one must match it. */
+  #dimensions: number | undefined;
 
   constructor(endpoint: EmbeddingsEndpoint) {
     this.#endpoint = endpoint;
@@ -67,29 +70,56 @@ export class EmbeddingsClient {
       throw new EmbeddingsError(`embeddings endpoint ${url}: ${why}`);
     }
     if (!response.ok) {
-      await response.body?.cancel();
+      await response.body?.cancel().catch(() => {});
       throw new EmbeddingsError(`embeddings endpoint ${url} answered HTTP ${response.status}`);
     }
     const body = (await response.json().catch(() => undefined)) as { data?: unknown } | undefined;
-    const data = Array.isArray(body?.data) ? (body.data as { embedding?: unknown; index?: unknown }[]) : undefined;
-    if (!data || data.length !== texts.length) {
-      throw new EmbeddingsError(
-        `embeddings endpoint ${url}: expected {"data": [{"embedding": [...]}, …]} for each input`,
-      );
-    }
-    const vectors = new Array<Float32Array>(texts.length);
-    data.forEach((item, position) => {
-      const index = typeof item.index === "number" ? item.index : position;
-      if (!Array.isArray(item.embedding) || !item.embedding.every((x) => typeof x === "number")) {
-        throw new EmbeddingsError(`embeddings endpoint ${url}: item ${position} has no numeric "embedding"`);
-      }
-      vectors[index] = Float32Array.from(item.embedding as number[]);
-    });
-    if (vectors.some((vector) => vector === undefined)) {
-      throw new EmbeddingsError(`embeddings endpoint ${url}: "index" values do not cover the inputs`);
-    }
-    return vectors;
+    return this.#vectorsOf(body?.data, texts.length);
   }
+
+  /**
+   * The answer's vectors in input order, checked before anything is used: an endpoint's bug (1-based
+   * indices, an index of 10⁹, vectors of other lengths, NaN) must become an EmbeddingsError, which falls
+   * back to keywords, never a hole that breaks every find_tool or a huge array that stalls the gateway.
+   */
+  #vectorsOf(data: unknown, count: number): Float32Array[] {
+    const { url } = this.#endpoint;
+    const wrong = (why: string) => new EmbeddingsError(`embeddings endpoint ${url}: ${why}`);
+    if (!Array.isArray(data) || data.length !== count) {
+      throw wrong(`expected {"data": [{"embedding": [...]}, …]} for each input`);
+    }
+    const items = data as ({ embedding?: unknown; index?: unknown } | null)[];
+    // Every vector as long as those the endpoint answered before (else as the first of this answer):
+    // the cosine of vectors of different lengths means nothing.
+    const first = items[0]?.embedding;
+    const dimensions = this.#dimensions ?? (Array.isArray(first) ? first.length : 0);
+    const vectors = new Array<Float32Array | undefined>(count).fill(undefined);
+    items.forEach((item, position) => {
+      const index = item?.index ?? position;
+      if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= count) {
+        throw wrong(`item ${position} has "index" ${JSON.stringify(index)}, not one of 0..${count - 1}`);
+      }
+      if (vectors[index] !== undefined) throw wrong(`"index" ${index} is given twice`);
+      vectors[index] = vectorOf(item?.embedding, dimensions, (why) => wrong(`item ${position} ${why}`));
+    });
+    this.#dimensions = dimensions;
+    return vectors as Float32Array[];
+  }
+}
+
+/** One answered vector as float32, checked: `dimensions` numbers, each finite once stored. */
+function vectorOf(embedding: unknown, dimensions: number, wrong: (why: string) => EmbeddingsError): Float32Array {
+  if (!Array.isArray(embedding) || embedding.length === 0) throw wrong(`has no numeric "embedding"`);
+  if (embedding.length !== dimensions) throw wrong(`has ${embedding.length} numbers, other vectors ${dimensions}`);
+  const vector = new Float32Array(dimensions);
+  for (let i = 0; i < dimensions; i++) {
+    const x: unknown = embedding[i];
+    if (typeof x !== "number") throw wrong(`has no numeric "embedding"`);
+    vector[i] = x;
+    // NaN, an infinity, or a number past float32's range would make every similarity NaN.
+    if (!Number.isFinite(vector[i])) throw wrong(`holds ${x}, not a finite number`);
+  }
+  return vector;
 }
 
 export function cosine(a: Float32Array, b: Float32Array): number {
@@ -186,8 +216,8 @@ export class HybridToolSearch {
       await this.prepare();
       queryVector = await this.#queryVector(query);
     } catch (err) {
-      if (!(err instanceof EmbeddingsError)) throw err;
-      this.#onError?.(err);
+      // Whatever went wrong on the embeddings side, find_tool still answers (docs/tool-search.md).
+      this.#onError?.(err instanceof EmbeddingsError ? err : new EmbeddingsError(`embeddings: ${errorMessage(err)}`));
       return keywordHits.slice(0, limit);
     }
 
