@@ -11,7 +11,7 @@ import { clientsSeeForegroundRun } from "../workload/client-entries.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { argsFromConfig, exportedGatewaySpec, readExported } from "../workload/exported-config.ts";
 import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
-import { warnIfRemoteHostUnresolved } from "../workload/remote-host.ts";
+import { remoteAskedAtStart, warnIfRemoteHostUnresolved } from "../workload/remote-host.ts";
 import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
 import { startWorkload } from "../workload/start.ts";
 import { firstStart } from "../workload/first-start.ts";
@@ -109,7 +109,11 @@ async function runInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<num
 
 async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<number> {
   await assertForegroundNameFree(spec, ctx);
-  if (spec.placement.kind === "remote") await warnIfRemoteHostUnresolved(spec.name, spec.placement.url, ctx);
+  if (spec.placement.kind === "remote") {
+    await warnIfRemoteHostUnresolved(spec.name, spec.placement.url, ctx, {
+      askedAtStart: remoteAskedAtStart(spec.placement.outgoingAuth),
+    });
+  }
   // Listened for from the start: Ctrl-C during a pull, build or handshake must not leave a
   // container running.
   const signal = untilSignal();

@@ -234,6 +234,23 @@ test("a remote whose host does not resolve runs, with a one-line warning saying 
   }
 }, 60_000);
 
+test("--remote-auth with a host that does not resolve fails in one line, without promising that it runs or naming --target-uri", async () => {
+  const remote = "https://does-not-exist.invalid/mcp";
+  for (const args of [
+    ["run", remote, "--name", "dns-auth", "--remote-auth"],
+    ["run", "--foreground", remote, "--name", "dns-auth-fg", "--remote-auth"],
+  ]) {
+    const result = cli(...args);
+    expectOneLineError(result, 1);
+    expect(result.stderr).toMatch(
+      /^\[error\] the remote's host does-not-exist\.invalid does not resolve \((ENOTFOUND|EAI_AGAIN)\); --remote-auth asks the remote at start whether it needs a login \(hint: check the URL, your network and DNS, or name its authorization server with --remote-auth-issuer\)$/m,
+    );
+    expect(result.stderr).not.toContain("it runs");
+    expect(result.stderr).not.toContain("--target-uri");
+  }
+  expect(cli("list", "--format", "json").stdout).not.toContain("dns-auth");
+}, 60_000);
+
 describe("servers that speak HTTP themselves (--transport sse|streamable-http)", () => {
   for (const [transport, mode, Transport] of [
     ["streamable-http", "streamableHttp", StreamableHTTPClientTransport],
