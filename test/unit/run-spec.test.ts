@@ -133,7 +133,9 @@ describe("the policies' files are decoded once, with the field at fault named", 
 
   test("a registry entry's tool list catches unknown tools", () => {
     const probe = entry({ name: "probe", source: { npx: "mcpmgr-sandbox-probe" }, tools: ["env"] });
-    refusal(["probe", "--tools", "nope"], "INVALID_OPTION", "unknown tool nope", { entry: probe });
+    refusal(["probe", "--tools", "nope"], "INVALID_OPTION", "unknown tool nope: the registry entry lists env", {
+      entry: probe,
+    });
   });
 
   test("telemetry and incoming-auth options need their main option", () => {
