@@ -56,6 +56,9 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext): Promise<vo
     await warnIfRemoteHostUnresolved(spec.name, placement.url, ctx, {
       askedAtStart: remoteAskedAtStart(placement.outgoingAuth),
     });
+    // Looked up here too (the supervisor reads them again at each start): a missing one fails in this terminal.
+    for (const { name: header, secret } of placement.outgoingAuth.secretHeaders)
+      await ctx.secrets().resolveSecret(secret, `--remote-forward-headers-secret ${header}=${secret}`);
   }
   await preparePolicies(spec.policies, spec.name, ctx);
 }
