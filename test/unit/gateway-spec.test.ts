@@ -60,3 +60,8 @@ describe("--tool-search on the gateway", () => {
     }
   });
 });
+
+test("--thv-ca-bundle naming a file that cannot be read is refused though no option of this gateway uses it", () => {
+  const err = usageError(() => buildGatewaySpec(["team", "--thv-ca-bundle", "/nonexistent/ca.pem"]), "INVALID_OPTION");
+  expect(err.message).toBe('--thv-ca-bundle "/nonexistent/ca.pem": cannot read the file');
+});

@@ -131,6 +131,14 @@ describe("the policies' files are decoded once, with the field at fault named", 
     for (const [args, code, text] of cases) refusal([PROBE, ...args], code, text);
   });
 
+  test("--thv-ca-bundle is checked when given, even for a local server that no option sends HTTPS for", () => {
+    refusal(
+      [PROBE, "--thv-ca-bundle", "/nonexistent/ca.pem"],
+      "INVALID_OPTION",
+      '--thv-ca-bundle "/nonexistent/ca.pem"',
+    );
+  });
+
   test("a registry entry's tool list catches unknown tools", () => {
     const probe = entry({ name: "probe", source: { npx: "mcpmgr-sandbox-probe" }, tools: ["env"] });
     refusal(["probe", "--tools", "nope"], "INVALID_OPTION", "unknown tool nope: the registry entry lists env", {
