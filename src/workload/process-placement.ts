@@ -27,6 +27,15 @@ export function processPlacement(
   );
   const profile = profileOf(values, entry, ctx);
   const server = localServer(parsed, entry, profile);
+  if (server.transport === "stdio") {
+    for (const option of ["target-host", "target-port"] as const) {
+      if (parsed.given.has(option)) {
+        throw new McpmgrError("CONFLICTING_OPTIONS", `--${option} applies to sse and streamable-http servers`, {
+          hint: "leave it out, or give --transport",
+        });
+      }
+    }
+  }
   if (server.transport !== "stdio" && !allowsNetwork(profile)) {
     throw new McpmgrError(
       "CONFLICTING_OPTIONS",

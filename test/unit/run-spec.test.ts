@@ -180,6 +180,24 @@ describe("a remote URL runs nowhere locally", () => {
     }
   });
 
+  test("server arguments after -- are refused for a remote URL, like -e", () => {
+    refusal([REMOTE, "--", "--flag"], "INVALID_OPTION", "arguments after -- go to servers mcpmgr starts");
+  });
+
+  test("options with nothing to act on for a local stdio process are refused, not recorded", () => {
+    refusal([PROBE, "--label", "team=a"], "CONFLICTING_OPTIONS", "--label applies to container workloads");
+    refusal(
+      [PROBE, "--target-port", "9999"],
+      "CONFLICTING_OPTIONS",
+      "--target-port applies to sse and streamable-http",
+    );
+    refusal(
+      [PROBE, "--target-host", "0.0.0.0"],
+      "CONFLICTING_OPTIONS",
+      "--target-host applies to sse and streamable-http",
+    );
+  });
+
   test("container options are refused", () => {
     refusal([REMOTE, "--isolate-network"], "CONFLICTING_OPTIONS", "a remote URL runs nowhere locally");
   });
