@@ -53,7 +53,7 @@ export function processPlacement(
         "SANDBOX_UNAVAILABLE",
         "the process runtime cannot limit outbound connections to the profile's allow_host/allow_port",
         {
-          hint: "pass --insecure-allow-unsandboxed to accept unrestricted network for this server, or use permission profile none",
+          hint: "run it with a container engine (MCPMGR_RUNTIME=docker|podman) and --isolate-network, which enforces the list, or pass --insecure-allow-unsandboxed to give it the whole network",
         },
       );
     }

@@ -364,6 +364,8 @@ describe("a local process", () => {
       network: { outbound: { allow_host: ["api.example.com"], allow_port: [443] } },
     });
     refusal([PROBE, "--permission-profile", profile], "SANDBOX_UNAVAILABLE", "cannot limit outbound connections");
+    // The way that keeps the list (process-sandbox.md), not a profile that takes all network away.
+    expect(errorOf([PROBE, "--permission-profile", profile])?.hint).toContain("--isolate-network");
     const context = testContext();
     specFor(["--foreground", PROBE, "--permission-profile", profile, "--insecure-allow-unsandboxed"], { context });
     expect(context.logged.join("\n")).toContain("gets the whole network");
