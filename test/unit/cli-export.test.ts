@@ -73,6 +73,13 @@ test("export to a folder names a file in it instead of an error about MCPMGR_HOM
   expect(line).not.toContain("MCPMGR_HOME");
 });
 
+test("export into a folder that does not exist is refused, and creates no folder", () => {
+  const missing = join(dir, "typo", "deeper");
+  const line = refusal(mcpmgr("export", "notes", join(missing, "notes.json")), 2);
+  expect(line).toContain(`the folder ${missing} does not exist`);
+  expect(() => lstatSync(join(dir, "typo"))).toThrow();
+});
+
 test("export to a symlinked path writes its target and keeps the link", () => {
   const target = join(dir, "dotfiles-notes.json");
   const link = join(dir, "linked.json");
