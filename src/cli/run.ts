@@ -35,8 +35,7 @@ const runCommand = defineCommand({
     },
   }),
   async run({ rawArgs }) {
-    let args: readonly string[] = rawArgs;
-    let parsed = parseRunArgv(args);
+    const parsed = parseRunArgv(rawArgs);
     if (parsed.values["from-config"] !== undefined) {
       const others = [...parsed.given].filter((name) => name !== "from-config" && name !== "foreground");
       if (others.length > 0) {
@@ -46,18 +45,38 @@ const runCommand = defineCommand({
           { hint: "edit the exported file instead, or run the server with its options directly" },
         );
       }
-      const record = await readExported(parsed.values["from-config"]);
-      if (isGatewayRecord(record)) return runGatewayFromConfig(record, parsed.values.foreground);
-      args = argsFromConfig(record, parsed.values.foreground);
-      parsed = parseRunArgv(args);
+      const file = parsed.values["from-config"];
+      const record = await readExported(file);
+      try {
+        if (isGatewayRecord(record)) return await runGatewayFromConfig(record, parsed.values.foreground);
+        const args = argsFromConfig(record, parsed.values.foreground);
+        return await runParsed(args, parseRunArgv(args));
+      } catch (err) {
+        throw fromConfigNameTaken(err, record.name, file);
+      }
     }
-    const ctx = cliContext();
-    const spec = await prepareRunSpec(parsed, ctx);
-    if (spec.background) return runInBackground(spec, parsed, args, ctx);
-    const code = await runInForeground(spec, ctx);
-    if (code !== 0) process.exit(code);
+    await runParsed(rawArgs, parsed);
   },
 });
+
+async function runParsed(args: readonly string[], parsed: ParsedRunArgv): Promise<void> {
+  const ctx = cliContext();
+  const spec = await prepareRunSpec(parsed, ctx);
+  if (spec.background) return runInBackground(spec, parsed, args, ctx);
+  const code = await runInForeground(spec, ctx);
+  if (code !== 0) process.exit(code);
+}
+
+/** A taken name, for a run that cannot take --name: the way out is the file's "name". */
+function fromConfigNameTaken(err: unknown, name: string, file: string): unknown {
+  if (!(err instanceof McpmgrError) || err.code !== "WORKLOAD_EXISTS") return err;
+  const another = `edit "name" in ${file} to run another copy`;
+  // Taken by a foreground run (state/workloads.ts assertNoForegroundRun) or by a record.
+  const hint = err.message.startsWith("a foreground run named")
+    ? `stop it (Ctrl-C where it runs), or ${another}`
+    : `'mcpmgr list' shows it; start it with 'mcpmgr start ${name}' if it is stopped, remove it with 'mcpmgr rm ${name}', or ${another}`;
+  return new McpmgrError("WORKLOAD_EXISTS", err.message, { hint });
+}
 
 export default withExamples(runCommand, [
   { description: "Run the fetch server from the registry in the background", command: "mcpmgr run fetch" },

@@ -165,7 +165,7 @@ export class WorkloadStore {
     await this.#locked(async () => {
       if ((await this.#read(name)) !== undefined) {
         throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${name} already exists`, {
-          hint: `start it with 'mcpmgr start ${name}', remove it with 'mcpmgr rm ${name}', or give this run another --name`,
+          hint: `'mcpmgr list' shows it; start it with 'mcpmgr start ${name}' if it is stopped, remove it with 'mcpmgr rm ${name}', or give this run another --name`,
         });
       }
       assertNoForegroundRun(this.paths, name);

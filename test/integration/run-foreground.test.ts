@@ -447,7 +447,7 @@ test("a foreground run's name is taken while it runs, and a recorded name is tak
   try {
     const refused = expectOneLineError(cli("run", "--foreground", PROBE, "--name", "fg-taken"), 1);
     expect(refused).toContain("a workload named fg-taken already exists");
-    expect(refused).toContain("mcpmgr start fg-taken");
+    expect(refused).toContain("mcpmgr start fg-taken' if it is stopped");
   } finally {
     expect(cli("rm", "fg-taken").code).toBe(0);
   }
