@@ -437,6 +437,12 @@ test("a foreground run's name is taken while it runs, and a recorded name is tak
     }
     const listed = JSON.parse(cli("list", "--format", "json").stdout) as { name: string }[];
     expect(listed.map((workload) => workload.name)).not.toContain("fg-taken");
+    // Commands for recorded workloads say what it is and where to stop it, not that it does not exist.
+    for (const command of [["stop"], ["logs"], ["restart"]]) {
+      const line = expectOneLineError(cli(...command, "fg-taken"), 1);
+      expect(line).toContain(`fg-taken is a foreground run (pid ${run.proc.pid}), not a recorded workload`);
+      expect(line).toContain("Ctrl-C");
+    }
     expect(await run.call("env", { name: "HOME" })).toBeDefined();
     await run.client.close();
   } finally {
