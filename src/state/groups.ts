@@ -103,7 +103,8 @@ export class GroupStore {
         hint: "remove its workloads one by one with 'mcpmgr rm NAME' if you want it empty",
       });
     }
-    const group = (await this.get(name)) ?? groupNotFound(name);
+    // Nothing to remove: creating it is no advice here.
+    const group = (await this.get(name)) ?? groupNotFound(name, "'mcpmgr group list' shows the groups");
     if (group.workloads.length > 0 && !options.withWorkloads) {
       throw new McpmgrError(
         "GROUP_NOT_EMPTY",
@@ -151,8 +152,9 @@ export function assertGroupName(name: string): void {
   });
 }
 
-export function groupNotFound(name: string): never {
-  throw new McpmgrError("GROUP_NOT_FOUND", `no group named ${name}`, {
-    hint: `create it with 'mcpmgr group create ${name}', or pick one from 'mcpmgr group list'`,
-  });
+export function groupNotFound(
+  name: string,
+  hint = `create it with 'mcpmgr group create ${name}', or pick one from 'mcpmgr group list'`,
+): never {
+  throw new McpmgrError("GROUP_NOT_FOUND", `no group named ${name}`, { hint });
 }
