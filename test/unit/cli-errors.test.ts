@@ -126,6 +126,14 @@ describe("options that are not supported yet exit 2", () => {
     expect(line).toContain("not supported yet");
   });
 
+  test("proxy tunnel --help says it is not implemented, instead of printing proxy's help", () => {
+    const result = mcpmgr("proxy", "tunnel", "--help");
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toContain("USAGE mcpmgr proxy tunnel");
+    expect(result.stdout).toContain("Not implemented in this version");
+    expect(result.stdout).not.toContain("SERVER_NAME>");
+  });
+
   test("every option of run and proxy is supported: help marks none", () => {
     for (const command of ["run", "proxy"]) {
       const result = mcpmgr(command, "--help");
