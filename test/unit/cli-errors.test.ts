@@ -119,6 +119,14 @@ describe("help rows say what they do", () => {
   });
 });
 
+test("registry info --help marks its NAME required, and its absence keeps the command's own words", () => {
+  const help = mcpmgr("registry", "info", "--help").stdout;
+  expect(help).toContain("USAGE mcpmgr registry info [OPTIONS] <NAME>");
+  expect(help).toMatch(/NAME +Server name .*\(Required\)/);
+  const line = expectUsageError(mcpmgr("registry", "info"));
+  expect(line).toContain("'mcpmgr registry info' needs a server name (hint: run 'mcpmgr registry list'");
+});
+
 describe("options that are not supported yet exit 2", () => {
   test("proxy tunnel", () => {
     const line = expectUsageError(mcpmgr("proxy", "tunnel"));
