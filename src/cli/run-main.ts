@@ -43,8 +43,9 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
     }
     const command = rawArgs[0];
     if (command !== undefined && Object.hasOwn((await resolve(root.subCommands)) ?? {}, command)) {
-      // Before anything reads a record: one another user could have swapped is never run.
-      if (command !== "completion") await assertOwnStateDirectories();
+      // Before anything reads a record: one another user could have swapped is never run. `completion`
+      // and `version` (the bug-report command) read no state.
+      if (command !== "completion" && command !== "version") await assertOwnStateDirectories();
       // Loaded here, not imported: --version and --help stay free of it.
       await (await import("./stale-client-entries.ts")).pruneStaleClientEntries(command);
     }
