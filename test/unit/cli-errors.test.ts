@@ -119,6 +119,11 @@ describe("help rows say what they do", () => {
   });
 });
 
+test("a mistyped AI-client name gets the nearest one, like a mistyped command", () => {
+  const line = expectUsageError(mcpmgr("client", "register", "cursr"));
+  expect(line).toContain('"cursr" is not a client mcpmgr knows (hint: did you mean cursor?');
+});
+
 test("registry info --help marks its NAME required, and its absence keeps the command's own words", () => {
   const help = mcpmgr("registry", "info", "--help").stdout;
   expect(help).toContain("USAGE mcpmgr registry info [OPTIONS] <NAME>");
