@@ -64,13 +64,23 @@ export class McpmgrError extends Error {
   readonly code: ErrorCode;
   readonly hint: string | undefined;
   readonly exitCode: number;
+  /**
+   * Text from elsewhere that explains the error (a server's last output), printed as indented
+   * lines below the error line, so the line and its hint stay together whatever it holds.
+   */
+  readonly details: string | undefined;
 
-  constructor(code: ErrorCode, message: string, options: { hint?: string; cause?: unknown; exitCode?: number } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { hint?: string; cause?: unknown; exitCode?: number; details?: string } = {},
+  ) {
     super(message, { cause: options.cause });
     this.name = "McpmgrError";
     this.code = code;
     this.hint = options.hint;
     this.exitCode = options.exitCode ?? (usageCodes.has(code) ? 2 : 1);
+    this.details = options.details;
   }
 }
 

@@ -15,6 +15,7 @@ import {
   noOptions,
 } from "../config/command-options.ts";
 import type { OptionTable } from "../config/option-spec.ts";
+import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { DEFAULT_GROUP } from "../state/groups.ts";
 import {
@@ -51,8 +52,12 @@ function noArguments(positionals: readonly string[], command: string): void {
 function clientFrom<T extends OptionTable>(rawArgs: readonly string[], table: T, command: string) {
   const parsed = parseNamed(rawArgs, table, command, { what: "CLIENT", afterDashes: true });
   if (!isClientId(parsed.name)) {
+    // The nearest name first, as for mistyped commands and registry names (shell-completion.md).
+    const suggestion = didYouMean(closeMatches(parsed.name, CLIENT_IDS, { nearestOnly: true }));
     throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(parsed.name)} is not a client mcpmgr knows`, {
-      hint: `use one of ${CLIENT_IDS.join(", ")}; 'mcpmgr client status' shows which are installed`,
+      hint: suggestion
+        ? `${suggestion} 'mcpmgr client status' lists every client mcpmgr knows`
+        : `use one of ${CLIENT_IDS.join(", ")}; 'mcpmgr client status' shows which are installed`,
     });
   }
   return { ...parsed, client: parsed.name };

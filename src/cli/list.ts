@@ -57,6 +57,11 @@ const listCommand = defineCommand({
       ["NAME", "STATUS", "URL", "SOURCE", "GROUP", "RUNTIME", "RESTARTS"],
       rows.map((r) => [r.name, r.status, r.url, r.source, r.group, r.runtime, String(r.restarts)]),
     );
+    // Too long for a column; under the table, on stderr, so stdout stays the table alone.
+    for (const row of rows) {
+      if (row.status === "failed" && row.lastError !== undefined)
+        log.warn(`${row.name}: ${row.lastError} (hint: see 'mcpmgr logs ${row.name} --proxy')`);
+    }
   },
 });
 

@@ -91,13 +91,19 @@ export function printResult(line: string): void {
 /** One line for the error and its hint; the cause chain only with --debug. Returns the exit code. */
 export function reportError(err: unknown): number {
   if (isMcpmgrError(err)) {
-    log.error(err.hint ? `${err.message} (hint: ${err.hint})` : err.message);
+    const line = err.hint ? `${err.message} (hint: ${err.hint})` : err.message;
+    const details = err.details?.split("\n").filter((text) => text.trim() !== "");
+    log.error(details?.length ? `${line}\n${details.map((text) => `  ${text}`).join("\n")}` : line);
     if (log.level >= 4 && err.cause !== undefined) log.debug(err.cause);
     return err.exitCode;
   }
   const message = errorMessage(err);
-  log.error(`unexpected error: ${message} (hint: run again with --debug and report it if it persists)`);
-  if (log.level >= 4) log.debug(err);
+  // Under --debug the details follow at once: no advice to run again with it.
+  const debugging = log.level >= 4;
+  log.error(
+    `unexpected error: ${message} (hint: ${debugging ? "report it with the details below if it persists" : "run again with --debug and report it if it persists"})`,
+  );
+  if (debugging) log.debug(err);
   return 1;
 }
 

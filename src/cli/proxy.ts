@@ -39,6 +39,16 @@ const stdioCommand = withExamples(
   ],
 );
 
+/** `proxy tunnel` is in the spec but not built: its help says so, and so does running it (below). */
+const tunnelCommand = defineCommand({
+  meta: {
+    name: "tunnel",
+    description: "Not implemented in this version: use 'mcpmgr proxy SERVER_NAME --target-uri URL' (docs/proxy.md)",
+    hidden: true,
+  },
+  args: {},
+});
+
 const proxyCommand = defineCommand({
   meta: {
     name: "proxy",
@@ -70,10 +80,10 @@ const proxyCommand = defineCommand({
 });
 
 /**
- * `stdio` is listed as a subcommand for help only: `run` above dispatches the first word
- * itself, since citty would take any first word (the SERVER_NAME) for a subcommand.
+ * `stdio` and `tunnel` are listed as subcommands for help only: `run` above dispatches the first
+ * word itself, since citty would take any first word (the SERVER_NAME) for a subcommand.
  */
-export default withExamples(withHelpSubCommands(proxyCommand, { stdio: stdioCommand }), [
+export default withExamples(withHelpSubCommands(proxyCommand, { stdio: stdioCommand, tunnel: tunnelCommand }), [
   {
     description: "Proxy a local MCP server on port 8080",
     command: "mcpmgr proxy local --target-uri http://127.0.0.1:3000/mcp --port 8080",

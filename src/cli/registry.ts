@@ -52,19 +52,25 @@ const listCommand = defineCommand({
   },
 });
 
+const NAME_MISSING = {
+  message: "'mcpmgr registry info' needs a server name",
+  hint: "run 'mcpmgr registry list' to see the names",
+};
+
 const infoCommand = defineCommand({
   meta: { name: "info", description: "Show everything the registry says about one server" },
   args: toCittyArgs(formatOptions, {
-    NAME: { description: "Server name (see 'mcpmgr registry list')", required: false, completes: "servers" },
+    NAME: {
+      description: "Server name (see 'mcpmgr registry list')",
+      required: true,
+      completes: "servers",
+      whenMissing: NAME_MISSING,
+    },
   }),
   async run({ rawArgs }) {
     const { values, positionals } = parseArgv(rawArgs, formatOptions, "registry info", false);
     const [name, ...extra] = positionals;
-    if (name === undefined) {
-      throw new McpmgrError("MISSING_OPTION", "'mcpmgr registry info' needs a server name", {
-        hint: "run 'mcpmgr registry list' to see the names",
-      });
-    }
+    if (name === undefined) throw new McpmgrError("MISSING_OPTION", NAME_MISSING.message, { hint: NAME_MISSING.hint });
     if (extra.length > 0) {
       throw new McpmgrError(
         "INVALID_ARGUMENT",

@@ -9,7 +9,7 @@ import { type ArgsDef, type CommandContext, type CommandDef, parseArgs, renderUs
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { version } from "../version.ts";
-import { examplesOf, helpSubCommandsOf, isRoutingCommand, subCommandSummariesOf } from "./citty-args.ts";
+import { argsSourceOf, examplesOf, helpSubCommandsOf, isRoutingCommand, subCommandSummariesOf } from "./citty-args.ts";
 import { enableDebug, printResult, reportError } from "./output.ts";
 
 const globalFlags: ReadonlySet<string> = new Set(["--debug"]);
@@ -43,8 +43,9 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
     }
     const command = rawArgs[0];
     if (command !== undefined && Object.hasOwn((await resolve(root.subCommands)) ?? {}, command)) {
-      // Before anything reads a record: one another user could have swapped is never run.
-      if (command !== "completion") await assertOwnStateDirectories();
+      // Before anything reads a record: one another user could have swapped is never run. `completion`
+      // and `version` (the bug-report command) read no state.
+      if (command !== "completion" && command !== "version") await assertOwnStateDirectories();
       // Loaded here, not imported: --version and --help stay free of it.
       await (await import("./stale-client-entries.ts")).pruneStaleClientEntries(command);
     }
@@ -271,7 +272,15 @@ async function translateCittyError(err: unknown, root: CommandDef, rawArgs: read
       hint: "try 'mcpmgr proxy NAME --target-uri URL' or 'mcpmgr --help'",
     });
   }
-  if (code === "EARG") return new McpmgrError("INVALID_ARGUMENT", message, { hint: "see --help" });
+  if (code === "EARG") {
+    // The command's own words for a missing positional, when it has them.
+    const missing = /^Missing required positional argument: (\S+)/.exec(message)?.[1];
+    const [cmd] = await resolveCommand(root, rawArgs);
+    const args = await resolve(cmd.args);
+    const own = missing && args ? argsSourceOf(args)?.positionals[missing]?.whenMissing : undefined;
+    if (own) return new McpmgrError("MISSING_OPTION", own.message, { hint: own.hint });
+    return new McpmgrError("INVALID_ARGUMENT", message, { hint: "see --help" });
+  }
   return err;
 }
 

@@ -12,7 +12,7 @@ import { clientsSeeForegroundRun } from "../workload/client-entries.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { argsFromConfig, exportedGatewaySpec, readExported } from "../workload/exported-config.ts";
 import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
-import { warnIfRemoteHostUnresolved } from "../workload/remote-host.ts";
+import { remoteAskedAtStart, warnIfRemoteHostUnresolved } from "../workload/remote-host.ts";
 import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
 import { startWorkload } from "../workload/start.ts";
 import { firstStart } from "../workload/first-start.ts";
@@ -37,8 +37,7 @@ const runCommand = defineCommand({
     },
   }),
   async run({ rawArgs }) {
-    let args: readonly string[] = rawArgs;
-    let parsed = parseRunArgv(args);
+    const parsed = parseRunArgv(rawArgs);
     if (parsed.values["from-config"] !== undefined) {
       const others = [...parsed.given].filter((name) => name !== "from-config" && name !== "foreground");
       if (others.length > 0) {
@@ -48,39 +47,60 @@ const runCommand = defineCommand({
           { hint: "edit the exported file instead, or run the server with its options directly" },
         );
       }
-      const fromConfig = parsed.values["from-config"];
-      const record = await readExported(fromConfig);
-      if (isGatewayRecord(record)) return runGatewayFromConfig(record, parsed.values.foreground);
-      args = argsFromConfig(record, parsed.values.foreground);
-      parsed = parseRunArgv(args);
-      // An export's run options are what ran; one naming another file is an edited file, not a chain to follow.
-      if (parsed.given.has("from-config")) {
-        throw new McpmgrError(
-          "INVALID_OPTION",
-          `--from-config ${fromConfig}: its runOptions hold --from-config, which cannot be replayed`,
-          {
-            hint: "put the server and its options in runOptions, or export the workload again with 'mcpmgr export NAME PATH'",
-          },
-        );
-      }
-      // What runs is the run options' --group (a name no group can have refused first, never echoed in a
-      // hint): a "group" that says otherwise was edited, and would mislead.
-      assertGroupName(parsed.values.group);
-      if (parsed.values.group !== record.group) {
-        throw new McpmgrError(
-          "INVALID_OPTION",
-          `--from-config ${fromConfig}: its "group" is ${JSON.stringify(record.group)}, but its runOptions run the workload in ${JSON.stringify(parsed.values.group)}`,
-          { hint: `make them agree: the runOptions' --group is the group the workload joins` },
-        );
+      const file = parsed.values["from-config"];
+      const record = await readExported(file);
+      try {
+        if (isGatewayRecord(record)) return await runGatewayFromConfig(record, parsed.values.foreground);
+        const args = argsFromConfig(record, parsed.values.foreground);
+        const replayed = parseRunArgv(args);
+        assertReplayable(replayed, record, file);
+        return await runParsed(args, replayed);
+      } catch (err) {
+        throw fromConfigNameTaken(err, record.name, file);
       }
     }
-    const ctx = cliContext();
-    const spec = await prepareRunSpec(parsed, ctx);
-    if (spec.background) return runInBackground(spec, parsed, args, ctx);
-    const code = await runInForeground(spec, ctx);
-    if (code !== 0) process.exit(code);
+    await runParsed(rawArgs, parsed);
   },
 });
+
+async function runParsed(args: readonly string[], parsed: ParsedRunArgv): Promise<void> {
+  const ctx = cliContext();
+  const spec = await prepareRunSpec(parsed, ctx);
+  if (spec.background) return runInBackground(spec, parsed, args, ctx);
+  const code = await runInForeground(spec, ctx);
+  if (code !== 0) process.exit(code);
+}
+
+/** An exported file's run options as what ran: refused when edited into something a replay cannot honour. */
+function assertReplayable(parsed: ParsedRunArgv, record: WorkloadRecord, file: string): void {
+  // An export's run options are what ran; one naming another file is an edited file, not a chain to follow.
+  if (parsed.given.has("from-config")) {
+    throw new McpmgrError("INVALID_OPTION", `--from-config ${file}: its runOptions hold --from-config, which cannot be replayed`, {
+      hint: "put the server and its options in runOptions, or export the workload again with 'mcpmgr export NAME PATH'",
+    });
+  }
+  // What runs is the run options' --group (a name no group can have refused first, never echoed in a
+  // hint): a "group" that says otherwise was edited, and would mislead.
+  assertGroupName(parsed.values.group);
+  if (parsed.values.group !== record.group) {
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--from-config ${file}: its "group" is ${JSON.stringify(record.group)}, but its runOptions run the workload in ${JSON.stringify(parsed.values.group)}`,
+      { hint: "make them agree: the runOptions' --group is the group the workload joins" },
+    );
+  }
+}
+
+/** A taken name, for a run that cannot take --name: the way out is the file's "name". */
+function fromConfigNameTaken(err: unknown, name: string, file: string): unknown {
+  if (!(err instanceof McpmgrError) || err.code !== "WORKLOAD_EXISTS") return err;
+  const another = `edit "name" in ${file} to run another copy`;
+  // Taken by a foreground run (state/workloads.ts assertNoForegroundRun) or by a record.
+  const hint = err.message.startsWith("a foreground run named")
+    ? `stop it (Ctrl-C where it runs), or ${another}`
+    : `'mcpmgr list' shows it; start it with 'mcpmgr start ${name}' if it is stopped, remove it with 'mcpmgr rm ${name}', or ${another}`;
+  return new McpmgrError("WORKLOAD_EXISTS", err.message, { hint });
+}
 
 export default withExamples(runCommand, [
   { description: "Run the fetch server from the registry in the background", command: "mcpmgr run fetch" },
@@ -133,7 +153,11 @@ async function runInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<num
 
 async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<number> {
   await assertForegroundNameFree(spec, ctx);
-  if (spec.placement.kind === "remote") await warnIfRemoteHostUnresolved(spec.name, spec.placement.url, ctx);
+  if (spec.placement.kind === "remote") {
+    await warnIfRemoteHostUnresolved(spec.name, spec.placement.url, ctx, {
+      askedAtStart: remoteAskedAtStart(spec.placement.outgoingAuth),
+    });
+  }
   // Listened for from the start: Ctrl-C during a pull, build or handshake must not leave a
   // container running.
   const signal = untilSignal();

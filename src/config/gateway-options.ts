@@ -18,4 +18,6 @@ export const gatewayOptions = {
   ...incomingAuthOptions,
   ...caBundleOptions,
   ...telemetryOptions,
+  // The gateway's default names its group, whatever --name a background gateway has.
+  "otel-service-name": { ...telemetryOptions["otel-service-name"], defaultText: "thv-gateway-<group>" },
 } as const;

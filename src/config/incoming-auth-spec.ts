@@ -96,6 +96,9 @@ export function incomingAuthSpec(values: IncomingAuthValues, given: Given): Inco
       throw new McpmgrError("MISSING_OPTION", `--${stray} needs --oidc-issuer`, {
         hint: "add --oidc-issuer URL (the authorization server whose tokens the proxy accepts)",
       });
+    // Given but unused here (a local server, a gateway): still a file named by an option, checked
+    // now rather than recorded with a typo for whatever option comes to use it.
+    readCaBundle(values["thv-ca-bundle"]);
     return undefined;
   }
   const allowHttp = values["oidc-insecure-allow-http"];

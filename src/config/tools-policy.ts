@@ -70,8 +70,10 @@ export function toolsPolicy(
     if (unknown.length > 0) {
       throw new McpmgrError(
         "INVALID_OPTION",
-        `unknown tool${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}: the server offers ${known.join(", ")}`,
-        { hint: "check the names in --tools / --tools-override" },
+        `unknown tool${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}: the registry entry lists ${known.join(", ")}`,
+        {
+          hint: "check the names in --tools / --tools-override, or run the server by its package if the entry is out of date",
+        },
       );
     }
   }

@@ -21,6 +21,8 @@ export interface WebhookSpec {
     | undefined;
   /** Secret name in the secrets manager; the request body is signed with it (HMAC-SHA256). */
   readonly hmacSecretRef: string | undefined;
+  /** Where it was configured, for messages: `--webhook-config FILE: webhook NAME`. */
+  readonly origin: string;
 }
 
 export interface WebhookConfig {
@@ -116,6 +118,7 @@ function toSpec(file: string, entry: v.InferOutput<typeof entrySchema>): Webhook
         }
       : undefined,
     hmacSecretRef: entry.hmac_secret_ref,
+    origin: `--webhook-config ${file}: webhook ${entry.name}`,
   };
 }
 

@@ -45,6 +45,11 @@ export const embeddedCatalog: readonly RegistryEntryInput[] = [
       "toggle-simulated-logging",
       "toggle-subscriber-updates",
       "trigger-long-running-operation",
+      "simulate-research-query",
+      // Listed only to a client that declares roots, elicitation or sampling (the server's conditional tools).
+      "get-roots-list",
+      "trigger-elicitation-request",
+      "trigger-sampling-request",
     ],
     tags: ["reference", "testing"],
     repository: REFERENCE_SERVERS,

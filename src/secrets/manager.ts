@@ -39,8 +39,11 @@ export interface SecretManagerOptions {
 export interface SecretManager {
   readonly kind: SecretProviderKind;
   readonly provider: SecretProvider;
-  /** One secret; SECRET_NOT_FOUND when missing. */
-  resolveSecret(name: string): Promise<Secret>;
+  /**
+   * One secret; SECRET_NOT_FOUND when missing, its message starting with `usedBy` (the option,
+   * or the file and field, that names the secret) when given.
+   */
+  resolveSecret(name: string, usedBy?: string): Promise<Secret>;
   /** `{ [target]: value }` for a child's environment; one SECRET_NOT_FOUND naming every missing secret. */
   resolveSecretReferences(refs: readonly SecretReference[]): Promise<Readonly<Record<string, string>>>;
 }
@@ -74,9 +77,9 @@ export function createSecretManager(options: SecretManagerOptions): SecretManage
           ...(options.kdf ? { kdf: options.kdf } : {}),
         });
 
-  async function resolveSecret(name: string): Promise<Secret> {
+  async function resolveSecret(name: string, usedBy?: string): Promise<Secret> {
     const secret = await provider.get(validateSecretName(name));
-    if (secret === undefined) throw notFound(kind, [name]);
+    if (secret === undefined) throw notFound(kind, [name], usedBy);
     return secret;
   }
 
@@ -100,17 +103,20 @@ export function createSecretManager(options: SecretManagerOptions): SecretManage
     const missing: string[] = [];
     for (const [target, name] of byTarget) {
       const secret = await provider.get(name);
-      if (secret === undefined) missing.push(name);
+      if (secret === undefined) missing.push(`${name},target=${target}`);
       else out[target] = secret.reveal();
     }
-    if (missing.length > 0) throw notFound(kind, missing);
+    if (missing.length > 0) {
+      const names = missing.map((text) => text.slice(0, text.indexOf(",target=")));
+      throw notFound(kind, names, missing.map((text) => `--secret ${text}`).join(", "));
+    }
     return Object.freeze(out);
   }
 
   return Object.freeze({ kind, provider, resolveSecret, resolveSecretReferences });
 }
 
-function notFound(kind: SecretProviderKind, names: readonly string[]): McpmgrError {
+function notFound(kind: SecretProviderKind, names: readonly string[], usedBy?: string): McpmgrError {
   const unique = [...new Set(names)];
   const listed = unique.map((name) => `'${name}'`).join(", ");
   const name = unique[0] ?? "NAME";
@@ -119,9 +125,6 @@ function notFound(kind: SecretProviderKind, names: readonly string[]): McpmgrErr
     kind === "environment"
       ? `set ${unique.map(environmentVariableFor).join(", ")} (the environment provider is in use)`
       : `store it with 'mcpmgr secret set ${first}' (the value is read from stdin); 'mcpmgr secret list' shows the stored names`;
-  return new McpmgrError(
-    "SECRET_NOT_FOUND",
-    unique.length === 1 ? `secret ${listed} not found` : `secrets ${listed} not found`,
-    { hint },
-  );
+  const what = unique.length === 1 ? `secret ${listed} not found` : `secrets ${listed} not found`;
+  return new McpmgrError("SECRET_NOT_FOUND", usedBy === undefined ? what : `${usedBy}: ${what}`, { hint });
 }

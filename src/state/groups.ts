@@ -105,7 +105,8 @@ export class GroupStore {
         hint: "remove its workloads one by one with 'mcpmgr rm NAME' if you want it empty",
       });
     }
-    const group = (await this.get(name)) ?? groupNotFound(name);
+    // Nothing to remove: creating it is no advice here.
+    const group = (await this.get(name)) ?? groupNotFound(name, "'mcpmgr group list' shows the groups");
     if (group.workloads.length > 0 && !options.withWorkloads) {
       throw new McpmgrError(
         "GROUP_NOT_EMPTY",
@@ -152,9 +153,10 @@ export async function assertGroupExists(paths: McpmgrPaths, name: string): Promi
 }
 
 /** GROUP_NOT_FOUND, whose hint names the command that creates the group: only for a valid name. */
-export function groupNotFound(name: string): never {
+export function groupNotFound(
+  name: string,
+  hint = `create it with 'mcpmgr group create ${name}', or pick one from 'mcpmgr group list'`,
+): never {
   assertGroupName(name);
-  throw new McpmgrError("GROUP_NOT_FOUND", `no group named ${name}`, {
-    hint: `create it with 'mcpmgr group create ${name}', or pick one from 'mcpmgr group list'`,
-  });
+  throw new McpmgrError("GROUP_NOT_FOUND", `no group named ${name}`, { hint });
 }

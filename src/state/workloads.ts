@@ -132,7 +132,7 @@ export class WorkloadStore {
 
   /** Like get, but a missing workload is WORKLOAD_NOT_FOUND. */
   async getExisting(name: string): Promise<WorkloadRecord> {
-    return (await this.get(name)) ?? _notFound(name);
+    return (await this.get(name)) ?? _notFound(this.paths, name);
   }
 
   /** Validates and stores a new record. Refuses a taken name (WORKLOAD_EXISTS) or proxy port (PORT_IN_USE). */
@@ -165,7 +165,7 @@ export class WorkloadStore {
     await this.#locked(async () => {
       if ((await this.#read(name)) !== undefined) {
         throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${name} already exists`, {
-          hint: `start it with 'mcpmgr start ${name}', remove it with 'mcpmgr rm ${name}', or give this run another --name`,
+          hint: `'mcpmgr list' shows it; start it with 'mcpmgr start ${name}' if it is stopped, remove it with 'mcpmgr rm ${name}', or give this run another --name`,
         });
       }
       assertNoForegroundRun(this.paths, name);
@@ -181,7 +181,7 @@ export class WorkloadStore {
   async update(name: string, fn: (current: WorkloadRecord) => WorkloadInput | WorkloadRecord): Promise<WorkloadRecord> {
     assertWorkloadName(name);
     return this.#locked(async () => {
-      const current = (await this.#read(name)) ?? _notFound(name);
+      const current = (await this.#read(name)) ?? _notFound(this.paths, name);
       const next = fn(current);
       if (next.name !== name) {
         throw new McpmgrError("INVALID_ARGUMENT", `a workload cannot be renamed (from ${name} to ${next.name})`, {
@@ -205,7 +205,7 @@ export class WorkloadStore {
       try {
         await (await fsp()).rename(this.#dir(name), trash);
       } catch (err) {
-        if (errnoCode(err) === "ENOENT") _notFound(name);
+        if (errnoCode(err) === "ENOENT") _notFound(this.paths, name);
         throw stateIoError("remove", this.#dir(name), err);
       }
       await this.#sweepTrash();
@@ -242,7 +242,7 @@ export class WorkloadStore {
     const status = deepFreeze(parsed.output);
     await this.#locked(async () => {
       // Without this check a supervisor exiting after `rm` would bring back a ghost folder.
-      if ((await this.#read(name)) === undefined) _notFound(name);
+      if ((await this.#read(name)) === undefined) _notFound(this.paths, name);
       await writeJsonFile(join(this.#dir(name), STATUS_FILE), status);
     });
     return status;
@@ -360,7 +360,16 @@ export function assertNoForegroundRun(paths: McpmgrPaths, name: string): void {
   });
 }
 
-function _notFound(name: string): never {
+function _notFound(paths: McpmgrPaths, name: string): never {
+  // A foreground run has no record (nothing to stop, start or read logs of here), but it is not nowhere.
+  const foreground = liveForegroundRun(paths, name);
+  if (foreground !== undefined) {
+    throw new McpmgrError(
+      "WORKLOAD_NOT_FOUND",
+      `${name} is a foreground run (pid ${foreground.pid}), not a recorded workload`,
+      { hint: "it logs to its terminal; stop it there with Ctrl-C" },
+    );
+  }
   throw new McpmgrError("WORKLOAD_NOT_FOUND", `no workload named ${name}`, {
     hint: "see the workloads with: mcpmgr list",
   });

@@ -16,7 +16,7 @@ import { prepareImage, printContainerGrants } from "./launch-container.ts";
 import { printProcessGrants, processWorkingDir, sandboxedMounts } from "./launch-process.ts";
 import { overlaysFor } from "./overlays.ts";
 import { preparePolicies } from "./policies.ts";
-import { warnIfRemoteHostUnresolved } from "./remote-host.ts";
+import { remoteAskedAtStart, warnIfRemoteHostUnresolved } from "./remote-host.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
 
@@ -52,7 +52,14 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext): Promise<vo
     } else if (workingDir !== undefined) {
       await overlaysFor(sandboxedMounts(placement, workingDir), overlayOptions, ctx);
     }
-  } else await warnIfRemoteHostUnresolved(spec.name, placement.url, ctx);
+  } else {
+    await warnIfRemoteHostUnresolved(spec.name, placement.url, ctx, {
+      askedAtStart: remoteAskedAtStart(placement.outgoingAuth),
+    });
+    // Looked up here too (the supervisor reads them again at each start): a missing one fails in this terminal.
+    for (const { name: header, secret } of placement.outgoingAuth.secretHeaders)
+      await ctx.secrets().resolveSecret(secret, `--remote-forward-headers-secret ${header}=${secret}`);
+  }
   await preparePolicies(spec.policies, spec.name, ctx);
 }
 

@@ -27,7 +27,7 @@ import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
 import type { RunSpec } from "./run-spec.ts";
-import { selfCommand } from "./self-command.ts";
+import { stableSelfCommand } from "./self-command.ts";
 import { currentStatus } from "./supervisor-control.ts";
 
 /** What these calls need of a context: `list` builds this much without the rest of a WorkloadContext. */
@@ -45,7 +45,8 @@ export function clientContextOf(ctx: ClientEntriesContext): ClientContext {
     paths: ctx.paths,
     log: ctx.log,
     // A compiled mcpmgr is one absolute executable; a source run is `bun /abs/path/src/main.ts`.
-    selfCommand: selfCommand(),
+    // By a path an upgrade keeps (a Homebrew Cellar folder is removed by the next upgrade).
+    selfCommand: stableSelfCommand(),
   };
 }
 

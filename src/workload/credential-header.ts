@@ -14,11 +14,11 @@
 const credentialWords =
   /auth(?!or(?:s|ship|ity|ities)?(?:$|[-_.]))|token|secret|passw(?:or)?d|passphrase|cookie|credential|session|signature|private|api[-_.]?key|bearer|jwt/;
 
-/** One part of a name (split at `-`, `_`, `.`) that says credential on its own: `Ocp-Apim-Subscription-Key`, `X-Access-Key`, `X-Amz-Sig`. */
+/** One part of a name (split at `-`, `_`, `.`) that says credential on its own: `Ocp-Apim-Subscription-Key`, `X-Access-Key`, `X-Amz-Sig`, `Sentry-Dsn` (a DSN carries its key). */
 function isCredentialPart(part: string, index: number, parts: readonly string[]): boolean {
   // An idempotency or cache key names a request or an entry; it does not prove anything.
   if (part === "key" && (parts[index - 1] === "idempotency" || parts[index - 1] === "cache")) return false;
-  return part.endsWith("key") || ["sig", "pass", "pwd", "pat", "sid", "otp", "csrf", "xsrf"].includes(part);
+  return part.endsWith("key") || ["sig", "pass", "pwd", "pat", "sid", "otp", "csrf", "xsrf", "dsn"].includes(part);
 }
 
 /** Value forms that are credentials whatever the header is called. */
@@ -43,8 +43,15 @@ const credentialValue = new RegExp(
   "i",
 );
 
+/**
+ * Telemetry and API vendors' key headers whose names carry no credential word (an OTLP collector
+ * is often reached with `--otel-headers x-honeycomb-team=KEY`).
+ */
+const knownCredentialNames: ReadonlySet<string> = new Set(["x-honeycomb-team", "uptrace-dsn"]);
+
 export function isCredentialHeader(name: string, value: string): boolean {
   const lower = name.toLowerCase();
+  if (knownCredentialNames.has(lower)) return true;
   if (credentialWords.test(lower) || lower.split(/[-_.]/).some(isCredentialPart)) return true;
   return isCredentialValue(value);
 }

@@ -58,6 +58,14 @@ export async function writeExported(path: string, record: WorkloadRecord): Promi
       hint: `name a file in it, e.g. mcpmgr export ${record.name} ${shellWord(join(path, `${record.name}.json`))}`,
     });
   }
+  // Like cp and tee: a folder part that does not exist is most likely a typo, not a wish for new folders.
+  const folder = await stat(dirname(target)).catch(() => undefined);
+  if (!folder?.isDirectory()) {
+    const what = folder === undefined ? "does not exist" : "is not a folder";
+    throw new McpmgrError("INVALID_ARGUMENT", `the folder ${dirname(path)} ${what}`, {
+      hint: "create it first, or choose another path",
+    });
+  }
   if (existing !== undefined && !(existing.isFile() && (await isExport(target)))) {
     throw new McpmgrError(
       "INVALID_ARGUMENT",

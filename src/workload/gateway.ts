@@ -31,7 +31,9 @@ export async function startGatewayWorkload(spec: GatewaySpec, ctx: WorkloadConte
   const authentication = await prepareIncomingAuthentication(spec.incomingAuth, ctx.log);
   // Resolved before anything serves: a missing secret is a start-up error, not a failing search later.
   const keySecret = spec.toolSearch?.embeddings?.keySecret;
-  const embeddingsApiKey = keySecret ? (await ctx.secrets().resolveSecret(keySecret)).reveal() : undefined;
+  const embeddingsApiKey = keySecret
+    ? (await ctx.secrets().resolveSecret(keySecret, "--tool-search-embeddings-key-secret")).reveal()
+    : undefined;
   let audited: AuditSink | undefined;
   let observed: Awaited<ReturnType<typeof startTelemetry>>;
   try {

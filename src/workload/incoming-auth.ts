@@ -22,7 +22,7 @@ export async function prepareIncomingAuthentication(
     import("../auth/incoming/verifier.ts"),
     import("../middleware/authn.ts"),
   ]);
-  const verifier = await createTokenVerifier(spec);
+  const verifier = await createTokenVerifier(spec, { warn: (text) => log.warn(text) });
   if (spec.audience === undefined) {
     log.warn(
       `--oidc-audience is not set: any token ${spec.issuer.href} issued is accepted, including tokens meant for other applications; set it to this server's audience`,

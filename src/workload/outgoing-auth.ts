@@ -35,7 +35,9 @@ export async function outgoingAuthentication(
   if (!addsCredentials(spec)) return undefined;
   const headers = [...spec.headers];
   for (const { name: header, secret } of spec.secretHeaders) {
-    const value = (await ctx.secrets().resolveSecret(secret)).reveal();
+    const value = (
+      await ctx.secrets().resolveSecret(secret, `--remote-forward-headers-secret ${header}=${secret}`)
+    ).reveal();
     if (/[\r\n\0]/.test(value)) {
       throw new McpmgrError(
         "INVALID_OPTION",

@@ -120,6 +120,8 @@ const containerOnlyOptions: readonly Option[] = [
   "runtime-image",
   "runtime-add-package",
   "ca-cert",
+  // Labels go on the container (and its network): a process has nowhere to carry them.
+  "label",
 ];
 
 export function assertNoContainerOptions(parsed: ParsedRunArgv, why: string): void {
@@ -145,6 +147,11 @@ export function remotePlacement(
     }
   }
   assertNoContainerOptions(parsed, "a remote URL runs nowhere locally");
+  if (parsed.passthrough.length > 0) {
+    throw new McpmgrError("INVALID_OPTION", "arguments after -- go to servers mcpmgr starts, not to a remote URL", {
+      hint: "leave them out (a remote takes its settings in its URL or headers: --remote-forward-headers)",
+    });
+  }
   const outgoingAuth = outgoingAuthSpec(parsed.values, parsed.given);
   if (outgoingAuth.tokenExchange && !incomingAuth) {
     throw new McpmgrError(

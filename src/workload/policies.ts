@@ -34,13 +34,12 @@ async function prepareWebhooks(
 ): Promise<Middleware | undefined> {
   const config = policies.webhooks;
   if (config === undefined) return undefined;
-  const refs = new Set(
-    [...config.mutating, ...config.validating]
-      .map((hook) => hook.hmacSecretRef)
-      .filter((ref): ref is string => ref !== undefined),
-  );
   const hmacSecrets = new Map<string, string>();
-  for (const ref of refs) hmacSecrets.set(ref, (await ctx.secrets().resolveSecret(ref)).reveal());
+  for (const hook of [...config.mutating, ...config.validating]) {
+    const ref = hook.hmacSecretRef;
+    if (ref === undefined || hmacSecrets.has(ref)) continue;
+    hmacSecrets.set(ref, (await ctx.secrets().resolveSecret(ref, `${hook.origin}: hmac_secret_ref`)).reveal());
+  }
   const { webhooks } = await import("../middleware/webhooks.ts");
   return webhooks({ config, hmacSecrets, serverName, onFailure: (text) => ctx.log.warn(text) });
 }

@@ -27,6 +27,15 @@ export function processPlacement(
   );
   const profile = profileOf(values, entry, ctx);
   const server = localServer(parsed, entry, profile);
+  if (server.transport === "stdio") {
+    for (const option of ["target-host", "target-port"] as const) {
+      if (parsed.given.has(option)) {
+        throw new McpmgrError("CONFLICTING_OPTIONS", `--${option} applies to sse and streamable-http servers`, {
+          hint: "leave it out, or give --transport",
+        });
+      }
+    }
+  }
   if (server.transport !== "stdio" && !allowsNetwork(profile)) {
     throw new McpmgrError(
       "CONFLICTING_OPTIONS",
@@ -44,7 +53,7 @@ export function processPlacement(
         "SANDBOX_UNAVAILABLE",
         "the process runtime cannot limit outbound connections to the profile's allow_host/allow_port",
         {
-          hint: "pass --insecure-allow-unsandboxed to accept unrestricted network for this server, or use permission profile none",
+          hint: "run it with a container engine (MCPMGR_RUNTIME=docker|podman) and --isolate-network, which enforces the list, or pass --insecure-allow-unsandboxed to give it the whole network",
         },
       );
     }

@@ -46,12 +46,15 @@ export function keepOutput(
   return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
 }
 
+/** What separates the exit reason from the server's last output in `exitReason`'s text. */
+export const LAST_OUTPUT = "; its last output:";
+
 /** Why the server stopped, with its last words (waited for briefly: its streams end after it does). */
 export function exitReason(server: ServerHandle, output: KeptOutput): Promise<string> {
   return server.exited.then(async (code) => {
     await Promise.race([output.drained, Bun.sleep(500)]);
     const tail = output.tail();
-    return `the MCP server exited with code ${code}${tail ? `; its last output:\n${tail}` : ""}`;
+    return `the MCP server exited with code ${code}${tail ? `${LAST_OUTPUT}\n${tail}` : ""}`;
   });
 }
 

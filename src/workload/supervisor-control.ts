@@ -116,7 +116,10 @@ export async function startSupervisor(
         "SERVER_FAILED",
         `${name} failed to start: ${reported?.lastError ?? "the supervisor exited"}`,
         // The failure's own advice (a busy port: choose another) says more than the generic one.
-        { hint: reported?.lastHint ? withNote(reported.lastHint, options.failureNote) : failureHint },
+        {
+          hint: reported?.lastHint ? withNote(reported.lastHint, options.failureNote) : failureHint,
+          ...(reported?.lastDetails ? { details: reported.lastDetails } : {}),
+        },
       );
     }
   }

@@ -44,12 +44,19 @@ export interface StatusReport {
   readonly lastError?: string;
   /** The failure's own hint (a busy port: choose another), for `run`/`start` to print instead of a generic one. */
   readonly lastHint?: string;
+  /** The failure's details (a server's last output), for `run`/`start` to print below the error. */
+  readonly lastDetails?: string;
 }
 
 /** lastError and, when the error has one, lastHint: what a failed start reports. */
-function failure(err: unknown): Pick<StatusReport, "lastError" | "lastHint"> {
+function failure(err: unknown): Pick<StatusReport, "lastError" | "lastHint" | "lastDetails"> {
   const hint = isMcpmgrError(err) ? err.hint : undefined;
-  return { lastError: errorMessage(err), ...(hint ? { lastHint: hint } : {}) };
+  const details = isMcpmgrError(err) ? err.details : undefined;
+  return {
+    lastError: errorMessage(err),
+    ...(hint ? { lastHint: hint } : {}),
+    ...(details ? { lastDetails: details } : {}),
+  };
 }
 
 export interface RestartLoopOptions {

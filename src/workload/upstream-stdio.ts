@@ -13,7 +13,7 @@ import type { ServerHandle } from "../runtime/server-handle.ts";
 import { version } from "../version.ts";
 import type { WorkloadContext } from "./context.ts";
 import type { RunSpec } from "./run-spec.ts";
-import { exitReason, keepOutput, unroutedLogLine } from "./server-output.ts";
+import { exitReason, keepOutput, LAST_OUTPUT, unroutedLogLine } from "./server-output.ts";
 import type { Upstream, UpstreamOptions } from "./upstream.ts";
 
 export async function connectStdioServer(
@@ -52,8 +52,14 @@ export async function connectStdioServer(
     // Prefer the exit code and the server's own words over "exited during initialize".
     const why = await Promise.race([exited, Bun.sleep(1_000).then(() => errorMessage(err))]);
     await server.stop(1_000);
-    throw new McpmgrError("SERVER_FAILED", `${name} did not complete the MCP handshake: ${why}`, {
-      hint: "check the package name and arguments; run with --debug for details",
+    // The reason on the error line with the hint; the server's own words (often what is wrong) below it.
+    const [reason = why, output] = why.split(`${LAST_OUTPUT}\n`);
+    throw new McpmgrError("SERVER_FAILED", `${name} did not complete the MCP handshake: ${reason}`, {
+      // --debug would add only that output, live.
+      hint: output
+        ? "check the package name and arguments, and the server's last output below"
+        : "check the package name and arguments",
+      ...(output ? { details: output } : {}),
     });
   }
   // Sessions and input-round state are bound to the authenticated caller: another user cannot use them.

@@ -22,6 +22,7 @@ import {
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { emptyResultUpstream } from "../support/json-rpc-upstream.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
+import { eventually } from "../support/raw-http.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -242,6 +243,32 @@ test("opaque tokens are introspected (RFC 7662) with the proxy's client credenti
     expect(unknown.status).toBe(401);
     expect(unknown.headers.get("www-authenticate")).toContain("not active");
     expect(unknown.headers.get("www-authenticate")).toContain('scope="mcp:read mcp:write"');
+  } finally {
+    await proxy.stop();
+  }
+}, 60_000);
+
+test("a wrong --oidc-client-secret: the 503 says the proxy's credentials were refused, and the proxy's log says which options to check", async () => {
+  const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+    ...auth.introspectionArgs(),
+    "--oidc-client-secret",
+    "not-the-introspector-secret",
+  ]);
+  try {
+    const response = await ping(proxy.url, {
+      authorization: `Bearer ${await auth.token({ resource: OPAQUE_RESOURCE })}`,
+    });
+    expect(response.status).toBe(503);
+    const body = (await response.json()) as { error: { message: string } };
+    expect(body.error.message).toContain("refused the proxy's own credentials");
+    expect(body.error.message).not.toContain("cannot be reached");
+    await eventually(
+      () => proxy.output().includes("refused mcpmgr's client credentials (HTTP 401)"),
+      10_000,
+      "the warning in the proxy's log",
+    );
+    expect(proxy.output()).toContain("--oidc-client-secret");
+    expect(proxy.output()).not.toContain("not-the-introspector-secret");
   } finally {
     await proxy.stop();
   }

@@ -200,3 +200,52 @@ test("introspection silent: concurrent requests share one call and are refused a
     recorder.stop(true);
   }
 }, 30_000);
+
+test("introspection refusing mcpmgr's own client secret: said to be a refusal, and logged with the options to check", async () => {
+  const options = {
+    "oidc-issuer": auth.issuer,
+    "oidc-audience": OPAQUE_RESOURCE,
+    "oidc-introspection-url": `${auth.issuer}/token/introspection`,
+    "oidc-client-id": CLIENTS.introspector.client_id,
+    "oidc-client-secret": "not-the-secret",
+    "oidc-insecure-allow-http": true,
+    "jwks-allow-private-ip": true,
+  };
+  const warnings: string[] = [];
+  const verifier = await createTokenVerifier(incomingAuthSpec(options, new Set(Object.keys(options)))!, {
+    warn: (text) => warnings.push(text),
+  });
+  const outcome = await timed(verifier.verify(await auth.token({ resource: OPAQUE_RESOURCE })));
+  expect(outcome.error).toBeInstanceOf(VerificationUnavailable);
+  expect((outcome.error as Error).message).toContain("refused the proxy's own credentials");
+  expect(warnings).toHaveLength(1);
+  expect(warnings[0]).toContain("HTTP 401");
+  expect(warnings[0]).toContain("--oidc-client-secret");
+  expect(warnings[0]).not.toContain("not-the-secret");
+});
+
+test("an authorization server that cannot be reached is logged once per back-off, with what went wrong", async () => {
+  const silent = silentListener();
+  try {
+    const options = {
+      "oidc-issuer": auth.issuer,
+      "oidc-audience": OPAQUE_RESOURCE,
+      "oidc-introspection-url": `http://127.0.0.1:${silent.port}/introspect`,
+      "oidc-client-id": CLIENTS.introspector.client_id,
+      "oidc-client-secret": CLIENTS.introspector.client_secret,
+      "oidc-insecure-allow-http": true,
+      "jwks-allow-private-ip": true,
+    };
+    const warnings: string[] = [];
+    const verifier = await createTokenVerifier(incomingAuthSpec(options, new Set(Object.keys(options)))!, {
+      warn: (text) => warnings.push(text),
+    });
+    const token = await auth.token({ resource: OPAQUE_RESOURCE });
+    expect((await timed(verifier.verify(token))).error).toBeInstanceOf(VerificationUnavailable);
+    expect((await timed(verifier.verify(token))).error).toBeInstanceOf(VerificationUnavailable);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain("no answer in time");
+  } finally {
+    silent.stop(true);
+  }
+}, 30_000);

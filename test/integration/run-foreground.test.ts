@@ -138,8 +138,8 @@ test("a server that dies at start-up is reported with the tail of its output", (
   );
   expect(result.exitCode).toBe(1);
   const stderr = result.stderr.toString();
-  expect(stderr).toContain("exited with code 3");
-  expect(stderr).toContain("MY_API_KEY is not set");
+  expect(stderr).toMatch(/exited with code 3 \(hint: [^\n]*\)\n {2}fatal: MY_API_KEY is not set$/m);
+  expect(stderr).not.toContain("--debug");
   expect(stderr).not.toContain("    at ");
 }, 30_000);
 
@@ -232,6 +232,23 @@ test("a remote whose host does not resolve runs, with a one-line warning saying 
   } finally {
     expect(await foreground.stop("SIGINT")).toBe(0);
   }
+}, 60_000);
+
+test("--remote-auth with a host that does not resolve fails in one line, without promising that it runs or naming --target-uri", async () => {
+  const remote = "https://does-not-exist.invalid/mcp";
+  for (const args of [
+    ["run", remote, "--name", "dns-auth", "--remote-auth"],
+    ["run", "--foreground", remote, "--name", "dns-auth-fg", "--remote-auth"],
+  ]) {
+    const result = cli(...args);
+    expectOneLineError(result, 1);
+    expect(result.stderr).toMatch(
+      /^\[error\] the remote's host does-not-exist\.invalid does not resolve \((ENOTFOUND|EAI_AGAIN)\); --remote-auth asks the remote at start whether it needs a login \(hint: check the URL, your network and DNS, or name its authorization server with --remote-auth-issuer\)$/m,
+    );
+    expect(result.stderr).not.toContain("it runs");
+    expect(result.stderr).not.toContain("--target-uri");
+  }
+  expect(cli("list", "--format", "json").stdout).not.toContain("dns-auth");
 }, 60_000);
 
 describe("servers that speak HTTP themselves (--transport sse|streamable-http)", () => {
@@ -420,6 +437,12 @@ test("a foreground run's name is taken while it runs, and a recorded name is tak
     }
     const listed = JSON.parse(cli("list", "--format", "json").stdout) as { name: string }[];
     expect(listed.map((workload) => workload.name)).not.toContain("fg-taken");
+    // Commands for recorded workloads say what it is and where to stop it, not that it does not exist.
+    for (const command of [["stop"], ["logs"], ["restart"]]) {
+      const line = expectOneLineError(cli(...command, "fg-taken"), 1);
+      expect(line).toContain(`fg-taken is a foreground run (pid ${run.proc.pid}), not a recorded workload`);
+      expect(line).toContain("Ctrl-C");
+    }
     expect(await run.call("env", { name: "HOME" })).toBeDefined();
     await run.client.close();
   } finally {
@@ -430,7 +453,7 @@ test("a foreground run's name is taken while it runs, and a recorded name is tak
   try {
     const refused = expectOneLineError(cli("run", "--foreground", PROBE, "--name", "fg-taken"), 1);
     expect(refused).toContain("a workload named fg-taken already exists");
-    expect(refused).toContain("mcpmgr start fg-taken");
+    expect(refused).toContain("mcpmgr start fg-taken' if it is stopped");
   } finally {
     expect(cli("rm", "fg-taken").code).toBe(0);
   }

@@ -45,6 +45,10 @@ test("a home planted by another user, with a record of theirs, is refused by eve
     expect(line).toContain(`${home} belongs to uid ${OTHER}`);
   }
   expect(runCli(env, ["--version"]).code).toBe(0);
+  // The bug-report command reads no state either: it answers where odd set-ups need it most.
+  const version = runCli(env, ["version", "--format", "json"]);
+  expect(version.code).toBe(0);
+  expect(JSON.parse(version.stdout).version).toBeString();
 });
 
 test("a home that cannot be a folder (a file on its way) gets the command's own one-line error, not 'unexpected error'", () => {

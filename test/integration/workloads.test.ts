@@ -219,7 +219,10 @@ test("run --group refuses a group that does not exist, before anything is create
 test("a server that fails to start is reported with its output, and nothing is kept", () => {
   const result = mcpmgr("run", "npx://./test/fixtures/exits-early");
   expect(result.code).toBe(1);
-  expect(result.stderr).toContain("MY_API_KEY is not set");
+  // The error line keeps its hint; the server's own words follow it, indented.
+  expect(result.stderr).toMatch(
+    /^\[error\] exits-early failed to start: exits-early did not complete the MCP handshake: the MCP server exited with code 3 \(hint: [^\n]*\)\n {2}fatal: MY_API_KEY is not set$/m,
+  );
   expect(result.stdout).toBe("");
   expect(list().find((r) => r.name === "exits-early")).toBeUndefined();
 }, 60_000);

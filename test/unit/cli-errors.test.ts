@@ -119,11 +119,32 @@ describe("help rows say what they do", () => {
   });
 });
 
+test("a mistyped AI-client name gets the nearest one, like a mistyped command", () => {
+  const line = expectUsageError(mcpmgr("client", "register", "cursr"));
+  expect(line).toContain('"cursr" is not a client mcpmgr knows (hint: did you mean cursor?');
+});
+
+test("registry info --help marks its NAME required, and its absence keeps the command's own words", () => {
+  const help = mcpmgr("registry", "info", "--help").stdout;
+  expect(help).toContain("USAGE mcpmgr registry info [OPTIONS] <NAME>");
+  expect(help).toMatch(/NAME +Server name .*\(Required\)/);
+  const line = expectUsageError(mcpmgr("registry", "info"));
+  expect(line).toContain("'mcpmgr registry info' needs a server name (hint: run 'mcpmgr registry list'");
+});
+
 describe("options that are not supported yet exit 2", () => {
   test("proxy tunnel", () => {
     const line = expectUsageError(mcpmgr("proxy", "tunnel"));
     expect(line).toContain("proxy tunnel");
     expect(line).toContain("not supported yet");
+  });
+
+  test("proxy tunnel --help says it is not implemented, instead of printing proxy's help", () => {
+    const result = mcpmgr("proxy", "tunnel", "--help");
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toContain("USAGE mcpmgr proxy tunnel");
+    expect(result.stdout).toContain("Not implemented in this version");
+    expect(result.stdout).not.toContain("SERVER_NAME>");
   });
 
   test("every option of run and proxy is supported: help marks none", () => {

@@ -73,6 +73,22 @@ test("export to a folder names a file in it instead of an error about MCPMGR_HOM
   expect(line).not.toContain("MCPMGR_HOME");
 });
 
+test("export into a folder that does not exist is refused, and creates no folder", () => {
+  const missing = join(dir, "typo", "deeper");
+  const line = refusal(mcpmgr("export", "notes", join(missing, "notes.json")), 2);
+  expect(line).toContain(`the folder ${missing} does not exist`);
+  expect(() => lstatSync(join(dir, "typo"))).toThrow();
+});
+
+test("run --from-config of a name that is taken points at the file's name, not at --name, which it refuses", () => {
+  const path = join(dir, "again.json");
+  expect(mcpmgr("export", "notes", path).code).toBe(0);
+  const line = refusal(mcpmgr("run", "--from-config", path), 1);
+  expect(line).toContain("a workload named notes already exists");
+  expect(line).toContain(`edit "name" in ${path}`);
+  expect(line).not.toContain("--name");
+});
+
 test("export to a symlinked path writes its target and keeps the link", () => {
   const target = join(dir, "dotfiles-notes.json");
   const link = join(dir, "linked.json");

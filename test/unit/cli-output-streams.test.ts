@@ -18,6 +18,8 @@ test("logging writes '[type] message' lines to stderr and never touches process.
     log.level = 4;
     log.debug(new Error("outer", { cause: new Error("inner") }));
     reportError(new Error("boom"));
+    log.level = 3;
+    reportError(new Error("bang"));
   `;
   const proc = Bun.spawnSync(["bun", "-e", script], { stdout: "pipe", stderr: "pipe" });
   const stderr = proc.stderr.toString();
@@ -28,7 +30,9 @@ test("logging writes '[type] message' lines to stderr and never touches process.
   expect(lines[1]).toBe("[warn] two values");
   expect(lines[2]).toBe("[debug] Error: outer");
   expect(stderr).toContain("[cause]: Error: inner");
+  // With --debug on, the details are printed: no advice to run again with it.
+  expect(stderr).toContain("[error] unexpected error: boom (hint: report it with the details below if it persists)");
   expect(stderr).toContain(
-    "[error] unexpected error: boom (hint: run again with --debug and report it if it persists)",
+    "[error] unexpected error: bang (hint: run again with --debug and report it if it persists)",
   );
 });

@@ -36,6 +36,11 @@ test("credential header names are caught whatever their value", () => {
     "X-CSRF-Token",
     "X_API_KEY",
     "x.api.key",
+    // Collector keys whose names carry no credential word.
+    "x-honeycomb-team",
+    "X-Honeycomb-Team",
+    "uptrace-dsn",
+    "Sentry-Dsn",
   ]) {
     expect({ name, caught: isCredentialHeader(name, "plain-value") }).toEqual({ name, caught: true });
   }

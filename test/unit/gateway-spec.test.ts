@@ -83,3 +83,14 @@ describe("--tool-search on the gateway", () => {
     }
   });
 });
+
+test("--thv-ca-bundle naming a file that cannot be read is refused though no option of this gateway uses it", () => {
+  const err = usageError(() => buildGatewaySpec(["team", "--thv-ca-bundle", "/nonexistent/ca.pem"]), "INVALID_OPTION");
+  expect(err.message).toBe('--thv-ca-bundle "/nonexistent/ca.pem": cannot read the file');
+});
+
+test("gateway --help's --otel-service-name default is the one a gateway reports, whatever its --name", () => {
+  const spec = buildGatewaySpec(["work", "--detach", "--name", "gw", "--otel-endpoint", "https://otel.example.com"]);
+  expect(spec.telemetry?.serviceName).toBe("thv-gateway-work");
+  expect(gatewayOptions["otel-service-name"].defaultText?.replace("<group>", "work")).toBe("thv-gateway-work");
+});

@@ -131,9 +131,19 @@ describe("the policies' files are decoded once, with the field at fault named", 
     for (const [args, code, text] of cases) refusal([PROBE, ...args], code, text);
   });
 
+  test("--thv-ca-bundle is checked when given, even for a local server that no option sends HTTPS for", () => {
+    refusal(
+      [PROBE, "--thv-ca-bundle", "/nonexistent/ca.pem"],
+      "INVALID_OPTION",
+      '--thv-ca-bundle "/nonexistent/ca.pem"',
+    );
+  });
+
   test("a registry entry's tool list catches unknown tools", () => {
     const probe = entry({ name: "probe", source: { npx: "mcpmgr-sandbox-probe" }, tools: ["env"] });
-    refusal(["probe", "--tools", "nope"], "INVALID_OPTION", "unknown tool nope", { entry: probe });
+    refusal(["probe", "--tools", "nope"], "INVALID_OPTION", "unknown tool nope: the registry entry lists env", {
+      entry: probe,
+    });
   });
 
   test("telemetry and incoming-auth options need their main option", () => {
@@ -168,6 +178,24 @@ describe("a remote URL runs nowhere locally", () => {
         `--${args[0]?.replace(/^-e$/, "env").replace(/^--/, "")} applies to servers mcpmgr starts`,
       );
     }
+  });
+
+  test("server arguments after -- are refused for a remote URL, like -e", () => {
+    refusal([REMOTE, "--", "--flag"], "INVALID_OPTION", "arguments after -- go to servers mcpmgr starts");
+  });
+
+  test("options with nothing to act on for a local stdio process are refused, not recorded", () => {
+    refusal([PROBE, "--label", "team=a"], "CONFLICTING_OPTIONS", "--label applies to container workloads");
+    refusal(
+      [PROBE, "--target-port", "9999"],
+      "CONFLICTING_OPTIONS",
+      "--target-port applies to sse and streamable-http",
+    );
+    refusal(
+      [PROBE, "--target-host", "0.0.0.0"],
+      "CONFLICTING_OPTIONS",
+      "--target-host applies to sse and streamable-http",
+    );
   });
 
   test("container options are refused", () => {
@@ -336,6 +364,8 @@ describe("a local process", () => {
       network: { outbound: { allow_host: ["api.example.com"], allow_port: [443] } },
     });
     refusal([PROBE, "--permission-profile", profile], "SANDBOX_UNAVAILABLE", "cannot limit outbound connections");
+    // The way that keeps the list (process-sandbox.md), not a profile that takes all network away.
+    expect(errorOf([PROBE, "--permission-profile", profile])?.hint).toContain("--isolate-network");
     const context = testContext();
     specFor(["--foreground", PROBE, "--permission-profile", profile, "--insecure-allow-unsandboxed"], { context });
     expect(context.logged.join("\n")).toContain("gets the whole network");

@@ -62,7 +62,10 @@ test("workloads are listed with their group, and a group only a workload names e
 
 test("removal: default never, an unknown group is not found, a non-empty one only with its workloads", async () => {
   await rejection(groups.remove("default"), "INVALID_ARGUMENT");
-  await rejection(groups.remove("ghost"), "GROUP_NOT_FOUND");
+  const ghost = await rejection(groups.remove("ghost"), "GROUP_NOT_FOUND");
+  // Creating a group in order to remove it is no advice.
+  expect(ghost.hint).not.toContain("group create");
+  expect(ghost.hint).toContain("mcpmgr group list");
   await groups.create("team");
   await addWorkload("one", "team", 40103);
   const notEmpty = await rejection(groups.remove("team"), "GROUP_NOT_EMPTY");

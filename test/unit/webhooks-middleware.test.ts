@@ -79,6 +79,7 @@ function hook(name: string, path: string, fields: Partial<WebhookSpec> = {}): We
     timeoutMs: 1_000,
     tls: undefined,
     hmacSecretRef: undefined,
+    origin: `--webhook-config test.yaml: webhook ${name}`,
     ...fields,
   };
 }

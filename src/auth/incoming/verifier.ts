@@ -100,6 +100,12 @@ export interface VerifierOptions {
   /** Seconds; jose's default is 30: how soon an unknown `kid` may trigger another JWKS fetch. */
   readonly jwksCooldownMs?: number;
   readonly now?: () => number;
+  /**
+   * Where a failure to ask the authorization server is reported (the workload's or proxy's log):
+   * clients get only a 503, so without this an operator cannot tell an outage from a
+   * misconfiguration. Called once per failure, so at most once per back-off period.
+   */
+  readonly warn?: (text: string) => void;
 }
 
 function issuerForms(issuer: URL): string[] {
@@ -156,6 +162,7 @@ export async function createTokenVerifier(
 ): Promise<TokenVerifier> {
   const fetcher = options.fetch ?? guardedFetch(spec);
   const now = options.now ?? Date.now;
+  const warn = options.warn ?? (() => {});
   let jwksUrl = spec.jwksUrl;
   if (jwksUrl === undefined) {
     const document = await discover(spec.issuer, fetcher);
@@ -221,7 +228,11 @@ export async function createTokenVerifier(
     } catch (err) {
       if (!isFetchFailure(err)) throw err;
       keysDownUntil = clock() + OUTAGE_BACKOFF_MS;
-      throw unavailable("its keys", keysDownUntil, describeFetchFailure(err));
+      const detail = describeFetchFailure(err);
+      warn(
+        `cannot fetch the keys of ${spec.issuer.href} to check a token (${detail}); requests that need them are refused with 503 for ${OUTAGE_BACKOFF_MS / 1000} s`,
+      );
+      throw unavailable("its keys", keysDownUntil, detail);
     }
   }
 
@@ -310,13 +321,31 @@ export async function createTokenVerifier(
         body,
         signal: AbortSignal.timeout(AUTHORIZATION_SERVER_TIMEOUT_MS),
       });
+      if (response.status === 401 || response.status === 403) {
+        // RFC 7662 §2.1: the endpoint authenticates its caller; this refuses mcpmgr, not the token.
+        throw new IntrospectionRefused(response.status);
+      }
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       answer = (await response.json()) as Record<string, unknown>;
       if (answer === null || typeof answer !== "object") throw new Error("the answer is not a JSON object");
     } catch (err) {
       // The token may be fine; we could not ask. Still a refusal: never let a request through unverified.
       introspectionDownUntil = clock() + OUTAGE_BACKOFF_MS;
-      throw unavailable("introspection", introspectionDownUntil, describeFetchFailure(err));
+      if (err instanceof IntrospectionRefused) {
+        warn(
+          `the introspection endpoint ${introspection.url} refused mcpmgr's client credentials (HTTP ${err.status}); every request with an opaque token is refused with 503 until they are right (hint: check --oidc-client-id and --oidc-client-secret / --oidc-client-secret-file)`,
+        );
+        throw new VerificationUnavailable(
+          "the authorization server refused the proxy's own credentials for introspection",
+          introspectionDownUntil - clock(),
+          `HTTP ${err.status}`,
+        );
+      }
+      const detail = describeFetchFailure(err);
+      warn(
+        `cannot ask the introspection endpoint ${introspection.url} about a token (${detail}); requests with opaque tokens are refused with 503 for ${OUTAGE_BACKOFF_MS / 1000} s`,
+      );
+      throw unavailable("introspection", introspectionDownUntil, detail);
     }
     if (answer.active === true) assertBearer(answer.cnf, answer.token_type);
     if (answer.active !== true) {
@@ -357,6 +386,15 @@ function assertBearer(cnf: unknown, tokenType: unknown): void {
     throw new TokenRejected("invalid_token", "the token is bound to a key (cnf); only bearer tokens are accepted");
   if (typeof tokenType === "string" && tokenType.toLowerCase() !== "bearer")
     throw new TokenRejected("invalid_token", `the token is not a bearer token (token_type ${tokenType})`);
+}
+
+/** The introspection endpoint refused mcpmgr's own client authentication (401/403). */
+class IntrospectionRefused extends Error {
+  readonly status: number;
+  constructor(status: number) {
+    super(`HTTP ${status}`);
+    this.status = status;
+  }
 }
 
 /** A failure to get the keys from the server (not a problem of the token). */

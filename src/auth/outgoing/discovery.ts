@@ -111,7 +111,7 @@ export async function discoverFromRemote(target: URL, fetcher: Fetch = fetch): P
     throw new McpmgrError(
       "UPSTREAM_UNREACHABLE",
       `cannot reach ${target.href} to see whether it needs authentication: ${errorMessage(err)}`,
-      { hint: "check --target-uri" },
+      { hint: "check the server's URL, your network and DNS" },
     );
   });
   await probe.body?.cancel();

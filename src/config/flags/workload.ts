@@ -38,7 +38,7 @@ export const workloadOptions = {
   }),
   label: repeatableOption({
     short: "l",
-    description: "Container label key=value (repeatable)",
+    description: "Container label key=value (repeatable; container workloads only)",
     valueHint: "key=value",
     schema: keyValue,
   }),

@@ -1,0 +1,47 @@
+/**
+ * Claude Desktop's entry names mcpmgr's executable: run from a Homebrew-style Cellar (here the
+ * bun that runs mcpmgr from source, hard-linked into a fake prefix laid out as Homebrew lays it
+ * out), the entry names PREFIX/opt/FORMULA/bin, which survives `brew upgrade`, and still starts.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cliEnv, runCli } from "../support/cli-home.ts";
+import { CLI_ENTRY } from "../support/processes.ts";
+
+// Real processes: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
+
+let home: string;
+let prefix: string;
+
+beforeAll(() => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-stable-entry-"));
+  prefix = join(home, "homebrew");
+  mkdirSync(join(prefix, "Cellar", "bun", "1.0.0", "bin"), { recursive: true });
+  linkSync(process.execPath, join(prefix, "Cellar", "bun", "1.0.0", "bin", "bun"));
+  mkdirSync(join(prefix, "opt"));
+  symlinkSync("../Cellar/bun/1.0.0", join(prefix, "opt", "bun"));
+});
+
+afterAll(() => {
+  runCli(cliEnv(home), ["rm", "brew-entry"]);
+  rmSync(home, { recursive: true, force: true });
+});
+
+test("an entry written by an executable in a Cellar names Homebrew's opt link to it", () => {
+  const env = cliEnv(home);
+  expect(runCli(env, ["run", "http://127.0.0.1:9/mcp", "--name", "brew-entry"]).code).toBe(0);
+  const cellarBun = join(prefix, "Cellar", "bun", "1.0.0", "bin", "bun");
+  const register = Bun.spawnSync([cellarBun, CLI_ENTRY, "client", "register", "claude-desktop"], { env });
+  expect(register.exitCode).toBe(0);
+  const config = JSON.parse(readFileSync(join(home, ".config", "Claude", "claude_desktop_config.json"), "utf8")) as {
+    mcpServers: Record<string, { command: string; args: string[] }>;
+  };
+  const entry = config.mcpServers["brew-entry"];
+  expect(entry?.command).toBe(join(prefix, "opt", "bun", "bin", "bun"));
+  expect(entry?.args).toEqual([CLI_ENTRY, "proxy", "stdio", "brew-entry"]);
+  const version = Bun.spawnSync([entry?.command as string, "--version"]);
+  expect(version.exitCode).toBe(0);
+});

@@ -1,0 +1,40 @@
+/**
+ * `mcpmgr list` (text) says why a failed workload failed: its last error, under the table on
+ * stderr (the JSON form has it as `lastError`).
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cliEnv, runCli } from "../support/cli-home.ts";
+
+// Real processes: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
+
+let home: string;
+const mcpmgr = (...args: string[]) => runCli(cliEnv(home), args);
+
+beforeAll(() => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-list-failed-"));
+});
+
+afterAll(() => {
+  mcpmgr("rm", "lf");
+  rmSync(home, { recursive: true, force: true });
+});
+
+test("a failed workload's last error is printed under the table, naming the workload", () => {
+  const tokenFile = join(home, "token");
+  writeFileSync(tokenFile, "a-token\n");
+  expect(
+    mcpmgr("run", "http://127.0.0.1:9/mcp", "--name", "lf", "--remote-auth-bearer-token-file", tokenFile).code,
+  ).toBe(0);
+  rmSync(tokenFile);
+  expect(mcpmgr("restart", "lf").code).not.toBe(0);
+  const list = mcpmgr("list");
+  expect(list.code).toBe(0);
+  expect(list.stdout).toMatch(/^lf\s+failed\s/m);
+  expect(list.stdout).not.toContain("cannot read the file");
+  expect(list.stderr).toContain(`lf: --remote-auth-bearer-token-file "${tokenFile}": cannot read the file`);
+  expect(list.stderr).toContain("mcpmgr logs lf --proxy");
+});
