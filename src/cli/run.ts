@@ -75,9 +75,13 @@ async function runParsed(args: readonly string[], parsed: ParsedRunArgv): Promis
 function assertReplayable(parsed: ParsedRunArgv, record: WorkloadRecord, file: string): void {
   // An export's run options are what ran; one naming another file is an edited file, not a chain to follow.
   if (parsed.given.has("from-config")) {
-    throw new McpmgrError("INVALID_OPTION", `--from-config ${file}: its runOptions hold --from-config, which cannot be replayed`, {
-      hint: "put the server and its options in runOptions, or export the workload again with 'mcpmgr export NAME PATH'",
-    });
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--from-config ${file}: its runOptions hold --from-config, which cannot be replayed`,
+      {
+        hint: "put the server and its options in runOptions, or export the workload again with 'mcpmgr export NAME PATH'",
+      },
+    );
   }
   // What runs is the run options' --group (a name no group can have refused first, never echoed in a
   // hint): a "group" that says otherwise was edited, and would mislead.
