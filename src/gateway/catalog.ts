@@ -16,6 +16,8 @@ import type { Member } from "./membership.ts";
 import { anyResult } from "./sdk.ts";
 import { connectUpstream, eraOf, type Upstream } from "./upstream.ts";
 import { errorMessage } from "../errors.ts";
+import type { AnswerLimit } from "../proxy/answer-limit.ts";
+import { defaultMaxMessageBytes } from "../proxy/stdio-bridge/server-channel.ts";
 
 export type ListKind = "tools" | "prompts" | "resources";
 
@@ -52,6 +54,8 @@ export interface CatalogOptions {
   readonly onChange: (kinds: ReadonlySet<ListKind>) => void;
   readonly log: (level: "info" | "warn", text: string) => void;
   readonly retryMs?: number;
+  /** The largest answer held from a member (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB). */
+  readonly maxAnswerBytes?: number;
 }
 
 const empty = (): WorkloadLists => ({ tools: [], prompts: [], resources: [], resourceTemplates: [] });
@@ -84,6 +88,21 @@ export class GroupCatalog {
 
   get view(): MergedView {
     return this.#view;
+  }
+
+  /**
+   * The bound on a member's answers for a client's connection to it: past it the request fails and one
+   * line is logged. (The catalog's own connection logs its failure itself.)
+   */
+  answerLimit(workload: string): AnswerLimit {
+    return {
+      maxBytes: this.#maxAnswerBytes,
+      onExceeded: (text) => this.#options.log("warn", `workload '${workload}': ${text}`),
+    };
+  }
+
+  get #maxAnswerBytes(): number {
+    return this.#options.maxAnswerBytes ?? defaultMaxMessageBytes;
   }
 
   /** The era found by the catalog connection, so session connections skip the probe. */
@@ -168,6 +187,7 @@ export class GroupCatalog {
             const kind = listKindOf(notification.method);
             if (kind && connection.client) this.#relistSoon(connection, kind);
           },
+          answerLimit: { maxBytes: this.#maxAnswerBytes },
         },
         this.#options.timeoutMs,
       );

@@ -15,6 +15,7 @@
  */
 import { createParser } from "eventsource-parser";
 import { errorMessage } from "../errors.ts";
+import { type AnswerLimit, answerTooLargeText } from "../proxy/answer-limit.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 
 /** Bounds of resumption: the SDK client's defaults, and a cap on what a member may ask to be waited. */
@@ -40,6 +41,8 @@ export interface MemberStreamReader {
   answered(): boolean;
   /** A resumption met 404: the member forgot the session. */
   onSessionGone(): void;
+  /** The largest event held (MCPMGR_MAX_MESSAGE_BYTES): a larger one fails the call (answer-limit.ts). */
+  readonly limit: AnswerLimit;
 }
 
 /**
@@ -49,7 +52,12 @@ export interface MemberStreamReader {
 export async function readMemberStream(body: ReadableStream<Uint8Array>, reader: MemberStreamReader) {
   let lastEventId: string | undefined;
   let retryMs: number | undefined;
+  let oversized = false;
   const parser = createParser({
+    maxBufferSize: reader.limit.maxBytes,
+    onError: (error) => {
+      if (error.type === "max-buffer-size-exceeded") oversized = true;
+    },
     onEvent: (event) => {
       if ((event.event !== undefined && event.event !== "message") || event.data === "") return;
       reader.onData(event.data);
@@ -69,6 +77,12 @@ export async function readMemberStream(body: ReadableStream<Uint8Array>, reader:
     try {
       for await (const chunk of stream) {
         parser.feed(decoder.decode(chunk, { stream: true }));
+        if (oversized) {
+          void stream.cancel().catch(() => {});
+          const text = answerTooLargeText(`over ${reader.limit.maxBytes} bytes`);
+          reader.limit.onExceeded?.(text);
+          return text;
+        }
         // Answered (or cancelled): a member that keeps the stream open past its answer holds nothing here.
         if (reader.answered()) break;
       }

@@ -14,6 +14,7 @@
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/server";
 import { isCallToolResult } from "@modelcontextprotocol/server";
 import { errorMessage } from "../errors.ts";
+import { AnswerTooLarge, readBoundedText, readExcerpt } from "../proxy/answer-limit.ts";
 import { createEventStream, eventStreamResponse, type EventStream } from "../proxy/event-stream.ts";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
@@ -129,7 +130,7 @@ export class RelayedCall {
       return undefined;
     }
     if (!response.ok) {
-      const detail = (await response.text().catch(() => "")).slice(0, 200);
+      const detail = await readExcerpt(response, 200);
       // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
       if (response.status === 404) this.#session.pool.forget(workload);
       return this.#failed(
@@ -138,7 +139,13 @@ export class RelayedCall {
     }
     const type = response.headers.get("content-type") ?? "";
     if (type.includes("text/event-stream")) return this.#relayStream(response, url, headers);
-    const answer = this.#answer(parseExact(await response.text()));
+    // Held whole to parse, so bounded (MCPMGR_MAX_MESSAGE_BYTES): past it the call fails, the connection is dropped.
+    const limit = this.#session.pool.answerLimit(workload);
+    const body = await readBoundedText(response, limit.maxBytes).catch((err: unknown) => {
+      if (err instanceof AnswerTooLarge) limit.onExceeded?.(err.message);
+      throw err;
+    });
+    const answer = this.#answer(parseExact(body));
     if (answer === undefined) return this.#failed(`workload '${workload}' failed to answer (no answer to the call)`);
     return this.#finish(answer);
   }
@@ -190,8 +197,10 @@ export class RelayedCall {
       this.#target.upstream.transport?.onmessage?.(message as never);
     };
     const { workload } = this.#target;
+    const limit = this.#session.pool.answerLimit(workload);
     void readMemberStream(response.body as ReadableStream<Uint8Array>, {
       url,
+      limit,
       headers,
       signal: this.#abort.signal,
       onData,

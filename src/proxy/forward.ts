@@ -47,6 +47,13 @@ export interface ForwardOptions {
   readonly pingIntervalMs?: number;
   /** How long to wait for the upstream's response headers (not for the body). */
   readonly headersTimeoutMs?: number;
+  /**
+   * The largest SSE event of a POST's stream watched for its answers (MCPMGR_MAX_MESSAGE_BYTES):
+   * a larger one is still relayed, only no longer watched (sse-answers.ts).
+   */
+  readonly maxMessageBytes?: number;
+  /** Where a warning goes (an event over that size). */
+  readonly onWarning?: (text: string) => void;
 }
 
 const defaultHeadersTimeoutMs = 5 * 60_000;
@@ -71,6 +78,10 @@ export function transparentForwarder(options: ForwardOptions): Handler {
   const origin = target.origin;
   const targetPath = target.pathname;
   const targetQuery = target.search.slice(1);
+  const oversizedEvent = (max: number) =>
+    options.onWarning?.(
+      `the MCP server sent an event larger than ${max} bytes (MCPMGR_MAX_MESSAGE_BYTES); relayed without watching it for answers`,
+    );
 
   /** The upstream URL: same path and query, except the MCP endpoint itself also carries the target's query. */
   const upstreamUrl = (requestUrl: string): string => {
@@ -213,7 +224,12 @@ export function transparentForwarder(options: ForwardOptions): Handler {
         : {}),
       // A POST's stream owes an answer to each of its requests (their ids are read only if it ends early).
       ...(method === "POST"
-        ? { answers: new PendingAnswers(() => requestIdsOf(body instanceof ReadableStream ? undefined : body)) }
+        ? {
+            answers: new PendingAnswers(() => requestIdsOf(body instanceof ReadableStream ? undefined : body), {
+              ...(options.maxMessageBytes !== undefined ? { maxEventBytes: options.maxMessageBytes } : {}),
+              onOversized: oversizedEvent,
+            }),
+          }
         : {}),
       onCancel: () => abort.abort(),
       announceOpen: true,

@@ -21,7 +21,9 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage } from "../../errors.ts";
-import type { UpstreamFetch } from "../authenticated-fetch.ts";
+import { boundedFetch } from "../answer-limit.ts";
+import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
+import { defaultMaxMessageBytes } from "../stdio-bridge/server-channel.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { refuseRedirects } from "./no-redirects.ts";
@@ -36,6 +38,8 @@ export interface StdioRelayOptions {
   readonly stdin: Readable;
   readonly stdout: Writable;
   readonly log: { info(text: string): void; warn(text: string): void; error(text: string): void };
+  /** The largest answer held from the remote (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB): answer-limit.ts. */
+  readonly maxMessageBytes?: number;
 }
 
 export interface StdioRelay {
@@ -48,7 +52,13 @@ const DRAIN_MS = 30_000;
 
 export async function startStdioRelay(options: StdioRelayOptions): Promise<StdioRelay> {
   const { target, log } = options;
-  const upstreamFetch = refuseRedirects(options.fetch ?? ((url, init) => fetch(url, init)));
+  const plainFetch: UpstreamFetch = options.fetch ?? ((url, init) => fetch(url, init));
+  // A JSON answer or SSE event past the bound fails its request instead of growing the relay without end.
+  const bounded = boundedFetch((url: string, init?: UpstreamInit) => plainFetch(url, init ?? {}), {
+    maxBytes: options.maxMessageBytes ?? defaultMaxMessageBytes,
+    onExceeded: (text) => log.warn(`remote: ${text}`),
+  });
+  const upstreamFetch = refuseRedirects((url, init) => bounded(url, init));
   const remote = new StreamableHTTPClientTransport(target, {
     fetch: (url, init) => upstreamFetch(String(url), init ?? {}),
   });

@@ -1,0 +1,105 @@
+/**
+ * The gateway holds no answer from a member larger than MCPMGR_MAX_MESSAGE_BYTES (review 9 F1): a
+ * JSON answer (chunked, or with a Content-Length) or an SSE event past it fails the call with -32603
+ * naming the limit, on the fast lane and the SDK path alike, and is logged once; a member's
+ * tools/list page past it is refused before it is parsed. Real processes: a hostile member
+ * (test/support/hostile-member.ts) run as a remote workload, and `mcpmgr gateway` over its group
+ * with a 1 MiB limit; the answers are 3 MiB.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
+import { type HostileMember, startHostileMember } from "../support/hostile-member.ts";
+import { openRawSession, type RawSession } from "../support/raw-session.ts";
+
+// Real processes and servers: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
+
+const LIMIT = 1024 * 1024;
+const LIMIT_ENV = { MCPMGR_MAX_MESSAGE_BYTES: String(LIMIT) };
+
+let group: TestGroup;
+let member: HostileMember;
+let bigList: HostileMember;
+let gateway: Awaited<ReturnType<TestGroup["gateway"]>>;
+let session: RawSession;
+
+beforeAll(async () => {
+  group = await createTestGroup();
+  member = startHostileMember();
+  bigList = startHostileMember({ list: "hugepage", listKib: 3072 });
+  group.run(member.url, "hm", "hostile");
+  group.run(bigList.url, "hl", "biglist");
+  gateway = await group.gatewayWithEnv(LIMIT_ENV, "hostile");
+  session = await openRawSession(gateway.url, "2025-11-25", "limits");
+}, 120_000);
+
+afterAll(async () => {
+  await group?.cleanup();
+  member?.stop();
+  bigList?.stop();
+});
+
+/** The JSON-RPC messages of a JSON or event-stream body. */
+async function messages(response: Response): Promise<Record<string, unknown>[]> {
+  const text = await response.text();
+  if (!(response.headers.get("content-type") ?? "").includes("text/event-stream"))
+    return text ? [JSON.parse(text)] : [];
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("data:") && line.slice(5).trim() !== "")
+    .map((line) => JSON.parse(line.slice(5)));
+}
+
+async function call(id: number, name: string, kib: number, extra: object = {}) {
+  const body = { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: { kib }, ...extra } };
+  const answer = await messages(await session.post(JSON.stringify(body)));
+  return answer.find((message) => message.id === id) as { error?: { code: number; message: string } } | undefined;
+}
+
+const oversizedLines = () => gateway.output().match(/workload 'hm': the MCP server's answer \(over \d+ bytes\)/g) ?? [];
+
+test.each([
+  ["a chunked JSON answer", "hm_hugejson"],
+  ["a JSON answer with its Content-Length", "hm_declaredjson"],
+  ["an SSE event that never ends", "hm_giant"],
+])("%s past the limit fails the fast lane's call with -32603 naming the limit, logged once", async (_what, tool) => {
+  const before = oversizedLines().length;
+  const answer = await call(10, tool, 3072);
+  expect(answer?.error?.code).toBe(-32603);
+  expect(answer?.error?.message).toContain("larger than mcpmgr accepts");
+  expect(answer?.error?.message).toContain("MCPMGR_MAX_MESSAGE_BYTES");
+  expect(await until(() => oversizedLines().length === before + 1)).toBe(true);
+  // The gateway goes on serving the session.
+  const next = await call(11, "hm_ok", 0);
+  expect(next).toMatchObject({ result: { content: [{ type: "text", text: "fine" }] } });
+});
+
+test("an answer under the limit still arrives whole, as JSON and as an event", async () => {
+  const json = (await call(20, "hm_hugejson", 512)) as { result?: { content: { text: string }[] } };
+  expect(json.result?.content[0]?.text).toHaveLength(512 * 1024);
+  const event = (await call(21, "hm_bigevent", 512)) as { result?: { content: { text: string }[] } };
+  expect(event.result?.content[0]?.text).toHaveLength(512 * 1024);
+});
+
+test("the SDK path (a call the fast lane leaves to the SDK) is bounded too", async () => {
+  // A param beyond name/arguments/_meta: the lane hands the call to the SDK's handler.
+  const before = oversizedLines().length;
+  const answer = await call(30, "hm_hugejson", 3072, { extra: true });
+  expect(answer?.error?.code).toBe(-32603);
+  expect(answer?.error?.message).toContain("MCPMGR_MAX_MESSAGE_BYTES");
+  expect(await until(() => oversizedLines().length === before + 1)).toBe(true);
+  const event = await call(31, "hm_giant", 3072, { extra: true });
+  expect(event?.error?.code).toBe(-32603);
+  expect(event?.error?.message).toContain("MCPMGR_MAX_MESSAGE_BYTES");
+});
+
+test("a member's tools/list page past the limit is refused before it is parsed, saying which limit", async () => {
+  const other = await group.gatewayWithEnv(LIMIT_ENV, "biglist");
+  try {
+    expect(
+      await until(() => /workload 'hl' .*larger than mcpmgr accepts.*MCPMGR_MAX_MESSAGE_BYTES/.test(other.output())),
+    ).toBe(true);
+  } finally {
+    await other.stop();
+  }
+});
