@@ -16,6 +16,7 @@ import type { Member } from "./membership.ts";
 import { anyResult } from "./sdk.ts";
 import { connectUpstream, eraOf, type Upstream } from "./upstream.ts";
 import { errorMessage } from "../errors.ts";
+import { excerpt } from "../printable.ts";
 import type { AnswerLimit } from "../proxy/answer-limit.ts";
 import { defaultMaxMessageBytes } from "../proxy/stdio-bridge/server-channel.ts";
 
@@ -46,6 +47,8 @@ interface Connection {
   relisting: Map<ListKind, { again: boolean }>;
   /** Settles when the first connection attempt has succeeded or failed. */
   firstAttempt: Promise<void>;
+  /** The last failure logged, when, and how often it recurred since without a line. */
+  failure?: { readonly why: string; readonly at: number; repeats: number } | undefined;
 }
 
 export interface CatalogOptions {
@@ -56,6 +59,17 @@ export interface CatalogOptions {
   readonly retryMs?: number;
   /** The largest answer held from a member (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB). */
   readonly maxAnswerBytes?: number;
+}
+
+/** How much of a member's failure (an SDK error carries the member's whole HTTP error body) is logged. */
+const FAILURE_EXCERPT_CHARS = 200;
+/** The same failure of a member is logged again only after this long. */
+const FAILURE_REPEAT_MS = 60_000;
+
+/** A member's failure for one log line: its HTTP status when it answered with an error, then an excerpt. */
+function failureText(err: unknown): string {
+  const text = excerpt(errorMessage(err), FAILURE_EXCERPT_CHARS);
+  return err instanceof SdkHttpError ? `HTTP ${err.status}: ${text}` : text;
 }
 
 const empty = (): WorkloadLists => ({ tools: [], prompts: [], resources: [], resourceTemplates: [] });
@@ -205,18 +219,34 @@ export class GroupCatalog {
       connection.client = client;
       connection.lists = lists;
       connection.summary = summaryOf(client);
+      connection.failure = undefined;
       this.#options.log("info", `workload '${member.name}' joined (${member.url})`);
       this.#rebuild();
     } catch (err) {
       await client?.close().catch(() => {});
       if (connection.closed) return;
-      this.#options.log(
-        "warn",
-        `workload '${member.name}' at ${member.url} cannot be reached: ${errorMessage(err)}; retrying`,
-      );
+      this.#reportFailure(connection, failureText(err));
       connection.retry = setTimeout(() => void this.#connect(connection), this.#options.retryMs ?? 2_000);
       connection.retry.unref?.();
     }
+  }
+
+  /**
+   * One line per failure of a member, the same failure at most once per FAILURE_REPEAT_MS (with how
+   * often it recurred meanwhile): a member failing every retry with a large error page must not bury
+   * the gateway's log.
+   */
+  #reportFailure(connection: Connection, why: string): void {
+    const { member } = connection;
+    const now = Date.now();
+    const last = connection.failure;
+    if (last !== undefined && last.why === why && now - last.at < FAILURE_REPEAT_MS) {
+      last.repeats++;
+      return;
+    }
+    const again = last !== undefined && last.why === why && last.repeats > 0 ? ` (${last.repeats + 1} times)` : "";
+    connection.failure = { why, at: now, repeats: 0 };
+    this.#options.log("warn", `workload '${member.name}' at ${member.url} is unavailable${again}: ${why}; retrying`);
   }
 
   /** Coalesces list_changed notifications: one re-list in flight per kind, plus at most one pending. */
@@ -252,7 +282,8 @@ export class GroupCatalog {
       connection.lists = lists;
       this.#rebuild();
     } catch (err) {
-      this.#options.log("warn", `workload '${connection.member.name}': listing ${kind} failed: ${errorMessage(err)}`);
+      const why = failureText(err);
+      this.#options.log("warn", `workload '${connection.member.name}': listing ${kind} failed: ${why}`);
     }
   }
 

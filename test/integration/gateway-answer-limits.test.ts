@@ -4,7 +4,8 @@
  * naming the limit, on the fast lane and the SDK path alike, and is logged once; a member's
  * tools/list page past it is refused before it is parsed. Real processes: a hostile member
  * (test/support/hostile-member.ts) run as a remote workload, and `mcpmgr gateway` over its group
- * with a 1 MiB limit; the answers are 3 MiB.
+ * with a 1 MiB limit; the answers are 3 MiB. A member failing every retry with a large HTTP error
+ * page gets one short line in the log, not the page at every retry (review 9 F2).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
@@ -20,6 +21,7 @@ const LIMIT_ENV = { MCPMGR_MAX_MESSAGE_BYTES: String(LIMIT) };
 let group: TestGroup;
 let member: HostileMember;
 let bigList: HostileMember;
+let errorPage: HostileMember;
 let gateway: Awaited<ReturnType<TestGroup["gateway"]>>;
 let session: RawSession;
 
@@ -27,8 +29,10 @@ beforeAll(async () => {
   group = await createTestGroup();
   member = startHostileMember();
   bigList = startHostileMember({ list: "hugepage", listKib: 3072 });
+  errorPage = startHostileMember({ list: "errbody", listKib: 512 });
   group.run(member.url, "hm", "hostile");
   group.run(bigList.url, "hl", "biglist");
+  group.run(errorPage.url, "he", "errorpage");
   gateway = await group.gatewayWithEnv(LIMIT_ENV, "hostile");
   session = await openRawSession(gateway.url, "2025-11-25", "limits");
 }, 120_000);
@@ -37,6 +41,7 @@ afterAll(async () => {
   await group?.cleanup();
   member?.stop();
   bigList?.stop();
+  errorPage?.stop();
 });
 
 /** The JSON-RPC messages of a JSON or event-stream body. */
@@ -99,6 +104,25 @@ test("a member's tools/list page past the limit is refused before it is parsed, 
     expect(
       await until(() => /workload 'hl' .*larger than mcpmgr accepts.*MCPMGR_MAX_MESSAGE_BYTES/.test(other.output())),
     ).toBe(true);
+  } finally {
+    await other.stop();
+  }
+});
+
+test("a member failing every retry with a large error page is logged as one short line, not once per retry", async () => {
+  const other = await group.gatewayWithEnv(LIMIT_ENV, "errorpage");
+  try {
+    // The catalog retries every 2 s: wait for three answers of the member's 512 KiB error page.
+    const listed = errorPage.counts.list;
+    expect(await until(() => errorPage.counts.list >= listed + 3, 30_000)).toBe(true);
+    const lines = other
+      .output()
+      .split("\n")
+      .filter((line) => line.includes("workload 'he'"));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain("HTTP 500");
+    expect(lines[0]?.length).toBeLessThan(400);
+    expect(other.output().length).toBeLessThan(10_000);
   } finally {
     await other.stop();
   }
