@@ -119,6 +119,11 @@ export class GroupCatalog {
     return this.#options.maxAnswerBytes ?? defaultMaxMessageBytes;
   }
 
+  /** A warning about the gateway's clients, in the gateway's log. */
+  warn(text: string): void {
+    this.#options.log("warn", text);
+  }
+
   /** The era found by the catalog connection, so session connections skip the probe. */
   eraOf(workload: string): PriorDiscovery | undefined {
     return this.#eras.get(workload);

@@ -157,7 +157,7 @@ export class RelayedCall {
    */
   #openStream(): EventStream {
     if (this.#stream !== undefined) return this.#stream;
-    const stream = createEventStream();
+    const stream = createEventStream({ onDropped: (bytes) => this.#session.pool.streamDropped(bytes) });
     this.#stream = stream;
     stream.onClose(() => {
       if (!this.#done) this.#cancel("the client went away");

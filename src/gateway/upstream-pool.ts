@@ -112,6 +112,13 @@ export class UpstreamPool {
     return this.#catalog.answerLimit(workload);
   }
 
+  /** A client's stream of this pool's session was dropped: it left `bytes` unread (one line in the log). */
+  streamDropped(bytes: number): void {
+    this.#catalog.warn(
+      `a client's event stream was dropped: it did not read ${Math.round(bytes / 1024 / 1024)} MiB of messages`,
+    );
+  }
+
   /** Marks a gateway request as in flight on a workload's connection until `release` is called. */
   track(workload: string, id: RequestId): () => void {
     const list = this.#inFlight.get(workload) ?? [];

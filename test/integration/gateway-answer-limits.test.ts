@@ -5,7 +5,8 @@
  * tools/list page past it is refused before it is parsed. Real processes: a hostile member
  * (test/support/hostile-member.ts) run as a remote workload, and `mcpmgr gateway` over its group
  * with a 1 MiB limit; the answers are 3 MiB. A member failing every retry with a large HTTP error
- * page gets one short line in the log, not the page at every retry (review 9 F2).
+ * page gets one short line in the log, not the page at every retry (review 9 F2). A client that stops
+ * reading its call's stream is dropped with one line in the log, no stack trace (F15).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
@@ -126,4 +127,32 @@ test("a member failing every retry with a large error page is logged as one shor
   } finally {
     await other.stop();
   }
+});
+
+test("a client that stops reading its call's stream is dropped with one line in the log, no stack trace", async () => {
+  // 40 MiB of log messages for the call: more than the 16 MiB a stream holds for its client, and the sockets.
+  const body = {
+    jsonrpc: "2.0",
+    id: 40,
+    method: "tools/call",
+    params: { name: "hm_flood", arguments: { kib: 40_960 } },
+  };
+  const response = await session.post(JSON.stringify(body));
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  await reader.read();
+  expect(await until(() => gateway.output().includes("a client's event stream was dropped"), 30_000)).toBe(true);
+  const rest = await (async () => {
+    try {
+      for (;;) if ((await reader.read()).done) return "ended";
+    } catch {
+      return "reset";
+    }
+  })();
+  expect(rest).toBe("reset");
+  expect(
+    gateway.output().match(/a client's event stream was dropped: it did not read 16 MiB of messages/g),
+  ).toHaveLength(1);
+  expect(gateway.output()).not.toContain("event-stream.ts");
+  expect(gateway.output()).not.toMatch(/^\s+at /m);
+  expect(await call(41, "hm_ok", 0)).toMatchObject({ result: { content: [{ type: "text", text: "fine" }] } });
 });
