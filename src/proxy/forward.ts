@@ -65,6 +65,8 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     new SessionTracker({
       ...(options.maxSessions !== undefined ? { maxSessions: options.maxSessions } : {}),
       ...(options.sessionIdleMs !== undefined ? { idleMs: options.sessionIdleMs } : {}),
+      // A session that gave way to a new one is ended upstream too (its client gets 404 here).
+      onEvicted: (sessionId) => closeUpstreamSession(target.href, sessionId),
     });
   const legacy = new LegacySessions(sessions);
   const callerOf = options.callerOf ?? (() => undefined);
@@ -238,9 +240,9 @@ export function transparentForwarder(options: ForwardOptions): Handler {
   };
 
   /** Ends an upstream session this proxy refused to hand out (fire and forget). */
-  function closeUpstreamSession(url: string, sessionId: string, req: Request): void {
+  function closeUpstreamSession(url: string, sessionId: string, req?: Request): void {
     const headers: [string, string][] = [["mcp-session-id", sessionId]];
-    const version = req.headers.get("mcp-protocol-version");
+    const version = req?.headers.get("mcp-protocol-version") ?? null;
     if (version !== null) headers.push(["mcp-protocol-version", version]);
     void doFetch(url, { method: "DELETE", headers, redirect: "manual", signal: AbortSignal.timeout(10_000) })
       .then((response) => response.body?.cancel())
