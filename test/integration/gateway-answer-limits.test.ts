@@ -6,7 +6,9 @@
  * (test/support/hostile-member.ts) run as a remote workload, and `mcpmgr gateway` over its group
  * with a 1 MiB limit; the answers are 3 MiB. A member failing every retry with a large HTTP error
  * page gets one short line in the log, not the page at every retry (review 9 F2). A client that stops
- * reading its call's stream is dropped with one line in the log, no stack trace (F15).
+ * reading its call's stream is dropped with one line in the log, no stack trace (F15). A member that
+ * resumes the call's stream into streams that end at once (`retry: 0`) is asked again a few times, not
+ * hundreds of times a second (F3).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
@@ -155,4 +157,24 @@ test("a client that stops reading its call's stream is dropped with one line in 
   expect(gateway.output()).not.toContain("event-stream.ts");
   expect(gateway.output()).not.toMatch(/^\s+at /m);
   expect(await call(41, "hm_ok", 0)).toMatchObject({ result: { content: [{ type: "text", text: "fine" }] } });
+});
+
+test("a member resuming into streams that end at once with retry 0 is asked a few times, not in a tight loop", async () => {
+  const before = member.counts.get;
+  const body = { jsonrpc: "2.0", id: 50, method: "tools/call", params: { name: "hm_loop", arguments: {} } };
+  const controller = new AbortController();
+  const response = await session.post(JSON.stringify(body), { signal: controller.signal });
+  const reading = response.text().catch(() => "");
+  await Bun.sleep(3_000);
+  controller.abort();
+  await reading;
+  const asked = member.counts.get - before;
+  // Waits of 100, 200, 400, 800, 1600 ms: five resumptions in 3 s (it was hundreds a second).
+  expect(asked).toBeGreaterThanOrEqual(2);
+  expect(asked).toBeLessThanOrEqual(8);
+  // The client left: no more resumptions.
+  await Bun.sleep(500);
+  const settled = member.counts.get;
+  await Bun.sleep(2_000);
+  expect(member.counts.get).toBe(settled);
 });
