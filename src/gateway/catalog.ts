@@ -17,8 +17,7 @@ import { anyResult } from "./sdk.ts";
 import { connectUpstream, eraOf, type Upstream } from "./upstream.ts";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
-import type { AnswerLimit } from "../proxy/answer-limit.ts";
-import { defaultMaxMessageBytes } from "../proxy/stdio-bridge/server-channel.ts";
+import { type AnswerLimit, defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 
 export type ListKind = "tools" | "prompts" | "resources";
 

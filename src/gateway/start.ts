@@ -188,6 +188,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         trustProxyHeaders: spec.trustProxyHeaders,
         allowedHosts: spec.listen.allowedHosts,
         maxBodyBytes: ctx.maxBodyBytes,
+        ...(ctx.maxMessageBytes !== undefined ? { maxMessageBytes: ctx.maxMessageBytes } : {}),
       },
       {
         telemetry: ctx.telemetry,

@@ -13,6 +13,9 @@ import { createParser } from "eventsource-parser";
 import { JsonRpcCode, type JsonRpcId } from "./jsonrpc.ts";
 import { requestIdsOf } from "./sse-answers.ts";
 
+/** The default of MCPMGR_MAX_MESSAGE_BYTES (workload/limits.ts reads the variable). */
+export const defaultMaxMessageBytes = 64 * 1024 * 1024;
+
 /** The error text when a server's answer is over the cap: the stdio bridge's wording. */
 export function answerTooLargeText(size: string): string {
   return `the MCP server's answer (${size}) is larger than mcpmgr accepts; raise MCPMGR_MAX_MESSAGE_BYTES to allow it`;

@@ -6,6 +6,7 @@
  * another caller's request for one is answered 404 here and never reaches the upstream.
  */
 import { Buffer } from "node:buffer";
+import { defaultMaxMessageBytes } from "./answer-limit.ts";
 import type { UpstreamFetch } from "./authenticated-fetch.ts";
 import { pathAndQuery, type Handler } from "./handler.ts";
 import { sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
@@ -228,7 +229,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       ...(method === "POST"
         ? {
             answers: new PendingAnswers(() => requestIdsOf(body instanceof ReadableStream ? undefined : body), {
-              ...(options.maxMessageBytes !== undefined ? { maxEventBytes: options.maxMessageBytes } : {}),
+              maxEventBytes: options.maxMessageBytes ?? defaultMaxMessageBytes,
               onOversized: oversizedEvent,
             }),
           }

@@ -14,7 +14,6 @@
  */
 import { createParser, type EventSourceParser } from "eventsource-parser";
 import { JsonRpcCode, type JsonRpcId } from "./jsonrpc.ts";
-import { defaultMaxMessageBytes } from "./stdio-bridge/server-channel.ts";
 
 const encoder = new TextEncoder();
 /**
@@ -26,8 +25,8 @@ const encoder = new TextEncoder();
 const discardPartialEvent = "event: mcpmgr-discarded\n\n";
 
 export interface PendingAnswersOptions {
-  /** The largest event watched (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB). */
-  readonly maxEventBytes?: number;
+  /** The largest event watched (MCPMGR_MAX_MESSAGE_BYTES). */
+  readonly maxEventBytes: number;
   /** An event was larger: watching stopped (for one log line). */
   readonly onOversized?: (maxEventBytes: number) => void;
 }
@@ -42,9 +41,9 @@ export class PendingAnswers {
   readonly #parser: EventSourceParser;
 
   /** `requestIds` is called at most once, when the stream ends early. */
-  constructor(requestIds: () => readonly JsonRpcId[], options: PendingAnswersOptions = {}) {
+  constructor(requestIds: () => readonly JsonRpcId[], options: PendingAnswersOptions) {
     this.#requestIds = requestIds;
-    this.#maxEventBytes = options.maxEventBytes ?? defaultMaxMessageBytes;
+    this.#maxEventBytes = options.maxEventBytes;
     this.#onOversized = options.onOversized;
     this.#parser = createParser({
       maxBufferSize: this.#maxEventBytes,

@@ -51,6 +51,7 @@ export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext
       trustProxyHeaders: spec.trustProxyHeaders,
       allowedHosts: spec.listen.allowedHosts,
       maxBodyBytes: limits.maxBodyBytes,
+      maxMessageBytes: limits.maxMessageBytes,
     },
     { authentication },
   );

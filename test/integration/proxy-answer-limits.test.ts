@@ -4,19 +4,22 @@
  *    streams an SSE event past the limit to its client whole, but stops watching the stream for
  *    answers (sse-answers.ts), and says so once;
  *  - `mcpmgr proxy stdio` parses what it relays: a JSON answer or an SSE event past the limit
- *    fails its request with an error naming the limit, and the relay goes on.
- * Real processes: a hostile member (test/support/hostile-member.ts) behind `mcpmgr proxy` and
- * `mcpmgr proxy stdio` with a 1 MiB limit; the answers are 3 MiB.
+ *    fails its request with an error naming the limit, and the relay goes on;
+ *  - the policies that read answers hold no more: the tool filter (and Cedar, through the same
+ *    rewriter) answers such a request with the limit's error instead of passing it on unfiltered,
+ *    and audit passes it on unchanged and records the call without its answer.
+ * Real processes: a hostile member (test/support/hostile-member.ts) behind `mcpmgr proxy`,
+ * `mcpmgr proxy stdio` and `mcpmgr run --foreground` with a 1 MiB limit; the answers are 3 MiB.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { until } from "../support/gateway-group.ts";
 import { type HostileMember, startHostileMember } from "../support/hostile-member.ts";
-import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil, startProxy } from "../support/processes.ts";
 import { openRawSession } from "../support/raw-session.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
@@ -91,5 +94,76 @@ test("proxy stdio fails a request whose JSON answer or SSE event is past the lim
     expect(stderr()).toContain("MCPMGR_MAX_MESSAGE_BYTES");
   } finally {
     await client.close();
+  }
+});
+
+/** `mcpmgr run URL --foreground` in front of the member, with the 1 MiB limit and the given policies. */
+async function runForeground(...policies: string[]) {
+  const running = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", member.url, "--name", "limited", "--foreground", ...policies],
+    /^(http:\/\/\S+)$/m,
+    { env: { MCPMGR_HOME: home, ...LIMIT_ENV }, timeoutMs: 30_000 },
+  );
+  return { ...running, url: running.match[1] as string };
+}
+
+test("the tool filter fails a JSON answer or SSE event past the limit instead of passing it on unread", async () => {
+  const filtered = await runForeground("--tools", "ok,hugejson,giant,bigevent");
+  try {
+    const session = await openRawSession(filtered.url, "2025-11-25", "limits");
+    for (const [id, name] of [
+      [1, "hugejson"],
+      [2, "giant"],
+    ] as const) {
+      const call = { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: { kib: 3072 } } };
+      const text = await (await session.post(JSON.stringify(call))).text();
+      const data = text.startsWith("{") ? text : (text.split("\n").find((line) => line.startsWith("data: {")) ?? "");
+      const answer = JSON.parse(data.replace(/^data: /, "")) as {
+        id: number;
+        error?: { code: number; message: string };
+      };
+      expect(answer.id).toBe(id);
+      expect(answer.error?.code).toBe(-32603);
+      expect(answer.error?.message).toContain("MCPMGR_MAX_MESSAGE_BYTES");
+    }
+    const small = {
+      jsonrpc: "2.0",
+      id: 3,
+      method: "tools/call",
+      params: { name: "bigevent", arguments: { kib: 512 } },
+    };
+    const text = await (await session.post(JSON.stringify(small))).text();
+    expect(text).toContain("C".repeat(512 * 1024));
+  } finally {
+    await filtered.stop();
+  }
+});
+
+test("audit passes an answer past the limit on unchanged and records its call without it", async () => {
+  const config = join(home, "audit.json");
+  const log = join(home, "audit.log");
+  await writeFile(config, JSON.stringify({ includeResponseData: true, logFile: log }));
+  const audited = await runForeground("--audit-config", config);
+  try {
+    const session = await openRawSession(audited.url, "2025-11-25", "limits");
+    const call = (id: number, kib: number) =>
+      session.post(
+        JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "hugejson", arguments: { kib } } }),
+      );
+    const big = (await (await call(7, 3072)).json()) as { result: { content: { text: string }[] } };
+    expect(big.result.content[0]?.text).toHaveLength(3072 * 1024);
+    await (await call(8, 1)).json();
+    const toolCalls = async () =>
+      (await readFile(log, "utf8").catch(() => ""))
+        .split("\n")
+        .filter((line) => line.includes('"mcp_tool_call"'))
+        .map((line) => JSON.parse(line) as { response?: string });
+    expect(await until(async () => (await toolCalls()).length === 2)).toBe(true);
+    const [recordedBig, recordedSmall] = await toolCalls();
+    // The big answer was not held to be read; the small one was.
+    expect(recordedBig?.response).toBeUndefined();
+    expect(recordedSmall?.response).toContain("BBB");
+  } finally {
+    await audited.stop();
   }
 });

@@ -21,9 +21,8 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage } from "../../errors.ts";
-import { boundedFetch } from "../answer-limit.ts";
+import { boundedFetch, defaultMaxMessageBytes } from "../answer-limit.ts";
 import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
-import { defaultMaxMessageBytes } from "../stdio-bridge/server-channel.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { refuseRedirects } from "./no-redirects.ts";
