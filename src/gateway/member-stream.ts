@@ -60,6 +60,9 @@ export async function readMemberStream(body: ReadableStream<Uint8Array>, reader:
   let lastEventId: string | undefined;
   let retryMs: number | undefined;
   let oversized = false;
+  /** Whether the stream being read brought a message; resumed streams in a row that brought none. */
+  let delivered = false;
+  let empty = 0;
   const parser = createParser({
     maxBufferSize: reader.limit.maxBytes,
     onError: (error) => {
@@ -79,9 +82,6 @@ export async function readMemberStream(body: ReadableStream<Uint8Array>, reader:
   });
   let stream = body;
   let failures = 0;
-  /** Resumed streams in a row that ended without a message (a polling member's, or a hostile one's). */
-  let empty = 0;
-  let delivered = false;
   for (;;) {
     let why = "its stream ended early";
     delivered = false;
