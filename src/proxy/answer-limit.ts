@@ -111,9 +111,13 @@ export function boundedFetch<U, I extends RequestInit>(
     if (body === null) return response;
     const type = response.headers.get("content-type") ?? "";
     const exceeded = (text: string) => onExceeded?.(text);
-    const limited = type.includes("text/event-stream")
+    const declared = response.headers.get("content-length");
+    const sse = type.includes("text/event-stream");
+    // A body that says its size within the bound (the usual JSON answer) is handed on as it is.
+    if (!sse && declared !== null && /^\d+$/.test(declared) && Number(declared) <= maxBytes) return response;
+    const limited = sse
       ? body.pipeThrough(eventBound(maxBytes, () => requestIdsOf(bodyBytes(init?.body)), exceeded))
-      : body.pipeThrough(totalBound(maxBytes, response.headers.get("content-length"), exceeded));
+      : body.pipeThrough(totalBound(maxBytes, declared, exceeded));
     return new Response(limited, {
       status: response.status,
       statusText: response.statusText,
