@@ -81,6 +81,7 @@ test("proxy stdio fails a request whose JSON answer or SSE event is past the lim
         () => "answered",
         (err: Error) => err.message,
       );
+      expect(failed).toContain("-32603");
       expect(failed).toContain("larger than mcpmgr accepts");
       expect(failed).toContain("MCPMGR_MAX_MESSAGE_BYTES");
     }
@@ -91,7 +92,8 @@ test("proxy stdio fails a request whose JSON answer or SSE event is past the lim
       content: { text: string }[];
     };
     expect(small.content[0]?.text).toHaveLength(512 * 1024);
-    expect(stderr()).toContain("MCPMGR_MAX_MESSAGE_BYTES");
+    // One line per answer cut.
+    expect(stderr().match(/remote: the MCP server's answer \(over 1048576 bytes\)/g)).toHaveLength(3);
   } finally {
     await client.close();
   }

@@ -21,7 +21,8 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage } from "../../errors.ts";
-import { boundedFetch, defaultMaxMessageBytes } from "../answer-limit.ts";
+import { AnswerTooLarge, boundedFetch, defaultMaxMessageBytes } from "../answer-limit.ts";
+import { JsonRpcCode } from "../jsonrpc.ts";
 import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
@@ -151,7 +152,10 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         const refusal: JSONRPCMessage = {
           jsonrpc: "2.0",
           id,
-          error: { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
+          error:
+            err instanceof AnswerTooLarge
+              ? { code: JsonRpcCode.internalError, message: text }
+              : { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
         };
         const initialize = pendingInitialize.get(id);
         pendingInitialize.delete(id);
@@ -180,8 +184,9 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     void local.send(message);
   };
   remote.onerror = (err) => {
-    // A refused initialize is dealt with where it was sent (answered, or translated for).
-    if (pendingInitialize.size === 0) log.warn(`remote: ${err.message}`);
+    // A refused initialize is dealt with where it was sent (answered, or translated for); an answer over
+    // the bound was logged when it was cut.
+    if (pendingInitialize.size === 0 && !(err instanceof AnswerTooLarge)) log.warn(`remote: ${err.message}`);
   };
   local.onerror = (err) => log.warn(`stdin: ${err.message}`);
   // End of input: let what was asked be answered (bounded), then end the remote session.
