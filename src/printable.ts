@@ -24,3 +24,14 @@ export function shellWord(text: string): string {
   if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(text)) return text;
   return `'${printable(text).replaceAll("'", "'\\''")}'`;
 }
+
+/**
+ * The start of `text` as one line of at most `max` characters (line breaks shown as `\n`, a cut
+ * marked with `…`): what goes into a log line or an error message of a text from outside that may be
+ * a whole page, so that a repeated failure cannot flood a log or bury the lines around it.
+ */
+export function excerpt(text: string, max = 200): string {
+  const head = text.length > max ? text.slice(0, max) : text;
+  const line = head.replace(/\r\n|\r|\n/g, "\\n");
+  return text.length > max ? `${line}…` : line;
+}

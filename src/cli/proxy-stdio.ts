@@ -14,6 +14,7 @@ import { refuseUrlCredentials } from "../config/url-credentials.ts";
 import { McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
+import { maxMessageBytesFromEnv } from "../workload/limits.ts";
 import { liveWorkload } from "../workload/live-workload.ts";
 import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
 import { cliContext } from "./context.ts";
@@ -84,6 +85,7 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
       hint: "give one URL or workload name",
     });
   checkOutgoingAuthRules(given);
+  const maxMessageBytes = maxMessageBytesFromEnv(process.env);
   const spec = outgoingAuthSpec(values, given);
   if (spec.tokenExchange) {
     throw new McpmgrError(
@@ -103,6 +105,7 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
     stdin: process.stdin,
     stdout: process.stdout,
     log,
+    maxMessageBytes,
   });
   log.info(`relaying stdio to ${target.origin}${target.pathname}`);
   process.exit(await relay.finished);

@@ -16,6 +16,8 @@ import type { Member } from "./membership.ts";
 import { anyResult } from "./sdk.ts";
 import { connectUpstream, eraOf, type Upstream } from "./upstream.ts";
 import { errorMessage } from "../errors.ts";
+import { excerpt } from "../printable.ts";
+import { type AnswerLimit, defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 
 export type ListKind = "tools" | "prompts" | "resources";
 
@@ -44,6 +46,8 @@ interface Connection {
   relisting: Map<ListKind, { again: boolean }>;
   /** Settles when the first connection attempt has succeeded or failed. */
   firstAttempt: Promise<void>;
+  /** The last failure logged, when, and how often it recurred since without a line. */
+  failure?: { readonly why: string; readonly at: number; repeats: number } | undefined;
 }
 
 export interface CatalogOptions {
@@ -52,6 +56,19 @@ export interface CatalogOptions {
   readonly onChange: (kinds: ReadonlySet<ListKind>) => void;
   readonly log: (level: "info" | "warn", text: string) => void;
   readonly retryMs?: number;
+  /** The largest answer held from a member (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB). */
+  readonly maxAnswerBytes?: number;
+}
+
+/** How much of a member's failure (an SDK error carries the member's whole HTTP error body) is logged. */
+const FAILURE_EXCERPT_CHARS = 200;
+/** The same failure of a member is logged again only after this long. */
+const FAILURE_REPEAT_MS = 60_000;
+
+/** A member's failure for one log line: its HTTP status when it answered with an error, then an excerpt. */
+function failureText(err: unknown): string {
+  const text = excerpt(errorMessage(err), FAILURE_EXCERPT_CHARS);
+  return err instanceof SdkHttpError ? `HTTP ${err.status}: ${text}` : text;
 }
 
 const empty = (): WorkloadLists => ({ tools: [], prompts: [], resources: [], resourceTemplates: [] });
@@ -84,6 +101,26 @@ export class GroupCatalog {
 
   get view(): MergedView {
     return this.#view;
+  }
+
+  /**
+   * The bound on a member's answers for a client's connection to it: past it the request fails and one
+   * line is logged. (The catalog's own connection logs its failure itself.)
+   */
+  answerLimit(workload: string): AnswerLimit {
+    return {
+      maxBytes: this.#maxAnswerBytes,
+      onExceeded: (text) => this.#options.log("warn", `workload '${workload}': ${text}`),
+    };
+  }
+
+  get #maxAnswerBytes(): number {
+    return this.#options.maxAnswerBytes ?? defaultMaxMessageBytes;
+  }
+
+  /** A warning about the gateway's clients, in the gateway's log. */
+  warn(text: string): void {
+    this.#options.log("warn", text);
   }
 
   /** The era found by the catalog connection, so session connections skip the probe. */
@@ -168,6 +205,7 @@ export class GroupCatalog {
             const kind = listKindOf(notification.method);
             if (kind && connection.client) this.#relistSoon(connection, kind);
           },
+          answerLimit: { maxBytes: this.#maxAnswerBytes },
         },
         this.#options.timeoutMs,
       );
@@ -185,18 +223,34 @@ export class GroupCatalog {
       connection.client = client;
       connection.lists = lists;
       connection.summary = summaryOf(client);
+      connection.failure = undefined;
       this.#options.log("info", `workload '${member.name}' joined (${member.url})`);
       this.#rebuild();
     } catch (err) {
       await client?.close().catch(() => {});
       if (connection.closed) return;
-      this.#options.log(
-        "warn",
-        `workload '${member.name}' at ${member.url} cannot be reached: ${errorMessage(err)}; retrying`,
-      );
+      this.#reportFailure(connection, failureText(err));
       connection.retry = setTimeout(() => void this.#connect(connection), this.#options.retryMs ?? 2_000);
       connection.retry.unref?.();
     }
+  }
+
+  /**
+   * One line per failure of a member, the same failure at most once per FAILURE_REPEAT_MS (with how
+   * often it recurred meanwhile): a member failing every retry with a large error page must not bury
+   * the gateway's log.
+   */
+  #reportFailure(connection: Connection, why: string): void {
+    const { member } = connection;
+    const now = Date.now();
+    const last = connection.failure;
+    if (last !== undefined && last.why === why && now - last.at < FAILURE_REPEAT_MS) {
+      last.repeats++;
+      return;
+    }
+    const again = last !== undefined && last.why === why && last.repeats > 0 ? ` (${last.repeats + 1} times)` : "";
+    connection.failure = { why, at: now, repeats: 0 };
+    this.#options.log("warn", `workload '${member.name}' at ${member.url} is unavailable${again}: ${why}; retrying`);
   }
 
   /** Coalesces list_changed notifications: one re-list in flight per kind, plus at most one pending. */
@@ -232,7 +286,8 @@ export class GroupCatalog {
       connection.lists = lists;
       this.#rebuild();
     } catch (err) {
-      this.#options.log("warn", `workload '${connection.member.name}': listing ${kind} failed: ${errorMessage(err)}`);
+      const why = failureText(err);
+      this.#options.log("warn", `workload '${connection.member.name}': listing ${kind} failed: ${why}`);
     }
   }
 

@@ -13,9 +13,10 @@
  * A request with a session id (and no MCP-Protocol-Version of 2026-07-28 or later, which is served
  * statelessly whatever session id it carries) is routed by a map lookup; a
  * session answers only the caller that opened it (another caller's request is 404, as for
- * a session that does not exist), and at most `maxSessions` are open at once. A session's
- * tools/call of a routed tool is relayed past the SDK (pass-through.ts) once its id is claimed, and so
- * is a 2026-07-28 caller's, once its Mcp-Param headers are checked (modern-pass-through.ts).
+ * a session that does not exist), and at most `maxSessions` are open at once (when full, the least
+ * recently used idle one gives way: proxy/session-eviction.ts). A session's tools/call of a routed tool
+ * is relayed past the SDK (pass-through.ts) once its id is claimed, and so is a 2026-07-28 caller's,
+ * once its Mcp-Param headers are checked (modern-pass-through.ts).
  */
 import { createMcpHandler, isLegacyRequest, type Server } from "@modelcontextprotocol/server";
 import type { Handler } from "../proxy/handler.ts";
@@ -28,6 +29,7 @@ import { createGatewayServer, type GatewayServerOptions } from "./gateway-server
 import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
 import { namesPerRequestRevision } from "../proxy/mcp-message.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
+import { evictionGraceMs, sessionToEvict } from "../proxy/session-eviction.ts";
 import { modernPassThrough, plainModernCall } from "./modern-pass-through.ts";
 import { passThrough } from "./pass-through.ts";
 import { anyResult } from "./sdk.ts";
@@ -76,7 +78,7 @@ export interface FrontEndOptions extends GatewayServerOptions {
   readonly catalog: GroupCatalog;
   /** A session without requests for this long is closed. */
   readonly sessionIdleMs: number;
-  /** Sessions open at once (MCPMGR_MAX_SESSIONS); a new one past it is answered 503. */
+  /** Sessions open at once (MCPMGR_MAX_SESSIONS); past it an idle one gives way, else a new one is answered 503. */
   readonly maxSessions?: number;
 }
 
@@ -177,6 +179,20 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     await endSessionOf(session);
   };
 
+  /** A full table makes room by ending its least recently used idle session (proxy/session-eviction.ts). */
+  const endIdleSession = (): boolean => {
+    const graceMs = evictionGraceMs(options.sessionIdleMs);
+    const id = sessionToEvict(
+      sessions,
+      (s) => s.lastSeen,
+      (s) => s.transport.busy,
+      Date.now(),
+      graceMs,
+    );
+    if (id !== undefined) void endSession(id);
+    return id !== undefined;
+  };
+
   const sweep = setInterval(
     () => {
       const cutoff = Date.now() - options.sessionIdleMs;
@@ -274,7 +290,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
         sentParams.set(request, params as Record<string, unknown>);
       return modern.fetch(request, withBody);
     }
-    if (sessions.size >= maxSessions) return sessionLimitReached();
+    if (sessions.size >= maxSessions && !endIdleSession()) return sessionLimitReached();
     const session = openSession(request);
     await session.server.connect(session.transport);
     const response = await session.transport.handleRequest(request, withBody);

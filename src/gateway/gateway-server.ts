@@ -26,6 +26,7 @@ import {
   withoutMemberIdentity,
 } from "./modern-caller.ts";
 import { errorMessage } from "../errors.ts";
+import { excerpt } from "../printable.ts";
 
 export interface GatewayServerOptions {
   readonly group: string;
@@ -100,7 +101,7 @@ export function createGatewayServer(
     try {
       upstream = await pool().get(workload);
     } catch (err) {
-      throw unavailable(workload, `workload '${workload}' cannot be reached (${errorMessage(err)})`);
+      throw unavailable(workload, `workload '${workload}' cannot be reached (${excerpt(errorMessage(err), 300)})`);
     }
     const meta = params._meta as Params | undefined;
     const progressToken = meta?.progressToken;
@@ -152,7 +153,7 @@ export function createGatewayServer(
       if (ctx.mcpReq.signal.aborted) throw err;
       // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
       if (err instanceof SdkHttpError && err.status === 404) pool().forget(workload);
-      throw unavailable(workload, `workload '${workload}' failed to answer (${errorMessage(err)})`);
+      throw unavailable(workload, `workload '${workload}' failed to answer (${excerpt(errorMessage(err), 300)})`);
     } finally {
       release();
     }

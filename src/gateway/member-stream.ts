@@ -10,11 +10,13 @@
  * endpoint with the call's own headers (its session, revision and the gateway's credentials), and
  * feed the same handler. Waits and resumptions stop as soon as the call is answered or cancelled
  * (`signal`); its timeout still runs. As the SDK client: the wait is the member's `retry` when it
- * gave one, else a backoff; a resumption that opens a stream starts the count of failures afresh,
- * and a few failures in a row give up.
+ * gave one, else a backoff, never under a floor that doubles with each resumed stream in a row that
+ * brought no message; a resumption that opens a stream starts the count of failures afresh, and a few
+ * failures in a row give up.
  */
 import { createParser } from "eventsource-parser";
 import { errorMessage } from "../errors.ts";
+import { type AnswerLimit, answerTooLargeText } from "../proxy/answer-limit.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 
 /** Bounds of resumption: the SDK client's defaults, and a cap on what a member may ask to be waited. */
@@ -24,6 +26,12 @@ export const RESUME_LIMITS = {
   backoff: 1.5,
   /** No wait is longer than this, whatever `retry` the member sent (the call's timeout still runs). */
   maxDelayMs: 30_000,
+  /**
+   * No wait is shorter than this, whatever `retry` the member sent; it doubles with each resumed stream in a
+   * row that ended without a message, so a member answering every GET with a stream that ends at once
+   * (`retry: 0`) is asked a few times a minute, not hundreds of times a second.
+   */
+  minDelayMs: 100,
   /** Failed resumptions in a row (no stream opened, or an error) before the call fails. */
   maxFailures: 3,
 } as const;
@@ -42,6 +50,8 @@ export interface MemberStreamReader {
   answered(): boolean;
   /** A resumption met 404: the member forgot the session. */
   onSessionGone(): void;
+  /** The largest event held (MCPMGR_MAX_MESSAGE_BYTES): a larger one fails the call (answer-limit.ts). */
+  readonly limit: AnswerLimit;
 }
 
 /**
@@ -51,9 +61,18 @@ export interface MemberStreamReader {
 export async function readMemberStream(body: ReadableStream<Uint8Array>, reader: MemberStreamReader) {
   let lastEventId: string | undefined;
   let retryMs: number | undefined;
+  let oversized = false;
+  /** Whether the stream being read brought a message; resumed streams in a row that brought none. */
+  let delivered = false;
+  let empty = 0;
   const parser = createParser({
+    maxBufferSize: reader.limit.maxBytes,
+    onError: (error) => {
+      if (error.type === "max-buffer-size-exceeded") oversized = true;
+    },
     onEvent: (event) => {
       if ((event.event !== undefined && event.event !== "message") || event.data === "") return;
+      delivered = true;
       reader.onData(event.data);
     },
     onId: (id) => {
@@ -67,10 +86,17 @@ export async function readMemberStream(body: ReadableStream<Uint8Array>, reader:
   let failures = 0;
   for (;;) {
     let why = "its stream ended early";
+    delivered = false;
     const decoder = new TextDecoder();
     try {
       for await (const chunk of stream) {
         parser.feed(decoder.decode(chunk, { stream: true }));
+        if (oversized) {
+          void stream.cancel().catch(() => {});
+          const text = answerTooLargeText(`over ${reader.limit.maxBytes} bytes`);
+          reader.limit.onExceeded?.(text);
+          return text;
+        }
         // Answered (or cancelled): a member that keeps the stream open past its answer holds nothing here.
         if (reader.answered()) break;
       }
@@ -80,10 +106,11 @@ export async function readMemberStream(body: ReadableStream<Uint8Array>, reader:
     if (reader.answered() || reader.signal.aborted) return undefined;
     // An empty id resets it (SSE): no id, nothing to resume from.
     if (!lastEventId || reader.resumes === false) return why;
+    empty = delivered || stream === body ? 0 : empty + 1;
     let resumed: ReadableStream<Uint8Array> | undefined;
     while (resumed === undefined) {
       if (failures >= RESUME_LIMITS.maxFailures) return why;
-      await pause(resumeDelay(retryMs, failures), reader.signal);
+      await pause(resumeDelay(retryMs, failures, empty), reader.signal);
       if (reader.answered() || reader.signal.aborted) return undefined;
       const outcome = await resume(reader, lastEventId);
       if ("stream" in outcome) resumed = outcome.stream;
@@ -99,10 +126,13 @@ export async function readMemberStream(body: ReadableStream<Uint8Array>, reader:
   }
 }
 
-/** The wait before a resumption: the member's `retry` (capped), else the backoff. */
-export function resumeDelay(retryMs: number | undefined, failures: number): number {
+/**
+ * The wait before a resumption: the member's `retry`, else the backoff; at least the floor, doubled for
+ * each resumed stream in a row that brought no message (`empty`); at most the cap.
+ */
+export function resumeDelay(retryMs: number | undefined, failures: number, empty = 0): number {
   const delay = retryMs ?? RESUME_LIMITS.firstDelayMs * RESUME_LIMITS.backoff ** failures;
-  return Math.min(delay, RESUME_LIMITS.maxDelayMs);
+  return Math.min(Math.max(delay, RESUME_LIMITS.minDelayMs * 2 ** empty), RESUME_LIMITS.maxDelayMs);
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

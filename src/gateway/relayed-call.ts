@@ -16,6 +16,8 @@
  */
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/server";
 import { errorMessage } from "../errors.ts";
+import { excerpt } from "../printable.ts";
+import { AnswerTooLarge, readBoundedText, readExcerpt } from "../proxy/answer-limit.ts";
 import { createEventStream, eventStreamResponse, type EventStream } from "../proxy/event-stream.ts";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
@@ -126,21 +128,29 @@ export class RelayedCall {
       return undefined;
     }
     if (!response.ok) {
-      const body = await response.text().catch(() => "");
-      // A 2026-07-28 member refuses a call with 400 and a JSON-RPC error for it (-32021, -32020): its answer.
-      const refusal = response.status === 400 && this.#era.errorInBadRequest ? this.#answerIn(body) : undefined;
+      // A 2026-07-28 member refuses a call with 400 and a JSON-RPC error for it (-32021, -32020): its answer,
+      // read whole within the answer limit; any other failure only as far as the excerpt it is shown as.
+      const refusable = response.status === 400 && this.#era.errorInBadRequest;
+      const body = refusable
+        ? await readBoundedText(response, this.#session.pool.answerLimit(workload).maxBytes).catch(() => "")
+        : await readExcerpt(response, 200);
+      const refusal = refusable ? this.#answerIn(body) : undefined;
       if (refusal !== undefined) return this.#finish(refusal);
       // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
       if (response.status === 404) this.#session.pool.forget(workload);
       // Worded as the SDK client words an HTTP failure (gateway-server.ts passes its message on), the
       // member's body cut short: an error message is no place for a large one.
-      return this.#failed(
-        `workload '${workload}' failed to answer (Error POSTing to endpoint: ${body.slice(0, 1000)})`,
-      );
+      return this.#failed(`workload '${workload}' failed to answer (Error POSTing to endpoint: ${excerpt(body, 200)})`);
     }
     const type = response.headers.get("content-type") ?? "";
     if (type.includes("text/event-stream")) return this.#relayStream(response, url, headers);
-    const answer = this.#answerIn(await response.text());
+    // Held whole to parse, so bounded (MCPMGR_MAX_MESSAGE_BYTES): past it the call fails, the connection is dropped.
+    const limit = this.#session.pool.answerLimit(workload);
+    const body = await readBoundedText(response, limit.maxBytes).catch((err: unknown) => {
+      if (err instanceof AnswerTooLarge) limit.onExceeded?.(err.message);
+      throw err;
+    });
+    const answer = this.#answerIn(body);
     if (answer === undefined) return this.#failed(`workload '${workload}' failed to answer (no answer to the call)`);
     return this.#finish(answer);
   }
@@ -152,7 +162,7 @@ export class RelayedCall {
    */
   #openStream(): EventStream {
     if (this.#stream !== undefined) return this.#stream;
-    const stream = createEventStream();
+    const stream = createEventStream({ onDropped: (bytes) => this.#session.pool.streamDropped(bytes) });
     this.#stream = stream;
     stream.onClose(() => {
       if (!this.#done) this.#cancel("the client went away");
@@ -193,8 +203,10 @@ export class RelayedCall {
       this.#target.upstream.transport?.onmessage?.(message as never);
     };
     const { workload } = this.#target;
+    const limit = this.#session.pool.answerLimit(workload);
     void readMemberStream(response.body as ReadableStream<Uint8Array>, {
       url,
+      limit,
       headers,
       resumes: this.#era.resumes,
       signal: this.#abort.signal,

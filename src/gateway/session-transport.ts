@@ -53,6 +53,11 @@ export class SessionTransport extends WebStandardStreamableHTTPServerTransport {
     return ids;
   }
 
+  /** Whether a request of the session is in progress (such a session never gives way to a new one). */
+  get busy(): boolean {
+    return this.#inFlight.size > 0;
+  }
+
   /** Ids claimed for a POST the SDK refused as a whole (it answers none of them), or a relayed request that ended. */
   release(ids: readonly RequestId[]): void {
     for (const id of ids) this.#inFlight.delete(id);

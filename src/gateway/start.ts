@@ -30,6 +30,8 @@ export interface GatewayContext {
   /** Client sessions open at once (MCPMGR_MAX_SESSIONS). */
   readonly maxSessions?: number;
   readonly maxBodyBytes: number;
+  /** The largest answer held from a member (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB). */
+  readonly maxMessageBytes?: number;
   /**
    * Prepared by the caller, which owns exporters and files: telemetry middleware, where audit
    * lines go, and authentication for an endpoint path. The policies run in the chain every
@@ -113,6 +115,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
   const catalog: GroupCatalog = new GroupCatalog({
     prefixMode: spec.prefixMode,
     timeoutMs: Math.min(ctx.requestTimeoutMs, 30_000),
+    ...(ctx.maxMessageBytes !== undefined ? { maxAnswerBytes: ctx.maxMessageBytes } : {}),
     log,
     onChange: (kinds) => {
       if (kinds.has("tools")) search?.update(catalog.view);
@@ -185,6 +188,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         trustProxyHeaders: spec.trustProxyHeaders,
         allowedHosts: spec.listen.allowedHosts,
         maxBodyBytes: ctx.maxBodyBytes,
+        ...(ctx.maxMessageBytes !== undefined ? { maxMessageBytes: ctx.maxMessageBytes } : {}),
       },
       {
         telemetry: ctx.telemetry,

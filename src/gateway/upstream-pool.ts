@@ -12,6 +12,7 @@ import type {
   JSONRPCRequest,
   LoggingLevel,
 } from "@modelcontextprotocol/client";
+import type { AnswerLimit } from "../proxy/answer-limit.ts";
 import type { GroupCatalog } from "./catalog.ts";
 import { connectUpstream, endUpstream, requestLogRelay, type Upstream } from "./upstream.ts";
 
@@ -91,6 +92,7 @@ export class UpstreamPool {
             peer.notify(notification, this.#latest(workload));
         },
         onClose: () => this.#open.delete(workload),
+        answerLimit: this.#catalog.answerLimit(workload),
       },
       this.#timeoutMs,
       this.#catalog.eraOf(workload),
@@ -103,6 +105,18 @@ export class UpstreamPool {
     if (this.#logLevel !== undefined && client.getServerCapabilities()?.logging)
       await client.setLoggingLevel(this.#logLevel).catch(() => {});
     return client;
+  }
+
+  /** The bound on `workload`'s answers on this pool's connections (the catalog's). */
+  answerLimit(workload: string): AnswerLimit {
+    return this.#catalog.answerLimit(workload);
+  }
+
+  /** A client's stream of this pool's session was dropped: it left `bytes` unread (one line in the log). */
+  streamDropped(bytes: number): void {
+    this.#catalog.warn(
+      `a client's event stream was dropped: it did not read ${Math.round(bytes / 1024 / 1024)} MiB of messages`,
+    );
   }
 
   /** Marks a gateway request as in flight on a workload's connection until `release` is called. */

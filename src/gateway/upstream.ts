@@ -17,6 +17,7 @@ import type {
   JSONRPCRequest,
   PriorDiscovery,
 } from "@modelcontextprotocol/client";
+import { type AnswerLimit, boundedFetch } from "../proxy/answer-limit.ts";
 import { version } from "../version.ts";
 import type { Member } from "./membership.ts";
 
@@ -27,6 +28,11 @@ export interface UpstreamHandlers {
   readonly onNotification?: (notification: JSONRPCNotification) => void;
   /** The connection ended (the workload stopped, or close() was called). */
   readonly onClose?: () => void;
+  /**
+   * The bound on the workload's answers (MCPMGR_MAX_MESSAGE_BYTES): a larger JSON answer fails its
+   * request, a larger SSE event is cut and its request answered with an error (proxy/answer-limit.ts).
+   */
+  readonly answerLimit: AnswerLimit;
 }
 
 export type Upstream = Client;
@@ -112,7 +118,7 @@ async function connectWith(
   client.onclose = () => handlers.onClose?.();
   client.onerror = () => {}; // failures surface on the request that hit them
   const url = new URL(member.url);
-  const fetch = memberFetch(member.credential);
+  const fetch = boundedFetch(memberFetch(member.credential), handlers.answerLimit);
   // A stdio workload exposed with --proxy-mode sse (deprecated) serves the 2024-11-05 transport.
   const transport = url.pathname.endsWith("/sse")
     ? new SSEClientTransport(url, { fetch })

@@ -26,6 +26,12 @@ function queryOf(url: string): string {
 
 export class LegacyAnswers {
   readonly #sessions = new Map<string, Map<Id, Recorder>>();
+  readonly #maxEventBytes: number;
+
+  /** `maxEventBytes`: an event larger than this is skipped, not held (its request is recorded at the stream's end). */
+  constructor(maxEventBytes: number) {
+    this.#maxEventBytes = maxEventBytes;
+  }
 
   /** A legacy message POST: accepted (202) without an answer, to an endpoint that names its session. */
   isDeferred(req: Request, response: Response): boolean {
@@ -45,7 +51,12 @@ export class LegacyAnswers {
   /** Watches a legacy GET stream for its endpoint and the answers to requests waiting on it. */
   watch(response: Response): Response {
     let key: string | undefined;
+    let oversized = false;
     const parser = createParser({
+      maxBufferSize: this.#maxEventBytes,
+      onError: (error) => {
+        if (error.type === "max-buffer-size-exceeded") oversized = true;
+      },
       onEvent: (event) => {
         if (event.event === "endpoint") {
           key = queryOf(event.data.trim());
@@ -71,7 +82,14 @@ export class LegacyAnswers {
       },
     });
     return watchBody(response, {
-      onChunk: sseFeeder((text) => parser.feed(text)),
+      onChunk: sseFeeder((text) => {
+        parser.feed(text);
+        // The stream lives on: the oversized event is dropped, the events after it are watched.
+        if (oversized) {
+          oversized = false;
+          parser.reset();
+        }
+      }),
       onEnd: () => {
         if (key === undefined) return;
         const pending = this.#sessions.get(key);

@@ -8,6 +8,7 @@
  * answers to 202-accepted POSTs arrive) pass through untouched while a parser watches them
  * for the answers to the audited requests.
  */
+import { Buffer } from "node:buffer";
 import { randomUUID } from "node:crypto";
 import { createParser } from "eventsource-parser";
 import type { AuditConfig, AuditEventType } from "../config/audit-config.ts";
@@ -22,6 +23,7 @@ import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { LegacyAnswers } from "./audit-legacy-sse.ts";
 import { sessionRef } from "./session-ref.ts";
 import { isLegacyStream, sseFeeder, watchBody } from "./watch-stream.ts";
+import { defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 
 export interface AuditOptions {
   readonly config: AuditConfig;
@@ -99,7 +101,11 @@ function outcomeOf(answer: JsonRpcMessage | undefined, response: Response): stri
   return response.status >= 400 ? "failure" : "success";
 }
 
-export function auditTrail(options: AuditOptions): Middleware {
+/**
+ * `maxAnswerBytes` (MCPMGR_MAX_MESSAGE_BYTES): the largest answer audit holds to read it. Audit only
+ * watches: a larger JSON answer or SSE event is passed on unchanged, and its request recorded without it.
+ */
+export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMessageBytes): Middleware {
   const { config } = options;
   const redact = options.redact ?? ((text: string) => text);
   const wanted = (type: AuditEventType) =>
@@ -109,7 +115,7 @@ export function auditTrail(options: AuditOptions): Middleware {
     return text.length > config.maxDataSize ? `${text.slice(0, config.maxDataSize)}…(truncated)` : text;
   };
 
-  const legacy = new LegacyAnswers();
+  const legacy = new LegacyAnswers(maxAnswerBytes);
 
   return (next) => async (req, ctx) => {
     const started = performance.now();
@@ -232,7 +238,12 @@ export function auditTrail(options: AuditOptions): Middleware {
     if (response.body !== null && type.includes("text/event-stream")) {
       // Watch the stream, pass it on unchanged; a request still unanswered when it ends
       // (or when the client goes away) is recorded without an answer.
+      let watching = true;
       const parser = createParser({
+        maxBufferSize: maxAnswerBytes,
+        onError(error) {
+          if (error.type === "max-buffer-size-exceeded") watching = false;
+        },
         onEvent(event) {
           try {
             for (const answer of ([] as JsonRpcMessage[]).concat(JSON.parse(event.data) as JsonRpcMessage)) {
@@ -248,30 +259,48 @@ export function auditTrail(options: AuditOptions): Middleware {
         },
       });
       return watchBody(response, {
-        onChunk: sseFeeder((text) => parser.feed(text)),
+        onChunk: sseFeeder((text) => watching && parser.feed(text)),
         onEnd: () => {
           for (const request of requests.values()) record(request, undefined);
           requests.clear();
         },
       });
     }
-    const answerText = response.body === null ? "" : await response.text();
-    let answers: JsonRpcMessage[] = [];
-    try {
-      const parsed = JSON.parse(answerText) as JsonRpcMessage | JsonRpcMessage[];
-      answers = Array.isArray(parsed) ? parsed : [parsed];
-    } catch {
-      // an HTTP-level refusal without a JSON-RPC body
+    const recordAnswers = (answerText: string | undefined) => {
+      let answers: JsonRpcMessage[] = [];
+      try {
+        const parsed = JSON.parse(answerText ?? "") as JsonRpcMessage | JsonRpcMessage[];
+        answers = Array.isArray(parsed) ? parsed : [parsed];
+      } catch {
+        // an HTTP-level refusal without a JSON-RPC body, or one too large to hold
+      }
+      for (const [id, request] of requests)
+        record(
+          request,
+          answers.find((a) => a?.id === id) ??
+            (answers.length === 1 && answers[0]?.id === null ? answers[0] : undefined),
+        );
+    };
+    const declared = response.headers.get("content-length");
+    if (response.body === null || (declared !== null && Number(declared) <= maxAnswerBytes)) {
+      const answerText = response.body === null ? "" : await response.text();
+      recordAnswers(answerText);
+      return new Response(answerText, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      });
     }
-    for (const [id, request] of requests)
-      record(
-        request,
-        answers.find((a) => a?.id === id) ?? (answers.length === 1 && answers[0]?.id === null ? answers[0] : undefined),
-      );
-    return new Response(answerText, {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
+    // Of unknown or too large a size: streamed on as it comes, held for reading only up to the limit.
+    const parts: Uint8Array[] = [];
+    let held = declared === null ? 0 : Number.POSITIVE_INFINITY;
+    return watchBody(response, {
+      onChunk: (chunk) => {
+        held += chunk.byteLength;
+        if (held <= maxAnswerBytes) parts.push(chunk);
+        else parts.length = 0;
+      },
+      onEnd: () => recordAnswers(held <= maxAnswerBytes ? Buffer.concat(parts, held).toString("utf8") : undefined),
     });
   };
 }

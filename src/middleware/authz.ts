@@ -13,7 +13,8 @@ import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage, type McpTarget } from "../proxy/mcp-message.ts";
 import { type AliasesOf, cedarDecider, cedarRules, type Decision, decideNamed } from "./cedar-decider.ts";
 import { markDenied } from "./denials.ts";
-import { privateToCaller, rewriteResults } from "./result-rewriter.ts";
+import { privateToCaller, requestIdsIn, rewriteResults } from "./result-rewriter.ts";
+import { defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 
 // The policy chain asks this before it builds the middleware, from the module it loads for Cedar.
@@ -43,6 +44,8 @@ export interface AuthzEndpoint {
   /** The endpoint's own tools (search mode's find_tool and call_tool), decided on by what they reach. */
   readonly own?: ReadonlySet<string>;
   readonly aliases?: AliasesOf | undefined;
+  /** The largest answer held to filter it (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB). */
+  readonly maxAnswerBytes?: number;
   /**
    * A call of a tool the caller's lists do not show, refused, is answered as for a tool that does not
    * exist (the reason stays in audit), so a caller cannot tell the names it may not see. `instead` may
@@ -81,16 +84,19 @@ export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint 
       forward = forwardWith(req, body);
     }
     // Every answer, GET streams included (legacy SSE answers arrive there).
+    const limit = { maxBytes: endpoint.maxAnswerBytes ?? defaultMaxMessageBytes, requestIds: () => requestIdsIn(raw) };
     if (readsResource)
       return rewriteResults(
         await next(forward, ctx),
         (message) => privateRead(filterLists(req, message)),
         (data) => /"(tools|prompts|resources|contents)"/.test(data),
+        limit,
       );
     return rewriteResults(
       await next(forward, ctx),
       (message) => filterLists(req, message),
       (data) => /"(tools|prompts|resources)"/.test(data),
+      limit,
     );
   };
 

@@ -20,6 +20,11 @@ export interface BuiltinProtections {
   /** `--allowed-hosts`, normalized: host names the listener answers to besides its own (middleware/host-names.ts). */
   readonly allowedHosts: readonly string[];
   readonly maxBodyBytes?: number;
+  /**
+   * The largest answer a policy holds to read it (MCPMGR_MAX_MESSAGE_BYTES, default 64 MiB): the tool
+   * filter and Cedar fail a larger one, audit records its request without the answer.
+   */
+  readonly maxMessageBytes?: number;
 }
 
 export function withBuiltinProtections(

@@ -25,6 +25,7 @@ import type { AuditOptions } from "./audit.ts";
 import type { AuthzEndpoint } from "./authz.ts";
 import { withBuiltinProtections, type BuiltinProtections } from "./builtin-chain.ts";
 import { messageGate } from "./message-gate.ts";
+import { defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 
 export interface ChainPolicies {
   readonly telemetry?: Middleware | undefined;
@@ -53,6 +54,7 @@ export async function policyChain(
     policies.tools ? import("./tool-filter.ts") : undefined,
     policies.authz ? import("./authz.ts") : undefined,
   ]);
+  const maxAnswerBytes = protections.maxMessageBytes ?? defaultMaxMessageBytes;
   // Policies that read bodies share one checked reading of them; telemetry alone only labels.
   const readsBodies = Boolean(policies.audit || policies.tools || policies.authz || policies.webhooks);
   // Tool arguments' keys are checked when a policy inspects them: webhooks see all params.
@@ -64,15 +66,16 @@ export async function policyChain(
     protections,
     ...(policies.rewrite ? [policies.rewrite] : []),
     ...(policies.telemetry ? [policies.telemetry] : []),
-    ...(audit && policies.audit ? [audit.auditTrail(policies.audit)] : []),
+    ...(audit && policies.audit ? [audit.auditTrail(policies.audit, maxAnswerBytes)] : []),
     ...(policies.authentication ?? []),
     ...(readsBodies ? [messageGate({ arguments: inspectsArguments })] : []),
-    ...(tools && policies.tools ? [tools.toolFilter(policies.tools, policies.ownTools)] : []),
+    ...(tools && policies.tools ? [tools.toolFilter(policies.tools, policies.ownTools, maxAnswerBytes)] : []),
     ...(authz && policies.authz
       ? [
           authz.cedarAuthorization(policies.authz, {
             ...policies.authzEndpoint,
             ...(policies.ownTools ? { own: policies.ownTools } : {}),
+            maxAnswerBytes,
           }),
         ]
       : []),

@@ -2,13 +2,41 @@
  * Rewriting JSON-RPC results on their way to the client, in a JSON answer or inside an SSE
  * stream (POST answers and legacy GET streams), for the policies that change what clients
  * see (tool filter, authorization). Only installed policies pay for it.
+ *
+ * A rewrite holds what it rewrites: a JSON answer, one event. Past MCPMGR_MAX_MESSAGE_BYTES it cannot
+ * (a server's one answer must not take the machine's memory) and must not pass the answer on unread
+ * either (a list it did not filter): each request of the POST is answered with -32603 naming the
+ * limit instead, and the server's answer is dropped (proxy/answer-limit.ts).
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { AnswerTooLarge, answerTooLargeText, readBoundedText } from "../proxy/answer-limit.ts";
+import { JsonRpcCode, type JsonRpcId } from "../proxy/jsonrpc.ts";
 import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { isDenied } from "./denials.ts";
+import type { RpcBody } from "./rpc-body.ts";
 
 /** Returns the message to send instead (or the same object for no change). */
 export type MessageRewrite = (message: JsonRpcMessage) => JsonRpcMessage;
+
+/** How much a rewrite may hold, and the requests to answer when an answer is larger. */
+export interface RewriteLimit {
+  readonly maxBytes: number;
+  readonly requestIds: () => readonly JsonRpcId[];
+}
+
+/** The ids of the requests in a POST's body (none for a GET, or a body that is not JSON-RPC). */
+export function requestIdsIn(body: RpcBody | undefined): JsonRpcId[] {
+  const ids: JsonRpcId[] = [];
+  for (const message of body?.messages ?? [])
+    if (typeof message?.method === "string" && (typeof message.id === "string" || typeof message.id === "number"))
+      ids.push(message.id);
+  return ids;
+}
+
+function tooLargeErrors(ids: readonly JsonRpcId[], maxBytes: number): JsonRpcMessage[] {
+  const message = answerTooLargeText(`over ${maxBytes} bytes`);
+  return ids.map((id) => ({ jsonrpc: "2.0", id, error: { code: JsonRpcCode.internalError, message } }));
+}
 
 /**
  * A list result a policy filtered for its caller, with the 2026-07-28 caching hints that
@@ -50,11 +78,17 @@ function rewriteEventStream(
   body: ReadableStream<Uint8Array>,
   rewrite: MessageRewrite,
   mayMatch: (data: string) => boolean,
+  limit: RewriteLimit,
 ): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
   let out!: TransformStreamDefaultController<Uint8Array>;
+  let over = false;
   const parser = createParser({
+    maxBufferSize: limit.maxBytes,
+    onError(error) {
+      if (error.type === "max-buffer-size-exceeded") over = true;
+    },
     onEvent(event) {
       out.enqueue(
         encoder.encode(
@@ -75,8 +109,13 @@ function rewriteEventStream(
       start(controller) {
         out = controller;
       },
-      transform(chunk) {
+      transform(chunk, controller) {
         parser.feed(decoder.decode(chunk, { stream: true }));
+        if (!over) return;
+        // Only whole events were passed on: the cut one is dropped, its requests answered with the limit.
+        for (const error of tooLargeErrors(limit.requestIds(), limit.maxBytes))
+          controller.enqueue(encoder.encode(`event: message\ndata: ${JSON.stringify(error)}\n\n`));
+        controller.terminate();
       },
     }),
   );
@@ -89,7 +128,8 @@ function rewriteEventStream(
 export async function rewriteResults(
   response: Response,
   rewrite: MessageRewrite,
-  mayMatch: (data: string) => boolean = () => true,
+  mayMatch: (data: string) => boolean,
+  limit: RewriteLimit,
 ): Promise<Response> {
   const type = response.headers.get("content-type") ?? "";
   // A refusal carries no results, and audit must still see which policy refused and why.
@@ -97,14 +137,22 @@ export async function rewriteResults(
   const headers = new Headers(response.headers);
   headers.delete("content-length");
   if (type.includes("text/event-stream")) {
-    return new Response(rewriteEventStream(response.body, rewrite, mayMatch), {
+    return new Response(rewriteEventStream(response.body, rewrite, mayMatch, limit), {
       status: response.status,
       statusText: response.statusText,
       headers,
     });
   }
   if (!type.includes("json")) return response;
-  const text = await response.text();
+  let text: string;
+  try {
+    text = await readBoundedText(response, limit.maxBytes);
+  } catch (err) {
+    if (!(err instanceof AnswerTooLarge)) throw err;
+    const errors = tooLargeErrors(limit.requestIds(), limit.maxBytes);
+    headers.set("content-type", "application/json");
+    return new Response(JSON.stringify(errors.length === 1 ? errors[0] : errors), { status: 200, headers });
+  }
   return new Response(worthParsing(text, mayMatch) ? rewriteText(text, rewrite) : text, {
     status: response.status,
     statusText: response.statusText,

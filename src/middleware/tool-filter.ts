@@ -13,7 +13,8 @@ import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { markDenied } from "./denials.ts";
-import { privateToCaller, rewriteResults } from "./result-rewriter.ts";
+import { privateToCaller, requestIdsIn, rewriteResults } from "./result-rewriter.ts";
+import { defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 
 interface Tool {
@@ -75,7 +76,7 @@ function rewriteMessage(policy: ToolsPolicy, message: JsonRpcMessage, own: Reado
   };
 }
 
-export function toolFilter(policy: ToolsPolicy, own = none): Middleware {
+export function toolFilter(policy: ToolsPolicy, own = none, maxAnswerBytes = defaultMaxMessageBytes): Middleware {
   return (next) => async (req, ctx) => {
     let forward = req;
     const raw = await readRpcBody(req);
@@ -145,6 +146,7 @@ export function toolFilter(policy: ToolsPolicy, own = none): Middleware {
       await next(forward, ctx),
       (message) => rewriteMessage(policy, message, own),
       (data) => data.includes('"tools"'),
+      { maxBytes: maxAnswerBytes, requestIds: () => requestIdsIn(raw) },
     );
   };
 }

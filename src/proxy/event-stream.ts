@@ -3,7 +3,8 @@
  * messages), with the same keep-alive comments and shutdown behaviour as relayed
  * streams (sse-relay.ts). Nothing here waits for the client, so a client that stops
  * reading would make its messages pile up in memory: past `maxQueuedBytes` its stream is
- * dropped (its session ends with it, as with any closed stream).
+ * dropped (its session ends with it, as with any closed stream); the client sees its connection
+ * reset, and the creator is told (`onDropped`) for a one-line warning.
  */
 import type { LiveStreams } from "./live-streams.ts";
 import { defaultPingIntervalMs } from "./sse-relay.ts";
@@ -34,6 +35,8 @@ export interface EventStreamOptions {
   readonly requestScoped?: boolean;
   /** Writes what the stream still owes (error events) when shutdown closes it. */
   readonly onShutdown?: (reason: string) => void;
+  /** The stream was dropped because its client left `maxQueuedBytes` unread (for one log line). */
+  readonly onDropped?: (maxQueuedBytes: number) => void;
 }
 
 export function createEventStream(options: EventStreamOptions = {}): EventStream {
@@ -64,13 +67,16 @@ export function createEventStream(options: EventStreamOptions = {}): EventStream
     }
     // desiredSize is the high-water mark (0) less what waits: the bytes the client has not taken.
     if ((controller.desiredSize ?? 0) < -maxQueued) {
-      // Erroring (not closing) drops what is queued, and with it the memory.
+      // Erroring (not closing) drops what is queued, and with it the memory. With no reason: the
+      // runtime reports an Error reason as if it were a crash (its source lines and stack in the
+      // log); the creator's onDropped says it in one line instead.
       end();
       try {
-        controller.error(new Error("the client does not read its event stream"));
+        controller.error();
       } catch {
         // already errored
       }
+      options.onDropped?.(maxQueued);
       return false;
     }
     return true;

@@ -6,6 +6,7 @@
  * another caller's request for one is answered 404 here and never reaches the upstream.
  */
 import { Buffer } from "node:buffer";
+import { defaultMaxMessageBytes } from "./answer-limit.ts";
 import type { UpstreamFetch } from "./authenticated-fetch.ts";
 import { pathAndQuery, type Handler } from "./handler.ts";
 import { sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
@@ -47,6 +48,13 @@ export interface ForwardOptions {
   readonly pingIntervalMs?: number;
   /** How long to wait for the upstream's response headers (not for the body). */
   readonly headersTimeoutMs?: number;
+  /**
+   * The largest SSE event of a POST's stream watched for its answers (MCPMGR_MAX_MESSAGE_BYTES):
+   * a larger one is still relayed, only no longer watched (sse-answers.ts).
+   */
+  readonly maxMessageBytes?: number;
+  /** Where a warning goes (an event over that size). */
+  readonly onWarning?: (text: string) => void;
 }
 
 const defaultHeadersTimeoutMs = 5 * 60_000;
@@ -58,6 +66,8 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     new SessionTracker({
       ...(options.maxSessions !== undefined ? { maxSessions: options.maxSessions } : {}),
       ...(options.sessionIdleMs !== undefined ? { idleMs: options.sessionIdleMs } : {}),
+      // A session that gave way to a new one is ended upstream too (its client gets 404 here).
+      onEvicted: (sessionId) => closeUpstreamSession(target.href, sessionId),
     });
   const legacy = new LegacySessions(sessions);
   const callerOf = options.callerOf ?? (() => undefined);
@@ -71,6 +81,10 @@ export function transparentForwarder(options: ForwardOptions): Handler {
   const origin = target.origin;
   const targetPath = target.pathname;
   const targetQuery = target.search.slice(1);
+  const oversizedEvent = (max: number) =>
+    options.onWarning?.(
+      `the MCP server sent an event larger than ${max} bytes (MCPMGR_MAX_MESSAGE_BYTES); relayed without watching it for answers`,
+    );
 
   /** The upstream URL: same path and query, except the MCP endpoint itself also carries the target's query. */
   const upstreamUrl = (requestUrl: string): string => {
@@ -213,7 +227,12 @@ export function transparentForwarder(options: ForwardOptions): Handler {
         : {}),
       // A POST's stream owes an answer to each of its requests (their ids are read only if it ends early).
       ...(method === "POST"
-        ? { answers: new PendingAnswers(() => requestIdsOf(body instanceof ReadableStream ? undefined : body)) }
+        ? {
+            answers: new PendingAnswers(() => requestIdsOf(body instanceof ReadableStream ? undefined : body), {
+              maxEventBytes: options.maxMessageBytes ?? defaultMaxMessageBytes,
+              onOversized: oversizedEvent,
+            }),
+          }
         : {}),
       onCancel: () => abort.abort(),
       announceOpen: true,
@@ -222,9 +241,9 @@ export function transparentForwarder(options: ForwardOptions): Handler {
   };
 
   /** Ends an upstream session this proxy refused to hand out (fire and forget). */
-  function closeUpstreamSession(url: string, sessionId: string, req: Request): void {
+  function closeUpstreamSession(url: string, sessionId: string, req?: Request): void {
     const headers: [string, string][] = [["mcp-session-id", sessionId]];
-    const version = req.headers.get("mcp-protocol-version");
+    const version = req?.headers.get("mcp-protocol-version") ?? null;
     if (version !== null) headers.push(["mcp-protocol-version", version]);
     void doFetch(url, { method: "DELETE", headers, redirect: "manual", signal: AbortSignal.timeout(10_000) })
       .then((response) => response.body?.cancel())

@@ -5,10 +5,14 @@
  * - who opened each session it saw created (the caller of the initialize whose answer
  *   carried the new Mcp-Session-Id, or of the legacy SSE stream that announced it), so
  *   another caller who learns the id is refused before anything reaches the upstream;
- * - how many are open, against MCPMGR_MAX_SESSIONS.
+ * - how many are open, against MCPMGR_MAX_SESSIONS: when full, the least recently used session
+ *   idle for the grace time gives way (session-eviction.ts; it is ended, and the forwarder ends it
+ *   upstream), so a burst of abandoned sessions cannot lock others out until the idle timeout.
  * Bounded: a client cycling session ids cannot grow it without limit; a session without
  * requests for the idle time is forgotten (a legacy stream's, never while it is open).
  */
+import { evictionGraceMs, sessionToEvict } from "./session-eviction.ts";
+
 export interface SessionTrackerOptions {
   /** Sessions bound at once (default 1,000). */
   readonly maxSessions?: number;
@@ -17,6 +21,8 @@ export interface SessionTrackerOptions {
   /** Ended ids remembered (default 10,000). */
   readonly endedCapacity?: number;
   readonly now?: () => number;
+  /** A session ended to make room for a new one (the forwarder ends it upstream too). */
+  readonly onEvicted?: (sessionId: string) => void;
 }
 
 interface Binding {
@@ -33,8 +39,10 @@ export class SessionTracker {
   readonly #maxSessions: number;
   readonly #idleMs: number;
   readonly #now: () => number;
+  readonly #onEvicted: ((sessionId: string) => void) | undefined;
 
   constructor(options: SessionTrackerOptions = {}) {
+    this.#onEvicted = options.onEvicted;
     this.#endedCapacity = options.endedCapacity ?? 10_000;
     this.#maxSessions = options.maxSessions ?? 1_000;
     this.#idleMs = options.idleMs ?? 30 * 60_000;
@@ -72,20 +80,41 @@ export class SessionTracker {
 
   /**
    * Binds a new session to the caller that opened it; false when MCPMGR_MAX_SESSIONS are
-   * already bound. A session already bound keeps its first owner.
+   * already bound and none may give way. A session already bound keeps its first owner.
    */
   bind(sessionId: string, owner: string, options: { pinned?: boolean } = {}): boolean {
     if (this.#bindings.has(sessionId)) return true;
-    if (this.full) return false;
+    if (this.#atLimit()) {
+      const evicted = this.#evictable();
+      if (evicted === undefined) return false;
+      this.markEnded(evicted);
+      this.#onEvicted?.(evicted);
+    }
     this.#bindings.set(sessionId, { owner, lastSeen: this.#now(), pinned: options.pinned === true });
     return true;
   }
 
-  /** Whether another session would exceed the limit (idle ones are forgotten first). */
+  /** Whether another session would be refused: the limit is reached and none may give way. */
   get full(): boolean {
+    return this.#atLimit() && this.#evictable() === undefined;
+  }
+
+  /** At MCPMGR_MAX_SESSIONS after forgetting the expired ones. */
+  #atLimit(): boolean {
     if (this.#bindings.size < this.#maxSessions) return false;
     this.#sweep();
     return this.#bindings.size >= this.#maxSessions;
+  }
+
+  #evictable(): string | undefined {
+    const graceMs = evictionGraceMs(this.#idleMs);
+    return sessionToEvict(
+      this.#bindings,
+      (b) => b.lastSeen,
+      (b) => b.pinned,
+      this.#now(),
+      graceMs,
+    );
   }
 
   forget(sessionId: string): void {

@@ -5,8 +5,14 @@
  * must hear why, or an MCP client waits for its own timeout. This watches the relayed events
  * for responses (eventsource-parser) and, at the end, writes a JSON-RPC error event for every
  * request still unanswered. The request's ids are read from its body only then.
+ *
+ * Watching must not cost what the relay saves by streaming: the parser holds at most one event,
+ * and an event past MCPMGR_MAX_MESSAGE_BYTES (one that never ends, say) stops the watching for the
+ * rest of the stream, which goes on to the client unchanged. If that stream then ends early, every
+ * request of the POST not seen answered before the oversized event gets its error event (the big
+ * event may have answered one; a client ignores an answer to a request it no longer waits for).
  */
-import { createParser } from "eventsource-parser";
+import { createParser, type EventSourceParser } from "eventsource-parser";
 import { JsonRpcCode, type JsonRpcId } from "./jsonrpc.ts";
 
 const encoder = new TextEncoder();
@@ -18,35 +24,54 @@ const encoder = new TextEncoder();
  */
 const discardPartialEvent = "event: mcpmgr-discarded\n\n";
 
+export interface PendingAnswersOptions {
+  /** The largest event watched (MCPMGR_MAX_MESSAGE_BYTES). */
+  readonly maxEventBytes: number;
+  /** An event was larger: watching stopped (for one log line). */
+  readonly onOversized?: (maxEventBytes: number) => void;
+}
+
 export class PendingAnswers {
   readonly #requestIds: () => readonly JsonRpcId[];
   readonly #answered = new Set<JsonRpcId>();
   readonly #decoder = new TextDecoder();
-  readonly #parser = createParser({
-    onEvent: (event) => {
-      if (event.event !== undefined && event.event !== "message") return;
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(event.data);
-      } catch {
-        return;
-      }
-      for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
-        if (message === null || typeof message !== "object") continue;
-        const { id, method } = message as { id?: JsonRpcId; method?: unknown };
-        if (method === undefined && id !== undefined) this.#answered.add(id);
-      }
-    },
-  });
+  readonly #maxEventBytes: number;
+  readonly #onOversized: ((maxEventBytes: number) => void) | undefined;
+  #watching = true;
+  readonly #parser: EventSourceParser;
 
   /** `requestIds` is called at most once, when the stream ends early. */
-  constructor(requestIds: () => readonly JsonRpcId[]) {
+  constructor(requestIds: () => readonly JsonRpcId[], options: PendingAnswersOptions) {
     this.#requestIds = requestIds;
+    this.#maxEventBytes = options.maxEventBytes;
+    this.#onOversized = options.onOversized;
+    this.#parser = createParser({
+      maxBufferSize: this.#maxEventBytes,
+      onError: (error) => {
+        if (error.type !== "max-buffer-size-exceeded") return;
+        this.#watching = false;
+        this.#onOversized?.(this.#maxEventBytes);
+      },
+      onEvent: (event) => {
+        if (event.event !== undefined && event.event !== "message") return;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(event.data);
+        } catch {
+          return;
+        }
+        for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
+          if (message === null || typeof message !== "object") continue;
+          const { id, method } = message as { id?: JsonRpcId; method?: unknown };
+          if (method === undefined && id !== undefined) this.#answered.add(id);
+        }
+      },
+    });
   }
 
   /** Bytes relayed to the client, as they were sent. */
   seen(chunk: Uint8Array): void {
-    this.#parser.feed(this.#decoder.decode(chunk, { stream: true }));
+    if (this.#watching) this.#parser.feed(this.#decoder.decode(chunk, { stream: true }));
   }
 
   /**

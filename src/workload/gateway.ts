@@ -47,6 +47,7 @@ export async function startGatewayWorkload(spec: GatewaySpec, ctx: WorkloadConte
       sessionIdleMs: limits.sessionIdleMs,
       maxSessions: limits.maxSessions,
       maxBodyBytes: limits.maxBodyBytes,
+      maxMessageBytes: limits.maxMessageBytes,
       telemetry: observed?.middleware,
       audit: spec.audit && audited ? { config: spec.audit, write: audited.write } : undefined,
       authentication: (path) => authentication.forEndpoint(path, spec.trustProxyHeaders),

@@ -39,6 +39,8 @@ export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext
       maxSessions: limits.maxSessions,
       sessionIdleMs: limits.sessionIdleMs,
       headersTimeoutMs: limits.upstreamHeadersTimeoutMs,
+      maxMessageBytes: limits.maxMessageBytes,
+      onWarning: (text) => ctx.log.warn(text),
       // Sessions belong to the caller that opened them (with --oidc-*; one anonymous caller without).
       callerOf,
       ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
@@ -49,6 +51,7 @@ export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext
       trustProxyHeaders: spec.trustProxyHeaders,
       allowedHosts: spec.listen.allowedHosts,
       maxBodyBytes: limits.maxBodyBytes,
+      maxMessageBytes: limits.maxMessageBytes,
     },
     { authentication },
   );

@@ -136,6 +136,7 @@ async function serveWorkload(
         trustProxyHeaders: listen.trustProxyHeaders,
         allowedHosts: listen.allowedHosts,
         maxBodyBytes: spec.limits.maxBodyBytes,
+        maxMessageBytes: spec.limits.maxMessageBytes,
       },
       {
         telemetry: observed?.middleware,

@@ -26,7 +26,7 @@ export async function connectRemote(
   const upstreamFetch = await outgoingAuthentication(placement.outgoingAuth, placement.url, spec.name, ctx);
   return {
     handler: transparentForwarder({
-      ...forwarderOptions(spec, options),
+      ...forwarderOptions(spec, options, ctx),
       target: placement.url,
       ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
     }),
@@ -60,7 +60,7 @@ export async function connectHttpServer(
   }
   return {
     handler: transparentForwarder({
-      ...forwarderOptions(spec, options),
+      ...forwarderOptions(spec, options, ctx),
       target,
       ...(unix ? { fetch: (url: string, init: RequestInit) => fetch(url, { ...init, unix }) } : {}),
     }),
@@ -69,7 +69,7 @@ export async function connectHttpServer(
 }
 
 /** What every forwarder of a workload shares: the listener's options, limits, sessions bound to their callers. */
-function forwarderOptions(spec: RunSpec, options: UpstreamOptions) {
+function forwarderOptions(spec: RunSpec, options: UpstreamOptions, ctx: WorkloadContext) {
   return {
     endpointPrefix: spec.listen.endpointPrefix,
     trustProxyHeaders: spec.listen.trustProxyHeaders,
@@ -77,6 +77,8 @@ function forwarderOptions(spec: RunSpec, options: UpstreamOptions) {
     maxSessions: spec.limits.maxSessions,
     sessionIdleMs: spec.limits.sessionIdleMs,
     headersTimeoutMs: spec.limits.upstreamHeadersTimeoutMs,
+    maxMessageBytes: spec.limits.maxMessageBytes,
+    onWarning: (text: string) => ctx.log.warn(`${spec.name}: ${text}`),
     callerOf,
   };
 }

@@ -2,6 +2,9 @@
  * MCPMGR_MAX_SESSIONS: past the limit a new session is refused with 503, a JSON-RPC error and
  * Retry-After, until one ends — through the stdio bridge (streamable HTTP and legacy SSE),
  * through `proxy` in front of a streamable-HTTP and a legacy SSE server, and through `gateway`.
+ * A full table is not a lock-out until the idle timeout (review 9 F6): once its sessions have gone
+ * without requests for the grace time (a tenth of MCPMGR_SESSION_IDLE_TIMEOUT here: 2 s), a new
+ * session ends the least recently used one, whose client then gets 404.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import {
@@ -18,6 +21,8 @@ import { CLI_ENTRY, spawnUntil, startEverything, startProxy } from "../support/p
 setDefaultTimeout(60_000);
 
 const LIMIT = { MCPMGR_MAX_SESSIONS: "2" };
+/** The same limit, with a grace of 2 s before an idle session gives way (and 20 s before it expires). */
+const LIMIT_IDLE = { MCPMGR_MAX_SESSIONS: "2", MCPMGR_SESSION_IDLE_TIMEOUT: "20s" };
 
 const initialize = {
   jsonrpc: "2.0",
@@ -63,6 +68,41 @@ async function expectStreamableLimit(url: string): Promise<void> {
   const again = await post(url, initialize);
   expect(again.status).toBe(200);
   await again.text();
+}
+
+/**
+ * Two sessions opened and abandoned fill the table: a new one is refused while they are fresh, and
+ * opens once they have been idle for the grace time (long before they expire), ending the older.
+ */
+async function expectIdleGivesWay(url: string): Promise<void> {
+  const sessions: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const response = await post(url, initialize);
+    expect(response.status).toBe(200);
+    sessions.push(response.headers.get("mcp-session-id") as string);
+    await response.text();
+    await Bun.sleep(100); // the first is the least recently used
+  }
+  const started = Date.now();
+  await expectRefused(await post(url, initialize));
+  let opened: Response | undefined;
+  while (Date.now() - started < 10_000) {
+    opened = await post(url, initialize);
+    if (opened.status === 200) break;
+    await opened.body?.cancel();
+    await Bun.sleep(200);
+  }
+  expect(opened?.status).toBe(200);
+  await opened?.text();
+  // Well before MCPMGR_SESSION_IDLE_TIMEOUT (20 s): the older session gave way, the newer one lives on.
+  expect(Date.now() - started).toBeLessThan(15_000);
+  const ping = (session: string) => post(url, { jsonrpc: "2.0", id: 2, method: "ping" }, session);
+  const older = await ping(sessions[0] as string);
+  expect(older.status).toBe(404);
+  await older.body?.cancel();
+  const newer = await ping(sessions[1] as string);
+  expect(newer.status).toBe(200);
+  await newer.text();
 }
 
 /** Two legacy streams open, the third refused; once one closes, a new one opens. */
@@ -117,6 +157,12 @@ describe("the stdio bridge (mcpmgr run)", () => {
   test("legacy SSE", async () => {
     await expectLegacyLimit(await run("--proxy-mode", "sse"));
   }, 60_000);
+
+  test("abandoned sessions give way to a new one after the grace time", async () => {
+    const running = await runStdioFixture(CONFORMANCE_FIXTURE, { env: LIMIT_IDLE });
+    runs.push(running);
+    await expectIdleGivesWay(running.url);
+  }, 60_000);
 });
 
 describe("mcpmgr proxy", () => {
@@ -134,6 +180,15 @@ describe("mcpmgr proxy", () => {
     const proxy = await startProxy(fixture.url, [], { env: LIMIT });
     try {
       await expectStreamableLimit(proxy.url);
+    } finally {
+      await proxy.stop();
+    }
+  }, 60_000);
+
+  test("abandoned sessions give way to a new one after the grace time", async () => {
+    const proxy = await startProxy(fixture.url, [], { env: LIMIT_IDLE });
+    try {
+      await expectIdleGivesWay(proxy.url);
     } finally {
       await proxy.stop();
     }
@@ -167,6 +222,18 @@ describe("mcpmgr gateway", () => {
     });
     try {
       await expectStreamableLimit(running.match[1] as string);
+    } finally {
+      await running.stop();
+    }
+  }, 60_000);
+
+  test("abandoned 2025-era sessions give way to a new one after the grace time", async () => {
+    const running = await spawnUntil([process.execPath, CLI_ENTRY, "gateway", "default"], /^(http:\/\/\S+)$/m, {
+      env: { MCPMGR_HOME: group.home, MCPMGR_RUNTIME: "process", ...LIMIT_IDLE },
+      timeoutMs: 30_000,
+    });
+    try {
+      await expectIdleGivesWay(running.match[1] as string);
     } finally {
       await running.stop();
     }

@@ -96,7 +96,9 @@ describe("a POST's stream never ends without a word", () => {
   test("the upstream breaking mid-event: the fragment is discarded, each unanswered request gets an error", async () => {
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     const upstream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
-    const relayed = relaySse(upstream, { answers: new PendingAnswers(() => requestIdsOf(request([5, "b", 6]))) });
+    const relayed = relaySse(upstream, {
+      answers: new PendingAnswers(() => requestIdsOf(request([5, "b", 6])), { maxEventBytes: 1 << 20 }),
+    });
     const done = readAll(relayed);
     controller.enqueue(encode('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\n\n'));
     controller.enqueue(encode('event: message\ndata: {"jsonrpc":"2.0","id":"b","result":{}}\n\n'));
@@ -121,7 +123,7 @@ describe("a POST's stream never ends without a word", () => {
     const upstream = manualUpstream();
     const relayed = relaySse(upstream.stream, {
       live,
-      answers: new PendingAnswers(() => requestIdsOf(request([1, 2]))),
+      answers: new PendingAnswers(() => requestIdsOf(request([1, 2])), { maxEventBytes: 1 << 20 }),
     });
     const done = readAll(relayed);
     upstream.push('event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n');

@@ -21,7 +21,9 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage } from "../../errors.ts";
-import type { UpstreamFetch } from "../authenticated-fetch.ts";
+import { AnswerTooLarge, boundedFetch, defaultMaxMessageBytes } from "../answer-limit.ts";
+import { JsonRpcCode } from "../jsonrpc.ts";
+import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { refuseRedirects } from "./no-redirects.ts";
@@ -36,6 +38,8 @@ export interface StdioRelayOptions {
   readonly stdin: Readable;
   readonly stdout: Writable;
   readonly log: { info(text: string): void; warn(text: string): void; error(text: string): void };
+  /** The largest answer held from the remote (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB): answer-limit.ts. */
+  readonly maxMessageBytes?: number;
 }
 
 export interface StdioRelay {
@@ -48,7 +52,13 @@ const DRAIN_MS = 30_000;
 
 export async function startStdioRelay(options: StdioRelayOptions): Promise<StdioRelay> {
   const { target, log } = options;
-  const upstreamFetch = refuseRedirects(options.fetch ?? ((url, init) => fetch(url, init)));
+  const plainFetch: UpstreamFetch = options.fetch ?? ((url, init) => fetch(url, init));
+  // A JSON answer or SSE event past the bound fails its request instead of growing the relay without end.
+  const bounded = boundedFetch((url: string, init?: UpstreamInit) => plainFetch(url, init ?? {}), {
+    maxBytes: options.maxMessageBytes ?? defaultMaxMessageBytes,
+    onExceeded: (text) => log.warn(`remote: ${text}`),
+  });
+  const upstreamFetch = refuseRedirects((url, init) => bounded(url, init));
   const remote = new StreamableHTTPClientTransport(target, {
     fetch: (url, init) => upstreamFetch(String(url), init ?? {}),
   });
@@ -142,7 +152,10 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         const refusal: JSONRPCMessage = {
           jsonrpc: "2.0",
           id,
-          error: { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
+          error:
+            err instanceof AnswerTooLarge
+              ? { code: JsonRpcCode.internalError, message: text }
+              : { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
         };
         const initialize = pendingInitialize.get(id);
         pendingInitialize.delete(id);
@@ -171,8 +184,9 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     void local.send(message);
   };
   remote.onerror = (err) => {
-    // A refused initialize is dealt with where it was sent (answered, or translated for).
-    if (pendingInitialize.size === 0) log.warn(`remote: ${err.message}`);
+    // A refused initialize is dealt with where it was sent (answered, or translated for); an answer over
+    // the bound was logged when it was cut.
+    if (pendingInitialize.size === 0 && !(err instanceof AnswerTooLarge)) log.warn(`remote: ${err.message}`);
   };
   local.onerror = (err) => log.warn(`stdin: ${err.message}`);
   // End of input: let what was asked be answered (bounded), then end the remote session.

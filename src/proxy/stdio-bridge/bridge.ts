@@ -31,6 +31,7 @@ import type { ServerChannel } from "./server-channel.ts";
 import { ServerRequests } from "./server-requests.ts";
 import { oversizedHandler, serverMessageHandler } from "./server-inbound.ts";
 import { mostVerboseLevel, SubscriberCounts } from "./shared-interest.ts";
+import { evictionGraceMs, sessionToEvict } from "../session-eviction.ts";
 import { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
 
@@ -191,9 +192,21 @@ export class StdioBridge {
     return this.#server?.era === "modern" ? this.#server.supportedVersions : modernProtocolVersions;
   }
 
-  /** Whether a new session would exceed the limit (the front end answers 503). */
-  get sessionsFull(): boolean {
-    return this.#sessions.size >= (this.#options.maxSessions ?? defaultMaxSessions);
+  /**
+   * Whether a new session may open: below the limit, or after ending the least recently used idle
+   * session (proxy/session-eviction.ts); false when every session is in use (the front end answers 503).
+   */
+  roomForSession(): boolean {
+    if (this.#sessions.size < (this.#options.maxSessions ?? defaultMaxSessions)) return true;
+    const graceMs = evictionGraceMs(this.#options.sessionIdleMs ?? 30 * 60_000);
+    const working = new Set<ClientSession>();
+    for (const flight of this.#flights.values()) if (flight.session !== undefined) working.add(flight.session);
+    const busy = (session: ClientSession) => session.pinned || session.openSinks.size > 0 || working.has(session);
+    const id = sessionToEvict(this.#sessions, (s) => s.lastActivity, busy, performance.now(), graceMs);
+    const session = id === undefined ? undefined : this.#sessions.get(id);
+    if (session === undefined) return false;
+    this.endSession(session);
+    return true;
   }
 
   /** A session bound to `principal` (the caller that opened it, "" without authentication). */

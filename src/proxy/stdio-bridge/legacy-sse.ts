@@ -42,9 +42,10 @@ export function legacySseFrontEnd(options: LegacySseOptions): Handler {
 
   const open = (req: Request, keepOpen: () => void): Response => {
     if (bridge.isClosed) return serverUnavailable("the MCP server is not running", 1);
-    if (bridge.sessionsFull) return sessionLimitReached();
+    if (!bridge.roomForSession()) return sessionLimitReached();
     const session = bridge.createSession(principalOf(req));
     session.protocolVersion = "2024-11-05";
+    session.pinned = true;
     const stream = createEventStream(live ? { live } : {});
     session.standalone = streamSink(stream);
     // The stream is the session: when the client leaves, the session ends.

@@ -10,6 +10,7 @@
  * line longer than the maximum message size is dropped as it streams in (never held
  * whole) and reported with the request id it answers, when its head or tail shows one.
  */
+import { defaultMaxMessageBytes } from "../answer-limit.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import { parseJsonText } from "./json-text.ts";
 
@@ -18,9 +19,6 @@ export interface ServerChannel {
   /** Resolves when the server's stdout ends (the server exited or detached). */
   readonly closed: Promise<void>;
 }
-
-/** Default largest message the server may send on one line (MCPMGR_MAX_MESSAGE_BYTES). */
-export const defaultMaxMessageBytes = 64 * 1024 * 1024;
 
 export interface ServerChannelOptions {
   readonly stdout: ReadableStream<Uint8Array>;

@@ -4,6 +4,7 @@
  * server's requests and notifications are routed (server-requests.ts, server-routing.ts); an
  * answer too large to read fails its request with a clear error instead of leaving it to time out.
  */
+import { answerTooLargeText } from "../answer-limit.ts";
 import { JsonRpcCode } from "../jsonrpc.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { FlightTable } from "./flight-table.ts";
@@ -76,12 +77,6 @@ export function oversizedHandler(parts: ServerInboundParts): (bytes: number, id:
     if (flight === undefined) return;
     const sink = flight.sink;
     parts.flights.finish(flight);
-    sink?.send(
-      errorResponse(
-        flight.clientId,
-        JsonRpcCode.internalError,
-        `the MCP server's answer (${bytes} bytes) is larger than mcpmgr accepts; raise MCPMGR_MAX_MESSAGE_BYTES to allow it`,
-      ),
-    );
+    sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, answerTooLargeText(`${bytes} bytes`)));
   };
 }

@@ -26,6 +26,8 @@ export class ClientSession {
   /** The GET stream (streamable HTTP) or the SSE stream (legacy). */
   standalone: Sink | undefined;
   lastActivity = performance.now();
+  /** A legacy SSE session lives as long as its stream: it never gives way to a new session. */
+  pinned = false;
   /** Its requests the server is working on (legacy SSE caps them: each POST there returns at once). */
   inFlight = 0;
   ended = false;

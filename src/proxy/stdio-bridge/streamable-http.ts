@@ -196,7 +196,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     if (initialize !== undefined) {
       if (batch) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: initialize cannot be batched");
       if (bridge.isClosed) return serverUnavailable("the MCP server is not running", 1);
-      if (bridge.sessionsFull) return sessionLimitReached();
+      if (!bridge.roomForSession()) return sessionLimitReached();
       session = bridge.createSession(principalOf(req));
     } else {
       const found = sessionFor(req);

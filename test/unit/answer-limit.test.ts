@@ -1,0 +1,72 @@
+/** The bound on one answer held from a server (src/proxy/answer-limit.ts), on real web streams. */
+import { expect, test } from "bun:test";
+import { AnswerTooLarge, boundedFetch, readBoundedText, readExcerpt } from "../../src/proxy/answer-limit.ts";
+import { excerpt } from "../../src/printable.ts";
+
+const encoder = new TextEncoder();
+
+/** A body in `chunks`, without a Content-Length; `pulled` counts the chunks read from it. */
+function chunked(chunks: string[]): { body: ReadableStream<Uint8Array>; pulled: () => number } {
+  let next = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const chunk = chunks[next++];
+      if (chunk === undefined) controller.close();
+      else controller.enqueue(encoder.encode(chunk));
+    },
+  });
+  return { body, pulled: () => next };
+}
+
+test("a body within the bound is read whole; past it (declared or counted) it is refused without reading on", async () => {
+  expect(await readBoundedText(new Response("x".repeat(100)), 100)).toHaveLength(100);
+  await expect(readBoundedText(new Response("x".repeat(101)), 100)).rejects.toBeInstanceOf(AnswerTooLarge);
+  const { body, pulled } = chunked(Array.from({ length: 50 }, () => "y".repeat(40)));
+  const error = await readBoundedText(new Response(body), 100).catch((err: unknown) => err);
+  expect(error).toBeInstanceOf(AnswerTooLarge);
+  expect((error as Error).message).toContain("raise MCPMGR_MAX_MESSAGE_BYTES");
+  // Stopped at the third chunk (120 bytes > 100), not read to the end.
+  expect(pulled()).toBeLessThan(5);
+});
+
+test("an error page is read only as far as its excerpt", async () => {
+  const { body, pulled } = chunked(Array.from({ length: 50 }, () => "E\n".repeat(100)));
+  expect(await readExcerpt(new Response(body), 150)).toHaveLength(150);
+  expect(pulled()).toBeLessThan(5);
+  expect(excerpt("a\nb\r\nc", 10)).toBe("a\\nb\\nc");
+  expect(excerpt("z".repeat(300), 200)).toBe(`${"z".repeat(200)}…`);
+});
+
+test("a bounded fetch cuts an SSE event past the bound and answers the POST's request with the limit's error", async () => {
+  const exceeded: string[] = [];
+  const upstream = async () =>
+    new Response(chunked(['event: message\ndata: {"small":1}\n\n', 'data: "', "A".repeat(80), "A".repeat(80)]).body, {
+      headers: { "content-type": "text/event-stream" },
+    });
+  const fetch = boundedFetch(upstream, { maxBytes: 100, onExceeded: (text) => exceeded.push(text) });
+  const response = await fetch("http://member.invalid/mcp", {
+    method: "POST",
+    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "giant" } }),
+  });
+  const text = await response.text();
+  // The whole event before it passes; the cut one ends under a type no client reads; then the error.
+  expect(text.startsWith('event: message\ndata: {"small":1}\n\n')).toBe(true);
+  expect(text).toContain("event: mcpmgr-discarded\n\n");
+  const last = text.trimEnd().split("\n").at(-1) as string;
+  const error = JSON.parse(last.replace(/^data: /, "")) as { id: number; error: { code: number; message: string } };
+  expect(error.id).toBe(7);
+  expect(error.error.code).toBe(-32603);
+  expect(error.error.message).toContain("MCPMGR_MAX_MESSAGE_BYTES");
+  expect(exceeded).toHaveLength(1);
+});
+
+test("a bounded fetch hands a JSON answer that declares a size within the bound on as it is, and fails a larger one", async () => {
+  const text = '{"jsonrpc":"2.0","id":1,"result":{}}';
+  const small = new Response(text, {
+    headers: { "content-type": "application/json", "content-length": String(text.length) },
+  });
+  const fetch = boundedFetch(async () => small, { maxBytes: 100 });
+  expect(await fetch("http://member.invalid/mcp", {})).toBe(small);
+  const large = boundedFetch(async () => Response.json({ text: "B".repeat(200) }), { maxBytes: 100 });
+  await expect((await large("http://member.invalid/mcp", {})).json()).rejects.toBeInstanceOf(AnswerTooLarge);
+});
