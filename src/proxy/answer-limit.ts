@@ -8,8 +8,8 @@
  * The checks are a length compare on bytes already at hand (a body's Content-Length, a chunk's
  * length, the SSE parser's own buffer bound), so a normal answer costs nothing more.
  */
-import { Buffer } from "node:buffer";
 import { createParser } from "eventsource-parser";
+import { readCappedText } from "../bounded-body.ts";
 import { JsonRpcCode, type JsonRpcId } from "./jsonrpc.ts";
 import { requestIdsOf } from "./sse-answers.ts";
 
@@ -32,35 +32,11 @@ export class AnswerTooLarge extends Error {
 }
 
 /**
- * A whole body as text, refused with `AnswerTooLarge` past `maxBytes`. A body that says its length
- * (the usual case) is read as before, after one compare; a chunked one is counted as it arrives and
- * cancelled (its connection dropped) the moment it passes the cap.
+ * A whole body as text, refused with `AnswerTooLarge` past `maxBytes` (a chunked body is cancelled
+ * the moment it passes the cap).
  */
-export async function readBoundedText(response: Response, maxBytes: number): Promise<string> {
-  const declared = response.headers.get("content-length");
-  if (declared !== null && /^\d+$/.test(declared)) {
-    if (Number(declared) > maxBytes) {
-      void response.body?.cancel().catch(() => {});
-      throw new AnswerTooLarge(maxBytes);
-    }
-    return response.text();
-  }
-  const body = response.body;
-  if (body === null) return "";
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  const reader = body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      void reader.cancel().catch(() => {});
-      throw new AnswerTooLarge(maxBytes);
-    }
-    parts.push(value);
-  }
-  return Buffer.concat(parts, total).toString("utf8");
+export function readBoundedText(response: Response, maxBytes: number): Promise<string> {
+  return readCappedText(response, maxBytes, () => new AnswerTooLarge(maxBytes));
 }
 
 /**

@@ -16,6 +16,7 @@
  */
 import { isAbsolute, join, resolve } from "node:path";
 import { isLoopbackHostname } from "../config/loopback.ts";
+import { readCappedText } from "../bounded-body.ts";
 import { McpmgrError, errorMessage } from "../errors.ts";
 import { validatedEmbeddedCatalog } from "./embedded.ts" with { type: "macro" };
 import { deepFreeze, type RegistryEntry } from "./entry.ts";
@@ -269,13 +270,8 @@ async function _fetch(url: string, setting: string, options: LoadRegistryOptions
       `custom registry ${url} is larger than ${MAX_REGISTRY_BYTES / 1024 / 1024} MiB`,
       { hint, exitCode: 2 },
     );
-  const declared = Number(response.headers.get("content-length") ?? "0");
-  if (declared > MAX_REGISTRY_BYTES) {
-    await response.body?.cancel().catch(() => {});
-    throw tooLarge();
-  }
   try {
-    return await _readCapped(response, tooLarge);
+    return await readCappedText(response, MAX_REGISTRY_BYTES, tooLarge);
   } catch (err) {
     if (err instanceof McpmgrError) throw err;
     throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot fetch custom registry ${url}: ${errorMessage(err)}`, {
@@ -308,25 +304,6 @@ function _redirectTarget(configured: string, from: string, location: string, set
     );
   }
   return target.href;
-}
-
-/** The body as text, read no further than the cap: a chunked answer declares no length. */
-async function _readCapped(response: Response, tooLarge: () => McpmgrError): Promise<string> {
-  if (response.body === null) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_REGISTRY_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
 function _merge(

@@ -1,7 +1,8 @@
 /**
  * The dependency direction of ARCHITECTURE.md, checked on the real imports:
- *   {errors, version, printable, close-matches} ← {config, completion} ← {state, secrets, registry, telemetry}
- *     ← {auth, runtime} ← proxy ← middleware ← {gateway, clients} ← workload ← cli ← main.ts
+ *   {errors, version, printable, close-matches, bounded-body} ← {config, completion}
+ *     ← {state, secrets, registry, telemetry} ← {auth, runtime} ← proxy ← middleware ← {gateway, clients}
+ *     ← workload ← cli ← main.ts
  * A module may import its own folder or a lower layer. Besides the ranks: only main.ts imports
  * cli/; proxy/, middleware/ and cli/ never import dockerode; middleware/ never imports runtime/;
  * cli/ reaches containers only through workload/ (no runtime/docker/); only cli/ imports
@@ -17,6 +18,7 @@ const rank: Readonly<Record<string, number>> = {
   "version.ts": 0,
   "printable.ts": 0,
   "close-matches.ts": 0,
+  "bounded-body.ts": 0,
   config: 1,
   completion: 1,
   state: 2,

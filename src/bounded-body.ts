@@ -1,0 +1,39 @@
+/**
+ * An HTTP body read whole as text, but never past a cap: a server mcpmgr talks to (an MCP
+ * server's answer, a custom registry's catalog) is someone else's code, and a body without a bound
+ * takes as much memory as it sends. Each caller names its own error for a body over the cap.
+ */
+import { Buffer } from "node:buffer";
+
+/**
+ * The body as text, refused with `tooLarge()` past `maxBytes`. A body that says its length (the
+ * usual case) is read as it is, after one compare; a chunked one is counted as it arrives and
+ * cancelled (its connection dropped) the moment it passes the cap.
+ */
+export async function readCappedText(response: Response, maxBytes: number, tooLarge: () => Error): Promise<string> {
+  const declared = response.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared)) {
+    if (Number(declared) > maxBytes) {
+      void response.body?.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    return response.text();
+  }
+  const body = response.body;
+  if (body === null) return "";
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      void reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    parts.push(value);
+  }
+  // TextDecoder, like response.text(), drops a leading byte-order mark.
+  return new TextDecoder().decode(Buffer.concat(parts, total));
+}
