@@ -49,15 +49,23 @@ async function expectRefused(response: Response): Promise<void> {
   expect(body.error?.message).toContain("MCPMGR_MAX_SESSIONS");
 }
 
-/** Two sessions open, the third refused; once one ends, a new one opens. */
-async function expectStreamableLimit(url: string): Promise<void> {
+/** Two sessions opened one after the other (`pauseMs` apart), each with its own id. */
+async function openSessions(url: string, pauseMs: number): Promise<string[]> {
   const sessions: string[] = [];
   for (let i = 0; i < 2; i++) {
     const response = await post(url, initialize);
     expect(response.status).toBe(200);
     sessions.push(response.headers.get("mcp-session-id") as string);
     await response.text();
+    if (pauseMs > 0) await Bun.sleep(pauseMs);
   }
+  expect(new Set(sessions).size).toBe(2);
+  return sessions;
+}
+
+/** Two sessions open, the third refused; once one ends, a new one opens. */
+async function expectStreamableLimit(url: string): Promise<void> {
+  const sessions = await openSessions(url, 0);
   await expectRefused(await post(url, initialize));
   const deleted = await fetch(url, {
     method: "DELETE",
@@ -75,14 +83,7 @@ async function expectStreamableLimit(url: string): Promise<void> {
  * opens once they have been idle for the grace time (long before they expire), ending the older.
  */
 async function expectIdleGivesWay(url: string): Promise<void> {
-  const sessions: string[] = [];
-  for (let i = 0; i < 2; i++) {
-    const response = await post(url, initialize);
-    expect(response.status).toBe(200);
-    sessions.push(response.headers.get("mcp-session-id") as string);
-    await response.text();
-    await Bun.sleep(100); // the first is the least recently used
-  }
+  const sessions = await openSessions(url, 100); // the first is the least recently used
   const started = Date.now();
   await expectRefused(await post(url, initialize));
   let opened: Response | undefined;
@@ -175,32 +176,26 @@ describe("mcpmgr proxy", () => {
   afterAll(async () => {
     await Promise.allSettled([fixture?.stop(), everything?.stop()]);
   });
-
-  test("in front of a streamable-HTTP server", async () => {
-    const proxy = await startProxy(fixture.url, [], { env: LIMIT });
+  /** `mcpmgr proxy` in front of `upstream` under `env`, checked by `check`, then stopped. */
+  const withProxy = async (upstream: string, env: Record<string, string>, check: (url: string) => Promise<void>) => {
+    const proxy = await startProxy(upstream, [], { env });
     try {
-      await expectStreamableLimit(proxy.url);
+      await check(proxy.url);
     } finally {
       await proxy.stop();
     }
+  };
+
+  test("in front of a streamable-HTTP server", async () => {
+    await withProxy(fixture.url, LIMIT, expectStreamableLimit);
   }, 60_000);
 
   test("abandoned sessions give way to a new one after the grace time", async () => {
-    const proxy = await startProxy(fixture.url, [], { env: LIMIT_IDLE });
-    try {
-      await expectIdleGivesWay(proxy.url);
-    } finally {
-      await proxy.stop();
-    }
+    await withProxy(fixture.url, LIMIT_IDLE, expectIdleGivesWay);
   }, 60_000);
 
   test("in front of a legacy SSE server", async () => {
-    const proxy = await startProxy(everything.url, [], { env: LIMIT });
-    try {
-      await expectLegacyLimit(proxy.url);
-    } finally {
-      await proxy.stop();
-    }
+    await withProxy(everything.url, LIMIT, expectLegacyLimit);
   }, 60_000);
 });
 
@@ -214,28 +209,24 @@ describe("mcpmgr gateway", () => {
   afterAll(async () => {
     await group?.cleanup();
   });
-
-  test("2025-era sessions", async () => {
+  /** `mcpmgr gateway default` under `env`, checked by `check`, then stopped. */
+  const withGateway = async (env: Record<string, string>, check: (url: string) => Promise<void>) => {
     const running = await spawnUntil([process.execPath, CLI_ENTRY, "gateway", "default"], /^(http:\/\/\S+)$/m, {
-      env: { MCPMGR_HOME: group.home, MCPMGR_RUNTIME: "process", ...LIMIT },
+      env: { MCPMGR_HOME: group.home, MCPMGR_RUNTIME: "process", ...env },
       timeoutMs: 30_000,
     });
     try {
-      await expectStreamableLimit(running.match[1] as string);
+      await check(running.match[1] as string);
     } finally {
       await running.stop();
     }
+  };
+
+  test("2025-era sessions", async () => {
+    await withGateway(LIMIT, expectStreamableLimit);
   }, 60_000);
 
   test("abandoned 2025-era sessions give way to a new one after the grace time", async () => {
-    const running = await spawnUntil([process.execPath, CLI_ENTRY, "gateway", "default"], /^(http:\/\/\S+)$/m, {
-      env: { MCPMGR_HOME: group.home, MCPMGR_RUNTIME: "process", ...LIMIT_IDLE },
-      timeoutMs: 30_000,
-    });
-    try {
-      await expectIdleGivesWay(running.match[1] as string);
-    } finally {
-      await running.stop();
-    }
+    await withGateway(LIMIT_IDLE, expectIdleGivesWay);
   }, 60_000);
 });
