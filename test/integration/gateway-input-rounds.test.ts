@@ -10,39 +10,38 @@
  * -32042 2026-07-28 forbids on its wire.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { join } from "node:path";
 import {
   CONFORMANCE_FIXTURE,
   CONFORMANCE_FIXTURE_2026,
-  REPO_ROOT,
   type RunningFixture,
   startConformanceServer,
 } from "../support/conformance.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
-import { type Running, spawnUntil } from "../support/processes.ts";
+import {
+  startLegacyUrlElicitationServer,
+  URL_ELICITATION_FIXTURE,
+  type UrlElicitationServer,
+} from "../support/url-elicitation.ts";
 import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
 
-const URL_FIXTURE = join(REPO_ROOT, "test/fixtures/url-elicitation-server.ts");
 const CONNECT_URL = "https://accounts.example.com/connect?session=42";
 
 let group: TestGroup;
-let remote: Running & { match: RegExpExecArray };
+let remote: UrlElicitationServer;
 let modernRemote: RunningFixture;
 let gatewayUrl: string;
 
 beforeAll(async () => {
   modernRemote = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE_2026 });
-  remote = await spawnUntil([process.execPath, URL_FIXTURE, "legacy-http"], /listening on (http:\/\/\S+)/, {
-    timeoutMs: 15_000,
-  });
+  remote = await startLegacyUrlElicitationServer();
   group = await createTestGroup();
   group.run(await group.packageOf(CONFORMANCE_FIXTURE_2026), "gmodern", "rounds", "stdio");
   group.run(await group.packageOf(CONFORMANCE_FIXTURE), "glegacy", "rounds", "stdio");
-  group.run(await group.packageOf(URL_FIXTURE), "urlm", "rounds", "modern");
-  group.run(remote.match[1] as string, "urlh", "rounds");
+  group.run(await group.packageOf(URL_ELICITATION_FIXTURE), "urlm", "rounds", "modern");
+  group.run(remote.url, "urlh", "rounds");
   group.run(modernRemote.url, "ghttp", "rounds");
   gatewayUrl = (await group.gateway("rounds")).url;
 }, 120_000);
@@ -184,8 +183,8 @@ async function legacySessionCall(endpoint: string, tool: string): Promise<Messag
 
 test("a 2025-era session gets the HTTP member's -32042 as the member wrote it (no prefix of the gateway's)", async () => {
   // The member fails every odd call: one of two direct calls is its -32042, and then the gateway's second call is.
-  let direct = await legacySessionCall(remote.match[1] as string, "connect_account");
-  if (direct.error === undefined) direct = await legacySessionCall(remote.match[1] as string, "connect_account");
+  let direct = await legacySessionCall(remote.url, "connect_account");
+  if (direct.error === undefined) direct = await legacySessionCall(remote.url, "connect_account");
   expect(direct.error.code).toBe(-32042);
   expect(textOf(await legacySessionCall(gatewayUrl, "urlh_connect_account"))).toStartWith("connected");
   const relayed = await legacySessionCall(gatewayUrl, "urlh_connect_account");

@@ -11,29 +11,25 @@
  * SDK; the caller must get the same answer both ways, and the member the same request.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { join } from "node:path";
 import {
   CONFORMANCE_FIXTURE,
   CONFORMANCE_FIXTURE_2026,
-  REPO_ROOT,
   type RunningFixture,
   startConformanceServer,
 } from "../support/conformance.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
-import { type Running, spawnUntil } from "../support/processes.ts";
+import { startLegacyUrlElicitationServer, type UrlElicitationServer } from "../support/url-elicitation.ts";
 import { type RecordedRequest, type RecordingProxy, startRecordingProxy } from "../support/recording-proxy.ts";
 import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
 
-const URL_FIXTURE = join(REPO_ROOT, "test/fixtures/url-elicitation-server.ts");
-
 let group: TestGroup;
 let gatewayUrl: string;
 let legacyHttp: RunningFixture;
-let urlServer: Running & { match: RegExpExecArray };
+let urlServer: UrlElicitationServer;
 let remote: MemberServer;
 const relays: Record<string, RecordingProxy> = {};
 
@@ -41,16 +37,14 @@ beforeAll(async () => {
   group = await createTestGroup();
   legacyHttp = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE });
   remote = startMemberServer({ name: "remote", tools: ["echo", "refuse_it", "wait_it"] });
-  urlServer = await spawnUntil([process.execPath, URL_FIXTURE, "legacy-http"], /listening on (http:\/\/\S+)/, {
-    timeoutMs: 15_000,
-  });
+  urlServer = await startLegacyUrlElicitationServer();
   // The stdio members run in a group of their own; the gateway's group holds their relays.
   const targets: Record<string, string> = {
     cm: group.run(await group.packageOf(CONFORMANCE_FIXTURE_2026), "src-cm", "src26", "stdio"),
     cl: group.run(await group.packageOf(CONFORMANCE_FIXTURE), "src-cl", "src26", "stdio"),
     probe: group.run(await group.packageOf(PROBE_FIXTURE), "src-probe", "src26"),
     hl: legacyHttp.url,
-    ul: urlServer.match[1] as string,
+    ul: urlServer.url,
     ms: remote.url,
   };
   for (const [name, target] of Object.entries(targets)) {
