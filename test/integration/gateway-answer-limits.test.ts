@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
 import { type HostileMember, startHostileMember } from "../support/hostile-member.ts";
-import { openRawSession, type RawSession } from "../support/raw-session.ts";
+import { answerMessages, openRawSession, type RawSession } from "../support/raw-session.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -47,20 +47,9 @@ afterAll(async () => {
   errorPage?.stop();
 });
 
-/** The JSON-RPC messages of a JSON or event-stream body. */
-async function messages(response: Response): Promise<Record<string, unknown>[]> {
-  const text = await response.text();
-  if (!(response.headers.get("content-type") ?? "").includes("text/event-stream"))
-    return text ? [JSON.parse(text)] : [];
-  return text
-    .split("\n")
-    .filter((line) => line.startsWith("data:") && line.slice(5).trim() !== "")
-    .map((line) => JSON.parse(line.slice(5)));
-}
-
 async function call(id: number, name: string, kib: number, extra: object = {}) {
   const body = { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: { kib }, ...extra } };
-  const answer = await messages(await session.post(JSON.stringify(body)));
+  const answer = await answerMessages(await session.post(JSON.stringify(body)));
   return answer.find((message) => message.id === id) as { error?: { code: number; message: string } } | undefined;
 }
 

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { type JSONRPCMessage, Server, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
-import { openRawSession } from "../support/raw-session.ts";
+import { answerMessages, openRawSession } from "../support/raw-session.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -162,21 +162,10 @@ const call = (id: number, name: string, meta?: object) => ({
   params: { name, arguments: {}, ...(meta ? { _meta: meta } : {}) },
 });
 
-/** Every JSON-RPC message of an event stream's body (or the one of a JSON body). */
-async function messages(response: Response): Promise<Record<string, unknown>[]> {
-  const text = await response.text();
-  if (!(response.headers.get("content-type") ?? "").includes("text/event-stream"))
-    return text ? [JSON.parse(text)] : [];
-  return text
-    .split("\n")
-    .filter((line) => line.startsWith("data:") && line.slice(5).trim() !== "")
-    .map((line) => JSON.parse(line.slice(5)));
-}
-
 test("a member that closes the call's stream before it answers is resumed with Last-Event-ID on its session", async () => {
   const post = await openSession();
   const before = quick.resumptions.length;
-  const answer = await messages(await post(call(1, "quick_poll")));
+  const answer = await answerMessages(await post(call(1, "quick_poll")));
   expect(answer.at(-1)).toEqual({
     jsonrpc: "2.0",
     id: 1,
@@ -194,7 +183,7 @@ test("a member that closes the call's stream before it answers is resumed with L
 test("a member that closes twice is resumed twice; progress sent between arrives under the client's token", async () => {
   const post = await openSession();
   const before = quick.resumptions.length;
-  const answer = await messages(await post(call(2, "quick_poll_twice", { progressToken: "mine" })));
+  const answer = await answerMessages(await post(call(2, "quick_poll_twice", { progressToken: "mine" })));
   const progress = answer.filter((message) => message.method === "notifications/progress");
   expect(progress.map((message) => (message.params as { progressToken: unknown }).progressToken)).toEqual(["mine"]);
   expect(answer.at(-1)).toEqual({
@@ -210,7 +199,7 @@ test("a member that closes twice is resumed twice; progress sent between arrives
 test("a stream that ends without an event id fails the call as before, with no resumption", async () => {
   const post = await openSession();
   const before = quick.resumptions.length;
-  const answer = await messages(await post(call(3, "quick_cut")));
+  const answer = await answerMessages(await post(call(3, "quick_cut")));
   expect(answer).toEqual([
     {
       jsonrpc: "2.0",
@@ -229,7 +218,7 @@ test("a stream that ends without an event id fails the call as before, with no r
 test("resumptions that fail give up after a few tries, with the error the call had before", async () => {
   const post = await openSession();
   const before = quick.resumptions.length;
-  const answer = await messages(await post(call(5, "quick_lost")));
+  const answer = await answerMessages(await post(call(5, "quick_lost")));
   expect(answer).toEqual([
     {
       jsonrpc: "2.0",
@@ -263,7 +252,7 @@ test("a cancellation while the gateway waits the member's retry interval ends th
   ).text();
   // The member hears the cancellation, and the client's stream ends with no answer (MCP sends none).
   expect(await until(() => patient.log.includes("hold: cancelled"))).toBe(true);
-  const answer = await messages(await pending);
+  const answer = await answerMessages(await pending);
   expect(answer.filter((message) => message.id === 4)).toEqual([]);
   // Well before the 20 s the member asked for, and no GET was made.
   expect(Date.now() - started).toBeLessThan(15_000);

@@ -52,3 +52,14 @@ export async function openRawSession(url: string, protocolVersion: string, clien
   await (await session.post(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))).text();
   return session;
 }
+
+/** Every JSON-RPC message of an answer: the one of a JSON body, each `data:` line of an event stream. */
+export async function answerMessages(response: Response): Promise<Record<string, unknown>[]> {
+  const text = await response.text();
+  if (!(response.headers.get("content-type") ?? "").includes("text/event-stream"))
+    return text ? [JSON.parse(text)] : [];
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("data:") && line.slice(5).trim() !== "")
+    .map((line) => JSON.parse(line.slice(5)));
+}
