@@ -74,6 +74,16 @@ async function raised(produce: () => unknown): Promise<McpmgrError> {
 
 const store = () => new WorkloadStore(resolvePaths({ MCPMGR_HOME: join(dir, "home") }));
 const groups = () => new GroupStore(resolvePaths({ MCPMGR_HOME: join(dir, "home") }), { workloads: store() });
+/** The AI clients' configuration, in a home of the test's own. */
+const clientSync = () =>
+  new ClientConfigSync({
+    home: join(dir, "client-home"),
+    platform: "linux",
+    env: {},
+    paths: resolvePaths({ MCPMGR_HOME: join(dir, "home") }),
+    log: { warn: () => {}, info: () => {} },
+    selfCommand: ["mcpmgr"],
+  });
 const secrets = (sub: string, password?: string) =>
   createSecretManager({
     dir: join(dir, sub),
@@ -176,24 +186,9 @@ const producers: Record<ErrorCode, () => unknown> = {
     });
     return groups().removable("busy", { withWorkloads: false });
   },
-  GATEWAY_NOT_RUNNING: () =>
-    new ClientConfigSync({
-      home: join(dir, "client-home"),
-      platform: "linux",
-      env: {},
-      paths: resolvePaths({ MCPMGR_HOME: join(dir, "home") }),
-      log: { warn: () => {}, info: () => {} },
-      selfCommand: ["mcpmgr"],
-    }).registerClient("cursor", "default", [], { gateway: true }),
+  GATEWAY_NOT_RUNNING: () => clientSync().registerClient("cursor", "default", [], { gateway: true }),
   GATEWAY_AMBIGUOUS: () =>
-    new ClientConfigSync({
-      home: join(dir, "client-home"),
-      platform: "linux",
-      env: {},
-      paths: resolvePaths({ MCPMGR_HOME: join(dir, "home") }),
-      log: { warn: () => {}, info: () => {} },
-      selfCommand: ["mcpmgr"],
-    }).registerClient(
+    clientSync().registerClient(
       "cursor",
       "default",
       ["gateway-default", "gw2"].map((name, i) => ({
