@@ -3,11 +3,13 @@
  * layout, no XDG variables, its own MCPMGR_HOME), with warnings collected, and the seed
  * files of test/fixtures/clients placed where each client keeps its configuration.
  */
+import { afterEach, beforeEach } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { clientById } from "../../src/clients/catalog.ts";
-import type { ClientContext, ClientId } from "../../src/clients/types.ts";
+import { ClientConfigSync } from "../../src/clients/sync.ts";
+import type { ClientContext, ClientId, WorkloadEndpoint } from "../../src/clients/types.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 
 export const FIXTURES = resolve(import.meta.dir, "../fixtures/clients");
@@ -55,4 +57,19 @@ export function makeClientHome(env: Record<string, string> = {}): ClientHome {
     read: (client) => readFileSync(clientById(client).configPath(ctx), "utf8"),
     cleanup: () => rmSync(home, { recursive: true, force: true }),
   };
+}
+
+/** A workload of group "default" at http://127.0.0.1:`port`/mcp over streamable HTTP, as the clients' sync sees it. */
+export function localEndpoint(name: string, port: number, extra: Partial<WorkloadEndpoint> = {}): WorkloadEndpoint {
+  return { name, group: "default", url: `http://127.0.0.1:${port}/mcp`, transport: "streamable-http", ...extra };
+}
+
+/** Before each test of a file, a fresh client home and a sync over it (handed to `use`); after it, the home goes. */
+export function clientSyncPerTest(use: (home: ClientHome, sync: ClientConfigSync) => void): void {
+  let home: ClientHome | undefined;
+  beforeEach(() => {
+    home = makeClientHome();
+    use(home, new ClientConfigSync(home.ctx));
+  });
+  afterEach(() => home?.cleanup());
 }

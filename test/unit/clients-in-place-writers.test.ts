@@ -6,35 +6,28 @@
  * finishes in time is given up on with one warning, the client's text intact. A file replaced
  * between mcpmgr's read and its rename is read again.
  */
-import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
+import { expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { clientById } from "../../src/clients/catalog.ts";
 import { editClientFile } from "../../src/clients/config-file.ts";
 import { readSettled } from "../../src/clients/settled-read.ts";
-import { ClientConfigSync } from "../../src/clients/sync.ts";
-import type { WorkloadEndpoint } from "../../src/clients/types.ts";
-import { type ClientHome, makeClientHome } from "../support/client-home.ts";
+import type { ClientConfigSync } from "../../src/clients/sync.ts";
+import { type ClientHome, clientSyncPerTest, localEndpoint } from "../support/client-home.ts";
 
 // Real processes: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
 
 const WRITER = resolve(import.meta.dir, "../fixtures/clients-writer/in-place-writer.ts");
-const cw: WorkloadEndpoint = {
-  name: "cw",
-  group: "default",
-  url: "http://127.0.0.1:41001/mcp",
-  transport: "streamable-http",
-};
+const cw = localEndpoint("cw", 41001);
 
 let h: ClientHome;
 let sync: ClientConfigSync;
-beforeEach(() => {
-  h = makeClientHome();
-  sync = new ClientConfigSync(h.ctx);
+clientSyncPerTest((home, homeSync) => {
+  h = home;
+  sync = homeSync;
 });
-afterEach(() => h.cleanup());
 
 interface PausedWriter {
   finish(): Promise<void>;

@@ -5,23 +5,17 @@
  * same name is another server: it gets a fresh entry. A client that stops following the group
  * forgets them.
  */
-import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
+import { expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
-import { ClientConfigSync } from "../../src/clients/sync.ts";
+import type { ClientConfigSync } from "../../src/clients/sync.ts";
 import type { WorkloadEndpoint } from "../../src/clients/types.ts";
 import { ClientRegistrationStore } from "../../src/state/client-registrations.ts";
-import { type ClientHome, makeClientHome } from "../support/client-home.ts";
+import { type ClientHome, clientSyncPerTest, localEndpoint } from "../support/client-home.ts";
 
 setDefaultTimeout(60_000);
 
-const cw: WorkloadEndpoint = {
-  name: "cw",
-  group: "default",
-  url: "http://127.0.0.1:41001/mcp",
-  transport: "streamable-http",
-  createdAt: "2026-11-25T10:00:00.000Z",
-};
+const cw = localEndpoint("cw", 41001, { createdAt: "2026-11-25T10:00:00.000Z" });
 /** The same workload started again, on another port. */
 const cwAgain: WorkloadEndpoint = { ...cw, url: "http://127.0.0.1:41002/mcp" };
 /** Removed and run again under its name: another workload. */
@@ -29,11 +23,10 @@ const cwNew: WorkloadEndpoint = { ...cwAgain, createdAt: "2026-11-25T11:00:00.00
 
 let h: ClientHome;
 let sync: ClientConfigSync;
-beforeEach(() => {
-  h = makeClientHome();
-  sync = new ClientConfigSync(h.ctx);
+clientSyncPerTest((home, homeSync) => {
+  h = home;
+  sync = homeSync;
 });
-afterEach(() => h.cleanup());
 
 /** The user edits Cline's entry for cw in Cline's settings (as Cline's UI does). */
 function approveInCline(path: string): void {

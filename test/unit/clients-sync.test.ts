@@ -6,7 +6,7 @@
  * entries are never touched, a file that does not parse is left alone with one warning, the
  * file keeps its permissions, the first version is backed up once, symlinks stay symlinks.
  */
-import { afterEach, beforeEach, describe, expect, test, setDefaultTimeout } from "bun:test";
+import { describe, expect, test, setDefaultTimeout } from "bun:test";
 import {
   chmodSync,
   chownSync,
@@ -28,28 +28,28 @@ import { ClientConfigSync } from "../../src/clients/sync.ts";
 import { CLIENT_IDS, type ClientId, type WorkloadEndpoint } from "../../src/clients/types.ts";
 import { ClientRegistrationStore } from "../../src/state/client-registrations.ts";
 import { GroupStore } from "../../src/state/groups.ts";
-import { type ClientHome, fixtureFile, makeClientHome } from "../support/client-home.ts";
+import {
+  type ClientHome,
+  clientSyncPerTest,
+  fixtureFile,
+  localEndpoint,
+  makeClientHome,
+} from "../support/client-home.ts";
 import { rejection } from "../support/errors.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
 setDefaultTimeout(60_000);
 
-const fetch41001: WorkloadEndpoint = {
-  name: "fetch",
-  group: "default",
-  url: "http://127.0.0.1:41001/mcp",
-  transport: "streamable-http",
-};
+const fetch41001 = localEndpoint("fetch", 41001);
 const fetch41002: WorkloadEndpoint = { ...fetch41001, url: "http://127.0.0.1:41002/mcp" };
 
 let h: ClientHome;
 let sync: ClientConfigSync;
-beforeEach(() => {
-  h = makeClientHome();
-  sync = new ClientConfigSync(h.ctx);
+clientSyncPerTest((home, homeSync) => {
+  h = home;
+  sync = homeSync;
 });
-afterEach(() => h.cleanup());
 
 describe.each(CLIENT_IDS.map((id) => [id]))("%s", (client: ClientId) => {
   test("a started workload is added, follows a new URL, and goes on stop; everything else stays byte for byte", async () => {
