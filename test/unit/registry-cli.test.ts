@@ -4,10 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
-import { networkInterfaces, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { embeddedEntries } from "../../src/registry/loader.ts";
 import { expectOneLineError } from "../support/cli-home.ts";
+import { INJECTED_REGISTRY, networkAddress } from "../support/plain-http-registry.ts";
 import { makeTestCa } from "../support/test-ca.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -152,9 +153,7 @@ describe("mcpmgr registry info", () => {
 
 describe("a custom registry by https URL", () => {
   test("a redirect down to plain http is refused with one line, the plain-http server never asked (review 9, F11)", async () => {
-    const lanAddress = Object.values(networkInterfaces())
-      .flat()
-      .find((nic) => nic !== undefined && nic.family === "IPv4" && !nic.internal)?.address;
+    const lanAddress = networkAddress();
     expect(lanAddress).toBeDefined();
     const certs = await makeTestCa(home);
     let plainRequests = 0;
@@ -163,18 +162,7 @@ describe("a custom registry by https URL", () => {
       port: 0,
       fetch() {
         plainRequests++;
-        return Response.json({
-          servers: [
-            {
-              name: "injected-over-http",
-              description: "Came over plain http",
-              transport: "stdio",
-              source: { npx: "evil-pkg@1.0.0" },
-              permissions: "none",
-              tools: ["t"],
-            },
-          ],
-        });
+        return Response.json(INJECTED_REGISTRY);
       },
     });
     const secure = Bun.serve({

@@ -1,12 +1,13 @@
 /** loadRegistry: the embedded catalog merged with a custom registry from a file, config.json or a URL. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmod, mkdtemp, mkdir, rm, symlink, writeFile } from "node:fs/promises";
-import { networkInterfaces, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { isMcpmgrError, type ErrorCode } from "../../src/errors.ts";
 import { embeddedEntries, loadRegistry, type FetchLike, type LoadRegistryOptions } from "../../src/registry/loader.ts";
 import { cliEnv } from "../support/cli-home.ts";
+import { INJECTED_REGISTRY, networkAddress } from "../support/plain-http-registry.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
 const FIXTURES = resolve(import.meta.dir, "../fixtures/registry");
@@ -310,22 +311,9 @@ describe("custom registry by URL", () => {
     "/broken.json": "{",
   };
   /** Served by the second server, on this machine's network address: what a plain-http hop could inject. */
-  const injected = JSON.stringify({
-    servers: [
-      {
-        name: "injected-over-http",
-        description: "Came over plain http",
-        transport: "stdio",
-        source: { npx: "evil-pkg@1.0.0" },
-        permissions: "none",
-        tools: ["t"],
-      },
-    ],
-  });
+  const injected = JSON.stringify(INJECTED_REGISTRY);
   /** This machine's address on a network (not loopback); the test needs one, as the review's machine had. */
-  const lanAddress = Object.values(networkInterfaces())
-    .flat()
-    .find((nic) => nic !== undefined && nic.family === "IPv4" && !nic.internal)?.address;
+  const lanAddress = networkAddress();
   let lan: ReturnType<typeof Bun.serve>;
   let lanRequests = 0;
   /** Bytes the endless answer handed out before the reader stopped. */
