@@ -184,6 +184,15 @@ describe("policies are not bypassed", () => {
 });
 
 describe("with embeddings", () => {
+  /** The gateway's options for tool search blended with the embedding endpoint at `url`. */
+  const withEmbeddings = (url: string) => [
+    "--tool-search",
+    "--tool-search-embeddings",
+    url,
+    "--tool-search-embeddings-model",
+    "fixture-model",
+  ];
+
   test("--tool-search-embeddings blends the endpoint in, with the key from --tool-search-embeddings-key-secret", async () => {
     const key = "embeddings-key-value";
     const embeddings = startEmbeddingServer({ apiKey: key });
@@ -191,11 +200,7 @@ describe("with embeddings", () => {
       const blended = await group.gatewayWithEnv(
         { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_EMBEDDINGS_KEY: key },
         SEARCH_GROUP,
-        "--tool-search",
-        "--tool-search-embeddings",
-        embeddings.url,
-        "--tool-search-embeddings-model",
-        "fixture-model",
+        ...withEmbeddings(embeddings.url),
         "--tool-search-embeddings-key-secret",
         "embeddings-key",
       );
@@ -220,14 +225,7 @@ describe("with embeddings", () => {
     const embeddings = startEmbeddingServer();
     embeddings.answers = "one-based";
     try {
-      const wrong = await group.gateway(
-        SEARCH_GROUP,
-        "--tool-search",
-        "--tool-search-embeddings",
-        embeddings.url,
-        "--tool-search-embeddings-model",
-        "fixture-model",
-      );
+      const wrong = await group.gateway(SEARCH_GROUP, ...withEmbeddings(embeddings.url));
       const client = await connect(wrong.url);
       expect(await find(client, "rent a car for a few days", 1)).toEqual(["car-rental_rent_car"]);
       // An index of 10⁹ neither fails the call nor stalls the gateway.
