@@ -22,6 +22,7 @@ import {
   URL_ELICITATION_FIXTURE,
   type UrlElicitationServer,
 } from "../support/url-elicitation.ts";
+import { answerMessages } from "../support/raw-session.ts";
 import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
@@ -74,13 +75,7 @@ async function call(
       params: { name, arguments: {}, _meta: meta, ...extra },
     }),
   });
-  const text = await response.text();
-  const messages: Message[] = (response.headers.get("content-type") ?? "").includes("event-stream")
-    ? text
-        .split("\n")
-        .filter((line) => line.startsWith("data:") && line.length > 5)
-        .map((line) => JSON.parse(line.slice(5)))
-    : [JSON.parse(text)];
+  const messages = (await answerMessages(response)) as Message[];
   const answer = messages.find((message) => message.id === 7) as Message;
   return { status: response.status, messages, answer };
 }

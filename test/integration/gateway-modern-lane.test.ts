@@ -20,6 +20,7 @@ import {
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 import { startLegacyUrlElicitationServer, type UrlElicitationServer } from "../support/url-elicitation.ts";
+import { answerMessages } from "../support/raw-session.ts";
 import { type RecordedRequest, type RecordingProxy, startRecordingProxy } from "../support/recording-proxy.ts";
 import { statelessHeaders, statelessMeta } from "../support/stateless-request.ts";
 
@@ -77,15 +78,7 @@ function envelope(capabilities: Record<string, unknown> = {}, extra: Record<stri
 }
 
 async function read(response: Response): Promise<Answer> {
-  const text = await response.text();
-  const messages: Message[] = (response.headers.get("content-type") ?? "").includes("event-stream")
-    ? text
-        .split("\n")
-        .filter((line) => line.startsWith("data:") && line.length > 5)
-        .map((line) => JSON.parse(line.slice(5)))
-    : text
-      ? [JSON.parse(text)]
-      : [];
+  const messages = (await answerMessages(response)) as Message[];
   return { status: response.status, messages, answer: messages.find((message) => message.id === 7) };
 }
 
