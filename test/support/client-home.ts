@@ -64,12 +64,12 @@ export function localEndpoint(name: string, port: number, extra: Partial<Workloa
   return { name, group: "default", url: `http://127.0.0.1:${port}/mcp`, transport: "streamable-http", ...extra };
 }
 
-/** Before each test of a file, a fresh client home and a sync over it (handed to `use`); after it, the home goes. */
-export function clientSyncPerTest(use: (home: ClientHome, sync: ClientConfigSync) => void): void {
+/** Before each test of a file, a fresh client home `h` and a sync over it (handed to `use`); after it, the home goes. */
+export function clientSyncPerTest(use: (fresh: { h: ClientHome; sync: ClientConfigSync }) => void): void {
   let home: ClientHome | undefined;
   beforeEach(() => {
     home = makeClientHome();
-    use(home, new ClientConfigSync(home.ctx));
+    use({ h: home, sync: new ClientConfigSync(home.ctx) });
   });
   afterEach(() => home?.cleanup());
 }

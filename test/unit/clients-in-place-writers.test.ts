@@ -24,10 +24,7 @@ const cw = localEndpoint("cw", 41001);
 
 let h: ClientHome;
 let sync: ClientConfigSync;
-clientSyncPerTest((home, homeSync) => {
-  h = home;
-  sync = homeSync;
-});
+clientSyncPerTest((fresh) => ({ h, sync } = fresh));
 
 interface PausedWriter {
   finish(): Promise<void>;

@@ -23,10 +23,7 @@ const cwNew: WorkloadEndpoint = { ...cwAgain, createdAt: "2026-11-25T11:00:00.00
 
 let h: ClientHome;
 let sync: ClientConfigSync;
-clientSyncPerTest((home, homeSync) => {
-  h = home;
-  sync = homeSync;
-});
+clientSyncPerTest((fresh) => ({ h, sync } = fresh));
 
 /** The user edits Cline's entry for cw in Cline's settings (as Cline's UI does). */
 function approveInCline(path: string): void {

@@ -46,10 +46,7 @@ const fetch41002: WorkloadEndpoint = { ...fetch41001, url: "http://127.0.0.1:410
 
 let h: ClientHome;
 let sync: ClientConfigSync;
-clientSyncPerTest((home, homeSync) => {
-  h = home;
-  sync = homeSync;
-});
+clientSyncPerTest((fresh) => ({ h, sync } = fresh));
 
 describe.each(CLIENT_IDS.map((id) => [id]))("%s", (client: ClientId) => {
   test("a started workload is added, follows a new URL, and goes on stop; everything else stays byte for byte", async () => {
