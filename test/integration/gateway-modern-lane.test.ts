@@ -35,6 +35,9 @@ let gatewayUrl: string;
 let legacyHttp: RunningFixture;
 let urlServer: Running & { match: RegExpExecArray };
 let remote: MemberServer;
+let unchecked: ReturnType<typeof Bun.serve>;
+/** How the unchecking member's answer is rewritten (text, replacement), if at all. */
+let uncheckedAnswer: [string, string] | undefined;
 const relays: Record<string, RecordingProxy> = {};
 
 beforeAll(async () => {
@@ -53,6 +56,33 @@ beforeAll(async () => {
     ul: urlServer.match[1] as string,
     ms: remote.url,
   };
+  // A 2026-07-28 member that does not check the capabilities it is sent (as a remote one may not):
+  // the 2026-07-28 fixture behind a relay that declares every capability for the caller, and rewrites
+  // its answer as `uncheckedAnswer` says.
+  unchecked = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    async fetch(req) {
+      const body = req.method === "POST" ? ((await req.json()) as Record<string, any>) : undefined;
+      if (body?.method === "tools/call")
+        body.params._meta["io.modelcontextprotocol/clientCapabilities"] = { elicitation: {}, sampling: {}, roots: {} };
+      const headers = new Headers(req.headers);
+      headers.delete("content-length");
+      const response = await fetch(targets.cm as string, {
+        method: req.method,
+        headers,
+        ...(body ? { body: JSON.stringify(body) } : {}),
+        signal: req.signal,
+      });
+      const answer = await response.text();
+      const rewritten = uncheckedAnswer ? answer.replace(uncheckedAnswer[0], uncheckedAnswer[1]) : answer;
+      const answerHeaders = new Headers(response.headers);
+      answerHeaders.delete("content-length");
+      return new Response(rewritten, { status: response.status, headers: answerHeaders });
+    },
+  });
+  targets.cx = `http://127.0.0.1:${unchecked.port}/mcp`;
   for (const [name, target] of Object.entries(targets)) {
     relays[name] = startRecordingProxy(target);
     group.run((relays[name] as RecordingProxy).url, name, "lane26");
@@ -66,6 +96,7 @@ afterAll(async () => {
   await legacyHttp?.stop();
   await urlServer?.stop();
   await remote?.stop();
+  await unchecked?.stop(true);
 });
 
 type Message = { id?: unknown; method?: string; params?: any; result?: any; error?: any };
@@ -260,6 +291,27 @@ test("an input round of a 2026-07-28 member, and the caller's inputResponses and
   expectSame(refused);
   expect(refused.lane.status).toBe(400);
   expect(refused.lane.answer?.error.code).toBe(-32021);
+});
+
+test("a member's input requests the caller's capabilities do not cover, or of no kind the revision knows, are refused as by the SDK", async () => {
+  const elicit = '"user_name":{"method":"elicitation/create"';
+  for (const [rewrite, code, status] of [
+    [undefined, -32021, 400],
+    [[elicit, '"user_name":{"method":"tools/list"'], -32603, 200],
+    [[elicit, '"user_name":"who?","x":{"method":"elicitation/create"'], -32603, 200],
+  ] as const) {
+    uncheckedAnswer = rewrite as [string, string] | undefined;
+    // The caller declares sampling only: the member asks for a form elicitation all the same.
+    const outcome = await both("cx", "test_input_required_result_elicitation", { meta: envelope({ sampling: {} }) });
+    expectSame(outcome);
+    expect(outcome.lane.status).toBe(status);
+    expect(outcome.lane.answer?.error?.code).toBe(code);
+  }
+  uncheckedAnswer = undefined;
+  // Declared, it is passed on.
+  const asked = await both("cx", "test_input_required_result_elicitation", { meta: envelope({ elicitation: {} }) });
+  expectSame(asked);
+  expect(asked.lane.answer?.result?.resultType).toBe("input_required");
 });
 
 test("a 2025-era member's -32042 becomes an input round (or -32021) on the lane as on the SDK path", async () => {
