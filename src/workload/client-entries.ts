@@ -12,6 +12,8 @@
  * - an entry whose workload no longer runs (its supervisor was killed with SIGKILL, a
  *   foreground run died) is pruned by `pruneClientEntries`: `list`, `client status` and
  *   `client register` call it, and so does every start.
+ * - a client reaching a group through a background gateway whose gateway stopped (or was pruned)
+ *   gets another gateway of the group that runs, if one does (one gateway per group and client).
  *
  * Nothing here throws: a client file that cannot be changed and mcpmgr's own registrations
  * that cannot be read are warnings, since a workload starts and stops regardless. The clients
@@ -21,7 +23,12 @@ import { homedir } from "node:os";
 import type { ClientConfigSync, SyncReport } from "../clients/sync.ts";
 import type { ClientContext, WorkloadEndpoint } from "../clients/types.ts";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
-import { ClientRegistrationStore, type OwnedEntry, type Registrations } from "../state/client-registrations.ts";
+import {
+  ClientRegistrationStore,
+  type OwnedEntry,
+  type Registrations,
+  viaGateway,
+} from "../state/client-registrations.ts";
 import { isProcessAlive } from "../state/lock.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
@@ -120,22 +127,56 @@ export async function pruneClientEntries(ctx: ClientEntriesContext): Promise<voi
   if (!stale) return;
   await withSync(ctx, "still list workloads that stopped", async (sync) => {
     const reports = await sync.pruneEntries(liveness(ctx));
+    const pruned = new Set<string>();
     for (const report of reports) {
-      if (report.action === "removed")
-        ctx.log.info(`removed ${report.workload} from ${report.client} (${report.file}): it no longer runs`);
+      if (report.action !== "removed") continue;
+      ctx.log.info(`removed ${report.workload} from ${report.client} (${report.file}): it no longer runs`);
+      pruned.add(report.workload);
     }
+    const groups = new Set(
+      ownedEntries(registrations).flatMap(([name, entry]) => (pruned.has(name) ? [entry.group] : [])),
+    );
+    if (groups.size > 0) await handOverGateways(ctx, sync, registrations, groups, "");
   });
 }
 
 async function removeEntries(ctx: ClientEntriesContext, name: string, pid: number | undefined): Promise<void> {
   const registrations = await readRegistrations(ctx);
   if (registrations === undefined) return;
-  if (!ownedEntries(registrations).some(([owned, entry]) => owned === name && entry.pid === pid)) return;
+  const mine = ownedEntries(registrations).filter(([owned, entry]) => owned === name && entry.pid === pid);
+  if (mine.length === 0) return;
   await withSync(ctx, `still list ${name}`, async (sync) => {
     const reports = await sync.onWorkloadStopped(pid === undefined ? { name } : { name, pid });
     const removed = reports.filter((report) => report.action === "removed");
     if (removed.length > 0) ctx.log.info(`removed ${name} from ${removed.map(where).join(", ")}`);
+    if (removed.length > 0)
+      await handOverGateways(ctx, sync, registrations, new Set(mine.map(([, e]) => e.group)), name);
   });
+}
+
+/**
+ * A client reaches a group through one of its background gateways (clients/gateway-rules.ts): when the
+ * one it has stops (or is pruned), another of the group that runs takes its place at once, rather than
+ * when it next starts. `except` is the one that stopped.
+ */
+async function handOverGateways(
+  ctx: ClientEntriesContext,
+  sync: ClientConfigSync,
+  registrations: Registrations,
+  groups: ReadonlySet<string>,
+  except: string,
+): Promise<void> {
+  const followed = [...groups].filter((group) =>
+    Object.keys(registrations.clients).some((client) => viaGateway(registrations, client, group)),
+  );
+  if (followed.length === 0) return;
+  const running = (await runningWorkloads(new WorkloadStore(ctx.paths))).filter(
+    (workload) => workload.gateway === true && workload.name !== except,
+  );
+  for (const group of followed) {
+    const [next] = running.filter((workload) => workload.group === group).sort((a, b) => a.name.localeCompare(b.name));
+    if (next !== undefined) describe(ctx, await sync.onWorkloadStarted(next), group);
+  }
 }
 
 /** One line saying which clients have the workload now (skipped ones were warned about already). */

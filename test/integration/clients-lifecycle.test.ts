@@ -353,6 +353,20 @@ describe("a background gateway", () => {
     expect(cursor()).toEqual({ "gateway-team": { url: gatewayUrl } });
   }, 60_000);
 
+  test("a second gateway of the group is skipped while the client has one, and takes its place when that one stops", () => {
+    const second = ok("gateway", "team", "--detach", "--name", "gw-two");
+    const secondUrl = second.stdout.trim();
+    expect(second.stderr).toContain("it reaches group team through the gateway gateway-team already");
+    expect(cursor()).toEqual({ "gateway-team": { url: gatewayUrl } });
+    // The client follows whichever runs: the one that runs now, not only the next one to start.
+    ok("stop", "gateway-team");
+    expect(cursor()).toEqual({ "gw-two": { url: secondUrl } });
+    ok("start", "gateway-team");
+    expect(cursor()).toEqual({ "gw-two": { url: secondUrl } });
+    ok("rm", "gw-two");
+    expect(cursor()).toEqual({ "gateway-team": { url: gatewayUrl } });
+  }, 90_000);
+
   test("export, rm and run --from-config recreate it, entry included", () => {
     const file = join(home, "gateway-export.json");
     ok("export", "gateway-team", file);
