@@ -93,6 +93,20 @@ export async function clientsSeeStopped(name: string, ctx: ClientEntriesContext)
 }
 
 /**
+ * A recorded workload was removed (`rm`, `group rm --with-workloads`): what was kept of its entries
+ * while it was stopped (keys the user added, which may hold a token) goes too; a workload run again
+ * under its name is another server.
+ */
+export async function clientsForgetRemoved(name: string, ctx: ClientEntriesContext): Promise<void> {
+  const registrations = await readRegistrations(ctx);
+  const kept = Object.values(registrations?.kept ?? {}).some((files) =>
+    Object.values(files).some((entries) => name in entries),
+  );
+  if (!kept) return;
+  await withSync(ctx, `still keep what was added to ${name}'s entries`, (sync) => sync.forgetWorkload(name));
+}
+
+/**
  * `run --foreground`: written into the clients following its group while it runs, under this
  * process's id; returns what takes it out again. Its name is its own while it runs (no record
  * has it, and none can be made: state/foreground-runs.ts), so no other entry fights over it.

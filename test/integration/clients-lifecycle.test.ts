@@ -145,6 +145,23 @@ describe("registration files follow the workloads of the group", () => {
     writeFileSync(cursorFile(), JSON.stringify(back, null, 2));
   }, 60_000);
 
+  test("what was kept of a stopped workload's entry (a header with a token) goes when the workload is removed", () => {
+    run("gamma");
+    const file = readJson(cursorFile());
+    Object.assign(file.mcpServers?.gamma as object, { headers: { "X-Token": "kept-token-123" } });
+    writeFileSync(cursorFile(), JSON.stringify(file, null, 2));
+    const registrations = () => readFileSync(join(mcpmgrHome, "state", "client-registrations.json"), "utf8");
+    ok("stop", "gamma");
+    expect(cursor().gamma).toBeUndefined();
+    expect(registrations()).toContain("kept-token-123");
+    ok("rm", "gamma");
+    expect(registrations()).not.toContain("kept-token-123");
+    // A workload run again under the name is another server: a fresh entry.
+    expect(run("gamma")).toBeString();
+    expect(cursor().gamma).toEqual({ url: urls.gamma });
+    ok("rm", "gamma");
+  }, 60_000);
+
   test("the supervisor writes the entry again when it restarts a crashed server", async () => {
     // Taken out by hand first, so that only the supervisor's write after the restart can bring it back.
     const file = readJson(cursorFile());
