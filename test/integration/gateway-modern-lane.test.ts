@@ -524,6 +524,46 @@ test("a 2025-era member that restarts: the call after it fails as on the SDK pat
   }
 });
 
+test("a call that meets the forgotten session late does not end the member session opened since", async () => {
+  const relay = relays.hl as RecordingProxy;
+  const port = new URL(legacyHttp.url).port;
+  const sessionOf = (request: RecordedRequest | undefined) => request?.headers.get("mcp-session-id");
+  const lastCall = () => relay.calls("test_simple_text").at(-1);
+  let checked = false;
+  // The upstream connection may notice the restart by itself before the late call is sent: then it is
+  // sent on the new session, and the restart is tried again.
+  for (let attempt = 0; attempt < 5 && !checked; attempt++) {
+    expect((await call("hl_test_simple_text")).answer?.result).toBeDefined();
+    const before = sessionOf(lastCall());
+    await legacyHttp.stop();
+    legacyHttp = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE, args: ["--port", port] });
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    relay.hold = (request) => (request.body?.params?.arguments?.late === true ? released : undefined);
+    const late = call("hl_test_simple_text", { args: { late: true } });
+    expect(await until(() => lastCall()?.body?.params?.arguments?.late === true)).toBe(true);
+    const lateSession = sessionOf(lastCall());
+    relay.hold = undefined;
+    // Meanwhile the next calls find the forgotten session (or the connection noticed) and open a new one.
+    let now = await call("hl_test_simple_text");
+    if (now.answer?.error !== undefined) now = await call("hl_test_simple_text");
+    expect(now.answer?.result).toBeDefined();
+    const fresh = sessionOf(lastCall());
+    release();
+    const lateAnswer = await late;
+    if (lateSession !== before || fresh === before) continue;
+    // The late call failed on the old session: the new one lives on at the member.
+    expect(lateAnswer.answer?.error?.message).toContain("Session not found");
+    expect(relay.seen.filter((r) => r.method === "DELETE").map(sessionOf)).not.toContain(fresh);
+    expect((await call("hl_test_simple_text")).answer?.result).toBeDefined();
+    expect(sessionOf(lastCall())).toBe(fresh);
+    checked = true;
+  }
+  expect(checked).toBe(true);
+});
+
 // Last: it restarts the probe's server.
 test("a stdio member whose server exits mid-call: the call gets its error, and later calls work", async () => {
   const exited = await call("probe_exit", { args: { code: 1, delayMs: 10 } });
