@@ -141,31 +141,35 @@ export async function pruneClientEntries(ctx: ClientEntriesContext): Promise<voi
   if (!stale) return;
   await withSync(ctx, "still list workloads that stopped", async (sync) => {
     const reports = await sync.pruneEntries(liveness(ctx));
-    const pruned = new Set<string>();
     for (const report of reports) {
-      if (report.action !== "removed") continue;
-      ctx.log.info(`removed ${report.workload} from ${report.client} (${report.file}): it no longer runs`);
-      pruned.add(report.workload);
+      if (report.action === "removed")
+        ctx.log.info(`removed ${report.workload} from ${report.client} (${report.file}): it no longer runs`);
     }
-    const groups = new Set(
-      ownedEntries(registrations).flatMap(([name, entry]) => (pruned.has(name) ? [entry.group] : [])),
-    );
-    if (groups.size > 0) await handOverGateways(ctx, sync, registrations, groups, "");
+    await handOverGateways(ctx, sync, gatewayGroups(registrations, reports), "");
   });
 }
 
 async function removeEntries(ctx: ClientEntriesContext, name: string, pid: number | undefined): Promise<void> {
   const registrations = await readRegistrations(ctx);
   if (registrations === undefined) return;
-  const mine = ownedEntries(registrations).filter(([owned, entry]) => owned === name && entry.pid === pid);
-  if (mine.length === 0) return;
+  if (!ownedEntries(registrations).some(([owned, entry]) => owned === name && entry.pid === pid)) return;
   await withSync(ctx, `still list ${name}`, async (sync) => {
     const reports = await sync.onWorkloadStopped(pid === undefined ? { name } : { name, pid });
     const removed = reports.filter((report) => report.action === "removed");
     if (removed.length > 0) ctx.log.info(`removed ${name} from ${removed.map(where).join(", ")}`);
-    if (removed.length > 0)
-      await handOverGateways(ctx, sync, registrations, new Set(mine.map(([, e]) => e.group)), name);
+    await handOverGateways(ctx, sync, gatewayGroups(registrations, removed), name);
   });
+}
+
+/** The groups whose gateway entry went from a client reaching them through a gateway (`registrations` as before). */
+function gatewayGroups(registrations: Registrations, reports: readonly SyncReport[]): Set<string> {
+  const groups = new Set<string>();
+  for (const report of reports) {
+    if (report.action !== "removed") continue;
+    const group = registrations.owned[report.client]?.[report.file]?.[report.workload]?.group;
+    if (group !== undefined && viaGateway(registrations, report.client, group)) groups.add(group);
+  }
+  return groups;
 }
 
 /**
@@ -176,18 +180,14 @@ async function removeEntries(ctx: ClientEntriesContext, name: string, pid: numbe
 async function handOverGateways(
   ctx: ClientEntriesContext,
   sync: ClientConfigSync,
-  registrations: Registrations,
   groups: ReadonlySet<string>,
   except: string,
 ): Promise<void> {
-  const followed = [...groups].filter((group) =>
-    Object.keys(registrations.clients).some((client) => viaGateway(registrations, client, group)),
-  );
-  if (followed.length === 0) return;
+  if (groups.size === 0) return;
   const running = (await runningWorkloads(new WorkloadStore(ctx.paths))).filter(
     (workload) => workload.gateway === true && workload.name !== except,
   );
-  for (const group of followed) {
+  for (const group of groups) {
     const [next] = running.filter((workload) => workload.group === group).sort((a, b) => a.name.localeCompare(b.name));
     if (next !== undefined) describe(ctx, await sync.onWorkloadStarted(next), group);
   }
