@@ -60,11 +60,17 @@ export function takeKeptKeys(
   };
 }
 
-/** Drops the kept keys `matches` picks (the client no longer follows their group, or the group is gone). */
-export function forgetKept(registrations: Registrations, matches: (client: string, kept: KeptKeys) => boolean): void {
+/**
+ * Drops the kept keys `matches` picks (the client no longer follows their group, the group is gone, the
+ * workload was removed: a header kept there may hold a token, which must not outlive its entry's workload).
+ */
+export function forgetKept(
+  registrations: Registrations,
+  matches: (client: string, kept: KeptKeys, name: string) => boolean,
+): void {
   for (const [id, files] of Object.entries(registrations.kept)) {
     for (const entries of Object.values(files)) {
-      for (const [name, kept] of Object.entries(entries)) if (matches(id, kept)) delete entries[name];
+      for (const [name, kept] of Object.entries(entries)) if (matches(id, kept, name)) delete entries[name];
     }
   }
 }

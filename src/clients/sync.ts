@@ -194,6 +194,13 @@ export class ClientConfigSync {
   }
 
   /** Every supported client: installed or not, the groups it follows, its file, mcpmgr's entries in it. */
+  /** A recorded workload was removed (`rm`): the keys kept for its entries go with it (entry-memory.ts). */
+  forgetWorkload(name: string): Promise<void> {
+    return this.#change(async (registrations) => {
+      forgetKept(registrations, (_client, _kept, entry) => entry === name);
+    });
+  }
+
   async status(): Promise<readonly ClientStatus[]> {
     const registrations = await this.#store.read();
     return allClients().map((client) => ({

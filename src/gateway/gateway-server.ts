@@ -152,7 +152,7 @@ export function createGatewayServer(
       if (err instanceof ProtocolError) throw err;
       if (ctx.mcpReq.signal.aborted) throw err;
       // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
-      if (err instanceof SdkHttpError && err.status === 404) pool().forget(workload);
+      if (err instanceof SdkHttpError && err.status === 404) pool().forget(workload, upstream);
       throw unavailable(workload, `workload '${workload}' failed to answer (${excerpt(errorMessage(err), 300)})`);
     } finally {
       release();

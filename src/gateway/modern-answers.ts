@@ -5,7 +5,8 @@
  * gateway's handler took the member's `serverInfo` out (modern-caller.ts) or turned a 2025-era
  * member's -32042 into an input round or -32021, and the gateway's SDK server encoded the result for
  * the caller: `resultType` put back ("complete" unless the result says otherwise) and the gateway's
- * own `serverInfo` stamped into `_meta`; an error went out with its code (-32002 as -32602, as that
+ * own `serverInfo` stamped into `_meta`, and an input request the caller's capabilities do not cover
+ * (or of a kind the revision does not define) refused; an error went out with its code (-32002 as -32602, as that
  * revision has no such code) and, for -32021 alone, HTTP 400. A member's log line reaches the caller
  * only from a 2026-07-28 member and only when the caller set a log level; everything else the member
  * sends on the call's stream goes to the upstream's SDK client, as on the SDK path.
@@ -32,7 +33,7 @@ export interface ModernCaller {
   readonly workload: string;
   /** The member was reached as a 2026-07-28 server (else: a 2025-era session). */
   readonly modernMember: boolean;
-  /** The capabilities the caller declared (for a 2025-era member's URL round). */
+  /** The capabilities the caller declared (for a 2025-era member's URL round, a 2026-07-28 member's input requests). */
   readonly capabilities: Json;
   /** The caller set a log level. */
   readonly logs: boolean;
@@ -46,6 +47,77 @@ function encoded(result: Json, serverInfo: ModernCaller["serverInfo"]): Json {
   if (!isObject(meta) || meta[SERVER_INFO_META_KEY] !== undefined) return typed;
   return { ...typed, _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo } };
 }
+
+/**
+ * What each kind of input request needs the caller to have declared (2026-07-28: a server MUST NOT send
+ * one its request's capabilities do not cover; modes and sampling's tools are sub-capabilities), or
+ * undefined for a kind the revision does not define.
+ */
+function requiredCapabilities(request: Json): Json | undefined {
+  const params = isObject(request.params) ? request.params : {};
+  switch (request.method) {
+    case "elicitation/create":
+      return { elicitation: params.mode === "url" ? { url: {} } : { form: {} } };
+    case "sampling/createMessage":
+      return { sampling: params.tools !== undefined || params.toolChoice !== undefined ? { tools: {} } : {} };
+    case "roots/list":
+      return { roots: {} };
+    default:
+      return undefined;
+  }
+}
+
+/** The part of `required` that `declared` lacks, undefined when it has all of it (a bare `elicitation` is form mode). */
+function missingCapabilities(required: Json, declared: Json): Json | undefined {
+  const missing: Json = {};
+  for (const [name, requirement] of Object.entries(required)) {
+    const have = declared[name];
+    if (!isObject(have)) {
+      missing[name] = requirement;
+      continue;
+    }
+    const members: Json = {};
+    for (const [member, value] of Object.entries(requirement as Json)) {
+      const impliedForm =
+        name === "elicitation" && member === "form" && have.form === undefined && have.url === undefined;
+      if (have[member] === undefined && !impliedForm) members[member] = value;
+    }
+    if (Object.keys(members).length > 0) missing[name] = members;
+  }
+  return Object.keys(missing).length > 0 ? missing : undefined;
+}
+
+/**
+ * A member's input requests the caller cannot be sent, answered as the gateway's SDK server answered
+ * them: one of a kind the revision does not define (or no request at all) is the member's fault
+ * (-32603), one the caller's capabilities do not cover is -32021 (HTTP 400). Our own members check
+ * this themselves; a remote member may not.
+ */
+function inputRequestRefusal(inputRequests: Json, capabilities: Json): CallerAnswer | undefined {
+  for (const [key, request] of Object.entries(inputRequests)) {
+    if (!isObject(request) || typeof request.method !== "string")
+      return internalError(
+        `Handler for tools/call returned an invalid input request '${key}': each inputRequests entry must be an embedded elicitation/create, sampling/createMessage, or roots/list request`,
+      );
+    const required = requiredCapabilities(request);
+    if (required === undefined)
+      return internalError(
+        `Handler for tools/call returned an input request '${key}' of kind '${request.method}', which is not an embedded request the 2026-07-28 revision defines`,
+      );
+    const missing = missingCapabilities(required, capabilities);
+    if (missing !== undefined)
+      return {
+        error: {
+          code: MISSING_CAPABILITY,
+          message: `Cannot request input '${key}' (${request.method}): the request's client capabilities do not declare the required capability`,
+          data: { requiredCapabilities: missing },
+        },
+      };
+  }
+  return undefined;
+}
+
+const internalError = (message: string): CallerAnswer => ({ error: { code: JsonRpcCode.internalError, message } });
 
 export function modernCallerEra(caller: ModernCaller): CallerEra {
   /** The member's answer could not be read: as the SDK path worded it (gateway-server.ts `unavailable`). */
@@ -80,6 +152,8 @@ export function modernCallerEra(caller: ModernCaller): CallerEra {
       return unreadable(
         "Invalid result for tools/call: input_required carries neither inputRequests nor requestState (every input_required result must include at least one of the two)",
       );
+    const refused = inputRequestRefusal(inputRequests, caller.capabilities);
+    if (refused !== undefined) return refused;
     const rounds: Json = { resultType: "input_required", inputRequests };
     if (requestState !== undefined) rounds.requestState = requestState;
     if (isObject(raw._meta)) rounds._meta = raw._meta;

@@ -137,7 +137,7 @@ export class RelayedCall {
       const refusal = refusable ? this.#answerIn(body) : undefined;
       if (refusal !== undefined) return this.#finish(refusal);
       // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
-      if (response.status === 404) this.#session.pool.forget(workload);
+      if (response.status === 404) this.#session.pool.forget(workload, this.#target.upstream);
       // Worded as the SDK client words an HTTP failure (gateway-server.ts passes its message on), the
       // member's body cut short: an error message is no place for a large one.
       return this.#failed(`workload '${workload}' failed to answer (Error POSTing to endpoint: ${excerpt(body, 200)})`);
@@ -212,7 +212,7 @@ export class RelayedCall {
       signal: this.#abort.signal,
       onData,
       answered: () => this.#done,
-      onSessionGone: () => this.#session.pool.forget(workload),
+      onSessionGone: () => this.#session.pool.forget(workload, this.#target.upstream),
     }).then(
       (why) => why !== undefined && this.#failed(`workload '${workload}' failed to answer (${why})`),
       (err: unknown) => this.#failed(`workload '${workload}' failed to answer (${errorMessage(err)})`),

@@ -41,6 +41,8 @@ export class UpstreamPool {
   readonly #timeoutMs: number;
   readonly #peer: PoolPeer | undefined;
   readonly #open = new Map<string, Promise<Upstream>>();
+  /** The connection each opening gave, once it has (to tell a current connection from an earlier one). */
+  readonly #opened = new WeakMap<Promise<Upstream>, Upstream>();
   readonly #inFlight = new Map<string, RequestId[]>();
   #logLevel: LoggingLevel | undefined;
   #closed = false;
@@ -59,15 +61,27 @@ export class UpstreamPool {
   get(workload: string): Promise<Upstream> {
     let opening = this.#open.get(workload);
     if (opening === undefined) {
-      opening = this.#connect(workload);
+      const connecting: Promise<Upstream> = this.#connect(workload, () => connecting);
+      opening = connecting;
       this.#open.set(workload, opening);
+      connecting.then((client) => this.#opened.set(connecting, client)).catch(() => {});
       // A failed open is retried by the next request rather than remembered.
-      opening.catch(() => this.#open.delete(workload));
+      opening.catch(() => this.#drop(workload, connecting));
     }
     return opening;
   }
 
-  async #connect(workload: string): Promise<Upstream> {
+  /**
+   * Takes `opening` out, if it is still the workload's current one: an earlier connection's end (its
+   * close after a `forget`, a late failure) must not take out the one opened since, which would then
+   * be held by no one, its session open at the member and its stream never closed.
+   */
+  #drop(workload: string, opening: Promise<Upstream>): void {
+    if (this.#open.get(workload) === opening) this.#open.delete(workload);
+  }
+
+  /** `opening`: the opening this connection is (its close takes it out only while it is the current one). */
+  async #connect(workload: string, opening: () => Promise<Upstream>): Promise<Upstream> {
     const member = this.#catalog.member(workload);
     if (member === undefined) throw new Error(this.#catalog.whyUnavailable(workload) ?? `no workload '${workload}'`);
     const peer = this.#peer;
@@ -91,7 +105,7 @@ export class UpstreamPool {
           )
             peer.notify(notification, this.#latest(workload));
         },
-        onClose: () => this.#open.delete(workload),
+        onClose: () => this.#drop(workload, opening()),
         answerLimit: this.#catalog.answerLimit(workload),
       },
       this.#timeoutMs,
@@ -155,11 +169,18 @@ export class UpstreamPool {
     );
   }
 
-  /** Ends the session with a workload that left the group (or forgot it: then the DELETE finds nothing). */
-  forget(workload: string): void {
+  /**
+   * Ends the session with a workload that left the group, or (`failed`: the connection a call found
+   * forgotten, 404) that forgot it. A failure on a connection that is no longer the current one (a call
+   * sent on the old session answered after another opened a new one) leaves the new one alone: ending
+   * it would DELETE a live session under the calls in flight on it.
+   */
+  forget(workload: string, failed?: Upstream): void {
     const opening = this.#open.get(workload);
-    this.#open.delete(workload);
-    void opening?.then((client) => endUpstream(client, MEMBER_SESSION_END_MS)).catch(() => {});
+    if (opening === undefined) return;
+    if (failed !== undefined && this.#opened.get(opening) !== failed) return;
+    this.#drop(workload, opening);
+    void opening.then((client) => endUpstream(client, MEMBER_SESSION_END_MS)).catch(() => {});
   }
 
   /**

@@ -12,6 +12,8 @@
  * - an entry whose workload no longer runs (its supervisor was killed with SIGKILL, a
  *   foreground run died) is pruned by `pruneClientEntries`: `list`, `client status` and
  *   `client register` call it, and so does every start.
+ * - a client reaching a group through a background gateway whose gateway stopped (or was pruned)
+ *   gets another gateway of the group that runs, if one does (one gateway per group and client).
  *
  * Nothing here throws: a client file that cannot be changed and mcpmgr's own registrations
  * that cannot be read are warnings, since a workload starts and stops regardless. The clients
@@ -21,7 +23,12 @@ import { homedir } from "node:os";
 import type { ClientConfigSync, SyncReport } from "../clients/sync.ts";
 import type { ClientContext, WorkloadEndpoint } from "../clients/types.ts";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
-import { ClientRegistrationStore, type OwnedEntry, type Registrations } from "../state/client-registrations.ts";
+import {
+  ClientRegistrationStore,
+  type OwnedEntry,
+  type Registrations,
+  viaGateway,
+} from "../state/client-registrations.ts";
 import { isProcessAlive } from "../state/lock.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
@@ -87,6 +94,20 @@ export async function clientsSeeStopped(name: string, ctx: ClientEntriesContext)
 }
 
 /**
+ * A recorded workload was removed (`rm`, `group rm --with-workloads`): what was kept of its entries
+ * while it was stopped (keys the user added, which may hold a token) goes too; a workload run again
+ * under its name is another server.
+ */
+export async function clientsForgetRemoved(name: string, ctx: ClientEntriesContext): Promise<void> {
+  const registrations = await readRegistrations(ctx);
+  const kept = Object.values(registrations?.kept ?? {}).some((files) =>
+    Object.values(files).some((entries) => name in entries),
+  );
+  if (!kept) return;
+  await withSync(ctx, `still keep what was added to ${name}'s entries`, (sync) => sync.forgetWorkload(name));
+}
+
+/**
  * `run --foreground`: written into the clients following its group while it runs, under this
  * process's id; returns what takes it out again. Its name is its own while it runs (no record
  * has it, and none can be made: state/foreground-runs.ts), so no other entry fights over it.
@@ -125,6 +146,7 @@ export async function pruneClientEntries(ctx: ClientEntriesContext): Promise<voi
       if (report.action === "removed")
         ctx.log.info(`removed ${report.workload} from ${report.client} (${report.file}): it no longer runs`);
     }
+    await handOverGateways(ctx, sync, gatewayGroups(registrations, reports), "");
   });
 }
 
@@ -136,7 +158,40 @@ async function removeEntries(ctx: ClientEntriesContext, name: string, pid: numbe
     const reports = await sync.onWorkloadStopped(pid === undefined ? { name } : { name, pid });
     const removed = reports.filter((report) => report.action === "removed");
     if (removed.length > 0) ctx.log.info(`removed ${name} from ${removed.map(where).join(", ")}`);
+    await handOverGateways(ctx, sync, gatewayGroups(registrations, removed), name);
   });
+}
+
+/** The groups whose gateway entry went from a client reaching them through a gateway (`registrations` as before). */
+function gatewayGroups(registrations: Registrations, reports: readonly SyncReport[]): Set<string> {
+  const groups = new Set<string>();
+  for (const report of reports) {
+    if (report.action !== "removed") continue;
+    const group = registrations.owned[report.client]?.[report.file]?.[report.workload]?.group;
+    if (group !== undefined && viaGateway(registrations, report.client, group)) groups.add(group);
+  }
+  return groups;
+}
+
+/**
+ * A client reaches a group through one of its background gateways (clients/gateway-rules.ts): when the
+ * one it has stops (or is pruned), another of the group that runs takes its place at once, rather than
+ * when it next starts. `except` is the one that stopped.
+ */
+async function handOverGateways(
+  ctx: ClientEntriesContext,
+  sync: ClientConfigSync,
+  groups: ReadonlySet<string>,
+  except: string,
+): Promise<void> {
+  if (groups.size === 0) return;
+  const running = (await runningWorkloads(new WorkloadStore(ctx.paths))).filter(
+    (workload) => workload.gateway === true && workload.name !== except,
+  );
+  for (const group of groups) {
+    const [next] = running.filter((workload) => workload.group === group).sort((a, b) => a.name.localeCompare(b.name));
+    if (next !== undefined) describe(ctx, await sync.onWorkloadStarted(next), group);
+  }
 }
 
 /** One line saying which clients have the workload now (skipped ones were warned about already). */

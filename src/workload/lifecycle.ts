@@ -4,7 +4,12 @@
  */
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
-import { type ClientEntriesContext, clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
+import {
+  type ClientEntriesContext,
+  clientsForgetRemoved,
+  clientsSeeStarted,
+  clientsSeeStopped,
+} from "./client-entries.ts";
 import type { WorkloadContext } from "./context.ts";
 import { currentStatus, type StartSupervisorOptions, startSupervisor, stopSupervisor } from "./supervisor-control.ts";
 
@@ -53,5 +58,6 @@ export async function removeRecorded(name: string, ctx: ClientEntriesContext): P
   });
   await stopSupervisor(store, name, ctx.log).catch(() => false);
   await clientsSeeStopped(name, ctx);
+  await clientsForgetRemoved(name, ctx);
   await store.remove(name);
 }

@@ -145,6 +145,23 @@ describe("registration files follow the workloads of the group", () => {
     writeFileSync(cursorFile(), JSON.stringify(back, null, 2));
   }, 60_000);
 
+  test("what was kept of a stopped workload's entry (a header with a token) goes when the workload is removed", () => {
+    run("gamma");
+    const file = readJson(cursorFile());
+    Object.assign(file.mcpServers?.gamma as object, { headers: { "X-Token": "kept-token-123" } });
+    writeFileSync(cursorFile(), JSON.stringify(file, null, 2));
+    const registrations = () => readFileSync(join(mcpmgrHome, "state", "client-registrations.json"), "utf8");
+    ok("stop", "gamma");
+    expect(cursor().gamma).toBeUndefined();
+    expect(registrations()).toContain("kept-token-123");
+    ok("rm", "gamma");
+    expect(registrations()).not.toContain("kept-token-123");
+    // A workload run again under the name is another server: a fresh entry.
+    expect(run("gamma")).toBeString();
+    expect(cursor().gamma).toEqual({ url: urls.gamma });
+    ok("rm", "gamma");
+  }, 60_000);
+
   test("the supervisor writes the entry again when it restarts a crashed server", async () => {
     // Taken out by hand first, so that only the supervisor's write after the restart can bring it back.
     const file = readJson(cursorFile());
@@ -352,6 +369,20 @@ describe("a background gateway", () => {
     expect(ok("start", "gateway-team").stdout.trim()).toBe(gatewayUrl);
     expect(cursor()).toEqual({ "gateway-team": { url: gatewayUrl } });
   }, 60_000);
+
+  test("a second gateway of the group is skipped while the client has one, and takes its place when that one stops", () => {
+    const second = ok("gateway", "team", "--detach", "--name", "gw-two");
+    const secondUrl = second.stdout.trim();
+    expect(second.stderr).toContain("it reaches group team through the gateway gateway-team already");
+    expect(cursor()).toEqual({ "gateway-team": { url: gatewayUrl } });
+    // The client follows whichever runs: the one that runs now, not only the next one to start.
+    ok("stop", "gateway-team");
+    expect(cursor()).toEqual({ "gw-two": { url: secondUrl } });
+    ok("start", "gateway-team");
+    expect(cursor()).toEqual({ "gw-two": { url: secondUrl } });
+    ok("rm", "gw-two");
+    expect(cursor()).toEqual({ "gateway-team": { url: gatewayUrl } });
+  }, 90_000);
 
   test("export, rm and run --from-config recreate it, entry included", () => {
     const file = join(home, "gateway-export.json");

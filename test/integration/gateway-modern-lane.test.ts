@@ -32,6 +32,9 @@ let gatewayUrl: string;
 let legacyHttp: RunningFixture;
 let urlServer: UrlElicitationServer;
 let remote: MemberServer;
+let unchecked: ReturnType<typeof Bun.serve>;
+/** How the unchecking member's answer is rewritten (text, replacement), if at all. */
+let uncheckedAnswer: [string, string] | undefined;
 const relays: Record<string, RecordingProxy> = {};
 
 beforeAll(async () => {
@@ -48,6 +51,33 @@ beforeAll(async () => {
     ul: urlServer.url,
     ms: remote.url,
   };
+  // A 2026-07-28 member that does not check the capabilities it is sent (as a remote one may not):
+  // the 2026-07-28 fixture behind a relay that declares every capability for the caller, and rewrites
+  // its answer as `uncheckedAnswer` says.
+  unchecked = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    async fetch(req) {
+      const body = req.method === "POST" ? ((await req.json()) as Record<string, any>) : undefined;
+      if (body?.method === "tools/call")
+        body.params._meta["io.modelcontextprotocol/clientCapabilities"] = { elicitation: {}, sampling: {}, roots: {} };
+      const headers = new Headers(req.headers);
+      headers.delete("content-length");
+      const response = await fetch(targets.cm as string, {
+        method: req.method,
+        headers,
+        ...(body ? { body: JSON.stringify(body) } : {}),
+        signal: req.signal,
+      });
+      const answer = await response.text();
+      const rewritten = uncheckedAnswer ? answer.replace(uncheckedAnswer[0], uncheckedAnswer[1]) : answer;
+      const answerHeaders = new Headers(response.headers);
+      answerHeaders.delete("content-length");
+      return new Response(rewritten, { status: response.status, headers: answerHeaders });
+    },
+  });
+  targets.cx = `http://127.0.0.1:${unchecked.port}/mcp`;
   for (const [name, target] of Object.entries(targets)) {
     relays[name] = startRecordingProxy(target);
     group.run((relays[name] as RecordingProxy).url, name, "lane26");
@@ -61,6 +91,7 @@ afterAll(async () => {
   await legacyHttp?.stop();
   await urlServer?.stop();
   await remote?.stop();
+  await unchecked?.stop(true);
 });
 
 type Message = { id?: unknown; method?: string; params?: any; result?: any; error?: any };
@@ -247,6 +278,27 @@ test("an input round of a 2026-07-28 member, and the caller's inputResponses and
   expectSame(refused);
   expect(refused.lane.status).toBe(400);
   expect(refused.lane.answer?.error.code).toBe(-32021);
+});
+
+test("a member's input requests the caller's capabilities do not cover, or of no kind the revision knows, are refused as by the SDK", async () => {
+  const elicit = '"user_name":{"method":"elicitation/create"';
+  for (const [rewrite, code, status] of [
+    [undefined, -32021, 400],
+    [[elicit, '"user_name":{"method":"tools/list"'], -32603, 200],
+    [[elicit, '"user_name":"who?","x":{"method":"elicitation/create"'], -32603, 200],
+  ] as const) {
+    uncheckedAnswer = rewrite as [string, string] | undefined;
+    // The caller declares sampling only: the member asks for a form elicitation all the same.
+    const outcome = await both("cx", "test_input_required_result_elicitation", { meta: envelope({ sampling: {} }) });
+    expectSame(outcome);
+    expect(outcome.lane.status).toBe(status);
+    expect(outcome.lane.answer?.error?.code).toBe(code);
+  }
+  uncheckedAnswer = undefined;
+  // Declared, it is passed on.
+  const asked = await both("cx", "test_input_required_result_elicitation", { meta: envelope({ elicitation: {} }) });
+  expectSame(asked);
+  expect(asked.lane.answer?.result?.resultType).toBe("input_required");
 });
 
 test("a 2025-era member's -32042 becomes an input round (or -32021) on the lane as on the SDK path", async () => {
@@ -457,6 +509,46 @@ test("a 2025-era member that restarts: the call after it fails as on the SDK pat
     // The next call opens a new session.
     expect(text(await call("hl_test_simple_text", { viaSdk }))).toBeString();
   }
+});
+
+test("a call that meets the forgotten session late does not end the member session opened since", async () => {
+  const relay = relays.hl as RecordingProxy;
+  const port = new URL(legacyHttp.url).port;
+  const sessionOf = (request: RecordedRequest | undefined) => request?.headers.get("mcp-session-id");
+  const lastCall = () => relay.calls("test_simple_text").at(-1);
+  let checked = false;
+  // The upstream connection may notice the restart by itself before the late call is sent: then it is
+  // sent on the new session, and the restart is tried again.
+  for (let attempt = 0; attempt < 5 && !checked; attempt++) {
+    expect((await call("hl_test_simple_text")).answer?.result).toBeDefined();
+    const before = sessionOf(lastCall());
+    await legacyHttp.stop();
+    legacyHttp = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE, args: ["--port", port] });
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    relay.hold = (request) => (request.body?.params?.arguments?.late === true ? released : undefined);
+    const late = call("hl_test_simple_text", { args: { late: true } });
+    expect(await until(() => lastCall()?.body?.params?.arguments?.late === true)).toBe(true);
+    const lateSession = sessionOf(lastCall());
+    relay.hold = undefined;
+    // Meanwhile the next calls find the forgotten session (or the connection noticed) and open a new one.
+    let now = await call("hl_test_simple_text");
+    if (now.answer?.error !== undefined) now = await call("hl_test_simple_text");
+    expect(now.answer?.result).toBeDefined();
+    const fresh = sessionOf(lastCall());
+    release();
+    const lateAnswer = await late;
+    if (lateSession !== before || fresh === before) continue;
+    // The late call failed on the old session: the new one lives on at the member.
+    expect(lateAnswer.answer?.error?.message).toContain("Session not found");
+    expect(relay.seen.filter((r) => r.method === "DELETE").map(sessionOf)).not.toContain(fresh);
+    expect((await call("hl_test_simple_text")).answer?.result).toBeDefined();
+    expect(sessionOf(lastCall())).toBe(fresh);
+    checked = true;
+  }
+  expect(checked).toBe(true);
 });
 
 // Last: it restarts the probe's server.

@@ -20,11 +20,14 @@ export interface RecordingProxy {
   readonly seen: RecordedRequest[];
   /** The recorded tools/call requests for `tool` (the member's own name). */
   calls(tool: string): RecordedRequest[];
+  /** Holds a request back until the promise it returns settles, when it returns one (a test sets it). */
+  hold: ((request: RecordedRequest) => Promise<void> | undefined) | undefined;
   stop(): void;
 }
 
 export function startRecordingProxy(target: string): RecordingProxy {
   const seen: RecordedRequest[] = [];
+  let proxy: RecordingProxy | undefined;
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -45,6 +48,7 @@ export function startRecordingProxy(target: string): RecordingProxy {
       req.signal.addEventListener("abort", () => {
         record.aborted = true;
       });
+      await proxy?.hold?.(record);
       const response = await fetch(target, {
         method: req.method,
         headers,
@@ -55,10 +59,12 @@ export function startRecordingProxy(target: string): RecordingProxy {
       return new Response(response.body, { status: response.status, headers: response.headers });
     },
   });
-  return {
+  proxy = {
     url: `http://127.0.0.1:${server.port}/mcp`,
     seen,
     calls: (tool) => seen.filter((r) => r.body?.method === "tools/call" && r.body.params?.name === tool),
+    hold: undefined,
     stop: () => server.stop(true),
   };
+  return proxy;
 }
