@@ -62,6 +62,11 @@ const isObject = (value: unknown): value is Json =>
  * does not export): a request naming any other goes to the SDK, which serves or refuses it.
  */
 const servedRevisions = new Set(["2026-07-28"]);
+/**
+ * OpenTelemetry trace context, which the revision reserves in `_meta` (W3C Trace Context and Baggage)
+ * and which tracing clients send on every request: the SDK path passes it on to the member as written.
+ */
+const TRACE_META_KEYS = ["traceparent", "tracestate", "baggage"] as const;
 const PARAM_KEYS = new Set(["name", "arguments", "_meta", "inputResponses", "requestState"]);
 const META_KEYS = new Set([
   PROTOCOL_VERSION_META_KEY,
@@ -69,6 +74,7 @@ const META_KEYS = new Set([
   CLIENT_CAPABILITIES_META_KEY,
   LOG_LEVEL_META_KEY,
   "progressToken",
+  ...TRACE_META_KEYS,
 ]);
 const LOG_LEVELS = new Set(["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]);
 const CLIENT_INFO_KEYS = new Set(["name", "version", "title", "websiteUrl", "description"]);
@@ -138,6 +144,7 @@ function plainEnvelope(meta: unknown, version: string): Json | undefined {
   if (level !== undefined && !LOG_LEVELS.has(level as string)) return undefined;
   const token = meta.progressToken;
   if (token !== undefined && typeof token !== "string" && !Number.isSafeInteger(token)) return undefined;
+  for (const key of TRACE_META_KEYS) if (meta[key] !== undefined && typeof meta[key] !== "string") return undefined;
   return meta;
 }
 
@@ -252,7 +259,11 @@ export async function modernPassThrough(
   const progressToken = envelope.progressToken as string | number | undefined;
   const routed: Json = { name: owned.name };
   if (params.arguments !== undefined) routed.arguments = params.arguments;
-  if (progressToken !== undefined) routed._meta = { progressToken: upstreamId };
+  // What the SDK path leaves in _meta once it lifted the envelope: trace context and the progress token.
+  const meta: Json = {};
+  for (const key of TRACE_META_KEYS) if (envelope[key] !== undefined) meta[key] = envelope[key];
+  if (progressToken !== undefined) meta.progressToken = upstreamId;
+  if (Object.keys(meta).length > 0) routed._meta = meta;
   const headers: [string, string][] = [
     ["content-type", "application/json"],
     ["accept", "application/json, text/event-stream"],

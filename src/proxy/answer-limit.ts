@@ -6,11 +6,11 @@
  * the whole machine's memory, not only its own tools. Bytes mcpmgr only streams on are not counted.
  *
  * The checks are a length compare on bytes already at hand (a body's Content-Length, a chunk's
- * length, the SSE parser's own buffer bound), so a normal answer costs nothing more.
+ * length) or a search for blank lines in an event stream's chunks, so a normal answer costs nothing more.
  */
-import { createParser } from "eventsource-parser";
 import { readCappedText } from "../bounded-body.ts";
 import { JsonRpcCode, type JsonRpcId } from "./jsonrpc.ts";
+import { SseEventSize } from "./sse-event-size.ts";
 import { requestIdsOf } from "./sse-answers.ts";
 
 /** The default of MCPMGR_MAX_MESSAGE_BYTES (workload/limits.ts reads the variable). */
@@ -139,32 +139,21 @@ function totalBound(
 const encoder = new TextEncoder();
 
 /**
- * Passes an event stream on unchanged while watching each event's size with eventsource-parser's own
- * buffer bound (characters, which for the JSON of MCP messages are bytes). An event past the bound
- * is cut: a blank line under an event type no MCP client listens to ends the fragment the client
- * already holds, an error answers each request of the POST, and the stream ends.
+ * Passes an event stream on unchanged while measuring each event on the raw bytes (sse-event-size.ts:
+ * the client library parses the stream, this only looks for blank lines). An event past the bound
+ * is cut: its chunk is held back, a blank line under an event type no MCP client listens to ends the
+ * fragment the client already holds, an error answers each request of the POST, and the stream ends.
  */
 function eventBound(
   maxBytes: number,
   requestIds: () => readonly JsonRpcId[],
   exceeded: (text: string) => void,
 ): TransformStream<Uint8Array, Uint8Array> {
-  let over = false;
-  let midLine = false;
-  const decoder = new TextDecoder();
-  const parser = createParser({
-    maxBufferSize: maxBytes,
-    onEvent: () => {},
-    onError: (error) => {
-      if (error.type === "max-buffer-size-exceeded") over = true;
-    },
-  });
+  const size = new SseEventSize(maxBytes);
   return new TransformStream({
     transform(chunk, controller) {
-      if (over) return;
-      parser.feed(decoder.decode(chunk, { stream: true }));
-      if (!over) {
-        if (chunk.byteLength > 0) midLine = chunk[chunk.byteLength - 1] !== 0x0a;
+      const midLine = size.midLine;
+      if (!size.exceeds(chunk)) {
         controller.enqueue(chunk);
         return;
       }

@@ -39,6 +39,11 @@ export interface EventStreamOptions {
   readonly onDropped?: (maxQueuedBytes: number) => void;
 }
 
+/** The log line for a dropped stream (the gateway's and the stdio bridge's). */
+export function droppedStreamText(bytes: number): string {
+  return `a client's event stream was dropped: it did not read ${Math.round(bytes / 1024 / 1024)} MiB of messages`;
+}
+
 export function createEventStream(options: EventStreamOptions = {}): EventStream {
   const interval = options.pingIntervalMs ?? defaultPingIntervalMs;
   const maxQueued = options.maxQueuedBytes ?? defaultMaxQueuedBytes;

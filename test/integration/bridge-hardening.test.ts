@@ -131,6 +131,45 @@ test("an answer larger than the message limit fails its request with a clear err
   }
 });
 
+test("a client that stops reading its call's stream is dropped with one warning in the bridge's log", async () => {
+  const warnings: string[] = [];
+  const onLog = (level: "debug" | "warn", text: string) => {
+    if (level === "warn") warnings.push(text);
+  };
+  const bridged = await startBridge({ cmd: [process.execPath, PROBE_SERVER], bridge: { onLog } });
+  try {
+    const s = await rawSession(bridged.url);
+    // 40 MiB of progress for the call: more than the 16 MiB a stream holds for its client, and the sockets.
+    const flood = toolCall(
+      3,
+      "progress",
+      { steps: 4_000, delayMs: 0, tag: "p".repeat(10_240) },
+      { progressToken: "f" },
+    );
+    const response = await post(bridged.url, flood, { ...s.headers, accept: "text/event-stream" });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    await waitFor(() => warnings.length > 0, "the dropped stream's warning", 30_000);
+    const rest = await (async () => {
+      try {
+        for (;;) if ((await reader.read()).done) return "ended";
+      } catch {
+        return "reset";
+      }
+    })();
+    expect(rest).toBe("reset");
+    expect(warnings).toEqual(["a client's event stream was dropped: it did not read 16 MiB of messages"]);
+    const other = await rawSession(bridged.url);
+    const echoed = await post(bridged.url, toolCall(4, "echo", { text: "after" }), {
+      ...other.headers,
+      accept: "application/json",
+    });
+    expect(rawToolJson((await messagesOf(echoed))[0]).text).toBe("after");
+  } finally {
+    await bridged.stop();
+  }
+});
+
 describe("pending answers are never cut without a word", () => {
   test("graceful stop: a call still running when the bound runs out ends with a JSON-RPC error event", async () => {
     const bridged = await startProbeBridge();

@@ -251,6 +251,23 @@ test("a 2026-07-28 member gets the caller's capabilities (only what it may ask f
   expect(legacy.laneSent.headers.has("mcp-session-id")).toBe(true);
 });
 
+test("OpenTelemetry trace context in _meta (traceparent, tracestate, baggage) takes the lane; the member gets it as through the SDK", async () => {
+  const trace = {
+    traceparent: "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+    tracestate: "vendor=opaque",
+    baggage: "user.id=ada",
+  };
+  // Both eras' members get the three keys in their request's _meta (the SDK path passes them on as written).
+  for (const member of ["cm", "cl", "hl"]) {
+    const outcome = await both(member, "test_simple_text", { meta: envelope({}, trace) });
+    expectSame(outcome);
+    expect(outcome.laneSent.body?.params._meta).toMatchObject(trace);
+    expect(outcome.lane.answer?.result?.content[0].text).toBe("This is a simple text response for testing.");
+  }
+  // With a progress token beside them.
+  expectSame(await both("hl", "test_simple_text", { meta: envelope({}, { ...trace, progressToken: "p-1" }) }));
+});
+
 test("an input round of a 2026-07-28 member, and the caller's inputResponses and requestState on the retry", async () => {
   const meta = envelope({ elicitation: { form: {} } });
   const first = await both("cm", "test_input_required_result_elicitation", { meta });

@@ -48,6 +48,13 @@ test("a plain call is taken, with its id, params and envelope", () => {
   const capabilities = { sampling: {}, elicitation: {}, roots: { listChanged: true }, tasks: { list: {} } };
   const taken2 = request({ meta: statelessMeta(capabilities) });
   expect(taken2?.envelope["io.modelcontextprotocol/clientCapabilities"]).toEqual(capabilities);
+  // OpenTelemetry trace context, which tracing clients put in every request's _meta.
+  const trace = {
+    traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    tracestate: "vendor=opaque",
+    baggage: "user.id=ada",
+  };
+  expect(request({ meta: trace })?.envelope).toMatchObject(trace);
 });
 
 test("headers the SDK checks or decodes leave the call to the SDK", () => {
@@ -76,7 +83,8 @@ test("an envelope the SDK would read differently, or refuse, leaves the call to 
     { "io.modelcontextprotocol/clientInfo": { name: "c" } },
     { "io.modelcontextprotocol/logLevel": "verbose" },
     { progressToken: 1.5 },
-    { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" },
+    { traceparent: { trace: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" } },
+    { baggage: 5 },
     { "com.example/extra": 1 },
   ])
     expect(request({ meta })).toBeUndefined();

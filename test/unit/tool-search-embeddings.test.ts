@@ -8,6 +8,7 @@ import {
   cosine,
   EmbeddingsClient,
   EmbeddingsError,
+  embeddingsAnswerLimit,
   embeddingText,
   HybridToolSearch,
 } from "../../src/gateway/tool-search/embeddings.ts";
@@ -116,8 +117,14 @@ describe("an endpoint's wrong answer is an EmbeddingsError, found before anythin
     );
   });
 
+  test("an answer larger than its batch can need (streamed, without a Content-Length) is refused", async () => {
+    expect(await refusal("oversized")).toBe(
+      `embeddings endpoint ${server.url}: its answer for 3 texts is larger than ${embeddingsAnswerLimit(3)} bytes`,
+    );
+  });
+
   test("search falls back to keywords on each of them, and reports it", async () => {
-    for (const answers of ["one-based", "huge-index", "same-index", "ragged", "overflow"] as const) {
+    for (const answers of ["one-based", "huge-index", "same-index", "ragged", "overflow", "oversized"] as const) {
       const errors: EmbeddingsError[] = [];
       const built = index();
       const hybrid = new HybridToolSearch(built, client(), { onError: (err) => errors.push(err) });

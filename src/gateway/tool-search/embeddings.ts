@@ -13,6 +13,7 @@
  * costs no request; query vectors are cached for the last few queries.
  */
 import { errorMessage } from "../../errors.ts";
+import { AnswerTooLarge, readBoundedText } from "../../proxy/answer-limit.ts";
 import { MAX_QUERY_CHARS } from "./query.ts";
 import type { SearchOptions, ToolSearchHit, ToolSearchIndex } from "./tool-index.ts";
 
@@ -33,6 +34,14 @@ export class EmbeddingsError extends Error {
 }
 
 const BATCH_SIZE = 64;
+/**
+ * The largest answer read for a batch: per text, room for a vector of 8,192 numbers printed at full
+ * precision (~25 bytes each; the largest common models have 3,072 or 4,096), plus the envelope. An
+ * endpoint's answer is held whole to parse, so without a bound one answer could take the gateway's memory.
+ */
+export function embeddingsAnswerLimit(texts: number): number {
+  return 64 * 1024 + texts * 256 * 1024;
+}
 
 /** Calls the endpoint: texts in, one vector per text, in order. */
 export class EmbeddingsClient {
@@ -73,7 +82,17 @@ export class EmbeddingsClient {
       await response.body?.cancel().catch(() => {});
       throw new EmbeddingsError(`embeddings endpoint ${url} answered HTTP ${response.status}`);
     }
-    const body = (await response.json().catch(() => undefined)) as { data?: unknown } | undefined;
+    const maxBytes = embeddingsAnswerLimit(texts.length);
+    let body: { data?: unknown } | undefined;
+    try {
+      body = JSON.parse(await readBoundedText(response, maxBytes)) as { data?: unknown } | undefined;
+    } catch (err) {
+      if (err instanceof AnswerTooLarge)
+        throw new EmbeddingsError(
+          `embeddings endpoint ${url}: its answer for ${texts.length} texts is larger than ${maxBytes} bytes`,
+        );
+      body = undefined; // not JSON: #vectorsOf words it
+    }
     return this.#vectorsOf(body?.data, texts.length);
   }
 

@@ -31,6 +31,7 @@ import type { ServerChannel } from "./server-channel.ts";
 import { ServerRequests } from "./server-requests.ts";
 import { oversizedHandler, serverMessageHandler } from "./server-inbound.ts";
 import { mostVerboseLevel, SubscriberCounts } from "./shared-interest.ts";
+import { droppedStreamText } from "../event-stream.ts";
 import { evictionGraceMs, sessionToEvict } from "../session-eviction.ts";
 import { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
@@ -276,6 +277,14 @@ export class StdioBridge {
   abandon(sink: Sink): void {
     for (const flight of this.#flights.values())
       if (flight.sink === sink) this.#flights.cancel(flight, "the client closed its stream");
+  }
+
+  /**
+   * A client's stream was dropped because it stopped reading (event-stream.ts): one warning, since
+   * the client only sees its connection reset and the session or request ends with it.
+   */
+  streamDropped(bytes: number): void {
+    this.#options.onLog?.("warn", droppedStreamText(bytes));
   }
 
   /** Ends every session and fails every request: the server is gone (or mcpmgr stops). */

@@ -46,7 +46,7 @@ export function legacySseFrontEnd(options: LegacySseOptions): Handler {
     const session = bridge.createSession(principalOf(req));
     session.protocolVersion = "2024-11-05";
     session.pinned = true;
-    const stream = createEventStream(live ? { live } : {});
+    const stream = createEventStream({ ...(live ? { live } : {}), onDropped: (bytes) => bridge.streamDropped(bytes) });
     session.standalone = streamSink(stream);
     // The stream is the session: when the client leaves, the session ends.
     stream.onClose(() => bridge.endSession(session));

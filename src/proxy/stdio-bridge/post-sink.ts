@@ -32,6 +32,8 @@ export interface PostSinkOptions {
   readonly forceStream?: boolean;
   /** The client closed the stream before every answer was out. */
   readonly onAbandon?: () => void;
+  /** The stream was dropped: its client left `bytes` unread (event-stream.ts). */
+  readonly onDropped?: (bytes: number) => void;
 }
 
 export class PostSink implements Sink {
@@ -97,6 +99,7 @@ export class PostSink implements Sink {
       ...(this.#options.live ? { live: this.#options.live } : {}),
       requestScoped: true,
       onShutdown: (reason) => this.failAwaited(reason),
+      ...(this.#options.onDropped ? { onDropped: this.#options.onDropped } : {}),
     });
     this.#stream = stream;
     stream.onClose(() => {

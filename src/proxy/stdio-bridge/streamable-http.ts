@@ -133,6 +133,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       requestIds: [message.id ?? null],
       statusOf: (answer) => (answer.error ? statusOfModernError(answer.error.code) : 200),
       onAbandon: () => bridge.abandon(sink),
+      onDropped: (bytes) => bridge.streamDropped(bytes),
     });
     // The client going away before its answer is its cancellation.
     req.signal?.addEventListener("abort", () => {
@@ -222,6 +223,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       ...(live ? { live } : {}),
       onStream: keepOpen,
       requestIds,
+      onDropped: (bytes) => bridge.streamDropped(bytes),
     });
     for (const message of messages) {
       const handled = bridge.handle(session, message, requestIds.length > 0 ? sink : NO_SINK);
@@ -252,7 +254,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     if (found instanceof Response) return found;
     if (found.standalone?.canStream)
       return jsonRpcError(409, JsonRpcCode.serverError, "Conflict: this session already has a GET stream");
-    const stream = createEventStream(live ? { live } : {});
+    const stream = createEventStream({ ...(live ? { live } : {}), onDropped: (bytes) => bridge.streamDropped(bytes) });
     found.standalone = streamSink(stream);
     found.onEnd(() => stream.close());
     keepOpen();
