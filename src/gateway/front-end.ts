@@ -196,7 +196,9 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
   const sweep = setInterval(
     () => {
       const cutoff = Date.now() - options.sessionIdleMs;
-      for (const [id, session] of sessions) if (session.lastSeen < cutoff) void endSession(id);
+      // A session with a call in flight is not idle: its client waits on it (a long tool run).
+      for (const [id, session] of sessions)
+        if (session.lastSeen < cutoff && !session.transport.busy) void endSession(id);
       for (const [caller, entry] of callerPools)
         if (entry.lastSeen < cutoff) {
           callerPools.delete(caller);

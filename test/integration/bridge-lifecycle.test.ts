@@ -113,6 +113,34 @@ describe("timeouts and expiry (requestTimeoutMs 300, sessionIdleMs 1000)", () =>
   });
 });
 
+describe("expiry with a request in flight (sessionIdleMs 1000)", () => {
+  let bridged: Bridged;
+
+  beforeAll(async () => {
+    bridged = await startProbeBridge({ bridge: { requestTimeoutMs: 10_000, sessionIdleMs: 1_000 } });
+  });
+
+  afterAll(async () => {
+    await bridged?.stop();
+  });
+
+  test("a session waiting on its request is not idle: it outlives the idle timeout and gets its answer", async () => {
+    const idle = await rawSession(bridged.url);
+    const waiting = await rawSession(bridged.url);
+    const answer = post(bridged.url, toolCall("long", "sleep", { ms: 2_500 }), {
+      ...waiting.headers,
+      accept: "application/json",
+    }).then(messagesOf);
+    // The idle session's end shows the sweep has passed both sessions' cutoff.
+    await waitFor(() => bridged.bridge.getSession(idle.sessionId) === undefined, "the idle session to expire", 4_000);
+    expect(bridged.bridge.getSession(waiting.sessionId)).toBeDefined();
+    const [message] = await answer;
+    expect(message?.id).toBe("long");
+    expect(message?.error).toBeUndefined();
+    expect(bridged.bridge.getSession(waiting.sessionId)).toBeDefined();
+  });
+});
+
 describe("server output and exit", () => {
   let bridged: Bridged;
 

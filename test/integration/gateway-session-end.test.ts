@@ -106,16 +106,28 @@ for (const path of ["relayed", "SDK"] as const) {
   });
 }
 
-test("a session that expires without requests ends its member sessions and cancels its calls", async () => {
+test("a session that expires without requests ends its member sessions; one with a call in flight is not idle", async () => {
   const quick = await group.gatewayWithEnv({ MCPMGR_SESSION_IDLE_TIMEOUT: "1s" }, "closing");
-  const session = await openRawSession(quick.url, "2025-06-18", "idle");
+  const idle = await openRawSession(quick.url, "2025-06-18", "idle");
+  const waiting = await openRawSession(quick.url, "2025-06-18", "waiting");
   const deletes = ends.deletes.length;
   const started = refuses.slowCalls;
   const cancelled = refuses.cancellations.length;
-  expect(await (await session.post(call('"e"', "ends_echo"))).text()).toContain("ends ran echo");
-  const pending = session.post(call('"slow"', "refuses_slow")).then((r) => r.text());
+  expect(await (await idle.post(call('"e"', "ends_echo"))).text()).toContain("ends ran echo");
+  const abort = new AbortController();
+  const pending = waiting
+    .post(call('"slow"', "refuses_slow"), { signal: abort.signal })
+    .then((r) => r.text())
+    .catch(() => "aborted");
   expect(await until(() => refuses.slowCalls === started + 1)).toBe(true);
+  // The idle session's end (its member session DELETEd) shows the sweep has passed both sessions' cutoff.
   expect(await until(() => ends.deletes.length === deletes + 1)).toBe(true);
-  expect(await until(() => refuses.cancellations.length === cancelled + 1)).toBe(true);
-  expect(await pending).not.toContain("refuses slept");
+  expect((await idle.post(call('"e2"', "ends_echo"))).status).toBe(404);
+  // The session waiting on its call was not taken for idle: the call runs on, the session answers.
+  expect(refuses.cancellations.length).toBe(cancelled);
+  const again = await waiting.post(call('"e3"', "ends_echo"));
+  expect(again.status).toBe(200);
+  expect(await again.text()).toContain("ends ran echo");
+  abort.abort();
+  expect(await pending).toBe("aborted");
 });

@@ -200,8 +200,7 @@ export class StdioBridge {
   roomForSession(): boolean {
     if (this.#sessions.size < (this.#options.maxSessions ?? defaultMaxSessions)) return true;
     const graceMs = evictionGraceMs(this.#options.sessionIdleMs ?? 30 * 60_000);
-    const working = new Set<ClientSession>();
-    for (const flight of this.#flights.values()) if (flight.session !== undefined) working.add(flight.session);
+    const working = this.#sessionsWaiting();
     const busy = (session: ClientSession) => session.pinned || session.openSinks.size > 0 || working.has(session);
     const id = sessionToEvict(this.#sessions, (s) => s.lastActivity, busy, performance.now(), graceMs);
     const session = id === undefined ? undefined : this.#sessions.get(id);
@@ -415,9 +414,18 @@ export class StdioBridge {
       flight.sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, text));
     }
     const idle = this.#options.sessionIdleMs ?? 30 * 60_000;
+    // A session with a request in flight is not idle: its client waits on it (a long tool run).
+    const working = this.#sessionsWaiting();
     for (const session of [...this.#sessions.values()]) {
-      if (now - session.lastActivity > idle) this.endSession(session);
+      if (now - session.lastActivity > idle && !working.has(session)) this.endSession(session);
     }
+  }
+
+  /** The sessions with a request of theirs at the server. */
+  #sessionsWaiting(): Set<ClientSession> {
+    const working = new Set<ClientSession>();
+    for (const flight of this.#flights.values()) if (flight.session !== undefined) working.add(flight.session);
+    return working;
   }
 }
 
