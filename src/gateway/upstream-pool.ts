@@ -13,6 +13,7 @@ import type {
   LoggingLevel,
 } from "@modelcontextprotocol/client";
 import type { AnswerLimit } from "../proxy/answer-limit.ts";
+import { droppedStreamText } from "../proxy/event-stream.ts";
 import type { GroupCatalog } from "./catalog.ts";
 import { connectUpstream, endUpstream, requestLogRelay, type Upstream } from "./upstream.ts";
 
@@ -128,9 +129,7 @@ export class UpstreamPool {
 
   /** A client's stream of this pool's session was dropped: it left `bytes` unread (one line in the log). */
   streamDropped(bytes: number): void {
-    this.#catalog.warn(
-      `a client's event stream was dropped: it did not read ${Math.round(bytes / 1024 / 1024)} MiB of messages`,
-    );
+    this.#catalog.warn(droppedStreamText(bytes));
   }
 
   /** Marks a gateway request as in flight on a workload's connection until `release` is called. */
