@@ -6,14 +6,27 @@
 import { Buffer } from "node:buffer";
 
 /**
+ * The length of the body as it will be read, when the server declared it: its Content-Length, unless
+ * the body has a Content-Encoding (gzip, br, …), whose Content-Length counts the compressed bytes that
+ * fetch expands as it reads (a few KiB of gzip can expand to gigabytes).
+ */
+export function declaredLength(response: Response): number | undefined {
+  const declared = response.headers.get("content-length");
+  if (declared === null || !/^\d+$/.test(declared)) return undefined;
+  const encoding = response.headers.get("content-encoding");
+  if (encoding !== null && encoding.trim().toLowerCase() !== "identity") return undefined;
+  return Number(declared);
+}
+
+/**
  * The body as text, refused with `tooLarge()` past `maxBytes`. A body that says its length (the
- * usual case) is read as it is, after one compare; a chunked one is counted as it arrives and
- * cancelled (its connection dropped) the moment it passes the cap.
+ * usual case) is read as it is, after one compare; a chunked or encoded one is counted as it
+ * arrives and cancelled (its connection dropped) the moment it passes the cap.
  */
 export async function readCappedText(response: Response, maxBytes: number, tooLarge: () => Error): Promise<string> {
-  const declared = response.headers.get("content-length");
-  if (declared !== null && /^\d+$/.test(declared)) {
-    if (Number(declared) > maxBytes) {
+  const declared = declaredLength(response);
+  if (declared !== undefined) {
+    if (declared > maxBytes) {
       void response.body?.cancel().catch(() => {});
       throw tooLarge();
     }

@@ -1,11 +1,24 @@
 /**
  * Whether a URL's host is this machine's loopback, the one place plain http:// may carry a
  * credential or decide what runs (OAuth endpoints, URLs a remote chooses, the embeddings key, a
- * custom registry and its redirects): `localhost`, `::1`, or
- * an address in 127.0.0.0/8 written out in full. A name that only begins with "127." (such as
- * 127.example.com) is a DNS name like any other.
+ * custom registry and its redirects): `localhost`, an address in 127.0.0.0/8 written out in full,
+ * or the IPv6 loopback however it is written (`::1`, `0:0:0:0:0:0:0:1`, an IPv4-mapped
+ * `::ffff:127.0.0.1`). A name that only begins with "127." (such as 127.example.com) is a DNS name
+ * like any other. Also for a listener's `--host`, which is not a URL's normalised hostname.
  */
 export function isLoopbackHostname(hostname: string): boolean {
   const bare = hostname.replace(/^\[(.*)\]$/, "$1").toLowerCase();
-  return bare === "localhost" || bare === "::1" || /^127(?:\.\d{1,3}){3}$/.test(bare);
+  if (bare === "localhost" || bare === "::1" || /^127(?:\.\d{1,3}){3}$/.test(bare)) return true;
+  return bare.includes(":") && isLoopbackIpv6(bare);
+}
+
+/** An IPv6 address in any of its spellings, normalised by the URL parser (`[::ffff:7f00:1]` for ::ffff:127.0.0.1). */
+function isLoopbackIpv6(address: string): boolean {
+  let normalised: string;
+  try {
+    normalised = new URL(`http://[${address}]/`).hostname;
+  } catch {
+    return false;
+  }
+  return normalised === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(normalised);
 }

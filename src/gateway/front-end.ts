@@ -72,6 +72,8 @@ interface Session {
   /** The caller that opened it (middleware/caller.ts `callerOf`), "" without authentication. */
   readonly owner: string;
   lastSeen: number;
+  /** Its GET streams open: a client listening for the session's notifications is using it. */
+  streams: number;
 }
 
 export interface FrontEndOptions extends GatewayServerOptions {
@@ -159,6 +161,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       pool,
       owner,
       lastSeen: Date.now(),
+      streams: 0,
       transport: new SessionTransport({
         sessionIdGenerator: () => crypto.randomUUID(),
         onsessioninitialized: (id) => {
@@ -185,12 +188,44 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     const id = sessionToEvict(
       sessions,
       (s) => s.lastSeen,
-      (s) => s.transport.busy,
+      // A request in flight, or a GET stream open (as at the stdio bridge): the session is in use.
+      (s) => s.transport.busy || s.streams > 0,
       Date.now(),
       graceMs,
     );
     if (id !== undefined) void endSession(id);
     return id !== undefined;
+  };
+
+  /** A session's GET stream, counted in `streams` until it ends (the client left, or the session ended). */
+  const heldOpen = (session: Session, response: Response): Response => {
+    session.streams++;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      session.streams--;
+      session.lastSeen = Date.now();
+    };
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (!done) return controller.enqueue(value);
+          end();
+          controller.close();
+        } catch (err) {
+          end();
+          controller.error(err);
+        }
+      },
+      cancel(reason) {
+        end();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 
   const sweep = setInterval(
@@ -264,6 +299,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       if (relayed !== undefined) return relayed;
       const response = await session.transport.handleRequest(request, withBody);
       if (claimed.length > 0 && response.status !== 200) session.transport.release(claimed);
+      if (req.method === "GET" && response.ok && response.body !== null) return heldOpen(session, response);
       return response;
     }
     if (req.method !== "POST") {

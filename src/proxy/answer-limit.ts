@@ -8,7 +8,7 @@
  * The checks are a length compare on bytes already at hand (a body's Content-Length, a chunk's
  * length) or a search for blank lines in an event stream's chunks, so a normal answer costs nothing more.
  */
-import { readCappedText } from "../bounded-body.ts";
+import { declaredLength, readCappedText } from "../bounded-body.ts";
 import { JsonRpcCode, type JsonRpcId } from "./jsonrpc.ts";
 import { SseEventSize } from "./sse-event-size.ts";
 import { requestIdsOf } from "./sse-answers.ts";
@@ -87,10 +87,10 @@ export function boundedFetch<U, I extends RequestInit>(
     if (body === null) return response;
     const type = response.headers.get("content-type") ?? "";
     const exceeded = (text: string) => onExceeded?.(text);
-    const declared = response.headers.get("content-length");
+    const declared = declaredLength(response);
     const sse = type.includes("text/event-stream");
     // A body that says its size within the bound (the usual JSON answer) is handed on as it is.
-    if (!sse && declared !== null && /^\d+$/.test(declared) && Number(declared) <= maxBytes) return response;
+    if (!sse && declared !== undefined && declared <= maxBytes) return response;
     const limited = sse
       ? body.pipeThrough(eventBound(maxBytes, () => requestIdsOf(bodyBytes(init?.body)), exceeded))
       : body.pipeThrough(totalBound(maxBytes, declared, exceeded));
@@ -111,13 +111,13 @@ function bodyBytes(body: RequestInit["body"] | undefined): Uint8Array | undefine
 
 function totalBound(
   maxBytes: number,
-  declared: string | null,
+  declared: number | undefined,
   exceeded: (text: string) => void,
 ): TransformStream<Uint8Array, Uint8Array> {
   let total = 0;
   return new TransformStream({
     start(controller) {
-      if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
+      if (declared !== undefined && declared > maxBytes) {
         const error = new AnswerTooLarge(maxBytes);
         exceeded(error.message);
         controller.error(error);

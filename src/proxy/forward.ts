@@ -138,6 +138,36 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     // A legacy SSE stream is a session too; refused up front, before its head goes out.
     if (method === "GET" && sessionId === null && sessions.full) return sessionLimitReached();
 
+    if (sessionId === null) return forwardRequest(req, ctx, { sessionId, url, caller, perRequest, takeHold: noHold });
+    // The session is in use until the answer has ended (a long tool call, a GET stream): the tracker's
+    // eviction and expiry spare it. A streamed answer ends the hold itself when it ends.
+    const hold = sessions.hold(sessionId);
+    let streamed = false;
+    const takeHold = () => {
+      streamed = true;
+      return hold;
+    };
+    try {
+      return await forwardRequest(req, ctx, { sessionId, url, caller, perRequest, takeHold });
+    } finally {
+      if (!streamed) hold();
+    }
+  };
+
+  /** `req` sent upstream and its answer relayed; a relayed stream takes the session's hold (`takeHold`). */
+  async function forwardRequest(
+    req: Request,
+    ctx: Parameters<Handler>[1],
+    route: {
+      sessionId: string | null;
+      url: string;
+      caller: string | undefined;
+      perRequest: boolean;
+      takeHold: () => (() => void) | undefined;
+    },
+  ): Promise<Response> {
+    const { sessionId, url, caller, perRequest } = route;
+    const method = req.method;
     const abort = new AbortController();
     const onClientAbort = () => abort.abort(req.signal.reason);
     req.signal.addEventListener("abort", onClientAbort, { once: true });
@@ -211,6 +241,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     // A compressed stream (the upstream ignored our identity-only request) cannot take comments.
     if (headers.has("content-encoding")) return upstream;
     let release: (() => void) | undefined;
+    const endHold = route.takeHold();
     const relayed = relaySse(stream, {
       live,
       ...(options.pingIntervalMs === undefined ? {} : { pingIntervalMs: options.pingIntervalMs }),
@@ -222,9 +253,12 @@ export function transparentForwarder(options: ForwardOptions): Handler {
               if (announced !== undefined && sessionId === null) release = legacy.announce(announced, caller ?? "");
               return publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders });
             }),
-            onEnd: () => release?.(),
           }
         : {}),
+      onEnd: () => {
+        release?.();
+        endHold?.();
+      },
       // A POST's stream owes an answer to each of its requests (their ids are read only if it ends early).
       ...(method === "POST"
         ? {
@@ -238,7 +272,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       announceOpen: true,
     });
     return new Response(relayed, { status, statusText: upstream.statusText, headers });
-  };
+  }
 
   /** Ends an upstream session this proxy refused to hand out (fire and forget). */
   function closeUpstreamSession(url: string, sessionId: string, req?: Request): void {
@@ -250,6 +284,8 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       .catch(() => {});
   }
 }
+
+const noHold = () => undefined;
 
 function parseUrl(text: string, base: string): URL | undefined {
   try {

@@ -9,7 +9,8 @@
  *   idle for the grace time gives way (session-eviction.ts; it is ended, and the forwarder ends it
  *   upstream), so a burst of abandoned sessions cannot lock others out until the idle timeout.
  * Bounded: a client cycling session ids cannot grow it without limit; a session without
- * requests for the idle time is forgotten (a legacy stream's, never while it is open).
+ * requests for the idle time is forgotten (a legacy stream's, never while it is open; nor one with
+ * a request or stream in progress: `hold`).
  */
 import { evictionGraceMs, sessionToEvict } from "./session-eviction.ts";
 
@@ -30,6 +31,8 @@ interface Binding {
   lastSeen: number;
   /** A legacy SSE session: it lives as long as its stream, not by requests. */
   readonly pinned: boolean;
+  /** Its requests in progress (a POST's answer still streaming, a GET stream): such a session is in use. */
+  open: number;
 }
 
 export class SessionTracker {
@@ -70,12 +73,33 @@ export class SessionTracker {
     const binding = this.#bindings.get(sessionId);
     if (binding === undefined) return undefined;
     const now = this.#now();
-    if (!binding.pinned && now - binding.lastSeen > this.#idleMs) {
+    if (this.#expired(binding, now)) {
       this.#bindings.delete(sessionId);
       return undefined;
     }
     binding.lastSeen = now;
     return binding.owner;
+  }
+
+  /**
+   * A request of the session is in progress until the returned function is called (its answer ended):
+   * meanwhile the session neither gives way to a new one nor expires, whatever its last request's age.
+   */
+  hold(sessionId: string): () => void {
+    const binding = this.#bindings.get(sessionId);
+    if (binding === undefined) return () => {};
+    binding.open++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      binding.open--;
+      binding.lastSeen = this.#now();
+    };
+  }
+
+  #expired(binding: Binding, now: number): boolean {
+    return !binding.pinned && binding.open === 0 && now - binding.lastSeen > this.#idleMs;
   }
 
   /**
@@ -90,7 +114,7 @@ export class SessionTracker {
       this.markEnded(evicted);
       this.#onEvicted?.(evicted);
     }
-    this.#bindings.set(sessionId, { owner, lastSeen: this.#now(), pinned: options.pinned === true });
+    this.#bindings.set(sessionId, { owner, lastSeen: this.#now(), pinned: options.pinned === true, open: 0 });
     return true;
   }
 
@@ -111,7 +135,7 @@ export class SessionTracker {
     return sessionToEvict(
       this.#bindings,
       (b) => b.lastSeen,
-      (b) => b.pinned,
+      (b) => b.pinned || b.open > 0,
       this.#now(),
       graceMs,
     );
@@ -124,7 +148,6 @@ export class SessionTracker {
   /** O(sessions): only when the limit is reached. */
   #sweep(): void {
     const now = this.#now();
-    for (const [id, binding] of this.#bindings)
-      if (!binding.pinned && now - binding.lastSeen > this.#idleMs) this.#bindings.delete(id);
+    for (const [id, binding] of this.#bindings) if (this.#expired(binding, now)) this.#bindings.delete(id);
   }
 }

@@ -124,12 +124,31 @@ const containerOnlyOptions: readonly Option[] = [
   "label",
 ];
 
-export function assertNoContainerOptions(parsed: ParsedRunArgv, why: string): void {
+/**
+ * Where the refusal of an option that does nothing where it is given goes when the options come from a
+ * workload's record: `--label` on a process, `--target-host`/`--target-port` on a stdio server and
+ * arguments after `--` for a remote URL were accepted (and ignored) by earlier versions, so a record may
+ * hold them; such a workload still starts, with a warning. Undefined (a command line): refused.
+ */
+export type InertOptionWarning = ((text: string) => void) | undefined;
+
+/** Of the container-only options, those earlier versions accepted (and ignored) for a process: a record may hold them. */
+const acceptedBefore: ReadonlySet<Option> = new Set(["label"]);
+
+/** Refuses `error`, or, for recorded options, warns that what it names is ignored. */
+export function refuseInert(error: McpmgrError, warn: InertOptionWarning): void {
+  if (warn === undefined) throw error;
+  warn(`${error.message}; ignored, as the version that recorded this workload did (hint: ${error.hint})`);
+}
+
+export function assertNoContainerOptions(parsed: ParsedRunArgv, why: string, inert?: InertOptionWarning): void {
   for (const option of containerOnlyOptions) {
     if (parsed.given.has(option)) {
-      throw new McpmgrError("CONFLICTING_OPTIONS", `--${option} applies to container workloads, but ${why}`, {
+      const error = new McpmgrError("CONFLICTING_OPTIONS", `--${option} applies to container workloads, but ${why}`, {
         hint: "leave it out, or run with a container engine (MCPMGR_RUNTIME=docker|podman)",
       });
+      if (acceptedBefore.has(option)) refuseInert(error, inert);
+      else throw error;
     }
   }
 }
@@ -138,6 +157,7 @@ export function remotePlacement(
   parsed: ParsedRunArgv,
   source: Extract<ConcreteSource, { kind: "remote" }>,
   incomingAuth: boolean,
+  inert?: InertOptionWarning,
 ): RemotePlacement {
   for (const option of localOnlyOptions) {
     if (parsed.given.has(option)) {
@@ -148,9 +168,12 @@ export function remotePlacement(
   }
   assertNoContainerOptions(parsed, "a remote URL runs nowhere locally");
   if (parsed.passthrough.length > 0) {
-    throw new McpmgrError("INVALID_OPTION", "arguments after -- go to servers mcpmgr starts, not to a remote URL", {
-      hint: "leave them out (a remote takes its settings in its URL or headers: --remote-forward-headers)",
-    });
+    refuseInert(
+      new McpmgrError("INVALID_OPTION", "arguments after -- go to servers mcpmgr starts, not to a remote URL", {
+        hint: "leave them out (a remote takes its settings in its URL or headers: --remote-forward-headers)",
+      }),
+      inert,
+    );
   }
   const outgoingAuth = outgoingAuthSpec(parsed.values, parsed.given);
   if (outgoingAuth.tokenExchange && !incomingAuth) {

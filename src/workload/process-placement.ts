@@ -11,28 +11,40 @@ import { allowsNetwork, restrictsOutbound } from "../runtime/permission-profile.
 import { findBwrap, unenforceableError } from "../runtime/sandbox.ts";
 import type { WorkloadContext } from "./context.ts";
 import { localServer, profileOf } from "./local-server.ts";
-import { assertNoContainerOptions, type ImageSource, type PackageSource, type ProcessPlacement } from "./placement.ts";
+import {
+  assertNoContainerOptions,
+  type ImageSource,
+  type InertOptionWarning,
+  type PackageSource,
+  type ProcessPlacement,
+  refuseInert,
+} from "./placement.ts";
 
 export function processPlacement(
   parsed: ParsedRunArgv,
   source: PackageSource | ImageSource,
   entry: RegistryEntry | undefined,
   ctx: WorkloadContext,
+  inert?: InertOptionWarning,
 ): ProcessPlacement {
   const { values } = parsed;
   if (source.kind !== "package") throw new McpmgrError("INTERNAL", "the process runtime cannot run an image");
   assertNoContainerOptions(
     parsed,
     "this server runs as a local process (no container engine, or MCPMGR_RUNTIME=process)",
+    inert,
   );
   const profile = profileOf(values, entry, ctx);
   const server = localServer(parsed, entry, profile);
   if (server.transport === "stdio") {
     for (const option of ["target-host", "target-port"] as const) {
       if (parsed.given.has(option)) {
-        throw new McpmgrError("CONFLICTING_OPTIONS", `--${option} applies to sse and streamable-http servers`, {
-          hint: "leave it out, or give --transport",
-        });
+        refuseInert(
+          new McpmgrError("CONFLICTING_OPTIONS", `--${option} applies to sse and streamable-http servers`, {
+            hint: "leave it out, or give --transport",
+          }),
+          inert,
+        );
       }
     }
   }

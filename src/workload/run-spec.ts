@@ -67,7 +67,8 @@ export interface RunSpec {
 export interface RunSpecOptions {
   /**
    * The options come from a workload's record (its supervisor starts it): a credential in them is
-   * stored already, so it is warned about instead of keeping a workload made before the check from starting.
+   * stored already, so it is warned about instead of keeping a workload made before the check from starting;
+   * so is an option that does nothing where it is given and that earlier versions accepted (placement.ts).
    */
   readonly recorded?: boolean;
 }
@@ -101,9 +102,11 @@ export function resolveRunSpec(
   const policies = resolvePolicies(parsed, entry, name, ctx);
   // Each runtime's rules are required where they apply: a remote workload's supervisor loads
   // neither the sandbox's nor the container's (required, not imported: this is synchronous).
+  // Options an earlier version accepted and ignored: a recorded workload holding them still starts.
+  const inert = options.recorded ? (text: string) => ctx.log.warn(`${name}: ${text}`) : undefined;
   const placement =
     source.kind === "remote"
-      ? remotePlacement(parsed, source, policies.incomingAuth !== undefined)
+      ? remotePlacement(parsed, source, policies.incomingAuth !== undefined, inert)
       : located.runtime.kind === "container"
         ? (require("./container-placement.ts") as typeof import("./container-placement.ts")).containerPlacement(
             parsed,
@@ -117,6 +120,7 @@ export function resolveRunSpec(
             source,
             entry,
             ctx,
+            inert,
           );
   const transport = placement.kind === "remote" ? undefined : placement.server.transport;
   const proxyMode = values["proxy-mode"];

@@ -106,6 +106,50 @@ async function expectIdleGivesWay(url: string): Promise<void> {
   await newer.text();
 }
 
+/**
+ * Review 11 F3: a session whose client holds its GET stream (or waits on a long call) is in use, though
+ * its last request is the oldest: the `proxy` saw a request only as it started and the gateway counted
+ * only calls in flight, so such a session gave way (and was ended upstream) while the idle one lived on.
+ */
+async function expectStreamingKept(url: string): Promise<void> {
+  const open = async () => {
+    const response = await post(url, initialize);
+    expect(response.status).toBe(200);
+    await response.text();
+    return response.headers.get("mcp-session-id") as string;
+  };
+  const streaming = await open();
+  const stream = new AbortController();
+  const get = await fetch(url, {
+    headers: { accept: "text/event-stream", "mcp-session-id": streaming, "mcp-protocol-version": "2025-06-18" },
+    signal: stream.signal,
+  });
+  expect(get.status).toBe(200);
+  const idle = await open(); // used after the GET began: the streaming session is the least recently used
+  try {
+    const started = Date.now();
+    let opened: Response | undefined;
+    while (Date.now() - started < 10_000) {
+      opened = await post(url, initialize);
+      if (opened.status === 200) break;
+      await opened.body?.cancel();
+      await Bun.sleep(200);
+    }
+    expect(opened?.status).toBe(200);
+    await opened?.text();
+    const ping = (session: string) => post(url, { jsonrpc: "2.0", id: 2, method: "ping" }, session);
+    const ended = await ping(idle);
+    expect(ended.status).toBe(404);
+    await ended.body?.cancel();
+    const kept = await ping(streaming);
+    expect(kept.status).toBe(200);
+    await kept.text();
+  } finally {
+    await get.body?.cancel().catch(() => {});
+    stream.abort();
+  }
+}
+
 /** Two legacy streams open, the third refused; once one closes, a new one opens. */
 async function expectLegacyLimit(url: string): Promise<void> {
   const open = async () => {
@@ -164,6 +208,12 @@ describe("the stdio bridge (mcpmgr run)", () => {
     runs.push(running);
     await expectIdleGivesWay(running.url);
   }, 60_000);
+
+  test("a session with its GET stream open does not give way, though its last request is the oldest", async () => {
+    const running = await runStdioFixture(CONFORMANCE_FIXTURE, { env: LIMIT_IDLE });
+    runs.push(running);
+    await expectStreamingKept(running.url);
+  }, 60_000);
 });
 
 describe("mcpmgr proxy", () => {
@@ -192,6 +242,10 @@ describe("mcpmgr proxy", () => {
 
   test("abandoned sessions give way to a new one after the grace time", async () => {
     await withProxy(fixture.url, LIMIT_IDLE, expectIdleGivesWay);
+  }, 60_000);
+
+  test("a session with a stream open does not give way, though its last request is the oldest", async () => {
+    await withProxy(fixture.url, LIMIT_IDLE, expectStreamingKept);
   }, 60_000);
 
   test("in front of a legacy SSE server", async () => {
@@ -228,5 +282,9 @@ describe("mcpmgr gateway", () => {
 
   test("abandoned 2025-era sessions give way to a new one after the grace time", async () => {
     await withGateway(LIMIT_IDLE, expectIdleGivesWay);
+  }, 60_000);
+
+  test("a 2025-era session with its GET stream open does not give way, though its last request is the oldest", async () => {
+    await withGateway(LIMIT_IDLE, expectStreamingKept);
   }, 60_000);
 });

@@ -70,3 +70,34 @@ test("a bounded fetch hands a JSON answer that declares a size within the bound 
   const large = boundedFetch(async () => Response.json({ text: "B".repeat(200) }), { maxBytes: 100 });
   await expect((await large("http://member.invalid/mcp", {})).json()).rejects.toBeInstanceOf(AnswerTooLarge);
 });
+
+// Review 11 F2: a compressed body's Content-Length counts the compressed bytes, which fetch expands as it
+// reads: 200 KiB of gzip declared "within the bound" held 200 MiB (and far more from a hostile server).
+test("a gzip body whose Content-Length is within the bound is still refused once it expands past it", async () => {
+  const expanded = "{" + " ".repeat(4 * 1024 * 1024) + "}"; // 4 MiB of JSON, a few KiB of gzip
+  const gzipped = Bun.gzipSync(encoder.encode(expanded));
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () =>
+      new Response(gzipped, {
+        headers: {
+          "content-type": "application/json",
+          "content-encoding": "gzip",
+          "content-length": String(gzipped.byteLength),
+        },
+      }),
+  });
+  try {
+    const url = `http://127.0.0.1:${server.port}/mcp`;
+    const maxBytes = 1024 * 1024;
+    expect(gzipped.byteLength).toBeLessThan(maxBytes);
+    await expect(readBoundedText(await fetch(url), maxBytes)).rejects.toBeInstanceOf(AnswerTooLarge);
+    const bounded = boundedFetch((target: string, init?: RequestInit) => fetch(target, init), { maxBytes });
+    await expect((await bounded(url, {})).text()).rejects.toBeInstanceOf(AnswerTooLarge);
+    // Within the bound once expanded, it is read as before.
+    expect(await readBoundedText(await fetch(url), 8 * 1024 * 1024)).toHaveLength(expanded.length);
+  } finally {
+    await server.stop(true);
+  }
+});

@@ -198,6 +198,31 @@ describe("a remote URL runs nowhere locally", () => {
     );
   });
 
+  // Review 11 F1: earlier versions accepted (and ignored) these, so a workload's record may hold them.
+  test("a recorded workload holding an option an earlier version ignored still starts, with a warning", () => {
+    const cases: [string[], string][] = [
+      [[PROBE, "--label", "team=a"], "--label applies to container workloads"],
+      [[PROBE, "--target-port", "9999", "--target-host", "0.0.0.0"], "--target-port applies to sse"],
+      [[REMOTE, "--", "--flag"], "arguments after -- go to servers mcpmgr starts"],
+    ];
+    for (const [argv, text] of cases) {
+      const context = testContext();
+      const [source = "", ...rest] = argv;
+      const spec = specFor([source, "--name", "old", ...rest], { context, recorded: true });
+      expect(spec.name).toBe("old");
+      expect(context.logged.join("\n")).toContain(`warn: old: ${text}`);
+      expect(context.logged.join("\n")).toContain("ignored");
+    }
+    // What earlier versions refused too stays refused from a record.
+    let thrown: unknown;
+    try {
+      specFor([PROBE, "--network", "host"], { recorded: true });
+    } catch (err) {
+      thrown = err;
+    }
+    expect((thrown as { code?: string }).code).toBe("CONFLICTING_OPTIONS");
+  });
+
   test("container options are refused", () => {
     refusal([REMOTE, "--isolate-network"], "CONFLICTING_OPTIONS", "a remote URL runs nowhere locally");
   });

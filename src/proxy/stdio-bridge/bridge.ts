@@ -201,7 +201,9 @@ export class StdioBridge {
     if (this.#sessions.size < (this.#options.maxSessions ?? defaultMaxSessions)) return true;
     const graceMs = evictionGraceMs(this.#options.sessionIdleMs ?? 30 * 60_000);
     const working = this.#sessionsWaiting();
-    const busy = (session: ClientSession) => session.pinned || session.openSinks.size > 0 || working.has(session);
+    // In use: a legacy SSE session, a POST's stream open, a request at the server, or its GET stream open.
+    const busy = (session: ClientSession) =>
+      session.pinned || session.openSinks.size > 0 || working.has(session) || session.standalone?.canStream === true;
     const id = sessionToEvict(this.#sessions, (s) => s.lastActivity, busy, performance.now(), graceMs);
     const session = id === undefined ? undefined : this.#sessions.get(id);
     if (session === undefined) return false;
