@@ -22,6 +22,7 @@ import {
 } from "../fixtures/bridge-probe-client.ts";
 import { PROBE_SERVER } from "../fixtures/bridge-probe-client.ts";
 import { startBridge } from "../support/bridge-server.ts";
+import { howStreamEnds } from "../support/stream-end.ts";
 
 setDefaultTimeout(30_000);
 
@@ -150,13 +151,7 @@ test("a client that stops reading its call's stream is dropped with one warning 
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
     await reader.read();
     await waitFor(() => warnings.length > 0, "the dropped stream's warning", 30_000);
-    const rest = await (async () => {
-      try {
-        for (;;) if ((await reader.read()).done) return "ended";
-      } catch {
-        return "reset";
-      }
-    })();
+    const rest = await howStreamEnds(reader);
     expect(rest).toBe("reset");
     expect(warnings).toEqual(["a client's event stream was dropped: it did not read 16 MiB of messages"]);
     const other = await rawSession(bridged.url);

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
 import { type HostileMember, startHostileMember } from "../support/hostile-member.ts";
 import { answerMessages, openRawSession, type RawSession } from "../support/raw-session.ts";
+import { howStreamEnds } from "../support/stream-end.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -132,13 +133,7 @@ test("a client that stops reading its call's stream is dropped with one line in 
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
   await reader.read();
   expect(await until(() => gateway.output().includes("a client's event stream was dropped"), 30_000)).toBe(true);
-  const rest = await (async () => {
-    try {
-      for (;;) if ((await reader.read()).done) return "ended";
-    } catch {
-      return "reset";
-    }
-  })();
+  const rest = await howStreamEnds(reader);
   expect(rest).toBe("reset");
   expect(
     gateway.output().match(/a client's event stream was dropped: it did not read 16 MiB of messages/g),

@@ -78,14 +78,8 @@ async function expectStreamableLimit(url: string): Promise<void> {
   await again.text();
 }
 
-/**
- * Two sessions opened and abandoned fill the table: a new one is refused while they are fresh, and
- * opens once they have been idle for the grace time (long before they expire), ending the older.
- */
-async function expectIdleGivesWay(url: string): Promise<void> {
-  const sessions = await openSessions(url, 100); // the first is the least recently used
-  const started = Date.now();
-  await expectRefused(await post(url, initialize));
+/** A new session, initialized once the full table has made room (polled for 10 s from `started`). */
+async function openOnceRoomIsMade(url: string, started: number): Promise<void> {
   let opened: Response | undefined;
   while (Date.now() - started < 10_000) {
     opened = await post(url, initialize);
@@ -95,9 +89,25 @@ async function expectIdleGivesWay(url: string): Promise<void> {
   }
   expect(opened?.status).toBe(200);
   await opened?.text();
+}
+
+/** A ping in `session`: 200 while it lives, 404 once it has given way. */
+function pingIn(url: string, session: string): Promise<Response> {
+  return post(url, { jsonrpc: "2.0", id: 2, method: "ping" }, session);
+}
+
+/**
+ * Two sessions opened and abandoned fill the table: a new one is refused while they are fresh, and
+ * opens once they have been idle for the grace time (long before they expire), ending the older.
+ */
+async function expectIdleGivesWay(url: string): Promise<void> {
+  const sessions = await openSessions(url, 100); // the first is the least recently used
+  const started = Date.now();
+  await expectRefused(await post(url, initialize));
+  await openOnceRoomIsMade(url, started);
   // Well before MCPMGR_SESSION_IDLE_TIMEOUT (20 s): the older session gave way, the newer one lives on.
   expect(Date.now() - started).toBeLessThan(15_000);
-  const ping = (session: string) => post(url, { jsonrpc: "2.0", id: 2, method: "ping" }, session);
+  const ping = (session: string) => pingIn(url, session);
   const older = await ping(sessions[0] as string);
   expect(older.status).toBe(404);
   await older.body?.cancel();
@@ -128,16 +138,8 @@ async function expectStreamingKept(url: string): Promise<void> {
   const idle = await open(); // used after the GET began: the streaming session is the least recently used
   try {
     const started = Date.now();
-    let opened: Response | undefined;
-    while (Date.now() - started < 10_000) {
-      opened = await post(url, initialize);
-      if (opened.status === 200) break;
-      await opened.body?.cancel();
-      await Bun.sleep(200);
-    }
-    expect(opened?.status).toBe(200);
-    await opened?.text();
-    const ping = (session: string) => post(url, { jsonrpc: "2.0", id: 2, method: "ping" }, session);
+    await openOnceRoomIsMade(url, started);
+    const ping = (session: string) => pingIn(url, session);
     const ended = await ping(idle);
     expect(ended.status).toBe(404);
     await ended.body?.cancel();
