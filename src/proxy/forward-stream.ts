@@ -1,0 +1,88 @@
+/**
+ * An upstream's event-stream answer, relayed to its client by the transparent forwarder
+ * (forward.ts) through sse-relay.ts: keep-alives while it is quiet; on a GET, the legacy
+ * `endpoint` event rewritten to the URL clients use, its message URL bound to the stream's
+ * caller (forward-sessions.ts); on a POST, the answers it owes, ended as errors if it must
+ * close early (sse-answers.ts). The session's hold ends when the stream ends.
+ */
+import { defaultMaxMessageBytes } from "./answer-limit.ts";
+import type { UpstreamBody } from "./forward-request.ts";
+import type { ForwardedSessions, ForwardRoute } from "./forward-sessions.ts";
+import type { LiveStreams } from "./live-streams.ts";
+import { publicEndpoint } from "./public-url.ts";
+import { PendingAnswers, requestIdsOf } from "./sse-answers.ts";
+import { endpointEventRewriter } from "./sse-endpoint.ts";
+import { relaySse } from "./sse-relay.ts";
+
+export interface StreamRelayOptions {
+  readonly target: URL;
+  readonly endpointPrefix: string | undefined;
+  readonly trustProxyHeaders: boolean;
+  readonly live: LiveStreams;
+  readonly sessions: ForwardedSessions;
+  readonly pingIntervalMs?: number | undefined;
+  /** The largest event of a POST's stream watched for its answers (MCPMGR_MAX_MESSAGE_BYTES). */
+  readonly maxMessageBytes?: number | undefined;
+  /** Where a warning goes (an event over that size). */
+  readonly onWarning?: ((text: string) => void) | undefined;
+}
+
+/**
+ * The forwarder's relay, made once per forwarder: given the upstream's answer, its body `stream`,
+ * the request and what it sent (`body`, for the ids of the requests a POST owes answers to), and
+ * the controller that aborts the upstream request, it returns the answer for the client.
+ */
+export type EventStreamRelay = (
+  upstream: Response,
+  stream: ReadableStream<Uint8Array>,
+  req: Request,
+  route: ForwardRoute,
+  body: UpstreamBody,
+  abort: AbortController,
+) => Response;
+
+export function eventStreamRelay(options: StreamRelayOptions): EventStreamRelay {
+  const { target, endpointPrefix, trustProxyHeaders, live, sessions } = options;
+  const oversizedEvent = (max: number) =>
+    options.onWarning?.(
+      `the MCP server sent an event larger than ${max} bytes (MCPMGR_MAX_MESSAGE_BYTES); relayed without watching it for answers`,
+    );
+  return (upstream, stream, req, route, body, abort) => {
+    const method = req.method;
+    let release: (() => void) | undefined;
+    const endHold = route.takeHold();
+    const relayed = relaySse(stream, {
+      live,
+      ...(options.pingIntervalMs === undefined ? {} : { pingIntervalMs: options.pingIntervalMs }),
+      ...(method === "GET"
+        ? {
+            head: endpointEventRewriter((endpoint) => {
+              const announced = sessions.announced(endpoint, route);
+              if (announced !== undefined) release = announced;
+              return publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders });
+            }),
+          }
+        : {}),
+      onEnd: () => {
+        release?.();
+        endHold?.();
+      },
+      // A POST's stream owes an answer to each of its requests (their ids are read only if it ends early).
+      ...(method === "POST"
+        ? {
+            answers: new PendingAnswers(() => requestIdsOf(body instanceof ReadableStream ? undefined : body), {
+              maxEventBytes: options.maxMessageBytes ?? defaultMaxMessageBytes,
+              onOversized: oversizedEvent,
+            }),
+          }
+        : {}),
+      onCancel: () => abort.abort(),
+      announceOpen: true,
+    });
+    return new Response(relayed, {
+      status: upstream.status,
+      statusText: upstream.statusText,
+      headers: upstream.headers,
+    });
+  };
+}
