@@ -8,20 +8,22 @@
  *
  * Two kinds of client meet here: sessions (2025-11-25 and older: initialize, then requests
  * on the session) and 2026-07-28 requests, each standing alone with its context in `_meta`
- * (a "stateless" ClientSession that lives as long as its POST). The server is of one of two
+ * (a "stateless" ClientSession that lives as long as its POST; the sessions are kept in
+ * session-table.ts, bounded and expired there). The server is of one of two
  * eras too (handshake.ts): a modern server gets modern requests as they are and sessions
  * translated (modern-server-sessions.ts); an older one is kept behind one initialised
  * session and the bridge speaks 2026-07-28 for it (older-server.ts, listen.ts).
  * What the server sends is dispatched by server-inbound.ts; its own requests and
- * notifications are routed by what they refer to (server-routing.ts, server-requests.ts). Nothing here depends on stdio: the server is any ServerChannel.
+ * notifications are routed by what they refer to (server-routing.ts, server-requests.ts). What the
+ * sessions want from the server together (subscriptions, a log level): shared-interest.ts.
+ * Nothing here depends on stdio: the server is any ServerChannel.
  */
-import { randomUUID } from "node:crypto";
 import { JsonRpcCode, type JsonRpcId } from "../jsonrpc.ts";
 import { FlightTable } from "./flight-table.ts";
 import { handshake, type ServerInit } from "./handshake.ts";
 import { ListenHub } from "./listen.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
-import { errorResponse, kindOf, logLevelRank, type LogLevel } from "./messages.ts";
+import { errorResponse, kindOf } from "./messages.ts";
 import { type EdgeRefusal, modernProtocolVersions } from "./modern.ts";
 import { ModernServerSessions } from "./modern-server-sessions.ts";
 import { OlderServerTranslation } from "./older-server.ts";
@@ -30,10 +32,10 @@ import { answerLocally, initializeSession } from "./session-requests.ts";
 import type { ServerChannel } from "./server-channel.ts";
 import { ServerRequests } from "./server-requests.ts";
 import { oversizedHandler, serverMessageHandler } from "./server-inbound.ts";
-import { mostVerboseLevel, SubscriberCounts } from "./shared-interest.ts";
+import { ServerInterest } from "./shared-interest.ts";
 import { droppedStreamText } from "../event-stream.ts";
-import { evictionGraceMs, sessionToEvict } from "../session-eviction.ts";
-import { ClientSession } from "./session.ts";
+import type { ClientSession } from "./session.ts";
+import { SessionTable } from "./session-table.ts";
 import type { Sink } from "./sink.ts";
 
 export type { Flight } from "./flight.ts";
@@ -63,10 +65,11 @@ export interface BridgeOptions {
 }
 
 export class StdioBridge {
-  readonly #sessions = new Map<string, ClientSession>();
+  readonly #sessions: SessionTable;
   readonly #flights: FlightTable;
   readonly #serverRequests: ServerRequests;
-  readonly #subscribers = new SubscriberCounts();
+  /** Subscriptions and the log level the server was asked for, on behalf of every client. */
+  readonly #interest: ServerInterest;
   readonly #listens: ListenHub;
   /** 2026-07-28 clients of an older server. */
   readonly #olderServer: OlderServerTranslation;
@@ -78,7 +81,6 @@ export class StdioBridge {
   #channel: ServerChannel | undefined;
   #init: Promise<ServerInit> | undefined;
   #server: ServerInit | undefined;
-  #serverLogLevel: LogLevel | undefined;
   #lastActive: ClientSession | undefined;
   #closedReason: string | undefined;
   #sweeper: ReturnType<typeof setInterval> | undefined;
@@ -98,17 +100,22 @@ export class StdioBridge {
       },
       requestTimeoutMs,
     });
+    this.#interest = new ServerInterest((method, params) =>
+      this.#send({ jsonrpc: "2.0", id: this.#flights.ignoredId(), method, params }),
+    );
+    this.#sessions = new SessionTable({
+      maxSessions: options.maxSessions,
+      sessionIdleMs: options.sessionIdleMs,
+      flights: this.#flights,
+      end: (session) => this.endSession(session),
+    });
     this.#olderServer = new OlderServerTranslation({
       send: (message) => this.#send(message),
       refuseServer: (id, code, text) => this.#serverRequests.refuse(id, code, text),
       flight: (upstreamId) => this.#flights.get(upstreamId),
       detach: (flight, sink) => this.#flights.detach(flight, sink),
       forward: (session, message, sink) => this.#flights.forward(session, message, sink, true),
-      raiseLogLevel: (level) => {
-        if (this.#serverLogLevel !== undefined && logLevelRank(level) >= logLevelRank(this.#serverLogLevel)) return;
-        this.#serverLogLevel = level;
-        this.#send({ jsonrpc: "2.0", id: this.#flights.ignoredId(), method: "logging/setLevel", params: { level } });
-      },
+      raiseLogLevel: (level) => this.#interest.raiseLogLevel(level),
       server: () => this.#server,
       requestTimeoutMs,
       inputTimeoutMs: options.inputTimeoutMs ?? 5 * 60_000,
@@ -134,11 +141,8 @@ export class StdioBridge {
       onLog: options.onLog,
     });
     this.#listens = new ListenHub({
-      subscribe: (uri) => {
-        if (this.#subscribers.add(uri))
-          this.#send({ jsonrpc: "2.0", id: this.#flights.ignoredId(), method: "resources/subscribe", params: { uri } });
-      },
-      unsubscribe: (uri) => this.#unsubscribe(uri),
+      subscribe: (uri) => this.#interest.subscribe(uri),
+      unsubscribe: (uri) => this.#interest.unsubscribe(uri),
     });
     const inbound = {
       flights: this.#flights,
@@ -195,44 +199,15 @@ export class StdioBridge {
 
   /**
    * Whether a new session may open: below the limit, or after ending the least recently used idle
-   * session (proxy/session-eviction.ts); false when every session is in use (the front end answers 503).
+   * session (session-table.ts); false when every session is in use (the front end answers 503).
    */
   roomForSession(): boolean {
-    if (this.#sessions.size < (this.#options.maxSessions ?? defaultMaxSessions)) return true;
-    const graceMs = evictionGraceMs(this.#options.sessionIdleMs ?? 30 * 60_000);
-    const working = this.#sessionsWaiting();
-    // In use: a legacy SSE session, a POST's stream open, a request at the server, or its GET stream open.
-    const busy = (session: ClientSession) =>
-      session.pinned || session.openSinks.size > 0 || working.has(session) || session.standalone?.canStream === true;
-    const id = sessionToEvict(this.#sessions, (s) => s.lastActivity, busy, performance.now(), graceMs);
-    const session = id === undefined ? undefined : this.#sessions.get(id);
-    if (session === undefined) return false;
-    this.endSession(session);
-    return true;
+    return this.#sessions.makeRoom();
   }
 
   /** A session bound to `principal` (the caller that opened it, "" without authentication). */
   createSession(principal = ""): ClientSession {
-    const session = new ClientSession(randomUUID());
-    session.principal = principal;
-    this.#sessions.set(session.id, session);
-    return session;
-  }
-
-  /** The context of one 2026-07-28 request; never listed among the sessions. */
-  createStateless(
-    protocolVersion: string,
-    capabilities: ClientSession["capabilities"],
-    logLevel: LogLevel | undefined,
-    principal: string,
-  ): ClientSession {
-    const session = new ClientSession(randomUUID(), true);
-    session.initialized = true;
-    session.protocolVersion = protocolVersion;
-    session.capabilities = capabilities;
-    session.logLevel = logLevel;
-    session.principal = principal;
-    return session;
+    return this.#sessions.open(principal);
   }
 
   /**
@@ -240,8 +215,7 @@ export class StdioBridge {
    * id gets nothing, exactly as for an id that never existed.
    */
   getSession(id: string, principal = ""): ClientSession | undefined {
-    const session = this.#sessions.get(id);
-    return session && !session.ended && session.principal === principal ? session : undefined;
+    return this.#sessions.get(id, principal);
   }
 
   /** Requests forwarded to the server and not yet answered (tests and diagnostics). */
@@ -259,16 +233,18 @@ export class StdioBridge {
       session.end();
       return;
     }
-    if (!this.#sessions.delete(session.id)) return;
+    if (!this.#sessions.delete(session)) return;
     const sinks = [...session.openSinks];
     for (const flight of this.#flights.values())
       if (flight.session === session) this.#flights.cancel(flight, "client session ended");
     this.#serverRequests.sessionEnded(session);
-    for (const uri of session.subscriptions) this.#unsubscribe(uri);
+    for (const uri of session.subscriptions) this.#interest.unsubscribe(uri);
     if (this.#lastActive === session) this.#lastActive = undefined;
     for (const sink of sinks) sink.abort?.();
     session.end();
-    if (session.logLevel !== undefined) this.#syncServerLogLevel();
+    // A modern server takes the level per request: there is no level of its own to lower.
+    if (session.logLevel !== undefined && this.#server?.era !== "modern")
+      this.#interest.syncLogLevel(this.#sessions.values());
   }
 
   /**
@@ -338,14 +314,14 @@ export class StdioBridge {
     }
     const modernServer = this.#server?.era === "modern";
     const forwarded = answerLocally(session, message, sink, {
-      subscribers: this.#subscribers,
+      subscribers: this.#interest.subscribers,
       sessions: this.#sessions.values(),
       modernServer,
-      serverLogLevel: this.#serverLogLevel,
+      serverLogLevel: this.#interest.logLevel,
       setServerLogLevel: (level) => {
-        this.#serverLogLevel = level;
+        this.#interest.logLevel = level;
       },
-      lastUnsubscribe: (uri) => this.#unsubscribe(uri, false),
+      lastUnsubscribe: (uri) => this.#interest.unsubscribe(uri, false),
       listenAtServer: (uri, on) => this.#modernServer.listenAtServer(uri, on),
     });
     if (forwarded === undefined) return;
@@ -363,18 +339,7 @@ export class StdioBridge {
 
   #clientNotification(session: ClientSession, message: JsonRpcMessage): void {
     if (message.method === "notifications/initialized") return; // the server had ours
-    if (message.method === "notifications/cancelled") {
-      const clientId = message.params?.requestId;
-      for (const flight of this.#flights.values()) {
-        if (flight.session !== session || flight.clientId !== clientId) continue;
-        const sink = flight.sink;
-        this.#flights.finish(flight);
-        // No response will come: end the POST that carried the request, unless it waits for others.
-        if (sink && !session.openSinks.has(sink)) sink.abort?.();
-        this.#send({ ...message, params: { ...message.params, requestId: flight.upstreamId } });
-      }
-      return;
-    }
+    if (message.method === "notifications/cancelled") return this.#flights.cancelledByClient(session, message);
     if (session.stateless && this.#server?.era !== "modern") return; // no client notifications in 2026-07-28
     this.#send(message);
   }
@@ -387,48 +352,13 @@ export class StdioBridge {
     if (this.#closedReason === undefined) this.#channel?.send(message);
   }
 
-  /** Drops a subscription; forwards the unsubscribe when it was the last. */
-  #unsubscribe(uri: string, sendToServer = true): boolean {
-    const last = this.#subscribers.remove(uri);
-    if (last && sendToServer)
-      this.#send({ jsonrpc: "2.0", id: this.#flights.ignoredId(), method: "resources/unsubscribe", params: { uri } });
-    return last;
-  }
-
-  #syncServerLogLevel(): void {
-    if (this.#server?.era === "modern") return;
-    const wanted = mostVerboseLevel(this.#sessions.values());
-    if (wanted === undefined || wanted === this.#serverLogLevel) return;
-    this.#serverLogLevel = wanted;
-    this.#send({
-      jsonrpc: "2.0",
-      id: this.#flights.ignoredId(),
-      method: "logging/setLevel",
-      params: { level: wanted },
-    });
-  }
-
-  /** Times out stuck requests and expires idle sessions. */
+  /** Times out stuck requests and expires idle sessions (session-table.ts). */
   #sweep(): void {
     const now = performance.now();
     for (const flight of this.#flights.timeOut(now)) {
       const text = `the MCP server did not answer ${flight.method} in time`;
       flight.sink?.send(errorResponse(flight.clientId, JsonRpcCode.internalError, text));
     }
-    const idle = this.#options.sessionIdleMs ?? 30 * 60_000;
-    // A session with a request in flight is not idle: its client waits on it (a long tool run).
-    const working = this.#sessionsWaiting();
-    for (const session of [...this.#sessions.values()]) {
-      if (now - session.lastActivity > idle && !working.has(session)) this.endSession(session);
-    }
-  }
-
-  /** The sessions with a request of theirs at the server. */
-  #sessionsWaiting(): Set<ClientSession> {
-    const working = new Set<ClientSession>();
-    for (const flight of this.#flights.values()) if (flight.session !== undefined) working.add(flight.session);
-    return working;
+    this.#sessions.expireIdle(now);
   }
 }
-
-const defaultMaxSessions = 1_000;

@@ -121,6 +121,22 @@ export class FlightTable {
     });
   }
 
+  /**
+   * The client's notifications/cancelled for its request `message.params.requestId` in `session`:
+   * the flight is forgotten and the server hears the cancellation under the flight's own id.
+   */
+  cancelledByClient(session: ClientSession, message: JsonRpcMessage): void {
+    const clientId = message.params?.requestId;
+    for (const flight of this.#flights.values()) {
+      if (flight.session !== session || flight.clientId !== clientId) continue;
+      const sink = flight.sink;
+      this.finish(flight);
+      // No response will come: end the POST that carried the request, unless it waits for others.
+      if (sink && !session.openSinks.has(sink)) sink.abort?.();
+      this.#host.send({ ...message, params: { ...message.params, requestId: flight.upstreamId } });
+    }
+  }
+
   /** Cancels the flights whose deadline passed (a listen has none) and hands them back. */
   timeOut(now: number): Flight[] {
     const late = [...this.#flights.values()].filter((flight) => flight.deadline <= now && !flight.listen);

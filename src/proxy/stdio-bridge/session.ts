@@ -1,4 +1,5 @@
 /** One client's session on a shared stdio server (its requests the server works on are flights: flight.ts). */
+import { randomUUID } from "node:crypto";
 import type { LogLevel } from "./messages.ts";
 import type { Sink } from "./sink.ts";
 
@@ -61,4 +62,20 @@ export class ClientSession {
     this.ended = true;
     for (const listener of this.#onEnd.splice(0)) listener();
   }
+}
+
+/** The context of one 2026-07-28 request; never listed among the bridge's sessions (session-table.ts). */
+export function statelessSession(
+  protocolVersion: string,
+  capabilities: ClientSession["capabilities"],
+  logLevel: LogLevel | undefined,
+  principal: string,
+): ClientSession {
+  const session = new ClientSession(randomUUID(), true);
+  session.initialized = true;
+  session.protocolVersion = protocolVersion;
+  session.capabilities = capabilities;
+  session.logLevel = logLevel;
+  session.principal = principal;
+  return session;
 }

@@ -16,7 +16,7 @@ import { type JsonRpcMessage, namesPerRequestRevision } from "../mcp-message.ts"
 import { allowsBatches, isSupportedProtocolVersion, kindOf } from "./messages.ts";
 import { checkModernRequest, type EdgeRefusal, metaKey, type ModernEnvelope, statusOfModernError } from "./modern.ts";
 import { PostSink } from "./post-sink.ts";
-import type { ClientSession } from "./session.ts";
+import { type ClientSession, statelessSession } from "./session.ts";
 import { streamSink } from "./sink.ts";
 
 export interface StreamableHttpOptions {
@@ -115,7 +115,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     acceptsSse: boolean,
     keepOpen: () => void,
   ): Response | Promise<Response> => {
-    const session = bridge.createStateless(
+    const session = statelessSession(
       envelope.protocolVersion,
       envelope.capabilities,
       envelope.logLevel,
