@@ -12,7 +12,8 @@
 // client sessions, each connection always on its own; the warm-up's connections and
 // the measured run's get the same N sessions); "stateless" opens none: every call is a
 // 2026-07-28 request (the revision, method and tool in the Mcp-* headers, the client's
-// revision, identity and capabilities in `_meta`), as a client of that revision sends it.
+// revision, identity and capabilities in `_meta`, with a key of the client's own beside
+// them, as some AI clients put a tool-use id there), as a client of that revision sends it.
 //
 // Prints exactly one line of JSON on stdout (the result), progress/errors on stderr.
 //
@@ -61,6 +62,7 @@ const callParams = {
           "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
           "io.modelcontextprotocol/clientInfo": { name: "mcpmgr-bench", version: "0.1.0" },
           "io.modelcontextprotocol/clientCapabilities": {},
+          "com.example.bench/toolUseId": "toolu_bench",
         },
       }
     : {}),

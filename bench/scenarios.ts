@@ -225,7 +225,7 @@ async function startGatewayScenario(h: Harness, stateless: boolean): Promise<Run
     notes: [
       `\`${prefix.join(" ")} ${runArgs.join(" ")}\` (detached, at ${workloadUrl}), then \`${prefix.join(" ")} ${args.join(" ")}\``,
       stateless
-        ? "2026-07-28 stateless tools/call, no session: the gateway reaches the workload as a 2026-07-28 server over the one upstream connection of its (unauthenticated) caller; the workload's own processes (supervisor, bridge, server) run outside the bench's process tree and are not in the table"
+        ? "2026-07-28 stateless tools/call, no session, with a vendor key in `_meta` as some AI clients send one: the gateway reaches the workload as a 2026-07-28 server over the one upstream connection of its (unauthenticated) caller; the workload's own processes (supervisor, bridge, server) run outside the bench's process tree and are not in the table"
         : "one gateway session per connection, each with its own upstream session to the workload; the workload's own processes (supervisor, bridge, server) run outside the bench's process tree and are not in the table",
       "compare with `bridge` (the same server behind `mcpmgr run --foreground`, no gateway): the difference is the gateway hop",
     ],

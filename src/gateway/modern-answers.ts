@@ -128,7 +128,14 @@ export function modernCallerEra(caller: ModernCaller): CallerEra {
       data: { workload: caller.workload },
     },
   });
-  /** A complete result, as the gateway's handler and SDK server passed it on. */
+  /**
+   * A complete result, as the gateway's handler and SDK server passed it on. A 2026-07-28 member's result
+   * without `content` is one the SDK client refuses on the SDK path (-32603 "failed to answer", with
+   * zod's report of the schema): here it gets an empty `content`, as a 2025-era member's does on either
+   * path. Kept on purpose: the member is wrong either way, this answer is a valid result that keeps
+   * what the member sent, and matching the SDK's refusal word for word means running its schema on
+   * every result, which the lane exists to avoid (docs/gateway.md says so).
+   */
   const complete = (result: Json): CallerAnswer => {
     const answer = SESSION_ERA.result(result);
     return "result" in answer ? { result: encoded(withoutMemberIdentity(answer.result), caller.serverInfo) } : answer;

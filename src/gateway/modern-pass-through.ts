@@ -19,11 +19,29 @@
  * gateway's `serverInfo`, the member's taken out). Cancellation is the caller closing its request.
  *
  * The lane takes a request only when the SDK would surely serve it with the gateway's tools/call
- * handler, and the handler would forward it: the checks below are narrower than the SDK's (every
- * envelope and header in its plain form, params the handler knows, a routed tool of an available
- * member over streamable HTTP). Anything else returns undefined before anything is sent, and the SDK
- * answers it as before (its refusals included): a Base64 `Mcp-Name`, unknown `_meta` keys, a
- * capability it knows in an odd form, a sampling or roots answer in `inputResponses`, ...
+ * handler, and the handler would forward it, and relays it as that path did:
+ *  - `_meta`: the SDK lifts the envelope's four keys off and the handler passes on every other key as
+ *    the caller wrote it (a client's own keys, trace context, keys under a reserved prefix it does not
+ *    know), the progress token replaced by the gateway's; so does the lane;
+ *  - `Mcp-Name` in its Base64 form is taken when it decodes (as the revision says, and as the SDK
+ *    checks it) to the tool's name: the member gets the header the gateway writes for it either way;
+ *  - `inputResponses` reach a 2026-07-28 member exactly as written, whatever they answer (elicitation,
+ *    sampling, roots): neither the SDK server nor its client checks them, the member does;
+ *  - params the revision does not define (`task`, which 2026-07-28 moved to an extension the gateway
+ *    does not offer, or a vendor's) are dropped, as the SDK's request schema drops them.
+ * The checks below are narrower than the SDK's where it reads a value (every envelope key it knows
+ * and every header in its plain form, a routed tool of an available member over streamable HTTP).
+ * Anything else returns undefined before anything is sent, and the SDK answers it as before (its
+ * refusals included): a capability it knows in an odd form, a progress token that is no string or
+ * safe integer, a `requestState` that is no string or `arguments` no object (both refused there), an
+ * own `__proto__` key in `_meta` or `arguments` (which the SDK's parse drops), ...
+ *
+ * The lane does not run the SDK's result schema over a member's tool result (that is the cost it
+ * saves): a 2026-07-28 member's result that schema refuses (the SDK path answers -32603 "failed to
+ * answer") is answered as the lane reads it (modern-answers.ts): one without `content` gets an empty
+ * one, as a 2025-era member's does on either path; keys the schema does not know inside content
+ * blocks, and a text block's malformed `annotations`, are passed on (the SDK drops those keys and
+ * refuses that block); one that is no tool result at all is refused as -32602 (docs/gateway.md).
  */
 import {
   CLIENT_CAPABILITIES_META_KEY,
@@ -36,6 +54,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { RpcBody } from "../middleware/rpc-body.ts";
 import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import { headerValue } from "../proxy/remote-client/request-headers.ts";
+import { decodeHeaderValue } from "../proxy/tool-headers.ts";
 import { version } from "../version.ts";
 import type { GroupCatalog } from "./catalog.ts";
 import { modernCallerEra } from "./modern-answers.ts";
@@ -63,22 +82,18 @@ const isObject = (value: unknown): value is Json =>
  */
 const servedRevisions = new Set(["2026-07-28"]);
 /**
- * OpenTelemetry trace context, which the revision reserves in `_meta` (W3C Trace Context and Baggage)
- * and which tracing clients send on every request: the SDK path passes it on to the member as written.
+ * The envelope's keys, which the SDK server lifts off `_meta` before its handler runs (with the progress
+ * token, which the gateway replaces): every other key reaches the member as the caller wrote it.
  */
-const TRACE_META_KEYS = ["traceparent", "tracestate", "baggage"] as const;
-const PARAM_KEYS = new Set(["name", "arguments", "_meta", "inputResponses", "requestState"]);
-const META_KEYS = new Set([
+const NOT_PASSED_ON = new Set([
   PROTOCOL_VERSION_META_KEY,
   CLIENT_INFO_META_KEY,
   CLIENT_CAPABILITIES_META_KEY,
   LOG_LEVEL_META_KEY,
   "progressToken",
-  ...TRACE_META_KEYS,
 ]);
 const LOG_LEVELS = new Set(["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]);
 const CLIENT_INFO_KEYS = new Set(["name", "version", "title", "websiteUrl", "description"]);
-const ELICIT_ACTIONS = new Set(["accept", "decline", "cancel"]);
 /** The gateway's ids on a member connection: strings, which the SDK client (numeric ids) never uses. */
 let nextId = 0;
 
@@ -129,9 +144,18 @@ function plainCapabilities(capabilities: unknown): boolean {
   return true;
 }
 
-/** The request's envelope, when it is one the SDK takes as it is and names a revision it serves (`version`). */
+/**
+ * An own `__proto__` key (JSON.parse makes one), which the SDK's parse of `_meta` and `arguments`
+ * drops and a relay of the object as parsed would keep.
+ */
+const hasProtoKey = (value: Json): boolean => Object.hasOwn(value, "__proto__");
+
+/**
+ * The request's `_meta`, when its envelope is one the SDK takes as it is and names a revision it serves
+ * (`version`); keys beyond the envelope's are the caller's, whatever their values.
+ */
 function plainEnvelope(meta: unknown, version: string): Json | undefined {
-  if (!isObject(meta) || !only(meta, META_KEYS)) return undefined;
+  if (!isObject(meta) || hasProtoKey(meta)) return undefined;
   if (meta[PROTOCOL_VERSION_META_KEY] !== version || !plainCapabilities(meta[CLIENT_CAPABILITIES_META_KEY]))
     return undefined;
   const info = meta[CLIENT_INFO_META_KEY];
@@ -144,52 +168,37 @@ function plainEnvelope(meta: unknown, version: string): Json | undefined {
   if (level !== undefined && !LOG_LEVELS.has(level as string)) return undefined;
   const token = meta.progressToken;
   if (token !== undefined && typeof token !== "string" && !Number.isSafeInteger(token)) return undefined;
-  for (const key of TRACE_META_KEYS) if (meta[key] !== undefined && typeof meta[key] !== "string") return undefined;
   return meta;
 }
 
-/** An elicitation's answer in its plain form (action, and content of primitives and string lists). */
-function plainElicitAnswer(answer: unknown): boolean {
-  if (!isObject(answer) || !ELICIT_ACTIONS.has(answer.action as string)) return false;
-  for (const key in answer) if (key !== "action" && key !== "content") return false;
-  const content = answer.content;
-  if (content === undefined) return true;
-  if (!isObject(content)) return false;
-  for (const key in content) {
-    const value = content[key];
-    if (Array.isArray(value) ? !value.every((item) => typeof item === "string") : !isPrimitive(value)) return false;
-  }
-  return true;
-}
-
-const isPrimitive = (value: unknown): boolean =>
-  typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value));
-
-/** The tools/call params the lane relays, or undefined (see the module's comment). */
+/**
+ * The tools/call params the lane relays, or undefined (see the module's comment): `inputResponses` of
+ * any form (passed on as written), params beyond the revision's (dropped).
+ */
 function relayableParams(params: unknown): Json | undefined {
-  if (!isObject(params) || typeof params.name !== "string" || !only(params, PARAM_KEYS)) return undefined;
-  if (params.arguments !== undefined && !isObject(params.arguments)) return undefined;
+  if (!isObject(params) || typeof params.name !== "string") return undefined;
+  const args = params.arguments;
+  if (args !== undefined && (!isObject(args) || hasProtoKey(args))) return undefined;
   if (params.requestState !== undefined && typeof params.requestState !== "string") return undefined;
-  const answers = params.inputResponses;
-  if (answers !== undefined && (!isObject(answers) || !Object.values(answers).every(plainElicitAnswer)))
-    return undefined;
   return params;
 }
 
 /**
  * The revision's header checks the SDK makes before serving (and answers itself when they fail):
  * a JSON body, both answer types accepted, MCP-Protocol-Version naming a revision it serves and equal
- * to the envelope's, Mcp-Method tools/call and Mcp-Name the tool's name, plain. Any difference goes to
- * the SDK, which refuses it as the revision says or serves it.
+ * to the envelope's, Mcp-Method tools/call and Mcp-Name the tool's name, plain or in its Base64 form.
+ * Any difference goes to the SDK, which refuses it as the revision says or serves it. (Header values
+ * come with their surrounding spaces and tabs taken off, as the SDK reads them; nothing else is trimmed.)
  */
 function plainHeaders(headers: Headers, name: string): string | undefined {
   if (!isJsonContentType(headers.get("content-type"))) return undefined;
   const accept = headers.get("accept");
   if (!accept?.includes("application/json") || !accept.includes("text/event-stream")) return undefined;
-  const revision = headers.get("mcp-protocol-version")?.trim();
-  if (revision === undefined || !servedRevisions.has(revision)) return undefined;
-  if (headers.get("mcp-method")?.trim() !== "tools/call") return undefined;
-  if (headers.get("mcp-name")?.trim() !== name || headerValue(name) !== name) return undefined;
+  const revision = headers.get("mcp-protocol-version");
+  if (revision === null || !servedRevisions.has(revision)) return undefined;
+  if (headers.get("mcp-method") !== "tools/call") return undefined;
+  const nameHeader = headers.get("mcp-name");
+  if (nameHeader === null || decodeHeaderValue(nameHeader) !== name) return undefined;
   return revision;
 }
 
@@ -259,9 +268,9 @@ export async function modernPassThrough(
   const progressToken = envelope.progressToken as string | number | undefined;
   const routed: Json = { name: owned.name };
   if (params.arguments !== undefined) routed.arguments = params.arguments;
-  // What the SDK path leaves in _meta once it lifted the envelope: trace context and the progress token.
+  // What the SDK path leaves in _meta once it lifted the envelope: the caller's own keys, and the progress token.
   const meta: Json = {};
-  for (const key of TRACE_META_KEYS) if (envelope[key] !== undefined) meta[key] = envelope[key];
+  for (const key in envelope) if (!NOT_PASSED_ON.has(key)) meta[key] = envelope[key];
   if (progressToken !== undefined) meta.progressToken = upstreamId;
   if (Object.keys(meta).length > 0) routed._meta = meta;
   const headers: [string, string][] = [

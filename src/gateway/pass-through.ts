@@ -67,15 +67,18 @@ function clientId(id: unknown, text: string): RequestId | undefined {
 
 /**
  * The tools/call params the lane can relay, or undefined: only what the SDK's request schema surely
- * accepts (name, arguments as an object, _meta as an object with a string or number progress token).
+ * accepts (name, arguments as an object, _meta as an object with a string or number progress token)
+ * and passes on as written (not an own `__proto__` key in arguments or _meta, which JSON.parse makes
+ * and the SDK's parse drops).
  */
 function relayableParams(params: unknown): Json | undefined {
   if (!isObject(params) || typeof params.name !== "string") return undefined;
   for (const key in params) if (!PARAM_KEYS.has(key)) return undefined;
-  if (params.arguments !== undefined && !isObject(params.arguments)) return undefined;
+  const args = params.arguments;
+  if (args !== undefined && (!isObject(args) || Object.hasOwn(args, "__proto__"))) return undefined;
   const meta = params._meta;
   if (meta === undefined) return params;
-  if (!isObject(meta)) return undefined;
+  if (!isObject(meta) || Object.hasOwn(meta, "__proto__")) return undefined;
   const token = meta.progressToken;
   if (token !== undefined && typeof token !== "string" && typeof token !== "number") return undefined;
   return params;

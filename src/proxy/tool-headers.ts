@@ -171,8 +171,11 @@ const PLAIN_VALUE = /^[\x20-\x7e\t]*$/;
 /** An integer as text, `42.0` included: the revision compares integers by value. */
 const DECIMAL_INTEGER = /^-?\d+(?:\.0+)?$/;
 
-/** A header's value as the client meant it; undefined when it is malformed. */
-function decodeParamValue(value: string): string | undefined {
+/**
+ * A header's value as the client meant it (`Mcp-Param-*`, `Mcp-Name`): the Base64 sentinel form decoded
+ * (canonical Base64 of UTF-8 only), else the value as it is when it is plain; undefined when it is malformed.
+ */
+export function decodeHeaderValue(value: string): string | undefined {
   if (value.length >= SENTINEL_PREFIX.length + SENTINEL_SUFFIX.length) {
     if (value.startsWith(SENTINEL_PREFIX) && value.endsWith(SENTINEL_SUFFIX)) {
       const encoded = value.slice(SENTINEL_PREFIX.length, -SENTINEL_SUFFIX.length);
@@ -206,7 +209,7 @@ export function checkParamHeaders(
     if (text === undefined) continue; // not a primitive: the server's own schema check refuses it
     const raw = headers.get(name);
     if (raw === null) return mismatch(`the ${name} header is required: the body carries ${where}`);
-    const decoded = decodeParamValue(raw);
+    const decoded = decodeHeaderValue(raw);
     if (decoded === undefined) return mismatch(`the ${name} header is not valid (plain visible ASCII or =?base64?…?=)`);
     const equal =
       declaration.type === "integer" && typeof value === "number" && DECIMAL_INTEGER.test(decoded)

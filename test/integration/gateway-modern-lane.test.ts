@@ -7,8 +7,9 @@
  * bridges (reached as 2026-07-28 servers), the 2025-11-25 conformance fixture and the URL
  * elicitation fixture over HTTP (2025-era sessions), and the bridge probe on stdio (sleep, progress,
  * exit). Most calls are made twice: as a 2026-07-28 client writes them (the lane takes them), and
- * with `Mcp-Name` in its Base64 form, which the SDK reads as the same name and the lane leaves to the
- * SDK; the caller must get the same answer both ways, and the member the same request.
+ * with an `icons` list in the envelope's clientInfo, which the SDK reads (and never passes on: a member
+ * gets the gateway's identity) and the lane leaves to the SDK; the caller must get the same answer both
+ * ways, and the member the same request.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import {
@@ -103,6 +104,13 @@ interface Answer {
 }
 
 const base64 = (text: string) => `=?base64?${Buffer.from(text).toString("base64")}?=`;
+const CLIENT_INFO = "io.modelcontextprotocol/clientInfo";
+
+/** The envelope with an `icons` list in its clientInfo: valid, and a field the lane leaves to the SDK. */
+function withIcons(meta: Record<string, unknown>): Record<string, unknown> {
+  const info = meta[CLIENT_INFO] as Record<string, unknown>;
+  return { ...meta, [CLIENT_INFO]: { ...info, icons: [{ src: "https://example.com/lane26.png" }] } };
+}
 
 function envelope(capabilities: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   return { ...statelessMeta(capabilities, { name: "lane26", version: "1" }), ...extra };
@@ -118,24 +126,22 @@ interface CallOptions {
   readonly args?: Record<string, unknown>;
   readonly extra?: Record<string, unknown>;
   readonly headers?: Record<string, string>;
-  /** Mcp-Name in its Base64 form: the SDK path. */
+  /** The SDK path: an `icons` list in the envelope's clientInfo (`withIcons`). */
   readonly viaSdk?: boolean;
   readonly signal?: AbortSignal;
   readonly url?: string;
 }
 
 function post(name: string, options: CallOptions = {}): Promise<Response> {
+  const meta = options.meta ?? envelope();
   return fetch(options.url ?? gatewayUrl, {
     method: "POST",
-    headers: {
-      ...statelessHeaders("tools/call", options.viaSdk ? base64(name) : name),
-      ...options.headers,
-    },
+    headers: { ...statelessHeaders("tools/call", name), ...options.headers },
     body: JSON.stringify({
       jsonrpc: "2.0",
       id: 7,
       method: "tools/call",
-      params: { name, arguments: options.args ?? {}, _meta: options.meta ?? envelope(), ...options.extra },
+      params: { name, arguments: options.args ?? {}, _meta: options.viaSdk ? withIcons(meta) : meta, ...options.extra },
     }),
     ...(options.signal ? { signal: options.signal } : {}),
   });
@@ -266,6 +272,164 @@ test("OpenTelemetry trace context in _meta (traceparent, tracestate, baggage) ta
   }
   // With a progress token beside them.
   expectSame(await both("hl", "test_simple_text", { meta: envelope({}, { ...trace, progressToken: "p-1" }) }));
+});
+
+/** A client's own `_meta` keys: vendor-prefixed, under a reserved prefix the revision does not define, and odd. */
+const CLIENT_KEYS = {
+  "com.example.client/toolUseId": "toolu_01",
+  "com.example/context": { nested: [1, { a: null }], flag: true },
+  "io.modelcontextprotocol/notYetDefined": 1,
+  "io.modelcontextprotocol/subscriptionId": 3,
+  "not a prefixed key": "x",
+  traceparent: { not: "a string" },
+};
+
+test("a client's own _meta keys take the lane and reach both eras' members as written, as through the SDK", async () => {
+  for (const member of ["cm", "cl", "hl"]) {
+    const outcome = await both(member, "test_simple_text", { meta: envelope({}, CLIENT_KEYS) });
+    expectSame(outcome);
+    // A 2026-07-28 member gets them beside the gateway's envelope, the 2025-era one without any.
+    if (member === "hl") expect(outcome.laneSent.body?.params._meta).toEqual(CLIENT_KEYS);
+    else expect(outcome.laneSent.body?.params._meta).toMatchObject(CLIENT_KEYS);
+    expect(outcome.lane.answer?.result?.content[0].text).toBe("This is a simple text response for testing.");
+  }
+  // Beside a progress token (the member gets the gateway's) and the envelope's other keys.
+  for (const member of ["cm", "hl"]) {
+    const meta = envelope(
+      { sampling: {} },
+      { ...CLIENT_KEYS, progressToken: "p-2", "io.modelcontextprotocol/logLevel": "info" },
+    );
+    const outcome = await both(member, "test_tool_with_progress", { meta });
+    expectSame(outcome, true);
+    expect(outcome.laneSent.body?.params._meta).toMatchObject(CLIENT_KEYS);
+    const progress = outcome.lane.messages.filter((message) => message.method === "notifications/progress");
+    expect(progress.map((message) => message.params.progressToken)).toEqual(["p-2", "p-2", "p-2"]);
+  }
+});
+
+test("Mcp-Name in its Base64 form takes the lane; the member gets the name as the gateway writes it", async () => {
+  for (const member of ["cm", "hl"]) {
+    const headers = { "mcp-name": base64(`${member}_test_simple_text`) };
+    const outcome = await both(member, "test_simple_text", { headers });
+    expectSame(outcome);
+    expect(outcome.lane.answer?.result?.content[0].text).toBe("This is a simple text response for testing.");
+  }
+  const modern = await both("cm", "test_simple_text", { headers: { "mcp-name": base64("cm_test_simple_text") } });
+  expect(modern.laneSent.headers.get("mcp-name")).toBe("test_simple_text");
+});
+
+test("params the revision does not define (task, a vendor's) take the lane and are dropped, as through the SDK", async () => {
+  const extra = { task: { ttl: 60_000 }, "com.example/hint": { fast: true } };
+  for (const member of ["cm", "cl", "hl"]) {
+    const outcome = await both(member, "test_simple_text", { extra });
+    expectSame(outcome);
+    expect(Object.keys(outcome.laneSent.body?.params ?? {}).sort()).toEqual(
+      member === "hl" ? ["arguments", "name"] : ["_meta", "arguments", "name"],
+    );
+    expect(outcome.lane.answer?.result?.content[0].text).toBe("This is a simple text response for testing.");
+  }
+});
+
+test("sampling and roots answers in inputResponses take the lane and reach the member as written", async () => {
+  const meta = envelope({ sampling: {}, roots: {} });
+  const sampled = { role: "assistant", content: { type: "text", text: "Paris" }, model: "m", stopReason: "endTurn" };
+  const round = await both("cm", "test_input_required_result_sampling", { meta });
+  expectSame(round);
+  expect(round.lane.answer?.result.inputRequests.capital_question.method).toBe("sampling/createMessage");
+  const answered = await both("cm", "test_input_required_result_sampling", {
+    meta,
+    extra: { inputResponses: { capital_question: sampled } },
+  });
+  expectSame(answered);
+  expect(answered.laneSent.body?.params.inputResponses).toEqual({ capital_question: sampled });
+  expect(answered.lane.answer?.result.content[0].text).toBe("Sampling response: Paris");
+  const roots = { client_roots: { roots: [{ uri: "file:///work", name: "work" }] } };
+  const listed = await both("cm", "test_input_required_result_list_roots", { meta, extra: { inputResponses: roots } });
+  expectSame(listed);
+  expect(listed.lane.answer?.result.content[0].text).toBe("Client exposed 1 root(s)");
+  // Answers the member must judge (neither the SDK nor the lane checks them): the member asks again.
+  const odd = { user_name: { action: "maybe" }, other: 5 };
+  const judged = await both("cm", "test_input_required_result_elicitation", {
+    meta: envelope({ elicitation: {} }),
+    extra: { inputResponses: odd },
+  });
+  expectSame(judged);
+  expect(judged.laneSent.body?.params.inputResponses).toEqual(odd);
+  expect(judged.lane.answer?.result.resultType).toBe("input_required");
+});
+
+test("a 2025-era stdio server's sampling request, answered on the retry through the lane as through the SDK", async () => {
+  const relay = relays.cl as RecordingProxy;
+  const meta = envelope({ sampling: {} });
+  const sampled = { role: "assistant", content: { type: "text", text: "hello back" }, model: "m" };
+  const answers: Answer[] = [];
+  const retries: RecordedRequest[] = [];
+  for (const viaSdk of [false, true]) {
+    const round = await call("cl_test_sampling", { meta, args: { prompt: "hi" }, viaSdk });
+    const { inputRequests, requestState } = round.answer?.result ?? {};
+    expect(Object.keys(inputRequests ?? {})).toEqual(["sampling"]);
+    answers.push(
+      await call("cl_test_sampling", {
+        meta,
+        args: { prompt: "hi" },
+        viaSdk,
+        extra: { inputResponses: { sampling: sampled }, requestState },
+      }),
+    );
+    const retry = relay.calls("test_sampling").at(-1) as RecordedRequest;
+    expect(retry.body?.params.requestState).toBe(requestState);
+    retries.push(retry);
+  }
+  const [lane, sdk] = answers as [Answer, Answer];
+  expect(typeof retries[0]?.body?.id).toBe("string");
+  expect(typeof retries[1]?.body?.id).toBe("number");
+  expect(lane.status).toBe(sdk.status);
+  expect(comparable(lane.messages)).toEqual(comparable(sdk.messages));
+  expect(lane.answer?.result.content[0].text).toBe("LLM response: hello back");
+  const withoutState = (request: RecordedRequest | undefined) => {
+    const seen = sent(request);
+    seen.body.params.requestState = "sealed";
+    return seen;
+  };
+  expect(withoutState(retries[0])).toEqual(withoutState(retries[1]));
+});
+
+test("a 2026-07-28 member's result the SDK's schema refuses or trims: the lane's documented answers", async () => {
+  // Documented differences (modern-pass-through.ts, modern-answers.ts `complete`, docs/gateway.md): the
+  // lane runs no result schema; the member is wrong in each case.
+  const block = '"content":[{"type":"text","text":"This is a simple text response for testing."}]';
+  const failed = "workload 'cx' failed to answer (Invalid result for tools/call:";
+  const cases: [string, Record<string, unknown>, Record<string, unknown>][] = [
+    // No content: an empty one here, where the SDK client refuses the result.
+    ['"structuredContent":{"a":1}', { result: { structuredContent: { a: 1 }, content: [] } }, { error: failed }],
+    // A key no content block has: passed on here, dropped by the SDK server.
+    [
+      '"content":[{"type":"text","text":"t","extra":1}]',
+      { result: { content: [{ type: "text", text: "t", extra: 1 }] } },
+      { result: { content: [{ type: "text", text: "t" }] } },
+    ],
+    // Malformed annotations on a text block: passed on here, refused by the SDK client.
+    [
+      '"content":[{"type":"text","text":"t","annotations":5}]',
+      { result: { content: [{ type: "text", text: "t", annotations: 5 }] } },
+      { error: failed },
+    ],
+    // No tool result at all: refused on both paths, in different words.
+    ['"content":[{"type":"bogus"}]', { error: "Invalid tools/call result: not a CallToolResult" }, { error: failed }],
+  ];
+  const read = (answer: Message | undefined) =>
+    answer?.error ? { error: answer.error.message.slice(0, failed.length) } : { result: answer?.result };
+  try {
+    for (const [replacement, lane, sdk] of cases) {
+      uncheckedAnswer = [block, replacement];
+      const outcome = await both("cx", "test_simple_text");
+      expect(sent(outcome.laneSent)).toEqual(sent(outcome.sdkSent));
+      expect(read(outcome.lane.answer)).toMatchObject(lane);
+      expect(read(outcome.sdk.answer)).toMatchObject(sdk);
+    }
+  } finally {
+    uncheckedAnswer = undefined;
+  }
 });
 
 test("an input round of a 2026-07-28 member, and the caller's inputResponses and requestState on the retry", async () => {
@@ -406,6 +570,9 @@ test("requests the revision says must be refused are refused as by the SDK, and 
     await call(name, { headers: { "mcp-protocol-version": "2025-11-25" } }),
     // Mcp-Name disagreeing with the body, or missing; Mcp-Method missing.
     await call(name, { headers: { "mcp-name": "cm_test_error_handling" } }),
+    // Mcp-Name in a Base64 form that is not canonical, or that names another tool.
+    await call(name, { headers: { "mcp-name": base64(name).replace("=?=", "?=") } }),
+    await call(name, { headers: { "mcp-name": base64("cm_test_error_handling") } }),
     await read(
       await fetch(gatewayUrl, {
         method: "POST",

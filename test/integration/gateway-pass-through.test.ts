@@ -88,6 +88,22 @@ test("a call is answered in the workload's framing, under the client's id, with 
   expect(raw.params.name).toBe("raw_request");
 });
 
+test("arguments or _meta with an own __proto__ key are left to the SDK, which drops that key", async () => {
+  const post = await openSession();
+  const proto = '"__proto__":{"polluted":true}';
+  for (const params of [
+    `{"name":"alpha_raw_request","arguments":{${proto},"k":1}}`,
+    `{"name":"alpha_raw_request","arguments":{"k":1},"_meta":{${proto},"com.example/k":1}}`,
+  ]) {
+    const answer = await read(await post(`{"jsonrpc":"2.0","id":"p","method":"tools/call","params":${params}}`));
+    // What the server saw (the lane would have relayed the key as parsed).
+    const raw = JSON.parse(payload(answer.messages[0]).raw as string);
+    expect(raw.params.arguments).toEqual({ k: 1 });
+    expect(Object.hasOwn(raw.params.arguments, "__proto__")).toBe(false);
+    expect(Object.hasOwn(raw.params._meta ?? {}, "__proto__")).toBe(false);
+  }
+});
+
 test("ids beyond 2^53 and fractional ids are answered with every digit, as the bridge does", async () => {
   const post = await openSession();
   for (const id of [
