@@ -14,7 +14,7 @@ import { merge, sameItems, type MergedView, type WorkloadLists } from "./merged-
 import type { PrefixMode } from "./names.ts";
 import type { Member } from "./membership.ts";
 import { anyResult } from "./sdk.ts";
-import { connectUpstream, eraOf, type Upstream } from "./upstream.ts";
+import { connectUpstream, endUpstream, eraOf, MEMBER_SESSION_END_MS, type Upstream } from "./upstream.ts";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
 import { type AnswerLimit, defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
@@ -70,6 +70,9 @@ function failureText(err: unknown): string {
   const text = excerpt(errorMessage(err), FAILURE_EXCERPT_CHARS);
   return err instanceof SdkHttpError ? `HTTP ${err.status}: ${text}` : text;
 }
+
+/** Ends a catalog connection's member session (DELETE, bounded) and closes it; never fails. */
+const endSession = (client: Upstream): Promise<void> => endUpstream(client, MEMBER_SESSION_END_MS).catch(() => {});
 
 const empty = (): WorkloadLists => ({ tools: [], prompts: [], resources: [], resourceTemplates: [] });
 
@@ -183,15 +186,28 @@ export class GroupCatalog {
     if (changed) this.#rebuild();
   }
 
-  close(): void {
-    for (const connection of this.#connections.values()) this.#drop(connection);
+  /**
+   * Ends every catalog connection as a client session ends (upstream.ts `endUpstream`): its member
+   * session with a DELETE, all at once within MEMBER_SESSION_END_MS, so members do not keep the
+   * gateway's sessions until their idle expiry.
+   */
+  async close(): Promise<void> {
+    const connections = [...this.#connections.values()];
     this.#connections.clear();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, MEMBER_SESSION_END_MS);
+    });
+    await Promise.race([Promise.allSettled(connections.map((connection) => this.#drop(connection))), bound]);
+    clearTimeout(timer);
   }
 
-  #drop(connection: Connection): void {
+  /** Stops the connection's retries and ends its member session (a workload that left: it may be gone already). */
+  #drop(connection: Connection): Promise<void> {
     connection.closed = true;
     clearTimeout(connection.retry);
-    void connection.client?.close().catch(() => {});
+    const client = connection.client;
+    return client === undefined ? Promise.resolve() : endSession(client);
   }
 
   async #connect(connection: Connection): Promise<void> {
@@ -209,15 +225,10 @@ export class GroupCatalog {
         },
         this.#options.timeoutMs,
       );
-      if (connection.closed) {
-        await client.close();
-        return;
-      }
+      // Closed meanwhile: the session just opened is ended as the others were.
+      if (connection.closed) return endSession(client);
       const lists = await listAll(client);
-      if (connection.closed) {
-        await client.close();
-        return;
-      }
+      if (connection.closed) return endSession(client);
       const era = eraOf(client);
       if (era) this.#eras.set(member.name, era);
       connection.client = client;
@@ -227,7 +238,8 @@ export class GroupCatalog {
       this.#options.log("info", `workload '${member.name}' joined (${member.url})`);
       this.#rebuild();
     } catch (err) {
-      await client?.close().catch(() => {});
+      // A session opened before the failure (its lists failed) is ended; the retry opens another.
+      if (client !== undefined) void endSession(client);
       if (connection.closed) return;
       this.#reportFailure(connection, failureText(err));
       connection.retry = setTimeout(() => void this.#connect(connection), this.#options.retryMs ?? 2_000);
