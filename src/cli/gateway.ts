@@ -30,13 +30,16 @@ const gatewayCommand = defineCommand({
     if (spec.detach) return runGatewayInBackground(spec, rawArgs, cliContext());
     const { startGatewayWorkload } = await import("../workload/gateway.ts");
     const gateway = await startGatewayWorkload(spec, cliContext());
+    // Listened for before the URL is printed: whoever reads it may signal at once, and a signal with no
+    // handler yet would end the process without its graceful stop.
+    const signalled = untilSignal();
     log.info(`gateway for group '${spec.group}' is running; MCP clients connect to:`);
     printResult(gateway.url);
     warnIfReachable(`gateway for group '${spec.group}'`, spec.listen.host, gateway.url, {
       issuer: spec.incomingAuth?.issuer,
       authz: spec.authz !== undefined,
     });
-    const signal = await untilSignal();
+    const signal = await signalled;
     log.info(`${signal}: stopping the gateway for group '${spec.group}'`);
     await gateway.stop();
   },

@@ -69,11 +69,14 @@ const proxyCommand = defineCommand({
     }
     const spec = buildProxySpec(rawArgs);
     const proxy = await startStandaloneProxy(spec, cliContext());
+    // Listened for before the URL is printed: whoever reads it may signal at once, and a signal with no
+    // handler yet would end the process without its graceful stop.
+    const signalled = untilSignal();
     log.info(`proxy '${spec.serverName}' forwarding to ${spec.target.origin}${spec.target.pathname}`);
     log.info("MCP clients connect to:");
     printResult(proxy.url);
     warnIfReachable(`proxy '${spec.serverName}'`, spec.listen.host, proxy.url, { issuer: spec.incomingAuth?.issuer });
-    const signal = await untilSignal();
+    const signal = await signalled;
     log.info(`${signal}: stopping proxy '${spec.serverName}'`);
     await proxy.stop();
   },

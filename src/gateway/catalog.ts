@@ -3,26 +3,25 @@
  * prompts, resources and resource templates, lists again when the workload says a list
  * changed, and the merged view (merged-view.ts) is rebuilt only then (never per call). A flood
  * of list_changed costs one re-list in flight and one queued, and a list past LIST_LIMITS is
- * refused. Tools and prompts get
+ * refused (member-lists.ts). Tools and prompts get
  * gateway names (names.ts); resource URIs and templates stay as they are, and a resource URI
  * (or a template) offered by several workloads belongs to none of them (reported once): a read of
- * it is refused rather than routed to whichever workload sorts first.
+ * it is refused rather than routed to whichever workload sorts first. A connection's session with
+ * its workload ends with a DELETE when the workload leaves the group or the catalog closes.
  */
-import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { SdkHttpError, type PriorDiscovery } from "@modelcontextprotocol/client";
 import { merge, sameItems, type MergedView, type WorkloadLists } from "./merged-view.ts";
 import type { PrefixMode } from "./names.ts";
 import type { Member } from "./membership.ts";
-import { anyResult } from "./sdk.ts";
-import { connectUpstream, eraOf, type Upstream } from "./upstream.ts";
+import { listAll, listKind } from "./member-lists.ts";
+import { connectUpstream, endUpstream, eraOf, MEMBER_SESSION_END_MS, type Upstream } from "./upstream.ts";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
 import { type AnswerLimit, defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 
 export type ListKind = "tools" | "prompts" | "resources";
 
-type Item = Readonly<Record<string, unknown>>;
-
+export { LIST_LIMITS } from "./member-lists.ts";
 export {
   merge,
   resourceRoute,
@@ -46,6 +45,8 @@ interface Connection {
   relisting: Map<ListKind, { again: boolean }>;
   /** Settles when the first connection attempt has succeeded or failed. */
   firstAttempt: Promise<void>;
+  /** The connection attempt in progress or last made (a session it opens after close() is ended by it). */
+  attempt: Promise<void>;
   /** The last failure logged, when, and how often it recurred since without a line. */
   failure?: { readonly why: string; readonly at: number; repeats: number } | undefined;
 }
@@ -71,20 +72,10 @@ function failureText(err: unknown): string {
   return err instanceof SdkHttpError ? `HTTP ${err.status}: ${text}` : text;
 }
 
+/** Ends a catalog connection's member session (DELETE, bounded) and closes it; never fails. */
+const endSession = (client: Upstream): Promise<void> => endUpstream(client, MEMBER_SESSION_END_MS).catch(() => {});
+
 const empty = (): WorkloadLists => ({ tools: [], prompts: [], resources: [], resourceTemplates: [] });
-
-/**
- * Bounds on one workload's list of one kind: past them the list is refused (the previous one stays),
- * so a workload cannot make the gateway hold, merge and serve an arbitrarily large catalog.
- */
-export const LIST_LIMITS = { items: 10_000, bytes: 16 * 1024 * 1024 } as const;
-
-const LIST_METHODS = {
-  tools: ["tools/list", "tools"],
-  prompts: ["prompts/list", "prompts"],
-  resources: ["resources/list", "resources"],
-  resourceTemplates: ["resources/templates/list", "resourceTemplates"],
-} as const;
 
 export class GroupCatalog {
   readonly #options: CatalogOptions;
@@ -160,7 +151,7 @@ export class GroupCatalog {
     for (const [name, connection] of this.#connections) {
       const member = next.get(name);
       if (member && member.url === connection.member.url) continue;
-      this.#drop(connection);
+      void this.#drop(connection);
       this.#connections.delete(name);
       this.#departed.add(name);
       this.#eras.delete(name);
@@ -176,22 +167,39 @@ export class GroupCatalog {
         closed: false,
         relisting: new Map(),
         firstAttempt: Promise.resolve(),
+        attempt: Promise.resolve(),
       };
-      connection.firstAttempt = this.#connect(connection);
+      connection.firstAttempt = connection.attempt = this.#connect(connection);
       this.#connections.set(member.name, connection);
     }
     if (changed) this.#rebuild();
   }
 
-  close(): void {
-    for (const connection of this.#connections.values()) this.#drop(connection);
+  /**
+   * Ends every catalog connection as a client session ends (upstream.ts `endUpstream`): its member
+   * session with a DELETE, all at once within MEMBER_SESSION_END_MS, so members do not keep the
+   * gateway's sessions until their idle expiry.
+   */
+  async close(): Promise<void> {
+    const connections = [...this.#connections.values()];
     this.#connections.clear();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, MEMBER_SESSION_END_MS);
+    });
+    await Promise.race([Promise.allSettled(connections.map((connection) => this.#drop(connection))), bound]);
+    clearTimeout(timer);
   }
 
-  #drop(connection: Connection): void {
+  /**
+   * Stops the connection's retries and ends its member session (a workload that left: it may be gone
+   * already); resolves once that is done, and once an attempt still connecting has ended the session it opens.
+   */
+  async #drop(connection: Connection): Promise<void> {
     connection.closed = true;
     clearTimeout(connection.retry);
-    void connection.client?.close().catch(() => {});
+    const client = connection.client;
+    await Promise.all([client === undefined ? undefined : endSession(client), connection.attempt]);
   }
 
   async #connect(connection: Connection): Promise<void> {
@@ -209,15 +217,10 @@ export class GroupCatalog {
         },
         this.#options.timeoutMs,
       );
-      if (connection.closed) {
-        await client.close();
-        return;
-      }
+      // Closed meanwhile: the session just opened is ended as the others were.
+      if (connection.closed) return endSession(client);
       const lists = await listAll(client);
-      if (connection.closed) {
-        await client.close();
-        return;
-      }
+      if (connection.closed) return endSession(client);
       const era = eraOf(client);
       if (era) this.#eras.set(member.name, era);
       connection.client = client;
@@ -227,10 +230,13 @@ export class GroupCatalog {
       this.#options.log("info", `workload '${member.name}' joined (${member.url})`);
       this.#rebuild();
     } catch (err) {
-      await client?.close().catch(() => {});
+      // A session opened before the failure (its lists failed) is ended; the retry opens another.
+      if (client !== undefined) void endSession(client);
       if (connection.closed) return;
       this.#reportFailure(connection, failureText(err));
-      connection.retry = setTimeout(() => void this.#connect(connection), this.#options.retryMs ?? 2_000);
+      connection.retry = setTimeout(() => {
+        connection.attempt = this.#connect(connection);
+      }, this.#options.retryMs ?? 2_000);
       connection.retry.unref?.();
     }
   }
@@ -328,50 +334,6 @@ function listKindOf(method: string): ListKind | undefined {
   if (method === "notifications/prompts/list_changed") return "prompts";
   if (method === "notifications/resources/list_changed") return "resources";
   return undefined;
-}
-
-async function listKind(client: Upstream, kind: keyof WorkloadLists): Promise<Item[]> {
-  const capability = kind === "resourceTemplates" ? "resources" : kind;
-  if (client.getServerCapabilities()?.[capability] === undefined) return [];
-  const [method, field] = LIST_METHODS[kind];
-  const items: Item[] = [];
-  let bytes = 0;
-  let cursor: string | undefined;
-  // A bound on pages keeps a server that always returns a cursor from holding the gateway.
-  for (let page = 0; page < 100; page++) {
-    let result: Record<string, unknown>;
-    try {
-      result = await client.request({ method, params: cursor ? { cursor } : {} }, anyResult);
-    } catch (err) {
-      // A server may offer resources without templates (or the like): nothing to list. Over the
-      // 2026-07-28 wire an unknown method is HTTP 404 with -32601, which the SDK reports as an HTTP error.
-      if (err instanceof ProtocolError && err.code === ProtocolErrorCode.MethodNotFound) return items;
-      if (err instanceof SdkHttpError && err.status === 404) return items;
-      throw err;
-    }
-    const list = result[field];
-    if (Array.isArray(list)) {
-      bytes += JSON.stringify(list).length;
-      if (items.length + list.length > LIST_LIMITS.items || bytes > LIST_LIMITS.bytes)
-        throw new Error(
-          `its ${field} list is larger than the gateway accepts (${LIST_LIMITS.items} items, ${LIST_LIMITS.bytes / 1024 / 1024} MiB)`,
-        );
-      items.push(...(list as Item[]));
-    }
-    cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined;
-    if (!cursor) break;
-  }
-  return items;
-}
-
-async function listAll(client: Upstream): Promise<WorkloadLists> {
-  const [tools, prompts, resources, resourceTemplates] = await Promise.all([
-    listKind(client, "tools"),
-    listKind(client, "prompts"),
-    listKind(client, "resources"),
-    listKind(client, "resourceTemplates"),
-  ]);
-  return { tools, prompts, resources, resourceTemplates };
 }
 
 /**

@@ -21,6 +21,7 @@
 import { createMcpHandler, isLegacyRequest, type Server } from "@modelcontextprotocol/server";
 import type { Handler } from "../proxy/handler.ts";
 import { pathOf } from "../proxy/handler.ts";
+import { streamOpened } from "../proxy/event-stream.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "../proxy/jsonrpc.ts";
 import { callerOf } from "../middleware/caller.ts";
 import { forwardWith, plainValue, type RpcBody, readRpcBody } from "../middleware/rpc-body.ts";
@@ -197,7 +198,12 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     return id !== undefined;
   };
 
-  /** A session's GET stream, counted in `streams` until it ends (the client left, or the session ended). */
+  /**
+   * A session's GET stream, counted in `streams` until it ends (the client left, or the session ended).
+   * It starts with a comment, as the stdio bridge's do: the SDK writes nothing until an event or its
+   * keep-alive (15 s), and Bun.serve sends the head only with the first bytes, so the client would
+   * wait that long to see its stream open.
+   */
   const heldOpen = (session: Session, response: Response): Response => {
     session.streams++;
     let ended = false;
@@ -209,6 +215,9 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     };
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
     const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(streamOpened);
+      },
       async pull(controller) {
         try {
           const { done, value } = await reader.read();

@@ -217,8 +217,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     });
   } catch (err) {
     membership.close();
-    catalog.close();
-    await frontEnd.close();
+    await Promise.all([frontEnd.close(), catalog.close()]);
     await releaseGuard?.();
     throw err;
   }
@@ -228,9 +227,9 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     exited: new Promise(() => {}),
     async stop() {
       membership.close();
-      // Sessions first: closing them ends their streams, so the server has nothing left to wait for.
-      await front.close();
-      catalog.close();
+      // Sessions first: closing them ends their streams, so the server has nothing left to wait for. The
+      // catalog's member sessions end meanwhile, within the same bound (MEMBER_SESSION_END_MS) as theirs.
+      await Promise.all([front.close(), catalog.close()]);
       await server.shutdown(5_000);
       await releaseGuard?.();
     },

@@ -15,15 +15,9 @@ import type {
 import type { AnswerLimit } from "../proxy/answer-limit.ts";
 import { droppedStreamText } from "../proxy/event-stream.ts";
 import type { GroupCatalog } from "./catalog.ts";
-import { connectUpstream, endUpstream, requestLogRelay, type Upstream } from "./upstream.ts";
+import { connectUpstream, endUpstream, MEMBER_SESSION_END_MS, requestLogRelay, type Upstream } from "./upstream.ts";
 
 type RequestId = string | number;
-
-/**
- * How long the end of a gateway session waits for its members to end theirs (HTTP DELETE): a member
- * slow to answer must not hold the client's DELETE, nor the gateway's shutdown.
- */
-export const MEMBER_SESSION_END_MS = 2_000;
 
 export interface PoolPeer {
   /** What the gateway's client can answer (sampling, elicitation, roots), mirrored upstream. */

@@ -159,6 +159,13 @@ class MemberTransport extends StreamableHTTPClientTransport {
 }
 
 /**
+ * How long the end of a gateway session (and of the gateway's own catalog connections) waits for its
+ * members to end theirs (HTTP DELETE): a member slow to answer must not hold the client's DELETE, nor
+ * the gateway's shutdown.
+ */
+export const MEMBER_SESSION_END_MS = 2_000;
+
+/**
  * Ends the member session behind `client`, within `boundMs`, and closes the client: the cancellations
  * still on their way are delivered first, then the session is ended with HTTP DELETE, as MCP asks of a
  * client that no longer needs it. A member that does not allow that (405) or fails is left to expire the

@@ -141,8 +141,11 @@ const encoder = new TextEncoder();
 /**
  * Passes an event stream on unchanged while measuring each event on the raw bytes (sse-event-size.ts:
  * the client library parses the stream, this only looks for blank lines). An event past the bound
- * is cut: its chunk is held back, a blank line under an event type no MCP client listens to ends the
- * fragment the client already holds, an error answers each request of the POST, and the stream ends.
+ * is cut: the whole events before it in its chunk still pass and the rest of the chunk is held back;
+ * when the client already holds the start of the event (it began in an earlier chunk), a blank line
+ * under an event type no MCP client listens to ends that fragment. Then an error answers each request
+ * of the POST, and the stream ends. (The MCP SDK's transports send one request per POST; a request of a
+ * batch that an event before the cut answered gets the error too, which a client no longer waiting ignores.)
  */
 function eventBound(
   maxBytes: number,
@@ -153,18 +156,21 @@ function eventBound(
   return new TransformStream({
     transform(chunk, controller) {
       const midLine = size.midLine;
-      if (!size.exceeds(chunk)) {
+      const cut = size.oversizedFrom(chunk);
+      if (cut === -1) {
         controller.enqueue(chunk);
         return;
       }
       const text = answerTooLargeText(`over ${maxBytes} bytes`);
       exceeded(text);
-      let closing = `${midLine ? "\n" : ""}event: mcpmgr-discarded\n\n`;
+      // Whole events before the cut one end at a blank line: the client holds no fragment to discard.
+      let closing = cut > 0 ? "" : `${midLine ? "\n" : ""}event: mcpmgr-discarded\n\n`;
       for (const id of requestIds()) {
         const error = { jsonrpc: "2.0", id, error: { code: JsonRpcCode.internalError, message: text } };
         closing += `event: message\ndata: ${JSON.stringify(error)}\n\n`;
       }
-      controller.enqueue(encoder.encode(closing));
+      if (cut > 0) controller.enqueue(chunk.subarray(0, cut));
+      if (closing !== "") controller.enqueue(encoder.encode(closing));
       controller.terminate();
     },
   });

@@ -11,8 +11,11 @@ import { defaultPingIntervalMs } from "./sse-relay.ts";
 
 const encoder = new TextEncoder();
 const ping = encoder.encode(": ping\n\n");
-/** Bun sends response headers with the first body bytes: this lets clients see the stream open at once. */
-const opened = encoder.encode(": open\n\n");
+/**
+ * Bun.serve sends a streamed response's head with its first body bytes (an empty chunk does not do):
+ * a stream that starts with this comment is seen open at once, not at its first event or keep-alive.
+ */
+export const streamOpened = encoder.encode(": open\n\n");
 
 export interface EventStream {
   readonly stream: ReadableStream<Uint8Array>;
@@ -91,7 +94,7 @@ export function createEventStream(options: EventStreamOptions = {}): EventStream
     {
       start(c) {
         controller = c;
-        controller.enqueue(opened);
+        controller.enqueue(streamOpened);
         timer = setInterval(() => {
           if (performance.now() - lastWrite >= interval * 0.9) write(ping);
         }, interval);

@@ -104,7 +104,9 @@ export class SessionTracker {
 
   /**
    * Binds a new session to the caller that opened it; false when MCPMGR_MAX_SESSIONS are
-   * already bound and none may give way. A session already bound keeps its first owner.
+   * already bound and none may give way. A session already bound keeps its first owner. An id that
+   * had ended is live again: the upstream opened a session under it anew (a server may hand out
+   * the same id to every session; ending one must not refuse all its later ones).
    */
   bind(sessionId: string, owner: string, options: { pinned?: boolean } = {}): boolean {
     if (this.#bindings.has(sessionId)) return true;
@@ -114,6 +116,7 @@ export class SessionTracker {
       this.markEnded(evicted);
       this.#onEvicted?.(evicted);
     }
+    this.#ended.delete(sessionId);
     this.#bindings.set(sessionId, { owner, lastSeen: this.#now(), pinned: options.pinned === true, open: 0 });
     return true;
   }

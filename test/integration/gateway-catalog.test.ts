@@ -18,7 +18,7 @@ const servers: MemberServer[] = [];
 const catalogs: GroupCatalog[] = [];
 
 afterEach(async () => {
-  for (const catalog of catalogs.splice(0)) catalog.close();
+  for (const catalog of catalogs.splice(0)) await catalog.close();
   await Promise.allSettled(servers.splice(0).map((server) => server.stop()));
 });
 
@@ -117,5 +117,21 @@ describe("names chosen to forge the gateway's log", () => {
       true,
     );
     expect(logged.some((line) => line.includes('name collision: "echo" is offered by inj, other'))).toBe(true);
+  });
+});
+
+describe("the catalog's own member sessions", () => {
+  test("a workload that leaves the group, and every one when the catalog closes, gets its session ended (DELETE)", async () => {
+    const leaving = member({ name: "leaving", tools: ["a"] });
+    const staying = member({ name: "staying", tools: ["b"] });
+    const { catalog } = await catalogOf({ leaving, staying });
+    expect([leaving.sessionCount, staying.sessionCount]).toEqual([1, 1]);
+    catalog.setMembers([{ name: "staying", url: staying.url }]);
+    expect(await until(() => leaving.sessionCount === 0)).toBe(true);
+    expect(leaving.deletes).toHaveLength(1);
+    // close() is done once the DELETEs are answered (or the bound passed).
+    await catalog.close();
+    expect(staying.deletes).toHaveLength(1);
+    expect(staying.sessionCount).toBe(0);
   });
 });

@@ -25,7 +25,7 @@ beforeAll(() => {
 
 afterAll(async () => {
   await frontEnd?.close();
-  catalog?.close();
+  await catalog?.close();
   await server?.shutdown(1_000);
 });
 

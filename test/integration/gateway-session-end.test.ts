@@ -131,3 +131,28 @@ test("a session that expires without requests ends its member sessions; one with
   abort.abort();
   expect(await pending).toBe("aborted");
 });
+
+test("a gateway that stops ends its own catalog sessions with its members (DELETE), within the bound", async () => {
+  // Members of a group of their own: no other gateway's sessions come and go at them meanwhile.
+  const alone = startMemberServer({ name: "alone", tools: ["echo"] });
+  const stuck = startMemberServer({ name: "stuck", tools: ["echo"], onDelete: "hang" });
+  try {
+    group.run(alone.url, "alone", "stopping");
+    group.run(stuck.url, "stuck", "stopping");
+    const stopping = await group.gateway("stopping");
+    // Ready once it has listed every member: its catalog session with each is open, and no other.
+    expect(alone.sessionCount).toBe(1);
+    expect(stuck.sessionCount).toBe(1);
+    const started = performance.now();
+    expect(await stopping.stop()).toBe(0);
+    const elapsed = performance.now() - started;
+    // Each member got the DELETE of that session; one that ends sessions no longer holds it.
+    expect(await until(() => alone.deletes.length === 1)).toBe(true);
+    expect(alone.sessionCount).toBe(0);
+    expect(stuck.deletes).toHaveLength(1);
+    // The member that never answers its DELETE holds the stop for the bound (2 s), not longer.
+    expect(elapsed).toBeLessThan(8_000);
+  } finally {
+    await Promise.allSettled([alone.stop(), stuck.stop()]);
+  }
+});

@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { until } from "../support/gateway-group.ts";
 import { type HostileMember, startHostileMember } from "../support/hostile-member.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil, startProxy } from "../support/processes.ts";
@@ -58,12 +59,12 @@ test("the transparent proxy streams an event past the limit whole, and stops wat
   expect(proxy.output().match(/MCPMGR_MAX_MESSAGE_BYTES/g)).toHaveLength(1);
 });
 
-async function stdioRelay() {
+async function stdioRelay(limitEnv: Record<string, string> = LIMIT_ENV) {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI_ENTRY, "proxy", "stdio", member.url],
     cwd: REPO_ROOT,
-    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home, ...LIMIT_ENV },
+    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home, ...limitEnv },
     stderr: "pipe",
   });
   let stderr = "";
@@ -94,6 +95,29 @@ test("proxy stdio fails a request whose JSON answer or SSE event is past the lim
     expect(small.content[0]?.text).toHaveLength(512 * 1024);
     // One line per answer cut.
     expect(stderr().match(/remote: the MCP server's answer \(over 1048576 bytes\)/g)).toHaveLength(3);
+  } finally {
+    await client.close();
+  }
+});
+
+test("proxy stdio passes on the events written in one piece with an event past the limit, then fails its request", async () => {
+  // Review 11 O3: the whole chunk holding the oversized event was held back, the log line before it
+  // too. The smallest limit (1 KiB) puts the log line and the point where the answer passes it in one
+  // chunk, as a server's single write arrives.
+  const { client, stderr } = await stdioRelay({ MCPMGR_MAX_MESSAGE_BYTES: "1024" });
+  const logged: unknown[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+    logged.push(notification.params.data);
+  });
+  try {
+    const failed = await client.callTool({ name: "noisybig", arguments: { kib: 3 } }).then(
+      () => "answered",
+      (err: Error) => err.message,
+    );
+    expect(failed).toContain("-32603");
+    expect(failed).toContain("MCPMGR_MAX_MESSAGE_BYTES");
+    expect(logged).toEqual(["before"]);
+    expect(stderr().match(/remote: the MCP server's answer \(over 1024 bytes\)/g)).toHaveLength(1);
   } finally {
     await client.close();
   }

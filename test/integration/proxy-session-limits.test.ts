@@ -13,6 +13,7 @@ import {
   startConformanceServer,
   type RunningFixture,
 } from "../support/conformance.ts";
+import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
 import { CLI_ENTRY, spawnUntil, startEverything, startProxy } from "../support/processes.ts";
 
@@ -221,12 +222,18 @@ describe("the stdio bridge (mcpmgr run)", () => {
 describe("mcpmgr proxy", () => {
   let fixture: RunningFixture;
   let everything: Awaited<ReturnType<typeof startEverything>>;
+  /**
+   * For the GET stream: the conformance fixture's (an SDK server on Bun.serve) sends its head only
+   * with its first keep-alive, 15 s on, and the proxy's head can only follow the upstream's.
+   */
+  let member: MemberServer;
 
   beforeAll(async () => {
     [fixture, everything] = await Promise.all([startConformanceServer(), startEverything("sse")]);
+    member = startMemberServer({ name: "streaming" });
   }, 30_000);
   afterAll(async () => {
-    await Promise.allSettled([fixture?.stop(), everything?.stop()]);
+    await Promise.allSettled([fixture?.stop(), everything?.stop(), member?.stop()]);
   });
   /** `mcpmgr proxy` in front of `upstream` under `env`, checked by `check`, then stopped. */
   const withProxy = async (upstream: string, env: Record<string, string>, check: (url: string) => Promise<void>) => {
@@ -247,7 +254,7 @@ describe("mcpmgr proxy", () => {
   }, 60_000);
 
   test("a session with a stream open does not give way, though its last request is the oldest", async () => {
-    await withProxy(fixture.url, LIMIT_IDLE, expectStreamingKept);
+    await withProxy(member.url, LIMIT_IDLE, expectStreamingKept);
   }, 60_000);
 
   test("in front of a legacy SSE server", async () => {

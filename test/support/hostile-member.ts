@@ -1,7 +1,8 @@
 /**
  * A hostile streamable-HTTP MCP server (2025-11-25) on raw Bun.serve, for tests of the bounds
  * mcpmgr puts on what a server sends back: each tool misbehaves in one way (answers larger than a
- * limit, an SSE event that never ends, resumptions that end at once, a flood of log lines). Sizes
+ * limit, an SSE event that never ends, a log line written with an answer past a limit, resumptions that
+ * end at once, a flood of log lines). Sizes
  * are in KiB so tests stay memory-light with a small MCPMGR_MAX_MESSAGE_BYTES.
  */
 
@@ -18,7 +19,7 @@ export interface HostileMember {
   stop(): void;
 }
 
-const TOOLS = ["ok", "hugejson", "declaredjson", "giant", "bigevent", "loop", "flood"].map((name) => ({
+const TOOLS = ["ok", "hugejson", "declaredjson", "giant", "bigevent", "noisybig", "loop", "flood"].map((name) => ({
   name,
   description: name,
   inputSchema: { type: "object" },
@@ -126,6 +127,14 @@ export function startHostileMember(options: HostileMemberOptions = {}): HostileM
             ),
             { headers: sse },
           );
+        case "noisybig": {
+          // A log line for the call, then its answer of `kib` KiB: both in one write.
+          const note = { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "before" } };
+          const events = [note, text("N".repeat(kib * KIB))].map(
+            (m) => `event: message\ndata: ${JSON.stringify(m)}\n\n`,
+          );
+          return new Response(encoder.encode(events.join("")), { headers: sse });
+        }
         case "loop": // an id event, then the end: the client resumes, into another such stream
           return new Response("id: first\nretry: 0\ndata: \n\n", { headers: sse });
         case "flood": {

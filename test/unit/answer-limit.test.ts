@@ -60,6 +60,36 @@ test("a bounded fetch cuts an SSE event past the bound and answers the POST's re
   expect(exceeded).toHaveLength(1);
 });
 
+test("whole events in the chunk where an event passes the bound still reach the client; only then the error", async () => {
+  // Review 11 O3: the whole chunk was held back, so a log line (or another request's answer) written
+  // with the oversized event never arrived.
+  for (const ending of ["\n", "\r\n"]) {
+    const log = `event: message${ending}data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"before"}}${ending}${ending}`;
+    const upstream = async () =>
+      new Response(chunked([`${log}event: message${ending}data: "${"A".repeat(200)}`]).body, {
+        headers: { "content-type": "text/event-stream" },
+      });
+    const fetch = boundedFetch(upstream, { maxBytes: 150 });
+    const response = await fetch("http://member.invalid/mcp", {
+      method: "POST",
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "giant" } }),
+    });
+    const text = await response.text();
+    // The log event as it was sent, then at once (nothing of the cut event reached the client) the error.
+    expect(text.startsWith(log)).toBe(true);
+    const rest = text.slice(log.length);
+    expect(rest.startsWith("event: message\ndata: ")).toBe(true);
+    expect(rest).not.toContain("AAAA");
+    expect(rest).not.toContain("mcpmgr-discarded");
+    const error = JSON.parse(rest.split("\n")[1]?.replace(/^data: /, "") ?? "") as {
+      id: number;
+      error: { message: string };
+    };
+    expect(error.id).toBe(9);
+    expect(error.error.message).toContain("MCPMGR_MAX_MESSAGE_BYTES");
+  }
+});
+
 test("a bounded fetch hands a JSON answer that declares a size within the bound on as it is, and fails a larger one", async () => {
   const text = '{"jsonrpc":"2.0","id":1,"result":{}}';
   const small = new Response(text, {

@@ -66,3 +66,15 @@ test("the proxy's session tracker: a session with a request in progress neither 
   expect(tracker.bind("e", "")).toBe(true);
   expect(evicted).toEqual(["b", "a"]);
 });
+
+test("the proxy's session tracker: an id that ended is served again once the upstream opens a session under it anew", () => {
+  // A server that hands every session the same id: the gateway DELETEs one (its catalog connection failed
+  // to list and retries), and the next initialize's answer names that id again.
+  const sessions = new SessionTracker({});
+  expect(sessions.bind("constant", "")).toBe(true);
+  sessions.markEnded("constant");
+  expect(sessions.hasEnded("constant")).toBe(true);
+  expect(sessions.bind("constant", "")).toBe(true);
+  expect(sessions.hasEnded("constant")).toBe(false);
+  expect(sessions.ownerOf("constant")).toBe("");
+});

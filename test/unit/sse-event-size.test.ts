@@ -7,7 +7,7 @@ const encoder = new TextEncoder();
 /** Whether the stream, fed in these chunks, has an event past `maxBytes`; and the chunk where it showed. */
 function feed(maxBytes: number, chunks: readonly string[]): number {
   const size = new SseEventSize(maxBytes);
-  return chunks.findIndex((chunk) => size.exceeds(encoder.encode(chunk)));
+  return chunks.findIndex((chunk) => size.oversizedFrom(encoder.encode(chunk)) !== -1);
 }
 
 test("events within the bound pass, however many; one past it is seen in the chunk where it passes", () => {
@@ -75,10 +75,29 @@ test("any split of a stream gives the answer the whole stream gives", () => {
 
 test("midLine says whether the last chunk stopped inside a line", () => {
   const size = new SseEventSize(100);
-  size.exceeds(encoder.encode("data: x"));
+  size.oversizedFrom(encoder.encode("data: x"));
   expect(size.midLine).toBe(true);
-  size.exceeds(encoder.encode("\r"));
+  size.oversizedFrom(encoder.encode("\r"));
   expect(size.midLine).toBe(false);
-  size.exceeds(encoder.encode("\n"));
+  size.oversizedFrom(encoder.encode("\n"));
   expect(size.midLine).toBe(false);
+});
+
+test("the chunk where an event passes the bound says where that event began: the whole events before it pass", () => {
+  const small = 'data: {"a":1}\n\n';
+  const big = `data: ${"j".repeat(80)}\n\n`;
+  const at = (maxBytes: number, chunks: readonly string[]) => {
+    const size = new SseEventSize(maxBytes);
+    return chunks.map((chunk) => size.oversizedFrom(encoder.encode(chunk)));
+  };
+  // Two small events, then the big one, in one chunk: it begins after them.
+  expect(at(50, [`${small}${small}${big}`])).toEqual([2 * small.length]);
+  // The same, the big one still open at the chunk's end.
+  expect(at(50, [`${small}data: ${"k".repeat(60)}`])).toEqual([small.length]);
+  // Begun in an earlier chunk: 0, the client already holds its start.
+  expect(at(50, [`${small}data: ${"l".repeat(20)}`, `${"l".repeat(40)}\n\n`])).toEqual([-1, 0]);
+  // CRLF: the event begins after the whole blank line, its LF included.
+  const crlf = 'data: {"a":1}\r\n\r\n';
+  expect(at(50, [`${crlf}${big}`])).toEqual([crlf.length]);
+  expect(at(50, ['data: {"a":1}\r\r', big])).toEqual([-1, 0]);
 });
