@@ -53,9 +53,10 @@ export function telemetryMiddleware(
   const tracked = sessions
     ? new ActiveSessions({ idleMs: sessionIdleMs, onChange: (delta) => sessions.add(delta) })
     : undefined;
-  // Label values clients choose are bounded: unknown methods are "other", tools past 200 distinct names too.
+  // Label values clients choose are bounded: unknown methods are "other" (notifications too: each invented
+  // name would otherwise be a new series kept for the life of the process), tools past 200 distinct names too.
   const methodLabel = (method: string) =>
-    /^(initialize|ping|server\/discover|subscriptions\/listen|tools\/(list|call)|prompts\/(list|get)|resources\/(list|read|subscribe|unsubscribe|templates\/list)|completion\/complete|logging\/setLevel|notifications\/[a-z_/]+)$/.test(
+    /^(initialize|ping|server\/discover|subscriptions\/listen|tools\/(list|call)|prompts\/(list|get)|resources\/(list|read|subscribe|unsubscribe|templates\/list)|completion\/complete|logging\/setLevel|notifications\/(initialized|cancelled|progress|message|roots\/list_changed|(tools|prompts|resources)\/list_changed|resources\/updated|elicitation\/complete|subscriptions\/acknowledged|tasks\/status))$/.test(
       method,
     )
       ? method

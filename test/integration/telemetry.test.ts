@@ -106,8 +106,15 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
         )
       ).status,
     ).toBe(200);
+    // Method names are a client's to choose: notifications it makes up share one label, or every
+    // name would be a new series kept (and exported) for as long as the proxy runs.
+    for (const method of ["notifications/initialized", "notifications/made_up_one", "notifications/made_up_two"])
+      expect((await post(url, { jsonrpc: "2.0", method }, { "mcp-session-id": UPSTREAM_SESSION })).status).toBe(202);
     const metrics = await (await fetch(new URL("/metrics", url))).text();
     expect(metrics).toContain("mcp_server_requests");
+    expect(metrics).toContain('mcp_method_name="notifications/initialized"');
+    expect(metrics).not.toContain("made_up");
+    expect(metrics).toMatch(/^mcp_server_requests_total\{[^}]*mcp_method_name="other"[^}]*\} 2$/m);
     // The duration histogram counts seconds: the tools/call (a local echo) lands in a bucket
     // bounded by one second, and there are finer buckets below it than a millisecond scale has.
     const callBuckets = [...metrics.matchAll(/^mcp_server_request_duration_bucket\{([^}]*)\} (\d+)/gm)]
