@@ -646,6 +646,44 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
     }
   });
 
+  test("a metadata document without end is read no further than 1 MiB: refused, not held in memory", async () => {
+    // 256 MiB of JSON whitespace before the document, sent chunked (no length to refuse it by).
+    const mebibyte = new TextEncoder().encode(" ".repeat(1024 * 1024));
+    let sent = 0;
+    const server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(req) {
+        const url = new URL(req.url);
+        if (url.pathname.startsWith("/.well-known/oauth-protected-resource"))
+          return new Response(
+            new ReadableStream({
+              pull(controller) {
+                if (sent++ < 256) return controller.enqueue(mebibyte);
+                controller.enqueue(new TextEncoder().encode(JSON.stringify({ authorization_servers: [auth.issuer] })));
+                controller.close();
+              },
+            }),
+            { headers: { "content-type": "application/json" } },
+          );
+        return new Response("{}", {
+          status: 401,
+          headers: {
+            "www-authenticate": `Bearer resource_metadata="${url.origin}/.well-known/oauth-protected-resource"`,
+          },
+        });
+      },
+    });
+    try {
+      const { code, stderr } = await tryProxy(`http://127.0.0.1:${server.port}/mcp`);
+      expect(code).toBe(1);
+      expect(stderr).toContain("is larger than 1024 KiB");
+      expect(sent).toBeLessThan(64);
+    } finally {
+      await server.stop(true);
+    }
+  });
+
   test("an authorization server with a non-https authorization endpoint is refused before any browser opens", async () => {
     const fake = Bun.serve({
       hostname: "127.0.0.1",

@@ -290,3 +290,33 @@ test("an active token refused for its audience or its key binding is remembered:
     expect(introspections - before).toBe(1);
   }
 });
+
+test("a discovery document without end is read no further than 1 MiB: a start-up error, not memory", async () => {
+  const mebibyte = new TextEncoder().encode(" ".repeat(1024 * 1024));
+  let sent = 0;
+  const issuer = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req) =>
+      new Response(
+        new ReadableStream({
+          pull(controller) {
+            if (sent++ < 256) return controller.enqueue(mebibyte);
+            const origin = new URL(req.url).origin;
+            controller.enqueue(
+              new TextEncoder().encode(JSON.stringify({ issuer: origin, jwks_uri: `${origin}/jwks` })),
+            );
+            controller.close();
+          },
+        }),
+        { headers: { "content-type": "application/json" } },
+      ),
+  });
+  try {
+    const failure = await createTokenVerifier(specFor(`http://127.0.0.1:${issuer.port}`)).catch((err: unknown) => err);
+    expect(String((failure as Error).message)).toContain("is larger than 1024 KiB");
+    expect(sent).toBeLessThan(64);
+  } finally {
+    await issuer.stop(true);
+  }
+});
