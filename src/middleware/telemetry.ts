@@ -15,6 +15,7 @@ import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { carryRequestState } from "../auth/request-state.ts";
 import { ActiveSessions } from "./active-sessions.ts";
+import { isDenied } from "./denials.ts";
 import { sessionRef } from "./session-ref.ts";
 import { isLegacyStream } from "./watch-stream.ts";
 import { metaGetter, traceMetaOf, withTraceMeta } from "./trace-meta.ts";
@@ -62,9 +63,11 @@ export function telemetryMiddleware(
       ? method
       : "other";
   const toolLabels = new Set<string>();
-  const toolLabel = (tool: string) => {
+  // A name gets a label of its own only from a call the policies let through: otherwise anyone who can
+  // reach the port (telemetry comes before authentication) could use up the 200 with made-up names.
+  const toolLabel = (tool: string, admitted: boolean) => {
     if (toolLabels.has(tool)) return tool;
-    if (toolLabels.size >= 200 || tool.length > 128) return "other";
+    if (!admitted || toolLabels.size >= 200 || tool.length > 128) return "other";
     toolLabels.add(tool);
     return tool;
   };
@@ -160,9 +163,11 @@ export function telemetryMiddleware(
         : carryRequestState(forward, new Request(forward, { headers }));
     }
     let status = "error";
+    let admitted = false;
     try {
       const response = await next(forward, ctx);
       status = String(response.status);
+      admitted = !isDenied(response);
       span?.setAttribute("http.response.status_code", response.status);
       if (response.status >= 400) span?.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${response.status}` });
       const session = response.headers.get("mcp-session-id");
@@ -178,7 +183,7 @@ export function telemetryMiddleware(
       const labels = { "mcp.method.name": methodLabel(method), "http.response.status_code": status };
       requests?.add(1, labels);
       duration?.record((performance.now() - started) / 1000, { "mcp.method.name": methodLabel(method) });
-      if (tool) toolCalls?.add(1, { "gen_ai.tool.name": toolLabel(tool) });
+      if (tool) toolCalls?.add(1, { "gen_ai.tool.name": toolLabel(tool, admitted) });
     }
   };
 }

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { attr, startOtlpReceiver, type KeyValue, type OtlpReceiver, type Span } from "../support/otlp-receiver.ts";
+import { startAuthServer } from "../support/auth-server.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -239,6 +240,63 @@ test("--otel-tracing-enabled=false exports metrics but no spans; --otel-use-lega
   expect(attr(latest?.span.attributes ?? [], "mcp.method.name")).toBe("tools/call");
   expect(attr(latest?.span.attributes ?? [], "mcp.method")).toBeUndefined();
   expect(attr(latest?.resource ?? [], "service.name")).toBe("thv-modern");
+}, 60_000);
+
+test("tool calls refused before the server (no token) give made-up tool names no metric label of their own", async () => {
+  const auth = await startAuthServer();
+  const run = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      `http://127.0.0.1:${upstream.port}/mcp`,
+      "--name",
+      "guarded",
+      "--otel-enable-prometheus-metrics-path",
+      ...auth.oidcArgs(),
+    ],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  const url = run.match[1] as string;
+  try {
+    // Telemetry counts every request, before authentication refuses it: these names are anyone's to choose.
+    for (let i = 0; i < 3; i++) {
+      const refused = await post(url, {
+        jsonrpc: "2.0",
+        id: i,
+        method: "tools/call",
+        params: { name: `made_up_tool_${i}`, arguments: {} },
+      });
+      expect(refused.status).toBe(401);
+    }
+    const token = await auth.token();
+    const opened = await post(
+      url,
+      {
+        jsonrpc: "2.0",
+        id: 8,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      },
+      { authorization: `Bearer ${token}` },
+    );
+    expect(opened.status).toBe(200);
+    const call = await post(
+      url,
+      { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "echo", arguments: {} } },
+      { authorization: `Bearer ${token}`, "mcp-session-id": UPSTREAM_SESSION },
+    );
+    expect(call.status).toBe(200);
+    const metrics = await (await fetch(new URL("/metrics", url))).text();
+    expect(metrics).toMatch(/^mcp_server_tool_calls_total\{[^}]*gen_ai_tool_name="echo"[^}]*\} 1$/m);
+    expect(metrics).toMatch(/^mcp_server_tool_calls_total\{[^}]*gen_ai_tool_name="other"[^}]*\} 3$/m);
+    expect(metrics).not.toContain("made_up_tool");
+  } finally {
+    await run.stop();
+    await auth.stop();
+  }
 }, 60_000);
 
 test("telemetry option mistakes are start-up errors", () => {
