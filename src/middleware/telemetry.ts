@@ -31,6 +31,17 @@ const headerGetter = {
 };
 const headerSetter = { set: (carrier: Headers, key: string, value: string) => carrier.set(key, value) };
 
+/**
+ * Longest span name kept: the method and tool are the client's to choose (up to the body limit) and
+ * telemetry comes before authentication; a span holding megabytes would be kept in the export queue
+ * and sent to the collector for anyone. (Attribute values are capped by the tracer: providers.ts.)
+ */
+const MAX_SPAN_NAME = 256;
+
+function spanName(text: string): string {
+  return text.length <= MAX_SPAN_NAME ? text : `${text.slice(0, MAX_SPAN_NAME)}…`;
+}
+
 export function telemetryMiddleware(
   spec: TelemetrySpec,
   telemetry: Telemetry,
@@ -141,7 +152,7 @@ export function telemetryMiddleware(
     const links: Link[] =
       metaParent && headerParent && headerParent.spanId !== metaParent.spanId ? [{ context: headerParent }] : [];
     const span = telemetry.tracer?.startSpan(
-      tool ? `${method} ${tool}` : method,
+      spanName(tool ? `${method} ${tool}` : method),
       { kind: SpanKind.SERVER, attributes: attributesOf(message as JsonRpcMessage, req), links },
       parent,
     );

@@ -299,6 +299,48 @@ test("tool calls refused before the server (no token) give made-up tool names no
   }
 }, 60_000);
 
+test("what a client chooses is cut short in spans: a 1 MiB tool name and request id are not exported whole", async () => {
+  const run = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      `http://127.0.0.1:${upstream.port}/mcp`,
+      "--name",
+      "clipped",
+      "--otel-endpoint",
+      receiver.endpoint,
+      "--otel-insecure",
+      "--otel-sampling-rate",
+      "1.0",
+    ],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  const url = run.match[1] as string;
+  const name = `huge_${"t".repeat(1024 * 1024)}`;
+  try {
+    const call = await post(
+      url,
+      { jsonrpc: "2.0", id: "i".repeat(1024 * 1024), method: "tools/call", params: { name, arguments: {} } },
+      { "mcp-session-id": UPSTREAM_SESSION },
+    );
+    expect(call.status).toBe(200);
+  } finally {
+    await run.stop();
+  }
+  // Stopping flushed the span.
+  const span = spans.find((s) => s.span.name.startsWith("tools/call huge_"));
+  expect(span).toBeDefined();
+  expect(span?.span.name.length).toBeLessThanOrEqual(300);
+  for (const key of ["gen_ai.tool.name", "mcp.tool.name", "jsonrpc.request.id", "mcp.request.id"]) {
+    const value = attr(span?.span.attributes ?? [], key) ?? "";
+    expect(value.length).toBeGreaterThan(100);
+    expect(value.length).toBeLessThanOrEqual(1024);
+  }
+}, 60_000);
+
 test("telemetry option mistakes are start-up errors", () => {
   for (const [args, text] of [
     [["--otel-endpoint", "http://collector.example:4318"], "needs --otel-insecure"],
