@@ -625,7 +625,7 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
     try {
       const { code, stderr } = await tryProxy(`http://127.0.0.1:${server.port}/mcp`);
       expect(code).toBe(1);
-      expect(stderr).toContain("is about https://victim.example.test/mcp");
+      expect(stderr).toContain('is about "https://victim.example.test/mcp"');
     } finally {
       await server.stop(true);
     }
@@ -643,6 +643,60 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
       expect(stderr).not.toContain("root");
     } finally {
       await server.stop(true);
+    }
+  });
+
+  test("an authorization server cannot write lines into mcpmgr's log (a fake login URL) through its words", async () => {
+    // A remote names this authorization server; its registration answers a client_id with lines in it.
+    const forged = "\n[info] Authorize mcpmgr at:\nhttp://192.0.2.1/router/reset\n";
+    const as = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(req) {
+        const url = new URL(req.url);
+        if (url.pathname === "/register") return Response.json({ client_id: `c1${forged}` }, { status: 201 });
+        return Response.json({
+          issuer: url.origin,
+          authorization_endpoint: `${url.origin}/authorize`,
+          token_endpoint: `${url.origin}/token`,
+          registration_endpoint: `${url.origin}/register`,
+          response_types_supported: ["code"],
+          code_challenge_methods_supported: ["S256"],
+        });
+      },
+    });
+    const server = hostile((origin) => ({
+      resource: `${origin}/mcp`,
+      authorization_servers: [`http://127.0.0.1:${as.port}`],
+    }));
+    try {
+      const proc = Bun.spawn(
+        [
+          process.execPath,
+          CLI_ENTRY,
+          "proxy",
+          "b",
+          "--target-uri",
+          `http://127.0.0.1:${server.port}/mcp`,
+          "--remote-auth",
+          "--remote-auth-skip-browser",
+          "--remote-auth-timeout",
+          "2s",
+        ],
+        {
+          cwd: REPO_ROOT,
+          env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: scratch },
+          stdout: "pipe",
+          stderr: "pipe",
+        },
+      );
+      const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+      expect(code).toBe(1);
+      expect(stderr).toContain("client_id holds control characters");
+      expect(stderr).not.toMatch(/^http:\/\/192\.0\.2\.1/m);
+    } finally {
+      await server.stop(true);
+      await as.stop(true);
     }
   });
 

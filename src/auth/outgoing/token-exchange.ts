@@ -9,7 +9,7 @@ import * as oauth from "oauth4webapi";
 import type { TokenExchangeSpec } from "../../config/outgoing-auth-spec.ts";
 import { FORCED_RENEWAL_INTERVAL_MS } from "./grant-session.ts";
 import type { TokenSource } from "./token-source.ts";
-import { clientAuth, requestOptions, type ServerInfo } from "./oauth-client.ts";
+import { clientAuth, requestOptions, type ServerInfo, serverWords } from "./oauth-client.ts";
 import { subjectTokenOf } from "./subject-token.ts";
 import type { Fetch } from "../trusted-fetch.ts";
 import { errorMessage } from "../../errors.ts";
@@ -95,9 +95,7 @@ export function tokenExchangeSource(
         exchanged = await oauth.processGenericTokenEndpointResponse(server.as, client, response);
       } catch (err) {
         const detail =
-          err instanceof oauth.ResponseBodyError
-            ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}`
-            : errorMessage(err);
+          err instanceof oauth.ResponseBodyError ? serverWords(err.error, err.error_description) : errorMessage(err);
         options.onError?.(`token exchange failed (${detail})`);
         throw new TokenExchangeFailed(`token exchange failed (${detail})`);
       }
