@@ -19,11 +19,9 @@ export function cappedAnswers(base: Fetch, maxBytes = MAX_AUTHORIZATION_ANSWER_B
     if (body === null) return response;
     const where = new URL(input instanceof URL ? input.href : input).origin;
     const tooLarge = () => new Error(`the answer of ${where} is larger than ${maxBytes / 1024} KiB`);
-    if ((declaredLength(response) ?? 0) > maxBytes) {
-      void body.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    let total = 0;
+    // A body declared too large fails at its first read, not here: a caller that only wants the status
+    // (the probe of whether a remote asks for authentication) cancels it unread.
+    let total = (declaredLength(response) ?? 0) > maxBytes ? maxBytes : 0;
     const counted = body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
