@@ -184,15 +184,16 @@ export function decideNamed(decide: Decide, aliases: AliasesOf | undefined): Dec
 /**
  * Other spellings of a resource URI that servers read as the same resource: the WHATWG URL form
  * (scheme and host lower-cased, `.` and `..` segments resolved: what the TypeScript SDK looks a
- * resource up by) and that form with percent-encoded unreserved characters decoded (RFC 3986
- * §6.2.2.2, as servers that map URIs to paths read them). Empty when the URI is not a URL.
+ * resource up by) and that form with percent-encoded unreserved characters decoded and the other
+ * escapes in upper case (RFC 3986 §6.2.2, as servers that map URIs to paths read them). Empty when the
+ * URI is not a URL.
  */
 export function resourceSpellings(uri: string): string[] {
   if (!URL.canParse(uri)) return [];
   const href = new URL(uri).href;
   const unreserved = href.replace(/%([0-9A-Fa-f]{2})/g, (encoded, hex: string) => {
     const char = String.fromCharCode(Number.parseInt(hex, 16));
-    return /[A-Za-z0-9\-._~]/.test(char) ? char : encoded;
+    return /[A-Za-z0-9\-._~]/.test(char) ? char : encoded.toUpperCase();
   });
   const decoded = URL.canParse(unreserved) ? new URL(unreserved).href : unreserved;
   return [...new Set([href, decoded])].filter((spelling) => spelling !== uri);

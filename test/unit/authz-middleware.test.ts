@@ -283,7 +283,8 @@ test("the spellings a resource URI is also decided under: none for a URI already
     "demo://resource/static/document/features.md",
   ]);
   expect(resourceSpellings("file://localhost/etc/%70asswd")).toEqual(["file:///etc/%70asswd", "file:///etc/passwd"]);
-  // An encoded slash stays encoded: decoding it would make another path.
+  // An encoded slash stays encoded (decoding it would make another path), in upper case as RFC 3986 writes it.
   expect(resourceSpellings("file:///etc/a%2Fb")).toEqual([]);
+  expect(resourceSpellings("file:///etc/a%2fb")).toEqual(["file:///etc/a%2Fb"]);
   expect(resourceSpellings("not a url")).toEqual([]);
 });
