@@ -63,6 +63,7 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
         { jsonrpc: "2.0", id: null, error: { code: -32001, message } },
         { status, headers: { "www-authenticate": header } },
       ),
+      { reason: message, unauthenticated: true },
     );
   };
 
@@ -100,6 +101,7 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
           jsonRpcError(503, JsonRpcCode.internalError, `Service Unavailable: ${err.message}`, {
             headers: { "retry-after": String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))) },
           }),
+          { reason: err.message, unauthenticated: true },
         );
       throw err;
     }
