@@ -123,6 +123,8 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
     // the one audit handed on (events are written after next() returns, so it is known by then).
     let inner = req;
     const principal = () => principalOf(inner);
+    // Refused by authentication: nobody known, which is not the local user of an endpoint without it.
+    let unauthenticated = false;
     const base = () => ({
       component: config.component,
       source: {
@@ -136,7 +138,9 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
               ? { client: principal()?.claims.client_id as string }
               : {}),
           }
-        : { sub: "local" },
+        : unauthenticated
+          ? { unauthenticated: true }
+          : { sub: "local" },
       // A keyed hash: the id itself would let anyone who reads the audit log use the session.
       ...(req.headers.get("mcp-session-id")
         ? { sessionId: sessionRef(req.headers.get("mcp-session-id") as string) }
@@ -153,6 +157,7 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
     if (body === undefined) {
       const response = await next(req, ctx);
       const denial = denialOf(response);
+      unauthenticated = denial?.unauthenticated === true;
       if (denial?.invalid) {
         emit("mcp_request", {
           target: { path: capped(pathOf(req.url)) },
@@ -182,6 +187,7 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
     inner = forwardWith(req, body);
     const response = await next(inner, ctx);
     const denial = denialOf(response);
+    unauthenticated = denial?.unauthenticated === true;
     const reasonOf = (outcome: string) =>
       outcome === "denied" && denial?.reason !== undefined ? { reason: capped(denial.reason) } : {};
     if (denial?.invalid) {

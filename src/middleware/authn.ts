@@ -30,6 +30,17 @@ export interface AuthnOptions {
   readonly trustProxyHeaders: boolean;
 }
 
+/**
+ * A CORS preflight: OPTIONS naming the method it asks about, and no body (a browser never sends one).
+ * An OPTIONS with a body is a request like any other: passed on unauthenticated, it would carry a
+ * JSON-RPC message past authentication and the policies to a server that may read it.
+ */
+function isCorsPreflight(req: Request): boolean {
+  if (req.method !== "OPTIONS" || !req.headers.has("access-control-request-method")) return false;
+  const length = req.headers.get("content-length");
+  return req.body === null && !req.headers.has("transfer-encoding") && (length === null || length.trim() === "0");
+}
+
 export function bearerAuthentication(options: AuthnOptions): Middleware {
   const { spec } = options;
   const issuer = spec.issuer.href.replace(/\/$/, "") === spec.issuer.origin ? spec.issuer.origin : spec.issuer.href;
@@ -52,6 +63,7 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
         { jsonrpc: "2.0", id: null, error: { code: -32001, message } },
         { status, headers: { "www-authenticate": header } },
       ),
+      { reason: message, unauthenticated: true },
     );
   };
 
@@ -68,7 +80,7 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
       );
     }
     // CORS preflights carry no credentials by design (and get none added upstream).
-    if (req.method === "OPTIONS" && req.headers.has("access-control-request-method")) return next(req, ctx);
+    if (isCorsPreflight(req)) return next(req, ctx);
     // The group's gateway, with the installation's gateway key: it authenticated its own caller.
     if (cameFromGateway(req)) return next(req, ctx);
     const header = req.headers.get("authorization");
@@ -89,6 +101,7 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
           jsonRpcError(503, JsonRpcCode.internalError, `Service Unavailable: ${err.message}`, {
             headers: { "retry-after": String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))) },
           }),
+          { reason: err.message, unauthenticated: true },
         );
       throw err;
     }

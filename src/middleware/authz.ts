@@ -11,7 +11,14 @@ import type { AuthzConfig } from "../config/authz-config.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage, type McpTarget } from "../proxy/mcp-message.ts";
-import { type AliasesOf, cedarDecider, cedarRules, type Decision, decideNamed } from "./cedar-decider.ts";
+import {
+  type AliasesOf,
+  cedarDecider,
+  cedarRules,
+  type Decision,
+  decideNamed,
+  decideResourceSpellings,
+} from "./cedar-decider.ts";
 import { markDenied } from "./denials.ts";
 import { privateToCaller, requestIdsIn, rewriteResults } from "./result-rewriter.ts";
 import { defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
@@ -61,7 +68,7 @@ export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint 
   const own = endpoint.own ?? new Set<string>();
   const decider = cedarDecider(config);
   const { argsMatter } = decider;
-  const decide = decideNamed(decider.decide, endpoint.aliases);
+  const decide = decideNamed(decideResourceSpellings(decider.decide), endpoint.aliases);
   return (next) => async (req, ctx) => {
     const raw = await readRpcBody(req);
     let forward = req;

@@ -182,6 +182,43 @@ export function decideNamed(decide: Decide, aliases: AliasesOf | undefined): Dec
 }
 
 /**
+ * Other spellings of a resource URI that servers read as the same resource: the WHATWG URL form
+ * (scheme and host lower-cased, `.` and `..` segments resolved: what the TypeScript SDK looks a
+ * resource up by) and that form with percent-encoded unreserved characters decoded and the other
+ * escapes in upper case (RFC 3986 §6.2.2, as servers that map URIs to paths read them). Empty when the
+ * URI is not a URL.
+ */
+export function resourceSpellings(uri: string): string[] {
+  if (!URL.canParse(uri)) return [];
+  const href = new URL(uri).href;
+  const unreserved = href.replace(/%([0-9A-Fa-f]{2})/g, (encoded, hex: string) => {
+    const char = String.fromCharCode(Number.parseInt(hex, 16));
+    return /[A-Za-z0-9\-._~]/.test(char) ? char : encoded.toUpperCase();
+  });
+  const decoded = URL.canParse(unreserved) ? new URL(unreserved).href : unreserved;
+  return [...new Set([href, decoded])].filter((spelling) => spelling !== uri);
+}
+
+/**
+ * A resource decided under every spelling a server may read its URI as (`resourceSpellings`): a
+ * forbid on any of them denies, or `DEMO://…/secret.md`, `…/./secret.md` would read what a forbid on
+ * `demo://…/secret.md` refused. A permit counts only on the URI as sent: another spelling may be
+ * another resource to a server that does not normalise.
+ */
+export function decideResourceSpellings(decide: Decide): Decide {
+  return (req, action, type, id, call) => {
+    const decision = decide(req, action, type, id, call);
+    if (type !== cedarRules.resource.type || !decision.allowed) return decision;
+    for (const spelling of resourceSpellings(id)) {
+      const other = decide(req, action, type, spelling, call);
+      if (!other.allowed && other.forbidden)
+        return { ...other, reason: `${other.reason ?? "forbidden"} (as ${type}::${JSON.stringify(spelling)})` };
+    }
+    return decision;
+  };
+}
+
+/**
  * Whether the caller of `req` may call a tool, as list filtering decides it (no arguments): what a
  * search-mode gateway's find_tool shows that caller. Loads its own copy of the policies.
  */

@@ -8,6 +8,8 @@ export interface Denial {
   readonly reason?: string;
   /** The body was refused as a whole before any policy decided on it (message-checks.ts). */
   readonly invalid?: boolean;
+  /** Refused by authentication (no token, a bad one, or none could be checked): the caller is nobody known. */
+  readonly unauthenticated?: boolean;
 }
 
 const denied = new WeakMap<Response, Denial>();

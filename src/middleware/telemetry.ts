@@ -15,6 +15,7 @@ import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { carryRequestState } from "../auth/request-state.ts";
 import { ActiveSessions } from "./active-sessions.ts";
+import { isDenied } from "./denials.ts";
 import { sessionRef } from "./session-ref.ts";
 import { isLegacyStream } from "./watch-stream.ts";
 import { metaGetter, traceMetaOf, withTraceMeta } from "./trace-meta.ts";
@@ -29,6 +30,17 @@ const headerGetter = {
   keys: (carrier: Headers) => [...carrier.keys()],
 };
 const headerSetter = { set: (carrier: Headers, key: string, value: string) => carrier.set(key, value) };
+
+/**
+ * Longest span name kept: the method and tool are the client's to choose (up to the body limit) and
+ * telemetry comes before authentication; a span holding megabytes would be kept in the export queue
+ * and sent to the collector for anyone. (Attribute values are capped by the tracer: providers.ts.)
+ */
+const MAX_SPAN_NAME = 256;
+
+function spanName(text: string): string {
+  return text.length <= MAX_SPAN_NAME ? text : `${text.slice(0, MAX_SPAN_NAME)}…`;
+}
 
 export function telemetryMiddleware(
   spec: TelemetrySpec,
@@ -53,17 +65,20 @@ export function telemetryMiddleware(
   const tracked = sessions
     ? new ActiveSessions({ idleMs: sessionIdleMs, onChange: (delta) => sessions.add(delta) })
     : undefined;
-  // Label values clients choose are bounded: unknown methods are "other", tools past 200 distinct names too.
+  // Label values clients choose are bounded: unknown methods are "other" (notifications too: each invented
+  // name would otherwise be a new series kept for the life of the process), tools past 200 distinct names too.
   const methodLabel = (method: string) =>
-    /^(initialize|ping|server\/discover|subscriptions\/listen|tools\/(list|call)|prompts\/(list|get)|resources\/(list|read|subscribe|unsubscribe|templates\/list)|completion\/complete|logging\/setLevel|notifications\/[a-z_/]+)$/.test(
+    /^(initialize|ping|server\/discover|subscriptions\/listen|tools\/(list|call)|prompts\/(list|get)|resources\/(list|read|subscribe|unsubscribe|templates\/list)|completion\/complete|logging\/setLevel|notifications\/(initialized|cancelled|progress|message|roots\/list_changed|(tools|prompts|resources)\/list_changed|resources\/updated|elicitation\/complete|subscriptions\/acknowledged|tasks\/status))$/.test(
       method,
     )
       ? method
       : "other";
   const toolLabels = new Set<string>();
-  const toolLabel = (tool: string) => {
+  // A name gets a label of its own only from a call the policies let through: otherwise anyone who can
+  // reach the port (telemetry comes before authentication) could use up the 200 with made-up names.
+  const toolLabel = (tool: string, admitted: boolean) => {
     if (toolLabels.has(tool)) return tool;
-    if (toolLabels.size >= 200 || tool.length > 128) return "other";
+    if (!admitted || toolLabels.size >= 200 || tool.length > 128) return "other";
     toolLabels.add(tool);
     return tool;
   };
@@ -137,7 +152,7 @@ export function telemetryMiddleware(
     const links: Link[] =
       metaParent && headerParent && headerParent.spanId !== metaParent.spanId ? [{ context: headerParent }] : [];
     const span = telemetry.tracer?.startSpan(
-      tool ? `${method} ${tool}` : method,
+      spanName(tool ? `${method} ${tool}` : method),
       { kind: SpanKind.SERVER, attributes: attributesOf(message as JsonRpcMessage, req), links },
       parent,
     );
@@ -159,9 +174,11 @@ export function telemetryMiddleware(
         : carryRequestState(forward, new Request(forward, { headers }));
     }
     let status = "error";
+    let admitted = false;
     try {
       const response = await next(forward, ctx);
       status = String(response.status);
+      admitted = !isDenied(response);
       span?.setAttribute("http.response.status_code", response.status);
       if (response.status >= 400) span?.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${response.status}` });
       const session = response.headers.get("mcp-session-id");
@@ -177,7 +194,7 @@ export function telemetryMiddleware(
       const labels = { "mcp.method.name": methodLabel(method), "http.response.status_code": status };
       requests?.add(1, labels);
       duration?.record((performance.now() - started) / 1000, { "mcp.method.name": methodLabel(method) });
-      if (tool) toolCalls?.add(1, { "gen_ai.tool.name": toolLabel(tool) });
+      if (tool) toolCalls?.add(1, { "gen_ai.tool.name": toolLabel(tool, admitted) });
     }
   };
 }

@@ -33,6 +33,9 @@ function signalUrl(endpoint: URL, signal: "traces" | "metrics"): string {
   return `${endpoint.href.replace(/\/+$/, "")}/v1/${signal}`;
 }
 
+/** Longest span attribute value exported; longer ones are cut by the SDK. */
+export const MAX_ATTRIBUTE_LENGTH = 1024;
+
 export function startTelemetry(spec: TelemetrySpec, version: string): Telemetry {
   const resource = resourceFromAttributes({
     "service.name": spec.serviceName,
@@ -43,6 +46,9 @@ export function startTelemetry(spec: TelemetrySpec, version: string): Telemetry 
   if (spec.tracing && spec.endpoint) {
     tracerProvider = new BasicTracerProvider({
       resource,
+      // Attribute values come from clients (tool names, resource URIs, request ids, up to the body
+      // limit), before authentication: cut long, they cannot fill the export queue with megabytes each.
+      spanLimits: { attributeValueLengthLimit: MAX_ATTRIBUTE_LENGTH },
       sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(spec.samplingRate) }),
       spanProcessors: [
         new BatchSpanProcessor(

@@ -8,6 +8,7 @@
  */
 import type { TokenSource } from "../auth/outgoing/token-source.ts";
 import { staticBearer } from "../auth/outgoing/token-source.ts";
+import { cappedAnswers } from "../auth/capped-fetch.ts";
 import { trustingFetch } from "../auth/trusted-fetch.ts";
 import type { OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { McpmgrError } from "../errors.ts";
@@ -50,7 +51,7 @@ export async function outgoingAuthentication(
   let source: TokenSource | undefined;
   let headerName: string | undefined;
   // mcpmgr's own requests (OAuth, token exchange) trust --thv-ca-bundle; the forwarded traffic is the remote's business.
-  const http = trustingFetch(spec.caBundle);
+  const http = cappedAnswers(trustingFetch(spec.caBundle));
   if (spec.mode.kind === "bearer") {
     source = staticBearer(spec.mode.token, (status) =>
       ctx.log.warn(`${name}: the remote server refused the bearer token (HTTP ${status})`),

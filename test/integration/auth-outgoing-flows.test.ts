@@ -223,6 +223,73 @@ test("a running proxy whose token the remote refuses (401) refreshes it and retr
   }
 }, 90_000);
 
+test("a remote that refuses every token costs one refresh per 30 s, not one or two per request", async () => {
+  let refuseAll = false;
+  let refusals = 0;
+  const gate = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      if (refuseAll) {
+        refusals++;
+        return new Response(null, {
+          status: 401,
+          headers: { "www-authenticate": 'Bearer error="invalid_token", error_description="wrong audience"' },
+        });
+      }
+      const url = new URL(req.url);
+      const headers = new Headers(req.headers);
+      headers.delete("host");
+      const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+      return fetch(new URL(url.pathname + url.search, remote.url), {
+        method: req.method,
+        headers,
+        ...(body ? { body } : {}),
+        signal: req.signal,
+      });
+    },
+  });
+  try {
+    const proxy = await loggedInProxy([
+      "--target-uri",
+      `http://127.0.0.1:${gate.port}/mcp`,
+      "--remote-auth",
+      "--remote-auth-issuer",
+      auth.issuer,
+      "--remote-auth-client-id",
+      CLIENTS.mcpmgr.client_id,
+      "--remote-auth-client-secret-file",
+      secretFile,
+      "--remote-auth-resource",
+      JWT_RESOURCE,
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[2]),
+    ]);
+    try {
+      expect(await callTool(proxy.url)).not.toBe("");
+      const before = auth.grants.get("refresh_token") ?? 0;
+      refuseAll = true;
+      for (let i = 0; i < 5; i++) {
+        const answer = await fetch(proxy.url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "ping" }),
+        });
+        expect(answer.status).toBe(502);
+        await answer.body?.cancel();
+      }
+      expect(refusals).toBeGreaterThanOrEqual(5);
+      expect(auth.grants.get("refresh_token") ?? 0).toBe(before + 1);
+      await until(() => (proxy.output().includes("not renewing it again for 30 s") ? true : undefined), "the log");
+      expect(logins(proxy.output())).toBe(1);
+    } finally {
+      await proxy.stop();
+    }
+  } finally {
+    await gate.stop(true);
+  }
+}, 90_000);
+
 describe("scopes asked for when a remote's 401 starts the login", () => {
   let challengeScope: string | undefined;
   let remoteServer: ReturnType<typeof Bun.serve>;

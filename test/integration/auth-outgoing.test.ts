@@ -625,7 +625,7 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
     try {
       const { code, stderr } = await tryProxy(`http://127.0.0.1:${server.port}/mcp`);
       expect(code).toBe(1);
-      expect(stderr).toContain("is about https://victim.example.test/mcp");
+      expect(stderr).toContain('is about "https://victim.example.test/mcp"');
     } finally {
       await server.stop(true);
     }
@@ -641,6 +641,98 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
       expect(code).toBe(1);
       expect(stderr).toContain("refusing file://");
       expect(stderr).not.toContain("root");
+    } finally {
+      await server.stop(true);
+    }
+  });
+
+  test("an authorization server cannot write lines into mcpmgr's log (a fake login URL) through its words", async () => {
+    // A remote names this authorization server; its registration answers a client_id with lines in it.
+    const forged = "\n[info] Authorize mcpmgr at:\nhttp://192.0.2.1/router/reset\n";
+    const as = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(req) {
+        const url = new URL(req.url);
+        if (url.pathname === "/register") return Response.json({ client_id: `c1${forged}` }, { status: 201 });
+        return Response.json({
+          issuer: url.origin,
+          authorization_endpoint: `${url.origin}/authorize`,
+          token_endpoint: `${url.origin}/token`,
+          registration_endpoint: `${url.origin}/register`,
+          response_types_supported: ["code"],
+          code_challenge_methods_supported: ["S256"],
+        });
+      },
+    });
+    const server = hostile((origin) => ({
+      resource: `${origin}/mcp`,
+      authorization_servers: [`http://127.0.0.1:${as.port}`],
+    }));
+    try {
+      const proc = Bun.spawn(
+        [
+          process.execPath,
+          CLI_ENTRY,
+          "proxy",
+          "b",
+          "--target-uri",
+          `http://127.0.0.1:${server.port}/mcp`,
+          "--remote-auth",
+          "--remote-auth-skip-browser",
+          "--remote-auth-timeout",
+          "2s",
+        ],
+        {
+          cwd: REPO_ROOT,
+          env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: scratch },
+          stdout: "pipe",
+          stderr: "pipe",
+        },
+      );
+      const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+      expect(code).toBe(1);
+      expect(stderr).toContain("client_id holds control characters");
+      expect(stderr).not.toMatch(/^http:\/\/192\.0\.2\.1/m);
+    } finally {
+      await server.stop(true);
+      await as.stop(true);
+    }
+  });
+
+  test("a metadata document without end is read no further than 1 MiB: refused, not held in memory", async () => {
+    // 256 MiB of JSON whitespace before the document, sent chunked (no length to refuse it by).
+    const mebibyte = new TextEncoder().encode(" ".repeat(1024 * 1024));
+    let sent = 0;
+    const server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(req) {
+        const url = new URL(req.url);
+        if (url.pathname.startsWith("/.well-known/oauth-protected-resource"))
+          return new Response(
+            new ReadableStream({
+              pull(controller) {
+                if (sent++ < 256) return controller.enqueue(mebibyte);
+                controller.enqueue(new TextEncoder().encode(JSON.stringify({ authorization_servers: [auth.issuer] })));
+                controller.close();
+              },
+            }),
+            { headers: { "content-type": "application/json" } },
+          );
+        return new Response("{}", {
+          status: 401,
+          headers: {
+            "www-authenticate": `Bearer resource_metadata="${url.origin}/.well-known/oauth-protected-resource"`,
+          },
+        });
+      },
+    });
+    try {
+      const { code, stderr } = await tryProxy(`http://127.0.0.1:${server.port}/mcp`);
+      expect(code).toBe(1);
+      expect(stderr).toContain("is larger than 1024 KiB");
+      expect(sent).toBeLessThan(64);
     } finally {
       await server.stop(true);
     }

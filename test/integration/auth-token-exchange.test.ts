@@ -96,3 +96,16 @@ test("a call through the group's gateway (gateway key, no client token) is told 
   expect(bare).toContain("enable incoming authentication (--oidc-issuer)");
   expect(seen).toHaveLength(0);
 });
+
+test("a remote refusing every exchanged token forces one new exchange, not one or two per request", async () => {
+  const source = tokenExchangeSource(spec({ clientId: "exchanger", clientSecret: "s" }));
+  const incoming = new Request("http://127.0.0.1/mcp");
+  rememberSubjectToken(incoming, `subject-${crypto.randomUUID()}`);
+  seen.length = 0;
+  for (let i = 0; i < 5; i++) {
+    const value = await source.authorization(incoming);
+    await source.invalidate(value, new Response(null, { status: 401 }));
+  }
+  // The first exchange, and the one the first refusal forced; the refusals after it changed nothing.
+  expect(seen).toHaveLength(2);
+});

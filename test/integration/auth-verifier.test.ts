@@ -249,3 +249,74 @@ test("an authorization server that cannot be reached is logged once per back-off
     silent.stop(true);
   }
 }, 30_000);
+
+test("an active token refused for its audience or its key binding is remembered: asked about once, like an inactive one", async () => {
+  // The real authorization server, with the requests to it counted.
+  let introspections = 0;
+  const counting = (async (input: string | URL | Request, init?: RequestInit) => {
+    if (String(input instanceof Request ? input.url : input).endsWith("/token/introspection")) introspections++;
+    return fetch(input, init);
+  }) as typeof fetch;
+  const spec = incomingAuthSpec(
+    {
+      "oidc-issuer": auth.issuer,
+      // Not the audience the opaque tokens are issued for.
+      "oidc-audience": "https://another.example.test/mcp",
+      "oidc-introspection-url": `${auth.issuer}/token/introspection`,
+      "oidc-client-id": CLIENTS.introspector.client_id,
+      "oidc-client-secret": CLIENTS.introspector.client_secret,
+      "oidc-insecure-allow-http": true,
+      "jwks-allow-private-ip": true,
+    },
+    new Set([
+      "oidc-issuer",
+      "oidc-audience",
+      "oidc-introspection-url",
+      "oidc-client-id",
+      "oidc-client-secret",
+      "oidc-insecure-allow-http",
+      "jwks-allow-private-ip",
+    ]),
+  )!;
+  const verifier = await createTokenVerifier(spec, { fetch: counting });
+  const elsewhere = await auth.token({ resource: OPAQUE_RESOURCE });
+  const bound = await auth.token({ resource: OPAQUE_RESOURCE, dpop: true });
+  for (const [token, why] of [
+    [elsewhere, "not meant for this resource"],
+    [bound, "bound to a key"],
+  ] as const) {
+    const before = introspections;
+    for (let i = 0; i < 3; i++) expect((await rejection(verifier.verify(token))).message).toContain(why);
+    expect(introspections - before).toBe(1);
+  }
+});
+
+test("a discovery document without end is read no further than 1 MiB: a start-up error, not memory", async () => {
+  const mebibyte = new TextEncoder().encode(" ".repeat(1024 * 1024));
+  let sent = 0;
+  const issuer = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req) =>
+      new Response(
+        new ReadableStream({
+          pull(controller) {
+            if (sent++ < 256) return controller.enqueue(mebibyte);
+            const origin = new URL(req.url).origin;
+            controller.enqueue(
+              new TextEncoder().encode(JSON.stringify({ issuer: origin, jwks_uri: `${origin}/jwks` })),
+            );
+            controller.close();
+          },
+        }),
+        { headers: { "content-type": "application/json" } },
+      ),
+  });
+  try {
+    const failure = await createTokenVerifier(specFor(`http://127.0.0.1:${issuer.port}`)).catch((err: unknown) => err);
+    expect(String((failure as Error).message)).toContain("is larger than 1024 KiB");
+    expect(sent).toBeLessThan(64);
+  } finally {
+    await issuer.stop(true);
+  }
+});

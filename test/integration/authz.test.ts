@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startAuthServer, type AuthServer } from "../support/auth-server.ts";
-import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, spawnUntil, startEverything } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -179,4 +179,60 @@ test("without authentication the principal is the local user; denials are audite
     ["env", "success"],
     ["write_file", "denied"],
   ]);
+}, 120_000);
+
+test("a resource a forbid names is refused under every spelling the server reads as it (scheme case, dot segments)", async () => {
+  const forbidden = "demo://resource/static/document/features.md";
+  const policies = await policyFile("spellings.json", [
+    "permit(principal, action, resource);",
+    `forbid(principal, action == Action::"read_resource", resource == Resource::"${forbidden}");`,
+  ]);
+  // The reference server (TypeScript SDK) looks a resource up by its URI as a WHATWG URL reads it.
+  const upstream = await startEverything("streamableHttp");
+  const run = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      upstream.url,
+      "--name",
+      "spellings",
+      "--authz-config",
+      policies,
+    ],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 60_000 },
+  );
+  const client = new Client({ name: "authz-test", version: "1.0.0" });
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
+    const read = async (uri: string) => {
+      try {
+        const { contents } = await client.readResource({ uri });
+        return `read ${contents[0]?.uri}`;
+      } catch (err) {
+        return `error: ${err instanceof Error ? err.message : String(err)}`;
+      }
+    };
+    // Another document is readable, so the server does answer reads through the proxy.
+    expect(await read("demo://resource/static/document/architecture.md")).toBe(
+      "read demo://resource/static/document/architecture.md",
+    );
+    for (const uri of [
+      forbidden,
+      "DEMO://resource/static/document/features.md",
+      "demo://resource/static/document/./features.md",
+      "demo://resource/static/document/x/../features.md",
+      "demo://resource/static/document/%66eatures.md",
+    ]) {
+      const outcome = await read(uri);
+      expect(outcome).toContain("error:");
+      expect(outcome).toContain("Forbidden");
+    }
+  } finally {
+    await client.close().catch(() => {});
+    await run.stop();
+    await upstream.stop();
+  }
 }, 120_000);

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { attr, startOtlpReceiver, type KeyValue, type OtlpReceiver, type Span } from "../support/otlp-receiver.ts";
+import { startAuthServer } from "../support/auth-server.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -106,8 +107,15 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
         )
       ).status,
     ).toBe(200);
+    // Method names are a client's to choose: notifications it makes up share one label, or every
+    // name would be a new series kept (and exported) for as long as the proxy runs.
+    for (const method of ["notifications/initialized", "notifications/made_up_one", "notifications/made_up_two"])
+      expect((await post(url, { jsonrpc: "2.0", method }, { "mcp-session-id": UPSTREAM_SESSION })).status).toBe(202);
     const metrics = await (await fetch(new URL("/metrics", url))).text();
     expect(metrics).toContain("mcp_server_requests");
+    expect(metrics).toContain('mcp_method_name="notifications/initialized"');
+    expect(metrics).not.toContain("made_up");
+    expect(metrics).toMatch(/^mcp_server_requests_total\{[^}]*mcp_method_name="other"[^}]*\} 2$/m);
     // The duration histogram counts seconds: the tools/call (a local echo) lands in a bucket
     // bounded by one second, and there are finer buckets below it than a millisecond scale has.
     const callBuckets = [...metrics.matchAll(/^mcp_server_request_duration_bucket\{([^}]*)\} (\d+)/gm)]
@@ -232,6 +240,105 @@ test("--otel-tracing-enabled=false exports metrics but no spans; --otel-use-lega
   expect(attr(latest?.span.attributes ?? [], "mcp.method.name")).toBe("tools/call");
   expect(attr(latest?.span.attributes ?? [], "mcp.method")).toBeUndefined();
   expect(attr(latest?.resource ?? [], "service.name")).toBe("thv-modern");
+}, 60_000);
+
+test("tool calls refused before the server (no token) give made-up tool names no metric label of their own", async () => {
+  const auth = await startAuthServer();
+  const run = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      `http://127.0.0.1:${upstream.port}/mcp`,
+      "--name",
+      "guarded",
+      "--otel-enable-prometheus-metrics-path",
+      ...auth.oidcArgs(),
+    ],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  const url = run.match[1] as string;
+  try {
+    // Telemetry counts every request, before authentication refuses it: these names are anyone's to choose.
+    for (let i = 0; i < 3; i++) {
+      const refused = await post(url, {
+        jsonrpc: "2.0",
+        id: i,
+        method: "tools/call",
+        params: { name: `made_up_tool_${i}`, arguments: {} },
+      });
+      expect(refused.status).toBe(401);
+    }
+    const token = await auth.token();
+    const opened = await post(
+      url,
+      {
+        jsonrpc: "2.0",
+        id: 8,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      },
+      { authorization: `Bearer ${token}` },
+    );
+    expect(opened.status).toBe(200);
+    const call = await post(
+      url,
+      { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "echo", arguments: {} } },
+      { authorization: `Bearer ${token}`, "mcp-session-id": UPSTREAM_SESSION },
+    );
+    expect(call.status).toBe(200);
+    const metrics = await (await fetch(new URL("/metrics", url))).text();
+    expect(metrics).toMatch(/^mcp_server_tool_calls_total\{[^}]*gen_ai_tool_name="echo"[^}]*\} 1$/m);
+    expect(metrics).toMatch(/^mcp_server_tool_calls_total\{[^}]*gen_ai_tool_name="other"[^}]*\} 3$/m);
+    expect(metrics).not.toContain("made_up_tool");
+  } finally {
+    await run.stop();
+    await auth.stop();
+  }
+}, 60_000);
+
+test("what a client chooses is cut short in spans: a 1 MiB tool name and request id are not exported whole", async () => {
+  const run = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      `http://127.0.0.1:${upstream.port}/mcp`,
+      "--name",
+      "clipped",
+      "--otel-endpoint",
+      receiver.endpoint,
+      "--otel-insecure",
+      "--otel-sampling-rate",
+      "1.0",
+    ],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  const url = run.match[1] as string;
+  const name = `huge_${"t".repeat(1024 * 1024)}`;
+  try {
+    const call = await post(
+      url,
+      { jsonrpc: "2.0", id: "i".repeat(1024 * 1024), method: "tools/call", params: { name, arguments: {} } },
+      { "mcp-session-id": UPSTREAM_SESSION },
+    );
+    expect(call.status).toBe(200);
+  } finally {
+    await run.stop();
+  }
+  // Stopping flushed the span.
+  const span = spans.find((s) => s.span.name.startsWith("tools/call huge_"));
+  expect(span).toBeDefined();
+  expect(span?.span.name.length).toBeLessThanOrEqual(300);
+  for (const key of ["gen_ai.tool.name", "mcp.tool.name", "jsonrpc.request.id", "mcp.request.id"]) {
+    const value = attr(span?.span.attributes ?? [], key) ?? "";
+    expect(value.length).toBeGreaterThan(100);
+    expect(value.length).toBeLessThanOrEqual(1024);
+  }
 }, 60_000);
 
 test("telemetry option mistakes are start-up errors", () => {

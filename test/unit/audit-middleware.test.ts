@@ -6,7 +6,10 @@
 import { describe, expect, test } from "bun:test";
 import type { AuditConfig, AuditEventType } from "../../src/config/audit-config.ts";
 import { toolsPolicy } from "../../src/config/tools-policy.ts";
+import { TokenRejected, type Principal, type TokenVerifier } from "../../src/auth/incoming/verifier.ts";
+import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { auditTrail } from "../../src/middleware/audit.ts";
+import { bearerAuthentication } from "../../src/middleware/authn.ts";
 import { cedarAuthorization } from "../../src/middleware/authz.ts";
 import { messageGate } from "../../src/middleware/message-gate.ts";
 import { toolFilter } from "../../src/middleware/tool-filter.ts";
@@ -229,4 +232,39 @@ describe("integrity", () => {
     expect(first?.target.tool).toBe(name);
     expect(second?.target.tool).toBe(`${"x".repeat(1024)}…(truncated)`);
   });
+});
+
+test("a request authentication refuses is audited as unauthenticated, not as the local user", async () => {
+  const spec = incomingAuthSpec(
+    { "oidc-issuer": "https://idp.example", "oidc-insecure-allow-http": false, "jwks-allow-private-ip": false },
+    new Set(["oidc-issuer"]),
+  )!;
+  // The verifier is not under test: a table of tokens stands in for signature checks.
+  const verifier: TokenVerifier = {
+    async verify(token) {
+      if (token === "good") return { subject: "alice", scopes: [], claims: { sub: "alice" } } satisfies Principal;
+      throw new TokenRejected("invalid_token", "the token has expired");
+    },
+  };
+  const { lines, handle } = setup({
+    inner: [bearerAuthentication({ spec, verifier, endpointPath: "/mcp", trustProxyHeaders: false })],
+  });
+  const withToken = (token: string) => {
+    const req = call("echo");
+    const headers = new Headers(req.headers);
+    headers.set("authorization", `Bearer ${token}`);
+    return new Request(req, { headers });
+  };
+  for (const req of [call("echo"), withToken("stale")]) {
+    const refused = await handle(req, ctx);
+    expect(refused.status).toBe(401);
+    await refused.text();
+  }
+  await (await handle(withToken("good"), ctx)).text();
+  expect(lines.map((line) => [line.outcome, line.subject])).toEqual([
+    ["denied", { unauthenticated: true }],
+    ["denied", { unauthenticated: true }],
+    ["success", { sub: "alice" }],
+  ]);
+  expect(lines[1]?.reason).toBe("Unauthorized: the token has expired");
 });

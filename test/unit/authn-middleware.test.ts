@@ -80,4 +80,21 @@ test("the metadata document answers GET and HEAD without a token, 405 otherwise;
     ).status,
   ).toBe(200);
   expect((await call({ method: "OPTIONS" })).status).toBe(401);
+  // A preflight has no body: one with a JSON-RPC message in it is no preflight, and would otherwise
+  // reach the server unauthenticated (with the headers mcpmgr adds for the remote).
+  const smuggled = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "x" } });
+  const variants: Record<string, string>[] = [
+    { "content-type": "application/json" },
+    { "transfer-encoding": "chunked" },
+  ];
+  for (const headers of variants) {
+    seen.length = 0;
+    const response = await call({
+      method: "OPTIONS",
+      headers: { "access-control-request-method": "POST", origin: "http://127.0.0.1:9000", ...headers },
+      body: smuggled,
+    });
+    expect(response.status).toBe(401);
+    expect(seen).toEqual([]);
+  }
 });

@@ -8,6 +8,7 @@ import type { Principal, TokenVerifier } from "../../src/auth/incoming/verifier.
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { bearerAuthentication } from "../../src/middleware/authn.ts";
 import { cedarAuthorization } from "../../src/middleware/authz.ts";
+import { resourceSpellings } from "../../src/middleware/cedar-decider.ts";
 import { denialOf } from "../../src/middleware/denials.ts";
 import { rpcBodyOf } from "../../src/middleware/rpc-body.ts";
 import { compose, detachedContext } from "../../src/proxy/handler.ts";
@@ -274,4 +275,16 @@ describe("a tool the caller may not see (hiddenAsUnknown)", () => {
     const [forbidden] = await messagesOf(refused);
     expect(forbidden?.error?.message).toStartWith("Forbidden");
   });
+});
+
+test("the spellings a resource URI is also decided under: none for a URI already in its normal form", () => {
+  expect(resourceSpellings("demo://resource/static/document/features.md")).toEqual([]);
+  expect(resourceSpellings("DEMO://resource/static/./document/x/../features.md")).toEqual([
+    "demo://resource/static/document/features.md",
+  ]);
+  expect(resourceSpellings("file://localhost/etc/%70asswd")).toEqual(["file:///etc/%70asswd", "file:///etc/passwd"]);
+  // An encoded slash stays encoded (decoding it would make another path), in upper case as RFC 3986 writes it.
+  expect(resourceSpellings("file:///etc/a%2Fb")).toEqual([]);
+  expect(resourceSpellings("file:///etc/a%2fb")).toEqual(["file:///etc/a%2Fb"]);
+  expect(resourceSpellings("not a url")).toEqual([]);
 });

@@ -251,3 +251,21 @@ test("a step-up while a refresh is in flight waits for it, and its token is the 
   expect((await s.current()).accessToken).toBe("stepped-up");
   expect(h.store.value.accessToken).toBe("stepped-up");
 });
+
+test("a remote refusing every token forces one renewal per 30 s, not one per request", async () => {
+  const { s, h } = await session();
+  const first = await s.current();
+  expect(s.expire(`Bearer ${first.accessToken}`)).toBe("renew");
+  const second = await s.current();
+  expect(h.refreshes).toHaveLength(1);
+  // Refused again at once: the renewed token is kept, the authorization server is not asked.
+  for (let i = 0; i < 5; i++) {
+    expect(s.expire(`Bearer ${second.accessToken}`)).toBe("throttled");
+    expect((await s.current()).accessToken).toBe(second.accessToken);
+  }
+  expect(h.refreshes).toHaveLength(1);
+  h.clock.t += 30_000;
+  expect(s.expire(`Bearer ${second.accessToken}`)).toBe("renew");
+  expect((await s.current()).accessToken).not.toBe(second.accessToken);
+  expect(h.refreshes).toHaveLength(2);
+});

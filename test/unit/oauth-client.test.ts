@@ -1,7 +1,7 @@
 /** The authorization request mcpmgr builds (its checks need no server: the metadata is given). */
 import { expect, test } from "bun:test";
 import { assertRemoteChosenUrl } from "../../src/auth/outgoing/discovery.ts";
-import { startAuthorization, type ServerInfo } from "../../src/auth/outgoing/oauth-client.ts";
+import { serverWords, startAuthorization, type ServerInfo } from "../../src/auth/outgoing/oauth-client.ts";
 import { rejection } from "../support/errors.ts";
 
 const as = {
@@ -51,4 +51,12 @@ test("a remote may name a plain-http endpoint on loopback only; a name that mere
   expect(err.message).toBe(
     "refusing http://127.attacker.example as the remote's token endpoint: only https:// (or http:// on loopback)",
   );
+});
+
+test("an authorization server's error words are one line, however it writes them", () => {
+  expect(serverWords("invalid_grant", "expired\n[info] Authorize mcpmgr at:\nhttp://192.0.2.1/x")).toBe(
+    "invalid_grant: expired\\n[info] Authorize mcpmgr at:\\nhttp://192.0.2.1/x",
+  );
+  expect(serverWords("access_denied")).toBe("access_denied");
+  expect(serverWords("e", "x".repeat(1_000)).length).toBeLessThan(320);
 });

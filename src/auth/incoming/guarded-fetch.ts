@@ -2,11 +2,13 @@
  * The fetch used for the authorization server's documents (discovery, JWKS, introspection):
  * https only unless --oidc-insecure-allow-http; never a private, loopback or link-local
  * address unless --jwks-allow-private-ip (a token validator that follows attacker-chosen
- * URLs into the internal network is an SSRF); the optional bearer token and CA bundle.
+ * URLs into the internal network is an SSRF); the optional bearer token and CA bundle; answers
+ * capped (capped-fetch.ts).
  */
 import { resolvesInside } from "../addresses.ts";
 import type { IncomingAuthSpec } from "../../config/incoming-auth-spec.ts";
 import { McpmgrError } from "../../errors.ts";
+import { cappedAnswers } from "../capped-fetch.ts";
 import { trustingFetch, type Fetch } from "../trusted-fetch.ts";
 
 export { isPrivateAddress } from "../addresses.ts";
@@ -16,7 +18,7 @@ export function guardedFetch(
   spec: Pick<IncomingAuthSpec, "allowHttp" | "allowPrivateIp" | "fetchToken" | "caBundle">,
   base: Fetch = fetch,
 ): Fetch {
-  const send = trustingFetch(spec.caBundle, base);
+  const send = cappedAnswers(trustingFetch(spec.caBundle, base));
   return async (input, init = {}) => {
     const url = new URL(input instanceof URL ? input.href : input);
     if (url.protocol !== "https:" && !(url.protocol === "http:" && spec.allowHttp)) {

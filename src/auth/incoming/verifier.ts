@@ -330,12 +330,24 @@ export async function createTokenVerifier(
       );
       throw unavailable("introspection", introspectionDownUntil, detail);
     }
-    if (answer.active === true) assertBearer(answer.cnf, answer.token_type);
-    if (answer.active !== true) {
-      const refusal = new TokenRejected("invalid_token", "the token is not active");
-      remember(key, refusal, now() + INTROSPECTION_CACHE_MS);
-      throw refusal;
+    const exp = typeof answer.exp === "number" ? answer.exp * 1000 : undefined;
+    let principal: Principal;
+    try {
+      principal = principalOfIntrospection(answer, exp);
+    } catch (err) {
+      // Remembered like "not active": a token refused for its issuer, audience, binding or age is
+      // refused again without asking, or each request with it would be one more introspection.
+      if (err instanceof TokenRejected) remember(key, err, now() + INTROSPECTION_CACHE_MS);
+      throw err;
     }
+    remember(key, principal, Math.min(now() + INTROSPECTION_CACHE_MS, exp ?? Number.POSITIVE_INFINITY));
+    return principal;
+  }
+
+  /** What an introspection answer says about the token: a Principal, or why it is refused. */
+  function principalOfIntrospection(answer: Record<string, unknown>, exp: number | undefined): Principal {
+    if (answer.active !== true) throw new TokenRejected("invalid_token", "the token is not active");
+    assertBearer(answer.cnf, answer.token_type);
     if (typeof answer.iss === "string" && !issuerForms(spec.issuer).includes(answer.iss))
       throw new TokenRejected("invalid_token", "the token was issued by another issuer");
     if (spec.audience !== undefined) {
@@ -343,12 +355,9 @@ export async function createTokenVerifier(
       if (!audiences.includes(spec.audience))
         throw new TokenRejected("invalid_token", "the token is not meant for this resource (aud)");
     }
-    const exp = typeof answer.exp === "number" ? answer.exp * 1000 : undefined;
     if (exp !== undefined && exp + CLOCK_TOLERANCE_S * 1000 < now())
       throw new TokenRejected("invalid_token", "the token has expired");
-    const principal = principalOf(answer);
-    remember(key, principal, Math.min(now() + INTROSPECTION_CACHE_MS, exp ?? Number.POSITIVE_INFINITY));
-    return principal;
+    return principalOf(answer);
   }
 
   return {

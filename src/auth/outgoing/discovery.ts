@@ -219,7 +219,7 @@ export async function discoverFromChallenge(
   if (document.resource !== undefined && !sameResource(document.resource, target)) {
     throw new McpmgrError(
       "AUTH_SETUP_FAILED",
-      `the remote's protected-resource metadata is about ${document.resource}, not ${target.origin}${target.pathname}`,
+      `the remote's protected-resource metadata is about ${JSON.stringify(document.resource)}, not ${target.origin}${target.pathname}`,
       {
         hint: "the remote server is misconfigured or impersonating another; give --remote-auth-resource and --remote-auth-issuer only if you trust it",
       },

@@ -59,13 +59,20 @@ export interface GrantSessionOptions {
 export interface GrantSession {
   /** A valid access token: from memory, the store, a refresh, or a login. */
   current(): Promise<TokenSet>;
-  /** Forget the access token the remote refused (the next current() renews it). */
-  expire(refused: string): void;
+  /**
+   * Forget the access token the remote refused, so the next current() renews it ("renew"). Kept when
+   * it is no longer the one in use ("stale": renewed meanwhile), or when the last renewal a refusal
+   * forced was less than FORCED_RENEWAL_INTERVAL_MS ago ("throttled"): a remote that refuses every
+   * token must not cost the authorization server a refresh per request.
+   */
+  expire(refused: string): "renew" | "stale" | "throttled";
   /** Log in again asking for more scopes (RFC 6750 insufficient_scope); false when that set was already tried. */
   stepUp(scopes: readonly string[]): Promise<boolean>;
 }
 
 const REFRESH_EARLY_MS = 60_000;
+/** At most one renewal forced by the remote's refusals in this time. */
+export const FORCED_RENEWAL_INTERVAL_MS = 30_000;
 const REFRESH_ATTEMPTS = 3;
 
 /** Refresh a minute early, or at half-life for tokens that live less than two minutes. */
@@ -143,6 +150,7 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
   };
 
   let renewing: Promise<TokenSet> | undefined;
+  let forcedRenewalAt: number | undefined;
   const triedScopes = new Set<string>([scopes.join(" ")]);
   return {
     async current() {
@@ -155,7 +163,12 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
       return tokens;
     },
     expire(refused) {
-      if (tokens && `Bearer ${tokens.accessToken}` === refused) tokens = { ...tokens, expiresAt: 0 };
+      if (!tokens || `Bearer ${tokens.accessToken}` !== refused) return "stale";
+      const now = clock.now();
+      if (forcedRenewalAt !== undefined && now - forcedRenewalAt < FORCED_RENEWAL_INTERVAL_MS) return "throttled";
+      forcedRenewalAt = now;
+      tokens = { ...tokens, expiresAt: 0 };
+      return "renew";
     },
     async stepUp(wanted) {
       // MCP 2026-07-28 (SEP-2350): the union of what was asked before and what is asked now.

@@ -7,6 +7,7 @@
  */
 import * as oauth from "oauth4webapi";
 import { errorMessage, McpmgrError } from "../../errors.ts";
+import { excerpt } from "../../printable.ts";
 import type { Fetch } from "../trusted-fetch.ts";
 
 export interface ServerInfo {
@@ -63,11 +64,19 @@ export function requestOptions(
   };
 }
 
+/**
+ * An authorization server's own words about a refusal (`error`, `error_description`), on one line:
+ * they go into mcpmgr's log and errors, and a server (one a remote chose) must not write lines there.
+ */
+export function serverWords(error: string, description?: string): string {
+  return `${excerpt(error, 100)}${description ? `: ${excerpt(description, 300)}` : ""}`;
+}
+
 function failure(what: string, err: unknown, hint: string): McpmgrError {
   const detail =
     err instanceof oauth.ResponseBodyError
-      ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}`
-      : errorMessage(err);
+      ? serverWords(err.error, err.error_description)
+      : excerpt(errorMessage(err), 500);
   return new McpmgrError("AUTH_SETUP_FAILED", `${what} failed (${detail})`, {
     hint: untrustedCertificate(detail) ? CA_HINT : hint,
     cause: err,
@@ -112,8 +121,14 @@ export async function registerClient(server: ServerInfo, redirectUri: string): P
       error_description?: string;
     };
     if (response.status !== 201 && response.status !== 200)
-      throw new Error(`HTTP ${response.status}${body.error ? ` ${body.error}: ${body.error_description ?? ""}` : ""}`);
+      throw new Error(
+        `HTTP ${response.status}${typeof body.error === "string" ? ` ${serverWords(body.error, typeof body.error_description === "string" ? body.error_description : undefined)}` : ""}`,
+      );
     if (typeof body.client_id !== "string" || body.client_id === "") throw new Error("the response has no client_id");
+    // It is logged and sent back in URLs: an id with line breaks or escapes is no id, but an attempt
+    // to write lines of its own into mcpmgr's log (a fake login URL among them).
+    if (/[\u0000-\u001f\u007f-\u009f]/.test(body.client_id))
+      throw new Error("the response's client_id holds control characters");
     return {
       clientId: body.client_id,
       ...(typeof body.client_secret === "string" ? { clientSecret: body.client_secret } : {}),
@@ -232,7 +247,7 @@ export function validateAuthorizationResponse(
     if (err instanceof oauth.AuthorizationResponseError)
       throw new McpmgrError(
         "AUTH_SETUP_FAILED",
-        `the OAuth login was refused (${err.error}${err.error_description ? `: ${err.error_description}` : ""})`,
+        `the OAuth login was refused (${serverWords(err.error, err.error_description)})`,
         { hint: "check the account and the client's permissions, then try again" },
       );
     throw failure("the authorization response", err, "start the login again");
@@ -299,10 +314,7 @@ export async function refreshTokens(
   } catch (err) {
     if (err instanceof oauth.ResponseBodyError) {
       const revoked = err.status === 400 || err.status === 401;
-      throw new RefreshFailed(
-        `the refresh was refused (${err.error}${err.error_description ? `: ${err.error_description}` : ""})`,
-        revoked,
-      );
+      throw new RefreshFailed(`the refresh was refused (${serverWords(err.error, err.error_description)})`, revoked);
     }
     throw new RefreshFailed(`the refresh failed (${errorMessage(err)})`, false);
   }

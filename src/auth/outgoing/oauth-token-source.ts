@@ -166,8 +166,12 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
         );
         if (moved) return;
       }
-      current.session.expire(refused ?? "");
-      log.warn("the remote server refused the access token; renewing it");
+      const outcome = current.session.expire(refused ?? "");
+      if (outcome === "renew") log.warn("the remote server refused the access token; renewing it");
+      else if (outcome === "throttled")
+        log.warn(
+          "the remote server refused the access token, and one renewed moments ago too: not renewing it again for 30 s (check the resource and scopes the remote expects: --remote-auth-resource, --remote-auth-scopes)",
+        );
     },
   };
 }

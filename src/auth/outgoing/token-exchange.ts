@@ -7,8 +7,9 @@
 import { createHash } from "node:crypto";
 import * as oauth from "oauth4webapi";
 import type { TokenExchangeSpec } from "../../config/outgoing-auth-spec.ts";
+import { FORCED_RENEWAL_INTERVAL_MS } from "./grant-session.ts";
 import type { TokenSource } from "./token-source.ts";
-import { clientAuth, requestOptions, type ServerInfo } from "./oauth-client.ts";
+import { clientAuth, requestOptions, type ServerInfo, serverWords } from "./oauth-client.ts";
 import { subjectTokenOf } from "./subject-token.ts";
 import type { Fetch } from "../trusted-fetch.ts";
 import { errorMessage } from "../../errors.ts";
@@ -57,6 +58,8 @@ export function tokenExchangeSource(
           auth: clientAuth(server, { clientId: spec.clientId, clientSecret: spec.clientSecret }),
         };
   const cache = new Map<string, { value: string; until: number }>();
+  /** When a refusal last forced a new exchange, per subject token: at most one per interval. */
+  const forced = new Map<string, number>();
   return {
     async authorization(incoming) {
       const subject = incoming ? subjectTokenOf(incoming) : undefined;
@@ -92,9 +95,7 @@ export function tokenExchangeSource(
         exchanged = await oauth.processGenericTokenEndpointResponse(server.as, client, response);
       } catch (err) {
         const detail =
-          err instanceof oauth.ResponseBodyError
-            ? `${err.error}${err.error_description ? `: ${err.error_description}` : ""}`
-            : errorMessage(err);
+          err instanceof oauth.ResponseBodyError ? serverWords(err.error, err.error_description) : errorMessage(err);
         options.onError?.(`token exchange failed (${detail})`);
         throw new TokenExchangeFailed(`token exchange failed (${detail})`);
       }
@@ -106,7 +107,17 @@ export function tokenExchangeSource(
       return value;
     },
     async invalidate(refused) {
-      for (const [key, entry] of cache) if (entry.value === refused) cache.delete(key);
+      // A remote that refuses every exchanged token must not cost the exchange endpoint one or two
+      // exchanges per request: the token a refusal forced is kept for FORCED_RENEWAL_INTERVAL_MS.
+      const now = Date.now();
+      for (const [key, entry] of cache) {
+        if (entry.value !== refused) continue;
+        const last = forced.get(key);
+        if (last !== undefined && now - last < FORCED_RENEWAL_INTERVAL_MS) continue;
+        forced.set(key, now);
+        if (forced.size > 10_000) forced.delete(forced.keys().next().value as string);
+        cache.delete(key);
+      }
     },
   };
 }
