@@ -9,6 +9,7 @@
  * the client starts it.
  */
 import { existsSync } from "node:fs";
+import { posix, win32 } from "node:path";
 import { appConfig, envDir, envValue, inHome, joinPath, xdgConfig } from "./locations.ts";
 import {
   CLIENT_IDS,
@@ -86,13 +87,23 @@ function claudeCodeDir(ctx: ClientContext): string | undefined {
  */
 function proxyStdioEntry(workload: WorkloadEndpoint, ctx: ClientContext): EntryShape {
   const [command, ...prefix] = ctx.selfCommand;
-  const home = envValue(ctx, "MCPMGR_HOME");
+  const home = absoluteHome(envValue(ctx, "MCPMGR_HOME"), ctx);
   const value = {
     command,
     args: [...prefix, "proxy", "stdio", workload.name],
     ...(home !== undefined ? { env: { MCPMGR_HOME: home } } : {}),
   };
   return { value, managed: Object.keys(value) };
+}
+
+/**
+ * A relative MCPMGR_HOME names a folder from the directory mcpmgr ran in (state/paths.ts); the
+ * client starts the relay from a directory of its own, where the same words name another folder.
+ */
+function absoluteHome(home: string | undefined, ctx: ClientContext): string | undefined {
+  if (home === undefined) return undefined;
+  const path = ctx.platform === "win32" ? win32 : posix;
+  return path.isAbsolute(home) ? home : path.resolve(home);
 }
 
 function codexHome(ctx: ClientContext): string {
