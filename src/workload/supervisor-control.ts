@@ -49,7 +49,7 @@ export async function currentStatus(store: WorkloadStore, name: string): Promise
 export interface StartSupervisorOptions {
   /** What to tell the user when the workload does not start. */
   readonly failureHint?: string;
-  /** Added to the failure's own hint when it has one (`run`: nothing was kept). */
+  /** Added to the failure's own hint when it has one (`run`: the workload was not kept). */
   readonly failureNote?: string;
   /** Called every 100 ms while waiting (`run` relays an OAuth login URL from the proxy log). */
   readonly whileWaiting?: () => void;
@@ -141,6 +141,11 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
   const pid = status?.pid;
   if (pid === undefined || !isSupervisorOf(pid, name) || status?.state === "stopped" || status?.state === "failed") {
     await removeContainers(store, name, log);
+    // Asked to stop, it is stopped: a failed one (its supervisor killed, the machine restarted)
+    // would otherwise stay "failed" in `list`, with the warning, until it is started or removed.
+    if (status?.state === "failed") {
+      await store.writeStatus(name, { state: "stopped", restarts: status.restarts ?? 0 }).catch(() => {});
+    }
     return false;
   }
   await terminate(pid, name);
