@@ -19,8 +19,8 @@ export async function firstStart(
   try {
     await startSupervisor(store, record.name, ctx, {
       ...options,
-      failureHint: "fix the command and run it again (nothing was kept)",
-      failureNote: "nothing was kept",
+      failureHint: "fix the command and run it again (the workload was not kept)",
+      failureNote: "the workload was not kept",
     });
   } catch (err) {
     await store.remove(record.name).catch(() => {});

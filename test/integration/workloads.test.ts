@@ -239,7 +239,7 @@ test("a background run on a port another program holds says to choose another po
     expect(line).toContain(`port ${busy.port} on 127.0.0.1 is already in use`);
     // The supervisor's own hint, as the foreground form gives it, not the generic "fix the command".
     expect(line).toContain("hint: choose another port, or leave the port option out");
-    expect(line).toContain("nothing was kept");
+    expect(line).toContain("the workload was not kept");
     expect(row("port-taken")).toBeUndefined();
   } finally {
     busy.stop(true);
