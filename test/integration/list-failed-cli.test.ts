@@ -1,6 +1,8 @@
 /**
  * `mcpmgr list` (text) says why a failed workload failed: its last error, under the table on
- * stderr (the JSON form has it as `lastError`).
+ * stderr (the JSON form has it as `lastError`), and how to run it again; a workload whose
+ * supervisor died (a reboot) is stopped by `stop`, and one whose port another program took is
+ * told how to free or move it.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -22,6 +24,7 @@ beforeAll(() => {
 afterAll(() => {
   mcpmgr("rm", "lf");
   mcpmgr("rm", "lk");
+  mcpmgr("rm", "lp");
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -70,3 +73,36 @@ function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+test("start on a port another program took meanwhile says how to free it or move the workload, and that way works", () => {
+  expect(mcpmgr("run", "http://127.0.0.1:9/mcp", "--name", "lp").code).toBe(0);
+  const record = () => JSON.parse(mcpmgr("export", "lp", "-").stdout) as { proxyPort: number; runOptions: string[] };
+  const port = record().proxyPort;
+  expect(mcpmgr("stop", "lp").code).toBe(0);
+  const squatter = Bun.serve({ hostname: "127.0.0.1", port, fetch: () => new Response("another program") });
+  try {
+    const start = mcpmgr("start", "lp");
+    expect(start.code).toBe(1);
+    const errors = start.stderr.split("\n").filter((line) => line.startsWith("[error]"));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain(`port ${port} on 127.0.0.1 is already in use`);
+    expect(errors[0]).toContain(`lp keeps port ${port} for its clients' URLs, and another program listens there now`);
+    expect(errors[0]).toContain("take --proxy-port and its value out of the file's runOptions");
+    expect(errors[0]).not.toContain("leave the port option out");
+
+    // The way it gives, step by step.
+    const file = join(home, "lp.json");
+    expect(mcpmgr("export", "lp", file).code).toBe(0);
+    const exported = JSON.parse(readFileSync(file, "utf8")) as { runOptions: string[] };
+    const at = exported.runOptions.indexOf("--proxy-port");
+    exported.runOptions.splice(at, 2);
+    writeFileSync(file, JSON.stringify(exported));
+    expect(mcpmgr("rm", "lp").code).toBe(0);
+    expect(mcpmgr("run", "--from-config", file).code).toBe(0);
+    expect(record().proxyPort).not.toBe(port);
+    expect(mcpmgr("list").stdout).toMatch(/^lp\s+running\s/m);
+  } finally {
+    squatter.stop(true);
+    mcpmgr("rm", "lp");
+  }
+});
