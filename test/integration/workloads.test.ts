@@ -227,6 +227,31 @@ test("a server that fails to start is reported with its output, and nothing is k
   expect(list().find((r) => r.name === "exits-early")).toBeUndefined();
 }, 60_000);
 
+test("a package the sandbox must fetch with no network: the failure's hint says so, not 'check the package name'", () => {
+  // npm fails at once instead of retrying for a minute; the sandbox has no network whatever npm tries.
+  const result = mcpmgr(
+    "run",
+    "npx://mcpmgr-test-never-published@1.0.0",
+    "--name",
+    "offline-pkg",
+    "--permission-profile",
+    "none",
+    "-e",
+    "npm_config_fetch_retries=0",
+    "-e",
+    "npm_config_fetch_timeout=2000",
+  );
+  expect(result.code).toBe(1);
+  expect(result.stderr).toContain("fetches it inside the sandbox"); // the warning before the start
+  const errors = result.stderr.split("\n").filter((line) => line.startsWith("[error]"));
+  expect(errors).toHaveLength(1);
+  expect(errors[0]).toContain("offline-pkg did not complete the MCP handshake");
+  expect(errors[0]).toContain("npx had no network to fetch the package");
+  expect(errors[0]).toContain("--permission-profile network");
+  expect(errors[0]).not.toContain("check the package name");
+  expect(list().find((r) => r.name === "offline-pkg")).toBeUndefined();
+}, 60_000);
+
 test("a background run on a port another program holds says to choose another port, and nothing is kept", async () => {
   const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
   try {
