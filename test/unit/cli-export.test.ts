@@ -66,6 +66,25 @@ test("export never overwrites a file that is not an export: the user's file is k
   expect(readFileSync(path, "utf8")).toBe("my notes\n");
 });
 
+test("export never replaces another workload's export (perhaps the only copy of a removed workload)", async () => {
+  await new WorkloadStore(resolvePaths({ MCPMGR_HOME: home })).create({
+    name: "journal",
+    source: { kind: "remote", ref: "https://journal.example.com/mcp" },
+    transport: "streamable-http",
+    proxyPort: 41_202,
+    runtime: "remote",
+    runOptions: ["https://journal.example.com/mcp", "--name", "journal", "--proxy-port", "41202", "--"],
+    workingDir: dir,
+  });
+  const path = join(dir, "backup.json");
+  expect(mcpmgr("export", "notes", path).code).toBe(0);
+  const before = readFileSync(path, "utf8");
+  const line = refusal(mcpmgr("export", "journal", path), 2);
+  expect(line).toContain(`holds the exported configuration of workload "notes"`);
+  expect(readFileSync(path, "utf8")).toBe(before);
+  expect(mcpmgr("rm", "journal").code).toBe(0);
+});
+
 test("export to a folder names a file in it instead of an error about MCPMGR_HOME", () => {
   const line = refusal(mcpmgr("export", "notes", dir), 2);
   expect(line).toContain(`${dir} is a folder`);
