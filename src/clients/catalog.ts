@@ -87,13 +87,30 @@ function claudeCodeDir(ctx: ClientContext): string | undefined {
  */
 function proxyStdioEntry(workload: WorkloadEndpoint, ctx: ClientContext): EntryShape {
   const [command, ...prefix] = ctx.selfCommand;
-  const home = absoluteHome(envValue(ctx, "MCPMGR_HOME"), ctx);
+  const env = relayEnvironment(ctx);
   const value = {
     command,
     args: [...prefix, "proxy", "stdio", workload.name],
-    ...(home !== undefined ? { env: { MCPMGR_HOME: home } } : {}),
+    ...(env !== undefined ? { env } : {}),
   };
   return { value, managed: Object.keys(value) };
+}
+
+/**
+ * Where mcpmgr's files are, for a relay the client starts with an environment of its own (a macOS
+ * app never sees the shell's variables): MCPMGR_HOME, else the XDG base directories mcpmgr follows
+ * when they are set (absolute ones: mcpmgr ignores relative ones too).
+ */
+function relayEnvironment(ctx: ClientContext): Record<string, string> | undefined {
+  const home = absoluteHome(envValue(ctx, "MCPMGR_HOME"), ctx);
+  if (home !== undefined) return { MCPMGR_HOME: home };
+  if (ctx.platform === "win32") return undefined;
+  const env: Record<string, string> = {};
+  for (const name of ["XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"]) {
+    const value = envValue(ctx, name);
+    if (value !== undefined && posix.isAbsolute(value)) env[name] = value;
+  }
+  return Object.keys(env).length > 0 ? env : undefined;
 }
 
 /**
