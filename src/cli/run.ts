@@ -22,7 +22,7 @@ import { cliContext } from "./context.ts";
 import { loginUrlRelay } from "./login-relay.ts";
 import { log, printResult } from "./output.ts";
 import { type ListenerProtections, warnIfReachable } from "./reachable-notice.ts";
-import { untilSignal } from "./signals.ts";
+import { cancelOnSignal, untilSignal } from "./signals.ts";
 
 const runCommand = defineCommand({
   meta: {
@@ -177,7 +177,8 @@ async function runInBackground(
   await assertNameFree(store, spec.name);
   await preflight(spec, ctx);
   const record = await recordWorkload(spec, parsed, args, store);
-  await firstStart(record, ctx, { whileWaiting: loginUrlRelay(store.logFiles(spec.name, "proxy")) });
+  const whileWaiting = loginUrlRelay(store.logFiles(spec.name, "proxy"));
+  await cancelOnSignal(spec.name, (signal) => firstStart(record, ctx, { whileWaiting, signal }));
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
   printResult(workloadUrl(record));
   warnIfReachable(spec.name, spec.listen.host, workloadUrl(record), reachableProtections(spec));

@@ -13,7 +13,7 @@ import { type StartSupervisorOptions, startSupervisor } from "./supervisor-contr
 export async function firstStart(
   record: WorkloadRecord,
   ctx: WorkloadContext,
-  options: Pick<StartSupervisorOptions, "whileWaiting"> = {},
+  options: Pick<StartSupervisorOptions, "whileWaiting" | "signal"> = {},
 ): Promise<void> {
   const store = new WorkloadStore(ctx.paths);
   try {

@@ -4,6 +4,7 @@
  * crash restarts and a supervisor that died. Every test uses its own MCPMGR_HOME.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
+import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -251,6 +252,59 @@ test("a package the sandbox must fetch with no network: the failure's hint says 
   expect(errors[0]).not.toContain("check the package name");
   expect(list().find((r) => r.name === "offline-pkg")).toBeUndefined();
 }, 60_000);
+
+test("Ctrl-C while a background run waits for its first start stops the supervisor and keeps nothing", async () => {
+  // A package npm keeps trying to fetch (the profile gives the sandbox no network): the start takes a minute.
+  const run = Bun.spawn(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "npx://mcpmgr-test-never-published@1.0.0",
+      "--name",
+      "interrupted",
+      "--permission-profile",
+      "none",
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  // Waiting on its supervisor: the workload is recorded and the supervisor has said who it is.
+  const statusFile = join(home, "state/workloads/interrupted/status.json");
+  let supervisor: number | undefined;
+  await until(() => {
+    supervisor = (JSON.parse(readFileSyncOr(statusFile) ?? "{}") as { pid?: number }).pid;
+    return supervisor !== undefined;
+  });
+  run.kill("SIGINT");
+  expect(await run.exited).toBe(130);
+  const stderr = await new Response(run.stderr).text();
+  expect(stderr).toContain("SIGINT: stopped interrupted while it was starting; the workload was not kept");
+  expect(stderr).not.toContain("[error]");
+  expect(row("interrupted")).toBeUndefined();
+  expect(isAlive(supervisor as number)).toBe(false);
+}, 60_000);
+
+function readFileSyncOr(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 test("a background run on a port another program holds says to choose another port, and nothing is kept", async () => {
   const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
