@@ -2,8 +2,10 @@
  * Publishes the tarballs `bun run pack` wrote to dist/npm/, the platform packages first and
  * `mcpmgr` last (so its optional dependencies exist the moment it does):
  *   bun scripts/publish-npm.ts [--dist DIR] [--provenance] [--dry-run] [--tag TAG]
- * A package whose version the registry already has is skipped, so a release that failed
- * half-way can be published again. Every tarball must be there, with the name and version
+ * A pre-release version (1.2.0-rc.1) goes to the dist-tag `next` unless --tag names another, so
+ * `npm install -g mcpmgr` keeps installing the last stable release (npm would move `latest` to it;
+ * npm 11 refuses a pre-release without a tag). A package whose version the registry already has is
+ * skipped, so a release that failed half-way can be published again. Every tarball must be there, with the name and version
  * its file name says: a release never goes out with a platform missing.
  * The registry and the credentials are npm's own configuration (.npmrc, NODE_AUTH_TOKEN).
  */
@@ -51,8 +53,14 @@ async function published(name: string, version: string): Promise<boolean> {
   throw new Error(`npm view ${name}@${version} failed: ${(view.stderr || view.stdout).trim().split("\n")[0]}`);
 }
 
+/** The dist-tag a version is published under: the one asked for, `next` for a pre-release, else npm's `latest`. */
+export function distTagFor(version: string, asked?: string): string | undefined {
+  return asked ?? (version.includes("-") ? "next" : undefined);
+}
+
 export async function publishAll(options: Options): Promise<Outcome[]> {
   const version = pkg.version;
+  const tag = distTagFor(version, options.tag);
   const names = [...releaseTargets.map((t) => t.npmPackage), pkg.name];
   const tarballs = names.map((name) => ({ name, path: join(options.dist, "npm", `${name}-${version}.tgz`) }));
   for (const { name, path } of tarballs) {
@@ -71,10 +79,11 @@ export async function publishAll(options: Options): Promise<Outcome[]> {
     const args = ["publish", path, "--access", "public"];
     if (options.provenance) args.push("--provenance");
     if (options.dryRun) args.push("--dry-run");
-    if (options.tag) args.push("--tag", options.tag);
+    if (tag) args.push("--tag", tag);
     const result = await npm(args);
     if (result.code !== 0) throw new Error(`npm ${args.join(" ")} failed:\n${result.stderr.trim()}`);
-    console.error(`${name}@${version} published${options.dryRun ? " (dry run)" : ""}`);
+    const notes = [...(options.dryRun ? ["dry run"] : []), ...(tag ? [`dist-tag ${tag}`] : [])];
+    console.error(`${name}@${version} published${notes.length > 0 ? ` (${notes.join(", ")})` : ""}`);
     outcomes.push({ name, action: "published" });
   }
   return outcomes;

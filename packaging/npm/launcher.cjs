@@ -49,8 +49,10 @@ function findBinary() {
   } catch {
     fail(
       `the package ${name}, which holds the mcpmgr executable for this machine, is not installed ` +
-        `(it is an optional dependency: was the install run with --omit=optional or --no-optional?); ` +
-        `install it with 'npm install ${name}@${manifest.version}'`,
+        `(an optional dependency: left out by --omit=optional or --no-optional, or its download failed); ` +
+        // Next to mcpmgr: a global launcher does not look in the current project, nor a project's in the global folder.
+        `install it where mcpmgr is: 'npm install -g ${name}@${manifest.version}' for a global mcpmgr, ` +
+        `'npm install ${name}@${manifest.version}' in a project`,
     );
   }
   const binary = path.join(packageDir, "bin", process.platform === "win32" ? "mcpmgr.exe" : "mcpmgr");

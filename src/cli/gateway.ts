@@ -14,7 +14,7 @@ import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { log, printResult } from "./output.ts";
 import { warnIfReachable } from "./reachable-notice.ts";
-import { untilSignal } from "./signals.ts";
+import { cancelOnSignal, untilSignal } from "./signals.ts";
 
 const gatewayCommand = defineCommand({
   meta: {
@@ -69,7 +69,7 @@ export async function runGatewayInBackground(
   const { recordGateway } = await import("../workload/background-gateway.ts");
   const { firstStart } = await import("../workload/first-start.ts");
   const record = await recordGateway(spec, argv, ctx);
-  await firstStart(record, ctx);
+  await cancelOnSignal(record.name, (signal) => firstStart(record, ctx, { signal }));
   log.info(
     `gateway ${record.name} for group '${spec.group}' is running in the background ('mcpmgr stop ${record.name}' stops it); MCP clients connect to:`,
   );

@@ -60,7 +60,9 @@ const listCommand = defineCommand({
     // Too long for a column; under the table, on stderr, so stdout stays the table alone.
     for (const row of rows) {
       if (row.status === "failed" && row.lastError !== undefined)
-        log.warn(`${row.name}: ${row.lastError} (hint: see 'mcpmgr logs ${row.name} --proxy')`);
+        log.warn(
+          `${row.name}: ${row.lastError} (hint: see 'mcpmgr logs ${row.name} --proxy'; 'mcpmgr start ${row.name}' runs it again)`,
+        );
     }
   },
 });

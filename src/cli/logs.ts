@@ -1,6 +1,6 @@
 /**
  * `mcpmgr logs NAME [-f] [--proxy]`: the server's output (or the proxy's with --proxy). A
- * background gateway has no server: its log is the one its supervisor writes. Both logs are
+ * background gateway and a remote have no server process: their log is the one the supervisor writes. Both logs are
  * rotated at a size cap (`<log>.1`, state/log-files.ts): both parts are shown, and `-f` follows
  * across a rotation.
  */
@@ -19,7 +19,8 @@ const logsCommand = defineCommand({
     const { name, values } = parseNamed(rawArgs, table, "logs");
     const store = openStore();
     const record = await store.getExisting(name);
-    const proxy = values.proxy || isGatewayRecord(record);
+    // A remote has no server here either: what there is to read (its login URL, its errors) is the proxy's log.
+    const proxy = values.proxy || isGatewayRecord(record) || record.runtime === "remote";
     // Both logs are rotated at a size cap (state/log-files.ts): the older part is shown first.
     const files = store.logFiles(name, proxy ? "proxy" : "server");
     const first = await copyWhole(files, writeOut);

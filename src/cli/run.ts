@@ -14,6 +14,7 @@ import { argsFromConfig, exportedGatewaySpec, readExported } from "../workload/e
 import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
 import { remoteAskedAtStart, warnIfRemoteHostUnresolved } from "../workload/remote-host.ts";
 import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
+import { portInUse } from "../proxy/serve.ts";
 import { startWorkload } from "../workload/start.ts";
 import { firstStart } from "../workload/first-start.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
@@ -21,7 +22,7 @@ import { cliContext } from "./context.ts";
 import { loginUrlRelay } from "./login-relay.ts";
 import { log, printResult } from "./output.ts";
 import { type ListenerProtections, warnIfReachable } from "./reachable-notice.ts";
-import { untilSignal } from "./signals.ts";
+import { cancelOnSignal, untilSignal } from "./signals.ts";
 
 const runCommand = defineCommand({
   meta: {
@@ -54,9 +55,13 @@ const runCommand = defineCommand({
         const args = argsFromConfig(record, parsed.values.foreground);
         const replayed = parseRunArgv(args);
         assertReplayable(replayed, record, file);
+        // The name first: a workload of this name that runs holds this port too.
+        const store = new WorkloadStore(cliContext().paths);
+        await assertNameFree(store, record.name);
+        await assertFilePortFree(replayed, file, store);
         return await runParsed(args, replayed);
       } catch (err) {
-        throw fromConfigNameTaken(err, record.name, file);
+        throw fromConfigPortTaken(fromConfigNameTaken(err, record.name, file), file);
       }
     }
     await runParsed(rawArgs, parsed);
@@ -83,6 +88,15 @@ function assertReplayable(parsed: ParsedRunArgv, record: WorkloadRecord, file: s
       },
     );
   }
+  // Likewise the name: an export's run options always name it; a "name" edited alone would be checked,
+  // hinted at and listed as one name while the workload took the other.
+  if (parsed.values.name !== undefined && parsed.values.name !== record.name) {
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--from-config ${file}: its "name" is ${JSON.stringify(record.name)}, but its runOptions name the workload ${JSON.stringify(parsed.values.name)}`,
+      { hint: `make them agree: the --name value in "runOptions" is the name the workload gets` },
+    );
+  }
   // What runs is the run options' --group (a name no group can have refused first, never echoed in a
   // hint): a "group" that says otherwise was edited, and would mislead.
   assertGroupName(parsed.values.group);
@@ -98,12 +112,39 @@ function assertReplayable(parsed: ParsedRunArgv, record: WorkloadRecord, file: s
 /** A taken name, for a run that cannot take --name: the way out is the file's "name". */
 function fromConfigNameTaken(err: unknown, name: string, file: string): unknown {
   if (!(err instanceof McpmgrError) || err.code !== "WORKLOAD_EXISTS") return err;
-  const another = `edit "name" in ${file} to run another copy`;
+  const another = `edit the --name value in "runOptions" of ${file} (and "name" with it) to run another copy`;
   // Taken by a foreground run (state/workloads.ts assertNoForegroundRun) or by a record.
   const hint = err.message.startsWith("a foreground run named")
     ? `stop it (Ctrl-C where it runs), or ${another}`
     : `'mcpmgr list' shows it; start it with 'mcpmgr start ${name}' if it is stopped, remove it with 'mcpmgr rm ${name}', or ${another}`;
   return new McpmgrError("WORKLOAD_EXISTS", err.message, { hint });
+}
+
+/**
+ * Checked before the pre-flight (a copy of an exported workload meets the port the first one keeps,
+ * or another program's): refused at once, with the file's way out (fromConfigPortTaken).
+ */
+async function assertFilePortFree(parsed: ParsedRunArgv, file: string, store: WorkloadStore): Promise<void> {
+  const port = parsed.values["proxy-port"];
+  if (port === undefined) return;
+  const keeper = (await store.list()).find((other) => other.proxyPort === port);
+  if (keeper !== undefined) {
+    throw new McpmgrError(
+      "PORT_IN_USE",
+      `proxy port ${port} (from ${file}) is already reserved by workload ${keeper.name}`,
+    );
+  }
+  if (portInUse(port, parsed.values.host)) {
+    throw new McpmgrError("PORT_IN_USE", `port ${port} on ${parsed.values.host} (from ${file}) is already in use`);
+  }
+}
+
+/** A taken port, for a run that cannot take --proxy-port: the way out is the file's runOptions. */
+function fromConfigPortTaken(err: unknown, file: string): unknown {
+  if (!(err instanceof McpmgrError) || err.code !== "PORT_IN_USE") return err;
+  return new McpmgrError("PORT_IN_USE", err.message, {
+    hint: `edit the --proxy-port value in "runOptions" of ${file}, or take --proxy-port and its value out of them to get a free port`,
+  });
 }
 
 export default withExamples(runCommand, [
@@ -136,7 +177,8 @@ async function runInBackground(
   await assertNameFree(store, spec.name);
   await preflight(spec, ctx);
   const record = await recordWorkload(spec, parsed, args, store);
-  await firstStart(record, ctx, { whileWaiting: loginUrlRelay(store.logFiles(spec.name, "proxy")) });
+  const whileWaiting = loginUrlRelay(store.logFiles(spec.name, "proxy"));
+  await cancelOnSignal(spec.name, (signal) => firstStart(record, ctx, { whileWaiting, signal }));
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
   printResult(workloadUrl(record));
   warnIfReachable(spec.name, spec.listen.host, workloadUrl(record), reachableProtections(spec));

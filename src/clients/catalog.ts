@@ -9,6 +9,7 @@
  * the client starts it.
  */
 import { existsSync } from "node:fs";
+import { posix, win32 } from "node:path";
 import { appConfig, envDir, envValue, inHome, joinPath, xdgConfig } from "./locations.ts";
 import {
   CLIENT_IDS,
@@ -86,13 +87,40 @@ function claudeCodeDir(ctx: ClientContext): string | undefined {
  */
 function proxyStdioEntry(workload: WorkloadEndpoint, ctx: ClientContext): EntryShape {
   const [command, ...prefix] = ctx.selfCommand;
-  const home = envValue(ctx, "MCPMGR_HOME");
+  const env = relayEnvironment(ctx);
   const value = {
     command,
     args: [...prefix, "proxy", "stdio", workload.name],
-    ...(home !== undefined ? { env: { MCPMGR_HOME: home } } : {}),
+    ...(env !== undefined ? { env } : {}),
   };
   return { value, managed: Object.keys(value) };
+}
+
+/**
+ * Where mcpmgr's files are, for a relay the client starts with an environment of its own (a macOS
+ * app never sees the shell's variables): MCPMGR_HOME, else the XDG base directories mcpmgr follows
+ * when they are set (absolute ones: mcpmgr ignores relative ones too).
+ */
+function relayEnvironment(ctx: ClientContext): Record<string, string> | undefined {
+  const home = absoluteHome(envValue(ctx, "MCPMGR_HOME"), ctx);
+  if (home !== undefined) return { MCPMGR_HOME: home };
+  if (ctx.platform === "win32") return undefined;
+  const env: Record<string, string> = {};
+  for (const name of ["XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"]) {
+    const value = envValue(ctx, name);
+    if (value !== undefined && posix.isAbsolute(value)) env[name] = value;
+  }
+  return Object.keys(env).length > 0 ? env : undefined;
+}
+
+/**
+ * A relative MCPMGR_HOME names a folder from the directory mcpmgr ran in (state/paths.ts); the
+ * client starts the relay from a directory of its own, where the same words name another folder.
+ */
+function absoluteHome(home: string | undefined, ctx: ClientContext): string | undefined {
+  if (home === undefined) return undefined;
+  const path = ctx.platform === "win32" ? win32 : posix;
+  return path.isAbsolute(home) ? home : path.resolve(home);
 }
 
 function codexHome(ctx: ClientContext): string {

@@ -13,6 +13,7 @@
  */
 import { join } from "node:path";
 import * as v from "valibot";
+import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { readJsonFile, writeJsonFile } from "./atomic-file.ts";
 import { withLock } from "./lock.ts";
@@ -106,7 +107,10 @@ export class GroupStore {
       });
     }
     // Nothing to remove: creating it is no advice here.
-    const group = (await this.get(name)) ?? groupNotFound(name, "'mcpmgr group list' shows the groups");
+    const groups = await this.list();
+    const group =
+      groups.find((known) => known.name === name) ??
+      groupNotFound(name, "'mcpmgr group list' shows the groups", groups);
     if (group.workloads.length > 0 && !options.withWorkloads) {
       throw new McpmgrError(
         "GROUP_NOT_EMPTY",
@@ -148,15 +152,27 @@ export class GroupStore {
 export async function assertGroupExists(paths: McpmgrPaths, name: string): Promise<void> {
   assertGroupName(name);
   if (name === DEFAULT_GROUP) return;
-  if (await new GroupStore(paths).exists(name)) return;
-  groupNotFound(name);
+  const groups = await new GroupStore(paths).list();
+  if (groups.some((group) => group.name === name)) return;
+  groupNotFound(name, undefined, groups);
 }
 
-/** GROUP_NOT_FOUND, whose hint names the command that creates the group: only for a valid name. */
+/**
+ * GROUP_NOT_FOUND, whose hint names the command that creates the group: only for a valid name.
+ * A mistyped name is offered the nearest of the `known` groups first.
+ */
 export function groupNotFound(
   name: string,
   hint = `create it with 'mcpmgr group create ${name}', or pick one from 'mcpmgr group list'`,
+  known: readonly { readonly name: string }[] = [],
 ): never {
   assertGroupName(name);
-  throw new McpmgrError("GROUP_NOT_FOUND", `no group named ${name}`, { hint });
+  const near = didYouMean(
+    closeMatches(
+      name,
+      known.map((group) => group.name),
+      { nearestOnly: true },
+    ),
+  );
+  throw new McpmgrError("GROUP_NOT_FOUND", `no group named ${name}`, { hint: near ? `${near} (${hint})` : hint });
 }

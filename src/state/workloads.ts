@@ -14,6 +14,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
+import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { describeIssues, ensureDir, errnoCode, readJsonFile, stateIoError, writeJsonFile } from "./atomic-file.ts";
 import { liveForegroundRun, releaseForegroundClaim, writeForegroundClaim } from "./foreground-runs.ts";
@@ -132,7 +133,7 @@ export class WorkloadStore {
 
   /** Like get, but a missing workload is WORKLOAD_NOT_FOUND. */
   async getExisting(name: string): Promise<WorkloadRecord> {
-    return (await this.get(name)) ?? _notFound(this.paths, name);
+    return (await this.get(name)) ?? _notFound(this.paths, name, this.#names());
   }
 
   /** Validates and stores a new record. Refuses a taken name (WORKLOAD_EXISTS) or proxy port (PORT_IN_USE). */
@@ -181,7 +182,7 @@ export class WorkloadStore {
   async update(name: string, fn: (current: WorkloadRecord) => WorkloadInput | WorkloadRecord): Promise<WorkloadRecord> {
     assertWorkloadName(name);
     return this.#locked(async () => {
-      const current = (await this.#read(name)) ?? _notFound(this.paths, name);
+      const current = (await this.#read(name)) ?? _notFound(this.paths, name, this.#names());
       const next = fn(current);
       if (next.name !== name) {
         throw new McpmgrError("INVALID_ARGUMENT", `a workload cannot be renamed (from ${name} to ${next.name})`, {
@@ -205,7 +206,7 @@ export class WorkloadStore {
       try {
         await (await fsp()).rename(this.#dir(name), trash);
       } catch (err) {
-        if (errnoCode(err) === "ENOENT") _notFound(this.paths, name);
+        if (errnoCode(err) === "ENOENT") _notFound(this.paths, name, this.#names());
         throw stateIoError("remove", this.#dir(name), err);
       }
       await this.#sweepTrash();
@@ -242,7 +243,7 @@ export class WorkloadStore {
     const status = deepFreeze(parsed.output);
     await this.#locked(async () => {
       // Without this check a supervisor exiting after `rm` would bring back a ghost folder.
-      if ((await this.#read(name)) === undefined) _notFound(this.paths, name);
+      if ((await this.#read(name)) === undefined) _notFound(this.paths, name, this.#names());
       await writeJsonFile(join(this.#dir(name), STATUS_FILE), status);
     });
     return status;
@@ -360,7 +361,7 @@ export function assertNoForegroundRun(paths: McpmgrPaths, name: string): void {
   });
 }
 
-function _notFound(paths: McpmgrPaths, name: string): never {
+function _notFound(paths: McpmgrPaths, name: string, names: readonly string[]): never {
   // A foreground run has no record (nothing to stop, start or read logs of here), but it is not nowhere.
   const foreground = liveForegroundRun(paths, name);
   if (foreground !== undefined) {
@@ -370,7 +371,9 @@ function _notFound(paths: McpmgrPaths, name: string): never {
       { hint: "it logs to its terminal; stop it there with Ctrl-C" },
     );
   }
+  // A mistyped name: the nearest workload's, as a mistyped command or registry name gets.
+  const near = didYouMean(closeMatches(name, names, { nearestOnly: true }));
   throw new McpmgrError("WORKLOAD_NOT_FOUND", `no workload named ${name}`, {
-    hint: "see the workloads with: mcpmgr list",
+    hint: near ? `${near} ('mcpmgr list' shows the workloads)` : "see the workloads with: mcpmgr list",
   });
 }

@@ -46,8 +46,9 @@ export function exportedText(record: WorkloadRecord): string {
 }
 
 /**
- * `mcpmgr export NAME PATH`: a file that is there already is replaced only when it is an export
- * too, since a mistyped path must not cost the user a file. A symlink stays one (its target is written).
+ * `mcpmgr export NAME PATH`: a file that is there already is replaced only when it is an earlier
+ * export of the same workload, since a mistyped path must not cost the user a file (nor another
+ * workload's export). A symlink stays one (its target is written).
  */
 export async function writeExported(path: string, record: WorkloadRecord): Promise<void> {
   const text = exportedText(record);
@@ -66,10 +67,19 @@ export async function writeExported(path: string, record: WorkloadRecord): Promi
       hint: "create it first, or choose another path",
     });
   }
-  if (existing !== undefined && !(existing.isFile() && (await isExport(target)))) {
+  const exported = existing?.isFile() ? await exportedName(target) : undefined;
+  if (existing !== undefined && exported === undefined) {
     throw new McpmgrError(
       "INVALID_ARGUMENT",
       `${path} exists and is not an exported mcpmgr configuration; export does not overwrite it`,
+      { hint: "choose another path, or move that file away first" },
+    );
+  }
+  // Another workload's export may be the only copy of it left (exported, then removed): kept too.
+  if (exported !== undefined && exported !== record.name) {
+    throw new McpmgrError(
+      "INVALID_ARGUMENT",
+      `${path} holds the exported configuration of workload ${JSON.stringify(exported)}; export replaces only an earlier export of ${record.name}`,
       { hint: "choose another path, or move that file away first" },
     );
   }
@@ -95,12 +105,15 @@ async function linkTarget(path: string): Promise<string> {
   return current;
 }
 
-async function isExport(path: string): Promise<boolean> {
+/** The workload name of an exported configuration; undefined for any other file. */
+async function exportedName(path: string): Promise<string | undefined> {
   try {
     const json = JSON.parse(await readFile(path, "utf8")) as Record<string, unknown> | null;
-    return json?.schema_version === 1 && typeof json.name === "string" && Array.isArray(json.runOptions);
+    return json?.schema_version === 1 && typeof json.name === "string" && Array.isArray(json.runOptions)
+      ? json.name
+      : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 

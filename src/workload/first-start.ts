@@ -13,14 +13,14 @@ import { type StartSupervisorOptions, startSupervisor } from "./supervisor-contr
 export async function firstStart(
   record: WorkloadRecord,
   ctx: WorkloadContext,
-  options: Pick<StartSupervisorOptions, "whileWaiting"> = {},
+  options: Pick<StartSupervisorOptions, "whileWaiting" | "signal"> = {},
 ): Promise<void> {
   const store = new WorkloadStore(ctx.paths);
   try {
     await startSupervisor(store, record.name, ctx, {
       ...options,
-      failureHint: "fix the command and run it again (nothing was kept)",
-      failureNote: "nothing was kept",
+      failureHint: "fix the command and run it again (the workload was not kept)",
+      failureNote: "the workload was not kept",
     });
   } catch (err) {
     await store.remove(record.name).catch(() => {});

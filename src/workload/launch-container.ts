@@ -24,6 +24,7 @@ import {
 } from "../runtime/docker/network-isolation.ts";
 import { containerGrantSummary } from "../runtime/grant-summary.ts";
 import { loadGlobalIgnorePatterns } from "../runtime/ignore-overlays.ts";
+import type { PackageManager } from "../runtime/source.ts";
 import { containerHandle, type LaunchedServer } from "../runtime/server-handle.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { McpmgrError } from "../errors.ts";
@@ -63,13 +64,29 @@ export async function prepareImage(
     async (bases, cached) => {
       if (verification === "disabled") return;
       for (const base of bases) {
-        const image = cached ? await inspectLocalImage(engine, base) : await ensureImage(engine, base, progress);
+        const image = cached
+          ? await inspectLocalImage(engine, base)
+          : await ensureImage(engine, base, progress).catch((err: unknown) => {
+              throw baseImageUnavailable(err, source.manager);
+            });
         applyVerification(verification, base, image, (text) => ctx.log.warn(`base image: ${text}`));
       }
     },
   );
   if (built.cached) ctx.log.debug(`using the cached image ${built.tag}`);
   return built.tag;
+}
+
+/**
+ * The user named a package, not this image: a pull failure of the base it is built on says
+ * what the image is for, and the ways around a registry that cannot be reached.
+ */
+function baseImageUnavailable(err: unknown, manager: PackageManager): unknown {
+  if (!(err instanceof McpmgrError) || err.code !== "IMAGE_PULL_FAILED") return err;
+  return new McpmgrError("IMAGE_PULL_FAILED", `${err.message} (the base image ${manager}:// packages are built on)`, {
+    hint: "check your network and `docker login`; or build on an image you have with --runtime-image IMAGE, or run the package in the process sandbox instead of a container (MCPMGR_RUNTIME=process)",
+    cause: err,
+  });
 }
 
 /**

@@ -2,7 +2,8 @@
  * `start`, `restart`, `stop` and `rm` of a recorded workload (or background gateway), through
  * its supervisor; the AI clients following its group get its entry back or lose it.
  */
-import type { WorkloadRecord } from "../state/workload-record.ts";
+import { McpmgrError } from "../errors.ts";
+import { isGatewayRecord, type WorkloadRecord } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import {
   type ClientEntriesContext,
@@ -34,9 +35,31 @@ export async function startRecorded(
     )
       return { record, alreadyRunning: true };
   }
-  await startSupervisor(store, name, ctx, { whileWaiting: options.whileWaiting });
+  try {
+    await startSupervisor(store, name, ctx, { whileWaiting: options.whileWaiting });
+  } catch (err) {
+    throw await whenPortTaken(err, record);
+  }
   await clientsSeeStarted(record, ctx);
   return { record, alreadyRunning: false };
+}
+
+/**
+ * A start that failed while another program listens on the workload's port (one that took it
+ * while the workload was stopped, or after a reboot): `start` has no port option, so the
+ * server's "choose another port" says nothing; say what frees or moves it.
+ */
+async function whenPortTaken(err: unknown, record: WorkloadRecord): Promise<unknown> {
+  if (!(err instanceof McpmgrError) || err.code !== "SERVER_FAILED") return err;
+  // The supervisor has exited by now: whoever listens there is another program.
+  const { portInUse } = await import("../proxy/serve.ts");
+  if (!portInUse(record.proxyPort, record.host)) return err;
+  const { name, proxyPort: port } = record;
+  const option = isGatewayRecord(record) ? "--port" : "--proxy-port";
+  return new McpmgrError("SERVER_FAILED", err.message, {
+    hint: `${name} keeps port ${port} for its clients' URLs, and another program listens there now ('lsof -i :${port}' shows which): stop that program, or move ${name} to a free port: mcpmgr export ${name} ${name}.json, take ${option} and its value out of the file's runOptions, mcpmgr rm ${name}, mcpmgr run --from-config ${name}.json`,
+    ...(err.details ? { details: err.details } : {}),
+  });
 }
 
 /** Stops `name` (it stays recorded); false when it was not running. */

@@ -49,10 +49,12 @@ export async function currentStatus(store: WorkloadStore, name: string): Promise
 export interface StartSupervisorOptions {
   /** What to tell the user when the workload does not start. */
   readonly failureHint?: string;
-  /** Added to the failure's own hint when it has one (`run`: nothing was kept). */
+  /** Added to the failure's own hint when it has one (`run`: the workload was not kept). */
   readonly failureNote?: string;
   /** Called every 100 ms while waiting (`run` relays an OAuth login URL from the proxy log). */
   readonly whileWaiting?: () => void;
+  /** Aborted (Ctrl-C in `run`): the supervisor is stopped and CANCELLED thrown. */
+  readonly signal?: AbortSignal;
 }
 
 /** Starts the supervisor and waits until the workload runs (or reports why it did not). */
@@ -91,6 +93,13 @@ export async function startSupervisor(
   const deadline = performance.now() + readyTimeoutMs;
   while (performance.now() < deadline) {
     await Bun.sleep(100);
+    if (options.signal?.aborted) {
+      // A supervisor hears SIGTERM only once its server's start ends (npm may retry for a minute);
+      // one that never served has no clients or entries to wind down: a short grace is enough.
+      if (pid !== undefined) await terminate(pid, name, 2_000);
+      await removeContainers(store, name, ctx.log);
+      throw new McpmgrError("CANCELLED", `${name}: stopped while it was starting (${String(options.signal.reason)})`);
+    }
     options.whileWaiting?.();
     const status = await currentStatus(store, name);
     if (status?.state === "running") {
@@ -141,6 +150,11 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
   const pid = status?.pid;
   if (pid === undefined || !isSupervisorOf(pid, name) || status?.state === "stopped" || status?.state === "failed") {
     await removeContainers(store, name, log);
+    // Asked to stop, it is stopped: a failed one (its supervisor killed, the machine restarted)
+    // would otherwise stay "failed" in `list`, with the warning, until it is started or removed.
+    if (status?.state === "failed") {
+      await store.writeStatus(name, { state: "stopped", restarts: status.restarts ?? 0 }).catch(() => {});
+    }
     return false;
   }
   await terminate(pid, name);
@@ -255,8 +269,8 @@ async function probe(
   return { answered: response.ok && text.includes('"result"'), status, ...(session ? { session } : {}) };
 }
 
-/** SIGTERM, then SIGKILL after 15 s; only while the pid is still this workload's supervisor. */
-async function terminate(pid: number, name: string): Promise<void> {
+/** SIGTERM, then SIGKILL after `graceMs` (15 s); only while the pid is still this workload's supervisor. */
+async function terminate(pid: number, name: string, graceMs = 15_000): Promise<void> {
   const signal = (sig: NodeJS.Signals) => {
     try {
       if (isSupervisorOf(pid, name)) process.kill(pid, sig);
@@ -265,7 +279,7 @@ async function terminate(pid: number, name: string): Promise<void> {
     }
   };
   signal("SIGTERM");
-  const deadline = performance.now() + 15_000;
+  const deadline = performance.now() + graceMs;
   while (isSupervisorOf(pid, name) && performance.now() < deadline) await Bun.sleep(50);
   signal("SIGKILL");
 }

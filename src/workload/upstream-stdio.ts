@@ -9,12 +9,33 @@ import { printable } from "../printable.ts";
 import { StdioBridge } from "../proxy/stdio-bridge/bridge.ts";
 import { lineChannel } from "../proxy/stdio-bridge/server-channel.ts";
 import { streamableHttpFrontEnd } from "../proxy/stdio-bridge/streamable-http.ts";
+import { allowsNetwork } from "../runtime/permission-profile.ts";
 import type { ServerHandle } from "../runtime/server-handle.ts";
 import { version } from "../version.ts";
 import type { WorkloadContext } from "./context.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { exitReason, keepOutput, LAST_OUTPUT, unroutedLogLine } from "./server-output.ts";
 import type { Upstream, UpstreamOptions } from "./upstream.ts";
+
+/**
+ * What to look at when the server never answered. A package the process sandbox must fetch with
+ * no network (its profile gives none: `run` warned) most likely could not be fetched: that first.
+ */
+function handshakeHint(spec: RunSpec, withOutput: boolean): string {
+  const { placement } = spec;
+  const below = withOutput ? "; the server's last output is below" : "";
+  if (
+    placement.kind === "process" &&
+    placement.bwrap !== undefined &&
+    placement.source.localPath === undefined &&
+    !allowsNetwork(placement.server.profile)
+  ) {
+    return `${placement.source.manager} had no network to fetch the package (this permission profile gives the sandbox none): run it with --permission-profile network or with a container engine, unless it is installed in the working directory${below}`;
+  }
+  return withOutput
+    ? "check the package name and arguments, and the server's last output below"
+    : "check the package name and arguments";
+}
 
 export async function connectStdioServer(
   spec: RunSpec,
@@ -56,9 +77,7 @@ export async function connectStdioServer(
     const [reason = why, output] = why.split(`${LAST_OUTPUT}\n`);
     throw new McpmgrError("SERVER_FAILED", `${name} did not complete the MCP handshake: ${reason}`, {
       // --debug would add only that output, live.
-      hint: output
-        ? "check the package name and arguments, and the server's last output below"
-        : "check the package name and arguments",
+      hint: handshakeHint(spec, output !== undefined && output !== ""),
       ...(output ? { details: output } : {}),
     });
   }

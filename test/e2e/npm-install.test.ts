@@ -192,6 +192,26 @@ describe("npm, on a machine with Node and no Bun", () => {
     expect(result.stderr).toContain(`npm install ${host.npmPackage}@${pkg.version}`);
   }, 180_000);
 
+  test("a global install without its platform package: the launcher's advice for a global mcpmgr works", async () => {
+    const prefix = join(work, "global-without-platform");
+    const global = { cwd: work, env: { ...env, npm_config_prefix: prefix } };
+    expect((await run(["npm", "install", "-g", `mcpmgr@${pkg.version}`], global)).code).toBe(0);
+    // npm -g installs optional dependencies whatever --omit says; one whose download failed (a
+    // registry mirror without it, a dropped connection) is skipped, which leaves this.
+    await rm(join(prefix, "lib", "node_modules", "mcpmgr", "node_modules", host.npmPackage), { recursive: true });
+    const launcher = join(prefix, "bin", "mcpmgr");
+    const missing = await run([launcher, "--version"], global);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim().split("\n")).toHaveLength(1);
+    const advice = `npm install -g ${host.npmPackage}@${pkg.version}`;
+    expect(missing.stderr).toContain(`'${advice}' for a global mcpmgr`);
+    // Followed word for word (the project form would install it where this launcher never looks).
+    expect((await run(advice.split(" "), global)).code).toBe(0);
+    const fixed = await run([launcher, "--version"], global);
+    expect(fixed.stderr).toBe("");
+    expect(fixed.code).toBe(0);
+  }, 180_000);
+
   test("on a platform without a prebuilt binary the launcher says so in one line", async () => {
     const fakeArch = join(work, "fake-arch.cjs");
     await writeFile(fakeArch, 'Object.defineProperty(process, "arch", { value: "s390x" });\n');

@@ -246,6 +246,50 @@ describe("mcpmgr client with a running workload", () => {
     }
   }, 60_000);
 
+  test("with XDG base directories instead of MCPMGR_HOME, Claude Desktop's entry carries them, so its relay finds the workload", async () => {
+    // Another user's setup: XDG_* set in the shell profile, which a desktop app (macOS always) does not see.
+    const xdgHome = mkdtempSync(join(tmpdir(), "mcpmgr-clients-xdg-"));
+    const { MCPMGR_HOME: _unused, ...base } = cliEnv(xdgHome);
+    const xdg = {
+      ...base,
+      XDG_CONFIG_HOME: join(xdgHome, "xdg", "config"),
+      XDG_DATA_HOME: join(xdgHome, "xdg", "data"),
+      XDG_STATE_HOME: join(xdgHome, "xdg", "state"),
+    };
+    const cli = (...args: string[]) => runCli(xdg, args);
+    try {
+      expect(cli("run", fixture.url, "--name", "xdg-tools").code).toBe(0);
+      expect(cli("client", "register", "claude-desktop").code).toBe(0);
+      const entry = json<{
+        mcpServers: Record<string, { command: string; args: string[]; env?: Record<string, string> }>;
+      }>(readFileSync(join(xdg.XDG_CONFIG_HOME, "Claude", "claude_desktop_config.json"), "utf8")).mcpServers[
+        "xdg-tools"
+      ];
+      expect(entry?.env).toEqual({
+        XDG_CONFIG_HOME: xdg.XDG_CONFIG_HOME,
+        XDG_DATA_HOME: xdg.XDG_DATA_HOME,
+        XDG_STATE_HOME: xdg.XDG_STATE_HOME,
+      });
+      const client = new Client({ name: "claude-desktop-like", version: "1.0.0" });
+      await client.connect(
+        new StdioClientTransport({
+          command: entry?.command as string,
+          args: entry?.args,
+          env: { PATH: process.env.PATH ?? "", HOME: xdgHome, ...entry?.env },
+          stderr: "ignore",
+        }),
+      );
+      try {
+        expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      cli("rm", "xdg-tools");
+      rmSync(xdgHome, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test("group rm refuses a group with workloads; --with-workloads removes them and their client entries", () => {
     expect(failure(mcpmgr("group", "rm", "team"), 1)).toContain("still has 1 workload(s): remote-tools");
     const removed = mcpmgr("group", "rm", "team", "--with-workloads");

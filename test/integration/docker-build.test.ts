@@ -109,6 +109,23 @@ test("with --image-verification enabled, the build's base images must be pinned 
   expect(unpinnedBase.err).toContain(`image verification failed: ${NODE_BASE_IMAGE} is not pinned by digest`);
 });
 
+test("a base image that cannot be pulled is named as the base of npx:// builds, with the ways around it", async () => {
+  const failed = await runFails([
+    `npx://${probeDir}`,
+    "--name",
+    "docker-nobase",
+    "--runtime-image",
+    "mcpmgr-test.invalid/no-such-base:1",
+  ]);
+  expect(failed.code).toBe(1);
+  const errors = failed.err.split("\n").filter((line) => line.startsWith("[error]"));
+  expect(errors).toHaveLength(1);
+  expect(errors[0]).toContain("could not pull mcpmgr-test.invalid/no-such-base:1");
+  expect(errors[0]).toContain("(the base image npx:// packages are built on)");
+  expect(errors[0]).toContain("--runtime-image IMAGE");
+  expect(errors[0]).toContain("MCPMGR_RUNTIME=process");
+});
+
 test("--ca-cert and --runtime-add-package reach the build (the CA is trusted in the image)", async () => {
   const dir = join(scratch, "ca");
   await cp(join(REPO_ROOT, "test/fixtures/sandbox-probe"), dir, { recursive: true });

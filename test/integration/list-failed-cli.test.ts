@@ -1,12 +1,15 @@
 /**
  * `mcpmgr list` (text) says why a failed workload failed: its last error, under the table on
- * stderr (the JSON form has it as `lastError`).
+ * stderr (the JSON form has it as `lastError`), and how to run it again; a workload whose
+ * supervisor died (a reboot) is stopped by `stop`, and one whose port another program took is
+ * told how to free or move it.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, runCli } from "../support/cli-home.ts";
+import { eventually } from "../support/raw-http.ts";
 
 // Real processes: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -20,6 +23,8 @@ beforeAll(() => {
 
 afterAll(() => {
   mcpmgr("rm", "lf");
+  mcpmgr("rm", "lk");
+  mcpmgr("rm", "lp");
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -37,4 +42,67 @@ test("a failed workload's last error is printed under the table, naming the work
   expect(list.stdout).not.toContain("cannot read the file");
   expect(list.stderr).toContain(`lf: --remote-auth-bearer-token-file "${tokenFile}": cannot read the file`);
   expect(list.stderr).toContain("mcpmgr logs lf --proxy");
+});
+
+test("a workload whose supervisor was killed (as by a reboot) is failed with a way to start it, and 'stop' makes it stopped", async () => {
+  expect(mcpmgr("run", "http://127.0.0.1:9/mcp", "--name", "lk").code).toBe(0);
+  const statusFile = join(home, ".mcpmgr", "state", "workloads", "lk", "status.json");
+  const { pid } = JSON.parse(readFileSync(statusFile, "utf8")) as { pid: number };
+  process.kill(pid, "SIGKILL");
+  await eventually(() => !isAlive(pid), 10_000, "the supervisor gone");
+
+  const failed = mcpmgr("list");
+  expect(failed.stdout).toMatch(/^lk\s+failed\s/m);
+  expect(failed.stderr).toContain("lk: the mcpmgr process");
+  expect(failed.stderr).toContain("'mcpmgr start lk' runs it again");
+
+  const stop = mcpmgr("stop", "lk");
+  expect(stop.code).toBe(0);
+  expect(stop.stderr).toContain("lk was not running");
+  const stopped = mcpmgr("list");
+  expect(stopped.stdout).toMatch(/^lk\s+stopped\s/m);
+  expect(stopped.stderr).not.toContain("lk:");
+  expect(mcpmgr("rm", "lk").code).toBe(0);
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test("start on a port another program took meanwhile says how to free it or move the workload, and that way works", () => {
+  expect(mcpmgr("run", "http://127.0.0.1:9/mcp", "--name", "lp").code).toBe(0);
+  const record = () => JSON.parse(mcpmgr("export", "lp", "-").stdout) as { proxyPort: number; runOptions: string[] };
+  const port = record().proxyPort;
+  expect(mcpmgr("stop", "lp").code).toBe(0);
+  const squatter = Bun.serve({ hostname: "127.0.0.1", port, fetch: () => new Response("another program") });
+  try {
+    const start = mcpmgr("start", "lp");
+    expect(start.code).toBe(1);
+    const errors = start.stderr.split("\n").filter((line) => line.startsWith("[error]"));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain(`port ${port} on 127.0.0.1 is already in use`);
+    expect(errors[0]).toContain(`lp keeps port ${port} for its clients' URLs, and another program listens there now`);
+    expect(errors[0]).toContain("take --proxy-port and its value out of the file's runOptions");
+    expect(errors[0]).not.toContain("leave the port option out");
+
+    // The way it gives, step by step.
+    const file = join(home, "lp.json");
+    expect(mcpmgr("export", "lp", file).code).toBe(0);
+    const exported = JSON.parse(readFileSync(file, "utf8")) as { runOptions: string[] };
+    const at = exported.runOptions.indexOf("--proxy-port");
+    exported.runOptions.splice(at, 2);
+    writeFileSync(file, JSON.stringify(exported));
+    expect(mcpmgr("rm", "lp").code).toBe(0);
+    expect(mcpmgr("run", "--from-config", file).code).toBe(0);
+    expect(record().proxyPort).not.toBe(port);
+    expect(mcpmgr("list").stdout).toMatch(/^lp\s+running\s/m);
+  } finally {
+    squatter.stop(true);
+    mcpmgr("rm", "lp");
+  }
 });

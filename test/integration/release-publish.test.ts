@@ -2,7 +2,7 @@
  * The release workflow's publishing steps, run here for real except for the final upload:
  *   - scripts/publish-npm.ts against a local registry with `npm publish --dry-run`: order
  *     (platform packages before mcpmgr), skipping what the registry already has, refusing
- *     an incomplete set;
+ *     an incomplete set, a pre-release under the dist-tag `next`;
  *   - scripts/publish-package-managers.ts into clones of local bare repositories standing
  *     in for the tap and the bucket: the commit, the push, no empty commit on a re-run, and
  *     no files of another version.
@@ -46,14 +46,14 @@ describe("publish-npm", () => {
   let env: Record<string, string>;
 
   /** A small package under the name and version a release tarball has (the binaries are not what is tested here). */
-  async function packStandIn(name: string, into: string): Promise<string> {
-    const dir = join(work, "src", name);
+  async function packStandIn(name: string, into: string, version = pkg.version): Promise<string> {
+    const dir = join(work, "src", version, name);
     await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, "package.json"), JSON.stringify({ name, version: pkg.version, license: "Apache-2.0" }));
+    await writeFile(join(dir, "package.json"), JSON.stringify({ name, version, license: "Apache-2.0" }));
     await writeFile(join(dir, "README.md"), `${name}\n`);
     const packed = await run(["npm", "pack", "--pack-destination", into], env, dir);
     expect(packed.code).toBe(0);
-    return join(into, `${name}-${pkg.version}.tgz`);
+    return join(into, `${name}-${version}.tgz`);
   }
 
   beforeAll(async () => {
@@ -82,6 +82,34 @@ describe("publish-npm", () => {
       ...rest.map((name) => `${name}@${pkg.version} published (dry run)`),
       `${pkg.name}@${pkg.version} published (dry run)`,
     ]);
+  }, 120_000);
+
+  test("a pre-release goes to the dist-tag next, so npm's latest stays on the last stable release", async () => {
+    // The script as the release runs it, beside a package.json of a pre-release version (a tag v…-rc.1).
+    const version = `${pkg.version}-rc.1`;
+    const repo = join(work, "prerelease-repo");
+    await mkdir(join(repo, "scripts", "lib"), { recursive: true });
+    await writeFile(join(repo, "package.json"), JSON.stringify({ ...pkg, version }));
+    for (const file of ["scripts/publish-npm.ts", "scripts/lib/release-targets.ts"]) {
+      await writeFile(join(repo, file), await Bun.file(join(REPO_ROOT, file)).text());
+    }
+    const prereleaseDist = join(work, "prerelease-dist");
+    await mkdir(join(prereleaseDist, "npm"), { recursive: true });
+    for (const name of [...releaseTargets.map((t) => t.npmPackage), pkg.name]) {
+      await packStandIn(name, join(prereleaseDist, "npm"), version);
+    }
+    const result = await run(
+      [process.execPath, join(repo, "scripts/publish-npm.ts"), "--dist", prereleaseDist, "--dry-run"],
+      env,
+    );
+    // npm 11 refuses a pre-release without --tag; npm 10 would have moved latest to it.
+    expect(result.stderr).not.toContain("You must specify a tag");
+    expect(result.code).toBe(0);
+    expect(result.stderr.trim().split("\n")).toEqual(
+      [...releaseTargets.map((t) => t.npmPackage), pkg.name].map(
+        (name) => `${name}@${version} published (dry run, dist-tag next)`,
+      ),
+    );
   }, 120_000);
 
   test("refuses to publish anything when a platform's tarball is missing", async () => {

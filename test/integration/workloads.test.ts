@@ -4,6 +4,7 @@
  * crash restarts and a supervisor that died. Every test uses its own MCPMGR_HOME.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
+import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -227,6 +228,84 @@ test("a server that fails to start is reported with its output, and nothing is k
   expect(list().find((r) => r.name === "exits-early")).toBeUndefined();
 }, 60_000);
 
+test("a package the sandbox must fetch with no network: the failure's hint says so, not 'check the package name'", () => {
+  // npm fails at once instead of retrying for a minute; the sandbox has no network whatever npm tries.
+  const result = mcpmgr(
+    "run",
+    "npx://mcpmgr-test-never-published@1.0.0",
+    "--name",
+    "offline-pkg",
+    "--permission-profile",
+    "none",
+    "-e",
+    "npm_config_fetch_retries=0",
+    "-e",
+    "npm_config_fetch_timeout=2000",
+  );
+  expect(result.code).toBe(1);
+  expect(result.stderr).toContain("fetches it inside the sandbox"); // the warning before the start
+  const errors = result.stderr.split("\n").filter((line) => line.startsWith("[error]"));
+  expect(errors).toHaveLength(1);
+  expect(errors[0]).toContain("offline-pkg did not complete the MCP handshake");
+  expect(errors[0]).toContain("npx had no network to fetch the package");
+  expect(errors[0]).toContain("--permission-profile network");
+  expect(errors[0]).not.toContain("check the package name");
+  expect(list().find((r) => r.name === "offline-pkg")).toBeUndefined();
+}, 60_000);
+
+test("Ctrl-C while a background run waits for its first start stops the supervisor and keeps nothing", async () => {
+  // A package npm keeps trying to fetch (the profile gives the sandbox no network): the start takes a minute.
+  const run = Bun.spawn(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "npx://mcpmgr-test-never-published@1.0.0",
+      "--name",
+      "interrupted",
+      "--permission-profile",
+      "none",
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  // Waiting on its supervisor: the workload is recorded and the supervisor has said who it is.
+  const statusFile = join(home, "state/workloads/interrupted/status.json");
+  let supervisor: number | undefined;
+  await until(() => {
+    supervisor = (JSON.parse(readFileSyncOr(statusFile) ?? "{}") as { pid?: number }).pid;
+    return supervisor !== undefined;
+  });
+  run.kill("SIGINT");
+  expect(await run.exited).toBe(130);
+  const stderr = await new Response(run.stderr).text();
+  expect(stderr).toContain("SIGINT: stopped interrupted while it was starting; the workload was not kept");
+  expect(stderr).not.toContain("[error]");
+  expect(row("interrupted")).toBeUndefined();
+  expect(isAlive(supervisor as number)).toBe(false);
+}, 60_000);
+
+function readFileSyncOr(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 test("a background run on a port another program holds says to choose another port, and nothing is kept", async () => {
   const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
   try {
@@ -239,7 +318,7 @@ test("a background run on a port another program holds says to choose another po
     expect(line).toContain(`port ${busy.port} on 127.0.0.1 is already in use`);
     // The supervisor's own hint, as the foreground form gives it, not the generic "fix the command".
     expect(line).toContain("hint: choose another port, or leave the port option out");
-    expect(line).toContain("nothing was kept");
+    expect(line).toContain("the workload was not kept");
     expect(row("port-taken")).toBeUndefined();
   } finally {
     busy.stop(true);

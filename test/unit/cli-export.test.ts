@@ -66,6 +66,25 @@ test("export never overwrites a file that is not an export: the user's file is k
   expect(readFileSync(path, "utf8")).toBe("my notes\n");
 });
 
+test("export never replaces another workload's export (perhaps the only copy of a removed workload)", async () => {
+  await new WorkloadStore(resolvePaths({ MCPMGR_HOME: home })).create({
+    name: "journal",
+    source: { kind: "remote", ref: "https://journal.example.com/mcp" },
+    transport: "streamable-http",
+    proxyPort: 41_202,
+    runtime: "remote",
+    runOptions: ["https://journal.example.com/mcp", "--name", "journal", "--proxy-port", "41202", "--"],
+    workingDir: dir,
+  });
+  const path = join(dir, "backup.json");
+  expect(mcpmgr("export", "notes", path).code).toBe(0);
+  const before = readFileSync(path, "utf8");
+  const line = refusal(mcpmgr("export", "journal", path), 2);
+  expect(line).toContain(`holds the exported configuration of workload "notes"`);
+  expect(readFileSync(path, "utf8")).toBe(before);
+  expect(mcpmgr("rm", "journal").code).toBe(0);
+});
+
 test("export to a folder names a file in it instead of an error about MCPMGR_HOME", () => {
   const line = refusal(mcpmgr("export", "notes", dir), 2);
   expect(line).toContain(`${dir} is a folder`);
@@ -80,13 +99,61 @@ test("export into a folder that does not exist is refused, and creates no folder
   expect(() => lstatSync(join(dir, "typo"))).toThrow();
 });
 
-test("run --from-config of a name that is taken points at the file's name, not at --name, which it refuses", () => {
+test("run --from-config of a name that is taken points at --name in the file's runOptions, not at the --name option it refuses", () => {
   const path = join(dir, "again.json");
   expect(mcpmgr("export", "notes", path).code).toBe(0);
   const line = refusal(mcpmgr("run", "--from-config", path), 1);
   expect(line).toContain("a workload named notes already exists");
-  expect(line).toContain(`edit "name" in ${path}`);
-  expect(line).not.toContain("--name");
+  expect(line).toContain(`edit the --name value in "runOptions" of ${path} (and "name" with it)`);
+  expect(line).not.toContain("choose another --name");
+});
+
+/** The exported file with `edit` applied to its record. */
+function editedExport(file: string, edit: (record: { name: string; runOptions: string[] }) => void): string {
+  const path = join(dir, file);
+  expect(mcpmgr("export", "notes", path).code).toBe(0);
+  const record = JSON.parse(readFileSync(path, "utf8")) as { name: string; runOptions: string[] };
+  edit(record);
+  writeFileSync(path, JSON.stringify(record));
+  return path;
+}
+
+const renamed = (record: { name: string; runOptions: string[] }, name: string) => {
+  record.name = name;
+  record.runOptions[record.runOptions.indexOf("--name") + 1] = name;
+};
+
+test('run --from-config of a file whose "name" was edited alone is refused: --name in runOptions names the workload', () => {
+  const path = editedExport("name-only.json", (record) => {
+    record.name = "notes-two";
+  });
+  const line = refusal(mcpmgr("run", "--from-config", path), 2);
+  expect(line).toContain(`its "name" is "notes-two", but its runOptions name the workload "notes"`);
+});
+
+test("run --from-config on a port another workload keeps points at the file's runOptions", () => {
+  // Renamed as the name hint says: the copy now meets the port the first one keeps.
+  const path = editedExport("copy.json", (record) => renamed(record, "notes-copy"));
+  const line = refusal(mcpmgr("run", "--from-config", path), 1);
+  expect(line).toContain(`proxy port 41201 (from ${path}) is already reserved by workload notes`);
+  expect(line).toContain(`edit the --proxy-port value in "runOptions" of ${path}`);
+  expect(line).not.toContain("choose another --proxy-port");
+});
+
+test("run --from-config on a port another program listens on is refused before anything starts, pointing at the file", async () => {
+  const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
+  try {
+    const path = editedExport("busy.json", (record) => {
+      renamed(record, "notes-busy");
+      record.runOptions[record.runOptions.indexOf("--proxy-port") + 1] = String(busy.port);
+    });
+    const line = refusal(mcpmgr("run", "--from-config", path), 1);
+    expect(line).toContain(`port ${busy.port} on 127.0.0.1 (from ${path}) is already in use`);
+    expect(line).toContain(`take --proxy-port and its value out of them to get a free port`);
+    expect(mcpmgr("list", "--format", "json").stdout).not.toContain("notes-busy");
+  } finally {
+    busy.stop(true);
+  }
 });
 
 test("export to a symlinked path writes its target and keeps the link", () => {

@@ -1,7 +1,8 @@
 /**
  * `mcpmgr logs NAME` on a log that has grown large (MCPMGR_MAX_LOG_BYTES set high, or written
  * by an older version, which did not rotate logs): copied whole, in bounded memory, and a reader
- * that goes away early (`| head`) ends it quietly. Rotation itself: test/integration/workload-logs.test.ts.
+ * that goes away early (`| head`) ends it quietly; a remote's logs are its proxy log. Rotation itself:
+ * test/integration/workload-logs.test.ts.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -25,11 +26,21 @@ beforeAll(async () => {
   const store = new WorkloadStore(resolvePaths({ MCPMGR_HOME: home }));
   await store.create({
     name: "chatty",
+    source: { kind: "package", ref: "npx://chatty-mcp-server" },
+    transport: "stdio",
+    proxyPort: 41_301,
+    runtime: "process",
+  });
+  // A remote: nothing of its server runs here, only the supervisor writes (its proxy log).
+  await store.create({
+    name: "far",
     source: { kind: "remote", ref: "https://mcp.example.com/mcp" },
     transport: "streamable-http",
-    proxyPort: 41_301,
+    proxyPort: 41_302,
     runtime: "remote",
   });
+  await mkdir(dirname(store.proxyLogPath("far")), { recursive: true });
+  await writeFile(store.proxyLogPath("far"), "[info] far running at http://127.0.0.1:41302/mcp\n");
   const line = "a line the server wrote, one of very many over the weeks\n";
   await mkdir(dirname(store.logPath("chatty")), { recursive: true });
   await writeFile(store.logPath("chatty"), line.repeat(Math.ceil(LOG_BYTES / line.length)));
@@ -41,8 +52,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function logs(stdout: "pipe" | number | ReturnType<typeof Bun.file> = "pipe") {
-  return Bun.spawn([process.execPath, CLI_ENTRY, "logs", "chatty"], {
+function logs(stdout: "pipe" | number | ReturnType<typeof Bun.file> = "pipe", name = "chatty") {
+  return Bun.spawn([process.execPath, CLI_ENTRY, "logs", name], {
     env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
     stdout,
     stderr: "pipe",
@@ -94,5 +105,14 @@ test("a reader that stops early (mcpmgr logs NAME | head) ends it at once, exit 
   const ended = await Promise.race([child.exited, Bun.sleep(15_000).then(() => "still running")]);
   if (ended === "still running") child.kill();
   expect(ended).toBe(0);
+  expect(await new Response(child.stderr).text()).toBe("");
+});
+
+test("a remote workload's logs are its proxy log, without --proxy (there is no server output to show)", async () => {
+  const child = logs("pipe", "far");
+  expect(await child.exited).toBe(0);
+  expect(await new Response(child.stdout as ReadableStream).text()).toBe(
+    "[info] far running at http://127.0.0.1:41302/mcp\n",
+  );
   expect(await new Response(child.stderr).text()).toBe("");
 });

@@ -447,6 +447,18 @@ describe("transports", () => {
     }
   });
 
+  test("Claude Desktop's entry names a relative MCPMGR_HOME by its absolute path (the client runs it from elsewhere)", async () => {
+    const withHome = makeClientHome({ MCPMGR_HOME: "state/mcpmgr" });
+    try {
+      await new ClientConfigSync(withHome.ctx).registerClient("claude-desktop", "default", [fetch41001]);
+      expect(JSON.parse(withHome.read("claude-desktop")).mcpServers.fetch.env).toEqual({
+        MCPMGR_HOME: join(process.cwd(), "state", "mcpmgr"),
+      });
+    } finally {
+      withHome.cleanup();
+    }
+  });
+
   test("opencode's opencode.jsonc is used when it is the file the user has", async () => {
     const jsonc = join(h.home, ".config", "opencode", "opencode.jsonc");
     mkdirSync(dirname(jsonc), { recursive: true });

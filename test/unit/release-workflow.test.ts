@@ -2,10 +2,12 @@
  * .github/workflows/release.yml cannot run here; what it calls can (and is tested on its
  * own). This keeps the two in step: every script it runs exists, the steps come in an order
  * that never publishes a package pointing at assets not yet released, provenance covers
- * every release asset, and the job has the permissions signing and releasing need.
+ * every release asset, the job has the permissions signing and releasing need, and a
+ * pre-release reaches only the channels that have one.
  */
 import { beforeAll, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { releaseTargets } from "../../scripts/lib/release-targets.ts";
@@ -84,4 +86,40 @@ test("provenance is attested for every binary and SHA256SUMS", () => {
   for (const file of [...releaseTargets.map((t) => t.file), "SHA256SUMS"]) {
     expect(globs.some((glob) => glob.match(`dist/${file}`))).toBe(true);
   }
+});
+
+test("a pre-release tag is a GitHub pre-release and stays out of Homebrew and scoop (npm: publish-npm's dist-tag next)", async () => {
+  const check = steps[stepIndex(/scripts\/verify-release\.ts --tag "\$TAG"\)/)] as Step & { id?: string };
+  expect(check.id).toBe("release");
+  // The step's own lines after the version is known, run for a stable and a pre-release version.
+  const [first, ...rest] = (check.run ?? "").trim().split("\n");
+  expect(first).toBe('version="$(bun scripts/verify-release.ts --tag "$TAG")"');
+  const outputs = async (version: string) => {
+    const dir = mkdtempSync(join(tmpdir(), "mcpmgr-release-step-"));
+    try {
+      const file = join(dir, "output");
+      await Bun.$`bash -euo pipefail -c ${rest.join("\n")}`
+        .env({ ...process.env, version, GITHUB_OUTPUT: file })
+        .quiet();
+      return (await Bun.file(file).text()).trim().split("\n");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  expect(await outputs("1.2.0")).toEqual(["version=1.2.0", "prerelease=false"]);
+  expect(await outputs("1.2.0-rc.1")).toEqual(["version=1.2.0-rc.1", "prerelease=true"]);
+
+  const release = steps[stepIndex(/gh release create/)] as Step;
+  expect(release.run).toContain(
+    'if [ "${{ steps.release.outputs.prerelease }}" = true ]; then prerelease=(--prerelease); fi',
+  );
+  expect(release.run).toContain('"${prerelease[@]}"');
+  const stable = steps.filter(
+    (s) =>
+      /publish-package-managers\.ts/.test(s.run ?? "") ||
+      s.with?.repository === "${{ env.TAP }}" ||
+      s.with?.repository === "${{ env.BUCKET }}",
+  ) as (Step & { if?: string })[];
+  expect(stable).toHaveLength(3);
+  for (const step of stable) expect(step.if).toBe("steps.release.outputs.prerelease != 'true'");
 });

@@ -58,10 +58,19 @@ test("workloads are listed with their group, and a group only a workload names e
   await assertGroupExists(paths, "default");
   const missing = await rejection(assertGroupExists(paths, "nope"), "GROUP_NOT_FOUND");
   expect(missing.hint).toContain("mcpmgr group create nope");
+  expect(missing.hint).not.toContain("did you mean");
+  // A mistyped group gets the nearest one first, then the same advice.
+  const typo = await rejection(assertGroupExists(paths, "taem"), "GROUP_NOT_FOUND");
+  expect(typo.hint).toBe(
+    "did you mean team? (create it with 'mcpmgr group create taem', or pick one from 'mcpmgr group list')",
+  );
 });
 
 test("removal: default never, an unknown group is not found, a non-empty one only with its workloads", async () => {
   await rejection(groups.remove("default"), "INVALID_ARGUMENT");
+  expect((await rejection(groups.remove("defualt"), "GROUP_NOT_FOUND")).hint).toBe(
+    "did you mean default? ('mcpmgr group list' shows the groups)",
+  );
   const ghost = await rejection(groups.remove("ghost"), "GROUP_NOT_FOUND");
   // Creating a group in order to remove it is no advice.
   expect(ghost.hint).not.toContain("group create");

@@ -156,6 +156,20 @@ describe("records", () => {
     await rejection(store.getExisting("fetch"), "WORKLOAD_NOT_FOUND");
   });
 
+  test("a mistyped name is offered the nearest workload's, and only a near one", async () => {
+    await store.create(input("everything"));
+    await store.create(input("remote1", { proxyPort: 41_002 }));
+    expect((await rejection(store.getExisting("everythin"), "WORKLOAD_NOT_FOUND")).hint).toBe(
+      "did you mean everything? ('mcpmgr list' shows the workloads)",
+    );
+    expect((await rejection(store.getExisting("remot1"), "WORKLOAD_NOT_FOUND")).hint).toContain(
+      "did you mean remote1?",
+    );
+    expect((await rejection(store.getExisting("zzzzzz"), "WORKLOAD_NOT_FOUND")).hint).toBe(
+      "see the workloads with: mcpmgr list",
+    );
+  });
+
   test("names that could escape the state folder are refused before any file access", async () => {
     await rejection(store.get("../../etc"), "INVALID_ARGUMENT");
     await rejection(store.remove(".."), "INVALID_ARGUMENT");
