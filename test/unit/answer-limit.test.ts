@@ -104,7 +104,7 @@ test("a bounded fetch hands a JSON answer that declares a size within the bound 
 // Review 11 F2: a compressed body's Content-Length counts the compressed bytes, which fetch expands as it
 // reads: 200 KiB of gzip declared "within the bound" held 200 MiB (and far more from a hostile server).
 test("a gzip body whose Content-Length is within the bound is still refused once it expands past it", async () => {
-  const expanded = "{" + " ".repeat(4 * 1024 * 1024) + "}"; // 4 MiB of JSON, a few KiB of gzip
+  const expanded = `{${" ".repeat(4 * 1024 * 1024)}}`; // 4 MiB of JSON, a few KiB of gzip
   const gzipped = Bun.gzipSync(encoder.encode(expanded));
   const server = Bun.serve({
     port: 0,

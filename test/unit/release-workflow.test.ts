@@ -109,16 +109,18 @@ test("a pre-release tag is a GitHub pre-release and stays out of Homebrew and sc
   expect(await outputs("1.2.0")).toEqual(["version=1.2.0", "prerelease=false"]);
   expect(await outputs("1.2.0-rc.1")).toEqual(["version=1.2.0-rc.1", "prerelease=true"]);
 
+  // The workflow's `${{ … }}` expressions and shell `${…}` as template literals with the `$` escaped: in plain
+  // strings they look like mistaken JavaScript templates to the linter.
   const release = steps[stepIndex(/gh release create/)] as Step;
   expect(release.run).toContain(
-    'if [ "${{ steps.release.outputs.prerelease }}" = true ]; then prerelease=(--prerelease); fi',
+    `if [ "\${{ steps.release.outputs.prerelease }}" = true ]; then prerelease=(--prerelease); fi`,
   );
-  expect(release.run).toContain('"${prerelease[@]}"');
+  expect(release.run).toContain(`"\${prerelease[@]}"`);
   const stable = steps.filter(
     (s) =>
       /publish-package-managers\.ts/.test(s.run ?? "") ||
-      s.with?.repository === "${{ env.TAP }}" ||
-      s.with?.repository === "${{ env.BUCKET }}",
+      s.with?.repository === `\${{ env.TAP }}` ||
+      s.with?.repository === `\${{ env.BUCKET }}`,
   ) as (Step & { if?: string })[];
   expect(stable).toHaveLength(3);
   for (const step of stable) expect(step.if).toBe("steps.release.outputs.prerelease != 'true'");
