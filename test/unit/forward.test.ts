@@ -438,4 +438,59 @@ describe("sessions belong to the caller that opened them", () => {
     expect((await send("alice", "tools/list", "made-elsewhere")).status).toBe(404);
     expect(reached).toEqual(["initialize -", "tools/list issued-1", "initialize issued-1", "tools/list issued-2"]);
   });
+
+  test("an id that ended is served again only to the caller the upstream opens it for anew, never to its last owner", async () => {
+    // An upstream that hands every session the same id (3e0eb88 re-admits an ended id when it does).
+    const reached: string[] = [];
+    await using constant = {
+      server: Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        async fetch(req) {
+          const session = req.headers.get("mcp-session-id") ?? "-";
+          if (req.method === "DELETE") {
+            reached.push(`DELETE ${session}`);
+            return new Response(null, { status: 200 });
+          }
+          const body = (await req.json()) as { id: number; method: string };
+          reached.push(`${body.method} ${session}`);
+          const headers: Record<string, string> = body.method === "initialize" ? { "mcp-session-id": "constant" } : {};
+          return Response.json({ jsonrpc: "2.0", id: body.id, result: {} }, { headers });
+        },
+      }),
+      [Symbol.asyncDispose]() {
+        return this.server.stop(true);
+      },
+    };
+    const handle = forwarder(`http://127.0.0.1:${constant.server.port}/mcp`, {
+      callerOf: (req) => req.headers.get("x-test-caller") ?? undefined,
+    });
+    const send = async (caller: string, method: string, session?: string) => {
+      const headers = { "x-test-caller": caller, ...(session ? { "mcp-session-id": session } : {}) };
+      const res = await handle(
+        new Request("http://127.0.0.1:9999/mcp", {
+          method: method === "DELETE" ? "DELETE" : "POST",
+          headers,
+          ...(method === "DELETE" ? {} : { body: JSON.stringify({ jsonrpc: "2.0", id: 1, method }) }),
+        }),
+        detachedContext(),
+      );
+      await res.body?.cancel();
+      return res.status;
+    };
+    expect(await send("alice", "initialize")).toBe(200);
+    // Opened again for bob while alice holds it: hers still.
+    expect(await send("bob", "initialize")).toBe(200);
+    expect(await send("bob", "tools/list", "constant")).toBe(404);
+    expect(await send("alice", "DELETE", "constant")).toBe(200);
+    // Ended: nobody's, whoever presents the id.
+    expect(await send("alice", "tools/list", "constant")).toBe(404);
+    expect(await send("bob", "tools/list", "constant")).toBe(404);
+    // Opened anew by the upstream for bob: his, and alice's old id does not reach it.
+    expect(await send("bob", "initialize")).toBe(200);
+    expect(await send("bob", "tools/list", "constant")).toBe(200);
+    expect(await send("alice", "tools/list", "constant")).toBe(404);
+    expect(await send("alice", "DELETE", "constant")).toBe(404);
+    expect(reached).toEqual(["initialize -", "initialize -", "DELETE constant", "initialize -", "tools/list constant"]);
+  });
 });
