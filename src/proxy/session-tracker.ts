@@ -104,7 +104,8 @@ export class SessionTracker {
 
   /**
    * Binds a new session to the caller that opened it; false when MCPMGR_MAX_SESSIONS are
-   * already bound and none may give way. A session already bound keeps its first owner. An id that
+   * already bound and none may give way (never for a legacy stream's `pinned` session, which was
+   * admitted with its GET). A session already bound keeps its first owner. An id that
    * had ended is live again: the upstream opened a session under it anew (a server may hand out
    * the same id to every session; ending one must not refuse all its later ones).
    */
@@ -112,9 +113,12 @@ export class SessionTracker {
     if (this.#bindings.has(sessionId)) return true;
     if (this.#atLimit()) {
       const evicted = this.#evictable();
-      if (evicted === undefined) return false;
-      this.markEnded(evicted);
-      this.#onEvicted?.(evicted);
+      if (evicted !== undefined) {
+        this.markEnded(evicted);
+        this.#onEvicted?.(evicted);
+      } else if (options.pinned !== true) return false;
+      // A legacy stream was admitted with its GET (forward-sessions.ts `refuse`); streams admitted together
+      // may announce past the limit: each is still bound to its caller (unbound, its own messages were refused).
     }
     this.#ended.delete(sessionId);
     this.#bindings.set(sessionId, { owner, lastSeen: this.#now(), pinned: options.pinned === true, open: 0 });

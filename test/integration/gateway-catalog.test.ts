@@ -9,6 +9,7 @@ import { GroupCatalog, LIST_LIMITS, resourceRoute } from "../../src/gateway/cata
 import type { PrefixMode } from "../../src/gateway/names.ts";
 import { type MemberServer, type MemberServerOptions, startMemberServer } from "../fixtures/member-server.ts";
 import { until } from "../support/gateway-group.ts";
+import { startRecordingProxy } from "../support/recording-proxy.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -133,5 +134,32 @@ describe("the catalog's own member sessions", () => {
     await catalog.close();
     expect(staying.deletes).toHaveLength(1);
     expect(staying.sessionCount).toBe(0);
+  });
+
+  test("a connection still connecting when the catalog closes ends the session it opened before close() is done", async () => {
+    // Its session is open and its tools/list held back at a relay: close() comes while it connects.
+    const slow = member({ name: "slow", tools: ["a"] });
+    const relay = startRecordingProxy(slow.url);
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    relay.hold = (request) => (request.body?.method === "tools/list" ? released : undefined);
+    try {
+      const catalog = new GroupCatalog({ prefixMode: "always", timeoutMs: 10_000, onChange: () => {}, log: () => {} });
+      catalogs.push(catalog);
+      catalog.setMembers([{ name: "slow", url: relay.url }]);
+      expect(await until(() => relay.seen.some((request) => request.body?.method === "tools/list"))).toBe(true);
+      expect(slow.sessionCount).toBe(1);
+      const closing = catalog.close();
+      release();
+      await closing;
+      // The attempt saw the catalog closed once its list came, and its DELETE was answered before close() was done.
+      expect(slow.deletes).toHaveLength(1);
+      expect(slow.sessionCount).toBe(0);
+    } finally {
+      release();
+      relay.stop();
+    }
   });
 });

@@ -164,6 +164,16 @@ test("SIGTERM: in-flight requests finish, SSE streams end cleanly, the process e
   expect(proxy.output()).toContain("SIGTERM");
 });
 
+test("a SIGTERM sent as soon as the URL is printed is a graceful stop (exit 0), not the default death", async () => {
+  // The handler is listened for before the URL is printed (f1b83d4): a supervisor or test that signals the
+  // moment it reads the URL found none yet, and the process died with 143, without its graceful stop.
+  for (let round = 0; round < 3; round++) {
+    const proxy = await startProxy(`${base}/mcp`);
+    expect(await proxy.stop()).toBe(0);
+    expect(proxy.output()).toContain("SIGTERM: stopping proxy");
+  }
+});
+
 test("an idle upstream SSE stream is seen open at once, not at its first event", async () => {
   // A raw upstream that sends its response head and then nothing (Bun.serve itself
   // would hold the head back until a first byte).

@@ -14,7 +14,7 @@ import {
   type RunningFixture,
 } from "../support/conformance.ts";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
-import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
+import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, spawnUntil, startEverything, startProxy } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -153,6 +153,48 @@ async function expectStreamingKept(url: string): Promise<void> {
   }
 }
 
+/**
+ * The converse of `expectStreamingKept`: a session is in use only while a request or stream of its own is
+ * open. Once its answers have ended (one without a body, one streamed) and its client has dropped its GET
+ * stream (and the upstream's stream is
+ * closed: `member.openStreams`), it is an idle session like any other, older than one opened after it, so
+ * it is the one that gives way. A relay that kept the session's hold past its stream's end would keep
+ * every session that ever streamed in use for good: the table would fill and refuse new sessions.
+ */
+async function expectStreamEndReleases(url: string, member: MemberServer): Promise<void> {
+  const opened = await post(url, initialize);
+  expect(opened.status).toBe(200);
+  await opened.text();
+  const streamed = opened.headers.get("mcp-session-id") as string;
+  // Answered without a body (202): the hold ends with the answer.
+  const initialized = await post(url, { jsonrpc: "2.0", method: "notifications/initialized" }, streamed);
+  expect(initialized.status).toBe(202);
+  await initialized.body?.cancel();
+  const call = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "echo", arguments: { text: "x" } } };
+  const answered = await post(url, call, streamed);
+  expect(answered.headers.get("content-type")).toStartWith("text/event-stream");
+  expect(await answered.text()).toContain('"id":3');
+  const stream = new AbortController();
+  const get = await fetch(url, {
+    headers: { accept: "text/event-stream", "mcp-session-id": streamed, "mcp-protocol-version": "2025-06-18" },
+    signal: stream.signal,
+  });
+  expect(get.status).toBe(200);
+  expect(await until(() => member.openStreams === 1)).toBe(true);
+  stream.abort();
+  expect(await until(() => member.openStreams === 0)).toBe(true);
+  const idle = await post(url, initialize);
+  expect(idle.status).toBe(200);
+  await idle.text();
+  await openOnceRoomIsMade(url, Date.now());
+  const ended = await pingIn(url, streamed);
+  expect(ended.status).toBe(404);
+  await ended.body?.cancel();
+  const kept = await pingIn(url, idle.headers.get("mcp-session-id") as string);
+  expect(kept.status).toBe(200);
+  await kept.text();
+}
+
 /** Two legacy streams open, the third refused; once one closes, a new one opens. */
 async function expectLegacyLimit(url: string): Promise<void> {
   const open = async () => {
@@ -255,6 +297,10 @@ describe("mcpmgr proxy", () => {
 
   test("a session with a stream open does not give way, though its last request is the oldest", async () => {
     await withProxy(member.url, LIMIT_IDLE, expectStreamingKept);
+  }, 60_000);
+
+  test("a session whose answers and streams have ended (a bodiless answer, a streamed one, a dropped GET stream) gives way", async () => {
+    await withProxy(member.url, LIMIT_IDLE, (url) => expectStreamEndReleases(url, member));
   }, 60_000);
 
   test("in front of a legacy SSE server", async () => {

@@ -438,4 +438,135 @@ describe("sessions belong to the caller that opened them", () => {
     expect((await send("alice", "tools/list", "made-elsewhere")).status).toBe(404);
     expect(reached).toEqual(["initialize -", "tools/list issued-1", "initialize issued-1", "tools/list issued-2"]);
   });
+
+  test("legacy streams admitted together past the session limit each keep their message URL for their own caller", async () => {
+    // Both GETs pass the up-front check (no session yet); the upstream announces their endpoints only once
+    // both have arrived, when the table (MCPMGR_MAX_SESSIONS 1) holds the first and cannot admit the second.
+    const arrived: (() => void)[] = [];
+    const both = new Promise<void>((resolve) => arrived.push(resolve));
+    const posted: string[] = [];
+    await using legacy = {
+      server: Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        idleTimeout: 0,
+        fetch(req) {
+          const url = new URL(req.url);
+          if (req.method === "POST") {
+            posted.push(url.search);
+            return new Response(null, { status: 202 });
+          }
+          const id = arrived.length;
+          arrived.push(() => {});
+          if (arrived.length === 3) arrived[0]?.();
+          return new Response(
+            new ReadableStream<Uint8Array>({
+              async start(controller) {
+                await both;
+                controller.enqueue(new TextEncoder().encode(`event: endpoint\ndata: /messages?sessionId=s${id}\n\n`));
+              },
+            }),
+            { headers: { "content-type": "text/event-stream" } },
+          );
+        },
+      }),
+      [Symbol.asyncDispose]() {
+        return this.server.stop(true);
+      },
+    };
+    const handle = forwarder(`http://127.0.0.1:${legacy.server.port}/sse`, {
+      maxSessions: 1,
+      callerOf: (req) => req.headers.get("x-test-caller") ?? undefined,
+    });
+    const open = async (caller: string) => {
+      const res = await handle(
+        new Request("http://127.0.0.1:9999/sse", { headers: { "x-test-caller": caller, accept: "text/event-stream" } }),
+        detachedContext(),
+      );
+      expect(res.status).toBe(200);
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      let text = "";
+      while (!/sessionId=s\d\n/.test(text)) text += new TextDecoder().decode((await reader.read()).value);
+      return { reader, path: (/data: (\S+)\n/.exec(text) as RegExpExecArray)[1] as string };
+    };
+    const streams = await Promise.all([open("alice"), open("bob")]);
+    const post = async (caller: string, path: string) => {
+      const res = await handle(
+        new Request(`http://127.0.0.1:9999${path}`, {
+          method: "POST",
+          headers: { "x-test-caller": caller, "content-type": "application/json" },
+          body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        }),
+        detachedContext(),
+      );
+      await res.body?.cancel();
+      return res.status;
+    };
+    try {
+      const [alice, bob] = streams;
+      expect(await post("alice", alice.path)).toBe(202);
+      expect(await post("bob", bob.path)).toBe(202);
+      // And each is still the other's to be refused.
+      expect(await post("bob", alice.path)).toBe(404);
+      expect(await post("alice", bob.path)).toBe(404);
+      expect(posted).toHaveLength(2);
+    } finally {
+      for (const stream of streams) await stream.reader.cancel();
+    }
+  });
+
+  test("an id that ended is served again only to the caller the upstream opens it for anew, never to its last owner", async () => {
+    // An upstream that hands every session the same id (3e0eb88 re-admits an ended id when it does).
+    const reached: string[] = [];
+    await using constant = {
+      server: Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        async fetch(req) {
+          const session = req.headers.get("mcp-session-id") ?? "-";
+          if (req.method === "DELETE") {
+            reached.push(`DELETE ${session}`);
+            return new Response(null, { status: 200 });
+          }
+          const body = (await req.json()) as { id: number; method: string };
+          reached.push(`${body.method} ${session}`);
+          const headers: Record<string, string> = body.method === "initialize" ? { "mcp-session-id": "constant" } : {};
+          return Response.json({ jsonrpc: "2.0", id: body.id, result: {} }, { headers });
+        },
+      }),
+      [Symbol.asyncDispose]() {
+        return this.server.stop(true);
+      },
+    };
+    const handle = forwarder(`http://127.0.0.1:${constant.server.port}/mcp`, {
+      callerOf: (req) => req.headers.get("x-test-caller") ?? undefined,
+    });
+    const send = async (caller: string, method: string, session?: string) => {
+      const headers = { "x-test-caller": caller, ...(session ? { "mcp-session-id": session } : {}) };
+      const res = await handle(
+        new Request("http://127.0.0.1:9999/mcp", {
+          method: method === "DELETE" ? "DELETE" : "POST",
+          headers,
+          ...(method === "DELETE" ? {} : { body: JSON.stringify({ jsonrpc: "2.0", id: 1, method }) }),
+        }),
+        detachedContext(),
+      );
+      await res.body?.cancel();
+      return res.status;
+    };
+    expect(await send("alice", "initialize")).toBe(200);
+    // Opened again for bob while alice holds it: hers still.
+    expect(await send("bob", "initialize")).toBe(200);
+    expect(await send("bob", "tools/list", "constant")).toBe(404);
+    expect(await send("alice", "DELETE", "constant")).toBe(200);
+    // Ended: nobody's, whoever presents the id.
+    expect(await send("alice", "tools/list", "constant")).toBe(404);
+    expect(await send("bob", "tools/list", "constant")).toBe(404);
+    // Opened anew by the upstream for bob: his, and alice's old id does not reach it.
+    expect(await send("bob", "initialize")).toBe(200);
+    expect(await send("bob", "tools/list", "constant")).toBe(200);
+    expect(await send("alice", "tools/list", "constant")).toBe(404);
+    expect(await send("alice", "DELETE", "constant")).toBe(404);
+    expect(reached).toEqual(["initialize -", "initialize -", "DELETE constant", "initialize -", "tools/list constant"]);
+  });
 });
