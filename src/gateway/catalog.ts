@@ -292,6 +292,8 @@ export class GroupCatalog {
       connection.lists = lists;
       this.#rebuild();
     } catch (err) {
+      // A workload that left (or a catalog that closed) meanwhile: its listing failed because it is gone.
+      if (connection.closed) return;
       const why = failureText(err);
       this.#options.log("warn", `workload '${connection.member.name}': listing ${kind} failed: ${why}`);
     }

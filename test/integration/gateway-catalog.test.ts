@@ -136,6 +136,41 @@ describe("the catalog's own member sessions", () => {
     expect(staying.sessionCount).toBe(0);
   });
 
+  test("a re-list cut short because its workload left logs no failure for the workload that is gone", async () => {
+    // The member's second tools/list (the re-list its list_changed asks for) is held back at a relay; the
+    // workload leaves the group while it waits, which ends the connection and so fails that listing.
+    const leaving = member({ name: "leaving", tools: ["a"] });
+    const relay = startRecordingProxy(leaving.url);
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const lists = () => relay.seen.filter((request) => request.body?.method === "tools/list");
+    relay.hold = (request) => (request.body?.method === "tools/list" && lists().length > 1 ? released : undefined);
+    try {
+      const logged: string[] = [];
+      const catalog = new GroupCatalog({
+        prefixMode: "always",
+        timeoutMs: 10_000,
+        onChange: () => {},
+        log: (level, text) => logged.push(`[${level}] ${text}`),
+      });
+      catalogs.push(catalog);
+      catalog.setMembers([{ name: "leaving", url: relay.url }]);
+      await catalog.settled(10_000);
+      await leaving.addTool("b");
+      expect(await until(() => lists().length === 2)).toBe(true);
+      catalog.setMembers([]);
+      // The held request is given up by the catalog's client, and the session ended.
+      expect(await until(() => lists()[1]?.aborted === true && leaving.sessionCount === 0)).toBe(true);
+      await catalog.close();
+      expect(logged.filter((line) => line.includes("listing"))).toEqual([]);
+    } finally {
+      release();
+      relay.stop();
+    }
+  });
+
   test("a connection still connecting when the catalog closes ends the session it opened before close() is done", async () => {
     // Its session is open and its tools/list held back at a relay: close() comes while it connects.
     const slow = member({ name: "slow", tools: ["a"] });
