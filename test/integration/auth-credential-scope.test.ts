@@ -10,7 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test, setDefaultTime
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CLI_ENTRY, spawnUntil, startProxy } from "../support/processes.ts";
+import { startProxy, startRun } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -163,22 +163,11 @@ describe("mcpmgr proxy", () => {
 
 test("mcpmgr run URL: the same rule", async () => {
   const home = await mkdtemp(join(scratch, "home-"));
-  const run = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      `http://127.0.0.1:${upstream.port}/mcp`,
-      "--name",
-      "scope-demo",
-      ...credentialArgs(),
-    ],
-    /^(http:\/\/\S+)$/m,
-    { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 },
-  );
+  const run = await startRun([`http://127.0.0.1:${upstream.port}/mcp`, "--name", "scope-demo", ...credentialArgs()], {
+    env: { MCPMGR_HOME: home },
+  });
   try {
-    const url = run.match[1] as string;
+    const url = run.url;
     expect((await post(url)).status).toBe(200);
     expect((await fetch(`${new URL(url).origin}/admin/users/1`, { method: "DELETE" })).status).toBe(401);
     expect(at("/mcp", "POST").authorization).toBe(`Bearer ${TOKEN}`);

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, runCli } from "../support/cli-home.ts";
+import { isAlive } from "../support/processes.ts";
 import { eventually } from "../support/raw-http.ts";
 
 // Real processes: more than bun's 5 s on a loaded machine.
@@ -64,15 +65,6 @@ test("a workload whose supervisor was killed (as by a reboot) is failed with a w
   expect(stopped.stderr).not.toContain("lk:");
   expect(mcpmgr("rm", "lk").code).toBe(0);
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 test("start on a port another program took meanwhile says how to free it or move the workload, and that way works", () => {
   expect(mcpmgr("run", "http://127.0.0.1:9/mcp", "--name", "lp").code).toBe(0);

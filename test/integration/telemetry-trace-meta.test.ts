@@ -13,7 +13,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { hex, startOtlpReceiver, type OtlpReceiver, type Span } from "../support/otlp-receiver.ts";
-import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { startRun } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -62,28 +62,16 @@ afterAll(async () => {
 });
 
 test("_meta.traceparent is the server span's parent and names the proxy's span upstream; malformed or absent, the header's context is continued", async () => {
-  const run = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      `http://127.0.0.1:${upstream.port}/mcp`,
-      "--name",
-      "meta-traced",
-      "--otel-endpoint",
-      receiver.endpoint,
-      "--otel-insecure",
-      "--otel-sampling-rate",
-      "1.0",
-      // A policy: the rewritten body goes through the message checks and the tool filter.
-      "--tools",
-      "given,malformed,none",
-    ],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000 },
-  );
-  const url = run.match[1] as string;
+  const run = await startRun([
+    `http://127.0.0.1:${upstream.port}/mcp`,
+    "--name",
+    "meta-traced",
+    ...receiver.otelArgs("1.0"),
+    // A policy: the rewritten body goes through the message checks and the tool filter.
+    "--tools",
+    "given,malformed,none",
+  ]);
+  const url = run.url;
   try {
     const client = new Client({ name: "traced-client", version: "1" });
     await client.connect(

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { attr, startOtlpReceiver, type KeyValue, type OtlpReceiver, type Span } from "../support/otlp-receiver.ts";
 import { startAuthServer } from "../support/auth-server.ts";
-import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, startRun } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -60,21 +60,26 @@ const post = (url: string, body: unknown, headers: Record<string, string> = {}) 
     body: JSON.stringify(body),
   });
 
+const initialize = (id: number) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+});
+
+/** A tools/call of the upstream's echo, outside any session. */
+const callEcho = (url: string) =>
+  post(url, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: {} } });
+
+/** `mcpmgr run --foreground` in front of the recording upstream, as workload `name`. */
+const runUpstream = (name: string, args: string[], env?: Record<string, string>) =>
+  startRun([`http://127.0.0.1:${upstream.port}/mcp`, "--name", name, ...args], env ? { env } : {});
+
 test("spans and metrics reach an OTLP receiver; the upstream continues the trace; /metrics passes promtool", async () => {
-  const run = await spawnUntil(
+  const run = await runUpstream(
+    "traced",
     [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      `http://127.0.0.1:${upstream.port}/mcp`,
-      "--name",
-      "traced",
-      "--otel-endpoint",
-      receiver.endpoint,
-      "--otel-insecure",
-      "--otel-sampling-rate",
-      "1.0",
+      ...receiver.otelArgs("1.0"),
       "--otel-custom-attributes",
       "team=search,tier=dev",
       "--otel-env-vars",
@@ -83,21 +88,11 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
       "x-collector-key=k",
       "--otel-enable-prometheus-metrics-path",
     ],
-    /^(http:\/\/\S+)$/m,
-    { env: { TEST_ENV_ATTR: "from-env" }, timeoutMs: 30_000 },
+    { TEST_ENV_ATTR: "from-env" },
   );
-  const url = run.match[1] as string;
+  const url = run.url;
   try {
-    expect(
-      (
-        await post(url, {
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-        })
-      ).status,
-    ).toBe(200);
+    expect((await post(url, initialize(1))).status).toBe(200);
     expect(
       (
         await post(
@@ -168,70 +163,18 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
 test("--otel-tracing-enabled=false exports metrics but no spans; --otel-use-legacy-attributes=false drops the legacy names", async () => {
   const before = spans.length;
   metricNames.clear();
-  const run = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      `http://127.0.0.1:${upstream.port}/mcp`,
-      "--name",
-      "untraced",
-      "--otel-endpoint",
-      receiver.endpoint,
-      "--otel-insecure",
-      "--otel-tracing-enabled=false",
-    ],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000 },
-  );
+  const run = await runUpstream("untraced", [...receiver.otelArgs(), "--otel-tracing-enabled=false"]);
   try {
-    expect(
-      (
-        await post(run.match[1] as string, {
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: { name: "echo", arguments: {} },
-        })
-      ).status,
-    ).toBe(200);
+    expect((await callEcho(run.url)).status).toBe(200);
   } finally {
     await run.stop();
   }
   expect(spans.length).toBe(before);
   expect(metricNames.has("mcp.server.requests")).toBe(true);
 
-  const modern = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      `http://127.0.0.1:${upstream.port}/mcp`,
-      "--name",
-      "modern",
-      "--otel-endpoint",
-      receiver.endpoint,
-      "--otel-insecure",
-      "--otel-sampling-rate",
-      "1",
-      "--otel-use-legacy-attributes=false",
-    ],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000 },
-  );
+  const modern = await runUpstream("modern", [...receiver.otelArgs("1"), "--otel-use-legacy-attributes=false"]);
   try {
-    expect(
-      (
-        await post(modern.match[1] as string, {
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: { name: "echo", arguments: {} },
-        })
-      ).status,
-    ).toBe(200);
+    expect((await callEcho(modern.url)).status).toBe(200);
   } finally {
     await modern.stop();
   }
@@ -244,22 +187,8 @@ test("--otel-tracing-enabled=false exports metrics but no spans; --otel-use-lega
 
 test("tool calls refused before the server (no token) give made-up tool names no metric label of their own", async () => {
   const auth = await startAuthServer();
-  const run = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      `http://127.0.0.1:${upstream.port}/mcp`,
-      "--name",
-      "guarded",
-      "--otel-enable-prometheus-metrics-path",
-      ...auth.oidcArgs(),
-    ],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000 },
-  );
-  const url = run.match[1] as string;
+  const run = await runUpstream("guarded", ["--otel-enable-prometheus-metrics-path", ...auth.oidcArgs()]);
+  const url = run.url;
   try {
     // Telemetry counts every request, before authentication refuses it: these names are anyone's to choose.
     for (let i = 0; i < 3; i++) {
@@ -272,16 +201,7 @@ test("tool calls refused before the server (no token) give made-up tool names no
       expect(refused.status).toBe(401);
     }
     const token = await auth.token();
-    const opened = await post(
-      url,
-      {
-        jsonrpc: "2.0",
-        id: 8,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-      },
-      { authorization: `Bearer ${token}` },
-    );
+    const opened = await post(url, initialize(8), { authorization: `Bearer ${token}` });
     expect(opened.status).toBe(200);
     const call = await post(
       url,
@@ -300,25 +220,8 @@ test("tool calls refused before the server (no token) give made-up tool names no
 }, 60_000);
 
 test("what a client chooses is cut short in spans: a 1 MiB tool name and request id are not exported whole", async () => {
-  const run = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      `http://127.0.0.1:${upstream.port}/mcp`,
-      "--name",
-      "clipped",
-      "--otel-endpoint",
-      receiver.endpoint,
-      "--otel-insecure",
-      "--otel-sampling-rate",
-      "1.0",
-    ],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000 },
-  );
-  const url = run.match[1] as string;
+  const run = await runUpstream("clipped", receiver.otelArgs("1.0"));
+  const url = run.url;
   const name = `huge_${"t".repeat(1024 * 1024)}`;
   try {
     const call = await post(
@@ -363,29 +266,20 @@ function sample(text: string, name: string): number | undefined {
 
 test("through the stdio bridge: spans per request, and active sessions rise and fall (streamable HTTP and legacy SSE)", async () => {
   const before = spans.length;
-  const common = [
-    "--otel-endpoint",
-    receiver.endpoint,
-    "--otel-insecure",
-    "--otel-sampling-rate",
-    "1",
-    "--otel-enable-prometheus-metrics-path",
-  ];
-  const run = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      "npx://./test/fixtures/sandbox-probe",
-      "--name",
-      "bridged",
-      ...common,
-    ],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 60_000 },
-  );
-  const url = run.match[1] as string;
+  const bridged = (name: string, ...args: string[]) =>
+    startRun(
+      [
+        "npx://./test/fixtures/sandbox-probe",
+        "--name",
+        name,
+        ...args,
+        ...receiver.otelArgs("1"),
+        "--otel-enable-prometheus-metrics-path",
+      ],
+      { timeoutMs: 60_000 },
+    );
+  const run = await bridged("bridged");
+  const url = run.url;
   const active = async () => sample(await (await fetch(new URL("/metrics", url))).text(), "mcp_server_active_sessions");
   try {
     const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
@@ -403,23 +297,8 @@ test("through the stdio bridge: spans per request, and active sessions rise and 
   }
   expect(spans.slice(before).map((s) => s.span.name)).toContain("tools/call env");
 
-  const legacy = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      "npx://./test/fixtures/sandbox-probe",
-      "--name",
-      "bridged-sse",
-      "--proxy-mode",
-      "sse",
-      ...common,
-    ],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 60_000 },
-  );
-  const sseUrl = legacy.match[1] as string;
+  const legacy = await bridged("bridged-sse", "--proxy-mode", "sse");
+  const sseUrl = legacy.url;
   try {
     const metricsUrl = new URL("/metrics", sseUrl);
     const stream = new AbortController();

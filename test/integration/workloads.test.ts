@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CONFORMANCE_FIXTURE_2026 } from "../support/conformance.ts";
-import { CLI_ENTRY, followLogs, freePort, REPO_ROOT } from "../support/processes.ts";
+import { CLI_ENTRY, followLogs, freePort, isAlive, REPO_ROOT } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -294,15 +294,6 @@ function readFileSyncOr(path: string): string | undefined {
     return readFileSync(path, "utf8");
   } catch {
     return undefined;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -35,6 +35,8 @@ export interface OtlpReceiver {
   readonly metricNames: Set<string>;
   /** The headers of every export request, in arrival order. */
   readonly requestHeaders: Headers[];
+  /** `mcpmgr run` options that export to this receiver over plain HTTP, sampling at `samplingRate` when given. */
+  otelArgs(samplingRate?: string): string[];
   stop(): Promise<void>;
 }
 
@@ -91,6 +93,12 @@ export function startOtlpReceiver(): OtlpReceiver {
     spans,
     metricNames,
     requestHeaders,
+    otelArgs: (samplingRate) => [
+      "--otel-endpoint",
+      `http://127.0.0.1:${server.port}`,
+      "--otel-insecure",
+      ...(samplingRate === undefined ? [] : ["--otel-sampling-rate", samplingRate]),
+    ],
     async stop() {
       await server.stop(true);
     },

@@ -105,6 +105,28 @@ export async function startProxy(
   return { ...running, url: running.match[1] as string };
 }
 
+/** Whether a process with this pid exists (signal 0 only checks; the tests run as the supervisors' user). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `mcpmgr run --foreground ARGS` (from source); resolves with the URL it prints. */
+export async function startRun(
+  args: readonly string[],
+  options: { env?: Record<string, string | undefined>; timeoutMs?: number } = {},
+) {
+  const running = await spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", ...args], /^(http:\/\/\S+)$/m, {
+    timeoutMs: 30_000,
+    ...options,
+  });
+  return { ...running, url: running.match[1] as string };
+}
+
 /** server-everything in "streamableHttp" (endpoint /mcp) or "sse" (endpoint /sse) mode on a free port. */
 export async function startEverything(mode: "streamableHttp" | "sse") {
   const port = await freePort();

@@ -19,18 +19,23 @@ setDefaultTimeout(60_000);
 let dir: string;
 let home: string;
 
+/** Records a remote workload `name` for `url` on `proxyPort` in the store; no server runs. */
+async function recordRemote(name: string, url: string, proxyPort: number) {
+  await new WorkloadStore(resolvePaths({ MCPMGR_HOME: home })).create({
+    name,
+    source: { kind: "remote", ref: url },
+    transport: "streamable-http",
+    proxyPort,
+    runtime: "remote",
+    runOptions: [url, "--name", name, "--proxy-port", String(proxyPort), "--"],
+    workingDir: dir,
+  });
+}
+
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "mcpmgr-export-"));
   home = join(dir, "home");
-  await new WorkloadStore(resolvePaths({ MCPMGR_HOME: home })).create({
-    name: "notes",
-    source: { kind: "remote", ref: "https://mcp.example.com/mcp" },
-    transport: "streamable-http",
-    proxyPort: 41_201,
-    runtime: "remote",
-    runOptions: ["https://mcp.example.com/mcp", "--name", "notes", "--proxy-port", "41201", "--"],
-    workingDir: dir,
-  });
+  await recordRemote("notes", "https://mcp.example.com/mcp", 41_201);
 });
 
 afterAll(async () => {
@@ -67,15 +72,7 @@ test("export never overwrites a file that is not an export: the user's file is k
 });
 
 test("export never replaces another workload's export (perhaps the only copy of a removed workload)", async () => {
-  await new WorkloadStore(resolvePaths({ MCPMGR_HOME: home })).create({
-    name: "journal",
-    source: { kind: "remote", ref: "https://journal.example.com/mcp" },
-    transport: "streamable-http",
-    proxyPort: 41_202,
-    runtime: "remote",
-    runOptions: ["https://journal.example.com/mcp", "--name", "journal", "--proxy-port", "41202", "--"],
-    workingDir: dir,
-  });
+  await recordRemote("journal", "https://journal.example.com/mcp", 41_202);
   const path = join(dir, "backup.json");
   expect(mcpmgr("export", "notes", path).code).toBe(0);
   const before = readFileSync(path, "utf8");
