@@ -2,14 +2,20 @@
 import { workloadContext, type WorkloadContext } from "../workload/context.ts";
 import { log, printResult } from "./output.ts";
 
-/** `stderr`: where raw text goes instead of this process's stderr (a supervisor's: its proxy log). */
-export function cliContext(options: { readonly stderr?: (text: string) => void } = {}): WorkloadContext {
+/**
+ * `stderr`: where raw text goes instead of this process's stderr (a supervisor's: its proxy log);
+ * `background`: a detached supervisor (WorkloadContext.background).
+ */
+export function cliContext(
+  options: { readonly stderr?: (text: string) => void; readonly background?: boolean } = {},
+): WorkloadContext {
   return workloadContext({
     log,
     print: printResult,
     stderr: options.stderr ?? ((text) => process.stderr.write(text)),
     env: process.env,
     openBrowser,
+    background: options.background ?? false,
   });
 }
 

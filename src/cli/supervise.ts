@@ -20,7 +20,7 @@ export default defineCommand({
       });
     const proxyLog = printToProxyLog(name);
     try {
-      await supervise(name, cliContext(proxyLog ? { stderr: proxyLog } : {}), untilSignal());
+      await supervise(name, cliContext({ ...(proxyLog ? { stderr: proxyLog } : {}), background: true }), untilSignal());
     } catch (err) {
       // Recorded in the status file for `run` to report; the proxy log gets the reason alone.
       log.error(errorMessage(err));

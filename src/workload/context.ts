@@ -29,6 +29,11 @@ export interface WorkloadContext {
   secrets(): SecretManager;
   /** Opens a URL in the user's browser (an OAuth login; the URL is printed on stderr as well). */
   readonly openBrowser: (url: string) => void;
+  /**
+   * A detached process nobody watches (a workload's supervisor): it starts no interactive login
+   * a remote asks for while serving (an OAuth step-up); its logins happen at its start.
+   */
+  readonly background: boolean;
 }
 
 export interface WorkloadContextOptions {
@@ -38,6 +43,8 @@ export interface WorkloadContextOptions {
   readonly env: Env;
   /** Defaults to none: the printed URL is the way. */
   readonly openBrowser?: (url: string) => void;
+  /** Defaults to false. */
+  readonly background?: boolean;
   /** Defaults to the directories `env` names (MCPMGR_HOME, XDG_*). */
   readonly paths?: McpmgrPaths;
 }
@@ -58,5 +65,6 @@ export function workloadContext(options: WorkloadContextOptions): WorkloadContex
         env: options.env,
       })),
     openBrowser: options.openBrowser ?? (() => {}),
+    background: options.background ?? false,
   });
 }

@@ -13,6 +13,13 @@ import {
   type StoredGrant,
 } from "../../src/auth/outgoing/grant-session.ts";
 import { RefreshFailed, type TokenSet } from "../../src/auth/outgoing/oauth-client.ts";
+import {
+  MAX_NEW_SCOPES,
+  MAX_STEP_UP_LOGINS,
+  STEP_UP_WINDOW_MS,
+  stepUpPolicy,
+} from "../../src/auth/outgoing/step-up.ts";
+import { McpmgrError } from "../../src/errors.ts";
 
 const HOUR = 3_600_000;
 
@@ -62,11 +69,15 @@ async function session(
     refresh?: (h: Harness, refreshToken: string) => Promise<TokenSet>;
     login?: (h: Harness, scopes: readonly string[]) => Promise<TokenSet>;
     scopes?: string[];
+    /** A background workload's policy: step-ups deferred with this hint. */
+    deferTo?: string;
+    clock?: ReturnType<typeof fakeClock>;
+    store?: ReturnType<typeof memoryStore>;
   } = {},
 ) {
   const h: Harness = {
-    clock: fakeClock(),
-    store: memoryStore(options.stored),
+    clock: options.clock ?? fakeClock(),
+    store: options.store ?? memoryStore(options.stored),
     refreshes: [],
     logins: [],
     exclusives: 0,
@@ -91,6 +102,7 @@ async function session(
       return renew();
     },
     log: { info: (text) => h.logs.push(text), warn: (text) => h.logs.push(text) },
+    ...(options.deferTo !== undefined ? { stepUps: stepUpPolicy({ now: h.clock.now, deferTo: options.deferTo }) } : {}),
   });
   return { s, h };
 }
@@ -268,4 +280,87 @@ test("a remote refusing every token forces one renewal per 30 s, not one per req
   expect(s.expire(`Bearer ${second.accessToken}`)).toBe("renew");
   expect((await s.current()).accessToken).not.toBe(second.accessToken);
   expect(h.refreshes).toHaveLength(2);
+});
+
+/** What a promise rejects with (fails the test when it resolves). */
+async function refusal(promise: Promise<unknown>): Promise<McpmgrError> {
+  const outcome = await promise.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  if (!(outcome instanceof McpmgrError)) throw new Error(`expected an McpmgrError, got ${String(outcome)}`);
+  return outcome;
+}
+
+test("a remote naming a new scope in each 403 gets a few step-up logins per window, then a clear error and no login", async () => {
+  const { s, h } = await session({ scopes: ["mcp:read"] });
+  await s.current();
+  for (let i = 1; i <= MAX_STEP_UP_LOGINS; i++) expect(await s.stepUp([`extra:${i}`])).toBe(true);
+  expect(h.logins).toHaveLength(1 + MAX_STEP_UP_LOGINS);
+  const over = await refusal(s.stepUp(["extra:again"]));
+  expect(over.message).toContain("no login was started");
+  expect(over.hint).toContain("--remote-auth-scopes");
+  expect(h.logins).toHaveLength(1 + MAX_STEP_UP_LOGINS);
+  // The tokens in use are kept meanwhile.
+  expect((await s.current()).accessToken).toBe(`at-${issued}`);
+  // Once the window has passed, a step-up may log in again.
+  h.clock.t += STEP_UP_WINDOW_MS;
+  expect(await s.stepUp(["extra:later"])).toBe(true);
+  expect(h.logins).toHaveLength(2 + MAX_STEP_UP_LOGINS);
+});
+
+test("scopes a remote names in a step-up must be OAuth scope tokens, a few at a time: otherwise no login", async () => {
+  const { s, h } = await session({ scopes: ["mcp:read"] });
+  await s.current();
+  for (const wanted of [['mcp:write"x'], ["mcp write\n"], ["x".repeat(129)], ["é"]])
+    expect((await refusal(s.stepUp(wanted))).message).toContain("not a valid OAuth scope");
+  const many = Array.from({ length: MAX_NEW_SCOPES + 1 }, (_, i) => `s${i}`);
+  expect((await refusal(s.stepUp(many))).message).toContain("more scopes");
+  expect(h.logins).toHaveLength(1);
+});
+
+test("step-ups asked at once log in one at a time", async () => {
+  let open = 0;
+  let most = 0;
+  const { s, h } = await session({
+    scopes: ["mcp:read"],
+    login: async (h) => {
+      open++;
+      most = Math.max(most, open);
+      await Bun.sleep(5);
+      open--;
+      return tokensAt(h.clock);
+    },
+  });
+  await s.current();
+  await Promise.all([s.stepUp(["a"]), s.stepUp(["b"]), s.stepUp(["c"]), s.stepUp(["a"])]);
+  expect(most).toBe(1);
+  // Each waited for the one before and asked for the union; the second "a" found its set tried already.
+  expect(h.logins.slice(1)).toEqual([
+    ["mcp:read", "a"],
+    ["mcp:read", "a", "b"],
+    ["mcp:read", "a", "b", "c"],
+  ]);
+});
+
+test("a background workload starts no step-up login: the client gets an error naming restart, and the next start logs in for the scopes", async () => {
+  const deferTo = "run 'mcpmgr restart demo' to log in for them";
+  const { s, h } = await session({ scopes: ["mcp:read"], deferTo });
+  const first = await s.current();
+  const error = await refusal(s.stepUp(["mcp:write"]));
+  expect(error.message).toContain("needs more scopes (mcp:write)");
+  expect(error.message).toContain(deferTo);
+  expect(await refusal(s.stepUp(["mcp:write"]))).toBeInstanceOf(McpmgrError);
+  expect(h.logins).toHaveLength(1);
+  expect(h.logs.filter((line) => line.includes("does not start a login by itself"))).toHaveLength(1);
+  // It keeps serving with the token it has, and a refresh keeps the scopes waiting.
+  expect((await s.current()).accessToken).toBe(first.accessToken);
+  s.expire(`Bearer ${first.accessToken}`);
+  await s.current();
+  expect(h.store.value.stepUpScopes).toEqual(["mcp:write"]);
+  // The next start (the user's restart) logs in for them rather than using the stored, fresh token.
+  const next = await session({ scopes: ["mcp:read"], deferTo, clock: h.clock, store: h.store });
+  await next.s.current();
+  expect(next.h.logins).toEqual([["mcp:read", "mcp:write"]]);
+  expect(next.h.store.value.stepUpScopes).toBeUndefined();
 });

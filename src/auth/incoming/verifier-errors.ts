@@ -1,6 +1,6 @@
 /**
  * The ways a token check ends other than a Principal (verifier.ts): a rejected token, an
- * authorization server that could not be asked or refused mcpmgr's own credentials, and the short
+ * authorization server that could not be asked (or refused mcpmgr's own credentials), and the short
  * descriptions of jose's and fetch's failures that go into error_description and the log.
  */
 import { errors as joseErrors } from "jose";
@@ -44,15 +44,6 @@ export function assertBearer(cnf: unknown, tokenType: unknown): void {
     throw new TokenRejected("invalid_token", "the token is bound to a key (cnf); only bearer tokens are accepted");
   if (typeof tokenType === "string" && tokenType.toLowerCase() !== "bearer")
     throw new TokenRejected("invalid_token", `the token is not a bearer token (token_type ${tokenType})`);
-}
-
-/** The introspection endpoint refused mcpmgr's own client authentication (401/403). */
-export class IntrospectionRefused extends Error {
-  readonly status: number;
-  constructor(status: number) {
-    super(`HTTP ${status}`);
-    this.status = status;
-  }
 }
 
 /** A failure to get the keys from the server (not a problem of the token). */

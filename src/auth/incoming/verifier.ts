@@ -3,9 +3,9 @@
  * or a typed rejection). JWTs are checked with jose against the issuer's JWKS (fetched
  * through the guarded fetch, cached, refetched when an unknown key id appears: rotation):
  * signature with an allowed asymmetric algorithm, `iss`, `aud`, `exp`/`nbf` with a small
- * clock tolerance. Opaque tokens go to the RFC 7662 introspection endpoint when configured.
+ * clock tolerance. Opaque tokens go to the RFC 7662 introspection endpoint when configured
+ * (introspection.ts).
  */
-import { createHash } from "node:crypto";
 import {
   createLocalJWKSet,
   createRemoteJWKSet,
@@ -20,17 +20,19 @@ import {
 import type { IncomingAuthSpec } from "../../config/incoming-auth-spec.ts";
 import { McpmgrError, errorMessage } from "../../errors.ts";
 import { guardedFetch, type Fetch } from "./guarded-fetch.ts";
+import { introspector } from "./introspection.ts";
+import { issuerForms, type Principal, principalOf } from "./principal.ts";
 import {
   assertBearer,
   describeFetchFailure,
   describeJoseError,
-  IntrospectionRefused,
   isFetchFailure,
   TokenRejected,
   VerificationUnavailable,
 } from "./verifier-errors.ts";
 
 export { TokenRejected, VerificationUnavailable };
+export type { Principal };
 
 /** Asymmetric only: a shared-secret algorithm would let anyone holding the JWKS forge tokens. */
 export const ALLOWED_ALGORITHMS = [
@@ -48,8 +50,7 @@ export const ALLOWED_ALGORITHMS = [
 const CLOCK_TOLERANCE_S = 30;
 /** JWT `typ` values accepted for access tokens (compared lower-cased). */
 const accessTokenTypes: ReadonlySet<string> = new Set(["at+jwt", "application/at+jwt", "jwt"]);
-const INTROSPECTION_CACHE_MS = 30_000;
-/** How long one fetch of keys or one introspection may take before the request is refused. */
+/** How long one fetch of keys may take before the request is refused. */
 const AUTHORIZATION_SERVER_TIMEOUT_MS = 5_000;
 /**
  * After the authorization server failed to answer, requests that need it are refused at once
@@ -66,14 +67,6 @@ const OUTAGE_BACKOFF_MS = 5_000;
 const JWT_CACHE_MS = 60_000;
 const CACHE_LIMIT = 10_000;
 
-export interface Principal {
-  /** `sub`, else `client_id` (client-credentials tokens). */
-  readonly subject: string;
-  readonly scopes: readonly string[];
-  /** Every claim of the token (JWT payload or introspection answer). */
-  readonly claims: Readonly<Record<string, unknown>>;
-}
-
 export interface TokenVerifier {
   verify(token: string): Promise<Principal>;
 }
@@ -89,24 +82,6 @@ export interface VerifierOptions {
    * misconfiguration. Called once per failure, so at most once per back-off period.
    */
   readonly warn?: (text: string) => void;
-}
-
-function issuerForms(issuer: URL): string[] {
-  const text = issuer.href;
-  return [...new Set([text, text.replace(/\/$/, "")])];
-}
-
-function scopesOf(claims: Record<string, unknown>): string[] {
-  if (typeof claims.scope === "string") return claims.scope.split(" ").filter(Boolean);
-  if (Array.isArray(claims.scp)) return claims.scp.filter((s): s is string => typeof s === "string");
-  return [];
-}
-
-function principalOf(claims: Record<string, unknown>): Principal {
-  const subject =
-    typeof claims.sub === "string" ? claims.sub : typeof claims.client_id === "string" ? claims.client_id : "";
-  if (subject === "") throw new TokenRejected("invalid_token", "the token names no subject");
-  return Object.freeze({ subject, scopes: Object.freeze(scopesOf(claims)), claims: Object.freeze({ ...claims }) });
 }
 
 /** OIDC discovery, then RFC 8414 (with path insertion for issuers that have a path). */
@@ -219,11 +194,6 @@ export async function createTokenVerifier(
     }
   }
 
-  const introspected = new Map<string, { principal: Principal | TokenRejected; until: number }>();
-  /** One introspection per token at a time: concurrent requests with the same token share it. */
-  const introspecting = new Map<string, Promise<Principal>>();
-  let introspectionDownUntil = 0;
-
   const verifiedJwts = new Map<string, { principal: Principal; until: number }>();
 
   async function verifyJwt(token: string): Promise<Principal> {
@@ -261,104 +231,15 @@ export async function createTokenVerifier(
     }
   }
 
-  async function introspect(token: string): Promise<Principal> {
-    if (spec.introspection === undefined)
-      throw new TokenRejected("invalid_token", "the token is not a JWT, and no introspection endpoint is configured");
-    const key = createHash("sha256").update(token).digest("base64url");
-    const cached = introspected.get(key);
-    if (cached && cached.until > now()) {
-      if (cached.principal instanceof TokenRejected) throw cached.principal;
-      return cached.principal;
-    }
-    if (clock() < introspectionDownUntil) throw unavailable("introspection", introspectionDownUntil);
-    const pending = introspecting.get(key);
-    if (pending !== undefined) return pending;
-    const asking = askIntrospection(token, key).finally(() => introspecting.delete(key));
-    introspecting.set(key, asking);
-    return asking;
-  }
-
-  /** Remembers an answer (a refusal too, so one token sent again and again is asked about once). */
-  function remember(key: string, principal: Principal | TokenRejected, until: number): void {
-    introspected.set(key, { principal, until });
-    if (introspected.size > CACHE_LIMIT) introspected.delete(introspected.keys().next().value as string);
-  }
-
-  async function askIntrospection(token: string, key: string): Promise<Principal> {
-    const introspection = spec.introspection as NonNullable<IncomingAuthSpec["introspection"]>;
-    const body = new URLSearchParams({ token, token_type_hint: "access_token" });
-    const headers: Record<string, string> = {
-      "content-type": "application/x-www-form-urlencoded",
-      accept: "application/json",
-    };
-    if (introspection.clientSecret !== undefined) {
-      headers.authorization = `Basic ${btoa(`${encodeURIComponent(introspection.clientId)}:${encodeURIComponent(introspection.clientSecret)}`)}`;
-    } else {
-      body.set("client_id", introspection.clientId);
-    }
-    let answer: Record<string, unknown>;
-    try {
-      const response = await fetcher(introspection.url, {
-        method: "POST",
-        headers,
-        body,
-        signal: AbortSignal.timeout(AUTHORIZATION_SERVER_TIMEOUT_MS),
-      });
-      if (response.status === 401 || response.status === 403) {
-        // RFC 7662 §2.1: the endpoint authenticates its caller; this refuses mcpmgr, not the token.
-        throw new IntrospectionRefused(response.status);
-      }
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      answer = (await response.json()) as Record<string, unknown>;
-      if (answer === null || typeof answer !== "object") throw new Error("the answer is not a JSON object");
-    } catch (err) {
-      // The token may be fine; we could not ask. Still a refusal: never let a request through unverified.
-      introspectionDownUntil = clock() + OUTAGE_BACKOFF_MS;
-      if (err instanceof IntrospectionRefused) {
-        warn(
-          `the introspection endpoint ${introspection.url} refused mcpmgr's client credentials (HTTP ${err.status}); every request with an opaque token is refused with 503 until they are right (hint: check --oidc-client-id and --oidc-client-secret / --oidc-client-secret-file)`,
-        );
-        throw new VerificationUnavailable(
-          "the authorization server refused the proxy's own credentials for introspection",
-          introspectionDownUntil - clock(),
-          `HTTP ${err.status}`,
-        );
-      }
-      const detail = describeFetchFailure(err);
-      warn(
-        `cannot ask the introspection endpoint ${introspection.url} about a token (${detail}); requests with opaque tokens are refused with 503 for ${OUTAGE_BACKOFF_MS / 1000} s`,
-      );
-      throw unavailable("introspection", introspectionDownUntil, detail);
-    }
-    const exp = typeof answer.exp === "number" ? answer.exp * 1000 : undefined;
-    let principal: Principal;
-    try {
-      principal = principalOfIntrospection(answer, exp);
-    } catch (err) {
-      // Remembered like "not active": a token refused for its issuer, audience, binding or age is
-      // refused again without asking, or each request with it would be one more introspection.
-      if (err instanceof TokenRejected) remember(key, err, now() + INTROSPECTION_CACHE_MS);
-      throw err;
-    }
-    remember(key, principal, Math.min(now() + INTROSPECTION_CACHE_MS, exp ?? Number.POSITIVE_INFINITY));
-    return principal;
-  }
-
-  /** What an introspection answer says about the token: a Principal, or why it is refused. */
-  function principalOfIntrospection(answer: Record<string, unknown>, exp: number | undefined): Principal {
-    if (answer.active !== true) throw new TokenRejected("invalid_token", "the token is not active");
-    assertBearer(answer.cnf, answer.token_type);
-    if (typeof answer.iss === "string" && !issuerForms(spec.issuer).includes(answer.iss))
-      throw new TokenRejected("invalid_token", "the token was issued by another issuer");
-    if (spec.audience !== undefined) {
-      const audiences = Array.isArray(answer.aud) ? answer.aud : typeof answer.aud === "string" ? [answer.aud] : [];
-      if (!audiences.includes(spec.audience))
-        throw new TokenRejected("invalid_token", "the token is not meant for this resource (aud)");
-    }
-    if (exp !== undefined && exp + CLOCK_TOLERANCE_S * 1000 < now())
-      throw new TokenRejected("invalid_token", "the token has expired");
-    return principalOf(answer);
-  }
+  const introspect =
+    spec.introspection === undefined
+      ? async () => {
+          throw new TokenRejected(
+            "invalid_token",
+            "the token is not a JWT, and no introspection endpoint is configured",
+          );
+        }
+      : introspector({ spec: { ...spec, introspection: spec.introspection }, fetch: fetcher, now, clock, warn });
 
   return {
     verify(token) {

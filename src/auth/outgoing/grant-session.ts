@@ -6,7 +6,9 @@
  * clock, the refresh and login calls, the cross-process lock — so the timing rules are unit
  * tested with a fake clock and the real calls in the integration tests.
  */
+import { McpmgrError } from "../../errors.ts";
 import { RefreshFailed, type ClientInfo, type TokenSet } from "./oauth-client.ts";
+import { type StepUpPolicy, stepUpPolicy } from "./step-up.ts";
 
 export interface Clock {
   now(): number;
@@ -24,6 +26,11 @@ export interface StoredGrant {
   refreshToken?: string;
   expiresAt?: number;
   lifetimeMs?: number;
+  /**
+   * Scopes a remote asked for that a background workload did not log in for (step-up.ts): the
+   * next start logs in for them instead of using the stored tokens.
+   */
+  stepUpScopes?: string[];
 }
 
 export interface GrantStore {
@@ -54,6 +61,8 @@ export interface GrantSessionOptions {
    */
   readonly exclusive: <T>(renew: () => Promise<T>) => Promise<T>;
   readonly log: OutgoingLog;
+  /** Which step-ups may log in (default: the bounds of step-up.ts, interactive). */
+  readonly stepUps?: StepUpPolicy;
 }
 
 export interface GrantSession {
@@ -66,7 +75,11 @@ export interface GrantSession {
    * token must not cost the authorization server a refresh per request.
    */
   expire(refused: string): "renew" | "stale" | "throttled";
-  /** Log in again asking for more scopes (RFC 6750 insufficient_scope); false when that set was already tried. */
+  /**
+   * Log in again asking for more scopes (RFC 6750 insufficient_scope); false when that set was
+   * already tried. Throws (an McpmgrError the client is given) when the step-up policy refuses or
+   * defers the login.
+   */
   stepUp(scopes: readonly string[]): Promise<boolean>;
 }
 
@@ -95,10 +108,20 @@ function tokensOf(value: StoredGrant): TokenSet | undefined {
     : undefined;
 }
 
+function union(a: readonly string[], b: readonly string[]): string[] {
+  return [...new Set([...a, ...b])];
+}
+
 export async function openGrantSession(options: GrantSessionOptions): Promise<GrantSession> {
   const { client, store, clock, log } = options;
-  let scopes = options.scopes;
-  let tokens = tokensOf(await store.load());
+  const stepUps = options.stepUps ?? stepUpPolicy({ now: clock.now });
+  const stored = await store.load();
+  /** Scopes of a deferred step-up, kept in the store until a login asks for them. */
+  let pendingScopes = stored.stepUpScopes;
+  let scopes = pendingScopes ? union(options.scopes, pendingScopes) : options.scopes;
+  /** A deferred step-up found at the start: log in for it (the user started this) rather than use the stored tokens. */
+  let mustLogin = pendingScopes !== undefined;
+  let tokens = mustLogin ? undefined : tokensOf(stored);
 
   const persist = (next: TokenSet) =>
     store.save({
@@ -113,17 +136,23 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
       ...(next.refreshToken ? { refreshToken: next.refreshToken } : {}),
       ...(next.expiresAt ? { expiresAt: next.expiresAt } : {}),
       ...(next.lifetimeMs ? { lifetimeMs: next.lifetimeMs } : {}),
+      ...(pendingScopes ? { stepUpScopes: pendingScopes } : {}),
     });
 
   const login = async (why: string): Promise<TokenSet> => {
     log.info(why);
-    const next = await options.login(scopes);
+    const asked = scopes;
+    const next = await options.login(asked);
+    if (pendingScopes?.every((scope) => asked.includes(scope))) pendingScopes = undefined;
+    mustLogin = false;
     await persist(next);
     return next;
   };
 
   /** Under the lock: what another process stored since, else a refresh (retried), else a login. */
   const renewExclusively = async (): Promise<TokenSet> => {
+    if (mustLogin && pendingScopes)
+      return login(`logging in for the scopes the remote server asked for earlier (${pendingScopes.join(" ")})`);
     const latest = tokensOf(await store.load());
     if (latest && latest.accessToken !== tokens?.accessToken && fresh(latest, clock.now())) return latest;
     if (latest?.refreshToken) tokens = latest;
@@ -152,6 +181,9 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
   let renewing: Promise<TokenSet> | undefined;
   let forcedRenewalAt: number | undefined;
   const triedScopes = new Set<string>([scopes.join(" ")]);
+  /** Step-ups deferred (logged once each), and when a refused one was last logged. */
+  const warned = new Set<string>();
+  let refusalLoggedAt: number | undefined;
   return {
     async current() {
       if (fresh(tokens, clock.now())) return tokens;
@@ -171,15 +203,45 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
       return "renew";
     },
     async stepUp(wanted) {
+      // One login at a time: a step-up waits for the renewal or step-up in progress, then looks again.
+      while (renewing) await renewing.catch(() => {});
       // MCP 2026-07-28 (SEP-2350): the union of what was asked before and what is asked now.
-      const next = [...new Set([...scopes, ...wanted])];
+      const next = union(scopes, wanted);
       const label = next.join(" ");
       // The same request twice would loop: a server that keeps refusing gets its 403.
       if (triedScopes.has(label)) return false;
+      let decision: "login" | "defer";
+      try {
+        // Scopes waiting for the next start count too: a background remote cannot pile them up.
+        decision = stepUps.admit(union(scopes, pendingScopes ?? []), wanted);
+      } catch (err) {
+        // Every time to the client, at most every 30 s in the log (a hostile remote asks at each request).
+        if (
+          err instanceof McpmgrError &&
+          (refusalLoggedAt === undefined || clock.now() - refusalLoggedAt >= FORCED_RENEWAL_INTERVAL_MS)
+        ) {
+          refusalLoggedAt = clock.now();
+          log.warn(`${err.message} (hint: ${err.hint})`);
+        }
+        throw err;
+      }
+      if (decision === "defer") {
+        const added = next.filter((scope) => !scopes.includes(scope));
+        const message = `the remote server needs more scopes (${added.join(" ")}), and a background workload does not start a login by itself: ${stepUps.deferTo}`;
+        if (!warned.has(label)) {
+          warned.add(label);
+          pendingScopes = union(pendingScopes ?? [], added);
+          const kept = await store.load();
+          await store.save({ ...kept, stepUpScopes: pendingScopes });
+          log.warn(message);
+        }
+        throw new McpmgrError("AUTH_SETUP_FAILED", message, {
+          hint: "a login for them is started only while you watch: at the workload's start",
+        });
+      }
       triedScopes.add(label);
       scopes = next;
       // Through the same single flight as renewals, so a refresh finishing later cannot undo it.
-      if (renewing) await renewing.catch(() => {});
       renewing = login(`the remote server needs more scopes (${wanted.join(" ")}), logging in again`).finally(() => {
         renewing = undefined;
       });

@@ -34,6 +34,7 @@ import {
 import { grantKey } from "./grant-store.ts";
 import { type InteractiveLogin, redirectUriFor } from "./login.ts";
 import { type ClientInfo, refreshTokens, registerClient, type ServerInfo } from "./oauth-client.ts";
+import { stepUpPolicy } from "./step-up.ts";
 import type { TokenSource } from "./token-source.ts";
 
 export interface OAuthTokenSourceOptions {
@@ -46,6 +47,11 @@ export interface OAuthTokenSourceOptions {
   readonly storeFor: (key: string) => GrantStore;
   readonly exclusive: <T>(key: string, renew: () => Promise<T>) => Promise<T>;
   readonly clock?: Clock;
+  /**
+   * Set for a background workload (nobody watching): a remote's step-up starts no login; this
+   * says how the user logs in for the scopes instead (step-up.ts).
+   */
+  readonly stepUpDeferTo?: string | undefined;
 }
 
 interface Grant {
@@ -57,6 +63,9 @@ interface Grant {
 export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promise<TokenSource | undefined> {
   const { spec, target, http, log } = options;
   const userChoseServer = spec.issuer !== undefined || spec.endpoints !== undefined;
+  const clock = options.clock ?? systemClock;
+  // One budget of step-up logins for the remote, whichever of its authorization servers they go to.
+  const stepUps = stepUpPolicy({ now: clock.now, deferTo: options.stepUpDeferTo });
 
   const open = async (found: ChallengeDiscovery | undefined): Promise<Grant> => {
     let server: ServerInfo;
@@ -96,7 +105,7 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
       storeClient: spec.clientId === undefined,
       scopes: requestedScopes(spec.scopes, found, server),
       store,
-      clock: options.clock ?? systemClock,
+      clock,
       refresh: (refreshToken) => refreshTokens(server, client, refreshToken, resource),
       login: async (scopes) => {
         const tokens = await options.login({ server, client, scopes, resource });
@@ -105,6 +114,7 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
       },
       exclusive: (renew) => options.exclusive(key, renew),
       log,
+      stepUps,
     });
     return { session, foundIssuer: userChoseServer ? undefined : found?.issuer.href };
   };

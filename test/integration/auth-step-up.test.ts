@@ -1,0 +1,205 @@
+/**
+ * A remote that names a new scope in each `403 insufficient_scope` (review 12, F16): mcpmgr
+ * starts a bounded number of step-up logins and then gives the client a clear error; a
+ * background workload starts none, and its user's `restart` logs in for the scopes. The remote
+ * is `mcpmgr proxy --oidc-*` in front of the conformance fixture, behind a small real HTTP
+ * server that plays the hostile part; the authorization server is the real oidc-provider, and
+ * the test plays the user who completes every login mcpmgr shows.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtemp } from "node:fs/promises";
+import { join } from "node:path";
+import { MAX_STEP_UP_LOGINS } from "../../src/auth/outgoing/step-up.ts";
+import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE } from "../support/auth-server.ts";
+import { type ProtectedRemote, startProtectedRemote, until } from "../support/protected-remote.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+
+setDefaultTimeout(120_000);
+
+const LOGIN_URLS = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/gm;
+const loginUrls = (output: string) => [...output.matchAll(LOGIN_URLS)].map((match) => match[1] as string);
+
+let setup: ProtectedRemote;
+/** In front of the protected remote: once `escalate` is set, each MCP request gets a 403 naming a new scope. */
+let gate: ReturnType<typeof Bun.serve>;
+let escalate = false;
+let asked = 0;
+
+beforeAll(async () => {
+  setup = await startProtectedRemote("mcpmgr-step-up-");
+  gate = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const url = new URL(req.url);
+      const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+      if (escalate && body !== undefined) {
+        asked++;
+        return new Response(null, {
+          status: 403,
+          headers: {
+            "www-authenticate": `Bearer error="insufficient_scope", scope="mcp:read extra:${asked}", error_description="more scope needed"`,
+          },
+        });
+      }
+      const headers = new Headers(req.headers);
+      headers.delete("host");
+      return fetch(new URL(url.pathname + url.search, setup.remote.url), {
+        method: req.method,
+        headers,
+        ...(body ? { body } : {}),
+        signal: req.signal,
+      });
+    },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await gate?.stop(true);
+  await setup?.stop();
+});
+
+/** Plays the user: completes each login URL `output()` shows, once. */
+function user(output: () => string) {
+  const done = new Set<string>();
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      for (const login of loginUrls(output())) {
+        if (done.has(login)) continue;
+        done.add(login);
+        await completeLogin(login).catch(() => 0);
+      }
+      await Bun.sleep(50);
+    }
+  })();
+  return {
+    done,
+    async stop() {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+/** An MCP request (an initialize: needs no session) through mcpmgr. */
+async function ping(url: string): Promise<{ status: number; text: string }> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "step-up-test", version: "1" } },
+    }),
+  });
+  return { status: response.status, text: await response.text() };
+}
+
+const outgoing = (port: number) => [
+  "--remote-auth",
+  "--remote-auth-issuer",
+  setup.auth.issuer,
+  "--remote-auth-client-id",
+  CLIENTS.mcpmgrPublic.client_id,
+  "--remote-auth-resource",
+  JWT_RESOURCE,
+  "--remote-auth-scopes",
+  "mcp:read",
+  "--remote-auth-callback-port",
+  String(port),
+  "--remote-auth-skip-browser",
+  "--remote-auth-timeout",
+  "20s",
+];
+
+test("a remote naming a new scope in each 403 gets a few step-up logins, then the client a clear error and no login", async () => {
+  escalate = false;
+  const home = await mkdtemp(join(setup.scratch, "home-"));
+  const proxy = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "proxy",
+      "b",
+      "--target-uri",
+      `http://127.0.0.1:${gate.port}/mcp`,
+      ...outgoing(CALLBACK_PORTS[1]),
+    ],
+    /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m,
+    { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 },
+  );
+  const player = user(proxy.output);
+  try {
+    const url = await until(() => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(proxy.output())?.[1], "the proxy's URL");
+    expect((await ping(url)).status).toBe(200);
+    escalate = true;
+    let last = { status: 0, text: "" };
+    for (let i = 0; i < 2 * MAX_STEP_UP_LOGINS; i++) last = await ping(url);
+    expect(last.status).toBe(502);
+    expect(last.text).toContain("no login was started");
+    // The first login, then the step-ups the budget allows: no more pages opened for the remote.
+    expect(loginUrls(proxy.output())).toHaveLength(1 + MAX_STEP_UP_LOGINS);
+    expect(asked).toBeGreaterThan(MAX_STEP_UP_LOGINS + 1);
+  } finally {
+    escalate = false;
+    await player.stop();
+    await proxy.stop();
+  }
+});
+
+test("a background workload starts no step-up login; the client is told to restart it, and restart logs in for the scopes", async () => {
+  escalate = false;
+  const home = await mkdtemp(join(setup.scratch, "home-run-"));
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  // run and restart show the supervisor's login URL, wait for it, then print the workload's URL and exit.
+  const cli = async (args: string[]) => {
+    const running = await spawnUntil([process.execPath, CLI_ENTRY, ...args], /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m, {
+      env,
+      timeoutMs: 60_000,
+    });
+    const player = user(running.output);
+    try {
+      const url = await until(
+        () => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(running.output())?.[1],
+        "the workload's URL",
+        60_000,
+      );
+      await running.stop();
+      return { url, output: running.output() };
+    } finally {
+      await player.stop();
+    }
+  };
+  const name = "step-up-remote";
+  const target = `http://127.0.0.1:${gate.port}/mcp`;
+  try {
+    const { url, output } = await cli(["run", target, "--name", name, ...outgoing(CALLBACK_PORTS[2])]);
+    expect(loginUrls(output)).toHaveLength(1);
+    expect((await ping(url)).status).toBe(200);
+    escalate = true;
+    const firstAsked = asked + 1;
+    const refused = await ping(url);
+    expect(refused.status).toBe(502);
+    expect(refused.text).toContain("does not start a login by itself");
+    expect(refused.text).toContain(`mcpmgr restart ${name}`);
+    await ping(url);
+    const proxyLog = () =>
+      Bun.spawnSync([process.execPath, CLI_ENTRY, "logs", name, "--proxy"], { cwd: REPO_ROOT, env }).stdout.toString();
+    // The supervisor logged in once, at its start (the URL `run` showed), and not since.
+    expect(loginUrls(proxyLog())).toHaveLength(1);
+    expect(proxyLog()).toContain("does not start a login by itself");
+
+    // The user restarts it: the login for the scope the remote asked for is shown by restart.
+    escalate = false;
+    const restart = await cli(["restart", name]);
+    const logins = loginUrls(restart.output);
+    expect(logins).toHaveLength(1);
+    expect(new URL(logins[0] as string).searchParams.get("scope")?.split(" ")).toContain(`extra:${firstAsked}`);
+    expect((await ping(restart.url)).status).toBe(200);
+  } finally {
+    escalate = false;
+    Bun.spawnSync([process.execPath, CLI_ENTRY, "rm", name], { cwd: REPO_ROOT, env });
+  }
+});
