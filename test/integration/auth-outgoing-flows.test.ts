@@ -18,7 +18,14 @@ import {
   type AuthServer,
 } from "../support/auth-server.ts";
 import type { RunningFixture } from "../support/conformance.ts";
-import { LOCAL_DEV, startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
+import {
+  confidentialLogin,
+  LOCAL_DEV,
+  startGate,
+  startProtectedRemote,
+  until,
+  type ProtectedRemote,
+} from "../support/protected-remote.ts";
 import { CLI_ENTRY, spawnUntil, startProxy, type Running } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -78,6 +85,38 @@ async function callTool(url: string): Promise<string> {
     await client.close();
   }
 }
+
+/**
+ * Runs `use` with a proxy logged in as the confidential client to the remote behind a gate that
+ * `answer`s what it chooses to (see startGate); stops both after.
+ */
+async function withProxyBehindGate(
+  answer: Parameters<typeof startGate>[1],
+  use: (proxy: Running & { url: string }) => Promise<void>,
+): Promise<void> {
+  const gate = startGate(remote.url, answer);
+  try {
+    const proxy = await loggedInProxy([
+      "--target-uri",
+      `http://127.0.0.1:${gate.port}/mcp`,
+      ...confidentialLogin(setup, CALLBACK_PORTS[2]),
+    ]);
+    try {
+      await use(proxy);
+    } finally {
+      await proxy.stop();
+    }
+  } finally {
+    await gate.stop(true);
+  }
+}
+
+/** A remote's 401 refusing the access token it was sent. */
+const tokenRefused = (description: string) =>
+  new Response(null, {
+    status: 401,
+    headers: { "www-authenticate": `Bearer error="invalid_token", error_description="${description}"` },
+  });
 
 const logins = (output: string) => output.split("\n").filter((line) => LOGIN_URL.test(line)).length;
 
@@ -162,132 +201,51 @@ test("a running proxy whose token the remote refuses (401) refreshes it and retr
   // Between mcpmgr and the remote: forwards everything, but refuses one request when told to.
   let refuseNext = false;
   const refused: string[] = [];
-  const gate = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      if (refuseNext) {
-        refuseNext = false;
-        refused.push(req.headers.get("authorization") ?? "");
-        return new Response(null, {
-          status: 401,
-          headers: { "www-authenticate": 'Bearer error="invalid_token", error_description="revoked"' },
-        });
-      }
-      const url = new URL(req.url);
-      const headers = new Headers(req.headers);
-      headers.delete("host");
-      const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
-      return fetch(new URL(url.pathname + url.search, remote.url), {
-        method: req.method,
-        headers,
-        ...(body ? { body } : {}),
-        signal: req.signal,
-      });
-    },
+  const refuseOne = (req: Request) => {
+    if (!refuseNext) return undefined;
+    refuseNext = false;
+    refused.push(req.headers.get("authorization") ?? "");
+    return tokenRefused("revoked");
+  };
+  await withProxyBehindGate(refuseOne, async (proxy) => {
+    expect(await callTool(proxy.url)).not.toBe("");
+    const before = auth.grants.get("refresh_token") ?? 0;
+    refuseNext = true;
+    expect(await callTool(proxy.url)).not.toBe("");
+    expect(refused).toHaveLength(1);
+    expect(auth.grants.get("refresh_token") ?? 0).toBe(before + 1);
+    // Logged on stderr, a pipe of its own: it may be read after the answer.
+    await until(() => (proxy.output().includes("refused the access token; renewing it") ? true : undefined), "the log");
+    expect(logins(proxy.output())).toBe(1);
   });
-  try {
-    const proxy = await loggedInProxy([
-      "--target-uri",
-      `http://127.0.0.1:${gate.port}/mcp`,
-      "--remote-auth",
-      "--remote-auth-issuer",
-      auth.issuer,
-      "--remote-auth-client-id",
-      CLIENTS.mcpmgr.client_id,
-      "--remote-auth-client-secret-file",
-      secretFile,
-      "--remote-auth-resource",
-      JWT_RESOURCE,
-      "--remote-auth-callback-port",
-      String(CALLBACK_PORTS[2]),
-    ]);
-    try {
-      expect(await callTool(proxy.url)).not.toBe("");
-      const before = auth.grants.get("refresh_token") ?? 0;
-      refuseNext = true;
-      expect(await callTool(proxy.url)).not.toBe("");
-      expect(refused).toHaveLength(1);
-      expect(auth.grants.get("refresh_token") ?? 0).toBe(before + 1);
-      // Logged on stderr, a pipe of its own: it may be read after the answer.
-      await until(
-        () => (proxy.output().includes("refused the access token; renewing it") ? true : undefined),
-        "the log",
-      );
-      expect(logins(proxy.output())).toBe(1);
-    } finally {
-      await proxy.stop();
-    }
-  } finally {
-    await gate.stop(true);
-  }
 }, 90_000);
 
 test("a remote that refuses every token costs one refresh per 30 s, not one or two per request", async () => {
   let refuseAll = false;
   let refusals = 0;
-  const gate = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      if (refuseAll) {
-        refusals++;
-        return new Response(null, {
-          status: 401,
-          headers: { "www-authenticate": 'Bearer error="invalid_token", error_description="wrong audience"' },
-        });
-      }
-      const url = new URL(req.url);
-      const headers = new Headers(req.headers);
-      headers.delete("host");
-      const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
-      return fetch(new URL(url.pathname + url.search, remote.url), {
-        method: req.method,
-        headers,
-        ...(body ? { body } : {}),
-        signal: req.signal,
+  const refuseEvery = () => {
+    if (!refuseAll) return undefined;
+    refusals++;
+    return tokenRefused("wrong audience");
+  };
+  await withProxyBehindGate(refuseEvery, async (proxy) => {
+    expect(await callTool(proxy.url)).not.toBe("");
+    const before = auth.grants.get("refresh_token") ?? 0;
+    refuseAll = true;
+    for (let i = 0; i < 5; i++) {
+      const answer = await fetch(proxy.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "ping" }),
       });
-    },
-  });
-  try {
-    const proxy = await loggedInProxy([
-      "--target-uri",
-      `http://127.0.0.1:${gate.port}/mcp`,
-      "--remote-auth",
-      "--remote-auth-issuer",
-      auth.issuer,
-      "--remote-auth-client-id",
-      CLIENTS.mcpmgr.client_id,
-      "--remote-auth-client-secret-file",
-      secretFile,
-      "--remote-auth-resource",
-      JWT_RESOURCE,
-      "--remote-auth-callback-port",
-      String(CALLBACK_PORTS[2]),
-    ]);
-    try {
-      expect(await callTool(proxy.url)).not.toBe("");
-      const before = auth.grants.get("refresh_token") ?? 0;
-      refuseAll = true;
-      for (let i = 0; i < 5; i++) {
-        const answer = await fetch(proxy.url, {
-          method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-          body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "ping" }),
-        });
-        expect(answer.status).toBe(502);
-        await answer.body?.cancel();
-      }
-      expect(refusals).toBeGreaterThanOrEqual(5);
-      expect(auth.grants.get("refresh_token") ?? 0).toBe(before + 1);
-      await until(() => (proxy.output().includes("not renewing it again for 30 s") ? true : undefined), "the log");
-      expect(logins(proxy.output())).toBe(1);
-    } finally {
-      await proxy.stop();
+      expect(answer.status).toBe(502);
+      await answer.body?.cancel();
     }
-  } finally {
-    await gate.stop(true);
-  }
+    expect(refusals).toBeGreaterThanOrEqual(5);
+    expect(auth.grants.get("refresh_token") ?? 0).toBe(before + 1);
+    await until(() => (proxy.output().includes("not renewing it again for 30 s") ? true : undefined), "the log");
+    expect(logins(proxy.output())).toBe(1);
+  });
 }, 90_000);
 
 describe("scopes asked for when a remote's 401 starts the login", () => {

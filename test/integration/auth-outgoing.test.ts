@@ -20,7 +20,13 @@ import {
   type AuthServer,
 } from "../support/auth-server.ts";
 import type { RunningFixture } from "../support/conformance.ts";
-import { LOCAL_DEV, startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
+import {
+  confidentialLogin,
+  LOCAL_DEV,
+  startProtectedRemote,
+  until,
+  type ProtectedRemote,
+} from "../support/protected-remote.ts";
 import { CLI_ENTRY, freePort, REPO_ROOT, spawnUntil, startProxy, type Running } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -64,6 +70,23 @@ async function startAuthenticatedProxy(
   if (login) expect(await completeLogin(login)).toBe(200);
   const url = await until(() => clientUrl(running.output()), "the proxy's client URL");
   return { ...running, url, ...(login ? { login } : {}) };
+}
+
+/**
+ * `mcpmgr proxy` in front of `target` with `args` (never opening a browser), run to its end; its
+ * exit code and stderr. Not spawnSync: the authorization server runs in this test process and
+ * must keep answering.
+ */
+async function proxyUntilExit(target: string, args: string[], home: string): Promise<{ code: number; stderr: string }> {
+  const argv = ["proxy", "b", "--target-uri", target, "--remote-auth-skip-browser", ...args];
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, ...argv], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  return { code, stderr };
 }
 
 async function listTools(url: string): Promise<string[]> {
@@ -152,20 +175,7 @@ describe("the authorization-code flow with PKCE", () => {
       body: "{}",
     });
     expect(refused.status).toBe(401);
-    const args = [
-      "--remote-auth",
-      "--remote-auth-issuer",
-      auth.issuer,
-      "--remote-auth-client-id",
-      CLIENTS.mcpmgr.client_id,
-      "--remote-auth-client-secret-file",
-      secretFile,
-      "--remote-auth-resource",
-      JWT_RESOURCE,
-      "--remote-auth-callback-port",
-      String(CALLBACK_PORTS[0]),
-      "--remote-auth-skip-browser",
-    ];
+    const args = [...confidentialLogin(setup, CALLBACK_PORTS[0]), "--remote-auth-skip-browser"];
     const proxy = await startAuthenticatedProxy(args, { home, expectLogin: true });
     try {
       const login = new URL(proxy.login as string);
@@ -417,15 +427,9 @@ describe("the authorization-code flow with PKCE", () => {
 
   test("a login nobody completes ends with a clear timeout error", async () => {
     const home5 = await mkdtemp(join(scratch, "home-timeout-"));
-    // Not spawnSync: the authorization server runs in this test process and must keep answering.
-    const proc = Bun.spawn(
+    const { code, stderr } = await proxyUntilExit(
+      remote.url,
       [
-        process.execPath,
-        CLI_ENTRY,
-        "proxy",
-        "b",
-        "--target-uri",
-        remote.url,
         "--remote-auth",
         "--remote-auth-issuer",
         auth.issuer,
@@ -435,13 +439,11 @@ describe("the authorization-code flow with PKCE", () => {
         secretFile,
         "--remote-auth-callback-port",
         String(CALLBACK_PORTS[2]),
-        "--remote-auth-skip-browser",
         "--remote-auth-timeout",
         "1s",
       ],
-      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home5 }, stdout: "pipe", stderr: "pipe" },
+      home5,
     );
-    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
     expect(code).toBe(1);
     expect(stderr).toContain("did not complete within 1 s");
     expect(stderr).toContain("--remote-auth-timeout");
@@ -598,24 +600,8 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
         });
       },
     });
-  const tryProxy = async (target: string) => {
-    const proc = Bun.spawn(
-      [
-        process.execPath,
-        CLI_ENTRY,
-        "proxy",
-        "b",
-        "--target-uri",
-        target,
-        "--remote-auth-client-id",
-        CLIENTS.mcpmgr.client_id,
-        "--remote-auth-skip-browser",
-      ],
-      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: scratch }, stdout: "pipe", stderr: "pipe" },
-    );
-    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
-    return { code, stderr };
-  };
+  const tryProxy = (target: string) =>
+    proxyUntilExit(target, ["--remote-auth-client-id", CLIENTS.mcpmgr.client_id], scratch);
 
   test("metadata about another resource (RFC 9728 §3.3) is refused: no token of another server is offered", async () => {
     const server = hostile(() => ({
@@ -670,27 +656,8 @@ describe("a remote cannot steer mcpmgr's authentication", () => {
       authorization_servers: [`http://127.0.0.1:${as.port}`],
     }));
     try {
-      const proc = Bun.spawn(
-        [
-          process.execPath,
-          CLI_ENTRY,
-          "proxy",
-          "b",
-          "--target-uri",
-          `http://127.0.0.1:${server.port}/mcp`,
-          "--remote-auth",
-          "--remote-auth-skip-browser",
-          "--remote-auth-timeout",
-          "2s",
-        ],
-        {
-          cwd: REPO_ROOT,
-          env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: scratch },
-          stdout: "pipe",
-          stderr: "pipe",
-        },
-      );
-      const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+      const target = `http://127.0.0.1:${server.port}/mcp`;
+      const { code, stderr } = await proxyUntilExit(target, ["--remote-auth", "--remote-auth-timeout", "2s"], scratch);
       expect(code).toBe(1);
       expect(stderr).toContain("client_id holds control characters");
       expect(stderr).not.toMatch(/^http:\/\/192\.0\.2\.1/m);

@@ -11,7 +11,8 @@ import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
 import { MAX_STEP_UP_LOGINS } from "../../src/auth/outgoing/step-up.ts";
 import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE } from "../support/auth-server.ts";
-import { type ProtectedRemote, startProtectedRemote, until } from "../support/protected-remote.ts";
+import { type ProtectedRemote, startGate, startProtectedRemote, until } from "../support/protected-remote.ts";
+import { postInitialize } from "../support/raw-session.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
 setDefaultTimeout(120_000);
@@ -27,30 +28,15 @@ let asked = 0;
 
 beforeAll(async () => {
   setup = await startProtectedRemote("mcpmgr-step-up-");
-  gate = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      const url = new URL(req.url);
-      const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
-      if (escalate && body !== undefined) {
-        asked++;
-        return new Response(null, {
-          status: 403,
-          headers: {
-            "www-authenticate": `Bearer error="insufficient_scope", scope="mcp:read extra:${asked}", error_description="more scope needed"`,
-          },
-        });
-      }
-      const headers = new Headers(req.headers);
-      headers.delete("host");
-      return fetch(new URL(url.pathname + url.search, setup.remote.url), {
-        method: req.method,
-        headers,
-        ...(body ? { body } : {}),
-        signal: req.signal,
-      });
-    },
+  gate = startGate(setup.remote.url, (_req, body) => {
+    if (!escalate || body === undefined) return undefined;
+    asked++;
+    return new Response(null, {
+      status: 403,
+      headers: {
+        "www-authenticate": `Bearer error="insufficient_scope", scope="mcp:read extra:${asked}", error_description="more scope needed"`,
+      },
+    });
   });
 }, 60_000);
 
@@ -84,16 +70,7 @@ function user(output: () => string) {
 
 /** An MCP request (an initialize: needs no session) through mcpmgr. */
 async function ping(url: string): Promise<{ status: number; text: string }> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "step-up-test", version: "1" } },
-    }),
-  });
+  const response = await postInitialize(url, "step-up-test");
   return { status: response.status, text: await response.text() };
 }
 

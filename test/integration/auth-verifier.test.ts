@@ -35,6 +35,20 @@ const specFor = (issuer: string) =>
     new Set(["oidc-issuer", "oidc-audience", "oidc-insecure-allow-http", "jwks-allow-private-ip"]),
   )!;
 
+/** The spec of a proxy for `audience` that asks `introspectionUrl` about opaque tokens, as the introspector client. */
+const introspectingSpec = (audience: string, introspectionUrl: string) => {
+  const options = {
+    "oidc-issuer": auth.issuer,
+    "oidc-audience": audience,
+    "oidc-introspection-url": introspectionUrl,
+    "oidc-client-id": CLIENTS.introspector.client_id,
+    "oidc-client-secret": CLIENTS.introspector.client_secret,
+    "oidc-insecure-allow-http": true,
+    "jwks-allow-private-ip": true,
+  };
+  return incomingAuthSpec(options, new Set(Object.keys(options)))!;
+};
+
 async function rejection(promise: Promise<unknown>): Promise<TokenRejected> {
   try {
     await promise;
@@ -165,27 +179,9 @@ test("introspection silent: concurrent requests share one call and are refused a
     socket: { data: (_socket, chunk) => void seen.push(chunk.toString()), open() {} },
   });
   try {
-    const spec = incomingAuthSpec(
-      {
-        "oidc-issuer": auth.issuer,
-        "oidc-audience": OPAQUE_RESOURCE,
-        "oidc-introspection-url": `http://127.0.0.1:${recorder.port}/introspect`,
-        "oidc-client-id": CLIENTS.introspector.client_id,
-        "oidc-client-secret": CLIENTS.introspector.client_secret,
-        "oidc-insecure-allow-http": true,
-        "jwks-allow-private-ip": true,
-      },
-      new Set([
-        "oidc-issuer",
-        "oidc-audience",
-        "oidc-introspection-url",
-        "oidc-client-id",
-        "oidc-client-secret",
-        "oidc-insecure-allow-http",
-        "jwks-allow-private-ip",
-      ]),
-    )!;
-    const verifier = await createTokenVerifier(spec);
+    const verifier = await createTokenVerifier(
+      introspectingSpec(OPAQUE_RESOURCE, `http://127.0.0.1:${recorder.port}/introspect`),
+    );
     const opaque = await auth.token({ resource: OPAQUE_RESOURCE });
     const outcomes = await Promise.all([1, 2, 3].map(() => timed(verifier.verify(opaque))));
     for (const outcome of outcomes) {
@@ -257,27 +253,8 @@ test("an active token refused for its audience or its key binding is remembered:
     if (String(input instanceof Request ? input.url : input).endsWith("/token/introspection")) introspections++;
     return fetch(input, init);
   }) as typeof fetch;
-  const spec = incomingAuthSpec(
-    {
-      "oidc-issuer": auth.issuer,
-      // Not the audience the opaque tokens are issued for.
-      "oidc-audience": "https://another.example.test/mcp",
-      "oidc-introspection-url": `${auth.issuer}/token/introspection`,
-      "oidc-client-id": CLIENTS.introspector.client_id,
-      "oidc-client-secret": CLIENTS.introspector.client_secret,
-      "oidc-insecure-allow-http": true,
-      "jwks-allow-private-ip": true,
-    },
-    new Set([
-      "oidc-issuer",
-      "oidc-audience",
-      "oidc-introspection-url",
-      "oidc-client-id",
-      "oidc-client-secret",
-      "oidc-insecure-allow-http",
-      "jwks-allow-private-ip",
-    ]),
-  )!;
+  // Not the audience the opaque tokens are issued for.
+  const spec = introspectingSpec("https://another.example.test/mcp", `${auth.issuer}/token/introspection`);
   const verifier = await createTokenVerifier(spec, { fetch: counting });
   const elsewhere = await auth.token({ resource: OPAQUE_RESOURCE });
   const bound = await auth.token({ resource: OPAQUE_RESOURCE, dpop: true });

@@ -12,6 +12,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CONFORMANCE_FIXTURE_2026 } from "../support/conformance.ts";
 import { CLI_ENTRY, followLogs, freePort, isAlive, REPO_ROOT } from "../support/processes.ts";
+import { postInitialize } from "../support/raw-session.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -121,16 +122,7 @@ describe("a detached workload", () => {
     let restarting: { retryAfter: string | null; body: { error?: { message: string } } } | undefined;
     let rebound: { status: number; text: string } | undefined;
     for (let i = 0; i < 600; i++) {
-      const response = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "poll", version: "1" } },
-        }),
-      }).catch(() => undefined);
+      const response = await postInitialize(url, "poll").catch(() => undefined);
       seen.push(response === undefined ? "refused" : String(response.status));
       if (response?.status === 503 && response.headers.get("retry-after") !== null && restarting === undefined) {
         restarting = {

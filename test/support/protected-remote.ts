@@ -2,7 +2,7 @@
  * The "remote" the outgoing-auth tests authenticate to: `mcpmgr proxy --oidc-*` in front of
  * the conformance fixture, accepting tokens for JWT_RESOURCE from a real oidc-provider and
  * saying so in its RFC 9728 metadata; plus a scratch dir holding the confidential client's
- * secret file.
+ * secret file, the options that log in with it, and a gate that plays a misbehaving remote.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -50,6 +50,55 @@ export async function startProtectedRemote(scratchPrefix: string): Promise<Prote
       await rm(scratch, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The options that make mcpmgr log in to `setup`'s remote as the confidential client (its secret
+ * in the secret file), for JWT_RESOURCE, with its login callback on `callbackPort`.
+ */
+export function confidentialLogin(setup: Pick<ProtectedRemote, "auth" | "secretFile">, callbackPort: number): string[] {
+  return [
+    "--remote-auth",
+    "--remote-auth-issuer",
+    setup.auth.issuer,
+    "--remote-auth-client-id",
+    CLIENTS.mcpmgr.client_id,
+    "--remote-auth-client-secret-file",
+    setup.secretFile,
+    "--remote-auth-resource",
+    JWT_RESOURCE,
+    "--remote-auth-callback-port",
+    String(callbackPort),
+  ];
+}
+
+/**
+ * A relay between mcpmgr and the remote at `target` that plays a misbehaving remote: `answer`
+ * sees each request (and its body, read once) and may answer it itself (a 401, a 403); every
+ * other request goes on to `target` with its path and query, its answer back unchanged.
+ */
+export function startGate(
+  target: string,
+  answer: (req: Request, body: ArrayBuffer | undefined) => Response | undefined,
+): ReturnType<typeof Bun.serve> {
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+      const own = answer(req, body);
+      if (own) return own;
+      const url = new URL(req.url);
+      const headers = new Headers(req.headers);
+      headers.delete("host");
+      return fetch(new URL(url.pathname + url.search, target), {
+        method: req.method,
+        headers,
+        ...(body ? { body } : {}),
+        signal: req.signal,
+      });
+    },
+  });
 }
 
 /** Polls `read` until it gives a value (e.g. a line a process printed). */

@@ -10,6 +10,20 @@ export const JSON_RPC_POST_HEADERS: Readonly<Record<string, string>> = {
   accept: "application/json, text/event-stream",
 };
 
+/** POSTs a 2025-06-18 `initialize` (id 1) from the client `clientName` to `url`: the first request of a session. */
+export function postInitialize(url: string, clientName: string): Promise<Response> {
+  return fetch(url, {
+    method: "POST",
+    headers: JSON_RPC_POST_HEADERS,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: clientName, version: "1" } },
+    }),
+  });
+}
+
 export interface RawSession {
   readonly sessionId: string;
   /** POSTs `body` (JSON text) in the session; `headers` replace the session's own of the same name. */
