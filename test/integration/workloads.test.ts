@@ -278,6 +278,8 @@ test("Ctrl-C while a background run waits for its first start stops the supervis
   expect(stderr).toContain("SIGINT: stopped interrupted while it was starting; the workload was not kept");
   expect(stderr).not.toContain("[error]");
   expect(row("interrupted")).toBeUndefined();
+  // SIGKILL, when it came to that, is sent without waiting for the process to be gone (nor reaped).
+  await until(() => !isAlive(supervisor as number), 10_000);
   expect(isAlive(supervisor as number)).toBe(false);
 }, 60_000);
 
