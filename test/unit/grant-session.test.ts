@@ -15,6 +15,7 @@ import {
 import { RefreshFailed, type TokenSet } from "../../src/auth/outgoing/oauth-client.ts";
 import {
   MAX_NEW_SCOPES,
+  MAX_SCOPES,
   MAX_STEP_UP_LOGINS,
   STEP_UP_WINDOW_MS,
   stepUpPolicy,
@@ -317,6 +318,27 @@ test("scopes a remote names in a step-up must be OAuth scope tokens, a few at a 
   const many = Array.from({ length: MAX_NEW_SCOPES + 1 }, (_, i) => `s${i}`);
   expect((await refusal(s.stepUp(many))).message).toContain("more scopes");
   expect(h.logins).toHaveLength(1);
+});
+
+test("a session that starts with many scopes (a remote listing them all in scopes_supported) may still step up", async () => {
+  // The bound on scopes in all is on what step-ups add: the scopes asked at the start (the user's, or
+  // the remote's metadata's scopes_supported) are not the remote piling scopes up.
+  const initial = Array.from({ length: MAX_SCOPES + 4 }, (_, i) => `listed:${i}`);
+  const { s, h } = await session({ scopes: initial });
+  await s.current();
+  expect(await s.stepUp(["mcp:write"])).toBe(true);
+  expect(h.logins.at(-1)).toEqual([...initial, "mcp:write"]);
+  // Scopes added by step-ups stay bounded all the same.
+  for (let added = 1; added < MAX_SCOPES; added += MAX_NEW_SCOPES) {
+    h.clock.t += STEP_UP_WINDOW_MS;
+    const more = Array.from({ length: MAX_NEW_SCOPES }, (_, i) => `more:${added + i}`);
+    const outcome = await s.stepUp(more).catch((err: unknown) => err);
+    if (outcome instanceof McpmgrError) {
+      expect(outcome.message).toContain(`${MAX_SCOPES} more in all`);
+      return;
+    }
+  }
+  throw new Error("step-ups added more than MAX_SCOPES scopes");
 });
 
 test("step-ups asked at once log in one at a time", async () => {

@@ -213,7 +213,7 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
       let decision: "login" | "defer";
       try {
         // Scopes waiting for the next start count too: a background remote cannot pile them up.
-        decision = stepUps.admit(union(scopes, pendingScopes ?? []), wanted);
+        decision = stepUps.admit(union(scopes, pendingScopes ?? []), wanted, options.scopes);
       } catch (err) {
         // Every time to the client, at most every 30 s in the log (a hostile remote asks at each request).
         if (
