@@ -386,3 +386,24 @@ test("a background workload starts no step-up login: the client gets an error na
   expect(next.h.logins).toEqual([["mcp:read", "mcp:write"]]);
   expect(next.h.store.value.stepUpScopes).toBeUndefined();
 });
+
+test("a login for deferred step-up scopes that fails does not make every later start fail: the grant is used as it was", async () => {
+  const deferTo = "run 'mcpmgr restart demo' to log in for them";
+  const { s, h } = await session({ scopes: ["mcp:read"], deferTo });
+  const first = await s.current();
+  await refusal(s.stepUp(["no:such-scope"]));
+  expect(h.store.value.stepUpScopes).toEqual(["no:such-scope"]);
+  // The authorization server refuses the scope (invalid_scope), or the user declines the login.
+  const refused = async () => {
+    throw new McpmgrError("AUTH_SETUP_FAILED", "the OAuth login was refused (invalid_scope)");
+  };
+  const next = await session({ scopes: ["mcp:read"], deferTo, clock: h.clock, store: h.store, login: refused });
+  expect((await next.s.current()).accessToken).toBe(first.accessToken);
+  expect(next.h.logins).toEqual([["mcp:read", "no:such-scope"]]);
+  expect(next.h.logs.some((line) => line.includes("no:such-scope") && line.includes("failed"))).toBe(true);
+  expect(h.store.value.stepUpScopes).toBeUndefined();
+  // The start after that is an ordinary one: no login.
+  const third = await session({ scopes: ["mcp:read"], deferTo, clock: h.clock, store: h.store, login: refused });
+  expect((await third.s.current()).accessToken).toBe(first.accessToken);
+  expect(third.h.logins).toEqual([]);
+});
