@@ -33,6 +33,8 @@ export interface Decision {
   readonly unmappable?: boolean;
   /** Denied by something other than the lack of a permit: a forbid policy, or one that could not be evaluated. */
   readonly forbidden?: boolean;
+  /** The forbid policies that matched (a denial Cedar could evaluate in full); absent otherwise. */
+  readonly forbiddenBy?: readonly string[];
 }
 
 /** `call`: a call decided with its arguments, where a forbid policy that cannot be evaluated denies. */
@@ -150,6 +152,7 @@ export function cedarDecider(config: AuthzConfig): { decide: Decide; argsMatter:
       allowed: false,
       reason: failed.length > 0 ? `${why}; ${failed.join("; ")}` : why,
       forbidden: diagnostics.reason.length > 0,
+      ...(diagnostics.reason.length > 0 && failed.length === 0 ? { forbiddenBy: diagnostics.reason } : {}),
     };
   };
 
@@ -200,10 +203,21 @@ export function resourceSpellings(uri: string): string[] {
 }
 
 /**
+ * A resource no policy names: a forbid that matches it too forbids "anything but" (`forbid … unless
+ * { resource == … }`), not this resource in particular.
+ */
+const UNNAMED_RESOURCE = `mcpmgr-unnamed-resource:${randomUUID()}`;
+
+/**
  * A resource decided under every spelling a server may read its URI as (`resourceSpellings`): a
  * forbid on any of them denies, or `DEMO://…/secret.md`, `…/./secret.md` would read what a forbid on
  * `demo://…/secret.md` refused. A permit counts only on the URI as sent: another spelling may be
- * another resource to a server that does not normalise.
+ * another resource to a server that does not normalise. A forbid that matches any resource but
+ * the ones it excepts counts only on the URI as sent too: it did not match that URI, so the URI
+ * is one of its exceptions, and another spelling of it is no other resource (an allow-list
+ * naming `file:///My Notes.md` must not refuse it for its normal spelling `file:///My%20Notes.md`).
+ * Exceptions name resources exactly (`==`, `in` an entity's parents: a resource has no string
+ * attribute a `like` could match), so the URI as sent is one the policy's author named.
  */
 export function decideResourceSpellings(decide: Decide): Decide {
   return (req, action, type, id, call) => {
@@ -211,8 +225,14 @@ export function decideResourceSpellings(decide: Decide): Decide {
     if (type !== cedarRules.resource.type || !decision.allowed) return decision;
     for (const spelling of resourceSpellings(id)) {
       const other = decide(req, action, type, spelling, call);
-      if (!other.allowed && other.forbidden)
-        return { ...other, reason: `${other.reason ?? "forbidden"} (as ${type}::${JSON.stringify(spelling)})` };
+      if (other.allowed || !other.forbidden) continue;
+      if (other.forbiddenBy !== undefined) {
+        // Only those that match a resource nobody names are "anything but" forbids; a denial that could
+        // not be evaluated in full (no forbiddenBy, either side) counts, failing closed.
+        const anyResource = decide(req, action, type, UNNAMED_RESOURCE, call).forbiddenBy ?? [];
+        if (other.forbiddenBy.every((policy) => anyResource.includes(policy))) continue;
+      }
+      return { ...other, reason: `${other.reason ?? "forbidden"} (as ${type}::${JSON.stringify(spelling)})` };
     }
     return decision;
   };

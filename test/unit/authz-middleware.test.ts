@@ -288,3 +288,25 @@ test("the spellings a resource URI is also decided under: none for a URI already
   expect(resourceSpellings("file:///etc/a%2fb")).toEqual(["file:///etc/a%2Fb"]);
   expect(resourceSpellings("not a url")).toEqual([]);
 });
+
+test("an allow-list written as `forbid … unless` still lets its resources through when their URI is not in normal form", async () => {
+  // The exception names the URI as the server lists it (a space, not %20); its normal spelling is the
+  // same resource, which the exception covers: the forbid must not fire on it. A forbid that names
+  // a resource keeps refusing its other spellings.
+  const allowed = "file:///home/me/My Notes.md";
+  const server = toyServer();
+  const authz = cedarAuthorization({
+    policies: [
+      'permit(principal, action == Action::"read_resource", resource);',
+      `forbid(principal, action == Action::"read_resource", resource) unless { resource == Resource::"${allowed}" || resource == Resource::"file:///etc/hosts" };`,
+      'forbid(principal, action == Action::"read_resource", resource == Resource::"file:///etc/hosts");',
+    ].join("\n"),
+    entities: [],
+  });
+  const handle = compose(server.handler, authz);
+  const read = (uri: string) => handle(rpc({ jsonrpc: "2.0", id: 3, method: "resources/read", params: { uri } }), ctx);
+  expect((await read(allowed)).status).toBe(200);
+  expect((await read("file:///home/me/other.md")).status).toBe(403);
+  expect((await read("file:///etc/./hosts")).status).toBe(403);
+  expect((await read("FILE:///etc/hosts")).status).toBe(403);
+});

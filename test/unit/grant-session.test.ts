@@ -15,6 +15,7 @@ import {
 import { RefreshFailed, type TokenSet } from "../../src/auth/outgoing/oauth-client.ts";
 import {
   MAX_NEW_SCOPES,
+  MAX_SCOPES,
   MAX_STEP_UP_LOGINS,
   STEP_UP_WINDOW_MS,
   stepUpPolicy,
@@ -319,6 +320,27 @@ test("scopes a remote names in a step-up must be OAuth scope tokens, a few at a 
   expect(h.logins).toHaveLength(1);
 });
 
+test("a session that starts with many scopes (a remote listing them all in scopes_supported) may still step up", async () => {
+  // The bound on scopes in all is on what step-ups add: the scopes asked at the start (the user's, or
+  // the remote's metadata's scopes_supported) are not the remote piling scopes up.
+  const initial = Array.from({ length: MAX_SCOPES + 4 }, (_, i) => `listed:${i}`);
+  const { s, h } = await session({ scopes: initial });
+  await s.current();
+  expect(await s.stepUp(["mcp:write"])).toBe(true);
+  expect(h.logins.at(-1)).toEqual([...initial, "mcp:write"]);
+  // Scopes added by step-ups stay bounded all the same.
+  for (let added = 1; added < MAX_SCOPES; added += MAX_NEW_SCOPES) {
+    h.clock.t += STEP_UP_WINDOW_MS;
+    const more = Array.from({ length: MAX_NEW_SCOPES }, (_, i) => `more:${added + i}`);
+    const outcome = await s.stepUp(more).catch((err: unknown) => err);
+    if (outcome instanceof McpmgrError) {
+      expect(outcome.message).toContain(`${MAX_SCOPES} more in all`);
+      return;
+    }
+  }
+  throw new Error("step-ups added more than MAX_SCOPES scopes");
+});
+
 test("step-ups asked at once log in one at a time", async () => {
   let open = 0;
   let most = 0;
@@ -363,4 +385,25 @@ test("a background workload starts no step-up login: the client gets an error na
   await next.s.current();
   expect(next.h.logins).toEqual([["mcp:read", "mcp:write"]]);
   expect(next.h.store.value.stepUpScopes).toBeUndefined();
+});
+
+test("a login for deferred step-up scopes that fails does not make every later start fail: the grant is used as it was", async () => {
+  const deferTo = "run 'mcpmgr restart demo' to log in for them";
+  const { s, h } = await session({ scopes: ["mcp:read"], deferTo });
+  const first = await s.current();
+  await refusal(s.stepUp(["no:such-scope"]));
+  expect(h.store.value.stepUpScopes).toEqual(["no:such-scope"]);
+  // The authorization server refuses the scope (invalid_scope), or the user declines the login.
+  const refused = async () => {
+    throw new McpmgrError("AUTH_SETUP_FAILED", "the OAuth login was refused (invalid_scope)");
+  };
+  const next = await session({ scopes: ["mcp:read"], deferTo, clock: h.clock, store: h.store, login: refused });
+  expect((await next.s.current()).accessToken).toBe(first.accessToken);
+  expect(next.h.logins).toEqual([["mcp:read", "no:such-scope"]]);
+  expect(next.h.logs.some((line) => line.includes("no:such-scope") && line.includes("failed"))).toBe(true);
+  expect(h.store.value.stepUpScopes).toBeUndefined();
+  // The start after that is an ordinary one: no login.
+  const third = await session({ scopes: ["mcp:read"], deferTo, clock: h.clock, store: h.store, login: refused });
+  expect((await third.s.current()).accessToken).toBe(first.accessToken);
+  expect(third.h.logins).toEqual([]);
 });

@@ -6,7 +6,7 @@
  * clock, the refresh and login calls, the cross-process lock — so the timing rules are unit
  * tested with a fake clock and the real calls in the integration tests.
  */
-import { McpmgrError } from "../../errors.ts";
+import { errorMessage, McpmgrError } from "../../errors.ts";
 import { RefreshFailed, type ClientInfo, type TokenSet } from "./oauth-client.ts";
 import { type StepUpPolicy, stepUpPolicy } from "./step-up.ts";
 
@@ -151,8 +151,23 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
 
   /** Under the lock: what another process stored since, else a refresh (retried), else a login. */
   const renewExclusively = async (): Promise<TokenSet> => {
-    if (mustLogin && pendingScopes)
-      return login(`logging in for the scopes the remote server asked for earlier (${pendingScopes.join(" ")})`);
+    if (mustLogin && pendingScopes) {
+      const asked = pendingScopes.join(" ");
+      try {
+        return await login(`logging in for the scopes the remote server asked for earlier (${asked})`);
+      } catch (err) {
+        // Refused (a scope the authorization server does not know, the user declining, no one there):
+        // kept, they would fail every later start too. Forgotten; the grant goes on as it was.
+        log.warn(
+          `the login for the scopes the remote server asked for earlier (${asked}) failed (${errorMessage(err)}); going on with the scopes granted before`,
+        );
+        pendingScopes = undefined;
+        mustLogin = false;
+        scopes = options.scopes;
+        const { stepUpScopes: _, ...kept } = await store.load();
+        await store.save(kept);
+      }
+    }
     const latest = tokensOf(await store.load());
     if (latest && latest.accessToken !== tokens?.accessToken && fresh(latest, clock.now())) return latest;
     if (latest?.refreshToken) tokens = latest;
@@ -213,7 +228,7 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
       let decision: "login" | "defer";
       try {
         // Scopes waiting for the next start count too: a background remote cannot pile them up.
-        decision = stepUps.admit(union(scopes, pendingScopes ?? []), wanted);
+        decision = stepUps.admit(union(scopes, pendingScopes ?? []), wanted, options.scopes);
       } catch (err) {
         // Every time to the client, at most every 30 s in the log (a hostile remote asks at each request).
         if (

@@ -4,7 +4,8 @@
  * another (review 12, F16). One policy per remote (token source), shared by its grants:
  *
  * - the scopes it names must be scope tokens (RFC 6749 §3.3) of at most 128 characters, at most
- *   MAX_NEW_SCOPES new ones at a time and MAX_SCOPES in all;
+ *   MAX_NEW_SCOPES new ones at a time and MAX_SCOPES added by step-ups in all (the scopes asked at
+ *   the start, the user's or the remote's `scopes_supported`, however many, are not counted);
  * - at most MAX_STEP_UP_LOGINS step-up logins per STEP_UP_WINDOW_MS (one at a time is the grant
  *   session's single flight);
  * - a background (detached) workload starts none: nobody is there to log in, and a login page
@@ -36,8 +37,9 @@ export interface StepUpPolicy {
   /**
    * Whether a step-up from `current` to `current ∪ wanted` may log in now: "login" (counted),
    * "defer" (a background workload: remember the scopes for the next start); else throws.
+   * `initial`: the scopes the session started with, which the bound on scopes in all leaves out.
    */
-  admit(current: readonly string[], wanted: readonly string[]): "login" | "defer";
+  admit(current: readonly string[], wanted: readonly string[], initial?: readonly string[]): "login" | "defer";
   /** How the user logs in for deferred scopes (deferTo). */
   readonly deferTo: string | undefined;
 }
@@ -48,7 +50,7 @@ export function stepUpPolicy(options: StepUpPolicyOptions): StepUpPolicy {
   const started: number[] = [];
   return {
     deferTo: options.deferTo,
-    admit(current, wanted) {
+    admit(current, wanted, initial = []) {
       const unusable = wanted.find((scope) => !SCOPE_TOKEN.test(scope));
       if (unusable !== undefined)
         throw refused(
@@ -56,9 +58,11 @@ export function stepUpPolicy(options: StepUpPolicyOptions): StepUpPolicy {
           "the remote server's 403 insufficient_scope challenge is malformed; give the scopes it needs with --remote-auth-scopes",
         );
       const added = wanted.filter((scope) => !current.includes(scope));
-      if (added.length > MAX_NEW_SCOPES || current.length + added.length > MAX_SCOPES)
+      // What step-ups added: a remote listing 40 scopes in its metadata has not piled them up.
+      const stepped = [...current, ...added].filter((scope) => !initial.includes(scope));
+      if (added.length > MAX_NEW_SCOPES || stepped.length > MAX_SCOPES)
         throw refused(
-          `the remote server asked for ${added.length} more scopes (at most ${MAX_NEW_SCOPES} at a time and ${MAX_SCOPES} in all); no login was started`,
+          `the remote server asked for ${added.length} more scopes (at most ${MAX_NEW_SCOPES} at a time and ${MAX_SCOPES} more in all); no login was started`,
           "give the scopes it needs with --remote-auth-scopes",
         );
       if (options.deferTo !== undefined) return "defer";
