@@ -7,7 +7,7 @@
  * real HTTP server in the test that answers as each case needs.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { MAX_INTROSPECTIONS_IN_FLIGHT } from "../../src/auth/incoming/introspection.ts";
+import { MAX_INTROSPECTIONS_IN_FLIGHT, MAX_INTROSPECTIONS_WAITING } from "../../src/auth/incoming/introspection.ts";
 import { createTokenVerifier, TokenRejected, VerificationUnavailable } from "../../src/auth/incoming/verifier.ts";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { type AuthServer, CLIENTS, OPAQUE_RESOURCE, signingKey, startAuthServer } from "../support/auth-server.ts";
@@ -132,7 +132,8 @@ test("a flood of made-up tokens runs a bounded number of introspections at once;
     endpoint.state.hold = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const flood = Array.from({ length: 3 * MAX_INTROSPECTIONS_IN_FLIGHT }, (_, i) =>
+    // As many as may run, as many as may wait their turn, and more.
+    const flood = Array.from({ length: 2 * MAX_INTROSPECTIONS_IN_FLIGHT + MAX_INTROSPECTIONS_WAITING }, (_, i) =>
       outcome(verifier.verify(`made-up-${i}-${crypto.randomUUID()}`)),
     );
     await eventually(() => endpoint.state.open >= MAX_INTROSPECTIONS_IN_FLIGHT, 10_000, "the introspections to arrive");
@@ -145,10 +146,37 @@ test("a flood of made-up tokens runs a bounded number of introspections at once;
     const refusedAtOnce = results.filter(
       (result) => result instanceof VerificationUnavailable && result.retryAfterMs <= 1_000,
     );
-    expect(asked.length).toBe(MAX_INTROSPECTIONS_IN_FLIGHT);
-    expect(refusedAtOnce.length).toBe(2 * MAX_INTROSPECTIONS_IN_FLIGHT);
+    expect(asked.length).toBe(MAX_INTROSPECTIONS_IN_FLIGHT + MAX_INTROSPECTIONS_WAITING);
+    expect(refusedAtOnce.length).toBe(MAX_INTROSPECTIONS_IN_FLIGHT);
     // Not an outage: the next new token is asked about normally.
     expect((await verifier.verify("good-erin")).subject).toBe("erin");
+  } finally {
+    release?.();
+    endpoint.server.stop(true);
+  }
+});
+
+test("a new client arriving while every introspection slot is busy waits its turn instead of getting a 503 (review 14, R4)", async () => {
+  const endpoint = introspectionEndpoint();
+  let release!: () => void;
+  try {
+    const verifier = await verifierFor(endpoint.url, () => Date.now(), []);
+    endpoint.state.hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const busy = Array.from({ length: MAX_INTROSPECTIONS_IN_FLIGHT }, (_, i) =>
+      outcome(verifier.verify(`made-up-busy-${i}`)),
+    );
+    await eventually(() => endpoint.state.open >= MAX_INTROSPECTIONS_IN_FLIGHT, 10_000, "the slots to fill");
+    const newcomer = outcome(verifier.verify("good-bob"));
+    // bob is not sent while the slots are busy: the endpoint sees no more than the eight.
+    await eventually(() => endpoint.state.requests >= MAX_INTROSPECTIONS_IN_FLIGHT, 10_000, "the eight requests");
+    expect(endpoint.state.open).toBe(MAX_INTROSPECTIONS_IN_FLIGHT);
+    release();
+    const bob = await newcomer;
+    expect(bob instanceof Error ? bob.message : (bob as { subject: string }).subject).toBe("bob");
+    expect((await Promise.all(busy)).every((result) => result instanceof TokenRejected)).toBe(true);
+    expect(endpoint.state.mostOpen).toBeLessThanOrEqual(MAX_INTROSPECTIONS_IN_FLIGHT);
   } finally {
     release?.();
     endpoint.server.stop(true);

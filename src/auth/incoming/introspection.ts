@@ -36,6 +36,11 @@ const MAX_RETRY_AFTER_MS = 60_000;
 export const OUTAGE_GRACE_MS = 5 * 60_000;
 /** Introspections running at once, for all clients together. */
 export const MAX_INTROSPECTIONS_IN_FLIGHT = 8;
+/**
+ * Tokens waiting for one of those slots (each at most INTROSPECTION_TIMEOUT_MS): a burst of real
+ * clients starting at once waits its turn; past this many, a new token is refused at once.
+ */
+export const MAX_INTROSPECTIONS_WAITING = 64;
 /** Warnings about single requests (throttled, odd answers) at most this often. */
 const NOTICE_INTERVAL_MS = 5_000;
 const CACHE_LIMIT = 10_000;
@@ -92,6 +97,10 @@ export function introspector(options: IntrospectorOptions): (token: string) => P
   const refused = new Map<string, { rejection: TokenRejected; until: number }>();
   /** One introspection per token at a time: concurrent requests with the same token share it. */
   const inFlight = new Map<string, Promise<Principal>>();
+  /** Introspections sent and not answered yet (at most MAX_INTROSPECTIONS_IN_FLIGHT). */
+  let running = 0;
+  /** Tokens waiting for a slot, oldest first: a finished introspection hands its slot to the first. */
+  const waiting: (() => void)[] = [];
   let downUntil = 0;
   let downBecause = "";
   let noticedAt = Number.NEGATIVE_INFINITY;
@@ -237,19 +246,54 @@ export function introspector(options: IntrospectorOptions): (token: string) => P
     }
     const pending = inFlight.get(key);
     if (pending !== undefined) return pending;
-    if (inFlight.size >= MAX_INTROSPECTIONS_IN_FLIGHT) {
+    if (running >= MAX_INTROSPECTIONS_IN_FLIGHT) {
       if (known !== undefined) return known;
-      notice(
-        `${MAX_INTROSPECTIONS_IN_FLIGHT} introspections are running at once; requests with other opaque tokens the endpoint has not answered for are refused with 503 meanwhile (many clients starting at once, or someone sending made-up tokens)`,
-      );
-      throw new VerificationUnavailable(
-        "too many tokens are being checked at once; try again",
-        MIN_RETRY_AFTER_MS,
-        "introspections in flight at their limit",
-      );
+      if (waiting.length >= MAX_INTROSPECTIONS_WAITING) {
+        notice(
+          `${MAX_INTROSPECTIONS_IN_FLIGHT} introspections are running at once and ${MAX_INTROSPECTIONS_WAITING} tokens wait for their turn; requests with other opaque tokens the endpoint has not answered for are refused with 503 meanwhile (someone sending made-up tokens, or a slow endpoint)`,
+        );
+        throw tooManyAtOnce();
+      }
     }
-    const asking = check(token, key, known).finally(() => inFlight.delete(key));
+    const asking = inTurn(() => check(token, key, known)).finally(() => inFlight.delete(key));
     inFlight.set(key, asking);
     return asking;
   };
+
+  /** Runs `introspect` in one of the slots: at once when one is free, else after waiting for one (bounded in time). */
+  async function inTurn(introspect: () => Promise<Principal>): Promise<Principal> {
+    // A slot handed over by a finished introspection keeps `running` as it is, so none is taken twice.
+    if (running < MAX_INTROSPECTIONS_IN_FLIGHT) running++;
+    else await slotHandedOver();
+    try {
+      return await introspect();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
+  }
+
+  function slotHandedOver(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        const at = waiting.indexOf(wake);
+        if (at !== -1) waiting.splice(at, 1);
+        reject(tooManyAtOnce());
+      }, INTROSPECTION_TIMEOUT_MS);
+      waiting.push(wake);
+    });
+  }
+}
+
+function tooManyAtOnce(): VerificationUnavailable {
+  return new VerificationUnavailable(
+    "too many tokens are being checked at once; try again",
+    MIN_RETRY_AFTER_MS,
+    "introspections in flight at their limit",
+  );
 }
