@@ -2,6 +2,8 @@
  * An HTTP body read whole as text, but never past a cap: a server mcpmgr talks to (an MCP
  * server's answer, a custom registry's catalog) is someone else's code, and a body without a bound
  * takes as much memory as it sends. Each caller names its own error for a body over the cap.
+ * The same bound two ways: a body read whole (`readCappedText`), or passed on as a stream that
+ * fails once it goes past the cap (`cappedStream`).
  */
 import { Buffer } from "node:buffer";
 
@@ -49,4 +51,25 @@ export async function readCappedText(response: Response, maxBytes: number, tooLa
   }
   // TextDecoder, like response.text(), drops a leading byte-order mark.
   return new TextDecoder().decode(Buffer.concat(parts, total));
+}
+
+/**
+ * A stream stage that passes a body on while counting it, and errors with `tooLarge()` (its consumer's
+ * read fails) once more than `maxBytes` went through. A body whose `declared` length is already over
+ * the cap fails at its first chunk: nothing is read before the consumer reads, so one that only wants
+ * the status can cancel the body unread.
+ */
+export function cappedStream(
+  maxBytes: number,
+  declared: number | undefined,
+  tooLarge: () => Error,
+): TransformStream<Uint8Array, Uint8Array> {
+  let total = declared !== undefined && declared > maxBytes ? maxBytes : 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      total += chunk.byteLength;
+      if (total > maxBytes) controller.error(tooLarge());
+      else controller.enqueue(chunk);
+    },
+  });
 }

@@ -6,7 +6,7 @@
  * and fails past the cap; nothing is read before the caller reads (a caller that cancels the body
  * reads nothing).
  */
-import { declaredLength } from "../bounded-body.ts";
+import { cappedStream, declaredLength } from "../bounded-body.ts";
 import type { Fetch } from "./trusted-fetch.ts";
 
 /** Far above any real document of these kinds (a large JWKS is tens of KiB). */
@@ -21,16 +21,7 @@ export function cappedAnswers(base: Fetch, maxBytes = MAX_AUTHORIZATION_ANSWER_B
     const tooLarge = () => new Error(`the answer of ${where} is larger than ${maxBytes / 1024} KiB`);
     // A body declared too large fails at its first read, not here: a caller that only wants the status
     // (the probe of whether a remote asks for authentication) cancels it unread.
-    let total = (declaredLength(response) ?? 0) > maxBytes ? maxBytes : 0;
-    const counted = body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          total += chunk.byteLength;
-          if (total > maxBytes) controller.error(tooLarge());
-          else controller.enqueue(chunk);
-        },
-      }),
-    );
+    const counted = body.pipeThrough(cappedStream(maxBytes, declaredLength(response), tooLarge));
     // The body is passed on as fetch decoded it: its length and encoding no longer describe it.
     const headers = new Headers(response.headers);
     headers.delete("content-length");

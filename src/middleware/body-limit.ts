@@ -3,6 +3,7 @@
  * A declared Content-Length is checked up front; a chunked body is counted as it
  * streams through, and the request is answered 413 once it crosses the limit.
  */
+import { cappedStream } from "../bounded-body.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 
@@ -21,19 +22,11 @@ export function bodyLimit(maxBytes: number = defaultMaxBodyBytes): Middleware {
     if (declared !== null) return Number(declared) > maxBytes ? tooLarge() : next(req, ctx);
     if (req.body === null) return next(req, ctx);
 
-    let seen = 0;
     let exceeded = false;
     const counted = req.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          seen += chunk.byteLength;
-          if (seen > maxBytes) {
-            exceeded = true;
-            controller.error(new Error("request body too large"));
-            return;
-          }
-          controller.enqueue(chunk);
-        },
+      cappedStream(maxBytes, undefined, () => {
+        exceeded = true;
+        return new Error("request body too large");
       }),
     );
     try {

@@ -8,7 +8,7 @@
  * The checks are a length compare on bytes already at hand (a body's Content-Length, a chunk's
  * length) or a search for blank lines in an event stream's chunks, so a normal answer costs nothing more.
  */
-import { declaredLength, readCappedText } from "../bounded-body.ts";
+import { cappedStream, declaredLength, readCappedText } from "../bounded-body.ts";
 import { JsonRpcCode, type JsonRpcId } from "./jsonrpc.ts";
 import { SseEventSize } from "./sse-event-size.ts";
 import { requestIdsOf } from "./sse-answers.ts";
@@ -93,7 +93,13 @@ export function boundedFetch<U, I extends RequestInit>(
     if (!sse && declared !== undefined && declared <= maxBytes) return response;
     const limited = sse
       ? body.pipeThrough(eventBound(maxBytes, () => requestIdsOf(bodyBytes(init?.body)), exceeded))
-      : body.pipeThrough(totalBound(maxBytes, declared, exceeded));
+      : body.pipeThrough(
+          cappedStream(maxBytes, declared, () => {
+            const error = new AnswerTooLarge(maxBytes);
+            exceeded(error.message);
+            return error;
+          }),
+        );
     return new Response(limited, {
       status: response.status,
       statusText: response.statusText,
@@ -107,33 +113,6 @@ function bodyBytes(body: RequestInit["body"] | undefined): Uint8Array | undefine
   if (body instanceof Uint8Array) return body;
   if (body instanceof ArrayBuffer) return new Uint8Array(body);
   return undefined;
-}
-
-function totalBound(
-  maxBytes: number,
-  declared: number | undefined,
-  exceeded: (text: string) => void,
-): TransformStream<Uint8Array, Uint8Array> {
-  let total = 0;
-  return new TransformStream({
-    start(controller) {
-      if (declared !== undefined && declared > maxBytes) {
-        const error = new AnswerTooLarge(maxBytes);
-        exceeded(error.message);
-        controller.error(error);
-      }
-    },
-    transform(chunk, controller) {
-      total += chunk.byteLength;
-      if (total > maxBytes) {
-        const error = new AnswerTooLarge(maxBytes);
-        exceeded(error.message);
-        controller.error(error);
-        return;
-      }
-      controller.enqueue(chunk);
-    },
-  });
 }
 
 const encoder = new TextEncoder();
