@@ -35,6 +35,11 @@ function urlOnly(key: string): (workload: WorkloadEndpoint) => EntryShape {
   return (workload) => ({ value: { [key]: workload.url }, managed: [key] });
 }
 
+/** Gemini CLI's notation (and Qwen Code's, a fork of it): `httpUrl` means streamable HTTP, `url` means SSE. */
+function geminiEntry(workload: WorkloadEndpoint): EntryShape {
+  return urlOnly(workload.transport === "sse" ? "url" : "httpUrl")(workload);
+}
+
 /** VS Code's user folder (Code, Code - Insiders), which extensions' global storage lives under too. */
 function vscodeUser(ctx: ClientContext, product: string, ...parts: string[]): string {
   return appConfig(ctx, product, "User", ...parts);
@@ -293,8 +298,7 @@ const definitions: readonly ClientDefinition[] = [
     installMarkers: (ctx) => [inHome(ctx, ".gemini")],
     collection: mcpServers,
     transports: BOTH,
-    // httpUrl means streamable HTTP, url means SSE.
-    entry: (workload) => urlOnly(workload.transport === "sse" ? "url" : "httpUrl")(workload),
+    entry: geminiEntry,
     docs: "https://geminicli.com/docs/tools/mcp-server",
   },
   {
@@ -328,6 +332,18 @@ const definitions: readonly ClientDefinition[] = [
     transports: BOTH,
     entry: urlOnly("url"),
     docs: "https://lmstudio.ai/docs/app/mcp",
+  },
+  {
+    id: "qwen-code",
+    displayName: "Qwen Code",
+    format: "json",
+    // User scope; a project's .qwen/settings.json is never touched.
+    configPath: (ctx) => inHome(ctx, ".qwen", "settings.json"),
+    installMarkers: (ctx) => [inHome(ctx, ".qwen")],
+    collection: mcpServers,
+    transports: BOTH,
+    entry: geminiEntry,
+    docs: "https://qwenlm.github.io/qwen-code-docs/en/users/features/mcp/",
   },
 ];
 

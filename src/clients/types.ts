@@ -80,6 +80,7 @@ export const CLIENT_IDS = [
   "gemini-cli",
   "opencode",
   "lm-studio",
+  "qwen-code",
 ] as const;
 export type ClientId = (typeof CLIENT_IDS)[number];
 

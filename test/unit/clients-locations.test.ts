@@ -87,6 +87,7 @@ const expected: Readonly<Record<ClientId, readonly [linux: string, mac: string, 
     "C:\\Users\\me\\.config\\opencode\\opencode.json",
   ],
   "lm-studio": ["/home/me/.lmstudio/mcp.json", "/Users/me/.lmstudio/mcp.json", "C:\\Users\\me\\.lmstudio\\mcp.json"],
+  "qwen-code": ["/home/me/.qwen/settings.json", "/Users/me/.qwen/settings.json", "C:\\Users\\me\\.qwen\\settings.json"],
 };
 
 describe("configuration files per platform", () => {
@@ -162,6 +163,7 @@ describe("installed detection", () => {
     "gemini-cli": ".gemini",
     opencode: ".config/opencode",
     "lm-studio": ".lmstudio",
+    "qwen-code": ".qwen",
   };
 
   test.each(CLIENT_IDS.map((id) => [id]))("%s is installed once its folder exists, and only then", async (id) => {
