@@ -3,6 +3,7 @@
  * --permission-profile): read, parsed as JSON (or YAML where the format allows it, by the
  * file's extension), and validated by a valibot schema. Every failure is one INVALID_OPTION
  * line naming the option, the file and, for a bad value, the field: `--opt FILE: a.b: message`.
+ * Also the files that hold one value (a secret, a token: the `-file` forms), read whole and trimmed.
  */
 import { readFileSync } from "node:fs";
 import * as v from "valibot";
@@ -56,4 +57,21 @@ function issueText(issues: readonly v.BaseIssue<unknown>[]): string {
   const issue = issues[0];
   const at = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
   return `${at}: ${issue?.message ?? "invalid"}`;
+}
+
+/** A file that holds one value (`--oidc-client-secret-file` and the like): its text, trimmed, never empty. */
+export function readOptionFile(option: string, path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8").trim();
+  } catch {
+    throw new McpmgrError("INVALID_OPTION", `--${option} ${JSON.stringify(path)}: cannot read the file`, {
+      hint: "give the path of a readable file",
+    });
+  }
+  if (text === "")
+    throw new McpmgrError("INVALID_OPTION", `--${option} ${path}: the file is empty`, {
+      hint: "put the value in the file",
+    });
+  return text;
 }

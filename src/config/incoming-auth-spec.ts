@@ -4,9 +4,9 @@
  * here: which options go together, http:// only with --oidc-insecure-allow-http, files
  * readable. Network checks (discovery, private addresses) happen when the verifier starts.
  */
-import { readFileSync } from "node:fs";
 import { McpmgrError } from "../errors.ts";
 import { readCaBundle } from "./ca-bundle.ts";
+import { readOptionFile } from "./config-file.ts";
 
 type Given = ReadonlySet<string>;
 
@@ -62,22 +62,6 @@ const companions = [
   "resource-url",
 ];
 
-function readSecretFile(option: string, path: string): string {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8").trim();
-  } catch {
-    throw new McpmgrError("INVALID_OPTION", `--${option} ${JSON.stringify(path)}: cannot read the file`, {
-      hint: "give the path of a readable file",
-    });
-  }
-  if (text === "")
-    throw new McpmgrError("INVALID_OPTION", `--${option} ${path}: the file is empty`, {
-      hint: "put the value in the file",
-    });
-  return text;
-}
-
 function assertSecure(option: string, url: URL, allowHttp: boolean): void {
   if (url.protocol === "https:" || allowHttp) return;
   throw new McpmgrError("INVALID_OPTION", `--${option} ${url.href}: http:// is refused for token validation`, {
@@ -124,7 +108,7 @@ export function incomingAuthSpec(values: IncomingAuthValues, given: Given): Inco
     }
     const secretFile = values["oidc-client-secret-file"];
     const clientSecret = secretFile
-      ? readSecretFile("oidc-client-secret-file", secretFile)
+      ? readOptionFile("oidc-client-secret-file", secretFile)
       : values["oidc-client-secret"];
     introspection = { url, clientId, clientSecret };
   } else {
@@ -145,7 +129,7 @@ export function incomingAuthSpec(values: IncomingAuthValues, given: Given): Inco
     allowHttp,
     allowPrivateIp: values["jwks-allow-private-ip"],
     fetchToken: values["jwks-auth-token-file"]
-      ? readSecretFile("jwks-auth-token-file", values["jwks-auth-token-file"])
+      ? readOptionFile("jwks-auth-token-file", values["jwks-auth-token-file"])
       : undefined,
     caBundle: readCaBundle(values["thv-ca-bundle"]),
     resourceUrl: values["resource-url"] ? new URL(values["resource-url"]) : undefined,

@@ -3,9 +3,9 @@
  * `--remote-forward-headers*`), as one validated spec. Secrets are read here from their
  * files, in the documented order of precedence; nothing here touches the network.
  */
-import { readFileSync } from "node:fs";
 import { McpmgrError } from "../errors.ts";
 import { readCaBundle } from "./ca-bundle.ts";
+import { readOptionFile } from "./config-file.ts";
 import { isLoopbackHostname } from "./loopback.ts";
 
 type Given = ReadonlySet<string>;
@@ -100,22 +100,6 @@ const refusedHeaders = new Set([
   "mcp-protocol-version",
 ]);
 
-function readFileValue(option: string, path: string): string {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8").trim();
-  } catch {
-    throw new McpmgrError("INVALID_OPTION", `--${option} ${JSON.stringify(path)}: cannot read the file`, {
-      hint: "give the path of a readable file",
-    });
-  }
-  if (text === "")
-    throw new McpmgrError("INVALID_OPTION", `--${option} ${path}: the file is empty`, {
-      hint: "put the value in the file",
-    });
-  return text;
-}
-
 /** https, or http on loopback only: credentials never cross the network in clear text. */
 function secureUrl(option: string, text: string): URL {
   const url = new URL(text);
@@ -152,7 +136,7 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
   const bearer =
     values["remote-auth-bearer-token"] ??
     (values["remote-auth-bearer-token-file"]
-      ? readFileValue("remote-auth-bearer-token-file", values["remote-auth-bearer-token-file"])
+      ? readOptionFile("remote-auth-bearer-token-file", values["remote-auth-bearer-token-file"])
       : undefined);
   const wantsOAuth =
     values["remote-auth"] ||
@@ -169,7 +153,7 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
     const clientSecret =
       values["remote-auth-client-secret"] ??
       (values["remote-auth-client-secret-file"]
-        ? readFileValue("remote-auth-client-secret-file", values["remote-auth-client-secret-file"])
+        ? readOptionFile("remote-auth-client-secret-file", values["remote-auth-client-secret-file"])
         : undefined) ??
       (env.MCPMGR_REMOTE_OAUTH_CLIENT_SECRET || undefined);
     const authorize = values["remote-auth-authorize-url"];
@@ -219,7 +203,7 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
       clientSecret:
         values["token-exchange-client-secret"] ??
         (values["token-exchange-client-secret-file"]
-          ? readFileValue("token-exchange-client-secret-file", values["token-exchange-client-secret-file"])
+          ? readOptionFile("token-exchange-client-secret-file", values["token-exchange-client-secret-file"])
           : undefined),
       scopes: values["token-exchange-scopes"] ? [...values["token-exchange-scopes"]] : [],
       subjectTokenType: values["token-exchange-subject-token-type"],
