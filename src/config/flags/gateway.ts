@@ -1,5 +1,5 @@
 /** Where `mcpmgr gateway` listens, how it names the group's tools, and whether it runs in the background. */
-import { allowedHostsOption } from "./proxy-listen.ts";
+import { allowedHostsOption, trustProxyHeadersOption } from "./proxy-listen.ts";
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
 import { commaList, hostName, nonEmpty, oneOf, port } from "../values.ts";
 
@@ -22,10 +22,7 @@ export const gatewayListenOptions = {
     default: "always",
     schema: oneOf(["always", "when-needed"] as const),
   }),
-  "trust-proxy-headers": booleanOption({
-    description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr",
-    default: false,
-  }),
+  "trust-proxy-headers": trustProxyHeadersOption,
   "allowed-hosts": allowedHostsOption,
 } as const;
 

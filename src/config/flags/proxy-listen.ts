@@ -14,6 +14,19 @@ export const allowedHostsOption = repeatableOption({
   schema: allowedHostList,
 });
 
+/** `--trust-proxy-headers` of every command that listens for clients behind a reverse proxy. */
+export const trustProxyHeadersOption = booleanOption({
+  description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr",
+  default: false,
+});
+
+/** `--endpoint-prefix` of `run` and `proxy`: the legacy SSE `endpoint` event's URL behind a reverse proxy. */
+export const endpointPrefixOption = stringOption({
+  description: "Path prefix prepended to the SSE endpoint URLs given to clients",
+  valueHint: "url-path",
+  schema: pathPrefix,
+});
+
 export const proxyListenOptions = {
   "target-uri": stringOption({
     description: "URL of the MCP server endpoint to forward to (required)",
@@ -31,14 +44,7 @@ export const proxyListenOptions = {
     valueHint: "port",
     schema: port,
   }),
-  "endpoint-prefix": stringOption({
-    description: "Path prefix prepended to the SSE endpoint URLs given to clients",
-    valueHint: "url-path",
-    schema: pathPrefix,
-  }),
-  "trust-proxy-headers": booleanOption({
-    description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr",
-    default: false,
-  }),
+  "endpoint-prefix": endpointPrefixOption,
+  "trust-proxy-headers": trustProxyHeadersOption,
   "allowed-hosts": allowedHostsOption,
 } as const;

@@ -1,17 +1,7 @@
 /** General, listener and workload options of `run`. */
-import { allowedHostsOption } from "./proxy-listen.ts";
+import { allowedHostsOption, endpointPrefixOption, trustProxyHeadersOption } from "./proxy-listen.ts";
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
-import {
-  commaList,
-  hostName,
-  keyValue,
-  nonEmpty,
-  oneOf,
-  pathPrefix,
-  port,
-  portMapping,
-  volumeMount,
-} from "../values.ts";
+import { commaList, hostName, keyValue, nonEmpty, oneOf, port, portMapping, volumeMount } from "../values.ts";
 
 export const workloadOptions = {
   name: stringOption({
@@ -76,15 +66,8 @@ export const workloadOptions = {
     valueHint: "port",
     schema: port,
   }),
-  "endpoint-prefix": stringOption({
-    description: "Path prefix prepended to the SSE endpoint URLs given to clients",
-    valueHint: "url-path",
-    schema: pathPrefix,
-  }),
-  "trust-proxy-headers": booleanOption({
-    description: "Trust X-Forwarded-Proto/Host/Port/Prefix from a reverse proxy in front of mcpmgr",
-    default: false,
-  }),
+  "endpoint-prefix": endpointPrefixOption,
+  "trust-proxy-headers": trustProxyHeadersOption,
   "allowed-hosts": allowedHostsOption,
   publish: repeatableOption({
     short: "p",
