@@ -178,7 +178,8 @@ function enterWorkingDir(recorded: string): void {
   } catch (err) {
     throw new McpmgrError(
       "STATE_IO",
-      `its working directory ${recorded} is gone (${errnoCode(err) ?? errorMessage(err)}); relative paths in its options are taken from there: create it again, or remove the workload and run it again from another folder`,
+      `its working directory ${recorded} is gone (${errnoCode(err) ?? errorMessage(err)}); relative paths in its options are taken from there`,
+      { hint: "create the directory again, or remove the workload and run it again from another folder" },
     );
   }
   const now = process.cwd();

@@ -508,6 +508,8 @@ test("a workload whose working directory was removed fails to start saying so, a
   const started = mcpmgr("start", "moved");
   expect(started.code).toBe(1);
   expect(started.stderr).toContain(`moved failed to start: its working directory ${project} is gone (ENOENT)`);
+  // The way out is the hint, not words folded into the message after a generic hint.
+  expect(started.stderr).toContain("(hint: create the directory again, or remove the workload");
   // Not "starting" for ever: nothing serves it.
   expect(row("moved")).toMatchObject({ status: "failed" });
   expect(mcpmgr("rm", "moved").code).toBe(0);
