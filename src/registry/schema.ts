@@ -10,7 +10,7 @@
  *     "transport": "stdio" | "sse" | "streamable-http",
  *     "source": {"npx": "@scope/pkg@1.2.3"}   exactly one of image, npx, uvx, go, remote
  *     "targetPort": 8080,                     sse/streamable-http servers started locally only
- *     "permissions": "none" | "network" | {profile, see permissions.ts},
+ *     "permissions": "none" | "network" | {profile, see config/permission-profile.ts},
  *     "env": [{"name", "description", "required", "secret", "default"?}],
  *     "args": ["--flag"],                     default arguments; arguments after `--` replace them
  *     "tools": ["fetch"],
@@ -22,20 +22,10 @@ import { goSpecPattern, imageRefPattern, npmSpecPattern, pypiSpecPattern } from 
 import { permissionsSchema } from "../config/permission-profile.ts";
 import { deepFreeze, type EntrySource, type EnvVarSpec, type RegistryEntry, sourceKinds, transports } from "./entry.ts";
 
-export {
-  deepFreeze,
-  type EntrySource,
-  type EnvVarSpec,
-  type RegistryEntry,
-  type ResolvedSource,
-  type SourceKind,
-  sourceKinds,
-  sourceOf,
-  type Transport,
-  transports,
-} from "./entry.ts";
+// For the modules that validate entries (and their tests): the entry type and its readers with the schema.
+export { type RegistryEntry, sourceKinds, sourceOf } from "./entry.ts";
 
-export const entryNamePattern = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$/;
+const entryNamePattern = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$/;
 
 const nonEmptyText = v.pipe(v.string(), v.trim(), v.nonEmpty("must not be empty"));
 const noSpaces = (what: string) => v.check((text: string) => !/\s/.test(text), `${what} must not contain spaces`);

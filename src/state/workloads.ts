@@ -34,34 +34,21 @@ import {
 /** node:fs/promises only for changes: listing and reading workloads (`list`) do without it (start-up). */
 const fsp = () => import("node:fs/promises");
 
-// One import site for callers: the store, the record types and the name helpers.
+// What most callers need besides the store, so they import this module alone: the name helpers, the
+// record's types and readers (the record's schemas and constants stay in workload-record.ts).
 
 export {
-  FALLBACK_WORKLOAD_NAME,
   assertWorkloadName,
   deriveWorkloadName,
   isValidWorkloadName,
   sanitizeWorkloadName,
 } from "./workload-name.ts";
 export {
-  PROXY_MODES,
-  RUNTIMES,
-  SOURCE_KINDS,
-  TRANSPORTS,
-  WORKLOAD_STATES,
   isGatewayRecord,
   reconcileStatus,
-  workloadRecordSchema,
-  workloadStatusSchema,
-  type ProxyMode,
-  type RuntimeKind,
-  type SourceKind,
-  type Transport,
   type WorkloadInput,
   type WorkloadRecord,
-  type WorkloadState,
   type WorkloadStatus,
-  type WorkloadStatusInput,
 } from "./workload-record.ts";
 
 export interface WorkloadStoreOptions {

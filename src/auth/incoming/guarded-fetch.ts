@@ -11,7 +11,6 @@ import { McpmgrError } from "../../errors.ts";
 import { cappedAnswers } from "../capped-fetch.ts";
 import { trustingFetch, type Fetch } from "../trusted-fetch.ts";
 
-export { isPrivateAddress } from "../addresses.ts";
 export type { Fetch } from "../trusted-fetch.ts";
 
 export function guardedFetch(
