@@ -25,7 +25,7 @@
 import { constants, existsSync } from "node:fs";
 import { lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
-import { isMcpmgrError } from "../errors.ts";
+import { errorMessage, isMcpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
 import { ConfigParseError, type FormatEditor, loadEditor } from "./formats/editor.ts";
@@ -117,7 +117,7 @@ export async function editClientFile(
     }
     // Unreadable, unwritable, locked for too long: a warning, never a failed `run`.
     if (isMcpmgrError(err) || errnoCode(err) !== undefined) {
-      return { skipped: `cannot update it: ${(err as Error).message}` };
+      return { skipped: `cannot update it: ${errorMessage(err)}` };
     }
     throw err;
   }

@@ -143,7 +143,7 @@ export function webhooks(options: WebhookOptions): Middleware {
           hook.hmacSecretRef ? options.hmacSecrets.get(hook.hmacSecretRef) : undefined,
         );
       } catch (err) {
-        options.onFailure?.(`webhook ${hook.name}: ${(err as Error).message}`);
+        options.onFailure?.(`webhook ${hook.name}: ${errorMessage(err)}`);
         if (hook.failurePolicy === "ignore") continue;
         return deny(message, `request refused: mutating webhook ${hook.name} failed`, 502);
       }
@@ -176,7 +176,7 @@ export function webhooks(options: WebhookOptions): Middleware {
           );
         current = patched;
       } catch (err) {
-        options.onFailure?.(`webhook ${hook.name}: its patch does not apply (${(err as Error).message})`);
+        options.onFailure?.(`webhook ${hook.name}: its patch does not apply (${errorMessage(err)})`);
         if (hook.failurePolicy === "ignore") continue;
         return deny(message, `request refused: webhook ${hook.name} answered a patch that does not apply`, 502);
       }
@@ -190,7 +190,7 @@ export function webhooks(options: WebhookOptions): Middleware {
           hook.hmacSecretRef ? options.hmacSecrets.get(hook.hmacSecretRef) : undefined,
         );
       } catch (err) {
-        options.onFailure?.(`webhook ${hook.name}: ${(err as Error).message}`);
+        options.onFailure?.(`webhook ${hook.name}: ${errorMessage(err)}`);
         if (hook.failurePolicy === "ignore") continue;
         return deny(message, `request refused: validating webhook ${hook.name} failed`, 502);
       }

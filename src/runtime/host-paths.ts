@@ -6,7 +6,7 @@
  */
 import { mkdirSync, realpathSync } from "node:fs";
 import { isAbsolute, posix, relative, resolve, sep } from "node:path";
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 import { type Env, resolvePaths } from "../state/paths.ts";
 
 /** A mount whose host side is a real path (no symlink in it). */
@@ -28,7 +28,7 @@ export function realHostPath(
     if (code === "ENOENT" || code === "ENOTDIR") {
       throw new McpmgrError("INVALID_OPTION", `${what} ${path} does not exist`, { hint });
     }
-    throw new McpmgrError("INVALID_OPTION", `cannot resolve ${what} ${path}: ${(err as Error).message}`, {
+    throw new McpmgrError("INVALID_OPTION", `cannot resolve ${what} ${path}: ${errorMessage(err)}`, {
       hint: "check the path and its permissions",
       cause: err,
     });

@@ -108,7 +108,7 @@ export async function readJsonFile<S extends v.GenericSchema>(
   try {
     json = JSON.parse(text);
   } catch (err) {
-    const detail = text.trim() === "" ? "the file is empty" : (err as Error).message;
+    const detail = text.trim() === "" ? "the file is empty" : errorMessage(err);
     throw new McpmgrError("STATE_CORRUPT", `${path} is not valid JSON: ${detail}`, { hint, cause: err });
   }
   const result = v.safeParse(schema, json);

@@ -23,7 +23,7 @@
  */
 import { dirname } from "node:path";
 import * as v from "valibot";
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, stateIoError } from "./atomic-file.ts";
 
 /** node:os only when a lock is taken or checked, not by every command that imports this module. */
@@ -166,7 +166,7 @@ async function _tryCreate(lockPath: string, owner: LockOwner): Promise<boolean> 
       throw err;
     }
   } catch (err) {
-    throw new McpmgrError("STATE_IO", `cannot create the lock file ${lockPath}: ${(err as Error).message}`, {
+    throw new McpmgrError("STATE_IO", `cannot create the lock file ${lockPath}: ${errorMessage(err)}`, {
       hint: `check that ${dirname(lockPath)} is writable, or point MCPMGR_HOME at a folder you own`,
       cause: err,
     });
