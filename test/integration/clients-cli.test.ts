@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { CLIENT_IDS } from "../../src/clients/types.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
 
@@ -74,7 +75,7 @@ describe("mcpmgr client without workloads", () => {
     const rows = json<{ id: string; installed: boolean; configPath: string; groups: string[] }[]>(
       mcpmgr("client", "status", "--format", "json").stdout,
     );
-    expect(rows).toHaveLength(15);
+    expect(rows.map((row) => row.id)).toEqual([...CLIENT_IDS]);
     expect(rows.filter((row) => row.installed).map((row) => row.id)).toEqual(["cursor"]);
     expect(rows.find((row) => row.id === "codex")?.configPath).toBe(join(home, ".codex", "config.toml"));
     expect(mcpmgr("client", "status").stdout).toMatch(/^CLIENT\s+INSTALLED\s+GROUPS\s+CONFIG\n/);
