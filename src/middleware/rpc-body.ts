@@ -6,7 +6,7 @@
 import { carryRequestState } from "../auth/request-state.ts";
 import { JsonRpcCode, jsonRpcError, type JsonRpcId } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
-import { maxJsonDepth, nestsDeeperThan } from "../proxy/stdio-bridge/json-text.ts";
+import { maxJsonDepth, mayHoldLongIntegers, nestsDeeperThan, parseExactJson } from "../proxy/stdio-bridge/json-text.ts";
 import { markDenied } from "./denials.ts";
 import { argumentsProblem, bodyProblem, unreadableValue, type MessageCheckOptions } from "./message-checks.ts";
 import { duplicateKeyIn } from "./strict-json.ts";
@@ -25,25 +25,14 @@ export interface RpcBody {
 
 const bodies = new WeakMap<Request, RpcBody>();
 
-/** A run of digits JSON.parse may not hold exactly; cheap to test, rare in MCP traffic. */
-const longDigits = /\d{16}/;
-const jsonWithRaw = JSON as typeof JSON & { rawJSON(text: string): unknown };
-
-/**
- * Integers beyond 2^53 keep their exact digits (as raw JSON), so a body re-serialised
- * after a policy checked it carries the same ids and arguments the client sent.
- */
-function exactIntegers(_key: string, value: unknown, context?: { source?: string }): unknown {
-  if (typeof value !== "number" || Number.isSafeInteger(value) || context?.source === undefined) return value;
-  return /^-?\d+$/.test(context.source) ? jsonWithRaw.rawJSON(context.source) : value;
-}
-
 export function rpcBodyOf(text: string, value?: unknown, bytes?: Uint8Array): RpcBody {
   let parsed = value;
   const tooDeep = value === undefined && nestsDeeperThan(text, maxJsonDepth);
   if (parsed === undefined && !tooDeep) {
     try {
-      parsed = longDigits.test(text) ? JSON.parse(text, exactIntegers as never) : JSON.parse(text);
+      // Integers beyond 2^53 keep their exact digits, so a body re-serialised after a policy
+      // checked it carries the same ids and arguments the client sent.
+      parsed = parseExactJson(text);
     } catch {
       parsed = undefined;
     }
@@ -63,7 +52,7 @@ export function rpcBodyOf(text: string, value?: unknown, bytes?: Uint8Array): Rp
  * body instead of reading it again; undefined when it is not JSON or holds integers kept as raw JSON.
  */
 export function plainValue(body: RpcBody): unknown {
-  return longDigits.test(body.text) ? undefined : body.value;
+  return mayHoldLongIntegers(body.text) ? undefined : body.value;
 }
 
 /**

@@ -18,6 +18,16 @@ function exactIntegers(_key: string, value: unknown, context?: { source?: string
   return /^-?\d+$/.test(context.source) ? jsonWithRaw.rawJSON(context.source) : value;
 }
 
+/** Whether the text may hold an integer JSON.parse cannot hold exactly (then parseExactJson keeps it as raw JSON). */
+export function mayHoldLongIntegers(text: string): boolean {
+  return longDigits.test(text);
+}
+
+/** JSON.parse with integers beyond 2^53 kept exact (throws on text that is not JSON); also the chain's (middleware/rpc-body.ts). */
+export function parseExactJson(text: string): unknown {
+  return longDigits.test(text) ? JSON.parse(text, exactIntegers as never) : JSON.parse(text);
+}
+
 /** Whether arrays and objects nest deeper than `max` (strings are skipped; linear, no allocation). */
 export function nestsDeeperThan(text: string, max: number): boolean {
   // Fewer characters than twice the depth cannot nest that deep.
@@ -43,7 +53,7 @@ export type ParsedJson = { readonly value: unknown } | { readonly error: "too-de
 export function parseJsonText(text: string, maxDepth = maxJsonDepth): ParsedJson {
   if (nestsDeeperThan(text, maxDepth)) return { error: "too-deep" };
   try {
-    return { value: longDigits.test(text) ? JSON.parse(text, exactIntegers as never) : JSON.parse(text) };
+    return { value: parseExactJson(text) };
   } catch {
     return { error: "not-json" };
   }
