@@ -5,7 +5,6 @@
  */
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { isLoopbackHostname } from "../config/loopback.ts";
 
 function v4Private(address: string): boolean {
   const [a = 0, b = 0] = address.split(".").map(Number);
@@ -66,9 +65,4 @@ export async function resolvesInside(host: string): Promise<{ inside: boolean; a
   if (addresses === undefined || addresses.length === 0) return { inside: true };
   const found = addresses.find((a) => isPrivateAddress(a.address));
   return found ? { inside: true, address: found.address } : { inside: false };
-}
-
-/** Loopback by the rule the options follow (config/loopback.ts): a name that begins with "127." is a DNS name. */
-export function isLoopbackHost(host: string): boolean {
-  return isLoopbackHostname(host);
 }

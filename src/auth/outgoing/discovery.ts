@@ -7,7 +7,8 @@
 import * as oauth from "oauth4webapi";
 import { errorMessage, McpmgrError } from "../../errors.ts";
 import { version } from "../../version.ts";
-import { isLoopbackHost, resolvesInside } from "../addresses.ts";
+import { isLoopbackHostname } from "../../config/loopback.ts";
+import { resolvesInside } from "../addresses.ts";
 import type { Fetch } from "../trusted-fetch.ts";
 import { CA_HINT, requestOptions, type ServerInfo, untrustedCertificate } from "./oauth-client.ts";
 
@@ -140,7 +141,7 @@ export async function assertRemoteChosenUrl(text: string, what: string, target: 
       hint: "give --remote-auth-issuer (or the authorize and token URLs) yourself",
     });
   }
-  const loopback = isLoopbackHost(url.hostname);
+  const loopback = isLoopbackHostname(url.hostname);
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
     throw new McpmgrError(
       "AUTH_SETUP_FAILED",
@@ -266,7 +267,7 @@ export async function assertServerEndpoints(server: ServerInfo, target: URL, rem
     const url = URL.canParse(text) ? new URL(text) : undefined;
     if (
       url === undefined ||
-      !(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname)))
+      !(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHostname(url.hostname)))
     ) {
       throw new McpmgrError("AUTH_SETUP_FAILED", `the authorization server's ${what} is not an https:// URL`, {
         hint: "check --remote-auth-issuer (http:// is accepted on loopback only)",
