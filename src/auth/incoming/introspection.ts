@@ -21,7 +21,7 @@
 import { createHash } from "node:crypto";
 import type { IncomingAuthSpec } from "../../config/incoming-auth-spec.ts";
 import type { Fetch } from "./guarded-fetch.ts";
-import { issuerForms, type Principal, principalOf } from "./principal.ts";
+import { issuerForms, type Principal, principalFromClaims } from "./principal.ts";
 import { assertBearer, describeFetchFailure, TokenRejected, VerificationUnavailable } from "./verifier-errors.ts";
 
 const ANSWER_CACHE_MS = 30_000;
@@ -188,7 +188,7 @@ export function introspector(options: IntrospectorOptions): (token: string) => P
     }
     if (exp !== undefined && exp + CLOCK_TOLERANCE_S * 1000 < now())
       throw new TokenRejected("invalid_token", "the token has expired");
-    return principalOf(answer);
+    return principalFromClaims(answer);
   }
 
   async function check(token: string, key: string, known: Principal | undefined): Promise<Principal> {

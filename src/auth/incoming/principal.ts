@@ -24,7 +24,7 @@ function scopesOf(claims: Record<string, unknown>): string[] {
   return [];
 }
 
-export function principalOf(claims: Record<string, unknown>): Principal {
+export function principalFromClaims(claims: Record<string, unknown>): Principal {
   const subject =
     typeof claims.sub === "string" ? claims.sub : typeof claims.client_id === "string" ? claims.client_id : "";
   if (subject === "") throw new TokenRejected("invalid_token", "the token names no subject");

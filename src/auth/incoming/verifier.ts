@@ -21,7 +21,7 @@ import type { IncomingAuthSpec } from "../../config/incoming-auth-spec.ts";
 import { McpmgrError, errorMessage } from "../../errors.ts";
 import { guardedFetch, type Fetch } from "./guarded-fetch.ts";
 import { introspector } from "./introspection.ts";
-import { issuerForms, type Principal, principalOf } from "./principal.ts";
+import { issuerForms, type Principal, principalFromClaims } from "./principal.ts";
 import {
   assertBearer,
   describeFetchFailure,
@@ -224,7 +224,7 @@ export async function createTokenVerifier(
       if (typ !== undefined && !accessTokenTypes.has(typ))
         throw new TokenRejected("invalid_token", `the token is not an access token (typ ${protectedHeader.typ})`);
       assertBearer(payload.cnf, undefined);
-      return principalOf(payload as JWTPayload & Record<string, unknown>);
+      return principalFromClaims(payload as JWTPayload & Record<string, unknown>);
     } catch (err) {
       if (err instanceof TokenRejected || err instanceof VerificationUnavailable) throw err;
       throw new TokenRejected("invalid_token", describeJoseError(err));
