@@ -134,24 +134,34 @@ export function webhooks(options: WebhookOptions): Middleware {
         ...(principal ? { principal: { sub: principal.subject, claims: principal.claims } } : {}),
       });
     let current = message;
-    for (const hook of config.mutating) {
-      let answer: Record<string, unknown>;
+    /** The hook's answer about `current`; undefined when it failed and its policy ignores that, else the refusal. */
+    const ask = async (
+      hook: WebhookSpec,
+      kind: "mutating" | "validating",
+    ): Promise<Record<string, unknown> | Response | undefined> => {
       try {
-        answer = await call(
+        return await call(
           hook,
           envelope(current),
           hook.hmacSecretRef ? options.hmacSecrets.get(hook.hmacSecretRef) : undefined,
         );
       } catch (err) {
         options.onFailure?.(`webhook ${hook.name}: ${errorMessage(err)}`);
-        if (hook.failurePolicy === "ignore") continue;
-        return deny(message, `request refused: mutating webhook ${hook.name} failed`, 502);
+        return hook.failurePolicy === "ignore"
+          ? undefined
+          : deny(message, `request refused: ${kind} webhook ${hook.name} failed`, 502);
       }
-      if (answer.allowed === false)
-        return deny(
-          message,
-          `request denied by webhook ${hook.name}${typeof answer.reason === "string" ? `: ${answer.reason}` : ""}`,
-        );
+    };
+    const denied = (hook: WebhookSpec, answer: Record<string, unknown>) =>
+      deny(
+        message,
+        `request denied by webhook ${hook.name}${typeof answer.reason === "string" ? `: ${answer.reason}` : ""}`,
+      );
+    for (const hook of config.mutating) {
+      const answer = await ask(hook, "mutating");
+      if (answer === undefined) continue;
+      if (answer instanceof Response) return answer;
+      if (answer.allowed === false) return denied(hook, answer);
       if (answer.patch === undefined) continue;
       if (answer.patch_type !== undefined && answer.patch_type !== "json_patch")
         return deny(message, `webhook ${hook.name} answered an unknown patch type`, 502);
@@ -182,23 +192,10 @@ export function webhooks(options: WebhookOptions): Middleware {
       }
     }
     for (const hook of config.validating) {
-      let answer: Record<string, unknown>;
-      try {
-        answer = await call(
-          hook,
-          envelope(current),
-          hook.hmacSecretRef ? options.hmacSecrets.get(hook.hmacSecretRef) : undefined,
-        );
-      } catch (err) {
-        options.onFailure?.(`webhook ${hook.name}: ${errorMessage(err)}`);
-        if (hook.failurePolicy === "ignore") continue;
-        return deny(message, `request refused: validating webhook ${hook.name} failed`, 502);
-      }
-      if (answer.allowed !== true)
-        return deny(
-          message,
-          `request denied by webhook ${hook.name}${typeof answer.reason === "string" ? `: ${answer.reason}` : ""}`,
-        );
+      const answer = await ask(hook, "validating");
+      if (answer === undefined) continue;
+      if (answer instanceof Response) return answer;
+      if (answer.allowed !== true) return denied(hook, answer);
     }
     return current;
   };
