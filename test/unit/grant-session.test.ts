@@ -74,6 +74,8 @@ async function session(
     deferTo?: string;
     clock?: ReturnType<typeof fakeClock>;
     store?: ReturnType<typeof memoryStore>;
+    /** The token source's say on logins the session starts by itself. */
+    beforeLogin?: () => void;
   } = {},
 ) {
   const h: Harness = {
@@ -104,6 +106,7 @@ async function session(
     },
     log: { info: (text) => h.logs.push(text), warn: (text) => h.logs.push(text) },
     ...(options.deferTo !== undefined ? { stepUps: loginPolicy({ now: h.clock.now, deferTo: options.deferTo }) } : {}),
+    ...(options.beforeLogin ? { beforeLogin: options.beforeLogin } : {}),
   });
   return { s, h };
 }
@@ -406,4 +409,28 @@ test("a login for deferred step-up scopes that fails does not make every later s
   const third = await session({ scopes: ["mcp:read"], deferTo, clock: h.clock, store: h.store, login: refused });
   expect((await third.s.current()).accessToken).toBe(first.accessToken);
   expect(third.h.logins).toEqual([]);
+});
+
+test("a login the session would start by itself is not started when the token source refuses it (a background workload once it runs)", async () => {
+  let refuse = true;
+  let asked = 0;
+  const clock = fakeClock();
+  const { s, h } = await session({
+    clock,
+    stored: { clientId: "client", accessToken: "old", refreshToken: "rt-old", expiresAt: clock.t - 1 },
+    refresh: async () => {
+      throw new RefreshFailed("the refresh was refused (invalid_grant)", true);
+    },
+    beforeLogin: () => {
+      asked++;
+      if (refuse) throw new McpmgrError("AUTH_SETUP_FAILED", "run 'mcpmgr restart w' to log in");
+    },
+  });
+  await expect(s.current()).rejects.toThrow("mcpmgr restart w");
+  expect(asked).toBe(1);
+  expect(h.logins).toHaveLength(0);
+  // Allowed again (the user restarted it): the login happens.
+  refuse = false;
+  expect((await s.current()).accessToken).toMatch(/^at-/);
+  expect(h.logins).toHaveLength(1);
 });
