@@ -119,9 +119,11 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
       if (late !== undefined) {
         logins.admitLogin(late);
         counted = true;
-        // A grant that ended (refresh refused) is the server's doing, not the remote's: not counted,
-        // but nobody is there to log in for a background workload either.
-      } else if (logins.deferTo !== undefined) logins.admitLogin(`the login to ${issuer} has ended`);
+        return;
+      }
+      // A grant that ended (the refresh refused) is the server's doing, not the remote's: not
+      // counted, but nobody is there to log in for a background workload either.
+      if (logins.deferTo !== undefined) logins.admitLogin(`the login to ${issuer} has ended`);
     };
     let client: ClientInfo;
     if (ownClient)
