@@ -36,6 +36,7 @@ import { passThrough } from "./pass-through.ts";
 import { anyResult } from "./sdk.ts";
 import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
+import { markForeignSession } from "../proxy/session-refusal.ts";
 
 export const GATEWAY_PATH = "/mcp";
 
@@ -287,8 +288,10 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       : req.headers.get("mcp-session-id");
     if (sessionId !== null) {
       const session = sessions.get(sessionId);
-      if (session === undefined || session.owner !== (callerOf(req) ?? ""))
-        return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found");
+      if (session === undefined) return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found");
+      // Another caller's: the same answer, marked so that the session is not counted as ended.
+      if (session.owner !== (callerOf(req) ?? ""))
+        return markForeignSession(jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found"));
       session.lastSeen = Date.now();
       const batchRefused = Array.isArray(parsedBody) && batchRefusal(req, parsedBody.length);
       if (batchRefused) return batchRefused;

@@ -14,6 +14,7 @@ import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { carryRequestState } from "../auth/request-state.ts";
+import { refusedForeignSession } from "../proxy/session-refusal.ts";
 import { ActiveSessions } from "./active-sessions.ts";
 import { isDenied } from "./denials.ts";
 import { sessionRef } from "./session-ref.ts";
@@ -132,7 +133,7 @@ export function telemetryMiddleware(
     if (sessionId !== null) tracked?.seen(sessionId);
     if (method === undefined) {
       const response = await next(forward, ctx);
-      if (sessionId !== null && ((req.method === "DELETE" && response.ok) || response.status === 404))
+      if (sessionId !== null && ((req.method === "DELETE" && response.ok) || sessionGone(response)))
         tracked?.ended(sessionId);
       // A legacy SSE stream (GET without a session header) is a session while it is open.
       if (tracked && isLegacyStream(req, response)) return tracked.streamed(response);
@@ -183,7 +184,7 @@ export function telemetryMiddleware(
       if (response.status >= 400) span?.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${response.status}` });
       const session = response.headers.get("mcp-session-id");
       if (method === "initialize" && session) tracked?.opened(session);
-      else if (sessionId !== null && response.status === 404) tracked?.ended(sessionId);
+      else if (sessionId !== null && sessionGone(response)) tracked?.ended(sessionId);
       return response;
     } catch (err) {
       span?.recordException(err as Error);
@@ -197,4 +198,9 @@ export function telemetryMiddleware(
       if (tool) toolCalls?.add(1, { "gen_ai.tool.name": toolLabel(tool, admitted) });
     }
   };
+}
+
+/** A 404 for a session ends it, unless it refused another caller's request for the session (which goes on). */
+function sessionGone(response: Response): boolean {
+  return response.status === 404 && !refusedForeignSession(response);
 }

@@ -87,7 +87,15 @@ export function authenticatedFetch(base: UpstreamFetch, options: AuthenticatedFe
       else headers.set(headerName, value);
       response = await send({ ...init, headers });
       if (!refusesCredentials(response)) return response;
-      await source.invalidate(value, response).catch(() => {});
+      // Refused again: a reason the source gives (no login allowed now, and why) is the client's to read.
+      const why = await source.invalidate(value, response).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      if (why !== undefined) {
+        await response.body?.cancel();
+        return jsonRpcError(502, -32000, `mcpmgr could not authenticate to the remote server: ${errorMessage(why)}`);
+      }
     }
     await response.body?.cancel();
     return jsonRpcError(502, -32000, "the remote MCP server refused mcpmgr's credentials (see the proxy's log)");

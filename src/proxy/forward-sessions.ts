@@ -12,6 +12,7 @@ import { sanitiseResponseHeaders } from "./headers.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "./jsonrpc.ts";
 import { LegacySessions } from "./legacy-sessions.ts";
 import { readAhead } from "./read-ahead.ts";
+import { markForeignSession } from "./session-refusal.ts";
 import { SessionTracker } from "./session-tracker.ts";
 
 /** Where a forwarded request goes, and for whom. */
@@ -73,7 +74,9 @@ export class ForwardedSessions {
       const owner = this.tracker.ownerOf(sessionId);
       // Without authentication there is no one to tell apart; a session opened before this
       // proxy started (or forgotten when idle) is left to the upstream.
-      if (caller === undefined ? owner !== undefined && owner !== "" : owner !== caller) return sessionNotFound();
+      // Another's session: the same answer as for none, marked so that it is not counted as the session's end.
+      if (caller === undefined ? owner !== undefined && owner !== "" : owner !== caller)
+        return owner === undefined ? sessionNotFound() : markForeignSession(sessionNotFound());
       return undefined;
     }
     const method = req.method;

@@ -77,8 +77,8 @@ export async function outgoingAuthentication(
       storeFor: (key) => secretsGrantStore(ctx.secrets(), key, named),
       exclusive: lockedRenewals(oauthLockDir(ctx.env), oauth.timeoutMs + 90_000),
       // A background workload's logins happen at its start, while `run`/`start`/`restart` shows the URL.
-      stepUpDeferTo: ctx.background
-        ? `run 'mcpmgr restart ${name}' to log in for them (restart shows the login URL)`
+      deferLoginsTo: ctx.background
+        ? `run 'mcpmgr restart ${name}' to log in (restart shows the login URL)`
         : undefined,
     });
   } else if (spec.tokenExchange) {

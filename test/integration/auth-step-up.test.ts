@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
-import { MAX_STEP_UP_LOGINS } from "../../src/auth/outgoing/step-up.ts";
+import { MAX_REMOTE_LOGINS } from "../../src/auth/outgoing/login-policy.ts";
 import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE } from "../support/auth-server.ts";
 import { type ProtectedRemote, startGate, startProtectedRemote, until } from "../support/protected-remote.ts";
 import { postInitialize } from "../support/raw-session.ts";
@@ -113,12 +113,12 @@ test("a remote naming a new scope in each 403 gets a few step-up logins, then th
     expect((await ping(url)).status).toBe(200);
     escalate = true;
     let last = { status: 0, text: "" };
-    for (let i = 0; i < 2 * MAX_STEP_UP_LOGINS; i++) last = await ping(url);
+    for (let i = 0; i < 2 * MAX_REMOTE_LOGINS; i++) last = await ping(url);
     expect(last.status).toBe(502);
     expect(last.text).toContain("no login was started");
     // The first login, then the step-ups the budget allows: no more pages opened for the remote.
-    expect(loginUrls(proxy.output())).toHaveLength(1 + MAX_STEP_UP_LOGINS);
-    expect(asked).toBeGreaterThan(MAX_STEP_UP_LOGINS + 1);
+    expect(loginUrls(proxy.output())).toHaveLength(1 + MAX_REMOTE_LOGINS);
+    expect(asked).toBeGreaterThan(MAX_REMOTE_LOGINS + 1);
   } finally {
     escalate = false;
     await player.stop();

@@ -71,6 +71,54 @@ describe("2026-07-28 callers", () => {
   });
 });
 
+describe("2025 sessions", () => {
+  test("another caller's request or DELETE for a session is refused and does not end it in the active-sessions metric", async () => {
+    const metered = await group.gateway("team", ...auth.oidcArgs(), "--otel-enable-prometheus-metrics-path");
+    const active = async () => {
+      const metrics = await (await fetch(new URL("/metrics", metered.url))).text();
+      const line = metrics.split("\n").find((l) => l.startsWith("mcp_server_active_sessions"));
+      return line === undefined ? undefined : Number(line.split(" ").pop());
+    };
+    const post = (body: unknown, headers: Record<string, string>) =>
+      fetch(metered.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+        body: JSON.stringify(body),
+      });
+    try {
+      const owner = { authorization: `Bearer ${await auth.token()}` };
+      const other = { authorization: `Bearer ${await auth.token({ client: "otherService" })}` };
+      const opened = await post(
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "owner", version: "1" } },
+        },
+        owner,
+      );
+      expect(opened.status).toBe(200);
+      await opened.body?.cancel();
+      const inSession = {
+        "mcp-session-id": opened.headers.get("mcp-session-id") as string,
+        "mcp-protocol-version": "2025-06-18",
+      };
+      expect(await active()).toBe(1);
+      const ping = { jsonrpc: "2.0", id: 2, method: "ping" };
+      expect((await post(ping, { ...other, ...inSession })).status).toBe(404);
+      expect((await fetch(metered.url, { method: "DELETE", headers: { ...other, ...inSession } })).status).toBe(404);
+      expect(await active()).toBe(1);
+      const owned = await post(ping, { ...owner, ...inSession });
+      expect(owned.status).toBe(200);
+      await owned.body?.cancel();
+      expect((await fetch(metered.url, { method: "DELETE", headers: { ...owner, ...inSession } })).ok).toBe(true);
+      expect(await active()).toBe(0);
+    } finally {
+      await metered.stop();
+    }
+  });
+});
+
 function memberOf(options: Parameters<typeof startMemberServer>[0]): MemberServer {
   const server = startMemberServer(options);
   members.push(server);

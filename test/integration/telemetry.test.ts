@@ -30,6 +30,8 @@ beforeAll(() => {
     async fetch(req) {
       const traceparent = req.headers.get("traceparent");
       if (traceparent) traceparents.push(traceparent);
+      // The end of its session (the one session id it hands out).
+      if (req.method === "DELETE") return new Response(null, { status: 200 });
       const message = (await req.json()) as { id?: number; method: string };
       if (message.id === undefined) return new Response(null, { status: 202 });
       const result =
@@ -218,6 +220,71 @@ test("tool calls refused before the server (no token) give made-up tool names no
     await auth.stop();
   }
 }, 60_000);
+
+test("another caller's request or DELETE for a session does not end it in the active-sessions metric; its owner's DELETE does", async () => {
+  const auth = await startAuthServer();
+  const run = await runUpstream("owned", ["--otel-enable-prometheus-metrics-path", ...auth.oidcArgs()]);
+  const url = run.url;
+  const active = async () => sample(await (await fetch(new URL("/metrics", url))).text(), "mcp_server_active_sessions");
+  try {
+    const owner = { authorization: `Bearer ${await auth.token()}` };
+    const other = { authorization: `Bearer ${await auth.token({ client: "otherService" })}` };
+    const inSession = { "mcp-session-id": UPSTREAM_SESSION };
+    expect((await post(url, initialize(1), owner)).status).toBe(200);
+    expect(await active()).toBe(1);
+    // The other caller learned the id: its requests are refused as for a session that does not exist.
+    const call = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } };
+    expect((await post(url, call, { ...other, ...inSession })).status).toBe(404);
+    const foreignDelete = await fetch(url, { method: "DELETE", headers: { ...other, ...inSession } });
+    expect(foreignDelete.status).toBe(404);
+    expect(await active()).toBe(1);
+    // The session goes on for its owner, and ends with the owner's DELETE.
+    expect((await post(url, call, { ...owner, ...inSession })).status).toBe(200);
+    expect((await fetch(url, { method: "DELETE", headers: { ...owner, ...inSession } })).status).toBe(200);
+    expect(await active()).toBe(0);
+  } finally {
+    await run.stop();
+    await auth.stop();
+  }
+}, 60_000);
+
+test("through the stdio bridge too: another caller's request or DELETE for a session does not end it in the metric", async () => {
+  const auth = await startAuthServer();
+  const run = await startRun(
+    [
+      "npx://./test/fixtures/sandbox-probe",
+      "--name",
+      "bridged-owned",
+      "--otel-enable-prometheus-metrics-path",
+      ...auth.oidcArgs(),
+    ],
+    { timeoutMs: 60_000 },
+  );
+  const url = run.url;
+  const active = async () => sample(await (await fetch(new URL("/metrics", url))).text(), "mcp_server_active_sessions");
+  try {
+    const owner = { authorization: `Bearer ${await auth.token()}` };
+    const other = { authorization: `Bearer ${await auth.token({ client: "otherService" })}` };
+    const opened = await post(url, initialize(1), owner);
+    expect(opened.status).toBe(200);
+    await opened.body?.cancel();
+    const inSession = {
+      "mcp-session-id": opened.headers.get("mcp-session-id") as string,
+      "mcp-protocol-version": "2025-06-18",
+    };
+    expect(await active()).toBe(1);
+    const ping = { jsonrpc: "2.0", id: 2, method: "ping" };
+    expect((await post(url, ping, { ...other, ...inSession })).status).toBe(404);
+    expect((await fetch(url, { method: "DELETE", headers: { ...other, ...inSession } })).status).toBe(404);
+    expect(await active()).toBe(1);
+    expect((await post(url, ping, { ...owner, ...inSession })).status).toBe(200);
+    expect((await fetch(url, { method: "DELETE", headers: { ...owner, ...inSession } })).ok).toBe(true);
+    expect(await active()).toBe(0);
+  } finally {
+    await run.stop();
+    await auth.stop();
+  }
+}, 120_000);
 
 test("what a client chooses is cut short in spans: a 1 MiB tool name and request id are not exported whole", async () => {
   const run = await runUpstream("clipped", receiver.otelArgs("1.0"));

@@ -41,6 +41,12 @@ export interface AuthServer {
   /** Token endpoint requests so far, by grant_type. */
   readonly grants: Map<string, number>;
   /**
+   * Every request so far as the provider understood it — `request`: its URL, Authorization header,
+   * parameters and authenticated client, as JSON text; `answer`: what /token and /reg answered —
+   * for tests of what reaches which server.
+   */
+  readonly seen: { method: string; path: string; request: string; answer: string | undefined }[];
+  /**
    * An access token from client_credentials for `resource` with `scope` (as `client`, default the
    * service client); `dpop`: bound to a fresh key by a DPoP proof (RFC 9449).
    */
@@ -160,8 +166,21 @@ export async function startAuthServer(
   };
   const provider = new Provider(issuer, configuration);
   const grants = new Map<string, number>();
+  const seen: AuthServer["seen"] = [];
   provider.use(async (ctx, next) => {
     await next();
+    const oidc = (ctx as unknown as { oidc?: { params?: unknown; client?: { clientId?: string } } }).oidc;
+    seen.push({
+      method: ctx.method,
+      path: ctx.path,
+      request: JSON.stringify({
+        url: ctx.url,
+        authorization: ctx.headers.authorization,
+        params: oidc?.params,
+        client: oidc?.client?.clientId,
+      }),
+      answer: ctx.path === "/token" || ctx.path === "/reg" ? JSON.stringify(ctx.body) : undefined,
+    });
     if (ctx.path === "/token" && ctx.method === "POST") {
       const type =
         (ctx as unknown as { oidc?: { params?: { grant_type?: string } } }).oidc?.params?.grant_type ?? "unknown";
@@ -226,6 +245,7 @@ export async function startAuthServer(
     fetch: trusted,
     provider,
     grants,
+    seen,
     async token({ resource = JWT_RESOURCE, scope = "mcp:read", client = "service", dpop = false } = {}) {
       const { client_id, client_secret } = CLIENTS[client];
       const response = await trusted(`${issuer}/token`, {

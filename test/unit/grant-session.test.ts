@@ -16,10 +16,10 @@ import { RefreshFailed, type TokenSet } from "../../src/auth/outgoing/oauth-clie
 import {
   MAX_NEW_SCOPES,
   MAX_SCOPES,
-  MAX_STEP_UP_LOGINS,
-  STEP_UP_WINDOW_MS,
-  stepUpPolicy,
-} from "../../src/auth/outgoing/step-up.ts";
+  MAX_REMOTE_LOGINS,
+  REMOTE_LOGIN_WINDOW_MS,
+  loginPolicy,
+} from "../../src/auth/outgoing/login-policy.ts";
 import { McpmgrError } from "../../src/errors.ts";
 
 const HOUR = 3_600_000;
@@ -74,6 +74,8 @@ async function session(
     deferTo?: string;
     clock?: ReturnType<typeof fakeClock>;
     store?: ReturnType<typeof memoryStore>;
+    /** The token source's say on logins the session starts by itself. */
+    beforeLogin?: () => void;
   } = {},
 ) {
   const h: Harness = {
@@ -103,7 +105,8 @@ async function session(
       return renew();
     },
     log: { info: (text) => h.logs.push(text), warn: (text) => h.logs.push(text) },
-    ...(options.deferTo !== undefined ? { stepUps: stepUpPolicy({ now: h.clock.now, deferTo: options.deferTo }) } : {}),
+    ...(options.deferTo !== undefined ? { stepUps: loginPolicy({ now: h.clock.now, deferTo: options.deferTo }) } : {}),
+    ...(options.beforeLogin ? { beforeLogin: options.beforeLogin } : {}),
   });
   return { s, h };
 }
@@ -296,18 +299,18 @@ async function refusal(promise: Promise<unknown>): Promise<McpmgrError> {
 test("a remote naming a new scope in each 403 gets a few step-up logins per window, then a clear error and no login", async () => {
   const { s, h } = await session({ scopes: ["mcp:read"] });
   await s.current();
-  for (let i = 1; i <= MAX_STEP_UP_LOGINS; i++) expect(await s.stepUp([`extra:${i}`])).toBe(true);
-  expect(h.logins).toHaveLength(1 + MAX_STEP_UP_LOGINS);
+  for (let i = 1; i <= MAX_REMOTE_LOGINS; i++) expect(await s.stepUp([`extra:${i}`])).toBe(true);
+  expect(h.logins).toHaveLength(1 + MAX_REMOTE_LOGINS);
   const over = await refusal(s.stepUp(["extra:again"]));
   expect(over.message).toContain("no login was started");
   expect(over.hint).toContain("--remote-auth-scopes");
-  expect(h.logins).toHaveLength(1 + MAX_STEP_UP_LOGINS);
+  expect(h.logins).toHaveLength(1 + MAX_REMOTE_LOGINS);
   // The tokens in use are kept meanwhile.
   expect((await s.current()).accessToken).toBe(`at-${issued}`);
   // Once the window has passed, a step-up may log in again.
-  h.clock.t += STEP_UP_WINDOW_MS;
+  h.clock.t += REMOTE_LOGIN_WINDOW_MS;
   expect(await s.stepUp(["extra:later"])).toBe(true);
-  expect(h.logins).toHaveLength(2 + MAX_STEP_UP_LOGINS);
+  expect(h.logins).toHaveLength(2 + MAX_REMOTE_LOGINS);
 });
 
 test("scopes a remote names in a step-up must be OAuth scope tokens, a few at a time: otherwise no login", async () => {
@@ -330,7 +333,7 @@ test("a session that starts with many scopes (a remote listing them all in scope
   expect(h.logins.at(-1)).toEqual([...initial, "mcp:write"]);
   // Scopes added by step-ups stay bounded all the same.
   for (let added = 1; added < MAX_SCOPES; added += MAX_NEW_SCOPES) {
-    h.clock.t += STEP_UP_WINDOW_MS;
+    h.clock.t += REMOTE_LOGIN_WINDOW_MS;
     const more = Array.from({ length: MAX_NEW_SCOPES }, (_, i) => `more:${added + i}`);
     const outcome = await s.stepUp(more).catch((err: unknown) => err);
     if (outcome instanceof McpmgrError) {
@@ -406,4 +409,28 @@ test("a login for deferred step-up scopes that fails does not make every later s
   const third = await session({ scopes: ["mcp:read"], deferTo, clock: h.clock, store: h.store, login: refused });
   expect((await third.s.current()).accessToken).toBe(first.accessToken);
   expect(third.h.logins).toEqual([]);
+});
+
+test("a login the session would start by itself is not started when the token source refuses it (a background workload once it runs)", async () => {
+  let refuse = true;
+  let asked = 0;
+  const clock = fakeClock();
+  const { s, h } = await session({
+    clock,
+    stored: { clientId: "client", accessToken: "old", refreshToken: "rt-old", expiresAt: clock.t - 1 },
+    refresh: async () => {
+      throw new RefreshFailed("the refresh was refused (invalid_grant)", true);
+    },
+    beforeLogin: () => {
+      asked++;
+      if (refuse) throw new McpmgrError("AUTH_SETUP_FAILED", "run 'mcpmgr restart w' to log in");
+    },
+  });
+  await expect(s.current()).rejects.toThrow("mcpmgr restart w");
+  expect(asked).toBe(1);
+  expect(h.logins).toHaveLength(0);
+  // Allowed again (the user restarted it): the login happens.
+  refuse = false;
+  expect((await s.current()).accessToken).toMatch(/^at-/);
+  expect(h.logins).toHaveLength(1);
 });

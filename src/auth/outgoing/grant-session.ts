@@ -8,7 +8,7 @@
  */
 import { errorMessage, McpmgrError } from "../../errors.ts";
 import { RefreshFailed, type ClientInfo, type TokenSet } from "./oauth-client.ts";
-import { type StepUpPolicy, stepUpPolicy } from "./step-up.ts";
+import { type LoginPolicy, loginPolicy } from "./login-policy.ts";
 
 export interface Clock {
   now(): number;
@@ -27,7 +27,7 @@ export interface StoredGrant {
   expiresAt?: number;
   lifetimeMs?: number;
   /**
-   * Scopes a remote asked for that a background workload did not log in for (step-up.ts): the
+   * Scopes a remote asked for that a background workload did not log in for (login-policy.ts): the
    * next start logs in for them instead of using the stored tokens.
    */
   stepUpScopes?: string[];
@@ -61,8 +61,14 @@ export interface GrantSessionOptions {
    */
   readonly exclusive: <T>(renew: () => Promise<T>) => Promise<T>;
   readonly log: OutgoingLog;
-  /** Which step-ups may log in (default: the bounds of step-up.ts, interactive). */
-  readonly stepUps?: StepUpPolicy;
+  /** Which step-ups may log in (default: the bounds of login-policy.ts, interactive). */
+  readonly stepUps?: LoginPolicy;
+  /**
+   * Asked before a login the session starts by itself (no token, the refresh refused, scopes
+   * deferred to this start); throws to refuse it (the token source's rules: none from a background
+   * workload once it runs, and a login for a server the remote moved to counts). Step-ups ask `stepUps`.
+   */
+  readonly beforeLogin?: () => void;
 }
 
 export interface GrantSession {
@@ -114,7 +120,7 @@ function union(a: readonly string[], b: readonly string[]): string[] {
 
 export async function openGrantSession(options: GrantSessionOptions): Promise<GrantSession> {
   const { client, store, clock, log } = options;
-  const stepUps = options.stepUps ?? stepUpPolicy({ now: clock.now });
+  const stepUps = options.stepUps ?? loginPolicy({ now: clock.now });
   const stored = await store.load();
   /** Scopes of a deferred step-up, kept in the store until a login asks for them. */
   let pendingScopes = stored.stepUpScopes;
@@ -149,10 +155,18 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
     return next;
   };
 
+  /** A login of the session's own (not a step-up): the token source may refuse it. */
+  const renewalLogin = (why: string): Promise<TokenSet> => {
+    options.beforeLogin?.();
+    return login(why);
+  };
+
   /** Under the lock: what another process stored since, else a refresh (retried), else a login. */
   const renewExclusively = async (): Promise<TokenSet> => {
     if (mustLogin && pendingScopes) {
       const asked = pendingScopes.join(" ");
+      // Refused (not failed): the scopes stay for a start that may log in.
+      options.beforeLogin?.();
       try {
         return await login(`logging in for the scopes the remote server asked for earlier (${asked})`);
       } catch (err) {
@@ -180,13 +194,13 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
           return next;
         } catch (err) {
           if (!(err instanceof RefreshFailed)) throw err;
-          if (err.revoked) return login(`${err.message}: the grant was revoked or expired, logging in again`);
+          if (err.revoked) return renewalLogin(`${err.message}: the grant was revoked or expired, logging in again`);
           log.warn(`${err.message}; retrying`);
           await clock.sleep(500 * 2 ** attempt);
         }
       }
     }
-    return login(
+    return renewalLogin(
       refreshToken
         ? "the token could not be refreshed, logging in again"
         : "logging in to the remote server's authorization server",

@@ -5,13 +5,17 @@
  * or a remote that asks at once, the login happens before serving; otherwise the first 401
  * (or 403 insufficient_scope) from the remote starts it. When a later 401 shows that the
  * remote now names another authorization server, the grant of the old one is left alone and
- * a new one is made with the new server — registering again (MCP 2026-07-28, SEP-2352).
+ * a new one is made with the new server — registering again (MCP 2026-07-28, SEP-2352); a
+ * client given with --remote-auth-client-id belongs to the server it was first used with and
+ * is not offered to the next. Logins the remote starts once the workload runs (a first 401
+ * late, a move, a step-up) follow login-policy.ts: one at a time, a budget per remote, none
+ * from a background workload.
  *
  * Storage, the lock, the clock and the interactive login are the caller's (the CLI gives the
  * secrets store, lock files and the callback server with the browser).
  */
 import type { OAuthSpec } from "../../config/outgoing-auth-spec.ts";
-import { McpmgrError } from "../../errors.ts";
+import { errorMessage, McpmgrError } from "../../errors.ts";
 import type { Fetch } from "../trusted-fetch.ts";
 import {
   assertServerEndpoints,
@@ -34,7 +38,7 @@ import {
 import { grantKey } from "./grant-store.ts";
 import { type InteractiveLogin, redirectUriFor } from "./login.ts";
 import { type ClientInfo, refreshTokens, registerClient, type ServerInfo } from "./oauth-client.ts";
-import { stepUpPolicy } from "./step-up.ts";
+import { LoginRefused, loginPolicy } from "./login-policy.ts";
 import type { TokenSource } from "./token-source.ts";
 
 export interface OAuthTokenSourceOptions {
@@ -48,10 +52,11 @@ export interface OAuthTokenSourceOptions {
   readonly exclusive: <T>(key: string, renew: () => Promise<T>) => Promise<T>;
   readonly clock?: Clock;
   /**
-   * Set for a background workload (nobody watching): a remote's step-up starts no login; this
-   * says how the user logs in for the scopes instead (step-up.ts).
+   * Set for a background workload (nobody watching): once it runs, no login is started (a step-up,
+   * a move to another authorization server, a first 401, a grant that ended); this says how the
+   * user logs in instead (login-policy.ts).
    */
-  readonly stepUpDeferTo?: string | undefined;
+  readonly deferLoginsTo?: string | undefined;
 }
 
 interface Grant {
@@ -60,14 +65,26 @@ interface Grant {
   readonly foundIssuer: string | undefined;
 }
 
+/** Warnings a remote can cause at each request: each text at most every 30 s in the log. */
+const WARN_INTERVAL_MS = 30_000;
+
 export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promise<TokenSource | undefined> {
   const { spec, target, http, log } = options;
   const userChoseServer = spec.issuer !== undefined || spec.endpoints !== undefined;
   const clock = options.clock ?? systemClock;
-  // One budget of step-up logins for the remote, whichever of its authorization servers they go to.
-  const stepUps = stepUpPolicy({ now: clock.now, deferTo: options.stepUpDeferTo });
+  // One budget and one queue of logins for the remote, whichever of its authorization servers
+  // they go to and whatever asked for them (step-up, a move, a late first 401).
+  const logins = loginPolicy({ now: clock.now, deferTo: options.deferLoginsTo });
+  /** Set once the start is over: from then on, every login is one the remote asked for. */
+  let running = false;
+  /** The server a --remote-auth-client-id was first used with: the only one it is offered to. */
+  let clientIssuer: string | undefined;
 
-  const open = async (found: ChallengeDiscovery | undefined): Promise<Grant> => {
+  /**
+   * `late`: why the remote sent mcpmgr here after the start (a move, a first 401); the first login
+   * (or registration) of such a grant is counted by the policy, and none is started in the background.
+   */
+  const open = async (found: ChallengeDiscovery | undefined, late?: string): Promise<Grant> => {
     let server: ServerInfo;
     if (spec.endpoints) server = explicitServer(spec.endpoints.authorize, spec.endpoints.token, http);
     else if (spec.issuer) server = await discoverServer(spec.issuer, { fetch: http });
@@ -77,45 +94,76 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
     } else throw new McpmgrError("INTERNAL", "no authorization server to log in to");
     // Whatever discovery returned is checked like every URL the remote chose: scheme and address.
     await assertServerEndpoints(server, target, found !== undefined && !userChoseServer);
+    const issuer = server.as.issuer;
+    // The user's client is registered at one server; a secret of it must not go to another the remote names.
+    const ownClient = spec.clientId !== undefined && (clientIssuer === undefined || clientIssuer === issuer);
+    if (spec.clientId !== undefined && !ownClient)
+      log.info(
+        `the client given with --remote-auth-client-id is for ${clientIssuer}; mcpmgr registers itself at ${issuer} instead`,
+      );
     // RFC 8707 / MCP: the resource is the remote server itself unless told otherwise.
     const resource = spec.resource ?? found?.resource ?? `${target.origin}${target.pathname}`;
     const key = grantKey({
-      issuer: server.as.issuer,
-      clientId: spec.clientId,
+      issuer,
+      clientId: ownClient ? spec.clientId : undefined,
       resource,
       target,
       callbackPort: spec.callbackPort,
     });
     const store = options.storeFor(key);
     const stored = await store.load();
+    let counted = false;
+    /** Before a login (or the registration that leads to one) this grant starts by itself. */
+    const beforeLogin = () => {
+      if (!running || counted) return;
+      if (late !== undefined) {
+        logins.admitLogin(late);
+        counted = true;
+        return;
+      }
+      // A grant that ended (the refresh refused) is the server's doing, not the remote's: not
+      // counted, but nobody is there to log in for a background workload either.
+      if (logins.deferTo !== undefined) logins.admitLogin(`the login to ${issuer} has ended`);
+    };
     let client: ClientInfo;
-    if (spec.clientId !== undefined)
+    if (ownClient)
       client = {
-        clientId: spec.clientId,
+        clientId: spec.clientId as string,
         ...(spec.clientSecret !== undefined ? { clientSecret: spec.clientSecret } : {}),
       };
     else if (stored.clientId !== undefined)
       client = { clientId: stored.clientId, clientSecret: stored.clientSecret, authMethod: stored.authMethod };
     else {
+      beforeLogin();
       client = await registerClient(server, redirectUriFor(spec.callbackPort));
-      log.info(`registered mcpmgr as OAuth client ${client.clientId} at ${server.as.issuer} (RFC 7591)`);
+      log.info(`registered mcpmgr as OAuth client ${client.clientId} at ${issuer} (RFC 7591)`);
+      // Kept at once: a login that fails or is abandoned must not make the next attempt register again.
+      await store.save({
+        ...stored,
+        clientId: client.clientId,
+        ...(client.clientSecret ? { clientSecret: client.clientSecret } : {}),
+        ...(client.authMethod ? { authMethod: client.authMethod } : {}),
+      });
     }
     const session = await openGrantSession({
       client,
-      storeClient: spec.clientId === undefined,
+      storeClient: !ownClient,
       scopes: requestedScopes(spec.scopes, found, server),
       store,
       clock,
       refresh: (refreshToken) => refreshTokens(server, client, refreshToken, resource),
-      login: async (scopes) => {
-        const tokens = await options.login({ server, client, scopes, resource });
-        log.info(`logged in to ${server.as.issuer}`);
-        return tokens;
-      },
+      login: (scopes) =>
+        logins.serial(async () => {
+          const tokens = await options.login({ server, client, scopes, resource });
+          log.info(`logged in to ${issuer}`);
+          return tokens;
+        }),
       exclusive: (renew) => options.exclusive(key, renew),
       log,
-      stepUps,
+      stepUps: logins,
+      beforeLogin,
     });
+    if (ownClient) clientIssuer ??= issuer;
     return { session, foundIssuer: userChoseServer ? undefined : found?.issuer.href };
   };
 
@@ -127,6 +175,20 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
     else log.info("the remote server does not ask for authentication yet; mcpmgr will log in when it does");
   }
   await grant?.session.current();
+  running = true;
+
+  const warnedAt = new Map<string, number>();
+  const warnNow = (text: string) => {
+    const last = warnedAt.get(text);
+    if (last !== undefined && clock.now() - last < WARN_INTERVAL_MS) return;
+    warnedAt.set(text, clock.now());
+    log.warn(text);
+  };
+  /** A refusal of the policy: to the client every time, to the log at most every 30 s. */
+  const refused = (err: unknown): never => {
+    if (err instanceof LoginRefused) warnNow(`${err.message} (hint: ${err.hint})`);
+    throw err;
+  };
 
   // One (re)discovery at a time; a failed attempt is not remembered, so the next 401 tries again.
   let opening: Promise<Grant> | undefined;
@@ -136,7 +198,10 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
       const reason = why(found);
       if (reason === undefined && grant) return grant;
       if (reason) log.info(reason);
-      const next = await open(found);
+      const late = grant
+        ? `the remote server now names ${found.issuer.href} as its authorization server`
+        : "the remote server asks for a login now (it did not at the start)";
+      const next = await open(found, late);
       await next.session.current();
       return next;
     })().finally(() => {
@@ -148,13 +213,13 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
   return {
     async authorization() {
       if (opening) await opening.catch(() => {});
-      return grant ? `Bearer ${(await grant.session.current()).accessToken}` : undefined;
+      return grant ? `Bearer ${(await grant.session.current().catch(refused)).accessToken}` : undefined;
     },
-    async invalidate(refused, response) {
+    async invalidate(refusedValue, response) {
       const challenge = response.headers.get("www-authenticate") ?? "";
       if (grant === undefined) {
         if (!/^Bearer\b/i.test(challenge) && response.status !== 401) return;
-        await reopen(challenge, () => "");
+        await reopen(challenge, () => "").catch(refused);
         return;
       }
       if (response.status === 403) {
@@ -169,14 +234,20 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
         const moved = await reopen(challenge, (found) =>
           found.issuer.href === current.foundIssuer
             ? undefined
-            : `the remote server now names ${found.issuer.href} as its authorization server; the credentials of ${current.foundIssuer} are not used there`,
+            : `the remote server now names ${found.issuer.href} as its authorization server (it was ${current.foundIssuer}); the credentials of ${current.foundIssuer} are not used there`,
         ).then(
           () => grant !== current,
-          () => false,
+          (err: unknown) => {
+            // Not allowed to log in there (yet): the client is told why.
+            if (err instanceof LoginRefused) return refused(err);
+            // Failed (discovery, registration, a login not completed): not remembered, the next 401 tries again.
+            warnNow(`could not follow the remote server to its new authorization server: ${errorMessage(err)}`);
+            return false;
+          },
         );
         if (moved) return;
       }
-      const outcome = current.session.expire(refused ?? "");
+      const outcome = current.session.expire(refusedValue ?? "");
       if (outcome === "renew") log.warn("the remote server refused the access token; renewing it");
       else if (outcome === "throttled")
         log.warn(

@@ -218,6 +218,11 @@ export class StdioBridge {
     return this.#sessions.get(id, principal);
   }
 
+  /** Whether the session `id` goes on, whoever it belongs to (getSession answers for its owner only). */
+  hasSession(id: string): boolean {
+    return this.#sessions.has(id);
+  }
+
   /** Requests forwarded to the server and not yet answered (tests and diagnostics). */
   get inFlightCount(): number {
     return this.#flights.size;

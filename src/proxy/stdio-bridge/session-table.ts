@@ -60,6 +60,12 @@ export class SessionTable {
     return session && !session.ended && session.principal === principal ? session : undefined;
   }
 
+  /** Whether a session that has not ended has this id, whoever it belongs to. */
+  has(id: string): boolean {
+    const session = this.#sessions.get(id);
+    return session !== undefined && !session.ended;
+  }
+
   /** Takes `session` out of the table; false when it was not in it (already ended). */
   delete(session: ClientSession): boolean {
     return this.#sessions.delete(session.id);

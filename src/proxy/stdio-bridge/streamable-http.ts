@@ -9,6 +9,7 @@
 import { createEventStream, eventStreamResponse } from "../event-stream.ts";
 import { pathOf, type Handler } from "../handler.ts";
 import { JsonRpcCode, jsonRpcError, serverUnavailable, sessionLimitReached } from "../jsonrpc.ts";
+import { markForeignSession } from "../session-refusal.ts";
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
 import { maxJsonDepth, parseJsonText } from "./json-text.ts";
@@ -47,8 +48,15 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       return jsonRpcError(400, JsonRpcCode.serverError, "Bad Request: the Mcp-Session-Id header is required");
     // Another caller's session is "not found" (POST, GET and DELETE alike): nothing reaches it.
     const session = bridge.getSession(id, principalOf(req));
-    if (session === undefined)
-      return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found: start a new session with initialize");
+    if (session === undefined) {
+      const refusal = jsonRpcError(
+        404,
+        JsonRpcCode.sessionNotFound,
+        "Session not found: start a new session with initialize",
+      );
+      // Marked when the session goes on (another caller's), so that it is not counted as ended.
+      return bridge.hasSession(id) ? markForeignSession(refusal) : refusal;
+    }
     const version = req.headers.get("mcp-protocol-version");
     if (version !== null && !isSupportedProtocolVersion(version)) {
       return jsonRpcError(400, JsonRpcCode.serverError, `Bad Request: unsupported MCP-Protocol-Version ${version}`);

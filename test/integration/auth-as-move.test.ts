@@ -1,0 +1,346 @@
+/**
+ * A remote whose RFC 9728 metadata names another authorization server (MCP 2026-07-28, SEP-2352),
+ * or that asks for a login only after the workload started: a foreground run follows a one-time
+ * move with one new registration and login, and nothing of one server reaches the other; a
+ * remote naming another server at each 401 gets a bounded number of registrations and logins; a
+ * background workload starts none and its client is told to restart it. Two real oidc-provider
+ * servers (A and B), each guarding a real remote (`mcpmgr proxy --oidc-*` in front of the
+ * conformance fixture); a gate in front of them plays the remote that moves, and the test plays
+ * the user, completing (or only opening) the logins mcpmgr shows.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtemp } from "node:fs/promises";
+import { join } from "node:path";
+import { MAX_REMOTE_LOGINS } from "../../src/auth/outgoing/login-policy.ts";
+import { type AuthServer, CALLBACK_PORTS, CLIENTS, completeLogin, startAuthServer } from "../support/auth-server.ts";
+import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil, startProxy } from "../support/processes.ts";
+import { LOCAL_DEV, until } from "../support/protected-remote.ts";
+import { postInitialize } from "../support/raw-session.ts";
+import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+
+setDefaultTimeout(120_000);
+
+const LOGIN_URLS = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/gm;
+const loginUrls = (output: string) => [...output.matchAll(LOGIN_URLS)].map((match) => match[1] as string);
+const CLIENT_URL = /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m;
+
+type Mode = "open" | "a" | "b" | "flip";
+
+let authA: AuthServer;
+let authB: AuthServer;
+let fixture: RunningFixture;
+let remoteA: Awaited<ReturnType<typeof startProxy>>;
+let remoteB: Awaited<ReturnType<typeof startProxy>>;
+let gate: ReturnType<typeof Bun.serve>;
+let gateUrl: string;
+let scratch: string;
+/**
+ * What the gate does with a request: "open" forwards it to the fixture (a remote that does not
+ * ask for authentication), "a"/"b" to the remote that A or B guards, "flip" answers each MCP
+ * request with a 401 whose metadata names the other server than the last one did.
+ */
+let mode: Mode = "a";
+let flips = 0;
+
+const metadata = (issuer: string) =>
+  Response.json({ resource: gateUrl, authorization_servers: [issuer], scopes_supported: ["mcp:read"] });
+
+beforeAll(async () => {
+  [authA, authB, fixture] = await Promise.all([startAuthServer(), startAuthServer(), startConformanceServer()]);
+  scratch = mkdtempSync(join(tmpdir(), "mcpmgr-as-move-"));
+  gate = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const url = new URL(req.url);
+      if (url.pathname === "/flip/a") return metadata(authA.issuer);
+      if (url.pathname === "/flip/b") return metadata(authB.issuer);
+      const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+      if (mode === "flip" && url.pathname === "/mcp" && req.method === "POST") {
+        flips++;
+        const named = flips % 2 === 1 ? "b" : "a";
+        return new Response(null, {
+          status: 401,
+          headers: { "www-authenticate": `Bearer resource_metadata="${url.origin}/flip/${named}"` },
+        });
+      }
+      const target = mode === "open" ? fixture.url : mode === "b" ? remoteB.url : remoteA.url;
+      const headers = new Headers(req.headers);
+      headers.delete("host");
+      return fetch(new URL(url.pathname + url.search, target), {
+        method: req.method,
+        headers,
+        ...(body ? { body } : {}),
+        redirect: "manual",
+      });
+    },
+  });
+  gateUrl = `http://127.0.0.1:${gate.port}/mcp`;
+  // Each remote names itself by the gate's URL (what mcpmgr is pointed at) and trusts its own server.
+  const guarded = (auth: AuthServer) =>
+    startProxy(fixture.url, [
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      gateUrl,
+      "--resource-url",
+      gateUrl,
+      ...LOCAL_DEV,
+    ]);
+  [remoteA, remoteB] = await Promise.all([guarded(authA), guarded(authB)]);
+}, 60_000);
+
+afterAll(async () => {
+  await gate?.stop(true);
+  await Promise.all([remoteA?.stop(), remoteB?.stop()]);
+  await fixture?.stop();
+  await Promise.all([authA?.stop(), authB?.stop()]);
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+/** Plays the user: each login URL `output()` shows, once — completed, or (`complete` false for it) only opened. */
+function user(output: () => string, complete: (login: string) => boolean = () => true) {
+  const done = new Set<string>();
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      for (const login of loginUrls(output())) {
+        if (done.has(login)) continue;
+        done.add(login);
+        if (complete(login)) await completeLogin(login).catch(() => 0);
+        else
+          await fetch(login, { redirect: "manual" }).then(
+            (r) => r.body?.cancel(),
+            () => {},
+          );
+      }
+      await Bun.sleep(50);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+async function ping(url: string): Promise<{ status: number; text: string }> {
+  const response = await postInitialize(url, "as-move-test");
+  return { status: response.status, text: await response.text() };
+}
+
+const at = (auth: AuthServer, path: string) => auth.seen.filter((r) => r.path === path).length;
+const loginsAt = (auth: AuthServer, output: string) =>
+  loginUrls(output).filter((login) => login.startsWith(`${auth.issuer}/`)).length;
+
+/** The tokens and client ids `auth` gave out (its /token and /reg answers). */
+function issuedBy(auth: AuthServer): string[] {
+  const values: string[] = [];
+  for (const { answer } of auth.seen) {
+    if (!answer) continue;
+    const body = JSON.parse(answer) as Record<string, unknown>;
+    for (const key of ["access_token", "refresh_token", "id_token", "client_id", "client_secret"])
+      if (typeof body[key] === "string") values.push(body[key] as string);
+  }
+  return values;
+}
+
+/** What reached `auth`, as text: every request's URL, Authorization, parameters and client. */
+const reached = (auth: AuthServer) => auth.seen.map((r) => r.request).join("\n");
+
+test("a foreground proxy follows a one-time move: one new registration and login; nothing of one server reaches the other", async () => {
+  mode = "a";
+  const home = await mkdtemp(join(scratch, "home-move-"));
+  const secretFile = join(scratch, "secret-move");
+  writeFileSync(secretFile, CLIENTS.mcpmgr.client_secret);
+  const [regA, regB, authA0, authB0] = [at(authA, "/reg"), at(authB, "/reg"), at(authA, "/auth"), at(authB, "/auth")];
+  // The user's own client, for the server the remote names at the start (found from its 401).
+  const proxy = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "proxy",
+      "b",
+      "--target-uri",
+      gateUrl,
+      "--remote-auth-client-id",
+      CLIENTS.mcpmgr.client_id,
+      "--remote-auth-client-secret-file",
+      secretFile,
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[0]),
+      "--remote-auth-skip-browser",
+      "--remote-auth-timeout",
+      "20s",
+    ],
+    /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m,
+    { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 },
+  );
+  const player = user(proxy.output);
+  try {
+    const url = await until(() => CLIENT_URL.exec(proxy.output())?.[1], "the proxy's URL");
+    expect((await ping(url)).status).toBe(200);
+    mode = "b";
+    const moved = await ping(url);
+    expect(moved.status).toBe(200);
+    expect(proxy.output()).toContain(`now names ${authB.issuer}/ as its authorization server`);
+    for (let i = 0; i < 3; i++) expect((await ping(url)).status).toBe(200);
+    // Back to A: its grant is still there, no login.
+    mode = "a";
+    expect((await ping(url)).status).toBe(200);
+    expect(loginsAt(authA, proxy.output())).toBe(1);
+    expect(loginsAt(authB, proxy.output())).toBe(1);
+    // The user's client was A's: at B mcpmgr registered itself, once.
+    expect(at(authA, "/reg") - regA).toBe(0);
+    expect(at(authB, "/reg") - regB).toBe(1);
+    expect(at(authA, "/auth") - authA0).toBe(1);
+    expect(at(authB, "/auth") - authB0).toBe(1);
+    // What reached A holds the user's client (the recording sees credentials) — and nothing of B's;
+    // what reached B holds nothing of A's: neither the user's client nor a token A issued.
+    const basic = `Basic ${btoa(`${CLIENTS.mcpmgr.client_id}:${CLIENTS.mcpmgr.client_secret}`)}`;
+    expect(reached(authA)).toContain(basic);
+    expect(reached(authB)).not.toContain(CLIENTS.mcpmgr.client_id);
+    expect(reached(authB)).not.toContain(basic);
+    for (const value of issuedBy(authA)) expect(reached(authB)).not.toContain(value);
+    for (const value of issuedBy(authB)) expect(reached(authA)).not.toContain(value);
+    expect(issuedBy(authB).length).toBeGreaterThan(1);
+  } finally {
+    mode = "a";
+    await player.stop();
+    await proxy.stop();
+  }
+});
+
+test("a remote naming another authorization server at each 401 gets one registration and a bounded number of logins there", async () => {
+  mode = "a";
+  const home = await mkdtemp(join(scratch, "home-flip-"));
+  const regB = at(authB, "/reg");
+  const authB0 = at(authB, "/auth");
+  // No client given: mcpmgr registers at each server. The user logs in at A; B's pages are opened and left.
+  const proxy = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "proxy",
+      "b",
+      "--target-uri",
+      gateUrl,
+      "--remote-auth",
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[1]),
+      "--remote-auth-skip-browser",
+      "--remote-auth-timeout",
+      "1s",
+    ],
+    /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m,
+    { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 },
+  );
+  const player = user(proxy.output, (login) => login.startsWith(`${authA.issuer}/`));
+  try {
+    const url = await until(() => CLIENT_URL.exec(proxy.output())?.[1], "the proxy's URL");
+    expect((await ping(url)).status).toBe(200);
+    mode = "flip";
+    flips = 0;
+    const answers: { status: number; text: string }[] = [];
+    for (let i = 0; i < MAX_REMOTE_LOGINS + 3; i++) answers.push(await ping(url));
+    expect(answers.every((answer) => answer.status === 502)).toBe(true);
+    // Past the budget, each request is told at once that no login was started.
+    for (const answer of answers.slice(MAX_REMOTE_LOGINS)) expect(answer.text).toContain("no login was started");
+    expect(flips).toBeGreaterThan(2 * MAX_REMOTE_LOGINS);
+    // One registration at B (kept though no login there completed), and no more logins than the budget.
+    expect(at(authB, "/reg") - regB).toBe(1);
+    expect(loginsAt(authB, proxy.output())).toBe(MAX_REMOTE_LOGINS);
+    expect(at(authB, "/auth") - authB0).toBe(MAX_REMOTE_LOGINS);
+    expect(proxy.output()).toContain("no login was started");
+  } finally {
+    mode = "a";
+    await player.stop();
+    await proxy.stop();
+  }
+});
+
+test("a background workload starts no login when the remote first asks late or moves: the client is told to restart it, and restart logs in", async () => {
+  mode = "open";
+  const home = await mkdtemp(join(scratch, "home-run-"));
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  const name = "as-move-remote";
+  /** run/restart: the workload's URL, after the user completed the login it showed (if any). */
+  const cli = async (args: string[]) => {
+    const running = await spawnUntil([process.execPath, CLI_ENTRY, ...args], CLIENT_URL, { env, timeoutMs: 60_000 });
+    await running.stop();
+    return { url: running.match[1] as string, output: running.output() };
+  };
+  const cliWithLogin = async (args: string[]) => {
+    const running = await spawnUntil([process.execPath, CLI_ENTRY, ...args], /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m, {
+      env,
+      timeoutMs: 60_000,
+    });
+    const player = user(running.output);
+    try {
+      const url = await until(() => CLIENT_URL.exec(running.output())?.[1], "the workload's URL", 60_000);
+      await running.stop();
+      return { url, output: running.output() };
+    } finally {
+      await player.stop();
+    }
+  };
+  const proxyLog = () =>
+    Bun.spawnSync([process.execPath, CLI_ENTRY, "logs", name, "--proxy"], { cwd: REPO_ROOT, env }).stdout.toString();
+  const counts = () => [at(authA, "/reg"), at(authB, "/reg"), at(authA, "/auth"), at(authB, "/auth")];
+  try {
+    // The remote does not ask at the start: no login.
+    const started = await cli([
+      "run",
+      gateUrl,
+      "--name",
+      name,
+      "--remote-auth",
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[2]),
+      "--remote-auth-skip-browser",
+      "--remote-auth-timeout",
+      "15s",
+    ]);
+    expect(loginUrls(started.output)).toHaveLength(0);
+    expect((await ping(started.url)).status).toBe(200);
+
+    // It asks now (B): nothing is registered or opened at B; the client is told what to do.
+    mode = "b";
+    const before = counts();
+    const late = await ping(started.url);
+    expect(late.status).toBe(502);
+    expect(late.text).toContain("a background workload does not start a login by itself");
+    expect(late.text).toContain(`mcpmgr restart ${name}`);
+    expect(proxyLog()).toContain(`mcpmgr restart ${name}`);
+    expect(counts()).toEqual(before);
+    expect(loginUrls(proxyLog())).toHaveLength(0);
+
+    // The user restarts it: restart shows B's login.
+    const first = await cliWithLogin(["restart", name]);
+    expect(loginUrls(first.output).every((login) => login.startsWith(`${authB.issuer}/`))).toBe(true);
+    expect((await ping(first.url)).status).toBe(200);
+
+    // It moves to A: no registration, no login there; the client is told to restart.
+    mode = "a";
+    const beforeMove = counts();
+    const move = await ping(first.url);
+    expect(move.status).toBe(502);
+    expect(move.text).toContain(`now names ${authA.issuer}/ as its authorization server`);
+    expect(move.text).toContain(`mcpmgr restart ${name}`);
+    expect(counts()).toEqual(beforeMove);
+    expect(proxyLog()).toContain(`now names ${authA.issuer}/ as its authorization server`);
+
+    const second = await cliWithLogin(["restart", name]);
+    expect(loginUrls(second.output).every((login) => login.startsWith(`${authA.issuer}/`))).toBe(true);
+    expect((await ping(second.url)).status).toBe(200);
+    // Nothing of B's reached A, nor of A's B.
+    for (const value of issuedBy(authB)) expect(reached(authA)).not.toContain(value);
+    for (const value of issuedBy(authA)) expect(reached(authB)).not.toContain(value);
+  } finally {
+    mode = "a";
+    Bun.spawnSync([process.execPath, CLI_ENTRY, "rm", name], { cwd: REPO_ROOT, env });
+  }
+});
