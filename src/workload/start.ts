@@ -203,6 +203,11 @@ async function serveWorkload(
           ...parts.prepared.authentication.forEndpoint(spec.endpointPath, listen.trustProxyHeaders),
         ],
         tools: policies.tools,
+        // The console (a foreground run) or the proxy log, and the workload's log that `mcpmgr logs` shows.
+        toolsWarning: (text) => {
+          ctx.log.warn(`${spec.name}: ${text}`);
+          parts.workloadLog?.(`mcpmgr: ${text}\n`);
+        },
         authz: policies.authz,
         webhooks: parts.prepared.webhooks,
       },
