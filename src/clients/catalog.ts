@@ -81,6 +81,26 @@ function vscodeExtension(
   };
 }
 
+/**
+ * The Cline CLI's (and its SDK's) MCP settings: $CLINE_MCP_SETTINGS_PATH, else
+ * $CLINE_DATA_DIR/settings/cline_mcp_settings.json, else the data folder under $CLINE_DIR
+ * (default ~/.cline) — the order @cline/shared's storage paths resolve them in. A relative
+ * value is ignored, as for every such variable here.
+ */
+function clineCliSettings(ctx: ClientContext): string {
+  const file = envValue(ctx, "CLINE_MCP_SETTINGS_PATH");
+  if (file !== undefined && (ctx.platform === "win32" ? win32 : posix).isAbsolute(file)) return file;
+  return joinPath(ctx, clineCliDataDir(ctx), "settings", "cline_mcp_settings.json");
+}
+
+function clineCliDir(ctx: ClientContext): string {
+  return envDir(ctx, "CLINE_DIR") ?? inHome(ctx, ".cline");
+}
+
+function clineCliDataDir(ctx: ClientContext): string {
+  return envDir(ctx, "CLINE_DATA_DIR") ?? joinPath(ctx, clineCliDir(ctx), "data");
+}
+
 function claudeCodeDir(ctx: ClientContext): string | undefined {
   return envDir(ctx, "CLAUDE_CONFIG_DIR");
 }
@@ -210,6 +230,22 @@ const definitions: readonly ClientDefinition[] = [
     { "streamable-http": "streamableHttp", sse: "sse" },
     "https://docs.cline.bot/mcp/configuring-mcp-servers",
   ),
+  {
+    // Its own file, not the extension's: the CLI (npm package `cline`) reads only this one.
+    id: "cline-cli",
+    displayName: "Cline CLI",
+    format: "json",
+    configPath: clineCliSettings,
+    installMarkers: (ctx) => [clineCliDir(ctx), clineCliDataDir(ctx)],
+    collection: mcpServers,
+    transports: BOTH,
+    // The form `cline mcp add` writes (the flat one of the extension is read too, as legacy).
+    entry: (workload) => ({
+      value: { transport: { type: workload.transport === "sse" ? "sse" : "streamableHttp", url: workload.url } },
+      managed: ["transport"],
+    }),
+    docs: "https://docs.cline.bot/cline-cli/getting-started",
+  },
   vscodeExtension(
     "roo-code",
     "Roo Code",

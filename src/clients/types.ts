@@ -72,6 +72,7 @@ export const CLIENT_IDS = [
   "vscode-insiders",
   "windsurf",
   "cline",
+  "cline-cli",
   "roo-code",
   "continue",
   "goose",

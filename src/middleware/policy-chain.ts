@@ -33,6 +33,8 @@ export interface ChainPolicies {
   readonly audit?: AuditOptions | undefined;
   readonly authentication?: readonly Middleware[];
   readonly tools?: ToolsPolicy | undefined;
+  /** Told once when the first complete tools/list lacks tools `tools` names (the workload's log, the console). */
+  readonly toolsWarning?: ((text: string) => void) | undefined;
   readonly authz?: AuthzConfig | undefined;
   readonly webhooks?: Middleware | undefined;
   /** Runs before every policy: a gateway's rewrite of its own tools' calls (gateway/call-tool-rewrite.ts). */
@@ -69,7 +71,9 @@ export async function policyChain(
     ...(audit && policies.audit ? [audit.auditTrail(policies.audit, maxAnswerBytes)] : []),
     ...(policies.authentication ?? []),
     ...(readsBodies ? [messageGate({ arguments: inspectsArguments })] : []),
-    ...(tools && policies.tools ? [tools.toolFilter(policies.tools, policies.ownTools, maxAnswerBytes)] : []),
+    ...(tools && policies.tools
+      ? [tools.toolFilter(policies.tools, policies.ownTools, maxAnswerBytes, policies.toolsWarning)]
+      : []),
     ...(authz && policies.authz
       ? [
           authz.cedarAuthorization(policies.authz, {

@@ -6,7 +6,8 @@
  * hidden tool are refused with a JSON-RPC error. list_changed notifications pass, so clients
  * re-list and get the filtered view. Installed only when one of the options is given.
  * `own`: the endpoint's own tools (a search-mode gateway's find_tool and call_tool), which
- * the options do not name: listed and called as they are.
+ * the options do not name: listed and called as they are. `warn`: told once when the first
+ * complete listing lacks tools the options name (tools-offered.ts).
  */
 import type { ToolsPolicy } from "../config/tools-policy.ts";
 import type { Middleware } from "../proxy/handler.ts";
@@ -16,6 +17,7 @@ import { markDenied } from "./denials.ts";
 import { privateToCaller, requestIdsIn, rewriteResults } from "./result-rewriter.ts";
 import { defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
+import { watchToolsOffered } from "./tools-offered.ts";
 
 interface Tool {
   name: string;
@@ -76,15 +78,30 @@ function rewriteMessage(policy: ToolsPolicy, message: JsonRpcMessage, own: Reado
   };
 }
 
-export function toolFilter(policy: ToolsPolicy, own = none, maxAnswerBytes = defaultMaxMessageBytes): Middleware {
+export function toolFilter(
+  policy: ToolsPolicy,
+  own = none,
+  maxAnswerBytes = defaultMaxMessageBytes,
+  warn?: (text: string) => void,
+): Middleware {
+  const watch = warn ? watchToolsOffered(policy, warn) : undefined;
   return (next) => async (req, ctx) => {
     let forward = req;
+    /** Until the first complete listing: this request's tools/list ids and the cursor each gave. */
+    let listings: Map<unknown, string | undefined> | undefined;
     const raw = await readRpcBody(req);
     if (raw) {
       const body = checkedBody(req, raw);
       if (body instanceof Response) return markDenied(body);
       const parsed = body.value;
       const messages = body.messages;
+      if (watch?.waiting) {
+        for (const message of messages) {
+          if (message?.method !== "tools/list" || message.id === undefined) continue;
+          const cursor = message.params?.cursor;
+          (listings ??= new Map()).set(message.id, typeof cursor === "string" ? cursor : undefined);
+        }
+      }
       const refused: JsonRpcMessage[] = [];
       const header = req.headers.get("mcp-name");
       let realOfHeader: string | undefined;
@@ -144,7 +161,17 @@ export function toolFilter(policy: ToolsPolicy, own = none, maxAnswerBytes = def
     }
     return rewriteResults(
       await next(forward, ctx),
-      (message) => rewriteMessage(policy, message, own),
+      (message) => {
+        if (listings?.has(message.id) && isToolList(message.result)) {
+          const following = (message.result as { nextCursor?: unknown }).nextCursor;
+          watch?.page(
+            listings.get(message.id),
+            message.result.tools.flatMap((tool) => (typeof tool?.name === "string" ? [tool.name] : [])),
+            typeof following === "string" ? following : undefined,
+          );
+        }
+        return rewriteMessage(policy, message, own);
+      },
       (data) => data.includes('"tools"'),
       { maxBytes: maxAnswerBytes, requestIds: () => requestIdsIn(raw) },
     );

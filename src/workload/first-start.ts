@@ -4,6 +4,7 @@
  * not kept (the user fixes the command and runs it again), and one that runs is written into the
  * AI clients following its group.
  */
+import { isMcpmgrError } from "../errors.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted } from "./client-entries.ts";
@@ -23,7 +24,9 @@ export async function firstStart(
       failureNote: "the workload was not kept",
     });
   } catch (err) {
-    await store.remove(record.name).catch(() => {});
+    // Stopped by `mcpmgr stop` while it started: kept, stopped, as that command said. `rm` removed it already.
+    const stoppedElsewhere = isMcpmgrError(err) && err.code === "CANCELLED" && !options.signal?.aborted;
+    if (!stoppedElsewhere) await store.remove(record.name).catch(() => {});
     throw err;
   }
   await clientsSeeStarted(record, ctx);

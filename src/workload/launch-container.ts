@@ -42,10 +42,11 @@ export async function prepareImage(
   placement: ContainerPlacement,
   ctx: WorkloadContext,
   progress: (line: string) => void,
+  signal?: AbortSignal,
 ): Promise<string> {
   const { source, engine, verification } = placement;
   if (source.kind === "image") {
-    const image = await ensureImage(engine, source.ref, progress);
+    const image = await ensureImage(engine, source.ref, progress, signal);
     applyVerification(verification, source.ref, image, (text) => ctx.log.warn(text));
     // The ID, not the reference: the container runs exactly the content just checked, even if
     // the tag moves meanwhile (and a digest pin matched by ID is not a name the engine knows).
@@ -66,12 +67,13 @@ export async function prepareImage(
       for (const base of bases) {
         const image = cached
           ? await inspectLocalImage(engine, base)
-          : await ensureImage(engine, base, progress).catch((err: unknown) => {
+          : await ensureImage(engine, base, progress, signal).catch((err: unknown) => {
               throw baseImageUnavailable(err, source.manager);
             });
         applyVerification(verification, base, image, (text) => ctx.log.warn(`base image: ${text}`));
       }
     },
+    signal,
   );
   if (built.cached) ctx.log.debug(`using the cached image ${built.tag}`);
   return built.tag;
@@ -142,13 +144,18 @@ export async function launchContainer(
   spec: RunSpec,
   placement: ContainerPlacement,
   ctx: WorkloadContext,
-  options: { readonly interactive: boolean; readonly proxyPort: number },
+  options: { readonly interactive: boolean; readonly proxyPort: number; readonly signal?: AbortSignal },
 ): Promise<LaunchedServer> {
   const { engine, server, isolate, networkMode } = placement;
+  const { signal } = options;
   if (options.interactive) printContainerGrants(spec, placement, ctx);
-  const image = await prepareImage(placement, ctx, (line) =>
-    options.interactive ? ctx.log.info(line) : ctx.log.debug(line),
+  const image = await prepareImage(
+    placement,
+    ctx,
+    (line) => (options.interactive ? ctx.log.info(line) : ctx.log.debug(line)),
+    signal,
   );
+  signal?.throwIfAborted();
   const stdio = server.transport === "stdio";
   // Leftovers of a run that was killed hard (same names) would block this one; only this
   // installation's: another MCPMGR_HOME's workload of the same name is not ours to remove.
@@ -238,10 +245,19 @@ export async function launchContainer(
     ],
     limits: placement.limits,
   });
+  if (signal?.aborted) {
+    await isolation?.remove();
+    signal.throwIfAborted();
+  }
   const container = await startServerContainer(engine, createOptions, stdio, async () => {
     await isolation?.remove();
   });
   const handle = containerHandle(container, environment.redact);
+  // Given up while the container was created and started: it is stopped and removed, not handed on.
+  if (signal?.aborted) {
+    await handle.stop(1_000);
+    signal.throwIfAborted();
+  }
   if (socketDir && containerPort !== undefined)
     return { server: handle, http: { host: "127.0.0.1", port: containerPort, unix: join(socketDir, INGRESS_SOCKET) } };
   return { server: handle, ...(hostPort !== undefined ? { http: { host: "127.0.0.1", port: hostPort } } : {}) };

@@ -48,7 +48,7 @@ function serveCallback(
 }
 
 /** One login: callback server up, URL shown, wait for the redirect (or the timeout), then auth/outgoing checks and redeems it. */
-export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext): InteractiveLogin {
+export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext, signal?: AbortSignal): InteractiveLogin {
   return async (request) => {
     const lockDir = oauthLockDir(ctx.env);
     await ensureDir(lockDir);
@@ -85,6 +85,13 @@ export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext): Interactiv
             async receive(state) {
               expected = state;
               let timer: ReturnType<typeof setTimeout> | undefined;
+              let giveUp: (() => void) | undefined;
+              // The start given up (the workload stopped while the user has not logged in yet): no more waiting.
+              const cancelled = new Promise<never>((_, reject) => {
+                giveUp = () => reject(signal?.reason);
+                if (signal?.aborted) giveUp();
+                else signal?.addEventListener("abort", giveUp, { once: true });
+              });
               const timeout = new Promise<never>((_, reject) => {
                 timer = setTimeout(
                   () =>
@@ -98,7 +105,10 @@ export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext): Interactiv
                   spec.timeoutMs,
                 );
               });
-              return Promise.race([arrived, timeout]).finally(() => clearTimeout(timer));
+              return Promise.race([arrived, timeout, cancelled]).finally(() => {
+                clearTimeout(timer);
+                if (giveUp) signal?.removeEventListener("abort", giveUp);
+              });
             },
           });
         } finally {

@@ -32,6 +32,8 @@ export async function outgoingAuthentication(
   target: URL,
   name: string,
   ctx: WorkloadContext,
+  /** Aborted when the start is given up: a login waiting for the browser ends at once. */
+  signal?: AbortSignal,
 ): Promise<UpstreamFetch | undefined> {
   if (!addsCredentials(spec)) return undefined;
   const headers = [...spec.headers];
@@ -73,7 +75,7 @@ export async function outgoingAuthentication(
       target,
       http,
       log: named,
-      login: callbackLogin(oauth, ctx),
+      login: callbackLogin(oauth, ctx, signal),
       storeFor: (key) => secretsGrantStore(ctx.secrets(), key, named),
       exclusive: lockedRenewals(oauthLockDir(ctx.env), oauth.timeoutMs + 90_000),
       // A background workload's logins happen at its start, while `run`/`start`/`restart` shows the URL.

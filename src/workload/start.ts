@@ -48,6 +48,12 @@ export interface StartOptions {
    * opens its own listener and closes it when it stops.
    */
   readonly listener?: KeptListener;
+  /**
+   * Aborted when the start is to be given up (the supervisor was asked to stop): what was
+   * launched is stopped, a pull, build or login under way is abandoned, and the start throws
+   * the signal's reason.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export interface KeptListener {
@@ -64,19 +70,23 @@ export async function startWorkload(
   ctx: WorkloadContext,
   options: StartOptions = {},
 ): Promise<RunningWorkload> {
-  const listener = options.listener;
+  const { listener, signal } = options;
   const live = listener?.server.live ?? new LiveStreams();
   const proxyPort = listener?.server.port ?? spec.listen.port ?? (await findFreePort());
   const prepared = await preparePolicies(spec.policies, spec.name, ctx);
-  const upstreamOptions = { live, onServerOutput: options.workloadLog };
+  signal?.throwIfAborted();
+  const upstreamOptions = { live, onServerOutput: options.workloadLog, ...(signal ? { signal } : {}) };
   let launched: LaunchedServer | undefined;
   let upstream: Upstream;
   if (spec.placement.kind === "remote") upstream = await connectRemote(spec, spec.placement, ctx, upstreamOptions);
   else {
-    launched = await launch(spec, spec.placement, ctx, { interactive: !options.supervised, proxyPort });
-    upstream = await connectServer(spec, launched, ctx, upstreamOptions);
+    const interactive = !options.supervised;
+    launched = await launch(spec, spec.placement, ctx, { interactive, proxyPort, ...(signal ? { signal } : {}) });
+    upstream = await whileLaunched(launched, signal, () =>
+      connectServer(spec, launched as LaunchedServer, ctx, upstreamOptions),
+    );
   }
-  return serveWorkload(spec, ctx, {
+  const workload = await serveWorkload(spec, ctx, {
     upstream,
     launched,
     prepared,
@@ -85,6 +95,38 @@ export async function startWorkload(
     workloadLog: options.workloadLog,
     listener,
   });
+  if (signal?.aborted) {
+    await workload.stop();
+    signal.throwIfAborted();
+  }
+  return workload;
+}
+
+/**
+ * The step after the launch (the handshake, waiting for an HTTP server to answer), with the
+ * launched server stopped at once when the start is given up: the step then fails promptly,
+ * and with the signal's reason rather than its own.
+ */
+async function whileLaunched<T>(
+  launched: LaunchedServer,
+  signal: AbortSignal | undefined,
+  step: () => Promise<T>,
+): Promise<T> {
+  if (signal === undefined) return step();
+  const stopServer = () => void launched.server.stop(1_000);
+  if (signal.aborted) stopServer();
+  signal.addEventListener("abort", stopServer, { once: true });
+  try {
+    const result = await step();
+    if (signal.aborted) await launched.server.stop(1_000);
+    signal.throwIfAborted();
+    return result;
+  } catch (err) {
+    signal.throwIfAborted();
+    throw err;
+  } finally {
+    signal.removeEventListener("abort", stopServer);
+  }
 }
 
 /** Step one: the server, where the RunSpec places it (each launcher loaded only for its runtime). */
@@ -92,11 +134,15 @@ async function launch(
   spec: RunSpec,
   placement: ProcessPlacement | ContainerPlacement,
   ctx: WorkloadContext,
-  options: { readonly interactive: boolean; readonly proxyPort: number },
+  options: { readonly interactive: boolean; readonly proxyPort: number; readonly signal?: AbortSignal },
 ): Promise<LaunchedServer> {
   if (placement.kind === "process") {
     const { launchLocalProcess } = await import("./launch-process.ts");
-    return launchLocalProcess(spec.name, placement, ctx, options);
+    const launched = await launchLocalProcess(spec.name, placement, ctx, options);
+    // Spawning is quick and cannot be taken back half-way: given up meanwhile, the process is stopped.
+    if (options.signal?.aborted) await launched.server.stop(1_000);
+    options.signal?.throwIfAborted();
+    return launched;
   }
   const { launchContainer } = await import("./launch-container.ts");
   return launchContainer(spec, placement, ctx, options);
@@ -157,6 +203,11 @@ async function serveWorkload(
           ...parts.prepared.authentication.forEndpoint(spec.endpointPath, listen.trustProxyHeaders),
         ],
         tools: policies.tools,
+        // The console (a foreground run) or the proxy log, and the workload's log that `mcpmgr logs` shows.
+        toolsWarning: (text) => {
+          ctx.log.warn(`${spec.name}: ${text}`);
+          parts.workloadLog?.(`mcpmgr: ${text}\n`);
+        },
         authz: policies.authz,
         webhooks: parts.prepared.webhooks,
       },

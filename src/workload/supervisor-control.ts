@@ -88,6 +88,9 @@ export async function startSupervisor(
   closeSync(out);
   child.unref();
   const pid = child.pid;
+  // Its pid at once (the supervisor writes it again as it starts): a `stop` or `rm` from now on
+  // finds a supervisor to stop, not a "starting" without one that it would leave to start.
+  if (pid !== undefined) await store.writeStatus(name, { state: "starting", pid });
 
   const readyTimeoutMs = supervisorReadyTimeoutMs(record.runOptions);
   const deadline = performance.now() + readyTimeoutMs;
@@ -102,6 +105,12 @@ export async function startSupervisor(
     }
     options.whileWaiting?.();
     const status = await currentStatus(store, name);
+    // `mcpmgr stop NAME` (or `rm`, which stops it first) elsewhere while it started: what was asked for.
+    if (status?.state === "stopped") {
+      throw new McpmgrError("CANCELLED", `${name} was stopped while it was starting`, {
+        hint: `it stays recorded, stopped, unless it was removed: 'mcpmgr start ${name}' starts it again`,
+      });
+    }
     if (status?.state === "running") {
       try {
         return await confirmAnswers(store, name, failureHint);
@@ -111,6 +120,12 @@ export async function startSupervisor(
       }
     }
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name))) {
+      // `mcpmgr rm NAME` elsewhere while it started: nothing to report a failure into.
+      if ((await store.get(name).catch(() => null)) === undefined) {
+        throw new McpmgrError("CANCELLED", `${name} was removed while it was starting`, {
+          hint: `run it again to create it anew`,
+        });
+      }
       // Read again: it may have reported just before it exited.
       const last = status?.state === "failed" ? status : await currentStatus(store, name);
       // Gone before it reported: its "starting" must not stay in `list` for a workload nothing serves.

@@ -61,7 +61,8 @@ function failure(err: unknown): Pick<StatusReport, "lastError" | "lastHint" | "l
 
 export interface RestartLoopOptions {
   readonly name: string;
-  readonly start: () => Promise<RunningWorkload>;
+  /** One start; `signal` is aborted when the supervisor is asked to stop while it is under way. */
+  readonly start: (signal: AbortSignal) => Promise<RunningWorkload>;
   /** Records the workload's status (the supervisor's status file). */
   readonly report: (status: StatusReport) => Promise<unknown>;
   /** Resolves when the supervisor is asked to stop. */
@@ -72,6 +73,34 @@ export interface RestartLoopOptions {
   readonly now?: () => number;
   /** Called before each wait between starts, with its length. */
   readonly onBackoff?: (ms: number) => void;
+  /** How long a start cut short by a stop may take to undo what it created (a real clock: 3 s). */
+  readonly cancelGraceMs?: number;
+}
+
+/**
+ * A start raced with the stop request: asked to stop, the start's signal is aborted (it stops
+ * the server it launched, the pull or build under way, a login waiting for the browser) and it
+ * gets `graceMs` to wind down; a workload it still brought up meanwhile is stopped here.
+ * Undefined when stopped; whatever is left after the grace dies with this process or is
+ * removed by label (containers) by the `stop` that asked.
+ */
+async function startUnlessStopped(
+  start: Promise<RunningWorkload>,
+  stopped: Promise<unknown>,
+  graceMs: number,
+): Promise<RunningWorkload | undefined> {
+  const settled = start.then(
+    (workload) => ({ workload }),
+    (error: unknown) => ({ error }),
+  );
+  const first = await Promise.race([settled, stopped.then(() => undefined)]);
+  if (first === undefined) {
+    const late = await Promise.race([settled, Bun.sleep(graceMs).then(() => undefined)]);
+    if (late !== undefined && "workload" in late) await late.workload.stop();
+    return undefined;
+  }
+  if ("error" in first) throw first.error;
+  return first.workload;
 }
 
 /**
@@ -84,7 +113,11 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
   const sleep = options.sleep ?? ((ms: number) => Bun.sleep(ms));
   const now = options.now ?? (() => performance.now());
   let stopping = false;
-  const stopped = options.stopping.then(() => (stopping = true));
+  const cancel = new AbortController();
+  const stopped = options.stopping.then(() => {
+    stopping = true;
+    cancel.abort(new McpmgrError("CANCELLED", `${options.name} was stopped while it was starting`));
+  });
   let restarts = 0;
   let backoff = timings.firstBackoffMs;
   let started = false;
@@ -97,11 +130,13 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
   await options.report({ state: "starting", restarts });
 
   while (!stopping) {
-    let workload: RunningWorkload;
+    let workload: RunningWorkload | undefined;
     const startedAt = now();
     try {
-      workload = await options.start();
+      workload = await startUnlessStopped(options.start(cancel.signal), stopped, options.cancelGraceMs ?? 3_000);
     } catch (err) {
+      // A start that failed because it was told to stop is no failure: the workload is stopped.
+      if (stopping) break;
       if (!started) {
         await options.report({ state: "failed", restarts, ...failure(err) });
         throw err;
@@ -110,6 +145,7 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
       await pause();
       continue;
     }
+    if (workload === undefined) break;
     started = true;
     await options.report({ state: "running", restarts });
     options.log.info(`${options.name} running at ${workload.url}`);
@@ -139,15 +175,22 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
     // idle workload holds what it serves with, not its start-up's leftovers (bench footprint).
     Bun.gc(true);
   };
-  let started: Awaited<ReturnType<typeof starter>>;
+  let started: Awaited<ReturnType<typeof starter>> | undefined;
   try {
     // Relative paths in the run options mean what they meant where the workload was created.
     if (record.workingDir) enterWorkingDir(record.workingDir);
-    started = await starter(record, ctx, store);
+    // Resolving a registry entry may take a while: a stop meanwhile is not kept waiting.
+    started = await Promise.race([starter(record, ctx, store), stopping.then(() => undefined)]);
   } catch (err) {
     await report({ state: "failed", restarts: 0, ...failure(err) });
     throw err;
   }
+  if (started === undefined) {
+    await store.writeStatus(name, { state: "stopped", restarts: 0 }).catch(() => {});
+    ctx.log.info(`${name} stopped while it was starting`);
+    return;
+  }
+  const { listener } = started;
   let restarts: number;
   try {
     restarts = await restartLoop({
@@ -156,10 +199,10 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
       report,
       stopping,
       log: ctx.log,
-      ...(started.listener ? { onBackoff: started.listener.backoff } : {}),
+      ...(listener ? { onBackoff: listener.backoff } : {}),
     });
   } finally {
-    await started.listener?.server.shutdown();
+    await listener?.server.shutdown();
   }
   await clientsSeeStopped(name, ctx);
   await store.writeStatus(name, { state: "stopped", restarts }).catch(() => {});
@@ -196,7 +239,7 @@ async function starter(
   record: WorkloadRecord,
   ctx: WorkloadContext,
   store: WorkloadStore,
-): Promise<{ start: () => Promise<RunningWorkload>; listener?: ReturnType<typeof keepListener> }> {
+): Promise<{ start: (signal: AbortSignal) => Promise<RunningWorkload>; listener?: ReturnType<typeof keepListener> }> {
   if (isGatewayRecord(record)) {
     const { buildGatewaySpec } = await import("../config/gateway-spec.ts");
     const { startGatewayWorkload } = await import("./gateway.ts");
@@ -207,7 +250,10 @@ async function starter(
   const name = record.name;
   const workloadLog = cappedLog(store.logPath(name), store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env));
   const listener = keepListener(spec, ctx);
-  return { start: () => startWorkload(spec, ctx, { workloadLog, supervised: true, listener }), listener };
+  return {
+    start: (signal) => startWorkload(spec, ctx, { workloadLog, supervised: true, listener, signal }),
+    listener,
+  };
 }
 
 /**

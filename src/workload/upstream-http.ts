@@ -23,7 +23,13 @@ export async function connectRemote(
   ctx: WorkloadContext,
   options: UpstreamOptions,
 ): Promise<Upstream> {
-  const upstreamFetch = await outgoingAuthentication(placement.outgoingAuth, placement.url, spec.name, ctx);
+  const upstreamFetch = await outgoingAuthentication(
+    placement.outgoingAuth,
+    placement.url,
+    spec.name,
+    ctx,
+    options.signal,
+  );
   return {
     handler: transparentForwarder({
       ...forwarderOptions(spec, options, ctx),

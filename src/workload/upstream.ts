@@ -23,6 +23,8 @@ export interface UpstreamOptions {
   readonly live: LiveStreams;
   /** Where the server's output goes besides error reports (the workload log under a supervisor). */
   readonly onServerOutput?: ((text: string) => void) | undefined;
+  /** Aborted when the start is given up (a remote's login waiting for the browser ends at once). */
+  readonly signal?: AbortSignal;
 }
 
 export async function connectRemote(

@@ -291,6 +291,38 @@ describe("mcpmgr client with a running workload", () => {
     }
   }, 60_000);
 
+  test("the Cline CLI's file under CLINE_DIR gets the workload in the form `cline mcp add` writes, and is given back on remove", async () => {
+    // What Cline CLI 3.0.65 wrote for `cline mcp add filesystem --yes -- npx …` and `… remote-docs --transport http URL`.
+    const clineDir = join(home, "cline-config");
+    const path = join(clineDir, "data", "settings", "cline_mcp_settings.json");
+    mkdirSync(join(clineDir, "data", "settings"), { recursive: true });
+    const seed = readFileSync(join(REPO_ROOT, "test/fixtures/clients/seed/cline-cli.json"), "utf8");
+    writeFileSync(path, seed);
+    const withCline = { ...env(), CLINE_DIR: clineDir };
+    const status = json<{ id: string; installed: boolean; configPath: string }[]>(
+      runCli(withCline, ["client", "status", "--format", "json"]).stdout,
+    ).find((row) => row.id === "cline-cli");
+    expect(status).toEqual(expect.objectContaining({ installed: true, configPath: path }));
+    const registered = runCli(withCline, ["client", "register", "cline-cli", "--group", "team"]);
+    expect(registered.code).toBe(0);
+    expect(registered.stderr).toContain(`added remote-tools in Cline CLI (${path})`);
+    const servers = json<{ mcpServers: Record<string, { transport: { type: string; url: string } }> }>(
+      readFileSync(path, "utf8"),
+    ).mcpServers;
+    expect(Object.keys(servers)).toEqual(["filesystem", "remote-docs", "remote-tools"]);
+    expect(servers["remote-tools"]).toEqual({ transport: { type: "streamableHttp", url } });
+    // The entry's URL answers MCP.
+    const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+    const client = new Client({ name: "cline-cli-entry", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(servers["remote-tools"]?.transport.url as string)));
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await client.close();
+    expect(runCli(withCline, ["client", "remove", "cline-cli"]).code).toBe(0);
+    expect(readFileSync(path, "utf8")).toBe(seed);
+    // Without CLINE_DIR the CLI's default folder is meant, which does not exist here.
+    expect(existsSync(join(home, ".cline"))).toBe(false);
+  }, 60_000);
+
   test("group rm refuses a group with workloads; --with-workloads removes them and their client entries", () => {
     expect(failure(mcpmgr("group", "rm", "team"), 1)).toContain("still has 1 workload(s): remote-tools");
     const removed = mcpmgr("group", "rm", "team", "--with-workloads");

@@ -65,7 +65,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const name of ["dw", "dw-killed", "dw-iso", "dw-twin"]) mcpmgr("rm", name);
+  for (const name of ["dw", "dw-killed", "dw-iso", "dw-twin", "dw-slow", "dw-pull"]) mcpmgr("rm", name);
   await rm(home, { recursive: true, force: true });
 });
 
@@ -200,6 +200,79 @@ test("rm removes the containers of a supervisor that was killed", async () => {
   expect(leftovers("dw-killed").containers.length).toBe(1);
   expect(mcpmgr("rm", "dw-killed").code).toBe(0);
   expect(leftovers("dw-killed")).toEqual({ containers: [], networks: [] });
+}, 300_000);
+
+test("a supervisor told to stop while its container's server is still starting removes the container and exits at once", async () => {
+  // A background run of the probe that answers its handshake only after two minutes.
+  const run = Bun.spawn(
+    [process.execPath, CLI_ENTRY, "run", images.probe, "--name", "dw-slow", "--", "--slow-start", "120000"],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  // The container runs and the bridge waits for its handshake: the start is under way.
+  await until(() => containerId("dw-slow") !== "");
+  const status = (await Bun.file(join(home, "state", "workloads", "dw-slow", "status.json")).json()) as {
+    pid?: number;
+  };
+  const supervisor = status.pid as number;
+  expect(supervisor).toBeGreaterThan(0);
+  // SIGTERM as `stop` sends it, without the `stop` command's own clean-up after it: the supervisor's doing alone.
+  const before = performance.now();
+  process.kill(supervisor, "SIGTERM");
+  const alive = () => {
+    try {
+      process.kill(supervisor, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await until(() => !alive(), 10_000);
+  expect(performance.now() - before).toBeLessThan(6_000);
+  expect(leftovers("dw-slow")).toEqual({ containers: [], networks: [] });
+  expect(row("dw-slow")?.status).toBe("stopped");
+  expect(await run.exited).toBe(1);
+  expect(await new Response(run.stderr).text()).toContain("dw-slow was stopped while it was starting");
+}, 300_000);
+
+test("stop of a workload whose supervisor is pulling its image returns at once, and the start gives up", async () => {
+  // A registry that accepts connections and never answers: the engine's pull hangs on it.
+  let opened = 0;
+  const registry = Bun.listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: { open: () => void opened++, data: () => {} },
+  });
+  const ref = `127.0.0.1:${registry.port}/mcpmgr-test/pull-${process.pid}:1`;
+  try {
+    // Created while the image is there (run pulls it in the terminal), then the image goes: start must pull.
+    expect(docker("tag", images.probe, ref).code).toBe(0);
+    expect(mcpmgr("run", ref, "--name", "dw-pull").code).toBe(0);
+    expect(mcpmgr("stop", "dw-pull").code).toBe(0);
+    expect(docker("rmi", ref).code).toBe(0);
+    const start = Bun.spawn([process.execPath, CLI_ENTRY, "start", "dw-pull"], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    // The supervisor's pull has reached the registry.
+    await until(() => opened > 0, 30_000);
+    const before = performance.now();
+    expect(mcpmgr("stop", "dw-pull").code).toBe(0);
+    expect(performance.now() - before).toBeLessThan(6_000);
+    expect(row("dw-pull")?.status).toBe("stopped");
+    expect(leftovers("dw-pull")).toEqual({ containers: [], networks: [] });
+    expect(await start.exited).toBe(1);
+    expect(await new Response(start.stderr).text()).toContain("dw-pull was stopped while it was starting");
+  } finally {
+    registry.stop(true);
+    docker("rmi", ref);
+  }
 }, 300_000);
 
 test("the stdio attach is re-established when its connection drops while the container runs", async () => {

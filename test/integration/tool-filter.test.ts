@@ -3,7 +3,7 @@
  * (JSON answers) and through the transparent forwarder in front of server-everything (SSE
  * answers), plus the start-up checks.
  */
-import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -196,3 +196,85 @@ test("after notifications/tools/list_changed the new list is filtered too, over 
     }
   }
 }, 60_000);
+
+describe("--tools naming a tool the server does not offer", () => {
+  const warnings = (output: string) =>
+    output.split("\n").filter((line) => line.includes("which the server does not offer"));
+
+  test("is warned about once, on the first complete listing, with the nearest name and the server's list", async () => {
+    const { run, client } = await connect([PROBE, "--tools", "env,red_file"]);
+    try {
+      expect(warnings(run.output())).toEqual([]);
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toEqual(["env"]);
+      await until(() => warnings(run.output()).length > 0);
+      const [warning] = warnings(run.output());
+      expect(warning).toStartWith("[warn] ");
+      expect(warning).toContain("red_file (did you mean read_file?)");
+      expect(warning).not.toContain("env (");
+      expect(warning).toContain("it lists 11 tools: read_file, write_file, unix_connect");
+      await client.listTools();
+      await client.close();
+    } finally {
+      await run.stop();
+    }
+    expect(warnings(run.output())).toHaveLength(1);
+  }, 60_000);
+
+  test("a paginated list is judged only once every page was listed, the names of all pages counted", async () => {
+    // Pages of 3: `env` is on the third of four pages.
+    const { run, client } = await connect([PROBE, "--tools", "env,red_file", "--", "--page-size", "3"]);
+    try {
+      let page = await client.listTools();
+      expect(page.nextCursor).toBe("3");
+      const pages = [page];
+      while (page.nextCursor !== undefined) {
+        // Not before the last page: an incomplete list would name tools the server does offer.
+        expect(warnings(run.output())).toEqual([]);
+        page = await client.listTools({ cursor: page.nextCursor });
+        pages.push(page);
+      }
+      expect(pages).toHaveLength(4);
+      expect(pages.flatMap((p) => p.tools.map((t) => t.name))).toEqual(["env"]);
+      await until(() => warnings(run.output()).length > 0);
+      const [warning] = warnings(run.output());
+      expect(warning).toContain("names red_file (did you mean read_file?), which");
+      expect(warning).not.toContain("env (");
+      await client.close();
+    } finally {
+      await run.stop();
+    }
+  }, 60_000);
+
+  test("a background workload warns in its log (mcpmgr logs), once", async () => {
+    const home = await mkdtemp(join(tmpdir(), "mcpmgr-tools-home-"));
+    const mcpmgr = (...args: string[]) =>
+      Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+        timeout: 120_000,
+      });
+    try {
+      const started = mcpmgr("run", PROBE, "--name", "typo-tools", "--tools", "envv");
+      expect(started.exitCode).toBe(0);
+      const client = new Client({ name: "tools-test", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(started.stdout.toString().trim())));
+      expect((await client.listTools()).tools).toEqual([]);
+      await client.listTools();
+      await client.close();
+      const log = () => mcpmgr("logs", "typo-tools").stdout.toString();
+      await until(() => warnings(log()).length > 0);
+      expect(warnings(log())).toHaveLength(1);
+      expect(warnings(log())[0]).toContain("envv (did you mean env?)");
+    } finally {
+      mcpmgr("rm", "typo-tools");
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
+
+async function until(predicate: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!predicate() && Date.now() < deadline) await Bun.sleep(50);
+  expect(predicate()).toBe(true);
+}

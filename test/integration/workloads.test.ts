@@ -4,7 +4,7 @@
  * crash restarts and a supervisor that died. Every test uses its own MCPMGR_HOME.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -282,6 +282,68 @@ test("Ctrl-C while a background run waits for its first start stops the supervis
   await until(() => !isAlive(supervisor as number), 10_000);
   expect(isAlive(supervisor as number)).toBe(false);
 }, 60_000);
+
+/** Pids of processes whose command line holds `marker` (the sandboxed server and its bwrap), other than `except`. */
+function processesWith(marker: string, except: number): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === except) continue;
+    const cmdline = readFileSyncOr(`/proc/${pid}/cmdline`);
+    if (cmdline?.split("\0").includes(marker)) pids.push(pid);
+  }
+  return pids;
+}
+
+describe("a workload stopped or removed while its server is still starting", () => {
+  /** A background run of the probe that answers its handshake only after two minutes; run's process and the marker. */
+  async function slowRun(name: string) {
+    const marker = `slow-${name}-${process.pid}-${Date.now()}`;
+    const run = Bun.spawn(
+      [process.execPath, CLI_ENTRY, "run", PROBE, "--name", name, "--", "--slow-start", "120000", marker],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home }, stdout: "pipe", stderr: "pipe" },
+    );
+    // The server is up and in its handshake: the start is under way.
+    await until(() => processesWith(marker, run.pid).length > 0);
+    const statusFile = join(home, `state/workloads/${name}/status.json`);
+    const supervisor = (JSON.parse(readFileSyncOr(statusFile) ?? "{}") as { pid?: number }).pid;
+    expect(supervisor).toBeNumber();
+    return { run, marker, supervisor: supervisor as number };
+  }
+
+  test("stop returns within seconds, stops the server and the supervisor, and leaves it stopped", async () => {
+    const { run, marker, supervisor } = await slowRun("slow-stop");
+    const before = performance.now();
+    const stopped = mcpmgr("stop", "slow-stop");
+    const took = performance.now() - before;
+    expect(stopped.code).toBe(0);
+    // Without an abortable start, stop waited for the 15 s SIGKILL.
+    expect(took).toBeLessThan(6_000);
+    expect(isAlive(supervisor)).toBe(false);
+    await until(() => processesWith(marker, run.pid).length === 0, 5_000);
+    expect(row("slow-stop")?.status).toBe("stopped");
+    // The run waiting for it says what happened; the workload stays, stopped, as stop said.
+    expect(await run.exited).toBe(1);
+    const stderr = await new Response(run.stderr).text();
+    expect(stderr).toContain("slow-stop was stopped while it was starting");
+    expect(stderr).toContain("mcpmgr start slow-stop");
+    // Later tests count the workloads.
+    expect(mcpmgr("rm", "slow-stop").code).toBe(0);
+  }, 60_000);
+
+  test("rm returns within seconds and keeps nothing", async () => {
+    const { run, marker, supervisor } = await slowRun("slow-rm");
+    const before = performance.now();
+    expect(mcpmgr("rm", "slow-rm").code).toBe(0);
+    expect(performance.now() - before).toBeLessThan(6_000);
+    expect(isAlive(supervisor)).toBe(false);
+    await until(() => processesWith(marker, run.pid).length === 0, 5_000);
+    expect(row("slow-rm")).toBeUndefined();
+    expect(await run.exited).toBe(1);
+    expect(await new Response(run.stderr).text()).toContain("slow-rm was stopped while it was starting");
+    expect(existsSync(join(home, "state/workloads/slow-rm"))).toBe(false);
+  }, 60_000);
+});
 
 function readFileSyncOr(path: string): string | undefined {
   try {

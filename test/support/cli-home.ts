@@ -8,7 +8,14 @@ import { join } from "node:path";
 import { CLI_ENTRY, REPO_ROOT } from "./processes.ts";
 
 /** AI-client variables that would move a client's configuration out of HOME. */
-const CLIENT_HOME_VARIABLES = ["CODEX_HOME", "CLAUDE_CONFIG_DIR", "CONTINUE_GLOBAL_DIR"];
+const CLIENT_HOME_VARIABLES = [
+  "CODEX_HOME",
+  "CLAUDE_CONFIG_DIR",
+  "CONTINUE_GLOBAL_DIR",
+  "CLINE_DIR",
+  "CLINE_DATA_DIR",
+  "CLINE_MCP_SETTINGS_PATH",
+];
 
 export function cliEnv(home: string, mcpmgrHome = join(home, ".mcpmgr")): Record<string, string> {
   const clean: Record<string, string> = {};

@@ -55,6 +55,11 @@ const expected: Readonly<Record<ClientId, readonly [linux: string, mac: string, 
     "/Users/me/Library/Application Support/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
     "C:\\Users\\me\\AppData\\Roaming\\Code\\User\\globalStorage\\saoudrizwan.claude-dev\\settings\\cline_mcp_settings.json",
   ],
+  "cline-cli": [
+    "/home/me/.cline/data/settings/cline_mcp_settings.json",
+    "/Users/me/.cline/data/settings/cline_mcp_settings.json",
+    "C:\\Users\\me\\.cline\\data\\settings\\cline_mcp_settings.json",
+  ],
   "roo-code": [
     "/home/me/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
     "/Users/me/Library/Application Support/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
@@ -132,6 +137,26 @@ describe("variables that move the files", () => {
     expect(clientById("continue").configPath(moved)).toBe("/opt/continue/config.yaml");
   });
 
+  test("the Cline CLI's file: CLINE_MCP_SETTINGS_PATH, else CLINE_DATA_DIR, else CLINE_DIR's data folder; relative values ignored", () => {
+    const cli = clientById("cline-cli");
+    expect(cli.configPath(context("linux", "/home/me", { CLINE_DIR: "/opt/cline" }))).toBe(
+      "/opt/cline/data/settings/cline_mcp_settings.json",
+    );
+    const data = context("linux", "/home/me", { CLINE_DIR: "/opt/cline", CLINE_DATA_DIR: "/srv/cline-data" });
+    expect(cli.configPath(data)).toBe("/srv/cline-data/settings/cline_mcp_settings.json");
+    const file = context("linux", "/home/me", {
+      CLINE_DATA_DIR: "/srv/cline-data",
+      CLINE_MCP_SETTINGS_PATH: "/etc/mcp.json",
+    });
+    expect(cli.configPath(file)).toBe("/etc/mcp.json");
+    const relative = context("linux", "/home/me", { CLINE_DIR: "cline", CLINE_MCP_SETTINGS_PATH: "mcp.json" });
+    expect(cli.configPath(relative)).toBe("/home/me/.cline/data/settings/cline_mcp_settings.json");
+    // The extension keeps its own file in VS Code: none of these move it.
+    expect(clientById("cline").configPath(file)).toBe(
+      "/home/me/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+    );
+  });
+
   test("on Windows, APPDATA is found whatever its case, and falls back to the profile's AppData\\Roaming", () => {
     const lower = context("win32", "C:\\Users\\me", { appdata: "D:\\Roaming" });
     expect(clientById("vscode").configPath(lower)).toBe("D:\\Roaming\\Code\\User\\mcp.json");
@@ -155,6 +180,7 @@ describe("installed detection", () => {
     "vscode-insiders": ".config/Code - Insiders",
     windsurf: ".codeium/windsurf",
     cline: ".config/Code/User/globalStorage/saoudrizwan.claude-dev",
+    "cline-cli": ".cline",
     "roo-code": ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline",
     continue: ".continue",
     goose: ".config/goose",

@@ -32,7 +32,7 @@ function workload() {
   return { running: running as RunningWorkload & { stops: number; restartingStops: number }, exit };
 }
 
-function harness(starts: (() => Promise<RunningWorkload>)[]) {
+function harness(starts: ((signal: AbortSignal) => Promise<RunningWorkload>)[]) {
   const reports: StatusReport[] = [];
   const sleeps: number[] = [];
   let clock = 0;
@@ -41,14 +41,14 @@ function harness(starts: (() => Promise<RunningWorkload>)[]) {
   let started = 0;
   const done = restartLoop({
     name: "demo",
-    start: () => {
+    start: (signal) => {
       const next = starts[started++];
       // Out of scripted starts: the test is over, the supervisor is asked to stop.
       if (next === undefined) {
         stop();
         return Promise.resolve(workload().running);
       }
-      return next();
+      return next(signal);
     },
     report: async (status) => void reports.push(status),
     stopping,
@@ -56,6 +56,7 @@ function harness(starts: (() => Promise<RunningWorkload>)[]) {
     timings,
     sleep: async (ms) => void sleeps.push(ms),
     now: () => clock,
+    cancelGraceMs: 2_000,
   });
   return {
     reports,
@@ -150,6 +151,38 @@ test("a later start that fails is retried; being stopped stops the running workl
   // A crash keeps the listener for the restart; being stopped does not.
   expect(first.running.restartingStops).toBe(1);
   expect(second.running.restartingStops).toBe(0);
+});
+
+test("being stopped while a start is under way aborts that start and ends the loop as stopped, not failed", async () => {
+  let given: AbortSignal | undefined;
+  // A start that would not end on its own (a server that never becomes ready): it ends when aborted.
+  const h = harness([
+    (signal) =>
+      new Promise<RunningWorkload>((_, reject) => {
+        given = signal;
+        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      }),
+  ]);
+  await until(() => h.started() === 1);
+  h.stop();
+  expect(await h.done).toBe(0);
+  expect(given?.aborted).toBe(true);
+  expect((given?.reason as McpmgrError | undefined)?.code).toBe("CANCELLED");
+  expect(h.reports.map((r) => r.state)).toEqual(["starting"]);
+  expect(h.started()).toBe(1);
+});
+
+test("a start that still brings its workload up after being told to stop has that workload stopped", async () => {
+  const late = workload();
+  let finish!: () => void;
+  const h = harness([() => new Promise<RunningWorkload>((resolve) => (finish = () => resolve(late.running)))]);
+  await until(() => h.started() === 1);
+  h.stop();
+  await Bun.sleep(0);
+  finish();
+  expect(await h.done).toBe(0);
+  expect(late.running.stops).toBe(1);
+  expect(h.reports.map((r) => r.state)).toEqual(["starting"]);
 });
 
 test("the workload log is rotated once it reaches the cap, counting what an earlier run left in it", () => {

@@ -21,6 +21,8 @@ export interface BuildRequest {
   /** What is being built, for messages ("the image for npx://pkg"). */
   readonly what: string;
   readonly onLine: (line: string) => void;
+  /** Aborted: the build request is closed, which makes the engine cancel the build. */
+  readonly signal?: AbortSignal;
 }
 
 export async function buildFromContext(engine: ContainerEngine, request: BuildRequest): Promise<void> {
@@ -39,12 +41,15 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
       rm: true,
       forcerm: true,
       labels: { ...request.labels },
+      ...(request.signal ? { abortSignal: request.signal } : {}),
     });
   } catch (err) {
     throw engineError(`building ${request.what}`, err);
   }
   const tail: string[] = [];
   await new Promise<void>((resolve, reject) => {
+    // A closed request does not always end the progress stream with an error: the abort does.
+    request.signal?.addEventListener("abort", () => reject(request.signal?.reason), { once: true });
     const failed = (why: string) =>
       new McpmgrError("IMAGE_BUILD_FAILED", `building ${request.what} failed: ${why}`, {
         hint:

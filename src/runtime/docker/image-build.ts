@@ -192,12 +192,15 @@ export async function buildPackageImage(
   onProgress: (line: string) => void,
   /** Verifies the base images (pulling them only for a real build: `cached` says whether one is needed). */
   checkBases: (baseImages: readonly string[], cached: boolean) => Promise<void> = async () => {},
+  /** Aborted: the build is cancelled. */
+  signal?: AbortSignal,
 ): Promise<BuiltImage> {
   const { tag, files } = prepareBuild(source, options);
   const input = dockerfileInput(source, options);
   const cached = (await inspectLocalImage(engine, tag)) !== undefined;
   await checkBases([...new Set([input.builderImage, input.runtimeImage])], cached);
   if (cached) return { tag, cached: true };
+  signal?.throwIfAborted();
   const what = `the image for ${source.manager}://${source.localPath ?? source.name}`;
   onProgress(`building ${tag} (${what})`);
   await buildFromContext(engine, {
@@ -206,6 +209,7 @@ export async function buildPackageImage(
     labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "build" },
     what,
     onLine: onProgress,
+    ...(signal ? { signal } : {}),
   });
   return { tag, cached: false };
 }

@@ -56,11 +56,18 @@ export async function inspectLocalImage(engine: ContainerEngine, ref: string): P
 export type PullProgress = (line: string) => void;
 
 /** The local image, pulling it first when missing. */
-export async function ensureImage(engine: ContainerEngine, ref: string, onProgress: PullProgress): Promise<ImageFacts> {
+export async function ensureImage(
+  engine: ContainerEngine,
+  ref: string,
+  onProgress: PullProgress,
+  /** Aborted: the pull request is closed, which makes the engine cancel the pull. */
+  signal?: AbortSignal,
+): Promise<ImageFacts> {
   const local = await inspectLocalImage(engine, ref);
   if (local) return local;
+  signal?.throwIfAborted();
   onProgress(`pulling ${ref}`);
-  await pull(engine, ref, onProgress);
+  await pull(engine, ref, onProgress, signal);
   const pulled = await inspectLocalImage(engine, ref);
   if (!pulled)
     throw new McpmgrError("IMAGE_PULL_FAILED", `pulled ${ref}, but the engine does not list it`, {
@@ -69,7 +76,12 @@ export async function ensureImage(engine: ContainerEngine, ref: string, onProgre
   return pulled;
 }
 
-async function pull(engine: ContainerEngine, ref: string, onProgress: PullProgress): Promise<void> {
+async function pull(
+  engine: ContainerEngine,
+  ref: string,
+  onProgress: PullProgress,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const failed = (why: string, cause?: unknown) =>
     new McpmgrError("IMAGE_PULL_FAILED", `could not pull ${ref}: ${why}`, {
       hint: "check the image name and tag, your network, and `docker login` for private registries",
@@ -77,13 +89,16 @@ async function pull(engine: ContainerEngine, ref: string, onProgress: PullProgre
     });
   let stream: NodeJS.ReadableStream;
   try {
-    stream = await engine.docker.pull(ref);
+    stream = await engine.docker.pull(ref, signal ? { abortSignal: signal } : {});
   } catch (err) {
+    signal?.throwIfAborted();
     throw failed(firstLine(err), err);
   }
   // One line per layer state change, not per byte: progress without flooding the log.
   const lastStatus = new Map<string, string>();
   await new Promise<void>((resolve, reject) => {
+    // A closed request does not always end the progress stream with an error: the abort does.
+    signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
     engine.docker.modem.followProgress(
       stream,
       (err: Error | null) => (err ? reject(failed(firstLine(err), err)) : resolve()),
