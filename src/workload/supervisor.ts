@@ -204,8 +204,12 @@ async function starter(
   }
   const spec = await prepareRunSpec(parseRunArgv(record.runOptions), ctx, { recorded: true });
   const name = record.name;
-  const workloadLog = cappedLog(store.logPath(name), store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env));
   const listener = keepListener(spec, ctx);
+  // A remote has no server output: its audit lines go where its other lines go, the proxy log, which
+  // is what `mcpmgr logs` shows for it (as for a gateway).
+  if (spec.placement.kind === "remote")
+    return { start: () => startWorkload(spec, ctx, { supervised: true, listener }), listener };
+  const workloadLog = cappedLog(store.logPath(name), store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env));
   return { start: () => startWorkload(spec, ctx, { workloadLog, supervised: true, listener }), listener };
 }
 
