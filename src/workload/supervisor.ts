@@ -106,6 +106,11 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
         await options.report({ state: "failed", restarts, ...failure(err) });
         throw err;
       }
+      // In the log as well as the status (whose lastError the next state replaces): an operator reading the log
+      // after a night of restarts sees why each attempt failed.
+      options.log.warn(
+        `${options.name}: restarting failed: ${errorMessage(err)}; trying again in ${formatDelay(backoff)}`,
+      );
       await options.report({ state: "restarting", restarts, lastError: errorMessage(err) });
       await pause();
       continue;
@@ -123,6 +128,11 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
     await pause();
   }
   return restarts;
+}
+
+/** A backoff as a person reads it: "500 ms", "2 s". */
+function formatDelay(ms: number): string {
+  return ms < 1_000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`;
 }
 
 /** Serves the recorded workload `name` until `stopping`; throws when its first start fails. */

@@ -216,7 +216,7 @@ test("set badly for a later start, it is the start's error, with its hint", () =
   expect(mcpmgr({}, "rm", "later-bad").code).toBe(0);
 });
 
-test("a background remote's audit lines are in what 'mcpmgr logs NAME' shows (a remote has no server output)", async () => {
+test("a background remote's audit lines are in what 'mcpmgr logs NAME' shows (a remote has no server output), its lines timed", async () => {
   const upstream = emptyResultUpstream();
   try {
     const started = mcpmgr(
@@ -236,6 +236,10 @@ test("a background remote's audit lines are in what 'mcpmgr logs NAME' shows (a 
     expect(answer.status).toBe(200);
     // Audit lines are flushed every 200 ms.
     await until(() => mcpmgr({}, "logs", "remote-audit").stdout.includes('"type":"mcp_tools_list"'));
+    const shown = mcpmgr({}, "logs", "remote-audit").stdout;
+    // The supervisor's own lines carry their time (read long after); audit lines stay JSON, one per line.
+    expect(shown).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[info\] remote-audit running at http:\/\//m);
+    expect(shown).toMatch(/^\{"id":"[0-9a-f-]+","time":"[^"]+","type":"mcp_tools_list"/m);
   } finally {
     expect(mcpmgr({}, "rm", "remote-audit").code).toBe(0);
     upstream.stop(true);
