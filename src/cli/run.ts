@@ -237,5 +237,9 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
 }
 
 function reachableProtections(spec: RunSpec): ListenerProtections {
-  return { issuer: spec.policies.incomingAuth?.issuer, authz: spec.policies.authz !== undefined };
+  return {
+    issuer: spec.policies.incomingAuth?.issuer,
+    authz: spec.policies.authz !== undefined,
+    metrics: spec.policies.telemetry?.prometheus === true,
+  };
 }
