@@ -219,11 +219,15 @@ test("set badly for a later start, it is the start's error, with its hint", () =
 test("a background remote's audit lines are in what 'mcpmgr logs NAME' shows (a remote has no server output), its lines timed", async () => {
   const upstream = emptyResultUpstream();
   try {
+    // A group of its own: the gateway tests above fence the default group (their gateway has policies).
+    expect(mcpmgr({}, "group", "create", "remote-audit").code).toBe(0);
     const started = mcpmgr(
       {},
       "run",
       `http://127.0.0.1:${upstream.port}/mcp`,
       "--name",
+      "remote-audit",
+      "--group",
       "remote-audit",
       "--enable-audit",
     );
