@@ -38,6 +38,7 @@ const gatewayCommand = defineCommand({
     warnIfReachable(`gateway for group '${spec.group}'`, spec.listen.host, gateway.url, {
       issuer: spec.incomingAuth?.issuer,
       authz: spec.authz !== undefined,
+      metrics: spec.telemetry?.prometheus === true,
     });
     const signal = await signalled;
     log.info(`${signal}: stopping the gateway for group '${spec.group}'`);
@@ -77,5 +78,6 @@ export async function runGatewayInBackground(
   warnIfReachable(`gateway ${record.name}`, spec.listen.host, workloadUrl(record), {
     issuer: spec.incomingAuth?.issuer,
     authz: spec.authz !== undefined,
+    metrics: spec.telemetry?.prometheus === true,
   });
 }

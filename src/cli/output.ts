@@ -17,6 +17,8 @@ type Level = keyof typeof levels;
 
 // An explicit level: consola would otherwise go quiet whenever NODE_ENV=test is inherited.
 let level = 3;
+/** Log lines start with the time (UTC, ISO 8601): a supervisor's, read in its log long after (stampLogTimes). */
+let stamped = false;
 let consola: ConsolaInstance | undefined;
 
 /**
@@ -30,7 +32,8 @@ const stderrReporter: ConsolaReporter = {
   log(logObj) {
     const [first, ...rest] = logObj.args;
     const message = typeof first === "string" && rest.length === 0 ? first : formatArgs(logObj.args);
-    console.error([`[${logObj.type}]`, logObj.tag ? `[${logObj.tag}]` : "", message].filter(Boolean).join(" "));
+    const time = stamped ? logObj.date.toISOString() : "";
+    console.error([time, `[${logObj.type}]`, logObj.tag ? `[${logObj.tag}]` : "", message].filter(Boolean).join(" "));
   },
 };
 
@@ -82,6 +85,14 @@ export const log = {
 
 export function enableDebug(): void {
   log.level = 4;
+}
+
+/**
+ * From now on every log line starts with its time. For a detached supervisor, whose log is read
+ * after the fact (when did it crash, restart, fail to restart?); a terminal's lines need none.
+ */
+export function stampLogTimes(): void {
+  stamped = true;
 }
 
 export function printResult(line: string): void {

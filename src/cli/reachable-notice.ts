@@ -11,6 +11,8 @@ export interface ListenerProtections {
   readonly issuer?: URL | undefined;
   /** `--authz-config`: Cedar decides each call. */
   readonly authz?: boolean;
+  /** `--otel-enable-prometheus-metrics-path`: `/metrics` answers before authentication, as scrapers expect. */
+  readonly metrics?: boolean;
 }
 
 export function warnIfReachable(what: string, host: string, url: string, protections: ListenerProtections): void {
@@ -19,7 +21,7 @@ export function warnIfReachable(what: string, host: string, url: string, protect
   const where = host === "0.0.0.0" || host === "::" ? "every address of this machine" : host;
   const guard =
     protections.issuer !== undefined
-      ? `callers need a token from ${protections.issuer.href} (--oidc-issuer)${protections.authz ? " and Cedar decides each call (--authz-config)" : ""}`
+      ? `callers need a token from ${protections.issuer.href} (--oidc-issuer)${protections.authz ? " and Cedar decides each call (--authz-config)" : ""}${protections.metrics ? `; /metrics answers anyone without one (--otel-enable-prometheus-metrics-path: request counts and the names of the tools called)` : ""}`
       : `no authentication (no --oidc-issuer): anyone who can reach port ${port} can call its tools`;
   log.warn(`${what} listens on ${where}, port ${port}, reachable from the network; ${guard}`);
 }

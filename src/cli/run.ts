@@ -22,7 +22,7 @@ import { cliContext } from "./context.ts";
 import { loginUrlRelay } from "./login-relay.ts";
 import { log, printResult } from "./output.ts";
 import { type ListenerProtections, warnIfReachable } from "./reachable-notice.ts";
-import { cancelOnSignal, untilSignal } from "./signals.ts";
+import { cancelOnSignal, signalExitCode, untilSignal } from "./signals.ts";
 
 const runCommand = defineCommand({
   meta: {
@@ -214,7 +214,7 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   if ("received" in started) {
     await abandonStart(spec, ctx);
     log.info(`${started.received}: stopped ${spec.name} while it was starting`);
-    return started.received === "SIGINT" ? 130 : 143;
+    return signalExitCode(started.received);
   }
   const { workload } = started;
   log.info(`${spec.name} is running; MCP clients connect to:`);
@@ -237,5 +237,9 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
 }
 
 function reachableProtections(spec: RunSpec): ListenerProtections {
-  return { issuer: spec.policies.incomingAuth?.issuer, authz: spec.policies.authz !== undefined };
+  return {
+    issuer: spec.policies.incomingAuth?.issuer,
+    authz: spec.policies.authz !== undefined,
+    metrics: spec.policies.telemetry?.prometheus === true,
+  };
 }

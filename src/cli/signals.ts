@@ -1,16 +1,27 @@
 import { log } from "./output.ts";
 
-/** SIGINT/SIGTERM → graceful stop; a second signal stops at once. */
+/**
+ * The signals that stop a command gracefully. SIGHUP is among them: it is what a closed terminal
+ * or a dropped ssh session sends, and by default it ends the process at once, leaving a foreground
+ * run's container running with nobody to remove it.
+ */
+const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
+/** The exit status of a process ended by `signal`, as shells report it (128 + its number). */
+export function signalExitCode(signal: NodeJS.Signals): number {
+  return signal === "SIGINT" ? 130 : signal === "SIGHUP" ? 129 : 143;
+}
+
+/** SIGINT/SIGTERM/SIGHUP → graceful stop; a second signal stops at once. */
 export function untilSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     let received = false;
     const onSignal = (signal: NodeJS.Signals) => {
-      if (received) process.exit(signal === "SIGINT" ? 130 : 143);
+      if (received) process.exit(signalExitCode(signal));
       received = true;
       resolve(signal);
     };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
+    for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   });
 }
 
@@ -18,7 +29,7 @@ export function untilSignal(): Promise<NodeJS.Signals> {
  * Runs `start` with a signal that Ctrl-C (or SIGTERM) aborts, its reason the signal's name. A
  * background run's first start listens so: interrupted, it stops the supervisor it started and
  * keeps nothing, rather than leaving a workload "starting" with nobody waiting for it. When the
- * start was cancelled so, says so and exits as the signal asks (130, 143).
+ * start was cancelled so, says so and exits as the signal asks (130, 143, 129).
  */
 export async function cancelOnSignal<T>(name: string, start: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
@@ -29,6 +40,6 @@ export async function cancelOnSignal<T>(name: string, start: (signal: AbortSigna
     if (!controller.signal.aborted) throw err;
     const received = controller.signal.reason as NodeJS.Signals;
     log.info(`${received}: stopped ${name} while it was starting; the workload was not kept`);
-    process.exit(received === "SIGINT" ? 130 : 143);
+    process.exit(signalExitCode(received));
   }
 }

@@ -7,7 +7,7 @@ import { WorkloadStore } from "../state/workloads.ts";
 import { maxLogBytesFromEnv } from "../workload/limits.ts";
 import { supervise } from "../workload/supervisor.ts";
 import { cliContext } from "./context.ts";
-import { log } from "./output.ts";
+import { log, stampLogTimes } from "./output.ts";
 import { untilSignal } from "./signals.ts";
 
 export default defineCommand({
@@ -19,6 +19,7 @@ export default defineCommand({
         hint: "this command is internal to mcpmgr",
       });
     const proxyLog = printToProxyLog(name);
+    stampLogTimes();
     try {
       await supervise(name, cliContext({ ...(proxyLog ? { stderr: proxyLog } : {}), background: true }), untilSignal());
     } catch (err) {

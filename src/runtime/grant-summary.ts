@@ -66,7 +66,12 @@ export function containerNetwork(profile: PermissionProfile, networkMode: string
   }
   if (networkMode === "none") return "none";
   if (networkMode === "host") return "the host's network (every host port and service)";
-  return `${networkMode} network, any outbound connection (use --isolate-network to apply the profile's allow-list)`;
+  const out = profile.network.outbound;
+  // Only a profile that lists hosts or ports has an allow-list to leave unenforced.
+  const listed = !out.insecure_allow_all && (out.allow_host.length > 0 || out.allow_port.length > 0);
+  return listed
+    ? `${networkMode} network, any outbound connection: the profile's allow-list is not enforced without --isolate-network`
+    : `${networkMode} network, any outbound connection`;
 }
 
 export const processDevices = "/dev/null, zero, full, random, urandom, tty and a private pts (no host device)";

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { chmod, mkdir, open, readFile, rename, unlink } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { McpmgrError, errorMessage } from "../errors.ts";
+import { McpmgrError, errorMessage, isMcpmgrError } from "../errors.ts";
 import {
   DEFAULT_KDF,
   parseEnvelope,
@@ -147,7 +147,16 @@ export class EncryptedFileProvider implements SecretProvider {
   }
 
   async #existingPassword(): Promise<string> {
-    const password = await (this.#password ??= this.#source.get());
+    const password = await (this.#password ??= this.#source.get()).catch((err: unknown) => {
+      this.#password = undefined;
+      // The file exists: a new random password (the source's advice for a first secret) would not open it.
+      if (isMcpmgrError(err) && err.code === "SECRETS_PASSWORD_MISSING")
+        throw new McpmgrError("SECRETS_PASSWORD_MISSING", err.message, {
+          hint: `set MCPMGR_SECRETS_PASSWORD to the password ${this.path} was written with (a service or a shell without a keychain needs it in its environment)`,
+          cause: err,
+        });
+      throw err;
+    });
     if (password !== undefined) return password;
     throw new McpmgrError(
       "SECRETS_PASSWORD_MISSING",

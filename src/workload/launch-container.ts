@@ -15,7 +15,7 @@ import { serverContainerOptions, serverPortFor } from "../runtime/docker/contain
 import { startServerContainer } from "../runtime/docker/container.ts";
 import { buildPackageImage } from "../runtime/docker/image-build.ts";
 import { applyVerification, ensureImage, inspectLocalImage } from "../runtime/docker/images.ts";
-import { workloadFilter, workloadLabels } from "../runtime/docker/labels.ts";
+import { WORKLOAD_LABEL, workloadFilter, workloadLabels } from "../runtime/docker/labels.ts";
 import {
   createIsolation,
   INGRESS_SOCKET,
@@ -108,10 +108,16 @@ export async function assertContainerNameFree(
     .listContainers({ filters: JSON.stringify({ ...workloadFilter(spec.name), status: ["running"] }) })
     .catch(() => []);
   if (running.length > 0) {
+    // No record: a foreground run's. Its mcpmgr may be gone (killed), and then nothing of mcpmgr's removes them.
+    const cli = placement.engine.kind;
     throw new McpmgrError(
       "WORKLOAD_EXISTS",
       `containers of a workload named ${spec.name} are already running (another 'mcpmgr run --foreground'?)`,
-      { hint },
+      {
+        hint:
+          `choose another --name, or stop that run (Ctrl-C where it runs); if its mcpmgr was killed, remove what it left: ` +
+          `${cli} rm -f $(${cli} ps -q --filter label=${WORKLOAD_LABEL}=${spec.name})`,
+      },
     );
   }
 }

@@ -141,11 +141,16 @@ export function refuseInert(error: McpmgrError, warn: InertOptionWarning): void 
   warn(`${error.message}; ignored, as the version that recorded this workload did (hint: ${error.hint})`);
 }
 
-export function assertNoContainerOptions(parsed: ParsedRunArgv, why: string, inert?: InertOptionWarning): void {
+export function assertNoContainerOptions(
+  parsed: ParsedRunArgv,
+  why: string,
+  inert?: InertOptionWarning,
+  hint = "leave it out, or run with a container engine (MCPMGR_RUNTIME=docker|podman)",
+): void {
   for (const option of containerOnlyOptions) {
     if (parsed.given.has(option)) {
       const error = new McpmgrError("CONFLICTING_OPTIONS", `--${option} applies to container workloads, but ${why}`, {
-        hint: "leave it out, or run with a container engine (MCPMGR_RUNTIME=docker|podman)",
+        hint,
       });
       if (acceptedBefore.has(option)) refuseInert(error, inert);
       else throw error;
@@ -166,7 +171,13 @@ export function remotePlacement(
       });
     }
   }
-  assertNoContainerOptions(parsed, "a remote URL runs nowhere locally");
+  // No engine makes a remote a container: the engine is not the way out here.
+  assertNoContainerOptions(
+    parsed,
+    "a remote URL runs nowhere locally",
+    undefined,
+    "leave it out: mcpmgr only proxies a remote server, which runs on its own host",
+  );
   if (parsed.passthrough.length > 0) {
     refuseInert(
       new McpmgrError("INVALID_OPTION", "arguments after -- go to servers mcpmgr starts, not to a remote URL", {

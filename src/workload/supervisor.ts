@@ -141,6 +141,11 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
         await options.report({ state: "failed", restarts, ...failure(err) });
         throw err;
       }
+      // In the log as well as the status (whose lastError the next state replaces): an operator reading the log
+      // after a night of restarts sees why each attempt failed.
+      options.log.warn(
+        `${options.name}: restarting failed: ${errorMessage(err)}; trying again in ${formatDelay(backoff)}`,
+      );
       await options.report({ state: "restarting", restarts, lastError: errorMessage(err) });
       await pause();
       continue;
@@ -159,6 +164,11 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
     await pause();
   }
   return restarts;
+}
+
+/** A backoff as a person reads it: "500 ms", "2 s". */
+function formatDelay(ms: number): string {
+  return ms < 1_000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`;
 }
 
 /** Serves the recorded workload `name` until `stopping`; throws when its first start fails. */
@@ -248,8 +258,12 @@ async function starter(
   }
   const spec = await prepareRunSpec(parseRunArgv(record.runOptions), ctx, { recorded: true });
   const name = record.name;
-  const workloadLog = cappedLog(store.logPath(name), store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env));
   const listener = keepListener(spec, ctx);
+  // A remote has no server output: its audit lines go where its other lines go, the proxy log, which
+  // is what `mcpmgr logs` shows for it (as for a gateway).
+  if (spec.placement.kind === "remote")
+    return { start: (signal) => startWorkload(spec, ctx, { supervised: true, listener, signal }), listener };
+  const workloadLog = cappedLog(store.logPath(name), store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env));
   return {
     start: (signal) => startWorkload(spec, ctx, { workloadLog, supervised: true, listener, signal }),
     listener,

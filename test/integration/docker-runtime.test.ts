@@ -85,6 +85,48 @@ test("a stdio image runs hardened and labelled behind the bridge; stop removes i
   expect(leftovers(name)).toEqual({ containers: [], networks: [] });
 }, 120_000);
 
+test("SIGHUP (a closed terminal or ssh session) stops a foreground run like SIGTERM: its container is removed", async () => {
+  const name = "docker-hangup";
+  const run = await runForeground([images.probe, "--name", name]);
+  expect((await run.call("env", { name: "HOME" })).text).not.toBe("");
+  await run.client.close();
+  // By default SIGHUP ended mcpmgr at once, leaving mcpmgr-docker-hangup running with nobody to remove it.
+  expect(await run.stop("SIGHUP")).toBe(0);
+  expect(leftovers(name)).toEqual({ containers: [], networks: [] });
+}, 120_000);
+
+test("a killed foreground run's containers: the refusal says how to remove them, and that command does", async () => {
+  const name = "docker-orphan";
+  // What a foreground run killed with SIGKILL leaves: its container, labelled, with no record and nobody serving it.
+  const { NODE_BASE_IMAGE } = await import("../support/docker-images.ts");
+  docker("rm", "-f", `mcpmgr-${name}`);
+  const made = docker(
+    "run",
+    "-d",
+    "--name",
+    `mcpmgr-${name}`,
+    "--label",
+    "mcpmgr=true",
+    "--label",
+    `mcpmgr.workload=${name}`,
+    NODE_BASE_IMAGE,
+    "sleep",
+    "300",
+  );
+  expect(made.code).toBe(0);
+  try {
+    const refused = await runFails([images.probe, "--name", name]);
+    expect(refused.code).toBe(1);
+    const hint = /\(hint: .*remove what it left: (docker rm -f .*)\)$/m.exec(refused.err);
+    expect(hint).not.toBeNull();
+    const removal = Bun.spawnSync(["sh", "-c", hint?.[1] as string], { stdout: "pipe", stderr: "pipe" });
+    expect(removal.exitCode).toBe(0);
+    expect(leftovers(name).containers).toEqual([]);
+  } finally {
+    docker("rm", "-f", `mcpmgr-${name}`);
+  }
+}, 120_000);
+
 test("an HTTP image is published on loopback only and reached through the forwarder; -p adds a port", async () => {
   const name = "docker-http";
   const extra = 20_000 + Math.floor(Math.random() * 20_000);

@@ -174,6 +174,12 @@ test("a SIGTERM sent as soon as the URL is printed is a graceful stop (exit 0), 
   }
 });
 
+test("SIGHUP (a closed terminal, a dropped ssh session) is a graceful stop too (exit 0), not the default death", async () => {
+  const proxy = await startProxy(`${base}/mcp`);
+  expect(await proxy.stop("SIGHUP")).toBe(0);
+  expect(proxy.output()).toContain("SIGHUP: stopping proxy");
+});
+
 test("an idle upstream SSE stream is seen open at once, not at its first event", async () => {
   // A raw upstream that sends its response head and then nothing (Bun.serve itself
   // would hold the head back until a first byte).

@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { expectOneLineError } from "../support/cli-home.ts";
+import { emptyResultUpstream } from "../support/json-rpc-upstream.ts";
 import { CLI_ENTRY, followLogs, REPO_ROOT } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
@@ -65,7 +66,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["rotating", "followed", "later-bad", "gw-logs", "gw-crash"]) mcpmgr({}, "rm", name);
+  for (const name of ["rotating", "followed", "later-bad", "gw-logs", "gw-crash", "remote-audit"])
+    mcpmgr({}, "rm", name);
   await rm(home, { recursive: true, force: true });
 });
 
@@ -212,4 +214,38 @@ test("set badly for a later start, it is the start's error, with its hint", () =
   expect(line).toContain("hint: unset MCPMGR_MAX_LOG_BYTES to use the default");
   expect(mcpmgr({}, "start", "later-bad").code).toBe(0);
   expect(mcpmgr({}, "rm", "later-bad").code).toBe(0);
+});
+
+test("a background remote's audit lines are in what 'mcpmgr logs NAME' shows (a remote has no server output), its lines timed", async () => {
+  const upstream = emptyResultUpstream();
+  try {
+    // A group of its own: the gateway tests above fence the default group (their gateway has policies).
+    expect(mcpmgr({}, "group", "create", "remote-audit").code).toBe(0);
+    const started = mcpmgr(
+      {},
+      "run",
+      `http://127.0.0.1:${upstream.port}/mcp`,
+      "--name",
+      "remote-audit",
+      "--group",
+      "remote-audit",
+      "--enable-audit",
+    );
+    expect(started.code).toBe(0);
+    const answer = await fetch(started.stdout.trim(), {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(answer.status).toBe(200);
+    // Audit lines are flushed every 200 ms.
+    await until(() => mcpmgr({}, "logs", "remote-audit").stdout.includes('"type":"mcp_tools_list"'));
+    const shown = mcpmgr({}, "logs", "remote-audit").stdout;
+    // The supervisor's own lines carry their time (read long after); audit lines stay JSON, one per line.
+    expect(shown).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[info\] remote-audit running at http:\/\//m);
+    expect(shown).toMatch(/^\{"id":"[0-9a-f-]+","time":"[^"]+","type":"mcp_tools_list"/m);
+  } finally {
+    expect(mcpmgr({}, "rm", "remote-audit").code).toBe(0);
+    upstream.stop(true);
+  }
 });

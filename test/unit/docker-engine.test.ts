@@ -202,6 +202,10 @@ test("noEngineError is RUNTIME_UNAVAILABLE and names the engine asked for", () =
   const err = noEngineError("MCPMGR_RUNTIME=podman", "podman");
   expect(err.code).toBe("RUNTIME_UNAVAILABLE");
   expect(err.message).toContain("podman");
-  expect(err.hint).toContain("DOCKER_HOST");
+  // Podman has no daemon to "start": the hint names its API socket and how to start it.
+  expect(err.hint).toContain("podman.socket");
+  expect(err.hint).toContain("podman system service");
+  expect(err.hint).toContain("CONTAINER_HOST");
   expect(noEngineError("running an image").code).toBe("RUNTIME_UNAVAILABLE");
+  expect(noEngineError("running an image").hint).toContain("DOCKER_HOST");
 });

@@ -223,8 +223,10 @@ describe("a remote URL runs nowhere locally", () => {
     expect((thrown as { code?: string }).code).toBe("CONFLICTING_OPTIONS");
   });
 
-  test("container options are refused", () => {
+  test("container options are refused, and the hint does not suggest a container engine", () => {
     refusal([REMOTE, "--isolate-network"], "CONFLICTING_OPTIONS", "a remote URL runs nowhere locally");
+    const err = errorOf(["--foreground", REMOTE, "--runtime-image", "node:22"]) as { hint?: string };
+    expect(err.hint).toBe("leave it out: mcpmgr only proxies a remote server, which runs on its own host");
   });
 
   test("token exchange needs incoming authentication", () => {

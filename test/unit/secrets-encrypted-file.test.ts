@@ -357,6 +357,18 @@ describe("password sources", () => {
     expect(err.hint).toContain("MCPMGR_SECRETS_PASSWORD");
   });
 
+  test("an existing file and no keychain: the hint asks for the password it was written with, not a new one", async () => {
+    await provider("old password").set("k", "value");
+    const err = await expectCode(
+      provider(defaultPasswordSource({ env: {}, keychain: null })).get("k"),
+      "SECRETS_PASSWORD_MISSING",
+    );
+    expect(err.message).toContain("MCPMGR_SECRETS_PASSWORD is not set");
+    expect(err.hint).toContain("the password");
+    expect(err.hint).toContain("was written with");
+    expect(err.hint).not.toContain("random");
+  });
+
   test("a keychain that never answers counts as unavailable", async () => {
     const hanging: Keychain = { get: () => new Promise(() => {}), set: () => new Promise(() => {}) };
     const source = keychainPasswordSource(hanging, 50);

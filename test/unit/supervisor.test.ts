@@ -13,7 +13,12 @@ import { cappedLog, copyNew, copyWhole, READER_GONE } from "../../src/state/log-
 import { restartLoop, type StatusReport } from "../../src/workload/supervisor.ts";
 
 const timings = { firstBackoffMs: 1_000, maxBackoffMs: 4_000, stableAfterMs: 60_000 };
-const quietLog = { debug() {}, info() {}, warn() {}, error() {} };
+const quietLog: Record<"debug" | "info" | "warn" | "error", (message: string) => void> = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+};
 
 /** A workload that exits when the test says so (with a reason), and counts its stops (and which were restarts). */
 function workload() {
@@ -32,7 +37,7 @@ function workload() {
   return { running: running as RunningWorkload & { stops: number; restartingStops: number }, exit };
 }
 
-function harness(starts: ((signal: AbortSignal) => Promise<RunningWorkload>)[]) {
+function harness(starts: ((signal: AbortSignal) => Promise<RunningWorkload>)[], log: typeof quietLog = quietLog) {
   const reports: StatusReport[] = [];
   const sleeps: number[] = [];
   let clock = 0;
@@ -52,7 +57,7 @@ function harness(starts: ((signal: AbortSignal) => Promise<RunningWorkload>)[]) 
     },
     report: async (status) => void reports.push(status),
     stopping,
-    log: quietLog,
+    log,
     timings,
     sleep: async (ms) => void sleeps.push(ms),
     now: () => clock,
@@ -183,6 +188,28 @@ test("a start that still brings its workload up after being told to stop has tha
   expect(await h.done).toBe(0);
   expect(late.running.stops).toBe(1);
   expect(h.reports.map((r) => r.state)).toEqual(["starting"]);
+});
+
+test("a later start that fails is in the log with its reason and when the next attempt is, not only in the status", async () => {
+  const warnings: string[] = [];
+  const first = workload();
+  const h = harness(
+    [
+      async () => first.running,
+      () => Promise.reject(new McpmgrError("RUNTIME_UNAVAILABLE", "Cannot connect to the Docker daemon")),
+      async () => workload().running,
+    ],
+    { ...quietLog, warn: (message: string) => void warnings.push(message) },
+  );
+  await until(() => h.reports.at(-1)?.state === "running");
+  first.exit("the MCP server exited with code 143");
+  await until(() => h.started() === 3 && h.reports.at(-1)?.state === "running");
+  h.stop();
+  await h.done;
+  expect(warnings).toEqual([
+    "demo: the MCP server exited with code 143",
+    "demo: restarting failed: Cannot connect to the Docker daemon; trying again in 2 s",
+  ]);
 });
 
 test("the workload log is rotated once it reaches the cap, counting what an earlier run left in it", () => {

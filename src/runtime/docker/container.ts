@@ -5,6 +5,13 @@
  * restart, proxy in between), it is re-attached, retrying with a backoff as long as the
  * container runs (the engine may refuse for a while: restarting, container paused); the
  * byte streams the bridge reads do not end until the container does.
+ *
+ * The exit is learnt from the engine's `wait`, but not only: a `wait` whose connection drops
+ * after the engine sent its headers (dockerd and Podman send them at once) never settles
+ * (docker-modem listens for the answer's end alone), so an engine that is killed and started
+ * again would leave the workload "running" with nobody answering. The re-attach loop, which
+ * runs whenever the engine connection dropped, therefore settles the exit itself when it finds
+ * the container stopped, and asks for a new `wait` after each re-attach.
  */
 import { attachStreams } from "./attach.ts";
 import { PassThrough, type Duplex } from "node:stream";
@@ -135,6 +142,15 @@ export async function startServerContainer(
     pending.length = 0;
   };
 
+  let settleExit!: (code: number | null) => void;
+  const exited = new Promise<number | null>((resolve) => (settleExit = resolve));
+  // A `wait` that fails (the engine unreachable) counts as the exit, as it always did.
+  const watchExit = () =>
+    void container.wait().then(
+      (result: { StatusCode?: number }) => settleExit(result.StatusCode ?? null),
+      () => settleExit(null),
+    );
+
   const attach = async (): Promise<void> => {
     const stream = await attachStreams(engine, container, stdio);
     docker.modem.demuxStream(stream, out.node, err.node);
@@ -152,19 +168,31 @@ export async function startServerContainer(
 
   /**
    * Until it works or the container stops running. A stopped container ends the loop through
-   * inspect (not running) or through wait() settling (exitedFlag), which reports the exit.
+   * inspect (not running: the exit is settled from its exit code) or through the exit settling
+   * first (exitedFlag).
    */
   const reattach = async (): Promise<void> => {
     let delay = REATTACH_FIRST_DELAY_MS;
     while (!stopping && !exitedFlag) {
       try {
         const info = await container.inspect();
-        if (!info.State.Running) return;
+        if (!info.State.Running) {
+          // The engine's own `wait` may be hung on a connection that dropped: the exit is settled here.
+          settleExit(typeof info.State.ExitCode === "number" ? info.State.ExitCode : null);
+          return;
+        }
         await attach();
+        // The earlier `wait` may have been cut with the attach connection: a new one watches the exit.
+        watchExit();
         reattachCount++;
         reattachFailure = undefined;
         return;
       } catch (error) {
+        // Removed while the engine could not be asked (by hand, or an engine that lost it): that is its exit.
+        if ((error as { statusCode?: unknown }).statusCode === 404) {
+          settleExit(null);
+          return;
+        }
         const why = engineError("re-attaching", error).message;
         if (reattachFailure === undefined)
           note(`the attach connection to ${options.name} dropped and ${why}; retrying while the container runs`);
@@ -183,11 +211,8 @@ export async function startServerContainer(
     await cleanup();
     throw engineError(`starting container ${options.name}`, error);
   }
+  watchExit();
 
-  const exited = container.wait().then(
-    (result: { StatusCode?: number }) => result.StatusCode ?? null,
-    () => null,
-  );
   void exited.then(async () => {
     exitedFlag = true;
     if (reattachFailure !== undefined && !stopping)
@@ -226,6 +251,10 @@ export async function startServerContainer(
         // Closing stdin first lets a stdio server exit on EOF, as it would under a process runtime.
         closeConnection();
         await container.stop({ t: Math.max(1, Math.round(graceMs / 1000)) }).catch(() => {});
+        // Stopped by now (or gone, or the engine unreachable): a `wait` hung on a dropped connection must not hold this up.
+        const info = await container.inspect().catch(() => undefined);
+        if (info === undefined || !info.State.Running)
+          settleExit(typeof info?.State.ExitCode === "number" ? info.State.ExitCode : null);
         await exited;
         await container.remove({ force: true }).catch(() => {});
         await cleanup();

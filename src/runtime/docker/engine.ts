@@ -174,7 +174,10 @@ export function dockerHostFor(endpoint: string): string {
 
 export function noEngineError(why: string, want?: EngineKind): McpmgrError {
   const which = want ?? "Docker or Podman";
-  return new McpmgrError("RUNTIME_UNAVAILABLE", `${why}, but no ${which} engine answered`, {
-    hint: `start ${which} (or Colima, Rancher Desktop, OrbStack), or point DOCKER_HOST at its socket`,
-  });
+  // Podman has no daemon to start: what answers is its API service, started by its socket unit or by hand.
+  const hint =
+    want === "podman"
+      ? "start Podman's API socket ('systemctl --user start podman.socket', as root 'systemctl start podman.socket', or 'podman system service --time=0 &'), or point CONTAINER_HOST at its socket"
+      : `start ${which} (or Colima, Rancher Desktop, OrbStack), or point DOCKER_HOST at its socket`;
+  return new McpmgrError("RUNTIME_UNAVAILABLE", `${why}, but no ${which} engine answered`, { hint });
 }
