@@ -10,6 +10,7 @@
 import * as v from "valibot";
 import { decodeConfigFile } from "./config-file.ts";
 import { ipVersion } from "./ip-address.ts";
+import { isObject } from "../objects.ts";
 
 export const builtinProfileNames = ["none", "network"] as const;
 export type BuiltinProfileName = (typeof builtinProfileNames)[number];
@@ -82,7 +83,7 @@ const builtinSchema = v.picklist(builtinProfileNames, `must be "none", "network"
 /** `"none"`, `"network"` or a profile object; other values are refused with a message naming all three. */
 export const permissionsSchema = v.lazy((input) => {
   if (typeof input === "string") return builtinSchema;
-  if (typeof input === "object" && input !== null && !Array.isArray(input)) return profileSchema;
+  if (isObject(input)) return profileSchema;
   return v.custom<never>(() => false, `must be "none", "network" or a permission profile object`);
 });
 

@@ -7,11 +7,9 @@
  */
 import { isCallToolResult } from "@modelcontextprotocol/server";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
+import { isObject } from "../objects.ts";
 
 type Json = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** A JSON-RPC error as the member sent it (code and message checked by the caller's era). */
 export interface MemberError {

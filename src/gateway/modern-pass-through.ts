@@ -64,6 +64,7 @@ import { RelayedCall } from "./relayed-call.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import type { Upstream } from "./upstream.ts";
+import { isObject } from "../objects.ts";
 
 type Json = Record<string, unknown>;
 
@@ -74,8 +75,6 @@ export interface ModernPassThroughOptions {
   readonly search?: GatewaySearch | undefined;
 }
 
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 /**
  * The per-request revisions the SDK's handler serves (its SUPPORTED_MODERN_PROTOCOL_VERSIONS, which it
  * does not export): a request naming any other goes to the SDK, which serves or refuses it.

@@ -29,6 +29,7 @@ import type { GroupCatalog } from "./catalog.ts";
 import { RelayedCall, type RelaySession } from "./relayed-call.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { Upstream } from "./upstream.ts";
+import { isObject } from "../objects.ts";
 
 type Json = Record<string, unknown>;
 
@@ -40,8 +41,6 @@ export interface PassThroughOptions {
 
 export type PassThroughSession = RelaySession;
 
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 const jsonWithRaw = JSON as typeof JSON & { rawJSON(text: string): unknown; isRawJSON(value: unknown): boolean };
 /** 2025-era revisions the session's SDK transport accepts in MCP-Protocol-Version. */
 const legacyVersions = new Set(SUPPORTED_PROTOCOL_VERSIONS.filter((version) => version < "2026"));

@@ -26,11 +26,10 @@ import { readMemberStream } from "./member-stream.ts";
 import type { SessionTransport } from "./session-transport.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import type { Upstream } from "./upstream.ts";
+import { isObject } from "../objects.ts";
 
 type Json = Record<string, unknown>;
 
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 const jsonWithRaw = JSON as typeof JSON & { rawJSON(text: string): unknown };
 
 export interface RelaySession {

@@ -20,7 +20,8 @@
 import * as v from "valibot";
 import { goSpecPattern, imageRefPattern, npmSpecPattern, pypiSpecPattern } from "../config/package-refs.ts";
 import { permissionsSchema } from "../config/permission-profile.ts";
-import { deepFreeze, type EntrySource, type EnvVarSpec, type RegistryEntry, sourceKinds, transports } from "./entry.ts";
+import { type EntrySource, type EnvVarSpec, type RegistryEntry, sourceKinds, transports } from "./entry.ts";
+import { deepFreeze } from "../objects.ts";
 
 // For the modules that validate entries (and their tests): the entry type and its readers with the schema.
 export { type RegistryEntry, sourceKinds, sourceOf } from "./entry.ts";

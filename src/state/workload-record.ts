@@ -10,6 +10,7 @@
  * Secrets are references only (NAME → target variable): values live in secrets/, never here.
  */
 import * as v from "valibot";
+import { deepFreeze } from "../objects.ts";
 
 /** `gateway`: a background `mcpmgr gateway GROUP --detach`, whose source is the group it serves. */
 export const SOURCE_KINDS = ["registry", "image", "package", "remote", "config", "gateway"] as const;
@@ -166,13 +167,4 @@ export function reconcileStatus(status: WorkloadStatus, isAlive: (pid: number) =
     // Not the previous lastError: that one was survived (the state still said running).
     lastError: `the mcpmgr process ${status.pid} serving this workload is no longer running`,
   });
-}
-
-/** Values handed out by the store are frozen, so one caller cannot change what another sees. */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }

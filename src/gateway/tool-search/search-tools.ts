@@ -11,6 +11,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { closestNames } from "./closest-names.ts";
 import type { IndexedTool, ToolSearchIndex } from "./tool-index.ts";
 import { checkArguments } from "./validate-arguments.ts";
+import { isObject } from "../../objects.ts";
 
 export const FIND_TOOL = "find_tool";
 export const CALL_TOOL = "call_tool";
@@ -63,10 +64,6 @@ export const searchModeTools: readonly Tool[] = [
 
 export function toolError(text: string): CallToolResult {
   return { content: [{ type: "text", text }], isError: true };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 export type FindRequest =

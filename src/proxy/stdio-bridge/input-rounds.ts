@@ -16,6 +16,7 @@ import { errorResponse, progressTokenOf } from "./messages.ts";
 import { paramsDigest, RequestStateSeal } from "./request-state.ts";
 import type { ClientCapabilities, ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
+import { isObject } from "../../objects.ts";
 
 /** Server requests of one burst (a handler asking several things at once) share one round. */
 const gatherMs = 15;
@@ -198,9 +199,7 @@ export function nextKey(rounds: InputRounds, method: string): string {
 /** An answer the client offered for `key`, if it has the shape of a result (an object). */
 export function offeredAnswer(rounds: InputRounds, key: string): Record<string, unknown> | undefined {
   const answer = rounds.offered?.[key];
-  return typeof answer === "object" && answer !== null && !Array.isArray(answer)
-    ? (answer as Record<string, unknown>)
-    : undefined;
+  return isObject(answer) ? answer : undefined;
 }
 
 /** `inputResponses` must be an object of objects when present; a reason when it is not. */

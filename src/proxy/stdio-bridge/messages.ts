@@ -5,11 +5,12 @@
  */
 import type { JsonRpcId } from "../jsonrpc.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
+import { isObject } from "../../objects.ts";
 
 export type MessageKind = "request" | "notification" | "response" | "invalid";
 
 export function kindOf(message: unknown): MessageKind {
-  if (typeof message !== "object" || message === null || Array.isArray(message)) return "invalid";
+  if (!isObject(message)) return "invalid";
   const m = message as Partial<JsonRpcMessage>;
   if (m.jsonrpc !== "2.0") return "invalid";
   const hasId = typeof m.id === "string" || typeof m.id === "number" || isExactInteger(m.id);
