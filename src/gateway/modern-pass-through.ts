@@ -60,7 +60,7 @@ import type { GroupCatalog } from "./catalog.ts";
 import { modernCallerEra } from "./modern-answers.ts";
 import { modernMemberParams } from "./modern-caller.ts";
 import { memberParamHeaders } from "./param-headers.ts";
-import { RelayedCall } from "./relayed-call.ts";
+import { plainCallParams, RelayedCall } from "./relayed-call.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import type { Upstream } from "./upstream.ts";
@@ -175,9 +175,7 @@ function plainEnvelope(meta: unknown, version: string): Json | undefined {
  * any form (passed on as written), params beyond the revision's (dropped).
  */
 function relayableParams(params: unknown): Json | undefined {
-  if (!isObject(params) || typeof params.name !== "string") return undefined;
-  const args = params.arguments;
-  if (args !== undefined && (!isObject(args) || hasProtoKey(args))) return undefined;
+  if (!plainCallParams(params)) return undefined;
   if (params.requestState !== undefined && typeof params.requestState !== "string") return undefined;
   return params;
 }

@@ -32,6 +32,18 @@ type Json = Record<string, unknown>;
 
 const jsonWithRaw = JSON as typeof JSON & { rawJSON(text: string): unknown };
 
+/**
+ * What both lanes require of a tools/call's params before anything else: an object with a string
+ * `name`, and `arguments`, if any, an object without an own `__proto__` key (JSON.parse makes one, the
+ * SDK's parse drops it, so a relay of the object as parsed would differ from the SDK path). Each lane
+ * then checks what its revision adds (pass-through.ts, modern-pass-through.ts).
+ */
+export function plainCallParams(params: unknown): params is Json {
+  if (!isObject(params) || typeof params.name !== "string") return false;
+  const args = params.arguments;
+  return args === undefined || (isObject(args) && !Object.hasOwn(args, "__proto__"));
+}
+
 export interface RelaySession {
   /** A 2025-era session's transport (its ids, cancellations, what its server sends); a 2026-07-28 caller has none. */
   readonly transport?: SessionTransport | undefined;
