@@ -12,7 +12,7 @@ import { decodeConfigFile } from "./config-file.ts";
 import { ipVersion } from "./ip-address.ts";
 import { isObject } from "../objects.ts";
 
-export const builtinProfileNames = ["none", "network"] as const;
+const builtinProfileNames = ["none", "network"] as const;
 export type BuiltinProfileName = (typeof builtinProfileNames)[number];
 
 export interface OutboundRules {

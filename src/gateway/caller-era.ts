@@ -79,7 +79,7 @@ export function plainError({ code, message, data }: MemberError): Json {
 }
 
 /** The common shape of a tool result (text blocks), checked without a schema library. */
-export function plainToolResult(result: Json): boolean {
+function plainToolResult(result: Json): boolean {
   const content = result.content;
   if (!Array.isArray(content)) return false;
   for (const block of content)

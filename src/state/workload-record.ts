@@ -13,11 +13,11 @@ import * as v from "valibot";
 import { deepFreeze } from "../objects.ts";
 
 /** `gateway`: a background `mcpmgr gateway GROUP --detach`, whose source is the group it serves. */
-export const SOURCE_KINDS = ["registry", "image", "package", "remote", "config", "gateway"] as const;
-export const TRANSPORTS = ["stdio", "sse", "streamable-http"] as const;
-export const PROXY_MODES = ["streamable-http", "sse"] as const;
+const SOURCE_KINDS = ["registry", "image", "package", "remote", "config", "gateway"] as const;
+const TRANSPORTS = ["stdio", "sse", "streamable-http"] as const;
+const PROXY_MODES = ["streamable-http", "sse"] as const;
 /** `gateway`: served by the supervisor itself, no server process or container behind it. */
-export const RUNTIMES = ["process", "docker", "podman", "remote", "gateway"] as const;
+const RUNTIMES = ["process", "docker", "podman", "remote", "gateway"] as const;
 export const WORKLOAD_STATES = ["starting", "running", "stopped", "failed", "restarting"] as const;
 /** States in which a supervisor process should exist (and be checked by reconcileStatus). */
 const LIVE_STATES: ReadonlySet<WorkloadState> = new Set(["starting", "running", "restarting"]);

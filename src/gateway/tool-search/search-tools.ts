@@ -15,8 +15,8 @@ import { isObject } from "../../objects.ts";
 
 export const FIND_TOOL = "find_tool";
 export const CALL_TOOL = "call_tool";
-export const DEFAULT_FIND_LIMIT = 5;
-export const MAX_FIND_LIMIT = 20;
+const DEFAULT_FIND_LIMIT = 5;
+const MAX_FIND_LIMIT = 20;
 
 /** Kept short on purpose: these two definitions are the whole tools/list a model reads in search mode. */
 export const searchModeTools: readonly Tool[] = [

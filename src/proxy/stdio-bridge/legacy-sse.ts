@@ -28,7 +28,7 @@ export interface LegacySseOptions {
 }
 
 /** Requests of one legacy session the server may be working on at once. */
-export const maxInFlightPerSession = 256;
+const maxInFlightPerSession = 256;
 
 export function legacySseFrontEnd(options: LegacySseOptions): Handler {
   const { bridge, live } = options;

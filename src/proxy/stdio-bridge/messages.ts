@@ -36,13 +36,7 @@ export function progressTokenOf(message: JsonRpcMessage): string | number | unde
 }
 
 /** Protocol versions the bridge speaks with clients, oldest first. */
-export const supportedProtocolVersions = [
-  "2024-11-05",
-  "2025-03-26",
-  "2025-06-18",
-  "2025-11-25",
-  "2026-07-28",
-] as const;
+const supportedProtocolVersions = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"] as const;
 export const latestProtocolVersion = "2025-11-25";
 
 export function isSupportedProtocolVersion(version: string): boolean {
