@@ -25,7 +25,10 @@ export function mayHoldLongIntegers(text: string): boolean {
   return longDigits.test(text);
 }
 
-/** JSON.parse with integers beyond 2^53 kept exact (throws on text that is not JSON); also the chain's (middleware/rpc-body.ts). */
+/**
+ * JSON.parse with integers beyond 2^53 kept exact (throws on text that is not JSON); also the chain's
+ * (middleware/rpc-body.ts) and the gateway's relay for a member's answer (gateway/relayed-call.ts).
+ */
 export function parseExactJson(text: string): unknown {
   return longDigits.test(text) ? JSON.parse(text, exactIntegers as never) : JSON.parse(text);
 }
