@@ -10,6 +10,7 @@
 import * as v from "valibot";
 import { decodeConfigFile } from "./config-file.ts";
 import { ipVersion } from "./ip-address.ts";
+import { portNumber } from "./values.ts";
 import { isObject } from "../objects.ts";
 
 const builtinProfileNames = ["none", "network"] as const;
@@ -43,13 +44,6 @@ const hostRule = v.pipe(
     (text) => hostRulePattern.test(text) || ipVersion(text.replace(/^\[(.*)\]$/, "$1")) !== 0,
     "must be a host name, an IP address, or .domain for a domain and its subdomains",
   ),
-);
-
-const portNumber = v.pipe(
-  v.number(),
-  v.integer("must be a whole number"),
-  v.minValue(1, "must be a port number (1-65535)"),
-  v.maxValue(65535, "must be a port number (1-65535)"),
 );
 
 const mount = v.pipe(
