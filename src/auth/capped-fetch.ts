@@ -10,7 +10,7 @@ import { cappedStream, declaredLength } from "../bounded-body.ts";
 import type { Fetch } from "./trusted-fetch.ts";
 
 /** Far above any real document of these kinds (a large JWKS is tens of KiB). */
-export const MAX_AUTHORIZATION_ANSWER_BYTES = 1024 * 1024;
+const MAX_AUTHORIZATION_ANSWER_BYTES = 1024 * 1024;
 
 export function cappedAnswers(base: Fetch, maxBytes = MAX_AUTHORIZATION_ANSWER_BYTES): Fetch {
   return async (input, init) => {

@@ -3,7 +3,7 @@
  * RFC 6750 `WWW-Authenticate` challenge that points clients at it. MCP clients (2025-06-18
  * on) start their authorization from the `resource_metadata` URL in a 401.
  */
-export const METADATA_PATH = "/.well-known/oauth-protected-resource";
+const METADATA_PATH = "/.well-known/oauth-protected-resource";
 
 export interface ResourceMetadataInput {
   /** The protected resource's identifier: --resource-url, or the endpoint's public URL. */

@@ -12,7 +12,7 @@ import { buildDate, commit, version } from "../version.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { printResult } from "./output.ts";
 
-export interface VersionInfo {
+interface VersionInfo {
   readonly version: string;
   readonly commit: string;
   readonly buildDate: string;
@@ -22,7 +22,7 @@ export interface VersionInfo {
   readonly arch: string;
 }
 
-export function versionInfo(): VersionInfo {
+function versionInfo(): VersionInfo {
   return { version, commit, buildDate, bun: Bun.version, os: process.platform, arch: process.arch };
 }
 

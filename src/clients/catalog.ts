@@ -20,6 +20,7 @@ import {
   type RemoteTransport,
   type WorkloadEndpoint,
 } from "./types.ts";
+import { isObject } from "../objects.ts";
 
 const BOTH: readonly RemoteTransport[] = ["streamable-http", "sse"];
 const HTTP_ONLY: readonly RemoteTransport[] = ["streamable-http"];
@@ -351,7 +352,7 @@ const definitions: readonly ClientDefinition[] = [
     // opencode 2 keeps servers under mcp.servers and still reads opencode 1's servers straight under mcp.
     collection: (valueAt) => {
       const servers = valueAt(["mcp", "servers"]);
-      const v2 = typeof servers === "object" && servers !== null && !Array.isArray(servers);
+      const v2 = isObject(servers);
       return { kind: "map", path: v2 ? ["mcp", "servers"] : ["mcp"] };
     },
     transports: BOTH,

@@ -221,7 +221,7 @@ async function realTarget(path: string): Promise<string> {
   }
 }
 
-export function backupPath(ctx: ClientContext, client: ClientDefinition, path: string): string {
+function backupPath(ctx: ClientContext, client: ClientDefinition, path: string): string {
   return join(ctx.paths.dataDir, "client-backups", client.id, basename(path));
 }
 

@@ -61,7 +61,7 @@ export interface SettleOptions {
   readonly findWriter?: typeof writerOf;
 }
 
-export function stampOf(info: BigIntStats): FileStamp {
+function stampOf(info: BigIntStats): FileStamp {
   return { dev: info.dev, ino: info.ino, size: info.size, mtimeNs: info.mtimeNs, ctimeNs: info.ctimeNs };
 }
 
@@ -164,7 +164,7 @@ function kindOf(info: BigIntStats): string {
   return "a special file";
 }
 
-export interface FileWriter {
+interface FileWriter {
   readonly pid: number;
   readonly command: string;
 }
@@ -174,7 +174,7 @@ export interface FileWriter {
  * processes whose descriptors this user may see (all of them for root). null when there is
  * none; undefined when it cannot be told (no /proc: macOS, Windows).
  */
-export async function writerOf(path: string, file: FileStamp): Promise<FileWriter | null | undefined> {
+async function writerOf(path: string, file: FileStamp): Promise<FileWriter | null | undefined> {
   if (process.platform !== "linux") return undefined;
   let pids: string[];
   try {

@@ -253,3 +253,17 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
     caBundle: readCaBundle(values["thv-ca-bundle"]),
   });
 }
+
+/**
+ * --token-exchange-url trades the client's token for one the upstream accepts: without incoming
+ * authentication (`--oidc-*`) there is no client token to trade. A rule of `proxy` and of `run` with a remote.
+ */
+export function assertTokenExchangeHasCaller(outgoingAuth: OutgoingAuthSpec, incomingAuth: boolean): void {
+  if (outgoingAuth.tokenExchange && !incomingAuth) {
+    throw new McpmgrError(
+      "MISSING_OPTION",
+      "--token-exchange-url exchanges the client's token, so it needs incoming authentication",
+      { hint: "add --oidc-issuer (and --oidc-audience)" },
+    );
+  }
+}

@@ -10,8 +10,10 @@
 import * as v from "valibot";
 import { decodeConfigFile } from "./config-file.ts";
 import { ipVersion } from "./ip-address.ts";
+import { portNumber } from "./values.ts";
+import { isObject } from "../objects.ts";
 
-export const builtinProfileNames = ["none", "network"] as const;
+const builtinProfileNames = ["none", "network"] as const;
 export type BuiltinProfileName = (typeof builtinProfileNames)[number];
 
 export interface OutboundRules {
@@ -42,13 +44,6 @@ const hostRule = v.pipe(
     (text) => hostRulePattern.test(text) || ipVersion(text.replace(/^\[(.*)\]$/, "$1")) !== 0,
     "must be a host name, an IP address, or .domain for a domain and its subdomains",
   ),
-);
-
-const portNumber = v.pipe(
-  v.number(),
-  v.integer("must be a whole number"),
-  v.minValue(1, "must be a port number (1-65535)"),
-  v.maxValue(65535, "must be a port number (1-65535)"),
 );
 
 const mount = v.pipe(
@@ -82,7 +77,7 @@ const builtinSchema = v.picklist(builtinProfileNames, `must be "none", "network"
 /** `"none"`, `"network"` or a profile object; other values are refused with a message naming all three. */
 export const permissionsSchema = v.lazy((input) => {
   if (typeof input === "string") return builtinSchema;
-  if (typeof input === "object" && input !== null && !Array.isArray(input)) return profileSchema;
+  if (isObject(input)) return profileSchema;
   return v.custom<never>(() => false, `must be "none", "network" or a permission profile object`);
 });
 

@@ -2,7 +2,7 @@
 import { McpmgrError } from "../errors.ts";
 import { parseArgv } from "./argv.ts";
 import { incomingAuthSpec, type IncomingAuthSpec } from "./incoming-auth-spec.ts";
-import { outgoingAuthSpec, type OutgoingAuthSpec } from "./outgoing-auth-spec.ts";
+import { assertTokenExchangeHasCaller, outgoingAuthSpec, type OutgoingAuthSpec } from "./outgoing-auth-spec.ts";
 import { proxyOptions } from "./proxy-options.ts";
 import { checkOutgoingAuthRules } from "./rules.ts";
 import { refuseUrlCredentials } from "./url-credentials.ts";
@@ -59,13 +59,7 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
   checkOutgoingAuthRules(given);
   const incomingAuth = incomingAuthSpec(values, given);
   const outgoingAuth = outgoingAuthSpec(values, given);
-  if (outgoingAuth.tokenExchange && incomingAuth === undefined) {
-    throw new McpmgrError(
-      "MISSING_OPTION",
-      "--token-exchange-url exchanges the client's token, so it needs incoming authentication",
-      { hint: "add --oidc-issuer (and --oidc-audience)" },
-    );
-  }
+  assertTokenExchangeHasCaller(outgoingAuth, incomingAuth !== undefined);
   return Object.freeze({
     serverName,
     target: new URL(target),

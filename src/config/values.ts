@@ -1,6 +1,7 @@
 /**
  * valibot schemas for single flag values. Each takes the raw string from argv and
- * yields a typed value; messages are written to be read after "--option VALUE: ".
+ * yields a typed value; messages are written to be read after "--option VALUE: ". Also the
+ * port number of a JSON or YAML document (a profile's allow_port, a registry entry's targetPort).
  */
 import * as v from "valibot";
 import { ipVersion } from "./ip-address.ts";
@@ -15,6 +16,14 @@ export const port = v.pipe(
   trimmed,
   v.regex(/^\d{1,5}$/, "must be a port number (1-65535)"),
   v.transform(Number),
+  v.minValue(1, "must be a port number (1-65535)"),
+  v.maxValue(65535, "must be a port number (1-65535)"),
+);
+
+/** A port given as a number in a document (not as text on the command line). */
+export const portNumber = v.pipe(
+  v.number(),
+  v.integer("must be a whole number"),
   v.minValue(1, "must be a port number (1-65535)"),
   v.maxValue(65535, "must be a port number (1-65535)"),
 );
@@ -85,17 +94,16 @@ export const hostName = v.pipe(
   v.transform((text) => text.replace(/^\[(.*)\]$/, "$1")),
 );
 
+/** The items of a comma-separated list ("a,b, c"), trimmed; empty items are dropped. */
+function commaItems(text: string): string[] {
+  return text
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+}
+
 /** Comma-separated lists ("a,b, c"); empty items are dropped. */
-export const commaList = v.pipe(
-  v.string(),
-  v.transform((text) =>
-    text
-      .split(",")
-      .map((item) => item.trim())
-      .filter((item) => item.length > 0),
-  ),
-  v.minLength(1, "must list at least one value"),
-);
+export const commaList = v.pipe(v.string(), v.transform(commaItems), v.minLength(1, "must list at least one value"));
 
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -137,12 +145,7 @@ export const headerAssignment = v.pipe(
 /** Comma-separated key=value pairs in one string ("a=1,b=2"). */
 export const keyValueList = v.pipe(
   v.string(),
-  v.transform((text) =>
-    text
-      .split(",")
-      .map((item) => item.trim())
-      .filter((item) => item.length > 0),
-  ),
+  v.transform(commaItems),
   v.minLength(1, "must hold at least one key=value pair"),
   v.check((items) => items.every((item) => /^[^=]+=/.test(item)), "every item must look like key=value"),
   v.transform((items) =>

@@ -18,10 +18,7 @@ import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { forwardWith, readRpcBody, rewrittenBody } from "../middleware/rpc-body.ts";
 import type { CallToolCalls } from "./search.ts";
 import { CALL_TOOL } from "./tool-search/search-tools.ts";
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+import { isObject } from "../objects.ts";
 
 /** The params of the direct call a call_tool request stands for, or undefined to leave it as it is. */
 function directParams(

@@ -7,11 +7,9 @@
  */
 import { isCallToolResult } from "@modelcontextprotocol/server";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
+import { isObject } from "../objects.ts";
 
 type Json = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** A JSON-RPC error as the member sent it (code and message checked by the caller's era). */
 export interface MemberError {
@@ -81,7 +79,7 @@ export function plainError({ code, message, data }: MemberError): Json {
 }
 
 /** The common shape of a tool result (text blocks), checked without a schema library. */
-export function plainToolResult(result: Json): boolean {
+function plainToolResult(result: Json): boolean {
   const content = result.content;
   if (!Array.isArray(content)) return false;
   for (const block of content)

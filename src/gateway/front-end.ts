@@ -37,6 +37,7 @@ import { anyResult } from "./sdk.ts";
 import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 import { markForeignSession } from "../proxy/session-refusal.ts";
+import { isObject } from "../objects.ts";
 
 export const GATEWAY_PATH = "/mcp";
 
@@ -336,8 +337,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       const refusal = call && paramHeadersRefused(request, call);
       if (refusal) return refusal;
       const params = (parsedBody as { params?: unknown } | undefined)?.params;
-      if (typeof params === "object" && params !== null && !Array.isArray(params))
-        sentParams.set(request, params as Record<string, unknown>);
+      if (isObject(params)) sentParams.set(request, params);
       return modern.fetch(request, withBody);
     }
     if (sessions.size >= maxSessions && !endIdleSession()) return sessionLimitReached();

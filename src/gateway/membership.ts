@@ -47,7 +47,7 @@ export interface Membership {
 }
 
 /** The URL MCP clients (and the gateway) use for a workload. */
-export function workloadEndpoint(record: WorkloadRecord): string {
+function workloadEndpoint(record: WorkloadRecord): string {
   const host = record.host === "0.0.0.0" ? "127.0.0.1" : record.host.includes(":") ? `[${record.host}]` : record.host;
   return `http://${host}:${record.proxyPort}${record.proxyPath}`;
 }

@@ -16,11 +16,9 @@ import { JsonRpcCode } from "../proxy/jsonrpc.ts";
 import { URL_ELICITATION_REQUIRED, urlElicitationRound } from "../proxy/stdio-bridge/older-server.ts";
 import { withoutMemberIdentity } from "./modern-caller.ts";
 import { type CallerAnswer, type CallerEra, plainError, SESSION_ERA } from "./caller-era.ts";
+import { isObject } from "../objects.ts";
 
 type Json = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** -32021: the one in-band error the revision answers with HTTP 400. */
 const MISSING_CAPABILITY = -32021;

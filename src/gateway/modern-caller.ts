@@ -22,14 +22,12 @@ import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import { URL_ELICITATION_REQUIRED, urlElicitationRound } from "../proxy/stdio-bridge/older-server.ts";
 import type { Params } from "./sdk.ts";
 import { mirrored } from "./upstream-pool.ts";
+import { isObject } from "../objects.ts";
 
 /** A 2026-07-28 request as its caller sent it: its params before the SDK lifted anything off them. */
 export interface ModernRequest {
   readonly params: Params | undefined;
 }
-
-const isObject = (value: unknown): value is Params =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The request's envelope as the SDK lifted it (typed by the SDK as an empty object). */
 const envelopeOf = (ctx: ServerContext): Params => (ctx.mcpReq.envelope ?? {}) as Params;

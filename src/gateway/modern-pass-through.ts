@@ -60,10 +60,11 @@ import type { GroupCatalog } from "./catalog.ts";
 import { modernCallerEra } from "./modern-answers.ts";
 import { modernMemberParams } from "./modern-caller.ts";
 import { memberParamHeaders } from "./param-headers.ts";
-import { RelayedCall } from "./relayed-call.ts";
+import { plainCallParams, RelayedCall } from "./relayed-call.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import type { Upstream } from "./upstream.ts";
+import { isObject } from "../objects.ts";
 
 type Json = Record<string, unknown>;
 
@@ -74,8 +75,6 @@ export interface ModernPassThroughOptions {
   readonly search?: GatewaySearch | undefined;
 }
 
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 /**
  * The per-request revisions the SDK's handler serves (its SUPPORTED_MODERN_PROTOCOL_VERSIONS, which it
  * does not export): a request naming any other goes to the SDK, which serves or refuses it.
@@ -176,9 +175,7 @@ function plainEnvelope(meta: unknown, version: string): Json | undefined {
  * any form (passed on as written), params beyond the revision's (dropped).
  */
 function relayableParams(params: unknown): Json | undefined {
-  if (!isObject(params) || typeof params.name !== "string") return undefined;
-  const args = params.arguments;
-  if (args !== undefined && (!isObject(args) || hasProtoKey(args))) return undefined;
+  if (!plainCallParams(params)) return undefined;
   if (params.requestState !== undefined && typeof params.requestState !== "string") return undefined;
   return params;
 }

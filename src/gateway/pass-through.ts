@@ -26,9 +26,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import type { RpcBody } from "../middleware/rpc-body.ts";
 import type { GroupCatalog } from "./catalog.ts";
-import { RelayedCall, type RelaySession } from "./relayed-call.ts";
+import { plainCallParams, RelayedCall, type RelaySession } from "./relayed-call.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { Upstream } from "./upstream.ts";
+import { isObject } from "../objects.ts";
 
 type Json = Record<string, unknown>;
 
@@ -40,8 +41,6 @@ export interface PassThroughOptions {
 
 export type PassThroughSession = RelaySession;
 
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 const jsonWithRaw = JSON as typeof JSON & { rawJSON(text: string): unknown; isRawJSON(value: unknown): boolean };
 /** 2025-era revisions the session's SDK transport accepts in MCP-Protocol-Version. */
 const legacyVersions = new Set(SUPPORTED_PROTOCOL_VERSIONS.filter((version) => version < "2026"));
@@ -72,10 +71,8 @@ function clientId(id: unknown, text: string): RequestId | undefined {
  * and the SDK's parse drops).
  */
 function relayableParams(params: unknown): Json | undefined {
-  if (!isObject(params) || typeof params.name !== "string") return undefined;
+  if (!plainCallParams(params)) return undefined;
   for (const key in params) if (!PARAM_KEYS.has(key)) return undefined;
-  const args = params.arguments;
-  if (args !== undefined && (!isObject(args) || Object.hasOwn(args, "__proto__"))) return undefined;
   const meta = params._meta;
   if (meta === undefined) return params;
   if (!isObject(meta) || Object.hasOwn(meta, "__proto__")) return undefined;

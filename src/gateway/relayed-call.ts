@@ -20,32 +20,33 @@ import { excerpt } from "../printable.ts";
 import { AnswerTooLarge, readBoundedText, readExcerpt } from "../proxy/answer-limit.ts";
 import { createEventStream, eventStreamResponse, type EventStream } from "../proxy/event-stream.ts";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
+import { parseExactJson } from "../proxy/stdio-bridge/json-text.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import { type CallerAnswer, type CallerEra, type MemberError, SESSION_ERA } from "./caller-era.ts";
 import { readMemberStream } from "./member-stream.ts";
 import type { SessionTransport } from "./session-transport.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import type { Upstream } from "./upstream.ts";
+import { isObject } from "../objects.ts";
 
 type Json = Record<string, unknown>;
 
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
-const jsonWithRaw = JSON as typeof JSON & { rawJSON(text: string): unknown };
+/**
+ * What both lanes require of a tools/call's params before anything else: an object with a string
+ * `name`, and `arguments`, if any, an object without an own `__proto__` key (JSON.parse makes one, the
+ * SDK's parse drops it, so a relay of the object as parsed would differ from the SDK path). Each lane
+ * then checks what its revision adds (pass-through.ts, modern-pass-through.ts).
+ */
+export function plainCallParams(params: unknown): params is Json {
+  if (!isObject(params) || typeof params.name !== "string") return false;
+  const args = params.arguments;
+  return args === undefined || (isObject(args) && !Object.hasOwn(args, "__proto__"));
+}
 
 export interface RelaySession {
   /** A 2025-era session's transport (its ids, cancellations, what its server sends); a 2026-07-28 caller has none. */
   readonly transport?: SessionTransport | undefined;
   readonly pool: UpstreamPool;
-}
-
-/** A JSON body as the member sent it: integers beyond 2^53 keep their digits. */
-function parseExact(text: string): unknown {
-  if (!/\d{16}/.test(text)) return JSON.parse(text);
-  return JSON.parse(text, ((_key: string, value: unknown, context?: { source?: string }) =>
-    typeof value === "number" && !Number.isSafeInteger(value) && /^-?\d+$/.test(context?.source ?? "")
-      ? jsonWithRaw.rawJSON(context?.source as string)
-      : value) as never);
 }
 
 export interface RelayTarget {
@@ -181,7 +182,7 @@ export class RelayedCall {
       if (this.#done) return;
       let message: unknown;
       try {
-        message = parseExact(data);
+        message = parseExactJson(data);
       } catch {
         return;
       }
@@ -240,7 +241,7 @@ export class RelayedCall {
   /** The answer in a JSON body from the member, or undefined when it holds none for the call. */
   #answerIn(text: string): CallerAnswer | undefined {
     try {
-      return this.#answer(parseExact(text));
+      return this.#answer(parseExactJson(text));
     } catch {
       return undefined;
     }

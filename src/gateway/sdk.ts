@@ -4,6 +4,7 @@
  * gateway/ dynamically).
  */
 import type { StandardSchemaV1 } from "@modelcontextprotocol/server";
+import { isObject } from "../objects.ts";
 
 /**
  * Results pass through the gateway as the workload sent them: validating them against the
@@ -13,10 +14,7 @@ export const anyResult: StandardSchemaV1<unknown, Record<string, unknown>> = {
   "~standard": {
     version: 1,
     vendor: "mcpmgr",
-    validate: (value) =>
-      typeof value === "object" && value !== null && !Array.isArray(value)
-        ? { value: value as Record<string, unknown> }
-        : { issues: [{ message: "a result must be an object" }] },
+    validate: (value) => (isObject(value) ? { value } : { issues: [{ message: "a result must be an object" }] }),
   },
 };
 

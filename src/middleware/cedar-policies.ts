@@ -7,6 +7,7 @@
  * and an argument key that differs from a read attribute only by case is caught.
  */
 import { policySetTextToParts, policyToJson } from "@cedar-policy/cedar-wasm/nodejs";
+import { isObject } from "../objects.ts";
 
 export interface ContextReads {
   /** Some policy uses `context` as a whole (`context == {...}`): every attribute matters. */
@@ -30,16 +31,12 @@ export interface PolicyFacts {
   readsFor(type: string, id: string): ContextReads;
 }
 
-type Node = Record<string, unknown>;
-
-const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value);
-
 /** The attribute path an expression names inside the context (`context.a.b` → [a, b]), or undefined. */
 function contextPath(expr: unknown): string[] | undefined {
-  if (!isNode(expr)) return undefined;
+  if (!isObject(expr)) return undefined;
   if (expr.Var === "context") return [];
   const dot = expr["."];
-  if (!isNode(dot) || typeof dot.attr !== "string") return undefined;
+  if (!isObject(dot) || typeof dot.attr !== "string") return undefined;
   const left = contextPath(dot.left);
   return left && [...left, dot.attr];
 }
@@ -70,14 +67,14 @@ class ReadsCollector implements ContextReads {
       for (const item of node) this.walk(item);
       return;
     }
-    if (!isNode(node) || "Value" in node) return;
+    if (!isObject(node) || "Value" in node) return;
     if (node.Var === "context") {
       this.read([]);
       return;
     }
     for (const op of [".", "has"]) {
       const access = node[op];
-      if (!isNode(access)) continue;
+      if (!isObject(access)) continue;
       const path = contextPath(access.left);
       if (path === undefined) continue;
       const attr = access.attr;
@@ -85,14 +82,14 @@ class ReadsCollector implements ContextReads {
       return;
     }
     // A record literal's keys are names, not expressions.
-    const values = isNode(node.Record) ? Object.values(node.Record) : Object.values(node);
+    const values = isObject(node.Record) ? Object.values(node.Record) : Object.values(node);
     for (const value of values) this.walk(value);
   }
 }
 
 /** The resource a policy is scoped to (`resource == Type::"id"`), or undefined when it may apply to any. */
 function scopedResource(scope: unknown): string | undefined {
-  if (!isNode(scope) || scope.op !== "==" || !isNode(scope.entity)) return undefined;
+  if (!isObject(scope) || scope.op !== "==" || !isObject(scope.entity)) return undefined;
   const { type, id } = scope.entity as { type?: unknown; id?: unknown };
   return typeof type === "string" && typeof id === "string" ? resourceKey(type, id) : undefined;
 }

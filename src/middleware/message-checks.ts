@@ -18,6 +18,7 @@
 import { JsonRpcCode, type JsonRpcId } from "../proxy/jsonrpc.ts";
 import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { foldKey } from "./strict-json.ts";
+import { isObject } from "../objects.ts";
 
 export interface MessageProblem {
   readonly code: number;
@@ -96,7 +97,7 @@ const targetKeys: ReadonlyMap<string, string> = new Map([
 const jsonWithRaw = JSON as typeof JSON & { isRawJSON?(value: unknown): boolean };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value) && !jsonWithRaw.isRawJSON?.(value);
+  return isObject(value) && !jsonWithRaw.isRawJSON?.(value);
 }
 
 function isRequestId(value: unknown): boolean {

@@ -9,6 +9,7 @@ import type { TextMapGetter, TextMapSetter } from "@opentelemetry/api";
 import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { rpcBodyOf, type RpcBody } from "./rpc-body.ts";
 import { duplicateKeyIn } from "./strict-json.ts";
+import { isObject } from "../objects.ts";
 
 type Meta = Record<string, unknown>;
 
@@ -21,9 +22,6 @@ const metaSetter: TextMapSetter<Meta> = {
     carrier[key] = value;
   },
 };
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The request's `_meta` when it holds a `traceparent` string (whether well-formed is the propagator's call). */
 export function traceMetaOf(message: JsonRpcMessage | undefined): Meta | undefined {

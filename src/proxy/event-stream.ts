@@ -28,7 +28,7 @@ export interface EventStream {
 }
 
 /** Bytes a stream may hold for a client that does not read them (default 16 MiB). */
-export const defaultMaxQueuedBytes = 16 * 1024 * 1024;
+const defaultMaxQueuedBytes = 16 * 1024 * 1024;
 
 export interface EventStreamOptions {
   readonly live?: LiveStreams;

@@ -9,6 +9,7 @@
  * them (checkParamHeaders) by the bridge in front of a stdio server (stdio-bridge/param-headers.ts)
  * and by the group gateway's front end (gateway/param-headers.ts).
  */
+import { isObject } from "../objects.ts";
 
 export interface HeaderDeclaration {
   /** The chain of `properties` keys leading to the annotated property. */
@@ -48,10 +49,6 @@ const UNREACHABLE = [
   "definitions",
 ];
 const MAPS = new Set(["patternProperties", "dependentSchemas", "$defs", "definitions"]);
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 /**
  * A primitive argument as header text (strings as they are, integers in decimal, booleans
@@ -153,7 +150,7 @@ export class ToolHeaderRegistry {
 }
 
 /** -32020 HeaderMismatch (MCP 2026-07-28): what a server answers, with HTTP 400, to headers that disagree with the body. */
-export const HEADER_MISMATCH = -32020;
+const HEADER_MISMATCH = -32020;
 
 /** Why a call's `Mcp-Param-*` headers are refused: an HTTP status with a JSON-RPC error. */
 export interface ParamHeaderRefusal {

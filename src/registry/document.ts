@@ -14,6 +14,7 @@ import { McpmgrError } from "../errors.ts";
 import { describeIssues } from "./issues.ts";
 import { registryEntrySchema, type RegistryEntry } from "./schema.ts";
 import { serverJsonSchema, serverJsonToEntry, UnrunnableServerError } from "./server-json.ts";
+import { isObject } from "../objects.ts";
 
 export interface DocumentContext {
   /** Names the document in errors: a file path or URL. */
@@ -57,14 +58,14 @@ export function parseRegistryDocument(doc: unknown, context: DocumentContext): R
 
 function _items(doc: unknown, fail: (detail: string) => never): Item[] {
   if (Array.isArray(doc)) return doc.map((value, index) => ({ value, path: `[${index}]` }));
-  if (!_isObject(doc))
+  if (!isObject(doc))
     return fail(`(top level): must be {"servers": [...]}, a server.json document, or a list of server.json documents`);
   if ("servers" in doc) {
     const servers = doc.servers;
     if (!Array.isArray(servers)) return fail("servers: must be a list of servers");
     return servers.map((value, index) => ({ value, path: `servers[${index}]` }));
   }
-  if (typeof doc.name === "string" || _isObject(doc.server)) return [{ value: doc, path: "" }];
+  if (typeof doc.name === "string" || isObject(doc.server)) return [{ value: doc, path: "" }];
   const values = Object.entries(doc);
   if (values.length === 0) return fail(`(top level): has no servers (expected {"servers": [...]})`);
   return values.map(([key, value]) => ({
@@ -76,15 +77,15 @@ function _items(doc: unknown, fail: (detail: string) => never): Item[] {
 /** Registry API items wrap the document: {"server": {...}, "_meta": {...}}; superseded versions are skipped. */
 function _unwrap(item: Item): Item | undefined {
   const value = item.value;
-  if (!_isObject(value) || "name" in value || !_isObject(value.server)) return item;
-  const meta = _isObject(value._meta) ? value._meta[OFFICIAL_META] : undefined;
-  if (_isObject(meta) && meta.isLatest === false) return undefined;
+  if (!isObject(value) || "name" in value || !isObject(value.server)) return item;
+  const meta = isObject(value._meta) ? value._meta[OFFICIAL_META] : undefined;
+  if (isObject(meta) && meta.isLatest === false) return undefined;
   return { value: value.server, path: _join(item.path, "server") };
 }
 
 function _parseItem(item: Item, fail: (detail: string) => never): RegistryEntry {
   const value = item.value;
-  if (!_isObject(value)) return fail(`${item.path || "(top level)"}: must be an object describing a server`);
+  if (!isObject(value)) return fail(`${item.path || "(top level)"}: must be an object describing a server`);
 
   if ("source" in value || "transport" in value) {
     const result = v.safeParse(registryEntrySchema, value);
@@ -109,8 +110,4 @@ function _parseItem(item: Item, fail: (detail: string) => never): RegistryEntry 
 
 function _join(path: string, key: string): string {
   return path === "" ? key : `${path}.${key}`;
-}
-
-function _isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -58,11 +58,3 @@ export function sourceOf(entry: RegistryEntry): ResolvedSource {
   // The schema guarantees one source; an entry built by hand without one is a programming error.
   throw new Error(`registry entry ${entry.name} has no source`);
 }
-
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    for (const item of Object.values(value)) deepFreeze(item);
-    Object.freeze(value);
-  }
-  return value;
-}

@@ -7,7 +7,7 @@ import type * as v from "valibot";
 import { closeMatches } from "../close-matches.ts";
 
 /** `[3].transport`, `servers[0].env[1].name`; `prefix` is the path of the validated value. */
-export function issuePath(issue: v.BaseIssue<unknown>, prefix = ""): string {
+function issuePath(issue: v.BaseIssue<unknown>, prefix = ""): string {
   return _pathText(issue.path ?? [], prefix);
 }
 
@@ -59,7 +59,7 @@ function _suggestion(issue: v.BaseIssue<unknown>, issues: readonly v.BaseIssue<u
 }
 
 /** valibot's generic "Invalid type: Expected X but received Y" rewritten for people. */
-export function issueMessage(issue: v.BaseIssue<unknown>): string {
+function issueMessage(issue: v.BaseIssue<unknown>): string {
   const generic = issue.message.startsWith("Invalid type:") || issue.message.startsWith("Invalid key:");
   if (!generic) return issue.message + _gotText(issue);
   if (issue.type === "strict_object" || issue.type === "object" || issue.type === "loose_object") {

@@ -19,8 +19,9 @@ import { isLoopbackHostname } from "../config/loopback.ts";
 import { readCappedText } from "../bounded-body.ts";
 import { McpmgrError, errorMessage } from "../errors.ts";
 import { validatedEmbeddedCatalog } from "./embedded.ts" with { type: "macro" };
-import { deepFreeze, type RegistryEntry } from "./entry.ts";
+import type { RegistryEntry } from "./entry.ts";
 import { closeMatches } from "../close-matches.ts";
+import { deepFreeze, isObject } from "../objects.ts";
 
 export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
 
@@ -111,10 +112,7 @@ async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegist
       exitCode: 2,
     });
   }
-  const registry =
-    typeof config === "object" && config !== null && !Array.isArray(config)
-      ? (config as Record<string, unknown>).registry
-      : undefined;
+  const registry = isObject(config) ? config.registry : undefined;
   if (registry === undefined || registry === null || registry === "") return undefined;
   if (typeof registry !== "string") {
     throw new McpmgrError("REGISTRY_INVALID", `${configPath}: registry: must be a file path or an https:// URL`, {

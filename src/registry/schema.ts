@@ -20,7 +20,9 @@
 import * as v from "valibot";
 import { goSpecPattern, imageRefPattern, npmSpecPattern, pypiSpecPattern } from "../config/package-refs.ts";
 import { permissionsSchema } from "../config/permission-profile.ts";
-import { deepFreeze, type EntrySource, type EnvVarSpec, type RegistryEntry, sourceKinds, transports } from "./entry.ts";
+import { portNumber } from "../config/values.ts";
+import { type EntrySource, type EnvVarSpec, type RegistryEntry, sourceKinds, transports } from "./entry.ts";
+import { deepFreeze } from "../objects.ts";
 
 // For the modules that validate entries (and their tests): the entry type and its readers with the schema.
 export { type RegistryEntry, sourceKinds, sourceOf } from "./entry.ts";
@@ -104,13 +106,6 @@ function _firstDuplicate(items: readonly string[]): string | undefined {
   return undefined;
 }
 
-const port = v.pipe(
-  v.number(),
-  v.integer("must be a whole number"),
-  v.minValue(1, "must be a port number (1-65535)"),
-  v.maxValue(65535, "must be a port number (1-65535)"),
-);
-
 const entryObject = v.strictObject({
   name: v.pipe(
     v.string(),
@@ -122,7 +117,7 @@ const entryObject = v.strictObject({
   description: nonEmptyText,
   transport: v.picklist(transports, `must be one of ${transports.join(", ")}`),
   source: sourceSchema,
-  targetPort: v.optional(port),
+  targetPort: v.optional(portNumber),
   permissions: permissionsSchema,
   env: v.optional(
     v.pipe(

@@ -17,7 +17,7 @@ export interface Grant {
   readonly origin: string;
 }
 
-export interface GrantSummary {
+interface GrantSummary {
   readonly workload: string;
   readonly runtime: string;
   readonly grants: readonly Grant[];
@@ -27,7 +27,7 @@ export interface GrantSummary {
 }
 
 /** The profile's read/write paths as grants, labelled with where the profile came from. */
-export function profileGrants(profile: PermissionProfile, origin: string, home: string): Grant[] {
+function profileGrants(profile: PermissionProfile, origin: string, home: string): Grant[] {
   return [
     ...profile.read.map((spec) => profileMount(spec, true)),
     ...profile.write.map((spec) => profileMount(spec, false)),
@@ -39,7 +39,7 @@ export function profileGrants(profile: PermissionProfile, origin: string, home: 
   }));
 }
 
-export function volumeGrants(
+function volumeGrants(
   volumes: readonly { hostPath: string; containerPath: string; readOnly: boolean }[],
   home: string,
 ): Grant[] {
@@ -52,14 +52,14 @@ export function volumeGrants(
 }
 
 /** The network line for the process sandbox. */
-export function processNetwork(profile: PermissionProfile): string {
+function processNetwork(profile: PermissionProfile): string {
   return allowsNetwork(profile)
     ? "the host's network (any outbound connection, the host's loopback services included)"
     : "none (an empty network namespace of its own)";
 }
 
 /** The network line for a container. */
-export function containerNetwork(profile: PermissionProfile, networkMode: string, isolated: boolean): string {
+function containerNetwork(profile: PermissionProfile, networkMode: string, isolated: boolean): string {
   if (isolated) {
     if (deniesNetwork(profile)) return "none (an internal network; mcpmgr's proxy is the only way in)";
     return `only through mcpmgr's egress proxy, ${describePermissions({ ...profile, read: [], write: [] }).split(";")[0]}`;
@@ -74,16 +74,16 @@ export function containerNetwork(profile: PermissionProfile, networkMode: string
     : `${networkMode} network, any outbound connection`;
 }
 
-export const processDevices = "/dev/null, zero, full, random, urandom, tty and a private pts (no host device)";
-export const containerDevices = "the engine's defaults (null, zero, full, random, urandom, tty); no host device";
+const processDevices = "/dev/null, zero, full, random, urandom, tty and a private pts (no host device)";
+const containerDevices = "the engine's defaults (null, zero, full, random, urandom, tty); no host device";
 
 /** The system view of the process sandbox, as one line (docs/security.md lists it). */
-export function processSystemView(toolchainDirs: readonly string[]): string {
+function processSystemView(toolchainDirs: readonly string[]): string {
   const toolchain = toolchainDirs.length > 0 ? `, ${toolchainDirs.join(", ")} (toolchain)` : "";
   return `read   /usr, /bin, /sbin, /lib*, the /etc allow-list (system view)${toolchain}`;
 }
 
-export function formatGrants(summary: GrantSummary): string {
+function formatGrants(summary: GrantSummary): string {
   const lines = [`${summary.workload} gets (${summary.runtime}):`];
   for (const note of summary.notes ?? []) lines.push(`  ${note}`);
   for (const grant of summary.grants) {

@@ -56,7 +56,7 @@ export const LOCAL_IGNORE_FILE = ".mcpmgrignore";
 export const GLOBAL_IGNORE_FILE = "mcpmgrignore";
 const DEFAULT_MAX_ENTRIES = 100_000;
 /** Largest `.mcpmgrignore` read: patterns, not data. */
-export const MAX_IGNORE_FILE_BYTES = 1024 * 1024;
+const MAX_IGNORE_FILE_BYTES = 1024 * 1024;
 
 /**
  * The text of `<dir>/.mcpmgrignore`, undefined when there is none. Opened without following

@@ -30,7 +30,7 @@ export interface Mount {
 }
 
 /** The uid and gid the server runs as inside its user namespace (the conventional "nobody"). */
-export const SANDBOX_UID = 65534;
+const SANDBOX_UID = 65534;
 
 export interface SandboxPlan {
   readonly profile: PermissionProfile;
@@ -71,7 +71,7 @@ const systemDirs = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx3
  * links (/usr/bin/node may point there), MIME types and the OS release. Not shadow files,
  * ssh host keys, npmrc/gitconfig (tokens), machine-id or the engine's configuration.
  */
-export const etcAllowList = [
+const etcAllowList = [
   "ld.so.cache",
   "ld.so.conf",
   "ld.so.conf.d",
@@ -114,7 +114,7 @@ export function unenforceableError(): McpmgrError {
 }
 
 /** The mounts a plan gives the server besides the system view, in bwrap's order (later ones stack on top). */
-export function sandboxMounts(plan: SandboxPlan): Mount[] {
+function sandboxMounts(plan: SandboxPlan): Mount[] {
   const home = plan.home ?? homedir();
   const given = [
     ...(plan.runtimeDirs ?? []).map((dir) => ({ hostPath: dir, targetPath: dir, readOnly: true })),

@@ -21,7 +21,7 @@ import { errnoCode } from "../state/atomic-file.ts";
 import { isWithin } from "./host-paths.ts";
 
 /** Entries looked at before giving up (a few hundred milliseconds on a loaded machine). */
-export const SOCKET_SCAN_MAX_ENTRIES = 50_000;
+const SOCKET_SCAN_MAX_ENTRIES = 50_000;
 
 export type SocketScan =
   | { readonly kind: "none" }
@@ -30,7 +30,7 @@ export type SocketScan =
   | { readonly kind: "unreadable"; readonly path: string; readonly code: string };
 
 /** The kernel's list of Unix sockets bound to a path in this network namespace. */
-export const PROC_NET_UNIX = "/proc/net/unix";
+const PROC_NET_UNIX = "/proc/net/unix";
 
 /**
  * The sockets below `dir` (a real path to a directory), as real paths, each checked with

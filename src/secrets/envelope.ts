@@ -16,8 +16,8 @@ import { createCipheriv, createDecipheriv, createHmac, randomBytes, scrypt, timi
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
 
-export const ENVELOPE_VERSION = 1;
-export const CIPHER = "aes-256-gcm";
+const ENVELOPE_VERSION = 1;
+const CIPHER = "aes-256-gcm";
 
 export interface KdfParams {
   readonly N: number;

@@ -8,7 +8,7 @@ import { McpmgrError } from "../errors.ts";
 import { isValidSecretName, validateSecretName, type SecretProvider } from "./provider.ts";
 import { Secret } from "./redact.ts";
 
-export const SECRET_ENV_PREFIX = "MCPMGR_SECRET_";
+const SECRET_ENV_PREFIX = "MCPMGR_SECRET_";
 
 /** MCPMGR_SECRET_<NAME>: upper case, '-' and '.' become '_'. */
 export function environmentVariableFor(name: string): string {

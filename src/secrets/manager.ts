@@ -11,8 +11,8 @@ import { defaultPasswordSource, type Keychain, type PasswordSource } from "./pas
 import { validateSecretName, type SecretProvider } from "./provider.ts";
 import type { Secret } from "./redact.ts";
 
-export const PROVIDER_ENV = "MCPMGR_SECRETS_PROVIDER";
-export const PROVIDER_KINDS = ["encrypted", "environment"] as const;
+const PROVIDER_ENV = "MCPMGR_SECRETS_PROVIDER";
+const PROVIDER_KINDS = ["encrypted", "environment"] as const;
 export type SecretProviderKind = (typeof PROVIDER_KINDS)[number];
 
 /** As produced by config/values.ts `secretReference`. */

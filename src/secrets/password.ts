@@ -14,7 +14,7 @@
 import { randomBytes } from "node:crypto";
 import { McpmgrError, errorMessage } from "../errors.ts";
 
-export const PASSWORD_ENV = "MCPMGR_SECRETS_PASSWORD";
+const PASSWORD_ENV = "MCPMGR_SECRETS_PASSWORD";
 export const KEYCHAIN_SERVICE = "mcpmgr";
 export const KEYCHAIN_NAME = "secrets-password";
 

@@ -20,7 +20,7 @@ export interface SecretProvider {
   list(): Promise<readonly string[]>;
 }
 
-export const SECRET_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+const SECRET_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 
 export function isValidSecretName(name: string): boolean {
   return SECRET_NAME_PATTERN.test(name);

@@ -161,7 +161,7 @@ export async function assertGroupExists(paths: McpmgrPaths, name: string): Promi
  * GROUP_NOT_FOUND, whose hint names the command that creates the group: only for a valid name.
  * A mistyped name is offered the nearest of the `known` groups first.
  */
-export function groupNotFound(
+function groupNotFound(
   name: string,
   hint = `create it with 'mcpmgr group create ${name}', or pick one from 'mcpmgr group list'`,
   known: readonly { readonly name: string }[] = [],

@@ -8,9 +8,9 @@ import { posix, win32 } from "node:path";
 import { McpmgrError } from "../errors.ts";
 
 const NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-export const MAX_WORKLOAD_NAME_LENGTH = 63;
+const MAX_WORKLOAD_NAME_LENGTH = 63;
 /** Used when nothing in the source survives sanitising (e.g. "npx://@/"). */
-export const FALLBACK_WORKLOAD_NAME = "mcp-server";
+const FALLBACK_WORKLOAD_NAME = "mcp-server";
 
 export function isValidWorkloadName(name: string): boolean {
   return NAME.test(name);

@@ -10,13 +10,14 @@
  * Secrets are references only (NAME → target variable): values live in secrets/, never here.
  */
 import * as v from "valibot";
+import { deepFreeze } from "../objects.ts";
 
 /** `gateway`: a background `mcpmgr gateway GROUP --detach`, whose source is the group it serves. */
-export const SOURCE_KINDS = ["registry", "image", "package", "remote", "config", "gateway"] as const;
-export const TRANSPORTS = ["stdio", "sse", "streamable-http"] as const;
-export const PROXY_MODES = ["streamable-http", "sse"] as const;
+const SOURCE_KINDS = ["registry", "image", "package", "remote", "config", "gateway"] as const;
+const TRANSPORTS = ["stdio", "sse", "streamable-http"] as const;
+const PROXY_MODES = ["streamable-http", "sse"] as const;
 /** `gateway`: served by the supervisor itself, no server process or container behind it. */
-export const RUNTIMES = ["process", "docker", "podman", "remote", "gateway"] as const;
+const RUNTIMES = ["process", "docker", "podman", "remote", "gateway"] as const;
 export const WORKLOAD_STATES = ["starting", "running", "stopped", "failed", "restarting"] as const;
 /** States in which a supervisor process should exist (and be checked by reconcileStatus). */
 const LIVE_STATES: ReadonlySet<WorkloadState> = new Set(["starting", "running", "restarting"]);
@@ -166,13 +167,4 @@ export function reconcileStatus(status: WorkloadStatus, isAlive: (pid: number) =
     // Not the previous lastError: that one was survived (the state still said running).
     lastError: `the mcpmgr process ${status.pid} serving this workload is no longer running`,
   });
-}
-
-/** Values handed out by the store are frozen, so one caller cannot change what another sees. */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }

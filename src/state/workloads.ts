@@ -16,13 +16,13 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
+import { deepFreeze } from "../objects.ts";
 import { describeIssues, ensureDir, errnoCode, readJsonFile, stateIoError, writeJsonFile } from "./atomic-file.ts";
 import { liveForegroundRun, releaseForegroundClaim, writeForegroundClaim } from "./foreground-runs.ts";
 import { withLock, type LockOptions } from "./lock.ts";
 import type { McpmgrPaths } from "./paths.ts";
 import { assertWorkloadName, isValidWorkloadName } from "./workload-name.ts";
 import {
-  deepFreeze,
   workloadRecordSchema,
   workloadStatusSchema,
   type WorkloadInput,

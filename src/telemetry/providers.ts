@@ -34,7 +34,7 @@ function signalUrl(endpoint: URL, signal: "traces" | "metrics"): string {
 }
 
 /** Longest span attribute value exported; longer ones are cut by the SDK. */
-export const MAX_ATTRIBUTE_LENGTH = 1024;
+const MAX_ATTRIBUTE_LENGTH = 1024;
 
 export function startTelemetry(spec: TelemetrySpec, version: string): Telemetry {
   const resource = resourceFromAttributes({

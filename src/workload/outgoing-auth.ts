@@ -17,7 +17,7 @@ import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import type { WorkloadContext } from "./context.ts";
 
 /** Whether mcpmgr adds anything of its own to the requests it forwards to `spec`'s remote. */
-export function addsCredentials(spec: OutgoingAuthSpec): boolean {
+function addsCredentials(spec: OutgoingAuthSpec): boolean {
   return (
     spec.mode.kind !== "none" ||
     spec.tokenExchange !== undefined ||

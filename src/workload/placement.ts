@@ -6,7 +6,7 @@
  * combination that cannot work is refused before anything starts, with the option to change.
  * Each placement is its own module so that a workload loads the rules of its kind only.
  */
-import { outgoingAuthSpec, type OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { assertTokenExchangeHasCaller, outgoingAuthSpec, type OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import type { ParsedRunArgv } from "../config/run-argv.ts";
 import type { VolumeMount } from "../config/values.ts";
 import { McpmgrError } from "../errors.ts";
@@ -187,12 +187,6 @@ export function remotePlacement(
     );
   }
   const outgoingAuth = outgoingAuthSpec(parsed.values, parsed.given);
-  if (outgoingAuth.tokenExchange && !incomingAuth) {
-    throw new McpmgrError(
-      "MISSING_OPTION",
-      "--token-exchange-url exchanges the client's token, so it needs incoming authentication",
-      { hint: "add --oidc-issuer (and --oidc-audience)" },
-    );
-  }
+  assertTokenExchangeHasCaller(outgoingAuth, incomingAuth);
   return { kind: "remote", url: source.url, outgoingAuth };
 }

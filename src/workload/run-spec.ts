@@ -21,6 +21,7 @@ import { maxLogBytesFromEnv, proxyLimits, type ProxyLimits } from "./limits.ts";
 import { locateServer, type LocatedServer } from "./locate.ts";
 import { remotePlacement, type Placement } from "./placement.ts";
 import { recordedCredential } from "./recorded-credentials.ts";
+import { deepFreeze } from "../objects.ts";
 
 export type ProxyMode = "streamable-http" | "sse";
 
@@ -170,16 +171,6 @@ function resolvePolicies(
     telemetry: telemetrySpec(values, given, name, ctx.env),
     incomingAuth: incomingAuthSpec(values, given),
   };
-}
-
-/** Frozen all the way down, except what is not plain data (URLs, the engine's client, sets and maps). */
-function deepFreeze<T>(value: T): T {
-  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
-  const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== Array.prototype) return value;
-  Object.freeze(value);
-  for (const child of Object.values(value)) deepFreeze(child);
-  return value;
 }
 
 /** The RunSpec for parsed `run` options: the server located (registry, runtime), then resolved. */

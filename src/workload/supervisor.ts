@@ -32,7 +32,7 @@ export interface RestartTimings {
   readonly stableAfterMs: number;
 }
 
-export const defaultRestartTimings: RestartTimings = {
+const defaultRestartTimings: RestartTimings = {
   firstBackoffMs: 1_000,
   maxBackoffMs: 30_000,
   stableAfterMs: 60_000,

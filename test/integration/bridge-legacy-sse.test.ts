@@ -130,3 +130,25 @@ test("one session's requests in progress are capped: past the cap a POST is 429,
   // Closing the stream ends the session, and with it what it had in progress.
   await waitFor(() => bridged.bridge.inFlightCount === 0, "the session's requests to be cancelled");
 });
+
+test("a message that is not JSON is refused with -32700, one nested past the bound with -32600", async () => {
+  const session = await openLegacy();
+  try {
+    const send = (body: string) =>
+      fetch(session.endpoint, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const notJson = await send('{"jsonrpc":"2.0","id":1,');
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as { error: unknown }).error).toEqual({
+      code: -32700,
+      message: "Parse error: the body is not JSON",
+    });
+    const deep = await send(`${"[".repeat(300)}${"]".repeat(300)}`);
+    expect(deep.status).toBe(400);
+    expect(((await deep.json()) as { error: unknown }).error).toEqual({
+      code: -32600,
+      message: "Invalid Request: JSON nested deeper than 256 levels",
+    });
+  } finally {
+    session.close();
+  }
+});

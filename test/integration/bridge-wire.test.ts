@@ -96,6 +96,25 @@ describe("sessions and headers", () => {
     expect(ok.status).toBe(200);
   });
 
+  test("a body that is not JSON is refused with -32700, one nested past the bound with -32600", async () => {
+    const s = await rawSession(bridged.url);
+    const send = (body: string) =>
+      fetch(bridged.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json", ...s.headers },
+        body,
+      });
+    const notJson = await send('{"jsonrpc":"2.0","id":1,');
+    expect(notJson.status).toBe(400);
+    expect(await errorOf(notJson)).toEqual({ code: -32700, message: "Parse error: the body is not JSON" });
+    const deep = await send(`${"[".repeat(300)}${"]".repeat(300)}`);
+    expect(deep.status).toBe(400);
+    expect(await errorOf(deep)).toEqual({
+      code: -32600,
+      message: "Invalid Request: JSON nested deeper than 256 levels",
+    });
+  });
+
   test("a request without Mcp-Session-Id is refused with 400", async () => {
     const res = await post(bridged.url, ping(1));
     expect(res.status).toBe(400);

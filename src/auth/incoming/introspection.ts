@@ -33,7 +33,7 @@ const OUTAGE_BACKOFF_MS = 5_000;
 const MIN_RETRY_AFTER_MS = 1_000;
 const MAX_RETRY_AFTER_MS = 60_000;
 /** How long after its last answer an active token is still accepted while the server cannot be asked. */
-export const OUTAGE_GRACE_MS = 5 * 60_000;
+const OUTAGE_GRACE_MS = 5 * 60_000;
 /** Introspections running at once, for all clients together. */
 export const MAX_INTROSPECTIONS_IN_FLIGHT = 8;
 /**
@@ -82,7 +82,7 @@ class AskFailed extends Error {
 }
 
 /** Retry-After in seconds or as an HTTP date; clamped, and 5 s when absent or unreadable. */
-export function retryAfterMs(header: string | null, now: number): number {
+function retryAfterMs(header: string | null, now: number): number {
   let ms = Number.NaN;
   if (header !== null && /^\s*\d+\s*$/.test(header)) ms = Number(header) * 1000;
   else if (header !== null) ms = Date.parse(header) - now;

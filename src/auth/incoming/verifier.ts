@@ -35,18 +35,7 @@ export { TokenRejected, VerificationUnavailable };
 export type { Principal };
 
 /** Asymmetric only: a shared-secret algorithm would let anyone holding the JWKS forge tokens. */
-export const ALLOWED_ALGORITHMS = [
-  "RS256",
-  "RS384",
-  "RS512",
-  "PS256",
-  "PS384",
-  "PS512",
-  "ES256",
-  "ES384",
-  "ES512",
-  "EdDSA",
-];
+const ALLOWED_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
 const CLOCK_TOLERANCE_S = 30;
 /** JWT `typ` values accepted for access tokens (compared lower-cased). */
 const accessTokenTypes: ReadonlySet<string> = new Set(["at+jwt", "application/at+jwt", "jwt"]);

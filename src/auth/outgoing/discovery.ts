@@ -236,7 +236,7 @@ export async function discoverFromChallenge(
  * or under the resource's path (a server may name its whole origin as the resource). Another
  * origin is never accepted.
  */
-export function sameResource(resource: string, target: URL): boolean {
+function sameResource(resource: string, target: URL): boolean {
   try {
     const url = new URL(resource);
     const path = (p: string) => p.replace(/\/+$/, "");

@@ -21,7 +21,7 @@ const TOKEN_TYPES = {
   id_token: "urn:ietf:params:oauth:token-type:id_token",
 } as const;
 
-export class TokenExchangeFailed extends Error {
+class TokenExchangeFailed extends Error {
   constructor(message: string) {
     super(message);
     this.name = "TokenExchangeFailed";

@@ -16,6 +16,7 @@
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolSearchHit } from "./tool-index.ts";
+import { isObject } from "../../objects.ts";
 
 /** Characters of text (~4 per token) a 5-result answer stays within; more results get more in proportion. */
 export const TEXT_BUDGET = 6000;
@@ -29,10 +30,6 @@ function shorten(text: string, length: number): string {
   const cut = text.slice(0, length - 1);
   const atWord = cut.replace(/\s+\S*$/, "");
   return `${atWord.length > length * 0.6 ? atWord : cut}…`;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 interface Caps {

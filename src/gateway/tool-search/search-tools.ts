@@ -11,11 +11,12 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { closestNames } from "./closest-names.ts";
 import type { IndexedTool, ToolSearchIndex } from "./tool-index.ts";
 import { checkArguments } from "./validate-arguments.ts";
+import { isObject } from "../../objects.ts";
 
 export const FIND_TOOL = "find_tool";
 export const CALL_TOOL = "call_tool";
-export const DEFAULT_FIND_LIMIT = 5;
-export const MAX_FIND_LIMIT = 20;
+const DEFAULT_FIND_LIMIT = 5;
+const MAX_FIND_LIMIT = 20;
 
 /** Kept short on purpose: these two definitions are the whole tools/list a model reads in search mode. */
 export const searchModeTools: readonly Tool[] = [
@@ -63,10 +64,6 @@ export const searchModeTools: readonly Tool[] = [
 
 export function toolError(text: string): CallToolResult {
   return { content: [{ type: "text", text }], isError: true };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 export type FindRequest =

@@ -4,6 +4,7 @@
  * nested in objects and arrays count too, a few levels deep: that is where many tools keep their options.
  */
 import { tokenize } from "./tokenizer.ts";
+import { isObject } from "../../objects.ts";
 
 export interface SearchableTool {
   readonly name: string;
@@ -20,10 +21,6 @@ export interface ToolFields {
 }
 
 const MAX_SCHEMA_DEPTH = 4;
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function collectParameters(schema: unknown, depth: number, names: string[], texts: string[]): void {
   if (!isObject(schema) || depth > MAX_SCHEMA_DEPTH) return;

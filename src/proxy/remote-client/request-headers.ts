@@ -8,7 +8,7 @@
  */
 import { argumentAt, argumentText, type HeaderDeclaration } from "../tool-headers.ts";
 
-export const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
+const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
 
 /** Revisions with the initialize handshake; any later dated revision is per-request ("modern"). */
 const handshakeRevisions = new Set(["2024-10-07", "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]);

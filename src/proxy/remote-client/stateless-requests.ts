@@ -15,6 +15,7 @@ import type { JsonRpcRequest } from "../mcp-message.ts";
 import { mcpRequestHeaders } from "./request-headers.ts";
 import { type HeaderDeclaration, ToolHeaderRegistry } from "../tool-headers.ts";
 import { errorMessage } from "../../errors.ts";
+import { isObject } from "../../objects.ts";
 
 type Id = JsonRpcRequest["id"];
 
@@ -29,10 +30,6 @@ export interface StatelessRequestsOptions {
   /** A message for the stdio client (responses and the request's notifications). */
   readonly deliver: (message: Record<string, unknown>) => void;
   readonly warn: (text: string) => void;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 function isResponse(message: unknown): message is Record<string, unknown> {

@@ -16,6 +16,7 @@ import { errorResponse, progressTokenOf } from "./messages.ts";
 import { paramsDigest, RequestStateSeal } from "./request-state.ts";
 import type { ClientCapabilities, ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
+import { isObject } from "../../objects.ts";
 
 /** Server requests of one burst (a handler asking several things at once) share one round. */
 const gatherMs = 15;
@@ -188,7 +189,7 @@ export function newRounds(
 }
 
 /** The next key for a server request of `method` in this call. */
-export function nextKey(rounds: InputRounds, method: string): string {
+function nextKey(rounds: InputRounds, method: string): string {
   const stem = needs[method]?.stem ?? "input";
   const count = (rounds.keyCounts.get(stem) ?? 0) + 1;
   rounds.keyCounts.set(stem, count);
@@ -196,11 +197,9 @@ export function nextKey(rounds: InputRounds, method: string): string {
 }
 
 /** An answer the client offered for `key`, if it has the shape of a result (an object). */
-export function offeredAnswer(rounds: InputRounds, key: string): Record<string, unknown> | undefined {
+function offeredAnswer(rounds: InputRounds, key: string): Record<string, unknown> | undefined {
   const answer = rounds.offered?.[key];
-  return typeof answer === "object" && answer !== null && !Array.isArray(answer)
-    ? (answer as Record<string, unknown>)
-    : undefined;
+  return isObject(answer) ? answer : undefined;
 }
 
 /** `inputResponses` must be an object of objects when present; a reason when it is not. */
@@ -211,7 +210,7 @@ export function invalidInputResponses(value: unknown): string | undefined {
   return undefined;
 }
 
-export function inputRequests(awaited: ReadonlyMap<string, AwaitedInput>): Record<string, unknown> {
+function inputRequests(awaited: ReadonlyMap<string, AwaitedInput>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, input] of awaited)
     out[key] = { method: input.method, ...(input.params !== undefined ? { params: input.params } : {}) };

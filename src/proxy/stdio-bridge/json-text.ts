@@ -4,7 +4,9 @@
  * must be refused with a clear answer, not overflow the stack later, half-way through
  * handling it); and integers beyond 2^53 keep their exact digits (as raw JSON), so the
  * message the bridge re-serialises after rewriting its id carries the values it received.
+ * A client whose body fails either guard gets one answer from both front ends (`refusedBody`).
  */
+import { JsonRpcCode, jsonRpcError } from "../jsonrpc.ts";
 
 /** Deeper than any real MCP message; far below what overflows the stack. */
 export const maxJsonDepth = 256;
@@ -23,7 +25,10 @@ export function mayHoldLongIntegers(text: string): boolean {
   return longDigits.test(text);
 }
 
-/** JSON.parse with integers beyond 2^53 kept exact (throws on text that is not JSON); also the chain's (middleware/rpc-body.ts). */
+/**
+ * JSON.parse with integers beyond 2^53 kept exact (throws on text that is not JSON); also the chain's
+ * (middleware/rpc-body.ts) and the gateway's relay for a member's answer (gateway/relayed-call.ts).
+ */
 export function parseExactJson(text: string): unknown {
   return longDigits.test(text) ? JSON.parse(text, exactIntegers as never) : JSON.parse(text);
 }
@@ -57,4 +62,11 @@ export function parseJsonText(text: string, maxDepth = maxJsonDepth): ParsedJson
   } catch {
     return { error: "not-json" };
   }
+}
+
+/** The answer to a client's POST body parseJsonText refused (streamable-http.ts, legacy-sse.ts). */
+export function refusedBody(error: "too-deep" | "not-json"): Response {
+  return error === "too-deep"
+    ? jsonRpcError(400, JsonRpcCode.invalidRequest, `Invalid Request: JSON nested deeper than ${maxJsonDepth} levels`)
+    : jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
 }

@@ -8,7 +8,7 @@ import { pathAndQuery, pathOf, type Handler } from "../handler.ts";
 import { JsonRpcCode, jsonRpcError, serverUnavailable, sessionLimitReached } from "../jsonrpc.ts";
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
-import { maxJsonDepth, parseJsonText } from "./json-text.ts";
+import { parseJsonText, refusedBody } from "./json-text.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import { kindOf } from "./messages.ts";
 import { streamSink } from "./sink.ts";
@@ -28,7 +28,7 @@ export interface LegacySseOptions {
 }
 
 /** Requests of one legacy session the server may be working on at once. */
-export const maxInFlightPerSession = 256;
+const maxInFlightPerSession = 256;
 
 export function legacySseFrontEnd(options: LegacySseOptions): Handler {
   const { bridge, live } = options;
@@ -66,15 +66,7 @@ export function legacySseFrontEnd(options: LegacySseOptions): Handler {
       return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found: open a new SSE stream");
     }
     const parsed = parseJsonText(await req.text());
-    if ("error" in parsed) {
-      return parsed.error === "too-deep"
-        ? jsonRpcError(
-            400,
-            JsonRpcCode.invalidRequest,
-            `Invalid Request: JSON nested deeper than ${maxJsonDepth} levels`,
-          )
-        : jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
-    }
+    if ("error" in parsed) return refusedBody(parsed.error);
     const message = parsed.value as JsonRpcMessage;
     const kind = kindOf(message);
     if (kind === "invalid")

@@ -5,11 +5,12 @@
  */
 import type { JsonRpcId } from "../jsonrpc.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
+import { isObject } from "../../objects.ts";
 
 export type MessageKind = "request" | "notification" | "response" | "invalid";
 
 export function kindOf(message: unknown): MessageKind {
-  if (typeof message !== "object" || message === null || Array.isArray(message)) return "invalid";
+  if (!isObject(message)) return "invalid";
   const m = message as Partial<JsonRpcMessage>;
   if (m.jsonrpc !== "2.0") return "invalid";
   const hasId = typeof m.id === "string" || typeof m.id === "number" || isExactInteger(m.id);
@@ -35,13 +36,7 @@ export function progressTokenOf(message: JsonRpcMessage): string | number | unde
 }
 
 /** Protocol versions the bridge speaks with clients, oldest first. */
-export const supportedProtocolVersions = [
-  "2024-11-05",
-  "2025-03-26",
-  "2025-06-18",
-  "2025-11-25",
-  "2026-07-28",
-] as const;
+const supportedProtocolVersions = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"] as const;
 export const latestProtocolVersion = "2025-11-25";
 
 export function isSupportedProtocolVersion(version: string): boolean {

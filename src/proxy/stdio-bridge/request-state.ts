@@ -23,7 +23,7 @@ export interface StatePayload {
 }
 
 /** Longer than any state the bridge issues: anything bigger is refused unread. */
-export const maxStateLength = 1024;
+const maxStateLength = 1024;
 
 export class RequestStateSeal {
   readonly #key = randomBytes(32);

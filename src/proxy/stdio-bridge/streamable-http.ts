@@ -12,7 +12,7 @@ import { JsonRpcCode, jsonRpcError, serverUnavailable, sessionLimitReached } fro
 import { markForeignSession } from "../session-refusal.ts";
 import type { LiveStreams } from "../live-streams.ts";
 import type { StdioBridge } from "./bridge.ts";
-import { maxJsonDepth, parseJsonText } from "./json-text.ts";
+import { parseJsonText, refusedBody } from "./json-text.ts";
 import { type JsonRpcMessage, namesPerRequestRevision } from "../mcp-message.ts";
 import { allowsBatches, isSupportedProtocolVersion, kindOf } from "./messages.ts";
 import { checkModernRequest, type EdgeRefusal, metaKey, type ModernEnvelope, statusOfModernError } from "./modern.ts";
@@ -179,15 +179,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: accept application/json or text/event-stream");
 
     const parsed = parseJsonText(await req.text());
-    if ("error" in parsed) {
-      return parsed.error === "too-deep"
-        ? jsonRpcError(
-            400,
-            JsonRpcCode.invalidRequest,
-            `Invalid Request: JSON nested deeper than ${maxJsonDepth} levels`,
-          )
-        : jsonRpcError(400, JsonRpcCode.parseError, "Parse error: the body is not JSON");
-    }
+    if ("error" in parsed) return refusedBody(parsed.error);
     const body = parsed.value;
     const batch = Array.isArray(body);
     const messages = (batch ? body : [body]) as JsonRpcMessage[];

@@ -12,15 +12,14 @@
  * bodies and never decodes them: what the upstream sends is what the client gets.
  */
 import { Buffer } from "node:buffer";
-import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
-import { rootCertificates } from "node:tls";
 import type { TLSOptions } from "bun";
 import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
 import { UpstreamError } from "./errors.ts";
 import { OriginPool } from "./pool.ts";
 import { usesEnvironmentProxy } from "./proxy-env.ts";
 import { defaultMaxHeadBytes } from "./response-parser.ts";
+import { trustedCasWith } from "../../trusted-cas.ts";
 
 export interface UpstreamClientOptions {
   /** Idle keep-alive connections kept per origin (default 64). */
@@ -85,7 +84,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
   let trustedCas: string[] | undefined;
 
   const tlsFor = (hostname: string): TLSOptions => {
-    if (options.ca !== undefined) trustedCas ??= [...rootCertificates, ...extraCaCerts(env), options.ca];
+    if (options.ca !== undefined) trustedCas ??= trustedCasWith(options.ca, env);
     return {
       // SNI names a host, never an address; the certificate is then checked against the address.
       ...(isIP(hostname) === 0 ? { serverName: hostname } : {}),
@@ -246,17 +245,6 @@ function requestHead(
   else if (body.stream !== undefined) framing = "transfer-encoding: chunked\r\n";
   else if (method === "POST" || method === "PUT" || method === "PATCH") framing = "content-length: 0\r\n";
   return `${method} ${target} HTTP/1.1\r\nhost: ${host}\r\n${fields}${framing}\r\n`;
-}
-
-/** NODE_EXTRA_CA_CERTS, which an explicit CA list would otherwise leave out. */
-function extraCaCerts(env: Readonly<Record<string, string | undefined>>): string[] {
-  const path = env.NODE_EXTRA_CA_CERTS;
-  if (!path) return [];
-  try {
-    return [readFileSync(path, "utf8")];
-  } catch {
-    return [];
-  }
 }
 
 let shared: UpstreamClient | undefined;

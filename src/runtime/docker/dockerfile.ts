@@ -6,7 +6,7 @@
  */
 import type { PackageManager } from "../source.ts";
 
-export const SERVER_UID = 10001;
+const SERVER_UID = 10001;
 
 /** Base images when --runtime-image is not given (builder, runtime). */
 export const defaultBaseImages: Readonly<Record<PackageManager, { builder: string; runtime: string }>> = {

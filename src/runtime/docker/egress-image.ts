@@ -14,7 +14,7 @@ import egressSource from "./egress-proxy.ts" with { type: "text" };
 import type { ContainerEngine } from "./engine.ts";
 import { buildFromContext, type ContextFile } from "./build-context.ts";
 import { inspectLocalImage } from "./images.ts";
-import { MANAGED_LABEL } from "./labels.ts";
+import { MANAGED_LABEL, ROLE_LABEL } from "./labels.ts";
 
 const source = egressSource as string;
 const HELPER_UID = 65534;
@@ -99,7 +99,6 @@ export async function ensureEgressImage(engine: ContainerEngine, onProgress: (li
   return tag;
 }
 
-const ROLE_LABEL = "mcpmgr.role";
 const EGRESS_ROLE = "egress-image";
 
 /**

@@ -26,7 +26,7 @@ import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { McpmgrError } from "../../errors.ts";
 
-export const EGRESS_ALIAS = "mcpmgr-egress";
+const EGRESS_ALIAS = "mcpmgr-egress";
 export const SERVER_ALIAS = "mcp-server";
 const EGRESS_PORT = 3128;
 const INGRESS_PORT = 8080;
@@ -154,7 +154,7 @@ export async function removeNetwork(engine: ContainerEngine, name: string): Prom
 }
 
 /** Network and helper names: "." cannot appear in a workload name, so they never collide with another workload's. */
-export function isolationNames(workload: string): { internal: string; external: string; helper: string } {
+function isolationNames(workload: string): { internal: string; external: string; helper: string } {
   return {
     internal: `mcpmgr-${workload}.internal`,
     external: `mcpmgr-${workload}.external`,

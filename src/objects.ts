@@ -1,0 +1,23 @@
+/**
+ * Plain data as every layer handles it: the one test for "a JSON object" (not null, not an
+ * array), and the deep freeze that stores, the registry and the run spec hand their values out
+ * with, so that one caller cannot change what another sees.
+ */
+
+/** A JSON object: an object that is neither null nor an array. */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Frozen all the way down through plain objects and arrays; what is not plain data (a URL, an
+ * engine's client, a set or a map) is left as it is, since freezing it would not freeze what it holds.
+ */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== Array.prototype) return value;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
+  return value;
+}
