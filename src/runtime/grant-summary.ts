@@ -59,7 +59,7 @@ function processNetwork(profile: PermissionProfile): string {
 }
 
 /** The network line for a container. */
-function containerNetwork(profile: PermissionProfile, networkMode: string, isolated: boolean): string {
+export function containerNetwork(profile: PermissionProfile, networkMode: string, isolated: boolean): string {
   if (isolated) {
     if (deniesNetwork(profile)) return "none (an internal network; mcpmgr's proxy is the only way in)";
     return `only through mcpmgr's egress proxy, ${describePermissions({ ...profile, read: [], write: [] }).split(";")[0]}`;
