@@ -29,6 +29,7 @@ import {
   viaGateway,
 } from "../state/client-registrations.ts";
 import { assertGroupExists } from "../state/groups.ts";
+import { WorkloadStore } from "../state/workloads.ts";
 import { allClients, clientById, isClientId } from "./catalog.ts";
 import { editClientFile, SkipEdit } from "./config-file.ts";
 import { addedKeys, forgetKept, keepAddedKeys, passOnEmptyForm, takeKeptKeys } from "./entry-memory.ts";
@@ -321,13 +322,25 @@ export class ClientConfigSync {
           const { report, keep, added } = await this.#remove(clientById(id), file, name, entry);
           reports.push(report);
           if (!keep) passOnEmptyForm(entries, name, entry);
-          if (options.remember && added !== undefined) keepAddedKeys(registrations, id, file, name, entry, added);
+          if (options.remember && added !== undefined)
+            keepAddedKeys(registrations, id, file, name, await this.#withCreatedAt(name, entry), added);
           // A file that could not be read keeps the record: the entry goes once the file is fixed.
           if (!keep) delete entries[name];
         }
       }
     }
     return reports;
+  }
+
+  /**
+   * An entry recorded by an mcpmgr from before entries named their workload's `createdAt` (an upgrade
+   * with workloads running): the workload's record, still there on a stop or a prune, names it, so the
+   * keys added to the entry are kept as for an entry this version wrote.
+   */
+  async #withCreatedAt(name: string, entry: OwnedEntry): Promise<OwnedEntry> {
+    if (entry.createdAt !== undefined || entry.pid !== undefined) return entry;
+    const record = await new WorkloadStore(this.#ctx.paths).get(name).catch(() => undefined);
+    return record?.group === entry.group ? { ...entry, createdAt: record.createdAt } : entry;
   }
 
   async #remove(

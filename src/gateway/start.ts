@@ -17,6 +17,7 @@ import type { WorkloadStore } from "../state/workloads.ts";
 import { GroupCatalog } from "./catalog.ts";
 import { GATEWAY_PATH, gatewayFrontEnd } from "./front-end.ts";
 import { followMembership, type Member } from "./membership.ts";
+import { unguardedMemberCheck } from "./unguarded-members.ts";
 import { prefixed } from "./names.ts";
 import { clientsFollowingDirectly } from "../state/client-registrations.ts";
 import { gatewayKey, guardGroup, pruneGuards } from "../state/gateway-guard.ts";
@@ -142,6 +143,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
   await pruneGuards(paths, spec.group);
   const releaseGuard = hasPolicies ? await guardGroup(paths, spec.group, { authenticates }) : undefined;
   const warnedLeftOut = new Set<string>();
+  const unguarded = releaseGuard ? unguardedMemberCheck((text) => log("warn", text)) : undefined;
   if (releaseGuard) {
     log(
       "info",
@@ -161,6 +163,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         warnedLeftOut.add(member.name);
         log("warn", `workload '${member.name}' has its own --oidc-*; give the gateway --oidc-* to serve it`);
       }
+      void unguarded?.check(served);
       const members = served.map((member) => ({ ...member, credential }));
       const names = new Set(members.map((m) => m.name));
       for (const name of previous) {
@@ -217,6 +220,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     });
   } catch (err) {
     membership.close();
+    unguarded?.close();
     await Promise.all([frontEnd.close(), catalog.close()]);
     await releaseGuard?.();
     throw err;
@@ -227,6 +231,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     exited: new Promise(() => {}),
     async stop() {
       membership.close();
+      unguarded?.close();
       // Sessions first: closing them ends their streams, so the server has nothing left to wait for. The
       // catalog's member sessions end meanwhile, within the same bound (MEMBER_SESSION_END_MS) as theirs.
       await Promise.all([front.close(), catalog.close()]);

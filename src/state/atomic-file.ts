@@ -111,6 +111,7 @@ export async function readJsonFile<S extends v.GenericSchema>(
     const detail = text.trim() === "" ? "the file is empty" : errorMessage(err);
     throw new McpmgrError("STATE_CORRUPT", `${path} is not valid JSON: ${detail}`, { hint, cause: err });
   }
+  refuseNewerFile(path, json);
   const result = v.safeParse(schema, json);
   if (!result.success) {
     throw new McpmgrError("STATE_CORRUPT", `${path} is not a valid mcpmgr file: ${describeIssues(result.issues)}`, {
@@ -118,6 +119,24 @@ export async function readJsonFile<S extends v.GenericSchema>(
     });
   }
   return result.output;
+}
+
+/**
+ * The `schema_version` every state file (and an exported workload) has now. A newer mcpmgr that
+ * changes a file incompatibly writes a higher one; an older mcpmgr (a downgrade, an export shared
+ * with someone who has not upgraded) refuses such a file as newer, leaving it as it is, instead of
+ * calling it broken and advising to delete it.
+ */
+export const STATE_SCHEMA_VERSION = 1;
+
+function refuseNewerFile(path: string, json: unknown): void {
+  const version = typeof json === "object" && json !== null ? (json as { schema_version?: unknown }).schema_version : 1;
+  if (typeof version !== "number" || !(version > STATE_SCHEMA_VERSION)) return;
+  throw new McpmgrError(
+    "STATE_CORRUPT",
+    `${path} was written by a newer mcpmgr (schema_version ${version}; this one reads ${STATE_SCHEMA_VERSION})`,
+    { hint: "use the newer mcpmgr that wrote it (see docs/upgrading.md); the file was left as it is" },
+  );
 }
 
 /** "proxyPort: must be a port number (and 2 more problems)", per ARCHITECTURE.md §3.6. */

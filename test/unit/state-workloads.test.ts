@@ -211,7 +211,7 @@ describe("corrupt files", () => {
     const record = JSON.parse(await readFile(file, "utf8"));
     await writeFile(file, JSON.stringify({ ...record, schema_version: 2 }));
     const err = await rejection(store.get("fetch"), "STATE_CORRUPT");
-    expect(err.message).toContain("schema_version:");
+    expect(err.message).toContain("was written by a newer mcpmgr (schema_version 2; this one reads 1)");
   });
 
   test("a record whose name does not match its folder is STATE_CORRUPT", async () => {

@@ -1,0 +1,70 @@
+/**
+ * mcpmgr's files across versions, through the CLI in a temporary HOME (docs/upgrading.md).
+ * Upgrade: the files an older mcpmgr wrote (test/fixtures/upgrade/a5df233: a workload whose
+ * supervisor is gone, a group, Cline following the default group) are read as they are.
+ * Downgrade: a file a newer mcpmgr wrote with a higher `schema_version` (test/fixtures/upgrade/newer)
+ * is refused in one line naming it as newer, never called broken with advice to delete it, and is
+ * left byte for byte as it was.
+ */
+import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
+
+setDefaultTimeout(120_000);
+
+const FIXTURES = resolve(import.meta.dir, "../fixtures/upgrade");
+
+let home: string;
+let env: Record<string, string>;
+let state: string;
+
+beforeEach(() => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-upgrade-"));
+  env = cliEnv(home);
+  state = join(home, ".mcpmgr", "state");
+  mkdirSync(state, { recursive: true, mode: 0o700 });
+});
+afterEach(() => rmSync(home, { recursive: true, force: true }));
+
+test("upgrade: an older version's workload and group are listed as they are", () => {
+  cpSync(join(FIXTURES, "a5df233/workloads"), join(state, "workloads"), { recursive: true });
+  cpSync(join(FIXTURES, "a5df233/groups.json"), join(state, "groups.json"));
+  const list = JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout);
+  expect(list).toEqual([
+    expect.objectContaining({ name: "cw", group: "default", url: "http://127.0.0.1:41001/mcp", status: "failed" }),
+  ]);
+  expect(runCliOk(env, ["group", "list"]).stdout).toMatch(/^team\s+0\b/m);
+});
+
+function expectRefusedAsNewer(args: readonly string[], file: string): void {
+  const before = readFileSync(file, "utf8");
+  const line = expectOneLineError(runCli(env, args), 1);
+  expect(line).toContain(`${file} was written by a newer mcpmgr (schema_version 2; this one reads 1)`);
+  expect(line).toContain("use the newer mcpmgr that wrote it");
+  expect(line).not.toMatch(/delete|remove the workload|export one/);
+  expect(readFileSync(file, "utf8")).toBe(before);
+}
+
+test("downgrade: a workload record from a newer version is refused as newer by list, start and stop", () => {
+  const dir = join(state, "workloads", "cw");
+  mkdirSync(dir, { recursive: true });
+  cpSync(join(FIXTURES, "newer/workload.json"), join(dir, "workload.json"));
+  for (const args of [["list"], ["start", "cw"], ["stop", "cw"]])
+    expectRefusedAsNewer(args, join(dir, "workload.json"));
+});
+
+test("downgrade: a newer version's groups and client registrations are refused as newer", () => {
+  cpSync(join(FIXTURES, "newer/groups.json"), join(state, "groups.json"));
+  expectRefusedAsNewer(["group", "list"], join(state, "groups.json"));
+  rmSync(join(state, "groups.json"));
+  cpSync(join(FIXTURES, "newer/client-registrations.json"), join(state, "client-registrations.json"));
+  expectRefusedAsNewer(["client", "list-registered-clients"], join(state, "client-registrations.json"));
+});
+
+test("downgrade: a workload exported by a newer version is refused as newer by run --from-config", () => {
+  const file = join(home, "cw.json");
+  cpSync(join(FIXTURES, "newer/workload.json"), file);
+  expectRefusedAsNewer(["run", "--from-config", file], file);
+});
