@@ -58,7 +58,7 @@ export function clientContextOf(ctx: ClientEntriesContext): ClientContext {
 }
 
 /** A recorded workload (or background gateway) as clients reach it. */
-function endpointOf(record: WorkloadRecord): WorkloadEndpoint {
+export function endpointOf(record: WorkloadRecord): WorkloadEndpoint {
   return {
     name: record.name,
     group: record.group,
