@@ -7,6 +7,7 @@
 import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
 import { listOptions as table } from "../config/command-options.ts";
+import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { hasClientRegistrations } from "../state/client-registrations.ts";
 import { assertGroupName, isValidWorkloadName } from "../state/workload-name.ts";
@@ -44,9 +45,12 @@ const listCommand = defineCommand({
       }
       // `run --group` refuses a group that does not exist: the hint must not send the user there.
       const { GroupStore } = await import("../state/groups.ts");
-      if (!(await new GroupStore(store.paths).exists(values.group))) {
+      const groups = (await new GroupStore(store.paths).list()).map((group) => group.name);
+      if (!groups.includes(values.group)) {
+        // Like the group commands: a mistyped name is offered the nearest group first.
+        const near = didYouMean(closeMatches(values.group, groups, { nearestOnly: true }));
         return log.info(
-          `no group named ${values.group}; create it with 'mcpmgr group create ${values.group}' ('mcpmgr group list' shows the groups)`,
+          `no group named ${values.group}; ${near === undefined ? "" : `${near} Or `}create it with 'mcpmgr group create ${values.group}' ('mcpmgr group list' shows the groups)`,
         );
       }
       return log.info(

@@ -55,6 +55,16 @@ test("list --group with no workloads in it names the group; one that does not ex
   expect(mcpmgr("list", "--group", "default").stderr).toContain("no workloads in group default");
 });
 
+test("list --group with a mistyped name offers the nearest group, like the group commands", () => {
+  expect(mcpmgr("group", "create", "research").exitCode).toBe(0);
+  const typo = mcpmgr("list", "--group", "reserch");
+  expect(typo.exitCode).toBe(0);
+  expect(typo.stdout).toBe("");
+  expect(typo.stderr).toContain("no group named reserch; did you mean research?");
+  expect(typo.stderr).toContain("create it with 'mcpmgr group create reserch'");
+  expect(mcpmgr("list", "--group", "zzzzzz").stderr).not.toContain("did you mean");
+});
+
 test("list never offers a name no group can have as a command (review 9, F12)", () => {
   const invalid = mcpmgr("list", "--group", "Bad Name;rm -rf ~");
   expect(invalid.exitCode).toBe(2);
