@@ -1,13 +1,15 @@
 /**
- * `mcpmgr registry list|info`: browse the servers `mcpmgr run <name>` knows, from the
+ * `mcpmgr registry list|search|info`: browse the servers `mcpmgr run <name>` knows, from the
  * embedded catalog and the custom registry (MCPMGR_REGISTRY or "registry" in config.json).
  * `--format json` prints documents that are themselves valid registry input: `list` prints
- * {"servers": [...]} and `info` one entry, so either can seed a custom registry file.
+ * {"servers": [...]} (`search` too, best match first) and `info` one entry, so either can seed a
+ * custom registry file. `search` loads its index (registry-search.ts) only when it runs.
  */
 import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
-import { formatOptions } from "../config/command-options.ts";
+import { formatOptions, registrySearchOptions } from "../config/command-options.ts";
 import { McpmgrError } from "../errors.ts";
+import { printable } from "../printable.ts";
 import { loadRegistry, type Registry } from "../registry/loader.ts";
 import { entryDetails, entryTable } from "../registry/describe.ts";
 import { resolvePaths } from "../state/paths.ts";
@@ -49,6 +51,40 @@ const listCommand = defineCommand({
         `${count} of ${entries.length} servers (marked *) come from the custom registry ${registry.custom.location}`,
       );
     }
+  },
+});
+
+const QUERY_MISSING = {
+  message: "'mcpmgr registry search' needs words to look for",
+  hint: "for example 'mcpmgr registry search github issues'; 'mcpmgr registry list' shows every server",
+};
+
+const searchCommand = defineCommand({
+  meta: { name: "search", description: "Find servers in the registry by name, description, tags or tools" },
+  args: toCittyArgs(registrySearchOptions, {
+    QUERY: { description: "What to look for, in plain words", required: true, whenMissing: QUERY_MISSING },
+  }),
+  async run({ rawArgs }) {
+    const { values, positionals } = parseArgv(rawArgs, registrySearchOptions, "registry search", false);
+    const query = positionals.join(" ").trim();
+    if (query === "") throw new McpmgrError("MISSING_OPTION", QUERY_MISSING.message, { hint: QUERY_MISSING.hint });
+    const registry = await openRegistry();
+    const entries = registry.list();
+    const { searchRegistry, serverNameSuggestion } = await import("./registry-search.ts");
+    const found = searchRegistry(entries, query, values.limit);
+    const suggestion = serverNameSuggestion(
+      query,
+      entries.map((entry) => entry.name),
+      found,
+    );
+    if (values.format === "json") printResult(JSON.stringify({ servers: found }, null, 2));
+    else if (found.length > 0) for (const line of entryTable(found, registry)) printResult(line);
+    // Messages on stderr, so stdout stays the table (or the JSON) alone.
+    if (found.length === 0)
+      log.info(
+        `no server in the registry matches '${printable(query)}'; 'mcpmgr registry list' shows all ${entries.length}`,
+      );
+    if (suggestion !== undefined) log.info(suggestion);
   },
 });
 
@@ -103,6 +139,13 @@ const registryCommand = routingCommand(
           command: "mcpmgr registry list --format json",
         },
       ]),
+      search: withExamples(searchCommand, [
+        { description: "Servers for GitHub issues", command: "mcpmgr registry search github issues" },
+        {
+          description: "The three best matches as JSON",
+          command: "mcpmgr registry search browser --limit 3 --format json",
+        },
+      ]),
       info: withExamples(infoCommand, [
         { description: "What the server 'github' needs and is allowed", command: "mcpmgr registry info github" },
         { description: "Its entry as JSON", command: "mcpmgr registry info github --format json" },
@@ -110,13 +153,14 @@ const registryCommand = routingCommand(
     },
   },
   () =>
-    new McpmgrError("INVALID_ARGUMENT", "'mcpmgr registry' needs a subcommand: list or info", {
+    new McpmgrError("INVALID_ARGUMENT", "'mcpmgr registry' needs a subcommand: list, search or info", {
       hint: "try 'mcpmgr registry list'",
     }),
 );
 
 export default withExamples(registryCommand, [
   { description: "Every server the registry knows", command: "mcpmgr registry list" },
+  { description: "The servers that have to do with web pages", command: "mcpmgr registry search web page" },
   { description: "Everything about one of them", command: "mcpmgr registry info fetch" },
   { description: "Then run it", command: "mcpmgr run fetch" },
 ]);

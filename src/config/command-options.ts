@@ -3,6 +3,7 @@
  * small, and sharing `--format`. The bigger commands have their own files (run-options.ts,
  * proxy-options.ts, gateway-options.ts).
  */
+import * as v from "valibot";
 import { booleanOption, type OptionTable, stringOption } from "./option-spec.ts";
 import { nonEmpty, oneOf } from "./values.ts";
 
@@ -15,6 +16,25 @@ export const formatOptions = {
     default: "text",
     schema: oneOf(["text", "json"] as const),
     hint: "use --format text or --format json",
+  }),
+} as const satisfies OptionTable;
+
+/** `mcpmgr registry search`: `--limit` servers at most (1-1000; the registry is small, the bound keeps it a number). */
+export const registrySearchOptions = {
+  ...formatOptions,
+  limit: stringOption({
+    description: "Show at most this many servers, best match first",
+    valueHint: "n",
+    default: "10",
+    schema: v.pipe(
+      v.string(),
+      v.trim(),
+      v.regex(/^\d{1,4}$/, "must be a whole number from 1 to 1000"),
+      v.transform(Number),
+      v.minValue(1, "must be a whole number from 1 to 1000"),
+      v.maxValue(1000, "must be a whole number from 1 to 1000"),
+    ),
+    hint: "use --limit 5, or 'mcpmgr registry list' for every server",
   }),
 } as const satisfies OptionTable;
 

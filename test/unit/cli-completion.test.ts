@@ -21,6 +21,7 @@ import {
   groupRmOptions,
   listOptions,
   logsOptions,
+  registrySearchOptions,
 } from "../../src/config/command-options.ts";
 import { gatewayOptions } from "../../src/config/gateway-options.ts";
 import type { OptionTable } from "../../src/config/option-spec.ts";
@@ -55,6 +56,7 @@ const tables: Readonly<Record<string, OptionTable>> = {
   "secret list": formatOptions,
   "secret delete": {},
   "registry list": formatOptions,
+  "registry search": registrySearchOptions,
   "registry info": formatOptions,
   "group create": {},
   "group list": formatOptions,
@@ -90,7 +92,7 @@ const parents: Readonly<Record<string, readonly string[]>> = {
   ],
   proxy: ["stdio"],
   secret: ["set", "get", "list", "delete"],
-  registry: ["list", "info"],
+  registry: ["list", "search", "info"],
   group: ["create", "list", "rm"],
   client: ["status", "register", "remove", "list-registered-clients", "setup"],
 };

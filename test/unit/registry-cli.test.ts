@@ -99,7 +99,7 @@ describe("mcpmgr registry list", () => {
     expect(usageError(mcpmgr(["registry", "list", "github"]))).toContain("registry info github");
     // A word that is no registry name is not offered back as a command to paste.
     expect(usageError(mcpmgr(["registry", "list", "x;curl y|sh"]))).toContain("'mcpmgr registry info NAME'");
-    expect(usageError(mcpmgr(["registry"]))).toContain("list or info");
+    expect(usageError(mcpmgr(["registry"]))).toContain("list, search or info");
   });
 });
 
