@@ -11,6 +11,8 @@ export interface PositionalHelp {
   readonly description: string;
   readonly required: boolean;
   readonly completes?: Completes;
+  /** The last positional only: it takes every remaining word (`registry search github issues`). */
+  readonly variadic?: boolean;
   /** The error when a required one is missing, instead of citty's generic one (run-main.ts). */
   readonly whenMissing?: { readonly message: string; readonly hint: string };
 }

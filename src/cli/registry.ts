@@ -62,7 +62,12 @@ const QUERY_MISSING = {
 const searchCommand = defineCommand({
   meta: { name: "search", description: "Find servers in the registry by name, description, tags or tools" },
   args: toCittyArgs(registrySearchOptions, {
-    QUERY: { description: "What to look for, in plain words", required: true, whenMissing: QUERY_MISSING },
+    WORDS: {
+      description: "What to look for: one or more words",
+      required: true,
+      variadic: true,
+      whenMissing: QUERY_MISSING,
+    },
   }),
   async run({ rawArgs }) {
     const { values, positionals } = parseArgv(rawArgs, registrySearchOptions, "registry search", false);
@@ -162,5 +167,4 @@ export default withExamples(registryCommand, [
   { description: "Every server the registry knows", command: "mcpmgr registry list" },
   { description: "The servers that have to do with web pages", command: "mcpmgr registry search web page" },
   { description: "Everything about one of them", command: "mcpmgr registry info fetch" },
-  { description: "Then run it", command: "mcpmgr run fetch" },
 ]);

@@ -102,7 +102,8 @@ async function parseExample(example: Example): Promise<string> {
   const parsed = parseArgv(words, source?.table ?? {}, key, key === "run");
   const given = path[0] === "secret" ? [...parsed.positionals, ...parsed.passthrough] : parsed.positionals;
   expect(given.length).toBeGreaterThanOrEqual(positionals.filter((positional) => positional.required).length);
-  expect(given.length).toBeLessThanOrEqual(positionals.length);
+  // A variadic last positional (`registry search WORDS`) takes any number of words.
+  if (!positionals.at(-1)?.variadic) expect(given.length).toBeLessThanOrEqual(positionals.length);
   for (const [index, value] of given.entries()) checkPositional(key, args, index, value);
   if (key === "run") parseRunArgv(words);
   if (key === "proxy") buildProxySpec(words);
