@@ -8,6 +8,7 @@
  * Loaded by `import()` from registry.ts: `registry list` and `info` do not pay for the index.
  */
 import { closeMatches, didYouMean } from "../close-matches.ts";
+import { MAX_QUERY_CHARS } from "../gateway/tool-search/query.ts";
 import { type SearchableTool, ToolSearchIndex } from "../gateway/tool-search/tool-index.ts";
 import type { RegistryEntry } from "../registry/entry.ts";
 
@@ -57,7 +58,8 @@ export function serverNameSuggestion(
   const known = new Set(names.map((name) => name.toLowerCase()));
   const shownNames = new Set(shown.map((entry) => entry.name));
   const suggestions = new Set<string>();
-  for (const word of query.toLowerCase().split(/\s+/)) {
+  // The words of the query's start only, like the index reads it: a pasted text costs no more than a query.
+  for (const word of query.slice(0, MAX_QUERY_CHARS).toLowerCase().split(/\s+/)) {
     if (word.length < 3 || known.has(word)) continue;
     for (const name of closeMatches(word, names, { nearestOnly: true, limit: 3 }))
       if (!shownNames.has(name)) suggestions.add(name);
