@@ -9,11 +9,14 @@
  */
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import type { ToolsPolicy } from "../config/tools-policy.ts";
+import { excerpt } from "../printable.ts";
 
 /** Chains of pages followed at once (clients listing concurrently); more are dropped, not kept. */
 const maxOpenChains = 16;
 /** The server's tools named in the warning; the rest are counted. */
 const namesShown = 12;
+/** A server's tool name is shown up to this length, on one line: the server chose it. */
+const nameShownChars = 64;
 
 export interface ToolListWatch {
   /** Whether the first complete listing is still awaited (the filter skips all this once it is not). */
@@ -61,7 +64,9 @@ function notOffered(policy: ToolsPolicy, missing: readonly string[], offered: Re
   const described = (names: readonly string[]) =>
     names
       .map((name) => {
-        const suggestion = didYouMean(closeMatches(name, all, { nearestOnly: true, limit: 3 }));
+        const suggestion = didYouMean(
+          closeMatches(name, all, { nearestOnly: true, limit: 3 }).map((match) => excerpt(match, nameShownChars)),
+        );
         return suggestion ? `${name} (${suggestion})` : name;
       })
       .join(", ");
@@ -74,7 +79,10 @@ function notOffered(policy: ToolsPolicy, missing: readonly string[], offered: Re
   const listed =
     all.length === 0
       ? "it lists no tools at all"
-      : `it lists ${all.length} tool${all.length === 1 ? "" : "s"}: ${all.slice(0, namesShown).join(", ")}${all.length > namesShown ? ", …" : ""}`;
+      : `it lists ${all.length} tool${all.length === 1 ? "" : "s"}: ${all
+          .slice(0, namesShown)
+          .map((name) => excerpt(name, nameShownChars))
+          .join(", ")}${all.length > namesShown ? ", …" : ""}`;
   const them = missing.length === 1 ? "it" : "them";
   return `${options}, which the server does not offer, so clients do not get ${them} (${listed}); the names are the server's own, case included: correct the option and run the workload again`;
 }

@@ -59,3 +59,14 @@ test("names only --tools-override gives are checked too, and an empty list says 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the server's tool names in the warning are one line each and cut short: a server cannot forge log lines or flood the log", () => {
+  const { watch, warnings } = watched(["echo"]);
+  const forged = "ech\n[error] forged line";
+  watch.page(undefined, [forged, "x".repeat(100_000)], undefined);
+  expect(warnings).toHaveLength(1);
+  const warning = warnings[0] as string;
+  expect(warning).not.toContain("\n");
+  expect(warning).toContain("ech\\n[error] forged line");
+  expect(warning.length).toBeLessThan(1_000);
+});
