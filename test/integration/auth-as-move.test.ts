@@ -262,6 +262,55 @@ test("a remote naming another authorization server at each 401 gets one registra
   }
 });
 
+test("the user's client stays with its first server across runs: started again after the remote moved, mcpmgr registers itself at the new server", async () => {
+  mode = "a";
+  const home = await mkdtemp(join(scratch, "home-client-home-"));
+  const secretFile = join(scratch, "secret-client-home");
+  writeFileSync(secretFile, CLIENTS.mcpmgr.client_secret);
+  const args = [
+    process.execPath,
+    CLI_ENTRY,
+    "proxy",
+    "client-home",
+    "--target-uri",
+    gateUrl,
+    "--remote-auth-client-id",
+    CLIENTS.mcpmgr.client_id,
+    "--remote-auth-client-secret-file",
+    secretFile,
+    "--remote-auth-callback-port",
+    String(CALLBACK_PORTS[1]),
+    "--remote-auth-skip-browser",
+    "--remote-auth-timeout",
+    "20s",
+  ];
+  const LOGIN = /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m;
+  // First run: the remote names A, where the user's client is registered; the user logs in.
+  const first = await spawnUntil(args, LOGIN, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+  const player = user(first.output);
+  try {
+    await until(() => CLIENT_URL.exec(first.output())?.[1], "the proxy's URL");
+  } finally {
+    await player.stop();
+    await first.stop();
+  }
+  expect(loginsAt(authA, first.output())).toBe(1);
+  // The remote names B now; the proxy is started again (a restart, a reboot): B does not get the user's client.
+  mode = "b";
+  const regB = at(authB, "/reg");
+  const second = await spawnUntil(args, LOGIN, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+  try {
+    const [login] = loginUrls(second.output());
+    expect(login).toStartWith(`${authB.issuer}/`);
+    expect(second.output()).toContain(`mcpmgr registers itself at ${authB.issuer} instead`);
+    expect(at(authB, "/reg") - regB).toBe(1);
+    expect(reached(authB)).not.toContain(CLIENTS.mcpmgr.client_id);
+  } finally {
+    mode = "a";
+    await second.stop();
+  }
+});
+
 test("a background workload starts no login when the remote first asks late or moves: the client is told to restart it, and restart logs in", async () => {
   mode = "open";
   const home = await mkdtemp(join(scratch, "home-run-"));

@@ -34,6 +34,16 @@ export function grantKey(parts: {
   return `oauth-${createHash("sha256").update(text).digest("hex").slice(0, 32)}`;
 }
 
+/**
+ * The key of the record of which authorization server a --remote-auth-client-id was first used
+ * with for a remote (the issuer is what it holds, not part of its key): the client belongs to that
+ * server across runs, so that a remote naming another one after a restart does not get it.
+ */
+export function clientHomeKey(clientId: string, target: URL): string {
+  const text = ["client home", clientId, `${target.origin}${target.pathname}`].join("\n");
+  return `oauth-${createHash("sha256").update(text).digest("hex").slice(0, 32)}`;
+}
+
 export function secretsGrantStore(secrets: SecretManager, key: string, log: OutgoingLog): GrantStore {
   let warned = false;
   let memory: StoredGrant | undefined;

@@ -35,7 +35,7 @@ import {
   openGrantSession,
   systemClock,
 } from "./grant-session.ts";
-import { grantKey } from "./grant-store.ts";
+import { clientHomeKey, grantKey } from "./grant-store.ts";
 import { type InteractiveLogin, redirectUriFor } from "./login.ts";
 import { type ClientInfo, refreshTokens, registerClient, type ServerInfo } from "./oauth-client.ts";
 import { LoginRefused, loginPolicy } from "./login-policy.ts";
@@ -77,8 +77,14 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
   const logins = loginPolicy({ now: clock.now, deferTo: options.deferLoginsTo });
   /** Set once the start is over: from then on, every login is one the remote asked for. */
   let running = false;
-  /** The server a --remote-auth-client-id was first used with: the only one it is offered to. */
-  let clientIssuer: string | undefined;
+  // The server a --remote-auth-client-id was first used with: the only one it is offered to, in
+  // this run and the next (a remote that moved while mcpmgr was stopped does not get it either).
+  // A server the user names (--remote-auth-issuer) is the client's by the user's word.
+  const clientHome =
+    spec.clientId !== undefined && !userChoseServer
+      ? options.storeFor(clientHomeKey(spec.clientId, target))
+      : undefined;
+  let clientIssuer: string | undefined = (await clientHome?.load())?.issuer;
 
   /**
    * `late`: why the remote sent mcpmgr here after the start (a move, a first 401); the first login
@@ -163,7 +169,10 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
       stepUps: logins,
       beforeLogin,
     });
-    if (ownClient) clientIssuer ??= issuer;
+    if (ownClient && clientIssuer === undefined) {
+      clientIssuer = issuer;
+      await clientHome?.save({ issuer });
+    }
     return { session, foundIssuer: userChoseServer ? undefined : found?.issuer.href };
   };
 
