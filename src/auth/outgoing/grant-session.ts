@@ -33,6 +33,8 @@ export interface StoredGrant {
   stepUpScopes?: string[];
   /** A client-home record (grant-store.ts `clientHomeKey`): the server the user's client was first used with. */
   issuer?: string;
+  /** A deferred-login record (grant-store.ts `deferredLoginKey`): the remote's 401 challenge. */
+  challenge?: string;
 }
 
 export interface GrantStore {
