@@ -70,3 +70,22 @@ test("the server's tool names in the warning are one line each and cut short: a 
   expect(warning).toContain("ech\\n[error] forged line");
   expect(warning.length).toBeLessThan(1_000);
 });
+
+test("a listing that pages on past 10,000 names is not followed further: the names held are bounded", () => {
+  const { watch, warnings } = watched(["echo"]);
+  watch.page(undefined, ["a"], "c0");
+  let cursor = "c0";
+  for (let page = 1; page <= 11; page++) {
+    const next = `c${page}`;
+    watch.page(
+      cursor,
+      Array.from({ length: 1_000 }, (_, i) => `tool-${page}-${i}`),
+      next,
+    );
+    cursor = next;
+  }
+  // The chain was dropped once it held more than 10,000 names: its last page completes nothing.
+  watch.page(cursor, ["echo"], undefined);
+  expect(watch.waiting).toBe(true);
+  expect(warnings).toEqual([]);
+});
