@@ -182,8 +182,11 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
   // A login the remote asked for after a background workload's start, which it did not start: this
   // start logs in as it asked, even when the remote does not ask its probe (it guards only some requests).
   const deferred = userChoseServer ? undefined : options.storeFor(deferredLoginKey(target));
+  /** What the store holds: a refusal at each request writes only a challenge that changed. */
+  let deferredChallenge: string | undefined;
   const deferredFound = async (): Promise<ChallengeDiscovery | undefined> => {
     const challenge = (await deferred?.load())?.challenge;
+    deferredChallenge = challenge;
     if (challenge === undefined) return undefined;
     return discoverFromChallenge(challenge, target, http).catch((err: unknown) => {
       log.warn(`the login the remote server asked for earlier could not be prepared: ${errorMessage(err)}`);
@@ -192,8 +195,10 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
   };
   /** A background workload refused a login a 401 asked for: remembered for the next start. */
   const deferLogin = async (challenge: string, err: unknown) => {
-    if (err instanceof LoginRefused && logins.deferTo !== undefined && challenge.length <= MAX_CHALLENGE_CHARS)
-      await deferred?.save({ challenge }).catch(() => {});
+    if (!(err instanceof LoginRefused) || logins.deferTo === undefined || challenge === deferredChallenge) return;
+    if (challenge.length > MAX_CHALLENGE_CHARS) return;
+    deferredChallenge = challenge;
+    await deferred?.save({ challenge }).catch(() => {});
   };
 
   let grant: Grant | undefined;
