@@ -292,7 +292,7 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       if (session === undefined) return jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found");
       // Another caller's: the same answer, marked so that the session is not counted as ended.
       if (session.owner !== (callerOf(req) ?? ""))
-        return markForeignSession(jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found"));
+        return markForeignSession(ctx, jsonRpcError(404, JsonRpcCode.sessionNotFound, "Session not found"));
       session.lastSeen = Date.now();
       const batchRefused = Array.isArray(parsedBody) && batchRefusal(req, parsedBody.length);
       if (batchRefused) return batchRefused;

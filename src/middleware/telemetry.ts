@@ -10,7 +10,7 @@ import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import type { TelemetrySpec } from "../config/telemetry-spec.ts";
 import type { Telemetry } from "../telemetry/providers.ts";
-import { pathOf, type Middleware } from "../proxy/handler.ts";
+import { pathOf, type Middleware, type RequestContext } from "../proxy/handler.ts";
 import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { forwardWith, readRpcBody } from "./rpc-body.ts";
 import { carryRequestState } from "../auth/request-state.ts";
@@ -133,7 +133,7 @@ export function telemetryMiddleware(
     if (sessionId !== null) tracked?.seen(sessionId);
     if (method === undefined) {
       const response = await next(forward, ctx);
-      if (sessionId !== null && ((req.method === "DELETE" && response.ok) || sessionGone(response)))
+      if (sessionId !== null && ((req.method === "DELETE" && response.ok) || sessionGone(response, ctx)))
         tracked?.ended(sessionId);
       // A legacy SSE stream (GET without a session header) is a session while it is open.
       if (tracked && isLegacyStream(req, response)) return tracked.streamed(response);
@@ -184,7 +184,7 @@ export function telemetryMiddleware(
       if (response.status >= 400) span?.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${response.status}` });
       const session = response.headers.get("mcp-session-id");
       if (method === "initialize" && session) tracked?.opened(session);
-      else if (sessionId !== null && sessionGone(response)) tracked?.ended(sessionId);
+      else if (sessionId !== null && sessionGone(response, ctx)) tracked?.ended(sessionId);
       return response;
     } catch (err) {
       span?.recordException(err as Error);
@@ -201,6 +201,6 @@ export function telemetryMiddleware(
 }
 
 /** A 404 for a session ends it, unless it refused another caller's request for the session (which goes on). */
-function sessionGone(response: Response): boolean {
-  return response.status === 404 && !refusedForeignSession(response);
+function sessionGone(response: Response, ctx: RequestContext): boolean {
+  return response.status === 404 && !refusedForeignSession(ctx);
 }

@@ -5,15 +5,21 @@
  * tools/list a client gets (every page, followed by its cursors) is watched as it passes the tool
  * filter, which rewrites it anyway; no request of mcpmgr's own is made, so servers that want a
  * user's credentials, or list tools only to clients of some kind, are asked as those clients ask.
- * Names the server does not list are warned about once; after that the watch costs nothing.
+ * Names the server does not list are warned about once; after that the watch costs nothing. What it
+ * holds meanwhile is bounded: 16 listings followed at once, 10,000 names each.
  */
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import type { ToolsPolicy } from "../config/tools-policy.ts";
+import { excerpt } from "../printable.ts";
 
 /** Chains of pages followed at once (clients listing concurrently); more are dropped, not kept. */
 const maxOpenChains = 16;
+/** Names a chain may hold while its pages go on: a server paging without end is not followed further. */
+const maxNamesHeld = 10_000;
 /** The server's tools named in the warning; the rest are counted. */
 const namesShown = 12;
+/** A server's tool name is shown up to this length, on one line: the server chose it. */
+const nameShownChars = 64;
 
 export interface ToolListWatch {
   /** Whether the first complete listing is still awaited (the filter skips all this once it is not). */
@@ -51,7 +57,7 @@ export function watchToolsOffered(policy: ToolsPolicy, warn: (text: string) => v
       }
       for (const name of names) seen.add(name);
       if (nextCursor === undefined) return complete(seen);
-      if (chains.size < maxOpenChains) chains.set(nextCursor, seen);
+      if (chains.size < maxOpenChains && seen.size <= maxNamesHeld) chains.set(nextCursor, seen);
     },
   };
 }
@@ -61,7 +67,9 @@ function notOffered(policy: ToolsPolicy, missing: readonly string[], offered: Re
   const described = (names: readonly string[]) =>
     names
       .map((name) => {
-        const suggestion = didYouMean(closeMatches(name, all, { nearestOnly: true, limit: 3 }));
+        const suggestion = didYouMean(
+          closeMatches(name, all, { nearestOnly: true, limit: 3 }).map((match) => excerpt(match, nameShownChars)),
+        );
         return suggestion ? `${name} (${suggestion})` : name;
       })
       .join(", ");
@@ -74,7 +82,10 @@ function notOffered(policy: ToolsPolicy, missing: readonly string[], offered: Re
   const listed =
     all.length === 0
       ? "it lists no tools at all"
-      : `it lists ${all.length} tool${all.length === 1 ? "" : "s"}: ${all.slice(0, namesShown).join(", ")}${all.length > namesShown ? ", …" : ""}`;
+      : `it lists ${all.length} tool${all.length === 1 ? "" : "s"}: ${all
+          .slice(0, namesShown)
+          .map((name) => excerpt(name, nameShownChars))
+          .join(", ")}${all.length > namesShown ? ", …" : ""}`;
   const them = missing.length === 1 ? "it" : "them";
   return `${options}, which the server does not offer, so clients do not get ${them} (${listed}); the names are the server's own, case included: correct the option and run the workload again`;
 }

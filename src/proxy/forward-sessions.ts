@@ -10,6 +10,7 @@ import type { UpstreamFetch } from "./authenticated-fetch.ts";
 import { brokenBody } from "./forward-failures.ts";
 import { sanitiseResponseHeaders } from "./headers.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "./jsonrpc.ts";
+import type { RequestContext } from "./handler.ts";
 import { LegacySessions } from "./legacy-sessions.ts";
 import { readAhead } from "./read-ahead.ts";
 import { markForeignSession } from "./session-refusal.ts";
@@ -68,7 +69,13 @@ export class ForwardedSessions {
    * Whether `req` may go on: undefined when it may; else the refusal. A session is its owner's
    * only (404, as for a session that does not exist); a new legacy SSE stream needs room (503).
    */
-  refuse(req: Request, sessionId: string | null, url: string, caller: string | undefined): Response | undefined {
+  refuse(
+    req: Request,
+    ctx: RequestContext,
+    sessionId: string | null,
+    url: string,
+    caller: string | undefined,
+  ): Response | undefined {
     if (sessionId !== null) {
       if (this.tracker.hasEnded(sessionId)) return sessionNotFound();
       const owner = this.tracker.ownerOf(sessionId);
@@ -76,7 +83,7 @@ export class ForwardedSessions {
       // proxy started (or forgotten when idle) is left to the upstream.
       // Another's session: the same answer as for none, marked so that it is not counted as the session's end.
       if (caller === undefined ? owner !== undefined && owner !== "" : owner !== caller)
-        return owner === undefined ? sessionNotFound() : markForeignSession(sessionNotFound());
+        return owner === undefined ? sessionNotFound() : markForeignSession(ctx, sessionNotFound());
       return undefined;
     }
     const method = req.method;

@@ -94,7 +94,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     const sessionId = perRequest ? null : req.headers.get("mcp-session-id");
     const url = upstreamUrl(req.url);
     const caller = callerOf(req);
-    const refused = sessions.refuse(req, sessionId, url, caller);
+    const refused = sessions.refuse(req, ctx, sessionId, url, caller);
     if (refused !== undefined) return refused;
 
     if (sessionId === null) return forwardRequest(req, ctx, { sessionId, url, caller, perRequest, takeHold: noHold });

@@ -119,6 +119,13 @@ export async function startSupervisor(
         throw err;
       }
     }
+    // `mcpmgr restart NAME` (or stop and start) elsewhere: ours was stopped and another start is
+    // under way. Its outcome is that command's to report; failing here would undo it (record, containers).
+    if (pid !== undefined && startedElsewhere(status, pid) && !isSupervisorOf(pid, name)) {
+      throw new McpmgrError("CANCELLED", `${name} was restarted elsewhere while it was starting`, {
+        hint: `'mcpmgr list' shows how that start is doing`,
+      });
+    }
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name))) {
       // `mcpmgr rm NAME` elsewhere while it started: nothing to report a failure into.
       if ((await store.get(name).catch(() => null)) === undefined) {
@@ -153,6 +160,15 @@ export async function startSupervisor(
   throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, {
     hint: failureHint,
   });
+}
+
+/**
+ * Whether the status is another start's: one about to spawn its supervisor ("starting", no pid yet)
+ * or another supervisor's report. Ours wrote its pid before this is asked; `stop` writes none.
+ */
+function startedElsewhere(status: WorkloadStatus | undefined, ours: number): boolean {
+  if (status === undefined || status.pid === ours) return false;
+  return status.pid !== undefined || status.state === "starting";
 }
 
 function withNote(hint: string, note: string | undefined): string {

@@ -26,7 +26,7 @@ const LOGIN_URLS = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/gm;
 const loginUrls = (output: string) => [...output.matchAll(LOGIN_URLS)].map((match) => match[1] as string);
 const CLIENT_URL = /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m;
 
-type Mode = "open" | "a" | "b" | "flip";
+type Mode = "open" | "a" | "b" | "flip" | "lazy-b";
 
 let authA: AuthServer;
 let authB: AuthServer;
@@ -66,7 +66,9 @@ beforeAll(async () => {
           headers: { "www-authenticate": `Bearer resource_metadata="${url.origin}/flip/${named}"` },
         });
       }
-      const target = mode === "open" ? fixture.url : mode === "b" ? remoteB.url : remoteA.url;
+      // "lazy-b": a remote that answers server/discover (mcpmgr's probe at the start) openly, and asks B's login for the rest.
+      const open = mode === "open" || (mode === "lazy-b" && req.headers.get("mcp-method") === "server/discover");
+      const target = open ? fixture.url : mode === "b" || mode === "lazy-b" ? remoteB.url : remoteA.url;
       const headers = new Headers(req.headers);
       headers.delete("host");
       return fetch(new URL(url.pathname + url.search, target), {
@@ -262,6 +264,55 @@ test("a remote naming another authorization server at each 401 gets one registra
   }
 });
 
+test("the user's client stays with its first server across runs: started again after the remote moved, mcpmgr registers itself at the new server", async () => {
+  mode = "a";
+  const home = await mkdtemp(join(scratch, "home-client-home-"));
+  const secretFile = join(scratch, "secret-client-home");
+  writeFileSync(secretFile, CLIENTS.mcpmgr.client_secret);
+  const args = [
+    process.execPath,
+    CLI_ENTRY,
+    "proxy",
+    "client-home",
+    "--target-uri",
+    gateUrl,
+    "--remote-auth-client-id",
+    CLIENTS.mcpmgr.client_id,
+    "--remote-auth-client-secret-file",
+    secretFile,
+    "--remote-auth-callback-port",
+    String(CALLBACK_PORTS[1]),
+    "--remote-auth-skip-browser",
+    "--remote-auth-timeout",
+    "20s",
+  ];
+  const LOGIN = /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m;
+  // First run: the remote names A, where the user's client is registered; the user logs in.
+  const first = await spawnUntil(args, LOGIN, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+  const player = user(first.output);
+  try {
+    await until(() => CLIENT_URL.exec(first.output())?.[1], "the proxy's URL");
+  } finally {
+    await player.stop();
+    await first.stop();
+  }
+  expect(loginsAt(authA, first.output())).toBe(1);
+  // The remote names B now; the proxy is started again (a restart, a reboot): B does not get the user's client.
+  mode = "b";
+  const regB = at(authB, "/reg");
+  const second = await spawnUntil(args, LOGIN, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+  try {
+    const [login] = loginUrls(second.output());
+    expect(login).toStartWith(`${authB.issuer}/`);
+    expect(second.output()).toContain(`mcpmgr registers itself at ${authB.issuer} instead`);
+    expect(at(authB, "/reg") - regB).toBe(1);
+    expect(reached(authB)).not.toContain(CLIENTS.mcpmgr.client_id);
+  } finally {
+    mode = "a";
+    await second.stop();
+  }
+});
+
 test("a background workload starts no login when the remote first asks late or moves: the client is told to restart it, and restart logs in", async () => {
   mode = "open";
   const home = await mkdtemp(join(scratch, "home-run-"));
@@ -339,6 +390,61 @@ test("a background workload starts no login when the remote first asks late or m
     // Nothing of B's reached A, nor of A's B.
     for (const value of issuedBy(authB)) expect(reached(authA)).not.toContain(value);
     for (const value of issuedBy(authA)) expect(reached(authB)).not.toContain(value);
+  } finally {
+    mode = "a";
+    Bun.spawnSync([process.execPath, CLI_ENTRY, "rm", name], { cwd: REPO_ROOT, env });
+  }
+});
+
+test("a background workload whose remote asks for a login only past the start is logged in by the restart the refusal advises", async () => {
+  mode = "lazy-b";
+  const home = await mkdtemp(join(scratch, "home-lazy-"));
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  const name = "as-lazy-remote";
+  try {
+    const run = await spawnUntil(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        gateUrl,
+        "--name",
+        name,
+        "--remote-auth",
+        "--remote-auth-callback-port",
+        String(CALLBACK_PORTS[2]),
+        "--remote-auth-skip-browser",
+        "--remote-auth-timeout",
+        "15s",
+      ],
+      CLIENT_URL,
+      { env, timeoutMs: 60_000 },
+    );
+    await run.stop();
+    const url = run.match[1] as string;
+    // Its probe at the start was answered: no login then; the first request asks for one.
+    expect(loginUrls(run.output())).toHaveLength(0);
+    const refused = await ping(url);
+    expect(refused.status).toBe(502);
+    expect(refused.text).toContain(`mcpmgr restart ${name}`);
+    // The restart it advises shows B's login, and the workload is served once the user logged in.
+    const restart = await spawnUntil(
+      [process.execPath, CLI_ENTRY, "restart", name],
+      /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m,
+      {
+        env,
+        timeoutMs: 30_000,
+      },
+    );
+    const player = user(restart.output);
+    try {
+      const restarted = await until(() => CLIENT_URL.exec(restart.output())?.[1], "the workload's URL", 60_000);
+      expect(loginUrls(restart.output()).every((login) => login.startsWith(`${authB.issuer}/`))).toBe(true);
+      expect((await ping(restarted)).status).toBe(200);
+    } finally {
+      await player.stop();
+      await restart.stop();
+    }
   } finally {
     mode = "a";
     Bun.spawnSync([process.execPath, CLI_ENTRY, "rm", name], { cwd: REPO_ROOT, env });

@@ -4,7 +4,7 @@
  * checks span names, attributes and the resource; the upstream sees the W3C traceparent of
  * the span; /metrics passes `promtool check metrics`.
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { attr, startOtlpReceiver, type KeyValue, type OtlpReceiver, type Span } from "../support/otlp-receiver.ts";
 import { startAuthServer } from "../support/auth-server.ts";
 import { CLI_ENTRY, REPO_ROOT, startRun } from "../support/processes.ts";
@@ -221,32 +221,43 @@ test("tool calls refused before the server (no token) give made-up tool names no
   }
 }, 60_000);
 
-test("another caller's request or DELETE for a session does not end it in the active-sessions metric; its owner's DELETE does", async () => {
-  const auth = await startAuthServer();
-  const run = await runUpstream("owned", ["--otel-enable-prometheus-metrics-path", ...auth.oidcArgs()]);
-  const url = run.url;
-  const active = async () => sample(await (await fetch(new URL("/metrics", url))).text(), "mcp_server_active_sessions");
-  try {
-    const owner = { authorization: `Bearer ${await auth.token()}` };
-    const other = { authorization: `Bearer ${await auth.token({ client: "otherService" })}` };
-    const inSession = { "mcp-session-id": UPSTREAM_SESSION };
-    expect((await post(url, initialize(1), owner)).status).toBe(200);
-    expect(await active()).toBe(1);
-    // The other caller learned the id: its requests are refused as for a session that does not exist.
-    const call = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } };
-    expect((await post(url, call, { ...other, ...inSession })).status).toBe(404);
-    const foreignDelete = await fetch(url, { method: "DELETE", headers: { ...other, ...inSession } });
-    expect(foreignDelete.status).toBe(404);
-    expect(await active()).toBe(1);
-    // The session goes on for its owner, and ends with the owner's DELETE.
-    expect((await post(url, call, { ...owner, ...inSession })).status).toBe(200);
-    expect((await fetch(url, { method: "DELETE", headers: { ...owner, ...inSession } })).status).toBe(200);
-    expect(await active()).toBe(0);
-  } finally {
-    await run.stop();
-    await auth.stop();
-  }
-}, 60_000);
+describe.each([
+  ["", []],
+  // Policies between the metric and the proxy answer with a response of their own (the tool filter rewrites results).
+  [" with --tools", ["--tools", "echo"]],
+])("another caller's session%s", (suffix, policies) => {
+  test("another caller's request or DELETE for a session does not end it in the active-sessions metric; its owner's DELETE does", async () => {
+    const auth = await startAuthServer();
+    const run = await runUpstream(`owned${suffix ? "-tools" : ""}`, [
+      "--otel-enable-prometheus-metrics-path",
+      ...policies,
+      ...auth.oidcArgs(),
+    ]);
+    const url = run.url;
+    const active = async () =>
+      sample(await (await fetch(new URL("/metrics", url))).text(), "mcp_server_active_sessions");
+    try {
+      const owner = { authorization: `Bearer ${await auth.token()}` };
+      const other = { authorization: `Bearer ${await auth.token({ client: "otherService" })}` };
+      const inSession = { "mcp-session-id": UPSTREAM_SESSION };
+      expect((await post(url, initialize(1), owner)).status).toBe(200);
+      expect(await active()).toBe(1);
+      // The other caller learned the id: its requests are refused as for a session that does not exist.
+      const call = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } };
+      expect((await post(url, call, { ...other, ...inSession })).status).toBe(404);
+      const foreignDelete = await fetch(url, { method: "DELETE", headers: { ...other, ...inSession } });
+      expect(foreignDelete.status).toBe(404);
+      expect(await active()).toBe(1);
+      // The session goes on for its owner, and ends with the owner's DELETE.
+      expect((await post(url, call, { ...owner, ...inSession })).status).toBe(200);
+      expect((await fetch(url, { method: "DELETE", headers: { ...owner, ...inSession } })).status).toBe(200);
+      expect(await active()).toBe(0);
+    } finally {
+      await run.stop();
+      await auth.stop();
+    }
+  }, 60_000);
+});
 
 test("through the stdio bridge too: another caller's request or DELETE for a session does not end it in the metric", async () => {
   const auth = await startAuthServer();

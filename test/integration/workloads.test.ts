@@ -342,8 +342,40 @@ describe("a workload stopped or removed while its server is still starting", () 
     await until(() => processesWith(marker, run.pid).length === 0, 5_000);
     expect(row("slow-rm")).toBeUndefined();
     expect(await run.exited).toBe(1);
-    expect(await new Response(run.stderr).text()).toContain("slow-rm was stopped while it was starting");
+    // Which it says depends on whether its poll saw the short "stopped" before the record went: both are true.
+    expect(await new Response(run.stderr).text()).toMatch(/slow-rm was (stopped|removed) while it was starting/);
     expect(existsSync(join(home, "state/workloads/slow-rm"))).toBe(false);
+  }, 60_000);
+
+  test("restart from elsewhere while run waits leaves the new start alone: run neither fails it nor forgets the workload", async () => {
+    const { run, supervisor } = await slowRun("slow-restart");
+    const statusFile = join(home, "state/workloads/slow-restart/status.json");
+    const status = () => JSON.parse(readFileSyncOr(statusFile) ?? "{}") as { state?: string; pid?: number };
+    // The waiting run is not scheduled (a busy machine) while the restart stops its supervisor and starts
+    // another: it never sees the short "stopped" between them, only the new start.
+    process.kill(run.pid, "SIGSTOP");
+    const restart = Bun.spawn([process.execPath, CLI_ENTRY, "restart", "slow-restart"], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    try {
+      await until(() => status().state === "starting" && status().pid !== undefined && status().pid !== supervisor);
+    } finally {
+      process.kill(run.pid, "SIGCONT");
+    }
+    const successor = status().pid as number;
+    expect(await run.exited).toBe(1);
+    expect(await new Response(run.stderr).text()).toContain(
+      "slow-restart was restarted elsewhere while it was starting",
+    );
+    // The new start is left to the restart, which reports it; the workload is still recorded.
+    expect(row("slow-restart")).toBeDefined();
+    expect(isAlive(successor)).toBe(true);
+    expect(mcpmgr("rm", "slow-restart").code).toBe(0);
+    await restart.exited;
+    await until(() => !isAlive(successor), 10_000);
   }, 60_000);
 });
 

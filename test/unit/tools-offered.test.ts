@@ -59,3 +59,33 @@ test("names only --tools-override gives are checked too, and an empty list says 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the server's tool names in the warning are one line each and cut short: a server cannot forge log lines or flood the log", () => {
+  const { watch, warnings } = watched(["echo"]);
+  const forged = "ech\n[error] forged line";
+  watch.page(undefined, [forged, "x".repeat(100_000)], undefined);
+  expect(warnings).toHaveLength(1);
+  const warning = warnings[0] as string;
+  expect(warning).not.toContain("\n");
+  expect(warning).toContain("ech\\n[error] forged line");
+  expect(warning.length).toBeLessThan(1_000);
+});
+
+test("a listing that pages on past 10,000 names is not followed further: the names held are bounded", () => {
+  const { watch, warnings } = watched(["echo"]);
+  watch.page(undefined, ["a"], "c0");
+  let cursor = "c0";
+  for (let page = 1; page <= 11; page++) {
+    const next = `c${page}`;
+    watch.page(
+      cursor,
+      Array.from({ length: 1_000 }, (_, i) => `tool-${page}-${i}`),
+      next,
+    );
+    cursor = next;
+  }
+  // The chain was dropped once it held more than 10,000 names: its last page completes nothing.
+  watch.page(cursor, ["echo"], undefined);
+  expect(watch.waiting).toBe(true);
+  expect(warnings).toEqual([]);
+});

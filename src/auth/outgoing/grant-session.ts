@@ -31,6 +31,10 @@ export interface StoredGrant {
    * next start logs in for them instead of using the stored tokens.
    */
   stepUpScopes?: string[];
+  /** A client-home record (grant-store.ts `clientHomeKey`): the server the user's client was first used with. */
+  issuer?: string;
+  /** A deferred-login record (grant-store.ts `deferredLoginKey`): the remote's 401 challenge. */
+  challenge?: string;
 }
 
 export interface GrantStore {

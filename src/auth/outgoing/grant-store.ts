@@ -34,6 +34,26 @@ export function grantKey(parts: {
   return `oauth-${createHash("sha256").update(text).digest("hex").slice(0, 32)}`;
 }
 
+/**
+ * The key of the record of which authorization server a --remote-auth-client-id was first used
+ * with for a remote (the issuer is what it holds, not part of its key): the client belongs to that
+ * server across runs, so that a remote naming another one after a restart does not get it.
+ */
+export function clientHomeKey(clientId: string, target: URL): string {
+  const text = ["client home", clientId, `${target.origin}${target.pathname}`].join("\n");
+  return `oauth-${createHash("sha256").update(text).digest("hex").slice(0, 32)}`;
+}
+
+/**
+ * The key of the record of the login a remote asked for after a background workload's start (its
+ * 401 challenge), which the workload did not start: its next start, which the user watches, logs
+ * in as the remote asked even when the remote's answer to the start's probe does not ask.
+ */
+export function deferredLoginKey(target: URL): string {
+  const text = ["deferred login", `${target.origin}${target.pathname}`].join("\n");
+  return `oauth-${createHash("sha256").update(text).digest("hex").slice(0, 32)}`;
+}
+
 export function secretsGrantStore(secrets: SecretManager, key: string, log: OutgoingLog): GrantStore {
   let warned = false;
   let memory: StoredGrant | undefined;

@@ -35,7 +35,7 @@ import {
   openGrantSession,
   systemClock,
 } from "./grant-session.ts";
-import { grantKey } from "./grant-store.ts";
+import { clientHomeKey, deferredLoginKey, grantKey } from "./grant-store.ts";
 import { type InteractiveLogin, redirectUriFor } from "./login.ts";
 import { type ClientInfo, refreshTokens, registerClient, type ServerInfo } from "./oauth-client.ts";
 import { LoginRefused, loginPolicy } from "./login-policy.ts";
@@ -65,6 +65,9 @@ interface Grant {
   readonly foundIssuer: string | undefined;
 }
 
+/** A remote's challenge longer than this is not remembered for the next start (it is the remote's text). */
+const MAX_CHALLENGE_CHARS = 4_096;
+
 /** Warnings a remote can cause at each request: each text at most every 30 s in the log. */
 const WARN_INTERVAL_MS = 30_000;
 
@@ -77,8 +80,14 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
   const logins = loginPolicy({ now: clock.now, deferTo: options.deferLoginsTo });
   /** Set once the start is over: from then on, every login is one the remote asked for. */
   let running = false;
-  /** The server a --remote-auth-client-id was first used with: the only one it is offered to. */
-  let clientIssuer: string | undefined;
+  // The server a --remote-auth-client-id was first used with: the only one it is offered to, in
+  // this run and the next (a remote that moved while mcpmgr was stopped does not get it either).
+  // A server the user names (--remote-auth-issuer) is the client's by the user's word.
+  const clientHome =
+    spec.clientId !== undefined && !userChoseServer
+      ? options.storeFor(clientHomeKey(spec.clientId, target))
+      : undefined;
+  let clientIssuer: string | undefined = (await clientHome?.load())?.issuer;
 
   /**
    * `late`: why the remote sent mcpmgr here after the start (a move, a first 401); the first login
@@ -163,14 +172,39 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
       stepUps: logins,
       beforeLogin,
     });
-    if (ownClient) clientIssuer ??= issuer;
+    if (ownClient && clientIssuer === undefined) {
+      clientIssuer = issuer;
+      await clientHome?.save({ issuer });
+    }
     return { session, foundIssuer: userChoseServer ? undefined : found?.issuer.href };
+  };
+
+  // A login the remote asked for after a background workload's start, which it did not start: this
+  // start logs in as it asked, even when the remote does not ask its probe (it guards only some requests).
+  const deferred = userChoseServer ? undefined : options.storeFor(deferredLoginKey(target));
+  /** What the store holds: a refusal at each request writes only a challenge that changed. */
+  let deferredChallenge: string | undefined;
+  const deferredFound = async (): Promise<ChallengeDiscovery | undefined> => {
+    const challenge = (await deferred?.load())?.challenge;
+    deferredChallenge = challenge;
+    if (challenge === undefined) return undefined;
+    return discoverFromChallenge(challenge, target, http).catch((err: unknown) => {
+      log.warn(`the login the remote server asked for earlier could not be prepared: ${errorMessage(err)}`);
+      return undefined;
+    });
+  };
+  /** A background workload refused a login a 401 asked for: remembered for the next start. */
+  const deferLogin = async (challenge: string, err: unknown) => {
+    if (!(err instanceof LoginRefused) || logins.deferTo === undefined || challenge === deferredChallenge) return;
+    if (challenge.length > MAX_CHALLENGE_CHARS) return;
+    deferredChallenge = challenge;
+    await deferred?.save({ challenge }).catch(() => {});
   };
 
   let grant: Grant | undefined;
   if (userChoseServer) grant = await open(undefined);
   else {
-    const found = await discoverFromRemote(target, http);
+    const found = (await discoverFromRemote(target, http)) ?? (await deferredFound());
     if (found) grant = await open(found);
     else log.info("the remote server does not ask for authentication yet; mcpmgr will log in when it does");
   }
@@ -219,7 +253,10 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
       const challenge = response.headers.get("www-authenticate") ?? "";
       if (grant === undefined) {
         if (!/^Bearer\b/i.test(challenge) && response.status !== 401) return;
-        await reopen(challenge, () => "").catch(refused);
+        await reopen(challenge, () => "").catch(async (err: unknown) => {
+          await deferLogin(challenge, err);
+          return refused(err);
+        });
         return;
       }
       if (response.status === 403) {
@@ -237,9 +274,12 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
             : `the remote server now names ${found.issuer.href} as its authorization server (it was ${current.foundIssuer}); the credentials of ${current.foundIssuer} are not used there`,
         ).then(
           () => grant !== current,
-          (err: unknown) => {
+          async (err: unknown) => {
             // Not allowed to log in there (yet): the client is told why.
-            if (err instanceof LoginRefused) return refused(err);
+            if (err instanceof LoginRefused) {
+              await deferLogin(challenge, err);
+              return refused(err);
+            }
             // Failed (discovery, registration, a login not completed): not remembered, the next 401 tries again.
             warnNow(`could not follow the remote server to its new authorization server: ${errorMessage(err)}`);
             return false;

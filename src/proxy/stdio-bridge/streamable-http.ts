@@ -7,7 +7,7 @@
  *     stdio server never sees them (modern.ts). GET and DELETE answer 405 to such clients.
  */
 import { createEventStream, eventStreamResponse } from "../event-stream.ts";
-import { pathOf, type Handler } from "../handler.ts";
+import { pathOf, type Handler, type RequestContext } from "../handler.ts";
 import { JsonRpcCode, jsonRpcError, serverUnavailable, sessionLimitReached } from "../jsonrpc.ts";
 import { markForeignSession } from "../session-refusal.ts";
 import type { LiveStreams } from "../live-streams.ts";
@@ -42,7 +42,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
   // Graceful stop: whatever is still pending when its bound runs out gets a JSON-RPC error.
   live?.beforeClose((reason) => bridge.close(reason));
 
-  const sessionFor = (req: Request): ClientSession | Response => {
+  const sessionFor = (req: Request, ctx: RequestContext): ClientSession | Response => {
     const id = req.headers.get("mcp-session-id");
     if (id === null)
       return jsonRpcError(400, JsonRpcCode.serverError, "Bad Request: the Mcp-Session-Id header is required");
@@ -55,7 +55,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
         "Session not found: start a new session with initialize",
       );
       // Marked when the session goes on (another caller's), so that it is not counted as ended.
-      return bridge.hasSession(id) ? markForeignSession(refusal) : refusal;
+      return bridge.hasSession(id) ? markForeignSession(ctx, refusal) : refusal;
     }
     const version = req.headers.get("mcp-protocol-version");
     if (version !== null && !isSupportedProtocolVersion(version)) {
@@ -168,7 +168,8 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     return sink.response;
   };
 
-  const post = async (req: Request, keepOpen: () => void): Promise<Response> => {
+  const post = async (req: Request, ctx: RequestContext): Promise<Response> => {
+    const keepOpen = ctx.keepOpen;
     const accept = req.headers.get("accept") ?? "*/*";
     const acceptsJson = accept.includes("application/json") || accept.includes("*/*");
     const acceptsSse = accept.includes("text/event-stream") || accept.includes("*/*");
@@ -200,7 +201,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       if (!bridge.roomForSession()) return sessionLimitReached();
       session = bridge.createSession(principalOf(req));
     } else {
-      const found = sessionFor(req);
+      const found = sessionFor(req, ctx);
       if (found instanceof Response) return found;
       session = found;
       if (batch && !allowsBatches(session.protocolVersion)) {
@@ -244,20 +245,20 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
     return stateless ? new Response(null, { status: 405, headers: { allow: "POST" } }) : undefined;
   };
 
-  const get = (req: Request, keepOpen: () => void): Response => {
+  const get = (req: Request, ctx: RequestContext): Response => {
     const stateless = refuseStateless(req);
     if (stateless) return stateless;
     const accept = req.headers.get("accept") ?? "";
     if (!accept.includes("text/event-stream"))
       return jsonRpcError(406, JsonRpcCode.serverError, "Not Acceptable: GET needs Accept: text/event-stream");
-    const found = sessionFor(req);
+    const found = sessionFor(req, ctx);
     if (found instanceof Response) return found;
     if (found.standalone?.canStream)
       return jsonRpcError(409, JsonRpcCode.serverError, "Conflict: this session already has a GET stream");
     const stream = createEventStream({ ...(live ? { live } : {}), onDropped: (bytes) => bridge.streamDropped(bytes) });
     found.standalone = streamSink(stream);
     found.onEnd(() => stream.close());
-    keepOpen();
+    ctx.keepOpen();
     return eventStreamResponse(stream, { "mcp-session-id": found.id });
   };
 
@@ -266,13 +267,13 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       return jsonRpcError(404, JsonRpcCode.serverError, `Not Found: the MCP endpoint is ${endpoint}`);
     switch (req.method) {
       case "POST":
-        return post(req, ctx.keepOpen);
+        return post(req, ctx);
       case "GET":
-        return get(req, ctx.keepOpen);
+        return get(req, ctx);
       case "DELETE": {
         const stateless = refuseStateless(req);
         if (stateless) return stateless;
-        const found = sessionFor(req);
+        const found = sessionFor(req, ctx);
         if (found instanceof Response) return found;
         bridge.endSession(found);
         return new Response(null, { status: 200 });
