@@ -55,8 +55,15 @@ function instance(): ConsolaInstance {
     const { createConsola } = require("consola/core") as typeof import("consola/core");
     // No throttle: consola holds back a line repeated within a second (the sixth "NAME running at URL" of a
     // restarting supervisor), then prints a merged one, or the line before it again with its old time. A log
-    // read after the fact must hold every line as it was written.
-    consola = createConsola({ level, reporters: [stderrReporter], formatOptions: { date: false }, throttle: 0 });
+    // read after the fact must hold every line as it was written. (No minimum either: a clock set back
+    // would otherwise bring the throttle back.)
+    consola = createConsola({
+      level,
+      reporters: [stderrReporter],
+      formatOptions: { date: false },
+      throttle: 0,
+      throttleMin: Number.POSITIVE_INFINITY,
+    });
   }
   return consola;
 }
