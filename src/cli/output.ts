@@ -53,7 +53,17 @@ function instance(): ConsolaInstance {
   if (consola === undefined) {
     // require, not import(): logging is synchronous. The bundle makes it a chunk loaded on this call.
     const { createConsola } = require("consola/core") as typeof import("consola/core");
-    consola = createConsola({ level, reporters: [stderrReporter], formatOptions: { date: false } });
+    // No throttle: consola holds back a line repeated within a second (the sixth "NAME running at URL" of a
+    // restarting supervisor), then prints a merged one, or the line before it again with its old time. A log
+    // read after the fact must hold every line as it was written. (No minimum either: a clock set back
+    // would otherwise bring the throttle back.)
+    consola = createConsola({
+      level,
+      reporters: [stderrReporter],
+      formatOptions: { date: false },
+      throttle: 0,
+      throttleMin: Number.POSITIVE_INFINITY,
+    });
   }
   return consola;
 }

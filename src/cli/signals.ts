@@ -1,11 +1,29 @@
+import { readFileSync } from "node:fs";
 import { log } from "./output.ts";
 
 /**
  * The signals that stop a command gracefully. SIGHUP is among them: it is what a closed terminal
  * or a dropped ssh session sends, and by default it ends the process at once, leaving a foreground
- * run's container running with nobody to remove it.
+ * run's container running with nobody to remove it. Unless it was ignored when mcpmgr started
+ * (`nohup`, a service manager told to): a handler would undo what was asked for, and the closed
+ * terminal `nohup` guards against would stop the workload after all. Decided once, before the first
+ * handler is installed (after that the process no longer ignores it).
  */
-const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+let stopSignals: readonly NodeJS.Signals[] | undefined;
+function currentStopSignals(): readonly NodeJS.Signals[] {
+  stopSignals ??= hangupIgnored() ? ["SIGINT", "SIGTERM"] : ["SIGINT", "SIGTERM", "SIGHUP"];
+  return stopSignals;
+}
+
+/** Whether this process started with SIGHUP ignored: bit 0 (signal 1) of SigIgn (Linux; elsewhere, no). */
+function hangupIgnored(): boolean {
+  try {
+    const mask = /^SigIgn:\s*([0-9a-fA-F]+)$/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
+    return mask !== undefined && (Number.parseInt(mask.slice(-1), 16) & 1) === 1;
+  } catch {
+    return false;
+  }
+}
 
 /** The exit status of a process ended by `signal`, as shells report it (128 + its number). */
 export function signalExitCode(signal: NodeJS.Signals): number {
@@ -21,7 +39,7 @@ export function untilSignal(): Promise<NodeJS.Signals> {
       received = true;
       resolve(signal);
     };
-    for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+    for (const signal of currentStopSignals()) process.on(signal, onSignal);
   });
 }
 

@@ -19,6 +19,7 @@ import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { setPrincipal } from "./caller.ts";
 import { markDenied } from "./denials.ts";
+import { hostNamePolicy, isLoopbackHost } from "./host-names.ts";
 import { cameFromGateway } from "./gateway-credential.ts";
 import { publicOrigin } from "../proxy/public-url.ts";
 
@@ -28,6 +29,10 @@ export interface AuthnOptions {
   /** The MCP endpoint's path on this proxy (/mcp, /sse, a remote's own path). */
   readonly endpointPath: string;
   readonly trustProxyHeaders: boolean;
+  /** The address the proxy listens on (default loopback): with `allowedHosts`, which forwarded names are its own. */
+  readonly listenHost?: string;
+  /** `--allowed-hosts`, normalized: a trusted X-Forwarded-Host must be one of the names the listener answers to. */
+  readonly allowedHosts?: readonly string[];
 }
 
 /**
@@ -44,8 +49,16 @@ function isCorsPreflight(req: Request): boolean {
 export function bearerAuthentication(options: AuthnOptions): Middleware {
   const { spec } = options;
   const issuer = spec.issuer.href.replace(/\/$/, "") === spec.issuer.origin ? spec.issuer.origin : spec.issuer.href;
+  // The names the origin guard lets through as Host: the only forwarded names the document may name.
+  const names = options.trustProxyHeaders
+    ? hostNamePolicy({
+        beyondLoopback: !isLoopbackHost(options.listenHost ?? "127.0.0.1"),
+        allowed: options.allowedHosts ?? [],
+      })
+    : undefined;
+  const answersTo = (host: string) => names?.answersTo(host) === true;
   const resourceFor = (req: Request): URL =>
-    spec.resourceUrl ?? new URL(options.endpointPath, publicOrigin(req, options.trustProxyHeaders));
+    spec.resourceUrl ?? new URL(options.endpointPath, publicOrigin(req, options.trustProxyHeaders, answersTo));
   const wellKnown = new Set([
     ...metadataPaths(options.endpointPath),
     ...(spec.resourceUrl ? metadataPaths(spec.resourceUrl.pathname) : []),

@@ -55,13 +55,20 @@ function firstValue(value: string | null): string | undefined {
 
 /**
  * The origin clients reach this proxy at: a trusted reverse proxy's X-Forwarded-Proto/Host
- * when valid, else the request's own (its Host was checked by the origin guard).
+ * when valid and a name the listener answers to (`answersTo`: the rule its Host and an Origin's
+ * forwarded host are held to, middleware/origin-guard.ts), else the request's own (its Host was
+ * checked by the origin guard). Any other forwarded name, from a reverse proxy that passes a
+ * client's header on, must not become the URL an answer tells clients to use.
  */
-export function publicOrigin(req: Request, trustProxyHeaders: boolean): string {
+export function publicOrigin(
+  req: Request,
+  trustProxyHeaders: boolean,
+  answersTo: (host: string) => boolean = () => false,
+): string {
   const own = new URL(req.url).origin;
   if (!trustProxyHeaders) return own;
   const host = firstValue(req.headers.get("x-forwarded-host"));
-  if (host === undefined || !validHost.test(host)) return own;
+  if (host === undefined || !validHost.test(host) || !answersTo(host)) return own;
   const protoHeader = firstValue(req.headers.get("x-forwarded-proto"));
   const proto = protoHeader && validProto.test(protoHeader) ? protoHeader.toLowerCase() : "http";
   return `${proto}://${host}`;

@@ -50,7 +50,8 @@ export async function startGatewayWorkload(spec: GatewaySpec, ctx: WorkloadConte
       maxMessageBytes: limits.maxMessageBytes,
       telemetry: observed?.middleware,
       audit: spec.audit && audited ? { config: spec.audit, write: audited.write } : undefined,
-      authentication: (path) => authentication.forEndpoint(path, spec.trustProxyHeaders),
+      authentication: (path) =>
+        authentication.forEndpoint(path, { ...spec.listen, trustProxyHeaders: spec.trustProxyHeaders }),
       embeddingsApiKey,
     });
     const opened = { observed, audited };

@@ -7,9 +7,17 @@ import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import type { WorkloadLog } from "./context.ts";
 
+/** What of the listener the RFC 9728 document's URL depends on (behind a reverse proxy). */
+export interface AuthenticatedListener {
+  readonly trustProxyHeaders: boolean;
+  readonly host: string;
+  /** `--allowed-hosts`: the forwarded names, besides the listener's own, the document may name. */
+  readonly allowedHosts: readonly string[];
+}
+
 export interface PreparedAuthentication {
   /** The middleware for an endpoint path (known once the upstream is running). */
-  forEndpoint(endpointPath: string, trustProxyHeaders: boolean): Middleware[];
+  forEndpoint(endpointPath: string, listen: AuthenticatedListener): Middleware[];
 }
 
 /** Discovery and a JWKS fetch happen here, so a bad issuer fails before anything starts. */
@@ -32,8 +40,15 @@ export async function prepareIncomingAuthentication(
     `clients must present bearer tokens from ${spec.issuer.href}${spec.audience ? ` for audience ${spec.audience}` : ""}`,
   );
   return {
-    forEndpoint: (endpointPath, trustProxyHeaders) => [
-      bearerAuthentication({ spec, verifier, endpointPath, trustProxyHeaders }),
+    forEndpoint: (endpointPath, listen) => [
+      bearerAuthentication({
+        spec,
+        verifier,
+        endpointPath,
+        trustProxyHeaders: listen.trustProxyHeaders,
+        listenHost: listen.host,
+        allowedHosts: listen.allowedHosts,
+      }),
     ],
   };
 }

@@ -27,7 +27,7 @@ export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext
   const authentication = spec.incomingAuth
     ? (
         await (await import("./incoming-auth.ts")).prepareIncomingAuthentication(spec.incomingAuth, ctx.log)
-      ).forEndpoint(spec.target.pathname, spec.trustProxyHeaders)
+      ).forEndpoint(spec.target.pathname, { ...spec.listen, trustProxyHeaders: spec.trustProxyHeaders })
     : [];
   const upstreamFetch = await outgoingAuthentication(spec.outgoingAuth, spec.target, spec.serverName, ctx);
   const handler = await policyChain(

@@ -200,7 +200,7 @@ async function serveWorkload(
             guard: () => groupGuard(ctx.paths, spec.group),
             ownAuthentication: policies.incomingAuth !== undefined,
           }),
-          ...parts.prepared.authentication.forEndpoint(spec.endpointPath, listen.trustProxyHeaders),
+          ...parts.prepared.authentication.forEndpoint(spec.endpointPath, listen),
         ],
         tools: policies.tools,
         // The console (a foreground run) or the proxy log, and the workload's log that `mcpmgr logs` shows.

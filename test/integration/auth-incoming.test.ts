@@ -186,6 +186,39 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
   });
 });
 
+test("--trust-proxy-headers: the RFC 9728 resource follows an X-Forwarded-Host the listener answers to (--allowed-hosts), never another", async () => {
+  const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    "--trust-proxy-headers",
+    "--allowed-hosts",
+    "mcp.example.test",
+    ...LOCAL_DEV,
+  ]);
+  try {
+    const origin = new URL(proxy.url).origin;
+    const resourceFor = async (forwardedHost: string) => {
+      const headers = { "x-forwarded-host": forwardedHost, "x-forwarded-proto": "https" };
+      const metadata = await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`, { headers });
+      const challenge = (await ping(proxy.url, headers)).headers.get("www-authenticate") ?? "";
+      return { resource: ((await metadata.json()) as { resource: string }).resource, challenge };
+    };
+    // The reverse proxy's public name, allowed: the document and the challenge name it.
+    const allowed = await resourceFor("mcp.example.test");
+    expect(allowed.resource).toBe("https://mcp.example.test/mcp");
+    expect(allowed.challenge).toContain('resource_metadata="https://mcp.example.test/.well-known/');
+    // A name the listener does not answer to (passed on by a reverse proxy that appends, or cached
+    // by one in front): not believed, the listener's own origin instead, as the Origin check does.
+    const foreign = await resourceFor("evil.example");
+    expect(foreign.resource).toBe(`${origin}/mcp`);
+    expect(foreign.challenge).toContain(`resource_metadata="${origin}/.well-known/`);
+  } finally {
+    await proxy.stop();
+  }
+});
+
 test("the SDK client works through a protected proxy in front of the conformance server", async () => {
   const proxy = await startProxy(fixture.url, [
     "--oidc-issuer",

@@ -3,6 +3,7 @@
  * replaced only when it is mcpmgr's own for the same workload, and a dropped stdio attach
  * is retried while the engine refuses it (a paused container answers 409) until it works.
  */
+import { readdirSync, readlinkSync } from "node:fs";
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { startServerContainer, type ContainerServer } from "../../src/runtime/docker/container.ts";
 import { detectEngine, type ContainerEngine } from "../../src/runtime/docker/engine.ts";
@@ -128,4 +129,48 @@ test("a re-attach the engine refuses is retried while the container runs, and th
     await server.stop(2_000);
   }
   expect(leftovers("reattach-retry-test").containers).toEqual([]);
+}, 60_000);
+
+/** This process's open sockets (the engine connections among them). */
+function openSockets(): number {
+  let sockets = 0;
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith("socket:")) sockets++;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return sockets;
+}
+
+test("re-attaching again and again keeps one 'wait' connection to the engine, not one more per re-attach", async () => {
+  const server = await startServerContainer(engine, probeOptions("reattach-sockets-test"), true);
+  made.push("mcpmgr-reattach-sockets-test");
+  const next = lines(server);
+  try {
+    server.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} })}\n`);
+    expect((await next()).id).toBe(1);
+    const before = openSockets();
+    // An attach connection that keeps dropping (a proxy in between with an idle timeout, a flaky
+    // ssh:// engine connection) while the engine itself, and its `wait` connection, stay up.
+    for (let drop = 1; drop <= 6; drop++) {
+      server.attachConnection?.destroy();
+      const deadline = Date.now() + 10_000;
+      while (server.reattachCount < drop && Date.now() < deadline) await Bun.sleep(20);
+      expect(server.reattachCount).toBe(drop);
+    }
+    server.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" })}\n`);
+    expect((await next()).id).toBe(2);
+    // An aborted `wait` closes its socket when the engine notices: polled, not slept.
+    const deadline = Date.now() + 10_000;
+    while (openSockets() > before + 1 && Date.now() < deadline) await Bun.sleep(50);
+    expect(openSockets()).toBeLessThanOrEqual(before + 1);
+    // The exit is still seen, through the one `wait` left.
+    docker("kill", server.name);
+    expect(await Promise.race([server.exited, Bun.sleep(10_000).then(() => "hung")])).not.toBe("hung");
+  } finally {
+    await server.stop(2_000);
+  }
+  expect(leftovers("reattach-sockets-test").containers).toEqual([]);
 }, 60_000);

@@ -3,7 +3,7 @@
  * limits and failures answer on the wire, and SIGTERM shuts down gracefully.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { startProxy } from "../support/processes.ts";
+import { CLI_ENTRY, spawnUntil, startProxy } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -178,6 +178,20 @@ test("SIGHUP (a closed terminal, a dropped ssh session) is a graceful stop too (
   const proxy = await startProxy(`${base}/mcp`);
   expect(await proxy.stop("SIGHUP")).toBe(0);
   expect(proxy.output()).toContain("SIGHUP: stopping proxy");
+});
+
+test("under nohup (SIGHUP ignored from the start) SIGHUP stays ignored: the proxy serves on, SIGTERM stops it", async () => {
+  const proxy = await spawnUntil(
+    ["nohup", process.execPath, CLI_ENTRY, "proxy", "nohup-proxy", "--target-uri", `${base}/mcp`],
+    /^(http:\/\/\S+)$/m,
+  );
+  const health = new URL("/health", proxy.match[1]).href;
+  proxy.proc.kill("SIGHUP");
+  // The signal is delivered before this request is sent: a proxy that took it would be stopping.
+  expect((await fetch(health)).status).toBe(200);
+  expect(await proxy.stop("SIGTERM")).toBe(0);
+  expect(proxy.output()).toContain("SIGTERM: stopping proxy 'nohup-proxy'");
+  expect(proxy.output()).not.toContain("SIGHUP");
 });
 
 test("an idle upstream SSE stream is seen open at once, not at its first event", async () => {

@@ -36,3 +36,26 @@ test("logging writes '[type] message' lines to stderr and never touches process.
     "[error] unexpected error: bang (hint: run again with --debug and report it if it persists)",
   );
 });
+
+test("every log line is written, however often it repeats: none is held back, merged or replaced by another", () => {
+  // A supervisor logs the same "NAME running at URL" after every restart, and a restart loop the same
+  // failure: consola's throttle held the sixth and later such lines back, to print one "(repeated N times)"
+  // line later (or, after a pause of a second, the line before them again, with its old time).
+  const script = `
+    const { log, stampLogTimes } = await import(${JSON.stringify(output)});
+    stampLogTimes();
+    for (let i = 0; i < 9; i++) log.info("w running at http://127.0.0.1:1/mcp");
+    log.warn("w: the MCP server exited with code 0");
+  `;
+  const proc = Bun.spawnSync(["bun", "-e", script], { stdout: "pipe", stderr: "pipe" });
+  expect(proc.exitCode).toBe(0);
+  const lines = proc.stderr
+    .toString()
+    .trimEnd()
+    .split("\n")
+    .map((line) => line.replace(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z /, ""));
+  expect(lines).toEqual([
+    ...Array.from({ length: 9 }, () => "[info] w running at http://127.0.0.1:1/mcp"),
+    "[warn] w: the MCP server exited with code 0",
+  ]);
+});

@@ -144,12 +144,22 @@ export async function startServerContainer(
 
   let settleExit!: (code: number | null) => void;
   const exited = new Promise<number | null>((resolve) => (settleExit = resolve));
-  // A `wait` that fails (the engine unreachable) counts as the exit, as it always did.
-  const watchExit = () =>
-    void container.wait().then(
+  // One `wait` at a time: each re-attach asks anew (the earlier one may hang on a dropped connection), and
+  // aborts the earlier one, whose connection would otherwise stay open — one more per re-attach, for hours
+  // of an attach connection that keeps dropping while the engine is up.
+  let waiting: AbortController | undefined;
+  // A `wait` that fails (the engine unreachable) counts as the exit, as it always did; one we aborted does not.
+  const watchExit = () => {
+    waiting?.abort();
+    const controller = new AbortController();
+    waiting = controller;
+    void container.wait({ abortSignal: controller.signal }).then(
       (result: { StatusCode?: number }) => settleExit(result.StatusCode ?? null),
-      () => settleExit(null),
+      () => {
+        if (!controller.signal.aborted) settleExit(null);
+      },
     );
+  };
 
   const attach = async (): Promise<void> => {
     const stream = await attachStreams(engine, container, stdio);
@@ -215,6 +225,8 @@ export async function startServerContainer(
 
   void exited.then(async () => {
     exitedFlag = true;
+    // Settled otherwise (inspect, stop): a `wait` still pending has nothing left to tell.
+    waiting?.abort();
     if (reattachFailure !== undefined && !stopping)
       note(
         `${options.name} exited before it could be re-attached (${reattachFailure}): its output since the connection dropped is lost`,
