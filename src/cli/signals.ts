@@ -47,11 +47,16 @@ export function untilSignal(): Promise<NodeJS.Signals> {
  * Runs `start` with a signal that Ctrl-C (or SIGTERM) aborts, its reason the signal's name. A
  * background run's first start listens so: interrupted, it stops the supervisor it started and
  * keeps nothing, rather than leaving a workload "starting" with nobody waiting for it. When the
- * start was cancelled so, says so and exits as the signal asks (130, 143, 129).
+ * start was cancelled so, says so and exits as the signal asks (130, 143). SIGHUP is not a change
+ * of mind but a terminal gone: the command stops waiting (129) and the background workload goes on
+ * starting under its supervisor, as it would have had the terminal stayed.
  */
 export async function cancelOnSignal<T>(name: string, start: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
-  void untilSignal().then((received) => controller.abort(received));
+  void untilSignal().then((received) => {
+    if (received === "SIGHUP") process.exit(signalExitCode(received));
+    controller.abort(received);
+  });
   try {
     return await start(controller.signal);
   } catch (err) {

@@ -332,6 +332,21 @@ describe("a workload stopped or removed while its server is still starting", () 
     expect(mcpmgr("rm", "slow-stop").code).toBe(0);
   }, 60_000);
 
+  test("a closed terminal (SIGHUP) while a background run waits for its first start leaves the workload starting on", async () => {
+    const marker = `slow-hangup-${process.pid}-${Date.now()}`;
+    const run = Bun.spawn(
+      [process.execPath, CLI_ENTRY, "run", PROBE, "--name", "slow-hangup", "--", "--slow-start", "1500", marker],
+      { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home }, stdout: "pipe", stderr: "pipe" },
+    );
+    await until(() => processesWith(marker, run.pid).length > 0);
+    run.kill("SIGHUP");
+    expect(await run.exited).toBe(129);
+    expect(await new Response(run.stderr).text()).not.toContain("the workload was not kept");
+    // Its supervisor carries on: the server answers its handshake late, and the workload runs.
+    await until(() => row("slow-hangup")?.status === "running", 30_000);
+    expect(mcpmgr("rm", "slow-hangup").code).toBe(0);
+  }, 60_000);
+
   test("rm returns within seconds and keeps nothing", async () => {
     const { run, marker, supervisor } = await slowRun("slow-rm");
     const before = performance.now();
