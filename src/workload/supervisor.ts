@@ -144,7 +144,7 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
       // In the log as well as the status (whose lastError the next state replaces): an operator reading the log
       // after a night of restarts sees why each attempt failed.
       options.log.warn(
-        `${options.name}: restarting failed: ${errorMessage(err)}; trying again in ${formatDelay(backoff)}`,
+        `${options.name}: restarting failed: ${errorMessage(err)}${hintOf(err)}; trying again in ${formatDelay(backoff)}`,
       );
       await options.report({ state: "restarting", restarts, lastError: errorMessage(err) });
       await pause();
@@ -305,4 +305,9 @@ function keepListener(
       retryAt = performance.now() + ms;
     },
   };
+}
+
+/** An McpmgrError's hint, as the CLI prints it after the message; nothing for other errors. */
+function hintOf(err: unknown): string {
+  return isMcpmgrError(err) && err.hint !== undefined ? ` (hint: ${err.hint})` : "";
 }

@@ -196,7 +196,10 @@ test("a later start that fails is in the log with its reason and when the next a
   const h = harness(
     [
       async () => first.running,
-      () => Promise.reject(new McpmgrError("RUNTIME_UNAVAILABLE", "Cannot connect to the Docker daemon")),
+      () =>
+        Promise.reject(
+          new McpmgrError("RUNTIME_UNAVAILABLE", "Cannot connect to the Docker daemon", { hint: "start Docker" }),
+        ),
       async () => workload().running,
     ],
     { ...quietLog, warn: (message: string) => void warnings.push(message) },
@@ -208,7 +211,7 @@ test("a later start that fails is in the log with its reason and when the next a
   await h.done;
   expect(warnings).toEqual([
     "demo: the MCP server exited with code 143",
-    "demo: restarting failed: Cannot connect to the Docker daemon; trying again in 2 s",
+    "demo: restarting failed: Cannot connect to the Docker daemon (hint: start Docker); trying again in 2 s",
   ]);
 });
 
