@@ -33,7 +33,12 @@ export interface AuthnOptions {
   readonly listenHost?: string;
   /** `--allowed-hosts`, normalized: a trusted X-Forwarded-Host must be one of the names the listener answers to. */
   readonly allowedHosts?: readonly string[];
+  /** Told once per name (a few names at most) about a forwarded name the document does not follow. */
+  readonly warn?: (text: string) => void;
 }
+
+/** Distinct forwarded names warned about: a client that sends made-up names cannot flood the log. */
+const MAX_FORWARDED_NAMES_WARNED = 4;
 
 /**
  * A CORS preflight: OPTIONS naming the method it asks about, and no body (a browser never sends one).
@@ -56,7 +61,21 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
         allowed: options.allowedHosts ?? [],
       })
     : undefined;
-  const answersTo = (host: string) => names?.answersTo(host) === true;
+  // A reverse proxy that rewrites Host and names its public name only in X-Forwarded-Host (nginx with
+  // `proxy_set_header X-Forwarded-Host`) needs that name in --allowed-hosts: say so, or its clients are
+  // sent to the listener's own address with nothing in the log to tell why.
+  const warned = new Set<string>();
+  const answersTo = (host: string) => {
+    if (names?.answersTo(host) === true) return true;
+    const name = host.toLowerCase();
+    if (options.warn !== undefined && warned.size < MAX_FORWARDED_NAMES_WARNED && !warned.has(name)) {
+      warned.add(name);
+      options.warn(
+        `X-Forwarded-Host '${name}' is not a name this listener answers to: the RFC 9728 resource and the 401 challenge name the listener's own address instead (hint: if '${name}' is the reverse proxy's public name, add it to --allowed-hosts, or set --resource-url)`,
+      );
+    }
+    return false;
+  };
   const resourceFor = (req: Request): URL =>
     spec.resourceUrl ?? new URL(options.endpointPath, publicOrigin(req, options.trustProxyHeaders, answersTo));
   const wellKnown = new Set([

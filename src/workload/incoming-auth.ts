@@ -48,6 +48,7 @@ export async function prepareIncomingAuthentication(
         trustProxyHeaders: listen.trustProxyHeaders,
         listenHost: listen.host,
         allowedHosts: listen.allowedHosts,
+        warn: (text) => log.warn(text),
       }),
     ],
   };

@@ -219,6 +219,33 @@ test("--trust-proxy-headers: the RFC 9728 resource follows an X-Forwarded-Host t
   }
 });
 
+test("--trust-proxy-headers without the forwarded name in --allowed-hosts: the proxy log says which name to add, once", async () => {
+  // A reverse proxy that rewrites Host to the listener's address and names its public name only in
+  // X-Forwarded-Host: before the resource followed only allowed names, this worked without --allowed-hosts.
+  const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    "--trust-proxy-headers",
+    ...LOCAL_DEV,
+  ]);
+  try {
+    const origin = new URL(proxy.url).origin;
+    const headers = { "x-forwarded-host": "public.example.test", "x-forwarded-proto": "https" };
+    for (let i = 0; i < 3; i++) {
+      const metadata = await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`, { headers });
+      expect(((await metadata.json()) as { resource: string }).resource).toBe(`${origin}/mcp`);
+    }
+    const advice = "X-Forwarded-Host 'public.example.test' is not a name this listener answers to";
+    await eventually(() => proxy.output().includes(advice), 10_000, "the proxy log naming the forwarded name");
+    expect(proxy.output()).toContain("add it to --allowed-hosts, or set --resource-url");
+    expect(proxy.output().split(advice).length - 1).toBe(1);
+  } finally {
+    await proxy.stop();
+  }
+});
+
 test("the SDK client works through a protected proxy in front of the conformance server", async () => {
   const proxy = await startProxy(fixture.url, [
     "--oidc-issuer",
