@@ -9,7 +9,7 @@ import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
 import { formatOptions, registrySearchOptions } from "../config/command-options.ts";
 import { McpmgrError } from "../errors.ts";
-import { printable } from "../printable.ts";
+import { excerpt, printable } from "../printable.ts";
 import { loadRegistry, type Registry } from "../registry/loader.ts";
 import { entryDetails, entryTable } from "../registry/describe.ts";
 import { resolvePaths } from "../state/paths.ts";
@@ -85,9 +85,10 @@ const searchCommand = defineCommand({
     if (values.format === "json") printResult(JSON.stringify({ servers: found }, null, 2));
     else if (found.length > 0) for (const line of entryTable(found, registry)) printResult(line);
     // Messages on stderr, so stdout stays the table (or the JSON) alone.
+    // The query's start, on one line: a pasted page is not echoed back whole.
     if (found.length === 0)
       log.info(
-        `no server in the registry matches '${printable(query)}'; 'mcpmgr registry list' shows all ${entries.length}`,
+        `no server in the registry matches '${printable(excerpt(query, 80))}'; 'mcpmgr registry list' shows all ${entries.length}`,
       );
     if (suggestion !== undefined) log.info(suggestion);
   },

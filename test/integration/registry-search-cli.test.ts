@@ -91,6 +91,18 @@ describe("mcpmgr registry search", () => {
     expect(JSON.parse(json.stdout)).toEqual({ servers: [] });
   });
 
+  test("no match: a long or multi-line query is echoed as its start, on one line", () => {
+    const result = mcpmgr([`zzqq${"x".repeat(5_000)}`, "fake\nline"]);
+    expect(result.exitCode).toBe(0);
+    const lines = result.stderr.trimEnd().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`no server in the registry matches 'zzqq${"x".repeat(76)}…'`);
+    expect(lines[0]?.length).toBeLessThan(300);
+    const twoLines = mcpmgr(["zzqq\nfake"]);
+    expect(twoLines.stderr.trimEnd().split("\n")).toHaveLength(1);
+    expect(twoLines.stderr).toContain("matches 'zzqq\\nfake'");
+  });
+
   test("a mistyped server name gets a did-you-mean", () => {
     const result = mcpmgr(["tme"]);
     expect(result.exitCode).toBe(0);
