@@ -305,9 +305,14 @@ describe("a workload stopped or removed while its server is still starting", () 
     );
     // The server is up and in its handshake: the start is under way.
     await until(() => processesWith(marker, run.pid).length > 0);
+    // The supervisor's pid is in the status once `run` has written it, which a busy machine may
+    // delay past the moment the supervisor's own server is up.
     const statusFile = join(home, `state/workloads/${name}/status.json`);
-    const supervisor = (JSON.parse(readFileSyncOr(statusFile) ?? "{}") as { pid?: number }).pid;
-    expect(supervisor).toBeNumber();
+    let supervisor: number | undefined;
+    await until(() => {
+      supervisor = (JSON.parse(readFileSyncOr(statusFile) ?? "{}") as { pid?: number }).pid;
+      return supervisor !== undefined;
+    });
     return { run, marker, supervisor: supervisor as number };
   }
 
