@@ -1,5 +1,5 @@
 /**
- * `run`/`start` relay a remote's OAuth login URL from the supervisor's proxy log (cli/login-relay.ts),
+ * `run`/`start` relay a remote's OAuth login URL from the supervisor's proxy log (cli/start-relay.ts),
  * with real files: only what was written since the wait began, also when the log was rotated
  * (state/log-files.ts) between the marker and the URL.
  */
@@ -7,7 +7,7 @@ import { afterEach, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loginUrlRelay } from "../../src/cli/login-relay.ts";
+import { startRelay } from "../../src/cli/start-relay.ts";
 import { LOGIN_URL_MARKER } from "../../src/workload/oauth-callback.ts";
 
 const dirs: string[] = [];
@@ -41,7 +41,7 @@ test("the URL written after the wait began is shown, across a rotation of the lo
   const path = join(dir, "w.proxy.log");
   const rotated = `${path}.1`;
   writeFileSync(path, `[info] ${LOGIN_URL_MARKER}\nhttps://stale.example/login\n`);
-  const relay = loginUrlRelay({ path, rotated });
+  const relay = startRelay({ path, rotated }).whileWaiting;
   // The new supervisor writes the marker, the log is rotated at its cap, the URL starts the new log.
   appendFileSync(path, `[info] ${LOGIN_URL_MARKER}\n`);
   renameSync(path, rotated);
