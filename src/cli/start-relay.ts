@@ -12,6 +12,9 @@ import { copyNew, type LogFiles, type LogPosition, READER_GONE } from "../state/
 import { LOGIN_URL_MARKER } from "../workload/oauth-callback.ts";
 import { log } from "./output.ts";
 
+/** A supervisor's log line starts with its time and level (cli/output.ts), which this command's own line gives anew. */
+const LOG_LINE_HEAD = /^(?:\d{4}-\d\d-\d\dT[\d:.]+Z )?\[[a-z]+\] /;
+
 export interface StartRelay {
   /** Called every 100 ms while the command waits: shows what is new, without waiting for the read. */
   readonly whileWaiting: () => void;
@@ -46,7 +49,7 @@ export function startRelay(files: LogFiles): StartRelay {
     const complete = text.lastIndexOf("\n") + 1;
     if (complete <= scanned) return;
     for (const line of text.slice(scanned, complete).split("\n"))
-      if (line.includes(UNGUARDED_MEMBER_MARKER)) log.warn(line.replace(/^\[[a-z]+\]\s*/, ""));
+      if (line.includes(UNGUARDED_MEMBER_MARKER)) log.warn(line.replace(LOG_LINE_HEAD, ""));
     scanned = complete;
   };
   const read = () =>

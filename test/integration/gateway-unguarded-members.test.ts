@@ -92,12 +92,12 @@ test("a background gateway's start and restart show the warning in the terminal,
   try {
     const started = await mcpmgr("gateway", "team", "--detach", "--tools", "current_echo,older_echo");
     expect(started.code).toBe(0);
-    expect(started.stderr).toContain(warning);
+    expect(started.stderr.split("\n")).toContain(`[warn] gateway 'team': ${warning}`);
     expect(started.stderr).not.toContain("workload 'current' answers");
     expect(started.stdout.trim()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
     const restarted = await mcpmgr("restart", "gateway-team");
     expect(restarted.code).toBe(0);
-    expect(restarted.stderr).toContain(warning);
+    expect(restarted.stderr.split("\n")).toContain(`[warn] gateway 'team': ${warning}`);
     expect(restarted.stderr.split(warning)).toHaveLength(2);
   } finally {
     await mcpmgr("rm", "gateway-team");
