@@ -9,6 +9,7 @@ import { defineCommand } from "citty";
 import { buildGatewaySpec, type GatewaySpec } from "../config/gateway-spec.ts";
 import { gatewayOptions } from "../config/gateway-options.ts";
 import { workloadUrl } from "../state/workload-url.ts";
+import { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
@@ -70,7 +71,10 @@ export async function runGatewayInBackground(
   const { recordGateway } = await import("../workload/background-gateway.ts");
   const { firstStart } = await import("../workload/first-start.ts");
   const record = await recordGateway(spec, argv, ctx);
-  await cancelOnSignal(record.name, (signal) => firstStart(record, ctx, { signal }));
+  const { startRelay } = await import("./start-relay.ts");
+  const relay = startRelay(new WorkloadStore(ctx.paths).logFiles(record.name, "proxy"));
+  await cancelOnSignal(record.name, (signal) => firstStart(record, ctx, { whileWaiting: relay.whileWaiting, signal }));
+  await relay.ready();
   log.info(
     `gateway ${record.name} for group '${spec.group}' is running in the background ('mcpmgr stop ${record.name}' stops it); MCP clients connect to:`,
   );

@@ -7,7 +7,7 @@ import { WorkloadStore } from "../state/workloads.ts";
 import { startRecorded } from "../workload/lifecycle.ts";
 import { type Example, toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
-import { loginUrlRelay } from "./login-relay.ts";
+import { startRelay } from "./start-relay.ts";
 import { log, printResult } from "./output.ts";
 import { parseNamed, workloadUrl } from "./workload-arg.ts";
 
@@ -19,8 +19,9 @@ function command(restart: boolean, examples: readonly Example[]) {
     async run({ rawArgs }) {
       const { name } = parseNamed(rawArgs, {}, verb);
       const ctx = cliContext();
-      const whileWaiting = loginUrlRelay(new WorkloadStore(ctx.paths).logFiles(name, "proxy"));
-      const { record, alreadyRunning } = await startRecorded(name, { restart, whileWaiting }, ctx);
+      const relay = startRelay(new WorkloadStore(ctx.paths).logFiles(name, "proxy"));
+      const { record, alreadyRunning } = await startRecorded(name, { restart, whileWaiting: relay.whileWaiting }, ctx);
+      if (!alreadyRunning) await relay.ready();
       // The URL either way: `URL=$(mcpmgr start NAME)` must not depend on whether it ran already.
       log.info(`${name} is ${alreadyRunning ? "already running" : "running"}; MCP clients connect to:`);
       printResult(workloadUrl(record));

@@ -15,6 +15,8 @@ import type { Member } from "./membership.ts";
 const MEMBER_GUARD_RECHECK_MS = 1_000;
 const MARGIN_MS = 500;
 const ASK_TIMEOUT_MS = 5_000;
+/** In the warning, which the command that started a background gateway finds in its proxy log. */
+export const UNGUARDED_MEMBER_MARKER = "answers callers that bypass this gateway's policies";
 
 export interface UnguardedMemberCheck {
   /** Asks each member not asked before (called with every membership change); settles once they answered. */
@@ -31,7 +33,7 @@ export function unguardedMemberCheck(warn: (text: string) => void, now: () => nu
   const ask = async (member: Member): Promise<void> => {
     if (!(await answersDirectCallers(member.url, stop.signal))) return;
     warn(
-      `workload '${member.name}' answers callers that bypass this gateway's policies: an older mcpmgr started it, ` +
+      `workload '${member.name}' ${UNGUARDED_MEMBER_MARKER}: an older mcpmgr started it, ` +
         `before workloads refused direct callers; move it to this version with 'mcpmgr restart ${member.name}' ` +
         `(docs/upgrading.md)`,
     );

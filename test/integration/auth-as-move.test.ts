@@ -43,6 +43,8 @@ let scratch: string;
  */
 let mode: Mode = "a";
 let flips = 0;
+/** How often the remote's RFC 9728 metadata was asked for at the gate. */
+let metadataFetches = 0;
 
 const metadata = (issuer: string) =>
   Response.json({ resource: gateUrl, authorization_servers: [issuer], scopes_supported: ["mcp:read"] });
@@ -55,6 +57,8 @@ beforeAll(async () => {
     port: 0,
     async fetch(req) {
       const url = new URL(req.url);
+      if (url.pathname.startsWith("/flip/") || url.pathname.startsWith("/.well-known/oauth-protected-resource"))
+        metadataFetches++;
       if (url.pathname === "/flip/a") return metadata(authA.issuer);
       if (url.pathname === "/flip/b") return metadata(authB.issuer);
       const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
@@ -135,6 +139,8 @@ async function ping(url: string): Promise<{ status: number; text: string }> {
 }
 
 const at = (auth: AuthServer, path: string) => auth.seen.filter((r) => r.path === path).length;
+/** The discovery documents (RFC 8414, OpenID) `auth` was asked for. */
+const discoveries = (auth: AuthServer) => auth.seen.filter((r) => r.path.startsWith("/.well-known/")).length;
 const loginsAt = (auth: AuthServer, output: string) =>
   loginUrls(output).filter((login) => login.startsWith(`${auth.issuer}/`)).length;
 
@@ -257,6 +263,14 @@ test("a remote naming another authorization server at each 401 gets one registra
     expect(loginsAt(authB, proxy.output())).toBe(MAX_REMOTE_LOGINS);
     expect(at(authB, "/auth") - authB0).toBe(MAX_REMOTE_LOGINS);
     expect(proxy.output()).toContain("no login was started");
+    // The refusal stands for a while: further 401s are refused without fetching the metadata or discovery again.
+    const fetched = [metadataFetches, discoveries(authA), discoveries(authB)];
+    for (let i = 0; i < 3; i++) {
+      const again = await ping(url);
+      expect(again.status).toBe(502);
+      expect(again.text).toContain("no login was started");
+    }
+    expect([metadataFetches, discoveries(authA), discoveries(authB)]).toEqual(fetched);
   } finally {
     mode = "a";
     await player.stop();
@@ -368,6 +382,14 @@ test("a background workload starts no login when the remote first asks late or m
     expect(proxyLog()).toContain(`mcpmgr restart ${name}`);
     expect(counts()).toEqual(before);
     expect(loginUrls(proxyLog())).toHaveLength(0);
+    // Asked again, it refuses again without fetching the remote's metadata or B's discovery document.
+    const fetched = [metadataFetches, discoveries(authB)];
+    for (let i = 0; i < 3; i++) {
+      const again = await ping(started.url);
+      expect(again.status).toBe(502);
+      expect(again.text).toContain(`mcpmgr restart ${name}`);
+    }
+    expect([metadataFetches, discoveries(authB)]).toEqual(fetched);
 
     // The user restarts it: restart shows B's login.
     const first = await cliWithLogin(["restart", name]);

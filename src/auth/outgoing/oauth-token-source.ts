@@ -70,6 +70,11 @@ const MAX_CHALLENGE_CHARS = 4_096;
 
 /** Warnings a remote can cause at each request: each text at most every 30 s in the log. */
 const WARN_INTERVAL_MS = 30_000;
+/**
+ * How long a login the policy refused stays refused without asking again: a remote answering every
+ * request with a 401 must not make mcpmgr fetch its metadata and a server's discovery document each time.
+ */
+const REFUSAL_MEMORY_MS = 30_000;
 
 export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promise<TokenSource | undefined> {
   const { spec, target, http, log } = options;
@@ -224,9 +229,12 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
     throw err;
   };
 
-  // One (re)discovery at a time; a failed attempt is not remembered, so the next 401 tries again.
+  // One (re)discovery at a time; a failed attempt is not remembered, so the next 401 tries again,
+  // except a refusal of the policy, which stands for REFUSAL_MEMORY_MS.
   let opening: Promise<Grant> | undefined;
+  let refusal: { readonly error: LoginRefused; readonly until: number } | undefined;
   const reopen = async (challenge: string, why: (found: ChallengeDiscovery) => string | undefined) => {
+    if (refusal !== undefined && clock.now() < refusal.until) throw refusal.error;
     opening ??= (async () => {
       const found = await discoverFromChallenge(challenge, target, http);
       const reason = why(found);
@@ -238,9 +246,14 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
       const next = await open(found, late);
       await next.session.current();
       return next;
-    })().finally(() => {
-      opening = undefined;
-    });
+    })()
+      .catch((err: unknown) => {
+        if (err instanceof LoginRefused) refusal = { error: err, until: clock.now() + REFUSAL_MEMORY_MS };
+        throw err;
+      })
+      .finally(() => {
+        opening = undefined;
+      });
     grant = await opening;
   };
 

@@ -1,13 +1,15 @@
 /**
- * `run`/`start` relay a remote's OAuth login URL from the supervisor's proxy log (cli/login-relay.ts),
- * with real files: only what was written since the wait began, also when the log was rotated
- * (state/log-files.ts) between the marker and the URL.
+ * `run`/`start`/`gateway --detach` relay what a supervisor logs for the user (cli/start-relay.ts), with
+ * real files: a remote's OAuth login URL, only what was written since the wait began, also when the log
+ * was rotated (state/log-files.ts) between the marker and the URL; a background gateway's warning about
+ * a member, up to its readiness.
  */
 import { afterEach, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loginUrlRelay } from "../../src/cli/login-relay.ts";
+import { startRelay } from "../../src/cli/start-relay.ts";
+import { UNGUARDED_MEMBER_MARKER } from "../../src/gateway/unguarded-members.ts";
 import { LOGIN_URL_MARKER } from "../../src/workload/oauth-callback.ts";
 
 const dirs: string[] = [];
@@ -41,11 +43,34 @@ test("the URL written after the wait began is shown, across a rotation of the lo
   const path = join(dir, "w.proxy.log");
   const rotated = `${path}.1`;
   writeFileSync(path, `[info] ${LOGIN_URL_MARKER}\nhttps://stale.example/login\n`);
-  const relay = loginUrlRelay({ path, rotated });
+  const relay = startRelay({ path, rotated }).whileWaiting;
   // The new supervisor writes the marker, the log is rotated at its cap, the URL starts the new log.
   appendFileSync(path, `[info] ${LOGIN_URL_MARKER}\n`);
   renameSync(path, rotated);
   writeFileSync(path, "https://fresh.example/login?state=1\n");
   const written = await relayed(relay);
   expect(written).toBe("https://fresh.example/login?state=1\n");
+});
+
+test("a gateway's warning about a member is shown once the workload is ready, once, without the log's time; an earlier one is not", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
+  dirs.push(dir);
+  const path = join(dir, "gateway-team.proxy.log");
+  const line = (name: string) =>
+    `2026-01-02T03:04:05.678Z [warn] gateway 'team': workload '${name}' ${UNGUARDED_MEMBER_MARKER}: restart it\n`;
+  writeFileSync(path, line("stale"));
+  const relay = startRelay({ path, rotated: `${path}.1` });
+  const shown: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => shown.push(args.join(" "));
+  try {
+    relay.whileWaiting();
+    // Written just before the gateway reported ready: after the last read while waiting.
+    appendFileSync(path, `2026-01-02T03:04:05.679Z [info] gateway 'team': starting\n${line("older")}`);
+    await relay.ready();
+    await relay.ready();
+  } finally {
+    console.error = original;
+  }
+  expect(shown).toEqual([`[warn] gateway 'team': workload 'older' ${UNGUARDED_MEMBER_MARKER}: restart it`]);
 });

@@ -1,0 +1,73 @@
+/**
+ * What a background start's supervisor says in the proxy log that the user must see where they are:
+ * `run`, `start`, `restart` and `gateway --detach` show it while they wait for the workload, and what
+ * it wrote up to its readiness once it is ready. A remote workload's OAuth login URL (once), and a
+ * background gateway's warning about a member that answers callers bypassing its policies (each
+ * such line; the gateway asks its members before it reports ready). The log may be rotated
+ * meanwhile (state/log-files.ts): what was written since the wait began is read across a rotation.
+ */
+import { statSync } from "node:fs";
+import { UNGUARDED_MEMBER_MARKER } from "../gateway/unguarded-members.ts";
+import { copyNew, type LogFiles, type LogPosition, READER_GONE } from "../state/log-files.ts";
+import { LOGIN_URL_MARKER } from "../workload/oauth-callback.ts";
+import { log } from "./output.ts";
+
+/** A supervisor's log line starts with its time and level (cli/output.ts), which this command's own line gives anew. */
+const LOG_LINE_HEAD = /^(?:\d{4}-\d\d-\d\dT[\d:.]+Z )?\[[a-z]+\] /;
+
+export interface StartRelay {
+  /** Called every 100 ms while the command waits: shows what is new, without waiting for the read. */
+  readonly whileWaiting: () => void;
+  /** Once the workload is ready: shows what it wrote up to then. */
+  ready(): Promise<void>;
+}
+
+export function startRelay(files: LogFiles): StartRelay {
+  // Only what the new supervisor writes: an earlier run's URL or warnings are stale.
+  const before = statSync(files.path, { throwIfNoEntry: false });
+  let at: LogPosition = { ino: before?.ino, offset: before?.size ?? 0 };
+  let text = "";
+  /** Where the lines not yet looked at for warnings start in `text`. */
+  let scanned = 0;
+  let loginShown = false;
+  let reading: Promise<void> | undefined;
+  const decoder = new TextDecoder();
+  const collect = async (chunk: Buffer) => {
+    text += decoder.decode(chunk, { stream: true });
+    return true;
+  };
+  const show = () => {
+    if (!loginShown) {
+      const start = text.indexOf(LOGIN_URL_MARKER);
+      const url = start === -1 ? undefined : /^(https?:\/\/\S+)$/m.exec(text.slice(start))?.[1];
+      if (url !== undefined) {
+        loginShown = true;
+        log.info(LOGIN_URL_MARKER);
+        process.stderr.write(`${url}\n`);
+      }
+    }
+    const complete = text.lastIndexOf("\n") + 1;
+    if (complete <= scanned) return;
+    for (const line of text.slice(scanned, complete).split("\n"))
+      if (line.includes(UNGUARDED_MEMBER_MARKER)) log.warn(line.replace(LOG_LINE_HEAD, ""));
+    scanned = complete;
+  };
+  const read = () =>
+    copyNew(files, at, collect)
+      .then((next) => {
+        if (next !== READER_GONE) at = next;
+        show();
+      })
+      .catch(() => {});
+  return {
+    whileWaiting() {
+      reading ??= read().finally(() => {
+        reading = undefined;
+      });
+    },
+    async ready() {
+      await reading;
+      await read();
+    },
+  };
+}
