@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
+import { deferredLoginKey } from "../../src/auth/outgoing/grant-store.ts";
 import { MAX_REMOTE_LOGINS } from "../../src/auth/outgoing/login-policy.ts";
 import { type AuthServer, CALLBACK_PORTS, CLIENTS, completeLogin, startAuthServer } from "../support/auth-server.ts";
 import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
@@ -154,6 +155,16 @@ function issuedBy(auth: AuthServer): string[] {
       if (typeof body[key] === "string") values.push(body[key] as string);
   }
   return values;
+}
+
+/** The names in the secrets store of the mcpmgr home in `env`. */
+function secretNames(env: Record<string, string | undefined>): string[] {
+  const listed = Bun.spawnSync([process.execPath, CLI_ENTRY, "secret", "list", "--format", "json"], {
+    cwd: REPO_ROOT,
+    env,
+  });
+  expect(listed.exitCode).toBe(0);
+  return JSON.parse(listed.stdout.toString()) as string[];
 }
 
 /** What reached `auth`, as text: every request's URL, Authorization, parameters and client. */
@@ -449,6 +460,9 @@ test("a background workload whose remote asks for a login only past the start is
     const refused = await ping(url);
     expect(refused.status).toBe(502);
     expect(refused.text).toContain(`mcpmgr restart ${name}`);
+    // The refused login's challenge is remembered for the next start.
+    const remembered = deferredLoginKey(new URL(gateUrl));
+    expect(secretNames(env)).toContain(remembered);
     // The restart it advises shows B's login, and the workload is served once the user logged in.
     const restart = await spawnUntil(
       [process.execPath, CLI_ENTRY, "restart", name],
@@ -463,6 +477,8 @@ test("a background workload whose remote asks for a login only past the start is
       const restarted = await until(() => CLIENT_URL.exec(restart.output())?.[1], "the workload's URL", 60_000);
       expect(loginUrls(restart.output()).every((login) => login.startsWith(`${authB.issuer}/`))).toBe(true);
       expect((await ping(restarted)).status).toBe(200);
+      // Once the restart logged in from it, the challenge is forgotten: a remote that stops asking gets no login.
+      expect(secretNames(env)).not.toContain(remembered);
     } finally {
       await player.stop();
       await restart.stop();

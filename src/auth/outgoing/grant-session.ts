@@ -40,6 +40,8 @@ export interface StoredGrant {
 export interface GrantStore {
   load(): Promise<StoredGrant>;
   save(value: StoredGrant): Promise<void>;
+  /** Forget the record (a deferred login once a start logged in from it). */
+  clear?(): Promise<void>;
 }
 
 export interface OutgoingLog {

@@ -80,6 +80,10 @@ export function secretsGrantStore(secrets: SecretManager, key: string, log: Outg
         warned = true;
       }
     },
+    async clear() {
+      memory = undefined;
+      await secrets.provider.delete(key);
+    },
   };
 }
 

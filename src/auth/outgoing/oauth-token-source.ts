@@ -207,14 +207,27 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
   };
 
   let grant: Grant | undefined;
+  /** Whether the start's own probe asked for the login (then a remembered challenge is not needed). */
+  let probeAsked = false;
   if (userChoseServer) grant = await open(undefined);
   else {
-    const found = (await discoverFromRemote(target, http)) ?? (await deferredFound());
+    const probed = await discoverFromRemote(target, http);
+    probeAsked = probed !== undefined;
+    const found = probed ?? (await deferredFound());
     if (found) grant = await open(found);
     else log.info("the remote server does not ask for authentication yet; mcpmgr will log in when it does");
   }
   await grant?.session.current();
   running = true;
+  // The remembered challenge has served once this start logged in from it (or the remote asks the
+  // probe itself): forgotten, so that a remote that stops asking is not logged in to at every start.
+  if (grant !== undefined && deferred !== undefined) {
+    if (probeAsked) deferredChallenge = (await deferred.load()).challenge;
+    if (deferredChallenge !== undefined) {
+      deferredChallenge = undefined;
+      await deferred.clear?.().catch(() => {});
+    }
+  }
 
   const warnedAt = new Map<string, number>();
   const warnNow = (text: string) => {
