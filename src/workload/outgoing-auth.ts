@@ -64,7 +64,7 @@ export async function outgoingAuthentication(
       info: (text: string) => ctx.log.info(`${name}: ${text}`),
       warn: (text: string) => ctx.log.warn(`${name}: ${text}`),
     };
-    const [{ oauthTokenSource }, { lockedRenewals, secretsGrantStore }, { callbackLogin, oauthLockDir }] =
+    const [{ oauthTokenSource }, { lockedRenewals, secretsGrantStores }, { callbackLogin, oauthLockDir }] =
       await Promise.all([
         import("../auth/outgoing/oauth-token-source.ts"),
         import("../auth/outgoing/grant-store.ts"),
@@ -76,7 +76,7 @@ export async function outgoingAuthentication(
       http,
       log: named,
       login: callbackLogin(oauth, ctx, signal),
-      storeFor: (key) => secretsGrantStore(ctx.secrets(), key, named),
+      storeFor: secretsGrantStores(() => ctx.secrets(), named),
       exclusive: lockedRenewals(oauthLockDir(ctx.env), oauth.timeoutMs + 90_000),
       // A background workload's logins happen at its start, while `run`/`start`/`restart` shows the URL.
       deferLoginsTo: ctx.background

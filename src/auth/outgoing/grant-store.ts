@@ -54,36 +54,62 @@ export function deferredLoginKey(target: URL): string {
   return `oauth-${createHash("sha256").update(text).digest("hex").slice(0, 32)}`;
 }
 
-export function secretsGrantStore(secrets: SecretManager, key: string, log: OutgoingLog): GrantStore {
-  let warned = false;
-  let memory: StoredGrant | undefined;
-  return {
-    async load() {
-      if (memory !== undefined) return memory;
-      try {
-        const secret = await secrets.provider.get(key);
-        return secret ? (JSON.parse(secret.reveal()) as StoredGrant) : {};
-      } catch (err) {
-        log.warn(`stored OAuth tokens could not be read (${errorMessage(err)}); logging in again`);
-        return {};
-      }
-    },
-    async save(value) {
-      try {
-        await secrets.provider.set(key, JSON.stringify(value));
-      } catch (err) {
-        memory = value;
-        if (!warned)
-          log.warn(
-            `OAuth tokens are kept in memory only (the secrets store is unavailable: ${errorMessage(err)}); a restart will ask to log in again`,
-          );
-        warned = true;
-      }
-    },
-    async clear() {
-      memory = undefined;
-      await secrets.provider.delete(key);
-    },
+/** What a failed save leaves unsaved, by the kind of record (grant-session.ts `StoredGrant`). */
+function unsaved(value: StoredGrant, why: string): { kind: string; text: string } {
+  if (value.challenge !== undefined)
+    return {
+      kind: "challenge",
+      text: `the login the remote server asked for is not remembered for the next start (${why})`,
+    };
+  if (value.issuer !== undefined)
+    return {
+      kind: "client home",
+      text: `the authorization server the --remote-auth-client-id was first used with is not remembered for the next start (${why})`,
+    };
+  return { kind: "tokens", text: `OAuth tokens are kept in memory only (${why}); a restart will ask to log in again` };
+}
+
+/**
+ * The grant stores of one remote's token source (its grants, client home and deferred login): a
+ * secrets store that cannot be read is said once per start, whatever the number of records read,
+ * and a failed save once per kind of record, naming what was not saved.
+ */
+export function secretsGrantStores(secrets: () => SecretManager, log: OutgoingLog): (key: string) => GrantStore {
+  const said = new Set<string>();
+  const warnOnce = (kind: string, text: string) => {
+    if (said.has(kind)) return;
+    said.add(kind);
+    log.warn(text);
+  };
+  return (key) => {
+    // Opened here, not in the calls below: a secrets store that cannot be opened at all is an error of the start.
+    const manager = secrets();
+    let memory: StoredGrant | undefined;
+    return {
+      async load() {
+        if (memory !== undefined) return memory;
+        try {
+          const secret = await manager.provider.get(key);
+          return secret ? (JSON.parse(secret.reveal()) as StoredGrant) : {};
+        } catch (err) {
+          warnOnce("unreadable", `stored OAuth tokens could not be read (${errorMessage(err)}); logging in again`);
+          return {};
+        }
+      },
+      async save(value) {
+        try {
+          await manager.provider.set(key, JSON.stringify(value));
+        } catch (err) {
+          memory = value;
+          const { kind, text } = unsaved(value, `the secrets store is unavailable: ${errorMessage(err)}`);
+          warnOnce(kind, text);
+        }
+      },
+      async clear() {
+        memory = undefined;
+        await manager.provider.delete(key);
+      },
+    };
   };
 }
 
