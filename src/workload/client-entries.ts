@@ -206,12 +206,24 @@ function where(report: SyncReport): string {
   return `${report.client} (${report.file})`;
 }
 
-/** The registrations, or undefined (with a warning) when mcpmgr's own file cannot be read. */
+/**
+ * What each log was told of the registrations that cannot be read: one command (`rm` reads them at
+ * the start, when the workload stops, and when it is forgotten) says a problem once.
+ */
+const unreadableSaid = new WeakMap<object, Set<string>>();
+
+/** The registrations, or undefined (with a warning, once per log and text) when mcpmgr's own file cannot be read. */
 async function readRegistrations(ctx: ClientEntriesContext): Promise<Registrations | undefined> {
   try {
     return await new ClientRegistrationStore(ctx.paths).read();
   } catch (err) {
-    warn(ctx, "cannot be kept in step", err);
+    const said = unreadableSaid.get(ctx.log) ?? new Set<string>();
+    unreadableSaid.set(ctx.log, said);
+    const text = errorMessage(err);
+    if (!said.has(text)) {
+      said.add(text);
+      warn(ctx, "cannot be kept in step", err);
+    }
     return undefined;
   }
 }

@@ -68,3 +68,15 @@ test("downgrade: a workload exported by a newer version is refused as newer by r
   cpSync(join(FIXTURES, "newer/workload.json"), file);
   expectRefusedAsNewer(["run", "--from-config", file], file);
 });
+
+test("downgrade: rm with a newer version's client registrations warns once that AI clients cannot be kept in step", () => {
+  cpSync(join(FIXTURES, "a5df233/workloads"), join(state, "workloads"), { recursive: true });
+  const registrations = join(state, "client-registrations.json");
+  cpSync(join(FIXTURES, "newer/client-registrations.json"), registrations);
+  const before = readFileSync(registrations, "utf8");
+  const rm = runCliOk(env, ["rm", "cw"]);
+  const warnings = rm.stderr.split("\n").filter((line) => line.includes("AI clients cannot be kept in step"));
+  expect(warnings).toHaveLength(1);
+  expect(warnings[0]).toContain("was written by a newer mcpmgr");
+  expect(readFileSync(registrations, "utf8")).toBe(before);
+});
