@@ -17,7 +17,7 @@ import { type AuthServer, CALLBACK_PORTS, CLIENTS, completeLogin, startAuthServe
 import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil, startProxy } from "../support/processes.ts";
 import { LOCAL_DEV, until } from "../support/protected-remote.ts";
-import { postInitialize } from "../support/raw-session.ts";
+import { initializeAnswer } from "../support/raw-session.ts";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 
@@ -134,10 +134,8 @@ function user(output: () => string, complete: (login: string) => boolean = () =>
   };
 }
 
-async function ping(url: string): Promise<{ status: number; text: string }> {
-  const response = await postInitialize(url, "as-move-test");
-  return { status: response.status, text: await response.text() };
-}
+/** An MCP request (an initialize: needs no session) through mcpmgr, answered whole. */
+const ping = (url: string) => initializeAnswer(url, "as-move-test");
 
 const at = (auth: AuthServer, path: string) => auth.seen.filter((r) => r.path === path).length;
 /** The discovery documents (RFC 8414, OpenID) `auth` was asked for. */
@@ -170,6 +168,30 @@ function secretNames(env: Record<string, string | undefined>): string[] {
 /** What reached `auth`, as text: every request's URL, Authorization, parameters and client. */
 const reached = (auth: AuthServer) => auth.seen.map((r) => r.request).join("\n");
 
+const FIRST_LOGIN = /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m;
+
+/**
+ * `mcpmgr proxy NAME` in front of the gate in the mcpmgr home `home`, its login pages left to the test
+ * (browser skipped); resolves once it has printed its first login URL. `client`: the client options.
+ */
+function proxyBehindGate(home: string, name: string, client: string[], callbackPort: number, timeout: string) {
+  const args = [
+    process.execPath,
+    CLI_ENTRY,
+    "proxy",
+    name,
+    "--target-uri",
+    gateUrl,
+    ...client,
+    "--remote-auth-callback-port",
+    String(callbackPort),
+    "--remote-auth-skip-browser",
+    "--remote-auth-timeout",
+    timeout,
+  ];
+  return spawnUntil(args, FIRST_LOGIN, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+}
+
 test("a foreground proxy follows a one-time move: one new registration and login; nothing of one server reaches the other", async () => {
   mode = "a";
   const home = await mkdtemp(join(scratch, "home-move-"));
@@ -177,26 +199,12 @@ test("a foreground proxy follows a one-time move: one new registration and login
   writeFileSync(secretFile, CLIENTS.mcpmgr.client_secret);
   const [regA, regB, authA0, authB0] = [at(authA, "/reg"), at(authB, "/reg"), at(authA, "/auth"), at(authB, "/auth")];
   // The user's own client, for the server the remote names at the start (found from its 401).
-  const proxy = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "proxy",
-      "b",
-      "--target-uri",
-      gateUrl,
-      "--remote-auth-client-id",
-      CLIENTS.mcpmgr.client_id,
-      "--remote-auth-client-secret-file",
-      secretFile,
-      "--remote-auth-callback-port",
-      String(CALLBACK_PORTS[0]),
-      "--remote-auth-skip-browser",
-      "--remote-auth-timeout",
-      "20s",
-    ],
-    /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m,
-    { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 },
+  const proxy = await proxyBehindGate(
+    home,
+    "b",
+    ["--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile],
+    CALLBACK_PORTS[0],
+    "20s",
   );
   const player = user(proxy.output);
   try {
@@ -239,24 +247,7 @@ test("a remote naming another authorization server at each 401 gets one registra
   const regB = at(authB, "/reg");
   const authB0 = at(authB, "/auth");
   // No client given: mcpmgr registers at each server. The user logs in at A; B's pages are opened and left.
-  const proxy = await spawnUntil(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "proxy",
-      "b",
-      "--target-uri",
-      gateUrl,
-      "--remote-auth",
-      "--remote-auth-callback-port",
-      String(CALLBACK_PORTS[1]),
-      "--remote-auth-skip-browser",
-      "--remote-auth-timeout",
-      "1s",
-    ],
-    /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m,
-    { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 },
-  );
+  const proxy = await proxyBehindGate(home, "b", ["--remote-auth"], CALLBACK_PORTS[1], "1s");
   const player = user(proxy.output, (login) => login.startsWith(`${authA.issuer}/`));
   try {
     const url = await until(() => CLIENT_URL.exec(proxy.output())?.[1], "the proxy's URL");
@@ -294,26 +285,9 @@ test("the user's client stays with its first server across runs: started again a
   const home = await mkdtemp(join(scratch, "home-client-home-"));
   const secretFile = join(scratch, "secret-client-home");
   writeFileSync(secretFile, CLIENTS.mcpmgr.client_secret);
-  const args = [
-    process.execPath,
-    CLI_ENTRY,
-    "proxy",
-    "client-home",
-    "--target-uri",
-    gateUrl,
-    "--remote-auth-client-id",
-    CLIENTS.mcpmgr.client_id,
-    "--remote-auth-client-secret-file",
-    secretFile,
-    "--remote-auth-callback-port",
-    String(CALLBACK_PORTS[1]),
-    "--remote-auth-skip-browser",
-    "--remote-auth-timeout",
-    "20s",
-  ];
-  const LOGIN = /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m;
+  const client = ["--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile];
   // First run: the remote names A, where the user's client is registered; the user logs in.
-  const first = await spawnUntil(args, LOGIN, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+  const first = await proxyBehindGate(home, "client-home", client, CALLBACK_PORTS[1], "20s");
   const player = user(first.output);
   try {
     await until(() => CLIENT_URL.exec(first.output())?.[1], "the proxy's URL");
@@ -325,7 +299,7 @@ test("the user's client stays with its first server across runs: started again a
   // The remote names B now; the proxy is started again (a restart, a reboot): B does not get the user's client.
   mode = "b";
   const regB = at(authB, "/reg");
-  const second = await spawnUntil(args, LOGIN, { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 });
+  const second = await proxyBehindGate(home, "client-home", client, CALLBACK_PORTS[1], "20s");
   try {
     const [login] = loginUrls(second.output());
     expect(login).toStartWith(`${authB.issuer}/`);
@@ -350,7 +324,7 @@ test("a background workload starts no login when the remote first asks late or m
     return { url: running.match[1] as string, output: running.output() };
   };
   const cliWithLogin = async (args: string[]) => {
-    const running = await spawnUntil([process.execPath, CLI_ENTRY, ...args], /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m, {
+    const running = await spawnUntil([process.execPath, CLI_ENTRY, ...args], FIRST_LOGIN, {
       env,
       timeoutMs: 60_000,
     });
@@ -464,14 +438,10 @@ test("a background workload whose remote asks for a login only past the start is
     const remembered = deferredLoginKey(new URL(gateUrl));
     expect(secretNames(env)).toContain(remembered);
     // The restart it advises shows B's login, and the workload is served once the user logged in.
-    const restart = await spawnUntil(
-      [process.execPath, CLI_ENTRY, "restart", name],
-      /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m,
-      {
-        env,
-        timeoutMs: 30_000,
-      },
-    );
+    const restart = await spawnUntil([process.execPath, CLI_ENTRY, "restart", name], FIRST_LOGIN, {
+      env,
+      timeoutMs: 30_000,
+    });
     const player = user(restart.output);
     try {
       const restarted = await until(() => CLIENT_URL.exec(restart.output())?.[1], "the workload's URL", 60_000);

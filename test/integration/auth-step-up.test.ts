@@ -10,9 +10,15 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
 import { MAX_REMOTE_LOGINS } from "../../src/auth/outgoing/login-policy.ts";
-import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE } from "../support/auth-server.ts";
-import { type ProtectedRemote, startGate, startProtectedRemote, until } from "../support/protected-remote.ts";
-import { postInitialize } from "../support/raw-session.ts";
+import { CALLBACK_PORTS, completeLogin } from "../support/auth-server.ts";
+import {
+  type ProtectedRemote,
+  publicLogin,
+  startGate,
+  startProtectedRemote,
+  until,
+} from "../support/protected-remote.ts";
+import { initializeAnswer } from "../support/raw-session.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
 setDefaultTimeout(120_000);
@@ -68,28 +74,10 @@ function user(output: () => string) {
   };
 }
 
-/** An MCP request (an initialize: needs no session) through mcpmgr. */
-async function ping(url: string): Promise<{ status: number; text: string }> {
-  const response = await postInitialize(url, "step-up-test");
-  return { status: response.status, text: await response.text() };
-}
+/** An MCP request (an initialize: needs no session) through mcpmgr, answered whole. */
+const ping = (url: string) => initializeAnswer(url, "step-up-test");
 
-const outgoing = (port: number) => [
-  "--remote-auth",
-  "--remote-auth-issuer",
-  setup.auth.issuer,
-  "--remote-auth-client-id",
-  CLIENTS.mcpmgrPublic.client_id,
-  "--remote-auth-resource",
-  JWT_RESOURCE,
-  "--remote-auth-scopes",
-  "mcp:read",
-  "--remote-auth-callback-port",
-  String(port),
-  "--remote-auth-skip-browser",
-  "--remote-auth-timeout",
-  "20s",
-];
+const outgoing = (port: number) => publicLogin(setup, port, "20s");
 
 test("a remote naming a new scope in each 403 gets a few step-up logins, then the client a clear error and no login", async () => {
   escalate = false;

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
 import { portInUse } from "../../src/proxy/serve.ts";
-import { CALLBACK_PORTS, CLIENTS, JWT_RESOURCE } from "../support/auth-server.ts";
-import { type ProtectedRemote, startProtectedRemote, until } from "../support/protected-remote.ts";
+import { CALLBACK_PORTS } from "../support/auth-server.ts";
+import { type ProtectedRemote, publicLogin, startProtectedRemote, until } from "../support/protected-remote.ts";
 import { CLI_ENTRY, isAlive, REPO_ROOT } from "../support/processes.ts";
 
 setDefaultTimeout(120_000);
@@ -33,28 +33,7 @@ test.each([["stop"], ["rm"]])(
     const name = `waiting-${command}`;
     const callbackPort = CALLBACK_PORTS[2];
     const run = Bun.spawn(
-      [
-        process.execPath,
-        CLI_ENTRY,
-        "run",
-        setup.remote.url,
-        "--name",
-        name,
-        "--remote-auth",
-        "--remote-auth-issuer",
-        setup.auth.issuer,
-        "--remote-auth-client-id",
-        CLIENTS.mcpmgrPublic.client_id,
-        "--remote-auth-resource",
-        JWT_RESOURCE,
-        "--remote-auth-scopes",
-        "mcp:read",
-        "--remote-auth-callback-port",
-        String(callbackPort),
-        "--remote-auth-skip-browser",
-        "--remote-auth-timeout",
-        "5m",
-      ],
+      [process.execPath, CLI_ENTRY, "run", setup.remote.url, "--name", name, ...publicLogin(setup, callbackPort, "5m")],
       { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" },
     );
     let stderr = "";

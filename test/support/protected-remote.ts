@@ -73,6 +73,29 @@ export function confidentialLogin(setup: Pick<ProtectedRemote, "auth" | "secretF
 }
 
 /**
+ * The options that make mcpmgr log in to `setup`'s remote as the public client, for JWT_RESOURCE
+ * and `mcp:read`, its login pages left to the test (browser skipped), waiting `timeout` for the user.
+ */
+export function publicLogin(setup: Pick<ProtectedRemote, "auth">, callbackPort: number, timeout: string): string[] {
+  return [
+    "--remote-auth",
+    "--remote-auth-issuer",
+    setup.auth.issuer,
+    "--remote-auth-client-id",
+    CLIENTS.mcpmgrPublic.client_id,
+    "--remote-auth-resource",
+    JWT_RESOURCE,
+    "--remote-auth-scopes",
+    "mcp:read",
+    "--remote-auth-callback-port",
+    String(callbackPort),
+    "--remote-auth-skip-browser",
+    "--remote-auth-timeout",
+    timeout,
+  ];
+}
+
+/**
  * A relay between mcpmgr and the remote at `target` that plays a misbehaving remote: `answer`
  * sees each request (and its body, read once) and may answer it itself (a 401, a 403); every
  * other request goes on to `target` with its path and query, its answer back unchanged.

@@ -24,6 +24,12 @@ export function postInitialize(url: string, clientName: string): Promise<Respons
   });
 }
 
+/** postInitialize's answer read whole: its status and text (a success, or the error mcpmgr gave instead). */
+export async function initializeAnswer(url: string, clientName: string): Promise<{ status: number; text: string }> {
+  const response = await postInitialize(url, clientName);
+  return { status: response.status, text: await response.text() };
+}
+
 export interface RawSession {
   readonly sessionId: string;
   /** POSTs `body` (JSON text) in the session; `headers` replace the session's own of the same name. */
