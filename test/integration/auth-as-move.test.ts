@@ -13,7 +13,14 @@ import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
 import { deferredLoginKey } from "../../src/auth/outgoing/grant-store.ts";
 import { MAX_REMOTE_LOGINS } from "../../src/auth/outgoing/login-policy.ts";
-import { type AuthServer, CALLBACK_PORTS, CLIENTS, completeLogin, startAuthServer } from "../support/auth-server.ts";
+import {
+  type AuthServer,
+  CALLBACK_PORTS,
+  CLIENTS,
+  loginUrls,
+  playUser,
+  startAuthServer,
+} from "../support/auth-server.ts";
 import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil, startProxy } from "../support/processes.ts";
 import { LOCAL_DEV, until } from "../support/protected-remote.ts";
@@ -23,8 +30,6 @@ import { tmpdir } from "node:os";
 
 setDefaultTimeout(120_000);
 
-const LOGIN_URLS = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/gm;
-const loginUrls = (output: string) => [...output.matchAll(LOGIN_URLS)].map((match) => match[1] as string);
 const CLIENT_URL = /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m;
 
 type Mode = "open" | "a" | "b" | "flip" | "lazy-b";
@@ -107,33 +112,6 @@ afterAll(async () => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
-/** Plays the user: each login URL `output()` shows, once — completed, or (`complete` false for it) only opened. */
-function user(output: () => string, complete: (login: string) => boolean = () => true) {
-  const done = new Set<string>();
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      for (const login of loginUrls(output())) {
-        if (done.has(login)) continue;
-        done.add(login);
-        if (complete(login)) await completeLogin(login).catch(() => 0);
-        else
-          await fetch(login, { redirect: "manual" }).then(
-            (r) => r.body?.cancel(),
-            () => {},
-          );
-      }
-      await Bun.sleep(50);
-    }
-  })();
-  return {
-    async stop() {
-      stopped = true;
-      await loop;
-    },
-  };
-}
-
 /** An MCP request (an initialize: needs no session) through mcpmgr, answered whole. */
 const ping = (url: string) => initializeAnswer(url, "as-move-test");
 
@@ -206,7 +184,7 @@ test("a foreground proxy follows a one-time move: one new registration and login
     CALLBACK_PORTS[0],
     "20s",
   );
-  const player = user(proxy.output);
+  const player = playUser(proxy.output);
   try {
     const url = await until(() => CLIENT_URL.exec(proxy.output())?.[1], "the proxy's URL");
     expect((await ping(url)).status).toBe(200);
@@ -248,7 +226,7 @@ test("a remote naming another authorization server at each 401 gets one registra
   const authB0 = at(authB, "/auth");
   // No client given: mcpmgr registers at each server. The user logs in at A; B's pages are opened and left.
   const proxy = await proxyBehindGate(home, "b", ["--remote-auth"], CALLBACK_PORTS[1], "1s");
-  const player = user(proxy.output, (login) => login.startsWith(`${authA.issuer}/`));
+  const player = playUser(proxy.output, (login) => login.startsWith(`${authA.issuer}/`));
   try {
     const url = await until(() => CLIENT_URL.exec(proxy.output())?.[1], "the proxy's URL");
     expect((await ping(url)).status).toBe(200);
@@ -288,7 +266,7 @@ test("the user's client stays with its first server across runs: started again a
   const client = ["--remote-auth-client-id", CLIENTS.mcpmgr.client_id, "--remote-auth-client-secret-file", secretFile];
   // First run: the remote names A, where the user's client is registered; the user logs in.
   const first = await proxyBehindGate(home, "client-home", client, CALLBACK_PORTS[1], "20s");
-  const player = user(first.output);
+  const player = playUser(first.output);
   try {
     await until(() => CLIENT_URL.exec(first.output())?.[1], "the proxy's URL");
   } finally {
@@ -328,7 +306,7 @@ test("a background workload starts no login when the remote first asks late or m
       env,
       timeoutMs: 60_000,
     });
-    const player = user(running.output);
+    const player = playUser(running.output);
     try {
       const url = await until(() => CLIENT_URL.exec(running.output())?.[1], "the workload's URL", 60_000);
       await running.stop();
@@ -442,7 +420,7 @@ test("a background workload whose remote asks for a login only past the start is
       env,
       timeoutMs: 30_000,
     });
-    const player = user(restart.output);
+    const player = playUser(restart.output);
     try {
       const restarted = await until(() => CLIENT_URL.exec(restart.output())?.[1], "the workload's URL", 60_000);
       expect(loginUrls(restart.output()).every((login) => login.startsWith(`${authB.issuer}/`))).toBe(true);

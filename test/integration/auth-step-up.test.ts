@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
 import { MAX_REMOTE_LOGINS } from "../../src/auth/outgoing/login-policy.ts";
-import { CALLBACK_PORTS, completeLogin } from "../support/auth-server.ts";
+import { CALLBACK_PORTS, loginUrls, playUser } from "../support/auth-server.ts";
 import {
   type ProtectedRemote,
   publicLogin,
@@ -22,9 +22,6 @@ import { initializeAnswer } from "../support/raw-session.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
 setDefaultTimeout(120_000);
-
-const LOGIN_URLS = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/gm;
-const loginUrls = (output: string) => [...output.matchAll(LOGIN_URLS)].map((match) => match[1] as string);
 
 let setup: ProtectedRemote;
 /** In front of the protected remote: once `escalate` is set, each MCP request gets a 403 naming a new scope. */
@@ -51,29 +48,6 @@ afterAll(async () => {
   await setup?.stop();
 });
 
-/** Plays the user: completes each login URL `output()` shows, once. */
-function user(output: () => string) {
-  const done = new Set<string>();
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      for (const login of loginUrls(output())) {
-        if (done.has(login)) continue;
-        done.add(login);
-        await completeLogin(login).catch(() => 0);
-      }
-      await Bun.sleep(50);
-    }
-  })();
-  return {
-    done,
-    async stop() {
-      stopped = true;
-      await loop;
-    },
-  };
-}
-
 /** An MCP request (an initialize: needs no session) through mcpmgr, answered whole. */
 const ping = (url: string) => initializeAnswer(url, "step-up-test");
 
@@ -95,7 +69,7 @@ test("a remote naming a new scope in each 403 gets a few step-up logins, then th
     /^http:\/\/127\.0\.0\.1:\d+\/auth\?/m,
     { env: { MCPMGR_HOME: home }, timeoutMs: 30_000 },
   );
-  const player = user(proxy.output);
+  const player = playUser(proxy.output);
   try {
     const url = await until(() => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(proxy.output())?.[1], "the proxy's URL");
     expect((await ping(url)).status).toBe(200);
@@ -124,7 +98,7 @@ test("a background workload starts no step-up login; the client is told to resta
       env,
       timeoutMs: 60_000,
     });
-    const player = user(running.output);
+    const player = playUser(running.output);
     try {
       const url = await until(
         () => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(running.output())?.[1],

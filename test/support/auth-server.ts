@@ -273,6 +273,44 @@ export async function startAuthServer(
   };
 }
 
+const LOGIN_URLS = /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/gm;
+
+/** The login (authorization) URLs mcpmgr printed in `output`, one per line, in order. */
+export function loginUrls(output: string): string[] {
+  return [...output.matchAll(LOGIN_URLS)].map((match) => match[1] as string);
+}
+
+/**
+ * Plays the user for as long as it runs: each login URL `output()` shows is taken once, completed
+ * (completeLogin), or only opened and left when `complete` says no for it.
+ */
+export function playUser(output: () => string, complete: (login: string) => boolean = () => true) {
+  const done = new Set<string>();
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      for (const login of loginUrls(output())) {
+        if (done.has(login)) continue;
+        done.add(login);
+        if (complete(login)) await completeLogin(login).catch(() => 0);
+        else
+          await fetch(login, { redirect: "manual" }).then(
+            (r) => r.body?.cancel(),
+            () => {},
+          );
+      }
+      await Bun.sleep(50);
+    }
+  })();
+  return {
+    done,
+    async stop() {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
 /**
  * Plays the user in a browser: follows the authorization URL mcpmgr printed through
  * oidc-provider's login and consent pages (any login is accepted) with a cookie jar, up to
