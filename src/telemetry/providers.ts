@@ -11,11 +11,11 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from "@opentelemetry/sdk-metrics";
 import {
-  BasicTracerProvider,
   BatchSpanProcessor,
   ParentBasedSampler,
   TraceIdRatioBasedSampler,
-} from "@opentelemetry/sdk-trace-base";
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
 import type { TelemetrySpec } from "../config/telemetry-spec.ts";
 
 export interface Telemetry {
@@ -42,19 +42,19 @@ export function startTelemetry(spec: TelemetrySpec, version: string): Telemetry 
     "service.version": version,
     ...spec.resourceAttributes,
   });
-  let tracerProvider: BasicTracerProvider | undefined;
+  let tracerProvider: TracerProvider | undefined;
   if (spec.tracing && spec.endpoint) {
-    tracerProvider = new BasicTracerProvider({
+    tracerProvider = new TracerProvider({
       resource,
       // Attribute values come from clients (tool names, resource URIs, request ids, up to the body
       // limit), before authentication: cut long, they cannot fill the export queue with megabytes each.
       spanLimits: { attributeValueLengthLimit: MAX_ATTRIBUTE_LENGTH },
       sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(spec.samplingRate) }),
       spanProcessors: [
-        new BatchSpanProcessor(
-          new OTLPTraceExporter({ url: signalUrl(spec.endpoint, "traces"), headers: { ...spec.headers } }),
-          { scheduledDelayMillis: 1_000 },
-        ),
+        new BatchSpanProcessor({
+          exporter: new OTLPTraceExporter({ url: signalUrl(spec.endpoint, "traces"), headers: { ...spec.headers } }),
+          scheduledDelayMillis: 1_000,
+        }),
       ],
     });
   }
