@@ -7,6 +7,7 @@ import { errorMessage, McpmgrError } from "../errors.ts";
 import { clientUrl } from "../state/workload-url.ts";
 import { installId } from "../state/paths.ts";
 import { ensureDir } from "../state/atomic-file.ts";
+import { processStartTime } from "../state/process-start.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
@@ -66,8 +67,10 @@ export async function startSupervisor(
 ): Promise<void> {
   const failureHint = options.failureHint ?? `see 'mcpmgr logs ${name}' and 'mcpmgr logs ${name} --proxy'`;
   await ensureDir(store.paths.logDir);
-  // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer.
-  await store.writeStatus(name, { state: "starting" });
+  // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer;
+  // with this command's identity, so that if it ends before the supervisor's pid is written (a closed
+  // terminal, SIGKILL) the start reads as failed rather than "starting" for good (reconcileStatus).
+  await store.writeStatus(name, { state: "starting", startedBy: thisCommand() });
   // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
   // this catches what it cannot print that way (an error before that is set up, a runtime crash).
   // The log is rotated in place, so these descriptors stay on it (state/log-files.ts `cappedLog`).
@@ -160,6 +163,10 @@ export async function startSupervisor(
   throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, {
     hint: failureHint,
   });
+}
+
+function thisCommand(): { pid: number; startTime: string } {
+  return { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
 }
 
 /**

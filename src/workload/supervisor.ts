@@ -187,6 +187,9 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
   };
   let started: Awaited<ReturnType<typeof starter>> | undefined;
   try {
+    // Its pid at once, as the command that spawned it does: should that command end before it writes
+    // it, the start would read as abandoned (reconcileStatus) while a registry entry is resolved.
+    await report({ state: "starting", restarts: 0 });
     // Relative paths in the run options mean what they meant where the workload was created.
     if (record.workingDir) enterWorkingDir(record.workingDir);
     // Resolving a registry entry may take a while: a stop meanwhile is not kept waiting.
