@@ -9,7 +9,7 @@ import { installId } from "../state/paths.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { processStartTime } from "../state/process-start.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
-import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
+import { reconcileStatus, type RuntimeKind, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { version } from "../version.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
@@ -40,6 +40,17 @@ export function supervisorReadyTimeoutMs(runOptions: readonly string[]): number 
     // The supervisor parses them again and reports what is wrong; the base wait is enough for that.
   }
   return Math.max(baseReadyTimeoutMs, 2 * loginTimeoutMs + loginMarginMs);
+}
+
+/**
+ * How long a supervisor's start, cut short by a stop, gets to undo what it created before the
+ * supervisor gives up on it and exits. A container start waits for the engine's answers: a create
+ * the engine is still working on when the supervisor exits would be made after `stop` removed the
+ * workload's containers by label, and be left behind; a slow engine gets 10 s for it (less than
+ * `stop`'s 15 s before SIGKILL). Other starts stop their server at once: 3 s is plenty.
+ */
+export function cancelGraceMs(runtime: RuntimeKind): number {
+  return runtime === "docker" || runtime === "podman" ? 10_000 : 3_000;
 }
 
 export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
@@ -100,9 +111,9 @@ export async function startSupervisor(
   while (performance.now() < deadline) {
     await Bun.sleep(100);
     if (options.signal?.aborted) {
-      // A supervisor hears SIGTERM only once its server's start ends (npm may retry for a minute);
-      // one that never served has no clients or entries to wind down: a short grace is enough.
-      if (pid !== undefined) await terminate(pid, name, 2_000);
+      // The supervisor gives its start up and exits within its cancel grace (a little more to exit):
+      // killed sooner, a container create under way could be made after the removal below.
+      if (pid !== undefined) await terminate(pid, name, cancelGraceMs(record.runtime) + 2_000);
       await removeContainers(store, name, ctx.log);
       throw new McpmgrError("CANCELLED", `${name}: stopped while it was starting (${String(options.signal.reason)})`);
     }
