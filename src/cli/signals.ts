@@ -49,7 +49,9 @@ export function untilSignal(): Promise<NodeJS.Signals> {
  * keeps nothing, rather than leaving a workload "starting" with nobody waiting for it. When the
  * start was cancelled so, says so and exits as the signal asks (130, 143). SIGHUP is not a change
  * of mind but a terminal gone: the command stops waiting (129) and the background workload goes on
- * starting under its supervisor, as it would have had the terminal stayed.
+ * starting under its supervisor, as it would have had the terminal stayed. In the instant between
+ * "starting" being recorded and the supervisor being spawned, there is none to go on: that start
+ * then reads as failed (state/workload-record.ts `reconcileStatus`), and `start` takes it up.
  */
 export async function cancelOnSignal<T>(name: string, start: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();

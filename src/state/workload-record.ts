@@ -11,6 +11,7 @@
  */
 import * as v from "valibot";
 import { deepFreeze } from "../objects.ts";
+import { isSameProcess } from "./process-start.ts";
 
 /** `gateway`: a background `mcpmgr gateway GROUP --detach`, whose source is the group it serves. */
 const SOURCE_KINDS = ["registry", "image", "package", "remote", "config", "gateway"] as const;
@@ -39,6 +40,7 @@ const portNumber = v.pipe(
 const timestamp = v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 timestamp"));
 const oneOf = <const T extends readonly [string, ...string[]]>(choices: T) =>
   v.picklist(choices, `must be one of ${choices.join(", ")}`);
+const processId = v.pipe(v.number(), v.integer("must be a process id"), v.minValue(1, "must be a process id"));
 const versionOne = v.literal(1, "must be 1 (this file was written by a different version of mcpmgr)");
 
 export const workloadRecordSchema = v.pipe(
@@ -114,7 +116,13 @@ export const workloadStatusSchema = v.object({
   schema_version: v.optional(versionOne, 1),
   state: oneOf(WORKLOAD_STATES),
   /** The supervisor (the detached mcpmgr serving the proxy), not the MCP server itself. */
-  pid: v.optional(v.pipe(v.number(), v.integer("must be a process id"), v.minValue(1, "must be a process id"))),
+  pid: v.optional(processId),
+  /**
+   * The mcpmgr command (`run`, `start`, `restart`, `gateway --detach`) that wrote "starting" before
+   * it spawned the supervisor, while there is no supervisor pid yet: a command that ends in between
+   * (SIGHUP, SIGKILL, a crash) leaves a start that nobody finishes, which reconcileStatus then sees.
+   */
+  startedBy: v.optional(v.object({ pid: processId, startTime: v.string() })),
   restarts: v.optional(
     v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(0, "must not be negative")),
     0,
@@ -157,10 +165,27 @@ export function isGatewayRecord(record: { readonly source: { readonly kind: Sour
 
 /**
  * A status saying "running" whose supervisor is gone (killed, machine rebooted) is a lie
- * `list` should not repeat: report it as failed, with the reason.
+ * `list` should not repeat: report it as failed, with the reason. So is a "starting" written
+ * before the supervisor was spawned whose command ended before it spawned it (or before it wrote
+ * the supervisor's pid, which the supervisor then writes itself as it starts).
  */
-export function reconcileStatus(status: WorkloadStatus, isAlive: (pid: number) => boolean): WorkloadStatus {
-  if (!LIVE_STATES.has(status.state) || status.pid === undefined || isAlive(status.pid)) return status;
+export function reconcileStatus(
+  status: WorkloadStatus,
+  isAlive: (pid: number) => boolean,
+  isStarterAlive: (starter: { readonly pid: number; readonly startTime: string }) => boolean = (starter) =>
+    isSameProcess(starter.pid, starter.startTime),
+): WorkloadStatus {
+  if (!LIVE_STATES.has(status.state)) return status;
+  if (status.pid === undefined) {
+    const starter = status.startedBy;
+    if (status.state !== "starting" || starter === undefined || isStarterAlive(starter)) return status;
+    return deepFreeze({
+      ...status,
+      state: "failed",
+      lastError: `the mcpmgr command (pid ${starter.pid}) that was starting this workload ended before it handed it to a supervisor`,
+    });
+  }
+  if (isAlive(status.pid)) return status;
   return deepFreeze({
     ...status,
     state: "failed",

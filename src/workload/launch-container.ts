@@ -255,9 +255,15 @@ export async function launchContainer(
     await isolation?.remove();
     signal.throwIfAborted();
   }
-  const container = await startServerContainer(engine, createOptions, stdio, async () => {
-    await isolation?.remove();
-  });
+  const container = await startServerContainer(
+    engine,
+    createOptions,
+    stdio,
+    async () => {
+      await isolation?.remove();
+    },
+    signal,
+  );
   const handle = containerHandle(container, environment.redact);
   // Given up while the container was created and started: it is stopped and removed, not handed on.
   if (signal?.aborted) {

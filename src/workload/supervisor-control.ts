@@ -7,8 +7,9 @@ import { errorMessage, McpmgrError } from "../errors.ts";
 import { clientUrl } from "../state/workload-url.ts";
 import { installId } from "../state/paths.ts";
 import { ensureDir } from "../state/atomic-file.ts";
+import { processStartTime } from "../state/process-start.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
-import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
+import { reconcileStatus, type RuntimeKind, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { version } from "../version.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
@@ -41,6 +42,17 @@ export function supervisorReadyTimeoutMs(runOptions: readonly string[]): number 
   return Math.max(baseReadyTimeoutMs, 2 * loginTimeoutMs + loginMarginMs);
 }
 
+/**
+ * How long a supervisor's start, cut short by a stop, gets to undo what it created before the
+ * supervisor gives up on it and exits. A container start waits for the engine's answers: a create
+ * the engine is still working on when the supervisor exits would be made after `stop` removed the
+ * workload's containers by label, and be left behind; a slow engine gets 10 s for it (less than
+ * `stop`'s 15 s before SIGKILL). Other starts stop their server at once: 3 s is plenty.
+ */
+export function cancelGraceMs(runtime: RuntimeKind): number {
+  return runtime === "docker" || runtime === "podman" ? 10_000 : 3_000;
+}
+
 export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
   const status = await store.readStatus(name);
   return status === undefined ? undefined : reconcileStatus(status, (pid) => isSupervisorOf(pid, name));
@@ -66,8 +78,10 @@ export async function startSupervisor(
 ): Promise<void> {
   const failureHint = options.failureHint ?? `see 'mcpmgr logs ${name}' and 'mcpmgr logs ${name} --proxy'`;
   await ensureDir(store.paths.logDir);
-  // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer.
-  await store.writeStatus(name, { state: "starting" });
+  // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer;
+  // with this command's identity, so that if it ends before the supervisor's pid is written (a closed
+  // terminal, SIGKILL) the start reads as failed rather than "starting" for good (reconcileStatus).
+  await store.writeStatus(name, { state: "starting", startedBy: thisCommand() });
   // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
   // this catches what it cannot print that way (an error before that is set up, a runtime crash).
   // The log is rotated in place, so these descriptors stay on it (state/log-files.ts `cappedLog`).
@@ -97,9 +111,9 @@ export async function startSupervisor(
   while (performance.now() < deadline) {
     await Bun.sleep(100);
     if (options.signal?.aborted) {
-      // A supervisor hears SIGTERM only once its server's start ends (npm may retry for a minute);
-      // one that never served has no clients or entries to wind down: a short grace is enough.
-      if (pid !== undefined) await terminate(pid, name, 2_000);
+      // The supervisor gives its start up and exits within its cancel grace (a little more to exit):
+      // killed sooner, a container create under way could be made after the removal below.
+      if (pid !== undefined) await terminate(pid, name, cancelGraceMs(record.runtime) + 2_000);
       await removeContainers(store, name, ctx.log);
       throw new McpmgrError("CANCELLED", `${name}: stopped while it was starting (${String(options.signal.reason)})`);
     }
@@ -160,6 +174,10 @@ export async function startSupervisor(
   throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, {
     hint: failureHint,
   });
+}
+
+function thisCommand(): { pid: number; startTime: string } {
+  return { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
 }
 
 /**

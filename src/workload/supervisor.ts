@@ -22,6 +22,7 @@ import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/wo
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { maxLogBytesFromEnv } from "./limits.ts";
+import { cancelGraceMs } from "./supervisor-control.ts";
 import { prepareRunSpec } from "./run-spec.ts";
 import { startWorkload, type KeptListener, type RunningWorkload } from "./start.ts";
 
@@ -73,7 +74,7 @@ export interface RestartLoopOptions {
   readonly now?: () => number;
   /** Called before each wait between starts, with its length. */
   readonly onBackoff?: (ms: number) => void;
-  /** How long a start cut short by a stop may take to undo what it created (a real clock: 3 s). */
+  /** How long a start cut short by a stop may take to undo what it created (a real clock: 3 s, or cancelGraceMs). */
   readonly cancelGraceMs?: number;
 }
 
@@ -82,7 +83,9 @@ export interface RestartLoopOptions {
  * the server it launched, the pull or build under way, a login waiting for the browser) and it
  * gets `graceMs` to wind down; a workload it still brought up meanwhile is stopped here.
  * Undefined when stopped; whatever is left after the grace dies with this process or is
- * removed by label (containers) by the `stop` that asked.
+ * removed by label (containers) by the `stop` that asked. A container start's grace covers a
+ * slow engine's create, which it removes once answered (a create answered after this process
+ * exited would come after `stop`'s removal).
  */
 async function startUnlessStopped(
   start: Promise<RunningWorkload>,
@@ -187,6 +190,9 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
   };
   let started: Awaited<ReturnType<typeof starter>> | undefined;
   try {
+    // Its pid at once, as the command that spawned it does: should that command end before it writes
+    // it, the start would read as abandoned (reconcileStatus) while a registry entry is resolved.
+    await report({ state: "starting", restarts: 0 });
     // Relative paths in the run options mean what they meant where the workload was created.
     if (record.workingDir) enterWorkingDir(record.workingDir);
     // Resolving a registry entry may take a while: a stop meanwhile is not kept waiting.
@@ -209,6 +215,7 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
       report,
       stopping,
       log: ctx.log,
+      cancelGraceMs: cancelGraceMs(record.runtime),
       ...(listener ? { onBackoff: listener.backoff } : {}),
     });
   } finally {

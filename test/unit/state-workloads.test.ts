@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { McpmgrError } from "../../src/errors.ts";
 import { resolvePaths, type McpmgrPaths } from "../../src/state/paths.ts";
+import { processStartTime } from "../../src/state/process-start.ts";
 import { WorkloadStore, reconcileStatus, type WorkloadInput, type WorkloadStatus } from "../../src/state/workloads.ts";
 import { rejection } from "../support/errors.ts";
 
@@ -280,6 +281,30 @@ describe("status", () => {
     expect(reconciled.lastError).toContain("4242");
     const stopped: WorkloadStatus = { ...running, state: "stopped" };
     expect(reconcileStatus(stopped, () => false)).toBe(stopped);
+  });
+
+  test("reconcileStatus turns a 'starting' whose starting command ended before the supervisor's pid into failed", async () => {
+    // A real command that wrote "starting" and is gone: its pid and start time as it recorded them.
+    const command = Bun.spawn(["sleep", "30"]);
+    const startedBy = { pid: command.pid, startTime: processStartTime(command.pid) ?? "" };
+    const starting: WorkloadStatus = {
+      schema_version: 1,
+      state: "starting",
+      restarts: 0,
+      startedBy,
+      updatedAt: CLOCK.toISOString(),
+    };
+    expect(reconcileStatus(starting, () => false)).toBe(starting);
+    command.kill("SIGKILL");
+    await command.exited;
+    const reconciled = reconcileStatus(starting, () => false);
+    expect(reconciled.state).toBe("failed");
+    expect(reconciled.lastError).toContain(`pid ${command.pid}`);
+    // Once the supervisor's pid is written, that pid alone says whether the workload lives.
+    expect(reconcileStatus({ ...starting, pid: 4242 }, () => true).state).toBe("starting");
+    // A status written by an older mcpmgr names no command: it is left as it was.
+    const older: WorkloadStatus = { schema_version: 1, state: "starting", restarts: 0, updatedAt: CLOCK.toISOString() };
+    expect(reconcileStatus(older, () => false)).toBe(older);
   });
 });
 

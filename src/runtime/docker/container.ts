@@ -101,11 +101,16 @@ async function removeStaleContainer(
   await existing.remove({ force: true }).catch(() => {});
 }
 
+/**
+ * Creates, attaches and starts the server's container. `signal` aborted while the engine creates it
+ * (a stop during a slow create): the container is removed as soon as the engine answers, never started.
+ */
 export async function startServerContainer(
   engine: ContainerEngine,
   options: Docker.ContainerCreateOptions & { name: string },
   stdio: boolean,
   cleanup: () => Promise<void> = async () => {},
+  signal?: AbortSignal,
 ): Promise<ContainerServer> {
   const docker = engine.docker;
   let container: Docker.Container;
@@ -115,6 +120,11 @@ export async function startServerContainer(
   } catch (err) {
     await cleanup();
     throw err instanceof McpmgrError ? err : engineError(`creating container ${options.name}`, err);
+  }
+  if (signal?.aborted) {
+    await container.remove({ force: true }).catch(() => {});
+    await cleanup();
+    signal.throwIfAborted();
   }
   const out = feed();
   const err = feed();

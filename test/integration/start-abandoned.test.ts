@@ -1,0 +1,95 @@
+/**
+ * A background start whose command ends after it recorded "starting" and before the supervisor's
+ * pid is written (a closed terminal, SIGKILL, a crash): nothing finishes that start, so the
+ * workload must read as failed, like any workload whose supervisor is gone, not "starting" for good.
+ *
+ * The window is a few milliseconds. To hit it every time, the workload's proxy log is a FIFO with
+ * no reader: `run` opens that log (to hand it to the supervisor) right after it writes "starting",
+ * and the open blocks there. Nothing else changes: the command runs its own code to that point,
+ * and is then killed for real.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+setDefaultTimeout(60_000);
+
+const PROBE = "npx://./test/fixtures/sandbox-probe";
+let home: string;
+
+function mcpmgr(...args: string[]) {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    timeout: 120_000,
+  });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+interface Row {
+  name: string;
+  status: string;
+  lastError?: string;
+}
+const row = (name: string) =>
+  (JSON.parse(mcpmgr("list", "--format", "json").stdout) as Row[]).find((r) => r.name === name);
+
+async function until(predicate: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!predicate() && Date.now() < deadline) await Bun.sleep(50);
+  expect(predicate()).toBe(true);
+}
+
+function recordedStatus(name: string): { state?: string; pid?: number } {
+  try {
+    return JSON.parse(readFileSync(join(home, "state/workloads", name, "status.json"), "utf8"));
+  } catch {
+    return {};
+  }
+}
+
+beforeAll(async () => {
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-start-abandoned-"));
+});
+
+afterAll(async () => {
+  mcpmgr("rm", "abandoned");
+  await rm(home, { recursive: true, force: true });
+});
+
+test("a run killed after it recorded 'starting' and before its supervisor's pid: failed in list, and start and rm work", async () => {
+  const logs = join(home, "state/logs");
+  mkdirSync(logs, { recursive: true });
+  const proxyLog = join(logs, "abandoned.proxy.log");
+  expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", PROBE, "--name", "abandoned"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  await until(() => recordedStatus("abandoned").state === "starting" || run.exitCode !== null);
+  expect(run.exitCode).toBeNull();
+  run.kill("SIGKILL");
+  await run.exited;
+  // The FIFO only held the command in place: later starts get a plain log again.
+  rmSync(proxyLog);
+  expect(recordedStatus("abandoned").pid).toBeUndefined();
+
+  // As for any workload whose mcpmgr process is gone: failed, saying why.
+  const abandoned = row("abandoned");
+  expect(abandoned?.status).toBe("failed");
+  expect(abandoned?.lastError).toContain(`pid ${run.pid}`);
+  expect(abandoned?.lastError).toContain("ended before it handed it to a supervisor");
+
+  // `start` takes it up (it is not taken for a start under way), and `rm` removes it.
+  const started = mcpmgr("start", "abandoned");
+  expect(started.stderr).not.toContain("already running");
+  expect(started.code).toBe(0);
+  expect(row("abandoned")?.status).toBe("running");
+  expect(mcpmgr("rm", "abandoned").code).toBe(0);
+  expect(row("abandoned")).toBeUndefined();
+});
