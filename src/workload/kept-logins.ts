@@ -9,8 +9,6 @@ import { oauthRecords, remoteOf } from "../auth/outgoing/grant-labels.ts";
 import { errorMessage } from "../errors.ts";
 import { printable } from "../printable.ts";
 import { parseSource } from "../runtime/source.ts";
-import { environmentVariableFor } from "../secrets/environment.ts";
-import type { SecretManager } from "../secrets/manager.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadContext } from "./context.ts";
 
@@ -63,10 +61,9 @@ export async function keptLoginsLine(
   }
   if (remote === undefined) return undefined;
   const url = remoteOf(remote.target);
-  let secrets: SecretManager;
   let names: string[];
   try {
-    secrets = ctx.secrets();
+    const secrets = ctx.secrets();
     const stored = new Set(await secrets.provider.list());
     const labelled = await oauthRecords(secrets.provider, [...stored]);
     // Records saved before they carried a label: the ones whose key says the remote.
@@ -81,10 +78,8 @@ export async function keptLoginsLine(
     );
   }
   if (names.length === 0) return undefined;
-  const forget =
-    secrets.kind === "environment"
-      ? `unset ${names.map(environmentVariableFor).join(" ")}`
-      : names.map((name) => `mcpmgr secret delete ${name}`).join(" && ");
+  // mcpmgr saves its records only where it can write (not the read-only environment provider).
+  const forget = names.map((name) => `mcpmgr secret delete ${name}`).join(" && ");
   return printable(
     `the OAuth login of ${url} stays in the secrets store for every workload and proxy of that remote (${names.join(", ")}); to forget it: ${forget}`,
   );
