@@ -55,13 +55,13 @@ const clientUrl = (output: string) => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec
 /** `mcpmgr proxy` with outgoing auth: logs in (by playing the user) if it asks, then returns its client URL. */
 async function startAuthenticatedProxy(
   args: string[],
-  options: { home: string; expectLogin: boolean; target?: string },
+  options: { home: string; expectLogin: boolean; target?: string; env?: Record<string, string> },
 ): Promise<Running & { url: string; login?: string }> {
   const running = await spawnUntil(
     [process.execPath, CLI_ENTRY, "proxy", "b", "--target-uri", options.target ?? remote.url, ...args],
     /(^http:\/\/127\.0\.0\.1:\d+\/auth\?\S+$)|(^http:\/\/127\.0\.0\.1:\d+\/mcp$)/m,
     {
-      env: { MCPMGR_HOME: options.home },
+      env: { MCPMGR_HOME: options.home, ...options.env },
       timeoutMs: 30_000,
     },
   );
@@ -415,6 +415,53 @@ describe("the authorization-code flow with PKCE", () => {
         `NAME  first authorization server of the client '${CLIENTS.mcpmgr.client_id}': remote ${self}, authorization server ${issuer}`,
       ].sort(),
     );
+  }, 120_000);
+
+  test("a read-only secrets store (the environment provider): each record not saved is said once, by what it is", async () => {
+    const home = await mkdtemp(join(scratch, "home-read-only-"));
+    const port = await freePort();
+    const self = `http://127.0.0.1:${port}/mcp`;
+    const selfNamed = await startProxy(fixture.url, [
+      "--port",
+      String(port),
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      self,
+      ...LOCAL_DEV,
+    ]);
+    const proxy = await startAuthenticatedProxy(
+      [
+        "--remote-auth-client-id",
+        CLIENTS.mcpmgr.client_id,
+        "--remote-auth-client-secret-file",
+        secretFile,
+        "--remote-auth-callback-port",
+        String(CALLBACK_PORTS[0]),
+        "--remote-auth-skip-browser",
+      ],
+      { home, expectLogin: true, target: self, env: { MCPMGR_SECRETS_PROVIDER: "environment" } },
+    );
+    try {
+      expect(await listTools(proxy.url)).toContain("test_simple_text");
+      const tokens = "OAuth tokens are kept in memory only";
+      await until(() => (proxy.output().includes(tokens) ? true : undefined), "the tokens' warning");
+      const warnings = proxy
+        .output()
+        .split("\n")
+        .filter((line) => line.startsWith("[warn]"));
+      // The client's first server and the tokens: two records, two warnings, each naming what it lost.
+      expect(warnings).toHaveLength(2);
+      expect(warnings[0]).toContain(
+        "the authorization server the --remote-auth-client-id was first used with is not remembered for the next start",
+      );
+      expect(warnings[0]).not.toContain(tokens);
+      expect(warnings[1]).toContain(tokens);
+      expect(warnings.join("\n")).toContain("the environment secrets provider is read-only");
+    } finally {
+      await proxy.stop();
+      await selfNamed.stop();
+    }
   }, 120_000);
 
   test("two mcpmgr processes logging in at once on the same callback port both succeed", async () => {

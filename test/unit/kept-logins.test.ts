@@ -1,8 +1,8 @@
 /**
  * What `rm` says about the OAuth records it keeps for a remote workload, over a real encrypted
- * secrets file: the records of that remote (labelled, or older
- * ones whose key names it), never another remote's; the command that forgets them; nothing for a
- * workload that does not log in with OAuth; a store that cannot be read is said so.
+ * secrets file: the records of that remote (labelled, or older ones whose key names it), never
+ * another remote's; the command that forgets them; nothing for a workload that does not log in
+ * with OAuth; a store that cannot be read is said so.
  */
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
