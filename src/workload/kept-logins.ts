@@ -30,16 +30,16 @@ async function oauthRemoteOf(record: WorkloadRecord, ctx: Pick<WorkloadContext, 
     values["remote-auth-authorize-url"] !== undefined ||
     values["remote-auth-client-id"] !== undefined;
   if (bearer !== undefined || !oauth) return undefined;
-  let text = record.source.ref;
-  if (record.source.kind === "registry") {
+  let source = parseSource(record.source.ref);
+  if (source.kind === "registry") {
+    // A registry entry's remote: its URL as `run` found it (workload/locate.ts).
     const [{ loadRegistry }, { sourceOf }] = await Promise.all([
       import("../registry/loader.ts"),
       import("../registry/entry.ts"),
     ]);
     const registry = await loadRegistry({ env: ctx.env, configDir: ctx.paths.configDir });
-    text = sourceOf(registry.get(record.source.ref)).runTarget;
+    source = parseSource(sourceOf(registry.get(source.name)).runTarget);
   }
-  const source = parseSource(text);
   if (source.kind !== "remote") return undefined;
   return { target: source.url, clientId: values["remote-auth-client-id"] } satisfies OAuthRemote;
 }

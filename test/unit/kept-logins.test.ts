@@ -78,6 +78,31 @@ test("the remote's records are named, labelled or older ones whose key names it,
   );
 });
 
+test("a registry entry's remote: its records are found by the entry's URL", async () => {
+  const secrets = encrypted(join(dir, "registry"));
+  await secrets.provider.set(grant, JSON.stringify({ about: { kind: "grant", remote: url } }));
+  const registry = join(dir, "registry.json");
+  writeFileSync(
+    registry,
+    JSON.stringify({
+      servers: [
+        {
+          name: "wiki",
+          description: "A remote",
+          transport: "streamable-http",
+          source: { remote: `${url}?tenant=1` },
+          permissions: "network",
+          tools: ["search"],
+        },
+      ],
+    }),
+  );
+  const record = { ...remoteRecord(["--remote-auth"], "wiki"), source: { kind: "registry" as const, ref: "wiki" } };
+  const kept = await keptLoginsLine(record, { env: { MCPMGR_REGISTRY: registry }, paths, secrets: () => secrets });
+  expect(kept).toStartWith(`the OAuth login of ${url} stays in the secrets store`);
+  expect(kept).toContain(`(${grant}); to forget it: mcpmgr secret delete ${grant}`);
+});
+
 test("nothing stored for the remote, no OAuth, or not a remote: nothing to say", async () => {
   const secrets = encrypted(join(dir, "b"));
   await secrets.provider.set(
