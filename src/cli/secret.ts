@@ -60,7 +60,11 @@ const get = withExamples(
 );
 
 const list = defineCommand({
-  meta: { name: "list", description: "List the names of the stored secrets (never their values)" },
+  meta: {
+    name: "list",
+    description:
+      "List the names of the stored secrets (never their values); mcpmgr's oauth- entries say which remote and authorization server they are for",
+  },
   args: toCittyArgs(listOptions),
   async run({ rawArgs }) {
     const parsed = parseArgv(rawArgs, listOptions, "secret list", false);
@@ -70,13 +74,20 @@ const list = defineCommand({
         hint: "run 'mcpmgr secret list' or 'mcpmgr secret list --format json'",
       });
     }
-    const names = await openManager().provider.list();
+    const provider = openManager().provider;
+    const names = await provider.list();
     if (parsed.values.format === "json") {
       printResult(JSON.stringify(names));
       return;
     }
     if (names.length === 0) log.info("no secrets stored");
-    for (const name of names) printResult(name);
+    // mcpmgr's own OAuth records are named by a hash: each says what it is for, from its label.
+    const { describeRecord, isOAuthRecordName, oauthRecords } = await import("../auth/outgoing/grant-labels.ts");
+    const labels = names.some(isOAuthRecordName) ? await oauthRecords(provider, names) : new Map();
+    for (const name of names) {
+      const label = labels.get(name);
+      printResult(label === undefined ? name : `${name}  ${describeRecord(label)}`);
+    }
   },
 });
 
@@ -99,8 +110,11 @@ const subCommands = {
   set,
   get,
   list: withExamples(list, [
-    { description: "The names of the stored secrets", command: "mcpmgr secret list" },
-    { description: "As a JSON array", command: "mcpmgr secret list --format json" },
+    {
+      description: "The names of the stored secrets, with what each oauth- entry is for",
+      command: "mcpmgr secret list",
+    },
+    { description: "The names alone, as a JSON array", command: "mcpmgr secret list --format json" },
   ]),
   delete: withExamples(remove, [
     { description: "Delete the secret 'github-token'", command: "mcpmgr secret delete github-token" },

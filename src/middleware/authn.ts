@@ -19,7 +19,7 @@ import { pathOf, type Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { setPrincipal } from "./caller.ts";
 import { markDenied } from "./denials.ts";
-import { hostNamePolicy, isLoopbackHost } from "./host-names.ts";
+import { listenerNames } from "./host-names.ts";
 import { cameFromGateway } from "./gateway-credential.ts";
 import { publicOrigin } from "../proxy/public-url.ts";
 
@@ -56,10 +56,7 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
   const issuer = spec.issuer.href.replace(/\/$/, "") === spec.issuer.origin ? spec.issuer.origin : spec.issuer.href;
   // The names the origin guard lets through as Host: the only forwarded names the document may name.
   const names = options.trustProxyHeaders
-    ? hostNamePolicy({
-        beyondLoopback: !isLoopbackHost(options.listenHost ?? "127.0.0.1"),
-        allowed: options.allowedHosts ?? [],
-      })
+    ? listenerNames(options.listenHost ?? "127.0.0.1", options.allowedHosts ?? [])
     : undefined;
   // A reverse proxy that rewrites Host and names its public name only in X-Forwarded-Host (nginx with
   // `proxy_set_header X-Forwarded-Host`) needs that name in --allowed-hosts: say so, or its clients are

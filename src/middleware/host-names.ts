@@ -67,3 +67,20 @@ export function hostNamePolicy(options: HostNameOptions): HostNamePolicy {
     userAllowed: (hostHeader) => userAllowed(normalizeHostName(hostnameOf(hostHeader))),
   };
 }
+
+/**
+ * The names a listener on `listenHost` answers to: what a trusted X-Forwarded-Host may be for the
+ * URLs an answer names (the RFC 9728 resource, the legacy SSE `endpoint` event) to follow it.
+ */
+export function listenerNames(listenHost: string, allowedHosts: readonly string[]): HostNamePolicy {
+  return hostNamePolicy({ beyondLoopback: !isLoopbackHost(listenHost), allowed: allowedHosts });
+}
+
+/** `listenerNames` as the check a forwarder's `answersTo` takes; undefined when forwarded headers are not trusted. */
+export function forwardedNames(
+  trustProxyHeaders: boolean,
+  listenHost: string,
+  allowedHosts: readonly string[],
+): ((host: string) => boolean) | undefined {
+  return trustProxyHeaders ? listenerNames(listenHost, allowedHosts).answersTo : undefined;
+}

@@ -18,6 +18,8 @@ export interface StreamRelayOptions {
   readonly target: URL;
   readonly endpointPrefix: string | undefined;
   readonly trustProxyHeaders: boolean;
+  /** The forwarded hosts the `endpoint` event may name (public-url.ts `PublicUrlOptions`). */
+  readonly answersTo?: ((host: string) => boolean) | undefined;
   readonly live: LiveStreams;
   readonly sessions: ForwardedSessions;
   readonly pingIntervalMs?: number | undefined;
@@ -42,7 +44,7 @@ export type EventStreamRelay = (
 ) => Response;
 
 export function eventStreamRelay(options: StreamRelayOptions): EventStreamRelay {
-  const { target, endpointPrefix, trustProxyHeaders, live, sessions } = options;
+  const { target, endpointPrefix, trustProxyHeaders, answersTo, live, sessions } = options;
   const oversizedEvent = (max: number) =>
     options.onWarning?.(
       `the MCP server sent an event larger than ${max} bytes (MCPMGR_MAX_MESSAGE_BYTES); relayed without watching it for answers`,
@@ -59,7 +61,7 @@ export function eventStreamRelay(options: StreamRelayOptions): EventStreamRelay 
             head: endpointEventRewriter((endpoint) => {
               const announced = sessions.announced(endpoint, route);
               if (announced !== undefined) release = announced;
-              return publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders });
+              return publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders, answersTo });
             }),
           }
         : {}),

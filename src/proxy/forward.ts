@@ -25,6 +25,11 @@ export interface ForwardOptions {
   readonly target: URL;
   readonly endpointPrefix: string | undefined;
   readonly trustProxyHeaders: boolean;
+  /**
+   * With trustProxyHeaders, the names the listener answers to (middleware/host-names.ts): the only
+   * forwarded hosts the legacy SSE `endpoint` event may name; any other leaves it relative.
+   */
+  readonly answersTo?: ((host: string) => boolean) | undefined;
   readonly live: LiveStreams;
   /** Default: one with MCPMGR_MAX_SESSIONS and the idle time given here. */
   readonly sessions?: SessionTracker;
@@ -71,6 +76,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     target,
     endpointPrefix,
     trustProxyHeaders,
+    answersTo: options.answersTo,
     live,
     sessions,
     pingIntervalMs: options.pingIntervalMs,

@@ -1,14 +1,20 @@
 /**
  * The URL clients should use for a path the upstream advertised (the legacy SSE
  * `endpoint` event). It is relative unless a trusted reverse proxy told us its public
- * scheme and host; `--endpoint-prefix` (or a trusted X-Forwarded-Prefix) goes first.
- * Forwarded values that do not look like what they claim to be are ignored, so a
- * hostile header cannot inject a URL.
+ * scheme and host, and that host is a name the listener answers to; `--endpoint-prefix`
+ * (or a trusted X-Forwarded-Prefix) goes first. Forwarded values that do not look like
+ * what they claim to be are ignored, so a hostile header cannot inject a URL.
  */
 
 export interface PublicUrlOptions {
   readonly endpointPrefix: string | undefined;
   readonly trustProxyHeaders: boolean;
+  /**
+   * The names the listener answers to (middleware/host-names.ts, the rule of its Host and of an
+   * Origin's forwarded host): the only forwarded hosts an absolute endpoint may name. Without it,
+   * none is: the endpoint stays relative, which clients resolve against the URL they used.
+   */
+  readonly answersTo?: ((host: string) => boolean) | undefined;
 }
 
 const validProto = /^https?$/i;
@@ -34,8 +40,10 @@ export function publicEndpoint(advertised: string, target: URL, req: Request, op
     options.endpointPrefix ??
     (forwardedPrefix && validPrefix.test(forwardedPrefix) ? forwardedPrefix.replace(/\/+$/, "") : "");
 
+  // A name the listener does not answer to (a client's header a reverse proxy passed on) is not
+  // believed, as for the RFC 9728 resource (publicOrigin below).
   const host = trusted ? firstValue(headers.get("x-forwarded-host")) : undefined;
-  if (host === undefined || !validHost.test(host)) return prefix + path;
+  if (host === undefined || !validHost.test(host) || options.answersTo?.(host) !== true) return prefix + path;
   const protoHeader = firstValue(headers.get("x-forwarded-proto"));
   const proto = protoHeader && validProto.test(protoHeader) ? protoHeader.toLowerCase() : "http";
   const portHeader = firstValue(headers.get("x-forwarded-port"));

@@ -72,15 +72,17 @@ export async function stopRecorded(name: string, ctx: ClientEntriesContext): Pro
   return stopped;
 }
 
-/** Stops `name` if needed and forgets it: record, logs and AI-client entries. */
-export async function removeRecorded(name: string, ctx: ClientEntriesContext): Promise<void> {
+/** Stops `name` if needed and forgets it: record, logs and AI-client entries. Returns the record (undefined: it was corrupt). */
+export async function removeRecorded(name: string, ctx: ClientEntriesContext): Promise<WorkloadRecord | undefined> {
   const store = new WorkloadStore(ctx.paths);
-  await store.getExisting(name).catch(async (err) => {
+  const record = await store.getExisting(name).catch(async (err) => {
     // A corrupt record must still be removable: only a truly unknown name is an error.
     if ((err as { code?: string }).code !== "STATE_CORRUPT") throw err;
+    return undefined;
   });
   await stopSupervisor(store, name, ctx.log).catch(() => false);
   await clientsSeeStopped(name, ctx);
   await clientsForgetRemoved(name, ctx);
   await store.remove(name);
+  return record;
 }

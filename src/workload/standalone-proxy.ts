@@ -13,6 +13,7 @@ import type { WorkloadContext } from "./context.ts";
 import { proxyLimits } from "./limits.ts";
 import { outgoingAuthentication } from "./outgoing-auth.ts";
 import { callerOf } from "../middleware/caller.ts";
+import { forwardedNames } from "../middleware/host-names.ts";
 import { policyChain } from "../middleware/policy-chain.ts";
 
 export interface RunningProxy {
@@ -35,6 +36,7 @@ export async function startStandaloneProxy(spec: ProxySpec, ctx: WorkloadContext
       target: spec.target,
       endpointPrefix: spec.endpointPrefix,
       trustProxyHeaders: spec.trustProxyHeaders,
+      answersTo: forwardedNames(spec.trustProxyHeaders, spec.listen.host, spec.listen.allowedHosts),
       live,
       maxSessions: limits.maxSessions,
       sessionIdleMs: limits.sessionIdleMs,

@@ -5,6 +5,7 @@
  */
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { callerOf } from "../middleware/caller.ts";
+import { forwardedNames } from "../middleware/host-names.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
 import type { ServerHandle, LaunchedServer } from "../runtime/server-handle.ts";
 import type { WorkloadContext } from "./context.ts";
@@ -79,6 +80,7 @@ function forwarderOptions(spec: RunSpec, options: UpstreamOptions, ctx: Workload
   return {
     endpointPrefix: spec.listen.endpointPrefix,
     trustProxyHeaders: spec.listen.trustProxyHeaders,
+    answersTo: forwardedNames(spec.listen.trustProxyHeaders, spec.listen.host, spec.listen.allowedHosts),
     live: options.live,
     maxSessions: spec.limits.maxSessions,
     sessionIdleMs: spec.limits.sessionIdleMs,

@@ -415,6 +415,11 @@ test("a background workload whose remote asks for a login only past the start is
     // The refused login's challenge is remembered for the next start.
     const remembered = deferredLoginKey(new URL(gateUrl));
     expect(secretNames(env)).toContain(remembered);
+    // `secret list` says what it is, for which remote and server (never the challenge itself).
+    const listed = Bun.spawnSync([process.execPath, CLI_ENTRY, "secret", "list"], { cwd: REPO_ROOT, env });
+    expect(listed.stdout.toString().split("\n")).toContain(
+      `${remembered}  remembered login challenge: remote ${gateUrl}, authorization server ${authB.issuer.replace(/\/$/, "")}`,
+    );
     // The restart it advises shows B's login, and the workload is served once the user logged in.
     const restart = await spawnUntil([process.execPath, CLI_ENTRY, "restart", name], FIRST_LOGIN, {
       env,

@@ -55,13 +55,13 @@ const clientUrl = (output: string) => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec
 /** `mcpmgr proxy` with outgoing auth: logs in (by playing the user) if it asks, then returns its client URL. */
 async function startAuthenticatedProxy(
   args: string[],
-  options: { home: string; expectLogin: boolean; target?: string },
+  options: { home: string; expectLogin: boolean; target?: string; env?: Record<string, string> },
 ): Promise<Running & { url: string; login?: string }> {
   const running = await spawnUntil(
     [process.execPath, CLI_ENTRY, "proxy", "b", "--target-uri", options.target ?? remote.url, ...args],
     /(^http:\/\/127\.0\.0\.1:\d+\/auth\?\S+$)|(^http:\/\/127\.0\.0\.1:\d+\/mcp$)/m,
     {
-      env: { MCPMGR_HOME: options.home },
+      env: { MCPMGR_HOME: options.home, ...options.env },
       timeoutMs: 30_000,
     },
   );
@@ -87,6 +87,29 @@ async function proxyUntilExit(target: string, args: string[], home: string): Pro
   });
   const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
   return { code, stderr };
+}
+
+/** `mcpmgr ARGS` in `home`, run to its end (not spawnSync: the authorization server runs in this process). */
+async function mcpmgr(home: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, stdout, stderr] = await Promise.all([
+    proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+  ]);
+  return { code, stdout, stderr };
+}
+
+/** `secret list`'s lines in `home`, each an oauth- name with its description (never a value). */
+async function describedSecrets(home: string): Promise<string[]> {
+  const listed = await mcpmgr(home, ["secret", "list"]);
+  expect(listed.code).toBe(0);
+  return listed.stdout.trim().split("\n").filter(Boolean);
 }
 
 async function listTools(url: string): Promise<string[]> {
@@ -383,6 +406,62 @@ describe("the authorization-code flow with PKCE", () => {
       await proxy.stop();
       await selfNamed.stop();
     }
+    // `secret list` says what each record is for: the grant, and the first server of the user's client.
+    const issuer = auth.issuer.replace(/\/$/, "");
+    const lines = (await describedSecrets(home4)).map((line) => line.replace(/^oauth-[0-9a-f]{32} {2}/, "NAME  "));
+    expect(lines.sort()).toEqual(
+      [
+        `NAME  OAuth login grant: remote ${self}, authorization server ${issuer}`,
+        `NAME  first authorization server of the client '${CLIENTS.mcpmgr.client_id}': remote ${self}, authorization server ${issuer}`,
+      ].sort(),
+    );
+  }, 120_000);
+
+  test("a read-only secrets store (the environment provider): each record not saved is said once, by what it is", async () => {
+    const home = await mkdtemp(join(scratch, "home-read-only-"));
+    const port = await freePort();
+    const self = `http://127.0.0.1:${port}/mcp`;
+    const selfNamed = await startProxy(fixture.url, [
+      "--port",
+      String(port),
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      self,
+      ...LOCAL_DEV,
+    ]);
+    const proxy = await startAuthenticatedProxy(
+      [
+        "--remote-auth-client-id",
+        CLIENTS.mcpmgr.client_id,
+        "--remote-auth-client-secret-file",
+        secretFile,
+        "--remote-auth-callback-port",
+        String(CALLBACK_PORTS[0]),
+        "--remote-auth-skip-browser",
+      ],
+      { home, expectLogin: true, target: self, env: { MCPMGR_SECRETS_PROVIDER: "environment" } },
+    );
+    try {
+      expect(await listTools(proxy.url)).toContain("test_simple_text");
+      const tokens = "OAuth tokens are kept in memory only";
+      await until(() => (proxy.output().includes(tokens) ? true : undefined), "the tokens' warning");
+      const warnings = proxy
+        .output()
+        .split("\n")
+        .filter((line) => line.startsWith("[warn]"));
+      // The client's first server and the tokens: two records, two warnings, each naming what it lost.
+      expect(warnings).toHaveLength(2);
+      expect(warnings[0]).toContain(
+        "the authorization server the --remote-auth-client-id was first used with is not remembered for the next start",
+      );
+      expect(warnings[0]).not.toContain(tokens);
+      expect(warnings[1]).toContain(tokens);
+      expect(warnings.join("\n")).toContain("the environment secrets provider is read-only");
+    } finally {
+      await proxy.stop();
+      await selfNamed.stop();
+    }
   }, 120_000);
 
   test("two mcpmgr processes logging in at once on the same callback port both succeed", async () => {
@@ -521,6 +600,25 @@ test("mcpmgr run URL --remote-auth (detached): run shows the supervisor's login 
     const [code, stdout] = await Promise.all([proc.exited, new Response(proc.stdout).text()]);
     expect(code).toBe(0);
     expect(await listTools(stdout.trim())).toContain("test_simple_text");
+    // The grant is described by `secret list` (no token in it), kept by `rm`, which names it and
+    // the command that forgets it; that command forgets it.
+    const [described] = await describedSecrets(home);
+    const name = described?.split("  ")[0] as string;
+    expect(described).toBe(
+      `${name}  OAuth login grant: remote ${remote.url}, authorization server ${auth.issuer.replace(/\/$/, "")}`,
+    );
+    const stored = JSON.parse((await mcpmgr(home, ["secret", "get", name])).stdout) as Record<string, string>;
+    expect(stored.accessToken?.length).toBeGreaterThan(10);
+    for (const value of [stored.accessToken, stored.refreshToken]) if (value) expect(described).not.toContain(value);
+    const removed = await mcpmgr(home, ["rm", "oauth-remote"]);
+    expect(removed.code).toBe(0);
+    const forget = `mcpmgr secret delete ${name}`;
+    expect(removed.stderr).toContain(
+      `the OAuth login of ${remote.url} stays in the secrets store for every workload and proxy of that remote (${name}); to forget it: ${forget}`,
+    );
+    expect(await describedSecrets(home)).toEqual([described as string]);
+    expect((await mcpmgr(home, forget.split(" ").slice(1))).code).toBe(0);
+    expect(await describedSecrets(home)).toEqual([]);
   } finally {
     proc.kill();
     Bun.spawnSync([process.execPath, CLI_ENTRY, "rm", "oauth-remote"], { cwd: REPO_ROOT, env });

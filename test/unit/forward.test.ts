@@ -3,6 +3,7 @@
  * against a real upstream HTTP server on loopback that reports what it received.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
+import { forwardedNames } from "../../src/middleware/host-names.ts";
 import { transparentForwarder } from "../../src/proxy/forward.ts";
 import { detachedContext } from "../../src/proxy/handler.ts";
 import { LiveStreams } from "../../src/proxy/live-streams.ts";
@@ -363,12 +364,24 @@ describe("legacy SSE endpoint event", () => {
     };
     const untrusted = await get(forwarder(`${base}/legacy/sse`), "/legacy/sse", forwardedHeaders);
     expect(untrusted).toContain("data: /legacy/message?sessionId=abc\n");
+    const answersTo = forwardedNames(true, "127.0.0.1", ["mcp.example.com"]);
     const trusted = await get(
-      forwarder(`${base}/legacy/sse`, { trustProxyHeaders: true }),
+      forwarder(`${base}/legacy/sse`, { trustProxyHeaders: true, answersTo }),
       "/legacy/sse",
       forwardedHeaders,
     );
     expect(trusted).toContain("data: https://mcp.example.com:8443/team/legacy/message?sessionId=abc\n");
+  });
+
+  test("a trusted X-Forwarded-Host the listener does not answer to leaves the endpoint relative", async () => {
+    const answersTo = forwardedNames(true, "127.0.0.1", ["mcp.example.com"]);
+    const text = await get(forwarder(`${base}/legacy/sse`, { trustProxyHeaders: true, answersTo }), "/legacy/sse", {
+      "x-forwarded-proto": "https",
+      "x-forwarded-host": "evil.example",
+      "x-forwarded-prefix": "/team",
+    });
+    expect(text).toContain("data: /team/legacy/message?sessionId=abc\n");
+    expect(text).not.toContain("evil.example");
   });
 
   test("hostile forwarded values are ignored", async () => {

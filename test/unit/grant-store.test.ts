@@ -8,6 +8,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type RecordLabel, remoteOf } from "../../src/auth/outgoing/grant-labels.ts";
 import { clientHomeKey, deferredLoginKey, grantKey, secretsGrantStores } from "../../src/auth/outgoing/grant-store.ts";
 import { SECRETS_FILE_NAME } from "../../src/secrets/encrypted-file.ts";
 import { createSecretManager } from "../../src/secrets/manager.ts";
@@ -16,10 +17,14 @@ const dir = mkdtempSync(join(tmpdir(), "mcpmgr-grant-store-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const target = new URL("https://remote.example/mcp");
-const keys = [
-  grantKey({ issuer: "https://as.example/", clientId: undefined, resource: target.href, target, callbackPort: 8666 }),
-  clientHomeKey("my-client", target),
-  deferredLoginKey(target),
+const remote = remoteOf(target);
+const records: [string, RecordLabel][] = [
+  [
+    grantKey({ issuer: "https://as.example/", clientId: undefined, resource: target.href, target, callbackPort: 8666 }),
+    { kind: "grant", remote, issuer: "https://as.example/" },
+  ],
+  [clientHomeKey("my-client", target), { kind: "client-home", remote, clientId: "my-client" }],
+  [deferredLoginKey(target), { kind: "challenge", remote }],
 ];
 
 function recordingLog() {
@@ -37,8 +42,8 @@ test("an unreadable secrets store is warned about once per start, not once per r
   });
   const { warnings, log } = recordingLog();
   const storeFor = secretsGrantStores(() => secrets, log);
-  for (const key of keys) {
-    const store = storeFor(key);
+  for (const [key, about] of records) {
+    const store = storeFor(key, about);
     expect(await store.load()).toEqual({});
     expect(await store.load()).toEqual({});
   }
@@ -51,7 +56,7 @@ test("a failed save says what was not saved, once per kind of record", async () 
   const secrets = createSecretManager({ provider: "environment", dir, env: {} });
   const { warnings, log } = recordingLog();
   const storeFor = secretsGrantStores(() => secrets, log);
-  const [grant, home, deferred] = keys.map((key) => storeFor(key));
+  const [grant, home, deferred] = records.map(([key, about]) => storeFor(key, about));
   for (let round = 0; round < 2; round++) {
     await home?.save({ issuer: "https://as.example/" });
     await deferred?.save({ challenge: 'Bearer resource_metadata="https://remote.example/.well-known/x"' });
@@ -65,6 +70,6 @@ test("a failed save says what was not saved, once per kind of record", async () 
   expect(deferredWarning).not.toContain("OAuth tokens are kept in memory only");
   expect(grantWarning).toContain("OAuth tokens are kept in memory only");
   // What could not be saved is still there for this run.
-  expect(await home?.load()).toEqual({ issuer: "https://as.example/" });
-  expect(await grant?.load()).toEqual({ accessToken: "token" });
+  expect(await home?.load()).toMatchObject({ issuer: "https://as.example/" });
+  expect(await grant?.load()).toMatchObject({ accessToken: "token" });
 });

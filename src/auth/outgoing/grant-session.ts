@@ -8,6 +8,7 @@
  */
 import { errorMessage, McpmgrError } from "../../errors.ts";
 import { RefreshFailed, type ClientInfo, type TokenSet } from "./oauth-client.ts";
+import type { RecordLabel } from "./grant-labels.ts";
 import { type LoginPolicy, loginPolicy } from "./login-policy.ts";
 
 export interface Clock {
@@ -35,6 +36,8 @@ export interface StoredGrant {
   issuer?: string;
   /** A deferred-login record (grant-store.ts `deferredLoginKey`): the remote's 401 challenge. */
   challenge?: string;
+  /** What the record is for (grant-labels.ts); the store adds its own when a save gives none. */
+  about?: RecordLabel;
 }
 
 export interface GrantStore {

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { SecretManager } from "../../secrets/manager.ts";
 import { ensureDir } from "../../state/atomic-file.ts";
 import { withLock } from "../../state/lock.ts";
+import type { RecordKind, RecordLabel } from "./grant-labels.ts";
 import type { GrantStore, OutgoingLog, StoredGrant } from "./grant-session.ts";
 import { errorMessage } from "../../errors.ts";
 
@@ -54,34 +55,32 @@ export function deferredLoginKey(target: URL): string {
   return `oauth-${createHash("sha256").update(text).digest("hex").slice(0, 32)}`;
 }
 
-/** What a failed save leaves unsaved, by the kind of record (grant-session.ts `StoredGrant`). */
-function unsaved(value: StoredGrant, why: string): { kind: string; text: string } {
-  if (value.challenge !== undefined)
-    return {
-      kind: "challenge",
-      text: `the login the remote server asked for is not remembered for the next start (${why})`,
-    };
-  if (value.issuer !== undefined)
-    return {
-      kind: "client home",
-      text: `the authorization server the --remote-auth-client-id was first used with is not remembered for the next start (${why})`,
-    };
-  return { kind: "tokens", text: `OAuth tokens are kept in memory only (${why}); a restart will ask to log in again` };
+/** What a failed save leaves unsaved, by the kind of record. */
+function unsaved(kind: RecordKind, why: string): string {
+  if (kind === "challenge")
+    return `the login the remote server asked for is not remembered for the next start (${why})`;
+  if (kind === "client-home")
+    return `the authorization server the --remote-auth-client-id was first used with is not remembered for the next start (${why})`;
+  return `OAuth tokens are kept in memory only (${why}); a restart will ask to log in again`;
 }
 
 /**
- * The grant stores of one remote's token source (its grants, client home and deferred login): a
- * secrets store that cannot be read is said once per start, whatever the number of records read,
- * and a failed save once per kind of record, naming what was not saved.
+ * The grant stores of one remote's token source (its grants, client home and deferred login), each
+ * record saved with its label (grant-labels.ts, which `secret list` and `rm` read): a secrets
+ * store that cannot be read is said once per start, whatever the number of records read, and a
+ * failed save once per kind of record, naming what was not saved.
  */
-export function secretsGrantStores(secrets: () => SecretManager, log: OutgoingLog): (key: string) => GrantStore {
+export function secretsGrantStores(
+  secrets: () => SecretManager,
+  log: OutgoingLog,
+): (key: string, about: RecordLabel) => GrantStore {
   const said = new Set<string>();
   const warnOnce = (kind: string, text: string) => {
     if (said.has(kind)) return;
     said.add(kind);
     log.warn(text);
   };
-  return (key) => {
+  return (key, about) => {
     // Opened here, not in the calls below: a secrets store that cannot be opened at all is an error of the start.
     const manager = secrets();
     let memory: StoredGrant | undefined;
@@ -97,12 +96,13 @@ export function secretsGrantStores(secrets: () => SecretManager, log: OutgoingLo
         }
       },
       async save(value) {
+        const labelled = { ...value, about: value.about ?? about };
         try {
-          await manager.provider.set(key, JSON.stringify(value));
+          await manager.provider.set(key, JSON.stringify(labelled));
         } catch (err) {
-          memory = value;
-          const { kind, text } = unsaved(value, `the secrets store is unavailable: ${errorMessage(err)}`);
-          warnOnce(kind, text);
+          memory = labelled;
+          const kind = labelled.about.kind;
+          warnOnce(kind, unsaved(kind, `the secrets store is unavailable: ${errorMessage(err)}`));
         }
       },
       async clear() {

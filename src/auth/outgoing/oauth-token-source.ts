@@ -35,6 +35,7 @@ import {
   openGrantSession,
   systemClock,
 } from "./grant-session.ts";
+import { type RecordLabel, remoteOf } from "./grant-labels.ts";
 import { clientHomeKey, deferredLoginKey, grantKey } from "./grant-store.ts";
 import { type InteractiveLogin, redirectUriFor } from "./login.ts";
 import { type ClientInfo, refreshTokens, registerClient, type ServerInfo } from "./oauth-client.ts";
@@ -48,7 +49,8 @@ export interface OAuthTokenSourceOptions {
   readonly http?: Fetch | undefined;
   readonly log: OutgoingLog;
   readonly login: InteractiveLogin;
-  readonly storeFor: (key: string) => GrantStore;
+  /** The store of one record, saved with its label (grant-labels.ts: what it is, for which remote). */
+  readonly storeFor: (key: string, about: RecordLabel) => GrantStore;
   readonly exclusive: <T>(key: string, renew: () => Promise<T>) => Promise<T>;
   readonly clock?: Clock;
   /**
@@ -80,6 +82,7 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
   const { spec, target, http, log } = options;
   const userChoseServer = spec.issuer !== undefined || spec.endpoints !== undefined;
   const clock = options.clock ?? systemClock;
+  const remote = remoteOf(target);
   // One budget and one queue of logins for the remote, whichever of its authorization servers
   // they go to and whatever asked for them (step-up, a move, a late first 401).
   const logins = loginPolicy({ now: clock.now, deferTo: options.deferLoginsTo });
@@ -90,7 +93,7 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
   // A server the user names (--remote-auth-issuer) is the client's by the user's word.
   const clientHome =
     spec.clientId !== undefined && !userChoseServer
-      ? options.storeFor(clientHomeKey(spec.clientId, target))
+      ? options.storeFor(clientHomeKey(spec.clientId, target), { kind: "client-home", remote, clientId: spec.clientId })
       : undefined;
   let clientIssuer: string | undefined = (await clientHome?.load())?.issuer;
 
@@ -124,7 +127,7 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
       target,
       callbackPort: spec.callbackPort,
     });
-    const store = options.storeFor(key);
+    const store = options.storeFor(key, { kind: "grant", remote, issuer });
     const stored = await store.load();
     let counted = false;
     /** Before a login (or the registration that leads to one) this grant starts by itself. */
@@ -186,7 +189,11 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
 
   // A login the remote asked for after a background workload's start, which it did not start: this
   // start logs in as it asked, even when the remote does not ask its probe (it guards only some requests).
-  const deferred = userChoseServer ? undefined : options.storeFor(deferredLoginKey(target));
+  const deferred = userChoseServer
+    ? undefined
+    : options.storeFor(deferredLoginKey(target), { kind: "challenge", remote });
+  /** The authorization server the last challenge a 401 carried named (once discovered): the label of a remembered one. */
+  let challengeServer: { readonly challenge: string; readonly issuer: string } | undefined;
   /** What the store holds: a refusal at each request writes only a challenge that changed. */
   let deferredChallenge: string | undefined;
   const deferredFound = async (): Promise<ChallengeDiscovery | undefined> => {
@@ -203,7 +210,8 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
     if (!(err instanceof LoginRefused) || logins.deferTo === undefined || challenge === deferredChallenge) return;
     if (challenge.length > MAX_CHALLENGE_CHARS) return;
     deferredChallenge = challenge;
-    await deferred?.save({ challenge }).catch(() => {});
+    const issuer = challengeServer?.challenge === challenge ? challengeServer.issuer : undefined;
+    await deferred?.save({ challenge, about: { kind: "challenge", remote, issuer } }).catch(() => {});
   };
 
   let grant: Grant | undefined;
@@ -250,6 +258,8 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
     if (refusal !== undefined && clock.now() < refusal.until) throw refusal.error;
     opening ??= (async () => {
       const found = await discoverFromChallenge(challenge, target, http);
+      // Named as its metadata names itself (no slash after a bare origin), as the grants' labels name it.
+      challengeServer = { challenge, issuer: found.issuer.pathname === "/" ? found.issuer.origin : found.issuer.href };
       const reason = why(found);
       if (reason === undefined && grant) return grant;
       if (reason) log.info(reason);
