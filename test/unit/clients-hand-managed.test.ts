@@ -1,0 +1,63 @@
+/**
+ * Client files a user manages by hand (walk 3), on real files in a temporary HOME: valid but
+ * unusual YAML and TOML (a document end marker, a flow-style top level, mixed line endings) is
+ * either edited with every byte outside mcpmgr's entry kept, or refused with one warning and
+ * left exactly as it was; never turned into a file the client (or mcpmgr) can no longer read.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { clientById } from "../../src/clients/catalog.ts";
+import type { ClientConfigSync } from "../../src/clients/sync.ts";
+import type { ClientId } from "../../src/clients/types.ts";
+import { type ClientHome, clientSyncPerTest, localEndpoint } from "../support/client-home.ts";
+
+setDefaultTimeout(60_000);
+
+const fetch41001 = localEndpoint("fetch", 41001);
+
+let h: ClientHome;
+let sync: ClientConfigSync;
+clientSyncPerTest((fresh) => ({ h, sync } = fresh));
+
+function place(client: ClientId, text: string): string {
+  const path = clientById(client).configPath(h.ctx);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, text);
+  return path;
+}
+
+describe("YAML written by hand", () => {
+  test("a document end marker (...) keeps the servers inside the document, where the client reads them", async () => {
+    const seed =
+      "---\n# Continue\nname: Local Config\nversion: 1.0.0\nschema: v1\nmodels: []\n...\n# notes after the document\n";
+    const path = place("continue", seed);
+    const [report] = await sync.registerClient("continue", "default", [fetch41001]);
+    expect(report?.action).toBe("added");
+    const text = readFileSync(path, "utf8");
+    // One document (a second one makes Continue's parser, and mcpmgr's, refuse the file), holding the entry.
+    expect(parseYaml(text).mcpServers).toEqual([{ name: "fetch", type: "streamable-http", url: fetch41001.url }]);
+    expect(text.endsWith("...\n# notes after the document\n")).toBe(true);
+    await sync.removeClient("continue");
+    expect(readFileSync(path, "utf8")).toBe(seed.replace("...\n", "mcpServers: []\n...\n"));
+    expect(h.warnings).toEqual([]);
+  });
+
+  test("a file whose top level is written in flow style (JSON is YAML too) is refused, and left as it is", async () => {
+    const seeds: Record<"goose" | "continue", string> = {
+      // The collection is there, empty: the block would go inside the braces.
+      goose: '{"GOOSE_PROVIDER": "openai", "extensions": {}}\n',
+      // No collection yet: a key after the closing brace.
+      continue: "{name: Local Config, version: 1.0.0, schema: v1}\n",
+    };
+    for (const [client, seed] of Object.entries(seeds) as ["goose" | "continue", string][]) {
+      const path = place(client, seed);
+      const [report] = await sync.registerClient(client, "default", [fetch41001]);
+      expect([client, report?.action]).toEqual([client, "skipped"]);
+      expect(readFileSync(path, "utf8")).toBe(seed);
+    }
+    expect(h.warnings).toHaveLength(2);
+    for (const warning of h.warnings) expect(warning).toContain("its top level is written in flow style");
+  });
+});
