@@ -61,3 +61,26 @@ describe("YAML written by hand", () => {
     for (const warning of h.warnings) expect(warning).toContain("its top level is written in flow style");
   });
 });
+
+describe("TOML written by hand", () => {
+  test("a Codex config.toml mixing line endings keeps every line's own ending, a multi-line string's too", async () => {
+    // Mostly LF, with lines pasted from a Windows editor (and a CRLF inside a multi-line string).
+    const seed = [
+      '# Codex\nmodel = "o3"\r\n',
+      'instructions = """\r\nBe brief.\nBe kind.\r\n"""\n\n',
+      '[mcp_servers.mine]\r\ncommand = "npx"   # mine\nargs = ["-y", "foo"]\n\n',
+      '[profiles.fast]\r\nmodel = "gpt-5"\n',
+    ].join("");
+    const path = place("codex", seed);
+    const [report] = await sync.registerClient("codex", "default", [fetch41001]);
+    expect(report?.action).toBe("added");
+    const text = readFileSync(path, "utf8");
+    // Every line of the seed as it was, mcpmgr's table in the file's usual ending (LF) before the next table.
+    expect(text).toBe(
+      seed.replace("[profiles.fast]", `[mcp_servers.fetch]\nurl = "${fetch41001.url}"\n\n[profiles.fast]`),
+    );
+    await sync.removeClient("codex");
+    expect(readFileSync(path, "utf8")).toBe(seed);
+    expect(h.warnings).toEqual([]);
+  });
+});
