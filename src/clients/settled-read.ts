@@ -116,6 +116,12 @@ export async function readSettled(path: string, options: SettleOptions): Promise
         await wait("another program is writing it");
         continue;
       }
+      // A writer that finished (and closed the file) after the read but before the look for it
+      // left a first part behind in what was read: the file is no longer the version read.
+      if (!sameStamp(read.stamp, await currentStamp(path))) {
+        await wait("it changed while mcpmgr read it");
+        continue;
+      }
     }
     return read;
   }
