@@ -226,6 +226,21 @@ function backupPath(ctx: ClientContext, client: ClientDefinition, path: string):
 }
 
 /**
+ * Why a workload's start must not write into the client's file: mcpmgr wrote it before (its
+ * backup or creation note is kept), and now the file is gone with every folder that says the
+ * client is installed. The user uninstalled the client; making its folder again would bring back
+ * a client that `client status` calls installed. Undefined when the file may be written.
+ */
+export function uninstalled(ctx: ClientContext, client: ClientDefinition): string | undefined {
+  const path = client.configPath(ctx);
+  const markers = client.installMarkers(ctx);
+  if (existsSync(path) || markers.some((marker) => existsSync(marker))) return undefined;
+  const backup = backupPath(ctx, client, path);
+  if (!existsSync(backup) && !existsSync(`${backup}.created`)) return undefined;
+  return `it looks uninstalled (${markers.join(", ")}, where mcpmgr wrote before, is gone); mcpmgr does not make it again ('mcpmgr client remove ${client.id}' stops following its groups, 'mcpmgr client register ${client.id}' writes it anyway)`;
+}
+
+/**
  * The first version mcpmgr touched, kept once: later changes never overwrite it. A file mcpmgr
  * creates has no earlier version; `<backup>.created` records that instead, so a later change
  * does not mistake mcpmgr's own first write for the user's file.

@@ -5,7 +5,7 @@
  * left exactly as it was; never turned into a file the client (or mcpmgr) can no longer read.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { clientById } from "../../src/clients/catalog.ts";
@@ -81,6 +81,35 @@ describe("TOML written by hand", () => {
     );
     await sync.removeClient("codex");
     expect(readFileSync(path, "utf8")).toBe(seed);
+    expect(h.warnings).toEqual([]);
+  });
+});
+
+describe("a client uninstalled while registered", () => {
+  test("its removed folder is not made again by the next start; registering it again writes it", async () => {
+    const path = place("windsurf", '{\n  "mcpServers": {}\n}\n');
+    const folder = dirname(path);
+    await sync.registerClient("windsurf", "default", [fetch41001]);
+    await sync.onWorkloadStopped({ name: "fetch" });
+    // Windsurf uninstalled, its folder with it.
+    rmSync(folder, { recursive: true });
+    const [report] = await sync.onWorkloadStarted(fetch41001);
+    expect(report?.action).toBe("skipped");
+    expect(existsSync(folder)).toBe(false);
+    expect(h.warnings).toEqual([expect.stringContaining("it looks uninstalled")]);
+    expect(h.warnings[0]).toContain("'mcpmgr client remove windsurf'");
+    expect((await sync.status()).find((status) => status.id === "windsurf")?.installed).toBe(false);
+
+    // Asked for by name: written, folder and all.
+    const [again] = await sync.registerClient("windsurf", "default", [fetch41001]);
+    expect(again?.action).toBe("added");
+    expect(JSON.parse(readFileSync(path, "utf8")).mcpServers.fetch).toEqual({ serverUrl: fetch41001.url });
+  });
+
+  test("a client registered before it is installed still gets the first workload that starts", async () => {
+    await sync.registerClient("cursor", "default", []);
+    const [report] = await sync.onWorkloadStarted(fetch41001);
+    expect(report?.action).toBe("added");
     expect(h.warnings).toEqual([]);
   });
 });
