@@ -6,7 +6,7 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { clientById } from "../../src/clients/catalog.ts";
 import type { ClientConfigSync } from "../../src/clients/sync.ts";
@@ -110,6 +110,38 @@ describe("a client uninstalled while registered", () => {
     await sync.registerClient("cursor", "default", []);
     const [report] = await sync.onWorkloadStarted(fetch41001);
     expect(report?.action).toBe("added");
+    expect(h.warnings).toEqual([]);
+  });
+});
+
+describe("files in another encoding than UTF-8", () => {
+  test("a Latin-1 byte in a comment is never turned into U+FFFD: the file is left alone, byte for byte, with one warning", async () => {
+    const seeds: Partial<Record<ClientId, Buffer>> = {
+      codex: Buffer.from('# Caf\xe9 settings\nmodel = "o3"\n', "latin1"),
+      vscode: Buffer.from('{\n  // r\xe9sum\xe9\n  "servers": {}\n}\n', "latin1"),
+    };
+    for (const [client, bytes] of Object.entries(seeds) as [ClientId, Buffer][]) {
+      const path = clientById(client).configPath(h.ctx);
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, bytes);
+      const [report] = await sync.registerClient(client, "default", [fetch41001]);
+      expect([client, report?.action]).toEqual([client, "skipped"]);
+      expect(readFileSync(path).equals(bytes)).toBe(true);
+      // No backup of a text that is not the file.
+      expect(existsSync(join(h.ctx.paths.dataDir, "client-backups", client))).toBe(false);
+    }
+    expect(h.warnings).toEqual([
+      expect.stringContaining("it is not UTF-8 text (line 1 holds a byte that is not"),
+      expect.stringContaining("it is not UTF-8 text (line 2 holds a byte that is not"),
+    ]);
+  });
+
+  test("a byte order mark and characters beyond ASCII in UTF-8 are kept as they are", async () => {
+    const seed = '\uFEFF{\n  // résumé ✓ 日本\n  "mcpServers": {}\n}\n';
+    const path = place("cursor", seed);
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    await sync.removeClient("cursor");
+    expect(readFileSync(path, "utf8")).toBe(seed);
     expect(h.warnings).toEqual([]);
   });
 });
