@@ -116,11 +116,26 @@ export async function editClientFile(
       return { skipped: `it cannot be read (${err.message}); mcpmgr left it unchanged` };
     }
     // Unreadable, unwritable, locked for too long: a warning, never a failed `run`.
-    if (isMcpmgrError(err) || errnoCode(err) !== undefined) {
-      return { skipped: `cannot update it: ${errorMessage(err)}` };
-    }
+    if (isMcpmgrError(err) || errnoCode(err) !== undefined) return { skipped: ioFailure(path, target, err) };
     throw err;
   }
+}
+
+/**
+ * Why the file could not be updated, in the user's terms where the cause is theirs to fix: a
+ * folder that cannot be written (the lock and the new text go beside the file), as when the file
+ * is a link into a store another tool manages (Nix's home-manager), or a loop of symlinks.
+ */
+function ioFailure(path: string, target: string, err: unknown): string {
+  const code = isMcpmgrError(err) ? errnoCode(err.cause) : errnoCode(err);
+  const linked = target !== path ? `it links to ${target}, and ` : "";
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS") {
+    if (isMcpmgrError(err) && err.message.startsWith("cannot create the lock file")) {
+      return `${linked}its folder ${dirname(target)} cannot be written (${code}), where mcpmgr writes the new version before it replaces the file; mcpmgr left it unchanged (make that folder writable, or add the server where the file is managed, e.g. your dotfiles or home-manager)`;
+    }
+  }
+  if (code === "ELOOP") return `its symlinks form a loop (${path} leads back to itself); mcpmgr left it unchanged`;
+  return `cannot update it: ${errorMessage(err)}`;
 }
 
 interface Owner {

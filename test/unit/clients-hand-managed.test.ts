@@ -5,7 +5,7 @@
  * left exactly as it was; never turned into a file the client (or mcpmgr) can no longer read.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { clientById } from "../../src/clients/catalog.ts";
@@ -143,5 +143,54 @@ describe("files in another encoding than UTF-8", () => {
     await sync.removeClient("cursor");
     expect(readFileSync(path, "utf8")).toBe(seed);
     expect(h.warnings).toEqual([]);
+  });
+});
+
+/**
+ * A folder nobody may write into, even root (who ignores permission bits): immutable, as a Nix
+ * store's folders are read-only to everyone.
+ */
+function unwritable(dir: string): () => void {
+  if (process.getuid?.() !== 0) {
+    chmodSync(dir, 0o555);
+    return () => chmodSync(dir, 0o755);
+  }
+  expect(Bun.spawnSync(["chattr", "+i", dir]).exitCode).toBe(0);
+  return () => {
+    Bun.spawnSync(["chattr", "-i", dir]);
+  };
+}
+
+describe("links a dotfile manager made", () => {
+  test("a link into a folder that cannot be written (a Nix store) is one warning saying so, naming where it links", async () => {
+    const store = join(h.home, "store", "abc-home-manager-files");
+    mkdirSync(store, { recursive: true });
+    const target = join(store, "mcp.json");
+    const seed = '{\n  "mcpServers": {}\n}\n';
+    writeFileSync(target, seed);
+    const link = clientById("cursor").configPath(h.ctx);
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(target, link);
+    const restore = unwritable(store);
+    try {
+      const [report] = await sync.registerClient("cursor", "default", [fetch41001]);
+      expect(report?.action).toBe("skipped");
+    } finally {
+      restore();
+    }
+    expect(readFileSync(target, "utf8")).toBe(seed);
+    expect(h.warnings).toHaveLength(1);
+    expect(h.warnings[0]).toContain(`it links to ${target}, and its folder ${store} cannot be written (`);
+    expect(h.warnings[0]).toContain("mcpmgr left it unchanged (make that folder writable, or add the server where");
+  });
+
+  test("a loop of links is one warning naming it, not an errno", async () => {
+    const link = clientById("gemini-cli").configPath(h.ctx);
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync("other.json", link);
+    symlinkSync("settings.json", join(dirname(link), "other.json"));
+    const [report] = await sync.registerClient("gemini-cli", "default", [fetch41001]);
+    expect(report?.action).toBe("skipped");
+    expect(h.warnings).toEqual([expect.stringContaining(`its symlinks form a loop (${link} leads back to itself)`)]);
   });
 });
