@@ -95,6 +95,8 @@ export async function editClientFile(
         const renamed = await writeFileAtomic(target, bom + edited, {
           mode,
           ...(owner ? { owner } : {}),
+          // Not root: the file stays in its group where the user may keep it there (a shared one).
+          ...(!owner && read !== undefined && read.gid !== process.getegid?.() ? { group: read.gid } : {}),
           beforeRename: async () => sameStamp(read?.stamp, await currentStamp(target)),
         });
         if (renamed) return { changed: true };

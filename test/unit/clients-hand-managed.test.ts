@@ -5,8 +5,20 @@
  * left exactly as it was; never turned into a file the client (or mcpmgr) can no longer read.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { clientById } from "../../src/clients/catalog.ts";
 import type { ClientConfigSync } from "../../src/clients/sync.ts";
@@ -192,5 +204,35 @@ describe("links a dotfile manager made", () => {
     const [report] = await sync.registerClient("gemini-cli", "default", [fetch41001]);
     expect(report?.action).toBe("skipped");
     expect(h.warnings).toEqual([expect.stringContaining(`its symlinks form a loop (${link} leads back to itself)`)]);
+  });
+});
+
+describe("ownership", () => {
+  const EDIT = resolve(import.meta.dir, "../fixtures/clients-writer/register-once.ts");
+
+  test("a user's file shared through one of their groups stays in that group, not the user's primary one", () => {
+    // A user (nobody, uid 65534, primary group 65534) who is also in group 100, as root makes them here.
+    const home = mkdtempSync(join(tmpdir(), "mcpmgr-client-group-"));
+    try {
+      chmodSync(home, 0o755);
+      const path = join(home, ".cursor", "mcp.json");
+      mkdirSync(dirname(path));
+      writeFileSync(path, '{\n  "mcpServers": {}\n}\n');
+      for (const file of [home, dirname(path), path]) chownSync(file, 65534, 65534);
+      chownSync(path, 65534, 100);
+      chmodSync(path, 0o660);
+      const asUser =
+        process.getuid?.() === 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--groups=100", "--"] : [];
+      const edit = Bun.spawnSync([...asUser, process.execPath, EDIT, home, "cursor"], {
+        env: { PATH: process.env.PATH },
+      });
+      expect([edit.exitCode, edit.stderr.toString()]).toEqual([0, ""]);
+      expect(JSON.parse(edit.stdout.toString()).action).toBe("added");
+      const after = statSync(path);
+      expect([after.uid, after.gid, after.mode & 0o777]).toEqual([65534, 100, 0o660]);
+      expect(JSON.parse(readFileSync(path, "utf8")).mcpServers.cw.url).toBe("http://127.0.0.1:41001/mcp");
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });
