@@ -13,6 +13,7 @@
  *            group; a new file under the user's home (and folders made for it) belongs to the
  *            home's owner, so the client can still write its own settings. As root, a file
  *            whose real path leaves the home, or that is not the home owner's, is refused.
+ *            A hard-linked file is written in place instead (a rename would part its names).
  *
  * Clients that rewrite their own file at any moment (Claude Code does, for ~/.claude.json)
  * do not take our lock, and many write in place (truncate, then write). The file is read only
@@ -29,7 +30,14 @@ import { errorMessage, isMcpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
 import { ConfigParseError, type FormatEditor, loadEditor } from "./formats/editor.ts";
-import { currentStamp, readSettled, SETTLE_LIMIT_MS, sameStamp, UnsettledFile } from "./settled-read.ts";
+import {
+  currentStamp,
+  type FileStamp,
+  readSettled,
+  SETTLE_LIMIT_MS,
+  sameStamp,
+  UnsettledFile,
+} from "./settled-read.ts";
 import type { ClientContext, ClientDefinition } from "./types.ts";
 
 /** Raised inside an edit to leave the file untouched, with the reason as the warning. */
@@ -89,17 +97,22 @@ export async function editClientFile(
         const mode = read === undefined ? NEW_FILE_MODE : read.mode;
         const owner = await ownerFor(ctx, target, read);
         await backupOnce(ctx, client, path, original);
-        // The bits are set on the temporary file's handle (exactly, past the umask): a chmod by
-        // path after the rename would follow a link the user swapped in meanwhile. The file must
-        // still be the version read: a client that wrote it meanwhile is read again.
-        const renamed = await writeFileAtomic(target, bom + edited, {
-          mode,
-          ...(owner ? { owner } : {}),
-          // Not root: the file stays in its group where the user may keep it there (a shared one).
-          ...(!owner && read !== undefined && read.gid !== process.getegid?.() ? { group: read.gid } : {}),
-          beforeRename: async () => sameStamp(read?.stamp, await currentStamp(target)),
-        });
-        if (renamed) return { changed: true };
+        // A file with other names (a dotfiles folder of hard links) is written in place: a rename
+        // would part them. Otherwise the bits are set on the temporary file's handle (exactly, past
+        // the umask): a chmod by path after the rename would follow a link the user swapped in
+        // meanwhile. Either way the file must still be the version read: a client that wrote it
+        // meanwhile is read again.
+        const written =
+          read !== undefined && read.links > 1
+            ? await writeInPlace(target, bom + edited, read.stamp)
+            : await writeFileAtomic(target, bom + edited, {
+                mode,
+                ...(owner ? { owner } : {}),
+                // Not root: the file stays in its group where the user may keep it there (a shared one).
+                ...(!owner && read !== undefined && read.gid !== process.getegid?.() ? { group: read.gid } : {}),
+                beforeRename: async () => sameStamp(read?.stamp, await currentStamp(target)),
+              });
+        if (written) return { changed: true };
         if (Date.now() >= deadline) {
           throw new SkipEdit(
             `it kept changing for more than ${SETTLE_LIMIT_MS / 1000} s; mcpmgr left it unchanged (run the command again once it is done)`,
@@ -138,6 +151,28 @@ function ioFailure(path: string, target: string, err: unknown): string {
   }
   if (code === "ELOOP") return `its symlinks form a loop (${path} leads back to itself); mcpmgr left it unchanged`;
   return `cannot update it: ${errorMessage(err)}`;
+}
+
+/**
+ * A hard-linked file is written through its own inode, as vim does for one: its other names (a
+ * dotfiles folder's copy) see the change, instead of keeping the old text while this name gets a
+ * new file. Not atomic (a reader may see it mid-write; the first version is in the backup), so
+ * only for such files. False when the file is no longer the version read.
+ */
+async function writeInPlace(target: string, text: string, stamp: FileStamp): Promise<boolean> {
+  const handle = await open(target, constants.O_WRONLY | (constants.O_NOFOLLOW ?? 0));
+  try {
+    const info = await handle.stat({ bigint: true });
+    const now = { dev: info.dev, ino: info.ino, size: info.size, mtimeNs: info.mtimeNs, ctimeNs: info.ctimeNs };
+    if (!sameStamp(stamp, now)) return false;
+    const bytes = Buffer.from(text);
+    await handle.write(bytes, 0, bytes.length, 0);
+    await handle.truncate(bytes.length);
+    await handle.sync();
+    return true;
+  } finally {
+    await handle.close();
+  }
 }
 
 interface Owner {

@@ -50,6 +50,8 @@ export interface SettledText {
   readonly mode: number;
   readonly uid: number;
   readonly gid: number;
+  /** How many names the file has (hard links): more than one must be written in place. */
+  readonly links: number;
 }
 
 export interface SettleOptions {
@@ -156,6 +158,7 @@ async function readOnce(path: string): Promise<SettledText | "changing" | undefi
       mode: Number(after.mode) & 0o7777,
       uid: Number(after.uid),
       gid: Number(after.gid),
+      links: Number(after.nlink),
     };
   } finally {
     await handle.close();

@@ -13,6 +13,7 @@ import {
   mkdtempSync,
   readFileSync,
   rmSync,
+  linkSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -174,6 +175,26 @@ function unwritable(dir: string): () => void {
 }
 
 describe("links a dotfile manager made", () => {
+  test("a hard-linked file is edited through its inode: the dotfiles folder's name sees every change", async () => {
+    const kept = join(h.home, "dotfiles", "cursor-mcp.json");
+    mkdirSync(dirname(kept), { recursive: true });
+    const seed = '{\n  // mine\n  "mcpServers": {}\n}\n';
+    writeFileSync(kept, seed);
+    const path = clientById("cursor").configPath(h.ctx);
+    mkdirSync(dirname(path), { recursive: true });
+    linkSync(kept, path);
+    const inode = statSync(kept).ino;
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    expect([statSync(path).ino, statSync(path).nlink]).toEqual([inode, 2]);
+    expect(JSON.parse(readFileSync(kept, "utf8").replace("// mine", "")).mcpServers.fetch).toEqual({
+      url: fetch41001.url,
+    });
+    await sync.removeClient("cursor");
+    expect(readFileSync(kept, "utf8")).toBe(seed);
+    expect(statSync(path).ino).toBe(inode);
+    expect(h.warnings).toEqual([]);
+  });
+
   test("a link into a folder that cannot be written (a Nix store) is one warning saying so, naming where it links", async () => {
     const store = join(h.home, "store", "abc-home-manager-files");
     mkdirSync(store, { recursive: true });
