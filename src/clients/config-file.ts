@@ -23,7 +23,7 @@
  *   read-only  a file without its owner's write bit is left alone, with one warning: that is how
  *            users tell programs to keep out of a file.
  */
-import { constants, existsSync } from "node:fs";
+import { constants, existsSync, statSync } from "node:fs";
 import { lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
@@ -150,6 +150,12 @@ function ioFailure(path: string, target: string, err: unknown): string {
     }
   }
   if (code === "ELOOP") return `its symlinks form a loop (${path} leads back to itself); mcpmgr left it unchanged`;
+  if (code === "EEXIST" || code === "ENOTDIR") {
+    const blocker = notAFolder(dirname(target));
+    if (blocker !== undefined) {
+      return `${blocker} is a file where a folder on the way to it belongs; mcpmgr left it unchanged (move that file away to let mcpmgr write there)`;
+    }
+  }
   return `cannot update it: ${errorMessage(err)}`;
 }
 
@@ -173,6 +179,14 @@ async function writeInPlace(target: string, text: string, stamp: FileStamp): Pro
   } finally {
     await handle.close();
   }
+}
+
+/** The first path on the way to `dir` that exists and is not a folder, if any. */
+function notAFolder(dir: string): string | undefined {
+  const parent = dirname(dir);
+  const above = parent === dir ? undefined : notAFolder(parent);
+  if (above !== undefined) return above;
+  return existsSync(dir) && !statSync(dir).isDirectory() ? dir : undefined;
 }
 
 interface Owner {

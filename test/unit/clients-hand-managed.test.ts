@@ -217,6 +217,17 @@ describe("links a dotfile manager made", () => {
     expect(h.warnings[0]).toContain("mcpmgr left it unchanged (make that folder writable, or add the server where");
   });
 
+  test("a file where the client's folder belongs is one warning naming it, not an errno", async () => {
+    // A dotfiles script that wrote ~/.cursor as a file.
+    writeFileSync(join(h.home, ".cursor"), "notes\n");
+    const [report] = await sync.registerClient("cursor", "default", [fetch41001]);
+    expect(report?.action).toBe("skipped");
+    expect(h.warnings).toEqual([
+      expect.stringContaining(`${join(h.home, ".cursor")} is a file where a folder on the way to it belongs`),
+    ]);
+    expect(readFileSync(join(h.home, ".cursor"), "utf8")).toBe("notes\n");
+  });
+
   test("a loop of links is one warning naming it, not an errno", async () => {
     const link = clientById("gemini-cli").configPath(h.ctx);
     mkdirSync(dirname(link), { recursive: true });
