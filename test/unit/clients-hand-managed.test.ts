@@ -98,6 +98,22 @@ describe("TOML written by hand", () => {
   });
 });
 
+describe("TOML with nothing but comments", () => {
+  test("a config.toml whose every line is commented out keeps them first: mcpmgr's tables go after them", async () => {
+    const seed = '# model = "o3"\n# approval_policy = "never"\n\n# [profiles.fast]\n# model = "gpt-5"\n';
+    const path = place("codex", seed);
+    await sync.registerClient("codex", "default", [fetch41001]);
+    // Uncommenting a line later keeps its meaning: it is not inside mcpmgr's table.
+    expect(readFileSync(path, "utf8")).toBe(
+      `${seed}\n[mcp_servers]\n\n[mcp_servers.fetch]\nurl = "${fetch41001.url}"\n`,
+    );
+    await sync.removeClient("codex");
+    // The parent table header written with the first entry stays (docs/clients.md, Formats).
+    expect(readFileSync(path, "utf8")).toBe(`${seed}\n[mcp_servers]\n`);
+    expect(h.warnings).toEqual([]);
+  });
+});
+
 describe("a client uninstalled while registered", () => {
   test("its removed folder is not made again by the next start; registering it again writes it", async () => {
     const path = place("windsurf", '{\n  "mcpServers": {}\n}\n');

@@ -126,7 +126,15 @@ const tomlEditor: FormatEditor = {
   },
   entries: (text, collection): EntryMap => new Map(Object.entries(collectionOf(parseToml(text), collection) ?? {})),
   insertEntry: (text, collection, name, value) => {
-    collectionOf(parseToml(text), collection);
+    const root = parseToml(text);
+    collectionOf(root, collection);
+    if (Object.keys(root).length === 0 && text.trim() !== "") {
+      // Nothing but comments (a config whose every line is commented out): toml_edit puts new
+      // tables before them, and a line uncommented later would then land in mcpmgr's table.
+      const eol = usualEol(text);
+      const table = edit("", keyPath(collection, name), value, { inline: false }).replace(/\r?\n/g, eol);
+      return `${text}${text.endsWith("\n") ? "" : eol}${eol}${table}`;
+    }
     return editKeepingEol(text, keyPath(collection, name), value, { inline: false });
   },
   setEntryKey: (text, collection, name, key, value) => editKeepingEol(text, keyPath(collection, name, key), value),
