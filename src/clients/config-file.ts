@@ -303,7 +303,8 @@ export function uninstalled(ctx: ClientContext, client: ClientDefinition): strin
   if (existsSync(path) || markers.some((marker) => existsSync(marker))) return undefined;
   const backup = backupPath(ctx, client, path);
   if (!existsSync(backup) && !existsSync(`${backup}.created`)) return undefined;
-  return `it looks uninstalled (${markers.join(", ")}, where mcpmgr wrote before, is gone); mcpmgr does not make it again ('mcpmgr client remove ${client.id}' stops following its groups, 'mcpmgr client register ${client.id}' writes it anyway)`;
+  const folders = markers.filter((marker) => marker !== path);
+  return `it looks uninstalled: the file mcpmgr wrote before is gone, and so is ${folders.join(" and ")}; mcpmgr does not make them again ('mcpmgr client remove ${client.id}' stops following its groups, 'mcpmgr client register ${client.id}' writes it anyway)`;
 }
 
 /**
