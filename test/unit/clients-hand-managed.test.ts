@@ -1,8 +1,10 @@
 /**
  * Client files a user manages by hand (walk 3), on real files in a temporary HOME: valid but
- * unusual YAML and TOML (a document end marker, a flow-style top level, mixed line endings) is
- * either edited with every byte outside mcpmgr's entry kept, or refused with one warning and
- * left exactly as it was; never turned into a file the client (or mcpmgr) can no longer read.
+ * unusual YAML and TOML (a document end marker, a flow-style top level, mixed line endings, a file
+ * of comments only) is either edited with every byte outside mcpmgr's entry kept, or refused with
+ * one warning and left exactly as it was; never turned into a file the client (or mcpmgr) can no
+ * longer read. So is a file in another encoding. Dotfile managers' links (hard links, links into
+ * a store nobody may write, loops), a shared group, and a client uninstalled while registered.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import {
@@ -12,8 +14,8 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
-  rmSync,
   linkSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
