@@ -13,6 +13,7 @@
  *            group; a new file under the user's home (and folders made for it) belongs to the
  *            home's owner, so the client can still write its own settings. As root, a file
  *            whose real path leaves the home, or that is not the home owner's, is refused.
+ *            A hard-linked file is written in place instead (a rename would part its names).
  *
  * Clients that rewrite their own file at any moment (Claude Code does, for ~/.claude.json)
  * do not take our lock, and many write in place (truncate, then write). The file is read only
@@ -22,14 +23,21 @@
  *   read-only  a file without its owner's write bit is left alone, with one warning: that is how
  *            users tell programs to keep out of a file.
  */
-import { constants, existsSync } from "node:fs";
+import { constants, existsSync, statSync } from "node:fs";
 import { lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
 import { ConfigParseError, type FormatEditor, loadEditor } from "./formats/editor.ts";
-import { currentStamp, readSettled, SETTLE_LIMIT_MS, sameStamp, UnsettledFile } from "./settled-read.ts";
+import {
+  currentStamp,
+  type FileStamp,
+  readSettled,
+  SETTLE_LIMIT_MS,
+  sameStamp,
+  UnsettledFile,
+} from "./settled-read.ts";
 import type { ClientContext, ClientDefinition } from "./types.ts";
 
 /** Raised inside an edit to leave the file untouched, with the reason as the warning. */
@@ -89,15 +97,22 @@ export async function editClientFile(
         const mode = read === undefined ? NEW_FILE_MODE : read.mode;
         const owner = await ownerFor(ctx, target, read);
         await backupOnce(ctx, client, path, original);
-        // The bits are set on the temporary file's handle (exactly, past the umask): a chmod by
-        // path after the rename would follow a link the user swapped in meanwhile. The file must
-        // still be the version read: a client that wrote it meanwhile is read again.
-        const renamed = await writeFileAtomic(target, bom + edited, {
-          mode,
-          ...(owner ? { owner } : {}),
-          beforeRename: async () => sameStamp(read?.stamp, await currentStamp(target)),
-        });
-        if (renamed) return { changed: true };
+        // A file with other names (a dotfiles folder of hard links) is written in place: a rename
+        // would part them. Otherwise the bits are set on the temporary file's handle (exactly, past
+        // the umask): a chmod by path after the rename would follow a link the user swapped in
+        // meanwhile. Either way the file must still be the version read: a client that wrote it
+        // meanwhile is read again.
+        const written =
+          read !== undefined && read.links > 1
+            ? await writeInPlace(target, bom + edited, read.stamp)
+            : await writeFileAtomic(target, bom + edited, {
+                mode,
+                ...(owner ? { owner } : {}),
+                // Not root: the file stays in its group where the user may keep it there (a shared one).
+                ...(!owner && read !== undefined && read.gid !== process.getegid?.() ? { group: read.gid } : {}),
+                beforeRename: async () => sameStamp(read?.stamp, await currentStamp(target)),
+              });
+        if (written) return { changed: true };
         if (Date.now() >= deadline) {
           throw new SkipEdit(
             `it kept changing for more than ${SETTLE_LIMIT_MS / 1000} s; mcpmgr left it unchanged (run the command again once it is done)`,
@@ -116,11 +131,62 @@ export async function editClientFile(
       return { skipped: `it cannot be read (${err.message}); mcpmgr left it unchanged` };
     }
     // Unreadable, unwritable, locked for too long: a warning, never a failed `run`.
-    if (isMcpmgrError(err) || errnoCode(err) !== undefined) {
-      return { skipped: `cannot update it: ${errorMessage(err)}` };
-    }
+    if (isMcpmgrError(err) || errnoCode(err) !== undefined) return { skipped: ioFailure(path, target, err) };
     throw err;
   }
+}
+
+/**
+ * Why the file could not be updated, in the user's terms where the cause is theirs to fix: a
+ * folder that cannot be written (the lock and the new text go beside the file), as when the file
+ * is a link into a store another tool manages (Nix's home-manager), or a loop of symlinks.
+ */
+function ioFailure(path: string, target: string, err: unknown): string {
+  const code = isMcpmgrError(err) ? errnoCode(err.cause) : errnoCode(err);
+  const linked = target !== path ? `it links to ${target}, and ` : "";
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS") {
+    if (isMcpmgrError(err) && err.message.startsWith("cannot create the lock file")) {
+      return `${linked}its folder ${dirname(target)} cannot be written (${code}), where mcpmgr writes the new version before it replaces the file; mcpmgr left it unchanged (make that folder writable, or add the server where the file is managed, e.g. your dotfiles or home-manager)`;
+    }
+  }
+  if (code === "ELOOP") return `its symlinks form a loop (${path} leads back to itself); mcpmgr left it unchanged`;
+  if (code === "EEXIST" || code === "ENOTDIR") {
+    const blocker = notAFolder(dirname(target));
+    if (blocker !== undefined) {
+      return `${blocker} is a file where a folder on the way to it belongs; mcpmgr left it unchanged (move that file away to let mcpmgr write there)`;
+    }
+  }
+  return `cannot update it: ${errorMessage(err)}`;
+}
+
+/**
+ * A hard-linked file is written through its own inode, as vim does for one: its other names (a
+ * dotfiles folder's copy) see the change, instead of keeping the old text while this name gets a
+ * new file. Not atomic (a reader may see it mid-write; the first version is in the backup), so
+ * only for such files. False when the file is no longer the version read.
+ */
+async function writeInPlace(target: string, text: string, stamp: FileStamp): Promise<boolean> {
+  const handle = await open(target, constants.O_WRONLY | (constants.O_NOFOLLOW ?? 0));
+  try {
+    const info = await handle.stat({ bigint: true });
+    const now = { dev: info.dev, ino: info.ino, size: info.size, mtimeNs: info.mtimeNs, ctimeNs: info.ctimeNs };
+    if (!sameStamp(stamp, now)) return false;
+    const bytes = Buffer.from(text);
+    await handle.write(bytes, 0, bytes.length, 0);
+    await handle.truncate(bytes.length);
+    await handle.sync();
+    return true;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The first path on the way to `dir` that exists and is not a folder, if any. */
+function notAFolder(dir: string): string | undefined {
+  const parent = dirname(dir);
+  const above = parent === dir ? undefined : notAFolder(parent);
+  if (above !== undefined) return above;
+  return existsSync(dir) && !statSync(dir).isDirectory() ? dir : undefined;
 }
 
 interface Owner {
@@ -223,6 +289,22 @@ async function realTarget(path: string): Promise<string> {
 
 function backupPath(ctx: ClientContext, client: ClientDefinition, path: string): string {
   return join(ctx.paths.dataDir, "client-backups", client.id, basename(path));
+}
+
+/**
+ * Why a workload's start must not write into the client's file: mcpmgr wrote it before (its
+ * backup or creation note is kept), and now the file is gone with every folder that says the
+ * client is installed. The user uninstalled the client; making its folder again would bring back
+ * a client that `client status` calls installed. Undefined when the file may be written.
+ */
+export function uninstalled(ctx: ClientContext, client: ClientDefinition): string | undefined {
+  const path = client.configPath(ctx);
+  const markers = client.installMarkers(ctx);
+  if (existsSync(path) || markers.some((marker) => existsSync(marker))) return undefined;
+  const backup = backupPath(ctx, client, path);
+  if (!existsSync(backup) && !existsSync(`${backup}.created`)) return undefined;
+  const folders = markers.filter((marker) => marker !== path);
+  return `it looks uninstalled: the file mcpmgr wrote before is gone, and so is ${folders.join(" and ")}; mcpmgr does not make them again ('mcpmgr client remove ${client.id}' stops following its groups, 'mcpmgr client register ${client.id}' writes it anyway)`;
 }
 
 /**

@@ -50,6 +50,8 @@ export interface SettledText {
   readonly mode: number;
   readonly uid: number;
   readonly gid: number;
+  /** How many names the file has (hard links): more than one must be written in place. */
+  readonly links: number;
 }
 
 export interface SettleOptions {
@@ -116,6 +118,12 @@ export async function readSettled(path: string, options: SettleOptions): Promise
         await wait("another program is writing it");
         continue;
       }
+      // A writer that finished (and closed the file) after the read but before the look for it
+      // left a first part behind in what was read: the file is no longer the version read.
+      if (!sameStamp(read.stamp, await currentStamp(path))) {
+        await wait("it changed while mcpmgr read it");
+        continue;
+      }
     }
     return read;
   }
@@ -139,20 +147,40 @@ async function readOnce(path: string): Promise<SettledText | "changing" | undefi
     const before = await handle.stat({ bigint: true });
     if (!before.isFile())
       throw new UnsettledFile(`it is ${kindOf(before)}, not a regular file; mcpmgr left it unchanged`);
-    const text = await handle.readFile("utf8");
+    const bytes = await handle.readFile();
     const after = await handle.stat({ bigint: true });
     // A file replaced by rename keeps this descriptor on the old one: the path is checked too.
     const now = await currentStamp(path);
     if (!sameStamp(stampOf(before), stampOf(after)) || !sameStamp(stampOf(after), now)) return "changing";
     return {
-      text,
+      text: utf8(bytes),
       stamp: stampOf(after),
       mode: Number(after.mode) & 0o7777,
       uid: Number(after.uid),
       gid: Number(after.gid),
+      links: Number(after.nlink),
     };
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * The file's text. Every client reads its file as UTF-8 (JSON, YAML and TOML require it); a file
+ * saved in another encoding (Latin-1 from an old editor) would come back with each byte that is
+ * not UTF-8 replaced by U+FFFD, a character of the user's lost for good (and in the backup too):
+ * it is left alone instead. The byte order mark stays in the text, for the caller to keep.
+ */
+function utf8(bytes: Uint8Array): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    const lenient = new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
+    const at = lenient.indexOf("\uFFFD");
+    const line = lenient.slice(0, at).split("\n").length;
+    throw new UnsettledFile(
+      `it is not UTF-8 text (line ${line} holds a byte that is not; another encoding, such as Latin-1?); mcpmgr left it unchanged (save it as UTF-8, as the client reads it)`,
+    );
   }
 }
 

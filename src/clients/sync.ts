@@ -31,7 +31,7 @@ import {
 import { assertGroupExists } from "../state/groups.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { allClients, clientById, isClientId } from "./catalog.ts";
-import { editClientFile, SkipEdit } from "./config-file.ts";
+import { editClientFile, SkipEdit, uninstalled } from "./config-file.ts";
 import { addedKeys, forgetKept, keepAddedKeys, passOnEmptyForm, takeKeptKeys } from "./entry-memory.ts";
 import { sameValue } from "./formats/editor.ts";
 import { onlyGateway, otherGatewayEntry } from "./gateway-rules.ts";
@@ -79,20 +79,18 @@ export class ClientConfigSync {
       for (const [id, record] of Object.entries(registrations.clients)) {
         if (!isClientId(id) || !record.groups.includes(workload.group)) continue;
         if (viaGateway(registrations, id, workload.group) !== (workload.gateway === true)) continue;
+        const client = clientById(id);
         const other = workload.gateway === true ? otherGatewayEntry(registrations, id, workload) : undefined;
-        if (other !== undefined) {
-          const client = clientById(id);
-          reports.push(
-            this.#skipped(
-              client,
-              workload.name,
-              client.configPath(this.#ctx),
-              `it reaches group ${workload.group} through the gateway ${other} already, and a client gets one gateway of a group (stop one of them with 'mcpmgr stop NAME'; the client follows whichever runs)`,
-            ),
-          );
+        const refusal =
+          uninstalled(this.#ctx, client) ??
+          (other === undefined
+            ? undefined
+            : `it reaches group ${workload.group} through the gateway ${other} already, and a client gets one gateway of a group (stop one of them with 'mcpmgr stop NAME'; the client follows whichever runs)`);
+        if (refusal !== undefined) {
+          reports.push(this.#skipped(client, workload.name, client.configPath(this.#ctx), refusal));
           continue;
         }
-        reports.push(await this.#upsert(registrations, save, clientById(id), workload));
+        reports.push(await this.#upsert(registrations, save, client, workload));
       }
       return reports;
     });

@@ -29,6 +29,12 @@ export interface WriteOptions {
    */
   readonly owner?: { readonly uid: number; readonly gid: number };
   /**
+   * A group to keep the file in where the process may (a user may give their file to any group
+   * they are a member of): the new file is otherwise in the user's primary group, and the people
+   * the old one was shared with through its group would lose it. Where it may not, the write goes on.
+   */
+  readonly group?: number;
+  /**
    * Asked once the new text is on disk, just before the rename: false leaves the target as it
    * is (the temporary file goes) and the write returns false. An AI client's file uses it to
    * check that its own program did not write it since it was read.
@@ -54,6 +60,7 @@ export async function writeFileAtomic(
     const handle = await (await fsp()).open(temp, "wx", mode);
     try {
       if (options.owner !== undefined) await handle.chown(options.owner.uid, options.owner.gid);
+      else if (options.group !== undefined) await handle.chown(-1, options.group).catch(() => {});
       // Through the handle, before the rename: the exact bits (open's mode went through the
       // umask), and no chmod by path afterwards that a link swapped in meanwhile would redirect.
       await handle.chmod(mode);

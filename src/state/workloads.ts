@@ -214,8 +214,15 @@ export class WorkloadStore {
     return status === undefined ? undefined : deepFreeze(status);
   }
 
-  /** Replaces the status (updatedAt defaults to now). WORKLOAD_NOT_FOUND if the workload was removed meanwhile. */
-  async writeStatus(name: string, input: WorkloadStatusInput): Promise<WorkloadStatus> {
+  /**
+   * Replaces the status (updatedAt defaults to now). WORKLOAD_NOT_FOUND if the workload was removed meanwhile.
+   * With `onlyIf`, only when it holds for the status there now (under the lock): false leaves that one.
+   */
+  async writeStatus(
+    name: string,
+    input: WorkloadStatusInput,
+    options: { readonly onlyIf?: (current: WorkloadStatus | undefined) => boolean } = {},
+  ): Promise<WorkloadStatus> {
     assertWorkloadName(name);
     const parsed = v.safeParse(workloadStatusSchema, {
       ...input,
@@ -231,6 +238,7 @@ export class WorkloadStore {
     await this.#locked(async () => {
       // Without this check a supervisor exiting after `rm` would bring back a ghost folder.
       if ((await this.#read(name)) === undefined) _notFound(this.paths, name, this.#names());
+      if (options.onlyIf !== undefined && !options.onlyIf(await this.readStatus(name).catch(() => undefined))) return;
       await writeJsonFile(join(this.#dir(name), STATUS_FILE), status);
     });
     return status;

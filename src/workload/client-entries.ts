@@ -50,10 +50,33 @@ export function clientContextOf(ctx: ClientEntriesContext): ClientContext {
     platform: process.platform,
     env: ctx.env,
     paths: ctx.paths,
-    log: ctx.log,
+    log: warningOnce(ctx.log),
     // A compiled mcpmgr is one absolute executable; a source run is `bun /abs/path/src/main.ts`.
     // By a path an upgrade keeps (a Homebrew Cellar folder is removed by the next upgrade).
     selfCommand: stableSelfCommand(),
+  };
+}
+
+/** When each log last gave each AI-client warning (see warningOnce). */
+const warnedAt = new WeakMap<object, Map<string, number>>();
+const REPEAT_AFTER_MS = 60_000;
+
+/**
+ * A client file that cannot be written is met by every step of one command (`run` prunes stale
+ * entries first, then writes the new one, and the supervisor does the same): the same warning,
+ * word for word, is given once, and again only after a minute (a long-lived supervisor's later restart).
+ */
+function warningOnce(log: ClientEntriesContext["log"]): ClientContext["log"] {
+  const said = warnedAt.get(log) ?? new Map<string, number>();
+  warnedAt.set(log, said);
+  return {
+    info: (message) => log.info(message),
+    warn: (message) => {
+      const last = said.get(message);
+      if (last !== undefined && Date.now() - last < REPEAT_AFTER_MS) return;
+      said.set(message, Date.now());
+      log.warn(message);
+    },
   };
 }
 

@@ -102,9 +102,7 @@ export async function startSupervisor(
   closeSync(out);
   child.unref();
   const pid = child.pid;
-  // Its pid at once (the supervisor writes it again as it starts): a `stop` or `rm` from now on
-  // finds a supervisor to stop, not a "starting" without one that it would leave to start.
-  if (pid !== undefined) await store.writeStatus(name, { state: "starting", pid });
+  if (pid !== undefined) await recordSupervisorPid(store, name, pid);
 
   const readyTimeoutMs = supervisorReadyTimeoutMs(record.runOptions);
   const deadline = performance.now() + readyTimeoutMs;
@@ -178,6 +176,21 @@ export async function startSupervisor(
 
 function thisCommand(): { pid: number; startTime: string } {
   return { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
+}
+
+/**
+ * The new supervisor's pid in the status at once (it writes it again as it starts): a `stop` or
+ * `rm` from now on finds a supervisor to stop, not a "starting" without one that it would leave to
+ * start. Only over the pid-less "starting" written before the spawn: a supervisor quicker than this
+ * write (which waits for the store's lock among other commands' writes) has reported already, and
+ * its "running" must stay; so must a `stop` that came in between.
+ */
+export async function recordSupervisorPid(store: WorkloadStore, name: string, pid: number): Promise<void> {
+  await store.writeStatus(
+    name,
+    { state: "starting", pid },
+    { onlyIf: (current) => current?.state === "starting" && current.pid === undefined },
+  );
 }
 
 /**

@@ -219,6 +219,21 @@ describe("mcpmgr client with a running workload", () => {
     expect(mcpmgr("client", "remove", "windsurf").code).toBe(0);
   });
 
+  test("a client file that cannot be parsed is warned about once per command, not at every step of it (walk 3)", () => {
+    const path = join(home, ".lmstudio", "mcp.json");
+    mkdirSync(join(home, ".lmstudio"), { recursive: true });
+    expect(mcpmgr("client", "register", "lm-studio", "--group", "team").code).toBe(0);
+    writeFileSync(path, "{ broken\n");
+    const warnings = (stderr: string) => stderr.split("\n").filter((line) => line.includes(`LM Studio (${path})`));
+    // The entry's record stays (the file could not be read): the start prunes it, then writes the new one.
+    expect(warnings(mcpmgr("stop", "remote-tools").stderr)).toHaveLength(1);
+    const started = mcpmgr("start", "remote-tools");
+    expect(started.code).toBe(0);
+    expect(warnings(started.stderr)).toEqual([expect.stringContaining("it is not valid JSON (line 1, column 3")]);
+    expect(readFileSync(path, "utf8")).toBe("{ broken\n");
+    expect(mcpmgr("client", "remove", "lm-studio").code).toBe(0);
+  });
+
   test("Claude Desktop's entry runs this mcpmgr's proxy stdio, and answers MCP like the workload", async () => {
     expect(mcpmgr("client", "register", "claude-desktop", "--group", "team").code).toBe(0);
     const config = json<{

@@ -190,3 +190,22 @@ test("without /proc (macOS, Windows), a file changed a moment ago is read once i
   await readSettled(path, { deadline: Date.now() + 5_000, findWriter: async () => undefined });
   expect(Date.now() - started).toBeLessThan(500);
 });
+
+test("a writer that finishes between mcpmgr's read and its look for writers: the first part read is not taken for the file (walk 3)", async () => {
+  const path = clientById("cursor").configPath(h.ctx);
+  mkdirSync(dirname(path), { recursive: true });
+  const full = `{\n  "mcpServers": {\n    "mine": { "url": "http://example.com/mcp" }\n  },\n  "n": 362\n}\n`;
+  writeFileSync(path, full);
+  const writer = await writeInPlace(path, full, 20);
+  let looks = 0;
+  const read = await readSettled(path, {
+    deadline: Date.now() + 5_000,
+    // The read has happened (the first 20 bytes); now the client writes the rest and closes the
+    // file, before mcpmgr looks for it in /proc: there is no writer to find any more.
+    findWriter: async () => {
+      if (looks++ === 0) await writer.finish();
+      return null;
+    },
+  });
+  expect(read?.text).toBe(full);
+});

@@ -10,6 +10,7 @@ import { McpmgrError } from "../../src/errors.ts";
 import { resolvePaths, type McpmgrPaths } from "../../src/state/paths.ts";
 import { processStartTime } from "../../src/state/process-start.ts";
 import { WorkloadStore, reconcileStatus, type WorkloadInput, type WorkloadStatus } from "../../src/state/workloads.ts";
+import { recordSupervisorPid } from "../../src/workload/supervisor-control.ts";
 import { rejection } from "../support/errors.ts";
 
 const CLOCK = new Date("2030-01-02T03:04:05.000Z");
@@ -254,6 +255,24 @@ describe("status", () => {
       lastError: "exited with code 1",
     });
     expect((await store.get("fetch"))?.proxyPort).toBe(input("fetch").proxyPort);
+  });
+
+  test("a run's note of its new supervisor's pid never replaces what that supervisor (or a stop) wrote first", async () => {
+    await store.create(input("fetch"));
+    // Under load the run's write waits for the store's lock while its supervisor starts and
+    // reports: written after that report, "starting" stayed for good and the run gave up after 200 s (walk 3).
+    await store.writeStatus("fetch", { state: "starting" });
+    await store.writeStatus("fetch", { state: "running", pid: 4242 });
+    await recordSupervisorPid(store, "fetch", 4242);
+    expect(await store.readStatus("fetch")).toMatchObject({ state: "running", pid: 4242 });
+    await store.writeStatus("fetch", { state: "starting" });
+    await store.writeStatus("fetch", { state: "stopped" });
+    await recordSupervisorPid(store, "fetch", 4343);
+    expect((await store.readStatus("fetch"))?.state).toBe("stopped");
+    // The usual order: the pid goes into the run's own "starting".
+    await store.writeStatus("fetch", { state: "starting" });
+    await recordSupervisorPid(store, "fetch", 4444);
+    expect(await store.readStatus("fetch")).toMatchObject({ state: "starting", pid: 4444 });
   });
 
   test("writing the status of a removed workload is WORKLOAD_NOT_FOUND (no ghost folder)", async () => {

@@ -59,12 +59,59 @@ function keyPath(collection: ServerCollection, ...rest: string[]): string {
 }
 
 /**
- * toml_edit writes every line ending as "\n": a file with Windows line endings would come back
- * with all of its lines changed. Its own ending is put back.
+ * toml_edit writes line endings as "\n" (outside multi-line strings): a file with Windows line
+ * endings, or a mix of both, would come back with lines changed that the edit never touched. So
+ * only the part toml_edit changed is taken from its output, in the file's usual line ending; the
+ * text before and after it stays the file's own, byte for byte.
  */
 function editKeepingEol(text: string, path: string, value: unknown, options?: { inline: boolean }): string {
   const edited = edit(text, path, value, options);
-  return text.includes("\r\n") ? edited.replace(/\r?\n/g, "\r\n") : edited;
+  if (!text.includes("\r")) return edited;
+  const [textStart, editedStart] = sameFromStart(text, edited);
+  const [textEnd, editedEnd] = sameFromEnd(text, edited, textStart, editedStart);
+  const eol = usualEol(text);
+  const changed = edited.slice(editedStart, editedEnd).replace(/\r?\n/g, eol);
+  return text.slice(0, textStart) + changed + text.slice(textEnd);
+}
+
+/** Where `text` and `edited` part, reading forwards: a "\r\n" of the text counts as the "\n" toml_edit wrote for it. */
+function sameFromStart(text: string, edited: string): [number, number] {
+  let i = 0;
+  let j = 0;
+  while (i < text.length && j < edited.length) {
+    if (text[i] === edited[j]) {
+      i++;
+      j++;
+    } else if (text[i] === "\r" && text[i + 1] === "\n" && edited[j] === "\n") {
+      i += 2;
+      j++;
+    } else break;
+  }
+  return [i, j];
+}
+
+/** Where they part reading backwards, not before the offsets `sameFromStart` found. */
+function sameFromEnd(text: string, edited: string, textStart: number, editedStart: number): [number, number] {
+  let i = text.length;
+  let j = edited.length;
+  while (i > textStart && j > editedStart) {
+    if (text[i - 1] === "\n" && text[i - 2] === "\r" && edited[j - 1] === "\n" && edited[j - 2] !== "\r") {
+      if (i - 2 < textStart) break;
+      i -= 2;
+      j--;
+    } else if (text[i - 1] === edited[j - 1]) {
+      i--;
+      j--;
+    } else break;
+  }
+  return [i, j];
+}
+
+/** The line ending most of the file's lines end with. */
+function usualEol(text: string): string {
+  const crlf = text.split("\r\n").length - 1;
+  const lf = text.split("\n").length - 1 - crlf;
+  return crlf > lf ? "\r\n" : "\n";
 }
 
 const tomlEditor: FormatEditor = {
@@ -79,7 +126,15 @@ const tomlEditor: FormatEditor = {
   },
   entries: (text, collection): EntryMap => new Map(Object.entries(collectionOf(parseToml(text), collection) ?? {})),
   insertEntry: (text, collection, name, value) => {
-    collectionOf(parseToml(text), collection);
+    const root = parseToml(text);
+    collectionOf(root, collection);
+    if (Object.keys(root).length === 0 && text.trim() !== "") {
+      // Nothing but comments (a config whose every line is commented out): toml_edit puts new
+      // tables before them, and a line uncommented later would then land in mcpmgr's table.
+      const eol = usualEol(text);
+      const table = edit("", keyPath(collection, name), value, { inline: false }).replace(/\r?\n/g, eol);
+      return `${text}${text.endsWith("\n") ? "" : eol}${eol}${table}`;
+    }
     return editKeepingEol(text, keyPath(collection, name), value, { inline: false });
   },
   setEntryKey: (text, collection, name, key, value) => editKeepingEol(text, keyPath(collection, name, key), value),

@@ -128,6 +128,11 @@ function topKey(collection: ServerCollection): string {
 function findCollection(doc: Doc, collection: ServerCollection): Found {
   const key = topKey(collection);
   if (!isMap(doc.contents)) return {};
+  // `{"GOOSE_PROVIDER": "openai", "extensions": {}}` (JSON is YAML too): a block written into it,
+  // or a key appended after its closing brace, would no longer parse.
+  if (doc.contents.flow === true) {
+    throw new ConfigParseError("its top level is written in flow style ({...}); mcpmgr only edits block style");
+  }
   const pair = (doc.contents.items as Pair<Node, Node | null>[]).find(
     (candidate) => scalarValue(candidate.key) === key,
   );
@@ -143,6 +148,19 @@ function findCollection(doc: Doc, collection: ServerCollection): Found {
     throw new ConfigParseError(`"${key}" is written in flow style ({...} or [...]); mcpmgr only edits block style`);
   }
   return flow ? { pair } : { pair, node: value as YAMLMap | YAMLSeq };
+}
+
+/**
+ * Where new top-level lines go: the start of the `...` line that ends the document, when it has
+ * one, else the end of the text. The library's range says where the document's content ends and
+ * where the document does (past the marker): between the two lie only comments, blank lines and
+ * the marker, the one line there that starts with `...`.
+ */
+function documentEnd(doc: Doc, text: string): number {
+  const [, contentEnd, end] = doc.range;
+  const marker = /(?:^|\n)\.\.\.(?=[ \t\r\n]|$)/.exec(text.slice(contentEnd, end));
+  if (marker === null) return text.length;
+  return contentEnd + marker.index + (marker[0].startsWith("\n") ? 1 : 0);
 }
 
 /** The column of a node's first character. */
@@ -192,12 +210,14 @@ function insertEntry(
   }
   const key = topKey(collection);
   if (found.pair === undefined) {
-    // No such key yet: it goes at the end of the file.
-    const prefix = text === "" || text.endsWith("\n") ? "" : style.eol;
+    // No such key yet: it goes at the end of the document (the file's end, or its `...` line:
+    // after that marker it would start a second document, which no client reads).
+    const at = documentEnd(parse(text), text);
+    const prefix = at === 0 || text[at - 1] === "\n" ? "" : style.eol;
     const block = isList
       ? indentBlock(body, `${style.unit}- `, `${style.unit}  `, style)
       : indentBlock(body, style.unit, style.unit, style);
-    return `${text}${prefix}${key}:${style.eol}${block}`;
+    return splice(text, at, 0, `${prefix}${key}:${style.eol}${block}`);
   }
   // `key:`, `key: ~` or `key: {}`: the empty value goes, the block follows the key's line.
   const keyNode = found.pair.key as Ranged;
