@@ -65,10 +65,27 @@ export function assertPrivateDirectories(
   uid: number | undefined = process.getuid?.(),
   home: string | undefined = process.env.HOME,
 ): void {
+  assertPrivateFolders(
+    [paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir],
+    "they could replace its workloads' records",
+    uid,
+    home,
+  );
+}
+
+/**
+ * The same rule for other folders of mcpmgr's (the OAuth lock folder, outside MCPMGR_HOME);
+ * `consequence` says what another user could do there ("they could …").
+ */
+export function assertPrivateFolders(
+  starts: readonly string[],
+  consequence: string,
+  uid: number | undefined = process.getuid?.(),
+  home: string | undefined = process.env.HOME,
+): void {
   if (uid === undefined) return;
   const owners = trustedOwners(uid, home);
   const seen = new Set<string>();
-  const starts = [paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir];
   for (const [start, path] of starts.flatMap((start) => wayUp(start).map((path) => [start, path] as const))) {
     // Walking up; a folder seen already had its whole way up checked.
     for (let dir = path; !seen.has(dir); dir = dirname(dir)) {
@@ -77,9 +94,9 @@ export function assertPrivateDirectories(
       if (why !== undefined) {
         throw new McpmgrError(
           "STATE_UNSAFE",
-          `mcpmgr's folder ${start} is in another user's reach: ${why}, so they could replace its workloads' records`,
+          `mcpmgr's folder ${start} is in another user's reach: ${why}, so ${consequence}`,
           {
-            hint: "point MCPMGR_HOME (or XDG_*_HOME) at a folder only you can write to, e.g. under your home, or fix the folder's owner and mode",
+            hint: "point MCPMGR_HOME (or XDG_*_HOME, XDG_RUNTIME_DIR) at a folder only you can write to, e.g. under your home, or fix the folder's owner and mode",
           },
         );
       }

@@ -14,15 +14,23 @@ import { McpmgrError } from "../errors.ts";
 import { serve } from "../proxy/serve.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
+import { assertPrivateFolders } from "../state/private-dirs.ts";
 import type { Env, WorkloadContext } from "./context.ts";
 import { loginLink, page } from "./login-link.ts";
 
 /** The line `run` looks for in a supervisor's log to show the user where to log in. */
 export const LOGIN_URL_MARKER = "Authorize mcpmgr at:";
 
-/** Per user and machine-wide (not per MCPMGR_HOME: the port is the machine's), outside the shared /tmp. */
+/**
+ * Per user and machine-wide (not per MCPMGR_HOME: the port is the machine's), outside the shared
+ * /tmp. It is refused (STATE_UNSAFE) where another user could reach it, as mcpmgr's own folders
+ * are (XDG_RUNTIME_DIR naming a shared folder): they could hold its locks (no login, no refresh)
+ * or break them (two logins on one port, two refreshes of one rotating token).
+ */
 export function oauthLockDir(env: Env): string {
-  return join(env.XDG_RUNTIME_DIR || join(homedir(), ".cache"), "mcpmgr");
+  const dir = join(env.XDG_RUNTIME_DIR || join(homedir(), ".cache"), "mcpmgr");
+  assertPrivateFolders([dir], "they could hold or break its OAuth login and token refresh locks");
+  return dir;
 }
 
 /** The callback server; a busy port names the option that moves it. */
