@@ -106,6 +106,33 @@ export function assertPrivateFolders(
 }
 
 /**
+ * Why a file mcpmgr would trust (a container engine's socket it found by its usual place) is in
+ * another user's reach, if it is: it belongs to another user, or a folder on its way (up to `/`,
+ * through links) fails the rule above. Undefined when it is not there.
+ */
+export function fileInOthersReach(
+  path: string,
+  uid: number | undefined = process.getuid?.(),
+  home: string | undefined = process.env.HOME,
+): string | undefined {
+  if (uid === undefined) return undefined;
+  const owners = trustedOwners(uid, home);
+  const file = entryOf(path, true);
+  if (file === undefined) return undefined;
+  if (!owners.has(file.uid)) return `${path} belongs to uid ${file.uid}`;
+  const seen = new Set<string>();
+  for (const start of wayUp(path)) {
+    for (let dir = dirname(start); !seen.has(dir); dir = dirname(dir)) {
+      seen.add(dir);
+      const why = reachOfOthers(dir, owners);
+      if (why !== undefined) return why;
+      if (dirname(dir) === dir) break;
+    }
+  }
+  return undefined;
+}
+
+/**
  * The paths to walk up from for `dir`: itself and, when a link lies on its way, where it really is.
  * A link's target sits under other folders than the link's, and whoever may rename an entry there
  * reaches the records as surely (`~/.local/state/mcpmgr -> /srv/open/state`, /srv/open writable by all).
