@@ -15,6 +15,12 @@ import { log } from "./output.ts";
 /** A supervisor's log line starts with its time and level (cli/output.ts), which this command's own line gives anew. */
 const LOG_LINE_HEAD = /^(?:\d{4}-\d\d-\d\dT[\d:.]+Z )?\[[a-z]+\] /;
 
+/** The login prompt as the supervisor writes it (oauth-callback.ts): its info line, the URL alone on the next. */
+const LOGIN_LINES = new RegExp(
+  `^(?:\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z )?\\[info\\] ${LOGIN_URL_MARKER}\\n(https?:\\/\\/\\S+)\\n`,
+  "m",
+);
+
 export interface StartRelay {
   /** Called every 100 ms while the command waits: shows what is new, without waiting for the read. */
   readonly whileWaiting: () => void;
@@ -38,8 +44,9 @@ export function startRelay(files: LogFiles): StartRelay {
   };
   const show = () => {
     if (!loginShown) {
-      const start = text.indexOf(LOGIN_URL_MARKER);
-      const url = start === -1 ? undefined : /^(https?:\/\/\S+)$/m.exec(text.slice(start))?.[1];
+      // The supervisor's own line, then the URL on the next: not the words anywhere in the log (a
+      // server's output quoted in a warning, an indented line) followed by any URL further on.
+      const url = LOGIN_LINES.exec(text)?.[1];
       if (url !== undefined) {
         loginShown = true;
         log.info(LOGIN_URL_MARKER);

@@ -65,10 +65,27 @@ export function assertPrivateDirectories(
   uid: number | undefined = process.getuid?.(),
   home: string | undefined = process.env.HOME,
 ): void {
+  assertPrivateFolders(
+    [paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir],
+    "they could replace its workloads' records",
+    uid,
+    home,
+  );
+}
+
+/**
+ * The same rule for other folders of mcpmgr's (the OAuth lock folder, outside MCPMGR_HOME);
+ * `consequence` says what another user could do there ("they could …").
+ */
+export function assertPrivateFolders(
+  starts: readonly string[],
+  consequence: string,
+  uid: number | undefined = process.getuid?.(),
+  home: string | undefined = process.env.HOME,
+): void {
   if (uid === undefined) return;
   const owners = trustedOwners(uid, home);
   const seen = new Set<string>();
-  const starts = [paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir];
   for (const [start, path] of starts.flatMap((start) => wayUp(start).map((path) => [start, path] as const))) {
     // Walking up; a folder seen already had its whole way up checked.
     for (let dir = path; !seen.has(dir); dir = dirname(dir)) {
@@ -77,15 +94,42 @@ export function assertPrivateDirectories(
       if (why !== undefined) {
         throw new McpmgrError(
           "STATE_UNSAFE",
-          `mcpmgr's folder ${start} is in another user's reach: ${why}, so they could replace its workloads' records`,
+          `mcpmgr's folder ${start} is in another user's reach: ${why}, so ${consequence}`,
           {
-            hint: "point MCPMGR_HOME (or XDG_*_HOME) at a folder only you can write to, e.g. under your home, or fix the folder's owner and mode",
+            hint: "point MCPMGR_HOME (or XDG_*_HOME, XDG_RUNTIME_DIR) at a folder only you can write to, e.g. under your home, or fix the folder's owner and mode",
           },
         );
       }
       if (dirname(dir) === dir) break;
     }
   }
+}
+
+/**
+ * Why a file mcpmgr would trust (a container engine's socket it found by its usual place) is in
+ * another user's reach, if it is: it belongs to another user, or a folder on its way (up to `/`,
+ * through links) fails the rule above. Undefined when it is not there.
+ */
+export function fileInOthersReach(
+  path: string,
+  uid: number | undefined = process.getuid?.(),
+  home: string | undefined = process.env.HOME,
+): string | undefined {
+  if (uid === undefined) return undefined;
+  const owners = trustedOwners(uid, home);
+  const file = entryOf(path, true);
+  if (file === undefined) return undefined;
+  if (!owners.has(file.uid)) return `${path} belongs to uid ${file.uid}`;
+  const seen = new Set<string>();
+  for (const start of wayUp(path)) {
+    for (let dir = dirname(start); !seen.has(dir); dir = dirname(dir)) {
+      seen.add(dir);
+      const why = reachOfOthers(dir, owners);
+      if (why !== undefined) return why;
+      if (dirname(dir) === dir) break;
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -3,7 +3,8 @@
  * redirects to, and the login URL shown on stderr (found there by `run` in a supervisor's
  * log) and opened in the browser the CLI provides. Logins are serialised across mcpmgr
  * processes by a lock on the callback port, which they share. Everything else — discovery,
- * registration, the checks of the redirect, token upkeep — is auth/outgoing.
+ * registration, the checks of the redirect, token upkeep — is auth/outgoing. The browser is
+ * opened at a one-time link, never at the authorization URL (login-link.ts says why).
  */
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -13,20 +14,24 @@ import { McpmgrError } from "../errors.ts";
 import { serve } from "../proxy/serve.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
+import { assertPrivateFolders } from "../state/private-dirs.ts";
 import type { Env, WorkloadContext } from "./context.ts";
+import { loginLink, page } from "./login-link.ts";
 
 /** The line `run` looks for in a supervisor's log to show the user where to log in. */
 export const LOGIN_URL_MARKER = "Authorize mcpmgr at:";
 
-/** Per user and machine-wide (not per MCPMGR_HOME: the port is the machine's), outside the shared /tmp. */
+/**
+ * Per user and machine-wide (not per MCPMGR_HOME: the port is the machine's), outside the shared
+ * /tmp. It is refused (STATE_UNSAFE) where another user could reach it, as mcpmgr's own folders
+ * are (XDG_RUNTIME_DIR naming a shared folder): they could hold its locks (no login, no refresh)
+ * or break them (two logins on one port, two refreshes of one rotating token).
+ */
 export function oauthLockDir(env: Env): string {
-  return join(env.XDG_RUNTIME_DIR || join(homedir(), ".cache"), "mcpmgr");
+  const dir = join(env.XDG_RUNTIME_DIR || join(homedir(), ".cache"), "mcpmgr");
+  assertPrivateFolders([dir], "they could hold or break its OAuth login and token refresh locks");
+  return dir;
 }
-
-const page = (title: string, text: string) =>
-  new Response(`<!doctype html><meta charset="utf-8"><title>${title}</title><p>${text}</p>`, {
-    headers: { "content-type": "text/html; charset=utf-8" },
-  });
 
 /** The callback server; a busy port names the option that moves it. */
 function serveCallback(
@@ -58,17 +63,23 @@ export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext, signal?: Ab
       async () => {
         let expected: string | undefined;
         let settle!: (url: URL) => void;
-        const arrived = new Promise<URL>((resolve) => {
+        let stop!: (err: McpmgrError) => void;
+        const arrived = new Promise<URL>((resolve, reject) => {
           settle = resolve;
+          stop = reject;
         });
+        // Stopped after the login ended another way (timeout, cancel): nobody waits for it any more.
+        arrived.catch(() => {});
+        const link = loginLink((err) => stop(err));
         const callback = serveCallback(spec.callbackPort, {
           handler: (req) => {
             const url = new URL(req.url);
+            if (url.pathname === link.path) return link.answer(req);
             if (url.pathname !== "/callback") return new Response("Not Found", { status: 404 });
             // Someone else's (or a stale) redirect: not ours, and not an answer.
             if (expected === undefined || url.searchParams.get("state") !== expected)
               return page("mcpmgr", "This login link is not the one mcpmgr is waiting for.");
-            settle(url);
+            link.accept(url, settle);
             // What the answer says (success, refusal) is decided after its issuer is checked: the terminal tells.
             return page("mcpmgr", "mcpmgr received the authorization server's answer. You can close this window.");
           },
@@ -80,7 +91,9 @@ export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext, signal?: Ab
               ctx.log.info(LOGIN_URL_MARKER);
               // On its own line, so it can be copied (and found by `run` in a supervisor's log).
               ctx.stderr(`${url.href}\n`);
-              if (!spec.skipBrowser) ctx.openBrowser(url.href);
+              link.point(url);
+              // The one-time link, never the URL itself: a command line is every local user's to read.
+              if (!spec.skipBrowser) ctx.openBrowser(new URL(link.path, callback.url).href);
             },
             async receive(state) {
               expected = state;

@@ -161,7 +161,11 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
     // A crash: the workload will be started again, so its listener (if kept) stays.
     await workload.stop(outcome === undefined ? undefined : { restarting: true });
     if (outcome === undefined) break;
-    options.log.warn(`${options.name}: ${outcome}`);
+    // The server's last output below the reason, each line indented (as the CLI shows an error's
+    // details): no line of the server's starts a line of the proxy log, so none reads as one of
+    // mcpmgr's own (`run` shows a login URL it finds there).
+    const [reason = outcome, ...output] = outcome.split("\n");
+    options.log.warn([`${options.name}: ${reason}`, ...output.map((line) => `  ${line}`)].join("\n"));
     if (now() - startedAt > timings.stableAfterMs) backoff = timings.firstBackoffMs;
     await options.report({ state: "restarting", restarts, lastError: outcome.split("\n")[0] ?? outcome });
     await pause();

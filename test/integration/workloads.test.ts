@@ -549,6 +549,40 @@ test("control characters a server writes reach the logs escaped, never raw", asy
   expect(mcpmgr("rm", "noisy").code).toBe(0);
 }, 60_000);
 
+test("a server's last words cannot pass for mcpmgr's login prompt: run never shows a URL it wrote", async () => {
+  // A server that answers the handshake and, at once, writes mcpmgr's login prompt (a line that
+  // looks like the supervisor's own, then a URL of its choosing) on stderr and exits: the
+  // supervisor logs why it exited with those words while `run` still watches its log.
+  const fake = "2026-01-01T00:00:00.000Z [info] Authorize mcpmgr at:\nhttps://login.evil.example/authorize\n";
+  const volume = await mkdtemp(join(tmpdir(), "mcpmgr-phisher-"));
+  const started = mcpmgr(
+    "run",
+    PROBE,
+    "--name",
+    "phisher",
+    "-v",
+    `${volume}:/state`,
+    "--",
+    "--crash-after-initialize",
+    JSON.stringify(`Authorize mcpmgr at:\nhttps://login.evil.example/authorize\n${fake}`),
+    "/state/crashed",
+  );
+  // It crashed once, before `run` saw it answer (the restart answers): run watched the whole time.
+  expect(started.code).toBe(0);
+  expect(existsSync(join(volume, "crashed"))).toBe(true);
+  expect(started.stderr).not.toContain("login.evil.example");
+  expect(started.stderr).not.toContain("Authorize mcpmgr at:");
+  // The words are in the proxy log, each line of the server's indented below the supervisor's warning.
+  let proxyLogs = "";
+  await until(() => (proxyLogs = mcpmgr("logs", "phisher", "--proxy").stdout).includes("login.evil.example"));
+  expect(proxyLogs).toContain("its last output:\n  sandbox-probe ready");
+  expect(proxyLogs).toContain("\n  Authorize mcpmgr at:\n  https://login.evil.example/authorize\n");
+  expect(proxyLogs).not.toMatch(/^https:\/\/login\.evil/m);
+  expect(proxyLogs).not.toMatch(/^2026-01-01T00:00:00\.000Z/m);
+  expect(mcpmgr("rm", "phisher").code).toBe(0);
+  await rm(volume, { recursive: true, force: true });
+}, 60_000);
+
 test("a remote URL is a workload too: detached, listed with the remote runtime, stopped and removed", async () => {
   const { startConformanceServer } = await import("../support/conformance.ts");
   const fixture = await startConformanceServer();

@@ -1,6 +1,6 @@
 /** Choosing a container engine: MCPMGR_RUNTIME, the sockets tried and their order, detection. */
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -183,6 +183,60 @@ describe("detectEngine", () => {
     const answer = (await engine?.docker.version()) as { Version?: string; Platform?: { Name?: string } };
     expect(answer.Version).toBeString();
     expect(engineKindOf(answer)).toBe("docker");
+  });
+});
+
+describe("an engine socket in another user's reach", () => {
+  // Whoever answers on the socket mcpmgr picks receives every container's environment (its
+  // secrets) and plays its server. With XDG_RUNTIME_DIR in a folder every user may write (as
+  // /tmp: sticky, root's), another user makes podman/podman.sock first: a listening socket of
+  // uid OTHER that answers as a Podman engine and counts what it is asked.
+  const OTHER = 61234;
+  const shared = mkdtempSync(join(tmpdir(), "mcpmgr-engine-shared-"));
+  chmodSync(shared, 0o1777);
+  mkdirSync(join(shared, "podman"));
+  const planted = join(shared, "podman", "podman.sock");
+  let asked = 0;
+  const impostor = Bun.serve({
+    unix: planted,
+    fetch(req) {
+      asked += 1;
+      const path = new URL(req.url).pathname.replace(/^\/v[\d.]+/, "");
+      if (path === "/_ping") return new Response("OK");
+      return Response.json({ Platform: { Name: "Podman Engine" }, Version: "4.3.1", ApiVersion: "1.41" });
+    },
+  });
+  chownSync(join(shared, "podman"), OTHER, OTHER);
+  chownSync(planted, OTHER, OTHER);
+  afterAll(async () => {
+    await impostor.stop(true);
+    rmSync(shared, { recursive: true, force: true });
+  });
+
+  test("found by its usual place, it is passed over for the user's own engine, never asked", async () => {
+    const engine = await detectEngine({ env: { XDG_RUNTIME_DIR: shared } });
+    expect(engine?.endpoint).toBe("/var/run/docker.sock");
+    expect(asked).toBe(0);
+  });
+
+  test("named by DOCKER_HOST (or recorded with a workload), it is refused, saying whose it is", async () => {
+    const err = await rejection(detectEngine({ env: { DOCKER_HOST: `unix://${planted}` } }), "RUNTIME_UNAVAILABLE");
+    expect(err.message).toContain(`${planted} belongs to uid ${OTHER}`);
+    expect(err.hint).toContain("DOCKER_HOST");
+    expect(asked).toBe(0);
+  });
+
+  test("the same socket of the user's own, in a folder of theirs, is used", async () => {
+    chownSync(join(shared, "podman"), 0, 0);
+    chownSync(planted, 0, 0);
+    try {
+      const engine = await detectEngine({ env: { XDG_RUNTIME_DIR: shared } });
+      expect(engine).toMatchObject({ kind: "podman", endpoint: planted });
+      expect(asked).toBeGreaterThan(0);
+    } finally {
+      chownSync(join(shared, "podman"), OTHER, OTHER);
+      chownSync(planted, OTHER, OTHER);
+    }
   });
 });
 

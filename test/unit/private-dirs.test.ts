@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { assertPrivateDirectories } from "../../src/state/private-dirs.ts";
+import { oauthLockDir } from "../../src/workload/oauth-callback.ts";
 
 const root = mkdtempSync(join(tmpdir(), "mcpmgr-private-dirs-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -103,4 +104,26 @@ test("a home through a file or an unsearchable folder is left to the command, wh
   const file = join(root, "a-file");
   writeFileSync(file, "");
   expect(refusal(join(file, "home"))).toBeUndefined();
+});
+
+test("the OAuth lock folder (XDG_RUNTIME_DIR/mcpmgr, outside MCPMGR_HOME) is refused when another user made it", () => {
+  // Another user's folder: they could hold the callback port's lock (no login for the whole
+  // timeout) or a grant's refresh lock, or delete either.
+  const runtime = join(root, "shared-runtime");
+  mkdirSync(join(runtime, "mcpmgr"), { recursive: true });
+  chownSync(join(runtime, "mcpmgr"), OTHER, OTHER);
+  chmodSync(join(runtime, "mcpmgr"), 0o777);
+  let err: { code?: string; message: string } | undefined;
+  try {
+    oauthLockDir({ XDG_RUNTIME_DIR: runtime });
+  } catch (caught) {
+    err = caught as { code?: string; message: string };
+  }
+  expect(err?.code).toBe("STATE_UNSAFE");
+  expect(err?.message).toContain(`${join(runtime, "mcpmgr")} belongs to uid ${OTHER}`);
+  expect(err?.message).toContain("OAuth login and token refresh locks");
+  // The user's own folder is used as before.
+  const own = join(root, "own-runtime");
+  mkdirSync(own, { mode: 0o700 });
+  expect(oauthLockDir({ XDG_RUNTIME_DIR: own })).toBe(join(own, "mcpmgr"));
 });

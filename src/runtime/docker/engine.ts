@@ -10,6 +10,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { McpmgrError } from "../../errors.ts";
+import { fileInOthersReach } from "../../state/private-dirs.ts";
 
 export type EngineKind = "docker" | "podman";
 export type RuntimeChoice = EngineKind | "process";
@@ -148,6 +149,26 @@ async function answers(
 }
 
 /**
+ * Whether a candidate's Unix socket may be trusted: whoever answers there receives every
+ * container's environment (its secrets) and plays its server. A socket of another user, or in a
+ * folder another user may write (`XDG_RUNTIME_DIR=/tmp`: anyone can make `/tmp/podman/podman.sock`
+ * first), is no engine of this user's: skipped when found by its usual place, refused when named
+ * by DOCKER_HOST or CONTAINER_HOST (or recorded with a workload, which is passed on as DOCKER_HOST).
+ */
+function ownSocket(candidate: Candidate, named: boolean): boolean {
+  const path = candidate.options.socketPath;
+  if (path === undefined || path.startsWith("\\\\") || process.platform === "win32") return true;
+  const why = fileInOthersReach(path);
+  if (why === undefined) return true;
+  if (!named) return false;
+  throw new McpmgrError(
+    "RUNTIME_UNAVAILABLE",
+    `the container engine socket ${path} is in another user's reach (${why}): whoever answers there would get every container's environment`,
+    { hint: "point DOCKER_HOST (or CONTAINER_HOST) at an engine socket in a folder only you, or root, can write to" },
+  );
+}
+
+/**
  * The engine to use, or undefined when none answers. `want` narrows the search to one
  * kind (MCPMGR_RUNTIME=docker|podman); DOCKER_HOST is honoured for either. The kind
  * recorded is the one the engine reports, not the one asked for or guessed from the path.
@@ -158,6 +179,7 @@ export async function detectEngine(
   const env = options.env ?? process.env;
   for (const candidate of engineCandidates(env)) {
     const fromEnv = candidate.endpoint === env.DOCKER_HOST || candidate.endpoint === env.CONTAINER_HOST;
+    if (!ownSocket(candidate, fromEnv)) continue;
     const found = await answers(candidate, options.timeoutMs ?? 2_000);
     if (found === undefined || (options.want && found.kind !== options.want && !fromEnv)) continue;
     return { kind: found.kind, endpoint: candidate.endpoint, docker: found.docker };

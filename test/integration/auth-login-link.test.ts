@@ -1,0 +1,124 @@
+/**
+ * The browser an OAuth login opens is given a one-time link to mcpmgr's callback server, never
+ * the authorization URL: a command line is every local user's to read, and that URL's `state` and
+ * `code_challenge` let another user log in as themselves and hand mcpmgr their code. The browser
+ * is `xdg-open` found first on PATH, a script that records what it was asked to open (the browser
+ * is not what is tested); the authorization server is a real oidc-provider, the remote
+ * `mcpmgr proxy --oidc-*` in front of the conformance fixture.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE } from "../support/auth-server.ts";
+import { startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+setDefaultTimeout(90_000);
+
+let setup: ProtectedRemote;
+let scratch: string;
+
+beforeAll(async () => {
+  setup = await startProtectedRemote("mcpmgr-login-link-");
+  scratch = await mkdtemp(join(tmpdir(), "mcpmgr-login-link-bin-"));
+  await writeFile(join(scratch, "xdg-open"), `#!/bin/sh\nprintf '%s\\n' "$1" >> "${join(scratch, "opened")}"\n`);
+  await chmod(join(scratch, "xdg-open"), 0o755);
+}, 60_000);
+
+afterAll(async () => {
+  await setup?.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+/** `mcpmgr proxy` logging in to the remote as the public client, with the browser opened (the recording script). */
+async function loggingIn(home: string) {
+  await rm(join(scratch, "opened"), { force: true });
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "proxy",
+      "linked",
+      "--target-uri",
+      setup.remote.url,
+      "--remote-auth",
+      "--remote-auth-issuer",
+      setup.auth.issuer,
+      "--remote-auth-client-id",
+      CLIENTS.mcpmgrPublic.client_id,
+      "--remote-auth-resource",
+      JWT_RESOURCE,
+      "--remote-auth-scopes",
+      "mcp:read",
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[2]),
+      "--remote-auth-timeout",
+      "60s",
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, PATH: `${scratch}:${process.env.PATH}` },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  let output = "";
+  const drain = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) output += new TextDecoder().decode(chunk);
+  };
+  void drain(proc.stdout);
+  void drain(proc.stderr);
+  const opened = await until(() => {
+    try {
+      return readFileSync(join(scratch, "opened"), "utf8").trim() || undefined;
+    } catch {
+      return undefined;
+    }
+  }, "the browser to be opened");
+  return { proc, output: () => output, opened };
+}
+
+test("the browser gets a one-time link; one who opens it first and logs in as themselves is stopped", async () => {
+  const home = await mkdtemp(join(scratch, "home-"));
+  const { proc, output, opened } = await loggingIn(home);
+  try {
+    // Nothing on the browser's command line that another user could log in with.
+    expect(opened).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${CALLBACK_PORTS[2]}/login/[\\w-]{32}$`));
+    expect(opened).not.toContain("state=");
+    expect(opened).not.toContain("code_challenge");
+    // Another program read the link and opens it first: it is led to the authorization server.
+    const first = await fetch(opened, { redirect: "manual" });
+    expect(first.status).toBe(302);
+    const authorize = first.headers.get("location") ?? "";
+    expect(authorize).toStartWith(`${setup.auth.issuer}/auth?`);
+    // It logs in as its own user at once and hands mcpmgr the code: the answer is taken, and held.
+    expect(await completeLogin(authorize, "mallory")).toBe(200);
+    // The browser opens the link late: the login stops, mallory's code is never redeemed.
+    const late = await fetch(opened);
+    expect(await late.text()).toContain("opened before");
+    expect(await proc.exited).not.toBe(0);
+    expect(output()).toContain("the OAuth login was stopped: its one-time link was opened twice");
+    expect(output()).not.toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/m);
+    expect(setup.auth.grants.get("authorization_code") ?? 0).toBe(0);
+  } finally {
+    proc.kill("SIGKILL");
+  }
+});
+
+test("the browser that opens the link logs in as before", async () => {
+  const home = await mkdtemp(join(scratch, "home-"));
+  const redeemed = setup.auth.grants.get("authorization_code") ?? 0;
+  const { proc, output, opened } = await loggingIn(home);
+  try {
+    // The user's browser: the link, then the authorization server's pages, then the callback.
+    expect(await completeLogin(opened, "alice")).toBe(200);
+    await until(() => /^http:\/\/127\.0\.0\.1:\d+\/mcp$/m.exec(output())?.[0], "the proxy's client URL", 30_000);
+    expect(setup.auth.grants.get("authorization_code")).toBe(redeemed + 1);
+  } finally {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
+});
