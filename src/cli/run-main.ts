@@ -185,7 +185,8 @@ function onlyRoutes(cmd: CommandDef, args: CommandDef["args"]): boolean {
 }
 
 /**
- * Follows leading non-option words into subcommands (and help-only ones), for help. The
+ * Follows leading non-option words into subcommands (and help-only ones), for help; a word that
+ * names none where only a subcommand can follow is an unknown command, as it is without --help. The
  * parent handed to citty is named by the whole path ("mcpmgr proxy"), since citty prints
  * only the parent's name before the command's.
  */
@@ -198,7 +199,12 @@ async function resolveCommand(
   for (const word of args) {
     if (word.startsWith("-")) break;
     const next = (await resolve(cmd.subCommands))?.[word] ?? helpSubCommandsOf(cmd)?.[word];
-    if (next === undefined) break;
+    if (next === undefined) {
+      // A word a routing command has no subcommand for is a mistyped command, with --help as without:
+      // its parent's help would hide the typo (`mcpmgr lsit --help`).
+      if (onlyRoutes(cmd, await resolve(cmd.args))) throw (await unknownCommand(root, args)) ?? new Error(word);
+      break;
+    }
     path.push(cmd);
     cmd = await resolve(next);
   }
