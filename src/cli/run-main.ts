@@ -44,8 +44,13 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
     const command = rawArgs[0];
     if (command !== undefined && Object.hasOwn((await resolve(root.subCommands)) ?? {}, command)) {
       // Before anything reads a record: one another user could have swapped is never run. `completion`
-      // and `version` (the bug-report command) read no state.
-      if (command !== "completion" && command !== "version") await assertOwnStateDirectories();
+      // and `version` (the bug-report command) read no state. Shell completion's name lister prints nothing
+      // rather than an error: there it lists no names.
+      if (command !== "completion" && command !== "version")
+        await assertOwnStateDirectories().catch((err: unknown) => {
+          if (command === "__complete") process.exit(0);
+          throw err;
+        });
       // Loaded here, not imported: --version and --help stay free of it.
       await (await import("./stale-client-entries.ts")).pruneStaleClientEntries(command);
     }
