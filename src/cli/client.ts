@@ -193,8 +193,10 @@ const setup = defineCommand({
 });
 
 function cancelledError(): McpmgrError {
+  // 130, as for Ctrl-C at any prompt (the prompt takes the key, so no SIGINT ends the process).
   return new McpmgrError("CANCELLED", "setup cancelled; nothing changed", {
     hint: "run 'mcpmgr client setup' again, or 'mcpmgr client register CLIENT'",
+    exitCode: 130,
   });
 }
 

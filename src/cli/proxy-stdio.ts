@@ -3,8 +3,9 @@
  * as a stdio server, for clients that only speak stdio (the relay is
  * proxy/remote-client/stdio-relay.ts). mcpmgr adds its own credentials (the same
  * outgoing-auth options as `proxy`) to every HTTP request. stdout carries only the protocol;
- * everything else goes to stderr. A workload is relayed to only while its supervisor serves it
- * (workload/live-workload.ts): never to whatever listens on a stopped workload's port.
+ * everything else goes to stderr. A workload is relayed to only while its supervisor (or, for a
+ * foreground run, its own process) serves it (workload/live-workload.ts): never to whatever listens
+ * on a stopped workload's port.
  */
 import { parseArgv } from "../config/argv.ts";
 import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
@@ -15,7 +16,7 @@ import { McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
 import { maxMessageBytesFromEnv } from "../workload/limits.ts";
-import { liveWorkload } from "../workload/live-workload.ts";
+import { liveForegroundWorkload, liveWorkload } from "../workload/live-workload.ts";
 import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
 import { cliContext } from "./context.ts";
 import { log } from "./output.ts";
@@ -40,6 +41,9 @@ async function endpointOf(text: string): Promise<Endpoint> {
   }
   const store = openStore();
   if ((await store.get(text)) === undefined) {
+    // A foreground run has no record; AI clients get its entry while it runs, Claude Desktop's included.
+    const foreground = liveForegroundWorkload(store.paths, text);
+    if (foreground !== undefined) return { target: foreground.url, assertRunning: () => foreground.assertRunning() };
     throw new McpmgrError("WORKLOAD_NOT_FOUND", `${JSON.stringify(text)} is neither a URL nor a workload`, {
       hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
     });

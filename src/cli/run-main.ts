@@ -44,8 +44,13 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
     const command = rawArgs[0];
     if (command !== undefined && Object.hasOwn((await resolve(root.subCommands)) ?? {}, command)) {
       // Before anything reads a record: one another user could have swapped is never run. `completion`
-      // and `version` (the bug-report command) read no state.
-      if (command !== "completion" && command !== "version") await assertOwnStateDirectories();
+      // and `version` (the bug-report command) read no state. Shell completion's name lister prints nothing
+      // rather than an error: there it lists no names.
+      if (command !== "completion" && command !== "version")
+        await assertOwnStateDirectories().catch((err: unknown) => {
+          if (command === "__complete") process.exit(0);
+          throw err;
+        });
       // Loaded here, not imported: --version and --help stay free of it.
       await (await import("./stale-client-entries.ts")).pruneStaleClientEntries(command);
     }
@@ -185,7 +190,8 @@ function onlyRoutes(cmd: CommandDef, args: CommandDef["args"]): boolean {
 }
 
 /**
- * Follows leading non-option words into subcommands (and help-only ones), for help. The
+ * Follows leading non-option words into subcommands (and help-only ones), for help; a word that
+ * names none where only a subcommand can follow is an unknown command, as it is without --help. The
  * parent handed to citty is named by the whole path ("mcpmgr proxy"), since citty prints
  * only the parent's name before the command's.
  */
@@ -198,7 +204,12 @@ async function resolveCommand(
   for (const word of args) {
     if (word.startsWith("-")) break;
     const next = (await resolve(cmd.subCommands))?.[word] ?? helpSubCommandsOf(cmd)?.[word];
-    if (next === undefined) break;
+    if (next === undefined) {
+      // A word a routing command has no subcommand for is a mistyped command, with --help as without:
+      // its parent's help would hide the typo (`mcpmgr lsit --help`).
+      if (onlyRoutes(cmd, await resolve(cmd.args))) throw (await unknownCommand(root, args)) ?? new Error(word);
+      break;
+    }
     path.push(cmd);
     cmd = await resolve(next);
   }

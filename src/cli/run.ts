@@ -3,6 +3,7 @@ import { defineCommand } from "citty";
 import { parseRunArgv, type ParsedRunArgv } from "../config/run-argv.ts";
 import { runOptions } from "../config/run-options.ts";
 import { McpmgrError } from "../errors.ts";
+import { writeForegroundUrl } from "../state/foreground-runs.ts";
 import { assertGroupName } from "../state/workload-name.ts";
 import { isGatewayRecord, type WorkloadRecord } from "../state/workload-record.ts";
 import { workloadUrl } from "../state/workload-url.ts";
@@ -222,6 +223,8 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   printResult(workload.url);
   warnIfReachable(spec.name, spec.listen.host, workload.url, reachableProtections(spec));
   // Written into the AI clients following its group while it runs (no record: its pid says it lives).
+  // Claude Desktop's entry (`proxy stdio NAME`) finds the URL in the name's claim.
+  await writeForegroundUrl(ctx.paths, spec.name, workload.url);
   const leaveClients = await clientsSeeForegroundRun(spec, workload.url, ctx);
   const outcome = await Promise.race([
     signal.then((received) => ({ signal: received })),

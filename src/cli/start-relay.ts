@@ -2,12 +2,13 @@
  * What a background start's supervisor says in the proxy log that the user must see where they are:
  * `run`, `start`, `restart` and `gateway --detach` show it while they wait for the workload, and what
  * it wrote up to its readiness once it is ready. A remote workload's OAuth login URL (once), and a
- * background gateway's warning about a member that answers callers bypassing its policies (each
- * such line; the gateway asks its members before it reports ready). The log may be rotated
+ * background gateway's warnings about what bypasses its policies: a member that answers direct callers
+ * (each such line; the gateway asks its members before it reports ready), and the AI clients registered
+ * with its members directly, which those members will refuse. The log may be rotated
  * meanwhile (state/log-files.ts): what was written since the wait began is read across a rotation.
  */
 import { statSync } from "node:fs";
-import { UNGUARDED_MEMBER_MARKER } from "../gateway/unguarded-members.ts";
+import { DIRECT_CLIENTS_MARKER, UNGUARDED_MEMBER_MARKER } from "../gateway/unguarded-members.ts";
 import { copyNew, type LogFiles, type LogPosition, READER_GONE } from "../state/log-files.ts";
 import { LOGIN_URL_MARKER } from "../workload/oauth-callback.ts";
 import { log } from "./output.ts";
@@ -56,7 +57,8 @@ export function startRelay(files: LogFiles): StartRelay {
     const complete = text.lastIndexOf("\n") + 1;
     if (complete <= scanned) return;
     for (const line of text.slice(scanned, complete).split("\n"))
-      if (line.includes(UNGUARDED_MEMBER_MARKER)) log.warn(line.replace(LOG_LINE_HEAD, ""));
+      if (line.includes(UNGUARDED_MEMBER_MARKER) || line.includes(DIRECT_CLIENTS_MARKER))
+        log.warn(line.replace(LOG_LINE_HEAD, ""));
     scanned = complete;
   };
   const read = () =>

@@ -54,14 +54,22 @@ export function toolsPolicy(
   const overrides = new Map<string, { name?: string; description?: string }>();
   for (const [real, change] of Object.entries(file)) {
     if (change.name === undefined && change.description === undefined) {
-      throw new McpmgrError("INVALID_OPTION", `--tools-override: the entry for ${real} changes nothing`, {
-        hint: "give it a name, a description, or remove it",
-      });
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--tools-override ${overridePath}: the entry for ${real} changes nothing`,
+        {
+          hint: "give it a name, a description, or remove it",
+        },
+      );
     }
     if (allowed && !allowed.has(real)) {
-      throw new McpmgrError("CONFLICTING_OPTIONS", `--tools-override renames ${real}, but --tools hides it`, {
-        hint: `add ${real} to --tools, or remove its override`,
-      });
+      throw new McpmgrError(
+        "CONFLICTING_OPTIONS",
+        `--tools-override ${overridePath} renames ${real}, but --tools hides it`,
+        {
+          hint: `add ${real} to --tools, or remove its override`,
+        },
+      );
     }
     overrides.set(real, change);
   }
@@ -81,9 +89,13 @@ export function toolsPolicy(
   for (const [real, change] of overrides) {
     if (change.name === undefined || change.name === real) continue;
     if (realNames.has(change.name))
-      throw new McpmgrError("INVALID_OPTION", `--tools-override gives two tools the name ${change.name}`, {
-        hint: "choose distinct names",
-      });
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--tools-override ${overridePath} gives two tools the name ${change.name}`,
+        {
+          hint: "choose distinct names",
+        },
+      );
     realNames.set(change.name, real);
   }
   // A new name must not shadow a tool still visible under its own name (as far as we know
@@ -94,7 +106,7 @@ export function toolsPolicy(
     if (visibleTool) {
       throw new McpmgrError(
         "INVALID_OPTION",
-        `--tools-override renames ${real} to ${shown}, which is another tool's name`,
+        `--tools-override ${overridePath} renames ${real} to ${shown}, which is another tool's name`,
         { hint: "choose a name no other tool has, or rename that tool too" },
       );
     }

@@ -17,7 +17,7 @@ import type { WorkloadStore } from "../state/workloads.ts";
 import { GroupCatalog } from "./catalog.ts";
 import { GATEWAY_PATH, gatewayFrontEnd } from "./front-end.ts";
 import { followMembership, type Member } from "./membership.ts";
-import { unguardedMemberCheck } from "./unguarded-members.ts";
+import { DIRECT_CLIENTS_MARKER, unguardedMemberCheck } from "./unguarded-members.ts";
 import { prefixed } from "./names.ts";
 import { clientsFollowingDirectly } from "../state/client-registrations.ts";
 import { gatewayKey, guardGroup, pruneGuards } from "../state/gateway-guard.ts";
@@ -80,7 +80,7 @@ async function warnDirectClients(
   const commands = clients.map((client) => `'mcpmgr client register ${client} --group ${group} --gateway'`);
   log(
     "warn",
-    `${clients.length === 1 ? "an AI client" : "AI clients"} registered with its workloads directly (${clients.join(", ")}) ` +
+    `${clients.length === 1 ? "an AI client" : "AI clients"} ${DIRECT_CLIENTS_MARKER} (${clients.join(", ")}) ` +
       `${clients.length === 1 ? "is" : "are"} refused by them while it runs; ` +
       `switch ${clients.length === 1 ? "it" : "each"} to the gateway: ${commands.join(", ")}`,
   );

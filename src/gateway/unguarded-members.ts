@@ -17,6 +17,8 @@ const MARGIN_MS = 500;
 const ASK_TIMEOUT_MS = 5_000;
 /** In the warning, which the command that started a background gateway finds in its proxy log. */
 export const UNGUARDED_MEMBER_MARKER = "answers callers that bypass this gateway's policies";
+/** In the gateway's warning about AI clients that call its members directly (start.ts), relayed the same way. */
+export const DIRECT_CLIENTS_MARKER = "registered with its workloads directly";
 
 export interface UnguardedMemberCheck {
   /** Asks each member not asked before (called with every membership change); settles once they answered. */

@@ -90,7 +90,7 @@ export function memberGuard(options: MemberGuardOptions): Middleware {
       jsonRpcError(
         403,
         -32001,
-        `Forbidden: workload group '${options.group}' is served by a gateway with policies; connect through the gateway instead: 'mcpmgr list' shows its URL (give it to 'mcpmgr proxy stdio'; an AI client: 'mcpmgr client register CLIENT --group ${options.group} --gateway')`,
+        `Forbidden: workload group '${options.group}' is served by a gateway with policies; connect through the gateway instead: its URL is in 'mcpmgr list' (a foreground gateway's in its terminal; give it to 'mcpmgr proxy stdio'; an AI client: 'mcpmgr client register CLIENT --group ${options.group} --gateway')`,
       ),
       { reason: "not through the group's gateway" },
     );

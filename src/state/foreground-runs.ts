@@ -7,7 +7,9 @@
  * SIGKILL, the machine restarted) or whose pid another process has since does not count, and
  * is replaced by the next claim. Claims are made and checked under the workload store's lock,
  * with the records (WorkloadStore `claimForegroundName`, `create`), so one name is either a
- * record or one live foreground run, whatever the order they come in.
+ * record or one live foreground run, whatever the order they come in. Once the run serves, its
+ * claim also holds its client URL: `proxy stdio NAME` (Claude Desktop's entry) relays to it while
+ * that process lives.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,10 +18,16 @@ import { ensureDir, writeJsonFile } from "./atomic-file.ts";
 import type { McpmgrPaths } from "./paths.ts";
 import { isSameProcess, processStartTime } from "./process-start.ts";
 
-const claimSchema = v.object({ pid: v.pipe(v.number(), v.integer()), startTime: v.string() });
+const claimSchema = v.object({
+  pid: v.pipe(v.number(), v.integer()),
+  startTime: v.string(),
+  url: v.optional(v.string()),
+});
 
 export interface ForegroundClaim {
   readonly pid: number;
+  /** The URL clients use, once the run serves. */
+  readonly url?: string;
 }
 
 function claimPath(paths: McpmgrPaths, name: string): string {
@@ -30,7 +38,8 @@ function claimPath(paths: McpmgrPaths, name: string): string {
 export function liveForegroundRun(paths: McpmgrPaths, name: string): ForegroundClaim | undefined {
   try {
     const claim = v.parse(claimSchema, JSON.parse(readFileSync(claimPath(paths, name), "utf8")));
-    return isSameProcess(claim.pid, claim.startTime) ? { pid: claim.pid } : undefined;
+    if (!isSameProcess(claim.pid, claim.startTime)) return undefined;
+    return claim.url === undefined ? { pid: claim.pid } : { pid: claim.pid, url: claim.url };
   } catch {
     return undefined;
   }
@@ -40,6 +49,16 @@ export function liveForegroundRun(paths: McpmgrPaths, name: string): ForegroundC
 export async function writeForegroundClaim(paths: McpmgrPaths, name: string): Promise<void> {
   await ensureDir(join(paths.stateDir, "foreground"));
   await writeJsonFile(claimPath(paths, name), { pid: process.pid, startTime: processStartTime(process.pid) ?? "" });
+}
+
+/** Adds the URL this process serves `name` at to its claim (one another run has taken since is left alone). */
+export async function writeForegroundUrl(paths: McpmgrPaths, name: string, url: string): Promise<void> {
+  if (liveForegroundRun(paths, name)?.pid !== process.pid) return;
+  await writeJsonFile(claimPath(paths, name), {
+    pid: process.pid,
+    startTime: processStartTime(process.pid) ?? "",
+    url,
+  });
 }
 
 /** Removes this process's claim on `name`; one another run has taken since is left alone. */

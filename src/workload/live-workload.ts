@@ -5,9 +5,12 @@
  * another local user can listen there and answer as the workload. So the relay starts only
  * while the supervisor (a process of this user's running `__supervise NAME`) is alive and the
  * workload running or restarting (the supervisor holds its port through restarts), and the
- * same is checked again before every request the relay sends.
+ * same is checked again before every request the relay sends. A foreground run (`run --foreground`,
+ * no record) is relayed to the same way while its own process, which holds its port, lives.
  */
 import { McpmgrError } from "../errors.ts";
+import { liveForegroundRun } from "../state/foreground-runs.ts";
+import type { McpmgrPaths } from "../state/paths.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
 import { workloadUrl } from "../state/workload-url.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
@@ -34,6 +37,25 @@ export async function liveWorkload(store: WorkloadStore, name: string): Promise<
       if (isSupervisorOf(pid, name)) return;
       // Restarted meanwhile (`mcpmgr restart`): another supervisor, serving the same endpoint.
       pid = await servingSupervisor(store, name, url);
+    },
+  };
+}
+
+/** A live foreground run of that name that serves already; undefined when there is none. */
+export function liveForegroundWorkload(paths: McpmgrPaths, name: string): LiveWorkload | undefined {
+  const claim = liveForegroundRun(paths, name);
+  if (claim?.url === undefined) return undefined;
+  const { pid, url } = claim;
+  return {
+    url: new URL(url),
+    async assertRunning() {
+      const now = liveForegroundRun(paths, name);
+      if (now?.pid === pid && now.url === url) return;
+      throw new McpmgrError(
+        "WORKLOAD_NOT_RUNNING",
+        `the foreground run ${name} (pid ${pid}) ended: mcpmgr does not connect to its port without it behind it`,
+        { hint: "run it again (or start a workload of that name), then connect again" },
+      );
     },
   };
 }

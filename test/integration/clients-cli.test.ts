@@ -178,6 +178,41 @@ test("setup on a terminal asks which installed clients should follow which group
   }
 }, 60_000);
 
+test("Ctrl-C at setup's first question changes nothing and exits 130, as at any prompt", async () => {
+  const own = mkdtempSync(join(tmpdir(), "mcpmgr-clients-setup-cancel-"));
+  const ownEnv = { ...env(), HOME: own, MCPMGR_HOME: join(own, ".mcpmgr"), TERM: "xterm" };
+  try {
+    mkdirSync(join(own, ".cursor"));
+    const command = `stty cols 120 rows 40; ${process.execPath} ${CLI_ENTRY} client setup`;
+    const proc = Bun.spawn(["script", "-qfec", command, "/dev/null"], {
+      cwd: REPO_ROOT,
+      env: ownEnv,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    let screen = "";
+    void (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of proc.stdout) screen += decoder.decode(chunk);
+    })();
+    const deadline = Date.now() + 20_000;
+    while (!screen.includes("Which AI clients should follow a group?") && Date.now() < deadline) await Bun.sleep(50);
+    proc.stdin.write("\x03");
+    expect(await proc.exited).toBe(130);
+    expect(screen).toContain("setup cancelled; nothing changed");
+    const listed = Bun.spawnSync(
+      [process.execPath, CLI_ENTRY, "client", "list-registered-clients", "--format", "json"],
+      {
+        env: ownEnv,
+      },
+    );
+    expect(json(listed.stdout.toString())).toEqual([]);
+  } finally {
+    rmSync(own, { recursive: true, force: true });
+  }
+}, 60_000);
+
 describe("mcpmgr client with a running workload", () => {
   let fixture: { url: string; stop(): Promise<unknown> };
   let url: string;

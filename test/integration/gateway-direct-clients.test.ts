@@ -101,3 +101,17 @@ test("a gateway with policies names the clients registered with its members dire
   ]);
   expect(warningIn(again.output())[0]).not.toContain("zed");
 });
+
+test("a background gateway with policies names them in the terminal of 'gateway --detach', not only in its log", () => {
+  // Cursor still follows team per workload (the test above moved Zed to the gateway).
+  const detached = mcpmgr("gateway", "team", "--detach", "--name", "guarded", "--tools", "probe_stats");
+  try {
+    expect(warningIn(detached.stderr)).toEqual([
+      expect.stringContaining(
+        "[warn] gateway 'team': an AI client registered with its workloads directly (cursor) is refused by them while it runs; switch it to the gateway: 'mcpmgr client register cursor --group team --gateway'",
+      ),
+    ]);
+  } finally {
+    mcpmgr("rm", "guarded");
+  }
+});

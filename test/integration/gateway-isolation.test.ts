@@ -216,7 +216,9 @@ describe("members are reached only through a gateway with policies", () => {
       const refused = await direct(memberUrl, "delete_all");
       expect(refused).toContain("served by a gateway with policies");
       // Where to go instead, for `mcpmgr proxy stdio NAME` users too.
-      expect(refused).toContain("'mcpmgr list' shows its URL (give it to 'mcpmgr proxy stdio'");
+      expect(refused).toContain(
+        "its URL is in 'mcpmgr list' (a foreground gateway's in its terminal; give it to 'mcpmgr proxy stdio'",
+      );
       expect(guarding.output()).toContain("'mcpmgr proxy stdio WORKLOAD' and other direct callers are refused");
       // A made-up gateway key does not pass either.
       expect(

@@ -13,7 +13,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { Server } from "bun";
 import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
 import { until } from "../support/gateway-group.ts";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -46,12 +46,12 @@ const cursorEntries = () =>
     .mcpServers;
 
 /** Another program takes the workload's port as soon as it is free, and answers MCP as the workload would. */
-async function takePort(): Promise<void> {
+async function takePort(of: URL = url): Promise<void> {
   const taken = await until(() => {
     try {
       impostor = Bun.serve({
-        hostname: url.hostname,
-        port: Number(url.port),
+        hostname: of.hostname,
+        port: Number(of.port),
         fetch(req) {
           heardByImpostor.push(`${req.method} ${new URL(req.url).pathname} ${req.headers.get("authorization")}`);
           return Response.json({
@@ -70,14 +70,14 @@ async function takePort(): Promise<void> {
 }
 
 /** proxy stdio NAME with an initialize piped in: exit code, stdout, stderr. */
-async function relayOnce(): Promise<{ code: number; stdout: string; stderr: string }> {
+async function relayOnce(name = "victim"): Promise<{ code: number; stdout: string; stderr: string }> {
   const initialize = {
     jsonrpc: "2.0",
     id: 1,
     method: "initialize",
     params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "liveness", version: "1" } },
   };
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", "victim"], {
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", name], {
     cwd: REPO_ROOT,
     env: env(),
     stdin: new Blob([`${JSON.stringify(initialize)}\n`]),
@@ -174,5 +174,66 @@ test("a supervisor killed while the relay runs: the next request is refused, not
     expect(heardByImpostor.filter((line) => !line.startsWith("GET /mcp null"))).toEqual([]);
   } finally {
     await client.close();
+  }
+}, 60_000);
+
+test("a foreground run: Claude Desktop's entry (proxy stdio NAME) relays to it while it runs, and not once it was killed", async () => {
+  ok("client", "register", "claude-desktop");
+  const foreground = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", fixture.url, "--name", "fg-victim", "--foreground"],
+    /^(http:\/\/\S+)$/m,
+    { env: env(), timeoutMs: 30_000 },
+  );
+  const claude = join(home, ".config", "Claude", "claude_desktop_config.json");
+  try {
+    const entryOf = () => {
+      try {
+        return (JSON.parse(readFileSync(claude, "utf8")) as { mcpServers: Record<string, { args: string[] }> })
+          .mcpServers["fg-victim"];
+      } catch {
+        return undefined;
+      }
+    };
+    // Written once the run serves (after its URL is printed).
+    expect(await until(() => entryOf() !== undefined)).toBe(true);
+    expect(entryOf()?.args.slice(-3)).toEqual(["proxy", "stdio", "fg-victim"]);
+    const served = await relayOnce("fg-victim");
+    expect(served.stderr).not.toContain("[error]");
+    expect(served.stdout).toContain('"protocolVersion"');
+
+    // A relay that runs when the foreground run is killed: its next request is refused.
+    const client = new Client({ name: "claude-desktop-like", version: "1.0.0" });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI_ENTRY, "proxy", "stdio", "fg-victim"],
+        cwd: REPO_ROOT,
+        env: env(),
+        stderr: "ignore",
+      }),
+    );
+    try {
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      process.kill(foreground.proc.pid, "SIGKILL");
+      await foreground.proc.exited;
+      await takePort(new URL(foreground.match[1] ?? ""));
+      let failure: unknown;
+      try {
+        await client.listTools();
+      } catch (err) {
+        failure = err;
+      }
+      expect(String(failure)).toContain("the foreground run fg-victim");
+    } finally {
+      await client.close();
+    }
+    const refused = await relayOnce("fg-victim");
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe("");
+    expect(refused.stderr).toContain('"fg-victim" is neither a URL nor a workload');
+    expect(heardByImpostor.filter((line) => !line.startsWith("GET /mcp null"))).toEqual([]);
+  } finally {
+    await foreground.stop();
+    ok("client", "remove", "claude-desktop");
   }
 }, 60_000);

@@ -49,6 +49,10 @@ test("a home planted by another user, with a record of theirs, is refused by eve
   const version = runCli(env, ["version", "--format", "json"]);
   expect(version.code).toBe(0);
   expect(JSON.parse(version.stdout).version).toBeString();
+  // Shell completion's name lister lists none of the planted names and prints nothing (docs/shell-completion.md).
+  for (const kind of ["workloads", "groups", "servers"]) {
+    expect(runCli(env, ["__complete", kind])).toEqual({ code: 0, stdout: "", stderr: "" });
+  }
 });
 
 test("a home that cannot be a folder (a file on its way) gets the command's own one-line error, not 'unexpected error'", () => {

@@ -253,6 +253,8 @@ describe("a mistyped command, option or value gets the nearest one as its hint",
   const cases: ReadonlyArray<readonly [label: string, args: readonly string[], suggestion: string]> = [
     ["a command", ["lsit"], "did you mean 'mcpmgr list'?"],
     ["a subcommand", ["group", "lsit"], "did you mean 'mcpmgr group list'?"],
+    ["a command asked for its help", ["lsit", "--help"], "did you mean 'mcpmgr list'?"],
+    ["a subcommand asked for its help", ["client", "regster", "-h"], "did you mean 'mcpmgr client register'?"],
     ["two commands as near", ["rn"], "did you mean 'mcpmgr rm' or 'mcpmgr run'?"],
     ["an option of run", ["run", "fetch", "--proxy-prot", "8080"], "did you mean --proxy-port?"],
     ["an option of list", ["list", "--formt", "json"], "did you mean --format?"],

@@ -86,7 +86,7 @@ describe("the gateway key at a member", () => {
     const { call } = setUp({ ownAuthentication: false, guard: { guarded: true, authenticated: false }, key: KEY_A });
     const refused = await call();
     expect(refused.status).toBe(403);
-    expect(refused.body).toContain("'mcpmgr list' shows its URL");
+    expect(refused.body).toContain("its URL is in 'mcpmgr list' (a foreground gateway's in its terminal;");
     expect(refused.body).toContain("mcpmgr proxy stdio");
   });
 });

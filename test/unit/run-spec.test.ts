@@ -123,9 +123,21 @@ describe("the policies' files are decoded once, with the field at fault named", 
       [
         ["--tools-override", await file("empty.json", { toolsOverride: { env: {} } })],
         "INVALID_OPTION",
-        "changes nothing",
+        `--tools-override ${join(dir, "empty.json")}: the entry for env changes nothing`,
       ],
-      [["--tools", "read_file", "--tools-override", overrides], "CONFLICTING_OPTIONS", "but --tools hides it"],
+      [
+        ["--tools", "read_file", "--tools-override", overrides],
+        "CONFLICTING_OPTIONS",
+        `--tools-override ${overrides} renames env, but --tools hides it`,
+      ],
+      [
+        [
+          "--tools-override",
+          await file("twice.json", { toolsOverride: { env: { name: "same" }, read_file: { name: "same" } } }),
+        ],
+        "INVALID_OPTION",
+        `--tools-override ${join(dir, "twice.json")} gives two tools the name same`,
+      ],
       [["--tools-override", join(dir, "missing.json")], "INVALID_OPTION", "no such file"],
     ];
     for (const [args, code, text] of cases) refusal([PROBE, ...args], code, text);
