@@ -51,7 +51,8 @@ test.each([["stop"], ["rm"]])(
     expect(stopped.exitCode).toBe(0);
     // Without an abortable start, it waited for the 15 s SIGKILL (or the login's 5 minutes).
     expect(performance.now() - before).toBeLessThan(6_000);
-    expect(isAlive(status.pid)).toBe(false);
+    // Gone once reaped: until `run` (its parent, still waiting) reaps it, an exited supervisor is a zombie.
+    await until(() => (isAlive(status.pid) ? undefined : true), "the supervisor's exit", 5_000);
     expect(portInUse(callbackPort, "127.0.0.1")).toBe(false);
     expect(await run.exited).toBe(1);
     expect(stderr).toContain(`${name} was stopped while it was starting`);
