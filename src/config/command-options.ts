@@ -23,7 +23,7 @@ export const formatOptions = {
 export const registrySearchOptions = {
   ...formatOptions,
   limit: stringOption({
-    description: "Show at most this many servers, best match first",
+    description: "Show at most this many servers (1-1000), best match first",
     valueHint: "n",
     default: "10",
     schema: v.pipe(
