@@ -81,7 +81,20 @@ export async function startSupervisor(
   // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer;
   // with this command's identity, so that if it ends before the supervisor's pid is written (a closed
   // terminal, SIGKILL) the start reads as failed rather than "starting" for good (reconcileStatus).
-  await store.writeStatus(name, { state: "starting", startedBy: thisCommand() });
+  // Not over another start under way (a `start` or `restart` elsewhere at the same moment): two
+  // supervisors would race for the port, and the loser's "failed" could hide the winner, which
+  // `stop` and `rm` would then never find.
+  let under: string | undefined;
+  await store.writeStatus(
+    name,
+    { state: "starting", startedBy: thisCommand() },
+    { onlyIf: (current) => (under = startUnderWay(current, name)) === undefined },
+  );
+  if (under !== undefined) {
+    throw new McpmgrError("CANCELLED", `${name} was started elsewhere at the same moment: ${under}`, {
+      hint: `'mcpmgr list' shows how that start is doing`,
+    });
+  }
   // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
   // this catches what it cannot print that way (an error before that is set up, a runtime crash).
   // The log is rotated in place, so these descriptors stay on it (state/log-files.ts `cappedLog`).
@@ -172,6 +185,21 @@ export async function startSupervisor(
   throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, {
     hint: failureHint,
   });
+}
+
+/**
+ * Who is starting or serving the workload now, when someone is: a live supervisor of it in a live
+ * state, or another mcpmgr command that recorded "starting" and lives on to spawn its supervisor.
+ */
+function startUnderWay(current: WorkloadStatus | undefined, name: string): string | undefined {
+  if (current === undefined) return undefined;
+  const live = reconcileStatus(current, (pid) => isSupervisorOf(pid, name));
+  if (live.state !== "starting" && live.state !== "running" && live.state !== "restarting") return undefined;
+  if (live.pid !== undefined)
+    return `its supervisor (pid ${live.pid}) ${live.state === "starting" ? "is starting it" : "runs it"}`;
+  const starter = live.startedBy;
+  if (starter === undefined || starter.pid === process.pid) return undefined;
+  return `another mcpmgr command (pid ${starter.pid}) is starting it`;
 }
 
 function thisCommand(): { pid: number; startTime: string } {
