@@ -75,6 +75,16 @@ describe("YAML written by hand", () => {
     expect(h.warnings).toHaveLength(2);
     for (const warning of h.warnings) expect(warning).toContain("its top level is written in flow style");
   });
+
+  test("an empty configuration written as {} (as a YAML library writes one) gets the servers in block style", async () => {
+    const path = place("goose", "# goose settings\n{}\n");
+    const [report] = await sync.registerClient("goose", "default", [fetch41001]);
+    expect(report?.action).toBe("added");
+    const text = readFileSync(path, "utf8");
+    expect(text.startsWith("# goose settings\nextensions:\n")).toBe(true);
+    expect(Object.keys(parseYaml(text).extensions)).toEqual(["fetch"]);
+    expect(h.warnings).toEqual([]);
+  });
 });
 
 describe("TOML written by hand", () => {
