@@ -144,6 +144,44 @@ test("a start while a run of the same workload is on its way to its supervisor i
   expect(supervisorsOf(name)).toEqual([]);
 });
 
+test("a stop in the instant between a run's 'starting' and its supervisor stops that start: nothing runs after it", async () => {
+  // The run is held (the FIFO, as above) with "starting" recorded and no supervisor yet.
+  const name = "stopped-early";
+  const logs = join(home, "state/logs");
+  mkdirSync(logs, { recursive: true });
+  const proxyLog = join(logs, `${name}.proxy.log`);
+  expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", "http://127.0.0.1:1/mcp", "--name", name], {
+    cwd: REPO_ROOT,
+    env,
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  let drain: ReturnType<typeof Bun.spawn> | undefined;
+  try {
+    await until(() => recordedStatus(name).state === "starting" || run.exitCode !== null);
+    expect(run.exitCode).toBeNull();
+    const stopped = mcpmgr("stop", name);
+    expect([stopped.code, stopped.stderr]).toEqual([0, expect.stringContaining(`stopped ${name}`)]);
+    expect(recordedStatus(name).state).toBe("stopped");
+
+    // The run goes on to spawn its supervisor, which finds its start stopped and exits.
+    const held = join(logs, `${name}.fifo`);
+    renameSync(proxyLog, held);
+    writeFileSync(proxyLog, "");
+    drain = Bun.spawn(["cat", held], { stdout: "ignore" });
+    expect(await run.exited).toBe(1);
+    expect(await new Response(run.stderr).text()).toContain(`${name} was stopped while it was starting`);
+    await until(() => supervisorsOf(name).length === 0);
+    expect(row(name)?.status).toBe("stopped");
+  } finally {
+    run.kill("SIGKILL");
+    mcpmgr("rm", name);
+    drain?.kill();
+  }
+});
+
 /** The live `__supervise NAME` processes. */
 function supervisorsOf(name: string): number[] {
   const found: number[] = [];
