@@ -11,7 +11,6 @@ import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { reconcileStatus, type RuntimeKind, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
-import { confirmAnswers } from "./mcp-readiness.ts";
 import { selfCommand } from "./self-command.ts";
 
 /** Longer than the bridge's handshake timeout, which covers npx/uvx downloading the package. */
@@ -149,6 +148,8 @@ export async function startSupervisor(
     }
     if (status?.state === "running") {
       try {
+        // Loaded here: `list` evaluates this module and must stay light.
+        const { confirmAnswers } = await import("./mcp-readiness.ts");
         return await confirmAnswers(store, name, failureHint);
       } catch (err) {
         await stopSupervisor(store, name, ctx.log);
