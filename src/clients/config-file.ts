@@ -24,7 +24,7 @@
  *            users tell programs to keep out of a file.
  */
 import { constants, existsSync, statSync } from "node:fs";
-import { lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
+import { type FileHandle, lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
@@ -104,7 +104,7 @@ export async function editClientFile(
         // meanwhile is read again.
         const written =
           read !== undefined && read.links > 1
-            ? await writeInPlace(target, bom + edited, read.stamp)
+            ? await writeInPlace(target, bom + edited, read)
             : await writeFileAtomic(target, bom + edited, {
                 mode,
                 ...(owner ? { owner } : {}),
@@ -163,22 +163,39 @@ function ioFailure(path: string, target: string, err: unknown): string {
  * A hard-linked file is written through its own inode, as vim does for one: its other names (a
  * dotfiles folder's copy) see the change, instead of keeping the old text while this name gets a
  * new file. Not atomic (a reader may see it mid-write; the first version is in the backup), so
- * only for such files. False when the file is no longer the version read.
+ * only for such files. False when the file is no longer the version read. A write cut short (a
+ * full disk, a file size limit) puts the version read back, byte for byte, before the error goes
+ * on: the file must never be left half old, half new, or padded with zeros.
  */
-async function writeInPlace(target: string, text: string, stamp: FileStamp): Promise<boolean> {
+async function writeInPlace(target: string, text: string, read: { stamp: FileStamp; text: string }): Promise<boolean> {
   const handle = await open(target, constants.O_WRONLY | (constants.O_NOFOLLOW ?? 0));
   try {
     const info = await handle.stat({ bigint: true });
     const now = { dev: info.dev, ino: info.ino, size: info.size, mtimeNs: info.mtimeNs, ctimeNs: info.ctimeNs };
-    if (!sameStamp(stamp, now)) return false;
-    const bytes = Buffer.from(text);
-    await handle.write(bytes, 0, bytes.length, 0);
-    await handle.truncate(bytes.length);
+    if (!sameStamp(read.stamp, now)) return false;
+    try {
+      await replaceContents(handle, Buffer.from(text));
+    } catch (err) {
+      // The version read fits where it was (its blocks are the file's): put back, the error reported.
+      await replaceContents(handle, Buffer.from(read.text)).catch(() => {});
+      throw err;
+    }
     await handle.sync();
     return true;
   } finally {
     await handle.close();
   }
+}
+
+/** The file's bytes become `bytes`: written whole (a write may take only part of them), then cut to their length. */
+async function replaceContents(handle: FileHandle, bytes: Buffer): Promise<void> {
+  let done = 0;
+  while (done < bytes.length) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, done);
+    if (bytesWritten === 0) throw new Error("the file took no more bytes");
+    done += bytesWritten;
+  }
+  await handle.truncate(bytes.length);
 }
 
 /** The first path on the way to `dir` that exists and is not a folder, if any. */

@@ -4,14 +4,12 @@
  */
 import { closeSync, openSync } from "node:fs";
 import { errorMessage, McpmgrError } from "../errors.ts";
-import { clientUrl } from "../state/workload-url.ts";
 import { installId } from "../state/paths.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { processStartTime } from "../state/process-start.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { reconcileStatus, type RuntimeKind, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
-import { version } from "../version.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { selfCommand } from "./self-command.ts";
 
@@ -53,6 +51,17 @@ export function cancelGraceMs(runtime: RuntimeKind): number {
   return runtime === "docker" || runtime === "podman" ? 10_000 : 3_000;
 }
 
+/**
+ * Names the command that spawned a supervisor (`pid:startTime`), for the supervisor's first status
+ * write: the "starting" it takes over must still be that command's (see supervisor.ts `claimStart`).
+ */
+export const STARTED_BY_ENV = "MCPMGR_STARTED_BY";
+
+/** Whether a status's `startedBy` is the command `pid:startTime` names. */
+export function startedByIs(startedBy: WorkloadStatus["startedBy"], named: string): boolean {
+  return startedBy !== undefined && `${startedBy.pid}:${startedBy.startTime}` === named;
+}
+
 export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
   const status = await store.readStatus(name);
   return status === undefined ? undefined : reconcileStatus(status, (pid) => isSupervisorOf(pid, name));
@@ -81,7 +90,21 @@ export async function startSupervisor(
   // Written before the supervisor exists, so a stale "failed" or "running" is never read as its answer;
   // with this command's identity, so that if it ends before the supervisor's pid is written (a closed
   // terminal, SIGKILL) the start reads as failed rather than "starting" for good (reconcileStatus).
-  await store.writeStatus(name, { state: "starting", startedBy: thisCommand() });
+  // Not over another start under way (a `start` or `restart` elsewhere at the same moment): two
+  // supervisors would race for the port, and the loser's "failed" could hide the winner, which
+  // `stop` and `rm` would then never find.
+  let under: string | undefined;
+  const me = thisCommand();
+  await store.writeStatus(
+    name,
+    { state: "starting", startedBy: me },
+    { onlyIf: (current) => (under = startUnderWay(current, name)) === undefined },
+  );
+  if (under !== undefined) {
+    throw new McpmgrError("CANCELLED", `${name} was started elsewhere at the same moment: ${under}`, {
+      hint: `'mcpmgr list' shows how that start is doing`,
+    });
+  }
   // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
   // this catches what it cannot print that way (an error before that is set up, a runtime crash).
   // The log is rotated in place, so these descriptors stay on it (state/log-files.ts `cappedLog`).
@@ -97,7 +120,7 @@ export async function startSupervisor(
   const child = spawn(command as string, args, {
     detached: true,
     stdio: ["ignore", out, out],
-    env: { ...ctx.env, NO_COLOR: "1", ...runtime },
+    env: { ...ctx.env, NO_COLOR: "1", ...runtime, [STARTED_BY_ENV]: `${me.pid}:${me.startTime}` },
   });
   closeSync(out);
   child.unref();
@@ -125,6 +148,8 @@ export async function startSupervisor(
     }
     if (status?.state === "running") {
       try {
+        // Loaded here: `list` evaluates this module and must stay light.
+        const { confirmAnswers } = await import("./mcp-readiness.ts");
         return await confirmAnswers(store, name, failureHint);
       } catch (err) {
         await stopSupervisor(store, name, ctx.log);
@@ -174,6 +199,21 @@ export async function startSupervisor(
   });
 }
 
+/**
+ * Who is starting or serving the workload now, when someone is: a live supervisor of it in a live
+ * state, or another mcpmgr command that recorded "starting" and lives on to spawn its supervisor.
+ */
+function startUnderWay(current: WorkloadStatus | undefined, name: string): string | undefined {
+  if (current === undefined) return undefined;
+  const live = reconcileStatus(current, (pid) => isSupervisorOf(pid, name));
+  if (live.state !== "starting" && live.state !== "running" && live.state !== "restarting") return undefined;
+  if (live.pid !== undefined)
+    return `its supervisor (pid ${live.pid}) ${live.state === "starting" ? "is starting it" : "runs it"}`;
+  const starter = live.startedBy;
+  if (starter === undefined || starter.pid === process.pid) return undefined;
+  return `another mcpmgr command (pid ${starter.pid}) is starting it`;
+}
+
 function thisCommand(): { pid: number; startTime: string } {
   return { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
 }
@@ -181,15 +221,21 @@ function thisCommand(): { pid: number; startTime: string } {
 /**
  * The new supervisor's pid in the status at once (it writes it again as it starts): a `stop` or
  * `rm` from now on finds a supervisor to stop, not a "starting" without one that it would leave to
- * start. Only over the pid-less "starting" written before the spawn: a supervisor quicker than this
- * write (which waits for the store's lock among other commands' writes) has reported already, and
- * its "running" must stay; so must a `stop` that came in between.
+ * start. Only over this command's pid-less "starting" written before the spawn: a supervisor quicker
+ * than this write (which waits for the store's lock among other commands' writes) has reported
+ * already, and its "running" must stay; so must a `stop` that came in between, and the "starting"
+ * of a `restart` after that stop.
  */
 export async function recordSupervisorPid(store: WorkloadStore, name: string, pid: number): Promise<void> {
   await store.writeStatus(
     name,
     { state: "starting", pid },
-    { onlyIf: (current) => current?.state === "starting" && current.pid === undefined },
+    {
+      onlyIf: (current) =>
+        current?.state === "starting" &&
+        current.pid === undefined &&
+        (current.startedBy === undefined || current.startedBy.pid === process.pid),
+    },
   );
 }
 
@@ -208,6 +254,10 @@ function withNote(hint: string, note: string | undefined): string {
 
 /** SIGTERM to the supervisor, which stops the proxy and the server; SIGKILL if it hangs. */
 export async function stopSupervisor(store: WorkloadStore, name: string, log: WorkloadLog): Promise<boolean> {
+  if (await stopStartWithoutSupervisor(store, name)) {
+    await removeContainers(store, name, log);
+    return true;
+  }
   const status = await currentStatus(store, name);
   const pid = status?.pid;
   if (pid === undefined || !isSupervisorOf(pid, name) || status?.state === "stopped" || status?.state === "failed") {
@@ -224,6 +274,38 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
   // The supervisor removes its containers on the way out; one killed hard leaves them behind.
   await removeContainers(store, name, log);
   return true;
+}
+
+/**
+ * A start in the instant between its "starting" and its supervisor's pid (the command that wrote it
+ * alive, reconcileStatus says): there is no supervisor to signal yet, so "stopped" is written in its
+ * place. The command's supervisor, once spawned, finds its start no longer there and exits
+ * (supervisor.ts `claimStart`), and the command reports the stop. True when so stopped; false when
+ * the status is anything else (by then, maybe, a supervisor's, to stop as usual).
+ */
+async function stopStartWithoutSupervisor(store: WorkloadStore, name: string): Promise<boolean> {
+  const status = await currentStatus(store, name);
+  const starter = status?.startedBy;
+  if (status?.state !== "starting" || status.pid !== undefined || starter === undefined) return false;
+  if (starter.pid === process.pid) return false;
+  let stopped = false;
+  await store
+    .writeStatus(
+      name,
+      { state: "stopped", restarts: status.restarts ?? 0 },
+      {
+        onlyIf: (current) =>
+          (stopped =
+            current?.state === "starting" &&
+            current.pid === undefined &&
+            current.startedBy?.pid === starter.pid &&
+            current.startedBy.startTime === starter.startTime),
+      },
+    )
+    .catch(() => {
+      stopped = false;
+    });
+  return stopped;
 }
 
 /** Containers and networks of a container workload, removed by label; nothing for other runtimes. */
@@ -248,87 +330,6 @@ async function removeContainers(store: WorkloadStore, name: string, log: Workloa
   await removeWorkloadObjects(engine, name, installId(store.paths)).catch((err: unknown) =>
     log.warn(`${name}: ${errorMessage(err)}`),
   );
-}
-
-/**
- * "Running" is the supervisor's word; an MCP request through the proxy answered with a result
- * is the client's. Both eras count: a 2025-era `initialize`, else (a server that speaks only
- * MCP 2026-07-28 has no initialize) a 2026-07-28 `server/discover`. Remote workloads are
- * exempt: their server may want credentials first.
- */
-async function confirmAnswers(store: WorkloadStore, name: string, failureHint: string): Promise<void> {
-  const record = await store.getExisting(name);
-  if (record.runtime === "remote") return;
-  const url = clientUrl(record.host, record.proxyPort, record.proxyPath);
-  if (record.proxyPath === "/sse") return; // legacy SSE has no one-request handshake to probe
-  // mcpmgr's own probe: in a group a gateway with policies guards, only the gateway key gets an answer.
-  // Loaded here: `list` evaluates this module and must stay light (the guard module writes files).
-  const { readGatewayKey } = await import("../state/gateway-guard.ts");
-  const gatewayKey = readGatewayKey(store.paths);
-  const authorization: Record<string, string> = gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {};
-  try {
-    const legacy = await probe(url, authorization, "2025-06-18", {
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-readiness", version } },
-    });
-    if (legacy.answered) {
-      if (legacy.session)
-        await fetch(url, { method: "DELETE", headers: { "mcp-session-id": legacy.session, ...authorization } }).catch(
-          () => {},
-        );
-      return;
-    }
-    const modern = await probe(url, authorization, "2026-07-28", {
-      method: "server/discover",
-      params: {
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientInfo": { name: "mcpmgr-readiness", version },
-          "io.modelcontextprotocol/clientCapabilities": {},
-        },
-      },
-    });
-    if (!modern.answered)
-      throw new Error(`initialize answered ${legacy.status}, server/discover answered ${modern.status}`);
-  } catch (err) {
-    throw new McpmgrError(
-      "SERVER_FAILED",
-      `${name} runs but does not answer MCP (initialize or server/discover) at ${url}: ${errorMessage(err)}`,
-      { hint: failureHint },
-    );
-  }
-}
-
-/**
- * One request of the readiness probe: answered when it gets a result, or the proxy's own bearer
- * challenge (a protected endpoint answering, as intended).
- */
-async function probe(
-  url: string,
-  authorization: Record<string, string>,
-  protocolVersion: string,
-  request: { method: string; params: Record<string, unknown> },
-): Promise<{ answered: boolean; status: number; session?: string }> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": protocolVersion,
-      "mcp-method": request.method,
-      ...authorization,
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 0, ...request }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const status = response.status;
-  if (status === 401 && /^Bearer\b/i.test(response.headers.get("www-authenticate") ?? "")) {
-    await response.body?.cancel().catch(() => {});
-    return { answered: true, status };
-  }
-  const session = response.headers.get("mcp-session-id") ?? undefined;
-  const text = await response.text();
-  return { answered: response.ok && text.includes('"result"'), status, ...(session ? { session } : {}) };
 }
 
 /** SIGTERM, then SIGKILL after `graceMs` (15 s); only while the pid is still this workload's supervisor. */

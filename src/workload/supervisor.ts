@@ -22,7 +22,7 @@ import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/wo
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { maxLogBytesFromEnv } from "./limits.ts";
-import { cancelGraceMs } from "./supervisor-control.ts";
+import { cancelGraceMs, STARTED_BY_ENV, startedByIs } from "./supervisor-control.ts";
 import { prepareRunSpec } from "./run-spec.ts";
 import { startWorkload, type KeptListener, type RunningWorkload } from "./start.ts";
 
@@ -196,7 +196,10 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
   try {
     // Its pid at once, as the command that spawned it does: should that command end before it writes
     // it, the start would read as abandoned (reconcileStatus) while a registry entry is resolved.
-    await report({ state: "starting", restarts: 0 });
+    if (!(await claimStart(store, name, ctx.env[STARTED_BY_ENV]))) {
+      ctx.log.info(`${name} was stopped (or started again elsewhere) before its supervisor began`);
+      return;
+    }
     // Relative paths in the run options mean what they meant where the workload was created.
     if (record.workingDir) enterWorkingDir(record.workingDir);
     // Resolving a registry entry may take a while: a stop meanwhile is not kept waiting.
@@ -228,6 +231,28 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
   await clientsSeeStopped(name, ctx);
   await store.writeStatus(name, { state: "stopped", restarts }).catch(() => {});
   ctx.log.info(`${name} stopped`);
+}
+
+/**
+ * The supervisor's first status write, its pid in the "starting" of the command that spawned it
+ * (`startedBy`, named by STARTED_BY_ENV) or already holding its pid. Anything else there means that
+ * start is over before this process began: a `stop` wrote "stopped" in its place, or a `restart`
+ * after that stop wrote its own "starting". False then, and nothing is written.
+ */
+async function claimStart(store: WorkloadStore, name: string, startedBy: string | undefined): Promise<boolean> {
+  let claimed = false;
+  await store.writeStatus(
+    name,
+    { state: "starting", restarts: 0, pid: process.pid },
+    {
+      onlyIf: (current) =>
+        (claimed =
+          current?.state === "starting" &&
+          (current.pid === process.pid ||
+            (current.pid === undefined && (startedBy === undefined || startedByIs(current.startedBy, startedBy))))),
+    },
+  );
+  return claimed;
 }
 
 /**

@@ -9,7 +9,7 @@
  * and is then killed for real.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -93,3 +93,107 @@ test("a run killed after it recorded 'starting' and before its supervisor's pid:
   expect(mcpmgr("rm", "abandoned").code).toBe(0);
   expect(row("abandoned")).toBeUndefined();
 });
+
+test("a start while a run of the same workload is on its way to its supervisor is refused, not a second supervisor", async () => {
+  // The run is held (the FIFO, as above) just after it recorded "starting" with its identity.
+  const name = "underway";
+  const logs = join(home, "state/logs");
+  mkdirSync(logs, { recursive: true });
+  const proxyLog = join(logs, `${name}.proxy.log`);
+  expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", "http://127.0.0.1:1/mcp", "--name", name], {
+    cwd: REPO_ROOT,
+    env,
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  let drain: ReturnType<typeof Bun.spawn> | undefined;
+  try {
+    await until(() => recordedStatus(name).state === "starting" || run.exitCode !== null);
+    expect(run.exitCode).toBeNull();
+
+    // `start NAME` in another terminal meanwhile: the run's start is under way, so no second
+    // supervisor (the two would race for the port, and the loser's "failed" could hide the winner).
+    const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
+      cwd: REPO_ROOT,
+      env,
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    const outcome = await Promise.race([second.exited, Bun.sleep(20_000).then(() => "still waiting")]);
+    if (outcome === "still waiting") second.kill("SIGKILL");
+    expect(outcome).toBe(1);
+    expect(await new Response(second.stderr).text()).toContain(
+      `${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it`,
+    );
+
+    // The run goes on: its log is a plain file again, and the FIFO it opened gets a reader.
+    const held = join(logs, `${name}.fifo`);
+    renameSync(proxyLog, held);
+    writeFileSync(proxyLog, "");
+    drain = Bun.spawn(["cat", held], { stdout: "ignore" });
+    expect(await run.exited).toBe(0);
+    expect(row(name)?.status).toBe("running");
+    expect(supervisorsOf(name)).toEqual([recordedStatus(name).pid as number]);
+  } finally {
+    run.kill("SIGKILL");
+    mcpmgr("rm", name);
+    drain?.kill();
+  }
+  expect(supervisorsOf(name)).toEqual([]);
+});
+
+test("a stop in the instant between a run's 'starting' and its supervisor stops that start: nothing runs after it", async () => {
+  // The run is held (the FIFO, as above) with "starting" recorded and no supervisor yet.
+  const name = "stopped-early";
+  const logs = join(home, "state/logs");
+  mkdirSync(logs, { recursive: true });
+  const proxyLog = join(logs, `${name}.proxy.log`);
+  expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", "http://127.0.0.1:1/mcp", "--name", name], {
+    cwd: REPO_ROOT,
+    env,
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  let drain: ReturnType<typeof Bun.spawn> | undefined;
+  try {
+    await until(() => recordedStatus(name).state === "starting" || run.exitCode !== null);
+    expect(run.exitCode).toBeNull();
+    const stopped = mcpmgr("stop", name);
+    expect([stopped.code, stopped.stderr]).toEqual([0, expect.stringContaining(`stopped ${name}`)]);
+    expect(recordedStatus(name).state).toBe("stopped");
+
+    // The run goes on to spawn its supervisor, which finds its start stopped and exits.
+    const held = join(logs, `${name}.fifo`);
+    renameSync(proxyLog, held);
+    writeFileSync(proxyLog, "");
+    drain = Bun.spawn(["cat", held], { stdout: "ignore" });
+    expect(await run.exited).toBe(1);
+    expect(await new Response(run.stderr).text()).toContain(`${name} was stopped while it was starting`);
+    await until(() => supervisorsOf(name).length === 0);
+    expect(row(name)?.status).toBe("stopped");
+  } finally {
+    run.kill("SIGKILL");
+    mcpmgr("rm", name);
+    drain?.kill();
+  }
+});
+
+/** The live `__supervise NAME` processes. */
+function supervisorsOf(name: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      const at = argv.indexOf("__supervise");
+      if (at !== -1 && argv[at + 1] === name) found.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}

@@ -75,6 +75,16 @@ describe("YAML written by hand", () => {
     expect(h.warnings).toHaveLength(2);
     for (const warning of h.warnings) expect(warning).toContain("its top level is written in flow style");
   });
+
+  test("an empty configuration written as {} (as a YAML library writes one) gets the servers in block style", async () => {
+    const path = place("goose", "# goose settings\n{}\n");
+    const [report] = await sync.registerClient("goose", "default", [fetch41001]);
+    expect(report?.action).toBe("added");
+    const text = readFileSync(path, "utf8");
+    expect(text.startsWith("# goose settings\nextensions:\n")).toBe(true);
+    expect(Object.keys(parseYaml(text).extensions)).toEqual(["fetch"]);
+    expect(h.warnings).toEqual([]);
+  });
 });
 
 describe("TOML written by hand", () => {
@@ -211,6 +221,35 @@ describe("links a dotfile manager made", () => {
     expect(readFileSync(kept, "utf8")).toBe(seed);
     expect(statSync(path).ino).toBe(inode);
     expect(h.warnings).toEqual([]);
+  });
+
+  test("a hard-linked file the disk cannot take the new version of is put back as it was, never left cut or padded", () => {
+    // A file size limit (ulimit -f, 4 KiB) stands in for a full disk: the write stops part way, as
+    // it does on a full one, and the file must be the user's version again, byte for byte.
+    const home = mkdtempSync(join(tmpdir(), "mcpmgr-client-full-"));
+    try {
+      const kept = join(home, "dotfiles", "cursor-mcp.json");
+      mkdirSync(dirname(kept), { recursive: true });
+      // 4,070 bytes: the entry takes it past the limit, the backup of it stays within.
+      const seed = `{\n  // ${"n".repeat(4041)}\n  "mcpServers": {}\n}\n`;
+      expect(seed.length).toBe(4070);
+      writeFileSync(kept, seed);
+      const path = join(home, ".cursor", "mcp.json");
+      mkdirSync(dirname(path));
+      linkSync(kept, path);
+      const register = resolve(import.meta.dir, "../fixtures/clients-writer/register-once.ts");
+      const edit = Bun.spawnSync(
+        ["bash", "-c", 'ulimit -f 4; trap "" XFSZ; exec "$0" "$@"', process.execPath, register, home, "cursor"],
+        { env: { PATH: process.env.PATH, BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0" } },
+      );
+      expect(edit.exitCode).toBe(0);
+      expect(JSON.parse(edit.stdout.toString()).action).toBe("skipped");
+      expect(edit.stderr.toString()).toContain("cannot update it: EFBIG");
+      expect(readFileSync(kept, "utf8")).toBe(seed);
+      expect([statSync(path).ino, statSync(path).nlink]).toEqual([statSync(kept).ino, 2]);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   test("a link into a folder that cannot be written (a Nix store) is one warning saying so, naming where it links", async () => {

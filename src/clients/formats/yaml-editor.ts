@@ -129,8 +129,10 @@ function findCollection(doc: Doc, collection: ServerCollection): Found {
   const key = topKey(collection);
   if (!isMap(doc.contents)) return {};
   // `{"GOOSE_PROVIDER": "openai", "extensions": {}}` (JSON is YAML too): a block written into it,
-  // or a key appended after its closing brace, would no longer parse.
-  if (doc.contents.flow === true) {
+  // or a key appended after its closing brace, would no longer parse. An empty `{}` (an empty
+  // configuration as a YAML library writes it) has nothing of the user's to keep: insertEntry
+  // replaces it.
+  if (doc.contents.flow === true && doc.contents.items.length > 0) {
     throw new ConfigParseError("its top level is written in flow style ({...}); mcpmgr only edits block style");
   }
   const pair = (doc.contents.items as Pair<Node, Node | null>[]).find(
@@ -210,9 +212,21 @@ function insertEntry(
   }
   const key = topKey(collection);
   if (found.pair === undefined) {
+    const doc = parse(text);
+    if (isMap(doc.contents) && doc.contents.flow === true) {
+      // `{}`: the braces go (their line too, when nothing else is on it), and the key is added below.
+      const [from, to] = (doc.contents as unknown as Ranged).range;
+      const start = lineStart(text, from);
+      const end = nextLineStart(text, to);
+      const alone = text.slice(start, from).trim() === "" && text.slice(to, end).trim() === "";
+      let past = to;
+      while (text[past] === " " || text[past] === "\t") past++;
+      const without = alone ? splice(text, start, end - start, "") : splice(text, from, past - from, "");
+      return insertEntry(parse, without, collection, name, value);
+    }
     // No such key yet: it goes at the end of the document (the file's end, or its `...` line:
     // after that marker it would start a second document, which no client reads).
-    const at = documentEnd(parse(text), text);
+    const at = documentEnd(doc, text);
     const prefix = at === 0 || text[at - 1] === "\n" ? "" : style.eol;
     const block = isList
       ? indentBlock(body, `${style.unit}- `, `${style.unit}  `, style)

@@ -1,0 +1,89 @@
+/**
+ * Whether a workload its supervisor calls running answers MCP through its proxy: the last step of
+ * `run`'s and `start`'s wait (workload/supervisor-control.ts).
+ */
+import { errorMessage, McpmgrError } from "../errors.ts";
+import { clientUrl } from "../state/workload-url.ts";
+import type { WorkloadStore } from "../state/workloads.ts";
+import { version } from "../version.ts";
+
+/**
+ * "Running" is the supervisor's word; an MCP request through the proxy answered with a result
+ * is the client's. Both eras count: a 2025-era `initialize`, else (a server that speaks only
+ * MCP 2026-07-28 has no initialize) a 2026-07-28 `server/discover`. Remote workloads are
+ * exempt: their server may want credentials first.
+ */
+export async function confirmAnswers(store: WorkloadStore, name: string, failureHint: string): Promise<void> {
+  const record = await store.getExisting(name);
+  if (record.runtime === "remote") return;
+  const url = clientUrl(record.host, record.proxyPort, record.proxyPath);
+  if (record.proxyPath === "/sse") return; // legacy SSE has no one-request handshake to probe
+  // mcpmgr's own probe: in a group a gateway with policies guards, only the gateway key gets an answer.
+  // Loaded here: `list` evaluates this module and must stay light (the guard module writes files).
+  const { readGatewayKey } = await import("../state/gateway-guard.ts");
+  const gatewayKey = readGatewayKey(store.paths);
+  const authorization: Record<string, string> = gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {};
+  try {
+    const legacy = await probe(url, authorization, "2025-06-18", {
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-readiness", version } },
+    });
+    if (legacy.answered) {
+      if (legacy.session)
+        await fetch(url, { method: "DELETE", headers: { "mcp-session-id": legacy.session, ...authorization } }).catch(
+          () => {},
+        );
+      return;
+    }
+    const modern = await probe(url, authorization, "2026-07-28", {
+      method: "server/discover",
+      params: {
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientInfo": { name: "mcpmgr-readiness", version },
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      },
+    });
+    if (!modern.answered)
+      throw new Error(`initialize answered ${legacy.status}, server/discover answered ${modern.status}`);
+  } catch (err) {
+    throw new McpmgrError(
+      "SERVER_FAILED",
+      `${name} runs but does not answer MCP (initialize or server/discover) at ${url}: ${errorMessage(err)}`,
+      { hint: failureHint },
+    );
+  }
+}
+
+/**
+ * One request of the readiness probe: answered when it gets a result, or the proxy's own bearer
+ * challenge (a protected endpoint answering, as intended).
+ */
+async function probe(
+  url: string,
+  authorization: Record<string, string>,
+  protocolVersion: string,
+  request: { method: string; params: Record<string, unknown> },
+): Promise<{ answered: boolean; status: number; session?: string }> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": protocolVersion,
+      "mcp-method": request.method,
+      ...authorization,
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 0, ...request }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const status = response.status;
+  if (status === 401 && /^Bearer\b/i.test(response.headers.get("www-authenticate") ?? "")) {
+    await response.body?.cancel().catch(() => {});
+    return { answered: true, status };
+  }
+  const session = response.headers.get("mcp-session-id") ?? undefined;
+  const text = await response.text();
+  return { answered: response.ok && text.includes('"result"'), status, ...(session ? { session } : {}) };
+}
