@@ -63,6 +63,17 @@ export class EncryptedFileProvider implements SecretProvider {
     return value === undefined ? undefined : new Secret(value);
   }
 
+  async getMany(names: readonly string[]): Promise<ReadonlyMap<string, Secret>> {
+    for (const name of names) validateSecretName(name);
+    const secrets = (await this.#read())?.secrets;
+    const found = new Map<string, Secret>();
+    for (const name of names) {
+      const value = secrets?.get(name);
+      if (value !== undefined) found.set(name, new Secret(value));
+    }
+    return found;
+  }
+
   async list(): Promise<readonly string[]> {
     const store = await this.#read();
     return Object.freeze([...(store?.secrets.keys() ?? [])].sort());

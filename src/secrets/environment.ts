@@ -29,6 +29,15 @@ export class EnvironmentProvider implements SecretProvider {
     return value === undefined || value === "" ? undefined : new Secret(value);
   }
 
+  async getMany(names: readonly string[]): Promise<ReadonlyMap<string, Secret>> {
+    const found = new Map<string, Secret>();
+    for (const name of names) {
+      const value = await this.get(name);
+      if (value !== undefined) found.set(name, value);
+    }
+    return found;
+  }
+
   async set(name: string, _value: string | Secret): Promise<void> {
     throw readOnlyError(validateSecretName(name));
   }

@@ -12,6 +12,11 @@ export interface SecretProvider {
   readonly writable: boolean;
   /** The value, or undefined when no secret has that name. */
   get(name: string): Promise<Secret | undefined>;
+  /**
+   * The values of those of `names` that exist, read at once: one read of the store for them all
+   * (`secret list` and `rm` read every `oauth-` record; one `get` each would read the whole store each time).
+   */
+  getMany(names: readonly string[]): Promise<ReadonlyMap<string, Secret>>;
   /** Creates or replaces. */
   set(name: string, value: string | Secret): Promise<void>;
   /** Whether a secret of that name existed. */

@@ -12,7 +12,8 @@
  * the browser does still could: the link opened a second time (the browser, late) stops the login,
  * and an answer that arrives within HOLD_MS of the first opening waits for the rest of that time,
  * so a login made by a program in a split second cannot finish before the browser has opened the
- * link. A second answer before the code is redeemed stops the login too.
+ * link. A second, different answer before the code is redeemed stops the login too (the same
+ * answer again is the user reloading the page that says it arrived).
  */
 import { McpmgrError } from "../errors.ts";
 
@@ -39,7 +40,8 @@ export function loginLink(stop: (err: McpmgrError) => void, holdMs = HOLD_MS): L
   const path = `/login/${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url")}`;
   let target: URL | undefined;
   let openedAt: number | undefined;
-  let answers = 0;
+  /** The first answer's query (its code and state, or its error). */
+  let answered: string | undefined;
   const tampered = (what: string) =>
     stop(
       new McpmgrError(
@@ -66,8 +68,11 @@ export function loginLink(stop: (err: McpmgrError) => void, holdMs = HOLD_MS): L
       return page("mcpmgr", "This login link was opened before, by another program: mcpmgr stopped the login.");
     },
     accept(url, settle) {
-      answers += 1;
-      if (answers > 1) return tampered("the authorization server's answer arrived twice");
+      // The same answer again is the browser's page reloaded (or restored), not another program's:
+      // one that logged in itself has a code of its own.
+      if (url.search === answered) return;
+      if (answered !== undefined) return tampered("the authorization server's answer arrived twice");
+      answered = url.search;
       const wait = openedAt === undefined ? 0 : openedAt + holdMs - performance.now();
       if (wait <= 0) return settle(url);
       setTimeout(() => settle(url), wait);

@@ -29,7 +29,22 @@ export const LOGIN_URL_MARKER = "Authorize mcpmgr at:";
  */
 export function oauthLockDir(env: Env): string {
   const dir = join(env.XDG_RUNTIME_DIR || join(homedir(), ".cache"), "mcpmgr");
-  assertPrivateFolders([dir], "they could hold or break its OAuth login and token refresh locks");
+  assertPrivateFolders([dir], LOCK_DIR_CONSEQUENCE);
+  return dir;
+}
+
+const LOCK_DIR_CONSEQUENCE = "they could hold or break its OAuth login and token refresh locks";
+
+/**
+ * The lock folder as a login or a refresh is about to use it: made if missing, and checked again
+ * then. The check at a workload's start sees only what is there: a folder missing then (no login
+ * or refresh yet) could be made by another user before the first refresh, hours later, or between
+ * the check and the mkdir, which takes a folder that is already there.
+ */
+export async function readyOAuthLockDir(env: Env): Promise<string> {
+  const dir = oauthLockDir(env);
+  await ensureDir(dir);
+  assertPrivateFolders([dir], LOCK_DIR_CONSEQUENCE);
   return dir;
 }
 
@@ -55,8 +70,7 @@ function serveCallback(
 /** One login: callback server up, URL shown, wait for the redirect (or the timeout), then auth/outgoing checks and redeems it. */
 export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext, signal?: AbortSignal): InteractiveLogin {
   return async (request) => {
-    const lockDir = oauthLockDir(ctx.env);
-    await ensureDir(lockDir);
+    const lockDir = await readyOAuthLockDir(ctx.env);
     // Another mcpmgr logging in holds the port: wait for it rather than fail or steal its callback.
     return withLock(
       join(lockDir, `oauth-callback-${spec.callbackPort}.lock`),

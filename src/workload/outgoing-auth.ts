@@ -64,12 +64,17 @@ export async function outgoingAuthentication(
       info: (text: string) => ctx.log.info(`${name}: ${text}`),
       warn: (text: string) => ctx.log.warn(`${name}: ${text}`),
     };
-    const [{ oauthTokenSource }, { lockedRenewals, secretsGrantStores }, { callbackLogin, oauthLockDir }] =
-      await Promise.all([
-        import("../auth/outgoing/oauth-token-source.ts"),
-        import("../auth/outgoing/grant-store.ts"),
-        import("./oauth-callback.ts"),
-      ]);
+    const [
+      { oauthTokenSource },
+      { lockedRenewals, secretsGrantStores },
+      { callbackLogin, oauthLockDir, readyOAuthLockDir },
+    ] = await Promise.all([
+      import("../auth/outgoing/oauth-token-source.ts"),
+      import("../auth/outgoing/grant-store.ts"),
+      import("./oauth-callback.ts"),
+    ]);
+    // A lock folder in another user's reach is refused at the start, not at the first login or refresh.
+    oauthLockDir(ctx.env);
     source = await oauthTokenSource({
       spec: oauth,
       target,
@@ -77,7 +82,8 @@ export async function outgoingAuthentication(
       log: named,
       login: callbackLogin(oauth, ctx, signal),
       storeFor: secretsGrantStores(() => ctx.secrets(), named),
-      exclusive: lockedRenewals(oauthLockDir(ctx.env), oauth.timeoutMs + 90_000),
+      // The lock folder is checked at each refresh (another user may have made it since the start).
+      exclusive: lockedRenewals(() => readyOAuthLockDir(ctx.env), oauth.timeoutMs + 90_000),
       // A background workload's logins happen at its start, while `run`/`start`/`restart` shows the URL.
       deferLoginsTo: ctx.background
         ? `run 'mcpmgr restart ${name}' to log in (restart shows the login URL)`

@@ -122,3 +122,34 @@ test("the browser that opens the link logs in as before", async () => {
     await proc.exited;
   }
 });
+
+test("the user reloading the page the answer arrived on, while it is held, does not stop the login", async () => {
+  const home = await mkdtemp(join(scratch, "home-"));
+  const redeemed = setup.auth.grants.get("authorization_code") ?? 0;
+  const { proc, output, opened } = await loggingIn(home);
+  try {
+    let answer: string | undefined;
+    const browser = async (url: string, init?: RequestInit) => {
+      const response = await fetch(url, init);
+      const location = response.headers.get("location");
+      if (location?.includes("/callback?")) answer = new URL(location, url).href;
+      return response;
+    };
+    const openedAt = performance.now();
+    expect(await completeLogin(opened, "alice", browser)).toBe(200);
+    // The same answer again, as a reload sends it: within the hold (the link was opened just now).
+    const reload = await fetch(answer ?? "");
+    expect(performance.now() - openedAt).toBeLessThan(5_000);
+    expect(await reload.text()).toContain("received the authorization server's answer");
+    const outcome = await until(
+      () => /^http:\/\/127\.0\.0\.1:\d+\/mcp$|the OAuth login was stopped/m.exec(output())?.[0],
+      "the proxy's client URL or the login's end",
+      30_000,
+    );
+    expect(outcome).toStartWith("http://127.0.0.1:");
+    expect(setup.auth.grants.get("authorization_code")).toBe(redeemed + 1);
+  } finally {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
+});

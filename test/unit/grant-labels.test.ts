@@ -105,3 +105,46 @@ test("a label's text cannot act on a terminal, and a label that is not one is no
     clientId: undefined,
   });
 });
+
+test("a store of many records is read once to describe them all, not once per record", async () => {
+  const bigDir = mkdtempSync(join(dir, "big-"));
+  const big = createSecretManager({
+    provider: "encrypted",
+    dir: bigDir,
+    env: { MCPMGR_SECRETS_PASSWORD: "a password" },
+    keychain: null,
+    kdf: { N: 1024, r: 8, p: 1 },
+  }).provider;
+  const count = 120;
+  for (let i = 0; i < count; i++) {
+    const about = { kind: "grant", remote: `https://r${i}.example/mcp`, issuer };
+    await big.set(`oauth-${i.toString(16).padStart(32, "0")}`, JSON.stringify({ accessToken: "at", about }));
+  }
+  await big.set("github-token", "not a record");
+  // The real store, with its reads counted: each get or getMany decrypts and parses the whole file.
+  let reads = 0;
+  const counted = {
+    ...big,
+    kind: big.kind,
+    writable: big.writable,
+    list: () => big.list(),
+    set: (name: string, value: string) => big.set(name, value),
+    delete: (name: string) => big.delete(name),
+    get: (name: string) => {
+      reads += 1;
+      return big.get(name);
+    },
+    getMany: (names: readonly string[]) => {
+      reads += 1;
+      return big.getMany(names);
+    },
+  };
+  const labels = await oauthRecords(counted);
+  expect(labels.size).toBe(count);
+  expect(labels.get(`oauth-${(7).toString(16).padStart(32, "0")}`)?.remote).toBe("https://r7.example/mcp");
+  expect(reads).toBe(1);
+  // What the one read returns is what get returns, name by name; a name not stored is absent.
+  const some = await big.getMany(["github-token", "oauth-missing"]);
+  expect([...some.keys()]).toEqual(["github-token"]);
+  expect(some.get("github-token")?.reveal()).toBe((await big.get("github-token"))?.reveal());
+});

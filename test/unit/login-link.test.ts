@@ -37,7 +37,8 @@ test("an answer within the hold waits for its end; a second answer before then s
   const answer = new URL("http://127.0.0.1:8666/callback?code=x&state=s");
   link.accept(answer, (url) => taken.push(url));
   expect(taken).toEqual([]);
-  link.accept(answer, (url) => taken.push(url));
+  // Another program's answer: a code of its own.
+  link.accept(new URL("http://127.0.0.1:8666/callback?code=y&state=s"), (url) => taken.push(url));
   expect(stopped[0]?.message).toContain("the authorization server's answer arrived twice");
   const deadline = performance.now() + 5_000;
   while (taken.length === 0 && performance.now() < deadline) await Bun.sleep(10);
@@ -52,5 +53,24 @@ test("without the link opened (the printed URL pasted), an answer is taken at on
   link.point(AUTHORIZE);
   const taken: URL[] = [];
   link.accept(new URL("http://127.0.0.1:8666/callback?code=x&state=s"), (url) => taken.push(url));
+  expect(taken.length).toBe(1);
+});
+
+test("the same answer again (the user reloads the page that says it arrived) does not stop the login", async () => {
+  const stopped: McpmgrError[] = [];
+  const link = loginLink((err) => stopped.push(err), 200);
+  link.point(AUTHORIZE);
+  link.answer(get(link.path));
+  const taken: URL[] = [];
+  const answer = "http://127.0.0.1:8666/callback?code=x&state=s&iss=https%3A%2F%2Fas.example.test";
+  link.accept(new URL(answer), (url) => taken.push(url));
+  link.accept(new URL(answer), (url) => taken.push(url));
+  expect(stopped).toEqual([]);
+  const deadline = performance.now() + 5_000;
+  while (taken.length === 0 && performance.now() < deadline) await Bun.sleep(10);
+  expect(taken.map((url) => url.href)).toEqual([answer]);
+  // Reloaded once more after it was passed on: still nothing new.
+  link.accept(new URL(answer), (url) => taken.push(url));
+  expect(stopped).toEqual([]);
   expect(taken.length).toBe(1);
 });

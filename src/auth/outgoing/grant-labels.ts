@@ -103,10 +103,12 @@ export async function oauthRecords(
   names?: readonly string[],
 ): Promise<Map<string, RecordLabel>> {
   const found = new Map<string, RecordLabel>();
-  for (const name of names ?? (await provider.list())) {
-    if (!isOAuthRecordName(name)) continue;
-    const secret = await provider.get(name).catch(() => undefined);
-    const label = secret === undefined ? undefined : labelOf(secret.reveal());
+  const wanted = (names ?? (await provider.list())).filter(isOAuthRecordName);
+  if (wanted.length === 0) return found;
+  // One read of the store for them all: a big store is read (and decrypted) once, not once per record.
+  const secrets = await provider.getMany(wanted).catch(() => new Map<string, never>());
+  for (const [name, secret] of secrets) {
+    const label = labelOf(secret.reveal());
     if (label !== undefined) found.set(name, label);
   }
   return found;

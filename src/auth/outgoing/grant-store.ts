@@ -6,7 +6,6 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { SecretManager } from "../../secrets/manager.ts";
-import { ensureDir } from "../../state/atomic-file.ts";
 import { withLock } from "../../state/lock.ts";
 import type { RecordKind, RecordLabel } from "./grant-labels.ts";
 import type { GrantStore, OutgoingLog, StoredGrant } from "./grant-session.ts";
@@ -113,10 +112,13 @@ export function secretsGrantStores(
   };
 }
 
-/** Renewals of one grant, one process at a time (lock files in `dir`). */
-export function lockedRenewals(dir: string, timeoutMs: number) {
+/**
+ * Renewals of one grant, one process at a time (lock files in the folder `lockDir` makes ready:
+ * created if need be, and checked at each renewal, which may come hours after the start).
+ */
+export function lockedRenewals(lockDir: () => Promise<string>, timeoutMs: number) {
   return async <T>(key: string, renew: () => Promise<T>): Promise<T> => {
-    await ensureDir(dir);
+    const dir = await lockDir();
     // A holder that died is detected by its pid; a live one may be waiting for its user.
     return withLock(join(dir, `${key}.lock`), renew, { timeoutMs, staleMs: 24 * 3_600_000 });
   };
