@@ -28,7 +28,9 @@ function openBrowser(url: string): void {
         ? ["rundll32", "url.dll,FileProtocolHandler", url]
         : ["xdg-open", url];
   try {
-    const child = Bun.spawn(command, { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+    // process.env given explicitly: without it Bun hands on the environment this process started
+    // with, including what it took out since (a supervisor's MCPMGR_STARTED_BY).
+    const child = Bun.spawn(command, { stdin: "ignore", stdout: "ignore", stderr: "ignore", env: process.env });
     child.unref();
   } catch {
     // No browser here: the printed URL is the way.

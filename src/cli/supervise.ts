@@ -5,6 +5,7 @@ import { cappedLog } from "../state/log-files.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { maxLogBytesFromEnv } from "../workload/limits.ts";
+import { STARTED_BY_ENV } from "../workload/supervisor-control.ts";
 import { supervise } from "../workload/supervisor.ts";
 import { cliContext } from "./context.ts";
 import { log, stampLogTimes } from "./output.ts";
@@ -18,10 +19,15 @@ export default defineCommand({
       throw new McpmgrError("INVALID_ARGUMENT", "__supervise needs a workload name", {
         hint: "this command is internal to mcpmgr",
       });
+    // Read once, then out of this process's environment: what it starts (the browser of an OAuth
+    // login, which may live on for hours) has no use for it.
+    const startedBy = process.env[STARTED_BY_ENV];
+    delete process.env[STARTED_BY_ENV];
     const proxyLog = printToProxyLog(name);
     stampLogTimes();
     try {
-      await supervise(name, cliContext({ ...(proxyLog ? { stderr: proxyLog } : {}), background: true }), untilSignal());
+      const ctx = cliContext({ ...(proxyLog ? { stderr: proxyLog } : {}), background: true });
+      await supervise(name, ctx, untilSignal(), startedBy);
     } catch (err) {
       // Recorded in the status file for `run` to report; the proxy log gets the reason alone.
       log.error(errorMessage(err));

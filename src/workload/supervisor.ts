@@ -22,7 +22,7 @@ import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/wo
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { maxLogBytesFromEnv } from "./limits.ts";
-import { cancelGraceMs, STARTED_BY_ENV, startedByIs } from "./supervisor-control.ts";
+import { cancelGraceMs, startedByIs } from "./supervisor-control.ts";
 import { prepareRunSpec } from "./run-spec.ts";
 import { startWorkload, type KeptListener, type RunningWorkload } from "./start.ts";
 
@@ -178,8 +178,16 @@ function formatDelay(ms: number): string {
   return ms < 1_000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`;
 }
 
-/** Serves the recorded workload `name` until `stopping`; throws when its first start fails. */
-export async function supervise(name: string, ctx: WorkloadContext, stopping: Promise<unknown>): Promise<void> {
+/**
+ * Serves the recorded workload `name` until `stopping`; throws when its first start fails.
+ * `startedBy`: the command that spawned this process, as STARTED_BY_ENV named it (see `claimStart`).
+ */
+export async function supervise(
+  name: string,
+  ctx: WorkloadContext,
+  stopping: Promise<unknown>,
+  startedBy?: string,
+): Promise<void> {
   const store = new WorkloadStore(ctx.paths);
   const record = await store.getExisting(name);
   const report = async (status: StatusReport) => {
@@ -196,7 +204,7 @@ export async function supervise(name: string, ctx: WorkloadContext, stopping: Pr
   try {
     // Its pid at once, as the command that spawned it does: should that command end before it writes
     // it, the start would read as abandoned (reconcileStatus) while a registry entry is resolved.
-    if (!(await claimStart(store, name, ctx.env[STARTED_BY_ENV]))) {
+    if (!(await claimStart(store, name, startedBy))) {
       ctx.log.info(`${name} was stopped (or started again elsewhere) before its supervisor began`);
       return;
     }

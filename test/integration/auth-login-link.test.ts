@@ -153,3 +153,58 @@ test("the user reloading the page the answer arrived on, while it is held, does 
     await proc.exited;
   }
 });
+
+test("the browser a background workload's supervisor opens is not handed mcpmgr's own variables", async () => {
+  const home = await mkdtemp(join(scratch, "home-"));
+  const bin = await mkdtemp(join(scratch, "bin-"));
+  const seen = join(bin, "environment");
+  await writeFile(join(bin, "xdg-open"), `#!/bin/sh\nenv > "${seen}.part" && mv "${seen}.part" "${seen}"\n`);
+  await chmod(join(bin, "xdg-open"), 0o755);
+  // `run`: the login happens in the supervisor, which the command started (naming itself to it in
+  // MCPMGR_STARTED_BY); nobody logs in, so the run ends at the timeout.
+  const run = Bun.spawn(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      setup.remote.url,
+      "--name",
+      "background-login",
+      "--remote-auth",
+      "--remote-auth-issuer",
+      setup.auth.issuer,
+      "--remote-auth-client-id",
+      CLIENTS.mcpmgrPublic.client_id,
+      "--remote-auth-resource",
+      JWT_RESOURCE,
+      "--remote-auth-callback-port",
+      String(CALLBACK_PORTS[2]),
+      "--remote-auth-timeout",
+      "3s",
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, PATH: `${bin}:${process.env.PATH}` },
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+    },
+  );
+  try {
+    const environment = await until(() => {
+      try {
+        return readFileSync(seen, "utf8");
+      } catch {
+        return undefined;
+      }
+    }, "the browser to be opened");
+    // Names only: a failure must not print the environment (it holds the store's password).
+    const names = environment.split("\n").map((line) => line.split("=")[0]);
+    expect(names).toContain("MCPMGR_HOME");
+    expect(names).not.toContain("MCPMGR_STARTED_BY");
+    expect(await run.exited).not.toBe(0);
+    expect(await new Response(run.stderr).text()).toContain("did not complete within 3 s");
+  } finally {
+    run.kill("SIGKILL");
+  }
+});
