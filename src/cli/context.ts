@@ -28,9 +28,12 @@ function openBrowser(url: string): void {
         ? ["rundll32", "url.dll,FileProtocolHandler", url]
         : ["xdg-open", url];
   try {
-    // process.env given explicitly: without it Bun hands on the environment this process started
-    // with, including what it took out since (a supervisor's MCPMGR_STARTED_BY).
-    const child = Bun.spawn(command, { stdin: "ignore", stdout: "ignore", stderr: "ignore", env: process.env });
+    // An environment given explicitly: without one Bun hands on the environment this process started
+    // with, including what it took out since (a supervisor's MCPMGR_STARTED_BY). None of mcpmgr's own
+    // variables: a browser needs none, and some are secrets (the store's password, MCPMGR_SECRET_*,
+    // MCPMGR_REMOTE_OAUTH_CLIENT_SECRET) that a long-lived browser would keep in its environment.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("MCPMGR_")));
+    const child = Bun.spawn(command, { stdin: "ignore", stdout: "ignore", stderr: "ignore", env });
     child.unref();
   } catch {
     // No browser here: the printed URL is the way.
