@@ -166,8 +166,12 @@ async function _tryCreate(lockPath: string, owner: LockOwner): Promise<boolean> 
       throw err;
     }
   } catch (err) {
+    const code = errnoCode(err);
     throw new McpmgrError("STATE_IO", `cannot create the lock file ${lockPath}: ${errorMessage(err)}`, {
-      hint: `check that ${dirname(lockPath)} is writable, or point MCPMGR_HOME at a folder you own`,
+      hint:
+        code === "ENOSPC" || code === "EDQUOT"
+          ? "the disk is full: free some space and try again"
+          : `check that ${dirname(lockPath)} is writable, or point MCPMGR_HOME at a folder you own`,
       cause: err,
     });
   } finally {

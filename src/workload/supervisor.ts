@@ -15,8 +15,8 @@ import { originGuard } from "../middleware/origin-guard.ts";
 import { compose } from "../proxy/handler.ts";
 import { serverUnavailable } from "../proxy/jsonrpc.ts";
 import { serve } from "../proxy/serve.ts";
-import { errnoCode } from "../state/atomic-file.ts";
-import { cappedLog } from "../state/log-files.ts";
+import { errnoCode, stateIoError } from "../state/atomic-file.ts";
+import { bestEffortLog, cappedLog } from "../state/log-files.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
@@ -299,7 +299,14 @@ async function starter(
   // is what `mcpmgr logs` shows for it (as for a gateway).
   if (spec.placement.kind === "remote")
     return { start: (signal) => startWorkload(spec, ctx, { supervised: true, listener, signal }), listener };
-  const workloadLog = cappedLog(store.logPath(name), store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env));
+  const logPath = store.logPath(name);
+  const workloadLog = bestEffortLog(
+    cappedLog(logPath, store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env)),
+    (err) =>
+      ctx.log.warn(
+        `${name}: ${stateIoError("write", logPath, err).message}; the server's output is dropped until it can be written`,
+      ),
+  );
   return {
     start: (signal) => startWorkload(spec, ctx, { workloadLog, supervised: true, listener, signal }),
     listener,
