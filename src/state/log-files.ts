@@ -86,21 +86,23 @@ export function cappedLog(
  * A log writer that never throws: a log that cannot be written (a full disk, a folder made
  * read-only) must not stop what writes it (a supervisor's server output reader would stop
  * reading, the server would block on a full pipe, and the failure would end the supervisor).
- * The lines are dropped until a write succeeds again; `onFailure` hears of the first failure of
- * each run of them, so the log says once why lines are missing rather than once per line.
+ * The lines are dropped until a write succeeds again; `onFailure` hears of a failure at most once
+ * every `quietMs` (a nearly full disk takes a short line now and then between failures), so the
+ * log says why lines are missing rather than once per line.
  */
 export function bestEffortLog(
   append: (text: string) => void,
   onFailure: (err: unknown) => void,
+  quietMs = 60_000,
 ): (text: string) => void {
-  let failing = false;
+  let reportedAt: number | undefined;
   return (text) => {
     try {
       append(text);
-      failing = false;
     } catch (err) {
-      if (failing) return;
-      failing = true;
+      const now = performance.now();
+      if (reportedAt !== undefined && now - reportedAt < quietMs) return;
+      reportedAt = now;
       try {
         onFailure(err);
       } catch {

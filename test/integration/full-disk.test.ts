@@ -41,16 +41,17 @@ function fillDisk(): void {
 }
 const freeDisk = () => rmSync(filler(), { force: true });
 
-async function logLines(url: string, from: number, count: number): Promise<void> {
+async function callTool(url: string, name: string, args: Record<string, unknown> = {}): Promise<void> {
   const client = new Client({ name: "full-disk-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   try {
-    const result = await client.callTool({ name: "log_lines", arguments: { from, count } });
+    const result = await client.callTool({ name, arguments: args });
     expect(result.isError).toBeFalsy();
   } finally {
     await client.close();
   }
 }
+const logLines = (url: string, from: number, count: number) => callTool(url, "log_lines", { from, count });
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "mcpmgr-full-disk-"));
@@ -90,6 +91,41 @@ test("a server log that cannot be written leaves the workload serving; the log g
     await Bun.sleep(50);
   expect(readFileSync(store.logPath("chatty"), "utf8")).toMatch(/^chatty line 009001 x+\nchatty line 009002 x+\n/m);
   expect(runCliOk(env, ["list"]).stdout).toMatch(/chatty\s+running/);
+});
+
+test("a server that crashes on a full disk is restarted; its status is recorded once there is space", async () => {
+  const url = runCliOk(env, ["list"]).stdout.match(/chatty\s+running\s+(\S+)/)?.[1] ?? "";
+  expect(url).toStartWith("http://127.0.0.1:");
+  const supervisor = (await store.readStatus("chatty"))?.pid;
+  expect(supervisor).toBeNumber();
+  fillDisk();
+  try {
+    await callTool(url, "crash");
+    // Restarted (after a backoff of about a second) by the same supervisor, serving again, its status
+    // not yet written.
+    const deadline = Date.now() + 20_000;
+    let served = false;
+    while (!served && Date.now() < deadline) {
+      await Bun.sleep(200);
+      served = await logLines(url, 20_001, 1).then(
+        () => true,
+        () => false,
+      );
+    }
+    expect(served).toBe(true);
+    const proxyLog = readFileSync(store.logFiles("chatty", "proxy").path, "utf8");
+    expect(proxyLog).toContain("chatty: its status cannot be recorded: cannot create the lock file");
+  } finally {
+    freeDisk();
+  }
+  const deadline = Date.now() + 20_000;
+  while (
+    !/chatty\s+running\s+\S+\s+\S+\s+\S+\s+\S+\s+1\b/.test(runCliOk(env, ["list"]).stdout) &&
+    Date.now() < deadline
+  )
+    await Bun.sleep(200);
+  expect(runCliOk(env, ["list"]).stdout).toMatch(/chatty\s+running\s+\S+\s+\S+\s+\S+\s+\S+\s+1\b/);
+  expect((await store.readStatus("chatty"))?.pid).toBe(supervisor);
 });
 
 test("secret set on a full disk: one line naming it; the next one works at once when there is space", () => {
