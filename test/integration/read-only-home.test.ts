@@ -1,7 +1,8 @@
 /**
  * MCPMGR_HOME's state folder made read-only (a read-only bind mount over it: root only, as CI
  * runs): a command that must take a lock there refuses in one line naming the read-only
- * filesystem, not an "unexpected error" about the lock's temporary file it never created.
+ * filesystem, not an "unexpected error" about the lock's temporary file it never created; `stop`
+ * of a running workload stops it and says that its status could not be recorded.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -23,7 +24,6 @@ beforeAll(async () => {
   await mkdir(home);
   env = cliEnv(root, home);
   runCliOk(env, ["run", "npx://./test/fixtures/sandbox-probe", "--name", "kept"]);
-  runCliOk(env, ["stop", "kept"]);
   for (const argv of [
     ["mount", "--bind", state, state],
     ["mount", "-o", "remount,bind,ro", state],
@@ -37,6 +37,15 @@ afterAll(async () => {
   Bun.spawnSync(["umount", state]);
   runCli(env, ["rm", "kept"]);
   await rm(root, { recursive: true, force: true });
+});
+
+test("stop while the state folder is read-only stops the workload and says its status cannot be recorded", () => {
+  const stopped = runCli(env, ["stop", "kept"]);
+  expect(stopped.code).toBe(0);
+  expect(stopped.stderr).toContain("kept is stopped, but that cannot be recorded: cannot create the lock file");
+  expect(stopped.stderr).toContain("(hint: the filesystem is read-only; point MCPMGR_HOME at a writable folder)");
+  expect(stopped.stderr).toContain("'mcpmgr stop kept' records it once it can be written");
+  expect(stopped.stderr).toContain("stopped kept");
 });
 
 test("rm, start and client register on a read-only state folder: one line naming it, with a hint", () => {
