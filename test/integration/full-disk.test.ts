@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -128,14 +128,51 @@ test("a server that crashes on a full disk is restarted; its status is recorded 
   expect((await store.readStatus("chatty"))?.pid).toBe(supervisor);
 });
 
+test("an audit log on a full disk drops lines, says so once, and is written again once there is space", async () => {
+  const logFile = join(home, "audit.jsonl");
+  const config = join(root, "audit.json");
+  await writeFile(config, JSON.stringify({ logFile, includeRequestData: true }));
+  const url = runCliOk(env, ["run", PROBE, "--name", "audited", "--audit-config", config]).stdout.trim();
+  const client = new Client({ name: "full-disk-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  const call = (from: number) => client.callTool({ name: "log_lines", arguments: { from, count: 0 } });
+  try {
+    fillDisk();
+    // More than the last free bytes take, in flushes of the buffer (every 200 ms or at 64 KiB).
+    for (let i = 0; i < 600; i++) await call(i);
+    await Bun.sleep(300);
+    freeDisk();
+    await call(777_777);
+    const deadline = Date.now() + 10_000;
+    while (!readFileSync(logFile, "utf8").includes('"from\\":777777') && Date.now() < deadline) await Bun.sleep(50);
+    const lines = readFileSync(logFile, "utf8").split("\n");
+    expect(lines.at(-1)).toBe("");
+    for (const line of lines.slice(0, -1)) expect(() => JSON.parse(line)).not.toThrow();
+    expect(lines.some((line) => line.includes('"from\\":777777'))).toBe(true);
+    const warnings = readFileSync(store.logFiles("audited", "proxy").path, "utf8")
+      .split("\n")
+      .filter((line) => line.includes(`audit log ${logFile}: ENOSPC`));
+    expect(warnings).toHaveLength(1);
+  } finally {
+    await client.close();
+    freeDisk();
+    runCli(env, ["rm", "audited"]);
+  }
+});
+
 test("secret set on a full disk: one line naming it; the next one works at once when there is space", () => {
   fillDisk();
   try {
     const line = expectOneLineError(runCliWithStdin(["secret", "set", "token"], "value\n"), 1);
     expect(line).toContain("ENOSPC");
     expect(line).toContain("disk is full");
-    const stop = expectOneLineError(runCli(env, ["rm", "chatty"]), 1);
-    expect(stop).toContain("disk is full");
+    // rm may first warn about AI client entries it cannot update on the full disk: the refusal is its last line.
+    const removal = runCli(env, ["rm", "chatty"]);
+    expect(removal.code).toBe(1);
+    expect(removal.stderr).not.toContain("    at ");
+    expect(removal.stderr.trim().split("\n").at(-1)).toContain(
+      "(hint: the disk is full: free some space and try again)",
+    );
   } finally {
     freeDisk();
   }
