@@ -24,9 +24,14 @@ export async function withFileLock<T>(file: string, fn: () => Promise<T>, option
       const handle = await open(lockPath, "wx", 0o600);
       try {
         await handle.writeFile(`${process.pid}\n`);
-      } finally {
-        await handle.close();
+      } catch (err) {
+        // Created but not written (a full disk): ours all the same, and left behind it would hold
+        // off every `secret` command for `staleMs` once there is space again.
+        await handle.close().catch(() => {});
+        await unlink(lockPath).catch(() => {});
+        throw err;
       }
+      await handle.close();
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST")
@@ -61,7 +66,12 @@ export async function withFileLock<T>(file: string, fn: () => Promise<T>, option
 export function storeFailed(message: string, cause: unknown): McpmgrError {
   const detail = (cause as NodeJS.ErrnoException | undefined)?.code;
   return new McpmgrError("SECRETS_STORE_FAILED", detail ? `${message}: ${detail}` : message, {
-    hint: "check that the directory exists and belongs to you (see MCPMGR_HOME)",
+    hint:
+      detail === "ENOSPC" || detail === "EDQUOT"
+        ? "the disk is full: free some space and try again"
+        : detail === "EROFS"
+          ? "the filesystem is read-only; point MCPMGR_HOME at a writable folder"
+          : "check that the directory exists and belongs to you (see MCPMGR_HOME)",
     cause,
   });
 }

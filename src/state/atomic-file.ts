@@ -178,7 +178,7 @@ export function stateIoError(verb: string, path: string, err: unknown): McpmgrEr
     code === "EACCES" || code === "EPERM"
       ? `check the permissions of ${dirname(path)}, or point MCPMGR_HOME at a folder you own`
       : code === "ENOSPC" || code === "EDQUOT"
-        ? "free some disk space and try again"
+        ? "the disk is full: free some space and try again"
         : code === "EROFS"
           ? "the filesystem is read-only; point MCPMGR_HOME at a writable folder"
           : "point MCPMGR_HOME at a writable folder if this one cannot be used";

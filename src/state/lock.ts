@@ -166,12 +166,20 @@ async function _tryCreate(lockPath: string, owner: LockOwner): Promise<boolean> 
       throw err;
     }
   } catch (err) {
+    const code = errnoCode(err);
     throw new McpmgrError("STATE_IO", `cannot create the lock file ${lockPath}: ${errorMessage(err)}`, {
-      hint: `check that ${dirname(lockPath)} is writable, or point MCPMGR_HOME at a folder you own`,
+      hint:
+        code === "ENOSPC" || code === "EDQUOT"
+          ? "the disk is full: free some space and try again"
+          : code === "EROFS"
+            ? "the filesystem is read-only; point MCPMGR_HOME at a writable folder"
+            : `check that ${dirname(lockPath)} is writable, or point MCPMGR_HOME at a folder you own`,
       cause: err,
     });
   } finally {
-    await _unlinkQuietly(temp);
+    // Never created (a read-only folder answers EROFS even for a file that is not there) or not
+    // removable: either way its failure must not replace the error above, or the lock taken.
+    await (await fsp()).unlink(temp).catch(() => {});
   }
 }
 

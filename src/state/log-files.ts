@@ -56,7 +56,18 @@ export function cappedLog(
 ): (text: string) => void {
   let size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
   return (text) => {
-    appendFileSync(path, text, { mode: 0o600 });
+    try {
+      appendFileSync(path, text, { mode: 0o600 });
+    } catch (err) {
+      // Part of the text may have been written (the disk filled up within it): cut it off again,
+      // so the log never holds half a line that the next line, written once there is space, would join.
+      try {
+        if ((statSync(path, { throwIfNoEntry: false })?.size ?? 0) > size) truncateSync(path, size);
+      } catch {
+        // The log cannot even be looked at: nothing to repair.
+      }
+      throw err;
+    }
     size += Buffer.byteLength(text);
     if (size < maxBytes) return;
     try {
@@ -68,6 +79,36 @@ export function cappedLog(
       // Deleted meanwhile (by hand): the next write starts a new log all the same.
     }
     size = 0;
+  };
+}
+
+/**
+ * A log writer that never throws: a log that cannot be written (a full disk, a folder made
+ * read-only) must not stop what writes it (a supervisor's server output reader would stop
+ * reading, the server would block on a full pipe, and the failure would end the supervisor).
+ * The lines are dropped until a write succeeds again; `onFailure` hears of a failure at most once
+ * every `quietMs` (a nearly full disk takes a short line now and then between failures), so the
+ * log says why lines are missing rather than once per line.
+ */
+export function bestEffortLog(
+  append: (text: string) => void,
+  onFailure: (err: unknown) => void,
+  quietMs = 60_000,
+): (text: string) => void {
+  let reportedAt: number | undefined;
+  return (text) => {
+    try {
+      append(text);
+    } catch (err) {
+      const now = performance.now();
+      if (reportedAt !== undefined && now - reportedAt < quietMs) return;
+      reportedAt = now;
+      try {
+        onFailure(err);
+      } catch {
+        // Reporting it went wrong too (the same full disk): the lines are dropped all the same.
+      }
+    }
   };
 }
 

@@ -1,12 +1,12 @@
 /**
  * Where audit lines go: the configured logFile (appended, mode 0600), else the workload's
- * log (detached) or stderr (foreground). File writes are buffered in a Bun FileSink and
- * flushed every 200 ms and on close: a write per event through a Node stream cost about a
+ * log (detached) or stderr (foreground). File writes are buffered and
+ * flushed every 200 ms (or at 64 KiB) and on close: a write per event through a Node stream cost about a
  * tenth of the proxy's CPU per request. A crash can lose at most the last 200 ms of lines.
  * A log moved away (rotated) or deleted under a running proxy is noticed within those 200 ms
  * and opened again at its path, so lines do not keep going to a file nobody reads any more.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, statSync } from "node:fs";
+import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, openSync, statSync, writeSync } from "node:fs";
 import type { AuditConfig } from "../config/audit-config.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { trustedOwners } from "../state/private-dirs.ts";
@@ -70,23 +70,43 @@ export function auditSink(
   if (config.logFile === undefined) return { write: elsewhere, close: async () => {} };
   const path = config.logFile;
   let fd = openForAppend(path);
-  let sink = Bun.file(fd).writer({ highWaterMark: 64 * 1024 });
   // A log configured as a symbolic link is followed; one that was a file is not replaced by a link later.
   const followLinks = isSymlink(path);
-  let pending = false;
-  let busy = false;
+  let buffered: string[] = [];
+  let bufferedBytes = 0;
   let refusedIno: number | undefined;
-  const flush = async () => {
-    if (!pending) return;
-    pending = false;
+  let failureSaidAt: number | undefined;
+  /**
+   * Our own buffer, written with one write(2) per flush rather than through a Bun FileSink: a sink
+   * whose write fails (a full disk) rejects where nothing can catch it and then writes nothing more,
+   * even once there is space again. Here a failed write drops those lines, cuts off the part of them
+   * the disk took (never half a line for the next one to join), is said at most once a minute, and
+   * the next flush writes again.
+   */
+  const flush = () => {
+    if (buffered.length === 0) return;
+    const data = Buffer.from(buffered.join(""));
+    buffered = [];
+    bufferedBytes = 0;
+    let sizeBefore: number | undefined;
     try {
-      await sink.flush();
+      sizeBefore = fstatSync(fd).size;
+      for (let written = 0; written < data.length; ) written += writeSync(fd, data, written);
     } catch (err) {
-      onError(`audit log ${path}: ${errorMessage(err)}`);
+      try {
+        if (sizeBefore !== undefined && fstatSync(fd).size > sizeBefore) ftruncateSync(fd, sizeBefore);
+      } catch {
+        // Nothing to repair with.
+      }
+      const now = performance.now();
+      if (failureSaidAt === undefined || now - failureSaidAt >= 60_000) {
+        failureSaidAt = now;
+        onError(`audit log ${path}: ${errorMessage(err)}; audit lines are dropped until it can be written`);
+      }
     }
   };
   /** The file the path names now is not the one written to (rotated, deleted): open the path again. */
-  const reopenIfMoved = async () => {
+  const reopenIfMoved = () => {
     if (!movedAway(path, fd)) return;
     let fresh: number;
     try {
@@ -106,43 +126,37 @@ export function auditSink(
       refusedIno = ino;
       return;
     }
-    const [old, oldFd] = [sink, fd];
+    const old = fd;
     fd = fresh;
-    sink = Bun.file(fresh).writer({ highWaterMark: 64 * 1024 });
-    await closeWriter(old, oldFd);
+    closeQuietly(old);
   };
-  const tick = async () => {
-    if (busy) return;
-    busy = true;
-    try {
-      await flush();
-      await reopenIfMoved();
-    } finally {
-      busy = false;
-    }
-  };
-  const timer = setInterval(() => void tick(), FLUSH_EVERY_MS);
+  const timer = setInterval(() => {
+    flush();
+    reopenIfMoved();
+  }, FLUSH_EVERY_MS);
   timer.unref();
   return {
     write(line) {
-      sink.write(line);
-      pending = true;
+      buffered.push(line);
+      bufferedBytes += line.length;
+      if (bufferedBytes >= FLUSH_AT_BYTES) flush();
     },
     async close() {
       clearInterval(timer);
-      pending = true;
-      await flush();
-      await closeWriter(sink, fd);
+      flush();
+      closeQuietly(fd);
     },
   };
 }
 
-async function closeWriter(sink: ReturnType<ReturnType<typeof Bun.file>["writer"]>, fd: number): Promise<void> {
-  await sink.end();
+/** Lines held before a flush that the timer has not come to yet (as much as the sink held before). */
+const FLUSH_AT_BYTES = 64 * 1024;
+
+function closeQuietly(fd: number): void {
   try {
     closeSync(fd);
   } catch {
-    // already closed with the sink
+    // already closed
   }
 }
 

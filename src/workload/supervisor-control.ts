@@ -3,7 +3,7 @@
  * serves the proxy and restarts the server when it crashes.
  */
 import { closeSync, openSync } from "node:fs";
-import { errorMessage, McpmgrError } from "../errors.ts";
+import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import { installId } from "../state/paths.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { processStartTime } from "../state/process-start.ts";
@@ -270,7 +270,12 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
     return false;
   }
   await terminate(pid, name);
-  await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch(() => {});
+  await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch((err: unknown) =>
+    // Stopped all the same; said, since `list` shows it failed (a dead supervisor) until a `stop` records it.
+    log.warn(
+      `${name} is stopped, but that cannot be recorded: ${errorMessage(err)}${isMcpmgrError(err) && err.hint ? ` (hint: ${err.hint})` : ""}; 'mcpmgr stop ${name}' records it once it can be written`,
+    ),
+  );
   // The supervisor removes its containers on the way out; one killed hard leaves them behind.
   await removeContainers(store, name, log);
   return true;

@@ -15,12 +15,13 @@ import { originGuard } from "../middleware/origin-guard.ts";
 import { compose } from "../proxy/handler.ts";
 import { serverUnavailable } from "../proxy/jsonrpc.ts";
 import { serve } from "../proxy/serve.ts";
-import { errnoCode } from "../state/atomic-file.ts";
-import { cappedLog } from "../state/log-files.ts";
+import { errnoCode, stateIoError } from "../state/atomic-file.ts";
+import { bestEffortLog, cappedLog } from "../state/log-files.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
+import { keptStatusReporter } from "./kept-status.ts";
 import { maxLogBytesFromEnv } from "./limits.ts";
 import { cancelGraceMs, startedByIs } from "./supervisor-control.ts";
 import { prepareRunSpec } from "./run-spec.ts";
@@ -74,6 +75,8 @@ export interface RestartLoopOptions {
   readonly now?: () => number;
   /** Called before each wait between starts, with its length. */
   readonly onBackoff?: (ms: number) => void;
+  /** How often a status that could not be written is tried again (STATUS_RETRY_MS). */
+  readonly statusRetryMs?: number;
   /** How long a start cut short by a stop may take to undo what it created (a real clock: 3 s, or cancelGraceMs). */
   readonly cancelGraceMs?: number;
 }
@@ -131,46 +134,62 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
     restarts++;
   };
   await options.report({ state: "starting", restarts });
-
-  while (!stopping) {
-    let workload: RunningWorkload | undefined;
-    const startedAt = now();
-    try {
-      workload = await startUnlessStopped(options.start(cancel.signal), stopped, options.cancelGraceMs ?? 3_000);
-    } catch (err) {
-      // A start that failed because it was told to stop is no failure: the workload is stopped.
-      if (stopping) break;
-      if (!started) {
-        await options.report({ state: "failed", restarts, ...failure(err) });
-        throw err;
-      }
-      // In the log as well as the status (whose lastError the next state replaces): an operator reading the log
-      // after a night of restarts sees why each attempt failed.
-      options.log.warn(
-        `${options.name}: restarting failed: ${errorMessage(err)}${hintOf(err)}; trying again in ${formatDelay(backoff)}`,
-      );
-      await options.report({ state: "restarting", restarts, lastError: errorMessage(err) });
-      await pause();
-      continue;
-    }
-    if (workload === undefined) break;
-    started = true;
-    await options.report({ state: "running", restarts });
-    options.log.info(`${options.name} running at ${workload.url}`);
-    const outcome = await Promise.race([stopped.then(() => undefined), workload.exited]);
-    // A crash: the workload will be started again, so its listener (if kept) stays.
-    await workload.stop(outcome === undefined ? undefined : { restarting: true });
-    if (outcome === undefined) break;
-    // The server's last output below the reason, each line indented (as the CLI shows an error's
-    // details): no line of the server's starts a line of the proxy log, so none reads as one of
-    // mcpmgr's own (`run` shows a login URL it finds there).
-    const [reason = outcome, ...output] = outcome.split("\n");
-    options.log.warn([`${options.name}: ${reason}`, ...output.map((line) => `  ${line}`)].join("\n"));
-    if (now() - startedAt > timings.stableAfterMs) backoff = timings.firstBackoffMs;
-    await options.report({ state: "restarting", restarts, lastError: outcome.split("\n")[0] ?? outcome });
-    await pause();
+  // Once the workload served, a status that cannot be written (a full disk) is retried, not fatal:
+  // the supervisor goes on serving and restarting its server.
+  const kept = keptStatusReporter(options.name, options.report, options.log, options.statusRetryMs);
+  let servedOnce = false;
+  const report = async (status: StatusReport) => {
+    if (servedOnce) return kept.report(status);
+    await options.report(status);
+    if (status.state === "running") servedOnce = true;
+  };
+  try {
+    return await loop();
+  } finally {
+    kept.close();
   }
-  return restarts;
+
+  async function loop(): Promise<number> {
+    while (!stopping) {
+      let workload: RunningWorkload | undefined;
+      const startedAt = now();
+      try {
+        workload = await startUnlessStopped(options.start(cancel.signal), stopped, options.cancelGraceMs ?? 3_000);
+      } catch (err) {
+        // A start that failed because it was told to stop is no failure: the workload is stopped.
+        if (stopping) break;
+        if (!started) {
+          await options.report({ state: "failed", restarts, ...failure(err) });
+          throw err;
+        }
+        // In the log as well as the status (whose lastError the next state replaces): an operator reading the log
+        // after a night of restarts sees why each attempt failed.
+        options.log.warn(
+          `${options.name}: restarting failed: ${errorMessage(err)}${hintOf(err)}; trying again in ${formatDelay(backoff)}`,
+        );
+        await report({ state: "restarting", restarts, lastError: errorMessage(err) });
+        await pause();
+        continue;
+      }
+      if (workload === undefined) break;
+      started = true;
+      await report({ state: "running", restarts });
+      options.log.info(`${options.name} running at ${workload.url}`);
+      const outcome = await Promise.race([stopped.then(() => undefined), workload.exited]);
+      // A crash: the workload will be started again, so its listener (if kept) stays.
+      await workload.stop(outcome === undefined ? undefined : { restarting: true });
+      if (outcome === undefined) break;
+      // The server's last output below the reason, each line indented (as the CLI shows an error's
+      // details): no line of the server's starts a line of the proxy log, so none reads as one of
+      // mcpmgr's own (`run` shows a login URL it finds there).
+      const [reason = outcome, ...output] = outcome.split("\n");
+      options.log.warn([`${options.name}: ${reason}`, ...output.map((line) => `  ${line}`)].join("\n"));
+      if (now() - startedAt > timings.stableAfterMs) backoff = timings.firstBackoffMs;
+      await report({ state: "restarting", restarts, lastError: outcome.split("\n")[0] ?? outcome });
+      await pause();
+    }
+    return restarts;
+  }
 }
 
 /** A backoff as a person reads it: "500 ms", "2 s". */
@@ -307,7 +326,14 @@ async function starter(
   // is what `mcpmgr logs` shows for it (as for a gateway).
   if (spec.placement.kind === "remote")
     return { start: (signal) => startWorkload(spec, ctx, { supervised: true, listener, signal }), listener };
-  const workloadLog = cappedLog(store.logPath(name), store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env));
+  const logPath = store.logPath(name);
+  const workloadLog = bestEffortLog(
+    cappedLog(logPath, store.rotatedLogPath(name), maxLogBytesFromEnv(ctx.env)),
+    (err) =>
+      ctx.log.warn(
+        `${name}: ${stateIoError("write", logPath, err).message}; the server's output is dropped until it can be written`,
+      ),
+  );
   return {
     start: (signal) => startWorkload(spec, ctx, { workloadLog, supervised: true, listener, signal }),
     listener,

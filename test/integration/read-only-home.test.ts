@@ -1,0 +1,66 @@
+/**
+ * MCPMGR_HOME's state folder made read-only (a read-only bind mount over it: root only, as CI
+ * runs): a command that must take a lock there refuses in one line naming the read-only
+ * filesystem, not an "unexpected error" about the lock's temporary file it never created; `stop`
+ * of a running workload stops it and says that its status could not be recorded.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
+
+// A real workload is run and stopped first: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
+
+let root: string;
+let env: Record<string, string>;
+let state: string;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "mcpmgr-read-only-"));
+  const home = join(root, "mcpmgr");
+  state = join(home, "state");
+  await mkdir(home);
+  env = cliEnv(root, home);
+  runCliOk(env, ["run", "npx://./test/fixtures/sandbox-probe", "--name", "kept"]);
+  for (const argv of [
+    ["mount", "--bind", state, state],
+    ["mount", "-o", "remount,bind,ro", state],
+  ]) {
+    const done = Bun.spawnSync(argv);
+    if (done.exitCode !== 0) throw new Error(`a read-only bind mount (root only) is needed: ${done.stderr.toString()}`);
+  }
+});
+
+afterAll(async () => {
+  Bun.spawnSync(["umount", state]);
+  runCli(env, ["rm", "kept"]);
+  await rm(root, { recursive: true, force: true });
+});
+
+test("stop while the state folder is read-only stops the workload and says its status cannot be recorded", () => {
+  const stopped = runCli(env, ["stop", "kept"]);
+  expect(stopped.code).toBe(0);
+  expect(stopped.stderr).toContain("kept is stopped, but that cannot be recorded: cannot create the lock file");
+  expect(stopped.stderr).toContain("(hint: the filesystem is read-only; point MCPMGR_HOME at a writable folder)");
+  expect(stopped.stderr).toContain("'mcpmgr stop kept' records it once it can be written");
+  expect(stopped.stderr).toContain("stopped kept");
+});
+
+test("rm, start and client register on a read-only state folder: one line naming it, with a hint", () => {
+  const refusals = [
+    expectOneLineError(runCli(env, ["rm", "kept"]), 1),
+    expectOneLineError(runCli(env, ["start", "kept"]), 1),
+  ];
+  // client register also warns that Claude Code does not look installed in this HOME: the refusal is its last line.
+  const register = runCli(env, ["client", "register", "claude-code"]);
+  expect(register.code).toBe(1);
+  expect(register.stderr).not.toContain("    at ");
+  refusals.push(register.stderr.trim().split("\n").at(-1) ?? "");
+  for (const line of refusals) {
+    expect(line).toContain("cannot create the lock file");
+    expect(line).toContain("read-only file system");
+    expect(line).toContain("hint: the filesystem is read-only; point MCPMGR_HOME at a writable folder");
+  }
+});
