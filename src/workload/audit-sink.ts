@@ -88,13 +88,16 @@ export function auditSink(
     const data = Buffer.from(buffered.join(""));
     buffered = [];
     bufferedBytes = 0;
-    let sizeBefore: number | undefined;
+    let written = 0;
     try {
-      sizeBefore = fstatSync(fd).size;
-      for (let written = 0; written < data.length; ) written += writeSync(fd, data, written);
+      while (written < data.length) written += writeSync(fd, data, written);
     } catch (err) {
+      // Only the bytes this flush wrote are cut off, counted back from the end (appended, they were the
+      // last bytes when the disk filled up). The log may be shared with another workload: a size looked
+      // at before the write is no bound to cut back to, since the other's lines may have come since.
       try {
-        if (sizeBefore !== undefined && fstatSync(fd).size > sizeBefore) ftruncateSync(fd, sizeBefore);
+        const size = written > 0 ? fstatSync(fd).size : 0;
+        if (written > 0 && size >= written) ftruncateSync(fd, size - written);
       } catch {
         // Nothing to repair with.
       }

@@ -5,6 +5,7 @@
  */
 import { afterAll, expect, test, setDefaultTimeout } from "bun:test";
 import {
+  appendFileSync,
   chmodSync,
   chownSync,
   existsSync,
@@ -177,4 +178,40 @@ test("root with a user's HOME (sudo -E) takes that user's log file, as it takes 
   expect(usageError(() => assertAuditLogWritable(configFor(theirs)), "INVALID_OPTION").message).toContain(
     "belongs to uid 61234",
   );
+});
+
+test("a flush that fails cuts off only its own bytes, never lines another process appended meanwhile", async () => {
+  // Two workloads may share one logFile. The one whose flushes fail (here past its file size limit,
+  // as a full disk would) must not cut the file back to a size it saw before writing: the other's
+  // lines written since would go with it.
+  const path = join(dir, "shared.log");
+  writeFileSync(path, `${"x".repeat(100_000)}\n`);
+  const [started, done] = [join(dir, "failing.started"), join(dir, "failing.done")];
+  const script = join(dir, "failing-writer.ts");
+  writeFileSync(
+    script,
+    `import { writeFileSync } from "node:fs";
+import { auditSink } from ${JSON.stringify(join(import.meta.dir, "../../src/workload/audit-sink.ts"))};
+const errors = [];
+const sink = auditSink(${JSON.stringify(configFor(path))}, () => {}, (message) => errors.push(message));
+writeFileSync(${JSON.stringify(started)}, "");
+const until = Date.now() + 1_500;
+while (Date.now() < until) for (let i = 0; i < 400; i++) sink.write("${"a".repeat(200)}\\n");
+await sink.close();
+writeFileSync(${JSON.stringify(done)}, errors.join("\\n"));
+`,
+  );
+  // 50 KiB: every write of the failing writer fails (EFBIG, its SIGXFSZ ignored); the file is larger already.
+  const failing = Bun.spawn(["sh", "-c", `trap '' XFSZ; ulimit -f 50; exec "$0" "$1"`, process.execPath, script], {
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  await until(() => existsSync(started) || failing.exitCode !== null);
+  let appended = 0;
+  while (!existsSync(done) && failing.exitCode === null) appendFileSync(path, `b${appended++}\n`);
+  expect(await failing.exited).toBe(0);
+  expect(readFileSync(done, "utf8")).toContain("audit lines are dropped");
+  const lines = readFileSync(path, "utf8").split("\n");
+  expect(lines.filter((line) => line.startsWith("b")).length).toBe(appended);
+  expect(lines.some((line) => line.startsWith("a"))).toBe(false);
 });
