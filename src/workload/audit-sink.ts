@@ -53,7 +53,24 @@ function openForAppend(path: string): number {
       hint: "point logFile at a file in a folder only you can write to (remove the other user's file first)",
     });
   }
-  return fd;
+  return withoutBlocking(fd);
+}
+
+/**
+ * A pipe (a FIFO, `/dev/stdout` piped to a log shipper) opened again without blocking: a reader that
+ * falls behind must not stop the proxy (a flush is a synchronous write on the request's path), so
+ * what the pipe cannot take now waits for the next flush. A regular file is returned as it is.
+ */
+function withoutBlocking(fd: number): number {
+  if (!fstatSync(fd).isFIFO()) return fd;
+  try {
+    // The very pipe held (by its descriptor, not its path, which may name something else by now).
+    const nonBlocking = openSync(`/proc/self/fd/${fd}`, constants.O_WRONLY | constants.O_NONBLOCK);
+    closeSync(fd);
+    return nonBlocking;
+  } catch {
+    return fd;
+  }
 }
 
 /** Fails now, before anything starts, when the configured logFile cannot be written. */
@@ -76,6 +93,8 @@ export function auditSink(
   let bufferedBytes = 0;
   let refusedIno: number | undefined;
   let failureSaidAt: number | undefined;
+  // What a pipe did not take yet (its reader fell behind): written first at the next flush.
+  let carried: Buffer | undefined;
   /**
    * Our own buffer, written with one write(2) per flush rather than through a Bun FileSink: a sink
    * whose write fails (a full disk) rejects where nothing can catch it and then writes nothing more,
@@ -84,14 +103,20 @@ export function auditSink(
    * the next flush writes again.
    */
   const flush = () => {
-    if (buffered.length === 0) return;
-    const data = Buffer.from(buffered.join(""));
+    if (buffered.length === 0 && carried === undefined) return;
+    const fresh = Buffer.from(buffered.join(""));
+    const data = carried === undefined ? fresh : Buffer.concat([carried, fresh]);
+    carried = undefined;
     buffered = [];
     bufferedBytes = 0;
     let written = 0;
     try {
       while (written < data.length) written += writeSync(fd, data, written);
     } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EAGAIN" && data.length - written <= MAX_CARRIED_BYTES) {
+        carried = data.subarray(written);
+        return;
+      }
       // Only the bytes this flush wrote are cut off, counted back from the end (appended, they were the
       // last bytes when the disk filled up). The log may be shared with another workload: a size looked
       // at before the write is no bound to cut back to, since the other's lines may have come since.
@@ -116,6 +141,7 @@ export function auditSink(
       fresh = followLinks
         ? openSync(path, "a", 0o600)
         : openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+      fresh = withoutBlocking(fresh);
     } catch (err) {
       onError(`audit log ${path} was moved away and cannot be opened again: ${errorMessage(err)}`);
       return;
@@ -154,6 +180,8 @@ export function auditSink(
 
 /** Lines held before a flush that the timer has not come to yet (as much as the sink held before). */
 const FLUSH_AT_BYTES = 64 * 1024;
+/** How much a pipe's slow reader may leave waiting before the lines are dropped (and that is said). */
+const MAX_CARRIED_BYTES = 16 * 1024 * 1024;
 
 function closeQuietly(fd: number): void {
   try {

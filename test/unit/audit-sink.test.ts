@@ -215,3 +215,31 @@ writeFileSync(${JSON.stringify(done)}, errors.join("\\n"));
   expect(lines.filter((line) => line.startsWith("b")).length).toBe(appended);
   expect(lines.some((line) => line.startsWith("a"))).toBe(false);
 });
+
+test("a pipe whose reader falls behind does not hold up the proxy; its lines arrive whole and in order", async () => {
+  const fifo = join(dir, "audit.fifo");
+  expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+  const [go, out, how] = [join(dir, "fifo.go"), join(dir, "fifo.out"), join(dir, "fifo.how")];
+  // The reader opens the pipe at once but reads only once told to (or after 5 s, so a blocked write ends).
+  const reader = Bun.spawn([
+    "sh",
+    "-c",
+    `exec 3<"$0"; i=0; while [ ! -e "$1" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+     if [ -e "$1" ]; then echo told > "$3"; else echo late > "$3"; fi; cat <&3 > "$2"`,
+    fifo,
+    go,
+    out,
+    how,
+  ]);
+  const { sink, errors } = collectingSink(fifo);
+  // Far more than a pipe holds (64 KiB): a blocking write would wait here for the reader.
+  const lines = Array.from({ length: 3000 }, (_, i) => `${JSON.stringify({ n: i, pad: "p".repeat(100) })}\n`);
+  for (const line of lines) sink.write(line);
+  writeFileSync(go, "");
+  await until(() => read(out).length === lines.join("").length);
+  await sink.close();
+  await reader.exited;
+  expect(read(how).trim()).toBe("told");
+  expect(read(out)).toBe(lines.join(""));
+  expect(errors).toEqual([]);
+});
