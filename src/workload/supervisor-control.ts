@@ -122,10 +122,28 @@ export async function startSupervisor(
     stdio: ["ignore", out, out],
     env: { ...ctx.env, NO_COLOR: "1", ...runtime, [STARTED_BY_ENV]: `${me.pid}:${me.startTime}` },
   });
+  // A spawn that fails (mcpmgr's executable removed or replaced by an upgrade meanwhile, no processes
+  // left for the user) has no pid and says why in an "error" event, which unheard ends this command
+  // with a stack trace, and left unread would have it wait the whole ready timeout for nothing.
+  const spawnFailure = new Promise<unknown>((resolve) => child.once("error", resolve));
   closeSync(out);
   child.unref();
   const pid = child.pid;
-  if (pid !== undefined) await recordSupervisorPid(store, name, pid);
+  if (pid === undefined) {
+    const why = errorMessage(await Promise.race([spawnFailure, Bun.sleep(1_000).then(() => "no process id")]));
+    const lastError = `its supervisor could not be started: ${why}`;
+    await store
+      .writeStatus(
+        name,
+        { state: "failed", lastError },
+        { onlyIf: (current) => current?.state === "starting" && current.pid === undefined },
+      )
+      .catch(() => {});
+    throw new McpmgrError("SERVER_FAILED", `${name} failed to start: ${lastError}`, {
+      hint: `mcpmgr could not run ${command} (upgraded or moved meanwhile?): run the command again; ${failureHint}`,
+    });
+  }
+  await recordSupervisorPid(store, name, pid);
 
   const readyTimeoutMs = supervisorReadyTimeoutMs(record.runOptions);
   const deadline = performance.now() + readyTimeoutMs;

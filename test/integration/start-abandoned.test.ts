@@ -9,7 +9,16 @@
  * and is then killed for real.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -197,3 +206,48 @@ function supervisorsOf(name: string): number[] {
   }
   return found;
 }
+
+test("a supervisor that cannot be spawned (mcpmgr's executable gone meanwhile) fails the run at once, in one line", async () => {
+  // The run is held (the FIFO, as above) just before it spawns its supervisor; its executable, a
+  // link of Bun's of its own, is then removed, as an upgrade that replaces the binary would.
+  const name = "unspawnable";
+  const bin = await mkdtemp(join(tmpdir(), "mcpmgr-unspawnable-"));
+  const executable = join(bin, "bun");
+  try {
+    linkSync(process.execPath, executable);
+  } catch {
+    copyFileSync(process.execPath, executable);
+  }
+  const logs = join(home, "state/logs");
+  mkdirSync(logs, { recursive: true });
+  const proxyLog = join(logs, `${name}.proxy.log`);
+  expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
+  const run = Bun.spawn([executable, CLI_ENTRY, "run", "http://127.0.0.1:1/mcp", "--name", name], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  let drain: ReturnType<typeof Bun.spawn> | undefined;
+  try {
+    await until(() => recordedStatus(name).state === "starting" || run.exitCode !== null);
+    expect(run.exitCode).toBeNull();
+    rmSync(executable);
+    drain = Bun.spawn(["cat", proxyLog], { stdout: "ignore" });
+    // Before: a stack trace (the spawn's unheard "error" event), then the whole ready timeout (200 s).
+    const outcome = await Promise.race([run.exited, Bun.sleep(20_000).then(() => "still waiting")]);
+    expect(outcome).toBe(1);
+    const stderr = await new Response(run.stderr).text();
+    expect(stderr).toContain(`${name} failed to start: its supervisor could not be started`);
+    expect(stderr).toContain("ENOENT");
+    expect(stderr).not.toMatch(/^\s+at /m);
+    // `run` keeps nothing of a workload that did not start.
+    expect(row(name)).toBeUndefined();
+  } finally {
+    run.kill("SIGKILL");
+    drain?.kill();
+    rmSync(proxyLog, { force: true });
+    await rm(bin, { recursive: true, force: true });
+    mcpmgr("rm", name);
+  }
+});
