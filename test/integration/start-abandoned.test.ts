@@ -69,23 +69,46 @@ afterAll(async () => {
   await rm(home, { recursive: true, force: true });
 });
 
-test("a run killed after it recorded 'starting' and before its supervisor's pid: failed in list, and start and rm work", async () => {
+/**
+ * `mcpmgr run SOURCE --name NAME` held just after it recorded "starting" and before it spawns its
+ * supervisor: its proxy log is a FIFO with no reader, which it opens at that point. `release` lets
+ * it go on (the log a plain file again, the FIFO it opened read); `end` kills what is left.
+ */
+async function heldRun(name: string, source: string, executable = process.execPath) {
   const logs = join(home, "state/logs");
   mkdirSync(logs, { recursive: true });
-  const proxyLog = join(logs, "abandoned.proxy.log");
+  const proxyLog = join(logs, `${name}.proxy.log`);
   expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
-  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", PROBE, "--name", "abandoned"], {
+  const run = Bun.spawn([executable, CLI_ENTRY, "run", source, "--name", name], {
     cwd: REPO_ROOT,
     env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
     stdout: "ignore",
     stderr: "pipe",
   });
-  await until(() => recordedStatus("abandoned").state === "starting" || run.exitCode !== null);
+  await until(() => recordedStatus(name).state === "starting" || run.exitCode !== null);
   expect(run.exitCode).toBeNull();
+  let drain: ReturnType<typeof Bun.spawn> | undefined;
+  return {
+    run,
+    release() {
+      const held = join(logs, `${name}.fifo`);
+      renameSync(proxyLog, held);
+      writeFileSync(proxyLog, "");
+      drain = Bun.spawn(["cat", held], { stdout: "ignore" });
+    },
+    end() {
+      run.kill("SIGKILL");
+      drain?.kill();
+    },
+  };
+}
+
+test("a run killed after it recorded 'starting' and before its supervisor's pid: failed in list, and start and rm work", async () => {
+  const { run } = await heldRun("abandoned", PROBE);
   run.kill("SIGKILL");
   await run.exited;
   // The FIFO only held the command in place: later starts get a plain log again.
-  rmSync(proxyLog);
+  rmSync(join(home, "state/logs/abandoned.proxy.log"));
   expect(recordedStatus("abandoned").pid).toBeUndefined();
 
   // As for any workload whose mcpmgr process is gone: failed, saying why.
@@ -106,22 +129,10 @@ test("a run killed after it recorded 'starting' and before its supervisor's pid:
 test("a start while a run of the same workload is on its way to its supervisor is refused, not a second supervisor", async () => {
   // The run is held (the FIFO, as above) just after it recorded "starting" with its identity.
   const name = "underway";
-  const logs = join(home, "state/logs");
-  mkdirSync(logs, { recursive: true });
-  const proxyLog = join(logs, `${name}.proxy.log`);
-  expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
   const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
-  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", "http://127.0.0.1:1/mcp", "--name", name], {
-    cwd: REPO_ROOT,
-    env,
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  let drain: ReturnType<typeof Bun.spawn> | undefined;
+  const held = await heldRun(name, "http://127.0.0.1:1/mcp");
+  const { run } = held;
   try {
-    await until(() => recordedStatus(name).state === "starting" || run.exitCode !== null);
-    expect(run.exitCode).toBeNull();
-
     // `start NAME` in another terminal meanwhile: the run's start is under way, so no second
     // supervisor (the two would race for the port, and the loser's "failed" could hide the winner).
     const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
@@ -138,17 +149,13 @@ test("a start while a run of the same workload is on its way to its supervisor i
     );
 
     // The run goes on: its log is a plain file again, and the FIFO it opened gets a reader.
-    const held = join(logs, `${name}.fifo`);
-    renameSync(proxyLog, held);
-    writeFileSync(proxyLog, "");
-    drain = Bun.spawn(["cat", held], { stdout: "ignore" });
+    held.release();
     expect(await run.exited).toBe(0);
     expect(row(name)?.status).toBe("running");
     expect(supervisorsOf(name)).toEqual([recordedStatus(name).pid as number]);
   } finally {
-    run.kill("SIGKILL");
+    held.end();
     mcpmgr("rm", name);
-    drain?.kill();
   }
   expect(supervisorsOf(name)).toEqual([]);
 });
@@ -156,38 +163,22 @@ test("a start while a run of the same workload is on its way to its supervisor i
 test("a stop in the instant between a run's 'starting' and its supervisor stops that start: nothing runs after it", async () => {
   // The run is held (the FIFO, as above) with "starting" recorded and no supervisor yet.
   const name = "stopped-early";
-  const logs = join(home, "state/logs");
-  mkdirSync(logs, { recursive: true });
-  const proxyLog = join(logs, `${name}.proxy.log`);
-  expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
-  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
-  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", "http://127.0.0.1:1/mcp", "--name", name], {
-    cwd: REPO_ROOT,
-    env,
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  let drain: ReturnType<typeof Bun.spawn> | undefined;
+  const held = await heldRun(name, "http://127.0.0.1:1/mcp");
+  const { run } = held;
   try {
-    await until(() => recordedStatus(name).state === "starting" || run.exitCode !== null);
-    expect(run.exitCode).toBeNull();
     const stopped = mcpmgr("stop", name);
     expect([stopped.code, stopped.stderr]).toEqual([0, expect.stringContaining(`stopped ${name}`)]);
     expect(recordedStatus(name).state).toBe("stopped");
 
     // The run goes on to spawn its supervisor, which finds its start stopped and exits.
-    const held = join(logs, `${name}.fifo`);
-    renameSync(proxyLog, held);
-    writeFileSync(proxyLog, "");
-    drain = Bun.spawn(["cat", held], { stdout: "ignore" });
+    held.release();
     expect(await run.exited).toBe(1);
     expect(await new Response(run.stderr).text()).toContain(`${name} was stopped while it was starting`);
     await until(() => supervisorsOf(name).length === 0);
     expect(row(name)?.status).toBe("stopped");
   } finally {
-    run.kill("SIGKILL");
+    held.end();
     mcpmgr("rm", name);
-    drain?.kill();
   }
 });
 
@@ -218,22 +209,11 @@ test("a supervisor that cannot be spawned (mcpmgr's executable gone meanwhile) f
   } catch {
     copyFileSync(process.execPath, executable);
   }
-  const logs = join(home, "state/logs");
-  mkdirSync(logs, { recursive: true });
-  const proxyLog = join(logs, `${name}.proxy.log`);
-  expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
-  const run = Bun.spawn([executable, CLI_ENTRY, "run", "http://127.0.0.1:1/mcp", "--name", name], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  let drain: ReturnType<typeof Bun.spawn> | undefined;
+  const held = await heldRun(name, "http://127.0.0.1:1/mcp", executable);
+  const { run } = held;
   try {
-    await until(() => recordedStatus(name).state === "starting" || run.exitCode !== null);
-    expect(run.exitCode).toBeNull();
     rmSync(executable);
-    drain = Bun.spawn(["cat", proxyLog], { stdout: "ignore" });
+    held.release();
     // Before: a stack trace (the spawn's unheard "error" event), then the whole ready timeout (200 s).
     const outcome = await Promise.race([run.exited, Bun.sleep(20_000).then(() => "still waiting")]);
     expect(outcome).toBe(1);
@@ -244,9 +224,7 @@ test("a supervisor that cannot be spawned (mcpmgr's executable gone meanwhile) f
     // `run` keeps nothing of a workload that did not start.
     expect(row(name)).toBeUndefined();
   } finally {
-    run.kill("SIGKILL");
-    drain?.kill();
-    rmSync(proxyLog, { force: true });
+    held.end();
     await rm(bin, { recursive: true, force: true });
     mcpmgr("rm", name);
   }
