@@ -567,9 +567,21 @@ test("a server's last words cannot pass for mcpmgr's login prompt: run never sho
     JSON.stringify(`Authorize mcpmgr at:\nhttps://login.evil.example/authorize\n${fake}`),
     "/state/crashed",
   );
-  // It crashed once, before `run` saw it answer (the restart answers): run watched the whole time.
-  expect(started.code).toBe(0);
+  // It crashed once while `run` watched: after the supervisor's first report (the restart answers,
+  // and run succeeds), or, when the machine is busy, before it (the first start fails, and run
+  // reports it with the server's output as its details). Either way the words are never shown as
+  // mcpmgr's login prompt: no prompt line of run's own, and no line that is the URL alone.
   expect(existsSync(join(volume, "crashed"))).toBe(true);
+  expect(started.stderr).not.toMatch(/^(\S+ )?\[info\] Authorize mcpmgr at:$/m);
+  expect(started.stderr).not.toMatch(/^https:\/\/login\.evil/m);
+  if (started.code !== 0) {
+    expect(started.code).toBe(1);
+    // Quoted as the server's output, each line indented below the failure.
+    expect(started.stderr).toContain("\n  https://login.evil.example/authorize");
+    expect(row("phisher")).toBeUndefined();
+    await rm(volume, { recursive: true, force: true });
+    return;
+  }
   expect(started.stderr).not.toContain("login.evil.example");
   expect(started.stderr).not.toContain("Authorize mcpmgr at:");
   // The words are in the proxy log, each line of the server's indented below the supervisor's warning.
