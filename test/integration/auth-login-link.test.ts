@@ -11,8 +11,8 @@ import { readFileSync } from "node:fs";
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE } from "../support/auth-server.ts";
-import { startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
+import { CALLBACK_PORTS, completeLogin } from "../support/auth-server.ts";
+import { publicLogin, startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
 setDefaultTimeout(90_000);
@@ -43,19 +43,7 @@ async function loggingIn(home: string) {
       "linked",
       "--target-uri",
       setup.remote.url,
-      "--remote-auth",
-      "--remote-auth-issuer",
-      setup.auth.issuer,
-      "--remote-auth-client-id",
-      CLIENTS.mcpmgrPublic.client_id,
-      "--remote-auth-resource",
-      JWT_RESOURCE,
-      "--remote-auth-scopes",
-      "mcp:read",
-      "--remote-auth-callback-port",
-      String(CALLBACK_PORTS[2]),
-      "--remote-auth-timeout",
-      "60s",
+      ...publicLogin(setup, CALLBACK_PORTS[2], "60s", { browser: true }),
     ],
     {
       cwd: REPO_ROOT,
@@ -170,17 +158,7 @@ test("the browser a background workload's supervisor opens is handed none of mcp
       setup.remote.url,
       "--name",
       "background-login",
-      "--remote-auth",
-      "--remote-auth-issuer",
-      setup.auth.issuer,
-      "--remote-auth-client-id",
-      CLIENTS.mcpmgrPublic.client_id,
-      "--remote-auth-resource",
-      JWT_RESOURCE,
-      "--remote-auth-callback-port",
-      String(CALLBACK_PORTS[2]),
-      "--remote-auth-timeout",
-      "3s",
+      ...publicLogin(setup, CALLBACK_PORTS[2], "3s", { browser: true }),
     ],
     {
       cwd: REPO_ROOT,

@@ -74,9 +74,15 @@ export function confidentialLogin(setup: Pick<ProtectedRemote, "auth" | "secretF
 
 /**
  * The options that make mcpmgr log in to `setup`'s remote as the public client, for JWT_RESOURCE
- * and `mcp:read`, its login pages left to the test (browser skipped), waiting `timeout` for the user.
+ * and `mcp:read`, its login pages left to the test (browser skipped, unless `browser`: then the
+ * xdg-open on the test's PATH), waiting `timeout` for the user.
  */
-export function publicLogin(setup: Pick<ProtectedRemote, "auth">, callbackPort: number, timeout: string): string[] {
+export function publicLogin(
+  setup: Pick<ProtectedRemote, "auth">,
+  callbackPort: number,
+  timeout: string,
+  { browser = false } = {},
+): string[] {
   return [
     "--remote-auth",
     "--remote-auth-issuer",
@@ -89,7 +95,7 @@ export function publicLogin(setup: Pick<ProtectedRemote, "auth">, callbackPort: 
     "mcp:read",
     "--remote-auth-callback-port",
     String(callbackPort),
-    "--remote-auth-skip-browser",
+    ...(browser ? [] : ["--remote-auth-skip-browser"]),
     "--remote-auth-timeout",
     timeout,
   ];
