@@ -18,6 +18,23 @@ interface OAuthRemote {
   readonly clientId: string | undefined;
 }
 
+/**
+ * How long `rm` waits for a registry given by URL to name a registry entry's remote: the workload is
+ * removed already, and this only words a notice, which must not hold `rm` for the 15 s a start may
+ * wait (an offline machine, a registry that does not answer).
+ */
+export const REGISTRY_WAIT_MS = 2_000;
+
+/** The registry could not say which remote an entry names (unreachable, or no answer in time). */
+class RegistryUnread extends Error {
+  constructor(
+    readonly entry: string,
+    readonly why: string,
+  ) {
+    super(why);
+  }
+}
+
 async function oauthRemoteOf(record: WorkloadRecord, ctx: Pick<WorkloadContext, "env" | "paths">) {
   if (record.runtime !== "remote") return undefined;
   // The options as `run` validated them (record.runOptions, the source among them).
@@ -37,7 +54,12 @@ async function oauthRemoteOf(record: WorkloadRecord, ctx: Pick<WorkloadContext, 
       import("../registry/loader.ts"),
       import("../registry/entry.ts"),
     ]);
-    const registry = await loadRegistry({ env: ctx.env, configDir: ctx.paths.configDir });
+    let registry: Awaited<ReturnType<typeof loadRegistry>>;
+    try {
+      registry = await loadRegistry({ env: ctx.env, configDir: ctx.paths.configDir, timeoutMs: REGISTRY_WAIT_MS });
+    } catch (err) {
+      throw new RegistryUnread(source.name, errorMessage(err));
+    }
     source = parseSource(sourceOf(registry.get(source.name)).runTarget);
   }
   if (source.kind !== "remote") return undefined;
@@ -55,7 +77,12 @@ export async function keptLoginsLine(
   let remote: OAuthRemote | undefined;
   try {
     remote = await oauthRemoteOf(record, ctx);
-  } catch {
+  } catch (err) {
+    // Offline, the remote of a registry entry is unknown: say where its login may be, without waiting longer.
+    if (err instanceof RegistryUnread)
+      return printable(
+        `the OAuth login of registry entry ${err.entry}'s remote may be kept in the secrets store; which remote that is could not be read from the registry (${err.why}): 'mcpmgr secret list' describes its oauth- entries`,
+      );
     // A record `run` would no longer accept (an edited file, a registry entry gone): nothing to say.
     return undefined;
   }
