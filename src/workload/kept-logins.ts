@@ -27,11 +27,10 @@ export const REGISTRY_WAIT_MS = 2_000;
 
 /** The registry could not say which remote an entry names (unreachable, or no answer in time). */
 class RegistryUnread extends Error {
-  constructor(
-    readonly entry: string,
-    readonly why: string,
-  ) {
+  readonly entry: string;
+  constructor(entry: string, why: string) {
     super(why);
+    this.entry = entry;
   }
 }
 
@@ -81,7 +80,7 @@ export async function keptLoginsLine(
     // Offline, the remote of a registry entry is unknown: say where its login may be, without waiting longer.
     if (err instanceof RegistryUnread)
       return printable(
-        `the OAuth login of registry entry ${err.entry}'s remote may be kept in the secrets store; which remote that is could not be read from the registry (${err.why}): 'mcpmgr secret list' describes its oauth- entries`,
+        `the OAuth login of registry entry ${err.entry}'s remote may be kept in the secrets store; which remote that is could not be read from the registry (${err.message}): 'mcpmgr secret list' describes its oauth- entries`,
       );
     // A record `run` would no longer accept (an edited file, a registry entry gone): nothing to say.
     return undefined;
