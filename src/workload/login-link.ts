@@ -13,7 +13,9 @@
  * and an answer that arrives within HOLD_MS of the first opening waits for the rest of that time,
  * so a login made by a program in a split second cannot finish before the browser has opened the
  * link. A second, different answer before the code is redeemed stops the login too (the same
- * answer again is the user reloading the page that says it arrived).
+ * answer again is the user reloading the page that says it arrived). The login's timeout bounds
+ * the answer's arrival, not this hold (oauth-callback.ts); no link opened (the browser skipped),
+ * nothing is held.
  */
 import { McpmgrError } from "../errors.ts";
 

@@ -76,6 +76,8 @@ export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext, signal?: Ab
       join(lockDir, `oauth-callback-${spec.callbackPort}.lock`),
       async () => {
         let expected: string | undefined;
+        // An answer came within the timeout: the login link's hold (at most its 5 s) may finish past it.
+        let answeredInTime = false;
         let settle!: (url: URL) => void;
         let stop!: (err: McpmgrError) => void;
         const arrived = new Promise<URL>((resolve, reject) => {
@@ -93,6 +95,7 @@ export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext, signal?: Ab
             // Someone else's (or a stale) redirect: not ours, and not an answer.
             if (expected === undefined || url.searchParams.get("state") !== expected)
               return page("mcpmgr", "This login link is not the one mcpmgr is waiting for.");
+            answeredInTime = true;
             link.accept(url, settle);
             // What the answer says (success, refusal) is decided after its issuer is checked: the terminal tells.
             return page("mcpmgr", "mcpmgr received the authorization server's answer. You can close this window.");
@@ -119,9 +122,12 @@ export function callbackLogin(spec: OAuthSpec, ctx: WorkloadContext, signal?: Ab
                 if (signal?.aborted) giveUp();
                 else signal?.addEventListener("abort", giveUp, { once: true });
               });
+              // The timeout bounds the user's answer, not the hold after it (login-link.ts): a login answered
+              // in time never fails for being held, which a timeout under the hold's 5 s would make every one do.
               const timeout = new Promise<never>((_, reject) => {
                 timer = setTimeout(
                   () =>
+                    answeredInTime ||
                     reject(
                       new McpmgrError(
                         "AUTH_SETUP_FAILED",

@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CALLBACK_PORTS, completeLogin } from "../support/auth-server.ts";
+import { CALLBACK_PORTS, completeLogin, loginUrls } from "../support/auth-server.ts";
 import { publicLogin, startProtectedRemote, until, type ProtectedRemote } from "../support/protected-remote.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 /** `mcpmgr proxy` logging in to the remote as the public client, with the browser opened (the recording script). */
-async function loggingIn(home: string) {
+async function loggingIn(home: string, timeout = "60s", { browser = true } = {}) {
   await rm(join(scratch, "opened"), { force: true });
   const proc = Bun.spawn(
     [
@@ -43,7 +43,7 @@ async function loggingIn(home: string) {
       "linked",
       "--target-uri",
       setup.remote.url,
-      ...publicLogin(setup, CALLBACK_PORTS[2], "60s", { browser: true }),
+      ...publicLogin(setup, CALLBACK_PORTS[2], timeout, { browser }),
     ],
     {
       cwd: REPO_ROOT,
@@ -59,13 +59,16 @@ async function loggingIn(home: string) {
   };
   void drain(proc.stdout);
   void drain(proc.stderr);
-  const opened = await until(() => {
-    try {
-      return readFileSync(join(scratch, "opened"), "utf8").trim() || undefined;
-    } catch {
-      return undefined;
-    }
-  }, "the browser to be opened");
+  const opened = browser
+    ? await until(() => {
+        try {
+          return readFileSync(join(scratch, "opened"), "utf8").trim() || undefined;
+        } catch {
+          return undefined;
+        }
+      }, "the browser to be opened")
+    : // Without a browser, the user pastes the printed authorization URL.
+      await until(() => loginUrls(output)[0], "the printed login URL");
   return { proc, output: () => output, opened };
 }
 
@@ -135,6 +138,49 @@ test("the user reloading the page the answer arrived on, while it is held, does 
       30_000,
     );
     expect(outcome).toStartWith("http://127.0.0.1:");
+    expect(setup.auth.grants.get("authorization_code")).toBe(redeemed + 1);
+  } finally {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
+});
+
+test("a login answered in time is not failed by the hold: a timeout shorter than the hold ends only the wait for the answer", async () => {
+  const home = await mkdtemp(join(scratch, "home-"));
+  const redeemed = setup.auth.grants.get("authorization_code") ?? 0;
+  // 3 s to answer, less than the 5 s an answer is held after the link's first opening.
+  const { proc, output, opened } = await loggingIn(home, "3s");
+  try {
+    // The user's browser opens the link and logs in at once: the answer arrives well within the 3 s.
+    const openedAt = performance.now();
+    expect(await completeLogin(opened, "alice")).toBe(200);
+    expect(performance.now() - openedAt).toBeLessThan(3_000);
+    const outcome = await until(
+      () => /^http:\/\/127\.0\.0\.1:\d+\/mcp$|did not complete within|the OAuth login was stopped/m.exec(output())?.[0],
+      "the proxy's client URL or the login's end",
+      30_000,
+    );
+    expect(outcome).toStartWith("http://127.0.0.1:");
+    // Held to the end of the 5 s, then redeemed.
+    expect(performance.now() - openedAt).toBeGreaterThanOrEqual(5_000);
+    expect(setup.auth.grants.get("authorization_code")).toBe(redeemed + 1);
+  } finally {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
+});
+
+test("a login without the browser (--remote-auth-skip-browser: no link opened) is not held", async () => {
+  const home = await mkdtemp(join(scratch, "home-"));
+  const redeemed = setup.auth.grants.get("authorization_code") ?? 0;
+  const { proc, output, opened } = await loggingIn(home, "60s", { browser: false });
+  try {
+    expect(opened).toStartWith(`${setup.auth.issuer}/auth?`);
+    const answeredAt = performance.now();
+    expect(await completeLogin(opened, "alice")).toBe(200);
+    await until(() => /^http:\/\/127\.0\.0\.1:\d+\/mcp$/m.exec(output())?.[0], "the proxy's client URL", 30_000);
+    // Nothing held it for 5 s: only the code's redemption and the proxy's start came after the answer.
+    expect(performance.now() - answeredAt).toBeLessThan(4_000);
     expect(setup.auth.grants.get("authorization_code")).toBe(redeemed + 1);
   } finally {
     proc.kill("SIGTERM");
