@@ -5,6 +5,8 @@
  * tenth of the proxy's CPU per request. A crash can lose at most the last 200 ms of lines.
  * A log moved away (rotated) or deleted under a running proxy is noticed within those 200 ms
  * and opened again at its path, so lines do not keep going to a file nobody reads any more.
+ * At the stop, what a pipe's slow reader has not taken yet gets up to 2 s to drain; lines left
+ * then are dropped, and their number said in the proxy log.
  */
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, openSync, statSync, writeSync } from "node:fs";
 import type { AuditConfig } from "../config/audit-config.ts";
@@ -173,6 +175,21 @@ export function auditSink(
     async close() {
       clearInterval(timer);
       flush();
+      // A pipe's reader that fell behind gets a moment to take the last lines; the stop does not wait on it longer.
+      const deadline = performance.now() + DRAIN_ON_CLOSE_MS;
+      while (carried !== undefined && performance.now() < deadline) {
+        await Bun.sleep(DRAIN_POLL_MS);
+        flush();
+      }
+      if (carried !== undefined) {
+        // A line begun in the pipe but not ended counts as dropped: its end is.
+        let lines = 0;
+        for (const byte of carried) if (byte === 0x0a) lines++;
+        onError(
+          `audit log ${path}: its reader did not take the last ${lines} audit line${lines === 1 ? "" : "s"} within ${DRAIN_ON_CLOSE_MS / 1000} s of the stop; they were dropped`,
+        );
+        carried = undefined;
+      }
       closeQuietly(fd);
     },
   };
@@ -182,6 +199,9 @@ export function auditSink(
 const FLUSH_AT_BYTES = 64 * 1024;
 /** How much a pipe's slow reader may leave waiting before the lines are dropped (and that is said). */
 const MAX_CARRIED_BYTES = 16 * 1024 * 1024;
+/** How long a stop waits for a pipe's slow reader to take the lines it left waiting. */
+export const DRAIN_ON_CLOSE_MS = 2_000;
+const DRAIN_POLL_MS = 20;
 
 function closeQuietly(fd: number): void {
   try {

@@ -243,3 +243,62 @@ test("a pipe whose reader falls behind does not hold up the proxy; its lines arr
   expect(read(out)).toBe(lines.join(""));
   expect(errors).toEqual([]);
 });
+
+/** A reader of `fifo` that opens it at once but reads (into `out`) only once `go` exists (or after 10 s: a failed test leaves none behind). */
+function lateReader(fifo: string, go: string, out: string) {
+  return Bun.spawn([
+    "sh",
+    "-c",
+    `exec 3<"$0"; i=0; while [ ! -e "$1" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; cat <&3 > "$2"`,
+    fifo,
+    go,
+    out,
+  ]);
+}
+
+const auditLines = (count: number) =>
+  Array.from({ length: count }, (_, i) => `${JSON.stringify({ n: i, pad: "p".repeat(100) })}\n`);
+
+test("at the stop, lines a pipe's reader has not taken yet are given time to drain", async () => {
+  const fifo = join(dir, "drain.fifo");
+  expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+  const [go, out] = [join(dir, "drain.go"), join(dir, "drain.out")];
+  const reader = lateReader(fifo, go, out);
+  const { sink, errors } = collectingSink(fifo);
+  // More than the pipe holds (64 KiB): most of it is still waiting in the sink when the workload stops.
+  const lines = auditLines(3000);
+  for (const line of lines) sink.write(line);
+  const closing = sink.close();
+  // The reader catches up only after the stop began.
+  writeFileSync(go, "");
+  await closing;
+  await reader.exited;
+  expect(read(out)).toBe(lines.join(""));
+  expect(errors).toEqual([]);
+});
+
+test("at the stop, a pipe's reader that takes nothing holds it up at most 2 s; the lines dropped are counted in the log", async () => {
+  const fifo = join(dir, "stuck.fifo");
+  expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+  const [go, out] = [join(dir, "stuck.go"), join(dir, "stuck.out")];
+  const reader = lateReader(fifo, go, out);
+  const { sink, errors } = collectingSink(fifo);
+  const lines = auditLines(3000);
+  for (const line of lines) sink.write(line);
+  const startedAt = performance.now();
+  await sink.close();
+  const took = performance.now() - startedAt;
+  expect(took).toBeGreaterThanOrEqual(1_900);
+  expect(took).toBeLessThan(3_500);
+  // What the pipe held is read now; the rest was dropped, and said so with its number of lines.
+  writeFileSync(go, "");
+  await reader.exited;
+  const taken = read(out);
+  const whole = taken.split("\n").length - 1;
+  expect(whole).toBeLessThan(lines.length);
+  expect(errors).toHaveLength(1);
+  const dropped = Number(/did not take the last (\d+) audit lines within 2 s of the stop/.exec(errors[0] ?? "")?.[1]);
+  // A line begun in the pipe counts as dropped (its end is): taken whole + dropped = all.
+  expect(whole + dropped).toBe(lines.length);
+  expect(taken).toBe(lines.join("").slice(0, taken.length));
+});
