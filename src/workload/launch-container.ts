@@ -26,9 +26,10 @@ import { containerGrantSummary } from "../runtime/grant-summary.ts";
 import { loadGlobalIgnorePatterns } from "../runtime/ignore-overlays.ts";
 import type { PackageManager } from "../runtime/source.ts";
 import { containerHandle, type LaunchedServer } from "../runtime/server-handle.ts";
-import type { WorkloadStore } from "../state/workloads.ts";
+import { WorkloadStore } from "../state/workloads.ts";
 import { McpmgrError } from "../errors.ts";
 import type { WorkloadContext } from "./context.ts";
+import { sweepOrphanedContainers } from "./orphan-containers.ts";
 import { overlaysFor } from "./overlays.ts";
 import type { ContainerPlacement } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
@@ -167,6 +168,8 @@ export async function launchContainer(
   // installation's: another MCPMGR_HOME's workload of the same name is not ours to remove.
   const install = installId(ctx.paths);
   await removeWorkloadObjects(engine, spec.name, install);
+  // And what an engine made too late for an earlier `rm` of another workload (orphan-containers.ts).
+  await sweepOrphanedContainers(engine, new WorkloadStore(ctx.paths), ctx.log);
   const environment = await serverEnvironment(server.variables, ctx);
   // Printed by the terminal-side run (pre-flight or --foreground), not again by the supervisor.
   const { overlays, emptyFile } = await overlaysFor(

@@ -336,9 +336,10 @@ async function removeContainers(store: WorkloadStore, name: string, log: Workloa
   const record = await store.get(name).catch(() => undefined);
   if (record === undefined || (record.runtime !== "docker" && record.runtime !== "podman")) return;
   // The Docker client (dockerode and its dependencies) only for container workloads.
-  const [{ detectEngine }, { removeWorkloadObjects }] = await Promise.all([
+  const [{ detectEngine }, { removeWorkloadObjects }, { sweepOrphanedContainers }] = await Promise.all([
     import("../runtime/docker/engine.ts"),
     import("../runtime/docker/cleanup.ts"),
+    import("./orphan-containers.ts"),
   ]);
   const engine = await detectEngine({
     want: record.runtime,
@@ -353,6 +354,8 @@ async function removeContainers(store: WorkloadStore, name: string, log: Workloa
   await removeWorkloadObjects(engine, name, installId(store.paths)).catch((err: unknown) =>
     log.warn(`${name}: ${errorMessage(err)}`),
   );
+  // And what an engine made too late for an earlier `rm` (orphan-containers.ts).
+  await sweepOrphanedContainers(engine, store, log);
 }
 
 /** SIGTERM, then SIGKILL after `graceMs` (15 s); only while the pid is still this workload's supervisor. */

@@ -5,7 +5,7 @@
  * installation's workload of the same name on the same engine is left alone.
  */
 import type { ContainerEngine } from "./engine.ts";
-import { ownedBy, workloadFilter } from "./labels.ts";
+import { INSTALL_LABEL, MANAGED_LABEL, ownedBy, WORKLOAD_LABEL, workloadFilter } from "./labels.ts";
 import { removeNetwork } from "./network-isolation.ts";
 import { engineError } from "./images.ts";
 
@@ -39,4 +39,46 @@ export async function removeWorkloadObjects(
   ).filter((n) => ownedBy(n.Labels, workload, install));
   await Promise.all(networks.map((n) => removeNetwork(engine, n.Id)));
   return { containers: containers.length, networks: networks.length };
+}
+
+/**
+ * Removes this installation's containers and networks of workloads that `gone` says it no longer
+ * has: a create the engine answered after the workload's `rm` (past the supervisor's grace) made a
+ * container nobody removes. Only objects labelled with `install` exactly: another installation's
+ * (another MCPMGR_HOME, another user) and an older mcpmgr's unlabelled ones are never touched.
+ * The engine is asked first and `gone` second: a workload's record exists before its first object
+ * is made, so one created meanwhile is not among those found. Returns the workloads cleaned up.
+ */
+export async function removeOrphanedObjects(
+  engine: ContainerEngine,
+  install: string,
+  gone: (workload: string) => Promise<boolean>,
+): Promise<string[]> {
+  const filters = JSON.stringify({ label: [`${MANAGED_LABEL}=true`, `${INSTALL_LABEL}=${install}`] });
+  const [containers, networks] = await Promise.all([
+    engine.docker.listContainers({ all: true, filters }),
+    engine.docker.listNetworks({ filters }),
+  ]);
+  const objects = [...containers, ...networks].map((o) => ({ id: o.Id, labels: o.Labels ?? {} }));
+  const workloads = new Set(objects.map((o) => o.labels[WORKLOAD_LABEL]).filter((w) => w !== undefined));
+  const cleaned: string[] = [];
+  for (const workload of workloads) {
+    if (!(await gone(workload))) continue;
+    const mine = (labels: Readonly<Record<string, string>>) =>
+      labels[WORKLOAD_LABEL] === workload && labels[INSTALL_LABEL] === install;
+    await Promise.all(
+      containers
+        .filter((c) => mine(c.Labels ?? {}))
+        .map((c) =>
+          engine.docker
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => {}),
+        ),
+    );
+    // Networks after containers: a network with endpoints cannot be removed.
+    await Promise.all(networks.filter((n) => mine(n.Labels ?? {})).map((n) => removeNetwork(engine, n.Id)));
+    cleaned.push(workload);
+  }
+  return cleaned;
 }

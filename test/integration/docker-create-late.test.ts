@@ -1,0 +1,128 @@
+/**
+ * A container create the engine answers only after the supervisor gave its start up (more than
+ * its 10 s grace after `rm`): the container is made for a workload that no longer exists, after
+ * `rm` removed everything labelled for it. The next mcpmgr command that works with a container
+ * workload of this home removes it: containers labelled with this home's installation for a
+ * workload this home no longer has. Another home's (or another user's) containers, and unlabelled
+ * ones of an older mcpmgr, are never touched. The engine is the real dockerd, behind a relay that
+ * holds each create for longer than the supervisor's grace.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { installId, resolvePaths } from "../../src/state/paths.ts";
+import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { type SlowEngine, slowEngine } from "../support/slow-engine.ts";
+
+setDefaultTimeout(90_000);
+
+/** Beyond the supervisor's 10 s for a container start cut short (cancelGraceMs), with a margin. */
+const CREATE_DELAY_MS = 14_000;
+
+let images: FixtureImages;
+let home: string;
+let engine: SlowEngine;
+const tag = `${process.pid}`;
+/** Containers this test made itself (another home's, an older mcpmgr's): removed at the end. */
+const planted: string[] = [];
+
+/** Not spawnSync: the relay lives in this process, and must answer while the command runs. */
+async function mcpmgr(env: Record<string, string>, ...args: string[]) {
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, stdout, stderr] = await Promise.all([
+    proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+  ]);
+  return { code, stdout, stderr };
+}
+
+async function until(predicate: () => boolean, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!predicate() && Date.now() < deadline) await Bun.sleep(50);
+  expect(predicate()).toBe(true);
+}
+
+/** A container as mcpmgr labels them, made directly in the engine (never started). */
+function plant(workload: string, install: string | undefined): string {
+  const labels = ["mcpmgr=true", `mcpmgr.workload=${workload}`, "mcpmgr.role=server"];
+  if (install !== undefined) labels.push(`mcpmgr.install=${install}`);
+  const made = docker("create", ...labels.flatMap((label) => ["--label", label]), images.probe);
+  expect(made.code).toBe(0);
+  planted.push(made.out);
+  return made.out;
+}
+
+const exists = (id: string) => docker("inspect", "--format", "{{.Id}}", id).code === 0;
+
+beforeAll(async () => {
+  images = await fixtureImages();
+  home = await mkdtemp(join(tmpdir(), "mcpmgr-create-late-"));
+  engine = slowEngine(CREATE_DELAY_MS);
+}, 300_000);
+
+afterAll(async () => {
+  for (const name of [`dcl-gone-${tag}`, `dcl-next-${tag}`]) {
+    await mcpmgr({}, "rm", name);
+    for (const id of leftovers(name).containers) docker("rm", "-f", id);
+  }
+  for (const id of planted) docker("rm", "-f", id);
+  engine.close();
+  await rm(home, { recursive: true, force: true });
+});
+
+test("a container made after its workload was removed is removed by this home's next container command, and only this home's", async () => {
+  const gone = `dcl-gone-${tag}`;
+  const createsBefore = engine.createsReceived;
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", images.probe, "--name", gone], {
+    cwd: REPO_ROOT,
+    env: {
+      ...process.env,
+      NO_COLOR: "1",
+      MCPMGR_HOME: home,
+      MCPMGR_RUNTIME: "docker",
+      DOCKER_HOST: engine.endpoint,
+    },
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  await until(() => engine.createsReceived > createsBefore || run.exitCode !== null);
+  expect(run.exitCode).toBeNull();
+  expect((await mcpmgr({ DOCKER_HOST: engine.endpoint }, "rm", gone)).code).toBe(0);
+  expect(await run.exited).toBe(1);
+  // The engine makes the container only now: nothing of mcpmgr's waits for it any more.
+  await until(() => engine.createsAnswered > createsBefore);
+  expect(leftovers(gone).containers).toHaveLength(1);
+  // What must stay: another home's container of a workload that home no longer has, and an
+  // older mcpmgr's (no installation label), whoever's it is.
+  const otherHome = plant(gone, installId(resolvePaths({ MCPMGR_HOME: join(home, "another-home") })));
+  const unlabelled = plant(`dcl-old-${tag}`, undefined);
+  // The next container workload of this home (on the engine directly) sweeps it up.
+  const next = `dcl-next-${tag}`;
+  const started = await mcpmgr({}, "run", images.probe, "--name", next);
+  // Its output shown only when it failed.
+  expect({ code: started.code, failure: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, failure: "" });
+  expect(
+    docker(
+      "ps",
+      "-a",
+      "-q",
+      "--filter",
+      `label=mcpmgr.workload=${gone}`,
+      "--filter",
+      `label=mcpmgr.install=${installId(resolvePaths({ MCPMGR_HOME: home }))}`,
+    ).out,
+  ).toBe("");
+  expect(exists(otherHome)).toBe(true);
+  expect(exists(unlabelled)).toBe(true);
+  // The running workload's own container is not a leftover.
+  expect(leftovers(next).containers).toHaveLength(1);
+  expect((await mcpmgr({}, "rm", next)).code).toBe(0);
+});
