@@ -80,6 +80,7 @@ afterAll(async () => {
 
 test("a container made after its workload was removed is removed by this home's next container command, and only this home's", async () => {
   const gone = `dcl-gone-${tag}`;
+  const ours = installId(resolvePaths({ MCPMGR_HOME: home }));
   const createsBefore = engine.createsReceived;
   const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", images.probe, "--name", gone], {
     cwd: REPO_ROOT,
@@ -110,19 +111,20 @@ test("a container made after its workload was removed is removed by this home's 
   // Its output shown only when it failed.
   expect({ code: started.code, failure: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, failure: "" });
   expect(
-    docker(
-      "ps",
-      "-a",
-      "-q",
-      "--filter",
-      `label=mcpmgr.workload=${gone}`,
-      "--filter",
-      `label=mcpmgr.install=${installId(resolvePaths({ MCPMGR_HOME: home }))}`,
-    ).out,
+    docker("ps", "-a", "-q", "--filter", `label=mcpmgr.workload=${gone}`, "--filter", `label=mcpmgr.install=${ours}`)
+      .out,
   ).toBe("");
   expect(exists(otherHome)).toBe(true);
   expect(exists(unlabelled)).toBe(true);
   // The running workload's own container is not a leftover.
   expect(leftovers(next).containers).toHaveLength(1);
-  expect((await mcpmgr({}, "rm", next)).code).toBe(0);
+  // rm of a container workload sweeps too: one more container of this home for a workload it has
+  // not (as the late create made), and another home's again.
+  const later = plant(`dcl-later-${tag}`, ours);
+  const removed = await mcpmgr({}, "rm", next);
+  expect(removed.code).toBe(0);
+  expect(removed.stderr).toContain(`removed the containers left of dcl-later-${tag}`);
+  expect(exists(later)).toBe(false);
+  expect(exists(otherHome)).toBe(true);
+  expect(exists(unlabelled)).toBe(true);
 });
