@@ -3,13 +3,15 @@
  * compiled to WebAssembly (@rainbowatcher/toml-edit-js). It edits by key path and keeps
  * comments, ordering and formatting of everything else; smol-toml and @iarna/toml only
  * re-emit the whole file, dropping comments. The module is instantiated from the .wasm file
- * embedded in the executable, on first use: nothing else in mcpmgr pays for it.
+ * embedded in the executable, on first use: nothing else in mcpmgr pays for it. Where a server's
+ * whole table goes, and what goes with it, is settled by toml-tables.ts from toml_edit's own edit.
  */
 import { readFileSync } from "node:fs";
 import { edit, initSync, parse } from "@rainbowatcher/toml-edit-js";
 import wasmPath from "@rainbowatcher/toml-edit-js/index_bg.wasm" with { type: "file" };
 import type { ServerCollection } from "../types.ts";
-import { ConfigParseError, describePath, type EntryMap, type FormatEditor } from "./editor.ts";
+import { ConfigParseError, describePath, type EntryMap, type FormatEditor, sameValue } from "./editor.ts";
+import { placeTable, unplaceTable } from "./toml-tables.ts";
 import { errorMessage } from "../../errors.ts";
 
 let ready = false;
@@ -64,14 +66,26 @@ function keyPath(collection: ServerCollection, ...rest: string[]): string {
  * only the part toml_edit changed is taken from its output, in the file's usual line ending; the
  * text before and after it stays the file's own, byte for byte.
  */
-function editKeepingEol(text: string, path: string, value: unknown, options?: { inline: boolean }): string {
-  const edited = edit(text, path, value, options);
+function editKeepingEol(text: string, path: string, value: unknown): string {
+  return keepEol(text, edit(text, path, value));
+}
+
+/** The part of toml_edit's `edited` text that differs from `text`, in the file's usual line ending. */
+function keepEol(text: string, edited: string): string {
   if (!text.includes("\r")) return edited;
   const [textStart, editedStart] = sameFromStart(text, edited);
   const [textEnd, editedEnd] = sameFromEnd(text, edited, textStart, editedStart);
   const eol = usualEol(text);
   const changed = edited.slice(editedStart, editedEnd).replace(/\r?\n/g, eol);
   return text.slice(0, textStart) + changed + text.slice(textEnd);
+}
+
+/**
+ * `placed` (toml-tables.ts: the table moved below the user's comments, or removed without them)
+ * when it holds the same data as toml_edit's own edit; undefined otherwise.
+ */
+function sameDocument(placed: string | undefined, edited: string): string | undefined {
+  return placed !== undefined && sameValue(parse(placed), parse(edited)) ? placed : undefined;
 }
 
 /** Where `text` and `edited` part, reading forwards: a "\r\n" of the text counts as the "\n" toml_edit wrote for it. */
@@ -126,18 +140,16 @@ const tomlEditor: FormatEditor = {
   },
   entries: (text, collection): EntryMap => new Map(Object.entries(collectionOf(parseToml(text), collection) ?? {})),
   insertEntry: (text, collection, name, value) => {
-    const root = parseToml(text);
-    collectionOf(root, collection);
-    if (Object.keys(root).length === 0 && text.trim() !== "") {
-      // Nothing but comments (a config whose every line is commented out): toml_edit puts new
-      // tables before them, and a line uncommented later would then land in mcpmgr's table.
-      const eol = usualEol(text);
-      const table = edit("", keyPath(collection, name), value, { inline: false }).replace(/\r?\n/g, eol);
-      return `${text}${text.endsWith("\n") ? "" : eol}${eol}${table}`;
-    }
-    return editKeepingEol(text, keyPath(collection, name), value, { inline: false });
+    collectionOf(parseToml(text), collection);
+    const path = keyPath(collection, name);
+    const edited = edit(text, path, value, { inline: false });
+    return sameDocument(placeTable(text, edited, `[${path}]`, usualEol(text)), edited) ?? keepEol(text, edited);
   },
   setEntryKey: (text, collection, name, key, value) => editKeepingEol(text, keyPath(collection, name, key), value),
   removeEntryKey: (text, collection, name, key) => editKeepingEol(text, keyPath(collection, name, key), undefined),
-  removeEntry: (text, collection, name) => editKeepingEol(text, keyPath(collection, name), undefined),
+  removeEntry: (text, collection, name) => {
+    const path = keyPath(collection, name);
+    const edited = edit(text, path, undefined);
+    return sameDocument(unplaceTable(text, edited, `[${path}]`), edited) ?? keepEol(text, edited);
+  },
 };

@@ -1,0 +1,96 @@
+/**
+ * Round trips through a client's file (walk 4), on real files in a temporary HOME written the way
+ * each client (or its user) writes them: a workload's entry added and removed again leaves the file
+ * byte for byte as it was, the user's comments where they were while the entry is there; a
+ * collection mcpmgr created goes with its last entry; a server name a file holds twice is left to
+ * the user.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { clientById } from "../../src/clients/catalog.ts";
+import { loadEditor } from "../../src/clients/formats/editor.ts";
+import type { ClientConfigSync } from "../../src/clients/sync.ts";
+import type { ClientId } from "../../src/clients/types.ts";
+import { type ClientHome, clientSyncPerTest, localEndpoint } from "../support/client-home.ts";
+
+setDefaultTimeout(60_000);
+
+const fetch41001 = localEndpoint("fetch", 41001);
+const docs41002 = localEndpoint("docs", 41002);
+
+let h: ClientHome;
+let sync: ClientConfigSync;
+clientSyncPerTest((fresh) => ({ h, sync } = fresh));
+
+function place(client: ClientId, text: string): string {
+  const path = clientById(client).configPath(h.ctx);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, text);
+  return path;
+}
+
+const fetchTable = `[mcp_servers.fetch]\nurl = "${fetch41001.url}"\n`;
+
+describe("Codex config.toml: comments after the last server table", () => {
+  test("a server's commented-out key stays in that server's table, a heading stays above its table", async () => {
+    const seed = [
+      'model = "gpt-5-codex"\n\n',
+      '[mcp_servers.context7]\ncommand = "npx"\nargs = ["-y", "@upstash/context7-mcp"]\n',
+      "# enabled = false   # back on when the quota resets\n\n",
+      '# Projects I trust\n[projects."/home/me/app"]\ntrust_level = "trusted"\n',
+    ].join("");
+    const path = place("codex", seed);
+    await sync.registerClient("codex", "default", [fetch41001]);
+    // Uncommenting `enabled` still turns context7 off, not mcpmgr's server.
+    expect(readFileSync(path, "utf8")).toBe(
+      seed.replace("\n\n# Projects I trust", `\n\n${fetchTable}\n# Projects I trust`),
+    );
+    await sync.removeClient("codex");
+    expect(readFileSync(path, "utf8")).toBe(seed);
+    expect(h.warnings).toEqual([]);
+  });
+
+  test("a commented-out setting at the end of the top level stays outside mcpmgr's table, and no [mcp_servers] is left", async () => {
+    const seed = 'model = "o3"\n# approval_policy = "never"\n';
+    const path = place("codex", seed);
+    await sync.registerClient("codex", "default", [fetch41001]);
+    const added = readFileSync(path, "utf8");
+    expect(added).toBe(`${seed}\n${fetchTable}`);
+    // The line uncommented is a top-level setting again, as the user meant it.
+    const toml = await loadEditor("toml");
+    expect(toml.valueAt(added.replace("# approval", "approval"), ["approval_policy"])).toBe("never");
+    await sync.removeClient("codex");
+    expect(readFileSync(path, "utf8")).toBe(seed);
+  });
+
+  test("notes at the end of the file stay above mcpmgr's tables; removing them in either order restores the file", async () => {
+    const seed = [
+      'model = "gpt-5-codex"\r\n\r\n',
+      '[mcp_servers.context7]\r\ncommand = "npx"\r\n',
+      '# [mcp_servers.github]\r\n# command = "github-mcp"\r\n\r\n',
+      "# keep this: notes about my setup",
+    ].join("");
+    const path = place("codex", seed);
+    await sync.registerClient("codex", "default", [fetch41001, docs41002]);
+    expect(readFileSync(path, "utf8")).toBe(
+      `${seed}\r\n\r\n${fetchTable}\r\n[mcp_servers.docs]\r\nurl = "${docs41002.url}"`.replaceAll(/(?<!\r)\n/g, "\r\n"),
+    );
+    await sync.onWorkloadStopped({ name: "fetch" });
+    await sync.onWorkloadStopped({ name: "docs" });
+    expect(readFileSync(path, "utf8")).toBe(seed);
+  });
+
+  test("a comment the user writes above mcpmgr's table is theirs: it stays when the table goes", async () => {
+    const seed = 'model = "o3"\n';
+    const path = place("codex", seed);
+    await sync.registerClient("codex", "default", [fetch41001]);
+    const annotated = readFileSync(path, "utf8").replace(
+      "[mcp_servers.fetch]",
+      "# served by mcpmgr\n[mcp_servers.fetch]",
+    );
+    writeFileSync(path, annotated);
+    await sync.removeClient("codex");
+    expect(readFileSync(path, "utf8")).toBe(`${seed}\n# served by mcpmgr\n`);
+  });
+});
