@@ -32,7 +32,7 @@ import { assertGroupExists } from "../state/groups.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { allClients, clientById, isClientId } from "./catalog.ts";
 import { editClientFile, SkipEdit, uninstalled } from "./config-file.ts";
-import { addedKeys, forgetKept, keepAddedKeys, passOnEmptyForm, takeKeptKeys } from "./entry-memory.ts";
+import { addedKeys, forgetKept, keepAddedKeys, passOnEmptyCollection, takeKeptKeys } from "./entry-memory.ts";
 import { sameValue } from "./formats/editor.ts";
 import { onlyGateway, otherGatewayEntry } from "./gateway-rules.ts";
 import type { ClientContext, ClientDefinition, ClientId, WorkloadEndpoint } from "./types.ts";
@@ -263,14 +263,16 @@ export class ClientConfigSync {
     let action: SyncAction = "unchanged";
     let disowned = false;
     let emptyForm = record?.emptyForm;
+    let created = record?.collectionCreated;
     const result = await editClientFile(this.#ctx, client, file, { create: true }, (text, editor) => {
       const collection = client.collection((path) => editor.valueAt(text, path));
       const entries = editor.entries(text, collection);
       const current = entries.get(name);
       if (current === undefined) {
         action = "added";
-        // The first entry of an empty collection: how it was written, for when the last one goes.
+        // The first entry of an empty collection: how it was written (or that it was not there), for when the last one goes.
         emptyForm = entries.size === 0 ? editor.emptyForm?.(text, collection) : undefined;
+        created = entries.size === 0 && editor.valueAt(text, collection.path) === undefined ? true : undefined;
         return editor.insertEntry(text, collection, name, { ...shape.value, ...kept.restored });
       }
       if (record === undefined) {
@@ -301,7 +303,11 @@ export class ClientConfigSync {
     // Not written this time (the file is busy, read-only, broken): the kept keys wait for the next start.
     if (result.skipped !== undefined && !disowned) kept.giveBack();
     if (result.skipped !== undefined) return this.#skipped(client, name, file, result.skipped);
-    owned[name] = emptyForm === undefined ? recorded : { ...recorded, emptyForm };
+    owned[name] = {
+      ...recorded,
+      ...(emptyForm !== undefined ? { emptyForm } : {}),
+      ...(created === true ? { collectionCreated: true } : {}),
+    };
     return { client: client.id, workload: name, file, action };
   }
 
@@ -319,7 +325,7 @@ export class ClientConfigSync {
           if (!matches(id, name, entry)) continue;
           const { report, keep, added } = await this.#remove(clientById(id), file, name, entry);
           reports.push(report);
-          if (!keep) passOnEmptyForm(entries, name, entry);
+          if (!keep) passOnEmptyCollection(entries, name, entry);
           if (options.remember && added !== undefined)
             keepAddedKeys(registrations, id, file, name, await this.#withCreatedAt(name, entry), added);
           // A file that could not be read keeps the record: the entry goes once the file is fixed.
@@ -360,7 +366,7 @@ export class ClientConfigSync {
       }
       action = "removed";
       added = addedKeys(current as Record<string, unknown>, entry.written);
-      return editor.removeEntry(text, collection, name, entry.emptyForm);
+      return editor.removeEntry(text, collection, name, { form: entry.emptyForm, created: entry.collectionCreated });
     });
     if (result.skipped !== undefined) {
       return { report: this.#skipped(client, name, file, result.skipped), keep: !disowned };

@@ -94,3 +94,73 @@ describe("Codex config.toml: comments after the last server table", () => {
     expect(readFileSync(path, "utf8")).toBe(`${seed}\n# served by mcpmgr\n`);
   });
 });
+
+describe("a collection mcpmgr created goes with its last entry; one the user had stays as they wrote it", () => {
+  const continueSeed = [
+    "name: Local Config\nversion: 1.0.0\nschema: v1\n",
+    "models:\n  - name: Claude   # the chat model\n    provider: anthropic\n    model: claude-sonnet-4-5\n",
+  ].join("");
+
+  test("Continue's config.yaml without mcpServers: no `mcpServers: []` is left behind, whichever entry goes last", async () => {
+    const path = place("continue", continueSeed);
+    await sync.registerClient("continue", "default", [fetch41001, docs41002]);
+    expect(readFileSync(path, "utf8")).toBe(
+      `${continueSeed}mcpServers:\n  - name: fetch\n    type: streamable-http\n    url: ${fetch41001.url}\n` +
+        `  - name: docs\n    type: streamable-http\n    url: ${docs41002.url}\n`,
+    );
+    await sync.onWorkloadStopped({ name: "fetch" });
+    await sync.onWorkloadStopped({ name: "docs" });
+    expect(readFileSync(path, "utf8")).toBe(continueSeed);
+    // Again, the other way round: the record of who made the key passes from entry to entry.
+    await sync.registerClient("continue", "default", [fetch41001, docs41002]);
+    await sync.onWorkloadStopped({ name: "docs" });
+    await sync.removeClient("continue");
+    expect(readFileSync(path, "utf8")).toBe(continueSeed);
+    expect(h.warnings).toEqual([]);
+  });
+
+  test("Goose's config.yaml without extensions gets none back (CRLF kept)", async () => {
+    const seed = "# goose configure wrote this\r\nGOOSE_PROVIDER: anthropic\r\nGOOSE_MODEL: claude-sonnet-4-5\r\n";
+    const path = place("goose", seed);
+    await sync.registerClient("goose", "default", [fetch41001]);
+    expect(readFileSync(path, "utf8")).toStartWith(`${seed}extensions:\r\n  fetch:\r\n`);
+    await sync.removeClient("goose");
+    expect(readFileSync(path, "utf8")).toBe(seed);
+  });
+
+  test("a key the user had stays, written as it was: `mcpServers:`, `mcpServers: ~`, `extensions: {}  # none yet`", async () => {
+    for (const [client, seed] of [
+      ["continue", `${continueSeed}mcpServers:\n`],
+      ["continue", `${continueSeed}mcpServers: ~\nrules:\n  - Be brief\n`],
+      ["goose", "GOOSE_PROVIDER: anthropic\nextensions: {}  # none yet\n"],
+    ] as const) {
+      const path = place(client, seed);
+      await sync.registerClient(client, "default", [fetch41001]);
+      expect(readFileSync(path, "utf8")).toContain("fetch");
+      await sync.removeClient(client);
+      expect([client, readFileSync(path, "utf8")]).toEqual([client, seed]);
+    }
+  });
+
+  test("a comment the user put into the collection mcpmgr made stays, and so does the key above it", async () => {
+    const path = place("continue", continueSeed);
+    await sync.registerClient("continue", "default", [fetch41001]);
+    const annotated = readFileSync(path, "utf8").replace("  - name: fetch", "  # my servers go here\n  - name: fetch");
+    writeFileSync(path, annotated);
+    await sync.removeClient("continue");
+    expect(readFileSync(path, "utf8")).toBe(`${continueSeed}mcpServers: []\n  # my servers go here\n`);
+  });
+
+  test("a JSON file's servers object mcpmgr added goes too, with the file's own layout (`{\\n}` stays so)", async () => {
+    for (const [client, seed] of [
+      ["gemini-cli", '{\n  "theme": "GitHub",\n  "selectedAuthType": "gemini-api-key"\n}\n'],
+      ["cursor", "{\n}\n"],
+      ["vscode", '// my MCP servers\n{\n  "inputs": [],\n}\n'],
+    ] as const) {
+      const path = place(client, seed);
+      await sync.registerClient(client, "default", [fetch41001]);
+      await sync.removeClient(client);
+      expect([client, readFileSync(path, "utf8")]).toEqual([client, seed]);
+    }
+  });
+});

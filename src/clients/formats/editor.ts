@@ -16,6 +16,14 @@ export class ConfigParseError extends Error {
 
 export type EntryMap = ReadonlyMap<string, unknown>;
 
+/** What the collection was before mcpmgr's first entry went into it, for when its last one goes. */
+export interface EmptyCollection {
+  /** How it was written empty (the editor's `emptyForm`). */
+  readonly form?: string | undefined;
+  /** It was not there at all: mcpmgr's first entry created it. */
+  readonly created?: boolean | undefined;
+}
+
 export interface FormatEditor {
   /** The whole file as plain data (undefined when it holds nothing yet). Throws ConfigParseError. */
   parse(text: string): unknown;
@@ -37,13 +45,14 @@ export interface FormatEditor {
   setEntryKey(text: string, collection: ServerCollection, name: string, key: string, value: unknown): string;
   removeEntryKey(text: string, collection: ServerCollection, name: string, key: string): string;
   /**
-   * Removes an entry. When it was the last one, the collection is left empty in the form
-   * `emptyForm` recorded before mcpmgr's first entry went in (see `emptyForm`), else compact.
+   * Removes an entry. When it was the last one, the collection goes too if mcpmgr created it
+   * (`empty.created`, and nothing of the user's is left in it), else it is left empty in the
+   * form recorded before mcpmgr's first entry went in (`empty.form`, see `emptyForm`), else compact.
    */
-  removeEntry(text: string, collection: ServerCollection, name: string, emptyForm?: string): string;
+  removeEntry(text: string, collection: ServerCollection, name: string, empty?: EmptyCollection): string;
   /**
    * How an existing, empty collection is written, when that is not the compact form the editor
-   * leaves by itself (JSON: `{\n  }` rather than `{}`): the whitespace between its brackets.
+   * leaves by itself (JSON: `{\n  }` rather than `{}`; YAML: `mcpServers:` rather than `mcpServers: []`).
    */
   emptyForm?(text: string, collection: ServerCollection): string | undefined;
 }

@@ -42,10 +42,22 @@ export function jsonEditor(jsonc: boolean): FormatEditor {
       setProperty(text, collectionAt(text, collection), [...mapPath(collection), name], key, value),
     removeEntryKey: (text, collection, name, key) =>
       removeProperty(text, collectionAt(text, collection), [...mapPath(collection), name], key),
-    removeEntry: (text, collection, name, emptyForm) =>
-      removeProperty(text, collectionAt(text, collection), mapPath(collection), name, emptyForm),
+    removeEntry: (text, collection, name, empty) => {
+      const path = mapPath(collection);
+      const without = removeProperty(text, collectionAt(text, collection), path, name, empty?.form);
+      if (empty?.created !== true || without === text || path.length === 0) return without;
+      // mcpmgr made the collection: it goes with its last entry, unless something of the user's is in it (a comment).
+      const object = objectAt(collectionAt(without, collection), path);
+      if (object === undefined || (object.children?.length ?? 0) > 0) return without;
+      if (without.slice(object.offset + 1, object.offset + object.length - 1).trim() !== "") return without;
+      const parent = path.slice(0, -1);
+      return removeProperty(without, collectionAt(without, collection), parent, path.at(-1) as string, empty.form);
+    },
     emptyForm: (text, collection) => {
-      const object = objectAt(collectionAt(text, collection), mapPath(collection));
+      const path = mapPath(collection);
+      const root = collectionAt(text, collection);
+      // The collection's; when it is not there yet, that of the object mcpmgr adds it to (`{\n}` stays so).
+      const object = objectAt(root, path) ?? (path.length > 0 ? objectAt(root, path.slice(0, -1)) : undefined);
       if (object === undefined || (object.children?.length ?? 0) > 0) return undefined;
       const inner = text.slice(object.offset + 1, object.offset + object.length - 1);
       return inner !== "" && inner.trim() === "" ? inner : undefined;

@@ -20,7 +20,7 @@ import {
   type YAMLSeq,
 } from "yaml";
 import type { ServerCollection } from "../types.ts";
-import { ConfigParseError, type FormatEditor } from "./editor.ts";
+import { ConfigParseError, type EmptyCollection, type FormatEditor } from "./editor.ts";
 import { detectStyle, indentBefore, lineStart, nextLineStart, splice, type TextStyle } from "./text.ts";
 
 type Range = [number, number, number];
@@ -57,7 +57,8 @@ export function yamlEditor(): FormatEditor {
       }
       return removeLines(text, pairStart(text, pair), pairEnd(text, pair));
     },
-    removeEntry: (text, collection, name) => removeEntry(parse, text, collection, name),
+    removeEntry: (text, collection, name, empty) => removeEntry(parse, text, collection, name, empty),
+    emptyForm: (text, collection) => emptyForm(parse, text, collection),
   };
 }
 
@@ -316,17 +317,46 @@ function removeLines(text: string, start: number, end: number): string {
   return splice(text, start, end - start, "");
 }
 
-function removeEntry(parse: Parse, text: string, collection: ServerCollection, name: string): string {
+function removeEntry(
+  parse: Parse,
+  text: string,
+  collection: ServerCollection,
+  name: string,
+  empty: EmptyCollection = {},
+): string {
   const entry = findEntry(parse, text, collection, name);
   if (entry === undefined) return text;
   if (entry.siblings > 1) return removeLines(text, entry.start, entry.end);
-  // The last one: the collection stays, empty (`extensions: {}`), so the client still finds the key it expects.
   const key = topKey(collection);
   const doc = parse(text);
   const pair = (doc.contents as YAMLMap).items.find((candidate) => scalarValue(candidate.key) === key) as Pair;
   const keyNode = pair.key as Ranged;
   const emptied = removeLines(text, entry.start, entry.end);
-  return splice(emptied, keyNode.range[1] + 1, 0, collection.kind === "map" ? " {}" : " []");
+  // The last one, in a collection mcpmgr added: the key's line goes too, unless a comment shares it.
+  const keyLine = lineStart(text, keyNode.range[0]);
+  const keyLineEnd = nextLineStart(emptied, keyNode.range[1]);
+  const alone = emptied.slice(keyNode.range[1] + 1, keyLineEnd).trim() === "";
+  // A comment indented under the key is the user's, about the collection: the key stays for it.
+  const commented = /^(?:[ \t]*\r?\n)*[ \t]+#/.test(emptied.slice(keyLineEnd));
+  if (empty.created === true && keyLine === keyNode.range[0] && alone && !commented) {
+    return removeLines(emptied, keyLine, keyLineEnd);
+  }
+  // Else the collection stays, empty as it was written before mcpmgr's first entry (`extensions:`), or
+  // `extensions: {}`, so the client still finds the key it expects.
+  return splice(emptied, keyNode.range[1] + 1, 0, empty.form ?? (collection.kind === "map" ? " {}" : " []"));
+}
+
+/** How the empty value of an existing, empty collection is written after its key's colon (` []`, ` ~`, or nothing). */
+function emptyForm(parse: Parse, text: string, collection: ServerCollection): string | undefined {
+  const found = findCollection(parse(text), collection);
+  if (found.pair === undefined || found.node !== undefined) return undefined;
+  const keyNode = found.pair.key as Ranged;
+  const value = found.pair.value as Ranged | null;
+  if (text[keyNode.range[1]] !== ":") return undefined;
+  const end = value === null || value.range[1] <= value.range[0] ? keyNode.range[1] + 1 : value.range[1];
+  const form = text.slice(keyNode.range[1] + 1, end);
+  // Only what insertEntry takes away: spaces and the empty value, on the key's line.
+  return form.includes("\n") || form.includes("#") ? undefined : form;
 }
 
 function setEntryKey(
