@@ -164,3 +164,57 @@ describe("a collection mcpmgr created goes with its last entry; one the user had
     }
   });
 });
+
+describe("Continue: a server name the list holds twice", () => {
+  const header = "name: Local Config\nversion: 1.0.0\nschema: v1\nmcpServers:\n";
+  const mine = "  - name: fetch   # my own, from Continue's docs\n    command: uvx\n    args: [mcp-server-fetch]\n";
+  const ours = (url: string) => `  - name: fetch\n    type: streamable-http\n    url: ${url}\n`;
+  const fetch41002 = localEndpoint("fetch", 41002);
+
+  test("mcpmgr never adds a second one: a server of yours with the workload's name is left alone, with a warning", async () => {
+    const seed = header + mine;
+    const path = place("continue", seed);
+    const [report] = await sync.registerClient("continue", "default", [fetch41001]);
+    expect(report?.action).toBe("skipped");
+    expect(readFileSync(path, "utf8")).toBe(seed);
+    expect(h.warnings).toEqual([
+      `Continue (${path}): it already has a server named fetch that mcpmgr did not write; mcpmgr leaves it alone (rename one of them)`,
+    ]);
+  });
+
+  for (const [where, arrange] of [
+    ["above", (ourEntry: string) => mine + ourEntry],
+    ["below", (ourEntry: string) => ourEntry + mine],
+  ] as const) {
+    test(`yours ${where} mcpmgr's: only mcpmgr's follows the workload and goes, yours stays byte for byte`, async () => {
+      const path = place("continue", header);
+      await sync.registerClient("continue", "default", [fetch41001]);
+      writeFileSync(path, header + arrange(ours(fetch41001.url)));
+      expect((await sync.onWorkloadStarted(fetch41002))[0]?.action).toBe("updated");
+      expect(readFileSync(path, "utf8")).toBe(header + arrange(ours(fetch41002.url)));
+      expect((await sync.onWorkloadStopped({ name: "fetch" }))[0]?.action).toBe("removed");
+      expect(readFileSync(path, "utf8")).toBe(header + mine);
+      expect(h.warnings).toHaveLength(2);
+      expect(h.warnings[0]).toBe(
+        `Continue (${path}): it has 2 servers named fetch: mcpmgr keeps its own in step and leaves the other alone (rename yours; the client may show both or only one)`,
+      );
+    });
+  }
+
+  test("two copies of mcpmgr's entry cannot be told apart: both stay, with a warning, until one is gone", async () => {
+    const path = place("continue", header);
+    await sync.registerClient("continue", "default", [fetch41001]);
+    const copied = header + ours(fetch41001.url) + ours(fetch41001.url);
+    writeFileSync(path, copied);
+    const [report] = await sync.onWorkloadStopped({ name: "fetch" });
+    expect(report?.action).toBe("skipped");
+    expect(readFileSync(path, "utf8")).toBe(copied);
+    expect(h.warnings[0]).toContain(
+      "it has 2 servers named fetch, 2 of them as mcpmgr wrote its own; mcpmgr leaves them all alone",
+    );
+    // The record stays: once the user removed a copy, the next change takes the other one out.
+    writeFileSync(path, header + ours(fetch41001.url));
+    await sync.removeClient("continue");
+    expect(readFileSync(path, "utf8")).toBe(header);
+  });
+});

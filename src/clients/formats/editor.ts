@@ -41,15 +41,34 @@ export interface FormatEditor {
     name: string,
     value: Readonly<Record<string, unknown>>,
   ): string;
+  /**
+   * Every entry named `name`, in the file's order, where the format lets a file hold a name more
+   * than once (a YAML list such as Continue's: each item carries its name). `which`, below, picks
+   * one of them (0: the first, the default).
+   */
+  sameNamed?(text: string, collection: ServerCollection, name: string): readonly unknown[];
   /** Sets one key of an existing entry (added if missing), leaving its other keys as they are. */
-  setEntryKey(text: string, collection: ServerCollection, name: string, key: string, value: unknown): string;
-  removeEntryKey(text: string, collection: ServerCollection, name: string, key: string): string;
+  setEntryKey(
+    text: string,
+    collection: ServerCollection,
+    name: string,
+    key: string,
+    value: unknown,
+    which?: number,
+  ): string;
+  removeEntryKey(text: string, collection: ServerCollection, name: string, key: string, which?: number): string;
   /**
    * Removes an entry. When it was the last one, the collection goes too if mcpmgr created it
    * (`empty.created`, and nothing of the user's is left in it), else it is left empty in the
    * form recorded before mcpmgr's first entry went in (`empty.form`, see `emptyForm`), else compact.
    */
-  removeEntry(text: string, collection: ServerCollection, name: string, empty?: EmptyCollection): string;
+  removeEntry(
+    text: string,
+    collection: ServerCollection,
+    name: string,
+    empty?: EmptyCollection,
+    which?: number,
+  ): string;
   /**
    * How an existing, empty collection is written, when that is not the compact form the editor
    * leaves by itself (JSON: `{\n  }` rather than `{}`; YAML: `mcpServers:` rather than `mcpServers: []`).
