@@ -218,3 +218,22 @@ describe("Continue: a server name the list holds twice", () => {
     expect(readFileSync(path, "utf8")).toBe(header);
   });
 });
+
+describe("a file without a final line break", () => {
+  test("keeps none through a workload's start, its move to another port and its stop (YAML and TOML)", async () => {
+    const seeds = {
+      continue: "name: Local Config\nversion: 1.0.0\nschema: v1\nmcpServers:\n  - name: SQLite\n    command: npx",
+      goose: "GOOSE_PROVIDER: anthropic\r\nextensions:\r\n  developer:\r\n    enabled: true\r\n    type: builtin",
+      codex: 'model = "o3"\n\n[mcp_servers.context7]\ncommand = "npx"',
+    } as const;
+    for (const [client, seed] of Object.entries(seeds) as [ClientId, string][]) {
+      const path = place(client, seed);
+      await sync.registerClient(client, "default", [fetch41001]);
+      expect([client, readFileSync(path, "utf8").endsWith("\n")]).toEqual([client, false]);
+      await sync.onWorkloadStarted(localEndpoint("fetch", 41002));
+      await sync.onWorkloadStopped({ name: "fetch" });
+      expect([client, readFileSync(path, "utf8")]).toEqual([client, seed]);
+    }
+    expect(h.warnings).toEqual([]);
+  });
+});

@@ -67,7 +67,12 @@ function keyPath(collection: ServerCollection, ...rest: string[]): string {
  * text before and after it stays the file's own, byte for byte.
  */
 function editKeepingEol(text: string, path: string, value: unknown): string {
-  return keepEol(text, edit(text, path, value));
+  return keepEol(text, edit(text, path, value, finalNewline(text)));
+}
+
+/** toml_edit ends its output with a line break unless told not to: a file without one keeps none. */
+function finalNewline(text: string): { finalNewline: boolean } {
+  return { finalNewline: text === "" || text.endsWith("\n") };
 }
 
 /** The part of toml_edit's `edited` text that differs from `text`, in the file's usual line ending. */
@@ -142,14 +147,14 @@ const tomlEditor: FormatEditor = {
   insertEntry: (text, collection, name, value) => {
     collectionOf(parseToml(text), collection);
     const path = keyPath(collection, name);
-    const edited = edit(text, path, value, { inline: false });
+    const edited = edit(text, path, value, { inline: false, ...finalNewline(text) });
     return sameDocument(placeTable(text, edited, `[${path}]`, usualEol(text)), edited) ?? keepEol(text, edited);
   },
   setEntryKey: (text, collection, name, key, value) => editKeepingEol(text, keyPath(collection, name, key), value),
   removeEntryKey: (text, collection, name, key) => editKeepingEol(text, keyPath(collection, name, key), undefined),
   removeEntry: (text, collection, name) => {
     const path = keyPath(collection, name);
-    const edited = edit(text, path, undefined);
+    const edited = edit(text, path, undefined, finalNewline(text));
     return sameDocument(unplaceTable(text, edited, `[${path}]`), edited) ?? keepEol(text, edited);
   },
 };

@@ -125,7 +125,7 @@ function insertEntry(
     const block = isList
       ? indentBlock(body, `${indent}- `, `${indent}  `, style)
       : indentBlock(body, indent, indent, style);
-    return splice(text, at, 0, prefix + block);
+    return splice(text, at, 0, atEnd(prefix, block, style));
   }
   const key = topKey(collection);
   if (found.pair === undefined) {
@@ -148,7 +148,7 @@ function insertEntry(
     const block = isList
       ? indentBlock(body, `${style.unit}- `, `${style.unit}  `, style)
       : indentBlock(body, style.unit, style.unit, style);
-    return splice(text, at, 0, `${prefix}${key}:${style.eol}${block}`);
+    return splice(text, at, 0, atEnd(prefix, `${key}:${style.eol}${block}`, style));
   }
   // `key:`, `key: ~` or `key: {}`: the empty value goes, the block follows the key's line.
   const keyNode = found.pair.key as Ranged;
@@ -167,10 +167,22 @@ function insertEntry(
   const block = isList
     ? indentBlock(body, `${indent}- `, `${indent}  `, style)
     : indentBlock(body, indent, indent, style);
-  return splice(out, at, 0, prefix + block);
+  return splice(out, at, 0, atEnd(prefix, block, style));
+}
+
+/**
+ * Lines added after the last one of a file without a final line break (`prefix` is then that
+ * line break): the file keeps none, so that taking them out again gives it back as it was.
+ */
+function atEnd(prefix: string, lines: string, style: TextStyle): string {
+  return prefix === "" ? lines : prefix + lines.slice(0, -style.eol.length);
 }
 
 function removeLines(text: string, start: number, end: number): string {
+  // The file's last lines, without a final line break (see atEnd): the break before them goes with them.
+  if (end === text.length && text[start - 1] === "\n" && !text.endsWith("\n")) {
+    return text.slice(0, start - (text[start - 2] === "\r" ? 2 : 1));
+  }
   return splice(text, start, end - start, "");
 }
 
