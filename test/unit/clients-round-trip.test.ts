@@ -142,6 +142,13 @@ describe("a collection mcpmgr created goes with its last entry; one the user had
     }
   });
 
+  test("a file whose only key it was keeps it: an empty YAML file is no mapping (Goose's `{}` becomes a block)", async () => {
+    const path = place("goose", "{}\n");
+    await sync.registerClient("goose", "default", [fetch41001]);
+    await sync.removeClient("goose");
+    expect(readFileSync(path, "utf8")).toBe("extensions: {}\n");
+  });
+
   test("a comment the user put into the collection mcpmgr made stays, and so does the key above it", async () => {
     const path = place("continue", continueSeed);
     await sync.registerClient("continue", "default", [fetch41001]);
@@ -234,6 +241,24 @@ describe("a file without a final line break", () => {
       await sync.onWorkloadStopped({ name: "fetch" });
       expect([client, readFileSync(path, "utf8")]).toEqual([client, seed]);
     }
+    expect(h.warnings).toEqual([]);
+  });
+});
+
+describe("Codex config.toml with its servers in an inline table", () => {
+  test("mcpmgr's entry follows the workload to another port (toml_edit cannot reach into it by key), then goes", async () => {
+    const seed = 'model = "o3"\nmcp_servers = { docs = { command = "docs-mcp" } }\n';
+    const path = place("codex", seed);
+    await sync.registerClient("codex", "default", [fetch41001]);
+    const moved = await sync.onWorkloadStarted(localEndpoint("fetch", 41002));
+    expect(moved[0]?.action).toBe("updated");
+    const toml = await loadEditor("toml");
+    expect(toml.valueAt(readFileSync(path, "utf8"), ["mcp_servers"])).toEqual({
+      docs: { command: "docs-mcp" },
+      fetch: { url: "http://127.0.0.1:41002/mcp" },
+    });
+    await sync.onWorkloadStopped({ name: "fetch" });
+    expect(readFileSync(path, "utf8")).toBe(seed);
     expect(h.warnings).toEqual([]);
   });
 });

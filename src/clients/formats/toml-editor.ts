@@ -67,7 +67,41 @@ function keyPath(collection: ServerCollection, ...rest: string[]): string {
  * text before and after it stays the file's own, byte for byte.
  */
 function editKeepingEol(text: string, path: string, value: unknown): string {
-  return keepEol(text, edit(text, path, value, finalNewline(text)));
+  return keepEol(text, tomlEdit(text, path, value, finalNewline(text)));
+}
+
+/** toml_edit's edit; what it cannot do (a path through an inline table) is a file mcpmgr cannot edit, not a crash. */
+function tomlEdit(
+  text: string,
+  path: string,
+  value: unknown,
+  options: { inline?: boolean; finalNewline: boolean },
+): string {
+  try {
+    return edit(text, path, value, options);
+  } catch (err) {
+    throw new ConfigParseError(`mcpmgr cannot edit "${path}" there (${errorMessage(err)})`);
+  }
+}
+
+/**
+ * One key of an entry set (or removed, `value` undefined). toml_edit cannot reach a key inside an
+ * inline table (`mcp_servers = { fetch = { url = "…" } }`): the entry is then set whole, with its
+ * other keys as they are.
+ */
+function setKey(text: string, collection: ServerCollection, name: string, key: string, value: unknown): string {
+  const entry = collectionOf(parseToml(text), collection)?.[name];
+  const inline = /is not a table/;
+  try {
+    return keepEol(text, edit(text, keyPath(collection, name, key), value, finalNewline(text)));
+  } catch (err) {
+    if (!inline.test(errorMessage(err)) || typeof entry !== "object" || entry === null) {
+      throw new ConfigParseError(`mcpmgr cannot edit "${keyPath(collection, name, key)}" there (${errorMessage(err)})`);
+    }
+  }
+  const whole: Record<string, unknown> = { ...(entry as Record<string, unknown>), [key]: value };
+  if (value === undefined) delete whole[key];
+  return editKeepingEol(text, keyPath(collection, name), whole);
 }
 
 /** toml_edit ends its output with a line break unless told not to: a file without one keeps none. */
@@ -147,14 +181,14 @@ const tomlEditor: FormatEditor = {
   insertEntry: (text, collection, name, value) => {
     collectionOf(parseToml(text), collection);
     const path = keyPath(collection, name);
-    const edited = edit(text, path, value, { inline: false, ...finalNewline(text) });
+    const edited = tomlEdit(text, path, value, { inline: false, ...finalNewline(text) });
     return sameDocument(placeTable(text, edited, `[${path}]`, usualEol(text)), edited) ?? keepEol(text, edited);
   },
-  setEntryKey: (text, collection, name, key, value) => editKeepingEol(text, keyPath(collection, name, key), value),
-  removeEntryKey: (text, collection, name, key) => editKeepingEol(text, keyPath(collection, name, key), undefined),
+  setEntryKey: (text, collection, name, key, value) => setKey(text, collection, name, key, value),
+  removeEntryKey: (text, collection, name, key) => setKey(text, collection, name, key, undefined),
   removeEntry: (text, collection, name) => {
     const path = keyPath(collection, name);
-    const edited = edit(text, path, undefined, finalNewline(text));
+    const edited = tomlEdit(text, path, undefined, finalNewline(text));
     return sameDocument(unplaceTable(text, edited, `[${path}]`), edited) ?? keepEol(text, edited);
   },
 };

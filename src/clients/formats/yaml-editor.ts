@@ -213,7 +213,9 @@ function removeEntry(
   const alone = emptied.slice(keyNode.range[1] + 1, keyLineEnd).trim() === "";
   // A comment indented under the key is the user's, about the collection: the key stays for it.
   const commented = /^(?:[ \t]*\r?\n)*[ \t]+#/.test(emptied.slice(keyLineEnd));
-  if (empty.created === true && keyLine === keyNode.range[0] && alone && !commented) {
+  // Not the file's only key: an empty file is no mapping (it was `{}`, or empty, or only comments: the key stays).
+  const others = (doc.contents as YAMLMap).items.length > 1;
+  if (empty.created === true && others && keyLine === keyNode.range[0] && alone && !commented) {
     return removeLines(emptied, keyLine, keyLineEnd);
   }
   // Else the collection stays, empty as it was written before mcpmgr's first entry (`extensions:`), or
