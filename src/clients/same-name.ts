@@ -1,7 +1,8 @@
 /**
  * A server name a client's file holds more than once. Continue's `mcpServers` is a list whose
  * items carry their names, so a user can paste a server twice, or add their own under the name
- * of mcpmgr's entry; mcpmgr itself never adds a name the file has. Which entry is mcpmgr's is
+ * of mcpmgr's entry (a JSON object can hold a key twice too, the last one read); mcpmgr itself
+ * never adds a name the file has. Which entry is mcpmgr's is
  * told by its values (the keys it wrote, as recorded): exactly one such entry is kept in step
  * and removed, the user's are left alone with a warning; two or more that look alike cannot be
  * told apart, and all of them are left alone, the record kept for when the user has chosen.

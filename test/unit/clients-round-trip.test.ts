@@ -262,3 +262,19 @@ describe("Codex config.toml with its servers in an inline table", () => {
     expect(h.warnings).toEqual([]);
   });
 });
+
+describe("JSON: a server name an object holds twice", () => {
+  test("Cursor's mcp.json with the user's own fetch after mcpmgr's: only mcpmgr's follows the workload and goes", async () => {
+    const path = place("cursor", '{\n  "mcpServers": {}\n}\n');
+    await sync.registerClient("cursor", "default", [fetch41001]);
+    const mine = '    "fetch": { "command": "uvx", "args": ["mcp-server-fetch"] }\n';
+    const ours = (url: string) => `    "fetch": {\n      "url": "${url}"\n    },\n`;
+    const withMine = (url: string) => `{\n  "mcpServers": {\n${ours(url)}${mine}  }\n}\n`;
+    writeFileSync(path, withMine(fetch41001.url));
+    expect((await sync.onWorkloadStarted(localEndpoint("fetch", 41002)))[0]?.action).toBe("updated");
+    expect(readFileSync(path, "utf8")).toBe(withMine("http://127.0.0.1:41002/mcp"));
+    expect((await sync.onWorkloadStopped({ name: "fetch" }))[0]?.action).toBe("removed");
+    expect(readFileSync(path, "utf8")).toBe(`{\n  "mcpServers": {\n${mine}  }\n}\n`);
+    expect(h.warnings[0]).toContain("it has 2 servers named fetch: mcpmgr keeps its own in step");
+  });
+});
