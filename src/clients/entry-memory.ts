@@ -4,8 +4,8 @@
  * - the keys the user or the client added to an entry of a recorded workload, kept while it is
  *   stopped and put back when the same workload (same createdAt) starts again (review 9 F5): a
  *   workload removed and run again under its name is another server, whose tools nobody approved;
- * - how an empty collection was written when mcpmgr's first entry went in (`{\n  }`), for when
- *   its last entry goes (review 9 F10).
+ * - how an empty collection was written when mcpmgr's first entry went in (`{\n  }`), or that it
+ *   was not there at all (mcpmgr created it), for when its last entry goes (review 9 F10, walk 4).
  */
 import type { KeptKeys, OwnedEntry, Registrations } from "../state/client-registrations.ts";
 import { keptIn } from "../state/client-registrations.ts";
@@ -75,9 +75,16 @@ export function forgetKept(
   }
 }
 
-/** The collection's empty form goes from a removed entry to another of mcpmgr's in the file, which may be the last. */
-export function passOnEmptyForm(entries: Record<string, OwnedEntry>, name: string, removed: OwnedEntry): void {
-  if (removed.emptyForm === undefined) return;
-  const heir = Object.entries(entries).find(([other, owned]) => other !== name && owned.emptyForm === undefined);
-  if (heir !== undefined) heir[1].emptyForm = removed.emptyForm;
+/**
+ * What the collection was before mcpmgr's first entry (its empty form, or that mcpmgr created it) goes
+ * from a removed entry to another of mcpmgr's in the file, which may be the last.
+ */
+export function passOnEmptyCollection(entries: Record<string, OwnedEntry>, name: string, removed: OwnedEntry): void {
+  if (removed.emptyForm === undefined && removed.collectionCreated === undefined) return;
+  const heir = Object.entries(entries).find(
+    ([other, owned]) => other !== name && owned.emptyForm === undefined && owned.collectionCreated === undefined,
+  );
+  if (heir === undefined) return;
+  if (removed.emptyForm !== undefined) heir[1].emptyForm = removed.emptyForm;
+  if (removed.collectionCreated !== undefined) heir[1].collectionCreated = removed.collectionCreated;
 }

@@ -32,9 +32,10 @@ import { assertGroupExists } from "../state/groups.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { allClients, clientById, isClientId } from "./catalog.ts";
 import { editClientFile, SkipEdit, uninstalled } from "./config-file.ts";
-import { addedKeys, forgetKept, keepAddedKeys, passOnEmptyForm, takeKeptKeys } from "./entry-memory.ts";
+import { addedKeys, forgetKept, keepAddedKeys, passOnEmptyCollection, takeKeptKeys } from "./entry-memory.ts";
 import { sameValue } from "./formats/editor.ts";
 import { onlyGateway, otherGatewayEntry } from "./gateway-rules.ts";
+import { isOurs, pickEntry } from "./same-name.ts";
 import type { ClientContext, ClientDefinition, ClientId, WorkloadEndpoint } from "./types.ts";
 
 export type SyncAction = "added" | "updated" | "unchanged" | "removed" | "skipped";
@@ -262,15 +263,18 @@ export class ClientConfigSync {
     }
     let action: SyncAction = "unchanged";
     let disowned = false;
+    const warn = (message: string) => this.#ctx.log.warn(`${client.displayName} (${file}): ${message}`);
     let emptyForm = record?.emptyForm;
+    let created = record?.collectionCreated;
     const result = await editClientFile(this.#ctx, client, file, { create: true }, (text, editor) => {
       const collection = client.collection((path) => editor.valueAt(text, path));
       const entries = editor.entries(text, collection);
-      const current = entries.get(name);
+      const { current, which } = pickEntry(editor, text, collection, name, record?.written, entries.get(name), warn);
       if (current === undefined) {
         action = "added";
-        // The first entry of an empty collection: how it was written, for when the last one goes.
+        // The first entry of an empty collection: how it was written (or that it was not there), for when the last one goes.
         emptyForm = entries.size === 0 ? editor.emptyForm?.(text, collection) : undefined;
+        created = entries.size === 0 && editor.valueAt(text, collection.path) === undefined ? true : undefined;
         return editor.insertEntry(text, collection, name, { ...shape.value, ...kept.restored });
       }
       if (record === undefined) {
@@ -288,11 +292,12 @@ export class ClientConfigSync {
       let next = text;
       for (const key of shape.managed) {
         if (!sameValue(entry[key], shape.value[key]))
-          next = editor.setEntryKey(next, collection, name, key, shape.value[key]);
+          next = editor.setEntryKey(next, collection, name, key, shape.value[key], which);
       }
       // Keys mcpmgr wrote before that this entry shape no longer has (Gemini CLI's url ↔ httpUrl).
       for (const key of Object.keys(record.written)) {
-        if (!shape.managed.includes(key) && key in entry) next = editor.removeEntryKey(next, collection, name, key);
+        if (!shape.managed.includes(key) && key in entry)
+          next = editor.removeEntryKey(next, collection, name, key, which);
       }
       action = next === text ? "unchanged" : "updated";
       return next;
@@ -301,7 +306,11 @@ export class ClientConfigSync {
     // Not written this time (the file is busy, read-only, broken): the kept keys wait for the next start.
     if (result.skipped !== undefined && !disowned) kept.giveBack();
     if (result.skipped !== undefined) return this.#skipped(client, name, file, result.skipped);
-    owned[name] = emptyForm === undefined ? recorded : { ...recorded, emptyForm };
+    owned[name] = {
+      ...recorded,
+      ...(emptyForm !== undefined ? { emptyForm } : {}),
+      ...(created === true ? { collectionCreated: true } : {}),
+    };
     return { client: client.id, workload: name, file, action };
   }
 
@@ -319,7 +328,7 @@ export class ClientConfigSync {
           if (!matches(id, name, entry)) continue;
           const { report, keep, added } = await this.#remove(clientById(id), file, name, entry);
           reports.push(report);
-          if (!keep) passOnEmptyForm(entries, name, entry);
+          if (!keep) passOnEmptyCollection(entries, name, entry);
           if (options.remember && added !== undefined)
             keepAddedKeys(registrations, id, file, name, await this.#withCreatedAt(name, entry), added);
           // A file that could not be read keeps the record: the entry goes once the file is fixed.
@@ -350,9 +359,11 @@ export class ClientConfigSync {
     let action: SyncAction = "unchanged";
     let disowned = false;
     let added: Record<string, unknown> | undefined;
+    const warn = (message: string) => this.#ctx.log.warn(`${client.displayName} (${file}): ${message}`);
     const result = await editClientFile(this.#ctx, client, file, { create: false }, (text, editor) => {
       const collection = client.collection((path) => editor.valueAt(text, path));
-      const current = editor.entries(text, collection).get(name);
+      const listed = editor.entries(text, collection).get(name);
+      const { current, which } = pickEntry(editor, text, collection, name, entry.written, listed, warn);
       if (current === undefined) return text;
       if (!isOurs(current, entry.written)) {
         disowned = true;
@@ -360,7 +371,8 @@ export class ClientConfigSync {
       }
       action = "removed";
       added = addedKeys(current as Record<string, unknown>, entry.written);
-      return editor.removeEntry(text, collection, name, entry.emptyForm);
+      const empty = { form: entry.emptyForm, created: entry.collectionCreated };
+      return editor.removeEntry(text, collection, name, empty, which);
     });
     if (result.skipped !== undefined) {
       return { report: this.#skipped(client, name, file, result.skipped), keep: !disowned };
@@ -373,12 +385,6 @@ export class ClientConfigSync {
     this.#ctx.log.warn(`${client.displayName} (${file}): ${reason}`);
     return { client: client.id, workload, file, action: "skipped", reason };
   }
-}
-
-/** Ours while every key mcpmgr wrote still holds the value it wrote (keys the client added do not matter). */
-function isOurs(current: unknown, written: Readonly<Record<string, unknown>>): boolean {
-  if (typeof current !== "object" || current === null || Array.isArray(current)) return false;
-  return Object.entries(written).every(([key, value]) => sameValue((current as Record<string, unknown>)[key], value));
 }
 
 function isInstalled(ctx: ClientContext, client: ClientDefinition): boolean {

@@ -36,6 +36,8 @@ const ownedEntrySchema = v.object({
   createdAt: v.optional(nonEmpty),
   /** How the collection was written when this entry went into it empty (`{\n  }`), to leave it so. */
   emptyForm: v.optional(v.string()),
+  /** The collection was not there before this entry went in: mcpmgr created it, and takes it out with its last entry. */
+  collectionCreated: v.optional(v.literal(true)),
 });
 
 const keptKeysSchema = v.object({

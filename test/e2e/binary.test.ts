@@ -171,7 +171,7 @@ test("the binary configures AI clients: Codex's TOML through the embedded WebAss
     const url = run.stdout.toString().trim();
     expect(Bun.spawnSync([binary, "client", "register", "codex"], { env }).exitCode).toBe(0);
     expect(await readFile(join(home, ".codex", "config.toml"), "utf8")).toBe(
-      `# mine\nmodel = "gpt-5" # keep\n\n[mcp_servers]\n\n[mcp_servers.bin-remote]\nurl = "${url}"\n`,
+      `# mine\nmodel = "gpt-5" # keep\n\n[mcp_servers.bin-remote]\nurl = "${url}"\n`,
     );
     expect(Bun.spawnSync([binary, "client", "register", "claude-desktop"], { env }).exitCode).toBe(0);
     const desktop = JSON.parse(

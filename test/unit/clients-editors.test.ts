@@ -286,7 +286,8 @@ GOOSE_SEARCH_PATHS:
   test("a missing, empty, null or `{}` collection becomes a block one", () => {
     const entry = { a: 1 };
     expect(yaml.insertEntry("", goose, "x", entry)).toBe("extensions:\n  x:\n    a: 1\n");
-    expect(yaml.insertEntry("other: 1", goose, "x", entry)).toBe("other: 1\nextensions:\n  x:\n    a: 1\n");
+    // A file without a final line break keeps none.
+    expect(yaml.insertEntry("other: 1", goose, "x", entry)).toBe("other: 1\nextensions:\n  x:\n    a: 1");
     expect(yaml.insertEntry("extensions:\nother: 1\n", goose, "x", entry)).toBe(
       "extensions:\n  x:\n    a: 1\nother: 1\n",
     );

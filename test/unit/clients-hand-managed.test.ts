@@ -55,7 +55,7 @@ describe("YAML written by hand", () => {
     expect(parseYaml(text).mcpServers).toEqual([{ name: "fetch", type: "streamable-http", url: fetch41001.url }]);
     expect(text.endsWith("...\n# notes after the document\n")).toBe(true);
     await sync.removeClient("continue");
-    expect(readFileSync(path, "utf8")).toBe(seed.replace("...\n", "mcpServers: []\n...\n"));
+    expect(readFileSync(path, "utf8")).toBe(seed);
     expect(h.warnings).toEqual([]);
   });
 
@@ -116,12 +116,10 @@ describe("TOML with nothing but comments", () => {
     const path = place("codex", seed);
     await sync.registerClient("codex", "default", [fetch41001]);
     // Uncommenting a line later keeps its meaning: it is not inside mcpmgr's table.
-    expect(readFileSync(path, "utf8")).toBe(
-      `${seed}\n[mcp_servers]\n\n[mcp_servers.fetch]\nurl = "${fetch41001.url}"\n`,
-    );
+    // No `[mcp_servers]` parent header: TOML makes the parent table, and none is left behind.
+    expect(readFileSync(path, "utf8")).toBe(`${seed}\n[mcp_servers.fetch]\nurl = "${fetch41001.url}"\n`);
     await sync.removeClient("codex");
-    // The parent table header written with the first entry stays (docs/clients.md, Formats).
-    expect(readFileSync(path, "utf8")).toBe(`${seed}\n[mcp_servers]\n`);
+    expect(readFileSync(path, "utf8")).toBe(seed);
     expect(h.warnings).toEqual([]);
   });
 });

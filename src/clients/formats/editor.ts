@@ -16,6 +16,14 @@ export class ConfigParseError extends Error {
 
 export type EntryMap = ReadonlyMap<string, unknown>;
 
+/** What the collection was before mcpmgr's first entry went into it, for when its last one goes. */
+export interface EmptyCollection {
+  /** How it was written empty (the editor's `emptyForm`). */
+  readonly form?: string | undefined;
+  /** It was not there at all: mcpmgr's first entry created it. */
+  readonly created?: boolean | undefined;
+}
+
 export interface FormatEditor {
   /** The whole file as plain data (undefined when it holds nothing yet). Throws ConfigParseError. */
   parse(text: string): unknown;
@@ -33,17 +41,37 @@ export interface FormatEditor {
     name: string,
     value: Readonly<Record<string, unknown>>,
   ): string;
-  /** Sets one key of an existing entry (added if missing), leaving its other keys as they are. */
-  setEntryKey(text: string, collection: ServerCollection, name: string, key: string, value: unknown): string;
-  removeEntryKey(text: string, collection: ServerCollection, name: string, key: string): string;
   /**
-   * Removes an entry. When it was the last one, the collection is left empty in the form
-   * `emptyForm` recorded before mcpmgr's first entry went in (see `emptyForm`), else compact.
+   * Every entry named `name`, in the file's order, where the format lets a file hold a name more
+   * than once (a YAML list such as Continue's: each item carries its name). `which`, below, picks
+   * one of them (0: the first, the default).
    */
-  removeEntry(text: string, collection: ServerCollection, name: string, emptyForm?: string): string;
+  sameNamed?(text: string, collection: ServerCollection, name: string): readonly unknown[];
+  /** Sets one key of an existing entry (added if missing), leaving its other keys as they are. */
+  setEntryKey(
+    text: string,
+    collection: ServerCollection,
+    name: string,
+    key: string,
+    value: unknown,
+    which?: number,
+  ): string;
+  removeEntryKey(text: string, collection: ServerCollection, name: string, key: string, which?: number): string;
+  /**
+   * Removes an entry. When it was the last one, the collection goes too if mcpmgr created it
+   * (`empty.created`, and nothing of the user's is left in it), else it is left empty in the
+   * form recorded before mcpmgr's first entry went in (`empty.form`, see `emptyForm`), else compact.
+   */
+  removeEntry(
+    text: string,
+    collection: ServerCollection,
+    name: string,
+    empty?: EmptyCollection,
+    which?: number,
+  ): string;
   /**
    * How an existing, empty collection is written, when that is not the compact form the editor
-   * leaves by itself (JSON: `{\n  }` rather than `{}`): the whitespace between its brackets.
+   * leaves by itself (JSON: `{\n  }` rather than `{}`; YAML: `mcpServers:` rather than `mcpServers: []`).
    */
   emptyForm?(text: string, collection: ServerCollection): string | undefined;
 }

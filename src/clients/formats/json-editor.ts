@@ -38,14 +38,30 @@ export function jsonEditor(jsonc: boolean): FormatEditor {
     entries: (text, collection) => readEntries(collectionAt(text, collection), collection),
     insertEntry: (text, collection, name, value) =>
       setProperty(text, collectionAt(text, collection), mapPath(collection), name, value),
-    setEntryKey: (text, collection, name, key, value) =>
-      setProperty(text, collectionAt(text, collection), [...mapPath(collection), name], key, value),
-    removeEntryKey: (text, collection, name, key) =>
-      removeProperty(text, collectionAt(text, collection), [...mapPath(collection), name], key),
-    removeEntry: (text, collection, name, emptyForm) =>
-      removeProperty(text, collectionAt(text, collection), mapPath(collection), name, emptyForm),
+    sameNamed: (text, collection, name) =>
+      (objectAt(collectionAt(text, collection), mapPath(collection))?.children ?? [])
+        .filter((property) => property.children?.[0]?.value === name)
+        .map((property) => (property.children?.[1] === undefined ? undefined : getNodeValue(property.children[1]))),
+    setEntryKey: (text, collection, name, key, value, which) =>
+      setProperty(text, collectionAt(text, collection), [...mapPath(collection), name], key, value, which),
+    removeEntryKey: (text, collection, name, key, which) =>
+      removeProperty(text, collectionAt(text, collection), [...mapPath(collection), name], key, "", { path: which }),
+    removeEntry: (text, collection, name, empty, which) => {
+      const path = mapPath(collection);
+      const without = removeProperty(text, collectionAt(text, collection), path, name, empty?.form, { key: which });
+      if (empty?.created !== true || without === text || path.length === 0) return without;
+      // mcpmgr made the collection: it goes with its last entry, unless something of the user's is in it (a comment).
+      const object = objectAt(collectionAt(without, collection), path);
+      if (object === undefined || (object.children?.length ?? 0) > 0) return without;
+      if (without.slice(object.offset + 1, object.offset + object.length - 1).trim() !== "") return without;
+      const parent = path.slice(0, -1);
+      return removeProperty(without, collectionAt(without, collection), parent, path.at(-1) as string, empty.form);
+    },
     emptyForm: (text, collection) => {
-      const object = objectAt(collectionAt(text, collection), mapPath(collection));
+      const path = mapPath(collection);
+      const root = collectionAt(text, collection);
+      // The collection's; when it is not there yet, that of the object mcpmgr adds it to (`{\n}` stays so).
+      const object = objectAt(root, path) ?? (path.length > 0 ? objectAt(root, path.slice(0, -1)) : undefined);
       if (object === undefined || (object.children?.length ?? 0) > 0) return undefined;
       const inner = text.slice(object.offset + 1, object.offset + object.length - 1);
       return inner !== "" && inner.trim() === "" ? inner : undefined;
@@ -124,19 +140,26 @@ function describeError(error: ParseError): string {
   return code.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
 }
 
-function propertyOf(object: Node, key: string): Node | undefined {
-  // The last one wins, as in JSON.parse, should a key be there twice.
-  return object.children?.findLast((property) => property.children?.[0]?.value === key);
+/**
+ * The property `key` of an object. Should a key be there twice, the last one wins, as in JSON.parse
+ * and the clients; `which` picks another (0: the first), as same-name.ts tells which one is mcpmgr's.
+ */
+function propertyOf(object: Node, key: string, which?: number): Node | undefined {
+  const named = (property: Node) => property.children?.[0]?.value === key;
+  return which === undefined ? object.children?.findLast(named) : object.children?.filter(named)[which];
 }
 
-/** The object at `path`, undefined when a step is missing; ConfigParseError when a step is not an object. */
-function objectAt(root: Node | undefined, path: readonly string[]): Node | undefined {
+/**
+ * The object at `path` (`which` picks among same-named properties at its last step), undefined when
+ * a step is missing; ConfigParseError when a step is not an object.
+ */
+function objectAt(root: Node | undefined, path: readonly string[], which?: number): Node | undefined {
   let node = root;
   for (let depth = 0; depth <= path.length; depth++) {
     if (node === undefined) return undefined;
     if (node.type !== "object") throw new ConfigParseError(`${describePath(path.slice(0, depth))} is not an object`);
     if (depth === path.length) return node;
-    node = propertyOf(node, path[depth] as string)?.children?.[1];
+    node = propertyOf(node, path[depth] as string, depth === path.length - 1 ? which : undefined)?.children?.[1];
   }
   return undefined;
 }
@@ -166,6 +189,7 @@ function setProperty(
   path: readonly string[],
   key: string,
   value: unknown,
+  which?: number,
 ): string {
   const style = detectStyle(text);
   if (root === undefined) {
@@ -176,7 +200,7 @@ function setProperty(
   let object = objectAt(root, []) as Node;
   for (let depth = 0; depth < path.length; depth++) {
     const step = path[depth] as string;
-    const next = propertyOf(object, step)?.children?.[1];
+    const next = propertyOf(object, step, depth === path.length - 1 ? which : undefined)?.children?.[1];
     if (next === undefined) return insertProperty(text, object, step, nest(path.slice(depth + 1), key, value), style);
     if (next.type !== "object")
       throw new ConfigParseError(`${describePath(path.slice(0, depth + 1))} is not an object`);
@@ -275,10 +299,12 @@ function removeProperty(
   path: readonly string[],
   key: string,
   emptyForm = "",
+  which: { readonly path?: number | undefined; readonly key?: number | undefined } = {},
 ): string {
-  const object = objectAt(root, path);
+  const object = objectAt(root, path, which.path);
   const properties = object?.children ?? [];
-  const index = properties.findLastIndex((property) => property.children?.[0]?.value === key);
+  const chosen = object === undefined ? undefined : propertyOf(object, key, which.key);
+  const index = chosen === undefined ? -1 : properties.indexOf(chosen);
   const property = properties[index];
   if (property === undefined) return text;
   const end = property.offset + property.length;

@@ -3,13 +3,15 @@
  * compiled to WebAssembly (@rainbowatcher/toml-edit-js). It edits by key path and keeps
  * comments, ordering and formatting of everything else; smol-toml and @iarna/toml only
  * re-emit the whole file, dropping comments. The module is instantiated from the .wasm file
- * embedded in the executable, on first use: nothing else in mcpmgr pays for it.
+ * embedded in the executable, on first use: nothing else in mcpmgr pays for it. Where a server's
+ * whole table goes, and what goes with it, is settled by toml-tables.ts from toml_edit's own edit.
  */
 import { readFileSync } from "node:fs";
 import { edit, initSync, parse } from "@rainbowatcher/toml-edit-js";
 import wasmPath from "@rainbowatcher/toml-edit-js/index_bg.wasm" with { type: "file" };
 import type { ServerCollection } from "../types.ts";
-import { ConfigParseError, describePath, type EntryMap, type FormatEditor } from "./editor.ts";
+import { ConfigParseError, describePath, type EntryMap, type FormatEditor, sameValue } from "./editor.ts";
+import { placeTable, unplaceTable } from "./toml-tables.ts";
 import { errorMessage } from "../../errors.ts";
 
 let ready = false;
@@ -64,14 +66,65 @@ function keyPath(collection: ServerCollection, ...rest: string[]): string {
  * only the part toml_edit changed is taken from its output, in the file's usual line ending; the
  * text before and after it stays the file's own, byte for byte.
  */
-function editKeepingEol(text: string, path: string, value: unknown, options?: { inline: boolean }): string {
-  const edited = edit(text, path, value, options);
+function editKeepingEol(text: string, path: string, value: unknown): string {
+  return keepEol(text, tomlEdit(text, path, value, finalNewline(text)));
+}
+
+/** toml_edit's edit; what it cannot do (a path through an inline table) is a file mcpmgr cannot edit, not a crash. */
+function tomlEdit(
+  text: string,
+  path: string,
+  value: unknown,
+  options: { inline?: boolean; finalNewline: boolean },
+): string {
+  try {
+    return edit(text, path, value, options);
+  } catch (err) {
+    throw new ConfigParseError(`mcpmgr cannot edit "${path}" there (${errorMessage(err)})`);
+  }
+}
+
+/**
+ * One key of an entry set (or removed, `value` undefined). toml_edit cannot reach a key inside an
+ * inline table (`mcp_servers = { fetch = { url = "…" } }`): the entry is then set whole, with its
+ * other keys as they are.
+ */
+function setKey(text: string, collection: ServerCollection, name: string, key: string, value: unknown): string {
+  const entry = collectionOf(parseToml(text), collection)?.[name];
+  const inline = /is not a table/;
+  try {
+    return keepEol(text, edit(text, keyPath(collection, name, key), value, finalNewline(text)));
+  } catch (err) {
+    if (!inline.test(errorMessage(err)) || typeof entry !== "object" || entry === null) {
+      throw new ConfigParseError(`mcpmgr cannot edit "${keyPath(collection, name, key)}" there (${errorMessage(err)})`);
+    }
+  }
+  const whole: Record<string, unknown> = { ...(entry as Record<string, unknown>), [key]: value };
+  if (value === undefined) delete whole[key];
+  return editKeepingEol(text, keyPath(collection, name), whole);
+}
+
+/** toml_edit ends its output with a line break unless told not to: a file without one keeps none. */
+function finalNewline(text: string): { finalNewline: boolean } {
+  return { finalNewline: text === "" || text.endsWith("\n") };
+}
+
+/** The part of toml_edit's `edited` text that differs from `text`, in the file's usual line ending. */
+function keepEol(text: string, edited: string): string {
   if (!text.includes("\r")) return edited;
   const [textStart, editedStart] = sameFromStart(text, edited);
   const [textEnd, editedEnd] = sameFromEnd(text, edited, textStart, editedStart);
   const eol = usualEol(text);
   const changed = edited.slice(editedStart, editedEnd).replace(/\r?\n/g, eol);
   return text.slice(0, textStart) + changed + text.slice(textEnd);
+}
+
+/**
+ * `placed` (toml-tables.ts: the table moved below the user's comments, or removed without them)
+ * when it holds the same data as toml_edit's own edit; undefined otherwise.
+ */
+function sameDocument(placed: string | undefined, edited: string): string | undefined {
+  return placed !== undefined && sameValue(parse(placed), parse(edited)) ? placed : undefined;
 }
 
 /** Where `text` and `edited` part, reading forwards: a "\r\n" of the text counts as the "\n" toml_edit wrote for it. */
@@ -126,18 +179,16 @@ const tomlEditor: FormatEditor = {
   },
   entries: (text, collection): EntryMap => new Map(Object.entries(collectionOf(parseToml(text), collection) ?? {})),
   insertEntry: (text, collection, name, value) => {
-    const root = parseToml(text);
-    collectionOf(root, collection);
-    if (Object.keys(root).length === 0 && text.trim() !== "") {
-      // Nothing but comments (a config whose every line is commented out): toml_edit puts new
-      // tables before them, and a line uncommented later would then land in mcpmgr's table.
-      const eol = usualEol(text);
-      const table = edit("", keyPath(collection, name), value, { inline: false }).replace(/\r?\n/g, eol);
-      return `${text}${text.endsWith("\n") ? "" : eol}${eol}${table}`;
-    }
-    return editKeepingEol(text, keyPath(collection, name), value, { inline: false });
+    collectionOf(parseToml(text), collection);
+    const path = keyPath(collection, name);
+    const edited = tomlEdit(text, path, value, { inline: false, ...finalNewline(text) });
+    return sameDocument(placeTable(text, edited, `[${path}]`, usualEol(text)), edited) ?? keepEol(text, edited);
   },
-  setEntryKey: (text, collection, name, key, value) => editKeepingEol(text, keyPath(collection, name, key), value),
-  removeEntryKey: (text, collection, name, key) => editKeepingEol(text, keyPath(collection, name, key), undefined),
-  removeEntry: (text, collection, name) => editKeepingEol(text, keyPath(collection, name), undefined),
+  setEntryKey: (text, collection, name, key, value) => setKey(text, collection, name, key, value),
+  removeEntryKey: (text, collection, name, key) => setKey(text, collection, name, key, undefined),
+  removeEntry: (text, collection, name) => {
+    const path = keyPath(collection, name);
+    const edited = tomlEdit(text, path, undefined, finalNewline(text));
+    return sameDocument(unplaceTable(text, edited, `[${path}]`), edited) ?? keepEol(text, edited);
+  },
 };

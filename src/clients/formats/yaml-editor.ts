@@ -6,25 +6,27 @@
  * an empty flow collection (`extensions: {}`) is turned into a block one, a non-empty flow
  * one is refused, since rewriting it would touch the user's entries.
  *
- * Servers live under a top-level key, as in every YAML client mcpmgr knows.
+ * Servers live under a top-level key, as in every YAML client mcpmgr knows; yaml-document.ts
+ * finds it, and the entries in it.
  */
-import {
-  isMap,
-  isScalar,
-  isSeq,
-  type Node,
-  type Pair,
-  parseDocument,
-  stringify,
-  type YAMLMap,
-  type YAMLSeq,
-} from "yaml";
+import { isMap, isScalar, type Node, type Pair, stringify, type YAMLMap, type YAMLSeq } from "yaml";
 import type { ServerCollection } from "../types.ts";
-import { ConfigParseError, type FormatEditor } from "./editor.ts";
-import { detectStyle, indentBefore, lineStart, nextLineStart, splice, type TextStyle } from "./text.ts";
-
-type Range = [number, number, number];
-type Ranged = Node & { range: Range };
+import { ConfigParseError, type EmptyCollection, type FormatEditor } from "./editor.ts";
+import { detectStyle, lineStart, nextLineStart, splice, type TextStyle } from "./text.ts";
+import {
+  type Doc,
+  findCollection,
+  findEntry,
+  named,
+  type Parse,
+  pairEnd,
+  pairStart,
+  parser,
+  type Ranged,
+  scalarValue,
+  toJS,
+  topKey,
+} from "./yaml-document.ts";
 
 export function yamlEditor(): FormatEditor {
   const parse = parser();
@@ -46,10 +48,15 @@ export function yamlEditor(): FormatEditor {
       }
       return entries;
     },
+    sameNamed: (text, collection, name) =>
+      named(findCollection(parse(text), collection), collection, name).map((match) =>
+        toJS(isMap(match) ? match : match.value),
+      ),
     insertEntry: (text, collection, name, value) => insertEntry(parse, text, collection, name, value),
-    setEntryKey: (text, collection, name, key, value) => setEntryKey(parse, text, collection, name, key, value),
-    removeEntryKey: (text, collection, name, key) => {
-      const entry = findEntry(parse, text, collection, name);
+    setEntryKey: (text, collection, name, key, value, which) =>
+      setEntryKey(parse, text, collection, { name, which }, key, value),
+    removeEntryKey: (text, collection, name, key, which) => {
+      const entry = findEntry(parse, text, collection, name, which);
       const pair = entry?.map.items.find((candidate) => scalarValue(candidate.key) === key);
       if (entry === undefined || pair === undefined) return text;
       if (collection.kind === "list" && pair === entry.map.items[0]) {
@@ -57,99 +64,9 @@ export function yamlEditor(): FormatEditor {
       }
       return removeLines(text, pairStart(text, pair), pairEnd(text, pair));
     },
-    removeEntry: (text, collection, name) => removeEntry(parse, text, collection, name),
+    removeEntry: (text, collection, name, empty, which) => removeEntry(parse, text, collection, { name, which }, empty),
+    emptyForm: (text, collection) => emptyForm(parse, text, collection),
   };
-}
-
-type Doc = ReturnType<typeof parseOnce>;
-type Parse = (text: string) => Doc;
-
-/**
- * One edit asks about the same text several times (its entries, then an insert): parsed once
- * per editor, and an editor lives for one edit. The library keeps a node per value, with its
- * source range, so the document is the bulk of an edit's memory (~100 times the file's size).
- */
-function parser(): Parse {
-  let last: { readonly text: string; readonly doc: Doc } | undefined;
-  return (text) => {
-    if (last?.text !== text) {
-      last = undefined;
-      last = { text, doc: parseOnce(text) };
-    }
-    return last.doc;
-  };
-}
-
-function parseOnce(text: string) {
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: false });
-  const [first] = doc.errors;
-  // Valid YAML, but not one configuration: no client reads a second document (the library's own message names its API).
-  if (first?.code === "MULTIPLE_DOCS") {
-    const at = first.linePos?.[0];
-    throw new ConfigParseError(
-      `it holds more than one YAML document (a second one starts with --- at line ${at?.line ?? "?"}), where the client reads one`,
-    );
-  }
-  if (first !== undefined) {
-    const where = first.linePos?.[0];
-    const at = where ? `line ${where.line}, column ${where.col}: ` : "";
-    const message = (first.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
-    throw new ConfigParseError(`it is not valid YAML (${at}${message})`);
-  }
-  if (doc.contents !== null && !isMap(doc.contents) && !(isScalar(doc.contents) && doc.contents.value === null)) {
-    throw new ConfigParseError("its top level is not a mapping");
-  }
-  return doc;
-}
-
-function scalarValue(node: unknown): unknown {
-  return isScalar(node) ? node.value : node;
-}
-
-function toJS(node: unknown): unknown {
-  return node !== null && typeof node === "object" && "toJSON" in node
-    ? (node as { toJSON(): unknown }).toJSON()
-    : node;
-}
-
-interface Found {
-  /** The top-level pair holding the collection, if the key is there at all. */
-  readonly pair?: Pair<Node, Node | null>;
-  /** The collection itself, when it exists and is not empty (a block map or sequence). */
-  readonly node?: YAMLMap | YAMLSeq;
-}
-
-function topKey(collection: ServerCollection): string {
-  const [key, ...rest] = collection.path;
-  if (key === undefined || rest.length > 0) throw new Error("YAML clients keep their servers under a top-level key");
-  return key;
-}
-
-function findCollection(doc: Doc, collection: ServerCollection): Found {
-  const key = topKey(collection);
-  if (!isMap(doc.contents)) return {};
-  // `{"GOOSE_PROVIDER": "openai", "extensions": {}}` (JSON is YAML too): a block written into it,
-  // or a key appended after its closing brace, would no longer parse. An empty `{}` (an empty
-  // configuration as a YAML library writes it) has nothing of the user's to keep: insertEntry
-  // replaces it.
-  if (doc.contents.flow === true && doc.contents.items.length > 0) {
-    throw new ConfigParseError("its top level is written in flow style ({...}); mcpmgr only edits block style");
-  }
-  const pair = (doc.contents.items as Pair<Node, Node | null>[]).find(
-    (candidate) => scalarValue(candidate.key) === key,
-  );
-  if (pair === undefined) return {};
-  const value = pair.value;
-  if (value === null || (isScalar(value) && value.value === null)) return { pair };
-  const wanted = collection.kind === "map" ? isMap(value) : isSeq(value);
-  if (!wanted) {
-    throw new ConfigParseError(`"${key}" is not a ${collection.kind === "map" ? "mapping" : "list"}`);
-  }
-  const flow = (value as YAMLMap | YAMLSeq).flow === true;
-  if (flow && (value as YAMLMap | YAMLSeq).items.length > 0) {
-    throw new ConfigParseError(`"${key}" is written in flow style ({...} or [...]); mcpmgr only edits block style`);
-  }
-  return flow ? { pair } : { pair, node: value as YAMLMap | YAMLSeq };
 }
 
 /**
@@ -208,7 +125,7 @@ function insertEntry(
     const block = isList
       ? indentBlock(body, `${indent}- `, `${indent}  `, style)
       : indentBlock(body, indent, indent, style);
-    return splice(text, at, 0, prefix + block);
+    return splice(text, at, 0, atEnd(prefix, block, style));
   }
   const key = topKey(collection);
   if (found.pair === undefined) {
@@ -231,7 +148,7 @@ function insertEntry(
     const block = isList
       ? indentBlock(body, `${style.unit}- `, `${style.unit}  `, style)
       : indentBlock(body, style.unit, style.unit, style);
-    return splice(text, at, 0, `${prefix}${key}:${style.eol}${block}`);
+    return splice(text, at, 0, atEnd(prefix, `${key}:${style.eol}${block}`, style));
   }
   // `key:`, `key: ~` or `key: {}`: the empty value goes, the block follows the key's line.
   const keyNode = found.pair.key as Ranged;
@@ -250,94 +167,84 @@ function insertEntry(
   const block = isList
     ? indentBlock(body, `${indent}- `, `${indent}  `, style)
     : indentBlock(body, indent, indent, style);
-  return splice(out, at, 0, prefix + block);
+  return splice(out, at, 0, atEnd(prefix, block, style));
 }
 
-interface FoundEntry {
-  /** The entry's own mapping. */
-  readonly map: YAMLMap;
-  /** The node to cut when the entry goes: the pair (map) or the list item. */
-  readonly start: number;
-  readonly end: number;
-  /** How many entries the collection holds. */
-  readonly siblings: number;
-  readonly collection: YAMLMap | YAMLSeq;
-}
-
-function findEntry(parse: Parse, text: string, collection: ServerCollection, name: string): FoundEntry | undefined {
-  const found = findCollection(parse(text), collection);
-  if (found.node === undefined) return undefined;
-  if (collection.kind === "map") {
-    const pair = (found.node as YAMLMap).items.find((candidate) => scalarValue(candidate.key) === name) as
-      | Pair<Node, Node | null>
-      | undefined;
-    if (pair === undefined) return undefined;
-    if (!isMap(pair.value) || pair.value.flow) throw new ConfigParseError(`the entry "${name}" is not a block mapping`);
-    return {
-      map: pair.value,
-      start: pairStart(text, pair),
-      end: pairEnd(text, pair),
-      siblings: found.node.items.length,
-      collection: found.node,
-    };
-  }
-  const item = (found.node as YAMLSeq).items.find(
-    (candidate) => isMap(candidate) && scalarValue(candidate.get(collection.nameKey, true)) === name,
-  ) as (YAMLMap & Ranged) | undefined;
-  if (item === undefined) return undefined;
-  if (item.flow) throw new ConfigParseError(`the entry "${name}" is not a block mapping`);
-  // The dash sits two columns before the item's content, on the same line.
-  return {
-    map: item,
-    start: lineStart(text, item.range[0]),
-    end: blockEnd(text, item.range[1]),
-    siblings: found.node.items.length,
-    collection: found.node,
-  };
-}
-
-function pairStart(text: string, pair: Pair): number {
-  const key = pair.key as Ranged;
-  return indentBefore(text, key.range[0]) !== undefined ? lineStart(text, key.range[0]) : key.range[0];
-}
-
-function pairEnd(text: string, pair: Pair): number {
-  const value = pair.value as Ranged | null;
-  const key = pair.key as Ranged;
-  return blockEnd(text, value !== null && value.range[1] > key.range[1] ? value.range[1] : key.range[1]);
-}
-
-/** A block's range ends after its last line break; a scalar's ends before it. */
-function blockEnd(text: string, end: number): number {
-  return end > 0 && text[end - 1] === "\n" ? end : nextLineStart(text, end);
+/**
+ * Lines added after the last one of a file without a final line break (`prefix` is then that
+ * line break): the file keeps none, so that taking them out again gives it back as it was.
+ */
+function atEnd(prefix: string, lines: string, style: TextStyle): string {
+  return prefix === "" ? lines : prefix + lines.slice(0, -style.eol.length);
 }
 
 function removeLines(text: string, start: number, end: number): string {
+  // The file's last lines, without a final line break (see atEnd): the break before them goes with them.
+  if (end === text.length && text[start - 1] === "\n" && !text.endsWith("\n")) {
+    return text.slice(0, start - (text[start - 2] === "\r" ? 2 : 1));
+  }
   return splice(text, start, end - start, "");
 }
 
-function removeEntry(parse: Parse, text: string, collection: ServerCollection, name: string): string {
-  const entry = findEntry(parse, text, collection, name);
+/** An entry by its name and, when the file repeats the name, which of those it is (0: the first). */
+interface EntryRef {
+  readonly name: string;
+  readonly which?: number | undefined;
+}
+
+function removeEntry(
+  parse: Parse,
+  text: string,
+  collection: ServerCollection,
+  { name, which }: EntryRef,
+  empty: EmptyCollection = {},
+): string {
+  const entry = findEntry(parse, text, collection, name, which);
   if (entry === undefined) return text;
   if (entry.siblings > 1) return removeLines(text, entry.start, entry.end);
-  // The last one: the collection stays, empty (`extensions: {}`), so the client still finds the key it expects.
   const key = topKey(collection);
   const doc = parse(text);
   const pair = (doc.contents as YAMLMap).items.find((candidate) => scalarValue(candidate.key) === key) as Pair;
   const keyNode = pair.key as Ranged;
   const emptied = removeLines(text, entry.start, entry.end);
-  return splice(emptied, keyNode.range[1] + 1, 0, collection.kind === "map" ? " {}" : " []");
+  // The last one, in a collection mcpmgr added: the key's line goes too, unless a comment shares it.
+  const keyLine = lineStart(text, keyNode.range[0]);
+  const keyLineEnd = nextLineStart(emptied, keyNode.range[1]);
+  const alone = emptied.slice(keyNode.range[1] + 1, keyLineEnd).trim() === "";
+  // A comment indented under the key is the user's, about the collection: the key stays for it.
+  const commented = /^(?:[ \t]*\r?\n)*[ \t]+#/.test(emptied.slice(keyLineEnd));
+  // Not the file's only key: an empty file is no mapping (it was `{}`, or empty, or only comments: the key stays).
+  const others = (doc.contents as YAMLMap).items.length > 1;
+  if (empty.created === true && others && keyLine === keyNode.range[0] && alone && !commented) {
+    return removeLines(emptied, keyLine, keyLineEnd);
+  }
+  // Else the collection stays, empty as it was written before mcpmgr's first entry (`extensions:`), or
+  // `extensions: {}`, so the client still finds the key it expects.
+  return splice(emptied, keyNode.range[1] + 1, 0, empty.form ?? (collection.kind === "map" ? " {}" : " []"));
+}
+
+/** How the empty value of an existing, empty collection is written after its key's colon (` []`, ` ~`, or nothing). */
+function emptyForm(parse: Parse, text: string, collection: ServerCollection): string | undefined {
+  const found = findCollection(parse(text), collection);
+  if (found.pair === undefined || found.node !== undefined) return undefined;
+  const keyNode = found.pair.key as Ranged;
+  const value = found.pair.value as Ranged | null;
+  if (text[keyNode.range[1]] !== ":") return undefined;
+  const end = value === null || value.range[1] <= value.range[0] ? keyNode.range[1] + 1 : value.range[1];
+  const form = text.slice(keyNode.range[1] + 1, end);
+  // Only what insertEntry takes away: spaces and the empty value, on the key's line.
+  return form.includes("\n") || form.includes("#") ? undefined : form;
 }
 
 function setEntryKey(
   parse: Parse,
   text: string,
   collection: ServerCollection,
-  name: string,
+  { name, which }: EntryRef,
   key: string,
   value: unknown,
 ): string {
-  const entry = findEntry(parse, text, collection, name);
+  const entry = findEntry(parse, text, collection, name, which);
   if (entry === undefined) throw new ConfigParseError(`the entry "${name}" is gone`);
   const style = detectStyle(text);
   const pair = entry.map.items.find((candidate) => scalarValue(candidate.key) === key) as Pair<Node, Node | null>;
