@@ -683,6 +683,37 @@ test("--from-config refuses options it would ignore", () => {
   expect(result.stderr).toContain("--proxy-port would be ignored");
 });
 
+test("run --from-config runs an export on the runtime it ran on, not on what this shell would detect", async () => {
+  expect(mcpmgr("run", PROBE, "--name", "replayed", "-e", "PROBE_MODE=replayed").code).toBe(0);
+  const file = join(home, "replayed.json");
+  expect(mcpmgr("export", "replayed", file).code).toBe(0);
+  expect(((await Bun.file(file).json()) as { runtime: string }).runtime).toBe("process");
+  expect(mcpmgr("rm", "replayed").code).toBe(0);
+  // Another shell: a Docker engine answers (the tests need one) and MCPMGR_RUNTIME is not set there,
+  // or names another runtime.
+  const { MCPMGR_RUNTIME: _, ...shell } = process.env;
+  const replay = (env: Record<string, string | undefined>) => {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--from-config", file], {
+      cwd: REPO_ROOT,
+      env: { ...env, NO_COLOR: "1", MCPMGR_HOME: home },
+      timeout: 120_000,
+    });
+    return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  };
+  const conflicting = replay({ ...shell, MCPMGR_RUNTIME: "docker" });
+  expect(conflicting.code).toBe(2);
+  expect(conflicting.stderr).toContain("ran with the process runtime, but MCPMGR_RUNTIME=docker");
+  expect(row("replayed")).toBeUndefined();
+  const again = replay(shell);
+  expect(again.code).toBe(0);
+  expect(row("replayed") as Row & { runtime: string }).toMatchObject({ status: "running", runtime: "process" });
+  expect(await echoEnv(again.stdout.trim())).toBe("replayed");
+  // Its supervisor's restarts keep it there too.
+  expect(mcpmgr("restart", "replayed").code).toBe(0);
+  expect(row("replayed") as Row & { runtime: string }).toMatchObject({ status: "running", runtime: "process" });
+  expect(mcpmgr("rm", "replayed").code).toBe(0);
+}, 120_000);
+
 test("a recorded pid that now belongs to another process is neither trusted nor signalled", async () => {
   const started = mcpmgr("run", PROBE, "--name", "reused");
   expect(started.code).toBe(0);
