@@ -17,9 +17,17 @@ export interface WorkloadRow {
   readonly lastError?: string;
 }
 
-export async function workloadRows(store: WorkloadStore, group?: string): Promise<WorkloadRow[]> {
+/**
+ * The rows, and why each record that cannot be read was not listed (a file broken by hand, one a
+ * newer mcpmgr wrote): the others are listed regardless, since one bad file must not hide them all.
+ */
+export async function workloadRows(
+  store: WorkloadStore,
+  group?: string,
+): Promise<{ rows: WorkloadRow[]; unreadable: unknown[] }> {
   const rows: WorkloadRow[] = [];
-  for (const record of await store.list()) {
+  const { records, errors } = await store.listReadable();
+  for (const record of records) {
     if (group !== undefined && record.group !== group) continue;
     const status = await currentStatus(store, record.name);
     rows.push({
@@ -33,5 +41,5 @@ export async function workloadRows(store: WorkloadStore, group?: string): Promis
       ...(status?.lastError ? { lastError: status.lastError } : {}),
     });
   }
-  return rows;
+  return { rows, unreadable: errors };
 }
