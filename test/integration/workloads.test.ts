@@ -608,21 +608,24 @@ test("a restart that fails is in the proxy log with the server's last output bel
     "--refuse-start-if",
     "/state/broken",
   );
-  expect(started.code).toBe(0);
-  const url = started.stdout.trim();
-  const client = new Client({ name: "workload-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  await client.callTool({ name: "write_file", arguments: { path: "/state/broken", text: "x" } });
-  await client.callTool({ name: "crash", arguments: {} }).catch(() => undefined);
-  await client.close().catch(() => undefined);
-  let proxyLogs = "";
-  await until(() => (proxyLogs = mcpmgr("logs", "refusing", "--proxy").stdout).includes("restarting failed"));
-  // The warning's hint points below it, and the server's words are there, indented as the CLI shows them.
-  expect(proxyLogs).toMatch(
-    /refusing: restarting failed: [^\n]*the server's last output below[^\n]*; trying again in [^\n]*\n {2}sandbox-probe: refusing to start, \/state\/broken is there\n/,
-  );
-  expect(mcpmgr("rm", "refusing").code).toBe(0);
-  await rm(volume, { recursive: true, force: true });
+  try {
+    expect(started.code).toBe(0);
+    const url = started.stdout.trim();
+    const client = new Client({ name: "workload-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.callTool({ name: "write_file", arguments: { path: "/state/broken", text: "x" } });
+    await client.callTool({ name: "crash", arguments: {} }).catch(() => undefined);
+    await client.close().catch(() => undefined);
+    let proxyLogs = "";
+    await until(() => (proxyLogs = mcpmgr("logs", "refusing", "--proxy").stdout).includes("restarting failed"));
+    // The warning's hint points below it, and the server's words are there, indented as the CLI shows them.
+    expect(proxyLogs).toMatch(
+      /refusing: restarting failed: [^\n]*the server's last output below[^\n]*; trying again in [^\n]*\n {2}sandbox-probe: refusing to start, \/state\/broken is there\n/,
+    );
+  } finally {
+    mcpmgr("rm", "refusing");
+    await rm(volume, { recursive: true, force: true });
+  }
 }, 60_000);
 
 test("a remote URL is a workload too: detached, listed with the remote runtime, stopped and removed", async () => {
