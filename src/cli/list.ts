@@ -30,7 +30,7 @@ const listCommand = defineCommand({
     }
     if (values.group !== undefined) assertGroupName(values.group);
     const store = openStore();
-    const { rows, unreadable } = await workloadRows(store, values.group);
+    const { rows, unreadable, hints } = await workloadRows(store, values.group);
     // Each record that cannot be read is one error line (its group unknown, so under --group too), after
     // the rest, which are listed anyway; the exit code says that something was not listed.
     const reportUnreadable = () => {
@@ -74,7 +74,7 @@ const listCommand = defineCommand({
     for (const row of rows) {
       if (row.status === "failed" && row.lastError !== undefined)
         log.warn(
-          `${row.name}: ${row.lastError} (hint: see 'mcpmgr logs ${row.name} --proxy'; 'mcpmgr start ${row.name}' runs it again)`,
+          `${row.name}: ${row.lastError} (hint: ${hints.get(row.name) ?? `see 'mcpmgr logs ${row.name} --proxy'; 'mcpmgr start ${row.name}' runs it again`})`,
         );
     }
     reportUnreadable();

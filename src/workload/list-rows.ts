@@ -3,6 +3,7 @@
  * read from its supervisor (a dead one shows as failed), and the URL its clients use.
  */
 import { workloadUrl } from "../state/workload-url.ts";
+import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { currentStatus } from "./supervisor-control.ts";
 
@@ -24,8 +25,10 @@ export interface WorkloadRow {
 export async function workloadRows(
   store: WorkloadStore,
   group?: string,
-): Promise<{ rows: WorkloadRow[]; unreadable: unknown[] }> {
+): Promise<{ rows: WorkloadRow[]; unreadable: unknown[]; hints: Map<string, string> }> {
   const rows: WorkloadRow[] = [];
+  // A failed workload's own way out, where the usual 'start NAME' would fail again (its port taken).
+  const hints = new Map<string, string>();
   const { records, errors } = await store.listReadable();
   for (const record of records) {
     if (group !== undefined && record.group !== group) continue;
@@ -40,6 +43,19 @@ export async function workloadRows(
       restarts: status?.restarts ?? 0,
       ...(status?.lastError ? { lastError: status.lastError } : {}),
     });
+    const hint = status?.state === "failed" ? await takenPortHint(record) : undefined;
+    if (hint !== undefined) hints.set(record.name, hint);
   }
-  return { rows, unreadable: errors };
+  return { rows, unreadable: errors, hints };
+}
+
+/**
+ * How to free or move a failed workload whose port another program listens on now (its supervisor is
+ * gone, so the listener is not mcpmgr's): loaded only for a failed workload, which `list` rarely has.
+ */
+async function takenPortHint(record: WorkloadRecord): Promise<string | undefined> {
+  const { portInUse } = await import("../proxy/serve.ts");
+  if (!portInUse(record.proxyPort, record.host)) return undefined;
+  const { portTakenHint } = await import("./lifecycle.ts");
+  return portTakenHint(record);
 }
