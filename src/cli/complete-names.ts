@@ -12,7 +12,7 @@ import { printResult } from "./output.ts";
 
 const listers: Readonly<Record<string, () => Promise<readonly string[]>>> = {
   async workloads() {
-    return (await new WorkloadStore(resolvePaths()).list()).map((record) => record.name);
+    return (await new WorkloadStore(resolvePaths()).listReadable()).records.map((record) => record.name);
   },
   async groups() {
     return (await new GroupStore(resolvePaths()).list()).map((group) => group.name);

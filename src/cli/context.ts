@@ -4,16 +4,21 @@ import { log, printResult } from "./output.ts";
 
 /**
  * `stderr`: where raw text goes instead of this process's stderr (a supervisor's: its proxy log);
- * `background`: a detached supervisor (WorkloadContext.background).
+ * `background`: a detached supervisor (WorkloadContext.background); `env`: instead of this
+ * process's environment (a replayed export's runtime).
  */
 export function cliContext(
-  options: { readonly stderr?: (text: string) => void; readonly background?: boolean } = {},
+  options: {
+    readonly stderr?: (text: string) => void;
+    readonly background?: boolean;
+    readonly env?: WorkloadContext["env"];
+  } = {},
 ): WorkloadContext {
   return workloadContext({
     log,
     print: printResult,
     stderr: options.stderr ?? ((text) => process.stderr.write(text)),
-    env: process.env,
+    env: options.env ?? process.env,
     openBrowser,
     background: options.background ?? false,
   });

@@ -12,7 +12,7 @@ import { McpmgrError } from "../errors.ts";
 import { hasClientRegistrations } from "../state/client-registrations.ts";
 import { assertGroupName, isValidWorkloadName } from "../state/workload-name.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
-import { log, printResult, printTable } from "./output.ts";
+import { log, printResult, printTable, reportError } from "./output.ts";
 import { workloadRows } from "../workload/list-rows.ts";
 import { openStore } from "./workload-arg.ts";
 
@@ -30,12 +30,21 @@ const listCommand = defineCommand({
     }
     if (values.group !== undefined) assertGroupName(values.group);
     const store = openStore();
-    const rows = await workloadRows(store, values.group);
+    const { rows, unreadable, hints } = await workloadRows(store, values.group);
+    // Each record that cannot be read is one error line (its group unknown, so under --group too), after
+    // the rest, which are listed anyway; the exit code says that something was not listed.
+    const reportUnreadable = () => {
+      for (const err of unreadable) process.exitCode = reportError(err);
+    };
     if (hasClientRegistrations(store.paths)) {
       const { pruneClientEntries } = await import("../workload/client-entries.ts");
       await pruneClientEntries({ log, paths: store.paths, env: process.env });
     }
-    if (values.format === "json") return printResult(JSON.stringify(rows, null, 2));
+    if (values.format === "json") {
+      printResult(JSON.stringify(rows, null, 2));
+      return reportUnreadable();
+    }
+    if (rows.length === 0 && unreadable.length > 0) return reportUnreadable();
     // A sentence, not an empty table; on stderr like every message, so stdout stays data only.
     if (rows.length === 0) {
       if (values.group === undefined) {
@@ -65,9 +74,10 @@ const listCommand = defineCommand({
     for (const row of rows) {
       if (row.status === "failed" && row.lastError !== undefined)
         log.warn(
-          `${row.name}: ${row.lastError} (hint: see 'mcpmgr logs ${row.name} --proxy'; 'mcpmgr start ${row.name}' runs it again)`,
+          `${row.name}: ${row.lastError} (hint: ${hints.get(row.name) ?? `see 'mcpmgr logs ${row.name} --proxy'; 'mcpmgr start ${row.name}' runs it again`})`,
         );
     }
+    reportUnreadable();
   },
 });
 

@@ -56,7 +56,8 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
     }
     const [target, targetArgs] = await pastRouters(root, rawArgs);
     await runTarget(target, targetArgs);
-    process.exit(0);
+    // A command that did its work but must report a failure too (`list` with a record it could not read).
+    process.exit(typeof process.exitCode === "number" ? process.exitCode : 0);
   } catch (err) {
     process.exit(reportError(await translateCittyError(err, root, rawArgs)));
   }

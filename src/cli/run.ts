@@ -11,7 +11,7 @@ import { WorkloadStore } from "../state/workloads.ts";
 import { assertNameFree, preflight, recordWorkload } from "../workload/background.ts";
 import { clientsSeeForegroundRun } from "../workload/client-entries.ts";
 import type { WorkloadContext } from "../workload/context.ts";
-import { argsFromConfig, exportedGatewaySpec, readExported } from "../workload/exported-config.ts";
+import { argsFromConfig, exportedGatewaySpec, readExported, replayEnvironment } from "../workload/exported-config.ts";
 import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
 import { remoteAskedAtStart, warnIfRemoteHostUnresolved } from "../workload/remote-host.ts";
 import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
@@ -53,6 +53,7 @@ const runCommand = defineCommand({
       const record = await readExported(file);
       try {
         if (isGatewayRecord(record)) return await runGatewayFromConfig(record, parsed.values.foreground);
+        const env = replayEnvironment(record, process.env, file);
         const args = argsFromConfig(record, parsed.values.foreground);
         const replayed = parseRunArgv(args);
         assertReplayable(replayed, record, file);
@@ -60,7 +61,7 @@ const runCommand = defineCommand({
         const store = new WorkloadStore(cliContext().paths);
         await assertNameFree(store, record.name);
         await assertFilePortFree(replayed, file, store);
-        return await runParsed(args, replayed);
+        return await runParsed(args, replayed, cliContext({ env }));
       } catch (err) {
         throw fromConfigPortTaken(fromConfigNameTaken(err, record.name, file), file);
       }
@@ -69,8 +70,7 @@ const runCommand = defineCommand({
   },
 });
 
-async function runParsed(args: readonly string[], parsed: ParsedRunArgv): Promise<void> {
-  const ctx = cliContext();
+async function runParsed(args: readonly string[], parsed: ParsedRunArgv, ctx = cliContext()): Promise<void> {
   const spec = await prepareRunSpec(parsed, ctx);
   if (spec.background) return runInBackground(spec, parsed, args, ctx);
   const code = await runInForeground(spec, ctx);
@@ -128,7 +128,7 @@ function fromConfigNameTaken(err: unknown, name: string, file: string): unknown 
 async function assertFilePortFree(parsed: ParsedRunArgv, file: string, store: WorkloadStore): Promise<void> {
   const port = parsed.values["proxy-port"];
   if (port === undefined) return;
-  const keeper = (await store.list()).find((other) => other.proxyPort === port);
+  const keeper = (await store.listReadable()).records.find((other) => other.proxyPort === port);
   if (keeper !== undefined) {
     throw new McpmgrError(
       "PORT_IN_USE",

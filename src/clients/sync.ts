@@ -47,6 +47,8 @@ export interface SyncReport {
   readonly action: SyncAction;
   /** Why it was skipped (also logged as a warning). */
   readonly reason?: string;
+  /** An entry of another group the client follows, brought up to date by `client register`. */
+  readonly otherGroup?: boolean;
 }
 
 export interface ClientStatus {
@@ -112,7 +114,8 @@ export class ClientConfigSync {
   /**
    * `client register CLIENT --group GROUP [--gateway]`: the client follows the group from now on,
    * per workload or through the group's background gateway, and gets what of the group runs at
-   * once (`running` may list others; they are ignored). A function is called under the lock, so
+   * once (`running` may list others: of those, only the client's entries in the other groups it follows
+   * are brought up to date, as an executable that moved needs). A function is called under the lock, so
    * a workload starting meanwhile is either in its list or sees the registration. Switching
    * between the two ways takes the other way's entries out. The gateway way needs one gateway
    * that runs (GATEWAY_NOT_RUNNING otherwise, GATEWAY_AMBIGUOUS for two or more; nothing changes
@@ -128,9 +131,8 @@ export class ClientConfigSync {
     await assertGroupExists(this.#ctx.paths, group);
     const gateway = options.gateway === true;
     return this.#change(async (registrations, save) => {
-      const endpoints = (typeof running === "function" ? await running() : running).filter(
-        (workload) => workload.group === group && (workload.gateway === true) === gateway,
-      );
+      const all = typeof running === "function" ? await running() : running;
+      const endpoints = all.filter((workload) => workload.group === group && (workload.gateway === true) === gateway);
       if (gateway) onlyGateway(group, endpoints);
       const record = (registrations.clients[client] ??= { groups: [] });
       const switched = record.groups.includes(group) && viaGateway(registrations, client, group) !== gateway;
@@ -146,8 +148,33 @@ export class ClientConfigSync {
       for (const workload of endpoints) {
         reports.push(await this.#upsert(registrations, save, clientById(client), workload));
       }
+      // Its entries of the other groups it follows are brought up to date too: after an upgrade that
+      // moved mcpmgr's executable, registering again is how Claude Desktop's entries get the new path.
+      for (const workload of this.#ownedElsewhere(registrations, client, group, all)) {
+        const report = await this.#upsert(registrations, save, clientById(client), workload);
+        if (report.action === "updated") reports.push({ ...report, otherGroup: true });
+      }
       return reports;
     });
+  }
+
+  /** The running workloads of groups other than `group` that `client` follows and has mcpmgr's entry for. */
+  #ownedElsewhere(
+    registrations: Registrations,
+    client: ClientId,
+    group: string,
+    running: readonly WorkloadEndpoint[],
+  ): WorkloadEndpoint[] {
+    const followed = registrations.clients[client]?.groups ?? [];
+    const owned = ownedIn(registrations, client, clientById(client).configPath(this.#ctx));
+    return running.filter(
+      (workload) =>
+        workload.group !== group &&
+        followed.includes(workload.group) &&
+        viaGateway(registrations, client, workload.group) === (workload.gateway === true) &&
+        owned[workload.name]?.group === workload.group &&
+        owned[workload.name]?.pid === workload.pid,
+    );
   }
 
   /**

@@ -86,13 +86,17 @@ export function createGatewayServer(
     },
   );
 
-  /** `listedAs`: a tools/call's tool as the gateway lists it (for its x-mcp-header declarations). */
+  /**
+   * `listedAs`: a tools/call's tool as the gateway lists it (for its x-mcp-header declarations);
+   * `again`: this is the request sent again on a new member session, the first one having been forgotten.
+   */
   const forward = async (
     workload: string,
     method: string,
     params: Params,
     ctx: ServerContext,
     listedAs?: string,
+    again = false,
   ): Promise<Result> => {
     await catalog.joining(workload, options.timeoutMs);
     const why = catalog.whyUnavailable(workload);
@@ -151,8 +155,13 @@ export function createGatewayServer(
       if (round !== undefined) return round;
       if (err instanceof ProtocolError) throw err;
       if (ctx.mcpReq.signal.aborted) throw err;
-      // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
-      if (err instanceof SdkHttpError && err.status === 404) pool().forget(workload, upstream);
+      // 404: the member forgot the upstream session (it restarted, or the session sat idle past its timeout
+      // while the gateway's own lived on). The request was not handled: it goes again, once, on a new session.
+      if (err instanceof SdkHttpError && err.status === 404) {
+        pool().forget(workload, upstream);
+        if (!again && upstream.getProtocolEra() === "legacy")
+          return await forward(workload, method, params, ctx, listedAs, true);
+      }
       throw unavailable(workload, `workload '${workload}' failed to answer (${excerpt(errorMessage(err), 300)})`);
     } finally {
       release();

@@ -54,7 +54,7 @@ function workloadEndpoint(record: WorkloadRecord): string {
 
 export async function runningMembers(store: WorkloadStore, group: string): Promise<Member[]> {
   const members: Member[] = [];
-  for (const record of await store.list()) {
+  for (const record of (await store.listReadable()).records) {
     // A background gateway is a workload record too, but never a member: no gateway aggregates itself or another.
     if (record.group !== group || isGatewayRecord(record)) continue;
     const status = await store.readStatus(record.name).catch(() => undefined);

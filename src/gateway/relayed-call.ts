@@ -14,6 +14,7 @@
  * how the member's result and error become the caller's answer, and how the member hears a
  * cancellation (a 2026-07-28 member: its stream closing, nothing more).
  */
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/server";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
@@ -68,6 +69,9 @@ export class RelayedCall {
   readonly #session: RelaySession;
   readonly #req: Request;
   readonly #target: RelayTarget;
+  /** The member connection the call is on: a new one once a forgotten session was opened again. */
+  #upstream: Upstream;
+  #reopened = false;
   readonly #era: CallerEra;
   readonly #abort = new AbortController();
   #stream: EventStream | undefined;
@@ -81,6 +85,7 @@ export class RelayedCall {
     this.#session = session;
     this.#req = req;
     this.#target = target;
+    this.#upstream = target.upstream;
     this.#era = target.era ?? SESSION_ERA;
   }
 
@@ -137,8 +142,14 @@ export class RelayedCall {
         : await readExcerpt(response, 200);
       const refusal = refusable ? this.#answerIn(body) : undefined;
       if (refusal !== undefined) return this.#finish(refusal);
-      // 404: the workload restarted and forgot the upstream session; the next call opens a new one.
-      if (response.status === 404) this.#session.pool.forget(workload, this.#target.upstream);
+      // 404: the member forgot the upstream session (it restarted, or the session sat idle past its
+      // timeout while the gateway's own lived on). The call was not handled: it goes again, once, on a
+      // new session; the next calls use that one too.
+      if (response.status === 404) {
+        this.#session.pool.forget(workload, this.#upstream);
+        const again = await this.#reopen(headers);
+        if (again !== undefined) return this.#exchange(url, again, text);
+      }
       // Worded as the SDK client words an HTTP failure (gateway-server.ts passes its message on), the
       // member's body cut short: an error message is no place for a large one.
       return this.#failed(`workload '${workload}' failed to answer (Error POSTing to endpoint: ${excerpt(body, 200)})`);
@@ -201,7 +212,7 @@ export class RelayedCall {
       }
       if (isObject(message) && this.#era.memberMessage(message, (text) => this.#openStream().send(text))) return;
       // Requests and notifications from the member: through the session's SDK client, as before.
-      this.#target.upstream.transport?.onmessage?.(message as never);
+      this.#upstream.transport?.onmessage?.(message as never);
     };
     const { workload } = this.#target;
     const limit = this.#session.pool.answerLimit(workload);
@@ -213,7 +224,7 @@ export class RelayedCall {
       signal: this.#abort.signal,
       onData,
       answered: () => this.#done,
-      onSessionGone: () => this.#session.pool.forget(workload, this.#target.upstream),
+      onSessionGone: () => this.#session.pool.forget(workload, this.#upstream),
     }).then(
       (why) => why !== undefined && this.#failed(`workload '${workload}' failed to answer (${why})`),
       (err: unknown) => this.#failed(`workload '${workload}' failed to answer (${errorMessage(err)})`),
@@ -290,15 +301,45 @@ export class RelayedCall {
   }
 
   /**
+   * The headers of a call sent on a member session that turned out forgotten, for a new session of
+   * the pool's; undefined when the call cannot go again (it went again already, it was sent without a
+   * session, it ended meanwhile, or no 2025-era session could be opened).
+   */
+  async #reopen(headers: [string, string][]): Promise<[string, string][] | undefined> {
+    if (this.#reopened || !headers.some(([name]) => name === "mcp-session-id")) return undefined;
+    this.#reopened = true;
+    const upstream = await this.#session.pool.get(this.#target.workload).catch(() => undefined);
+    const transport = upstream?.transport;
+    if (
+      this.#done ||
+      upstream === undefined ||
+      upstream.getProtocolEra() !== "legacy" ||
+      !(transport instanceof StreamableHTTPClientTransport) ||
+      transport.sessionId === undefined
+    )
+      return undefined;
+    this.#upstream = upstream;
+    const session: Record<string, string | undefined> = {
+      "mcp-session-id": transport.sessionId,
+      "mcp-protocol-version": transport.protocolVersion,
+    };
+    return headers.flatMap(([name, value]): [string, string][] => {
+      if (!(name in session)) return [[name, value]];
+      const fresh = session[name];
+      return fresh === undefined ? [] : [[name, fresh]];
+    });
+  }
+
+  /**
    * The client cancelled, went away, or the time ran out: the member's stream is closed, and a 2025-era
    * member hears notifications/cancelled (a 2026-07-28 member takes the closed stream for it).
    */
   #cancel(reason: string): void {
     if (this.#done) return;
     this.#end();
-    const { upstream, upstreamId } = this.#target;
+    const { upstreamId } = this.#target;
     if (this.#era.notifiesCancellation)
-      void upstream
+      void this.#upstream
         .notification({ method: "notifications/cancelled", params: { requestId: upstreamId, reason } })
         .catch(() => {});
     this.#abort.abort();

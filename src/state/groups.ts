@@ -59,7 +59,8 @@ export class GroupStore {
   async list(): Promise<readonly GroupInfo[]> {
     const stored = (await this.#read()).groups;
     const members = new Map<string, string[]>();
-    for (const record of await this.#workloads.list()) {
+    // Another workload's broken record must not stop every command that asks whether a group exists.
+    for (const record of (await this.#workloads.listReadable()).records) {
       members.set(record.group, [...(members.get(record.group) ?? []), record.name]);
     }
     const names = new Set([DEFAULT_GROUP, ...Object.keys(stored), ...members.keys()]);

@@ -74,7 +74,10 @@ export class WorkloadStore {
     this.#lock = options.lock ?? {};
   }
 
-  /** Every workload, sorted by name. A corrupt record fails the whole call with STATE_CORRUPT naming it. */
+  /**
+   * Every workload, sorted by name. A corrupt record fails the whole call with STATE_CORRUPT naming it:
+   * commands read across workloads with listReadable instead, so one bad file does not stop them all.
+   */
   async list(): Promise<readonly WorkloadRecord[]> {
     const records = await Promise.all(this.#names().map((name) => this.#read(name)));
     // A folder without a record is a create that crashed before writing it: not a workload.
@@ -84,21 +87,24 @@ export class WorkloadStore {
   }
 
   /**
-   * Every record that can be read, and the names of those that cannot (a file broken by hand):
-   * for checks across workloads that must not stop on another workload's broken record.
+   * Every record that can be read, sorted by name, and the names of those that cannot with why (a
+   * file broken by hand, one a newer mcpmgr wrote): for everything that reads across workloads, which
+   * must not stop on another workload's record (`list` names them, `start` of another one goes on).
    */
-  async listReadable(): Promise<{ records: WorkloadRecord[]; unreadable: string[] }> {
+  async listReadable(): Promise<{ records: WorkloadRecord[]; unreadable: string[]; errors: unknown[] }> {
     const records: WorkloadRecord[] = [];
     const unreadable: string[] = [];
-    for (const name of this.#names()) {
+    const errors: unknown[] = [];
+    for (const name of this.#names().sort()) {
       try {
         const record = await this.#read(name);
         if (record !== undefined) records.push(record);
-      } catch {
+      } catch (err) {
         unreadable.push(name);
+        errors.push(err);
       }
     }
-    return { records, unreadable };
+    return { records, unreadable, errors };
   }
 
   /** The names of the workload folders (a folder may still lack its record). */
@@ -319,7 +325,7 @@ export class WorkloadStore {
    * and 0.0.0.0 on one port conflict anyway.
    */
   async #assertPortFree(record: WorkloadRecord): Promise<void> {
-    const holder = (await this.list()).find(
+    const holder = (await this.listReadable()).records.find(
       (other) => other.name !== record.name && other.proxyPort === record.proxyPort,
     );
     if (holder === undefined) return;

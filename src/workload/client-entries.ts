@@ -95,7 +95,7 @@ export function endpointOf(record: WorkloadRecord): WorkloadEndpoint {
 /** The recorded workloads that run now (their supervisor says so and is alive), as clients reach them. */
 export async function runningWorkloads(store: WorkloadStore): Promise<WorkloadEndpoint[]> {
   const running: WorkloadEndpoint[] = [];
-  for (const record of await store.list()) {
+  for (const record of (await store.listReadable()).records) {
     if ((await currentStatus(store, record.name))?.state === "running") running.push(endpointOf(record));
   }
   return running;

@@ -61,7 +61,9 @@ export async function registerClient(
     gateway: options.gateway,
   });
   logChanges(reports, ctx);
-  const written = reports.filter((report) => report.action !== "skipped" && report.action !== "removed").length;
+  const written = reports.filter(
+    (report) => report.action !== "skipped" && report.action !== "removed" && report.otherGroup !== true,
+  ).length;
   const skipped = reports.filter((report) => report.action === "skipped").length;
   return { displayName: definition.displayName, file, written, skipped };
 }

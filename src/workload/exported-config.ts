@@ -11,6 +11,7 @@ import { shellWord } from "../printable.ts";
 import { readJsonFile, writeFileAtomic } from "../state/atomic-file.ts";
 import { isValidWorkloadName } from "../state/workload-name.ts";
 import { type WorkloadRecord, workloadRecordSchema } from "../state/workload-record.ts";
+import type { Env } from "./context.ts";
 
 /** The exported record at `path`, checked; the process moves to its working directory. */
 export async function readExported(path: string): Promise<WorkloadRecord> {
@@ -115,6 +116,25 @@ async function exportedName(path: string): Promise<string | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The environment an exported workload runs again in: its recorded runtime, as `start` keeps the one
+ * chosen at `run`. Detection today (an engine that answers now, another shell without MCPMGR_RUNTIME)
+ * would move a sandboxed process into a container, or the reverse, with other grants than it had.
+ * An MCPMGR_RUNTIME that names another runtime is refused rather than overruled without a word.
+ */
+export function replayEnvironment(record: WorkloadRecord, env: Env, file: string): Env {
+  if (record.runtime === "remote" || record.runtime === "gateway") return env;
+  const chosen = env.MCPMGR_RUNTIME;
+  if (chosen !== undefined && chosen !== "" && chosen !== record.runtime) {
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--from-config ${file}: ${record.name} ran with the ${record.runtime} runtime, but MCPMGR_RUNTIME=${chosen}`,
+      { hint: `unset MCPMGR_RUNTIME to run it as it ran, or set "runtime" in the file to ${JSON.stringify(chosen)}` },
+    );
+  }
+  return { ...env, MCPMGR_RUNTIME: record.runtime };
 }
 
 /** The argv `run` parses for an exported workload. */

@@ -54,12 +54,17 @@ async function whenPortTaken(err: unknown, record: WorkloadRecord): Promise<unkn
   // The supervisor has exited by now: whoever listens there is another program.
   const { portInUse } = await import("../proxy/serve.ts");
   if (!portInUse(record.proxyPort, record.host)) return err;
-  const { name, proxyPort: port } = record;
-  const option = isGatewayRecord(record) ? "--port" : "--proxy-port";
   return new McpmgrError("SERVER_FAILED", err.message, {
-    hint: `${name} keeps port ${port} for its clients' URLs, and another program listens there now ('lsof -i :${port}' shows which): stop that program, or move ${name} to a free port: mcpmgr export ${name} ${name}.json, take ${option} and its value out of the file's runOptions, mcpmgr rm ${name}, mcpmgr run --from-config ${name}.json`,
+    hint: portTakenHint(record),
     ...(err.details ? { details: err.details } : {}),
   });
+}
+
+/** What frees or moves a workload whose port another program listens on (`start`, and `list` of a failed one). */
+export function portTakenHint(record: WorkloadRecord): string {
+  const { name, proxyPort: port } = record;
+  const option = isGatewayRecord(record) ? "--port" : "--proxy-port";
+  return `${name} keeps port ${port} for its clients' URLs, and another program listens there now ('lsof -i :${port}' shows which): stop that program, or move ${name} to a free port: mcpmgr export ${name} ${name}.json, take ${option} and its value out of the file's runOptions, mcpmgr rm ${name}, mcpmgr run --from-config ${name}.json`;
 }
 
 /** Stops `name` (it stays recorded); false when it was not running. */

@@ -3,6 +3,7 @@
  * read from its supervisor (a dead one shows as failed), and the URL its clients use.
  */
 import { workloadUrl } from "../state/workload-url.ts";
+import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { currentStatus } from "./supervisor-control.ts";
 
@@ -17,9 +18,19 @@ export interface WorkloadRow {
   readonly lastError?: string;
 }
 
-export async function workloadRows(store: WorkloadStore, group?: string): Promise<WorkloadRow[]> {
+/**
+ * The rows, and why each record that cannot be read was not listed (a file broken by hand, one a
+ * newer mcpmgr wrote): the others are listed regardless, since one bad file must not hide them all.
+ */
+export async function workloadRows(
+  store: WorkloadStore,
+  group?: string,
+): Promise<{ rows: WorkloadRow[]; unreadable: unknown[]; hints: Map<string, string> }> {
   const rows: WorkloadRow[] = [];
-  for (const record of await store.list()) {
+  // A failed workload's own way out, where the usual 'start NAME' would fail again (its port taken).
+  const hints = new Map<string, string>();
+  const { records, errors } = await store.listReadable();
+  for (const record of records) {
     if (group !== undefined && record.group !== group) continue;
     const status = await currentStatus(store, record.name);
     rows.push({
@@ -32,6 +43,19 @@ export async function workloadRows(store: WorkloadStore, group?: string): Promis
       restarts: status?.restarts ?? 0,
       ...(status?.lastError ? { lastError: status.lastError } : {}),
     });
+    const hint = status?.state === "failed" ? await takenPortHint(record) : undefined;
+    if (hint !== undefined) hints.set(record.name, hint);
   }
-  return rows;
+  return { rows, unreadable: errors, hints };
+}
+
+/**
+ * How to free or move a failed workload whose port another program listens on now (its supervisor is
+ * gone, so the listener is not mcpmgr's): loaded only for a failed workload, which `list` rarely has.
+ */
+async function takenPortHint(record: WorkloadRecord): Promise<string | undefined> {
+  const { portInUse } = await import("../proxy/serve.ts");
+  if (!portInUse(record.proxyPort, record.host)) return undefined;
+  const { portTakenHint } = await import("./lifecycle.ts");
+  return portTakenHint(record);
 }

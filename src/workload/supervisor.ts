@@ -163,9 +163,13 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
           throw err;
         }
         // In the log as well as the status (whose lastError the next state replaces): an operator reading the log
-        // after a night of restarts sees why each attempt failed.
+        // after a night of restarts sees why each attempt failed, with the server's last output indented below
+        // (where the failure's hint points) as for a crash.
         options.log.warn(
-          `${options.name}: restarting failed: ${errorMessage(err)}${hintOf(err)}; trying again in ${formatDelay(backoff)}`,
+          [
+            `${options.name}: restarting failed: ${errorMessage(err)}${hintOf(err)}; trying again in ${formatDelay(backoff)}`,
+            ...detailLines(err),
+          ].join("\n"),
         );
         await report({ state: "restarting", restarts, lastError: errorMessage(err) });
         await pause();
@@ -378,6 +382,15 @@ function keepListener(
 }
 
 /** An McpmgrError's hint, as the CLI prints it after the message; nothing for other errors. */
+/** A failure's details (a server's last output), each line indented. */
+function detailLines(err: unknown): string[] {
+  const details = isMcpmgrError(err) ? err.details : undefined;
+  return (details ?? "")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => `  ${line}`);
+}
+
 function hintOf(err: unknown): string {
   return isMcpmgrError(err) && err.hint !== undefined ? ` (hint: ${err.hint})` : "";
 }

@@ -26,7 +26,7 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  runCli(cliEnv(home), ["rm", "brew-entry"]);
+  for (const name of ["brew-entry", "moved-a", "moved-b"]) runCli(cliEnv(home), ["rm", name]);
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -44,4 +44,38 @@ test("an entry written by an executable in a Cellar names Homebrew's opt link to
   expect(entry?.args).toEqual([CLI_ENTRY, "proxy", "stdio", "brew-entry"]);
   const version = Bun.spawnSync([entry?.command as string, "--version"]);
   expect(version.exitCode).toBe(0);
+});
+
+test("registering Claude Desktop again from a moved executable rewrites its entries in every group it follows", () => {
+  const env = cliEnv(home);
+  expect(runCli(env, ["group", "create", "moved-team"]).code).toBe(0);
+  expect(runCli(env, ["run", "http://127.0.0.1:9/mcp", "--name", "moved-a", "--group", "moved-team"]).code).toBe(0);
+  expect(runCli(env, ["run", "http://127.0.0.1:9/mcp", "--name", "moved-b"]).code).toBe(0);
+  expect(runCli(env, ["client", "register", "claude-desktop", "--group", "moved-team"]).code).toBe(0);
+  expect(runCli(env, ["client", "register", "claude-desktop"]).code).toBe(0);
+  const entries = () =>
+    (
+      JSON.parse(readFileSync(join(home, ".config", "Claude", "claude_desktop_config.json"), "utf8")) as {
+        mcpServers: Record<string, { command: string; args: string[] }>;
+      }
+    ).mcpServers;
+  expect(entries()["moved-a"]?.command).toBe(process.execPath);
+  // The upgrade: the executable now lives elsewhere, and the user registers again as docs/clients.md says.
+  mkdirSync(join(home, "moved", "bin"), { recursive: true });
+  const moved = join(home, "moved", "bin", "bun");
+  linkSync(process.execPath, moved);
+  const again = Bun.spawnSync([moved, CLI_ENTRY, "client", "register", "claude-desktop"], { env });
+  expect(again.exitCode).toBe(0);
+  // Its last line counts the default group's workloads only; the other group's entry is named as updated.
+  expect(again.stderr.toString()).toContain("updated moved-a in Claude Desktop");
+  expect(again.stderr.toString()).toContain("follows group default (2 running workload(s)");
+  for (const name of ["moved-a", "moved-b", "brew-entry"]) {
+    expect(entries()[name]?.command).toBe(moved);
+    expect(entries()[name]?.args).toEqual([CLI_ENTRY, "proxy", "stdio", name]);
+  }
+  const status = JSON.parse(runCli(env, ["client", "status", "--format", "json"]).stdout) as {
+    id: string;
+    groups: string[];
+  }[];
+  expect(status.find((row) => row.id === "claude-desktop")?.groups).toEqual(["default", "moved-team"]);
 });

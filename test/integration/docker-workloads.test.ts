@@ -4,7 +4,7 @@
  * attach surviving a dropped connection.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
+import { link, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -65,7 +65,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const name of ["dw", "dw-killed", "dw-iso", "dw-twin", "dw-slow", "dw-pull"]) mcpmgr("rm", name);
+  for (const name of ["dw", "dw-killed", "dw-iso", "dw-twin", "dw-slow", "dw-pull", "dw-upgraded"]) mcpmgr("rm", name);
   await rm(home, { recursive: true, force: true });
 });
 
@@ -127,6 +127,32 @@ test("a detached container workload: list, crash restart, stop, start, export, r
   );
   expect(mcpmgr("rm", "dw").code).toBe(0);
   expect(leftovers("dw")).toEqual({ containers: [], networks: [] });
+}, 300_000);
+
+test("an isolated server restarts after an upgrade removed the executable its supervisor runs", async () => {
+  // The supervisor runs from its own copy of the runtime (a link to the bun running this test, so the
+  // helper image is the one the other tests use), which the "upgrade" then removes.
+  const installed = join(home, "old-version", "bin");
+  await mkdir(installed, { recursive: true });
+  const executable = join(installed, "bun");
+  await link(process.execPath, executable);
+  const started = Bun.spawnSync(
+    [executable, CLI_ENTRY, "run", images.probe, "--name", "dw-upgraded", "--isolate-network"],
+    { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" } },
+  );
+  expect(started.exitCode).toBe(0);
+  const url = started.stdout.toString().trim();
+  await rm(join(home, "old-version"), { recursive: true, force: true });
+  const client = new Client({ name: "docker-workload-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  await client.callTool({ name: "crash", arguments: {} }).catch(() => undefined);
+  await client.close().catch(() => undefined);
+  // The restart builds or reuses the helper from the executable the supervisor runs, gone from its path or not.
+  await until(() => (row("dw-upgraded")?.restarts ?? 0) >= 1 && row("dw-upgraded")?.status === "running", 120_000);
+  expect(mcpmgr("logs", "dw-upgraded", "--proxy").stdout).not.toContain("restarting failed");
+  expect(await callEnv(url, "HTTP_PROXY")).toBe("http://mcpmgr-egress:3128");
+  expect(mcpmgr("rm", "dw-upgraded").code).toBe(0);
+  expect(leftovers("dw-upgraded")).toEqual({ containers: [], networks: [] });
 }, 300_000);
 
 test("rm of a detached --isolate-network workload removes its server, helper and both networks", async () => {

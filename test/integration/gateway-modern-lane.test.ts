@@ -664,38 +664,37 @@ test("a call past MCPMGR_REQUEST_TIMEOUT fails as on the SDK path and is cancell
   }
 });
 
-test("a 2025-era member that restarts: the call after it fails as on the SDK path, and the next ones work", async () => {
+test("a 2025-era member that restarts: the call that meets the forgotten session goes again on a new one, in both lanes", async () => {
+  const relay = relays.hl as RecordingProxy;
   const port = new URL(legacyHttp.url).port;
   const text = (answer: Answer) => answer.answer?.result?.content?.[0]?.text;
-  // The member forgot the caller's session (404): the call fails, worded as the SDK client words it.
-  const sessionGone = {
-    code: -32603,
-    message: `workload 'hl' failed to answer (Error POSTing to endpoint: ${JSON.stringify({
-      jsonrpc: "2.0",
-      id: null,
-      error: { code: -32001, message: "Session not found: start a new session with initialize" },
-    })}); its tools, prompts and resources are unavailable`,
-    data: { workload: "hl" },
-  };
+  const sessionOf = (request: RecordedRequest | undefined) => request?.headers.get("mcp-session-id");
   for (const viaSdk of [false, true]) {
     expect(text(await call("hl_test_simple_text", { viaSdk }))).toBeString();
     // The upstream connection may notice the restart by itself first (its event stream breaks), and
     // then the call simply opens a new session: restart again until a call meets the forgotten session.
-    let gone: Answer | undefined;
-    for (let attempt = 0; attempt < 3 && gone === undefined; attempt++) {
+    let sentAgain = false;
+    for (let attempt = 0; attempt < 3 && !sentAgain; attempt++) {
+      const before = sessionOf(relay.calls("test_simple_text").at(-1));
       await legacyHttp.stop();
       legacyHttp = await startConformanceServer({ fixture: CONFORMANCE_FIXTURE, args: ["--port", port] });
-      const answer = await call("hl_test_simple_text", { viaSdk });
-      if (answer.answer?.error !== undefined) gone = answer;
-      else expect(text(answer)).toBeString();
+      const seen = relay.calls("test_simple_text").length;
+      // Answered either way: never the member's 404 passed on as the call's failure.
+      expect(text(await call("hl_test_simple_text", { viaSdk }))).toBeString();
+      const sent = relay.calls("test_simple_text").slice(seen).map(sessionOf);
+      if (sent.length === 2) {
+        // Once on the forgotten session, then on a new one.
+        expect(sent[0]).toBe(before);
+        expect(sent[1]).not.toBe(before);
+        sentAgain = true;
+      }
     }
-    expect(gone?.answer?.error).toEqual(sessionGone);
-    // The next call opens a new session.
+    expect(sentAgain).toBe(true);
     expect(text(await call("hl_test_simple_text", { viaSdk }))).toBeString();
   }
 });
 
-test("a call that meets the forgotten session late does not end the member session opened since", async () => {
+test("a call that meets the forgotten session late goes again on the session opened since, and does not end it", async () => {
   const relay = relays.hl as RecordingProxy;
   const port = new URL(legacyHttp.url).port;
   const sessionOf = (request: RecordedRequest | undefined) => request?.headers.get("mcp-session-id");
@@ -717,16 +716,15 @@ test("a call that meets the forgotten session late does not end the member sessi
     expect(await until(() => lastCall()?.body?.params?.arguments?.late === true)).toBe(true);
     const lateSession = sessionOf(lastCall());
     relay.hold = undefined;
-    // Meanwhile the next calls find the forgotten session (or the connection noticed) and open a new one.
-    let now = await call("hl_test_simple_text");
-    if (now.answer?.error !== undefined) now = await call("hl_test_simple_text");
-    expect(now.answer?.result).toBeDefined();
+    // Meanwhile the next call finds the forgotten session (or the connection noticed) and opens a new one.
+    expect((await call("hl_test_simple_text")).answer?.result).toBeDefined();
     const fresh = sessionOf(lastCall());
     release();
     const lateAnswer = await late;
     if (lateSession !== before || fresh === before) continue;
-    // The late call failed on the old session: the new one lives on at the member.
-    expect(lateAnswer.answer?.error?.message).toContain("Session not found");
+    // The late call met the old session, and went again on the new one, which lives on at the member.
+    expect(lateAnswer.answer?.result).toBeDefined();
+    expect(sessionOf(lastCall())).toBe(fresh);
     expect(relay.seen.filter((r) => r.method === "DELETE").map(sessionOf)).not.toContain(fresh);
     expect((await call("hl_test_simple_text")).answer?.result).toBeDefined();
     expect(sessionOf(lastCall())).toBe(fresh);

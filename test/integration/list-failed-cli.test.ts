@@ -81,6 +81,12 @@ test("start on a port another program took meanwhile says how to free it or move
     expect(errors[0]).toContain(`lp keeps port ${port} for its clients' URLs, and another program listens there now`);
     expect(errors[0]).toContain("take --proxy-port and its value out of the file's runOptions");
     expect(errors[0]).not.toContain("leave the port option out");
+    // list gives the same way out, not 'start lp', which would fail again.
+    const listed = mcpmgr("list")
+      .stderr.split("\n")
+      .find((line) => line.includes("lp: "));
+    expect(listed).toContain(`lp keeps port ${port} for its clients' URLs, and another program listens there now`);
+    expect(listed).not.toContain("'mcpmgr start lp' runs it again");
 
     // The way it gives, step by step.
     const file = join(home, "lp.json");

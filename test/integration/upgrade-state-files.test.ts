@@ -55,6 +55,36 @@ test("downgrade: a workload record from a newer version is refused as newer by l
     expectRefusedAsNewer(args, join(dir, "workload.json"));
 });
 
+test("downgrade: another workload's newer record does not stop list, group list, start, run or client register", () => {
+  expect(runCli(env, ["run", "http://127.0.0.1:9/mcp", "--name", "mine"]).code).toBe(0);
+  expect(runCli(env, ["stop", "mine"]).code).toBe(0);
+  const newer = join(state, "workloads", "cw", "workload.json");
+  mkdirSync(join(state, "workloads", "cw"), { recursive: true });
+  cpSync(join(FIXTURES, "newer/workload.json"), newer);
+  const before = readFileSync(newer, "utf8");
+  try {
+    // list shows what it can read, then says in one line which record it could not, and exits 1.
+    const listed = runCli(env, ["list", "--format", "json"]);
+    expect(listed.code).toBe(1);
+    expect((JSON.parse(listed.stdout) as { name: string }[]).map((row) => row.name)).toEqual(["mine"]);
+    const errors = listed.stderr.split("\n").filter((line) => line.trim() !== "");
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain(`${newer} was written by a newer mcpmgr (schema_version 2; this one reads 1)`);
+    expect(runCliOk(env, ["group", "list"]).stdout).toMatch(/^default\s+1\b/m);
+    // The other workloads go on: started, run, followed by AI clients.
+    expect(runCliOk(env, ["start", "mine"]).stdout.trim()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    expect(runCli(env, ["run", "http://127.0.0.1:9/mcp", "--name", "another"]).code).toBe(0);
+    mkdirSync(join(home, ".cursor"));
+    expect(runCli(env, ["client", "register", "cursor"]).code).toBe(0);
+    const cursor = JSON.parse(readFileSync(join(home, ".cursor", "mcp.json"), "utf8")) as { mcpServers: object };
+    expect(Object.keys(cursor.mcpServers).sort()).toEqual(["another", "mine"]);
+    expect(readFileSync(newer, "utf8")).toBe(before);
+  } finally {
+    runCli(env, ["rm", "mine"]);
+    runCli(env, ["rm", "another"]);
+  }
+});
+
 test("downgrade: a newer version's groups and client registrations are refused as newer", () => {
   cpSync(join(FIXTURES, "newer/groups.json"), join(state, "groups.json"));
   expectRefusedAsNewer(["group", "list"], join(state, "groups.json"));

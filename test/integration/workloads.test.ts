@@ -595,6 +595,39 @@ test("a server's last words cannot pass for mcpmgr's login prompt: run never sho
   await rm(volume, { recursive: true, force: true });
 }, 60_000);
 
+test("a restart that fails is in the proxy log with the server's last output below it, as its hint says", async () => {
+  const volume = await mkdtemp(join(tmpdir(), "mcpmgr-refusing-"));
+  const started = mcpmgr(
+    "run",
+    PROBE,
+    "--name",
+    "refusing",
+    "-v",
+    `${volume}:/state`,
+    "--",
+    "--refuse-start-if",
+    "/state/broken",
+  );
+  try {
+    expect(started.code).toBe(0);
+    const url = started.stdout.trim();
+    const client = new Client({ name: "workload-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.callTool({ name: "write_file", arguments: { path: "/state/broken", text: "x" } });
+    await client.callTool({ name: "crash", arguments: {} }).catch(() => undefined);
+    await client.close().catch(() => undefined);
+    let proxyLogs = "";
+    await until(() => (proxyLogs = mcpmgr("logs", "refusing", "--proxy").stdout).includes("restarting failed"));
+    // The warning's hint points below it, and the server's words are there, indented as the CLI shows them.
+    expect(proxyLogs).toMatch(
+      /refusing: restarting failed: [^\n]*the server's last output below[^\n]*; trying again in [^\n]*\n {2}sandbox-probe: refusing to start, \/state\/broken is there\n/,
+    );
+  } finally {
+    mcpmgr("rm", "refusing");
+    await rm(volume, { recursive: true, force: true });
+  }
+}, 60_000);
+
 test("a remote URL is a workload too: detached, listed with the remote runtime, stopped and removed", async () => {
   const { startConformanceServer } = await import("../support/conformance.ts");
   const fixture = await startConformanceServer();
@@ -682,6 +715,37 @@ test("--from-config refuses options it would ignore", () => {
   expect(result.code).toBe(2);
   expect(result.stderr).toContain("--proxy-port would be ignored");
 });
+
+test("run --from-config runs an export on the runtime it ran on, not on what this shell would detect", async () => {
+  expect(mcpmgr("run", PROBE, "--name", "replayed", "-e", "PROBE_MODE=replayed").code).toBe(0);
+  const file = join(home, "replayed.json");
+  expect(mcpmgr("export", "replayed", file).code).toBe(0);
+  expect(((await Bun.file(file).json()) as { runtime: string }).runtime).toBe("process");
+  expect(mcpmgr("rm", "replayed").code).toBe(0);
+  // Another shell: a Docker engine answers (the tests need one) and MCPMGR_RUNTIME is not set there,
+  // or names another runtime.
+  const { MCPMGR_RUNTIME: _, ...shell } = process.env;
+  const replay = (env: Record<string, string | undefined>) => {
+    const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--from-config", file], {
+      cwd: REPO_ROOT,
+      env: { ...env, NO_COLOR: "1", MCPMGR_HOME: home },
+      timeout: 120_000,
+    });
+    return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  };
+  const conflicting = replay({ ...shell, MCPMGR_RUNTIME: "docker" });
+  expect(conflicting.code).toBe(2);
+  expect(conflicting.stderr).toContain("ran with the process runtime, but MCPMGR_RUNTIME=docker");
+  expect(row("replayed")).toBeUndefined();
+  const again = replay(shell);
+  expect(again.code).toBe(0);
+  expect(row("replayed") as Row & { runtime: string }).toMatchObject({ status: "running", runtime: "process" });
+  expect(await echoEnv(again.stdout.trim())).toBe("replayed");
+  // Its supervisor's restarts keep it there too.
+  expect(mcpmgr("restart", "replayed").code).toBe(0);
+  expect(row("replayed") as Row & { runtime: string }).toMatchObject({ status: "running", runtime: "process" });
+  expect(mcpmgr("rm", "replayed").code).toBe(0);
+}, 120_000);
 
 test("a recorded pid that now belongs to another process is neither trusted nor signalled", async () => {
   const started = mcpmgr("run", PROBE, "--name", "reused");

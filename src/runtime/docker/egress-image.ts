@@ -7,7 +7,7 @@
  * official Bun image, which the engine pulls once.
  */
 import { createHash } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { McpmgrError } from "../../errors.ts";
 // @ts-expect-error -- imported as text (embedded in the compiled binary), not as a module
 import egressSource from "./egress-proxy.ts" with { type: "text" };
@@ -18,6 +18,17 @@ import { MANAGED_LABEL, ROLE_LABEL } from "./labels.ts";
 
 const source = egressSource as string;
 const HELPER_UID = 65534;
+
+/**
+ * The executable this process runs. A supervisor outlives upgrades: once one moved, replaced or
+ * removed the file at process.execPath, that path holds another version or nothing, and the
+ * helper would be built from it (or not at all) at the next restart of an isolated server.
+ * /proc/PID/exe still opens the file this process was started from, removed or not.
+ */
+function runningExecutable(): string {
+  const own = `/proc/${process.pid}/exe`;
+  return existsSync(own) ? own : process.execPath;
+}
 
 /** Shared libraries the runtime binary loads, as `ldd` lists them (absolute paths only). */
 async function sharedLibraries(binary: string): Promise<string[]> {
@@ -55,7 +66,7 @@ async function contextFiles(engine: ContainerEngine): Promise<{ files: () => Con
       key: dockerfile + source,
     };
   }
-  const runtime = process.execPath;
+  const runtime = runningExecutable();
   const libs = await sharedLibraries(runtime);
   const dockerfile = [
     "FROM scratch",
@@ -67,10 +78,15 @@ async function contextFiles(engine: ContainerEngine): Promise<{ files: () => Con
     'ENTRYPOINT ["/runtime", "/egress-proxy.ts"]',
     "",
   ].join("\n");
-  const identity = [runtime, ...libs].map((path) => {
-    const stat = statSync(path);
-    return `${path}:${stat.size}:${stat.mtimeMs}`;
-  });
+  // The runtime by its file (not the path it is reached by, which names this process), the libraries by path.
+  const executable = statSync(runtime);
+  const identity = [
+    `runtime:${executable.dev}:${executable.ino}:${executable.size}:${executable.mtimeMs}`,
+    ...libs.map((path) => {
+      const stat = statSync(path);
+      return `${path}:${stat.size}:${stat.mtimeMs}`;
+    }),
+  ];
   return {
     key: `${dockerfile}${source}${identity.join("\n")}:${Bun.version}`,
     files: () => [
