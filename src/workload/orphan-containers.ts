@@ -4,6 +4,7 @@
  * removed (past the 10 s a supervisor waits for it, supervisor-control.ts `cancelGraceMs`) makes a
  * container that `rm`, long returned, cannot see; nothing else would ever remove it. Gone means no
  * record and no live foreground run of that name (a foreground run has no record, only its claim).
+ * Only never-started containers go (cleanup.ts): a home at the same path elsewhere shares the id.
  */
 import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import { removeOrphanedObjects } from "../runtime/docker/cleanup.ts";

@@ -27,6 +27,7 @@ let engine: SlowEngine;
 const tag = `${process.pid}`;
 /** Containers this test made itself (another home's, an older mcpmgr's): removed at the end. */
 const planted: string[] = [];
+const plantedNetworks: string[] = [];
 
 /** Not spawnSync: the relay lives in this process, and must answer while the command runs. */
 async function mcpmgr(env: Record<string, string>, ...args: string[]) {
@@ -69,11 +70,12 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const name of [`dcl-gone-${tag}`, `dcl-next-${tag}`]) {
+  for (const name of [`dcl-gone-${tag}`, `dcl-next-${tag}`, `dcl-here-${tag}`]) {
     await mcpmgr({}, "rm", name);
     for (const id of leftovers(name).containers) docker("rm", "-f", id);
   }
   for (const id of planted) docker("rm", "-f", id);
+  for (const id of plantedNetworks) docker("network", "rm", id);
   engine.close();
   await rm(home, { recursive: true, force: true });
 });
@@ -127,4 +129,44 @@ test("a container made after its workload was removed is removed by this home's 
   expect(exists(later)).toBe(false);
   expect(exists(otherHome)).toBe(true);
   expect(exists(unlabelled)).toBe(true);
+});
+
+test("a running container with this home's install id but no record here (a home at the same path on another machine, one engine) is left running, and its network attached", async () => {
+  // The install id is a hash of the state folder's path: another machine's (or dev container's)
+  // home at the same path, using this engine, labels its live workloads with it too.
+  const ours = installId(resolvePaths({ MCPMGR_HOME: home }));
+  const elsewhere = `dcl-elsewhere-${tag}`;
+  const labels = ["mcpmgr=true", `mcpmgr.workload=${elsewhere}`, `mcpmgr.install=${ours}`].flatMap((l) => [
+    "--label",
+    l,
+  ]);
+  const network = docker("network", "create", ...labels, `mcpmgr-${elsewhere}.internal`);
+  expect(network.code).toBe(0);
+  plantedNetworks.push(network.out);
+  const made = docker(
+    "run",
+    "-d",
+    "--network",
+    network.out,
+    ...labels,
+    "--label",
+    "mcpmgr.role=server",
+    "--entrypoint",
+    "node",
+    images.probe,
+    "-e",
+    "setInterval(() => {}, 60000)",
+  );
+  expect(made.code).toBe(0);
+  planted.push(made.out);
+  const running = () =>
+    docker("inspect", "--format", "{{.State.Running}} {{len .NetworkSettings.Networks}}", made.out).out;
+  expect(running()).toBe("true 1");
+  const here = `dcl-here-${tag}`;
+  const started = await mcpmgr({}, "run", images.probe, "--name", here);
+  expect({ code: started.code, failure: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, failure: "" });
+  const removed = await mcpmgr({}, "rm", here);
+  expect(removed.code).toBe(0);
+  expect(removed.stderr).not.toContain(`removed the containers left of ${elsewhere}`);
+  expect(running()).toBe("true 1");
 });

@@ -48,6 +48,13 @@ export async function removeWorkloadObjects(
  * (another MCPMGR_HOME, another user) and an older mcpmgr's unlabelled ones are never touched.
  * The engine is asked first and `gone` second: a workload's record exists before its first object
  * is made, so one created meanwhile is not among those found. Returns the workloads cleaned up.
+ *
+ * Only containers never started ("created", as a late create leaves them) are removed, and a
+ * workload with any other container is left whole: the install id is a hash of the state
+ * folder's path, so a home at the same path on another machine or in another container using the
+ * same engine (a shared DOCKER_HOST, a mounted docker.sock) has the same id, and its running
+ * workloads have no record here. Networks are removed only when nothing is attached (the engine
+ * refuses otherwise), never disconnected from a container.
  */
 export async function removeOrphanedObjects(
   engine: ContainerEngine,
@@ -55,29 +62,39 @@ export async function removeOrphanedObjects(
   gone: (workload: string) => Promise<boolean>,
 ): Promise<string[]> {
   const filters = JSON.stringify({ label: [`${MANAGED_LABEL}=true`, `${INSTALL_LABEL}=${install}`] });
-  const [containers, networks] = await Promise.all([
+  const [listed, networks] = await Promise.all([
     engine.docker.listContainers({ all: true, filters }),
     engine.docker.listNetworks({ filters }),
   ]);
-  const objects = [...containers, ...networks].map((o) => ({ id: o.Id, labels: o.Labels ?? {} }));
-  const workloads = new Set(objects.map((o) => o.labels[WORKLOAD_LABEL]).filter((w) => w !== undefined));
+  const mine = (labels: Readonly<Record<string, string>> | undefined, workload: string) =>
+    labels?.[WORKLOAD_LABEL] === workload && labels[INSTALL_LABEL] === install;
+  const objects = [...listed, ...networks];
+  const workloads = new Set(objects.map((o) => o.Labels?.[WORKLOAD_LABEL]).filter((w) => w !== undefined));
   const cleaned: string[] = [];
   for (const workload of workloads) {
+    const containers = listed.filter((c) => mine(c.Labels, workload));
+    // Started once: a live workload's (another machine's home with the same id), not a late create's.
+    if (containers.some((c) => c.State !== "created")) continue;
     if (!(await gone(workload))) continue;
-    const mine = (labels: Readonly<Record<string, string>>) =>
-      labels[WORKLOAD_LABEL] === workload && labels[INSTALL_LABEL] === install;
     await Promise.all(
-      containers
-        .filter((c) => mine(c.Labels ?? {}))
-        .map((c) =>
+      containers.map((c) =>
+        engine.docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => {}),
+      ),
+    );
+    // Networks after containers; one something is still attached to stays (the engine refuses).
+    await Promise.all(
+      networks
+        .filter((n) => mine(n.Labels, workload))
+        .map((n) =>
           engine.docker
-            .getContainer(c.Id)
-            .remove({ force: true })
+            .getNetwork(n.Id)
+            .remove()
             .catch(() => {}),
         ),
     );
-    // Networks after containers: a network with endpoints cannot be removed.
-    await Promise.all(networks.filter((n) => mine(n.Labels ?? {})).map((n) => removeNetwork(engine, n.Id)));
     cleaned.push(workload);
   }
   return cleaned;
