@@ -144,6 +144,24 @@ describe("Cancellation", () => {
     expect(calls).toEqual(["second"]);
     expect((cancel.reason as Error).message).toBe("x");
   });
+
+  test("a listener that throws is reported, as an AbortSignal's would be, not thrown at the caller of abort", () => {
+    // In its own process: bun test fails whichever test is running when an error is reported.
+    const script = `
+      import { Cancellation } from ${JSON.stringify(new URL("../../src/proxy/upstream/cancellation.ts", import.meta.url).pathname)};
+      const reported = [];
+      process.on("uncaughtException", (err) => reported.push(err.message));
+      const cancel = new Cancellation();
+      cancel.listen(() => { throw new Error("boom"); });
+      let thrown = "nothing";
+      try { cancel.abort(new Error("x")); } catch (err) { thrown = err.message; }
+      await Bun.sleep(10);
+      console.log(JSON.stringify({ thrown, reported, aborted: cancel.aborted }));
+    `;
+    const run = Bun.spawnSync([process.execPath, "-e", script], { stderr: "pipe" });
+    expect(run.exitCode).toBe(0);
+    expect(JSON.parse(run.stdout.toString())).toEqual({ thrown: "nothing", reported: ["boom"], aborted: true });
+  });
 });
 
 describe("WaitingRequests", () => {

@@ -43,7 +43,12 @@ export class Cancellation {
     this.#controller?.abort(reason);
     const listener = this.#listener;
     this.#listener = undefined;
-    listener?.();
+    try {
+      listener?.();
+    } catch (err) {
+      // As an AbortSignal's listener: reported, never thrown at whoever aborted (one timer aborts many).
+      globalThis.reportError(err);
+    }
   }
 
   /** `listener` is called once on abort (it replaces any other). */
