@@ -4,7 +4,7 @@
  * streams through, and the request is answered 413 once it crosses the limit.
  */
 import { cappedStream } from "../bounded-body.ts";
-import type { Middleware } from "../proxy/handler.ts";
+import type { Handler, Middleware, RequestContext } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 
 export const defaultMaxBodyBytes = 8 * 1024 * 1024;
@@ -15,15 +15,24 @@ export function bodyLimit(maxBytes: number = defaultMaxBodyBytes): Middleware {
       headers: { connection: "close" },
     });
 
-  return (next) => async (req, ctx) => {
+  return (next) => (req, ctx) => {
     // The declared length first: reading `req.body` turns the body into a stream, which then
     // costs every request downstream (the forwarder reads a small body whole, without one).
+    // Not an async function: most requests pass on as they are, without a promise of this layer's.
     const declared = req.headers.get("content-length");
     if (declared !== null) return Number(declared) > maxBytes ? tooLarge() : next(req, ctx);
     if (req.body === null) return next(req, ctx);
+    return withCountedBody(next, req, req.body, ctx);
+  };
 
+  async function withCountedBody(
+    next: Handler,
+    req: Request,
+    body: ReadableStream<Uint8Array>,
+    ctx: RequestContext,
+  ): Promise<Response> {
     let exceeded = false;
-    const counted = req.body.pipeThrough(
+    const counted = body.pipeThrough(
       cappedStream(maxBytes, undefined, () => {
         exceeded = true;
         return new Error("request body too large");
@@ -36,5 +45,5 @@ export function bodyLimit(maxBytes: number = defaultMaxBodyBytes): Middleware {
       if (exceeded) return tooLarge();
       throw err;
     }
-  };
+  }
 }

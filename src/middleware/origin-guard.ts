@@ -67,11 +67,11 @@ export function originGuard(options: OriginGuardOptions): Middleware {
     // Bun gives a request without Host a relative URL, and joins repeated Hosts with a comma.
     if (!req.url.startsWith("http")) return badHost("the Host header is required");
     if (host?.includes(",")) return badHost("send one Host header");
-    if (loopbackOnly) {
-      // The checks past the loopback names run only for a request they would otherwise refuse.
-      if (host !== null && !isLoopbackHost(hostnameOf(host)) && !names.userAllowed(host)) return unknownHost(host);
-    } else if (host !== null && host !== lastHost) {
-      if (!names.answersTo(host)) return unknownHost(host);
+    if (host !== null && host !== lastHost) {
+      if (loopbackOnly) {
+        // The checks past the loopback names run only for a request they would otherwise refuse.
+        if (!isLoopbackHost(hostnameOf(host)) && !names.userAllowed(host)) return unknownHost(host);
+      } else if (!names.answersTo(host)) return unknownHost(host);
       lastHost = host;
     }
     const origin = headers.get("origin");

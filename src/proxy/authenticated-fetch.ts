@@ -14,11 +14,19 @@
  */
 import type { TokenSource } from "../auth/outgoing/token-source.ts";
 import { credentialScope } from "./credential-scope.ts";
+import type { Cancellation } from "./upstream/cancellation.ts";
 import { jsonRpcError } from "./jsonrpc.ts";
 import { errorMessage } from "../errors.ts";
 
-/** Bun's fetch options (timeout, duplex, …) plus the client request being served, for token exchange. */
-export type UpstreamInit = BunFetchRequestInit & { readonly timeout?: false | number; readonly incoming?: Request };
+/**
+ * Bun's fetch options (timeout, duplex, …) plus the client request being served, for token exchange, and
+ * a Cancellation that mcpmgr's own client takes in place of `signal` (which must then follow it: fetch reads that).
+ */
+export type UpstreamInit = BunFetchRequestInit & {
+  readonly timeout?: false | number;
+  readonly incoming?: Request;
+  readonly cancel?: Cancellation;
+};
 export type UpstreamFetch = (url: string, init: UpstreamInit) => Promise<Response>;
 
 export interface AuthenticatedFetchOptions {

@@ -36,7 +36,8 @@ const bufferBelowBytes = 64 * 1024;
 
 export type UpstreamBody = ArrayBuffer | ReadableStream<Uint8Array> | undefined;
 
-export async function requestBody(req: Request, method: string): Promise<UpstreamBody> {
+/** Not an async function: the forwarder awaits what it returns, and another async layer would cost a promise more. */
+export function requestBody(req: Request, method: string): UpstreamBody | Promise<ArrayBuffer> {
   if (method === "GET" || method === "HEAD") return undefined;
   // The length first: reading `.body` makes a stream, and the whole body is cheaper read without one.
   const declared = req.headers.get("content-length");

@@ -105,12 +105,14 @@ export class ForwardedSessions {
    * What the upstream's answer to `req` means for the sessions: a DELETE that succeeded ends its
    * session, an "unknown session" error ends it too, a session the answer opens is bound to its
    * caller. Undefined when the answer goes on to the client; else the answer to give instead.
+   * `opened`: the answer's Mcp-Session-Id, if any.
    */
   answered(
     upstream: Response,
     req: Request,
     method: string,
     route: ForwardRoute,
+    opened: string | null,
   ): Response | Promise<Response> | undefined {
     const sessionId = route.sessionId;
     if (sessionId !== null) {
@@ -118,7 +120,6 @@ export class ForwardedSessions {
       if (method === "DELETE" && status >= 200 && status < 300) this.tracker.markEnded(sessionId);
       else if (status === 404 || status === 400) return this.#sessionError(upstream, sessionId);
     }
-    const opened = upstream.headers.get("mcp-session-id");
     // A new session (an initialize's answer; some clients still send their old id with it) is
     // bound to the caller that opened it; past the limit it is closed again.
     if (opened !== null && opened !== sessionId && !this.tracker.bind(opened, route.caller ?? ""))

@@ -13,6 +13,7 @@ import { publicEndpoint } from "./public-url.ts";
 import { PendingAnswers, requestIdsOf } from "./sse-answers.ts";
 import { endpointEventRewriter } from "./sse-endpoint.ts";
 import { relaySse } from "./sse-relay.ts";
+import type { Cancellation } from "./upstream/cancellation.ts";
 
 export interface StreamRelayOptions {
   readonly target: URL;
@@ -32,7 +33,7 @@ export interface StreamRelayOptions {
 /**
  * The forwarder's relay, made once per forwarder: given the upstream's answer, its body `stream`,
  * the request and what it sent (`body`, for the ids of the requests a POST owes answers to), and
- * the controller that aborts the upstream request, it returns the answer for the client.
+ * the cancellation of the upstream request, it returns the answer for the client.
  */
 export type EventStreamRelay = (
   upstream: Response,
@@ -40,7 +41,7 @@ export type EventStreamRelay = (
   req: Request,
   route: ForwardRoute,
   body: UpstreamBody,
-  abort: AbortController,
+  cancel: Cancellation,
 ) => Response;
 
 export function eventStreamRelay(options: StreamRelayOptions): EventStreamRelay {
@@ -49,7 +50,7 @@ export function eventStreamRelay(options: StreamRelayOptions): EventStreamRelay 
     options.onWarning?.(
       `the MCP server sent an event larger than ${max} bytes (MCPMGR_MAX_MESSAGE_BYTES); relayed without watching it for answers`,
     );
-  return (upstream, stream, req, route, body, abort) => {
+  return (upstream, stream, req, route, body, cancel) => {
     const method = req.method;
     let release: (() => void) | undefined;
     const endHold = route.takeHold();
@@ -78,7 +79,7 @@ export function eventStreamRelay(options: StreamRelayOptions): EventStreamRelay 
             }),
           }
         : {}),
-      onCancel: () => abort.abort(),
+      onCancel: () => cancel.abort(),
       announceOpen: true,
     });
     return new Response(relayed, {

@@ -13,13 +13,15 @@ import { requestBody, type UpstreamBody, upstreamUrlFor } from "./forward-reques
 import { ForwardedSessions, type ForwardRoute } from "./forward-sessions.ts";
 import { eventStreamRelay } from "./forward-stream.ts";
 import type { Handler } from "./handler.ts";
-import { sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
+import { needsSanitising, receivedField, sanitiseResponseHeaders, upstreamRequestHeaders } from "./headers.ts";
 import type { LiveStreams } from "./live-streams.ts";
 import { namesPerRequestRevision } from "./mcp-message.ts";
 import { readAhead } from "./read-ahead.ts";
 import type { SessionTracker } from "./session-tracker.ts";
+import { WaitingRequests } from "./waiting-requests.ts";
+import { Cancellation } from "./upstream/cancellation.ts";
 import { defaultUpstreamClient } from "./upstream/client.ts";
-import { isWholeResponse } from "./upstream/responses.ts";
+import { isWholeResponse, receivedFields } from "./upstream/responses.ts";
 
 export interface ForwardOptions {
   readonly target: URL;
@@ -85,15 +87,17 @@ export function transparentForwarder(options: ForwardOptions): Handler {
   });
   const tracker = sessions.tracker;
   const callerOf = options.callerOf ?? (() => undefined);
-  /** Requests waiting for the upstream's response head: a graceful stop answers them. */
-  const waiting = new Set<AbortController>();
+  /** Requests waiting for the upstream's response head: cancelled after the headers timeout; a graceful stop answers them. */
+  const waiting = new WaitingRequests(options.headersTimeoutMs ?? defaultHeadersTimeoutMs, (cancel) =>
+    cancel.abort(new UpstreamTimeout()),
+  );
   live.beforeClose((reason) => {
-    for (const controller of waiting) controller.abort(new ShuttingDown(reason));
+    for (const cancel of waiting.cancellations()) cancel.abort(new ShuttingDown(reason));
   });
-  const headersTimeoutMs = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
   const upstreamUrl = upstreamUrlFor(target, endpointPrefix);
 
-  return async (req, ctx) => {
+  // Not an async function: the one async layer of a forwarded request is forwardRequest's.
+  return (req, ctx) => {
     // A request naming 2026-07-28 or later belongs to no session, whatever Mcp-Session-Id it carries (that
     // revision: ignore it): the header is neither checked here nor sent on, so the upstream answers it as one.
     const perRequest = namesPerRequestRevision(req.headers.get("mcp-protocol-version"));
@@ -106,81 +110,121 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     if (sessionId === null) return forwardRequest(req, ctx, { sessionId, url, caller, perRequest, takeHold: noHold });
     // The session is in use until the answer has ended (a long tool call, a GET stream): the tracker's
     // eviction and expiry spare it. A streamed answer ends the hold itself when it ends.
-    const hold = tracker.hold(sessionId);
-    let streamed = false;
-    const takeHold = () => {
-      streamed = true;
-      return hold;
-    };
-    try {
-      return await forwardRequest(req, ctx, { sessionId, url, caller, perRequest, takeHold });
-    } finally {
-      if (!streamed) hold();
-    }
+    return forwardRequest(req, ctx, new HeldRoute(sessionId, url, caller, perRequest, tracker.hold(sessionId)));
   };
 
-  /** `req` sent upstream and its answer relayed; a relayed stream takes the session's hold (`takeHold`). */
+  /**
+   * `req` sent upstream and its answer relayed. A relayed stream takes the session's hold
+   * (`takeHold`); else the hold ends once the answer is ready, or the request failed (hence
+   * `return await`: a promise returned from the `try` would end it before the answer was ready).
+   */
   async function forwardRequest(req: Request, ctx: Parameters<Handler>[1], route: ForwardRoute): Promise<Response> {
     const method = req.method;
-    const abort = new AbortController();
-    const onClientAbort = () => abort.abort(req.signal.reason);
+    // The upstream request's cancellation (not an AbortController: upstream/cancellation.ts); a
+    // client that leaves cancels it, so does the headers timeout or a graceful stop (`waiting`).
+    const cancel = new Cancellation();
+    const onClientAbort = () => cancel.abort(req.signal.reason);
     req.signal.addEventListener("abort", onClientAbort, { once: true });
-    const timer = setTimeout(() => abort.abort(new UpstreamTimeout()), headersTimeoutMs);
-    waiting.add(abort);
+    const waits = waiting.add(cancel);
 
-    let body: UpstreamBody;
-    let upstream: Response;
     try {
-      body = await requestBody(req, method);
-      upstream = await doFetch(route.url, {
-        method,
-        headers: upstreamRequestHeaders(req, { remoteAddress: ctx.remoteAddress, trustProxyHeaders }, route.perRequest),
-        body,
-        duplex: "half", // required for a streamed request body
-        redirect: "manual",
-        signal: abort.signal,
-        // Bodies pass through as the upstream sent them (and, with fetch, no Accept-Encoding of its own).
-        decompress: false,
-        // Bun's fetch drops sockets idle for 5 minutes by default: fatal for SSE.
-        timeout: false,
-        incoming: req,
-      });
-    } catch (err) {
-      req.signal.removeEventListener("abort", onClientAbort);
-      return upstreamFailure(err, abort.signal.reason, req.signal.aborted, method);
+      let body: UpstreamBody;
+      let upstream: Response;
+      try {
+        body = await requestBody(req, method);
+        upstream = await doFetch(route.url, {
+          method,
+          headers: upstreamRequestHeaders(
+            req,
+            { remoteAddress: ctx.remoteAddress, trustProxyHeaders },
+            route.perRequest,
+          ),
+          body,
+          duplex: "half", // required for a streamed request body
+          redirect: "manual",
+          cancel,
+          // fetch, where mcpmgr's client leaves a request to it (or a fetch given instead), reads this.
+          get signal() {
+            return cancel.signal;
+          },
+          // Bodies pass through as the upstream sent them (and, with fetch, no Accept-Encoding of its own).
+          decompress: false,
+          // Bun's fetch drops sockets idle for 5 minutes by default: fatal for SSE.
+          timeout: false,
+          incoming: req,
+        });
+      } catch (err) {
+        req.signal.removeEventListener("abort", onClientAbort);
+        return upstreamFailure(err, cancel.reason, req.signal.aborted, method);
+      } finally {
+        waiting.remove(waits);
+      }
+
+      // The answer's fields as mcpmgr's client received them, when it did: read there, the answer's
+      // `headers` (a Headers object made on first use) are never made for a clean answer.
+      const fields = receivedFields(upstream);
+      const opened =
+        fields === undefined ? upstream.headers.get("mcp-session-id") : receivedField(fields, "mcp-session-id");
+      // A session ended or opened by this answer, or an "unknown session" error: the sessions' business.
+      const instead = sessions.answered(upstream, req, method, route, opened);
+      if (instead !== undefined) return await instead;
+
+      // Read after the hygiene, as it may remove a field that Connection names.
+      let contentType: string | null;
+      if (fields === undefined || needsSanitising(fields)) {
+        contentType = sanitiseResponseHeaders(upstream.headers).get("content-type");
+      } else {
+        contentType = receivedField(fields, "content-type");
+      }
+      // A whole body is returned as it is: a body that is not looked at stays a plain byte body,
+      // the cheapest for Bun.serve to send (reading `.body` would turn it into a stream, hence the
+      // order of the checks). Others are read ahead, so one that breaks early is a 502, not a reset.
+      // A client that leaves while it streams still aborts the upstream through the listener.
+      if (!contentType?.startsWith("text/event-stream")) {
+        // A whole body returns as it is, without the promise (and the microtask hops) of readAhead.
+        return isWholeResponse(upstream) || upstream.body === null ? upstream : await readAhead(upstream);
+      }
+      const stream = upstream.body;
+      if (stream === null) {
+        req.signal.removeEventListener("abort", onClientAbort);
+        return upstream;
+      }
+
+      ctx.keepOpen();
+      // A compressed stream (the upstream ignored our identity-only request) cannot take comments.
+      if (upstream.headers.has("content-encoding")) return upstream;
+      return relayEventStream(upstream, stream, req, route, body, cancel);
     } finally {
-      clearTimeout(timer);
-      waiting.delete(abort);
+      if (route instanceof HeldRoute) route.endUnlessTaken();
     }
+  }
+}
 
-    // A session ended or opened by this answer, or an "unknown session" error: the sessions' business.
-    const instead = sessions.answered(upstream, req, method, route);
-    if (instead !== undefined) return instead;
+/** The route of a request on a session: the session is held until its answer is ready, or by the stream relaying it. */
+class HeldRoute implements ForwardRoute {
+  readonly sessionId: string;
+  readonly url: string;
+  readonly caller: string | undefined;
+  readonly perRequest: boolean;
+  readonly #release: () => void;
+  #taken = false;
 
-    const headers = sanitiseResponseHeaders(upstream.headers);
-    // A whole body is returned as it is: a body that is not looked at stays a plain byte body,
-    // the cheapest for Bun.serve to send (reading `.body` would turn it into a stream). Others
-    // are read ahead, so one that breaks early is a 502, not a reset. A client that leaves
-    // while it streams still aborts the upstream through the listener.
-    if (!isEventStream(headers)) {
-      // A whole body returns as it is, without the promise (and the microtask hops) of readAhead.
-      return upstream.body === null || isWholeResponse(upstream) ? upstream : readAhead(upstream);
-    }
-    const stream = upstream.body;
-    if (stream === null) {
-      req.signal.removeEventListener("abort", onClientAbort);
-      return upstream;
-    }
+  constructor(sessionId: string, url: string, caller: string | undefined, perRequest: boolean, release: () => void) {
+    this.sessionId = sessionId;
+    this.url = url;
+    this.caller = caller;
+    this.perRequest = perRequest;
+    this.#release = release;
+  }
 
-    ctx.keepOpen();
-    // A compressed stream (the upstream ignored our identity-only request) cannot take comments.
-    if (headers.has("content-encoding")) return upstream;
-    return relayEventStream(upstream, stream, req, route, body, abort);
+  takeHold(): () => void {
+    this.#taken = true;
+    return this.#release;
+  }
+
+  endUnlessTaken(): void {
+    if (!this.#taken) this.#release();
   }
 }
 
 const noHold = () => undefined;
-
-function isEventStream(headers: Headers): boolean {
-  return headers.get("content-type")?.startsWith("text/event-stream") ?? false;
-}

@@ -42,10 +42,12 @@ export interface ForwardingInfo {
   readonly trustProxyHeaders: boolean;
 }
 
-function connectionTokens(headers: Headers): ReadonlySet<string> | undefined {
+/** The names a Connection header lists (an array: there are one or two, and a Set per request costs more). */
+function connectionTokens(headers: Headers): readonly string[] | undefined {
   const value = headers.get("connection");
   if (value === null) return undefined;
-  return new Set(value.split(",").map((token) => token.trim().toLowerCase()));
+  if (!value.includes(",")) return [value.trim().toLowerCase()];
+  return value.split(",").map((token) => token.trim().toLowerCase());
 }
 
 /** Headers never forwarded upstream as the client sent them (besides those named in Connection). */
@@ -66,7 +68,7 @@ export function upstreamRequestHeaders(req: Request, info: ForwardingInfo, sessi
   let hasForwardedHost = false;
   source.forEach((value, name) => {
     if (name === "host") host = value;
-    if (strippedUpstream.has(name) || named?.has(name) || (sessionless && name === "mcp-session-id")) return;
+    if (strippedUpstream.has(name) || named?.includes(name) || (sessionless && name === "mcp-session-id")) return;
     if (forwarded.has(name)) {
       if (!trusted) return;
       if (name === "x-forwarded-for") {
@@ -84,6 +86,32 @@ export function upstreamRequestHeaders(req: Request, info: ForwardingInfo, sessi
   if (!hasProto) out.push(["x-forwarded-proto", "http"]);
   if (host !== undefined && !hasForwardedHost) out.push(["x-forwarded-host", host]);
   return out;
+}
+
+/** The lengths of the hop-by-hop names: most fields are ruled out without lower-casing their names. */
+const hopByHopLengths: ReadonlySet<number> = new Set([...hopByHop].map((name) => name.length));
+
+/**
+ * Whether the fields of an answer as mcpmgr's client received them (upstream/responses.ts
+ * `receivedFields`) hold one that sanitiseResponseHeaders removes: without Connection, no other
+ * field can be named in it, so only the hop-by-hop names count.
+ */
+export function needsSanitising(fields: readonly (readonly [string, string])[]): boolean {
+  for (const [name] of fields) if (hopByHopLengths.has(name.length) && hopByHop.has(name.toLowerCase())) return true;
+  return false;
+}
+
+/**
+ * Field `name` (lower case) among received fields, as `Headers.get` gives it: null when absent,
+ * repeated fields joined with ", ".
+ */
+export function receivedField(fields: readonly (readonly [string, string])[], name: string): string | null {
+  let value: string | null = null;
+  for (const [field, fieldValue] of fields) {
+    if (field.length === name.length && field.toLowerCase() === name)
+      value = value === null ? fieldValue : `${value}, ${fieldValue}`;
+  }
+  return value;
 }
 
 /**

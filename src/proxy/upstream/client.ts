@@ -54,6 +54,12 @@ interface Origin {
   readonly host: string;
 }
 
+/** Where a URL's requests go: its origin's pool, and the request target (path and query). */
+interface Route {
+  readonly origin: Origin;
+  readonly target: string;
+}
+
 const kib = 1024;
 /** Methods a request may be sent again for (RFC 9110 §9.2.2). */
 const idempotent: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
@@ -113,8 +119,8 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
     return { pool: new OriginPool(target, poolOptions), host: url.host };
   };
 
-  const upstreamFetch: UpstreamFetch = async (url, init) => {
-    if (needsFetch(init)) return fallback(url, init);
+  /** The origin and request target of a URL; null when fetch must handle it. */
+  const routeOf = (url: string): Route | null => {
     const authority = url.indexOf("//") + 2;
     let pathAt = authority < 2 ? -1 : url.slice(authority).search(/[/?#]/);
     if (pathAt !== -1) pathAt += authority;
@@ -124,7 +130,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       origin = originFor(key);
       pools.set(key, origin);
     }
-    if (origin === null) return fallback(url, init);
+    if (origin === null) return null;
 
     let target = pathAt === -1 ? "/" : url.slice(pathAt);
     const hash = target.indexOf("#");
@@ -134,11 +140,30 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       const parsed = new URL(url);
       target = parsed.pathname + parsed.search;
     }
+    return { origin, target };
+  };
+  // A forwarder asks for the same URL request after request: the last one's route is kept.
+  let lastUrl: string | undefined;
+  let lastRoute: Route | null = null;
+
+  const upstreamFetch: UpstreamFetch = async (url, init) => {
+    if (needsFetch(init)) return fallback(url, init);
+    if (url !== lastUrl) {
+      lastRoute = routeOf(url);
+      lastUrl = url;
+    }
+    const route = lastRoute;
+    if (route === null) return fallback(url, init);
+    const { origin, target } = route;
 
     const method = requestMethod(init.method);
     const prepared = requestBody(init.body, method);
     if (prepared === null) return fallback(url, init);
-    const signal = init.signal ?? undefined;
+    // A Cancellation, when given, stands for the signal (which then only mirrors it): reading
+    // `init.signal` would make the AbortSignal the Cancellation exists to spare.
+    const cancel = init.cancel;
+    const signal = cancel === undefined ? (init.signal ?? undefined) : undefined;
+    if (cancel?.aborted) throw cancel.reason;
     if (signal?.aborted) throw signal.reason;
 
     const head = requestHead(method, target, origin.host, init.headers, prepared);
@@ -146,9 +171,9 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
     const pool = origin.pool;
     for (let attempt = 0; ; attempt++) {
       const idle = pool.takeIdle();
-      const connection = idle ?? (await pool.connect(signal));
+      const connection = idle ?? (await pool.connect(cancel?.signal ?? signal));
       try {
-        return await connection.request({ method, head, body, signal });
+        return await connection.request({ method, head, body, signal, cancel });
       } catch (err) {
         const retry =
           attempt === 0 &&
@@ -157,7 +182,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
           err.beforeResponse &&
           prepared.stream === undefined &&
           (err.nothingWritten || idempotent.has(method)) &&
-          !signal?.aborted;
+          !(cancel?.aborted ?? signal?.aborted);
         if (!retry) throw err;
       }
     }

@@ -117,7 +117,12 @@ export class Http1Connection implements ResponseSink {
       this.#exchange = exchange;
       this.#parser.expect(spec.method);
       this.#socket.ref();
-      if (spec.signal !== undefined) {
+      const cancel = spec.cancel;
+      if (cancel !== undefined) {
+        const onAbort = () => this.#abort(exchange, cancel.reason);
+        exchange.onAbort = onAbort;
+        cancel.listen(onAbort);
+      } else if (spec.signal !== undefined) {
         const onAbort = () => this.#abort(exchange, spec.signal?.reason);
         exchange.onAbort = onAbort;
         spec.signal.addEventListener("abort", onAbort, { once: true });
@@ -291,7 +296,11 @@ export class Http1Connection implements ResponseSink {
   #finishExchange(exchange: Exchange, reusable: boolean): void {
     if (this.#exchange !== exchange) return;
     this.#exchange = undefined;
-    if (exchange.onAbort !== undefined) exchange.signal?.removeEventListener("abort", exchange.onAbort);
+    const onAbort = exchange.onAbort;
+    if (onAbort !== undefined) {
+      if (exchange.cancel !== undefined) exchange.cancel.unlisten(onAbort);
+      else exchange.signal?.removeEventListener("abort", onAbort);
+    }
     if (this.#paused) {
       this.#paused = false;
       this.#socket?.resume();

@@ -6,6 +6,7 @@
  * bytes and pauses the socket when the exchange says the reader is full.
  */
 import type { Buffer } from "node:buffer";
+import type { Cancellation } from "./cancellation.ts";
 import { UpstreamError } from "./errors.ts";
 import type { ResponseHead } from "./response-head.ts";
 import { nullBodyStatus, streamedResponse, wholeResponse } from "./responses.ts";
@@ -22,9 +23,10 @@ export interface StreamFeedback {
 export class Exchange {
   readonly method: string;
   readonly signal: AbortSignal | undefined;
+  readonly cancel: Cancellation | undefined;
   readonly #resolve: (response: Response) => void;
   readonly #reject: (err: unknown) => void;
-  /** The listener on `signal`, removed when the exchange ends. */
+  /** The listener on `cancel` or `signal`, removed when the exchange ends. */
   onAbort: (() => void) | undefined;
   /** The Response was handed out (or the promise rejected). */
   settled = false;
@@ -41,6 +43,7 @@ export class Exchange {
   constructor(spec: RequestSpec, resolve: (response: Response) => void, reject: (err: unknown) => void) {
     this.method = spec.method;
     this.signal = spec.signal;
+    this.cancel = spec.cancel;
     this.#resolve = resolve;
     this.#reject = reject;
   }

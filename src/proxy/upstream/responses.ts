@@ -12,12 +12,28 @@ export function nullBodyStatus(status: number): boolean {
   return status === 204 || status === 205 || status === 304;
 }
 
-/** Responses handed out with their whole body: reading it cannot fail any more. */
-const whole = new WeakSet<Response>();
+/** A response's head as this client received it. */
+interface Received {
+  /** The field lines, names spelled as the upstream sent them. */
+  readonly fields: readonly (readonly [string, string])[];
+  /** Handed out with the whole body: reading it cannot fail any more. */
+  readonly whole: boolean;
+}
+
+/** Every Response this client handed out, with its head as received. */
+const received = new WeakMap<Response, Received>();
 
 /** Whether `response` came from this client with its whole body already received. */
 export function isWholeResponse(response: Response): boolean {
-  return whole.has(response);
+  return received.get(response)?.whole === true;
+}
+
+/**
+ * The field lines of `response` as the upstream sent them, when it came from this client: the
+ * forwarder reads them instead of `response.headers`, which makes a Headers object per answer.
+ */
+export function receivedFields(response: Response): readonly (readonly [string, string])[] | undefined {
+  return received.get(response)?.fields;
 }
 
 /** A Response with the body received so far as its whole body; throws an UpstreamError if the head makes none. */
@@ -29,7 +45,7 @@ export function wholeResponse(head: ResponseHead, chunks: readonly Buffer[], byt
         ? (chunks[0] as Buffer)
         : Buffer.concat(chunks as Buffer[], bytes);
   const response = respond(body, head);
-  whole.add(response);
+  received.set(response, { fields: head.headers, whole: true });
   return response;
 }
 
@@ -48,7 +64,9 @@ export function streamedResponse(head: ResponseHead, hooks: StreamHooks, highWat
     { start: hooks.start, pull: hooks.pull, cancel: hooks.cancel },
     { highWaterMark, size: (chunk) => chunk?.byteLength ?? 0 },
   );
-  return respond(body, head);
+  const response = respond(body, head);
+  received.set(response, { fields: head.headers, whole: false });
+  return response;
 }
 
 function respond(body: Uint8Array | ReadableStream<Uint8Array> | null, head: ResponseHead): Response {

@@ -1,5 +1,6 @@
 /** The shapes the upstream client's modules share. */
 import type { TLSOptions } from "bun";
+import type { Cancellation } from "./cancellation.ts";
 
 export interface ConnectTarget {
   readonly hostname: string;
@@ -21,6 +22,8 @@ export interface RequestSpec {
   /** A whole body (sent with the head) or a stream (sent chunked after it). */
   readonly body: Uint8Array | ReadableStream<Uint8Array> | undefined;
   readonly signal: AbortSignal | undefined;
+  /** Stands for `signal` when given (cancellation.ts). */
+  readonly cancel: Cancellation | undefined;
 }
 
 export interface ConnectionLimits {
