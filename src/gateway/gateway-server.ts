@@ -113,10 +113,14 @@ export function createGatewayServer(
     }
     // A 2026-07-28 caller's request to a member reached as a 2026-07-28 server carries the caller's
     // envelope and retry material (modern-caller.ts); the member's input_required result comes back as it is.
-    const modernMember = modern !== undefined && upstream.getProtocolEra() !== "legacy";
-    // Its Mcp-Param-* headers too: the member checks them against the tool's declarations, as the gateway did.
+    const reachedModern = upstream.getProtocolEra() !== "legacy";
+    const modernMember = modern !== undefined && reachedModern;
+    // A tools/call to a member reached as a 2026-07-28 server carries the tool's Mcp-Param-* headers,
+    // whatever the caller's revision: the member checks them against its declarations (as the gateway
+    // did for a 2026-07-28 caller) and refuses a call without them, so a 2025-era session's call needs
+    // them as much as a 2026-07-28 caller's.
     const headers =
-      modernMember && listedAs !== undefined
+      reachedModern && listedAs !== undefined
         ? memberParamHeaders({ ...params, name: listedAs }, catalog.view.tools)
         : undefined;
     if (modernMember) sent = paramsForModernMember(sent, ctx, modern);
