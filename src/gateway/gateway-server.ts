@@ -17,6 +17,7 @@ import { anyResult, type Params } from "./sdk.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import { withRequestScope } from "./upstream.ts";
+import { memberSubscription } from "./member-subscriptions.ts";
 import { memberParamHeaders } from "./param-headers.ts";
 import {
   asksForLogs,
@@ -132,6 +133,9 @@ export function createGatewayServer(
         : undefined;
     const release = pool().track(workload, ctx.mcpReq.id);
     try {
+      // A 2025-era session's subscription at a workload that speaks only 2026-07-28: a listen stream.
+      if ((method === "resources/subscribe" || method === "resources/unsubscribe") && reachedModern)
+        return await memberSubscription(upstream, method, params.uri as string);
       const result = await withRequestScope(ctx.http?.req?.headers, onLog, () =>
         upstream.request({ method, params: sent }, anyResult, {
           signal: ctx.mcpReq.signal,
