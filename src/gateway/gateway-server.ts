@@ -60,6 +60,16 @@ function ambiguous(what: string, workloads: readonly string[]): ProtocolError {
 }
 
 /**
+ * A 2025-era session's request to a workload reached as a 2026-07-28 server: that revision has no
+ * logging/setLevel, and its server logs only for a request that names a level in `_meta`, so the
+ * level the session set goes with each request (its lines then come back on the request's stream).
+ */
+function withSessionLogLevel(params: Params, level: LoggingLevel | undefined): Params {
+  if (level === undefined) return params;
+  return { ...params, _meta: { ...(params._meta as Params | undefined), "io.modelcontextprotocol/logLevel": level } };
+}
+
+/**
  * `req`: the request that opened the session (or the stateless request), for search mode's instructions.
  * `modern`: a 2026-07-28 request's server, with that request as its caller sent it. Its pool has no
  * client to hand a workload's `resources/updated` to, so it does not offer resource subscriptions: a
@@ -125,6 +135,7 @@ export function createGatewayServer(
         ? memberParamHeaders({ ...params, name: listedAs }, catalog.view.tools)
         : undefined;
     if (modernMember) sent = paramsForModernMember(sent, ctx, modern);
+    else if (reachedModern) sent = withSessionLogLevel(sent, pool().logLevel);
     // Its log lines come back on its own stream; a request that set no level gets none (and costs no scope).
     const onLog =
       modernMember && asksForLogs(ctx)
