@@ -17,6 +17,7 @@ import { listAll, listKind } from "./member-lists.ts";
 import { connectUpstream, endUpstream, eraOf, MEMBER_SESSION_END_MS, type Upstream } from "./upstream.ts";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
+import { watchListChanges } from "./member-listen.ts";
 import { type AnswerLimit, defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 
 export type ListKind = "tools" | "prompts" | "resources";
@@ -229,6 +230,17 @@ export class GroupCatalog {
       connection.failure = undefined;
       this.#options.log("info", `workload '${member.name}' joined (${member.url})`);
       this.#rebuild();
+      // Reached as a 2026-07-28 server: its list changes come only on a listen stream (member-listen.ts).
+      if (client.getProtocolEra() !== "legacy") {
+        const watched = client;
+        watchListChanges(watched, {
+          current: () => !connection.closed && connection.client === watched,
+          relistAll: () => {
+            for (const kind of ["tools", "prompts", "resources"] as const) this.#relistSoon(connection, kind);
+          },
+          log: (text) => this.#options.log("warn", `workload '${member.name}': ${text}`),
+        });
+      }
     } catch (err) {
       // A session opened before the failure (its lists failed) is ended; the retry opens another.
       if (client !== undefined) void endSession(client);

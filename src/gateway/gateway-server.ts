@@ -17,6 +17,7 @@ import { anyResult, type Params } from "./sdk.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import { withRequestScope } from "./upstream.ts";
+import { memberSubscription } from "./member-subscriptions.ts";
 import { memberParamHeaders } from "./param-headers.ts";
 import {
   asksForLogs,
@@ -56,6 +57,16 @@ function ambiguous(what: string, workloads: readonly string[]): ProtocolError {
     `${what} is offered by several workloads (${workloads.join(", ")}); the gateway does not route it`,
     { workloads },
   );
+}
+
+/**
+ * A 2025-era session's request to a workload reached as a 2026-07-28 server: that revision has no
+ * logging/setLevel, and its server logs only for a request that names a level in `_meta`, so the
+ * level the session set goes with each request (its lines then come back on the request's stream).
+ */
+function withSessionLogLevel(params: Params, level: LoggingLevel | undefined): Params {
+  if (level === undefined) return params;
+  return { ...params, _meta: { ...(params._meta as Params | undefined), "io.modelcontextprotocol/logLevel": level } };
 }
 
 /**
@@ -117,13 +128,18 @@ export function createGatewayServer(
     }
     // A 2026-07-28 caller's request to a member reached as a 2026-07-28 server carries the caller's
     // envelope and retry material (modern-caller.ts); the member's input_required result comes back as it is.
-    const modernMember = modern !== undefined && upstream.getProtocolEra() !== "legacy";
-    // Its Mcp-Param-* headers too: the member checks them against the tool's declarations, as the gateway did.
+    const reachedModern = upstream.getProtocolEra() !== "legacy";
+    const modernMember = modern !== undefined && reachedModern;
+    // A tools/call to a member reached as a 2026-07-28 server carries the tool's Mcp-Param-* headers,
+    // whatever the caller's revision: the member checks them against its declarations (as the gateway
+    // did for a 2026-07-28 caller) and refuses a call without them, so a 2025-era session's call needs
+    // them as much as a 2026-07-28 caller's.
     const headers =
-      modernMember && listedAs !== undefined
+      reachedModern && listedAs !== undefined
         ? memberParamHeaders({ ...params, name: listedAs }, catalog.view.tools)
         : undefined;
     if (modernMember) sent = paramsForModernMember(sent, ctx, modern);
+    else if (reachedModern) sent = withSessionLogLevel(sent, pool().logLevel);
     // Its log lines come back on its own stream; a request that set no level gets none (and costs no scope).
     const onLog =
       modernMember && asksForLogs(ctx)
@@ -132,6 +148,9 @@ export function createGatewayServer(
         : undefined;
     const release = pool().track(workload, ctx.mcpReq.id);
     try {
+      // A 2025-era session's subscription at a workload that speaks only 2026-07-28: a listen stream.
+      if ((method === "resources/subscribe" || method === "resources/unsubscribe") && reachedModern)
+        return await memberSubscription(upstream, method, params.uri as string);
       const result = await withRequestScope(ctx.http?.req?.headers, onLog, () =>
         upstream.request({ method, params: sent }, anyResult, {
           signal: ctx.mcpReq.signal,

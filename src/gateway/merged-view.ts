@@ -1,6 +1,7 @@
 /**
  * The merged view of a group's lists, rebuilt by the catalog (catalog.ts) when a workload's lists
- * change: tools and prompts under gateway names (names.ts), invalid names left out, and resources
+ * change: tools and prompts under gateway names (names.ts), invalid names (and tools with invalid
+ * x-mcp-header declarations) left out, and resources
  * and templates with their owners. Nothing is first-come: a resource URI or template that several
  * workloads offer is routed to none of them (`resourceRoute`), so which workload name sorts first
  * never decides who answers (or learns) a read.
@@ -15,6 +16,7 @@ import {
   type OwnedName,
   type PrefixMode,
 } from "./names.ts";
+import { scanToolHeaders } from "../proxy/tool-headers.ts";
 
 type Item = Readonly<Record<string, unknown>>;
 
@@ -68,15 +70,27 @@ export function merge(
   // Tool names outside the specification's rule, and prompt names with control characters, are left out.
   const valid = (field: "tools" | "prompts", name: string) =>
     field === "tools" ? TOOL_NAME.test(name) : name !== "" && !/[\u0000-\u001f\u007f-\u009f]/.test(name);
+  // A tool whose x-mcp-header declarations break the 2026-07-28 rules is left out too: the gateway
+  // reaches its workloads over Streamable HTTP, whose clients must reject such a tool (a 2026-07-28
+  // workload would refuse every call to it that carries a value for the argument: no header can be built).
+  const badHeaders = (field: "tools" | "prompts", item: Item): string | undefined => {
+    if (field !== "tools") return undefined;
+    const scan = scanToolHeaders(item.inputSchema);
+    return scan.valid ? undefined : scan.reason;
+  };
   const named = (field: "tools" | "prompts"): OwnedName[] =>
     sorted.flatMap(({ workload, lists }) =>
       lists[field]
         .filter((item) => typeof item.name === "string")
         .filter((item) => {
-          if (valid(field, item.name as string)) return true;
-          refusedNames.push(
-            `${workload}'s ${field === "tools" ? "tool" : "prompt"} ${quoted(item.name as string)} is not a valid MCP name: left out`,
-          );
+          const what = `${workload}'s ${field === "tools" ? "tool" : "prompt"} ${quoted(item.name as string)}`;
+          if (!valid(field, item.name as string)) {
+            refusedNames.push(`${what} is not a valid MCP name: left out`);
+            return false;
+          }
+          const headers = badHeaders(field, item);
+          if (headers === undefined) return true;
+          refusedNames.push(`${what} has an invalid x-mcp-header (${quoted(headers)}): left out`);
           return false;
         })
         .map((item) => ({ workload, name: item.name as string })),

@@ -7,8 +7,9 @@
  * server for its clients (its members never see the client's headers), and it knows the merged
  * tool list its clients called from, so it checks every 2026-07-28 tools/call against the
  * declarations of the tool as listed — in search mode, against find_tool and call_tool, the only
- * tools its clients list. A tool whose declarations break the rules is checked against none:
- * conforming clients leave it out and never call it (the stdio bridge does the same).
+ * tools its clients list. A tool whose declarations break the rules is not listed at all
+ * (merged-view.ts), so it has none to check. The headers it carries on to a member reached as a
+ * 2026-07-28 server go with every call, whatever the caller's revision (gateway-server.ts).
  */
 import {
   checkParamHeaders,

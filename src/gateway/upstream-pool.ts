@@ -141,6 +141,11 @@ export class UpstreamPool {
     return this.#inFlight.get(workload)?.at(-1);
   }
 
+  /** The level the session set (`logging/setLevel`), if any. */
+  get logLevel(): LoggingLevel | undefined {
+    return this.#logLevel;
+  }
+
   /** `logging/setLevel` for the session: applied to every open connection and to later ones. */
   async setLogLevel(level: LoggingLevel): Promise<void> {
     this.#logLevel = level;

@@ -110,6 +110,20 @@ async function connectWith(
   const onRequest = handlers.onRequest;
   if (onRequest) {
     client.fallbackRequestHandler = (request, ctx) => onRequest(request, ctx.mcpReq.signal);
+    // A workload reached as a 2026-07-28 server asks inside its answer (an input_required result): the
+    // SDK fulfils those rounds only through handlers registered per method, for the capabilities
+    // declared, and then retries the call. Each goes to the owner, as a 2025-era workload's own request does.
+    const declared = handlers.capabilities ?? {};
+    for (const method of ["sampling/createMessage", "elicitation/create", "roots/list"] as const) {
+      const capability =
+        method === "sampling/createMessage" ? "sampling" : method === "elicitation/create" ? "elicitation" : "roots";
+      if (declared[capability] === undefined) continue;
+      client.setRequestHandler(
+        method,
+        (request, ctx) =>
+          onRequest({ jsonrpc: "2.0", id: ctx.mcpReq.id, ...request } as JSONRPCRequest, ctx.mcpReq.signal) as never,
+      );
+    }
   }
   const onNotification = handlers.onNotification;
   if (onNotification) {

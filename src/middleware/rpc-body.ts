@@ -6,6 +6,7 @@
 import { carryRequestState } from "../auth/request-state.ts";
 import { JsonRpcCode, jsonRpcError, type JsonRpcId } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage } from "../proxy/mcp-message.ts";
+import { decodeHeaderValue, HEADER_MISMATCH } from "../proxy/tool-headers.ts";
 import { maxJsonDepth, mayHoldLongIntegers, nestsDeeperThan, parseExactJson } from "../proxy/stdio-bridge/json-text.ts";
 import { markDenied } from "./denials.ts";
 import { argumentsProblem, bodyProblem, unreadableValue, type MessageCheckOptions } from "./message-checks.ts";
@@ -152,20 +153,29 @@ export function checkedBody(
 /**
  * 2026-07-28 requests mirror the body in `Mcp-Method` and `Mcp-Name` headers, and a server
  * (or a gateway in front of it) may route by them; so what the policies decided on (the
- * body) and the headers must agree. A 400 answer when they do not, else undefined.
+ * body) and the headers must agree. A 400 answer when they do not (with the revision's
+ * HeaderMismatch code, so that a client does not take it for a 2025-era server's refusal and
+ * fall back), else undefined. `Mcp-Name` is compared as the client meant it: a name or URI
+ * outside plain ASCII travels in the `=?base64?…?=` form, decoded here first.
  */
 function headerMismatch(req: Request, body: RpcBody): Response | undefined {
   const method = req.headers.get("mcp-method");
   const name = req.headers.get("mcp-name");
   if (method === null && name === null) return undefined;
-  const refuseWith = (why: string, id: unknown = null) =>
-    refuse(400, JsonRpcCode.invalidRequest, why, (id ?? null) as JsonRpcId);
+  const refuseWith = (why: string, id: unknown = null, code: number = HEADER_MISMATCH) =>
+    refuse(400, code, why, (id ?? null) as JsonRpcId);
   if (Array.isArray(body.value) || body.messages.length !== 1)
-    return refuseWith("Mcp-Method and Mcp-Name go with a single request, not a batch");
+    return refuseWith(
+      "Mcp-Method and Mcp-Name go with a single request, not a batch",
+      null,
+      JsonRpcCode.invalidRequest,
+    );
   const message = body.messages[0] as JsonRpcMessage;
   if (method !== null && method !== message.method)
     return refuseWith("Mcp-Method does not match the method in the request body", message.id);
-  if (name !== null && targetOf(message)?.name !== name)
+  if (name === null) return undefined;
+  const named = decodeHeaderValue(name);
+  if (named === undefined || targetOf(message)?.name !== named)
     return refuseWith("Mcp-Name does not match the request body", message.id);
   return undefined;
 }

@@ -3,14 +3,15 @@
  * (forward.ts) through sse-relay.ts: keep-alives while it is quiet; on a GET, the legacy
  * `endpoint` event rewritten to the URL clients use, its message URL bound to the stream's
  * caller (forward-sessions.ts); on a POST, the answers it owes, ended as errors if it must
- * close early (sse-answers.ts). The session's hold ends when the stream ends.
+ * close early (sse-answers.ts), except a 2026-07-28 listen, which mcpmgr's stop does not wait
+ * for and ends gracefully. The session's hold ends when the stream ends.
  */
 import { defaultMaxMessageBytes } from "./answer-limit.ts";
 import type { UpstreamBody } from "./forward-request.ts";
 import type { ForwardedSessions, ForwardRoute } from "./forward-sessions.ts";
 import type { LiveStreams } from "./live-streams.ts";
 import { publicEndpoint } from "./public-url.ts";
-import { PendingAnswers, requestIdsOf } from "./sse-answers.ts";
+import { listenIdOf, PendingAnswers, requestIdsOf } from "./sse-answers.ts";
 import { endpointEventRewriter } from "./sse-endpoint.ts";
 import { relaySse } from "./sse-relay.ts";
 import type { Cancellation } from "./upstream/cancellation.ts";
@@ -54,6 +55,10 @@ export function eventStreamRelay(options: StreamRelayOptions): EventStreamRelay 
     const method = req.method;
     let release: (() => void) | undefined;
     const endHold = route.takeHold();
+    // A 2026-07-28 listen stream lasts until someone ends it (its Mcp-Method says so; the body is
+    // read only if mcpmgr ends the stream, to name the subscription it ends).
+    const listen = method === "POST" && req.headers.get("mcp-method") === "subscriptions/listen";
+    const sent = () => (body instanceof ReadableStream ? undefined : body);
     const relayed = relaySse(stream, {
       live,
       ...(options.pingIntervalMs === undefined ? {} : { pingIntervalMs: options.pingIntervalMs }),
@@ -73,10 +78,12 @@ export function eventStreamRelay(options: StreamRelayOptions): EventStreamRelay 
       // A POST's stream owes an answer to each of its requests (their ids are read only if it ends early).
       ...(method === "POST"
         ? {
-            answers: new PendingAnswers(() => requestIdsOf(body instanceof ReadableStream ? undefined : body), {
+            answers: new PendingAnswers(() => requestIdsOf(sent()), {
               maxEventBytes: options.maxMessageBytes ?? defaultMaxMessageBytes,
               onOversized: oversizedEvent,
+              ...(listen ? { listenId: () => listenIdOf(sent()) } : {}),
             }),
+            standalone: listen,
           }
         : {}),
       onCancel: () => cancel.abort(),

@@ -11,11 +11,16 @@
  * rest of the stream, which goes on to the client unchanged. If that stream then ends early, every
  * request of the POST not seen answered before the oversized event gets its error event (the big
  * event may have answered one; a client ignores an answer to a request it no longer waits for).
+ *
+ * A 2026-07-28 `subscriptions/listen` stream is the exception when mcpmgr stops: it never ends by
+ * itself, so ending it is not a failure. Its request then gets the revision's graceful end (a
+ * complete result naming the subscription), as the server would send when it stops.
  */
 import { createParser, type EventSourceParser } from "eventsource-parser";
 import { JsonRpcCode, type JsonRpcId } from "./jsonrpc.ts";
 
 const encoder = new TextEncoder();
+const subscriptionIdKey = "io.modelcontextprotocol/subscriptionId";
 /**
  * Ends an event cut short by the break: a line break if needed, then a blank line under an
  * event type no MCP client listens to, so the fragment is dispatched as that type (and
@@ -29,6 +34,8 @@ export interface PendingAnswersOptions {
   readonly maxEventBytes: number;
   /** An event was larger: watching stopped (for one log line). */
   readonly onOversized?: (maxEventBytes: number) => void;
+  /** The id of the stream's `subscriptions/listen` request, if it answers one (read only at the end). */
+  readonly listenId?: () => JsonRpcId | undefined;
 }
 
 export class PendingAnswers {
@@ -37,6 +44,7 @@ export class PendingAnswers {
   readonly #decoder = new TextDecoder();
   readonly #maxEventBytes: number;
   readonly #onOversized: ((maxEventBytes: number) => void) | undefined;
+  readonly #listenId: (() => JsonRpcId | undefined) | undefined;
   #watching = true;
   readonly #parser: EventSourceParser;
 
@@ -45,6 +53,7 @@ export class PendingAnswers {
     this.#requestIds = requestIds;
     this.#maxEventBytes = options.maxEventBytes;
     this.#onOversized = options.onOversized;
+    this.#listenId = options.listenId;
     this.#parser = createParser({
       maxBufferSize: this.#maxEventBytes,
       onError: (error) => {
@@ -76,15 +85,20 @@ export class PendingAnswers {
 
   /**
    * What closes the stream early: the cut event discarded, then an error event for every
-   * request not answered yet. `midLine`: the last byte relayed did not end a line.
+   * request not answered yet. `midLine`: the last byte relayed did not end a line. `stopping`:
+   * mcpmgr ends the stream itself (a stop or a restart), which for a listen stream is its graceful end.
    */
-  closing(reason: string, midLine: boolean): Uint8Array {
+  closing(reason: string, midLine: boolean, stopping = false): Uint8Array {
     const owed = this.#requestIds().filter((id) => id !== null && !this.#answered.has(id));
+    const listenId = stopping ? this.#listenId?.() : undefined;
     let text = `${midLine ? "\n" : ""}${discardPartialEvent}`;
     for (const id of owed) {
       this.#answered.add(id);
-      const error = { jsonrpc: "2.0", id, error: { code: JsonRpcCode.internalError, message: reason } };
-      text += `event: message\ndata: ${JSON.stringify(error)}\n\n`;
+      const answer =
+        id === listenId
+          ? { jsonrpc: "2.0", id, result: { resultType: "complete", _meta: { [subscriptionIdKey]: id } } }
+          : { jsonrpc: "2.0", id, error: { code: JsonRpcCode.internalError, message: reason } };
+      text += `event: message\ndata: ${JSON.stringify(answer)}\n\n`;
     }
     return encoder.encode(text);
   }
@@ -106,4 +120,17 @@ export function requestIdsOf(body: ArrayBuffer | Uint8Array | undefined): JsonRp
     if (typeof method === "string" && (typeof id === "string" || typeof id === "number")) ids.push(id);
   }
   return ids;
+}
+
+/** The id of a body that is one `subscriptions/listen` request (2026-07-28), else undefined. */
+export function listenIdOf(body: ArrayBuffer | Uint8Array | undefined): JsonRpcId | undefined {
+  if (body === undefined || body.byteLength === 0) return undefined;
+  try {
+    const message = JSON.parse(new TextDecoder().decode(body)) as { id?: unknown; method?: unknown } | null;
+    const id = message?.id;
+    if (message?.method !== "subscriptions/listen") return undefined;
+    return typeof id === "string" || typeof id === "number" ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -7,7 +7,8 @@
  * - an optional rewrite of the stream's first event (the legacy `endpoint` event).
  * And it never ends a stream without a word: when mcpmgr stops or the upstream connection
  * breaks mid-stream, the answers the stream still owes end as JSON-RPC error events
- * (sse-answers.ts), and the stream closes cleanly instead of being cut.
+ * (sse-answers.ts), and the stream closes cleanly instead of being cut (a 2026-07-28 listen
+ * stream that mcpmgr ends gets that revision's graceful end instead).
  */
 import type { LiveStreams } from "./live-streams.ts";
 import type { PendingAnswers } from "./sse-answers.ts";
@@ -30,6 +31,11 @@ export interface RelayOptions {
    * (LiveStreams), and these are the answers it owes, ended with an error if it must close early.
    */
   readonly answers?: PendingAnswers;
+  /**
+   * A POST's stream that never ends by itself (a 2026-07-28 `subscriptions/listen`): graceful stop
+   * does not wait for it, and ends it as the revision's graceful end (sse-answers.ts).
+   */
+  readonly standalone?: boolean;
   /** Called once the stream has ended, however it ended. */
   readonly onEnd?: () => void;
   /**
@@ -84,9 +90,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   };
 
   /** Ends the stream early: what it still owes as error events, then a clean close. */
-  const closeEarly = (controller: ReadableStreamDefaultController<Uint8Array>, reason: string) => {
+  const closeEarly = (controller: ReadableStreamDefaultController<Uint8Array>, reason: string, stopping: boolean) => {
     try {
-      if (answers !== undefined) controller.enqueue(answers.closing(reason, !lineEnded));
+      if (answers !== undefined) controller.enqueue(answers.closing(reason, !lineEnded, stopping));
       controller.close();
     } catch {
       // the client already went away
@@ -110,9 +116,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           if (!finish()) return;
           reader.cancel().catch(() => {});
           options.onCancel?.();
-          closeEarly(controller, reason);
+          closeEarly(controller, reason, true);
         },
-        { requestScoped: answers !== undefined },
+        { requestScoped: answers !== undefined && options.standalone !== true },
       );
     },
     async pull(controller) {
@@ -126,7 +132,11 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           // The upstream connection broke (or sent a broken chunk): the client hears it as errors.
           if (!finish()) return;
           if (head !== undefined) relay(controller, head.flush());
-          closeEarly(controller, "the connection to the upstream MCP server broke before the answer was complete");
+          closeEarly(
+            controller,
+            "the connection to the upstream MCP server broke before the answer was complete",
+            false,
+          );
           return;
         }
         if (finished) return;

@@ -150,7 +150,7 @@ export class ToolHeaderRegistry {
 }
 
 /** -32020 HeaderMismatch (MCP 2026-07-28): what a server answers, with HTTP 400, to headers that disagree with the body. */
-const HEADER_MISMATCH = -32020;
+export const HEADER_MISMATCH = -32020;
 
 /** Why a call's `Mcp-Param-*` headers are refused: an HTTP status with a JSON-RPC error. */
 export interface ParamHeaderRefusal {

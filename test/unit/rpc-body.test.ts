@@ -64,3 +64,21 @@ test("Mcp-Method and Mcp-Name must agree with the body, and go with single reque
     }),
   ).toBe("ok");
 });
+
+test("Mcp-Name in the Base64 sentinel form is compared decoded; a mismatch is the revision's -32020", async () => {
+  const check = async (name: string, headerName: string) => {
+    const text = JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name } });
+    const req = post(text, { "mcp-method": "tools/call", "mcp-name": headerName });
+    const out = checkedBody(req, (await readRpcBody(req))!);
+    return out instanceof Response
+      ? `${out.status} ${((await out.json()) as { error: { code: number } }).error.code}`
+      : "ok";
+  };
+  const sentinel = (value: string) => `=?base64?${Buffer.from(value, "utf8").toString("base64")}?=`;
+  // A name outside plain ASCII must travel encoded (MCP 2026-07-28, Value Encoding); any name may.
+  expect(await check("météo", sentinel("météo"))).toBe("ok");
+  expect(await check("env", sentinel("env"))).toBe("ok");
+  expect(await check("env", sentinel("write_file"))).toBe("400 -32020");
+  expect(await check("env", "=?base64?not base64?=")).toBe("400 -32020");
+  expect(await check("env", "write_file")).toBe("400 -32020");
+});

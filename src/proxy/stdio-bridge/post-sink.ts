@@ -10,6 +10,7 @@ import type { LiveStreams } from "../live-streams.ts";
 import type { JsonRpcId } from "../jsonrpc.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import { errorResponse } from "./messages.ts";
+import { metaKey } from "./modern.ts";
 import type { Sink } from "./sink.ts";
 
 export interface PostSinkOptions {
@@ -30,6 +31,12 @@ export interface PostSinkOptions {
   readonly statusOf?: (message: JsonRpcMessage) => number;
   /** Answer with a stream from the start (a listen stream). */
   readonly forceStream?: boolean;
+  /**
+   * The POST is a 2026-07-28 `subscriptions/listen`: its stream never ends by itself, so graceful
+   * stop does not wait for it and ends it the revision's graceful way (a complete result naming the
+   * subscription) instead of with an error.
+   */
+  readonly listen?: boolean;
   /** The client closed the stream before every answer was out. */
   readonly onAbandon?: () => void;
   /** The stream was dropped: its client left `bytes` unread (event-stream.ts). */
@@ -97,8 +104,8 @@ export class PostSink implements Sink {
   #openStream(): EventStream {
     const stream = createEventStream({
       ...(this.#options.live ? { live: this.#options.live } : {}),
-      requestScoped: true,
-      onShutdown: (reason) => this.failAwaited(reason),
+      requestScoped: this.#options.listen !== true,
+      onShutdown: (reason) => (this.#options.listen === true ? this.#endListens() : this.failAwaited(reason)),
       ...(this.#options.onDropped ? { onDropped: this.#options.onDropped } : {}),
     });
     this.#stream = stream;
@@ -120,6 +127,12 @@ export class PostSink implements Sink {
   /** Ends every answer still owed with a JSON-RPC error (graceful stop ran out of time). */
   failAwaited(reason: string): void {
     for (const id of [...this.#awaited]) this.send(errorResponse(id, JsonRpcCode.internalError, reason));
+  }
+
+  /** mcpmgr stops or restarts the server: each listen still open ends gracefully. */
+  #endListens(): void {
+    for (const id of [...this.#awaited])
+      this.send({ jsonrpc: "2.0", id, result: { resultType: "complete", _meta: { [metaKey.subscriptionId]: id } } });
   }
 
   /** Ends the POST early (session ended, server gone). */

@@ -134,6 +134,7 @@ export function streamableHttpFrontEnd(options: StreamableHttpOptions): Handler 
       expectedResponses: 1,
       acceptsSse,
       prefersSse: listen,
+      listen,
       batch: false,
       headers: {},
       ...(live ? { live } : {}),

@@ -1,0 +1,70 @@
+/**
+ * List changes of a workload reached as a 2026-07-28 server. That revision has no session for a
+ * server to announce `list_changed` on: a client hears of changes only on a `subscriptions/listen`
+ * stream it opened for them. So the catalog connection to such a workload keeps one open for the
+ * kinds the workload says it announces (its capabilities' `listChanged`), and the notifications reach
+ * the connection's handler as a 2025-era session's do (the SDK dispatches them alike).
+ *
+ * A listen stream ends when the workload restarts, ends it itself, or a hop on the way drops it: it is
+ * opened again after a pause that doubles (1 s up to 30 s) while it keeps failing, and everything is
+ * listed again once it is back, since changes may have been missed meanwhile.
+ */
+import { errorMessage } from "../errors.ts";
+import { excerpt } from "../printable.ts";
+import type { Upstream } from "./upstream.ts";
+
+export interface ListWatchOptions {
+  /** False once the connection is no longer the catalog's (closed, or replaced): stop. */
+  readonly current: () => boolean;
+  /** Lists everything again (after a listen was re-opened). */
+  readonly relistAll: () => void;
+  readonly log: (text: string) => void;
+}
+
+const FIRST_PAUSE_MS = 1_000;
+const MAX_PAUSE_MS = 30_000;
+
+type Filter = Parameters<Upstream["listen"]>[0];
+
+/** The kinds of change `client`'s workload announces, as a listen filter; undefined when none. */
+function filterOf(client: Upstream): Filter | undefined {
+  const capabilities = client.getServerCapabilities() ?? {};
+  const filter: Filter = {};
+  if (capabilities.tools?.listChanged === true) filter.toolsListChanged = true;
+  if (capabilities.prompts?.listChanged === true) filter.promptsListChanged = true;
+  if (capabilities.resources?.listChanged === true) filter.resourcesListChanged = true;
+  return Object.keys(filter).length > 0 ? filter : undefined;
+}
+
+/** Keeps a listen open on `client` (a connection reached as a 2026-07-28 server) while it is current. */
+export function watchListChanges(client: Upstream, options: ListWatchOptions): void {
+  const filter = filterOf(client);
+  if (filter === undefined) return;
+  let pause = FIRST_PAUSE_MS / 2;
+  let failing = false;
+  const open = async (again: boolean): Promise<void> => {
+    if (!options.current()) return;
+    let ended: "local" | "graceful" | "remote" = "remote";
+    let lasted = 0;
+    try {
+      const subscription = await client.listen(filter);
+      if (!options.current()) return void subscription.close().catch(() => {});
+      if (again) options.relistAll();
+      const opened = performance.now();
+      ended = await subscription.closed;
+      lasted = performance.now() - opened;
+      failing = false;
+    } catch (err) {
+      if (!options.current()) return;
+      // One line per streak of failures, not one per retry.
+      if (!failing) options.log(`cannot listen for its list changes (${excerpt(errorMessage(err), 300)}); retrying`);
+      failing = true;
+    }
+    if (ended === "local" || !options.current()) return;
+    // A stream that lasted is reopened soon; one that keeps failing or ending at once, less and less often.
+    pause = lasted >= MAX_PAUSE_MS ? FIRST_PAUSE_MS : Math.min(pause * 2, MAX_PAUSE_MS);
+    const timer = setTimeout(() => void open(true), pause);
+    timer.unref?.();
+  };
+  void open(false);
+}
