@@ -41,9 +41,9 @@ function ok(...args: string[]) {
 
 const supervisorPid = () =>
   (JSON.parse(readFileSync(join(mcpmgrHome, "state/workloads/victim/status.json"), "utf8")) as { pid: number }).pid;
-const cursorEntries = () =>
-  (JSON.parse(readFileSync(join(home, ".cursor", "mcp.json"), "utf8")) as { mcpServers: Record<string, unknown> })
-    .mcpServers;
+const cursorFile = () => JSON.parse(readFileSync(join(home, ".cursor", "mcp.json"), "utf8")) as Record<string, unknown>;
+// mcpmgr created the file's `mcpServers` with its entry, so the key goes with its last entry.
+const cursorEntries = () => (cursorFile().mcpServers ?? {}) as Record<string, unknown>;
 
 /** Another program takes the workload's port as soon as it is free, and answers MCP as the workload would. */
 async function takePort(of: URL = url): Promise<void> {
@@ -135,7 +135,7 @@ test("a killed supervisor: the next mcpmgr command takes Cursor's entry out, and
   expect(code).toBe(1);
   expect(stderr).toContain(`removed victim from cursor (${join(home, ".cursor", "mcp.json")}): it no longer runs`);
   expect(stderr).toContain("workload victim is failed");
-  expect(cursorEntries()).toEqual({});
+  expect(cursorFile()).toEqual({});
   expect(heardByImpostor).toEqual([]);
 }, 60_000);
 
