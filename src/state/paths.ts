@@ -153,13 +153,3 @@ function _caseInsensitive(env: Env): (name: string) => string | undefined {
 function _freeze(paths: McpmgrPaths): McpmgrPaths {
   return Object.freeze({ ...paths });
 }
-
-/**
- * Which installation of mcpmgr these paths are (its state directory, hashed): the label that
- * tells its containers and networks from another installation's on a shared engine (another
- * MCPMGR_HOME, another user), so cleaning up one never removes the other's.
- */
-export function installId(paths: McpmgrPaths): string {
-  // Bun's own hasher: node:crypto is a start-up cost every command would pay (this module is everywhere).
-  return new Bun.CryptoHasher("sha256").update(paths.stateDir).digest("hex").slice(0, 16);
-}

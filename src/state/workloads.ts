@@ -19,6 +19,7 @@ import { McpmgrError } from "../errors.ts";
 import { deepFreeze } from "../objects.ts";
 import { describeIssues, ensureDir, errnoCode, readJsonFile, stateIoError, writeJsonFile } from "./atomic-file.ts";
 import { liveForegroundRun, releaseForegroundClaim, writeForegroundClaim } from "./foreground-runs.ts";
+import { settleInstallIdLocked, storeLockPath } from "./install-id.ts";
 import { withLock, type LockOptions } from "./lock.ts";
 import type { McpmgrPaths } from "./paths.ts";
 import { assertWorkloadName, isValidWorkloadName } from "./workload-name.ts";
@@ -144,6 +145,8 @@ export class WorkloadStore {
       }
       assertNoForegroundRun(this.paths, record.name);
       await this.#assertPortFree(record);
+      // Before the home's first record: what is here already tells an old home from a new one.
+      await settleInstallIdLocked(this.paths);
       await ensureDir(this.paths.logDir);
       await writeJsonFile(this.#recordPath(record.name), record);
       return record;
@@ -163,6 +166,7 @@ export class WorkloadStore {
         });
       }
       assertNoForegroundRun(this.paths, name);
+      await settleInstallIdLocked(this.paths);
       await writeForegroundClaim(this.paths, name);
     });
     return () => releaseForegroundClaim(this.paths, name);
@@ -280,7 +284,7 @@ export class WorkloadStore {
   }
 
   get lockPath(): string {
-    return join(this.#root, ".lock");
+    return storeLockPath(this.paths);
   }
 
   #dir(name: string): string {

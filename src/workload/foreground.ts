@@ -3,7 +3,7 @@
  * and a start it interrupts (Ctrl-C during a pull, a build or the handshake) must leave no
  * container behind (a stdio container keeps its stdin open and would never exit).
  */
-import { installId } from "../state/paths.ts";
+import { installId } from "../state/install-id.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
 import { assertContainerNameFree, removeContainers } from "./launch-container.ts";
@@ -15,6 +15,9 @@ export async function assertForegroundNameFree(spec: RunSpec, ctx: WorkloadConte
 }
 
 export async function abandonStart(spec: RunSpec, ctx: WorkloadContext): Promise<void> {
-  if (spec.placement.kind === "container")
-    await removeContainers(spec.placement, spec.name, installId(ctx.paths)).catch(() => {});
+  const placement = spec.placement;
+  if (placement.kind === "container")
+    await installId(ctx.paths)
+      .then((install) => removeContainers(placement, spec.name, install))
+      .catch(() => {});
 }

@@ -10,12 +10,13 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { findFreePort, portInUse } from "../proxy/serve.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
-import { installId } from "../state/paths.ts";
+import { installId } from "../state/install-id.ts";
 import { serverContainerOptions, serverPortFor } from "../runtime/docker/container-config.ts";
 import { startServerContainer } from "../runtime/docker/container.ts";
+import { checkContainerName, serverContainerName } from "../runtime/docker/container-name.ts";
 import { buildPackageImage } from "../runtime/docker/image-build.ts";
 import { applyVerification, ensureImage, inspectLocalImage } from "../runtime/docker/images.ts";
-import { WORKLOAD_LABEL, workloadFilter, workloadLabels } from "../runtime/docker/labels.ts";
+import { INSTALL_LABEL, ownedBy, WORKLOAD_LABEL, workloadFilter, workloadLabels } from "../runtime/docker/labels.ts";
 import {
   createIsolation,
   INGRESS_SOCKET,
@@ -105,9 +106,13 @@ export async function assertContainerNameFree(
   if (await store.get(spec.name)) {
     throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${spec.name} already exists`, { hint });
   }
-  const running = await placement.engine.docker
-    .listContainers({ filters: JSON.stringify({ ...workloadFilter(spec.name), status: ["running"] }) })
-    .catch(() => []);
+  const install = await installId(store.paths);
+  // Another installation's are not a foreground run of this home: the launch refuses their name itself.
+  const running = (
+    await placement.engine.docker
+      .listContainers({ filters: JSON.stringify({ ...workloadFilter(spec.name), status: ["running"] }) })
+      .catch(() => [])
+  ).filter((c) => ownedBy(c.Labels, spec.name, install));
   if (running.length > 0) {
     // No record: a foreground run's. Its mcpmgr may be gone (killed), and then nothing of mcpmgr's removes them.
     const cli = placement.engine.kind;
@@ -166,10 +171,14 @@ export async function launchContainer(
   const stdio = server.transport === "stdio";
   // Leftovers of a run that was killed hard (same names) would block this one; only this
   // installation's: another MCPMGR_HOME's workload of the same name is not ours to remove.
-  const install = installId(ctx.paths);
+  const install = await installId(ctx.paths);
   await removeWorkloadObjects(engine, spec.name, install);
   // And what an engine made too late for an earlier `rm` of another workload (orphan-containers.ts).
   await sweepOrphanedContainers(engine, new WorkloadStore(ctx.paths), ctx.log);
+  // The name is shared by every home on this engine: another installation's workload of the same
+  // name is refused here, before this one's networks (named after it too) are made.
+  const containerName = serverContainerName(spec.name);
+  await checkContainerName(engine, containerName, { [WORKLOAD_LABEL]: spec.name, [INSTALL_LABEL]: install });
   const environment = await serverEnvironment(server.variables, ctx);
   // Printed by the terminal-side run (pre-flight or --foreground), not again by the supervisor.
   const { overlays, emptyFile } = await overlaysFor(
@@ -229,7 +238,7 @@ export async function launchContainer(
       })
     : undefined;
   const createOptions = serverContainerOptions({
-    containerName: `mcpmgr-${spec.name}`,
+    containerName,
     image,
     args: server.args,
     env: {

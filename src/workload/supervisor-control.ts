@@ -4,7 +4,7 @@
  */
 import { closeSync, openSync } from "node:fs";
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
-import { installId } from "../state/paths.ts";
+import { installId } from "../state/install-id.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { processStartTime } from "../state/process-start.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
@@ -351,9 +351,9 @@ async function removeContainers(store: WorkloadStore, name: string, log: Workloa
     );
     return;
   }
-  await removeWorkloadObjects(engine, name, installId(store.paths)).catch((err: unknown) =>
-    log.warn(`${name}: ${errorMessage(err)}`),
-  );
+  await installId(store.paths)
+    .then((install) => removeWorkloadObjects(engine, name, install))
+    .catch((err: unknown) => log.warn(`${name}: ${errorMessage(err)}`));
   // And what an engine made too late for an earlier `rm` (orphan-containers.ts).
   await sweepOrphanedContainers(engine, store, log);
 }

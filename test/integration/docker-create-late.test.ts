@@ -11,7 +11,8 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { installId, resolvePaths } from "../../src/state/paths.ts";
+import { installId } from "../../src/state/install-id.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
 import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 import { type SlowEngine, slowEngine } from "../support/slow-engine.ts";
@@ -82,7 +83,7 @@ afterAll(async () => {
 
 test("a container made after its workload was removed is removed by this home's next container command, and only this home's", async () => {
   const gone = `dcl-gone-${tag}`;
-  const ours = installId(resolvePaths({ MCPMGR_HOME: home }));
+  const ours = await installId(resolvePaths({ MCPMGR_HOME: home }));
   const createsBefore = engine.createsReceived;
   const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", images.probe, "--name", gone], {
     cwd: REPO_ROOT,
@@ -105,7 +106,7 @@ test("a container made after its workload was removed is removed by this home's 
   expect(leftovers(gone).containers).toHaveLength(1);
   // What must stay: another home's container of a workload that home no longer has, and an
   // older mcpmgr's (no installation label), whoever's it is.
-  const otherHome = plant(gone, installId(resolvePaths({ MCPMGR_HOME: join(home, "another-home") })));
+  const otherHome = plant(gone, await installId(resolvePaths({ MCPMGR_HOME: join(home, "another-home") })));
   const unlabelled = plant(`dcl-old-${tag}`, undefined);
   // The next container workload of this home (on the engine directly) sweeps it up.
   const next = `dcl-next-${tag}`;
@@ -134,7 +135,7 @@ test("a container made after its workload was removed is removed by this home's 
 test("a running container with this home's install id but no record here (a home at the same path on another machine, one engine) is left running, and its network attached", async () => {
   // The install id is a hash of the state folder's path: another machine's (or dev container's)
   // home at the same path, using this engine, labels its live workloads with it too.
-  const ours = installId(resolvePaths({ MCPMGR_HOME: home }));
+  const ours = await installId(resolvePaths({ MCPMGR_HOME: home }));
   const elsewhere = `dcl-elsewhere-${tag}`;
   const labels = ["mcpmgr=true", `mcpmgr.workload=${elsewhere}`, `mcpmgr.install=${ours}`].flatMap((l) => [
     "--label",

@@ -191,7 +191,7 @@ test("another installation (MCPMGR_HOME) cannot remove or take over a workload o
     // The other installation's run of the same name is refused, and removes nothing on the way.
     const twin = otherMcpmgr("run", images.probe, "--name", "dw-twin", "-e", "PROBE_MODE=second-install");
     expect(twin.code).not.toBe(0);
-    expect(twin.stderr).toContain("already exists");
+    expect(twin.stderr).toContain("is taken on this docker engine by another mcpmgr installation");
     expect(containerId("dw-twin")).toBe(ours);
     expect(row("dw-twin")?.restarts).toBe(0);
     expect(await callEnv(url, "PROBE_MODE")).toBe("first-install");

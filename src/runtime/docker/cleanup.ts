@@ -50,10 +50,10 @@ export async function removeWorkloadObjects(
  * is made, so one created meanwhile is not among those found. Returns the workloads cleaned up.
  *
  * Only containers never started ("created", as a late create leaves them) are removed, and a
- * workload with any other container is left whole: the install id is a hash of the state
- * folder's path, so a home at the same path on another machine or in another container using the
- * same engine (a shared DOCKER_HOST, a mounted docker.sock) has the same id, and its running
- * workloads have no record here. Networks are removed only when nothing is attached (the engine
+ * workload with any other container is left whole: a home from before the stored id
+ * (state/install-id.ts) has the hash of its path alone, so a home at the same path on another
+ * machine or in another container using the same engine (a shared DOCKER_HOST, a mounted
+ * docker.sock) may have the same id, and its running workloads have no record here. Networks are removed only when nothing is attached (the engine
  * refuses otherwise), never disconnected from a container.
  */
 export async function removeOrphanedObjects(

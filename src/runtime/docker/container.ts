@@ -19,7 +19,7 @@ import type Docker from "dockerode";
 import { McpmgrError } from "../../errors.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { engineError } from "./images.ts";
-import { INSTALL_LABEL, ownedBy, WORKLOAD_LABEL } from "./labels.ts";
+import { checkContainerName } from "./container-name.ts";
 
 /** Re-attach backoff: quick first retries, then at most every 2 s while the container runs. */
 const REATTACH_FIRST_DELAY_MS = 100;
@@ -72,33 +72,19 @@ function feed(): { node: PassThrough; web: ReadableStream<Uint8Array>; close(): 
 
 /**
  * Removes a container left under `name` by a crashed supervisor (it would block the name),
- * after checking it is mcpmgr's container for the same workload: a name is not ownership,
- * and a user's own container that happens to be called mcpmgr-NAME must survive.
+ * after checking it is mcpmgr's container for the same workload (container-name.ts).
  */
 async function removeStaleContainer(
   engine: ContainerEngine,
   name: string,
   labels: Readonly<Record<string, string>> | undefined,
 ): Promise<void> {
-  const existing = engine.docker.getContainer(name);
-  const info = await existing.inspect().catch((err: { statusCode?: number }) => {
-    if (err.statusCode === 404) return undefined;
-    throw engineError(`inspecting container ${name}`, err);
-  });
-  if (info === undefined) return;
-  const found = info.Config?.Labels ?? {};
-  const workload = labels?.[WORKLOAD_LABEL];
-  // Another installation's (another MCPMGR_HOME) container of the same name is not ours either.
-  if (workload === undefined || !ownedBy(found, workload, labels?.[INSTALL_LABEL] ?? "")) {
-    throw new McpmgrError(
-      "WORKLOAD_EXISTS",
-      `a container named ${name} already exists and was not created by this mcpmgr for this workload`,
-      {
-        hint: `choose another --name, or remove that container yourself (docker rm -f ${name}) if it is not needed`,
-      },
-    );
-  }
-  await existing.remove({ force: true }).catch(() => {});
+  const stale = await checkContainerName(engine, name, labels);
+  if (stale !== undefined)
+    await engine.docker
+      .getContainer(stale)
+      .remove({ force: true })
+      .catch(() => {});
 }
 
 /**

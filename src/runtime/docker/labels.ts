@@ -8,12 +8,12 @@ import { McpmgrError } from "../../errors.ts";
 export const MANAGED_LABEL = "mcpmgr";
 export const WORKLOAD_LABEL = "mcpmgr.workload";
 export const ROLE_LABEL = "mcpmgr.role";
-/** The installation (state/paths.ts `installId`) that made an object: another one never touches it. */
+/** The installation (state/install-id.ts `installId`) that made an object: another one never touches it. */
 export const INSTALL_LABEL = "mcpmgr.install";
 
 export interface WorkloadLabelInput {
   readonly workload: string;
-  /** state/paths.ts `installId`. */
+  /** state/install-id.ts `installId`. */
   readonly install: string;
   readonly group: string;
   readonly transport: string;

@@ -1,0 +1,117 @@
+/**
+ * Two homes on one engine (real dockerd). Homes at the same path (two dev containers with the
+ * host's docker.sock, parallel CI jobs): each is bound at one path in a mount namespace of its own
+ * (bwrap), as the real cases are. Before the install id was stored per home they had the same one,
+ * and the second home's start removed the first one's same-named container as a leftover of its own.
+ * And two homes at different paths that both want one workload name: the container name is shared,
+ * and the second is told so in one line.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { docker, fixtureImages, leftovers } from "../support/docker-fixtures.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+setDefaultTimeout(60_000);
+
+const root = mkdtempSync(join(tmpdir(), "mcpmgr-install-id-"));
+/** The one path both twin homes are at, each in its own mount namespace. */
+const shared = join(root, "home");
+const tag = `${process.pid}`;
+const names = [`hid-twin-${tag}`, `hid-other-${tag}`, `hid-same-${tag}`, `hid-iso-${tag}`];
+let probe: string;
+
+beforeAll(async () => {
+  probe = (await fixtureImages()).probe;
+  for (const dir of ["A", "B", "home", "P1", "P2"]) mkdirSync(join(root, dir));
+}, 300_000);
+
+afterAll(async () => {
+  for (const home of ["A", "B"]) for (const name of names) await twin(home, "rm", name);
+  for (const home of ["P1", "P2"]) for (const name of names) await mcpmgr(join(root, home), "rm", name);
+  for (const name of names) for (const id of leftovers(name).containers) docker("rm", "-f", id);
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function run(argv: string[], home: string) {
+  const proc = Bun.spawn(argv, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, stdout, stderr] = await Promise.all([
+    proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+  ]);
+  return { code, stdout, stderr };
+}
+
+/** mcpmgr with MCPMGR_HOME at `shared`, where folder `which` is bound. */
+const twin = (which: string, ...args: string[]) =>
+  run(
+    ["bwrap", "--dev-bind", "/", "/", "--bind", join(root, which), shared, process.execPath, CLI_ENTRY, ...args],
+    shared,
+  );
+
+const mcpmgr = (home: string, ...args: string[]) => run([process.execPath, CLI_ENTRY, ...args], home);
+
+const container = (name: string) => docker("inspect", "--format", "{{.Id}} {{.State.Running}}", `mcpmgr-${name}`).out;
+
+const takenLine = (name: string) =>
+  `the container name mcpmgr-${name} is taken on this docker engine by another mcpmgr installation's workload ${name}`;
+
+test("a home at the same path as another, on one engine, leaves the other's running workload of the same name alone and says the name is taken", async () => {
+  const [name, other] = names as [string, string];
+  const first = await twin("A", "run", probe, "--name", name);
+  expect({ code: first.code, failure: first.code === 0 ? "" : first.stderr }).toEqual({ code: 0, failure: "" });
+  const before = container(name);
+  expect(before).toEndWith(" true");
+  const second = await twin("B", "run", probe, "--name", name);
+  expect(second.code).not.toBe(0);
+  expect(second.stderr).toContain(takenLine(name));
+  expect(second.stderr).toContain("choose another --name");
+  expect(second.stderr).not.toContain("rm -f");
+  // The same container, still running: never removed as the second home's leftover.
+  expect(container(name)).toBe(before);
+  // The second home's other workloads start and stop without touching it either.
+  expect((await twin("B", "run", probe, "--name", other)).code).toBe(0);
+  expect((await twin("B", "rm", other)).code).toBe(0);
+  expect(container(name)).toBe(before);
+  expect((await twin("A", "list")).stdout).toMatch(new RegExp(`${name}\\s+running`));
+});
+
+test("two homes at different paths wanting one workload name: the second is told the name is another installation's", async () => {
+  const name = names[2] as string;
+  const first = await mcpmgr(join(root, "P1"), "run", probe, "--name", name);
+  expect({ code: first.code, failure: first.code === 0 ? "" : first.stderr }).toEqual({ code: 0, failure: "" });
+  const before = container(name);
+  const second = await mcpmgr(join(root, "P2"), "run", probe, "--name", name);
+  expect(second.code).not.toBe(0);
+  expect(second.stderr).toContain(takenLine(name));
+  expect(
+    second.stderr
+      .trim()
+      .split("\n")
+      .filter((line) => line.startsWith("[error]")),
+  ).toHaveLength(1);
+  // In the foreground too: not taken for a foreground run of this home (whose hint is to remove it).
+  const foreground = await mcpmgr(join(root, "P2"), "run", "--foreground", probe, "--name", name);
+  expect(foreground.code).not.toBe(0);
+  expect(foreground.stderr).toContain(takenLine(name));
+  expect(foreground.stderr).not.toContain("rm -f");
+  expect(container(name)).toBe(before);
+});
+
+test("with --isolate-network (networks named after the workload too) the second home is told the same, and nothing of the first is touched", async () => {
+  const name = names[3] as string;
+  const first = await mcpmgr(join(root, "P1"), "run", probe, "--isolate-network", "--name", name);
+  expect({ code: first.code, failure: first.code === 0 ? "" : first.stderr }).toEqual({ code: 0, failure: "" });
+  const before = { container: container(name), networks: leftovers(name).networks.sort() };
+  const second = await mcpmgr(join(root, "P2"), "run", probe, "--isolate-network", "--name", name);
+  expect(second.code).not.toBe(0);
+  expect(second.stderr).toContain(takenLine(name));
+  expect({ container: container(name), networks: leftovers(name).networks.sort() }).toEqual(before);
+});
