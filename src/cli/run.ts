@@ -139,7 +139,7 @@ function fromConfigNameTaken(err: unknown, name: string, file: string): unknown 
 async function assertFilePortFree(parsed: ParsedRunArgv, file: string, store: WorkloadStore): Promise<void> {
   const port = parsed.values["proxy-port"];
   if (port === undefined) return;
-  const keeper = (await store.listReadable()).records.find((other) => other.proxyPort === port);
+  const keeper = (await store.keptPorts()).find((other) => other.proxyPort === port);
   if (keeper !== undefined) {
     throw new McpmgrError(
       "PORT_IN_USE",

@@ -107,6 +107,33 @@ export class WorkloadStore {
     return { records, unreadable, errors };
   }
 
+  /**
+   * The proxy port every workload keeps for its restarts, with the name of the one that keeps it: also
+   * that of a record that cannot be read whose file still says it (one a newer mcpmgr wrote, which comes
+   * back readable after the upgrade). Left out, a new workload could take that port, and two records
+   * held one port for good once both could be read.
+   */
+  async keptPorts(): Promise<{ name: string; proxyPort: number }[]> {
+    const { records, unreadable } = await this.listReadable();
+    const kept = records.map(({ name, proxyPort }) => ({ name, proxyPort }));
+    for (const name of unreadable) {
+      const proxyPort = await this.#rawProxyPort(name);
+      if (proxyPort !== undefined) kept.push({ name, proxyPort });
+    }
+    return kept;
+  }
+
+  /** The "proxyPort" a record's file holds, read leniently: undefined when it holds no port number. */
+  async #rawProxyPort(name: string): Promise<number | undefined> {
+    try {
+      const raw = JSON.parse(await (await fsp()).readFile(this.#recordPath(name), "utf8")) as unknown;
+      const port = (raw as { proxyPort?: unknown } | null)?.proxyPort;
+      return Number.isInteger(port) && (port as number) > 0 && (port as number) < 65_536 ? (port as number) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The names of the workload folders (a folder may still lack its record). */
   #names(): string[] {
     try {
@@ -325,7 +352,7 @@ export class WorkloadStore {
    * and 0.0.0.0 on one port conflict anyway.
    */
   async #assertPortFree(record: WorkloadRecord): Promise<void> {
-    const holder = (await this.listReadable()).records.find(
+    const holder = (await this.keptPorts()).find(
       (other) => other.name !== record.name && other.proxyPort === record.proxyPort,
     );
     if (holder === undefined) return;
