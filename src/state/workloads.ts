@@ -108,27 +108,35 @@ export class WorkloadStore {
   }
 
   /**
-   * The proxy port every workload keeps for its restarts, with the name of the one that keeps it: also
-   * that of a record that cannot be read whose file still says it (one a newer mcpmgr wrote, which comes
-   * back readable after the upgrade). Left out, a new workload could take that port, and two records
-   * held one port for good once both could be read.
+   * The proxy port each workload keeps, also one a record that cannot be read still names (a newer mcpmgr's,
+   * readable again after the upgrade): given to another workload, two records would keep one port for good.
    */
   async keptPorts(): Promise<{ name: string; proxyPort: number }[]> {
     const { records, unreadable } = await this.listReadable();
     const kept = records.map(({ name, proxyPort }) => ({ name, proxyPort }));
     for (const name of unreadable) {
-      const proxyPort = await this.#rawProxyPort(name);
-      if (proxyPort !== undefined) kept.push({ name, proxyPort });
+      const port = (await this.#rawRecord(name))?.proxyPort;
+      if (Number.isInteger(port) && (port as number) > 0 && (port as number) < 65_536)
+        kept.push({ name, proxyPort: port as number });
     }
     return kept;
   }
 
-  /** The "proxyPort" a record's file holds, read leniently: undefined when it holds no port number. */
-  async #rawProxyPort(name: string): Promise<number | undefined> {
+  /** The records that cannot be read whose file names `group`, or no group (broken JSON): `group rm` must wait. */
+  async unreadableIn(group: string): Promise<string[]> {
+    const names: string[] = [];
+    for (const name of (await this.listReadable()).unreadable) {
+      const recorded = (await this.#rawRecord(name))?.group;
+      if (typeof recorded !== "string" || recorded === group) names.push(name);
+    }
+    return names;
+  }
+
+  /** A record's file read leniently (as JSON, nothing checked), for what a record that cannot be read still says. */
+  async #rawRecord(name: string): Promise<{ proxyPort?: unknown; group?: unknown } | undefined> {
     try {
       const raw = JSON.parse(await (await fsp()).readFile(this.#recordPath(name), "utf8")) as unknown;
-      const port = (raw as { proxyPort?: unknown } | null)?.proxyPort;
-      return Number.isInteger(port) && (port as number) > 0 && (port as number) < 65_536 ? (port as number) : undefined;
+      return typeof raw === "object" && raw !== null ? raw : undefined;
     } catch {
       return undefined;
     }

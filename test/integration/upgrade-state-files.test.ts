@@ -112,6 +112,28 @@ test("downgrade: the port a newer record keeps is not given to another workload 
   }
 });
 
+test("downgrade: a group that has a workload with a newer record is not removed from under it", () => {
+  expect(runCli(env, ["group", "create", "team"]).code).toBe(0);
+  expect(runCli(env, ["group", "create", "other"]).code).toBe(0);
+  const newer = join(state, "workloads", "cw", "workload.json");
+  mkdirSync(join(state, "workloads", "cw"), { recursive: true });
+  const record = JSON.parse(readFileSync(join(FIXTURES, "newer/workload.json"), "utf8")) as Record<string, unknown>;
+  writeFileSync(newer, JSON.stringify({ ...record, group: "team" }));
+  for (const args of [
+    ["group", "rm", "team"],
+    ["group", "rm", "team", "--with-workloads"],
+  ]) {
+    const line = expectOneLineError(runCli(env, args), 1);
+    expect(line).toContain("group team may still have cw, whose record cannot be read");
+    expect(line).toContain("mcpmgr rm cw");
+  }
+  expect(runCliOk(env, ["group", "list"]).stdout).toMatch(/^team\b/m);
+  // Another group goes as before.
+  expect(runCli(env, ["group", "rm", "other"]).code).toBe(0);
+  rmSync(join(state, "workloads", "cw"), { recursive: true });
+  expect(runCli(env, ["group", "rm", "team"]).code).toBe(0);
+});
+
 test("downgrade: a newer version's groups and client registrations are refused as newer", () => {
   cpSync(join(FIXTURES, "newer/groups.json"), join(state, "groups.json"));
   expectRefusedAsNewer(["group", "list"], join(state, "groups.json"));
