@@ -11,7 +11,13 @@ import { WorkloadStore } from "../state/workloads.ts";
 import { assertNameFree, preflight, recordWorkload } from "../workload/background.ts";
 import { clientsSeeForegroundRun } from "../workload/client-entries.ts";
 import type { WorkloadContext } from "../workload/context.ts";
-import { argsFromConfig, exportedGatewaySpec, readExported, replayEnvironment } from "../workload/exported-config.ts";
+import {
+  argsFromConfig,
+  exportedGatewaySpec,
+  fromConfigRuntime,
+  readExported,
+  replayEnvironment,
+} from "../workload/exported-config.ts";
 import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
 import { remoteAskedAtStart, warnIfRemoteHostUnresolved } from "../workload/remote-host.ts";
 import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
@@ -63,7 +69,12 @@ const runCommand = defineCommand({
         await assertFilePortFree(replayed, file, store);
         return await runParsed(args, replayed, cliContext({ env }));
       } catch (err) {
-        throw fromConfigPortTaken(fromConfigNameTaken(err, record.name, file), file);
+        throw fromConfigRuntime(
+          fromConfigPortTaken(fromConfigNameTaken(err, record.name, file), file),
+          record,
+          file,
+          process.env,
+        );
       }
     }
     await runParsed(rawArgs, parsed);
@@ -128,7 +139,7 @@ function fromConfigNameTaken(err: unknown, name: string, file: string): unknown 
 async function assertFilePortFree(parsed: ParsedRunArgv, file: string, store: WorkloadStore): Promise<void> {
   const port = parsed.values["proxy-port"];
   if (port === undefined) return;
-  const keeper = (await store.listReadable()).records.find((other) => other.proxyPort === port);
+  const keeper = (await store.keptPorts()).find((other) => other.proxyPort === port);
   if (keeper !== undefined) {
     throw new McpmgrError(
       "PORT_IN_USE",

@@ -8,7 +8,7 @@
  * use them, and the calls the gateway answers itself go to search.ts; every other call, a rewritten
  * call_tool included, is routed like any direct call.
  */
-import { SdkHttpError } from "@modelcontextprotocol/client";
+import { SdkHttpError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server } from "@modelcontextprotocol/server";
 import type { LoggingLevel, ServerContext } from "@modelcontextprotocol/server";
 import { version } from "../version.ts";
@@ -147,6 +147,8 @@ export function createGatewayServer(
             void ctx.mcpReq.notify({ method: "notifications/message", params: log.params as never }).catch(() => {})
         : undefined;
     const release = pool().track(workload, ctx.mcpReq.id);
+    const sentOnSession =
+      upstream.transport instanceof StreamableHTTPClientTransport && upstream.transport.sessionId !== undefined;
     try {
       // A 2025-era session's subscription at a workload that speaks only 2026-07-28: a listen stream.
       if ((method === "resources/subscribe" || method === "resources/unsubscribe") && reachedModern)
@@ -176,9 +178,11 @@ export function createGatewayServer(
       if (ctx.mcpReq.signal.aborted) throw err;
       // 404: the member forgot the upstream session (it restarted, or the session sat idle past its timeout
       // while the gateway's own lived on). The request was not handled: it goes again, once, on a new session.
+      // Only a request sent on a session: a member without sessions forgot none, its 404 is its answer
+      // (perhaps after its handler ran), and a tools/call sent again would run twice.
       if (err instanceof SdkHttpError && err.status === 404) {
         pool().forget(workload, upstream);
-        if (!again && upstream.getProtocolEra() === "legacy")
+        if (!again && upstream.getProtocolEra() === "legacy" && sentOnSession)
           return await forward(workload, method, params, ctx, listedAs, true);
       }
       throw unavailable(workload, `workload '${workload}' failed to answer (${excerpt(errorMessage(err), 300)})`);

@@ -112,6 +112,18 @@ export class GroupStore {
     const group =
       groups.find((known) => known.name === name) ??
       groupNotFound(name, "'mcpmgr group list' shows the groups", groups);
+    // A member whose record cannot be read (a newer mcpmgr's) is in no list: forgetting its group would leave it
+    // running, out of its AI clients, in a group that comes back once the record can be read.
+    const hidden = await this.#workloads.unreadableIn(name);
+    if (hidden.length > 0) {
+      throw new McpmgrError(
+        "GROUP_NOT_EMPTY",
+        `group ${name} may still have ${hidden.join(", ")}, whose record cannot be read ('mcpmgr list' says why)`,
+        {
+          hint: `remove the group with the mcpmgr that wrote that record, or remove the workload first: mcpmgr rm ${hidden[0]}`,
+        },
+      );
+    }
     if (group.workloads.length > 0 && !options.withWorkloads) {
       throw new McpmgrError(
         "GROUP_NOT_EMPTY",

@@ -108,6 +108,41 @@ export class WorkloadStore {
     return { records, unreadable, errors };
   }
 
+  /**
+   * The proxy port each workload keeps, also one a record that cannot be read still names (a newer mcpmgr's,
+   * readable again after the upgrade): given to another workload, two records would keep one port for good.
+   */
+  async keptPorts(): Promise<{ name: string; proxyPort: number }[]> {
+    const { records, unreadable } = await this.listReadable();
+    const kept = records.map(({ name, proxyPort }) => ({ name, proxyPort }));
+    for (const name of unreadable) {
+      const port = (await this.#rawRecord(name))?.proxyPort;
+      if (Number.isInteger(port) && (port as number) > 0 && (port as number) < 65_536)
+        kept.push({ name, proxyPort: port as number });
+    }
+    return kept;
+  }
+
+  /** The records that cannot be read whose file names `group`, or no group (broken JSON): `group rm` must wait. */
+  async unreadableIn(group: string): Promise<string[]> {
+    const names: string[] = [];
+    for (const name of (await this.listReadable()).unreadable) {
+      const recorded = (await this.#rawRecord(name))?.group;
+      if (typeof recorded !== "string" || recorded === group) names.push(name);
+    }
+    return names;
+  }
+
+  /** A record's file read leniently (as JSON, nothing checked), for what a record that cannot be read still says. */
+  async #rawRecord(name: string): Promise<{ proxyPort?: unknown; group?: unknown } | undefined> {
+    try {
+      const raw = JSON.parse(await (await fsp()).readFile(this.#recordPath(name), "utf8")) as unknown;
+      return typeof raw === "object" && raw !== null ? raw : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The names of the workload folders (a folder may still lack its record). */
   #names(): string[] {
     try {
@@ -329,7 +364,7 @@ export class WorkloadStore {
    * and 0.0.0.0 on one port conflict anyway.
    */
   async #assertPortFree(record: WorkloadRecord): Promise<void> {
-    const holder = (await this.listReadable()).records.find(
+    const holder = (await this.keptPorts()).find(
       (other) => other.name !== record.name && other.proxyPort === record.proxyPort,
     );
     if (holder === undefined) return;

@@ -121,7 +121,7 @@ export async function recordWorkload(
 
 /** A free port that no other workload keeps for its restarts. */
 export async function freePortAvoiding(store: WorkloadStore): Promise<number> {
-  const taken = new Set((await store.listReadable()).records.map((record) => record.proxyPort));
+  const taken = new Set((await store.keptPorts()).map((kept) => kept.proxyPort));
   for (let attempt = 0; attempt < 20; attempt++) {
     const port = await findFreePort();
     if (!taken.has(port)) return port;

@@ -137,6 +137,29 @@ export function replayEnvironment(record: WorkloadRecord, env: Env, file: string
   return { ...env, MCPMGR_RUNTIME: record.runtime };
 }
 
+/**
+ * A runtime the file chose that this machine cannot give (no Podman here, an image with "runtime" edited
+ * to process): worded as the file's choice. The runtime code names MCPMGR_RUNTIME, which replayEnvironment
+ * set from the file, not the user; its hint (start the engine, unset the variable) missed the way out that
+ * is the file's "runtime". `shell`: the environment the user ran the command in.
+ */
+export function fromConfigRuntime(err: unknown, record: WorkloadRecord, file: string, shell: Env): unknown {
+  if (!(err instanceof McpmgrError) || (shell.MCPMGR_RUNTIME ?? "") !== "") return err;
+  if (record.runtime === "remote" || record.runtime === "gateway") return err;
+  const chosen = `MCPMGR_RUNTIME=${record.runtime}`;
+  if (!err.message.includes(chosen)) return err;
+  if (err.code !== "RUNTIME_UNAVAILABLE" && err.code !== "CONFLICTING_OPTIONS") return err;
+  const elsewhere = ["docker", "podman", "process"].filter((other) => other !== record.runtime);
+  const edit = `set "runtime" in ${file} to ${elsewhere.map((other) => JSON.stringify(other)).join(" or ")} to run it on another one`;
+  const hint =
+    err.code === "RUNTIME_UNAVAILABLE" && err.hint !== undefined ? `${err.hint}; or ${edit}` : edit.replace(/^s/, "S");
+  return new McpmgrError(
+    err.code,
+    `--from-config ${file}: ${err.message.replace(chosen, `"runtime" is ${JSON.stringify(record.runtime)} there`)}`,
+    { hint },
+  );
+}
+
 /** The argv `run` parses for an exported workload. */
 export function argsFromConfig(record: WorkloadRecord, foreground: boolean): string[] {
   return foreground ? ["--foreground", ...record.runOptions] : [...record.runOptions];

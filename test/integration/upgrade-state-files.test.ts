@@ -7,7 +7,7 @@
  * left byte for byte as it was.
  */
 import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
@@ -83,6 +83,55 @@ test("downgrade: another workload's newer record does not stop list, group list,
     runCli(env, ["rm", "mine"]);
     runCli(env, ["rm", "another"]);
   }
+});
+
+test("downgrade: the port a newer record keeps is not given to another workload (it comes back readable after the upgrade)", () => {
+  const newer = join(state, "workloads", "cw", "workload.json");
+  mkdirSync(join(state, "workloads", "cw"), { recursive: true });
+  cpSync(join(FIXTURES, "newer/workload.json"), newer);
+  try {
+    const taken = expectOneLineError(
+      runCli(env, ["run", "http://127.0.0.1:9/mcp", "--name", "mine", "--proxy-port", "41001"]),
+      1,
+    );
+    expect(taken).toContain("proxy port 41001 is already reserved by workload cw");
+    // Nor through an export's runOptions.
+    const file = join(home, "copy.json");
+    expect(runCli(env, ["run", "http://127.0.0.1:9/mcp", "--name", "copy"]).code).toBe(0);
+    expect(runCli(env, ["export", "copy", file]).code).toBe(0);
+    expect(runCli(env, ["rm", "copy"]).code).toBe(0);
+    const record = JSON.parse(readFileSync(file, "utf8")) as { runOptions: string[] };
+    record.runOptions[record.runOptions.indexOf("--proxy-port") + 1] = "41001";
+    writeFileSync(file, JSON.stringify({ ...record, proxyPort: 41001 }));
+    const replayed = expectOneLineError(runCli(env, ["run", "--from-config", file]), 1);
+    expect(replayed).toContain("proxy port 41001 (from");
+    expect(replayed).toContain("is already reserved by workload cw");
+  } finally {
+    runCli(env, ["rm", "mine"]);
+    runCli(env, ["rm", "copy"]);
+  }
+});
+
+test("downgrade: a group that has a workload with a newer record is not removed from under it", () => {
+  expect(runCli(env, ["group", "create", "team"]).code).toBe(0);
+  expect(runCli(env, ["group", "create", "other"]).code).toBe(0);
+  const newer = join(state, "workloads", "cw", "workload.json");
+  mkdirSync(join(state, "workloads", "cw"), { recursive: true });
+  const record = JSON.parse(readFileSync(join(FIXTURES, "newer/workload.json"), "utf8")) as Record<string, unknown>;
+  writeFileSync(newer, JSON.stringify({ ...record, group: "team" }));
+  for (const args of [
+    ["group", "rm", "team"],
+    ["group", "rm", "team", "--with-workloads"],
+  ]) {
+    const line = expectOneLineError(runCli(env, args), 1);
+    expect(line).toContain("group team may still have cw, whose record cannot be read");
+    expect(line).toContain("mcpmgr rm cw");
+  }
+  expect(runCliOk(env, ["group", "list"]).stdout).toMatch(/^team\b/m);
+  // Another group goes as before.
+  expect(runCli(env, ["group", "rm", "other"]).code).toBe(0);
+  rmSync(join(state, "workloads", "cw"), { recursive: true });
+  expect(runCli(env, ["group", "rm", "team"]).code).toBe(0);
 });
 
 test("downgrade: a newer version's groups and client registrations are refused as newer", () => {

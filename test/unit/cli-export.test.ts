@@ -217,3 +217,49 @@ test('a file whose "group" disagrees with its runOptions\' --group is refused, n
     `--from-config ${edited}: its "group" is "team", but its runOptions run the workload in "default"`,
   );
 });
+
+/** An export of a workload that ran on `runtime` from `source` (no such workload was ever run here). */
+function exportOn(file: string, runtime: string, source: { kind: string; ref: string }): string {
+  const record = JSON.parse(readFileSync(join(dir, "notes.json"), "utf8")) as Record<string, unknown>;
+  const path = join(dir, file);
+  const runOptions = [source.ref, "--name", "elsewhere", "--"];
+  writeFileSync(path, JSON.stringify({ ...record, name: "elsewhere", source, runtime, runOptions, proxyPort: 41_299 }));
+  return path;
+}
+
+test('run --from-config of a runtime this machine lacks names the file\'s "runtime", not an MCPMGR_RUNTIME the user never set', () => {
+  const path = exportOn("podman.json", "podman", {
+    kind: "package",
+    ref: "npx://@modelcontextprotocol/server-everything",
+  });
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--from-config", path], {
+    cwd: dir,
+    env: {
+      ...process.env,
+      MCPMGR_RUNTIME: "",
+      CONTAINER_HOST: `unix://${join(dir, "no-podman.sock")}`,
+      NO_COLOR: "1",
+      MCPMGR_HOME: home,
+    },
+  });
+  const line = refusal(
+    { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() },
+    1,
+  );
+  expect(line).toContain(`--from-config ${path}: "runtime" is "podman" there, but no podman engine answered`);
+  expect(line).toContain(`or set "runtime" in ${path} to "docker" or "process" to run it on another one`);
+  expect(line).not.toContain("MCPMGR_RUNTIME");
+  // An image whose "runtime" was edited to process: the file's choice again.
+  const image = exportOn("image.json", "process", { kind: "image", ref: "docker.io/library/alpine:3" });
+  const edited = Bun.spawnSync([process.execPath, CLI_ENTRY, "run", "--from-config", image], {
+    cwd: dir,
+    env: { ...process.env, MCPMGR_RUNTIME: "", NO_COLOR: "1", MCPMGR_HOME: home },
+  });
+  const conflict = refusal(
+    { code: edited.exitCode, stdout: edited.stdout.toString(), stderr: edited.stderr.toString() },
+    2,
+  );
+  expect(conflict).toContain(`is a container image, but "runtime" is "process" there`);
+  expect(conflict).toContain(`Set "runtime" in ${image} to "docker" or "podman"`);
+  expect(mcpmgr("list", "--format", "json").stdout).not.toContain("elsewhere");
+});

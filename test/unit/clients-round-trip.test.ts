@@ -51,6 +51,22 @@ describe("Codex config.toml: comments after the last server table", () => {
     expect(h.warnings).toEqual([]);
   });
 
+  test("a sub-table the user gave mcpmgr's server further down goes with it, and the comments above its table stay", async () => {
+    const seed = [
+      'model = "o3"\n\n',
+      '[mcp_servers.context7]\ncommand = "npx"\n# enabled = false   # back on when the quota resets\n\n',
+    ].join("");
+    const tail = '\n# Projects I trust\n[projects."/home/me/app"]\ntrust_level = "trusted"\n';
+    const path = place("codex", seed + tail);
+    await sync.registerClient("codex", "default", [fetch41001]);
+    // The user gives mcpmgr's server a header of their own, at the end of the file.
+    const headers = '\n[mcp_servers.fetch.http_headers]\nX-Team = "blue"\n';
+    writeFileSync(path, readFileSync(path, "utf8") + headers);
+    await sync.removeClient("codex");
+    // The commented-out key of context7 (toml_edit's decor of mcpmgr's table) is still there.
+    expect(readFileSync(path, "utf8")).toBe(seed + tail);
+  });
+
   test("a commented-out setting at the end of the top level stays outside mcpmgr's table, and no [mcp_servers] is left", async () => {
     const seed = 'model = "o3"\n# approval_policy = "never"\n';
     const path = place("codex", seed);

@@ -127,6 +127,27 @@ function sameDocument(placed: string | undefined, edited: string): string | unde
   return placed !== undefined && sameValue(parse(placed), parse(edited)) ? placed : undefined;
 }
 
+/**
+ * `text` without the entry's sub-tables (`[mcp_servers.fetch.env]`), each taken out on its own as
+ * unplaceTable takes a table, its comments kept. A sub-table the user wrote apart from the entry's
+ * table (further down the file) made toml_edit's removal two runs of lines, which unplaceTable does
+ * not take: its own edit was used, and the comment lines above the entry's header went with it.
+ * One that cannot be taken out so (inline, an array of tables) stays for the entry's removal.
+ */
+function withoutSubTables(text: string, collection: ServerCollection, name: string): string {
+  const entry = collectionOf(parseToml(text), collection)?.[name];
+  if (typeof entry !== "object" || entry === null) return text;
+  let current = text;
+  for (const [key, value] of Object.entries(entry)) {
+    // A key that needs quoting is no dotted path for toml_edit: left for the entry's removal.
+    if (typeof value !== "object" || value === null || Array.isArray(value) || !/^[A-Za-z0-9_-]+$/.test(key)) continue;
+    const path = keyPath(collection, name, key);
+    const edited = tomlEdit(current, path, undefined, finalNewline(current));
+    current = sameDocument(unplaceTable(current, edited, `[${path}]`), edited) ?? current;
+  }
+  return current;
+}
+
 /** Where `text` and `edited` part, reading forwards: a "\r\n" of the text counts as the "\n" toml_edit wrote for it. */
 function sameFromStart(text: string, edited: string): [number, number] {
   let i = 0;
@@ -189,6 +210,8 @@ const tomlEditor: FormatEditor = {
   removeEntry: (text, collection, name) => {
     const path = keyPath(collection, name);
     const edited = tomlEdit(text, path, undefined, finalNewline(text));
-    return sameDocument(unplaceTable(text, edited, `[${path}]`), edited) ?? keepEol(text, edited);
+    const apart = withoutSubTables(text, collection, name);
+    const placed = unplaceTable(apart, tomlEdit(apart, path, undefined, finalNewline(apart)), `[${path}]`);
+    return sameDocument(placed, edited) ?? keepEol(text, edited);
   },
 };
