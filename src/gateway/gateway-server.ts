@@ -8,7 +8,7 @@
  * use them, and the calls the gateway answers itself go to search.ts; every other call, a rewritten
  * call_tool included, is routed like any direct call.
  */
-import { SdkHttpError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { SdkError, SdkErrorCode, SdkHttpError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server } from "@modelcontextprotocol/server";
 import type { LoggingLevel, ServerContext } from "@modelcontextprotocol/server";
 import { version } from "../version.ts";
@@ -16,7 +16,7 @@ import { type GroupCatalog, resourceRoute } from "./catalog.ts";
 import { anyResult, type Params } from "./sdk.ts";
 import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
-import { withRequestScope } from "./upstream.ts";
+import { MAX_INPUT_ROUNDS, withRequestScope } from "./upstream.ts";
 import { memberSubscription } from "./member-subscriptions.ts";
 import { memberParamHeaders } from "./param-headers.ts";
 import {
@@ -176,6 +176,13 @@ export function createGatewayServer(
       if (round !== undefined) return round;
       if (err instanceof ProtocolError) throw err;
       if (ctx.mcpReq.signal.aborted) throw err;
+      // The SDK gave up on a workload that kept asking for input: that call failed, the workload did not.
+      if (err instanceof SdkError && err.code === SdkErrorCode.InputRequiredRoundsExceeded)
+        throw new ProtocolError(
+          ProtocolErrorCode.InternalError,
+          `workload '${workload}' still asked for input after ${MAX_INPUT_ROUNDS} rounds; the call was given up`,
+          { workload },
+        );
       // 404: the member forgot the upstream session (it restarted, or the session sat idle past its timeout
       // while the gateway's own lived on). The request was not handled: it goes again, once, on a new session.
       // Only a request sent on a session: a member without sessions forgot none, its 404 is its answer

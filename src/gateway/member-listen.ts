@@ -6,8 +6,9 @@
  * the connection's handler as a 2025-era session's do (the SDK dispatches them alike).
  *
  * A listen stream ends when the workload restarts, ends it itself, or a hop on the way drops it: it is
- * opened again after a pause that doubles (1 s up to 30 s) while it keeps failing, and everything is
- * listed again once it is back, since changes may have been missed meanwhile.
+ * opened again after a pause that doubles (1 s up to 30 s) while it keeps failing. Everything is listed
+ * again each time a listen is acknowledged: a change announced before that reached no stream (the
+ * catalog's first listing comes before the first listen; a reopened one follows a gap).
  */
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
@@ -16,7 +17,7 @@ import type { Upstream } from "./upstream.ts";
 export interface ListWatchOptions {
   /** False once the connection is no longer the catalog's (closed, or replaced): stop. */
   readonly current: () => boolean;
-  /** Lists everything again (after a listen was re-opened). */
+  /** Lists everything again (after a listen was acknowledged). */
   readonly relistAll: () => void;
   readonly log: (text: string) => void;
 }
@@ -42,14 +43,16 @@ export function watchListChanges(client: Upstream, options: ListWatchOptions): v
   if (filter === undefined) return;
   let pause = FIRST_PAUSE_MS / 2;
   let failing = false;
-  const open = async (again: boolean): Promise<void> => {
+  const open = async (): Promise<void> => {
     if (!options.current()) return;
     let ended: "local" | "graceful" | "remote" = "remote";
     let lasted = 0;
     try {
       const subscription = await client.listen(filter);
       if (!options.current()) return void subscription.close().catch(() => {});
-      if (again) options.relistAll();
+      // Changes made before this listen was acknowledged went to no stream: the first listing (at
+      // join) came before it, and a reopened one follows a gap. So everything is listed again now.
+      options.relistAll();
       const opened = performance.now();
       ended = await subscription.closed;
       lasted = performance.now() - opened;
@@ -63,8 +66,8 @@ export function watchListChanges(client: Upstream, options: ListWatchOptions): v
     if (ended === "local" || !options.current()) return;
     // A stream that lasted is reopened soon; one that keeps failing or ending at once, less and less often.
     pause = lasted >= MAX_PAUSE_MS ? FIRST_PAUSE_MS : Math.min(pause * 2, MAX_PAUSE_MS);
-    const timer = setTimeout(() => void open(true), pause);
+    const timer = setTimeout(() => void open(), pause);
     timer.unref?.();
   };
-  void open(false);
+  void open();
 }

@@ -96,6 +96,13 @@ export async function connectUpstream(
   }
 }
 
+/**
+ * Input rounds one call of a 2025-era session may take at a workload reached as a 2026-07-28 server
+ * before the gateway gives up on it (a workload that never completes would otherwise keep the session
+ * answering questions): as many as the stdio bridge allows its sessions.
+ */
+export const MAX_INPUT_ROUNDS = 16;
+
 async function connectWith(
   mode: "legacy" | "auto",
   member: Member,
@@ -105,7 +112,11 @@ async function connectWith(
 ): Promise<Upstream> {
   const client = new Client(
     { name: "mcpmgr-gateway", version },
-    { capabilities: handlers.capabilities ?? {}, versionNegotiation: { mode } },
+    {
+      capabilities: handlers.capabilities ?? {},
+      versionNegotiation: { mode },
+      inputRequired: { maxRounds: MAX_INPUT_ROUNDS },
+    },
   );
   const onRequest = handlers.onRequest;
   if (onRequest) {
