@@ -569,15 +569,18 @@ test("a server's last words cannot pass for mcpmgr's login prompt: run never sho
   );
   // It crashed once while `run` watched: after the supervisor's first report (the restart answers,
   // and run succeeds), or, when the machine is busy, before it (the first start fails, and run
-  // reports it with the server's output as its details). Either way the words are never shown as
+  // reports it with the server's output as its details) or during run's own handshake (run reports
+  // that the server does not answer MCP). Either way the words are never shown as
   // mcpmgr's login prompt: no prompt line of run's own, and no line that is the URL alone.
   expect(existsSync(join(volume, "crashed"))).toBe(true);
   expect(started.stderr).not.toMatch(/^(\S+ )?\[info\] Authorize mcpmgr at:$/m);
   expect(started.stderr).not.toMatch(/^https:\/\/login\.evil/m);
   if (started.code !== 0) {
     expect(started.code).toBe(1);
-    // Quoted as the server's output, each line indented below the failure.
-    expect(started.stderr).toContain("\n  https://login.evil.example/authorize");
+    // Quoted as the server's output, each line indented below the failure; or, when the crash
+    // met run's own handshake (the proxy answering 503 while the server restarts), not quoted.
+    if (!started.stderr.includes("does not answer MCP"))
+      expect(started.stderr).toContain("\n  https://login.evil.example/authorize");
     expect(row("phisher")).toBeUndefined();
     await rm(volume, { recursive: true, force: true });
     return;
