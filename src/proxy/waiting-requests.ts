@@ -8,6 +8,14 @@
  */
 import type { Cancellation } from "./upstream/cancellation.ts";
 
+/**
+ * The longest delay a timer takes: a longer one (MCPMGR_UPSTREAM_HEADERS_TIMEOUT of 25 days or
+ * more) fires after 1 ms instead, and the timer, finding no deadline reached, would re-arm at
+ * once, waking the process about every millisecond (and warning each time) while a request waits.
+ * Capped, it wakes once in that time and re-arms for what is left.
+ */
+const maxTimerDelayMs = 2 ** 31 - 1;
+
 /** One waiting request: its place in the list. */
 export interface Waiting {
   readonly cancel: Cancellation;
@@ -67,7 +75,7 @@ export class WaitingRequests {
 
   #arm(delayMs: number): void {
     // Not what keeps the process alive: a waiting request has its connections for that.
-    this.#timer = setTimeout(() => this.#expire(), delayMs);
+    this.#timer = setTimeout(() => this.#expire(), Math.min(delayMs, maxTimerDelayMs));
     this.#timer.unref();
   }
 

@@ -177,6 +177,26 @@ describe("WaitingRequests", () => {
     expect(waiting.cancellations()).toEqual([]);
   });
 
+  test("a headers timeout longer than a timer can take (25 days or more) neither fires early nor spins", () => {
+    // In its own process: what shows the spin is the runtime's warning on stderr, one per re-armed timer.
+    const script = `
+      import { WaitingRequests } from ${JSON.stringify(new URL("../../src/proxy/waiting-requests.ts", import.meta.url).pathname)};
+      import { Cancellation } from ${JSON.stringify(new URL("../../src/proxy/upstream/cancellation.ts", import.meta.url).pathname)};
+      let warnings = 0;
+      process.on("warning", () => warnings++);
+      const timedOut = [];
+      const waiting = new WaitingRequests(30 * 24 * 3_600_000, (cancel) => timedOut.push(cancel));
+      const cancel = new Cancellation();
+      waiting.add(cancel);
+      await Bun.sleep(300);
+      console.log(JSON.stringify({ timedOut: timedOut.length, aborted: cancel.aborted, warnings }));
+    `;
+    const run = Bun.spawnSync([process.execPath, "-e", script], { stderr: "pipe" });
+    expect(run.exitCode).toBe(0);
+    expect(JSON.parse(run.stdout.toString())).toEqual({ timedOut: 0, aborted: false, warnings: 0 });
+    expect(run.stderr.toString()).not.toContain("TimeoutOverflowWarning");
+  });
+
   test("the timer moves on to the next deadline when the first request left early", async () => {
     const timedOut: Cancellation[] = [];
     const waiting = new WaitingRequests(200, (cancel) => timedOut.push(cancel));

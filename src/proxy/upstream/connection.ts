@@ -54,6 +54,8 @@ export class Http1Connection implements ResponseSink {
   #lastError: Error | undefined;
   readonly #writer = new SocketWriter();
   #connecting: ConnectAttempt | undefined;
+  /** The socket Bun.connect gave before `open` (a TLS handshake under way): closed if the attempt is given up. */
+  #handshaking: Socket<Http1Connection> | undefined;
   /** TLS with certificate verification: an unauthorized peer is refused at `open`. */
   #verifyPeer = false;
 
@@ -82,7 +84,7 @@ export class Http1Connection implements ResponseSink {
     if (options.signal?.aborted) return Promise.reject(options.signal.reason);
     const attempt = new ConnectAttempt(target, options, () => {
       connection.#closed = true;
-      connection.#socket?.terminate();
+      (connection.#socket ?? connection.#handshaking)?.terminate();
     });
     connection.#connecting = attempt;
     Bun.connect<Http1Connection>({
@@ -91,7 +93,15 @@ export class Http1Connection implements ResponseSink {
       ...(target.tls === undefined ? {} : { tls: target.tls }),
       data: connection,
       socket: handlers,
-    }).catch((err: unknown) => connection.onConnectError(err as Error));
+    }).then(
+      (socket) => {
+        // With TLS this is the TCP connection, before `open` (the handshake): given up on meanwhile,
+        // or later, it must be closed here, else an upstream that never finishes the handshake keeps it.
+        if (connection.#closed) socket.terminate();
+        else if (connection.#socket === undefined) connection.#handshaking = socket;
+      },
+      (err: unknown) => connection.onConnectError(err as Error),
+    );
     return attempt.promise.then(() => connection);
   }
 
@@ -155,6 +165,7 @@ export class Http1Connection implements ResponseSink {
 
   onOpen(socket: Socket<Http1Connection>): void {
     this.#socket = socket;
+    this.#handshaking = undefined;
     if (this.#closed) {
       socket.terminate(); // given up on while connecting
       return;
@@ -212,6 +223,7 @@ export class Http1Connection implements ResponseSink {
   onClose(socket: Socket<Http1Connection>, error?: Error): void {
     const wasClosed = this.#closed;
     this.#closed = true;
+    this.#handshaking = undefined;
     this.#owner.forget(this);
     const cause = error ?? this.#lastError;
     const connecting = this.#connecting;
