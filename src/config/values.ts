@@ -37,6 +37,12 @@ export const unitInterval = v.pipe(
 
 /** Go-style durations as users know them from other MCP tools: 30s, 1m, 2m30s, 1h, 500ms. */
 const durationUnitsMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+/**
+ * The longest timer a JavaScript runtime keeps (2^31 - 1 ms, about 24.8 days). Longer delays fire
+ * after 1 ms instead, so `720h` meant as "never" would time out everything at once: a longer
+ * duration is taken as this one, which is "never" for any request or session.
+ */
+export const LONGEST_DURATION_MS = 2_147_483_647;
 const durationPattern = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/;
 export const duration = v.pipe(
   trimmed,
@@ -46,7 +52,7 @@ export const duration = v.pipe(
     for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) {
       total += Number(amount) * (durationUnitsMs[unit as string] ?? 0);
     }
-    return Math.round(total);
+    return Math.min(Math.round(total), LONGEST_DURATION_MS);
   }),
   v.minValue(1, "must be longer than zero"),
 );

@@ -234,6 +234,18 @@ test("a relayed call past MCPMGR_REQUEST_TIMEOUT fails as before and is cancelle
   }
 });
 
+test("MCPMGR_REQUEST_TIMEOUT past the longest timer (720h, meant as never): calls are answered, not timed out at once", async () => {
+  const patient = await group.gatewayWithEnv({ MCPMGR_REQUEST_TIMEOUT: "720h" }, "lane");
+  try {
+    const post = await openSession(patient.url);
+    const answered = await read(await post(call('"patient"', "alpha_sleep", { ms: 50 })));
+    expect(answered.messages[0]?.error).toBeUndefined();
+    expect(answered.messages[0]?.result).toBeDefined();
+  } finally {
+    await patient.stop();
+  }
+});
+
 // Last: it restarts the probe's server.
 test("a workload whose server exits mid-call: the call gets an error, and later calls on the session work again", async () => {
   const post = await openSession();

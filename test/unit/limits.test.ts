@@ -45,3 +45,10 @@ test.each([
     expect((err as McpmgrError).code).toBe("INVALID_OPTION");
   }
 });
+
+test("a duration past the longest timer is taken as it: 720h meant as never does not time out at once", () => {
+  // setTimeout fires after 1 ms for any delay above 2^31 - 1 ms (the gateway's request timeout did).
+  expect(requestTimeoutMsFromEnv({ MCPMGR_REQUEST_TIMEOUT: "720h" })).toBe(2_147_483_647);
+  expect(upstreamHeadersTimeoutMsFromEnv({ MCPMGR_UPSTREAM_HEADERS_TIMEOUT: "100000h" })).toBe(2_147_483_647);
+  expect(sessionIdleMsFromEnv({ MCPMGR_SESSION_IDLE_TIMEOUT: "596h31m23s647ms" })).toBe(2_147_483_647);
+});
