@@ -29,17 +29,20 @@ const names = [
   `hid-old-${tag}`,
   `hid-net-${tag}`,
   `hid-race-${tag}`,
+  `hid-fg-${tag}`,
+  `hid-own-${tag}`,
 ];
 let probe: string;
 
 beforeAll(async () => {
   probe = (await fixtureImages()).probe;
-  for (const dir of ["A", "B", "home", "P1", "P2", "OLD"]) mkdirSync(join(root, dir));
+  for (const dir of ["A", "B", "home", "P1", "P2", "OLD", "P3"]) mkdirSync(join(root, dir));
 }, 300_000);
 
 afterAll(async () => {
+  for (const name of names) docker("rm", "-f", `others-${name}`);
   for (const home of ["A", "B"]) for (const name of names) await twin(home, "rm", name);
-  for (const home of ["P1", "P2", "OLD"]) for (const name of names) await mcpmgr(join(root, home), "rm", name);
+  for (const home of ["P1", "P2", "OLD", "P3"]) for (const name of names) await mcpmgr(join(root, home), "rm", name);
   for (const name of names) for (const id of leftovers(name).containers) docker("rm", "-f", id);
   for (const name of names) for (const id of leftovers(name).networks) docker("network", "rm", id);
   rmSync(root, { recursive: true, force: true });
@@ -196,4 +199,24 @@ test("a name conflict (409, real dockerd) on a container another installation ho
   expect(
     await takenNameError(engine, "container", `mcpmgr-${name}`, "fedcba9876543210", new Error("x")),
   ).toBeUndefined();
+});
+
+test("a foreground run's leftovers: the hint's docker rm -f takes this installation's containers only, not another's of the same workload name", async () => {
+  const [name, own] = [names[7], names[8]] as [string, string];
+  const home = join(root, "P3");
+  const first = await mcpmgr(home, "run", probe, "--name", own);
+  expect({ code: first.code, failure: first.code === 0 ? "" : first.stderr }).toEqual({ code: 0, failure: "" });
+  const install = docker("inspect", "--format", '{{index .Config.Labels "mcpmgr.install"}}', `mcpmgr-${own}`).out;
+  // What a killed 'run --foreground' of this home leaves, and another installation's container of that workload name.
+  const labels = (id: string) =>
+    ["mcpmgr=true", `mcpmgr.install=${id}`, `mcpmgr.workload=${name}`].flatMap((l) => ["--label", l]);
+  expect(docker("run", "-d", "-i", "--name", `mcpmgr-${name}`, ...labels(install), probe).code).toBe(0);
+  expect(docker("run", "-d", "-i", "--name", `others-${name}`, ...labels("0123456789abcdef"), probe).code).toBe(0);
+  const again = await mcpmgr(home, "run", "--foreground", probe, "--name", name);
+  expect(again.code).not.toBe(0);
+  const removal = /docker rm -f \$\(docker ps -q [^)]*\)/.exec(again.stderr)?.[0];
+  expect(removal).toBeDefined();
+  expect(Bun.spawnSync(["sh", "-c", removal ?? "false"]).exitCode).toBe(0);
+  expect(leftovers(name).containers).toHaveLength(1);
+  expect(docker("inspect", "--format", "{{.State.Running}}", `others-${name}`).out).toBe("true");
 });
