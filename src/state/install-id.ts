@@ -123,5 +123,17 @@ export async function installId(paths: McpmgrPaths): Promise<string> {
     known.set(paths.stateDir, id);
     return id;
   }
-  return withLock(storeLockPath(paths), () => settleInstallIdLocked(paths));
+  try {
+    return await withLock(storeLockPath(paths), () => settleInstallIdLocked(paths));
+  } catch (err) {
+    // A read-only or full state folder: the file cannot be written, but a home with records and no
+    // file can only be one from before it (a new home writes the file before its first record), so
+    // its id is the path hash all the same, and `stop` still removes a dead supervisor's containers.
+    // The evidence is read before the file: a first record seen here was written after its file.
+    if (!usedBefore(paths)) throw err;
+    const written = await readIdFile(paths);
+    const id = written === undefined ? pathInstallId(paths) : idOf(paths, written);
+    known.set(paths.stateDir, id);
+    return id;
+  }
 }

@@ -5,7 +5,8 @@
  * The five directories and what goes in each:
  *   configDir   files the user writes or edits (ignore patterns, custom registries)
  *   dataDir     files mcpmgr creates and the user wants to keep (encrypted secrets, caches worth keeping)
- *   stateDir    workload records and status; losing it loses the list of workloads, nothing else
+ *   stateDir    workload records and status; losing it loses the list of workloads and the home's
+ *               container install id (install-id.ts), nothing else
  *   runtimeDir  pid files, sockets: meaningless after a reboot
  *   logDir      workload and proxy logs
  *

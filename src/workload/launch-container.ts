@@ -122,7 +122,8 @@ export async function assertContainerNameFree(
       {
         hint:
           `choose another --name, or stop that run (Ctrl-C where it runs); if its mcpmgr was killed, remove what it left: ` +
-          `${cli} rm -f $(${cli} ps -q --filter label=${WORKLOAD_LABEL}=${spec.name})`,
+          // This installation's only: another's objects of the same workload name are not the user's to remove.
+          `${cli} rm -f $(${cli} ps -q --filter label=${WORKLOAD_LABEL}=${spec.name} --filter label=${INSTALL_LABEL}=${install})`,
       },
     );
   }

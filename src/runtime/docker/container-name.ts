@@ -37,15 +37,8 @@ export async function checkContainerName(
   const found = info.Config?.Labels ?? {};
   const workload = labels?.[WORKLOAD_LABEL];
   if (workload !== undefined && ownedBy(found, workload, labels?.[INSTALL_LABEL] ?? "")) return info.Id;
-  const other = found[INSTALL_LABEL];
-  if (found[MANAGED_LABEL] === "true" && other !== undefined) {
-    // Another home's workload, probably running: removing it is not this user's call.
-    throw new McpmgrError(
-      "WORKLOAD_EXISTS",
-      `the container name ${name} is taken on this ${engine.kind} engine by another mcpmgr installation's workload ${found[WORKLOAD_LABEL] ?? ""} (another MCPMGR_HOME or user, label mcpmgr.install=${other})`,
-      { hint: "choose another --name for this workload; container names are shared by everyone using the engine" },
-    );
-  }
+  const taken = takenByAnother(engine, "container", name, found, labels?.[INSTALL_LABEL]);
+  if (taken !== undefined) throw taken;
   throw new McpmgrError(
     "WORKLOAD_EXISTS",
     `a container named ${name} already exists and was not created by this mcpmgr for this workload`,
@@ -53,4 +46,47 @@ export async function checkContainerName(
       hint: `choose another --name, or remove that container yourself (${engine.kind} rm -f ${name}) if it is not needed`,
     },
   );
+}
+
+/** The refusal when another installation's mcpmgr object holds `name`: its workload is not this user's to remove. */
+function takenByAnother(
+  engine: ContainerEngine,
+  what: "container" | "network",
+  name: string,
+  found: Readonly<Record<string, string>>,
+  install: string | undefined,
+): McpmgrError | undefined {
+  const other = found[INSTALL_LABEL];
+  if (found[MANAGED_LABEL] !== "true" || other === undefined || other === install) return undefined;
+  return new McpmgrError(
+    "WORKLOAD_EXISTS",
+    `the ${what} name ${name} is taken on this ${engine.kind} engine by another mcpmgr installation's workload ${found[WORKLOAD_LABEL] ?? ""} (another MCPMGR_HOME or user, label mcpmgr.install=${other})`,
+    { hint: "choose another --name for this workload; container names are shared by everyone using the engine" },
+  );
+}
+
+/**
+ * The engine refused to create a container or network because its name is taken (409): when
+ * another installation's object took it after the name was checked (two homes starting the same
+ * workload name at once), the same one line as checkContainerName's rather than "check that the
+ * engine is healthy". Undefined for any other failure, or a name held by something else (the
+ * object is inspected, so a loose match on the engine's message refuses nothing by itself).
+ */
+export async function takenNameError(
+  engine: ContainerEngine,
+  what: "container" | "network",
+  name: string,
+  install: string | undefined,
+  err: unknown,
+): Promise<McpmgrError | undefined> {
+  // Docker answers 409; Podman's compat API 500 with "network name … already used".
+  const failure = err as { statusCode?: number; message?: unknown } | undefined;
+  const conflict = failure?.statusCode === 409 || /already (exists|in use|used)/i.test(String(failure?.message ?? ""));
+  if (!conflict) return undefined;
+  const object = what === "container" ? engine.docker.getContainer(name) : engine.docker.getNetwork(name);
+  const info = (await object.inspect().catch(() => undefined)) as
+    | { Config?: { Labels?: Record<string, string> | null }; Labels?: Record<string, string> | null }
+    | undefined;
+  const found = (what === "container" ? info?.Config?.Labels : info?.Labels) ?? {};
+  return takenByAnother(engine, what, name, found, install);
 }

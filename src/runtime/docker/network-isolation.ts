@@ -20,7 +20,9 @@ import { deniesNetwork, type PermissionProfile } from "../permission-profile.ts"
 import type { EgressConfig } from "./egress-proxy.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { ensureEgressImage } from "./egress-image.ts";
+import { takenNameError } from "./container-name.ts";
 import { engineError } from "./images.ts";
+import { INSTALL_LABEL } from "./labels.ts";
 import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
@@ -167,6 +169,8 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
   const docker = engine.docker;
   // Only what this call made: a failure on a name someone else already uses must not delete theirs.
   const made = { helper: false, internal: false, external: false };
+  /** What is being created: a name conflict there may be another installation's (takenNameError). */
+  let creating: { what: "container" | "network"; name: string } = { what: "network", name: names.internal };
   const removeAll = async () => {
     if (made.helper)
       await docker
@@ -187,6 +191,7 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
       Options: { "com.docker.network.bridge.inhibit_ipv4": "true" },
     });
     made.internal = true;
+    creating = { what: "network", name: names.external };
     await docker.createNetwork({
       Name: names.external,
       Driver: "bridge",
@@ -198,6 +203,7 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
     const ingressKey = `${INGRESS_PORT}/tcp`;
     const socketDir = input.ingress?.socketDir;
     const hostPort = socketDir === undefined ? input.ingress?.hostPort : undefined;
+    creating = { what: "container", name: names.helper };
     const helper = await docker.createContainer({
       name: names.helper,
       Image: image,
@@ -226,7 +232,12 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
   } catch (err) {
     await removeAll();
     if (err instanceof McpmgrError) throw err;
-    throw engineError("setting up the isolated network", err);
+    // Another installation starting a workload of the same name made these networks first.
+    const install = input.labels("network")[INSTALL_LABEL];
+    throw (
+      (await takenNameError(engine, creating.what, creating.name, install, err)) ??
+      engineError("setting up the isolated network", err)
+    );
   }
   const proxyUrl = `http://${EGRESS_ALIAS}:${EGRESS_PORT}`;
   return {
