@@ -18,7 +18,6 @@
  * client file that cannot be updated (a `run` must not fail because an editor's settings
  * file has a typo), only for mcpmgr's own state.
  */
-import { existsSync } from "node:fs";
 import {
   ClientRegistrationStore,
   groupsOf,
@@ -35,6 +34,7 @@ import { editClientFile, SkipEdit, uninstalled } from "./config-file.ts";
 import { addedKeys, forgetKept, keepAddedKeys, passOnEmptyCollection, takeKeptKeys } from "./entry-memory.ts";
 import { sameValue } from "./formats/editor.ts";
 import { onlyGateway, otherGatewayEntry } from "./gateway-rules.ts";
+import { isInstalled, transportMismatch } from "./installed.ts";
 import { isOurs, pickEntry } from "./same-name.ts";
 import type { ClientContext, ClientDefinition, ClientId, WorkloadEndpoint } from "./types.ts";
 
@@ -259,17 +259,8 @@ export class ClientConfigSync {
   ): Promise<SyncReport> {
     const file = client.configPath(this.#ctx);
     const name = workload.name;
-    if (!client.transports.includes(workload.transport)) {
-      return this.#skipped(
-        client,
-        name,
-        file,
-        `cannot connect to ${name}, which speaks ${describeTransport(workload.transport)}` +
-          (client.stdioOnly
-            ? " (its entry relays to streamable HTTP only)"
-            : ` (it accepts ${client.transports.map(describeTransport).join(" and ")} only)`),
-      );
-    }
+    const mismatch = transportMismatch(client, workload);
+    if (mismatch !== undefined) return this.#skipped(client, name, file, mismatch);
     const shape = client.entry(workload, this.#ctx);
     const written = Object.fromEntries(shape.managed.map((key) => [key, shape.value[key]]));
     const owned = ownedIn(registrations, client.id, file);
@@ -412,16 +403,4 @@ export class ClientConfigSync {
     this.#ctx.log.warn(`${client.displayName} (${file}): ${reason}`);
     return { client: client.id, workload, file, action: "skipped", reason };
   }
-}
-
-function isInstalled(ctx: ClientContext, client: ClientDefinition): boolean {
-  return client.installMarkers(ctx).some((marker) => existsSync(marker));
-}
-
-function describeTransport(transport: WorkloadEndpoint["transport"]): string {
-  return transport === "sse" ? "SSE (the deprecated HTTP+SSE transport)" : "streamable HTTP";
-}
-
-export function installedClients(ctx: ClientContext): readonly ClientDefinition[] {
-  return allClients().filter((client) => isInstalled(ctx, client));
 }

@@ -14,11 +14,11 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
-import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { deepFreeze } from "../objects.ts";
 import { describeIssues, ensureDir, errnoCode, readJsonFile, stateIoError, writeJsonFile } from "./atomic-file.ts";
-import { liveForegroundRun, releaseForegroundClaim, writeForegroundClaim } from "./foreground-runs.ts";
+import { releaseForegroundClaim, writeForegroundClaim } from "./foreground-runs.ts";
+import { assertNoForegroundRun, workloadNotFound } from "./workload-lookup.ts";
 import { settleInstallIdLocked, storeLockPath } from "./install-id.ts";
 import { withLock, type LockOptions } from "./lock.ts";
 import type { McpmgrPaths } from "./paths.ts";
@@ -44,6 +44,7 @@ export {
   isValidWorkloadName,
   sanitizeWorkloadName,
 } from "./workload-name.ts";
+export { assertNoForegroundRun } from "./workload-lookup.ts";
 export {
   isGatewayRecord,
   reconcileStatus,
@@ -162,7 +163,7 @@ export class WorkloadStore {
 
   /** Like get, but a missing workload is WORKLOAD_NOT_FOUND. */
   async getExisting(name: string): Promise<WorkloadRecord> {
-    return (await this.get(name)) ?? _notFound(this.paths, name, this.#names());
+    return (await this.get(name)) ?? workloadNotFound(this.paths, name, this.#names());
   }
 
   /** Validates and stores a new record. Refuses a taken name (WORKLOAD_EXISTS) or proxy port (PORT_IN_USE). */
@@ -214,7 +215,7 @@ export class WorkloadStore {
   async update(name: string, fn: (current: WorkloadRecord) => WorkloadInput | WorkloadRecord): Promise<WorkloadRecord> {
     assertWorkloadName(name);
     return this.#locked(async () => {
-      const current = (await this.#read(name)) ?? _notFound(this.paths, name, this.#names());
+      const current = (await this.#read(name)) ?? workloadNotFound(this.paths, name, this.#names());
       const next = fn(current);
       if (next.name !== name) {
         throw new McpmgrError("INVALID_ARGUMENT", `a workload cannot be renamed (from ${name} to ${next.name})`, {
@@ -238,7 +239,7 @@ export class WorkloadStore {
       try {
         await (await fsp()).rename(this.#dir(name), trash);
       } catch (err) {
-        if (errnoCode(err) === "ENOENT") _notFound(this.paths, name, this.#names());
+        if (errnoCode(err) === "ENOENT") workloadNotFound(this.paths, name, this.#names());
         throw stateIoError("remove", this.#dir(name), err);
       }
       await this.#sweepTrash();
@@ -282,7 +283,7 @@ export class WorkloadStore {
     const status = deepFreeze(parsed.output);
     await this.#locked(async () => {
       // Without this check a supervisor exiting after `rm` would bring back a ghost folder.
-      if ((await this.#read(name)) === undefined) _notFound(this.paths, name, this.#names());
+      if ((await this.#read(name)) === undefined) workloadNotFound(this.paths, name, this.#names());
       if (options.onlyIf !== undefined && !options.onlyIf(await this.readStatus(name).catch(() => undefined))) return;
       await writeJsonFile(join(this.#dir(name), STATUS_FILE), status);
     });
@@ -390,30 +391,4 @@ export class WorkloadStore {
   #locked<T>(fn: () => Promise<T>): Promise<T> {
     return withLock(this.lockPath, fn, this.#lock);
   }
-}
-
-/** WORKLOAD_EXISTS while a live foreground run holds the name. */
-export function assertNoForegroundRun(paths: McpmgrPaths, name: string): void {
-  const running = liveForegroundRun(paths, name);
-  if (running === undefined) return;
-  throw new McpmgrError("WORKLOAD_EXISTS", `a foreground run named ${name} is running (pid ${running.pid})`, {
-    hint: "stop it (Ctrl-C where it runs), or choose another --name",
-  });
-}
-
-function _notFound(paths: McpmgrPaths, name: string, names: readonly string[]): never {
-  // A foreground run has no record (nothing to stop, start or read logs of here), but it is not nowhere.
-  const foreground = liveForegroundRun(paths, name);
-  if (foreground !== undefined) {
-    throw new McpmgrError(
-      "WORKLOAD_NOT_FOUND",
-      `${name} is a foreground run (pid ${foreground.pid}), not a recorded workload`,
-      { hint: "it logs to its terminal; stop it there with Ctrl-C" },
-    );
-  }
-  // A mistyped name: the nearest workload's, as a mistyped command or registry name gets.
-  const near = didYouMean(closeMatches(name, names, { nearestOnly: true }));
-  throw new McpmgrError("WORKLOAD_NOT_FOUND", `no workload named ${name}`, {
-    hint: near ? `${near} ('mcpmgr list' shows the workloads)` : "see the workloads with: mcpmgr list",
-  });
 }

@@ -5,7 +5,8 @@
  * and the registrations are read here, through clients/ and state/.
  */
 import { clientById } from "../clients/catalog.ts";
-import { ClientConfigSync, type ClientStatus, installedClients, type SyncReport } from "../clients/sync.ts";
+import { installedClients } from "../clients/installed.ts";
+import { ClientConfigSync, type ClientStatus, type SyncReport } from "../clients/sync.ts";
 import type { ClientId } from "../clients/types.ts";
 import { McpmgrError } from "../errors.ts";
 import { ClientRegistrationStore } from "../state/client-registrations.ts";
