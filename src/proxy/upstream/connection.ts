@@ -85,13 +85,18 @@ export class Http1Connection implements ResponseSink {
       connection.#socket?.terminate();
     });
     connection.#connecting = attempt;
-    Bun.connect<Http1Connection>({
-      hostname: target.hostname,
-      port: target.port,
-      ...(target.tls === undefined ? {} : { tls: target.tls }),
-      data: connection,
-      socket: handlers,
-    }).catch((err: unknown) => connection.onConnectError(err as Error));
+    const tls = target.tls === undefined ? {} : { tls: target.tls };
+    const opened =
+      target.unix === undefined
+        ? Bun.connect<Http1Connection>({
+            hostname: target.hostname,
+            port: target.port,
+            ...tls,
+            data: connection,
+            socket: handlers,
+          })
+        : Bun.connect<Http1Connection>({ unix: target.unix, ...tls, data: connection, socket: handlers });
+    opened.catch((err: unknown) => connection.onConnectError(err as Error));
     return attempt.promise.then(() => connection);
   }
 
