@@ -6,9 +6,9 @@
  * session subscribed to there; its `notifications/resources/updated` reach the session as a 2025-era
  * workload's do (upstream-pool.ts).
  *
- * One stream, not one per URI: each open stream is an HTTP request in flight, and the runtime's fetch
- * runs a bounded number of those at once for the whole process (256 in Bun), so a session with a few
- * hundred subscriptions would otherwise stall every request the gateway makes to any workload. A
+ * One stream, not one per URI: each open stream holds a connection to the workload and a request
+ * there for as long as it lasts, so a session with a few hundred subscriptions would hold a few
+ * hundred of each (the gateway's HTTP client, proxy/upstream/, has no ceiling of its own to stop it). A
  * change to the set opens a stream for the new set and, once the workload has acknowledged it, closes
  * the old one (so no update falls between them). A stream that ends while the session still wants
  * its resources (the workload restarted, a hop dropped it) is opened again, after a pause that

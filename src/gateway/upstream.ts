@@ -18,6 +18,8 @@ import type {
   PriorDiscovery,
 } from "@modelcontextprotocol/client";
 import { type AnswerLimit, boundedFetch } from "../proxy/answer-limit.ts";
+import type { UpstreamInit } from "../proxy/authenticated-fetch.ts";
+import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import { version } from "../version.ts";
 import type { Member } from "./membership.ts";
 
@@ -217,18 +219,24 @@ export async function endUpstream(client: Upstream, boundMs: number): Promise<vo
  * Requests to a member carry the trace context of the call they serve, and the gateway key; with the
  * key they never follow a redirect: it is for the member's own endpoint and nowhere else.
  */
+/**
+ * The gateway's requests to a member go through mcpmgr's own HTTP client (proxy/upstream/), not Bun's
+ * fetch: fetch runs at most 256 requests at once per process (BUN_CONFIG_MAX_HTTP_REQUESTS), and every
+ * 2025-era gateway session holds one of them for good when its member keeps the standalone GET stream
+ * open, so the 256th session's requests (and every other session's) would queue behind streams that
+ * never end. A member's redirect is never followed (it is an mcpmgr workload endpoint; a redirect
+ * would carry the session, and any credential, to a URL nobody checked): the SDK sees it as an error.
+ */
 function memberFetch(credential: string | undefined): (url: string | URL, init?: RequestInit) => Promise<Response> {
   return (url, init) => {
     const trace = requestScope.getStore()?.trace;
-    if (credential === undefined && trace === undefined) return globalThis.fetch(url, init);
     const headers = new Headers(init?.headers);
     for (const name of TRACE_HEADERS) {
       const value = trace?.get(name);
       if (value) headers.set(name, value);
     }
-    if (credential === undefined) return globalThis.fetch(url, { ...init, headers });
-    headers.set("authorization", `Bearer ${credential}`);
-    return globalThis.fetch(url, { ...init, headers, redirect: "manual" });
+    if (credential !== undefined) headers.set("authorization", `Bearer ${credential}`);
+    return defaultUpstreamClient().fetch(String(url), { ...(init as UpstreamInit), headers, redirect: "manual" });
   };
 }
 

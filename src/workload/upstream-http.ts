@@ -7,6 +7,7 @@ import { errorMessage, McpmgrError } from "../errors.ts";
 import { callerOf } from "../middleware/caller.ts";
 import { forwardedNames } from "../middleware/host-names.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
+import { createUpstreamClient } from "../proxy/upstream/client.ts";
 import type { ServerHandle, LaunchedServer } from "../runtime/server-handle.ts";
 import type { WorkloadContext } from "./context.ts";
 import { outgoingAuthentication } from "./outgoing-auth.ts";
@@ -69,7 +70,9 @@ export async function connectHttpServer(
     handler: transparentForwarder({
       ...forwarderOptions(spec, options, ctx),
       target,
-      ...(unix ? { fetch: (url: string, init: RequestInit) => fetch(url, { ...init, unix }) } : {}),
+      // mcpmgr's own client on the socket, not fetch's `unix` option: fetch runs at most 256 requests at
+      // once per process, and every open listen or GET stream of a client would hold one for good.
+      ...(unix ? { fetch: createUpstreamClient({ unix }).fetch } : {}),
     }),
     exited,
   };

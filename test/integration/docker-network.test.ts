@@ -17,6 +17,7 @@ import {
   type FixtureImages,
 } from "../support/docker-fixtures.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
+import { type HeldRequest, holdPost } from "../support/held-request.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -213,6 +214,46 @@ describe("--isolate-network", () => {
       expect(helper.HostConfig.ReadonlyRootfs).toBe(true);
       await run.client.close();
     } finally {
+      await run.stop();
+    }
+    expect(leftovers(name)).toEqual({ containers: [], networks: [] });
+  }, 300_000);
+
+  test("300 answer streams held open through the ingress relay do not stall the next request", async () => {
+    // The forwarder reaches the relay's Unix socket; with fetch (at most 256 requests at once per
+    // process) the 257th request queued behind streams that never end.
+    const name = "docker-isolated-held";
+    const run = await runForeground([
+      images.httpProbe,
+      "--name",
+      name,
+      "--transport",
+      "streamable-http",
+      "--permission-profile",
+      "none",
+    ]);
+    const held: HeldRequest[] = [];
+    try {
+      const url = run.match[1] as string;
+      const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+      for (let next = 0; next < 300; next += 50) {
+        const batch = Array.from({ length: 50 }, (_, i) =>
+          holdPost(
+            url,
+            headers,
+            JSON.stringify({ jsonrpc: "2.0", id: next + i, method: "tools/call", params: { name: "hold" } }),
+            /: held/,
+            15_000,
+          ),
+        );
+        held.push(...(await Promise.all(batch)));
+      }
+      expect(held.filter((request) => !request.received.includes(": held")).length).toBe(0);
+      const answer = await Promise.race([run.call("whoami"), Bun.sleep(10_000).then(() => ({ text: "no answer" }))]);
+      expect(answer.text).toContain("transport=streamable-http");
+      await run.client.close();
+    } finally {
+      for (const request of held) request.close();
       await run.stop();
     }
     expect(leftovers(name)).toEqual({ containers: [], networks: [] });

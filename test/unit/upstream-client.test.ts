@@ -384,6 +384,37 @@ describe("what is left to fetch", () => {
   });
 });
 
+describe("a Unix socket", () => {
+  test("every origin is reached through the socket, many held streams at once, environment proxies ignored", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "mcpmgr-upstream-unix-"));
+    const path = join(dir, "relay.sock");
+    const server = Bun.serve({
+      unix: path,
+      fetch(req) {
+        if (new URL(req.url).pathname !== "/hold") return new Response(`host ${req.headers.get("host")}`);
+        return new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(": held\n\n")) }), {
+          headers: { "content-type": "text/event-stream" },
+        });
+      },
+    });
+    const { fetch, close } = client({ unix: path, env: { HTTP_PROXY: "http://127.0.0.1:1" } });
+    const aborts = new AbortController();
+    try {
+      // More than fetch's 256 requests at once per process: each holds its connection.
+      const held = await Promise.all(
+        Array.from({ length: 300 }, () => fetch("http://127.0.0.1:8000/hold", get({ signal: aborts.signal }))),
+      );
+      expect(held.every((response) => response.status === 200)).toBe(true);
+      expect(await (await fetch("http://127.0.0.1:8000/", get())).text()).toBe("host 127.0.0.1:8000");
+    } finally {
+      aborts.abort();
+      close();
+      await server.stop(true);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("TLS", () => {
   let scratch: string;
   const certs: Record<string, { cert: string; key: string }> = {};

@@ -38,6 +38,11 @@ export interface UpstreamClientOptions {
   readonly ca?: string;
   /** Environment consulted for proxies and NODE_TLS_REJECT_UNAUTHORIZED (default process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Every origin is reached through this Unix socket (an isolated container's relay), as fetch's
+   * `unix` option does; environment proxies then do not apply.
+   */
+  readonly unix?: string;
   /** What handles the requests this client leaves to fetch (default fetch). */
   readonly fallback?: UpstreamFetch;
 }
@@ -75,7 +80,10 @@ const fetchOnlyOptions = ["tls", "proxy", "unix", "s3", "verbose", "session", "p
 
 export function createUpstreamClient(options: UpstreamClientOptions = {}): UpstreamClient {
   const env = options.env ?? process.env;
-  const fallback: UpstreamFetch = options.fallback ?? ((url, init) => fetch(url, init));
+  const unix = options.unix;
+  const fallback: UpstreamFetch =
+    options.fallback ??
+    (unix === undefined ? (url, init) => fetch(url, init) : (url, init) => fetch(url, { ...init, unix }));
   const pools = new Map<string, Origin | null>();
   const poolOptions = {
     maxIdle: options.maxIdlePerOrigin ?? 64,
@@ -108,13 +116,14 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       return null; // fetch reports the bad URL its own way
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") return null;
-    if (usesEnvironmentProxy(url, env)) return null;
+    if (unix === undefined && usesEnvironmentProxy(url, env)) return null;
     const https = url.protocol === "https:";
     const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
     const target = {
       hostname,
       port: url.port === "" ? (https ? 443 : 80) : Number(url.port),
       tls: https ? tlsFor(hostname) : undefined,
+      ...(unix === undefined ? {} : { unix }),
     };
     return { pool: new OriginPool(target, poolOptions), host: url.host };
   };

@@ -37,7 +37,7 @@ export class ConnectAttempt {
         abandon(
           new UpstreamError(
             "UPSTREAM_CONNECT_TIMEOUT",
-            `no connection to ${target.hostname}:${target.port} within ${options.timeoutMs} ms`,
+            `no connection to ${target.unix ?? `${target.hostname}:${target.port}`} within ${options.timeoutMs} ms`,
           ),
         ),
       options.timeoutMs,

@@ -87,13 +87,18 @@ export class Http1Connection implements ResponseSink {
       (connection.#socket ?? connection.#handshaking)?.terminate();
     });
     connection.#connecting = attempt;
-    Bun.connect<Http1Connection>({
-      hostname: target.hostname,
-      port: target.port,
-      ...(target.tls === undefined ? {} : { tls: target.tls }),
-      data: connection,
-      socket: handlers,
-    }).then(
+    const tls = target.tls === undefined ? {} : { tls: target.tls };
+    const opened =
+      target.unix === undefined
+        ? Bun.connect<Http1Connection>({
+            hostname: target.hostname,
+            port: target.port,
+            ...tls,
+            data: connection,
+            socket: handlers,
+          })
+        : Bun.connect<Http1Connection>({ unix: target.unix, ...tls, data: connection, socket: handlers });
+    opened.then(
       (socket) => {
         // With TLS this is the TCP connection, before `open` (the handshake): given up on meanwhile,
         // or later, it must be closed here, else an upstream that never finishes the handshake keeps it.

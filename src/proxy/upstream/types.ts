@@ -5,6 +5,8 @@ import type { Cancellation } from "./cancellation.ts";
 export interface ConnectTarget {
   readonly hostname: string;
   readonly port: number;
+  /** A Unix socket reached instead of hostname:port (an isolated container's relay). */
+  readonly unix?: string;
   /** TLS settings, or undefined for plain TCP. */
   readonly tls: TLSOptions | undefined;
 }
