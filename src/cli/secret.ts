@@ -6,7 +6,7 @@
 import { resolvePaths } from "../state/paths.ts";
 import { defineCommand } from "citty";
 import { parseArgv } from "../config/argv.ts";
-import { formatOptions as listOptions, noOptions } from "../config/command-options.ts";
+import { formatOptions as listOptions, noOptions, secretDeleteOptions } from "../config/command-options.ts";
 import type { OptionTable } from "../config/option-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { readOnlyError } from "../secrets/environment.ts";
@@ -92,17 +92,26 @@ const list = defineCommand({
 });
 
 const remove = defineCommand({
-  meta: { name: "delete", description: "Delete a secret" },
-  args: toCittyArgs(noOptions, nameArg),
+  meta: {
+    name: "delete",
+    description: "Delete a secret (refused while recorded workloads use it, naming them, unless --force)",
+  },
+  args: toCittyArgs(secretDeleteOptions, nameArg),
   async run({ rawArgs }) {
-    const name = nameFrom(rawArgs, "secret delete", noOptions);
-    const existed = await openManager().provider.delete(name);
-    if (!existed) {
-      throw new McpmgrError("SECRET_NOT_FOUND", `secret '${name}' not found`, {
-        hint: "'mcpmgr secret list' shows the stored names",
-      });
-    }
+    const name = nameFrom(rawArgs, "secret delete", secretDeleteOptions);
+    const force = parseArgv(rawArgs, secretDeleteOptions, "secret delete", false).values.force;
+    const manager = openManager();
+    if (!manager.provider.writable) throw readOnlyError(name);
+    // A workload looks its secrets up at every start: without it, its next start or restart fails.
+    const { deleteSecret, describeUsers } = await import("../workload/secret-references.ts");
+    const { users, unreadable } = await deleteSecret(manager.provider, resolvePaths(process.env), name, force);
     log.success(`secret '${name}' deleted`);
+    if (users.length > 0)
+      log.warn(
+        `still used by ${describeUsers(users)}: their next start or restart fails until 'mcpmgr secret set ${name}'`,
+      );
+    if (unreadable.length > 0)
+      log.warn(`the records of ${unreadable.join(", ")} could not be read; they may use '${name}' too`);
   },
 });
 
@@ -119,6 +128,10 @@ const subCommands = {
   delete: withExamples(remove, [
     { description: "Delete the secret 'github-token'", command: "mcpmgr secret delete github-token" },
     { description: "Delete one whose name starts with '-'", command: "mcpmgr secret delete -- -odd-name" },
+    {
+      description: "Delete one that workloads still use (they fail at their next start until it is set again)",
+      command: "mcpmgr secret delete github-token --force",
+    },
   ]),
 };
 

@@ -62,6 +62,15 @@ export const groupRmOptions = {
   }),
 } as const satisfies OptionTable;
 
+/** `mcpmgr secret delete`. */
+export const secretDeleteOptions = {
+  force: booleanOption({
+    description:
+      "Delete it even when recorded workloads use it (they then fail at their next start or restart until it is set again)",
+    default: false,
+  }),
+} as const satisfies OptionTable;
+
 /** `mcpmgr client register`. */
 export const clientRegisterOptions = {
   group: stringOption({

@@ -37,6 +37,7 @@ import { assertPrivateDirectories } from "../../src/state/private-dirs.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { liveWorkload } from "../../src/workload/live-workload.ts";
 import { locateServer } from "../../src/workload/locate.ts";
+import { deleteSecret } from "../../src/workload/secret-references.ts";
 import { processPlacement } from "../../src/workload/process-placement.ts";
 import { startWorkload } from "../../src/workload/start.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
@@ -208,6 +209,20 @@ const producers: Record<ErrorCode, () => unknown> = {
   },
   SECRET_NOT_FOUND: () =>
     createSecretManager({ dir, env: { MCPMGR_SECRETS_PROVIDER: "environment" } }).resolveSecret("absent"),
+  SECRET_IN_USE: async () => {
+    const paths = resolvePaths({ MCPMGR_HOME: join(dir, "secret-in-use-home") });
+    await new WorkloadStore(paths).create({
+      name: "uses-key",
+      source: { kind: "remote", ref: "https://x.example/mcp" },
+      transport: "streamable-http",
+      proxyPort: 11,
+      runtime: "remote",
+      secrets: [{ name: "key", target: "KEY" }],
+    });
+    const provider = secrets("in-use", "pw").provider;
+    await provider.set("key", "value");
+    return deleteSecret(provider, paths, "key", false);
+  },
   SECRETS_PASSWORD_MISSING: () => secrets("no-password").provider.set("name", "value"),
   SECRETS_PASSWORD_WRONG: async () => {
     await secrets("wrong", "right").provider.set("name", "value");

@@ -22,6 +22,7 @@ import {
   listOptions,
   logsOptions,
   registrySearchOptions,
+  secretDeleteOptions,
 } from "../../src/config/command-options.ts";
 import { gatewayOptions } from "../../src/config/gateway-options.ts";
 import type { OptionTable } from "../../src/config/option-spec.ts";
@@ -54,7 +55,7 @@ const tables: Readonly<Record<string, OptionTable>> = {
   "secret set": {},
   "secret get": {},
   "secret list": formatOptions,
-  "secret delete": {},
+  "secret delete": secretDeleteOptions,
   "registry list": formatOptions,
   "registry search": registrySearchOptions,
   "registry info": formatOptions,
