@@ -387,9 +387,14 @@ test("a second foreground run cannot take over a name in use; mcpmgr's own direc
     expect((await first.call("read_file", { path: "/scratch/home-under-mount/config/marker.txt" })).text).toBe(
       "ENOENT",
     );
-    const second = await runFails([images.probe, "--name", "docker-taken"]);
+    // The same home: the name is held by the first run.
+    const second = await runFails([images.probe, "--name", "docker-taken"], { MCPMGR_HOME: home });
     expect(second.code).toBe(1);
-    expect(second.err).toContain("already running");
+    expect(second.err).toContain("a foreground run named docker-taken is running");
+    // Another home on the same engine: the container name is another installation's.
+    const elsewhere = await runFails([images.probe, "--name", "docker-taken"]);
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.err).toContain("is taken on this docker engine by another mcpmgr installation's workload");
     expect((await first.call("env", { name: "HOME" })).isError).toBe(false);
     await first.client.close();
   } finally {
