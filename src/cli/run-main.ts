@@ -7,6 +7,7 @@
  */
 import { type ArgsDef, type CommandContext, type CommandDef, parseArgs, renderUsage, runCommand } from "citty";
 import { closeMatches, didYouMean } from "../close-matches.ts";
+import { keepLoopbackOffEnvironmentProxy } from "../config/loopback.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { version } from "../version.ts";
 import { argsSourceOf, examplesOf, helpSubCommandsOf, isRoutingCommand, subCommandSummariesOf } from "./citty-args.ts";
@@ -20,6 +21,8 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
   const own = argv.slice(0, end);
   if (own.includes("--debug")) enableDebug();
   const rawArgs = [...own.filter((arg) => !globalFlags.has(arg)), ...argv.slice(end)];
+  // mcpmgr's own endpoints are on loopback: fetch must not send them to a proxy from the environment.
+  keepLoopbackOffEnvironmentProxy(process.env);
 
   try {
     if (rawArgs.length === 0 || own.includes("--help") || own.includes("-h")) {

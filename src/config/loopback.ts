@@ -22,3 +22,25 @@ function isLoopbackIpv6(address: string): boolean {
   }
   return normalised === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(normalised);
 }
+
+const proxyVariables = ["http_proxy", "https_proxy", "all_proxy"];
+const loopbackNoProxy = ["localhost", "127.0.0.1", "::1"];
+
+/**
+ * Adds loopback to no_proxy (both spellings) when the environment names a proxy: Bun's fetch sends
+ * loopback through it otherwise, and mcpmgr's workloads, gateways and login callbacks listen there
+ * (a proxy elsewhere cannot reach them; their credentials must not go to it). mcpmgr's own HTTP
+ * client never proxies loopback (proxy/upstream/proxy-env.ts); Bun reads no_proxy at each request.
+ */
+export function keepLoopbackOffEnvironmentProxy(env: Record<string, string | undefined>): void {
+  const set = (name: string) => (env[name] ?? env[name.toUpperCase()] ?? "").trim() !== "";
+  if (!proxyVariables.some(set)) return;
+  // Both spellings' entries: which one fetch prefers when they differ is not something to rely on.
+  const listed = [...new Set(`${env.no_proxy ?? ""},${env.NO_PROXY ?? ""}`.split(/[\s,]+/))].filter((e) => e !== "");
+  if (listed.includes("*")) return;
+  const missing = loopbackNoProxy.filter((host) => !listed.includes(host));
+  const value = [...listed, ...missing].join(",");
+  if (env.no_proxy === value && env.NO_PROXY === value) return;
+  env.no_proxy = value;
+  env.NO_PROXY = value;
+}

@@ -224,8 +224,9 @@ export async function endUpstream(client: Upstream, boundMs: number): Promise<vo
  * fetch: fetch runs at most 256 requests at once per process (BUN_CONFIG_MAX_HTTP_REQUESTS), and every
  * 2025-era gateway session holds one of them for good when its member keeps the standalone GET stream
  * open, so the 256th session's requests (and every other session's) would queue behind streams that
- * never end. A member's redirect is never followed (it is an mcpmgr workload endpoint; a redirect
- * would carry the session, and any credential, to a URL nobody checked): the SDK sees it as an error.
+ * never end. This client follows no redirect (a member is an mcpmgr workload endpoint; a redirect
+ * elsewhere would carry the session, and any credential, to a URL nobody checked): the SDK transport
+ * follows one itself only within the member's origin, keeping the method, and errs on any other.
  */
 function memberFetch(credential: string | undefined): (url: string | URL, init?: RequestInit) => Promise<Response> {
   return (url, init) => {

@@ -2,7 +2,12 @@
  * Whether fetch would send a request through an HTTP proxy from the environment
  * (http_proxy, https_proxy, all_proxy, less the hosts in no_proxy). The upstream client
  * does not speak to proxies itself: such origins are left to fetch, which does.
+ * Loopback is never proxied (as Go's net/http does): mcpmgr's workloads, gateways and login
+ * callbacks listen there, which a proxy elsewhere cannot reach, and their credentials (a gateway
+ * key, a forwarded token) must not go to it. Bun's fetch proxies loopback too unless no_proxy
+ * names it, hence `keepLoopbackOffEnvironmentProxy` (config/loopback.ts) at start-up.
  */
+import { isLoopbackHostname } from "../../config/loopback.ts";
 
 type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -16,6 +21,7 @@ export function usesEnvironmentProxy(url: URL, env: Environment): boolean {
     (url.protocol === "https:" ? variable(env, "https_proxy") : variable(env, "http_proxy")) ??
     variable(env, "all_proxy");
   if (proxy === undefined) return false;
+  if (isLoopbackHostname(url.hostname)) return false;
   return !excludedByNoProxy(url, variable(env, "no_proxy"));
 }
 
