@@ -23,14 +23,7 @@ export async function removeWorkloadObjects(
   } catch (err) {
     throw engineError(`listing the containers of ${workload}`, err);
   }
-  await Promise.all(
-    containers.map((c) =>
-      engine.docker
-        .getContainer(c.Id)
-        .remove({ force: true })
-        .catch(() => {}),
-    ),
-  );
+  await removeContainers(engine, containers);
   // Networks after containers: a network with endpoints cannot be removed.
   const networks = (
     await engine.docker.listNetworks({ filters }).catch((err: unknown) => {
@@ -76,14 +69,7 @@ export async function removeOrphanedObjects(
     // Started once: a live workload's (another machine's home with the same id), not a late create's.
     if (containers.some((c) => c.State !== "created")) continue;
     if (!(await gone(workload))) continue;
-    await Promise.all(
-      containers.map((c) =>
-        engine.docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => {}),
-      ),
-    );
+    await removeContainers(engine, containers);
     // Networks after containers; one something is still attached to stays (the engine refuses).
     await Promise.all(
       networks
@@ -98,4 +84,19 @@ export async function removeOrphanedObjects(
     cleaned.push(workload);
   }
   return cleaned;
+}
+
+/** Removes each container by its id (never by name, which another may hold by now); one already gone is no error. */
+async function removeContainers(
+  engine: ContainerEngine,
+  containers: readonly { readonly Id: string }[],
+): Promise<void> {
+  await Promise.all(
+    containers.map((c) =>
+      engine.docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
 }
