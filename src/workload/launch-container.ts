@@ -122,8 +122,10 @@ export async function assertContainerNameFree(
       {
         hint:
           `choose another --name, or stop that run (Ctrl-C where it runs); if its mcpmgr was killed, remove what it left: ` +
-          // This installation's only: another's objects of the same workload name are not the user's to remove.
-          `${cli} rm -f $(${cli} ps -q --filter label=${WORKLOAD_LABEL}=${spec.name} --filter label=${INSTALL_LABEL}=${install})`,
+          // The very containers found, by id: this installation's only (another's of the same workload name
+          // are not the user's to remove), and those of a release before the install label, which a filter
+          // on that label would miss.
+          `${cli} rm -f ${running.map((c) => c.Id.slice(0, 12)).join(" ")}`,
       },
     );
   }
