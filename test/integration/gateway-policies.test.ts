@@ -105,8 +105,10 @@ describe("policies on gateway names", () => {
         .map(
           (line) => JSON.parse(line) as { type: string; component: string; target: { tool?: string }; outcome: string },
         );
-    // Lines are flushed every 200 ms.
-    expect(await until(async () => (await read()).some((e) => e.target.tool === "beta_echo"))).toBe(true);
+    // Lines are flushed every 200 ms: wait for this call's own line (the earlier tests' are there already).
+    expect(
+      await until(async () => (await read()).some((e) => e.target.tool === "alpha_echo" && e.outcome === "success")),
+    ).toBe(true);
     const calls = (await read()).map((e) => [e.target.tool, e.outcome]);
     expect(calls).toContainEqual(["alpha_echo", "success"]);
     expect(calls).toContainEqual(["beta_echo", "denied"]);
