@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { installId } from "../../src/state/install-id.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnCollect } from "../support/processes.ts";
 import { type SlowEngine, slowEngine } from "../support/slow-engine.ts";
 
 setDefaultTimeout(90_000);
@@ -31,19 +31,14 @@ const planted: string[] = [];
 const plantedNetworks: string[] = [];
 
 /** Not spawnSync: the relay lives in this process, and must answer while the command runs. */
-async function mcpmgr(env: Record<string, string>, ...args: string[]) {
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, ...args], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
+function mcpmgr(env: Record<string, string>, ...args: string[]) {
+  return spawnCollect([process.execPath, CLI_ENTRY, ...args], {
+    ...process.env,
+    NO_COLOR: "1",
+    MCPMGR_HOME: home,
+    MCPMGR_RUNTIME: "docker",
+    ...env,
   });
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
 }
 
 async function until(predicate: () => boolean, ms = 60_000): Promise<void> {

@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { docker, fixtureImages, leftovers } from "../support/docker-fixtures.ts";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { CLI_ENTRY, spawnCollect } from "../support/processes.ts";
 import { takenNameError } from "../../src/runtime/docker/container-name.ts";
 import { detectEngine } from "../../src/runtime/docker/engine.ts";
 
@@ -48,19 +48,8 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-async function run(argv: string[], home: string) {
-  const proc = Bun.spawn(argv, {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
+function run(argv: string[], home: string) {
+  return spawnCollect(argv, { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" });
 }
 
 /** mcpmgr with MCPMGR_HOME at `shared`, where folder `which` is bound. */

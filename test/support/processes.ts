@@ -203,3 +203,20 @@ export function followLogs(mcpmgrHome: string, args: readonly string[]): LogFoll
     },
   };
 }
+
+/**
+ * Runs `argv` to its end without blocking this process (unlike spawnSync, servers living in the
+ * test process go on answering meanwhile) and returns its exit code and output.
+ */
+export async function spawnCollect(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([...argv], { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" });
+  const [code, stdout, stderr] = await Promise.all([
+    proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+  ]);
+  return { code, stdout, stderr };
+}
