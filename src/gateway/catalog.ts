@@ -56,6 +56,8 @@ export interface CatalogOptions {
   readonly prefixMode: PrefixMode;
   readonly timeoutMs: number;
   readonly onChange: (kinds: ReadonlySet<ListKind>) => void;
+  /** A member's catalog connection is up (it joined, or came back after it left or failed). */
+  readonly onJoin?: (workload: string) => void;
   readonly log: (level: "info" | "warn", text: string) => void;
   readonly retryMs?: number;
   /** The largest answer held from a member (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB). */
@@ -230,6 +232,7 @@ export class GroupCatalog {
       connection.failure = undefined;
       this.#options.log("info", `workload '${member.name}' joined (${member.url})`);
       this.#rebuild();
+      this.#options.onJoin?.(member.name);
       // Reached as a 2026-07-28 server: its list changes come only on a listen stream (member-listen.ts).
       if (client.getProtocolEra() !== "legacy") {
         const watched = client;

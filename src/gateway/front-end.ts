@@ -93,6 +93,8 @@ export interface GatewayFrontEnd {
   listsChanged(kinds: ReadonlySet<ListKind>): void;
   /** A workload left the group: its upstream sessions are closed. */
   workloadLeft(workload: string): void;
+  /** A workload joined the group (again): sessions that followed resources there follow them again. */
+  workloadJoined(workload: string): void;
   readonly sessionCount: number;
   close(): Promise<void>;
 }
@@ -373,6 +375,9 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     workloadLeft(workload) {
       for (const { pool } of callerPools.values()) pool.forget(workload);
       for (const session of sessions.values()) session.pool.forget(workload);
+    },
+    workloadJoined(workload) {
+      for (const session of sessions.values()) session.pool.rejoined(workload);
     },
     async close() {
       clearInterval(sweep);

@@ -149,10 +149,20 @@ export function createGatewayServer(
     const release = pool().track(workload, ctx.mcpReq.id);
     const sentOnSession =
       upstream.transport instanceof StreamableHTTPClientTransport && upstream.transport.sessionId !== undefined;
+    // The session's subscriptions are kept by the pool, so that a new connection to the workload (the
+    // workload restarted) follows them again; one unsubscribed is never followed again, whatever the answer.
+    const subscriptions = pool().subscriptions;
+    const uri = params.uri as string;
+    if (method === "resources/unsubscribe") subscriptions.removed(workload, uri);
     try {
       // A 2025-era session's subscription at a workload that speaks only 2026-07-28: a listen stream.
-      if ((method === "resources/subscribe" || method === "resources/unsubscribe") && reachedModern)
-        return await memberSubscription(upstream, method, params.uri as string);
+      if ((method === "resources/subscribe" || method === "resources/unsubscribe") && reachedModern) {
+        const done = await memberSubscription(upstream, method, uri, (lost, why) =>
+          subscriptions.dropped(workload, lost, why),
+        );
+        if (method === "resources/subscribe") subscriptions.added(workload, uri);
+        return done;
+      }
       const result = await withRequestScope(ctx.http?.req?.headers, onLog, () =>
         upstream.request({ method, params: sent }, anyResult, {
           signal: ctx.mcpReq.signal,
@@ -170,6 +180,7 @@ export function createGatewayServer(
             : {}),
         }),
       );
+      if (method === "resources/subscribe") subscriptions.added(workload, uri);
       return withoutMemberIdentity(result);
     } catch (err) {
       const round = modern !== undefined ? urlElicitationAnswer(err, ctx) : undefined;

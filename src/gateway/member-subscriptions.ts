@@ -14,11 +14,23 @@
  * its resources (the workload restarted, a hop dropped it) is opened again, after a pause that
  * doubles (1 s up to 30 s) while it keeps failing; unsubscribing from the last URI, or the connection
  * closing, ends it for good.
+ *
+ * Every acknowledgement is checked for every URI the session still follows, not just the one being
+ * added: a workload may honour a new URI yet leave an older one out (it no longer offers it), and
+ * that one's updates would stop without the session knowing. A URI left out is dropped from the set
+ * and reported (`Dropped`: the session is told), as a refused subscribe is refused. A new connection
+ * for a session that followed resources on an earlier one (the workload restarted) follows them
+ * again with `followAgain`, under the same check.
  */
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
+import { errorMessage } from "../errors.ts";
+import { excerpt } from "../printable.ts";
 import type { Upstream } from "./upstream.ts";
 
 type Subscription = Awaited<ReturnType<Upstream["listen"]>>;
+
+/** URIs the session no longer follows at the workload (with why), for the session to be told. */
+export type Dropped = (uris: readonly string[], why: string) => void;
 
 /** Per connection: the URIs the session follows there, and the one stream that names them. */
 interface Held {
@@ -27,6 +39,7 @@ interface Held {
   /** Changes to the set, applied one after another (each waits for the workload's acknowledgement). */
   queue: Promise<unknown>;
   pause: number;
+  readonly dropped: Dropped;
 }
 
 const held = new WeakMap<Upstream, Held>();
@@ -36,24 +49,57 @@ const MAX_PAUSE_MS = 30_000;
 /** URIs one session follows at one workload: the stream's request names them all, so it stays bounded. */
 export const MAX_SUBSCRIBED_URIS = 256;
 
-/** Answers a session's resources/subscribe or resources/unsubscribe of `uri` at a 2026-07-28 workload. */
+function heldAt(upstream: Upstream, dropped: Dropped): Held {
+  let entry = held.get(upstream);
+  if (entry === undefined) {
+    entry = { uris: new Set(), subscription: undefined, queue: Promise.resolve(), pause: FIRST_PAUSE_MS / 2, dropped };
+    held.set(upstream, entry);
+  }
+  return entry;
+}
+
+/** Runs `change` after the connection's earlier changes (each waits for the workload's acknowledgement). */
+async function inTurn(state: Held, change: () => Promise<void>): Promise<void> {
+  const next = state.queue.then(change);
+  state.queue = next.catch(() => {});
+  await next;
+}
+
+/**
+ * Answers a session's resources/subscribe or resources/unsubscribe of `uri` at a 2026-07-28 workload;
+ * `dropped` hears of URIs a later acknowledgement leaves out.
+ */
 export async function memberSubscription(
   upstream: Upstream,
   method: "resources/subscribe" | "resources/unsubscribe",
   uri: string,
+  dropped: Dropped,
 ): Promise<Record<string, never>> {
-  let entry = held.get(upstream);
-  if (entry === undefined) {
-    entry = { uris: new Set(), subscription: undefined, queue: Promise.resolve(), pause: FIRST_PAUSE_MS / 2 };
-    held.set(upstream, entry);
-  }
-  const state = entry;
-  const change = state.queue.then(() =>
+  const state = heldAt(upstream, dropped);
+  await inTurn(state, () =>
     method === "resources/subscribe" ? subscribe(upstream, state, uri) : unsubscribe(upstream, state, uri),
   );
-  state.queue = change.catch(() => {});
-  await change;
   return {};
+}
+
+/**
+ * Follows `uris` at `upstream`, a new connection for a session that followed them on an earlier one
+ * (the workload restarted): one stream naming them all. Those its acknowledgement leaves out, or all
+ * of them when the workload refuses the stream, go to `dropped`.
+ */
+export async function followAgain(upstream: Upstream, uris: readonly string[], dropped: Dropped): Promise<void> {
+  const state = heldAt(upstream, dropped);
+  await inTurn(state, async () => {
+    const wanted = uris.filter((uri) => !state.uris.has(uri));
+    if (wanted.length === 0) return;
+    for (const uri of wanted) state.uris.add(uri);
+    try {
+      adopt(upstream, state, await upstream.listen({ resourceSubscriptions: [...state.uris] }));
+    } catch (err) {
+      for (const uri of wanted) state.uris.delete(uri);
+      dropped(wanted, `the workload refused the subscription stream (${excerpt(errorMessage(err), 200)})`);
+    }
+  });
 }
 
 async function subscribe(upstream: Upstream, state: Held, uri: string): Promise<void> {
@@ -72,19 +118,35 @@ async function subscribe(upstream: Upstream, state: Held, uri: string): Promise<
     );
   }
   state.uris.add(uri);
-  replace(upstream, state, next);
+  adopt(upstream, state, next);
 }
 
 async function unsubscribe(upstream: Upstream, state: Held, uri: string): Promise<void> {
   if (!state.uris.delete(uri)) return;
   if (state.uris.size === 0) return replace(upstream, state, undefined);
   try {
-    replace(upstream, state, await upstream.listen({ resourceSubscriptions: [...state.uris] }));
+    adopt(upstream, state, await upstream.listen({ resourceSubscriptions: [...state.uris] }));
   } catch {
     // The old stream would go on naming the URI: end it, and reopen for the rest as after a drop.
     replace(upstream, state, undefined);
     reopenLater(upstream, state);
   }
+}
+
+/**
+ * Makes `next`, just acknowledged, the connection's stream; the URIs its acknowledgement leaves out are
+ * no longer followed (and reported). When none is left, the stream is closed instead.
+ */
+function adopt(upstream: Upstream, state: Held, next: Subscription): void {
+  const honored = new Set(next.honoredFilter.resourceSubscriptions ?? []);
+  const lost = [...state.uris].filter((uri) => !honored.has(uri));
+  for (const uri of lost) state.uris.delete(uri);
+  if (state.uris.size > 0) replace(upstream, state, next);
+  else {
+    void next.close().catch(() => {});
+    replace(upstream, state, undefined);
+  }
+  if (lost.length > 0) state.dropped(lost, "the workload no longer acknowledges them on the subscription stream");
 }
 
 /** Makes `next` the connection's stream (watched for drops) and closes the one it replaces. */
@@ -114,7 +176,7 @@ function reopenLater(upstream: Upstream, state: Held): void {
       const next = await upstream.listen({ resourceSubscriptions: [...state.uris] });
       if (state.subscription !== undefined || state.uris.size === 0 || !alive(upstream))
         return void next.close().catch(() => {});
-      replace(upstream, state, next);
+      adopt(upstream, state, next);
     } catch {
       state.pause = Math.min(state.pause * 2, MAX_PAUSE_MS);
       reopenLater(upstream, state);

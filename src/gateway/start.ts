@@ -122,6 +122,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       if (kinds.has("tools")) search?.update(catalog.view);
       frontEnd?.listsChanged(kinds);
     },
+    onJoin: (name) => frontEnd?.workloadJoined(name),
   });
   frontEnd = gatewayFrontEnd({
     group: spec.group,

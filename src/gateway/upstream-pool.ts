@@ -5,6 +5,13 @@
  * resource updates) belongs to exactly that gateway session. Requests from the workload are
  * tied to the gateway request in flight on that connection (the latest, when several are),
  * so they travel on that request's response stream.
+ *
+ * The resources the session follows are kept here, by workload (session-subscriptions.ts), not by
+ * connection: a new connection to a workload subscribes them again before it serves anything. A
+ * connection found lost (the workload forgot its session, or its event stream could not be reopened)
+ * while the session follows resources there is replaced at once, not at the session's next request:
+ * the session may send none while it waits for updates. The same when a workload the session follows
+ * resources at joins the group again (a restart the gateway saw as a leave and a join).
  */
 import type {
   ClientCapabilities,
@@ -15,9 +22,14 @@ import type {
 import type { AnswerLimit } from "../proxy/answer-limit.ts";
 import { droppedStreamText } from "../proxy/event-stream.ts";
 import type { GroupCatalog } from "./catalog.ts";
+import { SessionSubscriptions } from "./session-subscriptions.ts";
 import { connectUpstream, endUpstream, MEMBER_SESSION_END_MS, requestLogRelay, type Upstream } from "./upstream.ts";
 
 type RequestId = string | number;
+
+/** The pause before opening a lost connection again, when opening fails; it doubles up to the cap. */
+const FIRST_RESUME_MS = 1_000;
+const MAX_RESUME_MS = 30_000;
 
 export interface PoolPeer {
   /** What the gateway's client can answer (sampling, elicitation, roots), mirrored upstream. */
@@ -41,6 +53,8 @@ export class UpstreamPool {
   readonly #inFlight = new Map<string, RequestId[]>();
   #logLevel: LoggingLevel | undefined;
   #closed = false;
+  /** What the session follows at each workload (2025-era sessions only: a 2026-07-28 caller subscribes to nothing). */
+  readonly subscriptions: SessionSubscriptions;
 
   /**
    * Without a peer (a 2026-07-28 caller's pool), workloads are reached as 2026-07-28 servers where they
@@ -51,6 +65,11 @@ export class UpstreamPool {
     this.#catalog = catalog;
     this.#timeoutMs = timeoutMs;
     this.#peer = peer;
+    this.subscriptions = new SessionSubscriptions({
+      level: () => this.#logLevel,
+      notify: (params) => peer?.notify({ jsonrpc: "2.0", method: "notifications/message", params }, undefined),
+      log: (text) => catalog.warn(text),
+    });
   }
 
   get(workload: string): Promise<Upstream> {
@@ -101,6 +120,7 @@ export class UpstreamPool {
             peer.notify(notification, this.#latest(workload));
         },
         onClose: () => this.#drop(workload, opening()),
+        onLost: () => this.#lost(workload, opening()),
         answerLimit: this.#catalog.answerLimit(workload),
       },
       this.#timeoutMs,
@@ -113,7 +133,31 @@ export class UpstreamPool {
     }
     if (this.#logLevel !== undefined && client.getServerCapabilities()?.logging)
       await client.setLoggingLevel(this.#logLevel).catch(() => {});
+    // Before anything is sent on it: a request that met the forgotten session goes again on this one.
+    if (peer !== undefined) await this.subscriptions.renew(workload, client, this.#timeoutMs);
     return client;
+  }
+
+  /** A connection found lost: replaced now when the session follows resources there (else by the next request). */
+  #lost(workload: string, opening: Promise<Upstream>): void {
+    const client = this.#opened.get(opening);
+    if (client !== undefined && this.subscriptions.holds(workload)) this.forget(workload, client);
+  }
+
+  /**
+   * Opens a connection to `workload` again (which subscribes the session's resources there), retried
+   * after a growing pause while it fails. Not for a workload that left the group: its join does it.
+   */
+  #resume(workload: string, pause = FIRST_RESUME_MS): void {
+    if (this.#closed || !this.subscriptions.holds(workload) || this.#catalog.member(workload) === undefined) return;
+    this.get(workload).catch(() => {
+      setTimeout(() => this.#resume(workload, Math.min(pause * 2, MAX_RESUME_MS)), pause).unref?.();
+    });
+  }
+
+  /** `workload` joined the group (again): the resources the session followed there are followed again. */
+  rejoined(workload: string): void {
+    if (this.#peer !== undefined && !this.#open.has(workload)) this.#resume(workload);
   }
 
   /** The bound on `workload`'s answers on this pool's connections (the catalog's). */
@@ -179,6 +223,8 @@ export class UpstreamPool {
     if (failed !== undefined && this.#opened.get(opening) !== failed) return;
     this.#drop(workload, opening);
     void opening.then((client) => endUpstream(client, MEMBER_SESSION_END_MS)).catch(() => {});
+    // Forgotten by the workload, not gone from the group: the session's subscriptions there go on.
+    if (failed !== undefined) this.#resume(workload);
   }
 
   /**

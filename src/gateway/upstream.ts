@@ -31,6 +31,12 @@ export interface UpstreamHandlers {
   /** The connection ended (the workload stopped, or close() was called). */
   readonly onClose?: () => void;
   /**
+   * The connection can no longer bring what the workload sends its session: the workload answered 404
+   * for the member session (it restarted, or let the session expire), or the session's event stream
+   * ended and could not be opened again.
+   */
+  readonly onLost?: () => void;
+  /**
    * The bound on the workload's answers (MCPMGR_MAX_MESSAGE_BYTES): a larger JSON answer fails its
    * request, a larger SSE event is cut and its request answered with an error (proxy/answer-limit.ts).
    */
@@ -143,9 +149,14 @@ async function connectWith(
     client.fallbackNotificationHandler = async (notification) => onNotification(notification as JSONRPCNotification);
   }
   client.onclose = () => handlers.onClose?.();
-  client.onerror = () => {}; // failures surface on the request that hit them
+  // Failures surface on the request that hit them; but a session's event stream that the transport gave
+  // up reopening (its GET met errors each time: the workload was restarting) hits no request: nothing
+  // would bring the session's notifications any more. (The SDK reports that only by this message.)
+  client.onerror = (err) => {
+    if (err.message.startsWith("Maximum reconnection attempts")) handlers.onLost?.();
+  };
   const url = new URL(member.url);
-  const fetch = boundedFetch(memberFetch(member.credential), handlers.answerLimit);
+  const fetch = boundedFetch(memberFetch(member.credential, handlers.onLost), handlers.answerLimit);
   // A stdio workload exposed with --proxy-mode sse (deprecated) serves the 2024-11-05 transport.
   const transport = url.pathname.endsWith("/sse")
     ? new SSEClientTransport(url, { fetch })
@@ -228,8 +239,11 @@ export async function endUpstream(client: Upstream, boundMs: number): Promise<vo
  * elsewhere would carry the session, and any credential, to a URL nobody checked): the SDK transport
  * follows one itself only within the member's origin, keeping the method, and errs on any other.
  */
-function memberFetch(credential: string | undefined): (url: string | URL, init?: RequestInit) => Promise<Response> {
-  return (url, init) => {
+function memberFetch(
+  credential: string | undefined,
+  onLost: (() => void) | undefined,
+): (url: string | URL, init?: RequestInit) => Promise<Response> {
+  return async (url, init) => {
     const trace = requestScope.getStore()?.trace;
     const headers = new Headers(init?.headers);
     for (const name of TRACE_HEADERS) {
@@ -237,7 +251,15 @@ function memberFetch(credential: string | undefined): (url: string | URL, init?:
       if (value) headers.set(name, value);
     }
     if (credential !== undefined) headers.set("authorization", `Bearer ${credential}`);
-    return defaultUpstreamClient().fetch(String(url), { ...(init as UpstreamInit), headers, redirect: "manual" });
+    const response = await defaultUpstreamClient().fetch(String(url), {
+      ...(init as UpstreamInit),
+      headers,
+      redirect: "manual",
+    });
+    // 404 to a request on a member session: the member forgot it (any request, the event stream's
+    // reopening included, which no caller waits on). The session's own DELETE says nothing new.
+    if (response.status === 404 && headers.has("mcp-session-id") && init?.method !== "DELETE") onLost?.();
+    return response;
   };
 }
 

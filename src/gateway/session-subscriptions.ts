@@ -1,0 +1,120 @@
+/**
+ * The resources one gateway session follows at each workload, kept by the session (its upstream pool)
+ * rather than by the connection that subscribed them. A connection does not last as long as the
+ * session: the workload restarts (it leaves the group and comes back, or forgets the member session
+ * and answers 404), and the pool opens a new one. A subscription lives in the member session, so the
+ * new one follows nothing; the session would wait for `notifications/resources/updated` that never
+ * come. So each new connection to a workload the session follows resources at subscribes them again
+ * (`renew`): a 2025-era workload with `resources/subscribe`, one reached as a 2026-07-28 server with
+ * one listen stream naming them all (member-subscriptions.ts).
+ *
+ * A URI the workload no longer takes (its subscribe fails, its acknowledgement leaves it out) is no
+ * longer followed, and the session is told in a `notifications/message` warning (the only way MCP
+ * gives a server to tell a client something no request of its asked for): silence would look just
+ * like a resource that never changes. Subscribing again tries again.
+ */
+import type { LoggingLevel } from "@modelcontextprotocol/client";
+import { errorMessage } from "../errors.ts";
+import { excerpt } from "../printable.ts";
+import { followAgain } from "./member-subscriptions.ts";
+import { anyResult } from "./sdk.ts";
+import type { Upstream } from "./upstream.ts";
+
+/** Subscribes sent at once to a 2025-era workload when a session follows many resources there. */
+const RENEW_BATCH = 16;
+
+const LEVELS: readonly LoggingLevel[] = [
+  "debug",
+  "info",
+  "notice",
+  "warning",
+  "error",
+  "critical",
+  "alert",
+  "emergency",
+];
+
+export interface SubscriptionNotices {
+  /** The session's `logging/setLevel`, if any: a warning goes only when that level lets it through. */
+  level(): LoggingLevel | undefined;
+  /** Sends a `notifications/message` to the session. */
+  notify(params: { level: LoggingLevel; logger: string; data: string }): void;
+  /** The same line in the gateway's own log. */
+  log(text: string): void;
+}
+
+export class SessionSubscriptions {
+  readonly #held = new Map<string, Set<string>>();
+  readonly #notices: SubscriptionNotices;
+
+  constructor(notices: SubscriptionNotices) {
+    this.#notices = notices;
+  }
+
+  /** Whether the session follows any resource at `workload`. */
+  holds(workload: string): boolean {
+    return (this.#held.get(workload)?.size ?? 0) > 0;
+  }
+
+  /** The workload accepted the session's subscription to `uri`. */
+  added(workload: string, uri: string): void {
+    let uris = this.#held.get(workload);
+    if (uris === undefined) {
+      uris = new Set();
+      this.#held.set(workload, uris);
+    }
+    uris.add(uri);
+  }
+
+  /** The session unsubscribed from `uri` (not subscribed again on a later connection, whatever the workload said). */
+  removed(workload: string, uri: string): void {
+    const uris = this.#held.get(workload);
+    uris?.delete(uri);
+    if (uris?.size === 0) this.#held.delete(workload);
+  }
+
+  /** `uris` are no longer followed at `workload`: forgotten here, and the session told why. */
+  dropped(workload: string, uris: readonly string[], why: string): void {
+    for (const uri of uris) this.removed(workload, uri);
+    const named =
+      uris.length > 3
+        ? `${uris.slice(0, 3).map(quote).join(", ")} and ${uris.length - 3} more`
+        : uris.map(quote).join(", ");
+    const text = `workload '${workload}' no longer sends updates of ${named} to this session: ${why}; subscribe again to retry`;
+    this.#notices.log(text);
+    const level = this.#notices.level();
+    if (level === undefined || LEVELS.indexOf(level) <= LEVELS.indexOf("warning"))
+      this.#notices.notify({ level: "warning", logger: "mcpmgr-gateway", data: text });
+  }
+
+  /**
+   * Subscribes `client`, a new connection to `workload`, to everything the session followed there; what
+   * the workload refuses is dropped (and the session told). Never fails: the connection serves the
+   * session's other requests all the same.
+   */
+  async renew(workload: string, client: Upstream, timeoutMs: number): Promise<void> {
+    const uris = [...(this.#held.get(workload) ?? [])];
+    if (uris.length === 0) return;
+    const dropped = (lost: readonly string[], why: string) => this.dropped(workload, lost, `${AGAIN}: ${why}`);
+    if (client.getProtocolEra() !== "legacy") return followAgain(client, uris, dropped);
+    for (let at = 0; at < uris.length; at += RENEW_BATCH) {
+      const batch = uris.slice(at, at + RENEW_BATCH);
+      const outcomes = await Promise.allSettled(
+        batch.map((uri) =>
+          client.request({ method: "resources/subscribe", params: { uri } }, anyResult, { timeout: timeoutMs }),
+        ),
+      );
+      const failures = new Map<string, string[]>();
+      outcomes.forEach((outcome, i) => {
+        if (outcome.status === "fulfilled") return;
+        const why = excerpt(errorMessage(outcome.reason), 200);
+        failures.set(why, [...(failures.get(why) ?? []), batch[i] as string]);
+      });
+      for (const [why, lost] of failures) dropped(lost, `subscribing again failed (${why})`);
+    }
+  }
+}
+
+const AGAIN = "its session was replaced (the workload restarted, or forgot the session)";
+
+const quote = (uri: string) => JSON.stringify(uri);
