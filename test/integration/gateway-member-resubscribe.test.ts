@@ -1,7 +1,8 @@
 /**
  * A session's resource subscriptions through the gateway outlive the member session that held them.
  * A subscription lives in the member session; when the workload restarts (its server forgets the
- * session, or the workload leaves the group and comes back), the gateway opens a new member session,
+ * session, or the workload leaves the group and comes back) or expires the session (a client that only
+ * waits for updates sends no requests), the gateway opens a new member session,
  * and used to follow nothing there: the client waited for updates that never came. Now the new
  * session subscribes again (a 2025-era workload with `resources/subscribe`, a 2026-07-28 one with a
  * `subscriptions/listen` stream), and a URI the workload no longer takes reaches the client as a
@@ -104,7 +105,7 @@ afterAll(async () => {
 });
 
 /** A 2025-era client of the gateway, with the resource updates and log messages it has been sent. */
-async function subscriber() {
+async function subscriber(url = gatewayUrl) {
   const client = new Client({ name: "resubscriber", version: "1.0.0" });
   const updates: string[] = [];
   const warnings: string[] = [];
@@ -112,7 +113,7 @@ async function subscriber() {
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
     if (n.params.level === "warning") warnings.push(String(n.params.data));
   });
-  const transport = new StreamableHTTPClientTransport(new URL(gatewayUrl));
+  const transport = new StreamableHTTPClientTransport(new URL(url));
   await client.connect(transport);
   return {
     client,
@@ -213,6 +214,39 @@ test("a stdio workload whose server is killed and restarted: the session follows
   } finally {
     await direct.close();
     await session.end();
+  }
+});
+
+test("a member session that expires while the client only waits for updates: another is opened and subscribed", async () => {
+  // The workload's sessions end after 2 s without requests; a client that only follows a resource sends none.
+  process.env.MCPMGR_SESSION_IDLE_TIMEOUT = "2s";
+  let idle: TestGroup;
+  let url: string;
+  try {
+    idle = await createTestGroup();
+    url = idle.run(await idle.packageOf(PROBE_FIXTURE), "idler", "idle-subs");
+  } finally {
+    delete process.env.MCPMGR_SESSION_IDLE_TIMEOUT;
+  }
+  const direct = new Client({ name: "direct", version: "1.0.0" });
+  let session: Awaited<ReturnType<typeof subscriber>> | undefined;
+  try {
+    session = await subscriber((await idle.gateway("idle-subs")).url);
+    await direct.connect(new StreamableHTTPClientTransport(new URL(url)));
+    const subscribes = async () => {
+      const result = (await direct.callTool({ name: "stats", arguments: {} })) as { content: { text: string }[] };
+      return (JSON.parse(result.content[0]?.text ?? "{}") as { subscribe: Record<string, number> }).subscribe;
+    };
+    await session.client.subscribeResource({ uri: "probe://r1" });
+    // The direct client's polling keeps its own session alive; the gateway's expires, and is replaced.
+    expect(await until(async () => ((await subscribes())["probe://r1"] ?? 0) >= 2, 20_000)).toBe(true);
+    const updates = session.updates;
+    const announce = () => direct.callTool({ name: "update_resource", arguments: { uri: "probe://r1" } });
+    expect(await receives(updates, "probe://r1", announce)).toBe(true);
+  } finally {
+    await direct.close();
+    await session?.end();
+    await idle.cleanup();
   }
 });
 
