@@ -46,17 +46,20 @@ export interface StatusReport {
   readonly lastError?: string;
   /** The failure's own hint (a busy port: choose another), for `run`/`start` to print instead of a generic one. */
   readonly lastHint?: string;
+  /** The failure's code, when it is an McpmgrError. */
+  readonly lastCode?: string;
   /** The failure's details (a server's last output), for `run`/`start` to print below the error. */
   readonly lastDetails?: string;
 }
 
-/** lastError and, when the error has one, lastHint: what a failed start reports. */
-function failure(err: unknown): Pick<StatusReport, "lastError" | "lastHint" | "lastDetails"> {
+/** lastError and, when the error has them, lastHint and lastCode: what a failed start reports. */
+function failure(err: unknown): Pick<StatusReport, "lastError" | "lastHint" | "lastCode" | "lastDetails"> {
   const hint = isMcpmgrError(err) ? err.hint : undefined;
   const details = isMcpmgrError(err) ? err.details : undefined;
   return {
     lastError: errorMessage(err),
     ...(hint ? { lastHint: hint } : {}),
+    ...(isMcpmgrError(err) ? { lastCode: err.code } : {}),
     ...(details ? { lastDetails: details } : {}),
   };
 }

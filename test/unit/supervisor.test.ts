@@ -79,7 +79,7 @@ async function until(condition: () => boolean): Promise<void> {
   expect(condition()).toBe(true);
 }
 
-test("a first start failing with a hint reports the hint too, for run to print", async () => {
+test("a first start failing with a hint reports the hint and the code too, for run to print", async () => {
   const busy = new McpmgrError("PORT_IN_USE", "port 4000 on 127.0.0.1 is already in use", {
     hint: "choose another port, or leave the port option out to pick a free one",
   });
@@ -90,6 +90,7 @@ test("a first start failing with a hint reports the hint too, for run to print",
     restarts: 0,
     lastError: "port 4000 on 127.0.0.1 is already in use",
     lastHint: "choose another port, or leave the port option out to pick a free one",
+    lastCode: "PORT_IN_USE",
   });
 });
 
