@@ -123,6 +123,37 @@ test("a crashed server is restarted with a doubling backoff, capped, and its rea
   ]);
 });
 
+test("each crash's line in the log says when the restart is, before the server's last output, with the backoff it waits", async () => {
+  const warnings: string[] = [];
+  const runs = [workload(), workload(), workload()];
+  const h = harness(
+    runs.map((run) => async () => run.running),
+    { ...quietLog, warn: (message: string) => void warnings.push(message) },
+  );
+  const running = (n: number) => () => h.started() === n && h.reports.at(-1)?.state === "running";
+  await until(running(1));
+  runs[0]?.exit("the MCP server exited with code 7; its last output:\nboom\nbang");
+  await until(running(2));
+  runs[1]?.exit("the MCP server exited with code 7");
+  await until(running(3));
+  // It ran long enough: the backoff starts over, and the line says so.
+  h.advance(timings.stableAfterMs + 1);
+  runs[2]?.exit("the MCP server exited with code 9; its last output:\nfine until now");
+  await h.done;
+  expect(warnings).toEqual([
+    "demo: the MCP server exited with code 7; restarting in 1 s; its last output:\n  boom\n  bang",
+    "demo: the MCP server exited with code 7; restarting in 2 s",
+    "demo: the MCP server exited with code 9; restarting in 1 s; its last output:\n  fine until now",
+  ]);
+  expect(h.sleeps).toEqual([1_000, 2_000, 1_000]);
+  // The status keeps the reason as it was.
+  expect(h.reports.filter((r) => r.state === "restarting").map((r) => r.lastError)).toEqual([
+    "the MCP server exited with code 7; its last output:",
+    "the MCP server exited with code 7",
+    "the MCP server exited with code 9; its last output:",
+  ]);
+});
+
 test("a server that ran long enough before crashing starts over with the short backoff", async () => {
   const runs = [workload(), workload(), workload()];
   const h = harness(runs.map((run) => async () => run.running));
@@ -211,7 +242,7 @@ test("a later start that fails is in the log with its reason and when the next a
   h.stop();
   await h.done;
   expect(warnings).toEqual([
-    "demo: the MCP server exited with code 143",
+    "demo: the MCP server exited with code 143; restarting in 1 s",
     "demo: restarting failed: Cannot connect to the Docker daemon (hint: start Docker); trying again in 2 s",
   ]);
 });
