@@ -24,6 +24,7 @@ import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
 import { portInUse } from "../proxy/serve.ts";
 import { startWorkload } from "../workload/start.ts";
 import { firstStart } from "../workload/first-start.ts";
+import { startFailureCode } from "../workload/supervisor-control.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { cliContext } from "./context.ts";
 import { startRelay } from "./start-relay.ts";
@@ -123,13 +124,17 @@ function assertReplayable(parsed: ParsedRunArgv, record: WorkloadRecord, file: s
 
 /** A taken name, for a run that cannot take --name: the way out is the file's "name". */
 function fromConfigNameTaken(err: unknown, name: string, file: string): unknown {
-  if (!(err instanceof McpmgrError) || err.code !== "WORKLOAD_EXISTS") return err;
+  if (!(err instanceof McpmgrError) || startFailureCode(err) !== "WORKLOAD_EXISTS") return err;
   const another = `edit the --name value in "runOptions" of ${file} (and "name" with it) to run another copy`;
-  // Taken by a foreground run (state/workloads.ts assertNoForegroundRun) or by a record.
+  // Taken by a foreground run (state/workloads.ts assertNoForegroundRun), by a record, or on the engine (the
+  // container or network name, by another installation's workload or a container not mcpmgr's: as the
+  // supervisor's failed start reports it, or a foreground run's launch).
   const hint = err.message.startsWith("a foreground run named")
     ? `stop it (Ctrl-C where it runs), or ${another}`
-    : `'mcpmgr list' shows it; start it with 'mcpmgr start ${name}' if it is stopped, remove it with 'mcpmgr rm ${name}', or ${another}`;
-  return new McpmgrError("WORKLOAD_EXISTS", err.message, { hint });
+    : err.message.startsWith("a workload named")
+      ? `'mcpmgr list' shows it; start it with 'mcpmgr start ${name}' if it is stopped, remove it with 'mcpmgr rm ${name}', or ${another}`
+      : `free that name where it is held (stop or remove what holds it, if it is not needed), or ${another}`;
+  return new McpmgrError(err.code, err.message, { hint, ...(err.details ? { details: err.details } : {}) });
 }
 
 /**

@@ -63,7 +63,7 @@ const list = defineCommand({
   meta: {
     name: "list",
     description:
-      "List the names of the stored secrets (never their values); mcpmgr's oauth- entries say which remote and authorization server they are for",
+      "List the names of the stored secrets (never their values), each with the recorded workloads that use it; mcpmgr's oauth- entries say which remote and authorization server they are for",
   },
   args: toCittyArgs(listOptions),
   async run({ rawArgs }) {
@@ -80,14 +80,27 @@ const list = defineCommand({
       printResult(JSON.stringify(names));
       return;
     }
-    if (names.length === 0) log.info("no secrets stored");
+    if (names.length === 0) {
+      log.info("no secrets stored");
+      return;
+    }
     // mcpmgr's own OAuth records are named by a hash: each says what it is for, from its label.
     const { describeRecord, isOAuthRecordName, oauthRecords } = await import("../auth/outgoing/grant-labels.ts");
     const labels = names.some(isOAuthRecordName) ? await oauthRecords(provider, names) : new Map();
+    // Who looks each one up at its next start (what `secret delete` would refuse for).
+    const { describeUsers, secretUsers } = await import("../workload/secret-references.ts");
+    const { users, unreadable } = await secretUsers(resolvePaths(process.env));
     for (const name of names) {
       const label = labels.get(name);
-      printResult(label === undefined ? name : `${name}  ${describeRecord(label)}`);
+      const usedBy = users.get(name);
+      const about = [
+        ...(label === undefined ? [] : [describeRecord(label)]),
+        ...(usedBy === undefined ? [] : [`used by ${describeUsers(usedBy)}`]),
+      ];
+      printResult([name, ...about].join("  "));
     }
+    if (unreadable.length > 0)
+      log.warn(`the records of ${unreadable.join(", ")} could not be read; they may use some of these secrets too`);
   },
 });
 
@@ -120,7 +133,7 @@ const subCommands = {
   get,
   list: withExamples(list, [
     {
-      description: "The names of the stored secrets, with what each oauth- entry is for",
+      description: "The names of the stored secrets, with the workloads using each and what each oauth- entry is for",
       command: "mcpmgr secret list",
     },
     { description: "The names alone, as a JSON array", command: "mcpmgr secret list --format json" },

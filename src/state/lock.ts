@@ -9,7 +9,7 @@
  *            links fall back to open(O_CREAT|O_EXCL).
  *   wait     if held, retry with jittered exponential backoff (two waiters do not retry in
  *            lock-step) until `timeoutMs`, then McpmgrError STATE_LOCKED.
- *   stale    a lock whose holder is dead (same host, pid gone) or older than `staleMs` (pid
+ *   stale    a lock whose holder is dead (same host, pid gone or a zombie) or older than `staleMs` (pid
  *            reused by another program, or held from another host) is broken. Breaking is
  *            itself done under a second O_EXCL file and re-checks the holder's token, so two
  *            waiters that both saw the stale lock cannot delete a fresh lock taken in between.
@@ -25,13 +25,14 @@ import { dirname } from "node:path";
 import * as v from "valibot";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, stateIoError } from "./atomic-file.ts";
+import { isProcessAlive } from "./process-start.ts";
 
 /** node:os only when a lock is taken or checked, not by every command that imports this module. */
 function hostname(): string {
   return (require("node:os") as typeof import("node:os")).hostname();
 }
 
-/** node:fs/promises likewise: `list` imports this module for isProcessAlive and takes no lock. */
+/** node:fs/promises likewise: commands that import this module may take no lock. */
 const fsp = () => import("node:fs/promises");
 
 export interface LockOptions {
@@ -110,18 +111,6 @@ export async function acquireLock(lockPath: string, options: LockOptions = {}): 
   } catch (err) {
     heldTokens.delete(owner.token);
     throw err;
-  }
-}
-
-/** Signal 0 checks existence without signalling; EPERM means it exists but belongs to someone else. */
-export function isProcessAlive(pid: number): boolean {
-  // kill(0) and kill(-n) address process groups, never "is this pid alive".
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errnoCode(err) === "EPERM";
   }
 }
 

@@ -1,7 +1,9 @@
 /**
- * When a process started, to tell a live pid from one reused by another process since: a pid
- * recorded in a file (a gateway's guard marker, a foreground run's claim) counts only while the
- * process that wrote it lives.
+ * Whether a pid's process lives, and when it started, to tell a live pid from one reused by
+ * another process since: a pid recorded in a file (a lock's holder, a supervisor's status, a
+ * gateway's guard marker, a foreground run's claim, a client entry's run) counts only while the
+ * process that wrote it lives. Every liveness check asks `isProcessAlive` here, so a zombie
+ * (ended, not yet collected by its parent) is dead for all of them alike.
  */
 import { readFileSync } from "node:fs";
 
@@ -22,16 +24,29 @@ function procStat(pid: number): { state: string; startTime: string | undefined }
   }
 }
 
-/** Whether `pid` is alive (ours or another user's) and still the process that started at `startTime`. */
+/**
+ * Whether `pid` is a running process (ours or another user's). Signal 0 checks existence without
+ * signalling (EPERM: it exists but is another user's); a zombie has ended, though its pid stays
+ * taken until its parent collects its exit (a parent that never does keeps it for good).
+ */
+export function isProcessAlive(pid: number): boolean {
+  return liveStat(pid) !== undefined;
+}
+
+/** Whether `pid` is alive and still the process that started at `startTime`. */
 export function isSameProcess(pid: number, startTime: string): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  return liveStat(pid)?.startTime === startTime;
+}
+
+function liveStat(pid: number): { state: string; startTime: string | undefined } | undefined {
+  // kill(0) and kill(-n) address process groups, never "is this pid alive".
+  if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
   try {
     process.kill(pid, 0);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return undefined;
   }
   const stat = procStat(pid);
-  // A zombie has ended: only its parent has not collected its exit yet (a parent that never does keeps it for good).
-  if (stat === undefined || stat.state === "Z" || stat.state === "X") return false;
-  return stat.startTime === startTime;
+  if (stat === undefined || stat.state === "Z" || stat.state === "X") return undefined;
+  return stat;
 }

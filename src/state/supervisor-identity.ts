@@ -4,7 +4,7 @@
  * and the status readers before they report "running", the gateway before it counts a member.
  */
 import { readFileSync, statSync } from "node:fs";
-import { isProcessAlive } from "./lock.ts";
+import { isProcessAlive } from "./process-start.ts";
 
 /**
  * After a reboot (or a long uptime) the pid may belong to anything, and stop must never signal a

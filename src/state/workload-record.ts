@@ -130,6 +130,8 @@ export const workloadStatusSchema = v.object({
   lastError: v.optional(v.string()),
   /** What the user can do about lastError (an McpmgrError's hint); absent in status files of older versions. */
   lastHint: v.optional(v.string()),
+  /** lastError's code (an McpmgrError's), so a command can word its own way out (a taken name: `start` has no --name). */
+  lastCode: v.optional(v.string()),
   /** Text explaining lastError over several lines (a server's last output: McpmgrError's details). */
   lastDetails: v.optional(v.string()),
   updatedAt: timestamp,

@@ -29,7 +29,7 @@ import {
   type Registrations,
   viaGateway,
 } from "../state/client-registrations.ts";
-import { isProcessAlive } from "../state/lock.ts";
+import { isProcessAlive } from "../state/process-start.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";

@@ -12,7 +12,13 @@ import {
   clientsSeeStopped,
 } from "./client-entries.ts";
 import type { WorkloadContext } from "./context.ts";
-import { currentStatus, type StartSupervisorOptions, startSupervisor, stopSupervisor } from "./supervisor-control.ts";
+import {
+  currentStatus,
+  type StartSupervisorOptions,
+  startFailureCode,
+  startSupervisor,
+  stopSupervisor,
+} from "./supervisor-control.ts";
 
 /**
  * Starts `name` on its port (stopping it first for `restart`); a workload already running or on
@@ -38,7 +44,7 @@ export async function startRecorded(
   try {
     await startSupervisor(store, name, ctx, { whileWaiting: options.whileWaiting });
   } catch (err) {
-    throw await whenPortTaken(err, record);
+    throw whenNameTaken(await whenPortTaken(err, record), record);
   }
   await clientsSeeStarted(record, ctx);
   return { record, alreadyRunning: false };
@@ -58,6 +64,27 @@ async function whenPortTaken(err: unknown, record: WorkloadRecord): Promise<unkn
     hint: portTakenHint(record),
     ...(err.details ? { details: err.details } : {}),
   });
+}
+
+/**
+ * A start that failed because the engine's name its containers (or isolated networks) take is held by
+ * something else now (another installation's workload, a container not mcpmgr's): `start` has no
+ * --name, so the failure's "choose another --name" says nothing; say what frees the name, or renames
+ * the workload (its port and URL stay: the new record takes the port the removed one kept).
+ */
+function whenNameTaken(err: unknown, record: WorkloadRecord): unknown {
+  if (!(err instanceof McpmgrError) || startFailureCode(err) !== "WORKLOAD_EXISTS") return err;
+  return new McpmgrError(err.code, err.message, {
+    hint: nameTakenHint(record),
+    ...(err.details ? { details: err.details } : {}),
+    ...(err.cause !== undefined ? { cause: err.cause } : {}),
+  });
+}
+
+/** What frees a workload's taken container name, or renames the workload (`start`, and `list` of a failed one). */
+export function nameTakenHint(record: WorkloadRecord): string {
+  const { name } = record;
+  return `free that name where it is held (stop or remove what holds it, if it is not needed), then 'mcpmgr start ${name}' again; or give ${name} another name: mcpmgr export ${name} ${name}.json, change "name" and the --name value in the file's runOptions, mcpmgr rm ${name}, mcpmgr run --from-config ${name}.json`;
 }
 
 /** What frees or moves a workload whose port another program listens on (`start`, and `list` of a failed one). */

@@ -27,7 +27,7 @@ export async function workloadRows(
   group?: string,
 ): Promise<{ rows: WorkloadRow[]; unreadable: unknown[]; hints: Map<string, string> }> {
   const rows: WorkloadRow[] = [];
-  // A failed workload's own way out, where the usual 'start NAME' would fail again (its port taken).
+  // A failed workload's own way out, where the usual 'start NAME' would fail again (its port or container name taken).
   const hints = new Map<string, string>();
   const { records, errors } = await store.listReadable();
   for (const record of records) {
@@ -43,7 +43,12 @@ export async function workloadRows(
       restarts: status?.restarts ?? 0,
       ...(status?.lastError ? { lastError: status.lastError } : {}),
     });
-    const hint = status?.state === "failed" ? await takenPortHint(record) : undefined;
+    const hint =
+      status?.state !== "failed"
+        ? undefined
+        : status.lastCode === "WORKLOAD_EXISTS"
+          ? (await import("./lifecycle.ts")).nameTakenHint(record)
+          : await takenPortHint(record);
     if (hint !== undefined) hints.set(record.name, hint);
   }
   return { rows, unreadable: errors, hints };

@@ -6,7 +6,8 @@
  * file's `hmac_secret_ref`, and a gateway's `--tool-search-embeddings-key-secret`. mcpmgr's own
  * `oauth-` records are not among them: a record never names them, and deleting one is how a
  * login is forgotten (kept-logins.ts), after which the workload asks for a new one.
- * `deleteSecret` is `secret delete`'s use of them: refused while workloads use it, unless forced.
+ * `deleteSecret` is `secret delete`'s use of them: refused while workloads use it, unless forced;
+ * `secretUsers` is `secret list`'s: each stored secret with the workloads that use it.
  */
 import { isAbsolute, resolve } from "node:path";
 import { parseArgv } from "../config/argv.ts";
@@ -68,16 +69,26 @@ export async function workloadsUsingSecret(
   paths: McpmgrPaths,
   secret: string,
 ): Promise<{ users: SecretUser[]; unreadable: string[] }> {
+  const { users, unreadable } = await secretUsers(paths);
+  return { users: users.get(secret) ?? [], unreadable };
+}
+
+/**
+ * Every secret the recorded workloads name, with its users by workload name (`secret list`): each
+ * record read once, whatever the number of secrets; and the records that could not be read.
+ */
+export async function secretUsers(
+  paths: McpmgrPaths,
+): Promise<{ users: Map<string, SecretUser[]>; unreadable: string[] }> {
   const { records, unreadable } = await new WorkloadStore(paths).listReadable();
-  const users = records
-    .map((record) => ({
-      workload: record.name,
-      via: secretReferences(record)
-        .filter((ref) => ref.secret === secret)
-        .map((ref) => ref.via),
-    }))
-    .filter((user) => user.via.length > 0)
-    .sort((a, b) => a.workload.localeCompare(b.workload));
+  const users = new Map<string, SecretUser[]>();
+  for (const record of [...records].sort((a, b) => a.name.localeCompare(b.name))) {
+    const bySecret = new Map<string, string[]>();
+    for (const ref of secretReferences(record))
+      bySecret.set(ref.secret, [...(bySecret.get(ref.secret) ?? []), ref.via]);
+    for (const [secret, via] of bySecret)
+      users.set(secret, [...(users.get(secret) ?? []), { workload: record.name, via }]);
+  }
   return { users, unreadable };
 }
 

@@ -205,6 +205,8 @@ export async function startSupervisor(
         {
           hint: reported?.lastHint ? withNote(reported.lastHint, options.failureNote) : failureHint,
           ...(reported?.lastDetails ? { details: reported.lastDetails } : {}),
+          // The failure as the supervisor met it, for the command to word its own way out (startFailureCode).
+          ...(reported?.lastCode ? { cause: { code: reported.lastCode, message: reported.lastError } } : {}),
         },
       );
     }
@@ -264,6 +266,16 @@ export async function recordSupervisorPid(store: WorkloadStore, name: string, pi
 function startedElsewhere(status: WorkloadStatus | undefined, ours: number): boolean {
   if (status === undefined || status.pid === ours) return false;
   return status.pid !== undefined || status.state === "starting";
+}
+
+/**
+ * The code of what made a start fail: the error's own, or for a supervisor's failed start
+ * (SERVER_FAILED) the one it reported (a taken container name is WORKLOAD_EXISTS there too).
+ */
+export function startFailureCode(err: unknown): string | undefined {
+  if (!isMcpmgrError(err)) return undefined;
+  const reported = err.cause as { readonly code?: unknown } | undefined;
+  return err.code === "SERVER_FAILED" && typeof reported?.code === "string" ? reported.code : err.code;
 }
 
 function withNote(hint: string, note: string | undefined): string {

@@ -23,6 +23,7 @@ import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { keptStatusReporter } from "./kept-status.ts";
 import { maxLogBytesFromEnv } from "./limits.ts";
+import { LAST_OUTPUT } from "./server-output.ts";
 import { cancelGraceMs, startedByIs } from "./supervisor-control.ts";
 import { prepareRunSpec } from "./run-spec.ts";
 import { startWorkload, type KeptListener, type RunningWorkload } from "./start.ts";
@@ -46,17 +47,20 @@ export interface StatusReport {
   readonly lastError?: string;
   /** The failure's own hint (a busy port: choose another), for `run`/`start` to print instead of a generic one. */
   readonly lastHint?: string;
+  /** The failure's code, when it is an McpmgrError. */
+  readonly lastCode?: string;
   /** The failure's details (a server's last output), for `run`/`start` to print below the error. */
   readonly lastDetails?: string;
 }
 
-/** lastError and, when the error has one, lastHint: what a failed start reports. */
-function failure(err: unknown): Pick<StatusReport, "lastError" | "lastHint" | "lastDetails"> {
+/** lastError and, when the error has them, lastHint and lastCode: what a failed start reports. */
+function failure(err: unknown): Pick<StatusReport, "lastError" | "lastHint" | "lastCode" | "lastDetails"> {
   const hint = isMcpmgrError(err) ? err.hint : undefined;
   const details = isMcpmgrError(err) ? err.details : undefined;
   return {
     lastError: errorMessage(err),
     ...(hint ? { lastHint: hint } : {}),
+    ...(isMcpmgrError(err) ? { lastCode: err.code } : {}),
     ...(details ? { lastDetails: details } : {}),
   };
 }
@@ -183,17 +187,28 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
       // A crash: the workload will be started again, so its listener (if kept) stays.
       await workload.stop(outcome === undefined ? undefined : { restarting: true });
       if (outcome === undefined) break;
+      if (now() - startedAt > timings.stableAfterMs) backoff = timings.firstBackoffMs;
       // The server's last output below the reason, each line indented (as the CLI shows an error's
       // details): no line of the server's starts a line of the proxy log, so none reads as one of
-      // mcpmgr's own (`run` shows a login URL it finds there).
+      // mcpmgr's own (`run` shows a login URL it finds there). The reason says when the restart is,
+      // as a failed restart's line does: every exit is restarted until a stop.
       const [reason = outcome, ...output] = outcome.split("\n");
-      options.log.warn([`${options.name}: ${reason}`, ...output.map((line) => `  ${line}`)].join("\n"));
-      if (now() - startedAt > timings.stableAfterMs) backoff = timings.firstBackoffMs;
+      options.log.warn(
+        [`${options.name}: ${withNextAttempt(reason, backoff)}`, ...output.map((line) => `  ${line}`)].join("\n"),
+      );
       await report({ state: "restarting", restarts, lastError: outcome.split("\n")[0] ?? outcome });
       await pause();
     }
     return restarts;
   }
+}
+
+/** An exit's reason with when the restart is, before the server's last output that may follow it. */
+function withNextAttempt(reason: string, backoff: number): string {
+  const next = `; restarting in ${formatDelay(backoff)}`;
+  return reason.endsWith(LAST_OUTPUT)
+    ? `${reason.slice(0, -LAST_OUTPUT.length)}${next}${LAST_OUTPUT}`
+    : `${reason}${next}`;
 }
 
 /** A backoff as a person reads it: "500 ms", "2 s". */

@@ -17,7 +17,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { PROBE_FIXTURE, until } from "../support/gateway-group.ts";
-import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, spawnUntil, untilZombie } from "../support/processes.ts";
 import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -252,6 +252,43 @@ describe("registration files follow the workloads of the group", () => {
     expect(listed.stderr).toContain(`removed fg from cursor (${cursorFile()}): it no longer runs`);
     expect(cursor().fg).toBeUndefined();
     expect(Object.keys(cursor()).sort()).toEqual(["alpha", "beta"]);
+  }, 90_000);
+
+  test("a foreground run that ended as a zombie (its parent never collected it) is taken out by the next list", async () => {
+    // The parent starts the run, prints its pid, then becomes a `sleep` that never waits for it.
+    const parent = await spawnUntil(
+      [
+        "sh",
+        "-c",
+        '"$@" & echo "child $!"; exec sleep 300',
+        "sh",
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        probe,
+        "--foreground",
+        "--name",
+        "fg",
+        "--group",
+        "team",
+        "--permission-profile",
+        "none",
+      ],
+      /^child (\d+)$[\s\S]*^(http:\/\/\S+)$/m,
+      { env: env(), timeoutMs: 60_000 },
+    );
+    try {
+      const pid = Number(parent.match[1]);
+      expect(await until(() => cursor().fg !== undefined)).toBe(true);
+      process.kill(pid, "SIGKILL");
+      await untilZombie(pid);
+      expect(cursor().fg).toBeDefined();
+      const listed = mcpmgr("list");
+      expect(listed.stderr).toContain(`removed fg from cursor (${cursorFile()}): it no longer runs`);
+      expect(cursor().fg).toBeUndefined();
+    } finally {
+      await parent.stop("SIGKILL");
+    }
   }, 90_000);
 
   test("a supervisor killed with SIGKILL leaves an entry that the next list takes out; start brings it back", async () => {

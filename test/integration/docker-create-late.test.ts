@@ -3,7 +3,7 @@
  * its 10 s grace after `rm`): the container is made for a workload that no longer exists, after
  * `rm` removed everything labelled for it. The next mcpmgr command that works with a container
  * workload of this home removes it: containers labelled with this home's installation for a
- * workload this home no longer has. Another home's (or another user's) containers, and unlabelled
+ * workload this home no longer has, or has stopped (a create answered after `stop`). Another home's (or another user's) containers, and unlabelled
  * ones of an older mcpmgr, are never touched. The engine is the real dockerd, behind a relay that
  * holds each create for longer than the supervisor's grace.
  */
@@ -66,7 +66,14 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const name of [`dcl-gone-${tag}`, `dcl-next-${tag}`, `dcl-here-${tag}`]) {
+  for (const name of [
+    `dcl-gone-${tag}`,
+    `dcl-next-${tag}`,
+    `dcl-here-${tag}`,
+    `dcl-stopped-${tag}`,
+    `dcl-gw-${tag}`,
+    `dcl-after-${tag}`,
+  ]) {
     await mcpmgr({}, "rm", name);
     for (const id of leftovers(name).containers) docker("rm", "-f", id);
   }
@@ -165,4 +172,55 @@ test("a running container with this home's install id but no record here (a home
   expect(removed.code).toBe(0);
   expect(removed.stderr).not.toContain(`removed the containers left of ${elsewhere}`);
   expect(running()).toBe("true 1");
+});
+
+test("a container made after its workload was stopped is removed by this home's next container command; a running workload's is not", async () => {
+  const stopped = `dcl-stopped-${tag}`;
+  const ours = await installId(resolvePaths({ MCPMGR_HOME: home }));
+  const createsBefore = engine.createsReceived;
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", images.probe, "--name", stopped], {
+    cwd: REPO_ROOT,
+    env: {
+      ...process.env,
+      NO_COLOR: "1",
+      MCPMGR_HOME: home,
+      MCPMGR_RUNTIME: "docker",
+      DOCKER_HOST: engine.endpoint,
+    },
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  await until(() => engine.createsReceived > createsBefore || run.exitCode !== null);
+  expect(run.exitCode).toBeNull();
+  expect((await mcpmgr({ DOCKER_HOST: engine.endpoint }, "stop", stopped)).code).toBe(0);
+  expect(await run.exited).toBe(1);
+  // The engine makes the container only now, for a workload recorded as stopped.
+  await until(() => engine.createsAnswered > createsBefore);
+  const late = leftovers(stopped).containers;
+  expect(late).toHaveLength(1);
+  expect(docker("inspect", "--format", "{{.State.Status}}", late[0] as string).out).toBe("created");
+  // What must stay: a never-started container of a workload that runs (a gateway, recorded and
+  // running, stands for one whose start is making its container right now).
+  const gateway = `dcl-gw-${tag}`;
+  const detached = await mcpmgr({}, "gateway", "default", "--detach", "--name", gateway);
+  expect({ code: detached.code, failure: detached.code === 0 ? "" : detached.stderr }).toEqual({
+    code: 0,
+    failure: "",
+  });
+  const runningOnes = plant(gateway, ours);
+  // The next container workload of this home sweeps the late one up.
+  const after = `dcl-after-${tag}`;
+  const started = await mcpmgr({}, "run", images.probe, "--name", after);
+  expect({ code: started.code, failure: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, failure: "" });
+  expect(exists(late[0] as string)).toBe(false);
+  expect(exists(runningOnes)).toBe(true);
+  expect((await mcpmgr({}, "logs", after, "--proxy")).stdout).toContain(
+    `removed the containers left of ${stopped}, a workload stopped before its engine made them`,
+  );
+  // The stopped workload itself is left as it was: recorded, stopped.
+  const listed = JSON.parse((await mcpmgr({}, "list", "--format", "json")).stdout) as {
+    name: string;
+    status: string;
+  }[];
+  expect(listed.find((row) => row.name === stopped)?.status).toBe("stopped");
 });

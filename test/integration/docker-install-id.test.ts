@@ -31,18 +31,21 @@ const names = [
   `hid-race-${tag}`,
   `hid-fg-${tag}`,
   `hid-own-${tag}`,
+  `hid-start-${tag}`,
+  `hid-start-${tag}-b`,
 ];
 let probe: string;
 
 beforeAll(async () => {
   probe = (await fixtureImages()).probe;
-  for (const dir of ["A", "B", "home", "P1", "P2", "OLD", "P3"]) mkdirSync(join(root, dir));
+  for (const dir of ["A", "B", "home", "P1", "P2", "OLD", "P3", "S1", "S2", "S3"]) mkdirSync(join(root, dir));
 }, 300_000);
 
 afterAll(async () => {
   for (const name of names) docker("rm", "-f", `others-${name}`);
   for (const home of ["A", "B"]) for (const name of names) await twin(home, "rm", name);
-  for (const home of ["P1", "P2", "OLD", "P3"]) for (const name of names) await mcpmgr(join(root, home), "rm", name);
+  for (const home of ["P1", "P2", "OLD", "P3", "S1", "S2", "S3"])
+    for (const name of names) await mcpmgr(join(root, home), "rm", name);
   for (const name of names) for (const id of leftovers(name).containers) docker("rm", "-f", id);
   for (const name of names) for (const id of leftovers(name).networks) docker("network", "rm", id);
   rmSync(root, { recursive: true, force: true });
@@ -208,4 +211,49 @@ test("a foreground run's leftovers: the hint's docker rm -f takes this installat
   expect(Bun.spawnSync(["sh", "-c", removal ?? "false"]).exitCode).toBe(0);
   expect(leftovers(name).containers).toHaveLength(1);
   expect(docker("inspect", "--format", "{{.State.Running}}", `others-${name}`).out).toBe("true");
+});
+
+test("start of a recorded workload whose container name another installation took since: the hint frees or renames it (start has no --name), and the renaming it gives works", async () => {
+  const [name, renamed] = [names[9], names[10]] as [string, string];
+  const [ours, theirs, third] = ["S1", "S2", "S3"].map((dir) => join(root, dir)) as [string, string, string];
+  const first = await mcpmgr(ours, "run", probe, "--name", name);
+  expect({ code: first.code, failure: first.code === 0 ? "" : first.stderr }).toEqual({ code: 0, failure: "" });
+  const url = first.stdout.trim();
+  expect((await mcpmgr(ours, "stop", name)).code).toBe(0);
+  // While it is stopped, another installation takes the name on the engine.
+  const other = await mcpmgr(theirs, "run", probe, "--name", name);
+  expect({ code: other.code, failure: other.code === 0 ? "" : other.stderr }).toEqual({ code: 0, failure: "" });
+  for (const command of ["start", "restart"]) {
+    const again = await mcpmgr(ours, command, name);
+    expect(again.code).toBe(1);
+    const errors = again.stderr.split("\n").filter((line) => line.startsWith("[error]"));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain(takenLine(name));
+    expect(errors[0]).not.toContain("--name for this workload");
+    expect(errors[0]).toContain(
+      `then 'mcpmgr start ${name}' again; or give ${name} another name: mcpmgr export ${name}`,
+    );
+  }
+  // list gives the failed workload the same way out, not "start runs it again".
+  const listed = await mcpmgr(ours, "list");
+  expect(listed.stderr).toContain(`or give ${name} another name: mcpmgr export ${name}`);
+  // run --from-config of its file elsewhere: the way out is the file's name.
+  const file = join(root, `${name}.json`);
+  expect((await mcpmgr(ours, "export", name, file)).code).toBe(0);
+  const copy = await mcpmgr(third, "run", "--from-config", file);
+  expect(copy.code).toBe(1);
+  expect(copy.stderr).toContain(takenLine(name));
+  expect(copy.stderr).toContain(`edit the --name value in "runOptions" of ${file}`);
+  expect(copy.stderr).not.toContain("--name for this workload");
+  // The renaming the hint gives: the file's name changed, the old record removed, the file run; same URL.
+  const exported = JSON.parse(readFileSync(file, "utf8")) as { name: string; runOptions: string[] };
+  exported.name = renamed;
+  exported.runOptions[exported.runOptions.indexOf("--name") + 1] = renamed;
+  writeFileSync(file, JSON.stringify(exported));
+  expect((await mcpmgr(ours, "rm", name)).code).toBe(0);
+  const moved = await mcpmgr(ours, "run", "--from-config", file);
+  expect({ code: moved.code, failure: moved.code === 0 ? "" : moved.stderr }).toEqual({ code: 0, failure: "" });
+  expect(moved.stdout.trim()).toBe(url);
+  // The other installation's workload was never touched.
+  expect(container(name)).toEndWith(" true");
 });

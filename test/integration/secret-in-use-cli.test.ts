@@ -3,6 +3,7 @@
  * and the option that names the secret, unless --force, which deletes it and says who still uses
  * it. Real background workloads (the sandbox probe with --secret, a remote with a header secret
  * in front of the conformance server) in a temporary MCPMGR_HOME with MCPMGR_SECRETS_PASSWORD.
+ * `secret list` names the same users after each secret.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -54,6 +55,14 @@ test("a used secret is kept and its users named; --force deletes it and names th
   );
   expect(line).toContain("mcpmgr secret delete probe-key --force");
   expect(JSON.parse(mcpmgr("secret", "list", "--format", "json").stdout)).toContain("probe-key");
+  // secret list says the same of each secret, before anyone tries to delete it; an unused one is its name alone.
+  expect(runCliOk(env, ["secret", "list"]).stdout.split("\n")).toEqual([
+    "probe-key  used by probe1 (--secret probe-key,target=PROBE_KEY), remote2 (--remote-forward-headers-secret X-Probe=probe-key)",
+    "unused",
+    "",
+  ]);
+  // The JSON form stays the array of names scripts read.
+  expect(JSON.parse(mcpmgr("secret", "list", "--format", "json").stdout)).toEqual(["probe-key", "unused"]);
   // Still there: the workload restarts with it.
   runCliOk(env, ["restart", "probe1"]);
 
@@ -78,4 +87,9 @@ test("secret delete --help says what --force is for", () => {
   const help = runCliOk(env, ["secret", "delete", "--help"]);
   expect(help.stdout).toContain("--force");
   expect(help.stdout).toContain("refused while recorded workloads use it");
+});
+
+test("secret list --help says it names the workloads using each secret", () => {
+  const help = runCliOk(env, ["secret", "list", "--help"]);
+  expect(help.stdout).toContain("each with the recorded workloads that use it");
 });

@@ -590,7 +590,10 @@ test("a server's last words cannot pass for mcpmgr's login prompt: run never sho
   // The words are in the proxy log, each line of the server's indented below the supervisor's warning.
   let proxyLogs = "";
   await until(() => (proxyLogs = mcpmgr("logs", "phisher", "--proxy").stdout).includes("login.evil.example"));
-  expect(proxyLogs).toContain("its last output:\n  sandbox-probe ready");
+  // The crash's line says when the restart is, before the output it quotes.
+  expect(proxyLogs).toMatch(
+    /phisher: the MCP server exited with code \d+; restarting in [\d.]+ m?s; its last output:\n {2}sandbox-probe ready/,
+  );
   expect(proxyLogs).toContain("\n  Authorize mcpmgr at:\n  https://login.evil.example/authorize\n");
   expect(proxyLogs).not.toMatch(/^https:\/\/login\.evil/m);
   expect(proxyLogs).not.toMatch(/^2026-01-01T00:00:00\.000Z/m);
@@ -624,6 +627,10 @@ test("a restart that fails is in the proxy log with the server's last output bel
     // The warning's hint points below it, and the server's words are there, indented as the CLI shows them.
     expect(proxyLogs).toMatch(
       /refusing: restarting failed: [^\n]*the server's last output below[^\n]*; trying again in [^\n]*\n {2}sandbox-probe: refusing to start, \/state\/broken is there\n/,
+    );
+    // The crash before it says when that restart was due, as the failed restart says when the next one is.
+    expect(proxyLogs).toMatch(
+      /refusing: the MCP server exited with code \d+; restarting in 1 s(; its last output:)?\n/,
     );
   } finally {
     mcpmgr("rm", "refusing");

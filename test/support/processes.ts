@@ -220,3 +220,44 @@ export async function spawnCollect(
   ]);
   return { code, stdout, stderr };
 }
+
+/** The state letter of `/proc/PID/stat` ("Z": a zombie); undefined once the pid is gone. */
+export function procState(pid: number): string | undefined {
+  const { readFileSync } = require("node:fs") as typeof import("node:fs");
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Polls until `pid` is a zombie (ended, its exit not collected), failing after 10 s. */
+export async function untilZombie(pid: number): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  while (procState(pid) !== "Z") {
+    if (performance.now() > deadline) throw new Error(`process ${pid} did not become a zombie (${procState(pid)})`);
+    await Bun.sleep(10);
+  }
+}
+
+/**
+ * A real zombie: a child that has exited and that its parent (a `sleep`, which never waits) leaves
+ * uncollected. Resolves with the zombie's pid and its parent, which the caller kills (its end lets
+ * init collect the zombie).
+ */
+export async function zombie(): Promise<{ pid: number; parent: Bun.Subprocess }> {
+  const parent = Bun.spawn(["sh", "-c", "sleep 0 & echo $!; exec sleep 300"], { stdout: "pipe" });
+  try {
+    const reader = parent.stdout.getReader();
+    let text = "";
+    while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read()).value);
+    reader.releaseLock();
+    const pid = Number(text.trim());
+    await untilZombie(pid);
+    return { pid, parent };
+  } catch (err) {
+    parent.kill("SIGKILL");
+    throw err;
+  }
+}

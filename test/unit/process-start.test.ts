@@ -3,32 +3,18 @@
  * while it lives: a zombie (ended, not yet collected by its parent) has ended.
  */
 import { afterEach, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { isSameProcess, processStartTime } from "../../src/state/process-start.ts";
+import { isProcessAlive, isSameProcess, processStartTime } from "../../src/state/process-start.ts";
 import { reconcileStatus } from "../../src/state/workload-record.ts";
+import { zombie as newZombie } from "../support/processes.ts";
 
 const parents: Bun.Subprocess[] = [];
 afterEach(() => {
   for (const parent of parents.splice(0)) parent.kill("SIGKILL");
 });
 
-const stateOf = (pid: number) => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-};
-
-/** A child that has exited and that its parent (a `sleep`, which never waits) leaves uncollected. */
 async function zombie(): Promise<number> {
-  const parent = Bun.spawn(["sh", "-c", "sleep 0 & echo $!; exec sleep 30"], { stdout: "pipe" });
+  const { pid, parent } = await newZombie();
   parents.push(parent);
-  const reader = parent.stdout.getReader();
-  let text = "";
-  while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read()).value);
-  reader.releaseLock();
-  const pid = Number(text.trim());
-  const deadline = Date.now() + 10_000;
-  while (stateOf(pid) !== "Z" && Date.now() < deadline) await Bun.sleep(10);
-  expect(stateOf(pid)).toBe("Z");
   return pid;
 }
 
@@ -39,6 +25,14 @@ test("a zombie is not the live process it was, though its pid and start time are
   expect(isSameProcess(pid, startTime as string)).toBe(false);
   // A live process still is.
   expect(isSameProcess(process.pid, processStartTime(process.pid) as string)).toBe(true);
+});
+
+test("a zombie is not alive, for every liveness check (locks, supervisors, client entries)", async () => {
+  const pid = await zombie();
+  expect(isProcessAlive(pid)).toBe(false);
+  expect(isProcessAlive(process.pid)).toBe(true);
+  // Its parent, which never collects it, lives.
+  expect(isProcessAlive(parents[0]?.pid as number)).toBe(true);
 });
 
 test("a start whose command ended as a zombie reads as failed, so another start is not refused for good", async () => {

@@ -13,7 +13,12 @@ import { fixedPasswordSource } from "../../src/secrets/password.ts";
 import { type McpmgrPaths, resolvePaths } from "../../src/state/paths.ts";
 import type { WorkloadInput, WorkloadRecord } from "../../src/state/workload-record.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
-import { deleteSecret, secretReferences, workloadsUsingSecret } from "../../src/workload/secret-references.ts";
+import {
+  deleteSecret,
+  secretReferences,
+  secretUsers,
+  workloadsUsingSecret,
+} from "../../src/workload/secret-references.ts";
 import { rejection } from "../support/errors.ts";
 
 let dir: string;
@@ -164,6 +169,33 @@ test("workloadsUsingSecret: the workloads naming it, by name, each with how; unr
     { workload: "alpha", via: ["--secret shared,target=A", "--secret shared,target=B"] },
     { workload: "zeta", via: ["--remote-forward-headers-secret X-Key=shared"] },
   ]);
+  expect(found.unreadable).toEqual(["broken"]);
+});
+
+test("secretUsers (secret list): every secret named, each with its workloads by name and how; unreadable records listed", async () => {
+  await remote("zeta", [
+    "--remote-forward-headers-secret",
+    "X-Key=shared",
+    "--remote-forward-headers-secret",
+    "X-Other=mine",
+  ]);
+  await local("alpha", ["--secret", "shared,target=A"], [{ name: "shared", target: "A" }]);
+  await local("plain", ["-e", "A=b"]);
+  await record({
+    name: "broken",
+    source: { kind: "package", ref: "npx://pkg" },
+    transport: "stdio",
+    runtime: "process",
+  });
+  writeFileSync(join(paths.stateDir, "workloads", "broken", "workload.json"), "{ not json");
+  const found = await secretUsers(paths);
+  expect(Object.fromEntries(found.users)).toEqual({
+    shared: [
+      { workload: "alpha", via: ["--secret shared,target=A"] },
+      { workload: "zeta", via: ["--remote-forward-headers-secret X-Key=shared"] },
+    ],
+    mine: [{ workload: "zeta", via: ["--remote-forward-headers-secret X-Other=mine"] }],
+  });
   expect(found.unreadable).toEqual(["broken"]);
 });
 

@@ -7,7 +7,9 @@ import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promise
 import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { McpmgrError } from "../../src/errors.ts";
-import { acquireLock, isProcessAlive, withLock } from "../../src/state/lock.ts";
+import { acquireLock, withLock } from "../../src/state/lock.ts";
+import { isProcessAlive } from "../../src/state/process-start.ts";
+import { zombie } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -121,6 +123,19 @@ describe("stale locks", () => {
     expect(await withLock(path, () => "got it", { timeoutMs: 5_000 })).toBe("got it");
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(await Bun.file(path).exists()).toBe(false);
+  });
+
+  test("a holder that ended as a zombie (its parent never collected it) is dead: its lock is broken at once", async () => {
+    const { pid, parent } = await zombie();
+    try {
+      const path = lockPath();
+      await writeHolder(path, { pid });
+      const started = Date.now();
+      expect(await withLock(path, () => "got it", { timeoutMs: 3_000 })).toBe("got it");
+      expect(Date.now() - started).toBeLessThan(1_000);
+    } finally {
+      parent.kill("SIGKILL");
+    }
   });
 
   test("a lock carrying our own pid but a token we do not hold is a dead predecessor's", async () => {

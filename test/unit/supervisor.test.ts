@@ -79,7 +79,7 @@ async function until(condition: () => boolean): Promise<void> {
   expect(condition()).toBe(true);
 }
 
-test("a first start failing with a hint reports the hint too, for run to print", async () => {
+test("a first start failing with a hint reports the hint and the code too, for run to print", async () => {
   const busy = new McpmgrError("PORT_IN_USE", "port 4000 on 127.0.0.1 is already in use", {
     hint: "choose another port, or leave the port option out to pick a free one",
   });
@@ -90,6 +90,7 @@ test("a first start failing with a hint reports the hint too, for run to print",
     restarts: 0,
     lastError: "port 4000 on 127.0.0.1 is already in use",
     lastHint: "choose another port, or leave the port option out to pick a free one",
+    lastCode: "PORT_IN_USE",
   });
 });
 
@@ -119,6 +120,37 @@ test("a crashed server is restarted with a doubling backoff, capped, and its rea
     "the MCP server exited with code 2; its last output:",
     "the MCP server exited with code 3; its last output:",
     "the MCP server exited with code 4; its last output:",
+  ]);
+});
+
+test("each crash's line in the log says when the restart is, before the server's last output, with the backoff it waits", async () => {
+  const warnings: string[] = [];
+  const runs = [workload(), workload(), workload()];
+  const h = harness(
+    runs.map((run) => async () => run.running),
+    { ...quietLog, warn: (message: string) => void warnings.push(message) },
+  );
+  const running = (n: number) => () => h.started() === n && h.reports.at(-1)?.state === "running";
+  await until(running(1));
+  runs[0]?.exit("the MCP server exited with code 7; its last output:\nboom\nbang");
+  await until(running(2));
+  runs[1]?.exit("the MCP server exited with code 7");
+  await until(running(3));
+  // It ran long enough: the backoff starts over, and the line says so.
+  h.advance(timings.stableAfterMs + 1);
+  runs[2]?.exit("the MCP server exited with code 9; its last output:\nfine until now");
+  await h.done;
+  expect(warnings).toEqual([
+    "demo: the MCP server exited with code 7; restarting in 1 s; its last output:\n  boom\n  bang",
+    "demo: the MCP server exited with code 7; restarting in 2 s",
+    "demo: the MCP server exited with code 9; restarting in 1 s; its last output:\n  fine until now",
+  ]);
+  expect(h.sleeps).toEqual([1_000, 2_000, 1_000]);
+  // The status keeps the reason as it was.
+  expect(h.reports.filter((r) => r.state === "restarting").map((r) => r.lastError)).toEqual([
+    "the MCP server exited with code 7; its last output:",
+    "the MCP server exited with code 7",
+    "the MCP server exited with code 9; its last output:",
   ]);
 });
 
@@ -210,7 +242,7 @@ test("a later start that fails is in the log with its reason and when the next a
   h.stop();
   await h.done;
   expect(warnings).toEqual([
-    "demo: the MCP server exited with code 143",
+    "demo: the MCP server exited with code 143; restarting in 1 s",
     "demo: restarting failed: Cannot connect to the Docker daemon (hint: start Docker); trying again in 2 s",
   ]);
 });

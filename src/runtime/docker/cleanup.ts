@@ -35,12 +35,12 @@ export async function removeWorkloadObjects(
 }
 
 /**
- * Removes this installation's containers and networks of workloads that `gone` says it no longer
- * has: a create the engine answered after the workload's `rm` (past the supervisor's grace) made a
- * container nobody removes. Only objects labelled with `install` exactly: another installation's
+ * Removes this installation's containers and networks of workloads that `gone` says nothing of runs
+ * here (removed, or stopped): a create the engine answered after the workload's `rm` or `stop` (past
+ * the supervisor's grace) made a container nobody removes. Only objects labelled with `install` exactly: another installation's
  * (another MCPMGR_HOME, another user) and an older mcpmgr's unlabelled ones are never touched.
- * The engine is asked first and `gone` second: a workload's record exists before its first object
- * is made, so one created meanwhile is not among those found. Returns the workloads cleaned up.
+ * The engine is asked first and `gone` second: a workload's record (and its "starting") exists before
+ * its first object is made, so one created meanwhile is not among those found. Returns the workloads cleaned up.
  *
  * Only containers never started ("created", as a late create leaves them) are removed, and a
  * workload with any other container is left whole: a home from before the stored id
