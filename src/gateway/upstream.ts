@@ -19,8 +19,8 @@ import type {
 } from "@modelcontextprotocol/client";
 import { type AnswerLimit, boundedFetch } from "../proxy/answer-limit.ts";
 import type { UpstreamInit } from "../proxy/authenticated-fetch.ts";
-import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import { version } from "../version.ts";
+import { memberSend } from "./member-send.ts";
 import type { Member } from "./membership.ts";
 
 export interface UpstreamHandlers {
@@ -145,7 +145,7 @@ async function connectWith(
   client.onclose = () => handlers.onClose?.();
   client.onerror = () => {}; // failures surface on the request that hit them
   const url = new URL(member.url);
-  const fetch = boundedFetch(memberFetch(member.credential), handlers.answerLimit);
+  const fetch = boundedFetch(memberFetch(member), handlers.answerLimit);
   // A stdio workload exposed with --proxy-mode sse (deprecated) serves the 2024-11-05 transport.
   const transport = url.pathname.endsWith("/sse")
     ? new SSEClientTransport(url, { fetch })
@@ -228,7 +228,9 @@ export async function endUpstream(client: Upstream, boundMs: number): Promise<vo
  * elsewhere would carry the session, and any credential, to a URL nobody checked): the SDK transport
  * follows one itself only within the member's origin, keeping the method, and errs on any other.
  */
-function memberFetch(credential: string | undefined): (url: string | URL, init?: RequestInit) => Promise<Response> {
+function memberFetch(member: Member): (url: string | URL, init?: RequestInit) => Promise<Response> {
+  const { credential } = member;
+  const send = memberSend(member);
   return (url, init) => {
     const trace = requestScope.getStore()?.trace;
     const headers = new Headers(init?.headers);
@@ -237,7 +239,7 @@ function memberFetch(credential: string | undefined): (url: string | URL, init?:
       if (value) headers.set(name, value);
     }
     if (credential !== undefined) headers.set("authorization", `Bearer ${credential}`);
-    return defaultUpstreamClient().fetch(String(url), { ...(init as UpstreamInit), headers, redirect: "manual" });
+    return send(String(url), { ...(init as UpstreamInit), headers, redirect: "manual" });
   };
 }
 
