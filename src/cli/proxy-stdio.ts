@@ -99,7 +99,8 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
     );
   }
   const { target, assertRunning } = await endpointOf(targetText);
-  assertCredentialsOverHttps(spec, target);
+  // A workload's URL is this machine's own listener (bound to one of its addresses): only a URL given is elsewhere.
+  if (assertRunning === undefined) assertCredentialsOverHttps(spec, target);
   const credentialed = await outgoingAuthentication(spec, target, "stdio", cliContext());
   const relay = await startStdioRelay({
     target,
