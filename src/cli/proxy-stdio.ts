@@ -8,7 +8,7 @@
  * on a stopped workload's port.
  */
 import { parseArgv } from "../config/argv.ts";
-import { outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { assertCredentialsOverHttps, outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
 import { refuseUrlCredentials } from "../config/url-credentials.ts";
@@ -99,6 +99,8 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
     );
   }
   const { target, assertRunning } = await endpointOf(targetText);
+  // A workload's URL is this machine's own listener (bound to one of its addresses): only a URL given is elsewhere.
+  if (assertRunning === undefined) assertCredentialsOverHttps(spec, target);
   const credentialed = await outgoingAuthentication(spec, target, "stdio", cliContext());
   const relay = await startStdioRelay({
     target,

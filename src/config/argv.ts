@@ -81,17 +81,26 @@ export function parseArgv<Table extends OptionTable>(
   });
 }
 
+/** A value as an error quotes it: a URL's user name and password left out (they may be a credential). */
+function withoutUserinfo(text: string): string {
+  return text.replace(/^(\s*[A-Za-z][\w+.-]*:\/\/)[^/?#@]*@/, "$1…@");
+}
+
 function parseValue(name: string, spec: OptionSpec & { kind: "string" }, text: string): unknown {
   const result = v.safeParse(spec.schema, text, { abortPipeEarly: true });
   if (result.success) return result.output;
   // A mistyped choice ("--format jsn") gets the nearest one instead of the general advice.
   const nearest = closeMatches(text.trim(), choicesOf(spec.schema), { nearestOnly: true });
-  throw new McpmgrError("INVALID_OPTION", `--${name} ${JSON.stringify(text)}: ${firstIssueMessage(result.issues)}`, {
-    hint:
-      didYouMean(nearest.map((choice) => `--${name} ${choice}`)) ??
-      spec.hint ??
-      `see --help for the expected format of --${name}`,
-  });
+  throw new McpmgrError(
+    "INVALID_OPTION",
+    `--${name} ${JSON.stringify(withoutUserinfo(text))}: ${firstIssueMessage(result.issues)}`,
+    {
+      hint:
+        didYouMean(nearest.map((choice) => `--${name} ${choice}`)) ??
+        spec.hint ??
+        `see --help for the expected format of --${name}`,
+    },
+  );
 }
 
 /**

@@ -267,3 +267,31 @@ export function assertTokenExchangeHasCaller(outgoingAuth: OutgoingAuthSpec, inc
     );
   }
 }
+
+/** Which of mcpmgr's credentials `outgoingAuth` sends to the remote itself, by the option that gives it. */
+function credentialSent(outgoingAuth: OutgoingAuthSpec): string | undefined {
+  if (outgoingAuth.mode.kind === "bearer") return "the bearer token (--remote-auth-bearer-token)";
+  if (outgoingAuth.mode.kind === "oauth") return "the OAuth access token (--remote-auth)";
+  if (outgoingAuth.tokenExchange) return "the exchanged token (--token-exchange-url)";
+  const secret = outgoingAuth.secretHeaders[0];
+  if (secret !== undefined) return `the secret header ${secret.name} (--remote-forward-headers-secret)`;
+  const authorization = outgoingAuth.headers.find((header) => header.name.toLowerCase() === "authorization");
+  if (authorization !== undefined) return "the Authorization header (--remote-forward-headers)";
+  return undefined;
+}
+
+/**
+ * mcpmgr's own credentials for a remote go to its MCP endpoint over https:// only (http:// on loopback),
+ * as those for the OAuth endpoints do: a plain http:// remote elsewhere would get them in clear text, for
+ * everyone on the way to read. A rule of `run` with a remote, `proxy` and `proxy stdio`.
+ */
+export function assertCredentialsOverHttps(outgoingAuth: OutgoingAuthSpec, target: URL): void {
+  if (target.protocol !== "http:" || isLoopbackHostname(target.hostname)) return;
+  const what = credentialSent(outgoingAuth);
+  if (what === undefined) return;
+  throw new McpmgrError(
+    "INVALID_OPTION",
+    `${target.origin} is plain http://: mcpmgr sends ${what} over https:// only (http:// only on loopback)`,
+    { hint: "use the server's https:// URL, or reach it through a tunnel on loopback" },
+  );
+}

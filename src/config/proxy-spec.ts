@@ -2,7 +2,12 @@
 import { McpmgrError } from "../errors.ts";
 import { parseArgv } from "./argv.ts";
 import { incomingAuthSpec, type IncomingAuthSpec } from "./incoming-auth-spec.ts";
-import { assertTokenExchangeHasCaller, outgoingAuthSpec, type OutgoingAuthSpec } from "./outgoing-auth-spec.ts";
+import {
+  assertCredentialsOverHttps,
+  assertTokenExchangeHasCaller,
+  outgoingAuthSpec,
+  type OutgoingAuthSpec,
+} from "./outgoing-auth-spec.ts";
 import { proxyOptions } from "./proxy-options.ts";
 import { checkOutgoingAuthRules } from "./rules.ts";
 import { refuseUrlCredentials } from "./url-credentials.ts";
@@ -60,6 +65,7 @@ export function buildProxySpec(argv: readonly string[]): ProxySpec {
   const incomingAuth = incomingAuthSpec(values, given);
   const outgoingAuth = outgoingAuthSpec(values, given);
   assertTokenExchangeHasCaller(outgoingAuth, incomingAuth !== undefined);
+  assertCredentialsOverHttps(outgoingAuth, new URL(target));
   return Object.freeze({
     serverName,
     target: new URL(target),

@@ -33,6 +33,19 @@ export interface TelemetrySpec {
   readonly legacyAttributes: boolean;
 }
 
+/**
+ * mcpmgr's own secrets in its environment (the secrets store's password, `MCPMGR_SECRET_*` values,
+ * the OAuth client secret): `--otel-env-vars` naming one would put its value into every span, sent to
+ * the collector and kept by whatever stores traces.
+ */
+function isMcpmgrSecret(name: string): boolean {
+  return (
+    name === "MCPMGR_SECRETS_PASSWORD" ||
+    name.startsWith("MCPMGR_SECRET_") ||
+    name === "MCPMGR_REMOTE_OAUTH_CLIENT_SECRET"
+  );
+}
+
 export function telemetrySpec(
   values: TelemetryValues,
   given: ReadonlySet<string>,
@@ -66,6 +79,10 @@ export function telemetrySpec(
   }
   const envAttributes: Record<string, string> = {};
   for (const name of values["otel-env-vars"].flat()) {
+    if (isMcpmgrSecret(name))
+      throw new McpmgrError("INVALID_OPTION", `--otel-env-vars ${name}: that variable holds a secret of mcpmgr's`, {
+        hint: "leave it out: --otel-env-vars copies values into every span the collector receives",
+      });
     const value = env[name];
     if (value !== undefined) envAttributes[name] = value;
   }

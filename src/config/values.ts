@@ -68,10 +68,28 @@ export function choicesOf(schema: ValueSchema<unknown>): readonly string[] {
   return Array.isArray(picklist) ? picklist.filter((item): item is string => typeof item === "string") : [];
 }
 
-export const httpUrl = v.pipe(
+/**
+ * An MCP server's URL (`--target-uri`): its user name or password are refused where it is used, with the
+ * header that carries them instead (config/url-credentials.ts).
+ */
+export const serverHttpUrl = v.pipe(
   trimmed,
   v.url("must be an absolute URL such as https://example.com/mcp"),
   v.check((text) => /^https?:$/i.test(new URL(text).protocol), "must be an http:// or https:// URL"),
+);
+
+/**
+ * Any other URL option (an issuer, a token or JWKS endpoint, a collector): no user name or password in
+ * it. Options are recorded for background workloads (and exported), shown by ps and written in errors
+ * and logs; a password in a URL would be all of those. Their own options (a client secret file, a header)
+ * carry credentials instead.
+ */
+export const httpUrl = v.pipe(
+  serverHttpUrl,
+  v.check((text) => {
+    const url = new URL(text);
+    return url.username === "" && url.password === "";
+  }, "must not hold a user name or password (user:password@): it would be recorded, listed and logged; give the credential with its own option"),
 );
 
 const hostLabel = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;

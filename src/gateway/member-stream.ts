@@ -17,7 +17,7 @@
 import { createParser } from "eventsource-parser";
 import { errorMessage } from "../errors.ts";
 import { type AnswerLimit, answerTooLargeText } from "../proxy/answer-limit.ts";
-import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
+import type { MemberSend } from "./member-send.ts";
 
 /** Bounds of resumption: the SDK client's defaults, and a cap on what a member may ask to be waited. */
 export const RESUME_LIMITS = {
@@ -41,6 +41,8 @@ export interface MemberStreamReader {
   readonly url: string;
   /** The call's POST headers: on a resumption the same session, revision, credentials and trace. */
   readonly headers: readonly [string, string][];
+  /** How a resumption reaches the member (member-send.ts), as the call's POST did. */
+  readonly send: MemberSend;
   /** False: an early end is not resumed (2026-07-28 has no resumable streams), whatever ids the stream had. */
   readonly resumes?: boolean;
   /** Aborted when the call ends (answered, cancelled, timed out): no wait or resumption outlives it. */
@@ -163,7 +165,7 @@ async function resume(reader: MemberStreamReader, lastEventId: string): Promise<
   headers.push(["accept", "text/event-stream"], ["last-event-id", lastEventId]);
   let response: Response;
   try {
-    response = await defaultUpstreamClient().fetch(reader.url, {
+    response = await reader.send(reader.url, {
       method: "GET",
       headers,
       redirect: "manual",

@@ -20,6 +20,17 @@ export interface Member {
   readonly credential?: string;
   /** The workload was run with `--oidc-*` of its own (then only a gateway that authenticates may serve it). */
   readonly ownAuthentication?: boolean;
+  /**
+   * Its supervisor, whose pid the membership keeps current (one object per workload name, updated in
+   * place: connections opened before a restart see the new supervisor): nothing is sent to the port
+   * once that process is gone (member-send.ts).
+   */
+  readonly supervisor?: Supervisor;
+}
+
+/** A member's supervisor as last read from its status. */
+export interface Supervisor {
+  pid: number;
 }
 
 /** Whether the workload's recorded `run` options give it incoming authentication (`--oidc-issuer`). */
@@ -63,6 +74,7 @@ export async function runningMembers(store: WorkloadStore, group: string): Promi
     members.push({
       name: record.name,
       url: workloadEndpoint(record),
+      ...(status.pid !== undefined ? { supervisor: { pid: status.pid } } : {}),
       ...(hasOwnAuthentication(record) ? { ownAuthentication: true } : {}),
     });
   }
@@ -71,6 +83,15 @@ export async function runningMembers(store: WorkloadStore, group: string): Promi
 
 export async function followMembership(options: MembershipOptions): Promise<Membership> {
   let members: readonly Member[] = [];
+  /** One Supervisor per workload name, kept across reads: the members handed out earlier see a restart's new pid. */
+  const supervisors = new Map<string, Supervisor>();
+  const keepSupervisor = (member: Member): Member => {
+    if (member.supervisor === undefined) return member;
+    const kept = supervisors.get(member.name) ?? member.supervisor;
+    kept.pid = member.supervisor.pid;
+    supervisors.set(member.name, kept);
+    return { ...member, supervisor: kept };
+  };
   let key = "";
   let closed = false;
   let running: Promise<void> | undefined;
@@ -85,7 +106,7 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
       do {
         again = false;
         try {
-          const next = await runningMembers(options.store, options.group);
+          const next = (await runningMembers(options.store, options.group)).map(keepSupervisor);
           const nextKey = next.map((m) => `${m.name} ${m.url} ${m.ownAuthentication === true}`).join("\n");
           if (nextKey !== key && !closed) {
             key = nextKey;

@@ -65,6 +65,7 @@ import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import type { Upstream } from "./upstream.ts";
 import { isObject } from "../objects.ts";
+import { memberSend } from "./member-send.ts";
 
 type Json = Record<string, unknown>;
 
@@ -310,6 +311,7 @@ export async function modernPassThrough(
   });
   return new RelayedCall(options.timeoutMs, { pool }, req, {
     workload: owned.workload,
+    send: memberSend(member),
     upstream,
     id,
     key: id,

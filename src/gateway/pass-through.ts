@@ -30,6 +30,7 @@ import { plainCallParams, RelayedCall, type RelaySession } from "./relayed-call.
 import type { GatewaySearch } from "./search.ts";
 import type { Upstream } from "./upstream.ts";
 import { isObject } from "../objects.ts";
+import { memberSend } from "./member-send.ts";
 
 type Json = Record<string, unknown>;
 
@@ -151,6 +152,7 @@ export async function passThrough(
   }
   return new RelayedCall(options.timeoutMs, session, req, {
     workload: owned.workload,
+    send: memberSend(member),
     upstream,
     id,
     key: message.id as RequestId,

@@ -22,13 +22,13 @@ import { AnswerTooLarge, readBoundedText, readExcerpt } from "../proxy/answer-li
 import { createEventStream, eventStreamResponse, type EventStream } from "../proxy/event-stream.ts";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
 import { parseExactJson } from "../proxy/stdio-bridge/json-text.ts";
-import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import { type CallerAnswer, type CallerEra, type MemberError, SESSION_ERA } from "./caller-era.ts";
 import { readMemberStream } from "./member-stream.ts";
 import type { SessionTransport } from "./session-transport.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import type { Upstream } from "./upstream.ts";
 import { isObject } from "../objects.ts";
+import type { MemberSend } from "./member-send.ts";
 
 type Json = Record<string, unknown>;
 
@@ -61,6 +61,8 @@ export interface RelayTarget {
   readonly progressToken: string | number | undefined;
   /** The caller's revision (a 2025-era session's when absent). */
   readonly era?: CallerEra;
+  /** How requests reach the member (member-send.ts: only while its supervisor lives). */
+  readonly send: MemberSend;
 }
 
 /** One relayed call: the member's exchange, the client's answer, and what ends either. */
@@ -122,7 +124,7 @@ export class RelayedCall {
 
   async #exchange(url: string, headers: [string, string][], text: string): Promise<Response | undefined> {
     const { workload } = this.#target;
-    const response = await defaultUpstreamClient().fetch(url, {
+    const response = await this.#target.send(url, {
       method: "POST",
       headers,
       body: text,
@@ -220,6 +222,7 @@ export class RelayedCall {
       url,
       limit,
       headers,
+      send: this.#target.send,
       resumes: this.#era.resumes,
       signal: this.#abort.signal,
       onData,

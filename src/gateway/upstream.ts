@@ -19,8 +19,8 @@ import type {
 } from "@modelcontextprotocol/client";
 import { type AnswerLimit, boundedFetch } from "../proxy/answer-limit.ts";
 import type { UpstreamInit } from "../proxy/authenticated-fetch.ts";
-import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import { version } from "../version.ts";
+import { memberSend } from "./member-send.ts";
 import type { Member } from "./membership.ts";
 
 export interface UpstreamHandlers {
@@ -156,7 +156,7 @@ async function connectWith(
     if (err.message.startsWith("Maximum reconnection attempts")) handlers.onLost?.();
   };
   const url = new URL(member.url);
-  const fetch = boundedFetch(memberFetch(member.credential, handlers.onLost), handlers.answerLimit);
+  const fetch = boundedFetch(memberFetch(member, handlers.onLost), handlers.answerLimit);
   // A stdio workload exposed with --proxy-mode sse (deprecated) serves the 2024-11-05 transport.
   const transport = url.pathname.endsWith("/sse")
     ? new SSEClientTransport(url, { fetch })
@@ -240,9 +240,11 @@ export async function endUpstream(client: Upstream, boundMs: number): Promise<vo
  * follows one itself only within the member's origin, keeping the method, and errs on any other.
  */
 function memberFetch(
-  credential: string | undefined,
+  member: Member,
   onLost: (() => void) | undefined,
 ): (url: string | URL, init?: RequestInit) => Promise<Response> {
+  const { credential } = member;
+  const send = memberSend(member);
   return async (url, init) => {
     const trace = requestScope.getStore()?.trace;
     const headers = new Headers(init?.headers);
@@ -251,11 +253,7 @@ function memberFetch(
       if (value) headers.set(name, value);
     }
     if (credential !== undefined) headers.set("authorization", `Bearer ${credential}`);
-    const response = await defaultUpstreamClient().fetch(String(url), {
-      ...(init as UpstreamInit),
-      headers,
-      redirect: "manual",
-    });
+    const response = await send(String(url), { ...(init as UpstreamInit), headers, redirect: "manual" });
     // 404 to a request on a member session: the member forgot it (any request, the event stream's
     // reopening included, which no caller waits on). The session's own DELETE says nothing new.
     if (response.status === 404 && headers.has("mcp-session-id") && init?.method !== "DELETE") onLost?.();

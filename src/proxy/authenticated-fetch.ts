@@ -26,6 +26,14 @@ export type UpstreamInit = BunFetchRequestInit & {
   readonly timeout?: false | number;
   readonly incoming?: Request;
   readonly cancel?: Cancellation;
+  /**
+   * mcpmgr's own client asks this once a new connection for the request is open, before anything is
+   * written on it, and closes the connection when it throws (the request fails with that error):
+   * whoever holds the port at that moment is the one who answered the connection. Pooled connections
+   * passed it when they opened. The gateway's check that a member's port is still its supervisor's
+   * (gateway/member-send.ts).
+   */
+  readonly checkConnection?: () => void;
 };
 export type UpstreamFetch = (url: string, init: UpstreamInit) => Promise<Response>;
 

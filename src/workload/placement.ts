@@ -6,7 +6,12 @@
  * combination that cannot work is refused before anything starts, with the option to change.
  * Each placement is its own module so that a workload loads the rules of its kind only.
  */
-import { assertTokenExchangeHasCaller, outgoingAuthSpec, type OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
+import {
+  assertCredentialsOverHttps,
+  assertTokenExchangeHasCaller,
+  outgoingAuthSpec,
+  type OutgoingAuthSpec,
+} from "../config/outgoing-auth-spec.ts";
 import type { ParsedRunArgv } from "../config/run-argv.ts";
 import type { VolumeMount } from "../config/values.ts";
 import { McpmgrError } from "../errors.ts";
@@ -188,5 +193,6 @@ export function remotePlacement(
   }
   const outgoingAuth = outgoingAuthSpec(parsed.values, parsed.given);
   assertTokenExchangeHasCaller(outgoingAuth, incomingAuth);
+  assertCredentialsOverHttps(outgoingAuth, source.url);
   return { kind: "remote", url: source.url, outgoingAuth };
 }

@@ -4,6 +4,9 @@
  * must never be accepted; the authorization server down or silent: fail closed, at once.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { SignJWT, importJWK } from "jose";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { createTokenVerifier, TokenRejected, VerificationUnavailable } from "../../src/auth/incoming/verifier.ts";
@@ -295,5 +298,71 @@ test("a discovery document without end is read no further than 1 MiB: a start-up
     expect(sent).toBeLessThan(64);
   } finally {
     await issuer.stop(true);
+  }
+});
+
+test("--jwks-auth-token-file goes to the issuer's origin and to the URLs given, never to a jwks_uri the discovery document puts elsewhere", async () => {
+  const jwks = await (await fetch(`${auth.issuer}/jwks`)).text();
+  const seen: { where: string; authorization: string | null }[] = [];
+  // The keys on another host, as a Kubernetes issuer's may be (a public bucket): readable by anyone.
+  const keys = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      seen.push({ where: "keys host", authorization: req.headers.get("authorization") });
+      return new Response(jwks, { headers: { "content-type": "application/json" } });
+    },
+  });
+  // The issuer itself, whose discovery document names that host's JWKS.
+  const issuer = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      seen.push({ where: "issuer", authorization: req.headers.get("authorization") });
+      const origin = new URL(req.url).origin;
+      return Response.json({ issuer: origin, jwks_uri: `http://127.0.0.1:${keys.port}/jwks` });
+    },
+  });
+  const dir = await mkdtemp(join(tmpdir(), "mcpmgr-jwks-token-"));
+  try {
+    const tokenFile = join(dir, "token");
+    await writeFile(tokenFile, "issuer-only-token\n");
+    const issuerUrl = `http://127.0.0.1:${issuer.port}`;
+    const specWith = (extra: Record<string, string>) => {
+      const options = {
+        "oidc-issuer": issuerUrl,
+        "oidc-audience": JWT_RESOURCE,
+        "oidc-insecure-allow-http": true,
+        "jwks-allow-private-ip": true,
+        "jwks-auth-token-file": tokenFile,
+        ...extra,
+      };
+      return incomingAuthSpec(options, new Set(Object.keys(options)))!;
+    };
+    const token = await new SignJWT({ sub: "alice" })
+      .setProtectedHeader({ alg: "RS256", kid: "key-1", typ: "at+jwt" })
+      .setIssuer(issuerUrl)
+      .setAudience(JWT_RESOURCE)
+      .setExpirationTime("5m")
+      .sign(await importJWK(first, "RS256"));
+
+    const discovered = await createTokenVerifier(specWith({}));
+    expect((await discovered.verify(token)).subject).toBe("alice");
+    expect(seen.filter((s) => s.where === "issuer").map((s) => s.authorization)).toEqual(["Bearer issuer-only-token"]);
+    expect(seen.filter((s) => s.where === "keys host").length).toBeGreaterThan(0);
+    expect(seen.filter((s) => s.where === "keys host").map((s) => s.authorization)).not.toContain(
+      "Bearer issuer-only-token",
+    );
+
+    // The same host named by the user (--oidc-jwks-url) gets it: the user chose it.
+    seen.length = 0;
+    const given = await createTokenVerifier(specWith({ "oidc-jwks-url": `http://127.0.0.1:${keys.port}/jwks` }));
+    expect((await given.verify(token)).subject).toBe("alice");
+    expect(seen.map((s) => s.authorization)).toEqual(seen.map(() => "Bearer issuer-only-token"));
+    expect(seen.length).toBeGreaterThan(0);
+  } finally {
+    await issuer.stop(true);
+    await keys.stop(true);
+    await rm(dir, { recursive: true, force: true });
   }
 });

@@ -326,6 +326,14 @@ test("telemetry option mistakes are start-up errors", () => {
   for (const [args, text] of [
     [["--otel-endpoint", "http://collector.example:4318"], "needs --otel-insecure"],
     [["--otel-headers", "a=b"], "--otel-headers needs --otel-endpoint"],
+    // mcpmgr's own secrets never go into spans, even when named.
+    ...["MCPMGR_SECRETS_PASSWORD", "MCPMGR_SECRET_GITHUB_TOKEN", "MCPMGR_REMOTE_OAUTH_CLIENT_SECRET"].map(
+      (name) =>
+        [
+          ["--otel-endpoint", "https://collector.example", "--otel-env-vars", `HOME,${name}`],
+          `--otel-env-vars ${name}: that variable holds a secret of mcpmgr's`,
+        ] as const,
+    ),
   ] as const) {
     const result = Bun.spawnSync(
       [process.execPath, CLI_ENTRY, "run", "--foreground", `http://127.0.0.1:${upstream.port}/mcp`, ...args],

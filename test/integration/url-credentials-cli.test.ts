@@ -86,3 +86,30 @@ test("proxy --target-uri and proxy stdio refuse it", () => {
   expectRefused(["proxy", "pw", "--target-uri", withPassword()], "--target-uri");
   expectRefused(["proxy", "stdio", withPassword()], "the URL");
 });
+
+test("the other URL options (issuers, endpoints, the collector) refuse a user name or password, and never quote it", () => {
+  const server = `http://127.0.0.1:${upstream.port}/mcp`;
+  const withPasswordAt = (host: string) => `https://alice:${PASSWORD}@${host}/`;
+  for (const option of [
+    ["--oidc-issuer", withPasswordAt("idp.example")],
+    ["--oidc-introspection-url", withPasswordAt("idp.example")],
+    ["--otel-endpoint", withPasswordAt("collector.example")],
+    ["--remote-auth-issuer", withPasswordAt("as.example")],
+    ["--token-exchange-url", withPasswordAt("sts.example")],
+  ]) {
+    for (const args of [
+      ["run", server, "--name", "url-option-pw", ...option],
+      ["run", "--foreground", server, ...option],
+      // A gateway takes the incoming and telemetry options, not a remote's.
+      ...(option[0]?.startsWith("--oidc-") || option[0] === "--otel-endpoint"
+        ? [["gateway", "default", "--detach", ...option]]
+        : []),
+    ]) {
+      const line = expectOneLineError(runCli(env, args), 2);
+      expect(line).toContain(`${option[0]} "https://…@`);
+      expect(line).toContain("must not hold a user name or password");
+      expect(line).not.toContain(PASSWORD);
+    }
+  }
+  expect(JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout)).toEqual([]);
+});

@@ -150,3 +150,41 @@ test("OAuth endpoints are https://, http:// on loopback only; a name that merely
     );
   }
 });
+
+describe("mcpmgr's credentials go to the remote over https:// only (http:// on loopback)", () => {
+  const tokenFile = join(scratch, "plain-http-token");
+  writeFileSync(tokenFile, "t\n");
+  const credentials = [
+    ["--remote-auth-bearer-token-file", tokenFile],
+    ["--remote-auth", "--remote-auth-issuer", "https://as.example"],
+    ["--remote-forward-headers-secret", "X-Api-Key=api-key"],
+    ["--remote-forward-headers", "Authorization=Basic dTpw"],
+  ];
+  test.each(credentials.map((options) => [options.join(" "), options] as const))(
+    "proxy --target-uri http://…elsewhere %s is INVALID_OPTION, naming the credential",
+    (_label, options) => {
+      const err = usageError(
+        () => buildProxySpec(["x", "--target-uri", "http://mcp.example/mcp", ...options]),
+        "INVALID_OPTION",
+      );
+      expect(err.message).toContain("http://mcp.example is plain http://");
+      expect(err.message).toContain(
+        options[0] === "--remote-auth" ? "--remote-auth" : (options[0] as string).slice(0, 20),
+      );
+      // The same remote over https, or on loopback over http: accepted.
+      buildProxySpec(["x", "--target-uri", "https://mcp.example/mcp", ...options]);
+      buildProxySpec(["x", "--target-uri", "http://127.0.0.1:9/mcp", ...options]);
+      buildProxySpec(["x", "--target-uri", "http://localhost:9/mcp", ...options]);
+    },
+  );
+
+  test("a token exchange's token too; a plain header that is no credential goes over http as before", () => {
+    const exchange = ["--oidc-issuer", "https://idp.example", "--token-exchange-url", "https://sts.example/token"];
+    const err = usageError(
+      () => buildProxySpec(["x", "--target-uri", "http://mcp.example/mcp", ...exchange]),
+      "INVALID_OPTION",
+    );
+    expect(err.message).toContain("--token-exchange-url");
+    buildProxySpec(["x", "--target-uri", "http://mcp.example/mcp", "--remote-forward-headers", "X-Tenant=acme"]);
+  });
+});

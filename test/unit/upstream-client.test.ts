@@ -352,6 +352,36 @@ describe("the pool", () => {
     await eventually(() => server.connections.every((c) => c.closed), 5_000, "close() to close the last");
   });
 
+  test("checkConnection: asked once per new connection before anything is written; a refusal closes it and fails the request", async () => {
+    await using server = rawServer((c) => ok(c));
+    const { fetch, close } = client();
+    let asked = 0;
+    const checkConnection = () => {
+      asked++;
+    };
+    for (let i = 0; i < 3; i++)
+      expect(await (await fetch(`${server.url}/`, get({ checkConnection }))).text()).toBe("ok");
+    // One connection, reused: checked when it opened.
+    expect(asked).toBe(1);
+    close();
+    const refused = new Error("not the port's owner any more");
+    const { fetch: fresh } = client();
+    const err = await rejection(
+      fresh(
+        `${server.url}/`,
+        post('{"secret":1}', {
+          checkConnection: () => {
+            throw refused;
+          },
+        }),
+      ),
+    );
+    expect(err).toBe(refused);
+    await eventually(() => server.connections.at(-1)?.closed === true, 5_000, "the refused connection to close");
+    // Nothing was written on it.
+    expect(server.requests.length).toBe(3);
+  });
+
   test("an unreachable upstream is an error with the socket's code", async () => {
     const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     const port = probe.port;

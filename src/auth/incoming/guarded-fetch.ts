@@ -4,6 +4,12 @@
  * address unless --jwks-allow-private-ip (a token validator that follows attacker-chosen
  * URLs into the internal network is an SSRF); the optional bearer token and CA bundle; answers
  * capped (capped-fetch.ts).
+ *
+ * The bearer token (--jwks-auth-token-file) goes only to the issuer's origin and to the origins of
+ * the URLs the user gave (--oidc-jwks-url, --oidc-introspection-url): a `jwks_uri` the discovery
+ * document names on another host (a public bucket holding a Kubernetes issuer's keys, a CDN) is
+ * fetched without it. That token is a credential for the issuer (often a service account's), and
+ * a host the document chose is no more the issuer than any other.
  */
 import { resolvesInside } from "../addresses.ts";
 import type { IncomingAuthSpec } from "../../config/incoming-auth-spec.ts";
@@ -14,10 +20,14 @@ import { trustingFetch, type Fetch } from "../trusted-fetch.ts";
 export type { Fetch } from "../trusted-fetch.ts";
 
 export function guardedFetch(
-  spec: Pick<IncomingAuthSpec, "allowHttp" | "allowPrivateIp" | "fetchToken" | "caBundle">,
+  spec: Pick<
+    IncomingAuthSpec,
+    "issuer" | "jwksUrl" | "introspection" | "allowHttp" | "allowPrivateIp" | "fetchToken" | "caBundle"
+  >,
   base: Fetch = fetch,
 ): Fetch {
   const send = cappedAnswers(trustingFetch(spec.caBundle, base));
+  const tokenOrigins = new Set([spec.issuer.origin, spec.jwksUrl?.origin, spec.introspection?.url.origin]);
   return async (input, init = {}) => {
     const url = new URL(input instanceof URL ? input.href : input);
     if (url.protocol !== "https:" && !(url.protocol === "http:" && spec.allowHttp)) {
@@ -40,7 +50,7 @@ export function guardedFetch(
       }
     }
     const headers = new Headers(init.headers);
-    if (spec.fetchToken !== undefined && !headers.has("authorization"))
+    if (spec.fetchToken !== undefined && !headers.has("authorization") && tokenOrigins.has(url.origin))
       headers.set("authorization", `Bearer ${spec.fetchToken}`);
     return send(url, { ...init, headers, redirect: "manual" });
   };

@@ -1,7 +1,7 @@
 /** Where `mcpmgr proxy` listens and what it forwards to. */
 import { allowedHostList } from "../allowed-hosts.ts";
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
-import { hostName, httpUrl, pathPrefix, port } from "../values.ts";
+import { hostName, pathPrefix, port, serverHttpUrl } from "../values.ts";
 
 /**
  * `--allowed-hosts` of every command that listens for clients (`run`, `proxy`, `gateway`): one
@@ -31,7 +31,7 @@ export const proxyListenOptions = {
   "target-uri": stringOption({
     description: "URL of the MCP server endpoint to forward to (required)",
     valueHint: "url",
-    schema: httpUrl,
+    schema: serverHttpUrl,
   }),
   host: stringOption({
     description: "IP address or host name the proxy listens on",

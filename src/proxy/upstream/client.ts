@@ -81,9 +81,14 @@ const fetchOnlyOptions = ["tls", "proxy", "unix", "s3", "verbose", "session", "p
 export function createUpstreamClient(options: UpstreamClientOptions = {}): UpstreamClient {
   const env = options.env ?? process.env;
   const unix = options.unix;
-  const fallback: UpstreamFetch =
+  const fetchFallback: UpstreamFetch =
     options.fallback ??
     (unix === undefined ? (url, init) => fetch(url, init) : (url, init) => fetch(url, { ...init, unix }));
+  // fetch opens its connections out of sight: the check comes before the request instead.
+  const fallback: UpstreamFetch = (url, init) => {
+    init.checkConnection?.();
+    return fetchFallback(url, init);
+  };
   const pools = new Map<string, Origin | null>();
   const poolOptions = {
     maxIdle: options.maxIdlePerOrigin ?? 64,
@@ -181,6 +186,14 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
     for (let attempt = 0; ; attempt++) {
       const idle = pool.takeIdle();
       const connection = idle ?? (await pool.connect(cancel?.signal ?? signal));
+      if (idle === undefined && init.checkConnection !== undefined) {
+        try {
+          init.checkConnection();
+        } catch (err) {
+          connection.destroy();
+          throw err;
+        }
+      }
       try {
         return await connection.request({ method, head, body, signal, cancel });
       } catch (err) {

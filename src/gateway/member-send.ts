@@ -1,0 +1,38 @@
+/**
+ * How the gateway's requests reach a member: through mcpmgr's own HTTP client (proxy/upstream/), on
+ * connections opened while the member's supervisor lives. A member's endpoint is a loopback port; once
+ * its supervisor is gone (killed, OOM) the port is free, and another local user can listen there. The
+ * membership (membership.ts) notices within a second, but the requests sent meanwhile would carry the
+ * installation's gateway key to that listener, which could then call every guarded member directly,
+ * past the gateway's policies, and its answers would pass for the member's.
+ *
+ * So each new connection to a member is checked once it is open, before anything is written on it:
+ * its supervisor must still be that workload's supervisor (state/supervisor-identity.ts: a live process
+ * of this user's running `__supervise NAME`, not a zombie nobody reaped nor a pid come round to another
+ * process). A supervisor alive after the connection opened held the port when it opened (nobody can
+ * listen there before the supervisor is gone, and another user cannot share its port), so the connection
+ * is the supervisor's. Connections reused from the pool were checked when they opened; the check costs a
+ * few reads of /proc per new connection, nothing per request.
+ */
+import { McpmgrError } from "../errors.ts";
+import type { UpstreamInit } from "../proxy/authenticated-fetch.ts";
+import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
+import { isSupervisorOf } from "../state/supervisor-identity.ts";
+import type { Member } from "./membership.ts";
+
+export type MemberSend = (url: string, init: UpstreamInit) => Promise<Response>;
+
+/** The requests of the gateway to `member`, on connections its supervisor answered. */
+export function memberSend(member: Pick<Member, "name" | "supervisor">): MemberSend {
+  const { name, supervisor } = member;
+  if (supervisor === undefined) return (url, init) => defaultUpstreamClient().fetch(url, init);
+  const checkConnection = () => {
+    if (isSupervisorOf(supervisor.pid, name)) return;
+    throw new McpmgrError(
+      "WORKLOAD_NOT_RUNNING",
+      `workload '${name}' has no supervisor any more: the gateway does not send to its port`,
+      { hint: `run 'mcpmgr start ${name}'` },
+    );
+  };
+  return (url, init) => defaultUpstreamClient().fetch(url, { ...init, checkConnection });
+}
