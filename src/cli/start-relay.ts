@@ -4,10 +4,12 @@
  * it wrote up to its readiness once it is ready. A remote workload's OAuth login URL (once), and a
  * background gateway's warnings about what bypasses its policies: a member that answers direct callers
  * (each such line; the gateway asks its members before it reports ready), and the AI clients registered
- * with its members directly, which those members will refuse. The log may be rotated
+ * with its members directly, which those members will refuse. A remote workload's warning that its
+ * credentials go over plain http:// (--remote-insecure-allow-http), said at each start. The log may be rotated
  * meanwhile (state/log-files.ts): what was written since the wait began is read across a rotation.
  */
 import { statSync } from "node:fs";
+import { PLAIN_HTTP_MARKER } from "../config/outgoing-auth-spec.ts";
 import { DIRECT_CLIENTS_MARKER, UNGUARDED_MEMBER_MARKER } from "../gateway/unguarded-members.ts";
 import { copyNew, type LogFiles, type LogPosition, READER_GONE } from "../state/log-files.ts";
 import { LOGIN_URL_MARKER } from "../workload/oauth-callback.ts";
@@ -15,6 +17,9 @@ import { log } from "./output.ts";
 
 /** A supervisor's log line starts with its time and level (cli/output.ts), which this command's own line gives anew. */
 const LOG_LINE_HEAD = /^(?:\d{4}-\d\d-\d\dT[\d:.]+Z )?\[[a-z]+\] /;
+
+/** mcpmgr's own warning, not a server's output (logged at debug level) that quotes the words. */
+const WARN_LINE_HEAD = /^(?:\d{4}-\d\d-\d\dT[\d:.]+Z )?\[warn\] /;
 
 /** The login prompt as the supervisor writes it (oauth-callback.ts): its info line, the URL alone on the next. */
 const LOGIN_LINES = new RegExp(
@@ -57,7 +62,11 @@ export function startRelay(files: LogFiles): StartRelay {
     const complete = text.lastIndexOf("\n") + 1;
     if (complete <= scanned) return;
     for (const line of text.slice(scanned, complete).split("\n"))
-      if (line.includes(UNGUARDED_MEMBER_MARKER) || line.includes(DIRECT_CLIENTS_MARKER))
+      if (
+        line.includes(UNGUARDED_MEMBER_MARKER) ||
+        line.includes(DIRECT_CLIENTS_MARKER) ||
+        (WARN_LINE_HEAD.test(line) && line.includes(PLAIN_HTTP_MARKER))
+      )
         log.warn(line.replace(LOG_LINE_HEAD, ""));
     scanned = complete;
   };

@@ -36,6 +36,7 @@ export interface OutgoingAuthValues {
   readonly "token-exchange-header-name"?: string | undefined;
   readonly "token-exchange-scopes"?: readonly string[] | undefined;
   readonly "token-exchange-subject-token-type": "access_token" | "id_token";
+  readonly "remote-insecure-allow-http": boolean;
   /** Absent where the command has no such option (`proxy stdio`). */
   readonly "thv-ca-bundle"?: string | undefined;
 }
@@ -79,6 +80,8 @@ export interface OutgoingAuthSpec {
   readonly secretHeaders: readonly { readonly name: string; readonly secret: string }[];
   /** Extra CAs (PEM, `--thv-ca-bundle`) for the OAuth and token-exchange requests. */
   readonly caBundle: string | undefined;
+  /** `--remote-insecure-allow-http`: the credentials may go to a plain http:// remote beyond loopback. */
+  readonly insecureAllowHttp: boolean;
 }
 
 /** Headers a caller must not set: hop-by-hop (RFC 9110 §7.6.1), framing, and forwarding metadata. */
@@ -251,6 +254,7 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
     headers: values["remote-forward-headers"].map((h) => ({ name: h.name, value: h.value })),
     secretHeaders: values["remote-forward-headers-secret"].map((h) => ({ name: h.key, secret: h.value })),
     caBundle: readCaBundle(values["thv-ca-bundle"]),
+    insecureAllowHttp: values["remote-insecure-allow-http"] === true,
   });
 }
 
@@ -280,18 +284,41 @@ function credentialSent(outgoingAuth: OutgoingAuthSpec): string | undefined {
   return undefined;
 }
 
+/** What mcpmgr would send `target` in clear text: its credentials, to a plain http:// remote beyond loopback. */
+function sentInClear(outgoingAuth: OutgoingAuthSpec, target: URL): string | undefined {
+  if (target.protocol !== "http:" || isLoopbackHostname(target.hostname)) return undefined;
+  return credentialSent(outgoingAuth);
+}
+
 /**
  * mcpmgr's own credentials for a remote go to its MCP endpoint over https:// only (http:// on loopback),
  * as those for the OAuth endpoints do: a plain http:// remote elsewhere would get them in clear text, for
- * everyone on the way to read. A rule of `run` with a remote, `proxy` and `proxy stdio`.
+ * everyone on the way to read. `--remote-insecure-allow-http` is the deliberate way out (a sidecar on a
+ * private or container network), announced by plainHttpWarning at every start. A rule of `run` with a
+ * remote, `proxy` and `proxy stdio`.
  */
 export function assertCredentialsOverHttps(outgoingAuth: OutgoingAuthSpec, target: URL): void {
-  if (target.protocol !== "http:" || isLoopbackHostname(target.hostname)) return;
-  const what = credentialSent(outgoingAuth);
+  if (outgoingAuth.insecureAllowHttp) return;
+  const what = sentInClear(outgoingAuth, target);
   if (what === undefined) return;
   throw new McpmgrError(
     "INVALID_OPTION",
     `${target.origin} is plain http://: mcpmgr sends ${what} over https:// only (http:// only on loopback)`,
-    { hint: "use the server's https:// URL, or reach it through a tunnel on loopback" },
+    {
+      hint: "use the server's https:// URL, or reach it through a tunnel on loopback; only on a network you trust, --remote-insecure-allow-http sends it in clear text",
+    },
   );
+}
+
+/** Words every plain-http warning has, which `run`, `start` and `restart` show from a supervisor's log. */
+export const PLAIN_HTTP_MARKER = "in clear text (--remote-insecure-allow-http)";
+
+/**
+ * The one line said at the start when --remote-insecure-allow-http lets a credential go to a plain
+ * http:// remote beyond loopback: which credential (by its option, never its value) and to which origin.
+ */
+export function plainHttpWarning(outgoingAuth: OutgoingAuthSpec, target: URL): string | undefined {
+  if (!outgoingAuth.insecureAllowHttp) return undefined;
+  const what = sentInClear(outgoingAuth, target);
+  return what === undefined ? undefined : `sending ${what} to ${target.origin} over plain http:// ${PLAIN_HTTP_MARKER}`;
 }

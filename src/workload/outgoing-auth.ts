@@ -10,7 +10,7 @@ import type { TokenSource } from "../auth/outgoing/token-source.ts";
 import { staticBearer } from "../auth/outgoing/token-source.ts";
 import { cappedAnswers } from "../auth/capped-fetch.ts";
 import { trustingFetch } from "../auth/trusted-fetch.ts";
-import type { OutgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
+import { type OutgoingAuthSpec, plainHttpWarning } from "../config/outgoing-auth-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
@@ -36,6 +36,9 @@ export async function outgoingAuthentication(
   signal?: AbortSignal,
 ): Promise<UpstreamFetch | undefined> {
   if (!addsCredentials(spec)) return undefined;
+  // Said at every start, before anything is sent: the log shows it was chosen, and since when.
+  const inClear = plainHttpWarning(spec, target);
+  if (inClear !== undefined) ctx.log.warn(`${name}: ${inClear}`);
   const headers = [...spec.headers];
   for (const { name: header, secret } of spec.secretHeaders) {
     const value = (

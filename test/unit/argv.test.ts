@@ -468,6 +468,7 @@ describe("buildProxySpec", () => {
       "remote-forward-headers": [],
       "remote-forward-headers-secret": [],
       "token-exchange-subject-token-type": "access_token" as const,
+      "remote-insecure-allow-http": false,
     };
     const secretOf = (values: Record<string, unknown>, env: Record<string, string> = {}) => {
       const mode = outgoingAuthSpec(

@@ -33,6 +33,8 @@ const proxyExtensions = [
   "oidc-insecure-allow-http",
   "jwks-allow-private-ip",
   "jwks-auth-token-file",
+  // The deliberate way to send mcpmgr's credentials to a plain http:// remote beyond loopback.
+  "remote-insecure-allow-http",
   "thv-ca-bundle",
 ];
 const runExtensions: string[] = [
@@ -40,6 +42,7 @@ const runExtensions: string[] = [
   "allow-registry-mount",
   "insecure-allow-unsandboxed",
   "oidc-client-secret-file",
+  "remote-insecure-allow-http",
 ];
 
 /** A sample value per typed kind and what the option's schema must turn it into. */

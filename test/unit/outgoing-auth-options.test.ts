@@ -11,8 +11,12 @@ import { requestedScopes } from "../../src/auth/outgoing/discovery.ts";
 import type { ServerInfo } from "../../src/auth/outgoing/oauth-client.ts";
 import { supervisorReadyTimeoutMs } from "../../src/workload/supervisor-control.ts";
 import { buildProxySpec } from "../../src/config/proxy-spec.ts";
+import { parseArgv } from "../../src/config/argv.ts";
+import { PLAIN_HTTP_MARKER, plainHttpWarning } from "../../src/config/outgoing-auth-spec.ts";
+import { proxyStdioOptions } from "../../src/config/proxy-stdio-options.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
 import { usageError } from "../support/errors.ts";
+import { specFor } from "../support/workload-context.ts";
 
 const TARGET = ["--target-uri", "http://127.0.0.1:9/mcp"];
 const scratch = mkdtempSync(join(tmpdir(), "mcpmgr-auth-options-"));
@@ -186,5 +190,79 @@ describe("mcpmgr's credentials go to the remote over https:// only (http:// on l
     );
     expect(err.message).toContain("--token-exchange-url");
     buildProxySpec(["x", "--target-uri", "http://mcp.example/mcp", "--remote-forward-headers", "X-Tenant=acme"]);
+  });
+
+  test("the refusal's hint names --remote-insecure-allow-http last, after https:// and a loopback tunnel", () => {
+    const err = usageError(
+      () =>
+        buildProxySpec(["x", "--target-uri", "http://mcp.example/mcp", "--remote-auth-bearer-token-file", tokenFile]),
+      "INVALID_OPTION",
+    );
+    const hint = err.hint ?? "";
+    expect(hint.indexOf("https://")).toBeGreaterThanOrEqual(0);
+    expect(hint.indexOf("tunnel on loopback")).toBeGreaterThan(hint.indexOf("https://"));
+    expect(hint.indexOf("--remote-insecure-allow-http")).toBeGreaterThan(hint.indexOf("tunnel on loopback"));
+  });
+});
+
+describe("--remote-insecure-allow-http: the credentials go to a plain http:// remote beyond loopback, said once", () => {
+  const tokenFile = join(scratch, "insecure-http-token");
+  writeFileSync(tokenFile, "the-secret-token\n");
+  const allow = "--remote-insecure-allow-http";
+  /** The options that send a credential, and the option the warning names it by. */
+  const credentials: [string[], string][] = [
+    [["--remote-auth-bearer-token-file", tokenFile], "(--remote-auth-bearer-token)"],
+    [["--remote-auth", "--remote-auth-issuer", "https://as.example"], "(--remote-auth)"],
+    [["--remote-forward-headers-secret", "X-Api-Key=api-key"], "X-Api-Key (--remote-forward-headers-secret)"],
+    [["--remote-forward-headers", "Authorization=Basic dTpw"], "Authorization header (--remote-forward-headers)"],
+    [
+      ["--oidc-issuer", "https://idp.example", "--token-exchange-url", "https://sts.example/token"],
+      "(--token-exchange-url)",
+    ],
+  ];
+  test.each(credentials.map(([options, named]) => [options.join(" "), options, named] as const))(
+    "proxy --target-uri http://…elsewhere %s is taken with it, and its warning names the credential and the origin",
+    (_label, options, named) => {
+      const spec = buildProxySpec(["x", "--target-uri", "http://10.1.2.3:8080/mcp", ...options, allow]);
+      expect(spec.outgoingAuth.insecureAllowHttp).toBe(true);
+      const warning = plainHttpWarning(spec.outgoingAuth, spec.target) ?? "";
+      expect(warning).toContain("http://10.1.2.3:8080 over plain http://");
+      expect(warning).toContain(PLAIN_HTTP_MARKER);
+      expect(warning).toContain(named);
+      expect(warning).not.toContain("the-secret-token");
+      expect(warning).not.toContain("dTpw");
+    },
+  );
+
+  test("no warning where nothing goes in clear text: https, loopback, no credential, or without the flag", () => {
+    const bearer = ["--remote-auth-bearer-token-file", tokenFile];
+    for (const argv of [
+      ["--target-uri", "https://mcp.example/mcp", ...bearer, allow],
+      ["--target-uri", "http://127.0.0.1:9/mcp", ...bearer, allow],
+      ["--target-uri", "http://mcp.example/mcp", "--remote-forward-headers", "X-Tenant=acme", allow],
+      ["--target-uri", "http://127.0.0.1:9/mcp", ...bearer],
+    ]) {
+      const spec = buildProxySpec(["x", ...argv]);
+      expect(plainHttpWarning(spec.outgoingAuth, spec.target)).toBeUndefined();
+    }
+    expect(
+      buildProxySpec(["x", "--target-uri", "https://mcp.example/mcp", ...bearer]).outgoingAuth.insecureAllowHttp,
+    ).toBe(false);
+  });
+
+  test("run with a remote and proxy stdio take it too; a local server refuses it", () => {
+    const url = "http://10.1.2.3:8080/mcp";
+    const bearer = ["--remote-auth-bearer-token-file", tokenFile];
+    const parsed = parseRunArgv(["--foreground", url, ...bearer, allow]);
+    expect(parsed.values["remote-insecure-allow-http"]).toBe(true);
+    expect(specFor(["--foreground", url, ...bearer, allow]).placement.kind).toBe("remote");
+    usageError(() => specFor(["--foreground", url, ...bearer]), "INVALID_OPTION");
+    expect(
+      parseArgv(["stdio", url, ...bearer, allow], proxyStdioOptions, "proxy stdio", false).values[
+        "remote-insecure-allow-http"
+      ],
+    ).toBe(true);
+    const local = usageError(() => specFor(["--foreground", "npx://some-server", allow]), "INVALID_OPTION");
+    expect(local.message).toContain("--remote-insecure-allow-http");
   });
 });

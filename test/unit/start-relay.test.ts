@@ -2,13 +2,14 @@
  * `run`/`start`/`gateway --detach` relay what a supervisor logs for the user (cli/start-relay.ts), with
  * real files: a remote's OAuth login URL, only what was written since the wait began, also when the log
  * was rotated (state/log-files.ts) between the marker and the URL; a background gateway's warning about
- * a member, up to its readiness.
+ * a member, up to its readiness; a remote's warning that its credentials go over plain http://.
  */
 import { afterEach, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startRelay } from "../../src/cli/start-relay.ts";
+import { PLAIN_HTTP_MARKER } from "../../src/config/outgoing-auth-spec.ts";
 import { UNGUARDED_MEMBER_MARKER } from "../../src/gateway/unguarded-members.ts";
 import { LOGIN_URL_MARKER } from "../../src/workload/oauth-callback.ts";
 
@@ -73,4 +74,26 @@ test("a gateway's warning about a member is shown once the workload is ready, on
     console.error = original;
   }
   expect(shown).toEqual([`[warn] gateway 'team': workload 'older' ${UNGUARDED_MEMBER_MARKER}: restart it`]);
+});
+
+test("a remote's plain-http warning is shown from mcpmgr's own warning line, not from a server's output quoting it", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
+  dirs.push(dir);
+  const path = join(dir, "w.proxy.log");
+  writeFileSync(path, "");
+  const relay = startRelay({ path, rotated: `${path}.1` });
+  const shown: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => shown.push(args.join(" "));
+  try {
+    const warning = `w: sending the bearer token (--remote-auth-bearer-token) to http://10.0.0.5:8080 over plain http:// ${PLAIN_HTTP_MARKER}`;
+    appendFileSync(
+      path,
+      `2026-01-02T03:04:05.678Z [debug] w stderr: ${PLAIN_HTTP_MARKER}\n2026-01-02T03:04:05.679Z [warn] ${warning}\n`,
+    );
+    await relay.ready();
+    expect(shown).toEqual([`[warn] ${warning}`]);
+  } finally {
+    console.error = original;
+  }
 });

@@ -127,4 +127,9 @@ export const outgoingAuthOptions = {
     default: "access_token",
     schema: oneOf(["access_token", "id_token"] as const),
   }),
+  "remote-insecure-allow-http": booleanOption({
+    description:
+      "Send mcpmgr's credentials for the remote (a token, a secret or Authorization header) to it over plain http:// beyond loopback, in clear text (a trusted network only)",
+    default: false,
+  }),
 } as const;
