@@ -215,3 +215,34 @@ test("input piped in and closed: every request is still answered before the rela
     .map((line) => (JSON.parse(line) as { id?: number }).id);
   expect(ids).toEqual([1, 2]);
 }, 60_000);
+
+test("lines that are not JSON-RPC messages are skipped with one warning line each; the next request is answered", async () => {
+  const initialize = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pipe", version: "1" } },
+  };
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", fixture.url], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdin: new Blob([`not json\n[]\n{"jsonrpc":"2.0","id":{}}\n${JSON.stringify(initialize)}\n`]),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, stdout, stderr] = await Promise.all([
+    proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+  ]);
+  expect(code).toBe(0);
+  expect((JSON.parse(stdout.trim()) as { id?: number }).id).toBe(1);
+  const warnings = stderr.split("\n").filter((line) => line.includes("stdin:"));
+  expect(warnings).toEqual([
+    expect.stringContaining("stdin: skipped a line: JSON Parse error"),
+    "[warn] stdin: skipped a line that is not a JSON-RPC message",
+    "[warn] stdin: skipped a line that is not a JSON-RPC message",
+  ]);
+  // Every line of stderr is a line of mcpmgr's: nothing of a schema library's issue dump.
+  for (const line of stderr.trim().split("\n")) expect(line).toMatch(/^\[(info|warn)\] /);
+}, 60_000);
