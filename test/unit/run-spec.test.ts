@@ -85,6 +85,13 @@ describe("the policies' files are decoded once, with the field at fault named", 
     refusal([PROBE, "--audit-config", unwritable], "INVALID_OPTION", "cannot be written: ENOENT");
   });
 
+  test("a file that holds a list is refused, not taken for an object with every field left out", async () => {
+    const list = await file("list.json", []);
+    for (const option of ["--audit-config", "--webhook-config", "--permission-profile", "--authz-config"])
+      refusal([PROBE, option, list], "INVALID_OPTION", `${option} ${list}: (root): must be an object, not a list`);
+    refusal([PROBE, "--tools-override", list], "INVALID_OPTION", "must be an object, not a list");
+  });
+
   test("authorization: policies that do not parse, a file of the wrong shape", async () => {
     const broken = await file("broken.json", {
       version: "1.0",
