@@ -124,6 +124,7 @@ describe("the policies' files are decoded once, with the field at fault named", 
 
   test("tools: bad override files, empty overrides, hiding an overridden tool", async () => {
     const overrides = await file("overrides.json", { toolsOverride: { env: { name: "environment" } } });
+    const described = await file("described.json", { toolsOverride: { env: { description: "The variables" } } });
     const cases: [string[], ErrorCode, string][] = [
       [["--tools-override", await file("bad.json", "{nope")], "INVALID_OPTION", "not valid JSON"],
       [["--tools-override", await file("shape.json", { tools: {} })], "INVALID_OPTION", "--tools-override"],
@@ -136,6 +137,11 @@ describe("the policies' files are decoded once, with the field at fault named", 
         ["--tools", "read_file", "--tools-override", overrides],
         "CONFLICTING_OPTIONS",
         `--tools-override ${overrides} renames env, but --tools hides it`,
+      ],
+      [
+        ["--tools", "read_file", "--tools-override", described],
+        "CONFLICTING_OPTIONS",
+        `--tools-override ${described} re-describes env, but --tools hides it`,
       ],
       [
         [
