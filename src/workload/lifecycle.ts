@@ -12,6 +12,7 @@ import {
   clientsSeeStopped,
 } from "./client-entries.ts";
 import type { WorkloadContext } from "./context.ts";
+import { assertStartSettings } from "./limits.ts";
 import { currentStatus, type StartSupervisorOptions, startSupervisor, stopSupervisor } from "./supervisor-control.ts";
 
 /**
@@ -25,8 +26,10 @@ export async function startRecorded(
 ): Promise<{ readonly record: WorkloadRecord; readonly alreadyRunning: boolean }> {
   const store = new WorkloadStore(ctx.paths);
   const record = await store.getExisting(name);
-  if (options.restart) await stopSupervisor(store, name, ctx.log);
-  else {
+  if (options.restart) {
+    assertStartSettings(ctx.env, record.runtime);
+    await stopSupervisor(store, name, ctx.log);
+  } else {
     const status = await currentStatus(store, name);
     if (
       status?.state === "running" ||
@@ -34,6 +37,7 @@ export async function startRecorded(
       (status?.state === "starting" && status.pid !== undefined)
     )
       return { record, alreadyRunning: true };
+    assertStartSettings(ctx.env, record.runtime);
   }
   try {
     await startSupervisor(store, name, ctx, { whileWaiting: options.whileWaiting });

@@ -1,0 +1,53 @@
+/**
+ * `start` and `restart` with a bad setting in the environment (MCPMGR_REQUEST_TIMEOUT and the
+ * like, which the supervisor reads as it starts): refused in one line before anything changes,
+ * as `run` refuses it. `restart` used to stop the running workload first and leave it failed.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
+import { isAlive } from "../support/processes.ts";
+
+// Real processes: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
+
+let home: string;
+const mcpmgr = (args: string[], extra: Record<string, string> = {}) => runCli({ ...cliEnv(home), ...extra }, args);
+
+beforeAll(() => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-start-settings-"));
+});
+
+afterAll(() => {
+  mcpmgr(["rm", "ss"]);
+  rmSync(home, { recursive: true, force: true });
+});
+
+const statusOf = () =>
+  JSON.parse(readFileSync(join(home, ".mcpmgr", "state", "workloads", "ss", "status.json"), "utf8")) as {
+    state: string;
+    pid?: number;
+  };
+
+test("restart with a bad setting leaves the running workload running; start leaves a stopped one stopped", () => {
+  // A remote workload: its supervisor serves the proxy whether or not the remote answers.
+  expect(mcpmgr(["run", "http://127.0.0.1:9/mcp", "--name", "ss"]).code).toBe(0);
+  const running = statusOf();
+  expect(running.state).toBe("running");
+
+  const bad = { MCPMGR_REQUEST_TIMEOUT: "abc" };
+  const restart = expectOneLineError(mcpmgr(["restart", "ss"], bad), 2);
+  expect(restart).toContain('MCPMGR_REQUEST_TIMEOUT "abc": must be a duration');
+  expect(statusOf()).toMatchObject({ state: "running", pid: running.pid });
+  expect(isAlive(running.pid as number)).toBe(true);
+
+  expect(mcpmgr(["stop", "ss"]).code).toBe(0);
+  const start = expectOneLineError(mcpmgr(["start", "ss"], { MCPMGR_MAX_LOG_BYTES: "1e9" }), 2);
+  expect(start).toContain('MCPMGR_MAX_LOG_BYTES "1e9"');
+  expect(statusOf().state).toBe("stopped");
+  // A workload that runs already needs none of them: start says so, as before.
+  expect(mcpmgr(["start", "ss"]).code).toBe(0);
+  expect(mcpmgr(["start", "ss"], bad).stderr).toContain("ss is already running");
+});
