@@ -28,6 +28,9 @@ export async function startRecorded(
   const record = await store.getExisting(name);
   if (options.restart) {
     assertStartSettings(ctx.env, record.runtime);
+    // Loaded here: it parses run options and webhook files, which no other command here needs.
+    const { assertSecretsResolve } = await import("./secret-references.ts");
+    await assertSecretsResolve(record, () => ctx.secrets());
     await stopSupervisor(store, name, ctx.log);
   } else {
     const status = await currentStatus(store, name);

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
-import { isAlive } from "../support/processes.ts";
+import { CLI_ENTRY, isAlive } from "../support/processes.ts";
 
 // Real processes: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -22,11 +22,12 @@ beforeAll(() => {
 
 afterAll(() => {
   mcpmgr(["rm", "ss"]);
+  mcpmgr(["rm", "sr"]);
   rmSync(home, { recursive: true, force: true });
 });
 
-const statusOf = () =>
-  JSON.parse(readFileSync(join(home, ".mcpmgr", "state", "workloads", "ss", "status.json"), "utf8")) as {
+const statusOf = (name = "ss") =>
+  JSON.parse(readFileSync(join(home, ".mcpmgr", "state", "workloads", name, "status.json"), "utf8")) as {
     state: string;
     pid?: number;
   };
@@ -50,4 +51,29 @@ test("restart with a bad setting leaves the running workload running; start leav
   // A workload that runs already needs none of them: start says so, as before.
   expect(mcpmgr(["start", "ss"]).code).toBe(0);
   expect(mcpmgr(["start", "ss"], bad).stderr).toContain("ss is already running");
+});
+
+test("restart of a workload whose secret its next start could not have leaves it running", () => {
+  const password = { MCPMGR_SECRETS_PASSWORD: "start-settings" };
+  const set = Bun.spawnSync([process.execPath, CLI_ENTRY, "secret", "set", "sr-token"], {
+    env: { ...cliEnv(home), ...password },
+    stdin: Buffer.from("a-token"),
+  });
+  expect(set.exitCode).toBe(0);
+  const run = ["run", "http://127.0.0.1:9/mcp", "--name", "sr", "--remote-forward-headers-secret", "X-Key=sr-token"];
+  expect(mcpmgr(run, password).code).toBe(0);
+  const running = statusOf("sr");
+  expect(running.state).toBe("running");
+
+  // From a shell without the password (a cron job, another terminal):
+  expect(expectOneLineError(mcpmgr(["restart", "sr"]), 1)).toContain("no password for the encrypted secrets file");
+  expect(statusOf("sr")).toMatchObject({ state: "running", pid: running.pid });
+
+  // Deleted anyway (secret delete --force warns that sr still uses it):
+  expect(mcpmgr(["secret", "delete", "sr-token", "--force"], password).code).toBe(0);
+  const missing = expectOneLineError(mcpmgr(["restart", "sr"], password), 1);
+  expect(missing).toContain("--remote-forward-headers-secret X-Key=sr-token");
+  expect(missing).toContain("sr-token");
+  expect(statusOf("sr")).toMatchObject({ state: "running", pid: running.pid });
+  expect(isAlive(running.pid as number)).toBe(true);
 });
