@@ -22,6 +22,9 @@ import { CONFORMANCE_FIXTURE_2026, startConformanceServer, type RunningFixture }
 import { eventually } from "../support/raw-http.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
 import { proxyStdioOptions } from "../../src/config/proxy-stdio-options.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { WorkloadStore } from "../../src/state/workloads.ts";
+import { expectOneLineError } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -246,3 +249,27 @@ test("lines that are not JSON-RPC messages are skipped with one warning line eac
   // Every line of stderr is a line of mcpmgr's: nothing of a schema library's issue dump.
   for (const line of stderr.trim().split("\n")) expect(line).toMatch(/^\[(info|warn)\] /);
 }, 60_000);
+
+test("a workload served over the deprecated HTTP+SSE transport is refused in one line, not relayed into errors", async () => {
+  // Recorded as `run npx://… --proxy-mode sse` records it; the refusal comes before any connection.
+  await new WorkloadStore(resolvePaths({ MCPMGR_HOME: home })).create({
+    name: "legacy-sse",
+    source: { kind: "package", ref: "npx://@modelcontextprotocol/server-everything" },
+    transport: "stdio",
+    proxyMode: "sse",
+    proxyPort: 41_333,
+    proxyPath: "/sse",
+    runtime: "process",
+    runOptions: ["npx://@modelcontextprotocol/server-everything", "--name", "legacy-sse", "--proxy-mode", "sse", "--"],
+  });
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "legacy-sse"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdin: "ignore",
+  });
+  const line = expectOneLineError(
+    { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() },
+    2,
+  );
+  expect(line).toContain("workload legacy-sse serves the deprecated HTTP+SSE transport (http://127.0.0.1:41333/sse)");
+});
