@@ -28,9 +28,9 @@ export async function startRecorded(
   const record = await store.getExisting(name);
   if (options.restart) {
     assertStartSettings(ctx.env, record.runtime);
-    // Loaded here: it parses run options and webhook files, which no other command here needs.
-    const { assertSecretsResolve } = await import("./secret-references.ts");
-    await assertSecretsResolve(record, () => ctx.secrets());
+    // Loaded here: it resolves run options, files and secrets, which no other command here needs.
+    const { assertRestartable } = await import("./restart-check.ts");
+    await assertRestartable(record, ctx);
     await stopSupervisor(store, name, ctx.log);
   } else {
     const status = await currentStatus(store, name);

@@ -4,7 +4,7 @@
  * as `run` refuses it. `restart` used to stop the running workload first and leave it failed.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
@@ -23,6 +23,7 @@ beforeAll(() => {
 afterAll(() => {
   mcpmgr(["rm", "ss"]);
   mcpmgr(["rm", "sr"]);
+  mcpmgr(["rm", "sf"]);
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -77,3 +78,26 @@ test("restart of a workload whose secret its next start could not have leaves it
   expect(statusOf("sr")).toMatchObject({ state: "running", pid: running.pid });
   expect(isAlive(running.pid as number)).toBe(true);
 });
+
+test("restart of a workload whose token file is gone leaves it running, with the option that names the file", () => {
+  const tokenFile = join(home, "token");
+  writeFileSync(tokenFile, "a-token\n");
+  // Named by a relative path: the check reads it from the workload's working directory, as its supervisor would.
+  const run = ["run", "http://127.0.0.1:9/mcp", "--name", "sf", "--remote-auth-bearer-token-file", "token"];
+  expect(runCliIn(home, run).code).toBe(0);
+  const running = statusOf("sf");
+  expect(running.state).toBe("running");
+  expect(mcpmgr(["restart", "sf"]).code).toBe(0);
+  const restarted = statusOf("sf");
+  rmSync(tokenFile);
+  const line = expectOneLineError(mcpmgr(["restart", "sf"]), 2);
+  expect(line).toContain('--remote-auth-bearer-token-file "token": cannot read the file');
+  expect(statusOf("sf")).toMatchObject({ state: "running", pid: restarted.pid });
+  expect(isAlive(restarted.pid as number)).toBe(true);
+});
+
+/** runCli from `cwd` instead of the repository. */
+function runCliIn(cwd: string, args: string[]) {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd, env: cliEnv(home), stdin: "ignore" });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
