@@ -214,5 +214,10 @@ test("--ca-cert and --runtime-add-package reach the build (the CA is trusted in 
   ]);
   expect(failed.code).toBe(1);
   expect(failed.err).toContain("no apk, apt-get or microdnf");
+  // The steps the failed build finished leave no untagged image behind.
+  const stepImages = [...failed.err.matchAll(/---> ([0-9a-f]{12})\s*$/gm)].map((match) => match[1] as string);
+  const last = stepImages.at(-1) as string;
+  expect(stepImages.length).toBeGreaterThan(1);
+  expect(docker("image", "inspect", last).code).not.toBe(0);
   for (const tag of builtImages("npx-ca")) docker("rmi", "-f", tag);
 }, 600_000);

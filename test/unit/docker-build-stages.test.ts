@@ -48,3 +48,18 @@ test("a single-stage build has none, and a stage that only names its base gives 
     [],
   );
 });
+
+test("after a failed build: the last image it made too, never a base", () => {
+  const stages = new StageImages();
+  for (const line of [
+    "Step 1/20 : FROM base AS builder",
+    "---> c8e8026ed0e7",
+    "Step 2/20 : USER root",
+    "---> 4ad16074b776",
+  ])
+    stages.see(line);
+  expect(stages.unfinished()).toEqual(["4ad16074b776"]);
+  const none = new StageImages();
+  for (const line of ["Step 1/2 : FROM base", "---> c8e8026ed0e7", "Step 2/2 : RUN false"]) none.see(line);
+  expect(none.unfinished()).toEqual([]);
+});

@@ -55,7 +55,7 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
   }
   const tail: string[] = [];
   const stages = new StageImages();
-  await new Promise<void>((resolve, reject) => {
+  const built = new Promise<void>((resolve, reject) => {
     // A closed request does not always end the progress stream with an error: the abort does.
     request.signal?.addEventListener("abort", () => reject(request.signal?.reason), { once: true });
     const failed = (why: string) =>
@@ -81,6 +81,14 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
       },
     );
   });
+  try {
+    await built;
+  } catch (err) {
+    // A failed build leaves the images of the steps it finished, untagged, for good. (A cancelled
+    // one may still be running in the engine: what it made is the engine's to finish with.)
+    if (!request.signal?.aborted) await removeStageImages(engine, stages.unfinished());
+    throw err;
+  }
   if (!(await inspectLocalImage(engine, request.tag))) {
     throw new McpmgrError("IMAGE_BUILD_FAILED", `the build of ${request.what} ended without an image`, {
       hint: "run with --debug to see the build output",
@@ -119,6 +127,13 @@ export class StageImages {
 
   ids(): string[] {
     return [...this.found].filter((id) => ![...this.bases].some((base) => sameId(base, id)));
+  }
+
+  /** After a failed build: the earlier stages' images and the last one it made. */
+  unfinished(): string[] {
+    const last = this.last;
+    if (last === undefined || [...this.bases].some((base) => sameId(base, last))) return this.ids();
+    return [...new Set([...this.ids(), last])];
   }
 }
 
