@@ -15,6 +15,7 @@ import { refuseUrlCredentials } from "../config/url-credentials.ts";
 import { McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
+import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { maxMessageBytesFromEnv } from "../workload/limits.ts";
 import { liveForegroundWorkload, liveWorkload } from "../workload/live-workload.ts";
 import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
@@ -40,7 +41,8 @@ async function endpointOf(text: string): Promise<Endpoint> {
     return { target };
   }
   const store = openStore();
-  if ((await store.get(text)) === undefined) {
+  const record = await store.get(text);
+  if (record === undefined) {
     // A foreground run has no record; AI clients get its entry while it runs, Claude Desktop's included.
     const foreground = liveForegroundWorkload(store.paths, text);
     if (foreground !== undefined) return { target: foreground.url, assertRunning: () => foreground.assertRunning() };
@@ -48,6 +50,16 @@ async function endpointOf(text: string): Promise<Endpoint> {
       hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
     });
   }
+  // The relay speaks streamable HTTP only: against an SSE endpoint every request would fail with
+  // the endpoint's "open /sse first", after a line that says it relays.
+  if (clientTransport(record) === "sse")
+    throw new McpmgrError(
+      "INVALID_ARGUMENT",
+      `workload ${text} serves the deprecated HTTP+SSE transport (${workloadUrl(record)}), which 'mcpmgr proxy stdio' cannot relay`,
+      {
+        hint: `run it with the default --proxy-mode streamable-http (for a stdio server), or connect the client to ${workloadUrl(record)} itself`,
+      },
+    );
   const workload = await liveWorkload(store, text);
   return { target: workload.url, assertRunning: () => workload.assertRunning() };
 }

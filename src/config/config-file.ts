@@ -45,7 +45,15 @@ export function decodeConfigFile<S extends v.GenericSchema>(
   schema: S,
   options: ConfigFileOptions,
 ): v.InferOutput<S> {
-  const parsed = v.safeParse(schema, readConfigFile(path, options), { abortPipeEarly: true });
+  const content = readConfigFile(path, options);
+  // Every such file is an object of named fields. valibot's object schemas take a list as an
+  // object, so `[]` would pass as a file with every field left out (--audit-config: auditing
+  // on; --webhook-config: no webhooks; --permission-profile: the least privilege) without a word.
+  if (Array.isArray(content))
+    throw new McpmgrError("INVALID_OPTION", `${options.option} ${path}: (root): must be an object, not a list`, {
+      hint: options.hint,
+    });
+  const parsed = v.safeParse(schema, content, { abortPipeEarly: true });
   if (parsed.success) return parsed.output;
   throw new McpmgrError("INVALID_OPTION", `${options.option} ${path}: ${issueText(parsed.issues)}`, {
     hint: options.hint,

@@ -65,7 +65,7 @@ export function toolsPolicy(
     if (allowed && !allowed.has(real)) {
       throw new McpmgrError(
         "CONFLICTING_OPTIONS",
-        `--tools-override ${overridePath} renames ${real}, but --tools hides it`,
+        `--tools-override ${overridePath} ${change.name !== undefined ? "renames" : "re-describes"} ${real}, but --tools hides it`,
         {
           hint: `add ${real} to --tools, or remove its override`,
         },

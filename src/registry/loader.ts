@@ -112,7 +112,24 @@ async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegist
       exitCode: 2,
     });
   }
-  const registry = isObject(config) ? config.registry : undefined;
+  // A registry the user meant to configure is never skipped silently: a file that is not an
+  // object, or a misspelt "registry" (other keys are left alone, for settings of later versions).
+  if (!isObject(config))
+    throw new McpmgrError("REGISTRY_INVALID", `${configPath} must hold one JSON object`, {
+      hint: 'write it as {"registry": "PATH_OR_URL"}, or remove the file',
+      exitCode: 2,
+    });
+  const misspelt = Object.keys(config).find((key) => key !== "registry" && closeMatches(key, ["registry"]).length > 0);
+  if (!("registry" in config) && misspelt !== undefined)
+    throw new McpmgrError(
+      "REGISTRY_INVALID",
+      `${configPath}: ${JSON.stringify(misspelt)} is not a setting (did you mean "registry"?)`,
+      {
+        hint: `rename it to "registry", or remove it to use only the embedded catalog`,
+        exitCode: 2,
+      },
+    );
+  const registry = config.registry;
   if (registry === undefined || registry === null || registry === "") return undefined;
   if (typeof registry !== "string") {
     throw new McpmgrError("REGISTRY_INVALID", `${configPath}: registry: must be a file path or an https:// URL`, {

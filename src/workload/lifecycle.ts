@@ -12,6 +12,7 @@ import {
   clientsSeeStopped,
 } from "./client-entries.ts";
 import type { WorkloadContext } from "./context.ts";
+import { assertStartSettings } from "./limits.ts";
 import {
   currentStatus,
   type StartSupervisorOptions,
@@ -31,8 +32,13 @@ export async function startRecorded(
 ): Promise<{ readonly record: WorkloadRecord; readonly alreadyRunning: boolean }> {
   const store = new WorkloadStore(ctx.paths);
   const record = await store.getExisting(name);
-  if (options.restart) await stopSupervisor(store, name, ctx.log);
-  else {
+  if (options.restart) {
+    assertStartSettings(ctx.env, record.runtime);
+    // Loaded here: it resolves run options, files and secrets, which no other command here needs.
+    const { assertRestartable } = await import("./restart-check.ts");
+    await assertRestartable(record, ctx);
+    await stopSupervisor(store, name, ctx.log);
+  } else {
     const status = await currentStatus(store, name);
     if (
       status?.state === "running" ||
@@ -40,6 +46,7 @@ export async function startRecorded(
       (status?.state === "starting" && status.pid !== undefined)
     )
       return { record, alreadyRunning: true };
+    assertStartSettings(ctx.env, record.runtime);
   }
   try {
     await startSupervisor(store, name, ctx, { whileWaiting: options.whileWaiting });

@@ -128,3 +128,14 @@ export function containerResourceLimits(
     pids: fromEnv(env, "MCPMGR_CONTAINER_PIDS", pidCount, defaults.pids, "a whole number of processes, at least 16"),
   };
 }
+
+/**
+ * The settings a workload's supervisor reads when it starts, checked where `start` or `restart`
+ * runs: `run` refuses a bad one before anything starts, and so must these, rather than stop a
+ * running workload and leave it failed because of a typo in the shell's environment.
+ */
+export function assertStartSettings(env: Env, runtime: string): void {
+  proxyLimits(env);
+  maxLogBytesFromEnv(env);
+  if (runtime === "docker" || runtime === "podman") containerResourceLimits({ memoryBytes: 0, pids: 0 }, env);
+}

@@ -8,6 +8,7 @@
  * login is forgotten (kept-logins.ts), after which the workload asks for a new one.
  * `deleteSecret` is `secret delete`'s use of them: refused while workloads use it, unless forced;
  * `secretUsers` is `secret list`'s: each stored secret with the workloads that use it.
+ * `assertSecretsResolve` is `restart`'s: every one must be there before the workload is stopped.
  */
 import { isAbsolute, resolve } from "node:path";
 import { parseArgv } from "../config/argv.ts";
@@ -15,6 +16,7 @@ import { gatewayOptions } from "../config/gateway-options.ts";
 import { parseRunArgv } from "../config/run-argv.ts";
 import { webhookConfig } from "../config/webhook-config.ts";
 import { McpmgrError } from "../errors.ts";
+import type { SecretManager } from "../secrets/manager.ts";
 import type { SecretProvider } from "../secrets/provider.ts";
 import type { McpmgrPaths } from "../state/paths.ts";
 import { isGatewayRecord, type WorkloadRecord } from "../state/workload-record.ts";
@@ -56,6 +58,18 @@ export function secretReferences(record: WorkloadRecord): SecretReference[] {
   for (const hook of [...(webhooks?.mutating ?? []), ...(webhooks?.validating ?? [])])
     if (hook.hmacSecretRef !== undefined) add(hook.hmacSecretRef, `${hook.origin}: hmac_secret_ref`);
   return found;
+}
+
+/**
+ * Looks up every secret `record` names, as its next start will: `restart` asks first, so a
+ * secret that start could not have (deleted, or no password in this shell) is refused while the
+ * workload still runs, rather than found by the new supervisor after the old one was stopped.
+ */
+export async function assertSecretsResolve(record: WorkloadRecord, secrets: () => SecretManager): Promise<void> {
+  const refs = secretReferences(record);
+  if (refs.length === 0) return;
+  const manager = secrets();
+  for (const ref of refs) await manager.resolveSecret(ref.secret, ref.via);
 }
 
 export interface SecretUser {

@@ -8,7 +8,12 @@ import { installId } from "../state/install-id.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { processStartTime } from "../state/process-start.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
-import { reconcileStatus, type RuntimeKind, type WorkloadStatus } from "../state/workload-record.ts";
+import {
+  reconcileStatus,
+  type RuntimeKind,
+  type WorkloadRecord,
+  type WorkloadStatus,
+} from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { selfCommand } from "./self-command.ts";
@@ -111,11 +116,7 @@ export async function startSupervisor(
   const out = openSync(store.proxyLogPath(name), "a", 0o600);
   const [command, ...args] = selfCommand("__supervise", name);
   const record = await store.getExisting(name);
-  // The runtime chosen when the workload was created, not whatever detection finds today.
-  const runtime = {
-    ...(record.runtime === "remote" || record.runtime === "gateway" ? {} : { MCPMGR_RUNTIME: record.runtime }),
-    ...(record.runtimeEndpoint ? { DOCKER_HOST: record.runtimeEndpoint } : {}),
-  };
+  const runtime = recordedRuntimeEnv(record);
   const { spawn } = await import("node:child_process");
   const child = spawn(command as string, args, {
     detached: true,
@@ -383,4 +384,12 @@ async function terminate(pid: number, name: string, graceMs = 15_000): Promise<v
   const deadline = performance.now() + graceMs;
   while (isSupervisorOf(pid, name) && performance.now() < deadline) await Bun.sleep(50);
   signal("SIGKILL");
+}
+
+/** The runtime chosen when the workload was created, not whatever detection finds today: the supervisor's environment says it. */
+export function recordedRuntimeEnv(record: WorkloadRecord): Record<string, string> {
+  return {
+    ...(record.runtime === "remote" || record.runtime === "gateway" ? {} : { MCPMGR_RUNTIME: record.runtime }),
+    ...(record.runtimeEndpoint ? { DOCKER_HOST: record.runtimeEndpoint } : {}),
+  };
 }

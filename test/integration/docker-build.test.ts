@@ -82,6 +82,39 @@ test("npx:// local project: built once as a non-root image, cached by content, r
   for (const tag of builtImages(slug)) docker("rmi", "-f", tag);
 }, 600_000);
 
+/** The image that ended the builder stage, read from the build output: the last `---> ID` before the second FROM. */
+function builderStageImage(output: string): string | undefined {
+  let last: string | undefined;
+  for (const line of output.split("\n")) {
+    if (/Step (\d+)\/\d+ : FROM /.test(line) && !/Step 1\//.test(line)) return last;
+    last = /---> ([0-9a-f]{12})\s*$/.exec(line)?.[1] ?? last;
+  }
+  return undefined;
+}
+
+test("a build leaves no builder-stage image behind, and a rebuild after docker rmi runs every step again", async () => {
+  // docs/containers.md: "pin a version or docker rmi the tag to refresh it". With the engine's
+  // layer cache, the rebuild took the old npm install layer from the builder stage the first
+  // build had left behind (an untagged image, kept for good): nothing was refreshed.
+  const dir = join(scratch, `stage-${process.pid}`);
+  await cp(join(REPO_ROOT, "test/fixtures/sandbox-probe"), dir, { recursive: true });
+  const args = [`npx://${dir}`, "--name", "docker-stage", "--runtime-image", NODE_BASE_IMAGE];
+  const first = await runForeground(args);
+  await first.client.close();
+  await first.stop();
+  const stage = builderStageImage(first.output());
+  expect(stage).toBeDefined();
+  expect(docker("image", "inspect", stage as string).code).not.toBe(0);
+  const [tag] = builtImages(`npx-stage-${process.pid}`);
+  expect(docker("rmi", tag as string).code).toBe(0);
+  const second = await runForeground(args);
+  await second.client.close();
+  await second.stop();
+  expect(second.output()).toContain("building mcpmgr-build/");
+  expect(second.output()).not.toContain("Using cache");
+  for (const built of builtImages(`npx-stage-${process.pid}`)) docker("rmi", "-f", built);
+}, 600_000);
+
 test("go:// local project builds with the Go toolchain image and runs the binary", async () => {
   const goDir = join(scratch, `go-echo-${process.pid}`);
   await cp(join(REPO_ROOT, "test/fixtures/go-echo"), goDir, { recursive: true });
@@ -181,5 +214,10 @@ test("--ca-cert and --runtime-add-package reach the build (the CA is trusted in 
   ]);
   expect(failed.code).toBe(1);
   expect(failed.err).toContain("no apk, apt-get or microdnf");
+  // The steps the failed build finished leave no untagged image behind.
+  const stepImages = [...failed.err.matchAll(/---> ([0-9a-f]{12})\s*$/gm)].map((match) => match[1] as string);
+  const last = stepImages.at(-1) as string;
+  expect(stepImages.length).toBeGreaterThan(1);
+  expect(docker("image", "inspect", last).code).not.toBe(0);
   for (const tag of builtImages("npx-ca")) docker("rmi", "-f", tag);
 }, 600_000);

@@ -22,6 +22,9 @@ import { CONFORMANCE_FIXTURE_2026, startConformanceServer, type RunningFixture }
 import { eventually } from "../support/raw-http.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
 import { proxyStdioOptions } from "../../src/config/proxy-stdio-options.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { WorkloadStore } from "../../src/state/workloads.ts";
+import { expectOneLineError } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -215,3 +218,58 @@ test("input piped in and closed: every request is still answered before the rela
     .map((line) => (JSON.parse(line) as { id?: number }).id);
   expect(ids).toEqual([1, 2]);
 }, 60_000);
+
+test("lines that are not JSON-RPC messages are skipped with one warning line each; the next request is answered", async () => {
+  const initialize = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pipe", version: "1" } },
+  };
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", fixture.url], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdin: new Blob([`not json\n[]\n{"jsonrpc":"2.0","id":{}}\n${JSON.stringify(initialize)}\n`]),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, stdout, stderr] = await Promise.all([
+    proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+  ]);
+  expect(code).toBe(0);
+  expect((JSON.parse(stdout.trim()) as { id?: number }).id).toBe(1);
+  const warnings = stderr.split("\n").filter((line) => line.includes("stdin:"));
+  expect(warnings).toEqual([
+    expect.stringContaining("stdin: skipped a line: JSON Parse error"),
+    "[warn] stdin: skipped a line that is not a JSON-RPC message",
+    "[warn] stdin: skipped a line that is not a JSON-RPC message",
+  ]);
+  // Every line of stderr is a line of mcpmgr's: nothing of a schema library's issue dump.
+  for (const line of stderr.trim().split("\n")) expect(line).toMatch(/^\[(info|warn)\] /);
+}, 60_000);
+
+test("a workload served over the deprecated HTTP+SSE transport is refused in one line, not relayed into errors", async () => {
+  // Recorded as `run npx://… --proxy-mode sse` records it; the refusal comes before any connection.
+  await new WorkloadStore(resolvePaths({ MCPMGR_HOME: home })).create({
+    name: "legacy-sse",
+    source: { kind: "package", ref: "npx://@modelcontextprotocol/server-everything" },
+    transport: "stdio",
+    proxyMode: "sse",
+    proxyPort: 41_333,
+    proxyPath: "/sse",
+    runtime: "process",
+    runOptions: ["npx://@modelcontextprotocol/server-everything", "--name", "legacy-sse", "--proxy-mode", "sse", "--"],
+  });
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "legacy-sse"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdin: "ignore",
+  });
+  const line = expectOneLineError(
+    { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() },
+    2,
+  );
+  expect(line).toContain("workload legacy-sse serves the deprecated HTTP+SSE transport (http://127.0.0.1:41333/sse)");
+});

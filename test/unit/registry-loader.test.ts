@@ -69,6 +69,26 @@ describe("without a custom registry", () => {
     expect((await loadRegistry({ env: {}, configDir: dir })).list()).toHaveLength(embeddedCount);
   });
 
+  test("a config.json that is not an object, or misspells registry, is an error, never skipped", async () => {
+    const dir = join(scratch, "odd-config");
+    await mkdir(dir, { recursive: true });
+    for (const text of ["[]", '"mine.json"', "5"]) {
+      await writeFile(join(dir, "config.json"), text);
+      expect(await loadError({ env: {}, configDir: dir })).toMatchObject({
+        code: "REGISTRY_INVALID",
+        message: expect.stringContaining("must hold one JSON object"),
+        exitCode: 2,
+      });
+    }
+    for (const key of ["regsitry", "Registry", "registy"]) {
+      await writeFile(join(dir, "config.json"), JSON.stringify({ [key]: "mine.json" }));
+      expect(await loadError({ env: {}, configDir: dir })).toMatchObject({
+        code: "REGISTRY_INVALID",
+        message: expect.stringContaining(`"${key}" is not a setting (did you mean "registry"?)`),
+      });
+    }
+  });
+
   test("a config.json that is there but cannot be read is an error, never skipped: a symlink loop, a directory", async () => {
     const looped = join(scratch, "looped-config");
     await mkdir(looped, { recursive: true });

@@ -85,6 +85,13 @@ describe("the policies' files are decoded once, with the field at fault named", 
     refusal([PROBE, "--audit-config", unwritable], "INVALID_OPTION", "cannot be written: ENOENT");
   });
 
+  test("a file that holds a list is refused, not taken for an object with every field left out", async () => {
+    const list = await file("list.json", []);
+    for (const option of ["--audit-config", "--webhook-config", "--permission-profile", "--authz-config"])
+      refusal([PROBE, option, list], "INVALID_OPTION", `${option} ${list}: (root): must be an object, not a list`);
+    refusal([PROBE, "--tools-override", list], "INVALID_OPTION", "must be an object, not a list");
+  });
+
   test("authorization: policies that do not parse, a file of the wrong shape", async () => {
     const broken = await file("broken.json", {
       version: "1.0",
@@ -117,6 +124,7 @@ describe("the policies' files are decoded once, with the field at fault named", 
 
   test("tools: bad override files, empty overrides, hiding an overridden tool", async () => {
     const overrides = await file("overrides.json", { toolsOverride: { env: { name: "environment" } } });
+    const described = await file("described.json", { toolsOverride: { env: { description: "The variables" } } });
     const cases: [string[], ErrorCode, string][] = [
       [["--tools-override", await file("bad.json", "{nope")], "INVALID_OPTION", "not valid JSON"],
       [["--tools-override", await file("shape.json", { tools: {} })], "INVALID_OPTION", "--tools-override"],
@@ -129,6 +137,11 @@ describe("the policies' files are decoded once, with the field at fault named", 
         ["--tools", "read_file", "--tools-override", overrides],
         "CONFLICTING_OPTIONS",
         `--tools-override ${overrides} renames env, but --tools hides it`,
+      ],
+      [
+        ["--tools", "read_file", "--tools-override", described],
+        "CONFLICTING_OPTIONS",
+        `--tools-override ${described} re-describes env, but --tools hides it`,
       ],
       [
         [

@@ -188,7 +188,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     // the bound was logged when it was cut.
     if (pendingInitialize.size === 0 && !(err instanceof AnswerTooLarge)) log.warn(`remote: ${err.message}`);
   };
-  local.onerror = (err) => log.warn(`stdin: ${err.message}`);
+  local.onerror = (err) => log.warn(`stdin: ${inputProblem(err)}`);
   // End of input: let what was asked be answered (bounded), then end the remote session.
   const drainThenFinish = async () => {
     await sending;
@@ -202,4 +202,14 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   await remote.start();
   await local.start();
   return { finished };
+}
+
+/**
+ * One line for a line of input the relay skipped. The SDK reports JSON that is not a JSON-RPC
+ * message with its schema library's whole issue list (forty lines of JSON for a `[]`); the
+ * client's log (Claude Desktop's) needs to know only that the line was skipped, and why.
+ */
+function inputProblem(err: Error): string {
+  if (Array.isArray((err as { issues?: unknown }).issues)) return "skipped a line that is not a JSON-RPC message";
+  return `skipped a line: ${err.message.split("\n")[0]}`;
 }

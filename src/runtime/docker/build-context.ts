@@ -2,6 +2,12 @@
  * Building an image from files held in memory: a tar build context (tar-stream) sent to
  * the engine, its output followed line by line, failures turned into one error carrying
  * the build's last words.
+ *
+ * mcpmgr builds an image only when its content tag is missing: the first time, or after the
+ * user removed the tag to refresh an unpinned package. The engine's layer cache could only
+ * hand back what that removal meant to refresh (the old `npm install` layer), so builds run
+ * without it; and the builder stage of a multi-stage build, which the classic builder keeps
+ * as an untagged image, is removed after the build instead of being left behind for good.
  */
 import { pack } from "tar-stream";
 import { McpmgrError } from "../../errors.ts";
@@ -40,6 +46,7 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
       t: request.tag,
       rm: true,
       forcerm: true,
+      nocache: true,
       labels: { ...request.labels },
       ...(request.signal ? { abortSignal: request.signal } : {}),
     });
@@ -47,7 +54,8 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
     throw engineError(`building ${request.what}`, err);
   }
   const tail: string[] = [];
-  await new Promise<void>((resolve, reject) => {
+  const stages = new StageImages();
+  const built = new Promise<void>((resolve, reject) => {
     // A closed request does not always end the progress stream with an error: the abort does.
     request.signal?.addEventListener("abort", () => reject(request.signal?.reason), { once: true });
     const failed = (why: string) =>
@@ -67,14 +75,81 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
           if (line.trim() === "") continue;
           tail.push(line.trim());
           if (tail.length > 20) tail.shift();
+          stages.see(line.trim());
           request.onLine(line.trimEnd());
         }
       },
     );
   });
+  try {
+    await built;
+  } catch (err) {
+    // A failed build leaves the images of the steps it finished, untagged, for good. (A cancelled
+    // one may still be running in the engine: what it made is the engine's to finish with.)
+    if (!request.signal?.aborted) await removeStageImages(engine, stages.unfinished());
+    throw err;
+  }
   if (!(await inspectLocalImage(engine, request.tag))) {
     throw new McpmgrError("IMAGE_BUILD_FAILED", `the build of ${request.what} ended without an image`, {
       hint: "run with --debug to see the build output",
     });
+  }
+  await removeStageImages(engine, stages.ids());
+}
+
+/**
+ * The images that ended the earlier stages of a build, read from its output: the last
+ * `---> ID` before each later `Step N/M : FROM` line (Podman: `--> ID`, `[S/T] STEP 1/M: FROM`).
+ * A base image a FROM step names is never one of them.
+ */
+export class StageImages {
+  private last: string | undefined;
+  private afterFrom = false;
+  private readonly bases = new Set<string>();
+  private readonly found = new Set<string>();
+
+  see(line: string): void {
+    // Docker numbers steps across the file; Podman restarts them per stage, which it names.
+    const from = /^(?:\[(\d+)\/\d+\] )?step (\d+)\/\d+ ?: ?from /i.exec(line);
+    if (from) {
+      if (Number(from[1] ?? from[2]) > 1 && this.last !== undefined) this.found.add(this.last);
+      this.afterFrom = true;
+      return;
+    }
+    // Podman prints no ID for a FROM step: the first one after it ends the next step.
+    if (/^(?:\[\d+\/\d+\] )?step \d+\/\d+ ?:/i.test(line)) this.afterFrom = false;
+    const id = /^-{2,3}> ([0-9a-f]{11,64})$/.exec(line)?.[1];
+    if (id === undefined) return;
+    if (this.afterFrom) this.bases.add(id);
+    this.afterFrom = false;
+    this.last = id;
+  }
+
+  ids(): string[] {
+    return [...this.found].filter((id) => ![...this.bases].some((base) => sameId(base, id)));
+  }
+
+  /** After a failed build: the earlier stages' images and the last one it made. */
+  unfinished(): string[] {
+    const last = this.last;
+    if (last === undefined || [...this.bases].some((base) => sameId(base, last))) return this.ids();
+    return [...new Set([...this.ids(), last])];
+  }
+}
+
+function sameId(a: string, b: string): boolean {
+  return a.startsWith(b) || b.startsWith(a);
+}
+
+/** Untagged stage images only; one the engine keeps for another reason stays, silently. */
+async function removeStageImages(engine: ContainerEngine, ids: readonly string[]): Promise<void> {
+  for (const id of ids) {
+    try {
+      const info = await engine.docker.getImage(id).inspect();
+      if ((info.RepoTags ?? []).some((tag) => tag !== "<none>:<none>")) continue;
+      await engine.docker.getImage(id).remove();
+    } catch {
+      // Gone already, or still in use: it is the engine's to keep then.
+    }
   }
 }

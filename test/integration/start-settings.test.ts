@@ -1,0 +1,103 @@
+/**
+ * `start` and `restart` with a bad setting in the environment (MCPMGR_REQUEST_TIMEOUT and the
+ * like, which the supervisor reads as it starts): refused in one line before anything changes,
+ * as `run` refuses it. `restart` used to stop the running workload first and leave it failed.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
+import { CLI_ENTRY, isAlive } from "../support/processes.ts";
+
+// Real processes: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
+
+let home: string;
+const mcpmgr = (args: string[], extra: Record<string, string> = {}) => runCli({ ...cliEnv(home), ...extra }, args);
+
+beforeAll(() => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-start-settings-"));
+});
+
+afterAll(() => {
+  mcpmgr(["rm", "ss"]);
+  mcpmgr(["rm", "sr"]);
+  mcpmgr(["rm", "sf"]);
+  rmSync(home, { recursive: true, force: true });
+});
+
+const statusOf = (name = "ss") =>
+  JSON.parse(readFileSync(join(home, ".mcpmgr", "state", "workloads", name, "status.json"), "utf8")) as {
+    state: string;
+    pid?: number;
+  };
+
+test("restart with a bad setting leaves the running workload running; start leaves a stopped one stopped", () => {
+  // A remote workload: its supervisor serves the proxy whether or not the remote answers.
+  expect(mcpmgr(["run", "http://127.0.0.1:9/mcp", "--name", "ss"]).code).toBe(0);
+  const running = statusOf();
+  expect(running.state).toBe("running");
+
+  const bad = { MCPMGR_REQUEST_TIMEOUT: "abc" };
+  const restart = expectOneLineError(mcpmgr(["restart", "ss"], bad), 2);
+  expect(restart).toContain('MCPMGR_REQUEST_TIMEOUT "abc": must be a duration');
+  expect(statusOf()).toMatchObject({ state: "running", pid: running.pid });
+  expect(isAlive(running.pid as number)).toBe(true);
+
+  expect(mcpmgr(["stop", "ss"]).code).toBe(0);
+  const start = expectOneLineError(mcpmgr(["start", "ss"], { MCPMGR_MAX_LOG_BYTES: "1e9" }), 2);
+  expect(start).toContain('MCPMGR_MAX_LOG_BYTES "1e9"');
+  expect(statusOf().state).toBe("stopped");
+  // A workload that runs already needs none of them: start says so, as before.
+  expect(mcpmgr(["start", "ss"]).code).toBe(0);
+  expect(mcpmgr(["start", "ss"], bad).stderr).toContain("ss is already running");
+});
+
+test("restart of a workload whose secret its next start could not have leaves it running", () => {
+  const password = { MCPMGR_SECRETS_PASSWORD: "start-settings" };
+  const set = Bun.spawnSync([process.execPath, CLI_ENTRY, "secret", "set", "sr-token"], {
+    env: { ...cliEnv(home), ...password },
+    stdin: Buffer.from("a-token"),
+  });
+  expect(set.exitCode).toBe(0);
+  const run = ["run", "http://127.0.0.1:9/mcp", "--name", "sr", "--remote-forward-headers-secret", "X-Key=sr-token"];
+  expect(mcpmgr(run, password).code).toBe(0);
+  const running = statusOf("sr");
+  expect(running.state).toBe("running");
+
+  // From a shell without the password (a cron job, another terminal):
+  expect(expectOneLineError(mcpmgr(["restart", "sr"]), 1)).toContain("no password for the encrypted secrets file");
+  expect(statusOf("sr")).toMatchObject({ state: "running", pid: running.pid });
+
+  // Deleted anyway (secret delete --force warns that sr still uses it):
+  expect(mcpmgr(["secret", "delete", "sr-token", "--force"], password).code).toBe(0);
+  const missing = expectOneLineError(mcpmgr(["restart", "sr"], password), 1);
+  expect(missing).toContain("--remote-forward-headers-secret X-Key=sr-token");
+  expect(missing).toContain("sr-token");
+  expect(statusOf("sr")).toMatchObject({ state: "running", pid: running.pid });
+  expect(isAlive(running.pid as number)).toBe(true);
+});
+
+test("restart of a workload whose token file is gone leaves it running, with the option that names the file", () => {
+  const tokenFile = join(home, "token");
+  writeFileSync(tokenFile, "a-token\n");
+  // Named by a relative path: the check reads it from the workload's working directory, as its supervisor would.
+  const run = ["run", "http://127.0.0.1:9/mcp", "--name", "sf", "--remote-auth-bearer-token-file", "token"];
+  expect(runCliIn(home, run).code).toBe(0);
+  const running = statusOf("sf");
+  expect(running.state).toBe("running");
+  expect(mcpmgr(["restart", "sf"]).code).toBe(0);
+  const restarted = statusOf("sf");
+  rmSync(tokenFile);
+  const line = expectOneLineError(mcpmgr(["restart", "sf"]), 2);
+  expect(line).toContain('--remote-auth-bearer-token-file "token": cannot read the file');
+  expect(statusOf("sf")).toMatchObject({ state: "running", pid: restarted.pid });
+  expect(isAlive(restarted.pid as number)).toBe(true);
+});
+
+/** runCli from `cwd` instead of the repository. */
+function runCliIn(cwd: string, args: string[]) {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], { cwd, env: cliEnv(home), stdin: "ignore" });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
