@@ -55,6 +55,10 @@ export class UpstreamPool {
   #closed = false;
   /** What the session follows at each workload (2025-era sessions only: a 2026-07-28 caller subscribes to nothing). */
   readonly subscriptions: SessionSubscriptions;
+  /** When each connection opened, to tell a member that keeps forgetting new sessions (`#replaceLost`). */
+  readonly #openedAt = new WeakMap<Upstream, number>();
+  /** Per workload: the pause before replacing a connection lost soon after it opened. */
+  readonly #lossPause = new Map<string, number>();
 
   /**
    * Without a peer (a 2026-07-28 caller's pool), workloads are reached as 2026-07-28 servers where they
@@ -78,7 +82,12 @@ export class UpstreamPool {
       const connecting: Promise<Upstream> = this.#connect(workload, () => connecting);
       opening = connecting;
       this.#open.set(workload, opening);
-      connecting.then((client) => this.#opened.set(connecting, client)).catch(() => {});
+      connecting
+        .then((client) => {
+          this.#opened.set(connecting, client);
+          this.#openedAt.set(client, performance.now());
+        })
+        .catch(() => {});
       // A failed open is retried by the next request rather than remembered.
       opening.catch(() => this.#drop(workload, connecting));
     }
@@ -224,7 +233,25 @@ export class UpstreamPool {
     this.#drop(workload, opening);
     void opening.then((client) => endUpstream(client, MEMBER_SESSION_END_MS)).catch(() => {});
     // Forgotten by the workload, not gone from the group: the session's subscriptions there go on.
-    if (failed !== undefined) this.#resume(workload);
+    if (failed !== undefined) this.#replaceLost(workload, failed);
+  }
+
+  /**
+   * Opens a connection again for `lost`'s subscriptions: at once after one that lasted, but after a pause
+   * that doubles (1 s up to 30 s) while each new one is lost within 30 s of opening. A workload that
+   * forgets every session soon after it is subscribed (it crashes on the subscription, expires sessions
+   * at once) would otherwise get a new member session, and its subscriptions, without end or pause.
+   */
+  #replaceLost(workload: string, lost: Upstream): void {
+    const lived = performance.now() - (this.#openedAt.get(lost) ?? 0);
+    if (lived >= MAX_RESUME_MS) {
+      this.#lossPause.delete(workload);
+      return this.#resume(workload);
+    }
+    const pause = this.#lossPause.get(workload);
+    this.#lossPause.set(workload, pause === undefined ? FIRST_RESUME_MS : Math.min(pause * 2, MAX_RESUME_MS));
+    if (pause === undefined) return this.#resume(workload);
+    setTimeout(() => this.#resume(workload), pause).unref?.();
   }
 
   /**
