@@ -111,8 +111,8 @@ export class SessionSubscriptions {
   async renew(workload: string, client: Upstream, timeoutMs: number): Promise<void> {
     const uris = [...(this.#held.get(workload) ?? [])];
     if (uris.length === 0) return;
-    const dropped = (lost: readonly string[], why: string) => this.dropped(workload, lost, `${AGAIN}: ${why}`);
-    if (client.getProtocolEra() !== "legacy") return followAgain(client, uris, dropped);
+    const dropped = (lost: readonly string[], why: string) => this.dropped(workload, lost, why);
+    if (client.getProtocolEra() !== "legacy") return followAgain(client, uris, dropped, AGAIN);
     for (let at = 0; at < uris.length; at += RENEW_BATCH) {
       const batch = uris.slice(at, at + RENEW_BATCH);
       const outcomes = await Promise.allSettled(
@@ -126,7 +126,7 @@ export class SessionSubscriptions {
         const why = excerpt(errorMessage(outcome.reason), 200);
         failures.set(why, [...(failures.get(why) ?? []), batch[i] as string]);
       });
-      for (const [why, lost] of failures) dropped(lost, `subscribing again failed (${why})`);
+      for (const [why, lost] of failures) dropped(lost, `${AGAIN}: subscribing again failed (${why})`);
     }
   }
 }
