@@ -152,7 +152,7 @@ export function createGatewayServer(
     const uri = params.uri as string;
     if (method === "resources/subscribe") subscriptions.admit(workload, uri);
     if (method === "resources/unsubscribe") subscriptions.removed(workload, uri);
-    const release = pool().track(workload, ctx.mcpReq.id);
+    const release = pool().track(workload, ctx.mcpReq.id, upstream);
     const sentOnSession =
       upstream.transport instanceof StreamableHTTPClientTransport && upstream.transport.sessionId !== undefined;
     try {
