@@ -146,14 +146,15 @@ export function createGatewayServer(
         ? (log: { params?: unknown }) =>
             void ctx.mcpReq.notify({ method: "notifications/message", params: log.params as never }).catch(() => {})
         : undefined;
-    const release = pool().track(workload, ctx.mcpReq.id);
-    const sentOnSession =
-      upstream.transport instanceof StreamableHTTPClientTransport && upstream.transport.sessionId !== undefined;
     // The session's subscriptions are kept by the pool, so that a new connection to the workload (the
     // workload restarted) follows them again; one unsubscribed is never followed again, whatever the answer.
     const subscriptions = pool().subscriptions;
     const uri = params.uri as string;
+    if (method === "resources/subscribe") subscriptions.admit(workload, uri);
     if (method === "resources/unsubscribe") subscriptions.removed(workload, uri);
+    const release = pool().track(workload, ctx.mcpReq.id, upstream);
+    const sentOnSession =
+      upstream.transport instanceof StreamableHTTPClientTransport && upstream.transport.sessionId !== undefined;
     try {
       // A 2025-era session's subscription at a workload that speaks only 2026-07-28: a listen stream.
       if ((method === "resources/subscribe" || method === "resources/unsubscribe") && reachedModern) {

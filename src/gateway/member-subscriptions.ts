@@ -85,19 +85,25 @@ export async function memberSubscription(
 /**
  * Follows `uris` at `upstream`, a new connection for a session that followed them on an earlier one
  * (the workload restarted): one stream naming them all. Those its acknowledgement leaves out, or all
- * of them when the workload refuses the stream, go to `dropped`.
+ * of them when the workload refuses the stream, go to `dropped`, their reason after `why` (the
+ * connection's later changes report to `dropped` without it: they are not the restart's doing).
  */
-export async function followAgain(upstream: Upstream, uris: readonly string[], dropped: Dropped): Promise<void> {
+export async function followAgain(
+  upstream: Upstream,
+  uris: readonly string[],
+  dropped: Dropped,
+  why: string,
+): Promise<void> {
   const state = heldAt(upstream, dropped);
   await inTurn(state, async () => {
     const wanted = uris.filter((uri) => !state.uris.has(uri));
     if (wanted.length === 0) return;
     for (const uri of wanted) state.uris.add(uri);
     try {
-      adopt(upstream, state, await upstream.listen({ resourceSubscriptions: [...state.uris] }));
+      adopt(upstream, state, await upstream.listen({ resourceSubscriptions: [...state.uris] }), why);
     } catch (err) {
       for (const uri of wanted) state.uris.delete(uri);
-      dropped(wanted, `the workload refused the subscription stream (${excerpt(errorMessage(err), 200)})`);
+      dropped(wanted, `${why}: the workload refused the subscription stream (${excerpt(errorMessage(err), 200)})`);
     }
   });
 }
@@ -135,9 +141,9 @@ async function unsubscribe(upstream: Upstream, state: Held, uri: string): Promis
 
 /**
  * Makes `next`, just acknowledged, the connection's stream; the URIs its acknowledgement leaves out are
- * no longer followed (and reported). When none is left, the stream is closed instead.
+ * no longer followed (and reported, after `context` when given). When none is left, the stream is closed instead.
  */
-function adopt(upstream: Upstream, state: Held, next: Subscription): void {
+function adopt(upstream: Upstream, state: Held, next: Subscription, context?: string): void {
   const honored = new Set(next.honoredFilter.resourceSubscriptions ?? []);
   const lost = [...state.uris].filter((uri) => !honored.has(uri));
   for (const uri of lost) state.uris.delete(uri);
@@ -146,7 +152,8 @@ function adopt(upstream: Upstream, state: Held, next: Subscription): void {
     void next.close().catch(() => {});
     replace(upstream, state, undefined);
   }
-  if (lost.length > 0) state.dropped(lost, "the workload no longer acknowledges them on the subscription stream");
+  const why = "the workload no longer acknowledges them on the subscription stream";
+  if (lost.length > 0) state.dropped(lost, context === undefined ? why : `${context}: ${why}`);
 }
 
 /** Makes `next` the connection's stream (watched for drops) and closes the one it replaces. */

@@ -101,7 +101,7 @@ export class RelayedCall {
           deliver: (message) => this.#deliver(message),
         }),
       );
-    this.#cleanups.push(pool.track(workload, key));
+    this.#cleanups.push(pool.track(workload, key, this.#upstream));
     const onClientGone = () => this.#cancel("the client went away");
     this.#req.signal.addEventListener("abort", onClientGone, { once: true });
     this.#cleanups.push(() => this.#req.signal.removeEventListener("abort", onClientGone));

@@ -14,9 +14,10 @@
  * like a resource that never changes. Subscribing again tries again.
  */
 import type { LoggingLevel } from "@modelcontextprotocol/client";
+import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
-import { followAgain } from "./member-subscriptions.ts";
+import { followAgain, MAX_SUBSCRIBED_URIS } from "./member-subscriptions.ts";
 import { anyResult } from "./sdk.ts";
 import type { Upstream } from "./upstream.ts";
 
@@ -54,6 +55,21 @@ export class SessionSubscriptions {
   /** Whether the session follows any resource at `workload`. */
   holds(workload: string): boolean {
     return (this.#held.get(workload)?.size ?? 0) > 0;
+  }
+
+  /**
+   * Refuses a subscription to one more URI past MAX_SUBSCRIBED_URIS at `workload`, whatever revision it
+   * speaks: the gateway keeps every one for the session's life, and subscribes them all again (before
+   * anything else) on each new connection, so an unbounded set would be memory any client could grow,
+   * and a wait before every request after a restart.
+   */
+  admit(workload: string, uri: string): void {
+    const uris = this.#held.get(workload);
+    if (uris === undefined || uris.size < MAX_SUBSCRIBED_URIS || uris.has(uri)) return;
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      `this session already follows ${MAX_SUBSCRIBED_URIS} resources of the workload; unsubscribe from some first`,
+    );
   }
 
   /** The workload accepted the session's subscription to `uri`. */
@@ -95,8 +111,8 @@ export class SessionSubscriptions {
   async renew(workload: string, client: Upstream, timeoutMs: number): Promise<void> {
     const uris = [...(this.#held.get(workload) ?? [])];
     if (uris.length === 0) return;
-    const dropped = (lost: readonly string[], why: string) => this.dropped(workload, lost, `${AGAIN}: ${why}`);
-    if (client.getProtocolEra() !== "legacy") return followAgain(client, uris, dropped);
+    const dropped = (lost: readonly string[], why: string) => this.dropped(workload, lost, why);
+    if (client.getProtocolEra() !== "legacy") return followAgain(client, uris, dropped, AGAIN);
     for (let at = 0; at < uris.length; at += RENEW_BATCH) {
       const batch = uris.slice(at, at + RENEW_BATCH);
       const outcomes = await Promise.allSettled(
@@ -110,7 +126,7 @@ export class SessionSubscriptions {
         const why = excerpt(errorMessage(outcome.reason), 200);
         failures.set(why, [...(failures.get(why) ?? []), batch[i] as string]);
       });
-      for (const [why, lost] of failures) dropped(lost, `subscribing again failed (${why})`);
+      for (const [why, lost] of failures) dropped(lost, `${AGAIN}: subscribing again failed (${why})`);
     }
   }
 }

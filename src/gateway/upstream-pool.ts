@@ -11,7 +11,10 @@
  * connection found lost (the workload forgot its session, or its event stream could not be reopened)
  * while the session follows resources there is replaced at once, not at the session's next request:
  * the session may send none while it waits for updates. The same when a workload the session follows
- * resources at joins the group again (a restart the gateway saw as a leave and a join).
+ * resources at joins the group again (a restart the gateway saw as a leave and a join). A connection
+ * replaced only because its event stream could not be reopened may still answer: the calls in flight on
+ * it are left to finish (within the request timeout) before its member session is ended, and resource
+ * updates are taken from the new one only, so none comes twice.
  */
 import type {
   ClientCapabilities,
@@ -55,6 +58,14 @@ export class UpstreamPool {
   #closed = false;
   /** What the session follows at each workload (2025-era sessions only: a 2026-07-28 caller subscribes to nothing). */
   readonly subscriptions: SessionSubscriptions;
+  /** When each connection opened, to tell a member that keeps forgetting new sessions (`#replaceLost`). */
+  readonly #openedAt = new WeakMap<Upstream, number>();
+  /** Per workload: the pause before replacing a connection lost soon after it opened. */
+  readonly #lossPause = new Map<string, number>();
+  /** The gateway requests in flight on each connection, and who waits for it to have none. */
+  readonly #busy = new WeakMap<Upstream, { calls: number; quiet: (() => void)[] }>();
+  /** Connections replaced but left to finish their calls (`forget` with `drain`), ended with the session. */
+  readonly #draining = new Set<Upstream>();
 
   /**
    * Without a peer (a 2026-07-28 caller's pool), workloads are reached as 2026-07-28 servers where they
@@ -78,7 +89,12 @@ export class UpstreamPool {
       const connecting: Promise<Upstream> = this.#connect(workload, () => connecting);
       opening = connecting;
       this.#open.set(workload, opening);
-      connecting.then((client) => this.#opened.set(connecting, client)).catch(() => {});
+      connecting
+        .then((client) => {
+          this.#opened.set(connecting, client);
+          this.#openedAt.set(client, performance.now());
+        })
+        .catch(() => {});
       // A failed open is retried by the next request rather than remembered.
       opening.catch(() => this.#drop(workload, connecting));
     }
@@ -113,6 +129,9 @@ export class UpstreamPool {
             if (notification.method === "notifications/message") requestLogRelay()?.(notification);
             return;
           }
+          // A connection being drained was replaced: the new one brings the updates (once).
+          if (notification.method === "notifications/resources/updated" && this.#open.get(workload) !== opening())
+            return;
           if (
             notification.method === "notifications/message" ||
             notification.method === "notifications/resources/updated"
@@ -120,7 +139,7 @@ export class UpstreamPool {
             peer.notify(notification, this.#latest(workload));
         },
         onClose: () => this.#drop(workload, opening()),
-        onLost: () => this.#lost(workload, opening()),
+        onLost: (why) => this.#lost(workload, opening(), why),
         answerLimit: this.#catalog.answerLimit(workload),
       },
       this.#timeoutMs,
@@ -138,10 +157,13 @@ export class UpstreamPool {
     return client;
   }
 
-  /** A connection found lost: replaced now when the session follows resources there (else by the next request). */
-  #lost(workload: string, opening: Promise<Upstream>): void {
+  /**
+   * A connection found lost: replaced now when the session follows resources there (else by the next
+   * request). One whose stream alone was lost (`stream`) may still answer the calls in flight on it.
+   */
+  #lost(workload: string, opening: Promise<Upstream>, why: "forgotten" | "stream"): void {
     const client = this.#opened.get(opening);
-    if (client !== undefined && this.subscriptions.holds(workload)) this.forget(workload, client);
+    if (client !== undefined && this.subscriptions.holds(workload)) this.forget(workload, client, why === "stream");
   }
 
   /**
@@ -170,15 +192,41 @@ export class UpstreamPool {
     this.#catalog.warn(droppedStreamText(bytes));
   }
 
-  /** Marks a gateway request as in flight on a workload's connection until `release` is called. */
-  track(workload: string, id: RequestId): () => void {
+  /** Marks a gateway request as in flight on a workload's connection (`on`) until `release` is called. */
+  track(workload: string, id: RequestId, on: Upstream): () => void {
     const list = this.#inFlight.get(workload) ?? [];
     list.push(id);
     this.#inFlight.set(workload, list);
+    let busy = this.#busy.get(on);
+    if (busy === undefined) {
+      busy = { calls: 0, quiet: [] };
+      this.#busy.set(on, busy);
+    }
+    const calls = busy;
+    calls.calls++;
+    let released = false;
     return () => {
       const at = list.indexOf(id);
       if (at !== -1) list.splice(at, 1);
+      if (released) return;
+      released = true;
+      if (--calls.calls === 0) for (const quiet of calls.quiet.splice(0)) quiet();
     };
+  }
+
+  /** Once no gateway request is in flight on `client`, or `boundMs` has passed. */
+  #quiet(client: Upstream, boundMs: number): Promise<void> {
+    const busy = this.#busy.get(client);
+    if (busy === undefined || busy.calls === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      // Never what keeps the gateway running (its shutdown ends the connection itself, `close`).
+      const timer = setTimeout(resolve, boundMs);
+      timer.unref?.();
+      busy.quiet.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   #latest(workload: string): RequestId | undefined {
@@ -215,16 +263,46 @@ export class UpstreamPool {
    * Ends the session with a workload that left the group, or (`failed`: the connection a call found
    * forgotten, 404) that forgot it. A failure on a connection that is no longer the current one (a call
    * sent on the old session answered after another opened a new one) leaves the new one alone: ending
-   * it would DELETE a live session under the calls in flight on it.
+   * it would DELETE a live session under the calls in flight on it. `drain`: the session may still answer
+   * (only its event stream was lost), so it is ended once the calls in flight on it are done.
    */
-  forget(workload: string, failed?: Upstream): void {
+  forget(workload: string, failed?: Upstream, drain = false): void {
     const opening = this.#open.get(workload);
     if (opening === undefined) return;
     if (failed !== undefined && this.#opened.get(opening) !== failed) return;
     this.#drop(workload, opening);
-    void opening.then((client) => endUpstream(client, MEMBER_SESSION_END_MS)).catch(() => {});
+    void opening.then((client) => this.#end(client, drain)).catch(() => {});
     // Forgotten by the workload, not gone from the group: the session's subscriptions there go on.
-    if (failed !== undefined) this.#resume(workload);
+    if (failed !== undefined) this.#replaceLost(workload, failed);
+  }
+
+  /**
+   * Opens a connection again for `lost`'s subscriptions: at once after one that lasted, but after a pause
+   * that doubles (1 s up to 30 s) while each new one is lost within 30 s of opening. A workload that
+   * forgets every session soon after it is subscribed (it crashes on the subscription, expires sessions
+   * at once) would otherwise get a new member session, and its subscriptions, without end or pause.
+   */
+  #replaceLost(workload: string, lost: Upstream): void {
+    const lived = performance.now() - (this.#openedAt.get(lost) ?? 0);
+    if (lived >= MAX_RESUME_MS) {
+      this.#lossPause.delete(workload);
+      return this.#resume(workload);
+    }
+    const pause = this.#lossPause.get(workload);
+    this.#lossPause.set(workload, pause === undefined ? FIRST_RESUME_MS : Math.min(pause * 2, MAX_RESUME_MS));
+    if (pause === undefined) return this.#resume(workload);
+    setTimeout(() => this.#resume(workload), pause).unref?.();
+  }
+
+  /** Ends `client`'s member session: at once, or (`drain`) once its calls are done, within the request timeout. */
+  async #end(client: Upstream, drain: boolean): Promise<void> {
+    if (drain) {
+      this.#draining.add(client);
+      await this.#quiet(client, this.#timeoutMs);
+      // Ended with the session's other connections if the session ended meanwhile (`close`).
+      if (!this.#draining.delete(client)) return;
+    }
+    await endUpstream(client, MEMBER_SESSION_END_MS);
   }
 
   /**
@@ -234,8 +312,9 @@ export class UpstreamPool {
    */
   async close(): Promise<void> {
     this.#closed = true;
-    const open = [...this.#open.values()];
+    const open = [...this.#open.values(), ...[...this.#draining].map((client) => Promise.resolve(client))];
     this.#open.clear();
+    this.#draining.clear();
     if (open.length === 0) return;
     // A relayed call's cancellation is sent a turn after the session's end cancelled it.
     await new Promise((resolve) => setImmediate(resolve));

@@ -32,10 +32,10 @@ export interface UpstreamHandlers {
   readonly onClose?: () => void;
   /**
    * The connection can no longer bring what the workload sends its session: the workload answered 404
-   * for the member session (it restarted, or let the session expire), or the session's event stream
-   * ended and could not be opened again.
+   * for the member session (`forgotten`: it restarted, or let the session expire), or the session's
+   * event stream ended and could not be opened again (`stream`: the session may still answer requests).
    */
-  readonly onLost?: () => void;
+  readonly onLost?: (why: "forgotten" | "stream") => void;
   /**
    * The bound on the workload's answers (MCPMGR_MAX_MESSAGE_BYTES): a larger JSON answer fails its
    * request, a larger SSE event is cut and its request answered with an error (proxy/answer-limit.ts).
@@ -153,7 +153,7 @@ async function connectWith(
   // up reopening (its GET met errors each time: the workload was restarting) hits no request: nothing
   // would bring the session's notifications any more. (The SDK reports that only by this message.)
   client.onerror = (err) => {
-    if (err.message.startsWith("Maximum reconnection attempts")) handlers.onLost?.();
+    if (err.message.startsWith("Maximum reconnection attempts")) handlers.onLost?.("stream");
   };
   const url = new URL(member.url);
   const fetch = boundedFetch(memberFetch(member, handlers.onLost), handlers.answerLimit);
@@ -241,7 +241,7 @@ export async function endUpstream(client: Upstream, boundMs: number): Promise<vo
  */
 function memberFetch(
   member: Member,
-  onLost: (() => void) | undefined,
+  onLost: ((why: "forgotten") => void) | undefined,
 ): (url: string | URL, init?: RequestInit) => Promise<Response> {
   const { credential } = member;
   const send = memberSend(member);
@@ -256,7 +256,7 @@ function memberFetch(
     const response = await send(String(url), { ...(init as UpstreamInit), headers, redirect: "manual" });
     // 404 to a request on a member session: the member forgot it (any request, the event stream's
     // reopening included, which no caller waits on). The session's own DELETE says nothing new.
-    if (response.status === 404 && headers.has("mcp-session-id") && init?.method !== "DELETE") onLost?.();
+    if (response.status === 404 && headers.has("mcp-session-id") && init?.method !== "DELETE") onLost?.("forgotten");
     return response;
   };
 }

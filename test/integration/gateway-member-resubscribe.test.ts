@@ -265,7 +265,16 @@ test("a 2026-07-28 workload stopped and started again: the new connection's stre
     ).toBe(true);
     expect(group.mcpmgr("start", "nd").code).toBe(0);
     expect(await receives(session.updates, "test://n/1", () => modern.updated("test://n/1"))).toBe(true);
+    // A later acknowledgement on the new connection that leaves the URI out is no doing of the restart:
+    // the warning says so, and no more (review 29).
+    modern.withdrawn.add("test://n/1");
+    await session.client.subscribeResource({ uri: "test://n/2" });
+    expect(await until(() => session.warnings.some((text) => text.includes('"test://n/1"')), 10_000)).toBe(true);
+    const warning = session.warnings.find((text) => text.includes('"test://n/1"'));
+    expect(warning).toContain("the workload no longer acknowledges them on the subscription stream");
+    expect(warning).not.toContain("its session was replaced");
   } finally {
+    modern.withdrawn.clear();
     await session.end();
   }
 });
