@@ -11,7 +11,7 @@ import { parseArgv } from "../config/argv.ts";
 import { assertCredentialsOverHttps, outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
-import { refuseUrlCredentials } from "../config/url-credentials.ts";
+import { quotableUrl, refuseUrlCredentials } from "../config/url-credentials.ts";
 import { McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
@@ -32,19 +32,24 @@ interface Endpoint {
 async function endpointOf(text: string): Promise<Endpoint> {
   if (/^https?:\/\//i.test(text)) {
     if (!URL.canParse(text))
-      throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(text)} is not a valid URL`, {
+      throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(quotableUrl(text))} is not a valid URL`, {
         hint: "write it as https://host/path",
       });
     const target = new URL(text);
     refuseUrlCredentials(target, "the URL");
     return { target };
   }
+  // Not a name either: said as a URL (a workload name's error would quote it whole, password included).
+  if (/^\s*[A-Za-z][\w+.-]*:\/\//.test(text))
+    throw new McpmgrError("INVALID_ARGUMENT", `unknown scheme in ${JSON.stringify(quotableUrl(text))}`, {
+      hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
+    });
   const store = openStore();
   if ((await store.get(text)) === undefined) {
     // A foreground run has no record; AI clients get its entry while it runs, Claude Desktop's included.
     const foreground = liveForegroundWorkload(store.paths, text);
     if (foreground !== undefined) return { target: foreground.url, assertRunning: () => foreground.assertRunning() };
-    throw new McpmgrError("WORKLOAD_NOT_FOUND", `${JSON.stringify(text)} is neither a URL nor a workload`, {
+    throw new McpmgrError("WORKLOAD_NOT_FOUND", `${JSON.stringify(quotableUrl(text))} is neither a URL nor a workload`, {
       hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
     });
   }
