@@ -49,9 +49,13 @@ async function endpointOf(text: string): Promise<Endpoint> {
     // A foreground run has no record; AI clients get its entry while it runs, Claude Desktop's included.
     const foreground = liveForegroundWorkload(store.paths, text);
     if (foreground !== undefined) return { target: foreground.url, assertRunning: () => foreground.assertRunning() };
-    throw new McpmgrError("WORKLOAD_NOT_FOUND", `${JSON.stringify(quotableUrl(text))} is neither a URL nor a workload`, {
-      hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
-    });
+    throw new McpmgrError(
+      "WORKLOAD_NOT_FOUND",
+      `${JSON.stringify(quotableUrl(text))} is neither a URL nor a workload`,
+      {
+        hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
+      },
+    );
   }
   const workload = await liveWorkload(store, text);
   return { target: workload.url, assertRunning: () => workload.assertRunning() };
