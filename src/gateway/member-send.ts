@@ -17,7 +17,7 @@
  */
 import { McpmgrError } from "../errors.ts";
 import type { UpstreamInit } from "../proxy/authenticated-fetch.ts";
-import { createUpstreamClient, type UpstreamClient } from "../proxy/upstream/client.ts";
+import { localListenerClient } from "../proxy/upstream/local-client.ts";
 import type { ConnectionPeer } from "../proxy/upstream/types.ts";
 import { listenerHeldBy } from "../state/listener-owner.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
@@ -25,34 +25,10 @@ import type { Member } from "./membership.ts";
 
 export type MemberSend = (url: string, init: UpstreamInit) => Promise<Response>;
 
-/** The environment's proxy variables, which never apply to a member. */
-const proxyVariable = /^(?:http|https|all)_proxy$/i;
-
-let client: UpstreamClient | undefined;
-
-/**
- * The client of every request to a member. A member is a listener of this machine: an HTTP proxy from
- * the environment (http_proxy) is never the way there, and would be handed the key in clear text with
- * every request to a member listening beyond loopback (`--host` with a network address, which the
- * environment's no_proxy seldom names). Nothing is left to fetch, which would take that proxy: a request
- * this client cannot send itself is refused.
- */
-function memberClient(): UpstreamClient {
-  client ??= createUpstreamClient({
-    env: Object.fromEntries(Object.entries(process.env).filter(([name]) => !proxyVariable.test(name))),
-    fallback: () => {
-      throw new McpmgrError("INTERNAL", "a request to a member that mcpmgr's own client does not send", {
-        hint: "report this as a bug: the gateway sends a member only what its own client sends",
-      });
-    },
-  });
-  return client;
-}
-
 /** The requests of the gateway to `member`, on connections its supervisor answered; never redirected. */
 export function memberSend(member: Pick<Member, "name" | "supervisor">): MemberSend {
   const { name, supervisor } = member;
-  if (supervisor === undefined) return (url, init) => memberClient().fetch(url, { ...init, redirect: "manual" });
+  if (supervisor === undefined) return (url, init) => localListenerClient().fetch(url, { ...init, redirect: "manual" });
   const checkConnection = (peer: ConnectionPeer | undefined) => {
     const pid = supervisor.pid;
     if (isSupervisorOf(pid, name) && peer !== undefined && listenerHeldBy(pid, peer.address, peer.port)) return;
@@ -62,5 +38,5 @@ export function memberSend(member: Pick<Member, "name" | "supervisor">): MemberS
       { hint: `run 'mcpmgr start ${name}'` },
     );
   };
-  return (url, init) => memberClient().fetch(url, { ...init, redirect: "manual", checkConnection });
+  return (url, init) => localListenerClient().fetch(url, { ...init, redirect: "manual", checkConnection });
 }
