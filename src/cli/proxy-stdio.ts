@@ -11,13 +11,15 @@ import { parseArgv } from "../config/argv.ts";
 import { assertCredentialsOverHttps, outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
 import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
-import { refuseUrlCredentials } from "../config/url-credentials.ts";
+import { quotableUrl, refuseUrlCredentials } from "../config/url-credentials.ts";
 import { McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
+import { localListenerClient } from "../proxy/upstream/local-client.ts";
+import type { ConnectionPeer } from "../proxy/upstream/types.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { maxMessageBytesFromEnv } from "../workload/limits.ts";
-import { liveForegroundWorkload, liveWorkload } from "../workload/live-workload.ts";
+import { type LiveWorkload, liveForegroundWorkload, liveWorkload } from "../workload/live-workload.ts";
 import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
 import { cliContext } from "./context.ts";
 import { log } from "./output.ts";
@@ -25,30 +27,39 @@ import { openStore } from "./workload-arg.ts";
 
 interface Endpoint {
   readonly target: URL;
-  /** For a workload: resolves while its supervisor serves it, checked before every request. */
-  readonly assertRunning?: () => Promise<void>;
+  /** For a workload: whether its supervisor (or foreground run) serves it, checked around every request and connection. */
+  readonly workload?: LiveWorkload;
 }
 
 /** The MCP endpoint `proxy stdio` relays to: a URL as given, or a running workload's client URL. */
 async function endpointOf(text: string): Promise<Endpoint> {
   if (/^https?:\/\//i.test(text)) {
     if (!URL.canParse(text))
-      throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(text)} is not a valid URL`, {
+      throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(quotableUrl(text))} is not a valid URL`, {
         hint: "write it as https://host/path",
       });
     const target = new URL(text);
     refuseUrlCredentials(target, "the URL");
     return { target };
   }
+  // Not a name either: said as a URL (a workload name's error would quote it whole, password included).
+  if (/^\s*[A-Za-z][\w+.-]*:\/\//.test(text))
+    throw new McpmgrError("INVALID_ARGUMENT", `unknown scheme in ${JSON.stringify(quotableUrl(text))}`, {
+      hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
+    });
   const store = openStore();
   const record = await store.get(text);
   if (record === undefined) {
     // A foreground run has no record; AI clients get its entry while it runs, Claude Desktop's included.
     const foreground = liveForegroundWorkload(store.paths, text);
-    if (foreground !== undefined) return { target: foreground.url, assertRunning: () => foreground.assertRunning() };
-    throw new McpmgrError("WORKLOAD_NOT_FOUND", `${JSON.stringify(text)} is neither a URL nor a workload`, {
-      hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
-    });
+    if (foreground !== undefined) return { target: foreground.url, workload: foreground };
+    throw new McpmgrError(
+      "WORKLOAD_NOT_FOUND",
+      `${JSON.stringify(quotableUrl(text))} is neither a URL nor a workload`,
+      {
+        hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
+      },
+    );
   }
   // The relay speaks streamable HTTP only: against an SSE endpoint every request would fail with
   // the endpoint's "open /sse first", after a line that says it relays.
@@ -61,7 +72,7 @@ async function endpointOf(text: string): Promise<Endpoint> {
       },
     );
   const workload = await liveWorkload(store, text);
-  return { target: workload.url, assertRunning: () => workload.assertRunning() };
+  return { target: workload.url, workload };
 }
 
 /**
@@ -69,14 +80,24 @@ async function endpointOf(text: string): Promise<Endpoint> {
  * only if it still does afterwards: the first check can pass an instant before the supervisor dies
  * (the SDK reconnects its listen stream on its own schedule), and the connection then reach whoever
  * took the port since. Nobody can take the port before the supervisor is gone, so the second check
- * sees it gone whenever an impostor could have answered.
+ * sees it gone whenever an impostor could have answered. A new connection must also have reached the
+ * serving process's own listener before anything is written on it (a workload on "localhost" listens on
+ * one of its addresses; another user may listen on the other).
  */
-function whileRunning(assertRunning: () => Promise<void>, fetch: UpstreamFetch): UpstreamFetch {
+function whileRunning(workload: LiveWorkload, fetch: UpstreamFetch): UpstreamFetch {
+  const checkConnection = (peer: ConnectionPeer | undefined) => {
+    if (peer !== undefined && workload.servesAt(peer)) return;
+    throw new McpmgrError(
+      "WORKLOAD_NOT_RUNNING",
+      `${workload.url.origin} is not answered by the workload's own listener: mcpmgr does not send there`,
+      { hint: "check 'mcpmgr list' and what else listens on that port ('ss -ltnp')" },
+    );
+  };
   return async (url, init) => {
-    await assertRunning();
-    const response = await fetch(url, init);
+    await workload.assertRunning();
+    const response = await fetch(url, { ...init, redirect: "manual", checkConnection });
     try {
-      await assertRunning();
+      await workload.assertRunning();
     } catch (err) {
       await response.body?.cancel().catch(() => {});
       throw err;
@@ -110,16 +131,18 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
       { hint: "use --remote-auth or a bearer token" },
     );
   }
-  const { target, assertRunning } = await endpointOf(targetText);
+  const { target, workload } = await endpointOf(targetText);
   // A workload's URL is this machine's own listener (bound to one of its addresses): only a URL given is elsewhere.
-  if (assertRunning === undefined) assertCredentialsOverHttps(spec, target);
-  const credentialed = await outgoingAuthentication(spec, target, "stdio", cliContext());
+  if (workload === undefined) assertCredentialsOverHttps(spec, target);
+  // A workload is reached directly (never through the environment's proxy), on connections checked to be its own.
+  const upstream = workload === undefined ? undefined : localListenerClient().fetch;
+  const credentialed = await outgoingAuthentication(spec, target, "stdio", cliContext(), undefined, upstream);
   const relay = await startStdioRelay({
     target,
     fetch:
-      assertRunning === undefined
+      workload === undefined || upstream === undefined
         ? credentialed
-        : whileRunning(assertRunning, credentialed ?? ((url, init) => fetch(url, init))),
+        : whileRunning(workload, credentialed ?? upstream),
     stdin: process.stdin,
     stdout: process.stdout,
     log,

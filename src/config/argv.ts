@@ -10,6 +10,7 @@ import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError, errorMessage } from "../errors.ts";
 import type { OptionSpec, OptionTable, OptionValues } from "./option-spec.ts";
 import { choicesOf, firstIssueMessage } from "./values.ts";
+import { quotableUrl } from "./url-credentials.ts";
 
 export interface ParsedArgv<Table extends OptionTable> {
   readonly values: OptionValues<Table>;
@@ -81,11 +82,6 @@ export function parseArgv<Table extends OptionTable>(
   });
 }
 
-/** A value as an error quotes it: a URL's user name and password left out (they may be a credential). */
-function withoutUserinfo(text: string): string {
-  return text.replace(/^(\s*[A-Za-z][\w+.-]*:\/\/)[^/?#@]*@/, "$1…@");
-}
-
 function parseValue(name: string, spec: OptionSpec & { kind: "string" }, text: string): unknown {
   const result = v.safeParse(spec.schema, text, { abortPipeEarly: true });
   if (result.success) return result.output;
@@ -93,7 +89,7 @@ function parseValue(name: string, spec: OptionSpec & { kind: "string" }, text: s
   const nearest = closeMatches(text.trim(), choicesOf(spec.schema), { nearestOnly: true });
   throw new McpmgrError(
     "INVALID_OPTION",
-    `--${name} ${JSON.stringify(withoutUserinfo(text))}: ${firstIssueMessage(result.issues)}`,
+    `--${name} ${JSON.stringify(quotableUrl(text))}: ${firstIssueMessage(result.issues)}`,
     {
       hint:
         didYouMean(nearest.map((choice) => `--${name} ${choice}`)) ??

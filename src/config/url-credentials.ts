@@ -19,3 +19,18 @@ export function refuseUrlCredentials(url: URL, what: string, code: ErrorCode = "
     { hint: useAHeader },
   );
 }
+
+/**
+ * A URL as an error may quote it: whatever may be a user name or password left out (`https://…@host`).
+ * A URL that parses loses what the parser would take for them (up to the authority's last "@"); one that
+ * does not (a "/" or "#" typed in a password makes it so) loses everything up to its last "@", since
+ * where its authority ends is anyone's guess.
+ */
+export function quotableUrl(text: string): string {
+  const scheme = /^\s*[A-Za-z][\w+.-]*:\/\//.exec(text)?.[0];
+  if (scheme === undefined) return text;
+  const rest = text.slice(scheme.length);
+  const authorityEnd = URL.canParse(text) ? rest.search(/[/?#\\]/) : -1;
+  const at = (authorityEnd === -1 ? rest : rest.slice(0, authorityEnd)).lastIndexOf("@");
+  return at === -1 ? text : `${scheme}…${rest.slice(at)}`;
+}

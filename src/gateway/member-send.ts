@@ -9,30 +9,34 @@
  * So each new connection to a member is checked once it is open, before anything is written on it:
  * its supervisor must still be that workload's supervisor (state/supervisor-identity.ts: a live process
  * of this user's running `__supervise NAME`, not a zombie nobody reaped nor a pid come round to another
- * process). A supervisor alive after the connection opened held the port when it opened (nobody can
- * listen there before the supervisor is gone, and another user cannot share its port), so the connection
- * is the supervisor's. Connections reused from the pool were checked when they opened; the check costs a
- * few reads of /proc per new connection, nothing per request.
+ * process), and the listener the connection reached must be one the supervisor holds
+ * (state/listener-owner.ts). A live supervisor alone does not make the connection its own: a member run
+ * with `--host localhost` listens on 127.0.0.1, while a connection to "localhost" tries ::1 first, where
+ * anyone may listen on the same port. Connections reused from the pool were checked when they opened;
+ * the check costs a few reads of /proc per new connection, nothing per request.
  */
 import { McpmgrError } from "../errors.ts";
 import type { UpstreamInit } from "../proxy/authenticated-fetch.ts";
-import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
+import { localListenerClient } from "../proxy/upstream/local-client.ts";
+import type { ConnectionPeer } from "../proxy/upstream/types.ts";
+import { listenerHeldBy } from "../state/listener-owner.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import type { Member } from "./membership.ts";
 
 export type MemberSend = (url: string, init: UpstreamInit) => Promise<Response>;
 
-/** The requests of the gateway to `member`, on connections its supervisor answered. */
+/** The requests of the gateway to `member`, on connections its supervisor answered; never redirected. */
 export function memberSend(member: Pick<Member, "name" | "supervisor">): MemberSend {
   const { name, supervisor } = member;
-  if (supervisor === undefined) return (url, init) => defaultUpstreamClient().fetch(url, init);
-  const checkConnection = () => {
-    if (isSupervisorOf(supervisor.pid, name)) return;
+  if (supervisor === undefined) return (url, init) => localListenerClient().fetch(url, { ...init, redirect: "manual" });
+  const checkConnection = (peer: ConnectionPeer | undefined) => {
+    const pid = supervisor.pid;
+    if (isSupervisorOf(pid, name) && peer !== undefined && listenerHeldBy(pid, peer.address, peer.port)) return;
     throw new McpmgrError(
       "WORKLOAD_NOT_RUNNING",
-      `workload '${name}' has no supervisor any more: the gateway does not send to its port`,
+      `workload '${name}' has no supervisor listening at its port: the gateway does not send there`,
       { hint: `run 'mcpmgr start ${name}'` },
     );
   };
-  return (url, init) => defaultUpstreamClient().fetch(url, { ...init, checkConnection });
+  return (url, init) => localListenerClient().fetch(url, { ...init, redirect: "manual", checkConnection });
 }

@@ -15,6 +15,7 @@
 import type { TokenSource } from "../auth/outgoing/token-source.ts";
 import { credentialScope } from "./credential-scope.ts";
 import type { Cancellation } from "./upstream/cancellation.ts";
+import type { ConnectionPeer } from "./upstream/types.ts";
 import { jsonRpcError } from "./jsonrpc.ts";
 import { errorMessage } from "../errors.ts";
 
@@ -31,10 +32,12 @@ export type UpstreamInit = BunFetchRequestInit & {
    * written on it, and closes the connection when it throws (the request fails with that error):
    * whoever holds the port at that moment is the one who answered the connection. Pooled connections
    * passed it when they opened. The gateway's check that a member's port is still its supervisor's
-   * (gateway/member-send.ts).
+   * (gateway/member-send.ts). It is given the address and port the connection reached; fetch's own
+   * connections (a request the client leaves to fetch) are asked before the request, without them.
    */
-  readonly checkConnection?: () => void;
+  readonly checkConnection?: (peer: ConnectionPeer | undefined) => void;
 };
+
 export type UpstreamFetch = (url: string, init: UpstreamInit) => Promise<Response>;
 
 export interface AuthenticatedFetchOptions {

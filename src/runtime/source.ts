@@ -10,7 +10,7 @@ import {
   pypiSpecPattern,
   specExamples,
 } from "../config/package-refs.ts";
-import { refuseUrlCredentials } from "../config/url-credentials.ts";
+import { quotableUrl, refuseUrlCredentials } from "../config/url-credentials.ts";
 import { McpmgrError } from "../errors.ts";
 
 export type PackageManager = "npx" | "uvx" | "go";
@@ -37,7 +37,7 @@ export function parseSource(text: string, cwd = process.cwd(), what = "the serve
     try {
       url = new URL(input);
     } catch {
-      throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(input)} is not a valid URL`, {
+      throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(quotableUrl(input))} is not a valid URL`, {
         hint: "write it as https://host/path",
       });
     }
@@ -66,7 +66,7 @@ export function parseSource(text: string, cwd = process.cwd(), what = "the serve
     return { kind: "package", manager, ...splitVersion(rest, manager) };
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(input)) {
-    throw new McpmgrError("INVALID_ARGUMENT", `unknown scheme in ${JSON.stringify(input)}`, {
+    throw new McpmgrError("INVALID_ARGUMENT", `unknown scheme in ${JSON.stringify(quotableUrl(input))}`, {
       hint: "use npx://, uvx://, go://, http(s)://, an image or a registry name",
     });
   }

@@ -7,6 +7,9 @@
  * workload running or restarting (the supervisor holds its port through restarts), and the
  * same is checked again before every request the relay sends. A foreground run (`run --foreground`,
  * no record) is relayed to the same way while its own process, which holds its port, lives.
+ * Each new connection must also have reached a listener that process holds (state/listener-owner.ts):
+ * a workload run with `--host localhost` listens on 127.0.0.1, while a connection to "localhost" tries
+ * ::1 first, where anyone may listen on the same port while the supervisor lives.
  */
 import { McpmgrError } from "../errors.ts";
 import { liveForegroundRun } from "../state/foreground-runs.ts";
@@ -15,12 +18,16 @@ import type { WorkloadState } from "../state/workload-record.ts";
 import { workloadUrl } from "../state/workload-url.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
+import type { ConnectionPeer } from "../proxy/upstream/types.ts";
+import { listenerHeldBy } from "../state/listener-owner.ts";
 import { currentStatus } from "./supervisor-control.ts";
 
 export interface LiveWorkload {
   readonly url: URL;
   /** Resolves while the workload runs behind `url`; WORKLOAD_NOT_RUNNING otherwise. */
   assertRunning(): Promise<void>;
+  /** Whether the listener a connection reached (its address and port) is the serving process's. */
+  servesAt(peer: ConnectionPeer): boolean;
 }
 
 /** States in which the supervisor holds the workload's port. */
@@ -38,6 +45,7 @@ export async function liveWorkload(store: WorkloadStore, name: string): Promise<
       // Restarted meanwhile (`mcpmgr restart`): another supervisor, serving the same endpoint.
       pid = await servingSupervisor(store, name, url);
     },
+    servesAt: (peer) => isSupervisorOf(pid, name) && listenerHeldBy(pid, peer.address, peer.port),
   };
 }
 
@@ -57,6 +65,7 @@ export function liveForegroundWorkload(paths: McpmgrPaths, name: string): LiveWo
         { hint: "run it again (or start a workload of that name), then connect again" },
       );
     },
+    servesAt: (peer) => liveForegroundRun(paths, name)?.pid === pid && listenerHeldBy(pid, peer.address, peer.port),
   };
 }
 

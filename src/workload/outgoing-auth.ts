@@ -34,6 +34,8 @@ export async function outgoingAuthentication(
   ctx: WorkloadContext,
   /** Aborted when the start is given up: a login waiting for the browser ends at once. */
   signal?: AbortSignal,
+  /** What sends the requests (mcpmgr's own client; `proxy stdio NAME` gives the local listeners' one). */
+  upstream: UpstreamFetch = defaultUpstreamClient().fetch,
 ): Promise<UpstreamFetch | undefined> {
   if (!addsCredentials(spec)) return undefined;
   // Said at every start, before anything is sent: the log shows it was chosen, and since when.
@@ -101,7 +103,7 @@ export async function outgoingAuthentication(
     headerName = spec.tokenExchange.headerName;
   }
   if (source === undefined && headers.length === 0) return undefined;
-  return authenticatedFetch(defaultUpstreamClient().fetch, {
+  return authenticatedFetch(upstream, {
     endpoint: target,
     headers,
     ...(source ? { source } : {}),

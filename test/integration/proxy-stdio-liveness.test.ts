@@ -5,8 +5,8 @@
  * HTTP server takes the port once the supervisor is gone and records whatever reaches it.
  */
 import { afterAll, afterEach, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -70,16 +70,20 @@ async function takePort(of: URL = url): Promise<void> {
 }
 
 /** proxy stdio NAME with an initialize piped in: exit code, stdout, stderr. */
-async function relayOnce(name = "victim"): Promise<{ code: number; stdout: string; stderr: string }> {
+async function relayOnce(
+  name = "victim",
+  options: string[] = [],
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const initialize = {
     jsonrpc: "2.0",
     id: 1,
     method: "initialize",
     params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "liveness", version: "1" } },
   };
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", name], {
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", name, ...options], {
     cwd: REPO_ROOT,
-    env: env(),
+    env: { ...env(), ...extraEnv },
     stdin: new Blob([`${JSON.stringify(initialize)}\n`]),
     stdout: "pipe",
     stderr: "pipe",
@@ -237,3 +241,50 @@ test("a foreground run: Claude Desktop's entry (proxy stdio NAME) relays to it w
     ok("client", "remove", "claude-desktop");
   }
 }, 60_000);
+
+test("a workload on 'localhost' (127.0.0.1): a listener on [::1] at its port hears nothing from proxy stdio, its token included", async () => {
+  const local = new URL(ok("run", fixture.url, "--name", "localhosted", "--host", "localhost").stdout.trim());
+  expect(local.hostname).toBe("localhost");
+  const tokenFile = join(home, "relay-token");
+  writeFileSync(tokenFile, "relay-token-for-the-workload\n", { mode: 0o600 });
+  await takePort(new URL(`http://[::1]:${local.port}${local.pathname}`));
+  try {
+    const relayed = await relayOnce("localhosted", ["--remote-auth-bearer-token-file", tokenFile]);
+    expect(heardByImpostor).toEqual([]);
+    expect(relayed.stdout).not.toContain("impostor");
+  } finally {
+    mcpmgr("rm", "localhosted");
+  }
+});
+
+test("a workload on a network address is relayed to directly: http_proxy from the environment hears nothing, its token included", async () => {
+  const address = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a?.family === "IPv4" && !a.internal)?.address;
+  expect(address).toBeDefined();
+  const served = new URL(ok("run", fixture.url, "--name", "networked", "--host", address as string).stdout.trim());
+  const tokenFile = join(home, "relay-token");
+  writeFileSync(tokenFile, "relay-token-for-the-workload\n", { mode: 0o600 });
+  const heard: string[] = [];
+  const proxy = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      heard.push(`${req.method} ${req.url} ${req.headers.get("authorization")}`);
+      return new Response("bad gateway", { status: 502 });
+    },
+  });
+  try {
+    const proxyUrl = `http://127.0.0.1:${proxy.port}`;
+    const relayed = await relayOnce("networked", ["--remote-auth-bearer-token-file", tokenFile], {
+      http_proxy: proxyUrl,
+      HTTP_PROXY: proxyUrl,
+    });
+    expect(heard).toEqual([]);
+    expect(served.hostname).toBe(address as string);
+    expect(relayed.stdout).toContain('"serverInfo"');
+  } finally {
+    await proxy.stop(true);
+    mcpmgr("rm", "networked");
+  }
+});

@@ -113,3 +113,28 @@ test("the other URL options (issuers, endpoints, the collector) refuse a user na
   }
   expect(JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout)).toEqual([]);
 });
+
+test("a URL mistyped with a password in it (an '@', '/' or '#' in the password, a bad host, another scheme) is not quoted with it", () => {
+  const server = `http://127.0.0.1:${upstream.port}/mcp`;
+  const cases: [string[], string][] = [
+    // The parser takes userinfo up to the last '@': "pa@S3CRETPW" is the password.
+    [
+      ["run", server, "--name", "at-pw", "--oidc-issuer", `https://alice:pa@${PASSWORD}@idp.example/`],
+      "https://…@idp.example/",
+    ],
+    // A raw '/' or '#' in a password makes the URL unparseable: everything up to its last '@' is left out.
+    [
+      ["run", server, "--name", "slash-pw", "--oidc-issuer", `https://alice:pa/${PASSWORD}@idp.example/`],
+      "https://…@idp.example/",
+    ],
+    [["run", `http://alice:${PASSWORD}@[bad/mcp`, "--name", "bad-host"], "http://…@[bad/mcp"],
+    [["run", `wss://alice:${PASSWORD}@host.example/mcp`, "--name", "ws-pw"], "wss://…@host.example/mcp"],
+    [["proxy", "stdio", `http://alice:pa#${PASSWORD}@host.example/mcp`], "http://…@host.example/mcp"],
+    [["proxy", "stdio", `htp://alice:${PASSWORD}@host.example/mcp`], "htp://…@host.example/mcp"],
+  ];
+  for (const [args, quoted] of cases) {
+    const line = expectOneLineError(runCli(env, args), 2);
+    expect(line).toContain(JSON.stringify(quoted));
+    expect(line.toLowerCase()).not.toContain(PASSWORD.toLowerCase());
+  }
+});

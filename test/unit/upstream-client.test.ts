@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { UpstreamInit } from "../../src/proxy/authenticated-fetch.ts";
 import { createUpstreamClient, type UpstreamClientOptions } from "../../src/proxy/upstream/client.ts";
 import { UpstreamError } from "../../src/proxy/upstream/errors.ts";
+import type { ConnectionPeer } from "../../src/proxy/upstream/types.ts";
 import { eventually, type RawConnection, rawServer } from "../support/raw-http.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -352,17 +353,18 @@ describe("the pool", () => {
     await eventually(() => server.connections.every((c) => c.closed), 5_000, "close() to close the last");
   });
 
-  test("checkConnection: asked once per new connection before anything is written; a refusal closes it and fails the request", async () => {
+  test("checkConnection: asked once per new connection before anything is written, with where it went; a refusal closes it and fails the request", async () => {
     await using server = rawServer((c) => ok(c));
     const { fetch, close } = client();
-    let asked = 0;
-    const checkConnection = () => {
-      asked++;
+    const asked: (ConnectionPeer | undefined)[] = [];
+    const checkConnection = (peer: ConnectionPeer | undefined) => {
+      asked.push(peer);
     };
     for (let i = 0; i < 3; i++)
       expect(await (await fetch(`${server.url}/`, get({ checkConnection }))).text()).toBe("ok");
-    // One connection, reused: checked when it opened.
-    expect(asked).toBe(1);
+    // One connection, reused: checked when it opened, given the listener's address and port.
+    const url = new URL(server.url);
+    expect(asked).toEqual([{ address: url.hostname, port: Number(url.port) }]);
     close();
     const refused = new Error("not the port's owner any more");
     const { fetch: fresh } = client();

@@ -86,7 +86,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
     (unix === undefined ? (url, init) => fetch(url, init) : (url, init) => fetch(url, { ...init, unix }));
   // fetch opens its connections out of sight: the check comes before the request instead.
   const fallback: UpstreamFetch = (url, init) => {
-    init.checkConnection?.();
+    init.checkConnection?.(undefined);
     return fetchFallback(url, init);
   };
   const pools = new Map<string, Origin | null>();
@@ -188,7 +188,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       const connection = idle ?? (await pool.connect(cancel?.signal ?? signal));
       if (idle === undefined && init.checkConnection !== undefined) {
         try {
-          init.checkConnection();
+          init.checkConnection(connection.peer);
         } catch (err) {
           connection.destroy();
           throw err;

@@ -17,7 +17,7 @@ import { tlsFailure, UpstreamError } from "./errors.ts";
 import { Exchange, withCause } from "./exchange.ts";
 import { type ResponseHead, ResponseParser, type ResponseSink } from "./response-parser.ts";
 import { closedBeforeSending, closedWhileSending, SocketWriter } from "./socket-writer.ts";
-import type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
+import type { ConnectionLimits, ConnectionOwner, ConnectionPeer, ConnectTarget, RequestSpec } from "./types.ts";
 
 export type { ConnectionLimits, ConnectionOwner, ConnectTarget, RequestSpec } from "./types.ts";
 
@@ -112,6 +112,13 @@ export class Http1Connection implements ResponseSink {
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** The address and port the connection reached (none over a unix socket). */
+  get peer(): ConnectionPeer | undefined {
+    const socket = this.#socket;
+    if (socket === undefined || socket.remoteAddress === "" || socket.remotePort === undefined) return undefined;
+    return { address: socket.remoteAddress, port: socket.remotePort };
   }
 
   get busy(): boolean {

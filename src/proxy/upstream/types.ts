@@ -35,3 +35,9 @@ export interface ConnectionLimits {
   /** Bytes queued for a slow reader before the socket stops reading. */
   readonly streamHighWaterMark: number;
 }
+
+/** Where a connection went: the listener's address and port. */
+export interface ConnectionPeer {
+  readonly address: string;
+  readonly port: number;
+}

@@ -1,0 +1,75 @@
+/**
+ * A member is a listener of this machine: the gateway never reaches it through an HTTP proxy from its
+ * environment (gateway/member-send.ts). A member run with `--host` on a network address (here the
+ * docker bridge's, which no_proxy seldom names) was reached through http_proxy, and the proxy got the
+ * installation's gateway key with every request, in clear text. Real workload and gateway; a recorder
+ * stands for the proxy.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { networkInterfaces } from "node:os";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
+
+setDefaultTimeout(60_000);
+
+let group: TestGroup;
+
+beforeAll(async () => {
+  group = await createTestGroup();
+}, 120_000);
+
+afterAll(async () => {
+  await group?.cleanup();
+});
+
+/** One of this machine's IPv4 addresses beyond loopback. */
+function networkAddress(): string {
+  for (const addresses of Object.values(networkInterfaces()))
+    for (const address of addresses ?? []) if (address.family === "IPv4" && !address.internal) return address.address;
+  throw new Error("this machine has no IPv4 address beyond loopback");
+}
+
+test("a member on a network address is reached directly, never through http_proxy, which never hears the key", async () => {
+  const started = group.mcpmgr(
+    "run",
+    await group.packageOf(PROBE_FIXTURE),
+    "--name",
+    "keyed",
+    "--permission-profile",
+    "none",
+    "--host",
+    networkAddress(),
+  );
+  expect(started.code).toBe(0);
+  const heard: string[] = [];
+  const proxy = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      heard.push(`${req.method} ${req.url} ${req.headers.get("authorization")}`);
+      return new Response("bad gateway", { status: 502 });
+    },
+  });
+  try {
+    const proxyUrl = `http://127.0.0.1:${proxy.port}`;
+    const gateway = await group.gatewayWithEnv(
+      { http_proxy: proxyUrl, HTTP_PROXY: proxyUrl, all_proxy: proxyUrl },
+      "default",
+      "--tools",
+      "keyed_echo",
+    );
+    const client = new Client({ name: "member-proxy-env", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    const answer = await client
+      .callTool({ name: "keyed_echo", arguments: { text: "direct" } })
+      .then((result) => JSON.stringify(result.content))
+      .catch((err: unknown) => String(err));
+    expect(heard).toEqual([]);
+    expect(answer).toContain("direct");
+    await client.close();
+    await gateway.stop();
+  } finally {
+    await proxy.stop(true);
+  }
+});
