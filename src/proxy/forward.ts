@@ -123,8 +123,10 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     // The upstream request's cancellation (not an AbortController: upstream/cancellation.ts); a
     // client that leaves cancels it, so does the headers timeout or a graceful stop (`waiting`).
     const cancel = new Cancellation();
-    const onClientAbort = () => cancel.abort(req.signal.reason);
-    req.signal.addEventListener("abort", onClientAbort, { once: true });
+    const signal = req.signal;
+    const onClientAbort = () => cancel.abort(signal.reason);
+    // A client gone before this point is not looked for (a listener added then is never called).
+    const goneBefore = signal.aborted;
     const waits = waiting.add(cancel);
 
     try {
@@ -132,7 +134,11 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       let upstream: Response;
       try {
         body = await requestBody(req, method);
-        upstream = await doFetch(route.url, {
+        // The client's abort listener is added once the request is on its way (below), not on the
+        // path from the client's request to the upstream's: a client that left while its body was
+        // read is found here instead, and nothing is sent, as that listener would have had it.
+        if (!goneBefore && signal.aborted) cancel.abort(signal.reason);
+        const answer = doFetch(route.url, {
           method,
           headers: upstreamRequestHeaders(
             req,
@@ -153,9 +159,14 @@ export function transparentForwarder(options: ForwardOptions): Handler {
           timeout: false,
           incoming: req,
         });
+        // No abort event can come between the check above and this: JavaScript runs to completion.
+        // No `{ once: true }`: an AbortSignal fires `abort` once anyway, and the options object costs
+        // its conversion (and native allocations) on every forwarded request.
+        signal.addEventListener("abort", onClientAbort);
+        upstream = await answer;
       } catch (err) {
-        req.signal.removeEventListener("abort", onClientAbort);
-        return upstreamFailure(err, cancel.reason, req.signal.aborted, method);
+        signal.removeEventListener("abort", onClientAbort);
+        return upstreamFailure(err, cancel.reason, signal.aborted, method);
       } finally {
         waiting.remove(waits);
       }
@@ -186,7 +197,7 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       }
       const stream = upstream.body;
       if (stream === null) {
-        req.signal.removeEventListener("abort", onClientAbort);
+        signal.removeEventListener("abort", onClientAbort);
         return upstream;
       }
 

@@ -88,6 +88,38 @@ describe("the client leaving", () => {
     await eventually(() => silent.connections[0]?.closed === true, 5_000, "the upstream to see the close");
   });
 
+  test("a client that leaves while its body is still being read: 499, and nothing is sent upstream", async () => {
+    await using upstream = rawServer((c) =>
+      c.socket.write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"),
+    );
+    const client = new AbortController();
+    let finishBody = () => {};
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode("{"));
+        finishBody = () => {
+          controller.enqueue(new TextEncoder().encode("}"));
+          controller.close();
+        };
+      },
+    });
+    // A declared small length: the forwarder reads the body whole before it sends anything.
+    const req = new Request("http://127.0.0.1:9999/mcp", {
+      method: "POST",
+      body,
+      duplex: "half",
+      headers: { "content-length": "2" },
+      signal: client.signal,
+    } as RequestInit);
+    const pending = Promise.resolve(forwarder(`${upstream.url}/mcp`)(req, detachedContext()));
+    await Bun.sleep(50);
+    client.abort();
+    finishBody();
+    expect((await pending).status).toBe(499);
+    await Bun.sleep(100);
+    expect(upstream.requests.length).toBe(0);
+  });
+
   test("a client that stops reading a relayed event stream closes the upstream connection", async () => {
     const event = 'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/x"}\n\n';
     await using streaming = rawServer((c) =>
