@@ -46,18 +46,67 @@ export function decodeConfigFile<S extends v.GenericSchema>(
   options: ConfigFileOptions,
 ): v.InferOutput<S> {
   const content = readConfigFile(path, options);
-  // Every such file is an object of named fields. valibot's object schemas take a list as an
-  // object, so `[]` would pass as a file with every field left out (--audit-config: auditing
-  // on; --webhook-config: no webhooks; --permission-profile: the least privilege) without a word.
-  if (Array.isArray(content))
-    throw new McpmgrError("INVALID_OPTION", `${options.option} ${path}: (root): must be an object, not a list`, {
-      hint: options.hint,
-    });
+  // valibot's object and record schemas take a list as an object, so `[]` would pass as an object
+  // with every field left out, the whole file (--audit-config: auditing on; --webhook-config: no
+  // webhooks) or a field of it (`"toolsOverride": []`: no overrides; `"network": []`: the least
+  // privilege), without a word.
+  const list = listForObject(schema, content, []);
+  if (list !== undefined)
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `${options.option} ${path}: ${list.join(".") || "(root)"}: must be an object, not a list`,
+      { hint: options.hint },
+    );
   const parsed = v.safeParse(schema, content, { abortPipeEarly: true });
   if (parsed.success) return parsed.output;
   throw new McpmgrError("INVALID_OPTION", `${options.option} ${path}: ${issueText(parsed.issues)}`, {
     hint: options.hint,
   });
+}
+
+const objectTypes = new Set(["object", "strict_object", "loose_object", "object_with_rest", "record"]);
+
+/** The path of the first list in `value` where `schema` wants an object (or a record); undefined: none. */
+function listForObject(schema: unknown, value: unknown, at: readonly string[]): string[] | undefined {
+  const s = schema as {
+    type?: string;
+    wrapped?: unknown;
+    entries?: Record<string, unknown>;
+    value?: unknown;
+    item?: unknown;
+    options?: readonly { type?: string }[];
+  };
+  if (s.wrapped !== undefined) return listForObject(s.wrapped, value, at);
+  if (value === null || typeof value !== "object") return undefined;
+  const type = s.type ?? "";
+  if (Array.isArray(value)) {
+    if (objectTypes.has(type)) return [...at];
+    if (type === "array") {
+      for (const [i, item] of value.entries()) {
+        const found = listForObject(s.item, item, [...at, String(i)]);
+        if (found !== undefined) return found;
+      }
+      return undefined;
+    }
+    // A union that has no list among its forms but an object: the list is none of them.
+    const forms = s.options ?? [];
+    if (forms.some((form) => objectTypes.has(form.type ?? "")) && !forms.some((form) => form.type === "array"))
+      return [...at];
+    return undefined;
+  }
+  const fields = value as Record<string, unknown>;
+  if (type === "record") {
+    for (const [key, item] of Object.entries(fields)) {
+      const found = listForObject(s.value, item, [...at, key]);
+      if (found !== undefined) return found;
+    }
+  } else if (s.entries !== undefined) {
+    for (const [key, entry] of Object.entries(s.entries)) {
+      const found = listForObject(entry, fields[key], [...at, key]);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
 }
 
 /** "field.path: message" for the first issue ("(root)" when the file as a whole is wrong). */

@@ -113,13 +113,16 @@ async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegist
     });
   }
   // A registry the user meant to configure is never skipped silently: a file that is not an
-  // object, or a misspelt "registry" (other keys are left alone, for settings of later versions).
+  // object, or a misspelt "registry", one edit away. Other keys are left alone, for settings of
+  // later versions: "registries" or "register" are words of their own, not typos.
   if (!isObject(config))
     throw new McpmgrError("REGISTRY_INVALID", `${configPath} must hold one JSON object`, {
       hint: 'write it as {"registry": "PATH_OR_URL"}, or remove the file',
       exitCode: 2,
     });
-  const misspelt = Object.keys(config).find((key) => key !== "registry" && closeMatches(key, ["registry"]).length > 0);
+  const misspelt = Object.keys(config).find(
+    (key) => key !== "registry" && closeMatches(key, ["registry"], { maxDistance: 1 }).length > 0,
+  );
   if (!("registry" in config) && misspelt !== undefined)
     throw new McpmgrError(
       "REGISTRY_INVALID",

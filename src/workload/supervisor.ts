@@ -9,23 +9,23 @@
  * gateway's start in place of `startWorkload` (it holds its own port). The AI clients
  * following the workload's group are told each time it runs and when it stops.
  */
-import { parseRunArgv } from "../config/run-argv.ts";
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import { originGuard } from "../middleware/origin-guard.ts";
 import { compose } from "../proxy/handler.ts";
 import { serverUnavailable } from "../proxy/jsonrpc.ts";
 import { serve } from "../proxy/serve.ts";
-import { errnoCode, stateIoError } from "../state/atomic-file.ts";
+import { stateIoError } from "../state/atomic-file.ts";
 import { bestEffortLog, cappedLog } from "../state/log-files.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
-import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
+import { type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { keptStatusReporter } from "./kept-status.ts";
 import { maxLogBytesFromEnv } from "./limits.ts";
 import { LAST_OUTPUT } from "./server-output.ts";
 import { cancelGraceMs, startedByIs } from "./supervisor-control.ts";
-import { prepareRunSpec } from "./run-spec.ts";
+import type { RunSpec } from "./run-spec.ts";
+import { enterWorkingDir, resolveRecorded } from "./recorded-spec.ts";
 import { startWorkload, type KeptListener, type RunningWorkload } from "./start.ts";
 
 export interface RestartTimings {
@@ -301,44 +301,18 @@ async function claimStart(store: WorkloadStore, name: string, startedBy: string 
   return claimed;
 }
 
-/**
- * The recorded working directory is a real path (process.cwd() at `run`). If chdir to it
- * lands elsewhere, a symbolic link was put on its way since, maybe by a server that can
- * write there (review H2): refuse rather than show the server whatever the link names. A
- * directory removed since (a project moved or deleted) is a failed start saying so.
- */
-function enterWorkingDir(recorded: string): void {
-  try {
-    process.chdir(recorded);
-  } catch (err) {
-    throw new McpmgrError(
-      "STATE_IO",
-      `its working directory ${recorded} is gone (${errnoCode(err) ?? errorMessage(err)}); relative paths in its options are taken from there`,
-      { hint: "create the directory again, or remove the workload and run it again from another folder" },
-    );
-  }
-  const now = process.cwd();
-  if (now === recorded) return;
-  throw new McpmgrError(
-    "UNSAFE_MOUNT",
-    `the working directory ${recorded} now leads to ${now}: a symbolic link was put on its way since the workload was created`,
-    { hint: "remove the link, or create the workload again from the directory you mean (mcpmgr rm, then mcpmgr run)" },
-  );
-}
-
 /** How the recorded workload starts (its RunSpec resolved once, or a background gateway's spec), and the listener it keeps. */
 async function starter(
   record: WorkloadRecord,
   ctx: WorkloadContext,
   store: WorkloadStore,
 ): Promise<{ start: (signal: AbortSignal) => Promise<RunningWorkload>; listener?: ReturnType<typeof keepListener> }> {
-  if (isGatewayRecord(record)) {
-    const { buildGatewaySpec } = await import("../config/gateway-spec.ts");
+  const resolved = await resolveRecorded(record, ctx);
+  if (resolved.kind === "gateway") {
     const { startGatewayWorkload } = await import("./gateway.ts");
-    const spec = buildGatewaySpec(record.runOptions);
-    return { start: () => startGatewayWorkload(spec, ctx) };
+    return { start: () => startGatewayWorkload(resolved.spec, ctx) };
   }
-  const spec = await prepareRunSpec(parseRunArgv(record.runOptions), ctx, { recorded: true });
+  const spec = resolved.spec;
   const name = record.name;
   const listener = keepListener(spec, ctx);
   // A remote has no server output: its audit lines go where its other lines go, the proxy log, which
@@ -364,10 +338,7 @@ async function starter(
  * restarts, it answers 503 with a JSON-RPC error and Retry-After saying when the next start
  * is due, behind the same Host/Origin guard as the workload's endpoint (the answer names it).
  */
-function keepListener(
-  spec: Awaited<ReturnType<typeof prepareRunSpec>>,
-  ctx: WorkloadContext,
-): KeptListener & { backoff(ms: number): void } {
+function keepListener(spec: RunSpec, ctx: WorkloadContext): KeptListener & { backoff(ms: number): void } {
   let retryAt = performance.now();
   const unavailable = compose(
     () =>

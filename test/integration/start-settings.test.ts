@@ -4,7 +4,7 @@
  * as `run` refuses it. `restart` used to stop the running workload first and leave it failed.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
@@ -24,6 +24,8 @@ afterAll(() => {
   mcpmgr(["rm", "ss"]);
   mcpmgr(["rm", "sr"]);
   mcpmgr(["rm", "sf"]);
+  mcpmgr(["rm", "gateway-sg"]);
+  mcpmgr(["group", "rm", "sg"]);
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -94,6 +96,45 @@ test("restart of a workload whose token file is gone leaves it running, with the
   expect(line).toContain('--remote-auth-bearer-token-file "token": cannot read the file');
   expect(statusOf("sf")).toMatchObject({ state: "running", pid: restarted.pid });
   expect(isAlive(restarted.pid as number)).toBe(true);
+});
+
+test("restart from another directory, or from one removed since, reads a gateway's files where it was created", () => {
+  const project = join(home, "gateway-project");
+  const elsewhere = join(home, "elsewhere");
+  const removed = join(home, "removed");
+  for (const dir of [project, elsewhere, removed]) mkdirSync(dir);
+  writeFileSync(join(project, "audit.json"), '{"enabled": true}\n');
+  expect(mcpmgr(["group", "create", "sg"]).code).toBe(0);
+  // A relative path, taken from the directory the gateway was created in, as its supervisor takes it.
+  expect(runCliIn(project, ["gateway", "sg", "--detach", "--audit-config", "audit.json"]).code).toBe(0);
+  const first = statusOf("gateway-sg");
+  expect(first.state).toBe("running");
+  const fromElsewhere = runCliIn(elsewhere, ["restart", "gateway-sg"]);
+  expect(`${fromElsewhere.code} ${fromElsewhere.stderr}`).toStartWith("0 ");
+  const second = statusOf("gateway-sg");
+  expect(second).toMatchObject({ state: "running" });
+  expect(second.pid).not.toBe(first.pid);
+  // A shell still in a directory removed since (its process has no current directory).
+  const shell = Bun.spawnSync(
+    [
+      "sh",
+      "-c",
+      'cd "$1" && rmdir "$1" && exec "$2" "$3" restart gateway-sg',
+      "sh",
+      removed,
+      process.execPath,
+      CLI_ENTRY,
+    ],
+    { env: cliEnv(home), stdin: "ignore" },
+  );
+  expect(`${shell.exitCode} ${shell.stderr.toString()}`).toStartWith("0 ");
+  expect(statusOf("gateway-sg").pid).not.toBe(second.pid);
+  // A file that is gone is still refused, the gateway left running.
+  rmSync(join(project, "audit.json"));
+  expect(expectOneLineError(runCliIn(elsewhere, ["restart", "gateway-sg"]), 2)).toContain(
+    '--audit-config "audit.json"',
+  );
+  expect(statusOf("gateway-sg").state).toBe("running");
 });
 
 /** runCli from `cwd` instead of the repository. */

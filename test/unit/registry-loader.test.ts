@@ -80,6 +80,11 @@ describe("without a custom registry", () => {
         exitCode: 2,
       });
     }
+    // Other keys, near as they are, may be a later version's settings: the file still loads.
+    for (const key of ["registries", "register", "registryUrl"]) {
+      await writeFile(join(dir, "config.json"), JSON.stringify({ [key]: "mine.json", somethingElse: 1 }));
+      expect((await loadRegistry({ env: {}, configDir: dir })).list()).toHaveLength(embeddedCount);
+    }
     for (const key of ["regsitry", "Registry", "registy"]) {
       await writeFile(join(dir, "config.json"), JSON.stringify({ [key]: "mine.json" }));
       expect(await loadError({ env: {}, configDir: dir })).toMatchObject({

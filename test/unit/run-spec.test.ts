@@ -92,6 +92,49 @@ describe("the policies' files are decoded once, with the field at fault named", 
     refusal([PROBE, "--tools-override", list], "INVALID_OPTION", "must be an object, not a list");
   });
 
+  test("a list where a field holds an object is refused too, with the field named; objects still pass", async () => {
+    const overrides = await file("overrides-list.json", { toolsOverride: [] });
+    refusal(
+      [PROBE, "--tools-override", overrides],
+      "INVALID_OPTION",
+      `${overrides}: toolsOverride: must be an object, not a list`,
+    );
+    const entry = await file("override-entry-list.json", { toolsOverride: { echo: [] } });
+    refusal(
+      [PROBE, "--tools-override", entry],
+      "INVALID_OPTION",
+      `${entry}: toolsOverride.echo: must be an object, not a list`,
+    );
+    const network = await file("network-list.json", { network: [] });
+    refusal(
+      [PROBE, "--permission-profile", network],
+      "INVALID_OPTION",
+      `${network}: network: must be an object, not a list`,
+    );
+    const outbound = await file("outbound-list.json", { network: { outbound: [] } });
+    refusal(
+      [PROBE, "--permission-profile", outbound],
+      "INVALID_OPTION",
+      `${outbound}: network.outbound: must be an object, not a list`,
+    );
+    // Lists where the format has lists, and objects where it has objects, are read as before.
+    const profile = await file("profile-ok.json", { read: [], network: { outbound: { allow_host: [] }, inbound: {} } });
+    const hooks = await file("hooks-ok.json", { validating: [], mutating: [] });
+    const renamed = await file("overrides-ok.json", { toolsOverride: { echo: { description: "says it back" } } });
+    const spec = specFor([
+      "--foreground",
+      PROBE,
+      "--permission-profile",
+      profile,
+      "--webhook-config",
+      hooks,
+      "--tools-override",
+      renamed,
+    ]);
+    expect(spec.policies.webhooks).toBeDefined();
+    expect(spec.policies.tools).toBeDefined();
+  });
+
   test("authorization: policies that do not parse, a file of the wrong shape", async () => {
     const broken = await file("broken.json", {
       version: "1.0",
