@@ -13,11 +13,15 @@ import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
 import { refuseUrlCredentials } from "../config/url-credentials.ts";
 import { McpmgrError } from "../errors.ts";
-import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { maxMessageBytesFromEnv } from "../workload/limits.ts";
-import { liveForegroundWorkload, liveWorkload } from "../workload/live-workload.ts";
+import {
+  type LiveWorkload,
+  liveForegroundWorkload,
+  liveWorkload,
+  liveWorkloadFetch,
+} from "../workload/live-workload.ts";
 import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
 import { cliContext } from "./context.ts";
 import { log } from "./output.ts";
@@ -25,8 +29,8 @@ import { openStore } from "./workload-arg.ts";
 
 interface Endpoint {
   readonly target: URL;
-  /** For a workload: resolves while its supervisor serves it, checked before every request. */
-  readonly assertRunning?: () => Promise<void>;
+  /** For a workload: served only while its supervisor serves it (workload/live-workload.ts). */
+  readonly live?: LiveWorkload;
 }
 
 /** The MCP endpoint `proxy stdio` relays to: a URL as given, or a running workload's client URL. */
@@ -45,7 +49,7 @@ async function endpointOf(text: string): Promise<Endpoint> {
   if (record === undefined) {
     // A foreground run has no record; AI clients get its entry while it runs, Claude Desktop's included.
     const foreground = liveForegroundWorkload(store.paths, text);
-    if (foreground !== undefined) return { target: foreground.url, assertRunning: () => foreground.assertRunning() };
+    if (foreground !== undefined) return { target: foreground.url, live: foreground };
     throw new McpmgrError("WORKLOAD_NOT_FOUND", `${JSON.stringify(text)} is neither a URL nor a workload`, {
       hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
     });
@@ -61,28 +65,7 @@ async function endpointOf(text: string): Promise<Endpoint> {
       },
     );
   const workload = await liveWorkload(store, text);
-  return { target: workload.url, assertRunning: () => workload.assertRunning() };
-}
-
-/**
- * `fetch`, after checking that the workload still runs behind the endpoint, and its answer used
- * only if it still does afterwards: the first check can pass an instant before the supervisor dies
- * (the SDK reconnects its listen stream on its own schedule), and the connection then reach whoever
- * took the port since. Nobody can take the port before the supervisor is gone, so the second check
- * sees it gone whenever an impostor could have answered.
- */
-function whileRunning(assertRunning: () => Promise<void>, fetch: UpstreamFetch): UpstreamFetch {
-  return async (url, init) => {
-    await assertRunning();
-    const response = await fetch(url, init);
-    try {
-      await assertRunning();
-    } catch (err) {
-      await response.body?.cancel().catch(() => {});
-      throw err;
-    }
-    return response;
-  };
+  return { target: workload.url, live: workload };
 }
 
 export async function runProxyStdio(argv: readonly string[]): Promise<void> {
@@ -110,16 +93,13 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
       { hint: "use --remote-auth or a bearer token" },
     );
   }
-  const { target, assertRunning } = await endpointOf(targetText);
+  const { target, live } = await endpointOf(targetText);
   // A workload's URL is this machine's own listener (bound to one of its addresses): only a URL given is elsewhere.
-  if (assertRunning === undefined) assertCredentialsOverHttps(spec, target);
+  if (live === undefined) assertCredentialsOverHttps(spec, target);
   const credentialed = await outgoingAuthentication(spec, target, "stdio", cliContext());
   const relay = await startStdioRelay({
     target,
-    fetch:
-      assertRunning === undefined
-        ? credentialed
-        : whileRunning(assertRunning, credentialed ?? ((url, init) => fetch(url, init))),
+    fetch: live === undefined ? credentialed : liveWorkloadFetch(live, credentialed),
     stdin: process.stdin,
     stdout: process.stdout,
     log,

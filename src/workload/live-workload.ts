@@ -5,10 +5,13 @@
  * another local user can listen there and answer as the workload. So the relay starts only
  * while the supervisor (a process of this user's running `__supervise NAME`) is alive and the
  * workload running or restarting (the supervisor holds its port through restarts), and the
- * same is checked again before every request the relay sends. A foreground run (`run --foreground`,
- * no record) is relayed to the same way while its own process, which holds its port, lives.
+ * same is checked again before every request the relay sends, and on every connection it opens
+ * (liveWorkloadFetch). A foreground run (`run --foreground`, no record) is relayed to the same way
+ * while its own process, which holds its port, lives.
  */
 import { McpmgrError } from "../errors.ts";
+import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
+import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import { liveForegroundRun } from "../state/foreground-runs.ts";
 import type { McpmgrPaths } from "../state/paths.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
@@ -21,6 +24,12 @@ export interface LiveWorkload {
   readonly url: URL;
   /** Resolves while the workload runs behind `url`; WORKLOAD_NOT_RUNNING otherwise. */
   assertRunning(): Promise<void>;
+  /**
+   * For a connection to `url` just opened, before anything is written on it: throws
+   * WORKLOAD_NOT_RUNNING unless the process `assertRunning` last found is still alive, so the
+   * connection is its (upstream client's `checkConnection`).
+   */
+  checkConnection(): void;
 }
 
 /** States in which the supervisor holds the workload's port. */
@@ -38,6 +47,9 @@ export async function liveWorkload(store: WorkloadStore, name: string): Promise<
       // Restarted meanwhile (`mcpmgr restart`): another supervisor, serving the same endpoint.
       pid = await servingSupervisor(store, name, url);
     },
+    checkConnection() {
+      if (!isSupervisorOf(pid, name)) throw notRunning(name, "has no supervisor any more");
+    },
   };
 }
 
@@ -46,17 +58,43 @@ export function liveForegroundWorkload(paths: McpmgrPaths, name: string): LiveWo
   const claim = liveForegroundRun(paths, name);
   if (claim?.url === undefined) return undefined;
   const { pid, url } = claim;
-  return {
-    url: new URL(url),
-    async assertRunning() {
-      const now = liveForegroundRun(paths, name);
-      if (now?.pid === pid && now.url === url) return;
-      throw new McpmgrError(
-        "WORKLOAD_NOT_RUNNING",
-        `the foreground run ${name} (pid ${pid}) ended: mcpmgr does not connect to its port without it behind it`,
-        { hint: "run it again (or start a workload of that name), then connect again" },
-      );
-    },
+  const checkConnection = () => {
+    const now = liveForegroundRun(paths, name);
+    if (now?.pid === pid && now.url === url) return;
+    throw new McpmgrError(
+      "WORKLOAD_NOT_RUNNING",
+      `the foreground run ${name} (pid ${pid}) ended: mcpmgr does not connect to its port without it behind it`,
+      { hint: "run it again (or start a workload of that name), then connect again" },
+    );
+  };
+  return { url: new URL(url), assertRunning: async () => checkConnection(), checkConnection };
+}
+
+/**
+ * `fetch` for a live workload's endpoint (`base`: mcpmgr's credentials, else mcpmgr's own client):
+ * the workload is checked before each request (finding a restarted supervisor), and each new
+ * connection is checked once open, before anything is written on it (`checkConnection`). A
+ * supervisor alive after the connection opened held the port when it opened — nobody can listen
+ * there before it is gone, and another user cannot share its port — so the request, credentials
+ * and all, reaches the workload or nobody: a supervisor dying just after the first check leaves
+ * the connection to whoever took the port since refused unwritten. A connection from the pool was
+ * checked when it opened. Through an HTTP proxy from the environment (fetch opens the connection
+ * out of sight) the check comes just before the request instead; the answer is used only if the
+ * workload still runs after it, there as everywhere.
+ */
+export function liveWorkloadFetch(workload: LiveWorkload, base: UpstreamFetch | undefined): UpstreamFetch {
+  const send = base ?? defaultUpstreamClient().fetch;
+  const checkConnection = () => workload.checkConnection();
+  return async (url, init) => {
+    await workload.assertRunning();
+    const response = await send(url, { ...init, checkConnection });
+    try {
+      await workload.assertRunning();
+    } catch (err) {
+      await response.body?.cancel().catch(() => {});
+      throw err;
+    }
+    return response;
   };
 }
 
