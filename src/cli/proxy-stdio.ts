@@ -13,13 +13,16 @@ import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
 import { quotableUrl, refuseUrlCredentials } from "../config/url-credentials.ts";
 import { McpmgrError } from "../errors.ts";
-import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { localListenerClient } from "../proxy/upstream/local-client.ts";
-import type { ConnectionPeer } from "../proxy/upstream/types.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { maxMessageBytesFromEnv } from "../workload/limits.ts";
-import { type LiveWorkload, liveForegroundWorkload, liveWorkload } from "../workload/live-workload.ts";
+import {
+  type LiveWorkload,
+  liveForegroundWorkload,
+  liveWorkload,
+  liveWorkloadFetch,
+} from "../workload/live-workload.ts";
 import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
 import { cliContext } from "./context.ts";
 import { log } from "./output.ts";
@@ -75,37 +78,6 @@ async function endpointOf(text: string): Promise<Endpoint> {
   return { target: workload.url, workload };
 }
 
-/**
- * `fetch`, after checking that the workload still runs behind the endpoint, and its answer used
- * only if it still does afterwards: the first check can pass an instant before the supervisor dies
- * (the SDK reconnects its listen stream on its own schedule), and the connection then reach whoever
- * took the port since. Nobody can take the port before the supervisor is gone, so the second check
- * sees it gone whenever an impostor could have answered. A new connection must also have reached the
- * serving process's own listener before anything is written on it (a workload on "localhost" listens on
- * one of its addresses; another user may listen on the other).
- */
-function whileRunning(workload: LiveWorkload, fetch: UpstreamFetch): UpstreamFetch {
-  const checkConnection = (peer: ConnectionPeer | undefined) => {
-    if (peer !== undefined && workload.servesAt(peer)) return;
-    throw new McpmgrError(
-      "WORKLOAD_NOT_RUNNING",
-      `${workload.url.origin} is not answered by the workload's own listener: mcpmgr does not send there`,
-      { hint: "check 'mcpmgr list' and what else listens on that port ('ss -ltnp')" },
-    );
-  };
-  return async (url, init) => {
-    await workload.assertRunning();
-    const response = await fetch(url, { ...init, redirect: "manual", checkConnection });
-    try {
-      await workload.assertRunning();
-    } catch (err) {
-      await response.body?.cancel().catch(() => {});
-      throw err;
-    }
-    return response;
-  };
-}
-
 export async function runProxyStdio(argv: readonly string[]): Promise<void> {
   const { values, given, positionals, passthrough } = parseArgv(argv, proxyStdioOptions, "proxy stdio", false);
   if (passthrough.length > 0)
@@ -142,7 +114,7 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
     fetch:
       workload === undefined || upstream === undefined
         ? credentialed
-        : whileRunning(workload, credentialed ?? upstream),
+        : liveWorkloadFetch(workload, credentialed ?? upstream),
     stdin: process.stdin,
     stdout: process.stdout,
     log,

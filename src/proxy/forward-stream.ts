@@ -2,7 +2,8 @@
  * An upstream's event-stream answer, relayed to its client by the transparent forwarder
  * (forward.ts) through sse-relay.ts: keep-alives while it is quiet; on a GET, the legacy
  * `endpoint` event rewritten to the URL clients use, its message URL bound to the stream's
- * caller (forward-sessions.ts); on a POST, the answers it owes, ended as errors if it must
+ * caller (forward-sessions.ts), or, naming a place outside the upstream, refused (an `error`
+ * event, the stream ended, a warning in the log); on a POST, the answers it owes, ended as errors if it must
  * close early (sse-answers.ts), except a 2026-07-28 listen, which mcpmgr's stop does not wait
  * for and ends gracefully. The session's hold ends when the stream ends.
  */
@@ -51,6 +52,17 @@ export function eventStreamRelay(options: StreamRelayOptions): EventStreamRelay 
     options.onWarning?.(
       `the MCP server sent an event larger than ${max} bytes (MCPMGR_MAX_MESSAGE_BYTES); relayed without watching it for answers`,
     );
+  // An endpoint outside the upstream (public-url.ts): never handed to the client, and said in the log.
+  const refuseEndpoint = (endpoint: string) => {
+    const origin = URL.canParse(endpoint, target.href) ? new URL(endpoint, target).origin : undefined;
+    const named = origin === undefined ? "an endpoint that is not a URL" : `an endpoint on ${origin}`;
+    options.onWarning?.(
+      `the MCP server's SSE stream named ${named} for its messages, outside ${target.origin}; the stream was refused (a client following it would bypass this proxy)`,
+    );
+    return {
+      refused: `mcpmgr refused the MCP server's SSE stream: it named ${named} for its messages, outside the server (${target.origin}) and outside this proxy`,
+    };
+  };
   return (upstream, stream, req, route, body, cancel) => {
     const method = req.method;
     let release: (() => void) | undefined;
@@ -65,9 +77,11 @@ export function eventStreamRelay(options: StreamRelayOptions): EventStreamRelay 
       ...(method === "GET"
         ? {
             head: endpointEventRewriter((endpoint) => {
+              const rewritten = publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders, answersTo });
+              if (rewritten === undefined) return refuseEndpoint(endpoint);
               const announced = sessions.announced(endpoint, route);
               if (announced !== undefined) release = announced;
-              return publicEndpoint(endpoint, target, req, { endpointPrefix, trustProxyHeaders, answersTo });
+              return rewritten;
             }),
           }
         : {}),

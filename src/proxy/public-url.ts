@@ -4,6 +4,13 @@
  * scheme and host, and that host is a name the listener answers to; `--endpoint-prefix`
  * (or a trusted X-Forwarded-Prefix) goes first. Forwarded values that do not look like
  * what they claim to be are ignored, so a hostile header cannot inject a URL.
+ *
+ * The endpoint always points at the proxy. One the upstream places outside its own origin
+ * (another host, port or scheme, written absolute, scheme-relative `//host/x`, with
+ * backslashes, …: whatever the URL parser resolves elsewhere) has no place there: the proxy
+ * cannot forward to it (it forwards to the upstream only), and handed on as it is, a client
+ * following it would post its messages, and its token for mcpmgr, past every policy of the
+ * proxy. Such an endpoint, or one that does not parse, is refused (undefined).
  */
 
 export interface PublicUrlOptions {
@@ -22,16 +29,17 @@ const validHost = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/;
 const validPort = /^\d{1,5}$/;
 const validPrefix = /^\/(?!\/)[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/;
 
-export function publicEndpoint(advertised: string, target: URL, req: Request, options: PublicUrlOptions): string {
-  let resolved: URL;
-  try {
-    resolved = new URL(advertised, target);
-  } catch {
-    return advertised;
-  }
-  // An endpoint on another origin is not ours to rewrite.
-  if (resolved.origin !== target.origin) return advertised;
-  const path = resolved.pathname + resolved.search;
+export function publicEndpoint(
+  advertised: string,
+  target: URL,
+  req: Request,
+  options: PublicUrlOptions,
+): string | undefined {
+  const resolved = URL.canParse(advertised, target.href) ? new URL(advertised, target) : undefined;
+  if (resolved === undefined || resolved.origin !== target.origin) return undefined;
+  // A path that starts with "//" (the upstream's `http://upstream//evil/x`) would read as
+  // scheme-relative once it stands alone: "/." keeps it a path on the proxy.
+  const path = resolved.pathname.replace(/^\/\//, "/.//") + resolved.search;
 
   const headers = req.headers;
   const trusted = options.trustProxyHeaders;

@@ -2,7 +2,10 @@
  * Legacy HTTP+SSE (2024-11-05): the server's first event, `endpoint`, tells the client
  * where to POST messages. Behind mcpmgr that URL must point at the proxy, under the
  * prefix a reverse proxy adds. The first event block is parsed with eventsource-parser
- * and re-serialised; everything after it passes through byte for byte.
+ * and re-serialised; everything after it passes through byte for byte. An endpoint the
+ * rewrite refuses (one outside the upstream: a client following it would post its messages
+ * past the proxy and every policy in it) is not passed on: the stream gets an `error` event
+ * saying why, and ends there.
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { HeadRewriter } from "./sse-relay.ts";
@@ -12,10 +15,18 @@ const searchLimit = 64 * 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export function endpointEventRewriter(rewrite: (endpoint: string) => string): HeadRewriter {
+/**
+ * `rewrite` gives the endpoint to send on, or a refusal (`{ refused: text }`): then the client gets
+ * that text as an `error` event instead, and the stream ends (`endsStream`).
+ */
+export function endpointEventRewriter(
+  rewrite: (endpoint: string) => string | { readonly refused: string },
+): HeadRewriter {
   let held: Uint8Array = new Uint8Array(0);
   let scanned = 0;
+  let refused = false;
   return {
+    endsStream: () => refused,
     push(chunk) {
       held = concat(held, chunk);
       for (;;) {
@@ -32,7 +43,12 @@ export function endpointEventRewriter(rewrite: (endpoint: string) => string): He
         }
         if (event.event !== "endpoint") return held;
         const rest = held.subarray(end);
-        return concat(encoder.encode(serialise({ ...event, data: rewrite(event.data) })), rest);
+        const rewritten = rewrite(event.data);
+        if (typeof rewritten === "string")
+          return concat(encoder.encode(serialise({ ...event, data: rewritten })), rest);
+        refused = true;
+        held = new Uint8Array(0);
+        return encoder.encode(serialise({ event: "error", id: undefined, data: rewritten.refused }));
       }
     },
     flush() {

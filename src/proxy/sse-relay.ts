@@ -50,6 +50,8 @@ export interface HeadRewriter {
   push(chunk: Uint8Array): Uint8Array | undefined;
   /** Upstream ended while undecided: whatever was held back. */
   flush(): Uint8Array;
+  /** Once decided: whether the stream ends with those bytes (the upstream is let go). */
+  endsStream?(): boolean;
 }
 
 export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions = {}): ReadableStream<Uint8Array> {
@@ -152,8 +154,14 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         }
         const decided = head.push(result.value);
         if (decided !== undefined) {
+          const ends = head.endsStream?.() === true;
           head = undefined;
           relay(controller, decided);
+          if (ends && finish()) {
+            reader.cancel().catch(() => {});
+            options.onCancel?.();
+            controller.close();
+          }
           return;
         }
       }

@@ -12,6 +12,7 @@
  * ::1 first, where anyone may listen on the same port while the supervisor lives.
  */
 import { McpmgrError } from "../errors.ts";
+import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { liveForegroundRun } from "../state/foreground-runs.ts";
 import type { McpmgrPaths } from "../state/paths.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
@@ -89,4 +90,35 @@ function notRunning(name: string, why: string): McpmgrError {
     `workload ${name} ${why}: mcpmgr does not connect to its port without its supervisor behind it`,
     { hint: `start it with 'mcpmgr start ${name}' (see 'mcpmgr list'), then connect again` },
   );
+}
+
+/**
+ * `fetch`, after checking that the workload still runs behind the endpoint, and its answer used
+ * only if it still does afterwards: the first check can pass an instant before the supervisor dies
+ * (the SDK reconnects its listen stream on its own schedule), and the connection then reach whoever
+ * took the port since. Nobody can take the port before the supervisor is gone, so the second check
+ * sees it gone whenever an impostor could have answered. A new connection must also have reached the
+ * serving process's own listener before anything is written on it (a workload on "localhost" listens on
+ * one of its addresses; another user may listen on the other).
+ */
+export function liveWorkloadFetch(workload: LiveWorkload, fetch: UpstreamFetch): UpstreamFetch {
+  const checkConnection = (peer: ConnectionPeer | undefined) => {
+    if (peer !== undefined && workload.servesAt(peer)) return;
+    throw new McpmgrError(
+      "WORKLOAD_NOT_RUNNING",
+      `${workload.url.origin} is not answered by the workload's own listener: mcpmgr does not send there`,
+      { hint: "check 'mcpmgr list' and what else listens on that port ('ss -ltnp')" },
+    );
+  };
+  return async (url, init) => {
+    await workload.assertRunning();
+    const response = await fetch(url, { ...init, redirect: "manual", checkConnection });
+    try {
+      await workload.assertRunning();
+    } catch (err) {
+      await response.body?.cancel().catch(() => {});
+      throw err;
+    }
+    return response;
+  };
 }

@@ -1,7 +1,8 @@
 /**
  * The checks on the redirect that ends a login (MCP 2026-07-28 authorization response
  * validation, RFC 9207): the `iss` parameter against the issuer recorded from validated
- * metadata, whether or not the server advertises it, compared without normalisation; an
+ * metadata, whether or not the server advertises it, compared without normalisation, or
+ * against the remote's origin for the 2025-03-26 defaults; an
  * error response from the wrong issuer is refused without repeating what it says.
  */
 import { describe, expect, test } from "bun:test";
@@ -119,6 +120,20 @@ describe("iss in the authorization response", () => {
       redirect({ code: "x", iss: "https://realm.example/issuer" }),
     );
     expect(params.get("code")).toBe("x");
+  });
+
+  test("the 2025-03-26 defaults know their issuer, the remote's origin: another iss is refused", () => {
+    const defaults: ServerInfo = { ...server(undefined, false), knownIssuer: [ISSUER, `${ISSUER}/`] };
+    for (const iss of [ISSUER, `${ISSUER}/`])
+      expect(validateAuthorizationResponse(defaults, client, pending, redirect({ code: "x", iss })).get("code")).toBe(
+        "x",
+      );
+    // Not sent: nothing to compare (no metadata says the server always sends it).
+    expect(validateAuthorizationResponse(defaults, client, pending, redirect({ code: "x" })).get("code")).toBe("x");
+    const err = refusal(() =>
+      validateAuthorizationResponse(defaults, client, pending, redirect({ code: "x", iss: "https://evil.example" })),
+    );
+    expect(err.message).toContain(`not ${ISSUER};`);
   });
 
   test("the state must be ours", () => {

@@ -81,6 +81,22 @@ describe("endpoint event rewrite", () => {
     upstream.end();
     expect(await done).toBe(original);
   });
+
+  test("a refused endpoint: an error event instead, nothing after it, and the upstream let go", async () => {
+    let cancelled = false;
+    let upstreamController!: ReadableStreamDefaultController<Uint8Array>;
+    const upstream = new ReadableStream<Uint8Array>({
+      start: (c) => void (upstreamController = c),
+      cancel: () => void (cancelled = true),
+    });
+    const head = endpointEventRewriter(() => ({ refused: "not here" }));
+    const done = readAll(relaySse(upstream, { head }));
+    upstreamController.enqueue(encode("event: endpoint\ndata: https://elsewhere/x\n\nevent: message\ndata: {}\n\n"));
+    // The upstream is never ended by hand: the relay ends by itself (bounded, so a hang fails here).
+    const text = await Promise.race([done, Bun.sleep(3_000).then(() => "still open")]);
+    expect(events(text)).toEqual([{ event: "error", data: "not here", id: undefined }]);
+    expect(cancelled).toBe(true);
+  });
 });
 
 describe("a POST's stream never ends without a word", () => {

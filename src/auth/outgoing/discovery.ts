@@ -43,6 +43,8 @@ export async function discoverServer(
       oidc: false,
       fetch: options.fetch,
       issuerValidated: false,
+      // The defaults stand for an authorization server at the remote's origin: an `iss` names it or is refused.
+      knownIssuer: [base, `${base}/`],
     };
   }
   throw new McpmgrError(
@@ -56,7 +58,11 @@ export async function discoverServer(
   );
 }
 
-/** Explicit endpoints (non-OIDC OAuth): an authorization server described by hand. */
+/**
+ * Explicit endpoints (non-OIDC OAuth): an authorization server described by hand. Its issuer is
+ * known nowhere (`--remote-auth-issuer` is for discovery and does not go with these), so an
+ * `iss` in the authorization response cannot be checked (`knownIssuer` undefined).
+ */
 export function explicitServer(authorize: URL, token: URL, fetcher?: Fetch): ServerInfo {
   return {
     as: { issuer: token.origin, authorization_endpoint: authorize.href, token_endpoint: token.href },

@@ -18,10 +18,16 @@ export interface ServerInfo {
   readonly fetch?: Fetch | undefined;
   /**
    * Whether `as.issuer` comes from metadata validated against the URL it was fetched from
-   * (RFC 8414 §3.3): only then is it the recorded issuer an `iss` response parameter is
-   * compared with. Endpoints given by hand, or the 2025-03-26 defaults, have no such issuer.
+   * (RFC 8414 §3.3): then it is the issuer an `iss` response parameter must equal, exactly.
    */
   readonly issuerValidated: boolean;
+  /**
+   * Without validated metadata, the issuer known all the same, in the spellings an `iss` may take
+   * (published nowhere, so an origin with or without its trailing slash): for the MCP 2025-03-26
+   * defaults, the remote's origin (the authorization server those defaults stand for). Undefined
+   * with `issuerValidated` false: no issuer is known (endpoints given by hand), `iss` cannot be checked.
+   */
+  readonly knownIssuer?: readonly string[] | undefined;
 }
 
 export interface ClientInfo {
@@ -211,7 +217,8 @@ function tokenSet(response: oauth.TokenEndpointResponse, previousRefresh?: strin
 /**
  * The redirect came back: RFC 9207 and MCP 2026-07-28 first — an `iss` present must equal the
  * issuer recorded from the server's validated metadata, by simple string comparison (no
- * trailing-slash or case folding), and a server that advertises
+ * trailing-slash or case folding), or, without metadata, the issuer known otherwise
+ * (`knownIssuer`); only endpoints given by hand leave it unchecked. A server that advertises
  * `authorization_response_iss_parameter_supported` must send it — then the state, and only
  * then an error the server reported (which, from the wrong issuer, is not shown at all).
  * Returns the parameters to redeem; nothing is sent anywhere before this passes.
@@ -223,19 +230,22 @@ export function validateAuthorizationResponse(
   callback: URL,
 ): URLSearchParams {
   const issuer = callback.searchParams.get("iss");
+  const expected = server.issuerValidated ? [server.as.issuer] : server.knownIssuer;
   if (!server.issuerValidated) {
-    // Nothing authentic to compare with: the parameter cannot be checked, so it is not used.
+    // oauth4webapi compares `iss` with `as.issuer`, which here is a stand-in: checked below against
+    // the issuer known, if any, and then left out.
     callback = new URL(callback);
     callback.searchParams.delete("iss");
-  } else if (issuer !== null && issuer !== server.as.issuer)
+  }
+  if (issuer !== null && expected !== undefined && !expected.includes(issuer))
     throw new McpmgrError(
       "AUTH_SETUP_FAILED",
-      `the authorization response names issuer ${JSON.stringify(issuer)}, not ${server.as.issuer}; it was refused`,
+      `the authorization response names issuer ${JSON.stringify(issuer)}, not ${expected[0]}; it was refused`,
       {
         hint: "another authorization server answered (a mix-up attack, or a misconfigured server): start the login again",
       },
     );
-  else if (issuer === null && server.as.authorization_response_iss_parameter_supported === true)
+  if (issuer === null && server.issuerValidated && server.as.authorization_response_iss_parameter_supported === true)
     throw new McpmgrError(
       "AUTH_SETUP_FAILED",
       `the authorization response has no issuer although ${server.as.issuer} says it always sends one; it was refused`,
