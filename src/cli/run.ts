@@ -13,8 +13,10 @@ import { clientsSeeForegroundRun } from "../workload/client-entries.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import {
   argsFromConfig,
+  assertFieldsAgree,
   exportedGatewaySpec,
   fromConfigRuntime,
+  portDisagreement,
   readExported,
   replayEnvironment,
 } from "../workload/exported-config.ts";
@@ -64,10 +66,14 @@ const runCommand = defineCommand({
         const args = argsFromConfig(record, parsed.values.foreground);
         const replayed = parseRunArgv(args);
         assertReplayable(replayed, record, file);
+        assertFieldsAgree(record, replayed, file);
         // The name first: a workload of this name that runs holds this port too.
         const store = new WorkloadStore(cliContext().paths);
         await assertNameFree(store, record.name);
         await assertFilePortFree(replayed, file, store);
+        // Said once the file is taken: a refusal above is the one line the user needs.
+        const portNote = portDisagreement(record, replayed, file);
+        if (portNote !== undefined) log.warn(portNote);
         return await runParsed(args, replayed, cliContext({ env }));
       } catch (err) {
         throw fromConfigRuntime(

@@ -20,7 +20,6 @@ import {
   type RemoteTransport,
   type WorkloadEndpoint,
 } from "./types.ts";
-import { isObject } from "../objects.ts";
 
 const BOTH: readonly RemoteTransport[] = ["streamable-http", "sse"];
 const HTTP_ONLY: readonly RemoteTransport[] = ["streamable-http"];
@@ -351,8 +350,10 @@ const definitions: readonly ClientDefinition[] = [
     installMarkers: (ctx) => [opencodeDir(ctx)],
     // opencode 2 keeps servers under mcp.servers and still reads opencode 1's servers straight under mcp.
     collection: (valueAt) => {
+      // A "servers" that is there but no object is a broken opencode 2 collection (an opencode 1 server
+      // is an object): refused with a warning, as every client's, not written around in the other layout.
       const servers = valueAt(["mcp", "servers"]);
-      const v2 = isObject(servers);
+      const v2 = servers !== undefined;
       return { kind: "map", path: v2 ? ["mcp", "servers"] : ["mcp"] };
     },
     transports: BOTH,

@@ -7,6 +7,7 @@
  * - how an empty collection was written when mcpmgr's first entry went in (`{\n  }`), or that it
  *   was not there at all (mcpmgr created it), for when its last entry goes (review 9 F10, walk 4).
  */
+import { isObject } from "../objects.ts";
 import type { KeptKeys, OwnedEntry, Registrations } from "../state/client-registrations.ts";
 import { keptIn } from "../state/client-registrations.ts";
 import type { WorkloadEndpoint } from "./types.ts";
@@ -80,11 +81,44 @@ export function forgetKept(
  * from a removed entry to another of mcpmgr's in the file, which may be the last.
  */
 export function passOnEmptyCollection(entries: Record<string, OwnedEntry>, name: string, removed: OwnedEntry): void {
-  if (removed.emptyForm === undefined && removed.collectionCreated === undefined) return;
+  if (removed.emptyForm === undefined && removed.collectionCreated === undefined && removed.emptyFile === undefined)
+    return;
   const heir = Object.entries(entries).find(
-    ([other, owned]) => other !== name && owned.emptyForm === undefined && owned.collectionCreated === undefined,
+    ([other, owned]) =>
+      other !== name &&
+      owned.emptyForm === undefined &&
+      owned.collectionCreated === undefined &&
+      owned.emptyFile === undefined,
   );
   if (heir === undefined) return;
   if (removed.emptyForm !== undefined) heir[1].emptyForm = removed.emptyForm;
   if (removed.collectionCreated !== undefined) heir[1].collectionCreated = removed.collectionCreated;
+  if (removed.emptyFile !== undefined) heir[1].emptyFile = removed.emptyFile;
+}
+
+/**
+ * The file as it goes back when mcpmgr's last entry leaves it: an empty file that mcpmgr's first entry
+ * filled (a 0-byte file is an empty configuration to every client) is empty again, as it was, once
+ * nothing is left in it but what the entry needed (the objects down to the empty server collection,
+ * `{}` or `mcpServers: []`); `without` otherwise, as when the user has written something there since.
+ */
+export function emptiedFile(
+  without: string,
+  parsed: unknown,
+  collectionPath: readonly string[],
+  emptyFile: string | undefined,
+): string {
+  if (emptyFile === undefined) return without;
+  let value = parsed;
+  for (const step of collectionPath) {
+    if (value === undefined || value === null) return emptyFile;
+    if (!isObject(value) || Object.keys(value).some((key) => key !== step)) return without;
+    value = value[step];
+  }
+  const nothing =
+    value === undefined ||
+    value === null ||
+    (Array.isArray(value) && value.length === 0) ||
+    (isObject(value) && Object.keys(value).length === 0);
+  return nothing ? emptyFile : without;
 }

@@ -27,11 +27,19 @@ import {
   type Registrations,
   viaGateway,
 } from "../state/client-registrations.ts";
+import { existsSync } from "node:fs";
 import { assertGroupExists } from "../state/groups.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { allClients, clientById, isClientId } from "./catalog.ts";
 import { editClientFile, SkipEdit, uninstalled } from "./config-file.ts";
-import { addedKeys, forgetKept, keepAddedKeys, passOnEmptyCollection, takeKeptKeys } from "./entry-memory.ts";
+import {
+  addedKeys,
+  emptiedFile,
+  forgetKept,
+  keepAddedKeys,
+  passOnEmptyCollection,
+  takeKeptKeys,
+} from "./entry-memory.ts";
 import { sameValue } from "./formats/editor.ts";
 import { onlyGateway, otherGatewayEntry } from "./gateway-rules.ts";
 import { isInstalled, transportMismatch } from "./installed.ts";
@@ -284,6 +292,7 @@ export class ClientConfigSync {
     const warn = (message: string) => this.#ctx.log.warn(`${client.displayName} (${file}): ${message}`);
     let emptyForm = record?.emptyForm;
     let created = record?.collectionCreated;
+    let emptyFile = record?.emptyFile;
     const result = await editClientFile(this.#ctx, client, file, { create: true }, (text, editor) => {
       const collection = client.collection((path) => editor.valueAt(text, path));
       const entries = editor.entries(text, collection);
@@ -293,6 +302,8 @@ export class ClientConfigSync {
         // The first entry of an empty collection: how it was written (or that it was not there), for when the last one goes.
         emptyForm = entries.size === 0 ? editor.emptyForm?.(text, collection) : undefined;
         created = entries.size === 0 && editor.valueAt(text, collection.path) === undefined ? true : undefined;
+        // An empty file the user has (not one mcpmgr creates): empty again when the last entry goes.
+        emptyFile = text.trim() === "" && existsSync(file) ? text : undefined;
         return editor.insertEntry(text, collection, name, { ...shape.value, ...kept.restored });
       }
       if (record === undefined) {
@@ -328,6 +339,7 @@ export class ClientConfigSync {
       ...recorded,
       ...(emptyForm !== undefined ? { emptyForm } : {}),
       ...(created === true ? { collectionCreated: true } : {}),
+      ...(emptyFile !== undefined ? { emptyFile } : {}),
     };
     return { client: client.id, workload: name, file, action };
   }
@@ -390,7 +402,8 @@ export class ClientConfigSync {
       action = "removed";
       added = addedKeys(current as Record<string, unknown>, entry.written);
       const empty = { form: entry.emptyForm, created: entry.collectionCreated };
-      return editor.removeEntry(text, collection, name, empty, which);
+      const without = editor.removeEntry(text, collection, name, empty, which);
+      return emptiedFile(without, editor.parse(without), collection.path, entry.emptyFile);
     });
     if (result.skipped !== undefined) {
       return { report: this.#skipped(client, name, file, result.skipped), keep: !disowned };

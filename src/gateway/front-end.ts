@@ -34,6 +34,7 @@ import { evictionGraceMs, sessionToEvict } from "../proxy/session-eviction.ts";
 import { modernPassThrough, plainModernCall } from "./modern-pass-through.ts";
 import { passThrough } from "./pass-through.ts";
 import { anyResult } from "./sdk.ts";
+import { sdkMessageRefusal } from "./sdk-errors.ts";
 import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 import { markForeignSession } from "../proxy/session-refusal.ts";
@@ -42,6 +43,14 @@ import { isObject } from "../objects.ts";
 export const GATEWAY_PATH = "/mcp";
 
 const isInvalid = (message: unknown): boolean => kindOf(message) === "invalid";
+
+const firstRefusal = (body: unknown): string | undefined => {
+  for (const message of Array.isArray(body) ? body : [body]) {
+    const refusal = sdkMessageRefusal(message);
+    if (refusal !== undefined) return refusal;
+  }
+  return undefined;
+};
 
 /**
  * A batch is JSON-RPC of 2025-03-26 only (a request without MCP-Protocol-Version counts as that
@@ -282,6 +291,9 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     // JSON that is no JSON-RPC message is an invalid request (-32600), not a parse error as the SDK says.
     if (parsedBody !== undefined && (Array.isArray(parsedBody) ? parsedBody : [parsedBody]).some(isInvalid))
       return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
+    // The same for one the SDK's stricter reading refuses (params that are no object, an extra member).
+    const refusal = parsedBody === undefined ? undefined : firstRefusal(parsedBody);
+    if (refusal !== undefined) return jsonRpcError(400, JsonRpcCode.invalidRequest, `Invalid Request: ${refusal}`);
     // Responses may stream for as long as a tool runs; the server's idle timeout must not cut them.
     ctx.keepOpen();
     // A request naming 2026-07-28 (or later) is served statelessly whatever Mcp-Session-Id it carries, as

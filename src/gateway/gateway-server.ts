@@ -9,7 +9,7 @@
  * call_tool included, is routed like any direct call.
  */
 import { SdkError, SdkErrorCode, SdkHttpError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server } from "@modelcontextprotocol/server";
+import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, type Server } from "@modelcontextprotocol/server";
 import type { LoggingLevel, ServerContext } from "@modelcontextprotocol/server";
 import { version } from "../version.ts";
 import { type GroupCatalog, resourceRoute } from "./catalog.ts";
@@ -28,6 +28,7 @@ import {
 } from "./modern-caller.ts";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
+import { PlainErrorServer } from "./sdk-errors.ts";
 
 export interface GatewayServerOptions {
   readonly group: string;
@@ -83,7 +84,7 @@ export function createGatewayServer(
 ): Server {
   const stateless = modern !== undefined;
   const { catalog, search } = options;
-  const server = new Server(
+  const server = new PlainErrorServer(
     { name: `mcpmgr-gateway-${options.group}`, version },
     {
       capabilities: {
@@ -228,13 +229,31 @@ export function createGatewayServer(
     return route.workload;
   };
 
-  server.setRequestHandler("tools/list", () => ({ tools: search ? search.tools() : catalog.view.tools }) as never);
-  server.setRequestHandler("prompts/list", () => ({ prompts: catalog.view.prompts }) as never);
-  server.setRequestHandler("resources/list", () => ({ resources: catalog.view.resources }) as never);
-  server.setRequestHandler(
-    "resources/templates/list",
-    () => ({ resourceTemplates: catalog.view.resourceTemplates }) as never,
-  );
+  // The merged lists come whole, in one page: the gateway hands out no cursor, so any cursor is one
+  // it does not know, which MCP answers with -32602 rather than the first page again.
+  const firstPage = (request: { params?: Params }): void => {
+    if (request.params?.cursor !== undefined)
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        "Invalid params: unknown cursor (the gateway's lists come in one page)",
+      );
+  };
+  server.setRequestHandler("tools/list", (request) => {
+    firstPage(request);
+    return { tools: search ? search.tools() : catalog.view.tools } as never;
+  });
+  server.setRequestHandler("prompts/list", (request) => {
+    firstPage(request);
+    return { prompts: catalog.view.prompts } as never;
+  });
+  server.setRequestHandler("resources/list", (request) => {
+    firstPage(request);
+    return { resources: catalog.view.resources } as never;
+  });
+  server.setRequestHandler("resources/templates/list", (request) => {
+    firstPage(request);
+    return { resourceTemplates: catalog.view.resourceTemplates } as never;
+  });
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const params = request.params as Params;
     const answered = search ? await search.answer(params, ctx.http?.req, ctx.mcpReq.id) : undefined;

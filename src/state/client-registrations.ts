@@ -38,6 +38,8 @@ const ownedEntrySchema = v.object({
   emptyForm: v.optional(v.string()),
   /** The collection was not there before this entry went in: mcpmgr created it, and takes it out with its last entry. */
   collectionCreated: v.optional(v.literal(true)),
+  /** The file held nothing but this (whitespace, most often nothing) before this entry went in: it holds it again once the last entry goes. */
+  emptyFile: v.optional(v.pipe(v.string(), v.regex(/^\s*$/, "must be whitespace"))),
 });
 
 const keptKeysSchema = v.object({

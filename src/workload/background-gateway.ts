@@ -10,6 +10,8 @@ import { gatewayOptions } from "../config/gateway-options.ts";
 import { gatewayComponentName, type GatewaySpec } from "../config/gateway-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { assertGroupExists } from "../state/groups.ts";
+import { shellWord } from "../printable.ts";
+import { isGatewayRecord } from "../state/workload-record.ts";
 import { assertWorkloadName, isValidWorkloadName, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { assertNameFree, freePortAvoiding } from "./background.ts";
 import type { WorkloadContext } from "./context.ts";
@@ -35,6 +37,7 @@ export async function recordGateway(
     });
   }
   const store = new WorkloadStore(ctx.paths);
+  await assertNotOtherWorkload(store, name, spec);
   await assertNameFree(store, name);
   const port = spec.listen.port ?? (await freePortAvoiding(store));
   // As given, --detach included (the supervisor hosts the gateway whatever it says), plus the
@@ -56,5 +59,19 @@ export async function recordGateway(
     runtime: "gateway",
     runOptions,
     workingDir: process.cwd(),
+  });
+}
+
+/**
+ * The name is held by something that is not this group's background gateway (a plain workload that
+ * happens to be called gateway-G, or another group's gateway): `assertNameFree`'s "start it if it is
+ * stopped" would start that, not a gateway for this group. Said as it is, with the ways out that work.
+ */
+async function assertNotOtherWorkload(store: WorkloadStore, name: string, spec: GatewaySpec): Promise<void> {
+  const held = await store.get(name);
+  if (held === undefined || (isGatewayRecord(held) && held.group === spec.group)) return;
+  const what = isGatewayRecord(held) ? `the background gateway of group ${held.group}` : "not a gateway";
+  throw new McpmgrError("WORKLOAD_EXISTS", `a workload named ${name} already exists, and it is ${what}`, {
+    hint: `give this gateway another name with --name, or remove that workload with 'mcpmgr rm ${shellWord(name)}' if it is not needed`,
   });
 }

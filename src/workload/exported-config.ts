@@ -11,6 +11,7 @@ import { shellWord } from "../printable.ts";
 import { readJsonFile, writeFileAtomic } from "../state/atomic-file.ts";
 import { isValidWorkloadName } from "../state/workload-name.ts";
 import { type WorkloadRecord, workloadRecordSchema } from "../state/workload-record.ts";
+import type { ParsedRunArgv } from "../config/run-argv.ts";
 import type { Env } from "./context.ts";
 
 /** The exported record at `path`, checked; the process moves to its working directory. */
@@ -189,4 +190,61 @@ export async function exportedGatewaySpec(record: WorkloadRecord, foreground: bo
     );
   }
   return spec;
+}
+
+/** A JSON value with its object keys sorted, so that two spellings of the same value compare equal. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    inner !== null && typeof inner === "object" && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : inner,
+  );
+}
+
+/**
+ * An exported file's fields beside `runOptions` that say something else than the run options: only the
+ * run options are run (parsed again like a command line), so a hand-edited `"env"` or `"host"` would be
+ * ignored without a word. Refused, naming the field; the fields are what background.ts `recordWorkload`
+ * writes from the same options (volumes resolved from the working directory, where the process now is).
+ * `"proxyPort"` is left to `portDisagreement`: the documented way to run a copy edits the run options alone.
+ */
+export function assertFieldsAgree(record: WorkloadRecord, parsed: ParsedRunArgv, file: string): void {
+  const { values } = parsed;
+  const fields: [string, unknown, unknown, string][] = [
+    ["host", record.host, values.host, "--host"],
+    ["env", record.env, Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])), "-e"],
+    ["secrets", record.secrets, values.secret.map((ref) => ({ name: ref.name, target: ref.target })), "--secret"],
+    [
+      "volumes",
+      record.volumes,
+      values.volume.map((v) => ({
+        hostPath: resolve(v.hostPath),
+        containerPath: v.containerPath,
+        readOnly: v.readOnly,
+      })),
+      "-v",
+    ],
+    ["labels", record.labels, Object.fromEntries(values.label.map((pair) => [pair.key, pair.value])), "-l"],
+  ];
+  for (const [field, written, runs, option] of fields) {
+    if (canonical(written) === canonical(runs)) continue;
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--from-config ${file}: its ${JSON.stringify(field)} is ${canonical(written)}, but its runOptions give ${canonical(runs)}; runOptions is what runs`,
+      {
+        hint: `make the change with ${option} in "runOptions" (and "${field}" with it), or export the workload again`,
+      },
+    );
+  }
+}
+
+/**
+ * A `"proxyPort"` that is not the run options' `--proxy-port`, as one line to show: the run options' port is
+ * the one taken (docs/file-formats.md: a copy is run by editing its --proxy-port there), but an edited
+ * "proxyPort" must not pass without a word. None when the run options name no port (taken out for a free one).
+ */
+export function portDisagreement(record: WorkloadRecord, parsed: ParsedRunArgv, file: string): string | undefined {
+  const port = parsed.values["proxy-port"];
+  if (port === undefined || port === record.proxyPort) return undefined;
+  return `${file}: its "proxyPort" is ${record.proxyPort}, but the --proxy-port in its runOptions, ${port}, is the port it runs on (edit the runOptions to change it)`;
 }

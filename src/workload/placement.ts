@@ -131,8 +131,8 @@ const containerOnlyOptions: readonly Option[] = [
 
 /**
  * Where the refusal of an option that does nothing where it is given goes when the options come from a
- * workload's record: `--label` on a process, `--target-host`/`--target-port` on a stdio server and
- * arguments after `--` for a remote URL were accepted (and ignored) by earlier versions, so a record may
+ * workload's record: `--label` on a process, `--target-host`/`--target-port` on a stdio server,
+ * `--endpoint-prefix` without an SSE front end and arguments after `--` for a remote URL were accepted (and ignored) by earlier versions, so a record may
  * hold them; such a workload still starts, with a warning. Undefined (a command line): refused.
  */
 export type InertOptionWarning = ((text: string) => void) | undefined;
@@ -144,6 +144,36 @@ const acceptedBefore: ReadonlySet<Option> = new Set(["label"]);
 export function refuseInert(error: McpmgrError, warn: InertOptionWarning): void {
   if (warn === undefined) throw error;
   warn(`${error.message}; ignored, as the version that recorded this workload did (hint: ${error.hint})`);
+}
+
+/**
+ * `--endpoint-prefix` changes the URL in a legacy SSE stream's `endpoint` event, which only an SSE front end
+ * sends: a stdio server exposed with `--proxy-mode sse`, or a server that speaks SSE. Refused (warned about
+ * for a record: earlier versions accepted it) where the proxy serves streamable HTTP, which has no such URL.
+ * A remote URL's transport is the remote's, known only when it answers: there the prefix stays.
+ */
+export function assertEndpointPrefixApplies(
+  parsed: ParsedRunArgv,
+  transport: "stdio" | "sse" | "streamable-http",
+  inert?: InertOptionWarning,
+): void {
+  if (!parsed.given.has("endpoint-prefix")) return;
+  const mode = parsed.values["proxy-mode"];
+  if (transport === "sse" || (transport === "stdio" && mode === "sse")) return;
+  const serves =
+    transport === "stdio"
+      ? "this stdio server is exposed with --proxy-mode streamable-http"
+      : "this server speaks streamable-http";
+  refuseInert(
+    new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `--endpoint-prefix applies to SSE endpoint URLs, but ${serves}, which has none`,
+      {
+        hint: "leave --endpoint-prefix out: a streamable-http client is given no endpoint URL to prefix",
+      },
+    ),
+    inert,
+  );
 }
 
 export function assertNoContainerOptions(

@@ -19,7 +19,7 @@ import { assertAuditLogWritable } from "./audit-sink.ts";
 import type { WorkloadContext } from "./context.ts";
 import { maxLogBytesFromEnv, proxyLimits, type ProxyLimits } from "./limits.ts";
 import { locateServer, type LocatedServer } from "./locate.ts";
-import { remotePlacement, type Placement } from "./placement.ts";
+import { assertEndpointPrefixApplies, remotePlacement, type Placement } from "./placement.ts";
 import { recordedCredential } from "./recorded-credentials.ts";
 import { deepFreeze } from "../objects.ts";
 
@@ -124,6 +124,7 @@ export function resolveRunSpec(
             inert,
           );
   const transport = placement.kind === "remote" ? undefined : placement.server.transport;
+  if (transport !== undefined) assertEndpointPrefixApplies(parsed, transport, inert);
   const proxyMode = values["proxy-mode"];
   if (transport === "stdio" && proxyMode === "sse")
     ctx.log.warn("--proxy-mode sse is deprecated and will be removed; clients should use streamable-http");

@@ -300,7 +300,7 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
     }
     return false;
   }
-  await terminate(pid, name);
+  await terminate(pid, name, undefined, log);
   await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch((err: unknown) =>
     // Stopped all the same; said, since `list` shows it failed (a dead supervisor) until a `stop` records it.
     log.warn(
@@ -372,7 +372,7 @@ async function removeContainers(store: WorkloadStore, name: string, log: Workloa
 }
 
 /** SIGTERM, then SIGKILL after `graceMs` (15 s); only while the pid is still this workload's supervisor. */
-async function terminate(pid: number, name: string, graceMs = 15_000): Promise<void> {
+async function terminate(pid: number, name: string, graceMs = 15_000, log?: WorkloadLog): Promise<void> {
   const signal = (sig: NodeJS.Signals) => {
     try {
       if (isSupervisorOf(pid, name)) process.kill(pid, sig);
@@ -381,10 +381,23 @@ async function terminate(pid: number, name: string, graceMs = 15_000): Promise<v
     }
   };
   signal("SIGTERM");
-  const deadline = performance.now() + graceMs;
-  while (isSupervisorOf(pid, name) && performance.now() < deadline) await Bun.sleep(50);
+  const started = performance.now();
+  const deadline = started + graceMs;
+  let said = false;
+  while (isSupervisorOf(pid, name) && performance.now() < deadline) {
+    // A stop that takes long is the supervisor letting requests in progress finish: said once, so the
+    // user does not take the wait for a hang.
+    if (log !== undefined && !said && performance.now() - started >= NOTICEABLE_STOP_MS) {
+      said = true;
+      log.info(`waiting for ${name} to stop: requests in progress get up to 10 s to finish`);
+    }
+    await Bun.sleep(50);
+  }
   signal("SIGKILL");
 }
+
+/** How long a stop may take before it is said what it waits for. */
+const NOTICEABLE_STOP_MS = 1_000;
 
 /** The runtime chosen when the workload was created, not whatever detection finds today: the supervisor's environment says it. */
 export function recordedRuntimeEnv(record: WorkloadRecord): Record<string, string> {

@@ -214,3 +214,73 @@ test("a request naming 2026-07-28 is served statelessly whatever Mcp-Session-Id 
   expect(get.status).toBe(405);
   await get.body?.cancel();
 });
+
+/** A 2025-06-18 session on the gateway, ready for requests. */
+async function openedSession(): Promise<Record<string, string>> {
+  const base = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  const opened = await fetch(`${server.url.origin}/mcp`, { method: "POST", headers: base, body: initialize() });
+  await opened.text();
+  const headers = {
+    ...base,
+    "mcp-session-id": opened.headers.get("mcp-session-id") as string,
+    "mcp-protocol-version": "2025-06-18",
+  };
+  const ready = JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" });
+  await (await fetch(`${server.url.origin}/mcp`, { method: "POST", headers, body: ready })).text();
+  return headers;
+}
+
+/** The one JSON-RPC message of an answer, JSON or an event stream. */
+async function answerOf(response: Response): Promise<{ error?: { code: number; message: string } }> {
+  const text = await response.text();
+  const data = text.split("\n").find((line) => line.startsWith("data:"));
+  return JSON.parse(data === undefined ? text : data.slice(5));
+}
+
+test("params the SDK's schemas refuse are invalid params (-32602) in one line, not an internal error with a schema dump", async () => {
+  const headers = await openedSession();
+  const cases: [string, unknown][] = [
+    ["completion/complete", {}],
+    ["logging/setLevel", { level: "loud" }],
+    ["resources/read", { uri: 5 }],
+    ["tools/call", {}],
+  ];
+  for (const [method, params] of cases) {
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 9, method, params });
+    const answer = await answerOf(await fetch(`${server.url.origin}/mcp`, { method: "POST", headers, body }));
+    expect({ method, code: answer.error?.code }).toEqual({ method, code: -32602 });
+    expect(answer.error?.message).toStartWith(`Invalid params for ${method}: params.`);
+    expect(answer.error?.message).not.toContain("\n");
+  }
+  // A 2026-07-28 request is answered by the same server, so the same way.
+  const modern = await fetch(`${server.url.origin}/mcp`, {
+    method: "POST",
+    headers: statelessHeaders("completion/complete"),
+    body: JSON.stringify({ jsonrpc: "2.0", id: 10, method: "completion/complete", params: { _meta: META } }),
+  });
+  const answer = await answerOf(modern);
+  expect(answer.error?.code).toBe(-32602);
+  expect(answer.error?.message).not.toContain("\n");
+});
+
+test("a body that parsed but is no JSON-RPC message the SDK takes is an invalid request (-32600), not a parse error", async () => {
+  const headers = await openedSession();
+  for (const body of [
+    { jsonrpc: "2.0", id: 11, method: "ping", params: [] },
+    { jsonrpc: "2.0", id: 12, method: "tools/list", params: 5 },
+    { jsonrpc: "2.0", id: 13, method: "ping", extra: true },
+  ]) {
+    const response = await fetch(`${server.url.origin}/mcp`, { method: "POST", headers, body: JSON.stringify(body) });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ error: { code: -32600 } });
+  }
+});
+
+test("a list asked for with a cursor the gateway never handed out is invalid params (-32602), not the first page again", async () => {
+  const headers = await openedSession();
+  for (const method of ["tools/list", "prompts/list", "resources/list", "resources/templates/list"]) {
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 14, method, params: { cursor: "nope" } });
+    const answer = await answerOf(await fetch(`${server.url.origin}/mcp`, { method: "POST", headers, body }));
+    expect({ method, code: answer.error?.code }).toEqual({ method, code: -32602 });
+  }
+});

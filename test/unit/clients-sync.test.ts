@@ -152,6 +152,34 @@ describe("files mcpmgr cannot read", () => {
     expect(h.warnings[0]).toContain('"mcpServers" is not an object');
   });
 
+  test.each([["5"], ["null"], ['"x"'], ["[]"]])(
+    "opencode's mcp.servers that is %s is refused with one warning, the file untouched (not written in the opencode 1 layout beside it)",
+    async (servers) => {
+      const path = clientById("opencode").configPath(h.ctx);
+      mkdirSync(dirname(path), { recursive: true });
+      const text = `{"mcp": {"servers": ${servers}}}\n`;
+      writeFileSync(path, text);
+      await sync.registerClient("opencode", "default", [fetch41001]);
+      expect(readFileSync(path, "utf8")).toBe(text);
+      expect(h.warnings).toHaveLength(1);
+      expect(h.warnings[0]).toContain("servers");
+    },
+  );
+
+  test.each(CLIENT_IDS.map((id) => [id]))(
+    "%s: an empty (0-byte) file is taken as an empty configuration, and is empty again once the last entry goes",
+    async (client) => {
+      const path = clientById(client as ClientId).configPath(h.ctx);
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, "");
+      await sync.registerClient(client as ClientId, "default", [fetch41001]);
+      expect(h.warnings).toEqual([]);
+      expect(readFileSync(path, "utf8")).toContain(client === "claude-desktop" ? '"fetch"' : fetch41001.url);
+      await sync.onWorkloadStopped({ name: "fetch" });
+      expect(readFileSync(path, "utf8")).toBe("");
+    },
+  );
+
   test("a file nested far too deep is refused like a broken one: the other clients are still updated, the file untouched", async () => {
     const path = clientById("cursor").configPath(h.ctx);
     mkdirSync(dirname(path), { recursive: true });

@@ -266,6 +266,36 @@ describe("a remote URL runs nowhere locally", () => {
     );
   });
 
+  test("--endpoint-prefix is refused where no SSE endpoint URL is given out, taken where one is", () => {
+    refusal(
+      [PROBE, "--endpoint-prefix", "/api"],
+      "CONFLICTING_OPTIONS",
+      "--endpoint-prefix applies to SSE endpoint URLs",
+    );
+    refusal(
+      [PROBE, "--proxy-mode", "streamable-http", "--endpoint-prefix", "/api"],
+      "CONFLICTING_OPTIONS",
+      "exposed with --proxy-mode streamable-http",
+    );
+    refusal(
+      [IMAGE, "--transport", "streamable-http", "--endpoint-prefix", "/api"],
+      "CONFLICTING_OPTIONS",
+      "this server speaks streamable-http",
+      { runtime: "container" },
+    );
+    expect(specFor([PROBE, "--proxy-mode", "sse", "--endpoint-prefix", "/api"]).listen.endpointPrefix).toBe("/api");
+    expect(
+      specFor([IMAGE, "--transport", "sse", "--endpoint-prefix", "/api"], { runtime: "container" }).listen
+        .endpointPrefix,
+    ).toBe("/api");
+    // A remote's transport is the remote's: the prefix is for the SSE stream it may turn out to be.
+    expect(specFor([REMOTE, "--endpoint-prefix", "/api"]).listen.endpointPrefix).toBe("/api");
+    // Earlier versions accepted it anywhere: a record that holds it still starts, with a warning.
+    const context = testContext();
+    specFor([PROBE, "--name", "old", "--endpoint-prefix", "/api"], { context, recorded: true });
+    expect(context.logged.join("\n")).toContain("warn: old: --endpoint-prefix applies to SSE endpoint URLs");
+  });
+
   // Review 11 F1: earlier versions accepted (and ignored) these, so a workload's record may hold them.
   test("a recorded workload holding an option an earlier version ignored still starts, with a warning", () => {
     const cases: [string[], string][] = [
