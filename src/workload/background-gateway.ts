@@ -15,6 +15,7 @@ import { isGatewayRecord } from "../state/workload-record.ts";
 import { assertWorkloadName, isValidWorkloadName, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { assertNameFree, freePortAvoiding } from "./background.ts";
 import type { WorkloadContext } from "./context.ts";
+import { assertStartSettings } from "./limits.ts";
 import { refuseRecordedCredentials } from "./recorded-credentials.ts";
 
 /** gateway/front-end.ts's GATEWAY_PATH; not imported from there, since that module loads the MCP SDK. */
@@ -26,6 +27,8 @@ export async function recordGateway(
   ctx: WorkloadContext,
 ): Promise<WorkloadRecord> {
   await assertGroupExists(ctx.paths, spec.group);
+  // Read by its supervisor as it starts (the proxy log's cap among them): refused before it is recorded.
+  assertStartSettings(ctx.env, "gateway");
   // Recorded (and exported) as given, like a background run's options: no credentials in them.
   const { values, given } = parseArgv(argv, gatewayOptions, "gateway", false);
   refuseRecordedCredentials(values, given);

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { findFreePort, portInUse } from "../proxy/serve.ts";
 import { removeWorkloadObjects } from "../runtime/docker/cleanup.ts";
 import { installId } from "../state/install-id.ts";
+import { withLock } from "../state/lock.ts";
 import { serverContainerOptions, serverPortFor } from "../runtime/docker/container-config.ts";
 import { startServerContainer } from "../runtime/docker/container.ts";
 import { checkContainerName, serverContainerName } from "../runtime/docker/container-name.ts";
@@ -38,6 +39,18 @@ import { serverEnvironment } from "./server-environment.ts";
 
 /** The server port in a container when neither the user, the registry entry nor the image names one. */
 const DEFAULT_SERVER_PORT = 8080;
+
+/**
+ * How long a build of an image waits for another build of the same image (its lock), and how old
+ * a lock whose holder still looks alive must be to be broken: longer than a slow npm install.
+ * A holder that died lets the waiter in at once (state/lock.ts).
+ */
+const BUILD_WAIT_MS = 30 * 60_000;
+
+/** One lock per image tag, in the home's state: builds of other images go on side by side. */
+function buildLockPath(ctx: WorkloadContext, tag: string): string {
+  return join(ctx.paths.stateDir, "builds", `${tag.replace(/[^a-z0-9.-]+/g, "_")}.lock`);
+}
 
 /** The image to run: pulled (and verified) for an image source, built and cached for a package. */
 export async function prepareImage(
@@ -76,6 +89,7 @@ export async function prepareImage(
       }
     },
     signal,
+    (tag, build) => withLock(buildLockPath(ctx, tag), build, { timeoutMs: BUILD_WAIT_MS, staleMs: BUILD_WAIT_MS }),
   );
   if (built.cached) ctx.log.debug(`using the cached image ${built.tag}`);
   return built.tag;

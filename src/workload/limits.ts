@@ -6,7 +6,97 @@ import { defaultMaxBodyBytes } from "../middleware/body-limit.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/**
+ * One setting a workload's supervisor reads from the environment as it starts. Every one is made
+ * by `setting`, which lists it in `startSettings`: the supervisor reads it through `read`, and
+ * `assertStartSettings` (`run`, `gateway --detach`, `start`, `restart`, and the supervisor itself)
+ * checks every listed one, so a new setting cannot be read without being checked.
+ */
+export interface StartSetting<T = unknown> {
+  readonly name: string;
+  /** Only container workloads read it (their engine's limits); undefined: every workload. */
+  readonly runtimes?: readonly string[];
+  read(env: Env, fallback?: T): T;
+}
+
+const settings: StartSetting[] = [];
+
+/** Every setting the supervisor reads, in the order they are checked. */
+export const startSettings: readonly StartSetting[] = settings;
+
+function setting<T>(
+  name: string,
+  schema: v.GenericSchema<string, T>,
+  fallback: T,
+  expected: string,
+  runtimes?: readonly string[],
+): StartSetting<T> {
+  const made: StartSetting<T> = {
+    name,
+    ...(runtimes ? { runtimes } : {}),
+    read: (env, given = fallback) => fromEnv(env, name, schema, given, expected),
+  };
+  settings.push(made as StartSetting);
+  return made;
+}
+
 const byteCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(1024));
+const sessionCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(1));
+const memorySize = v.pipe(
+  v.string(),
+  v.regex(/^\d+(?:[kmg]i?b?)?$/i),
+  v.transform((text) => {
+    const match = /^(\d+)([kmg])?/i.exec(text) as RegExpExecArray;
+    const unit = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(match[2] ?? "").toLowerCase() as "k" | "m" | "g"] ?? 1;
+    return Number(match[1]) * unit;
+  }),
+  v.minValue(6 * 1024 ** 2),
+);
+const pidCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(16));
+const containerRuntimes = ["docker", "podman"] as const;
+
+const requestTimeout = setting("MCPMGR_REQUEST_TIMEOUT", duration, 10 * 60_000, "a duration such as 90s or 10m");
+const sessionIdle = setting("MCPMGR_SESSION_IDLE_TIMEOUT", duration, 30 * 60_000, "a duration such as 5m or 1h");
+const maxRequestBytes = setting(
+  "MCPMGR_MAX_REQUEST_BYTES",
+  byteCount,
+  defaultMaxBodyBytes,
+  "a whole number of bytes, at least 1024",
+);
+const maxMessageBytes = setting(
+  "MCPMGR_MAX_MESSAGE_BYTES",
+  byteCount,
+  64 * 1024 * 1024,
+  "a whole number of bytes, at least 1024",
+);
+const maxSessions = setting("MCPMGR_MAX_SESSIONS", sessionCount, 1_000, "a whole number of sessions, at least 1");
+const upstreamHeadersTimeout = setting(
+  "MCPMGR_UPSTREAM_HEADERS_TIMEOUT",
+  duration,
+  5 * 60_000,
+  "a duration such as 90s or 10m",
+);
+const maxLogBytes = setting(
+  "MCPMGR_MAX_LOG_BYTES",
+  byteCount,
+  10 * 1024 * 1024,
+  "a whole number of bytes, at least 1024",
+);
+// The container limits' defaults are the engine's (runtime/docker/container-config.ts), given to `read`.
+const containerMemory = setting(
+  "MCPMGR_CONTAINER_MEMORY",
+  memorySize,
+  0,
+  "a size such as 512m or 2g (at least 6m)",
+  containerRuntimes,
+);
+const containerPids = setting(
+  "MCPMGR_CONTAINER_PIDS",
+  pidCount,
+  0,
+  "a whole number of processes, at least 16",
+  containerRuntimes,
+);
 
 function fromEnv<T>(env: Env, name: string, schema: v.GenericSchema<string, T>, fallback: T, expected: string): T {
   const raw = env[name];
@@ -21,24 +111,12 @@ function fromEnv<T>(env: Env, name: string, schema: v.GenericSchema<string, T>, 
 }
 
 export function maxBodyBytesFromEnv(env: Env): number {
-  return fromEnv(
-    env,
-    "MCPMGR_MAX_REQUEST_BYTES",
-    byteCount,
-    defaultMaxBodyBytes,
-    "a whole number of bytes, at least 1024",
-  );
+  return maxRequestBytes.read(env);
 }
 
 /** The largest message a stdio server may send on one line (MCPMGR_MAX_MESSAGE_BYTES, default 64 MiB). */
 export function maxMessageBytesFromEnv(env: Env): number {
-  return fromEnv(
-    env,
-    "MCPMGR_MAX_MESSAGE_BYTES",
-    byteCount,
-    64 * 1024 * 1024,
-    "a whole number of bytes, at least 1024",
-  );
+  return maxMessageBytes.read(env);
 }
 
 /**
@@ -46,7 +124,7 @@ export function maxMessageBytesFromEnv(env: Env): number {
  * previous one (MCPMGR_MAX_LOG_BYTES, default 10 MiB): the log takes at most about twice this.
  */
 export function maxLogBytesFromEnv(env: Env): number {
-  return fromEnv(env, "MCPMGR_MAX_LOG_BYTES", byteCount, 10 * 1024 * 1024, "a whole number of bytes, at least 1024");
+  return maxLogBytes.read(env);
 }
 
 /** The proxy's limits, read before anything starts so a bad value cannot leave a server running. */
@@ -75,11 +153,9 @@ export function proxyLimits(env: Env): ProxyLimits {
   });
 }
 
-const sessionCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(1));
-
 /** Client sessions open at once, per workload, proxy or gateway (MCPMGR_MAX_SESSIONS, default 1,000). */
 export function maxSessionsFromEnv(env: Env): number {
-  return fromEnv(env, "MCPMGR_MAX_SESSIONS", sessionCount, 1_000, "a whole number of sessions, at least 1");
+  return maxSessions.read(env);
 }
 
 /**
@@ -87,55 +163,34 @@ export function maxSessionsFromEnv(env: Env): number {
  * a streamed body may then take as long as it takes): MCPMGR_UPSTREAM_HEADERS_TIMEOUT, default 5m.
  */
 export function upstreamHeadersTimeoutMsFromEnv(env: Env): number {
-  return fromEnv(env, "MCPMGR_UPSTREAM_HEADERS_TIMEOUT", duration, 5 * 60_000, "a duration such as 90s or 10m");
+  return upstreamHeadersTimeout.read(env);
 }
 
 /** How long the stdio bridge waits for the server to answer one request. */
 export function requestTimeoutMsFromEnv(env: Env): number {
-  return fromEnv(env, "MCPMGR_REQUEST_TIMEOUT", duration, 10 * 60_000, "a duration such as 90s or 10m");
+  return requestTimeout.read(env);
 }
 
 /** How long a client session may stay without any request before it ends. */
 export function sessionIdleMsFromEnv(env: Env): number {
-  return fromEnv(env, "MCPMGR_SESSION_IDLE_TIMEOUT", duration, 30 * 60_000, "a duration such as 5m or 1h");
+  return sessionIdle.read(env);
 }
-
-const memorySize = v.pipe(
-  v.string(),
-  v.regex(/^\d+(?:[kmg]i?b?)?$/i),
-  v.transform((text) => {
-    const match = /^(\d+)([kmg])?/i.exec(text) as RegExpExecArray;
-    const unit = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(match[2] ?? "").toLowerCase() as "k" | "m" | "g"] ?? 1;
-    return Number(match[1]) * unit;
-  }),
-  v.minValue(6 * 1024 ** 2),
-);
-const pidCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(16));
 
 /** Memory and process-count limits of server containers (MCPMGR_CONTAINER_MEMORY, MCPMGR_CONTAINER_PIDS). */
 export function containerResourceLimits(
   defaults: { memoryBytes: number; pids: number },
   env: Env,
 ): { memoryBytes: number; pids: number } {
-  return {
-    memoryBytes: fromEnv(
-      env,
-      "MCPMGR_CONTAINER_MEMORY",
-      memorySize,
-      defaults.memoryBytes,
-      "a size such as 512m or 2g (at least 6m)",
-    ),
-    pids: fromEnv(env, "MCPMGR_CONTAINER_PIDS", pidCount, defaults.pids, "a whole number of processes, at least 16"),
-  };
+  return { memoryBytes: containerMemory.read(env, defaults.memoryBytes), pids: containerPids.read(env, defaults.pids) };
 }
 
 /**
- * The settings a workload's supervisor reads when it starts, checked where `start` or `restart`
- * runs: `run` refuses a bad one before anything starts, and so must these, rather than stop a
- * running workload and leave it failed because of a typo in the shell's environment.
+ * Every setting a workload's supervisor reads when it starts (`startSettings`, those of its
+ * runtime), checked by the supervisor before it starts anything and, before anything is recorded
+ * or stopped, where `run`, `gateway --detach`, `start` or `restart` runs: a bad one is refused in
+ * one line rather than ignored (an uncapped log) or leaving a stopped workload failed because of a
+ * typo in the shell's environment.
  */
 export function assertStartSettings(env: Env, runtime: string): void {
-  proxyLimits(env);
-  maxLogBytesFromEnv(env);
-  if (runtime === "docker" || runtime === "podman") containerResourceLimits({ memoryBytes: 0, pids: 0 }, env);
+  for (const each of startSettings) if (each.runtimes === undefined || each.runtimes.includes(runtime)) each.read(env);
 }

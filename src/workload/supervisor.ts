@@ -21,7 +21,7 @@ import { type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { keptStatusReporter } from "./kept-status.ts";
-import { maxLogBytesFromEnv } from "./limits.ts";
+import { assertStartSettings, maxLogBytesFromEnv } from "./limits.ts";
 import { LAST_OUTPUT } from "./server-output.ts";
 import { cancelGraceMs, startedByIs } from "./supervisor-control.ts";
 import type { RunSpec } from "./run-spec.ts";
@@ -307,6 +307,8 @@ async function starter(
   ctx: WorkloadContext,
   store: WorkloadStore,
 ): Promise<{ start: (signal: AbortSignal) => Promise<RunningWorkload>; listener?: ReturnType<typeof keepListener> }> {
+  // All of them, including those only this process reads (the proxy log's cap, in cli/supervise.ts).
+  assertStartSettings(ctx.env, record.runtime);
   const resolved = await resolveRecorded(record, ctx);
   if (resolved.kind === "gateway") {
     const { startGatewayWorkload } = await import("./gateway.ts");

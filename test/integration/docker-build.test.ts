@@ -115,6 +115,46 @@ test("a build leaves no builder-stage image behind, and a rebuild after docker r
   for (const built of builtImages(`npx-stage-${process.pid}`)) docker("rmi", "-f", built);
 }, 600_000);
 
+test("two runs of the same package at once build its image once: the second waits and takes the first's", async () => {
+  // Builds skip the layer cache: two at once made two images, the tag moved to the second's and the
+  // first's was left untagged (under the first run's container).
+  const dir = join(scratch, `twice-${process.pid}`);
+  await cp(join(REPO_ROOT, "test/fixtures/sandbox-probe"), dir, { recursive: true });
+  const slug = `npx-twice-${process.pid}`;
+  const runs = await Promise.all(
+    ["docker-twice-a", "docker-twice-b"].map((name) =>
+      runForeground([`npx://${dir}`, "--name", name, "--runtime-image", NODE_BASE_IMAGE]),
+    ),
+  );
+  try {
+    for (const run of runs) expect(await run.call("env", { name: "HOME" })).toBe("/home/mcp");
+    const built = runs.filter((run) => run.output().includes("building mcpmgr-build/"));
+    expect(built.length).toBe(1);
+    const images = builtImages(slug);
+    expect(images.length).toBe(1);
+    // Both containers run the one tagged image: none was left untagged under a container.
+    const id = docker("image", "inspect", images[0] as string, "--format", "{{.Id}}").out;
+    for (const name of ["docker-twice-a", "docker-twice-b"]) {
+      const containers = docker(
+        "ps",
+        "-q",
+        "--filter",
+        "label=mcpmgr=true",
+        "--filter",
+        `label=mcpmgr.workload=${name}`,
+      );
+      const [container] = containers.out.split("\n");
+      expect(docker("inspect", container as string, "--format", "{{.Image}}").out).toBe(id);
+    }
+  } finally {
+    for (const run of runs) {
+      await run.client.close();
+      await run.stop();
+    }
+    for (const image of builtImages(slug)) docker("rmi", "-f", image);
+  }
+}, 600_000);
+
 test("go:// local project builds with the Go toolchain image and runs the binary", async () => {
   const goDir = join(scratch, `go-echo-${process.pid}`);
   await cp(join(REPO_ROOT, "test/fixtures/go-echo"), goDir, { recursive: true });

@@ -242,13 +242,24 @@ test("lines that are not JSON-RPC messages are skipped with one warning line eac
   expect((JSON.parse(stdout.trim()) as { id?: number }).id).toBe(1);
   const warnings = stderr.split("\n").filter((line) => line.includes("stdin:"));
   expect(warnings).toEqual([
-    expect.stringContaining("stdin: skipped a line: JSON Parse error"),
+    expect.stringContaining("stdin: skipped a line that is not JSON: JSON Parse error"),
     "[warn] stdin: skipped a line that is not a JSON-RPC message",
     "[warn] stdin: skipped a line that is not a JSON-RPC message",
   ]);
   // Every line of stderr is a line of mcpmgr's: nothing of a schema library's issue dump.
   for (const line of stderr.trim().split("\n")) expect(line).toMatch(/^\[(info|warn)\] /);
 }, 60_000);
+
+test("a standard input that cannot be read at all (a directory) is refused in one line, not an unexpected error", () => {
+  const shell = Bun.spawnSync(
+    ["sh", "-c", 'exec "$0" "$1" proxy stdio "$2" < "$3"', process.execPath, CLI_ENTRY, fixture.url, home],
+    { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home } },
+  );
+  const stderr = shell.stderr.toString();
+  expect(`${shell.exitCode} ${stderr}`).toStartWith("2 [error] standard input cannot be read: EISDIR");
+  expect(stderr.trim().split("\n")).toHaveLength(1);
+  expect(stderr).not.toContain("report it");
+});
 
 test("a workload served over the deprecated HTTP+SSE transport is refused in one line, not relayed into errors", async () => {
   // Recorded as `run npx://… --proxy-mode sse` records it; the refusal comes before any connection.

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
 import { CLI_ENTRY, isAlive } from "../support/processes.ts";
+import { assertStartSettings, startSettings } from "../../src/workload/limits.ts";
 
 // Real processes: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -25,7 +26,9 @@ afterAll(() => {
   mcpmgr(["rm", "sr"]);
   mcpmgr(["rm", "sf"]);
   mcpmgr(["rm", "gateway-sg"]);
+  mcpmgr(["rm", "sl"]);
   mcpmgr(["group", "rm", "sg"]);
+  mcpmgr(["group", "rm", "sd"]);
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -54,6 +57,44 @@ test("restart with a bad setting leaves the running workload running; start leav
   // A workload that runs already needs none of them: start says so, as before.
   expect(mcpmgr(["start", "ss"]).code).toBe(0);
   expect(mcpmgr(["start", "ss"], bad).stderr).toContain("ss is already running");
+});
+
+// "abc" is not a duration, a number or a size: bad for every setting.
+const badValue = "abc";
+
+test("every setting the supervisor reads is refused by start before it starts anything", () => {
+  expect(mcpmgr(["run", "http://127.0.0.1:9/mcp", "--name", "sl"]).code).toBe(0);
+  expect(mcpmgr(["stop", "sl"]).code).toBe(0);
+  const checked = startSettings.filter((each) => each.runtimes === undefined);
+  expect(checked.length).toBeGreaterThan(0);
+  for (const each of checked) {
+    const line = expectOneLineError(mcpmgr(["start", "sl"], { [each.name]: badValue }), 2);
+    expect(line).toContain(`${each.name} "${badValue}"`);
+    expect(statusOf("sl").state).toBe("stopped");
+  }
+  // The container engines' own: refused for their runtimes only (read by container placement).
+  for (const each of startSettings.filter((setting) => setting.runtimes !== undefined)) {
+    for (const runtime of each.runtimes ?? []) {
+      expect(() => assertStartSettings({ [each.name]: badValue }, runtime)).toThrow(`${each.name} "${badValue}"`);
+    }
+    expect(() => assertStartSettings({ [each.name]: badValue }, "remote")).not.toThrow();
+  }
+});
+
+test("gateway --detach with a bad setting is refused in one line, before it is recorded, as run is", () => {
+  expect(mcpmgr(["group", "create", "sd"]).code).toBe(0);
+  for (const each of startSettings.filter((setting) => setting.runtimes === undefined)) {
+    const line = expectOneLineError(mcpmgr(["gateway", "sd", "--detach"], { [each.name]: badValue }), 2);
+    expect(line).toContain(`${each.name} "${badValue}"`);
+    expect(mcpmgr(["list", "--all"]).stdout).not.toContain("gateway-sd");
+  }
+  // The cap the review found ignored (the proxy log then uncapped): a number, but not a whole one.
+  const line = expectOneLineError(mcpmgr(["gateway", "sd", "--detach"], { MCPMGR_MAX_LOG_BYTES: "1e9" }), 2);
+  expect(line).toContain('MCPMGR_MAX_LOG_BYTES "1e9"');
+  // In the foreground too, before it serves.
+  expect(expectOneLineError(mcpmgr(["gateway", "sd"], { MCPMGR_REQUEST_TIMEOUT: badValue }), 2)).toContain(
+    `MCPMGR_REQUEST_TIMEOUT "${badValue}"`,
+  );
 });
 
 test("restart of a workload whose secret its next start could not have leaves it running", () => {

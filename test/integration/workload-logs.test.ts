@@ -205,12 +205,13 @@ test("a bad MCPMGR_MAX_LOG_BYTES is a one-line error naming it, before anything 
   expect(names).not.toContain("bad-cap");
 });
 
-test("set badly for a later start, it is the start's error, with its hint", () => {
+test("set badly for a later start, start refuses it in one line, with its hint", () => {
   expect(mcpmgr({}, "run", PROBE, "--name", "later-bad").code).toBe(0);
   expect(mcpmgr({}, "stop", "later-bad").code).toBe(0);
+  // Refused before a supervisor starts (start-settings.test.ts), as run refuses it.
   const refused = mcpmgr({ MCPMGR_MAX_LOG_BYTES: "12" }, "start", "later-bad");
-  const line = expectOneLineError(refused, 1);
-  expect(line).toContain('later-bad failed to start: MCPMGR_MAX_LOG_BYTES "12": must be a whole number of bytes');
+  const line = expectOneLineError(refused, 2);
+  expect(line).toContain('MCPMGR_MAX_LOG_BYTES "12": must be a whole number of bytes');
   expect(line).toContain("hint: unset MCPMGR_MAX_LOG_BYTES to use the default");
   expect(mcpmgr({}, "start", "later-bad").code).toBe(0);
   expect(mcpmgr({}, "rm", "later-bad").code).toBe(0);

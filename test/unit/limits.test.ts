@@ -1,11 +1,13 @@
 /** Environment-tunable limits: defaults, valid values, and one-line errors for bad ones. */
 import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import {
   maxBodyBytesFromEnv,
   maxMessageBytesFromEnv,
   maxSessionsFromEnv,
   requestTimeoutMsFromEnv,
   sessionIdleMsFromEnv,
+  startSettings,
   upstreamHeadersTimeoutMsFromEnv,
 } from "../../src/workload/limits.ts";
 import { McpmgrError } from "../../src/errors.ts";
@@ -51,4 +53,11 @@ test("a duration past the longest timer is taken as it: 720h meant as never does
   expect(requestTimeoutMsFromEnv({ MCPMGR_REQUEST_TIMEOUT: "720h" })).toBe(2_147_483_647);
   expect(upstreamHeadersTimeoutMsFromEnv({ MCPMGR_UPSTREAM_HEADERS_TIMEOUT: "100000h" })).toBe(2_147_483_647);
   expect(sessionIdleMsFromEnv({ MCPMGR_SESSION_IDLE_TIMEOUT: "596h31m23s647ms" })).toBe(2_147_483_647);
+});
+
+test("every setting named in limits.ts is one of startSettings, which start, restart and gateway --detach check", () => {
+  const source = readFileSync(new URL("../../src/workload/limits.ts", import.meta.url), "utf8");
+  const named = new Set(source.match(/"MCPMGR_[A-Z_]+"/g)?.map((quoted) => JSON.parse(quoted) as string));
+  expect(named.size).toBeGreaterThan(0);
+  expect([...named].sort()).toEqual(startSettings.map((each) => each.name).sort());
 });

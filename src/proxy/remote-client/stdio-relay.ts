@@ -20,7 +20,7 @@ import type { Readable, Writable } from "node:stream";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { errorMessage } from "../../errors.ts";
+import { errorMessage, McpmgrError } from "../../errors.ts";
 import { AnswerTooLarge, boundedFetch, defaultMaxMessageBytes } from "../answer-limit.ts";
 import { JsonRpcCode } from "../jsonrpc.ts";
 import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
@@ -188,28 +188,52 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     // the bound was logged when it was cut.
     if (pendingInitialize.size === 0 && !(err instanceof AnswerTooLarge)) log.warn(`remote: ${err.message}`);
   };
-  local.onerror = (err) => log.warn(`stdin: ${inputProblem(err)}`);
+  // The transport reports a read error of stdin itself as it reports a bad line: told apart by the object.
+  const readErrors = new WeakSet<Error>();
+  local.onerror = (err) => {
+    if (!readErrors.has(err)) log.warn(`stdin: ${inputProblem(err)}`);
+  };
   // End of input: let what was asked be answered (bounded), then end the remote session.
-  const drainThenFinish = async () => {
+  const drainThenFinish = async (why?: string) => {
     await sending;
     const deadline = Date.now() + DRAIN_MS;
     const pending = () => inFlight.size + stateless.pending + (translation?.pending ?? 0);
     while (pending() > 0 && Date.now() < deadline) await Bun.sleep(20);
-    await finish();
+    await finish(why);
   };
   local.onclose = () => void drainThenFinish();
   options.stdin.once("end", () => void drainThenFinish());
+  // A stream that failed gives nothing more: the input is over, and the relay failed.
+  options.stdin.once("error", (err: Error) => {
+    readErrors.add(err);
+    void drainThenFinish(`stdin: cannot be read: ${firstLine(err)}`);
+  });
   await remote.start();
-  await local.start();
+  try {
+    await local.start();
+  } catch (err) {
+    // Bun fails at once on an input it cannot read at all (a directory).
+    await finish();
+    throw new McpmgrError("INVALID_ARGUMENT", `standard input cannot be read: ${firstLine(err)}`, {
+      hint: "proxy stdio reads JSON-RPC messages, one a line, from a pipe or a file, as an AI client starts it",
+    });
+  }
   return { finished };
 }
 
+const firstLine = (err: unknown): string => errorMessage(err).split("\n")[0] ?? "";
+
 /**
- * One line for a line of input the relay skipped. The SDK reports JSON that is not a JSON-RPC
- * message with its schema library's whole issue list (forty lines of JSON for a `[]`); the
- * client's log (Claude Desktop's) needs to know only that the line was skipped, and why.
+ * One line for a problem the transport reports with the input, worded for what it is. The SDK
+ * reports JSON that is not a JSON-RPC message with its schema library's whole issue list (forty
+ * lines of JSON for a `[]`); the client's log (Claude Desktop's) needs to know only that the line
+ * was skipped, and why. A line past the transport's buffer ends the input; anything else (thrown
+ * while a message was handled) is said as it is, not as a skipped line.
  */
 function inputProblem(err: Error): string {
   if (Array.isArray((err as { issues?: unknown }).issues)) return "skipped a line that is not a JSON-RPC message";
-  return `skipped a line: ${err.message.split("\n")[0]}`;
+  if (err instanceof SyntaxError) return `skipped a line that is not JSON: ${firstLine(err)}`;
+  const tooLong = /^ReadBuffer exceeded maximum size of (\d+) bytes/.exec(err.message);
+  if (tooLong) return `a line longer than ${tooLong[1]} bytes: no more input is read`;
+  return firstLine(err);
 }

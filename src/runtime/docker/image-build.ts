@@ -194,8 +194,26 @@ export async function buildPackageImage(
   checkBases: (baseImages: readonly string[], cached: boolean) => Promise<void> = async () => {},
   /** Aborted: the build is cancelled. */
   signal?: AbortSignal,
+  /**
+   * Runs the look-up and build of one tag alone (a lock held by the caller): two builds of the same
+   * content at once would each make an image (no layer cache), and the tag would move to the second,
+   * leaving the first untagged. The second, let in after the first, finds the first's image instead.
+   */
+  exclusive: (tag: string, build: () => Promise<BuiltImage>) => Promise<BuiltImage> = (_tag, build) => build(),
 ): Promise<BuiltImage> {
   const { tag, files } = prepareBuild(source, options);
+  return exclusive(tag, () => lookUpOrBuild(engine, source, options, { tag, files }, onProgress, checkBases, signal));
+}
+
+async function lookUpOrBuild(
+  engine: ContainerEngine,
+  source: PackageSource,
+  options: BuildOptions,
+  { tag, files }: { tag: string; files: ContextFile[] },
+  onProgress: (line: string) => void,
+  checkBases: (baseImages: readonly string[], cached: boolean) => Promise<void>,
+  signal: AbortSignal | undefined,
+): Promise<BuiltImage> {
   const input = dockerfileInput(source, options);
   const cached = (await inspectLocalImage(engine, tag)) !== undefined;
   await checkBases([...new Set([input.builderImage, input.runtimeImage])], cached);
