@@ -198,7 +198,13 @@ async function runInBackground(
 ): Promise<void> {
   const store = new WorkloadStore(ctx.paths);
   await assertNameFree(store, spec.name);
-  await preflight(spec, ctx);
+  // Ctrl-C here ends a pull, a build or the wait for another run's build of the same image at once,
+  // with the usual line; nothing is recorded yet. Checked again after: a step that does not listen
+  // for the signal must not lead on to recording the workload.
+  await cancelOnSignal(spec.name, async (signal) => {
+    await preflight(spec, ctx, signal);
+    signal.throwIfAborted();
+  });
   const record = await recordWorkload(spec, parsed, args, store);
   const relay = startRelay(store.logFiles(spec.name, "proxy"));
   await cancelOnSignal(spec.name, (signal) => firstStart(record, ctx, { whileWaiting: relay.whileWaiting, signal }));

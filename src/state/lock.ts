@@ -44,6 +44,13 @@ export interface LockOptions {
   readonly now?: () => number;
   /** Whether a pid on this host is alive; tests pass their own. */
   readonly isAlive?: (pid: number) => boolean;
+  /**
+   * Aborted (Ctrl-C): stop waiting at once. A long wait (a build lock, held for minutes) must not
+   * keep a cancelled command alive until the lock frees; thrown is CANCELLED.
+   */
+  readonly signal?: AbortSignal;
+  /** Called once, when the lock is found held by a live holder: a long wait can say why it waits. */
+  readonly onWait?: () => void;
 }
 
 export interface LockHandle extends AsyncDisposable {
@@ -97,14 +104,20 @@ export async function acquireLock(lockPath: string, options: LockOptions = {}): 
   // Registered before the first attempt: once link() succeeds, another async caller in this
   // process may read the file before we resume, and must not take our pid for a dead one.
   heldTokens.add(owner.token);
+  let told = false;
   try {
     for (let attempt = 0; ; attempt++) {
+      _throwIfCancelled(options.signal);
       if (await _tryCreate(lockPath, owner)) return _handle(lockPath, owner.token);
       const holder = await _readHolder(lockPath);
       if (holder === undefined) continue; // released between our attempt and the read: try again at once
       if (_isStale(holder, now(), options) && (await _breakStale(lockPath, holder, now()))) continue;
       const left = deadline - now();
       if (left <= 0) throw _lockedError(lockPath, holder, timeoutMs);
+      if (!told) {
+        told = true;
+        options.onWait?.();
+      }
       const backoff = Math.min(MAX_DELAY_MS, 2 * 1.5 ** attempt) * (0.5 + Math.random() / 2);
       await Bun.sleep(Math.max(1, Math.min(backoff, left)));
     }
@@ -112,6 +125,12 @@ export async function acquireLock(lockPath: string, options: LockOptions = {}): 
     heldTokens.delete(owner.token);
     throw err;
   }
+}
+
+/** Checked between attempts: a retry is at most MAX_DELAY_MS away, so no timer has to race the signal. */
+function _throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted !== true) return;
+  throw new McpmgrError("CANCELLED", `stopped waiting for a lock (${String(signal.reason)})`, { cause: signal.reason });
 }
 
 function _handle(path: string, token: string): LockHandle {

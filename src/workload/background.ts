@@ -35,7 +35,7 @@ export async function assertNameFree(store: WorkloadStore, name: string): Promis
 }
 
 /** What can fail before the supervisor starts fails here, where the user looks. */
-export async function preflight(spec: RunSpec, ctx: WorkloadContext): Promise<void> {
+export async function preflight(spec: RunSpec, ctx: WorkloadContext, signal?: AbortSignal): Promise<void> {
   const { placement } = spec;
   if (placement.kind !== "remote") {
     const { server } = placement;
@@ -47,7 +47,7 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext): Promise<vo
     await serverEnvironment(server.variables, ctx);
     const overlayOptions = { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays };
     if (placement.kind === "container") {
-      await prepareImage(placement, ctx, (line) => ctx.log.info(line));
+      await prepareImage(placement, ctx, (line) => ctx.log.info(line), signal);
       await overlaysFor(placement.mounts, overlayOptions, ctx);
     } else if (workingDir !== undefined) {
       await overlaysFor(sandboxedMounts(placement, workingDir), overlayOptions, ctx);

@@ -89,7 +89,14 @@ export async function prepareImage(
       }
     },
     signal,
-    (tag, build) => withLock(buildLockPath(ctx, tag), build, { timeoutMs: BUILD_WAIT_MS, staleMs: BUILD_WAIT_MS }),
+    (tag, build) =>
+      withLock(buildLockPath(ctx, tag), build, {
+        timeoutMs: BUILD_WAIT_MS,
+        staleMs: BUILD_WAIT_MS,
+        // Ctrl-C ends the wait at once, and the user sees why nothing moves meanwhile.
+        ...(signal ? { signal } : {}),
+        onWait: () => progress(`waiting for another mcpmgr build of ${tag}…`),
+      }),
   );
   if (built.cached) ctx.log.debug(`using the cached image ${built.tag}`);
   return built.tag;

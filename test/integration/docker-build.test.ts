@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { docker, fixtureImages, runInDocker, runInDockerFails as runFails } from "../support/docker-fixtures.ts";
 import { GO_BASE_IMAGE, NODE_BASE_IMAGE } from "../support/docker-images.ts";
-import { REPO_ROOT } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -151,6 +151,45 @@ test("two runs of the same package at once build its image once: the second wait
       await run.client.close();
       await run.stop();
     }
+    for (const image of builtImages(slug)) docker("rmi", "-f", image);
+  }
+}, 600_000);
+
+test("Ctrl-C ends a run waiting for another run's build of the same image at once, keeping nothing", async () => {
+  // The wait for the build lock took no signal: the run waited until the other build ended (or 30 min).
+  const dir = join(scratch, `cancel-${process.pid}`);
+  await cp(join(REPO_ROOT, "test/fixtures/sandbox-probe"), dir, { recursive: true });
+  const slug = `npx-cancel-${process.pid}`;
+  const env = { MCPMGR_RUNTIME: "docker" };
+  const args = [`npx://${dir}`, "--runtime-image", NODE_BASE_IMAGE];
+  // The first run holds the lock while it builds; stopped (SIGSTOP) there, it holds it for as long as the test needs.
+  const first = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", ...args, "--name", "docker-cancel-a"],
+    /building mcpmgr-build\//,
+    { env, timeoutMs: 240_000 },
+  );
+  first.proc.kill("SIGSTOP");
+  try {
+    const second = await spawnUntil(
+      [process.execPath, CLI_ENTRY, "run", ...args, "--name", "docker-cancel-b"],
+      /waiting for another mcpmgr build of mcpmgr-build\/\S+…/,
+      { env, timeoutMs: 120_000 },
+    );
+    const asked = Date.now();
+    const code = await second.stop("SIGINT");
+    expect(code).toBe(130);
+    expect(Date.now() - asked).toBeLessThan(10_000);
+    expect(second.output()).toContain(
+      "SIGINT: stopped docker-cancel-b while it was starting; the workload was not kept",
+    );
+    expect(second.output()).not.toContain("STATE_LOCKED");
+    // Nothing recorded and no container: the run had got no further than the wait.
+    const list = Bun.spawnSync([process.execPath, CLI_ENTRY, "list"], { env: { ...process.env, ...env } });
+    expect(list.stdout.toString()).not.toContain("docker-cancel-b");
+    expect(docker("ps", "-aq", "--filter", "label=mcpmgr.workload=docker-cancel-b").out).toBe("");
+  } finally {
+    first.proc.kill("SIGCONT");
+    await first.stop("SIGINT");
     for (const image of builtImages(slug)) docker("rmi", "-f", image);
   }
 }, 600_000);
