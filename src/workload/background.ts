@@ -42,9 +42,10 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext, signal?: Ab
     // The supervisor decides again at each start (sockets come and go); this is what it would decide now.
     const workingDir =
       placement.kind === "process" && placement.bwrap !== undefined ? processWorkingDir(placement, ctx) : undefined;
+    // First: a missing token or secret is the whole answer, not a line after the grant summary.
+    await serverEnvironment(server.variables, ctx);
     if (placement.kind === "container") printContainerGrants(spec, placement, ctx);
     else if (workingDir !== undefined) printProcessGrants(spec.name, placement, workingDir, ctx);
-    await serverEnvironment(server.variables, ctx);
     const overlayOptions = { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays };
     if (placement.kind === "container") {
       await prepareImage(placement, ctx, (line) => ctx.log.info(line), signal);

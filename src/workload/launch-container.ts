@@ -184,6 +184,8 @@ export async function launchContainer(
 ): Promise<LaunchedServer> {
   const { engine, server, isolate, networkMode } = placement;
   const { signal } = options;
+  // Before the grant summary: a missing token or secret is the whole answer (and it fails before a build).
+  const environment = await serverEnvironment(server.variables, ctx);
   if (options.interactive) printContainerGrants(spec, placement, ctx);
   const image = await prepareImage(
     placement,
@@ -203,7 +205,6 @@ export async function launchContainer(
   // name is refused here, before this one's networks (named after it too) are made.
   const containerName = serverContainerName(spec.name);
   await checkContainerName(engine, containerName, { [WORKLOAD_LABEL]: spec.name, [INSTALL_LABEL]: install });
-  const environment = await serverEnvironment(server.variables, ctx);
   // Printed by the terminal-side run (pre-flight or --foreground), not again by the supervisor.
   const { overlays, emptyFile } = await overlaysFor(
     placement.mounts,
