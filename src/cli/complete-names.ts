@@ -1,19 +1,36 @@
 /**
  * `mcpmgr __complete KIND` (hidden): the names shell completion offers at the moment, one per line
- * (src/completion/ writes the scripts that call it): `workloads`, `groups`, or `servers` (the
- * registry's). A tab press must never print an error into the user's command line: anything that
+ * (src/completion/ writes the scripts that call it): `workloads`, `live-workloads` (for `stop`),
+ * `stopped-workloads` (for `start`), `groups`, or `servers` (the registry's). The states cost one
+ * small status file and a /proc look-up per workload, as `list` reads them. A tab press must never print an error into the user's command line: anything that
  * goes wrong prints nothing.
  */
 import { defineCommand } from "citty";
 import { GroupStore } from "../state/groups.ts";
 import { resolvePaths } from "../state/paths.ts";
+import { isSupervisorOf } from "../state/supervisor-identity.ts";
+import { reconcileStatus, type WorkloadState } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { printResult } from "./output.ts";
+
+/** Workloads whose state (as `list` would show it; undefined: never started) passes `wanted`. */
+async function workloadsIn(wanted: (state: WorkloadState | undefined) => boolean): Promise<string[]> {
+  const store = new WorkloadStore(resolvePaths());
+  const names: string[] = [];
+  for (const { name } of (await store.listReadable()).records) {
+    const status = await store.readStatus(name).catch(() => undefined);
+    const state = status && reconcileStatus(status, (pid) => isSupervisorOf(pid, name)).state;
+    if (wanted(state)) names.push(name);
+  }
+  return names;
+}
 
 const listers: Readonly<Record<string, () => Promise<readonly string[]>>> = {
   async workloads() {
     return (await new WorkloadStore(resolvePaths()).listReadable()).records.map((record) => record.name);
   },
+  "live-workloads": () => workloadsIn((state) => state === "starting" || state === "running" || state === "restarting"),
+  "stopped-workloads": () => workloadsIn((state) => state === undefined || state === "stopped" || state === "failed"),
   async groups() {
     return (await new GroupStore(resolvePaths()).list()).map((group) => group.name);
   },

@@ -15,7 +15,12 @@ function command(restart: boolean, examples: readonly Example[]) {
   const verb = restart ? "restart" : "start";
   const definition = defineCommand({
     meta: { name: verb, description: restart ? "Stop and start a workload again" : "Start a stopped workload" },
-    args: toCittyArgs({}, { NAME: { description: "Workload name", required: true, completes: "workloads" } }),
+    args: toCittyArgs(
+      {},
+      {
+        NAME: { description: "Workload name", required: true, completes: restart ? "workloads" : "stopped-workloads" },
+      },
+    ),
     async run({ rawArgs }) {
       const { name } = parseNamed(rawArgs, {}, verb);
       const ctx = cliContext();

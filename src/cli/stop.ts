@@ -8,7 +8,7 @@ import { parseNamed } from "./workload-arg.ts";
 
 const stopCommand = defineCommand({
   meta: { name: "stop", description: "Stop a running workload" },
-  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true, completes: "workloads" } }),
+  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true, completes: "live-workloads" } }),
   async run({ rawArgs }) {
     const { name } = parseNamed(rawArgs, {}, "stop");
     const stopped = await stopRecorded(name, { log, paths: resolvePaths(), env: process.env });

@@ -9,7 +9,16 @@
  * What shell completion offers for an argument: names mcpmgr lists at the time (`mcpmgr __complete
  * KIND`), files, or a fixed set of words.
  */
-export type Completes = "workloads" | "groups" | "servers" | "files" | readonly string[];
+export type Completes =
+  | "workloads"
+  /** Those `stop` applies to (starting, running, restarting). */
+  | "live-workloads"
+  /** Those `start` applies to (stopped, failed, never started). */
+  | "stopped-workloads"
+  | "groups"
+  | "servers"
+  | "files"
+  | readonly string[];
 
 export interface CompletionOption {
   /** `--name`. */

@@ -82,7 +82,7 @@ ${allCommands(root).map(commandEntry).join("\n")}
   $offer = {
     param($completes)
     if ($completes -is [array]) { return $completes }
-    if ($completes -in 'workloads', 'groups', 'servers') { return @(& $program __complete $completes 2>$null) }
+    if ($completes -in 'workloads', 'live-workloads', 'stopped-workloads', 'groups', 'servers') { return @(& $program __complete $completes 2>$null) }
     return @()
   }
   $candidates = @()

@@ -112,6 +112,7 @@ function optionWords(table: OptionTable): string[] {
 let dir: string;
 let home: string;
 let env: Record<string, string | undefined>;
+let supervisor: ReturnType<typeof Bun.spawn> | undefined;
 const scripts: Record<string, string> = {};
 
 beforeAll(async () => {
@@ -139,6 +140,12 @@ beforeAll(async () => {
       runtime: "process",
     });
   }
+  // alpha-one runs (a live process with a supervisor's command line); beta-two's status says running,
+  // but its supervisor is gone, so it reads as failed: `stop` applies to the one, `start` to the other.
+  supervisor = Bun.spawn([process.execPath, "-e", "setInterval(() => {}, 60_000)", "__supervise", "alpha-one"]);
+  const gone = Bun.spawnSync(["true"]).pid;
+  await store.writeStatus("alpha-one", { state: "running", pid: supervisor.pid });
+  await store.writeStatus("beta-two", { state: "running", pid: gone });
   await new GroupStore(paths).create("team");
   await writeFile(join(dir, "exported.json"), "{}");
   for (const shell of shells) {
@@ -148,6 +155,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  supervisor?.kill();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
@@ -161,8 +169,11 @@ type Line = readonly [words: readonly string[], offered: readonly string[]];
 
 const cases = (): readonly Line[] => [
   [["mcpmgr", "li"], ["list"]],
+  // Only the workloads each applies to: stop the running, start the stopped or failed; restart any.
+  [["mcpmgr", "stop", ""], ["alpha-one"]],
+  [["mcpmgr", "start", ""], ["beta-two"]],
   [
-    ["mcpmgr", "stop", ""],
+    ["mcpmgr", "restart", ""],
     ["alpha-one", "beta-two"],
   ],
   [["mcpmgr", "logs", "be"], ["beta-two"]],
@@ -360,7 +371,8 @@ describe("zsh", () => {
     const lines: (readonly [string, string[]])[] = [
       ["mcpmgr li", ["list"]],
       ["mcpmgr group ", ["create", "list", "rm"]],
-      ["mcpmgr stop ", ["alpha-one", "beta-two"]],
+      ["mcpmgr stop ", ["alpha-one"]],
+      ["mcpmgr start ", ["beta-two"]],
       ["mcpmgr list --format=j", ["json"]],
       ["mcpmgr run --transport s", ["sse", "stdio", "streamable-http"]],
       [`mcpmgr export alpha-one ${join(dir, "expo")}`, ["exported.json"]],

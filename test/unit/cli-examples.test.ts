@@ -70,7 +70,8 @@ function checkPositional(path: string, args: ArgsDef, index: number, value: stri
   const completes = name === undefined ? undefined : source?.positionals[name]?.completes;
   // (proxy stdio takes a URL or a workload's name)
   const url = path === "proxy stdio" && /^https?:\/\//.test(value);
-  if (completes === "workloads") expect(url || isValidWorkloadName(value)).toBe(true);
+  if (completes === "workloads" || completes === "live-workloads" || completes === "stopped-workloads")
+    expect(url || isValidWorkloadName(value)).toBe(true);
   else if (completes === "groups") assertGroupName(value);
   else if (completes === "servers") expect(value.includes("://") || servers.has(value)).toBe(true);
   else if (Array.isArray(completes)) expect(completes).toContain(value);
