@@ -71,8 +71,28 @@ const FAILURE_REPEAT_MS = 60_000;
 
 /** A member's failure for one log line: its HTTP status when it answered with an error, then an excerpt. */
 function failureText(err: unknown): string {
+  if (err instanceof SdkHttpError && (err.status === 401 || err.status === 403)) return refusalText(err);
   const text = excerpt(errorMessage(err), FAILURE_EXCERPT_CHARS);
   return err instanceof SdkHttpError ? `HTTP ${err.status}: ${text}` : text;
+}
+
+/**
+ * A member that refused the gateway: the SDK words it as a failed version negotiation (its first
+ * request), which says nothing to the user; the member's own answer (a JSON-RPC error, say a
+ * workload of a guarded group refusing a caller that is not its gateway) says why.
+ */
+function refusalText(err: SdkHttpError): string {
+  const what = err.status === 401 ? "asked the gateway to authenticate" : "refused the gateway";
+  const body = typeof err.data.text === "string" ? err.data.text : "";
+  let why: unknown;
+  try {
+    why = (JSON.parse(body) as { error?: { message?: unknown } }).error?.message;
+  } catch {
+    why = undefined;
+  }
+  return typeof why === "string" && why !== ""
+    ? `it ${what} (HTTP ${err.status}): ${excerpt(why, FAILURE_EXCERPT_CHARS)}`
+    : `it ${what} (HTTP ${err.status})`;
 }
 
 /** Ends a catalog connection's member session (DELETE, bounded) and closes it; never fails. */

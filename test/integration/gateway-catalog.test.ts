@@ -43,6 +43,33 @@ async function catalogOf(members: Record<string, MemberServer>, prefixMode: Pref
   return { catalog, logged };
 }
 
+test("a member that refuses the gateway is reported with its own reason, not as a failed version negotiation", async () => {
+  const reason =
+    "Forbidden: workload group 'work' is served by a gateway with policies; connect through the gateway instead";
+  const refusing = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => Response.json({ jsonrpc: "2.0", error: { code: -32001, message: reason }, id: null }, { status: 403 }),
+  });
+  const logged: string[] = [];
+  const catalog = new GroupCatalog({
+    prefixMode: "always",
+    timeoutMs: 10_000,
+    onChange: () => {},
+    log: (level, text) => logged.push(`[${level}] ${text}`),
+  });
+  catalogs.push(catalog);
+  try {
+    catalog.setMembers([{ name: "rem", url: `http://127.0.0.1:${refusing.port}/mcp` }]);
+    expect(await until(() => logged.some((line) => line.includes("is unavailable")))).toBe(true);
+    const line = logged.find((text) => text.includes("is unavailable")) as string;
+    expect(line).toContain(`it refused the gateway (HTTP 403): ${reason}`);
+    expect(line).not.toContain("Version negotiation");
+  } finally {
+    await refusing.stop(true);
+  }
+});
+
 describe("list_changed floods", () => {
   test("a flood of notifications costs at most one re-list in flight and one queued", async () => {
     const flooder = member({ name: "flooder", tools: ["a"] });
