@@ -1,0 +1,157 @@
+/**
+ * One entry in one client's file: written (added, or brought up to date) and removed, leaving
+ * alone what mcpmgr did not write or what was changed by hand since. ClientConfigSync (sync.ts)
+ * decides which entries go where, under the registrations lock; this module edits the files.
+ */
+import { existsSync } from "node:fs";
+import { type OwnedEntry, ownedIn, type Registrations } from "../state/client-registrations.ts";
+import { editClientFile, SkipEdit } from "./config-file.ts";
+import { addedKeys, emptiedFile, takeKeptKeys } from "./entry-memory.ts";
+import { sameValue } from "./formats/editor.ts";
+import { transportMismatch } from "./installed.ts";
+import { isOurs, pickEntry } from "./same-name.ts";
+import type { ClientContext, ClientDefinition, ClientId, WorkloadEndpoint } from "./types.ts";
+
+export type SyncAction = "added" | "updated" | "unchanged" | "removed" | "skipped";
+
+export interface SyncReport {
+  readonly client: ClientId;
+  readonly workload: string;
+  readonly file: string;
+  readonly action: SyncAction;
+  /** Why it was skipped (also logged as a warning). */
+  readonly reason?: string;
+  /** An entry of another group the client follows, brought up to date by `client register`. */
+  readonly otherGroup?: boolean;
+}
+
+export async function upsertEntry(
+  ctx: ClientContext,
+  registrations: Registrations,
+  save: () => Promise<void>,
+  client: ClientDefinition,
+  workload: WorkloadEndpoint,
+): Promise<SyncReport> {
+  const file = client.configPath(ctx);
+  const name = workload.name;
+  const mismatch = transportMismatch(client, workload);
+  if (mismatch !== undefined) return skipped(ctx, client, name, file, mismatch);
+  const shape = client.entry(workload, ctx);
+  const written = Object.fromEntries(shape.managed.map((key) => [key, shape.value[key]]));
+  const owned = ownedIn(registrations, client.id, file);
+  const record = owned[name];
+  const recorded = {
+    group: workload.group,
+    written,
+    ...(workload.pid !== undefined ? { pid: workload.pid } : {}),
+    ...(workload.createdAt !== undefined ? { createdAt: workload.createdAt } : {}),
+  };
+  // Keys the user added before the workload last stopped come back with its entry (entry-memory.ts).
+  const kept = takeKeptKeys(registrations, client.id, file, workload, shape.managed);
+  // Recorded before the file is written: a crash between the two leaves a record of an entry
+  // that may not be there (harmless), never an entry of ours that mcpmgr would disown.
+  if (record === undefined) {
+    owned[name] = recorded;
+    await save();
+  }
+  let action: SyncAction = "unchanged";
+  let disowned = false;
+  const warn = (message: string) => ctx.log.warn(`${client.displayName} (${file}): ${message}`);
+  let emptyForm = record?.emptyForm;
+  let created = record?.collectionCreated;
+  let emptyFile = record?.emptyFile;
+  const result = await editClientFile(ctx, client, file, { create: true }, (text, editor) => {
+    const collection = client.collection((path) => editor.valueAt(text, path));
+    const entries = editor.entries(text, collection);
+    const { current, which } = pickEntry(editor, text, collection, name, record?.written, entries.get(name), warn);
+    if (current === undefined) {
+      action = "added";
+      // The first entry of an empty collection: how it was written (or that it was not there), for when the last one goes.
+      emptyForm = entries.size === 0 ? editor.emptyForm?.(text, collection) : undefined;
+      created = entries.size === 0 && editor.valueAt(text, collection.path) === undefined ? true : undefined;
+      // An empty file the user has (not one mcpmgr creates): empty again when the last entry goes.
+      emptyFile = text.trim() === "" && existsSync(file) ? text : undefined;
+      return editor.insertEntry(text, collection, name, { ...shape.value, ...kept.restored });
+    }
+    if (record === undefined) {
+      throw new SkipEdit(
+        `it already has a server named ${name} that mcpmgr did not write; mcpmgr leaves it alone (rename one of them)`,
+      );
+    }
+    if (!isOurs(current, record.written)) {
+      disowned = true;
+      throw new SkipEdit(
+        `the entry ${name} was changed by hand since mcpmgr wrote it; mcpmgr leaves it alone from now on`,
+      );
+    }
+    const entry = current as Record<string, unknown>;
+    let next = text;
+    for (const key of shape.managed) {
+      if (!sameValue(entry[key], shape.value[key]))
+        next = editor.setEntryKey(next, collection, name, key, shape.value[key], which);
+    }
+    // Keys mcpmgr wrote before that this entry shape no longer has (Gemini CLI's url ↔ httpUrl).
+    for (const key of Object.keys(record.written)) {
+      if (!shape.managed.includes(key) && key in entry)
+        next = editor.removeEntryKey(next, collection, name, key, which);
+    }
+    action = next === text ? "unchanged" : "updated";
+    return next;
+  });
+  if (disowned || (record === undefined && result.skipped !== undefined)) delete owned[name];
+  // Not written this time (the file is busy, read-only, broken): the kept keys wait for the next start.
+  if (result.skipped !== undefined && !disowned) kept.giveBack();
+  if (result.skipped !== undefined) return skipped(ctx, client, name, file, result.skipped);
+  owned[name] = {
+    ...recorded,
+    ...(emptyForm !== undefined ? { emptyForm } : {}),
+    ...(created === true ? { collectionCreated: true } : {}),
+    ...(emptyFile !== undefined ? { emptyFile } : {}),
+  };
+  return { client: client.id, workload: name, file, action };
+}
+
+export async function removeEntry(
+  ctx: ClientContext,
+  client: ClientDefinition,
+  file: string,
+  name: string,
+  entry: OwnedEntry,
+): Promise<{ report: SyncReport; keep: boolean; added?: Record<string, unknown> }> {
+  let action: SyncAction = "unchanged";
+  let disowned = false;
+  let added: Record<string, unknown> | undefined;
+  const warn = (message: string) => ctx.log.warn(`${client.displayName} (${file}): ${message}`);
+  const result = await editClientFile(ctx, client, file, { create: false }, (text, editor) => {
+    const collection = client.collection((path) => editor.valueAt(text, path));
+    const listed = editor.entries(text, collection).get(name);
+    const { current, which } = pickEntry(editor, text, collection, name, entry.written, listed, warn);
+    if (current === undefined) return text;
+    if (!isOurs(current, entry.written)) {
+      disowned = true;
+      throw new SkipEdit(`the entry ${name} was changed by hand since mcpmgr wrote it; mcpmgr leaves it there`);
+    }
+    action = "removed";
+    added = addedKeys(current as Record<string, unknown>, entry.written);
+    const empty = { form: entry.emptyForm, created: entry.collectionCreated };
+    const without = editor.removeEntry(text, collection, name, empty, which);
+    return emptiedFile(without, editor.parse(without), collection.path, entry.emptyFile);
+  });
+  if (result.skipped !== undefined) {
+    return { report: skipped(ctx, client, name, file, result.skipped), keep: !disowned };
+  }
+  const report: SyncReport = { client: client.id, workload: name, file, action };
+  return added !== undefined ? { report, keep: false, added } : { report, keep: false };
+}
+
+/** A change not made: a one-line warning, and the report says why. */
+export function skipped(
+  ctx: ClientContext,
+  client: ClientDefinition,
+  workload: string,
+  file: string,
+  reason: string,
+): SyncReport {
+  ctx.log.warn(`${client.displayName} (${file}): ${reason}`);
+  return { client: client.id, workload, file, action: "skipped", reason };
+}
