@@ -7,13 +7,14 @@
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { writeFileSync } from "node:fs";
-import { hostname, networkInterfaces } from "node:os";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { expectOneLineError } from "../support/cli-home.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { startProxy } from "../support/processes.ts";
+import { networkAddress } from "../support/network.ts";
 
 setDefaultTimeout(60_000);
 
@@ -21,10 +22,7 @@ const ALLOWED = "mcp.test.internal";
 const REBOUND = "rebind.attacker.example";
 
 /** This machine's address on a network (a listener on 0.0.0.0 is reached there); loopback if it has none. */
-const address =
-  Object.values(networkInterfaces())
-    .flat()
-    .find((nic) => nic !== undefined && nic.family === "IPv4" && !nic.internal)?.address ?? "127.0.0.1";
+const address = networkAddress() ?? "127.0.0.1";
 
 let group: TestGroup;
 let workloadPort: number;

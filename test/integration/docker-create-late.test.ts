@@ -83,11 +83,10 @@ afterAll(async () => {
   await rm(home, { recursive: true, force: true });
 });
 
-test("a container made after its workload was removed is removed by this home's next container command, and only this home's", async () => {
-  const gone = `dcl-gone-${tag}`;
-  const ours = await installId(resolvePaths({ MCPMGR_HOME: home }));
+/** A background `run` of the probe image whose container create the engine holds: it has reached the engine, not come back. */
+async function runHeldAtCreate(name: string): Promise<{ run: Bun.Subprocess; createsBefore: number }> {
   const createsBefore = engine.createsReceived;
-  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", images.probe, "--name", gone], {
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", images.probe, "--name", name], {
     cwd: REPO_ROOT,
     env: {
       ...process.env,
@@ -101,6 +100,13 @@ test("a container made after its workload was removed is removed by this home's 
   });
   await until(() => engine.createsReceived > createsBefore || run.exitCode !== null);
   expect(run.exitCode).toBeNull();
+  return { run, createsBefore };
+}
+
+test("a container made after its workload was removed is removed by this home's next container command, and only this home's", async () => {
+  const gone = `dcl-gone-${tag}`;
+  const ours = await installId(resolvePaths({ MCPMGR_HOME: home }));
+  const { run, createsBefore } = await runHeldAtCreate(gone);
   expect((await mcpmgr({ DOCKER_HOST: engine.endpoint }, "rm", gone)).code).toBe(0);
   expect(await run.exited).toBe(1);
   // The engine makes the container only now: nothing of mcpmgr's waits for it any more.
@@ -177,21 +183,7 @@ test("a running container with this home's install id but no record here (a home
 test("a container made after its workload was stopped is removed by this home's next container command; a running workload's is not", async () => {
   const stopped = `dcl-stopped-${tag}`;
   const ours = await installId(resolvePaths({ MCPMGR_HOME: home }));
-  const createsBefore = engine.createsReceived;
-  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", images.probe, "--name", stopped], {
-    cwd: REPO_ROOT,
-    env: {
-      ...process.env,
-      NO_COLOR: "1",
-      MCPMGR_HOME: home,
-      MCPMGR_RUNTIME: "docker",
-      DOCKER_HOST: engine.endpoint,
-    },
-    stdout: "ignore",
-    stderr: "ignore",
-  });
-  await until(() => engine.createsReceived > createsBefore || run.exitCode !== null);
-  expect(run.exitCode).toBeNull();
+  const { run, createsBefore } = await runHeldAtCreate(stopped);
   expect((await mcpmgr({ DOCKER_HOST: engine.endpoint }, "stop", stopped)).code).toBe(0);
   expect(await run.exited).toBe(1);
   // The engine makes the container only now, for a workload recorded as stopped.

@@ -6,10 +6,10 @@
  * stands for the proxy.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { networkInterfaces } from "node:os";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
+import { networkAddress, recordingListener } from "../support/network.ts";
 
 setDefaultTimeout(60_000);
 
@@ -24,10 +24,10 @@ afterAll(async () => {
 });
 
 /** One of this machine's IPv4 addresses beyond loopback. */
-function networkAddress(): string {
-  for (const addresses of Object.values(networkInterfaces()))
-    for (const address of addresses ?? []) if (address.family === "IPv4" && !address.internal) return address.address;
-  throw new Error("this machine has no IPv4 address beyond loopback");
+function lanAddress(): string {
+  const address = networkAddress();
+  if (address === undefined) throw new Error("this machine has no IPv4 address beyond loopback");
+  return address;
 }
 
 test("a member on a network address is reached directly, never through http_proxy, which never hears the key", async () => {
@@ -39,20 +39,11 @@ test("a member on a network address is reached directly, never through http_prox
     "--permission-profile",
     "none",
     "--host",
-    networkAddress(),
+    lanAddress(),
   );
   expect(started.code).toBe(0);
-  const heard: string[] = [];
-  const proxy = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch(req) {
-      heard.push(`${req.method} ${req.url} ${req.headers.get("authorization")}`);
-      return new Response("bad gateway", { status: 502 });
-    },
-  });
+  const { server: proxy, heard, url: proxyUrl } = recordingListener();
   try {
-    const proxyUrl = `http://127.0.0.1:${proxy.port}`;
     const gateway = await group.gatewayWithEnv(
       { http_proxy: proxyUrl, HTTP_PROXY: proxyUrl, all_proxy: proxyUrl },
       "default",

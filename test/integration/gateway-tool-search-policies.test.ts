@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { networkInterfaces, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startEmbeddingServer } from "../fixtures/embedding-server.ts";
 import { startAuthServer, type AuthServer } from "../support/auth-server.ts";
@@ -21,6 +21,7 @@ import {
   type SearchGroup,
 } from "../support/tool-search-group.ts";
 import { writeCedarConfig } from "../support/cedar-config.ts";
+import { networkAddress } from "../support/network.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -244,9 +245,7 @@ describe("with embeddings", () => {
   });
 
   test("an API key is never sent over plain http beyond loopback: the start is refused (review 9, F13)", async () => {
-    const lanAddress = Object.values(networkInterfaces())
-      .flat()
-      .find((nic) => nic !== undefined && nic.family === "IPv4" && !nic.internal)?.address;
+    const lanAddress = networkAddress();
     expect(lanAddress).toBeDefined();
     let asked = 0;
     const listener = Bun.serve({

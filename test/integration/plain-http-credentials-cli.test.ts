@@ -8,9 +8,10 @@
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { networkInterfaces, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
+import { networkAddress } from "../support/network.ts";
 
 setDefaultTimeout(60_000);
 
@@ -24,9 +25,7 @@ let tokenFile: string;
 
 beforeAll(async () => {
   // This machine's own address on its network: reached without loopback, as a remote elsewhere is.
-  const address = Object.values(networkInterfaces())
-    .flat()
-    .find((entry) => entry?.family === "IPv4" && !entry.internal)?.address;
+  const address = networkAddress();
   expect(address).toBeDefined();
   remote = Bun.serve({
     hostname: address,

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { networkInterfaces, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -18,6 +18,7 @@ import { PLAIN_HTTP_MARKER } from "../../src/config/outgoing-auth-spec.ts";
 import { startMemberServer, type MemberServer } from "../fixtures/member-server.ts";
 import { cliEnv } from "../support/cli-home.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnCollect, startProxy } from "../support/processes.ts";
+import { networkAddress } from "../support/network.ts";
 
 setDefaultTimeout(60_000);
 
@@ -31,9 +32,7 @@ let bearer: string[];
 
 beforeAll(async () => {
   // This machine's own address on its network: reached without loopback, as a remote elsewhere is.
-  const address = Object.values(networkInterfaces())
-    .flat()
-    .find((entry) => entry?.family === "IPv4" && !entry.internal)?.address;
+  const address = networkAddress();
   expect(address).toBeDefined();
   remote = startMemberServer({ name: "remote", tools: ["hello"], hostname: address });
   home = await mkdtemp(join(tmpdir(), "mcpmgr-plain-http-allowed-"));

@@ -6,7 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { networkInterfaces, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -19,6 +19,7 @@ import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { type LiveWorkload, liveWorkload, liveWorkloadFetch } from "../../src/workload/live-workload.ts";
 import { localListenerClient } from "../../src/proxy/upstream/local-client.ts";
+import { networkAddress, recordingListener } from "../support/network.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -261,24 +262,13 @@ test("a workload on 'localhost' (127.0.0.1): a listener on [::1] at its port hea
 });
 
 test("a workload on a network address is relayed to directly: http_proxy from the environment hears nothing, its token included", async () => {
-  const address = Object.values(networkInterfaces())
-    .flat()
-    .find((a) => a?.family === "IPv4" && !a.internal)?.address;
+  const address = networkAddress();
   expect(address).toBeDefined();
   const served = new URL(ok("run", fixture.url, "--name", "networked", "--host", address as string).stdout.trim());
   const tokenFile = join(home, "relay-token");
   writeFileSync(tokenFile, "relay-token-for-the-workload\n", { mode: 0o600 });
-  const heard: string[] = [];
-  const proxy = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch(req) {
-      heard.push(`${req.method} ${req.url} ${req.headers.get("authorization")}`);
-      return new Response("bad gateway", { status: 502 });
-    },
-  });
+  const { server: proxy, heard, url: proxyUrl } = recordingListener();
   try {
-    const proxyUrl = `http://127.0.0.1:${proxy.port}`;
     const relayed = await relayOnce("networked", ["--remote-auth-bearer-token-file", tokenFile], {
       http_proxy: proxyUrl,
       HTTP_PROXY: proxyUrl,

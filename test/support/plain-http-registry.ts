@@ -3,7 +3,6 @@
  * naming a server of its own, served on this machine's network address (not loopback), where no
  * redirect from a registry may lead.
  */
-import { networkInterfaces } from "node:os";
 
 /** The catalog a plain-http server would inject. */
 export const INJECTED_REGISTRY = {
@@ -19,9 +18,4 @@ export const INJECTED_REGISTRY = {
   ],
 };
 
-/** This machine's IPv4 address on a network (not loopback), if it has one. */
-export function networkAddress(): string | undefined {
-  return Object.values(networkInterfaces())
-    .flat()
-    .find((nic) => nic !== undefined && nic.family === "IPv4" && !nic.internal)?.address;
-}
+export { networkAddress } from "./network.ts";
