@@ -34,7 +34,7 @@ import { evictionGraceMs, sessionToEvict } from "../proxy/session-eviction.ts";
 import { modernPassThrough, plainModernCall } from "./modern-pass-through.ts";
 import { passThrough } from "./pass-through.ts";
 import { anyResult } from "./sdk.ts";
-import { sdkMessageRefusal } from "./sdk-errors.ts";
+import { firstRefusal } from "./sdk-errors.ts";
 import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 import { markForeignSession } from "../proxy/session-refusal.ts";
@@ -43,14 +43,6 @@ import { isObject } from "../objects.ts";
 export const GATEWAY_PATH = "/mcp";
 
 const isInvalid = (message: unknown): boolean => kindOf(message) === "invalid";
-
-const firstRefusal = (body: unknown): string | undefined => {
-  for (const message of Array.isArray(body) ? body : [body]) {
-    const refusal = sdkMessageRefusal(message);
-    if (refusal !== undefined) return refusal;
-  }
-  return undefined;
-};
 
 /**
  * A batch is JSON-RPC of 2025-03-26 only (a request without MCP-Protocol-Version counts as that

@@ -71,10 +71,13 @@ export async function runningMembers(store: WorkloadStore, group: string): Promi
     const status = await store.readStatus(record.name).catch(() => undefined);
     if (status === undefined || reconcileStatus(status, (pid) => isSupervisorOf(pid, record.name)).state !== "running")
       continue;
+    // A running status without its supervisor's pid is not one mcpmgr wrote (a hand-edited file): no
+    // supervisor is known to hold that port, so the gateway key is not sent there (member-send.ts).
+    if (status.pid === undefined) continue;
     members.push({
       name: record.name,
       url: workloadEndpoint(record),
-      ...(status.pid !== undefined ? { supervisor: { pid: status.pid } } : {}),
+      supervisor: { pid: status.pid },
       ...(hasOwnAuthentication(record) ? { ownAuthentication: true } : {}),
     });
   }

@@ -100,3 +100,12 @@ export function sdkMessageRefusal(message: unknown): string | undefined {
     return "params._meta must be an object with a string or integer progressToken";
   return "not a JSON-RPC 2.0 message MCP accepts";
 }
+
+/** The refusal of the first message of a body (one message or a batch) that the SDK would not take, if any. */
+export function firstRefusal(body: unknown): string | undefined {
+  for (const message of Array.isArray(body) ? body : [body]) {
+    const refusal = sdkMessageRefusal(message);
+    if (refusal !== undefined) return refusal;
+  }
+  return undefined;
+}

@@ -227,17 +227,13 @@ export async function endUpstream(client: Upstream, boundMs: number): Promise<vo
 }
 
 /**
- * Requests to a member carry the trace context of the call they serve, and the gateway key; with the
- * key they never follow a redirect: it is for the member's own endpoint and nowhere else.
- */
-/**
- * The gateway's requests to a member go through mcpmgr's own HTTP client (proxy/upstream/), not Bun's
- * fetch: fetch runs at most 256 requests at once per process (BUN_CONFIG_MAX_HTTP_REQUESTS), and every
- * 2025-era gateway session holds one of them for good when its member keeps the standalone GET stream
- * open, so the 256th session's requests (and every other session's) would queue behind streams that
- * never end. This client follows no redirect (a member is an mcpmgr workload endpoint; a redirect
- * elsewhere would carry the session, and any credential, to a URL nobody checked): the SDK transport
- * follows one itself only within the member's origin, keeping the method, and errs on any other.
+ * Requests to a member carry the trace context of the call they serve, and the gateway key. They go
+ * through mcpmgr's own HTTP client (member-send.ts), not Bun's fetch: fetch runs at most 256 requests at
+ * once per process (BUN_CONFIG_MAX_HTTP_REQUESTS), and every 2025-era gateway session holds one of them
+ * for good when its member keeps the standalone GET stream open. That client opens a connection only to
+ * a listener the member's supervisor holds, and follows no redirect (the key is for the member's own
+ * endpoint; the SDK transport follows one itself only within the member's origin, keeping the method). A
+ * 404 on a request of a member session tells `onLost` the member forgot the session.
  */
 function memberFetch(
   member: Member,

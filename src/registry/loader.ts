@@ -21,7 +21,8 @@ import { McpmgrError, errorMessage } from "../errors.ts";
 import { validatedEmbeddedCatalog } from "./embedded.ts" with { type: "macro" };
 import type { RegistryEntry } from "./entry.ts";
 import { closeMatches } from "../close-matches.ts";
-import { deepFreeze, isObject } from "../objects.ts";
+import { registrySetting } from "./config-setting.ts";
+import { deepFreeze } from "../objects.ts";
 
 export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
 
@@ -102,44 +103,8 @@ async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegist
       cause: err,
     });
   }
-  let config: unknown;
-  try {
-    config = JSON.parse(text);
-  } catch (err) {
-    throw new McpmgrError("REGISTRY_INVALID", `${configPath} is not valid JSON: ${errorMessage(err)}`, {
-      hint: "fix the file (it must hold one JSON object)",
-      cause: err,
-      exitCode: 2,
-    });
-  }
-  // A registry the user meant to configure is never skipped silently: a file that is not an
-  // object, or a misspelt "registry", one edit away. Other keys are left alone, for settings of
-  // later versions: "registries" or "register" are words of their own, not typos.
-  if (!isObject(config))
-    throw new McpmgrError("REGISTRY_INVALID", `${configPath} must hold one JSON object`, {
-      hint: 'write it as {"registry": "PATH_OR_URL"}, or remove the file',
-      exitCode: 2,
-    });
-  const misspelt = Object.keys(config).find(
-    (key) => key !== "registry" && closeMatches(key, ["registry"], { maxDistance: 1 }).length > 0,
-  );
-  if (!("registry" in config) && misspelt !== undefined)
-    throw new McpmgrError(
-      "REGISTRY_INVALID",
-      `${configPath}: ${JSON.stringify(misspelt)} is not a setting (did you mean "registry"?)`,
-      {
-        hint: `rename it to "registry", or remove it to use only the embedded catalog`,
-        exitCode: 2,
-      },
-    );
-  const registry = config.registry;
-  if (registry === undefined || registry === null || registry === "") return undefined;
-  if (typeof registry !== "string") {
-    throw new McpmgrError("REGISTRY_INVALID", `${configPath}: registry: must be a file path or an https:// URL`, {
-      hint: `set "registry" to a string, or remove it to use only the embedded catalog`,
-      exitCode: 2,
-    });
-  }
+  const registry = registrySetting(text, configPath);
+  if (registry === undefined) return undefined;
   return _classify(registry.trim(), options.configDir, configPath);
 }
 

@@ -1,7 +1,9 @@
 /**
  * Whether the listening socket a connection reached is held by a given process: the gateway asks it of
- * each new connection to a member (gateway/member-send.ts), so that the installation's key goes to the
- * member's supervisor and to no other listener. A live supervisor is not enough: a workload run with
+ * each new connection to a member (gateway/member-send.ts), and `proxy stdio NAME` of each to its
+ * workload (workload/live-workload.ts), so that the installation's key, or a user's token, goes to the
+ * workload's supervisor and to no other listener. Linux only (/proc): elsewhere the answer is yes, and
+ * only the supervisor's pid is checked. A live supervisor is not enough: a workload run with
  * `--host localhost` listens on 127.0.0.1 only, while a connection to "localhost" tries ::1 first, where
  * another local user may listen on the same port number.
  *

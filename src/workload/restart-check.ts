@@ -11,7 +11,7 @@ import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { enterWorkingDir, resolveRecorded } from "./recorded-spec.ts";
 import { assertSecretsResolve } from "./secret-references.ts";
-import { recordedRuntimeEnv } from "./supervisor-control.ts";
+import { recordedRuntimeEnv } from "./recorded-runtime.ts";
 
 const quiet: WorkloadLog = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
 

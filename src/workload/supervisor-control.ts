@@ -8,15 +8,11 @@ import { installId } from "../state/install-id.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { processStartTime } from "../state/process-start.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
-import {
-  reconcileStatus,
-  type RuntimeKind,
-  type WorkloadRecord,
-  type WorkloadStatus,
-} from "../state/workload-record.ts";
+import { reconcileStatus, type RuntimeKind, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { selfCommand } from "./self-command.ts";
+import { recordedRuntimeEnv } from "./recorded-runtime.ts";
 
 /** Longer than the bridge's handshake timeout, which covers npx/uvx downloading the package. */
 const baseReadyTimeoutMs = 200_000;
@@ -398,11 +394,3 @@ async function terminate(pid: number, name: string, graceMs = 15_000, log?: Work
 
 /** How long a stop may take before it is said what it waits for. */
 const NOTICEABLE_STOP_MS = 1_000;
-
-/** The runtime chosen when the workload was created, not whatever detection finds today: the supervisor's environment says it. */
-export function recordedRuntimeEnv(record: WorkloadRecord): Record<string, string> {
-  return {
-    ...(record.runtime === "remote" || record.runtime === "gateway" ? {} : { MCPMGR_RUNTIME: record.runtime }),
-    ...(record.runtimeEndpoint ? { DOCKER_HOST: record.runtimeEndpoint } : {}),
-  };
-}
