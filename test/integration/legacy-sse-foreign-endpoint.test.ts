@@ -16,6 +16,7 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { sseEvents } from "../fixtures/bridge-probe-client.ts";
+import { until } from "../support/gateway-group.ts";
 import { startProxy } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
@@ -141,6 +142,8 @@ describe("an endpoint outside the upstream is refused", () => {
       expect(evilHeard).toEqual([]);
       // The log names where the upstream pointed.
       const origin = new URL(variant("/messages"), `http://127.0.0.1:${upstreamPort}/sse`).origin;
+      // Polled: the proxy writes the line as it refuses, a moment after the client has its event.
+      await until(() => proxy.output().includes(`named an endpoint on ${origin} for its messages`));
       expect(proxy.output()).toContain(`named an endpoint on ${origin} for its messages`);
     });
   }
@@ -149,6 +152,7 @@ describe("an endpoint outside the upstream is refused", () => {
     bend = () => "http://[::1";
     const seen = await naiveClient();
     expect(seen.event).toBe("error");
+    await until(() => proxy.output().includes("named an endpoint that is not a URL"));
     expect(proxy.output()).toContain("named an endpoint that is not a URL");
   });
 
