@@ -27,7 +27,15 @@ import {
   until,
   type ProtectedRemote,
 } from "../support/protected-remote.ts";
-import { CLI_ENTRY, freePort, REPO_ROOT, spawnUntil, startProxy, type Running } from "../support/processes.ts";
+import {
+  CLI_ENTRY,
+  freePort,
+  REPO_ROOT,
+  spawnCollect,
+  spawnUntil,
+  startProxy,
+  type Running,
+} from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -91,18 +99,7 @@ async function proxyUntilExit(target: string, args: string[], home: string): Pro
 
 /** `mcpmgr ARGS` in `home`, run to its end (not spawnSync: the authorization server runs in this process). */
 async function mcpmgr(home: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, ...args], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
+  return spawnCollect([process.execPath, CLI_ENTRY, ...args], { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home });
 }
 
 /** `secret list`'s lines in `home`, each an oauth- name with its description (never a value). */

@@ -34,6 +34,23 @@ function env(): Record<string, string> {
   return cliEnv(home, mcpmgrHome);
 }
 
+/** The foreground run of the probe, `fg` in group `team`, the tests below start. */
+function foregroundRun(): string[] {
+  return [
+    process.execPath,
+    CLI_ENTRY,
+    "run",
+    probe,
+    "--foreground",
+    "--name",
+    "fg",
+    "--group",
+    "team",
+    "--permission-profile",
+    "none",
+  ];
+}
+
 function mcpmgr(...args: string[]) {
   return runCli(env(), args);
 }
@@ -197,23 +214,7 @@ describe("registration files follow the workloads of the group", () => {
   }, 60_000);
 
   test("a foreground run is written while it runs and taken out when it ends", async () => {
-    const foreground = await spawnUntil(
-      [
-        process.execPath,
-        CLI_ENTRY,
-        "run",
-        probe,
-        "--foreground",
-        "--name",
-        "fg",
-        "--group",
-        "team",
-        "--permission-profile",
-        "none",
-      ],
-      /^(http:\/\/\S+)$/m,
-      { env: env(), timeoutMs: 60_000 },
-    );
+    const foreground = await spawnUntil(foregroundRun(), /^(http:\/\/\S+)$/m, { env: env(), timeoutMs: 60_000 });
     try {
       const url = foreground.match[1] as string;
       // The run prints its URL before it writes the clients' files, one after the other: wait for each.
@@ -228,23 +229,7 @@ describe("registration files follow the workloads of the group", () => {
   }, 90_000);
 
   test("a foreground run killed with SIGKILL leaves an entry that the next list takes out", async () => {
-    const foreground = await spawnUntil(
-      [
-        process.execPath,
-        CLI_ENTRY,
-        "run",
-        probe,
-        "--foreground",
-        "--name",
-        "fg",
-        "--group",
-        "team",
-        "--permission-profile",
-        "none",
-      ],
-      /^(http:\/\/\S+)$/m,
-      { env: env(), timeoutMs: 60_000 },
-    );
+    const foreground = await spawnUntil(foregroundRun(), /^(http:\/\/\S+)$/m, { env: env(), timeoutMs: 60_000 });
     expect(await until(() => cursor().fg !== undefined)).toBe(true);
     await foreground.stop("SIGKILL");
     expect(cursor().fg).toBeDefined();
@@ -257,23 +242,7 @@ describe("registration files follow the workloads of the group", () => {
   test("a foreground run that ended as a zombie (its parent never collected it) is taken out by the next list", async () => {
     // The parent starts the run, prints its pid, then becomes a `sleep` that never waits for it.
     const parent = await spawnUntil(
-      [
-        "sh",
-        "-c",
-        '"$@" & echo "child $!"; exec sleep 300',
-        "sh",
-        process.execPath,
-        CLI_ENTRY,
-        "run",
-        probe,
-        "--foreground",
-        "--name",
-        "fg",
-        "--group",
-        "team",
-        "--permission-profile",
-        "none",
-      ],
+      ["sh", "-c", '"$@" & echo "child $!"; exec sleep 300', "sh", ...foregroundRun()],
       /^child (\d+)$[\s\S]*^(http:\/\/\S+)$/m,
       { env: env(), timeoutMs: 60_000 },
     );

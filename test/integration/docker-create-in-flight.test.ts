@@ -9,7 +9,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnCollect } from "../support/processes.ts";
 import { type SlowEngine, slowEngine } from "../support/slow-engine.ts";
 
 setDefaultTimeout(60_000);
@@ -24,18 +24,7 @@ const names: string[] = [];
 
 /** Not spawnSync: the relay lives in this process, and must answer while the command runs. */
 async function mcpmgr(...args: string[]) {
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, ...args], {
-    cwd: REPO_ROOT,
-    env: environment(),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
+  return spawnCollect([process.execPath, CLI_ENTRY, ...args], environment());
 }
 
 function environment() {

@@ -18,6 +18,19 @@ setDefaultTimeout(60_000);
 const servers: MemberServer[] = [];
 const catalogs: GroupCatalog[] = [];
 
+/** A catalog (closed after each test) whose log lines are kept as `[level] text`. */
+function loggingCatalog(): { catalog: GroupCatalog; logged: string[] } {
+  const logged: string[] = [];
+  const catalog = new GroupCatalog({
+    prefixMode: "always",
+    timeoutMs: 10_000,
+    onChange: () => {},
+    log: (level, text) => logged.push(`[${level}] ${text}`),
+  });
+  catalogs.push(catalog);
+  return { catalog, logged };
+}
+
 afterEach(async () => {
   for (const catalog of catalogs.splice(0)) await catalog.close();
   await Promise.allSettled(servers.splice(0).map((server) => server.stop()));
@@ -51,14 +64,7 @@ test("a member that refuses the gateway is reported with its own reason, not as 
     hostname: "127.0.0.1",
     fetch: () => Response.json({ jsonrpc: "2.0", error: { code: -32001, message: reason }, id: null }, { status: 403 }),
   });
-  const logged: string[] = [];
-  const catalog = new GroupCatalog({
-    prefixMode: "always",
-    timeoutMs: 10_000,
-    onChange: () => {},
-    log: (level, text) => logged.push(`[${level}] ${text}`),
-  });
-  catalogs.push(catalog);
+  const { catalog, logged } = loggingCatalog();
   try {
     catalog.setMembers([{ name: "rem", url: `http://127.0.0.1:${refusing.port}/mcp` }]);
     expect(await until(() => logged.some((line) => line.includes("is unavailable")))).toBe(true);
@@ -175,14 +181,7 @@ describe("the catalog's own member sessions", () => {
     const lists = () => relay.seen.filter((request) => request.body?.method === "tools/list");
     relay.hold = (request) => (request.body?.method === "tools/list" && lists().length > 1 ? released : undefined);
     try {
-      const logged: string[] = [];
-      const catalog = new GroupCatalog({
-        prefixMode: "always",
-        timeoutMs: 10_000,
-        onChange: () => {},
-        log: (level, text) => logged.push(`[${level}] ${text}`),
-      });
-      catalogs.push(catalog);
+      const { catalog, logged } = loggingCatalog();
       catalog.setMembers([{ name: "leaving", url: relay.url }]);
       await catalog.settled(10_000);
       await leaving.addTool("b");

@@ -13,7 +13,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { Server } from "bun";
 import { type RunningFixture, startConformanceServer } from "../support/conformance.ts";
 import { until } from "../support/gateway-group.ts";
-import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnCollect, spawnUntil } from "../support/processes.ts";
 import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
@@ -86,19 +86,11 @@ async function relayOnce(
     method: "initialize",
     params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "liveness", version: "1" } },
   };
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", name, ...options], {
-    cwd: REPO_ROOT,
-    env: { ...env(), ...extraEnv },
-    stdin: new Blob([`${JSON.stringify(initialize)}\n`]),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
+  return spawnCollect(
+    [process.execPath, CLI_ENTRY, "proxy", "stdio", name, ...options],
+    { ...env(), ...extraEnv },
+    `${JSON.stringify(initialize)}\n`,
+  );
 }
 
 beforeAll(async () => {

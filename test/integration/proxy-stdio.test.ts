@@ -20,7 +20,7 @@ import {
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { CONFORMANCE_FIXTURE_2026, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { eventually } from "../support/raw-http.ts";
-import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, spawnCollect, startProxy } from "../support/processes.ts";
 import { proxyStdioOptions } from "../../src/config/proxy-stdio-options.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
@@ -226,18 +226,11 @@ test("lines that are not JSON-RPC messages are skipped with one warning line eac
     method: "initialize",
     params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pipe", version: "1" } },
   };
-  const proc = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", fixture.url], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
-    stdin: new Blob([`not json\n[]\n{"jsonrpc":"2.0","id":{}}\n${JSON.stringify(initialize)}\n`]),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-  ]);
+  const { code, stdout, stderr } = await spawnCollect(
+    [process.execPath, CLI_ENTRY, "proxy", "stdio", fixture.url],
+    { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    `not json\n[]\n{"jsonrpc":"2.0","id":{}}\n${JSON.stringify(initialize)}\n`,
+  );
   expect(code).toBe(0);
   expect((JSON.parse(stdout.trim()) as { id?: number }).id).toBe(1);
   const warnings = stderr.split("\n").filter((line) => line.includes("stdin:"));

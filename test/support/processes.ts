@@ -211,8 +211,15 @@ export function followLogs(mcpmgrHome: string, args: readonly string[]): LogFoll
 export async function spawnCollect(
   argv: readonly string[],
   env: Record<string, string | undefined>,
+  stdin?: string,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([...argv], { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([...argv], {
+    cwd: REPO_ROOT,
+    env,
+    ...(stdin === undefined ? {} : { stdin: new Blob([stdin]) }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [code, stdout, stderr] = await Promise.all([
     proc.exited,
     new Response(proc.stdout).text(),
