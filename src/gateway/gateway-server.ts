@@ -162,7 +162,10 @@ export function createGatewayServer(
         const done = await memberSubscription(upstream, method, uri, (lost, why) =>
           subscriptions.dropped(workload, lost, why),
         );
-        if (method === "resources/subscribe") subscriptions.added(workload, uri);
+        if (method === "resources/subscribe") {
+          subscriptions.added(workload, uri);
+          await pool().carry(workload, uri, upstream);
+        }
         return done;
       }
       const result = await withRequestScope(ctx.http?.req?.headers, onLog, () =>
@@ -182,7 +185,10 @@ export function createGatewayServer(
             : {}),
         }),
       );
-      if (method === "resources/subscribe") subscriptions.added(workload, uri);
+      if (method === "resources/subscribe") {
+        subscriptions.added(workload, uri);
+        await pool().carry(workload, uri, upstream);
+      }
       return withoutMemberIdentity(result);
     } catch (err) {
       const round = modern !== undefined ? urlElicitationAnswer(err, ctx) : undefined;

@@ -12,6 +12,11 @@
  * longer followed, and the session is told in a `notifications/message` warning (the only way MCP
  * gives a server to tell a client something no request of its asked for): silence would look just
  * like a resource that never changes. Subscribing again tries again.
+ *
+ * An update the workload sent while no connection of the session's could carry it (the old one lost,
+ * the new one not yet subscribed) reached no one, and MCP replays none: `renew` gives the URIs it
+ * followed again, which the pool announces to the session as updated (at least once, never for a URI
+ * the session unsubscribed from).
  */
 import type { LoggingLevel } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
@@ -103,31 +108,40 @@ export class SessionSubscriptions {
       this.#notices.notify({ level: "warning", logger: "mcpmgr-gateway", data: text });
   }
 
+  /** Whether the session follows `uri` at `workload` (it has not unsubscribed, nor been told it was dropped). */
+  follows(workload: string, uri: string): boolean {
+    return this.#held.get(workload)?.has(uri) ?? false;
+  }
+
   /**
-   * Subscribes `client`, a new connection to `workload`, to everything the session followed there; what
-   * the workload refuses is dropped (and the session told). Never fails: the connection serves the
-   * session's other requests all the same.
+   * Subscribes `client`, a new connection to `workload`, to everything the session followed there (or to
+   * `only` of those); what the workload refuses is dropped (and the session told). Never fails: the
+   * connection serves the session's other requests all the same. Gives the URIs it followed again.
    */
-  async renew(workload: string, client: Upstream, timeoutMs: number): Promise<void> {
-    const uris = [...(this.#held.get(workload) ?? [])];
-    if (uris.length === 0) return;
+  async renew(workload: string, client: Upstream, timeoutMs: number, only?: readonly string[]): Promise<string[]> {
+    const held = [...(this.#held.get(workload) ?? [])];
+    const uris = only === undefined ? held : held.filter((uri) => only.includes(uri));
+    if (uris.length === 0) return [];
     const dropped = (lost: readonly string[], why: string) => this.dropped(workload, lost, why);
-    if (client.getProtocolEra() !== "legacy") return followAgain(client, uris, dropped, AGAIN);
-    for (let at = 0; at < uris.length; at += RENEW_BATCH) {
-      const batch = uris.slice(at, at + RENEW_BATCH);
-      const outcomes = await Promise.allSettled(
-        batch.map((uri) =>
-          client.request({ method: "resources/subscribe", params: { uri } }, anyResult, { timeout: timeoutMs }),
-        ),
-      );
-      const failures = new Map<string, string[]>();
-      outcomes.forEach((outcome, i) => {
-        if (outcome.status === "fulfilled") return;
-        const why = excerpt(errorMessage(outcome.reason), 200);
-        failures.set(why, [...(failures.get(why) ?? []), batch[i] as string]);
-      });
-      for (const [why, lost] of failures) dropped(lost, `${AGAIN}: subscribing again failed (${why})`);
-    }
+    if (client.getProtocolEra() !== "legacy") await followAgain(client, uris, dropped, AGAIN);
+    else
+      for (let at = 0; at < uris.length; at += RENEW_BATCH) {
+        const batch = uris.slice(at, at + RENEW_BATCH);
+        const outcomes = await Promise.allSettled(
+          batch.map((uri) =>
+            client.request({ method: "resources/subscribe", params: { uri } }, anyResult, { timeout: timeoutMs }),
+          ),
+        );
+        const failures = new Map<string, string[]>();
+        outcomes.forEach((outcome, i) => {
+          if (outcome.status === "fulfilled") return;
+          const why = excerpt(errorMessage(outcome.reason), 200);
+          failures.set(why, [...(failures.get(why) ?? []), batch[i] as string]);
+        });
+        for (const [why, lost] of failures) dropped(lost, `${AGAIN}: subscribing again failed (${why})`);
+      }
+    // Those dropped meanwhile (refused, or unsubscribed by the session while this went on) are not followed.
+    return uris.filter((uri) => this.follows(workload, uri));
   }
 }
 

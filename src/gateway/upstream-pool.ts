@@ -14,7 +14,9 @@
  * resources at joins the group again (a restart the gateway saw as a leave and a join). A connection
  * replaced only because its event stream could not be reopened may still answer: the calls in flight on
  * it are left to finish (within the request timeout) before its member session is ended, and resource
- * updates are taken from the new one only, so none comes twice.
+ * updates are taken from the new one only. An update sent in the gap reached the session on neither, so each
+ * URI followed again is announced as updated (`changedMaybe`): at least once. A subscribe answered on a
+ * replaced connection is carried to the current one (`carry`), whose re-subscription may have missed it.
  */
 import type {
   ClientCapabilities,
@@ -153,7 +155,7 @@ export class UpstreamPool {
     if (this.#logLevel !== undefined && client.getServerCapabilities()?.logging)
       await client.setLoggingLevel(this.#logLevel).catch(() => {});
     // Before anything is sent on it: a request that met the forgotten session goes again on this one.
-    if (peer !== undefined) await this.subscriptions.renew(workload, client, this.#timeoutMs);
+    if (peer !== undefined) changedMaybe(peer, await this.subscriptions.renew(workload, client, this.#timeoutMs));
     return client;
   }
 
@@ -175,6 +177,19 @@ export class UpstreamPool {
     this.get(workload).catch(() => {
       setTimeout(() => this.#resume(workload, Math.min(pause * 2, MAX_RESUME_MS)), pause).unref?.();
     });
+  }
+
+  /**
+   * A subscribe of `uri` the workload answered on `on`: if `on` is no longer the workload's connection (it
+   * was replaced while the subscribe was in flight, and the new one's re-subscription may have listed the
+   * session's URIs before this one was added), `uri` is subscribed on the current one too, before the
+   * session is told it follows it. With no current connection, the next one's re-subscription takes it.
+   */
+  async carry(workload: string, uri: string, on: Upstream): Promise<void> {
+    const current = await this.#open.get(workload)?.catch(() => undefined);
+    if (current === undefined || current === on || this.#peer === undefined) return;
+    // Subscribing twice is harmless (a set at the member); subscribing never would leave the session deaf.
+    changedMaybe(this.#peer, await this.subscriptions.renew(workload, current, this.#timeoutMs, [uri]));
   }
 
   /** `workload` joined the group (again): the resources the session followed there are followed again. */
@@ -326,6 +341,17 @@ export class UpstreamPool {
     await Promise.race([ended, bound]);
     clearTimeout(timer);
   }
+}
+
+/**
+ * Tells the session that each of `uris`, just followed again on a new member session, may have changed: an
+ * update the workload sent while no session of the client's could carry it (the old one lost, the new one
+ * not yet subscribed; or the workload changed it while restarting) reached no one, and MCP replays none.
+ * So the session hears of each at least once (maybe once more than it changed), and reads it again if it cares.
+ */
+function changedMaybe(peer: PoolPeer, uris: readonly string[]): void {
+  for (const uri of uris)
+    peer.notify({ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri } }, undefined);
 }
 
 /** Only what a workload may ask its client for; the rest is between the gateway and its client. */

@@ -18,7 +18,7 @@ import {
   ResourceUpdatedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
-import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
+import { createTestGroup, PROBE_FIXTURE, receivesUpdate, type TestGroup, until } from "../support/gateway-group.ts";
 
 // Real processes, restarted for real: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -127,13 +127,7 @@ async function subscriber(url = gatewayUrl) {
 }
 
 /** Polls `send` (which makes the workload announce an update) until the session has received `uri`'s. */
-async function receives(updates: string[], uri: string, send: () => unknown): Promise<boolean> {
-  updates.length = 0;
-  return until(async () => {
-    await send();
-    return updates.includes(uri);
-  }, 30_000);
-}
+const receives = (updates: string[], uri: string, send: () => unknown) => receivesUpdate(updates, uri, send, 30_000);
 
 test("a 2025-era workload whose server restarts and forgets the session: the new session is subscribed again, a refusal reported", async () => {
   const session = await subscriber();

@@ -10,7 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
-import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
+import { createTestGroup, receivesUpdate, type TestGroup, until } from "../support/gateway-group.ts";
 
 setDefaultTimeout(60_000);
 
@@ -20,13 +20,7 @@ let group: TestGroup;
 let gatewayUrl: string;
 
 /** Whether `A`'s updates reach the client: the member announces one until it arrives. */
-function receives(updates: string[]): Promise<boolean> {
-  updates.length = 0;
-  return until(async () => {
-    await member.updated(A);
-    return updates.includes(A);
-  }, 20_000);
-}
+const receives = (updates: string[]) => receivesUpdate(updates, A, () => member.updated(A));
 
 beforeAll(async () => {
   member = startMemberServer({ name: "flaky", tools: ["nap"], resources: [A], subscribable: {} });

@@ -96,6 +96,30 @@ export async function createTestGroup(): Promise<TestGroup> {
 }
 
 /** Polls until the predicate holds (or fails the caller's expectation after `ms`). */
+/**
+ * Whether a workload's update of `uri` reaches a gateway client (`updates`: the URIs of those it got):
+ * polls `send`, which makes the workload announce one, until the client has `uri`'s, twice over. The
+ * gateway announces each URI it follows again on a new member session itself (upstream-pool.ts
+ * `changedMaybe`), once per new session: that one can pass for one round, not for both, so at least one
+ * came from the workload.
+ */
+export async function receivesUpdate(
+  updates: string[],
+  uri: string,
+  send: () => unknown,
+  ms = 20_000,
+): Promise<boolean> {
+  for (const _round of [1, 2]) {
+    updates.length = 0;
+    const got = await until(async () => {
+      await send();
+      return updates.includes(uri);
+    }, ms);
+    if (!got) return false;
+  }
+  return true;
+}
+
 export async function until(predicate: () => boolean | Promise<boolean>, ms = 20_000): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {

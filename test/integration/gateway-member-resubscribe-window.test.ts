@@ -1,0 +1,112 @@
+/**
+ * The window while a gateway session's member session is replaced for its subscriptions (subs31): the
+ * old member session's event stream can no longer be reopened, the gateway opens a new one and
+ * subscribes the session's resources there again. Two things could go wrong in that window:
+ *  - an update the member sends before the new session's subscribe is answered reaches no one (the old
+ *    session cannot deliver it, the new one is not subscribed yet): the client must still hear that the
+ *    resource may have changed (at least once);
+ *  - a subscribe of the client's answered on the old session after the re-subscription took its list
+ *    of URIs: the client was told it follows the resource, but the new session never subscribed it.
+ * The member holds its subscribes unanswered (`holdSubscribes`) to open the window for as long as the
+ * test needs.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
+import { createTestGroup, receivesUpdate, type TestGroup, until } from "../support/gateway-group.ts";
+
+setDefaultTimeout(60_000);
+
+const A = "gap://a";
+const LA = "late://a";
+const B = "late://b";
+let gap: MemberServer;
+let late: MemberServer;
+let group: TestGroup;
+let gatewayUrl: string;
+
+beforeAll(async () => {
+  gap = startMemberServer({ name: "gap", resources: [A], subscribable: {} });
+  late = startMemberServer({ name: "late", resources: [LA, B], subscribable: {} });
+  group = await createTestGroup();
+  group.run(gap.url, "gap", "window");
+  group.run(late.url, "late", "window");
+  gatewayUrl = (await group.gateway("window")).url;
+}, 120_000);
+
+afterAll(async () => {
+  await group?.cleanup();
+  await gap?.stop();
+  await late?.stop();
+});
+
+async function connected(updates: string[]): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const client = new Client({ name: "window", version: "1.0.0" });
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
+  const transport = new StreamableHTTPClientTransport(new URL(gatewayUrl));
+  await client.connect(transport);
+  return { client, transport };
+}
+
+/** Whether `uri`'s updates reach the client: `member` announces one until it arrives. */
+const receives = (member: MemberServer, updates: string[], uri: string) =>
+  receivesUpdate(updates, uri, () => member.updated(uri), 15_000);
+
+test("an update sent while the new member session is being subscribed still reaches the client", async () => {
+  const updates: string[] = [];
+  const { client, transport } = await connected(updates);
+  try {
+    await client.subscribeResource({ uri: A });
+    expect(await receives(gap, updates, A)).toBe(true);
+    const opened = gap.sessionsOpened;
+    const release = gap.holdSubscribes();
+    try {
+      gap.breakEventStream();
+      // The new member session exists and its subscribe of A waits, unanswered.
+      expect(await until(() => gap.sessionsOpened > opened && gap.heldSubscribes === 1, 20_000)).toBe(true);
+      updates.length = 0;
+      // The member sends A's update now: to the old session (whose stream is gone) only.
+      await gap.updated(A);
+    } finally {
+      release();
+    }
+    expect(await until(() => gap.subscribers(A) >= 1 && gap.heldSubscribes === 0, 10_000)).toBe(true);
+    // Nothing more from the member: the client hears of A all the same, once the new session follows it.
+    expect(await until(() => updates.includes(A), 10_000)).toBe(true);
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+  }
+});
+
+test("a subscribe answered on the old member session after the re-subscription began is carried to the new one", async () => {
+  const updates: string[] = [];
+  const { client, transport } = await connected(updates);
+  try {
+    await client.subscribeResource({ uri: LA });
+    expect(await receives(late, updates, LA)).toBe(true);
+    const opened = late.sessionsOpened;
+    const release = late.holdSubscribes();
+    let subscribed: Promise<unknown> = Promise.resolve();
+    try {
+      // B's subscribe is in flight on the old member session...
+      subscribed = client.subscribeResource({ uri: B }).catch((err: unknown) => err);
+      expect(await until(() => late.heldSubscribes === 1, 10_000)).toBe(true);
+      // ...when its stream is lost: the new session's re-subscription (of A alone) starts.
+      late.breakEventStream();
+      expect(await until(() => late.sessionsOpened > opened && late.heldSubscribes === 2, 20_000)).toBe(true);
+    } finally {
+      release();
+    }
+    expect(await subscribed).toEqual({});
+    // The old session is ended once B's subscribe is answered; B's updates come on the new one.
+    expect(await until(() => late.deletes.length === 1, 10_000)).toBe(true);
+    expect(await receives(late, updates, LA)).toBe(true);
+    expect(await receives(late, updates, B)).toBe(true);
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+  }
+});
