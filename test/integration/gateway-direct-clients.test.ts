@@ -115,3 +115,22 @@ test("a background gateway with policies names them in the terminal of 'gateway 
     mcpmgr("rm", "guarded");
   }
 });
+
+test("a client registered with the members while a gateway with policies runs is told at once, not left refused", async () => {
+  // The gateway warned as it started; a registration made after that is the user's next chance to hear it.
+  await gateway("team", "--tools", "probe_stats");
+  try {
+    const registered = mcpmgr("client", "register", "gemini-cli", "--group", "team");
+    expect(registered.stderr).toContain(
+      "[warn] a gateway with policies serves group team: its workloads refuse Gemini CLI while that gateway runs; register it through the gateway instead: 'mcpmgr client register gemini-cli --group team --gateway'",
+    );
+    // Another group, and the gateway's own registration, have nothing to be told.
+    expect(mcpmgr("client", "register", "lm-studio", "--group", "other").stderr).not.toContain("policies");
+    expect(mcpmgr("client", "register", "qwen-code", "--group", "team", "--gateway").stderr).not.toContain("policies");
+  } finally {
+    // This one and those the tests above left running (the one that named Cursor alone).
+    await Promise.all(gateways.map((running) => running.stop()));
+  }
+  // Once no gateway with policies runs, the members answer direct callers again: nothing to warn about.
+  expect(mcpmgr("client", "register", "gemini-cli", "--group", "team").stderr).not.toContain("policies");
+});
