@@ -16,6 +16,8 @@ import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { localListenerClient } from "../proxy/upstream/local-client.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
+import { assertAnswersDirectCallers } from "../state/gateway-guard.ts";
+import { isGatewayRecord } from "../state/workload-record.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { maxMessageBytesFromEnv } from "../workload/limits.ts";
 import {
@@ -85,6 +87,13 @@ async function endpointOf(text: string): Promise<Endpoint> {
       },
     );
   const workload = await liveWorkload(store, text);
+  // Every request would be refused (403) and answered as an unreachable remote, in Claude Desktop's log.
+  const gateways = (await store.listReadable()).records.filter((r) => isGatewayRecord(r) && r.group === record.group);
+  assertAnswersDirectCallers(
+    store.paths,
+    record,
+    gateways.map((r) => r.name),
+  );
   return { target: workload.url, workload };
 }
 

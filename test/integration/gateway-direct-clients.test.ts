@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PROBE_FIXTURE } from "../support/gateway-group.ts";
 import { CLI_ENTRY, type Running, spawnUntil } from "../support/processes.ts";
-import { cliEnv, runCliOk } from "../support/cli-home.ts";
+import { cliEnv, expectOneLineError, runCliOk } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -123,6 +123,18 @@ test("a client registered with the members while a gateway with policies runs is
     const registered = mcpmgr("client", "register", "gemini-cli", "--group", "team");
     expect(registered.stderr).toContain(
       "[warn] a gateway with policies serves group team: its workloads refuse Gemini CLI while that gateway runs; register it through the gateway instead: 'mcpmgr client register gemini-cli --group team --gateway'",
+    );
+    // Claude Desktop's relay to a member would have every request refused as an unreachable remote: one line instead.
+    const relay = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "probe"], {
+      env: env(),
+      stdin: "ignore",
+    });
+    const line = expectOneLineError(
+      { code: relay.exitCode, stdout: relay.stdout.toString(), stderr: relay.stderr.toString() },
+      1,
+    );
+    expect(line).toBe(
+      "[error] workload probe answers only its group's gateway while a gateway with policies serves group team (hint: relay to the gateway instead: 'mcpmgr proxy stdio gateway-team'; for Claude Desktop: 'mcpmgr client register claude-desktop --group team --gateway')",
     );
     // Another group, and the gateway's own registration, have nothing to be told.
     expect(mcpmgr("client", "register", "lm-studio", "--group", "other").stderr).not.toContain("policies");
