@@ -162,16 +162,23 @@ export function hasOwnAuthentication(record: WorkloadRecord): boolean {
 }
 
 /**
- * WORKLOAD_GUARDED when the workload refuses a direct caller now: a member without authentication of its own
- * whose group a live gateway with policies guards (a gateway itself is never a member). `gateways` are the
- * group's background gateways, for the hint.
+ * Whether the workload refuses direct callers now: a member without authentication of its own whose group a
+ * live gateway with policies guards (a gateway itself is never a member).
+ */
+export function refusesDirectCallers(paths: McpmgrPaths, record: WorkloadRecord): boolean {
+  return !isGatewayRecord(record) && !hasOwnAuthentication(record) && isGroupGuarded(paths, record.group);
+}
+
+/**
+ * WORKLOAD_GUARDED when the workload refuses direct callers now (above). `gateways` are the group's
+ * background gateways, for the hint.
  */
 export function assertAnswersDirectCallers(
   paths: McpmgrPaths,
   record: WorkloadRecord,
   gateways: readonly string[],
 ): void {
-  if (isGatewayRecord(record) || hasOwnAuthentication(record) || !isGroupGuarded(paths, record.group)) return;
+  if (!refusesDirectCallers(paths, record)) return;
   const relay =
     gateways.length > 0
       ? gateways.map((name) => `'mcpmgr proxy stdio ${name}'`).join(" or ")

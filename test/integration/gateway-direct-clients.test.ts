@@ -136,6 +136,24 @@ test("a client registered with the members while a gateway with policies runs is
     expect(line).toBe(
       "[error] workload probe answers only its group's gateway while a gateway with policies serves group team (hint: relay to the gateway instead: 'mcpmgr proxy stdio gateway-team'; for Claude Desktop: 'mcpmgr client register claude-desktop --group team --gateway')",
     );
+    // A member that starts meanwhile gets its entries in those clients, and the run says they are refused.
+    try {
+      const started = mcpmgr(
+        "run",
+        `npx://${packageDir}`,
+        "--name",
+        "probe2",
+        "--group",
+        "team",
+        "--permission-profile",
+        "none",
+      );
+      expect(started.stderr).toContain(
+        "[warn] probe2 refuses these clients while a gateway with policies serves group team; switch each to the gateway: 'mcpmgr client register cursor --group team --gateway', 'mcpmgr client register gemini-cli --group team --gateway'",
+      );
+    } finally {
+      mcpmgr("rm", "probe2");
+    }
     // Another group, and the gateway's own registration, have nothing to be told.
     expect(mcpmgr("client", "register", "lm-studio", "--group", "other").stderr).not.toContain("policies");
     expect(mcpmgr("client", "register", "qwen-code", "--group", "team", "--gateway").stderr).not.toContain("policies");
