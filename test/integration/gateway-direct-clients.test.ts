@@ -164,3 +164,43 @@ test("a client registered with the members while a gateway with policies runs is
   // Once no gateway with policies runs, the members answer direct callers again: nothing to warn about.
   expect(mcpmgr("client", "register", "gemini-cli", "--group", "team").stderr).not.toContain("policies");
 });
+
+test("a foreground run in a group a gateway with policies guards answers its clients: no gateway serves it", async () => {
+  // Not a member (it has no record), so refusing direct callers would leave it answering nobody at all.
+  const guarding = await gateway("team", "--tools", "probe_stats");
+  const foreground = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      `npx://${packageDir}`,
+      "--foreground",
+      "--name",
+      "fg",
+      "--group",
+      "team",
+      "--permission-profile",
+      "none",
+    ],
+    /^(http:\/\/\S+)$/m,
+    { env: env(), timeoutMs: 30_000 },
+  );
+  try {
+    const url = foreground.match[1] as string;
+    const answer = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "direct", version: "1" } },
+      }),
+    });
+    expect(answer.status).toBe(200);
+    expect(await answer.text()).toContain('"protocolVersion":"2025-06-18"');
+  } finally {
+    await foreground.stop();
+    await guarding.stop();
+  }
+});
