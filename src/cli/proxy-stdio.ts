@@ -12,9 +12,12 @@ import { assertCredentialsOverHttps, outgoingAuthSpec } from "../config/outgoing
 import { proxyStdioOptions } from "../config/proxy-stdio-options.ts";
 import { checkOutgoingAuthRules } from "../config/rules.ts";
 import { quotableUrl, refuseUrlCredentials } from "../config/url-credentials.ts";
+import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { localListenerClient } from "../proxy/upstream/local-client.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
+import { assertAnswersDirectCallers } from "../state/gateway-guard.ts";
+import { isGatewayRecord } from "../state/workload-record.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { maxMessageBytesFromEnv } from "../workload/limits.ts";
 import {
@@ -56,11 +59,20 @@ async function endpointOf(text: string): Promise<Endpoint> {
     // A foreground run has no record; AI clients get its entry while it runs, Claude Desktop's included.
     const foreground = liveForegroundWorkload(store.paths, text);
     if (foreground !== undefined) return { target: foreground.url, workload: foreground };
+    // A mistyped name (in a hand-written Claude Desktop entry, say) gets the nearest workload's, as stop and logs do.
+    const { records } = await store.listReadable();
+    const near = didYouMean(
+      closeMatches(
+        text,
+        records.map((r) => r.name),
+        { nearestOnly: true },
+      ),
+    );
     throw new McpmgrError(
       "WORKLOAD_NOT_FOUND",
       `${JSON.stringify(quotableUrl(text))} is neither a URL nor a workload`,
       {
-        hint: "give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'",
+        hint: `${near === undefined ? "" : `${near} `}give the MCP endpoint's URL (https://host/mcp) or a name from 'mcpmgr list'`,
       },
     );
   }
@@ -75,6 +87,13 @@ async function endpointOf(text: string): Promise<Endpoint> {
       },
     );
   const workload = await liveWorkload(store, text);
+  // Every request would be refused (403) and answered as an unreachable remote, in Claude Desktop's log.
+  const gateways = (await store.listReadable()).records.filter((r) => isGatewayRecord(r) && r.group === record.group);
+  assertAnswersDirectCallers(
+    store.paths,
+    record,
+    gateways.map((r) => r.name),
+  );
   return { target: workload.url, workload };
 }
 

@@ -9,6 +9,7 @@
  */
 import { type FSWatcher, watch } from "node:fs";
 import { join } from "node:path";
+import { hasOwnAuthentication } from "../state/gateway-guard.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { isGatewayRecord, reconcileStatus, type WorkloadRecord, type WorkloadStore } from "../state/workloads.ts";
 
@@ -31,13 +32,6 @@ export interface Member {
 /** A member's supervisor as last read from its status. */
 export interface Supervisor {
   pid: number;
-}
-
-/** Whether the workload's recorded `run` options give it incoming authentication (`--oidc-issuer`). */
-function hasOwnAuthentication(record: WorkloadRecord): boolean {
-  const end = record.runOptions.indexOf("--");
-  const own = end === -1 ? record.runOptions : record.runOptions.slice(0, end);
-  return own.some((arg) => arg === "--oidc-issuer" || arg.startsWith("--oidc-issuer="));
 }
 
 export interface MembershipOptions {

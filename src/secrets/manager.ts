@@ -3,6 +3,7 @@
  * "encrypted") and resolves `--secret NAME,target=ENV` references for a server's
  * environment. Errors name the secret, never a value.
  */
+import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import type { KdfParams } from "./envelope.ts";
 import { EncryptedFileProvider } from "./encrypted-file.ts";
@@ -79,7 +80,7 @@ export function createSecretManager(options: SecretManagerOptions): SecretManage
 
   async function resolveSecret(name: string, usedBy?: string): Promise<Secret> {
     const secret = await provider.get(validateSecretName(name));
-    if (secret === undefined) throw notFound(kind, [name], usedBy);
+    if (secret === undefined) throw notFound(kind, [name], await storedNames(provider), usedBy);
     return secret;
   }
 
@@ -108,7 +109,7 @@ export function createSecretManager(options: SecretManagerOptions): SecretManage
     }
     if (missing.length > 0) {
       const names = missing.map((text) => text.slice(0, text.indexOf(",target=")));
-      throw notFound(kind, names, missing.map((text) => `--secret ${text}`).join(", "));
+      throw notFound(kind, names, await storedNames(provider), missing.map((text) => `--secret ${text}`).join(", "));
     }
     return Object.freeze(out);
   }
@@ -116,7 +117,26 @@ export function createSecretManager(options: SecretManagerOptions): SecretManage
   return Object.freeze({ kind, provider, resolveSecret, resolveSecretReferences });
 }
 
-function notFound(kind: SecretProviderKind, names: readonly string[], usedBy?: string): McpmgrError {
+/** The stored names, for a "did you mean" (none when they cannot be listed: the error is about the missing one). */
+async function storedNames(provider: SecretProvider): Promise<readonly string[]> {
+  return provider.list().catch(() => []);
+}
+
+/**
+ * The nearest stored name to a missing one, ahead of the hint: told only to store the name as typed, a user
+ * would keep the value twice, under the wrong name too.
+ */
+function nearestSecret(name: string, stored: readonly string[]): string {
+  const near = didYouMean(closeMatches(name, stored, { nearestOnly: true }));
+  return near === undefined ? "" : `${near} Otherwise `;
+}
+
+function notFound(
+  kind: SecretProviderKind,
+  names: readonly string[],
+  stored: readonly string[],
+  usedBy?: string,
+): McpmgrError {
   const unique = [...new Set(names)];
   const listed = unique.map((name) => `'${name}'`).join(", ");
   const name = unique[0] ?? "NAME";
@@ -124,7 +144,7 @@ function notFound(kind: SecretProviderKind, names: readonly string[], usedBy?: s
   const hint =
     kind === "environment"
       ? `set ${unique.map(environmentVariableFor).join(", ")} (the environment provider is in use)`
-      : `store it with 'mcpmgr secret set ${first}' (the value is read from stdin); 'mcpmgr secret list' shows the stored names`;
+      : `${unique.length === 1 ? nearestSecret(name, stored) : ""}store it with 'mcpmgr secret set ${first}' (the value is read from stdin); 'mcpmgr secret list' shows the stored names`;
   const what = unique.length === 1 ? `secret ${listed} not found` : `secrets ${listed} not found`;
   return new McpmgrError("SECRET_NOT_FOUND", usedBy === undefined ? what : `${usedBy}: ${what}`, { hint });
 }

@@ -15,6 +15,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { McpmgrError } from "../errors.ts";
 import type { McpmgrPaths } from "./paths.ts";
+import { isGatewayRecord, type WorkloadRecord } from "./workload-record.ts";
 import { isSameProcess, processStartTime } from "./process-start.ts";
 
 const KEY_FILE = "gateway.key";
@@ -151,4 +152,42 @@ export async function pruneGuards(paths: McpmgrPaths, group: string): Promise<vo
     if (!alive) await rm(join(dir, entry), { force: true });
   }
   await removeIfEmpty(dir);
+}
+
+/** Whether the workload's recorded `run` options give it incoming authentication (`--oidc-issuer`). */
+export function hasOwnAuthentication(record: WorkloadRecord): boolean {
+  const end = record.runOptions.indexOf("--");
+  const own = end === -1 ? record.runOptions : record.runOptions.slice(0, end);
+  return own.some((arg) => arg === "--oidc-issuer" || arg.startsWith("--oidc-issuer="));
+}
+
+/**
+ * Whether the workload refuses direct callers now: a member without authentication of its own whose group a
+ * live gateway with policies guards (a gateway itself is never a member).
+ */
+export function refusesDirectCallers(paths: McpmgrPaths, record: WorkloadRecord): boolean {
+  return !isGatewayRecord(record) && !hasOwnAuthentication(record) && isGroupGuarded(paths, record.group);
+}
+
+/**
+ * WORKLOAD_GUARDED when the workload refuses direct callers now (above). `gateways` are the group's
+ * background gateways, for the hint.
+ */
+export function assertAnswersDirectCallers(
+  paths: McpmgrPaths,
+  record: WorkloadRecord,
+  gateways: readonly string[],
+): void {
+  if (!refusesDirectCallers(paths, record)) return;
+  const relay =
+    gateways.length > 0
+      ? gateways.map((name) => `'mcpmgr proxy stdio ${name}'`).join(" or ")
+      : "'mcpmgr proxy stdio URL' with the gateway's URL (a foreground gateway's is in its terminal)";
+  throw new McpmgrError(
+    "WORKLOAD_GUARDED",
+    `workload ${record.name} answers only its group's gateway while a gateway with policies serves group ${record.group}`,
+    {
+      hint: `relay to the gateway instead: ${relay}; for Claude Desktop: 'mcpmgr client register claude-desktop --group ${record.group} --gateway'`,
+    },
+  );
 }

@@ -3,7 +3,7 @@
  * clients, the registered clients, and removing a group together with its workloads (their
  * supervisors stopped first). The lifecycle's calls into clients/ are in client-entries.ts.
  */
-import { isClientId } from "../clients/catalog.ts";
+import { clientById, isClientId } from "../clients/catalog.ts";
 import { ClientConfigSync } from "../clients/sync.ts";
 import { ClientRegistrationStore } from "../state/client-registrations.ts";
 import { GroupStore } from "../state/groups.ts";
@@ -26,8 +26,17 @@ export async function removeGroup(name: string, options: { withWorkloads: boolea
     await store.remove(workload);
     ctx.log.info(`removed workload ${workload}`);
   }
+  // Said as `client remove` says it: a client left following no group would otherwise go quiet unexplained.
+  const followers = Object.entries((await new ClientRegistrationStore(ctx.paths).read()).clients)
+    .filter(([, record]) => record.groups.includes(name))
+    .map(([client]) => client)
+    .sort();
   await new ClientConfigSync(clientContextOf(ctx)).forgetGroup(name);
   await groups.remove(name);
+  for (const client of followers)
+    ctx.log.info(
+      `${isClientId(client) ? clientById(client).displayName : client} no longer follows group ${name}, which is gone`,
+    );
 }
 
 export interface GroupOverview {

@@ -4,11 +4,13 @@
  * from there.
  */
 import type { ParsedRunArgv } from "../config/run-argv.ts";
-import { McpmgrError } from "../errors.ts";
+import { isMcpmgrError, McpmgrError } from "../errors.ts";
 import { sourceOf, type RegistryEntry } from "../registry/entry.ts";
+import type { Registry } from "../registry/loader.ts";
 import { detectEngine, noEngineError, runtimeChoice, type ContainerEngine } from "../runtime/docker/engine.ts";
 import { parseSource, type ServerSource } from "../runtime/source.ts";
 import { assertGroupExists } from "../state/groups.ts";
+import { WorkloadStore } from "../state/workloads.ts";
 import type { Env, WorkloadContext } from "./context.ts";
 
 /** A source mcpmgr can start or reach (registry names resolved). */
@@ -50,6 +52,28 @@ async function selectRuntime(source: ConcreteSource, env: Env): Promise<RuntimeS
   return { kind: "process" };
 }
 
+/**
+ * The registry's entry named `name`. A name that is no server there but one of the user's workloads is
+ * most likely a `run` typed for `start` (a workload is run once, then started): the hint says so.
+ */
+async function registryEntry(registry: Registry, name: string, ctx: WorkloadContext): Promise<RegistryEntry> {
+  try {
+    return registry.get(name);
+  } catch (err) {
+    if (!(isMcpmgrError(err) && err.code === "REGISTRY_ENTRY_NOT_FOUND")) throw err;
+    const { records } = await new WorkloadStore(ctx.paths).listReadable();
+    if (!records.some((record) => record.name === name)) throw err;
+    throw new McpmgrError(
+      "REGISTRY_ENTRY_NOT_FOUND",
+      `no server named '${name}' in the registry, but ${name} is one of your workloads`,
+      {
+        hint: `'mcpmgr start ${name}' starts it again ('mcpmgr restart ${name}' while it runs); 'mcpmgr run' is for a new server`,
+        exitCode: 2,
+      },
+    );
+  }
+}
+
 export async function locateServer(parsed: ParsedRunArgv, ctx: WorkloadContext): Promise<LocatedServer> {
   // Checked even for a remote URL, which needs no runtime: a typo should not wait for a container.
   runtimeChoice(ctx.env);
@@ -63,7 +87,7 @@ export async function locateServer(parsed: ParsedRunArgv, ctx: WorkloadContext):
   // The registry (its catalog and loader) only for a registry name.
   const { loadRegistry } = await import("../registry/loader.ts");
   const registry = await loadRegistry({ env: ctx.env, configDir: ctx.paths.configDir });
-  const entry = registry.get(source.name);
+  const entry = await registryEntry(registry, source.name, ctx);
   const concrete = parseSource(sourceOf(entry).runTarget, undefined, `registry entry ${entry.name}'s remote URL`);
   if (concrete.kind === "registry")
     throw new McpmgrError("REGISTRY_INVALID", `registry entry ${entry.name} points at another registry name`, {

@@ -15,6 +15,7 @@ import { parseArgv } from "../config/argv.ts";
 import { gatewayOptions } from "../config/gateway-options.ts";
 import { parseRunArgv } from "../config/run-argv.ts";
 import { webhookConfig } from "../config/webhook-config.ts";
+import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import type { SecretManager } from "../secrets/manager.ts";
 import type { SecretProvider } from "../secrets/provider.ts";
@@ -128,8 +129,10 @@ export async function deleteSecret(
     );
   }
   if (!(await provider.delete(secret))) {
+    // The nearest stored name first, as for a missing secret anywhere else (secrets/manager.ts).
+    const near = didYouMean(closeMatches(secret, await provider.list().catch(() => []), { nearestOnly: true }));
     throw new McpmgrError("SECRET_NOT_FOUND", `secret '${secret}' not found`, {
-      hint: "'mcpmgr secret list' shows the stored names",
+      hint: `${near === undefined ? "" : `${near} `}'mcpmgr secret list' shows the stored names`,
     });
   }
   return found;

@@ -378,6 +378,8 @@ describe("mcpmgr client with a running workload", () => {
     const removed = mcpmgr("group", "rm", "team", "--with-workloads");
     expect(removed.code).toBe(0);
     expect(removed.stderr).toContain("removed workload remote-tools");
+    // The clients that followed it are told they follow it no more, as 'client remove' tells them.
+    expect(removed.stderr).toContain("[info] Cursor no longer follows group team, which is gone");
     expect(json<unknown[]>(mcpmgr("list", "--format", "json").stdout)).toEqual([]);
     // mcpmgr made the file's mcpServers: it went with the last entry.
     expect(json(readFileSync(join(home, ".cursor", "mcp.json"), "utf8"))).toEqual({});

@@ -11,7 +11,7 @@ import * as v from "valibot";
 import { createTokenVerifier } from "../../src/auth/incoming/verifier.ts";
 import { discoverFromRemote } from "../../src/auth/outgoing/discovery.ts";
 import { ClientConfigSync } from "../../src/clients/sync.ts";
-import { gatewayKey } from "../../src/state/gateway-guard.ts";
+import { assertAnswersDirectCallers, gatewayKey, guardGroup } from "../../src/state/gateway-guard.ts";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
 import { readLocalIgnoreFile } from "../../src/runtime/ignore-overlays.ts";
@@ -168,6 +168,23 @@ const producers: Record<ErrorCode, () => unknown> = {
       runtime: "remote",
     });
     return liveWorkload(store(), "never-started");
+  },
+  WORKLOAD_GUARDED: async () => {
+    // A member of a group this (live) process marks as guarded, as a gateway with policies does.
+    const paths = resolvePaths({ MCPMGR_HOME: join(dir, "guarded-home") });
+    const member = await new WorkloadStore(paths).create({
+      name: "member",
+      source: { kind: "remote", ref: "https://x.example/mcp" },
+      transport: "streamable-http",
+      proxyPort: 12, // 9, 10 and 11 are other cases'
+      runtime: "remote",
+    });
+    const unguard = await guardGroup(paths, "default", { authenticates: false });
+    try {
+      assertAnswersDirectCallers(paths, member, ["gateway-default"]);
+    } finally {
+      await unguard();
+    }
   },
   GROUP_EXISTS: async () => {
     await groups().create("made-twice");

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PROBE_FIXTURE } from "../support/gateway-group.ts";
 import { CLI_ENTRY, type Running, spawnUntil } from "../support/processes.ts";
-import { cliEnv, runCliOk } from "../support/cli-home.ts";
+import { cliEnv, expectOneLineError, runCliOk } from "../support/cli-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -113,5 +113,94 @@ test("a background gateway with policies names them in the terminal of 'gateway 
     ]);
   } finally {
     mcpmgr("rm", "guarded");
+  }
+});
+
+test("a client registered with the members while a gateway with policies runs is told at once, not left refused", async () => {
+  // The gateway warned as it started; a registration made after that is the user's next chance to hear it.
+  await gateway("team", "--tools", "probe_stats");
+  try {
+    const registered = mcpmgr("client", "register", "gemini-cli", "--group", "team");
+    expect(registered.stderr).toContain(
+      "[warn] a gateway with policies serves group team: its workloads refuse Gemini CLI while that gateway runs; register it through the gateway instead: 'mcpmgr client register gemini-cli --group team --gateway'",
+    );
+    // Claude Desktop's relay to a member would have every request refused as an unreachable remote: one line instead.
+    const relay = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "probe"], {
+      env: env(),
+      stdin: "ignore",
+    });
+    const line = expectOneLineError(
+      { code: relay.exitCode, stdout: relay.stdout.toString(), stderr: relay.stderr.toString() },
+      1,
+    );
+    expect(line).toBe(
+      "[error] workload probe answers only its group's gateway while a gateway with policies serves group team (hint: relay to the gateway instead: 'mcpmgr proxy stdio gateway-team'; for Claude Desktop: 'mcpmgr client register claude-desktop --group team --gateway')",
+    );
+    // A member that starts meanwhile gets its entries in those clients, and the run says they are refused.
+    try {
+      const started = mcpmgr(
+        "run",
+        `npx://${packageDir}`,
+        "--name",
+        "probe2",
+        "--group",
+        "team",
+        "--permission-profile",
+        "none",
+      );
+      expect(started.stderr).toContain(
+        "[warn] probe2 refuses these clients while a gateway with policies serves group team; switch each to the gateway: 'mcpmgr client register cursor --group team --gateway', 'mcpmgr client register gemini-cli --group team --gateway'",
+      );
+    } finally {
+      mcpmgr("rm", "probe2");
+    }
+    // Another group, and the gateway's own registration, have nothing to be told.
+    expect(mcpmgr("client", "register", "lm-studio", "--group", "other").stderr).not.toContain("policies");
+    expect(mcpmgr("client", "register", "qwen-code", "--group", "team", "--gateway").stderr).not.toContain("policies");
+  } finally {
+    // This one and those the tests above left running (the one that named Cursor alone).
+    await Promise.all(gateways.map((running) => running.stop()));
+  }
+  // Once no gateway with policies runs, the members answer direct callers again: nothing to warn about.
+  expect(mcpmgr("client", "register", "gemini-cli", "--group", "team").stderr).not.toContain("policies");
+});
+
+test("a foreground run in a group a gateway with policies guards answers its clients: no gateway serves it", async () => {
+  // Not a member (it has no record), so refusing direct callers would leave it answering nobody at all.
+  const guarding = await gateway("team", "--tools", "probe_stats");
+  const foreground = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      `npx://${packageDir}`,
+      "--foreground",
+      "--name",
+      "fg",
+      "--group",
+      "team",
+      "--permission-profile",
+      "none",
+    ],
+    /^(http:\/\/\S+)$/m,
+    { env: env(), timeoutMs: 30_000 },
+  );
+  try {
+    const url = foreground.match[1] as string;
+    const answer = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "direct", version: "1" } },
+      }),
+    });
+    expect(answer.status).toBe(200);
+    expect(await answer.text()).toContain('"protocolVersion":"2025-06-18"');
+  } finally {
+    await foreground.stop();
+    await guarding.stop();
   }
 });

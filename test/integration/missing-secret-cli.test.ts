@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
+import { CLI_ENTRY } from "../support/processes.ts";
 
 // Real processes: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -77,4 +78,31 @@ test("gateway --tool-search-embeddings-key-secret: the option is named", () => {
     1,
   );
   expect(line).toContain("--tool-search-embeddings-key-secret: secret 'nokey' not found");
+});
+
+test("a mistyped name gets the nearest stored one ahead of 'store it', in run, secret get and secret delete", () => {
+  // The encrypted file: told only to store the name as typed, a user would keep the value twice.
+  const env = { ...cliEnv(home), MCPMGR_SECRETS_PASSWORD: "typo-test-password" };
+  const set = Bun.spawnSync([process.execPath, CLI_ENTRY, "secret", "set", "api-token"], {
+    env,
+    stdin: Buffer.from("value\n"),
+  });
+  expect(set.exitCode).toBe(0);
+  const run = expectOneLineError(
+    runCli(env, ["run", REMOTE, "--name", "ms5", "--remote-forward-headers-secret", "X-Key=api-tokn"]),
+    1,
+  );
+  expect(run).toContain(
+    "secret 'api-tokn' not found (hint: did you mean api-token? Otherwise store it with 'mcpmgr secret set api-tokn'",
+  );
+  expect(expectOneLineError(runCli(env, ["secret", "get", "api-tokn"]), 1)).toContain(
+    "(hint: did you mean api-token? Otherwise store it with",
+  );
+  expect(expectOneLineError(runCli(env, ["secret", "delete", "api-tokn"]), 1)).toBe(
+    "[error] secret 'api-tokn' not found (hint: did you mean api-token? 'mcpmgr secret list' shows the stored names)",
+  );
+  // Nothing near: the hint as it was.
+  expect(expectOneLineError(runCli(env, ["secret", "get", "unrelated"]), 1)).toContain(
+    "(hint: store it with 'mcpmgr secret set unrelated'",
+  );
 });

@@ -145,7 +145,8 @@ test("a 2025-era client and a remote that refuses initialize and server/discover
 test("an initialize refused for want of credentials is a question of authentication: no era probe", async () => {
   const remote = refusingRemote(401);
   try {
-    await expect(legacyConnect(remote.url)).rejects.toThrow(/mcpmgr could not reach the remote MCP server/);
+    // Reached, and refused: said so, not "could not reach" (a member behind a gateway with policies answers 403 alike).
+    await expect(legacyConnect(remote.url)).rejects.toThrow(/the remote MCP server refused the request \(HTTP 401\)/);
     expect(remote.asked).toEqual(["initialize"]);
   } finally {
     remote.stop();

@@ -277,3 +277,26 @@ test("a workload served over the deprecated HTTP+SSE transport is refused in one
   );
   expect(line).toContain("workload legacy-sse serves the deprecated HTTP+SSE transport (http://127.0.0.1:41333/sse)");
 });
+
+test("a mistyped workload name is refused with the nearest workload's name", async () => {
+  await new WorkloadStore(resolvePaths({ MCPMGR_HOME: home })).create({
+    name: "team-notes",
+    source: { kind: "package", ref: "npx://@modelcontextprotocol/server-everything" },
+    transport: "stdio",
+    proxyMode: "streamable-http",
+    proxyPort: 41_334,
+    proxyPath: "/mcp",
+    runtime: "process",
+    runOptions: ["npx://@modelcontextprotocol/server-everything", "--name", "team-notes", "--"],
+  });
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "team-note"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdin: "ignore",
+  });
+  const line = expectOneLineError(
+    { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() },
+    1,
+  );
+  expect(line).toContain('"team-note" is neither a URL nor a workload (hint: did you mean team-notes? ');
+});

@@ -149,18 +149,20 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         if (id === undefined) return log.warn(`could not deliver a message to the remote: ${text}`);
         // A request that could not be delivered gets an error answer, not silence.
         inFlight.delete(id);
+        // Refused for want of credentials: a question of authentication, not of eras, nor of reaching the remote.
+        const unauthorized = err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403);
         const refusal: JSONRPCMessage = {
           jsonrpc: "2.0",
           id,
           error:
             err instanceof AnswerTooLarge
               ? { code: JsonRpcCode.internalError, message: text }
-              : { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
+              : unauthorized
+                ? { code: -32000, message: `the remote MCP server refused the request (HTTP ${err.code}): ${text}` }
+                : { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
         };
         const initialize = pendingInitialize.get(id);
         pendingInitialize.delete(id);
-        // Refused for want of credentials: a question of authentication, not of eras.
-        const unauthorized = err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403);
         if (initialize !== undefined && !unauthorized) await initializeRefused(initialize, refusal);
         else void local.send(refusal);
       }

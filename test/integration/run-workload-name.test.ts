@@ -1,0 +1,48 @@
+/**
+ * `mcpmgr run NAME` where NAME is one of the user's workloads and no registry server: a `run` typed
+ * for `start`. The refusal says so (and which command starts it) instead of only pointing at the
+ * registry, which does not have it.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { WorkloadStore } from "../../src/state/workloads.ts";
+
+// Real processes: more than bun's 5 s on a loaded machine.
+setDefaultTimeout(60_000);
+
+let home: string;
+
+beforeAll(async () => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-run-workload-name-"));
+  // Recorded as `run npx://… --name notes` records it, then stopped: nothing runs.
+  await new WorkloadStore(resolvePaths({ MCPMGR_HOME: join(home, ".mcpmgr") })).create({
+    name: "notes",
+    source: { kind: "package", ref: "npx://@modelcontextprotocol/server-everything" },
+    transport: "stdio",
+    proxyMode: "streamable-http",
+    proxyPort: 41_335,
+    proxyPath: "/mcp",
+    runtime: "process",
+    runOptions: ["npx://@modelcontextprotocol/server-everything", "--name", "notes", "--"],
+  });
+});
+
+afterAll(() => {
+  rmSync(home, { recursive: true, force: true });
+});
+
+test("run of a workload's name that is no registry server points to start", () => {
+  const line = expectOneLineError(runCli(cliEnv(home), ["run", "notes"]), 2);
+  expect(line).toBe(
+    "[error] no server named 'notes' in the registry, but notes is one of your workloads (hint: 'mcpmgr start notes' starts it again ('mcpmgr restart notes' while it runs); 'mcpmgr run' is for a new server)",
+  );
+});
+
+test("a name that is neither keeps the registry's own refusal", () => {
+  const line = expectOneLineError(runCli(cliEnv(home), ["run", "nothing-here"]), 2);
+  expect(line).toStartWith("[error] no server named 'nothing-here' in the registry (hint: ");
+});
