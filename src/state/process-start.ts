@@ -71,4 +71,3 @@ function signalReaches(pid: number): boolean {
     return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }
-

@@ -425,7 +425,7 @@ describe("buildProxySpec", () => {
       "--remote-auth-bearer-token=abc",
       "--remote-forward-headers=X-Api-Key=k",
     ]).outgoingAuth;
-    expect(bearer.mode).toEqual({ kind: "bearer", token: "abc" });
+    expect(bearer.mode).toEqual({ kind: "bearer", token: "abc", option: "remote-auth-bearer-token" });
     expect(bearer.headers).toEqual([{ name: "X-Api-Key", value: "k" }]);
     const oauth = buildProxySpec([
       "x",
