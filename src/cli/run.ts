@@ -227,6 +227,9 @@ async function runInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<num
   }
 }
 
+/** How long a cancelled foreground start may take to wind down (a cancelled build waits for its engine). */
+const START_WIND_DOWN_MS = 15_000;
+
 async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<number> {
   await assertForegroundNameFree(spec, ctx);
   if (spec.placement.kind === "remote") {
@@ -235,13 +238,20 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
     });
   }
   // Listened for from the start: Ctrl-C during a pull, build or handshake must not leave a
-  // container running.
+  // container running, nor a build's step images. The start is told (a build is cancelled and
+  // removes what it made) and given a while to wind down; a second Ctrl-C exits at once.
   const signal = untilSignal();
+  const cancel = new AbortController();
+  void signal.then((received) => cancel.abort(received));
+  const starting = startWorkload(spec, ctx, { signal: cancel.signal });
   const started = await Promise.race([
-    startWorkload(spec, ctx).then((workload) => ({ workload })),
+    starting.then((workload) => ({ workload })),
     signal.then((received) => ({ received })),
   ]);
   if ("received" in started) {
+    const late = await Promise.race([starting.catch(() => undefined), Bun.sleep(START_WIND_DOWN_MS)]);
+    // Started in the instant before it heard: stopped like any other.
+    if (late) await late.stop();
     await abandonStart(spec, ctx);
     log.info(`${started.received}: stopped ${spec.name} while it was starting`);
     return signalExitCode(started.received);

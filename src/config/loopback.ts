@@ -23,6 +23,17 @@ function isLoopbackIpv6(address: string): boolean {
   return normalised === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(normalised);
 }
 
+/**
+ * The address a listener given `--host` binds, which is also the one its URL names (AI clients'
+ * entries, `list`, `export`, the gateway's members). `localhost` is bound as 127.0.0.1: left to the
+ * resolver it is bound as whichever loopback /etc/hosts lists first (::1 on many machines), while a
+ * client resolving the same name may try the other first, where another local user can listen on the
+ * same port and receive the client's requests and tokens. One address for both ends leaves no other.
+ */
+export function listenAddress(host: string): string {
+  return host.toLowerCase() === "localhost" ? "127.0.0.1" : host;
+}
+
 const proxyVariables = ["http_proxy", "https_proxy", "all_proxy"];
 const loopbackNoProxy = ["localhost", "127.0.0.1", "::1"];
 

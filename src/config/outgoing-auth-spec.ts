@@ -69,11 +69,16 @@ export interface TokenExchangeSpec {
   readonly headerName: string;
 }
 
+/** The option that gave the bearer token, which refusals and warnings name. */
+type BearerOption = "remote-auth-bearer-token" | "remote-auth-bearer-token-file";
+/** The first of the options that asked for OAuth, which refusals and warnings name. */
+type OAuthOption = "remote-auth" | "remote-auth-issuer" | "remote-auth-authorize-url" | "remote-auth-client-id";
+
 export interface OutgoingAuthSpec {
   readonly mode:
     | { readonly kind: "none" }
-    | { readonly kind: "bearer"; readonly token: string }
-    | { readonly kind: "oauth"; readonly oauth: OAuthSpec };
+    | { readonly kind: "bearer"; readonly token: string; readonly option: BearerOption }
+    | { readonly kind: "oauth"; readonly oauth: OAuthSpec; readonly option: OAuthOption };
   readonly tokenExchange: TokenExchangeSpec | undefined;
   readonly headers: readonly { readonly name: string; readonly value: string }[];
   /** Header name → secret name in the secrets manager (resolved when the proxy starts). */
@@ -116,7 +121,8 @@ function secureUrl(option: string, text: string): URL {
   return url;
 }
 
-function assertHeaderAllowed(option: string, name: string, authSetsAuthorization: boolean): void {
+/** `setter`: the option that already sets Authorization (a bearer token, OAuth, a token exchange into it). */
+function assertHeaderAllowed(option: string, name: string, setter: string | undefined): void {
   const lower = name.toLowerCase();
   if (refusedHeaders.has(lower) || lower.startsWith("x-forwarded-")) {
     throw new McpmgrError(
@@ -125,10 +131,10 @@ function assertHeaderAllowed(option: string, name: string, authSetsAuthorization
       { hint: "inject application headers only (e.g. X-Api-Key)" },
     );
   }
-  if (lower === "authorization" && authSetsAuthorization) {
+  if (lower === "authorization" && setter !== undefined) {
     throw new McpmgrError(
       "CONFLICTING_OPTIONS",
-      `--${option} Authorization conflicts with --remote-auth / bearer token / token exchange, which set it`,
+      `--${option} Authorization conflicts with --${setter}, which sets it`,
       { hint: "let the authentication option set Authorization" },
     );
   }
@@ -136,6 +142,9 @@ function assertHeaderAllowed(option: string, name: string, authSetsAuthorization
 
 export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: Env = process.env): OutgoingAuthSpec {
   let mode: OutgoingAuthSpec["mode"] = { kind: "none" };
+  // The flag before the file (the documented precedence); the one that gave it is named in refusals.
+  const bearerOption: BearerOption =
+    values["remote-auth-bearer-token"] !== undefined ? "remote-auth-bearer-token" : "remote-auth-bearer-token-file";
   const bearer =
     values["remote-auth-bearer-token"] ??
     (values["remote-auth-bearer-token-file"]
@@ -147,10 +156,15 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
     values["remote-auth-authorize-url"] !== undefined;
   if (bearer !== undefined) {
     if (!/^[\x21-\x7e]+$/.test(bearer))
-      throw new McpmgrError("INVALID_OPTION", "the bearer token contains spaces or control characters", {
-        hint: "put only the token in the file",
-      });
-    mode = { kind: "bearer", token: bearer };
+      throw new McpmgrError(
+        "INVALID_OPTION",
+        `--${bearerOption}: the bearer token contains spaces or control characters`,
+        {
+          hint:
+            bearerOption === "remote-auth-bearer-token-file" ? "put only the token in the file" : "give only the token",
+        },
+      );
+    mode = { kind: "bearer", token: bearer, option: bearerOption };
   } else if (wantsOAuth || values["remote-auth-client-id"] !== undefined) {
     // Precedence (spec): the flag, then the file, then MCPMGR_REMOTE_OAUTH_CLIENT_SECRET.
     const clientSecret =
@@ -161,8 +175,12 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
       (env.MCPMGR_REMOTE_OAUTH_CLIENT_SECRET || undefined);
     const authorize = values["remote-auth-authorize-url"];
     const token = values["remote-auth-token-url"];
+    const option = (["remote-auth", "remote-auth-issuer", "remote-auth-authorize-url"] as const).find(
+      (name) => values[name] !== undefined && values[name] !== false,
+    );
     mode = {
       kind: "oauth",
+      option: option ?? "remote-auth-client-id",
       oauth: Object.freeze({
         issuer: values["remote-auth-issuer"]
           ? secureUrl("remote-auth-issuer", values["remote-auth-issuer"])
@@ -215,7 +233,7 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
     if (mode.kind !== "none") {
       throw new McpmgrError(
         "CONFLICTING_OPTIONS",
-        "--token-exchange-url exchanges the client's token; it cannot be combined with --remote-auth or a bearer token",
+        `--token-exchange-url exchanges the client's token; it cannot be combined with --${mode.option}`,
         { hint: "choose one way to authenticate to the remote server" },
       );
     }
@@ -227,7 +245,7 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
         `--token-exchange-header-name ${JSON.stringify(tokenExchange.headerName)}: not a valid header name`,
         { hint: "e.g. X-Upstream-Token" },
       );
-    assertHeaderAllowed("token-exchange-header-name", tokenExchange.headerName, false);
+    assertHeaderAllowed("token-exchange-header-name", tokenExchange.headerName, undefined);
     if (["cookie", "mcp-session-id"].includes(tokenExchange.headerName.toLowerCase()))
       throw new McpmgrError(
         "INVALID_OPTION",
@@ -236,7 +254,11 @@ export function outgoingAuthSpec(values: OutgoingAuthValues, given: Given, env: 
       );
   }
   const setsAuthorization =
-    mode.kind !== "none" || (tokenExchange !== undefined && tokenExchange.headerName.toLowerCase() === "authorization");
+    mode.kind !== "none"
+      ? mode.option
+      : tokenExchange !== undefined && tokenExchange.headerName.toLowerCase() === "authorization"
+        ? "token-exchange-url"
+        : undefined;
   for (const header of values["remote-forward-headers"])
     assertHeaderAllowed("remote-forward-headers", header.name, setsAuthorization);
   for (const header of values["remote-forward-headers-secret"]) {
@@ -274,8 +296,8 @@ export function assertTokenExchangeHasCaller(outgoingAuth: OutgoingAuthSpec, inc
 
 /** Which of mcpmgr's credentials `outgoingAuth` sends to the remote itself, by the option that gives it. */
 function credentialSent(outgoingAuth: OutgoingAuthSpec): string | undefined {
-  if (outgoingAuth.mode.kind === "bearer") return "the bearer token (--remote-auth-bearer-token)";
-  if (outgoingAuth.mode.kind === "oauth") return "the OAuth access token (--remote-auth)";
+  if (outgoingAuth.mode.kind === "bearer") return `the bearer token (--${outgoingAuth.mode.option})`;
+  if (outgoingAuth.mode.kind === "oauth") return `the OAuth access token (--${outgoingAuth.mode.option})`;
   if (outgoingAuth.tokenExchange) return "the exchanged token (--token-exchange-url)";
   const secret = outgoingAuth.secretHeaders[0];
   if (secret !== undefined) return `the secret header ${secret.name} (--remote-forward-headers-secret)`;

@@ -5,6 +5,7 @@
  */
 import * as v from "valibot";
 import { ipVersion } from "./ip-address.ts";
+import { listenAddress } from "./loopback.ts";
 
 export type ValueSchema<T> = v.GenericSchema<string, T>;
 
@@ -117,6 +118,9 @@ export const hostName = v.pipe(
   // "[::1]" and "::1" both name the IPv6 loopback; Bun.serve wants the bare form.
   v.transform((text) => text.replace(/^\[(.*)\]$/, "$1")),
 );
+
+/** A listener's `--host`: `localhost` is bound, and named in its URLs, as 127.0.0.1 (loopback.ts `listenAddress`). */
+export const listenHost = v.pipe(hostName, v.transform(listenAddress));
 
 /** The items of a comma-separated list ("a,b, c"), trimmed; empty items are dropped. */
 function commaItems(text: string): string[] {

@@ -10,9 +10,9 @@
  * its supervisor must still be that workload's supervisor (state/supervisor-identity.ts: a live process
  * of this user's running `__supervise NAME`, not a zombie nobody reaped nor a pid come round to another
  * process), and the listener the connection reached must be one the supervisor holds
- * (state/listener-owner.ts). A live supervisor alone does not make the connection its own: a member run
- * with `--host localhost` listens on 127.0.0.1, while a connection to "localhost" tries ::1 first, where
- * anyone may listen on the same port. Connections reused from the pool were checked when they opened;
+ * (state/listener-owner.ts). A live supervisor alone does not make the connection its own: a stopping
+ * one closes its port a moment before it exits, and anyone may then listen there. (A member on `--host
+ * localhost` is reached at 127.0.0.1, the address it listens on, never at ::1.) Connections reused from the pool were checked when they opened;
  * the check costs a few reads of /proc per new connection, nothing per request.
  */
 import { McpmgrError } from "../errors.ts";

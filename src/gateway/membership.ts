@@ -11,6 +11,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { join } from "node:path";
 import { hasOwnAuthentication } from "../state/gateway-guard.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
+import { workloadUrl } from "../state/workload-url.ts";
 import { isGatewayRecord, reconcileStatus, type WorkloadRecord, type WorkloadStore } from "../state/workloads.ts";
 
 export interface Member {
@@ -51,12 +52,6 @@ export interface Membership {
   close(): void;
 }
 
-/** The URL MCP clients (and the gateway) use for a workload. */
-function workloadEndpoint(record: WorkloadRecord): string {
-  const host = record.host === "0.0.0.0" ? "127.0.0.1" : record.host.includes(":") ? `[${record.host}]` : record.host;
-  return `http://${host}:${record.proxyPort}${record.proxyPath}`;
-}
-
 export async function runningMembers(store: WorkloadStore, group: string): Promise<Member[]> {
   const members: Member[] = [];
   for (const record of (await store.listReadable()).records) {
@@ -70,7 +65,8 @@ export async function runningMembers(store: WorkloadStore, group: string): Promi
     if (status.pid === undefined) continue;
     members.push({
       name: record.name,
-      url: workloadEndpoint(record),
+      // The URL MCP clients use too: the address the member listens on, never a name to resolve.
+      url: workloadUrl(record),
       supervisor: { pid: status.pid },
       ...(hasOwnAuthentication(record) ? { ownAuthentication: true } : {}),
     });

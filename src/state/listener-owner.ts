@@ -3,9 +3,9 @@
  * each new connection to a member (gateway/member-send.ts), and `proxy stdio NAME` of each to its
  * workload (workload/live-workload.ts), so that the installation's key, or a user's token, goes to the
  * workload's supervisor and to no other listener. Linux only (/proc): elsewhere the answer is yes, and
- * only the supervisor's pid is checked. A live supervisor is not enough: a workload run with
- * `--host localhost` listens on 127.0.0.1 only, while a connection to "localhost" tries ::1 first, where
- * another local user may listen on the same port number.
+ * only the supervisor's pid is checked. A live supervisor is not enough: a stopping one closes its port
+ * a moment before it exits, and another local user may listen there. (`--host localhost` is bound, and
+ * named in URLs, as 127.0.0.1, so no connection tries ::1 for it: config/loopback.ts `listenAddress`.)
  *
  * The kernel's socket tables (/proc/net/tcp, tcp6) name each listener's address, port and inode, and the
  * process's descriptors (/proc/PID/fd) name the inodes it holds. A connection goes to the listener whose

@@ -28,25 +28,46 @@ function procStat(pid: number): { state: string; startTime: string | undefined }
  * Whether `pid` is a running process (ours or another user's). Signal 0 checks existence without
  * signalling (EPERM: it exists but is another user's); a zombie has ended, though its pid stays
  * taken until its parent collects its exit (a parent that never does keeps it for good).
+ *
+ * A process the kernel says exists but whose /proc entry cannot be read (/proc mounted with
+ * `hidepid=`: another user's process is hidden, or refused) is alive: its state is unknown, and
+ * reading it as dead would break a lock another user's mcpmgr holds on a shared AI-client file, or
+ * prune that user's live entries from it. hidepid hides only processes we may not trace: our own
+ * (mcpmgr's recorded processes among them), zombies included, are still seen.
  */
 export function isProcessAlive(pid: number): boolean {
   return liveStat(pid) !== undefined;
 }
 
-/** Whether `pid` is alive and still the process that started at `startTime`. */
+/**
+ * Whether `pid` is alive and still the process that started at `startTime`. A hidden process is
+ * not: the pids compared here are this user's own mcpmgr processes, which /proc shows their owner
+ * whatever hidepid says, so a hidden one is another user's that took the pid since.
+ */
 export function isSameProcess(pid: number, startTime: string): boolean {
-  return liveStat(pid)?.startTime === startTime;
+  const seen = liveStat(pid);
+  return seen !== "hidden" && seen?.startTime === startTime;
 }
 
-function liveStat(pid: number): { state: string; startTime: string | undefined } | undefined {
+type Seen = { state: string; startTime: string | undefined } | "hidden" | undefined;
+
+function liveStat(pid: number): Seen {
   // kill(0) and kill(-n) address process groups, never "is this pid alive".
-  if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
+  if (!Number.isSafeInteger(pid) || pid <= 0 || !signalReaches(pid)) return undefined;
+  const stat = procStat(pid);
+  // Unreadable while the kernel still has the pid: hidden from us, not gone. Gone by this second
+  // look, it ended in between (and was collected at once: never a zombie we could see).
+  if (stat === undefined) return signalReaches(pid) ? "hidden" : undefined;
+  if (stat.state === "Z" || stat.state === "X") return undefined;
+  return stat;
+}
+
+/** Whether the kernel has a process `pid` (EPERM: it has, another user's). */
+function signalReaches(pid: number): boolean {
   try {
     process.kill(pid, 0);
+    return true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EPERM") return undefined;
+    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
-  const stat = procStat(pid);
-  if (stat === undefined || stat.state === "Z" || stat.state === "X") return undefined;
-  return stat;
 }

@@ -5,15 +5,17 @@
  * server as --proxy-mode says; a remote workload keeps the remote's streamable HTTP. One
  * place, so `list`, `run`, `start` and AI-client configuration show the same URL.
  */
+import { listenAddress } from "../config/loopback.ts";
 import type { WorkloadRecord } from "./workload-record.ts";
 
 /**
  * The URL for an endpoint served on a bind address. A wildcard address (0.0.0.0, ::) is
  * where the proxy listens, not a host anyone can connect to: the loopback of the same
- * family stands in for it. An IPv6 host gets its brackets.
+ * family stands in for it. `localhost` is named by the address it is bound as (a record written
+ * before it was, too), so no client tries the other loopback first. An IPv6 host gets its brackets.
  */
 export function clientUrl(host: string, port: number, path: string): string {
-  const bare = host.replace(/^\[(.*)\]$/, "$1");
+  const bare = listenAddress(host.replace(/^\[(.*)\]$/, "$1"));
   const reachable = bare === "0.0.0.0" ? "127.0.0.1" : bare === "::" ? "::1" : bare;
   return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}${path}`;
 }

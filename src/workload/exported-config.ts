@@ -11,6 +11,7 @@ import { shellWord } from "../printable.ts";
 import { readJsonFile, writeFileAtomic } from "../state/atomic-file.ts";
 import { isValidWorkloadName } from "../state/workload-name.ts";
 import { type WorkloadRecord, workloadRecordSchema } from "../state/workload-record.ts";
+import { listenAddress } from "../config/loopback.ts";
 import type { ParsedRunArgv } from "../config/run-argv.ts";
 import type { Env } from "./context.ts";
 
@@ -211,7 +212,8 @@ function canonical(value: unknown): string {
 export function assertFieldsAgree(record: WorkloadRecord, parsed: ParsedRunArgv, file: string): void {
   const { values } = parsed;
   const fields: [string, unknown, unknown, string][] = [
-    ["host", record.host, values.host, "--host"],
+    // A file exported before `localhost` was recorded as the address it binds says "localhost".
+    ["host", listenAddress(record.host), values.host, "--host"],
     ["env", record.env, Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])), "-e"],
     ["secrets", record.secrets, values.secret.map((ref) => ({ name: ref.name, target: ref.target })), "--secret"],
     [

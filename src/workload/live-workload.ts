@@ -8,8 +8,7 @@
  * same is checked again before every request the relay sends. A foreground run (`run --foreground`,
  * no record) is relayed to the same way while its own process, which holds its port, lives.
  * Each new connection must also have reached a listener that process holds (state/listener-owner.ts):
- * a workload run with `--host localhost` listens on 127.0.0.1, while a connection to "localhost" tries
- * ::1 first, where anyone may listen on the same port while the supervisor lives.
+ * a process alive is not its port held (a stopping supervisor closes its port a moment before it exits).
  */
 import { McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
@@ -98,8 +97,7 @@ function notRunning(name: string, why: string): McpmgrError {
  * (the SDK reconnects its listen stream on its own schedule), and the connection then reach whoever
  * took the port since. Nobody can take the port before the supervisor is gone, so the second check
  * sees it gone whenever an impostor could have answered. A new connection must also have reached the
- * serving process's own listener before anything is written on it (a workload on "localhost" listens on
- * one of its addresses; another user may listen on the other).
+ * serving process's own listener before anything is written on it (whoever else may listen at that port).
  */
 export function liveWorkloadFetch(workload: LiveWorkload, fetch: UpstreamFetch): UpstreamFetch {
   const checkConnection = (peer: ConnectionPeer | undefined) => {

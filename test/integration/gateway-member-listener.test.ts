@@ -1,9 +1,9 @@
 /**
  * The gateway key goes only to the member's own listener (gateway/member-send.ts), even while the
- * member's supervisor lives. A workload run with `--host localhost` listens on 127.0.0.1 only (Bun
- * binds the first address the name resolves to), while a connection to "localhost" tries ::1 first:
- * another local user who listens on [::1] at the member's port would get the gateway's requests, the
- * installation's key included. Real workload and gateway; an "impostor" listens on [::1].
+ * member's supervisor lives. A workload run with `--host localhost` listens on 127.0.0.1 only, and its
+ * URL says 127.0.0.1 (a connection to "localhost" may try ::1 first): another local user who listens
+ * on [::1] at the member's port must not get the gateway's requests, the installation's key included.
+ * Real workload and gateway; an "impostor" listens on [::1].
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -34,7 +34,7 @@ test("a listener on another address of the member's host name never gets the gat
   const started = group.mcpmgr("run", source, "--name", "keyed", "--permission-profile", "none", "--host", "localhost");
   expect(started.code).toBe(0);
   const memberUrl = new URL(started.stdout.trim());
-  expect(memberUrl.hostname).toBe("localhost");
+  expect(memberUrl.hostname).toBe("127.0.0.1");
 
   // Nobody else listening: the member is served (its listener is the supervisor's).
   const first = await group.gateway("default", "--tools", "keyed_echo");

@@ -51,7 +51,7 @@ afterAll(async () => {
 function expectRefused(args: string[]): void {
   const line = expectOneLineError(runCli(env, args), 2);
   expect(line).toContain(
-    "is plain http://: mcpmgr sends the bearer token (--remote-auth-bearer-token) over https:// only",
+    "is plain http://: mcpmgr sends the bearer token (--remote-auth-bearer-token-file) over https:// only",
   );
   expect(line).not.toContain(TOKEN);
 }

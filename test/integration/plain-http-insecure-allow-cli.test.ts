@@ -67,7 +67,7 @@ function warningLines(text: string): string[] {
     .filter((line) => line.includes(PLAIN_HTTP_MARKER))
     .map((line) => {
       expect(line).toContain("[warn]");
-      expect(line).toContain(`the bearer token (--remote-auth-bearer-token) to ${origin} over plain http://`);
+      expect(line).toContain(`the bearer token (--remote-auth-bearer-token-file) to ${origin} over plain http://`);
       return line;
     });
 }

@@ -238,9 +238,9 @@ test("a foreground run: Claude Desktop's entry (proxy stdio NAME) relays to it w
   }
 }, 60_000);
 
-test("a workload on 'localhost' (127.0.0.1): a listener on [::1] at its port hears nothing from proxy stdio, its token included", async () => {
+test("a workload on 'localhost' (bound and named as 127.0.0.1): a listener on [::1] at its port hears nothing from proxy stdio, its token included", async () => {
   const local = new URL(ok("run", fixture.url, "--name", "localhosted", "--host", "localhost").stdout.trim());
-  expect(local.hostname).toBe("localhost");
+  expect(local.hostname).toBe("127.0.0.1");
   const tokenFile = join(home, "relay-token");
   writeFileSync(tokenFile, "relay-token-for-the-workload\n", { mode: 0o600 });
   await takePort(new URL(`http://[::1]:${local.port}${local.pathname}`));

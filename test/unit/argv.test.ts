@@ -5,7 +5,9 @@
 import { describe, expect, test } from "bun:test";
 import { parseArgv } from "../../src/config/argv.ts";
 import { booleanOption, repeatableOption, stringOption } from "../../src/config/option-spec.ts";
+import { buildGatewaySpec } from "../../src/config/gateway-spec.ts";
 import { buildProxySpec } from "../../src/config/proxy-spec.ts";
+import { clientUrl } from "../../src/state/workload-url.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
 import { commaList, duration, nonEmpty, port } from "../../src/config/values.ts";
 import { McpmgrError, type ErrorCode } from "../../src/errors.ts";
@@ -425,7 +427,7 @@ describe("buildProxySpec", () => {
       "--remote-auth-bearer-token=abc",
       "--remote-forward-headers=X-Api-Key=k",
     ]).outgoingAuth;
-    expect(bearer.mode).toEqual({ kind: "bearer", token: "abc" });
+    expect(bearer.mode).toEqual({ kind: "bearer", token: "abc", option: "remote-auth-bearer-token" });
     expect(bearer.headers).toEqual([{ name: "X-Api-Key", value: "k" }]);
     const oauth = buildProxySpec([
       "x",
@@ -504,8 +506,19 @@ describe("buildProxySpec", () => {
     for (const bad of [":", "1:2", "-", "a..b", "host/path", "256.1.1.1", "1.2.3", "10.0.0.1.5"]) {
       expectCode(() => buildProxySpec(["x", ...TARGET, "--host", bad]), "INVALID_OPTION");
     }
-    for (const good of ["::1", "[::1]", "0.0.0.0", "10.1.2.3", "localhost", "mcp-01.internal", "1password.example"]) {
+    for (const good of ["::1", "[::1]", "0.0.0.0", "10.1.2.3", "mcp-01.internal", "1password.example"]) {
       expect(buildProxySpec(["x", ...TARGET, "--host", good]).listen.host).toBe(good.replace(/^\[(.*)\]$/, "$1"));
     }
+  });
+
+  test("--host localhost is bound as 127.0.0.1 (run, proxy, gateway), the address its URLs then name; --target-host keeps the name", () => {
+    for (const spelling of ["localhost", "LOCALHOST"]) {
+      expect(buildProxySpec(["x", ...TARGET, "--host", spelling]).listen.host).toBe("127.0.0.1");
+      expect(parseRunArgv(["x", "--host", spelling]).values.host).toBe("127.0.0.1");
+      expect(buildGatewaySpec(["team", "--host", spelling]).listen.host).toBe("127.0.0.1");
+    }
+    expect(parseRunArgv(["x", "--target-host", "localhost"]).values["target-host"]).toBe("localhost");
+    // A record written before, with "localhost" as its host, is shown by the same address.
+    expect(clientUrl("localhost", 8080, "/mcp")).toBe("http://127.0.0.1:8080/mcp");
   });
 });

@@ -205,13 +205,72 @@ describe("mcpmgr's credentials go to the remote over https:// only (http:// on l
   });
 });
 
+describe("a refusal names the option the user gave, not a sibling", () => {
+  const tokenFile = join(scratch, "named-token");
+  writeFileSync(tokenFile, "t\n");
+  const elsewhere = ["x", "--target-uri", "http://mcp.example/mcp"];
+  /** The options that send a credential, and the option the refusal must name. */
+  const credentials: [string[], string][] = [
+    [["--remote-auth-bearer-token-file", tokenFile], "(--remote-auth-bearer-token-file)"],
+    [["--remote-auth-bearer-token", "t"], "(--remote-auth-bearer-token)"],
+    [["--remote-auth"], "(--remote-auth)"],
+    [["--remote-auth-issuer", "https://as.example"], "(--remote-auth-issuer)"],
+    [["--remote-auth-client-id", "c"], "(--remote-auth-client-id)"],
+  ];
+  test.each(credentials.map(([options, named]) => [options.join(" "), options, named] as const))(
+    "plain http:// elsewhere with %s names the option given",
+    (_label, options, named) => {
+      const err = usageError(() => buildProxySpec([...elsewhere, ...options]), "INVALID_OPTION");
+      expect(err.message).toContain(named);
+    },
+  );
+
+  test("a bad bearer token names its option, and only the file's refusal speaks of a file", () => {
+    const spaced = join(scratch, "spaced-token");
+    writeFileSync(spaced, "two words\n");
+    const fromFile = usageError(
+      () => buildProxySpec(["x", ...TARGET, "--remote-auth-bearer-token-file", spaced]),
+      "INVALID_OPTION",
+    );
+    expect(fromFile.message).toContain("--remote-auth-bearer-token-file");
+    expect(fromFile.hint).toContain("file");
+    const fromFlag = usageError(
+      () => buildProxySpec(["x", ...TARGET, "--remote-auth-bearer-token", "two words"]),
+      "INVALID_OPTION",
+    );
+    expect(fromFlag.message).toContain("--remote-auth-bearer-token:");
+    expect(fromFlag.hint).not.toContain("file");
+  });
+
+  test("an Authorization header, and a token exchange, name the option that already authenticates", () => {
+    const header = ["--remote-forward-headers", "Authorization=Basic dTpw"];
+    for (const [options, named] of [
+      [["--remote-auth-bearer-token-file", tokenFile], "--remote-auth-bearer-token-file"],
+      [["--remote-auth-issuer", "https://as.example"], "--remote-auth-issuer"],
+      [
+        ["--oidc-issuer", "https://idp.example", "--token-exchange-url", "https://sts.example/token"],
+        "--token-exchange-url",
+      ],
+    ] as const) {
+      const err = usageError(() => buildProxySpec(["x", ...TARGET, ...options, ...header]), "CONFLICTING_OPTIONS");
+      expect(err.message).toContain(`conflicts with ${named},`);
+    }
+    const exchange = ["--oidc-issuer", "https://idp.example", "--token-exchange-url", "https://sts.example/token"];
+    const err = usageError(
+      () => buildProxySpec(["x", ...TARGET, ...exchange, "--remote-auth-bearer-token-file", tokenFile]),
+      "CONFLICTING_OPTIONS",
+    );
+    expect(err.message).toContain("cannot be combined with --remote-auth-bearer-token-file");
+  });
+});
+
 describe("--remote-insecure-allow-http: the credentials go to a plain http:// remote beyond loopback, said once", () => {
   const tokenFile = join(scratch, "insecure-http-token");
   writeFileSync(tokenFile, "the-secret-token\n");
   const allow = "--remote-insecure-allow-http";
   /** The options that send a credential, and the option the warning names it by. */
   const credentials: [string[], string][] = [
-    [["--remote-auth-bearer-token-file", tokenFile], "(--remote-auth-bearer-token)"],
+    [["--remote-auth-bearer-token-file", tokenFile], "(--remote-auth-bearer-token-file)"],
     [["--remote-auth", "--remote-auth-issuer", "https://as.example"], "(--remote-auth)"],
     [["--remote-forward-headers-secret", "X-Api-Key=api-key"], "X-Api-Key (--remote-forward-headers-secret)"],
     [["--remote-forward-headers", "Authorization=Basic dTpw"], "Authorization header (--remote-forward-headers)"],

@@ -1,14 +1,14 @@
 /** Where `mcpmgr gateway` listens, how it names the group's tools, and whether it runs in the background. */
 import { allowedHostsOption, trustProxyHeadersOption } from "./proxy-listen.ts";
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
-import { commaList, hostName, nonEmpty, oneOf, port } from "../values.ts";
+import { commaList, listenHost, nonEmpty, oneOf, port } from "../values.ts";
 
 export const gatewayListenOptions = {
   host: stringOption({
     description: "IP address or host name the gateway listens on",
     valueHint: "host",
     default: "127.0.0.1",
-    schema: hostName,
+    schema: listenHost,
   }),
   port: stringOption({
     description: "Port the gateway listens on (default: a free port)",

@@ -1,7 +1,7 @@
 /** Where `mcpmgr proxy` listens and what it forwards to. */
 import { allowedHostList } from "../allowed-hosts.ts";
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
-import { hostName, pathPrefix, port, serverHttpUrl } from "../values.ts";
+import { listenHost, pathPrefix, port, serverHttpUrl } from "../values.ts";
 
 /**
  * `--allowed-hosts` of every command that listens for clients (`run`, `proxy`, `gateway`): one
@@ -37,7 +37,7 @@ export const proxyListenOptions = {
     description: "IP address or host name the proxy listens on",
     valueHint: "host",
     default: "127.0.0.1",
-    schema: hostName,
+    schema: listenHost,
   }),
   port: stringOption({
     description: "Port the proxy listens on (default: a free port)",

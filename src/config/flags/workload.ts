@@ -1,7 +1,17 @@
 /** General, listener and workload options of `run`. */
 import { allowedHostsOption, endpointPrefixOption, trustProxyHeadersOption } from "./proxy-listen.ts";
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
-import { commaList, hostName, keyValue, nonEmpty, oneOf, port, portMapping, volumeMount } from "../values.ts";
+import {
+  commaList,
+  hostName,
+  keyValue,
+  listenHost,
+  nonEmpty,
+  oneOf,
+  port,
+  portMapping,
+  volumeMount,
+} from "../values.ts";
 
 export const workloadOptions = {
   name: stringOption({
@@ -52,7 +62,7 @@ export const workloadOptions = {
     description: "IP address or host name the HTTP proxy listens on",
     valueHint: "host",
     default: "127.0.0.1",
-    schema: hostName,
+    schema: listenHost,
   }),
   "target-host": stringOption({
     description:

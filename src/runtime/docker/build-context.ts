@@ -7,11 +7,13 @@
  * user removed the tag to refresh an unpinned package. The engine's layer cache could only
  * hand back what that removal meant to refresh (the old `npm install` layer), so builds run
  * without it; and the builder stage of a multi-stage build, which the classic builder keeps
- * as an untagged image, is removed after the build instead of being left behind for good.
+ * as an untagged image, is removed after the build instead of being left behind for good, as are
+ * the step images of a build that fails or is cancelled (build-leftovers.ts).
  */
 import { pack } from "tar-stream";
 import { McpmgrError } from "../../errors.ts";
 import type { ContainerEngine } from "./engine.ts";
+import { removeBuildLeftovers, removeStageImages } from "./build-leftovers.ts";
 import { engineError, firstLine, inspectLocalImage } from "./images.ts";
 
 export interface ContextFile {
@@ -41,6 +43,7 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
     );
   context.finalize();
   let stream: NodeJS.ReadableStream;
+  const startedAt = Date.now();
   try {
     stream = await engine.docker.buildImage(context as unknown as NodeJS.ReadableStream, {
       t: request.tag,
@@ -84,9 +87,14 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
   try {
     await built;
   } catch (err) {
-    // A failed build leaves the images of the steps it finished, untagged, for good. (A cancelled
-    // one may still be running in the engine: what it made is the engine's to finish with.)
-    if (!request.signal?.aborted) await removeStageImages(engine, stages.unfinished());
+    // A failed or cancelled build leaves the images of the steps it finished, untagged, for good.
+    // A cancelled one is still running its step in the engine until the engine sees the request closed.
+    await removeBuildLeftovers(
+      engine,
+      stages.unfinished(),
+      startedAt,
+      request.signal?.aborted ? stages.runningContainer() : undefined,
+    );
     throw err;
   }
   if (!(await inspectLocalImage(engine, request.tag))) {
@@ -104,6 +112,7 @@ export async function buildFromContext(engine: ContainerEngine, request: BuildRe
  */
 export class StageImages {
   private last: string | undefined;
+  private running: string | undefined;
   private afterFrom = false;
   private readonly bases = new Set<string>();
   private readonly found = new Set<string>();
@@ -118,6 +127,9 @@ export class StageImages {
     }
     // Podman prints no ID for a FROM step: the first one after it ends the next step.
     if (/^(?:\[\d+\/\d+\] )?step \d+\/\d+ ?:/i.test(line)) this.afterFrom = false;
+    // Docker runs a step in a container it names, removed when the step ends (forcerm).
+    const container = /^-{3}> Running in ([0-9a-f]{12,64})$/.exec(line)?.[1];
+    if (container !== undefined) this.running = container;
     const id = /^-{2,3}> ([0-9a-f]{11,64})$/.exec(line)?.[1];
     if (id === undefined) return;
     if (this.afterFrom) this.bases.add(id);
@@ -127,6 +139,11 @@ export class StageImages {
 
   ids(): string[] {
     return [...this.found].filter((id) => ![...this.bases].some((base) => sameId(base, id)));
+  }
+
+  /** The container of the step the build ran last (Docker; Podman names none). */
+  runningContainer(): string | undefined {
+    return this.running;
   }
 
   /** After a failed build: the earlier stages' images and the last one it made. */
@@ -139,17 +156,4 @@ export class StageImages {
 
 function sameId(a: string, b: string): boolean {
   return a.startsWith(b) || b.startsWith(a);
-}
-
-/** Untagged stage images only; one the engine keeps for another reason stays, silently. */
-async function removeStageImages(engine: ContainerEngine, ids: readonly string[]): Promise<void> {
-  for (const id of ids) {
-    try {
-      const info = await engine.docker.getImage(id).inspect();
-      if ((info.RepoTags ?? []).some((tag) => tag !== "<none>:<none>")) continue;
-      await engine.docker.getImage(id).remove();
-    } catch {
-      // Gone already, or still in use: it is the engine's to keep then.
-    }
-  }
 }

@@ -1,0 +1,129 @@
+/**
+ * `--host localhost`: the workload listens on 127.0.0.1, and every URL mcpmgr writes or shows for it
+ * (the AI client's entry, `run`'s output, `list`, `export`) names 127.0.0.1, not "localhost". A client
+ * given "localhost" may try ::1 first, where another local user can listen on the same port and
+ * receive its requests and tokens; and left to the resolver, the listener itself would be bound as
+ * ::1 wherever /etc/hosts lists ::1 first.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
+import { PROBE_FIXTURE } from "../support/gateway-group.ts";
+import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+
+setDefaultTimeout(60_000);
+
+let home: string;
+let env: Record<string, string>;
+let probe: string;
+
+beforeAll(() => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-localhost-listen-"));
+  env = cliEnv(home);
+  const packageDir = join(home, "pkg");
+  Bun.spawnSync(["mkdir", "-p", packageDir]);
+  writeFileSync(join(packageDir, "server.sh"), `#!/bin/sh\nexec ${process.execPath} ${PROBE_FIXTURE} "$@"\n`);
+  writeFileSync(
+    join(packageDir, "package.json"),
+    JSON.stringify({ name: "localhost-fixture", version: "1.0.0", bin: { "localhost-fixture": "server.sh" } }),
+  );
+  probe = `npx://${packageDir}`;
+});
+
+afterAll(() => {
+  runCli(env, ["rm", "lh"]);
+  rmSync(home, { recursive: true, force: true });
+});
+
+/** The local addresses listening on `port`, as `ss` prints them (127.0.0.1:PORT, [::1]:PORT). */
+function listeners(port: number): string[] {
+  const out = Bun.spawnSync(["ss", "-Hltn", `sport = :${port}`]).stdout.toString();
+  return out
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => line.trim().split(/\s+/)[3] as string);
+}
+
+test("a workload on --host localhost: its listener, run's URL, the AI client's entry, list and export all say 127.0.0.1; a listener on [::1] at its port hears nothing", async () => {
+  runCliOk(env, ["group", "create", "team"]);
+  runCliOk(env, ["client", "register", "cursor", "--group", "team"]);
+  const printed = runCliOk(env, [
+    "run",
+    probe,
+    "--name",
+    "lh",
+    "--group",
+    "team",
+    "--host",
+    "localhost",
+    "--permission-profile",
+    "none",
+  ]).stdout.trim();
+  const url = new URL(printed);
+  expect(url.hostname).toBe("127.0.0.1");
+  const port = Number(url.port);
+  expect(listeners(port)).toEqual([`127.0.0.1:${port}`]);
+
+  const cursor = JSON.parse(readFileSync(join(home, ".cursor", "mcp.json"), "utf8")).mcpServers;
+  expect(cursor.lh).toEqual({ url: printed });
+  const rows = JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout) as { name: string; url: string }[];
+  expect(rows.find((row) => row.name === "lh")?.url).toBe(printed);
+  const exported = join(home, "lh.json");
+  runCliOk(env, ["export", "lh", exported]);
+  expect(JSON.parse(readFileSync(exported, "utf8")).host).toBe("127.0.0.1");
+
+  // Another local user's listener on the other loopback, same port: the client never reaches it.
+  const heard: string[] = [];
+  const impostor = Bun.serve({
+    hostname: "::1",
+    port,
+    fetch(req) {
+      heard.push(`${req.method} ${req.url}`);
+      return new Response("impostor", { status: 502 });
+    },
+  });
+  try {
+    const client = new Client({ name: "localhost-listen", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(cursor.lh.url)));
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await client.close();
+  } finally {
+    await impostor.stop(true);
+  }
+  expect(heard).toEqual([]);
+
+  // A file exported before (its "host" the name the options gave) still runs, at 127.0.0.1.
+  const older = JSON.parse(readFileSync(exported, "utf8"));
+  expect(older.runOptions).toContain("localhost");
+  writeFileSync(exported, JSON.stringify({ ...older, host: "localhost" }));
+  runCliOk(env, ["rm", "lh"]);
+  expect(runCliOk(env, ["run", "--from-config", exported]).stdout.trim()).toBe(printed);
+});
+
+test("where /etc/hosts lists ::1 first for localhost, --host localhost still listens on 127.0.0.1, the address its URL names", async () => {
+  // A private mount namespace sees its own /etc/hosts; the machine's is untouched.
+  const hosts = join(home, "hosts");
+  writeFileSync(hosts, "::1 localhost ip6-localhost\n127.0.0.1 localhost\n");
+  const proxy = await spawnUntil(
+    [
+      "unshare",
+      "--mount",
+      "sh",
+      "-c",
+      `mount --bind ${hosts} /etc/hosts && exec ${process.execPath} ${CLI_ENTRY} proxy lh-proxy --target-uri http://127.0.0.1:9/mcp --host localhost`,
+    ],
+    /^(http:\/\/\S+):(\d+)\/mcp$/m,
+    { env },
+  );
+  try {
+    const port = Number(proxy.match[2]);
+    expect(proxy.match[1]).toBe("http://127.0.0.1");
+    expect(listeners(port)).toEqual([`127.0.0.1:${port}`]);
+  } finally {
+    await proxy.stop();
+  }
+});
