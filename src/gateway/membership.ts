@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { hasOwnAuthentication } from "../state/gateway-guard.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { workloadUrl } from "../state/workload-url.ts";
-import { isGatewayRecord, reconcileStatus, type WorkloadRecord, type WorkloadStore } from "../state/workloads.ts";
+import { isGatewayRecord, reconcileStatus, type WorkloadStore } from "../state/workloads.ts";
 
 export interface Member {
   readonly name: string;
