@@ -1,6 +1,7 @@
 /**
  * `mcpmgr run --foreground` in front of a real stdio server that misbehaves outside the protocol:
- * it floods its stderr without ever ending a line, or closes its stdout and goes on running.
+ * it floods its stderr without ever ending a line, closes its stdout and goes on running, or stops
+ * reading its stdin.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -56,6 +57,58 @@ test("a server that closes its stdout but goes on running is stopped, and the fo
     const ended = await Promise.race([run.proc.exited.then(() => true), Bun.sleep(20_000).then(() => false)]);
     expect(ended).toBe(true);
     expect(run.output()).toContain("the MCP server closed its stdout but kept running: stopping it");
+  } finally {
+    await run.stop();
+  }
+});
+
+test("a server that stops reading its input: requests past the backlog fail at once, and its exit leaves one line", async () => {
+  const run = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "stops-reading"],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  try {
+    const url = run.match[1] as string;
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+    const init = await fetch(url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 0,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "unruly-test", version: "1" } },
+      }),
+    });
+    await init.text();
+    const session = {
+      ...headers,
+      "mcp-session-id": init.headers.get("mcp-session-id") as string,
+      "mcp-protocol-version": "2025-06-18",
+    };
+    // 20 requests of 7 MB: before, every byte waited in mcpmgr for a server that never took it.
+    const padding = "z".repeat(7_000_000);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const body = {
+          jsonrpc: "2.0",
+          id: i + 1,
+          method: "tools/call",
+          params: { name: "written", arguments: { padding } },
+        };
+        const res = await fetch(url, { method: "POST", headers: session, body: JSON.stringify(body) });
+        return res.text();
+      }),
+    );
+    const refused = answers.filter((text) => text.includes("the MCP server is not reading its input"));
+    expect(refused.length).toBeGreaterThan(5);
+    expect(JSON.parse(refused[0] as string).error.code).toBe(-32603);
+    // The writes still waiting fail as the server exits: the run says so in one line, no EPIPE dump.
+    expect(await run.proc.exited).toBe(1);
+    await run.stop();
+    expect(run.output()).toContain("the MCP server exited with code 3");
+    expect(run.output()).not.toContain("EPIPE");
   } finally {
     await run.stop();
   }
