@@ -347,9 +347,15 @@ function _caseInsensitive<T>(byName: ReadonlyMap<string, T>, name: string): T | 
   return hits.length === 1 ? hits[0]?.[1] : undefined;
 }
 
-/** Sync, as callers read a setting before anything else happens; node:fs is loaded only when there is a file. */
+/**
+ * Sync, as callers read a setting before anything else happens; node:fs is loaded only when there is a
+ * file. No further than 16 MiB, as a registry at a URL.
+ */
 function _readText(path: string): string {
-  return (require("node:fs") as typeof import("node:fs")).readFileSync(path, "utf8");
+  return (require("../bounded-file.ts") as typeof import("../bounded-file.ts")).readCappedFile(
+    path,
+    MAX_REGISTRY_BYTES,
+  );
 }
 
 /** Whether nothing is at `path` (Bun's stat, not node:fs); any other failure is left to the read to report. */
