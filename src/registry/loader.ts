@@ -199,6 +199,13 @@ async function _readFile(path: string, setting: string): Promise<string> {
         exitCode: 2,
       });
     }
+    if (code === "EFBIG") {
+      throw new McpmgrError("REGISTRY_INVALID", `custom registry ${path} (set by ${setting}): ${errorMessage(err)}`, {
+        hint: "give the path of a registry JSON file",
+        cause: err,
+        exitCode: 2,
+      });
+    }
     throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read custom registry ${path}: ${errorMessage(err)}`, {
       hint: "check the file's permissions",
       cause: err,
