@@ -31,8 +31,11 @@ export interface ServerChannel {
 
 export interface ServerChannelOptions {
   readonly stdout: ReadableStream<Uint8Array>;
-  /** A write or flush that returns a promise has left data waiting; it settles once that is taken. */
-  readonly stdin: { write(data: string): unknown; flush?(): unknown };
+  /**
+   * A write or flush that returns a promise has left data waiting; it settles once that is taken.
+   * `waiting`, when given (a container's attach), says how much waits instead.
+   */
+  readonly stdin: { write(data: string): unknown; flush?(): unknown; waiting?(): number };
   readonly onMessage: (message: unknown) => void;
   readonly onInvalidLine?: (line: string) => void;
   /** A line over `maxMessageBytes` was dropped; `id` is the request it answered, if it showed. */
@@ -85,7 +88,8 @@ export function lineChannel(options: ServerChannelOptions): ServerChannel {
   return {
     send(message) {
       const line = `${JSON.stringify(message)}\n`;
-      if (waiting > 0 && waiting + line.length > maxWaiting) throw new ServerNotReading(waiting);
+      const held = options.stdin.waiting?.() ?? waiting;
+      if (held > 0 && held + line.length > maxWaiting) throw new ServerNotReading(held);
       track(options.stdin.write(line), line.length);
       if (!flushScheduled && options.stdin.flush) {
         flushScheduled = true;
