@@ -4,16 +4,17 @@
  * OAuth discovery, registration, token, refresh and token-exchange requests). Read and
  * checked once here, so a wrong path fails before anything starts.
  */
-import { readFileSync } from "node:fs";
+import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import { McpmgrError } from "../errors.ts";
 
 export function readCaBundle(path: string | undefined): string | undefined {
   if (path === undefined) return undefined;
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    throw new McpmgrError("INVALID_OPTION", `--thv-ca-bundle ${JSON.stringify(path)}: cannot read the file`, {
+    text = readCappedFile(path);
+  } catch (err) {
+    const why = err instanceof FileTooLarge ? err.message : "cannot read the file";
+    throw new McpmgrError("INVALID_OPTION", `--thv-ca-bundle ${JSON.stringify(path)}: ${why}`, {
       hint: "give the path of a readable PEM file",
     });
   }

@@ -5,7 +5,7 @@
  * line naming the option, the file and, for a bad value, the field: `--opt FILE: a.b: message`.
  * Also the files that hold one value (a secret, a token: the `-file` forms), read whole and trimmed.
  */
-import { readFileSync } from "node:fs";
+import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
 
@@ -26,8 +26,9 @@ function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">):
     new McpmgrError("INVALID_OPTION", `${options.option} ${JSON.stringify(path)}: ${why}`, { hint });
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readCappedFile(path);
   } catch (err) {
+    if (err instanceof FileTooLarge) throw fail(err.message, `check the path given to ${options.option}`);
     const missing = (err as { code?: string }).code === "ENOENT";
     throw fail(missing ? "no such file" : "cannot read the file", `check the path given to ${options.option}`);
   }
@@ -120,9 +121,10 @@ function issueText(issues: readonly v.BaseIssue<unknown>[]): string {
 export function readOptionFile(option: string, path: string): string {
   let text: string;
   try {
-    text = readFileSync(path, "utf8").trim();
-  } catch {
-    throw new McpmgrError("INVALID_OPTION", `--${option} ${JSON.stringify(path)}: cannot read the file`, {
+    text = readCappedFile(path).trim();
+  } catch (err) {
+    const why = err instanceof FileTooLarge ? err.message : "cannot read the file";
+    throw new McpmgrError("INVALID_OPTION", `--${option} ${JSON.stringify(path)}: ${why}`, {
       hint: "give the path of a readable file",
     });
   }

@@ -3,7 +3,8 @@
  * (quotes, comments, multi-line values). Names must be valid variable names; a
  * directory contributes every regular file in it, in name order.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
+import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import { join } from "node:path";
 import { parse } from "dotenv";
 import { McpmgrError } from "../errors.ts";
@@ -13,12 +14,12 @@ const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export function loadEnvFile(path: string, option = "--env-file"): Record<string, string> {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readCappedFile(path);
   } catch (err) {
-    const code = (err as { code?: string }).code;
+    const code = err instanceof FileTooLarge ? "EFBIG" : (err as { code?: string }).code;
     throw new McpmgrError(
       "INVALID_OPTION",
-      `${option} ${JSON.stringify(path)}: ${code === "ENOENT" ? "no such file" : "cannot be read"}`,
+      `${option} ${JSON.stringify(path)}: ${code === "ENOENT" ? "no such file" : code === "EFBIG" ? (err as Error).message : "cannot be read"}`,
       {
         hint: "give the path of a KEY=VALUE file",
       },

@@ -5,7 +5,7 @@
  * Files are merged by name: a later file's entry replaces an earlier one of the same name.
  * Certificates are read here, so a bad path fails at start-up.
  */
-import { readFileSync } from "node:fs";
+import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
 import { decodeConfigFile } from "./config-file.ts";
@@ -69,13 +69,12 @@ const fileSchema = v.strictObject({
 
 function readPem(file: string, field: string, path: string): string {
   try {
-    return readFileSync(path, "utf8");
-  } catch {
-    throw new McpmgrError(
-      "INVALID_OPTION",
-      `--webhook-config ${file}: ${field} ${JSON.stringify(path)}: cannot read the file`,
-      { hint: "give the path of a PEM file" },
-    );
+    return readCappedFile(path);
+  } catch (err) {
+    const why = err instanceof FileTooLarge ? err.message : "cannot read the file";
+    throw new McpmgrError("INVALID_OPTION", `--webhook-config ${file}: ${field} ${JSON.stringify(path)}: ${why}`, {
+      hint: "give the path of a PEM file",
+    });
   }
 }
 

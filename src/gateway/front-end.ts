@@ -24,7 +24,7 @@ import { pathOf } from "../proxy/handler.ts";
 import { streamOpened } from "../proxy/event-stream.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "../proxy/jsonrpc.ts";
 import { callerOf } from "../middleware/caller.ts";
-import { forwardWith, plainValue, type RpcBody, readRpcBody } from "../middleware/rpc-body.ts";
+import { forwardWith, plainValue, type RpcBody, readRpcBody, tooDeepMessage } from "../middleware/rpc-body.ts";
 import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
 import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
@@ -276,6 +276,8 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
     // timeout still holds: a client that stalls mid-body is cut off as at every other endpoint, and the
     // SDK, handed the parsed body, applies no size limit of its own below MCPMGR_MAX_REQUEST_BYTES.
     const body = await readRpcBody(req);
+    // Left unparsed (rpc-body.ts): the SDK would overflow its stack on it, and blame the workload.
+    if (body?.tooDeep) return jsonRpcError(400, JsonRpcCode.invalidRequest, tooDeepMessage);
     const parsedBody = body && sdkValue(body);
     // A body the SDK must read itself (not JSON: it answers the parse error) travels with the request.
     const request = body && parsedBody === undefined ? forwardWith(req, body) : req;

@@ -24,6 +24,9 @@ export interface RpcBody {
   readonly tooDeep?: boolean;
 }
 
+/** The refusal of a body that nests deeper than any MCP message. */
+export const tooDeepMessage = `Invalid Request: JSON nested deeper than ${maxJsonDepth} levels`;
+
 const bodies = new WeakMap<Request, RpcBody>();
 
 export function rpcBodyOf(text: string, value?: unknown, bytes?: Uint8Array): RpcBody {
@@ -123,8 +126,7 @@ export function checkedBody(
     checked.set(body, true);
     return body;
   }
-  if (body.tooDeep)
-    return refuse(400, JsonRpcCode.invalidRequest, `Invalid Request: JSON nested deeper than ${maxJsonDepth} levels`);
+  if (body.tooDeep) return refuse(400, JsonRpcCode.invalidRequest, tooDeepMessage);
   if (body.value === undefined) return refuse(400, JsonRpcCode.parseError, "Parse error: the request body is not JSON");
   const text = JSON.stringify(body.value);
   // Most bodies are already in canonical form (as JSON.stringify writes them): those cannot

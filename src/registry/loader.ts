@@ -199,6 +199,13 @@ async function _readFile(path: string, setting: string): Promise<string> {
         exitCode: 2,
       });
     }
+    if (code === "EFBIG") {
+      throw new McpmgrError("REGISTRY_INVALID", `custom registry ${path} (set by ${setting}): ${errorMessage(err)}`, {
+        hint: "give the path of a registry JSON file",
+        cause: err,
+        exitCode: 2,
+      });
+    }
     throw new McpmgrError("REGISTRY_UNREACHABLE", `cannot read custom registry ${path}: ${errorMessage(err)}`, {
       hint: "check the file's permissions",
       cause: err,
@@ -347,9 +354,15 @@ function _caseInsensitive<T>(byName: ReadonlyMap<string, T>, name: string): T | 
   return hits.length === 1 ? hits[0]?.[1] : undefined;
 }
 
-/** Sync, as callers read a setting before anything else happens; node:fs is loaded only when there is a file. */
+/**
+ * Sync, as callers read a setting before anything else happens; node:fs is loaded only when there is a
+ * file. No further than 16 MiB, as a registry at a URL.
+ */
 function _readText(path: string): string {
-  return (require("node:fs") as typeof import("node:fs")).readFileSync(path, "utf8");
+  return (require("../bounded-file.ts") as typeof import("../bounded-file.ts")).readCappedFile(
+    path,
+    MAX_REGISTRY_BYTES,
+  );
 }
 
 /** Whether nothing is at `path` (Bun's stat, not node:fs); any other failure is left to the read to report. */

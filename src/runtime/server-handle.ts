@@ -10,7 +10,8 @@ export interface ServerHandle {
   /** The MCP protocol for stdio servers; plain output for HTTP servers. */
   readonly stdout: ReadableStream<Uint8Array>;
   readonly stderr: ReadableStream<Uint8Array>;
-  readonly stdin: { write(data: string): unknown; flush?(): unknown };
+  /** `waiting`, where the runtime can tell: what was written and not taken yet (else write's promise says). */
+  readonly stdin: { write(data: string): unknown; flush?(): unknown; waiting?(): number };
   /** The exit code once the server stops (null when killed by a signal). */
   readonly exited: Promise<number | null>;
   /** Replaces the server's secret values in text it writes (its stderr may echo its environment). */

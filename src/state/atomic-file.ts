@@ -7,9 +7,9 @@
  * Reading goes through a valibot schema so a hand-edited or truncated file fails with the
  * file name and the field path, not with `undefined is not an object` three calls later.
  */
-import { readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import * as v from "valibot";
+import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 
 /**
@@ -104,10 +104,14 @@ export async function readJsonFile<S extends v.GenericSchema>(
 ): Promise<v.InferOutput<S> | undefined> {
   let text: string;
   try {
-    // Read at once: a state file is a few hundred bytes.
-    text = readFileSync(path, "utf8");
+    // A state file is a few hundred bytes; a file a user names (--from-config) may be anything.
+    text = readCappedFile(path);
   } catch (err) {
     if (errnoCode(err) === "ENOENT") return undefined;
+    if (err instanceof FileTooLarge)
+      throw new McpmgrError("STATE_CORRUPT", `${path}: ${err.message}`, {
+        hint: options.hint ?? `check ${path}`,
+      });
     throw stateIoError("read", path, err);
   }
   const hint = options.hint ?? `fix ${path} by hand, or delete it if its contents are not needed`;

@@ -34,16 +34,41 @@ export function keepOutput(
       for (const line of text.split("\n")) if (line.trim() !== "") log.debug(`${name} stderr: ${line}`);
     };
     for await (const chunk of stream) {
-      partial += decoder.decode(chunk, { stream: true });
-      const end = partial.lastIndexOf("\n");
-      if (end === -1) continue;
-      emit(partial.slice(0, end + 1));
-      partial = partial.slice(end + 1);
+      // Only the new text is searched for a line end, and a line that never ends is written in
+      // pieces: a server that prints without newlines cannot grow this process or make it spin.
+      const text = decoder.decode(chunk, { stream: true });
+      const end = text.lastIndexOf("\n");
+      if (end === -1) partial += text;
+      else {
+        emit(partial + text.slice(0, end + 1));
+        partial = text.slice(end + 1);
+      }
+      while (partial.length > MAX_LINE_CHARS) {
+        const cut = cutOutsideSecrets(partial, server.redact);
+        emit(`${partial.slice(0, cut)}\n`);
+        partial = partial.slice(cut);
+      }
     }
     if (partial !== "") emit(partial);
   };
   const drained = Promise.all([drain(server.stderr), includeStdout ? drain(server.stdout) : undefined]).then(() => {});
   return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
+}
+
+/** The longest piece of a server's output line held before it is written without its end. */
+export const MAX_LINE_CHARS = 64 * 1024;
+/** What stays held after a cut, so a secret near the cut can still be seen whole. */
+const HELD_AFTER_CUT = 8 * 1024;
+
+/**
+ * Where to cut a long line so no secret value lies across the cut: a cut is safe when redacting the
+ * two pieces gives what redacting the whole does. Without secrets the first candidate is taken.
+ */
+function cutOutsideSecrets(text: string, redact: (text: string) => string): number {
+  const whole = redact(text);
+  let cut = text.length - HELD_AFTER_CUT;
+  while (cut > HELD_AFTER_CUT && redact(text.slice(0, cut)) + redact(text.slice(cut)) !== whole) cut -= 251;
+  return cut;
 }
 
 /** What separates the exit reason from the server's last output in `exitReason`'s text. */

@@ -37,6 +37,9 @@ function handshakeHint(spec: RunSpec, withOutput: boolean): string {
     : "check the package name and arguments";
 }
 
+/** How long a server whose stdout ended may take to exit on its own before it is stopped. */
+const STDOUT_CLOSED_GRACE_MS = 2_000;
+
 export async function connectStdioServer(
   spec: RunSpec,
   server: ServerHandle,
@@ -81,6 +84,17 @@ export async function connectStdioServer(
       ...(output ? { details: output } : {}),
     });
   }
+  // A server that closes its stdout but goes on running can never answer again: stopped, so its
+  // exit is what a foreground run reports and what a supervisor restarts after.
+  void channel.closed.then(async () => {
+    const gone = await Promise.race([
+      server.exited.then(() => true),
+      Bun.sleep(STDOUT_CLOSED_GRACE_MS).then(() => false),
+    ]);
+    if (gone) return;
+    ctx.log.warn(`${name}: the MCP server closed its stdout but kept running: stopping it`);
+    await server.stop(1_000);
+  });
   // Sessions and input-round state are bound to the authenticated caller: another user cannot use them.
   const handler =
     spec.proxyMode === "sse"

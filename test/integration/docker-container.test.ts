@@ -1,12 +1,14 @@
 /**
  * startServerContainer against the real engine: a container already holding the name is
  * replaced only when it is mcpmgr's own for the same workload, and a dropped stdio attach
- * is retried while the engine refuses it (a paused container answers 409) until it works.
+ * is retried while the engine refuses it (a paused container answers 409) until it works; what a
+ * container does not read from its stdin is counted, so the bridge's channel can refuse past a backlog.
  */
 import { readdirSync, readlinkSync } from "node:fs";
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { startServerContainer, type ContainerServer } from "../../src/runtime/docker/container.ts";
 import { detectEngine, type ContainerEngine } from "../../src/runtime/docker/engine.ts";
+import { lineChannel, ServerNotReading } from "../../src/proxy/stdio-bridge/server-channel.ts";
 import { docker, fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
 import { rejection } from "../support/errors.ts";
@@ -173,4 +175,34 @@ test("re-attaching again and again keeps one 'wait' connection to the engine, no
     await server.stop(2_000);
   }
   expect(leftovers("reattach-sockets-test").containers).toEqual([]);
+}, 60_000);
+
+test("a stdio container that does not read its stdin: the bridge's channel refuses past the backlog", async () => {
+  const options = { ...probeOptions("deaf-stdin-test"), Image: NODE_BASE_IMAGE, Cmd: ["sleep", "300"] };
+  const server = await startServerContainer(engine, options, true);
+  made.push("mcpmgr-deaf-stdin-test");
+  try {
+    const channel = lineChannel({
+      stdout: server.stdout,
+      stdin: server.stdin,
+      onMessage: () => {},
+      maxMessageBytes: 4 * 1024 * 1024,
+    });
+    void channel.closed;
+    const padding = "z".repeat(512 * 1024);
+    let refused: unknown;
+    // `sleep` never reads: the socket's buffers fill, then what the engine did not take waits here.
+    for (let i = 0; i < 400 && refused === undefined; i++) {
+      try {
+        channel.send({ jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "x", arguments: { padding } } });
+      } catch (err) {
+        refused = err;
+      }
+      await Bun.sleep(5);
+    }
+    expect(refused).toBeInstanceOf(ServerNotReading);
+    expect(server.stdin.waiting()).toBeLessThan(5 * 1024 * 1024);
+  } finally {
+    await server.stop(2_000);
+  }
 }, 60_000);

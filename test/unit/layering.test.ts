@@ -1,6 +1,6 @@
 /**
  * The dependency direction of ARCHITECTURE.md, checked on the real imports:
- *   {errors, version, printable, close-matches, bounded-body, objects, trusted-cas} ← {config, completion}
+ *   {errors, version, printable, close-matches, bounded-body, bounded-file, objects, trusted-cas} ← {config, completion}
  *     ← {state, secrets, registry, telemetry} ← {auth, runtime} ← proxy ← middleware ← {gateway, clients}
  *     ← workload ← cli ← main.ts
  * A module may import its own folder or a lower layer. Besides the ranks: only main.ts imports
@@ -19,6 +19,7 @@ const rank: Readonly<Record<string, number>> = {
   "printable.ts": 0,
   "close-matches.ts": 0,
   "bounded-body.ts": 0,
+  "bounded-file.ts": 0,
   "objects.ts": 0,
   "trusted-cas.ts": 0,
   config: 1,

@@ -246,6 +246,12 @@ describe("bad custom registries fail with a code, one line and a hint", () => {
     expect((await loadError({ env: { MCPMGR_REGISTRY: scratch } })).code).toBe("REGISTRY_INVALID");
   });
 
+  test("an endless device is refused past 16 MiB, not read into memory", async () => {
+    const error = await loadError({ env: { MCPMGR_REGISTRY: "/dev/zero" } });
+    expect(error).toMatchObject({ code: "REGISTRY_INVALID", exitCode: 2 });
+    expect(error.message).toContain("larger than 16 MiB");
+  });
+
   test("invalid JSON", async () => {
     const error = await loadError({ env: { MCPMGR_REGISTRY: fixture("not-json.json") } });
     expect(error.code).toBe("REGISTRY_INVALID");

@@ -29,7 +29,7 @@ import { ModernServerSessions } from "./modern-server-sessions.ts";
 import { OlderServerTranslation } from "./older-server.ts";
 import { ParamHeaderChecks } from "./param-headers.ts";
 import { answerLocally, initializeSession } from "./session-requests.ts";
-import type { ServerChannel } from "./server-channel.ts";
+import { ServerNotReading, type ServerChannel } from "./server-channel.ts";
 import { ServerRequests } from "./server-requests.ts";
 import { oversizedHandler, serverMessageHandler } from "./server-inbound.ts";
 import { ServerInterest } from "./shared-interest.ts";
@@ -94,6 +94,10 @@ export class StdioBridge {
     const requestTimeoutMs = options.requestTimeoutMs ?? 600_000;
     this.#flights = new FlightTable({
       send: (message) => this.#send(message),
+      // Throws ServerNotReading: the client's request fails with it (flight-table.ts forward).
+      sendRequest: (message) => {
+        if (this.#closedReason === undefined) this.#channel?.send(message);
+      },
       onFinish: (flight) => {
         this.#olderServer.release(flight);
         this.#modernServer.drop(flight);
@@ -353,8 +357,15 @@ export class StdioBridge {
     if (!this.#modernServer.answer(session, message)) this.#serverRequests.answer(session, message);
   }
 
+  /** Anything but a client's request: a server that is not reading its input loses it, with a warning. */
   #send(message: JsonRpcMessage): void {
-    if (this.#closedReason === undefined) this.#channel?.send(message);
+    if (this.#closedReason !== undefined) return;
+    try {
+      this.#channel?.send(message);
+    } catch (err) {
+      if (!(err instanceof ServerNotReading)) throw err;
+      this.#options.onLog?.("warn", `${err.message}: a message to it was dropped`);
+    }
   }
 
   /** Times out stuck requests and expires idle sessions (session-table.ts). */

@@ -8,6 +8,7 @@ import type { JsonRpcMessage } from "../mcp-message.ts";
 import { JsonRpcCode } from "../jsonrpc.ts";
 import { newFlight, type Flight } from "./flight.ts";
 import { errorResponse } from "./messages.ts";
+import { ServerNotReading } from "./server-channel.ts";
 import type { ClientSession } from "./session.ts";
 import type { Sink } from "./sink.ts";
 import { errorMessage } from "../../errors.ts";
@@ -15,6 +16,8 @@ import { errorMessage } from "../../errors.ts";
 export interface FlightTableHost {
   /** Sends to the server (nothing once the bridge is closed). */
   send(message: JsonRpcMessage): void;
+  /** A client's request: throws when it cannot be sent (ServerNotReading among others). */
+  sendRequest(message: JsonRpcMessage): void;
   /** The flight is over: what it still holds elsewhere (input rounds, session rounds) goes too. */
   onFinish(flight: Flight): void;
   readonly requestTimeoutMs: number;
@@ -61,9 +64,13 @@ export class FlightTable {
     );
     // Registered only once it is on its way: a message that cannot be sent must leave nothing behind.
     try {
-      this.#host.send(outgoing);
+      this.#host.sendRequest(outgoing);
     } catch (err) {
-      sink.send(errorResponse(flight.clientId, JsonRpcCode.invalidRequest, `Invalid Request: ${errorMessage(err)}`));
+      sink.send(
+        err instanceof ServerNotReading
+          ? errorResponse(flight.clientId, JsonRpcCode.internalError, err.message)
+          : errorResponse(flight.clientId, JsonRpcCode.invalidRequest, `Invalid Request: ${errorMessage(err)}`),
+      );
       return undefined;
     }
     this.#flights.set(flight.upstreamId, flight);

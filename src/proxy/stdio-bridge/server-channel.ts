@@ -14,6 +14,15 @@ import { defaultMaxMessageBytes } from "../answer-limit.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import { parseJsonText } from "./json-text.ts";
 
+/** The server has not read what it was sent, and this message would take the backlog past the limit. */
+export class ServerNotReading extends Error {
+  readonly waitingBytes: number;
+  constructor(waitingBytes: number) {
+    super(`the MCP server is not reading its input (about ${waitingBytes} bytes are waiting for it)`);
+    this.waitingBytes = waitingBytes;
+  }
+}
+
 export interface ServerChannel {
   send(message: JsonRpcMessage): void;
   /** Resolves when the server's stdout ends (the server exited or detached). */
@@ -22,7 +31,11 @@ export interface ServerChannel {
 
 export interface ServerChannelOptions {
   readonly stdout: ReadableStream<Uint8Array>;
-  readonly stdin: { write(data: string): unknown; flush?(): unknown };
+  /**
+   * A write or flush that returns a promise has left data waiting; it settles once that is taken.
+   * `waiting`, when given (a container's attach), says how much waits instead.
+   */
+  readonly stdin: { write(data: string): unknown; flush?(): unknown; waiting?(): number };
   readonly onMessage: (message: unknown) => void;
   readonly onInvalidLine?: (line: string) => void;
   /** A line over `maxMessageBytes` was dropped; `id` is the request it answered, if it showed. */
@@ -41,18 +54,43 @@ export function lineChannel(options: ServerChannelOptions): ServerChannel {
   });
   // One flush per burst of sends (a microtask): with many requests in flight, each flush is a
   // write syscall and a wake-up of the server, so batching them is most of the win.
+  const maxWaiting = options.maxMessageBytes ?? defaultMaxMessageBytes;
+  // Characters handed to stdin since its buffer was last empty (a close bound on the bytes).
+  let waiting = 0;
+  let lastWrite = 0;
+  const track = (result: unknown, size: number) => {
+    if (!(result instanceof Promise)) {
+      waiting = 0;
+      return;
+    }
+    waiting += size;
+    const write = ++lastWrite;
+    // Every pending write settles when the buffer drains; only the latest one says it is empty.
+    result.then(
+      () => {
+        if (write === lastWrite) waiting = 0;
+      },
+      () => {},
+    );
+  };
+  // One flush per burst of sends (a microtask): with many requests in flight, each flush is a
+  // write syscall and a wake-up of the server, so batching them is most of the win.
   let flushScheduled = false;
   const flush = () => {
     flushScheduled = false;
     try {
-      options.stdin.flush?.();
+      const flushed = options.stdin.flush?.();
+      if (flushed instanceof Promise) flushed.catch(() => {});
     } catch {
       // The server is gone; `closed` reports it.
     }
   };
   return {
     send(message) {
-      options.stdin.write(`${JSON.stringify(message)}\n`);
+      const line = `${JSON.stringify(message)}\n`;
+      const held = options.stdin.waiting?.() ?? waiting;
+      if (held > 0 && held + line.length > maxWaiting) throw new ServerNotReading(held);
+      track(options.stdin.write(line), line.length);
       if (!flushScheduled && options.stdin.flush) {
         flushScheduled = true;
         queueMicrotask(flush);

@@ -31,7 +31,8 @@ export interface ContainerServer {
   /** The MCP protocol for stdio servers; plain output otherwise. */
   readonly stdout: ReadableStream<Uint8Array>;
   readonly stderr: ReadableStream<Uint8Array>;
-  readonly stdin: { write(data: string): unknown };
+  /** `waiting`: characters written that the engine has not taken yet (the bridge bounds them). */
+  readonly stdin: { write(data: string): unknown; waiting(): number };
   /** The container's exit code once it stops on its own or is stopped. */
   readonly exited: Promise<number | null>;
   /** Stops (SIGTERM, then SIGKILL after graceMs) and removes the container and its helpers. */
@@ -251,6 +252,7 @@ export async function startServerContainer(
         pending.push(data);
         if (pending.length === 1) queueMicrotask(flushPending);
       },
+      waiting: () => pending.reduce((sum, text) => sum + text.length, 0) + (connection?.writableLength ?? 0),
     },
     exited,
     stop(graceMs = 10_000) {

@@ -1,0 +1,50 @@
+import { expect, test } from "bun:test";
+import { redactor } from "../../src/secrets/redact.ts";
+import type { ServerHandle } from "../../src/runtime/server-handle.ts";
+import { keepOutput, MAX_LINE_CHARS } from "../../src/workload/server-output.ts";
+
+const SECRET = "s3cr3t-value-of-the-server-0123456789";
+
+/** A server whose stderr is the given chunks, then its end. */
+function serverWriting(chunks: readonly string[]): ServerHandle {
+  const encoder = new TextEncoder();
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk));
+      controller.close();
+    },
+  });
+  return {
+    stdout: new ReadableStream(),
+    stderr: stream,
+    stdin: { write: () => 0 },
+    exited: new Promise(() => {}),
+    redact: redactor([SECRET]),
+    stop: async () => undefined,
+  };
+}
+
+async function logged(chunks: readonly string[]): Promise<string[]> {
+  const lines: string[] = [];
+  const log = { debug: (m: string) => lines.push(m), info() {}, warn() {}, error() {} };
+  await keepOutput(serverWriting(chunks), "s", log, undefined, false).drained;
+  return lines;
+}
+
+test("a line that never ends is logged in pieces, none longer than the limit's order", async () => {
+  const lines = await logged(Array.from({ length: 40 }, () => "x".repeat(16 * 1024)));
+  expect(lines.length).toBeGreaterThan(5);
+  expect(lines.join("").replaceAll("s stderr: ", "").length).toBe(40 * 16 * 1024);
+  for (const line of lines) expect(line.length).toBeLessThan(MAX_LINE_CHARS + 64 * 1024);
+});
+
+test("a long line is never cut inside a secret value: the value is still redacted", async () => {
+  // The first cut falls 8 KiB before the end of what is held: put the secret across it, at each offset.
+  for (let k = 1; k < SECRET.length; k += 3) {
+    const held = `${"a".repeat(MAX_LINE_CHARS)}${SECRET}${"b".repeat(8 * 1024 - k)}`;
+    const lines = await logged([held, "\n"]);
+    const text = lines.join("\n");
+    expect(text).not.toContain(SECRET.slice(0, 12));
+    expect(text).toContain("***");
+  }
+});
