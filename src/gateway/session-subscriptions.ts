@@ -22,7 +22,7 @@ import type { LoggingLevel } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
-import { followAgain, MAX_SUBSCRIBED_URIS } from "./member-subscriptions.ts";
+import { type Dropped, followAgain, MAX_SUBSCRIBED_URIS } from "./member-subscriptions.ts";
 import { anyResult } from "./sdk.ts";
 import type { Upstream } from "./upstream.ts";
 
@@ -49,8 +49,18 @@ export interface SubscriptionNotices {
   log(text: string): void;
 }
 
+/** A session's `resources/subscribe` in flight (`admit` to `added` or `settled`). */
+export interface Subscribing {
+  readonly workload: string;
+  readonly uri: string;
+  /** The session unsubscribed from the URI after sending this: its answer must not make the URI followed. */
+  withdrawn: boolean;
+}
+
 export class SessionSubscriptions {
   readonly #held = new Map<string, Set<string>>();
+  /** The session's subscribes in flight, by workload and URI (bounded by its requests in flight). */
+  readonly #subscribing = new Map<string, Subscribing[]>();
   readonly #notices: SubscriptionNotices;
 
   constructor(notices: SubscriptionNotices) {
@@ -68,27 +78,62 @@ export class SessionSubscriptions {
    * anything else) on each new connection, so an unbounded set would be memory any client could grow,
    * and a wait before every request after a restart.
    */
-  admit(workload: string, uri: string): void {
+  admit(workload: string, uri: string): Subscribing {
     const uris = this.#held.get(workload);
-    if (uris === undefined || uris.size < MAX_SUBSCRIBED_URIS || uris.has(uri)) return;
-    throw new ProtocolError(
-      ProtocolErrorCode.InvalidParams,
-      `this session already follows ${MAX_SUBSCRIBED_URIS} resources of the workload; unsubscribe from some first`,
-    );
+    if (uris !== undefined && uris.size >= MAX_SUBSCRIBED_URIS && !uris.has(uri))
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `this session already follows ${MAX_SUBSCRIBED_URIS} resources of the workload; unsubscribe from some first`,
+      );
+    const subscribing: Subscribing = { workload, uri, withdrawn: false };
+    const key = keyOf(workload, uri);
+    this.#subscribing.set(key, [...(this.#subscribing.get(key) ?? []), subscribing]);
+    return subscribing;
   }
 
-  /** The workload accepted the session's subscription to `uri`. */
-  added(workload: string, uri: string): void {
+  /** The subscribe `subscribing` is answered or failed: an unsubscribe from now on no longer concerns it. */
+  settled(subscribing: Subscribing): void {
+    const key = keyOf(subscribing.workload, subscribing.uri);
+    const left = (this.#subscribing.get(key) ?? []).filter((one) => one !== subscribing);
+    if (left.length === 0) this.#subscribing.delete(key);
+    else this.#subscribing.set(key, left);
+  }
+
+  /**
+   * The workload accepted the session's subscription to `uri`: followed from now on, unless the session
+   * unsubscribed from it while that subscribe (`subscribing`) was in flight. Whether it is followed.
+   */
+  added(workload: string, uri: string, subscribing?: Subscribing): boolean {
+    if (subscribing !== undefined) {
+      this.settled(subscribing);
+      if (subscribing.withdrawn) return false;
+    }
     let uris = this.#held.get(workload);
     if (uris === undefined) {
       uris = new Set();
       this.#held.set(workload, uris);
     }
     uris.add(uri);
+    return true;
   }
 
-  /** The session unsubscribed from `uri` (not subscribed again on a later connection, whatever the workload said). */
+  /**
+   * The session unsubscribed from `uri` (not subscribed again on a later connection, whatever the workload
+   * said); a subscribe of it still in flight, sent before, is withdrawn: its answer no longer makes it followed.
+   */
   removed(workload: string, uri: string): void {
+    const key = keyOf(workload, uri);
+    for (const subscribing of this.#subscribing.get(key) ?? []) subscribing.withdrawn = true;
+    this.#subscribing.delete(key);
+    this.#forget(workload, uri);
+  }
+
+  /** The workload refused `uri` and the session is told so in its subscribe's answer: forgotten, no warning. */
+  refused(workload: string, uri: string): void {
+    this.#forget(workload, uri);
+  }
+
+  #forget(workload: string, uri: string): void {
     const uris = this.#held.get(workload);
     uris?.delete(uri);
     if (uris?.size === 0) this.#held.delete(workload);
@@ -96,7 +141,8 @@ export class SessionSubscriptions {
 
   /** `uris` are no longer followed at `workload`: forgotten here, and the session told why. */
   dropped(workload: string, uris: readonly string[], why: string): void {
-    for (const uri of uris) this.removed(workload, uri);
+    // Not the session's own unsubscribe: a subscribe of one in flight (a retry of the session's) still counts.
+    for (const uri of uris) this.#forget(workload, uri);
     const named =
       uris.length > 3
         ? `${uris.slice(0, 3).map(quote).join(", ")} and ${uris.length - 3} more`
@@ -108,6 +154,11 @@ export class SessionSubscriptions {
       this.#notices.notify({ level: "warning", logger: "mcpmgr-gateway", data: text });
   }
 
+  /** The URIs the session follows at `workload`. */
+  followed(workload: string): string[] {
+    return [...(this.#held.get(workload) ?? [])];
+  }
+
   /** Whether the session follows `uri` at `workload` (it has not unsubscribed, nor been told it was dropped). */
   follows(workload: string, uri: string): boolean {
     return this.#held.get(workload)?.has(uri) ?? false;
@@ -115,14 +166,21 @@ export class SessionSubscriptions {
 
   /**
    * Subscribes `client`, a new connection to `workload`, to everything the session followed there (or to
-   * `only` of those); what the workload refuses is dropped (and the session told). Never fails: the
-   * connection serves the session's other requests all the same. Gives the URIs it followed again.
+   * `only` of those); what the workload refuses is dropped (and the session told), or given to `report`
+   * instead. Never fails: the connection serves the session's other requests all the same. Gives the URIs
+   * it followed again.
    */
-  async renew(workload: string, client: Upstream, timeoutMs: number, only?: readonly string[]): Promise<string[]> {
+  async renew(
+    workload: string,
+    client: Upstream,
+    timeoutMs: number,
+    only?: readonly string[],
+    report?: Dropped,
+  ): Promise<string[]> {
     const held = [...(this.#held.get(workload) ?? [])];
     const uris = only === undefined ? held : held.filter((uri) => only.includes(uri));
     if (uris.length === 0) return [];
-    const dropped = (lost: readonly string[], why: string) => this.dropped(workload, lost, why);
+    const dropped = report ?? ((lost: readonly string[], why: string) => this.dropped(workload, lost, why));
     if (client.getProtocolEra() !== "legacy") await followAgain(client, uris, dropped, AGAIN);
     else
       for (let at = 0; at < uris.length; at += RENEW_BATCH) {
@@ -148,3 +206,5 @@ export class SessionSubscriptions {
 const AGAIN = "its session was replaced (the workload restarted, or forgot the session)";
 
 const quote = (uri: string) => JSON.stringify(uri);
+
+const keyOf = (workload: string, uri: string) => `${workload}\n${uri}`;

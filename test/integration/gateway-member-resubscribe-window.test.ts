@@ -13,7 +13,10 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 import { createTestGroup, receivesUpdate, type TestGroup, until } from "../support/gateway-group.ts";
 
@@ -22,17 +25,34 @@ setDefaultTimeout(60_000);
 const A = "gap://a";
 const LA = "late://a";
 const B = "late://b";
+const TA = "toggle://a";
+const TU = "toggle://u";
+const RA = "refuse://a";
+const RB = "refuse://b";
+/** What `refusing` refuses: read by each member session as it opens (a later session can refuse what an earlier took). */
+const refusedLater: string[] = [];
+const DA = "drop://a";
+const DB = "drop://b";
 let gap: MemberServer;
 let late: MemberServer;
+let toggle: MemberServer;
+let refusing: MemberServer;
+let dropping: MemberServer;
 let group: TestGroup;
 let gatewayUrl: string;
 
 beforeAll(async () => {
   gap = startMemberServer({ name: "gap", resources: [A], subscribable: {} });
   late = startMemberServer({ name: "late", resources: [LA, B], subscribable: {} });
+  toggle = startMemberServer({ name: "toggle", resources: [TA, TU], subscribable: {} });
+  refusing = startMemberServer({ name: "refusing", resources: [RA, RB], subscribable: { refuse: refusedLater } });
+  dropping = startMemberServer({ name: "dropping", resources: [DA, DB], subscribable: {} });
   group = await createTestGroup();
   group.run(gap.url, "gap", "window");
   group.run(late.url, "late", "window");
+  group.run(toggle.url, "toggle", "window");
+  group.run(refusing.url, "refusing", "window");
+  group.run(dropping.url, "dropping", "window");
   gatewayUrl = (await group.gateway("window")).url;
 }, 120_000);
 
@@ -40,6 +60,9 @@ afterAll(async () => {
   await group?.cleanup();
   await gap?.stop();
   await late?.stop();
+  await toggle?.stop();
+  await refusing?.stop();
+  await dropping?.stop();
 });
 
 async function connected(updates: string[]): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
@@ -105,6 +128,103 @@ test("a subscribe answered on the old member session after the re-subscription b
     expect(await until(() => late.deletes.length === 1, 10_000)).toBe(true);
     expect(await receives(late, updates, LA)).toBe(true);
     expect(await receives(late, updates, B)).toBe(true);
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+  }
+});
+
+test("a URI unsubscribed while its subscribe was in flight is neither announced nor subscribed again on a new member session", async () => {
+  const updates: string[] = [];
+  const { client, transport } = await connected(updates);
+  try {
+    await client.subscribeResource({ uri: TA });
+    expect(await receives(toggle, updates, TA)).toBe(true);
+    const release = toggle.holdSubscribes();
+    let subscribed: Promise<unknown> = Promise.resolve();
+    try {
+      // The client subscribes U and, before that is answered, unsubscribes from it: its last word is unsubscribe.
+      subscribed = client.subscribeResource({ uri: TU }).catch((err: unknown) => err);
+      expect(await until(() => toggle.heldSubscribes === 1, 10_000)).toBe(true);
+      expect(await client.unsubscribeResource({ uri: TU })).toEqual({});
+    } finally {
+      release();
+    }
+    expect(await subscribed).toEqual({});
+    const opened = toggle.sessionsOpened;
+    toggle.breakEventStream();
+    expect(await until(() => toggle.sessionsOpened > opened && toggle.deletes.length === 1, 20_000)).toBe(true);
+    updates.length = 0;
+    // The new member session follows A (announced, then the workload's own updates)...
+    expect(await receives(toggle, updates, TA)).toBe(true);
+    // ...and not U: nothing subscribed it there, and the client was not told it changed.
+    expect(toggle.subscribers(TU)).toBe(0);
+    expect(updates).not.toContain(TU);
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+  }
+});
+
+test("a subscribe the new member session refuses when it is carried there fails, instead of answering {}", async () => {
+  const updates: string[] = [];
+  const warnings: string[] = [];
+  const { client, transport } = await connected(updates);
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void warnings.push(String(n.params.data)));
+  try {
+    await client.subscribeResource({ uri: RA });
+    expect(await receives(refusing, updates, RA)).toBe(true);
+    const opened = refusing.sessionsOpened;
+    const release = refusing.holdSubscribes();
+    let subscribed: Promise<unknown> = Promise.resolve();
+    try {
+      // B's subscribe is in flight on the old member session (which takes it)...
+      subscribed = client.subscribeResource({ uri: RB }).catch((err: unknown) => err);
+      expect(await until(() => refusing.heldSubscribes === 1, 10_000)).toBe(true);
+      // ...and the member session opened next refuses B.
+      refusedLater.push(RB);
+      refusing.breakEventStream();
+      expect(await until(() => refusing.sessionsOpened > opened && refusing.heldSubscribes === 2, 20_000)).toBe(true);
+    } finally {
+      release();
+    }
+    const answer = await subscribed;
+    // The client is not told it follows B: its subscribe fails with the workload's refusal.
+    expect(answer).toBeInstanceOf(Error);
+    const message = String((answer as Error).message);
+    expect(message).toContain(`workload 'refusing' did not take the subscription to "${RB}"`);
+    expect(message).toContain(`refusing offers no updates of ${RB}`);
+    // Told once, in the answer: no warning besides.
+    expect(warnings.filter((text) => text.includes(RB))).toEqual([]);
+    // A is still followed, and subscribing B is no longer recorded (nothing to subscribe again later).
+    expect(await receives(refusing, updates, RA)).toBe(true);
+    expect(refusing.subscribers(RB)).toBe(0);
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+  }
+});
+
+test("an update sent while a member session's event stream is down, before its reopening, still reaches the client", async () => {
+  const updates: string[] = [];
+  const { client, transport } = await connected(updates);
+  try {
+    await client.subscribeResource({ uri: DA });
+    await client.subscribeResource({ uri: DB });
+    expect(await receives(dropping, updates, DA)).toBe(true);
+    const sessions = dropping.sessionsOpened;
+    const streams = dropping.eventStreamsOpened;
+    dropping.dropEventStream();
+    updates.length = 0;
+    // Sent while no event stream of the session is open: the member keeps no events to replay.
+    await dropping.updated(DB);
+    // The gateway's member client reopens the stream on the same session (no new member session)...
+    expect(await until(() => dropping.eventStreamsOpened > streams, 10_000)).toBe(true);
+    expect(dropping.sessionsOpened).toBe(sessions);
+    // ...and the client hears of B all the same, with nothing more sent by the member.
+    expect(await until(() => updates.includes(DB), 5_000)).toBe(true);
+    // The workload's own updates still come through.
+    expect(await receives(dropping, updates, DB)).toBe(true);
   } finally {
     await transport.terminateSession().catch(() => {});
     await client.close();
