@@ -15,7 +15,7 @@
  * replaced only because its event stream could not be reopened may still answer: the calls in flight on
  * it are left to finish (within the request timeout) before its member session is ended, and resource
  * updates are taken from the new one only. An update sent in the gap reached the session on neither, so each
- * URI followed again is announced as updated (`changedMaybe`): at least once; the same when a connection's
+ * URI followed again is announced as updated (changed-maybe.ts): at least once; the same when a connection's
  * event stream (or listen stream) is opened again after it ended. A subscribe answered on a replaced
  * connection is carried to the current one (`carry`), whose re-subscription may have missed it.
  */
@@ -29,6 +29,7 @@ import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { AnswerLimit } from "../proxy/answer-limit.ts";
 import { droppedStreamText } from "../proxy/event-stream.ts";
 import type { GroupCatalog } from "./catalog.ts";
+import { ChangedMaybe } from "./changed-maybe.ts";
 import { whenReopened } from "./member-subscriptions.ts";
 import { SessionSubscriptions } from "./session-subscriptions.ts";
 import { connectUpstream, endUpstream, MEMBER_SESSION_END_MS, requestLogRelay, type Upstream } from "./upstream.ts";
@@ -71,6 +72,8 @@ export class UpstreamPool {
   readonly #busy = new WeakMap<Upstream, { calls: number; quiet: (() => void)[] }>();
   /** Connections replaced but left to finish their calls (`forget` with `drain`), ended with the session. */
   readonly #draining = new Set<Upstream>();
+  /** The session's own announcements of URIs whose updates may have been lost. */
+  readonly #changedMaybe: ChangedMaybe;
 
   /**
    * Without a peer (a 2026-07-28 caller's pool), workloads are reached as 2026-07-28 servers where they
@@ -81,6 +84,9 @@ export class UpstreamPool {
     this.#catalog = catalog;
     this.#timeoutMs = timeoutMs;
     this.#peer = peer;
+    this.#changedMaybe = new ChangedMaybe((uri) =>
+      peer?.notify({ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri } }, undefined),
+    );
     this.subscriptions = new SessionSubscriptions({
       level: () => this.#logLevel,
       notify: (params) => peer?.notify({ jsonrpc: "2.0", method: "notifications/message", params }, undefined),
@@ -161,7 +167,8 @@ export class UpstreamPool {
     if (this.#logLevel !== undefined && client.getServerCapabilities()?.logging)
       await client.setLoggingLevel(this.#logLevel).catch(() => {});
     // Before anything is sent on it: a request that met the forgotten session goes again on this one.
-    if (peer !== undefined) changedMaybe(peer, await this.subscriptions.renew(workload, client, this.#timeoutMs));
+    if (peer !== undefined)
+      this.#changedMaybe.followedAgain(await this.subscriptions.renew(workload, client, this.#timeoutMs));
     return client;
   }
 
@@ -181,7 +188,7 @@ export class UpstreamPool {
    */
   #reopened(workload: string, opening: Promise<Upstream>): void {
     if (this.#peer !== undefined && this.#open.get(workload) === opening)
-      changedMaybe(this.#peer, this.subscriptions.followed(workload));
+      this.#changedMaybe.reopened(workload, () => this.subscriptions.followed(workload));
   }
 
   /**
@@ -226,7 +233,7 @@ export class UpstreamPool {
         { workload },
       );
     }
-    changedMaybe(this.#peer, followed);
+    this.#changedMaybe.followedAgain(followed);
   }
 
   /** `workload` joined the group (again): the resources the session followed there are followed again. */
@@ -364,6 +371,7 @@ export class UpstreamPool {
    */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#changedMaybe.close();
     const open = [...this.#open.values(), ...[...this.#draining].map((client) => Promise.resolve(client))];
     this.#open.clear();
     this.#draining.clear();
@@ -378,17 +386,6 @@ export class UpstreamPool {
     await Promise.race([ended, bound]);
     clearTimeout(timer);
   }
-}
-
-/**
- * Tells the session that each of `uris`, just followed again on a new member session, may have changed: an
- * update the workload sent while no session of the client's could carry it (the old one lost, the new one
- * not yet subscribed; or the workload changed it while restarting) reached no one, and MCP replays none.
- * So the session hears of each at least once (maybe once more than it changed), and reads it again if it cares.
- */
-function changedMaybe(peer: PoolPeer, uris: readonly string[]): void {
-  for (const uri of uris)
-    peer.notify({ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri } }, undefined);
 }
 
 /** Only what a workload may ask its client for; the rest is between the gateway and its client. */

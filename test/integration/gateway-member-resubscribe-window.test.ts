@@ -33,11 +33,16 @@ const RB = "refuse://b";
 const refusedLater: string[] = [];
 const DA = "drop://a";
 const DB = "drop://b";
+const SA = "shared://a";
+const SB = "shared://b";
+const MANY = Array.from({ length: 20 }, (_, i) => `flap://${i}`);
 let gap: MemberServer;
 let late: MemberServer;
 let toggle: MemberServer;
 let refusing: MemberServer;
 let dropping: MemberServer;
+let flapping: MemberServer;
+let shared: MemberServer;
 let group: TestGroup;
 let gatewayUrl: string;
 
@@ -47,12 +52,16 @@ beforeAll(async () => {
   toggle = startMemberServer({ name: "toggle", resources: [TA, TU], subscribable: {} });
   refusing = startMemberServer({ name: "refusing", resources: [RA, RB], subscribable: { refuse: refusedLater } });
   dropping = startMemberServer({ name: "dropping", resources: [DA, DB], subscribable: {} });
+  flapping = startMemberServer({ name: "flapping", resources: MANY, subscribable: {} });
+  shared = startMemberServer({ name: "shared", resources: [SA, SB], subscribable: {} });
   group = await createTestGroup();
   group.run(gap.url, "gap", "window");
   group.run(late.url, "late", "window");
   group.run(toggle.url, "toggle", "window");
   group.run(refusing.url, "refusing", "window");
   group.run(dropping.url, "dropping", "window");
+  group.run(flapping.url, "flapping", "window");
+  group.run(shared.url, "shared", "window");
   gatewayUrl = (await group.gateway("window")).url;
 }, 120_000);
 
@@ -63,6 +72,8 @@ afterAll(async () => {
   await toggle?.stop();
   await refusing?.stop();
   await dropping?.stop();
+  await flapping?.stop();
+  await shared?.stop();
 });
 
 async function connected(updates: string[]): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
@@ -228,5 +239,78 @@ test("an update sent while a member session's event stream is down, before its r
   } finally {
     await transport.terminateSession().catch(() => {});
     await client.close();
+  }
+});
+
+test("a member session whose event stream keeps ending: what it follows is not announced at every reopening", async () => {
+  const updates: string[] = [];
+  const { client, transport } = await connected(updates);
+  try {
+    for (const uri of MANY) await client.subscribeResource({ uri });
+    expect(await receives(flapping, updates, MANY[0] as string)).toBe(true);
+    const sessions = flapping.sessionsOpened;
+    const streams = flapping.eventStreamsOpened;
+    updates.length = 0;
+    // A hop that ends the stream as soon as it is open again, for 4 s: the member client reopens it each time.
+    const until4s = Date.now() + 4_000;
+    let seen = flapping.eventStreamsOpened;
+    flapping.dropEventStream();
+    while (Date.now() < until4s) {
+      if (flapping.eventStreamsOpened > seen) {
+        seen = flapping.eventStreamsOpened;
+        flapping.dropEventStream();
+      }
+      await Bun.sleep(20);
+    }
+    expect(flapping.sessionsOpened).toBe(sessions);
+    const reopenings = flapping.eventStreamsOpened - streams;
+    expect(reopenings).toBeGreaterThanOrEqual(3);
+    // At once for the first reopening; the later ones once, after a pause (changed-maybe.ts), not each.
+    expect(updates.filter((uri) => uri === MANY[1])).toEqual([MANY[1] as string]);
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+  }
+});
+
+test("several clients at one member: the announcements go to the session replaced alone, and not after it ended", async () => {
+  const first: string[] = [];
+  const second: string[] = [];
+  const one = await connected(first);
+  const two = await connected(second);
+  try {
+    await one.client.subscribeResource({ uri: SA });
+    expect(await receives(shared, first, SA)).toBe(true);
+    // The gateway's own (catalog) member session and the first client's.
+    const before = shared.sessionCount;
+    // The second client's member session opens its event stream last: the one the member breaks.
+    await two.client.subscribeResource({ uri: SA });
+    await two.client.subscribeResource({ uri: SB });
+    expect(await receives(shared, second, SB)).toBe(true);
+    first.length = 0;
+    second.length = 0;
+    const opened = shared.sessionsOpened;
+    shared.breakEventStream();
+    // The second client hears of both URIs it follows (the gateway's own announcement), the first of none.
+    expect(await until(() => second.includes(SA) && second.includes(SB), 20_000)).toBe(true);
+    expect(shared.sessionsOpened).toBe(opened + 1);
+    expect(first).toEqual([]);
+    // The second session's re-subscription waits at the member when that session ends.
+    const release = shared.holdSubscribes();
+    try {
+      shared.breakEventStream();
+      expect(await until(() => shared.heldSubscribes === 2, 20_000)).toBe(true);
+      await two.transport.terminateSession();
+    } finally {
+      release();
+    }
+    // Its member sessions are all ended (the last once its re-subscription is answered), none left behind...
+    expect(await until(() => shared.sessionCount === before, 10_000)).toBe(true);
+    // ...and the first client's subscription is unharmed.
+    expect(await receives(shared, first, SA)).toBe(true);
+  } finally {
+    await one.transport.terminateSession().catch(() => {});
+    await one.client.close();
+    await two.client.close();
   }
 });
