@@ -60,7 +60,7 @@ export interface Subscribing {
 export class SessionSubscriptions {
   readonly #held = new Map<string, Set<string>>();
   /** The session's subscribes in flight, by workload and URI (bounded by its requests in flight). */
-  readonly #subscribing = new Map<string, Subscribing[]>();
+  readonly #subscribing = new Map<string, Map<string, Subscribing[]>>();
   readonly #notices: SubscriptionNotices;
 
   constructor(notices: SubscriptionNotices) {
@@ -76,27 +76,40 @@ export class SessionSubscriptions {
    * Refuses a subscription to one more URI past MAX_SUBSCRIBED_URIS at `workload`, whatever revision it
    * speaks: the gateway keeps every one for the session's life, and subscribes them all again (before
    * anything else) on each new connection, so an unbounded set would be memory any client could grow,
-   * and a wait before every request after a restart.
+   * and a wait before every request after a restart. The subscribes still in flight count too: a client
+   * sending many at once would otherwise pass the bound before any is answered.
    */
   admit(workload: string, uri: string): Subscribing {
     const uris = this.#held.get(workload);
-    if (uris !== undefined && uris.size >= MAX_SUBSCRIBED_URIS && !uris.has(uri))
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        `this session already follows ${MAX_SUBSCRIBED_URIS} resources of the workload; unsubscribe from some first`,
-      );
+    const pending = this.#subscribing.get(workload);
+    if (!uris?.has(uri) && !pending?.has(uri)) {
+      const pendingOnly = [...(pending?.keys() ?? [])].filter((one) => !uris?.has(one)).length;
+      if ((uris?.size ?? 0) + pendingOnly >= MAX_SUBSCRIBED_URIS)
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `this session already follows ${MAX_SUBSCRIBED_URIS} resources of the workload; unsubscribe from some first`,
+        );
+    }
     const subscribing: Subscribing = { workload, uri, withdrawn: false };
-    const key = keyOf(workload, uri);
-    this.#subscribing.set(key, [...(this.#subscribing.get(key) ?? []), subscribing]);
+    const byUri = pending ?? new Map<string, Subscribing[]>();
+    byUri.set(uri, [...(byUri.get(uri) ?? []), subscribing]);
+    this.#subscribing.set(workload, byUri);
     return subscribing;
   }
 
   /** The subscribe `subscribing` is answered or failed: an unsubscribe from now on no longer concerns it. */
   settled(subscribing: Subscribing): void {
-    const key = keyOf(subscribing.workload, subscribing.uri);
-    const left = (this.#subscribing.get(key) ?? []).filter((one) => one !== subscribing);
-    if (left.length === 0) this.#subscribing.delete(key);
-    else this.#subscribing.set(key, left);
+    const { workload, uri } = subscribing;
+    const byUri = this.#subscribing.get(workload);
+    const left = (byUri?.get(uri) ?? []).filter((one) => one !== subscribing);
+    if (left.length > 0) byUri?.set(uri, left);
+    else this.#forgetPending(workload, uri);
+  }
+
+  #forgetPending(workload: string, uri: string): void {
+    const byUri = this.#subscribing.get(workload);
+    byUri?.delete(uri);
+    if (byUri?.size === 0) this.#subscribing.delete(workload);
   }
 
   /**
@@ -122,9 +135,8 @@ export class SessionSubscriptions {
    * said); a subscribe of it still in flight, sent before, is withdrawn: its answer no longer makes it followed.
    */
   removed(workload: string, uri: string): void {
-    const key = keyOf(workload, uri);
-    for (const subscribing of this.#subscribing.get(key) ?? []) subscribing.withdrawn = true;
-    this.#subscribing.delete(key);
+    for (const subscribing of this.#subscribing.get(workload)?.get(uri) ?? []) subscribing.withdrawn = true;
+    this.#forgetPending(workload, uri);
     this.#forget(workload, uri);
   }
 
@@ -206,5 +218,3 @@ export class SessionSubscriptions {
 const AGAIN = "its session was replaced (the workload restarted, or forgot the session)";
 
 const quote = (uri: string) => JSON.stringify(uri);
-
-const keyOf = (workload: string, uri: string) => `${workload}\n${uri}`;
