@@ -178,7 +178,9 @@ export class UpstreamPool {
    */
   #lost(workload: string, opening: Promise<Upstream>, why: "forgotten" | "stream"): void {
     const client = this.#opened.get(opening);
-    if (client !== undefined && this.subscriptions.holds(workload)) this.forget(workload, client, why === "stream");
+    // Found while it was still opening (its first event stream refused): once it has opened.
+    if (client === undefined) return void opening.then(() => this.#lost(workload, opening, why)).catch(() => {});
+    if (this.subscriptions.holds(workload)) this.forget(workload, client, why === "stream");
   }
 
   /**

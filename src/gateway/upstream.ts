@@ -252,17 +252,19 @@ export async function endUpstream(client: Upstream, boundMs: number): Promise<vo
  * for good when its member keeps the standalone GET stream open. That client opens a connection only to
  * a listener the member's supervisor holds, and follows no redirect (the key is for the member's own
  * endpoint; the SDK transport follows one itself only within the member's origin, keeping the method). A
- * 404 on a request of a member session tells `onLost` the member forgot the session; an event stream of
- * the session opened after the first tells `onReopened` (one fetch per connection).
+ * 404 on a request of a member session tells `onLost` the member forgot the session, and so does the
+ * session's first event stream failing to open (`stream`); an event stream of the session opened after
+ * the first tells `onReopened` (one fetch per connection).
  */
 function memberFetch(
   member: Member,
-  onLost: ((why: "forgotten") => void) | undefined,
+  onLost: ((why: "forgotten" | "stream") => void) | undefined,
   onReopened: (() => void) | undefined,
 ): (url: string | URL, init?: RequestInit) => Promise<Response> {
   const { credential } = member;
   const send = memberSend(member);
   let streamsOpened = 0;
+  let streamsAsked = 0;
   return async (url, init) => {
     const trace = requestScope.getStore()?.trace;
     const headers = new Headers(init?.headers);
@@ -271,7 +273,18 @@ function memberFetch(
       if (value) headers.set(name, value);
     }
     if (credential !== undefined) headers.set("authorization", `Bearer ${credential}`);
-    const response = await send(String(url), { ...(init as UpstreamInit), headers, redirect: "manual" });
+    // The session's first GET: the SDK opens it once, and tries no more when it fails (only a stream that
+    // was open and ended is reopened, and its give-up told), so the session would carry no update ever.
+    const firstStream = init?.method === "GET" && headers.has("mcp-session-id") && streamsAsked++ === 0;
+    let response: Response;
+    try {
+      response = await send(String(url), { ...(init as UpstreamInit), headers, redirect: "manual" });
+    } catch (err) {
+      if (firstStream) onLost?.("stream");
+      throw err;
+    }
+    // 405: the member offers no stream (nothing to lose); 401/403 and 404 are told as they are.
+    if (firstStream && !response.ok && ![401, 403, 404, 405].includes(response.status)) onLost?.("stream");
     // 404 to a request on a member session: the member forgot it (any request, the event stream's
     // reopening included, which no caller waits on). The session's own DELETE says nothing new.
     if (response.status === 404 && headers.has("mcp-session-id") && init?.method !== "DELETE") onLost?.("forgotten");

@@ -35,6 +35,7 @@ const DA = "drop://a";
 const DB = "drop://b";
 const SA = "shared://a";
 const SB = "shared://b";
+const FA = "first://a";
 const MANY = Array.from({ length: 20 }, (_, i) => `flap://${i}`);
 let gap: MemberServer;
 let late: MemberServer;
@@ -43,6 +44,7 @@ let refusing: MemberServer;
 let dropping: MemberServer;
 let flapping: MemberServer;
 let shared: MemberServer;
+let firstGet: MemberServer;
 let group: TestGroup;
 let gatewayUrl: string;
 
@@ -54,6 +56,7 @@ beforeAll(async () => {
   dropping = startMemberServer({ name: "dropping", resources: [DA, DB], subscribable: {} });
   flapping = startMemberServer({ name: "flapping", resources: MANY, subscribable: {} });
   shared = startMemberServer({ name: "shared", resources: [SA, SB], subscribable: {} });
+  firstGet = startMemberServer({ name: "first", resources: [FA], subscribable: {} });
   group = await createTestGroup();
   group.run(gap.url, "gap", "window");
   group.run(late.url, "late", "window");
@@ -62,6 +65,7 @@ beforeAll(async () => {
   group.run(dropping.url, "dropping", "window");
   group.run(flapping.url, "flapping", "window");
   group.run(shared.url, "shared", "window");
+  group.run(firstGet.url, "first", "window");
   gatewayUrl = (await group.gateway("window")).url;
 }, 120_000);
 
@@ -74,6 +78,7 @@ afterAll(async () => {
   await dropping?.stop();
   await flapping?.stop();
   await shared?.stop();
+  await firstGet?.stop();
 });
 
 async function connected(updates: string[]): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
@@ -312,5 +317,24 @@ test("several clients at one member: the announcements go to the session replace
     await one.transport.terminateSession().catch(() => {});
     await one.client.close();
     await two.client.close();
+  }
+});
+
+test("a new member session whose first event stream is refused is replaced: the SDK never opens it again", async () => {
+  const updates: string[] = [];
+  const { client, transport } = await connected(updates);
+  try {
+    await client.subscribeResource({ uri: FA });
+    expect(await receives(firstGet, updates, FA)).toBe(true);
+    const opened = firstGet.sessionsOpened;
+    // The session opened for the lost one gets 503 for its first GET (the old one's are refused anyway).
+    firstGet.refuseEventStreams(1);
+    firstGet.breakEventStream();
+    expect(await until(() => firstGet.sessionsOpened > opened, 20_000)).toBe(true);
+    // The workload's own updates reach the client again (not only the gateway's announcement).
+    expect(await receives(firstGet, updates, FA)).toBe(true);
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
   }
 });
