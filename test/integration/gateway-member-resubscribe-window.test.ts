@@ -8,7 +8,10 @@
  *  - a subscribe of the client's answered on the old session after the re-subscription took its list
  *    of URIs: the client was told it follows the resource, but the new session never subscribed it.
  * The member holds its subscribes unanswered (`holdSubscribes`) to open the window for as long as the
- * test needs.
+ * test needs. Review 32 added: a URI unsubscribed while its subscribe was in flight; a carried subscribe
+ * the new member session refuses; the gap while an event stream is down before its reopening on the
+ * same session (and a stream that keeps being cut: no announcement at every reopening); several clients
+ * at one member; a new member session whose first event stream is refused.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
