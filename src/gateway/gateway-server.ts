@@ -151,7 +151,7 @@ export function createGatewayServer(
     // workload restarted) follows them again; one unsubscribed is never followed again, whatever the answer.
     const subscriptions = pool().subscriptions;
     const uri = params.uri as string;
-    if (method === "resources/subscribe") subscriptions.admit(workload, uri);
+    const subscribing = method === "resources/subscribe" ? subscriptions.admit(workload, uri) : undefined;
     if (method === "resources/unsubscribe") subscriptions.removed(workload, uri);
     const release = pool().track(workload, ctx.mcpReq.id, upstream);
     const sentOnSession =
@@ -162,10 +162,9 @@ export function createGatewayServer(
         const done = await memberSubscription(upstream, method, uri, (lost, why) =>
           subscriptions.dropped(workload, lost, why),
         );
-        if (method === "resources/subscribe") {
-          subscriptions.added(workload, uri);
+        // Unless the session unsubscribed meanwhile: its last word.
+        if (subscribing !== undefined && subscriptions.added(workload, uri, subscribing))
           await pool().carry(workload, uri, upstream);
-        }
         return done;
       }
       const result = await withRequestScope(ctx.http?.req?.headers, onLog, () =>
@@ -185,10 +184,8 @@ export function createGatewayServer(
             : {}),
         }),
       );
-      if (method === "resources/subscribe") {
-        subscriptions.added(workload, uri);
+      if (subscribing !== undefined && subscriptions.added(workload, uri, subscribing))
         await pool().carry(workload, uri, upstream);
-      }
       return withoutMemberIdentity(result);
     } catch (err) {
       const round = modern !== undefined ? urlElicitationAnswer(err, ctx) : undefined;
@@ -214,6 +211,7 @@ export function createGatewayServer(
       throw unavailable(workload, `workload '${workload}' failed to answer (${excerpt(errorMessage(err), 300)})`);
     } finally {
       release();
+      if (subscribing !== undefined) subscriptions.settled(subscribing);
     }
   };
 

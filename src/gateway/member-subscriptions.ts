@@ -13,7 +13,8 @@
  * the old one (so no update falls between them). A stream that ends while the session still wants
  * its resources (the workload restarted, a hop dropped it) is opened again, after a pause that
  * doubles (1 s up to 30 s) while it keeps failing; unsubscribing from the last URI, or the connection
- * closing, ends it for good.
+ * closing, ends it for good. What the workload sent while it was down reached no one: its reopening is
+ * told (`whenReopened`), for the session to hear that its URIs may have changed.
  *
  * Every acknowledgement is checked for every URI the session still follows, not just the one being
  * added: a workload may honour a new URI yet leave an older one out (it no longer offers it), and
@@ -43,6 +44,16 @@ interface Held {
 }
 
 const held = new WeakMap<Upstream, Held>();
+/** Who hears that a connection's stream was opened again after it ended (`whenReopened`). */
+const reopenedHandlers = new WeakMap<Upstream, () => void>();
+
+/**
+ * `then` runs each time `upstream`'s stream, having ended, is opened again: what the workload sent while
+ * it was down reached no one (the pool announces the session's URIs there as updated).
+ */
+export function whenReopened(upstream: Upstream, then: () => void): void {
+  reopenedHandlers.set(upstream, then);
+}
 
 const FIRST_PAUSE_MS = 1_000;
 const MAX_PAUSE_MS = 30_000;
@@ -184,6 +195,7 @@ function reopenLater(upstream: Upstream, state: Held): void {
       if (state.subscription !== undefined || state.uris.size === 0 || !alive(upstream))
         return void next.close().catch(() => {});
       adopt(upstream, state, next);
+      if (state.uris.size > 0) reopenedHandlers.get(upstream)?.();
     } catch {
       state.pause = Math.min(state.pause * 2, MAX_PAUSE_MS);
       reopenLater(upstream, state);

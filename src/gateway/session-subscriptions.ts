@@ -22,7 +22,7 @@ import type { LoggingLevel } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
-import { followAgain, MAX_SUBSCRIBED_URIS } from "./member-subscriptions.ts";
+import { type Dropped, followAgain, MAX_SUBSCRIBED_URIS } from "./member-subscriptions.ts";
 import { anyResult } from "./sdk.ts";
 import type { Upstream } from "./upstream.ts";
 
@@ -49,8 +49,18 @@ export interface SubscriptionNotices {
   log(text: string): void;
 }
 
+/** A session's `resources/subscribe` in flight (`admit` to `added` or `settled`). */
+export interface Subscribing {
+  readonly workload: string;
+  readonly uri: string;
+  /** The session unsubscribed from the URI after sending this: its answer must not make the URI followed. */
+  withdrawn: boolean;
+}
+
 export class SessionSubscriptions {
   readonly #held = new Map<string, Set<string>>();
+  /** The session's subscribes in flight, by workload and URI (bounded by its requests in flight). */
+  readonly #subscribing = new Map<string, Map<string, Subscribing[]>>();
   readonly #notices: SubscriptionNotices;
 
   constructor(notices: SubscriptionNotices) {
@@ -66,29 +76,76 @@ export class SessionSubscriptions {
    * Refuses a subscription to one more URI past MAX_SUBSCRIBED_URIS at `workload`, whatever revision it
    * speaks: the gateway keeps every one for the session's life, and subscribes them all again (before
    * anything else) on each new connection, so an unbounded set would be memory any client could grow,
-   * and a wait before every request after a restart.
+   * and a wait before every request after a restart. The subscribes still in flight count too: a client
+   * sending many at once would otherwise pass the bound before any is answered.
    */
-  admit(workload: string, uri: string): void {
+  admit(workload: string, uri: string): Subscribing {
     const uris = this.#held.get(workload);
-    if (uris === undefined || uris.size < MAX_SUBSCRIBED_URIS || uris.has(uri)) return;
-    throw new ProtocolError(
-      ProtocolErrorCode.InvalidParams,
-      `this session already follows ${MAX_SUBSCRIBED_URIS} resources of the workload; unsubscribe from some first`,
-    );
+    const pending = this.#subscribing.get(workload);
+    if (!uris?.has(uri) && !pending?.has(uri)) {
+      const pendingOnly = [...(pending?.keys() ?? [])].filter((one) => !uris?.has(one)).length;
+      if ((uris?.size ?? 0) + pendingOnly >= MAX_SUBSCRIBED_URIS)
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `this session already follows ${MAX_SUBSCRIBED_URIS} resources of the workload; unsubscribe from some first`,
+        );
+    }
+    const subscribing: Subscribing = { workload, uri, withdrawn: false };
+    const byUri = pending ?? new Map<string, Subscribing[]>();
+    byUri.set(uri, [...(byUri.get(uri) ?? []), subscribing]);
+    this.#subscribing.set(workload, byUri);
+    return subscribing;
   }
 
-  /** The workload accepted the session's subscription to `uri`. */
-  added(workload: string, uri: string): void {
+  /** The subscribe `subscribing` is answered or failed: an unsubscribe from now on no longer concerns it. */
+  settled(subscribing: Subscribing): void {
+    const { workload, uri } = subscribing;
+    const byUri = this.#subscribing.get(workload);
+    const left = (byUri?.get(uri) ?? []).filter((one) => one !== subscribing);
+    if (left.length > 0) byUri?.set(uri, left);
+    else this.#forgetPending(workload, uri);
+  }
+
+  #forgetPending(workload: string, uri: string): void {
+    const byUri = this.#subscribing.get(workload);
+    byUri?.delete(uri);
+    if (byUri?.size === 0) this.#subscribing.delete(workload);
+  }
+
+  /**
+   * The workload accepted the session's subscription to `uri`: followed from now on, unless the session
+   * unsubscribed from it while that subscribe (`subscribing`) was in flight. Whether it is followed.
+   */
+  added(workload: string, uri: string, subscribing?: Subscribing): boolean {
+    if (subscribing !== undefined) {
+      this.settled(subscribing);
+      if (subscribing.withdrawn) return false;
+    }
     let uris = this.#held.get(workload);
     if (uris === undefined) {
       uris = new Set();
       this.#held.set(workload, uris);
     }
     uris.add(uri);
+    return true;
   }
 
-  /** The session unsubscribed from `uri` (not subscribed again on a later connection, whatever the workload said). */
+  /**
+   * The session unsubscribed from `uri` (not subscribed again on a later connection, whatever the workload
+   * said); a subscribe of it still in flight, sent before, is withdrawn: its answer no longer makes it followed.
+   */
   removed(workload: string, uri: string): void {
+    for (const subscribing of this.#subscribing.get(workload)?.get(uri) ?? []) subscribing.withdrawn = true;
+    this.#forgetPending(workload, uri);
+    this.#forget(workload, uri);
+  }
+
+  /** The workload refused `uri` and the session is told so in its subscribe's answer: forgotten, no warning. */
+  refused(workload: string, uri: string): void {
+    this.#forget(workload, uri);
+  }
+
+  #forget(workload: string, uri: string): void {
     const uris = this.#held.get(workload);
     uris?.delete(uri);
     if (uris?.size === 0) this.#held.delete(workload);
@@ -96,7 +153,8 @@ export class SessionSubscriptions {
 
   /** `uris` are no longer followed at `workload`: forgotten here, and the session told why. */
   dropped(workload: string, uris: readonly string[], why: string): void {
-    for (const uri of uris) this.removed(workload, uri);
+    // Not the session's own unsubscribe: a subscribe of one in flight (a retry of the session's) still counts.
+    for (const uri of uris) this.#forget(workload, uri);
     const named =
       uris.length > 3
         ? `${uris.slice(0, 3).map(quote).join(", ")} and ${uris.length - 3} more`
@@ -108,6 +166,11 @@ export class SessionSubscriptions {
       this.#notices.notify({ level: "warning", logger: "mcpmgr-gateway", data: text });
   }
 
+  /** The URIs the session follows at `workload`. */
+  followed(workload: string): string[] {
+    return [...(this.#held.get(workload) ?? [])];
+  }
+
   /** Whether the session follows `uri` at `workload` (it has not unsubscribed, nor been told it was dropped). */
   follows(workload: string, uri: string): boolean {
     return this.#held.get(workload)?.has(uri) ?? false;
@@ -115,14 +178,21 @@ export class SessionSubscriptions {
 
   /**
    * Subscribes `client`, a new connection to `workload`, to everything the session followed there (or to
-   * `only` of those); what the workload refuses is dropped (and the session told). Never fails: the
-   * connection serves the session's other requests all the same. Gives the URIs it followed again.
+   * `only` of those); what the workload refuses is dropped (and the session told), or given to `report`
+   * instead. Never fails: the connection serves the session's other requests all the same. Gives the URIs
+   * it followed again.
    */
-  async renew(workload: string, client: Upstream, timeoutMs: number, only?: readonly string[]): Promise<string[]> {
+  async renew(
+    workload: string,
+    client: Upstream,
+    timeoutMs: number,
+    only?: readonly string[],
+    report?: Dropped,
+  ): Promise<string[]> {
     const held = [...(this.#held.get(workload) ?? [])];
     const uris = only === undefined ? held : held.filter((uri) => only.includes(uri));
     if (uris.length === 0) return [];
-    const dropped = (lost: readonly string[], why: string) => this.dropped(workload, lost, why);
+    const dropped = report ?? ((lost: readonly string[], why: string) => this.dropped(workload, lost, why));
     if (client.getProtocolEra() !== "legacy") await followAgain(client, uris, dropped, AGAIN);
     else
       for (let at = 0; at < uris.length; at += RENEW_BATCH) {

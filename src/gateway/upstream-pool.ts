@@ -15,8 +15,9 @@
  * replaced only because its event stream could not be reopened may still answer: the calls in flight on
  * it are left to finish (within the request timeout) before its member session is ended, and resource
  * updates are taken from the new one only. An update sent in the gap reached the session on neither, so each
- * URI followed again is announced as updated (`changedMaybe`): at least once. A subscribe answered on a
- * replaced connection is carried to the current one (`carry`), whose re-subscription may have missed it.
+ * URI followed again is announced as updated (changed-maybe.ts): at least once; the same when a connection's
+ * event stream (or listen stream) is opened again after it ended. A subscribe answered on a replaced
+ * connection is carried to the current one (`carry`), whose re-subscription may have missed it.
  */
 import type {
   ClientCapabilities,
@@ -24,9 +25,12 @@ import type {
   JSONRPCRequest,
   LoggingLevel,
 } from "@modelcontextprotocol/client";
+import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { AnswerLimit } from "../proxy/answer-limit.ts";
 import { droppedStreamText } from "../proxy/event-stream.ts";
 import type { GroupCatalog } from "./catalog.ts";
+import { ChangedMaybe } from "./changed-maybe.ts";
+import { whenReopened } from "./member-subscriptions.ts";
 import { SessionSubscriptions } from "./session-subscriptions.ts";
 import { connectUpstream, endUpstream, MEMBER_SESSION_END_MS, requestLogRelay, type Upstream } from "./upstream.ts";
 
@@ -68,6 +72,8 @@ export class UpstreamPool {
   readonly #busy = new WeakMap<Upstream, { calls: number; quiet: (() => void)[] }>();
   /** Connections replaced but left to finish their calls (`forget` with `drain`), ended with the session. */
   readonly #draining = new Set<Upstream>();
+  /** The session's own announcements of URIs whose updates may have been lost. */
+  readonly #changedMaybe: ChangedMaybe;
 
   /**
    * Without a peer (a 2026-07-28 caller's pool), workloads are reached as 2026-07-28 servers where they
@@ -78,6 +84,9 @@ export class UpstreamPool {
     this.#catalog = catalog;
     this.#timeoutMs = timeoutMs;
     this.#peer = peer;
+    this.#changedMaybe = new ChangedMaybe((uri) =>
+      peer?.notify({ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri } }, undefined),
+    );
     this.subscriptions = new SessionSubscriptions({
       level: () => this.#logLevel,
       notify: (params) => peer?.notify({ jsonrpc: "2.0", method: "notifications/message", params }, undefined),
@@ -142,6 +151,7 @@ export class UpstreamPool {
         },
         onClose: () => this.#drop(workload, opening()),
         onLost: (why) => this.#lost(workload, opening(), why),
+        onReopened: () => this.#reopened(workload, opening()),
         answerLimit: this.#catalog.answerLimit(workload),
       },
       this.#timeoutMs,
@@ -152,10 +162,13 @@ export class UpstreamPool {
       await client.close();
       throw new Error("the gateway session ended");
     }
+    // A 2026-07-28 member's listen stream reopened after it ended: as the event stream's reopening.
+    if (peer !== undefined) whenReopened(client, () => this.#reopened(workload, opening()));
     if (this.#logLevel !== undefined && client.getServerCapabilities()?.logging)
       await client.setLoggingLevel(this.#logLevel).catch(() => {});
     // Before anything is sent on it: a request that met the forgotten session goes again on this one.
-    if (peer !== undefined) changedMaybe(peer, await this.subscriptions.renew(workload, client, this.#timeoutMs));
+    if (peer !== undefined)
+      this.#changedMaybe.followedAgain(await this.subscriptions.renew(workload, client, this.#timeoutMs));
     return client;
   }
 
@@ -165,7 +178,19 @@ export class UpstreamPool {
    */
   #lost(workload: string, opening: Promise<Upstream>, why: "forgotten" | "stream"): void {
     const client = this.#opened.get(opening);
-    if (client !== undefined && this.subscriptions.holds(workload)) this.forget(workload, client, why === "stream");
+    // Found while it was still opening (its first event stream refused): once it has opened.
+    if (client === undefined) return void opening.then(() => this.#lost(workload, opening, why)).catch(() => {});
+    if (this.subscriptions.holds(workload)) this.forget(workload, client, why === "stream");
+  }
+
+  /**
+   * The current connection's event stream (or a 2026-07-28 member's listen stream) was opened again on the
+   * same member session: what the workload sent while it was down reached no one, so what the session
+   * follows there is announced as updated.
+   */
+  #reopened(workload: string, opening: Promise<Upstream>): void {
+    if (this.#peer !== undefined && this.#open.get(workload) === opening)
+      this.#changedMaybe.reopened(workload, () => this.subscriptions.followed(workload));
   }
 
   /**
@@ -184,12 +209,33 @@ export class UpstreamPool {
    * was replaced while the subscribe was in flight, and the new one's re-subscription may have listed the
    * session's URIs before this one was added), `uri` is subscribed on the current one too, before the
    * session is told it follows it. With no current connection, the next one's re-subscription takes it.
+   * Fails when the current one refuses `uri` (no longer followed then): the session's subscribe is
+   * answered with that refusal rather than `{}` and a warning, as a subscribe refused outright is.
    */
   async carry(workload: string, uri: string, on: Upstream): Promise<void> {
     const current = await this.#open.get(workload)?.catch(() => undefined);
     if (current === undefined || current === on || this.#peer === undefined) return;
+    let refused: string | undefined;
+    let carrying = true;
+    // Also the connection's reporter from now on when it holds no subscription stream yet (followAgain).
+    const report = (lost: readonly string[], why: string) => {
+      const mine = carrying && lost.includes(uri);
+      if (mine) refused = why;
+      const others = mine ? lost.filter((one) => one !== uri) : lost;
+      if (others.length > 0) this.subscriptions.dropped(workload, others, why);
+    };
     // Subscribing twice is harmless (a set at the member); subscribing never would leave the session deaf.
-    changedMaybe(this.#peer, await this.subscriptions.renew(workload, current, this.#timeoutMs, [uri]));
+    const followed = await this.subscriptions.renew(workload, current, this.#timeoutMs, [uri], report);
+    carrying = false;
+    if (refused !== undefined) {
+      this.subscriptions.refused(workload, uri);
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `workload '${workload}' did not take the subscription to ${JSON.stringify(uri)}: ${refused}`,
+        { workload },
+      );
+    }
+    this.#changedMaybe.followedAgain(followed);
   }
 
   /** `workload` joined the group (again): the resources the session followed there are followed again. */
@@ -327,6 +373,7 @@ export class UpstreamPool {
    */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#changedMaybe.close();
     const open = [...this.#open.values(), ...[...this.#draining].map((client) => Promise.resolve(client))];
     this.#open.clear();
     this.#draining.clear();
@@ -341,17 +388,6 @@ export class UpstreamPool {
     await Promise.race([ended, bound]);
     clearTimeout(timer);
   }
-}
-
-/**
- * Tells the session that each of `uris`, just followed again on a new member session, may have changed: an
- * update the workload sent while no session of the client's could carry it (the old one lost, the new one
- * not yet subscribed; or the workload changed it while restarting) reached no one, and MCP replays none.
- * So the session hears of each at least once (maybe once more than it changed), and reads it again if it cares.
- */
-function changedMaybe(peer: PoolPeer, uris: readonly string[]): void {
-  for (const uri of uris)
-    peer.notify({ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri } }, undefined);
 }
 
 /** Only what a workload may ask its client for; the rest is between the gateway and its client. */

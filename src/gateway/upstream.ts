@@ -37,6 +37,12 @@ export interface UpstreamHandlers {
    */
   readonly onLost?: (why: "forgotten" | "stream") => void;
   /**
+   * The member session's event stream was opened again (the SDK reopens one that ended): what the
+   * workload sent the session while it was down reached no one, as it keeps no events to replay unless
+   * it says otherwise (a resumed stream replays; this is told all the same).
+   */
+  readonly onReopened?: () => void;
+  /**
    * The bound on the workload's answers (MCPMGR_MAX_MESSAGE_BYTES): a larger JSON answer fails its
    * request, a larger SSE event is cut and its request answered with an error (proxy/answer-limit.ts).
    */
@@ -156,7 +162,7 @@ async function connectWith(
     if (streamGaveUp(err)) handlers.onLost?.("stream");
   };
   const url = new URL(member.url);
-  const fetch = boundedFetch(memberFetch(member, handlers.onLost), handlers.answerLimit);
+  const fetch = boundedFetch(memberFetch(member, handlers.onLost, handlers.onReopened), handlers.answerLimit);
   // A stdio workload exposed with --proxy-mode sse (deprecated) serves the 2024-11-05 transport.
   const transport = url.pathname.endsWith("/sse")
     ? new SSEClientTransport(url, { fetch })
@@ -246,14 +252,19 @@ export async function endUpstream(client: Upstream, boundMs: number): Promise<vo
  * for good when its member keeps the standalone GET stream open. That client opens a connection only to
  * a listener the member's supervisor holds, and follows no redirect (the key is for the member's own
  * endpoint; the SDK transport follows one itself only within the member's origin, keeping the method). A
- * 404 on a request of a member session tells `onLost` the member forgot the session.
+ * 404 on a request of a member session tells `onLost` the member forgot the session, and so does the
+ * session's first event stream failing to open (`stream`); an event stream of the session opened after
+ * the first tells `onReopened` (one fetch per connection).
  */
 function memberFetch(
   member: Member,
-  onLost: ((why: "forgotten") => void) | undefined,
+  onLost: ((why: "forgotten" | "stream") => void) | undefined,
+  onReopened: (() => void) | undefined,
 ): (url: string | URL, init?: RequestInit) => Promise<Response> {
   const { credential } = member;
   const send = memberSend(member);
+  let streamsOpened = 0;
+  let streamsAsked = 0;
   return async (url, init) => {
     const trace = requestScope.getStore()?.trace;
     const headers = new Headers(init?.headers);
@@ -262,10 +273,30 @@ function memberFetch(
       if (value) headers.set(name, value);
     }
     if (credential !== undefined) headers.set("authorization", `Bearer ${credential}`);
-    const response = await send(String(url), { ...(init as UpstreamInit), headers, redirect: "manual" });
+    // The session's first GET: the SDK opens it once, and tries no more when it fails (only a stream that
+    // was open and ended is reopened, and its give-up told), so the session would carry no update ever.
+    const firstStream = init?.method === "GET" && headers.has("mcp-session-id") && streamsAsked++ === 0;
+    let response: Response;
+    try {
+      response = await send(String(url), { ...(init as UpstreamInit), headers, redirect: "manual" });
+    } catch (err) {
+      if (firstStream) onLost?.("stream");
+      throw err;
+    }
+    // 405: the member offers no stream (nothing to lose); 401/403 and 404 are told as they are.
+    if (firstStream && !response.ok && ![401, 403, 404, 405].includes(response.status)) onLost?.("stream");
     // 404 to a request on a member session: the member forgot it (any request, the event stream's
     // reopening included, which no caller waits on). The session's own DELETE says nothing new.
     if (response.status === 404 && headers.has("mcp-session-id") && init?.method !== "DELETE") onLost?.("forgotten");
+    // The first GET stream is the session's own; any later one reopens it (or resumes a call's stream).
+    if (
+      init?.method === "GET" &&
+      response.ok &&
+      headers.has("mcp-session-id") &&
+      response.headers.get("content-type")?.startsWith("text/event-stream") &&
+      streamsOpened++ > 0
+    )
+      onReopened?.();
     return response;
   };
 }

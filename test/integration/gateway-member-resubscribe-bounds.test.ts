@@ -74,6 +74,24 @@ test("a session follows at most 256 resources of a 2025-era workload", async () 
   }
 });
 
+test("subscribes sent all at once count toward the 256 while they are in flight", async () => {
+  const session = await connect();
+  try {
+    // 300 distinct URIs, none answered before the others are sent: the bound holds all the same.
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 300 }, (_, i) => session.client.subscribeResource({ uri: `many://burst-${i}` })),
+    );
+    const refused = outcomes.filter((outcome) => outcome.status === "rejected");
+    expect(outcomes.length - refused.length).toBe(256);
+    for (const outcome of refused)
+      expect(String((outcome as PromiseRejectedResult).reason)).toContain(
+        "this session already follows 256 resources of the workload",
+      );
+  } finally {
+    await session.end();
+  }
+});
+
 test("a workload that forgets every new member session soon after it opens: replaced less and less often", async () => {
   const session = await connect();
   try {

@@ -34,6 +34,9 @@ function startResourceServer() {
     { legacy: "reject" },
   );
   let listens = 0;
+  let listensOpened = 0;
+  /** How to end each listen stream open, as a hop that dropped it would. */
+  const cuts = new Set<() => void>();
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -41,17 +44,56 @@ function startResourceServer() {
     async fetch(req) {
       const listen = req.headers.get("mcp-method") === "subscriptions/listen";
       const body = listen ? await req.clone().text() : "";
-      if (listen && body.includes("test://doc/")) {
-        listens++;
-        req.signal.addEventListener("abort", () => listens--);
-      }
-      return handler.fetch(req);
+      if (!listen || !body.includes("test://doc/")) return handler.fetch(req);
+      listens++;
+      listensOpened++;
+      let counted = true;
+      const ended = () => {
+        if (counted) listens--;
+        counted = false;
+      };
+      req.signal.addEventListener("abort", ended);
+      const response = await handler.fetch(req);
+      if (response.body === null) return response;
+      const inner = response.body.getReader();
+      let open = true;
+      const relayed = new ReadableStream<Uint8Array>({
+        start(controller) {
+          const cut = () => {
+            if (!open) return;
+            open = false;
+            cuts.delete(cut);
+            ended();
+            void inner.cancel().catch(() => {});
+            controller.close();
+          };
+          cuts.add(cut);
+          void (async () => {
+            while (open) {
+              const chunk = await inner.read().catch(() => ({ done: true as const, value: undefined }));
+              if (chunk.done) return cut();
+              if (open) controller.enqueue(chunk.value);
+            }
+          })();
+        },
+        cancel: () => {
+          open = false;
+          ended();
+          void inner.cancel().catch(() => {});
+        },
+      });
+      return new Response(relayed, { status: response.status, headers: response.headers });
     },
   });
   return {
     url: `http://127.0.0.1:${server.port}/mcp`,
     updated: (uri: string) => handler.notify.resourceUpdated(uri),
     openListens: () => listens,
+    listensOpened: () => listensOpened,
+    /** Ends every listen stream open (no answer first); what is sent until the next opens reaches no one. */
+    cutListens: () => {
+      for (const cut of [...cuts]) cut();
+    },
     stop: () => server.stop(true),
   };
 }
@@ -128,6 +170,33 @@ test("a session following 256 resources leaves the gateway's other requests unhi
     await expect(session.client.subscribeResource({ uri: uri(256) })).rejects.toThrow(/already follows 256 resources/);
   } finally {
     await other.close();
+    await session.end();
+  }
+});
+
+test("an update sent while the session's listen stream is down, before its reopening, still reaches the client", async () => {
+  const session = await subscriber();
+  try {
+    for (const n of ["a", "b"]) expect(await session.client.subscribeResource({ uri: uri(n) })).toEqual({});
+    expect(await until(() => upstream.openListens() === 1, 10_000)).toBe(true);
+    const opened = upstream.listensOpened();
+    upstream.cutListens();
+    session.updates.length = 0;
+    // Sent while no listen stream is open: it reaches no one.
+    upstream.updated(uri("b"));
+    // The gateway opens the stream again...
+    expect(await until(() => upstream.listensOpened() > opened && upstream.openListens() === 1, 10_000)).toBe(true);
+    // ...and the client hears of b all the same, with nothing more sent by the workload.
+    expect(await until(() => session.updates.includes(uri("b")), 5_000)).toBe(true);
+    // The workload's own updates still come through.
+    session.updates.length = 0;
+    expect(
+      await until(() => {
+        upstream.updated(uri("a"));
+        return session.updates.includes(uri("a"));
+      }, 10_000),
+    ).toBe(true);
+  } finally {
     await session.end();
   }
 });

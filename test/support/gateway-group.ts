@@ -95,13 +95,12 @@ export async function createTestGroup(): Promise<TestGroup> {
   };
 }
 
-/** Polls until the predicate holds (or fails the caller's expectation after `ms`). */
 /**
  * Whether a workload's update of `uri` reaches a gateway client (`updates`: the URIs of those it got):
  * polls `send`, which makes the workload announce one, until the client has `uri`'s, twice over. The
  * gateway announces each URI it follows again on a new member session itself (upstream-pool.ts
- * `changedMaybe`), once per new session: that one can pass for one round, not for both, so at least one
- * came from the workload.
+ * `changedMaybe`), once per new session or reopened stream: that one can pass for one round, not for
+ * both (unless the stream is reopened again meanwhile), so at least one came from the workload.
  */
 export async function receivesUpdate(
   updates: string[],
@@ -120,6 +119,7 @@ export async function receivesUpdate(
   return true;
 }
 
+/** Polls until the predicate holds (or fails the caller's expectation after `ms`). */
 export async function until(predicate: () => boolean | Promise<boolean>, ms = 20_000): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {

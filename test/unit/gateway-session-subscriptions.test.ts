@@ -42,3 +42,33 @@ test("many URIs are named three at a time; a level above warning keeps the notic
   warning.held.dropped("w", ["u://1"], "why");
   expect(warning.sent).toHaveLength(1);
 });
+
+test("a URI unsubscribed while its subscribe was in flight is not followed when that subscribe is answered", () => {
+  const { held } = subscriptions();
+  const first = held.admit("docs", "docs://a");
+  held.removed("docs", "docs://a");
+  expect(held.added("docs", "docs://a", first)).toBe(false);
+  expect(held.follows("docs", "docs://a")).toBe(false);
+  // A subscribe sent after the unsubscribe is the last word.
+  const again = held.admit("docs", "docs://a");
+  expect(held.added("docs", "docs://a", again)).toBe(true);
+  expect(held.followed("docs")).toEqual(["docs://a"]);
+});
+
+test("a URI the workload dropped while the session's own subscribe of it was in flight is followed once that is answered", () => {
+  const { held } = subscriptions();
+  held.added("docs", "docs://a");
+  const retry = held.admit("docs", "docs://a");
+  held.dropped("docs", ["docs://a"], "the workload restarted");
+  expect(held.added("docs", "docs://a", retry)).toBe(true);
+  expect(held.follows("docs", "docs://a")).toBe(true);
+});
+
+test("a subscribe that failed leaves nothing behind for a later unsubscribe", () => {
+  const { held } = subscriptions();
+  const failed = held.admit("docs", "docs://a");
+  held.settled(failed);
+  held.removed("docs", "docs://a");
+  expect(failed.withdrawn).toBe(false);
+  expect(held.holds("docs")).toBe(false);
+});
