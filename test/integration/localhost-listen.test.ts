@@ -38,6 +38,7 @@ beforeAll(() => {
 afterAll(() => {
   runCli(env, ["rm", "lh"]);
   runCli(env, ["rm", "lh-aud"]);
+  runCli(env, ["rm", "lh-old"]);
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -191,5 +192,38 @@ test("an --oidc-audience naming localhost, where clients are given 127.0.0.1, is
     expect(fitting.stderr).not.toContain("names localhost");
   } finally {
     await auth.stop();
+  }
+});
+
+test('a workload recorded with host "localhost" (before it was recorded as 127.0.0.1) whose port another program took: start and list say so, also where /etc/hosts lists ::1 first', async () => {
+  runCliOk(env, ["run", probe, "--name", "lh-old", "--host", "localhost", "--permission-profile", "none"]);
+  runCliOk(env, ["stop", "lh-old"]);
+  const file = join(home, ".mcpmgr", "state", "workloads", "lh-old", "workload.json");
+  const record = JSON.parse(readFileSync(file, "utf8"));
+  expect(record.host).toBe("127.0.0.1");
+  writeFileSync(file, JSON.stringify({ ...record, host: "localhost" }));
+  // The workload binds 127.0.0.1 (its options say localhost); the check that names the taker must look there too.
+  const taker = Bun.serve({ hostname: "127.0.0.1", port: record.proxyPort, fetch: () => new Response("mine") });
+  const hosts = join(home, "hosts-v6-first");
+  writeFileSync(hosts, "::1 localhost ip6-localhost\n127.0.0.1 localhost\n");
+  const underV6First = (args: string[]) =>
+    spawnCollect(
+      [
+        "unshare",
+        "--mount",
+        "sh",
+        "-c",
+        `mount --bind ${hosts} /etc/hosts && exec ${process.execPath} ${CLI_ENTRY} ${args.join(" ")}`,
+      ],
+      env,
+    );
+  try {
+    const start = await underV6First(["start", "lh-old"]);
+    expect(start.code).not.toBe(0);
+    expect(start.stderr).toContain(`another program listens there now ('lsof -i :${record.proxyPort}'`);
+    const list = await underV6First(["list"]);
+    expect(list.stdout + list.stderr).toContain(`another program listens there now ('lsof -i :${record.proxyPort}'`);
+  } finally {
+    await taker.stop(true);
   }
 });
