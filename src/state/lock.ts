@@ -263,12 +263,19 @@ function _sameHolder(a: Holder, b: Holder): boolean {
 }
 
 function _lockedError(lockPath: string, holder: Holder, timeoutMs: number): McpmgrError {
+  const { owner } = holder;
+  // Another user's holder (a lock beside a shared AI-client file): with /proc mounted hidepid=, `ps`
+  // shows none of their processes, so "if no mcpmgr is running, delete it" would have the lock of a
+  // live holder deleted. It is taken from them once it is stale, which waiting and trying again sees.
+  const strangers = owner?.uid !== undefined && owner.uid !== process.getuid?.();
   const who =
-    holder.owner === undefined
+    owner === undefined
       ? "another process"
-      : `mcpmgr process ${holder.owner.pid}${holder.owner.host === hostname() ? "" : ` on ${holder.owner.host}`} (since ${holder.owner.createdAt})`;
+      : `mcpmgr process ${owner.pid}${strangers ? ` of another user (uid ${owner.uid})` : ""}${owner.host === hostname() ? "" : ` on ${owner.host}`} (since ${owner.createdAt})`;
   return new McpmgrError("STATE_LOCKED", `mcpmgr state is locked by ${who}; gave up after ${timeoutMs} ms`, {
-    hint: `another mcpmgr command is changing the same workloads; try again. If no mcpmgr is running, delete ${lockPath}`,
+    hint: strangers
+      ? `another user's mcpmgr is changing the same file (you may not see their processes); try again in a minute, when a lock they left is taken as stale, rather than deleting ${lockPath}`
+      : `another mcpmgr command is changing the same workloads; try again. If no mcpmgr is running, delete ${lockPath}`,
   });
 }
 

@@ -2,8 +2,8 @@
  * Whether a pid's process lives, and when it started, to tell a live pid from one reused by
  * another process since: a pid recorded in a file (a lock's holder, a supervisor's status, a
  * gateway's guard marker, a foreground run's claim, a client entry's run) counts only while the
- * process that wrote it lives. Every liveness check asks `isProcessAlive` here, so a zombie
- * (ended, not yet collected by its parent) is dead for all of them alike.
+ * process that wrote it lives. Every liveness check asks here (`isProcessAlive`, `isOwnProcessAlive`,
+ * `isSameProcess`), so a zombie (ended, not yet collected by its parent) is dead for all of them alike.
  */
 import { readFileSync } from "node:fs";
 

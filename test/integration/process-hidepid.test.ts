@@ -57,6 +57,9 @@ for (const [hidepid, statRead] of [
       zombieSame: false,
       ownAlive: true,
       lock: "STATE_LOCKED",
+      // Its refusal says whose it is, and not to delete it: `ps` here shows none of that user's processes.
+      lockNamesStranger: true,
+      lockSaysDelete: false,
       ownLock: "taken",
       staleEntry: "removed",
     });
