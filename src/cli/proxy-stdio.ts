@@ -16,7 +16,7 @@ import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { localListenerClient } from "../proxy/upstream/local-client.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
-import { assertAnswersDirectCallers } from "../state/gateway-guard.ts";
+import { assertAnswersDirectCallers, guardingPids } from "../state/gateway-guard.ts";
 import { isGatewayRecord } from "../state/workload-record.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { maxMessageBytesFromEnv } from "../workload/limits.ts";
@@ -88,12 +88,17 @@ async function endpointOf(text: string): Promise<Endpoint> {
     );
   const workload = await liveWorkload(store, text);
   // Every request would be refused (403) and answered as an unreachable remote, in Claude Desktop's log.
-  const gateways = (await store.listReadable()).records.filter((r) => isGatewayRecord(r) && r.group === record.group);
-  assertAnswersDirectCallers(
-    store.paths,
-    record,
-    gateways.map((r) => r.name),
-  );
+  // The hint names the background gateways that guard the group: another of its gateways, without
+  // policies (or stopped), would relay around the policies, or not at all.
+  const guarding = guardingPids(store.paths, record.group);
+  const gateways: string[] = [];
+  if (guarding.size > 0)
+    for (const r of (await store.listReadable()).records) {
+      if (!isGatewayRecord(r) || r.group !== record.group) continue;
+      const pid = (await store.readStatus(r.name).catch(() => undefined))?.pid;
+      if (pid !== undefined && guarding.has(pid)) gateways.push(r.name);
+    }
+  assertAnswersDirectCallers(store.paths, record, gateways);
   return { target: workload.url, workload };
 }
 

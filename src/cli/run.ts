@@ -249,9 +249,18 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
     signal.then((received) => ({ received })),
   ]);
   if ("received" in started) {
+    log.info(
+      `${started.received}: stopping ${spec.name} while it starts${started.received === "SIGINT" ? " (Ctrl-C again quits at once)" : ""}`,
+    );
+    // The workload's containers are asked to go at once, as before the start was given time to wind
+    // down: a second Ctrl-C a moment later (the usual impatience) exits before the wind-down ends,
+    // and would leave a container that was up already running for good.
+    const removing = abandonStart(spec, ctx);
     const late = await Promise.race([starting.catch(() => undefined), Bun.sleep(START_WIND_DOWN_MS)]);
     // Started in the instant before it heard: stopped like any other.
     if (late) await late.stop();
+    await removing;
+    // Again: one created while the first removal ran.
     await abandonStart(spec, ctx);
     log.info(`${started.received}: stopped ${spec.name} while it was starting`);
     return signalExitCode(started.received);

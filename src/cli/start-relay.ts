@@ -5,10 +5,12 @@
  * background gateway's warnings about what bypasses its policies: a member that answers direct callers
  * (each such line; the gateway asks its members before it reports ready), and the AI clients registered
  * with its members directly, which those members will refuse. A remote workload's warning that its
- * credentials go over plain http:// (--remote-insecure-allow-http), said at each start. The log may be rotated
+ * credentials go over plain http:// (--remote-insecure-allow-http), said at each start, and that its
+ * `--oidc-audience` names localhost where its clients are given 127.0.0.1. The log may be rotated
  * meanwhile (state/log-files.ts): what was written since the wait began is read across a rotation.
  */
 import { statSync } from "node:fs";
+import { LOCALHOST_AUDIENCE_MARKER } from "../config/loopback.ts";
 import { PLAIN_HTTP_MARKER } from "../config/outgoing-auth-spec.ts";
 import { DIRECT_CLIENTS_MARKER, UNGUARDED_MEMBER_MARKER } from "../gateway/unguarded-members.ts";
 import { copyNew, type LogFiles, type LogPosition, READER_GONE } from "../state/log-files.ts";
@@ -65,7 +67,7 @@ export function startRelay(files: LogFiles): StartRelay {
       if (
         line.includes(UNGUARDED_MEMBER_MARKER) ||
         line.includes(DIRECT_CLIENTS_MARKER) ||
-        (WARN_LINE_HEAD.test(line) && line.includes(PLAIN_HTTP_MARKER))
+        (WARN_LINE_HEAD.test(line) && (line.includes(PLAIN_HTTP_MARKER) || line.includes(LOCALHOST_AUDIENCE_MARKER)))
       )
         log.warn(line.replace(LOG_LINE_HEAD, ""));
     scanned = complete;

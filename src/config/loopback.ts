@@ -34,6 +34,34 @@ export function listenAddress(host: string): string {
   return host.toLowerCase() === "localhost" ? "127.0.0.1" : host;
 }
 
+/** Words of the warning below, which `run`, `start` and `restart` show from a supervisor's log. */
+export const LOCALHOST_AUDIENCE_MARKER = "names localhost, but clients are given";
+
+/**
+ * An `--oidc-audience` naming this endpoint as `localhost` while its URLs name the address it binds
+ * (listenAddress): MCP clients ask for a token for the URL they use (RFC 8707), which many
+ * authorization servers make its `aud`, so each such token would be refused. An audience written for
+ * a `--host localhost` workload recorded before its URLs named 127.0.0.1 is one: its AI-client entries
+ * are rewritten at its next start. Undefined when nothing is wrong.
+ */
+export function localhostAudienceWarning(
+  audience: string | undefined,
+  listenHost: string,
+  endpointPath: string,
+): string | undefined {
+  if (audience === undefined || listenAddress(listenHost) !== "127.0.0.1") return undefined;
+  let url: URL;
+  try {
+    url = new URL(audience);
+  } catch {
+    return undefined; // not a URL: nothing a client's resource would be compared with
+  }
+  if (url.hostname.toLowerCase() !== "localhost" || url.pathname !== endpointPath) return undefined;
+  const named = new URL(url.href);
+  named.hostname = "127.0.0.1";
+  return `--oidc-audience ${audience} ${LOCALHOST_AUDIENCE_MARKER} ${named.origin}${endpointPath}: MCP clients ask for tokens for the URL they use, which many authorization servers make the token's audience, and such tokens are refused (hint: give --oidc-audience ${named.href}, or have the authorization server issue ${audience} whatever resource is asked for)`;
+}
+
 const proxyVariables = ["http_proxy", "https_proxy", "all_proxy"];
 const loopbackNoProxy = ["localhost", "127.0.0.1", "::1"];
 

@@ -6,6 +6,7 @@
  * restarts (another process must never get the port), swapping the handler (`setHandler`)
  * and draining what the old one still had open (`drain`).
  */
+import { listenAddress } from "../config/loopback.ts";
 import { McpmgrError, errorMessage } from "../errors.ts";
 import type { Handler, RequestContext } from "./handler.ts";
 import { JsonRpcCode, jsonRpcError } from "./jsonrpc.ts";
@@ -135,10 +136,14 @@ export async function findFreePort(host = "127.0.0.1"): Promise<number> {
   return port;
 }
 
-/** Whether something already listens on `port` at `host` (checked by trying to listen there). */
+/**
+ * Whether something already listens on `port` at `host` (checked by trying to listen there). `localhost`
+ * is tried where a listener given it binds (config/loopback.ts `listenAddress`): a record written before
+ * that says "localhost", and left to the resolver the probe could try ::1 while the workload needs 127.0.0.1.
+ */
 export function portInUse(port: number, host = "127.0.0.1"): boolean {
   try {
-    const probe = Bun.listen({ hostname: host, port, socket: { data() {} } });
+    const probe = Bun.listen({ hostname: listenAddress(host), port, socket: { data() {} } });
     probe.stop(true);
     return false;
   } catch {

@@ -113,16 +113,16 @@ export interface GroupGuard {
   readonly authenticated: boolean;
 }
 
-/** Which live gateways guard the group now (a marker of a process that is gone does not count). */
-export function groupGuard(paths: McpmgrPaths, group: string): GroupGuard {
+/** The live gateways that guard the group now, by pid (a marker of a process that is gone does not count). */
+function liveGuards(paths: McpmgrPaths, group: string): { pid: number; authenticates: boolean }[] {
   const dir = guardDir(paths, group);
   let entries: string[];
   try {
     entries = readdirSync(dir);
   } catch {
-    return { guarded: false, authenticated: false };
+    return [];
   }
-  let guarded = false;
+  const live: { pid: number; authenticates: boolean }[] = [];
   for (const entry of entries) {
     let recorded: string;
     try {
@@ -132,10 +132,20 @@ export function groupGuard(paths: McpmgrPaths, group: string): GroupGuard {
     }
     const [startTime, flag] = recorded.split("\n");
     if (!isSameProcess(Number(entry), startTime ?? "")) continue;
-    if (flag === AUTHN) return { guarded: true, authenticated: true };
-    guarded = true;
+    live.push({ pid: Number(entry), authenticates: flag === AUTHN });
   }
-  return { guarded, authenticated: false };
+  return live;
+}
+
+/** Which live gateways guard the group now. */
+export function groupGuard(paths: McpmgrPaths, group: string): GroupGuard {
+  const live = liveGuards(paths, group);
+  return { guarded: live.length > 0, authenticated: live.some((guard) => guard.authenticates) };
+}
+
+/** The pids of the live gateways with policies that guard the group (a background one's is its supervisor's). */
+export function guardingPids(paths: McpmgrPaths, group: string): Set<number> {
+  return new Set(liveGuards(paths, group).map((guard) => guard.pid));
 }
 
 /** Whether a live gateway with policies guards the group now. */
@@ -171,7 +181,8 @@ export function refusesDirectCallers(paths: McpmgrPaths, record: WorkloadRecord)
 
 /**
  * WORKLOAD_GUARDED when the workload refuses direct callers now (above). `gateways` are the group's
- * background gateways, for the hint.
+ * background gateways that guard it (guardingPids), for the hint: never one without policies, which
+ * would serve the members past the policies the guarding gateway enforces.
  */
 export function assertAnswersDirectCallers(
   paths: McpmgrPaths,

@@ -3,13 +3,14 @@
  * workload records). Two mcpmgr invocations (`run` next to `rm`, a supervisor writing its
  * status) must not interleave those, and Bun has no flock(2), so the lock is a file:
  *
- *   acquire  write {pid, host, token, createdAt} to a private temp file, then link(2) it to
+ *   acquire  write {pid, host, token, createdAt, uid} to a private temp file, then link(2) it to
  *            the lock path. link fails with EEXIST if the lock exists, and unlike
  *            open(O_EXCL)+write the lock never exists half-written. Filesystems without hard
  *            links fall back to open(O_CREAT|O_EXCL).
  *   wait     if held, retry with jittered exponential backoff (two waiters do not retry in
  *            lock-step) until `timeoutMs`, then McpmgrError STATE_LOCKED.
- *   stale    a lock whose holder is dead (same host, pid gone or a zombie) or older than `staleMs` (pid
+ *   stale    a lock whose holder is dead (same host, pid gone or a zombie; a holder of our own uid
+ *            whose pid /proc hides is another user's process since) or older than `staleMs` (pid
  *            reused by another program, or held from another host) is broken. Breaking is
  *            itself done under a second O_EXCL file and re-checks the holder's token, so two
  *            waiters that both saw the stale lock cannot delete a fresh lock taken in between.
@@ -25,7 +26,7 @@ import { dirname } from "node:path";
 import * as v from "valibot";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, stateIoError } from "./atomic-file.ts";
-import { isProcessAlive } from "./process-start.ts";
+import { isOwnProcessAlive, isProcessAlive } from "./process-start.ts";
 
 /** node:os only when a lock is taken or checked, not by every command that imports this module. */
 function hostname(): string {
@@ -63,6 +64,8 @@ const ownerSchema = v.object({
   host: v.string(),
   token: v.string(),
   createdAt: v.string(),
+  /** The holder's uid (absent in locks written before it was recorded, and off POSIX). */
+  uid: v.optional(v.pipe(v.number(), v.integer())),
 });
 type LockOwner = v.InferOutput<typeof ownerSchema>;
 
@@ -99,6 +102,7 @@ export async function acquireLock(lockPath: string, options: LockOptions = {}): 
     host: hostname(),
     token: Buffer.from(crypto.getRandomValues(new Uint8Array(12))).toString("hex"),
     createdAt: new Date(now()).toISOString(),
+    ...(process.getuid ? { uid: process.getuid() } : {}),
   };
   await ensureDir(dirname(lockPath));
   // Registered before the first attempt: once link() succeeds, another async caller in this
@@ -227,7 +231,10 @@ function _isStale(holder: Holder, now: number, options: LockOptions): boolean {
   // A pid from another host (shared home on NFS) says nothing here: only age can free it.
   if (owner.host !== hostname()) return false;
   if (owner.pid === process.pid) return !heldTokens.has(owner.token);
-  return !(options.isAlive ?? isProcessAlive)(owner.pid);
+  // Our own holder is never hidden from us (hidepid=): hidden, its pid is a stranger's since it died,
+  // which may run for days while the lock (a grant's renewal, a login's port: stale after 24 h) waits.
+  const ours = owner.uid !== undefined && owner.uid === process.getuid?.();
+  return !(options.isAlive ?? (ours ? isOwnProcessAlive : isProcessAlive))(owner.pid);
 }
 
 /** Deletes `lockPath` if it is still exactly the stale `holder`; true when the way is clear. */
@@ -256,12 +263,19 @@ function _sameHolder(a: Holder, b: Holder): boolean {
 }
 
 function _lockedError(lockPath: string, holder: Holder, timeoutMs: number): McpmgrError {
+  const { owner } = holder;
+  // Another user's holder (a lock beside a shared AI-client file): with /proc mounted hidepid=, `ps`
+  // shows none of their processes, so "if no mcpmgr is running, delete it" would have the lock of a
+  // live holder deleted. It is taken from them once it is stale, which waiting and trying again sees.
+  const strangers = owner?.uid !== undefined && owner.uid !== process.getuid?.();
   const who =
-    holder.owner === undefined
+    owner === undefined
       ? "another process"
-      : `mcpmgr process ${holder.owner.pid}${holder.owner.host === hostname() ? "" : ` on ${holder.owner.host}`} (since ${holder.owner.createdAt})`;
+      : `mcpmgr process ${owner.pid}${strangers ? ` of another user (uid ${owner.uid})` : ""}${owner.host === hostname() ? "" : ` on ${owner.host}`} (since ${owner.createdAt})`;
   return new McpmgrError("STATE_LOCKED", `mcpmgr state is locked by ${who}; gave up after ${timeoutMs} ms`, {
-    hint: `another mcpmgr command is changing the same workloads; try again. If no mcpmgr is running, delete ${lockPath}`,
+    hint: strangers
+      ? `another user's mcpmgr is changing the same file (you may not see their processes); try again in a minute, when a lock they left is taken as stale, rather than deleting ${lockPath}`
+      : `another mcpmgr command is changing the same workloads; try again. If no mcpmgr is running, delete ${lockPath}`,
   });
 }
 

@@ -2,8 +2,8 @@
  * Whether a pid's process lives, and when it started, to tell a live pid from one reused by
  * another process since: a pid recorded in a file (a lock's holder, a supervisor's status, a
  * gateway's guard marker, a foreground run's claim, a client entry's run) counts only while the
- * process that wrote it lives. Every liveness check asks `isProcessAlive` here, so a zombie
- * (ended, not yet collected by its parent) is dead for all of them alike.
+ * process that wrote it lives. Every liveness check asks here (`isProcessAlive`, `isOwnProcessAlive`,
+ * `isSameProcess`), so a zombie (ended, not yet collected by its parent) is dead for all of them alike.
  */
 import { readFileSync } from "node:fs";
 
@@ -31,12 +31,24 @@ function procStat(pid: number): { state: string; startTime: string | undefined }
  *
  * A process the kernel says exists but whose /proc entry cannot be read (/proc mounted with
  * `hidepid=`: another user's process is hidden, or refused) is alive: its state is unknown, and
- * reading it as dead would break a lock another user's mcpmgr holds on a shared AI-client file, or
- * prune that user's live entries from it. hidepid hides only processes we may not trace: our own
- * (mcpmgr's recorded processes among them), zombies included, are still seen.
+ * reading it as dead would break a lock another user's mcpmgr holds on a shared AI-client file.
+ * hidepid hides only processes we may not trace: our own (mcpmgr's recorded processes among them),
+ * zombies included, are still seen. So a pid that only this user's mcpmgr can have written (a
+ * foreground run's client entry, a lock in this user's folders) asks `isOwnProcessAlive` instead.
  */
 export function isProcessAlive(pid: number): boolean {
   return liveStat(pid) !== undefined;
+}
+
+/**
+ * Whether `pid`, written by a process of this user's, still runs as one: alive and not hidden. A
+ * hidden one is another user's that took the pid after ours ended; read as alive, it would keep a
+ * dead foreground run's AI-client entries (a port nobody of ours holds, which anyone may take) or a
+ * dead holder's lock for as long as that stranger runs.
+ */
+export function isOwnProcessAlive(pid: number): boolean {
+  const seen = liveStat(pid);
+  return seen !== undefined && seen !== "hidden";
 }
 
 /**

@@ -30,7 +30,7 @@ import {
   viaGateway,
 } from "../state/client-registrations.ts";
 import { refusesDirectCallers } from "../state/gateway-guard.ts";
-import { isProcessAlive } from "../state/process-start.ts";
+import { isOwnProcessAlive } from "../state/process-start.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
@@ -281,7 +281,8 @@ function liveness(ctx: ClientEntriesContext): (name: string, entry: OwnedEntry) 
   const store = new WorkloadStore(ctx.paths);
   const known = new Map<string, Promise<boolean>>();
   return (name, entry) => {
-    if (entry.pid !== undefined) return Promise.resolve(isProcessAlive(entry.pid));
+    // Our own foreground run's pid (registrations are this user's): hidden by hidepid, it is a stranger's now.
+    if (entry.pid !== undefined) return Promise.resolve(isOwnProcessAlive(entry.pid));
     const key = `${name} ${entry.group}`;
     let runs = known.get(key);
     if (runs === undefined) {

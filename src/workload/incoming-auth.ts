@@ -4,6 +4,7 @@
  * that asks for tokens: a workload, proxy or gateway without --oidc-* never loads them.
  */
 import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
+import { localhostAudienceWarning } from "../config/loopback.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import type { WorkloadLog } from "./context.ts";
 
@@ -40,16 +41,20 @@ export async function prepareIncomingAuthentication(
     `clients must present bearer tokens from ${spec.issuer.href}${spec.audience ? ` for audience ${spec.audience}` : ""}`,
   );
   return {
-    forEndpoint: (endpointPath, listen) => [
-      bearerAuthentication({
-        spec,
-        verifier,
-        endpointPath,
-        trustProxyHeaders: listen.trustProxyHeaders,
-        listenHost: listen.host,
-        allowedHosts: listen.allowedHosts,
-        warn: (text) => log.warn(text),
-      }),
-    ],
+    forEndpoint: (endpointPath, listen) => {
+      const localhost = localhostAudienceWarning(spec.audience, listen.host, endpointPath);
+      if (localhost !== undefined) log.warn(localhost);
+      return [
+        bearerAuthentication({
+          spec,
+          verifier,
+          endpointPath,
+          trustProxyHeaders: listen.trustProxyHeaders,
+          listenHost: listen.host,
+          allowedHosts: listen.allowedHosts,
+          warn: (text) => log.warn(text),
+        }),
+      ];
+    },
   };
 }

@@ -16,6 +16,7 @@ import {
   runInDockerFails as runFails,
   type FixtureImages,
 } from "../support/docker-fixtures.ts";
+import { until } from "../support/gateway-group.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -373,6 +374,49 @@ test("Ctrl-C while the server is still starting leaves no container behind", asy
   expect(await proc.exited).toBe(130);
   expect(await new Response(proc.stderr).text()).toContain("while it was starting");
   expect(leftovers(name)).toEqual({ containers: [], networks: [] });
+}, 60_000);
+
+test("two Ctrl-C in quick succession while the server is still starting: the first is acknowledged, and no container is left behind", async () => {
+  // The first gives the start a while to wind down; the second quits at once. The container, already
+  // up, is asked to go at the first: left to the wind-down, a second Ctrl-C 50 ms later left it running.
+  const name = "docker-ctrl-c-twice";
+  const { NODE_BASE_IMAGE } = await import("../support/docker-images.ts");
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      NODE_BASE_IMAGE,
+      "--name",
+      name,
+      "--",
+      "node",
+      "-e",
+      "setInterval(() => {}, 1e6)",
+    ],
+    {
+      env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1" },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  try {
+    expect(await until(() => leftovers(name).containers.length === 1, 30_000)).toBe(true);
+    proc.kill("SIGINT");
+    await Bun.sleep(50); // a keypress's distance, not a wait for anything
+    proc.kill("SIGINT");
+    expect(await proc.exited).toBe(130);
+    expect(await new Response(proc.stderr).text()).toContain(
+      `SIGINT: stopping ${name} while it starts (Ctrl-C again quits at once)`,
+    );
+    // The engine finishes the removal it was asked for after the client is gone.
+    expect(await until(() => leftovers(name).containers.length === 0, 10_000)).toBe(true);
+  } finally {
+    proc.kill("SIGKILL");
+    const left = leftovers(name).containers;
+    if (left.length > 0) docker("rm", "-f", ...left);
+  }
 }, 60_000);
 
 test("a second foreground run cannot take over a name in use; mcpmgr's own directories stay hidden under a mount", async () => {

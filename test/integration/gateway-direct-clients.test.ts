@@ -106,6 +106,12 @@ test("a background gateway with policies names them in the terminal of 'gateway 
   // Cursor still follows team per workload (the test above moved Zed to the gateway).
   const detached = mcpmgr("gateway", "team", "--detach", "--name", "guarded", "--tools", "probe_stats");
   try {
+    // A relay to a member is pointed at the gateway that guards it, not at gateway-team (no policies).
+    const relay = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "probe"], {
+      env: env(),
+      stdin: "ignore",
+    });
+    expect(relay.stderr.toString()).toContain("(hint: relay to the gateway instead: 'mcpmgr proxy stdio guarded';");
     expect(warningIn(detached.stderr)).toEqual([
       expect.stringContaining(
         "[warn] gateway 'team': an AI client registered with its workloads directly (cursor) is refused by them while it runs; switch it to the gateway: 'mcpmgr client register cursor --group team --gateway'",
@@ -133,8 +139,10 @@ test("a client registered with the members while a gateway with policies runs is
       { code: relay.exitCode, stdout: relay.stdout.toString(), stderr: relay.stderr.toString() },
       1,
     );
+    // The guarding gateway runs in the foreground; gateway-team, in the background, has no policies: relayed
+    // to, it would serve the members past the policies, so the hint does not name it.
     expect(line).toBe(
-      "[error] workload probe answers only its group's gateway while a gateway with policies serves group team (hint: relay to the gateway instead: 'mcpmgr proxy stdio gateway-team'; for Claude Desktop: 'mcpmgr client register claude-desktop --group team --gateway')",
+      "[error] workload probe answers only its group's gateway while a gateway with policies serves group team (hint: relay to the gateway instead: 'mcpmgr proxy stdio URL' with the gateway's URL (a foreground gateway's is in its terminal); for Claude Desktop: 'mcpmgr client register claude-desktop --group team --gateway')",
     );
     // A member that starts meanwhile gets its entries in those clients, and the run says they are refused.
     try {

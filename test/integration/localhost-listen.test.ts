@@ -12,8 +12,9 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
+import { startAuthServer } from "../support/auth-server.ts";
 import { PROBE_FIXTURE } from "../support/gateway-group.ts";
-import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, freePort, spawnCollect, spawnUntil } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -36,6 +37,8 @@ beforeAll(() => {
 
 afterAll(() => {
   runCli(env, ["rm", "lh"]);
+  runCli(env, ["rm", "lh-aud"]);
+  runCli(env, ["rm", "lh-old"]);
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -125,5 +128,102 @@ test("where /etc/hosts lists ::1 first for localhost, --host localhost still lis
     expect(listeners(port)).toEqual([`127.0.0.1:${port}`]);
   } finally {
     await proxy.stop();
+  }
+});
+
+test("an --oidc-audience naming localhost, where clients are given 127.0.0.1, is warned about at run and at each start, with the audience that fits", async () => {
+  // MCP clients ask for a token for the URL they use (RFC 8707), which many authorization servers make
+  // its audience: an audience written for http://localhost:PORT/mcp refuses every such token. A workload
+  // recorded before `localhost` was named 127.0.0.1 keeps that audience, while its clients' entries change.
+  const auth = await startAuthServer();
+  // Spawned without blocking: the authorization server answers from this process.
+  const cli = async (args: string[]) => {
+    const result = await spawnCollect([process.execPath, CLI_ENTRY, ...args], env);
+    if (result.code !== 0) throw new Error(`mcpmgr ${args.join(" ")} exited ${result.code}:\n${result.stderr}`);
+    return result;
+  };
+  try {
+    const port = await freePort();
+    const audience = `http://localhost:${port}/mcp`;
+    const run = await cli([
+      "run",
+      probe,
+      "--name",
+      "lh-aud",
+      "--host",
+      "localhost",
+      "--proxy-port",
+      String(port),
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      audience,
+      "--oidc-insecure-allow-http",
+      "--jwks-allow-private-ip",
+      "--permission-profile",
+      "none",
+    ]);
+    const warning = `--oidc-audience ${audience} names localhost, but clients are given http://127.0.0.1:${port}/mcp`;
+    expect(run.stdout.trim()).toBe(`http://127.0.0.1:${port}/mcp`);
+    expect(run.stderr).toContain(warning);
+    expect(run.stderr).toContain(`give --oidc-audience http://127.0.0.1:${port}/mcp`);
+    expect((await cli(["restart", "lh-aud"])).stderr).toContain(warning);
+    await cli(["rm", "lh-aud"]);
+
+    // The audience the clients' URL gives: nothing to say.
+    const fitting = await cli([
+      "run",
+      probe,
+      "--name",
+      "lh-aud",
+      "--host",
+      "localhost",
+      "--proxy-port",
+      String(port),
+      "--oidc-issuer",
+      auth.issuer,
+      "--oidc-audience",
+      `http://127.0.0.1:${port}/mcp`,
+      "--oidc-insecure-allow-http",
+      "--jwks-allow-private-ip",
+      "--permission-profile",
+      "none",
+    ]);
+    expect(fitting.stderr).not.toContain("names localhost");
+  } finally {
+    await auth.stop();
+  }
+});
+
+test('a workload recorded with host "localhost" (before it was recorded as 127.0.0.1) whose port another program took: start and list say so, also where /etc/hosts lists ::1 first', async () => {
+  runCliOk(env, ["run", probe, "--name", "lh-old", "--host", "localhost", "--permission-profile", "none"]);
+  runCliOk(env, ["stop", "lh-old"]);
+  const file = join(home, ".mcpmgr", "state", "workloads", "lh-old", "workload.json");
+  const record = JSON.parse(readFileSync(file, "utf8"));
+  expect(record.host).toBe("127.0.0.1");
+  writeFileSync(file, JSON.stringify({ ...record, host: "localhost" }));
+  // The workload binds 127.0.0.1 (its options say localhost); the check that names the taker must look there too.
+  const taker = Bun.serve({ hostname: "127.0.0.1", port: record.proxyPort, fetch: () => new Response("mine") });
+  const hosts = join(home, "hosts-v6-first");
+  writeFileSync(hosts, "::1 localhost ip6-localhost\n127.0.0.1 localhost\n");
+  const underV6First = (args: string[]) =>
+    spawnCollect(
+      [
+        "unshare",
+        "--mount",
+        "sh",
+        "-c",
+        `mount --bind ${hosts} /etc/hosts && exec ${process.execPath} ${CLI_ENTRY} ${args.join(" ")}`,
+      ],
+      env,
+    );
+  try {
+    const start = await underV6First(["start", "lh-old"]);
+    expect(start.code).not.toBe(0);
+    expect(start.stderr).toContain(`another program listens there now ('lsof -i :${record.proxyPort}'`);
+    const list = await underV6First(["list"]);
+    expect(list.stdout + list.stderr).toContain(`another program listens there now ('lsof -i :${record.proxyPort}'`);
+  } finally {
+    await taker.stop(true);
   }
 });

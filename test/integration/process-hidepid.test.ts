@@ -2,8 +2,9 @@
  * Liveness under /proc mounted with hidepid= (a hardening many servers use): another user's live
  * process is hidden (hidepid=2: no /proc entry) or refused (hidepid=1: its files unreadable), yet
  * the kernel says it exists. mcpmgr must not read it as dead: that would break a lock another
- * user's mcpmgr holds on a shared AI-client file, or prune that user's entries. Its own zombies
- * stay dead. Each case runs in a private pid and mount namespace whose /proc is remounted with
+ * user's mcpmgr holds on a shared AI-client file. Nor as ours: a pid our own mcpmgr wrote (a lock's
+ * holder of our uid, a foreground run's AI-client entry) that /proc hides was taken by another user's
+ * process after ours died, and the lock is freed, the entry removed. Its own zombies stay dead. Each case runs in a private pid and mount namespace whose /proc is remounted with
  * the option; the probe runs as uid 65533, the hidden process as 65534 (needs root, as CI is).
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test";
@@ -46,7 +47,7 @@ for (const [hidepid, statRead] of [
   [2, "ENOENT"],
   [1, "EPERM"],
 ] as const) {
-  test(`hidepid=${hidepid}: another user's hidden live process is alive (its lock kept), not the same as a recorded one; an ended pid and an own zombie are dead`, async () => {
+  test(`hidepid=${hidepid}: another user's hidden live process is alive (its lock kept), not the same as a recorded one, nor our own (a lock our dead process held and its foreground run's client entry are freed); an ended pid and an own zombie are dead`, async () => {
     expect(await probeUnder(hidepid)).toEqual({
       statRead,
       hiddenAlive: true,
@@ -56,6 +57,11 @@ for (const [hidepid, statRead] of [
       zombieSame: false,
       ownAlive: true,
       lock: "STATE_LOCKED",
+      // Its refusal says whose it is, and not to delete it: `ps` here shows none of that user's processes.
+      lockNamesStranger: true,
+      lockSaysDelete: false,
+      ownLock: "taken",
+      staleEntry: "removed",
     });
   });
 }
