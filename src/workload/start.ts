@@ -194,18 +194,12 @@ async function serveWorkload(
           // Before authentication: the group's gateway gets in with its key (past this workload's own
           // --oidc-* only while a gateway that authenticates guards the group), and while a gateway with
           // policies guards the group, nobody else gets in without authentication of this workload's own.
-          // A foreground run has no record, so no gateway serves it (gateway/membership.ts): guarded, it
-          // would answer nobody, while its AI-client entries say it runs.
-          ...(spec.background
-            ? [
-                memberGuard({
-                  group: spec.group,
-                  key: () => readGatewayKey(ctx.paths),
-                  guard: () => groupGuard(ctx.paths, spec.group),
-                  ownAuthentication: policies.incomingAuth !== undefined,
-                }),
-              ]
-            : []),
+          memberGuard({
+            group: spec.group,
+            key: () => readGatewayKey(ctx.paths),
+            guard: () => groupGuard(ctx.paths, spec.group),
+            ownAuthentication: policies.incomingAuth !== undefined,
+          }),
           ...parts.prepared.authentication.forEndpoint(spec.endpointPath, listen),
         ],
         tools: policies.tools,
