@@ -51,8 +51,11 @@ function sameSecret(presented: string, key: string): boolean {
   return difference === 0;
 }
 
+/** How long a member keeps its answer of which gateways guard its group, by default. */
+export const MEMBER_GUARD_RECHECK_MS = 1_000;
+
 export function memberGuard(options: MemberGuardOptions): Middleware {
-  const recheckMs = options.recheckMs ?? 1_000;
+  const recheckMs = options.recheckMs ?? MEMBER_GUARD_RECHECK_MS;
   const clock = options.now ?? Date.now;
   let known: (GroupGuard & { at: number }) | undefined;
   const guard = (fresh = false): GroupGuard => {

@@ -5,6 +5,7 @@
  * serves it, so it stays out of a group a gateway with policies guards (docs/gateway.md).
  */
 import { McpmgrError } from "../errors.ts";
+import { MEMBER_GUARD_RECHECK_MS } from "../middleware/gateway-credential.ts";
 import { isGroupGuarded } from "../state/gateway-guard.ts";
 import { installId } from "../state/install-id.ts";
 import { WorkloadStore } from "../state/workloads.ts";
@@ -53,18 +54,30 @@ function refusedWhenGuarded(spec: RunSpec): boolean {
 /**
  * A gateway with policies that starts for the group while the run is up makes it refuse every caller
  * (it stays refused: the policies must not be bypassed). Said once, in the run's terminal, with the AI
- * clients whose entries it makes useless and the way out; said again when that gateway is gone. Checked
- * every `everyMs`; returns what stops the checks.
+ * clients whose entries it makes useless and the way out; said again when that gateway is gone (once the
+ * run's own guard has seen it go). Checked every `everyMs`; returns what stops the checks.
  */
-export function watchForegroundGuard(spec: RunSpec, ctx: WorkloadContext, everyMs = 1_000): () => void {
+export function watchForegroundGuard(spec: RunSpec, ctx: WorkloadContext, everyMs = 500): () => void {
   if (!refusedWhenGuarded(spec)) return () => {};
   let guarded = false;
+  let unguardedSince: number | undefined;
   let said = Promise.resolve();
+  const say = (what: () => Promise<void>) => {
+    said = said.then(what).catch(() => {});
+  };
   const check = () => {
-    const now = isGroupGuarded(ctx.paths, spec.group);
-    if (now === guarded) return;
-    guarded = now;
-    said = said.then(() => (now ? sayRefused(spec, ctx) : sayAnswering(spec, ctx))).catch(() => {});
+    if (isGroupGuarded(ctx.paths, spec.group)) {
+      unguardedSince = undefined;
+      if (!guarded) say(() => sayRefused(spec, ctx));
+      guarded = true;
+      return;
+    }
+    if (!guarded) return;
+    // The run's member guard may keep its last answer that long: "answers again" only once it does.
+    unguardedSince ??= Date.now();
+    if (Date.now() - unguardedSince < MEMBER_GUARD_RECHECK_MS) return;
+    guarded = false;
+    say(() => sayAnswering(spec, ctx));
   };
   check();
   const timer = setInterval(check, everyMs);
