@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { PROBE_FIXTURE, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, type Running, spawnUntil } from "../support/processes.ts";
 import { cliEnv, expectOneLineError, runCliOk } from "../support/cli-home.ts";
+import { installClients } from "../support/client-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -53,6 +54,7 @@ beforeAll(async () => {
     join(packageDir, "package.json"),
     JSON.stringify({ name: "probe-fixture", version: "1.0.0", bin: { "probe-fixture": "server.sh" } }),
   );
+  installClients(home, env(), ["cursor", "zed", "claude-code", "goose", "gemini-cli", "lm-studio", "qwen-code"]);
   mcpmgr("group", "create", "team");
   mcpmgr("group", "create", "other");
   mcpmgr("run", `npx://${packageDir}`, "--name", "probe", "--group", "team", "--permission-profile", "none");
