@@ -5,7 +5,7 @@
  * and src/clients; this is argv, the setup questions and printing.
  */
 import { defineCommand } from "citty";
-import { allClients, clientById, isClientId } from "../clients/catalog.ts";
+import { clientById, isClientId } from "../clients/catalog.ts";
 import { CLIENT_IDS, type ClientId } from "../clients/types.ts";
 import { parseArgv } from "../config/argv.ts";
 import {
@@ -151,6 +151,11 @@ const setup = defineCommand({
     noArguments(parsed.positionals, "client setup");
     const ctx = cliContext();
     const installed = installedClientIds(ctx);
+    // client register refuses a client that is not installed: none to offer.
+    if (installed.length === 0)
+      throw new McpmgrError("INVALID_ARGUMENT", "no supported AI client looks installed here", {
+        hint: "install one and start it once (it makes its folder), then run 'mcpmgr client setup' again; 'mcpmgr client status' lists the clients mcpmgr knows",
+      });
     if (!process.stdin.isTTY || !process.stderr.isTTY) {
       throw new McpmgrError(
         "MISSING_OPTION",
@@ -164,11 +169,9 @@ const setup = defineCommand({
     }
     const { createConsola } = await import("consola");
     const ask = createConsola({ stdout: process.stderr, stderr: process.stderr });
-    const candidates = installed.length > 0 ? installed : allClients().map((client) => client.id);
-    if (installed.length === 0) log.warn("no supported AI client looks installed here; all of them are offered");
     const chosen = await ask.prompt("Which AI clients should follow a group?", {
       type: "multiselect",
-      options: candidates.map((id) => ({ value: id, label: clientById(id).displayName, hint: id })),
+      options: installed.map((id) => ({ value: id, label: clientById(id).displayName, hint: id })),
       required: false,
       cancel: "symbol",
     });

@@ -1,12 +1,13 @@
 /**
  * `mcpmgr __complete KIND` (hidden): the names shell completion offers at the moment, one per line
  * (src/completion/ writes the scripts that call it): `workloads`, `live-workloads` (for `stop`),
- * `stopped-workloads` (for `start`), `groups`, or `servers` (the registry's). The states cost one
+ * `stopped-workloads` (for `start`), `groups`, `removable-groups` (for `group rm`: not `default`),
+ * `secrets` and `secret-references` (`NAME,target=`, for `--secret`), or `servers` (the registry's). The states cost one
  * small status file and a /proc look-up per workload, as `list` reads them. A tab press must never print an error into the user's command line: anything that
  * goes wrong prints nothing.
  */
 import { defineCommand } from "citty";
-import { GroupStore } from "../state/groups.ts";
+import { DEFAULT_GROUP, GroupStore } from "../state/groups.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { reconcileStatus, type WorkloadState } from "../state/workload-record.ts";
@@ -34,6 +35,15 @@ const listers: Readonly<Record<string, () => Promise<readonly string[]>>> = {
   async groups() {
     return (await new GroupStore(resolvePaths()).list()).map((group) => group.name);
   },
+  async "removable-groups"() {
+    return (await new GroupStore(resolvePaths()).list())
+      .map((group) => group.name)
+      .filter((name) => name !== DEFAULT_GROUP);
+  },
+  secrets: storedSecretNames,
+  async "secret-references"() {
+    return (await storedSecretNames()).map((name) => `${name},target=`);
+  },
   async servers() {
     const { embeddedEntries, loadRegistry } = await import("../registry/loader.ts");
     // A custom registry behind a URL gets a short time: a completion that hangs is worse than a shorter list.
@@ -46,6 +56,19 @@ const listers: Readonly<Record<string, () => Promise<readonly string[]>>> = {
     return (registry?.list() ?? embeddedEntries()).map((entry) => entry.name);
   },
 };
+
+/**
+ * The stored secrets' names (never a value), only where listing them asks for nothing: the environment
+ * provider, or the encrypted file with its password in MCPMGR_SECRETS_PASSWORD. The names are inside
+ * the encrypted file, and the keychain, the other place its password comes from, may show an unlock or
+ * "allow access" dialog: a tab press must not, so it offers no names then.
+ */
+async function storedSecretNames(): Promise<readonly string[]> {
+  const { createSecretManager, providerKindFrom } = await import("../secrets/manager.ts");
+  const env = process.env;
+  if (providerKindFrom(env) === "encrypted" && !env.MCPMGR_SECRETS_PASSWORD) return [];
+  return createSecretManager({ dir: resolvePaths().dataDir, env, keychain: null }).provider.list();
+}
 
 export default defineCommand({
   meta: { name: "__complete", description: "internal: names for shell completion", hidden: true },

@@ -67,5 +67,6 @@ function valueCompletion(spec: OptionTable[string] | undefined): Completes | "an
   if (choices.length > 0) return choices;
   if (spec.valueHint === "path") return "files";
   if (spec.valueHint === "group") return "groups";
+  if (spec.valueHint === "NAME,target=ENV") return "secret-references";
   return "any";
 }

@@ -16,7 +16,8 @@ import { openStore, parseNamed } from "./workload-arg.ts";
 const groupName = { what: "group NAME", afterDashes: true } as const;
 
 const nameArg = { NAME: { description: "Group name (lowercase letters, digits and '-')", required: true } };
-const existingGroupArg = { NAME: { ...nameArg.NAME, completes: "groups" } } as const;
+// `default` cannot be removed: not offered.
+const existingGroupArg = { NAME: { ...nameArg.NAME, completes: "removable-groups" } } as const;
 
 function openGroups(): GroupStore {
   return new GroupStore(openStore().paths);

@@ -20,7 +20,12 @@ import {
   readExported,
   replayEnvironment,
 } from "../workload/exported-config.ts";
-import { abandonStart, assertForegroundNameFree } from "../workload/foreground.ts";
+import {
+  abandonStart,
+  assertForegroundNameFree,
+  assertForegroundRunServed,
+  watchForegroundGuard,
+} from "../workload/foreground.ts";
 import { remoteAskedAtStart, warnIfRemoteHostUnresolved } from "../workload/remote-host.ts";
 import { prepareRunSpec, type RunSpec } from "../workload/run-spec.ts";
 import { portInUse } from "../proxy/serve.ts";
@@ -219,6 +224,7 @@ async function runInBackground(
  * while it runs: no record may have it, and no background run can take it meanwhile.
  */
 async function runInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<number> {
+  assertForegroundRunServed(spec, ctx);
   const release = await new WorkloadStore(ctx.paths).claimForegroundName(spec.name);
   try {
     return await serveInForeground(spec, ctx);
@@ -273,10 +279,13 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   // Claude Desktop's entry (`proxy stdio NAME`) finds the URL in the name's claim.
   await writeForegroundUrl(ctx.paths, spec.name, workload.url);
   const leaveClients = await clientsSeeForegroundRun(spec, workload.url, ctx);
+  // A gateway with policies may have started for its group meanwhile, or start later: said once, with the way out.
+  const stopWatching = watchForegroundGuard(spec, ctx);
   const outcome = await Promise.race([
     signal.then((received) => ({ signal: received })),
     workload.exited.then((why) => ({ why })),
   ]);
+  stopWatching();
   await leaveClients();
   await workload.stop();
   if ("why" in outcome) {

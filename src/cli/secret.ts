@@ -17,6 +17,7 @@ import { routingCommand, toCittyArgs, withExamples } from "./citty-args.ts";
 import { log, printResult } from "./output.ts";
 
 const nameArg = { NAME: { description: "Secret name (letters, digits, '_', '.', '-')", required: true } };
+const storedNameArg = { NAME: { ...nameArg.NAME, completes: "secrets" } } as const;
 
 const set = withExamples(
   defineCommand({
@@ -46,7 +47,7 @@ const set = withExamples(
 const get = withExamples(
   defineCommand({
     meta: { name: "get", description: "Print a secret's value on stdout" },
-    args: toCittyArgs(noOptions, nameArg),
+    args: toCittyArgs(noOptions, storedNameArg),
     async run({ rawArgs }) {
       const name = nameFrom(rawArgs, "secret get", noOptions);
       const secret = await openManager().resolveSecret(name);
@@ -109,7 +110,7 @@ const remove = defineCommand({
     name: "delete",
     description: "Delete a secret (refused while recorded workloads use it, naming them, unless --force)",
   },
-  args: toCittyArgs(secretDeleteOptions, nameArg),
+  args: toCittyArgs(secretDeleteOptions, storedNameArg),
   async run({ rawArgs }) {
     const name = nameFrom(rawArgs, "secret delete", secretDeleteOptions);
     const force = parseArgv(rawArgs, secretDeleteOptions, "secret delete", false).values.force;

@@ -321,7 +321,7 @@ export function uninstalled(ctx: ClientContext, client: ClientDefinition): strin
   const backup = backupPath(ctx, client, path);
   if (!existsSync(backup) && !existsSync(`${backup}.created`)) return undefined;
   const folders = markers.filter((marker) => marker !== path);
-  return `it looks uninstalled: the file mcpmgr wrote before is gone, and so is ${folders.join(" and ")}; mcpmgr does not make them again ('mcpmgr client remove ${client.id}' stops following its groups, 'mcpmgr client register ${client.id}' writes it anyway)`;
+  return `it looks uninstalled: the file mcpmgr wrote before is gone, and so is ${folders.join(" and ")}; mcpmgr does not make them again (installed again, it gets its file at the next start; 'mcpmgr client remove ${client.id}' stops following its groups)`;
 }
 
 /**

@@ -5,13 +5,22 @@
  * the words are the MCP server's: files); then it offers what fits there.
  */
 import type { Completes } from "./model.ts";
-import { allCommands, type CompletionCommand, keyOf, optionWords, plainWord, valueOptionWords } from "./model.ts";
+import {
+  allCommands,
+  type CompletionCommand,
+  keyOf,
+  NO_SPACE,
+  optionWords,
+  plainWord,
+  valueOptionWords,
+} from "./model.ts";
 
 /** The shell code that puts the completions of one kind of value into COMPREPLY. */
 function reply(completes: Completes | "any" | undefined): string | undefined {
   if (completes === undefined || completes === "any") return undefined;
   if (completes === "files") return "_mcpmgr_files";
-  if (typeof completes === "string") return `_mcpmgr_reply "$(_mcpmgr_names ${completes})"`;
+  if (typeof completes === "string")
+    return `_mcpmgr_reply "$(_mcpmgr_names ${completes})"${NO_SPACE.includes(completes) ? "; compopt -o nospace 2>/dev/null" : ""}`;
   return `_mcpmgr_reply "${completes.map(plainWord).join(" ")}"`;
 }
 

@@ -16,9 +16,30 @@ export type Completes =
   /** Those `start` applies to (stopped, failed, never started). */
   | "stopped-workloads"
   | "groups"
+  /** The groups `group rm` applies to: every one but `default`. */
+  | "removable-groups"
+  /** Stored secret names (names only; offered only where listing them asks for nothing: complete-names.ts). */
+  | "secrets"
+  /** `NAME,target=` for each stored secret, for `--secret` (no space after it: the variable follows). */
+  | "secret-references"
   | "servers"
   | "files"
   | readonly string[];
+
+/** Names `mcpmgr __complete` lists (the rest are files or fixed words). */
+export const LISTED: readonly Completes[] = [
+  "workloads",
+  "live-workloads",
+  "stopped-workloads",
+  "groups",
+  "removable-groups",
+  "secrets",
+  "secret-references",
+  "servers",
+];
+
+/** Kinds whose words are the start of a value, not all of it: the shell adds no space after them. */
+export const NO_SPACE: readonly Completes[] = ["secret-references"];
 
 export interface CompletionOption {
   /** `--name`. */

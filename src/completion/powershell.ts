@@ -4,7 +4,7 @@
  * offered where a file fits: PowerShell then completes paths itself.
  */
 import type { Completes } from "./model.ts";
-import { allCommands, type CompletionCommand, keyOf, plainWord } from "./model.ts";
+import { allCommands, type CompletionCommand, keyOf, LISTED, plainWord } from "./model.ts";
 
 function quoted(text: string): string {
   return `'${text.replace(/\s+/g, " ").replace(/'/g, "''")}'`;
@@ -82,7 +82,7 @@ ${allCommands(root).map(commandEntry).join("\n")}
   $offer = {
     param($completes)
     if ($completes -is [array]) { return $completes }
-    if ($completes -in 'workloads', 'live-workloads', 'stopped-workloads', 'groups', 'servers') { return @(& $program __complete $completes 2>$null) }
+    if ($completes -in ${LISTED.map((kind) => `'${kind}'`).join(", ")}) { return @(& $program __complete $completes 2>$null) }
     return @()
   }
   $candidates = @()

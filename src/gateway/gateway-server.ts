@@ -51,6 +51,24 @@ function unavailable(workload: string, why: string): ProtocolError {
   );
 }
 
+/** A workload the gateway could not send the request to at all (stopped, not answering, not reachable). */
+class NotSent extends ProtocolError {}
+
+function notSent(workload: string, why: string): NotSent {
+  const { message, data } = unavailable(workload, why);
+  return new NotSent(ProtocolErrorCode.InternalError, message, data);
+}
+
+/**
+ * A tool call that never reached its workload is answered as a tool execution error (`isError`), which
+ * MCP (2025-06-18 and 2026-07-28 alike) has clients give to the model ("API failures"; a protocol error
+ * they only MAY pass on): the model can then tell the user which workload to start, rather than the
+ * call failing as the gateway's own internal error. Nothing ran, so nothing is hidden by it.
+ */
+function toolNotSent(err: NotSent): Result {
+  return { content: [{ type: "text", text: err.message }], isError: true };
+}
+
 /** A URI or template several workloads claim: refused, never routed to whichever sorts first. */
 function ambiguous(what: string, workloads: readonly string[]): ProtocolError {
   return new ProtocolError(
@@ -112,12 +130,12 @@ export function createGatewayServer(
   ): Promise<Result> => {
     await catalog.joining(workload, options.timeoutMs);
     const why = catalog.whyUnavailable(workload);
-    if (why !== undefined) throw unavailable(workload, why);
+    if (why !== undefined) throw notSent(workload, why);
     let upstream: Awaited<ReturnType<UpstreamPool["get"]>>;
     try {
       upstream = await pool().get(workload);
     } catch (err) {
-      throw unavailable(workload, `workload '${workload}' cannot be reached (${excerpt(errorMessage(err), 300)})`);
+      throw notSent(workload, `workload '${workload}' cannot be reached (${excerpt(errorMessage(err), 300)})`);
     }
     const meta = params._meta as Params | undefined;
     const progressToken = meta?.progressToken;
@@ -222,7 +240,7 @@ export function createGatewayServer(
     // A client calling a name from before a workload stopped learns which workload is missing.
     const prefix = typeof name === "string" ? name.slice(0, Math.max(0, name.indexOf("_"))) : "";
     const why = prefix ? catalog.whyUnavailable(prefix) : undefined;
-    if (why !== undefined) throw unavailable(prefix, why);
+    if (why !== undefined) throw notSent(prefix, why);
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${kind}: ${String(name)}`);
   };
 
@@ -262,14 +280,19 @@ export function createGatewayServer(
     const params = request.params as Params;
     const answered = search ? await search.answer(params, ctx.http?.req, ctx.mcpReq.id) : undefined;
     if (answered !== undefined) return answered as never;
-    const target = routeName("tool", params.name);
-    return (await forward(
-      target.workload,
-      "tools/call",
-      { ...params, name: target.name },
-      ctx,
-      params.name as string,
-    )) as never;
+    try {
+      const target = routeName("tool", params.name);
+      return (await forward(
+        target.workload,
+        "tools/call",
+        { ...params, name: target.name },
+        ctx,
+        params.name as string,
+      )) as never;
+    } catch (err) {
+      if (err instanceof NotSent) return toolNotSent(err) as never;
+      throw err;
+    }
   });
   server.setRequestHandler("prompts/get", async (request, ctx) => {
     const params = request.params as Params;

@@ -31,6 +31,11 @@ export interface MemberGuardOptions {
   /** The endpoint has incoming authentication of its own (then it decides on everyone else). */
   readonly ownAuthentication: boolean;
   /**
+   * What a refused direct caller is told, when the way through the gateway does not apply (a foreground
+   * run, which no gateway serves); by default, to connect through the gateway.
+   */
+  readonly refusal?: string;
+  /**
    * How long an answer of `guard` is kept, so a request costs no file system look-up; also how often
    * at most a key that does not match is read again (the key may have been replaced).
    */
@@ -46,8 +51,11 @@ function sameSecret(presented: string, key: string): boolean {
   return difference === 0;
 }
 
+/** How long a member keeps its answer of which gateways guard its group, by default. */
+export const MEMBER_GUARD_RECHECK_MS = 1_000;
+
 export function memberGuard(options: MemberGuardOptions): Middleware {
-  const recheckMs = options.recheckMs ?? 1_000;
+  const recheckMs = options.recheckMs ?? MEMBER_GUARD_RECHECK_MS;
   const clock = options.now ?? Date.now;
   let known: (GroupGuard & { at: number }) | undefined;
   const guard = (fresh = false): GroupGuard => {
@@ -90,7 +98,8 @@ export function memberGuard(options: MemberGuardOptions): Middleware {
       jsonRpcError(
         403,
         -32001,
-        `Forbidden: workload group '${options.group}' is served by a gateway with policies; connect through the gateway instead: its URL is in 'mcpmgr list' (a foreground gateway's in its terminal; give it to 'mcpmgr proxy stdio'; an AI client: 'mcpmgr client register CLIENT --group ${options.group} --gateway')`,
+        options.refusal ??
+          `Forbidden: workload group '${options.group}' is served by a gateway with policies; connect through the gateway instead: its URL is in 'mcpmgr list' (a foreground gateway's in its terminal; give it to 'mcpmgr proxy stdio'; an AI client: 'mcpmgr client register CLIENT --group ${options.group} --gateway')`,
       ),
       { reason: "not through the group's gateway" },
     );

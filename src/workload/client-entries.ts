@@ -158,6 +158,16 @@ export async function clientsSeeForegroundRun(
   return () => removeEntries(ctx, spec.name, pid);
 }
 
+/** The AI clients that hold this process's foreground run's entry now (for its warnings). */
+export async function foregroundRunClients(name: string, ctx: ClientEntriesContext): Promise<string[]> {
+  const registrations = await readRegistrations(ctx);
+  if (registrations === undefined) return [];
+  return Object.entries(registrations.owned)
+    .filter(([, files]) => Object.values(files).some((entries) => entries[name]?.pid === process.pid))
+    .map(([client]) => client)
+    .sort();
+}
+
 /**
  * Takes out entries whose workload no longer runs. Checked without the lock first, so that
  * `list` loads the clients module only when something is stale; then again under the lock.

@@ -7,7 +7,7 @@
 import { clientById } from "../clients/catalog.ts";
 import { installedClients } from "../clients/installed.ts";
 import { ClientConfigSync, type ClientStatus, type SyncReport } from "../clients/sync.ts";
-import type { ClientId } from "../clients/types.ts";
+import type { ClientContext, ClientDefinition, ClientId } from "../clients/types.ts";
 import { McpmgrError } from "../errors.ts";
 import { ClientRegistrationStore } from "../state/client-registrations.ts";
 import { isGroupGuarded } from "../state/gateway-guard.ts";
@@ -54,8 +54,7 @@ export async function registerClient(
   const clientCtx = clientContextOf(ctx);
   const definition = clientById(client);
   const file = definition.configPath(clientCtx);
-  if (!installedClients(clientCtx).includes(definition))
-    ctx.log.warn(`${definition.displayName} does not look installed here; its configuration goes to ${file} anyway`);
+  if (!installedClients(clientCtx).includes(definition)) throw notInstalled(definition, file, clientCtx);
   await pruneClientEntries(ctx);
   const store = new WorkloadStore(ctx.paths);
   // Listed under the registrations' lock: a workload starting meanwhile is either listed or sees the registration.
@@ -74,6 +73,22 @@ export async function registerClient(
   ).length;
   const skipped = reports.filter((report) => report.action === "skipped").length;
   return { displayName: definition.displayName, file, written, skipped };
+}
+
+/**
+ * Registering a client that is not installed would make its folder (to write its file), and the client
+ * would count as installed from then on (`client status`, `client setup`): refused before anything
+ * changes. Its folder made by the user (a client installed elsewhere, settings put in place first) is
+ * what says otherwise.
+ */
+function notInstalled(definition: ClientDefinition, file: string, ctx: ClientContext): McpmgrError {
+  const markers = definition.installMarkers(ctx);
+  const folders = markers.filter((marker) => marker !== file);
+  const missing = markers.length === 1 ? `${markers[0]} does not exist` : `none of ${markers.join(", ")} exists`;
+  const make = folders[0] !== undefined ? `; to write its file anyway, make ${folders[0]} yourself first` : "";
+  return new McpmgrError("INVALID_ARGUMENT", `${definition.displayName} does not look installed here: ${missing}`, {
+    hint: `install ${definition.displayName} and start it once (it makes its folder), then register it again${make}; 'mcpmgr client status' shows which clients look installed`,
+  });
 }
 
 /**

@@ -16,7 +16,7 @@ import { mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
 import { deniesNetwork, restrictsOutbound, type PermissionProfile } from "../runtime/permission-profile.ts";
 import type { WorkloadContext } from "./context.ts";
 import { containerResourceLimits } from "./limits.ts";
-import { localServer, profileOf } from "./local-server.ts";
+import { localServer, profileOf, serverTransport } from "./local-server.ts";
 import type { ContainerPlacement, ImageSource, PackageSource, Values } from "./placement.ts";
 
 /** Options for building an image from a package, meaningless for an image. */
@@ -30,7 +30,7 @@ export function containerPlacement(
   ctx: WorkloadContext,
 ): ContainerPlacement {
   const { values, given } = parsed;
-  const transport = values.transport ?? entry?.transport ?? "stdio";
+  const transport = serverTransport(parsed, entry);
   const stdio = transport === "stdio";
   if (given.has("target-host")) {
     throw new McpmgrError(

@@ -34,7 +34,7 @@ export function localServer(
     );
   }
   return {
-    transport: values.transport ?? entry?.transport ?? "stdio",
+    transport: serverTransport(parsed, entry),
     args: parsed.passthrough.length > 0 || entry === undefined ? parsed.passthrough : entry.args,
     profile,
     profileOrigin: values["permission-profile"]
@@ -47,6 +47,30 @@ export function localServer(
     ignoreGlobally: values["ignore-globally"],
     printOverlays: values["print-resolved-overlays"],
   };
+}
+
+/**
+ * --transport, else the registry entry's, else stdio. A registry entry's arguments start the server
+ * over its own transport: another one given over them is refused (it would be told to listen on a port
+ * it never opens), with the way to what was likely meant; given with the server's own arguments after
+ * `--`, it is the user's to say.
+ */
+export function serverTransport(parsed: ParsedRunArgv, entry: RegistryEntry | undefined): LocalServer["transport"] {
+  const given = parsed.values.transport;
+  const own = entry?.transport ?? "stdio";
+  if (entry === undefined || given === undefined || given === own || parsed.passthrough.length > 0) return given ?? own;
+  // --transport says what the server speaks; what clients reach a stdio server over is --proxy-mode.
+  const front =
+    own !== "stdio"
+      ? "leave --transport out"
+      : given === "sse"
+        ? "leave --transport out (it names what the server speaks); for clients to reach it over SSE, give --proxy-mode sse"
+        : "leave --transport out (it names what the server speaks); clients reach a stdio server over streamable-http already";
+  throw new McpmgrError(
+    "CONFLICTING_OPTIONS",
+    `--transport ${given} does not fit registry entry ${entry.name}: its server speaks ${own}`,
+    { hint: `${front}, or give the server's own arguments for ${given} after --` },
+  );
 }
 
 /**

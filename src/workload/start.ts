@@ -148,6 +148,14 @@ async function launch(
   return launchContainer(spec, placement, ctx, options);
 }
 
+/**
+ * What a direct caller of a foreground run is told while a gateway with policies serves its group
+ * (workload/foreground.ts: such a run is refused at start, and says so when such a gateway starts later).
+ */
+function foregroundRefusal(spec: RunSpec): string {
+  return `Forbidden: ${spec.name} is a foreground run in group '${spec.group}', which a gateway with policies serves now: it refuses every caller but that gateway, and no gateway serves a foreground run; run it in the background so the gateway serves it, or put it in another group`;
+}
+
 /** Step three: the policy chain over the upstream, listening. */
 async function serveWorkload(
   spec: RunSpec,
@@ -194,18 +202,14 @@ async function serveWorkload(
           // Before authentication: the group's gateway gets in with its key (past this workload's own
           // --oidc-* only while a gateway that authenticates guards the group), and while a gateway with
           // policies guards the group, nobody else gets in without authentication of this workload's own.
-          // A foreground run has no record, so no gateway serves it (gateway/membership.ts): guarded, it
-          // would answer nobody, while its AI-client entries say it runs.
-          ...(spec.background
-            ? [
-                memberGuard({
-                  group: spec.group,
-                  key: () => readGatewayKey(ctx.paths),
-                  guard: () => groupGuard(ctx.paths, spec.group),
-                  ownAuthentication: policies.incomingAuth !== undefined,
-                }),
-              ]
-            : []),
+          memberGuard({
+            group: spec.group,
+            key: () => readGatewayKey(ctx.paths),
+            guard: () => groupGuard(ctx.paths, spec.group),
+            ownAuthentication: policies.incomingAuth !== undefined,
+            // No gateway serves a foreground run (it has no record): the gateway is no way in for its callers.
+            ...(spec.background ? {} : { refusal: foregroundRefusal(spec) }),
+          }),
           ...parts.prepared.authentication.forEndpoint(spec.endpointPath, listen),
         ],
         tools: policies.tools,

@@ -330,9 +330,19 @@ async function starter(
       ),
   );
   return {
-    start: (signal) => startWorkload(spec, ctx, { workloadLog, supervised: true, listener, signal }),
+    start: (signal) => {
+      // Where each run begins in `mcpmgr logs NAME` (the server's own lines carry no time, and a restarted
+      // server says the same things again); the name and the time only, nothing of its options.
+      workloadLog(runMarker(name));
+      return startWorkload(spec, ctx, { workloadLog, supervised: true, listener, signal });
+    },
     listener,
   };
+}
+
+/** The line that opens each run of a workload in its server log. */
+function runMarker(name: string, at = new Date()): string {
+  return `mcpmgr: ---- ${name} starts, ${at.toISOString()} ----\n`;
 }
 
 /**

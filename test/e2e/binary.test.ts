@@ -165,6 +165,8 @@ test("the binary configures AI clients: Codex's TOML through the embedded WebAss
   const env = { ...process.env, NO_COLOR: "1", HOME: home, MCPMGR_HOME: join(home, ".mcpmgr"), XDG_CONFIG_HOME: "" };
   try {
     await mkdir(join(home, ".codex"));
+    // client register refuses a client that is not installed: Claude Desktop's folder says it is.
+    await mkdir(join(home, ".config", "Claude"), { recursive: true });
     await writeFile(join(home, ".codex", "config.toml"), '# mine\nmodel = "gpt-5" # keep\n');
     const run = Bun.spawnSync([binary, "run", fixture.url, "--name", "bin-remote"], { env, timeout: 120_000 });
     expect(run.exitCode).toBe(0);

@@ -8,6 +8,7 @@ import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, runCli } from "../support/cli-home.ts";
+import { installClients } from "../support/client-home.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
 
 // Real processes: more than bun's 5 s on a loaded machine.
@@ -23,6 +24,7 @@ beforeAll(() => {
   linkSync(process.execPath, join(prefix, "Cellar", "bun", "1.0.0", "bin", "bun"));
   mkdirSync(join(prefix, "opt"));
   symlinkSync("../Cellar/bun/1.0.0", join(prefix, "opt", "bun"));
+  installClients(home, cliEnv(home), ["claude-desktop"]);
 });
 
 afterAll(() => {

@@ -13,6 +13,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { CLIENT_IDS } from "../../src/clients/types.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
+import { installClients } from "../support/client-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -104,6 +105,33 @@ describe("mcpmgr client without workloads", () => {
     expect(again.stderr.trim().split("\n")).toEqual([
       expect.stringContaining("Cursor follows no group; nothing changed"),
     ]);
+  });
+
+  test("a client that is not installed is refused in one line, and its folder is not made", () => {
+    const refused = failure(mcpmgr("client", "register", "windsurf"), 2);
+    expect(refused).toBe(
+      `[error] Windsurf does not look installed here: ${join(home, ".codeium", "windsurf")} does not exist (hint: install Windsurf and start it once (it makes its folder), then register it again; to write its file anyway, make ${join(home, ".codeium", "windsurf")} yourself first; 'mcpmgr client status' shows which clients look installed)`,
+    );
+    expect(existsSync(join(home, ".codeium"))).toBe(false);
+    expect(json(mcpmgr("client", "list-registered-clients", "--format", "json").stdout)).toEqual([]);
+    const status = json<{ id: string; installed: boolean }[]>(mcpmgr("client", "status", "--format", "json").stdout);
+    expect(status.find((row) => row.id === "windsurf")?.installed).toBe(false);
+    // Its folder made (by installing it, or by hand), it is registered.
+    mkdirSync(join(home, ".codeium", "windsurf"), { recursive: true });
+    expect(mcpmgr("client", "register", "windsurf").code).toBe(0);
+    expect(mcpmgr("client", "remove", "windsurf").code).toBe(0);
+    rmSync(join(home, ".codeium"), { recursive: true, force: true });
+    // setup, where no client is installed, has none to offer: one line too, before any question.
+    const bare = mkdtempSync(join(tmpdir(), "mcpmgr-clients-bare-"));
+    try {
+      expect(
+        failure(runCli({ ...env(), HOME: bare, MCPMGR_HOME: join(bare, ".mcpmgr") }, ["client", "setup"]), 2),
+      ).toBe(
+        "[error] no supported AI client looks installed here (hint: install one and start it once (it makes its folder), then run 'mcpmgr client setup' again; 'mcpmgr client status' lists the clients mcpmgr knows)",
+      );
+    } finally {
+      rmSync(bare, { recursive: true, force: true });
+    }
   });
 
   test("unknown clients and groups are refused; setup without a terminal says which command to use", () => {
@@ -270,6 +298,7 @@ describe("mcpmgr client with a running workload", () => {
   });
 
   test("Claude Desktop's entry runs this mcpmgr's proxy stdio, and answers MCP like the workload", async () => {
+    installClients(home, env(), ["claude-desktop"]);
     expect(mcpmgr("client", "register", "claude-desktop", "--group", "team").code).toBe(0);
     const config = json<{
       mcpServers: Record<string, { command: string; args: string[]; env: Record<string, string> }>;
@@ -310,6 +339,7 @@ describe("mcpmgr client with a running workload", () => {
     const cli = (...args: string[]) => runCli(xdg, args);
     try {
       expect(cli("run", fixture.url, "--name", "xdg-tools").code).toBe(0);
+      installClients(xdgHome, xdg, ["claude-desktop"]);
       expect(cli("client", "register", "claude-desktop").code).toBe(0);
       const entry = json<{
         mcpServers: Record<string, { command: string; args: string[]; env?: Record<string, string> }>;

@@ -19,6 +19,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { PROBE_FIXTURE, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, spawnUntil, untilZombie } from "../support/processes.ts";
 import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
+import { installClients } from "../support/client-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -105,6 +106,7 @@ beforeAll(async () => {
     JSON.stringify({ name: "lifecycle-fixture", version: "1.0.0", bin: { "lifecycle-fixture": "server.sh" } }),
   );
   probe = `npx://${packageDir}`;
+  installClients(home, env(), ["cursor", "vscode", "claude-code", "codex"]);
   ok("group", "create", "team");
 });
 

@@ -7,12 +7,15 @@
  * gives is run as written.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PROBE_FIXTURE } from "../support/gateway-group.ts";
+import { PROBE_FIXTURE, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, type Running, spawnUntil } from "../support/processes.ts";
 import { cliEnv, expectOneLineError, runCliOk } from "../support/cli-home.ts";
+import { installClients } from "../support/client-home.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -51,6 +54,7 @@ beforeAll(async () => {
     join(packageDir, "package.json"),
     JSON.stringify({ name: "probe-fixture", version: "1.0.0", bin: { "probe-fixture": "server.sh" } }),
   );
+  installClients(home, env(), ["cursor", "zed", "claude-code", "goose", "gemini-cli", "lm-studio", "qwen-code"]);
   mcpmgr("group", "create", "team");
   mcpmgr("group", "create", "other");
   mcpmgr("run", `npx://${packageDir}`, "--name", "probe", "--group", "team", "--permission-profile", "none");
@@ -173,10 +177,9 @@ test("a client registered with the members while a gateway with policies runs is
   expect(mcpmgr("client", "register", "gemini-cli", "--group", "team").stderr).not.toContain("policies");
 });
 
-test("a foreground run in a group a gateway with policies guards answers its clients: no gateway serves it", async () => {
-  // Not a member (it has no record), so refusing direct callers would leave it answering nobody at all.
-  const guarding = await gateway("team", "--tools", "probe_stats");
-  const foreground = await spawnUntil(
+/** A foreground `mcpmgr run` of the probe fixture in group team, once it serves. */
+function foregroundRun(name: string): Promise<Running & { match: RegExpExecArray }> {
+  return spawnUntil(
     [
       process.execPath,
       CLI_ENTRY,
@@ -184,7 +187,7 @@ test("a foreground run in a group a gateway with policies guards answers its cli
       `npx://${packageDir}`,
       "--foreground",
       "--name",
-      "fg",
+      name,
       "--group",
       "team",
       "--permission-profile",
@@ -193,22 +196,78 @@ test("a foreground run in a group a gateway with policies guards answers its cli
     /^(http:\/\/\S+)$/m,
     { env: env(), timeoutMs: 30_000 },
   );
+}
+
+/** Whether a real SDK client gets the tools of the endpoint; what refused it, if something did. */
+async function listsTools(url: string): Promise<true | string> {
+  const client = new Client({ name: "direct", version: "1" });
   try {
-    const url = foreground.match[1] as string;
-    const answer = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "direct", version: "1" } },
-      }),
-    });
-    expect(answer.status).toBe(200);
-    expect(await answer.text()).toContain('"protocolVersion":"2025-06-18"');
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.listTools();
+    return true;
+  } catch (err) {
+    return String(err);
   } finally {
-    await foreground.stop();
+    await client.close().catch(() => {});
+  }
+}
+
+test("a foreground run stays out of a group a gateway with policies guards: no gateway serves it, and it never answers past the policies", async () => {
+  const foreground = await foregroundRun("fg");
+  const url = foreground.match[1] as string;
+  let guarding: Running | undefined;
+  try {
+    expect(await listsTools(url)).toBe(true);
+    // A gateway with policies starts for the group: the run keeps refusing direct callers (the clients'
+    // entries included), and says so once, with the way out.
+    guarding = await gateway("team", "--tools", "probe_stats");
+    const said = () =>
+      foreground
+        .output()
+        .split("\n")
+        .filter((line) => line.includes("fg answers nobody now"));
+    expect(await until(() => said().length === 1)).toBe(true);
+    expect(said()[0]).toBe(
+      "[warn] fg answers nobody now: a gateway with policies serves group team, and fg refuses every caller but that gateway, which serves no foreground run (its entries in cursor, gemini-cli are refused too); stop it (Ctrl-C) and run it in the background so the gateway serves it (the same command without --foreground), or put it in another group (--group NAME)",
+    );
+    // Refused within the second a member may keep its last look at the guard (as every member does).
+    const last: { answer: true | string } = { answer: true };
+    expect(await until(async () => (last.answer = await listsTools(url)) !== true)).toBe(true);
+    expect(last.answer).toContain("fg is a foreground run in group 'team'");
+    expect(last.answer).toContain("run it in the background so the gateway serves it");
+    expect(said()).toHaveLength(1);
+
+    // Another foreground run there is refused before anything starts: one line, with the way out.
+    const second = Bun.spawnSync(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        `npx://${packageDir}`,
+        "--foreground",
+        "--name",
+        "fg2",
+        "--group",
+        "team",
+        "--permission-profile",
+        "none",
+      ],
+      { env: env(), stdin: "ignore" },
+    );
+    const line = expectOneLineError(
+      { code: second.exitCode, stdout: second.stdout.toString(), stderr: second.stderr.toString() },
+      1,
+    );
+    expect(line).toBe(
+      "[error] a gateway with policies serves group team, and it serves no foreground run: fg2 would refuse every caller but that gateway (hint: run it in the background so the gateway serves it (the same command without --foreground), or put it in another group (--group NAME))",
+    );
+
+    // Once that gateway is gone, the run answers its callers again.
     await guarding.stop();
+    expect(await until(() => foreground.output().includes("fg answers its callers again"))).toBe(true);
+    expect(await listsTools(url)).toBe(true);
+  } finally {
+    await guarding?.stop();
+    await foreground.stop();
   }
 });

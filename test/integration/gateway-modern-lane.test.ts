@@ -739,7 +739,11 @@ test("a stdio member whose server exits mid-call: the call gets its error, and l
   expect(exited.answer?.error).toEqual({ code: -32603, message: "the MCP server exited" });
   expect(
     await until(
-      async () => (await call("probe_echo", { args: { text: "back" } })).answer?.result !== undefined,
+      // Until the workload is back, the call is a tool error naming it (isError).
+      async () => {
+        const result = (await call("probe_echo", { args: { text: "back" } })).answer?.result;
+        return result !== undefined && result.isError !== true;
+      },
       40_000,
     ),
   ).toBe(true);

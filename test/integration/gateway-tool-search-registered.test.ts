@@ -13,6 +13,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { REPO_ROOT } from "../support/processes.ts";
 import { cliEnv, runCliOk } from "../support/cli-home.ts";
+import { installClients } from "../support/client-home.ts";
 import { callTool, echoed, find, TOOLS_JSON, textOf } from "../support/tool-search-group.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -46,6 +47,7 @@ beforeAll(() => {
     join(packageDir, "package.json"),
     JSON.stringify({ name: "tools-json-fixture", version: "1.0.0", bin: { "tools-json-fixture": "server.sh" } }),
   );
+  installClients(home, env(), ["cursor"]);
   mcpmgr("group", "create", GROUP);
   for (const key of ["weather", "notes"]) {
     mcpmgr(

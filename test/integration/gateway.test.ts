@@ -265,7 +265,7 @@ describe("membership", () => {
     );
   }, 60_000);
 
-  test("a workload that stops: list_changed, its tools go, a call to one is a clear error, the others work", async () => {
+  test("a workload that stops: list_changed, its tools go, a call to one is a tool error the model sees, the others work", async () => {
     const client = await connect("stopper");
     await client.callTool({ name: "gamma_echo", arguments: { text: "before" } });
     let changes = 0;
@@ -275,9 +275,61 @@ describe("membership", () => {
     expect(group.mcpmgr("stop", "gamma").code).toBe(0);
     expect(await until(() => changes > 0)).toBe(true);
     expect(await toolNames(client)).not.toContain("gamma_echo");
-    await expect(client.callTool({ name: "gamma_echo", arguments: { text: "after" } })).rejects.toThrow(
-      /workload 'gamma' is not running/,
+    // A tool execution error (isError), which clients give to the model, not a JSON-RPC internal error.
+    const said = "workload 'gamma' is not running; its tools, prompts and resources are unavailable";
+    expect(await client.callTool({ name: "gamma_echo", arguments: { text: "after" } })).toEqual({
+      content: [{ type: "text", text: said }],
+      isError: true,
+    });
+    // A 2026-07-28 caller too.
+    const modern = new ModernClient(
+      { name: "modern-stopped", version: "1.0.0" },
+      { versionNegotiation: { mode: { pin: "2026-07-28" } } },
     );
+    await modern.connect(new ModernTransport(new URL(gateway.url)));
+    try {
+      const result = await modern.callTool({ name: "gamma_echo", arguments: { text: "after" } });
+      expect(result.isError).toBe(true);
+      expect(result.content).toEqual([{ type: "text", text: said }]);
+    } finally {
+      await modern.close();
+    }
+    // A raw 2025-06-18 session's answer is a JSON-RPC result, not an error.
+    const init = await fetch(gateway.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+      }),
+    });
+    const session = init.headers.get("mcp-session-id") ?? "";
+    await init.text();
+    const headers = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-session-id": session,
+      "mcp-protocol-version": "2025-06-18",
+    };
+    await fetch(gateway.url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+    }).then((r) => r.text());
+    const raw = await fetch(gateway.url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 2,
+        method: "tools/call",
+        params: { name: "gamma_echo", arguments: { text: "raw" } },
+      }),
+    }).then((r) => r.text());
+    expect(raw).toContain('"isError":true');
+    expect(raw).not.toContain('"error"');
     expect(payload(await client.callTool({ name: "alpha_echo", arguments: { text: "still" } })).text).toBe("still");
   }, 60_000);
 

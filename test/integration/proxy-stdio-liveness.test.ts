@@ -15,6 +15,7 @@ import { type RunningFixture, startConformanceServer } from "../support/conforma
 import { until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnCollect, spawnUntil } from "../support/processes.ts";
 import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
+import { installClients } from "../support/client-home.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { type LiveWorkload, liveWorkload, liveWorkloadFetch } from "../../src/workload/live-workload.ts";
@@ -97,6 +98,7 @@ beforeAll(async () => {
   home = mkdtempSync(join(tmpdir(), "mcpmgr-proxy-stdio-liveness-"));
   mcpmgrHome = join(home, ".mcpmgr");
   fixture = await startConformanceServer();
+  installClients(home, env(), ["cursor", "claude-desktop"]);
   ok("client", "register", "cursor");
   url = new URL(ok("run", fixture.url, "--name", "victim").stdout.trim());
   expect(cursorEntries()).toEqual({ victim: { url: url.href } });

@@ -9,6 +9,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
+import { installClients } from "../support/client-home.ts";
 
 // A real workload is run and stopped first: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -23,6 +24,7 @@ beforeAll(async () => {
   state = join(home, "state");
   await mkdir(home);
   env = cliEnv(root, home);
+  installClients(root, env, ["claude-code"]);
   runCliOk(env, ["run", "npx://./test/fixtures/sandbox-probe", "--name", "kept"]);
   for (const argv of [
     ["mount", "--bind", state, state],
@@ -53,11 +55,7 @@ test("rm, start and client register on a read-only state folder: one line naming
     expectOneLineError(runCli(env, ["rm", "kept"]), 1),
     expectOneLineError(runCli(env, ["start", "kept"]), 1),
   ];
-  // client register also warns that Claude Code does not look installed in this HOME: the refusal is its last line.
-  const register = runCli(env, ["client", "register", "claude-code"]);
-  expect(register.code).toBe(1);
-  expect(register.stderr).not.toContain("    at ");
-  refusals.push(register.stderr.trim().split("\n").at(-1) ?? "");
+  refusals.push(expectOneLineError(runCli(env, ["client", "register", "claude-code"]), 1));
   for (const line of refusals) {
     expect(line).toContain("cannot create the lock file");
     expect(line).toContain("read-only file system");

@@ -66,7 +66,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["rotating", "followed", "later-bad", "gw-logs", "gw-crash", "remote-audit"])
+  for (const name of ["rotating", "followed", "later-bad", "gw-logs", "gw-crash", "remote-audit", "marked"])
     mcpmgr({}, "rm", name);
   await rm(home, { recursive: true, force: true });
 });
@@ -110,6 +110,35 @@ test("the log rotates at the cap; logs shows the rotated part, then the current 
 
   expect(mcpmgr({}, "rm", "rotating").code).toBe(0);
   expect(readdirSync(store.paths.logDir).filter((file) => file.startsWith("rotating."))).toEqual([]);
+});
+
+test("each run of a workload begins with a timed line in its log, which logs and logs -f show; nothing of its options", async () => {
+  const started = mcpmgr({}, "run", PROBE, "--name", "marked", "-e", "PROBE_TOKEN=marker-s3cret-value");
+  expect(started.code).toBe(0);
+  const follower = followLogs(home, ["marked"]);
+  try {
+    const markers = (text: string) =>
+      text.split("\n").filter((line) => /^mcpmgr: ---- marked starts, \d{4}-\d\d-\d\dT[\d:.]+Z ----$/.test(line));
+    await until(() => markers(read(store.logPath("marked"))).length === 1);
+    expect(mcpmgr({}, "restart", "marked").code).toBe(0);
+    await until(() => markers(follower.text()).length === 2);
+    const shown = mcpmgr({}, "logs", "marked").stdout;
+    // Each run: its marker, then what the server said as it started.
+    expect(
+      shown.split("\n").filter((line) => markers(line).length > 0 || line.includes("sandbox-probe ready")),
+    ).toEqual([
+      expect.stringContaining("marked starts"),
+      expect.stringContaining("sandbox-probe ready"),
+      expect.stringContaining("marked starts"),
+      expect.stringContaining("sandbox-probe ready"),
+    ]);
+    const [first, second] = markers(shown).map((line) => Date.parse(line.split(" ")[4] ?? ""));
+    expect(second).toBeGreaterThan(first as number);
+    expect(shown).not.toContain("marker-s3cret-value");
+  } finally {
+    expect(mcpmgr({}, "rm", "marked").code).toBe(0);
+    expect(await follower.end()).toBe(0);
+  }
 });
 
 test("logs -f follows across rotations: every line once, in order", async () => {

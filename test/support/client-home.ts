@@ -73,3 +73,24 @@ export function clientSyncPerTest(use: (fresh: { h: ClientHome; sync: ClientConf
   });
   afterEach(() => home?.cleanup());
 }
+
+/**
+ * Makes, in a CLI's HOME, the folder that says each client is installed (`client register` refuses a
+ * client that is not): the first install marker that is not its configuration file.
+ */
+export function installClients(home: string, env: Record<string, string>, clients: readonly ClientId[]): void {
+  const ctx: ClientContext = {
+    home,
+    platform: process.platform,
+    env,
+    paths: resolvePaths(env, process.platform, home),
+    log: { warn: () => {}, info: () => {} },
+    selfCommand: [],
+  };
+  for (const id of clients) {
+    const client = clientById(id);
+    const file = client.configPath(ctx);
+    const folder = client.installMarkers(ctx).find((marker) => marker !== file);
+    if (folder !== undefined) mkdirSync(folder, { recursive: true });
+  }
+}

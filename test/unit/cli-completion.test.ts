@@ -125,7 +125,14 @@ beforeAll(async () => {
     `#!/bin/sh\nexec "${process.execPath}" "${join(REPO_ROOT, "src/main.ts")}" "$@"\n`,
   );
   await chmod(join(dir, "bin/mcpmgr"), 0o755);
-  env = { ...process.env, MCPMGR_HOME: home, PATH: `${join(dir, "bin")}:${process.env.PATH}`, NO_COLOR: "1" };
+  env = {
+    ...process.env,
+    MCPMGR_HOME: home,
+    PATH: `${join(dir, "bin")}:${process.env.PATH}`,
+    NO_COLOR: "1",
+    MCPMGR_SECRETS_PROVIDER: "encrypted",
+    MCPMGR_SECRETS_PASSWORD: "completion-test-password",
+  };
   const paths = resolvePaths({ MCPMGR_HOME: home });
   const store = new WorkloadStore(paths);
   for (const [name, proxyPort] of [
@@ -147,6 +154,14 @@ beforeAll(async () => {
   await store.writeStatus("alpha-one", { state: "running", pid: supervisor.pid });
   await store.writeStatus("beta-two", { state: "running", pid: gone });
   await new GroupStore(paths).create("team");
+  // Two stored secrets; their values must never be offered.
+  for (const name of ["gh-token", "gl-token"]) {
+    const stored = Bun.spawnSync([join(dir, "bin/mcpmgr"), "secret", "set", name], {
+      env,
+      stdin: Buffer.from(`value-of-${name}`),
+    });
+    expect(stored.exitCode).toBe(0);
+  }
   await writeFile(join(dir, "exported.json"), "{}");
   for (const shell of shells) {
     scripts[shell] = await completionScript(shell);
@@ -182,6 +197,14 @@ const cases = (): readonly Line[] => [
     ["default", "team"],
   ],
   [["mcpmgr", "client", "register", "--group", "t"], ["team"]],
+  // default cannot be removed.
+  [["mcpmgr", "group", "rm", ""], ["team"]],
+  [
+    ["mcpmgr", "secret", "get", "g"],
+    ["gh-token", "gl-token"],
+  ],
+  [["mcpmgr", "secret", "delete", "gl"], ["gl-token"]],
+  [["mcpmgr", "run", "fetch", "--secret", "gh"], ["gh-token,target="]],
   [["mcpmgr", "client", "register", "cl"], CLIENT_IDS.filter((id) => id.startsWith("cl"))],
   [
     ["mcpmgr", "list", "--format", ""],
@@ -437,8 +460,29 @@ test("mcpmgr __complete prints names, and nothing (exit 0) for what it does not 
   expect(run(["mcpmgr", "__complete", "workloads"]).stdout).toBe("alpha-one\nbeta-two\n");
   expect(run(["mcpmgr", "__complete", "groups"]).stdout).toBe("default\nteam\n");
   expect(run(["mcpmgr", "__complete", "servers"]).stdout).toContain("fetch\n");
-  for (const kind of ["secrets", "constructor", ""]) {
+  expect(run(["mcpmgr", "__complete", "removable-groups"]).stdout).toBe("team\n");
+  expect(run(["mcpmgr", "__complete", "secrets"]).stdout).toBe("gh-token\ngl-token\n");
+  expect(run(["mcpmgr", "__complete", "secret-references"]).stdout).toBe("gh-token,target=\ngl-token,target=\n");
+  for (const kind of ["constructor", ""]) {
     const result = run(["mcpmgr", "__complete", kind]);
     expect([kind, result.exitCode, result.stdout, result.stderr]).toEqual([kind, 0, "", ""]);
   }
+});
+
+test("secret names are offered only where listing them asks for nothing; never a value", () => {
+  // Without MCPMGR_SECRETS_PASSWORD the password would come from the keychain, which may show a dialog: no names.
+  const { MCPMGR_SECRETS_PASSWORD: _password, ...withoutPassword } = env;
+  for (const kind of ["secrets", "secret-references"]) {
+    const result = Bun.spawnSync(["mcpmgr", "__complete", kind], { cwd: dir, env: withoutPassword });
+    expect([kind, result.exitCode, result.stdout.toString(), result.stderr.toString()]).toEqual([kind, 0, "", ""]);
+  }
+  // The environment provider lists the names of its variables.
+  const fromEnvironment = Bun.spawnSync(["mcpmgr", "__complete", "secrets"], {
+    cwd: dir,
+    env: { ...withoutPassword, MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_FROM_ENV: "env-value" },
+  });
+  expect(fromEnvironment.stdout.toString()).toContain("FROM_ENV");
+  expect(fromEnvironment.stdout.toString()).not.toContain("env-value");
+  for (const kind of ["secrets", "secret-references"])
+    expect(run(["mcpmgr", "__complete", kind]).stdout).not.toContain("value-of-");
 });

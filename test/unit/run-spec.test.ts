@@ -484,6 +484,33 @@ describe("a local process", () => {
     );
   });
 
+  test("a registry entry's transport is its own: another one is refused as that conflict, not as the profile's", () => {
+    const stdio = entry({ name: "stdio-entry", source: { npx: "some-package" }, permissions: "none" });
+    refusal(
+      ["stdio-entry", "--transport", "sse"],
+      "CONFLICTING_OPTIONS",
+      "--transport sse does not fit registry entry stdio-entry: its server speaks stdio",
+      { entry: stdio },
+    );
+    expect(errorOf(["stdio-entry", "--transport", "sse"], { entry: stdio })?.hint).toBe(
+      "leave --transport out (it names what the server speaks); for clients to reach it over SSE, give --proxy-mode sse, or give the server's own arguments for sse after --",
+    );
+    const http = entry({ name: "http-entry", source: { npx: "some-package" }, transport: "streamable-http" });
+    refusal(["http-entry", "--transport", "stdio"], "CONFLICTING_OPTIONS", "its server speaks streamable-http", {
+      entry: http,
+    });
+    // In a container too.
+    refusal(["stdio-entry", "--transport", "streamable-http"], "CONFLICTING_OPTIONS", "its server speaks stdio", {
+      entry: stdio,
+      runtime: "container",
+    });
+    // Its own transport, or the server's own arguments after --, are the user's to give.
+    expect(errorOf(["http-entry", "--transport", "streamable-http"], { entry: http })).toBeUndefined();
+    expect(
+      errorOf(["stdio-entry", "--transport", "sse", "--permission-profile", "network", "--", "sse"], { entry: stdio }),
+    ).toBeUndefined();
+  });
+
   test("an outbound allow-list cannot be enforced by bwrap: refused unless accepted, then a warning", async () => {
     const profile = await file("allow-list.json", {
       network: { outbound: { allow_host: ["api.example.com"], allow_port: [443] } },
