@@ -62,7 +62,7 @@ function findBinary() {
 
 /** Why `binary` did not start, in one line a user can act on (never the runtime's stack trace). */
 function cannotStart(binary, err) {
-  const code = err && err.code;
+  const code = err?.code;
   // ENOENT for a file that is there: what is missing is the loader it names. The prebuilt Linux
   // executables are linked against glibc, which musl systems (Alpine) do not have.
   if (code === "ENOENT" && existsSync(binary)) {
@@ -76,7 +76,7 @@ function cannotStart(binary, err) {
   }
   if (code === "EACCES") fail(`cannot start ${binary}: it is not executable ('chmod +x' it, or reinstall)`);
   if (code === "ENOEXEC") fail(`cannot start ${binary}: it is not an executable for ${platformId()}`);
-  fail(`cannot start ${binary}: ${err && err.message ? err.message : String(err)}`);
+  fail(`cannot start ${binary}: ${err?.message ?? String(err)}`);
 }
 
 function run(binary, args) {
