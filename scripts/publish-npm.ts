@@ -4,7 +4,8 @@
  *   bun scripts/publish-npm.ts [--dist DIR] [--provenance] [--dry-run] [--tag TAG]
  * A pre-release version (1.2.0-rc.1) goes to the dist-tag `next` unless --tag names another, so
  * `npm install -g mcpmgr` keeps installing the last stable release (npm would move `latest` to it;
- * npm 11 refuses a pre-release without a tag). A package whose version the registry already has is
+ * npm 11 refuses a pre-release without a tag); a stable version older than the registry's `latest`
+ * goes to `latest-MAJOR.MINOR`. A package whose version the registry already has is
  * skipped, so a release that failed half-way can be published again. Every tarball must be there, with the name and version
  * its file name says: a release never goes out with a platform missing.
  * The registry and the credentials are npm's own configuration (.npmrc, NODE_AUTH_TOKEN).
@@ -12,6 +13,7 @@
 import { join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { releaseTargets } from "./lib/release-targets.ts";
+import { olderThan } from "./lib/versions.ts";
 
 interface Options {
   readonly dist: string;
@@ -58,9 +60,32 @@ export function distTagFor(version: string, asked?: string): string | undefined 
   return asked ?? (version.includes("-") ? "next" : undefined);
 }
 
+/** The registry's `latest` of `name`, or undefined when it has none (a 404: never published). */
+async function latestOf(name: string): Promise<string | undefined> {
+  const view = await npm(["view", name, "dist-tags.latest", "--json"]);
+  if (view.code === 0) return view.stdout.trim() === "" ? undefined : (JSON.parse(view.stdout) as string);
+  if (/\bE404\b/.test(view.stdout + view.stderr)) return undefined;
+  throw new Error(`npm view ${name} dist-tags failed: ${(view.stderr || view.stdout).trim().split("\n")[0]}`);
+}
+
+/**
+ * A stable release older than the registry's `latest` (a fix for an older line, 0.1.3 after
+ * 0.2.0) goes to `latest-MAJOR.MINOR`: npm would otherwise move `latest` back to it (npm 10) or
+ * refuse it half-way through the release (npm 11).
+ */
+async function tagOlderLine(version: string): Promise<string | undefined> {
+  const latest = await latestOf(pkg.name);
+  if (latest === undefined || !olderThan(version, latest)) return undefined;
+  const [major, minor] = version.split(".");
+  const tag = `latest-${major}.${minor}`;
+  console.error(
+    `npm's latest is ${pkg.name}@${latest}, newer than ${version}: publishing under the dist-tag ${tag} instead`,
+  );
+  return tag;
+}
+
 export async function publishAll(options: Options): Promise<Outcome[]> {
   const version = pkg.version;
-  const tag = distTagFor(version, options.tag);
   const names = [...releaseTargets.map((t) => t.npmPackage), pkg.name];
   const tarballs = names.map((name) => ({ name, path: join(options.dist, "npm", `${name}-${version}.tgz`) }));
   for (const { name, path } of tarballs) {
@@ -69,6 +94,8 @@ export async function publishAll(options: Options): Promise<Outcome[]> {
       throw new Error(`${path} holds ${manifest.name}@${manifest.version}, not ${name}@${version}`);
     }
   }
+  // Asked after the tarballs are checked: an incomplete set is refused before the registry is.
+  const tag = distTagFor(version, options.tag) ?? (await tagOlderLine(version));
   const outcomes: Outcome[] = [];
   for (const { name, path } of tarballs) {
     if (await published(name, version)) {

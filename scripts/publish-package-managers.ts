@@ -9,6 +9,7 @@
  */
 import { copyFile, mkdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { olderThan } from "./lib/versions.ts";
 
 interface Options {
   readonly version: string;
@@ -51,6 +52,18 @@ async function checkVersions(options: Options, formula: string, manifest: string
   }
 }
 
+/** The version of the formula or manifest a checkout already has, if any. */
+async function versionIn(file: string): Promise<string | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch {
+    return undefined;
+  }
+  if (file.endsWith(".json")) return (JSON.parse(text) as { version?: string }).version;
+  return /^\s*version "([^"]+)"$/m.exec(text)?.[1];
+}
+
 /** Copies `from` to `repo/path`, commits it; returns whether there was anything to commit. */
 async function update(repo: string, from: string, path: string, message: string, push: boolean): Promise<boolean> {
   git(repo, ["rev-parse", "--git-dir"]); // a clear error when `repo` is not a checkout
@@ -68,17 +81,24 @@ export async function publishPackageManagers(options: Options): Promise<{ tap: b
   const manifest = join(options.dist, "scoop", "mcpmgr.json");
   await checkVersions(options, formula, manifest);
   const message = `mcpmgr ${options.version}`;
-  const tap = await update(options.tap, formula, "Formula/mcpmgr.rb", message, options.push);
-  const bucket = await update(options.bucket, manifest, "bucket/mcpmgr.json", message, options.push);
-  for (const [what, changed] of [
-    ["tap", tap],
-    ["bucket", bucket],
+  const changed = { tap: false, bucket: false };
+  for (const [what, repo, from, path] of [
+    ["tap", options.tap, formula, "Formula/mcpmgr.rb"],
+    ["bucket", options.bucket, manifest, "bucket/mcpmgr.json"],
   ] as const) {
+    // Homebrew and scoop have one channel: a fix for an older line (0.1.3 after 0.2.0) must not
+    // take every `brew upgrade` and `scoop update` back to it.
+    const has = await versionIn(join(repo, path));
+    if (has !== undefined && olderThan(options.version, has)) {
+      console.error(`${what}: has mcpmgr ${has}, newer than ${options.version}: left as it is`);
+      continue;
+    }
+    changed[what] = await update(repo, from, path, message, options.push);
     console.error(
-      `${what}: ${changed ? `committed ${message}` : "already up to date"}${options.push ? ", pushed" : ""}`,
+      `${what}: ${changed[what] ? `committed ${message}` : "already up to date"}${options.push ? ", pushed" : ""}`,
     );
   }
-  return { tap, bucket };
+  return changed;
 }
 
 function parseArgs(argv: readonly string[]): Options {

@@ -60,13 +60,36 @@ function findBinary() {
   return binary;
 }
 
+/** Why `binary` did not start, in one line a user can act on (never the runtime's stack trace). */
+function cannotStart(binary, err) {
+  const code = err?.code;
+  // ENOENT for a file that is there: what is missing is the loader it names. The prebuilt Linux
+  // executables are linked against glibc, which musl systems (Alpine) do not have.
+  if (code === "ENOENT" && existsSync(binary)) {
+    const why =
+      process.platform === "linux"
+        ? "the loader it needs is missing (the prebuilt Linux executables need glibc; Alpine and other musl systems do not have it)"
+        : "the loader it needs is missing";
+    fail(
+      `cannot start ${binary}: ${why}; build mcpmgr on this system ('bun run compile', docs/install.md) and set MCPMGR_BINARY to its path`,
+    );
+  }
+  if (code === "EACCES") fail(`cannot start ${binary}: it is not executable ('chmod +x' it, or reinstall)`);
+  if (code === "ENOEXEC") fail(`cannot start ${binary}: it is not an executable for ${platformId()}`);
+  fail(`cannot start ${binary}: ${err?.message ?? String(err)}`);
+}
+
 function run(binary, args) {
   // Under Bun the launcher can become mcpmgr (same pid: signals and the exit status need no relaying).
   if (process.versions.bun && typeof process.execve === "function" && process.platform !== "win32") {
-    process.execve(binary, [binary, ...args], process.env);
+    try {
+      process.execve(binary, [binary, ...args], process.env);
+    } catch (err) {
+      cannotStart(binary, err);
+    }
   }
   const child = spawn(binary, args, { stdio: "inherit" });
-  child.on("error", (err) => fail(`cannot run ${binary}: ${err.message}`));
+  child.on("error", (err) => cannotStart(binary, err));
   // A process manager stops us with SIGTERM or SIGHUP: mcpmgr must hear it. Ctrl-C in a
   // terminal already reaches mcpmgr (the whole foreground group gets SIGINT); relaying it
   // too would be a second SIGINT, which mcpmgr takes as "stop at once, skip the clean-up".

@@ -112,6 +112,7 @@ function claudeCodeDir(ctx: ClientContext): string | undefined {
  */
 function proxyStdioEntry(workload: WorkloadEndpoint, ctx: ClientContext): EntryShape {
   const [command, ...prefix] = ctx.selfCommand;
+  if (ctx.selfCommandCaveat !== undefined) ctx.log.warn(ctx.selfCommandCaveat);
   const env = relayEnvironment(ctx);
   const value = {
     command,

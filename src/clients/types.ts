@@ -43,6 +43,8 @@ export interface ClientContext {
    * run (`bun /abs/src/main.ts`). Only stdio entries (Claude Desktop) use it.
    */
   readonly selfCommand: readonly string[];
+  /** Said when a stdio entry is written: why `selfCommand` may not outlive this run (npx's cache, bunx's temporary folder). */
+  readonly selfCommandCaveat?: string;
 }
 
 export type ConfigFormat = "json" | "jsonc" | "yaml" | "toml";

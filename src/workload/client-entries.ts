@@ -35,7 +35,7 @@ import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
 import type { RunSpec } from "./run-spec.ts";
-import { stableSelfCommand } from "./self-command.ts";
+import { packageRunnerOf, stableSelfCommand } from "./self-command.ts";
 import { currentStatus } from "./supervisor-control.ts";
 
 /** What these calls need of a context: `list` builds this much without the rest of a WorkloadContext. */
@@ -46,6 +46,8 @@ const LIVE_STATES: ReadonlySet<string> = new Set(["starting", "running", "restar
 
 /** What clients/ needs of this process: its home, platform, environment, mcpmgr's folders, how it starts itself. */
 export function clientContextOf(ctx: ClientEntriesContext): ClientContext {
+  const selfCommand = stableSelfCommand();
+  const caveat = selfCommandCaveat(selfCommand[0] as string);
   return {
     home: homedir(),
     platform: process.platform,
@@ -54,8 +56,20 @@ export function clientContextOf(ctx: ClientEntriesContext): ClientContext {
     log: warningOnce(ctx.log),
     // A compiled mcpmgr is one absolute executable; a source run is `bun /abs/path/src/main.ts`.
     // By a path an upgrade keeps (a Homebrew Cellar folder is removed by the next upgrade).
-    selfCommand: stableSelfCommand(),
+    selfCommand,
+    ...(caveat !== undefined ? { selfCommandCaveat: caveat } : {}),
   };
+}
+
+/** Why an AI-client entry naming this executable may stop starting, when it runs from a package runner's folder. */
+function selfCommandCaveat(executable: string): string | undefined {
+  const runner = packageRunnerOf(executable);
+  if (runner === undefined) return undefined;
+  const where = runner === "npx" ? "npx's cache" : "a temporary folder of bunx's, removed at the next reboot";
+  return (
+    `AI-client entries that start mcpmgr (Claude Desktop's) name ${executable}, in ${where}: ` +
+    `they stop working when it goes; install mcpmgr ('npm install -g mcpmgr', docs/install.md) and run 'mcpmgr client register claude-desktop' with it`
+  );
 }
 
 /** When each log last gave each AI-client warning (see warningOnce). */

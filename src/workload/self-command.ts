@@ -36,6 +36,19 @@ export function stableExecutablePath(executable: string): string {
   return executable;
 }
 
+/**
+ * The package runner whose folder holds `executable`, if any: npx keeps what it ran in its cache
+ * (`…/_npx/HASH/…`, which `npm cache npx rm` or a cleaned cache removes), bunx in a temporary
+ * folder (`$TMPDIR/bunx-UID-PACKAGE@VERSION/…`, gone after a reboot). A file that outlives this
+ * process and names such a path stops working when that folder goes.
+ */
+export function packageRunnerOf(executable: string): "npx" | "bunx" | undefined {
+  const segments = executable.split(/[\\/]/);
+  if (segments.includes("_npx")) return "npx";
+  if (segments.some((segment) => segment.startsWith("bunx-"))) return "bunx";
+  return undefined;
+}
+
 function realPath(path: string): string | undefined {
   try {
     return realpathSync(path);

@@ -28,7 +28,7 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  for (const name of ["brew-entry", "moved-a", "moved-b"]) runCli(cliEnv(home), ["rm", name]);
+  for (const name of ["brew-entry", "moved-a", "moved-b", "runner-entry"]) runCli(cliEnv(home), ["rm", name]);
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -80,4 +80,31 @@ test("registering Claude Desktop again from a moved executable rewrites its entr
     groups: string[];
   }[];
   expect(status.find((row) => row.id === "claude-desktop")?.groups).toEqual(["default", "moved-team"]);
+});
+
+test("an entry written by an executable in npx's cache or bunx's temporary folder comes with a warning that it will not last", () => {
+  const env = cliEnv(home);
+  expect(runCli(env, ["run", "http://127.0.0.1:9/mcp", "--name", "runner-entry"]).code).toBe(0);
+  // Where `npx mcpmgr` and `bunx mcpmgr` run the platform package's executable from.
+  const runners = [
+    join(home, ".npm", "_npx", "0123456789abcdef", "node_modules", "mcpmgr-linux-x64", "bin"),
+    join(home, "tmp", "bunx-0-mcpmgr@latest", "node_modules", "mcpmgr-linux-x64", "bin"),
+  ];
+  for (const dir of runners) {
+    mkdirSync(dir, { recursive: true });
+    linkSync(process.execPath, join(dir, "bun"));
+    const register = Bun.spawnSync([join(dir, "bun"), CLI_ENTRY, "client", "register", "claude-desktop"], { env });
+    expect(register.exitCode).toBe(0);
+    const warnings = register.stderr
+      .toString()
+      .split("\n")
+      .filter((line) => line.startsWith("[warn]"));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(`name ${join(dir, "bun")}`);
+    expect(warnings[0]).toContain("npm install -g mcpmgr");
+  }
+  // Installed anywhere else (here: bun where it is), the entry is written without one.
+  const plain = runCli(env, ["client", "register", "claude-desktop"]);
+  expect(plain.code).toBe(0);
+  expect(plain.stderr).not.toContain("[warn]");
 });

@@ -90,7 +90,7 @@ describe("publish-npm", () => {
     const repo = join(work, "prerelease-repo");
     await mkdir(join(repo, "scripts", "lib"), { recursive: true });
     await writeFile(join(repo, "package.json"), JSON.stringify({ ...pkg, version }));
-    for (const file of ["scripts/publish-npm.ts", "scripts/lib/release-targets.ts"]) {
+    for (const file of ["scripts/publish-npm.ts", "scripts/lib/release-targets.ts", "scripts/lib/versions.ts"]) {
       await writeFile(join(repo, file), await Bun.file(join(REPO_ROOT, file)).text());
     }
     const prereleaseDist = join(work, "prerelease-dist");
@@ -110,6 +110,36 @@ describe("publish-npm", () => {
         (name) => `${name}@${version} published (dry run, dist-tag next)`,
       ),
     );
+  }, 120_000);
+
+  test("a release older than the registry's latest (a fix for an older line) does not move latest back", async () => {
+    // The registry's latest is 9.0.0; this release is a 0.x fix made afterwards. npm would make it
+    // `latest`, and every `npm install -g mcpmgr` and `npx mcpmgr` would go back to it.
+    const newer = join(work, "newer-on-registry");
+    await mkdir(newer, { recursive: true });
+    const newerTarballs = [];
+    for (const name of [...releaseTargets.map((t) => t.npmPackage), pkg.name]) {
+      newerTarballs.push(await packStandIn(name, newer, "9.0.0"));
+    }
+    const ahead = await startLocalRegistry(newerTarballs);
+    try {
+      const [major, minor] = pkg.version.split(".");
+      const result = await run([process.execPath, "scripts/publish-npm.ts", "--dist", dist, "--dry-run"], {
+        ...env,
+        npm_config_registry: ahead.url,
+      });
+      // npm 11 refuses such a publish without --tag (npm 10, which Node 22 ships, moves latest back).
+      expect(result.stderr).not.toContain("You must specify a tag");
+      expect(result.code).toBe(0);
+      expect(result.stderr.trim().split("\n")).toEqual([
+        `npm's latest is mcpmgr@9.0.0, newer than ${pkg.version}: publishing under the dist-tag latest-${major}.${minor} instead`,
+        ...[...releaseTargets.map((t) => t.npmPackage), pkg.name].map(
+          (name) => `${name}@${pkg.version} published (dry run, dist-tag latest-${major}.${minor})`,
+        ),
+      ]);
+    } finally {
+      await ahead.stop();
+    }
   }, 120_000);
 
   test("refuses to publish anything when a platform's tarball is missing", async () => {
@@ -159,12 +189,12 @@ describe("publish-package-managers", () => {
     expect(made.code).toBe(0);
   }
 
-  function publish() {
+  function publish(forVersion = version) {
     return run([
       process.execPath,
       "scripts/publish-package-managers.ts",
       "--version",
-      version,
+      forVersion,
       "--dist",
       dist,
       "--tap",
@@ -224,5 +254,21 @@ describe("publish-package-managers", () => {
       `publish-package-managers: ${join(dist, "homebrew/mcpmgr.rb")} is for version 9.9.9, not ${version}; run scripts/package-managers.ts`,
     );
     expect(git(["--git-dir", remotes.bucket, "rev-parse", "HEAD"])).toBe(before);
+  }, 60_000);
+
+  test("a release older than the tap's and the bucket's (a fix for an older line) leaves them on the newer one", async () => {
+    // The tap and the bucket have `version` (the test above); 0.0.1 is a fix for an older line made after it.
+    await generate("0.0.1");
+    const before = {
+      tap: git(["--git-dir", remotes.tap, "rev-parse", "HEAD"]),
+      bucket: git(["--git-dir", remotes.bucket, "rev-parse", "HEAD"]),
+    };
+    const result = await publish("0.0.1");
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe(
+      `tap: has mcpmgr ${version}, newer than 0.0.1: left as it is\nbucket: has mcpmgr ${version}, newer than 0.0.1: left as it is\n`,
+    );
+    expect(git(["--git-dir", remotes.tap, "rev-parse", "HEAD"])).toBe(before.tap);
+    expect(git(["--git-dir", remotes.bucket, "rev-parse", "HEAD"])).toBe(before.bucket);
   }, 60_000);
 });
