@@ -62,6 +62,23 @@ test("a server that closes its stdout but goes on running is stopped, and the fo
   }
 });
 
+test("a server that closes its stdout as it is stopped is stopped as usual, with no warning", async () => {
+  const run = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "slow-to-stop"],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  try {
+    // Its stdin ends and it closes its stdout, then waits for the stop's SIGTERM 2.5 s later: before,
+    // 2 s in it was taken for a server gone deaf, warned about, and its stop cut short.
+    expect(await run.stop("SIGINT")).toBe(0);
+    expect(run.output()).toContain("SIGINT: stopped unruly-stdio");
+    expect(run.output()).not.toContain("closed its stdout but kept running");
+  } finally {
+    await run.stop();
+  }
+});
+
 test("a server that stops reading its input: requests past the backlog fail at once, and its exit leaves one line", async () => {
   const run = await spawnUntil(
     [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "stops-reading"],
