@@ -18,6 +18,8 @@ export interface ServerHandle {
   readonly redact: (text: string) => string;
   /** Graceful stop, forced after graceMs. */
   stop(graceMs?: number): Promise<unknown>;
+  /** Whether a stop was asked for: output ending then is the server winding down, not a fault. */
+  readonly stopping?: boolean;
 }
 
 /**
@@ -31,23 +33,37 @@ export interface LaunchedServer {
 }
 
 export function processHandle(child: LocalProcess, redact: (text: string) => string): ServerHandle {
+  let stopping = false;
   return {
     stdout: child.proc.stdout,
     stderr: child.proc.stderr,
     stdin: child.proc.stdin,
     exited: child.proc.exited,
     redact,
-    stop: (graceMs) => child.stop(graceMs),
+    stop: (graceMs) => {
+      stopping = true;
+      return child.stop(graceMs);
+    },
+    get stopping() {
+      return stopping;
+    },
   };
 }
 
 export function containerHandle(container: ContainerServer, redact: (text: string) => string): ServerHandle {
+  let stopping = false;
   return {
     stdout: container.stdout,
     stderr: container.stderr,
     stdin: container.stdin,
     exited: container.exited,
     redact,
-    stop: (graceMs) => container.stop(graceMs),
+    stop: (graceMs) => {
+      stopping = true;
+      return container.stop(graceMs);
+    },
+    get stopping() {
+      return stopping;
+    },
   };
 }

@@ -62,13 +62,34 @@ const HELD_AFTER_CUT = 8 * 1024;
 
 /**
  * Where to cut a long line so no secret value lies across the cut: a cut is safe when redacting the
- * two pieces gives what redacting the whole does. Without secrets the first candidate is taken.
+ * two pieces gives what redacting the whole does. Where a value lies across it, the first piece's
+ * redaction departs from the whole's where that value begins (what follows in the piece is its head,
+ * unredacted), so the next try is there: a value repeated end to end is cut between two copies.
+ * Never inside a character of two UTF-16 units. When no cut is safe, nothing is held back.
  */
 function cutOutsideSecrets(text: string, redact: (text: string) => string): number {
   const whole = redact(text);
   let cut = text.length - HELD_AFTER_CUT;
-  while (cut > HELD_AFTER_CUT && redact(text.slice(0, cut)) + redact(text.slice(cut)) !== whole) cut -= 251;
-  return cut;
+  for (let tries = 0; tries < MAX_CUT_TRIES && cut > 0; tries += 1) {
+    if (isLowSurrogate(text.charCodeAt(cut))) cut -= 1;
+    const head = redact(text.slice(0, cut));
+    if (head + redact(text.slice(cut)) === whole) return cut;
+    cut -= Math.max(1, head.length - commonPrefixLength(head, whole));
+  }
+  return text.length;
+}
+
+/** Enough for values that overlap each other; a cut found is usually the first or second try. */
+const MAX_CUT_TRIES = 64;
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}
+
+function commonPrefixLength(a: string, b: string): number {
+  let at = 0;
+  while (at < a.length && a.charCodeAt(at) === b.charCodeAt(at)) at += 1;
+  return at;
 }
 
 /** What separates the exit reason from the server's last output in `exitReason`'s text. */

@@ -85,13 +85,15 @@ export async function connectStdioServer(
     });
   }
   // A server that closes its stdout but goes on running can never answer again: stopped, so its
-  // exit is what a foreground run reports and what a supervisor restarts after.
+  // exit is what a foreground run reports and what a supervisor restarts after. Not one that mcpmgr
+  // is stopping: many close their stdout as they wind down, and that stop has its own grace.
   void channel.closed.then(async () => {
+    if (server.stopping) return;
     const gone = await Promise.race([
       server.exited.then(() => true),
       Bun.sleep(STDOUT_CLOSED_GRACE_MS).then(() => false),
     ]);
-    if (gone) return;
+    if (gone || server.stopping) return;
     ctx.log.warn(`${name}: the MCP server closed its stdout but kept running: stopping it`);
     await server.stop(1_000);
   });

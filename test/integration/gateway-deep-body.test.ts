@@ -44,3 +44,19 @@ test("a tools/call nested 100,000 levels deep is refused with -32600; the worklo
   expect(JSON.stringify(answer.find((message) => message.id === 2))).toContain("still here");
   expect(gateway.output()).not.toContain("Maximum call stack");
 });
+
+test("a body nested exactly 256 levels deep passes, as at the bridge; one level more is refused", async () => {
+  // The envelope, params and arguments are three levels: 253 more make 256.
+  const call = (id: number, levels: number) =>
+    session.post(
+      `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"deep_echo","arguments":{"text":"deep","deep":${"[".repeat(levels)}${"]".repeat(levels)}}}}`,
+    );
+  const passed = await call(3, 253);
+  expect(passed.status).toBe(200);
+  expect(JSON.stringify(await answerMessages(passed))).not.toContain("nested deeper");
+  const refused = await call(4, 254);
+  expect(refused.status).toBe(400);
+  expect(await refused.json()).toMatchObject({
+    error: { code: -32600, message: "Invalid Request: JSON nested deeper than 256 levels" },
+  });
+});

@@ -34,3 +34,12 @@ test.each([
   const line = expectOneLineError(result, code);
   expect(line).toContain("the file is larger than 16 MiB");
 });
+
+test("--ca-cert names a 20 MiB file: one line naming the cap", () => {
+  // Read where a container build is planned: /dev/zero took 5.9 GB within 20 s before.
+  const env = { ...cliEnv(home), MCPMGR_RUNTIME: "docker" };
+  const result = runCli(env, ["run", "npx://./test/fixtures/unruly-stdio", "--ca-cert", huge]);
+  const line = expectOneLineError(result, 2);
+  expect(line).toContain("--ca-cert");
+  expect(line).toContain("the file is larger than 16 MiB");
+});

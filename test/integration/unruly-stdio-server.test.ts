@@ -62,6 +62,23 @@ test("a server that closes its stdout but goes on running is stopped, and the fo
   }
 });
 
+test("a server that closes its stdout as it is stopped is stopped as usual, with no warning", async () => {
+  const run = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "slow-to-stop"],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000 },
+  );
+  try {
+    // Its stdin ends and it closes its stdout, then waits for the stop's SIGTERM 2.5 s later: before,
+    // 2 s in it was taken for a server gone deaf, warned about, and its stop cut short.
+    expect(await run.stop("SIGINT")).toBe(0);
+    expect(run.output()).toContain("SIGINT: stopped unruly-stdio");
+    expect(run.output()).not.toContain("closed its stdout but kept running");
+  } finally {
+    await run.stop();
+  }
+});
+
 test("a server that stops reading its input: requests past the backlog fail at once, and its exit leaves one line", async () => {
   const run = await spawnUntil(
     [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "stops-reading"],
@@ -111,5 +128,65 @@ test("a server that stops reading its input: requests past the backlog fail at o
     expect(run.output()).not.toContain("EPIPE");
   } finally {
     await run.stop();
+  }
+});
+
+test("a server that reads its input slowly is not refused: what waits for it is bounded, not what it was ever sent", async () => {
+  const run = await spawnUntil(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "reads-slowly"],
+    /^(http:\/\/\S+)$/m,
+    { timeoutMs: 30_000, env: { MCPMGR_MAX_MESSAGE_BYTES: String(4 * 1024 * 1024) } },
+  );
+  try {
+    const url = run.match[1] as string;
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+    const openSession = async () => {
+      const init = await fetch(url, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 0,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-06-18",
+            capabilities: {},
+            clientInfo: { name: "unruly-test", version: "1" },
+          },
+        }),
+      });
+      await init.text();
+      return {
+        ...headers,
+        "mcp-session-id": init.headers.get("mcp-session-id") as string,
+        "mcp-protocol-version": "2025-06-18",
+      };
+    };
+    // Four sessions, each with one 512 KB call at a time: at most 2 MB ever waits for the server,
+    // half the limit, while 60 MB go through it without its input ever being empty.
+    const padding = "z".repeat(512 * 1024);
+    const answers = (
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          const session = await openSession();
+          const texts: string[] = [];
+          for (let i = 1; i <= 30; i += 1) {
+            const body = {
+              jsonrpc: "2.0",
+              id: i,
+              method: "tools/call",
+              params: { name: "written", arguments: { padding } },
+            };
+            const res = await fetch(url, { method: "POST", headers: session, body: JSON.stringify(body) });
+            texts.push(await res.text());
+          }
+          return texts;
+        }),
+      )
+    ).flat();
+    expect(answers.filter((text) => text.includes("not reading its input"))).toEqual([]);
+    expect(answers.every((text) => text.includes('"result"'))).toBe(true);
+  } finally {
+    expect(await run.stop("SIGINT")).toBe(0);
   }
 });

@@ -48,3 +48,32 @@ test("a long line is never cut inside a secret value: the value is still redacte
     expect(text).toContain("***");
   }
 });
+
+/** What the server wrote, from what was logged: each line without its prefix. */
+function bodies(lines: readonly string[]): string[] {
+  return lines.map((line) => line.replace(/^s stderr: /, ""));
+}
+
+test("a secret written over and over without a line end is never cut: every piece is redacted whole", async () => {
+  // Lengths that the search's stride (and a naive cut) lands inside of, a prime one among them.
+  for (const length of [40, 251, 997, 1000, 4096]) {
+    const secret = Array.from({ length }, (_, i) => String.fromCharCode(65 + ((i * 7) % 26))).join("");
+    const lines: string[] = [];
+    const log = { debug: (m: string) => lines.push(m), info() {}, warn() {}, error() {} };
+    const server = { ...serverWriting([secret.repeat(Math.ceil((3 * MAX_LINE_CHARS) / length)), "\n"]) };
+    await keepOutput({ ...server, redact: redactor([secret]) }, "s", log, undefined, false).drained;
+    expect(lines.length).toBeGreaterThan(1);
+    for (const body of bodies(lines))
+      expect({ length, body }).toEqual({ length, body: expect.stringMatching(/^(\*\*\*)+$/) });
+  }
+});
+
+test("a cut never splits a character outside the Basic Multilingual Plane", async () => {
+  for (const lead of ["", "a"]) {
+    const text = `${lead}${"😀".repeat(MAX_LINE_CHARS)}b`;
+    const lines = await logged([text, "\n"]);
+    expect(lines.length).toBeGreaterThan(1);
+    for (const body of bodies(lines)) expect(body.isWellFormed()).toBe(true);
+    expect(bodies(lines).join("")).toBe(text);
+  }
+});

@@ -44,31 +44,34 @@ export interface ServerChannelOptions {
 }
 
 export function lineChannel(options: ServerChannelOptions): ServerChannel {
-  const closed = readLines(options, (line) => {
-    const parsed = parseJsonText(line);
-    if ("error" in parsed) {
-      options.onInvalidLine?.(line.length > 500 ? `${line.slice(0, 500)}…` : line);
-      return;
-    }
-    options.onMessage(parsed.value);
-  });
-  // One flush per burst of sends (a microtask): with many requests in flight, each flush is a
-  // write syscall and a wake-up of the server, so batching them is most of the win.
   const maxWaiting = options.maxMessageBytes ?? defaultMaxMessageBytes;
-  // Characters handed to stdin since its buffer was last empty (a close bound on the bytes).
-  let waiting = 0;
+  // Characters handed to stdin, and how many of them the server is known to have taken (a close
+  // bound on the bytes). A write's promise settles only once the sink is empty, which a server that
+  // reads slowly under steady traffic never lets happen; but a server reads its stdin in order, so
+  // its answer to a request says it took everything up to that request's end.
+  let written = 0;
+  let taken = 0;
   let lastWrite = 0;
-  const track = (result: unknown, size: number) => {
+  /** Requests sent and not answered yet, by id: where each ends in what was written (in order). */
+  const ends = new Map<string | number, number>();
+  const takenUpTo = (end: number) => {
+    taken = Math.max(taken, end);
+    for (const [id, at] of ends) {
+      if (at > taken) break;
+      ends.delete(id);
+    }
+  };
+  const track = (result: unknown) => {
     if (!(result instanceof Promise)) {
-      waiting = 0;
+      takenUpTo(written);
       return;
     }
-    waiting += size;
     const write = ++lastWrite;
+    const end = written;
     // Every pending write settles when the buffer drains; only the latest one says it is empty.
     result.then(
       () => {
-        if (write === lastWrite) waiting = 0;
+        if (write === lastWrite) takenUpTo(end);
       },
       () => {},
     );
@@ -85,12 +88,29 @@ export function lineChannel(options: ServerChannelOptions): ServerChannel {
       // The server is gone; `closed` reports it.
     }
   };
+  const closed = readLines(options, (line) => {
+    const parsed = parseJsonText(line);
+    if ("error" in parsed) {
+      options.onInvalidLine?.(line.length > 500 ? `${line.slice(0, 500)}…` : line);
+      return;
+    }
+    const { value } = parsed;
+    if (isAnswer(value)) {
+      const end = ends.get(value.id);
+      if (end !== undefined) takenUpTo(end);
+    }
+    options.onMessage(value);
+  });
   return {
     send(message) {
       const line = `${JSON.stringify(message)}\n`;
-      const held = options.stdin.waiting?.() ?? waiting;
+      const held = options.stdin.waiting?.() ?? written - taken;
       if (held > 0 && held + line.length > maxWaiting) throw new ServerNotReading(held);
-      track(options.stdin.write(line), line.length);
+      const result = options.stdin.write(line);
+      written += line.length;
+      if ("method" in message && "id" in message && (typeof message.id === "string" || typeof message.id === "number"))
+        ends.set(message.id, written);
+      track(result);
       if (!flushScheduled && options.stdin.flush) {
         flushScheduled = true;
         queueMicrotask(flush);
@@ -98,6 +118,12 @@ export function lineChannel(options: ServerChannelOptions): ServerChannel {
     },
     closed,
   };
+}
+
+/** A server's answer to a request (a response: an id and no method). */
+function isAnswer(value: unknown): value is { id: string | number } {
+  if (typeof value !== "object" || value === null || "method" in value || !("id" in value)) return false;
+  return typeof value.id === "string" || typeof value.id === "number";
 }
 
 /** How much of a dropped line's head and tail is kept to find its id. */

@@ -9,6 +9,7 @@ import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { imageRefPattern, specExamples } from "../../config/package-refs.ts";
 import ignore from "ignore";
+import { FileTooLarge, readCappedFile } from "../../bounded-file.ts";
 import { McpmgrError } from "../../errors.ts";
 import { LOCAL_IGNORE_FILE } from "../ignore-overlays.ts";
 import type { ServerSource } from "../source.ts";
@@ -65,9 +66,10 @@ export function validateAddPackages(names: readonly string[]): void {
 export function readCaCert(path: string): string {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    throw new McpmgrError("INVALID_OPTION", `--ca-cert ${JSON.stringify(path)}: cannot read the file`, {
+    text = readCappedFile(path);
+  } catch (err) {
+    const why = err instanceof FileTooLarge ? err.message : "cannot read the file";
+    throw new McpmgrError("INVALID_OPTION", `--ca-cert ${JSON.stringify(path)}: ${why}`, {
       hint: "give the path of a PEM certificate file",
     });
   }
