@@ -32,12 +32,9 @@ import type { GroupCatalog } from "./catalog.ts";
 import { ChangedMaybe } from "./changed-maybe.ts";
 import { whenReopened } from "./member-subscriptions.ts";
 import { PoolCalls, type RequestId } from "./pool-calls.ts";
+import { FIRST_RESUME_MS, MAX_RESUME_MS, ReplacementPace } from "./replacement-pace.ts";
 import { SessionSubscriptions } from "./session-subscriptions.ts";
 import { connectUpstream, endUpstream, MEMBER_SESSION_END_MS, requestLogRelay, type Upstream } from "./upstream.ts";
-
-/** The pause before opening a lost connection again, when opening fails; it doubles up to the cap. */
-const FIRST_RESUME_MS = 1_000;
-const MAX_RESUME_MS = 30_000;
 
 export interface PoolPeer {
   /** What the gateway's client can answer (sampling, elicitation, roots), mirrored upstream. */
@@ -63,10 +60,8 @@ export class UpstreamPool {
   #closed = false;
   /** What the session follows at each workload (2025-era sessions only: a 2026-07-28 caller subscribes to nothing). */
   readonly subscriptions: SessionSubscriptions;
-  /** When each connection opened, to tell a member that keeps forgetting new sessions (`#replaceLost`). */
-  readonly #openedAt = new WeakMap<Upstream, number>();
-  /** Per workload: the pause before replacing a connection lost soon after it opened. */
-  readonly #lossPause = new Map<string, number>();
+  /** How soon a lost connection is opened again (the pause grows while new ones are lost soon). */
+  readonly #pace = new ReplacementPace();
   /** Connections replaced but left to finish their calls (`forget` with `drain`), ended with the session. */
   readonly #draining = new Set<Upstream>();
   /** The session's own announcements of URIs whose updates may have been lost. */
@@ -102,7 +97,7 @@ export class UpstreamPool {
       connecting
         .then((client) => {
           this.#opened.set(connecting, client);
-          this.#openedAt.set(client, performance.now());
+          this.#pace.opened(client);
         })
         .catch(() => {});
       // A failed open is retried by the next request rather than remembered.
@@ -316,21 +311,10 @@ export class UpstreamPool {
     if (failed !== undefined) this.#replaceLost(workload, failed);
   }
 
-  /**
-   * Opens a connection again for `lost`'s subscriptions: at once after one that lasted, but after a pause
-   * that doubles (1 s up to 30 s) while each new one is lost within 30 s of opening. A workload that
-   * forgets every session soon after it is subscribed (it crashes on the subscription, expires sessions
-   * at once) would otherwise get a new member session, and its subscriptions, without end or pause.
-   */
+  /** Opens a connection again for `lost`'s subscriptions, after the pause `ReplacementPace` sets. */
   #replaceLost(workload: string, lost: Upstream): void {
-    const lived = performance.now() - (this.#openedAt.get(lost) ?? 0);
-    if (lived >= MAX_RESUME_MS) {
-      this.#lossPause.delete(workload);
-      return this.#resume(workload);
-    }
-    const pause = this.#lossPause.get(workload);
-    this.#lossPause.set(workload, pause === undefined ? FIRST_RESUME_MS : Math.min(pause * 2, MAX_RESUME_MS));
-    if (pause === undefined) return this.#resume(workload);
+    const pause = this.#pace.afterLoss(workload, lost);
+    if (pause === 0) return this.#resume(workload);
     setTimeout(() => this.#resume(workload), pause).unref?.();
   }
 
