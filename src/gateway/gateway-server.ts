@@ -18,6 +18,7 @@ import type { GatewaySearch } from "./search.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 import { MAX_INPUT_ROUNDS, withRequestScope } from "./upstream.ts";
 import { memberSubscription } from "./member-subscriptions.ts";
+import type { Subscribing } from "./session-subscriptions.ts";
 import { memberParamHeaders } from "./param-headers.ts";
 import {
   asksForLogs,
@@ -118,7 +119,8 @@ export function createGatewayServer(
 
   /**
    * `listedAs`: a tools/call's tool as the gateway lists it (for its x-mcp-header declarations);
-   * `again`: this is the request sent again on a new member session, the first one having been forgotten.
+   * `again`: this is the request sent again on a new member session, the first one having been forgotten
+   * (a subscribe's: with the first sending's `retried` ticket, which an unsubscribe sent meanwhile withdrew).
    */
   const forward = async (
     workload: string,
@@ -127,6 +129,7 @@ export function createGatewayServer(
     ctx: ServerContext,
     listedAs?: string,
     again = false,
+    retried?: Subscribing,
   ): Promise<Result> => {
     await catalog.joining(workload, options.timeoutMs);
     const why = catalog.whyUnavailable(workload);
@@ -169,7 +172,10 @@ export function createGatewayServer(
     // workload restarted) follows them again; one unsubscribed is never followed again, whatever the answer.
     const subscriptions = pool().subscriptions;
     const uri = params.uri as string;
-    const subscribing = method === "resources/subscribe" ? subscriptions.admit(workload, uri) : undefined;
+    const subscribing = method === "resources/subscribe" ? (retried ?? subscriptions.admit(workload, uri)) : undefined;
+    // The session unsubscribed after sending this subscribe, which met a forgotten member session: its last
+    // word stands, and the new member session is not subscribed (its updates would reach the session).
+    if (subscribing?.withdrawn) return {};
     if (method === "resources/unsubscribe") subscriptions.removed(workload, uri);
     const release = pool().track(workload, ctx.mcpReq.id, upstream);
     const sentOnSession =
@@ -224,8 +230,18 @@ export function createGatewayServer(
       if (err instanceof SdkHttpError && err.status === 404) {
         pool().forget(workload, upstream);
         if (!again && upstream.getProtocolEra() === "legacy" && sentOnSession)
-          return await forward(workload, method, params, ctx, listedAs, true);
+          return await forward(workload, method, params, ctx, listedAs, true, subscribing);
       }
+      // A subscription change whose connection the gateway replaced under it (a 404 on another request, the
+      // workload's leave and join: the old one is ended at once, and a 2026-07-28 member's listen with it)
+      // goes once more on the current one: it sets the same URI again, and the new connection's
+      // re-subscription listed the session's URIs without this one.
+      if (
+        !again &&
+        (method === "resources/subscribe" || method === "resources/unsubscribe") &&
+        pool().replaced(workload, upstream)
+      )
+        return await forward(workload, method, params, ctx, listedAs, true, subscribing);
       throw unavailable(workload, `workload '${workload}' failed to answer (${excerpt(errorMessage(err), 300)})`);
     } finally {
       release();

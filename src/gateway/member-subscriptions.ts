@@ -30,8 +30,11 @@ import type { Upstream } from "./upstream.ts";
 
 type Subscription = Awaited<ReturnType<Upstream["listen"]>>;
 
-/** URIs the session no longer follows at the workload (with why), for the session to be told. */
-export type Dropped = (uris: readonly string[], why: string) => void;
+/**
+ * URIs the session no longer follows at the workload (with why), for the session to be told; `cause`: the
+ * failure that dropped them, when one did (none when the workload's acknowledgement left them out).
+ */
+export type Dropped = (uris: readonly string[], why: string, cause?: unknown) => void;
 
 /** Per connection: the URIs the session follows there, and the one stream that names them. */
 interface Held {
@@ -114,7 +117,7 @@ export async function followAgain(
       adopt(upstream, state, await upstream.listen({ resourceSubscriptions: [...state.uris] }), why);
     } catch (err) {
       for (const uri of wanted) state.uris.delete(uri);
-      dropped(wanted, `${why}: the workload refused the subscription stream (${excerpt(errorMessage(err), 200)})`);
+      dropped(wanted, `${why}: the workload refused the subscription stream (${excerpt(errorMessage(err), 200)})`, err);
     }
   });
 }

@@ -202,13 +202,17 @@ export class SessionSubscriptions {
             client.request({ method: "resources/subscribe", params: { uri } }, anyResult, { timeout: timeoutMs }),
           ),
         );
-        const failures = new Map<string, string[]>();
+        // By reason: one line per reason, with the failure itself (its code, for a subscribe carried: `carry`).
+        const failures = new Map<string, { lost: string[]; cause: unknown }>();
         outcomes.forEach((outcome, i) => {
           if (outcome.status === "fulfilled") return;
           const why = excerpt(errorMessage(outcome.reason), 200);
-          failures.set(why, [...(failures.get(why) ?? []), batch[i] as string]);
+          const failure = failures.get(why) ?? { lost: [] as string[], cause: outcome.reason as unknown };
+          failure.lost.push(batch[i] as string);
+          failures.set(why, failure);
         });
-        for (const [why, lost] of failures) dropped(lost, `${AGAIN}: subscribing again failed (${why})`);
+        for (const [why, { lost, cause }] of failures)
+          dropped(lost, `${AGAIN}: subscribing again failed (${why})`, cause);
       }
     // Those dropped meanwhile (refused, or unsubscribed by the session while this went on) are not followed.
     return uris.filter((uri) => this.follows(workload, uri));

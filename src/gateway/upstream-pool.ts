@@ -31,14 +31,10 @@ import { droppedStreamText } from "../proxy/event-stream.ts";
 import type { GroupCatalog } from "./catalog.ts";
 import { ChangedMaybe } from "./changed-maybe.ts";
 import { whenReopened } from "./member-subscriptions.ts";
+import { PoolCalls, type RequestId } from "./pool-calls.ts";
+import { FIRST_RESUME_MS, MAX_RESUME_MS, ReplacementPace } from "./replacement-pace.ts";
 import { SessionSubscriptions } from "./session-subscriptions.ts";
 import { connectUpstream, endUpstream, MEMBER_SESSION_END_MS, requestLogRelay, type Upstream } from "./upstream.ts";
-
-type RequestId = string | number;
-
-/** The pause before opening a lost connection again, when opening fails; it doubles up to the cap. */
-const FIRST_RESUME_MS = 1_000;
-const MAX_RESUME_MS = 30_000;
 
 export interface PoolPeer {
   /** What the gateway's client can answer (sampling, elicitation, roots), mirrored upstream. */
@@ -59,21 +55,19 @@ export class UpstreamPool {
   readonly #open = new Map<string, Promise<Upstream>>();
   /** The connection each opening gave, once it has (to tell a current connection from an earlier one). */
   readonly #opened = new WeakMap<Promise<Upstream>, Upstream>();
-  readonly #inFlight = new Map<string, RequestId[]>();
+  readonly #calls = new PoolCalls();
   #logLevel: LoggingLevel | undefined;
   #closed = false;
   /** What the session follows at each workload (2025-era sessions only: a 2026-07-28 caller subscribes to nothing). */
   readonly subscriptions: SessionSubscriptions;
-  /** When each connection opened, to tell a member that keeps forgetting new sessions (`#replaceLost`). */
-  readonly #openedAt = new WeakMap<Upstream, number>();
-  /** Per workload: the pause before replacing a connection lost soon after it opened. */
-  readonly #lossPause = new Map<string, number>();
-  /** The gateway requests in flight on each connection, and who waits for it to have none. */
-  readonly #busy = new WeakMap<Upstream, { calls: number; quiet: (() => void)[] }>();
+  /** How soon a lost connection is opened again (the pause grows while new ones are lost soon). */
+  readonly #pace = new ReplacementPace();
   /** Connections replaced but left to finish their calls (`forget` with `drain`), ended with the session. */
   readonly #draining = new Set<Upstream>();
   /** The session's own announcements of URIs whose updates may have been lost. */
   readonly #changedMaybe: ChangedMaybe;
+  /** Connections whose event stream failed to open while the session followed nothing there (never reopened). */
+  readonly #streamless = new WeakSet<Upstream>();
 
   /**
    * Without a peer (a 2026-07-28 caller's pool), workloads are reached as 2026-07-28 servers where they
@@ -103,7 +97,7 @@ export class UpstreamPool {
       connecting
         .then((client) => {
           this.#opened.set(connecting, client);
-          this.#openedAt.set(client, performance.now());
+          this.#pace.opened(client);
         })
         .catch(() => {});
       // A failed open is retried by the next request rather than remembered.
@@ -132,7 +126,7 @@ export class UpstreamPool {
         capabilities: peer ? mirrored(peer.capabilities()) : {},
         onRequest: (request, signal) => {
           if (peer === undefined) throw new Error(`the gateway client cannot answer ${request.method} requests`);
-          return peer.request(request, this.#latest(workload), signal);
+          return peer.request(request, this.#calls.latest(workload), signal);
         },
         onNotification: (notification) => {
           // A 2026-07-28 caller's pool: a log line on a request's own stream goes back on that request's.
@@ -147,7 +141,7 @@ export class UpstreamPool {
             notification.method === "notifications/message" ||
             notification.method === "notifications/resources/updated"
           )
-            peer.notify(notification, this.#latest(workload));
+            peer.notify(notification, this.#calls.latest(workload));
         },
         onClose: () => this.#drop(workload, opening()),
         onLost: (why) => this.#lost(workload, opening(), why),
@@ -181,6 +175,8 @@ export class UpstreamPool {
     // Found while it was still opening (its first event stream refused): once it has opened.
     if (client === undefined) return void opening.then(() => this.#lost(workload, opening, why)).catch(() => {});
     if (this.subscriptions.holds(workload)) this.forget(workload, client, why === "stream");
+    // Nothing followed there yet (the session's first connection): replaced when a subscribe is (`carry`).
+    else if (why === "stream") this.#streamless.add(client);
   }
 
   /**
@@ -210,17 +206,25 @@ export class UpstreamPool {
    * session's URIs before this one was added), `uri` is subscribed on the current one too, before the
    * session is told it follows it. With no current connection, the next one's re-subscription takes it.
    * Fails when the current one refuses `uri` (no longer followed then): the session's subscribe is
-   * answered with that refusal rather than `{}` and a warning, as a subscribe refused outright is.
+   * answered with that refusal rather than `{}` and a warning, as a subscribe refused outright is. When `on`
+   * is current but its event stream never opened (`#streamless`: the session followed nothing there when it
+   * failed), it is replaced as a lost one is, and the new one's re-subscription takes `uri`.
    */
   async carry(workload: string, uri: string, on: Upstream): Promise<void> {
+    if (this.#peer === undefined) return;
     const current = await this.#open.get(workload)?.catch(() => undefined);
-    if (current === undefined || current === on || this.#peer === undefined) return;
-    let refused: string | undefined;
+    if (current === on && this.#streamless.has(on)) {
+      this.forget(workload, on, true);
+      // The session is told it follows `uri` once the new connection has subscribed it (or failed to open).
+      return void (await this.#open.get(workload)?.catch(() => undefined));
+    }
+    if (current === undefined || current === on) return;
+    let refused: { why: string; cause: unknown } | undefined;
     let carrying = true;
     // Also the connection's reporter from now on when it holds no subscription stream yet (followAgain).
-    const report = (lost: readonly string[], why: string) => {
+    const report = (lost: readonly string[], why: string, cause?: unknown) => {
       const mine = carrying && lost.includes(uri);
-      if (mine) refused = why;
+      if (mine) refused = { why, cause };
       const others = mine ? lost.filter((one) => one !== uri) : lost;
       if (others.length > 0) this.subscriptions.dropped(workload, others, why);
     };
@@ -230,12 +234,18 @@ export class UpstreamPool {
     if (refused !== undefined) {
       this.subscriptions.refused(workload, uri);
       throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        `workload '${workload}' did not take the subscription to ${JSON.stringify(uri)}: ${refused}`,
+        carriedCode(refused.cause),
+        `workload '${workload}' did not take the subscription to ${JSON.stringify(uri)}: ${refused.why}`,
         { workload },
       );
     }
     this.#changedMaybe.followedAgain(followed);
+  }
+
+  /** Whether `client`, a connection to `workload`, is no longer its current one while the session lasts. */
+  replaced(workload: string, client: Upstream): boolean {
+    const opening = this.#open.get(workload);
+    return !this.#closed && (opening === undefined || this.#opened.get(opening) !== client);
   }
 
   /** `workload` joined the group (again): the resources the session followed there are followed again. */
@@ -255,43 +265,7 @@ export class UpstreamPool {
 
   /** Marks a gateway request as in flight on a workload's connection (`on`) until `release` is called. */
   track(workload: string, id: RequestId, on: Upstream): () => void {
-    const list = this.#inFlight.get(workload) ?? [];
-    list.push(id);
-    this.#inFlight.set(workload, list);
-    let busy = this.#busy.get(on);
-    if (busy === undefined) {
-      busy = { calls: 0, quiet: [] };
-      this.#busy.set(on, busy);
-    }
-    const calls = busy;
-    calls.calls++;
-    let released = false;
-    return () => {
-      const at = list.indexOf(id);
-      if (at !== -1) list.splice(at, 1);
-      if (released) return;
-      released = true;
-      if (--calls.calls === 0) for (const quiet of calls.quiet.splice(0)) quiet();
-    };
-  }
-
-  /** Once no gateway request is in flight on `client`, or `boundMs` has passed. */
-  #quiet(client: Upstream, boundMs: number): Promise<void> {
-    const busy = this.#busy.get(client);
-    if (busy === undefined || busy.calls === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      // Never what keeps the gateway running (its shutdown ends the connection itself, `close`).
-      const timer = setTimeout(resolve, boundMs);
-      timer.unref?.();
-      busy.quiet.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
-
-  #latest(workload: string): RequestId | undefined {
-    return this.#inFlight.get(workload)?.at(-1);
+    return this.#calls.track(workload, id, on);
   }
 
   /** The level the session set (`logging/setLevel`), if any. */
@@ -337,21 +311,10 @@ export class UpstreamPool {
     if (failed !== undefined) this.#replaceLost(workload, failed);
   }
 
-  /**
-   * Opens a connection again for `lost`'s subscriptions: at once after one that lasted, but after a pause
-   * that doubles (1 s up to 30 s) while each new one is lost within 30 s of opening. A workload that
-   * forgets every session soon after it is subscribed (it crashes on the subscription, expires sessions
-   * at once) would otherwise get a new member session, and its subscriptions, without end or pause.
-   */
+  /** Opens a connection again for `lost`'s subscriptions, after the pause `ReplacementPace` sets. */
   #replaceLost(workload: string, lost: Upstream): void {
-    const lived = performance.now() - (this.#openedAt.get(lost) ?? 0);
-    if (lived >= MAX_RESUME_MS) {
-      this.#lossPause.delete(workload);
-      return this.#resume(workload);
-    }
-    const pause = this.#lossPause.get(workload);
-    this.#lossPause.set(workload, pause === undefined ? FIRST_RESUME_MS : Math.min(pause * 2, MAX_RESUME_MS));
-    if (pause === undefined) return this.#resume(workload);
+    const pause = this.#pace.afterLoss(workload, lost);
+    if (pause === 0) return this.#resume(workload);
     setTimeout(() => this.#resume(workload), pause).unref?.();
   }
 
@@ -359,7 +322,7 @@ export class UpstreamPool {
   async #end(client: Upstream, drain: boolean): Promise<void> {
     if (drain) {
       this.#draining.add(client);
-      await this.#quiet(client, this.#timeoutMs);
+      await this.#calls.quiet(client, this.#timeoutMs);
       // Ended with the session's other connections if the session ended meanwhile (`close`).
       if (!this.#draining.delete(client)) return;
     }
@@ -388,6 +351,16 @@ export class UpstreamPool {
     await Promise.race([ended, bound]);
     clearTimeout(timer);
   }
+}
+
+/**
+ * The code of a carried subscribe's failure: the member's own when it answered an error, invalid params when
+ * its acknowledgement left the URI out (a refusal), and an internal error when it failed to answer (a 404 of
+ * the new session too, a timeout, the connection lost): a passing failure, not the client's mistake.
+ */
+function carriedCode(cause: unknown): number {
+  if (cause instanceof ProtocolError) return cause.code;
+  return cause === undefined ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError;
 }
 
 /** Only what a workload may ask its client for; the rest is between the gateway and its client. */

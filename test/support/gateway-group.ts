@@ -99,7 +99,7 @@ export async function createTestGroup(): Promise<TestGroup> {
  * Whether a workload's update of `uri` reaches a gateway client (`updates`: the URIs of those it got):
  * polls `send`, which makes the workload announce one, until the client has `uri`'s, twice over. The
  * gateway announces each URI it follows again on a new member session itself (upstream-pool.ts
- * `changedMaybe`), once per new session or reopened stream: that one can pass for one round, not for
+ * `changed-maybe.ts`), once per new session or reopened stream: that one can pass for one round, not for
  * both (unless the stream is reopened again meanwhile), so at least one came from the workload.
  */
 export async function receivesUpdate(

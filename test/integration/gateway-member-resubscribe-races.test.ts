@@ -1,0 +1,134 @@
+/**
+ * Races of a gateway session's subscriptions with its member sessions' ends (subs32), past the window
+ * test file's (gateway-member-resubscribe-window.test.ts):
+ *  - a subscribe that met a forgotten member session (404) is sent again on a new one; an unsubscribe
+ *    the client sent in between is its last word, and the new member session must not be subscribed;
+ *  - a subscribe carried to the new member session (it was answered on the replaced one) that fails
+ *    there for a passing reason (a 404 of the new session too) is not answered as invalid params;
+ *  - a session's very first member session whose event stream failed to open before the session
+ *    followed anything there carries no update: a subscribe on it replaces it.
+ * Real SDK members (test/fixtures/member-server.ts) run with `mcpmgr run URL`, a real gateway, an SDK
+ * client; the member holds requests (`holdSubscribes`, `forgetAtSubscribe`) to open each window.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { McpError, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
+import { createTestGroup, receivesUpdate, type TestGroup, until } from "../support/gateway-group.ts";
+
+setDefaultTimeout(60_000);
+
+const RU = "retry://u";
+const CA = "carry://a";
+const CB = "carry://b";
+const QA = "quiet://a";
+let retrying: MemberServer;
+let carrying: MemberServer;
+let quiet: MemberServer;
+let group: TestGroup;
+let gatewayUrl: string;
+
+beforeAll(async () => {
+  retrying = startMemberServer({ name: "retrying", resources: [RU], subscribable: {} });
+  carrying = startMemberServer({ name: "carrying", resources: [CA, CB], subscribable: {} });
+  quiet = startMemberServer({ name: "quiet", resources: [QA], subscribable: {} });
+  group = await createTestGroup();
+  group.run(retrying.url, "retrying", "races");
+  group.run(carrying.url, "carrying", "races");
+  group.run(quiet.url, "quiet", "races");
+  gatewayUrl = (await group.gateway("races")).url;
+}, 120_000);
+
+afterAll(async () => {
+  await group?.cleanup();
+  await retrying?.stop();
+  await carrying?.stop();
+  await quiet?.stop();
+});
+
+async function connected(updates: string[]): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const client = new Client({ name: "races", version: "1.0.0" });
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
+  const transport = new StreamableHTTPClientTransport(new URL(gatewayUrl));
+  await client.connect(transport);
+  return { client, transport };
+}
+
+async function ended({ client, transport }: { client: Client; transport: StreamableHTTPClientTransport }) {
+  await transport.terminateSession().catch(() => {});
+  await client.close();
+}
+
+test("a subscribe sent again after a 404 is not, when the client unsubscribed in between", async () => {
+  const session = await connected([]);
+  try {
+    const opened = retrying.sessionsOpened;
+    const release = retrying.forgetAtSubscribe();
+    const subscribed = session.client.subscribeResource({ uri: RU });
+    // The subscribe waits on its way to the member session, which will then be forgotten (404).
+    expect(await until(() => retrying.forgetsWaiting === 1, 20_000)).toBe(true);
+    // The client changes its mind: that unsubscribe is answered (on the session still there) first.
+    await session.client.unsubscribeResource({ uri: RU });
+    release();
+    await subscribed;
+    // The gateway opened a new member session for the 404: it was not subscribed there.
+    expect(retrying.sessionsOpened).toBeGreaterThan(opened);
+    expect(retrying.subscribers(RU)).toBe(0);
+  } finally {
+    await ended(session);
+  }
+});
+
+test("a carried subscribe that the new member session fails to answer (404) is not answered as invalid params", async () => {
+  const session = await connected([]);
+  try {
+    await session.client.subscribeResource({ uri: CA });
+    expect(await until(() => carrying.subscribers(CA) === 1, 10_000)).toBe(true);
+    const opened = carrying.sessionsOpened;
+    const release = carrying.holdSubscribes();
+    let failure: unknown;
+    try {
+      // B is held on the first member session.
+      const subscribed = session.client.subscribeResource({ uri: CB }).catch((err: unknown) => {
+        failure = err;
+      });
+      expect(await until(() => carrying.heldSubscribes === 1, 20_000)).toBe(true);
+      // The new member session's re-subscription of A is held too.
+      carrying.breakEventStream();
+      expect(await until(() => carrying.sessionsOpened > opened && carrying.heldSubscribes === 2, 20_000)).toBe(true);
+      // B, carried to the new member session, meets it forgotten (the member restarted once more).
+      carrying.forgetAtSubscribe()();
+      release();
+      await subscribed;
+    } finally {
+      release();
+    }
+    expect(failure).toBeInstanceOf(McpError);
+    const { code, message } = failure as McpError;
+    expect(message).toContain(`did not take the subscription to ${JSON.stringify(CB)}`);
+    // The member failed to answer: a passing failure (subscribe again), not the client's invalid params.
+    expect(code).toBe(-32603);
+  } finally {
+    await ended(session);
+  }
+});
+
+test("a session's first member session whose event stream failed to open is replaced by a subscribe there", async () => {
+  const updates: string[] = [];
+  quiet.refuseEventStreams(1);
+  const release = quiet.holdSubscribes();
+  const session = await connected(updates);
+  try {
+    const refused = quiet.eventStreamsRefused;
+    const subscribed = session.client.subscribeResource({ uri: QA });
+    // The session's first member session: its event stream refused, its subscribe held.
+    expect(await until(() => quiet.eventStreamsRefused > refused && quiet.heldSubscribes === 1, 20_000)).toBe(true);
+    release();
+    await subscribed;
+    expect(await receivesUpdate(updates, QA, () => quiet.updated(QA), 15_000)).toBe(true);
+  } finally {
+    release();
+    await ended(session);
+  }
+});
