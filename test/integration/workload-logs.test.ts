@@ -148,8 +148,7 @@ test("a run's timed line starts a line of its own after a server whose last word
     const url = started.stdout.trim();
     const client = new Client({ name: "workload-logs-test", version: "1.0.0" });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-    await client.callTool({ name: "log_unended", arguments: { text: "fatal: no line end" } });
-    await client.callTool({ name: "crash", arguments: {} });
+    await client.callTool({ name: "crash", arguments: { last_words: "fatal: no line end" } });
     await client.close().catch(() => {});
     const marker = /^mcpmgr: ---- unended starts, \d{4}-\d\d-\d\dT[\d:.]+Z ----$/;
     await until(
