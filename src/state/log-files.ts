@@ -6,7 +6,17 @@
  * chunks, waiting for a slow reader; `mcpmgr logs` (cli/logs.ts) is the user.
  */
 import { Buffer } from "node:buffer";
-import { appendFileSync, copyFileSync, renameSync, statSync, truncateSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  copyFileSync,
+  fstatSync,
+  openSync,
+  readSync,
+  renameSync,
+  statSync,
+  truncateSync,
+} from "node:fs";
 import { open } from "node:fs/promises";
 
 /** How much of a log is held at once: a log may be as large as its cap (10 MiB unless set higher). */
@@ -80,6 +90,27 @@ export function cappedLog(
     }
     size = 0;
   };
+}
+
+/**
+ * Whether the log's last line has no end: a server's last output before it exited need not end its
+ * line (server-output.ts writes what it had). A line of mcpmgr's own written next must start a line
+ * of its own, not finish the server's. False when the log is empty, missing or unreadable.
+ */
+export function endsMidLine(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, "r");
+    const size = fstatSync(fd).size;
+    if (size === 0) return false;
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    return last[0] !== 0x0a;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /**

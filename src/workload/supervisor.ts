@@ -15,7 +15,7 @@ import { compose } from "../proxy/handler.ts";
 import { serverUnavailable } from "../proxy/jsonrpc.ts";
 import { serve } from "../proxy/serve.ts";
 import { stateIoError } from "../state/atomic-file.ts";
-import { bestEffortLog, cappedLog } from "../state/log-files.ts";
+import { bestEffortLog, cappedLog, endsMidLine } from "../state/log-files.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
 import { type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted, clientsSeeStopped } from "./client-entries.ts";
@@ -333,16 +333,19 @@ async function starter(
     start: (signal) => {
       // Where each run begins in `mcpmgr logs NAME` (the server's own lines carry no time, and a restarted
       // server says the same things again); the name and the time only, nothing of its options.
-      workloadLog(runMarker(name));
+      workloadLog(runMarker(name, endsMidLine(logPath)));
       return startWorkload(spec, ctx, { workloadLog, supervised: true, listener, signal });
     },
     listener,
   };
 }
 
-/** The line that opens each run of a workload in its server log. */
-function runMarker(name: string, at = new Date()): string {
-  return `mcpmgr: ---- ${name} starts, ${at.toISOString()} ----\n`;
+/**
+ * The line that opens each run of a workload in its server log: on a line of its own, also after a
+ * server that exited in the middle of a line (`midLine`).
+ */
+function runMarker(name: string, midLine: boolean, at = new Date()): string {
+  return `${midLine ? "\n" : ""}mcpmgr: ---- ${name} starts, ${at.toISOString()} ----\n`;
 }
 
 /**

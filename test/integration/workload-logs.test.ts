@@ -66,7 +66,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["rotating", "followed", "later-bad", "gw-logs", "gw-crash", "remote-audit", "marked"])
+  for (const name of ["rotating", "followed", "later-bad", "gw-logs", "gw-crash", "remote-audit", "marked", "unended"])
     mcpmgr({}, "rm", name);
   await rm(home, { recursive: true, force: true });
 });
@@ -138,6 +138,30 @@ test("each run of a workload begins with a timed line in its log, which logs and
   } finally {
     expect(mcpmgr({}, "rm", "marked").code).toBe(0);
     expect(await follower.end()).toBe(0);
+  }
+});
+
+test("a run's timed line starts a line of its own after a server whose last words did not end theirs", async () => {
+  const started = mcpmgr({}, "run", PROBE, "--name", "unended");
+  expect(started.code).toBe(0);
+  try {
+    const url = started.stdout.trim();
+    const client = new Client({ name: "workload-logs-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.callTool({ name: "crash", arguments: { last_words: "fatal: no line end" } });
+    await client.close().catch(() => {});
+    const marker = /^mcpmgr: ---- unended starts, \d{4}-\d\d-\d\dT[\d:.]+Z ----$/;
+    await until(
+      () =>
+        read(store.logPath("unended"))
+          .split("\n")
+          .filter((line) => marker.test(line)).length === 2,
+    );
+    const lines = mcpmgr({}, "logs", "unended").stdout.split("\n");
+    expect(lines).toContain("fatal: no line end");
+    expect(lines.filter((line) => line.includes("unended starts")).every((line) => marker.test(line))).toBe(true);
+  } finally {
+    expect(mcpmgr({}, "rm", "unended").code).toBe(0);
   }
 });
 
