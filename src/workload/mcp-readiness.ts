@@ -3,9 +3,12 @@
  * `run`'s and `start`'s wait (workload/supervisor-control.ts).
  */
 import { errorMessage, McpmgrError } from "../errors.ts";
+import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
+import { localListenerClient } from "../proxy/upstream/local-client.ts";
 import { clientUrl } from "../state/workload-url.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { version } from "../version.ts";
+import { liveWorkload, liveWorkloadFetch } from "./live-workload.ts";
 
 /**
  * "Running" is the supervisor's word; an MCP request through the proxy answered with a result
@@ -24,18 +27,21 @@ export async function confirmAnswers(store: WorkloadStore, name: string, failure
   const gatewayKey = readGatewayKey(store.paths);
   const authorization: Record<string, string> = gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {};
   try {
-    const legacy = await probe(url, authorization, "2025-06-18", {
+    // The probe carries the gateway key: it goes only to the supervisor's own listener, never to whoever
+    // took the port of a supervisor that died a moment ago (nor through an http_proxy of the environment).
+    const send = liveWorkloadFetch(await liveWorkload(store, name), localListenerClient().fetch);
+    const legacy = await probe(send, url, authorization, "2025-06-18", {
       method: "initialize",
       params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-readiness", version } },
     });
     if (legacy.answered) {
       if (legacy.session)
-        await fetch(url, { method: "DELETE", headers: { "mcp-session-id": legacy.session, ...authorization } }).catch(
-          () => {},
-        );
+        await send(url, { method: "DELETE", headers: { "mcp-session-id": legacy.session, ...authorization } })
+          .then((response) => response.body?.cancel())
+          .catch(() => {});
       return;
     }
-    const modern = await probe(url, authorization, "2026-07-28", {
+    const modern = await probe(send, url, authorization, "2026-07-28", {
       method: "server/discover",
       params: {
         _meta: {
@@ -61,12 +67,13 @@ export async function confirmAnswers(store: WorkloadStore, name: string, failure
  * challenge (a protected endpoint answering, as intended).
  */
 async function probe(
+  send: UpstreamFetch,
   url: string,
   authorization: Record<string, string>,
   protocolVersion: string,
   request: { method: string; params: Record<string, unknown> },
 ): Promise<{ answered: boolean; status: number; session?: string }> {
-  const response = await fetch(url, {
+  const response = await send(url, {
     method: "POST",
     headers: {
       "content-type": "application/json",

@@ -10,6 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
 import { networkAddress, recordingListener } from "../support/network.ts";
+import { CLI_ENTRY, spawnCollect } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -60,6 +61,43 @@ test("a member on a network address is reached directly, never through http_prox
     expect(answer).toContain("direct");
     await client.close();
     await gateway.stop();
+  } finally {
+    await proxy.stop(true);
+  }
+});
+
+test("run's readiness probe, which carries the gateway key, never goes through http_proxy either", async () => {
+  // A gateway once started leaves the installation's key behind; the probe of every later start carries it.
+  const gateway = await group.gateway("default");
+  await gateway.stop();
+  const { server: proxy, heard, url: proxyUrl } = recordingListener();
+  try {
+    const started = await spawnCollect(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        await group.packageOf(PROBE_FIXTURE),
+        "--name",
+        "probed",
+        "--permission-profile",
+        "none",
+        "--host",
+        lanAddress(),
+      ],
+      {
+        ...process.env,
+        NO_COLOR: "1",
+        MCPMGR_HOME: group.home,
+        MCPMGR_RUNTIME: "process",
+        http_proxy: proxyUrl,
+        HTTP_PROXY: proxyUrl,
+        all_proxy: proxyUrl,
+      },
+    );
+    expect(heard).toEqual([]);
+    expect(started.stderr).not.toContain("does not answer MCP");
+    expect(started.code).toBe(0);
   } finally {
     await proxy.stop(true);
   }
