@@ -3,6 +3,8 @@
  * test file's (gateway-member-resubscribe-window.test.ts):
  *  - a subscribe that met a forgotten member session (404) is sent again on a new one; an unsubscribe
  *    the client sent in between is its last word, and the new member session must not be subscribed;
+ *    and the other way round (review36): an unsubscribe sent again is not, when the client subscribed in
+ *    between (the new member session, which subscribed the URI again, must stay subscribed);
  *  - a subscribe carried to the new member session (it was answered on the replaced one) that fails
  *    there for a passing reason (a 404 of the new session too) is not answered as invalid params;
  *  - a session's very first member session whose event stream failed to open before the session
@@ -20,6 +22,7 @@ import { createTestGroup, receivesUpdate, type TestGroup, until } from "../suppo
 setDefaultTimeout(60_000);
 
 const RU = "retry://u";
+const RV = "retry://v";
 const CA = "carry://a";
 const CB = "carry://b";
 const QA = "quiet://a";
@@ -30,7 +33,7 @@ let group: TestGroup;
 let gatewayUrl: string;
 
 beforeAll(async () => {
-  retrying = startMemberServer({ name: "retrying", resources: [RU], subscribable: {} });
+  retrying = startMemberServer({ name: "retrying", resources: [RU, RV], subscribable: {} });
   carrying = startMemberServer({ name: "carrying", resources: [CA, CB], subscribable: {} });
   quiet = startMemberServer({ name: "quiet", resources: [QA], subscribable: {} });
   group = await createTestGroup();
@@ -75,6 +78,31 @@ test("a subscribe sent again after a 404 is not, when the client unsubscribed in
     // The gateway opened a new member session for the 404: it was not subscribed there.
     expect(retrying.sessionsOpened).toBeGreaterThan(opened);
     expect(retrying.subscribers(RU)).toBe(0);
+  } finally {
+    await ended(session);
+  }
+});
+
+test("an unsubscribe sent again after a 404 is not, when the client subscribed again in between", async () => {
+  const updates: string[] = [];
+  const session = await connected(updates);
+  try {
+    await session.client.subscribeResource({ uri: RV });
+    expect(await until(() => retrying.subscribers(RV) === 1, 10_000)).toBe(true);
+    const opened = retrying.sessionsOpened;
+    const release = retrying.forgetAtUnsubscribe();
+    const unsubscribed = session.client.unsubscribeResource({ uri: RV });
+    // The unsubscribe waits on its way to the member session, which will then be forgotten (404).
+    expect(await until(() => retrying.forgetsWaiting === 1, 20_000)).toBe(true);
+    // The client changes its mind again: that subscribe is answered (on the session still there) first.
+    await session.client.subscribeResource({ uri: RV });
+    release();
+    await unsubscribed;
+    // The gateway opened a new member session for the 404, which subscribed RV again (the session follows
+    // it): the unsubscribe, superseded, must not have been sent there.
+    expect(await until(() => retrying.sessionsOpened > opened, 10_000)).toBe(true);
+    expect(await until(() => retrying.subscribers(RV) === 1, 10_000)).toBe(true);
+    expect(await receivesUpdate(updates, RV, () => retrying.updated(RV), 10_000)).toBe(true);
   } finally {
     await ended(session);
   }
