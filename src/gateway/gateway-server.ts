@@ -120,7 +120,8 @@ export function createGatewayServer(
   /**
    * `listedAs`: a tools/call's tool as the gateway lists it (for its x-mcp-header declarations);
    * `again`: this is the request sent again on a new member session, the first one having been forgotten
-   * (a subscribe's: with the first sending's `retried` ticket, which an unsubscribe sent meanwhile withdrew).
+   * (a subscribe's or an unsubscribe's: with the first sending's `retried` ticket, which the opposite change
+   * sent meanwhile withdrew).
    */
   const forward = async (
     workload: string,
@@ -173,10 +174,12 @@ export function createGatewayServer(
     const subscriptions = pool().subscriptions;
     const uri = params.uri as string;
     const subscribing = method === "resources/subscribe" ? (retried ?? subscriptions.admit(workload, uri)) : undefined;
-    // The session unsubscribed after sending this subscribe, which met a forgotten member session: its last
-    // word stands, and the new member session is not subscribed (its updates would reach the session).
-    if (subscribing?.withdrawn) return {};
-    if (method === "resources/unsubscribe") subscriptions.removed(workload, uri);
+    const unsubscribing =
+      method === "resources/unsubscribe" ? (retried ?? subscriptions.removed(workload, uri)) : undefined;
+    // The session changed its mind after sending this change, which met a forgotten or replaced member
+    // session: its last word stands. Sent again, an old subscribe would subscribe the new member session (its
+    // updates would reach the session), an old unsubscribe would undo the later subscribe there.
+    if (subscribing?.withdrawn || unsubscribing?.withdrawn) return {};
     const release = pool().track(workload, ctx.mcpReq.id, upstream);
     const sentOnSession =
       upstream.transport instanceof StreamableHTTPClientTransport && upstream.transport.sessionId !== undefined;
@@ -230,7 +233,7 @@ export function createGatewayServer(
       if (err instanceof SdkHttpError && err.status === 404) {
         pool().forget(workload, upstream);
         if (!again && upstream.getProtocolEra() === "legacy" && sentOnSession)
-          return await forward(workload, method, params, ctx, listedAs, true, subscribing);
+          return await forward(workload, method, params, ctx, listedAs, true, subscribing ?? unsubscribing);
       }
       // A subscription change whose connection the gateway replaced under it (a 404 on another request, the
       // workload's leave and join: the old one is ended at once, and a 2026-07-28 member's listen with it)
@@ -241,11 +244,12 @@ export function createGatewayServer(
         (method === "resources/subscribe" || method === "resources/unsubscribe") &&
         pool().replaced(workload, upstream)
       )
-        return await forward(workload, method, params, ctx, listedAs, true, subscribing);
+        return await forward(workload, method, params, ctx, listedAs, true, subscribing ?? unsubscribing);
       throw unavailable(workload, `workload '${workload}' failed to answer (${excerpt(errorMessage(err), 300)})`);
     } finally {
       release();
-      if (subscribing !== undefined) subscriptions.settled(subscribing);
+      const change = subscribing ?? unsubscribing;
+      if (change !== undefined) subscriptions.settled(change);
     }
   };
 

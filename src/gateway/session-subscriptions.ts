@@ -49,11 +49,18 @@ export interface SubscriptionNotices {
   log(text: string): void;
 }
 
-/** A session's `resources/subscribe` in flight (`admit` to `added` or `settled`). */
+/**
+ * A session's `resources/subscribe` (`admit` to `added` or `settled`) or `resources/unsubscribe` (`removed`
+ * to `settled`) in flight: the ticket a sending again (a 404, a connection replaced under it) carries.
+ */
 export interface Subscribing {
   readonly workload: string;
   readonly uri: string;
-  /** The session unsubscribed from the URI after sending this: its answer must not make the URI followed. */
+  readonly method: "resources/subscribe" | "resources/unsubscribe";
+  /**
+   * The session changed its mind after sending this (an unsubscribe after a subscribe, a subscribe after an
+   * unsubscribe): its answer must not change what is followed, and it is not sent again.
+   */
   withdrawn: boolean;
 }
 
@@ -61,6 +68,8 @@ export class SessionSubscriptions {
   readonly #held = new Map<string, Set<string>>();
   /** The session's subscribes in flight, by workload and URI (bounded by its requests in flight). */
   readonly #subscribing = new Map<string, Map<string, Subscribing[]>>();
+  /** Its unsubscribes in flight, the same way (a later subscribe withdraws them). */
+  readonly #unsubscribing = new Map<string, Map<string, Subscribing[]>>();
   readonly #notices: SubscriptionNotices;
 
   constructor(notices: SubscriptionNotices) {
@@ -90,26 +99,19 @@ export class SessionSubscriptions {
           `this session already follows ${MAX_SUBSCRIBED_URIS} resources of the workload; unsubscribe from some first`,
         );
     }
-    const subscribing: Subscribing = { workload, uri, withdrawn: false };
-    const byUri = pending ?? new Map<string, Subscribing[]>();
-    byUri.set(uri, [...(byUri.get(uri) ?? []), subscribing]);
-    this.#subscribing.set(workload, byUri);
-    return subscribing;
+    // An unsubscribe still in flight, sent before, is withdrawn: sent again, it would undo this subscribe.
+    withdraw(this.#unsubscribing, workload, uri);
+    return pend(this.#subscribing, { workload, uri, method: "resources/subscribe", withdrawn: false });
   }
 
-  /** The subscribe `subscribing` is answered or failed: an unsubscribe from now on no longer concerns it. */
+  /** The change `subscribing` is answered or failed: a later change from now on no longer concerns it. */
   settled(subscribing: Subscribing): void {
     const { workload, uri } = subscribing;
-    const byUri = this.#subscribing.get(workload);
+    const pending = subscribing.method === "resources/subscribe" ? this.#subscribing : this.#unsubscribing;
+    const byUri = pending.get(workload);
     const left = (byUri?.get(uri) ?? []).filter((one) => one !== subscribing);
     if (left.length > 0) byUri?.set(uri, left);
-    else this.#forgetPending(workload, uri);
-  }
-
-  #forgetPending(workload: string, uri: string): void {
-    const byUri = this.#subscribing.get(workload);
-    byUri?.delete(uri);
-    if (byUri?.size === 0) this.#subscribing.delete(workload);
+    else forgetPending(pending, workload, uri);
   }
 
   /**
@@ -133,11 +135,12 @@ export class SessionSubscriptions {
   /**
    * The session unsubscribed from `uri` (not subscribed again on a later connection, whatever the workload
    * said); a subscribe of it still in flight, sent before, is withdrawn: its answer no longer makes it followed.
+   * Gives the unsubscribe's ticket, until `settled`.
    */
-  removed(workload: string, uri: string): void {
-    for (const subscribing of this.#subscribing.get(workload)?.get(uri) ?? []) subscribing.withdrawn = true;
-    this.#forgetPending(workload, uri);
+  removed(workload: string, uri: string): Subscribing {
+    withdraw(this.#subscribing, workload, uri);
     this.#forget(workload, uri);
+    return pend(this.#unsubscribing, { workload, uri, method: "resources/unsubscribe", withdrawn: false });
   }
 
   /** The workload refused `uri` and the session is told so in its subscribe's answer: forgotten, no warning. */
@@ -217,6 +220,27 @@ export class SessionSubscriptions {
     // Those dropped meanwhile (refused, or unsubscribed by the session while this went on) are not followed.
     return uris.filter((uri) => this.follows(workload, uri));
   }
+}
+
+type Pending = Map<string, Map<string, Subscribing[]>>;
+
+function pend(pending: Pending, change: Subscribing): Subscribing {
+  const byUri = pending.get(change.workload) ?? new Map<string, Subscribing[]>();
+  byUri.set(change.uri, [...(byUri.get(change.uri) ?? []), change]);
+  pending.set(change.workload, byUri);
+  return change;
+}
+
+/** The changes of `uri` in flight in `pending` are superseded (and no longer kept). */
+function withdraw(pending: Pending, workload: string, uri: string): void {
+  for (const change of pending.get(workload)?.get(uri) ?? []) change.withdrawn = true;
+  forgetPending(pending, workload, uri);
+}
+
+function forgetPending(pending: Pending, workload: string, uri: string): void {
+  const byUri = pending.get(workload);
+  byUri?.delete(uri);
+  if (byUri?.size === 0) pending.delete(workload);
 }
 
 const AGAIN = "its session was replaced (the workload restarted, or forgot the session)";

@@ -25,12 +25,12 @@ import type {
   JSONRPCRequest,
   LoggingLevel,
 } from "@modelcontextprotocol/client";
-import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { AnswerLimit } from "../proxy/answer-limit.ts";
 import { droppedStreamText } from "../proxy/event-stream.ts";
+import { AwaitedRenewals, notTaken } from "./carried-subscribes.ts";
 import type { GroupCatalog } from "./catalog.ts";
 import { ChangedMaybe } from "./changed-maybe.ts";
-import { whenReopened } from "./member-subscriptions.ts";
+import { type Dropped, whenReopened } from "./member-subscriptions.ts";
 import { PoolCalls, type RequestId } from "./pool-calls.ts";
 import { FIRST_RESUME_MS, MAX_RESUME_MS, ReplacementPace } from "./replacement-pace.ts";
 import { SessionSubscriptions } from "./session-subscriptions.ts";
@@ -68,6 +68,8 @@ export class UpstreamPool {
   readonly #changedMaybe: ChangedMaybe;
   /** Connections whose event stream failed to open while the session followed nothing there (never reopened). */
   readonly #streamless = new WeakSet<Upstream>();
+  /** Subscribes waiting for a new connection's re-subscription (`carry`): its failures are their answers. */
+  readonly #awaited = new AwaitedRenewals();
 
   /**
    * Without a peer (a 2026-07-28 caller's pool), workloads are reached as 2026-07-28 servers where they
@@ -162,7 +164,9 @@ export class UpstreamPool {
       await client.setLoggingLevel(this.#logLevel).catch(() => {});
     // Before anything is sent on it: a request that met the forgotten session goes again on this one.
     if (peer !== undefined)
-      this.#changedMaybe.followedAgain(await this.subscriptions.renew(workload, client, this.#timeoutMs));
+      this.#changedMaybe.followedAgain(
+        await this.subscriptions.renew(workload, client, this.#timeoutMs, undefined, this.#renewReport(workload)),
+      );
     return client;
   }
 
@@ -214,9 +218,13 @@ export class UpstreamPool {
     if (this.#peer === undefined) return;
     const current = await this.#open.get(workload)?.catch(() => undefined);
     if (current === on && this.#streamless.has(on)) {
-      this.forget(workload, on, true);
-      // The session is told it follows `uri` once the new connection has subscribed it (or failed to open).
-      return void (await this.#open.get(workload)?.catch(() => undefined));
+      const failed = await this.#awaited.during(workload, uri, async () => {
+        this.forget(workload, on, true);
+        // The session is told it follows `uri` once the new connection has subscribed it (or failed to open).
+        await this.#open.get(workload)?.catch(() => undefined);
+      });
+      if (failed !== undefined) throw notTaken(workload, uri, failed);
+      return;
     }
     if (current === undefined || current === on) return;
     let refused: { why: string; cause: unknown } | undefined;
@@ -233,13 +241,23 @@ export class UpstreamPool {
     carrying = false;
     if (refused !== undefined) {
       this.subscriptions.refused(workload, uri);
-      throw new ProtocolError(
-        carriedCode(refused.cause),
-        `workload '${workload}' did not take the subscription to ${JSON.stringify(uri)}: ${refused.why}`,
-        { workload },
-      );
+      throw notTaken(workload, uri, refused);
     }
     this.#changedMaybe.followedAgain(followed);
+  }
+
+  /**
+   * A new connection's re-subscription failed some URIs: the session is told in a warning, but a URI whose
+   * subscribe waits for it (`#awaited`) is forgotten quietly, its failure kept for that subscribe's answer.
+   */
+  #renewReport(workload: string): Dropped {
+    return (lost, why, cause) => {
+      const others: string[] = [];
+      for (const uri of lost)
+        if (this.#awaited.failed(workload, uri, { why, cause })) this.subscriptions.refused(workload, uri);
+        else others.push(uri);
+      if (others.length > 0) this.subscriptions.dropped(workload, others, why);
+    };
   }
 
   /** Whether `client`, a connection to `workload`, is no longer its current one while the session lasts. */
@@ -351,16 +369,6 @@ export class UpstreamPool {
     await Promise.race([ended, bound]);
     clearTimeout(timer);
   }
-}
-
-/**
- * The code of a carried subscribe's failure: the member's own when it answered an error, invalid params when
- * its acknowledgement left the URI out (a refusal), and an internal error when it failed to answer (a 404 of
- * the new session too, a timeout, the connection lost): a passing failure, not the client's mistake.
- */
-function carriedCode(cause: unknown): number {
-  if (cause instanceof ProtocolError) return cause.code;
-  return cause === undefined ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError;
 }
 
 /** Only what a workload may ask its client for; the rest is between the gateway and its client. */

@@ -3,26 +3,37 @@
  * test file's (gateway-member-resubscribe-window.test.ts):
  *  - a subscribe that met a forgotten member session (404) is sent again on a new one; an unsubscribe
  *    the client sent in between is its last word, and the new member session must not be subscribed;
+ *    and the other way round (review36): an unsubscribe sent again is not, when the client subscribed in
+ *    between (the new member session, which subscribed the URI again, must stay subscribed);
  *  - a subscribe carried to the new member session (it was answered on the replaced one) that fails
  *    there for a passing reason (a 404 of the new session too) is not answered as invalid params;
  *  - a session's very first member session whose event stream failed to open before the session
- *    followed anything there carries no update: a subscribe on it replaces it.
+ *    followed anything there carries no update: a subscribe on it replaces it; when the member session
+ *    replacing it refuses the URI, the subscribe fails with that refusal (review36), as any carried one does.
  * Real SDK members (test/fixtures/member-server.ts) run with `mcpmgr run URL`, a real gateway, an SDK
  * client; the member holds requests (`holdSubscribes`, `forgetAtSubscribe`) to open each window.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  LoggingMessageNotificationSchema,
+  McpError,
+  ResourceUpdatedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
 import { createTestGroup, receivesUpdate, type TestGroup, until } from "../support/gateway-group.ts";
 
 setDefaultTimeout(60_000);
 
 const RU = "retry://u";
+const RV = "retry://v";
 const CA = "carry://a";
 const CB = "carry://b";
 const QA = "quiet://a";
+const QR = "quiet://refused";
+/** What `quiet` refuses: read by each member session as it opens (the one replacing the first can refuse). */
+const quietRefuses: string[] = [];
 let retrying: MemberServer;
 let carrying: MemberServer;
 let quiet: MemberServer;
@@ -30,9 +41,9 @@ let group: TestGroup;
 let gatewayUrl: string;
 
 beforeAll(async () => {
-  retrying = startMemberServer({ name: "retrying", resources: [RU], subscribable: {} });
+  retrying = startMemberServer({ name: "retrying", resources: [RU, RV], subscribable: {} });
   carrying = startMemberServer({ name: "carrying", resources: [CA, CB], subscribable: {} });
-  quiet = startMemberServer({ name: "quiet", resources: [QA], subscribable: {} });
+  quiet = startMemberServer({ name: "quiet", resources: [QA, QR], subscribable: { refuse: quietRefuses } });
   group = await createTestGroup();
   group.run(retrying.url, "retrying", "races");
   group.run(carrying.url, "carrying", "races");
@@ -75,6 +86,31 @@ test("a subscribe sent again after a 404 is not, when the client unsubscribed in
     // The gateway opened a new member session for the 404: it was not subscribed there.
     expect(retrying.sessionsOpened).toBeGreaterThan(opened);
     expect(retrying.subscribers(RU)).toBe(0);
+  } finally {
+    await ended(session);
+  }
+});
+
+test("an unsubscribe sent again after a 404 is not, when the client subscribed again in between", async () => {
+  const updates: string[] = [];
+  const session = await connected(updates);
+  try {
+    await session.client.subscribeResource({ uri: RV });
+    expect(await until(() => retrying.subscribers(RV) === 1, 10_000)).toBe(true);
+    const opened = retrying.sessionsOpened;
+    const release = retrying.forgetAtUnsubscribe();
+    const unsubscribed = session.client.unsubscribeResource({ uri: RV });
+    // The unsubscribe waits on its way to the member session, which will then be forgotten (404).
+    expect(await until(() => retrying.forgetsWaiting === 1, 20_000)).toBe(true);
+    // The client changes its mind again: that subscribe is answered (on the session still there) first.
+    await session.client.subscribeResource({ uri: RV });
+    release();
+    await unsubscribed;
+    // The gateway opened a new member session for the 404, which subscribed RV again (the session follows
+    // it): the unsubscribe, superseded, must not have been sent there.
+    expect(await until(() => retrying.sessionsOpened > opened, 10_000)).toBe(true);
+    expect(await until(() => retrying.subscribers(RV) === 1, 10_000)).toBe(true);
+    expect(await receivesUpdate(updates, RV, () => retrying.updated(RV), 10_000)).toBe(true);
   } finally {
     await ended(session);
   }
@@ -129,6 +165,39 @@ test("a session's first member session whose event stream failed to open is repl
     expect(await receivesUpdate(updates, QA, () => quiet.updated(QA), 15_000)).toBe(true);
   } finally {
     release();
+    await ended(session);
+  }
+});
+
+test("a subscribe replacing a first member session without event stream fails when the new one refuses it", async () => {
+  const warnings: string[] = [];
+  quiet.refuseEventStreams(1);
+  const release = quiet.holdSubscribes();
+  const session = await connected([]);
+  session.client.setNotificationHandler(
+    LoggingMessageNotificationSchema,
+    (n) => void warnings.push(String(n.params.data)),
+  );
+  try {
+    const refused = quiet.eventStreamsRefused;
+    const subscribed = session.client.subscribeResource({ uri: QR }).catch((err: unknown) => err);
+    // The session's first member session: its event stream refused, its subscribe held (it takes QR)...
+    expect(await until(() => quiet.eventStreamsRefused > refused && quiet.heldSubscribes === 1, 20_000)).toBe(true);
+    // ...and the member session opened to replace it refuses QR.
+    quietRefuses.push(QR);
+    release();
+    const answer = await subscribed;
+    // Not {} (nothing follows QR for the session now): the refusal, in the answer, with no warning besides.
+    expect(answer).toBeInstanceOf(McpError);
+    const { code, message } = answer as McpError;
+    expect(message).toContain(`did not take the subscription to ${JSON.stringify(QR)}`);
+    expect(message).toContain(`quiet offers no updates of ${QR}`);
+    expect(code).toBe(-32602);
+    expect(warnings.filter((text) => text.includes(QR))).toEqual([]);
+    expect(await until(() => quiet.subscribers(QR) === 0, 10_000)).toBe(true);
+  } finally {
+    release();
+    quietRefuses.length = 0;
     await ended(session);
   }
 });
