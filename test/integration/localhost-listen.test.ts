@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
+import { installClients } from "../support/client-home.ts";
 import { startAuthServer } from "../support/auth-server.ts";
 import { PROBE_FIXTURE } from "../support/gateway-group.ts";
 import { CLI_ENTRY, freePort, spawnCollect, spawnUntil } from "../support/processes.ts";
@@ -53,6 +54,7 @@ function listeners(port: number): string[] {
 
 test("a workload on --host localhost: its listener, run's URL, the AI client's entry, list and export all say 127.0.0.1; a listener on [::1] at its port hears nothing", async () => {
   runCliOk(env, ["group", "create", "team"]);
+  installClients(home, env, ["cursor"]);
   runCliOk(env, ["client", "register", "cursor", "--group", "team"]);
   const printed = runCliOk(env, [
     "run",
