@@ -26,6 +26,7 @@
 import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
+import { checkoutPathFree } from "./lib/build-plugins.ts";
 import { formatChecksums, sha256File } from "./lib/checksums.ts";
 import { type ReleaseTarget, releaseTargets, targetById } from "./lib/release-targets.ts";
 
@@ -111,7 +112,9 @@ export async function compile(outfile: string, build: BuildInfo, target?: Bun.Bu
         MCPMGR_BUILD_COMMIT: JSON.stringify(build.commit),
         MCPMGR_BUILD_DATE: JSON.stringify(build.date),
       },
-      plugins: [lazyCittyNodeUtil],
+      // citty's first: a file is loaded by the first plugin that answers for it.
+      plugins: [lazyCittyNodeUtil, checkoutPathFree(root)],
+      loader: { ".wasm": "file" },
       format: "esm",
       splitting: true,
       bytecode: true,

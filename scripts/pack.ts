@@ -41,6 +41,9 @@ export function platformManifest(target: ReleaseTarget, repository?: string): Re
     ...common(repository),
     os: [target.os],
     cpu: [target.cpu],
+    // A package manager that reads "libc" skips the Linux package of the other C library; one
+    // that does not installs both, and the launcher picks.
+    ...(target.libc ? { libc: [target.libc] } : {}),
     files: [target.npmBinary],
     preferUnplugged: true,
   };

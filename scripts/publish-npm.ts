@@ -5,7 +5,9 @@
  * A pre-release version (1.2.0-rc.1) goes to the dist-tag `next` unless --tag names another, so
  * `npm install -g mcpmgr` keeps installing the last stable release (npm would move `latest` to it;
  * npm 11 refuses a pre-release without a tag); a stable version older than the registry's `latest`
- * goes to `latest-MAJOR.MINOR`. A package whose version the registry already has is
+ * goes to `latest-MAJOR.MINOR`. `next` never stays behind `latest`: after a stable release, a
+ * `next` older than npm's `latest` (the rc the release came from) is moved to `latest`, so
+ * `npx mcpmgr@next` is never older than `npx mcpmgr`. A package whose version the registry already has is
  * skipped, so a release that failed half-way can be published again. Every tarball must be there, with the name and version
  * its file name says: a release never goes out with a platform missing.
  * The registry and the credentials are npm's own configuration (.npmrc, NODE_AUTH_TOKEN).
@@ -13,7 +15,7 @@
 import { join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { releaseTargets } from "./lib/release-targets.ts";
-import { olderThan } from "./lib/versions.ts";
+import { olderThan, precedes } from "./lib/versions.ts";
 
 interface Options {
   readonly dist: string;
@@ -60,12 +62,22 @@ export function distTagFor(version: string, asked?: string): string | undefined 
   return asked ?? (version.includes("-") ? "next" : undefined);
 }
 
-/** The registry's `latest` of `name`, or undefined when it has none (a 404: never published). */
-async function latestOf(name: string): Promise<string | undefined> {
-  const view = await npm(["view", name, "dist-tags.latest", "--json"]);
-  if (view.code === 0) return view.stdout.trim() === "" ? undefined : (JSON.parse(view.stdout) as string);
-  if (/\bE404\b/.test(view.stdout + view.stderr)) return undefined;
+/** The registry's dist-tags of `name` (none when it was never published: a 404). */
+async function distTagsOf(name: string): Promise<Record<string, string>> {
+  const view = await npm(["view", name, "dist-tags", "--json"]);
+  if (view.code === 0) return view.stdout.trim() === "" ? {} : (JSON.parse(view.stdout) as Record<string, string>);
+  if (/\bE404\b/.test(view.stdout + view.stderr)) return {};
   throw new Error(`npm view ${name} dist-tags failed: ${(view.stderr || view.stdout).trim().split("\n")[0]}`);
+}
+
+/**
+ * Where `next` goes after a stable release: to the version npm's `latest` then names, when
+ * `next` is older than it (it was on this release's rc, or on an rc of an older line); a
+ * `next` ahead of `latest` (an rc of the coming version) stays. Undefined: leave it.
+ */
+export function nextAfter(tags: Readonly<Record<string, string>>, latest: string): string | undefined {
+  const next = tags.next;
+  return next !== undefined && precedes(next, latest) ? latest : undefined;
 }
 
 /**
@@ -73,8 +85,7 @@ async function latestOf(name: string): Promise<string | undefined> {
  * 0.2.0) goes to `latest-MAJOR.MINOR`: npm would otherwise move `latest` back to it (npm 10) or
  * refuse it half-way through the release (npm 11).
  */
-async function tagOlderLine(version: string): Promise<string | undefined> {
-  const latest = await latestOf(pkg.name);
+function tagOlderLine(version: string, latest: string | undefined): string | undefined {
   if (latest === undefined || !olderThan(version, latest)) return undefined;
   const [major, minor] = version.split(".");
   const tag = `latest-${major}.${minor}`;
@@ -95,7 +106,9 @@ export async function publishAll(options: Options): Promise<Outcome[]> {
     }
   }
   // Asked after the tarballs are checked: an incomplete set is refused before the registry is.
-  const tag = distTagFor(version, options.tag) ?? (await tagOlderLine(version));
+  const asked = distTagFor(version, options.tag);
+  const tags = asked === undefined ? await distTagsOf(pkg.name) : {};
+  const tag = asked ?? tagOlderLine(version, tags.latest);
   const outcomes: Outcome[] = [];
   for (const { name, path } of tarballs) {
     if (await published(name, version)) {
@@ -113,7 +126,34 @@ export async function publishAll(options: Options): Promise<Outcome[]> {
     console.error(`${name}@${version} published${notes.length > 0 ? ` (${notes.join(", ")})` : ""}`);
     outcomes.push({ name, action: "published" });
   }
+  // After every package is there (a move that fails leaves the release published; a re-run moves it).
+  if (asked === undefined)
+    await moveNext(
+      names,
+      nextAfter(tags, tag === undefined ? version : (tags.latest as string)),
+      tags.next,
+      options.dryRun,
+    );
   return outcomes;
+}
+
+async function moveNext(
+  names: readonly string[],
+  to: string | undefined,
+  from: string | undefined,
+  dryRun: boolean,
+): Promise<void> {
+  if (to === undefined) return;
+  for (const name of names) {
+    if (dryRun) {
+      console.error(`${name}: dist-tag next would move from ${from} to ${to} (dry run)`);
+      continue;
+    }
+    const args = ["dist-tag", "add", `${name}@${to}`, "next"];
+    const result = await npm(args);
+    if (result.code !== 0) throw new Error(`npm ${args.join(" ")} failed:\n${result.stderr.trim()}`);
+    console.error(`${name}: dist-tag next moved from ${from} to ${to}`);
+  }
 }
 
 function parseArgs(argv: readonly string[]): Options {

@@ -2,9 +2,10 @@
 /*
  * The `mcpmgr` command of the npm package. mcpmgr itself is a compiled executable; npm
  * installs the one for this machine as an optional dependency (mcpmgr-linux-x64,
- * mcpmgr-darwin-arm64, ...: each package declares its os and cpu, so npm skips the others).
- * This script finds it and runs it with our arguments. It runs under Node and under Bun and
- * uses nothing beyond their common built-ins.
+ * mcpmgr-linux-x64-musl, mcpmgr-darwin-arm64, ...: each package declares its os and cpu, the
+ * Linux ones their libc too, so npm skips the others). This script finds it and runs it with
+ * our arguments. It runs under Node and under Bun and uses nothing beyond their common
+ * built-ins. Required rather than run (a test), it exports how it chooses.
  *
  * MCPMGR_BINARY=/path/to/mcpmgr runs that executable instead (a platform without a
  * prebuilt package, or a build of your own).
@@ -12,7 +13,7 @@
 "use strict";
 
 const { spawn } = require("node:child_process");
-const { existsSync } = require("node:fs");
+const { existsSync, readdirSync, readFileSync } = require("node:fs");
 const path = require("node:path");
 const manifest = require("../package.json");
 
@@ -26,16 +27,54 @@ function platformId() {
   return `${os}-${process.arch}`;
 }
 
+/**
+ * Whether a Linux system's C library is musl (Alpine) rather than glibc, from what it shows:
+ * the text of its ldd (a script naming the GNU C Library, or musl's loader), then the
+ * runtime's report (Node and Bun give glibc's version on glibc, and list musl's loader among
+ * the loaded libraries on musl), then musl's loader in /lib. A glibc system with musl
+ * installed beside it (Debian's musl package) is glibc by the first two.
+ */
+function muslFrom({ ldd, report, libNames }) {
+  if (typeof ldd === "string") {
+    if (ldd.includes("musl")) return true;
+    if (ldd.includes("GNU C Library") || ldd.includes("GLIBC")) return false;
+  }
+  const header = report?.header;
+  if (header?.glibcVersionRuntime) return false;
+  if ((report?.sharedObjects || []).some((lib) => /(^|\/)(ld-musl-|libc\.musl-)/.test(lib))) return true;
+  return (libNames || []).some((lib) => /^ld-musl-.*\.so\.1$/.test(lib));
+}
+
+function isMusl() {
+  if (process.platform !== "linux") return false;
+  const attempt = (read) => {
+    try {
+      return read();
+    } catch {
+      return undefined;
+    }
+  };
+  const ldd = attempt(() => readFileSync("/usr/bin/ldd", "latin1"));
+  if (typeof ldd === "string" && /musl|GNU C Library|GLIBC/.test(ldd)) return muslFrom({ ldd });
+  return muslFrom({ report: attempt(() => process.report.getReport()), libNames: attempt(() => readdirSync("/lib")) });
+}
+
+/** The platform package for this machine among those offered: the musl build on a musl Linux when there is one. */
+function packageFor(id, musl, offered) {
+  if (musl && offered.includes(`mcpmgr-${id}-musl`)) return `mcpmgr-${id}-musl`;
+  return `mcpmgr-${id}`;
+}
+
 /** The executable to run, or a one-line explanation of why there is none. */
-function findBinary() {
+function findBinary(musl = isMusl()) {
   const override = process.env.MCPMGR_BINARY;
   if (override) {
     if (!existsSync(override)) fail(`MCPMGR_BINARY=${override}: no such file`);
     return override;
   }
   const id = platformId();
-  const name = `mcpmgr-${id}`;
   const offered = Object.keys(manifest.optionalDependencies || {});
+  const name = packageFor(id, musl, offered);
   if (!offered.includes(name)) {
     const ids = offered.map((pkg) => pkg.replace(/^mcpmgr-/, "")).join(", ");
     fail(
@@ -63,12 +102,13 @@ function findBinary() {
 /** Why `binary` did not start, in one line a user can act on (never the runtime's stack trace). */
 function cannotStart(binary, err) {
   const code = err?.code;
-  // ENOENT for a file that is there: what is missing is the loader it names. The prebuilt Linux
-  // executables are linked against glibc, which musl systems (Alpine) do not have.
+  // ENOENT for a file that is there: what is missing is the loader it names. A glibc build on
+  // a musl system (Alpine) when no musl build was found, or the other way round.
   if (code === "ENOENT" && existsSync(binary)) {
     const why =
       process.platform === "linux"
-        ? "the loader it needs is missing (the prebuilt Linux executables need glibc; Alpine and other musl systems do not have it)"
+        ? "the loader it needs is missing (each prebuilt Linux executable needs its C library: " +
+          `mcpmgr-${platformId()} glibc's, mcpmgr-${platformId()}-musl musl's, as on Alpine)`
         : "the loader it needs is missing";
     fail(
       `cannot start ${binary}: ${why}; build mcpmgr on this system ('bun run compile', docs/install.md) and set MCPMGR_BINARY to its path`,
@@ -108,4 +148,5 @@ function run(binary, args) {
   });
 }
 
-run(findBinary(), process.argv.slice(2));
+if (require.main === module) run(findBinary(), process.argv.slice(2));
+else module.exports = { findBinary, isMusl, muslFrom, packageFor };

@@ -1,7 +1,9 @@
 /**
  * Whether a file is an executable for a release target, from its header: an ELF for
- * Linux, a 64-bit Mach-O for macOS (with the target's CPU), a PE ("MZ") for Windows. The
- * release gate uses it so a binary built for the wrong platform never ships under a name.
+ * Linux (with the target's CPU, and the target's C library by the loader it names: musl's
+ * /lib/ld-musl-*, else glibc's), a 64-bit Mach-O for macOS (with the target's CPU), a PE
+ * ("MZ") for Windows. The release gate uses it so a binary built for the wrong platform
+ * never ships under a name.
  */
 import { open } from "node:fs/promises";
 import type { ReleaseTarget } from "./release-targets.ts";
@@ -25,16 +27,35 @@ export function describeHeader(bytes: Uint8Array): string {
   return "not an executable";
 }
 
+/** The program interpreter (PT_INTERP) a 64-bit little-endian ELF names, if any. */
+export function elfInterpreter(bytes: Uint8Array): string | undefined {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (bytes.length < 64 || view.getUint32(0) !== 0x7f454c46) return undefined;
+  const phoff = Number(view.getBigUint64(32, true));
+  const [size, count] = [view.getUint16(54, true), view.getUint16(56, true)];
+  for (let i = 0; i < count; i++) {
+    const at = phoff + i * size;
+    if (at + 56 > bytes.length) return undefined;
+    if (view.getUint32(at, true) !== 3) continue; // PT_INTERP
+    const [offset, length] = [Number(view.getBigUint64(at + 8, true)), Number(view.getBigUint64(at + 32, true))];
+    if (offset + length > bytes.length) return undefined;
+    return new TextDecoder().decode(bytes.subarray(offset, offset + length)).replace(/\0+$/, "");
+  }
+  return undefined;
+}
+
 /** Throws unless `path` is an executable for `target`. */
 export async function assertBinaryFor(path: string, target: ReleaseTarget): Promise<void> {
   const file = await open(path, "r");
-  const header = new Uint8Array(64);
+  // The ELF header, its program headers and the interpreter's name come first in the file.
+  const header = new Uint8Array(4096);
   try {
     await file.read(header, 0, header.length, 0);
   } finally {
     await file.close();
   }
-  const found = describeHeader(header);
+  let found = describeHeader(header);
+  if (found.startsWith("linux-") && elfInterpreter(header)?.includes("/ld-musl-")) found += "-musl";
   // PE files carry the CPU further in; Windows has one release target.
   const wanted = target.os === "win32" ? "windows" : target.id;
   if (found !== wanted) throw new Error(`${path} is ${found}, not a ${target.id} executable`);

@@ -53,6 +53,8 @@ test("every release binary is built and listed in SHA256SUMS with its real diges
   expect(files).toEqual([
     "mcpmgr-linux-x64",
     "mcpmgr-linux-arm64",
+    "mcpmgr-linux-x64-musl",
+    "mcpmgr-linux-arm64-musl",
     "mcpmgr-darwin-x64",
     "mcpmgr-darwin-arm64",
     "mcpmgr-windows-x64.exe",
@@ -67,7 +69,7 @@ test("every release binary is built and listed in SHA256SUMS with its real diges
   // sha256sum itself agrees (the command the install docs give users).
   const check = Bun.spawnSync(["sha256sum", "--check", "--strict", "SHA256SUMS"], { cwd: dist, stdout: "pipe" });
   expect(check.exitCode).toBe(0);
-  // Reads and hashes the five binaries (about 0.5 GB) twice, ours and sha256sum's: seconds, more under load.
+  // Reads and hashes the seven binaries (about 0.9 GB) twice, ours and sha256sum's: seconds, more under load.
 }, 60_000);
 
 test("the release gate accepts the build for the tag of package.json's version and lists the assets", () => {
@@ -79,13 +81,15 @@ test("the release gate accepts the build for the tag of package.json's version a
     [
       "mcpmgr-linux-x64",
       "mcpmgr-linux-arm64",
+      "mcpmgr-linux-x64-musl",
+      "mcpmgr-linux-arm64-musl",
       "mcpmgr-darwin-x64",
       "mcpmgr-darwin-arm64",
       "mcpmgr-windows-x64.exe",
       "SHA256SUMS",
     ].map((file) => join(dist, file)),
   );
-  // Two runs of the gate, each hashing the five binaries (about 0.5 GB) and starting this machine's one.
+  // Two runs of the gate, each hashing the seven binaries (about 0.9 GB) and starting this machine's one.
 }, 120_000);
 
 test("the release gate refuses a tag that is not package.json's version", () => {
@@ -115,6 +119,8 @@ test("the release gate refuses a binary changed after SHA256SUMS, and one built 
       "sha256sum",
       "mcpmgr-linux-x64",
       "mcpmgr-linux-arm64",
+      "mcpmgr-linux-x64-musl",
+      "mcpmgr-linux-arm64-musl",
       "mcpmgr-darwin-x64",
       "mcpmgr-darwin-arm64",
       "mcpmgr-windows-x64.exe",
@@ -128,4 +134,17 @@ test("the release gate refuses a binary changed after SHA256SUMS, and one built 
   const wrong = verifyRelease(["--tag", `v${pkg.version}`, "--dist", swapped]);
   expect(wrong.code).toBe(1);
   expect(wrong.stderr).toContain("mcpmgr-linux-x64 is linux-arm64, not a linux-x64 executable");
+
+  // The glibc build under the musl name (same CPU): its loader gives it away.
+  const glibcAsMusl = join(scratch, "glibc-as-musl");
+  await cp(dist, glibcAsMusl, { recursive: true });
+  await cp(join(glibcAsMusl, "mcpmgr-linux-x64"), join(glibcAsMusl, "mcpmgr-linux-x64-musl"));
+  const sums = (await readFile(join(dist, "SHA256SUMS"), "utf8")).replace(
+    /^[0-9a-f]{64}(?= {2}mcpmgr-linux-x64-musl$)/m,
+    (await readFile(join(dist, "SHA256SUMS"), "utf8")).match(/^([0-9a-f]{64}) {2}mcpmgr-linux-x64$/m)?.[1] ?? "",
+  );
+  await writeFile(join(glibcAsMusl, "SHA256SUMS"), sums);
+  const notMusl = verifyRelease(["--tag", `v${pkg.version}`, "--dist", glibcAsMusl]);
+  expect(notMusl.code).toBe(1);
+  expect(notMusl.stderr).toContain("mcpmgr-linux-x64-musl is linux-x64, not a linux-x64-musl executable");
 }, 60_000);

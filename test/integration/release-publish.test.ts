@@ -142,6 +142,54 @@ describe("publish-npm", () => {
     }
   }, 120_000);
 
+  test("a stable release moves next off the pre-release it came from, so npx mcpmgr@next is not older than latest", async () => {
+    // The registry as a pre-release left it: 0.1.0-rc.1 published under next (and, the first
+    // version of each name, latest too).
+    const rc = `${pkg.version}-rc.1`;
+    const names = [...releaseTargets.map((t) => t.npmPackage), pkg.name];
+    const held = join(work, "rc-on-registry");
+    await mkdir(held, { recursive: true });
+    const rcTarballs = [];
+    for (const name of names) rcTarballs.push(await packStandIn(name, held, rc));
+    const distTags = Object.fromEntries(names.map((name) => [name, { latest: rc, next: rc }]));
+    const before = await startLocalRegistry(rcTarballs, { distTags });
+    try {
+      const result = await run([process.execPath, "scripts/publish-npm.ts", "--dist", dist, "--dry-run"], {
+        ...env,
+        npm_config_registry: before.url,
+      });
+      expect(result.code).toBe(0);
+      expect(result.stderr.trim().split("\n")).toEqual([
+        ...names.map((name) => `${name}@${pkg.version} published (dry run)`),
+        ...names.map((name) => `${name}: dist-tag next would move from ${rc} to ${pkg.version} (dry run)`),
+      ]);
+    } finally {
+      await before.stop();
+    }
+
+    // For real, on a registry that has the release but whose next was left behind (the move
+    // failed, or the release predates it): a re-run publishes nothing and moves next.
+    const stable = [];
+    for (const name of names) stable.push(join(dist, "npm", `${name}-${pkg.version}.tgz`));
+    const behind = await startLocalRegistry([...rcTarballs, ...stable], {
+      distTags: Object.fromEntries(names.map((name) => [name, { latest: pkg.version, next: rc }])),
+    });
+    try {
+      const result = await run([process.execPath, "scripts/publish-npm.ts", "--dist", dist], {
+        ...env,
+        npm_config_registry: behind.url,
+      });
+      expect(result.code).toBe(0);
+      expect(result.stderr.trim().split("\n")).toEqual([
+        ...names.map((name) => `${name}@${pkg.version} is already published: skipped`),
+        ...names.map((name) => `${name}: dist-tag next moved from ${rc} to ${pkg.version}`),
+      ]);
+      for (const name of names) expect(behind.distTags(name)).toEqual({ latest: pkg.version, next: pkg.version });
+    } finally {
+      await behind.stop();
+    }
+  }, 120_000);
+
   test("refuses to publish anything when a platform's tarball is missing", async () => {
     const partial = join(work, "partial");
     await mkdir(join(partial, "npm"), { recursive: true });

@@ -88,26 +88,80 @@ test("provenance is attested for every binary and SHA256SUMS", () => {
   }
 });
 
-test("a pre-release tag is a GitHub pre-release and stays out of Homebrew and scoop (npm: publish-npm's dist-tag next)", async () => {
-  const check = steps[stepIndex(/scripts\/verify-release\.ts --tag "\$TAG"\)/)] as Step & { id?: string };
-  expect(check.id).toBe("release");
-  // The step's own lines after the version is known, run for a stable and a pre-release version.
-  const [first, ...rest] = (check.run ?? "").trim().split("\n");
-  expect(first).toBe('version="$(bun scripts/verify-release.ts --tag "$TAG")"');
-  const outputs = async (version: string) => {
-    const dir = mkdtempSync(join(tmpdir(), "mcpmgr-release-step-"));
+/**
+ * The "Check the tag" step's own lines after the version is known, run by bash with `version` set,
+ * in a git repository holding `tags` (GIT_DIR): the step outputs, in order.
+ */
+async function checkStepOutputs(version: string, tags: readonly string[]): Promise<string[]> {
+  const check = steps[stepIndex(/scripts\/verify-release\.ts --tag "\$TAG"\)/)] as Step;
+  const [, ...rest] = (check.run ?? "").trim().split("\n");
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-release-step-"));
+  try {
+    const repo = join(dir, "repo");
+    const git = { ...process.env, GIT_DIR: join(repo, ".git") };
+    await Bun.$`git init -q ${repo}`.quiet();
+    const who = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"];
+    await Bun.$`git ${who} commit -q --allow-empty -m one`.env(git).quiet();
+    for (const tag of tags) await Bun.$`git tag ${tag}`.env(git).quiet();
+    const file = join(dir, "output");
+    await Bun.$`bash -euo pipefail -c ${rest.join("\n")}`.env({ ...git, version, GITHUB_OUTPUT: file }).quiet();
+    return (await Bun.file(file).text()).trim().split("\n");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("a fix for an older line (0.1.3 after 0.2.0) does not become GitHub's Latest release; a newer one does", async () => {
+  const tags = ["v0.1.2", "v0.2.0", "v0.3.0-rc.1"];
+  expect((await checkStepOutputs("0.1.3", tags)).at(-1)).toBe("latest=false");
+  expect((await checkStepOutputs("0.2.1", tags)).at(-1)).toBe("latest=true");
+  expect((await checkStepOutputs("0.2.0", tags)).at(-1)).toBe("latest=true"); // a re-run of the newest
+  expect((await checkStepOutputs("0.3.0-rc.2", tags)).at(-1)).toBe("latest=false");
+
+  // The command line the release step builds, run by bash with the step outputs put in and
+  // `gh` (GitHub cannot be reached from a test) and the asset listing standing in as functions.
+  const release = steps[stepIndex(/gh release create/)] as Step;
+  const ghArgs = async (outputs: Record<string, string>) => {
+    const dir = mkdtempSync(join(tmpdir(), "mcpmgr-release-gh-"));
     try {
-      const file = join(dir, "output");
-      await Bun.$`bash -euo pipefail -c ${rest.join("\n")}`
-        .env({ ...process.env, version, GITHUB_OUTPUT: file })
-        .quiet();
-      return (await Bun.file(file).text()).trim().split("\n");
+      const script = (release.run ?? "").replace(
+        /\$\{\{ steps\.release\.outputs\.(\w+) \}\}/g,
+        (_, name: string) => outputs[name] ?? "",
+      );
+      const stand = `gh() { printf '%s\\n' "$@" > ${join(dir, "args")}; }\nbun() { printf '%s\\n' dist/mcpmgr-linux-x64 dist/SHA256SUMS; }\n`;
+      await Bun.$`bash -euo pipefail -c ${stand + script}`.env({ ...process.env, TAG: `v${outputs.version}` }).quiet();
+      return (await Bun.file(join(dir, "args")).text()).trim().split("\n");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   };
-  expect(await outputs("1.2.0")).toEqual(["version=1.2.0", "prerelease=false"]);
-  expect(await outputs("1.2.0-rc.1")).toEqual(["version=1.2.0-rc.1", "prerelease=true"]);
+  const older = await ghArgs({ version: "0.1.3", prerelease: "false", latest: "false" });
+  expect(older.slice(0, 4)).toEqual(["release", "create", "v0.1.3", "--verify-tag"]);
+  expect(older).toContain("--latest=false");
+  expect(older).not.toContain("--prerelease");
+  expect(older.slice(-2)).toEqual(["dist/mcpmgr-linux-x64", "dist/SHA256SUMS"]);
+  expect(await ghArgs({ version: "0.2.1", prerelease: "false", latest: "true" })).toContain("--latest=true");
+  const rc = await ghArgs({ version: "0.3.0-rc.2", prerelease: "true", latest: "false" });
+  expect(rc).toContain("--prerelease");
+  expect(rc).toContain("--latest=false");
+});
+
+test("the release is built with SOURCE_DATE_EPOCH set to the commit's time (reproducible builds)", () => {
+  const build = steps[stepIndex(/bun run compile --all/)] as Step;
+  const lines = (build.run ?? "").trim().split("\n");
+  const epoch = lines.indexOf('export SOURCE_DATE_EPOCH="$(git log -1 --format=%ct)"');
+  expect(epoch).toBeGreaterThan(-1);
+  expect(epoch).toBeLessThan(lines.indexOf("bun run compile --all"));
+});
+
+test("a pre-release tag is a GitHub pre-release and stays out of Homebrew and scoop (npm: publish-npm's dist-tag next)", async () => {
+  const check = steps[stepIndex(/scripts\/verify-release\.ts --tag "\$TAG"\)/)] as Step & { id?: string };
+  expect(check.id).toBe("release");
+  // The step's own lines after the version is known, run for a stable and a pre-release version.
+  const [first] = (check.run ?? "").trim().split("\n");
+  expect(first).toBe('version="$(bun scripts/verify-release.ts --tag "$TAG")"');
+  expect(await checkStepOutputs("1.2.0", [])).toEqual(["version=1.2.0", "prerelease=false", "latest=true"]);
+  expect(await checkStepOutputs("1.2.0-rc.1", [])).toEqual(["version=1.2.0-rc.1", "prerelease=true", "latest=false"]);
 
   // The workflow's `${{ … }}` expressions and shell `${…}` as template literals with the `$` escaped: in plain
   // strings they look like mistaken JavaScript templates to the linter.
