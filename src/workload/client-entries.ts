@@ -137,6 +137,20 @@ export async function clientsSeeStopped(name: string, ctx: ClientEntriesContext)
 }
 
 /**
+ * Where a recorded workload's entries are now, as "client (file)": `stop` and `rm` read it before and
+ * after the supervisor stops, and say what it took out (it says so only in its own log).
+ */
+export async function entryPlaces(name: string, ctx: ClientEntriesContext): Promise<string[]> {
+  const registrations = await readRegistrations(ctx);
+  if (registrations === undefined) return [];
+  return Object.entries(registrations.owned).flatMap(([client, files]) =>
+    Object.entries(files)
+      .filter(([, entries]) => entries[name] !== undefined && entries[name].pid === undefined)
+      .map(([file]) => `${client} (${file})`),
+  );
+}
+
+/**
  * A recorded workload was removed (`rm`, `group rm --with-workloads`): what was kept of its entries
  * while it was stopped (keys the user added, which may hold a token) goes too; a workload run again
  * under its name is another server.
