@@ -237,6 +237,15 @@ test("a foreground run stays out of a group a gateway with policies guards: no g
     expect(last.answer).toContain("run it in the background so the gateway serves it");
     expect(said()).toHaveLength(1);
 
+    // Claude Desktop's entry for it (`proxy stdio fg`) is refused at start in one line, as for a member,
+    // rather than relaying requests that all come back 403.
+    const relay = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "fg"], { env: env(), stdin: "ignore" });
+    expect(
+      expectOneLineError({ code: relay.exitCode, stdout: relay.stdout.toString(), stderr: relay.stderr.toString() }, 1),
+    ).toBe(
+      "[error] the foreground run fg refuses every caller while a gateway with policies serves group team, and no gateway serves a foreground run (hint: stop it (Ctrl-C in its terminal) and run it in the background so the gateway serves it (the same command without --foreground), then relay to the gateway; or put it in another group (--group NAME))",
+    );
+
     // Another foreground run there is refused before anything starts: one line, with the way out.
     const second = Bun.spawnSync(
       [
