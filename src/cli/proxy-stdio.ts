@@ -17,8 +17,7 @@ import { McpmgrError } from "../errors.ts";
 import { localListenerClient } from "../proxy/upstream/local-client.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
 import { liveForegroundRun } from "../state/foreground-runs.ts";
-import { assertAnswersDirectCallers, guardingPids } from "../state/gateway-guard.ts";
-import { isGatewayRecord } from "../state/workload-record.ts";
+import { assertAnswersDirectCallers, groupGateways } from "../state/gateway-guard.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { assertForegroundRunAnswers } from "../workload/foreground.ts";
 import { maxMessageBytesFromEnv } from "../workload/limits.ts";
@@ -96,15 +95,7 @@ async function endpointOf(text: string): Promise<Endpoint> {
   // Every request would be refused (403) and answered as an unreachable remote, in Claude Desktop's log.
   // The hint names the background gateways that guard the group: another of its gateways, without
   // policies (or stopped), would relay around the policies, or not at all.
-  const guarding = guardingPids(store.paths, record.group);
-  const gateways: string[] = [];
-  if (guarding.size > 0)
-    for (const r of (await store.listReadable()).records) {
-      if (!isGatewayRecord(r) || r.group !== record.group) continue;
-      const pid = (await store.readStatus(r.name).catch(() => undefined))?.pid;
-      if (pid !== undefined && guarding.has(pid)) gateways.push(r.name);
-    }
-  assertAnswersDirectCallers(store.paths, record, gateways);
+  assertAnswersDirectCallers(store.paths, record, await groupGateways(store, record.group));
   return { target: workload.url, workload };
 }
 
