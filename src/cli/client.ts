@@ -100,7 +100,8 @@ async function register(client: ClientId, group: string, gateway = false): Promi
 const registerCommand = defineCommand({
   meta: {
     name: "register",
-    description: "Let an AI client follow a group: its running workloads are written into the client's configuration",
+    description:
+      "Let an AI client follow a group: its running workloads are written into the client's configuration (a client not installed here is refused)",
   },
   args: toCittyArgs(registerOptions, clientArg),
   async run({ rawArgs }) {

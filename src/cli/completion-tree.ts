@@ -66,6 +66,11 @@ function valueCompletion(spec: OptionTable[string] | undefined): Completes | "an
   const choices = choicesOf(spec.schema);
   if (choices.length > 0) return choices;
   if (spec.valueHint === "path") return "files";
+  if (spec.valueHint === "dir") return "directories";
+  // A built-in profile's name or a profile file.
+  if (spec.valueHint === "none|network|path") return "profiles";
+  // -v's host path comes first: the shell's own file completion (after the colon too, a path).
+  if (spec.valueHint === "src:dst[:ro]") return "files";
   if (spec.valueHint === "group") return "groups";
   if (spec.valueHint === "NAME,target=ENV") return "secret-references";
   return "any";

@@ -56,10 +56,10 @@ const listCommand = defineCommand({
       const { GroupStore } = await import("../state/groups.ts");
       const groups = (await new GroupStore(store.paths).list()).map((group) => group.name);
       if (!groups.includes(values.group)) {
-        // Like the group commands: a mistyped name is offered the nearest group first.
+        // Like the group commands: a mistyped name is offered the nearest group, not the creation of the typo.
         const near = didYouMean(closeMatches(values.group, groups, { nearestOnly: true }));
         return log.info(
-          `no group named ${values.group}; ${near === undefined ? "" : `${near} Or `}create it with 'mcpmgr group create ${values.group}' ('mcpmgr group list' shows the groups)`,
+          `no group named ${values.group}; ${near ?? `create it with 'mcpmgr group create ${values.group}'`} ('mcpmgr group list' shows the groups)`,
         );
       }
       return log.info(

@@ -13,7 +13,11 @@ import { log } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
 
 const logsCommand = defineCommand({
-  meta: { name: "logs", description: "Show a workload's logs" },
+  meta: {
+    name: "logs",
+    description:
+      "Show a workload's logs: the server's output, each run opened by a timed 'mcpmgr: ---- NAME starts' line (a gateway's or a remote's: its proxy log)",
+  },
   args: toCittyArgs(table, { NAME: { description: "Workload name", required: true, completes: "workloads" } }),
   async run({ rawArgs }) {
     const { name, values } = parseNamed(rawArgs, table, "logs");

@@ -16,9 +16,10 @@ import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { localListenerClient } from "../proxy/upstream/local-client.ts";
 import { startStdioRelay } from "../proxy/remote-client/stdio-relay.ts";
-import { assertAnswersDirectCallers, guardingPids } from "../state/gateway-guard.ts";
-import { isGatewayRecord } from "../state/workload-record.ts";
+import { liveForegroundRun } from "../state/foreground-runs.ts";
+import { assertAnswersDirectCallers, groupGateways } from "../state/gateway-guard.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
+import { assertForegroundRunAnswers } from "../workload/foreground.ts";
 import { maxMessageBytesFromEnv } from "../workload/limits.ts";
 import {
   type LiveWorkload,
@@ -58,7 +59,11 @@ async function endpointOf(text: string): Promise<Endpoint> {
   if (record === undefined) {
     // A foreground run has no record; AI clients get its entry while it runs, Claude Desktop's included.
     const foreground = liveForegroundWorkload(store.paths, text);
-    if (foreground !== undefined) return { target: foreground.url, workload: foreground };
+    if (foreground !== undefined) {
+      // Every request would come back 403 while a gateway with policies guards its group: said at once.
+      assertForegroundRunAnswers(store.paths, text, liveForegroundRun(store.paths, text)?.serving);
+      return { target: foreground.url, workload: foreground };
+    }
     // A mistyped name (in a hand-written Claude Desktop entry, say) gets the nearest workload's, as stop and logs do.
     const { records } = await store.listReadable();
     const near = didYouMean(
@@ -90,15 +95,7 @@ async function endpointOf(text: string): Promise<Endpoint> {
   // Every request would be refused (403) and answered as an unreachable remote, in Claude Desktop's log.
   // The hint names the background gateways that guard the group: another of its gateways, without
   // policies (or stopped), would relay around the policies, or not at all.
-  const guarding = guardingPids(store.paths, record.group);
-  const gateways: string[] = [];
-  if (guarding.size > 0)
-    for (const r of (await store.listReadable()).records) {
-      if (!isGatewayRecord(r) || r.group !== record.group) continue;
-      const pid = (await store.readStatus(r.name).catch(() => undefined))?.pid;
-      if (pid !== undefined && guarding.has(pid)) gateways.push(r.name);
-    }
-  assertAnswersDirectCallers(store.paths, record, gateways);
+  assertAnswersDirectCallers(store.paths, record, await groupGateways(store, record.group));
   return { target: workload.url, workload };
 }
 

@@ -43,7 +43,8 @@ export const subcommands: Readonly<Record<string, Subcommand>> = {
   restart: { description: "Stop and start a workload again", load: () => import("./start.ts").then((m) => m.restart) },
   rm: { description: "Remove a workload (stopping it first)", load: () => import("./rm.ts").then((m) => m.default) },
   logs: {
-    description: "Show a workload's logs",
+    description:
+      "Show a workload's logs: the server's output, each run opened by a timed 'mcpmgr: ---- NAME starts' line (a gateway's or a remote's: its proxy log)",
     longRunning: true,
     load: () => import("./logs.ts").then((m) => m.default),
   },

@@ -24,6 +24,7 @@ import {
   abandonStart,
   assertForegroundNameFree,
   assertForegroundRunServed,
+  refusedWhenGuarded,
   watchForegroundGuard,
 } from "../workload/foreground.ts";
 import { remoteAskedAtStart, warnIfRemoteHostUnresolved } from "../workload/remote-host.ts";
@@ -277,7 +278,10 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   warnIfReachable(spec.name, spec.listen.host, workload.url, reachableProtections(spec));
   // Written into the AI clients following its group while it runs (no record: its pid says it lives).
   // Claude Desktop's entry (`proxy stdio NAME`) finds the URL in the name's claim.
-  await writeForegroundUrl(ctx.paths, spec.name, workload.url);
+  await writeForegroundUrl(ctx.paths, spec.name, workload.url, {
+    group: spec.group,
+    refusedWhenGuarded: refusedWhenGuarded(spec),
+  });
   const leaveClients = await clientsSeeForegroundRun(spec, workload.url, ctx);
   // A gateway with policies may have started for its group meanwhile, or start later: said once, with the way out.
   const stopWatching = watchForegroundGuard(spec, ctx);

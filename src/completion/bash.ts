@@ -9,6 +9,7 @@ import {
   allCommands,
   type CompletionCommand,
   keyOf,
+  BUILTIN_PROFILES,
   NO_SPACE,
   optionWords,
   plainWord,
@@ -19,6 +20,8 @@ import {
 function reply(completes: Completes | "any" | undefined): string | undefined {
   if (completes === undefined || completes === "any") return undefined;
   if (completes === "files") return "_mcpmgr_files";
+  if (completes === "directories") return "_mcpmgr_directories";
+  if (completes === "profiles") return `_mcpmgr_files; _mcpmgr_add "${words(BUILTIN_PROFILES)}"`;
   if (typeof completes === "string")
     return `_mcpmgr_reply "$(_mcpmgr_names ${completes})"${NO_SPACE.includes(completes) ? "; compopt -o nospace 2>/dev/null" : ""}`;
   return `_mcpmgr_reply "${completes.map(plainWord).join(" ")}"`;
@@ -66,6 +69,14 @@ _mcpmgr_files() {
   COMPREPLY=($(compgen -f -- "$cur"))
   compopt -o filenames 2>/dev/null
 }
+
+_mcpmgr_directories() {
+  local IFS=$'\\n'
+  COMPREPLY=($(compgen -d -- "$cur"))
+  compopt -o filenames 2>/dev/null
+}
+
+_mcpmgr_add() { local IFS=$' \\t\\n'; COMPREPLY+=($(compgen -W "$1" -- "$cur")); }
 
 _mcpmgr_subcommands() {
   case "$1" in

@@ -6,6 +6,7 @@
 import type { Completes } from "./model.ts";
 import {
   allCommands,
+  BUILTIN_PROFILES,
   type CompletionCommand,
   type CompletionOption,
   keyOf,
@@ -22,6 +23,8 @@ function argumentFlags(completes: Completes | "any" | undefined): string {
   if (completes === undefined) return "";
   if (completes === "any") return " -x";
   if (completes === "files") return " -r -F";
+  if (completes === "directories") return ` -x -a ${quoted("(__fish_complete_directories)")}`;
+  if (completes === "profiles") return ` -r -F -a ${quoted(BUILTIN_PROFILES.map(plainWord).join(" "))}`;
   if (typeof completes === "string") return ` -x -a ${quoted(`(__mcpmgr_names ${completes})`)}`;
   return ` -x -a ${quoted(completes.map(plainWord).join(" "))}`;
 }

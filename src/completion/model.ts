@@ -24,7 +24,17 @@ export type Completes =
   | "secret-references"
   | "servers"
   | "files"
+  /** Directories only (`--env-file-dir`). */
+  | "directories"
+  /** A built-in permission profile's name (BUILTIN_PROFILES) or a profile file (`--permission-profile`). */
+  | "profiles"
   | readonly string[];
+
+/**
+ * The built-in permission profiles, offered beside files for `--permission-profile` (the same words as
+ * config/permission-profile.ts, which this layer does not import; a test holds them equal).
+ */
+export const BUILTIN_PROFILES: readonly string[] = ["none", "network"];
 
 /** Names `mcpmgr __complete` lists (the rest are files or fixed words). */
 export const LISTED: readonly Completes[] = [

@@ -4,7 +4,7 @@
  * offered where a file fits: PowerShell then completes paths itself.
  */
 import type { Completes } from "./model.ts";
-import { allCommands, type CompletionCommand, keyOf, LISTED, plainWord } from "./model.ts";
+import { allCommands, BUILTIN_PROFILES, type CompletionCommand, keyOf, LISTED, plainWord } from "./model.ts";
 
 function quoted(text: string): string {
   return `'${text.replace(/\s+/g, " ").replace(/'/g, "''")}'`;
@@ -16,6 +16,8 @@ function list(items: readonly string[]): string {
 
 /** An argument's completion as the script reads it: a list of words, or the kind of names to ask mcpmgr for. */
 function valueEntry(completes: Completes | "any"): string {
+  // Files and directories are PowerShell's own completion (nothing offered); the built-in profiles are words.
+  if (completes === "profiles") return list(BUILTIN_PROFILES.map(plainWord));
   if (typeof completes === "string") return quoted(completes);
   return list(completes.map(plainWord));
 }

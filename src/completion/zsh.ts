@@ -4,7 +4,15 @@
  * Works from a file in $fpath (autoloaded as _mcpmgr) and when sourced after compinit.
  */
 import type { Completes } from "./model.ts";
-import { allCommands, type CompletionCommand, keyOf, NO_SPACE, plainWord, valueOptionWords } from "./model.ts";
+import {
+  allCommands,
+  BUILTIN_PROFILES,
+  type CompletionCommand,
+  keyOf,
+  NO_SPACE,
+  plainWord,
+  valueOptionWords,
+} from "./model.ts";
 
 function quoted(text: string): string {
   return `'${text.replace(/'/g, "'\\''")}'`;
@@ -18,6 +26,8 @@ function described(name: string, description: string): string {
 function complete(completes: Completes | "any" | undefined): string | undefined {
   if (completes === undefined || completes === "any") return undefined;
   if (completes === "files") return "_files";
+  if (completes === "directories") return "_files -/";
+  if (completes === "profiles") return `compadd -- ${BUILTIN_PROFILES.map(plainWord).join(" ")}; _files`;
   if (typeof completes === "string")
     return `compadd${NO_SPACE.includes(completes) ? " -S ''" : ""} -- \${(f)"$(_mcpmgr_names ${completes})"}`;
   return `compadd -- ${completes.map(plainWord).join(" ")}`;

@@ -81,7 +81,7 @@ export const clientRegisterOptions = {
   }),
   gateway: booleanOption({
     description:
-      "Give the client the group's background gateway (one entry) instead of each workload (start one with 'mcpmgr gateway GROUP --detach')",
+      "Give the client the group's one running background gateway (one entry) instead of each workload (start one with 'mcpmgr gateway GROUP --detach'; a foreground gateway gets no entry)",
     default: false,
   }),
 } as const satisfies OptionTable;

@@ -13,7 +13,7 @@ import { ipVersion } from "./ip-address.ts";
 import { portNumber } from "./values.ts";
 import { isObject } from "../objects.ts";
 
-const builtinProfileNames = ["none", "network"] as const;
+export const builtinProfileNames = ["none", "network"] as const;
 export type BuiltinProfileName = (typeof builtinProfileNames)[number];
 
 export interface OutboundRules {

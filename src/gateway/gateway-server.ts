@@ -29,6 +29,7 @@ import {
 } from "./modern-caller.ts";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
+import { JsonRpcCode } from "../proxy/jsonrpc.ts";
 import { PlainErrorServer } from "./sdk-errors.ts";
 
 export interface GatewayServerOptions {
@@ -55,9 +56,17 @@ function unavailable(workload: string, why: string): ProtocolError {
 /** A workload the gateway could not send the request to at all (stopped, not answering, not reachable). */
 class NotSent extends ProtocolError {}
 
+/**
+ * A request for a workload that is not there is no fault of the gateway: not "internal error" (-32603),
+ * nor an unknown name (-32602, the name was the workload's). MCP (2025-06-18 and 2026-07-28) gives
+ * prompts, resources and completions no error result, only JSON-RPC errors, and JSON-RPC leaves
+ * -32000…-32099 to the server: 2026-07-28 keeps -32000…-32019 for implementations, never defining one
+ * there. So -32000, the server error mcpmgr's relays already answer when what is behind them cannot be
+ * reached (a tools/call gets a tool result with isError instead: toolNotSent).
+ */
 function notSent(workload: string, why: string): NotSent {
   const { message, data } = unavailable(workload, why);
-  return new NotSent(ProtocolErrorCode.InternalError, message, data);
+  return new NotSent(JsonRpcCode.serverError, message, data);
 }
 
 /**

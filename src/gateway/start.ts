@@ -20,7 +20,7 @@ import { followMembership, type Member } from "./membership.ts";
 import { DIRECT_CLIENTS_MARKER, unguardedMemberCheck } from "./unguarded-members.ts";
 import { prefixed } from "./names.ts";
 import { clientsFollowingDirectly } from "../state/client-registrations.ts";
-import { gatewayKey, guardGroup, pruneGuards } from "../state/gateway-guard.ts";
+import { gatewayKey, gatewayRegisterAdvice, groupGateways, guardGroup, pruneGuards } from "../state/gateway-guard.ts";
 import type { NameAliases } from "../middleware/cedar-decider.ts";
 
 export interface GatewayContext {
@@ -71,13 +71,15 @@ function aliasesOf(catalog: GroupCatalog, kind: "tool" | "prompt", name: string)
  * file that cannot be read only loses the warning (the `client` commands report what is wrong with it).
  */
 async function warnDirectClients(
-  paths: WorkloadStore["paths"],
+  store: WorkloadStore,
   group: string,
   log: (level: "warn", text: string) => void,
 ): Promise<void> {
-  const clients = await clientsFollowingDirectly(paths, group).catch(() => []);
+  const clients = await clientsFollowingDirectly(store.paths, group).catch(() => []);
   if (clients.length === 0) return;
-  const commands = clients.map((client) => `'mcpmgr client register ${client} --group ${group} --gateway'`);
+  // Only advice that gives each a gateway with the group's policies (not --gateway alone beside a foreground one).
+  const gateways = await groupGateways(store, group);
+  const commands = clients.map((client) => gatewayRegisterAdvice(client, group, gateways));
   log(
     "warn",
     `${clients.length === 1 ? "an AI client" : "AI clients"} ${DIRECT_CLIENTS_MARKER} (${clients.join(", ")}) ` +
@@ -153,7 +155,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       "its workloads answer only this gateway (and their own authentication) while it runs: " +
         "'mcpmgr proxy stdio WORKLOAD' and other direct callers are refused; give them this gateway's URL",
     );
-    await warnDirectClients(paths, spec.group, log);
+    await warnDirectClients(ctx.store, spec.group, log);
   }
   const membership = await followMembership({
     store: ctx.store,

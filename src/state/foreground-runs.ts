@@ -22,12 +22,23 @@ const claimSchema = v.object({
   pid: v.pipe(v.number(), v.integer()),
   startTime: v.string(),
   url: v.optional(v.string()),
+  group: v.optional(v.string()),
+  refusedWhenGuarded: v.optional(v.boolean()),
 });
+
+/** What the run serves, written with its URL: `proxy stdio NAME` refuses at once to relay to a run that refuses it. */
+export interface ForegroundServing {
+  readonly group: string;
+  /** Whether a gateway with policies over its group makes it refuse every caller (it has no `--oidc-*` of its own). */
+  readonly refusedWhenGuarded: boolean;
+}
 
 export interface ForegroundClaim {
   readonly pid: number;
   /** The URL clients use, once the run serves. */
   readonly url?: string;
+  /** Its group, and whether a guard refuses it (claims written before these were kept have neither). */
+  readonly serving?: ForegroundServing;
 }
 
 function claimPath(paths: McpmgrPaths, name: string): string {
@@ -39,7 +50,12 @@ export function liveForegroundRun(paths: McpmgrPaths, name: string): ForegroundC
   try {
     const claim = v.parse(claimSchema, JSON.parse(readFileSync(claimPath(paths, name), "utf8")));
     if (!isSameProcess(claim.pid, claim.startTime)) return undefined;
-    return claim.url === undefined ? { pid: claim.pid } : { pid: claim.pid, url: claim.url };
+    const { group, refusedWhenGuarded } = claim;
+    return {
+      pid: claim.pid,
+      ...(claim.url === undefined ? {} : { url: claim.url }),
+      ...(group === undefined || refusedWhenGuarded === undefined ? {} : { serving: { group, refusedWhenGuarded } }),
+    };
   } catch {
     return undefined;
   }
@@ -52,12 +68,18 @@ export async function writeForegroundClaim(paths: McpmgrPaths, name: string): Pr
 }
 
 /** Adds the URL this process serves `name` at to its claim (one another run has taken since is left alone). */
-export async function writeForegroundUrl(paths: McpmgrPaths, name: string, url: string): Promise<void> {
+export async function writeForegroundUrl(
+  paths: McpmgrPaths,
+  name: string,
+  url: string,
+  serving: ForegroundServing,
+): Promise<void> {
   if (liveForegroundRun(paths, name)?.pid !== process.pid) return;
   await writeJsonFile(claimPath(paths, name), {
     pid: process.pid,
     startTime: processStartTime(process.pid) ?? "",
     url,
+    ...serving,
   });
 }
 

@@ -17,6 +17,8 @@ import { McpmgrError } from "../errors.ts";
 import type { McpmgrPaths } from "./paths.ts";
 import { isGatewayRecord, type WorkloadRecord } from "./workload-record.ts";
 import { isSameProcess, processStartTime } from "./process-start.ts";
+import { isSupervisorOf } from "./supervisor-identity.ts";
+import type { WorkloadStore } from "./workloads.ts";
 
 const KEY_FILE = "gateway.key";
 /** The key's shape, also how a member tells it from a client's bearer token at a glance. */
@@ -179,26 +181,62 @@ export function refusesDirectCallers(paths: McpmgrPaths, record: WorkloadRecord)
   return !isGatewayRecord(record) && !hasOwnAuthentication(record) && isGroupGuarded(paths, record.group);
 }
 
+/** The group's running background gateways: those that guard it (with policies), and the others. */
+export interface GroupGateways {
+  readonly guarding: readonly string[];
+  readonly others: readonly string[];
+}
+
+export async function groupGateways(store: WorkloadStore, group: string): Promise<GroupGateways> {
+  const guards = guardingPids(store.paths, group);
+  const guarding: string[] = [];
+  const others: string[] = [];
+  for (const record of (await store.listReadable()).records) {
+    if (!isGatewayRecord(record) || record.group !== group) continue;
+    const pid = (await store.readStatus(record.name).catch(() => undefined))?.pid;
+    if (pid === undefined) continue;
+    if (guards.has(pid)) guarding.push(record.name);
+    else if (isSupervisorOf(pid, record.name)) others.push(record.name);
+  }
+  return { guarding: guarding.sort(), others: others.sort() };
+}
+
+/**
+ * The command (or commands) that moves `client` onto a gateway of `group` that serves it with the group's
+ * policies. `client register --gateway` gives a client the group's one running background gateway
+ * (clients/gateway-rules.ts refuses none or several), so it alone is the advice only when that one is a
+ * guarding gateway: with only a foreground gateway guarding, it would give the client no entry, or the
+ * entry of a background gateway without policies, which serves the members past them.
+ */
+export function gatewayRegisterAdvice(client: string, group: string, gateways: GroupGateways): string {
+  const register = `'mcpmgr client register ${client} --group ${group} --gateway'`;
+  const [kept, ...moreGuarding] = gateways.guarding;
+  const extra = [...moreGuarding, ...gateways.others].sort();
+  const stop =
+    extra.length === 0
+      ? ""
+      : `stop the group's other background gateways (${extra.map((name) => `'mcpmgr stop ${name}'`).join(", ")}: a client gets one), then `;
+  if (kept !== undefined) return `${stop}${register}`;
+  // Only a foreground gateway guards: a registration follows background gateways alone.
+  return `run the gateway with policies in the background ('mcpmgr gateway ${group} --detach' with its options; a foreground one gets no client entry), ${stop || "then "}${register}`;
+}
+
 /**
  * WORKLOAD_GUARDED when the workload refuses direct callers now (above). `gateways` are the group's
  * background gateways that guard it (guardingPids), for the hint: never one without policies, which
  * would serve the members past the policies the guarding gateway enforces.
  */
-export function assertAnswersDirectCallers(
-  paths: McpmgrPaths,
-  record: WorkloadRecord,
-  gateways: readonly string[],
-): void {
+export function assertAnswersDirectCallers(paths: McpmgrPaths, record: WorkloadRecord, gateways: GroupGateways): void {
   if (!refusesDirectCallers(paths, record)) return;
   const relay =
-    gateways.length > 0
-      ? gateways.map((name) => `'mcpmgr proxy stdio ${name}'`).join(" or ")
+    gateways.guarding.length > 0
+      ? gateways.guarding.map((name) => `'mcpmgr proxy stdio ${name}'`).join(" or ")
       : "'mcpmgr proxy stdio URL' with the gateway's URL (a foreground gateway's is in its terminal)";
   throw new McpmgrError(
     "WORKLOAD_GUARDED",
     `workload ${record.name} answers only its group's gateway while a gateway with policies serves group ${record.group}`,
     {
-      hint: `relay to the gateway instead: ${relay}; for Claude Desktop: 'mcpmgr client register claude-desktop --group ${record.group} --gateway'`,
+      hint: `relay to the gateway instead: ${relay}; for Claude Desktop: ${gatewayRegisterAdvice("claude-desktop", record.group, gateways)}`,
     },
   );
 }

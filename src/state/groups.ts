@@ -172,7 +172,8 @@ export async function assertGroupExists(paths: McpmgrPaths, name: string): Promi
 
 /**
  * GROUP_NOT_FOUND, whose hint names the command that creates the group: only for a valid name.
- * A mistyped name is offered the nearest of the `known` groups first.
+ * A mistyped name is offered the nearest of the `known` groups instead: a near name is far likelier
+ * meant than a new group, and offering to create the typo beside it invites making it.
  */
 function groupNotFound(
   name: string,
@@ -187,5 +188,7 @@ function groupNotFound(
       { nearestOnly: true },
     ),
   );
-  throw new McpmgrError("GROUP_NOT_FOUND", `no group named ${name}`, { hint: near ? `${near} (${hint})` : hint });
+  throw new McpmgrError("GROUP_NOT_FOUND", `no group named ${name}`, {
+    hint: near ? `${near} ('mcpmgr group list' shows the groups)` : hint,
+  });
 }

@@ -29,7 +29,12 @@ import {
   type Registrations,
   viaGateway,
 } from "../state/client-registrations.ts";
-import { refusesDirectCallers } from "../state/gateway-guard.ts";
+import {
+  gatewayRegisterAdvice,
+  type GroupGateways,
+  groupGateways,
+  refusesDirectCallers,
+} from "../state/gateway-guard.ts";
 import { isOwnProcessAlive } from "../state/process-start.ts";
 import { clientTransport, workloadUrl } from "../state/workload-url.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
@@ -122,18 +127,30 @@ export async function clientsSeeStarted(record: WorkloadRecord, ctx: ClientEntri
   if (registrations === undefined || !isFollowed(registrations, record.group)) return;
   await withSync(ctx, `were not told that ${record.name} runs`, async (sync) => {
     await sync.pruneEntries(liveness(ctx));
-    describe(
-      ctx,
-      await sync.onWorkloadStarted(endpointOf(record)),
-      record.group,
-      refusesDirectCallers(ctx.paths, record),
-    );
+    const refused = refusesDirectCallers(ctx.paths, record)
+      ? await groupGateways(new WorkloadStore(ctx.paths), record.group)
+      : undefined;
+    describe(ctx, await sync.onWorkloadStarted(endpointOf(record)), record.group, refused);
   });
 }
 
 /** A recorded workload stopped or is being removed: its entries go. */
 export async function clientsSeeStopped(name: string, ctx: ClientEntriesContext): Promise<void> {
   await removeEntries(ctx, name, undefined);
+}
+
+/**
+ * Where a recorded workload's entries are now, as "client (file)": `stop` and `rm` read it before and
+ * after the supervisor stops, and say what it took out (it says so only in its own log).
+ */
+export async function entryPlaces(name: string, ctx: ClientEntriesContext): Promise<string[]> {
+  const registrations = await readRegistrations(ctx);
+  if (registrations === undefined) return [];
+  return Object.entries(registrations.owned).flatMap(([client, files]) =>
+    Object.entries(files)
+      .filter(([, entries]) => entries[name] !== undefined && entries[name].pid === undefined)
+      .map(([file]) => `${client} (${file})`),
+  );
 }
 
 /**
@@ -248,16 +265,22 @@ async function handOverGateways(
 }
 
 /** One line saying which clients have the workload now (skipped ones were warned about already). */
-function describe(ctx: ClientEntriesContext, reports: readonly SyncReport[], group: string, refused = false): void {
+function describe(
+  ctx: ClientEntriesContext,
+  reports: readonly SyncReport[],
+  group: string,
+  refused?: GroupGateways,
+): void {
   const written = reports.filter((report) => report.action !== "skipped" && report.action !== "removed");
   const name = written[0]?.workload;
   if (name === undefined) return;
   ctx.log.info(`${name} is in the AI clients following group ${group}: ${written.map(where).join(", ")}`);
-  // Its entries are there, but the member answers only the gateway that guards its group (gateway.md).
-  if (refused)
+  // Its entries are there, but the member answers only the gateway that guards its group (gateway.md);
+  // `refused` holds the group's background gateways, for advice that gives each client a guarding one.
+  if (refused !== undefined)
     ctx.log.warn(
       `${name} refuses these clients while a gateway with policies serves group ${group}; switch each to the gateway: ` +
-        written.map((report) => `'mcpmgr client register ${report.client} --group ${group} --gateway'`).join(", "),
+        written.map((report) => gatewayRegisterAdvice(report.client, group, refused)).join(", "),
     );
 }
 

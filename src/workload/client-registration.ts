@@ -10,7 +10,7 @@ import { ClientConfigSync, type ClientStatus, type SyncReport } from "../clients
 import type { ClientContext, ClientDefinition, ClientId } from "../clients/types.ts";
 import { McpmgrError } from "../errors.ts";
 import { ClientRegistrationStore } from "../state/client-registrations.ts";
-import { isGroupGuarded } from "../state/gateway-guard.ts";
+import { gatewayRegisterAdvice, groupGateways, isGroupGuarded } from "../state/gateway-guard.ts";
 import { GroupStore } from "../state/groups.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { type ClientEntriesContext, clientContextOf, pruneClientEntries, runningWorkloads } from "./client-entries.ts";
@@ -66,7 +66,7 @@ export async function registerClient(
   if (!options.gateway && isGroupGuarded(ctx.paths, group))
     ctx.log.warn(
       `a gateway with policies serves group ${group}: its workloads refuse ${definition.displayName} while that gateway runs; ` +
-        `register it through the gateway instead: 'mcpmgr client register ${client} --group ${group} --gateway'`,
+        `register it through the gateway instead: ${gatewayRegisterAdvice(client, group, await groupGateways(store, group))}`,
     );
   const written = reports.filter(
     (report) => report.action !== "skipped" && report.action !== "removed" && report.otherGroup !== true,

@@ -6,8 +6,10 @@
  */
 import { McpmgrError } from "../errors.ts";
 import { MEMBER_GUARD_RECHECK_MS } from "../middleware/gateway-credential.ts";
+import type { ForegroundServing } from "../state/foreground-runs.ts";
 import { isGroupGuarded } from "../state/gateway-guard.ts";
 import { installId } from "../state/install-id.ts";
+import type { McpmgrPaths } from "../state/paths.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
 import { assertContainerNameFree, removeContainers } from "./launch-container.ts";
@@ -47,8 +49,30 @@ export function assertForegroundRunServed(spec: RunSpec, ctx: WorkloadContext): 
 
 const ANOTHER_GROUP = "or put it in another group (--group NAME)";
 
-function refusedWhenGuarded(spec: RunSpec): boolean {
+/** Whether a gateway with policies over its group makes the run refuse every caller: it has no `--oidc-*` of its own. */
+export function refusedWhenGuarded(spec: RunSpec): boolean {
   return spec.policies.incomingAuth === undefined;
+}
+
+/**
+ * `proxy stdio NAME` of a foreground run (Claude Desktop's entry) that refuses every caller now, since a
+ * gateway with policies guards its group and none serves a foreground run: refused in one line at start,
+ * as for a guarded member, rather than relaying requests that all come back 403. A claim from before
+ * the run wrote its group (`serving` undefined) is relayed to as before.
+ */
+export function assertForegroundRunAnswers(
+  paths: McpmgrPaths,
+  name: string,
+  serving: ForegroundServing | undefined,
+): void {
+  if (serving === undefined || !serving.refusedWhenGuarded || !isGroupGuarded(paths, serving.group)) return;
+  throw new McpmgrError(
+    "WORKLOAD_GUARDED",
+    `the foreground run ${name} refuses every caller while a gateway with policies serves group ${serving.group}, and no gateway serves a foreground run`,
+    {
+      hint: `stop it (Ctrl-C in its terminal) and run it in the background so the gateway serves it (the same command without --foreground), then relay to the gateway; ${ANOTHER_GROUP}`,
+    },
+  );
 }
 
 /**

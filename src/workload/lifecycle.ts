@@ -10,6 +10,7 @@ import {
   clientsForgetRemoved,
   clientsSeeStarted,
   clientsSeeStopped,
+  entryPlaces,
 } from "./client-entries.ts";
 import type { WorkloadContext } from "./context.ts";
 import { assertStartSettings } from "./limits.ts";
@@ -105,8 +106,26 @@ export function portTakenHint(record: WorkloadRecord): string {
 export async function stopRecorded(name: string, ctx: ClientEntriesContext): Promise<boolean> {
   const store = new WorkloadStore(ctx.paths);
   await store.getExisting(name);
-  const stopped = await stopSupervisor(store, name, ctx.log);
-  // The supervisor takes its entries out as it stops; one that had to be killed could not.
+  return stopTelling(store, name, ctx);
+}
+
+/**
+ * Stops the supervisor and takes the entries out: the supervisor takes them out as it stops (and
+ * says so in its own log only, so this says which went); one that had to be killed could not.
+ */
+async function stopTelling(
+  store: WorkloadStore,
+  name: string,
+  ctx: ClientEntriesContext,
+  removing = false,
+): Promise<boolean> {
+  const before = await entryPlaces(name, ctx);
+  const stopping = stopSupervisor(store, name, ctx.log);
+  // `rm` goes on past a supervisor it could not stop: the workload is forgotten regardless.
+  const stopped = await (removing ? stopping.catch(() => false) : stopping);
+  const after = new Set(await entryPlaces(name, ctx));
+  const gone = before.filter((place) => !after.has(place));
+  if (gone.length > 0) ctx.log.info(`removed ${name} from ${gone.join(", ")}`);
   await clientsSeeStopped(name, ctx);
   return stopped;
 }
@@ -119,8 +138,7 @@ export async function removeRecorded(name: string, ctx: ClientEntriesContext): P
     if ((err as { code?: string }).code !== "STATE_CORRUPT") throw err;
     return undefined;
   });
-  await stopSupervisor(store, name, ctx.log).catch(() => false);
-  await clientsSeeStopped(name, ctx);
+  await stopTelling(store, name, ctx, true);
   await clientsForgetRemoved(name, ctx);
   await store.remove(name);
   return record;

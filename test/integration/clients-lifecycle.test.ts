@@ -135,8 +135,9 @@ describe("registration files follow the workloads of the group", () => {
     });
   }, 120_000);
 
-  test("stop takes the entry out of every client; start puts it back with the same URL", () => {
-    ok("stop", "alpha");
+  test("stop takes the entry out of every client, and says so; start puts it back with the same URL", () => {
+    // The supervisor takes the entries out as it stops; stop says which went, as rm does.
+    expect(ok("stop", "alpha").stderr).toContain(`removed alpha from cursor (${cursorFile()}), `);
     expect(cursor()).toEqual({ beta: { url: urls.beta } });
     expect(Object.keys(vscode())).toEqual(["beta"]);
     expect(Object.keys(claudeCode())).toEqual(["beta"]);
@@ -371,7 +372,7 @@ describe("a background gateway", () => {
   }, 60_000);
 
   test("stop and start of the gateway take its entry out and put it back", () => {
-    ok("stop", "gateway-team");
+    expect(ok("stop", "gateway-team").stderr).toContain(`removed gateway-team from cursor (${cursorFile()})`);
     expect(cursor()).toEqual({});
     expect(row("gateway-team")?.status).toBe("stopped");
     expect(ok("start", "gateway-team").stdout.trim()).toBe(gatewayUrl);
@@ -404,7 +405,8 @@ describe("a background gateway", () => {
     expect(failure(mcpmgr("run", "--from-config", file, "--foreground"), 2)).toContain(
       "holds the background gateway gateway-team",
     );
-    ok("rm", "gateway-team");
+    // Like rm of any workload, rm of a gateway says which clients lost its entry (walk 7).
+    expect(ok("rm", "gateway-team").stderr).toContain(`removed gateway-team from cursor (${cursorFile()})`);
     expect(cursor()).toEqual({});
     expect(row("gateway-team")).toBeUndefined();
     expect(ok("run", "--from-config", file).stdout.trim()).toBe(gatewayUrl);

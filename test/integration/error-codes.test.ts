@@ -181,7 +181,7 @@ const producers: Record<ErrorCode, () => unknown> = {
     });
     const unguard = await guardGroup(paths, "default", { authenticates: false });
     try {
-      assertAnswersDirectCallers(paths, member, ["gateway-default"]);
+      assertAnswersDirectCallers(paths, member, { guarding: ["gateway-default"], others: [] });
     } finally {
       await unguard();
     }

@@ -118,7 +118,9 @@ test("a background gateway with policies names them in the terminal of 'gateway 
     expect(relay.stderr.toString()).toContain("(hint: relay to the gateway instead: 'mcpmgr proxy stdio guarded';");
     expect(warningIn(detached.stderr)).toEqual([
       expect.stringContaining(
-        "[warn] gateway 'team': an AI client registered with its workloads directly (cursor) is refused by them while it runs; switch it to the gateway: 'mcpmgr client register cursor --group team --gateway'",
+        // gateway-team (no policies) runs too: --gateway alone would be refused as ambiguous, and a client left
+        // with gateway-team would reach the members past the policies.
+        "[warn] gateway 'team': an AI client registered with its workloads directly (cursor) is refused by them while it runs; switch it to the gateway: stop the group's other background gateways ('mcpmgr stop gateway-team': a client gets one), then 'mcpmgr client register cursor --group team --gateway'",
       ),
     ]);
   } finally {
@@ -132,7 +134,9 @@ test("a client registered with the members while a gateway with policies runs is
   try {
     const registered = mcpmgr("client", "register", "gemini-cli", "--group", "team");
     expect(registered.stderr).toContain(
-      "[warn] a gateway with policies serves group team: its workloads refuse Gemini CLI while that gateway runs; register it through the gateway instead: 'mcpmgr client register gemini-cli --group team --gateway'",
+      // The guarding gateway runs in the foreground, which no registration follows: --gateway alone would give
+      // Gemini CLI gateway-team, which has no policies.
+      "[warn] a gateway with policies serves group team: its workloads refuse Gemini CLI while that gateway runs; register it through the gateway instead: run the gateway with policies in the background ('mcpmgr gateway team --detach' with its options; a foreground one gets no client entry), stop the group's other background gateways ('mcpmgr stop gateway-team': a client gets one), then 'mcpmgr client register gemini-cli --group team --gateway'",
     );
     // Claude Desktop's relay to a member would have every request refused as an unreachable remote: one line instead.
     const relay = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "probe"], {
@@ -146,7 +150,7 @@ test("a client registered with the members while a gateway with policies runs is
     // The guarding gateway runs in the foreground; gateway-team, in the background, has no policies: relayed
     // to, it would serve the members past the policies, so the hint does not name it.
     expect(line).toBe(
-      "[error] workload probe answers only its group's gateway while a gateway with policies serves group team (hint: relay to the gateway instead: 'mcpmgr proxy stdio URL' with the gateway's URL (a foreground gateway's is in its terminal); for Claude Desktop: 'mcpmgr client register claude-desktop --group team --gateway')",
+      "[error] workload probe answers only its group's gateway while a gateway with policies serves group team (hint: relay to the gateway instead: 'mcpmgr proxy stdio URL' with the gateway's URL (a foreground gateway's is in its terminal); for Claude Desktop: run the gateway with policies in the background ('mcpmgr gateway team --detach' with its options; a foreground one gets no client entry), stop the group's other background gateways ('mcpmgr stop gateway-team': a client gets one), then 'mcpmgr client register claude-desktop --group team --gateway')",
     );
     // A member that starts meanwhile gets its entries in those clients, and the run says they are refused.
     try {
@@ -161,7 +165,13 @@ test("a client registered with the members while a gateway with policies runs is
         "none",
       );
       expect(started.stderr).toContain(
-        "[warn] probe2 refuses these clients while a gateway with policies serves group team; switch each to the gateway: 'mcpmgr client register cursor --group team --gateway', 'mcpmgr client register gemini-cli --group team --gateway'",
+        "[warn] probe2 refuses these clients while a gateway with policies serves group team; switch each to the gateway: " +
+          ["cursor", "gemini-cli"]
+            .map(
+              (client) =>
+                `run the gateway with policies in the background ('mcpmgr gateway team --detach' with its options; a foreground one gets no client entry), stop the group's other background gateways ('mcpmgr stop gateway-team': a client gets one), then 'mcpmgr client register ${client} --group team --gateway'`,
+            )
+            .join(", "),
       );
     } finally {
       mcpmgr("rm", "probe2");
@@ -236,6 +246,15 @@ test("a foreground run stays out of a group a gateway with policies guards: no g
     expect(last.answer).toContain("fg is a foreground run in group 'team'");
     expect(last.answer).toContain("run it in the background so the gateway serves it");
     expect(said()).toHaveLength(1);
+
+    // Claude Desktop's entry for it (`proxy stdio fg`) is refused at start in one line, as for a member,
+    // rather than relaying requests that all come back 403.
+    const relay = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "fg"], { env: env(), stdin: "ignore" });
+    expect(
+      expectOneLineError({ code: relay.exitCode, stdout: relay.stdout.toString(), stderr: relay.stderr.toString() }, 1),
+    ).toBe(
+      "[error] the foreground run fg refuses every caller while a gateway with policies serves group team, and no gateway serves a foreground run (hint: stop it (Ctrl-C in its terminal) and run it in the background so the gateway serves it (the same command without --foreground), then relay to the gateway; or put it in another group (--group NAME))",
+    );
 
     // Another foreground run there is refused before anything starts: one line, with the way out.
     const second = Bun.spawnSync(

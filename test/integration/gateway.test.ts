@@ -291,6 +291,13 @@ describe("membership", () => {
       const result = await modern.callTool({ name: "gamma_echo", arguments: { text: "after" } });
       expect(result.isError).toBe(true);
       expect(result.content).toEqual([{ type: "text", text: said }]);
+      // A prompt has no error result: a server error naming the workload, not "internal error".
+      const refused = await modern.getPrompt({ name: "gamma_greeting" }).then(
+        () => undefined,
+        (err: { code?: number; message?: string }) => err,
+      );
+      expect(refused?.code).toBe(-32000);
+      expect(refused?.message).toContain(said);
     } finally {
       await modern.close();
     }
@@ -330,6 +337,20 @@ describe("membership", () => {
     }).then((r) => r.text());
     expect(raw).toContain('"isError":true');
     expect(raw).not.toContain('"error"');
+    // Prompts and completions of a stopped workload: JSON-RPC has no result for them, so a server error
+    // (-32000, implementation-defined) with the same text and data.workload, never -32603 "internal error".
+    for (const refused of [
+      client.getPrompt({ name: "gamma_greeting" }),
+      client.complete({ ref: { type: "ref/prompt", name: "gamma_greeting" }, argument: { name: "a", value: "" } }),
+    ]) {
+      const err = await refused.then(
+        () => undefined,
+        (e: { code?: number; message?: string; data?: unknown }) => e,
+      );
+      expect(err?.code).toBe(-32000);
+      expect(err?.message).toContain(said);
+      expect(err?.data).toEqual({ workload: "gamma" });
+    }
     expect(payload(await client.callTool({ name: "alpha_echo", arguments: { text: "still" } })).text).toBe("still");
   }, 60_000);
 

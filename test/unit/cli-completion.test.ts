@@ -13,7 +13,8 @@ import { join } from "node:path";
 import { completionScript, shells } from "../../src/cli/completion.ts";
 import { rootCommand } from "../../src/cli/root.ts";
 import { completionTree } from "../../src/cli/completion-tree.ts";
-import { allCommands, keyOf } from "../../src/completion/model.ts";
+import { allCommands, BUILTIN_PROFILES, keyOf } from "../../src/completion/model.ts";
+import { builtinProfileNames } from "../../src/config/permission-profile.ts";
 import {
   clientRegisterOptions,
   clientRemoveOptions,
@@ -163,6 +164,9 @@ beforeAll(async () => {
     expect(stored.exitCode).toBe(0);
   }
   await writeFile(join(dir, "exported.json"), "{}");
+  // A profile file beside a folder of env files, for the path-valued options.
+  await mkdir(join(dir, "prof", "envs"), { recursive: true });
+  await writeFile(join(dir, "prof", "strict.json"), "{}");
   for (const shell of shells) {
     scripts[shell] = await completionScript(shell);
     await writeFile(join(dir, `mcpmgr.${shell}`), scripts[shell] as string);
@@ -261,6 +265,10 @@ test("mcpmgr completion prints the script; a wrong shell is a usage error with a
   expect(wrong.stderr).toContain("did you mean bash?");
 });
 
+test("the built-in permission profiles completion offers are the ones mcpmgr accepts", () => {
+  expect(BUILTIN_PROFILES).toEqual([...builtinProfileNames]);
+});
+
 describe("bash", () => {
   function complete(lines: readonly Line[]): string[][] {
     const calls = lines.map(([words]) => `c ${words.map((word) => `'${word}'`).join(" ")}`);
@@ -296,6 +304,21 @@ ${calls.join("\n")}
         sorted(lines[i]?.[1] ?? []),
       ]);
     });
+  });
+
+  test("path values as the shell completes them: a profile's name or file, a folder of env files, -v's host path", () => {
+    const prof = join(dir, "prof");
+    const [names, profileFile, folders, volume] = complete([
+      [["mcpmgr", "run", "fetch", "--permission-profile", "n"], []],
+      [["mcpmgr", "run", "fetch", "--permission-profile", join(prof, "s")], []],
+      [["mcpmgr", "run", "fetch", "--env-file-dir", `${prof}/`], []],
+      [["mcpmgr", "run", "fetch", "-v", join(prof, "s")], []],
+    ]);
+    expect(sorted(names ?? [])).toEqual(["network", "none"]);
+    expect(profileFile).toEqual([join(prof, "strict.json")]);
+    // Folders only: the file beside it is not offered.
+    expect(folders).toEqual([join(prof, "envs")]);
+    expect(volume).toEqual([join(prof, "strict.json")]);
   });
 
   test("--opt=value, whether or not = breaks words", () => {
@@ -337,6 +360,21 @@ describe("fish", () => {
 
   test("the script is valid fish", () => {
     expect(run(["fish", "--no-config", "-n", join(dir, "mcpmgr.fish")]).exitCode).toBe(0);
+  });
+
+  test("path values as the shell completes them: a profile's name or file, a folder of env files, -v's host path", () => {
+    const prof = join(dir, "prof");
+    const [names, profileFile, folders, volume] = complete([
+      [["mcpmgr", "run", "fetch", "--permission-profile", "n"], []],
+      [["mcpmgr", "run", "fetch", "--permission-profile", join(prof, "s")], []],
+      [["mcpmgr", "run", "fetch", "--env-file-dir", `${prof}/`], []],
+      [["mcpmgr", "run", "fetch", "-v", join(prof, "s")], []],
+    ]);
+    expect(sorted(names ?? [])).toEqual(["network", "none"]);
+    expect(profileFile).toEqual([join(prof, "strict.json")]);
+    // Folders only (fish writes them with their slash): the file beside it is not offered.
+    expect(folders).toEqual([`${join(prof, "envs")}/`]);
+    expect(volume).toEqual([join(prof, "strict.json")]);
   });
 
   test("commands, options, their values, names from the store, files", () => {
@@ -399,6 +437,9 @@ describe("zsh", () => {
       ["mcpmgr list --format=j", ["json"]],
       ["mcpmgr run --transport s", ["sse", "stdio", "streamable-http"]],
       [`mcpmgr export alpha-one ${join(dir, "expo")}`, ["exported.json"]],
+      ["mcpmgr run fetch --permission-profile no", ["none"]],
+      [`mcpmgr run fetch --env-file-dir ${join(dir, "prof")}/`, ["envs"]],
+      [`mcpmgr run fetch -v ${join(dir, "prof")}/st`, ["strict.json"]],
     ];
     const out = join(dir, "zsh-hits");
     await mkdir(out);
@@ -429,7 +470,11 @@ done
       expect(await Bun.file(join(out, `${i + 1}.done`)).exists()).toBe(true);
       const hits = (await readFile(join(out, `${i + 1}.hits`), "utf8").catch(() => "")).split("\n").filter(Boolean);
       // _files completes a path segment by segment: the file is among what it offers.
-      if (line.startsWith("mcpmgr export")) expect(hits).toContain(offered[0] as string);
+      if (line.startsWith("mcpmgr export") || line.includes(" -v ") || line.includes("--permission-profile"))
+        expect(hits).toContain(offered[0] as string);
+      // Folders only: the profile file beside the folder is not offered.
+      else if (line.includes("--env-file-dir"))
+        expect([hits.includes("envs"), hits.includes("strict.json")]).toEqual([true, false]);
       else expect([line, sorted(hits)]).toEqual([line, sorted(offered)]);
     }
     // Six interactive zsh sessions, each loading compinit and asking mcpmgr (from source) for names:

@@ -61,7 +61,10 @@ test("list --group with a mistyped name offers the nearest group, like the group
   expect(typo.exitCode).toBe(0);
   expect(typo.stdout).toBe("");
   expect(typo.stderr).toContain("no group named reserch; did you mean research?");
-  expect(typo.stderr).toContain("create it with 'mcpmgr group create reserch'");
+  expect(typo.stderr).toContain(
+    "no group named reserch; did you mean research? ('mcpmgr group list' shows the groups)",
+  );
+  expect(typo.stderr).not.toContain("group create");
   expect(mcpmgr("list", "--group", "zzzzzz").stderr).not.toContain("did you mean");
 });
 

@@ -28,7 +28,8 @@ export const workloadOptions = {
   }),
   foreground: booleanOption({
     short: "f",
-    description: "Stay in the foreground until the server exits",
+    description:
+      "Stay in the foreground until the server exits (refused in a group a gateway with policies guards: no gateway serves a foreground run)",
     default: false,
   }),
   "from-config": stringOption({
