@@ -162,9 +162,7 @@ const setup = defineCommand({
         "MISSING_OPTION",
         "'mcpmgr client setup' asks its questions in a terminal, and this is not one",
         {
-          hint: `register each client instead: mcpmgr client register CLIENT [--group GROUP]${
-            installed.length > 0 ? ` (installed here: ${installed.join(", ")})` : ""
-          }`,
+          hint: `register each client instead: mcpmgr client register CLIENT [--group GROUP] (installed here: ${installed.join(", ")})`,
         },
       );
     }
