@@ -29,7 +29,7 @@ export const workloadOptions = {
   foreground: booleanOption({
     short: "f",
     description:
-      "Stay in the foreground until the server exits (refused in a group a gateway with policies guards: no gateway serves a foreground run)",
+      "Stay in the foreground until the server exits (refused in a group a gateway with policies guards, unless the run has its own --oidc-*: no gateway serves a foreground run)",
     default: false,
   }),
   "from-config": stringOption({
