@@ -6,7 +6,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
 
 /** More than any file an option names holds (a policy set, a CA bundle, an exported configuration). */
-export const maxOptionFileBytes = 16 * 1024 * 1024;
+const maxOptionFileBytes = 16 * 1024 * 1024;
 
 /** The file goes on past the cap (`code` as the file system's own errors, for callers that read it). */
 export class FileTooLarge extends Error {

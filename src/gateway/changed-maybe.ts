@@ -9,7 +9,7 @@
  * it every time) must not announce every URI at every reopening: within REANNOUNCE_MS of an
  * announcement, further reopenings make one more, at the end of that pause, which covers them all.
  */
-export const REANNOUNCE_MS = 30_000;
+const REANNOUNCE_MS = 30_000;
 
 export class ChangedMaybe {
   readonly #notify: (uri: string) => void;

@@ -146,7 +146,7 @@ export function groupGuard(paths: McpmgrPaths, group: string): GroupGuard {
 }
 
 /** The pids of the live gateways with policies that guard the group (a background one's is its supervisor's). */
-export function guardingPids(paths: McpmgrPaths, group: string): Set<number> {
+function guardingPids(paths: McpmgrPaths, group: string): Set<number> {
   return new Set(liveGuards(paths, group).map((guard) => guard.pid));
 }
 
