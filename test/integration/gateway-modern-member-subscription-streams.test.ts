@@ -6,104 +6,20 @@
  * not even read a resource). Now one stream per session connection names all its URIs.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
-import { createMcpHandler, McpServer, ResourceTemplate } from "@modelcontextprotocol/server";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type ListenMember, startListenMember } from "../fixtures/listen-member.ts";
 import { createTestGroup, type TestGroup, until } from "../support/gateway-group.ts";
 
 setDefaultTimeout(60_000);
 
-function startResourceServer() {
-  const handler = createMcpHandler(
-    () => {
-      const server = new McpServer(
-        { name: "resource-server", version: "1.0.0" },
-        { capabilities: { resources: { subscribe: true, listChanged: true } } },
-      );
-      server.registerResource(
-        "doc",
-        new ResourceTemplate("test://doc/{n}", { list: undefined }),
-        { description: "documents" },
-        async (uri) => ({
-          contents: [{ uri: uri.href, text: "hello" }],
-        }),
-      );
-      return server;
-    },
-    { legacy: "reject" },
-  );
-  let listens = 0;
-  let listensOpened = 0;
-  /** How to end each listen stream open, as a hop that dropped it would. */
-  const cuts = new Set<() => void>();
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    async fetch(req) {
-      const listen = req.headers.get("mcp-method") === "subscriptions/listen";
-      const body = listen ? await req.clone().text() : "";
-      if (!listen || !body.includes("test://doc/")) return handler.fetch(req);
-      listens++;
-      listensOpened++;
-      let counted = true;
-      const ended = () => {
-        if (counted) listens--;
-        counted = false;
-      };
-      req.signal.addEventListener("abort", ended);
-      const response = await handler.fetch(req);
-      if (response.body === null) return response;
-      const inner = response.body.getReader();
-      let open = true;
-      const relayed = new ReadableStream<Uint8Array>({
-        start(controller) {
-          const cut = () => {
-            if (!open) return;
-            open = false;
-            cuts.delete(cut);
-            ended();
-            void inner.cancel().catch(() => {});
-            controller.close();
-          };
-          cuts.add(cut);
-          void (async () => {
-            while (open) {
-              const chunk = await inner.read().catch(() => ({ done: true as const, value: undefined }));
-              if (chunk.done) return cut();
-              if (open) controller.enqueue(chunk.value);
-            }
-          })();
-        },
-        cancel: () => {
-          open = false;
-          ended();
-          void inner.cancel().catch(() => {});
-        },
-      });
-      return new Response(relayed, { status: response.status, headers: response.headers });
-    },
-  });
-  return {
-    url: `http://127.0.0.1:${server.port}/mcp`,
-    updated: (uri: string) => handler.notify.resourceUpdated(uri),
-    openListens: () => listens,
-    listensOpened: () => listensOpened,
-    /** Ends every listen stream open (no answer first); what is sent until the next opens reaches no one. */
-    cutListens: () => {
-      for (const cut of [...cuts]) cut();
-    },
-    stop: () => server.stop(true),
-  };
-}
-
-let upstream: ReturnType<typeof startResourceServer>;
+let upstream: ListenMember;
 let group: TestGroup;
 let gatewayUrl: string;
 
 beforeAll(async () => {
-  upstream = startResourceServer();
+  upstream = startListenMember();
   group = await createTestGroup();
   group.run(upstream.url, "docs", "subs");
   gatewayUrl = (await group.gateway("subs")).url;
@@ -136,12 +52,12 @@ test("a session's subscriptions at a 2026-07-28-only workload share one listen s
   const session = await subscriber();
   try {
     for (let i = 0; i < 40; i++) expect(await session.client.subscribeResource({ uri: uri(i) })).toEqual({});
-    expect(await until(() => upstream.openListens() === 1, 10_000)).toBe(true);
+    expect(await until(() => upstream.openListens === 1, 10_000)).toBe(true);
     upstream.updated(uri(0));
     upstream.updated(uri(39));
     expect(await until(() => session.updates.includes(uri(0)) && session.updates.includes(uri(39)), 10_000)).toBe(true);
     expect(await session.client.unsubscribeResource({ uri: uri(39) })).toEqual({});
-    expect(await until(() => upstream.openListens() === 1, 10_000)).toBe(true);
+    expect(await until(() => upstream.openListens === 1, 10_000)).toBe(true);
     session.updates.length = 0;
     upstream.updated(uri(39));
     upstream.updated(uri(1));
@@ -150,7 +66,7 @@ test("a session's subscriptions at a 2026-07-28-only workload share one listen s
   } finally {
     await session.end();
   }
-  expect(await until(() => upstream.openListens() === 0, 10_000)).toBe(true);
+  expect(await until(() => upstream.openListens === 0, 10_000)).toBe(true);
 });
 
 test("a session following 256 resources leaves the gateway's other requests unhindered", async () => {
@@ -178,14 +94,14 @@ test("an update sent while the session's listen stream is down, before its reope
   const session = await subscriber();
   try {
     for (const n of ["a", "b"]) expect(await session.client.subscribeResource({ uri: uri(n) })).toEqual({});
-    expect(await until(() => upstream.openListens() === 1, 10_000)).toBe(true);
-    const opened = upstream.listensOpened();
+    expect(await until(() => upstream.openListens === 1, 10_000)).toBe(true);
+    const opened = upstream.listensOpened;
     upstream.cutListens();
     session.updates.length = 0;
     // Sent while no listen stream is open: it reaches no one.
     upstream.updated(uri("b"));
     // The gateway opens the stream again...
-    expect(await until(() => upstream.listensOpened() > opened && upstream.openListens() === 1, 10_000)).toBe(true);
+    expect(await until(() => upstream.listensOpened > opened && upstream.openListens === 1, 10_000)).toBe(true);
     // ...and the client hears of b all the same, with nothing more sent by the workload.
     expect(await until(() => session.updates.includes(uri("b")), 5_000)).toBe(true);
     // The workload's own updates still come through.
