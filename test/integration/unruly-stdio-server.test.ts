@@ -18,12 +18,45 @@ function rssBytes(pid: number): number {
   return Number(line?.[1]) * 1024;
 }
 
+/** `run --foreground` of the unruly server in `mode`, once it prints its URL. */
+function runUnruly(mode: string, env: Record<string, string> = {}) {
+  return spawnUntil([process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", mode], /^(http:\/\/\S+)$/m, {
+    timeoutMs: 30_000,
+    env,
+  });
+}
+
+const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+
+/** A 2025-era session opened with plain requests (no SDK client: its requests are sent as they are); its headers. */
+async function openSession(url: string): Promise<Record<string, string>> {
+  const init = await fetch(url, {
+    method: "POST",
+    headers: JSON_HEADERS,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "unruly-test", version: "1" } },
+    }),
+  });
+  await init.text();
+  return {
+    ...JSON_HEADERS,
+    "mcp-session-id": init.headers.get("mcp-session-id") as string,
+    "mcp-protocol-version": "2025-06-18",
+  };
+}
+
+/** The text of the answer to a call of the server's one tool, with `padding` to make the request large. */
+async function callWritten(url: string, session: Record<string, string>, id: number, padding: string): Promise<string> {
+  const body = { jsonrpc: "2.0", id, method: "tools/call", params: { name: "written", arguments: { padding } } };
+  const res = await fetch(url, { method: "POST", headers: session, body: JSON.stringify(body) });
+  return res.text();
+}
+
 test("a server that writes to stderr without ending a line: memory stays bounded and calls are answered at once", async () => {
-  const run = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "stderr-without-newlines"],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000 },
-  );
+  const run = await runUnruly("stderr-without-newlines");
   const client = new Client({ name: "unruly-test", version: "1.0.0" });
   try {
     await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
@@ -48,11 +81,7 @@ test("a server that writes to stderr without ending a line: memory stays bounded
 });
 
 test("a server that closes its stdout but goes on running is stopped, and the foreground run ends saying why", async () => {
-  const run = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "closes-stdout"],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000 },
-  );
+  const run = await runUnruly("closes-stdout");
   try {
     const ended = await Promise.race([run.proc.exited.then(() => true), Bun.sleep(20_000).then(() => false)]);
     expect(ended).toBe(true);
@@ -63,11 +92,7 @@ test("a server that closes its stdout but goes on running is stopped, and the fo
 });
 
 test("a server that closes its stdout as it is stopped is stopped as usual, with no warning", async () => {
-  const run = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "slow-to-stop"],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000 },
-  );
+  const run = await runUnruly("slow-to-stop");
   try {
     // Its stdin ends and it closes its stdout, then waits for the stop's SIGTERM 2.5 s later: before,
     // 2 s in it was taken for a server gone deaf, warned about, and its stop cut short.
@@ -80,44 +105,13 @@ test("a server that closes its stdout as it is stopped is stopped as usual, with
 });
 
 test("a server that stops reading its input: requests past the backlog fail at once, and its exit leaves one line", async () => {
-  const run = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "stops-reading"],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000 },
-  );
+  const run = await runUnruly("stops-reading");
   try {
     const url = run.match[1] as string;
-    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-    const init = await fetch(url, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "unruly-test", version: "1" } },
-      }),
-    });
-    await init.text();
-    const session = {
-      ...headers,
-      "mcp-session-id": init.headers.get("mcp-session-id") as string,
-      "mcp-protocol-version": "2025-06-18",
-    };
+    const session = await openSession(url);
     // 20 requests of 7 MB: before, every byte waited in mcpmgr for a server that never took it.
     const padding = "z".repeat(7_000_000);
-    const answers = await Promise.all(
-      Array.from({ length: 20 }, async (_, i) => {
-        const body = {
-          jsonrpc: "2.0",
-          id: i + 1,
-          method: "tools/call",
-          params: { name: "written", arguments: { padding } },
-        };
-        const res = await fetch(url, { method: "POST", headers: session, body: JSON.stringify(body) });
-        return res.text();
-      }),
-    );
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => callWritten(url, session, i + 1, padding)));
     const refused = answers.filter((text) => text.includes("the MCP server is not reading its input"));
     expect(refused.length).toBeGreaterThan(5);
     expect(JSON.parse(refused[0] as string).error.code).toBe(-32603);
@@ -132,54 +126,18 @@ test("a server that stops reading its input: requests past the backlog fail at o
 });
 
 test("a server that reads its input slowly is not refused: what waits for it is bounded, not what it was ever sent", async () => {
-  const run = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "run", "--foreground", UNRULY, "--", "reads-slowly"],
-    /^(http:\/\/\S+)$/m,
-    { timeoutMs: 30_000, env: { MCPMGR_MAX_MESSAGE_BYTES: String(4 * 1024 * 1024) } },
-  );
+  const run = await runUnruly("reads-slowly", { MCPMGR_MAX_MESSAGE_BYTES: String(4 * 1024 * 1024) });
   try {
     const url = run.match[1] as string;
-    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-    const openSession = async () => {
-      const init = await fetch(url, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 0,
-          method: "initialize",
-          params: {
-            protocolVersion: "2025-06-18",
-            capabilities: {},
-            clientInfo: { name: "unruly-test", version: "1" },
-          },
-        }),
-      });
-      await init.text();
-      return {
-        ...headers,
-        "mcp-session-id": init.headers.get("mcp-session-id") as string,
-        "mcp-protocol-version": "2025-06-18",
-      };
-    };
     // Four sessions, each with one 512 KB call at a time: at most 2 MB ever waits for the server,
     // half the limit, while 60 MB go through it without its input ever being empty.
     const padding = "z".repeat(512 * 1024);
     const answers = (
       await Promise.all(
         Array.from({ length: 4 }, async () => {
-          const session = await openSession();
+          const session = await openSession(url);
           const texts: string[] = [];
-          for (let i = 1; i <= 30; i += 1) {
-            const body = {
-              jsonrpc: "2.0",
-              id: i,
-              method: "tools/call",
-              params: { name: "written", arguments: { padding } },
-            };
-            const res = await fetch(url, { method: "POST", headers: session, body: JSON.stringify(body) });
-            texts.push(await res.text());
-          }
+          for (let i = 1; i <= 30; i += 1) texts.push(await callWritten(url, session, i, padding));
           return texts;
         }),
       )
