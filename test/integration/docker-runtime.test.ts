@@ -343,11 +343,13 @@ test("a network that does not exist is a clear error, and nothing is left behind
   expect(leftovers("docker-no-net").containers).toEqual([]);
 });
 
-test("Ctrl-C while the server is still starting leaves no container behind", async () => {
-  const name = "docker-ctrl-c";
-  // node-base has no entrypoint: this "server" never answers initialize, so the run stays in its handshake.
+/**
+ * `run --foreground` of a container whose "server" never answers initialize (node-base has no
+ * entrypoint), so the run stays in its handshake until it is interrupted.
+ */
+async function runNeverReady(name: string) {
   const { NODE_BASE_IMAGE } = await import("../support/docker-images.ts");
-  const proc = Bun.spawn(
+  return Bun.spawn(
     [
       process.execPath,
       CLI_ENTRY,
@@ -361,15 +363,14 @@ test("Ctrl-C while the server is still starting leaves no container behind", asy
       "-e",
       "setInterval(() => {}, 1e6)",
     ],
-    {
-      env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1" },
-      stdout: "pipe",
-      stderr: "pipe",
-    },
+    { env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" },
   );
-  const deadline = Date.now() + 30_000;
-  while (leftovers(name).containers.length === 0 && Date.now() < deadline) await Bun.sleep(100);
-  expect(leftovers(name).containers.length).toBe(1);
+}
+
+test("Ctrl-C while the server is still starting leaves no container behind", async () => {
+  const name = "docker-ctrl-c";
+  const proc = await runNeverReady(name);
+  expect(await until(() => leftovers(name).containers.length === 1, 30_000)).toBe(true);
   proc.kill("SIGINT");
   expect(await proc.exited).toBe(130);
   expect(await new Response(proc.stderr).text()).toContain("while it was starting");
@@ -380,27 +381,7 @@ test("two Ctrl-C in quick succession while the server is still starting: the fir
   // The first gives the start a while to wind down; the second quits at once. The container, already
   // up, is asked to go at the first: left to the wind-down, a second Ctrl-C 50 ms later left it running.
   const name = "docker-ctrl-c-twice";
-  const { NODE_BASE_IMAGE } = await import("../support/docker-images.ts");
-  const proc = Bun.spawn(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      "--foreground",
-      NODE_BASE_IMAGE,
-      "--name",
-      name,
-      "--",
-      "node",
-      "-e",
-      "setInterval(() => {}, 1e6)",
-    ],
-    {
-      env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1" },
-      stdout: "pipe",
-      stderr: "pipe",
-    },
-  );
+  const proc = await runNeverReady(name);
   try {
     expect(await until(() => leftovers(name).containers.length === 1, 30_000)).toBe(true);
     proc.kill("SIGINT");
