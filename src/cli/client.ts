@@ -145,7 +145,7 @@ const listRegistered = defineCommand({
 });
 
 const setup = defineCommand({
-  meta: { name: "setup", description: "Choose AI clients and a group interactively, and register them" },
+  meta: { name: "setup", description: "Choose installed AI clients and a group interactively, and register them" },
   args: toCittyArgs(noOptions),
   async run({ rawArgs }) {
     const parsed = parseArgv(rawArgs, noOptions, "client setup", false);
