@@ -5,7 +5,7 @@
  * A pre-release version (1.2.0-rc.1) goes to the dist-tag `next` unless --tag names another, so
  * `npm install -g mcpmgr` keeps installing the last stable release (npm would move `latest` to it;
  * npm 11 refuses a pre-release without a tag); a stable version older than the registry's `latest`
- * goes to `latest-MAJOR.MINOR`. `next` never stays behind `latest`: after a stable release, a
+ * goes to `latest-MAJOR.MINOR`, a pre-release older than its `latest` or `next` to `next-MAJOR.MINOR`. `next` never stays behind `latest`: after a stable release, a
  * `next` older than npm's `latest` (the rc the release came from) is moved to `latest`, so
  * `npx mcpmgr@next` is never older than `npx mcpmgr`. A package whose version the registry already has is
  * skipped, so a release that failed half-way can be published again. Every tarball must be there, with the name and version
@@ -15,7 +15,7 @@
 import { join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { releaseTargets } from "./lib/release-targets.ts";
-import { olderThan, precedes } from "./lib/versions.ts";
+import { isPrerelease, olderThan, precedes } from "./lib/versions.ts";
 
 interface Options {
   readonly dist: string;
@@ -57,9 +57,30 @@ async function published(name: string, version: string): Promise<boolean> {
   throw new Error(`npm view ${name}@${version} failed: ${(view.stderr || view.stdout).trim().split("\n")[0]}`);
 }
 
-/** The dist-tag a version is published under: the one asked for, `next` for a pre-release, else npm's `latest`. */
-export function distTagFor(version: string, asked?: string): string | undefined {
-  return asked ?? (version.includes("-") ? "next" : undefined);
+/**
+ * The dist-tag a version is published under when none is asked for, from the registry's tags:
+ * undefined (npm's `latest`) for a stable release, `next` for a pre-release, and for a version
+ * older than the registry's `latest` (a fix for an older line, 0.1.3 after 0.2.0, or its
+ * 0.1.3-rc.1) `latest-MAJOR.MINOR` or `next-MAJOR.MINOR`: npm would otherwise move `latest`
+ * back (npm 10) or refuse it half-way through the release (npm 11), and `next` would go
+ * behind `latest`. A pre-release older than the registry's `next` (0.2.1-rc.1 while `next` is
+ * 0.3.0-rc.1) goes to `next-MAJOR.MINOR` too: `next` does not go back either.
+ */
+export function distTagFor(version: string, tags: Readonly<Record<string, string>>): string | undefined {
+  const prerelease = isPrerelease(version);
+  const channel = prerelease ? "next" : "latest";
+  // A stable release is compared with `latest` only: the `next` it leaves behind is moved after it (nextAfter).
+  const newer = (prerelease ? (["latest", "next"] as const) : (["latest"] as const)).find((held) => {
+    const other = tags[held];
+    return other !== undefined && (prerelease ? precedes(version, other) : olderThan(version, other));
+  });
+  if (newer === undefined) return prerelease ? "next" : undefined;
+  const [major, minor] = version.split(".");
+  const tag = `${channel}-${major}.${minor}`;
+  console.error(
+    `npm's ${newer} is ${pkg.name}@${tags[newer]}, newer than ${version}: publishing under the dist-tag ${tag} instead`,
+  );
+  return tag;
 }
 
 /** The registry's dist-tags of `name` (none when it was never published: a 404). */
@@ -80,21 +101,6 @@ export function nextAfter(tags: Readonly<Record<string, string>>, latest: string
   return next !== undefined && precedes(next, latest) ? latest : undefined;
 }
 
-/**
- * A stable release older than the registry's `latest` (a fix for an older line, 0.1.3 after
- * 0.2.0) goes to `latest-MAJOR.MINOR`: npm would otherwise move `latest` back to it (npm 10) or
- * refuse it half-way through the release (npm 11).
- */
-function tagOlderLine(version: string, latest: string | undefined): string | undefined {
-  if (latest === undefined || !olderThan(version, latest)) return undefined;
-  const [major, minor] = version.split(".");
-  const tag = `latest-${major}.${minor}`;
-  console.error(
-    `npm's latest is ${pkg.name}@${latest}, newer than ${version}: publishing under the dist-tag ${tag} instead`,
-  );
-  return tag;
-}
-
 export async function publishAll(options: Options): Promise<Outcome[]> {
   const version = pkg.version;
   const names = [...releaseTargets.map((t) => t.npmPackage), pkg.name];
@@ -106,9 +112,8 @@ export async function publishAll(options: Options): Promise<Outcome[]> {
     }
   }
   // Asked after the tarballs are checked: an incomplete set is refused before the registry is.
-  const asked = distTagFor(version, options.tag);
-  const tags = asked === undefined ? await distTagsOf(pkg.name) : {};
-  const tag = asked ?? tagOlderLine(version, tags.latest);
+  const tags = options.tag === undefined ? await distTagsOf(pkg.name) : {};
+  const tag = options.tag ?? distTagFor(version, tags);
   const outcomes: Outcome[] = [];
   for (const { name, path } of tarballs) {
     if (await published(name, version)) {
@@ -127,7 +132,7 @@ export async function publishAll(options: Options): Promise<Outcome[]> {
     outcomes.push({ name, action: "published" });
   }
   // After every package is there (a move that fails leaves the release published; a re-run moves it).
-  if (asked === undefined)
+  if (options.tag === undefined && !isPrerelease(version))
     await moveNext(
       names,
       nextAfter(tags, tag === undefined ? version : (tags.latest as string)),

@@ -112,6 +112,43 @@ describe("publish-npm", () => {
     );
   }, 120_000);
 
+  test("a pre-release older than the registry's latest or next (an rc for an older line) moves neither next back nor behind latest", async () => {
+    // The registry has 9.0.0 (latest) and 9.1.0-rc.1 (next); this is an rc of a 0.x fix made afterwards.
+    // Published under next, `npx mcpmgr@next` would be older than `npx mcpmgr`.
+    const version = `${pkg.version}-rc.1`;
+    const names = [...releaseTargets.map((t) => t.npmPackage), pkg.name];
+    const repo = join(work, "older-rc-repo");
+    await mkdir(join(repo, "scripts", "lib"), { recursive: true });
+    await writeFile(join(repo, "package.json"), JSON.stringify({ ...pkg, version }));
+    for (const file of ["scripts/publish-npm.ts", "scripts/lib/release-targets.ts", "scripts/lib/versions.ts"]) {
+      await writeFile(join(repo, file), await Bun.file(join(REPO_ROOT, file)).text());
+    }
+    const rcDist = join(work, "older-rc-dist");
+    await mkdir(join(rcDist, "npm"), { recursive: true });
+    for (const name of names) await packStandIn(name, join(rcDist, "npm"), version);
+    const newer = join(work, "newer-line-on-registry");
+    await mkdir(newer, { recursive: true });
+    const held = [];
+    for (const name of names)
+      held.push(await packStandIn(name, newer, "9.0.0"), await packStandIn(name, newer, "9.1.0-rc.1"));
+    const distTags = Object.fromEntries(names.map((name) => [name, { latest: "9.0.0", next: "9.1.0-rc.1" }]));
+    const ahead = await startLocalRegistry(held, { distTags });
+    try {
+      const [major, minor] = pkg.version.split(".");
+      const result = await run(
+        [process.execPath, join(repo, "scripts/publish-npm.ts"), "--dist", rcDist, "--dry-run"],
+        { ...env, npm_config_registry: ahead.url },
+      );
+      expect(result.code).toBe(0);
+      expect(result.stderr.trim().split("\n")).toEqual([
+        `npm's latest is mcpmgr@9.0.0, newer than ${version}: publishing under the dist-tag next-${major}.${minor} instead`,
+        ...names.map((name) => `${name}@${version} published (dry run, dist-tag next-${major}.${minor})`),
+      ]);
+    } finally {
+      await ahead.stop();
+    }
+  }, 120_000);
+
   test("a release older than the registry's latest (a fix for an older line) does not move latest back", async () => {
     // The registry's latest is 9.0.0; this release is a 0.x fix made afterwards. npm would make it
     // `latest`, and every `npm install -g mcpmgr` and `npx mcpmgr` would go back to it.

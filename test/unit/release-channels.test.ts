@@ -4,7 +4,7 @@
  */
 import { expect, test } from "bun:test";
 import { makesLatest } from "../../scripts/github-latest.ts";
-import { nextAfter } from "../../scripts/publish-npm.ts";
+import { distTagFor, nextAfter } from "../../scripts/publish-npm.ts";
 import { precedes } from "../../scripts/lib/versions.ts";
 
 test("a stable release with no newer stable tag is Latest", () => {
@@ -57,4 +57,20 @@ test("next moves to latest when it is older than latest, and stays when it is ah
   expect(nextAfter({ latest: "1.2.0", next: "1.3.0-rc.1" }, "1.2.0")).toBeUndefined();
   expect(nextAfter({ latest: "1.2.0", next: "1.2.0" }, "1.2.0")).toBeUndefined();
   expect(nextAfter({ latest: "1.2.0" }, "1.2.0")).toBeUndefined();
+});
+
+test("a pre-release goes to next unless latest or next is newer; a stable one to latest unless latest is newer", () => {
+  // What next is for: an rc of the coming version, a later rc, a re-run, a first publish.
+  expect(distTagFor("1.3.0-rc.1", { latest: "1.2.0", next: "1.2.0" })).toBe("next");
+  expect(distTagFor("1.3.0-rc.2", { latest: "1.2.0", next: "1.3.0-rc.1" })).toBe("next");
+  expect(distTagFor("1.3.0-rc.1", { latest: "1.2.0", next: "1.3.0-rc.1" })).toBe("next");
+  expect(distTagFor("0.1.0-rc.1", {})).toBe("next");
+  // next would go behind latest (an rc of an older line, or of a version already released) or back.
+  expect(distTagFor("1.1.3-rc.1", { latest: "1.2.0", next: "1.2.0" })).toBe("next-1.1");
+  expect(distTagFor("1.2.0-rc.2", { latest: "1.2.0" })).toBe("next-1.2");
+  expect(distTagFor("1.2.1-rc.1", { latest: "1.2.0", next: "1.3.0-rc.1" })).toBe("next-1.2");
+  // Stable: latest (undefined: npm's default), or latest-MAJOR.MINOR for an older line; next is not asked.
+  expect(distTagFor("1.2.1", { latest: "1.2.0", next: "1.3.0-rc.1" })).toBeUndefined();
+  expect(distTagFor("1.2.0", { latest: "1.2.0" })).toBeUndefined();
+  expect(distTagFor("1.1.3", { latest: "1.2.0" })).toBe("latest-1.1");
 });

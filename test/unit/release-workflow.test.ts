@@ -146,6 +146,38 @@ test("a fix for an older line (0.1.3 after 0.2.0) does not become GitHub's Lates
   expect(rc).toContain("--latest=false");
 });
 
+test("a re-run finds its GitHub release made and goes on to npm and the tap (gh release create would fail: already_exists)", async () => {
+  // A release whose npm publish or tap push failed is re-run whole; GitHub refuses a second
+  // release of a tag (422 already_exists), which ended every re-run before npm was reached.
+  // `gh` stands in as a function: `release view` answers as GitHub would for a published
+  // release, a leftover draft or none, and every call is recorded.
+  const release = steps[stepIndex(/gh release create/)] as Step;
+  const calls = async (existing: "published" | "draft" | "none") => {
+    const dir = mkdtempSync(join(tmpdir(), "mcpmgr-release-rerun-"));
+    try {
+      const script = (release.run ?? "").replace(/\$\{\{ steps\.release\.outputs\.(\w+) \}\}/g, (_, name: string) =>
+        name === "latest" ? "true" : name === "prerelease" ? "false" : "0.2.0",
+      );
+      const log = join(dir, "calls");
+      const stand = [
+        `gh() { echo "$*" >> ${log}; if [ "$1 $2" = "release view" ]; then`,
+        `  case "${existing}" in published) echo false ;; draft) echo true ;; *) echo "release not found" >&2; return 1 ;; esac; fi; }`,
+        "bun() { printf '%s\\n' dist/mcpmgr-linux-x64 dist/SHA256SUMS; }",
+        "",
+      ].join("\n");
+      await Bun.$`bash -euo pipefail -c ${stand + script}`.env({ ...process.env, TAG: "v0.2.0" }).quiet();
+      return (await Bun.file(log).text()).trim().split("\n");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const made = await calls("published");
+  expect(made.some((call) => call.startsWith("release create"))).toBe(false);
+  for (const existing of ["none", "draft"] as const) {
+    expect((await calls(existing)).at(-1)).toStartWith("release create v0.2.0 --verify-tag");
+  }
+});
+
 test("the release is built with SOURCE_DATE_EPOCH set to the commit's time (reproducible builds)", () => {
   const build = steps[stepIndex(/bun run compile --all/)] as Step;
   const lines = (build.run ?? "").trim().split("\n");
