@@ -36,7 +36,7 @@ export async function confirmAnswers(store: WorkloadStore, name: string, failure
     });
     if (legacy.answered) {
       if (legacy.session)
-        await send(url, { method: "DELETE", headers: { "mcp-session-id": legacy.session, ...authorization } })
+        await send(legacy.at, { method: "DELETE", headers: { "mcp-session-id": legacy.session, ...authorization } })
           .then((response) => response.body?.cancel())
           .catch(() => {});
       return;
@@ -64,7 +64,7 @@ export async function confirmAnswers(store: WorkloadStore, name: string, failure
 
 /**
  * One request of the readiness probe: answered when it gets a result, or the proxy's own bearer
- * challenge (a protected endpoint answering, as intended).
+ * challenge (a protected endpoint answering, as intended); `at`, the endpoint that answered.
  */
 async function probe(
   send: UpstreamFetch,
@@ -72,25 +72,55 @@ async function probe(
   authorization: Record<string, string>,
   protocolVersion: string,
   request: { method: string; params: Record<string, unknown> },
-): Promise<{ answered: boolean; status: number; session?: string }> {
-  const response = await send(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": protocolVersion,
-      "mcp-method": request.method,
-      ...authorization,
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 0, ...request }),
-    signal: AbortSignal.timeout(30_000),
-  });
+): Promise<{ answered: boolean; status: number; at: string; session?: string }> {
+  const signal = AbortSignal.timeout(30_000);
+  let target = url;
+  let response: Response;
+  for (let hops = 0; ; hops++) {
+    response = await send(target, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": protocolVersion,
+        "mcp-method": request.method,
+        ...authorization,
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 0, ...request }),
+      signal,
+    });
+    const next = hops < MAX_REDIRECTS ? sameOriginRedirect(response, target) : undefined;
+    if (next === undefined) break;
+    await response.body?.cancel().catch(() => {});
+    target = next;
+  }
   const status = response.status;
   if (status === 401 && /^Bearer\b/i.test(response.headers.get("www-authenticate") ?? "")) {
     await response.body?.cancel().catch(() => {});
-    return { answered: true, status };
+    return { answered: true, status, at: target };
   }
   const session = response.headers.get("mcp-session-id") ?? undefined;
   const text = await response.text();
-  return { answered: response.ok && text.includes('"result"'), status, ...(session ? { session } : {}) };
+  return { answered: response.ok && text.includes('"result"'), status, at: target, ...(session ? { session } : {}) };
+}
+
+/** Redirects of the endpoint followed, at most: a loop is an endpoint that does not answer. */
+const MAX_REDIRECTS = 5;
+
+/**
+ * Where a redirect that keeps the method and body (307, 308) sends the probe, when that is the same
+ * listener: a server mounted at /mcp/ by a framework that redirects /mcp there, which MCP clients (fetch)
+ * follow. `send` never follows one itself (the probe carries the gateway key); one to another origin is
+ * not followed, and the endpoint does not answer MCP.
+ */
+function sameOriginRedirect(response: Response, from: string): string | undefined {
+  if (response.status !== 307 && response.status !== 308) return undefined;
+  const location = response.headers.get("location");
+  if (location === null) return undefined;
+  try {
+    const to = new URL(location, from);
+    return to.origin === new URL(from).origin ? to.href : undefined;
+  } catch {
+    return undefined;
+  }
 }
