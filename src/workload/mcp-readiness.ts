@@ -2,13 +2,15 @@
  * Whether a workload its supervisor calls running answers MCP through its proxy: the last step of
  * `run`'s and `start`'s wait (workload/supervisor-control.ts).
  */
-import { errorMessage, McpmgrError } from "../errors.ts";
+import { isIP } from "node:net";
+import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { localListenerClient } from "../proxy/upstream/local-client.ts";
+import type { ConnectionPeer } from "../proxy/upstream/types.ts";
 import { clientUrl } from "../state/workload-url.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { version } from "../version.ts";
-import { liveWorkload, liveWorkloadFetch } from "./live-workload.ts";
+import { type LiveWorkload, liveWorkload, liveWorkloadFetch } from "./live-workload.ts";
 
 /**
  * "Running" is the supervisor's word; an MCP request through the proxy answered with a result
@@ -26,10 +28,22 @@ export async function confirmAnswers(store: WorkloadStore, name: string, failure
   const { readGatewayKey } = await import("../state/gateway-guard.ts");
   const gatewayKey = readGatewayKey(store.paths);
   const authorization: Record<string, string> = gatewayKey ? { authorization: `Bearer ${gatewayKey}` } : {};
+  let workload: LiveWorkload | undefined;
+  // The listener the probe reached: a supervisor that no longer holds it is stopping, or gone.
+  let reached: ConnectionPeer | undefined;
   try {
     // The probe carries the gateway key: it goes only to the supervisor's own listener, never to whoever
     // took the port of a supervisor that died a moment ago (nor through an http_proxy of the environment).
-    const send = liveWorkloadFetch(await liveWorkload(store, name), localListenerClient().fetch);
+    workload = await liveWorkload(store, name);
+    const watched: LiveWorkload = {
+      ...workload,
+      servesAt: (peer) => {
+        reached = peer;
+        return (workload as LiveWorkload).servesAt(peer);
+      },
+    };
+    const send = liveWorkloadFetch(watched, localListenerClient().fetch);
+    const stopping = () => reached !== undefined && !(workload as LiveWorkload).servesAt(reached);
     const legacy = await probe(send, url, authorization, "2025-06-18", {
       method: "initialize",
       params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mcpmgr-readiness", version } },
@@ -39,6 +53,7 @@ export async function confirmAnswers(store: WorkloadStore, name: string, failure
         await send(legacy.at, { method: "DELETE", headers: { "mcp-session-id": legacy.session, ...authorization } })
           .then((response) => response.body?.cancel())
           .catch(() => {});
+      if (stopping()) throw closedAsAnswered(name);
       return;
     }
     const modern = await probe(send, url, authorization, "2026-07-28", {
@@ -53,13 +68,65 @@ export async function confirmAnswers(store: WorkloadStore, name: string, failure
     });
     if (!modern.answered)
       throw new Error(`initialize answered ${legacy.status}, server/discover answered ${modern.status}`);
+    if (stopping()) throw closedAsAnswered(name);
   } catch (err) {
+    const stopping = await notServing(err, workload, reached ?? endpointPeer(url));
     throw new McpmgrError(
       "SERVER_FAILED",
       `${name} runs but does not answer MCP (initialize or server/discover) at ${url}: ${errorMessage(err)}`,
-      { hint: failureHint },
+      // A supervisor that stopped serving (stopping, or gone) is the cause: startSupervisor reports a stop
+      // or rm elsewhere in its own words rather than this.
+      { hint: failureHint, ...(stopping ? { cause: notRunning(err) } : {}) },
     );
   }
+}
+
+/**
+ * Whether the probe failed because the supervisor no longer serves (it is stopping, or gone): it no longer
+ * holds the listener the probe reached (or, when none was reached, the one at the endpoint's address). A
+ * supervisor told to stop refuses new connections a moment before its listener goes: looked at for a
+ * little while (a failure of a supervisor that goes on serving is the server's, and said that much later).
+ */
+async function notServing(
+  err: unknown,
+  workload: LiveWorkload | undefined,
+  peer: ConnectionPeer | undefined,
+): Promise<boolean> {
+  if (isMcpmgrError(err) && err.code === "WORKLOAD_NOT_RUNNING") return true;
+  if (workload === undefined || peer === undefined) return false;
+  const deadline = performance.now() + STOPPING_LOOK_MS;
+  for (;;) {
+    if (!workload.servesAt(peer)) return true;
+    if (performance.now() >= deadline) return false;
+    await Bun.sleep(50);
+  }
+}
+
+/** How long a supervisor that failed the probe is watched for going away (a stop elsewhere under way). */
+const STOPPING_LOOK_MS = 1_500;
+
+function notRunning(err: unknown): McpmgrError {
+  return isMcpmgrError(err) && err.code === "WORKLOAD_NOT_RUNNING"
+    ? err
+    : new McpmgrError("WORKLOAD_NOT_RUNNING", errorMessage(err));
+}
+
+/** The endpoint's own address, when it is one (a host name is resolved by the connection alone). */
+function endpointPeer(url: string): ConnectionPeer | undefined {
+  const { hostname, port } = new URL(url);
+  const address = hostname.replace(/^\[(.*)\]$/, "$1");
+  return isIP(address) === 0 ? undefined : { address, port: Number(port) };
+}
+
+/**
+ * The supervisor answered the probe and closed its port: it is stopping (a `stop` or `rm` elsewhere; it lets
+ * the requests in progress finish first), so the workload does not run.
+ */
+function closedAsAnswered(name: string): McpmgrError {
+  return new McpmgrError(
+    "WORKLOAD_NOT_RUNNING",
+    `${name}'s supervisor closed its port as it answered (it is stopping)`,
+  );
 }
 
 /**
