@@ -7,9 +7,10 @@ import { existsSync } from "node:fs";
 import { type OwnedEntry, ownedIn, type Registrations } from "../state/client-registrations.ts";
 import { editClientFile, SkipEdit } from "./config-file.ts";
 import { addedKeys, emptiedFile, takeKeptKeys } from "./entry-memory.ts";
-import { sameValue } from "./formats/editor.ts";
+import { loadEditor, sameValue } from "./formats/editor.ts";
 import { transportMismatch } from "./installed.ts";
 import { isOurs, pickEntry } from "./same-name.ts";
+import { readSettled } from "./settled-read.ts";
 import type { ClientContext, ClientDefinition, ClientId, WorkloadEndpoint } from "./types.ts";
 
 export type SyncAction = "added" | "updated" | "unchanged" | "removed" | "skipped";
@@ -154,4 +155,24 @@ export function skipped(
 ): SyncReport {
   ctx.log.warn(`${client.displayName} (${file}): ${reason}`);
   return { client: client.id, workload, file, action: "skipped", reason };
+}
+
+/**
+ * Whether `file` lists an entry called `name` now, read without a change: `stop` and `rm` ask it before
+ * and after the supervisor stops, to name the clients that lost one. What mcpmgr's registrations say is
+ * not enough: they forget an entry changed by hand (left in the file) or already gone as well as one
+ * taken out. Undefined when the file cannot be read or parsed (nothing is said of it then).
+ */
+export async function listsEntry(client: ClientDefinition, file: string, name: string): Promise<boolean | undefined> {
+  try {
+    // A client writing its file is waited for a moment only: this is for a message.
+    const read = await readSettled(file, { deadline: Date.now() + 1_000 });
+    if (read === undefined) return false;
+    const editor = await loadEditor(client.format);
+    const text = read.text.replace(/^\uFEFF/, "");
+    const collection = client.collection((path) => editor.valueAt(text, path));
+    return editor.entries(text, collection).has(name);
+  } catch {
+    return undefined;
+  }
 }

@@ -10,6 +10,7 @@ import {
   clientsForgetRemoved,
   clientsSeeStarted,
   clientsSeeStopped,
+  entriesGone,
   entryPlaces,
 } from "./client-entries.ts";
 import type { WorkloadContext } from "./context.ts";
@@ -123,8 +124,7 @@ async function stopTelling(
   const stopping = stopSupervisor(store, name, ctx.log);
   // `rm` goes on past a supervisor it could not stop: the workload is forgotten regardless.
   const stopped = await (removing ? stopping.catch(() => false) : stopping);
-  const after = new Set(await entryPlaces(name, ctx));
-  const gone = before.filter((place) => !after.has(place));
+  const gone = await entriesGone(name, before);
   if (gone.length > 0) ctx.log.info(`removed ${name} from ${gone.join(", ")}`);
   await clientsSeeStopped(name, ctx);
   return stopped;

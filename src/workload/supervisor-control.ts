@@ -156,35 +156,39 @@ export async function startSupervisor(
     options.whileWaiting?.();
     const status = await currentStatus(store, name);
     // `mcpmgr stop NAME` (or `rm`, which stops it first) elsewhere while it started: what was asked for.
-    if (status?.state === "stopped") {
-      throw new McpmgrError("CANCELLED", `${name} was stopped while it was starting`, {
-        hint: `it stays recorded, stopped, unless it was removed: 'mcpmgr start ${name}' starts it again`,
-      });
-    }
+    if (status?.state === "stopped") throw stoppedWhileStarting(name);
     if (status?.state === "running") {
       try {
         // Loaded here: `list` evaluates this module and must stay light.
         const { confirmAnswers } = await import("./mcp-readiness.ts");
-        return await confirmAnswers(store, name, failureHint);
+        await confirmAnswers(store, name, failureHint);
       } catch (err) {
+        // A stopping supervisor still answers the requests in progress (the probe's), then closes its port:
+        // the command that stops it records that once it is gone, and that is what to report.
+        const closing = isMcpmgrError(err) && isMcpmgrError(err.cause) && err.cause.code === "WORKLOAD_NOT_RUNNING";
+        if (closing) await supervisorGone(pid, name, cancelGraceMs(record.runtime) + 17_000);
+        // A stop or rm elsewhere meanwhile is what was asked for, not a server that does not answer.
+        let overtaken = await stoppedElsewhere(store, name, pid);
+        // The stopping command records "stopped" a moment after the supervisor is gone.
+        for (let tries = 0; closing && overtaken === undefined && tries < 40; tries++) {
+          await Bun.sleep(50);
+          overtaken = await stoppedElsewhere(store, name, pid);
+        }
+        if (overtaken !== undefined) throw overtaken;
         await stopSupervisor(store, name, ctx.log);
         throw err;
       }
+      const overtaken = await stoppedElsewhere(store, name, pid);
+      if (overtaken !== undefined) throw overtaken;
+      return;
     }
     // `mcpmgr restart NAME` (or stop and start) elsewhere: ours was stopped and another start is
     // under way. Its outcome is that command's to report; failing here would undo it (record, containers).
-    if (pid !== undefined && startedElsewhere(status, pid) && !isSupervisorOf(pid, name)) {
-      throw new McpmgrError("CANCELLED", `${name} was restarted elsewhere while it was starting`, {
-        hint: `'mcpmgr list' shows how that start is doing`,
-      });
-    }
+    if (pid !== undefined && startedElsewhere(status, pid) && !isSupervisorOf(pid, name))
+      throw restartedWhileStarting(name);
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name))) {
       // `mcpmgr rm NAME` elsewhere while it started: nothing to report a failure into.
-      if ((await store.get(name).catch(() => null)) === undefined) {
-        throw new McpmgrError("CANCELLED", `${name} was removed while it was starting`, {
-          hint: `run it again to create it anew`,
-        });
-      }
+      if ((await store.get(name).catch(() => null)) === undefined) throw removedWhileStarting(name);
       // Read again: it may have reported just before it exited.
       const last = status?.state === "failed" ? status : await currentStatus(store, name);
       // Gone before it reported: its "starting" must not stay in `list` for a workload nothing serves.
@@ -215,6 +219,35 @@ export async function startSupervisor(
     hint: failureHint,
   });
 }
+
+/**
+ * The start given up because another command stopped (or removed, or started again) the workload while
+ * its readiness was being confirmed, in the words of the wait above. Undefined while ours runs it.
+ */
+async function stoppedElsewhere(store: WorkloadStore, name: string, pid: number): Promise<McpmgrError | undefined> {
+  if ((await store.get(name).catch(() => null)) === undefined) return removedWhileStarting(name);
+  const status = await currentStatus(store, name);
+  if (status?.state === "stopped") return stoppedWhileStarting(name);
+  const replaced = status !== undefined && status.pid !== pid && !isSupervisorOf(pid, name);
+  return replaced ? restartedWhileStarting(name) : undefined;
+}
+
+/** Waits (at most `ms`) until the supervisor `pid` has exited. */
+async function supervisorGone(pid: number, name: string, ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (isSupervisorOf(pid, name) && performance.now() < deadline) await Bun.sleep(50);
+}
+
+const stoppedWhileStarting = (name: string) =>
+  new McpmgrError("CANCELLED", `${name} was stopped while it was starting`, {
+    hint: `it stays recorded, stopped, unless it was removed: 'mcpmgr start ${name}' starts it again`,
+  });
+const removedWhileStarting = (name: string) =>
+  new McpmgrError("CANCELLED", `${name} was removed while it was starting`, { hint: "run it again to create it anew" });
+const restartedWhileStarting = (name: string) =>
+  new McpmgrError("CANCELLED", `${name} was restarted elsewhere while it was starting`, {
+    hint: `'mcpmgr list' shows how that start is doing`,
+  });
 
 /**
  * Who is starting or serving the workload now, when someone is: a live supervisor of it in a live

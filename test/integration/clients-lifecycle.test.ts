@@ -151,6 +151,30 @@ describe("registration files follow the workloads of the group", () => {
     expect(cursor().alpha).toEqual({ url: urls.alpha });
   }, 60_000);
 
+  test("stop names only the clients that lost the entry: not one whose entry was changed by hand, nor one whose entry was gone", () => {
+    // Cursor's entry changed by hand (mcpmgr leaves it there), VS Code's taken out by hand: neither loses anything.
+    const file = readJson(cursorFile());
+    Object.assign(file.mcpServers?.alpha as object, { url: "http://127.0.0.1:1/mine" });
+    writeFileSync(cursorFile(), JSON.stringify(file, null, 2));
+    const code = readJson(vscodeFile());
+    delete code.servers?.alpha;
+    writeFileSync(vscodeFile(), JSON.stringify(code, null, 2));
+    const stopped = ok("stop", "alpha").stderr;
+    expect(cursor().alpha).toEqual({ url: "http://127.0.0.1:1/mine" });
+    expect(stopped).toContain(`removed alpha from claude-code (${claudeCodeFile()})`);
+    expect(stopped).not.toContain(`removed alpha from cursor`);
+    expect(stopped).not.toContain(`removed alpha from vscode`);
+    expect(stopped).not.toMatch(/removed alpha from [^\n]*cursor \(/);
+    expect(stopped).not.toMatch(/removed alpha from [^\n]*vscode \(/);
+    // Back as the other tests expect it.
+    const back = readJson(cursorFile());
+    delete back.mcpServers?.alpha;
+    writeFileSync(cursorFile(), JSON.stringify(back, null, 2));
+    expect(ok("start", "alpha").stdout.trim()).toBe(urls.alpha as string);
+    expect(cursor().alpha).toEqual({ url: urls.alpha });
+    expect(vscode().alpha).toEqual({ type: "http", url: urls.alpha });
+  }, 60_000);
+
   test("keys the user added to an entry come back after stop and start of the same workload", () => {
     const file = readJson(cursorFile());
     Object.assign(file.mcpServers?.alpha as object, { autoApprove: ["echo"], timeout: 120 });

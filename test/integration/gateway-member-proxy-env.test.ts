@@ -8,9 +8,9 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
+import { CONFORMANCE_FIXTURE, createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
 import { networkAddress, recordingListener } from "../support/network.ts";
-import { CLI_ENTRY, spawnCollect } from "../support/processes.ts";
+import { CLI_ENTRY, freePort, spawnCollect } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -101,4 +101,35 @@ test("run's readiness probe, which carries the gateway key, never goes through h
   } finally {
     await proxy.stop(true);
   }
+});
+
+test("run's readiness probe follows the workload's redirect to its own endpoint (a server at /mcp/), as MCP clients do", async () => {
+  // A server mounted under /mcp/ by a framework that answers /mcp with a redirect to the trailing slash.
+  // The probe sends only to the supervisor's listener, so it follows a redirect there itself: it was
+  // refused as not answering MCP (and the workload removed) while every MCP client worked with it.
+  const port = String(await freePort());
+  const started = group.mcpmgr(
+    "run",
+    await group.packageOf(CONFORMANCE_FIXTURE),
+    "--name",
+    "slashed",
+    "--permission-profile",
+    "network",
+    "--transport",
+    "streamable-http",
+    "--target-port",
+    port,
+    "--",
+    "http",
+    "--port",
+    port,
+    "--slash-redirect",
+  );
+  expect(started.stderr).not.toContain("does not answer MCP");
+  expect(started.code).toBe(0);
+  const client = new Client({ name: "slash-redirect", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(started.stdout.trim())));
+  expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+  await client.close();
+  expect(group.mcpmgr("rm", "slashed").code).toBe(0);
 });
