@@ -139,46 +139,6 @@ export async function clientsSeeStopped(name: string, ctx: ClientEntriesContext)
   await removeEntries(ctx, name, undefined);
 }
 
-/** A client file mcpmgr wrote a recorded workload's entry into, as `stop` and `rm` name it. */
-export interface EntryPlace {
-  readonly client: string;
-  readonly file: string;
-}
-
-/**
- * Where a recorded workload's entries are now: the files mcpmgr's registrations name for it that list
- * it. `stop` and `rm` read this before the supervisor stops, and `entriesGone` after, to say what it
- * took out (it says so only in its own log).
- */
-export async function entryPlaces(name: string, ctx: ClientEntriesContext): Promise<EntryPlace[]> {
-  const registrations = await readRegistrations(ctx);
-  if (registrations === undefined) return [];
-  const recorded = Object.entries(registrations.owned).flatMap(([client, files]) =>
-    Object.entries(files)
-      .filter(([, entries]) => entries[name] !== undefined && entries[name].pid === undefined)
-      .map(([file]) => ({ client, file })),
-  );
-  if (recorded.length === 0) return [];
-  const listed = await Promise.all(recorded.map((place) => listedIn(place, name)));
-  return recorded.filter((_, i) => listed[i] === true);
-}
-
-/**
- * Of the places the entry was in, those whose file no longer lists it, as "client (file)". A file that
- * still lists it (an entry changed by hand, which mcpmgr leaves) or cannot be read is not named.
- */
-export async function entriesGone(name: string, places: readonly EntryPlace[]): Promise<string[]> {
-  const listed = await Promise.all(places.map((place) => listedIn(place, name)));
-  return places.filter((_, i) => listed[i] === false).map(({ client, file }) => `${client} (${file})`);
-}
-
-async function listedIn(place: EntryPlace, name: string): Promise<boolean | undefined> {
-  const { clientById, isClientId } = await import("../clients/catalog.ts");
-  if (!isClientId(place.client)) return undefined;
-  const { listsEntry } = await import("../clients/entry-edits.ts");
-  return listsEntry(clientById(place.client), place.file, name);
-}
-
 /**
  * A recorded workload was removed (`rm`, `group rm --with-workloads`): what was kept of its entries
  * while it was stopped (keys the user added, which may hold a token) goes too; a workload run again
@@ -321,7 +281,7 @@ function where(report: SyncReport): string {
 const unreadableSaid = new WeakMap<object, Set<string>>();
 
 /** The registrations, or undefined (with a warning, once per log and text) when mcpmgr's own file cannot be read. */
-async function readRegistrations(ctx: ClientEntriesContext): Promise<Registrations | undefined> {
+export async function readRegistrations(ctx: ClientEntriesContext): Promise<Registrations | undefined> {
   try {
     return await new ClientRegistrationStore(ctx.paths).read();
   } catch (err) {

@@ -10,9 +10,8 @@ import {
   clientsForgetRemoved,
   clientsSeeStarted,
   clientsSeeStopped,
-  entriesGone,
-  entryPlaces,
 } from "./client-entries.ts";
+import { entriesGone, entryPlaces } from "./client-entry-places.ts";
 import type { WorkloadContext } from "./context.ts";
 import { assertStartSettings } from "./limits.ts";
 import {

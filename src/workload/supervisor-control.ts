@@ -4,7 +4,6 @@
  */
 import { closeSync, openSync } from "node:fs";
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
-import { installId } from "../state/install-id.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { processStartTime } from "../state/process-start.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
@@ -13,6 +12,7 @@ import type { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { selfCommand } from "./self-command.ts";
 import { recordedRuntimeEnv } from "./recorded-runtime.ts";
+import { removeContainers, terminate } from "./supervisor-teardown.ts";
 
 /** Longer than the bridge's handshake timeout, which covers npx/uvx downloading the package. */
 const baseReadyTimeoutMs = 200_000;
@@ -372,58 +372,3 @@ async function stopStartWithoutSupervisor(store: WorkloadStore, name: string): P
     });
   return stopped;
 }
-
-/** Containers and networks of a container workload, removed by label; nothing for other runtimes. */
-async function removeContainers(store: WorkloadStore, name: string, log: WorkloadLog): Promise<void> {
-  const record = await store.get(name).catch(() => undefined);
-  if (record === undefined || (record.runtime !== "docker" && record.runtime !== "podman")) return;
-  // The Docker client (dockerode and its dependencies) only for container workloads.
-  const [{ detectEngine }, { removeWorkloadObjects }, { sweepOrphanedContainers }] = await Promise.all([
-    import("../runtime/docker/engine.ts"),
-    import("../runtime/docker/cleanup.ts"),
-    import("./orphan-containers.ts"),
-  ]);
-  const engine = await detectEngine({
-    want: record.runtime,
-    ...(record.runtimeEndpoint ? { env: { DOCKER_HOST: record.runtimeEndpoint } } : {}),
-  });
-  if (engine === undefined) {
-    log.warn(
-      `${name}: no ${record.runtime} engine answered, so its containers (label mcpmgr.workload=${name}) could not be removed`,
-    );
-    return;
-  }
-  await installId(store.paths)
-    .then((install) => removeWorkloadObjects(engine, name, install))
-    .catch((err: unknown) => log.warn(`${name}: ${errorMessage(err)}`));
-  // And what an engine made too late for an earlier `rm` (orphan-containers.ts).
-  await sweepOrphanedContainers(engine, store, log);
-}
-
-/** SIGTERM, then SIGKILL after `graceMs` (15 s); only while the pid is still this workload's supervisor. */
-async function terminate(pid: number, name: string, graceMs = 15_000, log?: WorkloadLog): Promise<void> {
-  const signal = (sig: NodeJS.Signals) => {
-    try {
-      if (isSupervisorOf(pid, name)) process.kill(pid, sig);
-    } catch {
-      // gone, or not ours to signal
-    }
-  };
-  signal("SIGTERM");
-  const started = performance.now();
-  const deadline = started + graceMs;
-  let said = false;
-  while (isSupervisorOf(pid, name) && performance.now() < deadline) {
-    // A stop that takes long is the supervisor letting requests in progress finish: said once, so the
-    // user does not take the wait for a hang.
-    if (log !== undefined && !said && performance.now() - started >= NOTICEABLE_STOP_MS) {
-      said = true;
-      log.info(`waiting for ${name} to stop: requests in progress get up to 10 s to finish`);
-    }
-    await Bun.sleep(50);
-  }
-  signal("SIGKILL");
-}
-
-/** How long a stop may take before it is said what it waits for. */
-const NOTICEABLE_STOP_MS = 1_000;
