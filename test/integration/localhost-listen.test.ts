@@ -147,24 +147,27 @@ test("an --oidc-audience naming localhost, where clients are given 127.0.0.1, is
   try {
     const port = await freePort();
     const audience = `http://localhost:${port}/mcp`;
-    const run = await cli([
-      "run",
-      probe,
-      "--name",
-      "lh-aud",
-      "--host",
-      "localhost",
-      "--proxy-port",
-      String(port),
-      "--oidc-issuer",
-      auth.issuer,
-      "--oidc-audience",
-      audience,
-      "--oidc-insecure-allow-http",
-      "--jwks-allow-private-ip",
-      "--permission-profile",
-      "none",
-    ]);
+    /** `run` of the probe on --host localhost at `port`, guarded by the issuer for `aud`. */
+    const runWithAudience = (aud: string) =>
+      cli([
+        "run",
+        probe,
+        "--name",
+        "lh-aud",
+        "--host",
+        "localhost",
+        "--proxy-port",
+        String(port),
+        "--oidc-issuer",
+        auth.issuer,
+        "--oidc-audience",
+        aud,
+        "--oidc-insecure-allow-http",
+        "--jwks-allow-private-ip",
+        "--permission-profile",
+        "none",
+      ]);
+    const run = await runWithAudience(audience);
     const warning = `--oidc-audience ${audience} names localhost, but clients are given http://127.0.0.1:${port}/mcp`;
     expect(run.stdout.trim()).toBe(`http://127.0.0.1:${port}/mcp`);
     expect(run.stderr).toContain(warning);
@@ -173,24 +176,7 @@ test("an --oidc-audience naming localhost, where clients are given 127.0.0.1, is
     await cli(["rm", "lh-aud"]);
 
     // The audience the clients' URL gives: nothing to say.
-    const fitting = await cli([
-      "run",
-      probe,
-      "--name",
-      "lh-aud",
-      "--host",
-      "localhost",
-      "--proxy-port",
-      String(port),
-      "--oidc-issuer",
-      auth.issuer,
-      "--oidc-audience",
-      `http://127.0.0.1:${port}/mcp`,
-      "--oidc-insecure-allow-http",
-      "--jwks-allow-private-ip",
-      "--permission-profile",
-      "none",
-    ]);
+    const fitting = await runWithAudience(`http://127.0.0.1:${port}/mcp`);
     expect(fitting.stderr).not.toContain("names localhost");
   } finally {
     await auth.stop();

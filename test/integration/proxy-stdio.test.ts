@@ -150,6 +150,16 @@ test("logs in with OAuth (URL on stderr), then relays", async () => {
   await client.close();
 }, 60_000);
 
+/** `mcpmgr proxy stdio ARGS` in this file's home with nothing on stdin, run to its exit. */
+function proxyStdioOf(...args: string[]): { code: number; stdout: string; stderr: string } {
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdin: "ignore",
+  });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
 test("usage errors are one line with a hint", () => {
   for (const [args, text] of [
     [[], "missing URL_OR_WORKLOAD"],
@@ -266,15 +276,7 @@ test("a workload served over the deprecated HTTP+SSE transport is refused in one
     runtime: "process",
     runOptions: ["npx://@modelcontextprotocol/server-everything", "--name", "legacy-sse", "--proxy-mode", "sse", "--"],
   });
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "legacy-sse"], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
-    stdin: "ignore",
-  });
-  const line = expectOneLineError(
-    { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() },
-    2,
-  );
+  const line = expectOneLineError(proxyStdioOf("legacy-sse"), 2);
   expect(line).toContain("workload legacy-sse serves the deprecated HTTP+SSE transport (http://127.0.0.1:41333/sse)");
 });
 
@@ -289,14 +291,6 @@ test("a mistyped workload name is refused with the nearest workload's name", asy
     runtime: "process",
     runOptions: ["npx://@modelcontextprotocol/server-everything", "--name", "team-notes", "--"],
   });
-  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", "team-note"], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
-    stdin: "ignore",
-  });
-  const line = expectOneLineError(
-    { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() },
-    1,
-  );
+  const line = expectOneLineError(proxyStdioOf("team-note"), 1);
   expect(line).toContain('"team-note" is neither a URL nor a workload (hint: did you mean team-notes? ');
 });

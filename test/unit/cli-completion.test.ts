@@ -269,6 +269,25 @@ test("the built-in permission profiles completion offers are the ones mcpmgr acc
   expect(BUILTIN_PROFILES).toEqual([...builtinProfileNames]);
 });
 
+/**
+ * The values of --permission-profile (a built-in name, or a file), --env-file-dir (folders) and -v (a host
+ * path) as one shell's `complete` offers them, in the test's `prof` folder; `asFolder` is how that shell
+ * writes a folder.
+ */
+function expectPathValues(complete: (lines: readonly Line[]) => string[][], asFolder: (path: string) => string): void {
+  const prof = join(dir, "prof");
+  const [names, profileFile, folders, volume] = complete([
+    [["mcpmgr", "run", "fetch", "--permission-profile", "n"], []],
+    [["mcpmgr", "run", "fetch", "--permission-profile", join(prof, "s")], []],
+    [["mcpmgr", "run", "fetch", "--env-file-dir", `${prof}/`], []],
+    [["mcpmgr", "run", "fetch", "-v", join(prof, "s")], []],
+  ]);
+  expect(sorted(names ?? [])).toEqual(["network", "none"]);
+  expect(profileFile).toEqual([join(prof, "strict.json")]);
+  expect(folders).toEqual([asFolder(join(prof, "envs"))]);
+  expect(volume).toEqual([join(prof, "strict.json")]);
+}
+
 describe("bash", () => {
   function complete(lines: readonly Line[]): string[][] {
     const calls = lines.map(([words]) => `c ${words.map((word) => `'${word}'`).join(" ")}`);
@@ -307,18 +326,8 @@ ${calls.join("\n")}
   });
 
   test("path values as the shell completes them: a profile's name or file, a folder of env files, -v's host path", () => {
-    const prof = join(dir, "prof");
-    const [names, profileFile, folders, volume] = complete([
-      [["mcpmgr", "run", "fetch", "--permission-profile", "n"], []],
-      [["mcpmgr", "run", "fetch", "--permission-profile", join(prof, "s")], []],
-      [["mcpmgr", "run", "fetch", "--env-file-dir", `${prof}/`], []],
-      [["mcpmgr", "run", "fetch", "-v", join(prof, "s")], []],
-    ]);
-    expect(sorted(names ?? [])).toEqual(["network", "none"]);
-    expect(profileFile).toEqual([join(prof, "strict.json")]);
     // Folders only: the file beside it is not offered.
-    expect(folders).toEqual([join(prof, "envs")]);
-    expect(volume).toEqual([join(prof, "strict.json")]);
+    expectPathValues(complete, (folder) => folder);
   });
 
   test("--opt=value, whether or not = breaks words", () => {
@@ -363,18 +372,8 @@ describe("fish", () => {
   });
 
   test("path values as the shell completes them: a profile's name or file, a folder of env files, -v's host path", () => {
-    const prof = join(dir, "prof");
-    const [names, profileFile, folders, volume] = complete([
-      [["mcpmgr", "run", "fetch", "--permission-profile", "n"], []],
-      [["mcpmgr", "run", "fetch", "--permission-profile", join(prof, "s")], []],
-      [["mcpmgr", "run", "fetch", "--env-file-dir", `${prof}/`], []],
-      [["mcpmgr", "run", "fetch", "-v", join(prof, "s")], []],
-    ]);
-    expect(sorted(names ?? [])).toEqual(["network", "none"]);
-    expect(profileFile).toEqual([join(prof, "strict.json")]);
     // Folders only (fish writes them with their slash): the file beside it is not offered.
-    expect(folders).toEqual([`${join(prof, "envs")}/`]);
-    expect(volume).toEqual([join(prof, "strict.json")]);
+    expectPathValues(complete, (folder) => `${folder}/`);
   });
 
   test("commands, options, their values, names from the store, files", () => {
