@@ -34,7 +34,7 @@ const root = resolve(import.meta.dir, "..");
 
 /** What an executable says about itself (`mcpmgr --version`, `mcpmgr version`). */
 export interface BuildInfo {
-  /** package.json's version, with the short commit as build metadata (0.2.0+1a2b3c4). */
+  /** package.json's version, with the short commit as build metadata (0.2.0+1a2b3c4d5e6f). */
   readonly version: string;
   /** The full commit, or "unknown" outside a git checkout. */
   readonly commit: string;
@@ -43,8 +43,11 @@ export interface BuildInfo {
 }
 
 export function buildInfo(env: Readonly<Record<string, string | undefined>> = process.env): BuildInfo {
-  // The full commit, then the short one git would print (as long as it needs to be unambiguous).
-  const git = Bun.spawnSync(["git", "rev-parse", "HEAD", "--short", "HEAD"], { cwd: root, stderr: "ignore" });
+  // The full commit, then a short one of a fixed 12 characters. Git's default abbreviation grows
+  // with the number of objects it sees (7 characters, 8 past 16,384 objects...), so a shallow
+  // clone would name the same commit differently from a full one and rebuild to another digest;
+  // 12 is unambiguous in any repository of a plausible size, whole or shallow.
+  const git = Bun.spawnSync(["git", "rev-parse", "HEAD", "--short=12", "HEAD"], { cwd: root, stderr: "ignore" });
   const [commit, short] = git.success ? git.stdout.toString().trim().split("\n") : [];
   return {
     version: short ? `${pkg.version}+${short}` : pkg.version,

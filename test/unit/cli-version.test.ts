@@ -59,11 +59,11 @@ test("the build date is the build's time, or SOURCE_DATE_EPOCH for a reproducibl
   expect(() => buildDate("yesterday")).toThrow("SOURCE_DATE_EPOCH");
 });
 
-test("a build from this checkout carries its commit, and the short one in the version", () => {
+test("a build from this checkout carries its commit, and its first 12 characters in the version", () => {
   const head = Bun.spawnSync(["git", "rev-parse", "HEAD"], { cwd: REPO_ROOT }).stdout.toString().trim();
   const info = buildInfo({ SOURCE_DATE_EPOCH: "86400" });
   expect(info.commit).toBe(head);
-  expect(info.version).toMatch(new RegExp(`^${pkg.version.replace(/\./g, "\\.")}\\+[0-9a-f]{7,}$`));
-  expect(head.startsWith(info.version.split("+")[1] as string)).toBe(true);
+  // A fixed length, not git's default that grows with the object count (a shallow clone would differ).
+  expect(info.version).toBe(`${pkg.version}+${head.slice(0, 12)}`);
   expect(info.date).toBe("1970-01-02T00:00:00Z");
 });
