@@ -89,6 +89,12 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
   };
   const resourceFor = (req: Request): URL =>
     spec.resourceUrl ?? new URL(options.endpointPath, publicOrigin(req, options.trustProxyHeaders, answersTo));
+  // The document names the resource from the request's Host (and trusted X-Forwarded-*) unless
+  // --resource-url fixes it: a cache in front (it may be kept 300 s) must not hand one client's
+  // spelling to another, so it is told what the answer depends on (RFC 9110 §12.5.5).
+  const metadataHeaders: Record<string, string> = { "cache-control": "max-age=300" };
+  if (spec.resourceUrl === undefined)
+    metadataHeaders.vary = options.trustProxyHeaders ? "Host, X-Forwarded-Host, X-Forwarded-Proto" : "Host";
   const wellKnown = new Set([
     ...metadataPaths(options.endpointPath),
     ...(spec.resourceUrl ? metadataPaths(spec.resourceUrl.pathname) : []),
@@ -119,9 +125,7 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
         return new Response(null, { status: 405, headers: { allow: "GET, HEAD" } });
       return Response.json(
         protectedResourceMetadata({ resource: resourceFor(req).href, issuer, scopes: spec.scopesSupported }),
-        {
-          headers: { "cache-control": "max-age=300" },
-        },
+        { headers: metadataHeaders },
       );
     }
     // RFC 6750 §3.1: a token sent another way than the header is an invalid_request (400), with or

@@ -84,7 +84,10 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
       `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp", scope="openid"`,
     );
     for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
-      const metadata = await (await fetch(`${origin}${path}`)).json();
+      const answer = await fetch(`${origin}${path}`);
+      // Named from the Host and cacheable for 300 s: a cache in front keeps one per Host.
+      expect(answer.headers.get("vary")).toBe("Host");
+      const metadata = await answer.json();
       expect(metadata).toEqual({
         resource: `${origin}/mcp`,
         authorization_servers: [auth.issuer],
@@ -229,6 +232,8 @@ test("--trust-proxy-headers: the RFC 9728 resource follows an X-Forwarded-Host t
     const resourceFor = async (forwardedHost: string) => {
       const headers = { "x-forwarded-host": forwardedHost, "x-forwarded-proto": "https" };
       const metadata = await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`, { headers });
+      // A cache in front must not give one client's forwarded spelling to another.
+      expect(metadata.headers.get("vary")).toBe("Host, X-Forwarded-Host, X-Forwarded-Proto");
       const challenge = (await ping(proxy.url, headers)).headers.get("www-authenticate") ?? "";
       return { resource: ((await metadata.json()) as { resource: string }).resource, challenge };
     };
