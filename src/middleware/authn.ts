@@ -4,7 +4,8 @@
  * challenge (401, or 403 for insufficient_scope) naming the RFC 9728 metadata, serves that
  * metadata document itself, and records the principal for later middleware (authorization,
  * audit) through `principalOf(req)` (caller.ts). The client's token never goes further: the forwarder
- * and the bridge drop `Authorization`.
+ * and the bridge drop `Authorization`, and a request that also carries it in its query (RFC 6750 §2.3
+ * `access_token`, which the forwarder would pass on in the URL) is refused here.
  */
 import type { IncomingAuthSpec } from "../config/incoming-auth-spec.ts";
 import { bearerChallenge, metadataPaths, metadataUrl, protectedResourceMetadata } from "../auth/metadata.ts";
@@ -51,6 +52,19 @@ function isCorsPreflight(req: Request): boolean {
   return req.body === null && !req.headers.has("transfer-encoding") && (length === null || length.trim() === "0");
 }
 
+/**
+ * Whether the URL carries an RFC 6750 §2.3 `access_token` parameter (its name in any case or
+ * percent-encoding). The proxy accepts tokens in the header only, and forwards the URL as it is: a
+ * token there would reach the upstream (a remote server, a workload) and every log of URLs on the way.
+ */
+function tokenInQuery(url: string): boolean {
+  const query = url.indexOf("?");
+  if (query === -1) return false;
+  for (const name of new URLSearchParams(url.slice(query + 1)).keys())
+    if (name.length === 12 && name.toLowerCase() === "access_token") return true;
+  return false;
+}
+
 export function bearerAuthentication(options: AuthnOptions): Middleware {
   const { spec } = options;
   const issuer = spec.issuer.href.replace(/\/$/, "") === spec.issuer.origin ? spec.issuer.origin : spec.issuer.href;
@@ -75,18 +89,26 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
   };
   const resourceFor = (req: Request): URL =>
     spec.resourceUrl ?? new URL(options.endpointPath, publicOrigin(req, options.trustProxyHeaders, answersTo));
+  // The document names the resource from the request's Host (and trusted X-Forwarded-*) unless
+  // --resource-url fixes it: a cache in front (it may be kept 300 s) must not hand one client's
+  // spelling to another, so it is told what the answer depends on (RFC 9110 §12.5.5).
+  const metadataHeaders: Record<string, string> = { "cache-control": "max-age=300" };
+  if (spec.resourceUrl === undefined)
+    metadataHeaders.vary = options.trustProxyHeaders ? "Host, X-Forwarded-Host, X-Forwarded-Proto" : "Host";
   const wellKnown = new Set([
     ...metadataPaths(options.endpointPath),
     ...(spec.resourceUrl ? metadataPaths(spec.resourceUrl.pathname) : []),
   ]);
 
-  const challenge = (req: Request, status: 401 | 403, error?: TokenRejected) => {
+  const challenge = (req: Request, status: 400 | 401 | 403, error?: TokenRejected) => {
     const header = bearerChallenge({
       resourceMetadata: metadataUrl(resourceFor(req)),
       scopes: spec.scopesSupported,
       ...(error ? { error: error.error, description: error.message } : {}),
     });
-    const message = error ? `Unauthorized: ${error.message}` : "Unauthorized: a bearer token is required";
+    const message = error
+      ? `${status === 400 ? "Bad Request" : "Unauthorized"}: ${error.message}`
+      : "Unauthorized: a bearer token is required";
     return markDenied(
       Response.json(
         { jsonrpc: "2.0", id: null, error: { code: -32001, message } },
@@ -103,11 +125,20 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
         return new Response(null, { status: 405, headers: { allow: "GET, HEAD" } });
       return Response.json(
         protectedResourceMetadata({ resource: resourceFor(req).href, issuer, scopes: spec.scopesSupported }),
-        {
-          headers: { "cache-control": "max-age=300" },
-        },
+        { headers: metadataHeaders },
       );
     }
+    // RFC 6750 §3.1: a token sent another way than the header is an invalid_request (400), with or
+    // without one in the header too (a preflight as well): passed on, the URL would carry it upstream.
+    if (tokenInQuery(req.url))
+      return challenge(
+        req,
+        400,
+        new TokenRejected(
+          "invalid_request",
+          "an access token in the URL's query (access_token) is not accepted: send it in the Authorization header only",
+        ),
+      );
     // CORS preflights carry no credentials by design (and get none added upstream).
     if (isCorsPreflight(req)) return next(req, ctx);
     // The group's gateway, with the installation's gateway key: it authenticated its own caller.
@@ -123,7 +154,12 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
     try {
       principal = await options.verifier.verify(match[1] as string);
     } catch (err) {
-      if (err instanceof TokenRejected) return challenge(req, err.error === "insufficient_scope" ? 403 : 401, err);
+      if (err instanceof TokenRejected)
+        return challenge(
+          req,
+          err.error === "insufficient_scope" ? 403 : err.error === "invalid_request" ? 400 : 401,
+          err,
+        );
       // Fail closed, at once, without telling the client its token is bad (it may be fine).
       if (err instanceof VerificationUnavailable)
         return markDenied(

@@ -7,9 +7,9 @@
  * the names of --allowed-hosts), and its Origin, if any, is a loopback origin or the Host the
  * client used (or a trusted X-Forwarded-Host) when that is such a name too. Clients that send no
  * Origin (every non-browser MCP client) are unaffected by the Origin rule.
- * First of all a request must name exactly one Host (RFC 9112 §3.2): without one (HTTP/1.0)
- * the request has no absolute URL to route by, and with two, this check and the URL could
- * each believe a different one.
+ * First of all a request must name exactly one Host (RFC 9112 §3.2), a valid one: without one
+ * (HTTP/1.0) the request has no absolute URL to route by, with two, this check and the URL could
+ * each believe a different one, and with one the URL cannot hold, the URL cannot be read.
  */
 import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
@@ -68,6 +68,11 @@ export function originGuard(options: OriginGuardOptions): Middleware {
     if (!req.url.startsWith("http")) return badHost("the Host header is required");
     if (host?.includes(",")) return badHost("send one Host header");
     if (host !== null && host !== lastHost) {
+      // A Host the name checks accept whose port is no number (or past 65535), or with more after an IPv6
+      // literal or a `%`: Bun still makes it the request's URL, which then cannot be parsed, and every
+      // later `new URL(req.url)` (the RFC 9728 resource, the challenge) would fail the request with a 500
+      // and an error line; forwarded, it would be the upstream's X-Forwarded-Host.
+      if (!URL.canParse(req.url)) return badHost("the Host header is not a valid host name and port");
       if (loopbackOnly) {
         // The checks past the loopback names run only for a request they would otherwise refuse.
         if (!isLoopbackHost(hostnameOf(host)) && !names.userAllowed(host)) return unknownHost(host);

@@ -5,10 +5,11 @@
  * Sessions belong to the caller that opened them (forward-sessions.ts): another caller's
  * request for one is answered 404 here and never reaches the upstream. The request as sent
  * upstream: forward-request.ts; an event stream relayed: forward-stream.ts; the answers when
- * the upstream fails: forward-failures.ts.
+ * the upstream fails: forward-failures.ts; a redirect kept on the proxy: forward-redirect.ts.
  */
 import type { UpstreamFetch } from "./authenticated-fetch.ts";
 import { ShuttingDown, UpstreamTimeout, upstreamFailure } from "./forward-failures.ts";
+import { isRedirect, redirectRewriter } from "./forward-redirect.ts";
 import { requestBody, type UpstreamBody, upstreamUrlFor } from "./forward-request.ts";
 import { ForwardedSessions, type ForwardRoute } from "./forward-sessions.ts";
 import { eventStreamRelay } from "./forward-stream.ts";
@@ -95,6 +96,12 @@ export function transparentForwarder(options: ForwardOptions): Handler {
     for (const cancel of waiting.cancellations()) cancel.abort(new ShuttingDown(reason));
   });
   const upstreamUrl = upstreamUrlFor(target, endpointPrefix);
+  const redirected = redirectRewriter({
+    endpointPrefix,
+    trustProxyHeaders,
+    answersTo: options.answersTo,
+    onWarning: options.onWarning,
+  });
 
   // Not an async function: the one async layer of a forwarded request is forwardRequest's.
   return (req, ctx) => {
@@ -187,6 +194,8 @@ export function transparentForwarder(options: ForwardOptions): Handler {
       } else {
         contentType = receivedField(fields, "content-type");
       }
+      // A Location the client would follow past the proxy: kept on the proxy, or refused.
+      if (isRedirect(upstream.status)) return redirected(upstream, route.url, req);
       // A whole body is returned as it is: a body that is not looked at stays a plain byte body,
       // the cheapest for Bun.serve to send (reading `.body` would turn it into a stream, hence the
       // order of the checks). Others are read ahead, so one that breaks early is a 502, not a reset.

@@ -84,7 +84,10 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
       `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp", scope="openid"`,
     );
     for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
-      const metadata = await (await fetch(`${origin}${path}`)).json();
+      const answer = await fetch(`${origin}${path}`);
+      // Named from the Host and cacheable for 300 s: a cache in front keeps one per Host.
+      expect(answer.headers.get("vary")).toBe("Host");
+      const metadata = await answer.json();
       expect(metadata).toEqual({
         resource: `${origin}/mcp`,
         authorization_servers: [auth.issuer],
@@ -184,6 +187,33 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
       expect({ typ, status: response.status }).toEqual({ typ, status: 200 });
     }
   });
+
+  test("a token in the query (RFC 6750 access_token) is refused with 400 invalid_request and never forwarded in the URL", async () => {
+    const token = await auth.token();
+    const reachedBefore = seenHeaders.length;
+    // With a valid token in the header too: the forwarder passes the URL on as it is, so the query's
+    // copy would reach the upstream (and any log of its URLs).
+    for (const query of [`access_token=${token}`, `a=1&ACCESS%5Ftoken=${token}`]) {
+      const response = await ping(`${proxy.url}?${query}`, { authorization: `Bearer ${token}` });
+      expect(response.status).toBe(400);
+      const challenge = response.headers.get("www-authenticate") ?? "";
+      expect(challenge).toContain('error="invalid_request"');
+      expect(challenge).toContain("resource_metadata=");
+      const body = (await response.json()) as { error: { message: string } };
+      expect(body.error.message).toContain("Authorization header only");
+      expect(JSON.stringify(body)).not.toContain(token);
+    }
+    // A CORS preflight is passed on unauthenticated: not with a token in its URL.
+    const preflight = await fetch(`${proxy.url}?access_token=${token}`, {
+      method: "OPTIONS",
+      headers: { origin: new URL(proxy.url).origin, "access-control-request-method": "POST" },
+    });
+    expect(preflight.status).toBe(400);
+    expect(seenHeaders.length).toBe(reachedBefore);
+    // A query without that parameter is passed on as before.
+    expect((await ping(`${proxy.url}?tokenish=1`, { authorization: `Bearer ${token}` })).status).toBe(200);
+    expect(seenHeaders.length).toBe(reachedBefore + 1);
+  });
 });
 
 test("--trust-proxy-headers: the RFC 9728 resource follows an X-Forwarded-Host the listener answers to (--allowed-hosts), never another", async () => {
@@ -202,6 +232,8 @@ test("--trust-proxy-headers: the RFC 9728 resource follows an X-Forwarded-Host t
     const resourceFor = async (forwardedHost: string) => {
       const headers = { "x-forwarded-host": forwardedHost, "x-forwarded-proto": "https" };
       const metadata = await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`, { headers });
+      // A cache in front must not give one client's forwarded spelling to another.
+      expect(metadata.headers.get("vary")).toBe("Host, X-Forwarded-Host, X-Forwarded-Proto");
       const challenge = (await ping(proxy.url, headers)).headers.get("www-authenticate") ?? "";
       return { resource: ((await metadata.json()) as { resource: string }).resource, challenge };
     };

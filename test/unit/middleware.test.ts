@@ -163,6 +163,42 @@ describe("the request's Host, on the wire", () => {
       await server.shutdown(100);
     }
   });
+
+  test("a Host the name check accepts but no URL can hold (a bad port, a %, more after an IPv6 literal): 400", async () => {
+    // Bun makes such a Host the request's URL anyway; behind the OIDC check, reading it made a 500
+    // "internal proxy error" and an error line in the log for each request, without a token.
+    const reached: string[] = [];
+    const server = serve({
+      host: "127.0.0.1",
+      port: 0,
+      handler: withBuiltinProtections(
+        (req) => {
+          reached.push(new URL(req.url).origin);
+          return new Response("reached");
+        },
+        { serverName: "t", listenHost: "127.0.0.1", trustProxyHeaders: false, allowedHosts: [] },
+      ),
+    });
+    try {
+      for (const host of ["localhost:abc", "localhost:99999", "evil.example%23.localhost", "[::1]x.localhost"]) {
+        const refused = await rawRequest(
+          server.port,
+          `GET /mcp HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+        );
+        expect(refused.status).toBe(400);
+        expect(JSON.parse(refused.body).error.message).toContain("not a valid host name and port");
+      }
+      expect(reached).toEqual([]);
+      const fine = await rawRequest(
+        server.port,
+        "GET /mcp HTTP/1.1\r\nHost: localhost:8080\r\nConnection: close\r\n\r\n",
+      );
+      expect(fine.status).toBe(200);
+      expect(reached).toEqual(["http://localhost:8080"]);
+    } finally {
+      await server.shutdown(100);
+    }
+  });
 });
 
 describe("body limit", () => {

@@ -6,10 +6,13 @@
 import { errors as joseErrors } from "jose";
 import { errorMessage } from "../../errors.ts";
 
-/** Why a token was refused, in RFC 6750 terms (the middleware turns it into a challenge). */
+/**
+ * Why a token was refused, in RFC 6750 terms (the middleware turns it into a challenge):
+ * `invalid_request` is the request's fault (the token sent another way than the header), not the token's.
+ */
 export class TokenRejected extends Error {
-  readonly error: "invalid_token" | "insufficient_scope";
-  constructor(error: "invalid_token" | "insufficient_scope", description: string) {
+  readonly error: "invalid_token" | "insufficient_scope" | "invalid_request";
+  constructor(error: "invalid_token" | "insufficient_scope" | "invalid_request", description: string) {
     super(description);
     this.name = "TokenRejected";
     this.error = error;
