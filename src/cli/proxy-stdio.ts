@@ -26,6 +26,7 @@ import {
   liveForegroundWorkload,
   liveWorkload,
   liveWorkloadFetch,
+  runningWorkloadAt,
 } from "../workload/live-workload.ts";
 import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
 import { cliContext } from "./context.ts";
@@ -47,6 +48,14 @@ async function endpointOf(text: string): Promise<Endpoint> {
       });
     const target = new URL(text);
     refuseUrlCredentials(target, "the URL");
+    // One of our own workloads' URLs (Claude Desktop's entry written by hand, say) is refused as its name is:
+    // a guarded member would answer every request 403, reported as an unreachable remote.
+    // (Workloads serve plain http: an https URL is none of them.)
+    if (target.protocol === "http:") {
+      const store = openStore();
+      const own = await runningWorkloadAt(store, target);
+      if (own !== undefined) assertAnswersDirectCallers(store.paths, own, await groupGateways(store, own.group));
+    }
     return { target };
   }
   // Not a name either: said as a URL (a workload name's error would quote it whole, password included).
