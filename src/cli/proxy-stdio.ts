@@ -123,16 +123,18 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
     throw new McpmgrError("INVALID_ARGUMENT", `unexpected argument ${JSON.stringify(extra[0])}`, {
       hint: "give one URL or workload name",
     });
-  checkOutgoingAuthRules(given);
-  const maxMessageBytes = maxMessageBytesFromEnv(process.env);
-  const spec = outgoingAuthSpec(values, given);
-  if (spec.tokenExchange) {
+  // Any of them, before the rules between them ask for --token-exchange-url, which would be refused next.
+  const exchange = [...given].find((name) => name.startsWith("token-exchange-"));
+  if (exchange !== undefined) {
     throw new McpmgrError(
       "CONFLICTING_OPTIONS",
-      "--token-exchange-url exchanges an incoming client's token; a stdio client has none",
+      `--${exchange}: token exchange trades an incoming client's token, and a stdio client has none`,
       { hint: "use --remote-auth or a bearer token" },
     );
   }
+  checkOutgoingAuthRules(given);
+  const maxMessageBytes = maxMessageBytesFromEnv(process.env);
+  const spec = outgoingAuthSpec(values, given);
   const { target, workload } = await endpointOf(targetText);
   // A workload's URL is this machine's own listener (bound to one of its addresses): only a URL given is elsewhere.
   if (workload === undefined) assertCredentialsOverHttps(spec, target);
