@@ -89,8 +89,8 @@ test("export to a huge file is refused past the bounded reader's cap, without re
   expect(line).toContain(
     "huge.json exists and is no exported mcpmgr configuration (the file is larger than 16 MiB, more than any such file holds); export does not overwrite it",
   );
-  // Bun alone is ~50 MB resident: far below the file.
-  expect(result.resourceUsage?.maxRSS ?? 0).toBeLessThan(200 * 1024 * 1024);
+  // (The cap in the message is the bounded reader's, which stops at 16 MiB. The child's peak memory is not asserted:
+  // Bun's resourceUsage().maxRSS is the largest of every child this test process has waited for, not this one's.)
   const after = statSync(path);
   expect([after.size, after.mtimeMs, after.ino]).toEqual([before.size, before.mtimeMs, before.ino]);
 });
