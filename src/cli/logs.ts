@@ -31,7 +31,7 @@ const logsCommand = defineCommand({
     // The reader went away (`mcpmgr logs NAME | head`): done, nothing to report.
     if (first === READER_GONE) return;
     if (!values.follow) {
-      if (first.copied === 0) log.info(`no ${values.proxy ? "proxy " : ""}output from ${name} yet`);
+      if (first.copied === 0) log.info(emptyLogNote(record, values.proxy));
       return;
     }
     let at: LogPosition = first;
@@ -54,6 +54,21 @@ export default withExamples(logsCommand, [
   { description: "Follow it as it goes (Ctrl-C stops)", command: "mcpmgr logs fetch -f" },
   { description: "Show the proxy's log: requests, logins, restarts", command: "mcpmgr logs fetch --proxy" },
 ]);
+
+/**
+ * What an empty log means, by what the log holds: a server's output (each run opened by a timed line), or the
+ * supervisor's own lines, which are all a gateway or a remote logs here (no server of theirs runs on this machine).
+ */
+function emptyLogNote(record: WorkloadRecord, proxyAsked: boolean): string {
+  const { name } = record;
+  if (isGatewayRecord(record))
+    return `${name}'s log is empty so far: a gateway runs no server of its own, so its log holds its supervisor's lines (each start and stop, warnings, errors)`;
+  if (record.runtime === "remote")
+    return `${name}'s log is empty so far: a remote workload's server runs elsewhere, so its log holds its supervisor's lines (each start and stop, login URLs, errors)`;
+  if (proxyAsked)
+    return `${name}'s proxy log is empty so far: it holds its supervisor's lines (each start, restart and stop, errors)`;
+  return `${name}'s log is empty so far: it holds what its server writes, each run opened by a timed 'mcpmgr: ---- ${name} starts' line (its supervisor's lines: 'mcpmgr logs ${name} --proxy')`;
+}
 
 async function sameWorkload(store: WorkloadStore, followed: WorkloadRecord): Promise<boolean> {
   const current = await store.get(followed.name).catch(() => followed);

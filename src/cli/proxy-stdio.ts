@@ -26,6 +26,7 @@ import {
   liveForegroundWorkload,
   liveWorkload,
   liveWorkloadFetch,
+  runningWorkloadAt,
 } from "../workload/live-workload.ts";
 import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
 import { cliContext } from "./context.ts";
@@ -47,6 +48,14 @@ async function endpointOf(text: string): Promise<Endpoint> {
       });
     const target = new URL(text);
     refuseUrlCredentials(target, "the URL");
+    // One of our own workloads' URLs (Claude Desktop's entry written by hand, say) is refused as its name is:
+    // a guarded member would answer every request 403, reported as an unreachable remote.
+    // (Workloads serve plain http: an https URL is none of them.)
+    if (target.protocol === "http:") {
+      const store = openStore();
+      const own = await runningWorkloadAt(store, target);
+      if (own !== undefined) assertAnswersDirectCallers(store.paths, own, await groupGateways(store, own.group));
+    }
     return { target };
   }
   // Not a name either: said as a URL (a workload name's error would quote it whole, password included).
@@ -114,16 +123,18 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
     throw new McpmgrError("INVALID_ARGUMENT", `unexpected argument ${JSON.stringify(extra[0])}`, {
       hint: "give one URL or workload name",
     });
-  checkOutgoingAuthRules(given);
-  const maxMessageBytes = maxMessageBytesFromEnv(process.env);
-  const spec = outgoingAuthSpec(values, given);
-  if (spec.tokenExchange) {
+  // Any of them, before the rules between them ask for --token-exchange-url, which would be refused next.
+  const exchange = [...given].find((name) => name.startsWith("token-exchange-"));
+  if (exchange !== undefined) {
     throw new McpmgrError(
       "CONFLICTING_OPTIONS",
-      "--token-exchange-url exchanges an incoming client's token; a stdio client has none",
+      `--${exchange}: token exchange trades an incoming client's token, and a stdio client has none`,
       { hint: "use --remote-auth or a bearer token" },
     );
   }
+  checkOutgoingAuthRules(given);
+  const maxMessageBytes = maxMessageBytesFromEnv(process.env);
+  const spec = outgoingAuthSpec(values, given);
   const { target, workload } = await endpointOf(targetText);
   // A workload's URL is this machine's own listener (bound to one of its addresses): only a URL given is elsewhere.
   if (workload === undefined) assertCredentialsOverHttps(spec, target);

@@ -48,7 +48,8 @@ const runCommand = defineCommand({
   },
   args: toCittyArgs(runOptions, {
     SERVER_OR_IMAGE_OR_PROTOCOL: {
-      description: "Registry name, image reference, npx:// uvx:// go:// package, or URL",
+      description:
+        "Registry name, image reference, npx:// uvx:// go:// package, or URL; the server's own arguments go after --",
       required: false,
       completes: "servers",
     },

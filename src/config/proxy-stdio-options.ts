@@ -1,5 +1,21 @@
-/** Every option of `mcpmgr proxy stdio`: mcpmgr's credentials towards the remote and the CAs its own requests trust. */
+/**
+ * Every option of `mcpmgr proxy stdio`: mcpmgr's credentials towards the remote and the CAs its own requests trust.
+ * Token exchange trades an incoming client's token, and a stdio client sends none: its options are parsed (so one
+ * given is refused saying why, cli/proxy-stdio.ts) but hidden from help and completion, which offered eight options
+ * that were each refused.
+ */
 import { caBundleOptions } from "./flags/ca-bundle.ts";
 import { outgoingAuthOptions } from "./flags/outgoing-auth.ts";
+import type { OptionTable } from "./option-spec.ts";
 
-export const proxyStdioOptions = { ...outgoingAuthOptions, ...caBundleOptions } as const;
+/** `table` with the options `hide` picks marked hidden (their declarations otherwise the same). */
+function withHidden<T extends OptionTable>(table: T, hide: (name: string) => boolean): T {
+  return Object.fromEntries(
+    Object.entries(table).map(([name, spec]) => [name, hide(name) ? { ...spec, hidden: true } : spec]),
+  ) as T;
+}
+
+export const proxyStdioOptions = {
+  ...withHidden(outgoingAuthOptions, (name) => name.startsWith("token-exchange-")),
+  ...caBundleOptions,
+} as const;

@@ -4,7 +4,8 @@
  * Relative paths in it are taken from its working directory.
  */
 import { existsSync } from "node:fs";
-import { readFile, readlink, realpath, stat } from "node:fs/promises";
+import { readlink, realpath, stat } from "node:fs/promises";
+import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import { dirname, join, resolve } from "node:path";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { shellWord } from "../printable.ts";
@@ -70,7 +71,7 @@ export async function writeExported(path: string, record: WorkloadRecord): Promi
       hint: "create it first, or choose another path",
     });
   }
-  const exported = existing?.isFile() ? await exportedName(target) : undefined;
+  const exported = existing?.isFile() ? exportedName(target, path) : undefined;
   if (existing !== undefined && exported === undefined) {
     throw new McpmgrError(
       "INVALID_ARGUMENT",
@@ -108,10 +109,26 @@ async function linkTarget(path: string): Promise<string> {
   return current;
 }
 
-/** The workload name of an exported configuration; undefined for any other file. */
-async function exportedName(path: string): Promise<string | undefined> {
+/**
+ * The workload name of an exported configuration; undefined for any other file. Read through the bounded
+ * reader, as every file an option names is: an export is a few KiB, and a mistyped path naming a huge
+ * file would otherwise be read whole (an 8 GiB one took 35 s and 8 GiB of memory) before being kept.
+ */
+function exportedName(target: string, path: string): string | undefined {
+  let text: string;
   try {
-    const json = JSON.parse(await readFile(path, "utf8")) as Record<string, unknown> | null;
+    text = readCappedFile(target);
+  } catch (err) {
+    if (err instanceof FileTooLarge)
+      throw new McpmgrError(
+        "INVALID_ARGUMENT",
+        `${path} exists and is no exported mcpmgr configuration (${err.message}); export does not overwrite it`,
+        { hint: "choose another path, or move that file away first" },
+      );
+    return undefined;
+  }
+  try {
+    const json = JSON.parse(text) as Record<string, unknown> | null;
     return json?.schema_version === 1 && typeof json.name === "string" && Array.isArray(json.runOptions)
       ? json.name
       : undefined;

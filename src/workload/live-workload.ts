@@ -14,8 +14,8 @@ import { McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { liveForegroundRun } from "../state/foreground-runs.ts";
 import type { McpmgrPaths } from "../state/paths.ts";
-import type { WorkloadState } from "../state/workload-record.ts";
-import { workloadUrl } from "../state/workload-url.ts";
+import type { WorkloadRecord, WorkloadState } from "../state/workload-record.ts";
+import { reachesWorkload, workloadUrl } from "../state/workload-url.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import type { ConnectionPeer } from "../proxy/upstream/types.ts";
@@ -47,6 +47,21 @@ export async function liveWorkload(store: WorkloadStore, name: string): Promise<
     },
     servesAt: (peer) => isSupervisorOf(pid, name) && listenerHeldBy(pid, peer.address, peer.port),
   };
+}
+
+/**
+ * The recorded workload whose supervisor serves `url` now (state/workload-url.ts `reachesWorkload`), if
+ * any: `proxy stdio URL` given one of our own workloads' URLs refuses what `proxy stdio NAME` refuses. A
+ * stopped workload's port is no longer its own (anyone may listen there), so it names none.
+ */
+export async function runningWorkloadAt(store: WorkloadStore, url: URL): Promise<WorkloadRecord | undefined> {
+  for (const record of (await store.listReadable()).records) {
+    if (!reachesWorkload(record, url)) continue;
+    const status = await currentStatus(store, record.name).catch(() => undefined);
+    if (status?.pid !== undefined && SERVING.has(status.state) && isSupervisorOf(status.pid, record.name))
+      return record;
+  }
+  return undefined;
 }
 
 /** A live foreground run of that name that serves already; undefined when there is none. */

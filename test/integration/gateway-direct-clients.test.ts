@@ -152,6 +152,24 @@ test("a client registered with the members while a gateway with policies runs is
     expect(line).toBe(
       "[error] workload probe answers only its group's gateway while a gateway with policies serves group team (hint: relay to the gateway instead: 'mcpmgr proxy stdio URL' with the gateway's URL (a foreground gateway's is in its terminal); for Claude Desktop: run the gateway with policies in the background ('mcpmgr gateway team --detach' with its options; a foreground one gets no client entry), stop the group's other background gateways ('mcpmgr stop gateway-team': a client gets one), then 'mcpmgr client register claude-desktop --group team --gateway')",
     );
+    // Given the member's URL instead of its name (however written: localhost, a trailing slash), the same line,
+    // not a relay whose every request comes back "refused (HTTP 403)".
+    const probeUrl = new URL(
+      (JSON.parse(mcpmgr("list", "--format", "json").stdout) as { name: string; url: string }[]).find(
+        (row) => row.name === "probe",
+      )?.url ?? "",
+    );
+    for (const url of [probeUrl.href, `http://localhost:${probeUrl.port}${probeUrl.pathname}/`]) {
+      const byUrl = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", url], {
+        env: env(),
+        stdin: "ignore",
+      });
+      const refused = expectOneLineError(
+        { code: byUrl.exitCode, stdout: byUrl.stdout.toString(), stderr: byUrl.stderr.toString() },
+        1,
+      );
+      expect(refused).toBe(line);
+    }
     // A member that starts meanwhile gets its entries in those clients, and the run says they are refused.
     try {
       const started = mcpmgr(

@@ -21,6 +21,7 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import { CONFORMANCE_FIXTURE_2026, startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { eventually } from "../support/raw-http.ts";
 import { CLI_ENTRY, REPO_ROOT, spawnCollect, startProxy } from "../support/processes.ts";
+import type { OptionTable } from "../../src/config/option-spec.ts";
 import { proxyStdioOptions } from "../../src/config/proxy-stdio-options.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
@@ -190,9 +191,12 @@ test("help: 'proxy stdio --help' shows proxy stdio's own argument and options; '
     expect(result.exitCode).toBe(0);
     const text = result.stdout.toString();
     expect(text).toContain("USAGE mcpmgr proxy stdio [OPTIONS] <URL_OR_WORKLOAD>");
-    for (const option of Object.keys(proxyStdioOptions)) expect(text).toContain(`--${option}`);
+    for (const [option, spec] of Object.entries(proxyStdioOptions as OptionTable))
+      if (!spec.hidden) expect(text).toContain(`--${option}`);
     // What plain `proxy` takes and `proxy stdio` refuses.
-    for (const absent of ["SERVER_NAME", "--target-uri", "--oidc-", "--port"]) expect(text).not.toContain(absent);
+    // (And the token exchange it refuses: a stdio client has no token to exchange.)
+    for (const absent of ["SERVER_NAME", "--target-uri", "--oidc-", "--port", "--token-exchange-"])
+      expect(text).not.toContain(absent);
   }
   const proxy = help("proxy", "--help");
   expect(proxy.exitCode).toBe(0);

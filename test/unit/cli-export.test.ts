@@ -4,7 +4,7 @@
  * to a machine where its working directory does not exist.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
-import { lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -69,6 +69,30 @@ test("export never overwrites a file that is not an export: the user's file is k
     "precious.txt exists and is not an exported mcpmgr configuration; export does not overwrite it",
   );
   expect(readFileSync(path, "utf8")).toBe("my notes\n");
+});
+
+test("export to a huge file is refused past the bounded reader's cap, without reading it whole, and keeps it", () => {
+  // Sparse: 1 GiB long, nothing on disk. Read whole (as before) it took a second and 1 GiB of memory here, an 8 GiB one
+  // 35 s and 8 GiB, only to be found no export.
+  const path = join(dir, "huge.json");
+  writeFileSync(path, "");
+  truncateSync(path, 1024 ** 3);
+  const before = statSync(path);
+  const result = Bun.spawnSync([process.execPath, CLI_ENTRY, "export", "notes", path], {
+    cwd: dir,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+  });
+  const line = refusal(
+    { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() },
+    2,
+  );
+  expect(line).toContain(
+    "huge.json exists and is no exported mcpmgr configuration (the file is larger than 16 MiB, more than any such file holds); export does not overwrite it",
+  );
+  // (The cap in the message is the bounded reader's, which stops at 16 MiB. The child's peak memory is not asserted:
+  // Bun's resourceUsage().maxRSS is the largest of every child this test process has waited for, not this one's.)
+  const after = statSync(path);
+  expect([after.size, after.mtimeMs, after.ino]).toEqual([before.size, before.mtimeMs, before.ino]);
 });
 
 test("export never replaces another workload's export (perhaps the only copy of a removed workload)", async () => {

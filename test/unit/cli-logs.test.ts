@@ -41,6 +41,28 @@ beforeAll(async () => {
   });
   await mkdir(dirname(store.proxyLogPath("far")), { recursive: true });
   await writeFile(store.proxyLogPath("far"), "[info] far running at http://127.0.0.1:41302/mcp\n");
+  // Nothing written yet: a gateway and a remote (their log is the supervisor's), a stdio server.
+  await store.create({
+    name: "quiet-gateway",
+    source: { kind: "gateway", ref: "default" },
+    transport: "streamable-http",
+    proxyPort: 41_303,
+    runtime: "gateway",
+  });
+  await store.create({
+    name: "quiet-remote",
+    source: { kind: "remote", ref: "https://mcp.example.com/mcp" },
+    transport: "streamable-http",
+    proxyPort: 41_304,
+    runtime: "remote",
+  });
+  await store.create({
+    name: "quiet-stdio",
+    source: { kind: "package", ref: "npx://quiet-mcp-server" },
+    transport: "stdio",
+    proxyPort: 41_305,
+    runtime: "process",
+  });
   const line = "a line the server wrote, one of very many over the weeks\n";
   await mkdir(dirname(store.logPath("chatty")), { recursive: true });
   await writeFile(store.logPath("chatty"), line.repeat(Math.ceil(LOG_BYTES / line.length)));
@@ -52,8 +74,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function logs(stdout: "pipe" | number | ReturnType<typeof Bun.file> = "pipe", name = "chatty") {
-  return Bun.spawn([process.execPath, CLI_ENTRY, "logs", name], {
+function logs(stdout: "pipe" | number | ReturnType<typeof Bun.file> = "pipe", name = "chatty", ...flags: string[]) {
+  return Bun.spawn([process.execPath, CLI_ENTRY, "logs", name, ...flags], {
     env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
     stdout,
     stderr: "pipe",
@@ -115,4 +137,27 @@ test("a remote workload's logs are its proxy log, without --proxy (there is no s
     "[info] far running at http://127.0.0.1:41302/mcp\n",
   );
   expect(await new Response(child.stderr).text()).toBe("");
+});
+
+test("an empty log says what it holds, for each kind: a gateway's and a remote's are their supervisor's, never 'no output'", async () => {
+  const said = async (name: string, ...flags: string[]) => {
+    const child = logs("pipe", name, ...flags);
+    expect(await child.exited).toBe(0);
+    expect(await new Response(child.stdout as ReadableStream).text()).toBe("");
+    return (await new Response(child.stderr).text()).trim();
+  };
+  const gateway =
+    "[info] quiet-gateway's log is empty so far: a gateway runs no server of its own, so its log holds its supervisor's lines (each start and stop, warnings, errors)";
+  expect(await said("quiet-gateway")).toBe(gateway);
+  // --proxy names the same log for them: the same words.
+  expect(await said("quiet-gateway", "--proxy")).toBe(gateway);
+  expect(await said("quiet-remote")).toBe(
+    "[info] quiet-remote's log is empty so far: a remote workload's server runs elsewhere, so its log holds its supervisor's lines (each start and stop, login URLs, errors)",
+  );
+  expect(await said("quiet-stdio")).toBe(
+    "[info] quiet-stdio's log is empty so far: it holds what its server writes, each run opened by a timed 'mcpmgr: ---- quiet-stdio starts' line (its supervisor's lines: 'mcpmgr logs quiet-stdio --proxy')",
+  );
+  expect(await said("quiet-stdio", "--proxy")).toBe(
+    "[info] quiet-stdio's proxy log is empty so far: it holds its supervisor's lines (each start, restart and stop, errors)",
+  );
 });

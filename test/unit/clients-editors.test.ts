@@ -192,6 +192,18 @@ describe("JSON with comments", () => {
     expect(jsonc.removeEntry(added, zed, "fetch")).toBe(seed);
   });
 
+  test("nesting is counted as jsonc-parser reads the file, not as JSON.parse would (the bridge's scanner's reading)", () => {
+    const deep = `${"[".repeat(200_000)}${"]".repeat(200_000)}`;
+    // A string broken at its line's end: jsonc-parser goes on parsing after it, and its tree would overflow the stack.
+    expect(parseFailure(() => jsonc.parse(`{"a": "oops\n "b": ${deep}}`))).toContain("deeper than 512 levels (line 2");
+    // A quote in a comment opens no string, so what follows is counted.
+    expect(parseFailure(() => jsonc.parse(`{\n // don't say "hi\n "a": ${deep}}`))).toContain(
+      "deeper than 512 levels (line 3",
+    );
+    // Brackets in a comment are no nesting.
+    expect(jsonc.parse(`{\n // ${"[".repeat(2_000)}\n "a": 1}`)).toEqual({ a: 1 });
+  });
+
   test("a comment trailing the last entry stays with that entry's line", () => {
     const text = `{\n  "servers": {\n    "a": {"url": "1"} // mine\n  }\n}\n`;
     const vscode: ServerCollection = { kind: "map", path: ["servers"] };

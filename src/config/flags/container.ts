@@ -6,7 +6,9 @@ export const containerOptions = {
   network: stringOption({
     description: "Network mode: host, or the name of a network",
     valueHint: "mode",
-    defaultText: "bridge",
+    // What container-placement.ts and networkModeFor choose without it: "bridge" alone hid two of the three cases.
+    defaultText:
+      "the permission profile's network mode, else bridge; none when the profile allows no network; on Docker an sse/streamable-http server without -p gets an internal network of its own",
     schema: nonEmpty,
   }),
   "isolate-network": booleanOption({

@@ -33,7 +33,12 @@ export function parseExactJson(text: string): unknown {
   return longDigits.test(text) ? JSON.parse(text, exactIntegers as never) : JSON.parse(text);
 }
 
-/** Whether arrays and objects nest deeper than `max` (strings are skipped; linear, no allocation). */
+/**
+ * Whether arrays and objects nest deeper than `max` (strings are skipped; linear, no allocation). On every message
+ * the bridge and the policy chain read, so it stays a bare loop over character codes. The AI clients' settings files
+ * have their own (clients/formats/json-editor.ts `deeperThan`), on jsonc-parser's scanner: comments and strings that
+ * end at a line break are JSONC's reading, not JSON.parse's, and each check must read the text as its parser does.
+ */
 export function nestsDeeperThan(text: string, max: number): boolean {
   // Fewer characters than twice the depth cannot nest that deep.
   if (text.length <= max * 2) return false;
