@@ -39,6 +39,7 @@ beforeAll(() => {
 afterAll(() => {
   runCli(env, ["rm", "lh"]);
   runCli(env, ["rm", "lh6"]);
+  runCli(env, ["rm", "lh-v6-old"]);
   runCli(env, ["rm", "lh-aud"]);
   runCli(env, ["rm", "lh-old"]);
   rmSync(home, { recursive: true, force: true });
@@ -273,4 +274,41 @@ test('a workload recorded with host "localhost" (before it was recorded as 127.0
   } finally {
     await taker.stop(true);
   }
+});
+
+test('a supervisor an earlier mcpmgr started for host "localhost" on [::1]: list shows where it answers, and says in one line that a restart moves it', async () => {
+  // That mcpmgr recorded "localhost" and left it to the resolver, which bound ::1 where /etc/hosts lists it
+  // first; the record's URL now names 127.0.0.1, where nothing of the workload's listens. Made here as a
+  // supervisor on ::1 whose record then says "localhost", as the earlier one's did.
+  const printed = runCliOk(env, [
+    "run",
+    probe,
+    "--name",
+    "lh-v6-old",
+    "--host",
+    "::1",
+    "--permission-profile",
+    "none",
+  ]).stdout.trim();
+  const port = new URL(printed).port;
+  const file = join(home, ".mcpmgr", "state", "workloads", "lh-v6-old", "workload.json");
+  const record = JSON.parse(readFileSync(file, "utf8"));
+  const runOptions = (record.runOptions as string[]).map((option) => (option === "::1" ? "localhost" : option));
+  writeFileSync(file, JSON.stringify({ ...record, host: "localhost", runOptions }));
+  const listed = runCliOk(env, ["list", "--format", "json"]);
+  const rows = JSON.parse(listed.stdout) as { name: string; url: string; status: string }[];
+  expect(rows.find((row) => row.name === "lh-v6-old")).toMatchObject({ status: "running", url: printed });
+  expect(listed.stderr).toContain(
+    `lh-v6-old's supervisor, started by an earlier mcpmgr, listens at http://[::1]:${port}/mcp, not at http://127.0.0.1:${port}/mcp where its clients' entries point (hint: 'mcpmgr restart lh-v6-old' moves it there)`,
+  );
+  // The workloads that answer where their URL says are not mentioned.
+  expect(listed.stderr.split("\n").filter((line) => line.includes("started by an earlier mcpmgr"))).toHaveLength(1);
+
+  // What the line says is the way out: restarted, it listens, and is listed, at 127.0.0.1.
+  runCliOk(env, ["restart", "lh-v6-old"]);
+  const after = runCliOk(env, ["list", "--format", "json"]);
+  const moved = (JSON.parse(after.stdout) as { name: string; url: string }[]).find((row) => row.name === "lh-v6-old");
+  expect(moved?.url).toBe(`http://127.0.0.1:${port}/mcp`);
+  expect(listeners(Number(port))).toEqual([`127.0.0.1:${port}`]);
+  expect(after.stderr).not.toContain("started by an earlier mcpmgr");
 });
