@@ -6,7 +6,7 @@
 import { workloadUrl } from "../state/workload-url.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
-import { misplacedListener } from "./recorded-bind.ts";
+import { loopbackNameAddress } from "../config/loopback.ts";
 import { currentStatus } from "./supervisor-control.ts";
 
 export interface WorkloadRow {
@@ -38,7 +38,11 @@ export async function workloadRows(
     if (group !== undefined && record.group !== group) continue;
     const status = await currentStatus(store, record.name);
     const serving = status?.pid !== undefined && (status.state === "running" || status.state === "restarting");
-    const misplaced = serving ? misplacedListener(record, status.pid as number) : undefined;
+    // Only records an earlier mcpmgr wrote keep a loopback name: the module (socket tables) is loaded for those alone.
+    const misplaced =
+      serving && loopbackNameAddress(record.host) !== undefined
+        ? (await import("./recorded-bind.ts")).misplacedListener(record, status.pid as number)
+        : undefined;
     if (misplaced !== undefined) notes.push(misplaced.note);
     rows.push({
       name: record.name,
