@@ -30,7 +30,7 @@ const listCommand = defineCommand({
     }
     if (values.group !== undefined) assertGroupName(values.group);
     const store = openStore();
-    const { rows, unreadable, hints } = await workloadRows(store, values.group);
+    const { rows, unreadable, hints, notes } = await workloadRows(store, values.group);
     // Each record that cannot be read is one error line (its group unknown, so under --group too), after
     // the rest, which are listed anyway; the exit code says that something was not listed.
     const reportUnreadable = () => {
@@ -40,8 +40,13 @@ const listCommand = defineCommand({
       const { pruneClientEntries } = await import("../workload/client-entries.ts");
       await pruneClientEntries({ log, paths: store.paths, env: process.env });
     }
+    // On stderr, so stdout stays data only; in both formats (a script's user reads stderr too).
+    const reportNotes = () => {
+      for (const note of notes) log.warn(note);
+    };
     if (values.format === "json") {
       printResult(JSON.stringify(rows, null, 2));
+      reportNotes();
       return reportUnreadable();
     }
     if (rows.length === 0 && unreadable.length > 0) return reportUnreadable();
@@ -77,6 +82,7 @@ const listCommand = defineCommand({
           `${row.name}: ${row.lastError} (hint: ${hints.get(row.name) ?? `see 'mcpmgr logs ${row.name} --proxy'; 'mcpmgr start ${row.name}' runs it again`})`,
         );
     }
+    reportNotes();
     reportUnreadable();
   },
 });

@@ -24,21 +24,36 @@ function isLoopbackIpv6(address: string): boolean {
 }
 
 /**
+ * The loopback address a name for it stands for, decided here and not left to the resolver:
+ * `localhost` and every name below it, in any case, with or without the final dot (RFC 6761 6.3:
+ * they are loopback, whatever DNS says), as 127.0.0.1; `ip6-localhost` and `ip6-loopback`, the
+ * names Debian's and Ubuntu's /etc/hosts give ::1 (absent elsewhere, where the resolver found
+ * nothing for them, or asked DNS), as ::1. Undefined for any other host.
+ */
+export function loopbackNameAddress(host: string): "127.0.0.1" | "::1" | undefined {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  if (name === "localhost" || name.endsWith(".localhost")) return "127.0.0.1";
+  if (name === "ip6-localhost" || name === "ip6-loopback") return "::1";
+  return undefined;
+}
+
+/**
  * The address a listener given `--host` binds, which is also the one its URL names (AI clients'
- * entries, `list`, `export`, the gateway's members). `localhost` is bound as 127.0.0.1: left to the
- * resolver it is bound as whichever loopback /etc/hosts lists first (::1 on many machines), while a
- * client resolving the same name may try the other first, where another local user can listen on the
- * same port and receive the client's requests and tokens. One address for both ends leaves no other.
+ * entries, `list`, `export`, the gateway's members): a loopback name is bound as its address
+ * (loopbackNameAddress). Left to the resolver, `localhost` is bound as whichever loopback /etc/hosts
+ * lists first (::1 on many machines), while a client resolving the same name may try the other first,
+ * where another local user can listen on the same port and receive the client's requests and tokens.
+ * One address for both ends leaves no other.
  */
 export function listenAddress(host: string): string {
-  return host.toLowerCase() === "localhost" ? "127.0.0.1" : host;
+  return loopbackNameAddress(host) ?? host;
 }
 
 /** Words of the warning below, which `run`, `start` and `restart` show from a supervisor's log. */
 export const LOCALHOST_AUDIENCE_MARKER = "names localhost, but clients are given";
 
 /**
- * An `--oidc-audience` naming this endpoint as `localhost` while its URLs name the address it binds
+ * An `--oidc-audience` naming this endpoint by a loopback name (`localhost`, loopbackNameAddress) while its URLs name the address it binds
  * (listenAddress): MCP clients ask for a token for the URL they use (RFC 8707), which many
  * authorization servers make its `aud`, so each such token would be refused. An audience written for
  * a `--host localhost` workload recorded before its URLs named 127.0.0.1 is one: its AI-client entries
@@ -49,16 +64,17 @@ export function localhostAudienceWarning(
   listenHost: string,
   endpointPath: string,
 ): string | undefined {
-  if (audience === undefined || listenAddress(listenHost) !== "127.0.0.1") return undefined;
+  const bound = listenAddress(listenHost);
+  if (audience === undefined || (bound !== "127.0.0.1" && bound !== "::1")) return undefined;
   let url: URL;
   try {
     url = new URL(audience);
   } catch {
     return undefined; // not a URL: nothing a client's resource would be compared with
   }
-  if (url.hostname.toLowerCase() !== "localhost" || url.pathname !== endpointPath) return undefined;
+  if (loopbackNameAddress(url.hostname) !== bound || url.pathname !== endpointPath) return undefined;
   const named = new URL(url.href);
-  named.hostname = "127.0.0.1";
+  named.hostname = bound === "::1" ? "[::1]" : bound;
   return `--oidc-audience ${audience} ${LOCALHOST_AUDIENCE_MARKER} ${named.origin}${endpointPath}: MCP clients ask for tokens for the URL they use, which many authorization servers make the token's audience, and such tokens are refused (hint: give --oidc-audience ${named.href}, or have the authorization server issue ${audience} whatever resource is asked for)`;
 }
 

@@ -119,8 +119,12 @@ export const hostName = v.pipe(
   v.transform((text) => text.replace(/^\[(.*)\]$/, "$1")),
 );
 
-/** A listener's `--host`: `localhost` is bound, and named in its URLs, as 127.0.0.1 (loopback.ts `listenAddress`). */
-export const listenHost = v.pipe(hostName, v.transform(listenAddress));
+/**
+ * A listener's `--host`: a loopback name is bound, and named in its URLs, as its address (loopback.ts
+ * `listenAddress`: `localhost` as 127.0.0.1, `ip6-localhost` as ::1), before the check, so that
+ * `localhost.` (the final dot RFC 6761 names it with) is one too.
+ */
+export const listenHost = v.pipe(trimmed, v.transform(listenAddress), hostName);
 
 /** The items of a comma-separated list ("a,b, c"), trimmed; empty items are dropped. */
 function commaItems(text: string): string[] {

@@ -1,10 +1,12 @@
 /**
  * `mcpmgr list`'s rows: every recorded workload (of one group, when asked) with its real status,
- * read from its supervisor (a dead one shows as failed), and the URL its clients use.
+ * read from its supervisor (a dead one shows as failed), and the URL its clients use (where an older
+ * supervisor really answers, when that differs: recorded-bind.ts).
  */
 import { workloadUrl } from "../state/workload-url.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
+import { loopbackNameAddress } from "../config/loopback.ts";
 import { currentStatus } from "./supervisor-control.ts";
 
 export interface WorkloadRow {
@@ -25,18 +27,27 @@ export interface WorkloadRow {
 export async function workloadRows(
   store: WorkloadStore,
   group?: string,
-): Promise<{ rows: WorkloadRow[]; unreadable: unknown[]; hints: Map<string, string> }> {
+): Promise<{ rows: WorkloadRow[]; unreadable: unknown[]; hints: Map<string, string>; notes: string[] }> {
   const rows: WorkloadRow[] = [];
+  // Lines about running workloads that answer elsewhere than their URL (recorded-bind.ts).
+  const notes: string[] = [];
   // A failed workload's own way out, where the usual 'start NAME' would fail again (its port or container name taken).
   const hints = new Map<string, string>();
   const { records, errors } = await store.listReadable();
   for (const record of records) {
     if (group !== undefined && record.group !== group) continue;
     const status = await currentStatus(store, record.name);
+    const serving = status?.pid !== undefined && (status.state === "running" || status.state === "restarting");
+    // Only records an earlier mcpmgr wrote keep a loopback name: the module (socket tables) is loaded for those alone.
+    const misplaced =
+      serving && loopbackNameAddress(record.host) !== undefined
+        ? (await import("./recorded-bind.ts")).misplacedListener(record, status.pid as number)
+        : undefined;
+    if (misplaced !== undefined) notes.push(misplaced.note);
     rows.push({
       name: record.name,
       status: status?.state ?? "stopped",
-      url: workloadUrl(record),
+      url: misplaced?.url ?? workloadUrl(record),
       source: record.source.ref,
       group: record.group,
       runtime: record.runtime,
@@ -51,7 +62,7 @@ export async function workloadRows(
           : await takenPortHint(record);
     if (hint !== undefined) hints.set(record.name, hint);
   }
-  return { rows, unreadable: errors, hints };
+  return { rows, unreadable: errors, hints, notes };
 }
 
 /**

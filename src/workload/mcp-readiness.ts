@@ -11,6 +11,7 @@ import { clientUrl } from "../state/workload-url.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { version } from "../version.ts";
 import { type LiveWorkload, liveWorkload, liveWorkloadFetch } from "./live-workload.ts";
+import { MAX_REDIRECTS, sameOriginRedirect } from "./same-origin-redirect.ts";
 
 /**
  * "Running" is the supervisor's word; an MCP request through the proxy answered with a result
@@ -169,25 +170,4 @@ async function probe(
   const session = response.headers.get("mcp-session-id") ?? undefined;
   const text = await response.text();
   return { answered: response.ok && text.includes('"result"'), status, at: target, ...(session ? { session } : {}) };
-}
-
-/** Redirects of the endpoint followed, at most: a loop is an endpoint that does not answer. */
-const MAX_REDIRECTS = 5;
-
-/**
- * Where a redirect that keeps the method and body (307, 308) sends the probe, when that is the same
- * listener: a server mounted at /mcp/ by a framework that redirects /mcp there, which MCP clients (fetch)
- * follow. `send` never follows one itself (the probe carries the gateway key); one to another origin is
- * not followed, and the endpoint does not answer MCP.
- */
-function sameOriginRedirect(response: Response, from: string): string | undefined {
-  if (response.status !== 307 && response.status !== 308) return undefined;
-  const location = response.headers.get("location");
-  if (location === null) return undefined;
-  try {
-    const to = new URL(location, from);
-    return to.origin === new URL(from).origin ? to.href : undefined;
-  } catch {
-    return undefined;
-  }
 }

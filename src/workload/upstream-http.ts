@@ -13,6 +13,7 @@ import type { WorkloadContext } from "./context.ts";
 import { outgoingAuthentication } from "./outgoing-auth.ts";
 import type { RemotePlacement } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
+import { MAX_REDIRECTS, redirectTarget, sameOriginRedirect } from "./same-origin-redirect.ts";
 import { exitReason, keepOutput } from "./server-output.ts";
 import type { Upstream, UpstreamOptions } from "./upstream.ts";
 
@@ -57,11 +58,13 @@ export async function connectHttpServer(
   // An isolated container is reached through its relay's Unix socket only.
   const { unix } = http;
   const notListening = await Promise.race([
-    waitForHttp(target, HTTP_READY_TIMEOUT_MS, unix).then(() => undefined, errorMessage),
+    waitForHttp(spec.name, target, HTTP_READY_TIMEOUT_MS, unix).then((refused) => refused, errorMessage),
     exited,
   ]);
   if (notListening !== undefined) {
     await server.stop(1_000);
+    // It listens, and sends its clients elsewhere or round in circles: said as such, not as a server that never listened.
+    if (notListening instanceof McpmgrError) throw notListening;
     throw new McpmgrError("SERVER_FAILED", `${spec.name} did not start listening on ${target.host}: ${notListening}`, {
       hint: "check that the server honours MCP_PORT, or give --target-port",
     });
@@ -97,25 +100,61 @@ function forwarderOptions(spec: RunSpec, options: UpstreamOptions, ctx: Workload
 /**
  * Resolves once an HTTP server answers at `url` (any status). A TCP accept is not enough: a
  * container's published port is accepted by the engine's port proxy before the server inside
- * listens, and those early connections are reset.
+ * listens, and those early connections are reset. Redirects are not followed blindly: one to
+ * another origin, or a loop, would have been retried until the timeout and then reported as a
+ * server that does not listen; both fail at once (same-origin-redirect.ts says which are followed).
  */
-async function waitForHttp(url: URL, timeoutMs: number, unix: string | undefined): Promise<void> {
+async function waitForHttp(
+  name: string,
+  url: URL,
+  timeoutMs: number,
+  unix: string | undefined,
+): Promise<McpmgrError | undefined> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
-    const controller = new AbortController();
-    const answered = await fetch(url, {
-      signal: AbortSignal.any([controller.signal, AbortSignal.timeout(2_000)]),
-      ...(unix ? { unix } : {}),
-    }).then(
-      () => true,
-      () => false,
-    );
-    // Headers are enough; an SSE endpoint would otherwise keep streaming.
-    controller.abort();
-    if (answered) return;
+    const answered = await answers(name, url, unix);
+    if (answered !== false) return answered === true ? undefined : answered;
     await Bun.sleep(100);
   }
   throw new McpmgrError("SERVER_FAILED", `no HTTP answer on ${url.host} after ${timeoutMs / 1000} s`, {
     hint: "check that the server honours MCP_PORT, or give --target-port",
   });
+}
+
+/**
+ * One try: whether the server answers at `url`, after the same-origin redirects it may make; the
+ * error to report when it redirects elsewhere or in a loop.
+ */
+async function answers(name: string, url: URL, unix: string | undefined): Promise<boolean | McpmgrError> {
+  const hint = `the server must answer MCP at ${url.pathname} on its own port: check its options for a base URL or path`;
+  let at = url.href;
+  for (let hops = 0; ; hops++) {
+    const controller = new AbortController();
+    const response = await fetch(at, {
+      redirect: "manual",
+      signal: AbortSignal.any([controller.signal, AbortSignal.timeout(2_000)]),
+      ...(unix ? { unix } : {}),
+    }).catch(() => undefined);
+    // Headers are enough; an SSE endpoint would otherwise keep streaming.
+    controller.abort();
+    if (response === undefined) return false;
+    const next = sameOriginRedirect(response, at);
+    if (next === undefined) {
+      const to = redirectTarget(response, at);
+      if (to !== undefined && to.origin !== url.origin)
+        return new McpmgrError(
+          "SERVER_FAILED",
+          `${name}'s server at ${url.href} redirects to ${to.href}, another origin, which mcpmgr does not follow`,
+          { hint },
+        );
+      return true;
+    }
+    if (hops === MAX_REDIRECTS)
+      return new McpmgrError(
+        "SERVER_FAILED",
+        `${name}'s server at ${url.href} redirects in a loop (${MAX_REDIRECTS} redirects followed, the last to ${next})`,
+        { hint },
+      );
+    at = next;
+  }
 }

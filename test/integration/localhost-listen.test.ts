@@ -38,6 +38,8 @@ beforeAll(() => {
 
 afterAll(() => {
   runCli(env, ["rm", "lh"]);
+  runCli(env, ["rm", "lh6"]);
+  runCli(env, ["rm", "lh-v6-old"]);
   runCli(env, ["rm", "lh-aud"]);
   runCli(env, ["rm", "lh-old"]);
   rmSync(home, { recursive: true, force: true });
@@ -133,6 +135,64 @@ test("where /etc/hosts lists ::1 first for localhost, --host localhost still lis
   }
 });
 
+test("every other name for loopback is bound as its address and named so: localhost's spellings and names below it on 127.0.0.1, ip6-localhost and ip6-loopback on [::1]", async () => {
+  // Before, `localhost.` was refused as no host name, and the others went to the resolver: on this
+  // machine's /etc/hosts (no ip6-* names) `cannot listen`, elsewhere whichever address it gave.
+  const cases: [string, string][] = [
+    ["localhost.", "127.0.0.1"],
+    ["LOCALHOST", "127.0.0.1"],
+    ["mcp.localhost", "127.0.0.1"],
+    ["ip6-localhost", "[::1]"],
+    ["ip6-loopback", "[::1]"],
+  ];
+  for (const [host, address] of cases) {
+    const proxy = await spawnUntil(
+      [process.execPath, CLI_ENTRY, "proxy", "lh-names", "--target-uri", "http://127.0.0.1:9/mcp", "--host", host],
+      /^http:\/\/(\S+):(\d+)\/mcp$/m,
+      { env },
+    );
+    try {
+      const port = Number(proxy.match[2]);
+      expect([host, proxy.match[1]]).toEqual([host, address]);
+      expect([host, listeners(port)]).toEqual([host, [`${address}:${port}`]]);
+    } finally {
+      await proxy.stop();
+    }
+  }
+});
+
+test("a workload on --host ip6-localhost: its listener, the AI client's entry, list and export all say ::1, and an MCP client gets its tools there", async () => {
+  runCliOk(env, ["group", "create", "v6"]);
+  installClients(home, env, ["cursor"]);
+  runCliOk(env, ["client", "register", "cursor", "--group", "v6"]);
+  const printed = runCliOk(env, [
+    "run",
+    probe,
+    "--name",
+    "lh6",
+    "--group",
+    "v6",
+    "--host",
+    "ip6-localhost",
+    "--permission-profile",
+    "none",
+  ]).stdout.trim();
+  const url = new URL(printed);
+  expect(url.hostname).toBe("[::1]");
+  expect(listeners(Number(url.port))).toEqual([`[::1]:${url.port}`]);
+  const cursor = JSON.parse(readFileSync(join(home, ".cursor", "mcp.json"), "utf8")).mcpServers;
+  expect(cursor.lh6).toEqual({ url: printed });
+  const rows = JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout) as { name: string; url: string }[];
+  expect(rows.find((row) => row.name === "lh6")?.url).toBe(printed);
+  const exported = join(home, "lh6.json");
+  runCliOk(env, ["export", "lh6", exported]);
+  expect(JSON.parse(readFileSync(exported, "utf8")).host).toBe("::1");
+  const client = new Client({ name: "localhost-listen", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(url));
+  expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+  await client.close();
+});
+
 test("an --oidc-audience naming localhost, where clients are given 127.0.0.1, is warned about at run and at each start, with the audience that fits", async () => {
   // MCP clients ask for a token for the URL they use (RFC 8707), which many authorization servers make
   // its audience: an audience written for http://localhost:PORT/mcp refuses every such token. A workload
@@ -214,4 +274,41 @@ test('a workload recorded with host "localhost" (before it was recorded as 127.0
   } finally {
     await taker.stop(true);
   }
+});
+
+test('a supervisor an earlier mcpmgr started for host "localhost" on [::1]: list shows where it answers, and says in one line that a restart moves it', async () => {
+  // That mcpmgr recorded "localhost" and left it to the resolver, which bound ::1 where /etc/hosts lists it
+  // first; the record's URL now names 127.0.0.1, where nothing of the workload's listens. Made here as a
+  // supervisor on ::1 whose record then says "localhost", as the earlier one's did.
+  const printed = runCliOk(env, [
+    "run",
+    probe,
+    "--name",
+    "lh-v6-old",
+    "--host",
+    "::1",
+    "--permission-profile",
+    "none",
+  ]).stdout.trim();
+  const port = new URL(printed).port;
+  const file = join(home, ".mcpmgr", "state", "workloads", "lh-v6-old", "workload.json");
+  const record = JSON.parse(readFileSync(file, "utf8"));
+  const runOptions = (record.runOptions as string[]).map((option) => (option === "::1" ? "localhost" : option));
+  writeFileSync(file, JSON.stringify({ ...record, host: "localhost", runOptions }));
+  const listed = runCliOk(env, ["list", "--format", "json"]);
+  const rows = JSON.parse(listed.stdout) as { name: string; url: string; status: string }[];
+  expect(rows.find((row) => row.name === "lh-v6-old")).toMatchObject({ status: "running", url: printed });
+  expect(listed.stderr).toContain(
+    `lh-v6-old's supervisor, started by an earlier mcpmgr, listens at http://[::1]:${port}/mcp, not at http://127.0.0.1:${port}/mcp where its clients' entries point (hint: 'mcpmgr restart lh-v6-old' moves it there)`,
+  );
+  // The workloads that answer where their URL says are not mentioned.
+  expect(listed.stderr.split("\n").filter((line) => line.includes("started by an earlier mcpmgr"))).toHaveLength(1);
+
+  // What the line says is the way out: restarted, it listens, and is listed, at 127.0.0.1.
+  runCliOk(env, ["restart", "lh-v6-old"]);
+  const after = runCliOk(env, ["list", "--format", "json"]);
+  const moved = (JSON.parse(after.stdout) as { name: string; url: string }[]).find((row) => row.name === "lh-v6-old");
+  expect(moved?.url).toBe(`http://127.0.0.1:${port}/mcp`);
+  expect(listeners(Number(port))).toEqual([`127.0.0.1:${port}`]);
+  expect(after.stderr).not.toContain("started by an earlier mcpmgr");
 });

@@ -22,6 +22,8 @@ export interface FixtureImages {
   readonly conformance2026: string;
   /** The streamable-http probe (test/fixtures/http-probe). */
   readonly httpProbe: string;
+  /** The stdio server that misbehaves as its first argument says (test/fixtures/unruly-stdio). */
+  readonly unruly: string;
 }
 
 export function docker(...args: string[]): { code: number; out: string; err: string } {
@@ -89,6 +91,11 @@ export function fixtureImages(): Promise<FixtureImages> {
         "http-probe",
         { "server.mjs": readFileSync(join(REPO_ROOT, "test/fixtures/http-probe/server.mjs")) },
         ["node", "/app/server.mjs"],
+      ),
+      unruly: await buildImage(
+        "unruly-stdio",
+        { "main.mjs": readFileSync(join(REPO_ROOT, "test/fixtures/unruly-stdio/main.mjs")) },
+        ["node", "/app/main.mjs"],
       ),
     };
   })();

@@ -1,6 +1,6 @@
 /** The loopback rule (src/config/loopback.ts) for URL hosts and a listener's --host. */
 import { expect, test } from "bun:test";
-import { isLoopbackHostname } from "../../src/config/loopback.ts";
+import { isLoopbackHostname, listenAddress, localhostAudienceWarning } from "../../src/config/loopback.ts";
 
 test("loopback however it is written: names, 127.0.0.0/8, the IPv6 loopback and IPv4-mapped loopback", () => {
   for (const host of [
@@ -36,4 +36,27 @@ test("anything else is not: DNS names that begin with 127, other addresses, unsp
     "not:an:address",
   ])
     expect([host, isLoopbackHostname(host)]).toEqual([host, false]);
+});
+
+test("a listener's --host: every name for loopback is bound, and named, as its address, never left to the resolver", () => {
+  // RFC 6761: localhost and the names below it, in any case, with or without the final dot.
+  for (const host of ["localhost", "LOCALHOST", "localhost.", "LocalHost.", "app.localhost", "app.localhost."])
+    expect([host, listenAddress(host)]).toEqual([host, "127.0.0.1"]);
+  // The ::1 names of Debian's /etc/hosts, which other systems do not have.
+  for (const host of ["ip6-localhost", "IP6-Loopback", "ip6-localhost."])
+    expect([host, listenAddress(host)]).toEqual([host, "::1"]);
+  for (const host of ["127.0.0.1", "::1", "0.0.0.0", "localhost.example.com", "ip6-localnet", "mybox"])
+    expect([host, listenAddress(host)]).toEqual([host, host]);
+});
+
+test("an --oidc-audience by a loopback name where clients are given the address is warned about, with the audience that fits", () => {
+  expect(localhostAudienceWarning("http://LOCALHOST.:8080/mcp", "localhost", "/mcp")).toContain(
+    "give --oidc-audience http://127.0.0.1:8080/mcp",
+  );
+  expect(localhostAudienceWarning("http://ip6-localhost:8080/mcp", "ip6-localhost", "/mcp")).toContain(
+    "give --oidc-audience http://[::1]:8080/mcp",
+  );
+  // A name for the other loopback is not this listener's; the address itself is what clients use.
+  expect(localhostAudienceWarning("http://localhost:8080/mcp", "::1", "/mcp")).toBeUndefined();
+  expect(localhostAudienceWarning("http://[::1]:8080/mcp", "ip6-loopback", "/mcp")).toBeUndefined();
 });

@@ -12,6 +12,9 @@
  * again would leave the workload "running" with nobody answering. The re-attach loop, which
  * runs whenever the engine connection dropped, therefore settles the exit itself when it finds
  * the container stopped, and asks for a new `wait` after each re-attach.
+ *
+ * A stdio server that closes its stdout and goes on running is seen through /proc where the
+ * engine's processes are visible (stdout-watch.ts): the engine itself never says so.
  */
 import { attachStreams } from "./attach.ts";
 import { PassThrough, type Duplex } from "node:stream";
@@ -20,6 +23,7 @@ import { McpmgrError } from "../../errors.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { engineError } from "./images.ts";
 import { checkContainerName } from "./container-name.ts";
+import { watchContainerStdout } from "./stdout-watch.ts";
 
 /** Re-attach backoff: quick first retries, then at most every 2 s while the container runs. */
 const REATTACH_FIRST_DELAY_MS = 100;
@@ -219,9 +223,22 @@ export async function startServerContainer(
     throw engineError(`starting container ${options.name}`, error);
   }
   watchExit();
+  // The engine does not say when a stdio server closes its stdout (stdout-watch.ts): where mcpmgr
+  // can see the container's processes, that ends the stdout stream, as a process's pipe would.
+  let endWatch = () => {};
+  if (stdio) {
+    const pid = await container
+      .inspect()
+      .then((info) => (info.State.Running ? info.State.Pid : 0))
+      .catch(() => 0);
+    endWatch = watchContainerStdout(pid, container.id, options.HostConfig?.Init === true, () => {
+      if (!exitedFlag && !stopping) out.close();
+    });
+  }
 
   void exited.then(async () => {
     exitedFlag = true;
+    endWatch();
     // Settled otherwise (inspect, stop): a `wait` still pending has nothing left to tell.
     waiting?.abort();
     if (reattachFailure !== undefined && !stopping)
@@ -258,6 +275,7 @@ export async function startServerContainer(
     stop(graceMs = 10_000) {
       stopped ??= (async () => {
         stopping = true;
+        endWatch();
         // Closing stdin first lets a stdio server exit on EOF, as it would under a process runtime.
         closeConnection();
         await container.stop({ t: Math.max(1, Math.round(graceMs / 1000)) }).catch(() => {});
