@@ -246,6 +246,14 @@ test("--trust-proxy-headers: the RFC 9728 resource follows an X-Forwarded-Host t
     const foreign = await resourceFor("evil.example");
     expect(foreign.resource).toBe(`${origin}/mcp`);
     expect(foreign.challenge).toContain(`resource_metadata="${origin}/.well-known/`);
+    // A name it answers to with a port no URL can hold (review39): the listener's own origin too,
+    // not a 500 and an error line for each request without a token.
+    for (const unusable of ["mcp.example.test:99999", "localhost:65536", "[::1]:70000"]) {
+      const refused = await resourceFor(unusable);
+      expect(refused.resource).toBe(`${origin}/mcp`);
+      expect(refused.challenge).toContain(`resource_metadata="${origin}/.well-known/`);
+    }
+    expect(proxy.output()).not.toContain("[error]");
   } finally {
     await proxy.stop();
   }
