@@ -22,6 +22,7 @@ import {
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { emptyResultUpstream } from "../support/json-rpc-upstream.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
+import { networkAddress } from "../support/network.ts";
 import { eventually } from "../support/raw-http.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -254,6 +255,37 @@ test("--trust-proxy-headers: the RFC 9728 resource follows an X-Forwarded-Host t
       expect(refused.challenge).toContain(`resource_metadata="${origin}/.well-known/`);
     }
     expect(proxy.output()).not.toContain("[error]");
+  } finally {
+    await proxy.stop();
+  }
+});
+
+test("--host 0.0.0.0 --trust-proxy-headers: a forwarded address is believed only when it is this machine's (review39)", async () => {
+  const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+    "--host",
+    "0.0.0.0",
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    "--trust-proxy-headers",
+    ...LOCAL_DEV,
+  ]);
+  try {
+    const port = new URL(proxy.url).port;
+    const own = `http://127.0.0.1:${port}`;
+    const resourceFor = async (forwardedHost: string) => {
+      const metadata = await fetch(`${own}/.well-known/oauth-protected-resource/mcp`, {
+        headers: { "x-forwarded-host": forwardedHost, "x-forwarded-proto": "https" },
+      });
+      return ((await metadata.json()) as { resource: string }).resource;
+    };
+    // An address that is not this machine's, passed on from a client by a reverse proxy: not believed.
+    for (const foreign of ["203.0.113.7", "203.0.113.7:8443", "[2001:db8::7]"])
+      expect({ foreign, resource: await resourceFor(foreign) }).toEqual({ foreign, resource: `${own}/mcp` });
+    // This machine's own address (on a network, else loopback) is.
+    const address = networkAddress() ?? "127.0.0.1";
+    expect(await resourceFor(`${address}:8443`)).toBe(`https://${address}:8443/mcp`);
   } finally {
     await proxy.stop();
   }
