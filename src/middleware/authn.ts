@@ -65,6 +65,14 @@ function tokenInQuery(url: string): boolean {
   return false;
 }
 
+/**
+ * RFC 6750 §2.2's way of sending the token: a form-encoded body (that media type, whatever follows a
+ * `;`). No MCP message is one (they are JSON), and the forwarder streams bodies on unread, so a body
+ * carrying the token would reach the upstream; the media type is refused rather than every such body
+ * read to look for the parameter.
+ */
+const formEncoded = /^\s*application\/x-www-form-urlencoded\s*(;|$)/i;
+
 export function bearerAuthentication(options: AuthnOptions): Middleware {
   const { spec } = options;
   const issuer = spec.issuer.href.replace(/\/$/, "") === spec.issuer.origin ? spec.issuer.origin : spec.issuer.href;
@@ -137,6 +145,16 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
         new TokenRejected(
           "invalid_request",
           "an access token in the URL's query (access_token) is not accepted: send it in the Authorization header only",
+        ),
+      );
+    const contentType = req.headers.get("content-type");
+    if (contentType !== null && formEncoded.test(contentType))
+      return challenge(
+        req,
+        400,
+        new TokenRejected(
+          "invalid_request",
+          "a form-encoded body is not accepted (an access token there would be passed on; MCP messages are JSON): send the token in the Authorization header only",
         ),
       );
     // CORS preflights carry no credentials by design (and get none added upstream).

@@ -215,6 +215,31 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     expect((await ping(`${proxy.url}?tokenish=1`, { authorization: `Bearer ${token}` })).status).toBe(200);
     expect(seenHeaders.length).toBe(reachedBefore + 1);
   });
+
+  test("a form-encoded body (RFC 6750 §2.2, the token's other way) is refused with 400 invalid_request, never forwarded (review39)", async () => {
+    const token = await auth.token();
+    const reachedBefore = seenHeaders.length;
+    for (const contentType of [
+      "application/x-www-form-urlencoded",
+      "Application/X-WWW-Form-URLEncoded; charset=utf-8",
+    ]) {
+      const response = await fetch(proxy.url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": contentType },
+        body: `access_token=${token}&method=ping`,
+      });
+      expect(response.status).toBe(400);
+      expect(response.headers.get("www-authenticate") ?? "").toContain('error="invalid_request"');
+      expect(await response.text()).not.toContain(token);
+    }
+    expect(seenHeaders.length).toBe(reachedBefore);
+    // JSON, with or without a charset, is passed on as before.
+    expect(
+      (await ping(proxy.url, { authorization: `Bearer ${token}`, "content-type": "application/json; charset=utf-8" }))
+        .status,
+    ).toBe(200);
+    expect(seenHeaders.length).toBe(reachedBefore + 1);
+  });
 });
 
 test("--trust-proxy-headers: the RFC 9728 resource follows an X-Forwarded-Host the listener answers to (--allowed-hosts), never another", async () => {
