@@ -60,7 +60,10 @@ function isCorsPreflight(req: Request): boolean {
 function tokenInQuery(url: string): boolean {
   const query = url.indexOf("?");
   if (query === -1) return false;
-  for (const name of new URLSearchParams(url.slice(query + 1)).keys())
+  // `;` and a second `?` count as separators too: a client that appends `?access_token=` to a URL that
+  // already has a query, or a server that still splits on `;` (older Python, Go), would otherwise put
+  // the token past this check into the URL the upstream and its logs get.
+  for (const name of new URLSearchParams(url.slice(query + 1).replace(/[;?]/g, "&")).keys())
     if (name.length === 12 && name.toLowerCase() === "access_token") return true;
   return false;
 }

@@ -194,7 +194,13 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     const reachedBefore = seenHeaders.length;
     // With a valid token in the header too: the forwarder passes the URL on as it is, so the query's
     // copy would reach the upstream (and any log of its URLs).
-    for (const query of [`access_token=${token}`, `a=1&ACCESS%5Ftoken=${token}`]) {
+    for (const query of [
+      `access_token=${token}`,
+      `a=1&ACCESS%5Ftoken=${token}`,
+      // review39: a naive client appending `?access_token=` to a URL with a query, and `;` separators.
+      `a=1?access_token=${token}`,
+      `a=1;access_token=${token}`,
+    ]) {
       const response = await ping(`${proxy.url}?${query}`, { authorization: `Bearer ${token}` });
       expect(response.status).toBe(400);
       const challenge = response.headers.get("www-authenticate") ?? "";
@@ -213,7 +219,8 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     expect(seenHeaders.length).toBe(reachedBefore);
     // A query without that parameter is passed on as before.
     expect((await ping(`${proxy.url}?tokenish=1`, { authorization: `Bearer ${token}` })).status).toBe(200);
-    expect(seenHeaders.length).toBe(reachedBefore + 1);
+    expect((await ping(`${proxy.url}?access_token_hint=1`, { authorization: `Bearer ${token}` })).status).toBe(200);
+    expect(seenHeaders.length).toBe(reachedBefore + 2);
   });
 
   test("a form-encoded body (RFC 6750 §2.2, the token's other way) is refused with 400 invalid_request, never forwarded (review39)", async () => {
