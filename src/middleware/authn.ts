@@ -60,10 +60,21 @@ function isCorsPreflight(req: Request): boolean {
 function tokenInQuery(url: string): boolean {
   const query = url.indexOf("?");
   if (query === -1) return false;
-  for (const name of new URLSearchParams(url.slice(query + 1)).keys())
+  // `;` and a second `?` count as separators too: a client that appends `?access_token=` to a URL that
+  // already has a query, or a server that still splits on `;` (older Python, Go), would otherwise put
+  // the token past this check into the URL the upstream and its logs get.
+  for (const name of new URLSearchParams(url.slice(query + 1).replace(/[;?]/g, "&")).keys())
     if (name.length === 12 && name.toLowerCase() === "access_token") return true;
   return false;
 }
+
+/**
+ * RFC 6750 §2.2's way of sending the token: a form-encoded body (that media type, whatever follows a
+ * `;`). No MCP message is one (they are JSON), and the forwarder streams bodies on unread, so a body
+ * carrying the token would reach the upstream; the media type is refused rather than every such body
+ * read to look for the parameter.
+ */
+const formEncoded = /^\s*application\/x-www-form-urlencoded\s*(;|$)/i;
 
 export function bearerAuthentication(options: AuthnOptions): Middleware {
   const { spec } = options;
@@ -137,6 +148,16 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
         new TokenRejected(
           "invalid_request",
           "an access token in the URL's query (access_token) is not accepted: send it in the Authorization header only",
+        ),
+      );
+    const contentType = req.headers.get("content-type");
+    if (contentType !== null && formEncoded.test(contentType))
+      return challenge(
+        req,
+        400,
+        new TokenRejected(
+          "invalid_request",
+          "a form-encoded body is not accepted (an access token there would be passed on; MCP messages are JSON): send the token in the Authorization header only",
         ),
       );
     // CORS preflights carry no credentials by design (and get none added upstream).

@@ -9,9 +9,11 @@
  *     a `.local` name is answered by multicast DNS on the local network, never by the attacker's server);
  *   - a name given with `--allowed-hosts` (a leading dot: the domain and its subdomains).
  * A listener on loopback keeps its stricter rule: loopback names, or a name the user allowed.
+ * A trusted X-Forwarded-Host that an answer will name as a URL (listenerNames) is held to the same
+ * rule narrowed: an address passes only if it is one of this machine's.
  */
 import { isIP } from "node:net";
-import { hostname } from "node:os";
+import { hostname, networkInterfaces } from "node:os";
 import { normalizeHostName } from "../config/allowed-hosts.ts";
 
 const loopbackNames: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
@@ -36,6 +38,28 @@ export function machineNames(name = hostname()): string[] {
   return [...new Set([full, first, `${first}.local`])];
 }
 
+/**
+ * An IP address in one spelling (`[FE80:0::1]`, `fe80::1` → `fe80::1`; IPv4 as written), to compare
+ * with this machine's; undefined for anything that is not one.
+ */
+function canonicalAddress(name: string): string | undefined {
+  const kind = isIP(name);
+  if (kind === 4) return name;
+  if (kind !== 6) return undefined;
+  return URL.canParse(`http://[${name}]`) ? new URL(`http://[${name}]`).hostname.slice(1, -1) : undefined;
+}
+
+/** This machine's addresses (every interface's, scope ids aside), in canonicalAddress's spelling. */
+export function machineAddresses(): string[] {
+  const found: string[] = [];
+  for (const entries of Object.values(networkInterfaces()))
+    for (const entry of entries ?? []) {
+      const address = canonicalAddress(entry.address.toLowerCase());
+      if (address !== undefined) found.push(address);
+    }
+  return found;
+}
+
 export interface HostNamePolicy {
   /** Whether a request whose `Host` header (port included) is `hostHeader` may be served. */
   answersTo(hostHeader: string): boolean;
@@ -50,6 +74,12 @@ export interface HostNameOptions {
   readonly allowed: readonly string[];
   /** This machine's names (default: machineNames()). */
   readonly machine?: readonly string[];
+  /**
+   * When given, the only IP addresses answered to beyond loopback: this machine's (machineAddresses()).
+   * For a forwarded host (listenerNames), not for `Host`: a client's `Host` holds whatever address it
+   * reached (a NAT's, a container port's), and any address is safe there, as a rebinding needs a name.
+   */
+  readonly addresses?: readonly string[];
 }
 
 export function hostNamePolicy(options: HostNameOptions): HostNamePolicy {
@@ -58,22 +88,35 @@ export function hostNamePolicy(options: HostNameOptions): HostNamePolicy {
   const userAllowed = (name: string): boolean =>
     exact.has(name) || domains.some((domain) => name.endsWith(domain) || name === domain.slice(1));
   const own = new Set(options.beyondLoopback ? (options.machine ?? machineNames()) : []);
+  const addresses = options.addresses === undefined ? undefined : new Set(options.addresses);
+  const addressAllowed = (name: string): boolean => {
+    if (addresses === undefined) return isIP(name) !== 0;
+    const address = canonicalAddress(name);
+    return address !== undefined && addresses.has(address);
+  };
   return {
     answersTo(hostHeader) {
       const name = normalizeHostName(hostnameOf(hostHeader));
       if (isLoopbackHost(name) || userAllowed(name)) return true;
-      return options.beyondLoopback && (isIP(name) !== 0 || own.has(name));
+      return options.beyondLoopback && (own.has(name) || addressAllowed(name));
     },
     userAllowed: (hostHeader) => userAllowed(normalizeHostName(hostnameOf(hostHeader))),
   };
 }
 
 /**
- * The names a listener on `listenHost` answers to: what a trusted X-Forwarded-Host may be for the
- * URLs an answer names (the RFC 9728 resource, the legacy SSE `endpoint` event) to follow it.
+ * The names of a listener on `listenHost` that a trusted X-Forwarded-Host may be for the URLs an
+ * answer names (the RFC 9728 resource, the legacy SSE `endpoint` event, a redirect) to follow it:
+ * the `Host` rule, but beyond loopback an address only if it is this machine's (taken at start). A
+ * reverse proxy that passes a client's header on would otherwise let that client name any address
+ * (`203.0.113.7`) as where the resource is: no rebinding, but a resource that is not this machine's.
  */
-export function listenerNames(listenHost: string, allowedHosts: readonly string[]): HostNamePolicy {
-  return hostNamePolicy({ beyondLoopback: !isLoopbackHost(listenHost), allowed: allowedHosts });
+export function listenerNames(
+  listenHost: string,
+  allowedHosts: readonly string[],
+  addresses: readonly string[] = machineAddresses(),
+): HostNamePolicy {
+  return hostNamePolicy({ beyondLoopback: !isLoopbackHost(listenHost), allowed: allowedHosts, addresses });
 }
 
 /** `listenerNames` as the check a forwarder's `answersTo` takes; undefined when forwarded headers are not trusted. */

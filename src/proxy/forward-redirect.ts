@@ -15,6 +15,9 @@ import { publicEndpoint, type PublicUrlOptions } from "./public-url.ts";
 /** Distinct foreign origins warned about: an upstream that names a new one each time cannot flood the log. */
 const MAX_ORIGINS_WARNED = 8;
 
+/** What a Location built with trusted forwarded headers depends on (public-url.ts reads these). */
+const FORWARDED_VARY = "X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-Port, X-Forwarded-Prefix";
+
 export interface RedirectOptions extends PublicUrlOptions {
   readonly onWarning?: ((text: string) => void) | undefined;
 }
@@ -35,6 +38,9 @@ export function redirectRewriter(
     const onProxy = publicEndpoint(location, from, req, options);
     if (onProxy !== undefined) {
       upstream.headers.set("location", onProxy);
+      // A 301 or 308 may be kept by a cache in front (RFC 9111 §4.2.2); with trusted forwarded headers
+      // its Location was built from them, so one client's spelling must not be handed to the others.
+      if (options.trustProxyHeaders) upstream.headers.append("vary", FORWARDED_VARY);
       return upstream;
     }
     void upstream.body?.cancel().catch(() => {});

@@ -27,6 +27,16 @@ export interface PublicUrlOptions {
 const validProto = /^https?$/i;
 const validHost = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/;
 const validPort = /^\d{1,5}$/;
+
+/**
+ * A forwarded host worth believing: the pattern, and one a URL can hold (the pattern allows any five
+ * digits as a port, so `localhost:99999` passes it; built into a URL, it made the RFC 9728 resource
+ * throw, a 500 and an error line for each request without a token). Read only on the answers that name
+ * a URL (a 401, the document, an `endpoint` event, a redirect), never per forwarded request.
+ */
+function usableHost(host: string): boolean {
+  return validHost.test(host) && URL.canParse(`http://${host}`);
+}
 const validPrefix = /^\/(?!\/)[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/;
 
 export function publicEndpoint(
@@ -51,7 +61,7 @@ export function publicEndpoint(
   // A name the listener does not answer to (a client's header a reverse proxy passed on) is not
   // believed, as for the RFC 9728 resource (publicOrigin below).
   const host = trusted ? firstValue(headers.get("x-forwarded-host")) : undefined;
-  if (host === undefined || !validHost.test(host) || options.answersTo?.(host) !== true) return prefix + path;
+  if (host === undefined || !usableHost(host) || options.answersTo?.(host) !== true) return prefix + path;
   const protoHeader = firstValue(headers.get("x-forwarded-proto"));
   const proto = protoHeader && validProto.test(protoHeader) ? protoHeader.toLowerCase() : "http";
   const portHeader = firstValue(headers.get("x-forwarded-port"));
@@ -84,7 +94,7 @@ export function publicOrigin(
   const own = new URL(req.url).origin;
   if (!trustProxyHeaders) return own;
   const host = firstValue(req.headers.get("x-forwarded-host"));
-  if (host === undefined || !validHost.test(host) || !answersTo(host)) return own;
+  if (host === undefined || !usableHost(host) || !answersTo(host)) return own;
   const protoHeader = firstValue(req.headers.get("x-forwarded-proto"));
   const proto = protoHeader && validProto.test(protoHeader) ? protoHeader.toLowerCase() : "http";
   return `${proto}://${host}`;

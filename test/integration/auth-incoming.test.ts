@@ -22,6 +22,7 @@ import {
 import { startConformanceServer, type RunningFixture } from "../support/conformance.ts";
 import { emptyResultUpstream } from "../support/json-rpc-upstream.ts";
 import { CLI_ENTRY, REPO_ROOT, startProxy } from "../support/processes.ts";
+import { networkAddress } from "../support/network.ts";
 import { eventually } from "../support/raw-http.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -193,7 +194,13 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     const reachedBefore = seenHeaders.length;
     // With a valid token in the header too: the forwarder passes the URL on as it is, so the query's
     // copy would reach the upstream (and any log of its URLs).
-    for (const query of [`access_token=${token}`, `a=1&ACCESS%5Ftoken=${token}`]) {
+    for (const query of [
+      `access_token=${token}`,
+      `a=1&ACCESS%5Ftoken=${token}`,
+      // review39: a naive client appending `?access_token=` to a URL with a query, and `;` separators.
+      `a=1?access_token=${token}`,
+      `a=1;access_token=${token}`,
+    ]) {
       const response = await ping(`${proxy.url}?${query}`, { authorization: `Bearer ${token}` });
       expect(response.status).toBe(400);
       const challenge = response.headers.get("www-authenticate") ?? "";
@@ -212,6 +219,32 @@ describe("mcpmgr proxy --oidc-issuer (JWT access tokens)", () => {
     expect(seenHeaders.length).toBe(reachedBefore);
     // A query without that parameter is passed on as before.
     expect((await ping(`${proxy.url}?tokenish=1`, { authorization: `Bearer ${token}` })).status).toBe(200);
+    expect((await ping(`${proxy.url}?access_token_hint=1`, { authorization: `Bearer ${token}` })).status).toBe(200);
+    expect(seenHeaders.length).toBe(reachedBefore + 2);
+  });
+
+  test("a form-encoded body (RFC 6750 §2.2, the token's other way) is refused with 400 invalid_request, never forwarded (review39)", async () => {
+    const token = await auth.token();
+    const reachedBefore = seenHeaders.length;
+    for (const contentType of [
+      "application/x-www-form-urlencoded",
+      "Application/X-WWW-Form-URLEncoded; charset=utf-8",
+    ]) {
+      const response = await fetch(proxy.url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": contentType },
+        body: `access_token=${token}&method=ping`,
+      });
+      expect(response.status).toBe(400);
+      expect(response.headers.get("www-authenticate") ?? "").toContain('error="invalid_request"');
+      expect(await response.text()).not.toContain(token);
+    }
+    expect(seenHeaders.length).toBe(reachedBefore);
+    // JSON, with or without a charset, is passed on as before.
+    expect(
+      (await ping(proxy.url, { authorization: `Bearer ${token}`, "content-type": "application/json; charset=utf-8" }))
+        .status,
+    ).toBe(200);
     expect(seenHeaders.length).toBe(reachedBefore + 1);
   });
 });
@@ -246,6 +279,45 @@ test("--trust-proxy-headers: the RFC 9728 resource follows an X-Forwarded-Host t
     const foreign = await resourceFor("evil.example");
     expect(foreign.resource).toBe(`${origin}/mcp`);
     expect(foreign.challenge).toContain(`resource_metadata="${origin}/.well-known/`);
+    // A name it answers to with a port no URL can hold (review39): the listener's own origin too,
+    // not a 500 and an error line for each request without a token.
+    for (const unusable of ["mcp.example.test:99999", "localhost:65536", "[::1]:70000"]) {
+      const refused = await resourceFor(unusable);
+      expect(refused.resource).toBe(`${origin}/mcp`);
+      expect(refused.challenge).toContain(`resource_metadata="${origin}/.well-known/`);
+    }
+    expect(proxy.output()).not.toContain("[error]");
+  } finally {
+    await proxy.stop();
+  }
+});
+
+test("--host 0.0.0.0 --trust-proxy-headers: a forwarded address is believed only when it is this machine's (review39)", async () => {
+  const proxy = await startProxy(`http://127.0.0.1:${upstream.port}/mcp`, [
+    "--host",
+    "0.0.0.0",
+    "--oidc-issuer",
+    auth.issuer,
+    "--oidc-audience",
+    JWT_RESOURCE,
+    "--trust-proxy-headers",
+    ...LOCAL_DEV,
+  ]);
+  try {
+    const port = new URL(proxy.url).port;
+    const own = `http://127.0.0.1:${port}`;
+    const resourceFor = async (forwardedHost: string) => {
+      const metadata = await fetch(`${own}/.well-known/oauth-protected-resource/mcp`, {
+        headers: { "x-forwarded-host": forwardedHost, "x-forwarded-proto": "https" },
+      });
+      return ((await metadata.json()) as { resource: string }).resource;
+    };
+    // An address that is not this machine's, passed on from a client by a reverse proxy: not believed.
+    for (const foreign of ["203.0.113.7", "203.0.113.7:8443", "[2001:db8::7]"])
+      expect({ foreign, resource: await resourceFor(foreign) }).toEqual({ foreign, resource: `${own}/mcp` });
+    // This machine's own address (on a network, else loopback) is.
+    const address = networkAddress() ?? "127.0.0.1";
+    expect(await resourceFor(`${address}:8443`)).toBe(`https://${address}:8443/mcp`);
   } finally {
     await proxy.stop();
   }

@@ -49,6 +49,14 @@ function introspectionEndpoint() {
           return new Response("slow down", { status: 429, headers: { "retry-after": state.rateLimited } });
         if (token.startsWith("odd-")) return Response.json({ error: "invalid_request" }, { status: 400 });
         if (token.startsWith("made-up-") && state.hold) await state.hold;
+        // An active token whose `exp` is not a NumericDate (review39): a string, or null.
+        if (token.startsWith("string-exp-") || token.startsWith("null-exp-"))
+          return Response.json({
+            active: true,
+            sub: "mallory",
+            aud: OPAQUE_RESOURCE,
+            exp: token.startsWith("null-") ? null : String(Math.floor(Date.now() / 1000) + 3600),
+          });
         if (!token.startsWith("good-")) return Response.json({ active: false });
         return Response.json({
           active: true,
@@ -179,6 +187,26 @@ test("a new client arriving while every introspection slot is busy waits its tur
     expect(endpoint.state.mostOpen).toBeLessThanOrEqual(MAX_INTROSPECTIONS_IN_FLIGHT);
   } finally {
     release?.();
+    endpoint.server.stop(true);
+  }
+});
+
+test("an active answer whose exp is not a number is refused, with a log line that says why and not the token (review39)", async () => {
+  const endpoint = introspectionEndpoint();
+  const warnings: string[] = [];
+  try {
+    const verifier = await verifierFor(endpoint.url, Date.now, warnings);
+    for (const token of ["string-exp-s3cr3t", "null-exp-s3cr3t"]) {
+      const refused = await outcome(verifier.verify(token));
+      expect(refused).toBeInstanceOf(TokenRejected);
+      expect((refused as TokenRejected).error).toBe("invalid_token");
+      expect((refused as TokenRejected).message).toContain("malformed (exp)");
+    }
+    expect(warnings.some((text) => text.includes("exp that is not a number (string)"))).toBe(true);
+    expect(warnings.join("\n")).not.toContain("s3cr3t");
+    // A well-formed answer is still accepted.
+    expect((await verifier.verify("good-alice")).subject).toBe("alice");
+  } finally {
     endpoint.server.stop(true);
   }
 });

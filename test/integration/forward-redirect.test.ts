@@ -103,3 +103,31 @@ test("a redirect anywhere else is refused with 502: a client that follows redire
   expect(await until(() => proxy.output().includes(warning))).toBe(true);
   expect(proxy.output().split(warning).length - 1).toBe(1);
 });
+
+test("--trust-proxy-headers: the Location follows a forwarded name it answers to, says Vary, and ignores one no URL can hold (review39)", async () => {
+  const trusting = await startProxy(`http://127.0.0.1:${upstreamPort}/mcp`, ["--trust-proxy-headers"]);
+  try {
+    const moved = (forwardedHost: string) =>
+      fetch(trusting.url, {
+        method: "POST",
+        redirect: "manual",
+        headers: {
+          "content-type": "application/json",
+          "x-forwarded-host": forwardedHost,
+          "x-forwarded-proto": "https",
+        },
+        body: "{}",
+      });
+    const named = await moved("mcp.localhost:8443");
+    expect(named.status).toBe(307);
+    expect(named.headers.get("location")).toBe("https://mcp.localhost:8443/mcp/");
+    // A cache in front (a 308 or 301 may be kept) must not hand this spelling to another client.
+    expect(named.headers.get("vary")).toContain("X-Forwarded-Host");
+    for (const unusable of ["localhost:99999", "[::1]:70000"]) {
+      const relative = await moved(unusable);
+      expect({ unusable, location: relative.headers.get("location") }).toEqual({ unusable, location: "/mcp/" });
+    }
+  } finally {
+    await trusting.stop();
+  }
+});

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import * as v from "valibot";
 import { allowedHostList } from "../../src/config/allowed-hosts.ts";
-import { hostNamePolicy, machineNames } from "../../src/middleware/host-names.ts";
+import { hostNamePolicy, listenerNames, machineAddresses, machineNames } from "../../src/middleware/host-names.ts";
 
 const beyond = (allowed: string[] = [], machine: string[] = ["buildbox", "buildbox.local"]) =>
   hostNamePolicy({
@@ -110,5 +110,29 @@ describe("--allowed-hosts values", () => {
       expect({ text, success: result.success }).toEqual({ text, success: false });
       expect(result.issues?.[0]?.message).toContain(reason);
     }
+  });
+});
+
+describe("a trusted X-Forwarded-Host (the names an answer's URL may follow)", () => {
+  test("beyond loopback, an address only if it is this machine's, in any spelling; names as for Host (review39)", () => {
+    const names = listenerNames("0.0.0.0", ["mcp.internal"], ["192.0.2.2", "fd00::2"]);
+    for (const host of [
+      "192.0.2.2",
+      "192.0.2.2:8443",
+      "[fd00::2]",
+      "[FD00:0:0::2]:443",
+      "127.0.0.1:9",
+      "[::1]",
+      "mcp.internal",
+    ])
+      expect({ host, ok: names.answersTo(host) }).toEqual({ host, ok: true });
+    for (const host of ["203.0.113.7", "203.0.113.7:8443", "[2001:db8::7]", "[fd00::3]", "rebind.attacker.example"])
+      expect({ host, ok: names.answersTo(host) }).toEqual({ host, ok: false });
+  });
+
+  test("this machine's addresses include loopback and are in one spelling", () => {
+    const addresses = machineAddresses();
+    expect(addresses).toContain("127.0.0.1");
+    expect(addresses.every((address) => address === address.toLowerCase() && !address.includes("%"))).toBe(true);
   });
 });

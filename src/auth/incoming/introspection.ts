@@ -210,6 +210,18 @@ export function introspector(options: IntrospectorOptions): (token: string) => P
     const exp = typeof answer.exp === "number" ? answer.exp * 1000 : undefined;
     let principal: Principal;
     try {
+      // RFC 7662 §2.2: `exp` is a NumericDate. Another type (a string, null, an object) is a broken
+      // answer, not "no expiry": read as none, it would make the token good for as long as it is cached
+      // and, through an outage, past the end the server meant. Refused, and the log says why (never the token).
+      if (answer.active === true && answer.exp !== undefined && exp === undefined) {
+        notice(
+          `the introspection endpoint ${introspection.url.href} answered with an exp that is not a number (${answer.exp === null ? "null" : typeof answer.exp}); that token was refused (RFC 7662 asks for a NumericDate)`,
+        );
+        throw new TokenRejected(
+          "invalid_token",
+          "the authorization server's answer about the token is malformed (exp)",
+        );
+      }
       principal = verdict(answer, exp);
     } catch (err) {
       // Remembered like "not active": a token refused for its issuer, audience, binding or age is
