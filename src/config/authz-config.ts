@@ -2,10 +2,11 @@
  * `--authz-config FILE` (JSON or YAML, docs/file-formats.md):
  *   {"version":"1.0","type":"cedarv1","cedar":{"policies":["permit(...);"],"entities_json":"[]"}}
  * The policies are parsed by the Cedar engine itself at start-up, so a syntax error is
- * reported before anything runs.
+ * reported before anything runs, and so is a policy whose scope can never match (cedar-scope.ts).
  */
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
+import { CEDAR_NAMES_HINT, unmatchableScope } from "./cedar-scope.ts";
 import { decodeConfigFile } from "./config-file.ts";
 
 export interface AuthzConfig {
@@ -46,5 +47,7 @@ export function authzConfig(path: string | undefined): AuthzConfig | undefined {
     throw fail("cedar.entities_json is not valid JSON");
   }
   if (!Array.isArray(entities)) throw fail("cedar.entities_json must be a JSON array of entities");
+  const unmatchable = unmatchableScope(policies, entities);
+  if (unmatchable !== undefined) throw fail(unmatchable, CEDAR_NAMES_HINT);
   return Object.freeze({ policies, entities });
 }
