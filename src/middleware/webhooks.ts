@@ -164,7 +164,11 @@ export function webhooks(options: WebhookOptions): Middleware {
       if (answer.allowed === false) return denied(hook, answer);
       if (answer.patch === undefined) continue;
       if (answer.patch_type !== undefined && answer.patch_type !== "json_patch")
-        return deny(message, `webhook ${hook.name} answered an unknown patch type`, 502);
+        return deny(
+          message,
+          `webhook ${hook.name} answered the unknown patch type ${JSON.stringify(answer.patch_type)} (mcpmgr applies "json_patch", RFC 6902)`,
+          502,
+        );
       if (!patchAllowed(answer.patch))
         return deny(message, `webhook ${hook.name} tried to change more than the request's params`, 502);
       try {

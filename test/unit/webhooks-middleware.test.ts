@@ -36,6 +36,13 @@ const hooks = Bun.serve({
           patch_type: "json_patch",
           patch: [{ op: "add", path: "/params/arguments/audited", value: true }],
         });
+      case "/patch-type-guessed":
+        // A type name a webhook author may guess (Kubernetes admission says "JSONPatch").
+        return Response.json({
+          allowed: true,
+          patch_type: "JSONPatch",
+          patch: [{ op: "add", path: "/params/arguments/audited", value: true }],
+        });
       case "/patch-method":
         return Response.json({ allowed: true, patch: [{ op: "replace", path: "/method", value: "tools/list" }] });
       case "/patch-target":
@@ -135,6 +142,16 @@ describe("mutating webhooks", () => {
       expect((await handle(call(), ctx)).status).toBe(502);
       expect(server.received).toHaveLength(0);
     }
+  });
+
+  test("a patch type mcpmgr does not apply is refused (502), and the client is told the type it applies", async () => {
+    const { server, handle } = setup([], [hook("k8s-style", "/patch-type-guessed", { failurePolicy: "ignore" })]);
+    const answer = await handle(call(), ctx);
+    expect(answer.status).toBe(502);
+    const [message] = await messagesOf(answer);
+    expect(message?.error?.message).toContain('"JSONPatch"');
+    expect(message?.error?.message).toContain('"json_patch"');
+    expect(server.received).toHaveLength(0);
   });
 });
 
