@@ -33,7 +33,9 @@ export function gatewayComponentName(group: string): string {
 }
 
 export function buildGatewaySpec(argv: readonly string[]): GatewaySpec {
-  const { values, given, positionals, passthrough } = parseArgv(argv, gatewayOptions, "gateway", false);
+  const { values, given, positionals, passthrough } = parseArgv(argv, gatewayOptions, "gateway", false, {
+    "proxy-port": "did you mean --port? (run calls it --proxy-port)",
+  });
   if (passthrough.length > 0) {
     throw new McpmgrError(
       "INVALID_ARGUMENT",
