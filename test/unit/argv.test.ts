@@ -404,6 +404,9 @@ describe("buildProxySpec", () => {
     expect(caught(() => buildProxySpec(["x", ...TARGET, "--no-otel-metrics-enabled"])).hint).toContain("'mcpmgr run");
     expect(caught(() => buildProxySpec(["x", ...TARGET, "--proxy-port", "8080"])).hint).toContain("--port?");
     expect(caught(() => buildGatewaySpec(["team", "--proxy-port", "8080"])).hint).toContain("--port?");
+    expect(caught(() => buildGatewaySpec(["team", "--webhook-config", "h.yaml"])).hint).toContain(
+      "'mcpmgr run … --webhook-config FILE'",
+    );
     // run's --port may be the server's own option, so the hint says where those go too.
     const run = caught(() => parseRunArgv(["srv", "--port", "8080"]));
     expect(run.hint).toContain("--proxy-port?");
