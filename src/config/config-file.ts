@@ -8,7 +8,7 @@
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import * as v from "valibot";
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 
 export interface ConfigFileOptions {
   /** The option that named the file, with its dashes: "--audit-config". */
@@ -36,9 +36,28 @@ function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">):
   const asYaml = options.yaml && yamlFile.test(path);
   try {
     return asYaml ? Bun.YAML.parse(text) : JSON.parse(text);
-  } catch {
-    throw fail(`not valid ${asYaml ? "YAML" : "JSON"}`, "check the file's syntax");
+  } catch (err) {
+    const why = asYaml ? yamlProblem(text) : errorMessage(err).replace(/^JSON Parse error: /, "");
+    throw fail(
+      `not valid ${asYaml ? "YAML" : "JSON"}${why ? ` (${why})` : ""}`,
+      asYaml && /reserved character @/.test(why ?? "")
+        ? "a value that starts with @ (such as a Cedar policy with an @id annotation) must be quoted in YAML: - '@id(\"name\") forbid(...);'"
+        : "check the file's syntax",
+    );
   }
+}
+
+/**
+ * Where and why YAML text does not parse: Bun's parser says only "Unexpected token", so the text is read
+ * again by the `yaml` library (loaded only then), whose errors carry a line and a column.
+ */
+function yamlProblem(text: string): string | undefined {
+  const { parseDocument } = require("yaml") as typeof import("yaml");
+  const [first] = parseDocument(text, { prettyErrors: true }).errors;
+  if (first === undefined) return undefined;
+  const where = first.linePos?.[0];
+  const message = (first.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
+  return `${where ? `line ${where.line}, column ${where.col}: ` : ""}${message}`;
 }
 
 /** The file's content as the schema's output; the first problem is reported with its field path. */

@@ -53,6 +53,17 @@ test("a missing field the format needs is named as missing", async () => {
   );
 });
 
+test("a file that does not parse says where and why; an unquoted Cedar @id in YAML gets its own hint", async () => {
+  const annotated = await file(
+    'version: "1.0"\ntype: cedarv1\ncedar:\n  policies:\n    - @id("no-big") forbid(principal, action, resource);\n',
+  );
+  const err = usageError(() => authzConfig(annotated), "INVALID_OPTION");
+  expect(err.message).toContain("line 5, column 7");
+  expect(err.hint).toContain("quoted in YAML");
+  const json = await file('{"eventTypes": ["mcp_tool_call"],}', "json");
+  expect(usageError(() => auditConfig(false, json, "w"), "INVALID_OPTION").message).toMatch(/not valid JSON \(.+\)$/);
+});
+
 let hooks: string;
 let unlike: string;
 let nameless: string;
