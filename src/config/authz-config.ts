@@ -15,7 +15,8 @@ export interface AuthzConfig {
 }
 
 const fileSchema = v.strictObject({
-  version: v.literal("1.0", 'must be "1.0"'),
+  // YAML reads an unquoted `version: 1.0` as the number 1; Go's YAML (ToolHive's files) reads it as "1.0".
+  version: v.union([v.literal("1.0"), v.literal(1)], 'must be "1.0"'),
   type: v.literal("cedarv1", 'must be "cedarv1"'),
   cedar: v.strictObject({
     policies: v.pipe(v.array(v.string()), v.minLength(1, "must hold at least one policy")),

@@ -100,3 +100,12 @@ test("the forbid with a typo: Cedar skips it (the tool it was to stop is called)
   const err = usageError(() => authzConfig(path), "INVALID_OPTION");
   expect(err.message).toContain('Action::"calltool"');
 });
+
+test("an unquoted version: 1.0 in YAML (the number 1 to a YAML reader) is taken, as Go-written files have it", async () => {
+  const path = join(dir, "unquoted.yaml");
+  await writeFile(path, `version: 1.0\ntype: cedarv1\ncedar:\n  policies:\n    - ${PERMIT_ECHO}\n`);
+  expect(authzConfig(path)).toBeDefined();
+  const other = join(dir, "two.yaml");
+  await writeFile(other, `version: 2.0\ntype: cedarv1\ncedar:\n  policies:\n    - ${PERMIT_ECHO}\n`);
+  expect(usageError(() => authzConfig(other), "INVALID_OPTION").message).toContain('version: must be "1.0"');
+});
