@@ -27,12 +27,17 @@ export function parseArgv<Table extends OptionTable>(
   command: string,
   /** Whether arguments after `--` mean something for this command (only for the hint). */
   passthroughAllowed = true,
+  /**
+   * Hints for options this command does not have but a neighbour has (`proxy --tools`, `run
+   * --port`), by long name: a user who knows one command writes its options on the next.
+   */
+  elsewhere: Readonly<Record<string, string>> = {},
 ): ParsedArgv<Table> {
   const dashDash = argv.indexOf("--");
   const own = dashDash === -1 ? [...argv] : argv.slice(0, dashDash);
   const passthrough = dashDash === -1 ? [] : argv.slice(dashDash + 1);
 
-  const tokens = tokenize(normaliseBooleanForms(own, table), table, command, passthroughAllowed);
+  const tokens = tokenize(normaliseBooleanForms(own, table), table, command, passthroughAllowed, elsewhere);
 
   const raw = new Map<string, string[] | boolean>();
   const positionals: string[] = [];
@@ -141,7 +146,13 @@ function takesSeparateValue(arg: string, table: OptionTable): boolean {
 
 type Token = NonNullable<ReturnType<typeof import("node:util").parseArgs>["tokens"]>[number];
 
-function tokenize(args: string[], table: OptionTable, command: string, passthroughAllowed: boolean): Token[] {
+function tokenize(
+  args: string[],
+  table: OptionTable,
+  command: string,
+  passthroughAllowed: boolean,
+  elsewhere: Readonly<Record<string, string>>,
+): Token[] {
   // node:util is ~1 ms of start-up (bench `cli-startup`): loaded when there is something to parse, so
   // `mcpmgr list` or `mcpmgr registry list` as typed do without it.
   if (args.length === 0) return [];
@@ -154,7 +165,7 @@ function tokenize(args: string[], table: OptionTable, command: string, passthrou
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: true, tokens: true }).tokens;
   } catch (err) {
-    throw translateParseError(err, args, table, command, passthroughAllowed);
+    throw translateParseError(err, args, table, command, passthroughAllowed, elsewhere);
   }
 }
 
@@ -164,6 +175,7 @@ function translateParseError(
   table: OptionTable,
   command: string,
   passthroughAllowed: boolean,
+  elsewhere: Readonly<Record<string, string>>,
 ): McpmgrError {
   const code = (err as { code?: string }).code;
   const message = errorMessage(err);
@@ -174,6 +186,12 @@ function translateParseError(
   switch (code) {
     case "ERR_PARSE_ARGS_UNKNOWN_OPTION": {
       const offending = flag ?? args.find((arg) => arg.startsWith("-") && arg.includes(quoted)) ?? quoted;
+      const neighbours = elsewhere[offending.replace(/^--(no-)?/, "")];
+      if (offending.startsWith("--") && neighbours !== undefined) {
+        return new McpmgrError("INVALID_OPTION", `unknown option ${offending}`, {
+          hint: passthroughAllowed ? `${neighbours}; options for the MCP server go after --` : neighbours,
+        });
+      }
       const suggestion = offending.startsWith("--") ? didYouMean(similarOptions(offending, table)) : undefined;
       if (suggestion !== undefined) {
         return new McpmgrError("INVALID_OPTION", `unknown option ${offending}`, {

@@ -2,10 +2,11 @@
  * `--authz-config FILE` (JSON or YAML, docs/file-formats.md):
  *   {"version":"1.0","type":"cedarv1","cedar":{"policies":["permit(...);"],"entities_json":"[]"}}
  * The policies are parsed by the Cedar engine itself at start-up, so a syntax error is
- * reported before anything runs.
+ * reported before anything runs, and so is a policy whose scope can never match (cedar-scope.ts).
  */
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
+import { CEDAR_NAMES_HINT, unmatchableScope } from "./cedar-scope.ts";
 import { decodeConfigFile } from "./config-file.ts";
 
 export interface AuthzConfig {
@@ -14,7 +15,8 @@ export interface AuthzConfig {
 }
 
 const fileSchema = v.strictObject({
-  version: v.literal("1.0", 'must be "1.0"'),
+  // YAML reads an unquoted `version: 1.0` as the number 1; Go's YAML (ToolHive's files) reads it as "1.0".
+  version: v.union([v.literal("1.0"), v.literal(1)], 'must be "1.0"'),
   type: v.literal("cedarv1", 'must be "cedarv1"'),
   cedar: v.strictObject({
     policies: v.pipe(v.array(v.string()), v.minLength(1, "must hold at least one policy")),
@@ -46,5 +48,7 @@ export function authzConfig(path: string | undefined): AuthzConfig | undefined {
     throw fail("cedar.entities_json is not valid JSON");
   }
   if (!Array.isArray(entities)) throw fail("cedar.entities_json must be a JSON array of entities");
+  const unmatchable = unmatchableScope(policies, entities);
+  if (unmatchable !== undefined) throw fail(unmatchable, CEDAR_NAMES_HINT);
   return Object.freeze({ policies, entities });
 }

@@ -5,9 +5,10 @@
  * line naming the option, the file and, for a bad value, the field: `--opt FILE: a.b: message`.
  * Also the files that hold one value (a secret, a token: the `-file` forms), read whole and trimmed.
  */
+import { closeMatches, didYouMean } from "../close-matches.ts";
 import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import * as v from "valibot";
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 
 export interface ConfigFileOptions {
   /** The option that named the file, with its dashes: "--audit-config". */
@@ -35,9 +36,28 @@ function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">):
   const asYaml = options.yaml && yamlFile.test(path);
   try {
     return asYaml ? Bun.YAML.parse(text) : JSON.parse(text);
-  } catch {
-    throw fail(`not valid ${asYaml ? "YAML" : "JSON"}`, "check the file's syntax");
+  } catch (err) {
+    const why = asYaml ? yamlProblem(text) : errorMessage(err).replace(/^JSON Parse error: /, "");
+    throw fail(
+      `not valid ${asYaml ? "YAML" : "JSON"}${why ? ` (${why})` : ""}`,
+      asYaml && /reserved character @/.test(why ?? "")
+        ? "a value that starts with @ (such as a Cedar policy with an @id annotation) must be quoted in YAML: - '@id(\"name\") forbid(...);'"
+        : "check the file's syntax",
+    );
   }
+}
+
+/**
+ * Where and why YAML text does not parse: Bun's parser says only "Unexpected token", so the text is read
+ * again by the `yaml` library (loaded only then), whose errors carry a line and a column.
+ */
+function yamlProblem(text: string): string | undefined {
+  const { parseDocument } = require("yaml") as typeof import("yaml");
+  const [first] = parseDocument(text, { prettyErrors: true }).errors;
+  if (first === undefined) return undefined;
+  const where = first.linePos?.[0];
+  const message = (first.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
+  return `${where ? `line ${where.line}, column ${where.col}: ` : ""}${message}`;
 }
 
 /** The file's content as the schema's output; the first problem is reported with its field path. */
@@ -60,7 +80,7 @@ export function decodeConfigFile<S extends v.GenericSchema>(
     );
   const parsed = v.safeParse(schema, content, { abortPipeEarly: true });
   if (parsed.success) return parsed.output;
-  throw new McpmgrError("INVALID_OPTION", `${options.option} ${path}: ${issueText(parsed.issues)}`, {
+  throw new McpmgrError("INVALID_OPTION", `${options.option} ${path}: ${issueText(schema, parsed.issues)}`, {
     hint: options.hint,
   });
 }
@@ -110,11 +130,43 @@ function listForObject(schema: unknown, value: unknown, at: readonly string[]): 
   return undefined;
 }
 
-/** "field.path: message" for the first issue ("(root)" when the file as a whole is wrong). */
-function issueText(issues: readonly v.BaseIssue<unknown>[]): string {
+/**
+ * "field.path: message" for the first issue ("(root)" when the file as a whole is wrong). A field the
+ * schema does not know, or one it needs and the file lacks, is said in words, with the nearest known
+ * field for a typo (`failurePolicy` → `failure_policy`), not in valibot's ("Invalid key: Expected never").
+ */
+function issueText(schema: unknown, issues: readonly v.BaseIssue<unknown>[]): string {
   const issue = issues[0];
-  const at = issue?.path?.map((p) => String(p.key)).join(".") || "(root)";
+  const keys = issue?.path?.map((p) => String(p.key)) ?? [];
+  const at = keys.join(".") || "(root)";
+  const field = keys.at(-1);
+  const parent = keys.slice(0, -1).join(".") || "(root)";
+  if (issue?.kind === "schema" && field !== undefined) {
+    if (issue.expected === "never") {
+      const known = fieldsAt(schema, keys.slice(0, -1)) ?? [];
+      const suggestion = didYouMean(closeMatches(field, known, { nearestOnly: true, limit: 1 }));
+      return `${parent}: unknown field ${JSON.stringify(field)}${suggestion ? ` (${suggestion})` : ""}`;
+    }
+    if (issue.received === "undefined" && issue.expected === JSON.stringify(field))
+      return `${parent}: the field ${JSON.stringify(field)} is missing`;
+  }
   return `${at}: ${issue?.message ?? "invalid"}`;
+}
+
+/** The field names the object schema at `keys` (a path into the file) knows; undefined: not an object there. */
+function fieldsAt(schema: unknown, keys: readonly string[]): string[] | undefined {
+  type Node = { wrapped?: unknown; entries?: Record<string, unknown>; value?: unknown; item?: unknown; type?: string };
+  const unwrap = (node: unknown): Node | undefined => {
+    let current = node as Node | undefined;
+    while (current?.wrapped !== undefined) current = current.wrapped as Node;
+    return current;
+  };
+  let node = unwrap(schema);
+  for (const key of keys) {
+    if (node === undefined) return undefined;
+    node = unwrap(node.entries ? node.entries[key] : node.type === "record" ? node.value : node.item);
+  }
+  return node?.entries === undefined ? undefined : Object.keys(node.entries);
 }
 
 /** A file that holds one value (`--oidc-client-secret-file` and the like): its text, trimmed, never empty. */

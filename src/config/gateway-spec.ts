@@ -33,7 +33,11 @@ export function gatewayComponentName(group: string): string {
 }
 
 export function buildGatewaySpec(argv: readonly string[]): GatewaySpec {
-  const { values, given, positionals, passthrough } = parseArgv(argv, gatewayOptions, "gateway", false);
+  const { values, given, positionals, passthrough } = parseArgv(argv, gatewayOptions, "gateway", false, {
+    "proxy-port": "did you mean --port? (run calls it --proxy-port)",
+    "webhook-config":
+      "webhooks are not offered on a gateway (docs/gateway.md): give --webhook-config to the group's workloads ('mcpmgr run … --webhook-config FILE'), whose endpoints the gateway calls",
+  });
   if (passthrough.length > 0) {
     throw new McpmgrError(
       "INVALID_ARGUMENT",

@@ -8,7 +8,7 @@ import {
   outgoingAuthSpec,
   type OutgoingAuthSpec,
 } from "./outgoing-auth-spec.ts";
-import { proxyOptions } from "./proxy-options.ts";
+import { proxyElsewhere, proxyOptions } from "./proxy-options.ts";
 import { checkOutgoingAuthRules } from "./rules.ts";
 import { refuseUrlCredentials } from "./url-credentials.ts";
 
@@ -33,7 +33,7 @@ export interface ProxySpec {
 }
 
 export function buildProxySpec(argv: readonly string[]): ProxySpec {
-  const { values, given, positionals, passthrough } = parseArgv(argv, proxyOptions, "proxy", false);
+  const { values, given, positionals, passthrough } = parseArgv(argv, proxyOptions, "proxy", false, proxyElsewhere);
   if (passthrough.length > 0) {
     throw new McpmgrError(
       "INVALID_ARGUMENT",

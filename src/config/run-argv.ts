@@ -7,7 +7,10 @@ import { runOptions } from "./run-options.ts";
 export type ParsedRunArgv = ParsedArgv<typeof runOptions>;
 
 export function parseRunArgv(argv: readonly string[]): ParsedRunArgv {
-  const parsed = parseArgv(argv, runOptions, "run");
+  // proxy and gateway call their listening port --port.
+  const parsed = parseArgv(argv, runOptions, "run", true, {
+    port: "did you mean --proxy-port? (the port clients connect to; proxy and gateway call it --port)",
+  });
   const [source, ...extra] = parsed.positionals;
   if (parsed.given.has("from-config")) {
     if (source !== undefined) {

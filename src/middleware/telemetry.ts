@@ -95,9 +95,7 @@ export function telemetryMiddleware(
       ...(req.headers.get("mcp-session-id")
         ? { "mcp.session.id": sessionRef(req.headers.get("mcp-session-id") as string) }
         : {}),
-      ...(req.headers.get("mcp-protocol-version")
-        ? { "mcp.protocol.version": req.headers.get("mcp-protocol-version") as string }
-        : {}),
+      ...protocolVersionOf(message, req),
       ...Object.fromEntries(Object.entries(spec.envAttributes).map(([name, value]) => [`environment.${name}`, value])),
     };
     const target = targetOf(message);
@@ -203,4 +201,21 @@ export function telemetryMiddleware(
 /** A 404 for a session ends it, unless it refused another caller's request for the session (which goes on). */
 function sessionGone(response: Response, ctx: RequestContext): boolean {
   return response.status === 404 && !refusedForeignSession(ctx);
+}
+
+/**
+ * `mcp.protocol.version`: the `MCP-Protocol-Version` header, which clients send after the handshake;
+ * an `initialize` carries none, so its own `params.protocolVersion` names the revision it asks for
+ * (and a request without the header, its 2026-07-28 `_meta` version).
+ */
+function protocolVersionOf(message: JsonRpcMessage, req: Request): Attributes {
+  const header = req.headers.get("mcp-protocol-version");
+  if (header) return { "mcp.protocol.version": header };
+  const params = (message as { params?: unknown }).params;
+  if (typeof params !== "object" || params === null) return {};
+  const fields = params as { protocolVersion?: unknown; _meta?: unknown };
+  const meta = fields._meta as Record<string, unknown> | undefined;
+  const version =
+    message.method === "initialize" ? fields.protocolVersion : meta?.["io.modelcontextprotocol/protocolVersion"];
+  return typeof version === "string" && version !== "" ? { "mcp.protocol.version": version } : {};
 }

@@ -14,10 +14,12 @@ import type { Middleware, RequestContext } from "../proxy/handler.ts";
 import { jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage as Message } from "../proxy/mcp-message.ts";
 import { principalOf } from "./caller.ts";
+import { followPatchedArguments } from "./patched-param-headers.ts";
 import { markDenied } from "./denials.ts";
 import { bodyProblem } from "./message-checks.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 import { errorMessage } from "../errors.ts";
+import { isObject } from "../objects.ts";
 
 export interface WebhookOptions {
   readonly config: WebhookConfig;
@@ -164,7 +166,11 @@ export function webhooks(options: WebhookOptions): Middleware {
       if (answer.allowed === false) return denied(hook, answer);
       if (answer.patch === undefined) continue;
       if (answer.patch_type !== undefined && answer.patch_type !== "json_patch")
-        return deny(message, `webhook ${hook.name} answered an unknown patch type`, 502);
+        return deny(
+          message,
+          `webhook ${hook.name} answered the unknown patch type ${JSON.stringify(answer.patch_type)} (mcpmgr applies "json_patch", RFC 6902)`,
+          502,
+        );
       if (!patchAllowed(answer.patch))
         return deny(message, `webhook ${hook.name} tried to change more than the request's params`, 502);
       try {
@@ -225,6 +231,19 @@ export function webhooks(options: WebhookOptions): Middleware {
     const value = Array.isArray(parsed) ? reviewed : reviewed[0];
     const headers = new Headers(req.headers);
     headers.delete("content-length");
+    // A 2026-07-28 call's Mcp-Param-* headers follow the arguments a patch changed (the server checks them).
+    const [before] = messages;
+    if (!Array.isArray(parsed) && before !== undefined && isObject(before) && before.method === "tools/call") {
+      const argsOf = (message: unknown) =>
+        isObject(message) && isObject(message.params)
+          ? (message.params as Record<string, unknown>).arguments
+          : undefined;
+      const unfollowed = followPatchedArguments(headers, argsOf(before), argsOf(value));
+      if (unfollowed !== undefined) {
+        const text = `request refused: a mutating webhook's patch cannot be sent: ${unfollowed}`;
+        return markDenied(jsonRpcError(502, -32001, text, { id: before.id ?? null }), { reason: text });
+      }
+    }
     return next(forwardWith(req, rewrittenBody(value), headers), ctx);
   };
 }

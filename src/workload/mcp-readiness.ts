@@ -4,6 +4,7 @@
  */
 import { isIP } from "node:net";
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
+import { excerpt, printable } from "../printable.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { localListenerClient } from "../proxy/upstream/local-client.ts";
 import type { ConnectionPeer } from "../proxy/upstream/types.ts";
@@ -68,7 +69,7 @@ export async function confirmAnswers(store: WorkloadStore, name: string, failure
       },
     });
     if (!modern.answered)
-      throw new Error(`initialize answered ${legacy.status}, server/discover answered ${modern.status}`);
+      throw new Error(`initialize answered ${answerOf(legacy)}, server/discover answered ${answerOf(modern)}`);
     if (stopping()) throw closedAsAnswered(name);
   } catch (err) {
     const stopping = await notServing(err, workload, reached ?? endpointPeer(url));
@@ -140,7 +141,7 @@ async function probe(
   authorization: Record<string, string>,
   protocolVersion: string,
   request: { method: string; params: Record<string, unknown> },
-): Promise<{ answered: boolean; status: number; at: string; session?: string }> {
+): Promise<ProbeAnswer> {
   const signal = AbortSignal.timeout(30_000);
   let target = url;
   let response: Response;
@@ -169,5 +170,32 @@ async function probe(
   }
   const session = response.headers.get("mcp-session-id") ?? undefined;
   const text = await response.text();
-  return { answered: response.ok && text.includes('"result"'), status, at: target, ...(session ? { session } : {}) };
+  const answered = response.ok && text.includes('"result"');
+  const error = answered ? undefined : rpcErrorMessage(text);
+  return { answered, status, at: target, ...(session ? { session } : {}), ...(error ? { error } : {}) };
+}
+
+interface ProbeAnswer {
+  readonly answered: boolean;
+  readonly status: number;
+  readonly at: string;
+  readonly session?: string;
+  /** The JSON-RPC error the answer carried: the proxy's own refusal (a webhook's, a failing one's) says its cause. */
+  readonly error?: string;
+}
+
+const answerOf = (answer: ProbeAnswer) =>
+  answer.error === undefined ? String(answer.status) : `${answer.status} (${printable(excerpt(answer.error))})`;
+
+/** The message of the JSON-RPC error in a plain or SSE answer, if it holds one. */
+function rpcErrorMessage(text: string): string | undefined {
+  for (const candidate of [text, ...text.split("\n").map((line) => /^data: ?(.*)$/.exec(line)?.[1] ?? "")]) {
+    try {
+      const message = (JSON.parse(candidate) as { error?: { message?: unknown } } | null)?.error?.message;
+      if (typeof message === "string" && message !== "") return message;
+    } catch {
+      // not JSON: the next candidate
+    }
+  }
+  return undefined;
 }

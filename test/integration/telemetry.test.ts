@@ -141,6 +141,9 @@ test("spans and metrics reach an OTLP receiver; the upstream continues the trace
   const names = spans.map((s) => s.span.name);
   expect(names).toContain("initialize");
   expect(names).toContain("tools/call echo");
+  // An initialize carries no MCP-Protocol-Version header: the revision it asks for is its own.
+  const handshake = spans.find((s) => s.span.name === "initialize") as { span: Span };
+  expect(attr(handshake.span.attributes, "mcp.protocol.version")).toBe("2025-06-18");
   const call = spans.find((s) => s.span.name === "tools/call echo") as { span: Span; resource: KeyValue[] };
   expect(attr(call.span.attributes, "mcp.method.name")).toBe("tools/call");
   expect(attr(call.span.attributes, "gen_ai.tool.name")).toBe("echo");

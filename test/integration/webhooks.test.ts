@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, spawnCollect, spawnUntil } from "../support/processes.ts";
 import { makeTestCa, type TestCertificates } from "../support/test-ca.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -73,6 +73,7 @@ beforeAll(async () => {
           });
         return Response.json({ allowed: true });
       }
+      if (path === "/deny-all") return Response.json({ allowed: false, reason: "nothing is allowed yet" });
       if (path === "/slow") {
         await Bun.sleep(3_000);
         return Response.json({ allowed: true });
@@ -167,4 +168,18 @@ test("a webhook that times out denies under failure_policy fail and is skipped u
       await running.stop();
     }
   }
+}, 60_000);
+
+test("a background run whose webhook refuses mcpmgr's readiness probe says what refused it, not only the status", async () => {
+  // The probe goes through the workload's policies like any client: a webhook that refuses everything (or
+  // fails, under failure_policy fail) refuses it too, and the run fails; the error said only "initialize
+  // answered 403", which reads as the server's failure.
+  const file = await config("deny-all.json", { validating: [hook("gate", "/deny-all")] });
+  const started = await spawnCollect(
+    [process.execPath, CLI_ENTRY, "run", PROBE, "--name", "webhook-refuses-probe", "--webhook-config", file],
+    process.env,
+  );
+  expect(started.code).not.toBe(0);
+  expect(started.stderr).toContain("does not answer MCP");
+  expect(started.stderr).toContain("request denied by webhook gate: nothing is allowed yet");
 }, 60_000);

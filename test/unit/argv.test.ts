@@ -395,6 +395,24 @@ describe("buildProxySpec", () => {
     expectCode(() => buildProxySpec(argv), "INVALID_OPTION");
   });
 
+  test("run's policy and telemetry options point to 'mcpmgr run URL'; each command's port option names the other's", () => {
+    for (const option of ["--tools", "--enable-audit", "--authz-config", "--webhook-config", "--otel-endpoint"]) {
+      const err = caught(() => buildProxySpec(["x", ...TARGET, option, "v"]));
+      expect(err.code).toBe("INVALID_OPTION");
+      expect(err.hint).toContain(`'mcpmgr run URL --name NAME ${option}`);
+    }
+    expect(caught(() => buildProxySpec(["x", ...TARGET, "--no-otel-metrics-enabled"])).hint).toContain("'mcpmgr run");
+    expect(caught(() => buildProxySpec(["x", ...TARGET, "--proxy-port", "8080"])).hint).toContain("--port?");
+    expect(caught(() => buildGatewaySpec(["team", "--proxy-port", "8080"])).hint).toContain("--port?");
+    expect(caught(() => buildGatewaySpec(["team", "--webhook-config", "h.yaml"])).hint).toContain(
+      "'mcpmgr run … --webhook-config FILE'",
+    );
+    // run's --port may be the server's own option, so the hint says where those go too.
+    const run = caught(() => parseRunArgv(["srv", "--port", "8080"]));
+    expect(run.hint).toContain("--proxy-port?");
+    expect(run.hint).toContain("after --");
+  });
+
   test("missing SERVER_NAME or --target-uri is MISSING_OPTION", () => {
     expectCode(() => buildProxySpec([...TARGET]), "MISSING_OPTION");
     expectCode(() => buildProxySpec(["x"]), "MISSING_OPTION");

@@ -36,6 +36,26 @@ const hooks = Bun.serve({
           patch_type: "json_patch",
           patch: [{ op: "add", path: "/params/arguments/audited", value: true }],
         });
+      case "/patch-region": {
+        // Moves the call to another region: an argument a 2026-07-28 tool mirrors into Mcp-Param-Region.
+        const region = (JSON.parse(text) as { mcp_request: { params: { arguments: { to?: string } } } }).mcp_request
+          .params.arguments.to;
+        return Response.json({
+          allowed: true,
+          patch: [
+            region === undefined
+              ? { op: "remove", path: "/params/arguments/region" }
+              : { op: "replace", path: "/params/arguments/region", value: region },
+          ],
+        });
+      }
+      case "/patch-type-guessed":
+        // A type name a webhook author may guess (Kubernetes admission says "JSONPatch").
+        return Response.json({
+          allowed: true,
+          patch_type: "JSONPatch",
+          patch: [{ op: "add", path: "/params/arguments/audited", value: true }],
+        });
       case "/patch-method":
         return Response.json({ allowed: true, patch: [{ op: "replace", path: "/method", value: "tools/list" }] });
       case "/patch-target":
@@ -135,6 +155,48 @@ describe("mutating webhooks", () => {
       expect((await handle(call(), ctx)).status).toBe(502);
       expect(server.received).toHaveLength(0);
     }
+  });
+
+  test("on a 2026-07-28 call, the Mcp-Param-* header of an argument a patch changed carries its new value", async () => {
+    const { server, handle } = setup([], [hook("mover", "/patch-region")]);
+    const modernCall = (args: Record<string, unknown>, mirrored: Record<string, string>) =>
+      rpc(
+        { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: args } },
+        { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo", ...mirrored },
+      );
+    const moved = await handle(
+      modernCall(
+        { region: "us-east", priority: 3, to: "eu-west" },
+        { "mcp-param-region": "us-east", "mcp-param-priority": "3" },
+      ),
+      ctx,
+    );
+    expect(moved.status).toBe(200);
+    expect(server.received[0]?.headers.get("mcp-param-region")).toBe("eu-west");
+    expect(server.received[0]?.headers.get("mcp-param-priority")).toBe("3");
+    // A value a header cannot carry as it is goes in the revision's Base64 form.
+    await handle(modernCall({ region: "us-east", to: "zürich" }, { "mcp-param-region": "us-east" }), ctx);
+    expect(server.received[1]?.headers.get("mcp-param-region")).toBe(`=?base64?${btoa("z\u00c3\u00bcrich")}?=`);
+    // An argument the patch removed needs no header.
+    await handle(modernCall({ region: "us-east" }, { "mcp-param-region": "us-east" }), ctx);
+    expect(server.received[2]?.headers.has("mcp-param-region")).toBe(false);
+    // Two arguments carried the header's value: which one it mirrors cannot be told, so the call is refused.
+    const ambiguous = await handle(
+      modernCall({ region: "us-east", home: "us-east", to: "eu-west" }, { "mcp-param-region": "us-east" }),
+      ctx,
+    );
+    expect(ambiguous.status).toBe(502);
+    expect(server.received).toHaveLength(3);
+  });
+
+  test("a patch type mcpmgr does not apply is refused (502), and the client is told the type it applies", async () => {
+    const { server, handle } = setup([], [hook("k8s-style", "/patch-type-guessed", { failurePolicy: "ignore" })]);
+    const answer = await handle(call(), ctx);
+    expect(answer.status).toBe(502);
+    const [message] = await messagesOf(answer);
+    expect(message?.error?.message).toContain('"JSONPatch"');
+    expect(message?.error?.message).toContain('"json_patch"');
+    expect(server.received).toHaveLength(0);
   });
 });
 

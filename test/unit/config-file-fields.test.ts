@@ -1,0 +1,85 @@
+/**
+ * The files options name (webhooks, audit, Cedar, tools override, permission profile): a field the
+ * format does not know is named as unknown with the nearest known field (the typos users make:
+ * camelCase for snake_case, a dropped letter), and a field the format needs is named as missing;
+ * both said in words, where valibot's own text ("Invalid key: Expected never but received …") was shown.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { auditConfig } from "../../src/config/audit-config.ts";
+import { authzConfig } from "../../src/config/authz-config.ts";
+import { loadPermissionProfile } from "../../src/config/permission-profile.ts";
+import { toolsPolicy } from "../../src/config/tools-policy.ts";
+import { webhookConfig } from "../../src/config/webhook-config.ts";
+import { usageError } from "../support/errors.ts";
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mcpmgr-config-fields-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+let count = 0;
+async function file(content: string, extension = "yaml"): Promise<string> {
+  const path = join(dir, `file-${count++}.${extension}`);
+  await writeFile(path, content);
+  return path;
+}
+
+test("an unknown field is named, with the field the user most likely meant", async () => {
+  const cases: [() => unknown, string][] = [
+    [() => webhookConfig([hooks]), 'validating.0: unknown field "failurePolicy" (did you mean failure_policy?)'],
+    [() => auditConfig(false, audit, "w"), '(root): unknown field "eventType" (did you mean eventTypes?)'],
+    [() => toolsPolicy([], override), 'toolsOverride.echo: unknown field "nmae" (did you mean name?)'],
+    [() => loadPermissionProfile(profile), 'network.outbound: unknown field "allowHost" (did you mean allow_host?)'],
+    [() => webhookConfig([unlike]), 'validating.0: unknown field "endpoint"'],
+  ];
+  for (const [load, said] of cases) {
+    const err = usageError(load, "INVALID_OPTION");
+    expect(err.message).toEndWith(said);
+  }
+});
+
+test("a missing field the format needs is named as missing", async () => {
+  expect(usageError(() => webhookConfig([nameless]), "INVALID_OPTION").message).toEndWith(
+    'validating.0: the field "name" is missing',
+  );
+  expect(usageError(() => authzConfig(policyless), "INVALID_OPTION").message).toEndWith(
+    'cedar: the field "policies" is missing',
+  );
+});
+
+test("a file that does not parse says where and why; an unquoted Cedar @id in YAML gets its own hint", async () => {
+  const annotated = await file(
+    'version: "1.0"\ntype: cedarv1\ncedar:\n  policies:\n    - @id("no-big") forbid(principal, action, resource);\n',
+  );
+  const err = usageError(() => authzConfig(annotated), "INVALID_OPTION");
+  expect(err.message).toContain("line 5, column 7");
+  expect(err.hint).toContain("quoted in YAML");
+  const json = await file('{"eventTypes": ["mcp_tool_call"],}', "json");
+  expect(usageError(() => auditConfig(false, json, "w"), "INVALID_OPTION").message).toMatch(/not valid JSON \(.+\)$/);
+});
+
+let hooks: string;
+let unlike: string;
+let nameless: string;
+let audit: string;
+let override: string;
+let profile: string;
+let policyless: string;
+beforeAll(async () => {
+  hooks = await file("validating:\n  - name: a\n    url: https://x.example\n    failurePolicy: fail\n");
+  unlike = await file("validating:\n  - name: a\n    url: https://x.example\n    endpoint: https://y.example\n");
+  nameless = await file("validating:\n  - url: https://x.example\n");
+  audit = await file("eventType: [mcp_tool_call]\n");
+  override = await file(JSON.stringify({ toolsOverride: { echo: { nmae: "say" } } }), "json");
+  profile = await file(JSON.stringify({ network: { outbound: { allowHost: ["x.example"] } } }), "json");
+  policyless = await file(
+    JSON.stringify({ version: "1.0", type: "cedarv1", cedar: { policy: ["permit(principal, action, resource);"] } }),
+    "json",
+  );
+});
