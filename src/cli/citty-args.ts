@@ -30,6 +30,8 @@ export function argsSourceOf(args: ArgsDef): ArgsSource | undefined {
   return sources.get(args);
 }
 
+const helpArg = { type: "boolean", alias: "h", description: "Show this help" } as const;
+
 export function toCittyArgs(table: OptionTable, positionals: Readonly<Record<string, PositionalHelp>> = {}): ArgsDef {
   const args: ArgsDef = {};
   sources.set(args, { table, positionals });
@@ -37,7 +39,7 @@ export function toCittyArgs(table: OptionTable, positionals: Readonly<Record<str
     args[name] = { type: "positional", description: help.description, required: help.required };
   }
   // Handled by run-main.ts before parsing; listed so help tells the whole truth.
-  args.help = { type: "boolean", alias: "h", description: "Show this help" };
+  args.help = helpArg;
   for (const [name, spec] of Object.entries(table)) {
     if (spec.hidden) continue;
     let description = spec.description;
@@ -77,6 +79,8 @@ export function routingCommand<A extends ArgsDef>(
   noSubcommand: () => Error = () => missingSubcommand(command),
 ): CommandDef<A> {
   const { subCommands } = command;
+  // `-h` works on every router: listed, so its usage line reads `[OPTIONS]` as every other command's does.
+  if (command.args === undefined) (command as { args?: ArgsDef }).args = { help: helpArg };
   const router: CommandDef<A> = Object.assign(command, {
     run({ rawArgs }: { rawArgs: readonly string[] }): void {
       // A word after `--` names no subcommand (citty does not dispatch to it): `registry -- list` ran nothing.

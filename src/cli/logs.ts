@@ -30,10 +30,9 @@ const logsCommand = defineCommand({
     const first = await copyWhole(files, writeOut);
     // The reader went away (`mcpmgr logs NAME | head`): done, nothing to report.
     if (first === READER_GONE) return;
-    if (!values.follow) {
-      if (first.copied === 0) log.info(emptyLogNote(record, values.proxy));
-      return;
-    }
+    // Said when following too: a follow of an empty log otherwise shows nothing at all until a line comes.
+    if (first.copied === 0) log.info(emptyLogNote(record, values.proxy));
+    if (!values.follow) return;
     let at: LogPosition = first;
     for (;;) {
       await Bun.sleep(250);

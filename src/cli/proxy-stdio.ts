@@ -26,6 +26,7 @@ import {
   liveForegroundWorkload,
   liveWorkload,
   liveWorkloadFetch,
+  runningForegroundAt,
   runningWorkloadAt,
 } from "../workload/live-workload.ts";
 import { outgoingAuthentication } from "../workload/outgoing-auth.ts";
@@ -55,6 +56,9 @@ async function endpointOf(text: string): Promise<Endpoint> {
       const store = openStore();
       const own = await runningWorkloadAt(store, target);
       if (own !== undefined) assertAnswersDirectCallers(store.paths, own, await groupGateways(store, own.group));
+      // A foreground run has no record: its claim holds its URL (and, once it serves, what refuses it).
+      const run = runningForegroundAt(store.paths, target);
+      if (run !== undefined) assertForegroundRunAnswers(store.paths, run.name, run.serving);
     }
     return { target };
   }

@@ -136,7 +136,6 @@ const registryCommand = routingCommand(
       name: "registry",
       description: "Browse the MCP server registry (embedded catalog plus your custom registry)",
     },
-    args: { help: { type: "boolean", alias: "h", description: "Show this help" } },
     subCommands: {
       list: withExamples(listCommand, [
         { description: "Every server 'mcpmgr run NAME' knows", command: "mcpmgr registry list" },

@@ -282,6 +282,7 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   await writeForegroundUrl(ctx.paths, spec.name, workload.url, {
     group: spec.group,
     refusedWhenGuarded: refusedWhenGuarded(spec),
+    host: spec.listen.host,
   });
   const leaveClients = await clientsSeeForegroundRun(spec, workload.url, ctx);
   // A gateway with policies may have started for its group meanwhile, or start later: said once, with the way out.

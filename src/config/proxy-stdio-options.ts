@@ -4,7 +4,7 @@
  * given is refused saying why, cli/proxy-stdio.ts) but hidden from help and completion, which offered eight options
  * that were each refused.
  */
-import { caBundleOptions } from "./flags/ca-bundle.ts";
+import { caBundleDescription, caBundleOptions } from "./flags/ca-bundle.ts";
 import { outgoingAuthOptions } from "./flags/outgoing-auth.ts";
 import type { OptionTable } from "./option-spec.ts";
 
@@ -17,5 +17,9 @@ function withHidden<T extends OptionTable>(table: T, hide: (name: string) => boo
 
 export const proxyStdioOptions = {
   ...withHidden(outgoingAuthOptions, (name) => name.startsWith("token-exchange-")),
-  ...caBundleOptions,
+  // Outgoing authentication only, and no token exchange: what the relay itself asks for.
+  "thv-ca-bundle": {
+    ...caBundleOptions["thv-ca-bundle"],
+    description: caBundleDescription("OAuth/OIDC discovery, client registration, token and refresh requests"),
+  },
 } as const;

@@ -11,7 +11,7 @@
  * claim also holds its client URL: `proxy stdio NAME` (Claude Desktop's entry) relays to it while
  * that process lives.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { ensureDir, writeJsonFile } from "./atomic-file.ts";
@@ -24,6 +24,7 @@ const claimSchema = v.object({
   url: v.optional(v.string()),
   group: v.optional(v.string()),
   refusedWhenGuarded: v.optional(v.boolean()),
+  host: v.optional(v.string()),
 });
 
 /** What the run serves, written with its URL: `proxy stdio NAME` refuses at once to relay to a run that refuses it. */
@@ -31,6 +32,8 @@ export interface ForegroundServing {
   readonly group: string;
   /** Whether a gateway with policies over its group makes it refuse every caller (it has no `--oidc-*` of its own). */
   readonly refusedWhenGuarded: boolean;
+  /** The address it listens on (`--host`: a wildcard one is reached on more than its URL's); older claims have none. */
+  readonly host?: string;
 }
 
 export interface ForegroundClaim {
@@ -50,15 +53,33 @@ export function liveForegroundRun(paths: McpmgrPaths, name: string): ForegroundC
   try {
     const claim = v.parse(claimSchema, JSON.parse(readFileSync(claimPath(paths, name), "utf8")));
     if (!isSameProcess(claim.pid, claim.startTime)) return undefined;
-    const { group, refusedWhenGuarded } = claim;
+    const { group, refusedWhenGuarded, host } = claim;
+    const serving = { group, refusedWhenGuarded, ...(host === undefined ? {} : { host }) };
     return {
       pid: claim.pid,
       ...(claim.url === undefined ? {} : { url: claim.url }),
-      ...(group === undefined || refusedWhenGuarded === undefined ? {} : { serving: { group, refusedWhenGuarded } }),
+      ...(group === undefined || refusedWhenGuarded === undefined ? {} : { serving: serving as ForegroundServing }),
     };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The names of the live foreground runs (`proxy stdio URL` matches a URL against theirs: a run has no
+ * record to be listed with). A folder that cannot be read holds none.
+ */
+export function liveForegroundNames(paths: McpmgrPaths): string[] {
+  let files: string[];
+  try {
+    files = readdirSync(join(paths.stateDir, "foreground"));
+  } catch {
+    return [];
+  }
+  return files
+    .filter((file) => file.endsWith(".json"))
+    .map((file) => file.slice(0, -".json".length))
+    .filter((name) => liveForegroundRun(paths, name) !== undefined);
 }
 
 /** Writes this process's claim on `name` (the caller checked, under the store's lock, that none is live). */

@@ -30,19 +30,57 @@ export function clientTransport(record: WorkloadRecord): "streamable-http" | "ss
 
 /**
  * Whether `url` reaches the listener the workload's proxy holds (its address and port), however it is
- * written: `localhost` for 127.0.0.1 or ::1, any loopback address for a workload bound to a wildcard
- * address, any path (the whole port is the workload's proxy: every path there goes through its chain, a
- * guarded member's refusal included), with or without a trailing slash. A workload serves plain http only.
+ * written: `localhost` for 127.0.0.1 or ::1; an address the connection is made to in another spelling
+ * (0.0.0.0 and `::` connect to the loopback on Linux, `::ffff:127.0.0.1` to 127.0.0.1); for a workload
+ * bound to a wildcard address, any loopback address of its family and any of `localAddresses` (this
+ * machine's interfaces: a LAN address reaches it as well); any path (the whole port is the workload's
+ * proxy: every path there goes through its chain, a guarded member's refusal included), with or without
+ * a trailing slash. A workload serves plain http only.
  */
-export function reachesWorkload(record: WorkloadRecord, url: URL): boolean {
+export function reachesWorkload(
+  record: Pick<WorkloadRecord, "host" | "proxyPort" | "proxyPath">,
+  url: URL,
+  localAddresses: ReadonlySet<string> = new Set(),
+): boolean {
   if (url.protocol !== "http:" || Number(url.port || "80") !== record.proxyPort) return false;
   const asked = url.hostname.toLowerCase();
   // 127.0.0.1 or [::1] for a wildcard or localhost binding (clientUrl), the address itself otherwise.
-  const served = new URL(workloadUrl(record)).hostname;
+  const served = new URL(clientUrl(record.host, record.proxyPort, record.proxyPath)).hostname;
   if (asked === served) return true;
   if (asked === "localhost") return isLoopbackHostname(served);
-  const bound = record.host.replace(/^\[(.*)\]$/, "$1");
-  // A wildcard binding answers on every loopback address of its family (`::` on IPv4's too, dual-stack).
-  if (bound === "0.0.0.0") return isLoopbackHostname(asked) && !asked.includes(":");
-  return bound === "::" && isLoopbackHostname(asked);
+  const reached = connectedAddress(asked);
+  const bound = canonicalAddress(listenAddress(record.host.replace(/^\[(.*)\]$/, "$1")));
+  const local = isLoopbackHostname(reached) || [...localAddresses].some((a) => canonicalAddress(a) === reached);
+  // A wildcard binding answers on every address of its family (`::` on IPv4's too, dual-stack).
+  if (bound === "0.0.0.0") return local && !reached.includes(":");
+  if (bound === "::") return local;
+  return reached === bound;
+}
+
+/** An address as the URL parser writes it (IPv6 compressed, lower case), without brackets. */
+function canonicalAddress(address: string): string {
+  if (!address.includes(":")) return address.toLowerCase();
+  try {
+    return new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return address.toLowerCase();
+  }
+}
+
+/**
+ * The address a connection to a URL's hostname is made to: an IPv4-mapped IPv6 address is its IPv4
+ * address (the kernel connects to it over IPv4), and the unspecified addresses connect to the loopback.
+ */
+function connectedAddress(hostname: string): string {
+  const bare = hostname.replace(/^\[(.*)\]$/, "$1");
+  // The URL parser writes ::ffff:127.0.0.1 as ::ffff:7f00:1.
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(bare);
+  if (mapped !== null) {
+    const high = Number.parseInt(mapped[1] ?? "0", 16);
+    const low = Number.parseInt(mapped[2] ?? "0", 16);
+    return connectedAddress(`${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`);
+  }
+  if (bare === "0.0.0.0") return "127.0.0.1";
+  if (bare === "::") return "::1";
+  return bare;
 }

@@ -10,9 +10,10 @@
  * Each new connection must also have reached a listener that process holds (state/listener-owner.ts):
  * a process alive is not its port held (a stopping supervisor closes its port a moment before it exits).
  */
+import { networkInterfaces } from "node:os";
 import { McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
-import { liveForegroundRun } from "../state/foreground-runs.ts";
+import { type ForegroundServing, liveForegroundNames, liveForegroundRun } from "../state/foreground-runs.ts";
 import type { McpmgrPaths } from "../state/paths.ts";
 import type { WorkloadRecord, WorkloadState } from "../state/workload-record.ts";
 import { reachesWorkload, workloadUrl } from "../state/workload-url.ts";
@@ -55,13 +56,46 @@ export async function liveWorkload(store: WorkloadStore, name: string): Promise<
  * stopped workload's port is no longer its own (anyone may listen there), so it names none.
  */
 export async function runningWorkloadAt(store: WorkloadStore, url: URL): Promise<WorkloadRecord | undefined> {
+  const local = interfaceAddresses();
   for (const record of (await store.listReadable()).records) {
-    if (!reachesWorkload(record, url)) continue;
+    if (!reachesWorkload(record, url, local)) continue;
     const status = await currentStatus(store, record.name).catch(() => undefined);
     if (status?.pid !== undefined && SERVING.has(status.state) && isSupervisorOf(status.pid, record.name))
       return record;
   }
   return undefined;
+}
+
+/**
+ * The live foreground run that serves `url` (as `runningWorkloadAt` for a record): its name and what its claim
+ * says it serves. Its listener is its claim's URL, on the address it listens on when the claim names it.
+ */
+export function runningForegroundAt(
+  paths: McpmgrPaths,
+  url: URL,
+): { readonly name: string; readonly serving?: ForegroundServing } | undefined {
+  const local = interfaceAddresses();
+  for (const name of liveForegroundNames(paths)) {
+    const claim = liveForegroundRun(paths, name);
+    if (claim?.url === undefined || !URL.canParse(claim.url)) continue;
+    const served = new URL(claim.url);
+    const listener = {
+      host: claim.serving?.host ?? served.hostname,
+      proxyPort: Number(served.port || "80"),
+      proxyPath: served.pathname,
+    };
+    if (reachesWorkload(listener, url, local)) return { name, ...(claim.serving ? { serving: claim.serving } : {}) };
+  }
+  return undefined;
+}
+
+/** This machine's interface addresses, which reach a workload bound to a wildcard address as its loopback does. */
+function interfaceAddresses(): ReadonlySet<string> {
+  return new Set(
+    Object.values(networkInterfaces())
+      .flatMap((entries) => entries ?? [])
+      .map((entry) => entry.address),
+  );
 }
 
 /** A live foreground run of that name that serves already; undefined when there is none. */

@@ -152,14 +152,20 @@ test("a client registered with the members while a gateway with policies runs is
     expect(line).toBe(
       "[error] workload probe answers only its group's gateway while a gateway with policies serves group team (hint: relay to the gateway instead: 'mcpmgr proxy stdio URL' with the gateway's URL (a foreground gateway's is in its terminal); for Claude Desktop: run the gateway with policies in the background ('mcpmgr gateway team --detach' with its options; a foreground one gets no client entry), stop the group's other background gateways ('mcpmgr stop gateway-team': a client gets one), then 'mcpmgr client register claude-desktop --group team --gateway')",
     );
-    // Given the member's URL instead of its name (however written: localhost, a trailing slash), the same line,
+    // Given the member's URL instead of its name (however written: localhost, a trailing slash, below), the same line,
     // not a relay whose every request comes back "refused (HTTP 403)".
     const probeUrl = new URL(
       (JSON.parse(mcpmgr("list", "--format", "json").stdout) as { name: string; url: string }[]).find(
         (row) => row.name === "probe",
       )?.url ?? "",
     );
-    for (const url of [probeUrl.href, `http://localhost:${probeUrl.port}${probeUrl.pathname}/`]) {
+    // 0.0.0.0 and the IPv4-mapped loopback are connected to the same listener (Linux): they were relayed.
+    for (const url of [
+      probeUrl.href,
+      `http://localhost:${probeUrl.port}${probeUrl.pathname}/`,
+      `http://0.0.0.0:${probeUrl.port}${probeUrl.pathname}`,
+      `http://[::ffff:127.0.0.1]:${probeUrl.port}${probeUrl.pathname}`,
+    ]) {
       const byUrl = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", url], {
         env: env(),
         stdin: "ignore",
@@ -273,6 +279,20 @@ test("a foreground run stays out of a group a gateway with policies guards: no g
     ).toBe(
       "[error] the foreground run fg refuses every caller while a gateway with policies serves group team, and no gateway serves a foreground run (hint: stop it (Ctrl-C in its terminal) and run it in the background so the gateway serves it (the same command without --foreground), then relay to the gateway; or put it in another group (--group NAME))",
     );
+    // Given its URL instead of its name (a run has no record, only its claim): the same line, not a relay of 403s.
+    const port = new URL(url).port;
+    for (const byUrl of [url, `http://localhost:${port}/mcp/`]) {
+      const relayed = Bun.spawnSync([process.execPath, CLI_ENTRY, "proxy", "stdio", byUrl], {
+        env: env(),
+        stdin: "ignore",
+      });
+      expect(
+        expectOneLineError(
+          { code: relayed.exitCode, stdout: relayed.stdout.toString(), stderr: relayed.stderr.toString() },
+          1,
+        ),
+      ).toContain("[error] the foreground run fg refuses every caller while a gateway with policies serves group team");
+    }
 
     // Another foreground run there is refused before anything starts: one line, with the way out.
     const second = Bun.spawnSync(

@@ -50,12 +50,40 @@ test("run's --network default names what is chosen without it, not bridge alone"
   const line = optionLine(cli("run", "--help").stdout, "network=");
   expect(line).toContain("bridge");
   // A profile that allows no network, and an HTTP server on Docker (container-placement.ts), get other networks.
-  expect(line).toContain("none when the profile allows no network");
-  expect(line).toContain("internal network of its own");
+  expect(line).toContain("none when the permission profile allows no network");
+  // An HTTP server under such a profile is isolated on Podman too (container-placement.ts httpIsolated), not given none.
+  expect(line).toContain(
+    "an sse/streamable-http server: an internal network of its own when the profile allows no network, on Docker also when neither the profile nor -p chooses one",
+  );
+  // The process sandbox refuses it: the help says whose option it is.
+  expect(line).toContain("(Docker, Podman)");
 });
 
 test("run's help says where the server's own arguments go (after --), as the spec's usage does", () => {
   const help = cli("run", "--help").stdout;
   const argument = help.split("\n").find((line) => line.trimStart().startsWith("SERVER_OR_IMAGE_OR_PROTOCOL ")) ?? "";
   expect(argument).toContain("the server's own arguments go after --");
+});
+
+test("the routers' usage lines show [OPTIONS] as every other command's, since -h works on each", () => {
+  for (const command of ["secret", "group", "client", "registry"]) {
+    const help = cli(command, "--help").stdout;
+    expect(help).toContain(`USAGE mcpmgr ${command} [OPTIONS] `);
+    expect(help).toContain("-h, --help");
+  }
+});
+
+test("--thv-ca-bundle names the requests each command makes", () => {
+  const ca = (...command: string[]) => optionLine(cli(...command, "--help").stdout, "thv-ca-bundle=");
+  // proxy stdio exchanges no token (refused: a stdio client has none) and checks no incoming one.
+  expect(ca("proxy", "stdio")).toEndWith("OAuth/OIDC discovery, client registration, token and refresh requests");
+  // A gateway authenticates its callers only: its members take the gateway key.
+  expect(ca("gateway")).toEndWith("OIDC discovery, JWKS and introspection requests");
+  for (const command of [["run"], ["proxy"]]) expect(ca(...command)).toContain("token-exchange requests");
+});
+
+test("a gateway's Prometheus /metrics is on its own port (it has no proxy port)", () => {
+  const metrics = (command: string) => optionLine(cli(command, "--help").stdout, "otel-enable-prometheus-metrics-path");
+  expect(metrics("gateway")).toContain("on the gateway's port");
+  expect(metrics("run")).toContain("on the proxy port");
 });

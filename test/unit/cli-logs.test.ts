@@ -161,3 +161,30 @@ test("an empty log says what it holds, for each kind: a gateway's and a remote's
     "[info] quiet-stdio's proxy log is empty so far: it holds its supervisor's lines (each start, restart and stop, errors)",
   );
 });
+
+test("following an empty log says the same first, then follows (it showed nothing at all)", async () => {
+  for (const [name, flags, note] of [
+    ["quiet-gateway", [], "[info] quiet-gateway's log is empty so far: a gateway runs no server of its own"],
+    ["quiet-remote", [], "[info] quiet-remote's log is empty so far: a remote workload's server runs elsewhere"],
+    ["quiet-stdio", ["--proxy"], "[info] quiet-stdio's proxy log is empty so far"],
+  ] as const) {
+    const child = logs("pipe", name, "--follow", ...flags);
+    try {
+      const reader = child.stderr.getReader();
+      let text = "";
+      // Until its first line, or 15 s without one (an old mcpmgr said nothing: the test fails, not hangs).
+      const deadline = Bun.sleep(15_000).then(() => ({ value: undefined, done: true }));
+      while (!text.includes("\n")) {
+        const { value, done } = await Promise.race([reader.read(), deadline]);
+        if (done || value === undefined) break;
+        text += new TextDecoder().decode(value);
+      }
+      expect(text).toStartWith(note);
+      // Still following: nothing has ended it.
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill();
+      await child.exited;
+    }
+  }
+});

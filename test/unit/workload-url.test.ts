@@ -48,3 +48,35 @@ test("another port, another host, another loopback family or https is not the wo
   expect(reaches(recordOn("192.0.2.7"), "http://192.0.2.7:41500/")).toBe(true);
   expect(reaches(recordOn("127.0.0.1", 80), "http://localhost/mcp")).toBe(true);
 });
+
+test("the addresses a connection is really made to: unspecified, IPv4-mapped, and this machine's own on a wildcard binding", () => {
+  // On Linux a connection to 0.0.0.0 or :: is made to the loopback; ::ffff:127.0.0.1 is 127.0.0.1 over IPv4.
+  for (const host of ["127.0.0.1", "localhost"]) {
+    expect(reaches(recordOn(host), "http://0.0.0.0:41500/mcp")).toBe(true);
+    expect(reaches(recordOn(host), "http://[::ffff:127.0.0.1]:41500/mcp")).toBe(true);
+    expect(reaches(recordOn(host), "http://[::]:41500/mcp")).toBe(false);
+  }
+  expect(reaches(recordOn("::1"), "http://[::]:41500/mcp")).toBe(true);
+  expect(reaches(recordOn("0:0:0:0:0:0:0:1"), "http://[::1]:41500/mcp")).toBe(true);
+  expect(reaches(recordOn("::1"), "http://0.0.0.0:41500/mcp")).toBe(false);
+  const local = new Set(["192.0.2.2", "fd00:0:0:0:0:0:0:2"]);
+  const on = (host: string, url: string) => reachesWorkload(recordOn(host), new URL(url), local);
+  for (const url of [
+    "http://0.0.0.0:41500/mcp",
+    "http://127.0.0.2:41500/mcp",
+    "http://192.0.2.2:41500/mcp",
+    "http://[::ffff:192.0.2.2]:41500/mcp",
+    "http://[::ffff:127.0.0.1]:41500/mcp",
+  ]) {
+    expect(on("0.0.0.0", url)).toBe(true);
+    expect(on("::", url)).toBe(true);
+  }
+  for (const url of ["http://[fd00::2]:41500/mcp", "http://[::]:41500/mcp", "http://[::1]:41500/mcp"]) {
+    expect(on("0.0.0.0", url)).toBe(false);
+    expect(on("::", url)).toBe(true);
+  }
+  // Another machine's address, and a specific binding reached on an interface address it is not bound to.
+  expect(on("0.0.0.0", "http://192.0.2.99:41500/mcp")).toBe(false);
+  expect(on("127.0.0.1", "http://192.0.2.2:41500/mcp")).toBe(false);
+  expect(on("192.0.2.2", "http://[::ffff:192.0.2.2]:41500/mcp")).toBe(true);
+});

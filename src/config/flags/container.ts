@@ -4,11 +4,12 @@ import { nonEmpty, oneOf } from "../values.ts";
 
 export const containerOptions = {
   network: stringOption({
-    description: "Network mode: host, or the name of a network",
+    description: "Network mode of the container (Docker, Podman): host, or the name of a network",
     valueHint: "mode",
-    // What container-placement.ts and networkModeFor choose without it: "bridge" alone hid two of the three cases.
+    // What container-placement.ts (httpIsolated) and networkModeFor choose without it: "bridge" alone hid most
+    // cases, and an HTTP server under a profile that allows no network is isolated on Podman too, not given none.
     defaultText:
-      "the permission profile's network mode, else bridge; none when the profile allows no network; on Docker an sse/streamable-http server without -p gets an internal network of its own",
+      "a stdio server: none when the permission profile allows no network, else the profile's network mode, else bridge; an sse/streamable-http server: an internal network of its own when the profile allows no network, on Docker also when neither the profile nor -p chooses one, else as a stdio server",
     schema: nonEmpty,
   }),
   "isolate-network": booleanOption({
