@@ -232,22 +232,21 @@ export class SessionSubscriptions {
 
   /**
    * Subscribes `client`, a new connection to `workload`, to everything the session followed there (or to
-   * `only` of those); what the workload refuses is dropped (and the session told), or given to `report`
-   * instead. Never fails: the connection serves the session's other requests all the same. Gives the URIs
-   * it followed again.
+   * `only` of those); what the workload refuses is dropped (and the session told, its reason after `context`,
+   * by default that the session was replaced), or given to `report` instead. Never fails: the connection
+   * serves the session's other requests all the same. Gives the URIs it followed again.
    */
   async renew(
     workload: string,
     client: Upstream,
     timeoutMs: number,
-    only?: readonly string[],
-    report?: Dropped,
+    { only, report, context = AGAIN }: { only?: readonly string[]; report?: Dropped; context?: string } = {},
   ): Promise<string[]> {
     const held = [...(this.#held.get(workload) ?? [])];
     const uris = only === undefined ? held : held.filter((uri) => only.includes(uri));
     if (uris.length === 0) return [];
     const dropped = report ?? ((lost: readonly string[], why: string) => this.dropped(workload, lost, why));
-    if (client.getProtocolEra() !== "legacy") await followAgain(client, uris, dropped, AGAIN);
+    if (client.getProtocolEra() !== "legacy") await followAgain(client, uris, dropped, context);
     else
       for (let at = 0; at < uris.length; at += RENEW_BATCH) {
         const batch = uris.slice(at, at + RENEW_BATCH);
@@ -266,7 +265,7 @@ export class SessionSubscriptions {
           failures.set(why, failure);
         });
         for (const [why, { lost, cause }] of failures)
-          dropped(lost, `${AGAIN}: subscribing again failed (${why})`, cause);
+          dropped(lost, `${context}: subscribing again failed (${why})`, cause);
       }
     // Those dropped meanwhile (refused, or unsubscribed by the session while this went on) are not followed.
     return uris.filter((uri) => this.follows(workload, uri));

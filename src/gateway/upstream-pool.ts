@@ -171,13 +171,9 @@ export class UpstreamPool {
     // Before anything is sent on it: a request that met the forgotten session goes again on this one.
     if (peer !== undefined)
       this.#changedMaybe.followedAgain(
-        await this.subscriptions.renew(
-          workload,
-          client,
-          this.#timeoutMs,
-          undefined,
-          this.#awaited.report(workload, this.subscriptions),
-        ),
+        await this.subscriptions.renew(workload, client, this.#timeoutMs, {
+          report: this.#awaited.report(workload, this.subscriptions),
+        }),
       );
     return client;
   }
@@ -225,7 +221,9 @@ export class UpstreamPool {
    */
   async realign(workload: string, uri: string, on: Upstream): Promise<void> {
     if (this.#peer === undefined || this.replaced(workload, on) || !this.subscriptions.follows(workload, uri)) return;
-    this.#changedMaybe.followedAgain(await this.subscriptions.renew(workload, on, this.#timeoutMs, [uri]));
+    const context = "its unsubscribe, sent before the session subscribed again, may have been applied last";
+    const followed = await this.subscriptions.renew(workload, on, this.#timeoutMs, { only: [uri], context });
+    this.#changedMaybe.followedAgain(followed);
   }
 
   /**
@@ -272,7 +270,7 @@ export class UpstreamPool {
       if (others.length > 0) this.subscriptions.dropped(workload, others, why);
     };
     // Subscribing twice is harmless (a set at the member); subscribing never would leave the session deaf.
-    const followed = await this.subscriptions.renew(workload, current, this.#timeoutMs, [uri], report);
+    const followed = await this.subscriptions.renew(workload, current, this.#timeoutMs, { only: [uri], report });
     carrying = false;
     if (refused !== undefined) {
       this.subscriptions.refused(workload, uri);
