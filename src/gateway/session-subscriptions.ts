@@ -207,14 +207,14 @@ export class SessionSubscriptions {
     return this.holds(workload) || this.#subscribing.has(workload) ? undefined : {};
   }
 
-  /** `sent`: the unsubscribe of a stopped `uri` sent again to the member (settles, never rejects). */
-  correcting(workload: string, uri: string, sent: Promise<void>): void {
-    this.#stopped.correcting(workload, uri, sent);
+  /** Runs `send`, a change of the gateway's own to `uri` at the member, after those before it (stopped-uris.ts). */
+  inTurn<T>(workload: string, uri: string, send: () => Promise<T>): Promise<T> {
+    return this.#stopped.inTurn(workload, uri, send);
   }
 
   /**
-   * Resolves once no unsubscribe of `uri` sent again is in flight at `workload`: a subscribe of it waits, so
-   * that the member cannot apply that unsubscribe after it.
+   * Resolves once no change of the gateway's own to `uri` (an unsubscribe sent again) is in flight at
+   * `workload`: a subscribe of it waits, so that the member cannot apply that unsubscribe after it.
    */
   async corrected(workload: string, uri: string): Promise<void> {
     await this.#stopped.settled(workload, uri);

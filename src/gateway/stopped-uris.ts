@@ -10,7 +10,8 @@
  * the same. Its updates would reach the session until that member session ends. So an update of a URI
  * recorded here is not passed on, and the member session is sent the unsubscribe once (`correction`);
  * a subscribe of that URI the session sends meanwhile waits for that unsubscribe's answer (`settled`),
- * or the member could apply it first and be left unsubscribed under a session that follows the URI.
+ * or the member could apply it first and be left unsubscribed under a session that follows the URI; and
+ * the gateway's own changes to one URI go one after another (`inTurn`), for the same reason.
  *
  * At most MAX_STOPPED per workload (the oldest forgotten first): a record per URI a client ever touched
  * would be memory any client could grow.
@@ -32,8 +33,8 @@ export function within(uri: string, parent: string): boolean {
 export class StoppedUris {
   /** Per workload and URI: whether its unsubscribe was sent again already (once per stop). */
   readonly #byWorkload = new Map<string, Map<string, { corrected: boolean }>>();
-  /** The unsubscribes sent again in flight, per workload and URI. */
-  readonly #correcting = new Map<string, Map<string, Promise<void>>>();
+  /** The last change of the gateway's own in flight, per workload and URI (`inTurn`). */
+  readonly #turns = new Map<string, Map<string, Promise<void>>>();
 
   /** The session stopped following `uri` at `workload` (a stop again sends its unsubscribe once more). */
   stop(workload: string, uri: string): void {
@@ -68,29 +69,34 @@ export class StoppedUris {
     return true;
   }
 
-  /** `sent`: the unsubscribe of `uri` sent again, settled (never rejected) once it is answered or failed. */
-  correcting(workload: string, uri: string, sent: Promise<void>): void {
-    const byUri = this.#correcting.get(workload) ?? new Map<string, Promise<void>>();
-    this.#correcting.set(workload, byUri);
-    byUri.set(uri, sent);
-    void sent.then(() => {
-      if (byUri.get(uri) !== sent) return;
+  /**
+   * Runs `send`, a change of the gateway's own to `uri` at the member (an unsubscribe sent again, a subscribe
+   * sent again by upstream-pool.ts `realign`), once the ones before it are answered: the member could apply
+   * two in flight together in either order. Its outcome, which a later change's failure never reaches.
+   */
+  inTurn<T>(workload: string, uri: string, send: () => Promise<T>): Promise<T> {
+    const byUri = this.#turns.get(workload) ?? new Map<string, Promise<void>>();
+    this.#turns.set(workload, byUri);
+    const sent = (byUri.get(uri) ?? Promise.resolve()).then(send);
+    const tail = sent.then(
+      () => {},
+      () => {},
+    );
+    byUri.set(uri, tail);
+    void tail.then(() => {
+      if (byUri.get(uri) !== tail) return;
       byUri.delete(uri);
-      if (byUri.size === 0) this.#correcting.delete(workload);
+      if (byUri.size === 0) this.#turns.delete(workload);
     });
+    return sent;
   }
 
-  /** Resolves once no unsubscribe of `uri` sent again is in flight at `workload`. */
+  /** Resolves once no change of the gateway's own to `uri` is in flight at `workload`. */
   async settled(workload: string, uri: string): Promise<void> {
-    await this.#correcting.get(workload)?.get(uri);
+    await this.#turns.get(workload)?.get(uri);
   }
 }
 
-/**
- * Sends `client`'s member session the unsubscribe of `uri` once more: settles (never rejects) once it is
- * answered or failed, whose failure changes nothing (the session does not follow `uri` whatever the member
- * says). Not to a 2026-07-28 member: its listen stream names only what the session follows.
- */
 export async function unsubscribeAgain(client: Upstream, uri: string, timeoutMs: number): Promise<void> {
   if (client.getProtocolEra() !== "legacy") return;
   await client

@@ -207,9 +207,9 @@ export class UpstreamPool {
    */
   #stray(workload: string, opening: Promise<Upstream>, uri: unknown): boolean {
     const stray = typeof uri === "string" ? this.subscriptions.stray(workload, uri) : undefined;
-    const client = this.#opened.get(opening);
-    if (stray?.correct !== undefined && client !== undefined)
-      this.subscriptions.correcting(workload, stray.correct, unsubscribeAgain(client, stray.correct, this.#timeoutMs));
+    const [client, again] = [this.#opened.get(opening), stray?.correct];
+    if (again !== undefined && client !== undefined)
+      void this.subscriptions.inTurn(workload, again, () => unsubscribeAgain(client, again, this.#timeoutMs));
     return stray !== undefined;
   }
 
@@ -222,8 +222,8 @@ export class UpstreamPool {
   async realign(workload: string, uri: string, on: Upstream): Promise<void> {
     if (this.#peer === undefined || this.replaced(workload, on) || !this.subscriptions.follows(workload, uri)) return;
     const context = "its unsubscribe, sent before the session subscribed again, may have been applied last";
-    const followed = await this.subscriptions.renew(workload, on, this.#timeoutMs, { only: [uri], context });
-    this.#changedMaybe.followedAgain(followed);
+    const renew = () => this.subscriptions.renew(workload, on, this.#timeoutMs, { only: [uri], context });
+    this.#changedMaybe.followedAgain(await this.subscriptions.inTurn(workload, uri, renew));
   }
 
   /**

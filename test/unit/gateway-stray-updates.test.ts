@@ -62,16 +62,30 @@ test("a session that follows nothing at a workload hears none of its updates, wi
   expect(held.stray("other", "docs://x")).toEqual({});
 });
 
-test("a subscribe waits for the unsubscribe sent again of its URI, which never fails it", async () => {
+test("the gateway's own changes to a URI go one after another, and a subscribe of it waits for them", async () => {
   const held = subscriptions();
+  const order: string[] = [];
   let answer = () => {};
-  held.correcting("docs", "docs://a", new Promise<void>((resolve) => (answer = resolve)));
+  // A subscribe sent again (realign), its answer awaited, then an unsubscribe sent again behind it.
+  const first = held.inTurn("docs", "docs://a", async () => {
+    order.push("subscribe sent");
+    await new Promise<void>((resolve) => (answer = resolve));
+    order.push("subscribe answered");
+    throw new Error("its failure reaches its own sender only");
+  });
+  const second = held.inTurn("docs", "docs://a", async () => void order.push("unsubscribe sent"));
   let waited = false;
   const waiting = held.corrected("docs", "docs://a").then(() => (waited = true));
+  // Another URI waits for nothing.
   await held.corrected("docs", "docs://b");
+  await Promise.resolve();
+  expect(order).toEqual(["subscribe sent"]);
   expect(waited).toBe(false);
   answer();
+  await expect(first).rejects.toThrow("its failure reaches its own sender only");
+  await second;
   await waiting;
+  expect(order).toEqual(["subscribe sent", "subscribe answered", "unsubscribe sent"]);
   expect(waited).toBe(true);
 });
 
