@@ -9,6 +9,8 @@
  *    connection, whose event stream never opened, was replaced for them), for its failures to reach them.
  */
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
+import type { Dropped } from "./member-subscriptions.ts";
+import type { SessionSubscriptions } from "./session-subscriptions.ts";
 
 /** Why a carried subscribe failed, and the failure itself when one did (none: left out of an acknowledgement). */
 export interface CarriedFailure {
@@ -42,6 +44,20 @@ export class AwaitedRenewals {
     if (awaited === undefined) return false;
     awaited.failed = failure;
     return true;
+  }
+
+  /**
+   * What a new connection's re-subscription at `workload` reports the URIs it failed to: the session is told
+   * in a warning, but a URI a subscribe waits for is forgotten quietly, its failure kept for that subscribe.
+   */
+  report(workload: string, subscriptions: SessionSubscriptions): Dropped {
+    return (lost, why, cause) => {
+      const others: string[] = [];
+      for (const uri of lost)
+        if (this.failed(workload, uri, { why, cause })) subscriptions.refused(workload, uri);
+        else others.push(uri);
+      if (others.length > 0) subscriptions.dropped(workload, others, why);
+    };
   }
 }
 

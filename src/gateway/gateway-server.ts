@@ -129,8 +129,8 @@ export function createGatewayServer(
   /**
    * `listedAs`: a tools/call's tool as the gateway lists it (for its x-mcp-header declarations);
    * `again`: this is the request sent again on a new member session, the first one having been forgotten
-   * (a subscribe's or an unsubscribe's: with the first sending's `retried` ticket, which the opposite change
-   * sent meanwhile withdrew).
+   * (a subscribe's: with the first sending's `retried` ticket, which an unsubscribe sent meanwhile withdrew;
+   * an unsubscribe is answered at once, `{}`).
    */
   const forward = async (
     workload: string,
@@ -141,6 +141,10 @@ export function createGatewayServer(
     again = false,
     retried?: Subscribing,
   ): Promise<Result> => {
+    // An unsubscribe whose member session was forgotten (404) or ended under it is done: the new member
+    // session never had the URI (its re-subscription listed the session's URIs without it), so nothing is
+    // sent there, where a member that refuses unknown URIs would fail it for nothing.
+    if (again && method === "resources/unsubscribe") return {};
     await catalog.joining(workload, options.timeoutMs);
     const why = catalog.whyUnavailable(workload);
     if (why !== undefined) throw notSent(workload, why);
@@ -185,13 +189,19 @@ export function createGatewayServer(
     const subscribing = method === "resources/subscribe" ? (retried ?? subscriptions.admit(workload, uri)) : undefined;
     const unsubscribing =
       method === "resources/unsubscribe" ? (retried ?? subscriptions.removed(workload, uri)) : undefined;
-    // The session changed its mind after sending this change, which met a forgotten or replaced member
-    // session: its last word stands. Sent again, an old subscribe would subscribe the new member session (its
-    // updates would reach the session), an old unsubscribe would undo the later subscribe there.
-    if (subscribing?.withdrawn || unsubscribing?.withdrawn) return {};
+    // A member session still subscribed to a URI the session had stopped following is being sent its
+    // unsubscribe again (stopped-uris.ts): it must not apply that after this subscribe.
+    if (subscribing !== undefined) await subscriptions.corrected(workload, uri);
+    // The session unsubscribed after sending this subscribe, which met a forgotten or replaced member session:
+    // its last word stands. Sent again, the old subscribe would subscribe the new member session (its updates
+    // would reach the session). (An unsubscribe is never sent again: see the top.)
+    if (subscribing?.withdrawn) return {};
     const release = pool().track(workload, ctx.mcpReq.id, upstream);
     const sentOnSession =
       upstream.transport instanceof StreamableHTTPClientTransport && upstream.transport.sessionId !== undefined;
+    // A 2025-era member answers each request on its own: an unsubscribe sent here and a subscribe the session
+    // sent after it (which withdrew it) may be applied the other way round (`realign`, in `finally`).
+    const reorderable = unsubscribing !== undefined && !reachedModern;
     try {
       // A 2025-era session's subscription at a workload that speaks only 2026-07-28: a listen stream.
       if ((method === "resources/subscribe" || method === "resources/unsubscribe") && reachedModern) {
@@ -246,8 +256,8 @@ export function createGatewayServer(
       }
       // A subscription change whose connection the gateway replaced under it (a 404 on another request, the
       // workload's leave and join: the old one is ended at once, and a 2026-07-28 member's listen with it)
-      // goes once more on the current one: it sets the same URI again, and the new connection's
-      // re-subscription listed the session's URIs without this one.
+      // goes once more on the current one: a subscribe sets the same URI again, and the new connection's
+      // re-subscription listed the session's URIs without this one (an unsubscribe is done: see the top).
       if (
         !again &&
         (method === "resources/subscribe" || method === "resources/unsubscribe") &&
@@ -259,6 +269,10 @@ export function createGatewayServer(
       release();
       const change = subscribing ?? unsubscribing;
       if (change !== undefined) subscriptions.settled(change);
+      if (reorderable && unsubscribing.withdrawn)
+        void pool()
+          .realign(workload, uri, upstream)
+          .catch(() => {});
     }
   };
 

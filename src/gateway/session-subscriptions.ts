@@ -17,6 +17,10 @@
  * the new one not yet subscribed) reached no one, and MCP replays none: `renew` gives the URIs it
  * followed again, which the pool announces to the session as updated (at least once, never for a URI
  * the session unsubscribed from).
+ *
+ * A member session may hold a URI the session no longer follows (a 2025-era member applied a subscribe and
+ * the unsubscribe after it the other way round, or a subscribe whose answer was lost): `stray` tells the
+ * pool which updates not to pass on, and which unsubscribe to send again (stopped-uris.ts).
  */
 import type { LoggingLevel } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
@@ -24,6 +28,7 @@ import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
 import { type Dropped, followAgain, MAX_SUBSCRIBED_URIS } from "./member-subscriptions.ts";
 import { anyResult } from "./sdk.ts";
+import { StoppedUris, within } from "./stopped-uris.ts";
 import type { Upstream } from "./upstream.ts";
 
 /** Subscribes sent at once to a 2025-era workload when a session follows many resources there. */
@@ -71,6 +76,8 @@ export class SessionSubscriptions {
   /** Its unsubscribes in flight, the same way (a later subscribe withdraws them). */
   readonly #unsubscribing = new Map<string, Map<string, Subscribing[]>>();
   readonly #notices: SubscriptionNotices;
+  /** What the session stopped following, for a member session still subscribed to it (stopped-uris.ts). */
+  readonly #stopped = new StoppedUris();
 
   constructor(notices: SubscriptionNotices) {
     this.#notices = notices;
@@ -99,19 +106,28 @@ export class SessionSubscriptions {
           `this session already follows ${MAX_SUBSCRIBED_URIS} resources of the workload; unsubscribe from some first`,
         );
     }
-    // An unsubscribe still in flight, sent before, is withdrawn: sent again, it would undo this subscribe.
+    // An unsubscribe still in flight, sent before, is withdrawn: the member may apply it after this subscribe,
+    // so once it is answered the URI is subscribed again there (upstream-pool.ts `realign`).
     withdraw(this.#unsubscribing, workload, uri);
     return pend(this.#subscribing, { workload, uri, method: "resources/subscribe", withdrawn: false });
   }
 
-  /** The change `subscribing` is answered or failed: a later change from now on no longer concerns it. */
+  /**
+   * The change `subscribing` is answered or failed: a later change from now on no longer concerns it. A
+   * subscribe that leaves its URI not followed (it failed, or the session unsubscribed meanwhile) may still
+   * have been applied by the member: the URI is recorded as stopped.
+   */
   settled(subscribing: Subscribing): void {
     const { workload, uri } = subscribing;
-    const pending = subscribing.method === "resources/subscribe" ? this.#subscribing : this.#unsubscribing;
+    const subscribe = subscribing.method === "resources/subscribe";
+    const pending = subscribe ? this.#subscribing : this.#unsubscribing;
     const byUri = pending.get(workload);
-    const left = (byUri?.get(uri) ?? []).filter((one) => one !== subscribing);
+    const mine = byUri?.get(uri) ?? [];
+    if (!mine.includes(subscribing)) return;
+    const left = mine.filter((one) => one !== subscribing);
     if (left.length > 0) byUri?.set(uri, left);
     else forgetPending(pending, workload, uri);
+    if (subscribe && !this.follows(workload, uri)) this.#stopped.stop(workload, uri);
   }
 
   /**
@@ -119,9 +135,9 @@ export class SessionSubscriptions {
    * unsubscribed from it while that subscribe (`subscribing`) was in flight. Whether it is followed.
    */
   added(workload: string, uri: string, subscribing?: Subscribing): boolean {
-    if (subscribing !== undefined) {
+    if (subscribing?.withdrawn) {
       this.settled(subscribing);
-      if (subscribing.withdrawn) return false;
+      return false;
     }
     let uris = this.#held.get(workload);
     if (uris === undefined) {
@@ -129,6 +145,8 @@ export class SessionSubscriptions {
       this.#held.set(workload, uris);
     }
     uris.add(uri);
+    this.#stopped.resume(workload, uri);
+    if (subscribing !== undefined) this.settled(subscribing);
     return true;
   }
 
@@ -140,6 +158,7 @@ export class SessionSubscriptions {
   removed(workload: string, uri: string): Subscribing {
     withdraw(this.#subscribing, workload, uri);
     this.#forget(workload, uri);
+    this.#stopped.stop(workload, uri);
     return pend(this.#unsubscribing, { workload, uri, method: "resources/unsubscribe", withdrawn: false });
   }
 
@@ -169,6 +188,38 @@ export class SessionSubscriptions {
       this.#notices.notify({ level: "warning", logger: "mcpmgr-gateway", data: text });
   }
 
+  /**
+   * A workload's `notifications/resources/updated` of `uri` that is not the session's to hear: `uri` is one
+   * it stopped following (or lies below one), or it follows nothing there at all. Then `correct` names the
+   * stopped URI whose unsubscribe is to be sent once more, the first time. Undefined: pass it on (a URI
+   * followed, one below a URI followed, or one whose subscribe is in flight, and any other: MCP lets an
+   * update name a sub-resource, which the gateway cannot tell from its URI).
+   */
+  stray(workload: string, uri: string): { correct?: string } | undefined {
+    const covers = (uris: Iterable<string> | undefined) => {
+      for (const one of uris ?? []) if (within(uri, one)) return true;
+      return false;
+    };
+    if (this.follows(workload, uri) || covers(this.#held.get(workload))) return undefined;
+    if (covers(this.#subscribing.get(workload)?.keys())) return undefined;
+    const stopped = this.#stopped.match(workload, uri);
+    if (stopped !== undefined) return this.#stopped.correction(workload, stopped) ? { correct: stopped } : {};
+    return this.holds(workload) || this.#subscribing.has(workload) ? undefined : {};
+  }
+
+  /** Runs `send`, a change of the gateway's own to `uri` at the member, after those before it (stopped-uris.ts). */
+  inTurn<T>(workload: string, uri: string, send: () => Promise<T>): Promise<T> {
+    return this.#stopped.inTurn(workload, uri, send);
+  }
+
+  /**
+   * Resolves once no change of the gateway's own to `uri` (an unsubscribe sent again) is in flight at
+   * `workload`: a subscribe of it waits, so that the member cannot apply that unsubscribe after it.
+   */
+  async corrected(workload: string, uri: string): Promise<void> {
+    await this.#stopped.settled(workload, uri);
+  }
+
   /** The URIs the session follows at `workload`. */
   followed(workload: string): string[] {
     return [...(this.#held.get(workload) ?? [])];
@@ -181,22 +232,21 @@ export class SessionSubscriptions {
 
   /**
    * Subscribes `client`, a new connection to `workload`, to everything the session followed there (or to
-   * `only` of those); what the workload refuses is dropped (and the session told), or given to `report`
-   * instead. Never fails: the connection serves the session's other requests all the same. Gives the URIs
-   * it followed again.
+   * `only` of those); what the workload refuses is dropped (and the session told, its reason after `context`,
+   * by default that the session was replaced), or given to `report` instead. Never fails: the connection
+   * serves the session's other requests all the same. Gives the URIs it followed again.
    */
   async renew(
     workload: string,
     client: Upstream,
     timeoutMs: number,
-    only?: readonly string[],
-    report?: Dropped,
+    { only, report, context = AGAIN }: { only?: readonly string[]; report?: Dropped; context?: string } = {},
   ): Promise<string[]> {
     const held = [...(this.#held.get(workload) ?? [])];
     const uris = only === undefined ? held : held.filter((uri) => only.includes(uri));
     if (uris.length === 0) return [];
     const dropped = report ?? ((lost: readonly string[], why: string) => this.dropped(workload, lost, why));
-    if (client.getProtocolEra() !== "legacy") await followAgain(client, uris, dropped, AGAIN);
+    if (client.getProtocolEra() !== "legacy") await followAgain(client, uris, dropped, context);
     else
       for (let at = 0; at < uris.length; at += RENEW_BATCH) {
         const batch = uris.slice(at, at + RENEW_BATCH);
@@ -215,7 +265,7 @@ export class SessionSubscriptions {
           failures.set(why, failure);
         });
         for (const [why, { lost, cause }] of failures)
-          dropped(lost, `${AGAIN}: subscribing again failed (${why})`, cause);
+          dropped(lost, `${context}: subscribing again failed (${why})`, cause);
       }
     // Those dropped meanwhile (refused, or unsubscribed by the session while this went on) are not followed.
     return uris.filter((uri) => this.follows(workload, uri));

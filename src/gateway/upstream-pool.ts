@@ -17,7 +17,10 @@
  * updates are taken from the new one only. An update sent in the gap reached the session on neither, so each
  * URI followed again is announced as updated (changed-maybe.ts): at least once; the same when a connection's
  * event stream (or listen stream) is opened again after it ended. A subscribe answered on a replaced
- * connection is carried to the current one (`carry`), whose re-subscription may have missed it.
+ * connection is carried to the current one (`carry`), whose re-subscription may have missed it. An update
+ * of a URI the session stopped following is not passed on (`#stray`), and a URI the session subscribed to
+ * again while its unsubscribe was in flight is subscribed once more after that (`realign`): a 2025-era
+ * member may apply the two in either order.
  */
 import type {
   ClientCapabilities,
@@ -30,10 +33,11 @@ import { droppedStreamText } from "../proxy/event-stream.ts";
 import { AwaitedRenewals, notTaken } from "./carried-subscribes.ts";
 import type { GroupCatalog } from "./catalog.ts";
 import { ChangedMaybe } from "./changed-maybe.ts";
-import { type Dropped, whenReopened } from "./member-subscriptions.ts";
+import { whenReopened } from "./member-subscriptions.ts";
 import { PoolCalls, type RequestId } from "./pool-calls.ts";
 import { FIRST_RESUME_MS, MAX_RESUME_MS, ReplacementPace } from "./replacement-pace.ts";
 import { SessionSubscriptions } from "./session-subscriptions.ts";
+import { unsubscribeAgain } from "./stopped-uris.ts";
 import { connectUpstream, endUpstream, MEMBER_SESSION_END_MS, requestLogRelay, type Upstream } from "./upstream.ts";
 
 export interface PoolPeer {
@@ -136,9 +140,11 @@ export class UpstreamPool {
             if (notification.method === "notifications/message") requestLogRelay()?.(notification);
             return;
           }
-          // A connection being drained was replaced: the new one brings the updates (once).
-          if (notification.method === "notifications/resources/updated" && this.#open.get(workload) !== opening())
-            return;
+          if (notification.method === "notifications/resources/updated") {
+            // A connection being drained was replaced: the new one brings the updates (once).
+            if (this.#open.get(workload) !== opening()) return;
+            if (this.#stray(workload, opening(), notification.params?.uri)) return;
+          }
           if (
             notification.method === "notifications/message" ||
             notification.method === "notifications/resources/updated"
@@ -165,7 +171,9 @@ export class UpstreamPool {
     // Before anything is sent on it: a request that met the forgotten session goes again on this one.
     if (peer !== undefined)
       this.#changedMaybe.followedAgain(
-        await this.subscriptions.renew(workload, client, this.#timeoutMs, undefined, this.#renewReport(workload)),
+        await this.subscriptions.renew(workload, client, this.#timeoutMs, {
+          report: this.#awaited.report(workload, this.subscriptions),
+        }),
       );
     return client;
   }
@@ -191,6 +199,31 @@ export class UpstreamPool {
   #reopened(workload: string, opening: Promise<Upstream>): void {
     if (this.#peer !== undefined && this.#open.get(workload) === opening)
       this.#changedMaybe.reopened(workload, () => this.subscriptions.followed(workload));
+  }
+
+  /**
+   * Whether an update of `uri` from `opening`'s member session is one the session does not follow, so not
+   * passed on; the first time, that member session is sent the unsubscribe again (stopped-uris.ts).
+   */
+  #stray(workload: string, opening: Promise<Upstream>, uri: unknown): boolean {
+    const stray = typeof uri === "string" ? this.subscriptions.stray(workload, uri) : undefined;
+    const [client, again] = [this.#opened.get(opening), stray?.correct];
+    if (again !== undefined && client !== undefined)
+      void this.subscriptions.inTurn(workload, again, () => unsubscribeAgain(client, again, this.#timeoutMs));
+    return stray !== undefined;
+  }
+
+  /**
+   * An unsubscribe of `uri` the session withdrew (it subscribed again before the unsubscribe was answered)
+   * went to `on` all the same, and the member may have applied it after that subscribe: `uri` is subscribed
+   * there once more (a set at the member), and announced, as after any gap. Not when `on` was replaced
+   * (the current connection subscribed what the session follows, or the subscribe was carried there).
+   */
+  async realign(workload: string, uri: string, on: Upstream): Promise<void> {
+    if (this.#peer === undefined || this.replaced(workload, on) || !this.subscriptions.follows(workload, uri)) return;
+    const context = "its unsubscribe, sent before the session subscribed again, may have been applied last";
+    const renew = () => this.subscriptions.renew(workload, on, this.#timeoutMs, { only: [uri], context });
+    this.#changedMaybe.followedAgain(await this.subscriptions.inTurn(workload, uri, renew));
   }
 
   /**
@@ -237,27 +270,13 @@ export class UpstreamPool {
       if (others.length > 0) this.subscriptions.dropped(workload, others, why);
     };
     // Subscribing twice is harmless (a set at the member); subscribing never would leave the session deaf.
-    const followed = await this.subscriptions.renew(workload, current, this.#timeoutMs, [uri], report);
+    const followed = await this.subscriptions.renew(workload, current, this.#timeoutMs, { only: [uri], report });
     carrying = false;
     if (refused !== undefined) {
       this.subscriptions.refused(workload, uri);
       throw notTaken(workload, uri, refused);
     }
     this.#changedMaybe.followedAgain(followed);
-  }
-
-  /**
-   * A new connection's re-subscription failed some URIs: the session is told in a warning, but a URI whose
-   * subscribe waits for it (`#awaited`) is forgotten quietly, its failure kept for that subscribe's answer.
-   */
-  #renewReport(workload: string): Dropped {
-    return (lost, why, cause) => {
-      const others: string[] = [];
-      for (const uri of lost)
-        if (this.#awaited.failed(workload, uri, { why, cause })) this.subscriptions.refused(workload, uri);
-        else others.push(uri);
-      if (others.length > 0) this.subscriptions.dropped(workload, others, why);
-    };
   }
 
   /** Whether `client`, a connection to `workload`, is no longer its current one while the session lasts. */
