@@ -6,7 +6,7 @@
  * (each such line; the gateway asks its members before it reports ready), and the AI clients registered
  * with its members directly, which those members will refuse. A remote workload's warning that its
  * credentials go over plain http:// (--remote-insecure-allow-http), said at each start, and that its
- * `--oidc-audience` names localhost where its clients are given 127.0.0.1. The log may be rotated
+ * `--oidc-audience` names a loopback name where its clients are given the address. The log may be rotated
  * meanwhile (state/log-files.ts): what was written since the wait began is read across a rotation.
  */
 import { statSync } from "node:fs";

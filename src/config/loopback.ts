@@ -23,6 +23,9 @@ function isLoopbackIpv6(address: string): boolean {
   return normalised === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(normalised);
 }
 
+/** One label of a host name (RFC 1123): letters, digits and hyphens, not at either end. */
+const DNS_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
 /**
  * The loopback address a name for it stands for, decided here and not left to the resolver:
  * `localhost` and every name below it, in any case, with or without the final dot (RFC 6761 6.3:
@@ -32,6 +35,8 @@ function isLoopbackIpv6(address: string): boolean {
  */
 export function loopbackNameAddress(host: string): "127.0.0.1" | "::1" | undefined {
   const name = host.toLowerCase().replace(/\.$/, "");
+  // Only a name of DNS labels: `a b.localhost` or `..localhost` is no name at all, and --host refuses it.
+  if (!name.split(".").every((label) => DNS_LABEL.test(label))) return undefined;
   if (name === "localhost" || name.endsWith(".localhost")) return "127.0.0.1";
   if (name === "ip6-localhost" || name === "ip6-loopback") return "::1";
   return undefined;
@@ -50,7 +55,7 @@ export function listenAddress(host: string): string {
 }
 
 /** Words of the warning below, which `run`, `start` and `restart` show from a supervisor's log. */
-export const LOCALHOST_AUDIENCE_MARKER = "names localhost, but clients are given";
+export const LOCALHOST_AUDIENCE_MARKER = "a name for loopback, but clients are given";
 
 /**
  * An `--oidc-audience` naming this endpoint by a loopback name (`localhost`, loopbackNameAddress) while its URLs name the address it binds
@@ -75,7 +80,7 @@ export function localhostAudienceWarning(
   if (loopbackNameAddress(url.hostname) !== bound || url.pathname !== endpointPath) return undefined;
   const named = new URL(url.href);
   named.hostname = bound === "::1" ? "[::1]" : bound;
-  return `--oidc-audience ${audience} ${LOCALHOST_AUDIENCE_MARKER} ${named.origin}${endpointPath}: MCP clients ask for tokens for the URL they use, which many authorization servers make the token's audience, and such tokens are refused (hint: give --oidc-audience ${named.href}, or have the authorization server issue ${audience} whatever resource is asked for)`;
+  return `--oidc-audience ${audience} names ${url.hostname}, ${LOCALHOST_AUDIENCE_MARKER} ${named.origin}${endpointPath}: MCP clients ask for tokens for the URL they use, which many authorization servers make the token's audience, and such tokens are refused (hint: give --oidc-audience ${named.href}, or have the authorization server issue ${audience} whatever resource is asked for)`;
 }
 
 const proxyVariables = ["http_proxy", "https_proxy", "all_proxy"];

@@ -100,7 +100,7 @@ function forwarderOptions(spec: RunSpec, options: UpstreamOptions, ctx: Workload
 /**
  * Resolves once an HTTP server answers at `url` (any status). A TCP accept is not enough: a
  * container's published port is accepted by the engine's port proxy before the server inside
- * listens, and those early connections are reset. Redirects are not followed blindly: one to
+ * listens, and those early connections are reset. Redirects are not followed blindly: a 307/308 to
  * another origin, or a loop, would have been retried until the timeout and then reported as a
  * server that does not listen; both fail at once (same-origin-redirect.ts says which are followed).
  */
@@ -140,7 +140,10 @@ async function answers(name: string, url: URL, unix: string | undefined): Promis
     if (response === undefined) return false;
     const next = sameOriginRedirect(response, at);
     if (next === undefined) {
-      const to = redirectTarget(response, at);
+      // Only a 307/308 keeps the method, so only one to another origin sends MCP's POSTs there too. A
+      // 301/302/303 (a browser's GET sent to a page, a login) says the server listens, wherever it points;
+      // the readiness probe's POST judges whether it speaks MCP.
+      const to = response.status === 307 || response.status === 308 ? redirectTarget(response, at) : undefined;
       if (to !== undefined && to.origin !== url.origin)
         return new McpmgrError(
           "SERVER_FAILED",

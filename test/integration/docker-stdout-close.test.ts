@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fixtureImages, leftovers, type FixtureImages } from "../support/docker-fixtures.ts";
-import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { CLI_ENTRY, spawnCollect, spawnUntil } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -99,3 +99,67 @@ test("the same under Podman, whose attach connection says nothing of it either",
     await run.stop();
   }
 }, 120_000);
+
+test("a server whose descriptors mcpmgr cannot read is not taken for one that closed its stdout", async () => {
+  // The engine's init is readable but the server is not: here a server that left root for another uid,
+  // read by a root without CAP_SYS_PTRACE (a hardened service); the same holds for a non-root mcpmgr and
+  // a server that made itself undumpable. Before, an unreadable process counted as one without the pipe.
+  const started = await spawnCollect(
+    [
+      "docker",
+      "run",
+      "-d",
+      "-i",
+      "--init",
+      "--entrypoint",
+      "node",
+      images.unruly,
+      "-e",
+      "process.setgid(65534); process.setuid(65534); setInterval(() => {}, 1000)",
+    ],
+    process.env,
+  );
+  expect(started.code).toBe(0);
+  const id = started.stdout.trim();
+  try {
+    const pid = (await spawnCollect(["docker", "inspect", "-f", "{{.State.Pid}}", id], process.env)).stdout.trim();
+    // The server runs as its own uid once the init's child says so.
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      const child = (
+        await Bun.file(`/proc/${pid}/task/${pid}/children`)
+          .text()
+          .catch(() => "")
+      ).trim();
+      const status =
+        child === ""
+          ? ""
+          : await Bun.file(`/proc/${child}/status`)
+              .text()
+              .catch(() => "");
+      if (/^Uid:\s+65534\b/m.test(status)) break;
+      await Bun.sleep(50);
+    }
+    const probe = join(import.meta.dir, "../fixtures/stdout-watch-probe.ts");
+    const watched = await spawnCollect(
+      [
+        "setpriv",
+        "--bounding-set",
+        "-sys_ptrace",
+        "--inh-caps",
+        "-sys_ptrace",
+        "--",
+        process.execPath,
+        probe,
+        pid,
+        id,
+        "4",
+      ],
+      process.env,
+    );
+    expect(watched.stderr).toBe("");
+    expect(JSON.parse(watched.stdout)).toEqual({ serverReadable: false, closed: false });
+  } finally {
+    await spawnCollect(["docker", "rm", "-f", id], process.env);
+  }
+});

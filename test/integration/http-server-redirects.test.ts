@@ -5,7 +5,9 @@
  * and to check MCP_PORT. Now it fails at once, naming where the server sends its clients.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CLI_ENTRY, REPO_ROOT, spawnUntil } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -60,4 +62,36 @@ test("a server that redirects to itself in a loop fails the start at once", asyn
   expect(seconds).toBeLessThan(25);
   expect(stderr).toContain("redirects in a loop (5 redirects followed, the last to http://127.0.0.1:");
   expect(stderr).not.toContain("MCP_PORT");
+});
+
+test("a server that sends a browser's GET to another origin with a 302, and answers MCP's POST, starts and serves", async () => {
+  // A 302 turns the POST into a GET: only a 307/308 would send MCP's requests elsewhere too.
+  const run = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      "npx://./test/fixtures/redirecting-http",
+      "--name",
+      "redirects-browsers-elsewhere",
+      "--transport",
+      "streamable-http",
+      "--permission-profile",
+      "network",
+      "--",
+      "browsers-elsewhere",
+    ],
+    /^(http:\/\/\S+)$/m,
+    { env: { MCPMGR_RUNTIME: "process" }, timeoutMs: 45_000 },
+  );
+  try {
+    const client = new Client({ name: "http-server-redirects", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["here"]);
+    await client.close();
+    expect(run.output()).not.toContain("another origin");
+  } finally {
+    await run.stop();
+  }
 });

@@ -228,7 +228,7 @@ test("an --oidc-audience naming localhost, where clients are given 127.0.0.1, is
         "none",
       ]);
     const run = await runWithAudience(audience);
-    const warning = `--oidc-audience ${audience} names localhost, but clients are given http://127.0.0.1:${port}/mcp`;
+    const warning = `--oidc-audience ${audience} names localhost, a name for loopback, but clients are given http://127.0.0.1:${port}/mcp`;
     expect(run.stdout.trim()).toBe(`http://127.0.0.1:${port}/mcp`);
     expect(run.stderr).toContain(warning);
     expect(run.stderr).toContain(`give --oidc-audience http://127.0.0.1:${port}/mcp`);
@@ -237,7 +237,7 @@ test("an --oidc-audience naming localhost, where clients are given 127.0.0.1, is
 
     // The audience the clients' URL gives: nothing to say.
     const fitting = await runWithAudience(`http://127.0.0.1:${port}/mcp`);
-    expect(fitting.stderr).not.toContain("names localhost");
+    expect(fitting.stderr).not.toContain("a name for loopback");
   } finally {
     await auth.stop();
   }

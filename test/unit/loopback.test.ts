@@ -1,6 +1,8 @@
 /** The loopback rule (src/config/loopback.ts) for URL hosts and a listener's --host. */
 import { expect, test } from "bun:test";
+import * as v from "valibot";
 import { isLoopbackHostname, listenAddress, localhostAudienceWarning } from "../../src/config/loopback.ts";
+import { listenHost } from "../../src/config/values.ts";
 
 test("loopback however it is written: names, 127.0.0.0/8, the IPv6 loopback and IPv4-mapped loopback", () => {
   for (const host of [
@@ -49,12 +51,27 @@ test("a listener's --host: every name for loopback is bound, and named, as its a
     expect([host, listenAddress(host)]).toEqual([host, host]);
 });
 
+test("--host refuses what is no host name even below .localhost, and takes the loopback names that are", () => {
+  for (const host of ["a b.localhost", "..localhost", ".localhost", "x_y.localhost", "-x.localhost"])
+    expect([host, v.safeParse(listenHost, host).success]).toEqual([host, false]);
+  for (const [host, bound] of [
+    ["localhost.", "127.0.0.1"],
+    ["mcp-1.app.localhost", "127.0.0.1"],
+    ["ip6-loopback", "::1"],
+  ])
+    expect([host, v.parse(listenHost, host)]).toEqual([host, bound]);
+});
+
 test("an --oidc-audience by a loopback name where clients are given the address is warned about, with the audience that fits", () => {
   expect(localhostAudienceWarning("http://LOCALHOST.:8080/mcp", "localhost", "/mcp")).toContain(
     "give --oidc-audience http://127.0.0.1:8080/mcp",
   );
   expect(localhostAudienceWarning("http://ip6-localhost:8080/mcp", "ip6-localhost", "/mcp")).toContain(
     "give --oidc-audience http://[::1]:8080/mcp",
+  );
+  // It says which name the audience gives, not "localhost" for every one of them.
+  expect(localhostAudienceWarning("http://ip6-localhost:8080/mcp", "ip6-localhost", "/mcp")).toStartWith(
+    "--oidc-audience http://ip6-localhost:8080/mcp names ip6-localhost, a name for loopback, but clients are given http://[::1]:8080/mcp",
   );
   // A name for the other loopback is not this listener's; the address itself is what clients use.
   expect(localhostAudienceWarning("http://localhost:8080/mcp", "::1", "/mcp")).toBeUndefined();

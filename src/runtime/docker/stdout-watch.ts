@@ -47,17 +47,30 @@ function processTree(pid: number): number[] {
   return found;
 }
 
-function holds(pid: number, pipe: string): boolean {
+/** A /proc read that failed because the process (or its descriptor) is gone, not because it is hidden. */
+function gone(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === "ENOENT" || code === "ESRCH";
+}
+
+/**
+ * Whether `pid` holds `pipe` on any descriptor; undefined when its descriptors cannot be read (a
+ * process of another user, or one that made itself undumpable, with mcpmgr lacking CAP_SYS_PTRACE):
+ * such a process may be the one holding it.
+ */
+function holds(pid: number, pipe: string): boolean | undefined {
   let fds: string[] = [];
   try {
     fds = readdirSync(`/proc/${pid}/fd`);
-  } catch {
-    return false;
+  } catch (error) {
+    return gone(error) ? false : undefined;
   }
   for (const fd of fds) {
     try {
       if (readlinkSync(`/proc/${pid}/fd/${fd}`) === pipe) return true;
-    } catch {}
+    } catch (error) {
+      if (!gone(error)) return undefined;
+    }
   }
   return false;
 }
@@ -91,8 +104,19 @@ export function watchContainerStdout(
     const server = processTree(pid).filter((each) => !init || each !== pid);
     // The init has not started the server yet, or the server has just exited and the init follows.
     if (server.length === 0) return;
-    holder = server.find((each) => stdoutPipe(each) === pipe) ?? server.find((each) => holds(each, pipe));
+    holder = server.find((each) => stdoutPipe(each) === pipe);
     if (holder !== undefined) return;
+    let unreadable = false;
+    for (const each of server) {
+      const held = holds(each, pipe);
+      if (held === true) {
+        holder = each;
+        return;
+      }
+      if (held === undefined) unreadable = true;
+    }
+    // A process mcpmgr cannot look into may hold it: not knowing is not a closed stdout.
+    if (unreadable) return;
     clearInterval(timer);
     onClosed();
   }, WATCH_INTERVAL_MS);
