@@ -64,6 +64,21 @@ test("a file that does not parse says where and why; an unquoted Cedar @id in YA
   expect(usageError(() => auditConfig(false, json, "w"), "INVALID_OPTION").message).toMatch(/not valid JSON \(.+\)$/);
 });
 
+test("a file that does not parse never quotes its own text (a token pasted unquoted), and says the line and column", async () => {
+  const token = "ghp_r42SecretToken0123456789";
+  const json = await file(
+    `{"version": "1.0",\n "type": "cedarv1",\n "cedar": {"policies": ["permit(principal, action, resource);"],\n   "entities_json": ${token}}}`,
+    "json",
+  );
+  const jsonErr = usageError(() => authzConfig(json), "INVALID_OPTION");
+  expect(jsonErr.message).not.toContain(token);
+  expect(jsonErr.message).toContain("not valid JSON (line 4, column 21: invalid symbol)");
+  const unterminated = await file('{"eventTypes": ["mcp_tool_call"],\n "x": "' + token + "\n}", "json");
+  const stringErr = usageError(() => auditConfig(false, unterminated, "w"), "INVALID_OPTION");
+  expect(stringErr.message).not.toContain(token);
+  expect(stringErr.message).toContain("line 2, column 7");
+});
+
 let hooks: string;
 let unlike: string;
 let nameless: string;
