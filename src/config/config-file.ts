@@ -169,8 +169,22 @@ function issueText(schema: unknown, issues: readonly v.BaseIssue<unknown>[]): st
       const suggestion = didYouMean(closeMatches(field, known, { nearestOnly: true, limit: 1 }));
       return `${parent}: unknown field ${JSON.stringify(field)}${suggestion ? ` (${suggestion})` : ""}`;
     }
-    if (issue.received === "undefined" && issue.expected === JSON.stringify(field))
+    if (issue.received === "undefined" && issue.expected === JSON.stringify(field)) {
+      // A misspelt required field is missing and unknown at once (`typ` for `type`): the typo says more.
+      for (const other of issues) {
+        const otherKeys = other.path?.map((p) => String(p.key)) ?? [];
+        const typo = otherKeys.at(-1);
+        if (
+          other.expected !== "never" ||
+          typo === undefined ||
+          otherKeys.slice(0, -1).join(".") !== keys.slice(0, -1).join(".")
+        )
+          continue;
+        const suggestion = didYouMean(closeMatches(typo, [field], { nearestOnly: true, limit: 1 }));
+        if (suggestion) return `${parent}: unknown field ${JSON.stringify(typo)} (${suggestion})`;
+      }
       return `${parent}: the field ${JSON.stringify(field)} is missing`;
+    }
   }
   return `${at}: ${issue?.message ?? "invalid"}`;
 }
