@@ -85,6 +85,9 @@ function scopeProblem(
     if (ref === undefined) continue;
     if (!(ref.id in ACTIONS) && !defined.actions.has(ref.id))
       return `names ${show(ref)}, an action mcpmgr never asks about`;
+    // A request's action is always one of the three: `==` an action group never holds (`in` does).
+    if (action?.op === "==" && !(ref.id in ACTIONS))
+      return `compares action with ${show(ref)}, an action group, which no request's action equals (write action in ${show(ref)})`;
     actionIds.add(ref.id);
   }
   // Resources and principals: the type compared or tested (==, is) must be the one mcpmgr

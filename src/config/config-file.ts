@@ -8,7 +8,7 @@
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import * as v from "valibot";
-import { errorMessage, McpmgrError } from "../errors.ts";
+import { McpmgrError } from "../errors.ts";
 
 export interface ConfigFileOptions {
   /** The option that named the file, with its dashes: "--audit-config". */
@@ -36,8 +36,8 @@ function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">):
   const asYaml = options.yaml && yamlFile.test(path);
   try {
     return asYaml ? Bun.YAML.parse(text) : JSON.parse(text);
-  } catch (err) {
-    const why = asYaml ? yamlProblem(text) : errorMessage(err).replace(/^JSON Parse error: /, "");
+  } catch {
+    const why = asYaml ? yamlProblem(text) : jsonProblem(text);
     throw fail(
       `not valid ${asYaml ? "YAML" : "JSON"}${why ? ` (${why})` : ""}`,
       asYaml && /reserved character @/.test(why ?? "")
@@ -58,6 +58,28 @@ function yamlProblem(text: string): string | undefined {
   const where = first.linePos?.[0];
   const message = (first.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
   return `${where ? `line ${where.line}, column ${where.col}: ` : ""}${message}`;
+}
+
+/**
+ * Where and why JSON text does not parse, without any of the text: Bun's JSON.parse quotes the token it
+ * stopped at (`Unexpected identifier "ghp_…"`, a token pasted unquoted) and has no position, so the text
+ * is read again by jsonc-parser (comments and trailing commas refused, as JSON.parse does), whose errors
+ * are codes at an offset.
+ */
+function jsonProblem(text: string): string | undefined {
+  const { parse, printParseErrorCode } = require("jsonc-parser") as typeof import("jsonc-parser");
+  const errors: import("jsonc-parser").ParseError[] = [];
+  parse(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  const [first] = errors;
+  if (first === undefined) return undefined;
+  const before = text.slice(0, first.offset);
+  const line = before.split("\n").length;
+  const column = first.offset - (before.lastIndexOf("\n") + 1) + 1;
+  // "CloseBraceExpected" → "close brace expected".
+  const why = printParseErrorCode(first.error)
+    .replace(/([a-z])([A-Z])/g, "$1 $2")
+    .toLowerCase();
+  return `line ${line}, column ${column}: ${why}`;
 }
 
 /** The file's content as the schema's output; the first problem is reported with its field path. */
@@ -147,8 +169,22 @@ function issueText(schema: unknown, issues: readonly v.BaseIssue<unknown>[]): st
       const suggestion = didYouMean(closeMatches(field, known, { nearestOnly: true, limit: 1 }));
       return `${parent}: unknown field ${JSON.stringify(field)}${suggestion ? ` (${suggestion})` : ""}`;
     }
-    if (issue.received === "undefined" && issue.expected === JSON.stringify(field))
+    if (issue.received === "undefined" && issue.expected === JSON.stringify(field)) {
+      // A misspelt required field is missing and unknown at once (`typ` for `type`): the typo says more.
+      for (const other of issues) {
+        const otherKeys = other.path?.map((p) => String(p.key)) ?? [];
+        const typo = otherKeys.at(-1);
+        if (
+          other.expected !== "never" ||
+          typo === undefined ||
+          otherKeys.slice(0, -1).join(".") !== keys.slice(0, -1).join(".")
+        )
+          continue;
+        const suggestion = didYouMean(closeMatches(typo, [field], { nearestOnly: true, limit: 1 }));
+        if (suggestion) return `${parent}: unknown field ${JSON.stringify(typo)} (${suggestion})`;
+      }
       return `${parent}: the field ${JSON.stringify(field)} is missing`;
+    }
   }
   return `${at}: ${issue?.message ?? "invalid"}`;
 }

@@ -20,6 +20,7 @@ import { bodyProblem } from "./message-checks.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 import { errorMessage } from "../errors.ts";
 import { isObject } from "../objects.ts";
+import { excerpt } from "../printable.ts";
 
 export interface WebhookOptions {
   readonly config: WebhookConfig;
@@ -168,7 +169,8 @@ export function webhooks(options: WebhookOptions): Middleware {
       if (answer.patch_type !== undefined && answer.patch_type !== "json_patch")
         return deny(
           message,
-          `webhook ${hook.name} answered the unknown patch type ${JSON.stringify(answer.patch_type)} (mcpmgr applies "json_patch", RFC 6902)`,
+          // The answer may hold up to 1 MiB: the client and the audit line get the start of the type only.
+          `webhook ${hook.name} answered the unknown patch type ${excerpt(JSON.stringify(answer.patch_type) ?? "", 60)} (mcpmgr applies "json_patch", RFC 6902)`,
           502,
         );
       if (!patchAllowed(answer.patch))

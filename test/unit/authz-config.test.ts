@@ -44,9 +44,14 @@ test("a scope naming an action, a resource type or a principal type mcpmgr never
     ['permit(principal == User::"alice", action, resource);', 'User::"alice"'],
     ['permit(principal in Group::"admins", action, resource);', 'Group::"admins"'],
     ['permit(principal, action == Action::"get_prompt", resource == Tool::"echo");', "get_prompt"],
+    // An action group the entities define, compared with ==: no request's action is a group.
+    ['forbid(principal, action == Action::"writers", resource);', 'action in Action::"writers"'],
+  ];
+  const groups = [
+    { uid: { type: "Action", id: "call_tool" }, attrs: {}, parents: [{ type: "Action", id: "writers" }] },
   ];
   for (const [policy, named] of cases) {
-    const path = await policyFile([PERMIT_ECHO, `@id("under-test") ${policy}`]);
+    const path = await policyFile([PERMIT_ECHO, `@id("under-test") ${policy}`], groups);
     const err = usageError(() => authzConfig(path), "INVALID_OPTION");
     expect(err.message).toContain('policy "under-test"');
     expect(err.message).toContain(named);

@@ -53,6 +53,25 @@ test("a missing field the format needs is named as missing", async () => {
   );
 });
 
+test("a required field misspelt is named as the typo it is, not only as missing", async () => {
+  const typo = await file(
+    JSON.stringify({ version: "1.0", typ: "cedarv1", cedar: { policies: ["permit(principal, action, resource);"] } }),
+    "json",
+  );
+  expect(usageError(() => authzConfig(typo), "INVALID_OPTION").message).toEndWith(
+    '(root): unknown field "typ" (did you mean type?)',
+  );
+  const renamed = await file(JSON.stringify({ toolOverrides: { echo: { name: "say" } } }), "json");
+  expect(usageError(() => toolsPolicy([], renamed), "INVALID_OPTION").message).toEndWith(
+    '(root): unknown field "toolOverrides" (did you mean toolsOverride?)',
+  );
+  // An unknown field that is not near the missing one leaves it missing.
+  const other = await file("validating:\n  - url: https://x.example\n    colour: red\n");
+  expect(usageError(() => webhookConfig([other]), "INVALID_OPTION").message).toEndWith(
+    'validating.0: the field "name" is missing',
+  );
+});
+
 test("a file that does not parse says where and why; an unquoted Cedar @id in YAML gets its own hint", async () => {
   const annotated = await file(
     'version: "1.0"\ntype: cedarv1\ncedar:\n  policies:\n    - @id("no-big") forbid(principal, action, resource);\n',
@@ -62,6 +81,21 @@ test("a file that does not parse says where and why; an unquoted Cedar @id in YA
   expect(err.hint).toContain("quoted in YAML");
   const json = await file('{"eventTypes": ["mcp_tool_call"],}', "json");
   expect(usageError(() => auditConfig(false, json, "w"), "INVALID_OPTION").message).toMatch(/not valid JSON \(.+\)$/);
+});
+
+test("a file that does not parse never quotes its own text (a token pasted unquoted), and says the line and column", async () => {
+  const token = "ghp_r42SecretToken0123456789";
+  const json = await file(
+    `{"version": "1.0",\n "type": "cedarv1",\n "cedar": {"policies": ["permit(principal, action, resource);"],\n   "entities_json": ${token}}}`,
+    "json",
+  );
+  const jsonErr = usageError(() => authzConfig(json), "INVALID_OPTION");
+  expect(jsonErr.message).not.toContain(token);
+  expect(jsonErr.message).toContain("not valid JSON (line 4, column 21: invalid symbol)");
+  const unterminated = await file('{"eventTypes": ["mcp_tool_call"],\n "x": "' + token + "\n}", "json");
+  const stringErr = usageError(() => auditConfig(false, unterminated, "w"), "INVALID_OPTION");
+  expect(stringErr.message).not.toContain(token);
+  expect(stringErr.message).toContain("line 2, column 7");
 });
 
 let hooks: string;

@@ -56,6 +56,9 @@ const hooks = Bun.serve({
           patch_type: "JSONPatch",
           patch: [{ op: "add", path: "/params/arguments/audited", value: true }],
         });
+      case "/patch-type-long":
+        // A webhook that answers a type made of a whole document (up to the 1 MiB answer bound).
+        return Response.json({ allowed: true, patch_type: "x".repeat(100_000), patch: [] });
       case "/patch-method":
         return Response.json({ allowed: true, patch: [{ op: "replace", path: "/method", value: "tools/list" }] });
       case "/patch-target":
@@ -197,6 +200,12 @@ describe("mutating webhooks", () => {
     expect(message?.error?.message).toContain('"JSONPatch"');
     expect(message?.error?.message).toContain('"json_patch"');
     expect(server.received).toHaveLength(0);
+    // The type is quoted for the client and the audit line, but only its start: the answer may be 1 MiB.
+    const long = await setup([], [hook("long", "/patch-type-long")]).handle(call(), ctx);
+    expect(long.status).toBe(502);
+    const [said] = await messagesOf(long);
+    expect(said?.error?.message.length).toBeLessThan(300);
+    expect(said?.error?.message).toContain('"json_patch"');
   });
 });
 
