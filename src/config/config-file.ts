@@ -186,7 +186,18 @@ function issueText(schema: unknown, issues: readonly v.BaseIssue<unknown>[]): st
       return `${parent}: the field ${JSON.stringify(field)} is missing`;
     }
   }
-  return `${at}: ${issue?.message ?? "invalid"}`;
+  return `${at}: ${issue === undefined ? "invalid" : withoutReceivedValue(issue)}`;
+}
+
+/**
+ * valibot's message quotes the value it refused (`Expected Array but received "ghp_…"`), and a value
+ * in the wrong place of an option file is often a token or password pasted one line off: say what
+ * kind of value it was, never the value.
+ */
+function withoutReceivedValue(issue: v.BaseIssue<unknown>): string {
+  const { message, received } = issue;
+  if (!received.startsWith('"')) return message; // numbers, booleans, null, types: nothing secret
+  return message.split(received).join("a string");
 }
 
 /** The field names the object schema at `keys` (a path into the file) knows; undefined: not an object there. */

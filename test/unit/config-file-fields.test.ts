@@ -92,7 +92,7 @@ test("a file that does not parse never quotes its own text (a token pasted unquo
   const jsonErr = usageError(() => authzConfig(json), "INVALID_OPTION");
   expect(jsonErr.message).not.toContain(token);
   expect(jsonErr.message).toContain("not valid JSON (line 4, column 21: invalid symbol)");
-  const unterminated = await file('{"eventTypes": ["mcp_tool_call"],\n "x": "' + token + "\n}", "json");
+  const unterminated = await file(`{"eventTypes": ["mcp_tool_call"],\n "x": "${token}\n}`, "json");
   const stringErr = usageError(() => auditConfig(false, unterminated, "w"), "INVALID_OPTION");
   expect(stringErr.message).not.toContain(token);
   expect(stringErr.message).toContain("line 2, column 7");
@@ -116,4 +116,17 @@ beforeAll(async () => {
     JSON.stringify({ version: "1.0", type: "cedarv1", cedar: { policy: ["permit(principal, action, resource);"] } }),
     "json",
   );
+});
+
+test("a value of the wrong type is described, never quoted (a token pasted in the wrong place stays out of the message)", async () => {
+  const token = "ghp_0123456789abcdefABCDEF0123456789abcd";
+  const misplaced = await file(JSON.stringify({ eventTypes: token }), "json");
+  const err = usageError(() => auditConfig(false, misplaced, "w"), "INVALID_OPTION");
+  expect(err.message).not.toContain(token);
+  expect(err.message).not.toContain("ghp_");
+  expect(err.message).toContain("eventTypes: ");
+  expect(err.message).toContain("a string");
+  const pattern = await file(JSON.stringify({ validating: [{ name: "x", url: token, timeout: 5 }] }), "json");
+  const urlErr = usageError(() => webhookConfig([pattern]), "INVALID_OPTION");
+  expect(urlErr.message).not.toContain("ghp_");
 });
