@@ -169,7 +169,10 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   for (const bind of binds) args.push("--ro-bind", bind.hostPath, bind.targetPath);
   if (plan.identity)
     args.push("--ro-bind", plan.identity.passwd, "/etc/passwd", "--ro-bind", plan.identity.group, "/etc/group");
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", home);
+  // /proc read-only: run by root, the sandbox's uid is the host's uid 0, which owns /proc/sys and
+  // writes the host kernel's settings (core_pattern runs a program as root) with no capability.
+  // bwrap covers /proc/sys only when the directory itself is writable, which it never is.
+  args.push("--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", home);
 
   const mounts = sandboxMounts(plan);
   // sandboxMounts puts the working directory right after the toolchain's directories.

@@ -97,6 +97,16 @@ test("the server sees an allow-list of the host: system files yes; /etc/shadow, 
     // What the server's home and /tmp hold is its own: empty, writable, gone afterwards.
     expect(await run.call("write_file", { path: "/tmp/scratch.txt", text: "x" })).toBe("written");
     expect(await run.call("write_file", { path: "/new-top-level.txt" })).toBe("EROFS");
+    // The host's kernel settings: when mcpmgr runs as root, the sandbox's uid 65534 is the host's
+    // uid 0, which owns /proc/sys and may write there without any capability (core_pattern runs a
+    // program as root on the host). Rewriting the value the kernel already has changes nothing
+    // when the write goes through; /proc is read-only, so it must not. (As another user the
+    // write is refused by the file's owner instead; the read-only mount answers first.)
+    for (const path of ["/proc/sys/vm/swappiness", "/proc/sys/kernel/core_pattern"]) {
+      const value = await run.call("read_file", { path });
+      expect(value).not.toMatch(/^E[A-Z]+$/);
+      expect(`${path}: ${await run.call("write_file", { path, text: value })}`).toBe(`${path}: EROFS`);
+    }
     await run.client.close();
   } finally {
     await run.stop();
