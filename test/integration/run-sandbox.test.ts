@@ -113,6 +113,32 @@ test("the server sees an allow-list of the host: system files yes; /etc/shadow, 
   }
 }, 60_000);
 
+test("the sandbox's /tmp, /dev/shm and home are bounded: 2 GiB each by default, MCPMGR_SANDBOX_TMPFS_SIZE sets it; a server filling them gets ENOSPC; /dev is read-only", async () => {
+  // Both are tmpfs, held in the host's memory: without a size bwrap lets each take half of it.
+  const byDefault = await runForeground([PROBE, "--permission-profile", "none"]);
+  try {
+    for (const dir of ["/tmp", "/dev/shm", (await byDefault.call("env", { name: "HOME" })) as string])
+      expect(`${dir}: ${await byDefault.call("fs_size", { path: dir })}`).toBe(`${dir}: ${2 * 1024 ** 3}`);
+    // bwrap's /dev is a tmpfs as big as the others were: read-only, so nothing is written there.
+    expect(await byDefault.call("write_file", { path: "/dev/filler" })).toBe("EROFS");
+    expect(await byDefault.call("write_file", { path: "/dev/null" })).toBe("written");
+    await byDefault.client.close();
+  } finally {
+    await byDefault.stop();
+  }
+  const small = await runForeground([PROBE, "--permission-profile", "none"], { MCPMGR_SANDBOX_TMPFS_SIZE: "8m" });
+  try {
+    const home = (await small.call("env", { name: "HOME" })) as string;
+    for (const dir of ["/tmp", "/dev/shm", home]) {
+      expect(await small.call("fill_file", { path: `${dir}/small`, mib: 4 })).toBe("written");
+      expect(`${dir}: ${await small.call("fill_file", { path: `${dir}/big`, mib: 16 })}`).toBe(`${dir}: ENOSPC`);
+    }
+    await small.client.close();
+  } finally {
+    await small.stop();
+  }
+});
+
 describe("the working directory is shown unless it lies where the host is; its sockets are covered (review H1)", () => {
   let inTmp: string;
   let project: string;
