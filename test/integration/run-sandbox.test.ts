@@ -139,6 +139,34 @@ test("the sandbox's /tmp, /dev/shm and home are bounded: 2 GiB each by default, 
   }
 });
 
+test("no set-user-ID or set-group-ID file or directory is made in a writable volume (chmod, open, mkdir, mknod)", async () => {
+  // Run by root, the sandbox's uid is the host's uid 0: a setuid program it leaves in a volume
+  // runs as root for every user of the host, whatever nosuid the sandbox's own mount has.
+  const volume = await mkdtemp(join(REPO_ROOT, ".tmp-setid-"));
+  const run = await runForeground([PROBE, "--permission-profile", "none", "-v", `${volume}:/data`]);
+  try {
+    expect(await run.call("write_file", { path: "/data/tool", text: "#!/bin/sh\nid\n" })).toBe("written");
+    for (const mode of [0o4755, 0o2755, 0o6755])
+      expect(`${mode.toString(8)}: ${await run.call("chmod", { path: "/data/tool", mode })}`).toBe(
+        `${mode.toString(8)}: EPERM`,
+      );
+    expect(await run.call("create_file", { path: "/data/made", mode: 0o4755 })).toBe("EPERM");
+    expect(await run.call("make_dir", { path: "/data/shared", mode: 0o2775 })).toBe("EPERM");
+    // Ordinary modes still work, and so does opening a file that exists (its mode argument unused).
+    expect(await run.call("chmod", { path: "/data/tool", mode: 0o755 })).toBe("changed");
+    expect(await run.call("create_file", { path: "/data/plain", mode: 0o644 })).toBe("created");
+    expect(await run.call("make_dir", { path: "/data/dir", mode: 0o755 })).toBe("made");
+    expect(await run.call("read_file", { path: "/data/tool" })).toContain("id");
+    for (const name of ["tool", "plain", "dir"])
+      expect(`${name}: ${lstatSync(join(volume, name)).mode & 0o6000}`).toBe(`${name}: 0`);
+    expect(lstatSync(join(volume, "made"), { throwIfNoEntry: false })).toBeUndefined();
+    await run.client.close();
+  } finally {
+    await run.stop();
+    await rm(volume, { recursive: true, force: true });
+  }
+});
+
 describe("the working directory is shown unless it lies where the host is; its sockets are covered (review H1)", () => {
   let inTmp: string;
   let project: string;
