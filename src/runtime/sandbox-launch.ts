@@ -9,7 +9,7 @@ import { type Env, resolvePaths } from "../state/paths.ts";
 import { mcpmgrProtectedDirs } from "./host-paths.ts";
 import type { WorkingDirView } from "./mount-policy.ts";
 import { launchProcess, type LocalProcess } from "./process.ts";
-import { bwrapArgs, type Mount, type SandboxPlan, toolchainDirs } from "./sandbox.ts";
+import { bwrapArgs, bwrapTakesSize, type Mount, type SandboxPlan, toolchainDirs } from "./sandbox.ts";
 import { openSeccompFilter, type SandboxFiles, sandboxFiles } from "./sandbox-files.ts";
 import type { PermissionProfile } from "./permission-profile.ts";
 
@@ -24,6 +24,8 @@ export interface SandboxLaunch {
   readonly volumes: readonly Mount[];
   readonly overlays?: SandboxPlan["overlays"];
   readonly emptyFile?: string;
+  /** The size of each of the sandbox's tmpfs mounts (/tmp, home); bwrap's default is half the memory. */
+  readonly tmpfsBytes?: number;
   /** The environment that names mcpmgr's directories (MCPMGR_HOME, XDG_*); this process's by default. */
   readonly stateEnv?: Env;
 }
@@ -32,9 +34,7 @@ export interface SandboxLaunch {
 const SECCOMP_FD = 3;
 
 /** The bwrap arguments of a launch, with the files they bind. */
-async function sandboxArgs(
-  launch: Omit<SandboxLaunch, "bwrap" | "env">,
-): Promise<{ args: string[]; files: SandboxFiles }> {
+async function sandboxArgs(launch: Omit<SandboxLaunch, "env">): Promise<{ args: string[]; files: SandboxFiles }> {
   const home = homedir();
   const stateEnv = launch.stateEnv ?? process.env;
   const files = await sandboxFiles(resolvePaths(stateEnv).dataDir, home);
@@ -49,6 +49,7 @@ async function sandboxArgs(
     runtimeDirs: toolchainDirs(launch.command, home),
     identity: files,
     seccompFd: SECCOMP_FD,
+    ...(launch.tmpfsBytes !== undefined && bwrapTakesSize(launch.bwrap) ? { tmpfsBytes: launch.tmpfsBytes } : {}),
     ...(launch.overlays ? { overlays: launch.overlays } : {}),
     ...(launch.emptyFile ? { emptyFile: launch.emptyFile } : {}),
   });

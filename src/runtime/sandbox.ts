@@ -60,6 +60,11 @@ export interface SandboxPlan {
   readonly identity?: { readonly passwd: string; readonly group: string };
   /** The descriptor, in bwrap, of the compiled seccomp filter (seccomp.ts). */
   readonly seccompFd?: number;
+  /**
+   * The size of /tmp and the home directory, each (bwrap's --size, from bwrap 0.7). Both are
+   * tmpfs, held in memory; without a size each may take half of it.
+   */
+  readonly tmpfsBytes?: number;
 }
 
 /** The system's programs and libraries; each is a directory (bound read-only) or a link (recreated). */
@@ -100,6 +105,22 @@ const etcAllowList = [
 export function findBwrap(): string | undefined {
   if (process.platform !== "linux") return undefined;
   return Bun.which("bwrap") ?? undefined;
+}
+
+const takesSize = new Map<string, boolean>();
+
+/**
+ * Whether this bwrap sizes a tmpfs (`--size`, bubblewrap 0.7 and later): an older one stops at
+ * an option it does not know, so the size is left out there (asked once per binary).
+ */
+export function bwrapTakesSize(bwrap: string): boolean {
+  let known = takesSize.get(bwrap);
+  if (known === undefined) {
+    const help = Bun.spawnSync([bwrap, "--help"], { stdout: "pipe", stderr: "pipe" });
+    known = /^\s*--size\b/m.test(`${help.stdout.toString()}${help.stderr.toString()}`);
+    takesSize.set(bwrap, known);
+  }
+  return known;
 }
 
 export function unenforceableError(): McpmgrError {
@@ -169,7 +190,15 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
   for (const bind of binds) args.push("--ro-bind", bind.hostPath, bind.targetPath);
   if (plan.identity)
     args.push("--ro-bind", plan.identity.passwd, "/etc/passwd", "--ro-bind", plan.identity.group, "/etc/group");
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", home);
+  // /proc read-only: run by root, the sandbox's uid is the host's uid 0, which owns /proc/sys and
+  // writes the host kernel's settings (core_pattern runs a program as root) with no capability.
+  // bwrap covers /proc/sys only when the directory itself is writable, which it never is.
+  args.push("--proc", "/proc", "--remount-ro", "/proc");
+  // /tmp, home and /dev/shm are tmpfs, held in memory: sized (bwrap's default is half the memory,
+  // each). bwrap's /dev is such a tmpfs too: read-only, with /dev/shm a mount of its own.
+  const size = plan.tmpfsBytes === undefined ? [] : ["--size", String(plan.tmpfsBytes)];
+  args.push("--dev", "/dev", ...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
+  args.push(...size, "--tmpfs", "/tmp", ...size, "--tmpfs", home);
 
   const mounts = sandboxMounts(plan);
   // sandboxMounts puts the working directory right after the toolchain's directories.

@@ -4,7 +4,8 @@
  * and that widen the kernel's attack surface or reach outside the sandbox: mounting,
  * namespaces (unshare, setns, clone with a CLONE_NEW* flag), tracing other processes,
  * the kernel keyring, eBPF and perf, io_uring, kernel modules and kexec, clocks, swap,
- * reboot, file handles (open_by_handle_at walks around mount boundaries).
+ * reboot, file handles (open_by_handle_at walks around mount boundaries); and any mode with
+ * the set-user-ID or set-group-ID bit (chmod, and the calls that create files with a mode).
  *
  * Emitted here rather than by libseccomp: the program is a short, fixed list of
  * comparisons, so no native library has to be present (or loadable from the single
@@ -118,9 +119,42 @@ const blocked: Readonly<Record<string, readonly [number | undefined, number | un
   _sysctl: [156, undefined],
   // clone3 (ENOSYS, see above)
   clone3: [435, 435],
+  // modes the filter cannot see (openat2's is in memory; fchmodat2 is newer than the headers
+  // in use): ENOSYS, so the C library falls back to openat and fchmodat, which it checks
+  openat2: [437, 437],
+  fchmodat2: [452, 452],
 };
 
-const enosys = new Set(["clone3", "io_uring_setup", "io_uring_enter", "io_uring_register"]);
+const enosys = new Set(["clone3", "io_uring_setup", "io_uring_enter", "io_uring_register", "openat2", "fchmodat2"]);
+
+/**
+ * The calls that set a file's mode, checked for the set-user-ID and set-group-ID bits: run by
+ * root, the sandbox's uid is the host's uid 0, so a setuid file it makes in a writable volume
+ * runs as root for every user on the host (nosuid holds only inside the sandbox). name →
+ * [x86_64 number, aarch64 number], the mode's argument, and the flags' argument when the mode
+ * counts only for a file the call creates (open, openat).
+ */
+export const modeCalls: Readonly<
+  Record<
+    string,
+    { readonly nr: readonly [number | undefined, number | undefined]; readonly mode: number; readonly flags?: number }
+  >
+> = {
+  chmod: { nr: [90, undefined], mode: 1 },
+  fchmod: { nr: [91, 52], mode: 1 },
+  fchmodat: { nr: [268, 53], mode: 2 },
+  creat: { nr: [85, undefined], mode: 1 },
+  open: { nr: [2, undefined], mode: 2, flags: 1 },
+  openat: { nr: [257, 56], mode: 3, flags: 2 },
+  mkdir: { nr: [83, undefined], mode: 1 },
+  mkdirat: { nr: [258, 34], mode: 2 },
+  mknod: { nr: [133, undefined], mode: 1 },
+  mknodat: { nr: [259, 33], mode: 2 },
+};
+/** S_ISUID | S_ISGID. */
+export const SETID_BITS = 0o6000;
+/** O_CREAT | __O_TMPFILE (the same on x86_64 and aarch64): the flags under which open's mode counts. */
+const CREATING_FLAGS = 0o100 | 0o20000000;
 
 /** The system calls the filter refuses on `arch`, by name (documented in docs/security.md). */
 export function blockedSyscalls(arch: SeccompArch = hostArch()): Record<string, number> {
@@ -156,6 +190,8 @@ const RET_ALLOW = 0x7fff0000;
 const OFFSET_NR = 0;
 const OFFSET_ARCH = 4;
 const OFFSET_ARG0_LOW = 16; // little-endian: the low 32 bits of args[0] (clone's flags, socket's family: ints)
+/** The low 32 bits of args[n] (a mode or open's flags: ints). */
+const argLow = (n: number) => OFFSET_ARG0_LOW + 8 * n;
 
 type Insn = readonly [code: number, jt: number, jf: number, k: number];
 
@@ -170,6 +206,21 @@ export function seccompProgram(arch: SeccompArch = hostArch()): Uint8Array {
   if (arch === "x64") insns.push([JGE_K, 0, 1, X32_SYSCALL_BIT], [RET_K, 0, 0, RET_KILL_PROCESS]);
   for (const [name, nr] of Object.entries(blockedSyscalls(arch))) {
     insns.push([JEQ_K, 0, 1, nr], [RET_K, 0, 0, RET_ERRNO | (enosys.has(name) ? ENOSYS : EPERM)]);
+  }
+  // A mode with the set-user-ID or set-group-ID bit: EPERM. Each check ends by loading the
+  // number again, for the checks after it.
+  const column = arch === "x64" ? 0 : 1;
+  for (const { nr: numbers, mode, flags } of Object.values(modeCalls)) {
+    const nr = numbers[column];
+    if (nr === undefined) continue;
+    if (flags === undefined) insns.push([JEQ_K, 0, 3, nr]);
+    else insns.push([JEQ_K, 0, 5, nr], [LD_W_ABS, 0, 0, argLow(flags)], [JSET_K, 0, 3, CREATING_FLAGS]);
+    insns.push(
+      [LD_W_ABS, 0, 0, argLow(mode)],
+      [JSET_K, 0, 1, SETID_BITS],
+      [RET_K, 0, 0, RET_ERRNO | EPERM],
+      [LD_W_ABS, 0, 0, OFFSET_NR],
+    );
   }
   // socket/socketpair of a family not in the allow-list: EAFNOSUPPORT. The jump after the
   // family checks lands on the final ALLOW, past the clone check (which reloads the number).

@@ -100,6 +100,7 @@ export async function launchLocalProcess(
     overlays,
     ...(emptyFile ? { emptyFile } : {}),
     stateEnv: ctx.env,
+    tmpfsBytes: placement.tmpfsBytes,
   });
   return { server: processHandle(child, environment.redact), ...(http ? { http } : {}) };
 }

@@ -98,6 +98,16 @@ const containerPids = setting(
   containerRuntimes,
 );
 
+// The process sandbox's /tmp and home are tmpfs, held in memory: bwrap's default lets each take
+// half the machine's memory, so a server filling them would starve the host.
+const sandboxTmpfs = setting(
+  "MCPMGR_SANDBOX_TMPFS_SIZE",
+  memorySize,
+  2 * 1024 ** 3,
+  "a size such as 512m or 2g (at least 6m)",
+  ["process"],
+);
+
 function fromEnv<T>(env: Env, name: string, schema: v.GenericSchema<string, T>, fallback: T, expected: string): T {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
@@ -182,6 +192,11 @@ export function containerResourceLimits(
   env: Env,
 ): { memoryBytes: number; pids: number } {
   return { memoryBytes: containerMemory.read(env, defaults.memoryBytes), pids: containerPids.read(env, defaults.pids) };
+}
+
+/** The size of each of the process sandbox's tmpfs mounts, /tmp and the home directory (MCPMGR_SANDBOX_TMPFS_SIZE). */
+export function sandboxTmpfsBytes(env: Env): number {
+  return sandboxTmpfs.read(env);
 }
 
 /**

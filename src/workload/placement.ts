@@ -53,6 +53,8 @@ export interface ProcessPlacement {
   readonly target: { readonly host: string; readonly port: number | undefined };
   /** bwrap's path; undefined: no sandbox, as --insecure-allow-unsandboxed accepted. */
   readonly bwrap: string | undefined;
+  /** The size of the sandbox's /tmp and home, each (MCPMGR_SANDBOX_TMPFS_SIZE, read before anything starts). */
+  readonly tmpfsBytes: number;
 }
 
 export interface ContainerPlacement {

@@ -10,6 +10,7 @@ import { packageCommand, packageWorkingDir } from "../runtime/package-command.ts
 import { allowsNetwork, restrictsOutbound } from "../runtime/permission-profile.ts";
 import { findBwrap, unenforceableError } from "../runtime/sandbox.ts";
 import type { WorkloadContext } from "./context.ts";
+import { sandboxTmpfsBytes } from "./limits.ts";
 import { localServer, profileOf } from "./local-server.ts";
 import {
   assertNoContainerOptions,
@@ -95,5 +96,6 @@ export function processPlacement(
     cwd: packageWorkingDir(source) ?? process.cwd(),
     target: { host: values["target-host"], port: values["target-port"] },
     bwrap,
+    tmpfsBytes: sandboxTmpfsBytes(ctx.env),
   };
 }

@@ -97,11 +97,75 @@ test("the server sees an allow-list of the host: system files yes; /etc/shadow, 
     // What the server's home and /tmp hold is its own: empty, writable, gone afterwards.
     expect(await run.call("write_file", { path: "/tmp/scratch.txt", text: "x" })).toBe("written");
     expect(await run.call("write_file", { path: "/new-top-level.txt" })).toBe("EROFS");
+    // The host's kernel settings: when mcpmgr runs as root, the sandbox's uid 65534 is the host's
+    // uid 0, which owns /proc/sys and may write there without any capability (core_pattern runs a
+    // program as root on the host). Rewriting the value the kernel already has changes nothing
+    // when the write goes through; /proc is read-only, so it must not. (As another user the
+    // write is refused by the file's owner instead; the read-only mount answers first.)
+    for (const path of ["/proc/sys/vm/swappiness", "/proc/sys/kernel/core_pattern"]) {
+      const value = await run.call("read_file", { path });
+      expect(value).not.toMatch(/^E[A-Z]+$/);
+      expect(`${path}: ${await run.call("write_file", { path, text: value })}`).toBe(`${path}: EROFS`);
+    }
     await run.client.close();
   } finally {
     await run.stop();
   }
 }, 60_000);
+
+test("the sandbox's /tmp, /dev/shm and home are bounded: 2 GiB each by default, MCPMGR_SANDBOX_TMPFS_SIZE sets it; a server filling them gets ENOSPC; /dev is read-only", async () => {
+  // Both are tmpfs, held in the host's memory: without a size bwrap lets each take half of it.
+  const byDefault = await runForeground([PROBE, "--permission-profile", "none"]);
+  try {
+    for (const dir of ["/tmp", "/dev/shm", (await byDefault.call("env", { name: "HOME" })) as string])
+      expect(`${dir}: ${await byDefault.call("fs_size", { path: dir })}`).toBe(`${dir}: ${2 * 1024 ** 3}`);
+    // bwrap's /dev is a tmpfs as big as the others were: read-only, so nothing is written there.
+    expect(await byDefault.call("write_file", { path: "/dev/filler" })).toBe("EROFS");
+    expect(await byDefault.call("write_file", { path: "/dev/null" })).toBe("written");
+    await byDefault.client.close();
+  } finally {
+    await byDefault.stop();
+  }
+  const small = await runForeground([PROBE, "--permission-profile", "none"], { MCPMGR_SANDBOX_TMPFS_SIZE: "8m" });
+  try {
+    const home = (await small.call("env", { name: "HOME" })) as string;
+    for (const dir of ["/tmp", "/dev/shm", home]) {
+      expect(await small.call("fill_file", { path: `${dir}/small`, mib: 4 })).toBe("written");
+      expect(`${dir}: ${await small.call("fill_file", { path: `${dir}/big`, mib: 16 })}`).toBe(`${dir}: ENOSPC`);
+    }
+    await small.client.close();
+  } finally {
+    await small.stop();
+  }
+});
+
+test("no set-user-ID or set-group-ID file or directory is made in a writable volume (chmod, open, mkdir, mknod)", async () => {
+  // Run by root, the sandbox's uid is the host's uid 0: a setuid program it leaves in a volume
+  // runs as root for every user of the host, whatever nosuid the sandbox's own mount has.
+  const volume = await mkdtemp(join(REPO_ROOT, ".tmp-setid-"));
+  const run = await runForeground([PROBE, "--permission-profile", "none", "-v", `${volume}:/data`]);
+  try {
+    expect(await run.call("write_file", { path: "/data/tool", text: "#!/bin/sh\nid\n" })).toBe("written");
+    for (const mode of [0o4755, 0o2755, 0o6755])
+      expect(`${mode.toString(8)}: ${await run.call("chmod", { path: "/data/tool", mode })}`).toBe(
+        `${mode.toString(8)}: EPERM`,
+      );
+    expect(await run.call("create_file", { path: "/data/made", mode: 0o4755 })).toBe("EPERM");
+    expect(await run.call("make_dir", { path: "/data/shared", mode: 0o2775 })).toBe("EPERM");
+    // Ordinary modes still work, and so does opening a file that exists (its mode argument unused).
+    expect(await run.call("chmod", { path: "/data/tool", mode: 0o755 })).toBe("changed");
+    expect(await run.call("create_file", { path: "/data/plain", mode: 0o644 })).toBe("created");
+    expect(await run.call("make_dir", { path: "/data/dir", mode: 0o755 })).toBe("made");
+    expect(await run.call("read_file", { path: "/data/tool" })).toContain("id");
+    for (const name of ["tool", "plain", "dir"])
+      expect(`${name}: ${lstatSync(join(volume, name)).mode & 0o6000}`).toBe(`${name}: 0`);
+    expect(lstatSync(join(volume, "made"), { throwIfNoEntry: false })).toBeUndefined();
+    await run.client.close();
+  } finally {
+    await run.stop();
+    await rm(volume, { recursive: true, force: true });
+  }
+});
 
 describe("the working directory is shown unless it lies where the host is; its sockets are covered (review H1)", () => {
   let inTmp: string;
