@@ -217,13 +217,18 @@ export function bwrapArgs(plan: SandboxPlan): string[] {
           );
   });
   // mcpmgr's directories, wherever a system bind, the working directory or a volume shows them.
-  for (const target of hiddenTargets([...binds, ...mounts], plan.hidden ?? [])) args.push("--tmpfs", target);
+  const hidden = hiddenTargets([...binds, ...mounts], plan.hidden ?? []);
+  for (const target of hidden) args.push("--tmpfs", target);
   for (const overlay of plan.overlays ?? []) {
     if (overlay.kind === "dir") args.push("--tmpfs", overlay.containerPath, "--remount-ro", overlay.containerPath);
     else if (overlay.kind === "protect" && overlay.hostPath)
       args.push("--ro-bind", overlay.hostPath, overlay.containerPath);
     else if (overlay.kind === "file" && plan.emptyFile) args.push("--ro-bind", plan.emptyFile, overlay.containerPath);
   }
+  // The tmpfs hiding mcpmgr's directories are empty covers, read-only: writable, each could take
+  // half the host's memory (bwrap's default size). After all of them and the overlays, whose
+  // mount points bwrap may create inside them; a remount does not reach the mounts under it.
+  for (const target of hidden) args.push("--remount-ro", target);
   // The root itself (bwrap's tmpfs, holding the mount points) is read-only too.
   args.push("--remount-ro", "/");
   // A working directory nothing shows (it holds the home directory, a socket, ...) starts the server in the empty home.

@@ -338,6 +338,28 @@ describe("mcpmgr's state stays hidden whatever the volume", () => {
     }
   }, 60_000);
 
+  test("a writable -v showing mcpmgr's home: the empty directories hiding it take no files (tmpfs, held in memory)", async () => {
+    // Each is a tmpfs of its own, which bwrap sizes at half the host's memory: writable, a
+    // server filled the host's memory through them.
+    const volume = await mkdtemp(join(REPO_ROOT, ".tmp-hidden-"));
+    const state = join(volume, "state");
+    const run = await runForeground(
+      [PROBE_ANYWHERE, "--permission-profile", "none", "-v", `${volume}:/data`],
+      { MCPMGR_HOME: state },
+      30_000,
+      volume,
+    );
+    try {
+      expect(await run.call("write_file", { path: "/data/visible.txt" })).toBe("written");
+      for (const path of ["/data/state/filler", "/data/state/data/filler", "/data/state/state/filler"])
+        expect(`${path}: ${await run.call("write_file", { path })}`).toBe(`${path}: EROFS`);
+      await run.client.close();
+    } finally {
+      await run.stop();
+      await rm(volume, { recursive: true, force: true });
+    }
+  });
+
   test("a -v source that is a symlink to mcpmgr's home, or to its parent, shows nothing of it", async () => {
     const run = await runForeground([
       PROBE,
