@@ -51,6 +51,9 @@ const memorySize = v.pipe(
     return Number(match[1]) * unit;
   }),
   v.minValue(6 * 1024 ** 2),
+  // A bound, so the number stays a whole one in plain digits: 1000000000000g was passed on as
+  // "1.073741824e+21", which bwrap's --size refused, and the server "failed its handshake".
+  v.maxValue(1024 ** 4),
 );
 const pidCount = v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(16));
 const containerRuntimes = ["docker", "podman"] as const;
@@ -87,7 +90,7 @@ const containerMemory = setting(
   "MCPMGR_CONTAINER_MEMORY",
   memorySize,
   0,
-  "a size such as 512m or 2g (at least 6m)",
+  "a size such as 512m or 2g (from 6m to 1024g)",
   containerRuntimes,
 );
 const containerPids = setting(
@@ -104,7 +107,7 @@ const sandboxTmpfs = setting(
   "MCPMGR_SANDBOX_TMPFS_SIZE",
   memorySize,
   2 * 1024 ** 3,
-  "a size such as 512m or 2g (at least 6m)",
+  "a size such as 512m or 2g (from 6m to 1024g)",
   ["process"],
 );
 

@@ -139,6 +139,22 @@ test("the sandbox's /tmp, /dev/shm and home are bounded: 2 GiB each by default, 
   }
 });
 
+test("a MCPMGR_SANDBOX_TMPFS_SIZE too big to pass on is refused in one line before anything starts", () => {
+  // It reached bwrap as "1.073741824e+21": bwrap refused --size, and the server "failed its handshake".
+  const refused = Bun.spawnSync(
+    [process.execPath, CLI_ENTRY, "run", "--foreground", PROBE, "--permission-profile", "none"],
+    {
+      env: { ...process.env, MCPMGR_RUNTIME: "process", NO_COLOR: "1", MCPMGR_SANDBOX_TMPFS_SIZE: "1000000000000g" },
+      timeout: 60_000,
+    },
+  );
+  const err = refused.stderr.toString().trim();
+  expect(err).toBe(
+    '[error] MCPMGR_SANDBOX_TMPFS_SIZE "1000000000000g": must be a size such as 512m or 2g (from 6m to 1024g) (hint: unset MCPMGR_SANDBOX_TMPFS_SIZE to use the default)',
+  );
+  expect(refused.exitCode).toBe(2);
+});
+
 test("no set-user-ID or set-group-ID file or directory is made in a writable volume (chmod, open, mkdir, mknod)", async () => {
   // Run by root, the sandbox's uid is the host's uid 0: a setuid program it leaves in a volume
   // runs as root for every user of the host, whatever nosuid the sandbox's own mount has.

@@ -2,10 +2,12 @@
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import {
+  containerResourceLimits,
   maxBodyBytesFromEnv,
   maxMessageBytesFromEnv,
   maxSessionsFromEnv,
   requestTimeoutMsFromEnv,
+  sandboxTmpfsBytes,
   sessionIdleMsFromEnv,
   startSettings,
   upstreamHeadersTimeoutMsFromEnv,
@@ -45,6 +47,16 @@ test.each([
   } catch (err) {
     expect(err).toBeInstanceOf(McpmgrError);
     expect((err as McpmgrError).code).toBe("INVALID_OPTION");
+  }
+});
+
+test("a size has a bound: past it the number would reach bwrap and the engine as 1.07e+21, which neither reads", () => {
+  expect(sandboxTmpfsBytes({ MCPMGR_SANDBOX_TMPFS_SIZE: "1024g" })).toBe(1024 ** 4);
+  for (const huge of ["1025g", "1000000000000g", "99999999999999999999"]) {
+    expect(() => sandboxTmpfsBytes({ MCPMGR_SANDBOX_TMPFS_SIZE: huge })).toThrow("from 6m to 1024g");
+    expect(() =>
+      containerResourceLimits({ memoryBytes: 2 * 1024 ** 3, pids: 512 }, { MCPMGR_CONTAINER_MEMORY: huge }),
+    ).toThrow("from 6m to 1024g");
   }
 });
 
