@@ -33,6 +33,8 @@ setDefaultTimeout(60_000);
 const XA = "stray://a";
 const XU = "stray://u";
 const XV = "stray://v";
+const XW = "stray://w";
+const XR = "stray://r";
 const YA = "again://a";
 const ZA = "lost://a";
 const ZU = "lost://u";
@@ -47,7 +49,7 @@ let group: TestGroup;
 let gatewayUrl: string;
 
 beforeAll(async () => {
-  strays = startMemberServer({ name: "strays", resources: [XA, XU, XV], subscribable: {} });
+  strays = startMemberServer({ name: "strays", resources: [XA, XU, XV, XW, XR], subscribable: {} });
   again = startMemberServer({ name: "again", resources: [YA], subscribable: {} });
   lost = startMemberServer({ name: "lost", resources: [ZA, ZU], subscribable: {} });
   strict = startMemberServer({ name: "strict", resources: [SA, SU], subscribable: { strict: true } });
@@ -158,6 +160,77 @@ test("a subscribe sent while the member session is being unsubscribed again wait
     expect(await subscribed).toEqual({});
     expect(await receivesUpdate(updates, XV, () => strays.updated(XV), 10_000)).toBe(true);
     expect(strays.subscribers(XV)).toBe(1);
+  } finally {
+    await ended(session);
+  }
+});
+
+test("a subscribe withdrawn while it waited for the unsubscribe sent again is done with: a later stray is kept away", async () => {
+  const updates: string[] = [];
+  const session = await connected(updates);
+  try {
+    await session.client.subscribeResource({ uri: XA });
+    await strayAt(strays, session.client, XW);
+    const release = strays.holdUnsubscribes();
+    let subscribed: Promise<unknown> = Promise.resolve();
+    let unsubscribed: Promise<unknown> = Promise.resolve();
+    try {
+      await strays.updated(XW);
+      expect(await until(() => strays.heldUnsubscribes === 1, 10_000)).toBe(true);
+      subscribed = session.client.subscribeResource({ uri: XW });
+      // The subscribe waits in the gateway; meanwhile the stray's updates pass (a subscribe is in flight).
+      expect(await until(async () => (await strays.updated(XW), updates.includes(XW)), 10_000)).toBe(true);
+      // The client changes its mind before that subscribe was sent: it is withdrawn, never sent.
+      unsubscribed = session.client.unsubscribeResource({ uri: XW });
+      expect(await until(() => strays.heldUnsubscribes === 2, 10_000)).toBe(true);
+    } finally {
+      release();
+    }
+    expect(await subscribed).toEqual({});
+    expect(await unsubscribed).toEqual({});
+    expect(await until(() => strays.subscribers(XW) === 0, 10_000)).toBe(true);
+    // That withdrawn subscribe is no longer in flight: a later stray of the URI is kept away as any.
+    await strayAt(strays, session.client, XW);
+    expect(await keptAway(strays, updates, XW, XA)).toBe(true);
+    expect(await until(() => strays.subscribers(XW) === 0, 10_000)).toBe(true);
+  } finally {
+    await ended(session);
+  }
+});
+
+test("a subscribe the client unsubscribed after, applied by the member after the unsubscribe sent again, has it sent once more", async () => {
+  const updates: string[] = [];
+  const session = await connected(updates);
+  try {
+    await session.client.subscribeResource({ uri: XA });
+    await session.client.subscribeResource({ uri: XR });
+    expect(await until(() => strays.subscribers(XR) === 1, 10_000)).toBe(true);
+    const releaseSubscribes = strays.holdSubscribes();
+    const releaseUnsubscribes = strays.holdUnsubscribes();
+    let subscribed: Promise<unknown> = Promise.resolve();
+    let unsubscribed: Promise<unknown> = Promise.resolve();
+    try {
+      // A subscribe of a URI followed already (a set), held; then the client leaves the URI, held too.
+      subscribed = session.client.subscribeResource({ uri: XR });
+      expect(await until(() => strays.heldSubscribes === 1, 10_000)).toBe(true);
+      unsubscribed = session.client.unsubscribeResource({ uri: XR });
+      expect(await until(() => strays.heldUnsubscribes === 1, 10_000)).toBe(true);
+      // An update sent before the member applied that unsubscribe: the gateway sends it again (held).
+      await strays.updated(XR);
+      expect(await until(() => strays.heldUnsubscribes === 2, 10_000)).toBe(true);
+      // The member applies both unsubscribes, then the subscribe: its session holds the URI once more.
+      releaseUnsubscribes();
+      expect(await unsubscribed).toEqual({});
+      expect(await until(() => strays.heldUnsubscribes === 0, 10_000)).toBe(true);
+    } finally {
+      releaseUnsubscribes();
+      releaseSubscribes();
+    }
+    expect(await subscribed).toEqual({});
+    expect(await until(() => strays.subscribers(XR) === 1, 10_000)).toBe(true);
+    // Its updates stay away, and the first one has the member session unsubscribed again.
+    expect(await keptAway(strays, updates, XR, XA)).toBe(true);
+    expect(await until(() => strays.subscribers(XR) === 0, 10_000)).toBe(true);
   } finally {
     await ended(session);
   }
