@@ -7,9 +7,11 @@
  *    last) is announced no more: its updates are not passed on, and the member session is sent the
  *    unsubscribe again;
  *  - a URI it subscribed to again while its unsubscribe was in flight (the member applying the unsubscribe
- *    last) stays followed: the member session is subscribed again;
+ *    last) stays followed: the member session is subscribed again (and, if that finds the member session
+ *    forgotten, the new one is);
  *    (a subscribe of it the client sends meanwhile waits for that unsubscribe's answer, or the member could
- *    apply it first);
+ *    apply it first; a subscribe the client withdrew is answered all the same, and has the unsubscribe sent
+ *    once more: the member may have applied it after both);
  *  - a subscribe that withdrew an unsubscribe and failed on its way back (the member applied it) leaves
  *    the URI not followed, and its updates are not passed on;
  *  - an unsubscribe whose member session was forgotten (404) is answered `{}`, even by a member that
@@ -36,6 +38,8 @@ const XV = "stray://v";
 const XW = "stray://w";
 const XR = "stray://r";
 const YA = "again://a";
+const YB = "again://b";
+const YC = "again://c";
 const ZA = "lost://a";
 const ZU = "lost://u";
 const SA = "strict://a";
@@ -50,7 +54,7 @@ let gatewayUrl: string;
 
 beforeAll(async () => {
   strays = startMemberServer({ name: "strays", resources: [XA, XU, XV, XW, XR], subscribable: {} });
-  again = startMemberServer({ name: "again", resources: [YA], subscribable: {} });
+  again = startMemberServer({ name: "again", resources: [YA, YB, YC], subscribable: {} });
   lost = startMemberServer({ name: "lost", resources: [ZA, ZU], subscribable: {} });
   strict = startMemberServer({ name: "strict", resources: [SA, SU], subscribable: { strict: true } });
   group = await createTestGroup();
@@ -256,6 +260,39 @@ test("a URI subscribed again while its unsubscribe was in flight, applied last b
     // The member applied the unsubscribe last; the client's last word was subscribe: followed all the same.
     expect(await receivesUpdate(updates, YA, () => again.updated(YA), 10_000)).toBe(true);
     expect(again.subscribers(YA)).toBe(1);
+  } finally {
+    await ended(session);
+  }
+});
+
+test("a URI subscribed again after its reordered unsubscribe stays followed when the member forgets the session as it is subscribed once more", async () => {
+  const updates: string[] = [];
+  const session = await connected(updates);
+  try {
+    await session.client.subscribeResource({ uri: YC });
+    await session.client.subscribeResource({ uri: YB });
+    expect(await until(() => again.subscribers(YB) === 1, 10_000)).toBe(true);
+    const opened = again.sessionsOpened;
+    const releaseUnsubscribes = again.holdUnsubscribes();
+    let unsubscribed: Promise<unknown> = Promise.resolve();
+    let forget = () => {};
+    try {
+      unsubscribed = session.client.unsubscribeResource({ uri: YB });
+      expect(await until(() => again.heldUnsubscribes === 1, 10_000)).toBe(true);
+      expect(await session.client.subscribeResource({ uri: YB })).toEqual({});
+      // The gateway's subscribe once more, after that unsubscribe, meets a member that restarted (404).
+      forget = again.forgetAtSubscribe();
+      releaseUnsubscribes();
+      expect(await unsubscribed).toEqual({});
+      expect(await until(() => again.forgetsWaiting === 1, 10_000)).toBe(true);
+    } finally {
+      releaseUnsubscribes();
+      forget();
+    }
+    // As after any restart: the new member session is subscribed to what the client follows, YB too.
+    expect(await until(() => again.sessionsOpened > opened, 10_000)).toBe(true);
+    expect(await receivesUpdate(updates, YC, () => again.updated(YC), 10_000)).toBe(true);
+    expect(await receivesUpdate(updates, YB, () => again.updated(YB), 10_000)).toBe(true);
   } finally {
     await ended(session);
   }
