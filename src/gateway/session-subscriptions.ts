@@ -115,7 +115,9 @@ export class SessionSubscriptions {
   /**
    * The change `subscribing` is answered or failed: a later change from now on no longer concerns it. A
    * subscribe that leaves its URI not followed (it failed, or the session unsubscribed meanwhile) may still
-   * have been applied by the member: the URI is recorded as stopped.
+   * have been applied by the member: the URI is recorded as stopped. Recorded again when the unsubscribe
+   * withdrew it (`removed` recorded it first): the member may have applied it after that unsubscribe and
+   * after the one sent again, so a later update has the unsubscribe sent once more.
    */
   settled(subscribing: Subscribing): void {
     const { workload, uri } = subscribing;
@@ -123,10 +125,11 @@ export class SessionSubscriptions {
     const pending = subscribe ? this.#subscribing : this.#unsubscribing;
     const byUri = pending.get(workload);
     const mine = byUri?.get(uri) ?? [];
-    if (!mine.includes(subscribing)) return;
-    const left = mine.filter((one) => one !== subscribing);
-    if (left.length > 0) byUri?.set(uri, left);
-    else forgetPending(pending, workload, uri);
+    if (mine.includes(subscribing)) {
+      const left = mine.filter((one) => one !== subscribing);
+      if (left.length > 0) byUri?.set(uri, left);
+      else forgetPending(pending, workload, uri);
+    }
     if (subscribe && !this.follows(workload, uri)) this.#stopped.stop(workload, uri);
   }
 

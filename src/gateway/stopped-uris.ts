@@ -17,6 +17,8 @@
  * would be memory any client could grow.
  */
 
+import { SdkHttpError } from "@modelcontextprotocol/client";
+import type { Dropped } from "./member-subscriptions.ts";
 import { anyResult } from "./sdk.ts";
 import type { Upstream } from "./upstream.ts";
 
@@ -102,4 +104,24 @@ export async function unsubscribeAgain(client: Upstream, uri: string, timeoutMs:
   await client
     .request({ method: "resources/unsubscribe", params: { uri } }, anyResult, { timeout: timeoutMs })
     .catch(() => {});
+}
+
+/**
+ * How a subscribe sent once more by upstream-pool.ts `realign` reports its failure. One that is no refusal
+ * leaves the URI followed, for the next connection's re-subscription to take, as after any restart: the
+ * member forgot the session (404: `forgotten` has the connection replaced), or the connection is no longer
+ * `current` (replaced meanwhile, or the session ended). Dropped (the session told) otherwise: taking it out
+ * for a restart would leave the session deaf to a URI it follows, and warned of it for nothing.
+ */
+export function realignReport(
+  workload: string,
+  subscriptions: { dropped(workload: string, uris: readonly string[], why: string): void },
+  forgotten: () => void,
+  current: () => boolean,
+): { report: Dropped; context: string } {
+  const report: Dropped = (lost, why, cause) => {
+    if (cause instanceof SdkHttpError && cause.status === 404) forgotten();
+    if (current()) subscriptions.dropped(workload, lost, why);
+  };
+  return { report, context: "its unsubscribe, sent before the session subscribed again, may have been applied last" };
 }

@@ -37,7 +37,7 @@ import { whenReopened } from "./member-subscriptions.ts";
 import { PoolCalls, type RequestId } from "./pool-calls.ts";
 import { FIRST_RESUME_MS, MAX_RESUME_MS, ReplacementPace } from "./replacement-pace.ts";
 import { SessionSubscriptions } from "./session-subscriptions.ts";
-import { unsubscribeAgain } from "./stopped-uris.ts";
+import { realignReport, unsubscribeAgain } from "./stopped-uris.ts";
 import { connectUpstream, endUpstream, MEMBER_SESSION_END_MS, requestLogRelay, type Upstream } from "./upstream.ts";
 
 export interface PoolPeer {
@@ -214,15 +214,15 @@ export class UpstreamPool {
   }
 
   /**
-   * An unsubscribe of `uri` the session withdrew (it subscribed again before the unsubscribe was answered)
-   * went to `on` all the same, and the member may have applied it after that subscribe: `uri` is subscribed
-   * there once more (a set at the member), and announced, as after any gap. Not when `on` was replaced
-   * (the current connection subscribed what the session follows, or the subscribe was carried there).
+   * An unsubscribe of `uri` the session withdrew (it subscribed again before its answer) went to `on` all
+   * the same, and the member may have applied it after that subscribe: `uri` is subscribed there once more
+   * (a set) and announced, as after any gap. Not when `on` was replaced (the current connection took `uri`).
    */
   async realign(workload: string, uri: string, on: Upstream): Promise<void> {
     if (this.#peer === undefined || this.replaced(workload, on) || !this.subscriptions.follows(workload, uri)) return;
-    const context = "its unsubscribe, sent before the session subscribed again, may have been applied last";
-    const renew = () => this.subscriptions.renew(workload, on, this.#timeoutMs, { only: [uri], context });
+    const current = () => !this.#closed && !this.replaced(workload, on);
+    const report = realignReport(workload, this.subscriptions, () => this.forget(workload, on), current);
+    const renew = () => this.subscriptions.renew(workload, on, this.#timeoutMs, { only: [uri], ...report });
     this.#changedMaybe.followedAgain(await this.subscriptions.inTurn(workload, uri, renew));
   }
 

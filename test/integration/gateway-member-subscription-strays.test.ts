@@ -7,9 +7,11 @@
  *    last) is announced no more: its updates are not passed on, and the member session is sent the
  *    unsubscribe again;
  *  - a URI it subscribed to again while its unsubscribe was in flight (the member applying the unsubscribe
- *    last) stays followed: the member session is subscribed again;
+ *    last) stays followed: the member session is subscribed again (and, if that finds the member session
+ *    forgotten, the new one is);
  *    (a subscribe of it the client sends meanwhile waits for that unsubscribe's answer, or the member could
- *    apply it first);
+ *    apply it first; a subscribe the client withdrew is answered all the same, and has the unsubscribe sent
+ *    once more: the member may have applied it after both);
  *  - a subscribe that withdrew an unsubscribe and failed on its way back (the member applied it) leaves
  *    the URI not followed, and its updates are not passed on;
  *  - an unsubscribe whose member session was forgotten (404) is answered `{}`, even by a member that
@@ -33,7 +35,11 @@ setDefaultTimeout(60_000);
 const XA = "stray://a";
 const XU = "stray://u";
 const XV = "stray://v";
+const XW = "stray://w";
+const XR = "stray://r";
 const YA = "again://a";
+const YB = "again://b";
+const YC = "again://c";
 const ZA = "lost://a";
 const ZU = "lost://u";
 const SA = "strict://a";
@@ -47,8 +53,8 @@ let group: TestGroup;
 let gatewayUrl: string;
 
 beforeAll(async () => {
-  strays = startMemberServer({ name: "strays", resources: [XA, XU, XV], subscribable: {} });
-  again = startMemberServer({ name: "again", resources: [YA], subscribable: {} });
+  strays = startMemberServer({ name: "strays", resources: [XA, XU, XV, XW, XR], subscribable: {} });
+  again = startMemberServer({ name: "again", resources: [YA, YB, YC], subscribable: {} });
   lost = startMemberServer({ name: "lost", resources: [ZA, ZU], subscribable: {} });
   strict = startMemberServer({ name: "strict", resources: [SA, SU], subscribable: { strict: true } });
   group = await createTestGroup();
@@ -163,6 +169,77 @@ test("a subscribe sent while the member session is being unsubscribed again wait
   }
 });
 
+test("a subscribe withdrawn while it waited for the unsubscribe sent again is done with: a later stray is kept away", async () => {
+  const updates: string[] = [];
+  const session = await connected(updates);
+  try {
+    await session.client.subscribeResource({ uri: XA });
+    await strayAt(strays, session.client, XW);
+    const release = strays.holdUnsubscribes();
+    let subscribed: Promise<unknown> = Promise.resolve();
+    let unsubscribed: Promise<unknown> = Promise.resolve();
+    try {
+      await strays.updated(XW);
+      expect(await until(() => strays.heldUnsubscribes === 1, 10_000)).toBe(true);
+      subscribed = session.client.subscribeResource({ uri: XW });
+      // The subscribe waits in the gateway; meanwhile the stray's updates pass (a subscribe is in flight).
+      expect(await until(async () => (await strays.updated(XW), updates.includes(XW)), 10_000)).toBe(true);
+      // The client changes its mind before that subscribe was sent: it is withdrawn, never sent.
+      unsubscribed = session.client.unsubscribeResource({ uri: XW });
+      expect(await until(() => strays.heldUnsubscribes === 2, 10_000)).toBe(true);
+    } finally {
+      release();
+    }
+    expect(await subscribed).toEqual({});
+    expect(await unsubscribed).toEqual({});
+    expect(await until(() => strays.subscribers(XW) === 0, 10_000)).toBe(true);
+    // That withdrawn subscribe is no longer in flight: a later stray of the URI is kept away as any.
+    await strayAt(strays, session.client, XW);
+    expect(await keptAway(strays, updates, XW, XA)).toBe(true);
+    expect(await until(() => strays.subscribers(XW) === 0, 10_000)).toBe(true);
+  } finally {
+    await ended(session);
+  }
+});
+
+test("a subscribe the client unsubscribed after, applied by the member after the unsubscribe sent again, has it sent once more", async () => {
+  const updates: string[] = [];
+  const session = await connected(updates);
+  try {
+    await session.client.subscribeResource({ uri: XA });
+    await session.client.subscribeResource({ uri: XR });
+    expect(await until(() => strays.subscribers(XR) === 1, 10_000)).toBe(true);
+    const releaseSubscribes = strays.holdSubscribes();
+    const releaseUnsubscribes = strays.holdUnsubscribes();
+    let subscribed: Promise<unknown> = Promise.resolve();
+    let unsubscribed: Promise<unknown> = Promise.resolve();
+    try {
+      // A subscribe of a URI followed already (a set), held; then the client leaves the URI, held too.
+      subscribed = session.client.subscribeResource({ uri: XR });
+      expect(await until(() => strays.heldSubscribes === 1, 10_000)).toBe(true);
+      unsubscribed = session.client.unsubscribeResource({ uri: XR });
+      expect(await until(() => strays.heldUnsubscribes === 1, 10_000)).toBe(true);
+      // An update sent before the member applied that unsubscribe: the gateway sends it again (held).
+      await strays.updated(XR);
+      expect(await until(() => strays.heldUnsubscribes === 2, 10_000)).toBe(true);
+      // The member applies both unsubscribes, then the subscribe: its session holds the URI once more.
+      releaseUnsubscribes();
+      expect(await unsubscribed).toEqual({});
+      expect(await until(() => strays.heldUnsubscribes === 0, 10_000)).toBe(true);
+    } finally {
+      releaseUnsubscribes();
+      releaseSubscribes();
+    }
+    expect(await subscribed).toEqual({});
+    expect(await until(() => strays.subscribers(XR) === 1, 10_000)).toBe(true);
+    // Its updates stay away, and the first one has the member session unsubscribed again.
+    expect(await keptAway(strays, updates, XR, XA)).toBe(true);
+    expect(await until(() => strays.subscribers(XR) === 0, 10_000)).toBe(true);
+  } finally {
+    await ended(session);
+  }
+});
+
 test("a URI subscribed again while its unsubscribe was in flight, applied last by the member, stays followed", async () => {
   const updates: string[] = [];
   const session = await connected(updates);
@@ -183,6 +260,39 @@ test("a URI subscribed again while its unsubscribe was in flight, applied last b
     // The member applied the unsubscribe last; the client's last word was subscribe: followed all the same.
     expect(await receivesUpdate(updates, YA, () => again.updated(YA), 10_000)).toBe(true);
     expect(again.subscribers(YA)).toBe(1);
+  } finally {
+    await ended(session);
+  }
+});
+
+test("a URI subscribed again after its reordered unsubscribe stays followed when the member forgets the session as it is subscribed once more", async () => {
+  const updates: string[] = [];
+  const session = await connected(updates);
+  try {
+    await session.client.subscribeResource({ uri: YC });
+    await session.client.subscribeResource({ uri: YB });
+    expect(await until(() => again.subscribers(YB) === 1, 10_000)).toBe(true);
+    const opened = again.sessionsOpened;
+    const releaseUnsubscribes = again.holdUnsubscribes();
+    let unsubscribed: Promise<unknown> = Promise.resolve();
+    let forget = () => {};
+    try {
+      unsubscribed = session.client.unsubscribeResource({ uri: YB });
+      expect(await until(() => again.heldUnsubscribes === 1, 10_000)).toBe(true);
+      expect(await session.client.subscribeResource({ uri: YB })).toEqual({});
+      // The gateway's subscribe once more, after that unsubscribe, meets a member that restarted (404).
+      forget = again.forgetAtSubscribe();
+      releaseUnsubscribes();
+      expect(await unsubscribed).toEqual({});
+      expect(await until(() => again.forgetsWaiting === 1, 10_000)).toBe(true);
+    } finally {
+      releaseUnsubscribes();
+      forget();
+    }
+    // As after any restart: the new member session is subscribed to what the client follows, YB too.
+    expect(await until(() => again.sessionsOpened > opened, 10_000)).toBe(true);
+    expect(await receivesUpdate(updates, YC, () => again.updated(YC), 10_000)).toBe(true);
+    expect(await receivesUpdate(updates, YB, () => again.updated(YB), 10_000)).toBe(true);
   } finally {
     await ended(session);
   }
