@@ -128,16 +128,24 @@ export function reportError(err: unknown): number {
   return 1;
 }
 
+/**
+ * Lines of a result, on stdout in one write: console.log to a pipe or a file is a system call per call,
+ * two dozen of them for `registry list` (bench `cli-startup`).
+ */
+export function printLines(lines: readonly string[]): void {
+  if (lines.length > 0) printResult(lines.join("\n"));
+}
+
 /** Columns padded to their widest cell, on stdout; the last column is not padded. */
 export function printTable(header: readonly string[], rows: readonly (readonly string[])[]): void {
   const lines = [header, ...rows];
   const widths = header.map((_, i) => Math.max(...lines.map((line) => (line[i] ?? "").length)));
-  for (const line of lines) {
-    printResult(
+  printLines(
+    lines.map((line) =>
       line
         .map((cell, i) => cell.padEnd(widths[i] as number))
         .join("  ")
         .trimEnd(),
-    );
-  }
+    ),
+  );
 }
