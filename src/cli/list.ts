@@ -10,11 +10,13 @@ import { listOptions as table } from "../config/command-options.ts";
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
 import { hasClientRegistrations } from "../state/client-registrations.ts";
+import type { McpmgrPaths } from "../state/paths.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { workloadFolderNames, workloadsRoot } from "../state/workload-folders.ts";
 import { assertGroupName, isValidWorkloadName } from "../state/workload-name.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
 import { log, printResult, printTable, reportError } from "./output.ts";
-import { workloadRows } from "../workload/list-rows.ts";
-import { openStore } from "./workload-arg.ts";
+import type { WorkloadRow } from "../workload/list-rows.ts";
 
 const listCommand = defineCommand({
   meta: { name: "list", description: "List workloads and their status" },
@@ -29,16 +31,16 @@ const listCommand = defineCommand({
       });
     }
     if (values.group !== undefined) assertGroupName(values.group);
-    const store = openStore();
-    const { rows, unreadable, hints, notes } = await workloadRows(store, values.group);
+    const paths = resolvePaths();
+    const { rows, unreadable, hints, notes } = await rowsOf(paths, values.group);
     // Each record that cannot be read is one error line (its group unknown, so under --group too), after
     // the rest, which are listed anyway; the exit code says that something was not listed.
     const reportUnreadable = () => {
       for (const err of unreadable) process.exitCode = reportError(err);
     };
-    if (hasClientRegistrations(store.paths)) {
+    if (hasClientRegistrations(paths)) {
       const { pruneClientEntries } = await import("../workload/client-entries.ts");
-      await pruneClientEntries({ log, paths: store.paths, env: process.env });
+      await pruneClientEntries({ log, paths, env: process.env });
     }
     // On stderr, so stdout stays data only; in both formats (a script's user reads stderr too).
     const reportNotes = () => {
@@ -59,7 +61,7 @@ const listCommand = defineCommand({
       }
       // `run --group` refuses a group that does not exist: the hint must not send the user there.
       const { GroupStore } = await import("../state/groups.ts");
-      const groups = (await new GroupStore(store.paths).list()).map((group) => group.name);
+      const groups = (await new GroupStore(paths).list()).map((group) => group.name);
       if (!groups.includes(values.group)) {
         // Like the group commands: a mistyped name is offered the nearest group, not the creation of the typo.
         const near = didYouMean(closeMatches(values.group, groups, { nearestOnly: true }));
@@ -86,6 +88,32 @@ const listCommand = defineCommand({
     reportUnreadable();
   },
 });
+
+/**
+ * The rows of the workload store. A new or emptied MCPMGR_HOME has no workload folder: there is nothing to
+ * read, and the store, its record schemas and the supervisor code are not loaded (bench `cli-startup`).
+ * Only a folder that is not there, or holds no workload, counts as none: anything else in the way (a file
+ * in its place, a folder this user cannot read) goes to the store, which reports it as before.
+ */
+async function rowsOf(
+  paths: McpmgrPaths,
+  group: string | undefined,
+): Promise<{ rows: WorkloadRow[]; unreadable: unknown[]; hints: Map<string, string>; notes: string[] }> {
+  if (_noWorkloadFolders(paths)) return { rows: [], unreadable: [], hints: new Map(), notes: [] };
+  const [{ WorkloadStore }, { workloadRows }] = await Promise.all([
+    import("../state/workloads.ts"),
+    import("../workload/list-rows.ts"),
+  ]);
+  return workloadRows(new WorkloadStore(paths), group);
+}
+
+function _noWorkloadFolders(paths: McpmgrPaths): boolean {
+  try {
+    return workloadFolderNames(workloadsRoot(paths)).length === 0;
+  } catch {
+    return false;
+  }
+}
 
 export default withExamples(listCommand, [
   { description: "Every workload, its status and the URL MCP clients use", command: "mcpmgr list" },

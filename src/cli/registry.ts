@@ -14,7 +14,7 @@ import { loadRegistry, type Registry } from "../registry/loader.ts";
 import { entryDetails, entryTable } from "../registry/describe.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { routingCommand, toCittyArgs, withExamples } from "./citty-args.ts";
-import { log, printResult } from "./output.ts";
+import { log, printLines, printResult } from "./output.ts";
 
 async function openRegistry(): Promise<Registry> {
   const registry = await loadRegistry({ env: process.env, configDir: resolvePaths(process.env).configDir, fetch });
@@ -44,7 +44,7 @@ const listCommand = defineCommand({
       printResult(JSON.stringify({ servers: entries }, null, 2));
       return;
     }
-    for (const line of entryTable(entries, registry)) printResult(line);
+    printLines(entryTable(entries, registry));
     if (registry.custom !== undefined) {
       const count = entries.filter((entry) => registry.origin(entry.name) === "custom").length;
       log.info(
@@ -83,7 +83,7 @@ const searchCommand = defineCommand({
       found,
     );
     if (values.format === "json") printResult(JSON.stringify({ servers: found }, null, 2));
-    else if (found.length > 0) for (const line of entryTable(found, registry)) printResult(line);
+    else if (found.length > 0) printLines(entryTable(found, registry));
     // Messages on stderr, so stdout stays the table (or the JSON) alone.
     // The query's start, on one line: a pasted page is not echoed back whole.
     if (found.length === 0)
@@ -126,7 +126,7 @@ const infoCommand = defineCommand({
       printResult(JSON.stringify(entry, null, 2));
       return;
     }
-    for (const line of await entryDetails(entry, registry)) printResult(line);
+    printLines(await entryDetails(entry, registry));
   },
 });
 

@@ -17,3 +17,8 @@ export function validatedEmbeddedCatalog(): RegistryEntry[] {
     throw new Error(`the embedded registry is invalid: ${describeIssues(result.issues, `[${index}]`)}`);
   });
 }
+
+/** The same as JSON text, the form loader.ts inlines (the catalog is plain JSON data: nothing is lost). */
+export function validatedEmbeddedCatalogJson(): string {
+  return JSON.stringify(validatedEmbeddedCatalog());
+}

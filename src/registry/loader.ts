@@ -18,7 +18,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { isLoopbackHostname } from "../config/loopback.ts";
 import { readCappedText } from "../bounded-body.ts";
 import { McpmgrError, errorMessage } from "../errors.ts";
-import { validatedEmbeddedCatalog } from "./embedded.ts" with { type: "macro" };
+import { validatedEmbeddedCatalogJson } from "./embedded.ts" with { type: "macro" };
 import type { RegistryEntry } from "./entry.ts";
 import { closeMatches } from "../close-matches.ts";
 import { registrySetting } from "./config-setting.ts";
@@ -67,9 +67,13 @@ const DEFAULT_TIMEOUT_MS = 15_000;
 
 let embeddedCache: readonly RegistryEntry[] | undefined;
 
-/** The embedded catalog, validated when mcpmgr was built (embedded.ts); frozen like any parsed entry. */
+/**
+ * The embedded catalog, validated when mcpmgr was built (embedded.ts); frozen like any parsed entry. The
+ * macro inlines it as JSON text: JSON.parse builds the entries natively, where an inlined object literal
+ * is run as bytecode, op by op (bench `cli-startup`, `registry list`).
+ */
 export function embeddedEntries(): readonly RegistryEntry[] {
-  embeddedCache ??= Object.freeze(validatedEmbeddedCatalog().map(deepFreeze));
+  embeddedCache ??= deepFreeze(JSON.parse(validatedEmbeddedCatalogJson()) as RegistryEntry[]);
   return embeddedCache;
 }
 
@@ -85,11 +89,11 @@ async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegist
   if (options.configDir === undefined) return undefined;
 
   const configPath = join(options.configDir, "config.json");
-  // Most people have no config.json: asking Bun spares `registry list` and `run NAME` loading node:fs
-  // (~1 ms of start-up, bench `cli-startup`). Only "not there" ends here: a config.json that cannot be
-  // reached (a folder without search permission, a symlink loop) or is a directory is reported by the
-  // read below, since a configured registry must never be skipped silently.
-  if (await _isAbsent(configPath)) return undefined;
+  // Read at once, not looked for first: node:fs is loaded before any command that reads state anyway
+  // (the private-folders check, run-main.ts), and Bun's asynchronous stat that looked for it started two
+  // thread-pool threads and a wait on them in every `registry list` (bench `cli-startup`). Only "not
+  // there" ends here: a config.json that cannot be reached (a folder without search permission, a
+  // symlink loop) or is a directory is reported, since a configured registry must never be skipped silently.
   let text: string;
   try {
     text = _readText(configPath);
@@ -363,16 +367,6 @@ function _readText(path: string): string {
     path,
     MAX_REGISTRY_BYTES,
   );
-}
-
-/** Whether nothing is at `path` (Bun's stat, not node:fs); any other failure is left to the read to report. */
-async function _isAbsent(path: string): Promise<boolean> {
-  try {
-    await Bun.file(path).stat();
-    return false;
-  } catch (err) {
-    return _errno(err) === "ENOENT" || _errno(err) === "ENOTDIR";
-  }
 }
 
 function _errno(err: unknown): string | undefined {

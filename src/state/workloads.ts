@@ -11,7 +11,6 @@
  * old or a whole new file. Writes happen under the lock and re-read what they depend on
  * inside it, so two mcpmgr commands cannot both create "fetch" or both claim port 8080.
  */
-import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
@@ -22,7 +21,8 @@ import { assertNoForegroundRun, workloadNotFound } from "./workload-lookup.ts";
 import { settleInstallIdLocked, storeLockPath } from "./install-id.ts";
 import { withLock, type LockOptions } from "./lock.ts";
 import type { McpmgrPaths } from "./paths.ts";
-import { assertWorkloadName, isValidWorkloadName } from "./workload-name.ts";
+import { workloadFolderNames, workloadsRoot } from "./workload-folders.ts";
+import { assertWorkloadName } from "./workload-name.ts";
 import {
   workloadRecordSchema,
   workloadStatusSchema,
@@ -71,7 +71,7 @@ export class WorkloadStore {
 
   constructor(paths: McpmgrPaths, options: WorkloadStoreOptions = {}) {
     this.paths = paths;
-    this.#root = join(paths.stateDir, "workloads");
+    this.#root = workloadsRoot(paths);
     this.#now = options.now ?? (() => new Date());
     this.#lock = options.lock ?? {};
   }
@@ -147,11 +147,8 @@ export class WorkloadStore {
   /** The names of the workload folders (a folder may still lack its record). */
   #names(): string[] {
     try {
-      return readdirSync(this.#root, { withFileTypes: true })
-        .filter((e) => e.isDirectory() && isValidWorkloadName(e.name))
-        .map((e) => e.name);
+      return workloadFolderNames(this.#root);
     } catch (err) {
-      if (errnoCode(err) === "ENOENT") return [];
       throw stateIoError("list", this.#root, err);
     }
   }

@@ -3,7 +3,7 @@
  * their JSON stays an empty array.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/processes.ts";
@@ -38,6 +38,25 @@ test("list with no workloads says how to start one; nothing on stdout", () => {
   expect(result.stdout).toBe("");
   expect(result.stderr).toContain("no workloads yet");
   expect(result.stderr).toContain("mcpmgr run fetch");
+});
+
+test("list with something else in the workloads folder's place reports it: only a missing folder is taken for none", async () => {
+  // list does not load the store when the folder is not there (start-up); a file there still goes to the store.
+  const other = await mkdtemp(join(tmpdir(), "mcpmgr-notdir-"));
+  try {
+    await mkdir(join(other, "state"), { recursive: true, mode: 0o700 });
+    await writeFile(join(other, "state", "workloads"), "not a folder\n");
+    const result = Bun.spawnSync([process.execPath, "src/main.ts", "list"], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: other },
+    });
+    expect(result.exitCode).not.toBe(0);
+    expect(result.stdout.toString()).toBe("");
+    expect(result.stderr.toString()).toContain(`cannot list ${join(other, "state", "workloads")}`);
+    expect(result.stderr.toString()).not.toContain("no workloads yet");
+  } finally {
+    await rm(other, { recursive: true, force: true });
+  }
 });
 
 test("list --group with no workloads in it names the group; one that does not exist is said to be missing", () => {

@@ -59,3 +59,22 @@ test("every log line is written, however often it repeats: none is held back, me
     "[warn] w: the MCP server exited with code 0",
   ]);
 });
+
+test("a line of text is written without loading consola; an object still goes through it", () => {
+  // Start-up (bench `cli-startup`): an empty `mcpmgr list` logs one line of text.
+  const script = (line: string) => `
+    const { log } = await import(${JSON.stringify(output)});
+    ${line}
+    console.log(JSON.stringify(Object.keys(require.cache).some((path) => path.includes("consola"))));
+  `;
+  const run = (line: string) => {
+    const proc = Bun.spawnSync(["bun", "-e", script(line)], { stdout: "pipe", stderr: "pipe" });
+    return { loaded: proc.stdout.toString().trim(), stderr: proc.stderr.toString() };
+  };
+  const text = run('log.info("no workloads yet"); log.warn("two", "values"); log.success("done");');
+  expect(text.stderr).toBe("[info] no workloads yet\n[warn] two values\n[success] done\n");
+  expect(text.loaded).toBe("false");
+  const object = run("log.info({ a: 1 });");
+  expect(object.stderr).toBe("[info] { a: 1 }\n");
+  expect(object.loaded).toBe("true");
+});

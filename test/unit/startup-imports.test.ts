@@ -46,10 +46,22 @@ test.each([
   expect(heavyIn(await reachable(["main.ts", "cli/stale-client-entries.ts", module]))).toEqual([]);
 });
 
-test("'registry list' loads no state module but the paths, nor node:fs (config.json is looked for with Bun.file)", async () => {
+test("'registry list' loads no state module but the paths, nor node:fs by itself (config.json is read by a require in the loader)", async () => {
   const modules = await reachable(["main.ts", "cli/stale-client-entries.ts", "cli/registry.ts"]);
   expect([...modules].filter((module) => module.startsWith("state/"))).toEqual(["state/paths.ts"]);
   expect(modules).not.toContain("node:fs");
+});
+
+test("'list' loads the workload store only when there is a workloads folder (cli/list.ts looks for it first)", async () => {
+  // A new MCPMGR_HOME has none: the store, its record schemas and the supervisor code stay unloaded.
+  const modules = await reachable(["main.ts", "cli/stale-client-entries.ts", "state/private-dirs.ts", "cli/list.ts"]);
+  const store = [
+    "state/workloads.ts",
+    "state/workload-record.ts",
+    "workload/list-rows.ts",
+    "workload/supervisor-control.ts",
+  ];
+  expect(store.filter((module) => modules.has(module))).toEqual([]);
 });
 
 test("the check sees an eager import when there is one", async () => {
