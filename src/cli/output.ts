@@ -1,6 +1,7 @@
 /**
- * Terminal output. Logs go to stderr through consola; stdout carries only what a
- * script may want to capture (the URL clients should use).
+ * Terminal output. Logs go to stderr in consola's basic format ("[info] message"), through consola's
+ * core only for a line with an object or an error; stdout carries only what a script may want to
+ * capture (the URL clients should use).
  *
  * Start-up cost matters here: this module is loaded by every command. consola is created
  * on the first log line that is not plain text, never touches Node's stdout/stderr streams (several ms that
@@ -25,7 +26,7 @@ let consola: ConsolaInstance | undefined;
  * consola's core (levels, throttling of repeated lines) with a reporter of our own that writes
  * consola's basic format ("[info] message") through console.error. Not consola/basic: loading it
  * creates a default instance, and with it Node's process.stdout/process.stderr streams (node:stream,
- * fs streams, events: ~1.7 ms of every command that logs a line, such as an empty `mcpmgr list`).
+ * fs streams, events: ~1.7 ms of every command that logs a line with an object or an error).
  * console.error writes synchronously and completely, in order with console.log.
  */
 const stderrReporter: ConsolaReporter = {

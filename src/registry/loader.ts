@@ -359,8 +359,9 @@ function _caseInsensitive<T>(byName: ReadonlyMap<string, T>, name: string): T | 
 }
 
 /**
- * Sync, as callers read a setting before anything else happens; node:fs is loaded only when there is a
- * file. No further than 16 MiB, as a registry at a URL.
+ * Sync, as callers read a setting before anything else happens. node:fs comes with it (bounded-file.ts),
+ * on every call: the CLI has loaded it already (the private-folders check). No further than 16 MiB, as a
+ * registry at a URL.
  */
 function _readText(path: string): string {
   return (require("../bounded-file.ts") as typeof import("../bounded-file.ts")).readCappedFile(

@@ -93,6 +93,32 @@ describe("mcpmgr registry list", () => {
     expect(missing).toContain("absent.json");
   });
 
+  test("a reader that stops after the first line ends nothing with a trace: the rest of the one write is dropped", async () => {
+    // The table goes out in one write (printLines): with more than a pipe holds, that write is cut short
+    // when `head -1` exits, and the command still ends quietly, with code 0, as `... | head -1` expects.
+    const [fetchEntry] = embeddedEntries().filter((entry) => entry.name === "fetch");
+    const servers = Array.from({ length: 2000 }, (_, i) => ({
+      ...fetchEntry,
+      name: `big-${i}`,
+      description: "x".repeat(80),
+    }));
+    const file = join(home, "big-registry.json");
+    await Bun.write(file, JSON.stringify({ servers }));
+    const result = Bun.spawnSync(
+      ["bash", "-c", 'set -o pipefail; "$0" "$1" registry list | head -1', process.execPath, ENTRY],
+      {
+        cwd: REPO_ROOT,
+        env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_REGISTRY: file },
+        timeout: 20_000,
+      },
+    );
+    expect(result.stdout.toString()).toMatch(/^NAME\s+TRANSPORT\s+SOURCE\s+DESCRIPTION\n$/);
+    expect(result.stderr.toString()).toBe(
+      `[info] 2000 of ${embeddedEntries().length + 2000} servers (marked *) come from the custom registry ${file}\n`,
+    );
+    expect(result.exitCode).toBe(0);
+  });
+
   test("bad options and arguments are usage errors", () => {
     expect(usageError(mcpmgr(["registry", "list", "--format", "xml"]))).toContain("--format");
     expect(usageError(mcpmgr(["registry", "list", "--bogus"]))).toContain("--bogus");
