@@ -157,8 +157,20 @@ export async function startServerContainer(
   // The kernel's OOM kill exits 137 like any SIGKILL: said in the log (and so in the supervisor's exit
   // line, which quotes the server's last output), or a server that needs more memory restarts in a loop
   // with nothing naming the limit it keeps reaching.
-  const noteOomKill = (info: { State: { OOMKilled?: boolean } }) => {
-    if (info.State.OOMKilled !== true || stopping) return;
+  // dockerd learns of the OOM kill and of the exit as two events, in either order: a container seen
+  // stopped with code 137 and no OOM flag yet is asked again, briefly.
+  let oomNoted = false;
+  const noteOomKill = async (info: { State: { OOMKilled?: boolean; ExitCode?: number } }) => {
+    let state = info.State;
+    for (let tries = 0; state.OOMKilled !== true && state.ExitCode === 137 && tries < 10; tries++) {
+      await Bun.sleep(50);
+      const again = await container.inspect().catch(() => undefined);
+      if (again === undefined) return;
+      state = again.State;
+    }
+    // Both the engine's `wait` and a re-attach's inspect may see the exit: said once.
+    if (state.OOMKilled !== true || stopping || oomNoted) return;
+    oomNoted = true;
     const limit = options.HostConfig?.Memory;
     note(
       `${options.name} was killed by the kernel for running out of memory${limit ? ` at its limit of ${memorySize(limit)}` : ""} (MCPMGR_CONTAINER_MEMORY sets it)`,
@@ -213,7 +225,7 @@ export async function startServerContainer(
       try {
         const info = await container.inspect();
         if (!info.State.Running) {
-          noteOomKill(info);
+          if (!stopping) await noteOomKill(info);
           // The engine's own `wait` may be hung on a connection that dropped: the exit is settled here.
           settleExit(typeof info.State.ExitCode === "number" ? info.State.ExitCode : null);
           return;
