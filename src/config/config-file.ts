@@ -7,6 +7,10 @@
  */
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
+// Imported, not require()d like yaml below: require() takes jsonc-parser's CommonJS build, whose own
+// require() calls of its parts the compiled executable cannot resolve, and that build then served
+// the client-file editor too (every JSON client file with content failed: test/e2e/binary.test.ts).
+import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
 
@@ -67,9 +71,8 @@ function yamlProblem(text: string): string | undefined {
  * are codes at an offset.
  */
 function jsonProblem(text: string): string | undefined {
-  const { parse, printParseErrorCode } = require("jsonc-parser") as typeof import("jsonc-parser");
-  const errors: import("jsonc-parser").ParseError[] = [];
-  parse(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  const errors: ParseError[] = [];
+  parseJsonc(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
   const [first] = errors;
   if (first === undefined) return undefined;
   const before = text.slice(0, first.offset);

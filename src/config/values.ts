@@ -188,12 +188,21 @@ export const keyValueList = v.pipe(
   ),
 );
 
-/** hostPort:containerPort */
+/**
+ * hostPort:containerPort, published on 127.0.0.1; `127.0.0.1:hostPort:containerPort`, as Docker users
+ * write it to stay on loopback, says the same. Another address is refused: mcpmgr never publishes there.
+ */
 export const portMapping = v.pipe(
   trimmed,
-  v.regex(/^\d{1,5}:\d{1,5}$/, "must look like hostPort:containerPort, e.g. 8080:8080"),
+  v.regex(
+    /^(?:127\.0\.0\.1:)?\d{1,5}:\d{1,5}$/,
+    "must look like hostPort:containerPort, e.g. 8080:8080 (always published on 127.0.0.1; no other address)",
+  ),
   v.transform((text) => {
-    const [host, container] = text.split(":").map(Number) as [number, number];
+    const [host, container] = text
+      .replace(/^127\.0\.0\.1:/, "")
+      .split(":")
+      .map(Number) as [number, number];
     return { hostPort: host, containerPort: container } as const;
   }),
   v.check(

@@ -169,6 +169,14 @@ export function printContainerGrants(spec: RunSpec, placement: ContainerPlacemen
       home: homedir(),
     }),
   );
+  // Here, not in the launch: a detached run's launch is its supervisor's, whose output only the proxy log
+  // shows, so the terminal of a `run` without --foreground (the usual one) never saw it (security.md W7).
+  if (server.transport !== "stdio" && !placement.isolate) {
+    const where = placement.networkMode === "host" ? "the host's network" : `network ${placement.networkMode}`;
+    ctx.log.warn(
+      `${spec.name}'s MCP port is reachable on ${where}${placement.publish.length > 0 ? " and the published ports" : ""} without going through the proxy (its authentication, policies and audit)`,
+    );
+  }
 }
 
 /** Removes what a start left in the engine (it was interrupted, or a supervisor was killed hard). */
@@ -243,10 +251,6 @@ export async function launchContainer(
       user: spec.labels,
     });
 
-  if (!stdio && !isolate && options.interactive)
-    ctx.log.warn(
-      `${spec.name}'s MCP port is reachable on ${hostNetwork ? "the host's network" : `network ${networkMode}`}${placement.publish.length > 0 ? " and the published ports" : ""} without going through the proxy (its authentication, policies and audit)`,
-    );
   // The isolated server's relay: a Unix socket in a host directory only mcpmgr's user opens
   // (a remote engine, which cannot mount it, gets the relay published on loopback instead).
   const socketDir = isolate && !stdio ? ingressSocketDir(engine, spec.name, ctx.paths.runtimeDir) : undefined;

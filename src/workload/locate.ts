@@ -47,6 +47,11 @@ async function selectRuntime(source: ConcreteSource, env: Env): Promise<RuntimeS
   }
   const engine = await detectEngine({ env, ...(choice ? { want: choice } : {}) });
   if (engine) return { kind: "container", engine };
+  if (env.DOCKER_HOST)
+    throw new McpmgrError("RUNTIME_UNAVAILABLE", `no container engine answers at DOCKER_HOST ${env.DOCKER_HOST}`, {
+      // Not "unset it": `start` and `restart` pass on the workload's recorded engine this way.
+      hint: "start that engine: while DOCKER_HOST names one, mcpmgr uses no other, and a workload stays on the engine it was created on",
+    });
   if (choice) throw noEngineError(`MCPMGR_RUNTIME=${choice}`, choice);
   if (source.kind === "image") throw noEngineError(`${source.ref} is a container image`);
   return { kind: "process" };

@@ -4,8 +4,10 @@
  * working directory entered (a gateway's too), the run options resolved with the files they name,
  * on the recorded runtime; then every secret the record names is looked up. A restart that could
  * not start the workload again is refused in one line while the workload goes on running, instead
- * of leaving it down and failed. Nothing is started here and nothing is printed: the supervisor
- * says what it says as it starts.
+ * of leaving it down and failed. Nothing is started here and nothing is printed (but a pull's
+ * progress): the supervisor says what it says as it starts. An image that is no longer on the
+ * engine (removed, pruned) is pulled here, while the workload still runs: one that cannot be pulled
+ * left it down and failed.
  */
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
@@ -21,12 +23,17 @@ export async function assertRestartable(record: WorkloadRecord, ctx: WorkloadCon
   const back = currentDir();
   try {
     if (record.workingDir) enterWorkingDir(record.workingDir);
-    await resolveRecorded(record, {
+    const resolved = await resolveRecorded(record, {
       ...ctx,
       env: { ...ctx.env, ...recordedRuntimeEnv(record) },
       log: quiet,
       print: () => {},
     });
+    const placement = resolved.kind === "run" ? resolved.spec.placement : undefined;
+    if (placement?.kind === "container" && placement.source.kind === "image") {
+      const { ensureImage } = await import("../runtime/docker/images.ts");
+      await ensureImage(placement.engine, placement.source.ref, (line) => ctx.log.info(line));
+    }
   } finally {
     if (back !== undefined) returnTo(back);
   }

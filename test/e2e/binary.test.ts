@@ -186,6 +186,38 @@ test("the binary configures AI clients: Codex's TOML through the embedded WebAss
   }
 }, 120_000);
 
+test("the binary edits a JSON client file that has content, and says where a JSON option file breaks", async () => {
+  // jsonc-parser's CommonJS build loads its parts with require() calls the bundler cannot see: once a
+  // require("jsonc-parser") brought it into the executable, every JSON client file with content failed
+  // ('Cannot find module ./impl/format'), and so did the JSON option-file error.
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-json-"));
+  const env = { ...process.env, NO_COLOR: "1", HOME: home, MCPMGR_HOME: join(home, ".mcpmgr"), XDG_CONFIG_HOME: "" };
+  try {
+    await writeFile(join(home, ".claude.json"), '{"numStartups": 3, "mcpServers": {"mine": {"command": "mine"}}}\n');
+    const run = Bun.spawnSync([binary, "run", fixture.url, "--name", "bin-json"], { env, timeout: 120_000 });
+    expect(run.exitCode).toBe(0);
+    const url = run.stdout.toString().trim();
+    const register = Bun.spawnSync([binary, "client", "register", "claude-code"], { env });
+    expect(register.stderr.toString()).not.toContain("cannot update");
+    expect(register.exitCode).toBe(0);
+    const written = JSON.parse(await readFile(join(home, ".claude.json"), "utf8"));
+    expect(written).toEqual({
+      numStartups: 3,
+      mcpServers: { mine: { command: "mine" }, "bin-json": { type: "http", url } },
+    });
+    await writeFile(join(home, "overrides.json"), '{"toolsOverride": {\n  "a": {"name": b}}}\n');
+    const broken = Bun.spawnSync(
+      [binary, "run", fixture.url, "--name", "bin-broken", "--tools-override", join(home, "overrides.json")],
+      { env, timeout: 60_000 },
+    );
+    expect(broken.exitCode).toBe(2);
+    expect(broken.stderr.toString()).toContain("line 2, column");
+    expect(Bun.spawnSync([binary, "rm", "bin-json"], { env, timeout: 60_000 }).exitCode).toBe(0);
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}, 120_000);
+
 test("the binary builds and runs the network isolation helper from itself (BUN_BE_BUN): egress is filtered", async () => {
   const { fixtureImages, networkGateway } = await import("../support/docker-fixtures.ts");
   const images = await fixtureImages();

@@ -176,6 +176,12 @@ describe("parseRunArgv", () => {
     expect(values.tools.flat()).toEqual(["a", "b", "c"]);
   });
 
+  test("-p 127.0.0.1:host:container, as Docker users keep a port on loopback, is the same as host:container", () => {
+    expect(parseRunArgv(["srv", "-p", "127.0.0.1:8080:80"]).values.publish).toEqual([
+      { hostPort: 8080, containerPort: 80 },
+    ]);
+  });
+
   test("other repeatable options accumulate: -l, -p, -v, --secret, --webhook-config", () => {
     const { values } = parseRunArgv([
       "srv",
@@ -268,6 +274,7 @@ describe("parseRunArgv", () => {
     ["env without =", ["srv", "-e", "NOVALUE"]],
     ["volume without container path", ["srv", "-v", "bad"]],
     ["publish without container port", ["srv", "-p", "80"]],
+    ["publish on an address other than loopback", ["srv", "-p", "0.0.0.0:8080:80"]],
     ["bad duration", ["srv", "--remote-auth-timeout", "30x"]],
     ["sampling rate above 1", ["srv", "--otel-sampling-rate", "1.5"]],
     ["negative sampling rate", ["srv", "--otel-sampling-rate=-0.5"]],

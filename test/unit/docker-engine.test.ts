@@ -177,6 +177,29 @@ describe("detectEngine", () => {
     expect(engine).toMatchObject({ kind: "docker", endpoint: "unix:///var/run/docker.sock" });
   });
 
+  test("CONTAINER_HOST, Podman's variable, is passed over when its engine is not of the kind MCPMGR_RUNTIME wants", async () => {
+    // The Docker socket stands for the engine of the other kind (under MCPMGR_RUNTIME=docker, a Podman
+    // engine CONTAINER_HOST named was used): with no Podman socket here, nothing is found.
+    const env = { CONTAINER_HOST: "unix:///var/run/docker.sock", XDG_RUNTIME_DIR: runtimeDir };
+    expect(noPodmanSocketIn(env)).toEqual([]);
+    expect(await detectEngine({ env, want: "podman", timeoutMs: 500 })).toBeUndefined();
+    // Of the kind wanted, or with no kind wanted, it is used.
+    expect(await detectEngine({ env, want: "docker" })).toMatchObject({
+      kind: "docker",
+      endpoint: "unix:///var/run/docker.sock",
+    });
+    expect(await detectEngine({ env })).toMatchObject({ kind: "docker", endpoint: "unix:///var/run/docker.sock" });
+  });
+
+  test("DOCKER_HOST at an engine that does not answer: no other engine is used, though Docker's default socket answers", async () => {
+    // A workload's recorded engine is passed on as DOCKER_HOST: the next socket that answered took it over.
+    for (const want of [undefined, "docker"] as const) {
+      const env = { DOCKER_HOST: "unix:///nonexistent.sock", XDG_RUNTIME_DIR: runtimeDir };
+      expect(await detectEngine({ env, ...(want ? { want } : {}), timeoutMs: 500 })).toBeUndefined();
+    }
+    expect(await detectEngine({ env: { XDG_RUNTIME_DIR: runtimeDir } })).toMatchObject({ kind: "docker" });
+  });
+
   test("the real Docker engine's /version answer reads as docker", async () => {
     const engine = await detectEngine({ env: { DOCKER_HOST: "unix:///var/run/docker.sock" } });
     expect(engine).toBeDefined();

@@ -47,6 +47,17 @@ export interface ContainerServer {
   readonly attachConnection: Duplex | undefined;
 }
 
+/** A byte count as MCPMGR_CONTAINER_MEMORY would write it: `512m`, `2g`, else bytes. */
+function memorySize(bytes: number): string {
+  for (const [unit, size] of [
+    ["g", 1024 ** 3],
+    ["m", 1024 ** 2],
+    ["k", 1024],
+  ] as const)
+    if (bytes % size === 0) return `${bytes / size}${unit}`;
+  return String(bytes);
+}
+
 /** A web stream fed by a Node stream that is never ended by re-attaching, only by close(). */
 function feed(): { node: PassThrough; web: ReadableStream<Uint8Array>; close(): void } {
   const node = new PassThrough();
@@ -143,6 +154,29 @@ export async function startServerContainer(
     pending.length = 0;
   };
 
+  // The kernel's OOM kill exits 137 like any SIGKILL: said in the log (and so in the supervisor's exit
+  // line, which quotes the server's last output), or a server that needs more memory restarts in a loop
+  // with nothing naming the limit it keeps reaching.
+  // dockerd learns of the OOM kill and of the exit as two events, in either order: a container seen
+  // stopped with code 137 and no OOM flag yet is asked again, briefly.
+  let oomNoted = false;
+  const noteOomKill = async (info: { State: { OOMKilled?: boolean; ExitCode?: number } }) => {
+    let state = info.State;
+    for (let tries = 0; state.OOMKilled !== true && state.ExitCode === 137 && tries < 10; tries++) {
+      await Bun.sleep(50);
+      const again = await container.inspect().catch(() => undefined);
+      if (again === undefined) return;
+      state = again.State;
+    }
+    // Both the engine's `wait` and a re-attach's inspect may see the exit: said once.
+    if (state.OOMKilled !== true || stopping || oomNoted) return;
+    oomNoted = true;
+    const limit = options.HostConfig?.Memory;
+    note(
+      `${options.name} was killed by the kernel for running out of memory${limit ? ` at its limit of ${memorySize(limit)}` : ""} (MCPMGR_CONTAINER_MEMORY sets it)`,
+    );
+  };
+
   let settleExit!: (code: number | null) => void;
   const exited = new Promise<number | null>((resolve) => (settleExit = resolve));
   // One `wait` at a time: each re-attach asks anew (the earlier one may hang on a dropped connection), and
@@ -155,7 +189,10 @@ export async function startServerContainer(
     const controller = new AbortController();
     waiting = controller;
     void container.wait({ abortSignal: controller.signal }).then(
-      (result: { StatusCode?: number }) => settleExit(result.StatusCode ?? null),
+      async (result: { StatusCode?: number }) => {
+        if (!stopping) await container.inspect().then(noteOomKill, () => {});
+        settleExit(result.StatusCode ?? null);
+      },
       () => {
         if (!controller.signal.aborted) settleExit(null);
       },
@@ -188,6 +225,7 @@ export async function startServerContainer(
       try {
         const info = await container.inspect();
         if (!info.State.Running) {
+          if (!stopping) await noteOomKill(info);
           // The engine's own `wait` may be hung on a connection that dropped: the exit is settled here.
           settleExit(typeof info.State.ExitCode === "number" ? info.State.ExitCode : null);
           return;

@@ -169,19 +169,26 @@ function ownSocket(candidate: Candidate, named: boolean): boolean {
 }
 
 /**
- * The engine to use, or undefined when none answers. `want` narrows the search to one
- * kind (MCPMGR_RUNTIME=docker|podman); DOCKER_HOST is honoured for either. The kind
- * recorded is the one the engine reports, not the one asked for or guessed from the path.
+ * The engine to use, or undefined when none answers (or the one DOCKER_HOST names does not: no other
+ * is tried then). `want` narrows the search to one kind (MCPMGR_RUNTIME=docker|podman); DOCKER_HOST
+ * is honoured for either. CONTAINER_HOST is
+ * Podman's own variable, set for Podman's tools: under MCPMGR_RUNTIME=docker a Podman engine
+ * it names was taken all the same, so it counts only when its engine is of the kind wanted.
+ * The kind recorded is the one the engine reports, not the one asked for or guessed from the path.
  */
 export async function detectEngine(
   options: { env?: Env; want?: EngineKind; timeoutMs?: number } = {},
 ): Promise<ContainerEngine | undefined> {
   const env = options.env ?? process.env;
   for (const candidate of engineCandidates(env)) {
-    const fromEnv = candidate.endpoint === env.DOCKER_HOST || candidate.endpoint === env.CONTAINER_HOST;
-    if (!ownSocket(candidate, fromEnv)) continue;
+    const fromDockerHost = candidate.endpoint === env.DOCKER_HOST;
+    if (!ownSocket(candidate, fromDockerHost || candidate.endpoint === env.CONTAINER_HOST)) continue;
     const found = await answers(candidate, options.timeoutMs ?? 2_000);
-    if (found === undefined || (options.want && found.kind !== options.want && !fromEnv)) continue;
+    // The engine DOCKER_HOST names, or none: it is also how a workload's recorded engine is passed on, and
+    // the next socket that answered (a rootful engine after a rootless one, another Podman service) moved
+    // the workload there, with its volumes and secrets, because its own engine was not up yet.
+    if (found === undefined && fromDockerHost) return undefined;
+    if (found === undefined || (options.want && found.kind !== options.want && !fromDockerHost)) continue;
     return { kind: found.kind, endpoint: candidate.endpoint, docker: found.docker };
   }
   return undefined;
