@@ -6,6 +6,10 @@
  * here quotes the file's text but a duplicated key's name.
  */
 import type { ParseError } from "jsonc-parser";
+
+// jsonc-parser is required by its ES module's path (literal, for the bundler): `require("jsonc-parser")`
+// takes its `main`, a UMD bundle whose inner requires the compiled executable cannot resolve
+// ("Cannot find module './impl/format'"): a JSON option file that did not parse was an unexpected error.
 import type { Document, LineCounter as YamlLineCounter } from "yaml";
 
 /** A key given twice in one object: its name and the line of its second appearance (1-based). */
@@ -48,7 +52,7 @@ function unresolvedAlias(document: Document, lines: YamlLineCounter): string | u
  * commas are refused, as JSON.parse refuses them.
  */
 export function jsonProblem(text: string): string | undefined {
-  const { parse, printParseErrorCode } = require("jsonc-parser") as typeof import("jsonc-parser");
+  const { parse, printParseErrorCode } = require("jsonc-parser/lib/esm/main.js") as typeof import("jsonc-parser");
   const errors: ParseError[] = [];
   parse(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
   const [first] = errors;
@@ -82,7 +86,7 @@ export function yamlDuplicateKey(text: string): DuplicateKey | undefined {
 
 /** The first key given twice in one object of JSON text that JSON.parse took; undefined: none. */
 export function jsonDuplicateKey(text: string): DuplicateKey | undefined {
-  const { visit } = require("jsonc-parser") as typeof import("jsonc-parser");
+  const { visit } = require("jsonc-parser/lib/esm/main.js") as typeof import("jsonc-parser");
   const open: Set<string>[] = [];
   let found: DuplicateKey | undefined;
   visit(text, {
