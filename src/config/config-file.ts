@@ -10,6 +10,7 @@ import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
 import { excerpt, printable } from "../printable.ts";
+import { issueWithoutValue } from "./values.ts";
 import { jsonDuplicateKey, jsonProblem, yamlDuplicateKey, yamlProblem } from "./file-syntax.ts";
 
 export interface ConfigFileOptions {
@@ -178,18 +179,7 @@ function issueText(schema: unknown, issues: readonly v.BaseIssue<unknown>[]): st
       return `${parent}: the field ${JSON.stringify(field)} is missing`;
     }
   }
-  return `${at}: ${issue === undefined ? "invalid" : withoutReceivedValue(issue)}`;
-}
-
-/**
- * valibot's message quotes the value it refused (`Expected Array but received "ghp_…"`), and a value
- * in the wrong place of an option file is often a token or password pasted one line off: say what
- * kind of value it was, never the value.
- */
-function withoutReceivedValue(issue: v.BaseIssue<unknown>): string {
-  const { message, received } = issue;
-  if (!received.startsWith('"')) return message; // numbers, booleans, null, types: nothing secret
-  return message.split(received).join("a string");
+  return `${at}: ${issue === undefined ? "invalid" : issueWithoutValue(issue)}`;
 }
 
 /** The field names the object schema at `keys` (a path into the file) knows; undefined: not an object there. */
