@@ -91,6 +91,11 @@ export async function writeJsonFile(path: string, value: unknown, options: Write
 export interface ReadOptions {
   /** What the user should do when the file is corrupt; the default names the file. */
   readonly hint?: string;
+  /**
+   * Refuse a key given twice in one object (JSON.parse keeps the last): for a file a user edits
+   * (`--from-config`), where a second `runOptions` would replace the first without a word.
+   */
+  readonly refuseDuplicateKeys?: boolean;
 }
 
 /**
@@ -123,6 +128,16 @@ export async function readJsonFile<S extends v.GenericSchema>(
     // edited --from-config file); jsonc-parser's says where and why.
     const detail = text.trim() === "" ? "the file is empty" : (problemIn(text) ?? errorMessage(err));
     throw new McpmgrError("STATE_CORRUPT", `${path} is not valid JSON: ${detail}`, { hint, cause: err });
+  }
+  if (options.refuseDuplicateKeys) {
+    const { jsonDuplicateKey } = require("../config/file-syntax.ts") as typeof import("../config/file-syntax.ts");
+    const duplicate = jsonDuplicateKey(text);
+    if (duplicate !== undefined)
+      throw new McpmgrError(
+        "STATE_CORRUPT",
+        `${path}: the key ${JSON.stringify(duplicate.key)} is given twice in one object (line ${duplicate.line}); the later would silently replace the earlier`,
+        { hint: "give each key once" },
+      );
   }
   refuseNewerFile(path, json);
   const result = v.safeParse(schema, json);

@@ -149,3 +149,19 @@ test("a JSON file a user names (--from-config) that is broken never quotes its t
   expect(shapeErr.message).toContain("source: Invalid type: Expected Object but received a string");
   expect(shapeErr.message).not.toContain("ghp_");
 });
+
+test("--from-config's file with a key given twice (a second runOptions) is refused by name and line", async () => {
+  const { readExported } = await import("../../src/workload/exported-config.ts");
+  const twice = join(home, "twice.json");
+  await writeFile(
+    twice,
+    '{"schema_version": 1, "name": "x", "source": {"kind": "remote", "ref": "http://127.0.0.1:9/mcp"},\n' +
+      ' "transport": "streamable-http", "proxyPort": 4567, "runtime": "remote",\n' +
+      ' "runOptions": ["http://127.0.0.1:9/mcp", "--authz-config", "policies.yaml"],\n' +
+      ' "runOptions": ["http://127.0.0.1:9/mcp"]}',
+  );
+  const err = await rejection(readExported(twice), "STATE_CORRUPT");
+  expect(err.message).toBe(
+    `${twice}: the key "runOptions" is given twice in one object (line 4); the later would silently replace the earlier`,
+  );
+});
