@@ -21,6 +21,7 @@ beforeAll(() => {
 
 afterAll(() => {
   mcpmgr("rm", "od");
+  mcpmgr("rm", "gateway-default");
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -52,4 +53,16 @@ test("start and restart refuse an option file edited to hold a key twice; run re
   const again = mcpmgr("run", "http://127.0.0.1:9/mcp", "--name", "od2", "--authz-config", policies);
   expect(again.code).toBe(2);
   expect(again.stderr).toContain('the key "policies" is given twice');
+});
+
+test("a background gateway's option file likewise: start refuses it and leaves the gateway stopped", () => {
+  const policies = join(home, "gateway-policies.yaml");
+  writeFileSync(policies, `version: "1.0"\ntype: cedarv1\ncedar:\n  policies:\n${permit}`);
+  expect(mcpmgr("gateway", "default", "--detach", "--authz-config", policies).code).toBe(0);
+  expect(mcpmgr("stop", "gateway-default").code).toBe(0);
+  writeFileSync(policies, `version: "1.0"\ntype: cedarv1\ncedar:\n  policies:\n${forbid}  policies:\n${permit}`);
+  const start = mcpmgr("start", "gateway-default");
+  expect(start.code).toBe(2);
+  expect(start.stderr).toContain('the key "policies" is given twice in one object (line 6)');
+  expect(mcpmgr("list").stdout).toMatch(/^gateway-default\s+stopped\s/m);
 });
