@@ -1,5 +1,6 @@
 /** `mcpmgr __supervise NAME` (hidden): the detached process behind a workload (workload/supervisor.ts). */
 import { defineCommand } from "citty";
+import { trustDuplicateKeysChecked } from "../config/config-file.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { cappedLog } from "../state/log-files.ts";
 import { resolvePaths } from "../state/paths.ts";
@@ -23,6 +24,8 @@ export default defineCommand({
     // login, which may live on for hours) has no use for it.
     const startedBy = process.env[STARTED_BY_ENV];
     delete process.env[STARTED_BY_ENV];
+    // run, start and restart checked the option files for duplicate keys before starting this process.
+    trustDuplicateKeysChecked();
     const proxyLog = printToProxyLog(name);
     stampLogTimes();
     try {

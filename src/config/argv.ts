@@ -9,7 +9,7 @@ import * as v from "valibot";
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError, errorMessage } from "../errors.ts";
 import type { OptionSpec, OptionTable, OptionValues } from "./option-spec.ts";
-import { choicesOf, firstIssueMessage } from "./values.ts";
+import { assignmentSchemas, choicesOf, firstIssueMessage, withValuesHidden } from "./values.ts";
 import { quotableUrl } from "./url-credentials.ts";
 
 export interface ParsedArgv<Table extends OptionTable> {
@@ -94,7 +94,7 @@ function parseValue(name: string, spec: OptionSpec & { kind: "string" }, text: s
   const nearest = closeMatches(text.trim(), choicesOf(spec.schema), { nearestOnly: true });
   throw new McpmgrError(
     "INVALID_OPTION",
-    `--${name} ${JSON.stringify(quotableUrl(text))}: ${firstIssueMessage(result.issues)}`,
+    `--${name} ${JSON.stringify(assignmentSchemas.has(spec.schema) ? withValuesHidden(spec.schema, text) : quotableUrl(text))}: ${firstIssueMessage(result.issues)}`,
     {
       hint:
         didYouMean(nearest.map((choice) => `--${name} ${choice}`)) ??

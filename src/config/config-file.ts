@@ -7,12 +7,11 @@
  */
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
-// Imported, not require()d like yaml below: require() takes jsonc-parser's CommonJS build, whose own
-// require() calls of its parts the compiled executable cannot resolve, and that build then served
-// the client-file editor too (every JSON client file with content failed: test/e2e/binary.test.ts).
-import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
+import { excerpt, printable } from "../printable.ts";
+import { issueWithoutValue } from "./values.ts";
+import { jsonDuplicateKey, jsonProblem, yamlDuplicateKey, yamlProblem } from "./file-syntax.ts";
 
 export interface ConfigFileOptions {
   /** The option that named the file, with its dashes: "--audit-config". */
@@ -38,8 +37,9 @@ function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">):
     throw fail(missing ? "no such file" : "cannot read the file", `check the path given to ${options.option}`);
   }
   const asYaml = options.yaml && yamlFile.test(path);
+  let content: unknown;
   try {
-    return asYaml ? Bun.YAML.parse(text) : JSON.parse(text);
+    content = asYaml ? Bun.YAML.parse(text) : JSON.parse(text);
   } catch {
     const why = asYaml ? yamlProblem(text) : jsonProblem(text);
     throw fail(
@@ -49,40 +49,30 @@ function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">):
         : "check the file's syntax",
     );
   }
+  const duplicate = duplicateKeysChecked ? (asYaml ? yamlDuplicateKey : jsonDuplicateKey)(text) : undefined;
+  if (duplicate !== undefined)
+    throw fail(
+      `the key ${JSON.stringify(printable(excerpt(duplicate.key, 60)))} is given twice in one object (line ${duplicate.line}); the later would silently replace the earlier`,
+      "give each key once: merge the two (one list of policies, one network block, one entry per name)",
+    );
+  return content;
 }
 
 /**
- * Where and why YAML text does not parse: Bun's parser says only "Unexpected token", so the text is read
- * again by the `yaml` library (loaded only then), whose errors carry a line and a column.
+ * Whether readConfigFile looks for a key given twice. Off only in the supervisor (`__supervise`), which
+ * reads again the files the command that started it has read and checked (`run`, `restart`, `start`:
+ * workload/option-file-keys.ts), so that it does not carry the `yaml` library (several MiB) all its life.
  */
-function yamlProblem(text: string): string | undefined {
-  const { parseDocument } = require("yaml") as typeof import("yaml");
-  const [first] = parseDocument(text, { prettyErrors: true }).errors;
-  if (first === undefined) return undefined;
-  const where = first.linePos?.[0];
-  const message = (first.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
-  return `${where ? `line ${where.line}, column ${where.col}: ` : ""}${message}`;
+let duplicateKeysChecked = true;
+
+/** For the supervisor: the files it reads were checked for duplicate keys by the command that started it. */
+export function trustDuplicateKeysChecked(): void {
+  duplicateKeysChecked = false;
 }
 
-/**
- * Where and why JSON text does not parse, without any of the text: Bun's JSON.parse quotes the token it
- * stopped at (`Unexpected identifier "ghp_…"`, a token pasted unquoted) and has no position, so the text
- * is read again by jsonc-parser (comments and trailing commas refused, as JSON.parse does), whose errors
- * are codes at an offset.
- */
-function jsonProblem(text: string): string | undefined {
-  const errors: ParseError[] = [];
-  parseJsonc(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
-  const [first] = errors;
-  if (first === undefined) return undefined;
-  const before = text.slice(0, first.offset);
-  const line = before.split("\n").length;
-  const column = first.offset - (before.lastIndexOf("\n") + 1) + 1;
-  // "CloseBraceExpected" → "close brace expected".
-  const why = printParseErrorCode(first.error)
-    .replace(/([a-z])([A-Z])/g, "$1 $2")
-    .toLowerCase();
-  return `line ${line}, column ${column}: ${why}`;
+/** A key given twice in one object of the file at `path` (read, parsed), as an INVALID_OPTION error. */
+export function assertNoDuplicateKeys(path: string, options: Omit<ConfigFileOptions, "hint">): void {
+  readConfigFile(path, options);
 }
 
 /** The file's content as the schema's output; the first problem is reported with its field path. */
@@ -189,18 +179,7 @@ function issueText(schema: unknown, issues: readonly v.BaseIssue<unknown>[]): st
       return `${parent}: the field ${JSON.stringify(field)} is missing`;
     }
   }
-  return `${at}: ${issue === undefined ? "invalid" : withoutReceivedValue(issue)}`;
-}
-
-/**
- * valibot's message quotes the value it refused (`Expected Array but received "ghp_…"`), and a value
- * in the wrong place of an option file is often a token or password pasted one line off: say what
- * kind of value it was, never the value.
- */
-function withoutReceivedValue(issue: v.BaseIssue<unknown>): string {
-  const { message, received } = issue;
-  if (!received.startsWith('"')) return message; // numbers, booleans, null, types: nothing secret
-  return message.split(received).join("a string");
+  return `${at}: ${issue === undefined ? "invalid" : issueWithoutValue(issue)}`;
 }
 
 /** The field names the object schema at `keys` (a path into the file) knows; undefined: not an object there. */

@@ -257,6 +257,37 @@ export const secretReference = v.pipe(
   v.check((ref) => envName.test(ref.target), "the target must be a valid environment variable name"),
 );
 
+/**
+ * The KEY=VALUE forms (`-e`, `--remote-forward-headers`, `--otel-headers`, labels): their values are
+ * often a credential, so a refused one is quoted by its keys alone (`1TOKEN=…`). An item without `=`
+ * is a name whose value was left out (`-e NOVALUE`, quoted: the user looks for it) or a token pasted
+ * without its name (not quoted): quoted only in a name's form and length (a token is longer, or has
+ * other characters).
+ */
+export const assignmentSchemas: ReadonlySet<unknown> = new Set([
+  envAssignment,
+  keyValue,
+  headerAssignment,
+  keyValueList,
+]);
+
+export function withValuesHidden(schema: unknown, text: string): string {
+  const hide = (item: string) =>
+    item.includes("=") ? `${item.slice(0, item.indexOf("="))}=…` : /^[A-Za-z_][\w.-]{0,31}$/.test(item) ? item : "…";
+  return schema === keyValueList ? text.split(",").map(hide).join(",") : hide(text);
+}
+
+/**
+ * valibot's message quotes the value it refused (`Expected Array but received "ghp_…"`), and a value
+ * in the wrong place of a file (an option file, an exported workload) is often a token or password
+ * pasted one line off: say what kind of value it was, never the value.
+ */
+export function issueWithoutValue(issue: v.BaseIssue<unknown>): string {
+  const { message, received } = issue;
+  if (!received.startsWith('"')) return message; // numbers, booleans, null, types: nothing secret
+  return message.split(received).join("a string");
+}
+
 /** First issue as "message", for one-line errors. */
 export function firstIssueMessage(issues: readonly v.BaseIssue<unknown>[]): string {
   return issues[0]?.message ?? "is not valid";

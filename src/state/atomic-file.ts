@@ -91,6 +91,11 @@ export async function writeJsonFile(path: string, value: unknown, options: Write
 export interface ReadOptions {
   /** What the user should do when the file is corrupt; the default names the file. */
   readonly hint?: string;
+  /**
+   * Refuse a key given twice in one object (JSON.parse keeps the last): for a file a user edits
+   * (`--from-config`), where a second `runOptions` would replace the first without a word.
+   */
+  readonly refuseDuplicateKeys?: boolean;
 }
 
 /**
@@ -119,8 +124,20 @@ export async function readJsonFile<S extends v.GenericSchema>(
   try {
     json = JSON.parse(text);
   } catch (err) {
-    const detail = text.trim() === "" ? "the file is empty" : errorMessage(err);
+    // Not JSON.parse's message: it quotes the token it stopped at (a secret pasted unquoted, in an
+    // edited --from-config file); jsonc-parser's says where and why.
+    const detail = text.trim() === "" ? "the file is empty" : (problemIn(text) ?? errorMessage(err));
     throw new McpmgrError("STATE_CORRUPT", `${path} is not valid JSON: ${detail}`, { hint, cause: err });
+  }
+  if (options.refuseDuplicateKeys) {
+    const { jsonDuplicateKey } = require("../config/file-syntax.ts") as typeof import("../config/file-syntax.ts");
+    const duplicate = jsonDuplicateKey(text);
+    if (duplicate !== undefined)
+      throw new McpmgrError(
+        "STATE_CORRUPT",
+        `${path}: the key ${JSON.stringify(duplicate.key)} is given twice in one object (line ${duplicate.line}); the later would silently replace the earlier`,
+        { hint: "give each key once" },
+      );
   }
   refuseNewerFile(path, json);
   const result = v.safeParse(schema, json);
@@ -150,13 +167,23 @@ function refuseNewerFile(path: string, json: unknown): void {
   );
 }
 
+/** Where and why JSON text does not parse (loaded only then: `list` reads state files on every run). */
+function problemIn(text: string): string | undefined {
+  return (require("../config/file-syntax.ts") as typeof import("../config/file-syntax.ts")).jsonProblem(text);
+}
+
+/** The issue's message with the value it quotes left out (loaded only on a failure, as above). */
+function withoutValue(issue: v.BaseIssue<unknown>): string {
+  return (require("../config/values.ts") as typeof import("../config/values.ts")).issueWithoutValue(issue);
+}
+
 /** "proxyPort: must be a port number (and 2 more problems)", per ARCHITECTURE.md §3.6. */
 export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
   const [first] = issues;
   if (first === undefined) return "is not valid";
   const at = v.getDotPath(first);
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more problem${issues.length > 2 ? "s" : ""})` : "";
-  return `${at === null || at === "" ? "" : `${at}: `}${first.message}${more}`;
+  return `${at === null || at === "" ? "" : `${at}: `}${withoutValue(first)}${more}`;
 }
 
 /** mkdir -p with private permissions; mcpmgr folders hold nothing other users should read. */

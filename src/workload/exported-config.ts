@@ -18,7 +18,10 @@ import type { Env } from "./context.ts";
 
 /** The exported record at `path`, checked; the process moves to its working directory. */
 export async function readExported(path: string): Promise<WorkloadRecord> {
-  const record = await readJsonFile(path, workloadRecordSchema, { hint: "export one with 'mcpmgr export NAME PATH'" });
+  const record = await readJsonFile(path, workloadRecordSchema, {
+    hint: "export one with 'mcpmgr export NAME PATH'",
+    refuseDuplicateKeys: true,
+  });
   if (record === undefined)
     throw new McpmgrError("INVALID_OPTION", `--from-config ${JSON.stringify(path)}: no such file`, {
       hint: "give the path of an exported configuration",

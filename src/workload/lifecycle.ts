@@ -48,6 +48,9 @@ export async function startRecorded(
     )
       return { record, alreadyRunning: true };
     assertStartSettings(ctx.env, record.runtime);
+    // The supervisor leaves this check to the command that starts it (restart's is assertRestartable's).
+    const { assertOptionFileKeysUnique } = await import("./option-file-keys.ts");
+    assertOptionFileKeysUnique(record);
   }
   try {
     await startSupervisor(store, name, ctx, { whileWaiting: options.whileWaiting });

@@ -84,6 +84,30 @@ test("a usage error exits 2 with one line, from the binary too", () => {
   expect(run.stderr.toString().trim().split("\n")).toHaveLength(1);
 });
 
+test("option files read again by the bundled yaml and jsonc-parser: one line for a duplicate key or a syntax error", async () => {
+  // jsonc-parser's main entry is a UMD bundle whose inner requires the executable cannot resolve.
+  const files: [string, string, string][] = [
+    ["dup.json", '{"network": {},\n "network": {}}', 'the key "network" is given twice in one object (line 2)'],
+    ["bad.json", '{"read": ghp_notquoted}', "not valid JSON (line 1, column 10: invalid symbol)"],
+  ];
+  for (const [name, text, said] of files) {
+    await writeFile(join(workdir, name), text);
+    const run = Bun.spawnSync(
+      [binary, "run", "--foreground", "npx://whatever", "--permission-profile", join(workdir, name)],
+      { cwd: workdir, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: join(workdir, "home") } },
+    );
+    expect(run.stderr.toString()).toContain(said);
+    expect(run.exitCode).toBe(2);
+  }
+  const yaml = join(workdir, "dup.yaml");
+  await writeFile(yaml, 'version: "1.0"\ntype: cedarv1\ncedar:\n  policies: []\n  policies: []\n');
+  const run = Bun.spawnSync([binary, "run", "--foreground", "http://127.0.0.1:9/mcp", "--authz-config", yaml], {
+    cwd: workdir,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: join(workdir, "home") },
+  });
+  expect(run.stderr.toString()).toContain('the key "policies" is given twice in one object (line 5)');
+});
+
 test("the binary proxies an MCP server for the SDK client, ignoring .env and bunfig.toml in its directory", async () => {
   const proxy = await spawnUntil([binary, "proxy", "e2e", "--target-uri", fixture.url], /^(http:\/\/\S+)$/m, {
     cwd: workdir,

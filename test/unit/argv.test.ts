@@ -547,3 +547,27 @@ describe("buildProxySpec", () => {
     expect(clientUrl("localhost", 8080, "/mcp")).toBe("http://127.0.0.1:8080/mcp");
   });
 });
+
+test("a refused KEY=VALUE option is quoted by its keys alone: its value, often a credential, stays out of the error", () => {
+  const token = "ghp_polish33SecretToken0123456789abcdefghi"; // a real one's length: 40
+  const cases: [string[], string][] = [
+    [["-e", `9TOKEN=${token}`], '--env "9TOKEN=…": the name before'],
+    [["-e", `=${token}`], '--env "=…": must look like KEY=VALUE'],
+    [["--remote-forward-headers", `Bearer ${token}`], '--remote-forward-headers "…": must look like Name=Value'],
+    [["--remote-forward-headers", `X Key=${token}`], '--remote-forward-headers "X Key=…": the header name'],
+    [["--otel-headers", token], '--otel-headers "…": must look like key=value'],
+    [["--otel-custom-attributes", `team=a,${token}`], '--otel-custom-attributes "team=…,…": every item'],
+    [["--otel-headers", "sk-proj.abc/def+ghi"], '--otel-headers "…": must look like key=value'],
+  ];
+  for (const [args, said] of cases) {
+    let caught: unknown;
+    try {
+      parseRunArgv(["http://127.0.0.1:9/mcp", ...args]);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(McpmgrError);
+    expect((caught as McpmgrError).message).toContain(said);
+    expect((caught as McpmgrError).message).not.toContain("ghp_");
+  }
+});

@@ -134,3 +134,34 @@ describe("readJsonFile", () => {
     expect(err.hint).toBe("custom hint");
   });
 });
+
+test("a JSON file a user names (--from-config) that is broken never quotes its text: a token pasted unquoted or one line off", async () => {
+  const { workloadRecordSchema } = await import("../../src/state/workload-record.ts");
+  const token = "ghp_polish33SecretToken0123456789";
+  const unquoted = join(home, "unquoted.json");
+  await writeFile(unquoted, `{"schema_version": 1,\n "name": "x", "runOptions": [${token}]}`);
+  const parseErr = await rejection(readJsonFile(unquoted, workloadRecordSchema), "STATE_CORRUPT");
+  expect(parseErr.message).toContain("is not valid JSON: line 2, column 30: invalid symbol");
+  expect(parseErr.message).not.toContain("ghp_");
+  const misplaced = join(home, "misplaced.json");
+  await writeFile(misplaced, JSON.stringify({ schema_version: 1, name: "x", source: token, runOptions: [] }));
+  const shapeErr = await rejection(readJsonFile(misplaced, workloadRecordSchema), "STATE_CORRUPT");
+  expect(shapeErr.message).toContain("source: Invalid type: Expected Object but received a string");
+  expect(shapeErr.message).not.toContain("ghp_");
+});
+
+test("--from-config's file with a key given twice (a second runOptions) is refused by name and line", async () => {
+  const { readExported } = await import("../../src/workload/exported-config.ts");
+  const twice = join(home, "twice.json");
+  await writeFile(
+    twice,
+    '{"schema_version": 1, "name": "x", "source": {"kind": "remote", "ref": "http://127.0.0.1:9/mcp"},\n' +
+      ' "transport": "streamable-http", "proxyPort": 4567, "runtime": "remote",\n' +
+      ' "runOptions": ["http://127.0.0.1:9/mcp", "--authz-config", "policies.yaml"],\n' +
+      ' "runOptions": ["http://127.0.0.1:9/mcp"]}',
+  );
+  const err = await rejection(readExported(twice), "STATE_CORRUPT");
+  expect(err.message).toBe(
+    `${twice}: the key "runOptions" is given twice in one object (line 4); the later would silently replace the earlier`,
+  );
+});
