@@ -10,6 +10,7 @@ import { UriTemplate } from "@modelcontextprotocol/server";
 import {
   assignNames,
   ownedKey,
+  PROMPT_NAME,
   quoted,
   TOOL_NAME,
   type NameAssignment,
@@ -67,9 +68,10 @@ export function merge(
 ): MergedView {
   const sorted = [...live].sort((a, b) => (a.workload < b.workload ? -1 : a.workload > b.workload ? 1 : 0));
   const refusedNames: string[] = [];
-  // Tool names outside the specification's rule, and prompt names with control characters, are left out.
+  // Tool names outside the specification's rule, and prompt names with characters that are not shown as
+  // themselves, are left out (names.ts `PROMPT_NAME`).
   const valid = (field: "tools" | "prompts", name: string) =>
-    field === "tools" ? TOOL_NAME.test(name) : name !== "" && !/[\u0000-\u001f\u007f-\u009f]/.test(name);
+    field === "tools" ? TOOL_NAME.test(name) : PROMPT_NAME.test(name);
   // A tool whose x-mcp-header declarations break the 2026-07-28 rules is left out too: the gateway
   // reaches its workloads over Streamable HTTP, whose clients must reject such a tool (a 2026-07-28
   // workload would refuse every call to it that carries a value for the argument: no header can be built).

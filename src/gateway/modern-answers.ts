@@ -17,6 +17,7 @@ import { URL_ELICITATION_REQUIRED, urlElicitationRound } from "../proxy/stdio-br
 import { withoutMemberIdentity } from "./modern-caller.ts";
 import { type CallerAnswer, type CallerEra, plainError, SESSION_ERA } from "./caller-era.ts";
 import { isObject } from "../objects.ts";
+import { attributedLog } from "./member-log.ts";
 
 type Json = Record<string, unknown>;
 
@@ -182,7 +183,14 @@ export function modernCallerEra(caller: ModernCaller): CallerEra {
     memberMessage(message, send) {
       if (!caller.modernMember || message.method !== "notifications/message") return false;
       // A line for this request: the caller's when it asked for lines, else none (not another request's).
-      if (caller.logs) send(JSON.stringify({ jsonrpc: "2.0", method: message.method, params: message.params }));
+      if (caller.logs)
+        send(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            method: message.method,
+            params: attributedLog(caller.workload, message.params),
+          }),
+        );
       return true;
     },
     notifiesCancellation: !caller.modernMember,

@@ -18,6 +18,25 @@ export type PrefixMode = "always" | "when-needed";
  */
 export const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
+/**
+ * A prompt name (MCP sets no rule but a non-empty string): one to 1,024 characters, none of them a
+ * control character, a format character (bidirectional overrides and isolates, zero-width spaces and
+ * joiners, the byte order mark), a line or paragraph separator, or half a surrogate pair. Those are
+ * not shown as themselves: `summarize\u200b` reads as another workload's `summarize`, and a
+ * right-to-left override makes a name read backwards, so a workload could pass its prompt off as
+ * another's. A longer name is no one's prompt but a workload's way to fill every client's list.
+ */
+export const PROMPT_NAME = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]{1,1024}$/u;
+
+/**
+ * What a name looks like, for telling names apart with `when-needed`: its NFKC form, so that two
+ * spellings a client shows alike (`é` as one character or as `e` and a combining accent, a full-width
+ * letter, a ligature) count as the same name and are both prefixed, never both kept bare.
+ */
+function look(name: string): string {
+  return name.normalize("NFKC");
+}
+
 /** A server-chosen name inside one of the gateway's log lines: quoted, nothing in it can end the line. */
 export function quoted(name: string): string {
   return printable(JSON.stringify(name));
@@ -68,24 +87,26 @@ export function assignNames(entries: readonly OwnedName[], mode: PrefixMode): Na
         const key = ownedKey(entry.workload, entry.name);
         return isPrefixed.has(key) ? prefixed(entry.workload, entry.name) : entry.name;
       };
-      for (const entry of sorted) claims.set(nameOf(entry), (claims.get(nameOf(entry)) ?? 0) + 1);
+      for (const entry of sorted) claims.set(look(nameOf(entry)), (claims.get(look(nameOf(entry))) ?? 0) + 1);
       for (const entry of sorted) {
         const key = ownedKey(entry.workload, entry.name);
-        if (!isPrefixed.has(key) && (claims.get(entry.name) ?? 0) > 1) {
+        if (!isPrefixed.has(key) && (claims.get(look(entry.name)) ?? 0) > 1) {
           isPrefixed.add(key);
           changed = true;
         }
       }
     }
-    const clashes = new Map<string, string[]>();
+    // By look: names that only look alike are one clash, each workload named with its own spelling.
+    const clashes = new Map<string, OwnedName[]>();
     for (const entry of sorted) {
       const key = ownedKey(entry.workload, entry.name);
       wanted.set(key, isPrefixed.has(key) ? prefixed(entry.workload, entry.name) : entry.name);
-      if (isPrefixed.has(key)) clashes.set(entry.name, [...(clashes.get(entry.name) ?? []), entry.workload]);
+      if (isPrefixed.has(key)) clashes.set(look(entry.name), [...(clashes.get(look(entry.name)) ?? []), entry]);
     }
-    for (const [name, workloads] of clashes) {
+    for (const entries of clashes.values()) {
+      const spellings = [...new Set(entries.map((entry) => quoted(entry.name)))].join(" / ");
       prefixNotes.push(
-        `${quoted(name)} is offered by ${workloads.join(", ")}: named ${workloads.map((w) => quoted(prefixed(w, name))).join(", ")}`,
+        `${spellings} is offered by ${entries.map((entry) => entry.workload).join(", ")}: named ${entries.map((entry) => quoted(prefixed(entry.workload, entry.name))).join(", ")}`,
       );
     }
   }

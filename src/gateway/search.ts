@@ -49,7 +49,16 @@ export interface GatewaySearchOptions {
 interface Indexed {
   readonly tools: readonly Item[];
   readonly key: string;
+  /** When (Date.now()) it was indexed. */
+  readonly at: number;
 }
+
+/**
+ * A workload indexed less than this long ago waits for the rest of it before it is indexed again: a
+ * workload that changes its list without pause would otherwise keep the gateway's one thread tokenising
+ * it (up to 10,000 tools), one change after another. A workload that joins is indexed at once.
+ */
+export const REINDEX_SPACING_MS = 1_000;
 
 export class GatewaySearch {
   readonly #options: GatewaySearchOptions;
@@ -61,6 +70,8 @@ export class GatewaySearch {
   #tools = new Map<string, Item>();
   #reportedShadowed = new Set<string>();
   #preparing: ReturnType<typeof setTimeout> | undefined;
+  /** A later update for workloads changed again too soon (REINDEX_SPACING_MS), with the latest view. */
+  #deferred: { timer: ReturnType<typeof setTimeout>; view: MergedView } | undefined;
   #instructions: string | undefined;
   readonly calls: CallToolCalls = requestState<ReadonlyMap<JsonRpcId, string>>();
 
@@ -123,6 +134,7 @@ export class GatewaySearch {
   /** The catalog's view changed: re-index the workloads whose tools (or their names) changed. */
   update(view: MergedView): void {
     const { mode, tools: policy } = this.#options;
+    if (this.#deferred !== undefined) this.#deferred.view = view;
     this.#tools = new Map(view.tools.map((tool) => [tool.name as string, tool]));
     const shown = policy ? filterList(policy, view.tools as readonly { name: string }[]) : view.tools;
     const realNames = new Map<string, string>();
@@ -161,9 +173,14 @@ export class GatewaySearch {
       const key = `${workload.summary}\u0000${entry.names.join("\u0000")}`;
       const before = this.#indexed.get(workload.name);
       if (before && before.tools === workload.tools && before.key === key) continue;
+      const now = Date.now();
+      if (before && now - before.at < REINDEX_SPACING_MS) {
+        this.#deferUntil(before.at + REINDEX_SPACING_MS, view);
+        continue;
+      }
       mode.upsertWorkload(workload.name, workload.summary, entry.tools, entry.names);
       this.#instructions = undefined;
-      this.#indexed.set(workload.name, { tools: workload.tools, key });
+      this.#indexed.set(workload.name, { tools: workload.tools, key, at: now });
     }
     for (const name of [...this.#indexed.keys()]) {
       if (live.has(name)) continue;
@@ -175,6 +192,21 @@ export class GatewaySearch {
     clearTimeout(this.#preparing);
     this.#preparing = setTimeout(() => void mode.prepare().catch((err) => this.#options.onPrepareError?.(err)), 0);
     this.#preparing.unref?.();
+  }
+
+  /** One update at `at` (or earlier, when one is already due), with the view current then. */
+  #deferUntil(at: number, view: MergedView): void {
+    if (this.#deferred !== undefined) return;
+    const timer = setTimeout(
+      () => {
+        const latest = this.#deferred?.view ?? view;
+        this.#deferred = undefined;
+        this.update(latest);
+      },
+      Math.max(0, at - Date.now()),
+    );
+    timer.unref?.();
+    this.#deferred = { timer, view };
   }
 
   /** Tools indexed, for the log. */

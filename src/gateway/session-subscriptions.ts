@@ -27,6 +27,7 @@ import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
 import { type Dropped, followAgain, MAX_SUBSCRIBED_URIS } from "./member-subscriptions.ts";
+import { GATEWAY_LOGGER } from "./member-log.ts";
 import { anyResult } from "./sdk.ts";
 import { StoppedUris, within } from "./stopped-uris.ts";
 import type { Upstream } from "./upstream.ts";
@@ -188,7 +189,7 @@ export class SessionSubscriptions {
     this.#notices.log(text);
     const level = this.#notices.level();
     if (level === undefined || LEVELS.indexOf(level) <= LEVELS.indexOf("warning"))
-      this.#notices.notify({ level: "warning", logger: "mcpmgr-gateway", data: text });
+      this.#notices.notify({ level: "warning", logger: GATEWAY_LOGGER, data: text });
   }
 
   /**

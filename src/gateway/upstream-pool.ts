@@ -33,6 +33,7 @@ import { droppedStreamText } from "../proxy/event-stream.ts";
 import { AwaitedRenewals, notTaken } from "./carried-subscribes.ts";
 import type { GroupCatalog } from "./catalog.ts";
 import { ChangedMaybe } from "./changed-maybe.ts";
+import { attributedLog } from "./member-log.ts";
 import { whenReopened } from "./member-subscriptions.ts";
 import { PoolCalls, type RequestId } from "./pool-calls.ts";
 import { FIRST_RESUME_MS, MAX_RESUME_MS, ReplacementPace } from "./replacement-pace.ts";
@@ -137,7 +138,8 @@ export class UpstreamPool {
         onNotification: (notification) => {
           // A 2026-07-28 caller's pool: a log line on a request's own stream goes back on that request's.
           if (peer === undefined) {
-            if (notification.method === "notifications/message") requestLogRelay()?.(notification);
+            if (notification.method === "notifications/message")
+              requestLogRelay()?.({ ...notification, params: attributedLog(workload, notification.params) });
             return;
           }
           if (notification.method === "notifications/resources/updated") {
@@ -145,10 +147,13 @@ export class UpstreamPool {
             if (this.#open.get(workload) !== opening()) return;
             if (this.#stray(workload, opening(), notification.params?.uri)) return;
           }
-          if (
-            notification.method === "notifications/message" ||
-            notification.method === "notifications/resources/updated"
-          )
+          // A log line names its workload in its logger, never the gateway or another workload (member-log.ts).
+          if (notification.method === "notifications/message")
+            peer.notify(
+              { ...notification, params: attributedLog(workload, notification.params) as never },
+              this.#calls.latest(workload),
+            );
+          if (notification.method === "notifications/resources/updated")
             peer.notify(notification, this.#calls.latest(workload));
         },
         onClose: () => this.#drop(workload, opening()),

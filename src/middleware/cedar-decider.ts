@@ -188,8 +188,12 @@ export function decideNamed(decide: Decide, aliases: AliasesOf | undefined): Dec
  * Other spellings of a resource URI that servers read as the same resource: the WHATWG URL form
  * (scheme and host lower-cased, `.` and `..` segments resolved: what the TypeScript SDK looks a
  * resource up by) and that form with percent-encoded unreserved characters decoded and the other
- * escapes in upper case (RFC 3986 §6.2.2, as servers that map URIs to paths read them). Empty when the
- * URI is not a URL.
+ * escapes in upper case (RFC 3986 §6.2.2, as servers that map URIs to paths read them); and each of
+ * those without its fragment, and without its query and fragment: a fragment never names another
+ * resource, and servers that map a `file:` URI to a path (`fileURLToPath`, `new URL(uri).pathname`)
+ * drop both, so `file:///srv/secret.txt?x` read what a forbid on `file:///srv/secret.txt` refused.
+ * Only forbids are decided on these, so a spelling that is another resource to some server only ever
+ * denies more. Empty when the URI is not a URL.
  */
 export function resourceSpellings(uri: string): string[] {
   if (!URL.canParse(uri)) return [];
@@ -199,7 +203,15 @@ export function resourceSpellings(uri: string): string[] {
     return /[A-Za-z0-9\-._~]/.test(char) ? char : encoded.toUpperCase();
   });
   const decoded = URL.canParse(unreserved) ? new URL(unreserved).href : unreserved;
-  return [...new Set([href, decoded])].filter((spelling) => spelling !== uri);
+  const shorter = [href, decoded].flatMap((spelling) => {
+    if (!URL.canParse(spelling)) return [];
+    const url = new URL(spelling);
+    url.hash = "";
+    const withoutFragment = url.href;
+    url.search = "";
+    return [withoutFragment, url.href];
+  });
+  return [...new Set([href, decoded, ...shorter])].filter((spelling) => spelling !== uri);
 }
 
 /**

@@ -154,6 +154,26 @@ describe("names chosen to forge the gateway's log", () => {
   });
 });
 
+describe("prompt names chosen to pass for another workload's", () => {
+  test("invisible and reordering characters are left out; names that only look alike are both prefixed", async () => {
+    const nfc = "r\u00e9sum\u00e9";
+    const nfd = "re\u0301sume\u0301";
+    const victim = member({ name: "victim", prompts: ["summarize", nfc] });
+    // A zero-width space, a right-to-left override ("summarize" read backwards), a name that fills the
+    // list, and the victim's name with its accents as combining characters.
+    const aevil = member({
+      name: "aevil",
+      prompts: ["summarize\u200b", "\u202eezirammus", "x".repeat(1025), nfd, "ok"],
+    });
+    const { catalog, logged } = await catalogOf({ victim, aevil }, "when-needed");
+    expect(catalog.view.prompts.map((p) => p.name).sort()).toEqual(
+      ["aevil_" + nfd, "ok", "summarize", "victim_" + nfc].sort(),
+    );
+    expect(logged.filter((line) => line.includes("aevil's prompt") && line.includes("left out"))).toHaveLength(3);
+    expect(logged.some((line) => line.includes(`is offered by aevil, victim`))).toBe(true);
+  });
+});
+
 describe("the catalog's own member sessions", () => {
   test("a workload that leaves the group, and every one when the catalog closes, gets its session ended (DELETE)", async () => {
     const leaving = member({ name: "leaving", tools: ["a"] });

@@ -287,6 +287,17 @@ test("the spellings a resource URI is also decided under: none for a URI already
   expect(resourceSpellings("file:///etc/a%2Fb")).toEqual([]);
   expect(resourceSpellings("file:///etc/a%2fb")).toEqual(["file:///etc/a%2Fb"]);
   expect(resourceSpellings("not a url")).toEqual([]);
+  // Without the fragment, and without the query and fragment: servers that map a file URI to a path drop both.
+  expect(resourceSpellings("file:///srv/secret.txt#x")).toEqual(["file:///srv/secret.txt"]);
+  expect(resourceSpellings("file:///srv/secret.txt?x")).toEqual(["file:///srv/secret.txt"]);
+  expect(resourceSpellings("FILE:///srv/%73ecret.txt?a=1#b")).toEqual([
+    "file:///srv/%73ecret.txt?a=1#b",
+    "file:///srv/secret.txt?a=1#b",
+    "file:///srv/%73ecret.txt?a=1",
+    "file:///srv/%73ecret.txt",
+    "file:///srv/secret.txt?a=1",
+    "file:///srv/secret.txt",
+  ]);
 });
 
 test("an allow-list written as `forbid … unless` still lets its resources through when their URI is not in normal form", async () => {

@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { toolsPolicy } from "../../src/config/tools-policy.ts";
 import { callToolRewrite } from "../../src/gateway/call-tool-rewrite.ts";
 import { merge, type WorkloadLists } from "../../src/gateway/catalog.ts";
-import { GatewaySearch } from "../../src/gateway/search.ts";
+import { GatewaySearch, REINDEX_SPACING_MS } from "../../src/gateway/search.ts";
 import { SearchMode } from "../../src/gateway/tool-search/search-mode.ts";
 import { readRpcBody } from "../../src/middleware/rpc-body.ts";
 import { compose, detachedContext } from "../../src/proxy/handler.ts";
@@ -154,6 +154,44 @@ describe("the index at the gateway", () => {
     expect(names(await mode.find({ query: "bake a cake" }))).toEqual([]);
     expect(search.instructions(undefined)).not.toContain("kitchen");
     expect(search.isTool("kitchen_bake_cake")).toBe(false);
+  });
+
+  test("a workload changed again within a second is re-indexed once, a second after the last time, with its latest list", async () => {
+    const mode = new SearchMode();
+    const upserted: string[] = [];
+    const upsert = mode.upsertWorkload.bind(mode);
+    mode.upsertWorkload = (name, ...rest) => {
+      upserted.push(name);
+      upsert(name, ...rest);
+    };
+    const search = new GatewaySearch({ mode, log: () => {} });
+    const garageWith = (...extra: string[]) =>
+      lists([
+        ...garage.tools,
+        ...extra.map((name) => ({ name, description: `${name} a car.`, inputSchema: object({}) })),
+      ]);
+    search.update(merge([{ workload: "garage", lists: garage, summary: "Vehicle services." }], "always"));
+    const indexedAt = Date.now();
+    // Two changes in a row (a workload that changes its list without pause), and a workload that joins.
+    search.update(
+      merge([{ workload: "garage", lists: garageWith("park_car"), summary: "Vehicle services." }], "always"),
+    );
+    search.update(
+      merge(
+        [
+          { workload: "garage", lists: garageWith("park_car", "tow_car"), summary: "Vehicle services." },
+          { workload: "kitchen", lists: kitchen, summary: "Food" },
+        ],
+        "always",
+      ),
+    );
+    // The newcomer at once; the changed workload not yet.
+    expect(upserted).toEqual(["garage", "kitchen"]);
+    expect(names(await mode.find({ query: "tow car" }))).not.toContain("garage_tow_car");
+    while (upserted.length < 3 && Date.now() - indexedAt < 5_000) await Bun.sleep(20);
+    expect(Date.now() - indexedAt).toBeGreaterThanOrEqual(REINDEX_SPACING_MS - 50);
+    expect(upserted).toEqual(["garage", "kitchen", "garage"]);
+    expect(names(await mode.find({ query: "tow car" }))).toContain("garage_tow_car");
   });
 
   test("indexes the names the gateway gives (--name-prefix when-needed)", async () => {

@@ -5,6 +5,8 @@ import { queryTerms } from "../../src/gateway/tool-search/query.ts";
 import { inflectionBases, synonymsOf } from "../../src/gateway/tool-search/synonyms.ts";
 import { stem, tokenize } from "../../src/gateway/tool-search/tokenizer.ts";
 import { Vocabulary } from "../../src/gateway/tool-search/vocabulary.ts";
+import { workloadEntry } from "../../src/gateway/tool-search/collection.ts";
+import { MAX_FIELD_CHARS, MAX_WORKLOAD_TEXT_CHARS, toolFields } from "../../src/gateway/tool-search/tool-text.ts";
 
 describe("tokenize", () => {
   test("splits identifiers on _, -, camelCase, acronyms and digits, lower-cased", () => {
@@ -144,5 +146,38 @@ describe("edit distance and vocabulary", () => {
     // A known word is not "corrected"; a short one is not prefix-expanded.
     expect(vocabulary.expansions("search")).toEqual([]);
     expect(vocabulary.expansions("bro")).toEqual([]);
+  });
+});
+
+describe("what a tool's text costs the index", () => {
+  // Distinct five-letter words ("qaaaa", "qaaab", …): six characters each with the space.
+  const word = (n: number) =>
+    `q${Array.from({ length: 4 }, (_, k) => String.fromCharCode(97 + (Math.floor(n / 26 ** (3 - k)) % 26))).join("")}`;
+  const words = (from: number, count: number) => Array.from({ length: count }, (_, i) => word(from + i)).join(" ");
+
+  test("each field is indexed up to MAX_FIELD_CHARS: a 3.6 MB description is known by its start", () => {
+    const fields = toolFields({ name: "big", description: words(0, 600_000) }, false);
+    expect(fields.description[0]).toBe("qaaaa");
+    expect(fields.description.length).toBe(Math.ceil(MAX_FIELD_CHARS / 6));
+  });
+
+  test("a workload's descriptions and parameter texts together are indexed up to MAX_WORKLOAD_TEXT_CHARS", () => {
+    // 200 tools of 15,000 characters each: 3 MB, three times the budget; every tool keeps its name.
+    const tools = Array.from({ length: 200 }, (_, i) => ({
+      name: `tool_${i}`,
+      description: words(i * 2_500, 2_500),
+      inputSchema: { type: "object", properties: { p: { type: "string", description: "a parameter" } } },
+    }));
+    const entry = workloadEntry("big", "", tools, false);
+    let indexed = 0;
+    for (const tool of entry.tools) indexed += tool.fields.description.length + tool.fields.paramText.length;
+    expect(indexed * 6).toBeLessThanOrEqual(MAX_WORKLOAD_TEXT_CHARS + 6 * 200);
+    expect(indexed * 6).toBeGreaterThan(MAX_WORKLOAD_TEXT_CHARS - 6 * 200);
+    expect(entry.tools.at(-1)?.fields.description.length).toBe(0);
+    expect([...(entry.tools.at(-1)?.fields.name.counts.keys() ?? [])]).toEqual(["tool", "199"]);
+  });
+
+  test("a description of a million words is indexed without overflowing the stack", () => {
+    expect(() => workloadEntry("big", "", [{ name: "t", description: words(0, 1_000_000) }], false)).not.toThrow();
   });
 });

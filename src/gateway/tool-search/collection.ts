@@ -5,7 +5,7 @@
  * over the fields of each tool), one document per workload, the script compensation, the vocabulary.
  */
 import { isCjkTerm, tokenize } from "./tokenizer.ts";
-import { type SearchableTool, type ToolFields, toolFields } from "./tool-text.ts";
+import { MAX_WORKLOAD_TEXT_CHARS, type SearchableTool, type ToolFields, toolFields } from "./tool-text.ts";
 import type { FieldWeights, ToolSearchTuning } from "./tuning.ts";
 import { Vocabulary } from "./vocabulary.ts";
 
@@ -90,9 +90,13 @@ export function workloadEntry(
   gatewayNames?: readonly string[],
 ): WorkloadEntry {
   const documentTerms: string[] = [];
+  let room = MAX_WORKLOAD_TEXT_CHARS;
   const entries = tools.map((tool, i) => {
-    const fields: ToolFields = toolFields(tool, stem);
-    documentTerms.push(...fields.name, ...fields.description);
+    const fields: ToolFields & { used: number } = toolFields(tool, stem, room);
+    room -= fields.used;
+    // One at a time: spread into push's arguments, a description of a million words overflows the stack.
+    for (const term of fields.name) documentTerms.push(term);
+    for (const term of fields.description) documentTerms.push(term);
     return {
       gatewayName: gatewayNames?.[i] ?? gatewayToolName(name, tool.name),
       workload: name,

@@ -22,6 +22,21 @@ export interface ToolFields {
 
 const MAX_SCHEMA_DEPTH = 4;
 
+/**
+ * The most of each field's text that is indexed (16 KiB; LiveMCPBench's longest description is under
+ * 4 KiB), and of a workload's descriptions and parameter texts together (1 MiB; all of LiveMCPBench's
+ * 527 tools hold under 1 MiB). A workload may list 16 MiB (the list's bound), and the gateway tokenises
+ * its tools again on each change of its list, in the one thread every caller waits on: 16 MiB of
+ * distinct words took it 5 to 9 s each time.
+ */
+export const MAX_FIELD_CHARS = 16_384;
+export const MAX_WORKLOAD_TEXT_CHARS = 1_048_576;
+
+function head(text: string, room = MAX_FIELD_CHARS): string {
+  const most = Math.max(0, Math.min(room, MAX_FIELD_CHARS));
+  return text.length > most ? text.slice(0, most) : text;
+}
+
 function collectParameters(schema: unknown, depth: number, names: string[], texts: string[]): void {
   if (!isObject(schema) || depth > MAX_SCHEMA_DEPTH) return;
   const properties = schema.properties;
@@ -42,15 +57,26 @@ function collectParameters(schema: unknown, depth: number, names: string[], text
   }
 }
 
-export function toolFields(tool: SearchableTool, stem = true): ToolFields {
+/**
+ * `room`: how much of the description and parameter texts the workload's budget still has (the rest of
+ * a tool past it is known by its name and parameter names); `used` says how much of it this tool took.
+ */
+export function toolFields(
+  tool: SearchableTool,
+  stem = true,
+  room = MAX_WORKLOAD_TEXT_CHARS,
+): ToolFields & { used: number } {
   const names: string[] = [];
   const texts: string[] = [];
   collectParameters(tool.inputSchema, 0, names, texts);
+  const description = head(tool.description ?? "", room);
+  const paramText = head(texts.join(" "), room - description.length);
   return {
     // Names keep their stop words: in "get_file" or "set_value" the verb is the point.
-    name: tokenize(`${tool.name} ${tool.title ?? ""}`, { stopWords: false, stem }),
-    description: tokenize(tool.description ?? "", { stem }),
-    params: tokenize(names.join(" "), { stopWords: false, stem }),
-    paramText: tokenize(texts.join(" "), { stem }),
+    name: tokenize(head(`${tool.name} ${tool.title ?? ""}`), { stopWords: false, stem }),
+    description: tokenize(description, { stem }),
+    params: tokenize(head(names.join(" ")), { stopWords: false, stem }),
+    paramText: tokenize(paramText, { stem }),
+    used: description.length + paramText.length,
   };
 }
