@@ -167,7 +167,7 @@ describe("prompt names chosen to pass for another workload's", () => {
     });
     const { catalog, logged } = await catalogOf({ victim, aevil }, "when-needed");
     expect(catalog.view.prompts.map((p) => p.name).sort()).toEqual(
-      ["aevil_" + nfd, "ok", "summarize", "victim_" + nfc].sort(),
+      [`aevil_${nfd}`, "ok", "summarize", `victim_${nfc}`].sort(),
     );
     expect(logged.filter((line) => line.includes("aevil's prompt") && line.includes("left out"))).toHaveLength(3);
     expect(logged.some((line) => line.includes(`is offered by aevil, victim`))).toBe(true);
