@@ -16,7 +16,7 @@
  * compiled executable, which is what users run (and whose supervisors share its pages), and
  * `bun src/main.ts`, how issue 15's starting point was measured.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SmapsRollup } from "./lib/proc.ts";
@@ -28,7 +28,7 @@ export interface FootprintGroup {
   /** Idle workloads of one kind (checked against the target), or the bridge under load. */
   readonly kind: "idle" | "load";
   /** Which workloads: stdio, remote or container (idle groups). */
-  readonly workload?: "stdio" | "remote" | "container";
+  readonly workload?: "stdio" | "remote" | "cedar" | "container";
   /** One reading per process (supervisor). */
   readonly readings: readonly SmapsRollup[];
 }
@@ -105,7 +105,7 @@ async function measure(h: Harness): Promise<FootprintResult> {
   return {
     forms: measured,
     notes: [
-      `${WORKLOADS_PER_KIND} detached \`mcpmgr run\` workloads of each kind in a private MCPMGR_HOME (stdio: \`npx://./bench/stdio-echo-pkg\`, MCPMGR_RUNTIME=process, ${sandboxed ? "sandboxed by bubblewrap" : "unsandboxed: bwrap is not installed"}; remote: the bench upstream's URL${image ? `; container: \`${image}\` with MCPMGR_RUNTIME=docker` : ""}), read ${SETTLE_MS / 1000} s after the last one started`,
+      `${WORKLOADS_PER_KIND} detached \`mcpmgr run\` workloads of each kind in a private MCPMGR_HOME (stdio: \`npx://./bench/stdio-echo-pkg\`, MCPMGR_RUNTIME=process, ${sandboxed ? "sandboxed by bubblewrap" : "unsandboxed: bwrap is not installed"}; remote: the bench upstream's URL; cedar: the stdio server with a two-policy \`--authz-config\`${image ? `; container: \`${image}\` with MCPMGR_RUNTIME=docker` : ""}), read ${SETTLE_MS / 1000} s after the last one started`,
       "per supervisor process (the detached mcpmgr running the proxy or bridge), from /proc/PID/smaps_rollup; the MCP server it starts is a separate process (or a container) and is not counted",
       "private = Private_Dirty + Swap: memory written by this workload alone (its heap, stacks, JIT code; Anonymous, reported beside it, is nearly all of it); Private_Clean (file pages of the executable only this process has touched, which the kernel can drop and reread) is reported but not counted; Pss adds its share of pages shared with the other mcpmgr processes (the executable); RSS counts those in full",
       "each form runs on its own, its workloads removed before the next: the compiled executable's supervisors share its pages as users' do",
@@ -174,6 +174,29 @@ async function measureForm(
       ...(sandboxed ? [] : ["--insecure-allow-unsandboxed"]),
     ]);
     const remote = await start("remote", [remoteUrl]);
+    // The same stdio server behind Cedar policies: the engine (WebAssembly) is what such a workload
+    // loads on top, and it stays loaded, so it is measured on its own.
+    const policies = join(home, "authz.json");
+    writeFileSync(
+      policies,
+      JSON.stringify({
+        version: "1.0",
+        type: "cedarv1",
+        cedar: {
+          policies: [
+            'permit(principal, action == Action::"call_tool", resource);',
+            'forbid(principal, action, resource == Tool::"rm");',
+          ],
+          entities_json: "[]",
+        },
+      }),
+    );
+    const cedar = await start("cedar", [
+      "npx://./bench/stdio-echo-pkg",
+      "--authz-config",
+      policies,
+      ...(sandboxed ? [] : ["--insecure-allow-unsandboxed"]),
+    ]);
     const container = image
       ? await start("container", [image, "--image-verification", "disabled"], "docker")
       : undefined;
@@ -182,6 +205,12 @@ async function measureForm(
     const groups: FootprintGroup[] = [
       { title: "stdio workloads, idle", kind: "idle", workload: "stdio", readings: idle(stdio.names) },
       { title: "remote-URL workloads, idle", kind: "idle", workload: "remote", readings: idle(remote.names) },
+      {
+        title: "stdio workloads with Cedar policies (`--authz-config`), idle",
+        kind: "idle",
+        workload: "cedar",
+        readings: idle(cedar.names),
+      },
     ];
     if (container) {
       groups.push({
