@@ -110,10 +110,19 @@ function readYaml(text: string): { document: Document; lines: YamlLineCounter } 
   const { LineCounter, isScalar, parseDocument } = require("yaml") as typeof import("yaml");
   const lines = new LineCounter();
   // Keys compared as the JavaScript object Bun's parser builds compares them: `1` and `"1"` are one key.
+  // A merge key (plain `<<`, which Bun's parser applies: each `<<: *base` adds its keys, none replaces
+  // another) is read as one too (`merge`), and its value is a Symbol, never equal to another merge key's.
   const document = parseDocument(text, {
     prettyErrors: true,
     lineCounter: lines,
-    uniqueKeys: (a, b) => a === b || (isScalar(a) && isScalar(b) && String(a.value) === String(b.value)),
+    merge: true,
+    uniqueKeys: (a, b) =>
+      a === b ||
+      (isScalar(a) &&
+        isScalar(b) &&
+        typeof a.value !== "symbol" &&
+        typeof b.value !== "symbol" &&
+        String(a.value) === String(b.value)),
   });
   return { document, lines };
 }
