@@ -6,6 +6,7 @@
  * here quotes the file's text but a duplicated key's name.
  */
 import type { ParseError } from "jsonc-parser";
+import { excerpt, printable } from "../printable.ts";
 
 // jsonc-parser is required by its ES module's path (literal, for the bundler): `require("jsonc-parser")`
 // takes its `main`, a UMD bundle whose inner requires the compiled executable cannot resolve
@@ -16,6 +17,14 @@ import type { Document, LineCounter as YamlLineCounter } from "yaml";
 export interface DuplicateKey {
   readonly key: string;
   readonly line: number;
+}
+
+/**
+ * The refusal of a key given twice, in the words every reader uses (option files, `--from-config`): the
+ * key's name only, printable and cut at 60 characters (a key may be anything a user pasted).
+ */
+export function duplicateKeyText(duplicate: DuplicateKey): string {
+  return `the key ${JSON.stringify(printable(excerpt(duplicate.key, 60)))} is given twice in one object (line ${duplicate.line}); the later would silently replace the earlier`;
 }
 
 /** Where and why YAML text does not parse: Bun's parser says only "Unexpected token" (or no place). */
