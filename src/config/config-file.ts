@@ -9,9 +9,8 @@ import { closeMatches, didYouMean } from "../close-matches.ts";
 import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
-import { excerpt, printable } from "../printable.ts";
 import { issueWithoutValue } from "./values.ts";
-import { jsonDuplicateKey, jsonProblem, yamlDuplicateKey, yamlProblem } from "./file-syntax.ts";
+import { duplicateKeyText, jsonDuplicateKey, jsonProblem, yamlDuplicateKey, yamlProblem } from "./file-syntax.ts";
 
 export interface ConfigFileOptions {
   /** The option that named the file, with its dashes: "--audit-config". */
@@ -52,7 +51,7 @@ function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">):
   const duplicate = duplicateKeysChecked ? (asYaml ? yamlDuplicateKey : jsonDuplicateKey)(text) : undefined;
   if (duplicate !== undefined)
     throw fail(
-      `the key ${JSON.stringify(printable(excerpt(duplicate.key, 60)))} is given twice in one object (line ${duplicate.line}); the later would silently replace the earlier`,
+      duplicateKeyText(duplicate),
       "give each key once: merge the two (one list of policies, one network block, one entry per name)",
     );
   return content;

@@ -6,6 +6,7 @@
  * here quotes the file's text but a duplicated key's name.
  */
 import type { ParseError } from "jsonc-parser";
+import { excerpt, printable } from "../printable.ts";
 
 // jsonc-parser is required by its ES module's path (literal, for the bundler): `require("jsonc-parser")`
 // takes its `main`, a UMD bundle whose inner requires the compiled executable cannot resolve
@@ -16,6 +17,14 @@ import type { Document, LineCounter as YamlLineCounter } from "yaml";
 export interface DuplicateKey {
   readonly key: string;
   readonly line: number;
+}
+
+/**
+ * The refusal of a key given twice, in the words every reader uses (option files, `--from-config`): the
+ * key's name only, printable and cut at 60 characters (a key may be anything a user pasted).
+ */
+export function duplicateKeyText(duplicate: DuplicateKey): string {
+  return `the key ${JSON.stringify(printable(excerpt(duplicate.key, 60)))} is given twice in one object (line ${duplicate.line}); the later would silently replace the earlier`;
 }
 
 /** Where and why YAML text does not parse: Bun's parser says only "Unexpected token" (or no place). */
@@ -110,10 +119,19 @@ function readYaml(text: string): { document: Document; lines: YamlLineCounter } 
   const { LineCounter, isScalar, parseDocument } = require("yaml") as typeof import("yaml");
   const lines = new LineCounter();
   // Keys compared as the JavaScript object Bun's parser builds compares them: `1` and `"1"` are one key.
+  // A merge key (plain `<<`, which Bun's parser applies: each `<<: *base` adds its keys, none replaces
+  // another) is read as one too (`merge`), and its value is a Symbol, never equal to another merge key's.
   const document = parseDocument(text, {
     prettyErrors: true,
     lineCounter: lines,
-    uniqueKeys: (a, b) => a === b || (isScalar(a) && isScalar(b) && String(a.value) === String(b.value)),
+    merge: true,
+    uniqueKeys: (a, b) =>
+      a === b ||
+      (isScalar(a) &&
+        isScalar(b) &&
+        typeof a.value !== "symbol" &&
+        typeof b.value !== "symbol" &&
+        String(a.value) === String(b.value)),
   });
   return { document, lines };
 }

@@ -130,14 +130,11 @@ export async function readJsonFile<S extends v.GenericSchema>(
     throw new McpmgrError("STATE_CORRUPT", `${path} is not valid JSON: ${detail}`, { hint, cause: err });
   }
   if (options.refuseDuplicateKeys) {
-    const { jsonDuplicateKey } = require("../config/file-syntax.ts") as typeof import("../config/file-syntax.ts");
+    const { duplicateKeyText, jsonDuplicateKey } =
+      require("../config/file-syntax.ts") as typeof import("../config/file-syntax.ts");
     const duplicate = jsonDuplicateKey(text);
     if (duplicate !== undefined)
-      throw new McpmgrError(
-        "STATE_CORRUPT",
-        `${path}: the key ${JSON.stringify(duplicate.key)} is given twice in one object (line ${duplicate.line}); the later would silently replace the earlier`,
-        { hint: "give each key once" },
-      );
+      throw new McpmgrError("STATE_CORRUPT", `${path}: ${duplicateKeyText(duplicate)}`, { hint: "give each key once" });
   }
   refuseNewerFile(path, json);
   const result = v.safeParse(schema, json);

@@ -106,6 +106,24 @@ test("option files read again by the bundled yaml and jsonc-parser: one line for
     env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: join(workdir, "home") },
   });
   expect(run.stderr.toString()).toContain('the key "policies" is given twice in one object (line 5)');
+  // The yaml library's other paths in the executable: a syntax error, an alias with no anchor, and
+  // merge keys (two in one mapping), which are no duplicates: that file passes on to its policy check.
+  const yamlFiles: [string, string][] = [
+    ['version: "1.0"\ncedar:\n  policies: [\n', "not valid YAML (line 4, column 1: "],
+    ['version: "1.0"\ntype: cedarv1\ncedar:\n  policies: *p\n', "an alias (*) with no anchor (&)"],
+    ['version: "1.0"\ntype: cedarv1\ncedar:\n  <<: {policies: []}\n  <<: {policies: ["nonsense"]}\n', "--authz-config"],
+  ];
+  for (const [text, said] of yamlFiles) {
+    await writeFile(yaml, text);
+    const again = Bun.spawnSync([binary, "run", "--foreground", "http://127.0.0.1:9/mcp", "--authz-config", yaml], {
+      cwd: workdir,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: join(workdir, "home") },
+    });
+    expect(again.stderr.toString()).toContain(said);
+    expect(again.stderr.toString()).not.toContain("given twice");
+    expect(again.stderr.toString()).not.toContain("unexpected error");
+    expect(again.exitCode).toBe(2);
+  }
 });
 
 test("the binary proxies an MCP server for the SDK client, ignoring .env and bunfig.toml in its directory", async () => {

@@ -87,6 +87,34 @@ test("the same key in two objects, or a list item repeated, is no duplicate", as
   expect(authzConfig(policies)).toBeDefined();
 });
 
+test("merge keys (<<) are no duplicates: each adds its keys, as Bun's parser applies them", async () => {
+  // Two `<<` in one mapping, and a key of the mapping over a merged one: Bun takes all of it.
+  const hooks = await file(
+    [
+      "validating:",
+      "  - &gate",
+      "    name: gate",
+      "    url: https://gate.example/check",
+      "  - &lenient",
+      "    name: lenient",
+      "    url: https://lenient.example/check",
+      "    failure_policy: ignore",
+      "  - <<: *gate",
+      "    <<: *lenient",
+      "    name: third",
+      "",
+    ].join("\n"),
+  );
+  const third = webhookConfig([hooks])?.validating[2];
+  expect(third?.name).toBe("third");
+  expect(third?.failurePolicy).toBe("ignore");
+  // A quoted "<<" is an ordinary key to Bun's parser (the later replaces the earlier): still refused.
+  const quoted = await file(
+    `version: "1.0"\ntype: cedarv1\ncedar:\n  policies: ['${permit}']\n  "<<": {}\n  "<<": {}\n`,
+  );
+  expect(usageError(() => authzConfig(quoted), "INVALID_OPTION").message).toContain('the key "<<" is given twice');
+});
+
 test("an alias with no anchor says the line, the column and why, not the alias's name", async () => {
   const alias = await file(`version: "1.0"\ntype: cedarv1\ncedar:\n  policies: *ghp_secretlooking0123\n`);
   const err = usageError(() => authzConfig(alias), "INVALID_OPTION");

@@ -1,6 +1,6 @@
 /** Choosing a container engine: MCPMGR_RUNTIME, the sockets tried and their order, detection. */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -39,12 +39,14 @@ describe("runtimeChoice", () => {
 describe("engineCandidates", () => {
   const home = "/home/u";
 
-  test("without DOCKER_HOST: Podman's sockets, Docker's, then Desktop, Colima, Rancher, OrbStack, Podman machine", () => {
+  test("without DOCKER_HOST: the user's rootless Podman and Docker, the system's, then Desktop (macOS, Linux), Colima, Rancher, OrbStack, Podman machine", () => {
     expect(summary(engineCandidates({ XDG_RUNTIME_DIR: "/run/user/1000" }, "linux", home))).toEqual([
       ["podman", "/run/user/1000/podman/podman.sock"],
+      ["docker", "/run/user/1000/docker.sock"],
       ["podman", "/run/podman/podman.sock"],
       ["docker", "/var/run/docker.sock"],
       ["docker", "/home/u/.docker/run/docker.sock"],
+      ["docker", "/home/u/.docker/desktop/docker.sock"],
       ["docker", "/home/u/.colima/default/docker.sock"],
       ["docker", "/home/u/.colima/docker.sock"],
       ["docker", "/home/u/.rd/docker.sock"],
@@ -165,6 +167,21 @@ describe("detectEngine", () => {
     expect(engine?.kind).toBe("docker");
     expect(engine?.endpoint).toBe("/var/run/docker.sock");
     expect(String(await engine?.docker.ping())).toBe("OK");
+  });
+
+  test("rootless Docker (its socket in XDG_RUNTIME_DIR, reached through a docker context, no DOCKER_HOST) is found before the system's", async () => {
+    // The real engine's socket, linked where rootless Docker puts its own, in a folder of this user's.
+    const rootless = mkdtempSync(join(tmpdir(), "mcpmgr-engine-rootless-"));
+    try {
+      symlinkSync("/var/run/docker.sock", join(rootless, "docker.sock"));
+      const env = { XDG_RUNTIME_DIR: rootless };
+      expect(noPodmanSocketIn(env)).toEqual([]);
+      const engine = await detectEngine({ env });
+      expect(engine).toMatchObject({ kind: "docker", endpoint: join(rootless, "docker.sock") });
+      expect(String(await engine?.docker.ping())).toBe("OK");
+    } finally {
+      rmSync(rootless, { recursive: true, force: true });
+    }
   });
 
   test("DOCKER_HOST at the Docker socket is reported by its DOCKER_HOST form", async () => {

@@ -164,4 +164,17 @@ test("--from-config's file with a key given twice (a second runOptions) is refus
   expect(err.message).toBe(
     `${twice}: the key "runOptions" is given twice in one object (line 4); the later would silently replace the earlier`,
   );
+  // Any key may be given twice (one of the labels, pasted): named as the option files name theirs,
+  // printable and cut at 60 characters.
+  const pasted = `ghp_${"x".repeat(200)}`;
+  const labels = join(home, "labels-twice.json");
+  await writeFile(labels, `{"schema_version": 1, "labels": {"${pasted}": "a",\n "${pasted}": "b"}}`);
+  const labelErr = await rejection(readExported(labels), "STATE_CORRUPT");
+  expect(labelErr.message).toContain(`the key "ghp_${"x".repeat(56)}…" is given twice in one object (line 2)`);
+  expect(labelErr.message.length).toBeLessThan(labels.length + 160);
+  const reversing = join(home, "reversing-twice.json");
+  await writeFile(reversing, '{"labels": {"team\\u202eeman": "a", "team\\u202eeman": "b"}}');
+  const reversingErr = await rejection(readExported(reversing), "STATE_CORRUPT");
+  expect(reversingErr.message).toContain("is given twice in one object (line 1)");
+  expect(reversingErr.message).not.toContain("\u202e");
 });

@@ -101,11 +101,19 @@ export function engineCandidates(
   }
   const runtimeDir =
     env.XDG_RUNTIME_DIR ?? (typeof process.getuid === "function" ? `/run/user/${process.getuid()}` : undefined);
-  if (runtimeDir) list.push(socket("podman", join(runtimeDir, "podman", "podman.sock")));
+  // The user's own engines first: rootless Podman, then rootless Docker (its socket is found through a
+  // `docker context`, which sets no DOCKER_HOST), before the system-wide ones.
+  if (runtimeDir)
+    list.push(
+      socket("podman", join(runtimeDir, "podman", "podman.sock")),
+      socket("docker", join(runtimeDir, "docker.sock")),
+    );
   list.push(
     socket("podman", "/run/podman/podman.sock"),
     socket("docker", "/var/run/docker.sock"),
+    // Docker Desktop: on macOS, then on Linux (where it also works through a `docker context` alone).
     socket("docker", join(home, ".docker", "run", "docker.sock")),
+    socket("docker", join(home, ".docker", "desktop", "docker.sock")),
     socket("docker", join(home, ".colima", "default", "docker.sock")),
     socket("docker", join(home, ".colima", "docker.sock")),
     socket("docker", join(home, ".rd", "docker.sock")),
