@@ -26,10 +26,14 @@ test("a workload's logger cannot act on the client's terminal or start a line of
   expect(attributedLog("notes", { level: "warning", logger: "db\n[warning] mcpmgr-gateway", data: "x" }).logger).toBe(
     "notes/db\\n[warning] mcpmgr-gateway",
   );
-  expect(attributedLog("notes", { level: "info", logger: "\u202eyawetag", data: "x" }).logger).toBe("notes/\\u202eyawetag");
+  expect(attributedLog("notes", { level: "info", logger: "\u202eyawetag", data: "x" }).logger).toBe(
+    "notes/\\u202eyawetag",
+  );
   const long = attributedLog("notes", { level: "info", logger: "a".repeat(100_000), data: "x" }).logger as string;
   expect(long.length).toBeLessThanOrEqual("notes/".length + 129);
   // Legitimate loggers are unchanged, in any script.
   expect(attributedLog("notes", { level: "info", logger: "http.server", data: "x" }).logger).toBe("notes/http.server");
-  expect(attributedLog("notes", { level: "info", logger: "データベース", data: "x" }).logger).toBe("notes/データベース");
+  expect(attributedLog("notes", { level: "info", logger: "データベース", data: "x" }).logger).toBe(
+    "notes/データベース",
+  );
 });
