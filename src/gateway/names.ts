@@ -29,8 +29,17 @@ export const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
  * sequences (`👨‍💻`) and words in Persian, Urdu and Indic scripts (`می‌خواهم`) are written, and `look`
  * leaves them out, so one beside another workload's name still makes both prefixed.
  */
-export const PROMPT_NAME =
-  /^(?:[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]|(?<=[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\s])[\u200c\u200d](?=[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\s])){1,1024}$/u;
+const SHOWN = String.raw`[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]|(?<=[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\s])[\u200c\u200d](?=[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\s])`;
+export const PROMPT_NAME = new RegExp(`^(?:${SHOWN}){1,1024}$`, "u");
+
+/**
+ * A resource URI or URI template a client can be shown: none of the characters `PROMPT_NAME` leaves
+ * out. A URI is a resource's name in every client's list; `notes://docs/readme\u200b` or one with a
+ * right-to-left override would read as another workload's URI, and a client that picks it reads the
+ * hostile workload's text. (RFC 3986 allows none of these characters raw; RFC 3987 forbids the
+ * bidirectional ones in IRIs.)
+ */
+export const RESOURCE_URI = new RegExp(`^(?:${SHOWN})+$`, "u");
 
 /**
  * What a name looks like, for telling names apart with `when-needed`: its NFKC form, so that two

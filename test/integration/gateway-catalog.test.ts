@@ -187,6 +187,24 @@ describe("prompt names chosen to pass for another workload's", () => {
   });
 });
 
+describe("resource URIs chosen to pass for another workload's", () => {
+  test("a URI or template with invisible or reordering characters is left out; non-ASCII ones are listed", async () => {
+    const victim = member({ name: "victim", resources: ["notes://docs/readme", "file:///ドキュメント/メモ.md"] });
+    const aevil = member({
+      name: "aevil",
+      resources: ["notes://docs/readme\u200b", "notes://docs/\u202eemdaer", "notes://aevil/ok"],
+      templates: ["notes://docs/{id}\u200b"],
+    });
+    const { catalog, logged } = await catalogOf({ victim, aevil });
+    expect(catalog.view.resources.map((r) => r.uri).sort()).toEqual(
+      ["file:///ドキュメント/メモ.md", "notes://aevil/ok", "notes://docs/readme"].sort(),
+    );
+    expect(catalog.view.resourceTemplates).toEqual([]);
+    expect(resourceRoute(catalog.view, "notes://docs/readme\u200b")).toBeUndefined();
+    expect(logged.filter((line) => line.includes("aevil's resource") && line.includes("left out"))).toHaveLength(3);
+  });
+});
+
 describe("the catalog's own member sessions", () => {
   test("a workload that leaves the group, and every one when the catalog closes, gets its session ended (DELETE)", async () => {
     const leaving = member({ name: "leaving", tools: ["a"] });
