@@ -12,12 +12,14 @@ import {
   ownedKey,
   PROMPT_NAME,
   quoted,
+  RESOURCE_URI,
   TOOL_NAME,
   type NameAssignment,
   type OwnedName,
   type PrefixMode,
 } from "./names.ts";
 import { scanToolHeaders } from "../proxy/tool-headers.ts";
+import { excerpt } from "../printable.ts";
 
 type Item = Readonly<Record<string, unknown>>;
 
@@ -115,15 +117,23 @@ export function merge(
   // A URI or template is never first-come: one offered by several workloads belongs to none of them.
   const offeredBy = new Map<string, string[]>();
   const templateOffers = new Map<string, { item: Item; template: UriTemplate; workloads: string[] }>();
+  // A URI or template with characters not shown as themselves is left out, as such a prompt name is.
+  const shownUri = (workload: string, what: string, uri: string): boolean => {
+    if (RESOURCE_URI.test(uri)) return true;
+    refusedNames.push(
+      `${workload}'s ${what} ${quoted(excerpt(uri))} holds characters not shown as themselves: left out`,
+    );
+    return false;
+  };
   for (const { workload, lists } of sorted) {
     for (const resource of lists.resources) {
-      if (typeof resource.uri !== "string") continue;
+      if (typeof resource.uri !== "string" || !shownUri(workload, "resource", resource.uri)) continue;
       const workloads = offeredBy.get(resource.uri) ?? [];
       if (!workloads.includes(workload)) workloads.push(workload);
       offeredBy.set(resource.uri, workloads);
     }
     for (const item of lists.resourceTemplates) {
-      if (typeof item.uriTemplate !== "string") continue;
+      if (typeof item.uriTemplate !== "string" || !shownUri(workload, "resource template", item.uriTemplate)) continue;
       const known = templateOffers.get(item.uriTemplate);
       if (known) {
         if (!known.workloads.includes(workload)) known.workloads.push(workload);
@@ -147,7 +157,7 @@ export function merge(
   const seenUri = new Set<string>();
   for (const { workload, lists } of sorted) {
     for (const resource of lists.resources) {
-      if (typeof resource.uri !== "string" || seenUri.has(resource.uri)) continue;
+      if (typeof resource.uri !== "string" || seenUri.has(resource.uri) || !offeredBy.has(resource.uri)) continue;
       seenUri.add(resource.uri);
       const workloads = offeredBy.get(resource.uri) as string[];
       if (workloads.length > 1) {

@@ -21,7 +21,7 @@ import {
 import type { JsonRpcId } from "../proxy/jsonrpc.ts";
 import { URL_ELICITATION_REQUIRED, urlElicitationRound } from "../proxy/stdio-bridge/older-server.ts";
 import type { Params } from "./sdk.ts";
-import { mirrored } from "./upstream-pool.ts";
+import { mirrored } from "./member-traffic.ts";
 import { isObject } from "../objects.ts";
 
 /** A 2026-07-28 request as its caller sent it: its params before the SDK lifted anything off them. */

@@ -25,16 +25,30 @@ export const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
  * not shown as themselves: `summarize\u200b` reads as another workload's `summarize`, and a
  * right-to-left override makes a name read backwards, so a workload could pass its prompt off as
  * another's. A longer name is no one's prompt but a workload's way to fill every client's list.
+ * The zero-width joiner and non-joiner are kept between two visible characters: they are how emoji
+ * sequences (`👨‍💻`) and words in Persian, Urdu and Indic scripts (`می‌خواهم`) are written, and `look`
+ * leaves them out, so one beside another workload's name still makes both prefixed.
  */
-export const PROMPT_NAME = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]{1,1024}$/u;
+const SHOWN = String.raw`[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]|(?<=[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\s])[\u200c\u200d](?=[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\s])`;
+export const PROMPT_NAME = new RegExp(`^(?:${SHOWN}){1,1024}$`, "u");
+
+/**
+ * A resource URI or URI template a client can be shown: none of the characters `PROMPT_NAME` leaves
+ * out. A URI is a resource's name in every client's list; `notes://docs/readme\u200b` or one with a
+ * right-to-left override would read as another workload's URI, and a client that picks it reads the
+ * hostile workload's text. (RFC 3986 allows none of these characters raw; RFC 3987 forbids the
+ * bidirectional ones in IRIs.)
+ */
+export const RESOURCE_URI = new RegExp(`^(?:${SHOWN})+$`, "u");
 
 /**
  * What a name looks like, for telling names apart with `when-needed`: its NFKC form, so that two
  * spellings a client shows alike (`é` as one character or as `e` and a combining accent, a full-width
- * letter, a ligature) count as the same name and are both prefixed, never both kept bare.
+ * letter, a ligature) count as the same name and are both prefixed, never both kept bare; joiners
+ * (`PROMPT_NAME`) are not shown, so they do not count either.
  */
 function look(name: string): string {
-  return name.normalize("NFKC");
+  return name.normalize("NFKC").replace(/[\u200c\u200d]/g, "");
 }
 
 /** A server-chosen name inside one of the gateway's log lines: quoted, nothing in it can end the line. */

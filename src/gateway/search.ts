@@ -14,6 +14,8 @@
  *    left (an unknown name: the closest names this caller may call).
  */
 import { requestState } from "../auth/request-state.ts";
+import { errorMessage } from "../errors.ts";
+import { excerpt } from "../printable.ts";
 import type { AuthzConfig } from "../config/authz-config.ts";
 import type { ToolSearchSpec } from "../config/tool-search-spec.ts";
 import type { ToolsPolicy } from "../config/tools-policy.ts";
@@ -201,7 +203,13 @@ export class GatewaySearch {
       () => {
         const latest = this.#deferred?.view ?? view;
         this.#deferred = undefined;
-        this.update(latest);
+        // Off the catalog's callback, nothing would catch a throw but the process: one workload's list
+        // that the index cannot take must not end the gateway for every caller.
+        try {
+          this.update(latest);
+        } catch (err) {
+          this.#options.log("warn", `tool search: the index was not brought up to date: ${excerpt(errorMessage(err))}`);
+        }
       },
       Math.max(0, at - Date.now()),
     );

@@ -2,9 +2,7 @@
  * The connections one gateway session holds: one upstream session per workload, opened on
  * the first request that needs it. Because each gateway session has its own, whatever a
  * workload sends back on it (sampling, elicitation and roots requests, log messages,
- * resource updates) belongs to exactly that gateway session. Requests from the workload are
- * tied to the gateway request in flight on that connection (the latest, when several are),
- * so they travel on that request's response stream.
+ * resource updates) belongs to exactly that gateway session; member-traffic.ts routes it there.
  *
  * The resources the session follows are kept here, by workload (session-subscriptions.ts), not by
  * connection: a new connection to a workload subscribes them again before it serves anything. A
@@ -22,36 +20,19 @@
  * again while its unsubscribe was in flight is subscribed once more after that (`realign`): a 2025-era
  * member may apply the two in either order.
  */
-import type {
-  ClientCapabilities,
-  JSONRPCNotification,
-  JSONRPCRequest,
-  LoggingLevel,
-} from "@modelcontextprotocol/client";
+import type { LoggingLevel } from "@modelcontextprotocol/client";
 import type { AnswerLimit } from "../proxy/answer-limit.ts";
 import { droppedStreamText } from "../proxy/event-stream.ts";
 import { AwaitedRenewals, notTaken } from "./carried-subscribes.ts";
 import type { GroupCatalog } from "./catalog.ts";
 import { ChangedMaybe } from "./changed-maybe.ts";
-import { attributedLog } from "./member-log.ts";
 import { whenReopened } from "./member-subscriptions.ts";
+import { memberTraffic, type PoolPeer } from "./member-traffic.ts";
 import { PoolCalls, type RequestId } from "./pool-calls.ts";
 import { FIRST_RESUME_MS, MAX_RESUME_MS, ReplacementPace } from "./replacement-pace.ts";
 import { SessionSubscriptions } from "./session-subscriptions.ts";
 import { realignReport, unsubscribeAgain } from "./stopped-uris.ts";
-import { connectUpstream, endUpstream, MEMBER_SESSION_END_MS, requestLogRelay, type Upstream } from "./upstream.ts";
-
-export interface PoolPeer {
-  /** What the gateway's client can answer (sampling, elicitation, roots), mirrored upstream. */
-  capabilities(): ClientCapabilities;
-  /** Forwards a workload's request to the gateway client, tied to a gateway request when one is in flight. */
-  request(
-    request: JSONRPCRequest,
-    related: RequestId | undefined,
-    signal: AbortSignal,
-  ): Promise<Record<string, unknown>>;
-  notify(notification: JSONRPCNotification, related: RequestId | undefined): void;
-}
+import { connectUpstream, endUpstream, MEMBER_SESSION_END_MS, type Upstream } from "./upstream.ts";
 
 export class UpstreamPool {
   readonly #catalog: GroupCatalog;
@@ -130,32 +111,12 @@ export class UpstreamPool {
     const client = await connectUpstream(
       member,
       {
-        capabilities: peer ? mirrored(peer.capabilities()) : {},
-        onRequest: (request, signal) => {
-          if (peer === undefined) throw new Error(`the gateway client cannot answer ${request.method} requests`);
-          return peer.request(request, this.#calls.latest(workload), signal);
-        },
-        onNotification: (notification) => {
-          // A 2026-07-28 caller's pool: a log line on a request's own stream goes back on that request's.
-          if (peer === undefined) {
-            if (notification.method === "notifications/message")
-              requestLogRelay()?.({ ...notification, params: attributedLog(workload, notification.params) });
-            return;
-          }
-          if (notification.method === "notifications/resources/updated") {
-            // A connection being drained was replaced: the new one brings the updates (once).
-            if (this.#open.get(workload) !== opening()) return;
-            if (this.#stray(workload, opening(), notification.params?.uri)) return;
-          }
-          // A log line names its workload in its logger, never the gateway or another workload (member-log.ts).
-          if (notification.method === "notifications/message")
-            peer.notify(
-              { ...notification, params: attributedLog(workload, notification.params) as never },
-              this.#calls.latest(workload),
-            );
-          if (notification.method === "notifications/resources/updated")
-            peer.notify(notification, this.#calls.latest(workload));
-        },
+        // Its requests, log lines and updates go to this session's client (member-traffic.ts).
+        ...memberTraffic(workload, peer, {
+          related: () => this.#calls.latest(workload),
+          // A connection being drained was replaced: the new one brings the updates (once).
+          takesUpdate: (uri) => this.#open.get(workload) === opening() && !this.#stray(workload, opening(), uri),
+        }),
         onClose: () => this.#drop(workload, opening()),
         onLost: (why) => this.#lost(workload, opening(), why),
         onReopened: () => this.#reopened(workload, opening()),
@@ -393,13 +354,4 @@ export class UpstreamPool {
     await Promise.race([ended, bound]);
     clearTimeout(timer);
   }
-}
-
-/** Only what a workload may ask its client for; the rest is between the gateway and its client. */
-export function mirrored(capabilities: ClientCapabilities): ClientCapabilities {
-  const out: ClientCapabilities = {};
-  if (capabilities.sampling) out.sampling = capabilities.sampling;
-  if (capabilities.elicitation) out.elicitation = capabilities.elicitation;
-  if (capabilities.roots) out.roots = capabilities.roots;
-  return out;
 }

@@ -211,7 +211,24 @@ export function resourceSpellings(uri: string): string[] {
     url.search = "";
     return [withoutFragment, url.href];
   });
-  return [...new Set([href, decoded, ...shorter])].filter((spelling) => spelling !== uri);
+  const variants = [href, decoded, ...shorter];
+  return [...new Set([...variants, ...variants.flatMap(plainPath)])].filter((spelling) => spelling !== uri);
+}
+
+/**
+ * A spelling with its path as a file system reads it and its host in lower case: runs of `/` as one
+ * and no `/` at the end (`/srv//secret.txt`, `//srv/secret.txt`, `/srv/secret.txt/` are all
+ * /srv/secret.txt to `fs.readFile` or `path.resolve`), and the host of a scheme the URL standard keeps
+ * as written (`demo://HOST/…`), which RFC 3986 §6.2.2.1 says is case-insensitive. Empty when nothing
+ * changes.
+ */
+function plainPath(spelling: string): string[] {
+  const url = new URL(spelling);
+  const before = url.href;
+  const path = url.pathname.replace(/\/{2,}/g, "/");
+  url.pathname = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+  if (url.host !== url.host.toLowerCase()) url.host = url.host.toLowerCase();
+  return url.href === before ? [] : [url.href];
 }
 
 /**

@@ -172,6 +172,37 @@ describe("prompt names chosen to pass for another workload's", () => {
     expect(logged.filter((line) => line.includes("aevil's prompt") && line.includes("left out"))).toHaveLength(3);
     expect(logged.some((line) => line.includes(`is offered by aevil, victim`))).toBe(true);
   });
+
+  test("names written with joiners (emoji sequences, Persian) are listed; a joiner alone makes no new name", async () => {
+    const coder = "\u{1f468}\u200d\u{1f4bb}review"; // 👨‍💻 is one emoji written with a zero-width joiner
+    const persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"; // a word spelt with a zero-width non-joiner
+    const victim = member({ name: "victim", prompts: ["summarize", coder, persian, "要約する"] });
+    const aevil = member({ name: "aevil", prompts: ["summ\u200carize", "ok\u200d", "\u200dok"] });
+    const { catalog, logged } = await catalogOf({ victim, aevil }, "when-needed");
+    expect(catalog.view.prompts.map((p) => p.name).sort()).toEqual(
+      ["aevil_summ\u200carize", "victim_summarize", coder, persian, "要約する"].sort(),
+    );
+    // A joiner with nothing visible on one side is left out, as other invisible characters are.
+    expect(logged.filter((line) => line.includes("aevil's prompt") && line.includes("left out"))).toHaveLength(2);
+  });
+});
+
+describe("resource URIs chosen to pass for another workload's", () => {
+  test("a URI or template with invisible or reordering characters is left out; non-ASCII ones are listed", async () => {
+    const victim = member({ name: "victim", resources: ["notes://docs/readme", "file:///ドキュメント/メモ.md"] });
+    const aevil = member({
+      name: "aevil",
+      resources: ["notes://docs/readme\u200b", "notes://docs/\u202eemdaer", "notes://aevil/ok"],
+      templates: ["notes://docs/{id}\u200b"],
+    });
+    const { catalog, logged } = await catalogOf({ victim, aevil });
+    expect(catalog.view.resources.map((r) => r.uri).sort()).toEqual(
+      ["file:///ドキュメント/メモ.md", "notes://aevil/ok", "notes://docs/readme"].sort(),
+    );
+    expect(catalog.view.resourceTemplates).toEqual([]);
+    expect(resourceRoute(catalog.view, "notes://docs/readme\u200b")).toBeUndefined();
+    expect(logged.filter((line) => line.includes("aevil's resource") && line.includes("left out"))).toHaveLength(3);
+  });
 });
 
 describe("the catalog's own member sessions", () => {

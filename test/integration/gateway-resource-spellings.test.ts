@@ -57,8 +57,9 @@ async function read(uri: string): Promise<string> {
 }
 
 test("a forbidden file is refused with a query or a fragment, which its server drops", async () => {
-  // The workload answers reads, through its template too.
+  // The workload answers reads, through its template too, and reads these spellings as the file.
   expect(await read("file:///srv/public.txt")).toBe("read contents of /srv/public.txt");
+  expect(await read("file:///srv//public.txt/")).toBe("read contents of /srv/public.txt");
   expect(await read("file:///srv/public.txt#top")).toBe("read contents of /srv/public.txt");
   for (const uri of [
     "file:///srv/secret.txt",
@@ -66,6 +67,12 @@ test("a forbidden file is refused with a query or a fragment, which its server d
     "file:///srv/secret.txt?x",
     "file:///srv/secret.txt?",
     "FILE:///srv/%73ecret.txt?a=1#b",
+    // Doubled and trailing slashes: the same file to fs.readFile and path.resolve.
+    "file:///srv//secret.txt",
+    "file:////srv/secret.txt",
+    "file:///srv/secret.txt/",
+    "file:///srv/secret.txt/.",
+    "file:///srv//./secret.txt//?x#y",
   ]) {
     const outcome = await read(uri);
     expect(outcome).toContain("error:");

@@ -298,6 +298,12 @@ test("the spellings a resource URI is also decided under: none for a URI already
     "file:///srv/secret.txt?a=1",
     "file:///srv/secret.txt",
   ]);
+  // Doubled and trailing slashes are one path to a file system; a host is case-insensitive (RFC 3986).
+  expect(resourceSpellings("file:///srv//secret.txt")).toEqual(["file:///srv/secret.txt"]);
+  expect(resourceSpellings("file:////srv/secret.txt")).toEqual(["file:///srv/secret.txt"]);
+  expect(resourceSpellings("file:///srv/secret.txt/")).toEqual(["file:///srv/secret.txt"]);
+  expect(resourceSpellings("demo://HOST/secret")).toEqual(["demo://host/secret"]);
+  expect(resourceSpellings("file:///")).toEqual([]);
 });
 
 test("an allow-list written as `forbid … unless` still lets its resources through when their URI is not in normal form", async () => {

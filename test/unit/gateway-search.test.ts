@@ -194,6 +194,35 @@ describe("the index at the gateway", () => {
     expect(names(await mode.find({ query: "tow car" }))).toContain("garage_tow_car");
   });
 
+  test("a re-index put off to the end of the second that fails is logged, never thrown where nothing catches it", async () => {
+    const mode = new SearchMode();
+    const upsert = mode.upsertWorkload.bind(mode);
+    let calls = 0;
+    mode.upsertWorkload = (name, ...rest) => {
+      calls += 1;
+      if (calls === 2) throw new RangeError("the list is more than the index can take");
+      upsert(name, ...rest);
+    };
+    const logged: string[] = [];
+    const search = new GatewaySearch({ mode, log: (_level, text) => logged.push(text) });
+    const garageWith = (name: string) =>
+      lists([...garage.tools, { name, description: `${name} a car.`, inputSchema: object({}) }]);
+    search.update(merge([{ workload: "garage", lists: garage, summary: "Vehicle services." }], "always"));
+    search.update(
+      merge([{ workload: "garage", lists: garageWith("park_car"), summary: "Vehicle services." }], "always"),
+    );
+    const since = Date.now();
+    while (logged.length === 0 && Date.now() - since < 5_000) await Bun.sleep(20);
+    expect(logged).toEqual([
+      "tool search: the index was not brought up to date: the list is more than the index can take",
+    ]);
+    // The next change is indexed as usual.
+    search.update(
+      merge([{ workload: "garage", lists: garageWith("tow_car"), summary: "Vehicle services." }], "always"),
+    );
+    expect(names(await mode.find({ query: "tow car" }))).toContain("garage_tow_car");
+  });
+
   test("indexes the names the gateway gives (--name-prefix when-needed)", async () => {
     const mode = new SearchMode();
     const search = new GatewaySearch({ mode, log: () => {} });
