@@ -7,3 +7,12 @@
 export function ipVersion(text: string): number {
   return (require("node:net") as typeof import("node:net")).isIP(text);
 }
+
+/**
+ * An IPv6 address as the URL parser writes it (compressed, lower case, an IPv4 tail in hex), without
+ * brackets, so that two spellings of one address compare equal; undefined for anything that is not one.
+ */
+export function ipv6Spelling(address: string): string | undefined {
+  const url = `http://[${address}]/`;
+  return URL.canParse(url) ? new URL(url).hostname.slice(1, -1) : undefined;
+}

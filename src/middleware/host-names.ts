@@ -15,6 +15,7 @@
 import { isIP } from "node:net";
 import { hostname, networkInterfaces } from "node:os";
 import { normalizeHostName } from "../config/allowed-hosts.ts";
+import { ipv6Spelling } from "../config/ip-address.ts";
 
 const loopbackNames: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
 
@@ -46,7 +47,7 @@ function canonicalAddress(name: string): string | undefined {
   const kind = isIP(name);
   if (kind === 4) return name;
   if (kind !== 6) return undefined;
-  return URL.canParse(`http://[${name}]`) ? new URL(`http://[${name}]`).hostname.slice(1, -1) : undefined;
+  return ipv6Spelling(name);
 }
 
 /** This machine's addresses (every interface's, scope ids aside), in canonicalAddress's spelling. */

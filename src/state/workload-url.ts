@@ -5,6 +5,7 @@
  * server as --proxy-mode says; a remote workload keeps the remote's streamable HTTP. One
  * place, so `list`, `run`, `start` and AI-client configuration show the same URL.
  */
+import { ipv6Spelling } from "../config/ip-address.ts";
 import { isLoopbackHostname, listenAddress, loopbackNameAddress } from "../config/loopback.ts";
 import type { WorkloadRecord } from "./workload-record.ts";
 
@@ -63,12 +64,7 @@ export function reachesWorkload(
 
 /** An address as the URL parser writes it (IPv6 compressed, lower case), without brackets. */
 function canonicalAddress(address: string): string {
-  if (!address.includes(":")) return address.toLowerCase();
-  try {
-    return new URL(`http://[${address}]/`).hostname.slice(1, -1);
-  } catch {
-    return address.toLowerCase();
-  }
+  return (address.includes(":") ? ipv6Spelling(address) : undefined) ?? address.toLowerCase();
 }
 
 /**
