@@ -1,3 +1,5 @@
+import { ipv6Spelling } from "./ip-address.ts";
+
 /**
  * Whether a URL's host is this machine's loopback, the one place plain http:// may carry a
  * credential or decide what runs (OAuth endpoints, URLs a remote chooses, the embeddings key, a
@@ -12,15 +14,10 @@ export function isLoopbackHostname(hostname: string): boolean {
   return bare.includes(":") && isLoopbackIpv6(bare);
 }
 
-/** An IPv6 address in any of its spellings, normalised by the URL parser (`[::ffff:7f00:1]` for ::ffff:127.0.0.1). */
+/** An IPv6 address in any of its spellings, normalised by the URL parser (`::ffff:7f00:1` for ::ffff:127.0.0.1). */
 function isLoopbackIpv6(address: string): boolean {
-  let normalised: string;
-  try {
-    normalised = new URL(`http://[${address}]/`).hostname;
-  } catch {
-    return false;
-  }
-  return normalised === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(normalised);
+  const normalised = ipv6Spelling(address);
+  return normalised === "::1" || /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(normalised ?? "");
 }
 
 /** One label of a host name (RFC 1123): letters, digits and hyphens, not at either end. */

@@ -13,8 +13,9 @@
  * rule narrowed: an address passes only if it is one of this machine's.
  */
 import { isIP } from "node:net";
-import { hostname, networkInterfaces } from "node:os";
+import { hostname } from "node:os";
 import { normalizeHostName } from "../config/allowed-hosts.ts";
+import { ipSpelling, machineAddresses } from "../config/ip-address.ts";
 
 const loopbackNames: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
 
@@ -36,28 +37,6 @@ export function machineNames(name = hostname()): string[] {
   if (full === "" || isIP(full) !== 0) return [];
   const first = full.split(".")[0] as string;
   return [...new Set([full, first, `${first}.local`])];
-}
-
-/**
- * An IP address in one spelling (`[FE80:0::1]`, `fe80::1` → `fe80::1`; IPv4 as written), to compare
- * with this machine's; undefined for anything that is not one.
- */
-function canonicalAddress(name: string): string | undefined {
-  const kind = isIP(name);
-  if (kind === 4) return name;
-  if (kind !== 6) return undefined;
-  return URL.canParse(`http://[${name}]`) ? new URL(`http://[${name}]`).hostname.slice(1, -1) : undefined;
-}
-
-/** This machine's addresses (every interface's, scope ids aside), in canonicalAddress's spelling. */
-export function machineAddresses(): string[] {
-  const found: string[] = [];
-  for (const entries of Object.values(networkInterfaces()))
-    for (const entry of entries ?? []) {
-      const address = canonicalAddress(entry.address.toLowerCase());
-      if (address !== undefined) found.push(address);
-    }
-  return found;
 }
 
 export interface HostNamePolicy {
@@ -91,7 +70,7 @@ export function hostNamePolicy(options: HostNameOptions): HostNamePolicy {
   const addresses = options.addresses === undefined ? undefined : new Set(options.addresses);
   const addressAllowed = (name: string): boolean => {
     if (addresses === undefined) return isIP(name) !== 0;
-    const address = canonicalAddress(name);
+    const address = ipSpelling(name);
     return address !== undefined && addresses.has(address);
   };
   return {

@@ -24,7 +24,7 @@ export interface SandboxLaunch {
   readonly volumes: readonly Mount[];
   readonly overlays?: SandboxPlan["overlays"];
   readonly emptyFile?: string;
-  /** The size of each of the sandbox's tmpfs mounts (/tmp, home); bwrap's default is half the memory. */
+  /** The size of each of the sandbox's tmpfs mounts (/tmp, /dev/shm, home); bwrap's default is half the memory. */
   readonly tmpfsBytes?: number;
   /** The environment that names mcpmgr's directories (MCPMGR_HOME, XDG_*); this process's by default. */
   readonly stateEnv?: Env;

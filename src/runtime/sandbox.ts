@@ -7,7 +7,7 @@
  * synthetic passwd/group files, its toolchain's install directory, its package, the working
  * directory (read-only, unless mount-policy.ts refuses where it lies; its sockets covered), the profile's paths and
  * the -v volumes; an empty tmpfs for /tmp and the home directory; its own /proc and a
- * minimal /dev. Everything else (/root, /home, /var, /run and its sockets, the rest of /etc)
+ * minimal, read-only /dev (with a tmpfs /dev/shm). Everything else (/root, /home, /var, /run and its sockets, the rest of /etc)
  * does not exist in it. mcpmgr's own directories are hidden wherever a mount shows them.
  *
  * It runs as uid/gid 65534 in a user namespace of its own, with every capability dropped,
@@ -61,8 +61,8 @@ export interface SandboxPlan {
   /** The descriptor, in bwrap, of the compiled seccomp filter (seccomp.ts). */
   readonly seccompFd?: number;
   /**
-   * The size of /tmp and the home directory, each (bwrap's --size, from bwrap 0.7). Both are
-   * tmpfs, held in memory; without a size each may take half of it.
+   * The size of /tmp, /dev/shm and the home directory, each (bwrap's --size, from bwrap 0.7). All
+   * are tmpfs, held in memory; without a size each may take half of it.
    */
   readonly tmpfsBytes?: number;
 }

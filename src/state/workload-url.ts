@@ -5,7 +5,8 @@
  * server as --proxy-mode says; a remote workload keeps the remote's streamable HTTP. One
  * place, so `list`, `run`, `start` and AI-client configuration show the same URL.
  */
-import { isLoopbackHostname, listenAddress } from "../config/loopback.ts";
+import { ipv6Spelling } from "../config/ip-address.ts";
+import { isLoopbackHostname, listenAddress, loopbackNameAddress } from "../config/loopback.ts";
 import type { WorkloadRecord } from "./workload-record.ts";
 
 /**
@@ -30,7 +31,8 @@ export function clientTransport(record: WorkloadRecord): "streamable-http" | "ss
 
 /**
  * Whether `url` reaches the listener the workload's proxy holds (its address and port), however it is
- * written: `localhost` for 127.0.0.1 or ::1; an address the connection is made to in another spelling
+ * written: `localhost` (its other spellings and the names below it too) for 127.0.0.1 or ::1, `ip6-localhost`
+ * for ::1 (config/loopback.ts loopbackNameAddress); an address the connection is made to in another spelling
  * (0.0.0.0 and `::` connect to the loopback on Linux, `::ffff:127.0.0.1` to 127.0.0.1); for a workload
  * bound to a wildcard address, any loopback address of its family and any of `localAddresses` (this
  * machine's interfaces: a LAN address reaches it as well); any path (the whole port is the workload's
@@ -47,8 +49,11 @@ export function reachesWorkload(
   // 127.0.0.1 or [::1] for a wildcard or localhost binding (clientUrl), the address itself otherwise.
   const served = new URL(clientUrl(record.host, record.proxyPort, record.proxyPath)).hostname;
   if (asked === served) return true;
-  if (asked === "localhost") return isLoopbackHostname(served);
-  const reached = connectedAddress(asked);
+  // Every name --host binds as an address (`localhost.`, `a.localhost`, `ip6-localhost`) is that address
+  // here too; `localhost` and the names below it may resolve to either loopback, as a client's resolver picks.
+  const named = loopbackNameAddress(asked);
+  if (named === "127.0.0.1") return isLoopbackHostname(served);
+  const reached = named ?? connectedAddress(asked);
   const bound = canonicalAddress(listenAddress(record.host.replace(/^\[(.*)\]$/, "$1")));
   const local = isLoopbackHostname(reached) || [...localAddresses].some((a) => canonicalAddress(a) === reached);
   // A wildcard binding answers on every address of its family (`::` on IPv4's too, dual-stack).
@@ -59,12 +64,7 @@ export function reachesWorkload(
 
 /** An address as the URL parser writes it (IPv6 compressed, lower case), without brackets. */
 function canonicalAddress(address: string): string {
-  if (!address.includes(":")) return address.toLowerCase();
-  try {
-    return new URL(`http://[${address}]/`).hostname.slice(1, -1);
-  } catch {
-    return address.toLowerCase();
-  }
+  return (address.includes(":") ? ipv6Spelling(address) : undefined) ?? address.toLowerCase();
 }
 
 /**

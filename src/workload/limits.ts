@@ -197,7 +197,7 @@ export function containerResourceLimits(
   return { memoryBytes: containerMemory.read(env, defaults.memoryBytes), pids: containerPids.read(env, defaults.pids) };
 }
 
-/** The size of each of the process sandbox's tmpfs mounts, /tmp and the home directory (MCPMGR_SANDBOX_TMPFS_SIZE). */
+/** The size of each of the process sandbox's tmpfs mounts, /tmp, /dev/shm and the home directory (MCPMGR_SANDBOX_TMPFS_SIZE). */
 export function sandboxTmpfsBytes(env: Env): number {
   return sandboxTmpfs.read(env);
 }

@@ -10,7 +10,7 @@
  * Each new connection must also have reached a listener that process holds (state/listener-owner.ts):
  * a process alive is not its port held (a stopping supervisor closes its port a moment before it exits).
  */
-import { networkInterfaces } from "node:os";
+import { machineAddresses } from "../config/ip-address.ts";
 import { McpmgrError } from "../errors.ts";
 import type { UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { type ForegroundServing, liveForegroundNames, liveForegroundRun } from "../state/foreground-runs.ts";
@@ -56,7 +56,7 @@ export async function liveWorkload(store: WorkloadStore, name: string): Promise<
  * stopped workload's port is no longer its own (anyone may listen there), so it names none.
  */
 export async function runningWorkloadAt(store: WorkloadStore, url: URL): Promise<WorkloadRecord | undefined> {
-  const local = interfaceAddresses();
+  const local = new Set(machineAddresses());
   for (const record of (await store.listReadable()).records) {
     if (!reachesWorkload(record, url, local)) continue;
     const status = await currentStatus(store, record.name).catch(() => undefined);
@@ -74,7 +74,7 @@ export function runningForegroundAt(
   paths: McpmgrPaths,
   url: URL,
 ): { readonly name: string; readonly serving?: ForegroundServing } | undefined {
-  const local = interfaceAddresses();
+  const local = new Set(machineAddresses());
   for (const name of liveForegroundNames(paths)) {
     const claim = liveForegroundRun(paths, name);
     if (claim?.url === undefined || !URL.canParse(claim.url)) continue;
@@ -87,15 +87,6 @@ export function runningForegroundAt(
     if (reachesWorkload(listener, url, local)) return { name, ...(claim.serving ? { serving: claim.serving } : {}) };
   }
   return undefined;
-}
-
-/** This machine's interface addresses, which reach a workload bound to a wildcard address as its loopback does. */
-function interfaceAddresses(): ReadonlySet<string> {
-  return new Set(
-    Object.values(networkInterfaces())
-      .flatMap((entries) => entries ?? [])
-      .map((entry) => entry.address),
-  );
 }
 
 /** A live foreground run of that name that serves already; undefined when there is none. */

@@ -2,7 +2,7 @@
  * `start` of a stopped workload: its option files (--authz-config, --audit-config, --webhook-config,
  * --tools-override, --permission-profile) checked for a key given twice before its supervisor starts.
  * The supervisor reads them again but does not look for such keys (config/config-file.ts: that check
- * loads the `yaml` library, several MiB the supervisor would hold all its life), so the command that
+ * loads the `yaml` library, 1 to 2 MiB the supervisor would hold all its life), so the command that
  * starts it does, as `run` and `restart` do by resolving the whole workload. A file edited since the
  * workload stopped is refused here in one line, the workload left stopped.
  */

@@ -53,7 +53,7 @@ export interface ProcessPlacement {
   readonly target: { readonly host: string; readonly port: number | undefined };
   /** bwrap's path; undefined: no sandbox, as --insecure-allow-unsandboxed accepted. */
   readonly bwrap: string | undefined;
-  /** The size of the sandbox's /tmp and home, each (MCPMGR_SANDBOX_TMPFS_SIZE, read before anything starts). */
+  /** The size of the sandbox's /tmp, /dev/shm and home, each (MCPMGR_SANDBOX_TMPFS_SIZE, read before anything starts). */
   readonly tmpfsBytes: number;
 }
 

@@ -6,7 +6,8 @@
 import { describe, expect, test } from "bun:test";
 import * as v from "valibot";
 import { allowedHostList } from "../../src/config/allowed-hosts.ts";
-import { hostNamePolicy, listenerNames, machineAddresses, machineNames } from "../../src/middleware/host-names.ts";
+import { machineAddresses } from "../../src/config/ip-address.ts";
+import { hostNamePolicy, listenerNames, machineNames } from "../../src/middleware/host-names.ts";
 
 const beyond = (allowed: string[] = [], machine: string[] = ["buildbox", "buildbox.local"]) =>
   hostNamePolicy({

@@ -80,3 +80,16 @@ test("the addresses a connection is really made to: unspecified, IPv4-mapped, an
   expect(on("127.0.0.1", "http://192.0.2.2:41500/mcp")).toBe(false);
   expect(on("192.0.2.2", "http://[::ffff:192.0.2.2]:41500/mcp")).toBe(true);
 });
+
+test("every loopback name --host binds as an address reaches the workload on that address", () => {
+  // config/loopback.ts loopbackNameAddress: `localhost.`, the names below localhost, ip6-localhost.
+  for (const url of ["http://localhost.:41500/mcp", "http://app.localhost:41500/mcp", "http://LOCALHOST.:41500/"]) {
+    expect(reaches(recordOn("127.0.0.1"), url)).toBe(true);
+    expect(reaches(recordOn("0.0.0.0"), url)).toBe(true);
+    expect(reaches(recordOn("192.0.2.7"), url)).toBe(false);
+  }
+  expect(reaches(recordOn("::1"), "http://ip6-localhost:41500/mcp")).toBe(true);
+  expect(reaches(recordOn("::"), "http://ip6-loopback:41500/mcp")).toBe(true);
+  expect(reaches(recordOn("127.0.0.1"), "http://ip6-localhost:41500/mcp")).toBe(false);
+  expect(reaches(recordOn("0.0.0.0"), "http://ip6-localhost:41500/mcp")).toBe(false);
+});
