@@ -198,6 +198,7 @@ test("the binary runs a detached workload through its own supervisor, and remove
     expect(Bun.spawnSync([binary, "rm", "binprobe"], { env, timeout: 60_000 }).exitCode).toBe(0);
     expect(Bun.spawnSync(["pgrep", "-f", "__supervise binprobe"]).stdout.toString().trim()).toBe("");
   } finally {
+    removeLeftover(env, "binprobe"); // a failed expectation above must not leave its supervisor running
     await rm(home, { recursive: true, force: true });
   }
 }, 120_000);
@@ -224,6 +225,7 @@ test("the binary configures AI clients: Codex's TOML through the embedded WebAss
     expect(desktop.mcpServers["bin-remote"]).toMatchObject({ command: binary, args: ["proxy", "stdio", "bin-remote"] });
     expect(Bun.spawnSync([binary, "rm", "bin-remote"], { env, timeout: 60_000 }).exitCode).toBe(0);
   } finally {
+    removeLeftover(env, "bin-remote"); // a failed expectation above must not leave its supervisor running
     await rm(home, { recursive: true, force: true });
   }
 }, 120_000);
@@ -256,6 +258,7 @@ test("the binary edits a JSON client file that has content, and says where a JSO
     expect(broken.stderr.toString()).toContain("line 2, column");
     expect(Bun.spawnSync([binary, "rm", "bin-json"], { env, timeout: 60_000 }).exitCode).toBe(0);
   } finally {
+    removeLeftover(env, "bin-json"); // a failed expectation above must not leave its supervisor running
     await rm(home, { recursive: true, force: true });
   }
 }, 120_000);
@@ -300,3 +303,8 @@ test("the binary builds and runs the network isolation helper from itself (BUN_B
     Bun.spawnSync(["docker", "image", "inspect", stale], { stdout: "ignore", stderr: "ignore" }).exitCode,
   ).not.toBe(0);
 }, 240_000);
+
+/** `mcpmgr rm NAME`, whatever it answers: cleanup after a test that may have stopped half way. */
+function removeLeftover(env: Record<string, string | undefined>, name: string): void {
+  Bun.spawnSync([binary, "rm", name], { env, timeout: 60_000, stdout: "ignore", stderr: "ignore" });
+}
