@@ -27,10 +27,19 @@ export function assertOptionFileKeysUnique(record: WorkloadRecord): void {
     const profile = values["permission-profile"];
     if (profile !== "none" && profile !== "network") files.push(["--permission-profile", profile, false]);
   }
+  const named = files.filter((file): file is [string, string, boolean] => file[1] !== undefined);
+  if (named.length === 0) return;
   const back = currentDir();
   try {
-    if (record.workingDir) enterWorkingDir(record.workingDir);
-    for (const [option, path, yaml] of files) if (path !== undefined) assertNoDuplicateKeys(path, { option, yaml });
+    if (record.workingDir) {
+      try {
+        enterWorkingDir(record.workingDir);
+      } catch {
+        // Its working directory is gone: the supervisor's start says so and records the workload failed.
+        return;
+      }
+    }
+    for (const [option, path, yaml] of named) assertNoDuplicateKeys(path, { option, yaml });
   } finally {
     if (back !== undefined) returnTo(back);
   }
