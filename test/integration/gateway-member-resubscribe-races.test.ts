@@ -14,15 +14,16 @@
  * client; the member holds requests (`holdSubscribes`, `forgetAtSubscribe`) to open each window.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import {
-  LoggingMessageNotificationSchema,
-  McpError,
-  ResourceUpdatedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { LoggingMessageNotificationSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
-import { createTestGroup, receivesUpdate, type TestGroup, until } from "../support/gateway-group.ts";
+import {
+  createTestGroup,
+  endFollowingClient,
+  followingClient,
+  receivesUpdate,
+  type TestGroup,
+  until,
+} from "../support/gateway-group.ts";
 
 setDefaultTimeout(60_000);
 
@@ -58,18 +59,9 @@ afterAll(async () => {
   await quiet?.stop();
 });
 
-async function connected(updates: string[]): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const client = new Client({ name: "races", version: "1.0.0" });
-  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
-  const transport = new StreamableHTTPClientTransport(new URL(gatewayUrl));
-  await client.connect(transport);
-  return { client, transport };
-}
+const connected = (updates: string[]) => followingClient(gatewayUrl, "races", updates);
 
-async function ended({ client, transport }: { client: Client; transport: StreamableHTTPClientTransport }) {
-  await transport.terminateSession().catch(() => {});
-  await client.close();
-}
+const ended = endFollowingClient;
 
 test("a subscribe sent again after a 404 is not, when the client unsubscribed in between", async () => {
   const session = await connected([]);

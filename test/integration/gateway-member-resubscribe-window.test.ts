@@ -14,14 +14,9 @@
  * at one member; a new member session whose first event stream is refused.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import {
-  LoggingMessageNotificationSchema,
-  ResourceUpdatedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
-import { createTestGroup, receivesUpdate, type TestGroup, until } from "../support/gateway-group.ts";
+import { createTestGroup, followingClient, receivesUpdate, type TestGroup, until } from "../support/gateway-group.ts";
 
 setDefaultTimeout(60_000);
 
@@ -84,13 +79,7 @@ afterAll(async () => {
   await firstGet?.stop();
 });
 
-async function connected(updates: string[]): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const client = new Client({ name: "window", version: "1.0.0" });
-  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
-  const transport = new StreamableHTTPClientTransport(new URL(gatewayUrl));
-  await client.connect(transport);
-  return { client, transport };
-}
+const connected = (updates: string[]) => followingClient(gatewayUrl, "window", updates);
 
 /** Whether `uri`'s updates reach the client: `member` announces one until it arrives. */
 const receives = (member: MemberServer, updates: string[], uri: string) =>

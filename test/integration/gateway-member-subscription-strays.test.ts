@@ -23,12 +23,18 @@
  * the member holds its subscribes and unsubscribes (`holdSubscribes`, `holdUnsubscribes`) to set the order.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { type ListenMember, startListenMember } from "../fixtures/listen-member.ts";
 import { type MemberServer, startMemberServer } from "../fixtures/member-server.ts";
-import { createTestGroup, receivesUpdate, type TestGroup, until } from "../support/gateway-group.ts";
+import {
+  createTestGroup,
+  endFollowingClient,
+  followingClient,
+  receivesUpdate,
+  type TestGroup,
+  until,
+} from "../support/gateway-group.ts";
 
 setDefaultTimeout(60_000);
 
@@ -76,18 +82,9 @@ afterAll(async () => {
   modern?.stop();
 });
 
-async function connected(updates: string[]): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const client = new Client({ name: "strays", version: "1.0.0" });
-  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
-  const transport = new StreamableHTTPClientTransport(new URL(gatewayUrl));
-  await client.connect(transport);
-  return { client, transport };
-}
+const connected = (updates: string[]) => followingClient(gatewayUrl, "strays", updates);
 
-async function ended({ client, transport }: { client: Client; transport: StreamableHTTPClientTransport }) {
-  await transport.terminateSession().catch(() => {});
-  await client.close();
-}
+const ended = endFollowingClient;
 
 /**
  * Whether `stray`'s update, sent by `member` before one of `followed` (on the same event stream, so

@@ -3,6 +3,9 @@
  * `mcpmgr run` (detached, process runtime, their own MCPMGR_HOME), wrapped as local npm
  * packages whose bin starts the fixture under Bun, and `mcpmgr gateway` processes over them.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -127,4 +130,25 @@ export async function until(predicate: () => boolean | Promise<boolean>, ms = 20
     await Bun.sleep(50);
   }
   return predicate();
+}
+
+/** An SDK client of a gateway, in its own session, with the transport that ends that session. */
+export interface FollowingClient {
+  readonly client: Client;
+  readonly transport: StreamableHTTPClientTransport;
+}
+
+/** A client of the gateway at `url` that records the URI of every `resources/updated` it gets in `updates`. */
+export async function followingClient(url: string, name: string, updates: string[]): Promise<FollowingClient> {
+  const client = new Client({ name, version: "1.0.0" });
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  await client.connect(transport);
+  return { client, transport };
+}
+
+/** Ends the client's gateway session (a session already gone is fine) and closes the client. */
+export async function endFollowingClient({ client, transport }: FollowingClient): Promise<void> {
+  await transport.terminateSession().catch(() => {});
+  await client.close();
 }
