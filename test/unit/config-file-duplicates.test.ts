@@ -3,31 +3,16 @@
  * JSON.parse take silently, the last one winning) is refused in one line naming the key and its line,
  * never quoting the file; an alias with no anchor says where and why.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { expect, test } from "bun:test";
 import { auditConfig } from "../../src/config/audit-config.ts";
 import { authzConfig } from "../../src/config/authz-config.ts";
 import { loadPermissionProfile } from "../../src/config/permission-profile.ts";
 import { toolsPolicy } from "../../src/config/tools-policy.ts";
 import { webhookConfig } from "../../src/config/webhook-config.ts";
 import { usageError } from "../support/errors.ts";
+import { scratchFiles } from "../support/scratch-files.ts";
 
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "mcpmgr-config-duplicates-"));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-let count = 0;
-async function file(content: string, extension = "yaml"): Promise<string> {
-  const path = join(dir, `file-${count++}.${extension}`);
-  await writeFile(path, content);
-  return path;
-}
+const file = scratchFiles("mcpmgr-config-duplicates-");
 
 const permit = "permit(principal, action, resource);";
 const forbid = 'forbid(principal, action == Action::"call_tool", resource == Tool::"delete_everything");';

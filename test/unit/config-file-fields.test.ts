@@ -4,31 +4,16 @@
  * camelCase for snake_case, a dropped letter), and a field the format needs is named as missing;
  * both said in words, where valibot's own text ("Invalid key: Expected never but received …") was shown.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { beforeAll, expect, test } from "bun:test";
 import { auditConfig } from "../../src/config/audit-config.ts";
 import { authzConfig } from "../../src/config/authz-config.ts";
 import { loadPermissionProfile } from "../../src/config/permission-profile.ts";
 import { toolsPolicy } from "../../src/config/tools-policy.ts";
 import { webhookConfig } from "../../src/config/webhook-config.ts";
 import { usageError } from "../support/errors.ts";
+import { scratchFiles } from "../support/scratch-files.ts";
 
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "mcpmgr-config-fields-"));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-let count = 0;
-async function file(content: string, extension = "yaml"): Promise<string> {
-  const path = join(dir, `file-${count++}.${extension}`);
-  await writeFile(path, content);
-  return path;
-}
+const file = scratchFiles("mcpmgr-config-fields-");
 
 test("an unknown field is named, with the field the user most likely meant", async () => {
   const cases: [() => unknown, string][] = [
