@@ -65,8 +65,28 @@ export async function serverEnvironment(
 ): Promise<{ env: Record<string, string>; redact: (text: string) => string }> {
   const secrets = variables.secrets.length > 0 ? await ctx.secrets().resolveSecretReferences(variables.secrets) : {};
   const env = { ...variables.plain, ...secrets };
+  assertCarriable(variables, env);
   assertRequiredEnv(variables, env);
   return { env, redact: redactor(Object.values(secrets)) };
+}
+
+/**
+ * No process's environment carries a NUL byte: the launch would fail with an unexpected error that quotes
+ * the value (a secret's, stored with one). Refused by the variable's name and where its value comes from.
+ */
+function assertCarriable(variables: ServerVariables, env: Readonly<Record<string, string>>): void {
+  const name = Object.keys(env).find((key) => env[key]?.includes("\0"));
+  if (name === undefined) return;
+  const secret = variables.secrets.find((ref) => ref.target === name);
+  throw new McpmgrError(
+    "INVALID_OPTION",
+    `${secret ? `the secret '${secret.name}' given as ${name}` : `the variable ${name}`} holds a NUL byte, which no environment variable can carry`,
+    {
+      hint: secret
+        ? `store it again without it ('mcpmgr secret set ${secret.name}'), base64-encoded if it is binary`
+        : "take the NUL byte out of its value",
+    },
+  );
 }
 
 /** Refuses to start a server without the variables its registry entry requires. */
