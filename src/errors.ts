@@ -50,6 +50,7 @@ export type ErrorCode =
   | "IMAGE_UNVERIFIED"
   | "CONTAINER_FAILED"
   | "AUTH_SETUP_FAILED"
+  | "OUTPUT_FAILED"
   | "INTERNAL";
 
 /** Exit code 2 means "you asked for something invalid"; 1 means "it failed". */

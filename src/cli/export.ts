@@ -3,7 +3,7 @@ import { defineCommand } from "citty";
 import { shellWord } from "../printable.ts";
 import { isValidWorkloadName } from "../state/workload-name.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
-import { log } from "./output.ts";
+import { log, writeStdout } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
 
 const exportCommand = defineCommand({
@@ -26,7 +26,8 @@ const exportCommand = defineCommand({
     }
     const record = await openStore().getExisting(name);
     const { exportedText, writeExported } = await import("../workload/exported-config.ts");
-    if (path === "-") return void process.stdout.write(exportedText(record));
+    // A reader gone (EPIPE) is no error; a failed write (ENOSPC) is OUTPUT_FAILED.
+    if (path === "-") return void writeStdout(exportedText(record));
     await writeExported(path, record);
     log.info(`wrote ${name}'s configuration to ${path} (run it with 'mcpmgr run --from-config ${shellWord(path)}')`);
   },

@@ -9,7 +9,7 @@ import { logsOptions as table } from "../config/command-options.ts";
 import { isGatewayRecord, type WorkloadRecord, type WorkloadStore } from "../state/workloads.ts";
 import { copyNew, copyWhole, type LogPosition, READER_GONE } from "../state/log-files.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
-import { log } from "./output.ts";
+import { log, writeStdout } from "./output.ts";
 import { openStore, parseNamed } from "./workload-arg.ts";
 
 const logsCommand = defineCommand({
@@ -74,23 +74,10 @@ async function sameWorkload(store: WorkloadStore, followed: WorkloadRecord): Pro
   return current !== undefined && current.createdAt === followed.createdAt;
 }
 
-/** False once the reader of stdout is gone (EPIPE): there is nobody to write to, and nothing went wrong. */
+/**
+ * False once the reader of stdout is gone (EPIPE): there is nobody to write to, and nothing went wrong.
+ * Any other failure (ENOSPC, EIO) is an OUTPUT_FAILED error: the log was not shown.
+ */
 async function writeOut(chunk: Buffer): Promise<boolean> {
-  try {
-    if (process.stdout.write(chunk)) return true;
-  } catch (err) {
-    if ((err as { code?: unknown }).code === "EPIPE") return false;
-    throw err;
-  }
-  return new Promise<boolean>((resolve) => {
-    const settle = (ok: boolean) => {
-      process.stdout.off("drain", drained);
-      process.stdout.off("error", failed);
-      resolve(ok);
-    };
-    const drained = () => settle(true);
-    const failed = () => settle(false);
-    process.stdout.once("drain", drained);
-    process.stdout.once("error", failed);
-  });
+  return writeStdout(chunk);
 }

@@ -5,11 +5,12 @@
  *
  * Start-up cost matters here: this module is loaded by every command. consola is created
  * on the first log line that is not plain text, never touches Node's stdout/stderr streams (several ms that
- * `--version` or `list` would otherwise pay), and results go out through console.log, which
- * writes synchronously and completely even on a non-blocking pipe.
+ * `--version` or `list` would otherwise pay), and results go out with write(2) on descriptor 1, synchronously
+ * and completely (a non-blocking pipe waited for), so that a write that fails is known: console.log drops
+ * the error, and `registry list > /dev/full` exited 0 having written nothing.
  */
 import type { ConsolaInstance, ConsolaReporter } from "consola";
-import { errorMessage, isMcpmgrError } from "../errors.ts";
+import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import { printable } from "../printable.ts";
 
 /** consola's numeric levels for the calls we make. */
@@ -27,7 +28,7 @@ let consola: ConsolaInstance | undefined;
  * consola's basic format ("[info] message") through console.error. Not consola/basic: loading it
  * creates a default instance, and with it Node's process.stdout/process.stderr streams (node:stream,
  * fs streams, events: ~1.7 ms of every command that logs a line with an object or an error).
- * console.error writes synchronously and completely, in order with console.log.
+ * console.error writes synchronously and completely, in order with the results (printResult).
  */
 const stderrReporter: ConsolaReporter = {
   log(logObj) {
@@ -114,8 +115,79 @@ export function stampLogTimes(): void {
   stamped = true;
 }
 
+/** stdout's reader is gone (EPIPE: `mcpmgr list | head -1`): nothing more is written, and nothing went wrong. */
+let stdoutGone = false;
+/** A write to stdout failed otherwise (ENOSPC, EIO): said once, the command exits 1, nothing more is written. */
+let stdoutFailed = false;
+/** Where results go instead of stdout (a supervisor's: its capped proxy log). */
+let resultSink: ((text: string) => void) | undefined;
+
+/** From now on results go to `write`, not to stdout (a detached supervisor: its proxy log). */
+export function sendResultsTo(write: (text: string) => void): void {
+  resultSink = write;
+}
+
+const failures: Readonly<Record<string, string>> = {
+  ENOSPC: "no space left on the device",
+  EIO: "an input/output error",
+  EBADF: "it is closed",
+  EFBIG: "the file is too large",
+  EDQUOT: "the disk quota is used up",
+};
+
+/**
+ * All of `data` written to descriptor `fd`, waiting while a non-blocking pipe is full. False when the
+ * reader is gone (EPIPE); any other failure is an OUTPUT_FAILED error naming it.
+ */
+export function writeWhole(fd: number, data: string | Uint8Array): boolean {
+  const { writeSync } = require("node:fs") as typeof import("node:fs");
+  let rest = typeof data === "string" ? Buffer.from(data) : data;
+  while (rest.byteLength > 0) {
+    try {
+      rest = rest.subarray(writeSync(fd, rest));
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === "EAGAIN") {
+        Bun.sleepSync(1);
+        continue;
+      }
+      if (code === "EPIPE") return false;
+      const why =
+        typeof code === "string" ? `${failures[code] ?? "the system refused it"} (${code})` : errorMessage(err);
+      throw new McpmgrError("OUTPUT_FAILED", `cannot write the output to stdout: ${why}`, {
+        hint: "send the output where it can be written (make room, or redirect it elsewhere)",
+        cause: err,
+      });
+    }
+  }
+  return true;
+}
+
+/**
+ * `data` on stdout: false once its reader is gone (EPIPE), the command's cue to stop writing; throws
+ * OUTPUT_FAILED on any other failure (ENOSPC, EIO).
+ */
+export function writeStdout(data: string | Uint8Array): boolean {
+  if (stdoutGone) return false;
+  if (writeWhole(1, data)) return true;
+  stdoutGone = true;
+  return false;
+}
+
+/**
+ * A line of a command's result on stdout. Never throws: a command may have started something that a throw
+ * would leave behind (a foreground run prints its URL, then serves). A failed write is said at once, in one
+ * line, and the command exits 1 when it ends; a reader gone (EPIPE) is not an error.
+ */
 export function printResult(line: string): void {
-  console.log(line);
+  if (resultSink !== undefined) return resultSink(`${line}\n`);
+  if (stdoutFailed) return;
+  try {
+    writeStdout(`${line}\n`);
+  } catch (err) {
+    stdoutFailed = true;
+    process.exitCode = reportError(err);
+  }
 }
 
 /** One line for the error and its hint; the cause chain only with --debug. Returns the exit code. */
@@ -138,7 +210,7 @@ export function reportError(err: unknown): number {
 }
 
 /**
- * Lines of a result, on stdout in one write: console.log to a pipe or a file is a system call per call,
+ * Lines of a result, on stdout in one write: to a pipe or a file each write is a system call,
  * two dozen of them for `registry list` (bench `cli-startup`).
  */
 export function printLines(lines: readonly string[]): void {

@@ -38,11 +38,11 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
         .filter((section) => section !== "")
         .join("\n\n");
       printResult(stdoutIsTerminal() ? usage : stripColours(usage));
-      process.exit(0);
+      process.exit(exitCodeSoFar());
     }
     if (rawArgs[0] === "--version") {
       printResult(version);
-      process.exit(0);
+      process.exit(exitCodeSoFar());
     }
     const command = rawArgs[0];
     if (command !== undefined && Object.hasOwn((await resolve(root.subCommands)) ?? {}, command)) {
@@ -60,10 +60,15 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
     const [target, targetArgs] = await pastRouters(root, rawArgs);
     await runTarget(target, targetArgs);
     // A command that did its work but must report a failure too (`list` with a record it could not read).
-    process.exit(typeof process.exitCode === "number" ? process.exitCode : 0);
+    process.exit(exitCodeSoFar());
   } catch (err) {
     process.exit(reportError(await translateCittyError(err, root, rawArgs)));
   }
+}
+
+/** 0, unless something already said it failed: output that could not be written (printResult), a record `list` could not read. */
+function exitCodeSoFar(): number {
+  return typeof process.exitCode === "number" ? process.exitCode : 0;
 }
 
 async function assertOwnStateDirectories(): Promise<void> {

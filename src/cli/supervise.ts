@@ -9,7 +9,7 @@ import { maxLogBytesFromEnv } from "../workload/limits.ts";
 import { STARTED_BY_ENV } from "../workload/supervisor-control.ts";
 import { supervise } from "../workload/supervisor.ts";
 import { cliContext } from "./context.ts";
-import { log, stampLogTimes } from "./output.ts";
+import { log, sendResultsTo, stampLogTimes } from "./output.ts";
 import { untilSignal } from "./signals.ts";
 
 export default defineCommand({
@@ -64,6 +64,8 @@ function printToProxyLog(name: string): ((text: string) => void) | undefined {
       // A log that cannot be written (a full disk) must not stop the workload.
     }
   };
+  // Results (printResult writes stdout's descriptor itself) go through the cap like the rest.
+  sendResultsTo(write);
   const { formatWithOptions } = require("node:util") as typeof import("node:util");
   const line = (...args: unknown[]) => write(`${formatWithOptions({}, ...args)}\n`);
   for (const method of ["log", "info", "debug", "warn", "error", "trace"] as const) console[method] = line;

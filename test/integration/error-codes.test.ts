@@ -4,6 +4,7 @@
  * here. Some cases need what the code needs: a container engine, a pseudo-terminal.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { closeSync, openSync } from "node:fs";
 import { chmod, mkdir, readdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +16,7 @@ import { assertAnswersDirectCallers, gatewayKey, guardGroup } from "../../src/st
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { parseRunArgv } from "../../src/config/run-argv.ts";
 import { readLocalIgnoreFile } from "../../src/runtime/ignore-overlays.ts";
+import { writeWhole } from "../../src/cli/output.ts";
 import proxyCommand from "../../src/cli/proxy.ts";
 import { type ErrorCode, McpmgrError } from "../../src/errors.ts";
 import { refuseRedirects } from "../../src/proxy/remote-client/no-redirects.ts";
@@ -349,6 +351,15 @@ const producers: Record<ErrorCode, () => unknown> = {
       new Set(["oidc-issuer", "oidc-insecure-allow-http", "jwks-allow-private-ip"]),
     );
     return createTokenVerifier(spec as NonNullable<typeof spec>);
+  },
+  // A command's output on a full device (`mcpmgr registry list > /dev/full`).
+  OUTPUT_FAILED: () => {
+    const fd = openSync("/dev/full", "w");
+    try {
+      return writeWhole(fd, "a result line\n");
+    } finally {
+      closeSync(fd);
+    }
   },
   // An image reaching the process launcher is a bug upstream of it, reported as such.
   INTERNAL: () =>
