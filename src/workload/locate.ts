@@ -46,15 +46,46 @@ async function selectRuntime(source: ConcreteSource, env: Env): Promise<RuntimeS
     return { kind: "process" };
   }
   const engine = await detectEngine({ env, ...(choice ? { want: choice } : {}) });
+  // DOCKER_HOST's engine is used whatever MCPMGR_RUNTIME says (it is how `start` keeps a workload on the engine
+  // it was created on), so one of the other kind would run a workload asked for on Podman on Docker, and
+  // record it there, without a word.
+  if (engine && choice && engine.kind !== choice)
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `MCPMGR_RUNTIME=${choice}, but DOCKER_HOST ${env.DOCKER_HOST} is a ${engineName(engine.kind)} engine`,
+      { hint: dockerHostHint(choice) },
+    );
   if (engine) return { kind: "container", engine };
   if (env.DOCKER_HOST)
-    throw new McpmgrError("RUNTIME_UNAVAILABLE", `no container engine answers at DOCKER_HOST ${env.DOCKER_HOST}`, {
-      // Not "unset it": `start` and `restart` pass on the workload's recorded engine this way.
-      hint: "start that engine: while DOCKER_HOST names one, mcpmgr uses no other, and a workload stays on the engine it was created on",
-    });
+    throw new McpmgrError(
+      "RUNTIME_UNAVAILABLE",
+      `${choice ? `MCPMGR_RUNTIME=${choice}, but ` : ""}no container engine answers at DOCKER_HOST ${env.DOCKER_HOST}`,
+      // Not only "unset it": `start` and `restart` pass on the workload's recorded engine this way.
+      {
+        hint: choice
+          ? `start that engine, or run without DOCKER_HOST ('env -u DOCKER_HOST mcpmgr run ...') to use ${ownSocket(choice)}: while DOCKER_HOST names an engine mcpmgr uses no other, whatever MCPMGR_RUNTIME says (a workload stays on the engine it was created on)`
+          : "start that engine: while DOCKER_HOST names one, mcpmgr uses no other, and a workload stays on the engine it was created on",
+      },
+    );
   if (choice) throw noEngineError(`MCPMGR_RUNTIME=${choice}`, choice);
   if (source.kind === "image") throw noEngineError(`${source.ref} is a container image`);
   return { kind: "process" };
+}
+
+function engineName(kind: "docker" | "podman"): string {
+  return kind === "podman" ? "Podman" : "Docker";
+}
+
+/** Where mcpmgr finds an engine of the kind asked for without DOCKER_HOST. */
+function ownSocket(choice: "docker" | "podman"): string {
+  return choice === "podman"
+    ? "Podman's own socket (or the one CONTAINER_HOST names)"
+    : "Docker's own socket (/var/run/docker.sock, a rootless or Desktop one)";
+}
+
+/** The ways out when DOCKER_HOST names an engine other than the one MCPMGR_RUNTIME asks for. */
+function dockerHostHint(choice: "docker" | "podman"): string {
+  return `DOCKER_HOST is honoured whatever MCPMGR_RUNTIME says: run without it ('env -u DOCKER_HOST mcpmgr run ...') to use ${ownSocket(choice)}, or point it at ${engineName(choice)}'s socket`;
 }
 
 /**
