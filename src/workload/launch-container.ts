@@ -15,7 +15,7 @@ import { withLock } from "../state/lock.ts";
 import { serverContainerOptions, serverPortFor } from "../runtime/docker/container-config.ts";
 import { startServerContainer } from "../runtime/docker/container.ts";
 import { checkContainerName, serverContainerName } from "../runtime/docker/container-name.ts";
-import { buildPackageImage } from "../runtime/docker/image-build.ts";
+import { buildPackageImage, buildRepository } from "../runtime/docker/image-build.ts";
 import { applyVerification, ensureImage, inspectLocalImage } from "../runtime/docker/images.ts";
 import { INSTALL_LABEL, ownedBy, WORKLOAD_LABEL, workloadFilter, workloadLabels } from "../runtime/docker/labels.ts";
 import {
@@ -36,6 +36,7 @@ import { overlaysFor } from "./overlays.ts";
 import type { ContainerPlacement } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
+import { pruneBuiltImages } from "./built-images.ts";
 
 /** The server port in a container when neither the user, the registry entry nor the image names one. */
 const DEFAULT_SERVER_PORT = 8080;
@@ -73,6 +74,7 @@ export async function prepareImage(
     {
       ...placement.build,
       ignorePatterns: placement.server.ignoreGlobally ? await loadGlobalIgnorePatterns(ctx.paths.configDir) : [],
+      install: await installId(ctx.paths),
     },
     progress,
     // --image-verification covers what the build starts from, the base images, also when the
@@ -311,6 +313,9 @@ export async function launchContainer(
     await handle.stop(1_000);
     signal.throwIfAborted();
   }
+  // The package's image this start runs is the one kept: an earlier build of it (before a change) goes.
+  if (placement.source.kind === "package")
+    await pruneBuiltImages(engine, buildRepository(placement.source), spec.name, ctx, image);
   if (socketDir && containerPort !== undefined)
     return { server: handle, http: { host: "127.0.0.1", port: containerPort, unix: join(socketDir, INGRESS_SOCKET) } };
   return { server: handle, ...(hostPort !== undefined ? { http: { host: "127.0.0.1", port: hostPort } } : {}) };

@@ -143,5 +143,8 @@ export async function removeRecorded(name: string, ctx: ClientEntriesContext): P
   await stopTelling(store, name, ctx, true);
   await clientsForgetRemoved(name, ctx);
   await store.remove(name);
+  // Its package's images, once no other workload of this home is from that package (dockerode only then).
+  if (record?.runtime === "docker" || record?.runtime === "podman")
+    await (await import("./built-images.ts")).removeBuiltImagesOf(record, ctx);
   return record;
 }

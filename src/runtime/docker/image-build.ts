@@ -25,7 +25,7 @@ import {
 import type { ContainerEngine } from "./engine.ts";
 import { buildFromContext, type ContextFile } from "./build-context.ts";
 import { inspectLocalImage } from "./images.ts";
-import { MANAGED_LABEL } from "./labels.ts";
+import { INSTALL_LABEL, MANAGED_LABEL, ROLE_LABEL } from "./labels.ts";
 
 /** Bump when the generated Dockerfile changes meaning, so old cached images are not reused. */
 const GENERATOR_VERSION = 1;
@@ -40,6 +40,11 @@ export interface BuildOptions {
   readonly caCertPath?: string;
   /** Global ignore patterns (with the project's own .mcpmgrignore, they keep files out of the build). */
   readonly ignorePatterns?: readonly string[];
+  /**
+   * The installation building it (state/install-id.ts), as the image's `mcpmgr.install` label: only that
+   * installation removes it once no workload of its runs it (workload/built-images.ts). Not in the tag.
+   */
+  readonly install?: string;
 }
 
 export interface BuiltImage {
@@ -170,6 +175,15 @@ export function prepareBuild(
   if (source.localPath) files.push(...projectFiles(source.localPath, options.ignorePatterns ?? []));
   const hash = createHash("sha256").update(`mcpmgr-build-v${GENERATOR_VERSION}\n`);
   for (const file of files) hash.update(`${file.path}\0${file.mode}\0`).update(file.content).update("\0");
+  return { tag: `${buildRepository(source)}:${hash.digest("hex").slice(0, 16)}`, files, dockerfile };
+}
+
+/**
+ * The repository a package's images are built into, `mcpmgr-build/<scheme>-<name>`: its tags are the content
+ * hashes, so each change of the package's inputs adds a tag there (workload/built-images.ts removes the ones
+ * no workload runs any more).
+ */
+export function buildRepository(source: PackageSource): string {
   const base = (source.localPath ? source.localPath.split(/[\\/]/).pop() : source.name) ?? "package";
   // An image name component: lowercase alphanumerics joined by single separators.
   const slug =
@@ -178,7 +192,7 @@ export function prepareBuild(
       .replace(/[^a-z0-9]+/g, "-")
       .slice(0, 60)
       .replace(/^-+|-+$/g, "") || "package";
-  return { tag: `mcpmgr-build/${source.manager}-${slug}:${hash.digest("hex").slice(0, 16)}`, files, dockerfile };
+  return `mcpmgr-build/${source.manager}-${slug}`;
 }
 
 /**
@@ -226,7 +240,11 @@ async function lookUpOrBuild(
   await buildFromContext(engine, {
     tag,
     files,
-    labels: { [MANAGED_LABEL]: "true", "mcpmgr.role": "build" },
+    labels: {
+      [MANAGED_LABEL]: "true",
+      [ROLE_LABEL]: "build",
+      ...(options.install ? { [INSTALL_LABEL]: options.install } : {}),
+    },
     what,
     onLine: onProgress,
     ...(signal ? { signal } : {}),
