@@ -10,7 +10,7 @@ import { dirname, join } from "node:path";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { cliEnv, expectOneLineError } from "../support/cli-home.ts";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, freePort } from "../support/processes.ts";
 
 // The CLI as a process, several times over.
 setDefaultTimeout(60_000);
@@ -93,4 +93,51 @@ describe("a reader that goes away (EPIPE) is no error: quiet, exit 0", () => {
       expect(Bun.file(errFile).size).toBe(0);
     });
   }
+});
+
+describe("proxy stdio: the client's stdout", () => {
+  const initialize = `${JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+  })}\n`;
+
+  test("on a full device the relay fails saying so (exit 1), instead of relaying into nothing", async () => {
+    const full = openSync("/dev/full", "w");
+    try {
+      const proc = Bun.spawn(
+        [process.execPath, CLI_ENTRY, "proxy", "stdio", `http://127.0.0.1:${await freePort()}/mcp`],
+        {
+          cwd: REPO_ROOT,
+          env,
+          stdin: new TextEncoder().encode(initialize),
+          stdout: full,
+          stderr: "pipe",
+        },
+      );
+      const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+      expect(code).toBe(1);
+      expect(stderr).not.toContain("    at ");
+      const errors = stderr.split("\n").filter((line) => line.startsWith("[error]"));
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toContain("ENOSPC");
+    } finally {
+      closeSync(full);
+    }
+  });
+
+  test("a client gone (EPIPE) ends the relay at once, quietly, with its input still open", async () => {
+    // The input stays open for 40 s; the relay's first answer meets a closed pipe (`true` read nothing).
+    const command = `"$0" "$@" 2>"$ERR_FILE" < <(printf '%s' "$INIT"; sleep 40) | true; echo "\${PIPESTATUS[0]}"`;
+    const errFile = join(home, "err-proxy-stdio");
+    const started = performance.now();
+    const result = Bun.spawnSync(
+      ["bash", "-c", command, process.execPath, CLI_ENTRY, "proxy", "stdio", "http://127.0.0.1:9/mcp"],
+      { cwd: REPO_ROOT, env: { ...env, ERR_FILE: errFile, INIT: initialize }, stdin: "ignore" },
+    );
+    expect(result.stdout.toString().trim()).toBe("0");
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(await Bun.file(errFile).text()).not.toContain("[error]");
+  });
 });

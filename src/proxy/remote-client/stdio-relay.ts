@@ -74,6 +74,8 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     done = resolve;
   });
   let closing = false;
+  /** Set when an answer could not be written to the client (its stdout failed): the relay failed. */
+  let outputFailure: string | undefined;
   const finish = async (why?: string) => {
     if (closing) return;
     closing = true;
@@ -84,7 +86,9 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     if (remote.sessionId !== undefined) await remote.terminateSession().catch(() => {});
     await remote.close().catch(() => {});
     await local.close().catch(() => {});
-    done(why ? 1 : 0);
+    await writtenOut(options.stdout);
+    if (!why && outputFailure) log.error(outputFailure);
+    done(why || outputFailure ? 1 : 0);
   };
 
   /** The client's initialize requests the remote has not answered yet, by id. */
@@ -210,6 +214,13 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     readErrors.add(err);
     void drainThenFinish(`stdin: cannot be read: ${firstLine(err)}`);
   });
+  // The client's stdout: gone (EPIPE) is the client gone, the relay's end; any other failure (ENOSPC, EIO)
+  // leaves the client without its answers, so the relay fails, saying so, instead of relaying into nothing.
+  options.stdout.on("error", (err: Error & { code?: unknown }) => {
+    if (err.code !== "EPIPE")
+      outputFailure ??= `cannot write to the client on stdout: ${typeof err.code === "string" ? err.code : firstLine(err)} (hint: give proxy stdio a stdout that can be written, as an AI client does)`;
+    void finish();
+  });
   await remote.start();
   try {
     await local.start();
@@ -224,6 +235,25 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
 }
 
 const firstLine = (err: unknown): string => errorMessage(err).split("\n")[0] ?? "";
+
+/**
+ * The last answers written out, or failed (their write's error is emitted after it): waited for while
+ * the stream holds them, for a second at most (a client that stopped reading), then a turn of the loop.
+ */
+async function writtenOut(stdout: Writable): Promise<void> {
+  if (stdout.writableNeedDrain) {
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    stdout.once("drain", settle);
+    stdout.once("error", settle);
+    await Promise.race([settled, Bun.sleep(1_000)]);
+    stdout.off("drain", settle);
+    stdout.off("error", settle);
+  }
+  await new Promise((resolve) => setImmediate(resolve));
+}
 
 /**
  * One line for a problem the transport reports with the input, worded for what it is. The SDK
