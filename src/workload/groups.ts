@@ -22,9 +22,13 @@ export async function removeGroup(name: string, options: { withWorkloads: boolea
   const groups = new GroupStore(ctx.paths, { workloads: store });
   const group = await groups.removable(name, options);
   for (const workload of group.workloads) {
+    const record = await store.get(workload).catch(() => undefined);
     await stopSupervisor(store, workload, ctx.log).catch(() => false);
     await store.remove(workload);
     ctx.log.info(`removed workload ${workload}`);
+    // As `rm` does: its package's images, once no other workload is from that package (dockerode only then).
+    if (record?.runtime === "docker" || record?.runtime === "podman")
+      await (await import("./built-images.ts")).removeBuiltImagesOf(record, ctx);
   }
   // Said as `client remove` says it: a client left following no group would otherwise go quiet unexplained.
   const followers = Object.entries((await new ClientRegistrationStore(ctx.paths).read()).clients)

@@ -1,5 +1,5 @@
 /**
- * mcpmgr's own package images do not pile up: `rm` of a container workload from a package removes the
+ * mcpmgr's own package images do not pile up: `rm` (and `group rm --with-workloads`) of a container workload from a package removes the
  * images built for it, but never while another workload of this home is from the same package (its next
  * start may want them), never another installation's, and never one a container still uses. (A rebuild
  * removing the build it replaced: docker-build.test.ts.) Real Docker, on the offline base image.
@@ -104,6 +104,22 @@ test("rm removes its package's images, never another installation's", async () =
     expect(tags(repository)).toEqual([foreign]);
   } finally {
     mcpmgr("rm", "built-removed");
+    for (const tag of tags(repository)) docker("rmi", "-f", tag);
+  }
+}, 600_000);
+
+test("group rm --with-workloads removes its workloads' package images as rm does", async () => {
+  const { dir, repository } = await project("grouped");
+  const group = `built-images-${process.pid}`;
+  try {
+    expect(mcpmgr("group", "create", group).code).toBe(0);
+    const args = ["--runtime-image", NODE_BASE_IMAGE, "--group", group];
+    expect(mcpmgr("run", `npx://${dir}`, "--name", "built-grouped", ...args).code).toBe(0);
+    expect(tags(repository)).toHaveLength(1);
+    expect(mcpmgr("group", "rm", group, "--with-workloads").code).toBe(0);
+    expect(tags(repository)).toEqual([]);
+  } finally {
+    mcpmgr("group", "rm", group, "--with-workloads");
     for (const tag of tags(repository)) docker("rmi", "-f", tag);
   }
 }, 600_000);
