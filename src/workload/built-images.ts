@@ -4,7 +4,8 @@
  * of a local project or of a build option adds a tag, and the previous one stayed for good: after a
  * workload's container starts, the other tags of its package's repository go; after `rm`, all of them. While
  * another recorded workload of this home is from the same package nothing is removed (its next start may want
- * one of them), and a record whose package cannot be told (a registry that cannot be read) counts as one.
+ * one of them), and a record whose package cannot be told (a registry that cannot be read) counts as one, as
+ * does any other foreground run of this home that is live (its package is not recorded).
  * Only this installation's builds are touched, never an image a container uses (runtime/docker/superseded-images.ts).
  * Never fatal: a start or an `rm` goes on whatever the engine says.
  */
@@ -13,6 +14,7 @@ import type { ContainerEngine } from "../runtime/docker/engine.ts";
 import { buildRepository } from "../runtime/docker/image-build.ts";
 import { removeBuiltTags } from "../runtime/docker/superseded-images.ts";
 import { parseSource } from "../runtime/source.ts";
+import { liveForegroundNames } from "../state/foreground-runs.ts";
 import { installId } from "../state/install-id.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
@@ -53,6 +55,9 @@ export async function removeBuiltImagesOf(record: WorkloadRecord, ctx: Context):
 }
 
 async function otherWorkloadBuildsInto(repository: string, name: string, ctx: Context): Promise<boolean> {
+  // A foreground run records no source: another one live may be from this package, between finding its
+  // image cached and creating its container (which, once made, the engine protects the image for).
+  if (liveForegroundNames(ctx.paths).some((other) => other !== name)) return true;
   const { records, unreadable } = await new WorkloadStore(ctx.paths).listReadable();
   // A record that cannot be read may be from the same package.
   if (unreadable.length > 0) return true;

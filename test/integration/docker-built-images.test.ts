@@ -1,8 +1,9 @@
 /**
- * mcpmgr's own package images do not pile up: `rm` (and `group rm --with-workloads`) of a container workload from a package removes the
- * images built for it, but never while another workload of this home is from the same package (its next
- * start may want them), never another installation's, and never one a container still uses. (A rebuild
- * removing the build it replaced: docker-build.test.ts.) Real Docker, on the offline base image.
+ * mcpmgr's own package images do not pile up: a start removes the build its package's previous change
+ * left (docker-build.test.ts), and `rm` (or `group rm --with-workloads`) of a container workload from a
+ * package removes the images built for it; but nothing while another workload of this home is from the
+ * same package (its next start may want them) or another foreground run is live, never another
+ * installation's, and never one a container still uses. Real Docker, on the offline base image.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -120,6 +121,28 @@ test("group rm --with-workloads removes its workloads' package images as rm does
     expect(tags(repository)).toEqual([]);
   } finally {
     mcpmgr("group", "rm", group, "--with-workloads");
+    for (const tag of tags(repository)) docker("rmi", "-f", tag);
+  }
+}, 600_000);
+
+test("another foreground run of this home, live, keeps the earlier build: its package is not recorded", async () => {
+  const { dir, repository } = await project("beside");
+  const args = [`npx://${dir}`, "--name", "built-beside", "--runtime-image", NODE_BASE_IMAGE];
+  const images = await fixtureImages();
+  const other = await runInDocker([images.probe, "--name", "built-beside-other"]);
+  try {
+    await runOnce(args);
+    const [first] = tags(repository);
+    await writeFile(join(dir, "extra.txt"), "changed");
+    await runOnce(args);
+    expect(tags(repository)).toContain(first as string);
+    expect(tags(repository)).toHaveLength(2);
+    await other.client.close();
+    await other.stop();
+    await runOnce(args);
+    expect(tags(repository)).toHaveLength(1);
+  } finally {
+    await other.stop();
     for (const tag of tags(repository)) docker("rmi", "-f", tag);
   }
 }, 600_000);
