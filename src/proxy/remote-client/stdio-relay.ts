@@ -123,12 +123,14 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     await previous.close().catch(() => {});
     await remote.start();
     const id = `mcpmgr-relay-renewal-${++renewals}`;
-    const answer = new Promise<JSONRPCMessage>((resolve) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const answer = new Promise<JSONRPCMessage | undefined>((resolve) => {
       renewal = { id, answered: resolve };
+      timer = setTimeout(() => resolve(undefined), RENEWAL_MS);
     });
     try {
       await remote.send({ ...opened.initialize, id } as JSONRPCMessage);
-      const answered = await Promise.race([answer, Bun.sleep(RENEWAL_MS).then(() => undefined)]);
+      const answered = await answer;
       if (answered === undefined || !("result" in answered)) return false;
       const result = answered.result as { protocolVersion?: unknown; capabilities?: Record<string, unknown> };
       if (typeof result.protocolVersion === "string") remote.setProtocolVersion(result.protocolVersion);
@@ -144,6 +146,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       log.warn(`remote: could not open a new MCP session: ${errorMessage(err)}`);
       return false;
     } finally {
+      clearTimeout(timer);
       renewal = undefined;
     }
   };
