@@ -62,8 +62,10 @@ export async function launchInSandbox(launch: SandboxLaunch): Promise<LocalProce
     command: launch.command,
     // The host's TMPDIR may name a directory the sandbox does not show; its /tmp is private.
     // npm keeps no debug log: it would go to the private home and vanish with the sandbox, and
-    // npm's last line would send the user to that path, which does not exist on the host.
-    env: { TMPDIR: "/tmp", npm_config_logs_max: "0", ...launch.env },
+    // npm's last line would send the user to that path, which does not exist on the host. Nor does
+    // it look for a newer npm: with a new home at every start it asked the registry every time, and
+    // its "npm notice" lines, printed as it exits, were the last output quoted for a server's crash.
+    env: { TMPDIR: "/tmp", npm_config_logs_max: "0", npm_config_update_notifier: "false", ...launch.env },
     cwd: launch.cwd,
     sandbox: { bwrap: launch.bwrap, args },
     extraFds: [openSeccompFilter(files)],
