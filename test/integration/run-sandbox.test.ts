@@ -531,8 +531,6 @@ test("a package npx cannot fetch fails saying so, without sending the user to np
       "npx://mcpmgr-no-such-package-for-tests",
       "--permission-profile",
       "none",
-      "-e",
-      "npm_config_offline=true",
     ],
     { env: { ...process.env, MCPMGR_RUNTIME: "process", NO_COLOR: "1" }, timeout: 60_000 },
   );
