@@ -40,7 +40,7 @@ const set = withExamples(
       const running = await runningUsers(resolvePaths(process.env), name);
       if (running.length > 0)
         log.warn(
-          `${running.join(", ")} ${running.length === 1 ? "runs" : "run"} with its old value until restarted: ${running.map((workload) => `'mcpmgr restart ${workload}'`).join(", ")}`,
+          `${running.join(", ")} ${running.length === 1 ? "runs" : "run"} with the old value until restarted: ${running.map((workload) => `'mcpmgr restart ${workload}'`).join(", ")}`,
         );
     },
   }),

@@ -98,7 +98,7 @@ test("a new value for a secret running workloads use: set names them and the res
   expect(rotated.exitCode).toBe(0);
   // Only the running one keeps the old value; the stopped one looks it up when it starts.
   expect(rotated.stderr.toString()).toContain(
-    "remote3 runs with its old value until restarted: 'mcpmgr restart remote3'",
+    "remote3 runs with the old value until restarted: 'mcpmgr restart remote3'",
   );
   expect(rotated.stderr.toString()).not.toContain("remote4");
   // The same value again changes nothing for anyone.
