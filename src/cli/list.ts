@@ -77,11 +77,17 @@ const listCommand = defineCommand({
       ["NAME", "STATUS", "URL", "SOURCE", "GROUP", "RUNTIME", "RESTARTS"],
       rows.map((r) => [r.name, r.status, r.url, r.source, r.group, r.runtime, String(r.restarts)]),
     );
-    // Too long for a column; under the table, on stderr, so stdout stays the table alone.
+    // Too long for a column; under the table, on stderr, so stdout stays the table alone. A workload
+    // restarting says why too: one whose server crashes at every start shows nothing else but the
+    // RESTARTS count growing.
     for (const row of rows) {
       if (row.status === "failed" && row.lastError !== undefined)
         log.warn(
           `${row.name}: ${row.lastError} (hint: ${hints.get(row.name) ?? `see 'mcpmgr logs ${row.name} --proxy'; 'mcpmgr start ${row.name}' runs it again`})`,
+        );
+      if (row.status === "restarting" && row.lastError !== undefined)
+        log.warn(
+          `${row.name} is restarting: ${row.lastError} (hint: its last output is in 'mcpmgr logs ${row.name} --proxy'; 'mcpmgr stop ${row.name}' stops it)`,
         );
     }
     reportNotes();

@@ -25,10 +25,11 @@ let consola: ConsolaInstance | undefined;
 
 /**
  * consola's core (levels, throttling of repeated lines) with a reporter of our own that writes
- * consola's basic format ("[info] message") through console.error. Not consola/basic: loading it
+ * consola's basic format ("[info] message") through console.warn. Not consola/basic: loading it
  * creates a default instance, and with it Node's process.stdout/process.stderr streams (node:stream,
  * fs streams, events: ~1.7 ms of every command that logs a line with an object or an error).
- * console.error writes synchronously and completely, in order with the results (printResult).
+ * console.warn writes to stderr synchronously and completely, in order with the results (printResult); not
+ * console.error, which Bun colours red on a terminal (every [info] and [success] line read as an error).
  */
 const stderrReporter: ConsolaReporter = {
   log(logObj) {
@@ -41,7 +42,7 @@ function writeLine(type: string, args: readonly unknown[], date: Date, tag = "")
   const [first, ...rest] = args;
   const message = typeof first === "string" && rest.length === 0 ? first : formatArgs(args);
   const time = stamped ? date.toISOString() : "";
-  console.error([time, `[${type}]`, tag ? `[${tag}]` : "", message].filter(Boolean).join(" "));
+  console.warn([time, `[${type}]`, tag ? `[${tag}]` : "", message].filter(Boolean).join(" "));
 }
 
 /** Several values or a non-string (a debug line with an error or an object): as console.log would show them. */

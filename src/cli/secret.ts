@@ -31,8 +31,17 @@ const set = withExamples(
       const manager = openManager();
       if (!manager.provider.writable) throw readOnlyError(name);
       const value = await readSecretValue(name);
+      const before = (await manager.provider.get(name))?.reveal();
       await manager.provider.set(name, value);
       log.success(`secret '${name}' saved`);
+      // A workload looks its secrets up when it starts: one running now goes on with the old value.
+      if (before === undefined || before === value) return;
+      const { runningUsers } = await import("../workload/secret-references.ts");
+      const running = await runningUsers(resolvePaths(process.env), name);
+      if (running.length > 0)
+        log.warn(
+          `${running.join(", ")} ${running.length === 1 ? "runs" : "run"} with the old value until restarted: ${running.map((workload) => `'mcpmgr restart ${workload}'`).join(", ")}`,
+        );
     },
   }),
   [

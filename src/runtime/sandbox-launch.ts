@@ -11,7 +11,7 @@ import type { WorkingDirView } from "./mount-policy.ts";
 import { launchProcess, type LocalProcess } from "./process.ts";
 import { bwrapArgs, bwrapTakesSize, type Mount, type SandboxPlan, toolchainDirs } from "./sandbox.ts";
 import { openSeccompFilter, type SandboxFiles, sandboxFiles } from "./sandbox-files.ts";
-import type { PermissionProfile } from "./permission-profile.ts";
+import { allowsNetwork, type PermissionProfile } from "./permission-profile.ts";
 
 export interface SandboxLaunch {
   readonly bwrap: string;
@@ -56,14 +56,29 @@ async function sandboxArgs(launch: Omit<SandboxLaunch, "env">): Promise<{ args: 
   return { args, files };
 }
 
+/**
+ * Without a network, the package managers are told so: npm retried its fetches for over a minute (70 s
+ * here) before a start failed, uv and Go would try too. Offline, a package installed in the working
+ * directory still runs, and a missing one fails at once (with run's hint, upstream-stdio.ts).
+ */
+const OFFLINE = { npm_config_offline: "true", UV_OFFLINE: "1", GOPROXY: "off" } as const;
+
 export async function launchInSandbox(launch: SandboxLaunch): Promise<LocalProcess> {
   const { args, files } = await sandboxArgs(launch);
   return launchProcess({
     command: launch.command,
     // The host's TMPDIR may name a directory the sandbox does not show; its /tmp is private.
     // npm keeps no debug log: it would go to the private home and vanish with the sandbox, and
-    // npm's last line would send the user to that path, which does not exist on the host.
-    env: { TMPDIR: "/tmp", npm_config_logs_max: "0", ...launch.env },
+    // npm's last line would send the user to that path, which does not exist on the host. Nor does
+    // it look for a newer npm: with a new home at every start it asked the registry every time, and
+    // its "npm notice" lines, printed as it exits, were the last output quoted for a server's crash.
+    env: {
+      TMPDIR: "/tmp",
+      npm_config_logs_max: "0",
+      npm_config_update_notifier: "false",
+      ...(allowsNetwork(launch.profile) ? {} : OFFLINE),
+      ...launch.env,
+    },
     cwd: launch.cwd,
     sandbox: { bwrap: launch.bwrap, args },
     extraFds: [openSeccompFilter(files)],

@@ -57,24 +57,60 @@ if (typeof Bun !== "undefined" && (Bun.inspect.custom as symbol) !== inspect.cus
   Object.defineProperty(Secret.prototype, Bun.inspect.custom, { value: () => SHOWN, enumerable: false });
 }
 
-/** Replaces every known secret value of at least MIN_REDACT_LENGTH characters in `text` with `***`. */
+/**
+ * Replaces every known secret value of at least MIN_REDACT_LENGTH characters in `text` with `***`, in each
+ * spelling it can have in a log or an audit line (see spellings()).
+ */
 export function redact(text: string, values: Iterable<string | Secret>): string {
-  const plain = new Set<string>();
-  for (const value of values) {
-    const text = value instanceof Secret ? value.reveal() : value;
-    if (typeof text === "string" && text.length >= MIN_REDACT_LENGTH) plain.add(text);
-  }
-  if (plain.size === 0) return text;
-  // Longest first, so a value that contains another one is removed whole.
+  return redactSpellings(text, spellings(values));
+}
+
+/** A redact() bound to a fixed set of values, for loggers (their spellings worked out once). */
+export function redactor(values: Iterable<string | Secret>): (text: string) => string {
+  const fixed = spellings(values);
+  return (text) => redactSpellings(text, fixed);
+}
+
+function redactSpellings(text: string, fixed: readonly string[]): string {
   let out = text;
-  for (const value of [...plain].sort((a, b) => b.length - a.length)) {
+  for (const value of fixed) {
     if (out.includes(value)) out = out.split(value).join(REDACTED);
   }
   return out;
 }
 
-/** A redact() bound to a fixed set of values, for loggers. */
-export function redactor(values: Iterable<string | Secret>): (text: string) => string {
-  const fixed = [...values];
-  return (text) => redact(text, fixed);
+/** How deep a value may sit in JSON inside JSON: a tool's JSON text in an audit line is two. */
+const JSON_DEPTH = 2;
+
+/**
+ * Every spelling of the values to look for, longest first (so a value that contains another one is
+ * removed whole). Besides the value itself: its JSON string forms (a value with a quote, a backslash or a
+ * line break is written escaped by a server that logs its settings as JSON, and escaped again in an audit
+ * line's data; Python's json also escapes every non-ASCII character), and each line of a multi-line value
+ * (a PEM key, a credentials file), which a server may print one write at a time, so that no chunk of its
+ * output holds the whole value.
+ */
+function spellings(values: Iterable<string | Secret>): string[] {
+  const found = new Set<string>();
+  const add = (text: string) => {
+    let spelling = text;
+    for (let depth = 0; depth <= JSON_DEPTH; depth++) {
+      if (spelling.length < MIN_REDACT_LENGTH) return;
+      found.add(spelling);
+      found.add(asciiOnly(spelling));
+      spelling = JSON.stringify(spelling).slice(1, -1);
+    }
+  };
+  for (const value of values) {
+    const text = value instanceof Secret ? value.reveal() : value;
+    if (typeof text !== "string" || text.length < MIN_REDACT_LENGTH) continue;
+    add(text);
+    if (/[\r\n]/.test(text)) for (const line of text.split(/\r?\n|\r/)) add(line);
+  }
+  return [...found].sort((a, b) => b.length - a.length);
+}
+
+/** JSON text with every character beyond ASCII written as `\uXXXX`, as Python's json.dumps writes it by default. */
+function asciiOnly(text: string): string {
+  return text.replace(/[^\x00-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

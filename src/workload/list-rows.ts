@@ -7,6 +7,7 @@ import { workloadUrl } from "../state/workload-url.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { loopbackNameAddress } from "../config/loopback.ts";
+import { LAST_OUTPUT } from "./server-output.ts";
 import { currentStatus } from "./supervisor-control.ts";
 
 export interface WorkloadRow {
@@ -52,7 +53,7 @@ export async function workloadRows(
       group: record.group,
       runtime: record.runtime,
       restarts: status?.restarts ?? 0,
-      ...(status?.lastError ? { lastError: status.lastError } : {}),
+      ...(status?.lastError ? { lastError: withoutOutputMark(status.lastError) } : {}),
     });
     const hint =
       status?.state !== "failed"
@@ -74,4 +75,12 @@ async function takenPortHint(record: WorkloadRecord): Promise<string | undefined
   if (!portInUse(record.proxyPort, record.host)) return undefined;
   const { portTakenHint } = await import("./lifecycle.ts");
   return portTakenHint(record);
+}
+
+/**
+ * A crash's reason as the status keeps it ends where the log goes on with the server's last output
+ * (`…; its last output:`); the output is in the log, not in the status, so the row ends the reason there.
+ */
+function withoutOutputMark(reason: string): string {
+  return reason.endsWith(LAST_OUTPUT) ? reason.slice(0, -LAST_OUTPUT.length) : reason;
 }

@@ -76,7 +76,7 @@ export function processPlacement(
   }
   if (source.localPath === undefined && !allowsNetwork(profile)) {
     // Packages are fetched inside the sandbox (docs/process-sandbox.md): without a network only one
-    // installed already can start, and npm would retry for a minute before saying so.
+    // installed already can start (the package managers are told they are offline: sandbox-launch.ts).
     ctx.log.warn(
       `the permission profile gives ${source.name} no network, and ${source.manager} fetches it inside the sandbox: ` +
         `it starts only if it is installed in the working directory already (else run it with --permission-profile network, ` +

@@ -22,6 +22,7 @@ import type { SecretProvider } from "../secrets/provider.ts";
 import type { McpmgrPaths } from "../state/paths.ts";
 import { isGatewayRecord, type WorkloadRecord } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
+import { currentStatus } from "./supervisor-control.ts";
 
 export interface SecretReference {
   readonly secret: string;
@@ -86,6 +87,21 @@ export async function workloadsUsingSecret(
 ): Promise<{ users: SecretUser[]; unreadable: string[] }> {
   const { users, unreadable } = await secretUsers(paths);
   return { users: users.get(secret) ?? [], unreadable };
+}
+
+/**
+ * The workloads using `secret` that run now (or are starting): they looked it up when they started, so a
+ * new value reaches them at their next start. A restarting one looks it up again by itself.
+ */
+export async function runningUsers(paths: McpmgrPaths, secret: string): Promise<string[]> {
+  const { users } = await workloadsUsingSecret(paths, secret);
+  const store = new WorkloadStore(paths);
+  const running: string[] = [];
+  for (const user of users) {
+    const state = (await currentStatus(store, user.workload).catch(() => undefined))?.state;
+    if (state === "running" || state === "starting") running.push(user.workload);
+  }
+  return running;
 }
 
 /**

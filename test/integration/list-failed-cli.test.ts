@@ -5,7 +5,7 @@
  * told how to free or move it.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, runCli } from "../support/cli-home.ts";
@@ -26,6 +26,7 @@ afterAll(() => {
   mcpmgr("rm", "lf");
   mcpmgr("rm", "lk");
   mcpmgr("rm", "lp");
+  mcpmgr("rm", "lr");
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -105,4 +106,57 @@ test("start on a port another program took meanwhile says how to free it or move
     squatter.stop(true);
     mcpmgr("rm", "lp");
   }
+});
+
+test('a workload whose server crashes at every start says why under the table (its JSON row without a dangling "its last output:")', async () => {
+  // A stdio server that serves until a file appears next to it, then exits, and exits at once at every
+  // start while the file is there: a server broken by a change of its own (a bad config it reads).
+  const project = join(home, "crash-loop");
+  mkdirSync(project);
+  writeFileSync(
+    join(project, "package.json"),
+    JSON.stringify({ name: "crash-loop", version: "1.0.0", bin: "main.mjs" }),
+  );
+  writeFileSync(
+    join(project, "main.mjs"),
+    `import { existsSync } from "node:fs";
+import { createInterface } from "node:readline";
+const broken = () => existsSync(new URL("./broken", import.meta.url));
+if (broken()) { console.error("fatal: the configuration is broken"); process.exit(4); }
+setInterval(() => { if (broken()) { console.error("fatal: the configuration is broken"); process.exit(4); } }, 100);
+createInterface({ input: process.stdin }).on("line", (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  const result = m.method === "initialize"
+    ? { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "crash-loop", version: "1" } }
+    : m.method === "tools/list" ? { tools: [] } : {};
+  process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result }) + "\\n");
+});
+`,
+  );
+  expect(mcpmgr("run", `npx://${project}`, "--name", "lr").code).toBe(0);
+  writeFileSync(join(project, "broken"), "");
+  type Row = { name: string; status: string; restarts: number; lastError?: string };
+  const row = () => (JSON.parse(mcpmgr("list", "--format", "json").stdout) as Row[]).find((r) => r.name === "lr");
+  // First the crash's reason, then each failed restart's: none ends with the log's "its last output:",
+  // whose output is in the log alone.
+  const reasons = new Set<string>();
+  await eventually(
+    () => {
+      const reason = row()?.lastError ?? "";
+      if (reason !== "") reasons.add(reason);
+      return reason.includes("did not complete the MCP handshake");
+    },
+    20_000,
+    "a failed restart",
+  );
+  for (const reason of reasons) expect(reason).not.toEndWith("its last output:");
+  const list = mcpmgr("list");
+  expect(list.stdout).toMatch(/^lr\s+restarting\s/m);
+  const line = list.stderr.split("\n").find((l) => l.includes("lr is restarting"));
+  expect(line).toContain("lr is restarting: lr did not complete the MCP handshake: the MCP server exited with code 4");
+  expect(line).toContain("'mcpmgr logs lr --proxy'");
+  expect(mcpmgr("logs", "lr", "--proxy").stdout).toContain("fatal: the configuration is broken");
+  expect(mcpmgr("stop", "lr").code).toBe(0);
+  expect(mcpmgr("list").stderr).not.toContain("lr is restarting");
 });

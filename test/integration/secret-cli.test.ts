@@ -163,6 +163,25 @@ describe("mcpmgr secret", () => {
     });
   });
 
+  // Bun colours what console.error writes red when stderr is a terminal: mcpmgr's [info] and
+  // [success] lines looked like errors there (and nowhere else: pipes, and NO_COLOR, get plain text).
+  test("in a terminal, mcpmgr's log lines are plain text, not coloured as errors", async () => {
+    const command = [process.execPath, ENTRY, "list", "--group", "nope"].map((word) => `'${word}'`).join(" ");
+    const env = baseEnv();
+    delete env.NO_COLOR;
+    const proc = Bun.spawn(["script", "-qec", command, "/dev/null"], {
+      cwd: REPO_ROOT,
+      env,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const output = await new Response(proc.stdout).text();
+    expect(await proc.exited).toBe(0);
+    expect(output).toContain("[info] no group named nope");
+    expect(output).not.toContain("\u001b[");
+  });
+
   // A real terminal through util-linux script(1) (Debian's bsdutils, always installed):
   // the prompt must not echo what is typed.
   test("in a terminal, set prompts without echo", async () => {

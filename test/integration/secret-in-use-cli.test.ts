@@ -38,7 +38,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["probe1", "remote2"]) mcpmgr("rm", name);
+  for (const name of ["probe1", "remote2", "remote3", "remote4"]) mcpmgr("rm", name);
   await fixture.stop();
   rmSync(home, { recursive: true, force: true });
 });
@@ -81,6 +81,28 @@ test("a used secret is kept and its users named; --force deletes it and names th
   expect(restart.stderr).toContain("secret 'probe-key' not found");
   // Gone already: not found, whoever names it.
   expect(expectOneLineError(mcpmgr("secret", "delete", "probe-key"), 1)).toContain("secret 'probe-key' not found");
+});
+
+test("a new value for a secret running workloads use: set names them and the restart that gives it to them", () => {
+  const set = (value: string) =>
+    Bun.spawnSync([process.execPath, CLI_ENTRY, "secret", "set", "rotated"], {
+      cwd: REPO_ROOT,
+      env,
+      stdin: Buffer.from(value),
+    });
+  expect(set("first").exitCode).toBe(0);
+  for (const name of ["remote3", "remote4"])
+    runCliOk(env, ["run", fixture.url, "--name", name, "--remote-forward-headers-secret", "X-Probe=rotated"]);
+  runCliOk(env, ["stop", "remote4"]);
+  const rotated = set("second");
+  expect(rotated.exitCode).toBe(0);
+  // Only the running one keeps the old value; the stopped one looks it up when it starts.
+  expect(rotated.stderr.toString()).toContain(
+    "remote3 runs with the old value until restarted: 'mcpmgr restart remote3'",
+  );
+  expect(rotated.stderr.toString()).not.toContain("remote4");
+  // The same value again changes nothing for anyone.
+  expect(set("second").stderr.toString()).not.toContain("restart");
 });
 
 test("secret delete --help says what --force is for", () => {

@@ -9,6 +9,7 @@ import { toolsPolicy } from "../../src/config/tools-policy.ts";
 import { TokenRejected, type Principal, type TokenVerifier } from "../../src/auth/incoming/verifier.ts";
 import { incomingAuthSpec } from "../../src/config/incoming-auth-spec.ts";
 import { auditTrail } from "../../src/middleware/audit.ts";
+import { redactor } from "../../src/secrets/redact.ts";
 import { bearerAuthentication } from "../../src/middleware/authn.ts";
 import { cedarAuthorization } from "../../src/middleware/authz.ts";
 import { messageGate } from "../../src/middleware/message-gate.ts";
@@ -152,6 +153,23 @@ describe("configuration", () => {
     await (await plainHandle(call("echo", { api_key: "k-123" }), ctx)).text();
     expect(plain[0]?.request).toBeUndefined();
     expect(plain[0]?.response).toBeUndefined();
+  });
+
+  test("a secret that JSON escapes is redacted in the data too: the request once escaped, a tool's JSON text twice", async () => {
+    // A password with a quote and a backslash, which JSON writes escaped: once in the request's data, and
+    // twice in the response's, whose text (the echo of the arguments) is JSON already.
+    const quoted = 'pa"ss\\word-42';
+    const { lines, handle } = setup({
+      config: config({ includeRequestData: true, includeResponseData: true, maxDataSize: 4096 }),
+      redact: redactor([quoted]),
+    });
+    await (await handle(call("echo", { note: quoted }), ctx)).text();
+    const line = lines[0] as Record<string, string>;
+    expect(line.response).toContain("echo:");
+    for (const data of [line.request, line.response]) {
+      expect(data).toContain("***");
+      expect(data).not.toContain("word-42");
+    }
   });
 });
 

@@ -7,13 +7,13 @@ import { afterEach, expect, test } from "bun:test";
 import { warnIfReachable } from "../../src/cli/reachable-notice.ts";
 
 const printed: string[] = [];
-const consoleError = console.error;
+const consoleWarn = console.warn;
 afterEach(() => {
-  console.error = consoleError;
+  console.warn = consoleWarn;
   printed.length = 0;
 });
 function capture(): void {
-  console.error = (...args: unknown[]) => void printed.push(args.join(" "));
+  console.warn = (...args: unknown[]) => void printed.push(args.join(" "));
 }
 
 const issuer = new URL("https://login.example.com/");

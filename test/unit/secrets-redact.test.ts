@@ -33,6 +33,28 @@ describe("redact", () => {
     expect(redact("x (a+b)*[c] y a+bbb", ["(a+b)*[c]"])).toBe(`x ${REDACTED} y a+bbb`);
   });
 
+  test("a value in its JSON spellings: escaped once, twice, and with non-ASCII as \\u escapes (Python's json)", () => {
+    const value = 'pa"ss\\wörd\tend';
+    const once = JSON.stringify(value).slice(1, -1);
+    const twice = JSON.stringify(once).slice(1, -1);
+    const python = once.replace("ö", "\\u00f6");
+    for (const spelling of [value, once, twice, python]) {
+      expect(redact(`config ${spelling} done`, [value])).toBe(`config ${REDACTED} done`);
+      expect(redactor([new Secret(value)])(`config ${spelling} done`)).toBe(`config ${REDACTED} done`);
+    }
+    expect(redact(JSON.stringify({ env: JSON.stringify({ TOKEN: value }) }), [value])).not.toContain("end");
+  });
+
+  test("each line of a multi-line value, which a server may print one write at a time", () => {
+    const key =
+      "-----BEGIN KEY-----\r\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\r\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUA\r\n-----END KEY-----";
+    expect(redact("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n", [key])).toBe(`${REDACTED}\n`);
+    expect(redact("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUA", [key])).toBe(REDACTED);
+    expect(redact(key, [key])).toBe(REDACTED);
+    // Lines too short to be told from ordinary text are left, as short values are.
+    expect(redact("a {\n}", ['{\n  "k": "v-0123456789"\n}'])).toBe("a {\n}");
+  });
+
   test("no values, text unchanged; redactor binds a set", () => {
     expect(redact("nothing to hide", [])).toBe("nothing to hide");
     const scrub = redactor([VALUE]);

@@ -77,3 +77,16 @@ test("a cut never splits a character outside the Basic Multilingual Plane", asyn
     expect(bodies(lines).join("")).toBe(text);
   }
 });
+
+test("a multi-line secret printed one line per write is redacted line by line", async () => {
+  const pem =
+    "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----";
+  const server = serverWriting(pem.split("\n").map((line) => `${line}\n`));
+  const lines: string[] = [];
+  const log = { debug: (m: string) => lines.push(m), info() {}, warn() {}, error() {} };
+  const kept = keepOutput({ ...server, redact: redactor([pem]) }, "s", log, undefined, false);
+  await kept.drained;
+  expect(lines.join("\n")).not.toContain("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7");
+  expect(lines).toEqual(["s stderr: ***", "s stderr: ***", "s stderr: ***"]);
+  expect(kept.tail()).toBe("***\n***\n***");
+});

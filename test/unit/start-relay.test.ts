@@ -62,8 +62,8 @@ test("a gateway's warning about a member is shown once the workload is ready, on
   writeFileSync(path, line("stale"));
   const relay = startRelay({ path, rotated: `${path}.1` });
   const shown: string[] = [];
-  const original = console.error;
-  console.error = (...args: unknown[]) => shown.push(args.join(" "));
+  const original = console.warn;
+  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
   try {
     relay.whileWaiting();
     // Written just before the gateway reported ready: after the last read while waiting.
@@ -71,7 +71,7 @@ test("a gateway's warning about a member is shown once the workload is ready, on
     await relay.ready();
     await relay.ready();
   } finally {
-    console.error = original;
+    console.warn = original;
   }
   expect(shown).toEqual([`[warn] gateway 'team': workload 'older' ${UNGUARDED_MEMBER_MARKER}: restart it`]);
 });
@@ -83,8 +83,8 @@ test("a remote's plain-http warning is shown from mcpmgr's own warning line, not
   writeFileSync(path, "");
   const relay = startRelay({ path, rotated: `${path}.1` });
   const shown: string[] = [];
-  const original = console.error;
-  console.error = (...args: unknown[]) => shown.push(args.join(" "));
+  const original = console.warn;
+  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
   try {
     const warning = `w: sending the bearer token (--remote-auth-bearer-token) to http://10.0.0.5:8080 over plain http:// ${PLAIN_HTTP_MARKER}`;
     appendFileSync(
@@ -94,6 +94,6 @@ test("a remote's plain-http warning is shown from mcpmgr's own warning line, not
     await relay.ready();
     expect(shown).toEqual([`[warn] ${warning}`]);
   } finally {
-    console.error = original;
+    console.warn = original;
   }
 });

@@ -49,6 +49,8 @@ export interface StdioRelay {
 
 /** How long answers to requests still in flight are waited for once the input ends. */
 const DRAIN_MS = 30_000;
+/** How long a new session's initialize may take before the message that needed it fails. */
+const RENEWAL_MS = 30_000;
 
 export async function startStdioRelay(options: StdioRelayOptions): Promise<StdioRelay> {
   const { target, log } = options;
@@ -59,9 +61,10 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     onExceeded: (text) => log.warn(`remote: ${text}`),
   });
   const upstreamFetch = refuseRedirects((url, init) => bounded(url, init));
-  const remote = new StreamableHTTPClientTransport(target, {
-    fetch: (url, init) => upstreamFetch(String(url), init ?? {}),
-  });
+  const newRemote = () =>
+    new StreamableHTTPClientTransport(target, { fetch: (url, init) => upstreamFetch(String(url), init ?? {}) });
+  // Replaced when the remote forgets the session (renewSession below).
+  let remote = newRemote();
   const local = new StdioServerTransport(options.stdin, options.stdout);
   const stateless = new StatelessRequests({
     url: target,
@@ -99,6 +102,61 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   let sending: Promise<void> = Promise.resolve();
   /** Set once a 2025-era client is served in front of a remote that speaks only 2026-07-28. */
   let translation: LegacyClientTranslation | undefined;
+  /** The client's initialize the remote accepted, and whether it sent `notifications/initialized`: replayed by renewSession. */
+  let opened: { initialize: JSONRPCMessage; initialized: boolean } | undefined;
+  /** The answer renewSession waits for: its own initialize's, never passed to the client. */
+  let renewal: { id: string; answered: (message: JSONRPCMessage) => void } | undefined;
+  let renewals = 0;
+
+  /**
+   * The remote answered 404 for the session: it ended it, as a workload does when it restarts (an
+   * upgrade, a crash, `mcpmgr restart`). An HTTP client then opens a new session; the stdio client
+   * cannot (its session is the relay's life, until its AI client is restarted), so the relay does,
+   * with the client's own initialize and initialized, and the message that met the 404 is sent again.
+   * What the old session held (subscriptions, a log level) is not replayed. A list_changed per list
+   * the new server says may change tells the client to read its lists again (an upgrade may change
+   * them). Returns false when no new session could be opened: the message's own error stands.
+   */
+  const renewSession = async (): Promise<boolean> => {
+    if (opened === undefined || closing) return false;
+    const previous = remote;
+    previous.onmessage = undefined;
+    previous.onerror = undefined;
+    remote = newRemote();
+    wireRemote();
+    await previous.close().catch(() => {});
+    await remote.start();
+    const id = `mcpmgr-relay-renewal-${++renewals}`;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const answer = new Promise<JSONRPCMessage | undefined>((resolve) => {
+      renewal = { id, answered: resolve };
+      timer = setTimeout(() => resolve(undefined), RENEWAL_MS);
+    });
+    try {
+      await remote.send({ ...opened.initialize, id } as JSONRPCMessage);
+      const answered = await answer;
+      if (answered === undefined || !("result" in answered)) return false;
+      const result = answered.result as { protocolVersion?: unknown; capabilities?: Record<string, unknown> };
+      if (typeof result.protocolVersion === "string") remote.setProtocolVersion(result.protocolVersion);
+      if (opened.initialized) await remote.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      log.info("the remote ended the MCP session (it restarted): mcpmgr opened a new one for this client");
+      for (const list of ["tools", "prompts", "resources"]) {
+        const capability = result.capabilities?.[list] as { listChanged?: unknown } | undefined;
+        if (capability?.listChanged === true)
+          void local.send({ jsonrpc: "2.0", method: `notifications/${list}/list_changed` });
+      }
+      return true;
+    } catch (err) {
+      log.warn(`remote: could not open a new MCP session: ${errorMessage(err)}`);
+      return false;
+    } finally {
+      clearTimeout(timer);
+      renewal = undefined;
+    }
+  };
+  /** A 404 for a session the remote had given: it forgot the session. */
+  const sessionGone = (err: unknown) =>
+    err instanceof StreamableHTTPError && err.code === 404 && remote.sessionId !== undefined && opened !== undefined;
 
   /**
    * The remote refused the client's initialize. A remote that speaks only 2026-07-28 does
@@ -146,8 +204,15 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       if (id !== undefined && "method" in message && message.method === "initialize")
         pendingInitialize.set(id, message);
       if (id !== undefined) inFlight.add(id);
+      if (opened !== undefined && "method" in message && message.method === "notifications/initialized")
+        opened.initialized = true;
       try {
-        await remote.send(message);
+        try {
+          await remote.send(message);
+        } catch (err) {
+          if (!sessionGone(err) || !(await renewSession())) throw err;
+          await remote.send(message);
+        }
       } catch (err) {
         const text = errorMessage(err);
         if (id === undefined) return log.warn(`could not deliver a message to the remote: ${text}`);
@@ -172,8 +237,9 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       }
     });
   };
-  remote.onmessage = (message: JSONRPCMessage) => {
+  const onRemoteMessage = (message: JSONRPCMessage) => {
     const id = !("method" in message) && "id" in message ? message.id : undefined;
+    if (renewal !== undefined && id === renewal.id) return renewal.answered(message);
     if (id !== undefined) inFlight.delete(id);
     const initialize = id !== undefined ? pendingInitialize.get(id) : undefined;
     if (id !== undefined && initialize !== undefined) {
@@ -186,14 +252,20 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       const version =
         "result" in message ? (message.result as { protocolVersion?: unknown }).protocolVersion : undefined;
       if (typeof version === "string") remote.setProtocolVersion(version);
+      if ("result" in message) opened = { initialize, initialized: false };
     }
     void local.send(message);
   };
-  remote.onerror = (err) => {
-    // A refused initialize is dealt with where it was sent (answered, or translated for); an answer over
-    // the bound was logged when it was cut.
-    if (pendingInitialize.size === 0 && !(err instanceof AnswerTooLarge)) log.warn(`remote: ${err.message}`);
+  const wireRemote = () => {
+    remote.onmessage = onRemoteMessage;
+    remote.onerror = (err) => {
+      // A refused initialize is dealt with where it was sent (answered, or translated for); an answer over
+      // the bound was logged when it was cut; a forgotten session is renewed (renewSession), and says so.
+      if (pendingInitialize.size > 0 || err instanceof AnswerTooLarge || sessionGone(err)) return;
+      log.warn(`remote: ${err.message}`);
+    };
   };
+  wireRemote();
   // The transport reports a read error of stdin itself as it reports a bad line: told apart by the object.
   const readErrors = new WeakSet<Error>();
   local.onerror = (err) => {
