@@ -56,13 +56,13 @@ export async function policyChain(
     policies.tools ? import("./tool-filter.ts") : undefined,
     policies.authz ? import("./authz.ts") : undefined,
   ]);
+  // Loaded into the Cedar evaluator before the endpoint serves: policies it refuses fail the start.
+  const policySet = authz && policies.authz ? await authz.openPolicySet(policies.authz) : undefined;
   const maxAnswerBytes = protections.maxMessageBytes ?? defaultMaxMessageBytes;
   // Policies that read bodies share one checked reading of them; telemetry alone only labels.
   const readsBodies = Boolean(policies.audit || policies.tools || policies.authz || policies.webhooks);
   // Tool arguments' keys are checked when a policy inspects them: webhooks see all params.
-  const inspectsArguments = Boolean(
-    policies.webhooks || (authz && policies.authz && authz.inspectsArguments(policies.authz)),
-  );
+  const inspectsArguments = Boolean(policies.webhooks || (authz && policySet && authz.inspectsArguments(policySet)));
   return withBuiltinProtections(
     upstream,
     protections,
