@@ -35,6 +35,14 @@ export function leavePolicyChecksToEvaluator(): void {
   checkedHere = false;
 }
 
+/** The words for policies the engine failed on (a WebAssembly trap) rather than refused. */
+export function engineTrapped(err: Error): PolicyProblem {
+  return {
+    why: `the Cedar engine failed on the policies (${err.message})`,
+    hint: "look for a policy nested very deeply (hundreds of parentheses) and write it flatter",
+  };
+}
+
 /** Why the Cedar engine refuses `policies` (or a scope that never matches), or undefined. Loads the engine. */
 export function policyProblem(policies: string, entities: readonly unknown[]): PolicyProblem | undefined {
   // Required here, not imported at the top: loading the Cedar engine compiles its WebAssembly
@@ -75,7 +83,14 @@ export function authzConfig(path: string | undefined): AuthzConfig | undefined {
     throw fail("cedar.entities_json is not valid JSON");
   }
   if (!Array.isArray(entities)) throw fail("cedar.entities_json must be a JSON array of entities");
-  const problem = checkedHere ? policyProblem(policies, entities) : undefined;
+  let problem: PolicyProblem | undefined;
+  try {
+    problem = checkedHere ? policyProblem(policies, entities) : undefined;
+  } catch (err) {
+    // The engine traps on some input (a policy nested about a thousand levels deep overflows its stack).
+    if (!(err instanceof WebAssembly.RuntimeError)) throw err;
+    problem = engineTrapped(err);
+  }
   if (problem !== undefined) throw fail(problem.why, problem.hint);
   return Object.freeze({ policies, entities, source: path });
 }

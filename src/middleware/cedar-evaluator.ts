@@ -18,6 +18,7 @@
 import { lstatSync, unlinkSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import { engineTrapped, type PolicyProblem } from "../config/authz-config.ts";
 import { errorMessage } from "../errors.ts";
 import { maxJsonDepth, nestsDeeperThan, parseExactJson } from "../proxy/stdio-bridge/json-text.ts";
 import { withLock } from "../state/lock.ts";
@@ -47,18 +48,13 @@ type Engine = typeof import("./cedar-engine.ts");
 export async function serveEvaluator(options: EvaluatorOptions): Promise<"another" | "idle" | "trapped"> {
   const folder = privateSocketFolder(options.socketPath);
   const lockPath = join(folder, "evaluator.lock");
-  // Loaded before listening: a connection must find its handler (the engine compiles in ~100 ms).
+  // Loaded before listening: a connection is served as soon as it comes (the engine compiles in ~100 ms).
   const engine: Engine = await import("./cedar-engine.ts");
-  const server = await withLock(lockPath, async () => {
-    if (await answers(options.socketPath)) return undefined;
-    unlinkIfPresent(options.socketPath);
-    return listen(options.socketPath);
-  });
-  if (server === undefined) return "another";
-  const ours = lstatSync(options.socketPath).ino;
-  options.log(`cedar evaluator: listening on ${options.socketPath}`);
-
-  return new Promise((resolve) => {
+  // Handled from the first connection on, which may come before the lock is given back.
+  const server = createServer();
+  let ours: number | undefined;
+  let started!: () => void;
+  const served = new Promise<"idle" | "trapped">((resolve) => {
     const connections = new Set<Socket>();
     const freeIds: string[] = [];
     let nextId = 0;
@@ -79,7 +75,7 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
       clearTimeout(idleTimer);
       idleTimer = setTimeout(() => void stopListening("idle"), options.idleExitMs ?? IDLE_EXIT_MS);
     };
-    armIdle();
+    started = armIdle;
 
     server.on("connection", (socket) => {
       clearTimeout(idleTimer);
@@ -90,9 +86,12 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
         socket.write(`${JSON.stringify(frame)}\n`);
         if (socket.writableLength > MAX_UNREAD_BYTES) socket.destroy();
       };
-      const trapped = (n: number, err: EngineTrap) => {
+      /** The instance is not trusted after a trap: this request fails, and the evaluator leaves for a clean one. */
+      const trapped = (n: number, err: EngineTrap, loading = false) => {
         options.log(`cedar evaluator: ${err.message}; exiting so that the next client starts a clean one`);
-        send({ n, error: "the Cedar engine failed; it restarts" });
+        const cause = err.cause instanceof Error ? err.cause : err;
+        if (loading) send({ n, ...invalidFrame(engineTrapped(cause)) });
+        else send({ n, error: "the Cedar engine failed on this request; the evaluator restarts" });
         socket.end(() => void stopListening("trapped"));
         setTimeout(() => void stopListening("trapped"), 1_000).unref();
       };
@@ -120,13 +119,13 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
             const outcome = engine.loadPolicySet(id, frame.policies, frame.entities, frame.check === true);
             if ("invalid" in outcome) {
               freeIds.push(id);
-              send({ n: frame.n, error: outcome.invalid, invalid: true, hint: outcome.hint });
+              send({ n: frame.n, ...invalidFrame({ why: outcome.invalid, hint: outcome.hint }) });
               return;
             }
             set = outcome.set;
             send({ n: frame.n, facts: outcome.facts });
           } catch (err) {
-            if (err instanceof engine.EngineTrap) trapped(frame.n, err);
+            if (err instanceof engine.EngineTrap) trapped(frame.n, err, true);
             else send({ n: frame.n, error: `the policies could not be loaded: ${errorMessage(err)}` });
           }
           return;
@@ -160,7 +159,20 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
       });
     });
   });
+  const listening = await withLock(lockPath, async () => {
+    if (await answers(options.socketPath)) return false;
+    unlinkIfPresent(options.socketPath);
+    await listen(server, options.socketPath);
+    return true;
+  });
+  if (!listening) return "another";
+  ours = lstatSync(options.socketPath).ino;
+  options.log(`cedar evaluator: listening on ${options.socketPath}`);
+  started();
+  return served;
 }
+
+const invalidFrame = (problem: PolicyProblem) => ({ error: problem.why, invalid: true as const, hint: problem.hint });
 
 type ClientRequest =
   | { op: "load"; n: number; policies: string; entities: unknown[]; check?: unknown }
@@ -218,14 +230,13 @@ function unlinkIfPresent(path: string): void {
   }
 }
 
-function listen(path: string): Promise<Server> {
+function listen(server: Server, path: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const server = createServer({ pauseOnConnect: false });
     server.once("error", reject);
     // The folder is 0700: only this user reaches the socket, whatever its own mode.
     server.listen(path, () => {
       server.off("error", reject);
-      resolve(server);
+      resolve();
     });
   });
 }

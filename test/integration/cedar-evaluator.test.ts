@@ -11,6 +11,7 @@ import { createConnection } from "node:net";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { evaluatorAccess, PolicySetClient } from "../../src/middleware/cedar-client.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, isAlive, REPO_ROOT } from "../support/processes.ts";
 
@@ -76,8 +77,8 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
   }
 }
 
-/** The pids of evaluators serving this test's home (by their command line). */
-function evaluators(): number[] {
+/** The pids of evaluators serving this test's home (or `socket`), by their command line. */
+function evaluators(socket = socketPath): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
@@ -88,7 +89,7 @@ function evaluators(): number[] {
       continue;
     }
     const at = argv.indexOf("__cedar-evaluator");
-    if (at !== -1 && argv[at + 1] === socketPath) pids.push(Number(entry));
+    if (at !== -1 && argv[at + 1] === socket) pids.push(Number(entry));
   }
   return pids;
 }
@@ -170,6 +171,44 @@ test("garbage on the evaluator's socket ends that connection only: the evaluator
   expect(await call(a, "roots")).toBe("forbidden");
 });
 
+/** A policy nested about a thousand levels deep: the engine's parser overflows its stack (a WebAssembly trap). */
+const deepPolicy = `permit(principal, action, resource) when { ${"(".repeat(1000)}1${")".repeat(1000)} == 1 };`;
+
+test("a load the engine traps on is refused and the evaluator exits; the workloads' next questions go to a clean one", async () => {
+  const [old] = evaluators();
+  const answer = await new Promise<string>((resolve) => {
+    const socket = createConnection(socketPath);
+    let got = "";
+    socket.on("data", (chunk) => {
+      got += chunk.toString();
+    });
+    socket.on("error", () => {});
+    socket.on("close", () => resolve(got));
+    socket.on("connect", () =>
+      socket.write(`${JSON.stringify({ op: "load", n: 1, policies: deepPolicy, entities: [], check: true })}\n`),
+    );
+  });
+  const frame = JSON.parse(answer.split("\n")[0] as string);
+  expect(frame).toMatchObject({ n: 1, invalid: true });
+  expect(frame.error).toContain("the Cedar engine failed on the policies");
+  expect(await until(() => !isAlive(old as number), 10_000)).toBe(true);
+  // Every question after the trap would trap too in that instance: a new evaluator answers them.
+  expect(await until(async () => (await call(b, "raw_request")) === "ok", 15_000)).toBe(true);
+  expect(await call(a, "big", { bytes: 1 })).toBe("forbidden");
+  const now = evaluators();
+  expect(now).toHaveLength(1);
+  expect(now[0]).not.toBe(old as number);
+});
+
+test("policies the engine traps on are an option error of the command, not an unexpected one", async () => {
+  const file = join(group.home, "deep.json");
+  await writeFile(file, JSON.stringify({ version: "1.0", type: "cedarv1", cedar: { policies: [deepPolicy] } }));
+  const run = group.mcpmgr("run", "--foreground", "http://127.0.0.1:9/mcp", "--authz-config", file);
+  expect(run.code).toBe(2);
+  expect(run.stderr).toContain(`--authz-config ${file}: the Cedar engine failed on the policies`);
+  expect(run.stderr).not.toContain("unexpected error");
+});
+
 test("kill -9 of the evaluator: the next requests are decided by a new one, and nothing the policies deny is allowed", async () => {
   const [old] = evaluators();
   process.kill(old as number, "SIGKILL");
@@ -220,4 +259,32 @@ test("the evaluator refuses a socket folder other users can reach; a workload wi
   expect(started.stderr).toContain("is not private");
   expect(evaluators()).toEqual([]);
   chmodSync(join(group.home, "run", "cedar"), 0o700);
+});
+
+test("clients that start the evaluator at the same moment end with one evaluator, and each its own decisions", async () => {
+  const home = join(group.home, "race");
+  const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: home });
+  const socket = join(home, "run", "cedar", "evaluator.sock");
+  expect(access.socketPath).toBe(socket);
+  const opened = await Promise.all(
+    Array.from({ length: 4 }, async (_, i) => {
+      const client = new PolicySetClient(
+        { policies: `permit(principal, action, resource == Tool::"tool-${i}");`, entities: [] },
+        access,
+      );
+      await client.open();
+      return client;
+    }),
+  );
+  // Each client started one (none answered yet); those that lost the lock leave.
+  expect(await until(() => evaluators(socket).length === 1, 10_000)).toBe(true);
+  for (const [i, client] of opened.entries()) {
+    const ask = (tool: string) =>
+      client.decide({ subject: "local", action: "call_tool", type: "Tool", id: tool, context: {}, strict: false });
+    expect((await ask(`tool-${i}`)).allowed).toBe(true);
+    expect((await ask(`tool-${(i + 1) % 4}`)).allowed).toBe(false);
+  }
+  expect(evaluators(socket)).toHaveLength(1);
+  for (const client of opened) client.close();
+  expect(await until(() => evaluators(socket).length === 0, 20_000)).toBe(true);
 });
