@@ -128,7 +128,10 @@ export class GatewaySearch {
     return new GatewaySearch({
       mode,
       tools: policies.tools,
-      mayCall: authz && policies.authz ? await authz.toolVisibility(policies.authz, policies.aliases) : undefined,
+      mayCall:
+        authz && policies.authz
+          ? await authz.toolVisibility(policies.authz, policies.aliases, (text) => policies.log("warn", text))
+          : undefined,
       log: policies.log,
       onPrepareError: (err) => warn(err instanceof Error ? err : new Error(String(err))),
     });

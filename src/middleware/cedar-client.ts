@@ -83,10 +83,14 @@ export class PolicySetClient {
   #frames = 0;
   readonly #waiting = new Map<number, Waiter>();
   #batch: { request: DecisionRequest; resolve: (decision: Decision) => void }[] = [];
+  /** Told once when the evaluator stops answering, and once when it answers again (the workload's log). */
+  readonly #log: ((text: string) => void) | undefined;
+  #outage = false;
 
-  constructor(config: AuthzConfig, access: EvaluatorAccess) {
+  constructor(config: AuthzConfig, access: EvaluatorAccess, log?: (text: string) => void) {
     this.#config = config;
     this.#access = access;
+    this.#log = log;
   }
 
   /** What the policies read (known once `open` resolved). */
@@ -134,6 +138,11 @@ export class PolicySetClient {
         transient: true,
       };
       for (const { resolve } of batch) resolve(decision);
+      if (!this.#outage)
+        this.#log?.(
+          `the Cedar evaluator could not decide (${why}): what it must decide is denied until it answers again`,
+        );
+      this.#outage = true;
     };
     const requests = JSON.stringify(batch.map((b) => b.request));
     if (Buffer.byteLength(requests) > MAX_FRAME_BYTES - 64) return deny("the request's context is too large to send");
@@ -151,6 +160,8 @@ export class PolicySetClient {
     if (!("decisions" in answer) || answer.decisions.length !== batch.length)
       return deny("error" in answer ? answer.error : "an answer that does not fit the questions");
     for (const [i, { resolve }] of batch.entries()) resolve(answer.decisions[i] as Decision);
+    if (this.#outage) this.#log?.("the Cedar evaluator answers again: requests are decided by the policies");
+    this.#outage = false;
   }
 
   /** The connection with the set loaded: the open one, the one being made, or a new one. */
@@ -284,10 +295,13 @@ const opened = new WeakMap<AuthzConfig, Promise<PolicySetClient>>();
  * The open policy set of a configuration, one per process: the Cedar middleware and a gateway's
  * search mode share its connection. A failed open is forgotten, so the next one tries again.
  */
-export function openPolicySet(config: AuthzConfig, access?: EvaluatorAccess): Promise<PolicySetClient> {
+export function openPolicySet(
+  config: AuthzConfig,
+  options: { readonly access?: EvaluatorAccess; readonly log?: (text: string) => void } = {},
+): Promise<PolicySetClient> {
   let open = opened.get(config);
   if (open === undefined) {
-    const client = new PolicySetClient(config, access ?? evaluatorAccess());
+    const client = new PolicySetClient(config, options.access ?? evaluatorAccess(), options.log);
     open = client.open().then(() => client);
     opened.set(config, open);
     open.catch(() => opened.delete(config));

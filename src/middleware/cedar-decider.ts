@@ -230,8 +230,9 @@ export function decideResourceSpellings(decide: Decide): Decide {
 export async function toolVisibility(
   config: AuthzConfig,
   aliases?: AliasesOf,
+  log?: (text: string) => void,
 ): Promise<(req: Request, tool: string) => Maybe<boolean>> {
-  const decide = decideNamed(cedarDecider(await openPolicySet(config)).decide, aliases);
+  const decide = decideNamed(cedarDecider(await openPolicySet(config, log ? { log } : {})).decide, aliases);
   return (req, tool) =>
     settle(decide(req, cedarRules.tool.action, cedarRules.tool.type, tool), (decision) => decision.allowed);
 }

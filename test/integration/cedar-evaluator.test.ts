@@ -204,8 +204,8 @@ test("policies the engine traps on are an option error of the command, not an un
   const file = join(group.home, "deep.json");
   await writeFile(file, JSON.stringify({ version: "1.0", type: "cedarv1", cedar: { policies: [deepPolicy] } }));
   const run = group.mcpmgr("run", "--foreground", "http://127.0.0.1:9/mcp", "--authz-config", file);
-  expect(run.code).toBe(2);
   expect(run.stderr).toContain(`--authz-config ${file}: the Cedar engine failed on the policies`);
+  expect(run.code).toBe(2);
   expect(run.stderr).not.toContain("unexpected error");
 });
 
@@ -222,6 +222,26 @@ test("kill -9 of the evaluator: the next requests are decided by a new one, and 
   const now = evaluators();
   expect(now).toHaveLength(1);
   expect(now[0]).not.toBe(old as number);
+});
+
+test("while no evaluator can be started, what it must decide is denied and the workload's log says so; then decided again", async () => {
+  const folder = join(group.home, "run", "cedar");
+  const [old] = evaluators();
+  // A folder others could reach: the client will neither start an evaluator there nor connect.
+  chmodSync(folder, 0o755);
+  try {
+    process.kill(old as number, "SIGKILL");
+    expect(await until(() => !isAlive(old as number), 10_000)).toBe(true);
+    for (let i = 0; i < 3; i++) expect(await call(b, "notify_list_changed")).toBe("forbidden");
+    expect(evaluators()).toEqual([]);
+  } finally {
+    chmodSync(folder, 0o700);
+  }
+  expect(await until(async () => (await call(b, "notify_list_changed")) === "ok", 15_000)).toBe(true);
+  const log = group.mcpmgr("logs", "cedar-b", "--proxy").stdout;
+  expect(log).toContain("the Cedar evaluator could not decide");
+  expect(log).toContain("is not private");
+  expect(log).toContain("the Cedar evaluator answers again");
 });
 
 test("the evaluator exits once the last workload with policies stops", async () => {
