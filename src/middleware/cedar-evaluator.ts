@@ -96,7 +96,7 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
         setTimeout(() => void stopListening("trapped"), 1_000).unref();
       };
       const free = () => {
-        if (set === undefined) return;
+        if (set === undefined || closing === "trapped") return;
         const { id } = set;
         set = undefined;
         try {
@@ -112,6 +112,9 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
           socket.destroy();
           return;
         }
+        // Nothing more is asked of an instance that trapped: every call into it would trap again.
+        if (closing === "trapped")
+          return send({ n: frame.n, error: "the Cedar engine failed; the evaluator restarts" });
         if (frame.op === "load") {
           free();
           const id = freeIds.pop() ?? `mcpmgr-${++nextId}`;
