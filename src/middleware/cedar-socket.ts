@@ -1,8 +1,9 @@
 /**
- * Where the Cedar evaluator of one user (of one mcpmgr home) listens: `RUNTIME/cedar/evaluator.sock`
+ * Where the Cedar evaluator of one user (of one mcpmgr home) listens: `RUNTIME/cedar/evaluator-v1.sock`
  * (runtimeDir: `$XDG_RUNTIME_DIR/mcpmgr`, or `MCPMGR_HOME/run`). A Unix socket's path holds at most
- * 107 bytes on Linux (103 on macOS); past that it is `TMP/mcpmgr-cedar-UID-HASH/evaluator.sock`, named
- * after the runtime folder so that each home still has its own evaluator.
+ * 107 bytes on Linux (103 on macOS); past that it is `TMP/mcpmgr-cedar-UID-HASH/evaluator-v1.sock`, named
+ * after the runtime folder so that each home still has its own evaluator. `v1` is the wire's version
+ * (cedar-wire.ts `WIRE_VERSION`): clients speak only to an evaluator that reads their frames.
  *
  * Whoever can connect to the socket can ask decisions of every workload's policies and could stand in
  * for the evaluator (and hand out "allow"), so its folder must be this user's alone: owned by this
@@ -15,10 +16,11 @@ import { dirname, join } from "node:path";
 import { McpmgrError } from "../errors.ts";
 import type { McpmgrPaths } from "../state/paths.ts";
 import { assertPrivateFolders } from "../state/private-dirs.ts";
+import { WIRE_VERSION } from "./cedar-wire.ts";
 
 /** sun_path's 108 bytes on Linux, one of them the terminating NUL; macOS has 104. */
 const MAX_SOCKET_PATH_BYTES = process.platform === "linux" ? 107 : 103;
-const SOCKET_NAME = "evaluator.sock";
+const SOCKET_NAME = `evaluator-v${WIRE_VERSION}.sock`;
 
 /** The evaluator's socket path for this mcpmgr home. */
 export function evaluatorSocketPath(paths: McpmgrPaths, uid: number | undefined = process.getuid?.()): string {

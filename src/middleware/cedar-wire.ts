@@ -9,6 +9,12 @@
  */
 import type { CedarValue } from "./cedar-context.ts";
 
+/**
+ * The frames' version, in the socket's name (cedar-socket.ts): a client after an upgrade that changes
+ * them starts an evaluator of its own instead of speaking to the old one. Raised with any change here.
+ */
+export const WIRE_VERSION = 1;
+
 /** The longest line either side reads: the policy file (at most 16 MiB) with room to spare. */
 export const MAX_FRAME_BYTES = 40 * 2 ** 20;
 

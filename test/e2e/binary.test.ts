@@ -215,7 +215,7 @@ test("the binary decides Cedar policies in its own evaluator (__cedar-evaluator)
       cedar: { policies: ['permit(principal, action == Action::"call_tool", resource == Tool::"env");'] },
     }),
   );
-  const socket = join(home, "run", "cedar", "evaluator.sock");
+  const socket = join(home, "run", "cedar", "evaluator-v1.sock");
   const evaluators = () =>
     Bun.spawnSync(["pgrep", "-f", `__cedar-evaluator ${socket}`])
       .stdout.toString()

@@ -35,7 +35,7 @@ const policies: Record<string, string[]> = {
 beforeAll(async () => {
   group = await createTestGroup();
   pkg = await group.packageOf(PROBE_FIXTURE);
-  socketPath = join(group.home, "run", "cedar", "evaluator.sock");
+  socketPath = join(group.home, "run", "cedar", "evaluator-v1.sock");
   for (const [name, rules] of Object.entries(policies))
     await writeFile(
       join(group.home, `${name}.json`),
@@ -284,7 +284,7 @@ test("the evaluator refuses a socket folder other users can reach; a workload wi
 test("clients that start the evaluator at the same moment end with one evaluator, and each its own decisions", async () => {
   const home = join(group.home, "race");
   const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: home });
-  const socket = join(home, "run", "cedar", "evaluator.sock");
+  const socket = join(home, "run", "cedar", "evaluator-v1.sock");
   expect(access.socketPath).toBe(socket);
   const opened = await Promise.all(
     Array.from({ length: 4 }, async (_, i) => {
