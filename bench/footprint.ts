@@ -12,11 +12,16 @@
  * shares the executable's pages among all processes mapping them, RSS counts them in full. Then one stdio workload serves 16 client sessions under load, its supervisor
  * read every 200 ms, right after and once it settled.
  *
+ * Workloads with Cedar policies share one more process, the user's Cedar evaluator (`mcpmgr
+ * __cedar-evaluator`, which holds the Cedar engine for all of them): each such workload is counted
+ * as its supervisor plus its share of the evaluator (a fifth, with five running), and both are
+ * reported apart too.
+ *
  * Each form of mcpmgr is measured on its own (its workloads removed before the next): the
  * compiled executable, which is what users run (and whose supervisors share its pages), and
  * `bun src/main.ts`, how issue 15's starting point was measured.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SmapsRollup } from "./lib/proc.ts";
@@ -25,8 +30,11 @@ import { echoImage, type Harness } from "./scenarios.ts";
 export interface FootprintGroup {
   /** What was measured, one line. */
   readonly title: string;
-  /** Idle workloads of one kind (checked against the target), or the bridge under load. */
-  readonly kind: "idle" | "load";
+  /**
+   * Idle workloads of one kind (checked against the target), the bridge under load, or a part of
+   * an idle group reported apart (the Cedar evaluator, the supervisors without it).
+   */
+  readonly kind: "idle" | "load" | "part";
   /** Which workloads: stdio, remote or container (idle groups). */
   readonly workload?: "stdio" | "remote" | "cedar" | "container";
   /** One reading per process (supervisor). */
@@ -105,7 +113,7 @@ async function measure(h: Harness): Promise<FootprintResult> {
   return {
     forms: measured,
     notes: [
-      `${WORKLOADS_PER_KIND} detached \`mcpmgr run\` workloads of each kind in a private MCPMGR_HOME (stdio: \`npx://./bench/stdio-echo-pkg\`, MCPMGR_RUNTIME=process, ${sandboxed ? "sandboxed by bubblewrap" : "unsandboxed: bwrap is not installed"}; remote: the bench upstream's URL; cedar: the stdio server with a two-policy \`--authz-config\`${image ? `; container: \`${image}\` with MCPMGR_RUNTIME=docker` : ""}), read ${SETTLE_MS / 1000} s after the last one started`,
+      `${WORKLOADS_PER_KIND} detached \`mcpmgr run\` workloads of each kind in a private MCPMGR_HOME (stdio: \`npx://./bench/stdio-echo-pkg\`, MCPMGR_RUNTIME=process, ${sandboxed ? "sandboxed by bubblewrap" : "unsandboxed: bwrap is not installed"}; remote: the bench upstream's URL; cedar: the stdio server with a two-policy \`--authz-config\`, each counted with its share of the one Cedar evaluator (\`mcpmgr __cedar-evaluator\`) that decides for all five${image ? `; container: \`${image}\` with MCPMGR_RUNTIME=docker` : ""}), read ${SETTLE_MS / 1000} s after the last one started`,
       "per supervisor process (the detached mcpmgr running the proxy or bridge), from /proc/PID/smaps_rollup; the MCP server it starts is a separate process (or a container) and is not counted",
       "private = Private_Dirty + Swap: memory written by this workload alone (its heap, stacks, JIT code; Anonymous, reported beside it, is nearly all of it); Private_Clean (file pages of the executable only this process has touched, which the kernel can drop and reread) is reported but not counted; Pss adds its share of pages shared with the other mcpmgr processes (the executable); RSS counts those in full",
       "each form runs on its own, its workloads removed before the next: the compiled executable's supervisors share its pages as users' do",
@@ -202,16 +210,32 @@ async function measureForm(
       : undefined;
     await Bun.sleep(SETTLE_MS);
     const idle = (names: readonly string[]) => names.map((name) => read(supervisorOf(name), name));
+    const cedarSupervisors = idle(cedar.names);
+    const evaluators = cedarEvaluators(home);
+    for (const pid of evaluators) h.adopt(pid);
+    const evaluatorReadings = evaluators.map((pid) => read(pid, "the Cedar evaluator"));
     const groups: FootprintGroup[] = [
       { title: "stdio workloads, idle", kind: "idle", workload: "stdio", readings: idle(stdio.names) },
       { title: "remote-URL workloads, idle", kind: "idle", workload: "remote", readings: idle(remote.names) },
       {
-        title: "stdio workloads with Cedar policies (`--authz-config`), idle",
+        title:
+          evaluators.length > 0
+            ? `stdio workloads with Cedar policies (\`--authz-config\`), idle: each supervisor plus 1/${cedar.names.length} of the Cedar evaluator`
+            : "stdio workloads with Cedar policies (`--authz-config`), idle",
         kind: "idle",
         workload: "cedar",
-        readings: idle(cedar.names),
+        readings: cedarSupervisors.map((reading) => withShare(reading, evaluatorReadings, cedar.names.length)),
       },
     ];
+    if (evaluators.length > 0)
+      groups.push(
+        { title: "… their supervisors alone", kind: "part", readings: cedarSupervisors },
+        {
+          title: `… the Cedar evaluator they share (${evaluators.length === 1 ? "one process" : `${evaluators.length} processes`})`,
+          kind: "part",
+          readings: evaluatorReadings,
+        },
+      );
     if (container) {
       groups.push({
         title: "container stdio workloads, idle",
@@ -278,6 +302,41 @@ async function measureForm(
     for (const name of names) await cli(["rm", name]).catch(() => {});
     rmSync(home, { recursive: true, force: true });
   }
+}
+
+/**
+ * The Cedar evaluators serving this home's workloads (`__cedar-evaluator SOCKET`, the socket under
+ * the home), by their command lines: one when all is well.
+ */
+function cedarEvaluators(home: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+    } catch {
+      continue;
+    }
+    const at = argv.indexOf("__cedar-evaluator");
+    if (at !== -1 && argv[at + 1]?.startsWith(`${home}/`)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** A supervisor's reading with its share of the shared processes' (their sum divided among `among`). */
+function withShare(own: SmapsRollup, shared: readonly SmapsRollup[], among: number): SmapsRollup {
+  const share = (pick: (m: SmapsRollup) => number) => shared.reduce((sum, m) => sum + pick(m), 0) / among;
+  return {
+    rss: own.rss + share((m) => m.rss),
+    pss: own.pss + share((m) => m.pss),
+    privateClean: own.privateClean + share((m) => m.privateClean),
+    privateDirty: own.privateDirty + share((m) => m.privateDirty),
+    sharedClean: own.sharedClean + share((m) => m.sharedClean),
+    sharedDirty: own.sharedDirty + share((m) => m.sharedDirty),
+    swap: own.swap + share((m) => m.swap),
+    anonymous: own.anonymous + share((m) => m.anonymous),
+  };
 }
 
 export function privateBytes(m: SmapsRollup): number {

@@ -357,7 +357,7 @@ export const scenarios: readonly Scenario[] = [
         },
         notes: [
           ...(running.notes ?? []),
-          "policies: OIDC JWT check (jose; cached after the first request), --tools echo, Cedar permit-all (@cedar-policy/cedar-wasm per request), audit to a file, OTel spans at the default 10% sampling and metrics to a local sink; webhooks left out (each adds its own HTTPS round trip by design)",
+          "policies: OIDC JWT check (jose; cached after the first request), --tools echo, Cedar permit-all (asked of the Cedar evaluator once, then remembered in the proxy), audit to a file, OTel spans at the default 10% sampling and metrics to a local sink; webhooks left out (each adds its own HTTPS round trip by design)",
         ],
       };
     },

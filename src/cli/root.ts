@@ -79,6 +79,12 @@ export const subcommands: Readonly<Record<string, Subcommand>> = {
     longRunning: true,
     load: () => import("./supervise.ts").then((m) => m.default),
   },
+  "__cedar-evaluator": {
+    description: "internal: decide Cedar policies for every workload",
+    hidden: true,
+    longRunning: true,
+    load: () => import("./cedar-evaluator.ts").then((m) => m.default),
+  },
   __complete: {
     description: "internal: names for shell completion",
     hidden: true,

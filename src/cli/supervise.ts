@@ -1,5 +1,6 @@
 /** `mcpmgr __supervise NAME` (hidden): the detached process behind a workload (workload/supervisor.ts). */
 import { defineCommand } from "citty";
+import { leavePolicyChecksToEvaluator } from "../config/authz-config.ts";
 import { trustDuplicateKeysChecked } from "../config/config-file.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { cappedLog } from "../state/log-files.ts";
@@ -26,6 +27,9 @@ export default defineCommand({
     delete process.env[STARTED_BY_ENV];
     // run, start and restart checked the option files for duplicate keys before starting this process.
     trustDuplicateKeysChecked();
+    // They checked the Cedar policies too, and the evaluator checks them again as it loads them: this
+    // process never loads the Cedar engine (ARCHITECTURE.md §11).
+    leavePolicyChecksToEvaluator();
     const proxyLog = printToProxyLog(name);
     stampLogTimes();
     try {

@@ -346,9 +346,12 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
       if (refusal) return refusal;
       const params = (parsedBody as { params?: unknown } | undefined)?.params;
       if (isObject(params)) sentParams.set(request, params);
+      // Search mode's instructions are the caller's (Cedar's decisions): asked before the server is made.
+      await options.search?.readyFor(request);
       return modern.fetch(request, withBody);
     }
     if (sessions.size >= maxSessions && !endIdleSession()) return sessionLimitReached();
+    await options.search?.readyFor(request);
     const session = openSession(request);
     await session.server.connect(session.transport);
     const response = await session.transport.handleRequest(request, withBody);

@@ -42,7 +42,8 @@ export interface GatewaySearchOptions {
   /** `--tools` / `--tools-override` on gateway names. */
   readonly tools?: ToolsPolicy | undefined;
   /** Cedar's decision for the caller of a request on a (real) gateway tool name; undefined: no Cedar. */
-  readonly mayCall?: ((req: Request, tool: string) => boolean) | undefined;
+  /** Cedar's decision for the caller: remembered (a boolean), or being asked of the evaluator. */
+  readonly mayCall?: ((req: Request, tool: string) => boolean | Promise<boolean>) | undefined;
   readonly log: (level: "info" | "warn", text: string) => void;
   /** Embedding new tools after a change failed (the endpoint is down): find_tool falls back to keywords. */
   readonly onPrepareError?: (err: unknown) => void;
@@ -127,7 +128,10 @@ export class GatewaySearch {
     return new GatewaySearch({
       mode,
       tools: policies.tools,
-      mayCall: authz && policies.authz ? authz.toolVisibility(policies.authz, policies.aliases) : undefined,
+      mayCall:
+        authz && policies.authz
+          ? await authz.toolVisibility(policies.authz, policies.aliases, (text) => policies.log("warn", text))
+          : undefined,
       log: policies.log,
       onPrepareError: (err) => warn(err instanceof Error ? err : new Error(String(err))),
     });
@@ -227,13 +231,27 @@ export class GatewaySearch {
     return this.#realNames.has(name);
   }
 
-  /** What the caller of `req` may call, by the names clients see. */
+  /**
+   * What the caller of `req` may call, by the names clients see. A decision Cedar's evaluator is still
+   * being asked for counts as "no" (fail closed): `readyFor` first asks for all of them.
+   */
   allowFor(req: Request | undefined): (name: string) => boolean {
     const mayCall = this.#options.mayCall;
     if (!mayCall) return () => true;
     // Without the request there is no caller to decide for: nothing is shown.
     if (req === undefined) return () => false;
-    return (name) => mayCall(req, this.#realNames.get(name) ?? name);
+    return (name) => mayCall(req, this.#realNames.get(name) ?? name) === true;
+  }
+
+  /**
+   * Cedar's decisions for the caller of `req` on every tool indexed, asked of the evaluator together
+   * when some are not remembered (then a promise), so that `allowFor` answers from memory after it.
+   */
+  readyFor(req: Request | undefined): Promise<void> | undefined {
+    const mayCall = this.#options.mayCall;
+    if (!mayCall || req === undefined) return undefined;
+    const asked = [...this.#realNames.values()].map((name) => mayCall(req, name)).filter((d) => d instanceof Promise);
+    return asked.length === 0 ? undefined : Promise.all(asked).then(() => undefined);
   }
 
   /** What tools/list answers in search mode. */
@@ -272,6 +290,7 @@ export class GatewaySearch {
       if (tool === undefined) return undefined; // gone meanwhile: the router says so
       return argumentsProblem(written, tool.inputSchema, params.arguments ?? {}) as Result | undefined;
     }
+    if (params.name === FIND_TOOL || params.name === CALL_TOOL) await this.readyFor(req);
     if (params.name === FIND_TOOL)
       return (await this.#options.mode.find(params.arguments, this.allowFor(req))) as Result;
     if (params.name === CALL_TOOL) {

@@ -205,6 +205,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         authentication: ctx.authentication?.(GATEWAY_PATH) ?? [],
         tools: spec.tools,
         authz: spec.authz,
+        authzWarning: (text) => log("warn", text),
         authzEndpoint: {
           aliases,
           hiddenAsUnknown: search && searching ? { instead: searching.callToolOf(search.calls) } : {},

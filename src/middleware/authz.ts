@@ -5,26 +5,34 @@
  * denied unless it is one of the three actions (default deny). A refusal is `403` / `-32001
  * Forbidden`, with the reason in the audit line; the client learns the reason only when it lies in
  * its own request (a value Cedar cannot hold exactly). Behind a gateway, a tool the caller may not
- * see at all is answered as an unknown one (`hiddenAsUnknown`).
+ * see at all is answered as an unknown one (`hiddenAsUnknown`). The policies are loaded into the
+ * user's Cedar evaluator (cedar-client.ts): by the policy chain before the endpoint serves (so a
+ * start fails on policies the evaluator refuses), else on the first request.
  */
 import type { AuthzConfig } from "../config/authz-config.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { JsonRpcCode, jsonRpcError } from "../proxy/jsonrpc.ts";
 import { targetOf, type JsonRpcMessage, type McpTarget } from "../proxy/mcp-message.ts";
+import { openPolicySet, type PolicySetClient } from "./cedar-client.ts";
 import {
   type AliasesOf,
   cedarDecider,
   cedarRules,
+  type Decide,
   type Decision,
   decideNamed,
   decideResourceSpellings,
+  type Maybe,
+  settle,
+  settleAll,
 } from "./cedar-decider.ts";
 import { markDenied } from "./denials.ts";
 import { privateToCaller, requestIdsIn, rewriteResults } from "./result-rewriter.ts";
 import { defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 import { checkedBody, forwardWith, readRpcBody, rewrittenBody } from "./rpc-body.ts";
 
-// The policy chain asks this before it builds the middleware, from the module it loads for Cedar.
+// The policy chain opens the policy set and asks this before it builds the middleware, from the module it loads for Cedar.
+export { openPolicySet } from "./cedar-client.ts";
 export { inspectsArguments } from "./cedar-decider.ts";
 
 const passThrough = new Set([
@@ -66,10 +74,25 @@ export interface AuthzEndpoint {
 
 export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint = {}): Middleware {
   const own = endpoint.own ?? new Set<string>();
-  const decider = cedarDecider(config);
-  const { argsMatter } = decider;
-  const decide = decideNamed(decideResourceSpellings(decider.decide), endpoint.aliases);
+  let argsMatter = false;
+  let decide: Decide | undefined;
+  const ready = (policySet: PolicySetClient) => {
+    const decider = cedarDecider(policySet);
+    argsMatter = decider.argsMatter;
+    decide = decideNamed(decideResourceSpellings(decider.decide), endpoint.aliases);
+  };
   return (next) => async (req, ctx) => {
+    if (decide === undefined) {
+      try {
+        ready(await openPolicySet(config));
+      } catch (err) {
+        // Not loaded (the evaluator refused them or could not be reached): nothing passes. The next request tries again.
+        const reason = `Cedar: the policies could not be loaded (${err instanceof Error ? err.message : String(err)})`;
+        return markDenied(jsonRpcError(403, -32001, "Forbidden: the authorization policies are not available"), {
+          reason,
+        });
+      }
+    }
     const raw = await readRpcBody(req);
     let forward = req;
     let readsResource = false;
@@ -77,7 +100,7 @@ export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint 
       const body = checkedBody(req, raw, { arguments: argsMatter });
       if (body instanceof Response) return markDenied(body);
       readsResource = body.messages.some((message) => message?.method === "resources/read");
-      const refusal = refuse(req, body.messages);
+      const refusal = await refuse(req, body.messages);
       if (refusal instanceof Response) return refusal;
       if (refusal !== undefined) {
         // A hidden tool's call that the endpoint answers as an unknown name: forwarded in its place,
@@ -95,7 +118,7 @@ export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint 
     if (readsResource)
       return rewriteResults(
         await next(forward, ctx),
-        (message) => privateRead(filterLists(req, message)),
+        (message) => settle(filterLists(req, message), privateRead),
         (data) => /"(tools|prompts|resources|contents)"/.test(data),
         limit,
       );
@@ -118,10 +141,11 @@ export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint 
     return marked === result ? message : { ...message, result: marked };
   }
 
-  function refuse(
+  async function refuse(
     req: Request,
     messages: readonly JsonRpcMessage[],
-  ): Response | { message: JsonRpcMessage; reason: string } | undefined {
+  ): Promise<Response | { message: JsonRpcMessage; reason: string } | undefined> {
+    const decided = decide as Decide;
     for (const message of messages) {
       // Responses pass; a request sent without an id (as a notification) is decided all the same.
       if (typeof message !== "object" || message === null || typeof message.method !== "string") continue;
@@ -131,7 +155,7 @@ export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint 
       const rule = target ? cedarRules[target.kind] : undefined;
       const decision: Decision =
         target !== undefined && rule !== undefined
-          ? decide(req, rule.action, rule.type, target.name, { args: message.params?.arguments })
+          ? await decided(req, rule.action, rule.type, target.name, { args: message.params?.arguments })
           : { allowed: false, reason: `${message.method} is not an action Cedar policies decide on` };
       if (!decision.allowed) {
         const reason = `Cedar: ${decision.reason ?? "denied"}`;
@@ -139,7 +163,7 @@ export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint 
           endpoint.hiddenAsUnknown !== undefined &&
           target?.kind === "tool" &&
           rule !== undefined &&
-          !decide(req, rule.action, rule.type, target.name).allowed;
+          !(await decided(req, rule.action, rule.type, target.name)).allowed;
         if (hidden && target) {
           const instead = messages.length === 1 ? endpoint.hiddenAsUnknown?.instead?.(req, message) : undefined;
           if (instead !== undefined) return { message: instead, reason };
@@ -160,20 +184,27 @@ export function cedarAuthorization(config: AuthzConfig, endpoint: AuthzEndpoint 
     return undefined;
   }
 
-  /** Lists show only what the same policies would allow, decided without arguments. */
-  function filterLists(req: Request, message: JsonRpcMessage): JsonRpcMessage {
+  /**
+   * Lists show only what the same policies would allow, decided without arguments: the items not
+   * remembered are asked of the evaluator together.
+   */
+  function filterLists(req: Request, message: JsonRpcMessage): Maybe<JsonRpcMessage> {
     const result = message.result as Record<string, unknown> | undefined;
     if (typeof result !== "object" || result === null) return message;
     for (const rule of listed) {
       const items = result[rule.field];
       if (!Array.isArray(items)) continue;
       const { action, type } = cedarRules[rule.kind];
-      const visible = items.filter((item) => {
+      const shown = items.map((item): Maybe<boolean> => {
         const key = (item as Record<string, unknown>)?.[rule.key];
-        if (rule.kind === "tool" && typeof key === "string" && own.has(key)) return true;
-        return typeof key === "string" && decide(req, action, type, key).allowed;
+        if (typeof key !== "string") return false;
+        if (rule.kind === "tool" && own.has(key)) return true;
+        return settle((decide as Decide)(req, action, type, key), (decision) => decision.allowed);
       });
-      return { ...message, result: privateToCaller({ ...result, [rule.field]: visible }) };
+      return settle(settleAll(shown), (verdicts) => {
+        const visible = items.filter((_, i) => verdicts[i]);
+        return { ...message, result: privateToCaller({ ...result, [rule.field]: visible }) };
+      });
     }
     return message;
   }

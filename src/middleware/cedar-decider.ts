@@ -1,22 +1,26 @@
 /**
- * Cedar decisions (`--authz-config`) by the Cedar engine (@cedar-policy/cedar-wasm), entity model
- * per docs/file-formats.md: principal `Client::"<sub>"` (the authenticated subject, or
- * `Client::"local"` without authentication), actions `Action::"call_tool" | "get_prompt" |
- * "read_resource"`, resources `Tool::"name"`, `Prompt::"name"`, `Resource::"uri"`, the context
- * built by cedar-request-context.ts. The policies are parsed once and the same question gets the
- * remembered answer. A call is denied when its context cannot be built exactly and when a forbid
- * policy cannot be evaluated on it (Cedar would skip it): the policies fail closed. Under several
- * names (a gateway's renamed tools) a decision is taken on every spelling (`decideNamed`).
+ * Cedar decisions (`--authz-config`), entity model per docs/file-formats.md: principal
+ * `Client::"<sub>"` (the authenticated subject, or `Client::"local"` without authentication),
+ * actions `Action::"call_tool" | "get_prompt" | "read_resource"`, resources `Tool::"name"`,
+ * `Prompt::"name"`, `Resource::"uri"`, the context built by cedar-request-context.ts. The engine
+ * runs in the user's one Cedar evaluator (cedar-evaluator.ts, reached through cedar-client.ts), never
+ * in this process; the same question gets the remembered answer here, synchronously, without asking
+ * it. A question not remembered is answered asynchronously (`Decision | Promise<Decision>`). A call is
+ * denied when its context cannot be built exactly and when a forbid policy cannot be evaluated on it
+ * (Cedar would skip it): the policies fail closed, and so does an evaluator that cannot be asked.
+ * Under several names (a gateway's renamed tools) a decision is taken on every spelling (`decideNamed`).
  */
 import { randomUUID } from "node:crypto";
-import { preparsePolicySet, statefulIsAuthorized } from "@cedar-policy/cedar-wasm/nodejs";
 import type { AuthzConfig } from "../config/authz-config.ts";
-import { errorMessage } from "../errors.ts";
 import type { McpTarget } from "../proxy/mcp-message.ts";
 import { principalOf } from "./caller.ts";
-import { type CedarValue, Unmappable } from "./cedar-context.ts";
-import { policyFacts, readsArguments, type PolicyFacts } from "./cedar-policies.ts";
+import { Unmappable } from "./cedar-context.ts";
+import { openPolicySet, type PolicySetClient, type TransientDenial } from "./cedar-client.ts";
+import { readsArguments } from "./cedar-policies.ts";
 import { readScopes, requestContext } from "./cedar-request-context.ts";
+import type { Decision } from "./cedar-wire.ts";
+
+export type { Decision } from "./cedar-wire.ts";
 
 /** The Cedar action and resource type for each kind of target. */
 export const cedarRules: Readonly<Record<McpTarget["kind"], { action: string; type: string }>> = {
@@ -25,20 +29,27 @@ export const cedarRules: Readonly<Record<McpTarget["kind"], { action: string; ty
   resource: { action: "read_resource", type: "Resource" },
 };
 
-export interface Decision {
-  readonly allowed: boolean;
-  /** Why not, for the audit line. */
-  readonly reason?: string;
-  /** Why not, for the client too: what in its own request Cedar could not hold. */
-  readonly unmappable?: boolean;
-  /** Denied by something other than the lack of a permit: a forbid policy, or one that could not be evaluated. */
-  readonly forbidden?: boolean;
-  /** The forbid policies that matched (a denial Cedar could evaluate in full); absent otherwise. */
-  readonly forbiddenBy?: readonly string[];
-}
+/** A decision remembered, or the one the evaluator is asked for. */
+export type Maybe<T> = T | Promise<T>;
 
 /** `call`: a call decided with its arguments, where a forbid policy that cannot be evaluated denies. */
-export type Decide = (req: Request, action: string, type: string, id: string, call?: { args: unknown }) => Decision;
+export type Decide = (
+  req: Request,
+  action: string,
+  type: string,
+  id: string,
+  call?: { args: unknown },
+) => Maybe<Decision>;
+
+/** `then` at once on a value, after it on a promise: a remembered decision stays synchronous. */
+export function settle<T, U>(value: Maybe<T>, then: (value: T) => Maybe<U>): Maybe<U> {
+  return value instanceof Promise ? value.then(then) : then(value);
+}
+
+/** All of them: synchronously when every one is known, else one promise (their questions go in one frame). */
+export function settleAll<T>(values: readonly Maybe<T>[]): Maybe<T[]> {
+  return values.some((value) => value instanceof Promise) ? Promise.all(values) : (values as T[]);
+}
 
 /**
  * Other names of one tool or prompt, for an endpoint whose names can change under the policies (a
@@ -52,39 +63,22 @@ export interface NameAliases {
 
 export type AliasesOf = (kind: "tool" | "prompt", name: string) => NameAliases | undefined;
 
-/** Facts are worked out once per configuration (the chain asks before it builds the middleware). */
-const factsOf = new WeakMap<AuthzConfig, PolicyFacts>();
-function facts(config: AuthzConfig): PolicyFacts {
-  let known = factsOf.get(config);
-  if (known === undefined) {
-    known = policyFacts(config.policies);
-    factsOf.set(config, known);
-  }
-  return known;
-}
-
 /** Whether the policies read the call's arguments (then the message checks cover their keys too). */
-export function inspectsArguments(config: AuthzConfig): boolean {
-  return readsArguments(facts(config).reads);
+export function inspectsArguments(policySet: PolicySetClient): boolean {
+  return readsArguments(policySet.reads.reads);
 }
 
-/** The Cedar decision for a request's principal, with the policies parsed once and answers remembered. */
-export function cedarDecider(config: AuthzConfig): { decide: Decide; argsMatter: boolean } {
-  const known = facts(config);
-  const { forbids } = known;
-  // Parsed once by the engine and referred to by id: parsing per request was most of the cost.
-  // By id, so that a diagnostic's policy id says which policy it is and whether it forbids.
-  const policySetId = `mcpmgr-${randomUUID()}`;
-  const parsed = preparsePolicySet(policySetId, { staticPolicies: known.byId });
-  if (parsed.type === "failure")
-    throw new Error(`Cedar policies failed to parse: ${parsed.errors.map((e) => e.message).join("; ")}`);
+/** The Cedar decision for a request's principal, asked of the evaluator once and remembered. */
+export function cedarDecider(policySet: PolicySetClient): { decide: Decide; argsMatter: boolean } {
   // The same question gets the same answer (policies and entities are fixed): remember the
   // last few thousand, which covers list filtering and repeated calls.
   const decisions = new Map<string, Decision>();
+  // Questions on their way to the evaluator: asked again meanwhile, they wait for the same answer.
+  const asked = new Map<string, Promise<Decision>>();
   // Only what the policies that may apply to a resource read goes into its context
   // (cedar-request-context.ts), so a call's decision can be remembered whatever its other arguments.
-  const argsMatter = readsArguments(known.reads);
-  const scopeOf = readScopes(known);
+  const argsMatter = readsArguments(policySet.reads.reads);
+  const scopeOf = readScopes(policySet.reads);
 
   const decide: Decide = (req, action, type, id, call) => {
     const principal = principalOf(req);
@@ -94,66 +88,21 @@ export function cedarDecider(config: AuthzConfig): { decide: Decide; argsMatter:
       return { allowed: false, reason: context.why, unmappable: true, forbidden: true };
     // Calls whose arguments are read are not remembered: their keys could be as large as the body.
     const cacheable = !argsMatter || call === undefined || Object.keys(context).every((k) => !k.startsWith("arg_"));
-    const key = cacheable
-      ? `${call ? "call" : "list"}\u0000${subject}\u0000${action}\u0000${type}\u0000${id}\u0000${JSON.stringify(context)}`
-      : "";
-    const remembered = cacheable ? decisions.get(key) : undefined;
+    const request = { subject, action, type, id, context, strict: call !== undefined };
+    if (!cacheable) return policySet.decide(request);
+    const key = `${call ? "call" : "list"}\u0000${subject}\u0000${action}\u0000${type}\u0000${id}\u0000${JSON.stringify(context)}`;
+    const remembered = decisions.get(key) ?? asked.get(key);
     if (remembered !== undefined) return remembered;
-    const decision = evaluate(subject, action, type, id, context, call !== undefined);
-    if (cacheable) {
+    const answer = policySet.decide(request).then((decision) => {
+      asked.delete(key);
+      // A denial because the evaluator could not be asked is not the policies' answer.
+      if ((decision as Partial<TransientDenial>).transient) return decision;
       decisions.set(key, decision);
       if (decisions.size > 5_000) decisions.delete(decisions.keys().next().value as string);
-    }
-    return decision;
-  };
-
-  const evaluate = (
-    subject: string,
-    action: string,
-    type: string,
-    id: string,
-    context: Record<string, CedarValue>,
-    strict: boolean,
-  ): Decision => {
-    let answer: ReturnType<typeof statefulIsAuthorized>;
-    try {
-      answer = statefulIsAuthorized({
-        principal: { type: "Client", id: subject },
-        action: { type: "Action", id: action },
-        resource: { type, id },
-        context: context as never,
-        preparsedPolicySetId: policySetId,
-        entities: config.entities as never,
-      });
-    } catch (err) {
-      // cedar-wasm throws on input it cannot read (a name with a lone surrogate): a denial, not a crash.
-      return { allowed: false, reason: `Cedar could not evaluate the request: ${errorMessage(err)}`, forbidden: true };
-    }
-    if (answer.type === "failure")
-      return {
-        allowed: false,
-        reason: `Cedar could not evaluate the request: ${answer.errors.map((e) => e.message).join("; ")}`,
-        forbidden: true,
-      };
-    const { decision, diagnostics } = answer.response;
-    const failed = diagnostics.errors.map((e) => `${e.policyId} could not be evaluated (${e.error.message})`);
-    // Cedar skips a policy that errs; a forbid that errs on a call may be one that was meant to apply.
-    const failedForbid = strict ? diagnostics.errors.find((e) => forbids.has(e.policyId)) : undefined;
-    if (failedForbid)
-      return {
-        allowed: false,
-        reason: `forbid policy ${failedForbid.policyId} could not be evaluated (${failedForbid.error.message})`,
-        forbidden: true,
-      };
-    if (decision === "allow") return { allowed: true };
-    const why =
-      diagnostics.reason.length > 0 ? `forbidden by ${diagnostics.reason.join(", ")}` : "no policy permits it";
-    return {
-      allowed: false,
-      reason: failed.length > 0 ? `${why}; ${failed.join("; ")}` : why,
-      forbidden: diagnostics.reason.length > 0,
-      ...(diagnostics.reason.length > 0 && failed.length === 0 ? { forbiddenBy: diagnostics.reason } : {}),
-    };
+      return decision;
+    });
+    asked.set(key, answer);
+    return answer;
   };
 
   return { decide, argsMatter };
@@ -169,18 +118,21 @@ export function decideNamed(decide: Decide, aliases: AliasesOf | undefined): Dec
     const kind = type === "Tool" ? "tool" : type === "Prompt" ? "prompt" : undefined;
     const names = kind ? aliases(kind, id) : undefined;
     if (names === undefined) return decide(req, action, type, id, call);
-    let permitted: Decision | undefined;
-    let refused: Decision | undefined;
-    for (const name of new Set([id, ...names.permit, ...names.forbid])) {
-      const decision = decide(req, action, type, name, call);
-      if (!decision.allowed && decision.forbidden && (name === id || names.forbid.includes(name)))
-        return decision.reason && name !== id
-          ? { ...decision, reason: `${decision.reason} (as ${type}::${JSON.stringify(name)})` }
-          : decision;
-      if (decision.allowed && (name === id || names.permit.includes(name))) permitted ??= decision;
-      else if (name === id) refused = decision;
-    }
-    return permitted ?? refused ?? { allowed: false, reason: "no policy permits it" };
+    const spellings = [...new Set([id, ...names.permit, ...names.forbid])];
+    return settle(settleAll(spellings.map((name) => decide(req, action, type, name, call))), (decisions) => {
+      let permitted: Decision | undefined;
+      let refused: Decision | undefined;
+      for (const [i, name] of spellings.entries()) {
+        const decision = decisions[i] as Decision;
+        if (!decision.allowed && decision.forbidden && (name === id || names.forbid.includes(name)))
+          return decision.reason && name !== id
+            ? { ...decision, reason: `${decision.reason} (as ${type}::${JSON.stringify(name)})` }
+            : decision;
+        if (decision.allowed && (name === id || names.permit.includes(name))) permitted ??= decision;
+        else if (name === id) refused = decision;
+      }
+      return permitted ?? refused ?? { allowed: false, reason: "no policy permits it" };
+    });
   };
 }
 
@@ -249,29 +201,38 @@ const UNNAMED_RESOURCE = `mcpmgr-unnamed-resource:${randomUUID()}`;
  * attribute a `like` could match), so the URI as sent is one the policy's author named.
  */
 export function decideResourceSpellings(decide: Decide): Decide {
-  return (req, action, type, id, call) => {
-    const decision = decide(req, action, type, id, call);
-    if (type !== cedarRules.resource.type || !decision.allowed) return decision;
-    for (const spelling of resourceSpellings(id)) {
-      const other = decide(req, action, type, spelling, call);
-      if (other.allowed || !other.forbidden) continue;
-      if (other.forbiddenBy !== undefined) {
-        // Only those that match a resource nobody names are "anything but" forbids; a denial that could
-        // not be evaluated in full (no forbiddenBy, either side) counts, failing closed.
-        const anyResource = decide(req, action, type, UNNAMED_RESOURCE, call).forbiddenBy ?? [];
-        if (other.forbiddenBy.every((policy) => anyResource.includes(policy))) continue;
-      }
-      return { ...other, reason: `${other.reason ?? "forbidden"} (as ${type}::${JSON.stringify(spelling)})` };
-    }
-    return decision;
-  };
+  return (req, action, type, id, call) =>
+    settle(decide(req, action, type, id, call), (decision) => {
+      if (type !== cedarRules.resource.type || !decision.allowed) return decision;
+      const spellings = resourceSpellings(id);
+      if (spellings.length === 0) return decision;
+      // Asked together (one round trip): every spelling, and a resource nobody names.
+      const asked = [...spellings, UNNAMED_RESOURCE].map((spelling) => decide(req, action, type, spelling, call));
+      return settle(settleAll(asked), (others) => {
+        // Only those that match a resource nobody names are "anything but" forbids.
+        const anyResource = (others[spellings.length] as Decision).forbiddenBy ?? [];
+        for (const [i, spelling] of spellings.entries()) {
+          const other = others[i] as Decision;
+          if (other.allowed || !other.forbidden) continue;
+          // A denial that could not be evaluated in full (no forbiddenBy, either side) counts, failing closed.
+          if (other.forbiddenBy?.every((policy) => anyResource.includes(policy))) continue;
+          return { ...other, reason: `${other.reason ?? "forbidden"} (as ${type}::${JSON.stringify(spelling)})` };
+        }
+        return decision;
+      });
+    });
 }
 
 /**
  * Whether the caller of `req` may call a tool, as list filtering decides it (no arguments): what a
- * search-mode gateway's find_tool shows that caller. Loads its own copy of the policies.
+ * search-mode gateway's find_tool shows that caller. On the same policy set as the middleware's.
  */
-export function toolVisibility(config: AuthzConfig, aliases?: AliasesOf): (req: Request, tool: string) => boolean {
-  const decide = decideNamed(cedarDecider(config).decide, aliases);
-  return (req, tool) => decide(req, cedarRules.tool.action, cedarRules.tool.type, tool).allowed;
+export async function toolVisibility(
+  config: AuthzConfig,
+  aliases?: AliasesOf,
+  log?: (text: string) => void,
+): Promise<(req: Request, tool: string) => Maybe<boolean>> {
+  const decide = decideNamed(cedarDecider(await openPolicySet(config, log ? { log } : {})).decide, aliases);
+  return (req, tool) =>
+    settle(decide(req, cedarRules.tool.action, cedarRules.tool.type, tool), (decision) => decision.allowed);
 }

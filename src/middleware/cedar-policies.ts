@@ -1,13 +1,15 @@
 /**
- * What the Cedar policies are, read once at start-up from their JSON form (the engine's own
- * parse, policyToJson): each policy's id and effect, so that a forbid policy that cannot be
+ * What the Cedar policies are, read once from their JSON form (the engine's own parse,
+ * policyToJson): each policy's id and effect, so that a forbid policy that cannot be
  * evaluated can deny (Cedar skips a policy that errors, which would let a malformed request
  * walk past a forbid); and which context attributes they read, so that only those are
  * mapped into the context, a request whose read values Cedar cannot hold exactly is denied,
  * and an argument key that differs from a read attribute only by case is caught.
+ * `policyFacts` runs where the engine is (the Cedar evaluator, cedar-engine.ts); a client gets
+ * what the policies read over the wire (`readsFromWire`) and never loads the engine.
  */
-import { policySetTextToParts, policyToJson } from "@cedar-policy/cedar-wasm/nodejs";
 import { isObject } from "../objects.ts";
+import type { WireFacts, WireReads } from "./cedar-wire.ts";
 
 export interface ContextReads {
   /** Some policy uses `context` as a whole (`context == {...}`): every attribute matters. */
@@ -18,10 +20,8 @@ export interface ContextReads {
   readonly nested: ReadonlySet<string>;
 }
 
-export interface PolicyFacts {
-  /** The policies by id (each policy's @id annotation, else policy0, policy1, … in file order). */
-  readonly byId: Readonly<Record<string, string>>;
-  readonly forbids: ReadonlySet<string>;
+/** What the policies read: all they need to build a request's context, on either side of the wire. */
+export interface PolicyReads {
   /** What all the policies read together. */
   readonly reads: ContextReads;
   /**
@@ -29,6 +29,14 @@ export interface PolicyFacts {
    * `resource == Tool::"transfer"` reads nothing of a call to another tool.
    */
   readsFor(type: string, id: string): ContextReads;
+}
+
+export interface PolicyFacts extends PolicyReads {
+  /** The policies by id (each policy's @id annotation, else policy0, policy1, … in file order). */
+  readonly byId: Readonly<Record<string, string>>;
+  readonly forbids: ReadonlySet<string>;
+  /** What the policies read, for the wire. */
+  readonly wire: WireFacts;
 }
 
 /** The attribute path an expression names inside the context (`context.a.b` → [a, b]), or undefined. */
@@ -98,6 +106,9 @@ const resourceKey = (type: string, id: string) => `${type}\u0000${id}`;
 
 /** `policies`: the policy set's text, already known to parse. */
 export function policyFacts(policies: string): PolicyFacts {
+  // Required here: only the Cedar evaluator (and a test) reads policies; their clients import this module for the rest.
+  const { policySetTextToParts, policyToJson } =
+    require("@cedar-policy/cedar-wasm/nodejs") as typeof import("@cedar-policy/cedar-wasm/nodejs");
   const parts = policySetTextToParts(policies);
   if (parts.type === "failure")
     throw new Error(`Cedar policies failed to parse: ${parts.errors.map((e) => e.message).join("; ")}`);
@@ -127,12 +138,43 @@ export function policyFacts(policies: string): PolicyFacts {
     all.add(reads);
     reads.add(everywhere);
   }
+  const wire: WireFacts = {
+    everywhere: readsToWire(everywhere),
+    scoped: [...scoped].map(([key, reads]) => {
+      const cut = key.indexOf("\u0000");
+      return [key.slice(0, cut), key.slice(cut + 1), readsToWire(reads)] as const;
+    }),
+  };
   return {
     byId,
     forbids,
+    wire,
     reads: all,
     readsFor: (type, id) => scoped.get(resourceKey(type, id)) ?? everywhere,
   };
+}
+
+const readsToWire = (reads: ContextReads): WireReads => ({
+  whole: reads.whole,
+  attributes: [...reads.attributes],
+  nested: [...reads.nested],
+});
+
+function readsFromJson(wire: WireReads): ReadsCollector {
+  const reads = new ReadsCollector();
+  reads.whole = wire.whole === true;
+  for (const name of wire.attributes) reads.attributes.add(String(name));
+  for (const name of wire.nested) reads.nested.add(String(name));
+  return reads;
+}
+
+/** What the policies read, as the evaluator sent it (`PolicyFacts.wire`). */
+export function readsFromWire(wire: WireFacts): PolicyReads {
+  const everywhere = readsFromJson(wire.everywhere);
+  const scoped = new Map(wire.scoped.map(([type, id, reads]) => [resourceKey(type, id), readsFromJson(reads)]));
+  const all = new ReadsCollector().add(everywhere);
+  for (const reads of scoped.values()) all.add(reads);
+  return { reads: all, readsFor: (type, id) => scoped.get(resourceKey(type, id)) ?? everywhere };
 }
 
 /** Whether some policy reads the call's arguments (`context.arg_*`, or the whole context). */

@@ -8,7 +8,7 @@
  * policy reads, so the call must be refused rather than decided without it.
  */
 import { cedarValueOf, type CedarValue, Unmappable } from "./cedar-context.ts";
-import { type ContextReads, type PolicyFacts, readsArguments, readsClaims } from "./cedar-policies.ts";
+import { type ContextReads, type PolicyReads, readsArguments, readsClaims } from "./cedar-policies.ts";
 import { foldKey } from "./strict-json.ts";
 
 /** What the policies that may apply to one resource read, ready for building contexts. */
@@ -22,7 +22,7 @@ export interface ReadScope {
 }
 
 /** The read scope of a resource under these policies; worked out once per set of reads. */
-export function readScopes(facts: PolicyFacts): (type: string, id: string) => ReadScope {
+export function readScopes(facts: PolicyReads): (type: string, id: string) => ReadScope {
   const scopes = new WeakMap<ContextReads, ReadScope>();
   return (type, id) => {
     const reads = facts.readsFor(type, id);

@@ -36,6 +36,8 @@ export interface ChainPolicies {
   /** Told once when the first complete tools/list lacks tools `tools` names (the workload's log, the console). */
   readonly toolsWarning?: ((text: string) => void) | undefined;
   readonly authz?: AuthzConfig | undefined;
+  /** Told when the Cedar evaluator stops answering and when it answers again (the workload's log, the console). */
+  readonly authzWarning?: ((text: string) => void) | undefined;
   readonly webhooks?: Middleware | undefined;
   /** Runs before every policy: a gateway's rewrite of its own tools' calls (gateway/call-tool-rewrite.ts). */
   readonly rewrite?: Middleware | undefined;
@@ -56,13 +58,16 @@ export async function policyChain(
     policies.tools ? import("./tool-filter.ts") : undefined,
     policies.authz ? import("./authz.ts") : undefined,
   ]);
+  // Loaded into the Cedar evaluator before the endpoint serves: policies it refuses fail the start.
+  const policySet =
+    authz && policies.authz
+      ? await authz.openPolicySet(policies.authz, policies.authzWarning ? { log: policies.authzWarning } : {})
+      : undefined;
   const maxAnswerBytes = protections.maxMessageBytes ?? defaultMaxMessageBytes;
   // Policies that read bodies share one checked reading of them; telemetry alone only labels.
   const readsBodies = Boolean(policies.audit || policies.tools || policies.authz || policies.webhooks);
   // Tool arguments' keys are checked when a policy inspects them: webhooks see all params.
-  const inspectsArguments = Boolean(
-    policies.webhooks || (authz && policies.authz && authz.inspectsArguments(policies.authz)),
-  );
+  const inspectsArguments = Boolean(policies.webhooks || (authz && policySet && authz.inspectsArguments(policySet)));
   return withBuiltinProtections(
     upstream,
     protections,

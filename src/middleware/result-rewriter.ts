@@ -15,8 +15,11 @@ import type { JsonRpcMessage } from "../proxy/mcp-message.ts";
 import { isDenied } from "./denials.ts";
 import type { RpcBody } from "./rpc-body.ts";
 
-/** Returns the message to send instead (or the same object for no change). */
-export type MessageRewrite = (message: JsonRpcMessage) => JsonRpcMessage;
+/**
+ * Returns the message to send instead (or the same object for no change); a promise when it must
+ * ask first (Cedar's evaluator, for decisions it does not remember).
+ */
+export type MessageRewrite = (message: JsonRpcMessage) => JsonRpcMessage | Promise<JsonRpcMessage>;
 
 /** How much a rewrite may hold, and the requests to answer when an answer is larger. */
 export interface RewriteLimit {
@@ -65,13 +68,19 @@ function serialise(event: EventSourceMessage): string {
   return `${text}\n`;
 }
 
-function rewriteText(text: string, rewrite: MessageRewrite): string {
+function rewriteText(text: string, rewrite: MessageRewrite): string | Promise<string> {
+  let parsed: JsonRpcMessage | JsonRpcMessage[];
   try {
-    const parsed = JSON.parse(text) as JsonRpcMessage | JsonRpcMessage[];
-    return JSON.stringify(Array.isArray(parsed) ? parsed.map((m) => rewrite(m)) : rewrite(parsed));
+    parsed = JSON.parse(text) as JsonRpcMessage | JsonRpcMessage[];
   } catch {
     return text; // not JSON: not ours to touch
   }
+  const rewritten = Array.isArray(parsed) ? parsed.map((m) => rewrite(m)) : rewrite(parsed);
+  // Synchronous whenever the rewrite is (the tool filter; decisions remembered).
+  if (rewritten instanceof Promise) return rewritten.then((m) => JSON.stringify(m));
+  if (Array.isArray(rewritten) && rewritten.some((m) => m instanceof Promise))
+    return Promise.all(rewritten).then((m) => JSON.stringify(m));
+  return JSON.stringify(rewritten);
 }
 
 function rewriteEventStream(
@@ -82,7 +91,8 @@ function rewriteEventStream(
 ): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
-  let out!: TransformStreamDefaultController<Uint8Array>;
+  // What a chunk completed, in order: text to send, or an event whose rewrite is still being asked.
+  let ready: (string | Promise<string>)[] = [];
   let over = false;
   const parser = createParser({
     maxBufferSize: limit.maxBytes,
@@ -90,32 +100,45 @@ function rewriteEventStream(
       if (error.type === "max-buffer-size-exceeded") over = true;
     },
     onEvent(event) {
-      out.enqueue(
-        encoder.encode(
-          serialise(worthParsing(event.data, mayMatch) ? { ...event, data: rewriteText(event.data, rewrite) } : event),
-        ),
+      if (!worthParsing(event.data, mayMatch)) {
+        ready.push(serialise(event));
+        return;
+      }
+      const data = rewriteText(event.data, rewrite);
+      ready.push(
+        data instanceof Promise ? data.then((d) => serialise({ ...event, data: d })) : serialise({ ...event, data }),
       );
     },
     onRetry(retry) {
-      out.enqueue(encoder.encode(`retry: ${retry}\n\n`));
+      ready.push(`retry: ${retry}\n\n`);
     },
     onComment(comment) {
       // Keep-alives must keep flowing.
-      out.enqueue(encoder.encode(`:${comment}\n\n`));
+      ready.push(`:${comment}\n\n`);
     },
   });
+  const finish = (controller: TransformStreamDefaultController<Uint8Array>) => {
+    if (!over) return;
+    // Only whole events were passed on: the cut one is dropped, its requests answered with the limit.
+    for (const error of tooLargeErrors(limit.requestIds(), limit.maxBytes))
+      controller.enqueue(encoder.encode(`event: message\ndata: ${JSON.stringify(error)}\n\n`));
+    controller.terminate();
+  };
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
-      start(controller) {
-        out = controller;
-      },
       transform(chunk, controller) {
         parser.feed(decoder.decode(chunk, { stream: true }));
-        if (!over) return;
-        // Only whole events were passed on: the cut one is dropped, its requests answered with the limit.
-        for (const error of tooLargeErrors(limit.requestIds(), limit.maxBytes))
-          controller.enqueue(encoder.encode(`event: message\ndata: ${JSON.stringify(error)}\n\n`));
-        controller.terminate();
+        const parts = ready;
+        ready = [];
+        // Synchronous unless a rewrite must ask first; the stream waits for it, so the order holds.
+        if (!parts.some((part) => part instanceof Promise)) {
+          for (const part of parts) controller.enqueue(encoder.encode(part as string));
+          return finish(controller);
+        }
+        return (async () => {
+          for (const part of parts) controller.enqueue(encoder.encode(await part));
+          finish(controller);
+        })();
       },
     }),
   );
@@ -153,7 +176,7 @@ export async function rewriteResults(
     headers.set("content-type", "application/json");
     return new Response(JSON.stringify(errors.length === 1 ? errors[0] : errors), { status: 200, headers });
   }
-  return new Response(worthParsing(text, mayMatch) ? rewriteText(text, rewrite) : text, {
+  return new Response(worthParsing(text, mayMatch) ? await rewriteText(text, rewrite) : text, {
     status: response.status,
     statusText: response.statusText,
     headers,

@@ -219,6 +219,7 @@ async function serveWorkload(
           parts.workloadLog?.(`mcpmgr: ${text}\n`);
         },
         authz: policies.authz,
+        authzWarning: (text) => ctx.log.warn(`${spec.name}: ${text}`),
         webhooks: parts.prepared.webhooks,
       },
     );

@@ -203,6 +203,51 @@ test("the binary runs a detached workload through its own supervisor, and remove
   }
 }, 120_000);
 
+test("the binary decides Cedar policies in its own evaluator (__cedar-evaluator), which leaves with the workload", async () => {
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-cedar-"));
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  const policies = join(home, "authz.json");
+  await writeFile(
+    policies,
+    JSON.stringify({
+      version: "1.0",
+      type: "cedarv1",
+      cedar: { policies: ['permit(principal, action == Action::"call_tool", resource == Tool::"env");'] },
+    }),
+  );
+  const socket = join(home, "run", "cedar", "evaluator-v1.sock");
+  const evaluators = () =>
+    Bun.spawnSync(["pgrep", "-f", `__cedar-evaluator ${socket}`])
+      .stdout.toString()
+      .trim()
+      .split("\n")
+      .filter(Boolean);
+  try {
+    const run = Bun.spawnSync(
+      [binary, "run", "npx://./test/fixtures/sandbox-probe", "--name", "bincedar", "--authz-config", policies],
+      { cwd: REPO_ROOT, env, timeout: 120_000 },
+    );
+    expect(run.exitCode).toBe(0);
+    const client = new Client({ name: "e2e-cedar", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(run.stdout.toString().trim())));
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["env"]);
+    const denied = await client.callTool({ name: "read_file", arguments: { path: "/etc/hostname" } }).catch(String);
+    expect(String(denied)).toContain("Forbidden");
+    await client.close();
+    const [pid] = evaluators();
+    expect(pid).toBeDefined();
+    // The evaluator is this executable, started with its hidden command.
+    expect(await readlinkExe(Number(pid))).toBe(await realPath(binary));
+    expect(Bun.spawnSync([binary, "rm", "bincedar"], { env, timeout: 60_000 }).exitCode).toBe(0);
+    const deadline = Date.now() + 20_000;
+    while (evaluators().length > 0 && Date.now() < deadline) await Bun.sleep(100);
+    expect(evaluators()).toEqual([]);
+  } finally {
+    removeLeftover(env, "bincedar");
+    await rm(home, { recursive: true, force: true });
+  }
+}, 120_000);
+
 test("the binary configures AI clients: Codex's TOML through the embedded WebAssembly editor, Claude Desktop with its own path", async () => {
   const home = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-clients-"));
   const env = { ...process.env, NO_COLOR: "1", HOME: home, MCPMGR_HOME: join(home, ".mcpmgr"), XDG_CONFIG_HOME: "" };
@@ -305,6 +350,14 @@ test("the binary builds and runs the network isolation helper from itself (BUN_B
 }, 240_000);
 
 /** `mcpmgr rm NAME`, whatever it answers: cleanup after a test that may have stopped half way. */
+async function readlinkExe(pid: number): Promise<string> {
+  return (await import("node:fs/promises")).readlink(`/proc/${pid}/exe`);
+}
+
+async function realPath(path: string): Promise<string> {
+  return (await import("node:fs/promises")).realpath(path);
+}
+
 function removeLeftover(env: Record<string, string | undefined>, name: string): void {
   Bun.spawnSync([binary, "rm", name], { env, timeout: 60_000, stdout: "ignore", stderr: "ignore" });
 }

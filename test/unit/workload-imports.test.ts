@@ -54,3 +54,18 @@ test("the check sees an eager import when there is one", async () => {
     matching(await reachable(["workload/launch-container.ts"]), [/^runtime\/docker\/(?!engine\.ts$)/]).length,
   ).toBeGreaterThan(0);
 });
+
+test("a workload with Cedar policies evaluates no Cedar engine: only the evaluator's command reaches it", async () => {
+  const engine = [/^@cedar-policy\//, /^middleware\/cedar-engine\.ts$/];
+  const served = await reachable([
+    "middleware/policy-chain.ts",
+    "middleware/authz.ts",
+    "middleware/cedar-decider.ts",
+    "middleware/cedar-client.ts",
+    "gateway/search.ts",
+    "config/authz-config.ts",
+  ]);
+  expect(matching(served, engine)).toEqual([]);
+  // The rule can fail: the evaluator does evaluate it.
+  expect(matching(await reachable(["middleware/cedar-engine.ts"]), engine).length).toBe(2);
+});

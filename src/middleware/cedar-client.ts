@@ -1,0 +1,310 @@
+/**
+ * An endpoint's side of the Cedar evaluator (cedar-evaluator.ts): one connection per policy set,
+ * over which the set is loaded once and decisions are asked. The evaluator is started (detached,
+ * `mcpmgr __cedar-evaluator SOCKET`) when nobody answers on its socket; several clients starting
+ * one at once end with one (the evaluator's lock). Questions asked in the same turn of the event
+ * loop go in one frame: a list filtered by the policies is one round trip.
+ *
+ * It fails closed and heals: an evaluator that cannot be reached, does not answer within
+ * ANSWER_TIMEOUT_MS or goes away (a crash, a `kill -9`) makes the questions in flight denials whose
+ * reason says so (`transient`: never remembered); the next question connects again (starting an
+ * evaluator when none answers), loads the set again and is decided as usual. Its process goes on
+ * serving whatever happens to the evaluator.
+ */
+import type { Socket } from "node:net";
+import { fileURLToPath } from "node:url";
+import type { AuthzConfig } from "../config/authz-config.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
+import { resolvePaths } from "../state/paths.ts";
+import { type PolicyReads, readsFromWire } from "./cedar-policies.ts";
+import { evaluatorSocketPath, privateSocketFolder } from "./cedar-socket.ts";
+import { type Decision, type DecisionRequest, type EvaluatorFrame, LineReader, MAX_FRAME_BYTES } from "./cedar-wire.ts";
+
+/** How long a question waits for its answer before it is a denial. */
+export const ANSWER_TIMEOUT_MS = 5_000;
+/** How long loading the policy set may take (the engine parses them; a large file takes a while). */
+const LOAD_TIMEOUT_MS = 20_000;
+/** How long a client waits for the evaluator it started to listen. */
+const START_WAIT_MS = 5_000;
+/** After a failed connection, questions are denied at once for this long (no start per question). */
+const RETRY_AFTER_MS = 500;
+
+/** A denial that is not the policies' answer: the evaluator could not be asked. Never remembered. */
+export interface TransientDenial extends Decision {
+  readonly transient: true;
+}
+
+/** Where the evaluator listens and how to start one. */
+export interface EvaluatorAccess {
+  readonly socketPath: string;
+  readonly start: () => void;
+}
+
+/** The evaluator of this environment's mcpmgr home, started from this executable. */
+export function evaluatorAccess(env: NodeJS.ProcessEnv = process.env): EvaluatorAccess {
+  const socketPath = evaluatorSocketPath(resolvePaths(env));
+  return { socketPath, start: () => startEvaluator(socketPath, env) };
+}
+
+/**
+ * `mcpmgr __cedar-evaluator SOCKET` from this executable, detached and with no stdio: it outlives
+ * this process while other clients use it. From source, `src/main.ts` is found from this file, not
+ * from Bun.main (a test runner's). As workload/self-command.ts tells a compiled binary.
+ */
+function startEvaluator(socketPath: string, env: NodeJS.ProcessEnv): void {
+  const { spawn } = require("node:child_process") as typeof import("node:child_process");
+  const compiled = Bun.main.startsWith("/$bunfs/") || /^[A-Z]:\\~BUN\\/.test(Bun.main);
+  const entry = compiled ? [] : [fileURLToPath(new URL("../main.ts", import.meta.url))];
+  // Only what a Bun program needs, and JavaScriptCore's own settings (the bench's experiments).
+  const passed = Object.entries(env).filter(
+    ([name]) => name === "PATH" || name === "HOME" || name.startsWith("BUN_JSC_"),
+  );
+  const child = spawn(process.execPath, [...entry, "__cedar-evaluator", socketPath], {
+    detached: true,
+    stdio: "ignore",
+    cwd: "/",
+    env: Object.fromEntries(passed),
+  });
+  child.on("error", () => {
+    // Reported by the wait for its socket, which never comes.
+  });
+  child.unref();
+}
+
+type Waiter = (frame: EvaluatorFrame | Error) => void;
+
+export class PolicySetClient {
+  readonly #config: AuthzConfig;
+  readonly #access: EvaluatorAccess;
+  #reads: PolicyReads | undefined;
+  #socket: Socket | undefined;
+  #connecting: Promise<Socket> | undefined;
+  #failed: { at: number; why: string } | undefined;
+  #frames = 0;
+  readonly #waiting = new Map<number, Waiter>();
+  #batch: { request: DecisionRequest; resolve: (decision: Decision) => void }[] = [];
+  /** Told once when the evaluator stops answering, and once when it answers again (the workload's log). */
+  readonly #log: ((text: string) => void) | undefined;
+  #outage = false;
+
+  constructor(config: AuthzConfig, access: EvaluatorAccess, log?: (text: string) => void) {
+    this.#config = config;
+    this.#access = access;
+    this.#log = log;
+  }
+
+  /** What the policies read (known once `open` resolved). */
+  get reads(): PolicyReads {
+    if (this.#reads === undefined) throw new Error("the policy set is not open yet");
+    return this.#reads;
+  }
+
+  /** Connects and loads the set: INVALID_OPTION when the evaluator refuses the policies. */
+  async open(): Promise<PolicyReads> {
+    try {
+      await this.#ready();
+    } catch (err) {
+      if (err instanceof McpmgrError) throw err;
+      throw new McpmgrError("INTERNAL", `the Cedar evaluator could not be reached: ${errorMessage(err)}`, {
+        hint: "run the command again; if it fails again, report it with the output of `mcpmgr version`",
+        cause: err,
+      });
+    }
+    return this.reads;
+  }
+
+  /** A decision; never rejects: what stops the evaluator from answering is a transient denial. */
+  decide(request: DecisionRequest): Promise<Decision> {
+    return new Promise((resolve) => {
+      this.#batch.push({ request, resolve });
+      if (this.#batch.length === 1) queueMicrotask(() => void this.#flush());
+    });
+  }
+
+  /** Closes the connection (the evaluator gives the set's room back). */
+  close(): void {
+    this.#socket?.destroy();
+    this.#socket = undefined;
+  }
+
+  async #flush(): Promise<void> {
+    const batch = this.#batch;
+    this.#batch = [];
+    const deny = (why: string) => {
+      const decision: TransientDenial = {
+        allowed: false,
+        reason: `the Cedar evaluator could not decide (${why})`,
+        forbidden: true,
+        transient: true,
+      };
+      for (const { resolve } of batch) resolve(decision);
+      if (!this.#outage)
+        this.#log?.(
+          `the Cedar evaluator could not decide (${why}): what it must decide is denied until it answers again`,
+        );
+      this.#outage = true;
+    };
+    const requests = JSON.stringify(batch.map((b) => b.request));
+    if (Buffer.byteLength(requests) > MAX_FRAME_BYTES - 64) return deny("the request's context is too large to send");
+    let answer: EvaluatorFrame;
+    try {
+      const socket = await this.#ready();
+      answer = await this.#exchange(
+        socket,
+        (n) => `{"op":"decide","n":${n},"requests":${requests}}`,
+        ANSWER_TIMEOUT_MS,
+      );
+    } catch (err) {
+      return deny(errorMessage(err));
+    }
+    if (!("decisions" in answer) || answer.decisions.length !== batch.length)
+      return deny("error" in answer ? answer.error : "an answer that does not fit the questions");
+    for (const [i, { resolve }] of batch.entries()) resolve(answer.decisions[i] as Decision);
+    if (this.#outage) this.#log?.("the Cedar evaluator answers again: requests are decided by the policies");
+    this.#outage = false;
+  }
+
+  /** The connection with the set loaded: the open one, the one being made, or a new one. */
+  #ready(): Promise<Socket> {
+    const socket = this.#socket;
+    if (socket !== undefined && !socket.destroyed) return Promise.resolve(socket);
+    if (this.#connecting !== undefined) return this.#connecting;
+    const failed = this.#failed;
+    if (failed !== undefined && Date.now() - failed.at < RETRY_AFTER_MS) return Promise.reject(new Error(failed.why));
+    this.#connecting = this.#connect().then(
+      (made) => {
+        this.#connecting = undefined;
+        this.#failed = undefined;
+        this.#socket = made;
+        return made;
+      },
+      (err: unknown) => {
+        this.#connecting = undefined;
+        this.#failed = { at: Date.now(), why: errorMessage(err) };
+        throw err;
+      },
+    );
+    return this.#connecting;
+  }
+
+  async #connect(): Promise<Socket> {
+    const path = this.#access.socketPath;
+    privateSocketFolder(path);
+    let socket = await tryConnect(path);
+    if (socket === undefined) {
+      this.#access.start();
+      const deadline = Date.now() + START_WAIT_MS;
+      while (socket === undefined && Date.now() < deadline) {
+        await Bun.sleep(20);
+        socket = await tryConnect(path);
+      }
+    }
+    if (socket === undefined) throw new Error(`no evaluator answers on ${path}, and none could be started`);
+    this.#attach(socket);
+    const { policies, entities, source } = this.#config;
+    // A file's policies are checked again there (a supervisor checks nothing itself; the file may have changed).
+    const set = `"policies":${JSON.stringify(policies)},"entities":${JSON.stringify(entities)},"check":${source !== undefined}`;
+    let answer: EvaluatorFrame;
+    try {
+      answer = await this.#exchange(socket, (n) => `{"op":"load","n":${n},${set}}`, LOAD_TIMEOUT_MS);
+    } catch (err) {
+      socket.destroy();
+      throw err;
+    }
+    if ("facts" in answer) {
+      this.#reads ??= readsFromWire(answer.facts);
+      return socket;
+    }
+    socket.destroy();
+    if ("error" in answer && answer.invalid)
+      throw new McpmgrError("INVALID_OPTION", `--authz-config ${source ?? "(policies)"}: ${answer.error}`, {
+        hint: answer.hint ?? "check the policy syntax (https://docs.cedarpolicy.com)",
+      });
+    throw new Error("error" in answer ? answer.error : "the evaluator did not load the policies");
+  }
+
+  /** Frames from the evaluator go to whoever waits for their number; its end fails them all. */
+  #attach(socket: Socket): void {
+    const reader = new LineReader(MAX_FRAME_BYTES, (text) => {
+      let frame: EvaluatorFrame;
+      try {
+        frame = JSON.parse(text) as EvaluatorFrame;
+      } catch {
+        socket.destroy();
+        return;
+      }
+      const waiter = this.#waiting.get(frame.n);
+      this.#waiting.delete(frame.n);
+      waiter?.(frame);
+    });
+    socket.on("data", (chunk: Buffer) => {
+      if (!reader.push(chunk)) socket.destroy();
+    });
+    socket.on("error", () => socket.destroy());
+    socket.on("close", () => {
+      if (this.#socket === socket) this.#socket = undefined;
+      const gone = new Error("the evaluator's connection closed: it exited or crashed");
+      for (const [n, waiter] of this.#waiting) {
+        this.#waiting.delete(n);
+        waiter(gone);
+      }
+    });
+    // The connection alone does not keep a process alive.
+    socket.unref();
+  }
+
+  /** Sends a frame (its number filled in) and waits for its answer; a timeout drops the connection. */
+  #exchange(socket: Socket, frame: (n: number) => string, timeoutMs: number): Promise<EvaluatorFrame> {
+    const n = ++this.#frames;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiting.delete(n);
+        reject(new Error(`the evaluator did not answer within ${timeoutMs / 1000} s`));
+        // A wedged evaluator: the next question connects again.
+        socket.destroy();
+      }, timeoutMs);
+      this.#waiting.set(n, (answer) => {
+        clearTimeout(timer);
+        if (answer instanceof Error) reject(answer);
+        else resolve(answer);
+      });
+      socket.write(`${frame(n)}\n`);
+    });
+  }
+}
+
+/** A connection to the socket, or undefined when nobody answers there. */
+function tryConnect(path: string): Promise<Socket | undefined> {
+  const { createConnection } = require("node:net") as typeof import("node:net");
+  return new Promise((resolve) => {
+    const socket = createConnection(path);
+    socket.once("connect", () => {
+      socket.removeAllListeners("error");
+      resolve(socket);
+    });
+    socket.once("error", () => {
+      socket.destroy();
+      resolve(undefined);
+    });
+  });
+}
+
+const opened = new WeakMap<AuthzConfig, Promise<PolicySetClient>>();
+
+/**
+ * The open policy set of a configuration, one per process: the Cedar middleware and a gateway's
+ * search mode share its connection. A failed open is forgotten, so the next one tries again.
+ */
+export function openPolicySet(
+  config: AuthzConfig,
+  options: { readonly access?: EvaluatorAccess; readonly log?: (text: string) => void } = {},
+): Promise<PolicySetClient> {
+  let open = opened.get(config);
+  if (open === undefined) {
+    const client = new PolicySetClient(config, options.access ?? evaluatorAccess(), options.log);
+    open = client.open().then(() => client);
+    opened.set(config, open);
+    open.catch(() => opened.delete(config));
+  }
+  return open;
+}

@@ -1,0 +1,103 @@
+/**
+ * The Cedar evaluator's pieces that need no process: its frames' line reader, where its socket goes
+ * (sun_path's limit, a folder of the user's alone), and what the policies read as the wire carries it.
+ */
+import { expect, test } from "bun:test";
+import { chmodSync, mkdirSync, mkdtempSync, statSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { policyFacts, readsFromWire } from "../../src/middleware/cedar-policies.ts";
+import { evaluatorSocketPath, privateSocketFolder } from "../../src/middleware/cedar-socket.ts";
+import { LineReader } from "../../src/middleware/cedar-wire.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { McpmgrError } from "../../src/errors.ts";
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+/** The STATE_UNSAFE error `fn` throws. */
+function unsafe(fn: () => unknown): McpmgrError {
+  let thrown: unknown;
+  try {
+    fn();
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeInstanceOf(McpmgrError);
+  expect((thrown as McpmgrError).code).toBe("STATE_UNSAFE");
+  return thrown as McpmgrError;
+}
+
+test("frames are lines, whole whatever the chunks; a line past the bound ends the reading", () => {
+  const lines: string[] = [];
+  const reader = new LineReader(10, (line) => lines.push(line));
+  expect(reader.push(bytes('{"a":1}\n{"b"'))).toBe(true);
+  expect(reader.push(bytes(':2}\n\n{"c":3}\n'))).toBe(true);
+  expect(lines).toEqual(['{"a":1}', '{"b":2}', "", '{"c":3}']);
+  expect(reader.push(bytes("0123456"))).toBe(true);
+  expect(reader.push(bytes("7890"))).toBe(false);
+  expect(new LineReader(10, () => {}).push(bytes("01234567890\n"))).toBe(false);
+  const split: string[] = [];
+  const utf8 = new LineReader(100, (line) => split.push(line));
+  const text = bytes("é€\n");
+  utf8.push(text.subarray(0, 1));
+  utf8.push(text.subarray(1));
+  expect(split).toEqual(["é€"]);
+});
+
+test("the socket is in the home's runtime folder, or in a short private folder named after it past sun_path's limit", () => {
+  const short = resolvePaths({ MCPMGR_HOME: "/tmp/h" }, "linux", "/home/u");
+  expect(evaluatorSocketPath(short, 1000)).toBe("/tmp/h/run/cedar/evaluator-v1.sock");
+  const longHome = (tail: string) => resolvePaths({ MCPMGR_HOME: `/tmp/${"x".repeat(100)}${tail}` }, "linux", "/");
+  const one = evaluatorSocketPath(longHome("1"), 1000);
+  const two = evaluatorSocketPath(longHome("2"), 1000);
+  for (const path of [one, two]) {
+    expect(Buffer.byteLength(path)).toBeLessThanOrEqual(107);
+    expect(path).toMatch(/\/mcpmgr-cedar-1000-[0-9a-f]+\/evaluator-v1\.sock$/);
+  }
+  expect(one).not.toBe(two);
+  expect(evaluatorSocketPath(longHome("1"), 1000)).toBe(one);
+});
+
+test("the socket's folder is made 0700, and one open to others, a link or another's is refused", () => {
+  const base = mkdtempSync(join(tmpdir(), "mcpmgr-cedar-socket-"));
+  const made = privateSocketFolder(join(base, "run", "cedar", "evaluator.sock"));
+  expect(statSync(made).mode & 0o777).toBe(0o700);
+  const open = join(base, "open");
+  mkdirSync(open);
+  chmodSync(open, 0o750);
+  expect(unsafe(() => privateSocketFolder(join(open, "evaluator.sock"))).message).toContain(
+    "is open to other users (mode 750)",
+  );
+  const link = join(base, "link");
+  symlinkSync(made, link);
+  expect(unsafe(() => privateSocketFolder(join(link, "evaluator.sock"))).message).toContain("is a link");
+  const uid = (process.getuid?.() ?? 0) + 1;
+  expect(unsafe(() => privateSocketFolder(join(made, "evaluator.sock"), uid)).message).toMatch(
+    /belongs to uid|in another user's reach/,
+  );
+});
+
+test("what the policies read crosses the wire unchanged: in all, and per resource a policy is scoped to", () => {
+  const facts = policyFacts(
+    [
+      'permit(principal, action, resource == Tool::"transfer") when { context.arg_amount < 100 };',
+      "permit(principal, action, resource) when { context has claim_team && context.arg_t.limit > 1 };",
+      'forbid(principal, action, resource == Tool::"odd\\0name") when { context.arg_x == 1 };',
+    ].join("\n"),
+  );
+  const reads = readsFromWire(JSON.parse(JSON.stringify(facts.wire)));
+  const plain = (r: { whole: boolean; attributes: ReadonlySet<string>; nested: ReadonlySet<string> }) => ({
+    whole: r.whole,
+    attributes: [...r.attributes].sort(),
+    nested: [...r.nested].sort(),
+  });
+  expect(plain(reads.reads)).toEqual(plain(facts.reads));
+  for (const [type, id] of [
+    ["Tool", "transfer"],
+    ["Tool", "other"],
+    ["Tool", "odd\u0000name"],
+    ["Prompt", "transfer"],
+  ] as const)
+    expect(plain(reads.readsFor(type, id))).toEqual(plain(facts.readsFor(type, id)));
+  expect(plain(reads.readsFor("Tool", "transfer")).attributes).toEqual(["arg_amount", "arg_t", "claim_team"]);
+});
