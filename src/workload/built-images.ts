@@ -1,8 +1,9 @@
 /**
  * mcpmgr's own images for packages (npx://, uvx://, go://, registry packages: one tag of
  * `mcpmgr-build/<scheme>-<name>` per content) removed once no workload of this home will run them. A change
- * of a local project or of a build option adds a tag, and the previous one stayed for good: after a
- * workload's container starts, the other tags of its package's repository go; after `rm`, all of them. While
+ * of a local project or of a build option adds a tag, and the previous one stayed for good: once a
+ * workload's container has started, the other tags of its package's repository go (the start does not wait for
+ * it); after `rm`, all of them. While
  * another recorded workload of this home is from the same package nothing is removed (its next start may want
  * one of them), and a record whose package cannot be told (a registry that cannot be read) counts as one, as
  * does any other foreground run of this home that is live (its package is not recorded).
@@ -32,12 +33,15 @@ export async function pruneBuiltImages(
   ctx: Context,
   keep?: string,
 ): Promise<void> {
+  // One debug line whatever happens: when a start no longer waits for it, it says the cleanup is done.
+  const said = (what: string) => ctx.log.debug(`built images of ${repository}: ${what}`);
   try {
-    if (await otherWorkloadBuildsInto(repository, name, ctx)) return;
+    if (await otherWorkloadBuildsInto(repository, name, ctx))
+      return said("none removed, another workload of this home may run them");
     const removed = await removeBuiltTags(engine, repository, await installId(ctx.paths), keep);
-    if (removed.length > 0) ctx.log.debug(`removed ${removed.join(", ")}: no workload runs it any more`);
+    said(removed.length > 0 ? `removed ${removed.join(", ")} (no workload runs them any more)` : "none to remove");
   } catch (err) {
-    ctx.log.debug(`the images of ${repository} were left: ${errorMessage(err)}`);
+    said(`left as they are: ${errorMessage(err)}`);
   }
 }
 

@@ -313,9 +313,11 @@ export async function launchContainer(
     await handle.stop(1_000);
     signal.throwIfAborted();
   }
-  // The package's image this start runs is the one kept: an earlier build of it (before a change) goes.
+  // The package's image this start runs is the one kept: an earlier build of it (before a change) goes. Not
+  // awaited: removing an image can take seconds, and so can telling the packages of the home's other workloads
+  // (a registry that does not answer), and the server is ready for its handshake now. It never throws.
   if (placement.source.kind === "package")
-    await pruneBuiltImages(engine, buildRepository(placement.source), spec.name, ctx, image);
+    void pruneBuiltImages(engine, buildRepository(placement.source), spec.name, ctx, image);
   if (socketDir && containerPort !== undefined)
     return { server: handle, http: { host: "127.0.0.1", port: containerPort, unix: join(socketDir, INGRESS_SOCKET) } };
   return { server: handle, ...(hostPort !== undefined ? { http: { host: "127.0.0.1", port: hostPort } } : {}) };

@@ -12,6 +12,7 @@ import { parseSource, type ServerSource } from "../runtime/source.ts";
 import { assertGroupExists } from "../state/groups.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import type { Env, WorkloadContext } from "./context.ts";
+import { RECORDED_ENGINE_ENV } from "./recorded-runtime.ts";
 
 /** A source mcpmgr can start or reach (registry names resolved). */
 export type ConcreteSource = Exclude<ServerSource, { kind: "registry" }>;
@@ -46,6 +47,9 @@ async function selectRuntime(source: ConcreteSource, env: Env): Promise<RuntimeS
     return { kind: "process" };
   }
   const engine = await detectEngine({ env, ...(choice ? { want: choice } : {}) });
+  // A workload's start (`start`, `restart`, its supervisor): both variables are its record's, not the user's.
+  if (env[RECORDED_ENGINE_ENV] === "1" && env.DOCKER_HOST && choice)
+    return recordedEngine(engine, choice, env.DOCKER_HOST);
   // DOCKER_HOST's engine is used whatever MCPMGR_RUNTIME says (it is how `start` keeps a workload on the engine
   // it was created on), so one of the other kind would run a workload asked for on Podman on Docker, and
   // record it there, without a word.
@@ -70,6 +74,30 @@ async function selectRuntime(source: ConcreteSource, env: Env): Promise<RuntimeS
   if (choice) throw noEngineError(`MCPMGR_RUNTIME=${choice}`, choice);
   if (source.kind === "image") throw noEngineError(`${source.ref} is a container image`);
   return { kind: "process" };
+}
+
+/**
+ * The engine a workload was created on, at its recorded endpoint. Not there, or of the other kind now (Docker
+ * replaced by Podman's docker.sock): said as the workload's engine, the way out being to bring it back or to
+ * move the workload, not to unset variables the user never set.
+ */
+function recordedEngine(
+  engine: ContainerEngine | undefined,
+  kind: "docker" | "podman",
+  endpoint: string,
+): RuntimeSelection {
+  if (engine && engine.kind === kind) return { kind: "container", engine };
+  const move =
+    "or move the workload: 'mcpmgr export NAME FILE', 'mcpmgr rm NAME', then 'mcpmgr run --from-config FILE'";
+  if (engine)
+    throw new McpmgrError(
+      "RUNTIME_UNAVAILABLE",
+      `the workload was created on ${engineName(kind)} at ${endpoint}, which now answers as a ${engineName(engine.kind)} engine`,
+      { hint: `bring ${engineName(kind)} back there (a workload stays on the engine it was created on), ${move}` },
+    );
+  throw new McpmgrError("RUNTIME_UNAVAILABLE", `no container engine answers at DOCKER_HOST ${endpoint}`, {
+    hint: "start that engine: while DOCKER_HOST names one, mcpmgr uses no other, and a workload stays on the engine it was created on",
+  });
 }
 
 function engineName(kind: "docker" | "podman"): string {

@@ -74,7 +74,11 @@ test("npx:// local project: built once as a non-root image, cached by content, r
   expect(enforced.err + enforced.out).not.toContain("building mcpmgr-build/");
 
   await writeFile(join(probeDir, "extra.txt"), "changed");
-  const third = await runForeground(args);
+  // --debug: the start does not wait for its clean-up of the earlier build, which says when it is done.
+  const third = await runForeground([...args, "--debug"]);
+  const deadline = Date.now() + 60_000;
+  while (!third.output().includes(`built images of mcpmgr-build/${slug}: `) && Date.now() < deadline)
+    await Bun.sleep(100);
   await third.client.close();
   await third.stop();
   expect(third.output()).toContain("building mcpmgr-build/");

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { docker, fixtureImages, runInDocker } from "../support/docker-fixtures.ts";
+import { heldImageList } from "../support/held-image-list.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
@@ -50,10 +51,31 @@ function mcpmgr(...args: string[]): { code: number; err: string } {
   return { code: result.exitCode, err: result.stderr.toString() };
 }
 
+/** mcpmgr with `env`, killed after `timeout` ms; this process's event loop runs meanwhile (the relay is served by it). */
+async function mcpmgrAsync(env: Record<string, string>, timeout: number, ...args: string[]) {
+  const proc = Bun.spawn([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1", ...env },
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "pipe",
+    timeout,
+  });
+  const err = await new Response(proc.stderr).text();
+  return { code: await proc.exited, err };
+}
+
+/** A foreground run, stopped once its clean-up of built images is done (the start does not wait for it). */
 async function runOnce(args: string[]): Promise<void> {
-  const run = await runInDocker(args);
-  await run.client.close();
-  await run.stop();
+  const run = await runInDocker([...args, "--debug"]);
+  try {
+    const deadline = Date.now() + 60_000;
+    while (!/built images of \S+: /.test(run.output()) && Date.now() < deadline) await Bun.sleep(100);
+    expect(run.output()).toMatch(/built images of \S+: /);
+  } finally {
+    await run.client.close();
+    await run.stop();
+  }
 }
 
 test("another workload of this home from the same package keeps the earlier build until it is gone", async () => {
@@ -143,6 +165,36 @@ test("another foreground run of this home, live, keeps the earlier build: its pa
     expect(tags(repository)).toHaveLength(1);
   } finally {
     await other.stop();
+    for (const tag of tags(repository)) docker("rmi", "-f", tag);
+  }
+}, 600_000);
+
+test("a start does not wait for the clean-up of built images: the workload is ready while it is held", async () => {
+  const { dir, repository } = await project("ready");
+  const engine = heldImageList();
+  const env = { DOCKER_HOST: engine.endpoint };
+  try {
+    // Held for good until released: a start that waited for it would never be ready (killed after 90 s).
+    const started = await mcpmgrAsync(
+      env,
+      90_000,
+      "run",
+      `npx://${dir}`,
+      "--name",
+      "built-ready",
+      "--runtime-image",
+      NODE_BASE_IMAGE,
+    );
+    expect(started.err).not.toContain("error");
+    expect(started.code).toBe(0);
+    // The clean-up did start (it is what is held), after the container.
+    const deadline = Date.now() + 30_000;
+    while (engine.held === 0 && Date.now() < deadline) await Bun.sleep(100);
+    expect(engine.held).toBeGreaterThan(0);
+  } finally {
+    engine.release();
+    await mcpmgrAsync(env, 240_000, "rm", "built-ready");
+    engine.close();
     for (const tag of tags(repository)) docker("rmi", "-f", tag);
   }
 }, 600_000);

@@ -3,12 +3,16 @@
  * uses whatever MCPMGR_RUNTIME says (it is how a workload is kept on the engine it was created on), so:
  * a stale one is an error that says so and how to reach Podman; one naming Docker's engine is refused,
  * not used (the workload ran, and was recorded, on Docker); Podman's socket by CONTAINER_HOST still
- * serves once DOCKER_HOST is out of the way. Podman on a socket of the test's own, Docker the host's.
+ * serves once DOCKER_HOST is out of the way. But a workload's `start` passes its recorded engine on in those
+ * two variables: its errors speak of the engine it was created on, not of variables to unset. Podman on a
+ * socket of the test's own, Docker the host's.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { WorkloadStore } from "../../src/state/workloads.ts";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
@@ -80,4 +84,46 @@ test("without DOCKER_HOST, Podman's socket (CONTAINER_HOST) is the engine", asyn
   await proc.exited;
   expect(stderr).toContain("podman container");
   expect(stderr).not.toContain("DOCKER_HOST");
+});
+
+/** `start` of a recorded container workload of `runtime` at `endpoint`, the user's environment naming no engine. */
+async function startRecorded(
+  runtime: "docker" | "podman",
+  endpoint: string,
+): Promise<{ code: number; stderr: string }> {
+  const { DOCKER_HOST: _d, MCPMGR_RUNTIME: _r, ...env } = cliEnv(join(dir, `home-${runtime}`));
+  const workload = `recorded-${runtime}-${process.pid}`;
+  await new WorkloadStore(resolvePaths(env)).create({
+    name: workload,
+    source: { kind: "image", ref: "mcpmgr-test/absent:0" },
+    transport: "stdio",
+    proxyPort: 9,
+    runtime,
+    runtimeEndpoint: endpoint,
+    runOptions: ["mcpmgr-test/absent:0", "--name", workload, "--image-verification", "disabled", "--proxy-port", "9"],
+  });
+  const result = runCli(env, ["start", workload]);
+  runCli(env, ["rm", workload]);
+  return { code: result.code, stderr: result.stderr };
+}
+
+test("start of a workload whose recorded engine is down: that engine named, no variables to unset", async () => {
+  const stale = `unix://${join(dir, "gone.sock")}`;
+  const { code, stderr } = await startRecorded("docker", stale);
+  expect(code).toBe(1);
+  expect(stderr).toContain(`no container engine answers at DOCKER_HOST ${stale}`);
+  expect(stderr).toContain("start that engine");
+  // The user set neither: the supervisor passes the record's engine on in them.
+  expect(stderr).not.toContain("MCPMGR_RUNTIME=");
+  expect(stderr).not.toContain("env -u DOCKER_HOST");
+});
+
+test("start of a workload created on Podman whose socket now answers as Docker: said as its engine, not refused as options", async () => {
+  const { code, stderr } = await startRecorded("podman", "unix:///var/run/docker.sock");
+  expect(code).toBe(1);
+  expect(stderr).toContain(
+    "was created on Podman at unix:///var/run/docker.sock, which now answers as a Docker engine",
+  );
+  expect(stderr).toContain("mcpmgr export");
+  expect(stderr).not.toContain("env -u DOCKER_HOST");
 });
