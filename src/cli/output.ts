@@ -143,13 +143,17 @@ const failures: Readonly<Record<string, string>> = {
 export function writeWhole(fd: number, data: string | Uint8Array): boolean {
   const { writeSync } = require("node:fs") as typeof import("node:fs");
   let rest = typeof data === "string" ? Buffer.from(data) : data;
+  // A stalled reader is waited for with a growing pause (1 ms up to 50 ms), not polled a thousand times a second.
+  let pause = 1;
   while (rest.byteLength > 0) {
     try {
       rest = rest.subarray(writeSync(fd, rest));
+      pause = 1;
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (code === "EAGAIN") {
-        Bun.sleepSync(1);
+        Bun.sleepSync(pause);
+        pause = Math.min(pause * 2, 50);
         continue;
       }
       if (code === "EPIPE") return false;
