@@ -101,11 +101,16 @@ function spellings(values: Iterable<string | Secret>): string[] {
       spelling = JSON.stringify(spelling).slice(1, -1);
     }
   };
+  // A line is looked for without its indentation, and only when it has a letter or a digit: a credentials
+  // file's "    }," or an indented blank line is in every pretty-printed JSON and indented text.
+  const addLine = (line: string) => {
+    if (/[\p{L}\p{N}]/u.test(line)) add(line);
+  };
   for (const value of values) {
     const text = value instanceof Secret ? value.reveal() : value;
     if (typeof text !== "string" || text.length < MIN_REDACT_LENGTH) continue;
     add(text);
-    if (/[\r\n]/.test(text)) for (const line of text.split(/\r?\n|\r/)) add(line);
+    if (/[\r\n]/.test(text)) for (const line of text.split(/\r?\n|\r/)) addLine(line.trim());
   }
   return [...found].sort((a, b) => b.length - a.length);
 }

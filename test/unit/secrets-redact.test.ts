@@ -55,6 +55,18 @@ describe("redact", () => {
     expect(redact("a {\n}", ['{\n  "k": "v-0123456789"\n}'])).toBe("a {\n}");
   });
 
+  test("a line of a multi-line value that is only indentation and punctuation is not a spelling of it", () => {
+    // A credentials file written with 4-space indents: its "    }," and blank indented lines are in
+    // every pretty-printed JSON a server logs, and in any indented text.
+    const credentials =
+      '{\n    "type": "service_account",\n    "nested": {\n        "a": "b"\n    },\n    \n    "k": "v-0123"\n}';
+    const logged = '{\n    "result": {\n        "ok": true\n    },\n    "x": 1\n}';
+    expect(redact(logged, [credentials])).toBe(logged);
+    expect(redactor([credentials])("    indented    text")).toBe("    indented    text");
+    // Its lines that say something are still found, whatever their indentation in the output.
+    expect(redact('  "type": "service_account",', [credentials])).toBe(`  ${REDACTED}`);
+  });
+
   test("no values, text unchanged; redactor binds a set", () => {
     expect(redact("nothing to hide", [])).toBe("nothing to hide");
     const scrub = redactor([VALUE]);
