@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { eventually } from "../support/raw-http.ts";
 import { startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
@@ -57,4 +57,77 @@ test("a remote that restarts (its sessions forgotten) is given a new session: th
   // The new server's lists may differ (an upgrade): the client is told to read them again.
   await eventually(() => listChanged > 0, 5_000, "tools/list_changed");
   expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("test_simple_text");
+});
+
+test("a renewal that failed (the port answered 404 to the new initialize too) is tried again at the next message", async () => {
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-relay-renewal-"));
+  stops.push(() => rm(home, { recursive: true, force: true }));
+  const first = await startConformanceServer();
+  const port = Number(new URL(first.url).port);
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI_ENTRY, "proxy", "stdio", first.url],
+    cwd: REPO_ROOT,
+    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const client = new Client({ name: "claude-ai", version: "0.1.0" });
+  await client.connect(transport);
+  stops.push(() => client.close());
+  const call = async () =>
+    ((await client.callTool({ name: "test_simple_text", arguments: {} })).content as { text: string }[])[0]?.text;
+  const answer = await call();
+
+  // While the server is down, something else on its port answers 404 to everything (the session and the
+  // relay's new initialize alike): that message fails, with the 404.
+  await first.stop();
+  const other = Bun.serve({ port, hostname: "127.0.0.1", fetch: () => new Response("not here", { status: 404 }) });
+  try {
+    await expect(call()).rejects.toThrow(/404|not here/);
+  } finally {
+    await other.stop(true);
+  }
+  // The server is back: the relay, which still has no session, opens one at the next message.
+  const second = await startConformanceServer({ args: ["--port", String(port)] });
+  stops.push(() => second.stop());
+  expect(await call()).toBe(answer);
+  expect(await call()).toBe(answer);
+  expect(stderr).toContain("could not open a new MCP session");
+});
+
+test("a request in progress when the remote restarted is answered with an error at the renewal, not sent again", async () => {
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-relay-renewal-"));
+  stops.push(() => rm(home, { recursive: true, force: true }));
+  const first = await startConformanceServer();
+  const port = Number(new URL(first.url).port);
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI_ENTRY, "proxy", "stdio", first.url],
+    cwd: REPO_ROOT,
+    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "claude-ai", version: "0.1.0" }, { capabilities: { elicitation: {} } });
+  // The user never answers: the tool call waits on the server until it goes away.
+  let asked = false;
+  client.setRequestHandler(ElicitRequestSchema, () => {
+    asked = true;
+    return new Promise(() => {});
+  });
+  await client.connect(transport);
+  stops.push(() => client.close());
+  const waiting = client.callTool({ name: "test_elicitation", arguments: { message: "go on?" } }).then(
+    () => "answered",
+    (err: Error) => err.message,
+  );
+  await eventually(() => asked, 10_000, "the elicitation");
+  await first.stop();
+  const second = await startConformanceServer({ args: ["--port", String(port)] });
+  stops.push(() => second.stop());
+  // The next message renews the session; the call that was waiting on the old one is told its answer is lost.
+  await client.callTool({ name: "test_simple_text", arguments: {} });
+  const outcome = await Promise.race([waiting, Bun.sleep(5_000).then(() => "still waiting")]);
+  expect(outcome).toContain("the remote ended the MCP session while this request was in progress");
 });

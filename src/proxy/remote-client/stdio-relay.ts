@@ -51,6 +51,8 @@ export interface StdioRelay {
 const DRAIN_MS = 30_000;
 /** How long a new session's initialize may take before the message that needed it fails. */
 const RENEWAL_MS = 30_000;
+const LOST_ANSWER =
+  "the remote ended the MCP session while this request was in progress (it restarted): its answer is lost, and whether it was carried out is not known";
 
 export async function startStdioRelay(options: StdioRelayOptions): Promise<StdioRelay> {
   const { target, log } = options;
@@ -106,7 +108,15 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   let opened: { initialize: JSONRPCMessage; initialized: boolean } | undefined;
   /** The answer renewSession waits for: its own initialize's, never passed to the client. */
   let renewal: { id: string; answered: (message: JSONRPCMessage) => void } | undefined;
-  let renewals = 0;
+  /** The ids renewSession gave its initializes: an answer that comes after its wait is dropped too. */
+  const renewalIds = new Set<string>();
+  /**
+   * Set while the remote's session is gone and no new one could be opened (the remote answered the new
+   * initialize with an error, or not at all, as a workload still restarting may): the next message
+   * tries again first. Without it the relay sent on without a session, and every later message met a
+   * 400 until the AI client was restarted.
+   */
+  let sessionLost = false;
 
   /**
    * The remote answered 404 for the session: it ended it, as a workload does when it restarts (an
@@ -115,10 +125,19 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
    * with the client's own initialize and initialized, and the message that met the 404 is sent again.
    * What the old session held (subscriptions, a log level) is not replayed. A list_changed per list
    * the new server says may change tells the client to read its lists again (an upgrade may change
-   * them). Returns false when no new session could be opened: the message's own error stands.
+   * them). Returns why no new session could be opened, or undefined once one is.
    */
-  const renewSession = async (): Promise<boolean> => {
-    if (opened === undefined || closing) return false;
+  const renewSession = async (current: string | number | undefined): Promise<string | undefined> => {
+    if (opened === undefined || closing) return "the relay is closing";
+    sessionLost = true;
+    // The requests still waiting on the old session never get their answers (its streams went with it):
+    // answered now, not sent again (a tool call may have been carried out), so the client does not
+    // wait for its own timeout, nor the relay its drain at the end of input.
+    for (const waiting of [...inFlight]) {
+      if (waiting === current) continue;
+      inFlight.delete(waiting);
+      void local.send({ jsonrpc: "2.0", id: waiting, error: { code: -32000, message: LOST_ANSWER } });
+    }
     const previous = remote;
     previous.onmessage = undefined;
     previous.onerror = undefined;
@@ -126,7 +145,8 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     wireRemote();
     await previous.close().catch(() => {});
     await remote.start();
-    const id = `mcpmgr-relay-renewal-${++renewals}`;
+    const id = `mcpmgr-relay-renewal-${renewalIds.size + 1}`;
+    renewalIds.add(id);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const answer = new Promise<JSONRPCMessage | undefined>((resolve) => {
       renewal = { id, answered: resolve };
@@ -135,24 +155,32 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     try {
       await remote.send({ ...opened.initialize, id } as JSONRPCMessage);
       const answered = await answer;
-      if (answered === undefined || !("result" in answered)) return false;
+      if (answered === undefined) return failed(`no answer to a new session's initialize in ${RENEWAL_MS / 1000} s`);
+      if (!("result" in answered))
+        return failed(
+          `the new session's initialize was refused: ${JSON.stringify((answered as { error?: unknown }).error)}`,
+        );
       const result = answered.result as { protocolVersion?: unknown; capabilities?: Record<string, unknown> };
       if (typeof result.protocolVersion === "string") remote.setProtocolVersion(result.protocolVersion);
       if (opened.initialized) await remote.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      sessionLost = false;
       log.info("the remote ended the MCP session (it restarted): mcpmgr opened a new one for this client");
       for (const list of ["tools", "prompts", "resources"]) {
         const capability = result.capabilities?.[list] as { listChanged?: unknown } | undefined;
         if (capability?.listChanged === true)
           void local.send({ jsonrpc: "2.0", method: `notifications/${list}/list_changed` });
       }
-      return true;
+      return undefined;
     } catch (err) {
-      log.warn(`remote: could not open a new MCP session: ${errorMessage(err)}`);
-      return false;
+      return failed(errorMessage(err));
     } finally {
       clearTimeout(timer);
       renewal = undefined;
     }
+  };
+  const failed = (why: string): string => {
+    log.warn(`remote: could not open a new MCP session: ${why}`);
+    return `the remote ended the MCP session and a new one could not be opened: ${why}`;
   };
   /** A 404 for a session the remote had given: it forgot the session. */
   const sessionGone = (err: unknown) =>
@@ -207,10 +235,15 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       if (opened !== undefined && "method" in message && message.method === "notifications/initialized")
         opened.initialized = true;
       try {
+        // A session lost earlier, and not opened again then: tried again before this message goes.
+        const notRenewed = sessionLost && !pendingInitialize.has(id ?? "") ? await renewSession(id) : undefined;
+        if (notRenewed !== undefined) throw new Error(notRenewed);
         try {
           await remote.send(message);
         } catch (err) {
-          if (!sessionGone(err) || !(await renewSession())) throw err;
+          if (!sessionGone(err)) throw err;
+          const why = await renewSession(id);
+          if (why !== undefined) throw new Error(why);
           await remote.send(message);
         }
       } catch (err) {
@@ -239,7 +272,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   };
   const onRemoteMessage = (message: JSONRPCMessage) => {
     const id = !("method" in message) && "id" in message ? message.id : undefined;
-    if (renewal !== undefined && id === renewal.id) return renewal.answered(message);
+    if (typeof id === "string" && renewalIds.has(id)) return renewal?.id === id ? renewal.answered(message) : undefined;
     if (id !== undefined) inFlight.delete(id);
     const initialize = id !== undefined ? pendingInitialize.get(id) : undefined;
     if (id !== undefined && initialize !== undefined) {
@@ -252,7 +285,10 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       const version =
         "result" in message ? (message.result as { protocolVersion?: unknown }).protocolVersion : undefined;
       if (typeof version === "string") remote.setProtocolVersion(version);
-      if ("result" in message) opened = { initialize, initialized: false };
+      if ("result" in message) {
+        opened = { initialize, initialized: false };
+        sessionLost = false;
+      }
     }
     void local.send(message);
   };
