@@ -9,7 +9,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { startMemberServer } from "../fixtures/member-server.ts";
 import { eventually } from "../support/raw-http.ts";
 import { startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
@@ -18,6 +24,22 @@ import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 setDefaultTimeout(60_000);
 
 const stops: (() => Promise<unknown>)[] = [];
+
+/** The SDK client on `proxy stdio URL`, as Claude Desktop's entry starts it. */
+async function relayedClient(url: string, options: ConstructorParameters<typeof Client>[1] = {}): Promise<Client> {
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-relay-renewal-"));
+  stops.push(() => rm(home, { recursive: true, force: true }));
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI_ENTRY, "proxy", "stdio", url],
+    cwd: REPO_ROOT,
+    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
+  });
+  const client = new Client({ name: "claude-ai", version: "0.1.0" }, options);
+  await client.connect(transport);
+  stops.push(() => client.close());
+  return client;
+}
 afterAll(async () => {
   for (const stop of stops.reverse()) await stop().catch(() => {});
 });
@@ -130,4 +152,49 @@ test("a request in progress when the remote restarted is answered with an error 
   await client.callTool({ name: "test_simple_text", arguments: {} });
   const outcome = await Promise.race([waiting, Bun.sleep(5_000).then(() => "still waiting")]);
   expect(outcome).toContain("the remote ended the MCP session while this request was in progress");
+});
+
+test("the log level the client set is set again in the renewed session", async () => {
+  const first = await startConformanceServer();
+  const port = Number(new URL(first.url).port);
+  const client = await relayedClient(first.url);
+  const lines: string[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (note) => void lines.push(String(note.params.data)));
+  const logged = async () => {
+    lines.length = 0;
+    await client.callTool({ name: "test_tool_with_logging", arguments: {} });
+    return [...lines];
+  };
+  expect(await logged()).toContain("Tool execution started");
+  await client.setLoggingLevel("error");
+  expect(await logged()).toEqual([]);
+
+  await first.stop();
+  const second = await startConformanceServer({ args: ["--port", String(port)] });
+  stops.push(() => second.stop());
+  // The call that meets the 404 renews the session: the info lines the client turned off stay off.
+  expect(await logged()).toEqual([]);
+});
+
+test("the resources the client subscribed to are subscribed to again in the renewed session", async () => {
+  const options = { name: "docs", resources: ["note://a", "note://b"], subscribable: {} };
+  const first = startMemberServer(options);
+  const port = Number(new URL(first.url).port);
+  const client = await relayedClient(first.url);
+  const updates: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (note) => void updates.push(note.params.uri));
+  await client.subscribeResource({ uri: "note://a" });
+  await client.subscribeResource({ uri: "note://b" });
+  await client.unsubscribeResource({ uri: "note://b" });
+  expect(first.subscribers("note://a")).toBe(1);
+
+  await first.stop();
+  const second = startMemberServer({ ...options, port });
+  stops.push(() => second.stop());
+  await client.listResources();
+  expect(second.subscribers("note://a")).toBe(1);
+  expect(second.subscribers("note://b")).toBe(0);
+  await eventually(() => second.openStreams > 0, 5_000, "the renewed session's event stream");
+  await second.updated("note://a");
+  await eventually(() => updates.includes("note://a"), 5_000, "notifications/resources/updated");
 });

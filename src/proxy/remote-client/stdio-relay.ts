@@ -28,6 +28,7 @@ import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { refuseRedirects } from "./no-redirects.ts";
 import { modernVersionOf } from "./request-headers.ts";
+import { sessionSetup } from "./session-setup.ts";
 import type { JsonRpcRequest } from "../mcp-message.ts";
 import { StatelessRequests } from "./stateless-requests.ts";
 
@@ -110,6 +111,8 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   let renewal: { id: string; answered: (message: JSONRPCMessage) => void } | undefined;
   /** The ids renewSession gave its initializes: an answer that comes after its wait is dropped too. */
   const renewalIds = new Set<string>();
+  /** The log level and subscriptions the client set up: set up again in a renewed session. */
+  const setup = sessionSetup();
   /**
    * Set while the remote's session is gone and no new one could be opened (the remote answered the new
    * initialize with an error, or not at all, as a workload still restarting may): the next message
@@ -123,7 +126,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
    * upgrade, a crash, `mcpmgr restart`). An HTTP client then opens a new session; the stdio client
    * cannot (its session is the relay's life, until its AI client is restarted), so the relay does,
    * with the client's own initialize and initialized, and the message that met the 404 is sent again.
-   * What the old session held (subscriptions, a log level) is not replayed. A list_changed per list
+   * What the client set up in the old session (a log level, subscriptions) is set up again. A list_changed per list
    * the new server says may change tells the client to read its lists again (an upgrade may change
    * them). Returns why no new session could be opened, or undefined once one is.
    */
@@ -163,6 +166,14 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       const result = answered.result as { protocolVersion?: unknown; capabilities?: Record<string, unknown> };
       if (typeof result.protocolVersion === "string") remote.setProtocolVersion(result.protocolVersion);
       if (opened.initialized) await remote.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      // Their answers are the relay's own (dropped, as the initialize's): the client had its answers.
+      for (const request of setup.replay()) {
+        const again = `mcpmgr-relay-renewal-${renewalIds.size + 1}`;
+        renewalIds.add(again);
+        await remote.send({ ...request, id: again } as JSONRPCMessage).catch((err: unknown) => {
+          log.warn(`remote: could not set up the new MCP session as the old one: ${errorMessage(err)}`);
+        });
+      }
       sessionLost = false;
       log.info("the remote ended the MCP session (it restarted): mcpmgr opened a new one for this client");
       for (const list of ["tools", "prompts", "resources"]) {
@@ -246,6 +257,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
           if (why !== undefined) throw new Error(why);
           await remote.send(message);
         }
+        setup.noteSent(message);
       } catch (err) {
         const text = errorMessage(err);
         if (id === undefined) return log.warn(`could not deliver a message to the remote: ${text}`);
