@@ -12,6 +12,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import {
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
+  PromptListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -197,4 +198,21 @@ test("the resources the client subscribed to are subscribed to again in the rene
   await eventually(() => second.openStreams > 0, 5_000, "the renewed session's event stream");
   await second.updated("note://a");
   await eventually(() => updates.includes("note://a"), 5_000, "notifications/resources/updated");
+});
+
+test("list_changed after a renewal: for the lists the client was told may change, not the new server's others", async () => {
+  // The server the client met lists tools only; the one that answers after the restart has prompts too.
+  const first = startMemberServer({ name: "docs", tools: ["read"] });
+  const port = Number(new URL(first.url).port);
+  const client = await relayedClient(first.url);
+  const told: string[] = [];
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void told.push("tools"));
+  client.setNotificationHandler(PromptListChangedNotificationSchema, () => void told.push("prompts"));
+  expect(client.getServerCapabilities()?.prompts).toBeUndefined();
+  await first.stop();
+  const second = startMemberServer({ name: "docs", tools: ["read"], prompts: ["brief"], port });
+  stops.push(() => second.stop());
+  // The notifications are written before the answer of the call that renewed the session.
+  await client.listTools();
+  expect(told).toEqual(["tools"]);
 });

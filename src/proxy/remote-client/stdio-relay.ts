@@ -106,7 +106,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   /** Set once a 2025-era client is served in front of a remote that speaks only 2026-07-28. */
   let translation: LegacyClientTranslation | undefined;
   /** The client's initialize the remote accepted, and whether it sent `notifications/initialized`: replayed by renewSession. */
-  let opened: { initialize: JSONRPCMessage; initialized: boolean } | undefined;
+  let opened: { initialize: JSONRPCMessage; initialized: boolean; lists: readonly string[] } | undefined;
   /** The answer renewSession waits for: its own initialize's, never passed to the client. */
   let renewal: { id: string; answered: (message: JSONRPCMessage) => void } | undefined;
   /** The ids renewSession gave its initializes: an answer that comes after its wait is dropped too. */
@@ -126,9 +126,9 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
    * upgrade, a crash, `mcpmgr restart`). An HTTP client then opens a new session; the stdio client
    * cannot (its session is the relay's life, until its AI client is restarted), so the relay does,
    * with the client's own initialize and initialized, and the message that met the 404 is sent again.
-   * What the client set up in the old session (a log level, subscriptions) is set up again. A list_changed per list
-   * the new server says may change tells the client to read its lists again (an upgrade may change
-   * them). Returns why no new session could be opened, or undefined once one is.
+   * What the client set up in the old session (a log level, subscriptions) is set up again. A
+   * list_changed per list the client was told may change tells it to read them again (an upgrade may
+   * change them). Returns why no new session could be opened, or undefined once one is.
    */
   const renewSession = async (current: string | number | undefined): Promise<string | undefined> => {
     if (opened === undefined || closing) return "the relay is closing";
@@ -163,7 +163,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         return failed(
           `the new session's initialize was refused: ${JSON.stringify((answered as { error?: unknown }).error)}`,
         );
-      const result = answered.result as { protocolVersion?: unknown; capabilities?: Record<string, unknown> };
+      const result = answered.result as { protocolVersion?: unknown };
       if (typeof result.protocolVersion === "string") remote.setProtocolVersion(result.protocolVersion);
       if (opened.initialized) await remote.send({ jsonrpc: "2.0", method: "notifications/initialized" });
       // Their answers are the relay's own (dropped, as the initialize's): the client had its answers.
@@ -176,11 +176,8 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       }
       sessionLost = false;
       log.info("the remote ended the MCP session (it restarted): mcpmgr opened a new one for this client");
-      for (const list of ["tools", "prompts", "resources"]) {
-        const capability = result.capabilities?.[list] as { listChanged?: unknown } | undefined;
-        if (capability?.listChanged === true)
-          void local.send({ jsonrpc: "2.0", method: `notifications/${list}/list_changed` });
-      }
+      for (const list of opened.lists)
+        void local.send({ jsonrpc: "2.0", method: `notifications/${list}/list_changed` });
       return undefined;
     } catch (err) {
       return failed(errorMessage(err));
@@ -298,7 +295,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         "result" in message ? (message.result as { protocolVersion?: unknown }).protocolVersion : undefined;
       if (typeof version === "string") remote.setProtocolVersion(version);
       if ("result" in message) {
-        opened = { initialize, initialized: false };
+        opened = { initialize, initialized: false, lists: changingLists(message) };
         sessionLost = false;
       }
     }
@@ -352,6 +349,17 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     });
   }
   return { finished };
+}
+
+/**
+ * The lists an initialize's answer says may change (`listChanged`): the client, told so, may be sent their
+ * list_changed; of a list it was not told about (the server it met did not have it) it expects none.
+ */
+function changingLists(answer: JSONRPCMessage): string[] {
+  const capabilities = (answer as { result?: { capabilities?: Record<string, unknown> } }).result?.capabilities;
+  return ["tools", "prompts", "resources"].filter(
+    (list) => (capabilities?.[list] as { listChanged?: unknown } | undefined)?.listChanged === true,
+  );
 }
 
 const firstLine = (err: unknown): string => errorMessage(err).split("\n")[0] ?? "";
