@@ -45,6 +45,14 @@ describe("redact", () => {
     expect(redact(JSON.stringify({ env: JSON.stringify({ TOKEN: value }) }), [value])).not.toContain("end");
   });
 
+  test("a value with < > & as Go's encoding/json writes it (\\u0026), also inside an audit line's JSON", () => {
+    const value = "a&b<c>d-é-x";
+    // What json.Marshal(map[string]string{"TOKEN": value}) prints (Go 1.2x): HTML-safe escapes, UTF-8 kept.
+    const goLine = '{"TOKEN":"a\\u0026b\\u003cc\\u003ed-é-x"}';
+    expect(redact(`config ${goLine}`, [value])).toBe(`config {"TOKEN":"${REDACTED}"}`);
+    expect(redactor([new Secret(value)])(JSON.stringify({ text: goLine }))).not.toContain("u0026b");
+  });
+
   test("each line of a multi-line value, which a server may print one write at a time", () => {
     const key =
       "-----BEGIN KEY-----\r\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\r\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUA\r\n-----END KEY-----";
