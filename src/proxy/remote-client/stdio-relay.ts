@@ -105,7 +105,10 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   let sending: Promise<void> = Promise.resolve();
   /** Set once a 2025-era client is served in front of a remote that speaks only 2026-07-28. */
   let translation: LegacyClientTranslation | undefined;
-  /** The client's initialize the remote accepted, and whether it sent `notifications/initialized`: replayed by renewSession. */
+  /**
+   * The client's initialize the remote accepted, whether it sent `notifications/initialized` (both replayed by
+   * renewSession), and the lists the answer it got said may change.
+   */
   let opened: { initialize: JSONRPCMessage; initialized: boolean; lists: readonly string[] } | undefined;
   /** The answer renewSession waits for: its own initialize's, never passed to the client. */
   let renewal: { id: string; answered: (message: JSONRPCMessage) => void } | undefined;
