@@ -216,3 +216,93 @@ test("list_changed after a renewal: for the lists the client was told may change
   await client.listTools();
   expect(told).toEqual(["tools"]);
 });
+
+test("a client that only listens (subscribed, sending nothing) gets its session renewed when the event stream meets the 404", async () => {
+  const options = { name: "docs", resources: ["note://a"], subscribable: {} };
+  const first = startMemberServer(options);
+  const port = Number(new URL(first.url).port);
+  const client = await relayedClient(first.url);
+  const updates: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (note) => void updates.push(note.params.uri));
+  await client.subscribeResource({ uri: "note://a" });
+  await eventually(() => first.openStreams > 0, 5_000, "the event stream");
+
+  // The server restarts at once; the client says nothing and waits for updates.
+  await first.stop();
+  const second = startMemberServer({ ...options, port });
+  stops.push(() => second.stop());
+  await eventually(() => second.subscribers("note://a") === 1, 10_000, "the subscription in a renewed session");
+  await eventually(() => second.openStreams > 0, 5_000, "the renewed session's event stream");
+  await second.updated("note://a");
+  await eventually(() => updates.includes("note://a"), 5_000, "notifications/resources/updated");
+});
+
+test("the client's notifications/initialized meeting the 404 is not sent twice: the renewal sent it", async () => {
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-relay-renewal-"));
+  stops.push(() => rm(home, { recursive: true, force: true }));
+  const first = startMemberServer({ name: "docs", tools: ["read"] });
+  const port = Number(new URL(first.url).port);
+  const relay = Bun.spawn([process.execPath, CLI_ENTRY, "proxy", "stdio", first.url], {
+    cwd: REPO_ROOT,
+    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  stops.push(async () => relay.kill());
+  const lines = relay.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  const nextAnswer = async (): Promise<unknown> => {
+    while (!buffered.includes("\n")) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error("the relay ended");
+      buffered += value;
+    }
+    const [line = "", ...rest] = buffered.split("\n");
+    buffered = rest.join("\n");
+    return JSON.parse(line);
+  };
+  const write = (message: object) => relay.stdin.write(`${JSON.stringify(message)}\n`);
+  write({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "claude-ai", version: "1" } },
+  });
+  expect(await nextAnswer()).toMatchObject({ id: 1, result: {} });
+  // The server restarts between the client's initialize and its initialized.
+  await first.stop();
+  const second = startMemberServer({ name: "docs", tools: ["read"], port });
+  stops.push(() => second.stop());
+  write({ jsonrpc: "2.0", method: "notifications/initialized" });
+  write({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+  let answer = await nextAnswer();
+  while ((answer as { id?: unknown }).id !== 2) answer = await nextAnswer();
+  expect(JSON.stringify(answer)).toContain('"name":"read"');
+  await eventually(() => second.openStreams > 0, 5_000, "the renewed session's event stream");
+  relay.stdin.end();
+  expect(await relay.exited).toBe(0);
+  const stderr = await new Response(relay.stderr).text();
+  expect(stderr).toContain("mcpmgr opened a new one for this client");
+  // A second initialized opened a second event stream, which the server refused (409).
+  expect(stderr).not.toContain("Conflict");
+});
+
+test("a server that answers its event stream's GET with 404 (it has none) keeps its one session", async () => {
+  const member = startMemberServer({ name: "docs", tools: ["read"] });
+  stops.push(() => member.stop());
+  // A router with POST and DELETE only, as many servers have: GET is 404, not the 405 MCP asks for.
+  const postOnly = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) =>
+      request.method === "GET"
+        ? new Response("Not Found", { status: 404 })
+        : fetch(member.url, { method: request.method, headers: request.headers, body: request.body }),
+  });
+  stops.push(async () => postOnly.stop(true));
+  const client = await relayedClient(`http://127.0.0.1:${postOnly.port}/mcp`);
+  for (let round = 0; round < 3; round++) await client.listTools();
+  await client.ping();
+  expect(member.sessionsOpened).toBe(1);
+});

@@ -29,3 +29,14 @@ export function sessionSetup(): SessionSetup {
     replay: () => [...(level ? [level] : []), ...subscriptions.values()],
   };
 }
+
+/**
+ * The lists an initialize's answer says may change (`listChanged`): the client, told so, may be sent their
+ * list_changed; of a list it was not told about (the server it met did not have it) it expects none.
+ */
+export function changingLists(answer: JSONRPCMessage): string[] {
+  const capabilities = (answer as { result?: { capabilities?: Record<string, unknown> } }).result?.capabilities;
+  return ["tools", "prompts", "resources"].filter(
+    (list) => (capabilities?.[list] as { listChanged?: unknown } | undefined)?.listChanged === true,
+  );
+}

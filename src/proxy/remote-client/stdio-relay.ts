@@ -28,7 +28,8 @@ import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { refuseRedirects } from "./no-redirects.ts";
 import { modernVersionOf } from "./request-headers.ts";
-import { sessionSetup } from "./session-setup.ts";
+import { changingLists, sessionSetup } from "./session-setup.ts";
+import { firstLine, inputProblem, writtenOut } from "./stdio-ends.ts";
 import type { JsonRpcRequest } from "../mcp-message.ts";
 import { StatelessRequests } from "./stateless-requests.ts";
 
@@ -243,8 +244,8 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       if (id !== undefined && "method" in message && message.method === "initialize")
         pendingInitialize.set(id, message);
       if (id !== undefined) inFlight.add(id);
-      if (opened !== undefined && "method" in message && message.method === "notifications/initialized")
-        opened.initialized = true;
+      const isInitialized = "method" in message && message.method === "notifications/initialized";
+      if (opened !== undefined && isInitialized) opened.initialized = true;
       try {
         // A session lost earlier, and not opened again then: tried again before this message goes.
         const notRenewed = sessionLost && !pendingInitialize.has(id ?? "") ? await renewSession(id) : undefined;
@@ -255,7 +256,9 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
           if (!sessionGone(err)) throw err;
           const why = await renewSession(id);
           if (why !== undefined) throw new Error(why);
-          await remote.send(message);
+          // The renewal sent the client's initialized itself: twice, the transport would open a second
+          // event stream, which the remote refuses (409).
+          if (!isInitialized) await remote.send(message);
         }
         setup.noteSent(message);
       } catch (err) {
@@ -304,12 +307,32 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     }
     void local.send(message);
   };
+  /**
+   * A 404 seen by the transport itself: a request's (renewed where it was sent, which replaces `remote`
+   * first) or the event stream's, met as it opens again after the remote restarted. A client that only
+   * listens (subscribed, waiting for updates) sends nothing that would renew the session, so the relay
+   * asks, in turn with the messages (unless one renewed meanwhile): a ping on the session. Only its 404
+   * renews: a server without event streams may answer their GET 404 too, and renewing on that alone
+   * would open session after session.
+   */
+  const renewInTurn = () => {
+    const gone = remote;
+    sending = sending.then(async () => {
+      if (remote !== gone || closing) return;
+      const id = `mcpmgr-relay-renewal-${renewalIds.size + 1}`;
+      renewalIds.add(id);
+      await remote.send({ jsonrpc: "2.0", id, method: "ping" }).catch(async (err: unknown) => {
+        if (sessionGone(err)) await renewSession(undefined);
+      });
+    });
+  };
   const wireRemote = () => {
     remote.onmessage = onRemoteMessage;
     remote.onerror = (err) => {
       // A refused initialize is dealt with where it was sent (answered, or translated for); an answer over
       // the bound was logged when it was cut; a forgotten session is renewed (renewSession), and says so.
-      if (pendingInitialize.size > 0 || err instanceof AnswerTooLarge || sessionGone(err)) return;
+      if (sessionGone(err)) return renewInTurn();
+      if (pendingInitialize.size > 0 || err instanceof AnswerTooLarge) return;
       log.warn(`remote: ${err.message}`);
     };
   };
@@ -352,51 +375,4 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     });
   }
   return { finished };
-}
-
-/**
- * The lists an initialize's answer says may change (`listChanged`): the client, told so, may be sent their
- * list_changed; of a list it was not told about (the server it met did not have it) it expects none.
- */
-function changingLists(answer: JSONRPCMessage): string[] {
-  const capabilities = (answer as { result?: { capabilities?: Record<string, unknown> } }).result?.capabilities;
-  return ["tools", "prompts", "resources"].filter(
-    (list) => (capabilities?.[list] as { listChanged?: unknown } | undefined)?.listChanged === true,
-  );
-}
-
-const firstLine = (err: unknown): string => errorMessage(err).split("\n")[0] ?? "";
-
-/**
- * The last answers written out, or failed (their write's error is emitted after it): waited for while
- * the stream holds them, for a second at most (a client that stopped reading), then a turn of the loop.
- */
-async function writtenOut(stdout: Writable): Promise<void> {
-  if (stdout.writableNeedDrain) {
-    let settle!: () => void;
-    const settled = new Promise<void>((resolve) => {
-      settle = resolve;
-    });
-    stdout.once("drain", settle);
-    stdout.once("error", settle);
-    await Promise.race([settled, Bun.sleep(1_000)]);
-    stdout.off("drain", settle);
-    stdout.off("error", settle);
-  }
-  await new Promise((resolve) => setImmediate(resolve));
-}
-
-/**
- * One line for a problem the transport reports with the input, worded for what it is. The SDK
- * reports JSON that is not a JSON-RPC message with its schema library's whole issue list (forty
- * lines of JSON for a `[]`); the client's log (Claude Desktop's) needs to know only that the line
- * was skipped, and why. A line past the transport's buffer ends the input; anything else (thrown
- * while a message was handled) is said as it is, not as a skipped line.
- */
-function inputProblem(err: Error): string {
-  if (Array.isArray((err as { issues?: unknown }).issues)) return "skipped a line that is not a JSON-RPC message";
-  if (err instanceof SyntaxError) return `skipped a line that is not JSON: ${firstLine(err)}`;
-  const tooLong = /^ReadBuffer exceeded maximum size of (\d+) bytes/.exec(err.message);
-  if (tooLong) return `a line longer than ${tooLong[1]} bytes: no more input is read`;
-  return firstLine(err);
 }
