@@ -306,3 +306,18 @@ test("a server that answers its event stream's GET with 404 (it has none) keeps 
   await client.ping();
   expect(member.sessionsOpened).toBe(1);
 });
+
+test("a remote that forgets every session at once: a quiet client's session is renewed a few times, not without end", async () => {
+  const member = startMemberServer({ name: "docs", tools: ["read"], forgetSessionsAfterMs: 200 });
+  stops.push(() => member.stop());
+  const client = await relayedClient(member.url);
+  // The client's session, then three renewals while it says nothing (each event stream ends, and its
+  // reopening meets the 404 about a second later).
+  await eventually(() => member.sessionsOpened >= 4, 20_000, "three renewals");
+  const opened = member.sessionsOpened;
+  // Three more reopenings' worth of time: none renews.
+  await Bun.sleep(4_000);
+  expect(member.sessionsOpened).toBe(opened);
+  // The client speaks again: its message renews the session and is answered.
+  expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("read");
+});

@@ -53,6 +53,8 @@ export interface StdioRelay {
 const DRAIN_MS = 30_000;
 /** How long a new session's initialize may take before the message that needed it fails. */
 const RENEWAL_MS = 30_000;
+/** How many times in a row a quiet client's session is renewed (renewInTurn) before its next message. */
+const QUIET_RENEWALS = 3;
 const LOST_ANSWER =
   "the remote ended the MCP session while this request was in progress (it restarted): its answer is lost, and whether it was carried out is not known";
 
@@ -124,6 +126,8 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
    * 400 until the AI client was restarted.
    */
   let sessionLost = false;
+  /** Sessions renewed (renewInTurn) since the client last sent a message. */
+  let quietRenewals = 0;
 
   /**
    * The remote answered 404 for the session: it ended it, as a workload does when it restarts (an
@@ -224,6 +228,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   };
 
   local.onmessage = (message: JSONRPCMessage) => {
+    quietRenewals = 0;
     const isRequest = "method" in message && "id" in message && message.id !== undefined;
     const version = isRequest ? modernVersionOf(message) : undefined;
     if (version !== undefined) {
@@ -318,7 +323,10 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   const renewInTurn = () => {
     const gone = remote;
     sending = sending.then(async () => {
-      if (remote !== gone || closing) return;
+      // Not again after a failed renewal (the next message tries), nor without end for a remote that
+      // forgets every session at once: a few while the client is quiet.
+      if (remote !== gone || closing || sessionLost || quietRenewals >= QUIET_RENEWALS) return;
+      quietRenewals++;
       const id = `mcpmgr-relay-renewal-${renewalIds.size + 1}`;
       renewalIds.add(id);
       await remote.send({ jsonrpc: "2.0", id, method: "ping" }).catch(async (err: unknown) => {
