@@ -86,28 +86,42 @@ const JSON_DEPTH = 2;
  * Every spelling of the values to look for, longest first (so a value that contains another one is
  * removed whole). Besides the value itself: its JSON string forms (a value with a quote, a backslash or a
  * line break is written escaped by a server that logs its settings as JSON, and escaped again in an audit
- * line's data; Python's json also escapes every non-ASCII character), and each line of a multi-line value
+ * line's data; Python's json also escapes every non-ASCII character, Go's `<`, `>` and `&`), and each line of a multi-line value
  * (a PEM key, a credentials file), which a server may print one write at a time, so that no chunk of its
  * output holds the whole value.
  */
 function spellings(values: Iterable<string | Secret>): string[] {
   const found = new Set<string>();
   const add = (text: string) => {
-    let spelling = text;
+    let level = [text];
     for (let depth = 0; depth <= JSON_DEPTH; depth++) {
-      if (spelling.length < MIN_REDACT_LENGTH) return;
-      found.add(spelling);
-      found.add(asciiOnly(spelling));
-      spelling = JSON.stringify(spelling).slice(1, -1);
+      const escaped = new Set<string>();
+      for (const spelling of level) {
+        if (spelling.length < MIN_REDACT_LENGTH) continue;
+        found.add(spelling);
+        escaped.add(JSON.stringify(spelling).slice(1, -1));
+      }
+      // JSON writers differ beyond JavaScript's: Python's escapes non-ASCII, Go's `<`, `>` and `&`.
+      level = [...new Set([...escaped].flatMap((spelling) => [spelling, asciiOnly(spelling), htmlSafe(spelling)]))];
     }
+  };
+  // A line is looked for without its indentation, and only when it has a letter or a digit: a credentials
+  // file's "    }," or an indented blank line is in every pretty-printed JSON and indented text.
+  const addLine = (line: string) => {
+    if (/[\p{L}\p{N}]/u.test(line)) add(line);
   };
   for (const value of values) {
     const text = value instanceof Secret ? value.reveal() : value;
     if (typeof text !== "string" || text.length < MIN_REDACT_LENGTH) continue;
     add(text);
-    if (/[\r\n]/.test(text)) for (const line of text.split(/\r?\n|\r/)) add(line);
+    if (/[\r\n]/.test(text)) for (const line of text.split(/\r?\n|\r/)) addLine(line.trim());
   }
   return [...found].sort((a, b) => b.length - a.length);
+}
+
+/** JSON text with `<`, `>` and `&` written as `\u003c`, `\u003e`, `\u0026`, as Go's encoding/json writes them by default. */
+function htmlSafe(text: string): string {
+  return text.replace(/[<>&\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /** JSON text with every character beyond ASCII written as `\uXXXX`, as Python's json.dumps writes it by default. */

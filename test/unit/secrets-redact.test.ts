@@ -45,6 +45,14 @@ describe("redact", () => {
     expect(redact(JSON.stringify({ env: JSON.stringify({ TOKEN: value }) }), [value])).not.toContain("end");
   });
 
+  test("a value with < > & as Go's encoding/json writes it (\\u0026), also inside an audit line's JSON", () => {
+    const value = "a&b<c>d-é-x";
+    // What json.Marshal(map[string]string{"TOKEN": value}) prints (Go 1.2x): HTML-safe escapes, UTF-8 kept.
+    const goLine = '{"TOKEN":"a\\u0026b\\u003cc\\u003ed-é-x"}';
+    expect(redact(`config ${goLine}`, [value])).toBe(`config {"TOKEN":"${REDACTED}"}`);
+    expect(redactor([new Secret(value)])(JSON.stringify({ text: goLine }))).not.toContain("u0026b");
+  });
+
   test("each line of a multi-line value, which a server may print one write at a time", () => {
     const key =
       "-----BEGIN KEY-----\r\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\r\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUA\r\n-----END KEY-----";
@@ -53,6 +61,18 @@ describe("redact", () => {
     expect(redact(key, [key])).toBe(REDACTED);
     // Lines too short to be told from ordinary text are left, as short values are.
     expect(redact("a {\n}", ['{\n  "k": "v-0123456789"\n}'])).toBe("a {\n}");
+  });
+
+  test("a line of a multi-line value that is only indentation and punctuation is not a spelling of it", () => {
+    // A credentials file written with 4-space indents: its "    }," and blank indented lines are in
+    // every pretty-printed JSON a server logs, and in any indented text.
+    const credentials =
+      '{\n    "type": "service_account",\n    "nested": {\n        "a": "b"\n    },\n    \n    "k": "v-0123"\n}';
+    const logged = '{\n    "result": {\n        "ok": true\n    },\n    "x": 1\n}';
+    expect(redact(logged, [credentials])).toBe(logged);
+    expect(redactor([credentials])("    indented    text")).toBe("    indented    text");
+    // Its lines that say something are still found, whatever their indentation in the output.
+    expect(redact('  "type": "service_account",', [credentials])).toBe(`  ${REDACTED}`);
   });
 
   test("no values, text unchanged; redactor binds a set", () => {

@@ -28,6 +28,8 @@ import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { refuseRedirects } from "./no-redirects.ts";
 import { modernVersionOf } from "./request-headers.ts";
+import { changingLists, sessionSetup } from "./session-setup.ts";
+import { firstLine, inputProblem, writtenOut } from "./stdio-ends.ts";
 import type { JsonRpcRequest } from "../mcp-message.ts";
 import { StatelessRequests } from "./stateless-requests.ts";
 
@@ -51,6 +53,10 @@ export interface StdioRelay {
 const DRAIN_MS = 30_000;
 /** How long a new session's initialize may take before the message that needed it fails. */
 const RENEWAL_MS = 30_000;
+/** How many times in a row a quiet client's session is renewed (renewInTurn) before its next message. */
+const QUIET_RENEWALS = 3;
+const LOST_ANSWER =
+  "the remote ended the MCP session while this request was in progress (it restarted): its answer is lost, and whether it was carried out is not known";
 
 export async function startStdioRelay(options: StdioRelayOptions): Promise<StdioRelay> {
   const { target, log } = options;
@@ -102,23 +108,47 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   let sending: Promise<void> = Promise.resolve();
   /** Set once a 2025-era client is served in front of a remote that speaks only 2026-07-28. */
   let translation: LegacyClientTranslation | undefined;
-  /** The client's initialize the remote accepted, and whether it sent `notifications/initialized`: replayed by renewSession. */
-  let opened: { initialize: JSONRPCMessage; initialized: boolean } | undefined;
+  /**
+   * The client's initialize the remote accepted, whether it sent `notifications/initialized` (both replayed by
+   * renewSession), and the lists the answer it got said may change.
+   */
+  let opened: { initialize: JSONRPCMessage; initialized: boolean; lists: readonly string[] } | undefined;
   /** The answer renewSession waits for: its own initialize's, never passed to the client. */
   let renewal: { id: string; answered: (message: JSONRPCMessage) => void } | undefined;
-  let renewals = 0;
+  /** The ids renewSession gave its initializes: an answer that comes after its wait is dropped too. */
+  const renewalIds = new Set<string>();
+  /** The log level and subscriptions the client set up: set up again in a renewed session. */
+  const setup = sessionSetup();
+  /**
+   * Set while the remote's session is gone and no new one could be opened (the remote answered the new
+   * initialize with an error, or not at all, as a workload still restarting may): the next message
+   * tries again first. Without it the relay sent on without a session, and every later message met a
+   * 400 until the AI client was restarted.
+   */
+  let sessionLost = false;
+  /** Sessions renewed (renewInTurn) since the client last sent a message. */
+  let quietRenewals = 0;
 
   /**
    * The remote answered 404 for the session: it ended it, as a workload does when it restarts (an
    * upgrade, a crash, `mcpmgr restart`). An HTTP client then opens a new session; the stdio client
    * cannot (its session is the relay's life, until its AI client is restarted), so the relay does,
    * with the client's own initialize and initialized, and the message that met the 404 is sent again.
-   * What the old session held (subscriptions, a log level) is not replayed. A list_changed per list
-   * the new server says may change tells the client to read its lists again (an upgrade may change
-   * them). Returns false when no new session could be opened: the message's own error stands.
+   * What the client set up in the old session (a log level, subscriptions) is set up again. A
+   * list_changed per list the client was told may change tells it to read them again (an upgrade may
+   * change them). Returns why no new session could be opened, or undefined once one is.
    */
-  const renewSession = async (): Promise<boolean> => {
-    if (opened === undefined || closing) return false;
+  const renewSession = async (current: string | number | undefined): Promise<string | undefined> => {
+    if (opened === undefined || closing) return "the relay is closing";
+    sessionLost = true;
+    // The requests still waiting on the old session never get their answers (its streams went with it):
+    // answered now, not sent again (a tool call may have been carried out), so the client does not
+    // wait for its own timeout, nor the relay its drain at the end of input.
+    for (const waiting of [...inFlight]) {
+      if (waiting === current) continue;
+      inFlight.delete(waiting);
+      void local.send({ jsonrpc: "2.0", id: waiting, error: { code: -32000, message: LOST_ANSWER } });
+    }
     const previous = remote;
     previous.onmessage = undefined;
     previous.onerror = undefined;
@@ -126,7 +156,8 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     wireRemote();
     await previous.close().catch(() => {});
     await remote.start();
-    const id = `mcpmgr-relay-renewal-${++renewals}`;
+    const id = `mcpmgr-relay-renewal-${renewalIds.size + 1}`;
+    renewalIds.add(id);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const answer = new Promise<JSONRPCMessage | undefined>((resolve) => {
       renewal = { id, answered: resolve };
@@ -135,24 +166,37 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     try {
       await remote.send({ ...opened.initialize, id } as JSONRPCMessage);
       const answered = await answer;
-      if (answered === undefined || !("result" in answered)) return false;
-      const result = answered.result as { protocolVersion?: unknown; capabilities?: Record<string, unknown> };
+      if (answered === undefined) return failed(`no answer to a new session's initialize in ${RENEWAL_MS / 1000} s`);
+      if (!("result" in answered))
+        return failed(
+          `the new session's initialize was refused: ${JSON.stringify((answered as { error?: unknown }).error)}`,
+        );
+      const result = answered.result as { protocolVersion?: unknown };
       if (typeof result.protocolVersion === "string") remote.setProtocolVersion(result.protocolVersion);
       if (opened.initialized) await remote.send({ jsonrpc: "2.0", method: "notifications/initialized" });
-      log.info("the remote ended the MCP session (it restarted): mcpmgr opened a new one for this client");
-      for (const list of ["tools", "prompts", "resources"]) {
-        const capability = result.capabilities?.[list] as { listChanged?: unknown } | undefined;
-        if (capability?.listChanged === true)
-          void local.send({ jsonrpc: "2.0", method: `notifications/${list}/list_changed` });
+      // Their answers are the relay's own (dropped, as the initialize's): the client had its answers.
+      for (const request of setup.replay()) {
+        const again = `mcpmgr-relay-renewal-${renewalIds.size + 1}`;
+        renewalIds.add(again);
+        await remote.send({ ...request, id: again } as JSONRPCMessage).catch((err: unknown) => {
+          log.warn(`remote: could not set up the new MCP session as the old one: ${errorMessage(err)}`);
+        });
       }
-      return true;
+      sessionLost = false;
+      log.info("the remote ended the MCP session (it restarted): mcpmgr opened a new one for this client");
+      for (const list of opened.lists)
+        void local.send({ jsonrpc: "2.0", method: `notifications/${list}/list_changed` });
+      return undefined;
     } catch (err) {
-      log.warn(`remote: could not open a new MCP session: ${errorMessage(err)}`);
-      return false;
+      return failed(errorMessage(err));
     } finally {
       clearTimeout(timer);
       renewal = undefined;
     }
+  };
+  const failed = (why: string): string => {
+    log.warn(`remote: could not open a new MCP session: ${why}`);
+    return `the remote ended the MCP session and a new one could not be opened: ${why}`;
   };
   /** A 404 for a session the remote had given: it forgot the session. */
   const sessionGone = (err: unknown) =>
@@ -184,6 +228,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   };
 
   local.onmessage = (message: JSONRPCMessage) => {
+    quietRenewals = 0;
     const isRequest = "method" in message && "id" in message && message.id !== undefined;
     const version = isRequest ? modernVersionOf(message) : undefined;
     if (version !== undefined) {
@@ -204,15 +249,23 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       if (id !== undefined && "method" in message && message.method === "initialize")
         pendingInitialize.set(id, message);
       if (id !== undefined) inFlight.add(id);
-      if (opened !== undefined && "method" in message && message.method === "notifications/initialized")
-        opened.initialized = true;
+      const isInitialized = "method" in message && message.method === "notifications/initialized";
+      if (opened !== undefined && isInitialized) opened.initialized = true;
       try {
+        // A session lost earlier, and not opened again then: tried again before this message goes.
+        const notRenewed = sessionLost && !pendingInitialize.has(id ?? "") ? await renewSession(id) : undefined;
+        if (notRenewed !== undefined) throw new Error(notRenewed);
         try {
           await remote.send(message);
         } catch (err) {
-          if (!sessionGone(err) || !(await renewSession())) throw err;
-          await remote.send(message);
+          if (!sessionGone(err)) throw err;
+          const why = await renewSession(id);
+          if (why !== undefined) throw new Error(why);
+          // The renewal sent the client's initialized itself: twice, the transport would open a second
+          // event stream, which the remote refuses (409).
+          if (!isInitialized) await remote.send(message);
         }
+        setup.noteSent(message);
       } catch (err) {
         const text = errorMessage(err);
         if (id === undefined) return log.warn(`could not deliver a message to the remote: ${text}`);
@@ -239,7 +292,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   };
   const onRemoteMessage = (message: JSONRPCMessage) => {
     const id = !("method" in message) && "id" in message ? message.id : undefined;
-    if (renewal !== undefined && id === renewal.id) return renewal.answered(message);
+    if (typeof id === "string" && renewalIds.has(id)) return renewal?.id === id ? renewal.answered(message) : undefined;
     if (id !== undefined) inFlight.delete(id);
     const initialize = id !== undefined ? pendingInitialize.get(id) : undefined;
     if (id !== undefined && initialize !== undefined) {
@@ -252,16 +305,42 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       const version =
         "result" in message ? (message.result as { protocolVersion?: unknown }).protocolVersion : undefined;
       if (typeof version === "string") remote.setProtocolVersion(version);
-      if ("result" in message) opened = { initialize, initialized: false };
+      if ("result" in message) {
+        opened = { initialize, initialized: false, lists: changingLists(message) };
+        sessionLost = false;
+      }
     }
     void local.send(message);
+  };
+  /**
+   * A 404 seen by the transport itself: a request's (renewed where it was sent, which replaces `remote`
+   * first) or the event stream's, met as it opens again after the remote restarted. A client that only
+   * listens (subscribed, waiting for updates) sends nothing that would renew the session, so the relay
+   * asks, in turn with the messages (unless one renewed meanwhile): a ping on the session. Only its 404
+   * renews: a server without event streams may answer their GET 404 too, and renewing on that alone
+   * would open session after session.
+   */
+  const renewInTurn = () => {
+    const gone = remote;
+    sending = sending.then(async () => {
+      // Not again after a failed renewal (the next message tries), nor without end for a remote that
+      // forgets every session at once: a few while the client is quiet.
+      if (remote !== gone || closing || sessionLost || quietRenewals >= QUIET_RENEWALS) return;
+      quietRenewals++;
+      const id = `mcpmgr-relay-renewal-${renewalIds.size + 1}`;
+      renewalIds.add(id);
+      await remote.send({ jsonrpc: "2.0", id, method: "ping" }).catch(async (err: unknown) => {
+        if (sessionGone(err)) await renewSession(undefined);
+      });
+    });
   };
   const wireRemote = () => {
     remote.onmessage = onRemoteMessage;
     remote.onerror = (err) => {
       // A refused initialize is dealt with where it was sent (answered, or translated for); an answer over
       // the bound was logged when it was cut; a forgotten session is renewed (renewSession), and says so.
-      if (pendingInitialize.size > 0 || err instanceof AnswerTooLarge || sessionGone(err)) return;
+      if (sessionGone(err)) return renewInTurn();
+      if (pendingInitialize.size > 0 || err instanceof AnswerTooLarge) return;
       log.warn(`remote: ${err.message}`);
     };
   };
@@ -304,40 +383,4 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     });
   }
   return { finished };
-}
-
-const firstLine = (err: unknown): string => errorMessage(err).split("\n")[0] ?? "";
-
-/**
- * The last answers written out, or failed (their write's error is emitted after it): waited for while
- * the stream holds them, for a second at most (a client that stopped reading), then a turn of the loop.
- */
-async function writtenOut(stdout: Writable): Promise<void> {
-  if (stdout.writableNeedDrain) {
-    let settle!: () => void;
-    const settled = new Promise<void>((resolve) => {
-      settle = resolve;
-    });
-    stdout.once("drain", settle);
-    stdout.once("error", settle);
-    await Promise.race([settled, Bun.sleep(1_000)]);
-    stdout.off("drain", settle);
-    stdout.off("error", settle);
-  }
-  await new Promise((resolve) => setImmediate(resolve));
-}
-
-/**
- * One line for a problem the transport reports with the input, worded for what it is. The SDK
- * reports JSON that is not a JSON-RPC message with its schema library's whole issue list (forty
- * lines of JSON for a `[]`); the client's log (Claude Desktop's) needs to know only that the line
- * was skipped, and why. A line past the transport's buffer ends the input; anything else (thrown
- * while a message was handled) is said as it is, not as a skipped line.
- */
-function inputProblem(err: Error): string {
-  if (Array.isArray((err as { issues?: unknown }).issues)) return "skipped a line that is not a JSON-RPC message";
-  if (err instanceof SyntaxError) return `skipped a line that is not JSON: ${firstLine(err)}`;
-  const tooLong = /^ReadBuffer exceeded maximum size of (\d+) bytes/.exec(err.message);
-  if (tooLong) return `a line longer than ${tooLong[1]} bytes: no more input is read`;
-  return firstLine(err);
 }
