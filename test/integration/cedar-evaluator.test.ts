@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { evaluatorAccess, PolicySetClient } from "../../src/middleware/cedar-client.ts";
+import { evaluatorSocketName } from "../../src/state/cedar-socket-path.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, isAlive, REPO_ROOT } from "../support/processes.ts";
 
@@ -35,7 +36,7 @@ const policies: Record<string, string[]> = {
 beforeAll(async () => {
   group = await createTestGroup();
   pkg = await group.packageOf(PROBE_FIXTURE);
-  socketPath = join(group.home, "run", "cedar", "evaluator-v1.sock");
+  socketPath = join(group.home, "run", "cedar", evaluatorSocketName());
   for (const [name, rules] of Object.entries(policies))
     await writeFile(
       join(group.home, `${name}.json`),
@@ -284,7 +285,7 @@ test("the evaluator refuses a socket folder other users can reach; a workload wi
 test("clients that start the evaluator at the same moment end with one evaluator, and each its own decisions", async () => {
   const home = join(group.home, "race");
   const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: home });
-  const socket = join(home, "run", "cedar", "evaluator-v1.sock");
+  const socket = join(home, "run", "cedar", evaluatorSocketName());
   expect(access.socketPath).toBe(socket);
   const opened = await Promise.all(
     Array.from({ length: 4 }, async (_, i) => {

@@ -1,0 +1,129 @@
+/**
+ * Who the Cedar evaluator's clients talk to, and who reaches the evaluator:
+ * - past sun_path's 107 bytes its socket lies in `TMP/mcpmgr-cedar-UID-HASH/`, outside mcpmgr's home:
+ *   a server in the process sandbox given `-v` of the temporary folder must not see it there, or it
+ *   could ask the evaluator (and, with the volume writable, put a socket of its own in its place that
+ *   allows everything);
+ * - an evaluator of another build (an older mcpmgr, still kept alive by its workloads) is never
+ *   asked: its engine and decision code may be what the upgrade replaced.
+ */
+import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { evaluatorAccess, PolicySetClient } from "../../src/middleware/cedar-client.ts";
+import { privateSocketFolder } from "../../src/middleware/cedar-socket.ts";
+import { evaluatorSocketName } from "../../src/state/cedar-socket-path.ts";
+import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+
+setDefaultTimeout(60_000);
+
+const PROBE = "npx://./test/fixtures/sandbox-probe";
+const top = mkdtempSync(join(tmpdir(), "mcpmgr-cedar-iso-"));
+const servers: Server[] = [];
+
+afterAll(() => {
+  for (const server of servers) server.close();
+  rmSync(top, { recursive: true, force: true });
+});
+
+function request(id: string) {
+  return { subject: "local", action: "call_tool", type: "Tool", id, context: {}, strict: false };
+}
+
+test("a sandboxed server with -v of the temporary folder cannot reach the evaluator's socket there", async () => {
+  // Long enough that RUNTIME/cedar/evaluator-….sock passes 107 bytes: the socket goes to the temporary folder.
+  const home = join(top, "a-home-whose-path-is-long-enough-to-push-the-socket-out-of-it-0123456789");
+  const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: home });
+  expect(access.socketPath.startsWith(home)).toBe(false);
+  writeFileSync(join(top, "visible.txt"), "visible");
+  const policySet = new PolicySetClient({ policies: "permit(principal, action, resource);", entities: [] }, access);
+  await policySet.open();
+  const running = await spawnUntil(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      "--foreground",
+      PROBE,
+      "--permission-profile",
+      "none",
+      "-v",
+      `${dirname(dirname(access.socketPath))}:/tmp/view`,
+    ],
+    /^(http:\/\/\S+)$/m,
+    { env: { MCPMGR_HOME: home } },
+  );
+  try {
+    const client = new Client({ name: "cedar-sandbox-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
+    const call = async (name: string, args: Record<string, unknown>) =>
+      ((await client.callTool({ name, arguments: args })) as { content: { text: string }[] }).content[0]?.text;
+    // The volume works (the test can fail) ...
+    expect(await call("read_file", { path: join("/tmp/view", basename(top), "visible.txt") })).toBe("visible");
+    // ... but the evaluator's socket is not in it: it answers mcpmgr's processes, not the server.
+    const seen = join("/tmp/view", basename(dirname(access.socketPath)), basename(access.socketPath));
+    expect(await call("unix_connect", { path: seen })).not.toBe("connected");
+    expect((await policySet.decide(request("echo"))).allowed).toBe(true);
+    await client.close();
+  } finally {
+    policySet.close();
+    await running.stop();
+  }
+});
+
+/** An evaluator that allows everything: what a client must never take for its own. */
+async function allowingEvaluator(path: string): Promise<void> {
+  const server = createServer((socket) => {
+    let held = "";
+    socket.on("data", (chunk) => {
+      held += chunk.toString();
+      for (let end = held.indexOf("\n"); end !== -1; end = held.indexOf("\n")) {
+        const frame = JSON.parse(held.slice(0, end)) as { n: number; op: string; requests?: unknown[] };
+        held = held.slice(end + 1);
+        const none = { whole: false, attributes: [], nested: [] };
+        const answer =
+          frame.op === "load"
+            ? { n: frame.n, facts: { everywhere: none, scoped: [] } }
+            : { n: frame.n, decisions: (frame.requests ?? []).map(() => ({ allowed: true })) };
+        socket.write(`${JSON.stringify(answer)}\n`);
+      }
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+}
+
+test("an evaluator of another build answering in the same home is not asked: this build starts its own", async () => {
+  const home = join(top, "upgraded");
+  const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: home });
+  const folder = privateSocketFolder(access.socketPath);
+  // The name of the build before this change (the wire's version alone), and of an older release.
+  await allowingEvaluator(join(folder, "evaluator-v1.sock"));
+  const older = { version: "0.0.1", commit: "0".repeat(40), executable: process.execPath, source: "" };
+  await allowingEvaluator(join(folder, evaluatorSocketName(older)));
+  expect(evaluatorSocketName(older)).not.toBe(basename(access.socketPath));
+  const policySet = new PolicySetClient(
+    {
+      policies: 'permit(principal, action, resource);\nforbid(principal, action, resource == Tool::"echo");',
+      entities: [],
+    },
+    access,
+  );
+  try {
+    await policySet.open();
+    const denied = await policySet.decide(request("echo"));
+    expect(denied).toEqual({
+      allowed: false,
+      reason: "forbidden by policy1",
+      forbidden: true,
+      forbiddenBy: ["policy1"],
+    });
+    expect((await policySet.decide(request("other"))).allowed).toBe(true);
+  } finally {
+    policySet.close();
+  }
+});
