@@ -5,10 +5,21 @@
  *   could ask the evaluator (and, with the volume writable, put a socket of its own in its place that
  *   allows everything);
  * - an evaluator of another build (an older mcpmgr, still kept alive by its workloads) is never
- *   asked: its engine and decision code may be what the upgrade replaced.
+ *   asked: its engine and decision code may be what the upgrade replaced;
+ * - a process whose executable an upgrade replaced on disk still gets an evaluator when its own died.
  */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
@@ -17,6 +28,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { evaluatorAccess, PolicySetClient } from "../../src/middleware/cedar-client.ts";
 import { privateSocketFolder } from "../../src/middleware/cedar-socket.ts";
 import { evaluatorSocketName } from "../../src/state/cedar-socket-path.ts";
+import { until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
@@ -125,5 +137,62 @@ test("an evaluator of another build answering in the same home is not asked: thi
     expect((await policySet.decide(request("other"))).allowed).toBe(true);
   } finally {
     policySet.close();
+  }
+});
+
+/** Pids of evaluators whose socket lies under `under`, by their command line. */
+function evaluatorsUnder(under: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const argv = (() => {
+      try {
+        return readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      } catch {
+        return [];
+      }
+    })();
+    const at = argv.indexOf("__cedar-evaluator");
+    if (at !== -1 && argv[at + 1]?.startsWith(under)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+test("a run whose executable was replaced in place (an upgrade) still starts its evaluator after it died", async () => {
+  const dir = join(top, "upgraded-in-place");
+  mkdirSync(dir);
+  const executable = join(dir, "bun");
+  copyFileSync(process.execPath, executable);
+  chmodSync(executable, 0o755);
+  const home = join(dir, "home");
+  const policies = join(dir, "authz.json");
+  writeFileSync(
+    policies,
+    JSON.stringify({ version: "1.0", type: "cedarv1", cedar: { policies: ["permit(principal, action, resource);"] } }),
+  );
+  const running = await spawnUntil(
+    [executable, CLI_ENTRY, "run", "--foreground", PROBE, "--permission-profile", "none", "--authz-config", policies],
+    /^(http:\/\/\S+)$/m,
+    { env: { MCPMGR_HOME: home } },
+  );
+  try {
+    const client = new Client({ name: "cedar-upgrade-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(running.match[1] as string)));
+    const call = async (name: string, args: Record<string, unknown>) =>
+      ((await client.callTool({ name, arguments: args })) as { content: { text: string }[] }).content[0]?.text;
+    expect(await call("read_file", { path: "/etc/hostname" })).toBeString();
+    // The upgrade: a new file renamed over the executable, as package managers do.
+    copyFileSync(process.execPath, `${executable}.new`);
+    chmodSync(`${executable}.new`, 0o755);
+    renameSync(`${executable}.new`, executable);
+    const [pid] = evaluatorsUnder(dir);
+    expect(pid).toBeDefined();
+    process.kill(pid as number, "SIGKILL");
+    // A question not remembered: asked of a new evaluator, which the running build must be able to start.
+    const decided = async () => /^\d+$/.test((await call("fs_size", { path: "/" }).catch(String)) ?? "");
+    expect(await until(decided, 15_000)).toBe(true);
+    await client.close();
+  } finally {
+    await running.stop();
   }
 });
