@@ -42,7 +42,7 @@ export interface EvaluatorAccess {
 
 /** The evaluator of this environment's mcpmgr home, started from this executable. */
 export function evaluatorAccess(env: NodeJS.ProcessEnv = process.env): EvaluatorAccess {
-  const socketPath = evaluatorSocketPath(resolvePaths(env));
+  const socketPath = evaluatorSocketPath(resolvePaths(env), process.getuid?.(), env);
   return { socketPath, start: () => startEvaluator(socketPath, env) };
 }
 

@@ -1,10 +1,11 @@
 /**
  * The Cedar evaluator's socket folder (the path: state/cedar-socket-path.ts, `RUNTIME/cedar/` of the
- * home or `TMP/mcpmgr-cedar-UID-HASH/`). Whoever can connect to the socket can ask decisions of every
- * workload's policies and could stand in for the evaluator (and hand out "allow"), so its folder must
- * be this user's alone: owned by this user, no access for group or others, not a link, and its way up
- * out of other users' reach. The evaluator refuses to start in any other folder, and a client refuses
- * to connect to one. The servers mcpmgr starts do not see it (runtime/host-paths.ts hides it).
+ * home, or `mcpmgr-cedar-UID-HASH/` in `$XDG_RUNTIME_DIR` or the temporary folder). Whoever can
+ * connect to the socket can ask decisions of every workload's policies and could stand in for the
+ * evaluator (and hand out "allow"), so its folder must be this user's alone: owned by this user, no
+ * access for group or others, not a link, and its way up out of other users' reach. The evaluator
+ * refuses to start in any other folder, and a client refuses to connect to one. The servers mcpmgr
+ * starts do not see it (runtime/host-paths.ts hides it).
  */
 import { lstatSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";

@@ -53,7 +53,7 @@ export function isWithin(inner: string, outer: string): boolean {
 export function mcpmgrProtectedDirs(env: Env = process.env): string[] {
   const paths = resolvePaths(env);
   const home = env.MCPMGR_HOME ? [resolve(env.MCPMGR_HOME)] : [];
-  const cedar = dirname(evaluatorSocketPath(paths));
+  const cedar = dirname(evaluatorSocketPath(paths, process.getuid?.(), env));
   const dirs = [...home, paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir];
   if (!isWithin(cedar, paths.runtimeDir)) dirs.push(cedar);
   const real: string[] = [];

@@ -6,11 +6,14 @@
  *   allows everything);
  * - an evaluator of another build (an older mcpmgr, still kept alive by its workloads) is never
  *   asked: its engine and decision code may be what the upgrade replaced;
- * - a process whose executable an upgrade replaced on disk still gets an evaluator when its own died.
+ * - a process whose executable an upgrade replaced on disk still gets an evaluator when its own died;
+ * - another user cannot stop a long home's evaluator by making its temporary folder first, when the
+ *   user has a runtime folder of their own (XDG_RUNTIME_DIR).
  */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import {
   chmodSync,
+  chownSync,
   copyFileSync,
   mkdirSync,
   mkdtempSync,
@@ -27,7 +30,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { evaluatorAccess, PolicySetClient } from "../../src/middleware/cedar-client.ts";
 import { privateSocketFolder } from "../../src/middleware/cedar-socket.ts";
-import { evaluatorSocketName } from "../../src/state/cedar-socket-path.ts";
+import { evaluatorSocketName, evaluatorSocketPath } from "../../src/state/cedar-socket-path.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
 import { until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
 
@@ -194,5 +198,25 @@ test("a run whose executable was replaced in place (an upgrade) still starts its
     await client.close();
   } finally {
     await running.stop();
+  }
+});
+
+test("a folder another user made first at the temporary place does not stop a home whose user has a runtime folder", async () => {
+  const home = join(top, "another-home-whose-path-is-long-enough-to-push-the-socket-out-of-it-01234567");
+  const runtime = join(top, "xdg-runtime");
+  mkdirSync(runtime, { mode: 0o700 });
+  // Where the socket goes without a runtime folder of the user's: another user (uid 65534) made it first.
+  const squatted = dirname(evaluatorSocketPath(resolvePaths({ MCPMGR_HOME: home }), process.getuid?.(), {}));
+  mkdirSync(squatted, { mode: 0o755 });
+  chownSync(squatted, 65534, 65534);
+  const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: home, XDG_RUNTIME_DIR: runtime });
+  const policySet = new PolicySetClient({ policies: "permit(principal, action, resource);", entities: [] }, access);
+  try {
+    await policySet.open();
+    expect((await policySet.decide(request("echo"))).allowed).toBe(true);
+    expect(dirname(dirname(access.socketPath))).toBe(runtime);
+  } finally {
+    policySet.close();
+    rmSync(squatted, { recursive: true, force: true });
   }
 });
