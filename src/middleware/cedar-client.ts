@@ -42,7 +42,7 @@ export interface EvaluatorAccess {
 
 /** The evaluator of this environment's mcpmgr home, started from this executable. */
 export function evaluatorAccess(env: NodeJS.ProcessEnv = process.env): EvaluatorAccess {
-  const socketPath = evaluatorSocketPath(resolvePaths(env));
+  const socketPath = evaluatorSocketPath(resolvePaths(env), process.getuid?.(), env);
   return { socketPath, start: () => startEvaluator(socketPath, env) };
 }
 
@@ -148,11 +148,15 @@ export class PolicySetClient {
     if (Buffer.byteLength(requests) > MAX_FRAME_BYTES - 64) return deny("the request's context is too large to send");
     let answer: EvaluatorFrame;
     try {
-      const socket = await this.#ready();
+      // One budget for the connection and the answer: a stuck evaluator accepts connections (the
+      // kernel does) and never answers the load, whose own timeout is for large sets; the load goes
+      // on for the next questions.
+      const deadline = Date.now() + ANSWER_TIMEOUT_MS;
+      const socket = await withinTimeout(this.#ready(), ANSWER_TIMEOUT_MS);
       answer = await this.#exchange(
         socket,
         (n) => `{"op":"decide","n":${n},"requests":${requests}}`,
-        ANSWER_TIMEOUT_MS,
+        Math.max(deadline - Date.now(), 1),
       );
     } catch (err) {
       return deny(errorMessage(err));
@@ -271,6 +275,19 @@ export class PolicySetClient {
       socket.write(`${frame(n)}\n`);
     });
   }
+}
+
+/** `promise`, or a rejection after `ms` (its own outcome then goes unobserved, not unhandled). */
+function withinTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  promise.catch(() => {});
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`the evaluator did not answer within ${ANSWER_TIMEOUT_MS / 1000} s`)),
+      ms,
+    );
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** A connection to the socket, or undefined when nobody answers there. */

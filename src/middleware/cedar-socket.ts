@@ -1,38 +1,18 @@
 /**
- * Where the Cedar evaluator of one user (of one mcpmgr home) listens: `RUNTIME/cedar/evaluator-v1.sock`
- * (runtimeDir: `$XDG_RUNTIME_DIR/mcpmgr`, or `MCPMGR_HOME/run`). A Unix socket's path holds at most
- * 107 bytes on Linux (103 on macOS); past that it is `TMP/mcpmgr-cedar-UID-HASH/evaluator-v1.sock`, named
- * after the runtime folder so that each home still has its own evaluator. `v1` is the wire's version
- * (cedar-wire.ts `WIRE_VERSION`): clients speak only to an evaluator that reads their frames.
- *
- * Whoever can connect to the socket can ask decisions of every workload's policies and could stand in
- * for the evaluator (and hand out "allow"), so its folder must be this user's alone: owned by this
- * user, no access for group or others, not a link, and its way up out of other users' reach. The
- * evaluator refuses to start in any other folder, and a client refuses to connect to one.
+ * The Cedar evaluator's socket folder (the path: state/cedar-socket-path.ts, `RUNTIME/cedar/` of the
+ * home, or `mcpmgr-cedar-UID-HASH/` in `$XDG_RUNTIME_DIR` or the temporary folder). Whoever can
+ * connect to the socket can ask decisions of every workload's policies and could stand in for the
+ * evaluator (and hand out "allow"), so its folder must be this user's alone: owned by this user, no
+ * access for group or others, not a link, and its way up out of other users' reach. The evaluator
+ * refuses to start in any other folder, and a client refuses to connect to one. The servers mcpmgr
+ * starts do not see it (runtime/host-paths.ts hides it).
  */
 import { lstatSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { McpmgrError } from "../errors.ts";
-import type { McpmgrPaths } from "../state/paths.ts";
 import { assertPrivateFolders } from "../state/private-dirs.ts";
-import { WIRE_VERSION } from "./cedar-wire.ts";
 
-/** sun_path's 108 bytes on Linux, one of them the terminating NUL; macOS has 104. */
-const MAX_SOCKET_PATH_BYTES = process.platform === "linux" ? 107 : 103;
-const SOCKET_NAME = `evaluator-v${WIRE_VERSION}.sock`;
-
-/** The evaluator's socket path for this mcpmgr home. */
-export function evaluatorSocketPath(paths: McpmgrPaths, uid: number | undefined = process.getuid?.()): string {
-  const preferred = join(paths.runtimeDir, "cedar", SOCKET_NAME);
-  if (Buffer.byteLength(preferred) <= MAX_SOCKET_PATH_BYTES) return preferred;
-  const folder = `mcpmgr-cedar-${uid ?? "user"}-${Bun.hash(paths.runtimeDir).toString(16)}`;
-  for (const base of [tmpdir(), "/tmp"]) {
-    const path = join(base, folder, SOCKET_NAME);
-    if (Buffer.byteLength(path) <= MAX_SOCKET_PATH_BYTES) return path;
-  }
-  return join("/tmp", folder, SOCKET_NAME);
-}
+export { evaluatorSocketPath } from "../state/cedar-socket-path.ts";
 
 /** Why `dir` is not this user's alone, if it is not (a missing folder is nobody's yet: undefined). */
 function notPrivate(dir: string, uid: number): string | undefined {

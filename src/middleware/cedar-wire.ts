@@ -10,10 +10,11 @@
 import type { CedarValue } from "./cedar-context.ts";
 
 /**
- * The frames' version, in the socket's name (cedar-socket.ts): a client after an upgrade that changes
- * them starts an evaluator of its own instead of speaking to the old one. Raised with any change here.
+ * The frames' version, in the socket's name (state/cedar-socket-path.ts): a client after an upgrade
+ * that changes them starts an evaluator of its own instead of speaking to the old one. Raised with
+ * any change here (it lives there: the runtimes, below this layer, compute the socket's folder).
  */
-export const WIRE_VERSION = 1;
+export { WIRE_VERSION } from "../state/cedar-socket-path.ts";
 
 /** The longest line either side reads: the policy file (at most 16 MiB) with room to spare. */
 export const MAX_FRAME_BYTES = 40 * 2 ** 20;

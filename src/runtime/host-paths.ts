@@ -5,8 +5,9 @@
  * under whatever name the mount shows them.
  */
 import { mkdirSync, realpathSync } from "node:fs";
-import { isAbsolute, posix, relative, resolve, sep } from "node:path";
+import { dirname, isAbsolute, posix, relative, resolve, sep } from "node:path";
 import { errorMessage, McpmgrError } from "../errors.ts";
+import { evaluatorSocketPath } from "../state/cedar-socket-path.ts";
 import { type Env, resolvePaths } from "../state/paths.ts";
 
 /** A mount whose host side is a real path (no symlink in it). */
@@ -43,14 +44,18 @@ export function isWithin(inner: string, outer: string): boolean {
 }
 
 /**
- * mcpmgr's directories as real paths: MCPMGR_HOME itself when set, and the config, data,
- * state, runtime and log directories. They are created (0700) when missing, so a mount of
- * their parent cannot show one that appears after the server started.
+ * mcpmgr's directories as real paths: MCPMGR_HOME itself when set, the config, data, state,
+ * runtime and log directories, and the Cedar evaluator's socket folder when a long runtime path
+ * puts it in the temporary folder (state/cedar-socket-path.ts; a server reaching that socket could
+ * stand in for the evaluator and allow everything). They are created (0700) when missing, so a
+ * mount of their parent cannot show one that appears after the server started.
  */
 export function mcpmgrProtectedDirs(env: Env = process.env): string[] {
   const paths = resolvePaths(env);
   const home = env.MCPMGR_HOME ? [resolve(env.MCPMGR_HOME)] : [];
+  const cedar = dirname(evaluatorSocketPath(paths, process.getuid?.(), env));
   const dirs = [...home, paths.configDir, paths.dataDir, paths.stateDir, paths.runtimeDir, paths.logDir];
+  if (!isWithin(cedar, paths.runtimeDir)) dirs.push(cedar);
   const real: string[] = [];
   for (const dir of dirs) {
     try {

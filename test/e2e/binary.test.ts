@@ -215,7 +215,8 @@ test("the binary decides Cedar policies in its own evaluator (__cedar-evaluator)
       cedar: { policies: ['permit(principal, action == Action::"call_tool", resource == Tool::"env");'] },
     }),
   );
-  const socket = join(home, "run", "cedar", "evaluator-v1.sock");
+  // Named after the wire's version and the build (state/cedar-socket-path.ts): the binary's own.
+  const socket = join(home, "run", "cedar", "evaluator-v1-");
   const evaluators = () =>
     Bun.spawnSync(["pgrep", "-f", `__cedar-evaluator ${socket}`])
       .stdout.toString()

@@ -11,7 +11,8 @@ import { createConnection } from "node:net";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { evaluatorAccess, PolicySetClient } from "../../src/middleware/cedar-client.ts";
+import { ANSWER_TIMEOUT_MS, evaluatorAccess, PolicySetClient } from "../../src/middleware/cedar-client.ts";
+import { evaluatorSocketName } from "../../src/state/cedar-socket-path.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, isAlive, REPO_ROOT } from "../support/processes.ts";
 
@@ -35,7 +36,7 @@ const policies: Record<string, string[]> = {
 beforeAll(async () => {
   group = await createTestGroup();
   pkg = await group.packageOf(PROBE_FIXTURE);
-  socketPath = join(group.home, "run", "cedar", "evaluator-v1.sock");
+  socketPath = join(group.home, "run", "cedar", evaluatorSocketName());
   for (const [name, rules] of Object.entries(policies))
     await writeFile(
       join(group.home, `${name}.json`),
@@ -284,7 +285,7 @@ test("the evaluator refuses a socket folder other users can reach; a workload wi
 test("clients that start the evaluator at the same moment end with one evaluator, and each its own decisions", async () => {
   const home = join(group.home, "race");
   const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: home });
-  const socket = join(home, "run", "cedar", "evaluator-v1.sock");
+  const socket = join(home, "run", "cedar", evaluatorSocketName());
   expect(access.socketPath).toBe(socket);
   const opened = await Promise.all(
     Array.from({ length: 4 }, async (_, i) => {
@@ -307,4 +308,40 @@ test("clients that start the evaluator at the same moment end with one evaluator
   expect(evaluators(socket)).toHaveLength(1);
   for (const client of opened) client.close();
   expect(await until(() => evaluators(socket).length === 0, 20_000)).toBe(true);
+});
+
+test("a stuck evaluator (stopped, not dead): every question is denied within the answer's timeout, then decided once it resumes", async () => {
+  const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: join(group.home, "stuck") });
+  const client = new PolicySetClient(
+    { policies: 'permit(principal, action, resource == Tool::"echo");', entities: [] },
+    access,
+  );
+  await client.open();
+  const [pid] = evaluators(access.socketPath);
+  expect(pid).toBeDefined();
+  const question = (id: string) => ({
+    subject: "local",
+    action: "call_tool",
+    type: "Tool",
+    id,
+    context: {},
+    strict: false,
+  });
+  process.kill(pid as number, "SIGSTOP");
+  try {
+    // The first waits out its answer on the open connection; the second connects again (the kernel
+    // accepts for a stopped process) and must not wait out the load's longer timeout.
+    for (const id of ["echo", "echo-again"]) {
+      const asked = Date.now();
+      const decision = await client.decide(question(id));
+      expect(decision.allowed).toBe(false);
+      expect(decision.reason).toContain("the Cedar evaluator could not decide");
+      expect(Date.now() - asked).toBeLessThan(ANSWER_TIMEOUT_MS + 2_000);
+    }
+  } finally {
+    process.kill(pid as number, "SIGCONT");
+  }
+  expect(await until(async () => (await client.decide(question("echo"))).allowed, 30_000)).toBe(true);
+  expect((await client.decide(question("other"))).allowed).toBe(false);
+  client.close();
 });

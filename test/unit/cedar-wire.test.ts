@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { policyFacts, readsFromWire } from "../../src/middleware/cedar-policies.ts";
 import { evaluatorSocketPath, privateSocketFolder } from "../../src/middleware/cedar-socket.ts";
+import { evaluatorSocketName } from "../../src/state/cedar-socket-path.ts";
 import { LineReader } from "../../src/middleware/cedar-wire.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { McpmgrError } from "../../src/errors.ts";
@@ -46,13 +47,13 @@ test("frames are lines, whole whatever the chunks; a line past the bound ends th
 
 test("the socket is in the home's runtime folder, or in a short private folder named after it past sun_path's limit", () => {
   const short = resolvePaths({ MCPMGR_HOME: "/tmp/h" }, "linux", "/home/u");
-  expect(evaluatorSocketPath(short, 1000)).toBe("/tmp/h/run/cedar/evaluator-v1.sock");
+  expect(evaluatorSocketPath(short, 1000)).toMatch(/^\/tmp\/h\/run\/cedar\/evaluator-v1-[0-9a-f]{12}\.sock$/);
   const longHome = (tail: string) => resolvePaths({ MCPMGR_HOME: `/tmp/${"x".repeat(100)}${tail}` }, "linux", "/");
   const one = evaluatorSocketPath(longHome("1"), 1000);
   const two = evaluatorSocketPath(longHome("2"), 1000);
   for (const path of [one, two]) {
     expect(Buffer.byteLength(path)).toBeLessThanOrEqual(107);
-    expect(path).toMatch(/\/mcpmgr-cedar-1000-[0-9a-f]+\/evaluator-v1\.sock$/);
+    expect(path).toMatch(/\/mcpmgr-cedar-1000-[0-9a-f]+\/evaluator-v1-[0-9a-f]{12}\.sock$/);
   }
   expect(one).not.toBe(two);
   expect(evaluatorSocketPath(longHome("1"), 1000)).toBe(one);
@@ -100,4 +101,19 @@ test("what the policies read crosses the wire unchanged: in all, and per resourc
   ] as const)
     expect(plain(reads.readsFor(type, id))).toEqual(plain(facts.readsFor(type, id)));
   expect(plain(reads.readsFor("Tool", "transfer")).attributes).toEqual(["arg_amount", "arg_t", "claim_team"]);
+});
+
+test("the socket's name tells builds apart (version, commit, executable, source tree), at one length", () => {
+  const build = { version: "1.2.3", commit: "a".repeat(40), executable: "/usr/local/bin/mcpmgr", source: "" };
+  const names = new Set([
+    evaluatorSocketName(build),
+    evaluatorSocketName({ ...build, version: "1.2.4" }),
+    evaluatorSocketName({ ...build, commit: "b".repeat(40) }),
+    evaluatorSocketName({ ...build, executable: "/opt/mcpmgr" }),
+    evaluatorSocketName({ ...build, commit: "development", source: "/src/a" }),
+    evaluatorSocketName({ ...build, commit: "development", source: "/src/b" }),
+  ]);
+  expect(names.size).toBe(6);
+  expect(new Set([...names].map((name) => name.length))).toEqual(new Set([evaluatorSocketName().length]));
+  expect(evaluatorSocketName(build)).toBe(evaluatorSocketName({ ...build }));
 });

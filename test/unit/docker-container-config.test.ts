@@ -5,10 +5,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { expandPermissions, type PermissionProfile } from "../../src/config/permission-profile.ts";
 import {
   defaultLimits,
+  mcpmgrDirsUnder,
   networkModeFor,
   resolveMounts,
   serverContainerOptions,
@@ -18,6 +19,9 @@ import {
 import { applyVerification, verifyImage, type ImageFacts } from "../../src/runtime/docker/images.ts";
 import { egressConfigFor, ipamGateways } from "../../src/runtime/docker/network-isolation.ts";
 import { rejection } from "../support/errors.ts";
+import { mcpmgrProtectedDirs } from "../../src/runtime/host-paths.ts";
+import { evaluatorSocketPath } from "../../src/state/cedar-socket-path.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
 
 const attempt = async (fn: () => unknown) => fn();
 
@@ -469,4 +473,20 @@ describe("image verification", () => {
       }
     });
   });
+});
+
+test("a container's volume of the temporary folder hides the Cedar evaluator's socket folder there (a long home puts it there)", () => {
+  const top = mkdtempSync(join(tmpdir(), "mcpmgr-cedar-container-"));
+  try {
+    const env = { MCPMGR_HOME: join(top, "a-home-whose-path-is-long-enough-to-push-the-socket-out-of-it-0123456789") };
+    const folder = dirname(evaluatorSocketPath(resolvePaths(env)));
+    expect(folder.startsWith(env.MCPMGR_HOME)).toBe(false);
+    const hidden = mcpmgrDirsUnder(
+      [{ hostPath: dirname(folder), containerPath: "/hosttmp", readOnly: false }],
+      mcpmgrProtectedDirs(env),
+    );
+    expect(hidden).toContain(join("/hosttmp", basename(folder)));
+  } finally {
+    rmSync(top, { recursive: true, force: true });
+  }
 });
