@@ -4,10 +4,15 @@
  * rest, and the summary error. The real commands over real workloads: test/integration/workloads-batch.test.ts.
  */
 import { expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseTargets } from "../../src/cli/lifecycle-batch.ts";
 import { rmOptions, startOptions, stopOptions } from "../../src/config/command-options.ts";
 import { McpmgrError } from "../../src/errors.ts";
-import { assertBatchDone, batchBound, runBatch } from "../../src/workload/batch.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { WorkloadStore } from "../../src/state/workloads.ts";
+import { assertBatchDone, batchBound, planBatch, runBatch } from "../../src/workload/batch.ts";
 import { usageError } from "../support/errors.ts";
 
 test("one name is the command as it always was; several names, --all or --group are a selection", () => {
@@ -69,4 +74,49 @@ test("some failed: WORKLOADS_FAILED naming them (exit 1); none failed: nothing",
   expect([(thrown as McpmgrError).code, (thrown as McpmgrError).exitCode]).toEqual(["WORKLOADS_FAILED", 1]);
   expect((thrown as McpmgrError).message).toContain("b, 1 unreadable record");
   expect((thrown as McpmgrError).hint).toBeString();
+});
+
+test("a gateway starts before the workloads named with it, and stops, restarts and goes after them", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "mcpmgr-batch-plan-"));
+  try {
+    const paths = resolvePaths({ MCPMGR_HOME: dir });
+    const store = new WorkloadStore(paths);
+    // Named so that it sorts first: its place comes from being a gateway, not from its name.
+    await store.create({
+      name: "a-gateway",
+      source: { kind: "gateway", ref: "default" },
+      transport: "streamable-http",
+      proxyMode: "streamable-http",
+      proxyPort: 41_201,
+      runtime: "gateway",
+    });
+    for (const [name, proxyPort] of [
+      ["b-member", 41_202],
+      ["c-member", 41_203],
+    ] as const)
+      await store.create({
+        name,
+        source: { kind: "package", ref: "npx://@modelcontextprotocol/server-everything" },
+        transport: "stdio",
+        proxyPort,
+        runtime: "process",
+      });
+    const names = { kind: "names", names: ["c-member", "a-gateway", "b-member", "c-member"] } as const;
+    expect((await planBatch("start", names, paths)).phases).toEqual([["a-gateway"], ["c-member", "b-member"]]);
+    for (const verb of ["stop", "restart", "rm"] as const)
+      expect([verb, (await planBatch(verb, names, paths)).phases]).toEqual([
+        verb,
+        [["c-member", "b-member"], ["a-gateway"]],
+      ]);
+    // rm --all takes every record, whatever its state; start --all those that do not run (none runs here).
+    expect((await planBatch("rm", { kind: "all" }, paths)).phases).toEqual([["b-member", "c-member"], ["a-gateway"]]);
+    expect((await planBatch("start", { kind: "all" }, paths)).phases).toEqual([
+      ["a-gateway"],
+      ["b-member", "c-member"],
+    ]);
+    const stopAll = await planBatch("stop", { kind: "all" }, paths);
+    expect([stopAll.phases, stopAll.already]).toEqual([[], 3]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
