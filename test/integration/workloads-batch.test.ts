@@ -2,26 +2,31 @@
  * `start`, `restart`, `stop` and `rm` over several workloads, as a user drives them with real
  * background workloads (the process runtime, the sandbox-probe fixture) and a background gateway:
  * several names, `--all`, `--group`, an unknown name among others, a failure in the middle, and
- * every supervisor killed (as a reboot leaves them) then `start --all`.
+ * every supervisor killed (as a reboot leaves them) then `start --all`. Cursor, in a temporary HOME,
+ * follows the group: workloads started and stopped side by side must all reach its one file.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { cliEnv } from "../support/cli-home.ts";
+import { installClients } from "../support/client-home.ts";
 import { CLI_ENTRY, isAlive, REPO_ROOT } from "../support/processes.ts";
 
 // Real supervisors and servers, several per command.
 setDefaultTimeout(60_000);
 
 const PROBE = "npx://./test/fixtures/sandbox-probe";
+let dir: string;
 let home: string;
 
 function mcpmgr(...args: string[]) {
   const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
     cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "process" },
+    env: cliEnv(dir, home),
     stdin: "ignore",
     timeout: 120_000,
   });
@@ -36,6 +41,11 @@ interface Row {
   lastError?: string;
 }
 const list = (): Row[] => JSON.parse(mcpmgr("list", "--format", "json").stdout) as Row[];
+/** The workloads Cursor's file has entries for. */
+const inCursor = () =>
+  Object.keys(
+    (JSON.parse(readFileSync(join(dir, ".cursor", "mcp.json"), "utf8")) as { mcpServers?: object }).mcpServers ?? {},
+  ).sort();
 const states = () => Object.fromEntries(list().map((row) => [row.name, row.status]));
 
 /** The index of the line that names the workload's result (`started NAME`, `stopped NAME`, ...). */
@@ -46,8 +56,11 @@ async function supervisorPid(name: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  home = await mkdtemp(join(tmpdir(), "mcpmgr-batch-"));
+  dir = await mkdtemp(join(tmpdir(), "mcpmgr-batch-"));
+  home = join(dir, ".mcpmgr");
+  installClients(dir, cliEnv(dir, home), ["cursor"]);
   expect(mcpmgr("group", "create", "team").code).toBe(0);
+  expect(mcpmgr("client", "register", "cursor", "--group", "team").code).toBe(0);
   for (const [name, group] of [
     ["aa", "default"],
     ["bb", "default"],
@@ -63,7 +76,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const row of list()) mcpmgr("rm", row.name);
-  await rm(home, { recursive: true, force: true });
+  await rm(dir, { recursive: true, force: true });
 });
 
 describe("several workloads at once", () => {
@@ -93,6 +106,7 @@ describe("several workloads at once", () => {
     expect(gateway).toBeGreaterThan(lineOf(stopped.lines, "[info] stopped dd"));
     expect(lineOf(stopped.lines, "[info] stopped cc")).toBeGreaterThan(-1);
     expect(states()).toEqual({ aa: "running", bb: "stopped", cc: "stopped", dd: "stopped", "gateway-team": "stopped" });
+    expect(inCursor()).toEqual([]);
   });
 
   test("stop --all stops what runs; with nothing running it says so and succeeds", () => {
@@ -114,8 +128,12 @@ describe("several workloads at once", () => {
     expect(lineOf(started.lines, "[info] started dd at")).toBeGreaterThan(gateway);
     // Every line whole: concurrent starts never share a line.
     for (const line of started.lines)
-      expect(line).toMatch(/^\[info\] started (gateway-team|cc|dd) at http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      expect(line).toMatch(
+        /^\[info\] (started (gateway-team|cc|dd) at http:\/\/127\.0\.0\.1:\d+\/mcp|(cc|dd) is in the AI clients following group team: cursor \([^()]+\))$/,
+      );
     expect(states()).toMatchObject({ aa: "stopped", cc: "running", dd: "running", "gateway-team": "running" });
+    // Both members written into the one file, though they started side by side.
+    expect(inCursor()).toEqual(["cc", "dd"]);
   });
 
   test("after a reboot (every supervisor killed), start --all starts them all; one whose port is taken fails alone", async () => {
@@ -143,9 +161,11 @@ describe("several workloads at once", () => {
       const started = mcpmgr("start", "--all");
       expect(started.code).toBe(1);
       expect(started.stdout).toBe("");
-      expect(lineOf(started.lines, "[info] started gateway-team at")).toBe(0);
+      // Lines before it may say which stale AI-client entries went (its start prunes them).
+      const gateway = lineOf(started.lines, "[info] started gateway-team at");
+      expect(gateway).toBeGreaterThan(-1);
       for (const name of ["aa", "cc", "dd"])
-        expect(lineOf(started.lines, `[info] started ${name} at`)).toBeGreaterThan(0);
+        expect(lineOf(started.lines, `[info] started ${name} at`)).toBeGreaterThan(gateway);
       expect(started.lines.find((line) => line.startsWith("[error] bb"))).toContain(
         `another program listens there now`,
       );
@@ -157,6 +177,8 @@ describe("several workloads at once", () => {
         dd: "running",
         "gateway-team": "running",
       });
+      // The group's AI client has its workloads back.
+      expect(inCursor()).toEqual(["cc", "dd"]);
     } finally {
       stranger.stop(true);
     }
@@ -187,9 +209,10 @@ describe("several workloads at once", () => {
     const before = await supervisorPid("aa");
     const restarted = mcpmgr("restart", "--all");
     expect(restarted.code).toBe(0);
-    expect(restarted.lines.filter((line) => line.startsWith("[info] restarted ")).length).toBe(4);
+    const done = restarted.lines.filter((line) => line.startsWith("[info] restarted "));
+    expect(done.length).toBe(4);
     // Its members first, so the restarted gateway finds them on this version (docs/upgrading.md).
-    expect(lineOf(restarted.lines, "[info] restarted gateway-team at")).toBe(3);
+    expect(lineOf(done, "[info] restarted gateway-team at")).toBe(3);
     expect(await supervisorPid("aa")).not.toBe(before);
     expect(states()).toMatchObject({ aa: "running", bb: "stopped" });
   }, 120_000);
