@@ -7,7 +7,7 @@ import { parseArgv } from "../config/argv.ts";
 import type { OptionTable } from "../config/option-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { assertGroupName } from "../state/workload-name.ts";
-import { assertBatchDone, type BatchVerb, batchBound, planBatch, runBatch, type Selection } from "../workload/batch.ts";
+import type { BatchVerb, Selection } from "../workload/batch.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { cliContext } from "./context.ts";
 import { log, reportError } from "./output.ts";
@@ -57,6 +57,8 @@ export async function runSelection(
   selection: Selection,
   act: (name: string, ctx: WorkloadContext) => Promise<void>,
 ): Promise<void> {
+  // Loaded for several workloads only: one NAME alone (nearly every command) does not pay for it.
+  const { assertBatchDone, batchBound, planBatch, runBatch } = await import("../workload/batch.ts");
   const ctx = cliContext();
   const plan = await planBatch(verb, selection, ctx.paths);
   for (const err of plan.unreadable) reportError(err);
