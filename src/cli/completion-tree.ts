@@ -36,6 +36,7 @@ export async function completionTree(root: AnyCommand, path: readonly string[] =
     positionals: Object.entries(args)
       .filter(([, arg]) => arg.type === "positional")
       .map(([name]) => source?.positionals[name]?.completes),
+    ...(Object.values(source?.positionals ?? {}).at(-1)?.variadic ? { repeats: true } : {}),
     subcommands: await Promise.all(subs.map(([name, command]) => completionTree(command, [...path, name]))),
   };
 }

@@ -1,40 +1,30 @@
 /**
- * `mcpmgr rm NAME`: stops the workload if needed and removes its record, logs and AI-client
- * entries. The OAuth login of a remote stays (other workloads of the remote share it): rm says
- * which `oauth-` secrets hold it and how to forget them.
+ * `mcpmgr rm`: stops workloads if needed and removes their records, logs and AI-client entries: one
+ * NAME, several, `--all` or `--group G` (cli/lifecycle-batch.ts). Removing every workload takes
+ * `--all` spelled out: a bare `rm` is refused, never read as "every workload", and no pattern widens
+ * the names given.
  */
 import { defineCommand } from "citty";
-import { resolvePaths } from "../state/paths.ts";
-import { removeRecorded } from "../workload/lifecycle.ts";
+import { rmOptions as table } from "../config/command-options.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
-import { log } from "./output.ts";
-import { parseNamed } from "./workload-arg.ts";
+import { cliContext } from "./context.ts";
+import { removeOne } from "./lifecycle-actions.ts";
+import { parseTargets, runSelection } from "./lifecycle-batch.ts";
 
 const rmCommand = defineCommand({
-  meta: { name: "rm", description: "Remove a workload (stopping it first)" },
-  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true, completes: "workloads" } }),
+  meta: { name: "rm", description: "Remove workloads, stopping them first (NAME..., --all, --group)" },
+  args: toCittyArgs(table, {
+    "NAME...": { description: "Workload names", required: false, variadic: true, completes: "workloads" },
+  }),
   async run({ rawArgs }) {
-    const { name } = parseNamed(rawArgs, {}, "rm");
-    const paths = resolvePaths();
-    const env = process.env;
-    const record = await removeRecorded(name, { log, paths, env });
-    log.info(`removed ${name}`);
-    // Only a remote logs in with OAuth: the secrets store and the run options' parser are loaded for one alone.
-    if (record?.runtime !== "remote") return;
-    const [{ keptLoginsLine }, { createSecretManager }] = await Promise.all([
-      import("../workload/kept-logins.ts"),
-      import("../secrets/manager.ts"),
-    ]);
-    const kept = await keptLoginsLine(record, {
-      env,
-      paths,
-      secrets: () => createSecretManager({ dir: paths.dataDir, env }),
-    });
-    if (kept !== undefined) log.info(kept);
+    const targets = parseTargets(rawArgs, table, "rm");
+    if ("one" in targets) return removeOne(targets.one, cliContext());
+    await runSelection("rm", targets.selection, removeOne);
   },
 });
 
 export default withExamples(rmCommand, [
-  { description: "Stop the workload 'fetch' and forget it", command: "mcpmgr rm fetch" },
-  { description: "Remove a background gateway", command: "mcpmgr rm gateway-work" },
+  { description: "Stop the workloads 'fetch' and 'github' and forget them", command: "mcpmgr rm fetch github" },
+  { description: "Remove the workloads of the group 'work' (the group stays)", command: "mcpmgr rm --group work" },
+  { description: "Remove every workload of this home (no undo)", command: "mcpmgr rm --all" },
 ]);

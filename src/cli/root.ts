@@ -38,10 +38,22 @@ export const subcommands: Readonly<Record<string, Subcommand>> = {
     load: () => import("./gateway.ts").then((m) => m.default),
   },
   list: { description: "List workloads and their status", load: () => import("./list.ts").then((m) => m.default) },
-  stop: { description: "Stop a running workload", load: () => import("./stop.ts").then((m) => m.default) },
-  start: { description: "Start a stopped workload", load: () => import("./start.ts").then((m) => m.start) },
-  restart: { description: "Stop and start a workload again", load: () => import("./start.ts").then((m) => m.restart) },
-  rm: { description: "Remove a workload (stopping it first)", load: () => import("./rm.ts").then((m) => m.default) },
+  stop: {
+    description: "Stop running workloads (NAME..., --all, --group)",
+    load: () => import("./stop.ts").then((m) => m.default),
+  },
+  start: {
+    description: "Start stopped workloads (NAME..., --all, --group)",
+    load: () => import("./start.ts").then((m) => m.start),
+  },
+  restart: {
+    description: "Stop and start workloads again (NAME..., --all, --group)",
+    load: () => import("./start.ts").then((m) => m.restart),
+  },
+  rm: {
+    description: "Remove workloads, stopping them first (NAME..., --all, --group)",
+    load: () => import("./rm.ts").then((m) => m.default),
+  },
   logs: {
     description:
       "Show a workload's logs: the server's output, each run opened by a timed 'mcpmgr: ---- NAME starts' line (a gateway's or a remote's: its proxy log)",

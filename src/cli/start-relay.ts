@@ -36,7 +36,8 @@ export interface StartRelay {
   ready(): Promise<void>;
 }
 
-export function startRelay(files: LogFiles): StartRelay {
+/** `prefix`: put before each line relayed (the workload's name, when several start at once). */
+export function startRelay(files: LogFiles, prefix = ""): StartRelay {
   // Only what the new supervisor writes: an earlier run's URL or warnings are stale.
   const before = statSync(files.path, { throwIfNoEntry: false });
   let at: LogPosition = { ino: before?.ino, offset: before?.size ?? 0 };
@@ -57,7 +58,7 @@ export function startRelay(files: LogFiles): StartRelay {
       const url = LOGIN_LINES.exec(text)?.[1];
       if (url !== undefined) {
         loginShown = true;
-        log.info(LOGIN_URL_MARKER);
+        log.info(`${prefix}${LOGIN_URL_MARKER}`);
         process.stderr.write(`${url}\n`);
       }
     }
@@ -69,7 +70,7 @@ export function startRelay(files: LogFiles): StartRelay {
         line.includes(DIRECT_CLIENTS_MARKER) ||
         (WARN_LINE_HEAD.test(line) && (line.includes(PLAIN_HTTP_MARKER) || line.includes(LOCALHOST_AUDIENCE_MARKER)))
       )
-        log.warn(line.replace(LOG_LINE_HEAD, ""));
+        log.warn(`${prefix}${line.replace(LOG_LINE_HEAD, "")}`);
     scanned = complete;
   };
   const read = () =>

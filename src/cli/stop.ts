@@ -1,25 +1,42 @@
-/** `mcpmgr stop NAME`: stops the proxy and the server; the workload stays for `start`, its AI-client entries go. */
+/**
+ * `mcpmgr stop`: stops the proxy and the server of one NAME, several, `--all` or `--group G`
+ * (cli/lifecycle-batch.ts); the workloads stay for `start`, their AI-client entries go.
+ */
 import { defineCommand } from "citty";
-import { resolvePaths } from "../state/paths.ts";
-import { stopRecorded } from "../workload/lifecycle.ts";
+import { stopOptions as table } from "../config/command-options.ts";
 import { toCittyArgs, withExamples } from "./citty-args.ts";
-import { log } from "./output.ts";
-import { parseNamed } from "./workload-arg.ts";
+import { cliContext } from "./context.ts";
+import { stopOne } from "./lifecycle-actions.ts";
+import { parseTargets, runSelection } from "./lifecycle-batch.ts";
 
 const stopCommand = defineCommand({
-  meta: { name: "stop", description: "Stop a running workload" },
-  args: toCittyArgs({}, { NAME: { description: "Workload name", required: true, completes: "live-workloads" } }),
+  meta: { name: "stop", description: "Stop running workloads (NAME..., --all, --group)" },
+  args: toCittyArgs(table, {
+    "NAME...": {
+      description: "Workload names (several are stopped side by side, gateways last)",
+      required: false,
+      variadic: true,
+      completes: "live-workloads",
+    },
+  }),
   async run({ rawArgs }) {
-    const { name } = parseNamed(rawArgs, {}, "stop");
-    const stopped = await stopRecorded(name, { log, paths: resolvePaths(), env: process.env });
-    log.info(stopped ? `stopped ${name}` : `${name} was not running`);
+    const targets = parseTargets(rawArgs, table, "stop");
+    if ("one" in targets) return stopOne(targets.one, cliContext());
+    await runSelection("stop", targets.selection, stopOne);
   },
 });
 
 export default withExamples(stopCommand, [
   {
-    description: "Stop the workload 'fetch' (it stays listed; 'mcpmgr start fetch' starts it again)",
-    command: "mcpmgr stop fetch",
+    description: "Stop 'fetch' and 'github' (they stay listed; 'mcpmgr start fetch github' starts them again)",
+    command: "mcpmgr stop fetch github",
   },
-  { description: "Stop a background gateway", command: "mcpmgr stop gateway-work" },
+  {
+    description: "Before an upgrade: stop every running workload ('mcpmgr start --all' after)",
+    command: "mcpmgr stop --all",
+  },
+  {
+    description: "Stop the running workloads of the group 'work', its gateway last",
+    command: "mcpmgr stop --group work",
+  },
 ]);

@@ -68,7 +68,14 @@ export interface CompletionCommand {
   readonly options: readonly CompletionOption[];
   /** What each positional argument names, in order (undefined: nothing to offer). */
   readonly positionals: readonly (Completes | undefined)[];
+  /** The last positional takes any number of words (`stop a b c`): each one past it is completed like it. */
+  readonly repeats?: boolean;
   readonly subcommands: readonly CompletionCommand[];
+}
+
+/** The positionals of a repeating command past its last one, as the scripts ask: the last one's index. */
+export function lastPositional(command: CompletionCommand): number | undefined {
+  return command.repeats === true && command.positionals.length > 0 ? command.positionals.length - 1 : undefined;
 }
 
 /** Every command of the tree, the root first. */

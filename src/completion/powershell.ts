@@ -4,7 +4,15 @@
  * offered where a file fits: PowerShell then completes paths itself.
  */
 import type { Completes } from "./model.ts";
-import { allCommands, BUILTIN_PROFILES, type CompletionCommand, keyOf, LISTED, plainWord } from "./model.ts";
+import {
+  allCommands,
+  BUILTIN_PROFILES,
+  type CompletionCommand,
+  keyOf,
+  lastPositional,
+  LISTED,
+  plainWord,
+} from "./model.ts";
 
 function quoted(text: string): string {
   return `'${text.replace(/\s+/g, " ").replace(/'/g, "''")}'`;
@@ -52,6 +60,7 @@ function commandEntry(command: CompletionCommand): string {
       Options = [ordered]@{ ${options.join("; ")} }
       Values = @{ ${values.join("; ")} }
       Positionals = @{ ${positionals.join("; ")} }
+      Last = ${lastPositional(command) ?? -1}
     }`;
 }
 
@@ -96,6 +105,9 @@ ${allCommands(root).map(commandEntry).join("\n")}
     $candidates = @($tree[$cmd].Subcommands.Keys)
   } elseif ($tree[$cmd].Positionals.ContainsKey($positional)) {
     $candidates = & $offer $tree[$cmd].Positionals[$positional]
+  } elseif ($tree[$cmd].Last -ge 0 -and $positional -gt $tree[$cmd].Last) {
+    # A command that takes several (stop a b c): every word past its last positional is one more of it.
+    $candidates = & $offer $tree[$cmd].Positionals[$tree[$cmd].Last]
   }
   $candidates | Where-Object { $_ -like "$wordToComplete*" } | ForEach-Object {
     $tip = if ($tree[$cmd].Options.Contains($_)) { $tree[$cmd].Options[$_] } elseif ($tree[$cmd].Subcommands.Contains($_)) { $tree[$cmd].Subcommands[$_] } else { $_ }

@@ -95,3 +95,28 @@ export const clientRemoveOptions = {
     schema: nonEmpty,
   }),
 } as const satisfies OptionTable;
+
+/** `mcpmgr start|restart|stop|rm`: the workloads named, or `--all` of them, or a group's (cli/lifecycle-batch.ts). */
+function lifecycleOptions(all: string, group: string) {
+  return {
+    all: booleanOption({ description: all, default: false }),
+    group: stringOption({ description: group, valueHint: "group", schema: nonEmpty }),
+  } as const satisfies OptionTable;
+}
+
+export const startOptions = lifecycleOptions(
+  "Start every workload that does not run: stopped, failed, or left over from a reboot (gateways first)",
+  "Start the workloads of this group that do not run",
+);
+export const restartOptions = lifecycleOptions(
+  "Restart every running workload, gateways last (stopped ones stay stopped: 'mcpmgr start --all' starts them)",
+  "Restart the running workloads of this group",
+);
+export const stopOptions = lifecycleOptions(
+  "Stop every running workload (gateways last)",
+  "Stop the running workloads of this group",
+);
+export const rmOptions = lifecycleOptions(
+  "Remove every workload of this home, stopping those that run (there is no undo)",
+  "Remove every workload of this group; the group stays ('mcpmgr group rm' removes it)",
+);

@@ -37,6 +37,7 @@ import { acquireLock } from "../../src/state/lock.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { assertPrivateDirectories } from "../../src/state/private-dirs.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
+import { assertBatchDone } from "../../src/workload/batch.ts";
 import { liveWorkload } from "../../src/workload/live-workload.ts";
 import { locateServer } from "../../src/workload/locate.ts";
 import { deleteSecret } from "../../src/workload/secret-references.ts";
@@ -161,6 +162,7 @@ const producers: Record<ErrorCode, () => unknown> = {
     return store().create(record);
   },
   WORKLOAD_NOT_FOUND: () => store().getExisting("nobody"),
+  WORKLOADS_FAILED: () => assertBatchDone("stop", ["beta"], 0, 3),
   WORKLOAD_NOT_RUNNING: async () => {
     await store().create({
       name: "never-started",

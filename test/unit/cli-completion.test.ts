@@ -23,7 +23,11 @@ import {
   listOptions,
   logsOptions,
   registrySearchOptions,
+  restartOptions,
+  rmOptions,
   secretDeleteOptions,
+  startOptions,
+  stopOptions,
 } from "../../src/config/command-options.ts";
 import { gatewayOptions } from "../../src/config/gateway-options.ts";
 import type { OptionTable } from "../../src/config/option-spec.ts";
@@ -47,10 +51,10 @@ const tables: Readonly<Record<string, OptionTable>> = {
   "proxy stdio": proxyStdioOptions,
   gateway: gatewayOptions,
   list: listOptions,
-  stop: {},
-  start: {},
-  restart: {},
-  rm: {},
+  stop: stopOptions,
+  start: startOptions,
+  restart: restartOptions,
+  rm: rmOptions,
   logs: logsOptions,
   export: {},
   "secret set": {},
@@ -191,6 +195,13 @@ const cases = (): readonly Line[] => [
   // Only the workloads each applies to: stop the running, start the stopped or failed; restart any.
   [["mcpmgr", "stop", ""], ["alpha-one"]],
   [["mcpmgr", "start", ""], ["beta-two"]],
+  // They take several names: each word past the first is completed as the first.
+  [["mcpmgr", "stop", "alpha-one", ""], ["alpha-one"]],
+  [["mcpmgr", "start", "beta-two", "x", ""], ["beta-two"]],
+  [
+    ["mcpmgr", "rm", "alpha-one", "--group", ""],
+    ["default", "team"],
+  ],
   [
     ["mcpmgr", "restart", ""],
     ["alpha-one", "beta-two"],
@@ -433,6 +444,7 @@ describe("zsh", () => {
       ["mcpmgr group ", ["create", "list", "rm"]],
       ["mcpmgr stop ", ["alpha-one"]],
       ["mcpmgr start ", ["beta-two"]],
+      ["mcpmgr stop alpha-one ", ["alpha-one"]],
       ["mcpmgr list --format=j", ["json"]],
       ["mcpmgr run --transport s", ["sse", "stdio", "streamable-http"]],
       [`mcpmgr export alpha-one ${join(dir, "expo")}`, ["exported.json"]],
@@ -497,6 +509,11 @@ describe("PowerShell (no pwsh on Debian: the script's content)", () => {
       for (const sub of subs) expect(entry).toContain(`'${sub}' = `);
     }
     expect(script).toContain("__complete $completes");
+    // The commands that take several names complete each one past the first like it (index 0).
+    for (const path of ["stop", "start", "restart", "rm"]) {
+      const start = script.indexOf(`    '${path}' = @{`);
+      expect(script.slice(start, script.indexOf("\n    }", start))).toContain("Last = 0");
+    }
   });
 });
 
