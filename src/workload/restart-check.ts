@@ -18,26 +18,42 @@ import { recordedRuntimeEnv } from "./recorded-runtime.ts";
 const quiet: WorkloadLog = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
 
 export async function assertRestartable(record: WorkloadRecord, ctx: WorkloadContext): Promise<void> {
+  const resolved = await inTurn(() => resolveInWorkingDir(record, ctx));
+  const placement = resolved.kind === "run" ? resolved.spec.placement : undefined;
+  if (placement?.kind === "container" && placement.source.kind === "image") {
+    const { ensureImage } = await import("../runtime/docker/images.ts");
+    await ensureImage(placement.engine, placement.source.ref, (line) => ctx.log.info(line));
+  }
+  await assertSecretsResolve(record, () => ctx.secrets());
+}
+
+/**
+ * The process has one working directory, and the resolution awaits (group check, registry, runtime)
+ * while in the workload's: restarts run side by side (`restart --all`) take turns here, or one's
+ * relative paths (`npx://./pkg`, `--authz-config policy.yaml`) are read in another's directory.
+ */
+let turn: Promise<unknown> = Promise.resolve();
+function inTurn<T>(work: () => Promise<T>): Promise<T> {
+  const mine = turn.then(work, work);
+  turn = mine.catch(() => {});
+  return mine;
+}
+
+async function resolveInWorkingDir(record: WorkloadRecord, ctx: WorkloadContext) {
   // This command's directory, to come back to. A shell's directory removed since has none: restart
   // worked from there before it checked anything, and the supervisor enters its own anyway.
   const back = currentDir();
   try {
     if (record.workingDir) enterWorkingDir(record.workingDir);
-    const resolved = await resolveRecorded(record, {
+    return await resolveRecorded(record, {
       ...ctx,
       env: { ...ctx.env, ...recordedRuntimeEnv(record) },
       log: quiet,
       print: () => {},
     });
-    const placement = resolved.kind === "run" ? resolved.spec.placement : undefined;
-    if (placement?.kind === "container" && placement.source.kind === "image") {
-      const { ensureImage } = await import("../runtime/docker/images.ts");
-      await ensureImage(placement.engine, placement.source.ref, (line) => ctx.log.info(line));
-    }
   } finally {
     if (back !== undefined) returnTo(back);
   }
-  await assertSecretsResolve(record, () => ctx.secrets());
 }
 
 function currentDir(): string | undefined {
