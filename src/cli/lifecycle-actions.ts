@@ -8,11 +8,13 @@ import { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { removeRecorded, startRecorded, stopRecorded } from "../workload/lifecycle.ts";
 import { log, printResult } from "./output.ts";
-import { startRelay } from "./start-relay.ts";
 import { workloadUrl } from "./workload-arg.ts";
 
 /** Starts (or restarts) `name`; `several`: one of a batch, whose relayed supervisor lines carry its name. */
 export async function startOne(name: string, restart: boolean, ctx: WorkloadContext, several = false): Promise<void> {
+  // Loaded here: what it recognises in a supervisor's log (OAuth, gateway, plain-http markers) pulls in
+  // modules `stop` and `rm`, which share this file, have no use for.
+  const { startRelay } = await import("./start-relay.ts");
   const relay = startRelay(new WorkloadStore(ctx.paths).logFiles(name, "proxy"), several ? `${name}: ` : "");
   const { record, alreadyRunning } = await startRecorded(name, { restart, whileWaiting: relay.whileWaiting }, ctx);
   if (!alreadyRunning) await relay.ready();

@@ -70,3 +70,21 @@ test("the check sees an eager import when there is one", async () => {
   expect(modules).toContain("config/run-options.ts");
   expect(modules.some((module) => module.startsWith("proxy/"))).toBe(true);
 });
+
+// `stop NAME` and `rm NAME` share cli/lifecycle-actions.ts with `start`: what start's relay recognises in
+// a supervisor's log (gateway warnings, OAuth login, plain-http credentials) is not theirs to load, nor
+// the batch code several workloads need.
+test.each([
+  ["stop", "cli/stop.ts"],
+  ["rm", "cli/rm.ts"],
+])("'%s NAME' loads neither start's log relay nor the batch code", async (_command, module) => {
+  const modules = await reachable(["main.ts", "cli/stale-client-entries.ts", module]);
+  const notTheirs = [
+    "cli/start-relay.ts",
+    "workload/batch.ts",
+    "workload/oauth-callback.ts",
+    "gateway/unguarded-members.ts",
+    "config/outgoing-auth-spec.ts",
+  ];
+  expect(notTheirs.filter((name) => modules.has(name))).toEqual([]);
+});
