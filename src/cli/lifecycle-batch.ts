@@ -6,7 +6,7 @@
 import { parseArgv } from "../config/argv.ts";
 import type { OptionTable } from "../config/option-spec.ts";
 import { McpmgrError } from "../errors.ts";
-import { assertGroupName } from "../state/workload-name.ts";
+import { assertGroupName, assertWorkloadName } from "../state/workload-name.ts";
 import type { BatchVerb, Selection } from "../workload/batch.ts";
 import type { WorkloadContext } from "../workload/context.ts";
 import { cliContext } from "./context.ts";
@@ -44,7 +44,13 @@ export function parseTargets(rawArgs: readonly string[], table: LifecycleTable, 
     throw new McpmgrError("MISSING_OPTION", "missing the workload NAME", {
       hint: `usage: mcpmgr ${verb} NAME... (see 'mcpmgr list'), or mcpmgr ${verb} --all, or mcpmgr ${verb} --group GROUP`,
     });
-  return names.length === 1 ? { one: first } : { selection: { kind: "names", names } };
+  // A name given twice (`stop a a`) is one workload: named once over, the command is the one-NAME one
+  // (`start a a` prints its URL on stdout as `start a` does).
+  const unique = [...new Set(names)];
+  if (unique.length === 1) return { one: first };
+  // A name that cannot be a workload's is a usage error, as it is alone: refused before any is acted on.
+  for (const name of unique) assertWorkloadName(name);
+  return { selection: { kind: "names", names: unique } };
 }
 
 /**

@@ -22,6 +22,17 @@ test("one name is the command as it always was; several names, --all or --group 
   expect(parseTargets(["--group", "work"], rmOptions, "rm")).toEqual({ selection: { kind: "group", group: "work" } });
 });
 
+test("a name given twice is one workload: named alone, the one-NAME command; among others, once", () => {
+  expect(parseTargets(["fetch", "fetch"], startOptions, "start")).toEqual({ one: "fetch" });
+  expect(parseTargets(["a", "b", "a"], stopOptions, "stop")).toEqual({
+    selection: { kind: "names", names: ["a", "b"] },
+  });
+});
+
+test("a name that cannot be a workload's among several is refused before any is acted on, as it is alone", () => {
+  usageError(() => parseTargets(["fetch", "Not A Name"], rmOptions, "rm"), "INVALID_ARGUMENT");
+});
+
 test("nothing named, or names beside a selector, or both selectors: usage errors with a hint", () => {
   usageError(() => parseTargets([], rmOptions, "rm"), "MISSING_OPTION");
   usageError(() => parseTargets(["a", "--all"], stopOptions, "stop"), "CONFLICTING_OPTIONS");
