@@ -32,7 +32,7 @@ export default withExamples(stopCommand, [
     command: "mcpmgr stop fetch github",
   },
   {
-    description: "Before an upgrade: stop every running workload ('mcpmgr start --all' after)",
+    description: "Stop every running workload (they stay listed; stopped ones are started by 'mcpmgr start --all' too)",
     command: "mcpmgr stop --all",
   },
   {

@@ -105,7 +105,7 @@ function lifecycleOptions(all: string, group: string) {
 }
 
 export const startOptions = lifecycleOptions(
-  "Start every workload that does not run: stopped, failed, or left over from a reboot (gateways first)",
+  "Start every workload that does not run: failed (as a reboot leaves them) and stopped on purpose alike (gateways first)",
   "Start the workloads of this group that do not run",
 );
 export const restartOptions = lifecycleOptions(
