@@ -64,19 +64,30 @@ export async function runSelection(
   act: (name: string, ctx: WorkloadContext) => Promise<void>,
 ): Promise<void> {
   // Loaded for several workloads only: one NAME alone (nearly every command) does not pay for it.
-  const { assertBatchDone, batchBound, planBatch, runBatch } = await import("../workload/batch.ts");
+  const { assertBatchDone, batchBound, interruptedError, planBatch, runBatch } = await import("../workload/batch.ts");
   const ctx = cliContext();
   const plan = await planBatch(verb, selection, ctx.paths);
   for (const err of plan.unreadable) reportError(err);
   const total = plan.phases.flat().length + plan.unreadable.length;
   if (total === 0) return log.info(nothingToDo(verb, selection, plan.already));
-  const failed = await runBatch(
+  // Ctrl-C (SIGTERM, a closed terminal) leaves no workload half-done: those under way are finished,
+  // each with its line, no more are begun, and the end says which were not; a second one ends the
+  // command at once (signals.ts), the supervisors under way going on by themselves.
+  const { signalExitCode, untilSignal } = await import("./signals.ts");
+  let interrupted: NodeJS.Signals | undefined;
+  void untilSignal().then((signal) => {
+    interrupted = signal;
+    log.warn(`${signal}: finishing the workloads under way, beginning no more (again to stop waiting at once)`);
+  });
+  const outcome = await runBatch(
     plan,
     batchBound(verb),
     (name) => act(name, ctx),
     (_name, err) => reportError(err),
+    () => interrupted !== undefined,
   );
-  assertBatchDone(verb, failed, plan.unreadable.length, total);
+  if (interrupted !== undefined) throw interruptedError(verb, interrupted, outcome, signalExitCode(interrupted));
+  assertBatchDone(verb, outcome.failed, plan.unreadable.length, total);
 }
 
 function nothingToDo(verb: BatchVerb, selection: Selection, already: number): string {

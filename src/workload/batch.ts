@@ -84,22 +84,33 @@ export function batchBound(verb: BatchVerb, cores = availableParallelism()): num
   return verb === "start" || verb === "restart" ? Math.max(1, Math.min(4, cores)) : 8;
 }
 
+export interface BatchOutcome {
+  /** The names that failed, in the plan's order. */
+  readonly failed: readonly string[];
+  /** The names never begun because the batch was interrupted, in the plan's order. */
+  readonly notBegun: readonly string[];
+}
+
 /**
  * Runs `act` on every workload of the plan, at most `bound` at a time within a phase; a failure is
- * handed to `failed` and the rest go on. Returns the names that failed, in the plan's order.
+ * handed to `failed` and the rest go on. Once `interrupted` says so, no further workload is begun:
+ * those under way are finished (none is left half-started or half-removed), the rest are `notBegun`.
  */
 export async function runBatch(
   plan: BatchPlan,
   bound: number,
   act: (name: string) => Promise<void>,
   failed: (name: string, err: unknown) => void,
-): Promise<string[]> {
+  interrupted: () => boolean = () => false,
+): Promise<BatchOutcome> {
   const failures = new Set<string>();
+  const begun = new Set<string>();
   for (const phase of plan.phases) {
     let next = 0;
     const worker = async () => {
-      while (next < phase.length) {
+      while (next < phase.length && !interrupted()) {
         const name = phase[next++] as string;
+        begun.add(name);
         try {
           await act(name);
         } catch (err) {
@@ -110,7 +121,8 @@ export async function runBatch(
     };
     await Promise.all(Array.from({ length: Math.min(bound, phase.length) }, worker));
   }
-  return plan.phases.flat().filter((name) => failures.has(name));
+  const all = plan.phases.flat();
+  return { failed: all.filter((name) => failures.has(name)), notBegun: all.filter((name) => !begun.has(name)) };
 }
 
 const DONE: Readonly<Record<BatchVerb, string>> = {
@@ -119,6 +131,27 @@ const DONE: Readonly<Record<BatchVerb, string>> = {
   stop: "stopped",
   rm: "removed",
 };
+
+/**
+ * The end of a batch a signal interrupted (CANCELLED, the signal's exit code): which workloads it
+ * never began, so the user knows where each stands, and which of those begun failed.
+ */
+export function interruptedError(
+  verb: BatchVerb,
+  signal: string,
+  outcome: BatchOutcome,
+  exitCode: number,
+): McpmgrError {
+  const failed = outcome.failed.length > 0 ? `; could not be ${DONE[verb]}: ${outcome.failed.join(", ")}` : "";
+  return new McpmgrError(
+    "CANCELLED",
+    `${signal}: cancelled; not ${DONE[verb]}: ${outcome.notBegun.join(", ") || "none"}${failed}`,
+    {
+      hint: "the workloads under way were finished, each with its line above; 'mcpmgr list' shows where each stands",
+      exitCode,
+    },
+  );
+}
 
 /**
  * WORKLOADS_FAILED when some of a batch failed (each one's own error was reported as it happened);

@@ -69,8 +69,26 @@ test("a batch keeps to its bound, runs its phases one after the other, and goes 
   // The gateway's phase ended before any member began.
   expect(order.slice(0, 2)).toEqual(["gw+", "gw-"]);
   expect(order.filter((step) => step.endsWith("+"))).toHaveLength(6);
-  expect(failures).toEqual(["b", "d"]);
+  expect(failures).toEqual({ failed: ["b", "d"], notBegun: [] });
   expect(failed.sort()).toEqual(["b", "d"]);
+});
+
+test("interrupted: those under way finish, no more begin (the next phase neither), the rest are not begun", async () => {
+  let stop = false;
+  const finished: string[] = [];
+  const outcome = await runBatch(
+    { phases: [["a", "b", "c", "d"], ["gw"]], already: 0, unreadable: [] },
+    2,
+    async (name) => {
+      if (name === "b") stop = true;
+      await Bun.sleep(5);
+      finished.push(name);
+    },
+    () => {},
+    () => stop,
+  );
+  expect(finished.sort()).toEqual(["a", "b"]);
+  expect(outcome).toEqual({ failed: [], notBegun: ["c", "d", "gw"] });
 });
 
 test("some failed: WORKLOADS_FAILED naming them (exit 1); none failed: nothing", () => {
