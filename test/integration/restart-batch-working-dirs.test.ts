@@ -49,3 +49,11 @@ test("restart of workloads from relative paths in different folders: each resolv
   expect(restarted.code).toBe(0);
   for (const name of ["aa", "bb", "cc"]) expect(restarted.stderr).toContain(`[info] restarted ${name} at http://`);
 });
+
+test("a failure among several names its workload: a folder gone says whose it was", async () => {
+  await rm(join(dir, "project-cc"), { recursive: true, force: true });
+  const restarted = mcpmgr(dir, "restart", "aa", "cc");
+  expect(restarted.code).toBe(1);
+  expect(restarted.stderr).toContain(`[error] cc: its working directory ${join(dir, "project-cc")} is gone`);
+  expect(restarted.stderr).toContain("[info] restarted aa at http://");
+});
