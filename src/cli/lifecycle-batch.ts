@@ -92,7 +92,8 @@ export async function runSelection(
 
 /**
  * A failure's line names its workload: among several, "its working directory … is gone" or a
- * package path does not say whose start it was. A message that begins with the name already keeps it.
+ * package path does not say whose start it was. A message that names it already (`no workload named
+ * bbx`) stays as it is.
  */
 function whose(name: string, err: unknown): McpmgrError {
   if (!isMcpmgrError(err))
@@ -100,7 +101,7 @@ function whose(name: string, err: unknown): McpmgrError {
       hint: "run again with --debug and report it if it persists",
       cause: err,
     });
-  if (new RegExp(`^${name}(?![a-z0-9-])`).test(err.message)) return err;
+  if (new RegExp(`(?<![a-z0-9-])${name}(?![a-z0-9-])`).test(err.message)) return err;
   return new McpmgrError(err.code, `${name}: ${err.message}`, {
     ...(err.hint !== undefined ? { hint: err.hint } : {}),
     ...(err.details !== undefined ? { details: err.details } : {}),
