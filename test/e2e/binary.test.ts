@@ -203,6 +203,34 @@ test("the binary runs a detached workload through its own supervisor, and remove
   }
 }, 120_000);
 
+test("the binary stops, starts and removes several workloads at once (the batch code is a chunk loaded on demand)", async () => {
+  const home = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-home-"));
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  const names = ["binbatch-a", "binbatch-b"];
+  const mcpmgr = (...args: string[]) => {
+    const result = Bun.spawnSync([binary, ...args], { cwd: REPO_ROOT, env, timeout: 120_000 });
+    return { code: result.exitCode, stderr: result.stderr.toString() };
+  };
+  try {
+    for (const name of names) expect(mcpmgr("run", "npx://./test/fixtures/sandbox-probe", "--name", name).code).toBe(0);
+    const stopped = mcpmgr("stop", "--all");
+    expect([stopped.code, stopped.stderr.split("\n").filter(Boolean).sort()]).toEqual([
+      0,
+      names.map((name) => `[info] stopped ${name}`),
+    ]);
+    const started = mcpmgr("start", ...names);
+    expect(started.code).toBe(0);
+    for (const name of names) expect(started.stderr).toContain(`[info] started ${name} at http://127.0.0.1:`);
+    const removed = mcpmgr("rm", "--all");
+    expect(removed.code).toBe(0);
+    for (const name of names) expect(removed.stderr).toContain(`[info] removed ${name}`);
+    expect(Bun.spawnSync(["pgrep", "-f", "__supervise binbatch-"]).stdout.toString().trim()).toBe("");
+  } finally {
+    for (const name of names) removeLeftover(env, name);
+    await rm(home, { recursive: true, force: true });
+  }
+}, 180_000);
+
 test("the binary decides Cedar policies in its own evaluator (__cedar-evaluator), which leaves with the workload", async () => {
   const home = await mkdtemp(join(tmpdir(), "mcpmgr-e2e-cedar-"));
   const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
