@@ -186,8 +186,7 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
       await report({ state: "running", restarts });
       options.log.info(`${options.name} running at ${workload.url}`);
       const outcome = await Promise.race([stopped.then(() => undefined), workload.exited]);
-      // A crash: the workload will be started again, so its listener (if kept) stays. A stop's wait for
-      // requests in progress is said in the status (`mcpmgr stop` names it).
+      // A crash: started again, its listener (if kept) stays. A stop with requests in progress says so (`stop`'s notice).
       const draining = () => report({ state: "running", restarts, draining: true });
       await workload.stop(outcome === undefined ? { onRequestsInProgress: draining } : { restarting: true });
       if (outcome === undefined) break;
