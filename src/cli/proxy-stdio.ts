@@ -5,7 +5,9 @@
  * outgoing-auth options as `proxy`) to every HTTP request. stdout carries only the protocol;
  * everything else goes to stderr. A workload is relayed to only while its supervisor (or, for a
  * foreground run, its own process) serves it (workload/live-workload.ts): never to whatever listens
- * on a stopped workload's port.
+ * on a stopped workload's port. A workload the relay loses (stopped, or moved to another port by a
+ * restart or `rm` + `run --from-config`) is looked up again by name, through the same `endpointOf` and
+ * its checks, and followed to where it serves now.
  */
 import { parseArgv } from "../config/argv.ts";
 import { assertCredentialsOverHttps, outgoingAuthSpec } from "../config/outgoing-auth-spec.ts";
@@ -145,12 +147,30 @@ export async function runProxyStdio(argv: readonly string[]): Promise<void> {
   // A workload is reached directly (never through the environment's proxy), on connections checked to be its own.
   const upstream = workload === undefined ? undefined : localListenerClient().fetch;
   const credentialed = await outgoingAuthentication(spec, target, "stdio", cliContext(), undefined, upstream);
+  // The same name in the same home, with every check of the first lookup; credentials scoped anew to a new URL.
+  const follow =
+    workload === undefined || upstream === undefined
+      ? undefined
+      : async () => {
+          // A name gone from the home (removed, a foreground run ended) is said as the relayed workload's end.
+          const now = await endpointOf(targetText).catch(async (err: unknown) => {
+            if (err instanceof McpmgrError && err.code === "WORKLOAD_NOT_FOUND") await workload.assertRunning();
+            throw err;
+          });
+          if (now.workload === undefined) throw new Error(`${targetText} no longer names a workload`);
+          const scoped =
+            now.target.href === target.href
+              ? credentialed
+              : await outgoingAuthentication(spec, now.target, "stdio", cliContext(), undefined, upstream);
+          return { target: now.target, fetch: liveWorkloadFetch(now.workload, scoped ?? upstream) };
+        };
   const relay = await startStdioRelay({
     target,
     fetch:
       workload === undefined || upstream === undefined
         ? credentialed
         : liveWorkloadFetch(workload, credentialed ?? upstream),
+    ...(follow ? { follow } : {}),
     stdin: process.stdin,
     stdout: process.stdout,
     log,

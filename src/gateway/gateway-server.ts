@@ -276,12 +276,21 @@ export function createGatewayServer(
     }
   };
 
-  const routeName = (kind: "tool" | "prompt", name: unknown): { workload: string; name: string } => {
-    const names = kind === "tool" ? catalog.view.toolNames : catalog.view.promptNames;
-    const owned = typeof name === "string" ? names.byGatewayName.get(name) : undefined;
-    if (owned !== undefined) return owned;
-    // A client calling a name from before a workload stopped learns which workload is missing.
+  const routeName = async (kind: "tool" | "prompt", name: unknown): Promise<{ workload: string; name: string }> => {
+    const owned = () => {
+      const names = kind === "tool" ? catalog.view.toolNames : catalog.view.promptNames;
+      return typeof name === "string" ? names.byGatewayName.get(name) : undefined;
+    };
+    const known = owned();
+    if (known !== undefined) return known;
+    // A client calling a name from before a workload stopped learns which workload is missing, once the
+    // membership was read again: the workload may be back already (restarted) without the gateway knowing.
     const prefix = typeof name === "string" ? name.slice(0, Math.max(0, name.indexOf("_"))) : "";
+    if (prefix && catalog.whyUnavailable(prefix) !== undefined) {
+      await catalog.joining(prefix, options.timeoutMs);
+      const back = owned();
+      if (back !== undefined) return back;
+    }
     const why = prefix ? catalog.whyUnavailable(prefix) : undefined;
     if (why !== undefined) throw notSent(prefix, why);
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${kind}: ${String(name)}`);
@@ -324,7 +333,7 @@ export function createGatewayServer(
     const answered = search ? await search.answer(params, ctx.http?.req, ctx.mcpReq.id) : undefined;
     if (answered !== undefined) return answered as never;
     try {
-      const target = routeName("tool", params.name);
+      const target = await routeName("tool", params.name);
       return (await forward(
         target.workload,
         "tools/call",
@@ -339,7 +348,7 @@ export function createGatewayServer(
   });
   server.setRequestHandler("prompts/get", async (request, ctx) => {
     const params = request.params as Params;
-    const target = routeName("prompt", params.name);
+    const target = await routeName("prompt", params.name);
     return (await forward(target.workload, "prompts/get", { ...params, name: target.name }, ctx)) as never;
   });
   for (const method of ["resources/read", "resources/subscribe", "resources/unsubscribe"] as const) {
@@ -352,7 +361,7 @@ export function createGatewayServer(
     const params = request.params as Params;
     const ref = params.ref as Params;
     if (ref.type === "ref/prompt") {
-      const target = routeName("prompt", ref.name);
+      const target = await routeName("prompt", ref.name);
       return (await forward(
         target.workload,
         "completion/complete",

@@ -30,6 +30,8 @@ export interface RunningServer extends AsyncDisposable {
   readonly live: LiveStreams;
   /** Graceful stop; resolves when every connection is closed. */
   shutdown(graceMs?: number): Promise<void>;
+  /** Whether requests are in progress (standalone event streams, which never finish, not counted). */
+  busy(): boolean;
   /** Serves new requests with `handler` from now on (requests under way finish with the old one). */
   setHandler(handler: Handler): void;
   /**
@@ -95,6 +97,7 @@ export function serve(options: ServeOptions): RunningServer {
     port,
     live,
     shutdown,
+    busy: () => server.pendingRequests > live.size,
     drain,
     setHandler(next) {
       handler = next;

@@ -128,6 +128,8 @@ export const workloadStatusSchema = v.object({
     0,
   ),
   lastError: v.optional(v.string()),
+  /** Written by a stopping supervisor that has requests in progress to let finish: `mcpmgr stop` says what it waits for. */
+  draining: v.optional(v.boolean()),
   /** What the user can do about lastError (an McpmgrError's hint); absent in status files of older versions. */
   lastHint: v.optional(v.string()),
   /** lastError's code (an McpmgrError's), so a command can word its own way out (a taken name: `start` has no --name). */

@@ -31,7 +31,10 @@ export interface RunningWorkload {
    * Graceful stop of proxy and server. `restarting`: the server will be started again on a
    * listener the workload was given, which stays open (and answers 503 meanwhile).
    */
-  stop(options?: { readonly restarting?: boolean }): Promise<void>;
+  stop(options?: {
+    readonly restarting?: boolean;
+    readonly onRequestsInProgress?: () => Promise<unknown>;
+  }): Promise<void>;
 }
 
 export interface StartOptions {
@@ -252,6 +255,8 @@ async function serveWorkload(
         proxy.setHandler(parts.listener.unavailable);
         await Promise.allSettled([proxy.drain(stopGraceMs, "the MCP server is restarting")]);
       } else {
+        // Told (the supervisor records it for `stop`'s notice) only when the stop has requests to wait for.
+        if (proxy.busy()) void options.onRequestsInProgress?.().catch(() => {});
         await Promise.allSettled([proxy.shutdown(stopGraceMs)]);
       }
       await Promise.allSettled([server?.stop(), observed?.telemetry.shutdown(), audited?.close()]);

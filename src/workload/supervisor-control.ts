@@ -329,7 +329,8 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
     }
     return false;
   }
-  await terminate(pid, name, undefined, log);
+  const draining = async () => (await store.readStatus(name))?.draining === true;
+  await terminate(pid, name, undefined, log, draining);
   await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch((err: unknown) =>
     // Stopped all the same; said, since `list` shows it failed (a dead supervisor) until a `stop` records it.
     log.warn(

@@ -36,8 +36,17 @@ export async function removeContainers(store: WorkloadStore, name: string, log: 
   await sweepOrphanedContainers(engine, store, log);
 }
 
-/** SIGTERM, then SIGKILL after `graceMs` (15 s); only while the pid is still this workload's supervisor. */
-export async function terminate(pid: number, name: string, graceMs = 15_000, log?: WorkloadLog): Promise<void> {
+/**
+ * SIGTERM, then SIGKILL after `graceMs` (15 s); only while the pid is still this workload's supervisor.
+ * `draining`: whether the supervisor said it has requests in progress (its status), for the notice.
+ */
+export async function terminate(
+  pid: number,
+  name: string,
+  graceMs = 15_000,
+  log?: WorkloadLog,
+  draining?: () => Promise<boolean>,
+): Promise<void> {
   const signal = (sig: NodeJS.Signals) => {
     try {
       if (isSupervisorOf(pid, name)) process.kill(pid, sig);
@@ -50,11 +59,16 @@ export async function terminate(pid: number, name: string, graceMs = 15_000, log
   const deadline = started + graceMs;
   let said = false;
   while (isSupervisorOf(pid, name) && performance.now() < deadline) {
-    // A stop that takes long is the supervisor letting requests in progress finish: said once, so the
-    // user does not take the wait for a hang.
+    // A stop that takes long is said once, so the user does not take the wait for a hang, and truly: the
+    // supervisor letting requests in progress finish, or its server not exiting as its input closes (an SDK
+    // server still waiting on a request of its own gets SIGTERM after a grace, as MCP's shutdown says).
     if (log !== undefined && !said && performance.now() - started >= NOTICEABLE_STOP_MS) {
       said = true;
-      log.info(`waiting for ${name} to stop: requests in progress get up to 10 s to finish`);
+      log.info(
+        (await draining?.().catch(() => false))
+          ? `waiting for ${name} to stop: requests in progress get up to 10 s to finish`
+          : `waiting for ${name} to stop: its MCP server is given a few seconds to exit`,
+      );
     }
     await Bun.sleep(50);
   }

@@ -45,6 +45,8 @@ export interface StatusReport {
   readonly state: WorkloadState;
   readonly restarts: number;
   readonly lastError?: string;
+  /** Stopping with requests in progress (state/workload-record.ts). */
+  readonly draining?: boolean;
   /** The failure's own hint (a busy port: choose another), for `run`/`start` to print instead of a generic one. */
   readonly lastHint?: string;
   /** The failure's code, when it is an McpmgrError. */
@@ -184,8 +186,9 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
       await report({ state: "running", restarts });
       options.log.info(`${options.name} running at ${workload.url}`);
       const outcome = await Promise.race([stopped.then(() => undefined), workload.exited]);
-      // A crash: the workload will be started again, so its listener (if kept) stays.
-      await workload.stop(outcome === undefined ? undefined : { restarting: true });
+      // A crash: started again, its listener (if kept) stays. A stop with requests in progress says so (`stop`'s notice).
+      const draining = () => report({ state: "running", restarts, draining: true });
+      await workload.stop(outcome === undefined ? { onRequestsInProgress: draining } : { restarting: true });
       if (outcome === undefined) break;
       if (now() - startedAt > timings.stableAfterMs) backoff = timings.firstBackoffMs;
       // The server's last output below the reason, each line indented (as the CLI shows an error's

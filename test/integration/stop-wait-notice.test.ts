@@ -1,6 +1,8 @@
 /**
  * `stop` while a request is in flight waits for it (up to 10 s, docs/workloads.md): it says so, once,
- * when the wait is noticeable, and says nothing of it when nothing holds the stop up.
+ * when the wait is noticeable, and says nothing of it when nothing holds the stop up. A stop held up by
+ * a server that does not exit as its input closes (an SDK server waiting on a request of its own) says
+ * that, not that requests are in progress.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -31,6 +33,7 @@ beforeAll(async () => {
 
 afterAll(() => {
   runCli(env, ["rm", "slow"]);
+  runCli(env, ["rm", "lingers"]);
   for (const socket of held) socket.destroy();
   silent.close();
   rmSync(home, { recursive: true, force: true });
@@ -58,4 +61,11 @@ test("stop with a call in flight says once what it waits for; without one it say
   runCliOk(env, ["start", "slow"]);
   const quiet = runCliOk(env, ["stop", "slow"]);
   expect(notices(quiet.stderr)).toHaveLength(0);
+});
+
+test("a stop held up by a server that stays after its input closed does not say requests are in progress", () => {
+  runCliOk(env, ["run", "npx://./test/fixtures/unruly-stdio", "--name", "lingers", "--", "slow-to-stop"]);
+  const stopped = runCliOk(env, ["stop", "lingers"]);
+  expect(stopped.stderr).not.toContain("requests in progress");
+  expect(stopped.stderr).toContain("waiting for lingers to stop: its MCP server is given a few seconds to exit");
 });

@@ -1,8 +1,9 @@
 /**
  * The stdio client's side of `proxy stdio` (stdio-relay.ts): a problem with its input worded in one line,
- * and its last answers written out before the relay ends.
+ * its last answers written out before the relay ends, and what the ends of its streams mean for the relay.
  */
-import type { Writable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
+import type { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { errorMessage } from "../../errors.ts";
 
 export const firstLine = (err: unknown): string => errorMessage(err).split("\n")[0] ?? "";
@@ -39,4 +40,39 @@ export function inputProblem(err: Error): string {
   const tooLong = /^ReadBuffer exceeded maximum size of (\d+) bytes/.exec(err.message);
   if (tooLong) return `a line longer than ${tooLong[1]} bytes: no more input is read`;
   return firstLine(err);
+}
+
+export interface ClientEnds {
+  readonly stdin: Readable;
+  readonly stdout: Writable;
+  readonly local: StdioServerTransport;
+  readonly log: { warn(text: string): void };
+  /** The input is over (why, when it failed): the relay drains, then ends. */
+  inputEnded(why?: string): void;
+  /** The client's output is gone: the relay ends (having failed, why, unless the client just went away). */
+  outputFailed(why?: string): void;
+}
+
+export function watchClientEnds(ends: ClientEnds): void {
+  // The transport reports a read error of stdin itself as it reports a bad line: told apart by the object.
+  const readErrors = new WeakSet<Error>();
+  ends.local.onerror = (err) => {
+    if (!readErrors.has(err)) ends.log.warn(`stdin: ${inputProblem(err)}`);
+  };
+  ends.local.onclose = () => ends.inputEnded();
+  ends.stdin.once("end", () => ends.inputEnded());
+  // A stream that failed gives nothing more: the input is over, and the relay failed.
+  ends.stdin.once("error", (err: Error) => {
+    readErrors.add(err);
+    ends.inputEnded(`stdin: cannot be read: ${firstLine(err)}`);
+  });
+  // The client's stdout: gone (EPIPE) is the client gone, the relay's end; any other failure (ENOSPC, EIO)
+  // leaves the client without its answers, so the relay fails, saying so, instead of relaying into nothing.
+  ends.stdout.on("error", (err: Error & { code?: unknown }) => {
+    ends.outputFailed(
+      err.code === "EPIPE"
+        ? undefined
+        : `cannot write to the client on stdout: ${typeof err.code === "string" ? err.code : firstLine(err)} (hint: give proxy stdio a stdout that can be written, as an AI client does)`,
+    );
+  });
 }

@@ -12,7 +12,8 @@
  *     speaks only 2026-07-28: then the client's session is served by translating between the
  *     eras (legacy-client.ts, the stdio bridge's translation), from that initialize on.
  * Every HTTP request goes through `fetch` (mcpmgr's credentials, when configured) and never
- * follows a redirect (no-redirects.ts). The relay
+ * follows a redirect (no-redirects.ts). A workload's endpoint that went away (stopped, or moved to
+ * another port) is looked up again (`follow`) where a forgotten session is renewed. The relay
  * ends when the client's input ends (after what was asked is answered, bounded) or the
  * connection fails; stdout carries only the protocol.
  */
@@ -22,21 +23,30 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage, McpmgrError } from "../../errors.ts";
 import { AnswerTooLarge, boundedFetch, defaultMaxMessageBytes } from "../answer-limit.ts";
-import { JsonRpcCode } from "../jsonrpc.ts";
 import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { refuseRedirects } from "./no-redirects.ts";
+import { endpointGone, LOST_ANSWER, refusedCredentials, undelivered, withHint } from "./relay-failures.ts";
 import { modernVersionOf } from "./request-headers.ts";
 import { changingLists, sessionSetup } from "./session-setup.ts";
-import { firstLine, inputProblem, writtenOut } from "./stdio-ends.ts";
+import { firstLine, watchClientEnds, writtenOut } from "./stdio-ends.ts";
 import type { JsonRpcRequest } from "../mcp-message.ts";
 import { StatelessRequests } from "./stateless-requests.ts";
 
-export interface StdioRelayOptions {
+export interface RelayEndpoint {
   readonly target: URL;
   /** mcpmgr's authenticated fetch; plain fetch when undefined. */
   readonly fetch: UpstreamFetch | undefined;
+}
+
+export interface StdioRelayOptions extends RelayEndpoint {
+  /**
+   * For a workload (`proxy stdio NAME`): looks it up again, with every check of the first lookup, when
+   * its endpoint went away or forgot the session; throws (WORKLOAD_NOT_RUNNING, with the way out) while
+   * it is stopped. Without it the relay keeps its one URL.
+   */
+  readonly follow?: () => Promise<RelayEndpoint>;
   readonly stdin: Readable;
   readonly stdout: Writable;
   readonly log: { info(text: string): void; warn(text: string): void; error(text: string): void };
@@ -55,12 +65,12 @@ const DRAIN_MS = 30_000;
 const RENEWAL_MS = 30_000;
 /** How many times in a row a quiet client's session is renewed (renewInTurn) before its next message. */
 const QUIET_RENEWALS = 3;
-const LOST_ANSWER =
-  "the remote ended the MCP session while this request was in progress (it restarted): its answer is lost, and whether it was carried out is not known";
 
 export async function startStdioRelay(options: StdioRelayOptions): Promise<StdioRelay> {
-  const { target, log } = options;
-  const plainFetch: UpstreamFetch = options.fetch ?? ((url, init) => fetch(url, init));
+  const { log } = options;
+  /** Where the relay sends, replaced when a workload is followed to its current endpoint (renewSession). */
+  let endpoint: RelayEndpoint = { target: options.target, fetch: options.fetch };
+  const plainFetch: UpstreamFetch = (url, init) => (endpoint.fetch ?? ((u, i) => fetch(u, i)))(url, init);
   // A JSON answer or SSE event past the bound fails its request instead of growing the relay without end.
   const bounded = boundedFetch((url: string, init?: UpstreamInit) => plainFetch(url, init ?? {}), {
     maxBytes: options.maxMessageBytes ?? defaultMaxMessageBytes,
@@ -68,12 +78,16 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   });
   const upstreamFetch = refuseRedirects((url, init) => bounded(url, init));
   const newRemote = () =>
-    new StreamableHTTPClientTransport(target, { fetch: (url, init) => upstreamFetch(String(url), init ?? {}) });
+    new StreamableHTTPClientTransport(endpoint.target, {
+      fetch: (url, init) => upstreamFetch(String(url), init ?? {}),
+    });
   // Replaced when the remote forgets the session (renewSession below).
   let remote = newRemote();
   const local = new StdioServerTransport(options.stdin, options.stdout);
   const stateless = new StatelessRequests({
-    url: target,
+    get url() {
+      return endpoint.target;
+    },
     fetch: upstreamFetch,
     deliver: (message) => void local.send(message as JSONRPCMessage),
     warn: (text) => log.warn(`remote: ${text}`),
@@ -149,6 +163,18 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       inFlight.delete(waiting);
       void local.send({ jsonrpc: "2.0", id: waiting, error: { code: -32000, message: LOST_ANSWER } });
     }
+    // A workload is looked up again first: a new session where it serves now, or why it cannot be reached.
+    if (options.follow !== undefined) {
+      try {
+        const was = endpoint.target.href;
+        endpoint = await options.follow();
+        if (endpoint.target.href !== was) log.info(`the workload moved: relaying stdio to ${endpoint.target.href}`);
+      } catch (err) {
+        // Why the workload cannot be reached (stopped: how to start it), not a session that failed to open.
+        log.warn(`remote: ${withHint(err)}`);
+        return withHint(err);
+      }
+    }
     const previous = remote;
     previous.onmessage = undefined;
     previous.onerror = undefined;
@@ -198,9 +224,14 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     log.warn(`remote: could not open a new MCP session: ${why}`);
     return `the remote ended the MCP session and a new one could not be opened: ${why}`;
   };
-  /** A 404 for a session the remote had given: it forgot the session. */
+  /**
+   * A 404 for a session the remote had given: it forgot the session. Or, for a workload, its endpoint gone
+   * once a session was open: it is followed to where it serves now, in a new session.
+   */
   const sessionGone = (err: unknown) =>
-    err instanceof StreamableHTTPError && err.code === 404 && remote.sessionId !== undefined && opened !== undefined;
+    opened !== undefined &&
+    ((err instanceof StreamableHTTPError && err.code === 404 && remote.sessionId !== undefined) ||
+      (options.follow !== undefined && endpointGone(err)));
 
   /**
    * The remote refused the client's initialize. A remote that speaks only 2026-07-28 does
@@ -210,7 +241,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   const initializeRefused = async (initialize: JSONRPCMessage, refusal: JSONRPCMessage): Promise<void> => {
     const { translateForLegacyClient } = await import("./legacy-client.ts");
     const attempt = await translateForLegacyClient({
-      url: target,
+      url: endpoint.target,
       fetch: upstreamFetch,
       deliver: (message) => void local.send(message as JSONRPCMessage),
       warn: (text) => log.warn(`remote: ${text}`),
@@ -267,25 +298,15 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         }
         setup.noteSent(message);
       } catch (err) {
-        const text = errorMessage(err);
-        if (id === undefined) return log.warn(`could not deliver a message to the remote: ${text}`);
+        if (id === undefined) return log.warn(`could not deliver a message to the remote: ${errorMessage(err)}`);
         // A request that could not be delivered gets an error answer, not silence.
         inFlight.delete(id);
-        // Refused for want of credentials: a question of authentication, not of eras, nor of reaching the remote.
-        const unauthorized = err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403);
-        const refusal: JSONRPCMessage = {
-          jsonrpc: "2.0",
-          id,
-          error:
-            err instanceof AnswerTooLarge
-              ? { code: JsonRpcCode.internalError, message: text }
-              : unauthorized
-                ? { code: -32000, message: `the remote MCP server refused the request (HTTP ${err.code}): ${text}` }
-                : { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${text}` },
-        };
+        const refusal = undelivered(id, err);
         const initialize = pendingInitialize.get(id);
         pendingInitialize.delete(id);
-        if (initialize !== undefined && !unauthorized) await initializeRefused(initialize, refusal);
+        // A workload that is not served: no era to translate for.
+        const gone = options.follow !== undefined && endpointGone(err);
+        if (initialize !== undefined && !refusedCredentials(err) && !gone) await initializeRefused(initialize, refusal);
         else void local.send(refusal);
       }
     });
@@ -345,11 +366,6 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     };
   };
   wireRemote();
-  // The transport reports a read error of stdin itself as it reports a bad line: told apart by the object.
-  const readErrors = new WeakSet<Error>();
-  local.onerror = (err) => {
-    if (!readErrors.has(err)) log.warn(`stdin: ${inputProblem(err)}`);
-  };
   // End of input: let what was asked be answered (bounded), then end the remote session.
   const drainThenFinish = async (why?: string) => {
     await sending;
@@ -358,19 +374,14 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     while (pending() > 0 && Date.now() < deadline) await Bun.sleep(20);
     await finish(why);
   };
-  local.onclose = () => void drainThenFinish();
-  options.stdin.once("end", () => void drainThenFinish());
-  // A stream that failed gives nothing more: the input is over, and the relay failed.
-  options.stdin.once("error", (err: Error) => {
-    readErrors.add(err);
-    void drainThenFinish(`stdin: cannot be read: ${firstLine(err)}`);
-  });
-  // The client's stdout: gone (EPIPE) is the client gone, the relay's end; any other failure (ENOSPC, EIO)
-  // leaves the client without its answers, so the relay fails, saying so, instead of relaying into nothing.
-  options.stdout.on("error", (err: Error & { code?: unknown }) => {
-    if (err.code !== "EPIPE")
-      outputFailure ??= `cannot write to the client on stdout: ${typeof err.code === "string" ? err.code : firstLine(err)} (hint: give proxy stdio a stdout that can be written, as an AI client does)`;
-    void finish();
+  watchClientEnds({
+    ...options,
+    local,
+    inputEnded: (why) => void drainThenFinish(why),
+    outputFailed: (why) => {
+      if (why !== undefined) outputFailure ??= why;
+      void finish();
+    },
   });
   await remote.start();
   try {

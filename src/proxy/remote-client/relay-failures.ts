@@ -1,0 +1,49 @@
+/**
+ * What `proxy stdio`'s relay (stdio-relay.ts) makes of a request it could not deliver: the error answer
+ * the client gets, and whether the failure means a workload's endpoint went away (it stopped, or moved
+ * to another port) so the relay looks the workload up again before answering so.
+ */
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { errorMessage, McpmgrError } from "../../errors.ts";
+import { AnswerTooLarge } from "../answer-limit.ts";
+import { JsonRpcCode } from "../jsonrpc.ts";
+
+export const LOST_ANSWER =
+  "the remote ended the MCP session while this request was in progress (it restarted): its answer is lost, and whether it was carried out is not known";
+
+/** The error's message, with its hint when it is mcpmgr's own (a workload stopped): the client's user sees only this. */
+export function withHint(err: unknown): string {
+  const text = errorMessage(err);
+  return err instanceof McpmgrError && err.hint !== undefined ? `${text} (hint: ${err.hint})` : text;
+}
+
+/** Refused for want of credentials: a question of authentication, not of eras, nor of reaching the remote. */
+export function refusedCredentials(err: unknown): err is StreamableHTTPError {
+  return err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403);
+}
+
+/** The error answer to request `id`, which could not be delivered (`err`). */
+export function undelivered(id: string | number, err: unknown): JSONRPCMessage {
+  const text = errorMessage(err);
+  return {
+    jsonrpc: "2.0",
+    id,
+    error:
+      err instanceof AnswerTooLarge
+        ? { code: JsonRpcCode.internalError, message: text }
+        : refusedCredentials(err)
+          ? { code: -32000, message: `the remote MCP server refused the request (HTTP ${err.code}): ${text}` }
+          : { code: -32000, message: `mcpmgr could not reach the remote MCP server: ${withHint(err)}` },
+  };
+}
+
+/**
+ * Whether the endpoint is gone from where the relay sends: a workload no longer served there (stopped, moved:
+ * workload/live-workload.ts refuses before connecting) or a port nobody listens on any more.
+ */
+export function endpointGone(err: unknown): boolean {
+  if (err instanceof McpmgrError) return err.code === "WORKLOAD_NOT_RUNNING" || err.code === "WORKLOAD_NOT_FOUND";
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === "ConnectionRefused" || code === "ECONNREFUSED";
+}

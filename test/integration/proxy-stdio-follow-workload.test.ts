@@ -1,0 +1,87 @@
+/**
+ * `mcpmgr proxy stdio NAME` (Claude Desktop's entry) follows its workload: stopped, each request is
+ * answered with an error that says so and how to start it; started again, and later moved to another
+ * port (`rm` + `run` on another `--proxy-port`), the relay looks the workload up again (with every check
+ * of its first lookup) and the same stdio client keeps working, without its AI client being restarted.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { findFreePort } from "../../src/proxy/serve.ts";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+setDefaultTimeout(60_000);
+
+let group: TestGroup;
+let source: string;
+let client: Client | undefined;
+
+beforeAll(async () => {
+  group = await createTestGroup();
+  source = await group.packageOf(PROBE_FIXTURE);
+  group.run(source, "mover", "default");
+}, 120_000);
+
+afterAll(async () => {
+  await client?.close().catch(() => {});
+  await group?.cleanup();
+});
+
+type ToolResult = { isError?: boolean; content: { text: string }[] };
+
+test("a relay to a workload that was stopped, started and moved to another port keeps serving its client", async () => {
+  const stderr: string[] = [];
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI_ENTRY, "proxy", "stdio", "mover"],
+    cwd: REPO_ROOT,
+    env: {
+      ...(process.env as Record<string, string>),
+      NO_COLOR: "1",
+      MCPMGR_HOME: group.home,
+      MCPMGR_RUNTIME: "process",
+    },
+    stderr: "pipe",
+  });
+  transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+  const relayed = new Client({ name: "claude-ai", version: "0.1.0" });
+  client = relayed;
+  await relayed.connect(transport);
+  const echo = async (text: string) =>
+    JSON.parse(((await relayed.callTool({ name: "echo", arguments: { text } })) as ToolResult).content[0]?.text ?? "{}")
+      .text as string;
+  expect(await echo("first")).toBe("first");
+
+  // Stopped: one error per request, saying so and how to start it (the relay stays up).
+  expect(group.mcpmgr("stop", "mover").code).toBe(0);
+  for (let i = 0; i < 2; i++) {
+    const refused = await relayed.callTool({ name: "echo", arguments: { text: "stopped" } }).then(
+      () => "answered",
+      (err: Error) => err.message,
+    );
+    expect(refused).toContain("workload mover is stopped");
+    expect(refused).toContain("mcpmgr start mover");
+  }
+  expect(group.mcpmgr("start", "mover").code).toBe(0);
+  expect(await echo("started again")).toBe("started again");
+
+  // Moved: removed and run again on another port, as `rm` + `run --from-config` of an edited export does.
+  const before = new URL(group.mcpmgr("list", "--format", "json").stdout.match(/http:\/\/[^"]+/)?.[0] ?? "http://x");
+  expect(group.mcpmgr("rm", "mover").code).toBe(0);
+  let port = await findFreePort();
+  while (String(port) === before.port) port = await findFreePort();
+  const moved = group.mcpmgr(
+    "run",
+    source,
+    "--name",
+    "mover",
+    "--permission-profile",
+    "none",
+    "--proxy-port",
+    String(port),
+  );
+  expect(moved.code).toBe(0);
+  expect(await echo("moved")).toBe("moved");
+  expect(stderr.join("")).toContain(`relaying stdio to http://127.0.0.1:${port}/`);
+});
