@@ -8,38 +8,26 @@
  * socket of the test's own, Docker the host's.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
+import { type PodmanService, startPodmanService } from "../support/podman-service.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
+let podman: PodmanService;
 let dir: string;
 let socket: string;
-let service: ReturnType<typeof Bun.spawn>;
 const name = `podman-docker-host-${process.pid}`;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "mcpmgr-podman-docker-host-"));
-  socket = join(dir, "podman.sock");
-  const { CONTAINER_HOST: _c, DOCKER_HOST: _d, ...env } = process.env;
-  service = Bun.spawn(["podman", "system", "service", "--time=0", `unix://${socket}`], {
-    stdout: "ignore",
-    stderr: "ignore",
-    env,
-  });
-  const deadline = Date.now() + 60_000;
-  while (!existsSync(socket) && service.exitCode === null && Date.now() < deadline) await Bun.sleep(100);
-  expect(existsSync(socket)).toBe(true);
+  podman = await startPodmanService("mcpmgr-podman-docker-host-");
+  ({ dir, socket } = podman);
 });
 afterAll(async () => {
-  service.kill("SIGTERM");
-  await service.exited;
-  rmSync(dir, { recursive: true, force: true });
+  await podman.stop();
 });
 
 function podmanEnv(dockerHost: string | undefined): Record<string, string> {

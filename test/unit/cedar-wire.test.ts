@@ -11,22 +11,13 @@ import { evaluatorSocketPath, privateSocketFolder } from "../../src/middleware/c
 import { evaluatorSocketName } from "../../src/state/cedar-socket-path.ts";
 import { LineReader } from "../../src/middleware/cedar-wire.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
-import { McpmgrError } from "../../src/errors.ts";
+import type { McpmgrError } from "../../src/errors.ts";
+import { thrown } from "../support/errors.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
 /** The STATE_UNSAFE error `fn` throws. */
-function unsafe(fn: () => unknown): McpmgrError {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (err) {
-    thrown = err;
-  }
-  expect(thrown).toBeInstanceOf(McpmgrError);
-  expect((thrown as McpmgrError).code).toBe("STATE_UNSAFE");
-  return thrown as McpmgrError;
-}
+const unsafe = (fn: () => unknown): McpmgrError => thrown(fn, "STATE_UNSAFE");
 
 test("frames are lines, whole whatever the chunks; a line past the bound ends the reading", () => {
   const lines: string[] = [];
