@@ -99,11 +99,12 @@ test("start of a workload whose recorded engine is down: that engine named, no v
   const stale = `unix://${join(dir, "gone.sock")}`;
   const { code, stderr } = await startRecorded("docker", stale);
   expect(code).toBe(1);
-  expect(stderr).toContain(`no container engine answers at DOCKER_HOST ${stale}`);
-  expect(stderr).toContain("start that engine");
+  expect(stderr).toContain(`the workload was created on Docker at ${stale}, where no container engine answers`);
+  expect(stderr).toContain("start Docker there");
+  expect(stderr).toContain("mcpmgr export");
   // The user set neither: the supervisor passes the record's engine on in them.
   expect(stderr).not.toContain("MCPMGR_RUNTIME=");
-  expect(stderr).not.toContain("env -u DOCKER_HOST");
+  expect(stderr).not.toContain("DOCKER_HOST");
 });
 
 test("start of a workload created on Podman whose socket now answers as Docker: said as its engine, not refused as options", async () => {
