@@ -14,6 +14,7 @@ import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { assertBatchDone, batchBound, failureOf, planBatch, runBatch } from "../../src/workload/batch.ts";
 import { usageError } from "../support/errors.ts";
+import { recordPackageWorkloads } from "../support/workload-records.ts";
 
 test("one name is the command as it always was; several names, --all or --group are a selection", () => {
   expect(parseTargets(["fetch"], stopOptions, "stop")).toEqual({ one: "fetch" });
@@ -119,17 +120,10 @@ test("a gateway starts before the workloads named with it, and stops, restarts a
       proxyPort: 41_201,
       runtime: "gateway",
     });
-    for (const [name, proxyPort] of [
+    await recordPackageWorkloads(store, [
       ["b-member", 41_202],
       ["c-member", 41_203],
-    ] as const)
-      await store.create({
-        name,
-        source: { kind: "package", ref: "npx://@modelcontextprotocol/server-everything" },
-        transport: "stdio",
-        proxyPort,
-        runtime: "process",
-      });
+    ]);
     const names = { kind: "names", names: ["c-member", "a-gateway", "b-member", "c-member"] } as const;
     expect((await planBatch("start", names, paths)).phases).toEqual([["a-gateway"], ["c-member", "b-member"]]);
     for (const verb of ["stop", "restart", "rm"] as const)
