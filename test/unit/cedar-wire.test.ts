@@ -3,7 +3,7 @@
  * (sun_path's limit, a folder of the user's alone), and what the policies read as the wire carries it.
  */
 import { expect, test } from "bun:test";
-import { chmodSync, mkdirSync, mkdtempSync, statSync, symlinkSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { policyFacts, readsFromWire } from "../../src/middleware/cedar-policies.ts";
@@ -67,6 +67,15 @@ test("the socket's folder is made 0700, and one open to others, a link or anothe
   expect(unsafe(() => privateSocketFolder(join(made, "evaluator.sock"), uid)).message).toMatch(
     /belongs to uid|in another user's reach/,
   );
+  // Another user's folder (made first at the temporary place): not the user's to remove or chmod, so
+  // the way out is the socket elsewhere.
+  const squatted = join(base, "squatted");
+  mkdirSync(squatted, { mode: 0o700 });
+  chownSync(squatted, 65534, 65534);
+  const foreign = unsafe(() => privateSocketFolder(join(squatted, "evaluator.sock"), process.getuid?.()));
+  expect(foreign.message).toContain("belongs to uid 65534");
+  expect(foreign.hint).toContain("XDG_RUNTIME_DIR");
+  expect(foreign.hint).not.toContain("chmod");
 });
 
 test("what the policies read crosses the wire unchanged: in all, and per resource a policy is scoped to", () => {
