@@ -21,10 +21,11 @@
  * compiled executable, which is what users run (and whose supervisors share its pages), and
  * `bun src/main.ts`, how issue 15's starting point was measured.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SmapsRollup } from "./lib/proc.ts";
+import { cedarEvaluatorPids } from "../test/support/processes.ts";
 import { echoImage, type Harness } from "./scenarios.ts";
 
 export interface FootprintGroup {
@@ -309,19 +310,7 @@ async function measureForm(
  * the home), by their command lines: one when all is well.
  */
 function cedarEvaluators(home: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    let argv: string[];
-    try {
-      argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-    } catch {
-      continue;
-    }
-    const at = argv.indexOf("__cedar-evaluator");
-    if (at !== -1 && argv[at + 1]?.startsWith(`${home}/`)) pids.push(Number(entry));
-  }
-  return pids;
+  return cedarEvaluatorPids((socket) => socket.startsWith(`${home}/`));
 }
 
 /** A supervisor's reading with its share of the shared processes' (their sum divided among `among`). */

@@ -5,7 +5,7 @@
  */
 import { parseArgv } from "../config/argv.ts";
 import type { OptionTable } from "../config/option-spec.ts";
-import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
+import { McpmgrError } from "../errors.ts";
 import { assertGroupName, assertWorkloadName } from "../state/workload-name.ts";
 import type { BatchVerb, Selection } from "../workload/batch.ts";
 import type { WorkloadContext } from "../workload/context.ts";
@@ -64,7 +64,9 @@ export async function runSelection(
   act: (name: string, ctx: WorkloadContext) => Promise<void>,
 ): Promise<void> {
   // Loaded for several workloads only: one NAME alone (nearly every command) does not pay for it.
-  const { assertBatchDone, batchBound, interruptedError, planBatch, runBatch } = await import("../workload/batch.ts");
+  const { assertBatchDone, batchBound, failureOf, interruptedError, planBatch, runBatch } = await import(
+    "../workload/batch.ts"
+  );
   const ctx = cliContext();
   const plan = await planBatch(verb, selection, ctx.paths);
   for (const err of plan.unreadable) reportError(err);
@@ -83,31 +85,11 @@ export async function runSelection(
     plan,
     batchBound(verb),
     (name) => act(name, ctx),
-    (name, err) => reportError(whose(name, err)),
+    (name, err) => reportError(failureOf(name, err)),
     () => interrupted !== undefined,
   );
   if (interrupted !== undefined) throw interruptedError(verb, interrupted, outcome, signalExitCode(interrupted));
   assertBatchDone(verb, outcome.failed, plan.unreadable.length, total);
-}
-
-/**
- * A failure's line names its workload: among several, "its working directory … is gone" or a
- * package path does not say whose start it was. A message that names it already (`no workload named
- * bbx`) stays as it is.
- */
-function whose(name: string, err: unknown): McpmgrError {
-  if (!isMcpmgrError(err))
-    return new McpmgrError("INTERNAL", `${name}: unexpected error: ${errorMessage(err)}`, {
-      hint: "run again with --debug and report it if it persists",
-      cause: err,
-    });
-  if (new RegExp(`(?<![a-z0-9-])${name}(?![a-z0-9-])`).test(err.message)) return err;
-  return new McpmgrError(err.code, `${name}: ${err.message}`, {
-    ...(err.hint !== undefined ? { hint: err.hint } : {}),
-    ...(err.details !== undefined ? { details: err.details } : {}),
-    ...(err.cause !== undefined ? { cause: err.cause } : {}),
-    exitCode: err.exitCode,
-  });
 }
 
 function nothingToDo(verb: BatchVerb, selection: Selection, already: number): string {

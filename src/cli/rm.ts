@@ -14,7 +14,12 @@ import { parseTargets, runSelection } from "./lifecycle-batch.ts";
 const rmCommand = defineCommand({
   meta: { name: "rm", description: "Remove workloads, stopping them first (NAME..., --all, --group)" },
   args: toCittyArgs(table, {
-    "NAME...": { description: "Workload names", required: false, variadic: true, completes: "workloads" },
+    "NAME...": {
+      description: "Workload names (several are removed side by side, gateways last)",
+      required: false,
+      variadic: true,
+      completes: "workloads",
+    },
   }),
   async run({ rawArgs }) {
     const targets = parseTargets(rawArgs, table, "rm");

@@ -39,8 +39,9 @@ const set = withExamples(
       const { runningUsers } = await import("../workload/secret-references.ts");
       const running = await runningUsers(resolvePaths(process.env), name);
       if (running.length > 0)
+        // One command for all of them: `restart` takes several names.
         log.warn(
-          `${running.join(", ")} ${running.length === 1 ? "runs" : "run"} with the old value until restarted: ${running.map((workload) => `'mcpmgr restart ${workload}'`).join(", ")}`,
+          `${running.join(", ")} ${running.length === 1 ? "runs" : "run"} with the old value until restarted: 'mcpmgr restart ${running.join(" ")}'`,
         );
     },
   }),

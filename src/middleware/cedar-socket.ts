@@ -15,20 +15,29 @@ import { assertPrivateFolders } from "../state/private-dirs.ts";
 export { evaluatorSocketPath } from "../state/cedar-socket-path.ts";
 
 /** Why `dir` is not this user's alone, if it is not (a missing folder is nobody's yet: undefined). */
-function notPrivate(dir: string, uid: number): string | undefined {
+function notPrivate(dir: string, uid: number): McpmgrError | undefined {
   const info = lstatSync(dir, { throwIfNoEntry: false });
   if (info === undefined) return undefined;
-  if (info.isSymbolicLink()) return `${dir} is a link`;
-  if (!info.isDirectory()) return `${dir} is not a folder`;
-  if (info.uid !== uid) return `${dir} belongs to uid ${info.uid}`;
-  if ((info.mode & 0o077) !== 0) return `${dir} is open to other users (mode ${(info.mode & 0o777).toString(8)})`;
+  if (info.isSymbolicLink()) return unsafe(dir, `${dir} is a link`);
+  if (!info.isDirectory()) return unsafe(dir, `${dir} is not a folder`);
+  // Not the user's to remove or chmod: the way out is a socket somewhere else (state/cedar-socket-path.ts).
+  if (info.uid !== uid)
+    return unsafe(
+      dir,
+      `${dir} belongs to uid ${info.uid}`,
+      "another user made it first: set XDG_RUNTIME_DIR to a runtime folder of yours, or give MCPMGR_HOME a shorter path, and the socket goes there instead",
+    );
+  if ((info.mode & 0o077) !== 0)
+    return unsafe(dir, `${dir} is open to other users (mode ${(info.mode & 0o777).toString(8)})`);
   return undefined;
 }
 
-function unsafe(dir: string, why: string): McpmgrError {
-  return new McpmgrError("STATE_UNSAFE", `the Cedar evaluator's folder ${dir} is not private: ${why}`, {
-    hint: `remove ${dir} (mcpmgr makes it again, mode 0700) or make it yours alone: chmod 700 ${dir}`,
-  });
+function unsafe(
+  dir: string,
+  why: string,
+  hint = `remove ${dir} (mcpmgr makes it again, mode 0700) or make it yours alone: chmod 700 ${dir}`,
+): McpmgrError {
+  return new McpmgrError("STATE_UNSAFE", `the Cedar evaluator's folder ${dir} is not private: ${why}`, { hint });
 }
 
 /**
@@ -41,7 +50,7 @@ export function privateSocketFolder(socketPath: string, uid: number | undefined 
   // Its way up first: a folder another user can rename entries in could swap ours for theirs.
   assertPrivateFolders([dirname(dir)], "they could stand in for mcpmgr's Cedar evaluator", uid);
   const before = notPrivate(dir, uid);
-  if (before !== undefined) throw unsafe(dir, before);
+  if (before !== undefined) throw before;
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (err) {
@@ -51,6 +60,6 @@ export function privateSocketFolder(socketPath: string, uid: number | undefined 
     });
   }
   const after = notPrivate(dir, uid);
-  if (after !== undefined) throw unsafe(dir, after);
+  if (after !== undefined) throw after;
   return dir;
 }

@@ -5,7 +5,7 @@
  * lines the user reads are the CLI's.
  */
 import { availableParallelism } from "node:os";
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import { assertGroupExists } from "../state/groups.ts";
 import type { McpmgrPaths } from "../state/paths.ts";
 import { isGatewayRecord, type WorkloadRecord, WorkloadStore } from "../state/workloads.ts";
@@ -123,6 +123,28 @@ export async function runBatch(
   }
   const all = plan.phases.flat();
   return { failed: all.filter((name) => failures.has(name)), notBegun: all.filter((name) => !begun.has(name)) };
+}
+
+/**
+ * A failure's line names its workload: among several, "its working directory … is gone" or a package
+ * path does not say whose start it was. A message that names the workload already (`no workload named
+ * bbx`) stays as it is; the name inside a path or a file name (`/home/u/fetch`, `fetch.json`) is not the
+ * workload named, so such a message is still led by the name.
+ */
+export function failureOf(name: string, err: unknown): McpmgrError {
+  if (!isMcpmgrError(err))
+    return new McpmgrError("INTERNAL", `${name}: unexpected error: ${errorMessage(err)}`, {
+      hint: "run again with --debug and report it if it persists",
+      cause: err,
+    });
+  // Workload names are [a-z0-9-]: nothing in one needs escaping.
+  if (new RegExp(`(?<![\\w/.-])${name}(?![\\w/-]|\\.\\w)`).test(err.message)) return err;
+  return new McpmgrError(err.code, `${name}: ${err.message}`, {
+    ...(err.hint !== undefined ? { hint: err.hint } : {}),
+    ...(err.details !== undefined ? { details: err.details } : {}),
+    ...(err.cause !== undefined ? { cause: err.cause } : {}),
+    exitCode: err.exitCode,
+  });
 }
 
 const DONE: Readonly<Record<BatchVerb, string>> = {

@@ -95,9 +95,12 @@ function recordedEngine(
       `the workload was created on ${engineName(kind)} at ${endpoint}, which now answers as a ${engineName(engine.kind)} engine`,
       { hint: `bring ${engineName(kind)} back there (a workload stays on the engine it was created on), ${move}` },
     );
-  throw new McpmgrError("RUNTIME_UNAVAILABLE", `no container engine answers at DOCKER_HOST ${endpoint}`, {
-    hint: "start that engine: while DOCKER_HOST names one, mcpmgr uses no other, and a workload stays on the engine it was created on",
-  });
+  // Named as the workload's engine: the user set no DOCKER_HOST (the supervisor passes the record's on in it).
+  throw new McpmgrError(
+    "RUNTIME_UNAVAILABLE",
+    `the workload was created on ${engineName(kind)} at ${endpoint}, where no container engine answers`,
+    { hint: `start ${engineName(kind)} there (a workload stays on the engine it was created on), ${move}` },
+  );
 }
 
 function engineName(kind: "docker" | "podman"): string {

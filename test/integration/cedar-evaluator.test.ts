@@ -7,14 +7,14 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
-import { createConnection } from "node:net";
+import { createConnection, type Socket } from "node:net";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ANSWER_TIMEOUT_MS, evaluatorAccess, PolicySetClient } from "../../src/middleware/cedar-client.ts";
 import { evaluatorSocketName } from "../../src/state/cedar-socket-path.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
-import { CLI_ENTRY, isAlive, REPO_ROOT } from "../support/processes.ts";
+import { CLI_ENTRY, cedarEvaluatorPids, isAlive, REPO_ROOT } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -80,19 +80,7 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
 
 /** The pids of evaluators serving this test's home (or `socket`), by their command line. */
 function evaluators(socket = socketPath): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    let argv: string[];
-    try {
-      argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-    } catch {
-      continue;
-    }
-    const at = argv.indexOf("__cedar-evaluator");
-    if (at !== -1 && argv[at + 1] === socket) pids.push(Number(entry));
-  }
-  return pids;
+  return cedarEvaluatorPids((served) => served === socket);
 }
 
 /**
@@ -113,6 +101,20 @@ function holdsWasmMemory(pid: number): boolean {
 function supervisorOf(name: string): number {
   const status = JSON.parse(readFileSync(join(group.home, "state", "workloads", name, "status.json"), "utf8"));
   return status.pid as number;
+}
+
+/** Connects to the evaluator's socket, lets `speak` write, and resolves with all it answered once the connection closes. */
+function talk(speak: (socket: Socket) => void): Promise<string> {
+  return new Promise<string>((resolve) => {
+    const socket = createConnection(socketPath);
+    let got = "";
+    socket.on("data", (chunk) => {
+      got += chunk.toString();
+    });
+    socket.on("error", () => {});
+    socket.on("close", () => resolve(got));
+    socket.on("connect", () => speak(socket));
+  });
 }
 
 let a: Client;
@@ -140,20 +142,11 @@ test("two workloads with different policies share one evaluator, each decided on
 test("garbage on the evaluator's socket ends that connection only: the evaluator and the workloads' decisions stay", async () => {
   const [pid] = evaluators();
   const exchange = (bytes: string | Uint8Array) =>
-    new Promise<string>((resolve) => {
-      const socket = createConnection(socketPath);
-      let got = "";
-      socket.on("data", (chunk) => {
-        got += chunk.toString();
-      });
-      socket.on("error", () => {});
-      socket.on("close", () => resolve(got));
-      socket.on("connect", () => {
-        socket.write(bytes);
-        // A well-behaved frame after the garbage: never answered, the connection is gone.
-        socket.write(`${JSON.stringify({ op: "decide", n: 9, requests: [] })}\n`);
-        setTimeout(() => socket.end(), 500);
-      });
+    talk((socket) => {
+      socket.write(bytes);
+      // A well-behaved frame after the garbage: never answered, the connection is gone.
+      socket.write(`${JSON.stringify({ op: "decide", n: 9, requests: [] })}\n`);
+      setTimeout(() => socket.end(), 500);
     });
   expect(await exchange("not json at all\n")).toBe("");
   expect(await exchange(`${"[".repeat(100_000)}\n`)).toBe("");
@@ -177,18 +170,9 @@ const deepPolicy = `permit(principal, action, resource) when { ${"(".repeat(1000
 
 test("a load the engine traps on is refused and the evaluator exits; the workloads' next questions go to a clean one", async () => {
   const [old] = evaluators();
-  const answer = await new Promise<string>((resolve) => {
-    const socket = createConnection(socketPath);
-    let got = "";
-    socket.on("data", (chunk) => {
-      got += chunk.toString();
-    });
-    socket.on("error", () => {});
-    socket.on("close", () => resolve(got));
-    socket.on("connect", () =>
-      socket.write(`${JSON.stringify({ op: "load", n: 1, policies: deepPolicy, entities: [], check: true })}\n`),
-    );
-  });
+  const answer = await talk((socket) =>
+    socket.write(`${JSON.stringify({ op: "load", n: 1, policies: deepPolicy, entities: [], check: true })}\n`),
+  );
   const frame = JSON.parse(answer.split("\n")[0] as string);
   expect(frame).toMatchObject({ n: 1, invalid: true });
   expect(frame.error).toContain("the Cedar engine failed on the policies");

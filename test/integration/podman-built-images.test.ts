@@ -6,37 +6,26 @@
  * built from scratch (no base image, no network).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { detectEngine } from "../../src/runtime/docker/engine.ts";
 import { removeBuiltTags } from "../../src/runtime/docker/superseded-images.ts";
+import { type PodmanService, startPodmanService } from "../support/podman-service.ts";
 
 setDefaultTimeout(60_000);
 
+let podman: PodmanService;
 let dir: string;
 let socket: string;
-let service: ReturnType<typeof Bun.spawn>;
 const repository = `mcpmgr-build/npx-podman-pruned-${process.pid}`;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "mcpmgr-podman-built-images-"));
-  socket = join(dir, "podman.sock");
-  const { CONTAINER_HOST: _c, DOCKER_HOST: _d, ...env } = process.env;
-  service = Bun.spawn(["podman", "system", "service", "--time=0", `unix://${socket}`], {
-    stdout: "ignore",
-    stderr: "ignore",
-    env,
-  });
-  const deadline = Date.now() + 60_000;
-  while (!existsSync(socket) && service.exitCode === null && Date.now() < deadline) await Bun.sleep(100);
-  expect(existsSync(socket)).toBe(true);
+  podman = await startPodmanService("mcpmgr-podman-built-images-");
+  ({ dir, socket } = podman);
 });
 afterAll(async () => {
   for (const tag of ["old", "kept", "foreign"]) Bun.spawnSync(["podman", "rmi", "-f", `${repository}:${tag}`]);
-  service.kill("SIGTERM");
-  await service.exited;
-  rmSync(dir, { recursive: true, force: true });
+  await podman.stop();
 });
 
 /** An empty image tagged `<repository>:<tag>`, labelled as mcpmgr labels its builds, for installation `install`. */

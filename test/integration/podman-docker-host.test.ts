@@ -8,38 +8,26 @@
  * socket of the test's own, Docker the host's.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
+import { type PodmanService, startPodmanService } from "../support/podman-service.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
+let podman: PodmanService;
 let dir: string;
 let socket: string;
-let service: ReturnType<typeof Bun.spawn>;
 const name = `podman-docker-host-${process.pid}`;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "mcpmgr-podman-docker-host-"));
-  socket = join(dir, "podman.sock");
-  const { CONTAINER_HOST: _c, DOCKER_HOST: _d, ...env } = process.env;
-  service = Bun.spawn(["podman", "system", "service", "--time=0", `unix://${socket}`], {
-    stdout: "ignore",
-    stderr: "ignore",
-    env,
-  });
-  const deadline = Date.now() + 60_000;
-  while (!existsSync(socket) && service.exitCode === null && Date.now() < deadline) await Bun.sleep(100);
-  expect(existsSync(socket)).toBe(true);
+  podman = await startPodmanService("mcpmgr-podman-docker-host-");
+  ({ dir, socket } = podman);
 });
 afterAll(async () => {
-  service.kill("SIGTERM");
-  await service.exited;
-  rmSync(dir, { recursive: true, force: true });
+  await podman.stop();
 });
 
 function podmanEnv(dockerHost: string | undefined): Record<string, string> {
@@ -111,11 +99,12 @@ test("start of a workload whose recorded engine is down: that engine named, no v
   const stale = `unix://${join(dir, "gone.sock")}`;
   const { code, stderr } = await startRecorded("docker", stale);
   expect(code).toBe(1);
-  expect(stderr).toContain(`no container engine answers at DOCKER_HOST ${stale}`);
-  expect(stderr).toContain("start that engine");
+  expect(stderr).toContain(`the workload was created on Docker at ${stale}, where no container engine answers`);
+  expect(stderr).toContain("start Docker there");
+  expect(stderr).toContain("mcpmgr export");
   // The user set neither: the supervisor passes the record's engine on in them.
   expect(stderr).not.toContain("MCPMGR_RUNTIME=");
-  expect(stderr).not.toContain("env -u DOCKER_HOST");
+  expect(stderr).not.toContain("DOCKER_HOST");
 });
 
 test("start of a workload created on Podman whose socket now answers as Docker: said as its engine, not refused as options", async () => {

@@ -38,7 +38,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["probe1", "remote2", "remote3", "remote4"]) mcpmgr("rm", name);
+  for (const name of ["probe1", "remote2", "remote3", "remote4", "remote5"]) mcpmgr("rm", name);
   await fixture.stop();
   rmSync(home, { recursive: true, force: true });
 });
@@ -91,18 +91,24 @@ test("a new value for a secret running workloads use: set names them and the res
       stdin: Buffer.from(value),
     });
   expect(set("first").exitCode).toBe(0);
-  for (const name of ["remote3", "remote4"])
+  for (const name of ["remote3", "remote4", "remote5"])
     runCliOk(env, ["run", fixture.url, "--name", name, "--remote-forward-headers-secret", "X-Probe=rotated"]);
   runCliOk(env, ["stop", "remote4"]);
   const rotated = set("second");
   expect(rotated.exitCode).toBe(0);
-  // Only the running one keeps the old value; the stopped one looks it up when it starts.
+  // Only the running ones keep the old value, named with the one restart that gives them the new one;
+  // the stopped one looks it up when it starts.
   expect(rotated.stderr.toString()).toContain(
-    "remote3 runs with the old value until restarted: 'mcpmgr restart remote3'",
+    "remote3, remote5 run with the old value until restarted: 'mcpmgr restart remote3 remote5'",
   );
   expect(rotated.stderr.toString()).not.toContain("remote4");
+  runCliOk(env, ["stop", "remote5"]);
+  // One running user: the command names it alone.
+  expect(set("third").stderr.toString()).toContain(
+    "remote3 runs with the old value until restarted: 'mcpmgr restart remote3'",
+  );
   // The same value again changes nothing for anyone.
-  expect(set("second").stderr.toString()).not.toContain("restart");
+  expect(set("third").stderr.toString()).not.toContain("restart");
 });
 
 test("secret delete --help says what --force is for", () => {

@@ -20,17 +20,23 @@ export async function rejection(promise: Promise<unknown>, code: ErrorCode): Pro
   return err;
 }
 
-/** The McpmgrError `fn` throws synchronously, checked to be a usage error (exit 2, with a hint) with `code`. */
-export function usageError(fn: () => unknown, code: ErrorCode): McpmgrError {
-  let thrown: unknown;
+/** The McpmgrError `fn` throws synchronously, checked to carry `code`; fails the test if it throws none. */
+export function thrown(fn: () => unknown, code: ErrorCode): McpmgrError {
+  let caughtErr: unknown;
   try {
     fn();
   } catch (err) {
-    thrown = err;
+    caughtErr = err;
   }
-  expect(thrown).toBeInstanceOf(McpmgrError);
-  const err = thrown as McpmgrError;
+  expect(caughtErr).toBeInstanceOf(McpmgrError);
+  const err = caughtErr as McpmgrError;
   expect(err.code).toBe(code);
+  return err;
+}
+
+/** As thrown(), and checked to be a usage error (exit 2, with a hint). */
+export function usageError(fn: () => unknown, code: ErrorCode): McpmgrError {
+  const err = thrown(fn, code);
   expect(err.exitCode).toBe(2);
   expect(err.hint).toBeString();
   return err;

@@ -4,6 +4,7 @@
  * proves the process is ready, keeps draining its output, and stops for sure.
  */
 import type { Subprocess } from "bun";
+import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 export const REPO_ROOT = resolve(import.meta.dir, "../..");
@@ -113,6 +114,27 @@ export function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The pids of running Cedar evaluators (`mcpmgr __cedar-evaluator SOCKET`) whose socket `serves` accepts,
+ * found by their command lines in /proc.
+ */
+export function cedarEvaluatorPids(serves: (socket: string) => boolean): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+    } catch {
+      continue;
+    }
+    const at = argv.indexOf("__cedar-evaluator");
+    const socket = at === -1 ? undefined : argv[at + 1];
+    if (socket !== undefined && serves(socket)) pids.push(Number(entry));
+  }
+  return pids;
 }
 
 /** `mcpmgr run --foreground ARGS` (from source); resolves with the URL it prints. */

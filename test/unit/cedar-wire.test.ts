@@ -3,7 +3,7 @@
  * (sun_path's limit, a folder of the user's alone), and what the policies read as the wire carries it.
  */
 import { expect, test } from "bun:test";
-import { chmodSync, mkdirSync, mkdtempSync, statSync, symlinkSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { policyFacts, readsFromWire } from "../../src/middleware/cedar-policies.ts";
@@ -11,22 +11,13 @@ import { evaluatorSocketPath, privateSocketFolder } from "../../src/middleware/c
 import { evaluatorSocketName } from "../../src/state/cedar-socket-path.ts";
 import { LineReader } from "../../src/middleware/cedar-wire.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
-import { McpmgrError } from "../../src/errors.ts";
+import type { McpmgrError } from "../../src/errors.ts";
+import { thrown } from "../support/errors.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
 /** The STATE_UNSAFE error `fn` throws. */
-function unsafe(fn: () => unknown): McpmgrError {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (err) {
-    thrown = err;
-  }
-  expect(thrown).toBeInstanceOf(McpmgrError);
-  expect((thrown as McpmgrError).code).toBe("STATE_UNSAFE");
-  return thrown as McpmgrError;
-}
+const unsafe = (fn: () => unknown): McpmgrError => thrown(fn, "STATE_UNSAFE");
 
 test("frames are lines, whole whatever the chunks; a line past the bound ends the reading", () => {
   const lines: string[] = [];
@@ -76,6 +67,15 @@ test("the socket's folder is made 0700, and one open to others, a link or anothe
   expect(unsafe(() => privateSocketFolder(join(made, "evaluator.sock"), uid)).message).toMatch(
     /belongs to uid|in another user's reach/,
   );
+  // Another user's folder (made first at the temporary place): not the user's to remove or chmod, so
+  // the way out is the socket elsewhere.
+  const squatted = join(base, "squatted");
+  mkdirSync(squatted, { mode: 0o700 });
+  chownSync(squatted, 65534, 65534);
+  const foreign = unsafe(() => privateSocketFolder(join(squatted, "evaluator.sock"), process.getuid?.()));
+  expect(foreign.message).toContain("belongs to uid 65534");
+  expect(foreign.hint).toContain("XDG_RUNTIME_DIR");
+  expect(foreign.hint).not.toContain("chmod");
 });
 
 test("what the policies read crosses the wire unchanged: in all, and per resource a policy is scoped to", () => {

@@ -39,6 +39,7 @@ import { GroupStore } from "../../src/state/groups.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { REPO_ROOT } from "../support/processes.ts";
+import { recordPackageWorkloads } from "../support/workload-records.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -140,18 +141,10 @@ beforeAll(async () => {
   };
   const paths = resolvePaths({ MCPMGR_HOME: home });
   const store = new WorkloadStore(paths);
-  for (const [name, proxyPort] of [
+  await recordPackageWorkloads(store, [
     ["alpha-one", 41_101],
     ["beta-two", 41_102],
-  ] as const) {
-    await store.create({
-      name,
-      source: { kind: "package", ref: "npx://@modelcontextprotocol/server-everything" },
-      transport: "stdio",
-      proxyPort,
-      runtime: "process",
-    });
-  }
+  ]);
   // alpha-one runs (a live process with a supervisor's command line); beta-two's status says running,
   // but its supervisor is gone, so it reads as failed: `stop` applies to the one, `start` to the other.
   supervisor = Bun.spawn([process.execPath, "-e", "setInterval(() => {}, 60_000)", "__supervise", "alpha-one"]);

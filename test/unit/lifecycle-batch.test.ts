@@ -12,8 +12,9 @@ import { rmOptions, startOptions, stopOptions } from "../../src/config/command-o
 import { McpmgrError } from "../../src/errors.ts";
 import { resolvePaths } from "../../src/state/paths.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
-import { assertBatchDone, batchBound, planBatch, runBatch } from "../../src/workload/batch.ts";
+import { assertBatchDone, batchBound, failureOf, planBatch, runBatch } from "../../src/workload/batch.ts";
 import { usageError } from "../support/errors.ts";
+import { recordPackageWorkloads } from "../support/workload-records.ts";
 
 test("one name is the command as it always was; several names, --all or --group are a selection", () => {
   expect(parseTargets(["fetch"], stopOptions, "stop")).toEqual({ one: "fetch" });
@@ -119,17 +120,10 @@ test("a gateway starts before the workloads named with it, and stops, restarts a
       proxyPort: 41_201,
       runtime: "gateway",
     });
-    for (const [name, proxyPort] of [
+    await recordPackageWorkloads(store, [
       ["b-member", 41_202],
       ["c-member", 41_203],
-    ] as const)
-      await store.create({
-        name,
-        source: { kind: "package", ref: "npx://@modelcontextprotocol/server-everything" },
-        transport: "stdio",
-        proxyPort,
-        runtime: "process",
-      });
+    ]);
     const names = { kind: "names", names: ["c-member", "a-gateway", "b-member", "c-member"] } as const;
     expect((await planBatch("start", names, paths)).phases).toEqual([["a-gateway"], ["c-member", "b-member"]]);
     for (const verb of ["stop", "restart", "rm"] as const)
@@ -148,4 +142,32 @@ test("a gateway starts before the workloads named with it, and stops, restarts a
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test("a failure's line is led by its workload's name, unless the message names that workload already", () => {
+  const gone = new McpmgrError("INVALID_OPTION", "its working directory /home/u/dd is gone (ENOENT)", {
+    hint: "run it from a folder that exists",
+  });
+  // The name inside a path or a file name is the folder or file, not the workload.
+  const led = failureOf("dd", gone);
+  expect([led.code, led.message, led.hint, led.exitCode]).toEqual([
+    "INVALID_OPTION",
+    "dd: its working directory /home/u/dd is gone (ENOENT)",
+    "run it from a folder that exists",
+    gone.exitCode,
+  ]);
+  expect(failureOf("fetch", new McpmgrError("INVALID_OPTION", "cannot read fetch.json")).message).toBe(
+    "fetch: cannot read fetch.json",
+  );
+  expect(failureOf("dd", new McpmgrError("INVALID_OPTION", "package ./dd/ not found")).message).toBe(
+    "dd: package ./dd/ not found",
+  );
+  // Named as the workload: left as it is.
+  const unknown = new McpmgrError("WORKLOAD_NOT_FOUND", "no workload named bbx (did you mean bb?)");
+  expect(failureOf("bbx", unknown)).toBe(unknown);
+  const running = new McpmgrError("INVALID_OPTION", "workload 'dd' is running.");
+  expect(failureOf("dd", running)).toBe(running);
+  // Anything else is an unexpected error of that workload's.
+  const odd = failureOf("aa", new Error("boom"));
+  expect([odd.code, odd.message]).toEqual(["INTERNAL", "aa: unexpected error: boom"]);
 });
