@@ -108,8 +108,8 @@ export class GroupCatalog {
   readonly #eras = new Map<string, PriorDiscovery>();
   #view: MergedView = merge([], "always");
   #reported = new Set<string>();
-  /** Reads the group's membership now (membership.ts `refresh`), set once the membership is followed. */
-  #reread: (() => Promise<void>) | undefined;
+  /** Reads a gone member's status anew, and the membership when it is back (membership.ts `readBack`). */
+  #reread: ((workload: string) => Promise<void>) | undefined;
 
   constructor(options: CatalogOptions) {
     this.#options = options;
@@ -156,7 +156,7 @@ export class GroupCatalog {
   }
 
   /** How the membership is read again for a call that finds a member gone (`joining`). */
-  rereadWith(reread: () => Promise<void>): void {
+  rereadWith(reread: (workload: string) => Promise<void>): void {
     this.#reread = reread;
   }
 
@@ -164,10 +164,12 @@ export class GroupCatalog {
    * Waits (up to `ms`) for a workload that is joining right now, so a call during its join is not refused.
    * A workload that left is looked up first: the membership learns a new status through fs.watch (debounced)
    * or its poll, so a call made as soon as `mcpmgr restart` returned found the member "not running" for a
-   * few tens of milliseconds. Only such calls read the store, never a call to a member that is up.
+   * few tens of milliseconds. Only such calls read the store (that member's own files; the whole membership only
+   * once it runs again), never a call to a member that is up.
    */
   async joining(workload: string, ms: number): Promise<void> {
-    if (this.#departed.has(workload) && this.#reread !== undefined) await Promise.race([this.#reread(), Bun.sleep(ms)]);
+    if (this.#departed.has(workload) && this.#reread !== undefined)
+      await Promise.race([this.#reread(workload), Bun.sleep(ms)]);
     const connection = this.#connections.get(workload);
     if (connection && !connection.client) await Promise.race([connection.firstAttempt, Bun.sleep(ms)]);
   }

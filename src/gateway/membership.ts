@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { hasOwnAuthentication } from "../state/gateway-guard.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { workloadUrl } from "../state/workload-url.ts";
+import type { WorkloadRecord } from "../state/workload-record.ts";
 import { isGatewayRecord, reconcileStatus, type WorkloadStore } from "../state/workloads.ts";
 
 export interface Member {
@@ -49,29 +50,41 @@ export interface Membership {
   current(): readonly Member[];
   /** Re-reads the store now (also what the timer does). */
   refresh(): Promise<void>;
+  /**
+   * For a call to a member held as gone: reads that workload's own record and status (two small files,
+   * whatever the size of the home) and, when it runs again, the membership anew (the read begun after
+   * this call), so the member is known back before the call is answered.
+   */
+  readBack(name: string): Promise<void>;
   close(): void;
 }
 
 export async function runningMembers(store: WorkloadStore, group: string): Promise<Member[]> {
   const members: Member[] = [];
   for (const record of (await store.listReadable()).records) {
-    // A background gateway is a workload record too, but never a member: no gateway aggregates itself or another.
-    if (record.group !== group || isGatewayRecord(record)) continue;
-    const status = await store.readStatus(record.name).catch(() => undefined);
-    if (status === undefined || reconcileStatus(status, (pid) => isSupervisorOf(pid, record.name)).state !== "running")
-      continue;
-    // A running status without its supervisor's pid is not one mcpmgr wrote (a hand-edited file): no
-    // supervisor is known to hold that port, so the gateway key is not sent there (member-send.ts).
-    if (status.pid === undefined) continue;
-    members.push({
-      name: record.name,
-      // The URL MCP clients use too: the address the member listens on, never a name to resolve.
-      url: workloadUrl(record),
-      supervisor: { pid: status.pid },
-      ...(hasOwnAuthentication(record) ? { ownAuthentication: true } : {}),
-    });
+    const member = await memberOf(store, group, record);
+    if (member !== undefined) members.push(member);
   }
   return members;
+}
+
+/** The workload as a running member of `group`, or undefined. */
+async function memberOf(store: WorkloadStore, group: string, record: WorkloadRecord): Promise<Member | undefined> {
+  // A background gateway is a workload record too, but never a member: no gateway aggregates itself or another.
+  if (record.group !== group || isGatewayRecord(record)) return undefined;
+  const status = await store.readStatus(record.name).catch(() => undefined);
+  if (status === undefined || reconcileStatus(status, (pid) => isSupervisorOf(pid, record.name)).state !== "running")
+    return undefined;
+  // A running status without its supervisor's pid is not one mcpmgr wrote (a hand-edited file): no
+  // supervisor is known to hold that port, so the gateway key is not sent there (member-send.ts).
+  if (status.pid === undefined) return undefined;
+  return {
+    name: record.name,
+    // The URL MCP clients use too: the address the member listens on, never a name to resolve.
+    url: workloadUrl(record),
+    supervisor: { pid: status.pid },
+    ...(hasOwnAuthentication(record) ? { ownAuthentication: true } : {}),
+  };
 }
 
 export async function followMembership(options: MembershipOptions): Promise<Membership> {
@@ -89,6 +102,16 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
   let closed = false;
   let running: Promise<void> | undefined;
   let again = false;
+  /** Reads begun and reads done, counted: a caller waits for the one read that begins after it asked. */
+  let begun = 0;
+  let done = 0;
+  const waiting: { readonly after: number; readonly resolve: () => void }[] = [];
+  const settle = () => {
+    for (const waiter of waiting.splice(0)) {
+      if (waiter.after <= done || closed) waiter.resolve();
+      else waiting.push(waiter);
+    }
+  };
   const refresh = async (): Promise<void> => {
     // One read at a time; a change seen during a read triggers one more read after it.
     if (running) {
@@ -98,6 +121,7 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
     running = (async () => {
       do {
         again = false;
+        const read = ++begun;
         try {
           const next = (await runningMembers(options.store, options.group)).map(keepSupervisor);
           const nextKey = next.map((m) => `${m.name} ${m.url} ${m.ownAuthentication === true}`).join("\n");
@@ -109,11 +133,31 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
         } catch (err) {
           options.onError?.(err);
         }
+        done = read;
+        settle();
       } while (again && !closed);
     })().finally(() => {
       running = undefined;
+      settle();
     });
     return running;
+  };
+  /**
+   * Resolves once a read begun after this call is done. Not `refresh`'s own promise: callers asking all
+   * the time (calls to a stopped member under load) keep its reads going one after another, and each of
+   * them waited for all of those reads, for as long as the calls kept coming.
+   */
+  const readFresh = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      waiting.push({ after: begun + 1, resolve });
+      void refresh();
+    });
+  // Under a stream of calls to a member that stays stopped, reading the whole membership for each kept the
+  // gateway reading the store back to back (every workload's files), starving every other request.
+  const readBack = async (name: string): Promise<void> => {
+    const record = await options.store.get(name).catch(() => undefined);
+    const back = record === undefined ? undefined : await memberOf(options.store, options.group, record);
+    if (back !== undefined) await readFresh();
   };
   await refresh();
   const timer = setInterval(() => void refresh(), options.pollMs ?? 1_000);
@@ -132,8 +176,10 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
   return {
     current: () => members,
     refresh,
+    readBack,
     close() {
       closed = true;
+      settle();
       clearInterval(timer);
       clearTimeout(debounce);
       watcher?.close();

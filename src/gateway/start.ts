@@ -183,7 +183,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     },
     onError: (err) => ctx.log("warn", `gateway '${spec.group}': reading the workloads failed: ${errorMessage(err)}`),
   });
-  catalog.rereadWith(membership.refresh);
+  catalog.rereadWith(membership.readBack);
   // The first client should see the whole group, not whichever workloads answered first.
   await catalog.settled(10_000);
   if (search) log("info", `tool search: ${search.toolCount} tools indexed; clients see find_tool and call_tool`);

@@ -233,9 +233,9 @@ export async function supervise(
   const record = await store.getExisting(name);
   const report = async (status: StatusReport) => {
     await store.writeStatus(name, { ...status, pid: process.pid });
-    if (status.state !== "running") return;
-    // After the status says running: a `client register` at the same moment either sees it
-    // running or is seen here.
+    if (status.state !== "running" || status.draining) return;
+    // After the status says running (not a stop's draining one): a `client register` at the same moment
+    // either sees it running or is seen here.
     await clientsSeeStarted(record, ctx);
     // What the start parsed, decoded and handshook is garbage now: collected at once, so an
     // idle workload holds what it serves with, not its start-up's leftovers (bench footprint).

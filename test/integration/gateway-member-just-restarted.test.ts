@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 
 setDefaultTimeout(60_000);
 
@@ -43,5 +43,45 @@ test("a call right after a member's restart returned is answered by the member",
     }
   } finally {
     await client.close();
+  }
+});
+
+test("calls pouring in for a stopped member are each answered at once, not held while the re-reads go on", async () => {
+  // Many stopped workloads in the group: each read of the membership takes a while, as in a big home.
+  const { mkdir, readFile, writeFile } = await import("node:fs/promises");
+  const { join } = await import("node:path");
+  const workloads = join(group.home, "state", "workloads");
+  const own = JSON.parse(await readFile(join(workloads, "every3", "workload.json"), "utf8")) as Record<string, unknown>;
+  for (let i = 0; i < 400; i++) {
+    await mkdir(join(workloads, `idle${i}`), { recursive: true });
+    await writeFile(join(workloads, `idle${i}`, "workload.json"), JSON.stringify({ ...own, name: `idle${i}` }));
+  }
+  const client = new Client({ name: "stopped-member-load-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(gatewayUrl)));
+  try {
+    expect(group.mcpmgr("stop", "every3").code).toBe(0);
+    const echo = () => client.callTool({ name: "every3_echo", arguments: { text: "x" } });
+    // The gateway holds the member as gone once a call says so.
+    expect(await until(async () => JSON.stringify(await echo()).includes("not running"))).toBe(true);
+    // Each such call reads the store again; a call arriving during a read asked for one more after it, so a
+    // steady stream of calls kept the reads going, and every caller waiting, for as long as it lasted.
+    const answers: Promise<{ ms: number; text: string }>[] = [];
+    const until2500 = performance.now() + 2_500;
+    while (performance.now() < until2500) {
+      const sent = performance.now();
+      answers.push(
+        echo().then(
+          (r) => ({ ms: performance.now() - sent, text: JSON.stringify(r) }),
+          (err: unknown) => ({ ms: performance.now() - sent, text: String(err) }),
+        ),
+      );
+      await Bun.sleep(2);
+    }
+    const answered = await Promise.all(answers);
+    expect(answered.filter((a) => !a.text.includes("not running"))).toEqual([]);
+    expect(Math.max(...answered.map((a) => a.ms))).toBeLessThan(1_000);
+  } finally {
+    await client.close();
+    group.mcpmgr("start", "every3");
   }
 });

@@ -5,7 +5,7 @@
  * that, not that requests are in progress.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -68,4 +68,33 @@ test("a stop held up by a server that stays after its input closed does not say 
   const stopped = runCliOk(env, ["stop", "lingers"]);
   expect(stopped.stderr).not.toContain("requests in progress");
   expect(stopped.stderr).toContain("waiting for lingers to stop: its MCP server is given a few seconds to exit");
+});
+
+test("a stop with a call in flight does not tell the AI clients the workload runs", async () => {
+  // The draining status is a status with state running: it was written as a start's, with what a start
+  // does after it (the AI clients' entries written again, `X is in the AI clients ...` in its log).
+  mkdirSync(join(home, ".config", "Claude"), { recursive: true });
+  expect(runCli(env, ["client", "register", "claude-desktop"]).code).toBe(0);
+  const url = runCliOk(env, ["run", PROBE, "--name", "told"]).stdout.trim();
+  const told = () =>
+    runCliOk(env, ["logs", "told", "--proxy"])
+      .stdout.split("\n")
+      .filter((line) => line.includes("told is in the AI clients following group")).length;
+  const before = told();
+  const client = new Client({ name: "stop-told", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  const port = (silent.address() as { port: number }).port;
+  const waiting = held.length;
+  const call = client
+    .callTool({ name: "http_get", arguments: { url: `http://127.0.0.1:${port}/` } })
+    .catch((err: unknown) => err);
+  const deadline = Date.now() + 10_000;
+  while (held.length === waiting && Date.now() < deadline) await Bun.sleep(50);
+  expect(held.length).toBe(waiting + 1);
+  const stopped = runCliOk(env, ["stop", "told"]);
+  expect(notices(stopped.stderr.replaceAll("told", "slow"))).toHaveLength(1);
+  await call;
+  await client.close().catch(() => {});
+  expect(told()).toBe(before);
+  runCli(env, ["rm", "told"]);
 });
