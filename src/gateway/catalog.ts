@@ -98,6 +98,22 @@ function refusalText(err: SdkHttpError): string {
 /** Ends a catalog connection's member session (DELETE, bounded) and closes it; never fails. */
 const endSession = (client: Upstream): Promise<void> => endUpstream(client, MEMBER_SESSION_END_MS).catch(() => {});
 
+/**
+ * Waits for `work`, at most `ms`. The timer is cleared as soon as the wait ends: a plain race with
+ * `Bun.sleep` left one 30 s timer per call to a stopped member behind (thousands under a call stream).
+ */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  try {
+    await Promise.race([work, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const empty = (): WorkloadLists => ({ tools: [], prompts: [], resources: [], resourceTemplates: [] });
 
 export class GroupCatalog {
@@ -152,7 +168,7 @@ export class GroupCatalog {
   /** Waits (up to `ms`) until every member's first connection attempt has settled. */
   async settled(ms: number): Promise<void> {
     const attempts = [...this.#connections.values()].map((c) => c.firstAttempt);
-    await Promise.race([Promise.all(attempts), Bun.sleep(ms)]);
+    await within(Promise.all(attempts), ms);
   }
 
   /** How the membership is read again for a call that finds a member gone (`joining`). */
@@ -168,10 +184,9 @@ export class GroupCatalog {
    * once it runs again), never a call to a member that is up.
    */
   async joining(workload: string, ms: number): Promise<void> {
-    if (this.#departed.has(workload) && this.#reread !== undefined)
-      await Promise.race([this.#reread(workload), Bun.sleep(ms)]);
+    if (this.#departed.has(workload) && this.#reread !== undefined) await within(this.#reread(workload), ms);
     const connection = this.#connections.get(workload);
-    if (connection && !connection.client) await Promise.race([connection.firstAttempt, Bun.sleep(ms)]);
+    if (connection && !connection.client) await within(connection.firstAttempt, ms);
   }
 
   /** Why a workload cannot be reached, or undefined when it can. */
