@@ -139,6 +139,27 @@ function notRunning(name: string, why: string): McpmgrError {
  * sees it gone whenever an impostor could have answered. A new connection must also have reached the
  * serving process's own listener before anything is written on it (whoever else may listen at that port).
  */
+/**
+ * The second check's refusal: the request was sent and the workload may have carried it out (its answer's
+ * headers came), so its own code, WORKLOAD_ENDED_DURING_REQUEST: whoever sends it must not send it again
+ * elsewhere (a tool call would run twice), unlike WORKLOAD_NOT_RUNNING, which says nothing was sent.
+ */
+function endedDuringRequest(err: unknown): unknown {
+  if (!(err instanceof McpmgrError) || err.code !== "WORKLOAD_NOT_RUNNING") return err;
+  return new McpmgrError(
+    "WORKLOAD_ENDED_DURING_REQUEST",
+    `${err.message} (it ended while answering: the request was sent, and whether it was carried out is not known)`,
+    { ...(err.hint !== undefined ? { hint: err.hint } : {}), cause: err },
+  );
+}
+
+/** Whether `err` says the workload is not served (before a request was sent, or while it was answered). */
+export function workloadGone(err: unknown): boolean {
+  return (
+    err instanceof McpmgrError && (err.code === "WORKLOAD_NOT_RUNNING" || err.code === "WORKLOAD_ENDED_DURING_REQUEST")
+  );
+}
+
 export function liveWorkloadFetch(workload: LiveWorkload, fetch: UpstreamFetch): UpstreamFetch {
   const checkConnection = (peer: ConnectionPeer | undefined) => {
     if (peer !== undefined && workload.servesAt(peer)) return;
@@ -155,7 +176,7 @@ export function liveWorkloadFetch(workload: LiveWorkload, fetch: UpstreamFetch):
       await workload.assertRunning();
     } catch (err) {
       await response.body?.cancel().catch(() => {});
-      throw err;
+      throw endedDuringRequest(err);
     }
     return response;
   };

@@ -11,7 +11,7 @@ import type { ConnectionPeer } from "../proxy/upstream/types.ts";
 import { clientUrl } from "../state/workload-url.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { version } from "../version.ts";
-import { type LiveWorkload, liveWorkload, liveWorkloadFetch } from "./live-workload.ts";
+import { type LiveWorkload, liveWorkload, liveWorkloadFetch, workloadGone } from "./live-workload.ts";
 import { MAX_REDIRECTS, sameOriginRedirect } from "./same-origin-redirect.ts";
 
 /**
@@ -94,7 +94,7 @@ async function notServing(
   workload: LiveWorkload | undefined,
   peer: ConnectionPeer | undefined,
 ): Promise<boolean> {
-  if (isMcpmgrError(err) && err.code === "WORKLOAD_NOT_RUNNING") return true;
+  if (workloadGone(err)) return true;
   if (workload === undefined || peer === undefined) return false;
   const deadline = performance.now() + STOPPING_LOOK_MS;
   for (;;) {

@@ -165,7 +165,10 @@ export async function startSupervisor(
       } catch (err) {
         // A stopping supervisor still answers the requests in progress (the probe's), then closes its port:
         // the command that stops it records that once it is gone, and that is what to report.
-        const closing = isMcpmgrError(err) && isMcpmgrError(err.cause) && err.cause.code === "WORKLOAD_NOT_RUNNING";
+        const closing =
+          isMcpmgrError(err) &&
+          isMcpmgrError(err.cause) &&
+          (err.cause.code === "WORKLOAD_NOT_RUNNING" || err.cause.code === "WORKLOAD_ENDED_DURING_REQUEST");
         if (closing) await supervisorGone(pid, name, cancelGraceMs(record.runtime) + 17_000);
         // A stop or rm elsewhere meanwhile is what was asked for, not a server that does not answer.
         let overtaken = await stoppedElsewhere(store, name, pid);

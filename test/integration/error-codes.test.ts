@@ -38,13 +38,13 @@ import { resolvePaths } from "../../src/state/paths.ts";
 import { assertPrivateDirectories } from "../../src/state/private-dirs.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { assertBatchDone } from "../../src/workload/batch.ts";
-import { liveWorkload } from "../../src/workload/live-workload.ts";
+import { liveWorkload, liveWorkloadFetch } from "../../src/workload/live-workload.ts";
 import { locateServer } from "../../src/workload/locate.ts";
 import { deleteSecret } from "../../src/workload/secret-references.ts";
 import { processPlacement } from "../../src/workload/process-placement.ts";
 import { startWorkload } from "../../src/workload/start.ts";
 import { NODE_BASE_IMAGE } from "../support/docker-images.ts";
-import { CLI_ENTRY, REPO_ROOT, freePort } from "../support/processes.ts";
+import { CLI_ENTRY, REPO_ROOT, freePort, idleProcess } from "../support/processes.ts";
 import { specFor, testContext } from "../support/workload-context.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
@@ -172,6 +172,24 @@ const producers: Record<ErrorCode, () => unknown> = {
       runtime: "remote",
     });
     return liveWorkload(store(), "never-started");
+  },
+  WORKLOAD_ENDED_DURING_REQUEST: async () => {
+    // A supervisor lookalike (`__supervise NAME`, this user's) that dies while its request is answered.
+    const supervisor = await idleProcess(["__supervise", "ends-mid-request"]);
+    await store().create({
+      name: "ends-mid-request",
+      source: { kind: "remote", ref: "https://x.example/mcp" },
+      transport: "streamable-http",
+      proxyPort: 13, // 9 to 12 are other cases'
+      runtime: "remote",
+    });
+    await store().writeStatus("ends-mid-request", { state: "running", pid: supervisor.pid });
+    const send = liveWorkloadFetch(await liveWorkload(store(), "ends-mid-request"), async () => {
+      supervisor.kill("SIGKILL");
+      await supervisor.exited;
+      return new Response("{}", { headers: { "content-type": "application/json" } });
+    });
+    return send("http://127.0.0.1:13/mcp", { method: "POST" });
   },
   WORKLOAD_GUARDED: async () => {
     // A member of a group this (live) process marks as guarded, as a gateway with policies does.

@@ -43,7 +43,33 @@ export function undelivered(id: string | number, err: unknown): JSONRPCMessage {
  * workload/live-workload.ts refuses before connecting) or a port nobody listens on any more.
  */
 export function endpointGone(err: unknown): boolean {
-  if (err instanceof McpmgrError) return err.code === "WORKLOAD_NOT_RUNNING" || err.code === "WORKLOAD_NOT_FOUND";
+  if (err instanceof McpmgrError)
+    return (
+      err.code === "WORKLOAD_NOT_RUNNING" ||
+      err.code === "WORKLOAD_NOT_FOUND" ||
+      err.code === "WORKLOAD_ENDED_DURING_REQUEST"
+    );
   const code = (err as { code?: unknown } | undefined)?.code;
   return code === "ConnectionRefused" || code === "ECONNREFUSED";
+}
+
+/**
+ * The workload's supervisor was gone once the answer's headers came (workload/live-workload.ts): the request
+ * reached the server, which may have carried it out. It is answered as lost, never sent again in a new session
+ * (a tool call would run twice); only a refusal before sending, or a 404 for the session, may be resent.
+ */
+export function answerLost(err: unknown): boolean {
+  return err instanceof McpmgrError && err.code === "WORKLOAD_ENDED_DURING_REQUEST";
+}
+
+/** The error answer to request `id`, sent to a workload that ended before its answer came (`answerLost`). */
+export function lostAnswer(id: string | number, err: unknown): JSONRPCMessage {
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: -32000,
+      message: `the workload ended while this request was in progress: its answer is lost, and whether it was carried out is not known (${withHint(err)})`,
+    },
+  };
 }

@@ -27,7 +27,8 @@ import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
 import type { JsonRpcMessage } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { refuseRedirects } from "./no-redirects.ts";
-import { endpointGone, LOST_ANSWER, refusedCredentials, undelivered, withHint } from "./relay-failures.ts";
+import * as failures from "./relay-failures.ts";
+const { answerLost, endpointGone, LOST_ANSWER, lostAnswer, refusedCredentials, undelivered, withHint } = failures;
 import { modernVersionOf } from "./request-headers.ts";
 import { changingLists, sessionSetup } from "./session-setup.ts";
 import { firstLine, watchClientEnds, writtenOut } from "./stdio-ends.ts";
@@ -289,6 +290,12 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         try {
           await remote.send(message);
         } catch (err) {
+          // Sent, and perhaps carried out, when the workload ended: never sent again (answered as lost below);
+          // the workload is followed now (the other requests of its session answered as lost), for what comes next.
+          if (answerLost(err)) {
+            if (opened !== undefined) await renewSession(id);
+            throw err;
+          }
           if (!sessionGone(err)) throw err;
           const why = await renewSession(id);
           if (why !== undefined) throw new Error(why);
@@ -301,7 +308,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         if (id === undefined) return log.warn(`could not deliver a message to the remote: ${errorMessage(err)}`);
         // A request that could not be delivered gets an error answer, not silence.
         inFlight.delete(id);
-        const refusal = undelivered(id, err);
+        const refusal = answerLost(err) ? lostAnswer(id, err) : undelivered(id, err);
         const initialize = pendingInitialize.get(id);
         pendingInitialize.delete(id);
         // A workload that is not served: no era to translate for.

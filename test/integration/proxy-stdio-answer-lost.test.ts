@@ -1,0 +1,133 @@
+/**
+ * `proxy stdio NAME`'s relay never sends a request twice: a request whose answer's headers came from a
+ * workload whose supervisor was gone by then (killed at that instant) may have been carried out, so it is
+ * answered as lost (WORKLOAD_ENDED_DURING_REQUEST), not sent again in a new session once the workload
+ * serves again; the next message still follows the workload. Real parts: a workload (supervisor and
+ * probe server) started by mcpmgr, the relay with liveWorkloadFetch over the local listener client, and
+ * the same lookup `proxy stdio` follows with. Only the timing is arranged: the supervisor is SIGKILLed
+ * as the answer arrives (before the relay's second check), and the workload is started again just as
+ * the relay looks it up again.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { PassThrough } from "node:stream";
+import type { UpstreamFetch } from "../../src/proxy/authenticated-fetch.ts";
+import { startStdioRelay } from "../../src/proxy/remote-client/stdio-relay.ts";
+import { localListenerClient } from "../../src/proxy/upstream/local-client.ts";
+import { resolvePaths } from "../../src/state/paths.ts";
+import { isSupervisorOf } from "../../src/state/supervisor-identity.ts";
+import { WorkloadStore } from "../../src/state/workloads.ts";
+import { liveWorkload, liveWorkloadFetch } from "../../src/workload/live-workload.ts";
+import { currentStatus } from "../../src/workload/supervisor-control.ts";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
+
+setDefaultTimeout(60_000);
+
+let group: TestGroup;
+
+beforeAll(async () => {
+  group = await createTestGroup();
+  group.run(await group.packageOf(PROBE_FIXTURE), "twice", "default");
+}, 120_000);
+
+afterAll(async () => {
+  await group?.cleanup();
+});
+
+type Answer = { id?: unknown; result?: unknown; error?: { message: string } };
+
+test("a tool call answered as the workload's supervisor died is answered as lost, never sent again", async () => {
+  const store = new WorkloadStore(resolvePaths({ MCPMGR_HOME: group.home }));
+  const base = localListenerClient().fetch;
+  /** How often each request id was sent to a workload, whatever the session. */
+  const sent = new Map<unknown, number>();
+  let killAt: unknown;
+  const counting: UpstreamFetch = async (url, init) => {
+    const body = typeof init.body === "string" ? (JSON.parse(init.body) as { id?: unknown; method?: unknown }) : {};
+    if (body.method === "tools/call") sent.set(body.id, (sent.get(body.id) ?? 0) + 1);
+    const response = await base(url, init);
+    if (body.method === "tools/call" && body.id === killAt) {
+      killAt = undefined;
+      // The answer's headers are here: its supervisor dies now, before the relay checks it again.
+      const pid = (await currentStatus(store, "twice"))?.pid ?? 0;
+      process.kill(pid, "SIGKILL");
+      expect(await until(() => !isSupervisorOf(pid, "twice"))).toBe(true);
+    }
+    return response;
+  };
+  let restarted = false;
+  const live = await liveWorkload(store, "twice");
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const answers = new Map<unknown, Answer>();
+  let buffered = "";
+  stdout.on("data", (chunk: Buffer) => {
+    buffered += chunk.toString();
+    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
+      const message = JSON.parse(buffered.slice(0, end)) as Answer;
+      buffered = buffered.slice(end + 1);
+      if (message.id !== undefined) answers.set(message.id, message);
+    }
+  });
+  const logged: string[] = [];
+  const relay = await startStdioRelay({
+    target: live.url,
+    fetch: liveWorkloadFetch(live, counting),
+    follow: async () => {
+      // The workload serves again by the time the relay looks it up (started again at that moment).
+      if (!restarted) {
+        restarted = true;
+        expect(group.mcpmgr("start", "twice").code).toBe(0);
+        // Answering already (a first request to a just-started workload may meet a closed connection).
+        const answers = async () => {
+          const now = await liveWorkload(store, "twice");
+          const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+          const body = JSON.stringify({ jsonrpc: "2.0", id: "probe", method: "ping" });
+          return liveWorkloadFetch(now, base)(now.url.href, { method: "POST", headers, body })
+            .then(async (response) => (await response.body?.cancel(), true))
+            .catch(() => false);
+        };
+        expect(await until(answers)).toBe(true);
+      }
+      const now = await liveWorkload(store, "twice");
+      return { target: now.url, fetch: liveWorkloadFetch(now, counting) };
+    },
+    stdin,
+    stdout,
+    log: { info: (t) => logged.push(t), warn: (t) => logged.push(t), error: (t) => logged.push(t) },
+  });
+  const send = (message: object) => stdin.write(`${JSON.stringify(message)}\n`);
+  const answer = async (id: number): Promise<Answer> => {
+    expect(await until(() => answers.has(id))).toBe(true);
+    return answers.get(id) as Answer;
+  };
+  const call = (id: number, text: string) =>
+    send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: { text } } });
+
+  send({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "claude-ai", version: "1" } },
+  });
+  expect((await answer(1)).result).toBeDefined();
+  send({ jsonrpc: "2.0", method: "notifications/initialized" });
+
+  killAt = 2;
+  call(2, "once");
+  const lost = await answer(2);
+  // Sent once: the workload may have carried it out.
+  expect(sent.get(2)).toBe(1);
+  expect(lost.result).toBeUndefined();
+  expect(lost.error?.message).toContain("its answer is lost");
+
+  // What comes next follows the workload to where it serves again.
+  call(3, "after");
+  const after = await answer(3);
+  expect(after.error).toBeUndefined();
+  expect(JSON.stringify(after.result)).toContain("after");
+  expect(sent.get(2)).toBe(1);
+  expect(restarted).toBe(true);
+
+  stdin.end();
+  expect(await relay.finished).toBe(0);
+});
