@@ -24,15 +24,21 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage, McpmgrError } from "../../errors.ts";
 import { AnswerTooLarge, boundedFetch, defaultMaxMessageBytes } from "../answer-limit.ts";
 import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
-import type { JsonRpcMessage } from "../mcp-message.ts";
+import type { JsonRpcMessage, JsonRpcRequest } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
 import { refuseRedirects } from "./no-redirects.ts";
-import * as failures from "./relay-failures.ts";
-const { answerLost, endpointGone, LOST_ANSWER, lostAnswer, refusedCredentials, undelivered, withHint } = failures;
+import {
+  answerLost,
+  endpointGone,
+  LOST_ANSWER,
+  lostAnswer,
+  refusedCredentials,
+  undelivered,
+  withHint,
+} from "./relay-failures.ts";
 import { modernVersionOf } from "./request-headers.ts";
 import { changingLists, sessionSetup } from "./session-setup.ts";
 import { firstLine, watchClientEnds, writtenOut } from "./stdio-ends.ts";
-import type { JsonRpcRequest } from "../mcp-message.ts";
 import { StatelessRequests } from "./stateless-requests.ts";
 
 export interface RelayEndpoint {
