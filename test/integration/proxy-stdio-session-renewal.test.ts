@@ -26,8 +26,8 @@ setDefaultTimeout(60_000);
 
 const stops: (() => Promise<unknown>)[] = [];
 
-/** The SDK client on `proxy stdio URL`, as Claude Desktop's entry starts it. */
-async function relayedClient(url: string, options: ConstructorParameters<typeof Client>[1] = {}): Promise<Client> {
+/** `proxy stdio URL` as Claude Desktop's entry starts it, in a home of its own; what it writes on stderr, kept. */
+async function relayTransport(url: string): Promise<{ transport: StdioClientTransport; stderr: () => string }> {
   const home = await mkdtemp(join(tmpdir(), "mcpmgr-relay-renewal-"));
   stops.push(() => rm(home, { recursive: true, force: true }));
   const transport = new StdioClientTransport({
@@ -35,7 +35,16 @@ async function relayedClient(url: string, options: ConstructorParameters<typeof 
     args: [CLI_ENTRY, "proxy", "stdio", url],
     cwd: REPO_ROOT,
     env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
+    stderr: "pipe",
   });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return { transport, stderr: () => stderr };
+}
+
+/** The SDK client on `proxy stdio URL`. */
+async function relayedClient(url: string, options: ConstructorParameters<typeof Client>[1] = {}): Promise<Client> {
+  const { transport } = await relayTransport(url);
   const client = new Client({ name: "claude-ai", version: "0.1.0" }, options);
   await client.connect(transport);
   stops.push(() => client.close());
@@ -46,19 +55,9 @@ afterAll(async () => {
 });
 
 test("a remote that restarts (its sessions forgotten) is given a new session: the stdio client's next call works", async () => {
-  const home = await mkdtemp(join(tmpdir(), "mcpmgr-relay-renewal-"));
-  stops.push(() => rm(home, { recursive: true, force: true }));
   const first = await startConformanceServer();
   const port = Number(new URL(first.url).port);
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI_ENTRY, "proxy", "stdio", first.url],
-    cwd: REPO_ROOT,
-    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
-    stderr: "pipe",
-  });
-  let stderr = "";
-  transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const { transport, stderr } = await relayTransport(first.url);
   const client = new Client({ name: "claude-ai", version: "0.1.0" });
   let listChanged = 0;
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => void listChanged++);
@@ -75,27 +74,19 @@ test("a remote that restarts (its sessions forgotten) is given a new session: th
   stops.push(() => second.stop());
   expect(await call()).toBe(answer);
   expect(await call()).toBe(answer);
-  expect(stderr).toContain("the remote ended the MCP session (it restarted): mcpmgr opened a new one for this client");
-  expect(stderr).not.toContain("Session not found");
+  expect(stderr()).toContain(
+    "the remote ended the MCP session (it restarted): mcpmgr opened a new one for this client",
+  );
+  expect(stderr()).not.toContain("Session not found");
   // The new server's lists may differ (an upgrade): the client is told to read them again.
   await eventually(() => listChanged > 0, 5_000, "tools/list_changed");
   expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("test_simple_text");
 });
 
 test("a renewal that failed (the port answered 404 to the new initialize too) is tried again at the next message", async () => {
-  const home = await mkdtemp(join(tmpdir(), "mcpmgr-relay-renewal-"));
-  stops.push(() => rm(home, { recursive: true, force: true }));
   const first = await startConformanceServer();
   const port = Number(new URL(first.url).port);
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI_ENTRY, "proxy", "stdio", first.url],
-    cwd: REPO_ROOT,
-    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
-    stderr: "pipe",
-  });
-  let stderr = "";
-  transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const { transport, stderr } = await relayTransport(first.url);
   const client = new Client({ name: "claude-ai", version: "0.1.0" });
   await client.connect(transport);
   stops.push(() => client.close());
@@ -117,21 +108,13 @@ test("a renewal that failed (the port answered 404 to the new initialize too) is
   stops.push(() => second.stop());
   expect(await call()).toBe(answer);
   expect(await call()).toBe(answer);
-  expect(stderr).toContain("could not open a new MCP session");
+  expect(stderr()).toContain("could not open a new MCP session");
 });
 
 test("a request in progress when the remote restarted is answered with an error at the renewal, not sent again", async () => {
-  const home = await mkdtemp(join(tmpdir(), "mcpmgr-relay-renewal-"));
-  stops.push(() => rm(home, { recursive: true, force: true }));
   const first = await startConformanceServer();
   const port = Number(new URL(first.url).port);
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI_ENTRY, "proxy", "stdio", first.url],
-    cwd: REPO_ROOT,
-    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
-    stderr: "pipe",
-  });
+  const { transport } = await relayTransport(first.url);
   const client = new Client({ name: "claude-ai", version: "0.1.0" }, { capabilities: { elicitation: {} } });
   // The user never answers: the tool call waits on the server until it goes away.
   let asked = false;
