@@ -9,7 +9,7 @@ import { parseArgv } from "../config/argv.ts";
 import { formatOptions as listOptions, noOptions, secretDeleteOptions } from "../config/command-options.ts";
 import type { OptionTable } from "../config/option-spec.ts";
 import { McpmgrError } from "../errors.ts";
-import { readOnlyError } from "../secrets/environment.ts";
+import { environmentVariableFor, readOnlyError } from "../secrets/environment.ts";
 import { createSecretManager, type SecretManager } from "../secrets/manager.ts";
 import { readSecretText } from "../secrets/piped-value.ts";
 import { validateSecretName } from "../secrets/provider.ts";
@@ -101,9 +101,10 @@ const list = defineCommand({
     // Who looks each one up at its next start (what `secret delete` would refuse for).
     const { describeUsers, secretUsers } = await import("../workload/secret-references.ts");
     const { users, unreadable } = await secretUsers(resolvePaths(process.env));
+    const usersOf = provider.kind === "environment" ? usersByVariable(users) : (name: string) => users.get(name);
     for (const name of names) {
       const label = labels.get(name);
-      const usedBy = users.get(name);
+      const usedBy = usersOf(name);
       const about = [
         ...(label === undefined ? [] : [describeRecord(label)]),
         ...(usedBy === undefined ? [] : [`used by ${describeUsers(usedBy)}`]),
@@ -251,4 +252,18 @@ function promptHidden(prompt: string): Promise<string> {
     };
     stdin.on("data", onData);
   });
+}
+
+/**
+ * The environment provider lists its variables' spelling (`GITHUB_TOKEN` for MCPMGR_SECRET_GITHUB_TOKEN), and
+ * records name the secret as given (`github-token`): users are matched by the variable both read, else a
+ * secret in use would be listed as used by none.
+ */
+function usersByVariable<User>(users: ReadonlyMap<string, User[]>): (listed: string) => User[] | undefined {
+  const byVariable = new Map<string, User[]>();
+  for (const [secret, its] of users) {
+    const variable = environmentVariableFor(secret);
+    byVariable.set(variable, [...(byVariable.get(variable) ?? []), ...its]);
+  }
+  return (listed) => byVariable.get(environmentVariableFor(listed));
 }

@@ -38,7 +38,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["probe1", "remote2", "remote3", "remote4", "remote5"]) mcpmgr("rm", name);
+  for (const name of ["probe1", "remote2", "remote3", "remote4", "remote5", "remote6"]) mcpmgr("rm", name);
   await fixture.stop();
   rmSync(home, { recursive: true, force: true });
 });
@@ -109,6 +109,22 @@ test("a new value for a secret running workloads use: set names them and the res
   );
   // The same value again changes nothing for anyone.
   expect(set("third").stderr.toString()).not.toContain("restart");
+});
+
+test("with the environment provider, secret list names each variable's users (records name the secret as given)", () => {
+  const fromEnvironment = { ...env, MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_HEADER_KEY_2: "from-env" };
+  runCliOk(fromEnvironment, [
+    "run",
+    fixture.url,
+    "--name",
+    "remote6",
+    "--remote-forward-headers-secret",
+    "X-Probe=header.key-2",
+  ]);
+  // The provider lists the variable's spelling; the workload was given the secret's own.
+  expect(runCliOk(fromEnvironment, ["secret", "list"]).stdout.split("\n")).toContain(
+    "HEADER_KEY_2  used by remote6 (--remote-forward-headers-secret X-Probe=header.key-2)",
+  );
 });
 
 test("secret delete --help says what --force is for", () => {
