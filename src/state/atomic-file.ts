@@ -119,6 +119,9 @@ export async function readJsonFile<S extends v.GenericSchema>(
       });
     throw stateIoError("read", path, err);
   }
+  // A file a user edited (an export opened in Windows Notepad) may start with a byte order mark, which
+  // JSON.parse calls an invalid symbol at line 1, column 1: an invisible reason to refuse it.
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   const hint = options.hint ?? `fix ${path} by hand, or delete it if its contents are not needed`;
   let json: unknown;
   try {
@@ -180,6 +183,15 @@ export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string 
   if (first === undefined) return "is not valid";
   const at = v.getDotPath(first);
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more problem${issues.length > 2 ? "s" : ""})` : "";
+  const field = first.path?.at(-1)?.key;
+  // valibot says a missing field is an "Invalid key: Expected "proxyPort" but received undefined".
+  if (first.kind === "schema" && first.received === "undefined" && first.expected === JSON.stringify(field)) {
+    const parent = first.path
+      ?.slice(0, -1)
+      .map((item) => String(item.key))
+      .join(".");
+    return `${parent ? `${parent}: ` : ""}the field ${first.expected} is missing${more}`;
+  }
   return `${at === null || at === "" ? "" : `${at}: `}${withoutValue(first)}${more}`;
 }
 

@@ -72,3 +72,20 @@ test("the documented copy, --proxy-port edited in runOptions alone, runs on that
   expect(run.stdout.trim()).toBe(`http://127.0.0.1:${port}/mcp`);
   runCliOk(env, ["rm", "handed"]);
 });
+
+test("a file saved by Windows Notepad (byte order mark, CRLF line ends) runs as the export it is", () => {
+  const text = JSON.stringify(exported, null, 2).replaceAll("\n", "\r\n");
+  writeFileSync(file, `\uFEFF${text}\r\n`);
+  const run = runCliOk(env, ["run", "--from-config", file]);
+  expect(run.stdout.trim()).toBe(`http://127.0.0.1:${exported.proxyPort}/mcp`);
+  expect(names()).toContain("handed");
+  runCliOk(env, ["rm", "handed"]);
+});
+
+test("a field taken out of the file is named as missing, in words", () => {
+  const { proxyPort: _gone, ...withoutPort } = exported;
+  writeFileSync(file, JSON.stringify(withoutPort));
+  const line = expectOneLineError(runCli(env, ["run", "--from-config", file]), 1);
+  expect(line).toContain('is not a valid mcpmgr file: the field "proxyPort" is missing');
+  expect(line).not.toContain("Invalid key");
+});
