@@ -35,6 +35,8 @@ function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">):
     const missing = (err as { code?: string }).code === "ENOENT";
     throw fail(missing ? "no such file" : "cannot read the file", `check the path given to ${options.option}`);
   }
+  // An editor's byte order mark (Windows Notepad): JSON.parse stops at it ("invalid symbol" at line 1, column 1).
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   const asYaml = options.yaml && yamlFile.test(path);
   let content: unknown;
   try {

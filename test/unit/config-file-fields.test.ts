@@ -83,6 +83,13 @@ test("a file that does not parse never quotes its own text (a token pasted unquo
   expect(stringErr.message).toContain("line 2, column 7");
 });
 
+test("a JSON option file saved with a byte order mark (Windows Notepad) is read as the file it is", async () => {
+  const override = await file(`\uFEFF${JSON.stringify({ toolsOverride: { echo: { name: "say" } } })}\r\n`, "json");
+  expect(toolsPolicy([], override)?.realNames.get("say")).toBe("echo");
+  const audit = await file(`\uFEFF{"eventTypes": ["mcp_tool_call"]}`, "json");
+  expect([...(auditConfig(false, audit, "w")?.eventTypes ?? [])]).toEqual(["mcp_tool_call"]);
+});
+
 let hooks: string;
 let unlike: string;
 let nameless: string;
