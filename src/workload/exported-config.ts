@@ -131,7 +131,8 @@ function exportedName(target: string, path: string): string | undefined {
     return undefined;
   }
   try {
-    const json = JSON.parse(text) as Record<string, unknown> | null;
+    // An export saved again by Windows Notepad starts with a byte order mark; it is still that export.
+    const json = JSON.parse(text.replace(/^\uFEFF/, "")) as Record<string, unknown> | null;
     return json?.schema_version === 1 && typeof json.name === "string" && Array.isArray(json.runOptions)
       ? json.name
       : undefined;

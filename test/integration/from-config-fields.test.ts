@@ -79,6 +79,9 @@ test("a file saved by Windows Notepad (byte order mark, CRLF line ends) runs as 
   const run = runCliOk(env, ["run", "--from-config", file]);
   expect(run.stdout.trim()).toBe(`http://127.0.0.1:${exported.proxyPort}/mcp`);
   expect(names()).toContain("handed");
+  // It is still an earlier export of that workload: export replaces it.
+  runCliOk(env, ["export", "handed", file]);
+  expect(readFileSync(file, "utf8").charCodeAt(0)).toBe("{".charCodeAt(0));
   runCliOk(env, ["rm", "handed"]);
 });
 
