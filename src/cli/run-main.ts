@@ -305,6 +305,25 @@ async function translateCittyError(err: unknown, root: CommandDef, rawArgs: read
 }
 
 /**
+ * Commands of the tools an MCP user comes from (Docker's `ps`, ToolHive's and npm's words), far from
+ * mcpmgr's own by spelling: said what mcpmgr calls them, and that mcpmgr does not update itself.
+ */
+const UPGRADE_HINT =
+  "mcpmgr does not update itself: upgrade it the way you installed it (brew upgrade mcpmgr, npm install -g mcpmgr@latest, scoop update mcpmgr, or a new download: docs/install.md#upgrade)";
+const OTHER_TOOLS_WORDS: Readonly<Record<string, string>> = {
+  ls: "'mcpmgr list' lists the workloads",
+  ps: "'mcpmgr list' lists the workloads",
+  status: "'mcpmgr list' shows each workload's status; 'mcpmgr client status' the AI clients'",
+  remove: "did you mean 'mcpmgr rm'?",
+  delete: "did you mean 'mcpmgr rm'?",
+  search: "did you mean 'mcpmgr registry search WORDS'?",
+  install: "'mcpmgr run NAME' runs a server from the registry ('mcpmgr registry list' shows them)",
+  upgrade: UPGRADE_HINT,
+  update: UPGRADE_HINT,
+  "self-update": UPGRADE_HINT,
+};
+
+/**
  * The word citty found no command for, with the commands of its level nearest to it ("lsit" →
  * 'mcpmgr list', "group lsit" → 'mcpmgr group list'). Follows the words as citty does.
  */
@@ -324,8 +343,13 @@ async function unknownCommand(root: CommandDef, rawArgs: readonly string[]): Pro
     }
     const where = ["mcpmgr", ...path].join(" ");
     const nearest = closeMatches(word, await visibleSubcommands(cmd), { nearestOnly: true, limit: 3 });
+    const otherTools =
+      path.length === 0 && Object.hasOwn(OTHER_TOOLS_WORDS, word) ? OTHER_TOOLS_WORDS[word] : undefined;
     return new McpmgrError("INVALID_ARGUMENT", `unknown command '${[...path, word].join(" ")}'`, {
-      hint: didYouMean(nearest.map((name) => `'${where} ${name}'`)) ?? `run '${where} --help' to see the commands`,
+      hint:
+        didYouMean(nearest.map((name) => `'${where} ${name}'`)) ??
+        otherTools ??
+        `run '${where} --help' to see the commands`,
     });
   }
   return undefined;

@@ -261,6 +261,10 @@ describe("a mistyped command, option or value gets the nearest one as its hint",
     ["the negation of a flag", ["run", "fetch", "--no-foregroud"], "did you mean --no-foreground?"],
     ["an option of mcpmgr itself", ["--verison"], "did you mean --version?"],
     ["a value among choices", ["list", "--format", "jsno"], "did you mean --format json?"],
+    ["Docker's word for list", ["ps"], "'mcpmgr list' lists the workloads"],
+    ["another tool's word for rm", ["delete", "fetch"], "did you mean 'mcpmgr rm'?"],
+    ["npm's word for search", ["search", "github"], "did you mean 'mcpmgr registry search WORDS'?"],
+    ["a self-update", ["upgrade"], "mcpmgr does not update itself: upgrade it the way you installed it"],
   ];
 
   test.each(cases)("%s", (_label, args, suggestion) => {
