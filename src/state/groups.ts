@@ -104,7 +104,7 @@ export class GroupStore {
   async removable(name: string, options: { withWorkloads: boolean }): Promise<GroupInfo> {
     if (name === DEFAULT_GROUP) {
       throw new McpmgrError("INVALID_ARGUMENT", "the default group cannot be removed", {
-        hint: "remove its workloads one by one with 'mcpmgr rm NAME' if you want it empty",
+        hint: "to empty it, remove its workloads: 'mcpmgr rm --group default'",
       });
     }
     // Nothing to remove: creating it is no advice here.

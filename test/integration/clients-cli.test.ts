@@ -62,7 +62,10 @@ describe("mcpmgr group", () => {
     expect(failure(mcpmgr("group", "create", "Bad Name"), 2)).toContain("is not a valid group name");
     mcpmgr("group", "create", "twice");
     expect(failure(mcpmgr("group", "create", "twice"), 1)).toContain("already exists");
-    expect(failure(mcpmgr("group", "rm", "default"), 2)).toContain("the default group cannot be removed");
+    const undeletable = failure(mcpmgr("group", "rm", "default"), 2);
+    expect(undeletable).toContain("the default group cannot be removed");
+    // The one command that empties it (rm takes --group), not one rm per workload.
+    expect(undeletable).toContain("'mcpmgr rm --group default'");
     expect(failure(mcpmgr("group", "rm", "ghost"), 1)).toContain("no group named ghost");
     expect(failure(mcpmgr("group", "create"), 2)).toContain("Missing required positional argument: NAME");
     expect(failure(mcpmgr("group"), 2)).toContain("no group command given");
