@@ -48,12 +48,32 @@ function noArguments(positionals: readonly string[], command: string): void {
   }
 }
 
+/**
+ * What people call some clients, which spelling alone maps wrongly or not at all: `code` (VS Code's command)
+ * is nearest to codex, and `claude` to neither Claude client in particular.
+ */
+const CLIENT_NICKNAMES: Readonly<Record<string, readonly string[]>> = {
+  code: ["vscode"],
+  "vs-code": ["vscode"],
+  copilot: ["vscode"],
+  "github-copilot": ["vscode"],
+  "code-insiders": ["vscode-insiders"],
+  claude: ["claude-code", "claude-desktop"],
+  "claude-cli": ["claude-code"],
+  gemini: ["gemini-cli"],
+  qwen: ["qwen-code"],
+  roo: ["roo-code"],
+  lmstudio: ["lm-studio"],
+};
+
 /** The one CLIENT argument, checked against the supported clients. */
 function clientFrom<T extends OptionTable>(rawArgs: readonly string[], table: T, command: string) {
   const parsed = parseNamed(rawArgs, table, command, { what: "CLIENT", afterDashes: true });
   if (!isClientId(parsed.name)) {
     // The nearest name first, as for mistyped commands and registry names (shell-completion.md).
-    const suggestion = didYouMean(closeMatches(parsed.name, CLIENT_IDS, { nearestOnly: true }));
+    const suggestion = didYouMean(
+      CLIENT_NICKNAMES[parsed.name.toLowerCase()] ?? closeMatches(parsed.name, CLIENT_IDS, { nearestOnly: true }),
+    );
     throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(parsed.name)} is not a client mcpmgr knows`, {
       hint: suggestion
         ? `${suggestion} 'mcpmgr client status' lists every client mcpmgr knows`

@@ -124,6 +124,14 @@ test("a mistyped AI-client name gets the nearest one, like a mistyped command", 
   expect(line).toContain('"cursr" is not a client mcpmgr knows (hint: did you mean cursor?');
 });
 
+test("what people call a client gets that client, not the nearest spelling", () => {
+  // VS Code's own command is `code`, nearest by spelling to codex.
+  expect(expectUsageError(mcpmgr("client", "register", "code"))).toContain("(hint: did you mean vscode?");
+  expect(expectUsageError(mcpmgr("client", "remove", "claude"))).toContain(
+    "(hint: did you mean claude-code or claude-desktop?",
+  );
+});
+
 test("registry info --help marks its NAME required, and its absence keeps the command's own words", () => {
   const help = mcpmgr("registry", "info", "--help").stdout;
   expect(help).toContain("USAGE mcpmgr registry info [OPTIONS] <NAME>");
