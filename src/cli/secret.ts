@@ -14,6 +14,7 @@ import { createSecretManager, type SecretManager } from "../secrets/manager.ts";
 import { readSecretText } from "../secrets/piped-value.ts";
 import { validateSecretName } from "../secrets/provider.ts";
 import { routingCommand, toCittyArgs, withExamples } from "./citty-args.ts";
+import { promptHidden } from "./hidden-prompt.ts";
 import { log, printResult } from "./output.ts";
 
 const nameArg = { NAME: { description: "Secret name (letters, digits, '_', '.', '-')", required: true } };
@@ -214,44 +215,6 @@ async function readSecretValue(name: string): Promise<string> {
     });
   }
   return value;
-}
-
-/** A line typed in the terminal without echo. Enter ends it, Ctrl-C cancels, Backspace and Ctrl-U edit. */
-function promptHidden(prompt: string): Promise<string> {
-  const stdin = process.stdin;
-  // Raw mode (no echo) before the prompt, so nothing typed after the prompt can be echoed.
-  stdin.setRawMode(true);
-  stdin.setEncoding("utf8");
-  stdin.resume();
-  process.stderr.write(prompt);
-  return new Promise((resolve, reject) => {
-    let value = "";
-    const finish = () => {
-      stdin.off("data", onData);
-      stdin.setRawMode(false);
-      stdin.pause();
-      process.stderr.write("\n");
-    };
-    const onData = (chunk: string) => {
-      // Arrow keys and other escape sequences are not part of a secret.
-      for (const ch of chunk.replace(/\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[O]?./g, "")) {
-        if (ch === "\r" || ch === "\n" || ch === "\u0004") {
-          finish();
-          resolve(value);
-          return;
-        }
-        if (ch === "\u0003") {
-          finish();
-          reject(new McpmgrError("CANCELLED", "cancelled", { exitCode: 130 }));
-          return;
-        }
-        if (ch === "\u007f" || ch === "\b") value = Array.from(value).slice(0, -1).join("");
-        else if (ch === "\u0015") value = "";
-        else if (ch >= " ") value += ch;
-      }
-    };
-    stdin.on("data", onData);
-  });
 }
 
 /**

@@ -212,4 +212,50 @@ describe("mcpmgr secret", () => {
     expect(output).not.toContain(TYPED);
     expect(secret(["get", "typed"]).stdout).toBe(`${TYPED}\n`);
   });
+
+  /** `secret set NAME` under script(1), the keys written in one write as a terminal sends a paste; its exit code and output. */
+  async function typeIntoPrompt(name: string, keys: string): Promise<{ exitCode: number; output: string }> {
+    const command = [process.execPath, ENTRY, "secret", "set", name].map((word) => `'${word}'`).join(" ");
+    const proc = Bun.spawn(["script", "-qec", command, "/dev/null"], {
+      cwd: REPO_ROOT,
+      env: baseEnv(),
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    let output = "";
+    const decoder = new TextDecoder();
+    const reading = (async () => {
+      for await (const chunk of proc.stdout) output += decoder.decode(chunk, { stream: true });
+    })();
+    const deadline = Date.now() + 15_000;
+    while (!output.includes("input hidden") && Date.now() < deadline) await Bun.sleep(20);
+    proc.stdin.write(keys);
+    await proc.stdin.flush();
+    const exitCode = await Promise.race([proc.exited, Bun.sleep(15_000).then(() => -1)]);
+    if (exitCode === -1) proc.kill("SIGKILL");
+    await reading;
+    proc.stdin.end();
+    return { exitCode, output };
+  }
+
+  // A PEM key pasted into the prompt: its first line alone was saved, reported as a success.
+  test("in a terminal, a pasted value of several lines is kept whole (bracketed paste)", async () => {
+    const pem = ["-----BEGIN PRIVATE KEY-----", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "-----END PRIVATE KEY-----"];
+    // The terminal sends a paste between ESC[200~ and ESC[201~, its line breaks as Enter (CR), and
+    // here the copied text's own last line break too; then the user presses Enter.
+    const { exitCode, output } = await typeIntoPrompt("pasted-pem", `\u001b[200~${pem.join("\r")}\r\u001b[201~\r`);
+    expect(exitCode).toBe(0);
+    expect(output).toContain("\u001b[?2004h");
+    expect(output).not.toContain("MIIEvQ");
+    expect(secret(["get", "pasted-pem"]).stdout).toBe(`${pem.join("\n")}\n`);
+  });
+
+  test("in a terminal without bracketed paste, a pasted value of several lines is refused, not cut", async () => {
+    const { exitCode, output } = await typeIntoPrompt("unbracketed-pem", "line-one-value\rline-two-value\r");
+    expect(exitCode).toBe(2);
+    expect(output).toContain("the value pasted has several lines");
+    expect(output).not.toContain("line-one-value");
+    expect(secret(["get", "unbracketed-pem"]).exitCode).toBe(1);
+  });
 });

@@ -1,0 +1,29 @@
+/**
+ * The hidden prompt's keys (src/cli/hidden-prompt.ts): a bracketed paste keeps its line breaks, also when
+ * the terminal's reads split it; Enter after typed text, or a paste of one line with its line break, ends
+ * the value as before; several lines sent as typed (no bracketed paste) are refused, never cut.
+ */
+import { expect, test } from "bun:test";
+import { HiddenLine } from "../../src/cli/hidden-prompt.ts";
+
+const feed = (...chunks: string[]) => {
+  const line = new HiddenLine();
+  return chunks.map((chunk) => line.feed(chunk)).at(-1);
+};
+
+test("typed keys: Enter ends, Backspace and Ctrl-U edit, arrow keys are no part of the value", () => {
+  expect(feed("tokk\u007f", "en\u001b[D\r")).toEqual({ kind: "done", value: "token" });
+  expect(feed("wrong\u0015right\r")).toEqual({ kind: "done", value: "right" });
+  // One line pasted with its CRLF, without bracketed paste: still that line.
+  expect(feed("ghp_value\r\n")).toEqual({ kind: "done", value: "ghp_value" });
+  expect(feed("abc\u0003")).toEqual({ kind: "cancelled" });
+});
+
+test("a bracketed paste keeps its line breaks, across reads; its own last line break goes", () => {
+  expect(feed("\u001b[200~a\r", "b\r\nc\n\u001b[2", "01~", "\r")).toEqual({ kind: "done", value: "a\nb\nc" });
+  expect(feed("pre-\u001b[200~x\ry\u001b[201~-post\r")).toEqual({ kind: "done", value: "pre-x\ny-post" });
+});
+
+test("several lines sent as typed are refused", () => {
+  expect(feed("line one\rline two\r")).toEqual({ kind: "several-lines" });
+});
