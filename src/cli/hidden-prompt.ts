@@ -34,16 +34,16 @@ export class HiddenLine {
   feed(chunk: string): PromptStep {
     let rest = this.#pending + chunk;
     this.#pending = "";
-    const escape = rest.lastIndexOf("\u001b");
-    const tail = rest.slice(escape);
+    const lastEscape = rest.lastIndexOf("\u001b");
+    const tail = rest.slice(lastEscape);
     if (
-      escape !== -1 &&
+      lastEscape !== -1 &&
       tail.length >= 2 &&
       tail.length < PASTE_START.length &&
       (PASTE_START.startsWith(tail) || PASTE_END.startsWith(tail))
     ) {
       this.#pending = tail;
-      rest = rest.slice(0, escape);
+      rest = rest.slice(0, lastEscape);
     }
     while (rest.length > 0) {
       if (this.#inPaste) {
