@@ -159,7 +159,8 @@ async function _loadCustom(source: CustomRegistrySource, options: LoadRegistryOp
       : await _fetch(source.location, setting, options);
   let doc: unknown;
   try {
-    doc = JSON.parse(text);
+    // A file saved by Windows Notepad starts with a byte order mark, which JSON.parse stops at.
+    doc = JSON.parse(text.replace(/^\uFEFF/, ""));
   } catch (err) {
     throw new McpmgrError(
       "REGISTRY_INVALID",

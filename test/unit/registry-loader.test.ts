@@ -259,6 +259,14 @@ describe("bad custom registries fail with a code, one line and a hint", () => {
     expect(error.message).not.toContain("\n");
   });
 
+  test("a registry file saved with a byte order mark (Windows Notepad) is read", async () => {
+    const file = join(scratch, "bom-registry.json");
+    await writeFile(file, `\uFEFF${await Bun.file(fixture("compact.json")).text()}`);
+    const plain = await loadRegistry({ env: { MCPMGR_REGISTRY: fixture("compact.json") } });
+    const withBom = await loadRegistry({ env: { MCPMGR_REGISTRY: file } });
+    expect(withBom.list().map((entry) => entry.name)).toEqual(plain.list().map((entry) => entry.name));
+  });
+
   test("an invalid entry is named by file and field path", async () => {
     const error = await loadError({ env: { MCPMGR_REGISTRY: fixture("invalid-entry.json") } });
     expect(error).toMatchObject({ code: "REGISTRY_INVALID", exitCode: 2 });
