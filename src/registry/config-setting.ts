@@ -12,7 +12,8 @@ import { isObject } from "../objects.ts";
 export function registrySetting(text: string, configPath: string): string | undefined {
   let config: unknown;
   try {
-    config = JSON.parse(text);
+    // An editor's byte order mark (Windows Notepad) is no part of the JSON.
+    config = JSON.parse(text.replace(/^\uFEFF/, ""));
   } catch (err) {
     throw new McpmgrError("REGISTRY_INVALID", `${configPath} is not valid JSON: ${errorMessage(err)}`, {
       hint: "fix the file (it must hold one JSON object)",

@@ -69,6 +69,16 @@ describe("without a custom registry", () => {
     expect((await loadRegistry({ env: {}, configDir: dir })).list()).toHaveLength(embeddedCount);
   });
 
+  test("a config.json saved with a byte order mark (Windows Notepad) gives its registry", async () => {
+    const dir = join(scratch, "bom-config");
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "config.json"), `\uFEFF${JSON.stringify({ registry: fixture("compact.json") })}\r\n`);
+    const plain = await loadRegistry({ env: { MCPMGR_REGISTRY: fixture("compact.json") } });
+    const configured = await loadRegistry({ env: {}, configDir: dir });
+    expect(configured.custom).toBeDefined();
+    expect(configured.list()).toHaveLength(plain.list().length);
+  });
+
   test("a config.json that is not an object, or misspells registry, is an error, never skipped", async () => {
     const dir = join(scratch, "odd-config");
     await mkdir(dir, { recursive: true });
