@@ -60,9 +60,9 @@ export class FollowedEndpoint {
 
   /**
    * Looks a workload up again, with every check of the first lookup: returns why it cannot be reached (stopped:
-   * how to start it), or undefined once the relay sends where it serves now. A URL is kept as it is.
+   * its error, with how to start it), or undefined once the relay sends where it serves now. A URL is kept as it is.
    */
-  async lookUpAgain(): Promise<string | undefined> {
+  async lookUpAgain(): Promise<unknown> {
     if (this.follow === undefined) return undefined;
     try {
       const was = this.current.target.href;
@@ -73,7 +73,7 @@ export class FollowedEndpoint {
     } catch (err) {
       // Why the workload cannot be reached (stopped: how to start it), not a session that failed to open.
       this.log.warn(`remote: ${withHint(err)}`);
-      return withHint(err);
+      return err ?? new Error("the workload could not be looked up again");
     }
   }
 }

@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage } from "../../errors.ts";
 import type { FollowedEndpoint } from "./relay-endpoint.ts";
-import { LOST_ANSWER } from "./relay-failures.ts";
+import { LOST_ANSWER, withHint } from "./relay-failures.ts";
 import type { SessionSetup } from "./session-setup.ts";
 
 /** How long a new session's initialize may take before the message that needed it fails. */
@@ -133,14 +133,8 @@ export class RemoteSession {
       parts.deliver({ jsonrpc: "2.0", id: waiting, error: { code: -32000, message: LOST_ANSWER } });
     }
     const unreachable = await parts.endpoint.lookUpAgain();
-    if (unreachable !== undefined) return unreachable;
-    const previous = this.remote;
-    previous.onmessage = undefined;
-    previous.onerror = undefined;
-    this.remote = this.newRemote();
-    await previous.close().catch(() => {});
-    const remote = this.remote;
-    await remote.start();
+    if (unreachable !== undefined) return withHint(unreachable);
+    const remote = await this.reconnect();
     const id = this.ownId();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const answer = new Promise<JSONRPCMessage | undefined>((resolve) => {
@@ -175,6 +169,17 @@ export class RemoteSession {
       clearTimeout(timer);
       this.renewal = undefined;
     }
+  }
+
+  /** A new transport, to the endpoint as it is now (a workload followed elsewhere), in place of the current one. */
+  async reconnect(): Promise<StreamableHTTPClientTransport> {
+    const previous = this.remote;
+    previous.onmessage = undefined;
+    previous.onerror = undefined;
+    this.remote = this.newRemote();
+    await previous.close().catch(() => {});
+    await this.remote.start();
+    return this.remote;
   }
 
   private failed(why: string): string {

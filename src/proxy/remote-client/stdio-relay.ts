@@ -182,12 +182,22 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
             if (session.opened !== undefined) await session.renew(id);
             throw err;
           }
-          if (!session.gone(err)) throw err;
-          const why = await session.renew(id);
-          if (why !== undefined) throw new Error(why);
-          // The renewal sent the client's initialized itself: twice, the transport would open a second
-          // event stream, which the remote refuses (409).
-          if (!isInitialized) await session.remote.send(message);
+          if (session.opened === undefined && id !== undefined && pendingInitialize.has(id) && endpoint.gone(err)) {
+            // A workload gone from where the relay was started (moved to another port, or stopped) before the
+            // client's first initialize: followed with the same checks, and the initialize, refused before it was
+            // sent, goes where it serves now.
+            const unreachable = await endpoint.lookUpAgain();
+            if (unreachable !== undefined) throw unreachable;
+            await session.reconnect();
+            await session.remote.send(message);
+          } else {
+            if (!session.gone(err)) throw err;
+            const why = await session.renew(id);
+            if (why !== undefined) throw new Error(why);
+            // The renewal sent the client's initialized itself: twice, the transport would open a second
+            // event stream, which the remote refuses (409).
+            if (!isInitialized) await session.remote.send(message);
+          }
         }
         setup.noteSent(message);
       } catch (err) {
