@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage } from "../../errors.ts";
 import type { FollowedEndpoint } from "./relay-endpoint.ts";
-import { LOST_ANSWER, withHint } from "./relay-failures.ts";
+import { LOST_ANSWER, unknownSession400, withHint } from "./relay-failures.ts";
 import type { SessionSetup } from "./session-setup.ts";
 
 /** How long a new session's initialize may take before the message that needed it fails. */
@@ -104,14 +104,29 @@ export class RemoteSession {
   }
 
   /**
-   * A 404 for a session the remote had given: it forgot the session. Or, for a workload, its endpoint gone
-   * once a session was open: it is followed to where it serves now, in a new session.
+   * A 404 for a session the remote had given (or a 400 that says it does not know it: unknownSession400): it
+   * forgot the session. Or, for a workload, its endpoint gone once a session was open: it is followed to where
+   * it serves now, in a new session.
    */
   gone(err: unknown): boolean {
+    const forgotten =
+      this.remote.sessionId !== undefined &&
+      ((err instanceof StreamableHTTPError && err.code === 404) || unknownSession400(err));
+    return this.opened !== undefined && (forgotten || this.parts.endpoint.gone(err));
+  }
+
+  /**
+   * The event stream refused with 400 on a session: a remote that answers a forgotten session so
+   * (unknownSession400) gives a GET no body the transport keeps, so the session is asked (renewInTurn), whose
+   * answer says.
+   */
+  streamRefused(err: unknown): boolean {
     return (
       this.opened !== undefined &&
-      ((err instanceof StreamableHTTPError && err.code === 404 && this.remote.sessionId !== undefined) ||
-        this.parts.endpoint.gone(err))
+      this.remote.sessionId !== undefined &&
+      err instanceof StreamableHTTPError &&
+      err.code === 400 &&
+      err.message.includes("Failed to open SSE stream")
     );
   }
 

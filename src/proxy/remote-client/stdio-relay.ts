@@ -239,7 +239,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     remote.onerror = (err) => {
       // A refused initialize is dealt with where it was sent (answered, or translated for); an answer over
       // the bound was logged when it was cut; a forgotten session is renewed (session-renewal.ts), and says so.
-      if (session.gone(err)) return session.renewInTurn();
+      if (session.gone(err) || session.streamRefused(err)) return session.renewInTurn();
       if (pendingInitialize.size > 0 || err instanceof AnswerTooLarge) return;
       log.warn(`remote: ${err.message}`);
     };
