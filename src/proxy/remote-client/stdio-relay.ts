@@ -74,6 +74,15 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     fetch: endpoint.fetch,
     deliver: (message) => deliver(message as JSONRPCMessage),
     warn: (text) => log.warn(`remote: ${text}`),
+    // A workload gone from where a request went is looked up again; the request goes again only when it was
+    // refused before it was sent: one that reached the workload may have been carried out (a tool call twice).
+    followAfter: async (err) => {
+      if (!endpoint.gone(err)) return false;
+      const unreachable = await endpoint.lookUpAgain();
+      if (answerLost(err)) return false;
+      if (unreachable !== undefined) throw unreachable;
+      return true;
+    },
   });
   let done!: (code: number) => void;
   const finished = new Promise<number>((resolve) => {
