@@ -189,6 +189,12 @@ export class GroupCatalog {
     if (connection && !connection.client) await within(connection.firstAttempt, ms);
   }
 
+  /** The workloads that left, or are not answering: a URI no member lists may be one of theirs, back already. */
+  unavailable(): string[] {
+    const silent = [...this.#connections].filter(([, connection]) => !connection.client).map(([name]) => name);
+    return [...new Set([...this.#departed, ...silent])];
+  }
+
   /** Why a workload cannot be reached, or undefined when it can. */
   whyUnavailable(workload: string): string | undefined {
     const connection = this.#connections.get(workload);

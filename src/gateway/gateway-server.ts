@@ -296,8 +296,16 @@ export function createGatewayServer(
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${kind}: ${String(name)}`);
   };
 
-  const routeUri = (uri: unknown): string => {
-    const route = typeof uri === "string" ? resourceRoute(catalog.view, uri) : undefined;
+  const routeUri = async (uri: unknown): Promise<string> => {
+    const routeOf = () => (typeof uri === "string" ? resourceRoute(catalog.view, uri) : undefined);
+    let route = routeOf();
+    // A URI names no workload: one listed by a member that left (or is not answering) may be back already (a
+    // restart that just returned), as a call to its tool finds (routeName); the gone members are read first.
+    const gone = route === undefined && typeof uri === "string" ? catalog.unavailable() : [];
+    if (gone.length > 0) {
+      await Promise.all(gone.map((workload) => catalog.joining(workload, options.timeoutMs)));
+      route = routeOf();
+    }
     if (route === undefined) throw new ResourceNotFoundError(String(uri));
     if ("claimedBy" in route) throw ambiguous(`resource ${JSON.stringify(uri)}`, route.claimedBy);
     return route.workload;
@@ -354,7 +362,7 @@ export function createGatewayServer(
   for (const method of ["resources/read", "resources/subscribe", "resources/unsubscribe"] as const) {
     server.setRequestHandler(method, async (request, ctx) => {
       const params = request.params as Params;
-      return (await forward(routeUri(params.uri), method, params, ctx)) as never;
+      return (await forward(await routeUri(params.uri), method, params, ctx)) as never;
     });
   }
   server.setRequestHandler("completion/complete", async (request, ctx) => {
@@ -372,7 +380,7 @@ export function createGatewayServer(
     const shared = typeof ref.uri === "string" ? catalog.view.sharedTemplates.get(ref.uri) : undefined;
     if (shared !== undefined) throw ambiguous(`resource template ${JSON.stringify(ref.uri)}`, shared);
     const template = catalog.view.templates.find((t) => t.text === ref.uri);
-    const workload = template?.workload ?? routeUri(ref.uri);
+    const workload = template?.workload ?? (await routeUri(ref.uri));
     return (await forward(workload, "completion/complete", params, ctx)) as never;
   });
   server.setRequestHandler("logging/setLevel", async (request) => {

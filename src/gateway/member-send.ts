@@ -38,5 +38,6 @@ export function memberSend(member: Pick<Member, "name" | "supervisor">): MemberS
       { hint: `run 'mcpmgr start ${name}'` },
     );
   };
-  return (url, init) => localListenerClient().fetch(url, { ...init, redirect: "manual", checkConnection });
+  return (url, init) =>
+    localListenerClient().fetch(url, { ...init, redirect: "manual", checkConnection, listenerPid: supervisor.pid });
 }

@@ -36,6 +36,12 @@ export type UpstreamInit = BunFetchRequestInit & {
    * connections (a request the client leaves to fetch) are asked before the request, without them.
    */
   readonly checkConnection?: (peer: ConnectionPeer | undefined) => void;
+  /**
+   * The process whose listener `checkConnection` admits connections for (a workload's supervisor): mcpmgr's own
+   * client reuses a pooled connection only for the process it was admitted for. A supervisor killed and started
+   * again listens on the same port, so the pooled connections to the dead one pass every other check.
+   */
+  readonly listenerPid?: number;
 };
 
 export type UpstreamFetch = (url: string, init: UpstreamInit) => Promise<Response>;

@@ -29,6 +29,8 @@ export interface LiveWorkload {
   assertRunning(): Promise<void>;
   /** Whether the listener a connection reached (its address and port) is the serving process's. */
   servesAt(peer: ConnectionPeer): boolean;
+  /** The serving process (supervisor or foreground run) as last checked: a new one after a restart. */
+  readonly pid: number;
 }
 
 /** States in which the supervisor holds the workload's port. */
@@ -47,6 +49,9 @@ export async function liveWorkload(store: WorkloadStore, name: string): Promise<
       pid = await servingSupervisor(store, name, url);
     },
     servesAt: (peer) => isSupervisorOf(pid, name) && listenerHeldBy(pid, peer.address, peer.port),
+    get pid() {
+      return pid;
+    },
   };
 }
 
@@ -106,6 +111,7 @@ export function liveForegroundWorkload(paths: McpmgrPaths, name: string): LiveWo
       );
     },
     servesAt: (peer) => liveForegroundRun(paths, name)?.pid === pid && listenerHeldBy(pid, peer.address, peer.port),
+    pid,
   };
 }
 
@@ -171,7 +177,7 @@ export function liveWorkloadFetch(workload: LiveWorkload, fetch: UpstreamFetch):
   };
   return async (url, init) => {
     await workload.assertRunning();
-    const response = await fetch(url, { ...init, redirect: "manual", checkConnection });
+    const response = await fetch(url, { ...init, redirect: "manual", checkConnection, listenerPid: workload.pid });
     try {
       await workload.assertRunning();
     } catch (err) {

@@ -2,7 +2,9 @@
  * A call through the gateway right after `mcpmgr restart MEMBER` returned reaches the member. The gateway
  * learns a member's status from the workload store (fs.watch, debounced, and a poll): a call that found the
  * member "not running" before that read came round was answered isError for ~70 ms after the restart had
- * returned success. Such a call now reads the member's record first (membership.ts via catalog.ts).
+ * returned success. Such a call now reads the member's record first (membership.ts via catalog.ts). A resource
+ * read, whose URI names no member, reads the records of the members that are gone before it says the URI is
+ * unknown.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -40,6 +42,25 @@ test("a call right after a member's restart returned is answered by the member",
       const result = await echo(`after ${round}`);
       expect(result.content[0]?.text ?? "").not.toContain("not running");
       expect(result.isError).toBeFalsy();
+    }
+  } finally {
+    await client.close();
+  }
+});
+
+test("a resource read right after a member's restart returned is answered by the member", async () => {
+  const client = new Client({ name: "just-restarted-resources-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(gatewayUrl)));
+  try {
+    const read = () =>
+      client.readResource({ uri: "probe://r1" }).then(
+        (result) => JSON.stringify(result),
+        (err: Error) => `failed: ${err.message}`,
+      );
+    expect(await read()).toContain("contents of probe://r1");
+    for (let round = 0; round < 3; round++) {
+      expect(group.mcpmgr("restart", "every3").code).toBe(0);
+      expect(await read()).toContain("contents of probe://r1");
     }
   } finally {
     await client.close();

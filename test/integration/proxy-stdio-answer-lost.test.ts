@@ -6,7 +6,8 @@
  * probe server) started by mcpmgr, the relay with liveWorkloadFetch over the local listener client, and
  * the same lookup `proxy stdio` follows with. Only the timing is arranged: the supervisor is SIGKILLed
  * as the answer arrives (before the relay's second check), and the workload is started again just as
- * the relay looks it up again.
+ * the relay looks it up again. The same for a 2026-07-28 client's stateless request (no session): the relay
+ * looks the workload up again, and only what comes next goes there.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { PassThrough } from "node:stream";
@@ -18,19 +19,24 @@ import { isSupervisorOf } from "../../src/state/supervisor-identity.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { liveWorkload, liveWorkloadFetch } from "../../src/workload/live-workload.ts";
 import { currentStatus } from "../../src/workload/supervisor-control.ts";
+import { type ModernServer, startModernServer } from "../fixtures/modern-server.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 
 setDefaultTimeout(60_000);
 
 let group: TestGroup;
+let modern: ModernServer;
 
 beforeAll(async () => {
   group = await createTestGroup();
   group.run(await group.packageOf(PROBE_FIXTURE), "twice", "default");
+  modern = startModernServer();
+  group.run(modern.url, "stateless", "default");
 }, 120_000);
 
 afterAll(async () => {
   await group?.cleanup();
+  modern?.stop();
 });
 
 type Answer = { id?: unknown; result?: unknown; error?: { message: string } };
@@ -127,6 +133,85 @@ test("a tool call answered as the workload's supervisor died is answered as lost
   expect(JSON.stringify(after.result)).toContain("after");
   expect(sent.get(2)).toBe(1);
   expect(restarted).toBe(true);
+
+  stdin.end();
+  expect(await relay.finished).toBe(0);
+});
+
+test("a 2026-07-28 stateless tool call answered as the workload's supervisor died is answered as lost, never sent again", async () => {
+  const store = new WorkloadStore(resolvePaths({ MCPMGR_HOME: group.home }));
+  const base = localListenerClient().fetch;
+  let killAt: unknown;
+  const killing: UpstreamFetch = async (url, init) => {
+    const body = typeof init.body === "string" ? (JSON.parse(init.body) as { id?: unknown }) : {};
+    const response = await base(url, init);
+    if (body.id !== undefined && body.id === killAt) {
+      killAt = undefined;
+      const pid = (await currentStatus(store, "stateless"))?.pid ?? 0;
+      process.kill(pid, "SIGKILL");
+      expect(await until(() => !isSupervisorOf(pid, "stateless"))).toBe(true);
+    }
+    return response;
+  };
+  let restarted = false;
+  const live = await liveWorkload(store, "stateless");
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const answers = new Map<unknown, Answer>();
+  let buffered = "";
+  stdout.on("data", (chunk: Buffer) => {
+    buffered += chunk.toString();
+    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
+      const message = JSON.parse(buffered.slice(0, end)) as Answer;
+      buffered = buffered.slice(end + 1);
+      if (message.id !== undefined) answers.set(message.id, message);
+    }
+  });
+  const relay = await startStdioRelay({
+    target: live.url,
+    fetch: liveWorkloadFetch(live, killing),
+    follow: async () => {
+      // Started again just as the relay looks it up again.
+      if (!restarted) {
+        restarted = true;
+        expect(group.mcpmgr("start", "stateless").code).toBe(0);
+      }
+      const now = await liveWorkload(store, "stateless");
+      return { target: now.url, fetch: liveWorkloadFetch(now, killing) };
+    },
+    stdin,
+    stdout,
+    log: { info: () => {}, warn: () => {}, error: () => {} },
+  });
+  const answer = async (id: number): Promise<Answer> => {
+    expect(await until(() => answers.has(id))).toBe(true);
+    return answers.get(id) as Answer;
+  };
+  const meta = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": { name: "claude-ai", version: "1" },
+    "io.modelcontextprotocol/clientCapabilities": {},
+  };
+  const call = (id: number, region: string) =>
+    stdin.write(
+      `${JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "where", arguments: { region }, _meta: meta } })}\n`,
+    );
+  const calls = (region: string) => modern.seen.filter((r) => r.mcpMethod === "tools/call" && r.region === region);
+
+  call(1, "warm");
+  expect(JSON.stringify((await answer(1)).result)).toContain("in warm");
+  killAt = 2;
+  call(2, "once");
+  const lost = await answer(2);
+  expect(lost.result).toBeUndefined();
+  expect(lost.error?.message).toContain("the request was sent");
+  // Sent once: the workload may have carried it out. The relay looked the workload up again meanwhile.
+  expect(calls("once")).toHaveLength(1);
+  expect(restarted).toBe(true);
+
+  call(3, "after");
+  expect(JSON.stringify((await answer(3)).result)).toContain("in after");
+  expect(calls("once")).toHaveLength(1);
 
   stdin.end();
   expect(await relay.finished).toBe(0);

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { findFreePort } from "../../src/proxy/serve.ts";
-import { createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
@@ -84,4 +84,52 @@ test("a relay to a workload that was stopped, started and moved to another port 
   expect(moved.code).toBe(0);
   expect(await echo("moved")).toBe("moved");
   expect(stderr.join("")).toContain(`relaying stdio to http://127.0.0.1:${port}/`);
+});
+
+test("a workload that moved to another port before the client's first initialize is followed there", async () => {
+  group.run(source, "early", "default");
+  const stderr: string[] = [];
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI_ENTRY, "proxy", "stdio", "early"],
+    cwd: REPO_ROOT,
+    env: {
+      ...(process.env as Record<string, string>),
+      NO_COLOR: "1",
+      MCPMGR_HOME: group.home,
+      MCPMGR_RUNTIME: "process",
+    },
+    stderr: "pipe",
+  });
+  transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+  // The relay runs (it looked the workload up) before the client says anything: an AI client starts its
+  // servers, and its first message may come much later.
+  await transport.start();
+  transport.start = async () => {};
+  expect(await until(() => stderr.join("").includes("relaying stdio to"))).toBe(true);
+  const before = new URL(stderr.join("").match(/relaying stdio to (\S+)/)?.[1] ?? "http://x");
+  expect(group.mcpmgr("rm", "early").code).toBe(0);
+  let port = await findFreePort();
+  while (String(port) === before.port) port = await findFreePort();
+  const moved = group.mcpmgr(
+    "run",
+    source,
+    "--name",
+    "early",
+    "--permission-profile",
+    "none",
+    "--proxy-port",
+    String(port),
+  );
+  expect(moved.code).toBe(0);
+
+  const early = new Client({ name: "claude-ai", version: "0.1.0" });
+  try {
+    await early.connect(transport);
+    const result = (await early.callTool({ name: "echo", arguments: { text: "found" } })) as ToolResult;
+    expect(JSON.parse(result.content[0]?.text ?? "{}").text).toBe("found");
+    expect(stderr.join("")).toContain(`relaying stdio to http://127.0.0.1:${port}/`);
+  } finally {
+    await early.close().catch(() => {});
+  }
 });

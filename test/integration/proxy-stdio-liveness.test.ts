@@ -285,6 +285,9 @@ test("a supervisor that dies between the relay's check and its connection: the p
   const racing: LiveWorkload = {
     url: live.url,
     servesAt: (peer) => live.servesAt(peer),
+    get pid() {
+      return live.pid;
+    },
     async assertRunning() {
       await live.assertRunning();
       if (raced) return;

@@ -23,6 +23,26 @@ export function refusedCredentials(err: unknown): err is StreamableHTTPError {
   return err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403);
 }
 
+/**
+ * A 400 whose JSON-RPC error speaks of the session: the remote does not know the session the request carried.
+ * MCP (2025-06-18) answers a session the server ended with 404, and a request with no session ID at all with
+ * 400; server-everything's own streamable HTTP mode answers an unknown ID with 400 too ("Bad Request: No valid
+ * session ID provided"). Only the body tells them apart: any other 400 (invalid params, an unsupported protocol
+ * version) is the request's own failure, never a reason to open a new session. The caller checks that the
+ * request carried a session ID. (The SDK puts a POST's answer in the message; a GET's is not there.)
+ */
+export function unknownSession400(err: unknown): boolean {
+  if (!(err instanceof StreamableHTTPError) || err.code !== 400) return false;
+  const body = /Error POSTing to endpoint: (.*)$/s.exec(err.message)?.[1];
+  if (body === undefined) return false;
+  try {
+    const message = (JSON.parse(body) as { error?: { message?: unknown } } | null)?.error?.message;
+    return typeof message === "string" && /\bsession\b/i.test(message);
+  } catch {
+    return false;
+  }
+}
+
 /** The error answer to request `id`, which could not be delivered (`err`). */
 export function undelivered(id: string | number, err: unknown): JSONRPCMessage {
   const text = errorMessage(err);

@@ -14,8 +14,8 @@ import type { UpstreamFetch } from "../authenticated-fetch.ts";
 import type { JsonRpcRequest } from "../mcp-message.ts";
 import { mcpRequestHeaders } from "./request-headers.ts";
 import { type HeaderDeclaration, ToolHeaderRegistry } from "../tool-headers.ts";
-import { errorMessage } from "../../errors.ts";
 import { isObject } from "../../objects.ts";
+import { withHint } from "./relay-failures.ts";
 
 type Id = JsonRpcRequest["id"];
 
@@ -30,6 +30,13 @@ export interface StatelessRequestsOptions {
   /** A message for the stdio client (responses and the request's notifications). */
   readonly deliver: (message: Record<string, unknown>) => void;
   readonly warn: (text: string) => void;
+  /**
+   * For a workload (`proxy stdio NAME`), after a request failed with `err` before any answer: looks the workload
+   * up again when `err` says it is gone from where the request went (stdio-relay.ts), and resolves whether the
+   * request may be sent once more, to where it serves now: only when it was refused before it was sent. Rejects
+   * with why the workload cannot be reached (stopped: how to start it).
+   */
+  readonly followAfter?: (err: unknown) => Promise<boolean>;
 }
 
 function isResponse(message: unknown): message is Record<string, unknown> {
@@ -75,19 +82,34 @@ export class StatelessRequests {
       this.#inFlight.delete(request.id);
       this.#options.deliver(this.#relayable(request, message));
     };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const declarations =
+          request.method === "tools/call" ? await this.#declarationsFor(request, version, controller.signal) : [];
+        const outcome = await this.#exchange(request, version, declarations, controller.signal, this.#options.deliver);
+        return answer(
+          typeof outcome === "string"
+            ? { jsonrpc: "2.0", id: request.id, error: { code: TRANSPORT_ERROR, message: outcome } }
+            : outcome,
+        );
+      } catch (err) {
+        if (controller.signal.aborted) return;
+        // Once: a workload that moved away again at once is said, not chased.
+        const again = attempt === 0 ? await this.#followAfter(err) : { resend: false, why: err };
+        if (controller.signal.aborted) return;
+        if (again.resend) continue;
+        const text = `mcpmgr could not reach the remote MCP server: ${withHint(again.why)}`;
+        return answer({ jsonrpc: "2.0", id: request.id, error: { code: TRANSPORT_ERROR, message: text } });
+      }
+    }
+  }
+
+  async #followAfter(err: unknown): Promise<{ resend: boolean; why: unknown }> {
+    if (this.#options.followAfter === undefined) return { resend: false, why: err };
     try {
-      const declarations =
-        request.method === "tools/call" ? await this.#declarationsFor(request, version, controller.signal) : [];
-      const outcome = await this.#exchange(request, version, declarations, controller.signal, this.#options.deliver);
-      answer(
-        typeof outcome === "string"
-          ? { jsonrpc: "2.0", id: request.id, error: { code: TRANSPORT_ERROR, message: outcome } }
-          : outcome,
-      );
-    } catch (err) {
-      if (controller.signal.aborted) return;
-      const text = `mcpmgr could not reach the remote MCP server: ${errorMessage(err)}`;
-      answer({ jsonrpc: "2.0", id: request.id, error: { code: TRANSPORT_ERROR, message: text } });
+      return { resend: await this.#options.followAfter(err), why: err };
+    } catch (unreachable) {
+      return { resend: false, why: unreachable };
     }
   }
 

@@ -18,34 +18,22 @@
  * connection fails; stdout carries only the protocol.
  */
 import type { Readable, Writable } from "node:stream";
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorMessage, McpmgrError } from "../../errors.ts";
-import { AnswerTooLarge, boundedFetch, defaultMaxMessageBytes } from "../answer-limit.ts";
-import type { UpstreamFetch, UpstreamInit } from "../authenticated-fetch.ts";
+import { AnswerTooLarge } from "../answer-limit.ts";
 import type { JsonRpcMessage, JsonRpcRequest } from "../mcp-message.ts";
 import type { LegacyClientTranslation } from "./legacy-client.ts";
-import { refuseRedirects } from "./no-redirects.ts";
-import {
-  answerLost,
-  endpointGone,
-  LOST_ANSWER,
-  lostAnswer,
-  refusedCredentials,
-  undelivered,
-  withHint,
-} from "./relay-failures.ts";
+import { FollowedEndpoint, type RelayEndpoint } from "./relay-endpoint.ts";
+import { answerLost, lostAnswer, refusedCredentials, undelivered } from "./relay-failures.ts";
 import { modernVersionOf } from "./request-headers.ts";
+import { RemoteSession } from "./session-renewal.ts";
 import { changingLists, sessionSetup } from "./session-setup.ts";
 import { firstLine, watchClientEnds, writtenOut } from "./stdio-ends.ts";
 import { StatelessRequests } from "./stateless-requests.ts";
 
-export interface RelayEndpoint {
-  readonly target: URL;
-  /** mcpmgr's authenticated fetch; plain fetch when undefined. */
-  readonly fetch: UpstreamFetch | undefined;
-}
+export type { RelayEndpoint } from "./relay-endpoint.ts";
 
 export interface StdioRelayOptions extends RelayEndpoint {
   /**
@@ -68,36 +56,33 @@ export interface StdioRelay {
 
 /** How long answers to requests still in flight are waited for once the input ends. */
 const DRAIN_MS = 30_000;
-/** How long a new session's initialize may take before the message that needed it fails. */
-const RENEWAL_MS = 30_000;
-/** How many times in a row a quiet client's session is renewed (renewInTurn) before its next message. */
-const QUIET_RENEWALS = 3;
 
 export async function startStdioRelay(options: StdioRelayOptions): Promise<StdioRelay> {
   const { log } = options;
-  /** Where the relay sends, replaced when a workload is followed to its current endpoint (renewSession). */
-  let endpoint: RelayEndpoint = { target: options.target, fetch: options.fetch };
-  const plainFetch: UpstreamFetch = (url, init) => (endpoint.fetch ?? ((u, i) => fetch(u, i)))(url, init);
-  // A JSON answer or SSE event past the bound fails its request instead of growing the relay without end.
-  const bounded = boundedFetch((url: string, init?: UpstreamInit) => plainFetch(url, init ?? {}), {
-    maxBytes: options.maxMessageBytes ?? defaultMaxMessageBytes,
-    onExceeded: (text) => log.warn(`remote: ${text}`),
-  });
-  const upstreamFetch = refuseRedirects((url, init) => bounded(url, init));
-  const newRemote = () =>
-    new StreamableHTTPClientTransport(endpoint.target, {
-      fetch: (url, init) => upstreamFetch(String(url), init ?? {}),
-    });
-  // Replaced when the remote forgets the session (renewSession below).
-  let remote = newRemote();
+  const endpoint = new FollowedEndpoint(
+    { target: options.target, fetch: options.fetch },
+    options.follow,
+    log,
+    options.maxMessageBytes,
+  );
   const local = new StdioServerTransport(options.stdin, options.stdout);
+  const deliver = (message: JSONRPCMessage) => void local.send(message);
   const stateless = new StatelessRequests({
     get url() {
       return endpoint.target;
     },
-    fetch: upstreamFetch,
-    deliver: (message) => void local.send(message as JSONRPCMessage),
+    fetch: endpoint.fetch,
+    deliver: (message) => deliver(message as JSONRPCMessage),
     warn: (text) => log.warn(`remote: ${text}`),
+    // A workload gone from where a request went is looked up again; the request goes again only when it was
+    // refused before it was sent: one that reached the workload may have been carried out (a tool call twice).
+    followAfter: async (err) => {
+      if (!endpoint.gone(err)) return false;
+      const unreachable = await endpoint.lookUpAgain();
+      if (answerLost(err)) return false;
+      if (unreachable !== undefined) throw unreachable;
+      return true;
+    },
   });
   let done!: (code: number) => void;
   const finished = new Promise<number>((resolve) => {
@@ -113,6 +98,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     stateless.abortAll();
     translation?.close();
     // Ends the remote session (DELETE) when there is one.
+    const { remote } = session;
     if (remote.sessionId !== undefined) await remote.terminateSession().catch(() => {});
     await remote.close().catch(() => {});
     await local.close().catch(() => {});
@@ -129,117 +115,20 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   let sending: Promise<void> = Promise.resolve();
   /** Set once a 2025-era client is served in front of a remote that speaks only 2026-07-28. */
   let translation: LegacyClientTranslation | undefined;
-  /**
-   * The client's initialize the remote accepted, whether it sent `notifications/initialized` (both replayed by
-   * renewSession), and the lists the answer it got said may change.
-   */
-  let opened: { initialize: JSONRPCMessage; initialized: boolean; lists: readonly string[] } | undefined;
-  /** The answer renewSession waits for: its own initialize's, never passed to the client. */
-  let renewal: { id: string; answered: (message: JSONRPCMessage) => void } | undefined;
-  /** The ids renewSession gave its initializes: an answer that comes after its wait is dropped too. */
-  const renewalIds = new Set<string>();
   /** The log level and subscriptions the client set up: set up again in a renewed session. */
   const setup = sessionSetup();
-  /**
-   * Set while the remote's session is gone and no new one could be opened (the remote answered the new
-   * initialize with an error, or not at all, as a workload still restarting may): the next message
-   * tries again first. Without it the relay sent on without a session, and every later message met a
-   * 400 until the AI client was restarted.
-   */
-  let sessionLost = false;
-  /** Sessions renewed (renewInTurn) since the client last sent a message. */
-  let quietRenewals = 0;
-
-  /**
-   * The remote answered 404 for the session: it ended it, as a workload does when it restarts (an
-   * upgrade, a crash, `mcpmgr restart`). An HTTP client then opens a new session; the stdio client
-   * cannot (its session is the relay's life, until its AI client is restarted), so the relay does,
-   * with the client's own initialize and initialized, and the message that met the 404 is sent again.
-   * What the client set up in the old session (a log level, subscriptions) is set up again. A
-   * list_changed per list the client was told may change tells it to read them again (an upgrade may
-   * change them). Returns why no new session could be opened, or undefined once one is.
-   */
-  const renewSession = async (current: string | number | undefined): Promise<string | undefined> => {
-    if (opened === undefined || closing) return "the relay is closing";
-    sessionLost = true;
-    // The requests still waiting on the old session never get their answers (its streams went with it):
-    // answered now, not sent again (a tool call may have been carried out), so the client does not
-    // wait for its own timeout, nor the relay its drain at the end of input.
-    for (const waiting of [...inFlight]) {
-      if (waiting === current) continue;
-      inFlight.delete(waiting);
-      void local.send({ jsonrpc: "2.0", id: waiting, error: { code: -32000, message: LOST_ANSWER } });
-    }
-    // A workload is looked up again first: a new session where it serves now, or why it cannot be reached.
-    if (options.follow !== undefined) {
-      try {
-        const was = endpoint.target.href;
-        endpoint = await options.follow();
-        if (endpoint.target.href !== was) log.info(`the workload moved: relaying stdio to ${endpoint.target.href}`);
-      } catch (err) {
-        // Why the workload cannot be reached (stopped: how to start it), not a session that failed to open.
-        log.warn(`remote: ${withHint(err)}`);
-        return withHint(err);
-      }
-    }
-    const previous = remote;
-    previous.onmessage = undefined;
-    previous.onerror = undefined;
-    remote = newRemote();
-    wireRemote();
-    await previous.close().catch(() => {});
-    await remote.start();
-    const id = `mcpmgr-relay-renewal-${renewalIds.size + 1}`;
-    renewalIds.add(id);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const answer = new Promise<JSONRPCMessage | undefined>((resolve) => {
-      renewal = { id, answered: resolve };
-      timer = setTimeout(() => resolve(undefined), RENEWAL_MS);
-    });
-    try {
-      await remote.send({ ...opened.initialize, id } as JSONRPCMessage);
-      const answered = await answer;
-      if (answered === undefined) return failed(`no answer to a new session's initialize in ${RENEWAL_MS / 1000} s`);
-      if (!("result" in answered))
-        return failed(
-          `the new session's initialize was refused: ${JSON.stringify((answered as { error?: unknown }).error)}`,
-        );
-      const result = answered.result as { protocolVersion?: unknown };
-      if (typeof result.protocolVersion === "string") remote.setProtocolVersion(result.protocolVersion);
-      if (opened.initialized) await remote.send({ jsonrpc: "2.0", method: "notifications/initialized" });
-      // Their answers are the relay's own (dropped, as the initialize's): the client had its answers.
-      for (const request of setup.replay()) {
-        const again = `mcpmgr-relay-renewal-${renewalIds.size + 1}`;
-        renewalIds.add(again);
-        await remote.send({ ...request, id: again } as JSONRPCMessage).catch((err: unknown) => {
-          log.warn(`remote: could not set up the new MCP session as the old one: ${errorMessage(err)}`);
-        });
-      }
-      sessionLost = false;
-      log.info("the remote ended the MCP session (it restarted): mcpmgr opened a new one for this client");
-      for (const list of opened.lists)
-        void local.send({ jsonrpc: "2.0", method: `notifications/${list}/list_changed` });
-      return undefined;
-    } catch (err) {
-      return failed(errorMessage(err));
-    } finally {
-      clearTimeout(timer);
-      renewal = undefined;
-    }
-  };
-  const failed = (why: string): string => {
-    log.warn(`remote: could not open a new MCP session: ${why}`);
-    return `the remote ended the MCP session and a new one could not be opened: ${why}`;
-  };
-  /**
-   * A 404 for a session the remote had given: it forgot the session. Or, for a workload, its endpoint gone
-   * once a session was open: it is followed to where it serves now, in a new session.
-   */
-  const sessionGone = (err: unknown) =>
-    opened !== undefined &&
-    ((err instanceof StreamableHTTPError && err.code === 404 && remote.sessionId !== undefined) ||
-      (options.follow !== undefined && endpointGone(err)));
-
+  const session: RemoteSession = new RemoteSession({
+    endpoint,
+    wire: (remote) => wireRemote(remote),
+    setup,
+    deliver,
+    inFlight,
+    inTurn: (task) => {
+      sending = sending.then(task);
+    },
+    closing: () => closing,
+    log,
+  });
   /**
    * The remote refused the client's initialize. A remote that speaks only 2026-07-28 does
    * that by design: the client is then served by translating, from this initialize on.
@@ -249,8 +138,8 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
     const { translateForLegacyClient } = await import("./legacy-client.ts");
     const attempt = await translateForLegacyClient({
       url: endpoint.target,
-      fetch: upstreamFetch,
-      deliver: (message) => void local.send(message as JSONRPCMessage),
+      fetch: endpoint.fetch,
+      deliver: (message) => deliver(message as JSONRPCMessage),
       warn: (text) => log.warn(`remote: ${text}`),
       initialize: initialize as JsonRpcMessage,
     });
@@ -266,7 +155,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
   };
 
   local.onmessage = (message: JSONRPCMessage) => {
-    quietRenewals = 0;
+    session.clientSpoke();
     const isRequest = "method" in message && "id" in message && message.id !== undefined;
     const version = isRequest ? modernVersionOf(message) : undefined;
     if (version !== undefined) {
@@ -288,26 +177,36 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         pendingInitialize.set(id, message);
       if (id !== undefined) inFlight.add(id);
       const isInitialized = "method" in message && message.method === "notifications/initialized";
-      if (opened !== undefined && isInitialized) opened.initialized = true;
+      if (session.opened !== undefined && isInitialized) session.opened.initialized = true;
       try {
         // A session lost earlier, and not opened again then: tried again before this message goes.
-        const notRenewed = sessionLost && !pendingInitialize.has(id ?? "") ? await renewSession(id) : undefined;
+        const notRenewed = session.lost && !pendingInitialize.has(id ?? "") ? await session.renew(id) : undefined;
         if (notRenewed !== undefined) throw new Error(notRenewed);
         try {
-          await remote.send(message);
+          await session.remote.send(message);
         } catch (err) {
           // Sent, and perhaps carried out, when the workload ended: never sent again (answered as lost below);
           // the workload is followed now (the other requests of its session answered as lost), for what comes next.
           if (answerLost(err)) {
-            if (opened !== undefined) await renewSession(id);
+            if (session.opened !== undefined) await session.renew(id);
             throw err;
           }
-          if (!sessionGone(err)) throw err;
-          const why = await renewSession(id);
-          if (why !== undefined) throw new Error(why);
-          // The renewal sent the client's initialized itself: twice, the transport would open a second
-          // event stream, which the remote refuses (409).
-          if (!isInitialized) await remote.send(message);
+          if (session.opened === undefined && id !== undefined && pendingInitialize.has(id) && endpoint.gone(err)) {
+            // A workload gone from where the relay was started (moved to another port, or stopped) before the
+            // client's first initialize: followed with the same checks, and the initialize, refused before it was
+            // sent, goes where it serves now.
+            const unreachable = await endpoint.lookUpAgain();
+            if (unreachable !== undefined) throw unreachable;
+            await session.reconnect();
+            await session.remote.send(message);
+          } else {
+            if (!session.gone(err)) throw err;
+            const why = await session.renew(id);
+            if (why !== undefined) throw new Error(why);
+            // The renewal sent the client's initialized itself: twice, the transport would open a second
+            // event stream, which the remote refuses (409).
+            if (!isInitialized) await session.remote.send(message);
+          }
         }
         setup.noteSent(message);
       } catch (err) {
@@ -318,15 +217,15 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
         const initialize = pendingInitialize.get(id);
         pendingInitialize.delete(id);
         // A workload that is not served: no era to translate for.
-        const gone = options.follow !== undefined && endpointGone(err);
+        const gone = endpoint.gone(err);
         if (initialize !== undefined && !refusedCredentials(err) && !gone) await initializeRefused(initialize, refusal);
-        else void local.send(refusal);
+        else deliver(refusal);
       }
     });
   };
   const onRemoteMessage = (message: JSONRPCMessage) => {
+    if (session.ownAnswer(message)) return;
     const id = !("method" in message) && "id" in message ? message.id : undefined;
-    if (typeof id === "string" && renewalIds.has(id)) return renewal?.id === id ? renewal.answered(message) : undefined;
     if (id !== undefined) inFlight.delete(id);
     const initialize = id !== undefined ? pendingInitialize.get(id) : undefined;
     if (id !== undefined && initialize !== undefined) {
@@ -338,47 +237,22 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       // The negotiated version goes on every later HTTP request (MCP-Protocol-Version).
       const version =
         "result" in message ? (message.result as { protocolVersion?: unknown }).protocolVersion : undefined;
-      if (typeof version === "string") remote.setProtocolVersion(version);
-      if ("result" in message) {
-        opened = { initialize, initialized: false, lists: changingLists(message) };
-        sessionLost = false;
-      }
+      if (typeof version === "string") session.remote.setProtocolVersion(version);
+      if ("result" in message) session.open(initialize, changingLists(message));
     }
-    void local.send(message);
+    deliver(message);
   };
-  /**
-   * A 404 seen by the transport itself: a request's (renewed where it was sent, which replaces `remote`
-   * first) or the event stream's, met as it opens again after the remote restarted. A client that only
-   * listens (subscribed, waiting for updates) sends nothing that would renew the session, so the relay
-   * asks, in turn with the messages (unless one renewed meanwhile): a ping on the session. Only its 404
-   * renews: a server without event streams may answer their GET 404 too, and renewing on that alone
-   * would open session after session.
-   */
-  const renewInTurn = () => {
-    const gone = remote;
-    sending = sending.then(async () => {
-      // Not again after a failed renewal (the next message tries), nor without end for a remote that
-      // forgets every session at once: a few while the client is quiet.
-      if (remote !== gone || closing || sessionLost || quietRenewals >= QUIET_RENEWALS) return;
-      quietRenewals++;
-      const id = `mcpmgr-relay-renewal-${renewalIds.size + 1}`;
-      renewalIds.add(id);
-      await remote.send({ jsonrpc: "2.0", id, method: "ping" }).catch(async (err: unknown) => {
-        if (sessionGone(err)) await renewSession(undefined);
-      });
-    });
-  };
-  const wireRemote = () => {
-    remote.onmessage = onRemoteMessage;
+  function wireRemote(remote: StreamableHTTPClientTransport) {
+    // The first transport is wired before the handlers below are defined: each is looked up when it is called.
+    remote.onmessage = (message) => onRemoteMessage(message);
     remote.onerror = (err) => {
       // A refused initialize is dealt with where it was sent (answered, or translated for); an answer over
-      // the bound was logged when it was cut; a forgotten session is renewed (renewSession), and says so.
-      if (sessionGone(err)) return renewInTurn();
+      // the bound was logged when it was cut; a forgotten session is renewed (session-renewal.ts), and says so.
+      if (session.gone(err) || session.streamRefused(err)) return session.renewInTurn();
       if (pendingInitialize.size > 0 || err instanceof AnswerTooLarge) return;
       log.warn(`remote: ${err.message}`);
     };
-  };
-  wireRemote();
+  }
   // End of input: let what was asked be answered (bounded), then end the remote session.
   const drainThenFinish = async (why?: string) => {
     await sending;
@@ -396,7 +270,7 @@ export async function startStdioRelay(options: StdioRelayOptions): Promise<Stdio
       void finish();
     },
   });
-  await remote.start();
+  await session.remote.start();
   try {
     await local.start();
   } catch (err) {

@@ -184,7 +184,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
     const body = prepared.bytes ?? prepared.stream;
     const pool = origin.pool;
     for (let attempt = 0; ; attempt++) {
-      const idle = pool.takeIdle();
+      const idle = pool.takeIdle(init.listenerPid);
       const connection = idle ?? (await pool.connect(cancel?.signal ?? signal));
       if (idle === undefined && init.checkConnection !== undefined) {
         try {
@@ -194,6 +194,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
           throw err;
         }
       }
+      if (idle === undefined) connection.listenerPid = init.listenerPid;
       try {
         return await connection.request({ method, head, body, signal, cancel });
       } catch (err) {

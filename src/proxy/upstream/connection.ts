@@ -65,6 +65,8 @@ export class Http1Connection implements ResponseSink {
   idleSince = 0;
   /** How long the upstream keeps it idle (Keep-Alive: timeout), if it said. */
   upstreamIdleMs: number | undefined;
+  /** The listener's process `checkConnection` admitted it for (UpstreamInit `listenerPid`), if one was named. */
+  listenerPid: number | undefined;
 
   private constructor(owner: ConnectionOwner<Http1Connection>, limits: ConnectionLimits) {
     this.#owner = owner;

@@ -32,12 +32,19 @@ export class OriginPool implements ConnectionOwner<Http1Connection> {
     return this.#idle.length;
   }
 
-  /** An idle keep-alive connection, if there is one. */
-  takeIdle(): Http1Connection | undefined {
+  /**
+   * An idle keep-alive connection, if there is one; for a request that names the listener's process
+   * (`listenerPid`), only one admitted for that process. One admitted for another reached a listener that is
+   * gone (a supervisor killed and started again on the same port): its peer's close may not have been seen
+   * yet, and a request written on it would be lost. It is closed.
+   */
+  takeIdle(listenerPid?: number): Http1Connection | undefined {
     const idle = this.#idle;
     while (idle.length > 0) {
       const connection = idle.pop() as Http1Connection;
-      if (!connection.closed) return connection;
+      if (connection.closed) continue;
+      if (connection.listenerPid === listenerPid) return connection;
+      connection.destroy();
     }
     return undefined;
   }
