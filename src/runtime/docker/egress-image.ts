@@ -9,15 +9,17 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { McpmgrError } from "../../errors.ts";
-// @ts-expect-error -- imported as text (embedded in the compiled binary), not as a module
-import egressSource from "./egress-proxy.ts" with { type: "text" };
-import type { ContainerEngine } from "./engine.ts";
 import { buildFromContext, type ContextFile } from "./build-context.ts";
+import { EGRESS_ENTRY, EGRESS_SOURCES } from "./egress-sources.ts";
+import type { ContainerEngine } from "./engine.ts";
 import { inspectLocalImage } from "./images.ts";
 import { MANAGED_LABEL, ROLE_LABEL } from "./labels.ts";
 
-const source = egressSource as string;
+/** The helper's own files, at their paths under `/` in the image, and their text for the cache key. */
+const sourceFiles: ContextFile[] = EGRESS_SOURCES.map(({ path, content }) => ({ path, content, mode: 0o644 }));
+const source = EGRESS_SOURCES.map(({ path, content }) => `${path}\n${content}`).join("\n");
 const HELPER_UID = 65534;
+const copySources = EGRESS_SOURCES.map(({ path }) => `COPY ${path} /${path}`).join("\n");
 
 /**
  * The executable this process runs. A supervisor outlives upgrades: once one moved, replaced or
@@ -57,12 +59,9 @@ function engineMatchesHost(info: { OSType?: string; Architecture?: string }): bo
 async function contextFiles(engine: ContainerEngine): Promise<{ files: () => ContextFile[]; key: string }> {
   const info = (await engine.docker.info()) as { OSType?: string; Architecture?: string };
   if (!engineMatchesHost(info)) {
-    const dockerfile = `FROM oven/bun:1-alpine\nCOPY egress-proxy.ts /egress-proxy.ts\nUSER ${HELPER_UID}:${HELPER_UID}\nENTRYPOINT ["bun", "/egress-proxy.ts"]\n`;
+    const dockerfile = `FROM oven/bun:1-alpine\n${copySources}\nUSER ${HELPER_UID}:${HELPER_UID}\nENTRYPOINT ["bun", "/${EGRESS_ENTRY}"]\n`;
     return {
-      files: () => [
-        { path: "Dockerfile", content: dockerfile, mode: 0o644 },
-        { path: "egress-proxy.ts", content: source, mode: 0o644 },
-      ],
+      files: () => [{ path: "Dockerfile", content: dockerfile, mode: 0o644 }, ...sourceFiles],
       key: dockerfile + source,
     };
   }
@@ -72,10 +71,10 @@ async function contextFiles(engine: ContainerEngine): Promise<{ files: () => Con
     "FROM scratch",
     ...libs.map((lib, i) => `COPY lib/${i} ${lib}`),
     "COPY runtime /runtime",
-    "COPY egress-proxy.ts /egress-proxy.ts",
+    copySources,
     "ENV BUN_BE_BUN=1 BUN_RUNTIME_TRANSPILER_CACHE_PATH=0",
     `USER ${HELPER_UID}:${HELPER_UID}`,
-    'ENTRYPOINT ["/runtime", "/egress-proxy.ts"]',
+    `ENTRYPOINT ["/runtime", "/${EGRESS_ENTRY}"]`,
     "",
   ].join("\n");
   // The runtime by its file (not the path it is reached by, which names this process), the libraries by path.
@@ -91,7 +90,7 @@ async function contextFiles(engine: ContainerEngine): Promise<{ files: () => Con
     key: `${dockerfile}${source}${identity.join("\n")}:${Bun.version}`,
     files: () => [
       { path: "Dockerfile", content: dockerfile, mode: 0o644 },
-      { path: "egress-proxy.ts", content: source, mode: 0o644 },
+      ...sourceFiles,
       ...libs.map((lib, i) => ({ path: `lib/${i}`, content: readFileSync(lib), mode: 0o755 })),
       { path: "runtime", content: readFileSync(runtime), mode: 0o755 },
     ],

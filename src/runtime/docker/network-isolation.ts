@@ -17,7 +17,7 @@
  * Software that ignores HTTP_PROXY gets no network at all, which is the safe failure.
  */
 import { deniesNetwork, type PermissionProfile } from "../permission-profile.ts";
-import type { EgressConfig } from "./egress-proxy.ts";
+import type { EgressConfig } from "./egress/config.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { ensureEgressImage } from "./egress-image.ts";
 import { takenNameError } from "./container-name.ts";
