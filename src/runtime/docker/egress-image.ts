@@ -13,7 +13,8 @@ import { buildFromContext, type ContextFile } from "./build-context.ts";
 import { EGRESS_ENTRY, EGRESS_SOURCES } from "./egress-sources.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { inspectLocalImage } from "./images.ts";
-import { MANAGED_LABEL, ROLE_LABEL } from "./labels.ts";
+import { INSTALL_LABEL, MANAGED_LABEL, ROLE_LABEL } from "./labels.ts";
+import { removeBuiltTags } from "./superseded-images.ts";
 
 /** The helper's own files, at their paths under `/` in the image, and their text for the cache key. */
 const sourceFiles: ContextFile[] = EGRESS_SOURCES.map(({ path, content }) => ({ path, content, mode: 0o644 }));
@@ -97,39 +98,35 @@ async function contextFiles(engine: ContainerEngine): Promise<{ files: () => Con
   };
 }
 
-/** The helper image's tag, built on first use. */
-export async function ensureEgressImage(engine: ContainerEngine, onProgress: (line: string) => void): Promise<string> {
+const EGRESS_REPOSITORY = "mcpmgr-egress";
+const EGRESS_ROLE = "egress-image";
+
+/**
+ * The helper image's tag, built on first use. Each installation (`install`, state/install-id.ts) has its own
+ * tag, labelled with its id: the tag was shared by every home on the engine, and a home that built a newer one
+ * removed the older one while another home, a supervisor still on the older version, was about to start a
+ * helper from it. The images of two installations share their layers (the same files), so the cost is a build.
+ * After a build, this installation's other helper images go (superseded-images.ts): not another installation's,
+ * not those built before images carried the installation, and never one a container (running or stopped) uses.
+ */
+export async function ensureEgressImage(
+  engine: ContainerEngine,
+  install: string,
+  onProgress: (line: string) => void,
+): Promise<string> {
   const { files, key } = await contextFiles(engine);
-  const tag = `mcpmgr-egress:${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
+  const hash = createHash("sha256").update(`${key}\ninstall:${install}`).digest("hex").slice(0, 16);
+  const tag = `${EGRESS_REPOSITORY}:${hash}`;
   if (await inspectLocalImage(engine, tag)) return tag;
   onProgress(`building the network isolation helper image ${tag}`);
   await buildFromContext(engine, {
     tag,
     files: files(),
-    labels: { [MANAGED_LABEL]: "true", [ROLE_LABEL]: EGRESS_ROLE },
+    labels: { [MANAGED_LABEL]: "true", [ROLE_LABEL]: EGRESS_ROLE, [INSTALL_LABEL]: install },
     what: "the network isolation helper image",
     onLine: () => {},
   });
-  await pruneOtherEgressImages(engine, tag);
+  // Each runtime or helper change makes a new image (it carries the ~100 MB runtime): the older ones go.
+  await removeBuiltTags(engine, EGRESS_REPOSITORY, install, tag, EGRESS_ROLE);
   return tag;
-}
-
-const EGRESS_ROLE = "egress-image";
-
-/**
- * Each runtime or helper change makes a new helper image (it carries the ~100 MB runtime):
- * once a new one is built, the older ones go. An image a running helper still uses cannot be
- * removed and stays until a later build.
- */
-async function pruneOtherEgressImages(engine: ContainerEngine, keep: string): Promise<void> {
-  const images = await engine.docker
-    .listImages({ filters: JSON.stringify({ label: [`${MANAGED_LABEL}=true`, `${ROLE_LABEL}=${EGRESS_ROLE}`] }) })
-    .catch(() => []);
-  for (const image of images) {
-    if ((image.RepoTags ?? []).includes(keep)) continue;
-    await engine.docker
-      .getImage(image.Id)
-      .remove()
-      .catch(() => {});
-  }
 }
