@@ -10,7 +10,8 @@ import { parseArgv } from "../config/argv.ts";
 import { formatOptions, registrySearchOptions } from "../config/command-options.ts";
 import { McpmgrError } from "../errors.ts";
 import { excerpt, printable } from "../printable.ts";
-import { loadRegistry, type Registry } from "../registry/loader.ts";
+import { customRegistrySource, loadRegistry, type Registry } from "../registry/loader.ts";
+import { embeddedTableText } from "../registry/embedded-table.ts" with { type: "macro" };
 import { entryDetails, entryTable } from "../registry/describe.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { routingCommand, toCittyArgs, withExamples } from "./citty-args.ts";
@@ -37,6 +38,14 @@ const listCommand = defineCommand({
           hint: `to see one server, run 'mcpmgr registry info ${/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(positionals[0] ?? "") ? positionals[0] : "NAME"}'`,
         },
       );
+    }
+    // The embedded catalog alone: its table was made when mcpmgr was built (embedded-table.ts).
+    if (
+      values.format !== "json" &&
+      (await customRegistrySource({ env: process.env, configDir: resolvePaths(process.env).configDir })) === undefined
+    ) {
+      printResult(embeddedTableText());
+      return;
     }
     const registry = await openRegistry();
     const entries = registry.list();

@@ -9,6 +9,7 @@ import {
   BUILTIN_PROFILES,
   type CompletionCommand,
   type CompletionOption,
+  dropsGiven,
   keyOf,
   lastPositional,
   plainWord,
@@ -28,6 +29,12 @@ function argumentFlags(completes: Completes | "any" | undefined): string {
   if (completes === "profiles") return ` -r -F -a ${quoted(BUILTIN_PROFILES.map(plainWord).join(" "))}`;
   if (typeof completes === "string") return ` -x -a ${quoted(`(__mcpmgr_names ${completes})`)}`;
   return ` -x -a ${quoted(completes.map(plainWord).join(" "))}`;
+}
+
+/** The flags of a repeated positional's rule: its words but those given at positionals `last` and on. */
+function newFlags(last: number, completes: Completes): string {
+  const offered = typeof completes === "string" ? `(__mcpmgr_names ${completes})` : completes.map(plainWord).join(" ");
+  return ` -x -a ${quoted(`(__mcpmgr_new ${last} ${offered})`)}`;
 }
 
 function optionRule(command: CompletionCommand, option: CompletionOption): string {
@@ -59,9 +66,10 @@ export function fishScript(root: CompletionCommand): string {
     // Every word past the last positional of a command that takes several (`stop a b c`).
     const last = lastPositional(command);
     const repeated = last === undefined ? undefined : command.positionals[last];
+    // The names given there already are left out.
     if (last !== undefined && repeated !== undefined)
       rules.push(
-        `complete -c mcpmgr -n ${quoted(`__mcpmgr_past ${quoted(keyOf(command))} ${last}`)}${argumentFlags(repeated)}`,
+        `complete -c mcpmgr -n ${quoted(`__mcpmgr_past ${quoted(keyOf(command))} ${last}`)}${dropsGiven(repeated) ? newFlags(last, repeated) : argumentFlags(repeated)}`,
       );
     for (const option of command.options) rules.push(optionRule(command, option));
   }
@@ -86,13 +94,14 @@ ${caseOf(commands, valueOptionWords)}
 end
 
 # Prints the command the words before the cursor name ("" for mcpmgr itself, "group rm"), then
-# the position of the word under the cursor among its positionals ("value" for an option's value);
-# after -- (the MCP server's own arguments), "--".
+# the position of the word under the cursor among its positionals ("value" for an option's value),
+# then the positionals typed so far; after -- (the MCP server's own arguments), "--".
 function __mcpmgr_state
     set -l words (commandline -opc)
     set -e words[1]
     set -l cmd ''
     set -l positional 0
+    set -l given
     set -l value_of ''
     for word in $words
         if test -n "$value_of"
@@ -110,6 +119,7 @@ function __mcpmgr_state
         else if test $positional -eq 0; and contains -- $word (__mcpmgr_subcommands "$cmd")
             set cmd (string trim -- "$cmd $word")
         else
+            set -a given $word
             set positional (math $positional + 1)
         end
     end
@@ -119,6 +129,7 @@ function __mcpmgr_state
     else
         echo $positional
     end
+    count $given >/dev/null; and printf '%s\n' $given
 end
 
 # True when the cursor is in command $argv[1] (and at positional $argv[2], when given).
@@ -133,6 +144,15 @@ function __mcpmgr_past
     set -l state (__mcpmgr_state)
     test "$state[1]" = "$argv[1]"; or return 1
     string match -qr '^[0-9]+$' -- $state[2]; and test $state[2] -gt $argv[2]
+end
+
+# Prints the words after $argv[1] but those given at positionals $argv[1] and on.
+function __mcpmgr_new
+    set -l state (__mcpmgr_state)
+    set -l given $state[(math $argv[1] + 3)..-1]
+    for word in $argv[2..-1]
+        contains -- $word $given; or printf '%s\n' $word
+    end
 end
 
 complete -c mcpmgr -f

@@ -73,6 +73,16 @@ export interface CompletionCommand {
   readonly subcommands: readonly CompletionCommand[];
 }
 
+/**
+ * Whether the words past the last positional of a repeating command leave out the ones already on the line
+ * (`stop a b <TAB>` does not offer a or b again): names and fixed words, not files, nor a value's start.
+ */
+export function dropsGiven(completes: Completes | undefined): boolean {
+  if (completes === undefined) return false;
+  if (typeof completes !== "string") return true;
+  return LISTED.includes(completes) && !NO_SPACE.includes(completes);
+}
+
 /** The positionals of a repeating command past its last one, as the scripts ask: the last one's index. */
 export function lastPositional(command: CompletionCommand): number | undefined {
   return command.repeats === true && command.positionals.length > 0 ? command.positionals.length - 1 : undefined;

@@ -79,6 +79,7 @@ ${allCommands(root).map(commandEntry).join("\n")}
   $cmd = ''
   $positional = 0
   $valueOf = $null
+  $given = @()
   foreach ($word in $before) {
     if ($null -ne $valueOf) { $valueOf = $null; continue }
     if ($word -eq '--') { return }
@@ -87,6 +88,7 @@ ${allCommands(root).map(commandEntry).join("\n")}
     } elseif ($positional -eq 0 -and $tree[$cmd].Subcommands.Contains($word)) {
       $cmd = if ($cmd) { "$cmd $word" } else { $word }
     } else {
+      $given += $word
       $positional++
     }
   }
@@ -106,8 +108,10 @@ ${allCommands(root).map(commandEntry).join("\n")}
   } elseif ($tree[$cmd].Positionals.ContainsKey($positional)) {
     $candidates = & $offer $tree[$cmd].Positionals[$positional]
   } elseif ($tree[$cmd].Last -ge 0 -and $positional -gt $tree[$cmd].Last) {
-    # A command that takes several (stop a b c): every word past its last positional is one more of it.
-    $candidates = & $offer $tree[$cmd].Positionals[$tree[$cmd].Last]
+    # A command that takes several (stop a b c): every word past its last positional is one more of it,
+    # but not one given there already.
+    $already = @($given | Select-Object -Skip $tree[$cmd].Last)
+    $candidates = @(& $offer $tree[$cmd].Positionals[$tree[$cmd].Last] | Where-Object { $_ -notin $already })
   }
   $candidates | Where-Object { $_ -like "$wordToComplete*" } | ForEach-Object {
     $tip = if ($tree[$cmd].Options.Contains($_)) { $tree[$cmd].Options[$_] } elseif ($tree[$cmd].Subcommands.Contains($_)) { $tree[$cmd].Subcommands[$_] } else { $_ }

@@ -8,6 +8,7 @@ import {
   allCommands,
   BUILTIN_PROFILES,
   type CompletionCommand,
+  dropsGiven,
   keyOf,
   lastPositional,
   NO_SPACE,
@@ -32,6 +33,12 @@ function complete(completes: Completes | "any" | undefined): string | undefined 
   if (typeof completes === "string")
     return `compadd${NO_SPACE.includes(completes) ? " -S ''" : ""} -- \${(f)"$(_mcpmgr_names ${completes})"}`;
   return `compadd -- ${completes.map(plainWord).join(" ")}`;
+}
+
+/** The words of a kind that drops given ones (dropsGiven), as arguments to _mcpmgr_add_new. */
+function words(completes: Completes | undefined): string {
+  if (typeof completes === "string") return `\${(f)"$(_mcpmgr_names ${completes})"}`;
+  return (completes ?? []).map(plainWord).join(" ");
 }
 
 function arrays(commands: readonly CompletionCommand[], items: (command: CompletionCommand) => string[]): string {
@@ -61,8 +68,10 @@ export function zshScript(root: CompletionCommand): string {
       if (code !== undefined) positionalCases.push(`    (${quoted(`${keyOf(command)}|${index}`)}) ${code} ;;`);
     });
     // Every word past the last positional of a command that takes several (`stop a b c`), after the exact ones.
+    // The names given there already are left out.
     const last = lastPositional(command);
-    const code = last === undefined ? undefined : complete(command.positionals[last]);
+    const repeated = last === undefined ? undefined : command.positionals[last];
+    const code = dropsGiven(repeated) ? `_mcpmgr_add_new ${last} ${words(repeated)}` : complete(repeated);
     if (code !== undefined) repeatCases.push(`    (${quoted(`${keyOf(command)}|`)}*) ${code} ;;`);
   }
   return `#compdef mcpmgr
@@ -71,6 +80,14 @@ export function zshScript(root: CompletionCommand): string {
 # or install it once:  mcpmgr completion zsh > "\${fpath[1]}/_mcpmgr"
 
 _mcpmgr_names() { "\${_mcpmgr_program:-mcpmgr}" __complete "$1" 2>/dev/null }
+
+# Offers the words after $1 but those given at positionals $1 and on (kept in _mcpmgr_given by _mcpmgr).
+_mcpmgr_add_new() {
+  local -a given offered
+  given=("\${(@)_mcpmgr_given[$1+1,-1]}")
+  offered=("\${(@)argv[2,-1]}")
+  compadd -- "\${(@)offered:|given}"
+}
 
 _mcpmgr_subcommands() {
   reply=()
@@ -113,7 +130,7 @@ ${[...positionalCases, ...repeatCases].join("\n")}
 _mcpmgr() {
   local cmd="" word value_of="" i positional=0 cur="\${words[CURRENT]}"
   local _mcpmgr_program="\${words[1]}"
-  local -a reply
+  local -a reply _mcpmgr_given # the positionals typed so far, in order
   for (( i = 2; i < CURRENT; i++ )); do
     word="\${words[i]}"
     if [[ -n $value_of ]]; then
@@ -133,6 +150,7 @@ _mcpmgr() {
       if (( positional == 0 )) && (( \${reply[(I)\${(b)word}:*]} )); then
         cmd="\${cmd:+$cmd }$word"
       else
+        _mcpmgr_given+=("$word")
         (( positional++ ))
       fi
     fi

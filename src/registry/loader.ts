@@ -80,7 +80,12 @@ export function embeddedEntries(): readonly RegistryEntry[] {
 export async function loadRegistry(options: LoadRegistryOptions = {}): Promise<Registry> {
   const custom = await _locateCustom(options);
   const customEntries = custom === undefined ? [] : await _loadCustom(custom, options);
-  return _merge(embeddedEntries(), customEntries, custom);
+  return mergeRegistry(embeddedEntries(), customEntries, custom);
+}
+
+/** Where the custom registry is configured, if anywhere (without reading it). */
+export async function customRegistrySource(options: LoadRegistryOptions): Promise<CustomRegistrySource | undefined> {
+  return _locateCustom(options);
 }
 
 async function _locateCustom(options: LoadRegistryOptions): Promise<CustomRegistrySource | undefined> {
@@ -301,7 +306,8 @@ function _redirectTarget(configured: string, from: string, location: string, set
   return target.href;
 }
 
-function _merge(
+/** The embedded and custom entries as one registry (custom entries replace embedded ones of the same name). */
+export function mergeRegistry(
   embedded: readonly RegistryEntry[],
   custom: readonly RegistryEntry[],
   source: CustomRegistrySource | undefined,

@@ -341,10 +341,21 @@ test("the binary builds and runs the network isolation helper from itself (BUN_B
   const { fixtureImages, networkGateway } = await import("../support/docker-fixtures.ts");
   const images = await fixtureImages();
   const target = Bun.serve({ hostname: "0.0.0.0", port: 0, fetch: () => new Response("reached") });
-  // A helper image of an earlier version: building this binary's helper removes it.
-  const stale = "mcpmgr-egress:stale-e2e-000000";
+  // A helper image an earlier version of this home built: building this binary's helper removes it.
+  const { installId } = await import("../../src/state/install-id.ts");
+  const { resolvePaths } = await import("../../src/state/paths.ts");
+  const install = await installId(resolvePaths(process.env));
+  const stale = `mcpmgr-egress:stale-e2e-${process.pid}`;
   const staleBuild = Bun.spawnSync(
-    ["docker", "build", "-q", "-t", stale, "--label", "mcpmgr=true", "--label", "mcpmgr.role=egress-image", "-"],
+    [
+      "docker",
+      "build",
+      "-q",
+      "-t",
+      stale,
+      ...["--label", "mcpmgr=true", "--label", "mcpmgr.role=egress-image", "--label", `mcpmgr.install=${install}`],
+      "-",
+    ],
     { stdin: Buffer.from(`FROM ${images.probe}\n`), stdout: "pipe", stderr: "pipe" },
   );
   expect(staleBuild.exitCode).toBe(0);

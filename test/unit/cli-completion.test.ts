@@ -188,9 +188,17 @@ const cases = (): readonly Line[] => [
   // Only the workloads each applies to: stop the running, start the stopped or failed; restart any.
   [["mcpmgr", "stop", ""], ["alpha-one"]],
   [["mcpmgr", "start", ""], ["beta-two"]],
-  // They take several names: each word past the first is completed as the first.
-  [["mcpmgr", "stop", "alpha-one", ""], ["alpha-one"]],
-  [["mcpmgr", "start", "beta-two", "x", ""], ["beta-two"]],
+  // They take several names: each word past the first is completed as the first, but for the names
+  // already on the line (an option's value is not one).
+  [["mcpmgr", "stop", "alpha-one", ""], []],
+  [["mcpmgr", "start", "x", ""], ["beta-two"]],
+  [["mcpmgr", "start", "beta-two", "x", ""], []],
+  [["mcpmgr", "restart", "alpha-one", ""], ["beta-two"]],
+  [["mcpmgr", "rm", "beta-two", "--group", "alpha-one", ""], ["alpha-one"]],
+  [
+    ["mcpmgr", "rm", "x", ""],
+    ["alpha-one", "beta-two"],
+  ],
   [
     ["mcpmgr", "rm", "alpha-one", "--group", ""],
     ["default", "team"],
@@ -437,7 +445,8 @@ describe("zsh", () => {
       ["mcpmgr group ", ["create", "list", "rm"]],
       ["mcpmgr stop ", ["alpha-one"]],
       ["mcpmgr start ", ["beta-two"]],
-      ["mcpmgr stop alpha-one ", ["alpha-one"]],
+      ["mcpmgr restart alpha-one ", ["beta-two"]],
+      ["mcpmgr rm beta-two alpha-one ", []],
       ["mcpmgr list --format=j", ["json"]],
       ["mcpmgr run --transport s", ["sse", "stdio", "streamable-http"]],
       [`mcpmgr export alpha-one ${join(dir, "expo")}`, ["exported.json"]],
@@ -502,11 +511,14 @@ describe("PowerShell (no pwsh on Debian: the script's content)", () => {
       for (const sub of subs) expect(entry).toContain(`'${sub}' = `);
     }
     expect(script).toContain("__complete $completes");
-    // The commands that take several names complete each one past the first like it (index 0).
+    // The commands that take several names complete each one past the first like it (index 0),
+    // leaving out the names given there already.
     for (const path of ["stop", "start", "restart", "rm"]) {
       const start = script.indexOf(`    '${path}' = @{`);
       expect(script.slice(start, script.indexOf("\n    }", start))).toContain("Last = 0");
     }
+    expect(script).toContain("$given += $word");
+    expect(script).toContain("Where-Object { $_ -notin $already }");
   });
 });
 

@@ -4,16 +4,15 @@
  * such as api.example.test resolve to 127.0.0.1 through the injected lookup.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
-import {
-  configFromEnv,
-  type EgressConfig,
-  isDestinationAllowed,
-  startEgressProxy,
-} from "../../src/runtime/docker/egress-proxy.ts";
+import type { EgressConfig } from "../../src/runtime/docker/egress/config.ts";
+import { configFromEnv } from "../../src/runtime/docker/egress/config-from-env.ts";
+import { isDestinationAllowed } from "../../src/runtime/docker/egress/host-rules.ts";
+import { startEgressProxy } from "../../src/runtime/docker/egress/server.ts";
+import { EGRESS_ENTRY, EGRESS_SOURCES } from "../../src/runtime/docker/egress-sources.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -411,11 +410,15 @@ describe("configFromEnv", () => {
 });
 
 describe("standalone entry point", () => {
-  test("runs as a lone copied file, logs listening, serves, and exits 0 on SIGTERM; a bad config exits 2", async () => {
+  test("runs from the image's files alone, logs listening, serves, and exits 0 on SIGTERM; a bad config exits 2", async () => {
     const dir = mkdtempSync(join(tmpdir(), "egress-"));
     try {
-      const file = join(dir, "egress-proxy.ts");
-      copyFileSync(resolve(import.meta.dir, "../../src/runtime/docker/egress-proxy.ts"), file);
+      // Exactly what the image gets (egress-sources.ts), nothing else of the repository.
+      for (const { path, content } of EGRESS_SOURCES) {
+        mkdirSync(dirname(join(dir, path)), { recursive: true });
+        writeFileSync(join(dir, path), content);
+      }
+      const file = join(dir, EGRESS_ENTRY);
       const bad = Bun.spawn([process.execPath, file], {
         cwd: dir,
         env: { PATH: process.env.PATH ?? "" },

@@ -9,15 +9,18 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { McpmgrError } from "../../errors.ts";
-// @ts-expect-error -- imported as text (embedded in the compiled binary), not as a module
-import egressSource from "./egress-proxy.ts" with { type: "text" };
-import type { ContainerEngine } from "./engine.ts";
 import { buildFromContext, type ContextFile } from "./build-context.ts";
+import { EGRESS_ENTRY, EGRESS_SOURCES } from "./egress-sources.ts";
+import type { ContainerEngine } from "./engine.ts";
 import { inspectLocalImage } from "./images.ts";
-import { MANAGED_LABEL, ROLE_LABEL } from "./labels.ts";
+import { INSTALL_LABEL, MANAGED_LABEL, ROLE_LABEL } from "./labels.ts";
+import { removeBuiltTags } from "./superseded-images.ts";
 
-const source = egressSource as string;
+/** The helper's own files, at their paths under `/` in the image, and their text for the cache key. */
+const sourceFiles: ContextFile[] = EGRESS_SOURCES.map(({ path, content }) => ({ path, content, mode: 0o644 }));
+const source = EGRESS_SOURCES.map(({ path, content }) => `${path}\n${content}`).join("\n");
 const HELPER_UID = 65534;
+const copySources = EGRESS_SOURCES.map(({ path }) => `COPY ${path} /${path}`).join("\n");
 
 /**
  * The executable this process runs. A supervisor outlives upgrades: once one moved, replaced or
@@ -57,12 +60,9 @@ function engineMatchesHost(info: { OSType?: string; Architecture?: string }): bo
 async function contextFiles(engine: ContainerEngine): Promise<{ files: () => ContextFile[]; key: string }> {
   const info = (await engine.docker.info()) as { OSType?: string; Architecture?: string };
   if (!engineMatchesHost(info)) {
-    const dockerfile = `FROM oven/bun:1-alpine\nCOPY egress-proxy.ts /egress-proxy.ts\nUSER ${HELPER_UID}:${HELPER_UID}\nENTRYPOINT ["bun", "/egress-proxy.ts"]\n`;
+    const dockerfile = `FROM oven/bun:1-alpine\n${copySources}\nUSER ${HELPER_UID}:${HELPER_UID}\nENTRYPOINT ["bun", "/${EGRESS_ENTRY}"]\n`;
     return {
-      files: () => [
-        { path: "Dockerfile", content: dockerfile, mode: 0o644 },
-        { path: "egress-proxy.ts", content: source, mode: 0o644 },
-      ],
+      files: () => [{ path: "Dockerfile", content: dockerfile, mode: 0o644 }, ...sourceFiles],
       key: dockerfile + source,
     };
   }
@@ -72,10 +72,10 @@ async function contextFiles(engine: ContainerEngine): Promise<{ files: () => Con
     "FROM scratch",
     ...libs.map((lib, i) => `COPY lib/${i} ${lib}`),
     "COPY runtime /runtime",
-    "COPY egress-proxy.ts /egress-proxy.ts",
+    copySources,
     "ENV BUN_BE_BUN=1 BUN_RUNTIME_TRANSPILER_CACHE_PATH=0",
     `USER ${HELPER_UID}:${HELPER_UID}`,
-    'ENTRYPOINT ["/runtime", "/egress-proxy.ts"]',
+    `ENTRYPOINT ["/runtime", "/${EGRESS_ENTRY}"]`,
     "",
   ].join("\n");
   // The runtime by its file (not the path it is reached by, which names this process), the libraries by path.
@@ -91,46 +91,42 @@ async function contextFiles(engine: ContainerEngine): Promise<{ files: () => Con
     key: `${dockerfile}${source}${identity.join("\n")}:${Bun.version}`,
     files: () => [
       { path: "Dockerfile", content: dockerfile, mode: 0o644 },
-      { path: "egress-proxy.ts", content: source, mode: 0o644 },
+      ...sourceFiles,
       ...libs.map((lib, i) => ({ path: `lib/${i}`, content: readFileSync(lib), mode: 0o755 })),
       { path: "runtime", content: readFileSync(runtime), mode: 0o755 },
     ],
   };
 }
 
-/** The helper image's tag, built on first use. */
-export async function ensureEgressImage(engine: ContainerEngine, onProgress: (line: string) => void): Promise<string> {
+const EGRESS_REPOSITORY = "mcpmgr-egress";
+const EGRESS_ROLE = "egress-image";
+
+/**
+ * The helper image's tag, built on first use. Each installation (`install`, state/install-id.ts) has its own
+ * tag, labelled with its id: the tag was shared by every home on the engine, and a home that built a newer one
+ * removed the older one while another home, a supervisor still on the older version, was about to start a
+ * helper from it. The images of two installations share their layers (the same files), so the cost is a build.
+ * After a build, this installation's other helper images go (superseded-images.ts): not another installation's,
+ * not those built before images carried the installation, and never one a container (running or stopped) uses.
+ */
+export async function ensureEgressImage(
+  engine: ContainerEngine,
+  install: string,
+  onProgress: (line: string) => void,
+): Promise<string> {
   const { files, key } = await contextFiles(engine);
-  const tag = `mcpmgr-egress:${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
+  const hash = createHash("sha256").update(`${key}\ninstall:${install}`).digest("hex").slice(0, 16);
+  const tag = `${EGRESS_REPOSITORY}:${hash}`;
   if (await inspectLocalImage(engine, tag)) return tag;
   onProgress(`building the network isolation helper image ${tag}`);
   await buildFromContext(engine, {
     tag,
     files: files(),
-    labels: { [MANAGED_LABEL]: "true", [ROLE_LABEL]: EGRESS_ROLE },
+    labels: { [MANAGED_LABEL]: "true", [ROLE_LABEL]: EGRESS_ROLE, [INSTALL_LABEL]: install },
     what: "the network isolation helper image",
     onLine: () => {},
   });
-  await pruneOtherEgressImages(engine, tag);
+  // Each runtime or helper change makes a new image (it carries the ~100 MB runtime): the older ones go.
+  await removeBuiltTags(engine, EGRESS_REPOSITORY, install, tag, EGRESS_ROLE);
   return tag;
-}
-
-const EGRESS_ROLE = "egress-image";
-
-/**
- * Each runtime or helper change makes a new helper image (it carries the ~100 MB runtime):
- * once a new one is built, the older ones go. An image a running helper still uses cannot be
- * removed and stays until a later build.
- */
-async function pruneOtherEgressImages(engine: ContainerEngine, keep: string): Promise<void> {
-  const images = await engine.docker
-    .listImages({ filters: JSON.stringify({ label: [`${MANAGED_LABEL}=true`, `${ROLE_LABEL}=${EGRESS_ROLE}`] }) })
-    .catch(() => []);
-  for (const image of images) {
-    if ((image.RepoTags ?? []).includes(keep)) continue;
-    await engine.docker
-      .getImage(image.Id)
-      .remove()
-      .catch(() => {});
-  }
 }

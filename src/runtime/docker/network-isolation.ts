@@ -17,7 +17,7 @@
  * Software that ignores HTTP_PROXY gets no network at all, which is the safe failure.
  */
 import { deniesNetwork, type PermissionProfile } from "../permission-profile.ts";
-import type { EgressConfig } from "./egress-proxy.ts";
+import type { EgressConfig } from "./egress/config.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { ensureEgressImage } from "./egress-image.ts";
 import { takenNameError } from "./container-name.ts";
@@ -167,6 +167,8 @@ function isolationNames(workload: string): { internal: string; external: string;
 export async function createIsolation(engine: ContainerEngine, input: IsolationInput): Promise<Isolation> {
   const names = isolationNames(input.workload);
   const docker = engine.docker;
+  // The installation (state/install-id.ts) these objects are made for; its own helper image too.
+  const install = input.labels("network")[INSTALL_LABEL] ?? "";
   // Only what this call made: a failure on a name someone else already uses must not delete theirs.
   const made = { helper: false, internal: false, external: false };
   /** What is being created: a name conflict there may be another installation's (takenNameError). */
@@ -181,7 +183,7 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
     if (made.external) await removeNetwork(engine, names.external);
   };
   try {
-    const image = await ensureEgressImage(engine, input.onProgress);
+    const image = await ensureEgressImage(engine, install, input.onProgress);
     await docker.createNetwork({
       Name: names.internal,
       Driver: "bridge",
@@ -233,7 +235,6 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
     await removeAll();
     if (err instanceof McpmgrError) throw err;
     // Another installation starting a workload of the same name made these networks first.
-    const install = input.labels("network")[INSTALL_LABEL];
     throw (
       (await takenNameError(engine, creating.what, creating.name, install, err)) ??
       engineError("setting up the isolated network", err)

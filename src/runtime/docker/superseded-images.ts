@@ -1,7 +1,8 @@
 /**
- * Tags of a package's build repository (`mcpmgr-build/<scheme>-<name>`) removed from the engine: only images
- * mcpmgr built (`mcpmgr=true`, role `build`) and labelled with this installation's id, never another
- * installation's (S9) or one built before images carried the id. Removing a tag only untags an image that has
+ * Superseded tags of one of mcpmgr's image repositories removed from the engine: a package's build repository
+ * (`mcpmgr-build/<scheme>-<name>`, role `build`) or the network-isolation helper's (`mcpmgr-egress`, role
+ * `egress-image`). Only images mcpmgr built (`mcpmgr=true`, that role) and labelled with this installation's id,
+ * never another installation's (S9) or one built before images carried the id. Removing a tag only untags an image that has
  * others; the engine refuses to remove one a container (running or not) uses, and that one stays, silently.
  *
  * The engine is asked for the repository's images only; the labels are checked here. Podman (4.3) answers a
@@ -16,12 +17,13 @@ interface ListedImage {
   readonly Labels?: Record<string, string> | null;
 }
 
-/** Removes this installation's tags of `repository` but `keep`; returns the tags removed. */
+/** Removes this installation's tags of `repository` but `keep`, of images with `role`; returns the tags removed. */
 export async function removeBuiltTags(
   engine: ContainerEngine,
   repository: string,
   install: string,
   keep?: string,
+  role = "build",
 ): Promise<string[]> {
   let images: ListedImage[];
   try {
@@ -30,7 +32,7 @@ export async function removeBuiltTags(
     return [];
   }
   const ours = (labels: ListedImage["Labels"]) =>
-    labels?.[MANAGED_LABEL] === "true" && labels[ROLE_LABEL] === "build" && labels[INSTALL_LABEL] === install;
+    labels?.[MANAGED_LABEL] === "true" && labels[ROLE_LABEL] === role && labels[INSTALL_LABEL] === install;
   // Podman qualifies a name without a registry with `localhost/`, in what it lists, not in what it is asked.
   const named = (tag: string) =>
     engine.kind === "podman" && tag.startsWith("localhost/") ? tag.slice("localhost/".length) : tag;
