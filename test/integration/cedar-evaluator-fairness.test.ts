@@ -154,3 +154,33 @@ test("the evaluator's log tells of refused frames and clients coming and going, 
   expect(log.split("\n")[0]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z \[\d+\] cedar evaluator: listening on /);
   client.close();
 });
+
+test("questions asked together past a frame's bound go in several frames: each is decided, none refused", async () => {
+  const { access } = homeAccess("split");
+  const client = new PolicySetClient(
+    {
+      policies: [
+        "permit(principal, action, resource);",
+        'forbid(principal, action, resource) when { context has arg_tags && context.arg_tags.contains("never") };',
+      ].join("\n"),
+      entities: [],
+    },
+    access,
+  );
+  await client.open();
+  // Sixty questions of some 100 kB each, asked in one turn: 6 MB, past the 4 MiB of a frame.
+  const tags = Array.from({ length: 9_000 }, (_, i) => `tag-${i}`);
+  const decisions = await Promise.all(
+    Array.from({ length: 60 }, (_, i) =>
+      client.decide(question(`tool-${i}`, { arg_tags: i === 7 ? ["never"] : tags })),
+    ),
+  );
+  expect(decisions.filter((d) => d.allowed)).toHaveLength(59);
+  expect(decisions[7]).toEqual({
+    allowed: false,
+    reason: "forbidden by policy1",
+    forbidden: true,
+    forbiddenBy: ["policy1"],
+  });
+  client.close();
+});
