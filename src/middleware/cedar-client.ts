@@ -1,9 +1,10 @@
 /**
  * An endpoint's side of the Cedar evaluator (cedar-evaluator.ts): one connection per policy set,
  * over which the set is loaded once and decisions are asked. The evaluator is started (detached,
- * `mcpmgr __cedar-evaluator SOCKET`) when nobody answers on its socket; several clients starting
- * one at once end with one (the evaluator's lock). Questions asked in the same turn of the event
- * loop go in one frame: a list filtered by the policies is one round trip.
+ * `mcpmgr __cedar-evaluator SOCKET LOG`, cedar-start.ts) when nobody answers on its socket;
+ * several clients starting one at once end with one (the evaluator's lock). Questions asked in the
+ * same turn of the event loop go in one frame (several past MAX_DECIDE_FRAME_BYTES): a list
+ * filtered by the policies is one round trip.
  *
  * It fails closed and heals: an evaluator that cannot be reached, does not answer within
  * ANSWER_TIMEOUT_MS or goes away (a crash, a `kill -9`) makes the questions in flight denials whose
@@ -13,13 +14,12 @@
  */
 import type { Socket } from "node:net";
 import { accessSync, constants } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { dirname } from "node:path";
 import type { AuthzConfig } from "../config/authz-config.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
-import { resolvePaths } from "../state/paths.ts";
 import { type PolicyReads, readsFromWire } from "./cedar-policies.ts";
-import { evaluatorSocketPath, privateSocketFolder } from "./cedar-socket.ts";
+import { privateSocketFolder } from "./cedar-socket.ts";
+import { type EvaluatorAccess, evaluatorAccess, type StartingEvaluator } from "./cedar-start.ts";
 import { OVERSIZED_REASON } from "./cedar-cost.ts";
 import {
   type Decision,
@@ -42,57 +42,6 @@ const RETRY_AFTER_MS = 500;
 /** A denial that is not the policies' answer: the evaluator could not be asked. Never remembered. */
 export interface TransientDenial extends Decision {
   readonly transient: true;
-}
-
-/** An evaluator being started: why it failed, once it did (its spawn failed, or it exited). */
-export interface StartingEvaluator {
-  failure(): string | undefined;
-}
-
-/** Where the evaluator listens, where it logs, and how to start one. */
-export interface EvaluatorAccess {
-  readonly socketPath: string;
-  readonly logPath: string;
-  readonly start: () => StartingEvaluator;
-}
-
-/** The evaluator of this environment's mcpmgr home, started from this executable. */
-export function evaluatorAccess(env: NodeJS.ProcessEnv = process.env): EvaluatorAccess {
-  const paths = resolvePaths(env);
-  const socketPath = evaluatorSocketPath(paths, process.getuid?.(), env);
-  const logPath = join(paths.logDir, "cedar-evaluator.log");
-  return { socketPath, logPath, start: () => startEvaluator([socketPath, logPath], env) };
-}
-
-/**
- * `mcpmgr __cedar-evaluator SOCKET LOG` from this executable, detached and with no stdio: it
- * outlives this process while other clients use it. From source, `src/main.ts` is found from this
- * file, not from Bun.main (a test runner's). As workload/self-command.ts tells a compiled binary.
- */
-export function startEvaluator(args: readonly string[], env: NodeJS.ProcessEnv): StartingEvaluator {
-  const { spawn } = require("node:child_process") as typeof import("node:child_process");
-  const compiled = Bun.main.startsWith("/$bunfs/") || /^[A-Z]:\\~BUN\\/.test(Bun.main);
-  const entry = compiled ? [] : [fileURLToPath(new URL("../main.ts", import.meta.url))];
-  // Only what a Bun program needs, and JavaScriptCore's own settings (the bench's experiments).
-  const passed = Object.entries(env).filter(
-    ([name]) => name === "PATH" || name === "HOME" || name.startsWith("BUN_JSC_"),
-  );
-  let failure: string | undefined;
-  const child = spawn(process.execPath, [...entry, "__cedar-evaluator", ...args], {
-    detached: true,
-    stdio: "ignore",
-    cwd: "/",
-    env: Object.fromEntries(passed),
-  });
-  child.on("error", (err) => {
-    failure = `${process.execPath} could not be run (${errorMessage(err)})`;
-  });
-  // 0 is an evaluator that found another one answering: not a failure, the socket answers.
-  child.on("exit", (code, signal) => {
-    if (code !== 0) failure ??= `it exited at once (${signal ?? `exit code ${code}`})`;
-  });
-  child.unref();
-  return { failure: () => failure };
 }
 
 /** The connection closed under a frame: the evaluator exited, crashed or dropped it unread. */
@@ -412,6 +361,8 @@ function tryConnect(path: string): Promise<Socket | undefined> {
     });
   });
 }
+
+export { type EvaluatorAccess, evaluatorAccess, type StartingEvaluator, startEvaluator } from "./cedar-start.ts";
 
 const opened = new WeakMap<AuthzConfig, Promise<PolicySetClient>>();
 
