@@ -1,9 +1,10 @@
 /**
  * An endpoint's side of the Cedar evaluator (cedar-evaluator.ts): one connection per policy set,
  * over which the set is loaded once and decisions are asked. The evaluator is started (detached,
- * `mcpmgr __cedar-evaluator SOCKET`) when nobody answers on its socket; several clients starting
- * one at once end with one (the evaluator's lock). Questions asked in the same turn of the event
- * loop go in one frame: a list filtered by the policies is one round trip.
+ * `mcpmgr __cedar-evaluator SOCKET LOG`, cedar-start.ts) when nobody answers on its socket;
+ * several clients starting one at once end with one (the evaluator's lock). Questions asked in the
+ * same turn of the event loop go in one frame (several past MAX_DECIDE_FRAME_BYTES): a list
+ * filtered by the policies is one round trip.
  *
  * It fails closed and heals: an evaluator that cannot be reached, does not answer within
  * ANSWER_TIMEOUT_MS or goes away (a crash, a `kill -9`) makes the questions in flight denials whose
@@ -12,13 +13,22 @@
  * serving whatever happens to the evaluator.
  */
 import type { Socket } from "node:net";
-import { fileURLToPath } from "node:url";
+import { accessSync, constants } from "node:fs";
+import { dirname } from "node:path";
 import type { AuthzConfig } from "../config/authz-config.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
-import { resolvePaths } from "../state/paths.ts";
 import { type PolicyReads, readsFromWire } from "./cedar-policies.ts";
-import { evaluatorSocketPath, privateSocketFolder } from "./cedar-socket.ts";
-import { type Decision, type DecisionRequest, type EvaluatorFrame, LineReader, MAX_FRAME_BYTES } from "./cedar-wire.ts";
+import { privateSocketFolder } from "./cedar-socket.ts";
+import { type EvaluatorAccess, evaluatorAccess, type StartingEvaluator } from "./cedar-start.ts";
+import { OVERSIZED_REASON } from "./cedar-cost.ts";
+import {
+  type Decision,
+  type DecisionRequest,
+  type EvaluatorFrame,
+  LineReader,
+  MAX_DECIDE_FRAME_BYTES,
+  MAX_FRAME_BYTES,
+} from "./cedar-wire.ts";
 
 /** How long a question waits for its answer before it is a denial. */
 export const ANSWER_TIMEOUT_MS = 5_000;
@@ -34,42 +44,20 @@ export interface TransientDenial extends Decision {
   readonly transient: true;
 }
 
-/** Where the evaluator listens and how to start one. */
-export interface EvaluatorAccess {
-  readonly socketPath: string;
-  readonly start: () => void;
+/** The connection closed under a frame: the evaluator exited, crashed or dropped it unread. */
+class EvaluatorGone extends Error {
+  constructor() {
+    super("the evaluator's connection closed: it exited or crashed");
+  }
 }
 
-/** The evaluator of this environment's mcpmgr home, started from this executable. */
-export function evaluatorAccess(env: NodeJS.ProcessEnv = process.env): EvaluatorAccess {
-  const socketPath = evaluatorSocketPath(resolvePaths(env), process.getuid?.(), env);
-  return { socketPath, start: () => startEvaluator(socketPath, env) };
+interface Asked {
+  readonly request: DecisionRequest;
+  readonly resolve: (decision: Decision) => void;
 }
 
-/**
- * `mcpmgr __cedar-evaluator SOCKET` from this executable, detached and with no stdio: it outlives
- * this process while other clients use it. From source, `src/main.ts` is found from this file, not
- * from Bun.main (a test runner's). As workload/self-command.ts tells a compiled binary.
- */
-function startEvaluator(socketPath: string, env: NodeJS.ProcessEnv): void {
-  const { spawn } = require("node:child_process") as typeof import("node:child_process");
-  const compiled = Bun.main.startsWith("/$bunfs/") || /^[A-Z]:\\~BUN\\/.test(Bun.main);
-  const entry = compiled ? [] : [fileURLToPath(new URL("../main.ts", import.meta.url))];
-  // Only what a Bun program needs, and JavaScriptCore's own settings (the bench's experiments).
-  const passed = Object.entries(env).filter(
-    ([name]) => name === "PATH" || name === "HOME" || name.startsWith("BUN_JSC_"),
-  );
-  const child = spawn(process.execPath, [...entry, "__cedar-evaluator", socketPath], {
-    detached: true,
-    stdio: "ignore",
-    cwd: "/",
-    env: Object.fromEntries(passed),
-  });
-  child.on("error", () => {
-    // Reported by the wait for its socket, which never comes.
-  });
-  child.unref();
-}
+/** Room for questions in one frame (its envelope aside). */
+const FRAME_ROOM = MAX_DECIDE_FRAME_BYTES - 64;
 
 type Waiter = (frame: EvaluatorFrame | Error) => void;
 
@@ -82,10 +70,11 @@ export class PolicySetClient {
   #failed: { at: number; why: string } | undefined;
   #frames = 0;
   readonly #waiting = new Map<number, Waiter>();
-  #batch: { request: DecisionRequest; resolve: (decision: Decision) => void }[] = [];
-  /** Told once when the evaluator stops answering, and once when it answers again (the workload's log). */
+  #batch: Asked[] = [];
+  /** Told when the evaluator stops answering (and why, again if that changes), and once when it answers again (the workload's log). */
   readonly #log: ((text: string) => void) | undefined;
-  #outage = false;
+  /** Why the evaluator does not answer, as last told (told again when the reason changes). */
+  #outage: string | undefined;
 
   constructor(config: AuthzConfig, access: EvaluatorAccess, log?: (text: string) => void) {
     this.#config = config;
@@ -127,9 +116,32 @@ export class PolicySetClient {
     this.#socket = undefined;
   }
 
+  /** The questions asked in this turn, in frames of at most MAX_DECIDE_FRAME_BYTES. */
   async #flush(): Promise<void> {
     const batch = this.#batch;
     this.#batch = [];
+    const frames: { asked: Asked[]; texts: string[]; bytes: number }[] = [];
+    for (const asked of batch) {
+      const text = JSON.stringify(asked.request);
+      const bytes = Buffer.byteLength(text) + 1;
+      if (bytes > FRAME_ROOM) {
+        // Far past what the evaluator would evaluate (cedar-cost.ts): the policies' answer is the same denial.
+        asked.resolve({ allowed: false, reason: OVERSIZED_REASON, forbidden: true });
+        continue;
+      }
+      let frame = frames.at(-1);
+      if (frame === undefined || frame.bytes + bytes > FRAME_ROOM) {
+        frame = { asked: [], texts: [], bytes: 0 };
+        frames.push(frame);
+      }
+      frame.asked.push(asked);
+      frame.texts.push(text);
+      frame.bytes += bytes;
+    }
+    await Promise.all(frames.map(({ asked, texts }) => this.#ask(asked, `[${texts.join(",")}]`)));
+  }
+
+  async #ask(batch: readonly Asked[], requests: string): Promise<void> {
     const deny = (why: string) => {
       const decision: TransientDenial = {
         allowed: false,
@@ -138,14 +150,12 @@ export class PolicySetClient {
         transient: true,
       };
       for (const { resolve } of batch) resolve(decision);
-      if (!this.#outage)
+      if (this.#outage !== why)
         this.#log?.(
           `the Cedar evaluator could not decide (${why}): what it must decide is denied until it answers again`,
         );
-      this.#outage = true;
+      this.#outage = why;
     };
-    const requests = JSON.stringify(batch.map((b) => b.request));
-    if (Buffer.byteLength(requests) > MAX_FRAME_BYTES - 64) return deny("the request's context is too large to send");
     let answer: EvaluatorFrame;
     try {
       // One budget for the connection and the answer: a stuck evaluator accepts connections (the
@@ -164,8 +174,9 @@ export class PolicySetClient {
     if (!("decisions" in answer) || answer.decisions.length !== batch.length)
       return deny("error" in answer ? answer.error : "an answer that does not fit the questions");
     for (const [i, { resolve }] of batch.entries()) resolve(answer.decisions[i] as Decision);
-    if (this.#outage) this.#log?.("the Cedar evaluator answers again: requests are decided by the policies");
-    this.#outage = false;
+    if (this.#outage !== undefined)
+      this.#log?.("the Cedar evaluator answers again: requests are decided by the policies");
+    this.#outage = undefined;
   }
 
   /** The connection with the set loaded: the open one, the one being made, or a new one. */
@@ -191,19 +202,43 @@ export class PolicySetClient {
     return this.#connecting;
   }
 
+  /**
+   * A connection with the set loaded (INVALID_OPTION when the evaluator refuses the policies). One
+   * that ends before the load is answered is tried again while the start's time lasts: an evaluator
+   * leaving idle drops the connections the kernel had queued for it but it had not taken yet
+   * (cedar-evaluator.ts), and the next try starts a new one.
+   */
   async #connect(): Promise<Socket> {
+    const deadline = Date.now() + START_WAIT_MS;
+    for (;;) {
+      const socket = await this.#reach(deadline);
+      try {
+        return await this.#load(socket);
+      } catch (err) {
+        if (!(err instanceof EvaluatorGone) || Date.now() >= deadline) throw err;
+      }
+    }
+  }
+
+  /** A connection to the evaluator, started when none answers. */
+  async #reach(deadline: number): Promise<Socket> {
     const path = this.#access.socketPath;
     privateSocketFolder(path);
     let socket = await tryConnect(path);
     if (socket === undefined) {
-      this.#access.start();
-      const deadline = Date.now() + START_WAIT_MS;
+      const starting = this.#start();
       while (socket === undefined && Date.now() < deadline) {
+        const failure = starting.failure();
+        if (failure !== undefined) throw this.#unavailable(failure);
         await Bun.sleep(20);
         socket = await tryConnect(path);
       }
     }
-    if (socket === undefined) throw new Error(`no evaluator answers on ${path}, and none could be started`);
+    if (socket === undefined) throw this.#unavailable(`nothing answers on ${path} within ${START_WAIT_MS / 1000} s`);
+    return socket;
+  }
+
+  async #load(socket: Socket): Promise<Socket> {
     this.#attach(socket);
     const { policies, entities, source } = this.#config;
     // A file's policies are checked again there (a supervisor checks nothing itself; the file may have changed).
@@ -227,6 +262,27 @@ export class PolicySetClient {
     throw new Error("error" in answer ? answer.error : "the evaluator did not load the policies");
   }
 
+  /** Starts an evaluator; one that could not make its socket would fail unseen: that is told first. */
+  #start(): StartingEvaluator {
+    const folder = dirname(this.#access.socketPath);
+    try {
+      accessSync(folder, constants.W_OK | constants.X_OK);
+    } catch (err) {
+      throw new McpmgrError(
+        "CEDAR_EVALUATOR_UNAVAILABLE",
+        `the Cedar evaluator cannot make its socket in ${folder} (${errorMessage(err)})`,
+        { hint: `make ${folder} writable for you (chmod 700 ${folder}), or remove it: mcpmgr makes it again` },
+      );
+    }
+    return this.#access.start();
+  }
+
+  #unavailable(why: string): McpmgrError {
+    return new McpmgrError("CEDAR_EVALUATOR_UNAVAILABLE", `the Cedar evaluator could not be started: ${why}`, {
+      hint: `its log says why: ${this.#access.logPath}; \`mcpmgr version\` checks the installation`,
+    });
+  }
+
   /** Frames from the evaluator go to whoever waits for their number; its end fails them all. */
   #attach(socket: Socket): void {
     const reader = new LineReader(MAX_FRAME_BYTES, (text) => {
@@ -247,7 +303,7 @@ export class PolicySetClient {
     socket.on("error", () => socket.destroy());
     socket.on("close", () => {
       if (this.#socket === socket) this.#socket = undefined;
-      const gone = new Error("the evaluator's connection closed: it exited or crashed");
+      const gone = new EvaluatorGone();
       for (const [n, waiter] of this.#waiting) {
         this.#waiting.delete(n);
         waiter(gone);
@@ -305,6 +361,8 @@ function tryConnect(path: string): Promise<Socket | undefined> {
     });
   });
 }
+
+export { type EvaluatorAccess, evaluatorAccess, type StartingEvaluator, startEvaluator } from "./cedar-start.ts";
 
 const opened = new WeakMap<AuthzConfig, Promise<PolicySetClient>>();
 

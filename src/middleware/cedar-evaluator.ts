@@ -23,14 +23,25 @@ import { errorMessage } from "../errors.ts";
 import { maxJsonDepth, nestsDeeperThan, parseExactJson } from "../proxy/stdio-bridge/json-text.ts";
 import { withLock } from "../state/lock.ts";
 import { isObject } from "../objects.ts";
+import { contextSize, MAX_CONTEXT_ITEMS, OVERSIZED_REASON } from "./cedar-cost.ts";
 import type { EngineTrap, LoadedSet } from "./cedar-engine.ts";
 import { privateSocketFolder } from "./cedar-socket.ts";
-import { type DecisionRequest, type EvaluatorFrame, LineReader, MAX_FRAME_BYTES } from "./cedar-wire.ts";
+import { Turns } from "./cedar-turns.ts";
+import {
+  type Decision,
+  type DecisionRequest,
+  type EvaluatorFrame,
+  LineReader,
+  MAX_DECIDE_FRAME_BYTES,
+  MAX_FRAME_BYTES,
+} from "./cedar-wire.ts";
 
 /** How long the evaluator stays without connections before it exits. */
 export const IDLE_EXIT_MS = 3_000;
 /** Answers a client has not read yet, past which it is cut off (it asks and never reads). */
 const MAX_UNREAD_BYTES = 2 * MAX_FRAME_BYTES;
+/** Frames of one connection waiting for their turn, past which its socket is not read until they are answered. */
+const MAX_QUEUED_FRAMES = 8;
 
 export interface EvaluatorOptions {
   readonly socketPath: string;
@@ -60,15 +71,54 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
     let nextId = 0;
     let idleTimer: ReturnType<typeof setTimeout> | undefined;
     let closing: "idle" | "trapped" | undefined;
+    /** No longer listening: the last client to leave ends the evaluator. */
+    let shut = false;
+    const turns = new Turns();
+    /** Questions denied for their size: one log line a second at most, with how many. */
+    let oversizedSince = 0;
+    let oversizedLoggedAt = Number.NEGATIVE_INFINITY;
+    const oversized = (size: { items: number; text: number }) => {
+      oversizedSince++;
+      const now = performance.now();
+      if (now - oversizedLoggedAt < 1_000) return;
+      options.log(
+        `cedar evaluator: denied ${oversizedSince} question(s) too large to evaluate (the last: ${size.items > MAX_CONTEXT_ITEMS ? "over " : ""}${Math.min(size.items, MAX_CONTEXT_ITEMS + 1)} values, ${size.text} characters counted)`,
+      );
+      oversizedSince = 0;
+      oversizedLoggedAt = now;
+    };
 
-    /** Stops taking clients: a new one starts another evaluator; those connected are served to their end. */
+    /**
+     * Stops taking clients: a new one starts another evaluator; those connected are served to their
+     * end. Idle, it first looks again, under the lock a starting evaluator takes, for a client that
+     * connected while it waited for the lock: that one stays served here, on the socket (it would
+     * otherwise be served by an evaluator nobody else reaches, and the next client start a second).
+     * From the look to the socket's end nothing runs in between that could accept another.
+     */
     const stopListening = async (why: "idle" | "trapped") => {
       if (closing !== undefined) return;
       closing = why;
+      if (why === "idle") options.log("cedar evaluator: no client for a while; leaving");
+      let stays = false;
       await withLock(lockPath, () => {
+        if (why === "idle" && connections.size > 0) {
+          stays = true;
+          return;
+        }
         if (lstatSync(options.socketPath, { throwIfNoEntry: false })?.ino === ours) unlinkIfPresent(options.socketPath);
-      }).catch(() => {});
-      server.close();
+        server.close();
+        shut = true;
+      }).catch((err: unknown) => {
+        options.log(`cedar evaluator: could not take its lock to leave (${errorMessage(err)}); leaving all the same`);
+        server.close();
+        shut = true;
+      });
+      if (stays) {
+        closing = undefined;
+        options.log("cedar evaluator: a client came meanwhile; staying");
+        if (connections.size === 0) armIdle();
+        return;
+      }
       if (why === "trapped" || connections.size === 0) resolve(why);
     };
     const armIdle = () => {
@@ -80,11 +130,19 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
     server.on("connection", (socket) => {
       clearTimeout(idleTimer);
       connections.add(socket);
+      options.log(`cedar evaluator: a client connected (${connections.size} connected)`);
       let set: LoadedSet | undefined;
       const send = (frame: EvaluatorFrame) => {
         if (socket.destroyed) return;
         socket.write(`${JSON.stringify(frame)}\n`);
-        if (socket.writableLength > MAX_UNREAD_BYTES) socket.destroy();
+        if (socket.writableLength > MAX_UNREAD_BYTES) refuse("it does not read its answers");
+      };
+      /** Ends a connection that broke the protocol (its frames are forgotten). */
+      const refuse = (why: string) => {
+        if (socket.destroyed) return;
+        options.log(`cedar evaluator: a client's connection was ended: ${why}`);
+        turns.drop(socket);
+        socket.destroy();
       };
       /** The instance is not trusted after a trap: this request fails, and the evaluator leaves for a clean one. */
       const trapped = (n: number, err: EngineTrap, loading = false) => {
@@ -106,59 +164,102 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
           // An id the engine could not reset is not reused.
         }
       };
-      const onFrame = (text: string) => {
-        const frame = readFrame(text);
-        if (frame === undefined) {
-          socket.destroy();
-          return;
+      const load = (frame: Extract<ClientRequest, { op: "load" }>) => {
+        free();
+        const id = freeIds.pop() ?? `mcpmgr-${++nextId}`;
+        try {
+          const outcome = engine.loadPolicySet(id, frame.policies, frame.entities, frame.check === true);
+          if ("invalid" in outcome) {
+            freeIds.push(id);
+            send({ n: frame.n, ...invalidFrame({ why: outcome.invalid, hint: outcome.hint }) });
+            return;
+          }
+          set = outcome.set;
+          send({ n: frame.n, facts: outcome.facts });
+        } catch (err) {
+          if (err instanceof engine.EngineTrap) trapped(frame.n, err, true);
+          else send({ n: frame.n, error: `the policies could not be loaded: ${errorMessage(err)}` });
         }
-        // Nothing more is asked of an instance that trapped: every call into it would trap again.
-        if (closing === "trapped")
-          return send({ n: frame.n, error: "the Cedar engine failed; the evaluator restarts" });
-        if (frame.op === "load") {
-          free();
-          const id = freeIds.pop() ?? `mcpmgr-${++nextId}`;
-          try {
-            const outcome = engine.loadPolicySet(id, frame.policies, frame.entities, frame.check === true);
-            if ("invalid" in outcome) {
-              freeIds.push(id);
-              send({ n: frame.n, ...invalidFrame({ why: outcome.invalid, hint: outcome.hint }) });
-              return;
+      };
+      /** A batch, decided a slice at a time (cedar-turns.ts): true once answered. */
+      const decider = (frame: Extract<ClientRequest, { op: "decide" }>) => {
+        const decisions: Decision[] = [];
+        return (until: number): boolean => {
+          if (socket.destroyed) return true;
+          if (closing === "trapped") {
+            send({ n: frame.n, error: "the Cedar engine failed; the evaluator restarts" });
+            return true;
+          }
+          if (set === undefined) {
+            send({ n: frame.n, error: "no policy set loaded on this connection" });
+            return true;
+          }
+          do {
+            const request = frame.requests[decisions.length] as DecisionRequest;
+            const size = contextSize(request.context);
+            if (size.over) {
+              oversized(size);
+              decisions.push({ allowed: false, reason: OVERSIZED_REASON, forbidden: true });
+              continue;
             }
-            set = outcome.set;
-            send({ n: frame.n, facts: outcome.facts });
-          } catch (err) {
-            if (err instanceof engine.EngineTrap) trapped(frame.n, err, true);
-            else send({ n: frame.n, error: `the policies could not be loaded: ${errorMessage(err)}` });
+            try {
+              decisions.push(engine.evaluate(set, request));
+            } catch (err) {
+              if (err instanceof engine.EngineTrap) trapped(frame.n, err);
+              else send({ n: frame.n, error: `the evaluator failed: ${errorMessage(err)}` });
+              return true;
+            }
+          } while (decisions.length < frame.requests.length && performance.now() < until);
+          if (decisions.length < frame.requests.length) return false;
+          send({ n: frame.n, decisions });
+          return true;
+        };
+      };
+      let paused = false;
+      const onFrame = (text: string) => {
+        // Only a load may be longer (cedar-wire.ts): a longer frame is refused before it is read.
+        if (text.length > MAX_DECIDE_FRAME_BYTES && !text.startsWith('{"op":"load"'))
+          return refuse(`a frame of questions longer than ${MAX_DECIDE_FRAME_BYTES} bytes`);
+        const frame = readFrame(text);
+        if (frame === undefined) return refuse("a frame that is not JSON or not one of the protocol's");
+        // In order, in this connection's turns: a load changes the set the next questions are asked of.
+        const job =
+          frame.op === "decide"
+            ? decider(frame)
+            : () => {
+                if (closing === "trapped")
+                  send({ n: frame.n, error: "the Cedar engine failed; the evaluator restarts" });
+                else load(frame);
+                return true;
+              };
+        turns.add(socket, (until) => {
+          const done = job(until);
+          if (done && paused && turns.waiting(socket) <= MAX_QUEUED_FRAMES) {
+            paused = false;
+            socket.resume();
           }
-          return;
+          return done;
+        });
+        // A client that sends faster than it is answered waits: its socket is read no further for now.
+        if (!paused && turns.waiting(socket) >= MAX_QUEUED_FRAMES) {
+          paused = true;
+          socket.pause();
         }
-        if (set === undefined) {
-          send({ n: frame.n, error: "no policy set loaded on this connection" });
-          return;
-        }
-        const decisions = [];
-        for (const request of frame.requests) {
-          try {
-            decisions.push(engine.evaluate(set, request));
-          } catch (err) {
-            if (err instanceof engine.EngineTrap) return trapped(frame.n, err);
-            return send({ n: frame.n, error: `the evaluator failed: ${errorMessage(err)}` });
-          }
-        }
-        send({ n: frame.n, decisions });
       };
       const reader = new LineReader(MAX_FRAME_BYTES, onFrame);
       socket.on("data", (chunk: Buffer) => {
-        if (!reader.push(chunk)) socket.destroy();
+        if (!reader.push(chunk)) refuse(`a frame longer than ${MAX_FRAME_BYTES} bytes`);
       });
       socket.on("error", () => socket.destroy());
       socket.on("close", () => {
         connections.delete(socket);
+        turns.drop(socket);
         free();
+        options.log(`cedar evaluator: a client left (${connections.size} connected)`);
         if (connections.size > 0) return;
-        if (closing !== undefined) resolve(closing);
-        else armIdle();
+        if (shut && closing !== undefined) resolve(closing);
+        // Leaving but not done with the lock yet: stopListening ends it (or stays for a newcomer).
+        else if (closing === undefined) armIdle();
       });
     });
   });
@@ -168,9 +269,12 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
     await listen(server, options.socketPath);
     return true;
   });
-  if (!listening) return "another";
+  if (!listening) {
+    options.log("cedar evaluator: another evaluator answers on the socket; leaving it that one");
+    return "another";
+  }
   ours = lstatSync(options.socketPath).ino;
-  options.log(`cedar evaluator: listening on ${options.socketPath}`);
+  options.log(`cedar evaluator: listening on ${options.socketPath} (pid ${process.pid})`);
   started();
   return served;
 }

@@ -18,6 +18,12 @@ export { WIRE_VERSION } from "../state/cedar-socket-path.ts";
 
 /** The longest line either side reads: the policy file (at most 16 MiB) with room to spare. */
 export const MAX_FRAME_BYTES = 40 * 2 ** 20;
+/**
+ * The longest frame of questions: the evaluator reads a frame at once, on the thread that decides
+ * for every client, so a client splits a longer batch into several (one question past it is denied
+ * unasked: cedar-cost.ts bounds a question far below). Reading 4 MiB takes some 40 ms.
+ */
+export const MAX_DECIDE_FRAME_BYTES = 4 * 2 ** 20;
 
 export interface Decision {
   readonly allowed: boolean;

@@ -22,7 +22,7 @@ import { commit, version } from "../version.ts";
 import type { Env, McpmgrPaths } from "./paths.ts";
 
 /** The frames' version (middleware/cedar-wire.ts): raised with any change to them. */
-export const WIRE_VERSION = 1;
+export const WIRE_VERSION = 2;
 
 /** sun_path's 108 bytes on Linux, one of them the terminating NUL; macOS has 104. */
 const MAX_SOCKET_PATH_BYTES = process.platform === "linux" ? 107 : 103;

@@ -244,7 +244,7 @@ test("the binary decides Cedar policies in its own evaluator (__cedar-evaluator)
     }),
   );
   // Named after the wire's version and the build (state/cedar-socket-path.ts): the binary's own.
-  const socket = join(home, "run", "cedar", "evaluator-v1-");
+  const socket = join(home, "run", "cedar", "evaluator-v2-");
   const evaluators = () =>
     Bun.spawnSync(["pgrep", "-f", `__cedar-evaluator ${socket}`])
       .stdout.toString()

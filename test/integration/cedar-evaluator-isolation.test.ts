@@ -118,7 +118,7 @@ test("an evaluator of another build answering in the same home is not asked: thi
   const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: home });
   const folder = privateSocketFolder(access.socketPath);
   // The name of the build before this change (the wire's version alone), and of an older release.
-  await allowingEvaluator(join(folder, "evaluator-v1.sock"));
+  await allowingEvaluator(join(folder, "evaluator-v2.sock"));
   const older = { version: "0.0.1", commit: "0".repeat(40), executable: process.execPath, source: "" };
   await allowingEvaluator(join(folder, evaluatorSocketName(older)));
   expect(evaluatorSocketName(older)).not.toBe(basename(access.socketPath));

@@ -19,6 +19,7 @@ import { readLocalIgnoreFile } from "../../src/runtime/ignore-overlays.ts";
 import { writeWhole } from "../../src/cli/output.ts";
 import proxyCommand from "../../src/cli/proxy.ts";
 import { type ErrorCode, McpmgrError } from "../../src/errors.ts";
+import { PolicySetClient } from "../../src/middleware/cedar-client.ts";
 import { refuseRedirects } from "../../src/proxy/remote-client/no-redirects.ts";
 import { serve } from "../../src/proxy/serve.ts";
 import { loadRegistry } from "../../src/registry/loader.ts";
@@ -364,6 +365,13 @@ const producers: Record<ErrorCode, () => unknown> = {
       { name: `mcpmgr-error-codes-${process.pid}`, Image: "mcpmgr-test/no-such-image:0" },
       true,
     ),
+  // An evaluator that exits as soon as it is started.
+  CEDAR_EVALUATOR_UNAVAILABLE: async () => {
+    const socketPath = join(dir, "cedar", "evaluator.sock");
+    const failure = () => "it exited at once (exit code 1)";
+    const access = { socketPath, logPath: join(dir, "cedar-evaluator.log"), start: () => ({ failure }) };
+    return new PolicySetClient({ policies: "permit(principal, action, resource);", entities: [] }, access).open();
+  },
   AUTH_SETUP_FAILED: async () => {
     const issuer = `http://127.0.0.1:${await freePort()}`;
     const spec = incomingAuthSpec(

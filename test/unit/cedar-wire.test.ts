@@ -38,13 +38,13 @@ test("frames are lines, whole whatever the chunks; a line past the bound ends th
 
 test("the socket is in the home's runtime folder, or in a short private folder named after it past sun_path's limit", () => {
   const short = resolvePaths({ MCPMGR_HOME: "/tmp/h" }, "linux", "/home/u");
-  expect(evaluatorSocketPath(short, 1000)).toMatch(/^\/tmp\/h\/run\/cedar\/evaluator-v1-[0-9a-f]{12}\.sock$/);
+  expect(evaluatorSocketPath(short, 1000)).toMatch(/^\/tmp\/h\/run\/cedar\/evaluator-v2-[0-9a-f]{12}\.sock$/);
   const longHome = (tail: string) => resolvePaths({ MCPMGR_HOME: `/tmp/${"x".repeat(100)}${tail}` }, "linux", "/");
   const one = evaluatorSocketPath(longHome("1"), 1000);
   const two = evaluatorSocketPath(longHome("2"), 1000);
   for (const path of [one, two]) {
     expect(Buffer.byteLength(path)).toBeLessThanOrEqual(107);
-    expect(path).toMatch(/\/mcpmgr-cedar-1000-[0-9a-f]+\/evaluator-v1-[0-9a-f]{12}\.sock$/);
+    expect(path).toMatch(/\/mcpmgr-cedar-1000-[0-9a-f]+\/evaluator-v2-[0-9a-f]{12}\.sock$/);
   }
   expect(one).not.toBe(two);
   expect(evaluatorSocketPath(longHome("1"), 1000)).toBe(one);
