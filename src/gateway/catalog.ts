@@ -11,7 +11,7 @@
  * its workload ends with a DELETE when the workload leaves the group or the catalog closes.
  */
 import type { PriorDiscovery } from "@modelcontextprotocol/client";
-import { merge, sameItems, type MergedView, type WorkloadLists } from "./merged-view.ts";
+import { merge, resourceRoute, sameItems, type MergedView, type WorkloadLists } from "./merged-view.ts";
 import type { PrefixMode } from "./names.ts";
 import type { Member } from "./membership.ts";
 import { listAll } from "./member-lists.ts";
@@ -83,6 +83,11 @@ export class GroupCatalog {
   readonly #connections = new Map<string, Connection>();
   /** Workloads that were members once and are not now: their names get a clear error. */
   readonly #departed = new Set<string>();
+  /**
+   * What each departed workload listed when it left (for a connection that had listed), as a view of its own:
+   * a URI no member lists is looked for again only at those that listed it (`mayServe`).
+   */
+  readonly #departedLists = new Map<string, WorkloadLists | MergedView>();
   readonly #eras = new Map<string, PriorDiscovery>();
   #view: MergedView = merge([], "always");
   #reported = new Set<string>();
@@ -151,10 +156,19 @@ export class GroupCatalog {
     if (connection && !connection.client) await within(connection.firstAttempt, ms);
   }
 
-  /** The workloads that left, or are not answering: a URI no member lists may be one of theirs, back already. */
-  unavailable(): string[] {
+  /**
+   * The workloads a URI no member lists may belong to, back already: those that left having listed it (or a
+   * template matching it), and those not answering yet (their lists are not known). Never every workload that
+   * ever left: each is read from the store (`joining`), and any client may send unknown URIs all day.
+   */
+  mayServe(uri: string): string[] {
     const silent = [...this.#connections].filter(([, connection]) => !connection.client).map(([name]) => name);
-    return [...new Set([...this.#departed, ...silent])];
+    const listed = [...this.#departedLists].filter(([workload, lists]) => {
+      const view = "resourceOwner" in lists ? lists : merge([{ workload, lists, summary: "" }], "always");
+      this.#departedLists.set(workload, view);
+      return resourceRoute(view, uri) !== undefined;
+    });
+    return [...new Set([...listed.map(([workload]) => workload), ...silent])];
   }
 
   /** Why a workload cannot be reached, or undefined when it can. */
@@ -175,12 +189,15 @@ export class GroupCatalog {
       void this.#drop(connection);
       this.#connections.delete(name);
       this.#departed.add(name);
+      if (connection.client !== undefined) this.#departedLists.set(name, connection.lists);
+      else this.#departedLists.delete(name);
       this.#eras.delete(name);
       changed = true;
     }
     for (const member of members) {
       if (this.#connections.has(member.name)) continue;
       this.#departed.delete(member.name);
+      this.#departedLists.delete(member.name);
       const connection: Connection = {
         member,
         lists: empty(),
