@@ -2,25 +2,26 @@
  * The group's merged lists. One catalog connection per running workload lists its tools,
  * prompts, resources and resource templates, lists again when the workload says a list
  * changed, and the merged view (merged-view.ts) is rebuilt only then (never per call). A flood
- * of list_changed costs one re-list in flight and one queued, and a list past LIST_LIMITS is
- * refused (member-lists.ts). Tools and prompts get
+ * of list_changed costs one re-list in flight and one queued (member-relist.ts), a list past
+ * LIST_LIMITS is refused (member-lists.ts), and a member that fails is retried with its failure
+ * logged once, not once per retry (member-failure-log.ts). Tools and prompts get
  * gateway names (names.ts); resource URIs and templates stay as they are, and a resource URI
  * (or a template) offered by several workloads belongs to none of them (reported once): a read of
  * it is refused rather than routed to whichever workload sorts first. A connection's session with
  * its workload ends with a DELETE when the workload leaves the group or the catalog closes.
  */
-import { SdkHttpError, type PriorDiscovery } from "@modelcontextprotocol/client";
-import { merge, sameItems, type MergedView, type WorkloadLists } from "./merged-view.ts";
+import type { PriorDiscovery } from "@modelcontextprotocol/client";
+import { merge, resourceRoute, sameItems, type MergedView, type WorkloadLists } from "./merged-view.ts";
 import type { PrefixMode } from "./names.ts";
 import type { Member } from "./membership.ts";
-import { listAll, listKind } from "./member-lists.ts";
+import { listAll } from "./member-lists.ts";
 import { connectUpstream, endUpstream, eraOf, MEMBER_SESSION_END_MS, type Upstream } from "./upstream.ts";
-import { errorMessage } from "../errors.ts";
-import { excerpt } from "../printable.ts";
+import { failureLine, failureText, type LoggedFailure } from "./member-failure-log.ts";
+import { type ListKind, listKindOf, type RelistedConnection, relistSoon } from "./member-relist.ts";
 import { watchListChanges } from "./member-listen.ts";
 import { type AnswerLimit, defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
 
-export type ListKind = "tools" | "prompts" | "resources";
+export type { ListKind } from "./member-relist.ts";
 
 export { LIST_LIMITS } from "./member-lists.ts";
 export {
@@ -32,24 +33,16 @@ export {
   type WorkloadTools,
 } from "./merged-view.ts";
 
-interface Connection {
+interface Connection extends RelistedConnection {
   readonly member: Member;
-  client?: Upstream;
-  lists: WorkloadLists;
   summary: string;
   retry?: ReturnType<typeof setTimeout>;
-  closed: boolean;
-  /**
-   * Per list kind: a re-list in flight, and whether another notification arrived meanwhile. A
-   * workload flooding `list_changed` gets at most one re-list running and one queued behind it.
-   */
-  relisting: Map<ListKind, { again: boolean }>;
   /** Settles when the first connection attempt has succeeded or failed. */
   firstAttempt: Promise<void>;
   /** The connection attempt in progress or last made (a session it opens after close() is ended by it). */
   attempt: Promise<void>;
   /** The last failure logged, when, and how often it recurred since without a line. */
-  failure?: { readonly why: string; readonly at: number; repeats: number } | undefined;
+  failure?: LoggedFailure | undefined;
 }
 
 export interface CatalogOptions {
@@ -62,37 +55,6 @@ export interface CatalogOptions {
   readonly retryMs?: number;
   /** The largest answer held from a member (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB). */
   readonly maxAnswerBytes?: number;
-}
-
-/** How much of a member's failure (an SDK error carries the member's whole HTTP error body) is logged. */
-const FAILURE_EXCERPT_CHARS = 200;
-/** The same failure of a member is logged again only after this long. */
-const FAILURE_REPEAT_MS = 60_000;
-
-/** A member's failure for one log line: its HTTP status when it answered with an error, then an excerpt. */
-function failureText(err: unknown): string {
-  if (err instanceof SdkHttpError && (err.status === 401 || err.status === 403)) return refusalText(err);
-  const text = excerpt(errorMessage(err), FAILURE_EXCERPT_CHARS);
-  return err instanceof SdkHttpError ? `HTTP ${err.status}: ${text}` : text;
-}
-
-/**
- * A member that refused the gateway: the SDK words it as a failed version negotiation (its first
- * request), which says nothing to the user; the member's own answer (a JSON-RPC error, say a
- * workload of a guarded group refusing a caller that is not its gateway) says why.
- */
-function refusalText(err: SdkHttpError): string {
-  const what = err.status === 401 ? "asked the gateway to authenticate" : "refused the gateway";
-  const body = typeof err.data.text === "string" ? err.data.text : "";
-  let why: unknown;
-  try {
-    why = (JSON.parse(body) as { error?: { message?: unknown } }).error?.message;
-  } catch {
-    why = undefined;
-  }
-  return typeof why === "string" && why !== ""
-    ? `it ${what} (HTTP ${err.status}): ${excerpt(why, FAILURE_EXCERPT_CHARS)}`
-    : `it ${what} (HTTP ${err.status})`;
 }
 
 /** Ends a catalog connection's member session (DELETE, bounded) and closes it; never fails. */
@@ -121,6 +83,11 @@ export class GroupCatalog {
   readonly #connections = new Map<string, Connection>();
   /** Workloads that were members once and are not now: their names get a clear error. */
   readonly #departed = new Set<string>();
+  /**
+   * What each departed workload listed when it left (for a connection that had listed), as a view of its own:
+   * a URI no member lists is looked for again only at those that listed it (`mayServe`).
+   */
+  readonly #departedLists = new Map<string, WorkloadLists | MergedView>();
   readonly #eras = new Map<string, PriorDiscovery>();
   #view: MergedView = merge([], "always");
   #reported = new Set<string>();
@@ -189,10 +156,19 @@ export class GroupCatalog {
     if (connection && !connection.client) await within(connection.firstAttempt, ms);
   }
 
-  /** The workloads that left, or are not answering: a URI no member lists may be one of theirs, back already. */
-  unavailable(): string[] {
+  /**
+   * The workloads a URI no member lists may belong to, back already: those that left having listed it (or a
+   * template matching it), and those not answering yet (their lists are not known). Never every workload that
+   * ever left: each is read from the store (`joining`), and any client may send unknown URIs all day.
+   */
+  mayServe(uri: string): string[] {
     const silent = [...this.#connections].filter(([, connection]) => !connection.client).map(([name]) => name);
-    return [...new Set([...this.#departed, ...silent])];
+    const listed = [...this.#departedLists].filter(([workload, lists]) => {
+      const view = "resourceOwner" in lists ? lists : merge([{ workload, lists, summary: "" }], "always");
+      this.#departedLists.set(workload, view);
+      return resourceRoute(view, uri) !== undefined;
+    });
+    return [...new Set([...listed.map(([workload]) => workload), ...silent])];
   }
 
   /** Why a workload cannot be reached, or undefined when it can. */
@@ -213,12 +189,15 @@ export class GroupCatalog {
       void this.#drop(connection);
       this.#connections.delete(name);
       this.#departed.add(name);
+      if (connection.client !== undefined) this.#departedLists.set(name, connection.lists);
+      else this.#departedLists.delete(name);
       this.#eras.delete(name);
       changed = true;
     }
     for (const member of members) {
       if (this.#connections.has(member.name)) continue;
       this.#departed.delete(member.name);
+      this.#departedLists.delete(member.name);
       const connection: Connection = {
         member,
         lists: empty(),
@@ -318,56 +297,22 @@ export class GroupCatalog {
    * the gateway's log.
    */
   #reportFailure(connection: Connection, why: string): void {
-    const { member } = connection;
-    const now = Date.now();
-    const last = connection.failure;
-    if (last !== undefined && last.why === why && now - last.at < FAILURE_REPEAT_MS) {
-      last.repeats++;
-      return;
-    }
-    const again = last !== undefined && last.why === why && last.repeats > 0 ? ` (${last.repeats + 1} times)` : "";
-    connection.failure = { why, at: now, repeats: 0 };
-    this.#options.log("warn", `workload '${member.name}' at ${member.url} is unavailable${again}: ${why}; retrying`);
+    const report = failureLine(connection.failure, why, Date.now());
+    if (report === undefined) return;
+    connection.failure = report.logged;
+    this.#options.log("warn", `workload '${connection.member.name}' at ${connection.member.url} ${report.line}`);
   }
 
-  /** Coalesces list_changed notifications: one re-list in flight per kind, plus at most one pending. */
+  /** A re-list of one of the connection's lists (member-relist.ts), coalesced. */
   #relistSoon(connection: Connection, kind: ListKind): void {
-    const running = connection.relisting.get(kind);
-    if (running) {
-      running.again = true;
-      return;
-    }
-    const state = { again: false };
-    connection.relisting.set(kind, state);
-    void (async () => {
-      do {
-        state.again = false;
-        await this.#relist(connection, kind);
-      } while (state.again && !connection.closed);
-      connection.relisting.delete(kind);
-    })();
-  }
-
-  async #relist(connection: Connection, kind: ListKind): Promise<void> {
-    const client = connection.client;
-    if (!client) return;
-    try {
-      const lists = { ...connection.lists };
-      if (kind === "resources") {
-        lists.resources = await listKind(client, "resources");
-        lists.resourceTemplates = await listKind(client, "resourceTemplates");
-      } else {
-        lists[kind] = await listKind(client, kind);
-      }
-      if (connection.closed) return;
-      connection.lists = lists;
-      this.#rebuild();
-    } catch (err) {
-      // A workload that left (or a catalog that closed) meanwhile: its listing failed because it is gone.
-      if (connection.closed) return;
-      const why = failureText(err);
-      this.#options.log("warn", `workload '${connection.member.name}': listing ${kind} failed: ${why}`);
-    }
+    relistSoon(connection, kind, {
+      rebuilt: () => this.#rebuild(),
+      failed: (failedKind, err) =>
+        this.#options.log(
+          "warn",
+          `workload '${connection.member.name}': listing ${failedKind} failed: ${failureText(err)}`,
+        ),
+    });
   }
 
   #rebuild(): void {
@@ -400,13 +345,6 @@ export class GroupCatalog {
       kinds.add("resources");
     if (kinds.size > 0) this.#options.onChange(kinds);
   }
-}
-
-function listKindOf(method: string): ListKind | undefined {
-  if (method === "notifications/tools/list_changed") return "tools";
-  if (method === "notifications/prompts/list_changed") return "prompts";
-  if (method === "notifications/resources/list_changed") return "resources";
-  return undefined;
 }
 
 /**

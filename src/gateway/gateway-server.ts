@@ -300,8 +300,9 @@ export function createGatewayServer(
     const routeOf = () => (typeof uri === "string" ? resourceRoute(catalog.view, uri) : undefined);
     let route = routeOf();
     // A URI names no workload: one listed by a member that left (or is not answering) may be back already (a
-    // restart that just returned), as a call to its tool finds (routeName); the gone members are read first.
-    const gone = route === undefined && typeof uri === "string" ? catalog.unavailable() : [];
+    // restart that just returned), as a call to its tool finds (routeName); the gone members that listed it
+    // are read first (only those: an unknown URI must not cost a read of every workload that ever left).
+    const gone = route === undefined && typeof uri === "string" ? catalog.mayServe(uri) : [];
     if (gone.length > 0) {
       await Promise.all(gone.map((workload) => catalog.joining(workload, options.timeoutMs)));
       route = routeOf();
