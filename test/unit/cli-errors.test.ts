@@ -130,6 +130,9 @@ test("what people call a client gets that client, not the nearest spelling", () 
   expect(expectUsageError(mcpmgr("client", "remove", "claude"))).toContain(
     "(hint: did you mean claude-code or claude-desktop?",
   );
+  // Names of the table's prototype are no client's nickname: they failed as an unexpected error.
+  for (const name of ["constructor", "__proto__"])
+    expect(expectUsageError(mcpmgr("client", "register", name))).toContain(`"${name}" is not a client mcpmgr knows`);
 });
 
 test("registry info --help marks its NAME required, and its absence keeps the command's own words", () => {
