@@ -56,7 +56,11 @@ export class HiddenLine {
     while (rest.length > 0) {
       if (this.#inPaste) {
         const end = rest.indexOf(PASTE_END);
-        this.#addPasted(end === -1 ? rest : rest.slice(0, end));
+        const pasted = end === -1 ? rest : rest.slice(0, end);
+        // Ctrl-C still cancels: a paste whose end marker never comes (a terminal's fault, a paste cut off)
+        // kept every key inside it, and the prompt could only be killed. No text copied holds one.
+        if (pasted.includes("\u0003")) return { kind: "cancelled" };
+        this.#addPasted(pasted);
         if (end === -1) return { kind: "more" };
         this.#inPaste = false;
         rest = rest.slice(end + PASTE_END.length);

@@ -38,3 +38,7 @@ test("a read that ends inside a CRLF or after a marker's ESC cuts nothing into t
   // The Escape key alone still takes nothing from the next key.
   expect(feed("ab\u001b", "c\r")).toEqual({ kind: "done", value: "abc" });
 });
+
+test("Ctrl-C cancels inside a paste whose end never comes", () => {
+  expect(feed("\u001b[200~line1\rline2", "\u0003")).toEqual({ kind: "cancelled" });
+});
