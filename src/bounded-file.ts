@@ -37,3 +37,19 @@ export function readCappedFile(path: string, maxBytes = maxOptionFileBytes): str
     closeSync(fd);
   }
 }
+
+/**
+ * Why `text` (read as UTF-8) cannot be read: it is UTF-16, as Windows PowerShell 5's `>` and `Out-File`
+ * and Notepad's "Unicode" encoding save a file. Its parsers stop at the first character ("invalid symbol"
+ * at line 1, column 1) or read names with NULs in them, reasons no editor shows. Its byte order mark
+ * (FF FE or FE FF) is no UTF-8 and reads as two U+FFFD; without one, an ASCII character's other byte is
+ * a NUL, which no JSON, YAML or env file holds. Undefined for any other text.
+ */
+export function utf16Problem(text: string): string | undefined {
+  const utf16 = text.startsWith("\uFFFD\uFFFD") || /^(?:[^\0]\0|\0[^\0])/.test(text);
+  return utf16 ? "the file is UTF-16 text, not UTF-8 (as Windows PowerShell's > and Out-File save files)" : undefined;
+}
+
+/** The advice for a file utf16Problem names. */
+export const SAVE_AS_UTF8 =
+  "save it as UTF-8: in Notepad, Save As with Encoding UTF-8; in PowerShell, Set-Content -Encoding utf8";

@@ -71,8 +71,11 @@ function clientFrom<T extends OptionTable>(rawArgs: readonly string[], table: T,
   const parsed = parseNamed(rawArgs, table, command, { what: "CLIENT", afterDashes: true });
   if (!isClientId(parsed.name)) {
     // The nearest name first, as for mistyped commands and registry names (shell-completion.md).
+    // An own key only: "constructor" or "__proto__" looked up the object's prototype (an unexpected error).
+    const nickname = parsed.name.toLowerCase();
     const suggestion = didYouMean(
-      CLIENT_NICKNAMES[parsed.name.toLowerCase()] ?? closeMatches(parsed.name, CLIENT_IDS, { nearestOnly: true }),
+      (Object.hasOwn(CLIENT_NICKNAMES, nickname) ? CLIENT_NICKNAMES[nickname] : undefined) ??
+        closeMatches(parsed.name, CLIENT_IDS, { nearestOnly: true }),
     );
     throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(parsed.name)} is not a client mcpmgr knows`, {
       hint: suggestion

@@ -11,11 +11,17 @@
  * lines, and is refused rather than cut.
  */
 import { McpmgrError } from "../errors.ts";
+import { currentStopSignals, signalExitCode } from "./signals.ts";
 
 const PASTE_START = "\u001b[200~";
 const PASTE_END = "\u001b[201~";
 /** Escape sequences (arrow keys and the like) are no part of a value. */
 const ESCAPES = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[O]?./g;
+
+/** Whether `text` is a paste marker's start (ESC, `ESC [`, `ESC [20`…) or begins with a whole one. */
+function startsMarker(text: string): boolean {
+  return [PASTE_START, PASTE_END].some((marker) => marker.startsWith(text) || text.startsWith(marker));
+}
 
 export type PromptStep =
   | { readonly kind: "more" }
@@ -28,27 +34,33 @@ export class HiddenLine {
   #value = "";
   #inPaste = false;
   #pasted = false;
-  /** The start of a paste marker the terminal's read cut off, kept for the next read (a lone ESC key is not held). */
+  /**
+   * The start of a paste marker the terminal's read cut off, kept for the next read. A lone ESC is held too:
+   * a read may end between a marker's ESC and its `[`. If the next read does not go on with a marker, it was
+   * the Escape key (or another sequence), and goes as before.
+   */
   #pending = "";
+  /** A paste's read ended with CR: an LF starting the next one is the same CRLF line break, not another. */
+  #pastedCR = false;
 
   feed(chunk: string): PromptStep {
     let rest = this.#pending + chunk;
+    if (this.#pending === "\u001b" && !startsMarker(rest)) rest = chunk;
     this.#pending = "";
     const lastEscape = rest.lastIndexOf("\u001b");
     const tail = rest.slice(lastEscape);
-    if (
-      lastEscape !== -1 &&
-      tail.length >= 2 &&
-      tail.length < PASTE_START.length &&
-      (PASTE_START.startsWith(tail) || PASTE_END.startsWith(tail))
-    ) {
+    if (lastEscape !== -1 && tail.length < PASTE_START.length && startsMarker(tail)) {
       this.#pending = tail;
       rest = rest.slice(0, lastEscape);
     }
     while (rest.length > 0) {
       if (this.#inPaste) {
         const end = rest.indexOf(PASTE_END);
-        this.#addPasted(end === -1 ? rest : rest.slice(0, end));
+        const pasted = end === -1 ? rest : rest.slice(0, end);
+        // Ctrl-C still cancels: a paste whose end marker never comes (a terminal's fault, a paste cut off)
+        // kept every key inside it, and the prompt could only be killed. No text copied holds one.
+        if (pasted.includes("\u0003")) return { kind: "cancelled" };
+        this.#addPasted(pasted);
         if (end === -1) return { kind: "more" };
         this.#inPaste = false;
         rest = rest.slice(end + PASTE_END.length);
@@ -61,6 +73,7 @@ export class HiddenLine {
       if (start === -1) return step;
       this.#inPaste = true;
       this.#pasted = true;
+      this.#pastedCR = false;
       rest = rest.slice(start + PASTE_START.length);
     }
     return { kind: "more" };
@@ -68,7 +81,9 @@ export class HiddenLine {
 
   /** Inside a bracketed paste: line breaks (CR, LF, CRLF) are the value's own, as LF. */
   #addPasted(text: string): void {
-    for (const ch of text.replace(/\r\n?/g, "\n").replace(ESCAPES, "")) {
+    const own = this.#pastedCR && text.startsWith("\n") ? text.slice(1) : text;
+    if (text.length > 0) this.#pastedCR = text.endsWith("\r");
+    for (const ch of own.replace(/\r\n?/g, "\n").replace(ESCAPES, "")) {
       if (ch === "\n" || ch === "\t" || ch >= " ") this.#value += ch;
     }
   }
@@ -104,6 +119,7 @@ export function promptHidden(prompt: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const line = new HiddenLine();
     const finish = () => {
+      for (const signal of currentStopSignals()) process.off(signal, onSignal);
       stdin.off("data", onData);
       stdin.setRawMode(false);
       stdin.pause();
@@ -127,6 +143,14 @@ export function promptHidden(prompt: string): Promise<string> {
           ),
         );
     };
+    // Killed at the prompt (SIGTERM, a closed terminal): the terminal is put back first. Left in bracketed
+    // paste, a shell without its own handling of it (sh, dash) and programs run after it got every
+    // paste wrapped in ESC [200~ … ESC [201~.
+    const onSignal = (signal: NodeJS.Signals) => {
+      finish();
+      reject(new McpmgrError("CANCELLED", `${signal}: cancelled`, { exitCode: signalExitCode(signal) }));
+    };
+    for (const signal of currentStopSignals()) process.on(signal, onSignal);
     stdin.on("data", onData);
   });
 }

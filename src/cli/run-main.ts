@@ -324,6 +324,20 @@ const OTHER_TOOLS_WORDS: Readonly<Record<string, string>> = {
 };
 
 /**
+ * Words with the meaning of a command that is spelt otherwise at its level (`secret ls`, `secret rm`, `group
+ * delete`, `client add`): no spelling match finds those, and each level names the same act differently.
+ */
+const SAME_MEANING: Readonly<Record<string, readonly string[]>> = {
+  ls: ["list"],
+  rm: ["delete", "remove"],
+  remove: ["rm", "delete"],
+  delete: ["rm", "remove"],
+  add: ["create", "register", "set"],
+  show: ["get", "info"],
+  list: ["list-registered-clients"],
+};
+
+/**
  * The word citty found no command for, with the commands of its level nearest to it ("lsit" →
  * 'mcpmgr list', "group lsit" → 'mcpmgr group list'). Follows the words as citty does.
  */
@@ -342,13 +356,18 @@ async function unknownCommand(root: CommandDef, rawArgs: readonly string[]): Pro
       continue;
     }
     const where = ["mcpmgr", ...path].join(" ");
-    const nearest = closeMatches(word, await visibleSubcommands(cmd), { nearestOnly: true, limit: 3 });
+    const visible = await visibleSubcommands(cmd);
+    const nearest = closeMatches(word, visible, { nearestOnly: true, limit: 3 });
     const otherTools =
       path.length === 0 && Object.hasOwn(OTHER_TOOLS_WORDS, word) ? OTHER_TOOLS_WORDS[word] : undefined;
+    const sameMeaning = Object.hasOwn(SAME_MEANING, word)
+      ? SAME_MEANING[word]?.find((name) => visible.includes(name))
+      : undefined;
     return new McpmgrError("INVALID_ARGUMENT", `unknown command '${[...path, word].join(" ")}'`, {
       hint:
         didYouMean(nearest.map((name) => `'${where} ${name}'`)) ??
         otherTools ??
+        didYouMean(sameMeaning === undefined ? [] : [`'${where} ${sameMeaning}'`]) ??
         `run '${where} --help' to see the commands`,
     });
   }

@@ -10,7 +10,7 @@ import { log } from "./output.ts";
  * handler is installed (after that the process no longer ignores it).
  */
 let stopSignals: readonly NodeJS.Signals[] | undefined;
-function currentStopSignals(): readonly NodeJS.Signals[] {
+export function currentStopSignals(): readonly NodeJS.Signals[] {
   stopSignals ??= hangupIgnored() ? ["SIGINT", "SIGTERM"] : ["SIGINT", "SIGTERM", "SIGHUP"];
   return stopSignals;
 }

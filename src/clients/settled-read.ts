@@ -172,6 +172,18 @@ async function readOnce(path: string): Promise<SettledText | "changing" | undefi
  * it is left alone instead. The byte order mark stays in the text, for the caller to keep.
  */
 function utf8(bytes: Uint8Array): string {
+  // UTF-16 (Windows PowerShell's > and Out-File, Notepad's "Unicode"): its byte order mark is no UTF-8 and was
+  // reported as "another encoding, such as Latin-1?"; without one, an ASCII character's other byte is a NUL.
+  const [first, second] = bytes;
+  if (
+    (first === 0xff && second === 0xfe) ||
+    (first === 0xfe && second === 0xff) ||
+    (bytes.length >= 2 && (first === 0) !== (second === 0))
+  ) {
+    throw new UnsettledFile(
+      "it is UTF-16 text, not UTF-8 (as Windows PowerShell's > and Out-File save files); mcpmgr left it unchanged (save it as UTF-8, as the client reads it)",
+    );
+  }
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {

@@ -6,7 +6,7 @@
  * Also the files that hold one value (a secret, a token: the `-file` forms), read whole and trimmed.
  */
 import { closeMatches, didYouMean } from "../close-matches.ts";
-import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
+import { FileTooLarge, readCappedFile, SAVE_AS_UTF8, utf16Problem } from "../bounded-file.ts";
 import * as v from "valibot";
 import { McpmgrError } from "../errors.ts";
 import { issueWithoutValue } from "./values.ts";
@@ -35,6 +35,8 @@ function readConfigFile(path: string, options: Omit<ConfigFileOptions, "hint">):
     const missing = (err as { code?: string }).code === "ENOENT";
     throw fail(missing ? "no such file" : "cannot read the file", `check the path given to ${options.option}`);
   }
+  const utf16 = utf16Problem(text);
+  if (utf16 !== undefined) throw fail(utf16, SAVE_AS_UTF8);
   // An editor's byte order mark (Windows Notepad): JSON.parse stops at it ("invalid symbol" at line 1, column 1).
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   const asYaml = options.yaml && yamlFile.test(path);

@@ -8,7 +8,7 @@
  * line of its own (`sk-proj-…=`), so it is described by the character that is wrong, not quoted.
  */
 import { readdirSync, statSync } from "node:fs";
-import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
+import { FileTooLarge, readCappedFile, SAVE_AS_UTF8, utf16Problem } from "../bounded-file.ts";
 import { join } from "node:path";
 import { parse } from "dotenv";
 import { McpmgrError } from "../errors.ts";
@@ -29,6 +29,8 @@ export function loadEnvFile(path: string, option = "--env-file"): Record<string,
       "give the path of a KEY=VALUE file",
     );
   }
+  const utf16 = utf16Problem(text);
+  if (utf16 !== undefined) throw fail(utf16, SAVE_AS_UTF8);
   const values = parse(text);
   for (const [name, value] of Object.entries(values)) {
     if (!envName.test(name))

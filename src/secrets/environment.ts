@@ -46,7 +46,11 @@ export class EnvironmentProvider implements SecretProvider {
     throw readOnlyError(validateSecretName(name));
   }
 
-  /** The part after the prefix, as written in the environment (GITHUB_TOKEN); get() accepts it back. */
+  /**
+   * The part after the prefix, as written in the environment (GITHUB_TOKEN); get() accepts it back. A variable
+   * no name reads (MCPMGR_SECRET_github_token: get() reads the upper-case one) is no secret: it was listed, and
+   * `secret list` named the workloads using `github_token` as its users, which their start then did not find.
+   */
   async list(): Promise<readonly string[]> {
     const names = Object.entries(this.#env)
       .filter(
@@ -57,7 +61,7 @@ export class EnvironmentProvider implements SecretProvider {
           value !== "",
       )
       .map(([key]) => key.slice(SECRET_ENV_PREFIX.length))
-      .filter(isValidSecretName);
+      .filter((name) => isValidSecretName(name) && environmentVariableFor(name) === SECRET_ENV_PREFIX + name);
     return Object.freeze(names.sort());
   }
 }

@@ -9,7 +9,7 @@
  */
 import { basename, dirname, join } from "node:path";
 import * as v from "valibot";
-import { FileTooLarge, readCappedFile } from "../bounded-file.ts";
+import { FileTooLarge, readCappedFile, SAVE_AS_UTF8, utf16Problem } from "../bounded-file.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 
 /**
@@ -119,6 +119,8 @@ export async function readJsonFile<S extends v.GenericSchema>(
       });
     throw stateIoError("read", path, err);
   }
+  const utf16 = utf16Problem(text);
+  if (utf16 !== undefined) throw new McpmgrError("STATE_CORRUPT", `${path}: ${utf16}`, { hint: SAVE_AS_UTF8 });
   // A file a user edited (an export opened in Windows Notepad) may start with a byte order mark, which
   // JSON.parse calls an invalid symbol at line 1, column 1: an invisible reason to refuse it.
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);

@@ -259,3 +259,39 @@ describe("mcpmgr secret", () => {
     expect(secret(["get", "unbracketed-pem"]).exitCode).toBe(1);
   });
 });
+
+// Killed at the prompt (SIGTERM, or SIGHUP from a closed ssh session): the terminal was left in
+// bracketed paste, and every later paste into sh or a program's prompt came wrapped in ESC[200~ … ESC[201~.
+test("secret set killed at its prompt turns bracketed paste off again", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "mcpmgr-secret-prompt-"));
+  const pidFile = join(dir, "pid");
+  // The shell writes its pid, then becomes mcpmgr (exec): that pid is the one to signal.
+  const words = [process.execPath, ENTRY, "secret", "set", "killed"].map((word) => `'${word}'`).join(" ");
+  const proc = Bun.spawn(["script", "-qec", `echo $$ > '${pidFile}'; exec ${words}`, "/dev/null"], {
+    cwd: REPO_ROOT,
+    env: baseEnv(),
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let output = "";
+  const decoder = new TextDecoder();
+  const reading = (async () => {
+    for await (const chunk of proc.stdout) output += decoder.decode(chunk, { stream: true });
+  })();
+  try {
+    const deadline = Date.now() + 15_000;
+    while (!output.includes("input hidden") && Date.now() < deadline) await Bun.sleep(20);
+    expect(output).toContain("\u001b[?2004h");
+    process.kill(Number((await readFile(pidFile, "utf8")).trim()), "SIGTERM");
+    const exitCode = await Promise.race([proc.exited, Bun.sleep(15_000).then(() => -1)]);
+    if (exitCode === -1) proc.kill("SIGKILL");
+    await reading;
+    expect(exitCode).toBe(143);
+    expect(output.slice(output.indexOf("input hidden"))).toContain("\u001b[?2004l");
+    expect(secret(["get", "killed"]).exitCode).toBe(1);
+  } finally {
+    proc.stdin.end();
+    await rm(dir, { recursive: true, force: true });
+  }
+});

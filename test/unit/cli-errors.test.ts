@@ -130,6 +130,9 @@ test("what people call a client gets that client, not the nearest spelling", () 
   expect(expectUsageError(mcpmgr("client", "remove", "claude"))).toContain(
     "(hint: did you mean claude-code or claude-desktop?",
   );
+  // Names of the table's prototype are no client's nickname: they failed as an unexpected error.
+  for (const name of ["constructor", "__proto__"])
+    expect(expectUsageError(mcpmgr("client", "register", name))).toContain(`"${name}" is not a client mcpmgr knows`);
 });
 
 test("registry info --help marks its NAME required, and its absence keeps the command's own words", () => {
@@ -273,6 +276,11 @@ describe("a mistyped command, option or value gets the nearest one as its hint",
     ["another tool's word for rm", ["delete", "fetch"], "did you mean 'mcpmgr rm'?"],
     ["npm's word for search", ["search", "github"], "did you mean 'mcpmgr registry search WORDS'?"],
     ["a self-update", ["upgrade"], "mcpmgr does not update itself: upgrade it the way you installed it"],
+    // Below the top level each group names the same act differently; only "--help" was said.
+    ["ls under a group", ["secret", "ls"], "did you mean 'mcpmgr secret list'?"],
+    ["rm where it is delete", ["secret", "rm", "tok"], "did you mean 'mcpmgr secret delete'?"],
+    ["delete where it is rm", ["group", "delete", "team"], "did you mean 'mcpmgr group rm'?"],
+    ["add where it is register", ["client", "add", "cursor"], "did you mean 'mcpmgr client register'?"],
   ];
 
   test.each(cases)("%s", (_label, args, suggestion) => {

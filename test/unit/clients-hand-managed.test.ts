@@ -175,6 +175,26 @@ describe("files in another encoding than UTF-8", () => {
     ]);
   });
 
+  // Said to be "another encoding, such as Latin-1?" (with its byte order mark), or a syntax error (without).
+  test("a UTF-16 file is named as such and left alone, byte for byte", async () => {
+    const json = '{\r\n  "servers": {}\r\n}\r\n';
+    const path = clientById("vscode").configPath(h.ctx);
+    mkdirSync(dirname(path), { recursive: true });
+    for (const bytes of [
+      Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(json, "utf16le")]),
+      Buffer.from(json, "utf16le").swap16(),
+    ]) {
+      writeFileSync(path, bytes);
+      const [report] = await sync.registerClient("vscode", "default", [fetch41001]);
+      expect(report?.action).toBe("skipped");
+      expect(readFileSync(path).equals(bytes)).toBe(true);
+    }
+    expect(h.warnings).toEqual([
+      expect.stringContaining("it is UTF-16 text, not UTF-8"),
+      expect.stringContaining("it is UTF-16 text, not UTF-8"),
+    ]);
+  });
+
   test("a byte order mark and characters beyond ASCII in UTF-8 are kept as they are", async () => {
     const seed = '\uFEFF{\n  // résumé ✓ 日本\n  "mcpServers": {}\n}\n';
     const path = place("cursor", seed);

@@ -27,3 +27,18 @@ test("a bracketed paste keeps its line breaks, across reads; its own last line b
 test("several lines sent as typed are refused", () => {
   expect(feed("line one\rline two\r")).toEqual({ kind: "several-lines" });
 });
+
+test("a read that ends inside a CRLF or after a marker's ESC cuts nothing into the value", () => {
+  // A CRLF paste read in two (CR | LF) is one line break, not a blank line in the middle of a key.
+  expect(feed("\u001b[200~line1\r", "\nline2\u001b[201~", "\r")).toEqual({ kind: "done", value: "line1\nline2" });
+  // The end marker's ESC alone at a read's end: the paste still ends (the prompt waited for ever).
+  expect(feed("\u001b[200~abc\u001b", "[201~", "\r")).toEqual({ kind: "done", value: "abc" });
+  // The start marker's ESC alone: "[200~" was saved as part of the value.
+  expect(feed("\u001b", "[200~abc\u001b[201~", "\r")).toEqual({ kind: "done", value: "abc" });
+  // The Escape key alone still takes nothing from the next key.
+  expect(feed("ab\u001b", "c\r")).toEqual({ kind: "done", value: "abc" });
+});
+
+test("Ctrl-C cancels inside a paste whose end never comes", () => {
+  expect(feed("\u001b[200~line1\rline2", "\u0003")).toEqual({ kind: "cancelled" });
+});

@@ -56,6 +56,15 @@ describe("EnvironmentProvider", () => {
     expect(JSON.stringify(names)).not.toContain("ghp_from_env");
   });
 
+  // No secret name reads these (get() reads MCPMGR_SECRET_GITHUB_TOKEN for github_token): listed, they
+  // looked usable, and secret list named the workloads using github_token as their users.
+  test("list leaves out variables no name reads: lower case, a dash", async () => {
+    const mixed = new EnvironmentProvider({ ...env, MCPMGR_SECRET_github_token: "lower", "MCPMGR_SECRET_X-Y": "dash" });
+    expect(await mixed.list()).toEqual(["DB_PASSWORD", "GITHUB_TOKEN"]);
+    expect(await mixed.get("github_token")).toBeInstanceOf(Secret);
+    expect((await mixed.get("github_token"))?.reveal()).toBe("ghp_from_env");
+  });
+
   test("it is read-only", async () => {
     expect(provider.writable).toBe(false);
     expect(await codeOf(provider.set("x", "y"))).toBe("SECRETS_READ_ONLY");

@@ -24,5 +24,6 @@ export const environmentOptions = {
     description: "Secret from the secrets manager as an environment variable, NAME,target=ENV (repeatable)",
     valueHint: "NAME,target=ENV",
     schema: secretReference,
+    hint: "write it as --secret NAME,target=VAR, with VAR the variable the server reads the secret from, such as GITHUB_TOKEN",
   }),
 } as const;
