@@ -266,6 +266,7 @@ export async function launchContainer(
           ? { ingress: socketDir ? { containerPort, socketDir } : { containerPort, ...(hostPort ? { hostPort } : {}) } }
           : {}),
         onProgress: (line) => ctx.log.info(line),
+        imageLock: join(ctx.paths.stateDir, "builds", "mcpmgr-egress.lock"),
       })
     : undefined;
   const createOptions = serverContainerOptions({

@@ -7,8 +7,13 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ensureEgressImage } from "../../src/runtime/docker/egress-image.ts";
 import { type ContainerEngine, detectEngine } from "../../src/runtime/docker/engine.ts";
+import { createIsolation } from "../../src/runtime/docker/network-isolation.ts";
+import { acquireLock } from "../../src/state/lock.ts";
 import { docker, fixtureImages } from "../support/docker-fixtures.ts";
 
 setDefaultTimeout(60_000);
@@ -31,7 +36,10 @@ beforeAll(async () => {
 afterAll(() => {
   for (const container of containers) docker("rm", "-f", container);
   for (const tag of made) docker("rmi", tag);
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
+
+const dirs: string[] = [];
 
 /** A helper image tagged as an earlier version's, with these labels (and a distinct one, so each is its own image). */
 function planted(name: string, labels: Record<string, string>): string {
@@ -88,4 +96,68 @@ test("a build removes only this installation's unused helper images, and each in
   const again: string[] = [];
   expect(await ensureEgressImage(engine, install, (line) => again.push(line))).toBe(tag);
   expect(again).toEqual([]);
+}, 240_000);
+
+test("same installation, two versions: a build waits while an older process goes from finding its image to its helper", async () => {
+  // An upgrade of this installation while a supervisor of the older version runs: that supervisor has found
+  // its helper image (under the image lock) and is about to create its helper container from it.
+  const raceInstall = `egress-race-${suffix}`;
+  const older = planted("older", { mcpmgr: "true", "mcpmgr.role": "egress-image", "mcpmgr.install": raceInstall });
+  const stateDir = mkdtempSync(join(tmpdir(), "mcpmgr-egress-lock-"));
+  dirs.push(stateDir);
+  const imageLock = join(stateDir, "builds", "mcpmgr-egress.lock");
+  const olderHolds = await acquireLock(imageLock);
+
+  // The newer version starts an isolated workload: it must not build and remove the older image meanwhile.
+  let sawWait = (): void => {};
+  const waited = new Promise<"waited">((resolve) => {
+    sawWait = () => resolve("waited");
+  });
+  const newer = createIsolation(engine, {
+    workload: `egress-race-${suffix}`,
+    labels: (role) => ({ mcpmgr: "true", "mcpmgr.install": raceInstall, "mcpmgr.role": role }),
+    profile: {
+      read: [],
+      write: [],
+      network: {
+        outbound: { insecure_allow_all: false, allow_host: ["example.com"], allow_port: [443] },
+        inbound: { allow_host: [] },
+      },
+      privileged: false,
+    },
+    allowGateway: false,
+    onProgress: (line) => {
+      if (line.startsWith("waiting for another mcpmgr")) sawWait();
+    },
+    imageLock,
+  });
+  const first = await Promise.race([
+    waited,
+    newer.then(
+      () => "finished" as const,
+      (err: unknown) => String(err),
+    ),
+  ]);
+
+  // The older process creates its helper from the image it found, then lets go of the lock.
+  const helper = `egress-race-helper-${suffix}`;
+  const created = docker("create", "--name", helper, older);
+  containers.push(helper);
+  await olderHolds.release();
+  const isolation = await newer;
+  await isolation.remove();
+  const newTags = docker(
+    "images",
+    "--filter",
+    `label=mcpmgr.install=${raceInstall}`,
+    "--format",
+    "{{.Repository}}:{{.Tag}}",
+  );
+  made.push(...newTags.out.split("\n").filter((tag) => tag !== "" && tag !== older));
+
+  expect({ first, created: created.code, olderKept: exists(older) }).toEqual({
+    first: "waited",
+    created: 0,
+    olderKept: true,
+  });
 }, 240_000);

@@ -27,6 +27,7 @@ import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { McpmgrError } from "../../errors.ts";
+import { acquireLock, type LockHandle } from "../../state/lock.ts";
 
 const EGRESS_ALIAS = "mcpmgr-egress";
 export const SERVER_ALIAS = "mcp-server";
@@ -75,7 +76,17 @@ export interface IsolationInput {
    */
   readonly ingress?: { readonly containerPort: number; readonly socketDir?: string; readonly hostPort?: number };
   readonly onProgress: (line: string) => void;
+  /**
+   * A lock file of this installation's state, held from finding (or building) the helper image until the
+   * helper container exists. A build removes this installation's other helper images; without the lock, a
+   * process of another mcpmgr version (a supervisor still running across an upgrade) could find its image
+   * and have it removed before its container is created from it. Once a container uses it, it stays.
+   */
+  readonly imageLock: string;
 }
+
+/** A helper build may pull Bun's image first (an engine unlike the host): as long as a package build may wait. */
+const IMAGE_LOCK_MS = 30 * 60_000;
 
 export interface Isolation {
   /** The internal network the server joins (its NetworkMode). */
@@ -182,7 +193,13 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
     if (made.internal) await removeNetwork(engine, names.internal);
     if (made.external) await removeNetwork(engine, names.external);
   };
+  let lock: LockHandle | undefined;
   try {
+    lock = await acquireLock(input.imageLock, {
+      timeoutMs: IMAGE_LOCK_MS,
+      staleMs: IMAGE_LOCK_MS,
+      onWait: () => input.onProgress("waiting for another mcpmgr to set up the network isolation helper image…"),
+    });
     const image = await ensureEgressImage(engine, install, input.onProgress);
     await docker.createNetwork({
       Name: names.internal,
@@ -227,11 +244,14 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
       },
     });
     made.helper = true;
+    // The container now holds its image: a build elsewhere cannot remove it any more.
+    await lock.release();
     await docker
       .getNetwork(names.internal)
       .connect({ Container: helper.id, EndpointConfig: { Aliases: [EGRESS_ALIAS] } });
     await helper.start();
   } catch (err) {
+    await lock?.release();
     await removeAll();
     if (err instanceof McpmgrError) throw err;
     // Another installation starting a workload of the same name made these networks first.
