@@ -38,6 +38,8 @@ const LOAD_TIMEOUT_MS = 20_000;
 const START_WAIT_MS = 5_000;
 /** After a failed connection, questions are denied at once for this long (no start per question). */
 const RETRY_AFTER_MS = 500;
+/** The pause before the second try of a connection dropped before its load was answered (it doubles). */
+const RETRY_FIRST_PAUSE_MS = 20;
 
 /** A denial that is not the policies' answer: the evaluator could not be asked. Never remembered. */
 export interface TransientDenial extends Decision {
@@ -210,7 +212,10 @@ export class PolicySetClient {
    */
   async #connect(): Promise<Socket> {
     const deadline = Date.now() + START_WAIT_MS;
-    for (;;) {
+    // The first try again at once (the idle race), then after a growing pause: something on the
+    // socket that drops every connection (an evaluator refusing the load) is not hammered for 5 s.
+    for (let pause = 0; ; pause = Math.min(Math.max(2 * pause, RETRY_FIRST_PAUSE_MS), RETRY_AFTER_MS)) {
+      if (pause > 0) await Bun.sleep(Math.min(pause, Math.max(deadline - Date.now(), 0)));
       const socket = await this.#reach(deadline);
       try {
         return await this.#load(socket);

@@ -9,7 +9,10 @@
  * a policy that errs, which would let a malformed request walk past a forbid). A trap of the
  * WebAssembly instance (a `WebAssembly.RuntimeError`: out of bounds, unreachable) leaves its
  * memory in a state nothing vouches for: it is thrown as `EngineTrap`, for the evaluator to answer
- * that request as a failure and exit, so that the next client starts a clean one.
+ * that request as a failure and exit, so that the next client starts a clean one. So is a stack
+ * overflow within it (a `RangeError`: JavaScriptCore reports one so when the call starts deep in
+ * the evaluator's own stack, as in a turn of cedar-turns.ts): the engine's code stopped half-way
+ * just the same (the next call into that instance was seen to fail out of bounds).
  */
 import { preparsePolicySet, statefulIsAuthorized } from "@cedar-policy/cedar-wasm/nodejs";
 import { policyProblem } from "../config/authz-config.ts";
@@ -34,12 +37,14 @@ export type LoadOutcome =
   | { readonly set: LoadedSet; readonly facts: WireFacts }
   | { readonly invalid: string; readonly hint: string };
 
+const isTrap = (err: unknown) => err instanceof WebAssembly.RuntimeError || err instanceof RangeError;
+
 /** Runs an engine call; a trap is an EngineTrap, anything else is thrown as it is. */
 function guarded<T>(call: () => T): T {
   try {
     return call();
   } catch (err) {
-    if (err instanceof WebAssembly.RuntimeError) throw new EngineTrap(err);
+    if (isTrap(err)) throw new EngineTrap(err);
     throw err;
   }
 }
@@ -86,7 +91,7 @@ export function evaluate(set: LoadedSet, request: DecisionRequest): Decision {
       entities: set.entities as never,
     });
   } catch (err) {
-    if (err instanceof WebAssembly.RuntimeError) throw new EngineTrap(err);
+    if (isTrap(err)) throw new EngineTrap(err);
     // cedar-wasm throws on input it cannot read (a name with a lone surrogate): a denial, not a crash.
     return { allowed: false, reason: `Cedar could not evaluate the request: ${errorMessage(err)}`, forbidden: true };
   }

@@ -74,6 +74,41 @@ test("a socket folder nobody may write in (immutable, which stops root too): `ru
   }
 });
 
+test("a gateway with --authz-config whose evaluator cannot start (its folder immutable, or its socket's place taken): the same typed error, in the foreground and detached", async () => {
+  const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: group.home });
+  const folder = dirname(access.socketPath);
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  const gateway = (detach: boolean) =>
+    group.mcpmgr("gateway", "default", "--authz-config", policyFile, ...(detach ? ["--detach"] : []));
+  Bun.spawnSync(["chattr", "+i", folder]);
+  try {
+    for (const detach of [false, true]) {
+      const run = gateway(detach);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(`the Cedar evaluator cannot make its socket in ${folder} (`);
+      expect(run.stderr).toContain(`(hint: make ${folder} writable for you`);
+      expect(run.stderr).not.toContain("unexpected error");
+    }
+  } finally {
+    Bun.spawnSync(["chattr", "-i", folder]);
+  }
+  rmSync(access.socketPath, { recursive: true, force: true });
+  mkdirSync(access.socketPath, { recursive: true });
+  try {
+    for (const detach of [false, true]) {
+      const run = gateway(detach);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain("the Cedar evaluator could not be started: it exited at once (exit code 1)");
+      expect(run.stderr).toContain(`(hint: its log says why: ${access.logPath};`);
+      expect(run.stderr).not.toContain("unexpected error");
+    }
+  } finally {
+    rmSync(access.socketPath, { recursive: true, force: true });
+  }
+  // Nothing of a detached gateway that failed to start is kept.
+  expect(group.mcpmgr("list", "--format", "json").stdout).not.toContain("gateway-default");
+});
+
 test("a running workload whose evaluator died and cannot be started again: its calls are denied, its log says why; then decided again", async () => {
   const url = runWorkload("cedar-running", true).stdout.trim();
   const client = new Client({ name: "cedar-lifecycle-test", version: "1.0.0" });

@@ -1,0 +1,121 @@
+/**
+ * Faults around the Cedar evaluator, with real evaluator processes and raw frames on its socket.
+ *
+ * An engine trap in the Cedar evaluator (middleware/cedar-evaluator.ts) while another connection's
+ * batch is being decided a slice at a time (cedar-turns.ts): deep in a turn, the engine's stack
+ * overflow surfaces as a RangeError, which is a trap like any other (cedar-engine.ts); the rest of
+ * the other batch is not answered with decisions.
+ *
+ * Something on the socket that drops every connection before the load is answered (as an evaluator
+ * refusing the load would): the client tries again within its start's 5 s, pausing more each time,
+ * not in a tight loop (cedar-client.ts).
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createConnection, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { evaluatorAccess, PolicySetClient } from "../../src/middleware/cedar-client.ts";
+import { cedarEvaluatorPids, REPO_ROOT } from "../support/processes.ts";
+
+setDefaultTimeout(60_000);
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "mcpmgr-cedar-trap-"));
+});
+afterAll(async () => {
+  for (const pid of cedarEvaluatorPids((socket) => socket.startsWith(root))) process.kill(pid, "SIGKILL");
+  await rm(root, { recursive: true, force: true });
+});
+
+/** A raw connection: its frames, parsed, as they come. */
+async function connection(path: string): Promise<{ socket: Socket; next: () => Promise<Record<string, unknown>> }> {
+  const socket = createConnection(path);
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  const frames: Record<string, unknown>[] = [];
+  const waiting: ((frame: Record<string, unknown>) => void)[] = [];
+  let pending = "";
+  socket.on("data", (chunk) => {
+    pending += chunk.toString();
+    for (let end = pending.indexOf("\n"); end !== -1; end = pending.indexOf("\n")) {
+      const frame = JSON.parse(pending.slice(0, end));
+      pending = pending.slice(end + 1);
+      const waiter = waiting.shift();
+      if (waiter) waiter(frame);
+      else frames.push(frame);
+    }
+  });
+  socket.on("close", () => {
+    for (const waiter of waiting.splice(0)) waiter({ closed: true });
+  });
+  const next = () => {
+    const frame = frames.shift();
+    return frame ? Promise.resolve(frame) : new Promise<Record<string, unknown>>((r) => waiting.push(r));
+  };
+  return { socket, next };
+}
+
+/** A policy nested about a thousand levels deep: the engine's parser overflows its stack (a WebAssembly trap). */
+const deepPolicy = `permit(principal, action, resource) when { ${"(".repeat(1000)}1${")".repeat(1000)} == 1 };`;
+
+test("a trap on one connection: another connection's batch, decided in turns, is not answered by the trapped instance", async () => {
+  const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: join(root, "home") });
+  // Starts the evaluator (and keeps it from leaving idle).
+  const starter = new PolicySetClient({ policies: "permit(principal, action, resource);", entities: [] }, access);
+  await starter.open();
+  // Slow questions in a small frame: the entity each question reads has a large attribute, so each
+  // one takes a slice or more, and the batch goes on over many turns.
+  const tags = Array.from({ length: 9_000 }, (_, i) => String(i));
+  const slow = await connection(access.socketPath);
+  slow.socket.write(
+    `${JSON.stringify({
+      op: "load",
+      n: 1,
+      policies:
+        'permit(principal, action, resource);\nforbid(principal, action, resource) when { resource has tags && resource.tags.contains("never") };',
+      entities: [{ uid: { type: "Tool", id: "slow" }, attrs: { tags }, parents: [] }],
+    })}\n`,
+  );
+  expect(await slow.next()).toHaveProperty("facts");
+  const trapping = await connection(access.socketPath);
+  const question = { subject: "local", action: "call_tool", type: "Tool", id: "slow", context: {}, strict: true };
+  slow.socket.write(
+    `${JSON.stringify({ op: "decide", n: 2, requests: Array.from({ length: 2_000 }, () => question) })}\n`,
+  );
+  trapping.socket.write(`${JSON.stringify({ op: "load", n: 9, policies: deepPolicy, entities: [], check: true })}\n`);
+  const answer = await slow.next();
+  // Not decisions: the batch's questions after the trap were not asked of the trapped instance.
+  // An error frame, or the connection's end as the evaluator exits (the client denies either way).
+  expect(answer).not.toHaveProperty("decisions");
+  if (answer.closed !== true) {
+    expect(answer).toMatchObject({ n: 2 });
+    expect(String(answer.error)).toContain("the Cedar engine failed");
+  }
+  // The stack overflow in the engine is a trap (its memory is not vouched for: the next call into it
+  // fails out of bounds), not policies that "could not be loaded" by an instance that goes on serving.
+  const trapAnswer = await trapping.next();
+  expect(String(trapAnswer.error)).toContain("the Cedar engine failed on the policies");
+  slow.socket.destroy();
+  trapping.socket.destroy();
+  starter.close();
+});
+
+test("something on the socket that drops every connection before the load is answered: tried again for the start's 5 s, a few times, not thousands", async () => {
+  const run = Bun.spawn(
+    [process.execPath, join(REPO_ROOT, "test/fixtures/cedar-dropped-load.ts"), join(root, "dropper")],
+    {
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
+  const outcome = JSON.parse((await new Response(run.stdout).text()).trim());
+  expect(outcome.error).toContain("the evaluator's connection closed");
+  expect(outcome.ms).toBeLessThan(7_000);
+  // Before: each try again at once, some 30,000 connections in the 5 s.
+  expect(outcome.connections).toBeGreaterThan(1);
+  expect(outcome.connections).toBeLessThan(40);
+});
