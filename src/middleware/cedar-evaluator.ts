@@ -267,6 +267,9 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
     if (await answers(options.socketPath)) return false;
     unlinkIfPresent(options.socketPath);
     await listen(server, options.socketPath);
+    // Said in the same turn as listen resolves, before any connection event is handled, so that a
+    // client's "connected" line always comes after it in the log.
+    options.log(`cedar evaluator: listening on ${options.socketPath} (pid ${process.pid})`);
     return true;
   });
   if (!listening) {
@@ -274,7 +277,6 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
     return "another";
   }
   ours = lstatSync(options.socketPath).ino;
-  options.log(`cedar evaluator: listening on ${options.socketPath} (pid ${process.pid})`);
   started();
   return served;
 }
