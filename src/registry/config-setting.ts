@@ -4,12 +4,17 @@
  * (one edit away) or a value that is not a string is an error; other keys are left alone, for settings
  * of later versions ("registries" or "register" are words of their own, not typos).
  */
+import { SAVE_AS_UTF8, utf16Problem } from "../bounded-file.ts";
 import { closeMatches } from "../close-matches.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { isObject } from "../objects.ts";
 
 /** The configured registry (a path or URL, untrimmed), or undefined when none is set. */
 export function registrySetting(text: string, configPath: string): string | undefined {
+  // UTF-16 (PowerShell's > and Out-File) reads as "not valid JSON" at its first character: named instead.
+  const utf16 = utf16Problem(text);
+  if (utf16 !== undefined)
+    throw new McpmgrError("REGISTRY_INVALID", `${configPath}: ${utf16}`, { hint: SAVE_AS_UTF8, exitCode: 2 });
   let config: unknown;
   try {
     // An editor's byte order mark (Windows Notepad) is no part of the JSON.
