@@ -4,7 +4,6 @@
  * (one edit away) or a value that is not a string is an error; other keys are left alone, for settings
  * of later versions ("registries" or "register" are words of their own, not typos).
  */
-import { SAVE_AS_UTF8, utf16Problem } from "../bounded-file.ts";
 import { closeMatches } from "../close-matches.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { isObject } from "../objects.ts";
@@ -12,6 +11,8 @@ import { isObject } from "../objects.ts";
 /** The configured registry (a path or URL, untrimmed), or undefined when none is set. */
 export function registrySetting(text: string, configPath: string): string | undefined {
   // UTF-16 (PowerShell's > and Out-File) reads as "not valid JSON" at its first character: named instead.
+  // Required, not imported: node:fs (bounded-file.ts) is loaded only once a file is read (registry list's start).
+  const { utf16Problem, SAVE_AS_UTF8 } = require("../bounded-file.ts") as typeof import("../bounded-file.ts");
   const utf16 = utf16Problem(text);
   if (utf16 !== undefined)
     throw new McpmgrError("REGISTRY_INVALID", `${configPath}: ${utf16}`, { hint: SAVE_AS_UTF8, exitCode: 2 });
