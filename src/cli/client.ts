@@ -5,6 +5,7 @@
  * and src/clients; this is argv, the setup questions and printing.
  */
 import { defineCommand } from "citty";
+import { warnedInThisRun } from "../clients/broken-file-notice.ts";
 import { clientById, isClientId } from "../clients/catalog.ts";
 import { CLIENT_IDS, type ClientId } from "../clients/types.ts";
 import { parseArgv } from "../config/argv.ts";
@@ -97,6 +98,11 @@ const status = defineCommand({
     noArguments(parsed.positionals, "client status");
     // Entries of workloads that no longer run (a killed supervisor) go first, so the status is true.
     const rows = await clientStatus(cliContext());
+    // A broken file is warned about once by start and stop; here, every time (unless the prune above just did).
+    for (const row of rows) {
+      if (row.problem !== undefined && !warnedInThisRun(row.configPath))
+        log.warn(`${row.displayName} (${row.configPath}): ${row.problem}`);
+    }
     if (parsed.values.format === "json") return printResult(JSON.stringify(rows, null, 2));
     printTable(
       ["CLIENT", "INSTALLED", "GROUPS", "CONFIG"],

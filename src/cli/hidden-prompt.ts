@@ -18,10 +18,12 @@ const PASTE_END = "\u001b[201~";
 /** Escape sequences (arrow keys and the like) are no part of a value. */
 const ESCAPES = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[O]?./g;
 
-/** Whether `text` is a paste marker's start (ESC, `ESC [`, `ESC [20`…) or begins with a whole one. */
-function startsMarker(text: string): boolean {
-  return [PASTE_START, PASTE_END].some((marker) => marker.startsWith(text) || text.startsWith(marker));
-}
+/**
+ * An escape sequence the read ended inside: a lone ESC, a CSI not yet at its final byte (`ESC [`, `ESC [1;5`,
+ * `ESC [20`, a paste marker's start among them) or SS3 without its key (`ESC O`). Bounded, as no key's
+ * sequence is long: an ESC [ followed by endless digits is not held for ever.
+ */
+const UNFINISHED_ESCAPE = /\u001b(?:\[[0-9;?]{0,16}[ -/]{0,2}|O)?$/;
 
 export type PromptStep =
   | { readonly kind: "more" }
@@ -35,23 +37,22 @@ export class HiddenLine {
   #inPaste = false;
   #pasted = false;
   /**
-   * The start of a paste marker the terminal's read cut off, kept for the next read. A lone ESC is held too:
-   * a read may end between a marker's ESC and its `[`. If the next read does not go on with a marker, it was
-   * the Escape key (or another sequence), and goes as before.
+   * An escape sequence the terminal's read cut off (a paste marker, an arrow key: UNFINISHED_ESCAPE), kept
+   * for the next read, where it is whole again. Dropped instead, its end would be read as typed text
+   * (`ESC [1;5` | `D` put "1;5D" in the value). A lone ESC whose next read goes on with no `[` or `O`
+   * was the Escape key, and goes as before.
    */
   #pending = "";
   /** A paste's read ended with CR: an LF starting the next one is the same CRLF line break, not another. */
   #pastedCR = false;
 
   feed(chunk: string): PromptStep {
-    let rest = this.#pending + chunk;
-    if (this.#pending === "\u001b" && !startsMarker(rest)) rest = chunk;
+    let rest = this.#pending === "\u001b" && !/^[[O]/.test(chunk) ? chunk : this.#pending + chunk;
     this.#pending = "";
-    const lastEscape = rest.lastIndexOf("\u001b");
-    const tail = rest.slice(lastEscape);
-    if (lastEscape !== -1 && tail.length < PASTE_START.length && startsMarker(tail)) {
-      this.#pending = tail;
-      rest = rest.slice(0, lastEscape);
+    const unfinished = UNFINISHED_ESCAPE.exec(rest);
+    if (unfinished !== null) {
+      this.#pending = unfinished[0];
+      rest = rest.slice(0, unfinished.index);
     }
     while (rest.length > 0) {
       if (this.#inPaste) {

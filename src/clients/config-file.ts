@@ -36,6 +36,7 @@ import {
   readSettled,
   SETTLE_LIMIT_MS,
   sameStamp,
+  UnreadableText,
   UnsettledFile,
 } from "./settled-read.ts";
 import type { ClientContext, ClientDefinition } from "./types.ts";
@@ -45,7 +46,10 @@ export class SkipEdit extends Error {
   override readonly name = "SkipEdit";
 }
 
-export type EditResult = { readonly changed: boolean; readonly skipped?: undefined } | { readonly skipped: string };
+export type EditResult =
+  | { readonly changed: boolean; readonly skipped?: undefined }
+  /** `broken`: the file cannot be read as its format; warned about once per state of it (broken-file-notice.ts). */
+  | { readonly skipped: string; readonly broken?: boolean };
 
 export interface EditOptions {
   /** Whether a missing file may be created (adding an entry) or means there is nothing to do (removing one). */
@@ -123,12 +127,16 @@ export async function editClientFile(
     });
   } catch (err) {
     if (err instanceof ConfigParseError) {
-      return { skipped: `${err.message}; mcpmgr left it unchanged (once it is fixed, the next change is written)` };
+      return {
+        skipped: `${err.message}; mcpmgr left it unchanged (once it is fixed, the next change is written)`,
+        broken: true,
+      };
     }
+    if (err instanceof UnreadableText) return { skipped: err.message, broken: true };
     if (err instanceof SkipEdit || err instanceof UnsettledFile) return { skipped: err.message };
     // A file built to exhaust a parser's stack: refused like any broken file, never the end of the whole update.
     if (err instanceof RangeError) {
-      return { skipped: `it cannot be read (${err.message}); mcpmgr left it unchanged` };
+      return { skipped: `it cannot be read (${err.message}); mcpmgr left it unchanged`, broken: true };
     }
     // Unreadable, unwritable, locked for too long: a warning, never a failed `run`.
     if (isMcpmgrError(err) || errnoCode(err) !== undefined) return { skipped: ioFailure(path, target, err) };

@@ -5,12 +5,13 @@
  */
 import { existsSync } from "node:fs";
 import { type OwnedEntry, ownedIn, type Registrations } from "../state/client-registrations.ts";
-import { editClientFile, SkipEdit } from "./config-file.ts";
+import { warnAboutBrokenFile } from "./broken-file-notice.ts";
+import { ConfigParseError, loadEditor, sameValue } from "./formats/editor.ts";
+import { editClientFile, type EditResult, SkipEdit } from "./config-file.ts";
 import { addedKeys, emptiedFile, takeKeptKeys } from "./entry-memory.ts";
-import { loadEditor, sameValue } from "./formats/editor.ts";
 import { transportMismatch } from "./installed.ts";
 import { isOurs, pickEntry } from "./same-name.ts";
-import { readSettled } from "./settled-read.ts";
+import { readSettled, UnreadableText } from "./settled-read.ts";
 import type { ClientContext, ClientDefinition, ClientId, WorkloadEndpoint } from "./types.ts";
 
 export type SyncAction = "added" | "updated" | "unchanged" | "removed" | "skipped";
@@ -102,7 +103,7 @@ export async function upsertEntry(
   if (disowned || (record === undefined && result.skipped !== undefined)) delete owned[name];
   // Not written this time (the file is busy, read-only, broken): the kept keys wait for the next start.
   if (result.skipped !== undefined && !disowned) kept.giveBack();
-  if (result.skipped !== undefined) return skipped(ctx, client, name, file, result.skipped);
+  if (result.skipped !== undefined) return await skippedEdit(ctx, client, name, file, result);
   owned[name] = {
     ...recorded,
     ...(emptyForm !== undefined ? { emptyForm } : {}),
@@ -139,7 +140,7 @@ export async function removeEntry(
     return emptiedFile(without, editor.parse(without), collection.path, entry.emptyFile);
   });
   if (result.skipped !== undefined) {
-    return { report: skipped(ctx, client, name, file, result.skipped), keep: !disowned };
+    return { report: await skippedEdit(ctx, client, name, file, result), keep: !disowned };
   }
   const report: SyncReport = { client: client.id, workload: name, file, action };
   return added !== undefined ? { report, keep: false, added } : { report, keep: false };
@@ -155,6 +156,40 @@ export function skipped(
 ): SyncReport {
   ctx.log.warn(`${client.displayName} (${file}): ${reason}`);
   return { client: client.id, workload, file, action: "skipped", reason };
+}
+
+/** An edit not made: warned about as skipped() is, a broken file's only once per state of the file. */
+async function skippedEdit(
+  ctx: ClientContext,
+  client: ClientDefinition,
+  workload: string,
+  file: string,
+  result: Extract<EditResult, { skipped: string }>,
+): Promise<SyncReport> {
+  if (result.broken !== true || (await warnAboutBrokenFile(ctx, file, result.skipped)))
+    ctx.log.warn(`${client.displayName} (${file}): ${result.skipped}`);
+  return { client: client.id, workload, file, action: "skipped", reason: result.skipped };
+}
+
+/**
+ * Why `file` cannot be read as its client's format, for `client status`, which shows it every time; undefined
+ * for a file that reads (or is missing, or cannot be looked at now: a client writing it is not waited for).
+ */
+export async function brokenFileProblem(client: ClientDefinition, file: string): Promise<string | undefined> {
+  try {
+    const read = await readSettled(file, { deadline: Date.now() + 1_000 });
+    if (read === undefined) return undefined;
+    const editor = await loadEditor(client.format);
+    const text = read.text.replace(/^\uFEFF/, "");
+    const collection = client.collection((path) => editor.valueAt(text, path));
+    editor.entries(text, collection);
+    return undefined;
+  } catch (err) {
+    if (err instanceof ConfigParseError) return `${err.message}; mcpmgr leaves it unchanged until it is fixed`;
+    if (err instanceof UnreadableText) return err.message;
+    if (err instanceof RangeError) return `it cannot be read (${err.message}); mcpmgr leaves it unchanged`;
+    return undefined;
+  }
 }
 
 /**

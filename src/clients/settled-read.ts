@@ -23,7 +23,12 @@ import { errnoCode } from "../state/atomic-file.ts";
 
 /** The file must be left as it is: the message says why (a warning of the caller's). */
 export class UnsettledFile extends Error {
-  override readonly name = "UnsettledFile";
+  override readonly name: string = "UnsettledFile";
+}
+
+/** The file is no UTF-8 text (UTF-16, Latin-1): broken as a parse error is, until the user saves it again. */
+export class UnreadableText extends UnsettledFile {
+  override readonly name = "UnreadableText";
 }
 
 /** How long an edit waits for a client to finish writing its file before it gives up. */
@@ -180,7 +185,7 @@ function utf8(bytes: Uint8Array): string {
     (first === 0xfe && second === 0xff) ||
     (bytes.length >= 2 && (first === 0) !== (second === 0))
   ) {
-    throw new UnsettledFile(
+    throw new UnreadableText(
       "it is UTF-16 text, not UTF-8 (as Windows PowerShell's > and Out-File save files); mcpmgr left it unchanged (save it as UTF-8, as the client reads it)",
     );
   }
@@ -190,7 +195,7 @@ function utf8(bytes: Uint8Array): string {
     const lenient = new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
     const at = lenient.indexOf("\uFFFD");
     const line = lenient.slice(0, at).split("\n").length;
-    throw new UnsettledFile(
+    throw new UnreadableText(
       `it is not UTF-8 text (line ${line} holds a byte that is not; another encoding, such as Latin-1?); mcpmgr left it unchanged (save it as UTF-8, as the client reads it)`,
     );
   }

@@ -31,7 +31,7 @@ import { assertGroupExists } from "../state/groups.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { allClients, clientById, isClientId } from "./catalog.ts";
 import { uninstalled } from "./config-file.ts";
-import { removeEntry, skipped, type SyncReport, upsertEntry } from "./entry-edits.ts";
+import { brokenFileProblem, removeEntry, skipped, type SyncReport, upsertEntry } from "./entry-edits.ts";
 import { forgetKept, keepAddedKeys, passOnEmptyCollection } from "./entry-memory.ts";
 import { onlyGateway, otherGatewayEntry } from "./gateway-rules.ts";
 import { isInstalled } from "./installed.ts";
@@ -49,6 +49,8 @@ export interface ClientStatus {
   readonly viaGateway: readonly string[];
   /** Workloads mcpmgr has entries for in the client's configuration. */
   readonly entries: readonly string[];
+  /** Why its file cannot be read (a syntax error, not UTF-8): mcpmgr leaves it alone until it is fixed. */
+  readonly problem?: string;
 }
 
 export class ClientConfigSync {
@@ -218,17 +220,25 @@ export class ClientConfigSync {
 
   async status(): Promise<readonly ClientStatus[]> {
     const registrations = await this.#store.read();
-    return allClients().map((client) => ({
-      id: client.id,
-      displayName: client.displayName,
-      installed: isInstalled(this.#ctx, client),
-      configPath: client.configPath(this.#ctx),
-      groups: groupsOf(registrations, client.id),
-      viaGateway: registrations.clients[client.id]?.viaGateway ?? [],
-      entries: Object.values(registrations.owned[client.id] ?? {})
-        .flatMap((entries) => Object.keys(entries))
-        .sort(),
-    }));
+    return Promise.all(
+      allClients().map(async (client) => {
+        const configPath = client.configPath(this.#ctx);
+        // Shown at every status, where start and stop warn about a broken file once (broken-file-notice.ts).
+        const problem = await brokenFileProblem(client, configPath);
+        return {
+          id: client.id,
+          displayName: client.displayName,
+          installed: isInstalled(this.#ctx, client),
+          configPath,
+          groups: groupsOf(registrations, client.id),
+          viaGateway: registrations.clients[client.id]?.viaGateway ?? [],
+          entries: Object.values(registrations.owned[client.id] ?? {})
+            .flatMap((entries) => Object.keys(entries))
+            .sort(),
+          ...(problem !== undefined ? { problem } : {}),
+        };
+      }),
+    );
   }
 
   async #change<T>(fn: (registrations: Registrations, save: () => Promise<void>) => Promise<T>): Promise<T> {

@@ -43,6 +43,12 @@ export interface ClientContext {
    * run (`bun /abs/src/main.ts`). Only stdio entries (Claude Desktop) use it.
    */
   readonly selfCommand: readonly string[];
+  /**
+   * Warn about a broken client file even when its state was warned about before, and remember nothing
+   * (broken-file-notice.ts): `client register`, where the user asked about that client, and a supervisor,
+   * whose warnings go to a log the terminal's command must not be silenced by.
+   */
+  readonly alwaysWarn?: boolean;
   /** Said when a stdio entry is written: why `selfCommand` may not outlive this run (npx's cache, bunx's temporary folder). */
   readonly selfCommandCaveat?: string;
 }

@@ -10,6 +10,12 @@ import { isObject } from "../objects.ts";
 
 /** The configured registry (a path or URL, untrimmed), or undefined when none is set. */
 export function registrySetting(text: string, configPath: string): string | undefined {
+  // UTF-16 (PowerShell's > and Out-File) reads as "not valid JSON" at its first character: named instead.
+  // Required, not imported: node:fs (bounded-file.ts) is loaded only once a file is read (registry list's start).
+  const { utf16Problem, SAVE_AS_UTF8 } = require("../bounded-file.ts") as typeof import("../bounded-file.ts");
+  const utf16 = utf16Problem(text);
+  if (utf16 !== undefined)
+    throw new McpmgrError("REGISTRY_INVALID", `${configPath}: ${utf16}`, { hint: SAVE_AS_UTF8, exitCode: 2 });
   let config: unknown;
   try {
     // An editor's byte order mark (Windows Notepad) is no part of the JSON.

@@ -162,6 +162,15 @@ async function _loadCustom(source: CustomRegistrySource, options: LoadRegistryOp
     source.kind === "file"
       ? await _readFile(source.location, setting)
       : await _fetch(source.location, setting, options);
+  // UTF-16 (PowerShell's > and Out-File) reads as "not valid JSON" at its first character: named instead.
+  const { utf16Problem, SAVE_AS_UTF8 } = require("../bounded-file.ts") as typeof import("../bounded-file.ts");
+  const utf16 = utf16Problem(text);
+  if (utf16 !== undefined) {
+    throw new McpmgrError("REGISTRY_INVALID", `invalid registry ${source.location}: ${utf16}`, {
+      hint: SAVE_AS_UTF8,
+      exitCode: 2,
+    });
+  }
   let doc: unknown;
   try {
     // A file saved by Windows Notepad starts with a byte order mark, which JSON.parse stops at.

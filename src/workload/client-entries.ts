@@ -44,7 +44,8 @@ import { packageRunnerOf, stableSelfCommand } from "./self-command.ts";
 import { currentStatus } from "./supervisor-control.ts";
 
 /** What these calls need of a context: `list` builds this much without the rest of a WorkloadContext. */
-export type ClientEntriesContext = Pick<WorkloadContext, "log" | "paths" | "env">;
+export type ClientEntriesContext = Pick<WorkloadContext, "log" | "paths" | "env"> &
+  Partial<Pick<WorkloadContext, "background">>;
 
 /** States in which a workload's supervisor exists, so its entries stay. */
 const LIVE_STATES: ReadonlySet<string> = new Set(["starting", "running", "restarting"]);
@@ -63,6 +64,8 @@ export function clientContextOf(ctx: ClientEntriesContext): ClientContext {
     // By a path an upgrade keeps (a Homebrew Cellar folder is removed by the next upgrade).
     selfCommand,
     ...(caveat !== undefined ? { selfCommandCaveat: caveat } : {}),
+    // A supervisor's warnings go to its proxy log: a broken client file stays for the terminal to warn about once.
+    ...(ctx.background === true ? { alwaysWarn: true } : {}),
   };
 }
 

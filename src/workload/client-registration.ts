@@ -51,7 +51,8 @@ export async function registerClient(
   options: { readonly gateway: boolean },
   ctx: ClientEntriesContext,
 ): Promise<Registered> {
-  const clientCtx = clientContextOf(ctx);
+  // The user asked about this client: a broken file is warned about even if it was before (broken-file-notice.ts).
+  const clientCtx = { ...clientContextOf(ctx), alwaysWarn: true };
   const definition = clientById(client);
   const file = definition.configPath(clientCtx);
   if (!installedClients(clientCtx).includes(definition)) throw notInstalled(definition, file, clientCtx);

@@ -94,7 +94,7 @@ export function containerPlacement(
   validateAddPackages(values["runtime-add-package"]);
   if (values["ca-cert"] !== undefined) readCaCert(values["ca-cert"]);
   const limits = containerResourceLimits(defaultLimits, ctx.env);
-  const server = localServer(parsed, entry, profile);
+  const server = localServer(parsed, entry, profile, values["target-port"] ?? entry?.targetPort);
   if (!isolate && restrictsOutbound(profile)) {
     ctx.log.warn(
       "the permission profile limits outbound hosts/ports, which only --isolate-network enforces; without it the container reaches any host",

@@ -21,6 +21,8 @@ export function localServer(
   parsed: ParsedRunArgv,
   entry: RegistryEntry | undefined,
   profile: PermissionProfile,
+  /** The port mcpmgr will give an HTTP server when one is chosen already (--target-port, the entry's). */
+  listenPort: number | undefined,
 ): LocalServer {
   const { values, given } = parsed;
   const remoteOnly = Object.keys(outgoingAuthOptions).find(
@@ -33,8 +35,9 @@ export function localServer(
       { hint: `leave --${remoteOnly} out (pass credentials to a local server with -e or --secret)` },
     );
   }
+  const transport = serverTransport(parsed, entry);
   return {
-    transport: serverTransport(parsed, entry),
+    transport,
     args: parsed.passthrough.length > 0 || entry === undefined ? parsed.passthrough : entry.args,
     profile,
     profileOrigin: values["permission-profile"]
@@ -43,7 +46,7 @@ export function localServer(
         ? `registry entry ${entry.name}`
         : "default profile",
     volumes: values.volume,
-    variables: serverVariables(values, entry),
+    variables: serverVariables(values, entry, transport === "stdio" ? undefined : { transport, port: listenPort }),
     ignoreGlobally: values["ignore-globally"],
     printOverlays: values["print-resolved-overlays"],
   };

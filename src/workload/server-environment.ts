@@ -28,16 +28,30 @@ export interface ServerVariables {
   readonly requiredBy: string;
 }
 
-export function serverVariables(values: ParsedRunArgv["values"], entry: RegistryEntry | undefined): ServerVariables {
+/** What mcpmgr tells an HTTP server: the transport it speaks, and the port it listens on when one is chosen. */
+export interface ListenSettings {
+  readonly transport: "sse" | "streamable-http";
+  readonly port: number | undefined;
+}
+
+export function serverVariables(
+  values: ParsedRunArgv["values"],
+  entry: RegistryEntry | undefined,
+  listen?: ListenSettings,
+): ServerVariables {
   // The env-file parser (dotenv) only when a file is named; required, not imported: this is synchronous.
   const envFiles = () => require("../config/env-files.ts") as typeof import("../config/env-files.ts");
+  const given: (readonly [string, Readonly<Record<string, string>>])[] = [
+    ["--env-file-dir", values["env-file-dir"] ? envFiles().loadEnvDir(values["env-file-dir"]) : {}],
+    ["--env-file", values["env-file"] ? envFiles().loadEnvFile(values["env-file"]) : {}],
+    ["-e", Object.fromEntries(values.env.map((pair) => [pair.key, pair.value]))],
+  ];
+  if (listen) assertListenVariablesKept(given, listen);
   const plain: Record<string, string> = {
     ...Object.fromEntries(
       (entry?.env ?? []).filter((e) => e.default !== undefined).map((e) => [e.name, e.default as string]),
     ),
-    ...(values["env-file-dir"] ? envFiles().loadEnvDir(values["env-file-dir"]) : {}),
-    ...(values["env-file"] ? envFiles().loadEnvFile(values["env-file"]) : {}),
-    ...Object.fromEntries(values.env.map((pair) => [pair.key, pair.value])),
+    ...Object.assign({}, ...given.map(([, vars]) => vars)),
   };
   for (const ref of values.secret) {
     if (ref.target in plain) {
@@ -56,6 +70,41 @@ export function serverVariables(values: ParsedRunArgv["values"], entry: Registry
       .map((e) => ({ name: e.name, description: e.description, secret: e.secret })),
     requiredBy: entry?.name ?? "",
   });
+}
+
+/**
+ * An HTTP server is told where to listen in MCP_TRANSPORT and MCP_PORT, set by mcpmgr over the user's
+ * variables. One the user gave (-e, --env-file, --env-file-dir, and so --from-config's "env") that
+ * differs was replaced without a word, and the server listened elsewhere than the user asked: refused,
+ * naming the option that sets it. The same value is harmless and kept. A registry entry's default is
+ * not the user's to fix and stays overridden.
+ */
+function assertListenVariablesKept(
+  given: readonly (readonly [string, Readonly<Record<string, string>>])[],
+  listen: ListenSettings,
+): void {
+  const wanted = { MCP_TRANSPORT: listen.transport, MCP_PORT: listen.port?.toString() };
+  for (const name of ["MCP_TRANSPORT", "MCP_PORT"] as const) {
+    const source = given.findLast(([, vars]) => vars[name] !== undefined);
+    if (source === undefined) continue;
+    const [option, vars] = source;
+    const value = vars[name] as string;
+    if (value.trim() === wanted[name]) continue;
+    const where = option === "-e" ? `-e ${name}=${value}` : `${name}=${value} in ${option}`;
+    const hint =
+      name === "MCP_PORT"
+        ? /^\d{1,5}$/.test(value.trim())
+          ? `leave ${name} out and give --target-port ${value.trim()}`
+          : `leave ${name} out; --target-port sets the port`
+        : value.trim() === "sse" || value.trim() === "streamable-http"
+          ? `leave ${name} out and give --transport ${value.trim()}`
+          : `leave ${name} out; --transport sets it`;
+    throw new McpmgrError(
+      "CONFLICTING_OPTIONS",
+      `${where} would be replaced: mcpmgr sets ${name} to tell this ${listen.transport} server ${name === "MCP_PORT" ? "the port to listen on" : "its transport"}${wanted[name] ? ` (${wanted[name]})` : ""}`,
+      { hint },
+    );
+  }
 }
 
 /** The environment a start hands to the server, and a redactor for the secret values in it. */

@@ -214,7 +214,10 @@ describe("mcpmgr secret", () => {
   });
 
   /** `secret set NAME` under script(1), the keys written in one write as a terminal sends a paste; its exit code and output. */
-  async function typeIntoPrompt(name: string, keys: string): Promise<{ exitCode: number; output: string }> {
+  async function typeIntoPrompt(
+    name: string,
+    keys: string | readonly string[],
+  ): Promise<{ exitCode: number; output: string }> {
     const command = [process.execPath, ENTRY, "secret", "set", name].map((word) => `'${word}'`).join(" ");
     const proc = Bun.spawn(["script", "-qec", command, "/dev/null"], {
       cwd: REPO_ROOT,
@@ -230,8 +233,13 @@ describe("mcpmgr secret", () => {
     })();
     const deadline = Date.now() + 15_000;
     while (!output.includes("input hidden") && Date.now() < deadline) await Bun.sleep(20);
-    proc.stdin.write(keys);
-    await proc.stdin.flush();
+    for (const [index, write] of (typeof keys === "string" ? [keys] : keys).entries()) {
+      // Separate writes reach the prompt as separate reads only with time between them; the prompt echoes
+      // nothing that could be polled for, so this one pause stands for a terminal's split delivery.
+      if (index > 0) await Bun.sleep(300);
+      proc.stdin.write(write);
+      await proc.stdin.flush();
+    }
     const exitCode = await Promise.race([proc.exited, Bun.sleep(15_000).then(() => -1)]);
     if (exitCode === -1) proc.kill("SIGKILL");
     await reading;
@@ -249,6 +257,13 @@ describe("mcpmgr secret", () => {
     expect(output).toContain("\u001b[?2004h");
     expect(output).not.toContain("MIIEvQ");
     expect(secret(["get", "pasted-pem"]).stdout).toBe(`${pem.join("\n")}\n`);
+  });
+
+  // An arrow key's sequence cut between two reads: its end ("1;5D") was typed into the value.
+  test("in a terminal, an arrow key split across reads puts nothing into the value", async () => {
+    const { exitCode } = await typeIntoPrompt("split-arrow", ["tok\u001b[1;5", "Den\u001b", "OD\r"]);
+    expect(exitCode).toBe(0);
+    expect(secret(["get", "split-arrow"]).stdout).toBe("token\n");
   });
 
   test("in a terminal without bracketed paste, a pasted value of several lines is refused, not cut", async () => {

@@ -42,3 +42,18 @@ test("a read that ends inside a CRLF or after a marker's ESC cuts nothing into t
 test("Ctrl-C cancels inside a paste whose end never comes", () => {
   expect(feed("\u001b[200~line1\rline2", "\u0003")).toEqual({ kind: "cancelled" });
 });
+
+test("an arrow key (CSI or SS3) split across reads leaves nothing of itself in the value", () => {
+  // Ctrl-Left (ESC [1;5D) cut after its parameters: "1;5D" was typed into the value.
+  expect(feed("tok\u001b[1;5", "Den\r")).toEqual({ kind: "done", value: "token" });
+  // Cut after ESC: "[D" was typed into it.
+  expect(feed("tok\u001b", "[Den\r")).toEqual({ kind: "done", value: "token" });
+  // Cut after ESC [ (and the same inside a paste).
+  expect(feed("tok\u001b[", "Aen\r")).toEqual({ kind: "done", value: "token" });
+  expect(feed("\u001b[200~a\u001b[", "Cb\u001b[201~", "\r")).toEqual({ kind: "done", value: "ab" });
+  // SS3 (application cursor keys: ESC O A), cut after ESC O, and after its ESC.
+  expect(feed("tok\u001bO", "Ben\r")).toEqual({ kind: "done", value: "token" });
+  expect(feed("tok\u001b", "OBen\r")).toEqual({ kind: "done", value: "token" });
+  // A key split over three reads.
+  expect(feed("tok\u001b", "[1;", "5Cen\r")).toEqual({ kind: "done", value: "token" });
+});

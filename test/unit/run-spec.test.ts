@@ -796,3 +796,23 @@ describe("locating the server", () => {
     expect(unknown.hint).toContain("probe");
   });
 });
+
+describe("MCP_TRANSPORT and MCP_PORT, which mcpmgr sets for an HTTP server", () => {
+  test("a value equal to mcpmgr's is kept; a stdio server's are its own", () => {
+    expect(
+      errorOf([PROBE, "--transport", "sse", "--target-port", "9000", "-e", "MCP_PORT=9000", "-e", "MCP_TRANSPORT=sse"]),
+    ).toBeUndefined();
+    expect(errorOf([PROBE, "-e", "MCP_PORT=9000", "-e", "MCP_TRANSPORT=sse"])).toBeUndefined();
+  });
+
+  test("a registry entry's default is not the user's to fix: it stays overridden", () => {
+    const http = entry({
+      name: "listener",
+      source: { npx: "some-package" },
+      transport: "streamable-http",
+      env: [{ name: "MCP_PORT", description: "port", default: "8080" }],
+    });
+    expect(errorOf(["listener"], { entry: http })).toBeUndefined();
+    expect(errorOf(["listener", "-e", "MCP_PORT=9000"], { entry: http })?.message).toContain("would be replaced");
+  });
+});
