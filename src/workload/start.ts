@@ -184,7 +184,9 @@ async function serveWorkload(
     audited = policies.audit
       ? auditSink(policies.audit, parts.workloadLog ?? ctx.stderr, (message) => ctx.log.warn(message))
       : undefined;
-    observed = await startTelemetry(policies.telemetry, spec.name, spec.limits.sessionIdleMs);
+    observed = await startTelemetry(policies.telemetry, spec.name, spec.limits.sessionIdleMs, (message) =>
+      ctx.log.warn(message),
+    );
     const handler = await policyChain(
       parts.upstream.handler,
       {
