@@ -33,11 +33,17 @@ export async function runMain(root: CommandDef<any>, argv: readonly string[] = p
       const summaries = subCommandSummariesOf(cmd);
       const shown = summaries === undefined ? cmd : { ...cmd, subCommands: summaries };
       const sections = [await renderUsage(shown, parent), await helpOnlyCommands(cmd, parent), examplesSection(cmd)];
-      const usage = sections
-        .map((section) => section.trim())
-        .filter((section) => section !== "")
-        .join("\n\n");
-      printResult(stdoutIsTerminal() ? usage : stripColours(usage));
+      const terminal = stdoutIsTerminal();
+      // Loaded here: only help needs it (the start-up of every other command stays as small).
+      const { layoutHelp } = await import("./help-layout.ts");
+      const usage = layoutHelp(
+        sections
+          .map((section) => section.trim())
+          .filter((section) => section !== "")
+          .join("\n\n"),
+        terminal ? process.stdout.columns : undefined,
+      );
+      printResult(terminal ? usage : stripColours(usage));
       process.exit(exitCodeSoFar());
     }
     if (rawArgs[0] === "--version") {

@@ -33,10 +33,49 @@ function signalUrl(endpoint: URL, signal: "traces" | "metrics"): string {
   return `${endpoint.href.replace(/\/+$/, "")}/v1/${signal}`;
 }
 
+/** What an exporter hands its callback: code 0 succeeded, anything else failed (with the error). */
+interface ExportOutcome {
+  code: number;
+  error?: Error;
+}
+
+/**
+ * Has `exporter` say in the workload's log when its exports start failing, and when they reach the
+ * collector again: the SDK reports export errors only to its diagnostic logger, which nothing reads,
+ * so a collector that is down, a wrong port or path, or a refused key lost every span and metric
+ * without a word. Said once per change, not per export (metrics go every 5 s).
+ */
+function reportFailures<T extends { export(items: never, done: (outcome: ExportOutcome) => void): void }>(
+  exporter: T,
+  what: string,
+  url: string,
+  say: ((text: string) => void) | undefined,
+): T {
+  if (say === undefined) return exporter;
+  let failing = false;
+  const exportItems = exporter.export.bind(exporter) as (
+    items: unknown,
+    done: (outcome: ExportOutcome) => void,
+  ) => void;
+  (exporter as { export: unknown }).export = (items: unknown, done: (outcome: ExportOutcome) => void) =>
+    exportItems(items, (outcome) => {
+      if (outcome.code !== 0 && !failing) {
+        failing = true;
+        const reason = (outcome.error?.message ?? "").split("\n")[0]?.slice(0, 300) || "the export failed";
+        say(`telemetry: ${what} could not be sent to ${url}: ${reason}; they are dropped until it answers`);
+      } else if (outcome.code === 0 && failing) {
+        failing = false;
+        say(`telemetry: ${what} reach ${url} again`);
+      }
+      done(outcome);
+    });
+  return exporter;
+}
+
 /** Longest span attribute value exported; longer ones are cut by the SDK. */
 const MAX_ATTRIBUTE_LENGTH = 1024;
 
-export function startTelemetry(spec: TelemetrySpec, version: string): Telemetry {
+export function startTelemetry(spec: TelemetrySpec, version: string, warn?: (text: string) => void): Telemetry {
   const resource = resourceFromAttributes({
     "service.name": spec.serviceName,
     "service.version": version,
@@ -52,7 +91,12 @@ export function startTelemetry(spec: TelemetrySpec, version: string): Telemetry 
       sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(spec.samplingRate) }),
       spanProcessors: [
         new BatchSpanProcessor({
-          exporter: new OTLPTraceExporter({ url: signalUrl(spec.endpoint, "traces"), headers: { ...spec.headers } }),
+          exporter: reportFailures(
+            new OTLPTraceExporter({ url: signalUrl(spec.endpoint, "traces"), headers: { ...spec.headers } }),
+            "spans",
+            signalUrl(spec.endpoint, "traces"),
+            warn,
+          ),
           scheduledDelayMillis: 1_000,
         }),
       ],
@@ -62,7 +106,12 @@ export function startTelemetry(spec: TelemetrySpec, version: string): Telemetry 
   if (spec.metrics && spec.endpoint) {
     readers.push(
       new PeriodicExportingMetricReader({
-        exporter: new OTLPMetricExporter({ url: signalUrl(spec.endpoint, "metrics"), headers: { ...spec.headers } }),
+        exporter: reportFailures(
+          new OTLPMetricExporter({ url: signalUrl(spec.endpoint, "metrics"), headers: { ...spec.headers } }),
+          "metrics",
+          signalUrl(spec.endpoint, "metrics"),
+          warn,
+        ),
         exportIntervalMillis: 5_000,
       }),
     );

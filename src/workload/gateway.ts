@@ -38,7 +38,7 @@ export async function startGatewayWorkload(spec: GatewaySpec, ctx: WorkloadConte
   let observed: Awaited<ReturnType<typeof startTelemetry>>;
   try {
     audited = spec.audit ? auditSink(spec.audit, ctx.stderr, (message) => ctx.log.warn(message)) : undefined;
-    observed = await startTelemetry(spec.telemetry, name, limits.sessionIdleMs);
+    observed = await startTelemetry(spec.telemetry, name, limits.sessionIdleMs, (message) => ctx.log.warn(message));
     const { startGateway } = await import("../gateway/start.ts");
     const gateway = await startGateway(spec, {
       store: new WorkloadStore(ctx.paths),

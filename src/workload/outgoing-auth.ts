@@ -37,7 +37,24 @@ export async function outgoingAuthentication(
   /** What sends the requests (mcpmgr's own client; `proxy stdio NAME` gives the local listeners' one). */
   upstream: UpstreamFetch = defaultUpstreamClient().fetch,
 ): Promise<UpstreamFetch | undefined> {
-  if (!addsCredentials(spec)) return undefined;
+  return (await outgoingCredentials(spec, target, name, ctx, signal, upstream)).fetch;
+}
+
+/**
+ * The same, with the secret values it sends (the secrets store's header values, a static bearer
+ * token): a remote that echoes its request headers (a debugging tool, an error page) would otherwise
+ * put them in clear into audit data, which redacts a launched server's secrets only.
+ */
+export async function outgoingCredentials(
+  spec: OutgoingAuthSpec,
+  target: URL,
+  name: string,
+  ctx: WorkloadContext,
+  signal?: AbortSignal,
+  upstream: UpstreamFetch = defaultUpstreamClient().fetch,
+): Promise<{ fetch: UpstreamFetch | undefined; secretValues: readonly string[] }> {
+  const secretValues: string[] = [];
+  if (!addsCredentials(spec)) return { fetch: undefined, secretValues };
   // Said at every start, before anything is sent: the log shows it was chosen, and since when.
   const inClear = plainHttpWarning(spec, target);
   if (inClear !== undefined) ctx.log.warn(`${name}: ${inClear}`);
@@ -54,12 +71,14 @@ export async function outgoingAuthentication(
       );
     }
     headers.push({ name: header, value });
+    secretValues.push(value);
   }
   let source: TokenSource | undefined;
   let headerName: string | undefined;
   // mcpmgr's own requests (OAuth, token exchange) trust --thv-ca-bundle; the forwarded traffic is the remote's business.
   const http = cappedAnswers(trustingFetch(spec.caBundle));
   if (spec.mode.kind === "bearer") {
+    secretValues.push(spec.mode.token);
     source = staticBearer(spec.mode.token, (status) =>
       ctx.log.warn(`${name}: the remote server refused the bearer token (HTTP ${status})`),
     );
@@ -102,11 +121,14 @@ export async function outgoingAuthentication(
     });
     headerName = spec.tokenExchange.headerName;
   }
-  if (source === undefined && headers.length === 0) return undefined;
-  return authenticatedFetch(upstream, {
-    endpoint: target,
-    headers,
-    ...(source ? { source } : {}),
-    ...(headerName ? { headerName } : {}),
-  });
+  if (source === undefined && headers.length === 0) return { fetch: undefined, secretValues };
+  return {
+    fetch: authenticatedFetch(upstream, {
+      endpoint: target,
+      headers,
+      ...(source ? { source } : {}),
+      ...(headerName ? { headerName } : {}),
+    }),
+    secretValues,
+  };
 }

@@ -49,12 +49,13 @@ export async function startTelemetry(
   spec: TelemetrySpec | undefined,
   serverName: string,
   sessionIdleMs: number,
+  warn?: (text: string) => void,
 ): Promise<{ middleware: Middleware; telemetry: Telemetry } | undefined> {
   if (spec === undefined) return undefined;
   const [providers, { telemetryMiddleware }] = await Promise.all([
     import("../telemetry/providers.ts"),
     import("../middleware/telemetry.ts"),
   ]);
-  const telemetry = providers.startTelemetry(spec, version);
+  const telemetry = providers.startTelemetry(spec, version, warn);
   return { telemetry, middleware: telemetryMiddleware(spec, telemetry, serverName, sessionIdleMs) };
 }

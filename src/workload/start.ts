@@ -175,6 +175,8 @@ async function serveWorkload(
 ): Promise<RunningWorkload> {
   const { policies, listen } = spec;
   const server = parts.launched?.server;
+  // Audit data is scrubbed of the server's secrets, or of those mcpmgr sends a remote.
+  const redact = server?.redact ?? parts.upstream.redact;
   // Opened only now that the server is up: a start that fails earlier leaves no exporter
   // timers or open audit file behind (the supervisor retries starts).
   let audited: AuditSink | undefined;
@@ -184,7 +186,9 @@ async function serveWorkload(
     audited = policies.audit
       ? auditSink(policies.audit, parts.workloadLog ?? ctx.stderr, (message) => ctx.log.warn(message))
       : undefined;
-    observed = await startTelemetry(policies.telemetry, spec.name, spec.limits.sessionIdleMs);
+    observed = await startTelemetry(policies.telemetry, spec.name, spec.limits.sessionIdleMs, (message) =>
+      ctx.log.warn(message),
+    );
     const handler = await policyChain(
       parts.upstream.handler,
       {
@@ -199,7 +203,7 @@ async function serveWorkload(
         telemetry: observed?.middleware,
         audit:
           policies.audit && audited
-            ? { config: policies.audit, write: audited.write, ...(server ? { redact: server.redact } : {}) }
+            ? { config: policies.audit, write: audited.write, ...(redact ? { redact } : {}) }
             : undefined,
         authentication: [
           // Before authentication: the group's gateway gets in with its key (past this workload's own

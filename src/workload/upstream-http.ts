@@ -6,11 +6,12 @@
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { callerOf } from "../middleware/caller.ts";
 import { forwardedNames } from "../middleware/host-names.ts";
+import { redactor } from "../secrets/redact.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
 import { createUpstreamClient } from "../proxy/upstream/client.ts";
 import type { ServerHandle, LaunchedServer } from "../runtime/server-handle.ts";
 import type { WorkloadContext } from "./context.ts";
-import { outgoingAuthentication } from "./outgoing-auth.ts";
+import { outgoingCredentials } from "./outgoing-auth.ts";
 import type { RemotePlacement } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { MAX_REDIRECTS, redirectTarget, sameOriginRedirect } from "./same-origin-redirect.ts";
@@ -26,7 +27,7 @@ export async function connectRemote(
   ctx: WorkloadContext,
   options: UpstreamOptions,
 ): Promise<Upstream> {
-  const upstreamFetch = await outgoingAuthentication(
+  const { fetch: upstreamFetch, secretValues } = await outgoingCredentials(
     placement.outgoingAuth,
     placement.url,
     spec.name,
@@ -40,6 +41,7 @@ export async function connectRemote(
       ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
     }),
     exited: new Promise(() => {}),
+    ...(secretValues.length > 0 ? { redact: redactor(secretValues) } : {}),
   };
 }
 

@@ -17,6 +17,8 @@ export interface Upstream {
   readonly handler: Handler;
   /** Resolves with the reason when the server stops on its own (never, for a remote URL). */
   readonly exited: Promise<string>;
+  /** A remote's: scrubs the secret values mcpmgr sends it (audit data), as a launched server's handle does its own. */
+  readonly redact?: (text: string) => string;
 }
 
 export interface UpstreamOptions {

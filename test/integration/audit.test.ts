@@ -154,3 +154,71 @@ test("legacy SSE (--proxy-mode sse): outcomes and answers come from the session'
   ]);
   expect(calls[0]?.response).toContain("on");
 });
+
+test("a remote's own secrets (a header from the secrets store, a bearer token) are scrubbed from audit data when it echoes them", async () => {
+  // A remote that answers a tool call with the headers it was sent, as debugging servers and error pages do.
+  const echoing = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      // No stream of its own to offer (GET), and nothing to answer for a notification.
+      if (req.method !== "POST") return new Response(null, { status: 405 });
+      const message = (await req.json()) as { id?: number; method: string };
+      if (message.id === undefined) return new Response(null, { status: 202 });
+      const headers = JSON.stringify(Object.fromEntries(req.headers));
+      const result =
+        message.method === "initialize"
+          ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } }
+          : message.method === "tools/list"
+            ? { tools: [{ name: "headers", inputSchema: { type: "object" } }] }
+            : { content: [{ type: "text", text: headers }] };
+      return Response.json({ jsonrpc: "2.0", id: message.id, result });
+    },
+  });
+  const logFile = join(dir, "remote-audit.jsonl");
+  const config = join(dir, "remote-audit.json");
+  const tokenFile = join(dir, "remote-token");
+  await writeFile(config, JSON.stringify({ includeResponseData: true, maxDataSize: 4096, logFile }));
+  await writeFile(tokenFile, "bearer-value-5c1e77ab", { mode: 0o600 });
+  try {
+    const run = await spawnUntil(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        "--foreground",
+        `http://127.0.0.1:${echoing.port}/mcp`,
+        "--name",
+        "echoing-remote",
+        "--remote-forward-headers-secret",
+        "X-Api-Key=remote-key",
+        "--remote-auth-bearer-token-file",
+        tokenFile,
+        "--audit-config",
+        config,
+      ],
+      /^(http:\/\/\S+)$/m,
+      {
+        timeoutMs: 60_000,
+        env: { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_REMOTE_KEY: "api-key-value-93d0f4e2" },
+      },
+    );
+    const client = new Client({ name: "audit-test", version: "1.0.0" });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
+      const answer = await client.callTool({ name: "headers", arguments: {} });
+      // The remote did get them (this is what its echo put in the answer, before audit).
+      expect(JSON.stringify(answer)).toContain("api-key-value-93d0f4e2");
+      await client.close();
+    } finally {
+      await run.stop();
+    }
+  } finally {
+    await echoing.stop(true);
+  }
+  const text = await readFile(logFile, "utf8");
+  const call = (await lines(logFile)).find((e) => e.type === "mcp_tool_call");
+  expect(call?.response).toContain("x-api-key");
+  expect(text).not.toContain("api-key-value-93d0f4e2");
+  expect(text).not.toContain("bearer-value-5c1e77ab");
+}, 60_000);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { attr, startOtlpReceiver, type KeyValue, type OtlpReceiver, type Span } from "../support/otlp-receiver.ts";
 import { startAuthServer } from "../support/auth-server.ts";
 import { CLI_ENTRY, REPO_ROOT, startRun } from "../support/processes.ts";
+import { eventually } from "../support/raw-http.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -322,6 +323,48 @@ test("what a client chooses is cut short in spans: a 1 MiB tool name and request
     const value = attr(span?.span.attributes ?? [], key) ?? "";
     expect(value.length).toBeGreaterThan(100);
     expect(value.length).toBeLessThanOrEqual(1024);
+  }
+}, 60_000);
+
+test("a collector that refuses the exports is named in the log once, and again once it takes them", async () => {
+  // A collector at the wrong path or with a refused key answers 404/401: before, nothing said so.
+  let refusing = true;
+  let exports = 0;
+  const collector = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch() {
+      exports += 1;
+      return refusing ? new Response("no such path", { status: 404 }) : new Response(new Uint8Array(0));
+    },
+  });
+  const run = await runUpstream("uncollected", [
+    "--otel-endpoint",
+    `http://127.0.0.1:${collector.port}`,
+    "--otel-insecure",
+    "--otel-sampling-rate",
+    "1",
+  ]);
+  try {
+    expect((await callEcho(run.url)).status).toBe(200);
+    await eventually(
+      () => /spans could not be sent to http:\/\/127\.0\.0\.1:\d+\/v1\/traces/.test(run.output()),
+      20_000,
+      "the failure",
+    );
+    await eventually(
+      () => /metrics could not be sent to http:\/\/127\.0\.0\.1:\d+\/v1\/metrics/.test(run.output()),
+      20_000,
+      "the metrics failure",
+    );
+    const seen = exports;
+    await eventually(() => exports >= seen + 2, 20_000, "more exports");
+    expect(run.output().match(/metrics could not be sent/g)?.length).toBe(1);
+    refusing = false;
+    await eventually(() => /metrics reach http:\S+ again/.test(run.output()), 20_000, "the recovery");
+  } finally {
+    await run.stop();
+    await collector.stop(true);
   }
 }, 60_000);
 
