@@ -13,7 +13,7 @@ import { mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
 import { assertRegistryMounts } from "../runtime/mount-policy.ts";
 import type { PermissionProfile } from "../runtime/permission-profile.ts";
 import type { WorkloadContext } from "./context.ts";
-import type { InertOptionWarning, LocalServer, Option, Values } from "./placement.ts";
+import { type InertOptionWarning, type LocalServer, type Option, refuseInert, type Values } from "./placement.ts";
 import { serverVariables } from "./server-environment.ts";
 
 /** What a local server's options say, whichever runtime starts it. */
@@ -52,7 +52,7 @@ export function localServer(
       values,
       entry,
       transport === "stdio" ? undefined : { transport, port: listenPort },
-      inert,
+      inert === undefined ? undefined : (error) => refuseInert(error, inert),
     ),
     ignoreGlobally: values["ignore-globally"],
     printOverlays: values["print-resolved-overlays"],

@@ -10,7 +10,6 @@ import type { RegistryEntry } from "../registry/entry.ts";
 import type { SecretReference } from "../secrets/manager.ts";
 import { redactor } from "../secrets/redact.ts";
 import type { WorkloadContext } from "./context.ts";
-import { type InertOptionWarning, refuseInert } from "./placement.ts";
 
 export interface RequiredVariable {
   readonly name: string;
@@ -39,7 +38,10 @@ export function serverVariables(
   values: ParsedRunArgv["values"],
   entry: RegistryEntry | undefined,
   listen?: ListenSettings,
-  inert?: InertOptionWarning,
+  /** How a conflict is refused: thrown, unless the options are a record's (placement.ts's refuseInert warns). */
+  refuse: (error: McpmgrError) => void = (error) => {
+    throw error;
+  },
 ): ServerVariables {
   // The env-file parser (dotenv) only when a file is named; required, not imported: this is synchronous.
   const envFiles = () => require("../config/env-files.ts") as typeof import("../config/env-files.ts");
@@ -48,7 +50,7 @@ export function serverVariables(
     ["--env-file", values["env-file"] ? envFiles().loadEnvFile(values["env-file"]) : {}],
     ["-e", Object.fromEntries(values.env.map((pair) => [pair.key, pair.value]))],
   ];
-  if (listen) assertListenVariablesKept(given, listen, inert);
+  if (listen) assertListenVariablesKept(given, listen, refuse);
   const plain: Record<string, string> = {
     ...Object.fromEntries(
       (entry?.env ?? []).filter((e) => e.default !== undefined).map((e) => [e.name, e.default as string]),
@@ -86,7 +88,7 @@ export function serverVariables(
 function assertListenVariablesKept(
   given: readonly (readonly [string, Readonly<Record<string, string>>])[],
   listen: ListenSettings,
-  inert: InertOptionWarning,
+  refuse: (error: McpmgrError) => void,
 ): void {
   const wanted = { MCP_TRANSPORT: listen.transport, MCP_PORT: listen.port?.toString() };
   for (const name of ["MCP_TRANSPORT", "MCP_PORT"] as const) {
@@ -109,7 +111,7 @@ function assertListenVariablesKept(
       `${where} would be replaced: mcpmgr sets ${name} to tell this ${listen.transport} server ${name === "MCP_PORT" ? "the port to listen on" : "its transport"}${wanted[name] ? ` (${wanted[name]})` : ""}`,
       { hint },
     );
-    refuseInert(error, inert);
+    refuse(error);
   }
 }
 
