@@ -9,7 +9,7 @@
  * user asked about that client. A workload's supervisor warns always too, and remembers nothing: its
  * warnings go to the proxy log, and the command in the terminal must still say it once.
  */
-import { realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "../state/atomic-file.ts";
 import type { ClientContext } from "./types.ts";
@@ -57,8 +57,11 @@ export async function warnAboutBrokenFile(ctx: ClientContext, file: string, reas
   const known = await remembered(ctx);
   if (known[state.path] === state.key) return false;
   warnedNow.add(state.path);
-  known[state.path] = state.key;
-  await writeFileAtomic(join(ctx.paths.stateDir, FILE_NAME), `${JSON.stringify(known, null, 2)}\n`).catch(() => {});
+  // Files gone since (a client uninstalled, a HOME moved) are forgotten as the memo is written: it stays as
+  // small as the set of client files there are, however many came and went.
+  const kept = Object.fromEntries(Object.entries(known).filter(([path]) => existsSync(path)));
+  kept[state.path] = state.key;
+  await writeFileAtomic(join(ctx.paths.stateDir, FILE_NAME), `${JSON.stringify(kept, null, 2)}\n`).catch(() => {});
   return true;
 }
 

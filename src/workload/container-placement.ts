@@ -17,7 +17,7 @@ import { deniesNetwork, restrictsOutbound, type PermissionProfile } from "../run
 import type { WorkloadContext } from "./context.ts";
 import { containerResourceLimits } from "./limits.ts";
 import { localServer, profileOf, serverTransport } from "./local-server.ts";
-import type { ContainerPlacement, ImageSource, PackageSource, Values } from "./placement.ts";
+import type { ContainerPlacement, ImageSource, InertOptionWarning, PackageSource, Values } from "./placement.ts";
 
 /** Options for building an image from a package, meaningless for an image. */
 const buildOptions = ["runtime-image", "runtime-add-package", "ca-cert"] as const;
@@ -28,6 +28,7 @@ export function containerPlacement(
   entry: RegistryEntry | undefined,
   engine: ContainerEngine,
   ctx: WorkloadContext,
+  inert?: InertOptionWarning,
 ): ContainerPlacement {
   const { values, given } = parsed;
   const transport = serverTransport(parsed, entry);
@@ -94,7 +95,7 @@ export function containerPlacement(
   validateAddPackages(values["runtime-add-package"]);
   if (values["ca-cert"] !== undefined) readCaCert(values["ca-cert"]);
   const limits = containerResourceLimits(defaultLimits, ctx.env);
-  const server = localServer(parsed, entry, profile, values["target-port"] ?? entry?.targetPort);
+  const server = localServer(parsed, entry, profile, values["target-port"] ?? entry?.targetPort, inert);
   if (!isolate && restrictsOutbound(profile)) {
     ctx.log.warn(
       "the permission profile limits outbound hosts/ports, which only --isolate-network enforces; without it the container reaches any host",

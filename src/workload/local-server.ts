@@ -13,7 +13,7 @@ import { mcpmgrProtectedDirs } from "../runtime/host-paths.ts";
 import { assertRegistryMounts } from "../runtime/mount-policy.ts";
 import type { PermissionProfile } from "../runtime/permission-profile.ts";
 import type { WorkloadContext } from "./context.ts";
-import type { LocalServer, Option, Values } from "./placement.ts";
+import { type InertOptionWarning, type LocalServer, type Option, refuseInert, type Values } from "./placement.ts";
 import { serverVariables } from "./server-environment.ts";
 
 /** What a local server's options say, whichever runtime starts it. */
@@ -23,6 +23,8 @@ export function localServer(
   profile: PermissionProfile,
   /** The port mcpmgr will give an HTTP server when one is chosen already (--target-port, the entry's). */
   listenPort: number | undefined,
+  /** Set for a workload's recorded options: what earlier versions accepted is warned about, not refused. */
+  inert?: InertOptionWarning,
 ): LocalServer {
   const { values, given } = parsed;
   const remoteOnly = Object.keys(outgoingAuthOptions).find(
@@ -46,7 +48,12 @@ export function localServer(
         ? `registry entry ${entry.name}`
         : "default profile",
     volumes: values.volume,
-    variables: serverVariables(values, entry, transport === "stdio" ? undefined : { transport, port: listenPort }),
+    variables: serverVariables(
+      values,
+      entry,
+      transport === "stdio" ? undefined : { transport, port: listenPort },
+      inert === undefined ? undefined : (error) => refuseInert(error, inert),
+    ),
     ignoreGlobally: values["ignore-globally"],
     printOverlays: values["print-resolved-overlays"],
   };

@@ -36,7 +36,7 @@ export function processPlacement(
     inert,
   );
   const profile = profileOf(values, entry, ctx);
-  const server = localServer(parsed, entry, profile, values["target-port"]);
+  const server = localServer(parsed, entry, profile, values["target-port"], inert);
   if (server.transport === "stdio") {
     for (const option of ["target-host", "target-port"] as const) {
       if (parsed.given.has(option)) {

@@ -115,6 +115,7 @@ export function resolveRunSpec(
             entry,
             located.runtime.engine,
             ctx,
+            inert,
           )
         : (require("./process-placement.ts") as typeof import("./process-placement.ts")).processPlacement(
             parsed,

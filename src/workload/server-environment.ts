@@ -38,6 +38,10 @@ export function serverVariables(
   values: ParsedRunArgv["values"],
   entry: RegistryEntry | undefined,
   listen?: ListenSettings,
+  /** How a conflict is refused: thrown, unless the options are a record's (placement.ts's refuseInert warns). */
+  refuse: (error: McpmgrError) => void = (error) => {
+    throw error;
+  },
 ): ServerVariables {
   // The env-file parser (dotenv) only when a file is named; required, not imported: this is synchronous.
   const envFiles = () => require("../config/env-files.ts") as typeof import("../config/env-files.ts");
@@ -46,7 +50,7 @@ export function serverVariables(
     ["--env-file", values["env-file"] ? envFiles().loadEnvFile(values["env-file"]) : {}],
     ["-e", Object.fromEntries(values.env.map((pair) => [pair.key, pair.value]))],
   ];
-  if (listen) assertListenVariablesKept(given, listen);
+  if (listen) assertListenVariablesKept(given, listen, refuse);
   const plain: Record<string, string> = {
     ...Object.fromEntries(
       (entry?.env ?? []).filter((e) => e.default !== undefined).map((e) => [e.name, e.default as string]),
@@ -77,11 +81,14 @@ export function serverVariables(
  * variables. One the user gave (-e, --env-file, --env-file-dir, and so --from-config's "env") that
  * differs was replaced without a word, and the server listened elsewhere than the user asked: refused,
  * naming the option that sets it. The same value is harmless and kept. A registry entry's default is
- * not the user's to fix and stays overridden.
+ * not the user's to fix and stays overridden. A workload's record may hold such a value from a version that
+ * replaced it without a word: its start (after a reboot, `start --all`) is warned about and goes on as
+ * that version's did, mcpmgr's value replacing the user's, rather than failing where it used to start.
  */
 function assertListenVariablesKept(
   given: readonly (readonly [string, Readonly<Record<string, string>>])[],
   listen: ListenSettings,
+  refuse: (error: McpmgrError) => void,
 ): void {
   const wanted = { MCP_TRANSPORT: listen.transport, MCP_PORT: listen.port?.toString() };
   for (const name of ["MCP_TRANSPORT", "MCP_PORT"] as const) {
@@ -99,11 +106,12 @@ function assertListenVariablesKept(
         : value.trim() === "sse" || value.trim() === "streamable-http"
           ? `leave ${name} out and give --transport ${value.trim()}`
           : `leave ${name} out; --transport sets it`;
-    throw new McpmgrError(
+    const error = new McpmgrError(
       "CONFLICTING_OPTIONS",
       `${where} would be replaced: mcpmgr sets ${name} to tell this ${listen.transport} server ${name === "MCP_PORT" ? "the port to listen on" : "its transport"}${wanted[name] ? ` (${wanted[name]})` : ""}`,
       { hint },
     );
+    refuse(error);
   }
 }
 

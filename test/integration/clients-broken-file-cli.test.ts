@@ -5,7 +5,7 @@
  * the file changes, and every time by `client status`, which also gives the problem in its JSON.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, runCli, runCliOk } from "../support/cli-home.ts";
@@ -42,6 +42,14 @@ test("a broken file is warned about once, again when it changes, and by client s
   const first = runCliOk(env, ["run", PROBE, "--name", "first"]);
   expect(cursorWarnings(first.stderr)).toHaveLength(1);
   expect(cursorWarnings(first.stderr)[0]).toContain("mcpmgr left it unchanged");
+
+  // The memo names the broken file; one for a file that no longer exists is forgotten when it is written.
+  const memo = join(home, ".mcpmgr", "state", "client-file-warnings.json");
+  expect(Object.keys(JSON.parse(readFileSync(memo, "utf8")))).toEqual([realpathSync(cursorFile)]);
+  writeFileSync(memo, JSON.stringify({ [join(home, "gone", "mcp.json")]: "1:2:old" }));
+  runCliOk(env, ["stop", "first"]);
+  runCliOk(env, ["start", "first"]);
+  expect(Object.keys(JSON.parse(readFileSync(memo, "utf8")))).toEqual([realpathSync(cursorFile)]);
 
   // The same file, unchanged: nothing more at run, stop or start.
   for (const args of [

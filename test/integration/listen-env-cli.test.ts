@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
+import { freePort } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -24,6 +25,7 @@ beforeAll(() => {
 
 afterAll(() => {
   runCli(env, ["rm", "listens"]);
+  runCli(env, ["rm", "recorded-port"]);
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -69,4 +71,33 @@ test("an export's run options made to serve HTTP with -e MCP_PORT in them are re
   const line = expectOneLineError(runCli(env, ["run", "--from-config", file]), 2);
   expect(line).toContain("-e MCP_PORT=9002 would be replaced");
   expect(names()).not.toContain("listens");
+});
+
+test("a record an earlier version made with -e MCP_PORT still starts (start, start --all), warned about in its log", async () => {
+  // Earlier versions accepted -e MCP_PORT=9000 and told the server mcpmgr's port instead: such a workload
+  // started at every boot. Made here with the same value (accepted), then the record given 9000 and no
+  // --target-port, as that version recorded it. It must not fail to start after the upgrade.
+  const port = await freePort();
+  const http = ["npx://./test/fixtures/redirecting-http", "--transport", "streamable-http"];
+  const args = [...http, "--permission-profile", "network", "--name", "recorded-port"];
+  runCliOk(env, ["run", ...args, "--target-port", String(port), "-e", `MCP_PORT=${port}`, "--", "browsers-elsewhere"]);
+  runCliOk(env, ["stop", "recorded-port"]);
+  const file = join(home, ".mcpmgr", "state", "workloads", "recorded-port", "workload.json");
+  const record = JSON.parse(readFileSync(file, "utf8")) as { runOptions: string[] };
+  const runOptions = record.runOptions.map((word) => (word === `MCP_PORT=${port}` ? "MCP_PORT=9000" : word));
+  runOptions.splice(runOptions.indexOf("--target-port"), 2);
+  writeFileSync(file, JSON.stringify({ ...record, runOptions }));
+
+  runCliOk(env, ["start", "recorded-port"]);
+  runCliOk(env, ["stop", "recorded-port"]);
+  runCliOk(env, ["start", "--all"]);
+  const listed = JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout) as { name: string; status: string }[];
+  expect(listed.find((row) => row.name === "recorded-port")?.status).toBe("running");
+  const log = readFileSync(join(home, ".mcpmgr", "state", "logs", "recorded-port.proxy.log"), "utf8");
+  expect(log).toContain("-e MCP_PORT=9000 would be replaced");
+  expect(log).toContain("ignored, as the version that recorded this workload did");
+  // A new run with the same options is still refused.
+  const line = expectOneLineError(runCli(env, ["run", ...http, "--name", "fresh", "-e", "MCP_PORT=9000"]), 2);
+  expect(line).toContain("-e MCP_PORT=9000 would be replaced");
+  runCliOk(env, ["stop", "recorded-port"]);
 });

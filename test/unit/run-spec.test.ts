@@ -55,7 +55,7 @@ function refusal(
 }
 
 /** The error specFor throws for `argv`, or undefined when it takes them. */
-function errorOf(argv: string[], options: { entry?: RegistryEntry } = {}) {
+function errorOf(argv: string[], options: { entry?: RegistryEntry; runtime?: RuntimeKind } = {}) {
   try {
     specFor(argv, options);
   } catch (err) {
@@ -815,4 +815,22 @@ describe("MCP_TRANSPORT and MCP_PORT, which mcpmgr sets for an HTTP server", () 
     expect(errorOf(["listener"], { entry: http })).toBeUndefined();
     expect(errorOf(["listener", "-e", "MCP_PORT=9000"], { entry: http })?.message).toContain("would be replaced");
   });
+
+  // Earlier versions replaced the value without a word: a workload recorded with it kept starting (after a
+  // reboot too), and must not fail to start after an upgrade. On either runtime, as its supervisor resolves it.
+  test.each<RuntimeKind>(["process", "container"])(
+    "a %s workload recorded with -e MCP_PORT/MCP_TRANSPORT still starts, warned about",
+    (runtime) => {
+      const argv = [PROBE, "--name", "old", "--transport", "streamable-http", "-e", "MCP_PORT=9000"];
+      const context = testContext();
+      const spec = specFor([...argv, "-e", "MCP_TRANSPORT=sse"], { runtime, context, recorded: true });
+      expect(spec.name).toBe("old");
+      const logged = context.logged.join("\n");
+      expect(logged).toContain("warn: old: -e MCP_PORT=9000 would be replaced");
+      expect(logged).toContain("warn: old: -e MCP_TRANSPORT=sse would be replaced");
+      expect(logged).toContain("ignored, as the version that recorded this workload did");
+      // A new run of the same options is refused.
+      expect(errorOf(argv, { runtime })?.message).toContain("-e MCP_PORT=9000 would be replaced");
+    },
+  );
 });
