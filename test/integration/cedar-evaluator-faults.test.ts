@@ -133,7 +133,10 @@ test("something on the socket that drops every connection before the load is ans
     },
   );
   const outcome = JSON.parse((await new Response(run.stdout).text()).trim());
-  expect(outcome.error).toContain("the evaluator's connection closed");
+  // Typed as the evaluator being unavailable, with its log to look at (before: INTERNAL, "report it").
+  expect(outcome.code).toBe("CEDAR_EVALUATOR_UNAVAILABLE");
+  expect(outcome.error).toContain("it ended each connection before loading the policies");
+  expect(outcome.hint).toContain(outcome.log);
   expect(outcome.ms).toBeLessThan(7_000);
   // Before: each try again at once, some 30,000 connections in the 5 s.
   expect(outcome.connections).toBeGreaterThan(1);
