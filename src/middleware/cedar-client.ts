@@ -220,7 +220,14 @@ export class PolicySetClient {
       try {
         return await this.#load(socket);
       } catch (err) {
-        if (!(err instanceof EvaluatorGone) || Date.now() >= deadline) throw err;
+        if (!(err instanceof EvaluatorGone)) throw err;
+        // Not a fault of this installation to report: whatever holds the socket ends every load.
+        if (Date.now() >= deadline)
+          throw new McpmgrError(
+            "CEDAR_EVALUATOR_UNAVAILABLE",
+            `the Cedar evaluator could not be reached: it ended each connection before loading the policies, for ${START_WAIT_MS / 1000} s`,
+            { hint: this.#logHint(), cause: err },
+          );
       }
     }
   }
@@ -284,8 +291,12 @@ export class PolicySetClient {
 
   #unavailable(why: string): McpmgrError {
     return new McpmgrError("CEDAR_EVALUATOR_UNAVAILABLE", `the Cedar evaluator could not be started: ${why}`, {
-      hint: `its log says why: ${this.#access.logPath}; \`mcpmgr version\` checks the installation`,
+      hint: this.#logHint(),
     });
+  }
+
+  #logHint(): string {
+    return `its log says why: ${this.#access.logPath}; \`mcpmgr version\` checks the installation`;
   }
 
   /** Frames from the evaluator go to whoever waits for their number; its end fails them all. */

@@ -71,6 +71,12 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
     let nextId = 0;
     let idleTimer: ReturnType<typeof setTimeout> | undefined;
     let closing: "idle" | "trapped" | undefined;
+    /**
+     * Set the moment the engine traps, not when the trapping socket's end lets `stopListening` run
+     * (up to a second later): other connections' frames already waiting for their turn are denied
+     * without a call into the instance, whose memory is no longer vouched for.
+     */
+    let broken = false;
     /** No longer listening: the last client to leave ends the evaluator. */
     let shut = false;
     const turns = new Turns();
@@ -146,6 +152,7 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
       };
       /** The instance is not trusted after a trap: this request fails, and the evaluator leaves for a clean one. */
       const trapped = (n: number, err: EngineTrap, loading = false) => {
+        broken = true;
         options.log(`cedar evaluator: ${err.message}; exiting so that the next client starts a clean one`);
         const cause = err.cause instanceof Error ? err.cause : err;
         if (loading) send({ n, ...invalidFrame(engineTrapped(cause)) });
@@ -154,7 +161,7 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
         setTimeout(() => void stopListening("trapped"), 1_000).unref();
       };
       const free = () => {
-        if (set === undefined || closing === "trapped") return;
+        if (set === undefined || broken) return;
         const { id } = set;
         set = undefined;
         try {
@@ -186,7 +193,7 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
         const decisions: Decision[] = [];
         return (until: number): boolean => {
           if (socket.destroyed) return true;
-          if (closing === "trapped") {
+          if (broken) {
             send({ n: frame.n, error: "the Cedar engine failed; the evaluator restarts" });
             return true;
           }
@@ -227,8 +234,7 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
           frame.op === "decide"
             ? decider(frame)
             : () => {
-                if (closing === "trapped")
-                  send({ n: frame.n, error: "the Cedar engine failed; the evaluator restarts" });
+                if (broken) send({ n: frame.n, error: "the Cedar engine failed; the evaluator restarts" });
                 else load(frame);
                 return true;
               };

@@ -4,6 +4,10 @@
  * build only this installation's other helper images go; not another installation's, not one labelled
  * before images carried the installation, not an image mcpmgr did not build, and never one a container
  * (here a stopped one) uses. Real Docker; the helper is built from this Bun, as on a Linux host.
+ *
+ * The image lock (network-isolation.ts) spans only finding (or building) the image to creating the helper
+ * from it: the networks are made before it, so a `start --all` of several isolated workloads is not
+ * serialised on them.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
@@ -139,6 +143,18 @@ test("same installation, two versions: a build waits while an older process goes
     ),
   ]);
 
+  // What needs no lock was done meanwhile (the networks): several workloads starting at once wait for
+  // each other only for the image's find-or-build and the helper's create. No helper yet.
+  const ofRace = ["--filter", `label=mcpmgr.install=${raceInstall}`, "--format", "{{.Name}}"];
+  const whileWaiting = {
+    networks: docker("network", "ls", ...ofRace)
+      .out.split("\n")
+      .filter(Boolean).length,
+    helpers: docker("ps", "-a", ...ofRace)
+      .out.split("\n")
+      .filter(Boolean).length,
+  };
+
   // The older process creates its helper from the image it found, then lets go of the lock.
   const helper = `egress-race-helper-${suffix}`;
   const created = docker("create", "--name", helper, older);
@@ -155,9 +171,10 @@ test("same installation, two versions: a build waits while an older process goes
   );
   made.push(...newTags.out.split("\n").filter((tag) => tag !== "" && tag !== older));
 
-  expect({ first, created: created.code, olderKept: exists(older) }).toEqual({
+  expect({ first, created: created.code, olderKept: exists(older), whileWaiting }).toEqual({
     first: "waited",
     created: 0,
     olderKept: true,
+    whileWaiting: { networks: 2, helpers: 0 },
   });
 }, 240_000);

@@ -114,9 +114,34 @@ export async function ensureEgressImage(
   install: string,
   onProgress: (line: string) => void,
 ): Promise<string> {
+  return provideEgressImage(engine, await planEgressImage(engine, install), onProgress);
+}
+
+/** The helper image this process needs: its tag and how to build it. */
+export interface EgressImagePlan {
+  readonly tag: string;
+  readonly install: string;
+  readonly files: () => ContextFile[];
+}
+
+/**
+ * Works out the tag (the engine's platform, the runtime's libraries) without looking for the image:
+ * apart from `provideEgressImage`, so that a caller can do it outside the lock it holds around the
+ * image's use (network-isolation.ts).
+ */
+export async function planEgressImage(engine: ContainerEngine, install: string): Promise<EgressImagePlan> {
   const { files, key } = await contextFiles(engine);
   const hash = createHash("sha256").update(`${key}\ninstall:${install}`).digest("hex").slice(0, 16);
-  const tag = `${EGRESS_REPOSITORY}:${hash}`;
+  return { tag: `${EGRESS_REPOSITORY}:${hash}`, install, files };
+}
+
+/** The planned image's tag, found or built (then this installation's older helper images go). */
+export async function provideEgressImage(
+  engine: ContainerEngine,
+  plan: EgressImagePlan,
+  onProgress: (line: string) => void,
+): Promise<string> {
+  const { tag, install, files } = plan;
   if (await inspectLocalImage(engine, tag)) return tag;
   onProgress(`building the network isolation helper image ${tag}`);
   await buildFromContext(engine, {

@@ -19,7 +19,7 @@
 import { deniesNetwork, type PermissionProfile } from "../permission-profile.ts";
 import type { EgressConfig } from "./egress/config.ts";
 import type { ContainerEngine } from "./engine.ts";
-import { ensureEgressImage } from "./egress-image.ts";
+import { planEgressImage, provideEgressImage } from "./egress-image.ts";
 import { takenNameError } from "./container-name.ts";
 import { engineError } from "./images.ts";
 import { INSTALL_LABEL } from "./labels.ts";
@@ -195,12 +195,9 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
   };
   let lock: LockHandle | undefined;
   try {
-    lock = await acquireLock(input.imageLock, {
-      timeoutMs: IMAGE_LOCK_MS,
-      staleMs: IMAGE_LOCK_MS,
-      onWait: () => input.onProgress("waiting for another mcpmgr to set up the network isolation helper image…"),
-    });
-    const image = await ensureEgressImage(engine, install, input.onProgress);
+    // Everything but the image's find-or-build and the helper's create happens outside the lock:
+    // several workloads starting at once (`start --all`) wait for each other only that long.
+    const plan = await planEgressImage(engine, install);
     await docker.createNetwork({
       Name: names.internal,
       Driver: "bridge",
@@ -222,6 +219,12 @@ export async function createIsolation(engine: ContainerEngine, input: IsolationI
     const ingressKey = `${INGRESS_PORT}/tcp`;
     const socketDir = input.ingress?.socketDir;
     const hostPort = socketDir === undefined ? input.ingress?.hostPort : undefined;
+    lock = await acquireLock(input.imageLock, {
+      timeoutMs: IMAGE_LOCK_MS,
+      staleMs: IMAGE_LOCK_MS,
+      onWait: () => input.onProgress("waiting for another mcpmgr to set up the network isolation helper image…"),
+    });
+    const image = await provideEgressImage(engine, plan, input.onProgress);
     creating = { what: "container", name: names.helper };
     const helper = await docker.createContainer({
       name: names.helper,
