@@ -7,7 +7,6 @@ import { type CommandDef, renderUsage } from "citty";
 import { layoutHelp } from "../../src/cli/help-layout.ts";
 import { subcommands } from "../../src/cli/root.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: citty's CommandDef is invariant in its args
 type Command = CommandDef<any>;
 
 const resolved = async <T>(value: T | (() => T | Promise<T>) | Promise<T>): Promise<T> =>
