@@ -32,9 +32,22 @@ function wrap(text: string, width: number): string[] {
   return lines;
 }
 
+/** A terminal narrower than this gets descriptions under their option at NARROW_COLUMN. */
+const NARROW_BELOW = OPTION_COLUMN + 21;
+const NARROW_COLUMN = 6;
+
 function layoutRow(option: string, description: string, columns: number | undefined): string[] {
-  const pad = " ".repeat(OPTION_COLUMN);
   const head = `${INDENT}${option}`;
+  // Below NARROW_BELOW, 34 columns of indent and a 20-character line would be wider than the terminal,
+  // which folds every row of the description into two or three.
+  if (columns !== undefined && columns < NARROW_BELOW)
+    return [
+      head,
+      ...wrap(description, Math.max(10, columns - NARROW_COLUMN - 1)).map(
+        (text) => `${" ".repeat(NARROW_COLUMN)}${text}`,
+      ),
+    ];
+  const pad = " ".repeat(OPTION_COLUMN);
   // An option too long for the column keeps its description on its own row all the same, two spaces
   // on: `mcpmgr run --help | grep otel` shows what each option does.
   const start = Math.max(OPTION_COLUMN, visible(head) + 2);

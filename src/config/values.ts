@@ -85,12 +85,19 @@ export const serverHttpUrl = v.pipe(
  * and logs; a password in a URL would be all of those. Their own options (a client secret file, a header)
  * carry credentials instead.
  */
-export const httpUrl = v.pipe(
-  serverHttpUrl,
-  v.check((text) => {
-    const url = new URL(text);
-    return url.username === "" && url.password === "";
-  }, "must not hold a user name or password (user:password@): it would be recorded, listed and logged; give the credential with its own option"),
+const noUserInfo = v.check((text: string) => {
+  const url = new URL(text);
+  return url.username === "" && url.password === "";
+}, "must not hold a user name or password (user:password@): it would be recorded, listed and logged; give the credential with its own option");
+
+export const httpUrl = v.pipe(serverHttpUrl, noUserInfo);
+
+/** An OTLP/HTTP collector (`--otel-endpoint`): as httpUrl, with a collector's URL as the example, not an MCP server's. */
+export const collectorUrl = v.pipe(
+  trimmed,
+  v.url("must be an absolute URL such as https://otel-collector.example.com:4318"),
+  v.check((text) => /^https?:$/i.test(new URL(text).protocol), "must be an http:// or https:// URL"),
+  noUserInfo,
 );
 
 const hostLabel = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;

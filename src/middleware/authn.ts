@@ -167,9 +167,12 @@ export function bearerAuthentication(options: AuthnOptions): Middleware {
     const header = req.headers.get("authorization");
     const match = header === null ? null : /^Bearer[ \t]+([A-Za-z0-9\-._~+/]+=*)[ \t]*$/i.exec(header);
     if (match === null) {
-      return header === null
+      // RFC 6750 §3.1: another scheme (Basic, Digest…) is a request without authentication as far as
+      // Bearer goes, answered with the bare challenge and no error code; a Bearer credential that is
+      // not a token's syntax (empty, two words) is an invalid token.
+      return header === null || !/^Bearer(?:[ \t]|$)/i.test(header)
         ? challenge(req, 401)
-        : challenge(req, 401, new TokenRejected("invalid_token", "the Authorization header is not a Bearer token"));
+        : challenge(req, 401, new TokenRejected("invalid_token", "the Bearer credential is not a token"));
     }
     let principal: Principal;
     try {

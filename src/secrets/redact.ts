@@ -84,7 +84,7 @@ const JSON_DEPTH = 2;
 
 /**
  * Every spelling of the values to look for, longest first (so a value that contains another one is
- * removed whole). Besides the value itself: its JSON string forms (a value with a quote, a backslash or a
+ * removed whole). Besides the value itself: its percent-encoded form, its JSON string forms (a value with a quote, a backslash or a
  * line break is written escaped by a server that logs its settings as JSON, and escaped again in an audit
  * line's data; Python's json also escapes every non-ASCII character, Go's `<`, `>` and `&`), and each line of a multi-line value
  * (a PEM key, a credentials file), which a server may print one write at a time, so that no chunk of its
@@ -114,6 +114,8 @@ function spellings(values: Iterable<string | Secret>): string[] {
     const text = value instanceof Secret ? value.reveal() : value;
     if (typeof text !== "string" || text.length < MIN_REDACT_LENGTH) continue;
     add(text);
+    // Percent-encoded, as a URL or a form quotes it (a base64 key's `+`, `/` and `=`, a password's `@`).
+    if (encodeURIComponent(text) !== text) add(encodeURIComponent(text));
     if (/[\r\n]/.test(text)) for (const line of text.split(/\r?\n|\r/)) addLine(line.trim());
   }
   return [...found].sort((a, b) => b.length - a.length);

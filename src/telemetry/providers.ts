@@ -17,6 +17,7 @@ import {
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
 import type { TelemetrySpec } from "../config/telemetry-spec.ts";
+import { reportFailures, signalUrl } from "./export-reports.ts";
 
 export interface Telemetry {
   readonly tracer: Tracer | undefined;
@@ -25,51 +26,6 @@ export interface Telemetry {
   readonly prometheusText: (() => Promise<string>) | undefined;
   /** Flushes what is buffered (spans, metrics) and stops exporting. */
   shutdown(): Promise<void>;
-}
-
-function signalUrl(endpoint: URL, signal: "traces" | "metrics"): string {
-  if (/\/v1\/(traces|metrics)$/.test(endpoint.pathname))
-    return endpoint.href.replace(/\/v1\/(traces|metrics)$/, `/v1/${signal}`);
-  return `${endpoint.href.replace(/\/+$/, "")}/v1/${signal}`;
-}
-
-/** What an exporter hands its callback: code 0 succeeded, anything else failed (with the error). */
-interface ExportOutcome {
-  code: number;
-  error?: Error;
-}
-
-/**
- * Has `exporter` say in the workload's log when its exports start failing, and when they reach the
- * collector again: the SDK reports export errors only to its diagnostic logger, which nothing reads,
- * so a collector that is down, a wrong port or path, or a refused key lost every span and metric
- * without a word. Said once per change, not per export (metrics go every 5 s).
- */
-function reportFailures<T extends { export(items: never, done: (outcome: ExportOutcome) => void): void }>(
-  exporter: T,
-  what: string,
-  url: string,
-  say: ((text: string) => void) | undefined,
-): T {
-  if (say === undefined) return exporter;
-  let failing = false;
-  const exportItems = exporter.export.bind(exporter) as (
-    items: unknown,
-    done: (outcome: ExportOutcome) => void,
-  ) => void;
-  (exporter as { export: unknown }).export = (items: unknown, done: (outcome: ExportOutcome) => void) =>
-    exportItems(items, (outcome) => {
-      if (outcome.code !== 0 && !failing) {
-        failing = true;
-        const reason = (outcome.error?.message ?? "").split("\n")[0]?.slice(0, 300) || "the export failed";
-        say(`telemetry: ${what} could not be sent to ${url}: ${reason}; they are dropped until it answers`);
-      } else if (outcome.code === 0 && failing) {
-        failing = false;
-        say(`telemetry: ${what} reach ${url} again`);
-      }
-      done(outcome);
-    });
-  return exporter;
 }
 
 /** Longest span attribute value exported; longer ones are cut by the SDK. */

@@ -71,7 +71,7 @@ export async function outgoingCredentials(
       );
     }
     headers.push({ name: header, value });
-    secretValues.push(value);
+    secretValues.push(...credentialForms(value));
   }
   let source: TokenSource | undefined;
   let headerName: string | undefined;
@@ -131,4 +131,23 @@ export async function outgoingCredentials(
     }),
     secretValues,
   };
+}
+
+/**
+ * A header value as a remote may echo it: whole, its credentials without the scheme (`Basic …`,
+ * `Token …`: "invalid token: …" error pages quote just that), and a Basic credential decoded
+ * (`user:password`) and its password, which a server that logs who called may print.
+ */
+function credentialForms(value: string): string[] {
+  const forms = [value];
+  const scheme = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*) +(\S+)$/.exec(value.trim());
+  if (scheme === null) return forms;
+  const credentials = scheme[2] as string;
+  forms.push(credentials);
+  if (scheme[1]?.toLowerCase() === "basic" && /^[A-Za-z0-9+/]+=*$/.test(credentials)) {
+    const decoded = Buffer.from(credentials, "base64").toString("utf8");
+    const colon = decoded.indexOf(":");
+    if (colon > 0 && !decoded.includes("\uFFFD")) forms.push(decoded, decoded.slice(colon + 1));
+  }
+  return forms;
 }

@@ -165,7 +165,9 @@ test("a remote's own secrets (a header from the secrets store, a bearer token) a
       if (req.method !== "POST") return new Response(null, { status: 405 });
       const message = (await req.json()) as { id?: number; method: string };
       if (message.id === undefined) return new Response(null, { status: 202 });
-      const headers = JSON.stringify(Object.fromEntries(req.headers));
+      // And the credentials of its own header scheme alone, and decoded, as an "invalid credentials: …" page would.
+      const basic = (req.headers.get("x-upstream-auth") ?? "").split(" ")[1] ?? "";
+      const headers = JSON.stringify({ ...Object.fromEntries(req.headers), basic, decoded: atob(basic) });
       const result =
         message.method === "initialize"
           ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } }
@@ -192,6 +194,8 @@ test("a remote's own secrets (a header from the secrets store, a bearer token) a
         "echoing-remote",
         "--remote-forward-headers-secret",
         "X-Api-Key=remote-key",
+        "--remote-forward-headers-secret",
+        "X-Upstream-Auth=upstream-basic",
         "--remote-auth-bearer-token-file",
         tokenFile,
         "--audit-config",
@@ -200,7 +204,11 @@ test("a remote's own secrets (a header from the secrets store, a bearer token) a
       /^(http:\/\/\S+)$/m,
       {
         timeoutMs: 60_000,
-        env: { MCPMGR_SECRETS_PROVIDER: "environment", MCPMGR_SECRET_REMOTE_KEY: "api-key-value-93d0f4e2" },
+        env: {
+          MCPMGR_SECRETS_PROVIDER: "environment",
+          MCPMGR_SECRET_REMOTE_KEY: "api-key-value-93d0f4e2",
+          MCPMGR_SECRET_UPSTREAM_BASIC: `Basic ${btoa("svc-user:basic-pass-7a41")}`,
+        },
       },
     );
     const client = new Client({ name: "audit-test", version: "1.0.0" });
@@ -221,4 +229,6 @@ test("a remote's own secrets (a header from the secrets store, a bearer token) a
   expect(call?.response).toContain("x-api-key");
   expect(text).not.toContain("api-key-value-93d0f4e2");
   expect(text).not.toContain("bearer-value-5c1e77ab");
+  expect(text).not.toContain(btoa("svc-user:basic-pass-7a41"));
+  expect(text).not.toContain("basic-pass-7a41");
 }, 60_000);

@@ -48,7 +48,7 @@ test("the verified principal is available to the next handler; the token itself 
   expect(JSON.stringify(seen[0])).not.toContain("good");
 });
 
-test("insufficient_scope is 403 with the challenge; invalid tokens 401; other schemes are not tokens", async () => {
+test("insufficient_scope is 403 with the challenge; invalid tokens 401; other schemes lack authentication (no error code)", async () => {
   const narrow = await call({ headers: { authorization: "Bearer narrow" } });
   expect(narrow.status).toBe(403);
   expect(narrow.headers.get("www-authenticate")).toBe(
@@ -57,7 +57,15 @@ test("insufficient_scope is 403 with the challenge; invalid tokens 401; other sc
   expect((await call({ headers: { authorization: "Bearer other" } })).status).toBe(401);
   const basic = await call({ headers: { authorization: "Basic YTpi" } });
   expect(basic.status).toBe(401);
-  expect(basic.headers.get("www-authenticate")).toContain('error="invalid_token"');
+  // RFC 6750 §3.1: an unsupported scheme is a request lacking authentication, answered without an error code.
+  expect(basic.headers.get("www-authenticate")).toBe(
+    'Bearer resource_metadata="http://127.0.0.1:9000/.well-known/oauth-protected-resource/mcp", scope="mcp:read"',
+  );
+  for (const malformed of ["Bearer", "Bearer ", "Bearer two words"]) {
+    const response = await call({ headers: { authorization: malformed } });
+    expect(response.status).toBe(401);
+    expect(response.headers.get("www-authenticate")).toContain('error="invalid_token"');
+  }
 });
 
 test("the metadata document answers GET and HEAD without a token, 405 otherwise; CORS preflights pass", async () => {

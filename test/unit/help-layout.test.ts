@@ -56,3 +56,18 @@ test("in an 80-column terminal no option row is wider than the terminal", () => 
   // Wrapped descriptions go on under their option, at the description column.
   expect(rows.some((row) => /^ {34}\S/.test(row))).toBe(true);
 });
+
+test("in a narrow terminal (40 columns) descriptions go under their option and stay within it", () => {
+  const typed = withHome((home) =>
+    Bun.spawnSync(["script", "-qec", `stty cols 40; '${process.execPath}' '${CLI_ENTRY}' proxy --help`, "/dev/null"], {
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+      stdin: "ignore",
+    }).stdout.toString(),
+  );
+  const plain = typed.replace(/\r/g, "").replace(/\x1b\[[0-9;]*m/g, "");
+  const rows = optionsOf(plain);
+  expect(rows.length).toBeGreaterThan(20);
+  // Only an option name (or a single long word) may be wider than the terminal, never an indented description row.
+  expect(rows.filter((row) => row.length > 40 && / {2}\S+ \S/.test(row))).toEqual([]);
+  expect(rows).toContain("      Show this help");
+});

@@ -219,6 +219,12 @@ describe("the policies' files are decoded once, with the field at fault named", 
     refusal([PROBE, "--oidc-audience", "x"], "MISSING_OPTION", "--oidc-audience needs --oidc-issuer");
   });
 
+  test("a bad --otel-endpoint is explained with a collector's URL, not an MCP server's", () => {
+    const error = errorOf([REMOTE, "--otel-endpoint", "127.0.0.1:4318"]);
+    expect(error?.message).toContain("https://otel-collector.example.com:4318");
+    expect(error?.message).not.toContain("/mcp");
+  });
+
   test("decoded policies are in the spec, frozen", async () => {
     const spec = specFor(["--foreground", PROBE, "--tools", "env", "--enable-audit"]);
     expect(spec.policies.tools?.allowed).toEqual(new Set(["env"]));

@@ -149,3 +149,10 @@ console.log(s); console.log({ s }); console.error("%s", s); console.log([s], new
     expect(Secret.from("plain-abc").reveal()).toBe("plain-abc");
   });
 });
+
+test("a value is found percent-encoded too, as a URL or a form quotes it", () => {
+  const key = "k3y+/with=base64@chars";
+  const echoed = `GET /callback?key=${encodeURIComponent(key)}&next=1`;
+  expect(redact(echoed, [key])).toBe("GET /callback?key=***&next=1");
+  expect(redactor([key])(JSON.stringify({ url: echoed }))).not.toContain(encodeURIComponent(key));
+});

@@ -1,12 +1,12 @@
 /** OpenTelemetry options (`run`). */
 import { booleanOption, repeatableOption, stringOption } from "../option-spec.ts";
-import { commaList, httpUrl, keyValue, keyValueList, nonEmpty, unitInterval } from "../values.ts";
+import { collectorUrl, commaList, keyValue, keyValueList, nonEmpty, unitInterval } from "../values.ts";
 
 export const telemetryOptions = {
   "otel-endpoint": stringOption({
     description: "OTLP/HTTP endpoint that receives traces and metrics",
     valueHint: "url",
-    schema: httpUrl,
+    schema: collectorUrl,
   }),
   "otel-service-name": stringOption({
     description: "Service name reported to OpenTelemetry",
