@@ -80,7 +80,7 @@ test("the first request after a killed supervisor was started again is answered,
   for (let round = 0; round < 4; round++) {
     const pid = (await currentStatus(store, "crashy"))?.pid ?? 0;
     process.kill(pid, "SIGKILL");
-    while (isSupervisorOf(pid, "crashy")) Bun.sleepSync(5);
+    while (isSupervisorOf(pid, "crashy")) await Bun.sleep(5);
     expect(group.mcpmgr("start", "crashy").code).toBe(0);
     const id = 10 + round;
     send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: { text: `round ${round}` } } });
