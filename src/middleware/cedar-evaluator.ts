@@ -201,22 +201,24 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
             send({ n: frame.n, error: "no policy set loaded on this connection" });
             return true;
           }
-          do {
+          // At least one question a slice, checked before it is read: a frame may hold none at all.
+          while (decisions.length < frame.requests.length) {
             const request = frame.requests[decisions.length] as DecisionRequest;
             const size = contextSize(request.context);
             if (size.over) {
               oversized(size);
               decisions.push({ allowed: false, reason: OVERSIZED_REASON, forbidden: true });
-              continue;
+            } else {
+              try {
+                decisions.push(engine.evaluate(set, request));
+              } catch (err) {
+                if (err instanceof engine.EngineTrap) trapped(frame.n, err);
+                else send({ n: frame.n, error: `the evaluator failed: ${errorMessage(err)}` });
+                return true;
+              }
             }
-            try {
-              decisions.push(engine.evaluate(set, request));
-            } catch (err) {
-              if (err instanceof engine.EngineTrap) trapped(frame.n, err);
-              else send({ n: frame.n, error: `the evaluator failed: ${errorMessage(err)}` });
-              return true;
-            }
-          } while (decisions.length < frame.requests.length && performance.now() < until);
+            if (performance.now() >= until) break;
+          }
           if (decisions.length < frame.requests.length) return false;
           send({ n: frame.n, decisions });
           return true;

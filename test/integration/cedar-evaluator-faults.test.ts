@@ -10,6 +10,9 @@
  * Something on the socket that drops every connection before the load is answered (as an evaluator
  * refusing the load would): the client tries again within its start's 5 s, pausing more each time,
  * not in a tight loop (cedar-client.ts).
+ *
+ * A frame of no questions (which mcpmgr's client never sends, but the protocol allows) is answered
+ * with no decisions, not a crash of the evaluator every workload shares.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -141,4 +144,23 @@ test("something on the socket that drops every connection before the load is ans
   // Before: each try again at once, some 30,000 connections in the 5 s.
   expect(outcome.connections).toBeGreaterThan(1);
   expect(outcome.connections).toBeLessThan(40);
+});
+
+test("a frame of no questions is answered with no decisions, and the evaluator goes on serving", async () => {
+  const access = evaluatorAccess({ ...process.env, MCPMGR_HOME: join(root, "home-empty") });
+  const starter = new PolicySetClient({ policies: "permit(principal, action, resource);", entities: [] }, access);
+  await starter.open();
+  const raw = await connection(access.socketPath);
+  raw.socket.write(
+    `${JSON.stringify({ op: "load", n: 1, policies: "permit(principal, action, resource);", entities: [] })}\n`,
+  );
+  expect(await raw.next()).toHaveProperty("facts");
+  // Before: the decider read a first question that is not there, and the TypeError ended the evaluator.
+  raw.socket.write(`${JSON.stringify({ op: "decide", n: 2, requests: [] })}\n`);
+  expect(await raw.next()).toEqual({ n: 2, decisions: [] });
+  const question = { subject: "local", action: "call_tool", type: "Tool", id: "t", context: {}, strict: true };
+  raw.socket.write(`${JSON.stringify({ op: "decide", n: 3, requests: [question] })}\n`);
+  expect(await raw.next()).toMatchObject({ n: 3, decisions: [{ allowed: true }] });
+  raw.socket.destroy();
+  starter.close();
 });

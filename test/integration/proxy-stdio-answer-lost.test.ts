@@ -21,6 +21,7 @@ import { liveWorkload, liveWorkloadFetch } from "../../src/workload/live-workloa
 import { currentStatus } from "../../src/workload/supervisor-control.ts";
 import { type ModernServer, startModernServer } from "../fixtures/modern-server.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
+import { answersOf } from "../support/stdio-answers.ts";
 
 setDefaultTimeout(60_000);
 
@@ -64,16 +65,7 @@ test("a tool call answered as the workload's supervisor died is answered as lost
   const live = await liveWorkload(store, "twice");
   const stdin = new PassThrough();
   const stdout = new PassThrough();
-  const answers = new Map<unknown, Answer>();
-  let buffered = "";
-  stdout.on("data", (chunk: Buffer) => {
-    buffered += chunk.toString();
-    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-      const message = JSON.parse(buffered.slice(0, end)) as Answer;
-      buffered = buffered.slice(end + 1);
-      if (message.id !== undefined) answers.set(message.id, message);
-    }
-  });
+  const answers = answersOf<Answer>(stdout);
   const logged: string[] = [];
   const relay = await startStdioRelay({
     target: live.url,
@@ -157,16 +149,7 @@ test("a 2026-07-28 stateless tool call answered as the workload's supervisor die
   const live = await liveWorkload(store, "stateless");
   const stdin = new PassThrough();
   const stdout = new PassThrough();
-  const answers = new Map<unknown, Answer>();
-  let buffered = "";
-  stdout.on("data", (chunk: Buffer) => {
-    buffered += chunk.toString();
-    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-      const message = JSON.parse(buffered.slice(0, end)) as Answer;
-      buffered = buffered.slice(end + 1);
-      if (message.id !== undefined) answers.set(message.id, message);
-    }
-  });
+  const answers = answersOf<Answer>(stdout);
   const relay = await startStdioRelay({
     target: live.url,
     fetch: liveWorkloadFetch(live, killing),

@@ -18,6 +18,7 @@ import { WorkloadStore } from "../../src/state/workloads.ts";
 import { liveWorkload, liveWorkloadFetch } from "../../src/workload/live-workload.ts";
 import { currentStatus } from "../../src/workload/supervisor-control.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
+import { answersOf } from "../support/stdio-answers.ts";
 
 setDefaultTimeout(60_000);
 
@@ -40,16 +41,7 @@ test("the first request after a killed supervisor was started again is answered,
   const live = await liveWorkload(store, "crashy");
   const stdin = new PassThrough();
   const stdout = new PassThrough();
-  const answers = new Map<unknown, Answer>();
-  let buffered = "";
-  stdout.on("data", (chunk: Buffer) => {
-    buffered += chunk.toString();
-    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-      const message = JSON.parse(buffered.slice(0, end)) as Answer;
-      buffered = buffered.slice(end + 1);
-      if (message.id !== undefined) answers.set(message.id, message);
-    }
-  });
+  const answers = answersOf<Answer>(stdout);
   const relay = await startStdioRelay({
     target: live.url,
     fetch: liveWorkloadFetch(live, base),
@@ -80,7 +72,12 @@ test("the first request after a killed supervisor was started again is answered,
   for (let round = 0; round < 4; round++) {
     const pid = (await currentStatus(store, "crashy"))?.pid ?? 0;
     process.kill(pid, "SIGKILL");
-    while (isSupervisorOf(pid, "crashy")) Bun.sleepSync(5);
+    // Waited for without running the event loop, on purpose: the relay must not see its pooled connection's
+    // close before the next request (as a busy relay process would not). Bounded: a supervisor that never went
+    // would otherwise hold the loop past the test's timeout.
+    for (const deadline = Date.now() + 20_000; isSupervisorOf(pid, "crashy") && Date.now() < deadline; )
+      Bun.sleepSync(5);
+    expect(isSupervisorOf(pid, "crashy")).toBe(false);
     expect(group.mcpmgr("start", "crashy").code).toBe(0);
     const id = 10 + round;
     send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: { text: `round ${round}` } } });
