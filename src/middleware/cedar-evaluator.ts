@@ -79,7 +79,11 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
     let broken = false;
     /** No longer listening: the last client to leave ends the evaluator. */
     let shut = false;
-    const turns = new Turns();
+    // A frame that throws ends its own connection (its client denies what it waits for: fails closed).
+    const turns = new Turns(undefined, (socket, error) => {
+      options.log(`cedar evaluator: a frame failed unexpectedly (${errorMessage(error)}); its connection is closed`);
+      (socket as Socket).destroy();
+    });
     /** Questions denied for their size: one log line a second at most, with how many. */
     let oversizedSince = 0;
     let oversizedLoggedAt = Number.NEGATIVE_INFINITY;

@@ -18,6 +18,9 @@ export const SLICE_MS = 10;
  */
 export type Job = (until: number) => boolean;
 
+/** Told when a job throws: its owner's frames are already forgotten, the other connections go on. */
+export type Fault = (owner: object, error: unknown) => void;
+
 export class Turns {
   readonly #queues = new Map<object, Job[]>();
   /** Connections with work, in the order of their next turn. */
@@ -25,9 +28,11 @@ export class Turns {
   #scheduled = false;
   #running = false;
   readonly #sliceMs: number;
+  readonly #onFault: Fault;
 
-  constructor(sliceMs = SLICE_MS) {
+  constructor(sliceMs = SLICE_MS, onFault: Fault = () => {}) {
     this.#sliceMs = sliceMs;
+    this.#onFault = onFault;
   }
 
   /** How many of `owner`'s frames wait (the one being decided included). */
@@ -74,6 +79,13 @@ export class Turns {
       let done: boolean;
       try {
         done = job(performance.now() + this.#sliceMs);
+      } catch (error) {
+        // A fault in one connection's frame (a bug of ours: every known failure is answered inside
+        // the job) ends that connection's work, not the one thread every workload's questions share.
+        this.drop(owner);
+        this.#onFault(owner, error);
+        this.#schedule();
+        return;
       } finally {
         this.#running = false;
       }

@@ -74,3 +74,35 @@ test("a context's size: values and text counted, and the count stops past a boun
   expect(contextSize({ arg: "x".repeat(MAX_CONTEXT_TEXT_CHARS - 3) }).over).toBe(false);
   expect(contextSize({ arg: "x".repeat(MAX_CONTEXT_TEXT_CHARS - 2) }).over).toBe(true);
 });
+
+test("a job that throws ends only its own connection's frames: the others' turns go on", async () => {
+  const faults: unknown[] = [];
+  const turns = new Turns(0, (owner, error) => faults.push([owner, error]));
+  const faulty = {};
+  const other = {};
+  const ran: string[] = [];
+  let finished = false;
+  // The other connection's first piece is taken at once; the faulty one's frames wait for a turn.
+  let pieces = 0;
+  turns.add(other, () => {
+    ran.push("other");
+    return ++pieces === 2;
+  });
+  turns.add(faulty, () => {
+    throw new TypeError("a bug in a frame");
+  });
+  turns.add(faulty, () => {
+    ran.push("never");
+    return true;
+  });
+  turns.add(other, () => {
+    finished = true;
+    return true;
+  });
+  while (!finished) await new Promise((resolve) => setImmediate(resolve));
+  expect(ran).toEqual(["other", "other"]);
+  expect(faults).toHaveLength(1);
+  expect((faults[0] as [object, Error])[0]).toBe(faulty);
+  expect((faults[0] as [object, Error])[1]).toBeInstanceOf(TypeError);
+  expect(turns.waiting(faulty)).toBe(0);
+});
