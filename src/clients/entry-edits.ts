@@ -177,12 +177,7 @@ async function skippedEdit(
  */
 export async function brokenFileProblem(client: ClientDefinition, file: string): Promise<string | undefined> {
   try {
-    const read = await readSettled(file, { deadline: Date.now() + 1_000 });
-    if (read === undefined) return undefined;
-    const editor = await loadEditor(client.format);
-    const text = read.text.replace(/^\uFEFF/, "");
-    const collection = client.collection((path) => editor.valueAt(text, path));
-    editor.entries(text, collection);
+    await entriesNow(client, file);
     return undefined;
   } catch (err) {
     if (err instanceof ConfigParseError) return `${err.message}; mcpmgr leaves it unchanged until it is fixed`;
@@ -200,14 +195,21 @@ export async function brokenFileProblem(client: ClientDefinition, file: string):
  */
 export async function listsEntry(client: ClientDefinition, file: string, name: string): Promise<boolean | undefined> {
   try {
-    // A client writing its file is waited for a moment only: this is for a message.
-    const read = await readSettled(file, { deadline: Date.now() + 1_000 });
-    if (read === undefined) return false;
-    const editor = await loadEditor(client.format);
-    const text = read.text.replace(/^\uFEFF/, "");
-    const collection = client.collection((path) => editor.valueAt(text, path));
-    return editor.entries(text, collection).has(name);
+    return (await entriesNow(client, file))?.has(name) ?? false;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The entries `file` holds now, read without a change (undefined: no file); throws when it cannot be read
+ * as its client's format. A client writing its file is waited for a moment only: this is for a message.
+ */
+async function entriesNow(client: ClientDefinition, file: string): Promise<ReadonlyMap<string, unknown> | undefined> {
+  const read = await readSettled(file, { deadline: Date.now() + 1_000 });
+  if (read === undefined) return undefined;
+  const editor = await loadEditor(client.format);
+  const text = read.text.replace(/^\uFEFF/, "");
+  const collection = client.collection((path) => editor.valueAt(text, path));
+  return editor.entries(text, collection);
 }

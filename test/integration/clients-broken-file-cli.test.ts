@@ -59,6 +59,11 @@ test("a broken file is warned about once, again when it changes, and by client s
   ]) {
     expect(cursorWarnings(runCliOk(env, args).stderr)).toEqual([]);
   }
+  // client register asked about this client: it says it every time, and leaves the memo as it was.
+  const memoBefore = readFileSync(memo, "utf8");
+  for (let i = 0; i < 2; i++)
+    expect(cursorWarnings(runCliOk(env, ["client", "register", "cursor"]).stderr)).toHaveLength(1);
+  expect(readFileSync(memo, "utf8")).toBe(memoBefore);
   // client status says it every time, in the table's warning and in the JSON.
   for (let i = 0; i < 2; i++) expect(cursorWarnings(runCliOk(env, ["client", "status"]).stderr)).toHaveLength(1);
   const rows = JSON.parse(runCliOk(env, ["client", "status", "--format", "json"]).stdout) as {

@@ -186,28 +186,8 @@ describe("mcpmgr secret", () => {
   // the prompt must not echo what is typed.
   test("in a terminal, set prompts without echo", async () => {
     const TYPED = "typed-in-terminal-4321";
-    const command = [process.execPath, ENTRY, "secret", "set", "typed"].map((word) => `'${word}'`).join(" ");
-    const proc = Bun.spawn(["script", "-qec", command, "/dev/null"], {
-      cwd: REPO_ROOT,
-      env: baseEnv(),
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    let output = "";
-    const decoder = new TextDecoder();
-    const reading = (async () => {
-      for await (const chunk of proc.stdout) output += decoder.decode(chunk, { stream: true });
-    })();
-    const deadline = Date.now() + 15_000;
-    while (!output.includes("input hidden") && Date.now() < deadline) await Bun.sleep(20);
+    const { exitCode, output } = await typeIntoPrompt("typed", `${TYPED}\r`);
     expect(output).toContain("input hidden");
-    proc.stdin.write(`${TYPED}\r`);
-    await proc.stdin.flush();
-    const exitCode = await Promise.race([proc.exited, Bun.sleep(15_000).then(() => -1)]);
-    if (exitCode === -1) proc.kill("SIGKILL");
-    await reading;
-    proc.stdin.end();
     expect(exitCode).toBe(0);
     expect(output).not.toContain(TYPED);
     expect(secret(["get", "typed"]).stdout).toBe(`${TYPED}\n`);
