@@ -240,7 +240,10 @@ export async function serveEvaluator(options: EvaluatorOptions): Promise<"anothe
           frame.op === "decide"
             ? decider(frame)
             : () => {
-                if (broken) send({ n: frame.n, error: "the Cedar engine failed; the evaluator restarts" });
+                // A client loading now (one that connected after the trap, before the socket is let
+                // go) is dropped unanswered: it tries again, as when an evaluator leaves idle, and
+                // reaches the clean one the next start makes, instead of failing its open.
+                if (broken) refuse("the engine trapped; the next evaluator loads its policies");
                 else load(frame);
                 return true;
               };

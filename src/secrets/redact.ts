@@ -71,6 +71,43 @@ export function redactor(values: Iterable<string | Secret>): (text: string) => s
   return (text) => redactSpellings(text, fixed);
 }
 
+/** How long a value learned while running stays redacted once another replaced it. */
+export const RETIRED_KEEP_MS = 60 * 60_000;
+/** How many replaced values are kept at most (each one more spelling to look for in every line). */
+export const RETIRED_KEEP_COUNT = 8;
+
+/** A redactor that also learns values while it runs (an OAuth token renewed: oauth-token-source.ts). */
+export interface LearningRedactor {
+  readonly redact: (text: string) => string;
+  /**
+   * The values in use now, in place of the last ones learned; those stay redacted for RETIRED_KEEP_MS
+   * (an answer or a remote's log may still quote the token it was called with). Cheap when unchanged:
+   * called at every request.
+   */
+  readonly learn: (values: readonly string[]) => void;
+}
+
+export function learningRedactor(fixed: Iterable<string | Secret>, now: () => number = Date.now): LearningRedactor {
+  const always = [...fixed];
+  let current: readonly string[] = [];
+  /** Values replaced, oldest first, with when. */
+  let retired: { value: string; at: number }[] = [];
+  let spelled = spellings(always);
+  return {
+    redact: (text) => redactSpellings(text, spelled),
+    learn(values) {
+      if (values.length === current.length && values.every((value, i) => value === current[i])) return;
+      const at = now();
+      retired.push(...current.filter((value) => !values.includes(value)).map((value) => ({ value, at })));
+      retired = retired
+        .filter((old) => at - old.at < RETIRED_KEEP_MS && !values.includes(old.value))
+        .slice(-RETIRED_KEEP_COUNT);
+      current = [...values];
+      spelled = spellings([...always, ...current, ...retired.map((old) => old.value)]);
+    },
+  };
+}
+
 function redactSpellings(text: string, fixed: readonly string[]): string {
   let out = text;
   for (const value of fixed) {

@@ -13,6 +13,7 @@ import { trustingFetch } from "../auth/trusted-fetch.ts";
 import { type OutgoingAuthSpec, plainHttpWarning } from "../config/outgoing-auth-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-fetch.ts";
+import { type LearningRedactor, learningRedactor, redactor } from "../secrets/redact.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import type { WorkloadContext } from "./context.ts";
 
@@ -41,9 +42,10 @@ export async function outgoingAuthentication(
 }
 
 /**
- * The same, with the secret values it sends (the secrets store's header values, a static bearer
- * token): a remote that echoes its request headers (a debugging tool, an error page) would otherwise
- * put them in clear into audit data, which redacts a launched server's secrets only.
+ * The same, with a redactor of the secret values it sends (the secrets store's header values, a
+ * static bearer token, and the OAuth tokens of `--remote-auth`, learned as each is obtained): a
+ * remote that echoes its request headers (a debugging tool, an error page) would otherwise put them
+ * in clear into audit data, which redacts a launched server's secrets only.
  */
 export async function outgoingCredentials(
   spec: OutgoingAuthSpec,
@@ -52,9 +54,9 @@ export async function outgoingCredentials(
   ctx: WorkloadContext,
   signal?: AbortSignal,
   upstream: UpstreamFetch = defaultUpstreamClient().fetch,
-): Promise<{ fetch: UpstreamFetch | undefined; secretValues: readonly string[] }> {
+): Promise<{ fetch: UpstreamFetch | undefined; redact: ((text: string) => string) | undefined }> {
   const secretValues: string[] = [];
-  if (!addsCredentials(spec)) return { fetch: undefined, secretValues };
+  if (!addsCredentials(spec)) return { fetch: undefined, redact: undefined };
   // Said at every start, before anything is sent: the log shows it was chosen, and since when.
   const inClear = plainHttpWarning(spec, target);
   if (inClear !== undefined) ctx.log.warn(`${name}: ${inClear}`);
@@ -75,6 +77,7 @@ export async function outgoingCredentials(
   }
   let source: TokenSource | undefined;
   let headerName: string | undefined;
+  let learner: LearningRedactor | undefined;
   // mcpmgr's own requests (OAuth, token exchange) trust --thv-ca-bundle; the forwarded traffic is the remote's business.
   const http = cappedAnswers(trustingFetch(spec.caBundle));
   if (spec.mode.kind === "bearer") {
@@ -99,6 +102,8 @@ export async function outgoingCredentials(
     ]);
     // A lock folder in another user's reach is refused at the start, not at the first login or refresh.
     oauthLockDir(ctx.env);
+    const learning = learningRedactor(secretValues);
+    learner = learning;
     source = await oauthTokenSource({
       spec: oauth,
       target,
@@ -112,6 +117,9 @@ export async function outgoingCredentials(
       deferLoginsTo: ctx.background
         ? `run 'mcpmgr restart ${name}' to log in (restart shows the login URL)`
         : undefined,
+      // Each renewal changes them: the one about to be sent is redacted from then on, the last ones for a while.
+      onTokens: (tokens) =>
+        learning.learn(tokens.refreshToken ? [tokens.accessToken, tokens.refreshToken] : [tokens.accessToken]),
     });
   } else if (spec.tokenExchange) {
     const { tokenExchangeSource } = await import("../auth/outgoing/token-exchange.ts");
@@ -121,7 +129,8 @@ export async function outgoingCredentials(
     });
     headerName = spec.tokenExchange.headerName;
   }
-  if (source === undefined && headers.length === 0) return { fetch: undefined, secretValues };
+  const redact = learner?.redact ?? (secretValues.length > 0 ? redactor(secretValues) : undefined);
+  if (source === undefined && headers.length === 0) return { fetch: undefined, redact };
   return {
     fetch: authenticatedFetch(upstream, {
       endpoint: target,
@@ -129,7 +138,7 @@ export async function outgoingCredentials(
       ...(source ? { source } : {}),
       ...(headerName ? { headerName } : {}),
     }),
-    secretValues,
+    redact,
   };
 }
 

@@ -6,7 +6,6 @@
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { callerOf } from "../middleware/caller.ts";
 import { forwardedNames } from "../middleware/host-names.ts";
-import { redactor } from "../secrets/redact.ts";
 import { transparentForwarder } from "../proxy/forward.ts";
 import { createUpstreamClient } from "../proxy/upstream/client.ts";
 import type { ServerHandle, LaunchedServer } from "../runtime/server-handle.ts";
@@ -27,7 +26,7 @@ export async function connectRemote(
   ctx: WorkloadContext,
   options: UpstreamOptions,
 ): Promise<Upstream> {
-  const { fetch: upstreamFetch, secretValues } = await outgoingCredentials(
+  const { fetch: upstreamFetch, redact } = await outgoingCredentials(
     placement.outgoingAuth,
     placement.url,
     spec.name,
@@ -41,7 +40,7 @@ export async function connectRemote(
       ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
     }),
     exited: new Promise(() => {}),
-    ...(secretValues.length > 0 ? { redact: redactor(secretValues) } : {}),
+    ...(redact ? { redact } : {}),
   };
 }
 

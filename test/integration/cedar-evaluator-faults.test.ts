@@ -114,6 +114,21 @@ test("a trap on one connection: another connection's batch, decided in turns, is
   // "failed on this request" and a second trap in the log; an instance that still answered could
   // answer wrongly).
   expect(answer).toEqual({ n: 2, error: "the Cedar engine failed; the evaluator restarts" });
+  // A client opening now still reaches the trapped evaluator (it listens until the trapping socket
+  // ends): its load is dropped, not answered with an error, so it tries again and is served by a
+  // clean evaluator. Before, its open failed (INTERNAL, "the Cedar engine failed; the evaluator restarts").
+  const late = new PolicySetClient({ policies: "permit(principal, action, resource);", entities: [] }, access);
+  let lateSettled = false;
+  const lateOpen = late.open().then(
+    () => "opened",
+    (err: unknown) => String(err),
+  );
+  void lateOpen.finally(() => {
+    lateSettled = true;
+  });
+  // Until its load was dealt with by the trapped evaluator (dropped now; answered with an error before).
+  while (!lateSettled && !(await readFile(access.logPath, "utf8")).includes("the next evaluator loads its policies"))
+    await Bun.sleep(20);
   trapping.socket.resume();
   for (const n of [3, 4, 5]) expect(await trapping.next()).toMatchObject({ n });
   // The stack overflow in the engine is a trap (its memory is not vouched for: the next call into it
@@ -122,6 +137,9 @@ test("a trap on one connection: another connection's batch, decided in turns, is
   expect(String(trapAnswer.error)).toContain("the Cedar engine failed on the policies");
   const log = await readFile(access.logPath, "utf8");
   expect(log.match(/the Cedar engine trapped/g)?.length).toBe(1);
+  expect(await lateOpen).toBe("opened");
+  expect(await late.decide(question)).toMatchObject({ allowed: true });
+  late.close();
   slow.socket.destroy();
   trapping.socket.destroy();
   starter.close();

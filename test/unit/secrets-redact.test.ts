@@ -1,7 +1,16 @@
 /** redact() and the Secret wrapper: a value never leaks through the usual ways of printing an object. */
 import { describe, expect, test, setDefaultTimeout } from "bun:test";
 import { format, inspect } from "node:util";
-import { MIN_REDACT_LENGTH, REDACTED, redact, redactor, Secret } from "../../src/secrets/redact.ts";
+import {
+  learningRedactor,
+  MIN_REDACT_LENGTH,
+  REDACTED,
+  RETIRED_KEEP_COUNT,
+  RETIRED_KEEP_MS,
+  redact,
+  redactor,
+  Secret,
+} from "../../src/secrets/redact.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -155,4 +164,21 @@ test("a value is found percent-encoded too, as a URL or a form quotes it", () =>
   const echoed = `GET /callback?key=${encodeURIComponent(key)}&next=1`;
   expect(redact(echoed, [key])).toBe("GET /callback?key=***&next=1");
   expect(redactor([key])(JSON.stringify({ url: echoed }))).not.toContain(encodeURIComponent(key));
+});
+
+test("a learning redactor redacts the values learned, and those they replaced for an hour (8 at most)", () => {
+  let now = 0;
+  const learning = learningRedactor(["fixed-secret"], () => now);
+  learning.learn(["access-1", "refresh-1"]);
+  expect(learning.redact("fixed-secret access-1 refresh-1")).toBe("*** *** ***");
+  now = 1_000;
+  learning.learn(["access-2", "refresh-1"]);
+  expect(learning.redact("access-1 access-2 refresh-1")).toBe("*** *** ***");
+  now = 1_000 + RETIRED_KEEP_MS;
+  learning.learn(["access-3", "refresh-1"]);
+  // access-1 was replaced an hour ago: gone; access-2 only now.
+  expect(learning.redact("access-1 access-2 access-3 fixed-secret")).toBe("access-1 *** *** ***");
+  for (let i = 4; i < 4 + RETIRED_KEEP_COUNT + 1; i++) learning.learn([`access-${i}`]);
+  const kept = learning.redact(Array.from({ length: 13 }, (_, i) => `access-${i}`).join(" "));
+  expect(kept.split(" ").filter((word) => word === REDACTED)).toHaveLength(RETIRED_KEEP_COUNT + 1);
 });

@@ -78,6 +78,11 @@ export interface GrantSessionOptions {
    * workload once it runs, and a login for a server the remote moved to counts). Step-ups ask `stepUps`.
    */
   readonly beforeLogin?: () => void;
+  /**
+   * Told the tokens in use each time current() gives them (the same ones again, mostly): the
+   * remote's audit redactor learns a renewed token before it is sent (workload/outgoing-auth.ts).
+   */
+  readonly onTokens?: (tokens: TokenSet) => void;
 }
 
 export interface GrantSession {
@@ -224,12 +229,14 @@ export async function openGrantSession(options: GrantSessionOptions): Promise<Gr
   let refusalLoggedAt: number | undefined;
   return {
     async current() {
-      if (fresh(tokens, clock.now())) return tokens;
-      // One renewal at a time, whatever the number of requests waiting for it.
-      renewing ??= options.exclusive(renewExclusively).finally(() => {
-        renewing = undefined;
-      });
-      tokens = await renewing;
+      if (!fresh(tokens, clock.now())) {
+        // One renewal at a time, whatever the number of requests waiting for it.
+        renewing ??= options.exclusive(renewExclusively).finally(() => {
+          renewing = undefined;
+        });
+        tokens = await renewing;
+      }
+      options.onTokens?.(tokens);
       return tokens;
     },
     expire(refused) {

@@ -38,7 +38,7 @@ import {
 import { type RecordLabel, remoteOf } from "./grant-labels.ts";
 import { clientHomeKey, deferredLoginKey, grantKey } from "./grant-store.ts";
 import { type InteractiveLogin, redirectUriFor } from "./login.ts";
-import { type ClientInfo, refreshTokens, registerClient, type ServerInfo } from "./oauth-client.ts";
+import { type ClientInfo, refreshTokens, registerClient, type ServerInfo, type TokenSet } from "./oauth-client.ts";
 import { LoginRefused, loginPolicy } from "./login-policy.ts";
 import type { TokenSource } from "./token-source.ts";
 
@@ -59,6 +59,8 @@ export interface OAuthTokenSourceOptions {
    * user logs in instead (login-policy.ts).
    */
   readonly deferLoginsTo?: string | undefined;
+  /** Told the tokens each time one is about to be used (grant-session.ts). */
+  readonly onTokens?: (tokens: TokenSet) => void;
 }
 
 interface Grant {
@@ -179,6 +181,7 @@ export async function oauthTokenSource(options: OAuthTokenSourceOptions): Promis
       log,
       stepUps: logins,
       beforeLogin,
+      ...(options.onTokens ? { onTokens: options.onTokens } : {}),
     });
     if (ownClient && clientIssuer === undefined) {
       clientIssuer = issuer;

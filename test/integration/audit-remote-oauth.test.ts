@@ -1,0 +1,115 @@
+/**
+ * The OAuth tokens of `--remote-auth` in a remote's audit data: a remote that echoes its request
+ * headers puts mcpmgr's access token into the answer, and that token changes at each refresh. The
+ * audit redactor learns each one as the grant gives it, and keeps the replaced ones for a while.
+ * Real parts: oidc-provider with 2 s access tokens (a refresh every second), the authorization-code
+ * login played from the printed URL, a remote that echoes, the SDK client.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer } from "../support/auth-server.ts";
+import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { until } from "../support/protected-remote.ts";
+
+setDefaultTimeout(60_000);
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mcpmgr-audit-oauth-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+test("the access and refresh tokens of --remote-auth, renewed while it runs, are scrubbed from audit data, the replaced ones too", async () => {
+  const auth = await startAuthServer({ accessTokenTtl: 2 });
+  /** Every Authorization header the remote was sent, in order. */
+  const sent: string[] = [];
+  const refreshTokens = () =>
+    auth.seen.flatMap((s) => {
+      const token =
+        s.answer === undefined ? undefined : (JSON.parse(s.answer) as { refresh_token?: string }).refresh_token;
+      return token ? [token] : [];
+    });
+  // A remote that answers a tool call with every Authorization header it was sent so far (a debugging
+  // server, a log page), and, standing for any other echo, the refresh tokens the server issued.
+  const echoing = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      if (req.method !== "POST") return new Response(null, { status: 405 });
+      const authorization = req.headers.get("authorization");
+      if (authorization && sent.at(-1) !== authorization) sent.push(authorization);
+      const message = (await req.json()) as { id?: number; method: string };
+      if (message.id === undefined) return new Response(null, { status: 202 });
+      const result =
+        message.method === "initialize"
+          ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } }
+          : message.method === "tools/list"
+            ? { tools: [{ name: "headers", inputSchema: { type: "object" } }] }
+            : { content: [{ type: "text", text: JSON.stringify({ sent, refresh: refreshTokens() }) }] };
+      return Response.json({ jsonrpc: "2.0", id: message.id, result });
+    },
+  });
+  const logFile = join(dir, "audit.jsonl");
+  const config = join(dir, "audit.json");
+  await writeFile(config, JSON.stringify({ includeResponseData: true, maxDataSize: 16384, logFile }));
+  try {
+    const run = await spawnUntil(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        "--foreground",
+        `http://127.0.0.1:${echoing.port}/mcp`,
+        "--name",
+        "oauth-echo",
+        "--remote-auth",
+        "--remote-auth-issuer",
+        auth.issuer,
+        "--remote-auth-client-id",
+        CLIENTS.mcpmgrPublic.client_id,
+        "--remote-auth-resource",
+        JWT_RESOURCE,
+        "--remote-auth-callback-port",
+        String(CALLBACK_PORTS[2]),
+        "--remote-auth-skip-browser",
+        "--audit-config",
+        config,
+      ],
+      /^(http:\/\/127\.0\.0\.1:\d+\/auth\?\S+)$/m,
+      { timeoutMs: 60_000, env: { MCPMGR_HOME: join(dir, "home") } },
+    );
+    try {
+      expect(await completeLogin(run.match[1] as string)).toBe(200);
+      const url = await until(() => /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(run.output())?.[1], "the client URL");
+      const client = new Client({ name: "audit-oauth-test", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+      // Calls until the remote has been sent three access tokens (two refreshes): the last answer quotes them all.
+      let answer = "";
+      const deadline = Date.now() + 30_000;
+      while (sent.length < 3 && Date.now() < deadline) {
+        answer = JSON.stringify(await client.callTool({ name: "headers", arguments: {} }));
+        await Bun.sleep(100);
+      }
+      answer = JSON.stringify(await client.callTool({ name: "headers", arguments: {} }));
+      expect(sent.length).toBeGreaterThanOrEqual(3);
+      expect(answer).toContain(sent[0]?.split(" ")[1] as string);
+      await client.close();
+    } finally {
+      await run.stop();
+    }
+  } finally {
+    await echoing.stop(true);
+    await auth.stop();
+  }
+  const text = await readFile(logFile, "utf8");
+  expect(text).toContain("Bearer ***");
+  const tokens = [...sent.map((header) => header.split(" ")[1] as string), ...refreshTokens()];
+  expect(tokens.length).toBeGreaterThanOrEqual(4);
+  for (const token of tokens) expect(text).not.toContain(token);
+}, 120_000);
