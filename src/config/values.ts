@@ -262,27 +262,7 @@ export const secretReference = v.pipe(
     return { name: name.trim(), target: target.slice("target=".length).trim() } as const;
   }),
   v.check((ref) => envName.test(ref.target), "the target must be a valid environment variable name"),
-  v.check(
-    (ref) => reservedTarget(ref.target) === undefined,
-    ({ input }) => `target=${input.target} is ${reservedTarget(input.target)}, not a secret's place`,
-  ),
 );
-
-/**
- * Variables a secret must not replace. A secret in PATH, HOME or TMPDIR broke the server's start (its
- * programs, its home and /tmp in the sandbox) with no word of why; in LD_PRELOAD or another LD_ variable
- * the dynamic loader read it as libraries to load, in every program the server started; MCP_TRANSPORT
- * and MCP_PORT are mcpmgr's own, which it sets over the secret for an HTTP server. Each was accepted
- * without a word. The process's other variables stay the user's to set.
- */
-function reservedTarget(target: string): string | undefined {
-  if (target === "PATH") return "where the server finds its programs";
-  if (target === "HOME" || target === "TMPDIR") return "the server's own folder (mcpmgr's sandbox gives it one)";
-  if (target.startsWith("LD_")) return "read by the dynamic loader of every program the server runs";
-  if (target === "MCP_TRANSPORT" || target === "MCP_PORT")
-    return "set by mcpmgr to tell an HTTP server where to listen";
-  return undefined;
-}
 
 /**
  * The KEY=VALUE forms (`-e`, `--remote-forward-headers`, `--otel-headers`, labels): their values are

@@ -52,7 +52,7 @@ export function localServer(
       values,
       entry,
       transport === "stdio" ? undefined : { transport, port: listenPort },
-      inert === undefined ? undefined : (error) => refuseInert(error, inert),
+      inert === undefined ? undefined : (error, outcome) => refuseInert(error, inert, outcome),
     ),
     ignoreGlobally: values["ignore-globally"],
     printOverlays: values["print-resolved-overlays"],

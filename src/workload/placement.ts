@@ -142,10 +142,13 @@ export type InertOptionWarning = ((text: string) => void) | undefined;
 /** Of the container-only options, those earlier versions accepted (and ignored) for a process: a record may hold them. */
 const acceptedBefore: ReadonlySet<Option> = new Set(["label"]);
 
-/** Refuses `error`, or, for recorded options, warns that what it names is ignored. */
-export function refuseInert(error: McpmgrError, warn: InertOptionWarning): void {
+/**
+ * Refuses `error`, or, for recorded options, warns that what it names is ignored, or (`outcome`) whatever else
+ * the version that recorded them did with it, which the start then does again.
+ */
+export function refuseInert(error: McpmgrError, warn: InertOptionWarning, outcome = "ignored"): void {
   if (warn === undefined) throw error;
-  warn(`${error.message}; ignored, as the version that recorded this workload did (hint: ${error.hint})`);
+  warn(`${error.message}; ${outcome}, as the version that recorded this workload did (hint: ${error.hint})`);
 }
 
 /**

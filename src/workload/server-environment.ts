@@ -38,8 +38,11 @@ export function serverVariables(
   values: ParsedRunArgv["values"],
   entry: RegistryEntry | undefined,
   listen?: ListenSettings,
-  /** How a conflict is refused: thrown, unless the options are a record's (placement.ts's refuseInert warns). */
-  refuse: (error: McpmgrError) => void = (error) => {
+  /**
+   * How a conflict is refused: thrown, unless the options are a record's (placement.ts's refuseInert warns;
+   * `outcome` says what the start then does with it, "ignored" unless given).
+   */
+  refuse: (error: McpmgrError, outcome?: string) => void = (error) => {
     throw error;
   },
 ): ServerVariables {
@@ -50,6 +53,7 @@ export function serverVariables(
     ["--env-file", values["env-file"] ? envFiles().loadEnvFile(values["env-file"]) : {}],
     ["-e", Object.fromEntries(values.env.map((pair) => [pair.key, pair.value]))],
   ];
+  assertSecretTargetsFit(values.secret, listen, refuse);
   if (listen) assertListenVariablesKept(given, listen, refuse);
   const plain: Record<string, string> = {
     ...Object.fromEntries(
@@ -74,6 +78,48 @@ export function serverVariables(
       .map((e) => ({ name: e.name, description: e.description, secret: e.secret })),
     requiredBy: entry?.name ?? "",
   });
+}
+
+/**
+ * A secret's target is the variable the server reads it from. A secret in PATH, HOME or TMPDIR replaced the
+ * server's programs' search path, its home or its /tmp (the sandbox's) with no word of why; in LD_PRELOAD or
+ * another LD_ variable the dynamic loader read it as libraries to load, in every program the server started.
+ * For an HTTP server, mcpmgr sets MCP_TRANSPORT and MCP_PORT over it (a stdio server is told neither: there
+ * they are the user's). Each was accepted without a word, so a workload's record may hold one: its start
+ * warns and does what that version did (the secret set, or for MCP_* replaced), rather than failing where
+ * it used to start. Only a new `run` (and --from-config) is refused.
+ */
+function assertSecretTargetsFit(
+  secrets: readonly SecretReference[],
+  listen: ListenSettings | undefined,
+  refuse: (error: McpmgrError, outcome?: string) => void,
+): void {
+  for (const ref of secrets) {
+    const as = `--secret ${ref.name},target=${ref.target}`;
+    const what = misplacedTarget(ref.target);
+    if (what !== undefined) {
+      const error = new McpmgrError("INVALID_OPTION", `${as}: ${ref.target} is ${what}, not a secret's place`, {
+        hint: "write it as --secret NAME,target=VAR, with VAR the variable the server reads the secret from, such as GITHUB_TOKEN",
+      });
+      refuse(error, `the secret set as ${ref.target} all the same`);
+    } else if (listen && (ref.target === "MCP_TRANSPORT" || ref.target === "MCP_PORT")) {
+      const error = new McpmgrError(
+        "CONFLICTING_OPTIONS",
+        `${as} would be replaced: mcpmgr sets ${ref.target} to tell this ${listen.transport} server ${ref.target === "MCP_PORT" ? "the port to listen on" : "its transport"}`,
+        {
+          hint: `leave this --secret out; ${ref.target === "MCP_PORT" ? "--target-port sets the port" : "--transport sets it"}`,
+        },
+      );
+      refuse(error);
+    }
+  }
+}
+
+function misplacedTarget(target: string): string | undefined {
+  if (target === "PATH") return "where the server finds its programs";
+  if (target === "HOME" || target === "TMPDIR") return "the server's own folder (mcpmgr's sandbox gives it one)";
+  if (target.startsWith("LD_")) return "read by the dynamic loader of every program the server runs";
+  return undefined;
 }
 
 /**
