@@ -21,7 +21,7 @@ import { liveWorkload, liveWorkloadFetch } from "../../src/workload/live-workloa
 import { currentStatus } from "../../src/workload/supervisor-control.ts";
 import { type ModernServer, startModernServer } from "../fixtures/modern-server.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
-import { answersOf } from "../support/stdio-answers.ts";
+import { relayConversation } from "../support/stdio-answers.ts";
 
 setDefaultTimeout(60_000);
 
@@ -65,7 +65,7 @@ test("a tool call answered as the workload's supervisor died is answered as lost
   const live = await liveWorkload(store, "twice");
   const stdin = new PassThrough();
   const stdout = new PassThrough();
-  const answers = answersOf<Answer>(stdout);
+  const { send, answer, initialize } = relayConversation<Answer>(stdin, stdout);
   const logged: string[] = [];
   const relay = await startStdioRelay({
     target: live.url,
@@ -93,22 +93,10 @@ test("a tool call answered as the workload's supervisor died is answered as lost
     stdout,
     log: { info: (t) => logged.push(t), warn: (t) => logged.push(t), error: (t) => logged.push(t) },
   });
-  const send = (message: object) => stdin.write(`${JSON.stringify(message)}\n`);
-  const answer = async (id: number): Promise<Answer> => {
-    expect(await until(() => answers.has(id))).toBe(true);
-    return answers.get(id) as Answer;
-  };
   const call = (id: number, text: string) =>
     send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: { text } } });
 
-  send({
-    jsonrpc: "2.0",
-    id: 1,
-    method: "initialize",
-    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "claude-ai", version: "1" } },
-  });
-  expect((await answer(1)).result).toBeDefined();
-  send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  await initialize();
 
   killAt = 2;
   call(2, "once");
@@ -149,7 +137,7 @@ test("a 2026-07-28 stateless tool call answered as the workload's supervisor die
   const live = await liveWorkload(store, "stateless");
   const stdin = new PassThrough();
   const stdout = new PassThrough();
-  const answers = answersOf<Answer>(stdout);
+  const { answer } = relayConversation<Answer>(stdin, stdout);
   const relay = await startStdioRelay({
     target: live.url,
     fetch: liveWorkloadFetch(live, killing),
@@ -166,10 +154,6 @@ test("a 2026-07-28 stateless tool call answered as the workload's supervisor die
     stdout,
     log: { info: () => {}, warn: () => {}, error: () => {} },
   });
-  const answer = async (id: number): Promise<Answer> => {
-    expect(await until(() => answers.has(id))).toBe(true);
-    return answers.get(id) as Answer;
-  };
   const meta = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": { name: "claude-ai", version: "1" },

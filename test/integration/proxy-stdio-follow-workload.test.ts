@@ -6,10 +6,9 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { findFreePort } from "../../src/proxy/serve.ts";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { relayTransport } from "../support/stdio-relay-process.ts";
 
 setDefaultTimeout(60_000);
 
@@ -31,20 +30,7 @@ afterAll(async () => {
 type ToolResult = { isError?: boolean; content: { text: string }[] };
 
 test("a relay to a workload that was stopped, started and moved to another port keeps serving its client", async () => {
-  const stderr: string[] = [];
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI_ENTRY, "proxy", "stdio", "mover"],
-    cwd: REPO_ROOT,
-    env: {
-      ...(process.env as Record<string, string>),
-      NO_COLOR: "1",
-      MCPMGR_HOME: group.home,
-      MCPMGR_RUNTIME: "process",
-    },
-    stderr: "pipe",
-  });
-  transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+  const { transport, stderr } = relayTransport("mover", { MCPMGR_HOME: group.home, MCPMGR_RUNTIME: "process" });
   const relayed = new Client({ name: "claude-ai", version: "0.1.0" });
   client = relayed;
   await relayed.connect(transport);
@@ -83,31 +69,18 @@ test("a relay to a workload that was stopped, started and moved to another port 
   );
   expect(moved.code).toBe(0);
   expect(await echo("moved")).toBe("moved");
-  expect(stderr.join("")).toContain(`relaying stdio to http://127.0.0.1:${port}/`);
+  expect(stderr()).toContain(`relaying stdio to http://127.0.0.1:${port}/`);
 });
 
 test("a workload that moved to another port before the client's first initialize is followed there", async () => {
   group.run(source, "early", "default");
-  const stderr: string[] = [];
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI_ENTRY, "proxy", "stdio", "early"],
-    cwd: REPO_ROOT,
-    env: {
-      ...(process.env as Record<string, string>),
-      NO_COLOR: "1",
-      MCPMGR_HOME: group.home,
-      MCPMGR_RUNTIME: "process",
-    },
-    stderr: "pipe",
-  });
-  transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+  const { transport, stderr } = relayTransport("early", { MCPMGR_HOME: group.home, MCPMGR_RUNTIME: "process" });
   // The relay runs (it looked the workload up) before the client says anything: an AI client starts its
   // servers, and its first message may come much later.
   await transport.start();
   transport.start = async () => {};
-  expect(await until(() => stderr.join("").includes("relaying stdio to"))).toBe(true);
-  const before = new URL(stderr.join("").match(/relaying stdio to (\S+)/)?.[1] ?? "http://x");
+  expect(await until(() => stderr().includes("relaying stdio to"))).toBe(true);
+  const before = new URL(stderr().match(/relaying stdio to (\S+)/)?.[1] ?? "http://x");
   expect(group.mcpmgr("rm", "early").code).toBe(0);
   let port = await findFreePort();
   while (String(port) === before.port) port = await findFreePort();
@@ -128,7 +101,7 @@ test("a workload that moved to another port before the client's first initialize
     await early.connect(transport);
     const result = (await early.callTool({ name: "echo", arguments: { text: "found" } })) as ToolResult;
     expect(JSON.parse(result.content[0]?.text ?? "{}").text).toBe("found");
-    expect(stderr.join("")).toContain(`relaying stdio to http://127.0.0.1:${port}/`);
+    expect(stderr()).toContain(`relaying stdio to http://127.0.0.1:${port}/`);
   } finally {
     await early.close().catch(() => {});
   }

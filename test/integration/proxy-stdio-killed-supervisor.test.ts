@@ -17,8 +17,8 @@ import { isSupervisorOf } from "../../src/state/supervisor-identity.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { liveWorkload, liveWorkloadFetch } from "../../src/workload/live-workload.ts";
 import { currentStatus } from "../../src/workload/supervisor-control.ts";
-import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
-import { answersOf } from "../support/stdio-answers.ts";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
+import { relayConversation } from "../support/stdio-answers.ts";
 
 setDefaultTimeout(60_000);
 
@@ -41,7 +41,7 @@ test("the first request after a killed supervisor was started again is answered,
   const live = await liveWorkload(store, "crashy");
   const stdin = new PassThrough();
   const stdout = new PassThrough();
-  const answers = answersOf<Answer>(stdout);
+  const { send, answer, initialize } = relayConversation<Answer>(stdin, stdout);
   const relay = await startStdioRelay({
     target: live.url,
     fetch: liveWorkloadFetch(live, base),
@@ -54,19 +54,7 @@ test("the first request after a killed supervisor was started again is answered,
     stdout,
     log: { info: () => {}, warn: () => {}, error: () => {} },
   });
-  const send = (message: object) => stdin.write(`${JSON.stringify(message)}\n`);
-  const answer = async (id: number): Promise<Answer> => {
-    expect(await until(() => answers.has(id))).toBe(true);
-    return answers.get(id) as Answer;
-  };
-  send({
-    jsonrpc: "2.0",
-    id: 1,
-    method: "initialize",
-    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "claude-ai", version: "1" } },
-  });
-  expect((await answer(1)).result).toBeDefined();
-  send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  await initialize();
 
   // One round in two failed before: a few rounds.
   for (let round = 0; round < 4; round++) {

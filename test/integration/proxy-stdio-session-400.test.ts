@@ -11,9 +11,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { until } from "../support/gateway-group.ts";
-import { CLI_ENTRY, freePort, REPO_ROOT, type Running, spawnUntil } from "../support/processes.ts";
+import { freePort, REPO_ROOT, type Running, spawnUntil } from "../support/processes.ts";
+import { relayTransport } from "../support/stdio-relay-process.ts";
 
 setDefaultTimeout(60_000);
 
@@ -32,19 +32,11 @@ function startEverything(port: number): Promise<Running> {
 async function relayed(port: number): Promise<{ client: Client; stderr: () => string }> {
   const home = await mkdtemp(join(tmpdir(), "mcpmgr-relay-400-"));
   stops.push(() => rm(home, { recursive: true, force: true }));
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI_ENTRY, "proxy", "stdio", `http://127.0.0.1:${port}/mcp`],
-    cwd: REPO_ROOT,
-    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
-    stderr: "pipe",
-  });
-  let written = "";
-  transport.stderr?.on("data", (chunk: Buffer) => (written += chunk.toString()));
+  const { transport, stderr } = relayTransport(`http://127.0.0.1:${port}/mcp`, { MCPMGR_HOME: home });
   const client = new Client({ name: "claude-ai", version: "0.1.0" });
   await client.connect(transport);
   stops.push(() => client.close());
-  return { client, stderr: () => written };
+  return { client, stderr };
 }
 
 test("a remote that answers its forgotten session with 400 (server-everything) is given a new session", async () => {

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
@@ -20,6 +20,7 @@ import { startMemberServer } from "../fixtures/member-server.ts";
 import { eventually } from "../support/raw-http.ts";
 import { startConformanceServer } from "../support/conformance.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { relayTransport } from "../support/stdio-relay-process.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine.
 setDefaultTimeout(60_000);
@@ -27,24 +28,15 @@ setDefaultTimeout(60_000);
 const stops: (() => Promise<unknown>)[] = [];
 
 /** `proxy stdio URL` as Claude Desktop's entry starts it, in a home of its own; what it writes on stderr, kept. */
-async function relayTransport(url: string): Promise<{ transport: StdioClientTransport; stderr: () => string }> {
+async function homeRelayTransport(url: string): Promise<{ transport: StdioClientTransport; stderr: () => string }> {
   const home = await mkdtemp(join(tmpdir(), "mcpmgr-relay-renewal-"));
   stops.push(() => rm(home, { recursive: true, force: true }));
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI_ENTRY, "proxy", "stdio", url],
-    cwd: REPO_ROOT,
-    env: { ...(process.env as Record<string, string>), NO_COLOR: "1", MCPMGR_HOME: home },
-    stderr: "pipe",
-  });
-  let stderr = "";
-  transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  return { transport, stderr: () => stderr };
+  return relayTransport(url, { MCPMGR_HOME: home });
 }
 
 /** The SDK client on `proxy stdio URL`. */
 async function relayedClient(url: string, options: ConstructorParameters<typeof Client>[1] = {}): Promise<Client> {
-  const { transport } = await relayTransport(url);
+  const { transport } = await homeRelayTransport(url);
   const client = new Client({ name: "claude-ai", version: "0.1.0" }, options);
   await client.connect(transport);
   stops.push(() => client.close());
@@ -57,7 +49,7 @@ afterAll(async () => {
 test("a remote that restarts (its sessions forgotten) is given a new session: the stdio client's next call works", async () => {
   const first = await startConformanceServer();
   const port = Number(new URL(first.url).port);
-  const { transport, stderr } = await relayTransport(first.url);
+  const { transport, stderr } = await homeRelayTransport(first.url);
   const client = new Client({ name: "claude-ai", version: "0.1.0" });
   let listChanged = 0;
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => void listChanged++);
@@ -86,7 +78,7 @@ test("a remote that restarts (its sessions forgotten) is given a new session: th
 test("a renewal that failed (the port answered 404 to the new initialize too) is tried again at the next message", async () => {
   const first = await startConformanceServer();
   const port = Number(new URL(first.url).port);
-  const { transport, stderr } = await relayTransport(first.url);
+  const { transport, stderr } = await homeRelayTransport(first.url);
   const client = new Client({ name: "claude-ai", version: "0.1.0" });
   await client.connect(transport);
   stops.push(() => client.close());
@@ -114,7 +106,7 @@ test("a renewal that failed (the port answered 404 to the new initialize too) is
 test("a request in progress when the remote restarted is answered with an error at the renewal, not sent again", async () => {
   const first = await startConformanceServer();
   const port = Number(new URL(first.url).port);
-  const { transport } = await relayTransport(first.url);
+  const { transport } = await homeRelayTransport(first.url);
   const client = new Client({ name: "claude-ai", version: "0.1.0" }, { capabilities: { elicitation: {} } });
   // The user never answers: the tool call waits on the server until it goes away.
   let asked = false;
