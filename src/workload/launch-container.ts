@@ -37,6 +37,7 @@ import type { ContainerPlacement } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
 import { pruneBuiltImages } from "./built-images.ts";
+import { setIdSeccompOption } from "../runtime/docker/setid-seccomp.ts";
 
 /** The server port in a container when neither the user, the registry entry nor the image names one. */
 const DEFAULT_SERVER_PORT = 8080;
@@ -194,6 +195,9 @@ export async function launchContainer(
 ): Promise<LaunchedServer> {
   const { engine, server, isolate, networkMode } = placement;
   const { signal } = options;
+  // Asked of the engine while the image is prepared (Podman's answer can take a second under load).
+  const seccompOption = setIdSeccompOption(engine, join(ctx.paths.stateDir, "seccomp"));
+  seccompOption.catch(() => {}); // awaited below; an earlier failure must not leave it unhandled
   // Before the grant summary: a missing token or secret is the whole answer (and it fails before a build).
   const environment = await serverEnvironment(server.variables, ctx);
   if (options.interactive) printContainerGrants(spec, placement, ctx);
@@ -269,6 +273,7 @@ export async function launchContainer(
         imageLock: join(ctx.paths.stateDir, "builds", "mcpmgr-egress.lock"),
       })
     : undefined;
+  const seccomp = await seccompOption;
   const createOptions = serverContainerOptions({
     containerName,
     image,
@@ -294,6 +299,8 @@ export async function launchContainer(
       ...placement.publish,
     ],
     limits: placement.limits,
+    // Its root is the host's root on a rootful engine: no set-user-ID program left in a volume.
+    ...(seccomp ? { seccomp } : {}),
   });
   if (signal?.aborted) {
     await isolation?.remove();

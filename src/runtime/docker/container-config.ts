@@ -54,6 +54,8 @@ export interface ServerContainerInput {
   readonly limits: ResourceLimits;
   /** Name other containers on the network reach it by (isolated networks). */
   readonly networkAlias?: string;
+  /** `seccomp=…`: the engine's default profile refusing set-ID modes (setid-seccomp.ts); absent: the engine's default. */
+  readonly seccomp?: string;
 }
 
 /** The mounts a workload gets: the profile's read/write lists, then -v volumes (later wins on the same target). */
@@ -176,7 +178,8 @@ export function serverContainerOptions(input: ServerContainerInput): Docker.Cont
     Tty: false,
     HostConfig: {
       CapDrop: ["ALL"],
-      SecurityOpt: ["no-new-privileges"],
+      // A privileged container is the user's explicit choice of everything: its seccomp stays the engine's.
+      SecurityOpt: ["no-new-privileges", ...(input.seccomp && !input.profile.privileged ? [input.seccomp] : [])],
       Privileged: input.profile.privileged,
       Memory: input.limits.memoryBytes,
       MemorySwap: input.limits.memoryBytes,

@@ -1,0 +1,117 @@
+/**
+ * A container's root is the host's root on a rootful engine: a set-user-ID program it leaves in
+ * a writable volume would run as root for the host's users (a `nosuid` mount in the container
+ * does not reach the host's path). Against real engines: on Podman, `mcpmgr run` gives the
+ * container Podman's own default profile refusing set-ID modes, so the planted program stays
+ * without the bit and `nobody` runs it as `nobody`; on Docker, the same derived profile passed
+ * as text is accepted and enforced (Docker compiles its default in, so `run` adds it only when
+ * the daemon names a profile file: see docs/security.md).
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { withoutSetIdModes } from "../../src/runtime/docker/setid-seccomp.ts";
+import { fixtureImages, runInDocker, type FixtureImages } from "../support/docker-fixtures.ts";
+import { startPodmanService, type PodmanService } from "../support/podman-service.ts";
+
+setDefaultTimeout(60_000);
+
+let images: FixtureImages;
+let podman: PodmanService;
+let volume: string;
+
+beforeAll(async () => {
+  images = await fixtureImages();
+  podman = await startPodmanService("mcpmgr-setid-");
+  // The probe image Docker built, copied into Podman's store.
+  if (Bun.spawnSync(["podman", "image", "exists", `localhost/${images.probe}`]).exitCode !== 0) {
+    const save = Bun.spawn(["docker", "save", images.probe], { stdout: "pipe" });
+    const load = Bun.spawn(["podman", "load"], { stdin: save.stdout, stdout: "pipe", stderr: "pipe" });
+    expect(await load.exited).toBe(0);
+  }
+}, 300_000);
+
+afterAll(async () => {
+  await podman?.stop();
+});
+
+/** A fresh volume holding a root-owned copy of `id` (mode 0755), reachable by `nobody`. */
+function freshVolume(): string {
+  volume = mkdtempSync(join(tmpdir(), "mcpmgr-setid-vol-"));
+  chmodSync(volume, 0o755);
+  copyFileSync("/usr/bin/id", join(volume, "id"));
+  chmodSync(join(volume, "id"), 0o755);
+  return volume;
+}
+
+/** `id` in the volume run by the host's `nobody`. */
+function idAsNobody(dir: string): string {
+  const run = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", join(dir, "id")]);
+  return run.stdout.toString().trim();
+}
+
+test("Podman: the container's root cannot make a set-user-ID or set-group-ID file in a writable volume; nobody's id stays nobody's", async () => {
+  const dir = freshVolume();
+  const run = await runInDocker([`localhost/${images.probe}`, "--name", "podman-setid", "-v", `${dir}:/data`], {
+    env: { MCPMGR_RUNTIME: "podman", DOCKER_HOST: `unix://${podman.socket}` },
+  });
+  try {
+    for (const mode of [0o4755, 0o2755, 0o6755])
+      expect(`${mode.toString(8)}: ${(await run.call("chmod", { path: "/data/id", mode })).text}`).toBe(
+        `${mode.toString(8)}: EPERM`,
+      );
+    expect((await run.call("create_file", { path: "/data/made", mode: 0o4755 })).text).toBe("EPERM");
+    expect((await run.call("make_dir", { path: "/data/shared", mode: 0o2775 })).text).toBe("EPERM");
+    // Ordinary modes work, and opening a file that exists (its mode argument unused).
+    expect((await run.call("chmod", { path: "/data/id", mode: 0o700 })).text).toBe("changed");
+    expect((await run.call("chmod", { path: "/data/id", mode: 0o755 })).text).toBe("changed");
+    expect((await run.call("create_file", { path: "/data/plain", mode: 0o644 })).text).toBe("created");
+    expect((await run.call("make_dir", { path: "/data/dir", mode: 0o755 })).text).toBe("made");
+    expect((await run.call("write_file", { path: "/data/plain", text: "x" })).text).toBe("written");
+    expect((await run.call("read_file", { path: "/data/plain" })).text).toBe("x");
+    for (const name of ["id", "plain", "dir"])
+      expect(`${name}: ${lstatSync(join(dir, name)).mode & 0o6000}`).toBe(`${name}: 0`);
+    expect(lstatSync(join(dir, "made"), { throwIfNoEntry: false })).toBeUndefined();
+    const id = idAsNobody(dir);
+    expect(id).toContain("uid=65534");
+    expect(id).not.toContain("euid=0");
+    await run.client.close();
+  } finally {
+    await run.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 300_000);
+
+test("Docker: the profile derived from an engine's default, passed as text, refuses set-ID modes and allows the rest", async () => {
+  const dir = freshVolume();
+  const profile = withoutSetIdModes(JSON.parse(readFileSync("/usr/share/containers/seccomp.json", "utf8")));
+  const docker = new Docker();
+  const container = await docker.createContainer({
+    Image: images.probe,
+    Entrypoint: ["sh", "-c"],
+    Cmd: [
+      "chmod 4755 /data/id; echo suid=$?; chmod 2755 /data/id; echo sgid=$?; chmod 700 /data/id; echo plain=$?; chmod 755 /data/id; cp /data/id /data/copy; echo copy=$?",
+    ],
+    HostConfig: {
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges", `seccomp=${JSON.stringify(profile)}`],
+      Mounts: [{ Type: "bind", Source: dir, Target: "/data" }],
+    },
+  });
+  try {
+    await container.start();
+    expect((await container.wait()).StatusCode).toBe(0);
+    const logs = (await container.logs({ stdout: true, stderr: false })).toString();
+    expect(logs).toContain("suid=1");
+    expect(logs).toContain("sgid=1");
+    expect(logs).toContain("plain=0");
+    expect(logs).toContain("copy=0");
+    expect(lstatSync(join(dir, "id")).mode & 0o7777).toBe(0o755);
+    expect(idAsNobody(dir)).not.toContain("euid=0");
+  } finally {
+    await container.remove({ force: true });
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
