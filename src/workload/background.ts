@@ -12,7 +12,7 @@ import { dockerHostFor } from "../runtime/docker/engine.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import { assertNoForegroundRun, type WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
-import { prepareImage, printContainerGrants } from "./launch-container.ts";
+import { prepareImage, printContainerGrants, warnSetIdExposure } from "./launch-container.ts";
 import { printProcessGrants, processWorkingDir, sandboxedMounts } from "./launch-process.ts";
 import { overlaysFor } from "./overlays.ts";
 import { preparePolicies } from "./policies.ts";
@@ -44,8 +44,10 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext, signal?: Ab
       placement.kind === "process" && placement.bwrap !== undefined ? processWorkingDir(placement, ctx) : undefined;
     // First: a missing token or secret is the whole answer, not a line after the grant summary.
     await serverEnvironment(server.variables, ctx);
-    if (placement.kind === "container") printContainerGrants(spec, placement, ctx);
-    else if (workingDir !== undefined) printProcessGrants(spec.name, placement, workingDir, ctx);
+    if (placement.kind === "container") {
+      printContainerGrants(spec, placement, ctx);
+      await warnSetIdExposure(spec, placement, ctx);
+    } else if (workingDir !== undefined) printProcessGrants(spec.name, placement, workingDir, ctx);
     const overlayOptions = { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays };
     if (placement.kind === "container") {
       await prepareImage(placement, ctx, (line) => ctx.log.info(line), signal);

@@ -37,7 +37,7 @@ import type { ContainerPlacement } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
 import { pruneBuiltImages } from "./built-images.ts";
-import { setIdSeccompOption } from "../runtime/docker/setid-seccomp.ts";
+import { setIdSeccompOption, setIdSeccompProfile } from "../runtime/docker/setid-seccomp.ts";
 
 /** The server port in a container when neither the user, the registry entry nor the image names one. */
 const DEFAULT_SERVER_PORT = 8080;
@@ -182,6 +182,24 @@ export function printContainerGrants(spec: RunSpec, placement: ContainerPlacemen
   }
 }
 
+/**
+ * Said where the user looks (a foreground run's terminal, or `run` before its supervisor starts):
+ * on an engine whose default seccomp profile is not a file mcpmgr can extend (Docker's built-in
+ * one), the container's root can leave a set-user-ID program in a writable volume (security.md W9).
+ */
+export async function warnSetIdExposure(
+  spec: RunSpec,
+  placement: ContainerPlacement,
+  ctx: WorkloadContext,
+): Promise<void> {
+  const writable = placement.mounts.filter((m) => !m.readOnly && !placement.hiddenDirs.includes(m.containerPath));
+  if (writable.length === 0 || placement.server.profile.privileged) return;
+  if ((await setIdSeccompProfile(placement.engine)) !== undefined) return;
+  ctx.log.warn(
+    `${spec.name}'s container can leave set-user-ID programs in its writable volumes (${writable.map((m) => m.hostPath).join(", ")}), which would run as their owner for the host's users: ${placement.engine.kind}'s default seccomp profile is not a file mcpmgr can extend (mount them :ro, or see docs/security.md W9)`,
+  );
+}
+
 /** Removes what a start left in the engine (it was interrupted, or a supervisor was killed hard). */
 export async function removeContainers(placement: ContainerPlacement, name: string, install: string): Promise<void> {
   await removeWorkloadObjects(placement.engine, name, install);
@@ -200,7 +218,10 @@ export async function launchContainer(
   seccompOption.catch(() => {}); // awaited below; an earlier failure must not leave it unhandled
   // Before the grant summary: a missing token or secret is the whole answer (and it fails before a build).
   const environment = await serverEnvironment(server.variables, ctx);
-  if (options.interactive) printContainerGrants(spec, placement, ctx);
+  if (options.interactive) {
+    printContainerGrants(spec, placement, ctx);
+    await warnSetIdExposure(spec, placement, ctx);
+  }
   const image = await prepareImage(
     placement,
     ctx,

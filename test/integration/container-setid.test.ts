@@ -74,6 +74,8 @@ test("Podman: the container's root cannot make a set-user-ID or set-group-ID fil
     for (const name of ["id", "plain", "dir"])
       expect(`${name}: ${lstatSync(join(dir, name)).mode & 0o6000}`).toBe(`${name}: 0`);
     expect(lstatSync(join(dir, "made"), { throwIfNoEntry: false })).toBeUndefined();
+    // Podman's profile is extended: no warning.
+    expect(run.output()).not.toContain("set-user-ID");
     const id = idAsNobody(dir);
     expect(id).toContain("uid=65534");
     expect(id).not.toContain("euid=0");
@@ -115,3 +117,22 @@ test("Docker: the profile derived from an engine's default, passed as text, refu
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("Docker with its built-in profile: run warns that a writable volume can receive a set-user-ID program, not for a read-only one", async () => {
+  // This host's dockerd names no profile file ("profile=default"): there is nothing to extend.
+  const dir = freshVolume();
+  try {
+    const writable = await runInDocker([images.probe, "--name", "docker-setid-warn", "-v", `${dir}:/data`]);
+    await writable.client.close();
+    await writable.stop();
+    expect(writable.output()).toContain(
+      `docker-setid-warn's container can leave set-user-ID programs in its writable volumes (${dir})`,
+    );
+    const readOnly = await runInDocker([images.probe, "--name", "docker-setid-ro", "-v", `${dir}:/data:ro`]);
+    await readOnly.client.close();
+    await readOnly.stop();
+    expect(readOnly.output()).not.toContain("set-user-ID");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 300_000);
