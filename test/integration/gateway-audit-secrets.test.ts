@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { createTestGroup, PROBE_FIXTURE, type TestGroup } from "../support/gateway-group.ts";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
@@ -100,4 +100,70 @@ test("a member that holds a secret and answers with it: the gateway's audit data
   expect(call.request).toBe(call.response);
   expect(call.outcome).toBe("success");
   expect((call.target as { tool?: string }).tool).toBe("holder_env");
+});
+
+test("a member that holds secrets failing with an error page that quotes them: the gateway's log gives its status, not its words", async () => {
+  const KEY = "remote-key-0c7d21e9";
+  // A remote that answers the handshake, then fails every listing with an error page that prints its request's headers.
+  const remote = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      if (req.method !== "POST") return new Response(null, { status: 405 });
+      const message = (await req.json()) as { id?: number; method: string };
+      if (message.id === undefined) return new Response(null, { status: 202 });
+      if (message.method === "initialize") {
+        const result = {
+          protocolVersion: "2025-06-18",
+          capabilities: { tools: {} },
+          serverInfo: { name: "echo", version: "1" },
+        };
+        return Response.json({ jsonrpc: "2.0", id: message.id, result });
+      }
+      return new Response(`listing failed; request headers: x-api-key=${req.headers.get("x-api-key")}`, {
+        status: 500,
+      });
+    },
+  });
+  try {
+    expect(group.mcpmgr("group", "create", "broken").code).toBe(0);
+    const started = Bun.spawnSync(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        `http://127.0.0.1:${remote.port}/mcp`,
+        "--name",
+        "failing",
+        "--group",
+        "broken",
+        "--remote-forward-headers-secret",
+        "X-Api-Key=rkey",
+      ],
+      {
+        cwd: REPO_ROOT,
+        env: {
+          ...process.env,
+          NO_COLOR: "1",
+          MCPMGR_HOME: group.home,
+          MCPMGR_SECRETS_PROVIDER: "environment",
+          MCPMGR_SECRET_RKEY: KEY,
+        },
+        timeout: 120_000,
+      },
+    );
+    expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
+      code: 0,
+      stderr: "",
+    });
+    const gateway = await group.gateway("broken");
+    try {
+      await until(() => /workload 'failing'.*HTTP 500/.test(gateway.output()));
+      expect(gateway.output()).not.toContain(KEY);
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await remote.stop(true);
+  }
 });
