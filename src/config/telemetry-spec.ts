@@ -72,7 +72,9 @@ export function telemetrySpec(
   if (endpointText !== undefined) {
     endpoint = new URL(endpointText);
     if (endpoint.protocol === "http:" && !values["otel-insecure"]) {
-      throw new McpmgrError("INVALID_OPTION", `--otel-endpoint ${endpoint.href}: http:// needs --otel-insecure`, {
+      // Quoted without its query, which may hold the collector's key.
+      const shown = `${endpoint.origin}${endpoint.pathname}${endpoint.search ? "?…" : ""}`;
+      throw new McpmgrError("INVALID_OPTION", `--otel-endpoint ${shown}: http:// needs --otel-insecure`, {
         hint: "use https://, or add --otel-insecure for a collector on a trusted network",
       });
     }

@@ -21,16 +21,31 @@ export function refuseUrlCredentials(url: URL, what: string, code: ErrorCode = "
 }
 
 /**
- * A URL as an error may quote it: whatever may be a user name or password left out (`https://…@host`).
+ * A URL as an error may quote it: whatever may be a user name or password left out (`https://…@host`),
+ * and the query's values (withoutQueryValues).
  * A URL that parses loses what the parser would take for them (up to the authority's last "@"); one that
  * does not (a "/" or "#" typed in a password makes it so) loses everything up to its last "@", since
  * where its authority ends is anyone's guess.
  */
 export function quotableUrl(text: string): string {
   const scheme = /^\s*[A-Za-z][\w+.-]*:\/\//.exec(text)?.[0];
-  if (scheme === undefined) return text;
+  if (scheme === undefined) return withoutQueryValues(text);
   const rest = text.slice(scheme.length);
   const authorityEnd = URL.canParse(text) ? rest.search(/[/?#\\]/) : -1;
   const at = (authorityEnd === -1 ? rest : rest.slice(0, authorityEnd)).lastIndexOf("@");
-  return at === -1 ? text : `${scheme}…${rest.slice(at)}`;
+  return withoutQueryValues(at === -1 ? text : `${scheme}…${rest.slice(at)}`);
+}
+
+/**
+ * The query's values left out (`?api-key=…`): some services take a key there (an OTLP collector's
+ * `?api-key=`, a signed URL's `sig=`), and a mistyped URL's error would quote it. The names stay, so
+ * the user still sees which URL is meant. Text with no path before its "?" is no URL and stays as is.
+ */
+function withoutQueryValues(text: string): string {
+  const query = /^[^\s?#]*\/[^\s?#]*\?/.exec(text);
+  if (query === null) return text;
+  const end = text.indexOf("#", query[0].length);
+  const tail = end === -1 ? "" : text.slice(end);
+  const params = text.slice(query[0].length, end === -1 ? undefined : end);
+  return `${query[0]}${params.replace(/=[^&;]*/g, "=…")}${tail}`;
 }

@@ -283,7 +283,7 @@ export class GroupCatalog {
       // A session opened before the failure (its lists failed) is ended; the retry opens another.
       if (client !== undefined) void endSession(client);
       if (connection.closed) return;
-      this.#reportFailure(connection, failureText(err));
+      this.#reportFailure(connection, failureText(err, !connection.member.holdsSecrets));
       connection.retry = setTimeout(() => {
         connection.attempt = this.#connect(connection);
       }, this.#options.retryMs ?? 2_000);
@@ -310,7 +310,7 @@ export class GroupCatalog {
       failed: (failedKind, err) =>
         this.#options.log(
           "warn",
-          `workload '${connection.member.name}': listing ${failedKind} failed: ${failureText(err)}`,
+          `workload '${connection.member.name}': listing ${failedKind} failed: ${failureText(err, !connection.member.holdsSecrets)}`,
         ),
     });
   }

@@ -5,7 +5,7 @@
  * wording of a refusal (a failed version negotiation) says nothing to the user, so the member's answer is
  * quoted instead.
  */
-import { SdkHttpError } from "@modelcontextprotocol/client";
+import { ProtocolError, SdkHttpError } from "@modelcontextprotocol/client";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
 
@@ -21,8 +21,17 @@ export interface LoggedFailure {
   repeats: number;
 }
 
-/** A member's failure for one log line: its HTTP status when it answered with an error, then an excerpt. */
-export function failureText(err: unknown): string {
+/**
+ * A member's failure for one log line: its HTTP status when it answered with an error, then an excerpt.
+ * `quote` false (a member that holds secrets: membership.ts holdsSecrets): nothing of the member's own
+ * words, which may quote its secrets (an error page printing the request's headers), and the gateway
+ * does not know them to redact; its status or error code, and the gateway client's own errors, are given.
+ */
+export function failureText(err: unknown, quote = true): string {
+  if (!quote && err instanceof SdkHttpError)
+    return `HTTP ${err.status} (its answer is not quoted: it may hold the workload's secrets)`;
+  if (!quote && err instanceof ProtocolError)
+    return `error ${err.code} (its message is not quoted: it may hold the workload's secrets)`;
   if (err instanceof SdkHttpError && (err.status === 401 || err.status === 403)) return refusalText(err);
   const text = excerpt(errorMessage(err), FAILURE_EXCERPT_CHARS);
   return err instanceof SdkHttpError ? `HTTP ${err.status}: ${text}` : text;

@@ -23,6 +23,8 @@ export interface Member {
   readonly credential?: string;
   /** The workload was run with `--oidc-*` of its own (then only a gateway that authenticates may serve it). */
   readonly ownAuthentication?: boolean;
+  /** The workload holds secrets (holdsSecrets): what it answers may quote them, and only it can redact them. */
+  readonly holdsSecrets?: boolean;
   /**
    * Its supervisor, whose pid the membership keeps current (one object per workload name, updated in
    * place: connections opened before a restart see the new supervisor): nothing is sent to the port
@@ -84,7 +86,25 @@ async function memberOf(store: WorkloadStore, group: string, record: WorkloadRec
     url: workloadUrl(record),
     supervisor: { pid: status.pid },
     ...(hasOwnAuthentication(record) ? { ownAuthentication: true } : {}),
+    ...(holdsSecrets(record) ? { holdsSecrets: true } : {}),
   };
+}
+
+/**
+ * Whether a workload is given secret values, the ones its own audit redacts: `--secret` (its
+ * server's environment), and for a remote the secret headers and tokens mcpmgr sends it
+ * (`--remote-forward-headers-secret`, `--remote-auth*`, `--token-exchange-*`).
+ */
+export function holdsSecrets(record: WorkloadRecord): boolean {
+  if (record.secrets.length > 0) return true;
+  const end = record.runOptions.indexOf("--");
+  const own = end === -1 ? record.runOptions : record.runOptions.slice(0, end);
+  return own.some(
+    (arg) =>
+      arg.startsWith("--remote-forward-headers-secret") ||
+      arg.startsWith("--remote-auth") ||
+      arg.startsWith("--token-exchange"),
+  );
 }
 
 export async function followMembership(options: MembershipOptions): Promise<Membership> {

@@ -202,7 +202,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       },
       {
         telemetry: ctx.telemetry,
-        audit: ctx.audit,
+        audit: ctx.audit && { ...ctx.audit, withhold: () => withheldData(membership.current()) },
         authentication: ctx.authentication?.(GATEWAY_PATH) ?? [],
         tools: spec.tools,
         authz: spec.authz,
@@ -251,4 +251,16 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       await releaseGuard?.();
     },
   };
+}
+
+/**
+ * Why the gateway's audit records no data while some members hold secrets: their answers may quote
+ * them (a server printing its environment, a remote echoing its headers), and only the member knows
+ * them; copying them into the gateway to redact there would spread them to one more process. Each
+ * member's own audit records its calls with them redacted.
+ */
+function withheldData(members: readonly Member[]): string | undefined {
+  const holding = members.filter((member) => member.holdsSecrets).map((member) => member.name);
+  if (holding.length === 0) return undefined;
+  return `${holding.join(", ")} hold${holding.length === 1 ? "s" : ""} secrets the gateway cannot redact; see ${holding.length === 1 ? "its" : "their"} own audit`;
 }

@@ -31,6 +31,11 @@ export interface AuditOptions {
   readonly write: (line: string) => void;
   /** Removes known secret values (the server's environment secrets) from data. */
   readonly redact?: (text: string) => string;
+  /**
+   * Why data cannot be recorded now, if it cannot: a gateway does not know its members' secrets, so
+   * while one that holds some is a member, it records no request or response data (gateway/start.ts).
+   */
+  readonly withhold?: () => string | undefined;
 }
 
 const typeByMethod: Readonly<Record<string, AuditEventType>> = {
@@ -111,6 +116,8 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
   const wanted = (type: AuditEventType) =>
     (config.eventTypes === undefined || config.eventTypes.has(type)) && !config.excludeEventTypes.has(type);
   const data = (value: unknown): string => {
+    const withheld = options.withhold?.();
+    if (withheld !== undefined) return `[withheld: ${withheld}]`;
     const text = redact(JSON.stringify(scrub(value)) ?? "");
     return text.length > config.maxDataSize ? `${text.slice(0, config.maxDataSize)}…(truncated)` : text;
   };

@@ -108,6 +108,40 @@ export function learningRedactor(fixed: Iterable<string | Secret>, now: () => nu
   };
 }
 
+/** How many values learned one by one are kept at most (token exchange: one per client; each is looked for in every line). */
+export const COLLECTED_KEEP_COUNT = 256;
+
+/** A redactor that learns values one by one, many in use at once (token exchange: a token per client). */
+export interface CollectingRedactor {
+  readonly redact: (text: string) => string;
+  /**
+   * A value in use now: redacted from then on, until RETIRED_KEEP_MS after its last use or until
+   * COLLECTED_KEEP_COUNT values used since push it out. Cheap for a known value: called at every request.
+   */
+  readonly add: (value: string) => void;
+}
+
+export function collectingRedactor(fixed: Iterable<string | Secret>, now: () => number = Date.now): CollectingRedactor {
+  const always = [...fixed];
+  /** Value → when last used; a Map keeps insertion order, so the least recently used comes first. */
+  const used = new Map<string, number>();
+  let spelled = spellings(always);
+  return {
+    redact: (text) => redactSpellings(text, spelled),
+    add(value) {
+      const at = now();
+      const known = used.delete(value);
+      used.set(value, at);
+      if (known) return;
+      for (const [old, when] of used) {
+        if (used.size <= COLLECTED_KEEP_COUNT && at - when < RETIRED_KEEP_MS) break;
+        used.delete(old);
+      }
+      spelled = spellings([...always, ...used.keys()]);
+    },
+  };
+}
+
 function redactSpellings(text: string, fixed: readonly string[]): string {
   let out = text;
   for (const value of fixed) {

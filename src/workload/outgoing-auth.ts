@@ -13,7 +13,7 @@ import { trustingFetch } from "../auth/trusted-fetch.ts";
 import { type OutgoingAuthSpec, plainHttpWarning } from "../config/outgoing-auth-spec.ts";
 import { McpmgrError } from "../errors.ts";
 import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-fetch.ts";
-import { type LearningRedactor, learningRedactor, redactor } from "../secrets/redact.ts";
+import { collectingRedactor, learningRedactor, redactor } from "../secrets/redact.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import type { WorkloadContext } from "./context.ts";
 
@@ -43,7 +43,8 @@ export async function outgoingAuthentication(
 
 /**
  * The same, with a redactor of the secret values it sends (the secrets store's header values, a
- * static bearer token, and the OAuth tokens of `--remote-auth`, learned as each is obtained): a
+ * static bearer token, the OAuth tokens of `--remote-auth` and the tokens of token exchange, learned
+ * as each is obtained): a
  * remote that echoes its request headers (a debugging tool, an error page) would otherwise put them
  * in clear into audit data, which redacts a launched server's secrets only.
  */
@@ -77,7 +78,8 @@ export async function outgoingCredentials(
   }
   let source: TokenSource | undefined;
   let headerName: string | undefined;
-  let learner: LearningRedactor | undefined;
+  /** A redactor that learns tokens while the workload runs (OAuth renewals, exchanged tokens). */
+  let learner: { redact: (text: string) => string } | undefined;
   // mcpmgr's own requests (OAuth, token exchange) trust --thv-ca-bundle; the forwarded traffic is the remote's business.
   const http = cappedAnswers(trustingFetch(spec.caBundle));
   if (spec.mode.kind === "bearer") {
@@ -123,9 +125,13 @@ export async function outgoingCredentials(
     });
   } else if (spec.tokenExchange) {
     const { tokenExchangeSource } = await import("../auth/outgoing/token-exchange.ts");
+    // One token per client user, many in use at once: each is learned at each use, so the ones in use stay redacted.
+    const collecting = collectingRedactor(secretValues);
+    learner = collecting;
     source = tokenExchangeSource(spec.tokenExchange, {
       onError: (text) => ctx.log.warn(`${name}: ${text}`),
       fetch: http,
+      onToken: collecting.add,
     });
     headerName = spec.tokenExchange.headerName;
   }

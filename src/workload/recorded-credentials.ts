@@ -12,6 +12,7 @@ export interface RecordedValues {
   readonly env?: readonly { readonly key: string; readonly value: string }[];
   readonly "otel-headers"?: readonly { readonly key: string; readonly value: string }[];
   readonly "remote-forward-headers"?: readonly { readonly name: string; readonly value: string }[];
+  readonly "otel-endpoint"?: string | undefined;
 }
 
 /** Options whose value is a credential, and the form of each that keeps it out of the record. */
@@ -38,8 +39,8 @@ export function refuseRecordedCredentials(values: RecordedValues, given: Readonl
 
 /**
  * The refusal for the first credential in a background workload's command line, if any: a
- * literal secret option, a credential-looking forwarded or OTLP header, an environment value in
- * a credential's form. (A remote URL with credentials in it is refused everywhere, in the foreground
+ * literal secret option, a credential-looking forwarded or OTLP header or collector URL query
+ * parameter, an environment value in a credential's form. (A remote URL with credentials in it is refused everywhere, in the foreground
  * too: config/url-credentials.ts.)
  */
 export function recordedCredential(values: RecordedValues, given: ReadonlySet<string>): McpmgrError | undefined {
@@ -65,6 +66,16 @@ export function recordedCredential(values: RecordedValues, given: ReadonlySet<st
     if (!isCredentialHeader(header.key, header.value)) continue;
     return plainText(
       `--otel-headers ${header.key}=…`,
+      "run it with --foreground, where nothing is recorded (the collector's key has no secret form yet)",
+    );
+  }
+  // A collector's key in the endpoint's query (`?api-key=KEY`, as some vendors document it) would be
+  // recorded, exported and listed with the URL. Checked by parameter as a header is: name or value form.
+  const endpoint = URL.parse(values["otel-endpoint"] ?? "");
+  for (const [key, value] of endpoint?.searchParams ?? []) {
+    if (!isCredentialHeader(key, value)) continue;
+    return plainText(
+      `--otel-endpoint …?${key}=…`,
       "run it with --foreground, where nothing is recorded (the collector's key has no secret form yet)",
     );
   }

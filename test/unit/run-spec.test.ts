@@ -225,6 +225,32 @@ describe("the policies' files are decoded once, with the field at fault named", 
     expect(error?.message).not.toContain("/mcp");
   });
 
+  test("a collector's key in --otel-endpoint's query is refused in a recorded workload and quoted by no error", () => {
+    const keyed = "https://otlp.example/otlp?api-key=s3cret-value&region=eu";
+    const refused = errorOf([REMOTE, "--otel-endpoint", keyed]);
+    expect(refused?.code).toBe("INVALID_OPTION");
+    expect(refused?.message).toContain("--otel-endpoint …?api-key=…");
+    expect(refused?.hint).toContain("--foreground");
+    // A key told by its value's form, under a name that says nothing.
+    expect(errorOf([REMOTE, "--otel-endpoint", "https://otlp.example/?t=Bearer%20s3cret-value"])?.code).toBe(
+      "INVALID_OPTION",
+    );
+    // A query with no credential in it is recorded as given; in the foreground nothing is recorded.
+    expect(errorOf([REMOTE, "--otel-endpoint", "https://otlp.example/otlp?region=eu"])).toBeUndefined();
+    expect(errorOf(["--foreground", REMOTE, "--otel-endpoint", keyed])).toBeUndefined();
+    // Errors about the URL itself quote it without the query's values.
+    for (const endpoint of [
+      "otlp.example/otlp?api-key=s3cret-value",
+      "ftp://otlp.example/otlp?api-key=s3cret-value#x",
+      "https://u:p@otlp.example/otlp?api-key=s3cret-value",
+      "http://otlp.example/otlp?api-key=s3cret-value",
+    ]) {
+      const error = errorOf(["--foreground", REMOTE, "--otel-endpoint", endpoint]);
+      expect({ endpoint, code: error?.code }).toEqual({ endpoint, code: "INVALID_OPTION" });
+      expect(`${error?.message} ${error?.hint}`).not.toContain("s3cret-value");
+    }
+  });
+
   test("decoded policies are in the spec, frozen", async () => {
     const spec = specFor(["--foreground", PROBE, "--tools", "env", "--enable-audit"]);
     expect(spec.policies.tools?.allowed).toEqual(new Set(["env"]));

@@ -2,6 +2,8 @@
 import { describe, expect, test, setDefaultTimeout } from "bun:test";
 import { format, inspect } from "node:util";
 import {
+  collectingRedactor,
+  COLLECTED_KEEP_COUNT,
   learningRedactor,
   MIN_REDACT_LENGTH,
   REDACTED,
@@ -181,4 +183,21 @@ test("a learning redactor redacts the values learned, and those they replaced fo
   for (let i = 4; i < 4 + RETIRED_KEEP_COUNT + 1; i++) learning.learn([`access-${i}`]);
   const kept = learning.redact(Array.from({ length: 13 }, (_, i) => `access-${i}`).join(" "));
   expect(kept.split(" ").filter((word) => word === REDACTED)).toHaveLength(RETIRED_KEEP_COUNT + 1);
+});
+
+test("a collecting redactor keeps every value in use, each for an hour after its last use (the least recently used go first)", () => {
+  let now = 0;
+  const collecting = collectingRedactor(["fixed-secret"], () => now);
+  collecting.add("token-a");
+  collecting.add("token-b");
+  expect(collecting.redact("fixed-secret token-a token-b")).toBe("*** *** ***");
+  now = RETIRED_KEEP_MS - 1;
+  collecting.add("token-a"); // still in use: its hour starts again
+  now = RETIRED_KEEP_MS;
+  collecting.add("token-c");
+  // token-b was last used an hour ago: gone; token-a used since.
+  expect(collecting.redact("token-a token-b token-c fixed-secret")).toBe("*** token-b *** ***");
+  for (let i = 0; i < COLLECTED_KEEP_COUNT; i++) collecting.add(`many-${i}`);
+  // The cap pushed out the two older ones, not the ones added since.
+  expect(collecting.redact("token-a token-c many-0 fixed-secret")).toBe("token-a token-c *** ***");
 });

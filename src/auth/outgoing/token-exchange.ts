@@ -40,7 +40,12 @@ const ANONYMOUS: { client: oauth.Client; auth: oauth.ClientAuth } = {
 
 export function tokenExchangeSource(
   spec: TokenExchangeSpec,
-  options: { onError?: (text: string) => void; fetch?: Fetch | undefined } = {},
+  options: {
+    onError?: (text: string) => void;
+    fetch?: Fetch | undefined;
+    /** Each exchanged token as it is about to be sent (audit redacts it: workload/outgoing-auth.ts). */
+    onToken?: (token: string) => void;
+  } = {},
 ): TokenSource {
   // The exchange endpoint described as a bare authorization server, so the client
   // authentication is the OAuth flow's own (RFC 6749 form-encoded Basic, or public).
@@ -57,7 +62,7 @@ export function tokenExchangeSource(
           client: { client_id: spec.clientId },
           auth: clientAuth(server, { clientId: spec.clientId, clientSecret: spec.clientSecret }),
         };
-  const cache = new Map<string, { value: string; until: number }>();
+  const cache = new Map<string, { value: string; token: string; until: number }>();
   /** When a refusal last forced a new exchange, per subject token: at most one per interval. */
   const forced = new Map<string, number>();
   return {
@@ -74,7 +79,10 @@ export function tokenExchangeSource(
         );
       const key = createHash("sha256").update(subject).digest("base64url");
       const hit = cache.get(key);
-      if (hit && hit.until > Date.now()) return hit.value;
+      if (hit && hit.until > Date.now()) {
+        options.onToken?.(hit.token);
+        return hit.value;
+      }
       const parameters = new URLSearchParams({
         subject_token: subject,
         subject_token_type: TOKEN_TYPES[spec.subjectTokenType],
@@ -102,8 +110,10 @@ export function tokenExchangeSource(
       const value =
         spec.headerName.toLowerCase() === "authorization" ? `Bearer ${exchanged.access_token}` : exchanged.access_token;
       const lifetime = typeof exchanged.expires_in === "number" ? exchanged.expires_in * 1000 : 60_000;
-      cache.set(key, { value, until: Date.now() + Math.max(0, lifetime - 30_000) });
+      cache.set(key, { value, token: exchanged.access_token, until: Date.now() + Math.max(0, lifetime - 30_000) });
       if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
+      // Learned before it is sent: a remote that echoes it in its answer finds it already redacted.
+      options.onToken?.(exchanged.access_token);
       return value;
     },
     async invalidate(refused) {

@@ -1,0 +1,169 @@
+/**
+ * A gateway's audit data and its members' secrets: the gateway does not know them (only each member
+ * does, and its own audit redacts them), so while a member that holds secrets is in the group, the
+ * gateway records no request or response data, and says why in the data's place. A group whose
+ * members hold none is recorded as before. Real parts: the sandbox probe (a stdio server that answers
+ * with its environment) started with `--secret`, a second member without, the gateway, the SDK client.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+setDefaultTimeout(60_000);
+
+const SECRET = "member-secret-6b1f90ad";
+let group: TestGroup;
+let dir: string;
+
+beforeAll(async () => {
+  group = await createTestGroup();
+  dir = await mkdtemp(join(tmpdir(), "mcpmgr-gateway-audit-secrets-"));
+  group.run(await group.packageOf(PROBE_FIXTURE), "plain", "team");
+}, 120_000);
+
+afterAll(async () => {
+  await group?.cleanup();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** Calls `tool` through a gateway for `team` with audit data on; the audit lines of tool calls. */
+async function auditedCall(tool: string, args: Record<string, unknown>, file: string) {
+  const logFile = join(dir, `${file}.jsonl`);
+  const config = join(dir, `${file}.json`);
+  await writeFile(
+    config,
+    JSON.stringify({ logFile, includeRequestData: true, includeResponseData: true, eventTypes: ["mcp_tool_call"] }),
+  );
+  const gateway = await group.gateway("team", "--audit-config", config);
+  const client = new Client({ name: "gateway-audit-secrets", version: "1.0.0" });
+  let answer: string;
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    answer = JSON.stringify(await client.callTool({ name: tool, arguments: args }));
+    await client.close();
+  } finally {
+    await gateway.stop();
+  }
+  const text = await readFile(logFile, "utf8");
+  return { answer, text, call: JSON.parse(text.trim().split("\n").at(-1) as string) as Record<string, unknown> };
+}
+
+test("a group without secrets: the gateway records the call's data", async () => {
+  const { call } = await auditedCall("plain_echo", { text: "hello-data" }, "plain");
+  expect(String(call.request)).toContain("hello-data");
+  expect(String(call.response)).toContain("hello-data");
+});
+
+test("a member that holds a secret and answers with it: the gateway's audit data is withheld, naming it", async () => {
+  const started = Bun.spawnSync(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      `npx://${join(REPO_ROOT, "test/fixtures/sandbox-probe")}`,
+      "--name",
+      "holder",
+      "--group",
+      "team",
+      "--permission-profile",
+      "none",
+      "--secret",
+      "probe-key,target=PROBE_KEY",
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        NO_COLOR: "1",
+        MCPMGR_HOME: group.home,
+        MCPMGR_RUNTIME: "process",
+        MCPMGR_SECRETS_PROVIDER: "environment",
+        MCPMGR_SECRET_PROBE_KEY: SECRET,
+      },
+      timeout: 120_000,
+    },
+  );
+  expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
+    code: 0,
+    stderr: "",
+  });
+  const { answer, text, call } = await auditedCall("holder_env", { name: "PROBE_KEY" }, "holder");
+  // The member did answer with it (the client gets what the server says; audit only records).
+  expect(answer).toContain(SECRET);
+  expect(text).not.toContain(SECRET);
+  expect(call.response).toBe("[withheld: holder holds secrets the gateway cannot redact; see its own audit]");
+  expect(call.request).toBe(call.response);
+  expect(call.outcome).toBe("success");
+  expect((call.target as { tool?: string }).tool).toBe("holder_env");
+});
+
+test("a member that holds secrets failing with an error page that quotes them: the gateway's log gives its status, not its words", async () => {
+  const KEY = "remote-key-0c7d21e9";
+  // A remote that answers the handshake, then fails every listing with an error page that prints its request's headers.
+  const remote = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      if (req.method !== "POST") return new Response(null, { status: 405 });
+      const message = (await req.json()) as { id?: number; method: string };
+      if (message.id === undefined) return new Response(null, { status: 202 });
+      if (message.method === "initialize") {
+        const result = {
+          protocolVersion: "2025-06-18",
+          capabilities: { tools: {} },
+          serverInfo: { name: "echo", version: "1" },
+        };
+        return Response.json({ jsonrpc: "2.0", id: message.id, result });
+      }
+      return new Response(`listing failed; request headers: x-api-key=${req.headers.get("x-api-key")}`, {
+        status: 500,
+      });
+    },
+  });
+  try {
+    expect(group.mcpmgr("group", "create", "broken").code).toBe(0);
+    const started = Bun.spawnSync(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        `http://127.0.0.1:${remote.port}/mcp`,
+        "--name",
+        "failing",
+        "--group",
+        "broken",
+        "--remote-forward-headers-secret",
+        "X-Api-Key=rkey",
+      ],
+      {
+        cwd: REPO_ROOT,
+        env: {
+          ...process.env,
+          NO_COLOR: "1",
+          MCPMGR_HOME: group.home,
+          MCPMGR_SECRETS_PROVIDER: "environment",
+          MCPMGR_SECRET_RKEY: KEY,
+        },
+        timeout: 120_000,
+      },
+    );
+    expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
+      code: 0,
+      stderr: "",
+    });
+    const gateway = await group.gateway("broken");
+    try {
+      await until(() => /workload 'failing'.*HTTP 500/.test(gateway.output()));
+      expect(gateway.output()).not.toContain(KEY);
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await remote.stop(true);
+  }
+});
