@@ -101,11 +101,7 @@ export async function startSupervisor(
     { state: "starting", startedBy: me },
     { onlyIf: (current) => (under = startUnderWay(current, name)) === undefined },
   );
-  if (under !== undefined) {
-    throw new McpmgrError("CANCELLED", `${name} was started elsewhere at the same moment: ${under}`, {
-      hint: `'mcpmgr list' shows how that start is doing`,
-    });
-  }
+  if (under !== undefined) throw new StartedElsewhere(name, under);
   // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
   // this catches what it cannot print that way (an error before that is set up, a runtime crash).
   // The log is rotated in place, so these descriptors stay on it (state/log-files.ts `cappedLog`).
@@ -251,6 +247,19 @@ const restartedWhileStarting = (name: string) =>
   new McpmgrError("CANCELLED", `${name} was restarted elsewhere while it was starting`, {
     hint: `'mcpmgr list' shows how that start is doing`,
   });
+
+/**
+ * Another command's start of the workload was under way (`start --all` in two terminals, a `start`
+ * during a `restart`): ours spawned nothing. That start's outcome is the answer to ours
+ * (workload/lifecycle.ts waits for it), not a failure of ours.
+ */
+export class StartedElsewhere extends McpmgrError {
+  constructor(name: string, under: string) {
+    super("CANCELLED", `${name} was started elsewhere at the same moment: ${under}`, {
+      hint: `'mcpmgr list' shows how that start is doing`,
+    });
+  }
+}
 
 /**
  * Who is starting or serving the workload now, when someone is: a live supervisor of it in a live
