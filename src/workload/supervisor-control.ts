@@ -16,6 +16,8 @@ import { removeContainers, terminate } from "./supervisor-teardown.ts";
 
 /** Longer than the bridge's handshake timeout, which covers npx/uvx downloading the package. */
 const baseReadyTimeoutMs = 200_000;
+/** Still starting after this long, the command says so once: minutes without a word read as a hang. */
+const stillStartingNoticeMs = 15_000;
 /**
  * Beyond the login itself, a remote workload's start-up makes bounded requests of its own
  * (the probe of the remote, metadata, discovery, registration, the code exchange: 15 s each
@@ -140,8 +142,17 @@ export async function startSupervisor(
 
   const readyTimeoutMs = supervisorReadyTimeoutMs(record.runOptions);
   const deadline = performance.now() + readyTimeoutMs;
+  // Not for a remote: its OAuth login, relayed by the command, is what it waits for.
+  let noticeAt = record.runtime === "remote" ? Number.POSITIVE_INFINITY : performance.now() + stillStartingNoticeMs;
   while (performance.now() < deadline) {
     await Bun.sleep(100);
+    if (performance.now() > noticeAt) {
+      noticeAt = Number.POSITIVE_INFINITY;
+      ctx.log.info(
+        `${name} is still starting: its server has not answered yet (a first start may be downloading its package; ` +
+          `it is given ${Math.round(readyTimeoutMs / 60_000)} min); 'mcpmgr logs ${name}' shows what it printed so far`,
+      );
+    }
     if (options.signal?.aborted) {
       // The supervisor gives its start up and exits within its cancel grace (a little more to exit):
       // killed sooner, a container create under way could be made after the removal below.
