@@ -103,7 +103,7 @@ export async function startSupervisor(
     { state: "starting", startedBy: me },
     { onlyIf: (current) => (under = startUnderWay(current, name)) === undefined },
   );
-  if (under !== undefined) throw new StartedElsewhere(name, under);
+  if (under !== undefined) throw new StartedElsewhere(`${name} was started elsewhere at the same moment: ${under}`);
   // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
   // this catches what it cannot print that way (an error before that is set up, a runtime crash).
   // The log is rotated in place, so these descriptors stay on it (state/log-files.ts `cappedLog`).
@@ -255,20 +255,16 @@ const stoppedWhileStarting = (name: string) =>
 const removedWhileStarting = (name: string) =>
   new McpmgrError("CANCELLED", `${name} was removed while it was starting`, { hint: "run it again to create it anew" });
 const restartedWhileStarting = (name: string) =>
-  new McpmgrError("CANCELLED", `${name} was restarted elsewhere while it was starting`, {
-    hint: `'mcpmgr list' shows how that start is doing`,
-  });
+  new StartedElsewhere(`${name} was restarted elsewhere while it was starting`);
 
 /**
  * Another command's start of the workload was under way (`start --all` in two terminals, a `start`
- * during a `restart`): ours spawned nothing. That start's outcome is the answer to ours
- * (workload/lifecycle.ts waits for it), not a failure of ours.
+ * during a `restart`), or took over from ours (two `restart`s): one supervisor is left, not ours.
+ * That start's outcome is the answer to ours (workload/lifecycle.ts waits for it), not a failure.
  */
 export class StartedElsewhere extends McpmgrError {
-  constructor(name: string, under: string) {
-    super("CANCELLED", `${name} was started elsewhere at the same moment: ${under}`, {
-      hint: `'mcpmgr list' shows how that start is doing`,
-    });
+  constructor(message: string) {
+    super("CANCELLED", message, { hint: `'mcpmgr list' shows how that start is doing` });
   }
 }
 
