@@ -16,14 +16,22 @@ export async function startOne(name: string, restart: boolean, ctx: WorkloadCont
   // modules `stop` and `rm`, which share this file, have no use for.
   const { startRelay } = await import("./start-relay.ts");
   const relay = startRelay(new WorkloadStore(ctx.paths).logFiles(name, "proxy"), several ? `${name}: ` : "");
-  const { record, alreadyRunning } = await startRecorded(name, { restart, whileWaiting: relay.whileWaiting }, ctx);
+  const { record, alreadyRunning, byAnother } = await startRecorded(
+    name,
+    { restart, whileWaiting: relay.whileWaiting },
+    ctx,
+  );
   if (!alreadyRunning) await relay.ready();
-  if (several)
+  const another = `${name} was started by another mcpmgr command at the same moment`;
+  if (several) {
+    if (byAnother) return log.info(`${another}; it runs at ${workloadUrl(record)}`);
     return log.info(
       `${alreadyRunning ? `${name} is already running` : `${restart ? "restarted" : "started"} ${name}`} at ${workloadUrl(record)}`,
     );
+  }
   // The URL either way: `URL=$(mcpmgr start NAME)` must not depend on whether it ran already.
-  log.info(`${name} is ${alreadyRunning ? "already running" : "running"}; MCP clients connect to:`);
+  if (byAnother) log.info(`${another}; MCP clients connect to:`);
+  else log.info(`${name} is ${alreadyRunning ? "already running" : "running"}; MCP clients connect to:`);
   printResult(workloadUrl(record));
 }
 

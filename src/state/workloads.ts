@@ -287,6 +287,11 @@ export class WorkloadStore {
     return status;
   }
 
+  /** Takes the lock every change takes, and changes nothing: its error when changes cannot be made now. */
+  async assertChangeable(): Promise<void> {
+    await this.#locked(async () => {});
+  }
+
   /** The MCP server's own output (stderr of a stdio server, container logs). */
   logPath(name: string): string {
     assertWorkloadName(name);

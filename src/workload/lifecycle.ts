@@ -16,21 +16,24 @@ import type { WorkloadContext } from "./context.ts";
 import { assertStartSettings } from "./limits.ts";
 import {
   currentStatus,
+  StartedElsewhere,
   type StartSupervisorOptions,
   startFailureCode,
   startSupervisor,
   stopSupervisor,
+  supervisorReadyTimeoutMs,
 } from "./supervisor-control.ts";
 
 /**
  * Starts `name` on its port (stopping it first for `restart`); a workload already running or on
- * its way up is left alone (`alreadyRunning`).
+ * its way up is left alone (`alreadyRunning`), and one another command started at the same moment
+ * is reported as that start ends (`byAnother`).
  */
 export async function startRecorded(
   name: string,
   options: { readonly restart: boolean } & Pick<StartSupervisorOptions, "whileWaiting">,
   ctx: WorkloadContext,
-): Promise<{ readonly record: WorkloadRecord; readonly alreadyRunning: boolean }> {
+): Promise<{ readonly record: WorkloadRecord; readonly alreadyRunning: boolean; readonly byAnother?: boolean }> {
   const store = new WorkloadStore(ctx.paths);
   const record = await store.getExisting(name);
   if (options.restart) {
@@ -55,10 +58,30 @@ export async function startRecorded(
   try {
     await startSupervisor(store, name, ctx, { whileWaiting: options.whileWaiting });
   } catch (err) {
+    // Two commands starting it at once (`start --all` in two terminals, after a reboot): both asked
+    // for it to run, so the one that spawned nothing reports the other's start as it ends, rather
+    // than failing (exit 1) for a workload that comes up.
+    if (err instanceof StartedElsewhere && (await otherStartRuns(store, name, record))) {
+      return { record, alreadyRunning: true, byAnother: true };
+    }
     throw whenNameTaken(await whenPortTaken(err, record), record);
   }
   await clientsSeeStarted(record, ctx);
   return { record, alreadyRunning: false };
+}
+
+/**
+ * Waits for the start under way elsewhere to end (at most as long as a start of ours would wait):
+ * whether the workload then runs. Its failure is that command's to report; ours says it failed.
+ */
+async function otherStartRuns(store: WorkloadStore, name: string, record: WorkloadRecord): Promise<boolean> {
+  const deadline = performance.now() + supervisorReadyTimeoutMs(record.runOptions);
+  for (;;) {
+    const status = await currentStatus(store, name);
+    if (status?.state === "running") return true;
+    if (status?.state !== "starting" || performance.now() > deadline) return false;
+    await Bun.sleep(100);
+  }
 }
 
 /**

@@ -7,9 +7,10 @@
  * of leaving it down and failed. Nothing is started here and nothing is printed (but a pull's
  * progress): the supervisor says what it says as it starts. An image that is no longer on the
  * engine (removed, pruned) is pulled here, while the workload still runs: one that cannot be pulled
- * left it down and failed.
+ * left it down and failed. So is a state folder where the start cannot record itself (read-only, full).
  */
 import type { WorkloadRecord } from "../state/workload-record.ts";
+import { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { enterWorkingDir, resolveRecorded } from "./recorded-spec.ts";
 import { assertSecretsResolve } from "./secret-references.ts";
@@ -25,6 +26,9 @@ export async function assertRestartable(record: WorkloadRecord, ctx: WorkloadCon
     await ensureImage(placement.engine, placement.source.ref, (line) => ctx.log.info(line));
   }
   await assertSecretsResolve(record, () => ctx.secrets());
+  // The start records itself under the store's lock: on a state folder made read-only or full since,
+  // the stop would go through (it only warns that it cannot record itself) and the start would not.
+  await new WorkloadStore(ctx.paths).assertChangeable();
 }
 
 /**

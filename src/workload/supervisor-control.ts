@@ -16,6 +16,8 @@ import { removeContainers, terminate } from "./supervisor-teardown.ts";
 
 /** Longer than the bridge's handshake timeout, which covers npx/uvx downloading the package. */
 const baseReadyTimeoutMs = 200_000;
+/** Still starting after this long, the command says so once: minutes without a word read as a hang. */
+const stillStartingNoticeMs = 15_000;
 /**
  * Beyond the login itself, a remote workload's start-up makes bounded requests of its own
  * (the probe of the remote, metadata, discovery, registration, the code exchange: 15 s each
@@ -101,11 +103,7 @@ export async function startSupervisor(
     { state: "starting", startedBy: me },
     { onlyIf: (current) => (under = startUnderWay(current, name)) === undefined },
   );
-  if (under !== undefined) {
-    throw new McpmgrError("CANCELLED", `${name} was started elsewhere at the same moment: ${under}`, {
-      hint: `'mcpmgr list' shows how that start is doing`,
-    });
-  }
+  if (under !== undefined) throw new StartedElsewhere(`${name} was started elsewhere at the same moment: ${under}`);
   // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
   // this catches what it cannot print that way (an error before that is set up, a runtime crash).
   // The log is rotated in place, so these descriptors stay on it (state/log-files.ts `cappedLog`).
@@ -144,8 +142,17 @@ export async function startSupervisor(
 
   const readyTimeoutMs = supervisorReadyTimeoutMs(record.runOptions);
   const deadline = performance.now() + readyTimeoutMs;
+  // Not for a remote: its OAuth login, relayed by the command, is what it waits for.
+  let noticeAt = record.runtime === "remote" ? Number.POSITIVE_INFINITY : performance.now() + stillStartingNoticeMs;
   while (performance.now() < deadline) {
     await Bun.sleep(100);
+    if (performance.now() > noticeAt) {
+      noticeAt = Number.POSITIVE_INFINITY;
+      ctx.log.info(
+        `${name} is still starting: its server has not answered yet (a first start may be downloading its package; ` +
+          `it is given ${Math.round(readyTimeoutMs / 60_000)} min); 'mcpmgr logs ${name}' shows what it printed so far`,
+      );
+    }
     if (options.signal?.aborted) {
       // The supervisor gives its start up and exits within its cancel grace (a little more to exit):
       // killed sooner, a container create under way could be made after the removal below.
@@ -248,9 +255,18 @@ const stoppedWhileStarting = (name: string) =>
 const removedWhileStarting = (name: string) =>
   new McpmgrError("CANCELLED", `${name} was removed while it was starting`, { hint: "run it again to create it anew" });
 const restartedWhileStarting = (name: string) =>
-  new McpmgrError("CANCELLED", `${name} was restarted elsewhere while it was starting`, {
-    hint: `'mcpmgr list' shows how that start is doing`,
-  });
+  new StartedElsewhere(`${name} was restarted elsewhere while it was starting`);
+
+/**
+ * Another command's start of the workload was under way (`start --all` in two terminals, a `start`
+ * during a `restart`), or took over from ours (two `restart`s): one supervisor is left, not ours.
+ * That start's outcome is the answer to ours (workload/lifecycle.ts waits for it), not a failure.
+ */
+export class StartedElsewhere extends McpmgrError {
+  constructor(message: string) {
+    super("CANCELLED", message, { hint: `'mcpmgr list' shows how that start is doing` });
+  }
+}
 
 /**
  * Who is starting or serving the workload now, when someone is: a live supervisor of it in a live

@@ -2,13 +2,15 @@
  * MCPMGR_HOME's state folder made read-only (a read-only bind mount over it: root only, as CI
  * runs): a command that must take a lock there refuses in one line naming the read-only
  * filesystem, not an "unexpected error" about the lock's temporary file it never created; `stop`
- * of a running workload stops it and says that its status could not be recorded.
+ * of a running workload stops it and says that its status could not be recorded; `restart` is
+ * refused before it stops it (its start could not record itself).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli, runCliOk } from "../support/cli-home.ts";
+import { isSupervisorOf } from "../../src/state/supervisor-identity.ts";
 import { installClients } from "../support/client-home.ts";
 
 // A real workload is run and stopped first: more than bun's 5 s on a loaded machine.
@@ -39,6 +41,17 @@ afterAll(async () => {
   Bun.spawnSync(["umount", state]);
   runCli(env, ["rm", "kept"]);
   await rm(root, { recursive: true, force: true });
+});
+
+test("restart while the state folder is read-only is refused before it stops anything: the workload goes on running", async () => {
+  const before = (await Bun.file(join(state, "workloads/kept/status.json")).json()) as { pid: number };
+  const line = expectOneLineError(runCli(env, ["restart", "kept"]), 1);
+  expect(line).toContain("cannot create the lock file");
+  expect(line).toContain("(hint: the filesystem is read-only; point MCPMGR_HOME at a writable folder)");
+  // Its supervisor is the one it had, still running it, and `list` says so.
+  expect(isSupervisorOf(before.pid, "kept")).toBe(true);
+  const rows = JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout) as { name: string; status: string }[];
+  expect(rows.find((row) => row.name === "kept")?.status).toBe("running");
 });
 
 test("stop while the state folder is read-only stops the workload and says its status cannot be recorded", () => {

@@ -126,38 +126,74 @@ test("a run killed after it recorded 'starting' and before its supervisor's pid:
   expect(row("abandoned")).toBeUndefined();
 });
 
-test("a start while a run of the same workload is on its way to its supervisor is refused, not a second supervisor", async () => {
+test("a start while a run of the same workload is on its way to its supervisor waits for that start: no second supervisor, and no failure", async () => {
   // The run is held (the FIFO, as above) just after it recorded "starting" with its identity.
   const name = "underway";
   const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
   const held = await heldRun(name, "http://127.0.0.1:1/mcp");
   const { run } = held;
   try {
-    // `start NAME` in another terminal meanwhile: the run's start is under way, so no second
-    // supervisor (the two would race for the port, and the loser's "failed" could hide the winner).
+    // `start NAME` in another terminal meanwhile (`start --all` in two terminals after a reboot):
+    // the run's start is under way, so no second supervisor (the two would race for the port, and
+    // the loser's "failed" could hide the winner). Both asked for it to run: the start waits.
     const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
       cwd: REPO_ROOT,
       env,
-      stdout: "ignore",
+      stdout: "pipe",
       stderr: "pipe",
     });
-    const outcome = await Promise.race([second.exited, Bun.sleep(20_000).then(() => "still waiting")]);
-    if (outcome === "still waiting") second.kill("SIGKILL");
-    expect(outcome).toBe(1);
-    expect(await new Response(second.stderr).text()).toContain(
-      `${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it`,
-    );
+    const early = await Promise.race([second.exited, Bun.sleep(1_500).then(() => "still waiting")]);
+    expect(early).toBe("still waiting");
 
     // The run goes on: its log is a plain file again, and the FIFO it opened gets a reader.
     held.release();
     expect(await run.exited).toBe(0);
     expect(row(name)?.status).toBe("running");
+    const [code, stdout, stderr] = await Promise.all([
+      second.exited,
+      new Response(second.stdout).text(),
+      new Response(second.stderr).text(),
+    ]);
+    expect([code, stderr]).toEqual([
+      0,
+      `[info] ${name} was started by another mcpmgr command at the same moment; MCP clients connect to:\n`,
+    ]);
+    expect(stdout.trim()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
     expect(supervisorsOf(name)).toEqual([recordedStatus(name).pid as number]);
   } finally {
     held.end();
     mcpmgr("rm", name);
   }
   expect(supervisorsOf(name)).toEqual([]);
+});
+
+test("a start while another command's start of the workload fails says it failed: exit 1, no second supervisor", async () => {
+  const name = "underway-fails";
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  const held = await heldRun(name, "http://127.0.0.1:1/mcp");
+  const { run } = held;
+  try {
+    const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
+      cwd: REPO_ROOT,
+      env,
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    // It waits for the run's start (as above); that run is killed before it spawned a supervisor.
+    const early = await Promise.race([second.exited, Bun.sleep(1_500).then(() => "still waiting")]);
+    expect(early).toBe("still waiting");
+    held.end();
+    await run.exited;
+    expect(await second.exited).toBe(1);
+    expect(await new Response(second.stderr).text()).toContain(
+      `${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it`,
+    );
+    expect(supervisorsOf(name)).toEqual([]);
+  } finally {
+    held.end();
+    rmSync(join(home, `state/logs/${name}.proxy.log`), { force: true });
+    mcpmgr("rm", name);
+  }
 });
 
 test("a stop in the instant between a run's 'starting' and its supervisor stops that start: nothing runs after it", async () => {

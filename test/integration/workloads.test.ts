@@ -401,6 +401,50 @@ describe("a workload stopped or removed while its server is still starting", () 
   }, 60_000);
 });
 
+test("two restarts of one workload at once: the one whose start the other replaced waits for it, and both succeed", async () => {
+  const name = "twice";
+  const marker = `slow-${name}-${process.pid}-${Date.now()}`;
+  // Each start of it takes 3 s to answer its handshake: long enough for the second restart to come in.
+  expect(mcpmgr("run", PROBE, "--name", name, "--", "--slow-start", "3000", marker).code).toBe(0);
+  const statusFile = join(home, `state/workloads/${name}/status.json`);
+  const status = () => JSON.parse(readFileSyncOr(statusFile) ?? "{}") as { state?: string; pid?: number };
+  const first = status().pid as number;
+  const restart = () =>
+    Bun.spawn([process.execPath, CLI_ENTRY, "restart", name], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+  const a = restart();
+  await until(() => status().state === "starting" && status().pid !== undefined && status().pid !== first);
+  const ofA = status().pid as number;
+  // A is not scheduled (a busy machine) while B stops A's supervisor and starts its own.
+  process.kill(a.pid, "SIGSTOP");
+  const b = restart();
+  try {
+    await until(() => status().pid !== undefined && status().pid !== ofA && status().pid !== first);
+  } finally {
+    process.kill(a.pid, "SIGCONT");
+  }
+  const ofB = status().pid as number;
+  const [codeA, errA, codeB, errB] = await Promise.all([
+    a.exited,
+    new Response(a.stderr).text(),
+    b.exited,
+    new Response(b.stderr).text(),
+  ]);
+  expect([codeB, errB]).toEqual([0, expect.stringContaining(`${name} is running; MCP clients connect to:`)]);
+  expect([codeA, errA]).toEqual([
+    0,
+    `[info] ${name} was started by another mcpmgr command at the same moment; MCP clients connect to:\n`,
+  ]);
+  expect(row(name)?.status).toBe("running");
+  expect(status().pid).toBe(ofB);
+  expect([isAlive(ofA), isAlive(ofB)]).toEqual([false, true]);
+  expect(mcpmgr("rm", name).code).toBe(0);
+}, 60_000);
+
 function readFileSyncOr(path: string): string | undefined {
   try {
     return readFileSync(path, "utf8");

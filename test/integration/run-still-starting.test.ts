@@ -1,0 +1,62 @@
+/**
+ * A server that never answers initialize is given minutes (npx/uvx may be downloading its package):
+ * `run` says once, after some seconds, that it is still starting and where its output is, rather
+ * than staying silent until it gives up; Ctrl-C then leaves nothing behind.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cliEnv, runCli } from "../support/cli-home.ts";
+import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+
+setDefaultTimeout(60_000);
+
+let root: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "mcpmgr-still-starting-"));
+  env = cliEnv(root);
+});
+
+afterAll(async () => {
+  runCli(env, ["rm", "quiet"]);
+  await rm(root, { recursive: true, force: true });
+});
+
+test("run of a server that never answers says it is still starting, and Ctrl-C leaves nothing", async () => {
+  const run = Bun.spawn(
+    [process.execPath, CLI_ENTRY, "run", "npx://./test/fixtures/never-answers", "--name", "quiet"],
+    {
+      cwd: REPO_ROOT,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  const reader = run.stderr.getReader();
+  const decoder = new TextDecoder();
+  let stderr = "";
+  const notice = "quiet is still starting: its server has not answered yet";
+  const deadline = Date.now() + 40_000;
+  // One read pending at a time: a read left behind by the timeout would take the next chunk with it.
+  let pending = reader.read();
+  while (!stderr.includes(notice) && Date.now() < deadline) {
+    const chunk = await Promise.race([pending, Bun.sleep(1_000).then(() => undefined)]);
+    if (chunk === undefined) continue;
+    if (chunk.done) break;
+    stderr += decoder.decode(chunk.value, { stream: true });
+    pending = reader.read();
+  }
+  expect(stderr).toContain(notice);
+  expect(stderr).toContain("'mcpmgr logs quiet' shows what it printed so far");
+  expect(run.exitCode).toBeNull();
+
+  run.kill("SIGINT");
+  expect(await run.exited).not.toBe(0);
+  for (let chunk = await pending; !chunk.done; chunk = await reader.read()) stderr += decoder.decode(chunk.value);
+  expect(stderr).toContain("the workload was not kept");
+  expect(stderr).not.toContain("    at ");
+  expect(runCli(env, ["list", "--format", "json"]).stdout.trim()).toBe("[]");
+});
