@@ -118,6 +118,68 @@ test("Docker: the profile derived from an engine's default, passed as text, refu
   }
 });
 
+/** Runs `script` in a hardened Docker container with the volume and `profile` as its seccomp profile; its output. */
+async function inDockerWithProfile(dir: string, profile: object, script: string): Promise<string> {
+  const container = await new Docker().createContainer({
+    Image: images.probe,
+    Entrypoint: ["sh", "-c"],
+    Cmd: [script],
+    HostConfig: {
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges", `seccomp=${JSON.stringify(profile)}`],
+      Mounts: [{ Type: "bind", Source: dir, Target: "/data" }],
+    },
+  });
+  try {
+    await container.start();
+    expect((await container.wait()).StatusCode).toBe(0);
+    return (await container.logs({ stdout: true, stderr: false })).toString();
+  } finally {
+    await container.remove({ force: true });
+  }
+}
+
+test("Docker: a daemon profile that allows by default (a deny list) gets the refusals too", async () => {
+  const dir = freshVolume();
+  try {
+    const denyList = {
+      defaultAction: "SCMP_ACT_ALLOW",
+      syscalls: [{ names: ["kexec_load"], action: "SCMP_ACT_ERRNO" }],
+    };
+    const logs = await inDockerWithProfile(
+      dir,
+      withoutSetIdModes(denyList),
+      "chmod 4755 /data/id; echo suid=$?; chmod 700 /data/id; echo plain=$?; chmod 755 /data/id",
+    );
+    expect(logs).toContain("suid=1");
+    expect(logs).toContain("plain=0");
+    expect(lstatSync(join(dir, "id")).mode & 0o7777).toBe(0o755);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("Docker: a mode call the engine allowed only with a capability the container lacks stays refused", async () => {
+  const dir = freshVolume();
+  try {
+    // Podman's default with chmod let run only for a holder of CAP_FOWNER (all are dropped).
+    const engine = JSON.parse(readFileSync("/usr/share/containers/seccomp.json", "utf8")) as {
+      syscalls: { names: string[]; action: string }[];
+    };
+    const syscalls = engine.syscalls.map((rule) => ({ ...rule, names: rule.names.filter((n) => n !== "chmod") }));
+    syscalls.push({ names: ["chmod"], action: "SCMP_ACT_ALLOW", includes: { caps: ["CAP_FOWNER"] } } as never);
+    const logs = await inDockerWithProfile(
+      dir,
+      withoutSetIdModes({ ...engine, syscalls: syscalls.filter((rule) => rule.names.length > 0) }),
+      "chmod 700 /data/id; echo plain=$?",
+    );
+    expect(logs).toContain("plain=1");
+    expect(lstatSync(join(dir, "id")).mode & 0o7777).toBe(0o755);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("Docker with its built-in profile: run warns that a writable volume can receive a set-user-ID program, not for a read-only one", async () => {
   // This host's dockerd names no profile file ("profile=default"): there is nothing to extend.
   const dir = freshVolume();
