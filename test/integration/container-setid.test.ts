@@ -15,6 +15,7 @@ import Docker from "dockerode";
 import { withoutSetIdModes } from "../../src/runtime/docker/setid-seccomp.ts";
 import { fixtureImages, runInDocker, type FixtureImages } from "../support/docker-fixtures.ts";
 import { startPodmanService, type PodmanService } from "../support/podman-service.ts";
+import { CLI_ENTRY, spawnCollect } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -195,6 +196,26 @@ test("Docker with its built-in profile: run warns that a writable volume can rec
     await readOnly.stop();
     expect(readOnly.output()).not.toContain("set-user-ID");
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 300_000);
+
+test("Docker with its built-in profile, a background run: the warning is in the terminal and in the workload's log", async () => {
+  const dir = freshVolume();
+  const home = mkdtempSync(join(tmpdir(), "mcpmgr-setid-home-"));
+  const name = `docker-setid-bg-${process.pid}`;
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" };
+  const mcpmgr = (...args: string[]) => spawnCollect([process.execPath, CLI_ENTRY, ...args], env);
+  const line = `${name}'s container can leave set-user-ID programs in its writable volumes (${dir})`;
+  try {
+    const run = await mcpmgr("run", images.probe, "--name", name, "-v", `${dir}:/data`);
+    expect({ code: run.code, err: run.code === 0 ? "" : run.stderr }).toEqual({ code: 0, err: "" });
+    // Once: the supervisor's line relayed during the first start must not repeat the preflight's.
+    expect((run.stdout + run.stderr).split(line).length - 1).toBe(1);
+    expect((await mcpmgr("logs", name, "--proxy")).stdout).toContain(line);
+  } finally {
+    await mcpmgr("rm", name);
+    rmSync(home, { recursive: true, force: true });
     rmSync(dir, { recursive: true, force: true });
   }
 }, 300_000);
