@@ -218,10 +218,10 @@ export async function launchContainer(
   seccompOption.catch(() => {}); // awaited below; an earlier failure must not leave it unhandled
   // Before the grant summary: a missing token or secret is the whole answer (and it fails before a build).
   const environment = await serverEnvironment(server.variables, ctx);
-  if (options.interactive) {
-    printContainerGrants(spec, placement, ctx);
-    await warnSetIdExposure(spec, placement, ctx);
-  }
+  if (options.interactive) printContainerGrants(spec, placement, ctx);
+  // Also in a supervisor's log: its own look-up decides what this container gets, and may differ
+  // from the one `run` made before it (an engine error is taken as "no file to extend").
+  await warnSetIdExposure(spec, placement, ctx);
   const image = await prepareImage(
     placement,
     ctx,

@@ -15,6 +15,7 @@ import Docker from "dockerode";
 import { withoutSetIdModes } from "../../src/runtime/docker/setid-seccomp.ts";
 import { fixtureImages, runInDocker, type FixtureImages } from "../support/docker-fixtures.ts";
 import { startPodmanService, type PodmanService } from "../support/podman-service.ts";
+import { CLI_ENTRY, spawnCollect } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -118,6 +119,68 @@ test("Docker: the profile derived from an engine's default, passed as text, refu
   }
 });
 
+/** Runs `script` in a hardened Docker container with the volume and `profile` as its seccomp profile; its output. */
+async function inDockerWithProfile(dir: string, profile: object, script: string): Promise<string> {
+  const container = await new Docker().createContainer({
+    Image: images.probe,
+    Entrypoint: ["sh", "-c"],
+    Cmd: [script],
+    HostConfig: {
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges", `seccomp=${JSON.stringify(profile)}`],
+      Mounts: [{ Type: "bind", Source: dir, Target: "/data" }],
+    },
+  });
+  try {
+    await container.start();
+    expect((await container.wait()).StatusCode).toBe(0);
+    return (await container.logs({ stdout: true, stderr: false })).toString();
+  } finally {
+    await container.remove({ force: true });
+  }
+}
+
+test("Docker: a daemon profile that allows by default (a deny list) gets the refusals too", async () => {
+  const dir = freshVolume();
+  try {
+    const denyList = {
+      defaultAction: "SCMP_ACT_ALLOW",
+      syscalls: [{ names: ["kexec_load"], action: "SCMP_ACT_ERRNO" }],
+    };
+    const logs = await inDockerWithProfile(
+      dir,
+      withoutSetIdModes(denyList),
+      "chmod 4755 /data/id; echo suid=$?; chmod 700 /data/id; echo plain=$?; chmod 755 /data/id",
+    );
+    expect(logs).toContain("suid=1");
+    expect(logs).toContain("plain=0");
+    expect(lstatSync(join(dir, "id")).mode & 0o7777).toBe(0o755);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("Docker: a mode call the engine allowed only with a capability the container lacks stays refused", async () => {
+  const dir = freshVolume();
+  try {
+    // Podman's default with chmod let run only for a holder of CAP_FOWNER (all are dropped).
+    const engine = JSON.parse(readFileSync("/usr/share/containers/seccomp.json", "utf8")) as {
+      syscalls: { names: string[]; action: string }[];
+    };
+    const syscalls = engine.syscalls.map((rule) => ({ ...rule, names: rule.names.filter((n) => n !== "chmod") }));
+    syscalls.push({ names: ["chmod"], action: "SCMP_ACT_ALLOW", includes: { caps: ["CAP_FOWNER"] } } as never);
+    const logs = await inDockerWithProfile(
+      dir,
+      withoutSetIdModes({ ...engine, syscalls: syscalls.filter((rule) => rule.names.length > 0) }),
+      "chmod 700 /data/id; echo plain=$?",
+    );
+    expect(logs).toContain("plain=1");
+    expect(lstatSync(join(dir, "id")).mode & 0o7777).toBe(0o755);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("Docker with its built-in profile: run warns that a writable volume can receive a set-user-ID program, not for a read-only one", async () => {
   // This host's dockerd names no profile file ("profile=default"): there is nothing to extend.
   const dir = freshVolume();
@@ -133,6 +196,26 @@ test("Docker with its built-in profile: run warns that a writable volume can rec
     await readOnly.stop();
     expect(readOnly.output()).not.toContain("set-user-ID");
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 300_000);
+
+test("Docker with its built-in profile, a background run: the warning is in the terminal and in the workload's log", async () => {
+  const dir = freshVolume();
+  const home = mkdtempSync(join(tmpdir(), "mcpmgr-setid-home-"));
+  const name = `docker-setid-bg-${process.pid}`;
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" };
+  const mcpmgr = (...args: string[]) => spawnCollect([process.execPath, CLI_ENTRY, ...args], env);
+  const line = `${name}'s container can leave set-user-ID programs in its writable volumes (${dir})`;
+  try {
+    const run = await mcpmgr("run", images.probe, "--name", name, "-v", `${dir}:/data`);
+    expect({ code: run.code, err: run.code === 0 ? "" : run.stderr }).toEqual({ code: 0, err: "" });
+    // Once: the supervisor's line relayed during the first start must not repeat the preflight's.
+    expect((run.stdout + run.stderr).split(line).length - 1).toBe(1);
+    expect((await mcpmgr("logs", name, "--proxy")).stdout).toContain(line);
+  } finally {
+    await mcpmgr("rm", name);
+    rmSync(home, { recursive: true, force: true });
     rmSync(dir, { recursive: true, force: true });
   }
 }, 300_000);

@@ -4,8 +4,9 @@ import { withoutSetIdModes } from "../../src/runtime/docker/setid-seccomp.ts";
 
 type Rule = {
   names: string[];
+  excludes?: unknown;
   action: string;
-  args?: { index: number; value: number; valueTwo: number; op: string }[];
+  args?: { index: number; value: number; valueTwo?: number; op: string }[];
   errnoRet?: number;
   includes?: unknown;
 };
@@ -99,5 +100,65 @@ describe("withoutSetIdModes", () => {
       expect(`${name}: ${unconditional(rulesFor(after, name)).length}`).toBe(`${name}: 0`);
       expect(`${name}: ${rulesFor(after, name).length > 0}`).toBe(`${name}: true`);
     }
+  });
+
+  test("an engine rule's own conditions (capabilities, architectures, arguments) stay on the call it lets run", () => {
+    const conditional = withoutSetIdModes({
+      defaultAction: "SCMP_ACT_ERRNO",
+      syscalls: [
+        { names: ["mknod", "mknodat", "read"], action: "SCMP_ACT_ALLOW", includes: { caps: ["CAP_MKNOD"] } },
+        { names: ["chmod"], action: "SCMP_ACT_ALLOW", includes: { arches: ["s390x"] }, excludes: { minKernel: "9.0" } },
+        { names: ["creat"], action: "SCMP_ACT_ALLOW", args: [{ index: 0, value: 1, op: "SCMP_CMP_EQ" }] },
+        // Its own comparison of the flags argument: two comparisons of one argument are alternatives to runc.
+        { names: ["openat"], action: "SCMP_ACT_ALLOW", args: [{ index: 2, value: 0, op: "SCMP_CMP_EQ" }] },
+        { name: "fchmod", action: "SCMP_ACT_ALLOW" },
+      ],
+    }) as { syscalls: Rule[] };
+    const allowed = (name: string) => rulesFor(conditional, name).filter((r) => r.action === "SCMP_ACT_ALLOW");
+    for (const name of ["mknod", "mknodat", "read"]) {
+      expect(allowed(name).length).toBeGreaterThan(0);
+      for (const rule of allowed(name)) expect(rule.includes).toEqual({ caps: ["CAP_MKNOD"] });
+    }
+    expect(allowed("chmod")).toEqual([
+      {
+        names: ["chmod"],
+        action: "SCMP_ACT_ALLOW",
+        includes: { arches: ["s390x"] },
+        excludes: { minKernel: "9.0" },
+        args: [{ index: 1, value: 0o6000, valueTwo: 0, op: "SCMP_CMP_MASKED_EQ" }],
+      },
+    ]);
+    expect(allowed("creat").map((r) => r.args)).toEqual([
+      [
+        { index: 0, value: 1, op: "SCMP_CMP_EQ" },
+        { index: 1, value: 0o6000, valueTwo: 0, op: "SCMP_CMP_MASKED_EQ" },
+      ],
+    ]);
+    expect(allowed("openat")).toEqual([]);
+    // The older single-name form is read too: fchmod allowed only without set-ID bits.
+    expect(allowed("fchmod").map((r) => r.args)).toEqual([
+      [{ index: 1, value: 0o6000, valueTwo: 0, op: "SCMP_CMP_MASKED_EQ" }],
+    ]);
+    expect(rulesFor(conditional, "fchmod").filter((r) => r.action === "SCMP_ACT_ERRNO")).toHaveLength(3);
+  });
+
+  test("a profile that lets everything run by default gets the refusals for every mode call", () => {
+    const open = withoutSetIdModes({
+      defaultAction: "SCMP_ACT_ALLOW",
+      syscalls: [
+        { names: ["kexec_load"], action: "SCMP_ACT_ERRNO" },
+        { names: ["chmod"], action: "SCMP_ACT_ALLOW" },
+      ],
+    }) as { syscalls: Rule[] };
+    expect(open.syscalls.filter((r) => r.action === "SCMP_ACT_ALLOW")).toEqual([]);
+    for (const name of ["chmod", "fchmod", "fchmodat", "creat", "mkdir", "mkdirat", "mknod", "mknodat"])
+      expect(`${name}: ${rulesFor(open, name).filter((r) => r.errnoRet === 1).length}`).toBe(`${name}: 3`);
+    for (const name of ["open", "openat"])
+      expect(`${name}: ${rulesFor(open, name).filter((r) => r.errnoRet === 1).length}`).toBe(`${name}: 6`);
+    expect(rulesFor(open, "openat2")).toEqual([expect.objectContaining({ errnoRet: 38 })]);
+    // Its own refusal of a mode call cannot be combined with ours: rejected, so run keeps the engine's and warns.
+    expect(() =>
+      withoutSetIdModes({ defaultAction: "SCMP_ACT_LOG", syscalls: [{ names: ["chmod"], action: "SCMP_ACT_ERRNO" }] }),
+    ).toThrow();
   });
 });

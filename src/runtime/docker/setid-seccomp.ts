@@ -37,14 +37,21 @@ const EPERM = 1;
 const ENOSYS = 38;
 
 interface Rule {
-  names: string[];
+  names?: string[];
+  /** The older single-name form engines still read. */
+  name?: string;
   action: string;
+  args?: { index: number; [key: string]: unknown }[];
   [key: string]: unknown;
 }
 interface Profile {
+  defaultAction?: string;
   syscalls?: Rule[];
   [key: string]: unknown;
 }
+
+/** Actions that let the call run (LOG runs it and logs it). */
+const LETS_RUN = new Set(["SCMP_ACT_ALLOW", "SCMP_ACT_LOG"]);
 
 const masked = (index: number, mask: number, value: number) => ({
   index,
@@ -53,52 +60,83 @@ const masked = (index: number, mask: number, value: number) => ({
   op: "SCMP_CMP_MASKED_EQ",
 });
 
-/**
- * The profile with the mode rule added. Only calls the engine's profile allowed are allowed
- * again, each only without the set-ID bits: nothing it refuses becomes allowed. The allow and
- * refuse rules of one call never match the same arguments (libseccomp would have to choose).
- */
-export function withoutSetIdModes(profile: Profile): Profile {
-  const ours = new Set([...Object.keys(MODE_ARG), ...UNREADABLE]);
-  const allowed = new Set<string>();
-  const syscalls: Rule[] = [];
-  for (const rule of profile.syscalls ?? []) {
-    if (rule.action !== "SCMP_ACT_ALLOW") {
-      syscalls.push(rule);
-      continue;
-    }
-    for (const name of rule.names) if (ours.has(name)) allowed.add(name);
-    const names = rule.names.filter((name) => !ours.has(name));
-    if (names.length > 0) syscalls.push({ ...rule, names });
-  }
-  for (const [name, modeArg] of Object.entries(MODE_ARG)) {
-    if (!allowed.has(name)) continue;
-    const flagsArg = FLAGS_ARG[name];
-    syscalls.push({ names: [name], action: "SCMP_ACT_ALLOW", args: [masked(modeArg, SET_ID, 0)] });
-    if (flagsArg !== undefined)
-      syscalls.push({ names: [name], action: "SCMP_ACT_ALLOW", args: [masked(flagsArg, O_CREAT | O_TMPFILE_BIT, 0)] });
-    // EPERM rather than the profile's default errno (Podman's is ENOSYS): the call exists, the mode is refused.
-    for (const bits of [0o2000, 0o4000, 0o6000]) {
-      if (flagsArg === undefined)
-        syscalls.push({
+/** The refusals of one mode call: any set-ID bit (with O_CREAT or O_TMPFILE for open/openat). */
+function refusals(name: string, modeArg: number): Rule[] {
+  const flagsArg = FLAGS_ARG[name];
+  const rules: Rule[] = [];
+  // EPERM rather than the profile's default errno (Podman's is ENOSYS): the call exists, the mode is refused.
+  for (const bits of [0o2000, 0o4000, 0o6000]) {
+    if (flagsArg === undefined)
+      rules.push({ names: [name], action: "SCMP_ACT_ERRNO", errnoRet: EPERM, args: [masked(modeArg, SET_ID, bits)] });
+    else
+      for (const flag of [O_CREAT, O_TMPFILE_BIT])
+        rules.push({
           names: [name],
           action: "SCMP_ACT_ERRNO",
           errnoRet: EPERM,
-          args: [masked(modeArg, SET_ID, bits)],
+          args: [masked(flagsArg, flag, flag), masked(modeArg, SET_ID, bits)],
         });
-      else
-        for (const flag of [O_CREAT, O_TMPFILE_BIT])
-          syscalls.push({
-            names: [name],
-            action: "SCMP_ACT_ERRNO",
-            errnoRet: EPERM,
-            args: [masked(flagsArg, flag, flag), masked(modeArg, SET_ID, bits)],
-          });
+  }
+  return rules;
+}
+
+/**
+ * The engine's rule letting `name` run, narrowed to modes without the set-ID bits: its own
+ * conditions (arguments, capabilities, architectures, kernel) are kept and ours added to them.
+ * When it already compares the mode or flags argument, the two comparisons of one argument
+ * would be read as alternatives by some runtimes: the call is not let run at all.
+ */
+function narrowed(rule: Rule, name: string, modeArg: number): Rule[] {
+  const flagsArg = FLAGS_ARG[name];
+  const own = rule.args ?? [];
+  if (own.some((arg) => arg.index === modeArg || arg.index === flagsArg)) return [];
+  const { name: _single, ...rest } = rule;
+  const rules: Rule[] = [{ ...rest, names: [name], args: [...own, masked(modeArg, SET_ID, 0)] }];
+  if (flagsArg !== undefined)
+    rules.push({ ...rest, names: [name], args: [...own, masked(flagsArg, O_CREAT | O_TMPFILE_BIT, 0)] });
+  return rules;
+}
+
+/**
+ * The profile with the mode rule added. A call is let run again only where the engine's
+ * profile let it run (same conditions), and only without the set-ID bits: nothing it refuses
+ * becomes allowed. The allow and refuse rules of one call never match the same arguments
+ * (libseccomp would have to choose). A profile that lets everything run unless a rule says
+ * otherwise gets only the refusals; one that also names our calls in its own refusals is not
+ * one we can reason about, and is rejected (the caller then keeps the engine's and warns).
+ */
+export function withoutSetIdModes(profile: Profile): Profile {
+  const ours = new Set([...Object.keys(MODE_ARG), ...UNREADABLE]);
+  const allowsByDefault = LETS_RUN.has(profile.defaultAction ?? "");
+  const letRun = new Set<string>();
+  const syscalls: Rule[] = [];
+  const added: Rule[] = [];
+  for (const rule of profile.syscalls ?? []) {
+    const names = rule.names ?? (rule.name !== undefined ? [rule.name] : []);
+    const mine = names.filter((name) => ours.has(name));
+    if (!LETS_RUN.has(rule.action)) {
+      if (allowsByDefault && mine.length > 0)
+        throw new Error(`the profile's own ${rule.action} rule for ${mine.join(", ")} cannot be combined`);
+      syscalls.push(rule);
+      continue;
+    }
+    const others = names.filter((name) => !ours.has(name));
+    if (others.length > 0) {
+      const { name: _single, ...rest } = rule;
+      syscalls.push({ ...rest, names: others });
+    }
+    for (const name of mine) {
+      letRun.add(name);
+      // Where everything runs by default, the engine's rule adds nothing: only the refusals below matter.
+      const modeArg = MODE_ARG[name];
+      if (!allowsByDefault && modeArg !== undefined) added.push(...narrowed(rule, name, modeArg));
     }
   }
-  const unreadable = UNREADABLE.filter((name) => allowed.has(name));
-  if (unreadable.length > 0) syscalls.push({ names: unreadable, action: "SCMP_ACT_ERRNO", errnoRet: ENOSYS });
-  return { ...profile, syscalls };
+  const refused = (name: string) => allowsByDefault || letRun.has(name);
+  for (const [name, modeArg] of Object.entries(MODE_ARG)) if (refused(name)) added.push(...refusals(name, modeArg));
+  const unreadable = UNREADABLE.filter(refused);
+  if (unreadable.length > 0) added.push({ names: unreadable, action: "SCMP_ACT_ERRNO", errnoRet: ENOSYS });
+  return { ...profile, syscalls: [...syscalls, ...added] };
 }
 
 /** The path of the engine's default seccomp profile file, when it has one this host can read. */
