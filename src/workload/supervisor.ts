@@ -23,7 +23,6 @@ import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { keptStatusReporter } from "./kept-status.ts";
 import { assertStartSettings, maxLogBytesFromEnv } from "./limits.ts";
 import { LAST_OUTPUT } from "./server-output.ts";
-import { startGarbageCollector } from "./start-garbage.ts";
 import { cancelGraceMs, startedByIs } from "./supervisor-control.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { enterWorkingDir, resolveRecorded } from "./recorded-spec.ts";
@@ -232,15 +231,15 @@ export async function supervise(
 ): Promise<void> {
   const store = new WorkloadStore(ctx.paths);
   const record = await store.getExisting(name);
-  const collectStartGarbage = startGarbageCollector();
   const report = async (status: StatusReport) => {
     await store.writeStatus(name, { ...status, pid: process.pid });
     if (status.state !== "running" || status.draining) return;
     // After the status says running (not a stop's draining one): a `client register` at the same moment
     // either sees it running or is seen here.
     await clientsSeeStarted(record, ctx);
-    // What the start parsed, decoded and handshook is garbage now (start-garbage.ts).
-    collectStartGarbage();
+    // What the start parsed, decoded and handshook is garbage now: collected at once, so an
+    // idle workload holds what it serves with, not its start-up's leftovers (bench footprint).
+    Bun.gc(true);
   };
   let started: Awaited<ReturnType<typeof starter>> | undefined;
   try {
