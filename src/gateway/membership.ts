@@ -144,7 +144,11 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
         const read = ++begun;
         try {
           const next = (await runningMembers(options.store, options.group)).map(keepSupervisor);
-          const nextKey = next.map((m) => `${m.name} ${m.url} ${m.ownAuthentication === true}`).join("\n");
+          // Everything a member's record decides is in the key: a workload removed and run again under its
+          // name and port with --secret must be seen to hold secrets (the gateway's audit withholds then).
+          const nextKey = next
+            .map((m) => `${m.name} ${m.url} ${m.ownAuthentication === true} ${m.holdsSecrets === true}`)
+            .join("\n");
           if (nextKey !== key && !closed) {
             key = nextKey;
             members = next;
