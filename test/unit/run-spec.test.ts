@@ -250,6 +250,10 @@ describe("the policies' files are decoded once, with the field at fault named", 
     // Errors about the URL itself quote it without the query's values.
     for (const endpoint of [
       "otlp.example/otlp?api-key=s3cret-value",
+      // Mistyped without a path: no less a URL to its user.
+      "otlp.example?api-key=s3cret-value",
+      "otlp.example:4318?api-key=s3cret-value",
+      "localhost?api-key=s3cret-value",
       "ftp://otlp.example/otlp?api-key=s3cret-value#x",
       "https://u:p@otlp.example/otlp?api-key=s3cret-value",
       "http://otlp.example/otlp?api-key=s3cret-value",
