@@ -39,10 +39,12 @@ export function quotableUrl(text: string): string {
 /**
  * The query's values left out (`?api-key=…`): some services take a key there (an OTLP collector's
  * `?api-key=`, a signed URL's `sig=`), and a mistyped URL's error would quote it. The names stay, so
- * the user still sees which URL is meant. Text with no path before its "?" is no URL and stays as is.
+ * the user still sees which URL is meant. A mistyped URL need not have a path (`otlp.example?api-key=K`,
+ * `host:4318?api-key=K`): any word before a "?" whose query has a value is taken for one (a text that
+ * is no URL loses its "=…" values in the quote, nothing else).
  */
 function withoutQueryValues(text: string): string {
-  const query = /^[^\s?#]*\/[^\s?#]*\?/.exec(text);
+  const query = /^[^\s?#]+\?(?=[^\s#]*=)/.exec(text);
   if (query === null) return text;
   const end = text.indexOf("#", query[0].length);
   const tail = end === -1 ? "" : text.slice(end);

@@ -107,6 +107,46 @@ export function holdsSecrets(record: WorkloadRecord): boolean {
   );
 }
 
+/** How long a member that held secrets keeps the gateway's audit data withheld after it left (redact.ts RETIRED_KEEP_MS). */
+export const WITHHELD_AFTER_LEAVING_MS = 60 * 60_000;
+
+/**
+ * Why the gateway's audit records no data now, if it does not (middleware/audit.ts `withhold`): some
+ * members hold secrets, and their answers may quote them (a server printing its environment, a remote
+ * echoing its headers) while only the member knows them; copying them into the gateway to redact there
+ * would spread them to one more process. Each member's own audit records its calls with them redacted.
+ * A member that left keeps it so for WITHHELD_AFTER_LEAVING_MS: an answer of its still on its way when it
+ * stopped, or a client's later request quoting one, holds its secrets as well. Fed by every change of the
+ * membership, so a member that joins and leaves between two records counts too.
+ */
+export interface SecretHolders {
+  /** The members as they are now (the membership's onChange): holders seen join, and leave. */
+  see(members: readonly Member[]): void;
+  /** The reason to withhold data now, if any. */
+  withhold(): string | undefined;
+}
+
+export function secretHolders(now: () => number = Date.now): SecretHolders {
+  /** Secret-holding members that left, by name → when they left. */
+  const left = new Map<string, number>();
+  let present: readonly string[] = [];
+  return {
+    see(members) {
+      const next = members.filter((member) => member.holdsSecrets).map((member) => member.name);
+      for (const name of present) if (!next.includes(name)) left.set(name, now());
+      for (const name of next) left.delete(name);
+      present = next;
+    },
+    withhold() {
+      const at = now();
+      for (const [name, when] of left) if (at - when >= WITHHELD_AFTER_LEAVING_MS) left.delete(name);
+      const names = [...present, ...[...left.keys()].map((name) => `${name} (left)`)];
+      if (names.length === 0) return undefined;
+      return `${names.join(", ")} hold${names.length === 1 ? "s" : ""} secrets the gateway cannot redact; see ${names.length === 1 ? "its" : "their"} own audit`;
+    },
+  };
+}
+
 export async function followMembership(options: MembershipOptions): Promise<Membership> {
   let members: readonly Member[] = [];
   /** One Supervisor per workload name, kept across reads: the members handed out earlier see a restart's new pid. */
@@ -144,7 +184,11 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
         const read = ++begun;
         try {
           const next = (await runningMembers(options.store, options.group)).map(keepSupervisor);
-          const nextKey = next.map((m) => `${m.name} ${m.url} ${m.ownAuthentication === true}`).join("\n");
+          // Everything a member's record decides is in the key: a workload removed and run again under its
+          // name and port with --secret must be seen to hold secrets (the gateway's audit withholds then).
+          const nextKey = next
+            .map((m) => `${m.name} ${m.url} ${m.ownAuthentication === true} ${m.holdsSecrets === true}`)
+            .join("\n");
           if (nextKey !== key && !closed) {
             key = nextKey;
             members = next;

@@ -16,7 +16,7 @@ import { clientUrl } from "../state/workload-url.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import { GroupCatalog } from "./catalog.ts";
 import { GATEWAY_PATH, gatewayFrontEnd } from "./front-end.ts";
-import { followMembership, type Member } from "./membership.ts";
+import { followMembership, type Member, secretHolders } from "./membership.ts";
 import { DIRECT_CLIENTS_MARKER, unguardedMemberCheck } from "./unguarded-members.ts";
 import { prefixed } from "./names.ts";
 import { clientsFollowingDirectly } from "../state/client-registrations.ts";
@@ -157,11 +157,14 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     );
     await warnDirectClients(ctx.store, spec.group, log);
   }
+  // Which members hold secrets, and which did lately: the audit's data is withheld meanwhile.
+  const holders = secretHolders();
   const membership = await followMembership({
     store: ctx.store,
     group: spec.group,
     pollMs: ctx.membershipPollMs,
     onChange: (found) => {
+      holders.see(found);
       const served = authenticates ? found : found.filter((member) => !member.ownAuthentication);
       for (const member of found) {
         if (served.includes(member) || warnedLeftOut.has(member.name)) continue;
@@ -202,7 +205,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       },
       {
         telemetry: ctx.telemetry,
-        audit: ctx.audit && { ...ctx.audit, withhold: () => withheldData(membership.current()) },
+        audit: ctx.audit && { ...ctx.audit, withhold: holders.withhold },
         authentication: ctx.authentication?.(GATEWAY_PATH) ?? [],
         tools: spec.tools,
         authz: spec.authz,
@@ -251,16 +254,4 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
       await releaseGuard?.();
     },
   };
-}
-
-/**
- * Why the gateway's audit records no data while some members hold secrets: their answers may quote
- * them (a server printing its environment, a remote echoing its headers), and only the member knows
- * them; copying them into the gateway to redact there would spread them to one more process. Each
- * member's own audit records its calls with them redacted.
- */
-function withheldData(members: readonly Member[]): string | undefined {
-  const holding = members.filter((member) => member.holdsSecrets).map((member) => member.name);
-  if (holding.length === 0) return undefined;
-  return `${holding.join(", ")} hold${holding.length === 1 ? "s" : ""} secrets the gateway cannot redact; see ${holding.length === 1 ? "its" : "their"} own audit`;
 }

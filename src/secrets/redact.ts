@@ -108,15 +108,27 @@ export function learningRedactor(fixed: Iterable<string | Secret>, now: () => nu
   };
 }
 
-/** How many values learned one by one are kept at most (token exchange: one per client; each is looked for in every line). */
+/**
+ * How many values learned one by one are kept once they are no longer in flight (token exchange: one
+ * per client; each is one more `includes` for every audit data field).
+ */
 export const COLLECTED_KEEP_COUNT = 256;
+/**
+ * A value used this recently is kept past COLLECTED_KEEP_COUNT: the answer to the request it was sent
+ * with may still be on its way, and a flood of new clients must not clear it from that answer's record.
+ */
+export const COLLECTED_IN_FLIGHT_MS = 10 * 60_000;
+/** The most values kept even so (memory, and the cost of each audit record, under a flood of clients). */
+export const COLLECTED_HARD_COUNT = 4096;
 
 /** A redactor that learns values one by one, many in use at once (token exchange: a token per client). */
 export interface CollectingRedactor {
   readonly redact: (text: string) => string;
   /**
-   * A value in use now: redacted from then on, until RETIRED_KEEP_MS after its last use or until
-   * COLLECTED_KEEP_COUNT values used since push it out. Cheap for a known value: called at every request.
+   * A value in use now: redacted from then on, until RETIRED_KEEP_MS after its last use, or, once it
+   * has not been used for COLLECTED_IN_FLIGHT_MS, until COLLECTED_KEEP_COUNT values used since push it
+   * out (COLLECTED_HARD_COUNT of them whatever their age). Cheap: called at every request, with audit
+   * data off too, so the spellings are worked out by the next redact(), not here.
    */
   readonly add: (value: string) => void;
 }
@@ -125,19 +137,27 @@ export function collectingRedactor(fixed: Iterable<string | Secret>, now: () => 
   const always = [...fixed];
   /** Value → when last used; a Map keeps insertion order, so the least recently used comes first. */
   const used = new Map<string, number>();
-  let spelled = spellings(always);
+  /** Undefined after a change: worked out again on the next redact() (about 1 ms for 256 tokens). */
+  let spelled: string[] | undefined = spellings(always);
   return {
-    redact: (text) => redactSpellings(text, spelled),
+    redact: (text) => {
+      spelled ??= spellings([...always, ...used.keys()]);
+      return redactSpellings(text, spelled);
+    },
     add(value) {
       const at = now();
       const known = used.delete(value);
       used.set(value, at);
       if (known) return;
+      // Oldest first, so the first one that must stay ends the sweep (all after it are younger).
       for (const [old, when] of used) {
-        if (used.size <= COLLECTED_KEEP_COUNT && at - when < RETIRED_KEEP_MS) break;
+        const age = at - when;
+        const expired = age >= RETIRED_KEEP_MS;
+        const crowded = used.size > COLLECTED_KEEP_COUNT && age >= COLLECTED_IN_FLIGHT_MS;
+        if (!expired && !crowded && used.size <= COLLECTED_HARD_COUNT) break;
         used.delete(old);
       }
-      spelled = spellings([...always, ...used.keys()]);
+      spelled = undefined;
     },
   };
 }

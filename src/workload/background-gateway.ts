@@ -31,7 +31,7 @@ export async function recordGateway(
   assertStartSettings(ctx.env, "gateway");
   // Recorded (and exported) as given, like a background run's options: no credentials in them.
   const { values, given } = parseArgv(argv, gatewayOptions, "gateway", false);
-  refuseRecordedCredentials(values, given);
+  refuseRecordedCredentials(values, given, "without --detach");
   const name = spec.name ?? gatewayComponentName(spec.group);
   if (spec.name !== undefined) assertWorkloadName(name);
   else if (!isValidWorkloadName(name)) {

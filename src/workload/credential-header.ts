@@ -49,10 +49,36 @@ const credentialValue = new RegExp(
  */
 const knownCredentialNames: ReadonlySet<string> = new Set(["x-honeycomb-team", "uptrace-dsn"]);
 
+/**
+ * Last words that make a name describe a credential rather than hold one: `token_type=Bearer`,
+ * `X-Auth-Mode`, `tokenEndpoint`, `session_timeout`, `X-Amz-Signature-Version` (an OTLP endpoint's
+ * query or a header of these names was refused, and the collector's key has no other form than the
+ * foreground). Not `id`: a session id is one.
+ */
+const describingWords: ReadonlySet<string> = new Set([
+  "type",
+  "kind",
+  "mode",
+  "method",
+  "endpoint",
+  "url",
+  "uri",
+  "timeout",
+  "ttl",
+  "format",
+  "version",
+]);
+
 export function isCredentialHeader(name: string, value: string): boolean {
   const lower = name.toLowerCase();
   if (knownCredentialNames.has(lower)) return true;
-  if (credentialWords.test(lower) || lower.split(/[-_.]/).some(isCredentialPart)) return true;
+  // camelCase split too, as query parameters are often spelled (`tokenType`).
+  const parts = name
+    .replace(/([a-z0-9])([A-Z])/g, "$1-$2")
+    .toLowerCase()
+    .split(/[-_.]/);
+  const describing = parts.length > 1 && describingWords.has(parts.at(-1) as string);
+  if (!describing && (credentialWords.test(lower) || lower.split(/[-_.]/).some(isCredentialPart))) return true;
   return isCredentialValue(value);
 }
 

@@ -15,6 +15,12 @@ export interface RecordedValues {
   readonly "otel-endpoint"?: string | undefined;
 }
 
+/**
+ * How the command runs in the foreground, where nothing is recorded: `run --foreground`, and a
+ * gateway without `--detach` (it has no --foreground option), said in the refusal's hint.
+ */
+export type ForegroundForm = "with --foreground" | "without --detach";
+
 /** Options whose value is a credential, and the form of each that keeps it out of the record. */
 const literalSecrets = [
   ["remote-auth-client-secret", "--remote-auth-client-secret-file"],
@@ -32,8 +38,12 @@ function plainText(what: string, hint: string): McpmgrError {
 }
 
 /** Refuses the first credential in a background workload's command line (see recordedCredential). */
-export function refuseRecordedCredentials(values: RecordedValues, given: ReadonlySet<string>): void {
-  const found = recordedCredential(values, given);
+export function refuseRecordedCredentials(
+  values: RecordedValues,
+  given: ReadonlySet<string>,
+  foreground: ForegroundForm = "with --foreground",
+): void {
+  const found = recordedCredential(values, given, foreground);
   if (found !== undefined) throw found;
 }
 
@@ -43,14 +53,19 @@ export function refuseRecordedCredentials(values: RecordedValues, given: Readonl
  * parameter, an environment value in a credential's form. (A remote URL with credentials in it is refused everywhere, in the foreground
  * too: config/url-credentials.ts.)
  */
-export function recordedCredential(values: RecordedValues, given: ReadonlySet<string>): McpmgrError | undefined {
+export function recordedCredential(
+  values: RecordedValues,
+  given: ReadonlySet<string>,
+  foreground: ForegroundForm = "with --foreground",
+): McpmgrError | undefined {
+  const collectorHint = `run it ${foreground}, where nothing is recorded (the collector's key has no secret form yet)`;
   for (const [option, instead] of literalSecrets) {
     if (given.has(option)) {
       return new McpmgrError(
         "INVALID_OPTION",
         `--${option} would be stored in the workload's configuration in plain text`,
         {
-          hint: `use ${instead} for a background workload (or --foreground)`,
+          hint: `use ${instead} for a background workload (or run it ${foreground})`,
         },
       );
     }
@@ -59,31 +74,25 @@ export function recordedCredential(values: RecordedValues, given: ReadonlySet<st
     if (!isCredentialHeader(header.name, header.value)) continue;
     return plainText(
       `--remote-forward-headers ${header.name}=…`,
-      `store it with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret ${header.name}=NAME (or run with --foreground)`,
+      `store it with 'mcpmgr secret set NAME' and pass --remote-forward-headers-secret ${header.name}=NAME (or run it ${foreground})`,
     );
   }
   for (const header of values["otel-headers"] ?? []) {
     if (!isCredentialHeader(header.key, header.value)) continue;
-    return plainText(
-      `--otel-headers ${header.key}=…`,
-      "run it with --foreground, where nothing is recorded (the collector's key has no secret form yet)",
-    );
+    return plainText(`--otel-headers ${header.key}=…`, collectorHint);
   }
   // A collector's key in the endpoint's query (`?api-key=KEY`, as some vendors document it) would be
   // recorded, exported and listed with the URL. Checked by parameter as a header is: name or value form.
   const endpoint = URL.parse(values["otel-endpoint"] ?? "");
   for (const [key, value] of endpoint?.searchParams ?? []) {
     if (!isCredentialHeader(key, value)) continue;
-    return plainText(
-      `--otel-endpoint …?${key}=…`,
-      "run it with --foreground, where nothing is recorded (the collector's key has no secret form yet)",
-    );
+    return plainText(`--otel-endpoint …?${key}=…`, collectorHint);
   }
   for (const variable of values.env ?? []) {
     if (!isCredentialValue(variable.value)) continue;
     return plainText(
       `-e ${variable.key}=…`,
-      `store it with 'mcpmgr secret set NAME' and pass --secret NAME,target=${variable.key} (or run with --foreground)`,
+      `store it with 'mcpmgr secret set NAME' and pass --secret NAME,target=${variable.key} (or run it ${foreground})`,
     );
   }
   return undefined;

@@ -70,6 +70,22 @@ test("--oidc-client-secret is refused by run and gateway --detach; nothing is re
   const line = expectOneLineError(gateway, 2);
   expect(line).toContain("--oidc-client-secret-file");
   expect(line).not.toContain(secret);
+  // A gateway has no --foreground: its foreground form is the command without --detach.
+  expect(line).toContain("without --detach");
+  expect(line).not.toContain("--foreground");
+  // So for a collector's key, whose only other way is the foreground.
+  const collector = runCli(env, [
+    "gateway",
+    "guarded",
+    "--detach",
+    "--otel-endpoint",
+    "https://collector.example/v1?api-key=collector-key-5e1d",
+  ]);
+  const refused = expectOneLineError(collector, 2);
+  expect(refused).toContain("--otel-endpoint …?api-key=…");
+  expect(refused).toContain("run it without --detach");
+  expect(refused).not.toContain("--foreground");
+  expect(refused).not.toContain("collector-key-5e1d");
   expect(JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout)).toEqual([]);
 });
 

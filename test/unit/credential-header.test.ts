@@ -36,6 +36,9 @@ test("credential header names are caught whatever their value", () => {
     "X-CSRF-Token",
     "X_API_KEY",
     "x.api.key",
+    // A describing last word does not clear a name whose other words hold one.
+    "X-Api-Key-Id",
+    "access_token",
     // Collector keys whose names carry no credential word.
     "x-honeycomb-team",
     "X-Honeycomb-Team",
@@ -79,6 +82,13 @@ test("ordinary headers pass", () => {
     ["X-Cache-Key", "v2"],
     ["X-Path-Prefix", "/v1"],
     ["X-Monitoring", "skip-this"],
+    // Names that describe a credential without holding one (an OTLP endpoint's query too: `?token_type=`).
+    ["token_type", "access"],
+    ["tokenType", "access"],
+    ["X-Auth-Mode", "oauth"],
+    ["session_timeout", "300"],
+    ["token_endpoint", "https://as.example/token"],
+    ["X-Amz-Signature-Version", "4"],
   ] as const) {
     expect({ name, caught: isCredentialHeader(name, value) }).toEqual({ name, caught: false });
   }

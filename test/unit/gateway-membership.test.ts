@@ -55,3 +55,28 @@ test("a workload counts while its pid is its supervisor, not while the pid is so
   expect(members.map((m) => m.name)).toEqual(["real"]);
   expect(members[0]?.url).toBe("http://127.0.0.1:41001/mcp");
 });
+
+test("a member run again under its name and port with a secret is seen to hold secrets (the gateway's audit withholds its data)", async () => {
+  const { followMembership } = await import("../../src/gateway/membership.ts");
+  await runningWorkload("probe", 41005, await processRunning("__supervise", "probe"));
+  const membership = await followMembership({ store, group: "team", onChange: () => {}, pollMs: 60_000 });
+  try {
+    expect(membership.current().map((m) => [m.name, m.holdsSecrets === true])).toEqual([["probe", false]]);
+    // `mcpmgr rm probe` and `mcpmgr run … --name probe --proxy-port 41005 --secret key,target=KEY`: same name, same URL.
+    await store.remove("probe");
+    await store.create({
+      name: "probe",
+      group: "team",
+      source: { kind: "remote", ref: "https://example.com/mcp" },
+      transport: "streamable-http",
+      proxyPort: 41005,
+      runtime: "remote",
+      secrets: [{ name: "key", target: "KEY" }],
+    });
+    await store.writeStatus("probe", { state: "running", pid: await processRunning("__supervise", "probe") });
+    await membership.refresh();
+    expect(membership.current().map((m) => [m.name, m.holdsSecrets === true])).toEqual([["probe", true]]);
+  } finally {
+    membership.close();
+  }
+});

@@ -238,9 +238,22 @@ describe("the policies' files are decoded once, with the field at fault named", 
     // A query with no credential in it is recorded as given; in the foreground nothing is recorded.
     expect(errorOf([REMOTE, "--otel-endpoint", "https://otlp.example/otlp?region=eu"])).toBeUndefined();
     expect(errorOf(["--foreground", REMOTE, "--otel-endpoint", keyed])).toBeUndefined();
+    // Names that describe a credential without holding one are no key either.
+    expect(
+      errorOf([REMOTE, "--otel-endpoint", "https://otlp.example/otlp?token_type=access&authMode=none"]),
+    ).toBeUndefined();
+    // A workload recorded before this check still starts under its supervisor, warned about, the key not quoted.
+    const context = testContext();
+    expect(specFor([REMOTE, "--otel-endpoint", keyed], { context, recorded: true }).background).toBe(true);
+    expect(context.logged).toEqual([expect.stringMatching(/^warn: .*--otel-endpoint …\?api-key=….*--foreground/)]);
+    expect(context.logged.join("")).not.toContain("s3cret-value");
     // Errors about the URL itself quote it without the query's values.
     for (const endpoint of [
       "otlp.example/otlp?api-key=s3cret-value",
+      // Mistyped without a path: no less a URL to its user.
+      "otlp.example?api-key=s3cret-value",
+      "otlp.example:4318?api-key=s3cret-value",
+      "localhost?api-key=s3cret-value",
       "ftp://otlp.example/otlp?api-key=s3cret-value#x",
       "https://u:p@otlp.example/otlp?api-key=s3cret-value",
       "http://otlp.example/otlp?api-key=s3cret-value",

@@ -3,6 +3,8 @@ import { describe, expect, test, setDefaultTimeout } from "bun:test";
 import { format, inspect } from "node:util";
 import {
   collectingRedactor,
+  COLLECTED_HARD_COUNT,
+  COLLECTED_IN_FLIGHT_MS,
   COLLECTED_KEEP_COUNT,
   learningRedactor,
   MIN_REDACT_LENGTH,
@@ -197,7 +199,37 @@ test("a collecting redactor keeps every value in use, each for an hour after its
   collecting.add("token-c");
   // token-b was last used an hour ago: gone; token-a used since.
   expect(collecting.redact("token-a token-b token-c fixed-secret")).toBe("*** token-b *** ***");
+  // Then, once they are no longer in flight, many new ones.
+  now += COLLECTED_IN_FLIGHT_MS;
   for (let i = 0; i < COLLECTED_KEEP_COUNT; i++) collecting.add(`many-${i}`);
   // The cap pushed out the two older ones, not the ones added since.
   expect(collecting.redact("token-a token-c many-0 fixed-secret")).toBe("token-a token-c *** ***");
+});
+
+test("a collecting redactor keeps a value used in the last minutes however many clients come after it (its answer may be on its way)", () => {
+  let now = 0;
+  const collecting = collectingRedactor([], () => now);
+  collecting.add("token-in-flight");
+  now = 60_000;
+  // A flood of new clients while the first one's call is still running.
+  for (let i = 0; i < COLLECTED_KEEP_COUNT + 10; i++) collecting.add(`flood-${i}`);
+  expect(collecting.redact("echo: token-in-flight")).toBe("echo: ***");
+  // Once it is no longer in flight, the cap applies to it again.
+  now = COLLECTED_IN_FLIGHT_MS + 1;
+  collecting.add("one-more");
+  // (the flood's values, used a minute later, are still in flight themselves)
+  expect(collecting.redact("token-in-flight flood-0 one-more")).toBe("token-in-flight *** ***");
+  // However recent, no more than the hard cap.
+  for (let i = 0; i < COLLECTED_HARD_COUNT; i++) collecting.add(`burst-${i}`);
+  expect(collecting.redact("one-more burst-0")).toBe("one-more ***");
+});
+
+test("a collecting redactor learns a new value without working out spellings (audit data off pays nothing for it)", () => {
+  const collecting = collectingRedactor([]);
+  const jwt = (i: number) => `eyJhbGciOiJSUzI1NiJ9.${String(i).padStart(6, "0")}${"x".repeat(300)}.${"s".repeat(86)}`;
+  const startedAt = performance.now();
+  for (let i = 0; i < 3000; i++) collecting.add(jwt(i));
+  // Working the spellings out at each new value took about a millisecond each with 256 kept.
+  expect(performance.now() - startedAt).toBeLessThan(1000);
+  expect(collecting.redact(`a ${jwt(0)} b ${jwt(2999)}`)).toBe("a *** b ***");
 });
