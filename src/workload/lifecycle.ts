@@ -78,10 +78,23 @@ async function otherStartRuns(store: WorkloadStore, name: string, record: Worklo
   const deadline = performance.now() + supervisorReadyTimeoutMs(record.runOptions);
   for (;;) {
     const status = await currentStatus(store, name);
-    if (status?.state === "running") return true;
+    if (status?.state === "running") return answers(store, name);
     if (status?.state !== "starting" || performance.now() > deadline) return false;
     await Bun.sleep(100);
   }
+}
+
+/**
+ * "running" is the supervisor's word, before the starting command's readiness probe: one that the
+ * workload's policies refuse (a webhook) fails that start, which then stops the supervisor. So it is
+ * confirmed here as our own start would have, not taken as a success the other command reports as a failure.
+ */
+async function answers(store: WorkloadStore, name: string): Promise<boolean> {
+  const { confirmAnswers } = await import("./mcp-readiness.ts");
+  return confirmAnswers(store, name, "").then(
+    () => true,
+    () => false,
+  );
 }
 
 /**

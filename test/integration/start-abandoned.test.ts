@@ -23,6 +23,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { makeTestCa } from "../support/test-ca.ts";
 
 setDefaultTimeout(60_000);
 
@@ -74,12 +75,12 @@ afterAll(async () => {
  * supervisor: its proxy log is a FIFO with no reader, which it opens at that point. `release` lets
  * it go on (the log a plain file again, the FIFO it opened read); `end` kills what is left.
  */
-async function heldRun(name: string, source: string, executable = process.execPath) {
+async function heldRun(name: string, source: string, executable = process.execPath, args: string[] = []) {
   const logs = join(home, "state/logs");
   mkdirSync(logs, { recursive: true });
   const proxyLog = join(logs, `${name}.proxy.log`);
   expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
-  const run = Bun.spawn([executable, CLI_ENTRY, "run", source, "--name", name], {
+  const run = Bun.spawn([executable, CLI_ENTRY, "run", source, "--name", name, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
     stdout: "ignore",
@@ -193,6 +194,70 @@ test("a start while another command's start of the workload fails says it failed
     held.end();
     rmSync(join(home, `state/logs/${name}.proxy.log`), { force: true });
     mcpmgr("rm", name);
+  }
+});
+
+test("a start waiting for another command's start does not take the supervisor's 'running' for that start's success: its readiness probe refused, exit 1", async () => {
+  // The workload's webhook refuses MCP's handshake (initialize, server/discover), slowly: the supervisor reports "running", then the
+  // run's readiness probe is refused (3 s later), and the run fails and stops it. The start waiting for
+  // that run must not have said the workload runs (exit 0) in those 3 s.
+  const dir = await mkdtemp(join(tmpdir(), "mcpmgr-start-abandoned-ca-"));
+  const certificates = await makeTestCa(dir);
+  const webhook = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { cert: Bun.file(certificates.cert), key: Bun.file(certificates.key) },
+    async fetch(req) {
+      const review = (await req.json()) as { mcp_request: { method: string } };
+      const handshake = review.mcp_request.method === "initialize" || review.mcp_request.method === "server/discover";
+      if (!handshake) return Response.json({ allowed: true });
+      await Bun.sleep(3_000);
+      return Response.json({ allowed: false, reason: "not yet" });
+    },
+  });
+  const hooks = join(dir, "hooks.json");
+  writeFileSync(
+    hooks,
+    JSON.stringify({
+      validating: [
+        {
+          name: "gate",
+          url: `https://127.0.0.1:${webhook.port}/`,
+          tls_config: { ca_bundle_path: certificates.ca },
+          timeout: "10s",
+        },
+      ],
+    }),
+  );
+  const name = "underway-refused";
+  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
+  const held = await heldRun(name, PROBE, process.execPath, ["--webhook-config", hooks]);
+  try {
+    const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
+      cwd: REPO_ROOT,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const early = await Promise.race([second.exited, Bun.sleep(1_500).then(() => "still waiting")]);
+    expect(early).toBe("still waiting");
+    held.release();
+    expect(await held.run.exited).not.toBe(0);
+    const [code, stdout, stderr] = await Promise.all([
+      second.exited,
+      new Response(second.stdout).text(),
+      new Response(second.stderr).text(),
+    ]);
+    expect(stderr).not.toContain("was started by another mcpmgr command");
+    expect([code, stdout]).toEqual([1, ""]);
+    expect(stderr).toContain(`${name} was started elsewhere at the same moment`);
+    expect(supervisorsOf(name)).toEqual([]);
+  } finally {
+    held.end();
+    await webhook.stop(true);
+    rmSync(join(home, `state/logs/${name}.proxy.log`), { force: true });
+    mcpmgr("rm", name);
+    await rm(dir, { recursive: true, force: true });
   }
 });
 
