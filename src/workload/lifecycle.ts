@@ -61,8 +61,11 @@ export async function startRecorded(
     // Two commands starting it at once (`start --all` in two terminals, after a reboot): both asked
     // for it to run, so the one that spawned nothing reports the other's start as it ends, rather
     // than failing (exit 1) for a workload that comes up.
-    if (err instanceof StartedElsewhere && (await otherStartRuns(store, name, record))) {
-      return { record, alreadyRunning: true, byAnother: true };
+    if (err instanceof StartedElsewhere) {
+      // Said at once: that start may take minutes (a package download, an OAuth login), and a
+      // command that says nothing meanwhile reads as hung.
+      ctx.log.info(`${err.message}; waiting for that start`);
+      if (await otherStartRuns(store, name, record)) return { record, alreadyRunning: true, byAnother: true };
     }
     throw whenNameTaken(await whenPortTaken(err, record), record);
   }

@@ -104,6 +104,43 @@ async function heldRun(name: string, source: string, executable = process.execPa
   };
 }
 
+/**
+ * `mcpmgr start NAME` in another terminal, once it says it waits for the start under way (polled: a
+ * loaded machine may take seconds to get it there, and a start that comes after that other start's
+ * supervisor is spawned is "already running" instead). `finish` gives its exit code and whole output.
+ */
+async function waitingStart(name: string) {
+  const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = second.stderr.getReader();
+  const decoder = new TextDecoder();
+  let stderr = "";
+  const deadline = Date.now() + 30_000;
+  // One read pending at a time: a read left behind by the timeout would take the next chunk with it.
+  let pending = reader.read();
+  while (!stderr.includes("; waiting for that start\n") && Date.now() < deadline) {
+    const chunk = await Promise.race([pending, Bun.sleep(500).then(() => undefined)]);
+    if (chunk === undefined) continue;
+    if (chunk.done) break;
+    stderr += decoder.decode(chunk.value, { stream: true });
+    pending = reader.read();
+  }
+  expect(stderr).toContain("; waiting for that start\n");
+  expect(second.exitCode).toBeNull();
+  return {
+    second,
+    async finish() {
+      for (let chunk = await pending; !chunk.done; chunk = await reader.read()) stderr += decoder.decode(chunk.value);
+      const [code, stdout] = await Promise.all([second.exited, new Response(second.stdout).text()]);
+      return { code, stdout, stderr };
+    },
+  };
+}
+
 test("a run killed after it recorded 'starting' and before its supervisor's pid: failed in list, and start and rm work", async () => {
   const { run } = await heldRun("abandoned", PROBE);
   run.kill("SIGKILL");
@@ -130,34 +167,23 @@ test("a run killed after it recorded 'starting' and before its supervisor's pid:
 test("a start while a run of the same workload is on its way to its supervisor waits for that start: no second supervisor, and no failure", async () => {
   // The run is held (the FIFO, as above) just after it recorded "starting" with its identity.
   const name = "underway";
-  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
   const held = await heldRun(name, "http://127.0.0.1:1/mcp");
   const { run } = held;
   try {
     // `start NAME` in another terminal meanwhile (`start --all` in two terminals after a reboot):
     // the run's start is under way, so no second supervisor (the two would race for the port, and
-    // the loser's "failed" could hide the winner). Both asked for it to run: the start waits.
-    const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
-      cwd: REPO_ROOT,
-      env,
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const early = await Promise.race([second.exited, Bun.sleep(1_500).then(() => "still waiting")]);
-    expect(early).toBe("still waiting");
+    // the loser's "failed" could hide the winner). Both asked for it to run: the start waits, and says so.
+    const second = await waitingStart(name);
 
     // The run goes on: its log is a plain file again, and the FIFO it opened gets a reader.
     held.release();
     expect(await run.exited).toBe(0);
     expect(row(name)?.status).toBe("running");
-    const [code, stdout, stderr] = await Promise.all([
-      second.exited,
-      new Response(second.stdout).text(),
-      new Response(second.stderr).text(),
-    ]);
+    const { code, stdout, stderr } = await second.finish();
     expect([code, stderr]).toEqual([
       0,
-      `[info] ${name} was started by another mcpmgr command at the same moment; MCP clients connect to:\n`,
+      `[info] ${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it; waiting for that start\n` +
+        `[info] ${name} was started by another mcpmgr command at the same moment; MCP clients connect to:\n`,
     ]);
     expect(stdout.trim()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
     expect(supervisorsOf(name)).toEqual([recordedStatus(name).pid as number]);
@@ -170,23 +196,16 @@ test("a start while a run of the same workload is on its way to its supervisor w
 
 test("a start while another command's start of the workload fails says it failed: exit 1, no second supervisor", async () => {
   const name = "underway-fails";
-  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
   const held = await heldRun(name, "http://127.0.0.1:1/mcp");
   const { run } = held;
   try {
-    const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
-      cwd: REPO_ROOT,
-      env,
-      stdout: "ignore",
-      stderr: "pipe",
-    });
     // It waits for the run's start (as above); that run is killed before it spawned a supervisor.
-    const early = await Promise.race([second.exited, Bun.sleep(1_500).then(() => "still waiting")]);
-    expect(early).toBe("still waiting");
+    const second = await waitingStart(name);
     held.end();
     await run.exited;
-    expect(await second.exited).toBe(1);
-    expect(await new Response(second.stderr).text()).toContain(
+    const { code, stderr } = await second.finish();
+    expect(code).toBe(1);
+    expect(stderr).toContain(
       `${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it`,
     );
     expect(supervisorsOf(name)).toEqual([]);
@@ -230,24 +249,12 @@ test("a start waiting for another command's start does not take the supervisor's
     }),
   );
   const name = "underway-refused";
-  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
   const held = await heldRun(name, PROBE, process.execPath, ["--webhook-config", hooks]);
   try {
-    const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
-      cwd: REPO_ROOT,
-      env,
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const early = await Promise.race([second.exited, Bun.sleep(1_500).then(() => "still waiting")]);
-    expect(early).toBe("still waiting");
+    const second = await waitingStart(name);
     held.release();
     expect(await held.run.exited).not.toBe(0);
-    const [code, stdout, stderr] = await Promise.all([
-      second.exited,
-      new Response(second.stdout).text(),
-      new Response(second.stderr).text(),
-    ]);
+    const { code, stdout, stderr } = await second.finish();
     expect(stderr).not.toContain("was started by another mcpmgr command");
     expect([code, stdout]).toEqual([1, ""]);
     expect(stderr).toContain(`${name} was started elsewhere at the same moment`);
