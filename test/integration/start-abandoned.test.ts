@@ -194,32 +194,12 @@ test("a start while a run of the same workload is on its way to its supervisor w
   expect(supervisorsOf(name)).toEqual([]);
 });
 
-test("a start while another command's start of the workload fails says it failed: exit 1, no second supervisor", async () => {
-  const name = "underway-fails";
-  const held = await heldRun(name, "http://127.0.0.1:1/mcp");
-  const { run } = held;
-  try {
-    // It waits for the run's start (as above); that run is killed before it spawned a supervisor.
-    const second = await waitingStart(name);
-    held.end();
-    await run.exited;
-    const { code, stderr } = await second.finish();
-    expect(code).toBe(1);
-    expect(stderr).toContain(
-      `${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it`,
-    );
-    expect(supervisorsOf(name)).toEqual([]);
-  } finally {
-    held.end();
-    rmSync(join(home, `state/logs/${name}.proxy.log`), { force: true });
-    mcpmgr("rm", name);
-  }
-});
-
-test("a start waiting for another command's start does not take the supervisor's 'running' for that start's success: its readiness probe refused, exit 1", async () => {
-  // The workload's webhook refuses MCP's handshake (initialize, server/discover), slowly: the supervisor reports "running", then the
-  // run's readiness probe is refused (3 s later), and the run fails and stops it. The start waiting for
-  // that run must not have said the workload runs (exit 0) in those 3 s.
+/**
+ * An HTTPS validating webhook (a test CA's certificate) that refuses MCP's handshake (initialize,
+ * server/discover) 3 s after it is asked: a workload using it reports "running", and the readiness
+ * probe of the command that started it is refused 3 s later, which fails that start.
+ */
+async function refusingWebhook(): Promise<{ hooks: string; stop: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), "mcpmgr-start-abandoned-ca-"));
   const certificates = await makeTestCa(dir);
   const webhook = Bun.serve({
@@ -248,6 +228,42 @@ test("a start waiting for another command's start does not take the supervisor's
       ],
     }),
   );
+  return {
+    hooks,
+    async stop() {
+      await webhook.stop(true);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+test("a start while another command's start of the workload fails says it failed: exit 1, no second supervisor", async () => {
+  const name = "underway-fails";
+  const held = await heldRun(name, "http://127.0.0.1:1/mcp");
+  const { run } = held;
+  try {
+    // It waits for the run's start (as above); that run is killed before it spawned a supervisor.
+    const second = await waitingStart(name);
+    held.end();
+    await run.exited;
+    const { code, stderr } = await second.finish();
+    expect(code).toBe(1);
+    expect(stderr).toContain(
+      `${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it`,
+    );
+    expect(supervisorsOf(name)).toEqual([]);
+  } finally {
+    held.end();
+    rmSync(join(home, `state/logs/${name}.proxy.log`), { force: true });
+    mcpmgr("rm", name);
+  }
+});
+
+test("a start waiting for another command's start does not take the supervisor's 'running' for that start's success: its readiness probe refused, exit 1", async () => {
+  // The workload's webhook refuses MCP's handshake (initialize, server/discover), slowly: the supervisor reports "running", then the
+  // run's readiness probe is refused (3 s later), and the run fails and stops it. The start waiting for
+  // that run must not have said the workload runs (exit 0) in those 3 s.
+  const { hooks, stop } = await refusingWebhook();
   const name = "underway-refused";
   const held = await heldRun(name, PROBE, process.execPath, ["--webhook-config", hooks]);
   try {
@@ -261,10 +277,48 @@ test("a start waiting for another command's start does not take the supervisor's
     expect(supervisorsOf(name)).toEqual([]);
   } finally {
     held.end();
-    await webhook.stop(true);
+    await stop();
     rmSync(join(home, `state/logs/${name}.proxy.log`), { force: true });
     mcpmgr("rm", name);
-    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("a start while another command's start has spawned its supervisor waits for that start too: exit 1 when it fails, not 'already running'", async () => {
+  // `start --all` in two terminals, the other a moment ahead: its supervisor is spawned and starting
+  // (the server takes 3 s), and that start then fails (its readiness probe refused, 3 s more).
+  const { hooks, stop } = await refusingWebhook();
+  const name = "spawned-refused";
+  const run = Bun.spawn(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      PROBE,
+      "--name",
+      name,
+      "--webhook-config",
+      hooks,
+      "--",
+      "--slow-start",
+      "3000",
+    ],
+    { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home }, stdout: "ignore", stderr: "pipe" },
+  );
+  try {
+    await until(
+      () =>
+        (recordedStatus(name).state === "starting" && recordedStatus(name).pid !== undefined) || run.exitCode !== null,
+    );
+    const second = await waitingStart(name);
+    expect(await run.exited).not.toBe(0);
+    const { code, stdout, stderr } = await second.finish();
+    expect([code, stdout]).toEqual([1, ""]);
+    expect(stderr).toContain(`${name} was started elsewhere: its supervisor (pid `);
+    expect(supervisorsOf(name)).toEqual([]);
+  } finally {
+    run.kill("SIGKILL");
+    await stop();
+    mcpmgr("rm", name);
   }
 });
 
