@@ -25,9 +25,8 @@ import {
 } from "./supervisor-control.ts";
 
 /**
- * Starts `name` on its port (stopping it first for `restart`); a workload already running or on
- * its way up is left alone (`alreadyRunning`), and one another command started at the same moment
- * is reported as that start ends (`byAnother`).
+ * Starts `name` on its port (stopping it first for `restart`); a workload already running is left
+ * alone (`alreadyRunning`), and one another command is starting is reported as that start ends (`byAnother`).
  */
 export async function startRecorded(
   name: string,
@@ -44,12 +43,13 @@ export async function startRecorded(
     await stopSupervisor(store, name, ctx.log);
   } else {
     const status = await currentStatus(store, name);
-    if (
-      status?.state === "running" ||
-      status?.state === "restarting" ||
-      (status?.state === "starting" && status.pid !== undefined)
-    )
-      return { record, alreadyRunning: true };
+    if (status?.state === "running" || status?.state === "restarting") return { record, alreadyRunning: true };
+    // Its supervisor on its way up (`start --all` in two terminals, the other a moment ahead): that
+    // start may yet fail, so it is waited for as one a moment behind is (below), not taken as running.
+    if (status?.state === "starting" && status.pid !== undefined) {
+      const under = `its supervisor (pid ${status.pid}) is starting it`;
+      return awaitOtherStart(new StartedElsewhere(`${name} was started elsewhere: ${under}`), store, record, ctx);
+    }
     assertStartSettings(ctx.env, record.runtime);
     // The supervisor leaves this check to the command that starts it (restart's is assertRestartable's).
     const { assertOptionFileKeysUnique } = await import("./option-file-keys.ts");
@@ -61,13 +61,25 @@ export async function startRecorded(
     // Two commands starting it at once (`start --all` in two terminals, after a reboot): both asked
     // for it to run, so the one that spawned nothing reports the other's start as it ends, rather
     // than failing (exit 1) for a workload that comes up.
-    if (err instanceof StartedElsewhere && (await otherStartRuns(store, name, record))) {
-      return { record, alreadyRunning: true, byAnother: true };
-    }
+    if (err instanceof StartedElsewhere) return awaitOtherStart(err, store, record, ctx);
     throw whenNameTaken(await whenPortTaken(err, record), record);
   }
   await clientsSeeStarted(record, ctx);
   return { record, alreadyRunning: false };
+}
+
+/** The start under way elsewhere, waited for: reported as ours when the workload then runs, `under` thrown otherwise. */
+async function awaitOtherStart(
+  under: StartedElsewhere,
+  store: WorkloadStore,
+  record: WorkloadRecord,
+  ctx: WorkloadContext,
+) {
+  // Said at once: that start may take minutes (a package download, an OAuth login), and a
+  // command that says nothing meanwhile reads as hung.
+  ctx.log.info(`${under.message}; waiting for that start`);
+  if (await otherStartRuns(store, record.name, record)) return { record, alreadyRunning: true, byAnother: true };
+  throw under;
 }
 
 /**
@@ -78,10 +90,23 @@ async function otherStartRuns(store: WorkloadStore, name: string, record: Worklo
   const deadline = performance.now() + supervisorReadyTimeoutMs(record.runOptions);
   for (;;) {
     const status = await currentStatus(store, name);
-    if (status?.state === "running") return true;
+    if (status?.state === "running") return answers(store, name);
     if (status?.state !== "starting" || performance.now() > deadline) return false;
     await Bun.sleep(100);
   }
+}
+
+/**
+ * "running" is the supervisor's word, before the starting command's readiness probe: one that the
+ * workload's policies refuse (a webhook) fails that start, which then stops the supervisor. So it is
+ * confirmed here as our own start would have, not taken as a success the other command reports as a failure.
+ */
+async function answers(store: WorkloadStore, name: string): Promise<boolean> {
+  const { confirmAnswers } = await import("./mcp-readiness.ts");
+  return confirmAnswers(store, name, "").then(
+    () => true,
+    () => false,
+  );
 }
 
 /**

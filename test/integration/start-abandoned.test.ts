@@ -23,6 +23,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { makeTestCa } from "../support/test-ca.ts";
 
 setDefaultTimeout(60_000);
 
@@ -74,12 +75,12 @@ afterAll(async () => {
  * supervisor: its proxy log is a FIFO with no reader, which it opens at that point. `release` lets
  * it go on (the log a plain file again, the FIFO it opened read); `end` kills what is left.
  */
-async function heldRun(name: string, source: string, executable = process.execPath) {
+async function heldRun(name: string, source: string, executable = process.execPath, args: string[] = []) {
   const logs = join(home, "state/logs");
   mkdirSync(logs, { recursive: true });
   const proxyLog = join(logs, `${name}.proxy.log`);
   expect(Bun.spawnSync(["mkfifo", proxyLog]).exitCode).toBe(0);
-  const run = Bun.spawn([executable, CLI_ENTRY, "run", source, "--name", name], {
+  const run = Bun.spawn([executable, CLI_ENTRY, "run", source, "--name", name, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
     stdout: "ignore",
@@ -99,6 +100,43 @@ async function heldRun(name: string, source: string, executable = process.execPa
     end() {
       run.kill("SIGKILL");
       drain?.kill();
+    },
+  };
+}
+
+/**
+ * `mcpmgr start NAME` in another terminal, once it says it waits for the start under way (polled: a
+ * loaded machine may take seconds to get it there, and a start that comes after that other start's
+ * supervisor is spawned is "already running" instead). `finish` gives its exit code and whole output.
+ */
+async function waitingStart(name: string) {
+  const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = second.stderr.getReader();
+  const decoder = new TextDecoder();
+  let stderr = "";
+  const deadline = Date.now() + 30_000;
+  // One read pending at a time: a read left behind by the timeout would take the next chunk with it.
+  let pending = reader.read();
+  while (!stderr.includes("; waiting for that start\n") && Date.now() < deadline) {
+    const chunk = await Promise.race([pending, Bun.sleep(500).then(() => undefined)]);
+    if (chunk === undefined) continue;
+    if (chunk.done) break;
+    stderr += decoder.decode(chunk.value, { stream: true });
+    pending = reader.read();
+  }
+  expect(stderr).toContain("; waiting for that start\n");
+  expect(second.exitCode).toBeNull();
+  return {
+    second,
+    async finish() {
+      for (let chunk = await pending; !chunk.done; chunk = await reader.read()) stderr += decoder.decode(chunk.value);
+      const [code, stdout] = await Promise.all([second.exited, new Response(second.stdout).text()]);
+      return { code, stdout, stderr };
     },
   };
 }
@@ -129,34 +167,23 @@ test("a run killed after it recorded 'starting' and before its supervisor's pid:
 test("a start while a run of the same workload is on its way to its supervisor waits for that start: no second supervisor, and no failure", async () => {
   // The run is held (the FIFO, as above) just after it recorded "starting" with its identity.
   const name = "underway";
-  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
   const held = await heldRun(name, "http://127.0.0.1:1/mcp");
   const { run } = held;
   try {
     // `start NAME` in another terminal meanwhile (`start --all` in two terminals after a reboot):
     // the run's start is under way, so no second supervisor (the two would race for the port, and
-    // the loser's "failed" could hide the winner). Both asked for it to run: the start waits.
-    const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
-      cwd: REPO_ROOT,
-      env,
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const early = await Promise.race([second.exited, Bun.sleep(1_500).then(() => "still waiting")]);
-    expect(early).toBe("still waiting");
+    // the loser's "failed" could hide the winner). Both asked for it to run: the start waits, and says so.
+    const second = await waitingStart(name);
 
     // The run goes on: its log is a plain file again, and the FIFO it opened gets a reader.
     held.release();
     expect(await run.exited).toBe(0);
     expect(row(name)?.status).toBe("running");
-    const [code, stdout, stderr] = await Promise.all([
-      second.exited,
-      new Response(second.stdout).text(),
-      new Response(second.stderr).text(),
-    ]);
+    const { code, stdout, stderr } = await second.finish();
     expect([code, stderr]).toEqual([
       0,
-      `[info] ${name} was started by another mcpmgr command at the same moment; MCP clients connect to:\n`,
+      `[info] ${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it; waiting for that start\n` +
+        `[info] ${name} was started by another mcpmgr command at the same moment; MCP clients connect to:\n`,
     ]);
     expect(stdout.trim()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
     expect(supervisorsOf(name)).toEqual([recordedStatus(name).pid as number]);
@@ -167,31 +194,130 @@ test("a start while a run of the same workload is on its way to its supervisor w
   expect(supervisorsOf(name)).toEqual([]);
 });
 
+/**
+ * An HTTPS validating webhook (a test CA's certificate) that refuses MCP's handshake (initialize,
+ * server/discover) 3 s after it is asked: a workload using it reports "running", and the readiness
+ * probe of the command that started it is refused 3 s later, which fails that start.
+ */
+async function refusingWebhook(): Promise<{ hooks: string; stop: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), "mcpmgr-start-abandoned-ca-"));
+  const certificates = await makeTestCa(dir);
+  const webhook = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { cert: Bun.file(certificates.cert), key: Bun.file(certificates.key) },
+    async fetch(req) {
+      const review = (await req.json()) as { mcp_request: { method: string } };
+      const handshake = review.mcp_request.method === "initialize" || review.mcp_request.method === "server/discover";
+      if (!handshake) return Response.json({ allowed: true });
+      await Bun.sleep(3_000);
+      return Response.json({ allowed: false, reason: "not yet" });
+    },
+  });
+  const hooks = join(dir, "hooks.json");
+  writeFileSync(
+    hooks,
+    JSON.stringify({
+      validating: [
+        {
+          name: "gate",
+          url: `https://127.0.0.1:${webhook.port}/`,
+          tls_config: { ca_bundle_path: certificates.ca },
+          timeout: "10s",
+        },
+      ],
+    }),
+  );
+  return {
+    hooks,
+    async stop() {
+      await webhook.stop(true);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 test("a start while another command's start of the workload fails says it failed: exit 1, no second supervisor", async () => {
   const name = "underway-fails";
-  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home };
   const held = await heldRun(name, "http://127.0.0.1:1/mcp");
   const { run } = held;
   try {
-    const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
-      cwd: REPO_ROOT,
-      env,
-      stdout: "ignore",
-      stderr: "pipe",
-    });
     // It waits for the run's start (as above); that run is killed before it spawned a supervisor.
-    const early = await Promise.race([second.exited, Bun.sleep(1_500).then(() => "still waiting")]);
-    expect(early).toBe("still waiting");
+    const second = await waitingStart(name);
     held.end();
     await run.exited;
-    expect(await second.exited).toBe(1);
-    expect(await new Response(second.stderr).text()).toContain(
+    const { code, stderr } = await second.finish();
+    expect(code).toBe(1);
+    expect(stderr).toContain(
       `${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it`,
     );
     expect(supervisorsOf(name)).toEqual([]);
   } finally {
     held.end();
     rmSync(join(home, `state/logs/${name}.proxy.log`), { force: true });
+    mcpmgr("rm", name);
+  }
+});
+
+test("a start waiting for another command's start does not take the supervisor's 'running' for that start's success: its readiness probe refused, exit 1", async () => {
+  // The workload's webhook refuses MCP's handshake (initialize, server/discover), slowly: the supervisor reports "running", then the
+  // run's readiness probe is refused (3 s later), and the run fails and stops it. The start waiting for
+  // that run must not have said the workload runs (exit 0) in those 3 s.
+  const { hooks, stop } = await refusingWebhook();
+  const name = "underway-refused";
+  const held = await heldRun(name, PROBE, process.execPath, ["--webhook-config", hooks]);
+  try {
+    const second = await waitingStart(name);
+    held.release();
+    expect(await held.run.exited).not.toBe(0);
+    const { code, stdout, stderr } = await second.finish();
+    expect(stderr).not.toContain("was started by another mcpmgr command");
+    expect([code, stdout]).toEqual([1, ""]);
+    expect(stderr).toContain(`${name} was started elsewhere at the same moment`);
+    expect(supervisorsOf(name)).toEqual([]);
+  } finally {
+    held.end();
+    await stop();
+    rmSync(join(home, `state/logs/${name}.proxy.log`), { force: true });
+    mcpmgr("rm", name);
+  }
+});
+
+test("a start while another command's start has spawned its supervisor waits for that start too: exit 1 when it fails, not 'already running'", async () => {
+  // `start --all` in two terminals, the other a moment ahead: its supervisor is spawned and starting
+  // (the server takes 3 s), and that start then fails (its readiness probe refused, 3 s more).
+  const { hooks, stop } = await refusingWebhook();
+  const name = "spawned-refused";
+  const run = Bun.spawn(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      PROBE,
+      "--name",
+      name,
+      "--webhook-config",
+      hooks,
+      "--",
+      "--slow-start",
+      "3000",
+    ],
+    { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home }, stdout: "ignore", stderr: "pipe" },
+  );
+  try {
+    await until(
+      () =>
+        (recordedStatus(name).state === "starting" && recordedStatus(name).pid !== undefined) || run.exitCode !== null,
+    );
+    const second = await waitingStart(name);
+    expect(await run.exited).not.toBe(0);
+    const { code, stdout, stderr } = await second.finish();
+    expect([code, stdout]).toEqual([1, ""]);
+    expect(stderr).toContain(`${name} was started elsewhere: its supervisor (pid `);
+    expect(supervisorsOf(name)).toEqual([]);
+  } finally {
+    run.kill("SIGKILL");
+    await stop();
     mcpmgr("rm", name);
   }
 });

@@ -437,7 +437,8 @@ test("two restarts of one workload at once: the one whose start the other replac
   expect([codeB, errB]).toEqual([0, expect.stringContaining(`${name} is running; MCP clients connect to:`)]);
   expect([codeA, errA]).toEqual([
     0,
-    `[info] ${name} was started by another mcpmgr command at the same moment; MCP clients connect to:\n`,
+    `[info] ${name} was restarted elsewhere while it was starting; waiting for that start\n` +
+      `[info] ${name} was started by another mcpmgr command at the same moment; MCP clients connect to:\n`,
   ]);
   expect(row(name)?.status).toBe("running");
   expect(status().pid).toBe(ofB);
