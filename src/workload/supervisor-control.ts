@@ -67,7 +67,7 @@ export function startedByIs(startedBy: WorkloadStatus["startedBy"], named: strin
 
 export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
   const status = await store.readStatus(name);
-  return status === undefined ? undefined : reconcileStatus(status, (pid) => isSupervisorOf(pid, name));
+  return status === undefined ? undefined : reconcileStatus(status, (pid) => isSupervisorOf(pid, name, store.paths));
 }
 
 export interface StartSupervisorOptions {
@@ -101,7 +101,7 @@ export async function startSupervisor(
   await store.writeStatus(
     name,
     { state: "starting", startedBy: me },
-    { onlyIf: (current) => (under = startUnderWay(current, name)) === undefined },
+    { onlyIf: (current) => (under = startUnderWay(current, name, store)) === undefined },
   );
   if (under !== undefined) throw new StartedElsewhere(`${name} was started elsewhere at the same moment: ${under}`);
   // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
@@ -156,7 +156,7 @@ export async function startSupervisor(
     if (options.signal?.aborted) {
       // The supervisor gives its start up and exits within its cancel grace (a little more to exit):
       // killed sooner, a container create under way could be made after the removal below.
-      if (pid !== undefined) await terminate(pid, name, cancelGraceMs(record.runtime) + 2_000);
+      if (pid !== undefined) await terminate(store, pid, name, cancelGraceMs(record.runtime) + 2_000);
       await removeContainers(store, name, ctx.log);
       throw new McpmgrError("CANCELLED", `${name}: stopped while it was starting (${String(options.signal.reason)})`);
     }
@@ -176,7 +176,7 @@ export async function startSupervisor(
           isMcpmgrError(err) &&
           isMcpmgrError(err.cause) &&
           (err.cause.code === "WORKLOAD_NOT_RUNNING" || err.cause.code === "WORKLOAD_ENDED_DURING_REQUEST");
-        if (closing) await supervisorGone(pid, name, cancelGraceMs(record.runtime) + 17_000);
+        if (closing) await supervisorGone(store, pid, name, cancelGraceMs(record.runtime) + 17_000);
         // A stop or rm elsewhere meanwhile is what was asked for, not a server that does not answer.
         let overtaken = await stoppedElsewhere(store, name, pid);
         // The stopping command records "stopped" a moment after the supervisor is gone.
@@ -194,9 +194,9 @@ export async function startSupervisor(
     }
     // `mcpmgr restart NAME` (or stop and start) elsewhere: ours was stopped and another start is
     // under way. Its outcome is that command's to report; failing here would undo it (record, containers).
-    if (pid !== undefined && startedElsewhere(status, pid) && !isSupervisorOf(pid, name))
+    if (pid !== undefined && startedElsewhere(status, pid) && !isSupervisorOf(pid, name, store.paths))
       throw restartedWhileStarting(name);
-    if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name))) {
+    if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name, store.paths))) {
       // `mcpmgr rm NAME` elsewhere while it started: nothing to report a failure into.
       if ((await store.get(name).catch(() => null)) === undefined) throw removedWhileStarting(name);
       // Read again: it may have reported just before it exited.
@@ -223,7 +223,7 @@ export async function startSupervisor(
     }
   }
   // Nothing may keep running behind a failed run (terminate may have had to SIGKILL).
-  if (pid !== undefined) await terminate(pid, name);
+  if (pid !== undefined) await terminate(store, pid, name);
   await removeContainers(store, name, ctx.log);
   throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, {
     hint: failureHint,
@@ -238,14 +238,14 @@ async function stoppedElsewhere(store: WorkloadStore, name: string, pid: number)
   if ((await store.get(name).catch(() => null)) === undefined) return removedWhileStarting(name);
   const status = await currentStatus(store, name);
   if (status?.state === "stopped") return stoppedWhileStarting(name);
-  const replaced = status !== undefined && status.pid !== pid && !isSupervisorOf(pid, name);
+  const replaced = status !== undefined && status.pid !== pid && !isSupervisorOf(pid, name, store.paths);
   return replaced ? restartedWhileStarting(name) : undefined;
 }
 
 /** Waits (at most `ms`) until the supervisor `pid` has exited. */
-async function supervisorGone(pid: number, name: string, ms: number): Promise<void> {
+async function supervisorGone(store: WorkloadStore, pid: number, name: string, ms: number): Promise<void> {
   const deadline = performance.now() + ms;
-  while (isSupervisorOf(pid, name) && performance.now() < deadline) await Bun.sleep(50);
+  while (isSupervisorOf(pid, name, store.paths) && performance.now() < deadline) await Bun.sleep(50);
 }
 
 const stoppedWhileStarting = (name: string) =>
@@ -272,9 +272,9 @@ export class StartedElsewhere extends McpmgrError {
  * Who is starting or serving the workload now, when someone is: a live supervisor of it in a live
  * state, or another mcpmgr command that recorded "starting" and lives on to spawn its supervisor.
  */
-function startUnderWay(current: WorkloadStatus | undefined, name: string): string | undefined {
+function startUnderWay(current: WorkloadStatus | undefined, name: string, store: WorkloadStore): string | undefined {
   if (current === undefined) return undefined;
-  const live = reconcileStatus(current, (pid) => isSupervisorOf(pid, name));
+  const live = reconcileStatus(current, (pid) => isSupervisorOf(pid, name, store.paths));
   if (live.state !== "starting" && live.state !== "running" && live.state !== "restarting") return undefined;
   if (live.pid !== undefined)
     return `its supervisor (pid ${live.pid}) ${live.state === "starting" ? "is starting it" : "runs it"}`;
@@ -339,7 +339,12 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
   }
   const status = await currentStatus(store, name);
   const pid = status?.pid;
-  if (pid === undefined || !isSupervisorOf(pid, name) || status?.state === "stopped" || status?.state === "failed") {
+  if (
+    pid === undefined ||
+    !isSupervisorOf(pid, name, store.paths) ||
+    status?.state === "stopped" ||
+    status?.state === "failed"
+  ) {
     await removeContainers(store, name, log);
     // Asked to stop, it is stopped: a failed one (its supervisor killed, the machine restarted)
     // would otherwise stay "failed" in `list`, with the warning, until it is started or removed.
@@ -349,7 +354,7 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
     return false;
   }
   const draining = async () => (await store.readStatus(name))?.draining === true;
-  await terminate(pid, name, undefined, log, draining);
+  await terminate(store, pid, name, undefined, log, draining);
   await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch((err: unknown) =>
     // Stopped all the same; said, since `list` shows it failed (a dead supervisor) until a `stop` records it.
     log.warn(
