@@ -195,6 +195,8 @@ export async function startSupervisor(
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name, store.paths))) {
       // `mcpmgr rm NAME` elsewhere while it started: nothing to report a failure into.
       if ((await store.get(name).catch(() => null)) === undefined) throw removedWhileStarting(name);
+      const overtaken = await killedElsewhere(store, name, pid);
+      if (overtaken !== undefined) throw overtaken;
       // Read again: it may have reported just before it exited.
       const last = status?.state === "failed" ? status : await currentStatus(store, name);
       // Gone before it reported: its "starting" must not stay in `list` for a workload nothing serves.
@@ -236,6 +238,34 @@ async function stoppedElsewhere(store: WorkloadStore, name: string, pid: number)
   if (status?.state === "stopped") return stoppedWhileStarting(name);
   const replaced = status !== undefined && status.pid !== pid && !isSupervisorOf(pid, name, store.paths);
   return replaced ? restartedWhileStarting(name) : undefined;
+}
+
+/**
+ * Our supervisor gone without a report of its own: a `stop` or `restart` elsewhere may have killed it
+ * before it set its signal handlers (or had to SIGKILL it), and that command records "stopped" (and a
+ * restart its own "starting") only once the process is gone and the store's lock is its. A moment is
+ * given for that record, as after a closing port above; a supervisor that reported its failure, or
+ * crashed with nobody's record following, is the failure it looks like.
+ */
+async function killedElsewhere(store: WorkloadStore, name: string, pid: number): Promise<McpmgrError | undefined> {
+  for (let tries = 0; tries < 40; tries++) {
+    if ((await store.readStatus(name).catch(() => undefined))?.state === "failed") return undefined;
+    const overtaken = await stoppedElsewhere(store, name, pid);
+    if (overtaken !== undefined)
+      return overtaken instanceof StartedElsewhere ? overtaken : await startFollows(overtaken);
+    await Bun.sleep(50);
+  }
+  return undefined;
+
+  // A restart writes its "starting" a moment after its "stopped": its start, not the stop, is the answer.
+  async function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
+    for (let tries = 0; tries < 5; tries++) {
+      await Bun.sleep(50);
+      const next = await stoppedElsewhere(store, name, pid);
+      if (next instanceof StartedElsewhere) return next;
+    }
+    return stopped;
+  }
 }
 
 /** Waits (at most `ms`) until the supervisor `pid` has exited. */
