@@ -20,7 +20,7 @@ async function workloadsIn(wanted: (state: WorkloadState | undefined) => boolean
   const names: string[] = [];
   for (const { name } of (await store.listReadable()).records) {
     const status = await store.readStatus(name).catch(() => undefined);
-    const state = status && reconcileStatus(status, (pid) => isSupervisorOf(pid, name)).state;
+    const state = status && reconcileStatus(status, (pid) => isSupervisorOf(pid, name, store.paths)).state;
     if (wanted(state)) names.push(name);
   }
   return names;

@@ -7,7 +7,7 @@ import { cappedLog } from "../state/log-files.ts";
 import { resolvePaths } from "../state/paths.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { maxLogBytesFromEnv } from "../workload/limits.ts";
-import { STARTED_BY_ENV } from "../workload/supervisor-control.ts";
+import { STARTED_BY_ENV } from "../workload/start-claim.ts";
 import { supervise } from "../workload/supervisor.ts";
 import { cliContext } from "./context.ts";
 import { log, sendResultsTo, stampLogTimes } from "./output.ts";

@@ -8,8 +8,8 @@
  *
  * So each new connection to a member is checked once it is open, before anything is written on it:
  * its supervisor must still be that workload's supervisor (state/supervisor-identity.ts: a live process
- * of this user's running `__supervise NAME`, not a zombie nobody reaped nor a pid come round to another
- * process), and the listener the connection reached must be one the supervisor holds
+ * of this user's running `__supervise NAME` for this home, not a zombie nobody reaped nor a pid come round
+ * to another process), and the listener the connection reached must be one the supervisor holds
  * (state/listener-owner.ts). A live supervisor alone does not make the connection its own: a stopping
  * one closes its port a moment before it exits, and anyone may then listen there. (A member on `--host
  * localhost` is reached at 127.0.0.1, the address it listens on, never at ::1.) Connections reused from the pool were checked when they opened;
@@ -31,7 +31,12 @@ export function memberSend(member: Pick<Member, "name" | "supervisor">): MemberS
   if (supervisor === undefined) return (url, init) => localListenerClient().fetch(url, { ...init, redirect: "manual" });
   const checkConnection = (peer: ConnectionPeer | undefined) => {
     const pid = supervisor.pid;
-    if (isSupervisorOf(pid, name) && peer !== undefined && listenerHeldBy(pid, peer.address, peer.port)) return;
+    if (
+      isSupervisorOf(pid, name, supervisor.home) &&
+      peer !== undefined &&
+      listenerHeldBy(pid, peer.address, peer.port)
+    )
+      return;
     throw new McpmgrError(
       "WORKLOAD_NOT_RUNNING",
       `workload '${name}' has no supervisor listening at its port: the gateway does not send there`,

@@ -10,7 +10,7 @@
 import { type FSWatcher, watch } from "node:fs";
 import { join } from "node:path";
 import { hasOwnAuthentication } from "../state/gateway-guard.ts";
-import { isSupervisorOf } from "../state/supervisor-identity.ts";
+import { isSupervisorOf, type SupervisorHome } from "../state/supervisor-identity.ts";
 import { workloadUrl } from "../state/workload-url.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import { isGatewayRecord, reconcileStatus, type WorkloadStore } from "../state/workloads.ts";
@@ -36,6 +36,8 @@ export interface Member {
 /** A member's supervisor as last read from its status. */
 export interface Supervisor {
   pid: number;
+  /** The home whose supervisor it must be (state/supervisor-identity.ts). */
+  readonly home: SupervisorHome;
 }
 
 export interface MembershipOptions {
@@ -75,7 +77,10 @@ async function memberOf(store: WorkloadStore, group: string, record: WorkloadRec
   // A background gateway is a workload record too, but never a member: no gateway aggregates itself or another.
   if (record.group !== group || isGatewayRecord(record)) return undefined;
   const status = await store.readStatus(record.name).catch(() => undefined);
-  if (status === undefined || reconcileStatus(status, (pid) => isSupervisorOf(pid, record.name)).state !== "running")
+  if (
+    status === undefined ||
+    reconcileStatus(status, (pid) => isSupervisorOf(pid, record.name, store.paths)).state !== "running"
+  )
     return undefined;
   // A running status without its supervisor's pid is not one mcpmgr wrote (a hand-edited file): no
   // supervisor is known to hold that port, so the gateway key is not sent there (member-send.ts).
@@ -84,7 +89,7 @@ async function memberOf(store: WorkloadStore, group: string, record: WorkloadRec
     name: record.name,
     // The URL MCP clients use too: the address the member listens on, never a name to resolve.
     url: workloadUrl(record),
-    supervisor: { pid: status.pid },
+    supervisor: { pid: status.pid, home: store.paths },
     ...(hasOwnAuthentication(record) ? { ownAuthentication: true } : {}),
     ...(holdsSecrets(record) ? { holdsSecrets: true } : {}),
   };

@@ -196,7 +196,7 @@ export async function groupGateways(store: WorkloadStore, group: string): Promis
     const pid = (await store.readStatus(record.name).catch(() => undefined))?.pid;
     if (pid === undefined) continue;
     if (guards.has(pid)) guarding.push(record.name);
-    else if (isSupervisorOf(pid, record.name)) others.push(record.name);
+    else if (isSupervisorOf(pid, record.name, store.paths)) others.push(record.name);
   }
   return { guarding: guarding.sort(), others: others.sort() };
 }

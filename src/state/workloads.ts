@@ -22,6 +22,7 @@ import { settleInstallIdLocked, storeLockPath } from "./install-id.ts";
 import { withLock, type LockOptions } from "./lock.ts";
 import type { McpmgrPaths } from "./paths.ts";
 import { workloadFolderNames, workloadsRoot } from "./workload-folders.ts";
+import { proxyLogPathIn } from "./supervisor-identity.ts";
 import { assertWorkloadName } from "./workload-name.ts";
 import {
   workloadRecordSchema,
@@ -306,7 +307,7 @@ export class WorkloadStore {
   /** The proxy's log. ".proxy" cannot clash with another workload's name, which has no dots. */
   proxyLogPath(name: string): string {
     assertWorkloadName(name);
-    return join(this.paths.logDir, `${name}.proxy.log`);
+    return proxyLogPathIn(this.paths, name);
   }
 
   /** Where the proxy's log is moved when it reaches the size cap (state/log-files.ts). */

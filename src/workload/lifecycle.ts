@@ -16,13 +16,13 @@ import type { WorkloadContext } from "./context.ts";
 import { assertStartSettings } from "./limits.ts";
 import {
   currentStatus,
-  StartedElsewhere,
   type StartSupervisorOptions,
   startFailureCode,
   startSupervisor,
   stopSupervisor,
   supervisorReadyTimeoutMs,
 } from "./supervisor-control.ts";
+import { StartedElsewhere } from "./start-claim.ts";
 
 /**
  * Starts `name` on its port (stopping it first for `restart`); a workload already running is left

@@ -3,7 +3,7 @@
  * trusted only while the workload's supervisor lives. The endpoint is a loopback port like
  * any other: once its supervisor is gone (the workload stopped, or the supervisor killed)
  * another local user can listen there and answer as the workload. So the relay starts only
- * while the supervisor (a process of this user's running `__supervise NAME`) is alive and the
+ * while the supervisor (a process of this user's running `__supervise NAME` for this home) is alive and the
  * workload running or restarting (the supervisor holds its port through restarts), and the
  * same is checked again before every request the relay sends. A foreground run (`run --foreground`,
  * no record) is relayed to the same way while its own process, which holds its port, lives.
@@ -44,11 +44,11 @@ export async function liveWorkload(store: WorkloadStore, name: string): Promise<
   return {
     url: new URL(url),
     async assertRunning() {
-      if (isSupervisorOf(pid, name)) return;
+      if (isSupervisorOf(pid, name, store.paths)) return;
       // Restarted meanwhile (`mcpmgr restart`): another supervisor, serving the same endpoint.
       pid = await servingSupervisor(store, name, url);
     },
-    servesAt: (peer) => isSupervisorOf(pid, name) && listenerHeldBy(pid, peer.address, peer.port),
+    servesAt: (peer) => isSupervisorOf(pid, name, store.paths) && listenerHeldBy(pid, peer.address, peer.port),
     get pid() {
       return pid;
     },
@@ -65,7 +65,7 @@ export async function runningWorkloadAt(store: WorkloadStore, url: URL): Promise
   for (const record of (await store.listReadable()).records) {
     if (!reachesWorkload(record, url, local)) continue;
     const status = await currentStatus(store, record.name).catch(() => undefined);
-    if (status?.pid !== undefined && SERVING.has(status.state) && isSupervisorOf(status.pid, record.name))
+    if (status?.pid !== undefined && SERVING.has(status.state) && isSupervisorOf(status.pid, record.name, store.paths))
       return record;
   }
   return undefined;
@@ -123,7 +123,8 @@ async function servingSupervisor(store: WorkloadStore, name: string, url: string
     const record = await store.get(name);
     const state = status?.state ?? "stopped";
     if (record === undefined || workloadUrl(record) !== url) throw notRunning(name, "was removed or moved");
-    if (SERVING.has(state) && status?.pid !== undefined && isSupervisorOf(status.pid, name)) return status.pid;
+    if (SERVING.has(state) && status?.pid !== undefined && isSupervisorOf(status.pid, name, store.paths))
+      return status.pid;
     if (state !== "starting" || performance.now() > deadline) throw notRunning(name, `is ${state}`);
     await Bun.sleep(200);
   }

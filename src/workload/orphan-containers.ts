@@ -51,7 +51,7 @@ async function notRunning(store: WorkloadStore, workload: string): Promise<Why |
     const status = await store.readStatus(workload);
     // No status yet: a record being created, whose start is about to begin.
     if (status === undefined) return undefined;
-    const state = reconcileStatus(status, (pid) => isSupervisorOf(pid, workload)).state;
+    const state = reconcileStatus(status, (pid) => isSupervisorOf(pid, workload, store.paths)).state;
     return state === "stopped" || state === "failed" ? "stopped" : undefined;
   } catch {
     // Not a name this home could hold, or a record or status that cannot be read: not ours to judge.

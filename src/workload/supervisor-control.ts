@@ -5,12 +5,19 @@
 import { closeSync, openSync } from "node:fs";
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import { ensureDir } from "../state/atomic-file.ts";
-import { processStartTime } from "../state/process-start.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { reconcileStatus, type RuntimeKind, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { selfCommand } from "./self-command.ts";
+import {
+  recordSupervisorPid,
+  StartedElsewhere,
+  STARTED_BY_ENV,
+  startedElsewhere,
+  startUnderWay,
+  thisCommand,
+} from "./start-claim.ts";
 import { recordedRuntimeEnv } from "./recorded-runtime.ts";
 import { removeContainers, terminate } from "./supervisor-teardown.ts";
 
@@ -54,20 +61,9 @@ export function cancelGraceMs(runtime: RuntimeKind): number {
   return runtime === "docker" || runtime === "podman" ? 10_000 : 3_000;
 }
 
-/**
- * Names the command that spawned a supervisor (`pid:startTime`), for the supervisor's first status
- * write: the "starting" it takes over must still be that command's (see supervisor.ts `claimStart`).
- */
-export const STARTED_BY_ENV = "MCPMGR_STARTED_BY";
-
-/** Whether a status's `startedBy` is the command `pid:startTime` names. */
-export function startedByIs(startedBy: WorkloadStatus["startedBy"], named: string): boolean {
-  return startedBy !== undefined && `${startedBy.pid}:${startedBy.startTime}` === named;
-}
-
 export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
   const status = await store.readStatus(name);
-  return status === undefined ? undefined : reconcileStatus(status, (pid) => isSupervisorOf(pid, name));
+  return status === undefined ? undefined : reconcileStatus(status, (pid) => isSupervisorOf(pid, name, store.paths));
 }
 
 export interface StartSupervisorOptions {
@@ -101,7 +97,7 @@ export async function startSupervisor(
   await store.writeStatus(
     name,
     { state: "starting", startedBy: me },
-    { onlyIf: (current) => (under = startUnderWay(current, name)) === undefined },
+    { onlyIf: (current) => (under = startUnderWay(current, name, store)) === undefined },
   );
   if (under !== undefined) throw new StartedElsewhere(`${name} was started elsewhere at the same moment: ${under}`);
   // Its stdout and stderr: what it prints goes through the capped proxy log (cli/supervise.ts);
@@ -156,7 +152,7 @@ export async function startSupervisor(
     if (options.signal?.aborted) {
       // The supervisor gives its start up and exits within its cancel grace (a little more to exit):
       // killed sooner, a container create under way could be made after the removal below.
-      if (pid !== undefined) await terminate(pid, name, cancelGraceMs(record.runtime) + 2_000);
+      if (pid !== undefined) await terminate(store, pid, name, cancelGraceMs(record.runtime) + 2_000);
       await removeContainers(store, name, ctx.log);
       throw new McpmgrError("CANCELLED", `${name}: stopped while it was starting (${String(options.signal.reason)})`);
     }
@@ -176,7 +172,7 @@ export async function startSupervisor(
           isMcpmgrError(err) &&
           isMcpmgrError(err.cause) &&
           (err.cause.code === "WORKLOAD_NOT_RUNNING" || err.cause.code === "WORKLOAD_ENDED_DURING_REQUEST");
-        if (closing) await supervisorGone(pid, name, cancelGraceMs(record.runtime) + 17_000);
+        if (closing) await supervisorGone(store, pid, name, cancelGraceMs(record.runtime) + 17_000);
         // A stop or rm elsewhere meanwhile is what was asked for, not a server that does not answer.
         let overtaken = await stoppedElsewhere(store, name, pid);
         // The stopping command records "stopped" a moment after the supervisor is gone.
@@ -194,11 +190,13 @@ export async function startSupervisor(
     }
     // `mcpmgr restart NAME` (or stop and start) elsewhere: ours was stopped and another start is
     // under way. Its outcome is that command's to report; failing here would undo it (record, containers).
-    if (pid !== undefined && startedElsewhere(status, pid) && !isSupervisorOf(pid, name))
+    if (pid !== undefined && startedElsewhere(status, pid) && !isSupervisorOf(pid, name, store.paths))
       throw restartedWhileStarting(name);
-    if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name))) {
+    if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name, store.paths))) {
       // `mcpmgr rm NAME` elsewhere while it started: nothing to report a failure into.
       if ((await store.get(name).catch(() => null)) === undefined) throw removedWhileStarting(name);
+      const overtaken = await killedElsewhere(store, name, pid);
+      if (overtaken !== undefined) throw overtaken;
       // Read again: it may have reported just before it exited.
       const last = status?.state === "failed" ? status : await currentStatus(store, name);
       // Gone before it reported: its "starting" must not stay in `list` for a workload nothing serves.
@@ -223,7 +221,7 @@ export async function startSupervisor(
     }
   }
   // Nothing may keep running behind a failed run (terminate may have had to SIGKILL).
-  if (pid !== undefined) await terminate(pid, name);
+  if (pid !== undefined) await terminate(store, pid, name);
   await removeContainers(store, name, ctx.log);
   throw new McpmgrError("SERVER_FAILED", `${name} did not become ready within ${readyTimeoutMs / 1000} s`, {
     hint: failureHint,
@@ -238,14 +236,42 @@ async function stoppedElsewhere(store: WorkloadStore, name: string, pid: number)
   if ((await store.get(name).catch(() => null)) === undefined) return removedWhileStarting(name);
   const status = await currentStatus(store, name);
   if (status?.state === "stopped") return stoppedWhileStarting(name);
-  const replaced = status !== undefined && status.pid !== pid && !isSupervisorOf(pid, name);
+  const replaced = status !== undefined && status.pid !== pid && !isSupervisorOf(pid, name, store.paths);
   return replaced ? restartedWhileStarting(name) : undefined;
 }
 
+/**
+ * Our supervisor gone without a report of its own: a `stop` or `restart` elsewhere may have killed it
+ * before it set its signal handlers (or had to SIGKILL it), and that command records "stopped" (and a
+ * restart its own "starting") only once the process is gone and the store's lock is its. A moment is
+ * given for that record, as after a closing port above; a supervisor that reported its failure, or
+ * crashed with nobody's record following, is the failure it looks like.
+ */
+async function killedElsewhere(store: WorkloadStore, name: string, pid: number): Promise<McpmgrError | undefined> {
+  for (let tries = 0; tries < 40; tries++) {
+    if ((await store.readStatus(name).catch(() => undefined))?.state === "failed") return undefined;
+    const overtaken = await stoppedElsewhere(store, name, pid);
+    if (overtaken !== undefined)
+      return overtaken instanceof StartedElsewhere ? overtaken : await startFollows(overtaken);
+    await Bun.sleep(50);
+  }
+  return undefined;
+
+  // A restart writes its "starting" a moment after its "stopped": its start, not the stop, is the answer.
+  async function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
+    for (let tries = 0; tries < 5; tries++) {
+      await Bun.sleep(50);
+      const next = await stoppedElsewhere(store, name, pid);
+      if (next instanceof StartedElsewhere) return next;
+    }
+    return stopped;
+  }
+}
+
 /** Waits (at most `ms`) until the supervisor `pid` has exited. */
-async function supervisorGone(pid: number, name: string, ms: number): Promise<void> {
+async function supervisorGone(store: WorkloadStore, pid: number, name: string, ms: number): Promise<void> {
   const deadline = performance.now() + ms;
-  while (isSupervisorOf(pid, name) && performance.now() < deadline) await Bun.sleep(50);
+  while (isSupervisorOf(pid, name, store.paths) && performance.now() < deadline) await Bun.sleep(50);
 }
 
 const stoppedWhileStarting = (name: string) =>
@@ -256,66 +282,6 @@ const removedWhileStarting = (name: string) =>
   new McpmgrError("CANCELLED", `${name} was removed while it was starting`, { hint: "run it again to create it anew" });
 const restartedWhileStarting = (name: string) =>
   new StartedElsewhere(`${name} was restarted elsewhere while it was starting`);
-
-/**
- * Another command's start of the workload was under way (`start --all` in two terminals, a `start`
- * during a `restart`), or took over from ours (two `restart`s): one supervisor is left, not ours.
- * That start's outcome is the answer to ours (workload/lifecycle.ts waits for it), not a failure.
- */
-export class StartedElsewhere extends McpmgrError {
-  constructor(message: string) {
-    super("CANCELLED", message, { hint: `'mcpmgr list' shows how that start is doing` });
-  }
-}
-
-/**
- * Who is starting or serving the workload now, when someone is: a live supervisor of it in a live
- * state, or another mcpmgr command that recorded "starting" and lives on to spawn its supervisor.
- */
-function startUnderWay(current: WorkloadStatus | undefined, name: string): string | undefined {
-  if (current === undefined) return undefined;
-  const live = reconcileStatus(current, (pid) => isSupervisorOf(pid, name));
-  if (live.state !== "starting" && live.state !== "running" && live.state !== "restarting") return undefined;
-  if (live.pid !== undefined)
-    return `its supervisor (pid ${live.pid}) ${live.state === "starting" ? "is starting it" : "runs it"}`;
-  const starter = live.startedBy;
-  if (starter === undefined || starter.pid === process.pid) return undefined;
-  return `another mcpmgr command (pid ${starter.pid}) is starting it`;
-}
-
-function thisCommand(): { pid: number; startTime: string } {
-  return { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
-}
-
-/**
- * The new supervisor's pid in the status at once (it writes it again as it starts): a `stop` or
- * `rm` from now on finds a supervisor to stop, not a "starting" without one that it would leave to
- * start. Only over this command's pid-less "starting" written before the spawn: a supervisor quicker
- * than this write (which waits for the store's lock among other commands' writes) has reported
- * already, and its "running" must stay; so must a `stop` that came in between, and the "starting"
- * of a `restart` after that stop.
- */
-export async function recordSupervisorPid(store: WorkloadStore, name: string, pid: number): Promise<void> {
-  await store.writeStatus(
-    name,
-    { state: "starting", pid },
-    {
-      onlyIf: (current) =>
-        current?.state === "starting" &&
-        current.pid === undefined &&
-        (current.startedBy === undefined || current.startedBy.pid === process.pid),
-    },
-  );
-}
-
-/**
- * Whether the status is another start's: one about to spawn its supervisor ("starting", no pid yet)
- * or another supervisor's report. Ours wrote its pid before this is asked; `stop` writes none.
- */
-function startedElsewhere(status: WorkloadStatus | undefined, ours: number): boolean {
-  if (status === undefined || status.pid === ours) return false;
-  return status.pid !== undefined || status.state === "starting";
-}
 
 /**
  * The code of what made a start fail: the error's own, or for a supervisor's failed start
@@ -339,7 +305,12 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
   }
   const status = await currentStatus(store, name);
   const pid = status?.pid;
-  if (pid === undefined || !isSupervisorOf(pid, name) || status?.state === "stopped" || status?.state === "failed") {
+  if (
+    pid === undefined ||
+    !isSupervisorOf(pid, name, store.paths) ||
+    status?.state === "stopped" ||
+    status?.state === "failed"
+  ) {
     await removeContainers(store, name, log);
     // Asked to stop, it is stopped: a failed one (its supervisor killed, the machine restarted)
     // would otherwise stay "failed" in `list`, with the warning, until it is started or removed.
@@ -349,7 +320,7 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
     return false;
   }
   const draining = async () => (await store.readStatus(name))?.draining === true;
-  await terminate(pid, name, undefined, log, draining);
+  await terminate(store, pid, name, undefined, log, draining);
   await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch((err: unknown) =>
     // Stopped all the same; said, since `list` shows it failed (a dead supervisor) until a `stop` records it.
     log.warn(

@@ -41,6 +41,7 @@ export async function removeContainers(store: WorkloadStore, name: string, log: 
  * `draining`: whether the supervisor said it has requests in progress (its status), for the notice.
  */
 export async function terminate(
+  store: WorkloadStore,
   pid: number,
   name: string,
   graceMs = 15_000,
@@ -49,7 +50,7 @@ export async function terminate(
 ): Promise<void> {
   const signal = (sig: NodeJS.Signals) => {
     try {
-      if (isSupervisorOf(pid, name)) process.kill(pid, sig);
+      if (isSupervisorOf(pid, name, store.paths)) process.kill(pid, sig);
     } catch {
       // gone, or not ours to signal
     }
@@ -58,7 +59,7 @@ export async function terminate(
   const started = performance.now();
   const deadline = started + graceMs;
   let said = false;
-  while (isSupervisorOf(pid, name) && performance.now() < deadline) {
+  while (isSupervisorOf(pid, name, store.paths) && performance.now() < deadline) {
     // A stop that takes long is said once, so the user does not take the wait for a hang, and truly: the
     // supervisor letting requests in progress finish, or its server not exiting as its input closes (an SDK
     // server still waiting on a request of its own gets SIGTERM after a grace, as MCP's shutdown says).

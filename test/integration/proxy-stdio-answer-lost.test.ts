@@ -57,7 +57,7 @@ test("a tool call answered as the workload's supervisor died is answered as lost
       // The answer's headers are here: its supervisor dies now, before the relay checks it again.
       const pid = (await currentStatus(store, "twice"))?.pid ?? 0;
       process.kill(pid, "SIGKILL");
-      expect(await until(() => !isSupervisorOf(pid, "twice"))).toBe(true);
+      expect(await until(() => !isSupervisorOf(pid, "twice", store.paths))).toBe(true);
     }
     return response;
   };
@@ -129,7 +129,7 @@ test("a 2026-07-28 stateless tool call answered as the workload's supervisor die
       killAt = undefined;
       const pid = (await currentStatus(store, "stateless"))?.pid ?? 0;
       process.kill(pid, "SIGKILL");
-      expect(await until(() => !isSupervisorOf(pid, "stateless"))).toBe(true);
+      expect(await until(() => !isSupervisorOf(pid, "stateless", store.paths))).toBe(true);
     }
     return response;
   };

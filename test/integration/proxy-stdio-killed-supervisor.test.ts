@@ -63,9 +63,9 @@ test("the first request after a killed supervisor was started again is answered,
     // Waited for without running the event loop, on purpose: the relay must not see its pooled connection's
     // close before the next request (as a busy relay process would not). Bounded: a supervisor that never went
     // would otherwise hold the loop past the test's timeout.
-    for (const deadline = Date.now() + 20_000; isSupervisorOf(pid, "crashy") && Date.now() < deadline; )
+    for (const deadline = Date.now() + 20_000; isSupervisorOf(pid, "crashy", store.paths) && Date.now() < deadline; )
       Bun.sleepSync(5);
-    expect(isSupervisorOf(pid, "crashy")).toBe(false);
+    expect(isSupervisorOf(pid, "crashy", store.paths)).toBe(false);
     expect(group.mcpmgr("start", "crashy").code).toBe(0);
     const id = 10 + round;
     send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: { text: `round ${round}` } } });

@@ -49,7 +49,7 @@ test("restart while the state folder is read-only is refused before it stops any
   expect(line).toContain("cannot create the lock file");
   expect(line).toContain("(hint: the filesystem is read-only; point MCPMGR_HOME at a writable folder)");
   // Its supervisor is the one it had, still running it, and `list` says so.
-  expect(isSupervisorOf(before.pid, "kept")).toBe(true);
+  expect(isSupervisorOf(before.pid, "kept", { logDir: join(state, "logs") })).toBe(true);
   const rows = JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout) as { name: string; status: string }[];
   expect(rows.find((row) => row.name === "kept")?.status).toBe("running");
 });

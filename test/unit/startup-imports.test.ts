@@ -12,7 +12,7 @@ import { reachable } from "../support/import-graph.ts";
 /** Never evaluated by a fast path: the other commands' machinery and the heavy libraries. */
 const heavy: readonly RegExp[] = [
   /^(gateway|clients|proxy|middleware|auth|runtime|telemetry|secrets)\//,
-  /^workload\/(?!supervisor-control\.ts$|supervisor-teardown\.ts$|recorded-runtime\.ts$|self-command\.ts$|context\.ts$|list-rows\.ts$)/,
+  /^workload\/(?!supervisor-control\.ts$|start-claim\.ts$|supervisor-teardown\.ts$|recorded-runtime\.ts$|self-command\.ts$|context\.ts$|list-rows\.ts$)/,
   /^registry\/(schema|catalog|document|server-json|embedded)\.ts$/,
   /^config\/(run-options|run-argv|permission-profile|authz-config|config-file)\.ts$/,
   /^config\/flags\//,

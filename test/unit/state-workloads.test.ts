@@ -10,7 +10,7 @@ import { McpmgrError } from "../../src/errors.ts";
 import { resolvePaths, type McpmgrPaths } from "../../src/state/paths.ts";
 import { processStartTime } from "../../src/state/process-start.ts";
 import { WorkloadStore, reconcileStatus, type WorkloadInput, type WorkloadStatus } from "../../src/state/workloads.ts";
-import { recordSupervisorPid } from "../../src/workload/supervisor-control.ts";
+import { recordSupervisorPid } from "../../src/workload/start-claim.ts";
 import { rejection } from "../support/errors.ts";
 
 const CLOCK = new Date("2030-01-02T03:04:05.000Z");

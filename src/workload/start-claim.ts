@@ -1,0 +1,87 @@
+/**
+ * Whose start of a workload the status holds: the command that wrote "starting" (`startedBy`), the
+ * supervisor it spawned (its pid, recorded at once), or another command's start under way, which
+ * one start must not run over (two supervisors would race for the port). supervisor-control.ts
+ * starts and waits; supervisor.ts takes its start over from the command (`claimStart`).
+ */
+import { McpmgrError } from "../errors.ts";
+import { processStartTime } from "../state/process-start.ts";
+import { isSupervisorOf } from "../state/supervisor-identity.ts";
+import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
+import type { WorkloadStore } from "../state/workloads.ts";
+
+/**
+ * Names the command that spawned a supervisor (`pid:startTime`), for the supervisor's first status
+ * write: the "starting" it takes over must still be that command's (see supervisor.ts `claimStart`).
+ */
+export const STARTED_BY_ENV = "MCPMGR_STARTED_BY";
+
+/** Whether a status's `startedBy` is the command `pid:startTime` names. */
+export function startedByIs(startedBy: WorkloadStatus["startedBy"], named: string): boolean {
+  return startedBy !== undefined && `${startedBy.pid}:${startedBy.startTime}` === named;
+}
+
+/**
+ * Another command's start of the workload was under way (`start --all` in two terminals, a `start`
+ * during a `restart`), or took over from ours (two `restart`s): one supervisor is left, not ours.
+ * That start's outcome is the answer to ours (workload/lifecycle.ts waits for it), not a failure.
+ */
+export class StartedElsewhere extends McpmgrError {
+  constructor(message: string) {
+    super("CANCELLED", message, { hint: `'mcpmgr list' shows how that start is doing` });
+  }
+}
+
+/**
+ * Who is starting or serving the workload now, when someone is: a live supervisor of it in a live
+ * state, or another mcpmgr command that recorded "starting" and lives on to spawn its supervisor.
+ */
+export function startUnderWay(
+  current: WorkloadStatus | undefined,
+  name: string,
+  store: WorkloadStore,
+): string | undefined {
+  if (current === undefined) return undefined;
+  const live = reconcileStatus(current, (pid) => isSupervisorOf(pid, name, store.paths));
+  if (live.state !== "starting" && live.state !== "running" && live.state !== "restarting") return undefined;
+  if (live.pid !== undefined)
+    return `its supervisor (pid ${live.pid}) ${live.state === "starting" ? "is starting it" : "runs it"}`;
+  const starter = live.startedBy;
+  if (starter === undefined || starter.pid === process.pid) return undefined;
+  return `another mcpmgr command (pid ${starter.pid}) is starting it`;
+}
+
+/** This command, as a status's `startedBy` names it. */
+export function thisCommand(): { pid: number; startTime: string } {
+  return { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
+}
+
+/**
+ * The new supervisor's pid in the status at once (it writes it again as it starts): a `stop` or
+ * `rm` from now on finds a supervisor to stop, not a "starting" without one that it would leave to
+ * start. Only over this command's pid-less "starting" written before the spawn: a supervisor quicker
+ * than this write (which waits for the store's lock among other commands' writes) has reported
+ * already, and its "running" must stay; so must a `stop` that came in between, and the "starting"
+ * of a `restart` after that stop.
+ */
+export async function recordSupervisorPid(store: WorkloadStore, name: string, pid: number): Promise<void> {
+  await store.writeStatus(
+    name,
+    { state: "starting", pid },
+    {
+      onlyIf: (current) =>
+        current?.state === "starting" &&
+        current.pid === undefined &&
+        (current.startedBy === undefined || current.startedBy.pid === process.pid),
+    },
+  );
+}
+
+/**
+ * Whether the status is another start's: one about to spawn its supervisor ("starting", no pid yet)
+ * or another supervisor's report. Ours wrote its pid before this is asked; `stop` writes none.
+ */
+export function startedElsewhere(status: WorkloadStatus | undefined, ours: number): boolean {
+  if (status === undefined || status.pid === ours) return false;
+  return status.pid !== undefined || status.state === "starting";
+}
