@@ -213,6 +213,13 @@ test("Docker with its built-in profile, a background run: the warning is in the 
     // Once: the supervisor's line relayed during the first start must not repeat the preflight's.
     expect((run.stdout + run.stderr).split(line).length - 1).toBe(1);
     expect((await mcpmgr("logs", name, "--proxy")).stdout).toContain(line);
+    // `restart` and `start` have no preflight: the supervisor's line is relayed, once, on stderr.
+    const restarted = await mcpmgr("restart", name);
+    expect({ code: restarted.code, said: restarted.stderr.split(line).length - 1 }).toEqual({ code: 0, said: 1 });
+    expect(restarted.stdout).not.toContain(line);
+    expect((await mcpmgr("stop", name)).code).toBe(0);
+    const started = await mcpmgr("start", name);
+    expect({ code: started.code, said: started.stderr.split(line).length - 1 }).toEqual({ code: 0, said: 1 });
   } finally {
     await mcpmgr("rm", name);
     rmSync(home, { recursive: true, force: true });
