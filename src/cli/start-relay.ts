@@ -83,8 +83,11 @@ export function startRelay(files: LogFiles, prefix = "", options: RelayOptions =
         line.includes(UNGUARDED_MEMBER_MARKER) ||
         line.includes(DIRECT_CLIENTS_MARKER) ||
         (WARN_LINE_HEAD.test(line) && warnings.some((marker) => line.includes(marker)))
-      )
-        log.warn(`${prefix}${line.replace(LOG_LINE_HEAD, "")}`);
+      ) {
+        const said = line.replace(LOG_LINE_HEAD, "");
+        // A line that names its workload first (`NAME: …`) is not given the name twice.
+        log.warn(said.startsWith(prefix) ? said : `${prefix}${said}`);
+      }
     scanned = complete;
   };
   const read = () =>
