@@ -208,12 +208,14 @@ async function runInBackground(
   // Ctrl-C here ends a pull, a build or the wait for another run's build of the same image at once,
   // with the usual line; nothing is recorded yet. Checked again after: a step that does not listen
   // for the signal must not lead on to recording the workload.
-  await cancelOnSignal(spec.name, async (signal) => {
-    await preflight(spec, ctx, signal);
+  const said = await cancelOnSignal(spec.name, async (signal) => {
+    const done = await preflight(spec, ctx, signal);
     signal.throwIfAborted();
+    return done;
   });
   const record = await recordWorkload(spec, parsed, args, store);
-  const relay = startRelay(store.logFiles(spec.name, "proxy"));
+  // The supervisor's set-ID warning is the preflight's again (said once), unless only its look-up found no profile.
+  const relay = startRelay(store.logFiles(spec.name, "proxy"), "", { setIdExposureShown: said.setIdExposure });
   await cancelOnSignal(spec.name, (signal) => firstStart(record, ctx, { whileWaiting: relay.whileWaiting, signal }));
   await relay.ready();
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);

@@ -6,8 +6,13 @@
  * (each such line; the gateway asks its members before it reports ready), and the AI clients registered
  * with its members directly, which those members will refuse. A remote workload's warning that its
  * credentials go over plain http:// (--remote-insecure-allow-http), said at each start, and that its
- * `--oidc-audience` names a loopback name where its clients are given the address. The log may be rotated
- * meanwhile (state/log-files.ts): what was written since the wait began is read across a rotation.
+ * `--oidc-audience` names a loopback name where its clients are given the address. What a record an
+ * earlier version made holds that a new `run` refuses (an inert option, a credential in plain text), and
+ * a container's set-ID exposure (security.md W9): `start` and `restart` compute nothing before the
+ * supervisor does, so its lines are the terminal's one copy (`run` said the set-ID one in its preflight,
+ * and says it here only if it did not). Warnings go to stderr like every log line: stdout keeps the URL
+ * alone. The log may be rotated meanwhile (state/log-files.ts): what was written since the wait began is
+ * read across a rotation.
  */
 import { statSync } from "node:fs";
 import { LOCALHOST_AUDIENCE_MARKER } from "../config/loopback.ts";
@@ -15,6 +20,8 @@ import { PLAIN_HTTP_MARKER } from "../config/outgoing-auth-spec.ts";
 import { DIRECT_CLIENTS_MARKER, UNGUARDED_MEMBER_MARKER } from "../gateway/unguarded-members.ts";
 import { copyNew, type LogFiles, type LogPosition, READER_GONE } from "../state/log-files.ts";
 import { LOGIN_URL_MARKER } from "../workload/oauth-callback.ts";
+import { RECORDED_OPTION_MARKER, SET_ID_EXPOSURE_MARKER } from "../workload/placement.ts";
+import { RECORDED_CREDENTIAL_MARKER } from "../workload/recorded-credentials.ts";
 import { log } from "./output.ts";
 
 /** A supervisor's log line starts with its time and level (cli/output.ts), which this command's own line gives anew. */
@@ -36,8 +43,15 @@ export interface StartRelay {
   ready(): Promise<void>;
 }
 
+export interface RelayOptions {
+  /** The command said the set-ID warning already (`run`'s preflight): not again. */
+  readonly setIdExposureShown?: boolean;
+}
+
 /** `prefix`: put before each line relayed (the workload's name, when several start at once). */
-export function startRelay(files: LogFiles, prefix = ""): StartRelay {
+export function startRelay(files: LogFiles, prefix = "", options: RelayOptions = {}): StartRelay {
+  const warnings = [PLAIN_HTTP_MARKER, LOCALHOST_AUDIENCE_MARKER, RECORDED_OPTION_MARKER, RECORDED_CREDENTIAL_MARKER];
+  if (!options.setIdExposureShown) warnings.push(SET_ID_EXPOSURE_MARKER);
   // Only what the new supervisor writes: an earlier run's URL or warnings are stale.
   const before = statSync(files.path, { throwIfNoEntry: false });
   let at: LogPosition = { ino: before?.ino, offset: before?.size ?? 0 };
@@ -68,9 +82,12 @@ export function startRelay(files: LogFiles, prefix = ""): StartRelay {
       if (
         line.includes(UNGUARDED_MEMBER_MARKER) ||
         line.includes(DIRECT_CLIENTS_MARKER) ||
-        (WARN_LINE_HEAD.test(line) && (line.includes(PLAIN_HTTP_MARKER) || line.includes(LOCALHOST_AUDIENCE_MARKER)))
-      )
-        log.warn(`${prefix}${line.replace(LOG_LINE_HEAD, "")}`);
+        (WARN_LINE_HEAD.test(line) && warnings.some((marker) => line.includes(marker)))
+      ) {
+        const said = line.replace(LOG_LINE_HEAD, "");
+        // A line that names its workload first (`NAME: …`) is not given the name twice.
+        log.warn(said.startsWith(prefix) ? said : `${prefix}${said}`);
+      }
     scanned = complete;
   };
   const read = () =>

@@ -34,9 +34,15 @@ export async function assertNameFree(store: WorkloadStore, name: string): Promis
   assertNoForegroundRun(store.paths, name);
 }
 
+/** What `preflight` said that the supervisor says again in its log (the start relay leaves it out). */
+export interface PreflightSaid {
+  readonly setIdExposure: boolean;
+}
+
 /** What can fail before the supervisor starts fails here, where the user looks. */
-export async function preflight(spec: RunSpec, ctx: WorkloadContext, signal?: AbortSignal): Promise<void> {
+export async function preflight(spec: RunSpec, ctx: WorkloadContext, signal?: AbortSignal): Promise<PreflightSaid> {
   const { placement } = spec;
+  let setIdExposure = false;
   if (placement.kind !== "remote") {
     const { server } = placement;
     // The supervisor decides again at each start (sockets come and go); this is what it would decide now.
@@ -44,13 +50,15 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext, signal?: Ab
       placement.kind === "process" && placement.bwrap !== undefined ? processWorkingDir(placement, ctx) : undefined;
     // First: a missing token or secret is the whole answer, not a line after the grant summary.
     await serverEnvironment(server.variables, ctx);
-    if (placement.kind === "container") {
-      printContainerGrants(spec, placement, ctx);
-      await warnSetIdExposure(spec, placement, ctx);
-    } else if (workingDir !== undefined) printProcessGrants(spec.name, placement, workingDir, ctx);
+    if (placement.kind === "container") printContainerGrants(spec, placement, ctx);
+    else if (workingDir !== undefined) printProcessGrants(spec.name, placement, workingDir, ctx);
     const overlayOptions = { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays };
     if (placement.kind === "container") {
-      await prepareImage(placement, ctx, (line) => ctx.log.info(line), signal);
+      // The engine's profile is looked up while the image is prepared (W9).
+      [setIdExposure] = await Promise.all([
+        warnSetIdExposure(spec, placement, ctx),
+        prepareImage(placement, ctx, (line) => ctx.log.info(line), signal),
+      ]);
       await overlaysFor(placement.mounts, overlayOptions, ctx);
     } else if (workingDir !== undefined) {
       await overlaysFor(sandboxedMounts(placement, workingDir), overlayOptions, ctx);
@@ -64,6 +72,7 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext, signal?: Ab
       await ctx.secrets().resolveSecret(secret, `--remote-forward-headers-secret ${header}=${secret}`);
   }
   await preparePolicies(spec.policies, spec.name, ctx);
+  return { setIdExposure };
 }
 
 /**

@@ -33,7 +33,7 @@ import { McpmgrError } from "../errors.ts";
 import type { WorkloadContext } from "./context.ts";
 import { sweepOrphanedContainers } from "./orphan-containers.ts";
 import { overlaysFor } from "./overlays.ts";
-import type { ContainerPlacement } from "./placement.ts";
+import { type ContainerPlacement, SET_ID_EXPOSURE_MARKER } from "./placement.ts";
 import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
 import { pruneBuiltImages } from "./built-images.ts";
@@ -183,21 +183,23 @@ export function printContainerGrants(spec: RunSpec, placement: ContainerPlacemen
 }
 
 /**
- * Said where the user looks (a foreground run's terminal, or `run` before its supervisor starts):
- * on an engine whose default seccomp profile is not a file mcpmgr can extend (Docker's built-in
- * one), the container's root can leave a set-user-ID program in a writable volume (security.md W9).
+ * Said where the user looks (a foreground run's terminal, or `run` before its supervisor starts,
+ * and by each supervisor in its log, which `start`/`restart` relay): on an engine whose default
+ * seccomp profile is not a file mcpmgr can extend (Docker's built-in one), the container's root
+ * can leave a set-user-ID program in a writable volume (security.md W9). True when it warned.
  */
 export async function warnSetIdExposure(
   spec: RunSpec,
   placement: ContainerPlacement,
   ctx: WorkloadContext,
-): Promise<void> {
+): Promise<boolean> {
   const writable = placement.mounts.filter((m) => !m.readOnly && !placement.hiddenDirs.includes(m.containerPath));
-  if (writable.length === 0 || placement.server.profile.privileged) return;
-  if ((await setIdSeccompProfile(placement.engine)) !== undefined) return;
+  if (writable.length === 0 || placement.server.profile.privileged) return false;
+  if ((await setIdSeccompProfile(placement.engine)) !== undefined) return false;
   ctx.log.warn(
-    `${spec.name}'s container can leave set-user-ID programs in its writable volumes (${writable.map((m) => m.hostPath).join(", ")}), which would run as their owner for the host's users: ${placement.engine.kind}'s default seccomp profile is not a file mcpmgr can extend (mount them :ro, or see docs/security.md W9)`,
+    `${spec.name}'s container ${SET_ID_EXPOSURE_MARKER} (${writable.map((m) => m.hostPath).join(", ")}), which would run as their owner for the host's users: ${placement.engine.kind}'s default seccomp profile is not a file mcpmgr can extend (mount them :ro, or see docs/security.md W9)`,
   );
+  return true;
 }
 
 /** Removes what a start left in the engine (it was interrupted, or a supervisor was killed hard). */
@@ -220,14 +222,12 @@ export async function launchContainer(
   const environment = await serverEnvironment(server.variables, ctx);
   if (options.interactive) printContainerGrants(spec, placement, ctx);
   // Also in a supervisor's log: its own look-up decides what this container gets, and may differ
-  // from the one `run` made before it (an engine error is taken as "no file to extend").
-  await warnSetIdExposure(spec, placement, ctx);
-  const image = await prepareImage(
-    placement,
-    ctx,
-    (line) => (options.interactive ? ctx.log.info(line) : ctx.log.debug(line)),
-    signal,
-  );
+  // from the one `run` made before it (an engine error is taken as "no file to extend"). Both at
+  // once: the look-up (a second for Podman under load) overlaps the image's preparation.
+  const [, image] = await Promise.all([
+    warnSetIdExposure(spec, placement, ctx),
+    prepareImage(placement, ctx, (line) => (options.interactive ? ctx.log.info(line) : ctx.log.debug(line)), signal),
+  ]);
   signal?.throwIfAborted();
   const stdio = server.transport === "stdio";
   // Leftovers of a run that was killed hard (same names) would block this one; only this

@@ -139,6 +139,15 @@ const containerOnlyOptions: readonly Option[] = [
  */
 export type InertOptionWarning = ((text: string) => void) | undefined;
 
+/** In each such warning: `start`/`restart` show the supervisor's line in the terminal (cli/start-relay.ts). */
+export const RECORDED_OPTION_MARKER = "as the version that recorded this workload did";
+
+/**
+ * In the warning that a container's writable volumes can get set-user-ID programs (launch-container.ts,
+ * security.md W9), which `start`/`restart` relay from the supervisor's log too.
+ */
+export const SET_ID_EXPOSURE_MARKER = "can leave set-user-ID programs in its writable volumes";
+
 /** Of the container-only options, those earlier versions accepted (and ignored) for a process: a record may hold them. */
 const acceptedBefore: ReadonlySet<Option> = new Set(["label"]);
 
@@ -148,7 +157,7 @@ const acceptedBefore: ReadonlySet<Option> = new Set(["label"]);
  */
 export function refuseInert(error: McpmgrError, warn: InertOptionWarning, outcome = "ignored"): void {
   if (warn === undefined) throw error;
-  warn(`${error.message}; ${outcome}, as the version that recorded this workload did (hint: ${error.hint})`);
+  warn(`${error.message}; ${outcome}, ${RECORDED_OPTION_MARKER} (hint: ${error.hint})`);
 }
 
 /**

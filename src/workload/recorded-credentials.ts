@@ -7,6 +7,12 @@
 import { McpmgrError } from "../errors.ts";
 import { isCredentialHeader, isCredentialValue } from "./credential-header.ts";
 
+/**
+ * In the warning a record made by an earlier version gets when it starts all the same (run-spec.ts):
+ * `start`/`restart` show the supervisor's line in the terminal (cli/start-relay.ts).
+ */
+export const RECORDED_CREDENTIAL_MARKER = "recorded options hold a credential in plain text";
+
 /** The options a recorded command line may hold, as parsed; absent ones are simply not checked. */
 export interface RecordedValues {
   readonly env?: readonly { readonly key: string; readonly value: string }[];

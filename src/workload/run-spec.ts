@@ -20,7 +20,7 @@ import type { WorkloadContext } from "./context.ts";
 import { maxLogBytesFromEnv, proxyLimits, type ProxyLimits } from "./limits.ts";
 import { locateServer, type LocatedServer } from "./locate.ts";
 import { assertEndpointPrefixApplies, remotePlacement, type Placement } from "./placement.ts";
-import { recordedCredential } from "./recorded-credentials.ts";
+import { RECORDED_CREDENTIAL_MARKER, recordedCredential } from "./recorded-credentials.ts";
 import { deepFreeze } from "../objects.ts";
 
 export type ProxyMode = "streamable-http" | "sse";
@@ -92,9 +92,7 @@ export function resolveRunSpec(
     const credential = recordedCredential(values, given);
     if (credential !== undefined && !options.recorded) throw credential;
     if (credential !== undefined) {
-      ctx.log.warn(
-        `${name}'s recorded options hold a credential in plain text (${credential.message}); ${credential.hint}`,
-      );
+      ctx.log.warn(`${name}'s ${RECORDED_CREDENTIAL_MARKER} (${credential.message}); ${credential.hint}`);
     }
   }
   const limits = proxyLimits(ctx.env);

@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
@@ -213,9 +214,74 @@ test("Docker with its built-in profile, a background run: the warning is in the 
     // Once: the supervisor's line relayed during the first start must not repeat the preflight's.
     expect((run.stdout + run.stderr).split(line).length - 1).toBe(1);
     expect((await mcpmgr("logs", name, "--proxy")).stdout).toContain(line);
+    // `restart` and `start` have no preflight: the supervisor's line is relayed, once, on stderr.
+    const restarted = await mcpmgr("restart", name);
+    expect({ code: restarted.code, said: restarted.stderr.split(line).length - 1 }).toEqual({ code: 0, said: 1 });
+    expect(restarted.stdout).not.toContain(line);
+    expect((await mcpmgr("stop", name)).code).toBe(0);
+    const started = await mcpmgr("start", name);
+    expect({ code: started.code, said: started.stderr.split(line).length - 1 }).toEqual({ code: 0, said: 1 });
   } finally {
     await mcpmgr("rm", name);
     rmSync(home, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 300_000);
+
+/**
+ * The Docker socket behind a Unix-socket proxy that holds each `/info` request for `holdMs` (an engine
+ * slow to answer, as Podman is under load) and notes which requests began while one was held.
+ */
+async function slowInfoProxy(holdMs: number) {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-slow-info-"));
+  chmodSync(dir, 0o700);
+  const path = join(dir, "engine.sock");
+  let holding = 0;
+  const duringHold: string[] = [];
+  const server = createServer((client) => {
+    const upstream = connect("/var/run/docker.sock");
+    upstream.pipe(client);
+    upstream.on("error", () => client.destroy());
+    client.on("error", () => upstream.destroy());
+    client.on("close", () => upstream.destroy());
+    client.on("data", (chunk) => {
+      const request = /^[A-Z]+ (\S+) HTTP\//.exec(chunk.toString("latin1", 0, 300))?.[1];
+      if (request !== undefined && holding > 0) duringHold.push(request);
+      if (request === undefined || !/\/info(?:\?|$)/.test(request)) return void upstream.write(chunk);
+      holding++;
+      client.pause();
+      setTimeout(() => {
+        holding--;
+        upstream.write(chunk);
+        client.resume();
+      }, holdMs);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  return {
+    dockerHost: `unix://${path}`,
+    duringHold,
+    close: () => {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+test("a foreground run with a writable volume prepares the image while the engine's profile is looked up", async () => {
+  const dir = freshVolume();
+  const proxy = await slowInfoProxy(1500);
+  try {
+    const run = await runInDocker([images.probe, "--name", "docker-setid-overlap", "-v", `${dir}:/data`], {
+      env: { DOCKER_HOST: proxy.dockerHost },
+    });
+    await run.client.close();
+    await run.stop();
+    expect(run.output()).toContain("docker-setid-overlap's container can leave set-user-ID programs");
+    // The image is looked at while /info is held (it waited for the answer before: nothing began meanwhile).
+    expect(proxy.duringHold.filter((request) => request.includes("/images/"))).not.toEqual([]);
+  } finally {
+    proxy.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }, 300_000);

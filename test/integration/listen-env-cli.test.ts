@@ -88,9 +88,21 @@ test("a record an earlier version made with -e MCP_PORT still starts (start, sta
   runOptions.splice(runOptions.indexOf("--target-port"), 2);
   writeFileSync(file, JSON.stringify({ ...record, runOptions }));
 
-  runCliOk(env, ["start", "recorded-port"]);
+  // Said once in the terminal of each start (stderr, the supervisor's line relayed), stdout the URL alone.
+  const warning = "-e MCP_PORT=9000 would be replaced";
+  const once = (text: string) => text.split(warning).length - 1;
+  const started = runCliOk(env, ["start", "recorded-port"]);
+  expect({ stderr: once(started.stderr), stdout: started.stdout.trim().split("\n").length }).toEqual({
+    stderr: 1,
+    stdout: 1,
+  });
+  expect(started.stderr).toContain("[warn] recorded-port: ");
+  expect(started.stdout).not.toContain(warning);
+  const restarted = runCliOk(env, ["restart", "recorded-port"]);
+  expect(once(restarted.stderr)).toBe(1);
   runCliOk(env, ["stop", "recorded-port"]);
-  runCliOk(env, ["start", "--all"]);
+  const all = runCliOk(env, ["start", "--all"]);
+  expect(once(all.stderr)).toBe(1);
   const listed = JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout) as { name: string; status: string }[];
   expect(listed.find((row) => row.name === "recorded-port")?.status).toBe("running");
   const log = readFileSync(join(home, ".mcpmgr", "state", "logs", "recorded-port.proxy.log"), "utf8");

@@ -5,6 +5,7 @@
  * against a real oidc-provider.
  */
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,6 +31,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   runCli(env, ["rm", "introspected"]);
+  runCli(env, ["rm", "collected"]);
   await auth?.stop();
   await upstream?.stop(true);
   await rm(home, { recursive: true, force: true });
@@ -132,4 +134,33 @@ test("--oidc-client-secret and its file form together are refused", () => {
     join(home, "introspector.secret"),
   ]);
   expect(expectOneLineError(both, 2)).toContain("cannot be used together");
+});
+
+test("a record an earlier version made with a collector's key in --otel-endpoint starts with the warning once on start's and restart's stderr, the key unquoted", () => {
+  // Recorded as an earlier version did (it accepted the key in the query), then started by this one.
+  const endpoint = "http://127.0.0.1:9/v1/traces";
+  runCliOk(env, [
+    "run",
+    "npx://./test/fixtures/sandbox-probe",
+    "--name",
+    "collected",
+    "--otel-endpoint",
+    endpoint,
+    "--otel-insecure",
+  ]);
+  runCliOk(env, ["stop", "collected"]);
+  const file = join(home, ".mcpmgr", "state", "workloads", "collected", "workload.json");
+  const record = JSON.parse(readFileSync(file, "utf8")) as { runOptions: string[] };
+  const runOptions = record.runOptions.map((word) =>
+    word === endpoint ? `${endpoint}?api-key=collector-key-9a7c` : word,
+  );
+  writeFileSync(file, JSON.stringify({ ...record, runOptions }));
+  const warning = "collected's recorded options hold a credential in plain text";
+  for (const verb of ["start", "restart"]) {
+    const result = runCliOk(env, [verb, "collected"]);
+    expect({ verb, said: result.stderr.split(warning).length - 1 }).toEqual({ verb, said: 1 });
+    expect(result.stderr).not.toContain("collector-key-9a7c");
+    expect(result.stdout.trim()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+  }
+  runCliOk(env, ["stop", "collected"]);
 });

@@ -78,7 +78,9 @@ test("a record an earlier version made with --secret …,target=MCP_PORT on an H
 
 test("a record an earlier version made with --secret …,target=HOME still starts, the secret set as before, warned about", () => {
   recordWithTarget("st-home", [PROBE], "HOME");
-  runCliOk(env, ["start", "st-home"]);
+  const started = runCliOk(env, ["start", "st-home"]);
+  // In start's terminal too, once (the supervisor's line relayed to stderr).
+  expect(started.stderr.split("--secret tok,target=HOME: HOME is the server's own folder").length - 1).toBe(1);
   expect(statusOf("st-home")).toBe("running");
   const log = proxyLog("st-home");
   expect(log).toContain("--secret tok,target=HOME: HOME is the server's own folder");

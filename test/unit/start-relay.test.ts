@@ -12,6 +12,8 @@ import { startRelay } from "../../src/cli/start-relay.ts";
 import { PLAIN_HTTP_MARKER } from "../../src/config/outgoing-auth-spec.ts";
 import { UNGUARDED_MEMBER_MARKER } from "../../src/gateway/unguarded-members.ts";
 import { LOGIN_URL_MARKER } from "../../src/workload/oauth-callback.ts";
+import { RECORDED_OPTION_MARKER, SET_ID_EXPOSURE_MARKER } from "../../src/workload/placement.ts";
+import { RECORDED_CREDENTIAL_MARKER } from "../../src/workload/recorded-credentials.ts";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -96,4 +98,35 @@ test("a remote's plain-http warning is shown from mcpmgr's own warning line, not
   } finally {
     console.warn = original;
   }
+});
+
+test("a record's refused options, its plain-text credential and the set-ID exposure are shown once, the name not doubled; the set-ID line not when the command said it", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
+  dirs.push(dir);
+  const path = join(dir, "w.proxy.log");
+  writeFileSync(path, "");
+  const lines = [
+    `w: --label applies to container workloads, but …; ignored, ${RECORDED_OPTION_MARKER} (hint: leave it out)`,
+    `w's ${RECORDED_CREDENTIAL_MARKER} (--otel-endpoint …?api-key=…); give it with …`,
+    `w's container ${SET_ID_EXPOSURE_MARKER} (/srv/data), which would run as their owner …`,
+  ];
+  const shownBy = async (prefix: string, options: { setIdExposureShown?: boolean }) => {
+    const relay = startRelay({ path, rotated: `${path}.1` }, prefix, options);
+    const shown: string[] = [];
+    const original = console.warn;
+    console.warn = (...args: unknown[]) => shown.push(args.join(" "));
+    try {
+      appendFileSync(path, lines.map((line) => `2026-01-02T03:04:05.678Z [warn] ${line}\n`).join(""));
+      // A server's output quoting the words is not mcpmgr's warning.
+      appendFileSync(path, `2026-01-02T03:04:05.679Z [debug] w stderr: ${RECORDED_OPTION_MARKER}\n`);
+      relay.whileWaiting();
+      await relay.ready();
+      await relay.ready();
+    } finally {
+      console.warn = original;
+    }
+    return shown;
+  };
+  expect(await shownBy("w: ", {})).toEqual([`[warn] ${lines[0]}`, `[warn] w: ${lines[1]}`, `[warn] w: ${lines[2]}`]);
+  expect(await shownBy("", { setIdExposureShown: true })).toEqual([`[warn] ${lines[0]}`, `[warn] ${lines[1]}`]);
 });

@@ -9,8 +9,19 @@
  * Docker's profile by another, and the engine's default is kept (docs/security.md says so).
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { isAbsolute, join } from "node:path";
+import { withLock } from "../../state/lock.ts";
 import type { ContainerEngine } from "./engine.ts";
 
 /** The mode argument's index for each call that sets or creates a mode (the same on every ABI we run). */
@@ -169,25 +180,42 @@ async function engineProfilePath(engine: ContainerEngine): Promise<string | unde
   return undefined;
 }
 
-const cache = new Map<string, Promise<string | undefined>>();
+/** A failed look-up (the engine did not answer, the file did not parse) is asked again after this. */
+export const RETRY_AFTER_MS = 10_000;
+/** A profile file no start has used for this long is removed (a start needs it for seconds). */
+export const UNUSED_PROFILE_MS = 24 * 60 * 60 * 1000;
+
+interface Lookup {
+  readonly profile: Promise<string | undefined>;
+  /** When it failed (undefined: an answer, kept for the process; the engine's default is its configuration). */
+  failedAt?: number;
+}
+const cache = new Map<string, Lookup>();
 
 /**
  * The profile (JSON text) for this engine's server containers, or undefined when the engine's
- * default cannot be read: the engine's own default then applies. Read once per engine and process.
+ * default cannot be read: the engine's own default then applies. An engine's answer is kept for
+ * the process; a failed look-up only for RETRY_AFTER_MS, so a long-lived supervisor whose engine
+ * was briefly unreachable asks again at a later container start (`now`: tests pass their clock).
  */
-export function setIdSeccompProfile(engine: ContainerEngine): Promise<string | undefined> {
-  let found = cache.get(engine.endpoint);
-  if (!found) {
-    found = engineProfilePath(engine)
+export function setIdSeccompProfile(engine: ContainerEngine, now = Date.now()): Promise<string | undefined> {
+  const known = cache.get(engine.endpoint);
+  if (known !== undefined && (known.failedAt === undefined || now - known.failedAt < RETRY_AFTER_MS))
+    return known.profile;
+  const lookup: Lookup = {
+    profile: engineProfilePath(engine)
       .then((path) => {
         if (!path || !isAbsolute(path) || !existsSync(path)) return undefined;
         const profile = JSON.parse(readFileSync(path, "utf8")) as Profile;
         return Array.isArray(profile.syscalls) ? JSON.stringify(withoutSetIdModes(profile)) : undefined;
       })
-      .catch(() => undefined);
-    cache.set(engine.endpoint, found);
-  }
-  return found;
+      .catch(() => {
+        lookup.failedAt = now;
+        return undefined;
+      }),
+  };
+  cache.set(engine.endpoint, lookup);
+  return lookup.profile;
 }
 
 /**
@@ -195,17 +223,54 @@ export function setIdSeccompProfile(engine: ContainerEngine): Promise<string | u
  * Docker takes the profile's text; Podman's compatible API takes only a path, so the profile
  * is written to `dir` (mcpmgr's state, never shown to a container), named by its content.
  */
-export async function setIdSeccompOption(engine: ContainerEngine, dir: string): Promise<string | undefined> {
-  const profile = await setIdSeccompProfile(engine);
+export async function setIdSeccompOption(
+  engine: ContainerEngine,
+  dir: string,
+  now = Date.now(),
+): Promise<string | undefined> {
+  const profile = await setIdSeccompProfile(engine, now);
   if (profile === undefined) return undefined;
   if (engine.kind === "docker") return `seccomp=${profile}`;
-  const path = join(dir, `${createHash("sha256").update(profile).digest("hex").slice(0, 16)}.json`);
-  if (!existsSync(path)) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    // Another mcpmgr may write the same file at once: each renames a whole copy over it.
-    const partial = `${path}.${process.pid}.partial`;
-    writeFileSync(partial, profile, { mode: 0o600 });
-    renameSync(partial, path);
-  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const name = `${createHash("sha256").update(profile).digest("hex").slice(0, 16)}.json`;
+  const path = join(dir, name);
+  // Under the folder's lock, shared with the pruning: a file is touched (or written) here, then read by
+  // the engine within seconds, and a prune removes only what no start touched for a day, so no start
+  // loses its file to another mcpmgr's prune between the two.
+  await withLock(join(dir, ".lock"), () => {
+    if (readIfPresent(path) === profile) utimesSync(path, now / 1000, now / 1000);
+    else {
+      // Another mcpmgr (an older one, without the lock) may write the same file at once: each renames a whole copy over it.
+      const partial = `${path}.${process.pid}.partial`;
+      writeFileSync(partial, profile, { mode: 0o600 });
+      utimesSync(partial, now / 1000, now / 1000);
+      renameSync(partial, path);
+    }
+    pruneUnused(dir, name, now);
+  });
   return `seccomp=${path}`;
+}
+
+function readIfPresent(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined; // absent, or unreadable: written anew
+  }
+}
+
+/**
+ * Profiles of earlier engine versions (each engine upgrade that changes its default makes a new
+ * name) and partial copies a killed writer left: removed once unused for UNUSED_PROFILE_MS.
+ */
+function pruneUnused(dir: string, keep: string, now: number): void {
+  for (const entry of readdirSync(dir)) {
+    if (entry === keep || !/^[0-9a-f]{16}\.json(?:\.\d+\.partial)?$/.test(entry)) continue;
+    const file = join(dir, entry);
+    try {
+      if (now - statSync(file).mtimeMs > UNUSED_PROFILE_MS) unlinkSync(file);
+    } catch {
+      // Gone already (another prune), or not ours to remove: left.
+    }
+  }
 }
