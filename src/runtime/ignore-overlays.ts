@@ -17,7 +17,8 @@
  * hidden whole). Symlinks are never followed; a matching symlink is hidden as what it points to.
  * Matching is case-insensitive (the package's default): on a case-sensitive disk that hides
  * more, never less. The walk is capped: past `maxEntries` it throws rather than leave the
- * rest of the tree visible.
+ * rest of the tree visible. A mount with no pattern at all (no global ones, and no
+ * `.mcpmgrignore` or one of comments and blank lines only) is not walked: nothing could match.
  */
 import { constants } from "node:fs";
 import { chmod, lstat, open, readdir, readFile, stat } from "node:fs/promises";
@@ -132,7 +133,12 @@ export async function resolveOverlays(
     const local = options.localIgnoreFiles?.has(mount.hostPath)
       ? (options.localIgnoreFiles.get(mount.hostPath) ?? "")
       : ((await readLocalIgnoreFile(mount.hostPath)) ?? "");
-    rules.add(_splitLines(local).map((pattern) => ({ pattern, mark: localSource })));
+    const localPatterns = _splitLines(local);
+    // Without a single pattern nothing can match, so the tree is not walked: in a big working
+    // directory (node_modules) that walk is tens of thousands of strings and promises, left in
+    // the long-lived supervisor's allocator as pinned pages on a loaded machine (bench/README.md).
+    if (!_hasPattern(options.globalPatterns) && !_hasPattern(localPatterns)) continue;
+    rules.add(localPatterns.map((pattern) => ({ pattern, mark: localSource })));
     await _walk(mount, rules, budget, found);
   }
   found.sort((a, b) => (a.containerPath < b.containerPath ? -1 : a.containerPath > b.containerPath ? 1 : 0));
@@ -204,6 +210,11 @@ function _match(rules: Ignore, path: string): { pattern: string; source: string 
 
 async function _pointsToDir(path: string): Promise<boolean> {
   return (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
+}
+
+/** Whether any line is a pattern (the ignore package skips blank lines and comments). */
+function _hasPattern(lines: readonly string[]): boolean {
+  return lines.some((line) => line.trim() !== "" && !line.startsWith("#"));
 }
 
 function _splitLines(text: string): string[] {

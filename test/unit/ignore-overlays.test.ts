@@ -175,6 +175,17 @@ describe("resolveOverlays", () => {
     // Hiding the big folder whole keeps the walk under the cap.
     expect(summary(await overlays({ ...files, ".mcpmgrignore": "d/\n" }, [], 10))).toEqual(["dir /data/d"]);
   });
+
+  test("a mount with no pattern at all is not walked (no cap to reach, nothing could match)", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 20; i++) files[`d/f${i}.txt`] = "";
+    // Walking it would pass the cap of 10 and throw; without a pattern there is nothing to walk for.
+    expect(await overlays(files, [], 10)).toEqual([]);
+    expect(await overlays({ ...files, ".mcpmgrignore": "# none yet\n\n   \n" }, ["# a comment"], 10)).toEqual([]);
+    // One pattern, global or local, and the walk (and its cap) is back.
+    await rejection(overlays(files, ["*.x"], 10), "INVALID_OPTION");
+    await rejection(overlays({ ...files, ".mcpmgrignore": "*.x\n" }, [], 10), "INVALID_OPTION");
+  });
 });
 
 describe("describeOverlays", () => {
