@@ -113,3 +113,13 @@ test("a supervisor whose logs folder was renamed within this home's state folder
   // Another home's folder is never in this home's state folder: still not ours.
   expect(isSupervisorOf(pid, "victim", { logDir: logsFolder() })).toBe(false);
 });
+
+test("another home's supervisor stays another home's when its proxy log was deleted", async () => {
+  // The kernel names a deleted file `… (deleted)`, which is no NAME.proxy.log as written: without taking
+  // that suffix off, such a stdout would read as one that says nothing of its home, and pass for ours.
+  const theirs = logsFolder();
+  const log = join(theirs, "victim.proxy.log");
+  const pid = await supervisorPrintingTo(log);
+  rmSync(log);
+  expect(isSupervisorOf(pid, "victim", { logDir: logsFolder() })).toBe(false);
+});
