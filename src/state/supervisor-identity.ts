@@ -3,8 +3,8 @@
  * live process. Everything that acts on a status's pid asks here: `stop` before it signals, `list`
  * and the status readers before they report "running", the gateway before it counts a member.
  */
-import { readFileSync, readlinkSync, statSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import type { McpmgrPaths } from "./paths.ts";
 import { isProcessAlive } from "./process-start.ts";
 
@@ -48,8 +48,12 @@ export function isSupervisorOf(pid: number, name: string, home: SupervisorHome):
  * differ as text (a home reached through a symlink). The folder, not the file: a proxy log deleted
  * by hand while its supervisor runs reads `… (deleted)` and has a new inode once written again, and
  * a live supervisor of ours taken for dead would be orphaned, running on with nothing to stop it.
- * A stdout that is no NAME.proxy.log at all (a supervisor started some other way) says nothing of
- * its home: such a process is taken for ours, as before this check, rather than orphaned.
+ * For the same reason a logs folder that is gone or renamed (deleted by hand to free space, moved
+ * aside) still counts when it was in this home's state folder (logDir is `<stateDir>/logs` wherever
+ * /proc exists: state/paths.ts), compared by real path, which needs no folder to exist any more:
+ * another home's logs folder is never in this home's state folder. A stdout that is no NAME.proxy.log
+ * at all (a supervisor started some other way) says nothing of its home: such a process is taken
+ * for ours, as before this check, rather than orphaned.
  */
 function servesHome(pid: number, name: string, home: SupervisorHome): boolean {
   let out: string;
@@ -61,7 +65,18 @@ function servesHome(pid: number, name: string, home: SupervisorHome): boolean {
   const wanted = proxyLogPathIn(home, name);
   if (out === wanted) return true;
   if (!out.endsWith(`/${name}.proxy.log`)) return true;
-  return sameFolder(dirname(out), home.logDir);
+  const folder = dirname(out);
+  return sameFolder(folder, home.logDir) || realPath(dirname(folder)) === realPath(dirname(home.logDir));
+}
+
+/** `path` with the symlinks of its longest existing part resolved; the rest, which no longer exists, as written. */
+function realPath(path: string): string {
+  const parent = dirname(path);
+  try {
+    return realpathSync(path);
+  } catch {
+    return parent === path ? path : join(realPath(parent), basename(path));
+  }
 }
 
 function sameFolder(a: string, b: string): boolean {

@@ -9,7 +9,7 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isSupervisorOf } from "../../src/state/supervisor-identity.ts";
@@ -86,4 +86,40 @@ test("this home's supervisor stays its own when the home is reached through a sy
   rmSync(log);
   expect(isSupervisorOf(pid, "victim", { logDir })).toBe(true);
   expect(isSupervisorOf(pid, "victim", { logDir: link })).toBe(true);
+});
+
+test("a home reached through a symlinked folder above it keeps its supervisor when its logs folder was deleted by hand", async () => {
+  // A home under a symlink (MCPMGR_HOME or HOME itself, say /home -> /data/home): the supervisor's
+  // stdout reads as the real path, the home's logs folder as the linked one. With the folder gone the
+  // two cannot be compared by inode; the home's real path still says they are one folder.
+  const logDir = logsFolder();
+  const pid = await supervisorPrintingTo(join(logDir, "victim.proxy.log"));
+  const root = join(logDir, "..");
+  const link = `${root}-linked`;
+  symlinkSync(root, link);
+  folders.push(link);
+  const linked = { logDir: join(link, "logs") };
+  expect(isSupervisorOf(pid, "victim", linked)).toBe(true);
+  rmSync(logDir, { recursive: true });
+  expect(isSupervisorOf(pid, "victim", linked)).toBe(true);
+  expect(isSupervisorOf(pid, "victim", { logDir })).toBe(true);
+});
+
+test("a supervisor whose logs folder was renamed within this home's state folder stays this home's", async () => {
+  const logDir = logsFolder();
+  const pid = await supervisorPrintingTo(join(logDir, "victim.proxy.log"));
+  renameSync(logDir, `${logDir}.old`);
+  expect(isSupervisorOf(pid, "victim", { logDir })).toBe(true);
+  // Another home's folder is never in this home's state folder: still not ours.
+  expect(isSupervisorOf(pid, "victim", { logDir: logsFolder() })).toBe(false);
+});
+
+test("another home's supervisor stays another home's when its proxy log was deleted", async () => {
+  // The kernel names a deleted file `… (deleted)`, which is no NAME.proxy.log as written: without taking
+  // that suffix off, such a stdout would read as one that says nothing of its home, and pass for ours.
+  const theirs = logsFolder();
+  const log = join(theirs, "victim.proxy.log");
+  const pid = await supervisorPrintingTo(log);
+  rmSync(log);
+  expect(isSupervisorOf(pid, "victim", { logDir: logsFolder() })).toBe(false);
 });
