@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
@@ -159,6 +160,68 @@ test("a member that holds secrets failing with an error page that quotes them: t
     const gateway = await group.gateway("broken");
     try {
       await until(() => /workload 'failing'.*HTTP 500/.test(gateway.output()));
+      expect(gateway.output()).not.toContain(KEY);
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await remote.stop(true);
+  }
+});
+
+test("a 2026-07-28 member that holds secrets refusing the list-change stream with an error page that quotes them: the gateway's log gives its status, not its words", async () => {
+  const KEY = "listen-key-5e02b7c4";
+  // Speaks 2026-07-28 only and announces tool list changes, so the gateway keeps a listen open on it;
+  // that listen is refused with an error page printing the request's headers.
+  const handler = createMcpHandler(
+    () =>
+      new McpServer({ name: "listen-refused", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } }),
+    { legacy: "reject" },
+  );
+  const remote = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = req.method === "POST" ? await req.clone().text() : "";
+      if (!body.includes('"subscriptions/listen"')) return handler.fetch(req);
+      return new Response(`listen failed; request headers: x-api-key=${req.headers.get("x-api-key")}`, { status: 500 });
+    },
+  });
+  try {
+    expect(group.mcpmgr("group", "create", "listening").code).toBe(0);
+    const started = Bun.spawnSync(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        `http://127.0.0.1:${remote.port}/mcp`,
+        "--name",
+        "refuses-listen",
+        "--group",
+        "listening",
+        "--remote-forward-headers-secret",
+        "X-Api-Key=lkey",
+      ],
+      {
+        cwd: REPO_ROOT,
+        env: {
+          ...process.env,
+          NO_COLOR: "1",
+          MCPMGR_HOME: group.home,
+          MCPMGR_SECRETS_PROVIDER: "environment",
+          MCPMGR_SECRET_LKEY: KEY,
+        },
+        timeout: 120_000,
+      },
+    );
+    expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
+      code: 0,
+      stderr: "",
+    });
+    const gateway = await group.gateway("listening");
+    try {
+      await until(() => gateway.output().includes("workload 'refuses-listen': cannot listen for its list changes"));
+      expect(gateway.output()).toContain("cannot listen for its list changes (HTTP 500 (its answer is not quoted");
       expect(gateway.output()).not.toContain(KEY);
     } finally {
       await gateway.stop();
