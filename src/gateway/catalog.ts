@@ -277,6 +277,7 @@ export class GroupCatalog {
             for (const kind of ["tools", "prompts", "resources"] as const) this.#relistSoon(connection, kind);
           },
           log: (text) => this.#options.log("warn", `workload '${member.name}': ${text}`),
+          describe: (err) => failureText(err, !member.holdsSecrets),
         });
       }
     } catch (err) {

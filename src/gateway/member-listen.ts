@@ -10,8 +10,6 @@
  * again each time a listen is acknowledged: a change announced before that reached no stream (the
  * catalog's first listing comes before the first listen; a reopened one follows a gap).
  */
-import { errorMessage } from "../errors.ts";
-import { excerpt } from "../printable.ts";
 import type { Upstream } from "./upstream.ts";
 
 export interface ListWatchOptions {
@@ -20,6 +18,11 @@ export interface ListWatchOptions {
   /** Lists everything again (after a listen was acknowledged). */
   readonly relistAll: () => void;
   readonly log: (text: string) => void;
+  /**
+   * A failure as the gateway's log may give it (member-failure-log.ts `failureText`): a member that
+   * holds secrets is not quoted, since its error page may print them and the gateway cannot redact them.
+   */
+  readonly describe: (err: unknown) => string;
 }
 
 const FIRST_PAUSE_MS = 1_000;
@@ -60,7 +63,7 @@ export function watchListChanges(client: Upstream, options: ListWatchOptions): v
     } catch (err) {
       if (!options.current()) return;
       // One line per streak of failures, not one per retry.
-      if (!failing) options.log(`cannot listen for its list changes (${excerpt(errorMessage(err), 300)}); retrying`);
+      if (!failing) options.log(`cannot listen for its list changes (${options.describe(err)}); retrying`);
       failing = true;
     }
     if (ended === "local" || !options.current()) return;

@@ -24,8 +24,6 @@
  * again with `followAgain`, under the same check.
  */
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
-import { errorMessage } from "../errors.ts";
-import { excerpt } from "../printable.ts";
 import type { Upstream } from "./upstream.ts";
 
 type Subscription = Awaited<ReturnType<Upstream["listen"]>>;
@@ -107,6 +105,8 @@ export async function followAgain(
   uris: readonly string[],
   dropped: Dropped,
   why: string,
+  /** The refusal in words the gateway may log (session-subscriptions.ts `describe`). */
+  describe: (err: unknown) => string,
 ): Promise<void> {
   const state = heldAt(upstream, dropped);
   await inTurn(state, async () => {
@@ -117,7 +117,7 @@ export async function followAgain(
       adopt(upstream, state, await upstream.listen({ resourceSubscriptions: [...state.uris] }), why);
     } catch (err) {
       for (const uri of wanted) state.uris.delete(uri);
-      dropped(wanted, `${why}: the workload refused the subscription stream (${excerpt(errorMessage(err), 200)})`, err);
+      dropped(wanted, `${why}: the workload refused the subscription stream (${describe(err)})`, err);
     }
   });
 }

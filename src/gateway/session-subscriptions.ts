@@ -24,8 +24,6 @@
  */
 import type { LoggingLevel } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
-import { errorMessage } from "../errors.ts";
-import { excerpt } from "../printable.ts";
 import { type Dropped, followAgain, MAX_SUBSCRIBED_URIS } from "./member-subscriptions.ts";
 import { GATEWAY_LOGGER } from "./member-log.ts";
 import { anyResult } from "./sdk.ts";
@@ -53,6 +51,11 @@ export interface SubscriptionNotices {
   notify(params: { level: LoggingLevel; logger: string; data: string }): void;
   /** The same line in the gateway's own log. */
   log(text: string): void;
+  /**
+   * A workload's refusal as these lines may give it (member-failure-log.ts `failureText`): not in the
+   * words of a workload that holds secrets, whose error page may print them (the gateway cannot redact them).
+   */
+  describe(workload: string, err: unknown): string;
 }
 
 /**
@@ -250,7 +253,8 @@ export class SessionSubscriptions {
     const uris = only === undefined ? held : held.filter((uri) => only.includes(uri));
     if (uris.length === 0) return [];
     const dropped = report ?? ((lost: readonly string[], why: string) => this.dropped(workload, lost, why));
-    if (client.getProtocolEra() !== "legacy") await followAgain(client, uris, dropped, context);
+    if (client.getProtocolEra() !== "legacy")
+      await followAgain(client, uris, dropped, context, (err) => this.#notices.describe(workload, err));
     else
       for (let at = 0; at < uris.length; at += RENEW_BATCH) {
         const batch = uris.slice(at, at + RENEW_BATCH);
@@ -263,7 +267,7 @@ export class SessionSubscriptions {
         const failures = new Map<string, { lost: string[]; cause: unknown }>();
         outcomes.forEach((outcome, i) => {
           if (outcome.status === "fulfilled") return;
-          const why = excerpt(errorMessage(outcome.reason), 200);
+          const why = this.#notices.describe(workload, outcome.reason);
           const failure = failures.get(why) ?? { lost: [] as string[], cause: outcome.reason as unknown };
           failure.lost.push(batch[i] as string);
           failures.set(why, failure);

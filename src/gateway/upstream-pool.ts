@@ -26,6 +26,7 @@ import { droppedStreamText } from "../proxy/event-stream.ts";
 import { AwaitedRenewals, notTaken } from "./carried-subscribes.ts";
 import type { GroupCatalog } from "./catalog.ts";
 import { ChangedMaybe } from "./changed-maybe.ts";
+import { failureText } from "./member-failure-log.ts";
 import { whenReopened } from "./member-subscriptions.ts";
 import { memberTraffic, type PoolPeer } from "./member-traffic.ts";
 import { PoolCalls, type RequestId } from "./pool-calls.ts";
@@ -73,6 +74,11 @@ export class UpstreamPool {
       level: () => this.#logLevel,
       notify: (params) => peer?.notify({ jsonrpc: "2.0", method: "notifications/message", params }, undefined),
       log: (text) => catalog.warn(text),
+      // Quoted only for a member known not to hold secrets (one gone meanwhile may have held some).
+      describe: (workload, err) => {
+        const member = catalog.member(workload);
+        return failureText(err, member !== undefined && member.holdsSecrets !== true);
+      },
     });
   }
 

@@ -215,7 +215,8 @@ export async function launchContainer(
 ): Promise<LaunchedServer> {
   const { engine, server, isolate, networkMode } = placement;
   const { signal } = options;
-  // Asked of the engine while the image is prepared (Podman's answer can take a second under load).
+  // Asked of the engine at once (Podman's answer can take a second under load): while the secrets are
+  // resolved and the image is prepared (both awaited together below).
   const seccompOption = setIdSeccompOption(engine, join(ctx.paths.stateDir, "seccomp"));
   seccompOption.catch(() => {}); // awaited below; an earlier failure must not leave it unhandled
   // Before the grant summary: a missing token or secret is the whole answer (and it fails before a build).

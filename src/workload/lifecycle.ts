@@ -2,7 +2,7 @@
  * `start`, `restart`, `stop` and `rm` of a recorded workload (or background gateway), through
  * its supervisor; the AI clients following its group get its entry back or lose it.
  */
-import { McpmgrError } from "../errors.ts";
+import { errorMessage, McpmgrError } from "../errors.ts";
 import { isGatewayRecord, type WorkloadRecord } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import {
@@ -68,7 +68,7 @@ export async function startRecorded(
   return { record, alreadyRunning: false };
 }
 
-/** The start under way elsewhere, waited for: reported as ours when the workload then runs, `under` thrown otherwise. */
+/** The start under way elsewhere, waited for: reported as ours when the workload then runs, why it did not thrown otherwise. */
 async function awaitOtherStart(
   under: StartedElsewhere,
   store: WorkloadStore,
@@ -78,22 +78,48 @@ async function awaitOtherStart(
   // Said at once: that start may take minutes (a package download, an OAuth login), and a
   // command that says nothing meanwhile reads as hung.
   ctx.log.info(`${under.message}; waiting for that start`);
-  if (await otherStartRuns(store, record.name, record)) return { record, alreadyRunning: true, byAnother: true };
-  throw under;
+  const failed = await otherStartFailure(store, record);
+  if (failed === undefined) return { record, alreadyRunning: true, byAnother: true };
+  throw failed;
 }
 
 /**
  * Waits for the start under way elsewhere to end (at most as long as a start of ours would wait):
- * whether the workload then runs. Its failure is that command's to report; ours says it failed.
+ * undefined when the workload then runs, else why it does not, in words that say that start ended
+ * (the other command reports its failure its own way; this one's exit 1 needs a reason of its own).
  */
-async function otherStartRuns(store: WorkloadStore, name: string, record: WorkloadRecord): Promise<boolean> {
-  const deadline = performance.now() + supervisorReadyTimeoutMs(record.runOptions);
+async function otherStartFailure(store: WorkloadStore, record: WorkloadRecord): Promise<McpmgrError | undefined> {
+  const { name } = record;
+  const waitMs = supervisorReadyTimeoutMs(record.runOptions);
+  const deadline = performance.now() + waitMs;
   for (;;) {
     const status = await currentStatus(store, name);
-    if (status?.state === "running") return answers(store, name);
-    if (status?.state !== "starting" || performance.now() > deadline) return false;
-    await Bun.sleep(100);
+    if (status?.state === "running") return notAnswering(store, name);
+    if (status?.state === "starting") {
+      if (performance.now() > deadline)
+        return new StartedElsewhere(
+          `${name} is still being started by another mcpmgr command after ${Math.round(waitMs / 1000)} s`,
+        );
+      await Bun.sleep(100);
+      continue;
+    }
+    const why =
+      status === undefined
+        ? "ended with it removed"
+        : status.state === "failed"
+          ? `failed: ${status.lastError ?? "no reason recorded"}`
+          : status.state === "stopped"
+            ? "ended with it stopped (that command says why)"
+            : `left it ${status.state}${status.lastError ? `: ${status.lastError}` : ""}`;
+    return otherStartFailed(name, why, status?.lastHint, status?.lastCode);
   }
+}
+
+function otherStartFailed(name: string, why: string, hint?: string, code?: string): McpmgrError {
+  return new McpmgrError("SERVER_FAILED", `${name} did not start: another mcpmgr command's start of it ${why}`, {
+    hint: hint ?? `see 'mcpmgr logs ${name}' and 'mcpmgr logs ${name} --proxy'`,
+    ...(code !== undefined ? { cause: { code, message: why } } : {}),
+  });
 }
 
 /**
@@ -101,11 +127,11 @@ async function otherStartRuns(store: WorkloadStore, name: string, record: Worklo
  * workload's policies refuse (a webhook) fails that start, which then stops the supervisor. So it is
  * confirmed here as our own start would have, not taken as a success the other command reports as a failure.
  */
-async function answers(store: WorkloadStore, name: string): Promise<boolean> {
+async function notAnswering(store: WorkloadStore, name: string): Promise<McpmgrError | undefined> {
   const { confirmAnswers } = await import("./mcp-readiness.ts");
   return confirmAnswers(store, name, "").then(
-    () => true,
-    () => false,
+    () => undefined,
+    (err) => otherStartFailed(name, `failed: ${errorMessage(err)}`),
   );
 }
 

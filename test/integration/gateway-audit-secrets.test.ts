@@ -11,6 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createMcpHandler, McpServer, ResourceTemplate } from "@modelcontextprotocol/server";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
@@ -161,6 +163,162 @@ test("a member that holds secrets failing with an error page that quotes them: t
       await until(() => /workload 'failing'.*HTTP 500/.test(gateway.output()));
       expect(gateway.output()).not.toContain(KEY);
     } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await remote.stop(true);
+  }
+});
+
+test("a 2026-07-28 member that holds secrets refusing the list-change stream with an error page that quotes them: the gateway's log gives its status, not its words", async () => {
+  const KEY = "listen-key-5e02b7c4";
+  // Speaks 2026-07-28 only and announces tool list changes, so the gateway keeps a listen open on it;
+  // that listen is refused with an error page printing the request's headers.
+  const handler = createMcpHandler(
+    () =>
+      new McpServer({ name: "listen-refused", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } }),
+    { legacy: "reject" },
+  );
+  const remote = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = req.method === "POST" ? await req.clone().text() : "";
+      if (!body.includes('"subscriptions/listen"')) return handler.fetch(req);
+      return new Response(`listen failed; request headers: x-api-key=${req.headers.get("x-api-key")}`, { status: 500 });
+    },
+  });
+  try {
+    expect(group.mcpmgr("group", "create", "listening").code).toBe(0);
+    const started = Bun.spawnSync(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        `http://127.0.0.1:${remote.port}/mcp`,
+        "--name",
+        "refuses-listen",
+        "--group",
+        "listening",
+        "--remote-forward-headers-secret",
+        "X-Api-Key=lkey",
+      ],
+      {
+        cwd: REPO_ROOT,
+        env: {
+          ...process.env,
+          NO_COLOR: "1",
+          MCPMGR_HOME: group.home,
+          MCPMGR_SECRETS_PROVIDER: "environment",
+          MCPMGR_SECRET_LKEY: KEY,
+        },
+        timeout: 120_000,
+      },
+    );
+    expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
+      code: 0,
+      stderr: "",
+    });
+    const gateway = await group.gateway("listening");
+    try {
+      await until(() => gateway.output().includes("workload 'refuses-listen': cannot listen for its list changes"));
+      expect(gateway.output()).toContain("cannot listen for its list changes (HTTP 500 (its answer is not quoted");
+      expect(gateway.output()).not.toContain(KEY);
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await remote.stop(true);
+  }
+});
+
+test("a 2026-07-28 member that holds secrets refusing a session's renewed subscriptions with an error page that quotes them: neither the gateway's log nor the session gets its words", async () => {
+  const KEY = "renew-key-93a4d1f0";
+  const handler = createMcpHandler(
+    () => {
+      const server = new McpServer(
+        { name: "renew-refused", version: "1.0.0" },
+        { capabilities: { resources: { subscribe: true } } },
+      );
+      server.registerResource(
+        "doc",
+        new ResourceTemplate("test://doc/{n}", { list: undefined }),
+        { description: "documents" },
+        async (uri) => ({ contents: [{ uri: uri.href, text: "hello" }] }),
+      );
+      return server;
+    },
+    { legacy: "reject" },
+  );
+  let refusing = false;
+  let listens = 0;
+  const remote = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    async fetch(req) {
+      const body = req.method === "POST" ? await req.clone().text() : "";
+      const method = req.headers.get("mcp-method") ?? "";
+      // Once refusing: the session's next read is answered 404, so the gateway replaces its connection and
+      // renews its subscriptions there; that listen (naming the session's resource) gets the error page.
+      if (refusing && method === "resources/read") return new Response("not found", { status: 404 });
+      if (method === "subscriptions/listen" && body.includes("test://doc/")) {
+        if (refusing) return new Response(`listen failed; x-api-key=${req.headers.get("x-api-key")}`, { status: 500 });
+        listens++;
+      }
+      return handler.fetch(req);
+    },
+  });
+  try {
+    expect(group.mcpmgr("group", "create", "renewing").code).toBe(0);
+    const started = Bun.spawnSync(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        `http://127.0.0.1:${remote.port}/mcp`,
+        "--name",
+        "refuses-renewal",
+        "--group",
+        "renewing",
+        "--remote-forward-headers-secret",
+        "X-Api-Key=nkey",
+      ],
+      {
+        cwd: REPO_ROOT,
+        env: {
+          ...process.env,
+          NO_COLOR: "1",
+          MCPMGR_HOME: group.home,
+          MCPMGR_SECRETS_PROVIDER: "environment",
+          MCPMGR_SECRET_NKEY: KEY,
+        },
+        timeout: 120_000,
+      },
+    );
+    expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
+      code: 0,
+      stderr: "",
+    });
+    const gateway = await group.gateway("renewing");
+    const notices: string[] = [];
+    const client = new Client({ name: "renewal", version: "1.0.0" });
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void notices.push(String(n.params.data)));
+    const transport = new StreamableHTTPClientTransport(new URL(gateway.url));
+    try {
+      await client.connect(transport);
+      expect(await client.subscribeResource({ uri: "test://doc/a" })).toEqual({});
+      expect(await until(() => listens === 1, 10_000)).toBe(true);
+      refusing = true;
+      await expect(client.readResource({ uri: "test://doc/x" })).rejects.toThrow();
+      expect(await until(() => gateway.output().includes("no longer sends updates"), 15_000)).toBe(true);
+      expect(gateway.output()).toContain("refused the subscription stream (HTTP 500 (its answer is not quoted");
+      expect(gateway.output()).not.toContain(KEY);
+      expect(await until(() => notices.length > 0, 10_000)).toBe(true);
+      expect(notices.join("\n")).not.toContain(KEY);
+    } finally {
+      await transport.terminateSession().catch(() => {});
+      await client.close();
       await gateway.stop();
     }
   } finally {

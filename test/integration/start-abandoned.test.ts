@@ -106,8 +106,8 @@ async function heldRun(name: string, source: string, executable = process.execPa
 
 /**
  * `mcpmgr start NAME` in another terminal, once it says it waits for the start under way (polled: a
- * loaded machine may take seconds to get it there, and a start that comes after that other start's
- * supervisor is spawned is "already running" instead). `finish` gives its exit code and whole output.
+ * loaded machine may take seconds to get it there, and the tests hold the other start until then).
+ * `finish` gives its exit code and whole output.
  */
 async function waitingStart(name: string) {
   const second = Bun.spawn([process.execPath, CLI_ENTRY, "start", name], {
@@ -249,7 +249,11 @@ test("a start while another command's start of the workload fails says it failed
     const { code, stderr } = await second.finish();
     expect(code).toBe(1);
     expect(stderr).toContain(
-      `${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it`,
+      `${name} was started elsewhere at the same moment: another mcpmgr command (pid ${run.pid}) is starting it; waiting for that start`,
+    );
+    // The failure says that start ended and why, not again that it is under way.
+    expect(stderr).toContain(
+      `${name} did not start: another mcpmgr command's start of it failed: the mcpmgr command (pid ${run.pid}) that was starting this workload ended before it handed it to a supervisor`,
     );
     expect(supervisorsOf(name)).toEqual([]);
   } finally {
@@ -274,6 +278,7 @@ test("a start waiting for another command's start does not take the supervisor's
     expect(stderr).not.toContain("was started by another mcpmgr command");
     expect([code, stdout]).toEqual([1, ""]);
     expect(stderr).toContain(`${name} was started elsewhere at the same moment`);
+    expect(stderr).toContain(`${name} did not start: another mcpmgr command's start of it `);
     expect(supervisorsOf(name)).toEqual([]);
   } finally {
     held.end();
@@ -314,6 +319,7 @@ test("a start while another command's start has spawned its supervisor waits for
     const { code, stdout, stderr } = await second.finish();
     expect([code, stdout]).toEqual([1, ""]);
     expect(stderr).toContain(`${name} was started elsewhere: its supervisor (pid `);
+    expect(stderr).toContain(`${name} did not start: another mcpmgr command's start of it `);
     expect(supervisorsOf(name)).toEqual([]);
   } finally {
     run.kill("SIGKILL");

@@ -13,6 +13,7 @@ function subscriptions(level?: LoggingLevel) {
     level: () => level,
     notify: (params) => void sent.push(params),
     log: (text) => void logged.push(text),
+    describe: (_workload, err) => String(err),
   });
   return { held, sent, logged };
 }

@@ -8,7 +8,13 @@ import { expect, test } from "bun:test";
 import { SessionSubscriptions } from "../../src/gateway/session-subscriptions.ts";
 import { StoppedUris, within } from "../../src/gateway/stopped-uris.ts";
 
-const subscriptions = () => new SessionSubscriptions({ level: () => undefined, notify: () => {}, log: () => {} });
+const subscriptions = () =>
+  new SessionSubscriptions({
+    level: () => undefined,
+    notify: () => {},
+    log: () => {},
+    describe: (_workload, err) => String(err),
+  });
 
 test("a URI below another is within it; a longer name is not", () => {
   expect(within("file:///dir/a.txt", "file:///dir")).toBe(true);

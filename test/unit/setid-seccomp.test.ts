@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { withoutSetIdModes } from "../../src/runtime/docker/setid-seccomp.ts";
+import { dockerSeccompProfile, withoutSetIdModes } from "../../src/runtime/docker/setid-seccomp.ts";
 
 type Rule = {
   names: string[];
@@ -161,4 +161,15 @@ describe("withoutSetIdModes", () => {
       withoutSetIdModes({ defaultAction: "SCMP_ACT_LOG", syscalls: [{ names: ["chmod"], action: "SCMP_ACT_ERRNO" }] }),
     ).toThrow();
   });
+});
+
+test("Docker's SecurityOptions: the profile file it names, whole (a path may hold '='); none for the built-in one", () => {
+  expect(dockerSeccompProfile(["name=apparmor", "name=seccomp,profile=/etc/docker/seccomp.json"])).toBe(
+    "/etc/docker/seccomp.json",
+  );
+  expect(dockerSeccompProfile(["name=seccomp,profile=/etc/docker/profiles/v=2.json", "name=cgroupns"])).toBe(
+    "/etc/docker/profiles/v=2.json",
+  );
+  expect(dockerSeccompProfile(["name=seccomp,profile=builtin"])).toBe("builtin");
+  expect(dockerSeccompProfile(["name=apparmor"])).toBeUndefined();
 });

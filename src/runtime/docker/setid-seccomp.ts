@@ -171,10 +171,23 @@ async function engineProfilePath(engine: ContainerEngine): Promise<string | unde
     const security = info.host?.security;
     return security?.seccompEnabled ? security.seccompProfilePath : undefined;
   }
-  // Docker: `name=seccomp,profile=PATH` when the daemon was given a profile; "default"/"builtin" is compiled in.
   const info = (await engine.docker.info()) as { SecurityOptions?: string[] };
-  for (const option of info.SecurityOptions ?? []) {
-    const fields = new Map(option.split(",").map((field) => field.split("=", 2) as [string, string]));
+  return dockerSeccompProfile(info.SecurityOptions ?? []);
+}
+
+/**
+ * The profile named by Docker's /info `SecurityOptions`: `name=seccomp,profile=PATH` when the daemon
+ * was given a profile file; "default"/"builtin" is compiled in. A field's value is all after its first
+ * "=" (a path may hold one; `split("=", 2)` would cut it there).
+ */
+export function dockerSeccompProfile(securityOptions: readonly string[]): string | undefined {
+  for (const option of securityOptions) {
+    const fields = new Map(
+      option.split(",").map((field) => {
+        const at = field.indexOf("=");
+        return at === -1 ? [field, ""] : [field.slice(0, at), field.slice(at + 1)];
+      }),
+    );
     if (fields.get("name") === "seccomp") return fields.get("profile");
   }
   return undefined;
