@@ -50,7 +50,14 @@ export interface RelayOptions {
 
 /** `prefix`: put before each line relayed (the workload's name, when several start at once). */
 export function startRelay(files: LogFiles, prefix = "", options: RelayOptions = {}): StartRelay {
-  const warnings = [PLAIN_HTTP_MARKER, LOCALHOST_AUDIENCE_MARKER, RECORDED_OPTION_MARKER, RECORDED_CREDENTIAL_MARKER];
+  const warnings = [
+    UNGUARDED_MEMBER_MARKER,
+    DIRECT_CLIENTS_MARKER,
+    PLAIN_HTTP_MARKER,
+    LOCALHOST_AUDIENCE_MARKER,
+    RECORDED_OPTION_MARKER,
+    RECORDED_CREDENTIAL_MARKER,
+  ];
   if (!options.setIdExposureShown) warnings.push(SET_ID_EXPOSURE_MARKER);
   // Only what the new supervisor writes: an earlier run's URL or warnings are stale.
   const before = statSync(files.path, { throwIfNoEntry: false });
@@ -78,12 +85,10 @@ export function startRelay(files: LogFiles, prefix = "", options: RelayOptions =
     }
     const complete = text.lastIndexOf("\n") + 1;
     if (complete <= scanned) return;
+    // Every marker only in mcpmgr's own [warn] line: a server's stderr (a debug line) or an audit record
+    // quoting the words would otherwise be shown on the terminal as a warning of mcpmgr's.
     for (const line of text.slice(scanned, complete).split("\n"))
-      if (
-        line.includes(UNGUARDED_MEMBER_MARKER) ||
-        line.includes(DIRECT_CLIENTS_MARKER) ||
-        (WARN_LINE_HEAD.test(line) && warnings.some((marker) => line.includes(marker)))
-      ) {
+      if (WARN_LINE_HEAD.test(line) && warnings.some((marker) => line.includes(marker))) {
         const said = line.replace(LOG_LINE_HEAD, "");
         // A line that names its workload first (`NAME: …`) is not given the name twice.
         log.warn(said.startsWith(prefix) ? said : `${prefix}${said}`);
