@@ -10,8 +10,8 @@
  * earlier version made holds that a new `run` refuses (an inert option, a credential in plain text), and
  * a container's set-ID exposure (security.md W9): `start` and `restart` compute nothing before the
  * supervisor does, so its lines are the terminal's one copy (`run` said the set-ID one in its preflight,
- * and says it here only if it did not). Warnings go to stderr like every log line: stdout keeps the URL
- * alone. The log may be rotated meanwhile (state/log-files.ts): what was written since the wait began is
+ * and says it here only if it did not). Only mcpmgr's own `[warn]` lines count (a server's output in the
+ * log is a debug line). Warnings go to stderr like every log line: stdout keeps the URL alone. The log may be rotated meanwhile (state/log-files.ts): what was written since the wait began is
  * read across a rotation.
  */
 import { statSync } from "node:fs";
@@ -41,6 +41,12 @@ export interface StartRelay {
   readonly whileWaiting: () => void;
   /** Once the workload is ready: shows what it wrote up to then. */
   ready(): Promise<void>;
+  /**
+   * Just before the new supervisor is spawned: only what is written from here on is relayed. A `restart`
+   * starts the relay before it stops the old supervisor, which (in a crash loop) may be starting its
+   * server again meanwhile and log that start's warnings: they would be shown beside the new one's.
+   */
+  readonly fromHere: () => void;
 }
 
 export interface RelayOptions {
@@ -60,8 +66,11 @@ export function startRelay(files: LogFiles, prefix = "", options: RelayOptions =
   ];
   if (!options.setIdExposureShown) warnings.push(SET_ID_EXPOSURE_MARKER);
   // Only what the new supervisor writes: an earlier run's URL or warnings are stale.
-  const before = statSync(files.path, { throwIfNoEntry: false });
-  let at: LogPosition = { ino: before?.ino, offset: before?.size ?? 0 };
+  const end = (): LogPosition => {
+    const before = statSync(files.path, { throwIfNoEntry: false });
+    return { ino: before?.ino, offset: before?.size ?? 0 };
+  };
+  let at = end();
   let text = "";
   /** Where the lines not yet looked at for warnings start in `text`. */
   let scanned = 0;
@@ -103,6 +112,12 @@ export function startRelay(files: LogFiles, prefix = "", options: RelayOptions =
       })
       .catch(() => {});
   return {
+    fromHere() {
+      // Called before any read (the supervisor is not spawned yet): nothing is in flight to land after it.
+      at = end();
+      text = "";
+      scanned = 0;
+    },
     whileWaiting() {
       reading ??= read().finally(() => {
         reading = undefined;

@@ -154,3 +154,27 @@ test("a server's stderr or an audit record quoting a gateway's warning is not sh
     console.warn = original;
   }
 });
+
+test("a restart relays only what its new supervisor writes, not the start the old one logged while it was being stopped", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
+  dirs.push(dir);
+  const path = join(dir, "w.proxy.log");
+  writeFileSync(path, "");
+  const line = (at: string) =>
+    `2026-01-02T03:04:${at}Z [warn] w's container ${SET_ID_EXPOSURE_MARKER} (/srv/data), which would run as their owner …\n`;
+  const relay = startRelay({ path, rotated: `${path}.1` });
+  const shown: string[] = [];
+  const original = console.warn;
+  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
+  try {
+    // The old supervisor, in a crash loop, starts its container again while `restart` stops it.
+    appendFileSync(path, line("05.000"));
+    relay.fromHere(); // the new supervisor is spawned
+    appendFileSync(path, line("06.000"));
+    relay.whileWaiting();
+    await relay.ready();
+  } finally {
+    console.warn = original;
+  }
+  expect(shown).toEqual([line("06.000").trimEnd().replace(/^\S+ /, "")]);
+});
