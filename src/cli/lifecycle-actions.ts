@@ -18,7 +18,7 @@ export async function startOne(name: string, restart: boolean, ctx: WorkloadCont
   const relay = startRelay(new WorkloadStore(ctx.paths).logFiles(name, "proxy"), several ? `${name}: ` : "");
   const { record, alreadyRunning, byAnother } = await startRecorded(
     name,
-    { restart, whileWaiting: relay.whileWaiting },
+    { restart, whileWaiting: relay.whileWaiting, beforeSpawn: relay.fromHere },
     ctx,
   );
   if (!alreadyRunning) await relay.ready();

@@ -10,8 +10,8 @@
  * earlier version made holds that a new `run` refuses (an inert option, a credential in plain text), and
  * a container's set-ID exposure (security.md W9): `start` and `restart` compute nothing before the
  * supervisor does, so its lines are the terminal's one copy (`run` said the set-ID one in its preflight,
- * and says it here only if it did not). Warnings go to stderr like every log line: stdout keeps the URL
- * alone. The log may be rotated meanwhile (state/log-files.ts): what was written since the wait began is
+ * and says it here only if it did not). Only mcpmgr's own `[warn]` lines count (a server's output in the
+ * log is a debug line). Warnings go to stderr like every log line: stdout keeps the URL alone. The log may be rotated meanwhile (state/log-files.ts): what was written since the wait began is
  * read across a rotation.
  */
 import { statSync } from "node:fs";
@@ -41,6 +41,12 @@ export interface StartRelay {
   readonly whileWaiting: () => void;
   /** Once the workload is ready: shows what it wrote up to then. */
   ready(): Promise<void>;
+  /**
+   * Just before the new supervisor is spawned: only what is written from here on is relayed. A `restart`
+   * starts the relay before it stops the old supervisor, which (in a crash loop) may be starting its
+   * server again meanwhile and log that start's warnings: they would be shown beside the new one's.
+   */
+  readonly fromHere: () => void;
 }
 
 export interface RelayOptions {
@@ -50,11 +56,21 @@ export interface RelayOptions {
 
 /** `prefix`: put before each line relayed (the workload's name, when several start at once). */
 export function startRelay(files: LogFiles, prefix = "", options: RelayOptions = {}): StartRelay {
-  const warnings = [PLAIN_HTTP_MARKER, LOCALHOST_AUDIENCE_MARKER, RECORDED_OPTION_MARKER, RECORDED_CREDENTIAL_MARKER];
+  const warnings = [
+    UNGUARDED_MEMBER_MARKER,
+    DIRECT_CLIENTS_MARKER,
+    PLAIN_HTTP_MARKER,
+    LOCALHOST_AUDIENCE_MARKER,
+    RECORDED_OPTION_MARKER,
+    RECORDED_CREDENTIAL_MARKER,
+  ];
   if (!options.setIdExposureShown) warnings.push(SET_ID_EXPOSURE_MARKER);
   // Only what the new supervisor writes: an earlier run's URL or warnings are stale.
-  const before = statSync(files.path, { throwIfNoEntry: false });
-  let at: LogPosition = { ino: before?.ino, offset: before?.size ?? 0 };
+  const end = (): LogPosition => {
+    const before = statSync(files.path, { throwIfNoEntry: false });
+    return { ino: before?.ino, offset: before?.size ?? 0 };
+  };
+  let at = end();
   let text = "";
   /** Where the lines not yet looked at for warnings start in `text`. */
   let scanned = 0;
@@ -78,12 +94,10 @@ export function startRelay(files: LogFiles, prefix = "", options: RelayOptions =
     }
     const complete = text.lastIndexOf("\n") + 1;
     if (complete <= scanned) return;
+    // Every marker only in mcpmgr's own [warn] line: a server's stderr (a debug line) or an audit record
+    // quoting the words would otherwise be shown on the terminal as a warning of mcpmgr's.
     for (const line of text.slice(scanned, complete).split("\n"))
-      if (
-        line.includes(UNGUARDED_MEMBER_MARKER) ||
-        line.includes(DIRECT_CLIENTS_MARKER) ||
-        (WARN_LINE_HEAD.test(line) && warnings.some((marker) => line.includes(marker)))
-      ) {
+      if (WARN_LINE_HEAD.test(line) && warnings.some((marker) => line.includes(marker))) {
         const said = line.replace(LOG_LINE_HEAD, "");
         // A line that names its workload first (`NAME: …`) is not given the name twice.
         log.warn(said.startsWith(prefix) ? said : `${prefix}${said}`);
@@ -98,6 +112,12 @@ export function startRelay(files: LogFiles, prefix = "", options: RelayOptions =
       })
       .catch(() => {});
   return {
+    fromHere() {
+      // Called before any read (the supervisor is not spawned yet): nothing is in flight to land after it.
+      at = end();
+      text = "";
+      scanned = 0;
+    },
     whileWaiting() {
       reading ??= read().finally(() => {
         reading = undefined;

@@ -12,7 +12,7 @@ import { dockerHostFor } from "../runtime/docker/engine.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import { assertNoForegroundRun, type WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext } from "./context.ts";
-import { prepareImage, printContainerGrants, warnSetIdExposure } from "./launch-container.ts";
+import { lookUpWhilePreparing, prepareImage, printContainerGrants } from "./launch-container.ts";
 import { printProcessGrants, processWorkingDir, sandboxedMounts } from "./launch-process.ts";
 import { overlaysFor } from "./overlays.ts";
 import { preparePolicies } from "./policies.ts";
@@ -55,10 +55,9 @@ export async function preflight(spec: RunSpec, ctx: WorkloadContext, signal?: Ab
     const overlayOptions = { ignoreGlobally: server.ignoreGlobally, print: server.printOverlays };
     if (placement.kind === "container") {
       // The engine's profile is looked up while the image is prepared (W9).
-      [setIdExposure] = await Promise.all([
-        warnSetIdExposure(spec, placement, ctx),
+      [setIdExposure] = await lookUpWhilePreparing(spec, placement, ctx, () =>
         prepareImage(placement, ctx, (line) => ctx.log.info(line), signal),
-      ]);
+      );
       await overlaysFor(placement.mounts, overlayOptions, ctx);
     } else if (workingDir !== undefined) {
       await overlaysFor(sandboxedMounts(placement, workingDir), overlayOptions, ctx);

@@ -202,6 +202,24 @@ export async function warnSetIdExposure(
   return true;
 }
 
+/**
+ * warnSetIdExposure while `prepare` runs (the engine's look-up overlaps the image's preparation, W9),
+ * both awaited: an image that cannot be had fails the start only once the warning is said, so it
+ * comes before the error (in the terminal or the supervisor's log), never after it or not at all.
+ * The image's error comes first; the look-up itself fails only into "no profile".
+ */
+export async function lookUpWhilePreparing<T>(
+  spec: RunSpec,
+  placement: ContainerPlacement,
+  ctx: WorkloadContext,
+  prepare: () => Promise<T>,
+): Promise<[boolean, T]> {
+  const [warned, prepared] = await Promise.allSettled([warnSetIdExposure(spec, placement, ctx), prepare()]);
+  if (prepared.status === "rejected") throw prepared.reason;
+  if (warned.status === "rejected") throw warned.reason;
+  return [warned.value, prepared.value];
+}
+
 /** Removes what a start left in the engine (it was interrupted, or a supervisor was killed hard). */
 export async function removeContainers(placement: ContainerPlacement, name: string, install: string): Promise<void> {
   await removeWorkloadObjects(placement.engine, name, install);
@@ -225,10 +243,9 @@ export async function launchContainer(
   // Also in a supervisor's log: its own look-up decides what this container gets, and may differ
   // from the one `run` made before it (an engine error is taken as "no file to extend"). Both at
   // once: the look-up (a second for Podman under load) overlaps the image's preparation.
-  const [, image] = await Promise.all([
-    warnSetIdExposure(spec, placement, ctx),
+  const [, image] = await lookUpWhilePreparing(spec, placement, ctx, () =>
     prepareImage(placement, ctx, (line) => (options.interactive ? ctx.log.info(line) : ctx.log.debug(line)), signal),
-  ]);
+  );
   signal?.throwIfAborted();
   const stdio = server.transport === "stdio";
   // Leftovers of a run that was killed hard (same names) would block this one; only this

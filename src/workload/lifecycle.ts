@@ -30,7 +30,7 @@ import { StartedElsewhere } from "./start-claim.ts";
  */
 export async function startRecorded(
   name: string,
-  options: { readonly restart: boolean } & Pick<StartSupervisorOptions, "whileWaiting">,
+  options: { readonly restart: boolean } & Pick<StartSupervisorOptions, "whileWaiting" | "beforeSpawn">,
   ctx: WorkloadContext,
 ): Promise<{ readonly record: WorkloadRecord; readonly alreadyRunning: boolean; readonly byAnother?: boolean }> {
   const store = new WorkloadStore(ctx.paths);
@@ -56,7 +56,7 @@ export async function startRecorded(
     assertOptionFileKeysUnique(record);
   }
   try {
-    await startSupervisor(store, name, ctx, { whileWaiting: options.whileWaiting });
+    await startSupervisor(store, name, ctx, { whileWaiting: options.whileWaiting, beforeSpawn: options.beforeSpawn });
   } catch (err) {
     // Two commands starting it at once (`start --all` in two terminals, after a reboot): both asked
     // for it to run, so the one that spawned nothing reports the other's start as it ends, rather

@@ -73,6 +73,11 @@ export interface StartSupervisorOptions {
   readonly failureNote?: string;
   /** Called every 100 ms while waiting (`run` relays an OAuth login URL from the proxy log). */
   readonly whileWaiting?: () => void;
+  /**
+   * Called just before the supervisor is spawned: what the log holds up to here is not its (a `restart`
+   * stopped the one before, which may have logged a start of its own meanwhile).
+   */
+  readonly beforeSpawn?: () => void;
   /** Aborted (Ctrl-C in `run`): the supervisor is stopped and CANCELLED thrown. */
   readonly signal?: AbortSignal;
 }
@@ -108,6 +113,7 @@ export async function startSupervisor(
   const record = await store.getExisting(name);
   const runtime = recordedRuntimeEnv(record);
   const { spawn } = await import("node:child_process");
+  options.beforeSpawn?.();
   const child = spawn(command as string, args, {
     detached: true,
     stdio: ["ignore", out, out],

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { withoutSetIdModes } from "../../src/runtime/docker/setid-seccomp.ts";
-import { fixtureImages, runInDocker, type FixtureImages } from "../support/docker-fixtures.ts";
+import { fixtureImages, runInDocker, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
 import { startPodmanService, type PodmanService } from "../support/podman-service.ts";
 import { CLI_ENTRY, spawnCollect } from "../support/processes.ts";
 
@@ -285,3 +285,27 @@ test("a foreground run with a writable volume prepares the image while the engin
     rmSync(dir, { recursive: true, force: true });
   }
 }, 300_000);
+
+test("a foreground run whose image cannot be pulled says the set-ID warning before the error, not after it or never", async () => {
+  const dir = freshVolume();
+  // The pull fails at once (nothing listens on port 1) while the look-up is held.
+  const proxy = await slowInfoProxy(1500);
+  try {
+    const run = await runInDockerFails(
+      ["localhost:1/mcpmgr-no-such-image:1", "--name", "docker-setid-nopull", "-v", `${dir}:/data`],
+      {
+        DOCKER_HOST: proxy.dockerHost,
+      },
+    );
+    expect(run.code).toBe(1);
+    const warning = run.err.indexOf("docker-setid-nopull's container can leave set-user-ID programs");
+    const error = run.err.indexOf("could not pull localhost:1/mcpmgr-no-such-image:1");
+    expect(error).toBeGreaterThan(-1);
+    expect(warning).toBeGreaterThan(-1);
+    expect(warning).toBeLessThan(error);
+    expect(run.err.split("set-user-ID programs").length).toBe(2);
+  } finally {
+    proxy.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 120_000);

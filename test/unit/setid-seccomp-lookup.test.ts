@@ -52,7 +52,8 @@ test("a failed look-up is asked again after the back-off, not kept for the proce
   serve();
   // Within the back-off: not asked again (each container start of a crash loop would ask).
   expect(await setIdSeccompProfile(engine, t0 + RETRY_AFTER_MS - 1)).toBeUndefined();
-  const profile = await setIdSeccompProfile(engine, t0 + RETRY_AFTER_MS);
+  // The back-off counts from the failure, which came within moments of t0.
+  const profile = await setIdSeccompProfile(engine, t0 + RETRY_AFTER_MS + 1_000);
   expect(profile).toBeDefined();
   expect(profile).toContain("SCMP_CMP_MASKED_EQ");
   // The engine's answer stays for the process, also when the engine is gone later.
@@ -89,4 +90,29 @@ test("profile files no start used for a day are pruned; the one just used, recen
   expect(await setIdSeccompOption(a.engine, state, now + 1000)).toBe(aOption as string);
   expect(readFileSync(aFile, "utf8")).toBe((await setIdSeccompProfile(a.engine)) as string);
   expect(existsSync(bFile)).toBe(true);
+});
+
+test("the back-off counts from when a look-up failed, not from when it was asked", async () => {
+  const socket = join(dir, "slow.sock");
+  let asked = 0;
+  servers.push(
+    Bun.serve({
+      unix: socket,
+      // An engine under load: it takes a while, then fails.
+      fetch: async () => {
+        asked++;
+        await Bun.sleep(300);
+        return new Response("busy", { status: 500 });
+      },
+    }),
+  );
+  const engine: ContainerEngine = { kind: "podman", endpoint: socket, docker: new Docker({ socketPath: socket }) };
+  const t0 = 5_000_000;
+  expect(await setIdSeccompProfile(engine, t0)).toBeUndefined();
+  expect(asked).toBe(1);
+  // Past the back-off from the question, within it from the failure (which came 300 ms later).
+  expect(await setIdSeccompProfile(engine, t0 + RETRY_AFTER_MS + 100)).toBeUndefined();
+  expect(asked).toBe(1);
+  expect(await setIdSeccompProfile(engine, t0 + RETRY_AFTER_MS + 2_000)).toBeUndefined();
+  expect(asked).toBe(2);
 });

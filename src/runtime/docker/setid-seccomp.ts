@@ -215,6 +215,7 @@ export function setIdSeccompProfile(engine: ContainerEngine, now = Date.now()): 
   const known = cache.get(engine.endpoint);
   if (known !== undefined && (known.failedAt === undefined || now - known.failedAt < RETRY_AFTER_MS))
     return known.profile;
+  const started = performance.now();
   const lookup: Lookup = {
     profile: engineProfilePath(engine)
       .then((path) => {
@@ -223,7 +224,9 @@ export function setIdSeccompProfile(engine: ContainerEngine, now = Date.now()): 
         return Array.isArray(profile.syscalls) ? JSON.stringify(withoutSetIdModes(profile)) : undefined;
       })
       .catch(() => {
-        lookup.failedAt = now;
+        // From when it failed, not when it was asked: an engine that takes seconds to fail (under load,
+        // or until a client times out) would otherwise be asked again by every start after the first.
+        lookup.failedAt = now + (performance.now() - started);
         return undefined;
       }),
   };
