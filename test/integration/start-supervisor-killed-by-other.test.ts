@@ -109,3 +109,23 @@ test("when that command is a restart, whose 'starting' follows its 'stopped', ou
   expect(stderr).not.toContain("stopped while it was starting");
   expect(stderr).not.toContain("failed to start");
 });
+
+test("a restart that ends after its 'stopped' without starting leaves ours reporting the stop, without waiting its minute", async () => {
+  const start = spawnCli(["start", "slow"]);
+  const pid = await liveSupervisor();
+  process.kill(pid, "SIGKILL");
+  // A real command standing for the restart: it marks its "stopped", then dies before its "starting".
+  const restart = Bun.spawn(["sleep", "30"]);
+  const restartedBy = { pid: restart.pid, startTime: processStartTime(restart.pid) ?? "" };
+  await Bun.sleep(500);
+  await store.writeStatus("slow", { state: "stopped", restarts: 0, restartedBy });
+  await Bun.sleep(500);
+  const killedAt = performance.now();
+  restart.kill("SIGKILL");
+  await restart.exited;
+  const stderr = await new Response(start.stderr).text();
+  expect(await start.exited).not.toBe(0);
+  expect(performance.now() - killedAt).toBeLessThan(10_000);
+  expect(stderr).toContain("slow was stopped while it was starting");
+  expect(stderr).not.toContain("failed to start");
+});
